@@ -1,0 +1,60 @@
+package embedded
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/FerretDB/FerretDB/ferretdb"
+)
+
+// Mongo is an in-process FerretDB speaking the MongoDB wire protocol,
+// storing its data in SQLite files under a directory.
+type Mongo struct {
+	URI    string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// StartMongo starts FerretDB on a random loopback port with its SQLite
+// files in dir, and returns once it listens.
+func StartMongo(dir string) (*Mongo, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("embedded mongo: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	// FerretDB logs through its own zap logger at info level by default;
+	// keep it quiet unless something is wrong.
+	f, err := ferretdb.New(&ferretdb.Config{
+		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Handler:   "sqlite",
+		SQLiteURL: "file:" + abs + "/",
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded mongo: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Mongo{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		if err := f.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			slog.Error("embedded mongo stopped", "err", err)
+		}
+	}()
+	// MongoDBURI blocks until the listener is bound.
+	m.URI = f.MongoDBURI()
+	return m, nil
+}
+
+// Close stops FerretDB and waits for it to release its files.
+func (m *Mongo) Close() {
+	m.cancel()
+	<-m.done
+}

@@ -1,0 +1,82 @@
+// Package testenv gives tests a real NATS JetStream server and a real
+// Mongo-wire store: embedded by default (nats-server in-process, FerretDB
+// on SQLite), or official containers when VOICEAI_TEST_DOCKER=1.
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
+)
+
+// Env is the infrastructure one test runs against.
+type Env struct {
+	NATSURL  string
+	MongoURI string
+}
+
+// New starts NATS and the store for t and stops them when t ends.
+func New(t testing.TB) *Env {
+	t.Helper()
+	if useDocker() {
+		return newDocker(t)
+	}
+	return &Env{NATSURL: StartNATS(t), MongoURI: StartMongo(t)}
+}
+
+// StartNATS starts an embedded JetStream server with its store in a
+// temporary directory and returns its client URL.
+func StartNATS(t testing.TB) string {
+	t.Helper()
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns.ClientURL()
+}
+
+// StartMongo starts an embedded FerretDB with its files in a temporary
+// directory and returns its connection URI.
+func StartMongo(t testing.TB) string {
+	t.Helper()
+	m, err := embedded.StartMongo(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	return m.URI
+}
+
+// Conn connects to the environment's NATS server; closed when t ends.
+func (e *Env) Conn(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(e.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Mongo connects a driver client to the environment's store; disconnected
+// when t ends.
+func (e *Env) Mongo(t testing.TB) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(e.MongoURI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Disconnect(ctx)
+	})
+	return c
+}
