@@ -1,0 +1,67 @@
+// Package config reads a service's typed configuration from VOICEAI_*
+// environment variables (with defaults) and validates it at start-up, so a
+// misconfigured process fails fast with a clear message.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/caarlos0/env/v11"
+)
+
+// Validator is implemented by configurations with cross-field rules.
+type Validator interface{ Validate() error }
+
+// Load parses the environment into a T and validates it.
+func Load[T any]() (T, error) {
+	var c T
+	if err := env.Parse(&c); err != nil {
+		return c, fmt.Errorf("configuration: %w", err)
+	}
+	if v, ok := any(&c).(Validator); ok {
+		if err := v.Validate(); err != nil {
+			return c, fmt.Errorf("configuration: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Infra is what every service needs to reach the bus and its store.
+type Infra struct {
+	NATSURL     string `env:"VOICEAI_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	MongoURI    string `env:"VOICEAI_MONGO_URI" envDefault:"mongodb://127.0.0.1:27017"`
+	LogLevel    string `env:"VOICEAI_LOG_LEVEL" envDefault:"info"`
+	MetricsAddr string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	// Replicas of each JetStream stream: 1 in development, 3 in production.
+	StreamReplicas int `env:"VOICEAI_STREAM_REPLICAS" envDefault:"1"`
+}
+
+// Validate checks the shared settings.
+func (c Infra) Validate() error {
+	var errs []error
+	if !strings.HasPrefix(c.NATSURL, "nats://") && !strings.HasPrefix(c.NATSURL, "tls://") && !strings.HasPrefix(c.NATSURL, "ws") {
+		errs = append(errs, fmt.Errorf("VOICEAI_NATS_URL %q: want nats://host:port", c.NATSURL))
+	}
+	if !strings.HasPrefix(c.MongoURI, "mongodb://") && !strings.HasPrefix(c.MongoURI, "mongodb+srv://") {
+		errs = append(errs, fmt.Errorf("VOICEAI_MONGO_URI %q: want mongodb://…", c.MongoURI))
+	}
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if c.StreamReplicas != 1 && c.StreamReplicas != 3 && c.StreamReplicas != 5 {
+		errs = append(errs, fmt.Errorf("VOICEAI_STREAM_REPLICAS %d: want 1, 3 or 5", c.StreamReplicas))
+	}
+	return errors.Join(errs...)
+}
+
+// ParseLogLevel maps debug|info|warn|error to a slog level.
+func ParseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return l, fmt.Errorf("VOICEAI_LOG_LEVEL %q: want debug, info, warn or error", s)
+	}
+	return l, nil
+}

@@ -1,0 +1,88 @@
+package httpx
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxBody bounds a request body when a service sets no other limit.
+const DefaultMaxBody = 1 << 20
+
+// DecodeJSON reads r's body (at most maxBytes) into dst. Malformed JSON is
+// a 400; a value of the wrong type is a 422 pointing at the field; an
+// oversized body is a 413. Unknown fields are ignored, as the public SDK
+// strips nothing it does not know and clients may be newer than we are.
+func DecodeJSON(r *http.Request, maxBytes int64, dst any) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBody
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+	if err != nil {
+		return BadRequest("unreadable_body", "The request body could not be read.")
+	}
+	if int64(len(body)) > maxBytes {
+		return NewError(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", maxBytes))
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}
+	}
+	return decodeBytes(body, dst)
+}
+
+func decodeBytes(body []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			loc := []any{"body"}
+			if typeErr.Field != "" {
+				for _, p := range strings.Split(typeErr.Field, ".") {
+					if i, err := strconv.Atoi(p); err == nil {
+						loc = append(loc, i)
+					} else {
+						loc = append(loc, p)
+					}
+				}
+			}
+			return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("Input should be a valid %s", jsonKind(typeErr.Type.Kind().String())), Type: "type_error"}}
+		}
+		return BadRequest("malformed_json", "The request body is not valid JSON: "+syntaxMessage(err))
+	}
+	if dec.More() {
+		return BadRequest("malformed_json", "The request body has data after the JSON value.")
+	}
+	return nil
+}
+
+func syntaxMessage(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return "cannot parse body"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	default:
+		return "number"
+	}
+}

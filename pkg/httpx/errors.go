@@ -1,0 +1,92 @@
+// Package httpx holds the HTTP conventions every service shares: the
+// spec's error bodies (section 7), 422 validation bodies with loc paths,
+// JSON decoding with a size limit, request ids, and panic recovery.
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Error is an application error that maps to one HTTP status and the
+// spec's body {"detail":{"status","message","request_id"}}.
+type Error struct {
+	HTTPStatus int
+	Status     string // stable snake_case identifier, e.g. "agent_not_found"
+	Message    string // customer-facing explanation
+}
+
+func (e *Error) Error() string { return e.Status + ": " + e.Message }
+
+// NewError builds an application error.
+func NewError(httpStatus int, status, message string) *Error {
+	return &Error{HTTPStatus: httpStatus, Status: status, Message: message}
+}
+
+// Convenience constructors for the common cases.
+func NotFound(status, message string) *Error { return NewError(http.StatusNotFound, status, message) }
+func Conflict(status, message string) *Error { return NewError(http.StatusConflict, status, message) }
+func Forbidden(status, message string) *Error {
+	return NewError(http.StatusForbidden, status, message)
+}
+func BadRequest(status, message string) *Error {
+	return NewError(http.StatusBadRequest, status, message)
+}
+
+type errorBody struct {
+	Detail errorDetail `json:"detail"`
+}
+
+type errorDetail struct {
+	Status    string  `json:"status"`
+	Message   string  `json:"message"`
+	RequestID *string `json:"request_id"`
+}
+
+// WriteError writes err in the spec's error shape. Validation errors become
+// 422 bodies; *Error keeps its status; anything else is an internal error
+// whose text is never shown to the caller.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var v ValidationErrors
+	if errors.As(err, &v) {
+		WriteValidation(w, r, v)
+		return
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		LoggerFrom(r.Context()).Error("internal error", "err", err)
+		e = NewError(http.StatusInternalServerError, "internal_error", "The server failed to process the request.")
+	}
+	WriteErrorStatus(w, r, e.HTTPStatus, e.Status, e.Message)
+}
+
+// WriteErrorStatus writes an application error body with the given codes.
+func WriteErrorStatus(w http.ResponseWriter, r *http.Request, httpStatus int, status, message string) {
+	var rid *string
+	if id := RequestID(r.Context()); id != "" {
+		rid = &id
+	}
+	WriteJSON(w, httpStatus, errorBody{Detail: errorDetail{Status: status, Message: message, RequestID: rid}})
+}
+
+// WriteJSON writes v as a JSON response.
+func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(httpStatus)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// NotFoundHandler answers unknown routes in the spec's error shape.
+func NotFoundHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteErrorStatus(w, r, http.StatusNotFound, "route_not_found", "No route matches "+r.Method+" "+r.URL.Path+".")
+	})
+}
+
+// MethodNotAllowedHandler answers a known path with an unsupported method.
+func MethodNotAllowedHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		WriteErrorStatus(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "Method "+r.Method+" is not allowed on "+r.URL.Path+".")
+	})
+}

@@ -1,0 +1,138 @@
+package httpx
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+type body struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+	Tests []struct {
+		ID string `json:"test_id"`
+	} `json:"tests"`
+}
+
+func decode(t *testing.T, s string, max int64) error {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(s))
+	var b body
+	return DecodeJSON(r, max, &b)
+}
+
+func TestDecodeJSON(t *testing.T) {
+	if err := decode(t, `{"name":"a","count":2}`, 0); err != nil {
+		t.Fatalf("valid body rejected: %v", err)
+	}
+	var e *Error
+	if err := decode(t, `{"name":`, 0); !errors.As(err, &e) || e.HTTPStatus != 400 || e.Status != "malformed_json" {
+		t.Fatalf("malformed JSON: got %v", err)
+	}
+	if err := decode(t, `{"a":1} {"b":2}`, 0); !errors.As(err, &e) || e.HTTPStatus != 400 {
+		t.Fatalf("trailing data: got %v", err)
+	}
+	if err := decode(t, `{"name":"`+strings.Repeat("x", 100)+`"}`, 50); !errors.As(err, &e) || e.HTTPStatus != 413 {
+		t.Fatalf("oversized: got %v", err)
+	}
+	var v ValidationErrors
+	if err := decode(t, `{"count":"two"}`, 0); !errors.As(err, &v) || len(v) != 1 || v[0].Loc[1] != "count" {
+		t.Fatalf("wrong type: got %#v", err)
+	}
+	if err := decode(t, `{"tests":[{"test_id":5}]}`, 0); !errors.As(err, &v) || v[0].Loc[0] != "body" {
+		t.Fatalf("nested wrong type: got %#v", err)
+	}
+	if err := decode(t, ``, 0); !errors.As(err, &v) || v[0].Type != "missing" {
+		t.Fatalf("empty body: got %#v", err)
+	}
+}
+
+func TestWriteErrorShapes(t *testing.T) {
+	h := WithRequestID(slog.New(slog.NewTextHandler(io.Discard, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/nf":
+			WriteError(w, r, NotFound("agent_not_found", "no such agent"))
+		case "/val":
+			var v Validator
+			v.Add("too small", "greater_than_equal", "query", "page_size")
+			WriteError(w, r, v.Err())
+		case "/internal":
+			WriteError(w, r, errors.New("secret database detail"))
+		}
+	}))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/nf", nil))
+	var app struct {
+		Detail struct{ Status, Message, RequestID string } `json:"detail"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &app); err != nil || rec.Code != 404 || app.Detail.Status != "agent_not_found" {
+		t.Fatalf("404 body: %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(rec.Body.String(), `"request_id":"`+rec.Header().Get(HeaderRequestID)+`"`) || rec.Header().Get(HeaderRequestID) == "" {
+		t.Fatalf("request id missing or different: %s / %q", rec.Body, rec.Header().Get(HeaderRequestID))
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/val", nil))
+	if rec.Code != 422 || !strings.Contains(rec.Body.String(), `"loc":["query","page_size"]`) {
+		t.Fatalf("422 body: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/internal", nil))
+	if rec.Code != 500 || strings.Contains(rec.Body.String(), "secret") {
+		t.Fatalf("500 leaks or wrong: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestRequestIDAcceptedOrReplaced(t *testing.T) {
+	h := WithRequestID(slog.Default(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set(HeaderRequestID, "abc-123")
+	h.ServeHTTP(rec, r)
+	if rec.Header().Get(HeaderRequestID) != "abc-123" {
+		t.Fatalf("well-formed id not kept: %q", rec.Header().Get(HeaderRequestID))
+	}
+	rec = httptest.NewRecorder()
+	r = httptest.NewRequest("GET", "/", nil)
+	r.Header.Set(HeaderRequestID, "bad id\x01")
+	h.ServeHTTP(rec, r)
+	if got := rec.Header().Get(HeaderRequestID); !strings.HasPrefix(got, "req_") {
+		t.Fatalf("malformed id not replaced: %q", got)
+	}
+}
+
+func TestRecoverWritesA500Body(t *testing.T) {
+	h := Recover(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 500 || !strings.Contains(rec.Body.String(), `"status":"internal_error"`) {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+func FuzzDecodeJSON(f *testing.F) {
+	f.Add([]byte(`{"name":"a","count":1,"tests":[{"test_id":"t"}]}`))
+	f.Add([]byte(`{"count":1e400}`))
+	f.Add([]byte(`[`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(data)))
+		var b body
+		err := DecodeJSON(r, 1<<16, &b)
+		if err == nil {
+			return
+		}
+		var e *Error
+		var v ValidationErrors
+		if !errors.As(err, &e) && !errors.As(err, &v) {
+			t.Fatalf("error is neither a client error nor a validation error: %v", err)
+		}
+		if e != nil && (e.HTTPStatus < 400 || e.HTTPStatus > 499) {
+			t.Fatalf("non-4xx for bad input: %d", e.HTTPStatus)
+		}
+	})
+}

@@ -1,0 +1,135 @@
+package httpx
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+)
+
+// HeaderRequestID is echoed on every response.
+const HeaderRequestID = "X-Request-Id"
+
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	loggerKey
+)
+
+var wellFormedRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+// RequestID returns the request id carried by ctx, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// LoggerFrom returns the request-scoped logger, or the default logger.
+func LoggerFrom(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// NewRequestID returns a fresh random request id.
+func NewRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// WithRequestID accepts a well-formed incoming X-Request-Id or makes one,
+// sets it on the response before anything else writes, and puts it and a
+// logger carrying it into the request context.
+func WithRequestID(base *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(HeaderRequestID)
+		if !wellFormedRequestID.MatchString(id) {
+			id = NewRequestID()
+			r.Header.Set(HeaderRequestID, id)
+		}
+		w.Header().Set(HeaderRequestID, id)
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		ctx = context.WithValue(ctx, loggerKey, base.With("request_id", id))
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// Recover turns a panic into a 500 in the spec's error shape, so a bug
+// never drops the connection or leaks a stack to the caller.
+func Recover(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				LoggerFrom(r.Context()).Error("panic serving request", "panic", p, "stack", string(debug.Stack()))
+				if !rw.wroteHeader {
+					WriteErrorStatus(rw, r, http.StatusInternalServerError, "internal_error", "The server failed to process the request.")
+				}
+			}
+		}()
+		next.ServeHTTP(rw, r)
+	})
+}
+
+// AccessLog logs one line per request with its outcome and duration.
+func AccessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		LoggerFrom(r.Context()).Info("http request",
+			"method", r.Method, "path", r.URL.Path, "status", rw.Status(),
+			"bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	})
+}
+
+// statusWriter remembers the status and size of a response.
+type statusWriter struct {
+	http.ResponseWriter
+	status      int
+	bytes       int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.status, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wroteHeader {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// Status is the status written, 200 when the handler wrote none.
+func (w *statusWriter) Status() int {
+	if w.status == 0 {
+		return http.StatusOK
+	}
+	return w.status
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Flush lets streaming handlers push partial output.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,89 @@
+package natsx
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/mux"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+func TestForwardRoundTrip(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/echo/{id}", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Echo-Id", mux.Vars(r)["id"])
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]string{
+			"method": r.Method, "query": r.URL.Query().Get("q"), "body": string(b),
+			"client": r.Header.Get("X-Client"), "remote": r.RemoteAddr,
+		})
+	})
+	svc, err := Serve(nc, "echo", "1.0.0", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+
+	f := &Forwarder{NC: nc, Timeout: 5 * time.Second}
+	req := httptest.NewRequest(http.MethodPost, "/v1/echo/42?q=hello", strings.NewReader(`{"a":1}`))
+	req.Header.Set("X-Client", "sdk")
+	req.RemoteAddr = "192.0.2.1:5555"
+	rec := httptest.NewRecorder()
+	f.Forward(rec, req, "echo")
+
+	if rec.Code != http.StatusCreated || rec.Header().Get("X-Echo-Id") != "42" {
+		t.Fatalf("status/header not relayed: %d %v", rec.Code, rec.Header())
+	}
+	var got map[string]string
+	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"method": "POST", "query": "hello", "body": `{"a":1}`, "client": "sdk", "remote": "192.0.2.1:5555"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+}
+
+func TestForwardNoRespondersIs503(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	rec := httptest.NewRecorder()
+	(&Forwarder{NC: nc}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "absent")
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"status":"service_unavailable"`) {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestForwardDeadlineIs504(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	release := make(chan struct{})
+	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); _ = svc.Stop() })
+	rec := httptest.NewRecorder()
+	(&Forwarder{NC: nc, Timeout: 50 * time.Millisecond}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "slow")
+	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"status":"upstream_timeout"`) {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestForwardBodyLimitIs413(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	rec := httptest.NewRecorder()
+	(&Forwarder{NC: nc, MaxBody: 10}).Forward(rec, httptest.NewRequest("POST", "/v1/x", strings.NewReader(strings.Repeat("x", 11))), "any")
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}

@@ -1,0 +1,29 @@
+// Package natsx carries HTTP over NATS request/reply: a service serves its
+// http.Handler on a NATS micro endpoint, and the gateway forwards each
+// public request there. Services need no listening address; replicas join
+// one queue group and NATS balances between them.
+package natsx
+
+import "strings"
+
+// Headers that carry the HTTP request line and response status inside a
+// NATS message; the remaining headers are the HTTP headers themselves.
+const (
+	hdrMethod     = "Voiceai-Http-Method"
+	hdrURI        = "Voiceai-Http-Uri"
+	hdrRemoteAddr = "Voiceai-Http-Remote-Addr"
+	hdrStatus     = "Voiceai-Http-Status"
+)
+
+// Subject is the NATS subject on which service name serves HTTP.
+func Subject(service string) string { return "svc." + service + ".http" }
+
+// hopByHop headers are meaningful for one connection only.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Content-Length": true,
+}
+
+func isTransportHeader(k string) bool {
+	return hopByHop[k] || strings.HasPrefix(k, "Voiceai-Http-") || strings.HasPrefix(k, "Nats-")
+}

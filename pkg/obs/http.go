@@ -1,0 +1,59 @@
+package obs
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// HTTPMetrics counts and times requests by route template, so paths with
+// ids do not explode the label space.
+type HTTPMetrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewHTTPMetrics registers request metrics for service on reg.
+func NewHTTPMetrics(reg prometheus.Registerer, service string) *HTTPMetrics {
+	m := &HTTPMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "voiceai_http_requests_total", Help: "HTTP requests served, by route and status.",
+			ConstLabels: prometheus.Labels{"service": service},
+		}, []string{"method", "route", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "voiceai_http_request_duration_seconds", Help: "HTTP request latency, by route.",
+			ConstLabels: prometheus.Labels{"service": service},
+			Buckets:     []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"method", "route"}),
+	}
+	reg.MustRegister(m.requests, m.duration)
+	return m
+}
+
+// Middleware records every request served by a gorilla/mux router.
+func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		route := "unmatched"
+		if cr := mux.CurrentRoute(r); cr != nil {
+			if tpl, err := cr.GetPathTemplate(); err == nil {
+				route = tpl
+			}
+		}
+		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
+		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,128 @@
+// Package principal carries the authenticated caller from the gateway to
+// the services. The gateway resolves the API key and forwards who the
+// caller is in Voiceai-* headers over NATS; services trust those headers
+// because only the gateway reaches them, and the gateway strips any
+// Voiceai-* header a client sends.
+package principal
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+)
+
+// Header names used between gateway and services.
+const (
+	HeaderWorkspace   = "Voiceai-Workspace-Id"
+	HeaderUser        = "Voiceai-User-Id"
+	HeaderUserEmail   = "Voiceai-User-Email"
+	HeaderKey         = "Voiceai-Key-Id"
+	HeaderPermissions = "Voiceai-Permissions"
+	internalPrefix    = "Voiceai-"
+)
+
+// PermissionAll grants every permission.
+const PermissionAll = "all"
+
+// Known permission names (the public service-account names).
+var Known = []string{
+	"convai_read", "convai_write", "webhooks_write", "service_account_write",
+	"create_user_api_key", "workspace_read", "workspace_write",
+	"workspace_members_read", "workspace_members_invite", "workspace_members_remove",
+	"audit_log_read", "user_read", "user_write",
+}
+
+// IsKnown reports whether p is a permission name this platform knows.
+func IsKnown(p string) bool { return slices.Contains(Known, p) }
+
+// Principal is an authenticated caller: an API key of a service account.
+type Principal struct {
+	WorkspaceID string
+	UserID      string
+	Email       string
+	KeyID       string
+	Permissions []string
+}
+
+// Has reports whether the caller holds perm (or "all").
+func (p Principal) Has(perm string) bool {
+	return slices.Contains(p.Permissions, PermissionAll) || slices.Contains(p.Permissions, perm)
+}
+
+// HasAny reports whether the caller holds any of perms.
+func (p Principal) HasAny(perms ...string) bool {
+	return slices.ContainsFunc(perms, p.Has)
+}
+
+// IsAdmin reports whether the caller administers its workspace.
+func (p Principal) IsAdmin() bool { return p.HasAny("workspace_write") }
+
+// SetHeaders writes p into h, for forwarding.
+func (p Principal) SetHeaders(h http.Header) {
+	h.Set(HeaderWorkspace, p.WorkspaceID)
+	h.Set(HeaderUser, p.UserID)
+	h.Set(HeaderUserEmail, p.Email)
+	h.Set(HeaderKey, p.KeyID)
+	h.Set(HeaderPermissions, strings.Join(p.Permissions, ","))
+}
+
+// FromHeaders reads a principal forwarded by the gateway.
+func FromHeaders(h http.Header) (Principal, bool) {
+	p := Principal{
+		WorkspaceID: h.Get(HeaderWorkspace),
+		UserID:      h.Get(HeaderUser),
+		Email:       h.Get(HeaderUserEmail),
+		KeyID:       h.Get(HeaderKey),
+	}
+	if perms := h.Get(HeaderPermissions); perms != "" {
+		p.Permissions = strings.Split(perms, ",")
+	}
+	return p, p.WorkspaceID != "" && p.UserID != ""
+}
+
+// StripInternalHeaders removes every Voiceai-* header, so a client cannot
+// impersonate anyone by sending them.
+func StripInternalHeaders(h http.Header) {
+	for k := range h {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), internalPrefix) {
+			delete(h, k)
+		}
+	}
+}
+
+type ctxKey struct{}
+
+// With returns ctx carrying p.
+func With(ctx context.Context, p Principal) context.Context { return context.WithValue(ctx, ctxKey{}, p) }
+
+// From returns the principal in ctx.
+func From(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(ctxKey{}).(Principal)
+	return p, ok
+}
+
+// Middleware puts the forwarded principal into the request context and
+// refuses requests that arrive without one (they did not come through the
+// gateway).
+func Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := FromHeaders(r.Header)
+		if !ok {
+			httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, "unauthenticated", "The request carries no authenticated caller.")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(With(r.Context(), p)))
+	})
+}
+
+// Require answers 403 unless the caller in ctx holds one of perms.
+func Require(r *http.Request, perms ...string) error {
+	p, _ := From(r.Context())
+	if !p.HasAny(perms...) {
+		return httpx.Forbidden("missing_permission", "The API key lacks the permission "+strings.Join(perms, " or ")+".")
+	}
+	return nil
+}
