@@ -1,0 +1,91 @@
+// Package runtime is the lifecycle every service binary shares: connect to
+// NATS (JetStream) and Mongo, log as JSON, expose metrics, serve the
+// service's HTTP handler over NATS, and drain everything on shutdown.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+		"time"
+
+	"github.com/gorilla/mux"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/natsx"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+// Deps are the connections a service runs on. The all-in-one binary
+// builds one set and shares it; a standalone binary builds its own.
+type Deps struct {
+	NC             *nats.Conn
+	JS             jetstream.JetStream
+	Mongo          *mongo.Client
+	Logger         *slog.Logger
+	Metrics        prometheus.Registerer
+	StreamReplicas int
+}
+
+// Connect dials NATS and Mongo.
+func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger) (*nats.Conn, *mongo.Client, error) {
+	nc, err := nats.Connect(natsURL,
+		nats.Name("voiceai-"+name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				logger.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrl()) }),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect nats %s: %w", natsURL, err)
+	}
+	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI).SetAppName("voiceai-" + name))
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("connect mongo: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := mc.Ping(pctx, nil); err != nil {
+		nc.Close()
+		_ = mc.Disconnect(context.Background())
+		return nil, nil, fmt.Errorf("reach mongo: %w", err)
+	}
+	return nc, mc, nil
+}
+
+// NewDeps wraps established connections.
+func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheus.Registerer, replicas int) (Deps, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return Deps{}, err
+	}
+	if replicas == 0 {
+		replicas = 1
+	}
+	return Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas}, nil
+}
+
+// ServeHTTP serves handler as service name over NATS with the shared
+// middleware: request ids, panic recovery, access log, metrics, and the
+// caller forwarded by the gateway.
+func ServeHTTP(d Deps, name, version string, router *mux.Router) (micro.Service, error) {
+	// Router middleware runs after route matching, so metrics see the route
+	// template rather than the raw path.
+	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware)
+	router.NotFoundHandler = httpx.NotFoundHandler()
+	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	h := httpx.WithRequestID(d.Logger, httpx.Recover(httpx.AccessLog(principal.Middleware(router))))
+	return natsx.Serve(d.NC, name, version, h)
+}

@@ -1,0 +1,105 @@
+package ratelimit
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+func newLimiter(t *testing.T, url string, now time.Time) *Limiter {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(context.Background(), js, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Now = func() time.Time { return now }
+	return l
+}
+
+func TestExactLimitAcrossTwoLimiters(t *testing.T) {
+	url := testenv.StartNATS(t)
+	now := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	a, b := newLimiter(t, url, now), newLimiter(t, url, now)
+	lim := Limits{PerMinute: 100, PerHour: 1000}
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 150 {
+		wg.Add(1)
+		go func(l *Limiter) {
+			defer wg.Done()
+			d, err := l.Allow(context.Background(), "key1", lim)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if d.Allowed {
+				allowed.Add(1)
+			}
+		}([]*Limiter{a, b}[i%2])
+	}
+	wg.Wait()
+	if got := allowed.Load(); got != 100 {
+		t.Fatalf("allowed %d of 150, want exactly 100", got)
+	}
+	// Refused requests were given back: the hour has counted 100 only.
+	d, err := a.Allow(context.Background(), "key1", lim)
+	if err != nil || d.Allowed || d.Hour.Remaining != 900 || d.Minute.Remaining != 0 {
+		t.Fatalf("after the burst: %+v %v", d, err)
+	}
+	// The next minute window admits again.
+	a.Now = func() time.Time { return now.Add(time.Minute) }
+	if d, err := a.Allow(context.Background(), "key1", lim); err != nil || !d.Allowed || d.Hour.Remaining != 899 {
+		t.Fatalf("next minute: %+v %v", d, err)
+	}
+	// Another key is independent.
+	if d, err := b.Allow(context.Background(), "key2", lim); err != nil || !d.Allowed || d.Minute.Remaining != 99 {
+		t.Fatalf("other key: %+v %v", d, err)
+	}
+}
+
+func TestHourLimitAndHeaders(t *testing.T) {
+	now := time.Date(2026, 1, 1, 10, 59, 50, 0, time.UTC)
+	l := newLimiter(t, testenv.StartNATS(t), now)
+	lim := Limits{PerMinute: 10, PerHour: 3}
+	for i := range 3 {
+		if d, _ := l.Allow(context.Background(), "k", lim); !d.Allowed {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	d, err := l.Allow(context.Background(), "k", lim)
+	if err != nil || d.Allowed {
+		t.Fatalf("4th request in the hour: %+v %v", d, err)
+	}
+	if n := d.Nearest(); n.Name != "hour" || n.Remaining != 0 {
+		t.Fatalf("nearest window: %+v", n)
+	}
+	h := http.Header{}
+	SetHeaders(h, d, now)
+	if h.Get("X-RateLimit-Limit") != "3" || h.Get("X-RateLimit-Remaining") != "0" ||
+		h.Get("X-RateLimit-Reset") != "1767265200" {
+		t.Fatalf("headers: %v", h)
+	}
+	if got := h.Get("RateLimit"); got != `"minute";r=7;t=10, "hour";r=0;t=10` {
+		t.Fatalf("RateLimit: %s", got)
+	}
+	if got := RetryAfterSeconds(d, now); got != 10 {
+		t.Fatalf("Retry-After %d, want 10", got)
+	}
+}
