@@ -7,7 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-		"time"
+	"time"
 
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
