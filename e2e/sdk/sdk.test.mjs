@@ -1,0 +1,32 @@
+// Sanity checks that need no server: the pinned SDK loads as an ES module
+// and exposes the methods the end-to-end tests call.
+import assert from "node:assert/strict";
+import { createRequire } from "node:module";
+import { test } from "node:test";
+
+import { ElevenLabsClient, ElevenLabsError } from "@elevenlabs/elevenlabs-js";
+
+const require = createRequire(import.meta.url);
+
+test("the pinned SDK version is installed", () => {
+  const pinned = require("./package.json").dependencies["@elevenlabs/elevenlabs-js"];
+  const installed = require("@elevenlabs/elevenlabs-js/package.json").version;
+  assert.equal(installed, pinned);
+});
+
+test("the SDK module imports and exposes the methods under test", () => {
+  assert.equal(typeof ElevenLabsClient, "function");
+  assert.equal(typeof ElevenLabsError, "function");
+  const client = new ElevenLabsClient({
+    apiKey: "k",
+    baseUrl: "http://127.0.0.1:1",
+    headers: { "x-api-key": "k" },
+  });
+  const agents = client.conversationalAi.agents;
+  for (const m of ["create", "get", "list"]) assert.equal(typeof agents[m], "function", `agents.${m}`);
+  for (const m of ["create", "list"]) assert.equal(typeof client.serviceAccounts[m], "function", `serviceAccounts.${m}`);
+  const apiKeys = client.serviceAccounts.apiKeys;
+  for (const m of ["create", "list", "update", "delete"]) {
+    assert.equal(typeof apiKeys[m], "function", `serviceAccounts.apiKeys.${m}`);
+  }
+});
