@@ -1,0 +1,31 @@
+package events
+
+// Header names carried by every event message on the bus.
+const (
+	// HeaderMsgID is JetStream's deduplication header. Publishers set it
+	// (jetstream.WithMsgID) to the command id, so a retried command's
+	// duplicate append is dropped within the stream's duplicate window.
+	HeaderMsgID = "Nats-Msg-Id"
+	// HeaderEventID is the event's unique id (EventMeta.event_id).
+	HeaderEventID = "Voiceai-Event-Id"
+	// HeaderEventType is the event type, e.g. "agents.agent_created"; the
+	// key to New and Decode.
+	HeaderEventType = "Voiceai-Event-Type"
+	// HeaderSchema is the full protobuf name of the payload message, e.g.
+	// "voiceai.agents.v1.AgentCreated" (see SchemaOf).
+	HeaderSchema = "Voiceai-Schema"
+	// HeaderSchemaVersion is the contract version of the payload; see
+	// SchemaVersion.
+	HeaderSchemaVersion = "Voiceai-Schema-Version"
+	// HeaderWorkspaceID is the workspace the event belongs to
+	// (EventMeta.workspace_id).
+	HeaderWorkspaceID = "Voiceai-Workspace-Id"
+	// HeaderTraceparent is the W3C Trace Context header of the command that
+	// produced the event, when there is one.
+	HeaderTraceparent = "traceparent"
+)
+
+// SchemaVersion is the value of HeaderSchemaVersion for every message of
+// the v1 packages. Evolution within v1 is additive, so it stays "1"; a
+// breaking change would be a new package (v2) and a new version.
+const SchemaVersion = "1"

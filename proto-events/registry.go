@@ -1,0 +1,146 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+)
+
+// Event types: the value of HeaderEventType, "<context>.<snake_case_name>".
+// A type names exactly one message, and never changes meaning.
+const (
+	TypeAgentCreated = "agents.agent_created"
+	TypeAgentUpdated = "agents.agent_updated"
+	TypeAgentDeleted = "agents.agent_deleted"
+
+	TypeWorkspaceCreated      = "identity.workspace_created"
+	TypeServiceAccountCreated = "identity.service_account_created"
+	TypeAPIKeyCreated         = "identity.api_key_created"
+	TypeAPIKeyUpdated         = "identity.api_key_updated"
+	TypeAPIKeyRevoked         = "identity.api_key_revoked"
+)
+
+// Event is implemented by every registered event message: field 1 of each
+// is its EventMeta.
+type Event interface {
+	proto.Message
+	GetMeta() *commonv1.EventMeta
+}
+
+type registration struct {
+	eventType string
+	stream    string
+	empty     func() Event
+}
+
+// registrations is the one table of the registry; everything else is
+// derived from it at init.
+var registrations = []registration{
+	{TypeAgentCreated, AgentsStream, func() Event { return &agentsv1.AgentCreated{} }},
+	{TypeAgentUpdated, AgentsStream, func() Event { return &agentsv1.AgentUpdated{} }},
+	{TypeAgentDeleted, AgentsStream, func() Event { return &agentsv1.AgentDeleted{} }},
+
+	{TypeWorkspaceCreated, IdentityStream, func() Event { return &identityv1.WorkspaceCreated{} }},
+	{TypeServiceAccountCreated, IdentityStream, func() Event { return &identityv1.ServiceAccountCreated{} }},
+	{TypeAPIKeyCreated, IdentityStream, func() Event { return &identityv1.ApiKeyCreated{} }},
+	{TypeAPIKeyUpdated, IdentityStream, func() Event { return &identityv1.ApiKeyUpdated{} }},
+	{TypeAPIKeyRevoked, IdentityStream, func() Event { return &identityv1.ApiKeyRevoked{} }},
+}
+
+var (
+	byType   = map[string]registration{}
+	bySchema = map[protoreflect.FullName]string{}
+)
+
+func init() {
+	for _, r := range registrations {
+		name := r.empty().ProtoReflect().Descriptor().FullName()
+		if _, dup := byType[r.eventType]; dup {
+			panic("events: duplicate event type " + r.eventType)
+		}
+		if _, dup := bySchema[name]; dup {
+			panic("events: message " + string(name) + " registered twice")
+		}
+		byType[r.eventType] = r
+		bySchema[name] = r.eventType
+	}
+}
+
+// New returns a new, empty message for eventType, ready for proto.Unmarshal;
+// ok is false for a type this build does not know (a consumer should skip
+// or park such a message, not fail: newer producers may add types).
+func New(eventType string) (msg proto.Message, ok bool) {
+	r, ok := byType[eventType]
+	if !ok {
+		return nil, false
+	}
+	return r.empty(), true
+}
+
+// TypeOf returns the event type of msg, or "" when msg is not a registered
+// event message.
+func TypeOf(msg proto.Message) string {
+	if msg == nil {
+		return ""
+	}
+	return bySchema[msg.ProtoReflect().Descriptor().FullName()]
+}
+
+// SchemaOf returns the full protobuf name of msg, e.g.
+// "voiceai.agents.v1.AgentCreated": the value of HeaderSchema. It returns ""
+// for a nil message. The schema version is SchemaVersion.
+func SchemaOf(msg proto.Message) string {
+	if msg == nil {
+		return ""
+	}
+	return string(msg.ProtoReflect().Descriptor().FullName())
+}
+
+// StreamOf returns the stream that carries events of eventType.
+func StreamOf(eventType string) (stream string, ok bool) {
+	r, ok := byType[eventType]
+	return r.stream, ok
+}
+
+// Types returns every registered event type, sorted.
+func Types() []string {
+	out := make([]string, 0, len(byType))
+	for t := range byType {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ErrUnknownType is wrapped by Decode's error for an unregistered type.
+var ErrUnknownType = errors.New("unknown event type")
+
+// Decode unmarshals data as the message of eventType (the value of the
+// HeaderEventType header). Unknown fields from newer producers are kept.
+func Decode(eventType string, data []byte) (Event, error) {
+	r, ok := byType[eventType]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownType, eventType)
+	}
+	msg := r.empty()
+	if err := proto.Unmarshal(data, msg); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", eventType, err)
+	}
+	return msg, nil
+}
+
+// MetaOf returns the EventMeta of a registered event message, or nil for
+// any other message.
+func MetaOf(msg proto.Message) *commonv1.EventMeta {
+	if ev, ok := msg.(Event); ok {
+		return ev.GetMeta()
+	}
+	return nil
+}

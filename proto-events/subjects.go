@@ -1,0 +1,175 @@
+package events
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"unicode"
+)
+
+// Stream names: one JetStream stream per bounded context.
+const (
+	IdentityStream = "IDENTITY"
+	AgentsStream   = "AGENTS"
+)
+
+// Subject prefixes of each stream.
+const (
+	IdentitySubjectPrefix = "identity.evt"
+	AgentsSubjectPrefix   = "agents.evt"
+)
+
+// Identity subject kinds: the third token of an identity subject,
+// identity.evt.<workspace_id>.<kind>.<id>.
+const (
+	IdentityKindWorkspace = "workspace"
+	IdentityKindAccount   = "account"
+	IdentityKindKey       = "key"
+)
+
+// Wildcard filters for subscriptions and consumers.
+const (
+	// IdentityAll matches every event of stream IDENTITY; it is also the
+	// stream's subject.
+	IdentityAll = "identity.evt.>"
+	// IdentityWorkspacesAll matches workspace events of every workspace.
+	IdentityWorkspacesAll = "identity.evt.*.workspace.*"
+	// IdentityAccountsAll matches service-account events of every workspace.
+	IdentityAccountsAll = "identity.evt.*.account.*"
+	// IdentityKeysAll matches API-key events of every workspace.
+	IdentityKeysAll = "identity.evt.*.key.*"
+
+	// AgentsAll matches every event of stream AGENTS; it is also the
+	// stream's subject.
+	AgentsAll = "agents.evt.>"
+)
+
+// StreamSpec names a stream and the subjects it captures. The storage and
+// retention settings are documented in README.md and applied by the event
+// store (file storage, DenyDelete, DenyPurge, Discard new, limits retention).
+type StreamSpec struct {
+	Name        string
+	Subjects    []string
+	Description string
+}
+
+// Streams returns the event streams of the suite, in a stable order. The
+// slice is a fresh copy on every call.
+func Streams() []StreamSpec {
+	return []StreamSpec{
+		{Name: IdentityStream, Subjects: []string{IdentityAll}, Description: "Workspaces, service accounts and API keys (state-carrying events)"},
+		{Name: AgentsStream, Subjects: []string{AgentsAll}, Description: "Agents (state-carrying events)"},
+	}
+}
+
+// ErrInvalidToken is wrapped by every error about an id that cannot be used
+// as a subject token.
+var ErrInvalidToken = errors.New("invalid subject token")
+
+// ValidateToken reports whether s can be used as one subject token: it must
+// be non-empty and contain no '.', '*', '>', whitespace or control
+// characters. The error wraps ErrInvalidToken.
+func ValidateToken(s string) error {
+	if s == "" {
+		return fmt.Errorf("%w: empty", ErrInvalidToken)
+	}
+	for _, r := range s {
+		switch {
+		case r == '.' || r == '*' || r == '>':
+			return fmt.Errorf("%w: %q contains %q", ErrInvalidToken, s, r)
+		case unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar:
+			return fmt.Errorf("%w: %q contains whitespace, a control character or invalid UTF-8", ErrInvalidToken, s)
+		}
+	}
+	return nil
+}
+
+// checkIDs validates ids given as label, value pairs; the label names the
+// offending argument in the error.
+func checkIDs(labelled ...string) error {
+	for i := 0; i+1 < len(labelled); i += 2 {
+		if err := ValidateToken(labelled[i+1]); err != nil {
+			return fmt.Errorf("%s: %w", labelled[i], err)
+		}
+	}
+	return nil
+}
+
+// AgentSubject is the subject of agent agentID's events:
+// agents.evt.<workspaceID>.<agentID>.
+func AgentSubject(workspaceID, agentID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "agent id", agentID); err != nil {
+		return "", err
+	}
+	return AgentsSubjectPrefix + "." + workspaceID + "." + agentID, nil
+}
+
+// AgentsOfWorkspace is the filter matching every agent event of one
+// workspace: agents.evt.<workspaceID>.*.
+func AgentsOfWorkspace(workspaceID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID); err != nil {
+		return "", err
+	}
+	return AgentsSubjectPrefix + "." + workspaceID + ".*", nil
+}
+
+// WorkspaceSubject is the subject of workspace workspaceID's events:
+// identity.evt.<workspaceID>.workspace.<workspaceID>.
+func WorkspaceSubject(workspaceID string) (string, error) {
+	return identitySubject(workspaceID, IdentityKindWorkspace, "workspace id", workspaceID)
+}
+
+// ServiceAccountSubject is the subject of service account userID's events:
+// identity.evt.<workspaceID>.account.<userID>.
+func ServiceAccountSubject(workspaceID, userID string) (string, error) {
+	return identitySubject(workspaceID, IdentityKindAccount, "user id", userID)
+}
+
+// APIKeySubject is the subject of API key keyID's events:
+// identity.evt.<workspaceID>.key.<keyID>.
+func APIKeySubject(workspaceID, keyID string) (string, error) {
+	return identitySubject(workspaceID, IdentityKindKey, "key id", keyID)
+}
+
+func identitySubject(workspaceID, kind, idLabel, id string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, idLabel, id); err != nil {
+		return "", err
+	}
+	return IdentitySubjectPrefix + "." + workspaceID + "." + kind + "." + id, nil
+}
+
+// IdentityOfWorkspace is the filter matching every identity event of one
+// workspace: identity.evt.<workspaceID>.>.
+func IdentityOfWorkspace(workspaceID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID); err != nil {
+		return "", err
+	}
+	return IdentitySubjectPrefix + "." + workspaceID + ".>", nil
+}
+
+// ParseAgentSubject splits agents.evt.<workspaceID>.<agentID>.
+func ParseAgentSubject(subject string) (workspaceID, agentID string, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 4 || t[0]+"."+t[1] != AgentsSubjectPrefix || ValidateToken(t[2]) != nil || ValidateToken(t[3]) != nil {
+		return "", "", fmt.Errorf("%w: %q is not an agent subject (%s.<workspace_id>.<agent_id>)", ErrInvalidSubject, subject, AgentsSubjectPrefix)
+	}
+	return t[2], t[3], nil
+}
+
+// ParseIdentitySubject splits identity.evt.<workspaceID>.<kind>.<id>, where
+// kind is one of IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey.
+func ParseIdentitySubject(subject string) (workspaceID, kind, id string, err error) {
+	t := strings.Split(subject, ".")
+	if len(t) != 5 || t[0]+"."+t[1] != IdentitySubjectPrefix || ValidateToken(t[2]) != nil || ValidateToken(t[4]) != nil {
+		return "", "", "", fmt.Errorf("%w: %q is not an identity subject (%s.<workspace_id>.<kind>.<id>)", ErrInvalidSubject, subject, IdentitySubjectPrefix)
+	}
+	switch t[3] {
+	case IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey:
+	default:
+		return "", "", "", fmt.Errorf("%w: %q has unknown identity kind %q", ErrInvalidSubject, subject, t[3])
+	}
+	return t[2], t[3], t[4], nil
+}
+
+// ErrInvalidSubject is wrapped by the Parse* functions' errors.
+var ErrInvalidSubject = errors.New("invalid event subject")

@@ -1,0 +1,181 @@
+package events_test
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+)
+
+func TestSubjectBuilders(t *testing.T) {
+	cases := []struct {
+		name string
+		got  func() (string, error)
+		want string
+	}{
+		{"agent", func() (string, error) { return events.AgentSubject("ws_1", "agent_2") }, "agents.evt.ws_1.agent_2"},
+		{"agents of workspace", func() (string, error) { return events.AgentsOfWorkspace("ws_1") }, "agents.evt.ws_1.*"},
+		{"workspace", func() (string, error) { return events.WorkspaceSubject("ws_1") }, "identity.evt.ws_1.workspace.ws_1"},
+		{"service account", func() (string, error) { return events.ServiceAccountSubject("ws_1", "usr_3") }, "identity.evt.ws_1.account.usr_3"},
+		{"api key", func() (string, error) { return events.APIKeySubject("ws_1", "key_4") }, "identity.evt.ws_1.key.key_4"},
+		{"identity of workspace", func() (string, error) { return events.IdentityOfWorkspace("ws_1") }, "identity.evt.ws_1.>"},
+	}
+	for _, c := range cases {
+		got, err := c.got()
+		if err != nil || got != c.want {
+			t.Errorf("%s: got %q, %v; want %q", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestSubjectBuildersRejectUnsafeIDs(t *testing.T) {
+	bad := []string{"", "a.b", "a*", ">", "a b", "a\tb", "a\nb", "\x00", "a\u00a0b", "a\u2028b", "\xff"}
+	for _, id := range bad {
+		if err := events.ValidateToken(id); !errors.Is(err, events.ErrInvalidToken) {
+			t.Errorf("ValidateToken(%q) = %v, want ErrInvalidToken", id, err)
+		}
+		calls := map[string]func() (string, error){
+			"AgentSubject(ws)":          func() (string, error) { return events.AgentSubject(id, "agent") },
+			"AgentSubject(agent)":       func() (string, error) { return events.AgentSubject("ws", id) },
+			"AgentsOfWorkspace":         func() (string, error) { return events.AgentsOfWorkspace(id) },
+			"WorkspaceSubject":          func() (string, error) { return events.WorkspaceSubject(id) },
+			"ServiceAccountSubject(ws)": func() (string, error) { return events.ServiceAccountSubject(id, "u") },
+			"ServiceAccountSubject(u)":  func() (string, error) { return events.ServiceAccountSubject("ws", id) },
+			"APIKeySubject(ws)":         func() (string, error) { return events.APIKeySubject(id, "k") },
+			"APIKeySubject(k)":          func() (string, error) { return events.APIKeySubject("ws", id) },
+			"IdentityOfWorkspace":       func() (string, error) { return events.IdentityOfWorkspace(id) },
+		}
+		for name, call := range calls {
+			got, err := call()
+			if !errors.Is(err, events.ErrInvalidToken) || got != "" {
+				t.Errorf("%s with id %q = %q, %v; want ErrInvalidToken", name, id, got, err)
+			}
+		}
+	}
+	_, err := events.APIKeySubject("ws", "k.1")
+	if err == nil || !strings.Contains(err.Error(), "key id") {
+		t.Errorf("error should name the argument: %v", err)
+	}
+	for _, ok := range []string{"ws_01HZX", "agent-9", "key_AbC123", "ünïcode", "a:b", "a/b"} {
+		if err := events.ValidateToken(ok); err != nil {
+			t.Errorf("ValidateToken(%q) = %v", ok, err)
+		}
+	}
+}
+
+// TestSubjectsMatchFilters checks the builders against the wildcard filters
+// and the stream subjects with NATS matching rules.
+func TestSubjectsMatchFilters(t *testing.T) {
+	agent, _ := events.AgentSubject("ws", "a")
+	ws, _ := events.WorkspaceSubject("ws")
+	acct, _ := events.ServiceAccountSubject("ws", "u")
+	key, _ := events.APIKeySubject("ws", "k")
+	agentsOfWS, _ := events.AgentsOfWorkspace("ws")
+	identityOfWS, _ := events.IdentityOfWorkspace("ws")
+	otherKey, _ := events.APIKeySubject("other", "k")
+
+	all := []string{agent, ws, acct, key}
+	matches := map[string][]string{
+		events.AgentsAll:             {agent},
+		events.IdentityAll:           {ws, acct, key},
+		events.IdentityWorkspacesAll: {ws},
+		events.IdentityAccountsAll:   {acct},
+		events.IdentityKeysAll:       {key},
+		agentsOfWS:                   {agent},
+		identityOfWS:                 {ws, acct, key},
+	}
+	for filter, want := range matches {
+		var got []string
+		for _, s := range all {
+			if subjectMatches(filter, s) {
+				got = append(got, s)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("filter %q matches %v, want %v", filter, got, want)
+		}
+	}
+	if subjectMatches(identityOfWS, otherKey) {
+		t.Errorf("%q matched another workspace's %q", identityOfWS, otherKey)
+	}
+
+	streams := events.Streams()
+	if len(streams) != 2 || streams[0].Name != events.IdentityStream || streams[1].Name != events.AgentsStream {
+		t.Fatalf("Streams() = %+v", streams)
+	}
+	streamOf := func(subject string) string {
+		var found []string
+		for _, st := range streams {
+			for _, f := range st.Subjects {
+				if subjectMatches(f, subject) {
+					found = append(found, st.Name)
+				}
+			}
+		}
+		if len(found) != 1 {
+			t.Fatalf("subject %q is captured by streams %v, want exactly one", subject, found)
+		}
+		return found[0]
+	}
+	for _, s := range all {
+		typStream := map[string]string{agent: "AGENTS", ws: "IDENTITY", acct: "IDENTITY", key: "IDENTITY"}[s]
+		if got := streamOf(s); got != typStream {
+			t.Errorf("subject %q is in stream %s, want %s", s, got, typStream)
+		}
+	}
+	streams[0].Subjects[0] = "mutated"
+	if events.Streams()[0].Subjects[0] != events.IdentityAll {
+		t.Error("Streams() shares its slices with callers")
+	}
+}
+
+// subjectMatches implements NATS subject matching ('*' one token, '>' the
+// rest) so the test does not need a server.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+func TestParseSubjects(t *testing.T) {
+	agent, _ := events.AgentSubject("ws_1", "agent_2")
+	if ws, id, err := events.ParseAgentSubject(agent); err != nil || ws != "ws_1" || id != "agent_2" {
+		t.Errorf("ParseAgentSubject(%q) = %q, %q, %v", agent, ws, id, err)
+	}
+	for _, c := range []struct{ subject, kind, id string }{
+		{mustSubject(events.WorkspaceSubject("ws_1")), events.IdentityKindWorkspace, "ws_1"},
+		{mustSubject(events.ServiceAccountSubject("ws_1", "usr_3")), events.IdentityKindAccount, "usr_3"},
+		{mustSubject(events.APIKeySubject("ws_1", "key_4")), events.IdentityKindKey, "key_4"},
+	} {
+		ws, kind, id, err := events.ParseIdentitySubject(c.subject)
+		if err != nil || ws != "ws_1" || kind != c.kind || id != c.id {
+			t.Errorf("ParseIdentitySubject(%q) = %q, %q, %q, %v", c.subject, ws, kind, id, err)
+		}
+	}
+	for _, bad := range []string{"", "agents.evt.ws", "agents.evt.ws.a.b", "agents.cmd.ws.a", "agents.evt.ws.*", "identity.evt.ws.key.k"} {
+		if _, _, err := events.ParseAgentSubject(bad); !errors.Is(err, events.ErrInvalidSubject) {
+			t.Errorf("ParseAgentSubject(%q) error = %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"", "identity.evt.ws.key", "identity.evt.ws.thing.k", "identity.evt.ws.key.*", "identity.cmd.ws.key.k", "agents.evt.ws.a"} {
+		if _, _, _, err := events.ParseIdentitySubject(bad); !errors.Is(err, events.ErrInvalidSubject) {
+			t.Errorf("ParseIdentitySubject(%q) error = %v", bad, err)
+		}
+	}
+}
+
+func mustSubject(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
