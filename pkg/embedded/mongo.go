@@ -29,13 +29,13 @@ func StartMongo(dir string) (*Mongo, error) {
 	if err != nil {
 		return nil, err
 	}
-	// FerretDB logs through its own zap logger at info level by default;
-	// keep it quiet unless something is wrong.
+	// FerretDB logs every command it does not know (the driver's
+	// endSessions) at warning level; only its errors matter to us.
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded mongo: %w", err)

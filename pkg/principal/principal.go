@@ -19,6 +19,7 @@ const (
 	HeaderWorkspace   = "Voiceai-Workspace-Id"
 	HeaderUser        = "Voiceai-User-Id"
 	HeaderUserEmail   = "Voiceai-User-Email"
+	HeaderUserName    = "Voiceai-User-Name"
 	HeaderKey         = "Voiceai-Key-Id"
 	HeaderPermissions = "Voiceai-Permissions"
 	internalPrefix    = "Voiceai-"
@@ -43,6 +44,7 @@ type Principal struct {
 	WorkspaceID string
 	UserID      string
 	Email       string
+	Name        string
 	KeyID       string
 	Permissions []string
 }
@@ -65,6 +67,7 @@ func (p Principal) SetHeaders(h http.Header) {
 	h.Set(HeaderWorkspace, p.WorkspaceID)
 	h.Set(HeaderUser, p.UserID)
 	h.Set(HeaderUserEmail, p.Email)
+	h.Set(HeaderUserName, p.Name)
 	h.Set(HeaderKey, p.KeyID)
 	h.Set(HeaderPermissions, strings.Join(p.Permissions, ","))
 }
@@ -75,6 +78,7 @@ func FromHeaders(h http.Header) (Principal, bool) {
 		WorkspaceID: h.Get(HeaderWorkspace),
 		UserID:      h.Get(HeaderUser),
 		Email:       h.Get(HeaderUserEmail),
+		Name:        h.Get(HeaderUserName),
 		KeyID:       h.Get(HeaderKey),
 	}
 	if perms := h.Get(HeaderPermissions); perms != "" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -34,7 +35,7 @@ type Deps struct {
 	StreamReplicas int
 }
 
-// Connect dials NATS and Mongo.
+// Connect dials NATS and, unless mongoURI is empty, Mongo.
 func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger) (*nats.Conn, *mongo.Client, error) {
 	nc, err := nats.Connect(natsURL,
 		nats.Name("voiceai-"+name),
@@ -49,6 +50,9 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 	)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect nats %s: %w", natsURL, err)
+	}
+	if mongoURI == "" {
+		return nc, nil, nil // a service without a store (the gateway)
 	}
 	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI).SetAppName("voiceai-" + name))
 	if err != nil {
@@ -80,12 +84,18 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 // ServeHTTP serves handler as service name over NATS with the shared
 // middleware: request ids, panic recovery, access log, metrics, and the
 // caller forwarded by the gateway.
-func ServeHTTP(d Deps, name, version string, router *mux.Router) (micro.Service, error) {
+func ServeHTTP(d Deps, name, version string, router *mux.Router) (micro.Service, http.Handler, error) {
+	h := Handler(d, name, router)
+	svc, err := natsx.Serve(d.NC, name, version, h)
+	return svc, h, err
+}
+
+// Handler wraps a service router in the shared middleware.
+func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	// Router middleware runs after route matching, so metrics see the route
 	// template rather than the raw path.
 	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware)
 	router.NotFoundHandler = httpx.NotFoundHandler()
 	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
-	h := httpx.WithRequestID(d.Logger, httpx.Recover(httpx.AccessLog(principal.Middleware(router))))
-	return natsx.Serve(d.NC, name, version, h)
+	return httpx.WithRequestID(d.Logger, httpx.Recover(httpx.AccessLog(principal.Middleware(router))))
 }

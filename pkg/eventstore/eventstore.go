@@ -1,0 +1,183 @@
+// Package eventstore is the event store on JetStream: one stream per
+// bounded context, one subject per aggregate. Appends are guarded by the
+// subject's last sequence (optimistic concurrency) and deduplicated by
+// command id; an aggregate's history is its subject's messages.
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+)
+
+// ErrConflict means the aggregate changed since it was read (or, for a
+// create, already exists). Callers reload and retry, or answer 409.
+var ErrConflict = errors.New("event store: concurrent change (expected sequence did not match)")
+
+// StreamConfig describes a bounded context's stream.
+type StreamConfig struct {
+	Name     string
+	Subjects []string
+	Replicas int
+	// MaxAge bounds retention; 0 keeps events forever (the event store).
+	MaxAge time.Duration
+	// DedupWindow is how long a command id is remembered; default 10m.
+	DedupWindow time.Duration
+}
+
+// EnsureStream creates or updates the stream: file storage, no deletes or
+// purges (events are facts), and new appends refused rather than old
+// events discarded when a limit is reached.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (jetstream.Stream, error) {
+	if c.Replicas < 1 {
+		c.Replicas = 1
+	}
+	if c.DedupWindow == 0 {
+		c.DedupWindow = 10 * time.Minute
+	}
+	return js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        c.Name,
+		Subjects:    c.Subjects,
+		Storage:     jetstream.FileStorage,
+		Replicas:    c.Replicas,
+		MaxAge:      c.MaxAge,
+		Discard:     jetstream.DiscardNew,
+		DenyDelete:  true,
+		DenyPurge:   true,
+		Duplicates:  c.DedupWindow,
+		AllowDirect: true,
+	})
+}
+
+// Event is one event to append.
+type Event struct {
+	ID            string // event id; generated when empty
+	Type          string
+	Schema        string
+	SchemaVersion string
+	Workspace     string
+	Data          []byte
+	Header        nats.Header // extra headers, e.g. traceparent
+}
+
+// Appended is the outcome of an append.
+type Appended struct {
+	Seq uint64
+	// Duplicate is true when the command id was seen before: nothing new
+	// was written and Seq is the original event's sequence.
+	Duplicate bool
+}
+
+// Store appends to and reads from one stream.
+type Store struct {
+	js     jetstream.JetStream
+	stream string
+}
+
+// New returns a store over an existing stream.
+func New(js jetstream.JetStream, stream string) *Store { return &Store{js: js, stream: stream} }
+
+// Stream is the stream's name.
+func (s *Store) Stream() string { return s.stream }
+
+// Append writes ev to subject if the subject's last sequence is still
+// expectedSeq (0: the subject must be empty). A non-empty commandID makes
+// the append idempotent: a retry answers the first append's sequence.
+func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, commandID string, ev Event) (Appended, error) {
+	if ev.ID == "" {
+		ev.ID = ids.New("evt")
+	}
+	msg := nats.NewMsg(subject)
+	for k, v := range ev.Header {
+		msg.Header[k] = v
+	}
+	msgID := commandID
+	if msgID == "" {
+		msgID = ev.ID
+	}
+	msg.Header.Set(events.HeaderEventID, ev.ID)
+	msg.Header.Set(events.HeaderEventType, ev.Type)
+	msg.Header.Set(events.HeaderSchema, ev.Schema)
+	msg.Header.Set(events.HeaderSchemaVersion, ev.SchemaVersion)
+	msg.Header.Set(events.HeaderWorkspaceID, ev.Workspace)
+	msg.Data = ev.Data
+
+	ack, err := s.js.PublishMsg(ctx, msg,
+		jetstream.WithMsgID(msgID),
+		jetstream.WithExpectStream(s.stream),
+		jetstream.WithExpectLastSequencePerSubject(expectedSeq))
+	if err != nil {
+		if IsConflict(err) {
+			// JetStream checks the expected sequence before the message id,
+			// so a retried command meets a conflict: if the command is
+			// already on the subject, answer as a duplicate.
+			if commandID != "" {
+				if seq, found, ferr := s.findCommand(ctx, subject, commandID); ferr == nil && found {
+					return Appended{Seq: seq, Duplicate: true}, nil
+				}
+			}
+			return Appended{}, fmt.Errorf("%w: %s at %d", ErrConflict, subject, expectedSeq)
+		}
+		return Appended{}, fmt.Errorf("append to %s: %w", subject, err)
+	}
+	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// IsConflict reports whether err is JetStream refusing an append because
+// the subject's last sequence differs, judged by error code alone.
+func IsConflict(err error) bool {
+	if errors.Is(err, ErrConflict) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	return apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// Retry runs fn until it returns something other than a conflict, at most
+// attempts times; fn reloads fresh state each time.
+func Retry(ctx context.Context, attempts int, fn func() error) error {
+	var err error
+	for range max(attempts, 1) {
+		if err = fn(); !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return errors.Join(err, ctx.Err())
+		}
+	}
+	return err
+}
+
+// findCommand looks for the event a command id produced on subject,
+// newest first (a retry is almost always of the latest event).
+func (s *Store) findCommand(ctx context.Context, subject, commandID string) (uint64, bool, error) {
+	last, found, err := s.Last(ctx, subject)
+	if err != nil || !found {
+		return 0, false, err
+	}
+	if last.Header.Get(jetstream.MsgIDHeader) == commandID {
+		return last.Seq, true, nil
+	}
+	recs, _, err := s.Load(ctx, subject)
+	if err != nil {
+		return 0, false, err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Header.Get(jetstream.MsgIDHeader) == commandID {
+			return recs[i].Seq, true, nil
+		}
+	}
+	return 0, false, nil
+}

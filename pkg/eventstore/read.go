@@ -1,0 +1,104 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+)
+
+// Record is one stored event.
+type Record struct {
+	Seq       uint64
+	Subject   string
+	Type      string
+	EventID   string
+	Workspace string
+	Header    nats.Header
+	Data      []byte
+	Time      time.Time
+}
+
+func recordOf(seq uint64, subject string, h nats.Header, data []byte, t time.Time) Record {
+	return Record{
+		Seq: seq, Subject: subject, Header: h, Data: data, Time: t,
+		Type: h.Get(events.HeaderEventType), EventID: h.Get(events.HeaderEventID), Workspace: h.Get(events.HeaderWorkspaceID),
+	}
+}
+
+// RecordFromMsg reads a record from a consumed message.
+func RecordFromMsg(m jetstream.Msg) (Record, error) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return Record{}, err
+	}
+	return recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp), nil
+}
+
+// Last returns the newest event of subject (one direct get). With
+// state-carrying events it is the aggregate's current state.
+func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) {
+	str, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return Record{}, false, err
+	}
+	m, err := str.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Record{}, false, nil
+	}
+	if err != nil {
+		return Record{}, false, fmt.Errorf("last of %s: %w", subject, err)
+	}
+	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), true, nil
+}
+
+// Load returns subject's whole history in order and its last sequence
+// (0 for an empty subject). It reads up to the last sequence as of the
+// call, so it never waits for events that may never come.
+func (s *Store) Load(ctx context.Context, subject string) ([]Record, uint64, error) {
+	last, found, err := s.Last(ctx, subject)
+	if err != nil || !found {
+		return nil, 0, err
+	}
+	str, err := s.js.Stream(ctx, s.stream)
+	if err != nil {
+		return nil, 0, err
+	}
+	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []Record
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return nil, 0, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			rec, err := RecordFromMsg(m)
+			if err != nil {
+				return nil, 0, err
+			}
+			out = append(out, rec)
+			if rec.Seq >= last.Seq {
+				return out, last.Seq, nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, 0, err
+		}
+		if got == 0 {
+			return nil, 0, fmt.Errorf("load %s: stalled before sequence %s", subject, strconv.FormatUint(last.Seq, 10))
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package projection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+// Handler maps a record to the document its state becomes; an empty id
+// skips the record.
+type Handler func(ctx context.Context, rec eventstore.Record) (id string, doc any, err error)
+
+// Config names the durable consumer of a projection.
+type Config struct {
+	Stream         string
+	Durable        string
+	FilterSubjects []string
+	AckWait        time.Duration // default 30s
+	MaxDeliver     int           // default unlimited: a read model must not skip events
+	Logger         *slog.Logger
+}
+
+// Run projects the stream into coll through a durable consumer until ctx
+// ends. Each record is written, then acked; a failed write is retried
+// with back-off, so nothing is skipped. Restarting resumes where the
+// durable consumer left off.
+func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler) error {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if c.AckWait == 0 {
+		c.AckWait = 30 * time.Second
+	}
+	if c.MaxDeliver == 0 {
+		c.MaxDeliver = -1
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
+		Durable:        c.Durable,
+		FilterSubjects: c.FilterSubjects,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        c.AckWait,
+		MaxDeliver:     c.MaxDeliver,
+		MaxAckPending:  1000,
+	})
+	if err != nil {
+		return fmt.Errorf("projection %s: %w", c.Durable, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if err := apply(ctx, coll, h, m); err != nil {
+			meta, _ := m.Metadata()
+			delay := time.Second
+			if meta != nil {
+				delay = backoff(meta.NumDelivered)
+			}
+			log.Error("projection write failed; will retry", "projection", c.Durable, "subject", m.Subject(), "err", err, "retry_in", delay)
+			_ = m.NakWithDelay(delay)
+			return
+		}
+		_ = m.Ack()
+	})
+	if err != nil {
+		return fmt.Errorf("projection %s: %w", c.Durable, err)
+	}
+	<-ctx.Done()
+	cc.Drain()
+	<-cc.Closed()
+	return nil
+}
+
+func apply(ctx context.Context, coll *mongo.Collection, h Handler, m jetstream.Msg) error {
+	rec, err := eventstore.RecordFromMsg(m)
+	if err != nil {
+		return err
+	}
+	id, doc, err := h(ctx, rec)
+	if err != nil || id == "" {
+		return err
+	}
+	_, err = Upsert(ctx, coll, id, rec.Seq, doc)
+	return err
+}
+
+func backoff(delivered uint64) time.Duration {
+	d := 250 * time.Millisecond << min(delivered, 7)
+	return min(d, 30*time.Second)
+}
+
+// WaitCaughtUp returns once the durable consumer has processed and acked
+// everything in its stream, polling until ctx ends.
+func WaitCaughtUp(ctx context.Context, js jetstream.JetStream, stream, durable string) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		cons, err := js.Consumer(ctx, stream, durable)
+		if err == nil {
+			info, err := cons.Info(ctx)
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return nil
+			}
+		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("projection %s not caught up: %w", durable, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

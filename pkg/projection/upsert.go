@@ -1,0 +1,61 @@
+// Package projection keeps Mongo read models current from JetStream.
+// Events are state-carrying, so each event maps to a whole document; a
+// document records the stream sequence it reflects (last_seq) and is only
+// ever replaced by a newer one. Redelivery and reordering therefore
+// converge to the newest state, and a read model can be rebuilt from the
+// stream alone.
+package projection
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// SeqField holds the stream sequence a document reflects.
+const SeqField = "last_seq"
+
+// Upsert stores doc as the document id at stream sequence seq, unless the
+// stored document already reflects seq or later. applied reports whether
+// it was written.
+func Upsert(ctx context.Context, coll *mongo.Collection, id string, seq uint64, doc any) (applied bool, err error) {
+	replacement, err := withSeq(id, seq, doc)
+	if err != nil {
+		return false, err
+	}
+	// The filter matches only an older version; when a newer one exists the
+	// upsert tries to insert a second document with the same _id, and the
+	// unique _id index refuses it: that refusal means "stale, skip".
+	filter := bson.D{{Key: "_id", Value: id}, {Key: SeqField, Value: bson.D{{Key: "$lt", Value: int64(seq)}}}}
+	_, err = coll.ReplaceOne(ctx, filter, replacement, options.Replace().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
+	}
+	return true, nil
+}
+
+// withSeq marshals doc and sets its _id and last_seq.
+func withSeq(id string, seq uint64, doc any) (bson.D, error) {
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %T: %w", doc, err)
+	}
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, err
+	}
+	out := make(bson.D, 0, len(d)+2)
+	out = append(out, bson.E{Key: "_id", Value: id}, bson.E{Key: SeqField, Value: int64(seq)})
+	for _, e := range d {
+		if e.Key != "_id" && e.Key != SeqField {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,125 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/agents/domain"
+)
+
+// CreateInput is a new agent: the spec's flat fields and the public
+// nested configuration.
+type CreateInput struct {
+	Name               *string         `json:"name"`
+	SystemPrompt       *string         `json:"system_prompt"`
+	AgentType          *string         `json:"agent_type"`
+	Tags               []string        `json:"tags"`
+	ConversationConfig json.RawMessage `json:"conversation_config"`
+	PlatformSettings   json.RawMessage `json:"platform_settings"`
+	Workflow           json.RawMessage `json:"workflow"`
+}
+
+// DefaultName is used when a create names no agent, as the public API does.
+const DefaultName = "Untitled agent"
+
+// Create validates in and appends AgentCreated. With a command id (the
+// Idempotency-Key header) a retried create returns the first result.
+func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (*agentsv1.Agent, error) {
+	agent, err := buildAgent(in)
+	if err != nil {
+		return nil, err
+	}
+	agent.AgentId = ids.New("agent")
+	if commandID != "" {
+		agent.AgentId = "agent_" + esproto.StableID(caller.WorkspaceID, commandID)
+	}
+	now := a.now().Unix()
+	agent.WorkspaceId, agent.CreatedAtUnix, agent.UpdatedAtUnix = caller.WorkspaceID, now, now
+	agent.CreatedByUserId, agent.CreatedByEmail, agent.CreatedByName = caller.UserID, caller.Email, caller.Name
+
+	subject, err := events.AgentSubject(caller.WorkspaceID, agent.AgentId)
+	if err != nil {
+		return nil, err
+	}
+	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.now())
+	res, err := a.record(ctx, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent)
+	if errors.Is(err, eventstore.ErrConflict) && commandID != "" {
+		res.Duplicate, err = true, nil // the first attempt won; answer with it
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res.Duplicate {
+		got, _, err := a.Get(ctx, caller.WorkspaceID, agent.AgentId)
+		return got, err
+	}
+	return agent, nil
+}
+
+func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
+	var v httpx.Validator
+	add := func(p *domain.Problem) {
+		if p != nil {
+			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
+		}
+	}
+	name := DefaultName
+	if in.Name != nil {
+		name = strings.TrimSpace(*in.Name)
+		add(domain.CheckName(name))
+	}
+	agentType := ""
+	if in.AgentType != nil {
+		agentType = *in.AgentType
+		add(domain.CheckAgentType(agentType))
+	}
+	add(domain.CheckTags(in.Tags))
+	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
+	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
+	add(domain.CheckObject(in.Workflow, "workflow"))
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	config := objectOrEmpty(in.ConversationConfig)
+	prompt := domain.PromptOf(config)
+	if in.SystemPrompt != nil {
+		if prompt != "" && prompt != *in.SystemPrompt {
+			return nil, httpx.ValidationErrors{{Loc: []any{"body", "system_prompt"},
+				Msg: "system_prompt contradicts conversation_config.agent.prompt.prompt; send one of them", Type: "value_error"}}
+		}
+		prompt = *in.SystemPrompt
+		var err error
+		if config, err = domain.WithPrompt(config, prompt); err != nil {
+			return nil, err
+		}
+	}
+	if len(prompt) > domain.MaxPromptLen {
+		return nil, httpx.ValidationErrors{{Loc: []any{"body", "system_prompt"}, Msg: "The prompt is too long", Type: "string_too_long"}}
+	}
+	workflow, err := domain.NormalizeWorkflow(in.Workflow)
+	if err != nil {
+		return nil, err
+	}
+	return &agentsv1.Agent{
+		Name: name, SystemPrompt: prompt, AgentType: agentType, Tags: in.Tags,
+		ConversationConfigJson: config, PlatformSettingsJson: objectOrEmpty(in.PlatformSettings),
+		WorkflowJson: workflow,
+	}, nil
+}
+
+func objectOrEmpty(raw json.RawMessage) []byte {
+	if len(raw) == 0 || string(raw) == "null" {
+		return []byte("{}")
+	}
+	return raw
+}

@@ -1,0 +1,138 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/agents/domain"
+)
+
+// UpdateInput is a partial update: absent fields stay; the nested
+// configurations are JSON merge patches (RFC 7386), as in the public API.
+type UpdateInput struct {
+	Name               *string         `json:"name"`
+	SystemPrompt       *string         `json:"system_prompt"`
+	AgentType          *string         `json:"agent_type"`
+	Tags               *[]string       `json:"tags"`
+	ConversationConfig json.RawMessage `json:"conversation_config"`
+	PlatformSettings   json.RawMessage `json:"platform_settings"`
+	Workflow           json.RawMessage `json:"workflow"`
+}
+
+// Update applies in to the agent.
+func (a *App) Update(ctx context.Context, workspaceID, agentID string, in UpdateInput) (*agentsv1.Agent, error) {
+	if err := checkUpdate(in); err != nil {
+		return nil, err
+	}
+	return a.change(ctx, workspaceID, agentID, func(next *agentsv1.Agent) (proto.Message, *agentsv1.Agent, error) {
+		changed, err := applyUpdate(next, in)
+		if err != nil || len(changed) == 0 {
+			return nil, nil, err
+		}
+		next.UpdatedAtUnix = a.now().Unix()
+		meta := esproto.Meta(ctx, workspaceID, "", a.now())
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, next, nil
+	})
+}
+
+func checkUpdate(in UpdateInput) error {
+	var v httpx.Validator
+	add := func(p *domain.Problem) {
+		if p != nil {
+			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
+		}
+	}
+	if in.Name != nil {
+		add(domain.CheckName(strings.TrimSpace(*in.Name)))
+	}
+	if in.AgentType != nil {
+		add(domain.CheckAgentType(*in.AgentType))
+	}
+	if in.Tags != nil {
+		add(domain.CheckTags(*in.Tags))
+	}
+	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
+	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
+	add(domain.CheckObject(in.Workflow, "workflow"))
+	if in.SystemPrompt != nil && len(*in.SystemPrompt) > domain.MaxPromptLen {
+		add(&domain.Problem{Loc: []any{"system_prompt"}, Msg: "The prompt is too long"})
+	}
+	return v.Err()
+}
+
+// applyUpdate mutates ag and names the fields that changed.
+func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
+	var changed []string
+	set := func(field string, differs bool) {
+		if differs {
+			changed = append(changed, field)
+		}
+	}
+	if in.Name != nil {
+		name := strings.TrimSpace(*in.Name)
+		set("name", name != ag.Name)
+		ag.Name = name
+	}
+	if in.AgentType != nil {
+		set("agent_type", *in.AgentType != ag.AgentType)
+		ag.AgentType = *in.AgentType
+	}
+	if in.Tags != nil {
+		set("tags", !slices.Equal(*in.Tags, ag.Tags))
+		ag.Tags = *in.Tags
+	}
+	if len(in.ConversationConfig) > 0 && string(in.ConversationConfig) != "null" {
+		merged, err := domain.Merge(ag.ConversationConfigJson, in.ConversationConfig)
+		if err != nil {
+			return nil, httpx.ValidationErrors{{Loc: []any{"body", "conversation_config"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+		}
+		set("conversation_config", string(merged) != string(ag.ConversationConfigJson))
+		ag.ConversationConfigJson = merged
+		ag.SystemPrompt = domain.PromptOf(merged)
+	}
+	if in.SystemPrompt != nil {
+		merged, err := domain.WithPrompt(ag.ConversationConfigJson, *in.SystemPrompt)
+		if err != nil {
+			return nil, err
+		}
+		set("system_prompt", *in.SystemPrompt != ag.SystemPrompt)
+		ag.ConversationConfigJson, ag.SystemPrompt = merged, *in.SystemPrompt
+	}
+	if len(in.PlatformSettings) > 0 && string(in.PlatformSettings) != "null" {
+		merged, err := domain.Merge(ag.PlatformSettingsJson, in.PlatformSettings)
+		if err != nil {
+			return nil, httpx.ValidationErrors{{Loc: []any{"body", "platform_settings"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+		}
+		set("platform_settings", string(merged) != string(ag.PlatformSettingsJson))
+		ag.PlatformSettingsJson = merged
+	}
+	if len(in.Workflow) > 0 && string(in.Workflow) != "null" {
+		workflow, err := domain.NormalizeWorkflow(in.Workflow)
+		if err != nil {
+			return nil, err
+		}
+		set("workflow", string(workflow) != string(ag.WorkflowJson))
+		ag.WorkflowJson = workflow
+	}
+	return changed, nil
+}
+
+// Delete removes the agent. The event keeps its last state, so
+// subscribers (tickets, testing) know exactly what went away.
+func (a *App) Delete(ctx context.Context, workspaceID, agentID string) error {
+	_, err := a.change(ctx, workspaceID, agentID, func(next *agentsv1.Agent) (proto.Message, *agentsv1.Agent, error) {
+		now := a.now().Unix()
+		next.DeletedAtUnix, next.UpdatedAtUnix = &now, now
+		meta := esproto.Meta(ctx, workspaceID, "", a.now())
+		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, next, nil
+	})
+	return err
+}

@@ -1,0 +1,226 @@
+// Package ports serves agents over HTTP (through the gateway) in the
+// public shapes, with the spec's fields (id, name, created_at_unix).
+package ports
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
+)
+
+var (
+	readPerms  = []string{"convai_read", "convai_write"}
+	writePerms = []string{"convai_write"}
+)
+
+// HeaderIdempotencyKey makes a create safe to retry.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+type handlers struct {
+	app    *app.App
+	codec  *cursor.Codec
+	maxReq int64
+}
+
+// Router returns the agent routes.
+func Router(a *app.App, codec *cursor.Codec) *mux.Router {
+	h := &handlers{app: a, codec: codec, maxReq: 4 << 20}
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/convai/agents/create", h.create).Methods(http.MethodPost)
+	r.HandleFunc("/v1/convai/agents", h.list).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/agents/list", h.list).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/agents/{agent_id}", h.get).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/agents/{agent_id}", h.update).Methods(http.MethodPatch)
+	r.HandleFunc("/v1/convai/agents/{agent_id}", h.delete).Methods(http.MethodDelete)
+	return r
+}
+
+func caller(r *http.Request) principal.Principal {
+	p, _ := principal.From(r.Context())
+	return p
+}
+
+// guard answers 403 and returns false when the caller lacks perms.
+func guard(w http.ResponseWriter, r *http.Request, perms []string) bool {
+	if err := principal.Require(r, perms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return false
+	}
+	return true
+}
+
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+	if !guard(w, r, writePerms) {
+		return
+	}
+	var in app.CreateInput
+	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	ag, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusCreated, map[string]any{
+		"agent_id": ag.GetAgentId(), "id": ag.GetAgentId(), "name": ag.GetName(), "created_at_unix": ag.GetCreatedAtUnix(),
+	})
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+	if !guard(w, r, readPerms) {
+		return
+	}
+	ag, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+}
+
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+	if !guard(w, r, writePerms) {
+		return
+	}
+	var in app.UpdateInput
+	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	ag, err := h.app.Update(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], in)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+}
+
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+	if !guard(w, r, writePerms) {
+		return
+	}
+	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"]); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+	if !guard(w, r, readPerms) {
+		return
+	}
+	q := r.URL.Query()
+	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, caller(r).UserID, app.ListParams{
+		PageSize: q.Get("page_size"), Search: q.Get("search"), SortBy: q.Get("sort_by"),
+		SortDirection: q.Get("sort_direction"), Cursor: q.Get("cursor"), Archived: q.Get("archived"),
+		CreatedBy: q.Get("created_by_user_id"), Tags: q["tags"],
+	})
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]summary, 0, len(page.Agents))
+	for _, d := range page.Agents {
+		out = append(out, summaryOf(d, caller(r)))
+	}
+	httpx.WriteJSON(w, http.StatusOK, listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+}
+
+type accessInfo struct {
+	IsCreator    bool   `json:"is_creator"`
+	CreatorName  string `json:"creator_name"`
+	CreatorEmail string `json:"creator_email"`
+	Role         string `json:"role"`
+	AccessSource string `json:"access_source"`
+}
+
+func access(creatorID, creatorName, creatorEmail string, p principal.Principal) accessInfo {
+	ai := accessInfo{IsCreator: creatorID == p.UserID, CreatorName: creatorName, CreatorEmail: creatorEmail, Role: "viewer", AccessSource: "workspace_default"}
+	switch {
+	case ai.IsCreator:
+		ai.Role, ai.AccessSource = "admin", "creator"
+	case p.IsAdmin():
+		ai.Role, ai.AccessSource = "admin", "workspace_admin"
+	case p.Has("convai_write"):
+		ai.Role = "editor"
+	}
+	return ai
+}
+
+type metadata struct {
+	CreatedAtUnixSecs int64 `json:"created_at_unix_secs"`
+	UpdatedAtUnixSecs int64 `json:"updated_at_unix_secs"`
+}
+
+type agentResponse struct {
+	AgentID            string          `json:"agent_id"`
+	ID                 string          `json:"id"`
+	Name               string          `json:"name"`
+	SystemPrompt       string          `json:"system_prompt"`
+	AgentType          *string         `json:"agent_type"`
+	ConversationConfig json.RawMessage `json:"conversation_config"`
+	Metadata           metadata        `json:"metadata"`
+	PlatformSettings   json.RawMessage `json:"platform_settings"`
+	Workflow           json.RawMessage `json:"workflow,omitempty"`
+	Tags               []string        `json:"tags"`
+	AccessInfo         accessInfo      `json:"access_info"`
+	CreatedAtUnix      int64           `json:"created_at_unix"`
+}
+
+func agentView(a *agentsv1.Agent, p principal.Principal) agentResponse {
+	v := agentResponse{
+		AgentID: a.GetAgentId(), ID: a.GetAgentId(), Name: a.GetName(), SystemPrompt: a.GetSystemPrompt(),
+		ConversationConfig: a.GetConversationConfigJson(), PlatformSettings: a.GetPlatformSettingsJson(),
+		Workflow: a.GetWorkflowJson(), Tags: a.GetTags(), CreatedAtUnix: a.GetCreatedAtUnix(),
+		Metadata:   metadata{CreatedAtUnixSecs: a.GetCreatedAtUnix(), UpdatedAtUnixSecs: a.GetUpdatedAtUnix()},
+		AccessInfo: access(a.GetCreatedByUserId(), a.GetCreatedByName(), a.GetCreatedByEmail(), p),
+	}
+	if a.GetAgentType() != "" {
+		t := a.GetAgentType()
+		v.AgentType = &t
+	}
+	if v.Tags == nil {
+		v.Tags = []string{}
+	}
+	return v
+}
+
+type summary struct {
+	AgentID           string     `json:"agent_id"`
+	Name              string     `json:"name"`
+	VoiceID           string     `json:"voice_id"`
+	Tags              []string   `json:"tags"`
+	CreatedAtUnixSecs int64      `json:"created_at_unix_secs"`
+	AccessInfo        accessInfo `json:"access_info"`
+	LastCallTimeUnix  *int64     `json:"last_call_time_unix_secs"`
+	Archived          bool       `json:"archived"`
+}
+
+type listPage struct {
+	Agents     []summary `json:"agents"`
+	NextCursor *string   `json:"next_cursor"`
+	HasMore    bool      `json:"has_more"`
+}
+
+func summaryOf(d adapters.AgentDoc, p principal.Principal) summary {
+	tags := d.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return summary{
+		AgentID: d.ID, Name: d.Name, VoiceID: d.VoiceID, Tags: tags, CreatedAtUnixSecs: d.CreatedAtUnix,
+		AccessInfo: access(d.CreatedBy, d.CreatorName, d.CreatorEmail, p), LastCallTimeUnix: d.LastCallUnix, Archived: d.Archived,
+	}
+}

@@ -1,0 +1,72 @@
+// Package agents wires the agents service: its stream, read model,
+// projector and HTTP-over-NATS endpoint. Both its own binary and the
+// all-in-one binary start it through Start.
+package agents
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go/micro"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
+	"github.com/voiceai-platform/voiceai/services/agents/ports"
+)
+
+// Name of the service on the bus.
+const Name = "agents"
+
+// Version of the service.
+const Version = "0.1.0"
+
+// Database is the service's own Mongo database.
+const Database = "voiceai_agents"
+
+// Service is a running agents service.
+type Service struct {
+	App      *app.App
+	Handler  http.Handler // the HTTP handler served over NATS, for in-process use
+	endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error { return s.endpoint.Stop() }
+
+// StreamConfig is the AGENTS stream.
+func StreamConfig(replicas int) eventstore.StreamConfig {
+	return eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}, Replicas: replicas}
+}
+
+// Start runs the service until ctx ends.
+func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
+		return nil, fmt.Errorf("agents stream: %w", err)
+	}
+	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	if err != nil {
+		return nil, err
+	}
+	a := &app.App{Store: eventstore.New(d.JS, events.AgentsStream), ReadModel: rm, Log: d.Logger}
+	go func() {
+		err := projection.Run(ctx, d.JS, rm.Agents, projection.Config{
+			Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
+		}, adapters.Handler)
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Error("agents projector stopped", "err", err)
+		}
+	}()
+	codec := cursor.NewCodec(runtime.SubKey(secret, "agents/cursor"))
+	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}

@@ -1,0 +1,189 @@
+// Command bench measures, in one run on this machine, what the gateway
+// costs: a GET of an agent through the gateway against the same handler
+// called in-process and against a bare NATS request/reply round trip, and
+// the per-request cost of auth plus rate limiting. Rounds interleave the
+// measurements so machine noise hits them alike; ratios are the result.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/allinone/stack"
+)
+
+func main() {
+	n := flag.Int("n", 3000, "requests per measurement")
+	rounds := flag.Int("rounds", 5, "interleaved rounds")
+	flag.Parse()
+	if err := run(*n, *rounds); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n, rounds int) error {
+	dir, err := os.MkdirTemp("", "voiceai-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	const key = "vak_bench_admin_key_0123456789abcdef"
+	cfg := stack.TestConfig(dir)
+	cfg.BootstrapAdminKey = key
+	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 1<<40, 1<<40 // measure the limiter, never trip it
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := stack.Start(context.Background(), cfg, log, nil)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+
+	base := "http://" + s.Addr
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+	agentID, err := createAgent(client, base, key)
+	if err != nil {
+		return err
+	}
+
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	echo, err := micro.AddService(nc, micro.Config{Name: "bench-echo", Version: "1.0.0",
+		Endpoint: &micro.EndpointConfig{Subject: "bench.echo", Handler: micro.HandlerFunc(func(r micro.Request) { _ = r.Respond(r.Data()) })}})
+	if err != nil {
+		return err
+	}
+	defer echo.Stop()
+
+	caller := principal.Principal{WorkspaceID: "ws_default", UserID: "sa_admin", KeyID: "bench", Permissions: []string{"all"}}
+	inproc := s.AgentsHandler()
+	authOnly := s.Gateway().Authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+
+	measures := map[string]func() error{
+		"gateway GET agent": func() error {
+			req, _ := http.NewRequest(http.MethodGet, base+"/v1/convai/agents/"+agentID, nil)
+			req.Header.Set("x-api-key", key)
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				return fmt.Errorf("gateway GET: %d", resp.StatusCode)
+			}
+			return nil
+		},
+		"in-process handler": func() error {
+			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
+			caller.SetHeaders(req.Header)
+			rec := httptest.NewRecorder()
+			inproc.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				return fmt.Errorf("in-process GET: %d %s", rec.Code, rec.Body)
+			}
+			return nil
+		},
+		"bare NATS round trip": func() error {
+			_, err := nc.Request("bench.echo", []byte("ping"), 5*time.Second)
+			return err
+		},
+		"auth + rate limit": func() error {
+			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
+			req.Header.Set("x-api-key", key)
+			rec := httptest.NewRecorder()
+			authOnly.ServeHTTP(rec, req)
+			if rec.Code != 200 {
+				return fmt.Errorf("auth: %d %s", rec.Code, rec.Body)
+			}
+			return nil
+		},
+	}
+	order := []string{"gateway GET agent", "in-process handler", "bare NATS round trip", "auth + rate limit"}
+	samples := map[string][]time.Duration{}
+	for _, name := range order { // warm up
+		for range 200 {
+			if err := measures[name](); err != nil {
+				return err
+			}
+		}
+	}
+	for range rounds {
+		for _, name := range order {
+			for range n / rounds {
+				start := time.Now()
+				if err := measures[name](); err != nil {
+					return err
+				}
+				samples[name] = append(samples[name], time.Since(start))
+			}
+		}
+	}
+
+	fmt.Printf("gateway bench: %d requests per measurement in %d interleaved rounds\n\n", n, rounds)
+	fmt.Printf("%-22s %10s %10s %10s\n", "measurement", "p50", "p90", "p99")
+	p50 := map[string]time.Duration{}
+	for _, name := range order {
+		s := samples[name]
+		slices.Sort(s)
+		p50[name] = pct(s, 50)
+		fmt.Printf("%-22s %10s %10s %10s\n", name, us(pct(s, 50)), us(pct(s, 90)), us(pct(s, 99)))
+	}
+	rtt := p50["bare NATS round trip"]
+	added := p50["gateway GET agent"] - p50["in-process handler"]
+	fmt.Println()
+	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(p50["gateway GET agent"], p50["in-process handler"]))
+	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(p50["gateway GET agent"], rtt))
+	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), verdict(ratio(added, rtt) <= 2))
+	authUS := float64(p50["auth + rate limit"].Nanoseconds()) / 1000
+	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, verdict(authUS < 100))
+	fmt.Printf("auth + rate limit in bare NATS round trips:  %.2f\n", ratio(p50["auth + rate limit"], rtt))
+	return nil
+}
+
+func createAgent(c *http.Client, base, key string) (string, error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/convai/agents/create", strings.NewReader(`{"name":"bench","system_prompt":"You help."}`))
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return "", fmt.Errorf("create agent: %d %s", resp.StatusCode, b)
+	}
+	i := strings.Index(string(b), `"agent_id":"`)
+	if i < 0 {
+		return "", fmt.Errorf("create agent: no id in %s", b)
+	}
+	rest := string(b)[i+len(`"agent_id":"`):]
+	return rest[:strings.IndexByte(rest, '"')], nil
+}
+
+func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
+func us(d time.Duration) string                 { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
+func ratio(a, b time.Duration) float64          { return float64(a) / float64(b) }
+func verdict(ok bool) string {
+	if ok {
+		return "MET"
+	}
+	return "NOT MET"
+}

@@ -1,0 +1,88 @@
+// Command allinone runs the whole platform in one process on embedded
+// NATS and FerretDB: `make run`. `allinone workspace create` is the
+// operator's command to add a tenant with its first admin key.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/services/allinone/stack"
+	"github.com/voiceai-platform/voiceai/services/identity/operator"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "allinone",
+		Short:         "Run the voice-agent quality platform in one process (embedded NATS and store)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
+	}
+	root.AddCommand(operator.WorkspaceCommand(natsURLOfRunningStack))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "allinone:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context) error {
+	c, err := config.Load[stack.Config]()
+	if err != nil {
+		return err
+	}
+	level, err := config.ParseLogLevel(c.LogLevel)
+	if err != nil {
+		return err
+	}
+	log := obs.NewLogger(os.Stderr, level, "allinone")
+	reg := obs.NewRegistry()
+	go func() {
+		if err := obs.ServeMetrics(ctx, c.MetricsAddr, reg); err != nil {
+			log.Warn("metrics endpoint disabled", "addr", c.MetricsAddr, "err", err)
+		}
+	}()
+	s, err := stack.Start(ctx, c, log, reg)
+	if err != nil {
+		return err
+	}
+	if s.AdminKey != "" {
+		fmt.Printf("\nAdmin API key (shown once, also written to %s):\n\n    %s\n\n", s.KeyFile, s.AdminKey)
+	}
+	fmt.Printf("voiceai platform listening on http://%s  (data in %s, NATS at %s)\n", s.Addr, c.DataDir, s.NATSURL)
+	log.Info("ready", "addr", s.Addr, "data_dir", c.DataDir)
+	return s.Wait()
+}
+
+// natsURLOfRunningStack lets the operator command reach the embedded NATS
+// of a stack started with `make run` in the same data directory.
+func natsURLOfRunningStack() (string, error) {
+	if u := os.Getenv("VOICEAI_NATS_URL"); u != "" {
+		return u, nil
+	}
+	dir := os.Getenv("VOICEAI_DATA_DIR")
+	if dir == "" {
+		dir = "./data"
+	}
+	b, err := os.ReadFile(dir + "/" + stack.NATSURLFile)
+	if err != nil {
+		return "", fmt.Errorf("no running stack found (%v); start it with `make run` or set VOICEAI_NATS_URL", err)
+	}
+	return string(trimNewline(b)), nil
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

@@ -1,0 +1,191 @@
+// Package stack runs the whole platform in one process on embedded
+// infrastructure: a NATS JetStream server and FerretDB (SQLite) under one
+// data directory that survives restarts. It serves `make run` and the
+// end-to-end tests; production runs each service as its own binary.
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/agents"
+	"github.com/voiceai-platform/voiceai/services/gateway"
+	"github.com/voiceai-platform/voiceai/services/identity"
+)
+
+// Config of the all-in-one stack, from VOICEAI_* variables.
+type Config struct {
+	gateway.Config
+	DataDir           string `env:"VOICEAI_DATA_DIR" envDefault:"./data"`
+	NATSPort          int    `env:"VOICEAI_EMBEDDED_NATS_PORT" envDefault:"4222"`
+	LogLevel          string `env:"VOICEAI_LOG_LEVEL" envDefault:"info"`
+	MetricsAddr       string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	BootstrapAdminKey string `env:"VOICEAI_BOOTSTRAP_ADMIN_KEY"`
+	SecretKey         string `env:"VOICEAI_SECRET_KEY"`
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("VOICEAI_DATA_DIR must not be empty")
+	}
+	if c.NATSPort < -1 || c.NATSPort > 65535 {
+		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
+	}
+	return c.Config.Validate()
+}
+
+// Stack is a running platform.
+type Stack struct {
+	Addr     string // the gateway's listening address
+	NATSURL  string
+	MongoURI string
+	// AdminKey is the bootstrap secret when this start generated one.
+	AdminKey string
+	KeyFile  string
+
+	gateway *gateway.Gateway
+	agents  http.Handler
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// Gateway is the running gateway (for benchmarks).
+func (s *Stack) Gateway() *gateway.Gateway { return s.gateway }
+
+// AgentsHandler is the agents service's HTTP handler, callable in-process.
+func (s *Stack) AgentsHandler() http.Handler { return s.agents }
+
+// TestConfig is a stack on random ports under dir, for tests and
+// benchmarks.
+func TestConfig(dir string) Config {
+	return Config{
+		Config: gateway.Config{
+			HTTPAddr: "127.0.0.1:0", RateLimitPerMinute: 100, RateLimitPerHour: 1000,
+			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
+		},
+		DataDir: dir, NATSPort: -1, LogLevel: "info",
+	}
+}
+
+// Wait blocks until the stack has stopped.
+func (s *Stack) Wait() error { return <-s.done }
+
+// Close stops the stack and waits for it.
+func (s *Stack) Close() error {
+	s.cancel()
+	return s.Wait()
+}
+
+// NATSURLFile records the embedded NATS address for operator commands.
+const NATSURLFile = "nats.url"
+
+// Start brings the platform up and returns once the gateway accepts
+// requests with every API key loaded.
+func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.Registry) (*Stack, error) {
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	cleanup := []func(){}
+	fail := func(err error) (*Stack, error) {
+		cancel()
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+		return nil, err
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fail(err)
+	}
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20})
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
+	_ = os.WriteFile(filepath.Join(c.DataDir, NATSURLFile), []byte(ns.ClientURL()+"\n"), 0o600)
+
+	store, err := embedded.StartMongo(filepath.Join(c.DataDir, "mongo"))
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, store.Close)
+
+	secret := c.SecretKey
+	if secret == "" {
+		if secret, err = runtime.LoadOrCreateSecret(filepath.Join(c.DataDir, "secret.key")); err != nil {
+			return fail(err)
+		}
+	}
+
+	nc, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() {
+		_ = nc.Drain()
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = mc.Disconnect(dctx)
+	})
+	d, err := runtime.NewDeps(nc, mc, log, reg, 1)
+	if err != nil {
+		return fail(err)
+	}
+
+	id, err := identity.Start(ctx, d)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { _ = id.Stop() })
+	boot, err := id.App.Bootstrap(ctx, c.BootstrapAdminKey, c.DataDir)
+	if err != nil {
+		return fail(fmt.Errorf("bootstrap: %w", err))
+	}
+	ag, err := agents.Start(ctx, d, secret)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { _ = ag.Stop() })
+
+	gw, err := gateway.New(ctx, d, c.Config.Settings())
+	if err != nil {
+		return fail(err)
+	}
+	gw.ReadyChecks = map[string]func(context.Context) error{"store": func(ctx context.Context) error { return mc.Ping(ctx, nil) }}
+	select {
+	case <-gw.KeysReady():
+	case <-time.After(30 * time.Second):
+		return fail(errors.New("gateway: API keys not loaded after 30s"))
+	}
+	ln, err := net.Listen("tcp", c.HTTPAddr)
+	if err != nil {
+		return fail(err)
+	}
+
+	s := &Stack{
+		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: store.URI,
+		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
+		gateway: gw, agents: ag.Handler,
+		cancel: cancel, done: make(chan error, 1),
+	}
+	go func() {
+		err := gw.Serve(ctx, ln)
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+		s.done <- err
+	}()
+	return s, nil
+}

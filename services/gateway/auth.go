@@ -1,0 +1,173 @@
+package gateway
+
+import (
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/gateway/keycache"
+	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
+)
+
+// Header names of spec section 5.
+const (
+	headerAPIKey        = "X-Api-Key"
+	headerAuthorization = "Authorization"
+	headerWorkspace     = "X-Workspace-Id" // optional: assert the key's workspace
+)
+
+// credentialParams are query names a client might put a key in. Keys are
+// never accepted from a URL (they end up in logs and browser history), so
+// such a request is refused outright rather than ignored.
+var credentialParams = []string{"x-api-key", "xi-api-key", "api_key", "apikey", "api-key", "key", "token", "access_token"}
+
+var authFailures = map[keycache.Status][2]string{
+	keycache.Unknown:  {"invalid_api_key", "The API key is not valid."},
+	keycache.Revoked:  {"api_key_revoked", "The API key has been revoked."},
+	keycache.Disabled: {"api_key_disabled", "The API key is disabled."},
+	keycache.Expired:  {"api_key_expired", "The API key has expired."},
+}
+
+// Authenticate resolves the caller's key, applies its IP restriction and
+// rate limits, and hands the request on with the caller attached.
+func (g *Gateway) Authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal.StripInternalHeaders(r.Header)
+		if hasCredentialInQuery(r) {
+			writeUnauthorized(w, r, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
+			return
+		}
+		secret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerAuthorization)
+		switch {
+		case secret != "" && auth != "":
+			writeUnauthorized(w, r, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
+			return
+		case secret == "":
+			writeUnauthorized(w, r, "missing_api_key", "Send your API key in the x-api-key header.")
+			return
+		}
+		key, status := g.keys.Authenticate(secret, g.now())
+		if status != keycache.Valid {
+			f := authFailures[status]
+			writeUnauthorized(w, r, f[0], f[1])
+			return
+		}
+		if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
+			writeForbidden(w, r, "workspace_forbidden", "The API key does not belong to workspace "+ws+".")
+			return
+		}
+		if !key.AllowsIP(g.clientIP(r)) {
+			writeForbidden(w, r, "ip_not_allowed", "The API key may not be used from this address.")
+			return
+		}
+		if !g.admit(w, r, key) {
+			return
+		}
+		user := g.keys.User(key.UserID)
+		p := principal.Principal{
+			WorkspaceID: key.WorkspaceID, UserID: key.UserID, Email: user.Email, Name: user.Name,
+			KeyID: key.ID, Permissions: key.Permissions,
+		}
+		p.SetHeaders(r.Header)
+		r.Header.Del(headerAPIKey) // services never see secrets
+		next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), p)))
+	})
+}
+
+// admit counts the request against the key's limits and writes the
+// rate-limit headers; false means the request was answered with 429 or 503.
+func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key) bool {
+	lim := g.settings.Limits
+	if key.PerMinute > 0 {
+		lim.PerMinute = key.PerMinute
+	}
+	if key.PerHour > 0 {
+		lim.PerHour = key.PerHour
+	}
+	d, err := g.limiter.Allow(r.Context(), key.ID, lim)
+	if err != nil {
+		// Failing closed: without the shared counters no replica can
+		// know the key's usage.
+		httpx.LoggerFrom(r.Context()).Error("rate limiter unavailable", "err", err)
+		httpx.WriteErrorStatus(w, r, http.StatusServiceUnavailable, "rate_limiter_unavailable", "Rate limiting is unavailable; retry shortly.")
+		return false
+	}
+	now := g.now()
+	ratelimit.SetHeaders(w.Header(), d, now)
+	if !d.Allowed {
+		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfterSeconds(d, now), 10))
+		httpx.WriteErrorStatus(w, r, http.StatusTooManyRequests, "rate_limit_exceeded",
+			"Rate limit exceeded: "+strconv.FormatInt(d.Nearest().Limit, 10)+" requests per "+d.Nearest().Name+".")
+		return false
+	}
+	return true
+}
+
+// clientIP is the peer address, or, when the peer is a trusted proxy, the
+// right-most address in X-Forwarded-For that is not itself trusted.
+func (g *Gateway) clientIP(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	peer = peer.Unmap()
+	if !g.trusted(peer) {
+		return peer
+	}
+	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		if a = a.Unmap(); !g.trusted(a) {
+			return a
+		}
+	}
+	return peer
+}
+
+func (g *Gateway) trusted(a netip.Addr) bool {
+	for _, p := range g.settings.TrustedProxies {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasCredentialInQuery(r *http.Request) bool {
+	q := r.URL.Query()
+	for name := range q {
+		for _, c := range credentialParams {
+			if strings.EqualFold(name, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func callerFrom(r *http.Request) principal.Principal {
+	p, _ := principal.From(r.Context())
+	return p
+}
+
+func writeUnauthorized(w http.ResponseWriter, r *http.Request, status, msg string) {
+	httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, status, msg)
+}
+
+func writeForbidden(w http.ResponseWriter, r *http.Request, status, msg string) {
+	httpx.WriteErrorStatus(w, r, http.StatusForbidden, status, msg)
+}
+
+func joinOr(perms []string) string { return strings.Join(perms, " or ") }
+

@@ -1,0 +1,52 @@
+// Command gateway is the public HTTP listener: auth, rate limits, request
+// ids and routing to the services over NATS. Run as many replicas as you
+// like; they share rate-limit counters and key state through NATS.
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/gateway"
+)
+
+type cfg struct {
+	config.Infra
+	gateway.Config
+}
+
+func (c cfg) Validate() error {
+	if err := c.Infra.Validate(); err != nil {
+		return err
+	}
+	return c.Config.Validate()
+}
+
+func main() {
+	c, err := config.Load[cfg]()
+	c.MongoURI = "" // the gateway keeps no store
+	if err == nil {
+		err = runtime.Run("gateway", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+			gw, err := gateway.New(ctx, d, c.Settings())
+			if err != nil {
+				return nil, err
+			}
+			ln, err := net.Listen("tcp", c.HTTPAddr)
+			if err != nil {
+				return nil, err
+			}
+			d.Logger.Info("listening", "addr", ln.Addr().String())
+			done := make(chan error, 1)
+			go func() { done <- gw.Serve(ctx, ln) }()
+			return func() error { return <-done }, nil
+		})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(1)
+	}
+}

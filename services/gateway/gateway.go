@@ -1,0 +1,157 @@
+// Package gateway is the only public listener: it authenticates API keys,
+// enforces per-key rate limits shared by every replica, stamps request
+// ids, and forwards each request over NATS to the service that owns it.
+// It holds no domain logic.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/nats-io/nats.go"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/natsx"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/gateway/keycache"
+	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
+)
+
+// Settings tune one gateway.
+type Settings struct {
+	Limits          ratelimit.Limits // defaults for keys without their own
+	MaxBodyBytes    int64
+	UpstreamTimeout time.Duration
+	TrustedProxies  []netip.Prefix // peers whose X-Forwarded-For is believed
+}
+
+// Gateway serves the public HTTP API.
+type Gateway struct {
+	settings Settings
+	nc       *nats.Conn
+	keys     *keycache.Cache
+	feed     *keycache.Feed
+	limiter  *ratelimit.Limiter
+	fwd      *natsx.Forwarder
+	log      *slog.Logger
+	metrics  *obs.HTTPMetrics
+	now      func() time.Time
+
+	// ReadyChecks are extra readiness probes by name (e.g. "store").
+	ReadyChecks map[string]func(context.Context) error
+}
+
+// New starts following key events and returns a gateway. It does not wait
+// for the key cache: /readyz reports when it has caught up.
+func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
+	limiter, err := ratelimit.New(ctx, d.JS, d.StreamReplicas)
+	if err != nil {
+		return nil, err
+	}
+	keys := keycache.New()
+	feed, err := keycache.Start(ctx, d.JS, keys, d.Logger)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{
+		settings: s, nc: d.NC, keys: keys, feed: feed, limiter: limiter, log: d.Logger,
+		fwd:     &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
+		metrics: obs.NewHTTPMetrics(d.Metrics, "gateway"),
+		now:     time.Now,
+	}, nil
+}
+
+// KeysReady is closed once every existing key is loaded.
+func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
+
+// Handler is the public HTTP handler.
+func (g *Gateway) Handler() http.Handler {
+	api := mux.NewRouter()
+	api.Use(g.metrics.Middleware)
+	api.NotFoundHandler = httpx.NotFoundHandler()
+	api.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	for _, rt := range routes {
+		rt.register(api, g.forwardTo(rt))
+	}
+
+	top := mux.NewRouter()
+	top.HandleFunc("/healthz", g.healthz).Methods(http.MethodGet, http.MethodHead)
+	top.HandleFunc("/readyz", g.readyz).Methods(http.MethodGet, http.MethodHead)
+	top.PathPrefix("/").Handler(g.Authenticate(api))
+	return httpx.WithRequestID(g.log, httpx.Recover(httpx.AccessLog(top)))
+}
+
+// forwardTo checks the route's permission and relays the request.
+func (g *Gateway) forwardTo(rt route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if perms := rt.perms(r.Method); !callerFrom(r).HasAny(perms...) {
+			writeForbidden(w, r, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(perms)+").")
+			return
+		}
+		g.fwd.Forward(w, r, rt.service)
+	})
+}
+
+// Serve listens on addr until ctx ends, then drains in-flight requests.
+func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           g.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{}
+	ok := true
+	fail := func(name, why string) { checks[name], ok = why, false }
+	if g.nc.Status() != nats.CONNECTED {
+		fail("nats", "not connected: "+g.nc.Status().String())
+	} else {
+		checks["nats"] = "ok"
+	}
+	if g.feed.IsReady() {
+		checks["api_keys"] = "ok"
+	} else {
+		fail("api_keys", "loading")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	for name, check := range g.ReadyChecks {
+		if err := check(ctx); err != nil {
+			fail(name, err.Error())
+		} else {
+			checks[name] = "ok"
+		}
+	}
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+	}
+	httpx.WriteJSON(w, status, map[string]any{"ready": ok, "checks": checks})
+}

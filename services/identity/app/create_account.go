@@ -1,0 +1,66 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+)
+
+// AccountEmail is the address a service account acts under (tests record
+// who ran them by e-mail).
+func AccountEmail(userID string) string { return userID + "@service-accounts.voiceai.local" }
+
+// CreateServiceAccount adds a service account to the workspace.
+func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, commandID string) (*identityv1.ServiceAccount, error) {
+	name = strings.TrimSpace(name)
+	var v httpx.Validator
+	v.Check(name != "", "Field required", "missing", "body", "name")
+	v.Check(len(name) <= 200, "String should have at most 200 characters", "string_too_long", "body", "name")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	userID := ids.New("sa")
+	if commandID != "" {
+		// A retried command must land on the same subject to be deduplicated.
+		userID = "sa_" + esproto.StableID(workspaceID, commandID)
+	}
+	acct, err := a.createAccount(ctx, workspaceID, userID, name, commandID)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return nil, httpx.Conflict("service_account_exists", "A service account with that id already exists.")
+	}
+	return acct, err
+}
+
+func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, commandID string) (*identityv1.ServiceAccount, error) {
+	subject, err := events.ServiceAccountSubject(workspaceID, userID)
+	if err != nil {
+		return nil, err
+	}
+	acct := &identityv1.ServiceAccount{
+		UserId: userID, WorkspaceId: workspaceID, Name: name,
+		Email: AccountEmail(userID), CreatedAtUnix: a.now().Unix(),
+	}
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	res, err := a.record(ctx, subject, 0, meta, &identityv1.ServiceAccountCreated{Meta: meta, Account: acct})
+	if err != nil {
+		return nil, err
+	}
+	if res.Duplicate {
+		return a.loadAccount(ctx, workspaceID, userID)
+	}
+	return acct, nil
+}
+
+// Account returns a service account of the workspace, or a 404.
+func (a *App) Account(ctx context.Context, workspaceID, userID string) (*identityv1.ServiceAccount, error) {
+	return a.loadAccount(ctx, workspaceID, userID)
+}

@@ -1,0 +1,234 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/identity/domain"
+)
+
+// KeySpec is what a new key is made of.
+type KeySpec struct {
+	Name               string
+	Permissions        []string
+	AllowedIPs         []string
+	ExpiresAtUnix      *int64
+	RateLimitPerMinute *int64
+	RateLimitPerHour   *int64
+}
+
+// CreateKey mints a key for a service account. The secret is returned
+// here and never again: only its hash is stored.
+func (a *App) CreateKey(ctx context.Context, caller principal.Principal, accountID string, spec KeySpec, commandID string) (secret string, key *identityv1.ApiKey, err error) {
+	if _, err := a.loadAccount(ctx, caller.WorkspaceID, accountID); err != nil {
+		return "", nil, err
+	}
+	if err := a.checkSpec(&spec, caller); err != nil {
+		return "", nil, err
+	}
+	secret = domain.NewSecret()
+	keyID := ids.New("key")
+	if commandID != "" {
+		// A retried create answers the same key id; its secret cannot be
+		// shown twice, so the retry gets a 409 telling so.
+		keyID = "key_" + esproto.StableID(caller.WorkspaceID, commandID)
+	}
+	key, dup, err := a.mintKey(ctx, caller.WorkspaceID, accountID, keyID, secret, spec, commandID)
+	if errors.Is(err, eventstore.ErrConflict) {
+		return "", nil, httpx.Conflict("api_key_exists", "An API key with that id already exists.")
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	if dup {
+		return "", nil, httpx.Conflict("api_key_already_created", "This command already created key "+keyID+"; its secret was shown once and cannot be shown again.")
+	}
+	return secret, key, nil
+}
+
+func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret string, spec KeySpec, commandID string) (*identityv1.ApiKey, bool, error) {
+	subject, err := events.APIKeySubject(workspaceID, keyID)
+	if err != nil {
+		return nil, false, err
+	}
+	now := a.now().Unix()
+	key := &identityv1.ApiKey{
+		KeyId: keyID, WorkspaceId: workspaceID, ServiceAccountUserId: accountID,
+		Name: spec.Name, Hint: domain.Hint(secret), SecretSha256: domain.HashSecret(secret),
+		Permissions: spec.Permissions, AllowedIps: spec.AllowedIPs, ExpiresAtUnix: spec.ExpiresAtUnix,
+		CreatedAtUnix: now, UpdatedAtUnix: now,
+		RateLimitPerMinute: spec.RateLimitPerMinute, RateLimitPerHour: spec.RateLimitPerHour,
+	}
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	res, err := a.record(ctx, subject, 0, meta, &identityv1.ApiKeyCreated{Meta: meta, Key: key})
+	if err != nil {
+		return nil, false, err
+	}
+	return key, res.Duplicate, nil
+}
+
+// checkSpec validates and normalises a key spec in place.
+func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
+	var v httpx.Validator
+	spec.Name = strings.TrimSpace(spec.Name)
+	v.Check(spec.Name != "", "Field required", "missing", "body", "name")
+	perms, err := domain.NormalizePermissions(spec.Permissions)
+	addFieldError(&v, err)
+	spec.Permissions = perms
+	ips, err := domain.NormalizeAllowedIPs(spec.AllowedIPs)
+	addFieldError(&v, err)
+	spec.AllowedIPs = ips
+	if spec.ExpiresAtUnix != nil {
+		v.Check(*spec.ExpiresAtUnix > a.now().Unix(), "Expiry must be in the future", "value_error", "body", "expires_at_unix")
+	}
+	checkLimit(&v, spec.RateLimitPerMinute, "rate_limit_per_minute")
+	checkLimit(&v, spec.RateLimitPerHour, "rate_limit_per_hour")
+	if err := v.Err(); err != nil {
+		return err
+	}
+	if !domain.CanGrant(caller.Permissions, spec.Permissions) {
+		return httpx.Forbidden("permission_escalation", "A key cannot grant permissions its creator does not hold.")
+	}
+	return nil
+}
+
+func checkLimit(v *httpx.Validator, limit *int64, field string) {
+	if limit != nil {
+		v.Check(*limit >= 1 && *limit <= 1_000_000, "Input should be between 1 and 1000000", "value_error", "body", field)
+	}
+}
+
+func addFieldError(v *httpx.Validator, err error) {
+	var fe *domain.FieldError
+	if errors.As(err, &fe) {
+		if fe.Index >= 0 {
+			v.Add(fe.Msg, "value_error", "body", fe.Field, fe.Index)
+		} else {
+			v.Add(fe.Msg, "value_error", "body", fe.Field)
+		}
+	}
+}
+
+// KeyPatch is a partial update; nil fields are left alone.
+type KeyPatch struct {
+	Name               *string
+	IsDisabled         *bool
+	Permissions        []string // nil = unchanged
+	AllowedIPs         []string // nil = unchanged
+	ClearAllowedIPs    bool
+	RateLimitPerMinute *int64
+	RateLimitPerHour   *int64
+}
+
+// UpdateKey applies patch to a live key.
+func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, accountID, keyID string, patch KeyPatch) (*identityv1.ApiKey, error) {
+	var out *identityv1.ApiKey
+	err := eventstore.Retry(ctx, conflictAttempts, func() error {
+		cur, seq, err := a.loadKey(ctx, caller.WorkspaceID, accountID, keyID)
+		if err != nil {
+			return err
+		}
+		next := proto.Clone(cur).(*identityv1.ApiKey)
+		changed, err := a.applyPatch(next, patch, caller)
+		if err != nil {
+			return err
+		}
+		if len(changed) == 0 {
+			out = cur
+			return nil
+		}
+		next.UpdatedAtUnix = a.now().Unix()
+		subject, _ := events.APIKeySubject(caller.WorkspaceID, keyID)
+		meta := esproto.Meta(ctx, caller.WorkspaceID, "", a.now())
+		if _, err := a.record(ctx, subject, seq, meta, &identityv1.ApiKeyUpdated{Meta: meta, Key: next, ChangedFields: changed}); err != nil {
+			return err
+		}
+		out = next
+		return nil
+	})
+	if errors.Is(err, eventstore.ErrConflict) {
+		return nil, httpx.Conflict("concurrent_update", "The key changed concurrently; retry.")
+	}
+	return out, err
+}
+
+func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Principal) ([]string, error) {
+	var v httpx.Validator
+	var changed []string
+	if p.Name != nil {
+		name := strings.TrimSpace(*p.Name)
+		v.Check(name != "", "String should have at least 1 character", "string_too_short", "body", "name")
+		if name != k.Name {
+			k.Name, changed = name, append(changed, "name")
+		}
+	}
+	if p.IsDisabled != nil && *p.IsDisabled != k.IsDisabled {
+		k.IsDisabled, changed = *p.IsDisabled, append(changed, "is_disabled")
+	}
+	if p.Permissions != nil {
+		perms, err := domain.NormalizePermissions(p.Permissions)
+		addFieldError(&v, err)
+		if err == nil && !domain.CanGrant(caller.Permissions, perms) {
+			return nil, httpx.Forbidden("permission_escalation", "A key cannot grant permissions its editor does not hold.")
+		}
+		if err == nil && !slices.Equal(perms, k.Permissions) {
+			k.Permissions, changed = perms, append(changed, "permissions")
+		}
+	}
+	if p.ClearAllowedIPs && len(k.AllowedIps) > 0 {
+		k.AllowedIps, changed = nil, append(changed, "allowed_ips")
+	} else if p.AllowedIPs != nil {
+		ips, err := domain.NormalizeAllowedIPs(p.AllowedIPs)
+		addFieldError(&v, err)
+		if err == nil && !slices.Equal(ips, k.AllowedIps) {
+			k.AllowedIps, changed = ips, append(changed, "allowed_ips")
+		}
+	}
+	checkLimit(&v, p.RateLimitPerMinute, "rate_limit_per_minute")
+	checkLimit(&v, p.RateLimitPerHour, "rate_limit_per_hour")
+	if p.RateLimitPerMinute != nil {
+		k.RateLimitPerMinute, changed = p.RateLimitPerMinute, append(changed, "rate_limit_per_minute")
+	}
+	if p.RateLimitPerHour != nil {
+		k.RateLimitPerHour, changed = p.RateLimitPerHour, append(changed, "rate_limit_per_hour")
+	}
+	return changed, v.Err()
+}
+
+// RevokeKey ends a key for good; gateways drop it as soon as they see the
+// event.
+func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, accountID, keyID string) error {
+	err := eventstore.Retry(ctx, conflictAttempts, func() error {
+		cur, seq, err := a.loadKey(ctx, caller.WorkspaceID, accountID, keyID)
+		if err != nil {
+			return err
+		}
+		return a.revoke(ctx, cur, seq)
+	})
+	if errors.Is(err, eventstore.ErrConflict) {
+		return httpx.Conflict("concurrent_update", "The key changed concurrently; retry.")
+	}
+	return err
+}
+
+func (a *App) revoke(ctx context.Context, cur *identityv1.ApiKey, seq uint64) error {
+	next := proto.Clone(cur).(*identityv1.ApiKey)
+	now := a.now().Unix()
+	next.RevokedAtUnix, next.UpdatedAtUnix = &now, now
+	subject, _ := events.APIKeySubject(cur.WorkspaceId, cur.KeyId)
+	meta := esproto.Meta(ctx, cur.WorkspaceId, "", a.now())
+	_, err := a.record(ctx, subject, seq, meta, &identityv1.ApiKeyRevoked{Meta: meta, Key: next})
+	return err
+}

@@ -1,0 +1,61 @@
+// Command identity runs the identity service (workspaces, service
+// accounts, API keys) against external NATS and MongoDB. On start it
+// bootstraps the default workspace's admin key; `identity workspace
+// create` is the operator's client for adding workspaces.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/identity"
+	"github.com/voiceai-platform/voiceai/services/identity/operator"
+)
+
+type cfg struct {
+	config.Infra
+	DataDir           string `env:"VOICEAI_DATA_DIR" envDefault:"./data"`
+	BootstrapAdminKey string `env:"VOICEAI_BOOTSTRAP_ADMIN_KEY"`
+}
+
+func main() {
+	root := &cobra.Command{
+		Use: "identity", Short: "Run the identity service", SilenceUsage: true, SilenceErrors: true,
+		RunE: func(*cobra.Command, []string) error { return serve() },
+	}
+	root.AddCommand(operator.WorkspaceCommand(func() (string, error) {
+		c, err := config.Load[cfg]()
+		return c.NATSURL, err
+	}))
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "identity:", err)
+		os.Exit(1)
+	}
+}
+
+func serve() error {
+	c, err := config.Load[cfg]()
+	if err != nil {
+		return err
+	}
+	return runtime.Run(identity.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+		s, err := identity.Start(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		boot, err := s.App.Bootstrap(ctx, c.BootstrapAdminKey, c.DataDir)
+		if err != nil {
+			_ = s.Stop()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		if boot.GeneratedSecret != "" {
+			fmt.Printf("\nAdmin API key (shown once, also written to %s):\n\n    %s\n\n", boot.KeyFile, boot.GeneratedSecret)
+		}
+		return s.Stop, nil
+	})
+}

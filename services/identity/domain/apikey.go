@@ -1,0 +1,129 @@
+// Package domain holds the identity rules: workspaces, service accounts
+// and their API keys. State is the proto message carried by the
+// state-carrying events; this package decides what a valid change is.
+package domain
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+// DefaultWorkspaceID is the workspace created on first start.
+const DefaultWorkspaceID = "ws_default"
+
+// AdminAccountID is the service account that owns bootstrap keys.
+const AdminAccountID = "sa_admin"
+
+// SecretPrefix starts every generated key, so leaked keys are greppable.
+const SecretPrefix = "vak_"
+
+// NewSecret returns a fresh high-entropy key secret.
+func NewSecret() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return SecretPrefix + hex.EncodeToString(b[:])
+}
+
+// HashSecret is what we store: SHA-256 is right for random 192-bit
+// secrets (no dictionary to defend against), and fast enough to check on
+// every request.
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// Hint shows enough of a secret to recognise it, never enough to use it.
+func Hint(secret string) string {
+	if len(secret) <= 8 {
+		return strings.Repeat("*", len(secret))
+	}
+	return secret[:min(len(secret)-4, 8)] + "…" + secret[len(secret)-4:]
+}
+
+// ErrInvalid wraps every rule violation; the message names the field.
+var ErrInvalid = errors.New("invalid")
+
+// FieldError is a rule violation of one input field.
+type FieldError struct {
+	Field string
+	Index int // element index within the field, or -1
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// NormalizePermissions checks perms and returns them sorted, or ["all"].
+func NormalizePermissions(perms []string) ([]string, error) {
+	if len(perms) == 0 {
+		return nil, &FieldError{Field: "permissions", Index: -1, Msg: "at least one permission, or \"all\", is required"}
+	}
+	if slices.Contains(perms, principal.PermissionAll) {
+		return []string{principal.PermissionAll}, nil
+	}
+	for i, p := range perms {
+		if !principal.IsKnown(p) {
+			return nil, &FieldError{Field: "permissions", Index: i, Msg: fmt.Sprintf("unknown permission %q", p)}
+		}
+	}
+	out := slices.Clone(perms)
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// CanGrant reports whether a caller holding held may hand out perms: no
+// key can mint a key more powerful than itself.
+func CanGrant(held, perms []string) bool {
+	if slices.Contains(held, principal.PermissionAll) {
+		return true
+	}
+	for _, p := range perms {
+		if !slices.Contains(held, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// NormalizeAllowedIPs parses IPs and CIDR ranges into canonical prefixes.
+func NormalizeAllowedIPs(ips []string) ([]string, error) {
+	out := make([]string, 0, len(ips))
+	for i, s := range ips {
+		p, err := ParseIPOrPrefix(s)
+		if err != nil {
+			return nil, &FieldError{Field: "allowed_ips", Index: i, Msg: fmt.Sprintf("%q is not an IP address or CIDR range", s)}
+		}
+		out = append(out, p.String())
+	}
+	return out, nil
+}
+
+// ParseIPOrPrefix accepts "203.0.113.7", "2001:db8::1" or "10.0.0.0/8".
+func ParseIPOrPrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		return p.Masked(), err
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+}
+
+// KeyIsLive reports whether a key can still authenticate (ignoring expiry,
+// which depends on the clock).
+func KeyIsLive(k *identityv1.ApiKey) bool {
+	return k.RevokedAtUnix == nil && !k.IsDisabled
+}

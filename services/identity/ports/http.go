@@ -1,0 +1,309 @@
+// Package ports serves identity over HTTP (through the gateway): service
+// accounts and their API keys, in the public service-account shapes.
+package ports
+
+import (
+	"encoding/json"
+	"reflect"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/app"
+)
+
+// Permissions of the routes (the gateway checks them too).
+var (
+	readPerms  = []string{"workspace_read", "workspace_members_read", "service_account_write"}
+	writePerms = []string{"service_account_write"}
+)
+
+// HeaderIdempotencyKey makes a create safe to retry.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// Router returns identity's routes.
+func Router(a *app.App) *mux.Router {
+	h := &handlers{app: a}
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/service-accounts", h.listAccounts).Methods(http.MethodGet)
+	r.HandleFunc("/v1/service-accounts", h.createAccount).Methods(http.MethodPost)
+	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys", h.listKeys).Methods(http.MethodGet)
+	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys", h.createKey).Methods(http.MethodPost)
+	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.updateKey).Methods(http.MethodPatch)
+	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.revokeKey).Methods(http.MethodDelete)
+	return r
+}
+
+type handlers struct{ app *app.App }
+
+func caller(r *http.Request) principal.Principal {
+	p, _ := principal.From(r.Context())
+	return p
+}
+
+func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, writePerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var body struct {
+		Name string `json:"name"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	acct, err := h.app.CreateServiceAccount(r.Context(), caller(r).WorkspaceID, body.Name, r.Header.Get(HeaderIdempotencyKey))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"service-account-user-id": acct.GetUserId()})
+}
+
+type accountView struct {
+	ServiceAccountUserID string    `json:"service_account_user_id"`
+	Name                 string    `json:"name"`
+	CreatedAtUnix        int64     `json:"created_at_unix"`
+	APIKeys              []keyView `json:"api-keys"`
+}
+
+type keyView struct {
+	Name                 string   `json:"name"`
+	Hint                 string   `json:"hint"`
+	KeyID                string   `json:"key_id"`
+	ServiceAccountUserID string   `json:"service_account_user_id"`
+	CreatedAtUnix        int64    `json:"created_at_unix"`
+	IsDisabled           bool     `json:"is_disabled"`
+	Permissions          []string `json:"permissions"`
+	HashedXiAPIKey       string   `json:"hashed_xi_api_key"`
+	AllowedIPs           []string `json:"allowed_ips"`
+	ExpiresAtUnix        *int64   `json:"expires_at_unix"`
+	RateLimitPerMinute   *int64   `json:"rate_limit_per_minute"`
+	RateLimitPerHour     *int64   `json:"rate_limit_per_hour"`
+}
+
+func viewOfKey(k adapters.KeyDoc) keyView {
+	v := keyView{
+		Name: k.Name, Hint: k.Hint, KeyID: k.ID, ServiceAccountUserID: k.ServiceAccountUserID,
+		CreatedAtUnix: k.CreatedAtUnix, IsDisabled: k.IsDisabled, Permissions: k.Permissions,
+		HashedXiAPIKey: k.HashedKey, AllowedIPs: k.AllowedIPs, ExpiresAtUnix: k.ExpiresAtUnix,
+		RateLimitPerMinute: k.RateLimitPerMinute, RateLimitPerHour: k.RateLimitPerHour,
+	}
+	if v.AllowedIPs == nil {
+		v.AllowedIPs = []string{}
+	}
+	return v
+}
+
+func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, readPerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	ws := caller(r).WorkspaceID
+	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, "")
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	byAccount := map[string][]keyView{}
+	for _, k := range keys {
+		byAccount[k.ServiceAccountUserID] = append(byAccount[k.ServiceAccountUserID], viewOfKey(k))
+	}
+	out := make([]accountView, 0, len(accts))
+	for _, a := range accts {
+		ks := byAccount[a.ID]
+		if ks == nil {
+			ks = []keyView{}
+		}
+		out = append(out, accountView{ServiceAccountUserID: a.ID, Name: a.Name, CreatedAtUnix: a.CreatedAtUnix, APIKeys: ks})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"service-accounts": out})
+}
+
+func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, readPerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	ws, accountID := caller(r).WorkspaceID, mux.Vars(r)["user_id"]
+	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, accountID)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]keyView, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, viewOfKey(k))
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"api-keys": out})
+}
+
+// permissionsField is "all" or a list of permission names.
+type permissionsField []string
+
+func (p *permissionsField) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		if s != noUpdate {
+			*p = []string{s}
+		}
+		return nil
+	}
+	var list []string
+	if err := json.Unmarshal(b, &list); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings, Field: "permissions"}
+	}
+	*p = list
+	return nil
+}
+
+// noUpdate is the SDK's literal for "leave this field as it is".
+const noUpdate = "no_update"
+
+// optionalBool is a boolean, or "no_update" meaning absent.
+type optionalBool struct{ v *bool }
+
+func (o *optionalBool) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil && s == noUpdate {
+		return nil
+	}
+	var v *bool
+	if err := json.Unmarshal(b, &v); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeOf(true), Field: "is_enabled"}
+	}
+	o.v = v
+	return nil
+}
+
+// allowedIPsField is a list of IPs/CIDRs or the literal "clear".
+type allowedIPsField struct {
+	clear bool
+	ips   []string
+	set   bool
+}
+
+func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
+	a.set = true
+	if string(b) == "null" {
+		a.set = false
+		return nil
+	}
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		switch s {
+		case "clear":
+			a.clear = true
+			return nil
+		case noUpdate:
+			a.set = false
+			return nil
+		}
+	}
+	if err := json.Unmarshal(b, &a.ips); err != nil {
+		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings, Field: "allowed_ips"}
+	}
+	if a.ips == nil {
+		a.ips = []string{}
+	}
+	return nil
+}
+
+func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, writePerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var body struct {
+		Name               string           `json:"name"`
+		Permissions        permissionsField `json:"permissions"`
+		AllowedIPs         []string         `json:"allowed_ips"`
+		ExpiresAtUnix      *int64           `json:"expires_at_unix"`
+		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
+		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	spec := app.KeySpec{
+		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
+		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
+	}
+	secret, key, err := h.app.CreateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], spec, r.Header.Get(HeaderIdempotencyKey))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"xi-api-key": secret, "key_id": key.GetKeyId()})
+}
+
+func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, writePerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var body struct {
+		Name               *string          `json:"name"`
+		IsEnabled          optionalBool     `json:"is_enabled"`
+		IsDisabled         optionalBool     `json:"is_disabled"`
+		Permissions        permissionsField `json:"permissions"`
+		AllowedIPs         allowedIPsField  `json:"allowed_ips"`
+		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
+		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	patch := app.KeyPatch{
+		Name: body.Name, IsDisabled: body.IsDisabled.v, Permissions: body.Permissions,
+		ClearAllowedIPs: body.AllowedIPs.clear, RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
+	}
+	if body.AllowedIPs.set && !body.AllowedIPs.clear {
+		patch.AllowedIPs = body.AllowedIPs.ips
+	}
+	if body.IsEnabled.v != nil {
+		disabled := !*body.IsEnabled.v
+		if body.IsDisabled.v != nil && *body.IsDisabled.v != disabled {
+			httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "is_enabled"}, Msg: "is_enabled and is_disabled contradict each other", Type: "value_error"}})
+			return
+		}
+		patch.IsDisabled = &disabled
+	}
+	key, err := h.app.UpdateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, viewOfKey(adapters.KeyDocOf(key)))
+}
+
+func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, writePerms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	vars := mux.Vars(r)
+	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"]); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
+}
+
+var typeOfStrings = reflect.TypeOf([]string{})

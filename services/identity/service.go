@@ -1,0 +1,88 @@
+// Package identity wires the identity service: workspaces, service
+// accounts and API keys. Its key events feed every gateway's key cache.
+package identity
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go/micro"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/app"
+	"github.com/voiceai-platform/voiceai/services/identity/operator"
+	"github.com/voiceai-platform/voiceai/services/identity/ports"
+)
+
+// Name of the service on the bus.
+const Name = "identity"
+
+// Version of the service.
+const Version = "0.1.0"
+
+// Database is the service's own Mongo database.
+const Database = "voiceai_identity"
+
+// Service is a running identity service.
+type Service struct {
+	App      *app.App
+	Handler  http.Handler // the HTTP handler served over NATS, for in-process use
+	endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error { return s.endpoint.Stop() }
+
+// StreamConfig is the IDENTITY stream.
+func StreamConfig(replicas int) eventstore.StreamConfig {
+	return eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: replicas}
+}
+
+// NewApp opens the stream and read model without serving: the operator
+// CLI uses it to create workspaces.
+func NewApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
+	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
+		return nil, fmt.Errorf("identity stream: %w", err)
+	}
+	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	if err != nil {
+		return nil, err
+	}
+	return &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}, nil
+}
+
+// Start runs the service until ctx ends.
+func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
+	a, err := NewApp(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	go runProjector(ctx, d, a.ReadModel.Accounts, a.ReadModel.Handler(a.ReadModel.Accounts), "identity-accounts", events.IdentityAccountsAll)
+	go runProjector(ctx, d, a.ReadModel.Keys, a.ReadModel.Handler(a.ReadModel.Keys), "identity-keys", events.IdentityKeysAll)
+	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
+	if err != nil {
+		return nil, err
+	}
+	if err := operator.Register(ep, a); err != nil {
+		_ = ep.Stop()
+		return nil, err
+	}
+	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// runProjector keeps one read-model collection current from the stream.
+func runProjector(ctx context.Context, d runtime.Deps, coll *mongo.Collection, h projection.Handler, durable, filter string) {
+	err := projection.Run(ctx, d.JS, coll, projection.Config{
+		Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
+	}, h)
+	if err != nil && ctx.Err() == nil {
+		d.Logger.Error("identity projector stopped", "durable", durable, "err", err)
+	}
+}
