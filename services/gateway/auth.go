@@ -170,4 +170,3 @@ func writeForbidden(w http.ResponseWriter, r *http.Request, status, msg string) 
 }
 
 func joinOr(perms []string) string { return strings.Join(perms, " or ") }
-

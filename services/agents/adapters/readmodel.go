@@ -15,8 +15,8 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
@@ -26,20 +26,20 @@ const AgentsCollection = "agents"
 
 // AgentDoc is an agent as listed.
 type AgentDoc struct {
-	ID             string   `bson:"_id"`
-	WorkspaceID    string   `bson:"workspace_id"`
-	Name           string   `bson:"name"`
-	NameLower      string   `bson:"name_lower"`
-	Tags           []string `bson:"tags"`
-	VoiceID        string   `bson:"voice_id"`
-	CreatedAtUnix  int64    `bson:"created_at_unix"`
-	CreatedBy      string   `bson:"created_by_user_id"`
-	CreatorEmail   string   `bson:"creator_email"`
-	CreatorName    string   `bson:"creator_name"`
-	Archived       bool     `bson:"archived"`
-	Deleted        bool     `bson:"deleted"`
-	LastCallUnix   *int64   `bson:"last_call_time_unix_secs"`
-	UpdatedAtUnix  int64    `bson:"updated_at_unix"`
+	ID            string   `bson:"_id"`
+	WorkspaceID   string   `bson:"workspace_id"`
+	Name          string   `bson:"name"`
+	NameLower     string   `bson:"name_lower"`
+	Tags          []string `bson:"tags"`
+	VoiceID       string   `bson:"voice_id"`
+	CreatedAtUnix int64    `bson:"created_at_unix"`
+	CreatedBy     string   `bson:"created_by_user_id"`
+	CreatorEmail  string   `bson:"creator_email"`
+	CreatorName   string   `bson:"creator_name"`
+	Archived      bool     `bson:"archived"`
+	Deleted       bool     `bson:"deleted"`
+	LastCallUnix  *int64   `bson:"last_call_time_unix_secs"`
+	UpdatedAtUnix int64    `bson:"updated_at_unix"`
 }
 
 // DocOf maps agent state to its listed form.

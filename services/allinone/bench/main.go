@@ -179,8 +179,8 @@ func createAgent(c *http.Client, base, key string) (string, error) {
 }
 
 func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
-func us(d time.Duration) string                 { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
-func ratio(a, b time.Duration) float64          { return float64(a) / float64(b) }
+func us(d time.Duration) string                  { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
+func ratio(a, b time.Duration) float64           { return float64(a) / float64(b) }
 func verdict(ok bool) string {
 	if ok {
 		return "MET"

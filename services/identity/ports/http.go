@@ -4,8 +4,8 @@ package ports
 
 import (
 	"encoding/json"
-	"reflect"
 	"net/http"
+	"reflect"
 
 	"github.com/gorilla/mux"
 
