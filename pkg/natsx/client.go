@@ -33,6 +33,10 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 		httpx.WriteErrorStatus(w, r, http.StatusBadRequest, "unreadable_body", "The request body could not be read.")
 		return
 	}
+	// A request must also fit in one NATS message with its headers.
+	if limit := f.NC.MaxPayload() - headerAllowance; limit < maxBody {
+		maxBody = limit
+	}
 	if int64(len(body)) > maxBody {
 		httpx.WriteErrorStatus(w, r, http.StatusRequestEntityTooLarge, "body_too_large",
 			"The request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes.")

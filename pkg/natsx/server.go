@@ -19,12 +19,12 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (micro.Ser
 		Description: "voiceai " + name + " service (HTTP over NATS)",
 		Endpoint: &micro.EndpointConfig{
 			Subject: Subject(name),
-			Handler: micro.HandlerFunc(func(req micro.Request) { serveOne(handler, req) }),
+			Handler: micro.HandlerFunc(func(req micro.Request) { serveOne(handler, req, nc.MaxPayload()) }),
 		},
 	})
 }
 
-func serveOne(handler http.Handler, req micro.Request) {
+func serveOne(handler http.Handler, req micro.Request, maxPayload int64) {
 	h := req.Headers()
 	r, err := http.NewRequest(nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
 	if err != nil {
@@ -41,6 +41,11 @@ func serveOne(handler http.Handler, req micro.Request) {
 	r.ContentLength = int64(len(req.Data()))
 	rec := &recorder{header: http.Header{}}
 	handler.ServeHTTP(rec, r)
+	if int64(rec.body.Len()) > maxPayload-headerAllowance {
+		respond(req, http.StatusBadGateway, http.Header{"Content-Type": {"application/json"}},
+			[]byte(`{"detail":{"status":"response_too_large","message":"The response exceeds the bus's message size; narrow the request.","request_id":null}}`))
+		return
+	}
 	respond(req, rec.statusOrOK(), rec.header, rec.body.Bytes())
 }
 

@@ -27,3 +27,7 @@ var hopByHop = map[string]bool{
 func isTransportHeader(k string) bool {
 	return hopByHop[k] || strings.HasPrefix(k, "Voiceai-Http-") || strings.HasPrefix(k, "Nats-")
 }
+
+// headerAllowance is room kept for headers when sizing a body against the
+// server's maximum payload.
+const headerAllowance = 64 << 10

@@ -74,6 +74,7 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		}
 		p.SetHeaders(r.Header)
 		r.Header.Del(headerAPIKey) // services never see secrets
+		r.Header.Del("Xi-Api-Key") // the SDK sends the key here as well
 		next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), p)))
 	})
 }

@@ -1,0 +1,54 @@
+package esproto
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+func TestAppendDecodeLast(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	js, err := jetstream.New(env.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := principal.With(context.Background(), principal.Principal{WorkspaceID: "ws", UserID: "sa_1"})
+	if _, err := eventstore.EnsureStream(ctx, js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}}); err != nil {
+		t.Fatal(err)
+	}
+	st := eventstore.New(js, events.AgentsStream)
+	subject, _ := events.AgentSubject("ws", "agent_1")
+	meta := Meta(ctx, "ws", "cmd-1", time.Unix(100, 0))
+	if meta.GetActorUserId() != "sa_1" || meta.GetEventId() == "" || meta.GetOccurredAtUnixMs() != 100_000 {
+		t.Fatalf("meta: %v", meta)
+	}
+	ev := &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws", Name: "A"}}
+	res, err := Append(ctx, st, subject, 0, meta, ev)
+	if err != nil || res.Duplicate {
+		t.Fatalf("append: %+v %v", res, err)
+	}
+	msg, seq, found, err := Last(ctx, st, subject)
+	if err != nil || !found || seq != res.Seq || !proto.Equal(msg, ev) {
+		t.Fatalf("last: %v %d %v %v", msg, seq, found, err)
+	}
+	rec, _, _ := st.Last(ctx, subject)
+	if rec.Type != events.TypeAgentCreated || rec.Header.Get(events.HeaderSchema) != "voiceai.agents.v1.AgentCreated" || rec.Workspace != "ws" {
+		t.Fatalf("headers: %+v", rec)
+	}
+	if _, err := Decode(eventstore.Record{Type: "nope"}); err == nil {
+		t.Fatal("unknown type decoded")
+	}
+	if StableID("ws", "c") != StableID("ws", "c") || StableID("ws", "c") == StableID("ws2", "c") {
+		t.Fatal("StableID must be deterministic and scoped")
+	}
+}
