@@ -38,30 +38,30 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		principal.StripInternalHeaders(r.Header)
 		if hasCredentialInQuery(r) {
-			writeUnauthorized(w, r, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
+			g.deny(w, r, http.StatusUnauthorized, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
 			return
 		}
 		secret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerAuthorization)
 		switch {
 		case secret != "" && auth != "":
-			writeUnauthorized(w, r, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
+			g.deny(w, r, http.StatusUnauthorized, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
 			return
 		case secret == "":
-			writeUnauthorized(w, r, "missing_api_key", "Send your API key in the x-api-key header.")
+			g.deny(w, r, http.StatusUnauthorized, "missing_api_key", "Send your API key in the x-api-key header.")
 			return
 		}
 		key, status := g.keys.Authenticate(secret, g.now())
 		if status != keycache.Valid {
 			f := authFailures[status]
-			writeUnauthorized(w, r, f[0], f[1])
+			g.deny(w, r, http.StatusUnauthorized, f[0], f[1])
 			return
 		}
 		if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
-			writeForbidden(w, r, "workspace_forbidden", "The API key does not belong to workspace "+ws+".")
+			g.deny(w, r, http.StatusForbidden, "workspace_forbidden", "The API key does not belong to workspace "+ws+".")
 			return
 		}
 		if !key.AllowsIP(g.clientIP(r)) {
-			writeForbidden(w, r, "ip_not_allowed", "The API key may not be used from this address.")
+			g.deny(w, r, http.StatusForbidden, "ip_not_allowed", "The API key may not be used from this address.")
 			return
 		}
 		if !g.admit(w, r, key) {
@@ -94,14 +94,14 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key
 		// Failing closed: without the shared counters no replica can
 		// know the key's usage.
 		httpx.LoggerFrom(r.Context()).Error("rate limiter unavailable", "err", err)
-		httpx.WriteErrorStatus(w, r, http.StatusServiceUnavailable, "rate_limiter_unavailable", "Rate limiting is unavailable; retry shortly.")
+		g.deny(w, r, http.StatusServiceUnavailable, "rate_limiter_unavailable", "Rate limiting is unavailable; retry shortly.")
 		return false
 	}
 	now := g.now()
 	ratelimit.SetHeaders(w.Header(), d, now)
 	if !d.Allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfterSeconds(d, now), 10))
-		httpx.WriteErrorStatus(w, r, http.StatusTooManyRequests, "rate_limit_exceeded",
+		g.deny(w, r, http.StatusTooManyRequests, "rate_limit_exceeded",
 			"Rate limit exceeded: "+strconv.FormatInt(d.Nearest().Limit, 10)+" requests per "+d.Nearest().Name+".")
 		return false
 	}
@@ -162,12 +162,10 @@ func callerFrom(r *http.Request) principal.Principal {
 	return p
 }
 
-func writeUnauthorized(w http.ResponseWriter, r *http.Request, status, msg string) {
-	httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, status, msg)
-}
-
-func writeForbidden(w http.ResponseWriter, r *http.Request, status, msg string) {
-	httpx.WriteErrorStatus(w, r, http.StatusForbidden, status, msg)
+// deny answers a refused request in the spec's error shape and counts it.
+func (g *Gateway) deny(w http.ResponseWriter, r *http.Request, code int, status, msg string) {
+	g.denials.WithLabelValues(strconv.Itoa(code), status).Inc()
+	httpx.WriteErrorStatus(w, r, code, status, msg)
 }
 
 func joinOr(perms []string) string { return strings.Join(perms, " or ") }

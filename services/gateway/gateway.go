@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
@@ -42,6 +43,7 @@ type Gateway struct {
 	fwd      *natsx.Forwarder
 	log      *slog.Logger
 	metrics  *obs.HTTPMetrics
+	denials  *prometheus.CounterVec // requests refused before forwarding, by status
 	now      func() time.Time
 
 	// ReadyChecks are extra readiness probes by name (e.g. "store").
@@ -64,8 +66,18 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		settings: s, nc: d.NC, keys: keys, feed: feed, limiter: limiter, log: d.Logger,
 		fwd:     &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
 		metrics: obs.NewHTTPMetrics(d.Metrics, "gateway"),
+		denials: newDenials(d.Metrics),
 		now:     time.Now,
 	}, nil
+}
+
+func newDenials(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voiceai_gateway_denials_total",
+		Help: "Requests the gateway refused before forwarding, by HTTP code and application status.",
+	}, []string{"code", "status"})
+	reg.MustRegister(c)
+	return c
 }
 
 // KeysReady is closed once every existing key is loaded.
@@ -92,7 +104,7 @@ func (g *Gateway) Handler() http.Handler {
 func (g *Gateway) forwardTo(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if perms := rt.perms(r.Method); !callerFrom(r).HasAny(perms...) {
-			writeForbidden(w, r, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(perms)+").")
+			g.deny(w, r, http.StatusForbidden, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(perms)+").")
 			return
 		}
 		g.fwd.Forward(w, r, rt.service)
