@@ -4,7 +4,6 @@ package adapters
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 
@@ -16,6 +15,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
@@ -81,12 +81,12 @@ type ReadModel struct{ Agents *mongo.Collection }
 // listing shape.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	c := db.Collection(AgentsCollection)
-	_, err := c.Indexes().CreateMany(ctx, []mongo.IndexModel{
-		{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}},
-		{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "name_lower", Value: 1}, {Key: "_id", Value: 1}}},
-	})
+	err := mongox.EnsureIndexes(ctx, c,
+		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}},
+		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "name_lower", Value: 1}, {Key: "_id", Value: 1}}},
+	)
 	if err != nil {
-		return nil, fmt.Errorf("agents indexes: %w", err)
+		return nil, err
 	}
 	return &ReadModel{Agents: c}, nil
 }

@@ -5,7 +5,6 @@ package adapters
 import (
 	"context"
 	"encoding/hex"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -16,6 +15,7 @@ import (
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 )
@@ -78,11 +78,11 @@ type ReadModel struct {
 // NewReadModel opens the collections in db and creates their indexes.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := &ReadModel{Accounts: db.Collection(AccountsCollection), Keys: db.Collection(KeysCollection)}
-	if _, err := rm.Accounts.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
-		return nil, fmt.Errorf("index %s: %w", AccountsCollection, err)
+	if err := mongox.EnsureIndexes(ctx, rm.Accounts, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
+		return nil, err
 	}
-	if _, err := rm.Keys.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "service_account_user_id", Value: 1}}}); err != nil {
-		return nil, fmt.Errorf("index %s: %w", KeysCollection, err)
+	if err := mongox.EnsureIndexes(ctx, rm.Keys, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "service_account_user_id", Value: 1}}}); err != nil {
+		return nil, err
 	}
 	return rm, nil
 }
