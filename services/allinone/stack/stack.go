@@ -58,7 +58,8 @@ type Stack struct {
 	gateway *gateway.Gateway
 	agents  http.Handler
 	cancel  context.CancelFunc
-	done    chan error
+	done    chan struct{}
+	err     error // why the stack stopped; valid once done is closed
 }
 
 // Gateway is the running gateway (for benchmarks).
@@ -80,9 +81,12 @@ func TestConfig(dir string) Config {
 }
 
 // Wait blocks until the stack has stopped.
-func (s *Stack) Wait() error { return <-s.done }
+func (s *Stack) Wait() error {
+	<-s.done
+	return s.err
+}
 
-// Close stops the stack and waits for it.
+// Close stops the stack and waits for it; calling it again is harmless.
 func (s *Stack) Close() error {
 	s.cancel()
 	return s.Wait()
@@ -178,14 +182,15 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: store.URI,
 		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
 		gateway: gw, agents: ag.Handler,
-		cancel: cancel, done: make(chan error, 1),
+		cancel: cancel, done: make(chan struct{}),
 	}
 	go func() {
 		err := gw.Serve(ctx, ln)
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
 		}
-		s.done <- err
+		s.err = err
+		close(s.done)
 	}()
 	return s, nil
 }

@@ -1,0 +1,172 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/voiceai-platform/voiceai/services/identity/operator"
+)
+
+const adminKey = "vak_test_admin_0123456789abcdef0123456789"
+
+// The auth rules of spec section 5, case by case, through the gateway.
+func TestAuthMatrix(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
+	const list = "/v1/convai/agents"
+
+	t.Run("missing key", func(t *testing.T) {
+		wantError(t, call(t, s, "GET", list, "", ""), 401, "missing_api_key")
+	})
+	t.Run("unknown key", func(t *testing.T) {
+		wantError(t, call(t, s, "GET", list, "vak_nope", ""), 401, "invalid_api_key")
+	})
+	t.Run("key in the query string", func(t *testing.T) {
+		wantError(t, call(t, s, "GET", list+"?x-api-key="+adminKey, "", ""), 401, "credentials_in_url")
+		wantError(t, call(t, s, "GET", list+"?api_key="+adminKey, adminKey, ""), 401, "credentials_in_url")
+	})
+	t.Run("key in the body only", func(t *testing.T) {
+		wantError(t, call(t, s, "POST", "/v1/convai/agents/create", "", `{"x-api-key":"`+adminKey+`","name":"a"}`), 401, "missing_api_key")
+	})
+	t.Run("x-api-key and Authorization together", func(t *testing.T) {
+		wantError(t, call(t, s, "GET", list, adminKey, "", "Authorization", "Bearer "+adminKey), 401, "ambiguous_credentials")
+	})
+	t.Run("Authorization alone", func(t *testing.T) {
+		wantError(t, call(t, s, "GET", list, "", "", "Authorization", "Bearer "+adminKey), 401, "missing_api_key")
+	})
+	t.Run("valid key", func(t *testing.T) {
+		if r := call(t, s, "GET", list, adminKey, ""); r.Code != 200 || r.Header.Get("X-Request-Id") == "" {
+			t.Fatalf("got %d %s", r.Code, r.Body)
+		}
+	})
+
+	t.Run("disabled, re-enabled, revoked", func(t *testing.T) {
+		key, acct, id := newKey(t, s, adminKey, `["convai_read"]`, "")
+		path := "/v1/service-accounts/" + acct + "/api-keys/" + id
+		if r := call(t, s, "PATCH", path, adminKey, `{"is_enabled":false}`); r.Code != 200 {
+			t.Fatalf("disable: %d %s", r.Code, r.Body)
+		}
+		wantError(t, call(t, s, "GET", list, key, ""), 401, "api_key_disabled")
+		if r := call(t, s, "PATCH", path, adminKey, `{"is_enabled":true}`); r.Code != 200 {
+			t.Fatalf("enable: %d %s", r.Code, r.Body)
+		}
+		if r := call(t, s, "GET", list, key, ""); r.Code != 200 {
+			t.Fatalf("re-enabled key: %d %s", r.Code, r.Body)
+		}
+		if r := call(t, s, "DELETE", path, adminKey, ""); r.Code != 200 {
+			t.Fatalf("revoke: %d %s", r.Code, r.Body)
+		}
+		wantError(t, call(t, s, "GET", list, key, ""), 401, "api_key_revoked")
+		wantError(t, call(t, s, "PATCH", path, adminKey, `{"name":"x"}`), 404, "api_key_not_found")
+	})
+
+	t.Run("expired", func(t *testing.T) {
+		exp := time.Now().Add(2 * time.Second).Unix()
+		key, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"expires_at_unix":`+strconv.FormatInt(exp, 10))
+		eventually(t, 5*time.Second, "the key expires", func() bool { return call(t, s, "GET", list, key, "").Code == 401 })
+		wantError(t, call(t, s, "GET", list, key, ""), 401, "api_key_expired")
+	})
+
+	t.Run("missing permission", func(t *testing.T) {
+		key, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
+		if r := call(t, s, "GET", list, key, ""); r.Code != 200 {
+			t.Fatalf("read with convai_read: %d", r.Code)
+		}
+		wantError(t, call(t, s, "POST", "/v1/convai/agents/create", key, `{"name":"a"}`), 403, "missing_permission")
+		wantError(t, call(t, s, "POST", "/v1/service-accounts", key, `{"name":"a"}`), 403, "missing_permission")
+	})
+
+	t.Run("allowed_ips", func(t *testing.T) {
+		outside, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"allowed_ips":["10.0.0.0/8","2001:db8::/32"]`)
+		wantError(t, call(t, s, "GET", list, outside, ""), 403, "ip_not_allowed")
+		inside, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"allowed_ips":["127.0.0.1"]`)
+		if r := call(t, s, "GET", list, inside, ""); r.Code != 200 {
+			t.Fatalf("allowed address: %d %s", r.Code, r.Body)
+		}
+		// X-Forwarded-For is not believed from an untrusted peer.
+		wantError(t, call(t, s, "GET", list, outside, "", "X-Forwarded-For", "10.1.2.3"), 403, "ip_not_allowed")
+	})
+
+	t.Run("permission escalation", func(t *testing.T) {
+		key, acct, _ := newKey(t, s, adminKey, `["service_account_write"]`, "")
+		wantError(t, call(t, s, "POST", "/v1/service-accounts/"+acct+"/api-keys", key, `{"name":"x","permissions":"all"}`), 403, "permission_escalation")
+	})
+
+	t.Run("secret shown once", func(t *testing.T) {
+		key, acct, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
+		r := call(t, s, "GET", "/v1/service-accounts/"+acct+"/api-keys", adminKey, "")
+		if r.Code != 200 || strings.Contains(string(r.Body), key) || !strings.Contains(string(r.Body), `"hashed_xi_api_key"`) {
+			t.Fatalf("list leaks the secret or lacks the hash: %s", r.Body)
+		}
+	})
+
+	t.Run("workspaces are isolated", func(t *testing.T) {
+		other := createWorkspace(t, s, "Acme")
+		r := call(t, s, "POST", "/v1/convai/agents/create", other.APIKey, `{"name":"acme agent"}`)
+		if r.Code != 201 {
+			t.Fatalf("create in other workspace: %d %s", r.Code, r.Body)
+		}
+		id := r.JSON(t)["agent_id"].(string)
+		wantError(t, call(t, s, "GET", "/v1/convai/agents/"+id, adminKey, ""), 404, "agent_not_found")
+		wantError(t, call(t, s, "PATCH", "/v1/convai/agents/"+id, adminKey, `{"name":"mine"}`), 404, "agent_not_found")
+		wantError(t, call(t, s, "DELETE", "/v1/convai/agents/"+id, adminKey, ""), 404, "agent_not_found")
+		if r := call(t, s, "GET", list, adminKey, ""); strings.Contains(string(r.Body), id) {
+			t.Fatal("another workspace's agent is listed")
+		}
+		wantError(t, call(t, s, "GET", "/v1/service-accounts/"+other.ServiceAccountUserID+"x/api-keys", adminKey, ""), 404, "service_account_not_found")
+		// The caller's own workspace cannot be spoofed with internal headers
+		// or asserted to be another one.
+		r = call(t, s, "GET", "/v1/convai/agents/"+id, adminKey, "", "Voiceai-Workspace-Id", other.WorkspaceID)
+		wantError(t, r, 404, "agent_not_found")
+		wantError(t, call(t, s, "GET", list, adminKey, "", "X-Workspace-Id", other.WorkspaceID), 403, "workspace_forbidden")
+		if r := call(t, s, "GET", "/v1/convai/agents/"+id, other.APIKey, ""); r.Code != 200 {
+			t.Fatalf("owner reads its agent: %d", r.Code)
+		}
+	})
+
+	t.Run("request conventions", func(t *testing.T) {
+		if r := call(t, s, "GET", "/healthz", "", ""); r.Code != 200 {
+			t.Fatalf("healthz %d", r.Code)
+		}
+		if r := call(t, s, "GET", "/readyz", "", ""); r.Code != 200 || r.JSON(t)["ready"] != true {
+			t.Fatalf("readyz %d %s", r.Code, r.Body)
+		}
+		wantError(t, call(t, s, "GET", "/v1/nothing-here", adminKey, ""), 404, "route_not_found")
+		wantError(t, call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":`), 400, "malformed_json")
+		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":42}`)
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","name"]`) {
+			t.Fatalf("wrong type: %d %s", r.Code, r.Body)
+		}
+		big := `{"name":"` + strings.Repeat("x", 2<<20) + `"}`
+		wantError(t, call(t, s, "POST", "/v1/convai/agents/create", adminKey, big), 413, "body_too_large")
+		if r := call(t, s, "GET", list, adminKey, "", "X-Request-Id", "trace-123"); r.Header.Get("X-Request-Id") != "trace-123" {
+			t.Fatalf("incoming request id not kept: %q", r.Header.Get("X-Request-Id"))
+		}
+	})
+}
+
+func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspaceResponse {
+	t.Helper()
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	body, _ := json.Marshal(operator.CreateWorkspaceRequest{Name: name})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg, err := nc.RequestWithContext(ctx, operator.CreateWorkspaceSubject, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out operator.CreateWorkspaceResponse
+	if err := json.Unmarshal(msg.Data, &out); err != nil || out.Error != "" || out.APIKey == "" {
+		t.Fatalf("create workspace: %s %v", msg.Data, err)
+	}
+	return out
+}

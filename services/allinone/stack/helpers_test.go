@@ -1,0 +1,124 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// start runs a stack in dir with cfg tweaks and stops it when t ends.
+func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
+	t.Helper()
+	cfg := TestConfig(dir)
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+type response struct {
+	Code   int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body.
+func (r response) JSON(t *testing.T) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("body is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// call sends one request to the stack's gateway.
+func call(t *testing.T, s *Stack, method, path, key, body string, headers ...string) response {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, "http://"+s.Addr+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return response{Code: resp.StatusCode, Header: resp.Header, Body: b}
+}
+
+// wantError asserts an application error: code, status and the spec's body.
+func wantError(t *testing.T, r response, code int, status string) {
+	t.Helper()
+	if r.Code != code {
+		t.Fatalf("got %d %s, want %d %s", r.Code, r.Body, code, status)
+	}
+	var body struct {
+		Detail struct {
+			Status    string  `json:"status"`
+			Message   string  `json:"message"`
+			RequestID *string `json:"request_id"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatalf("error body %s: %v", r.Body, err)
+	}
+	if body.Detail.Status != status || body.Detail.Message == "" {
+		t.Fatalf("error body %s, want status %q", r.Body, status)
+	}
+	rid := r.Header.Get("X-Request-Id")
+	if rid == "" || body.Detail.RequestID == nil || *body.Detail.RequestID != rid {
+		t.Fatalf("request id header %q vs body %v", rid, body.Detail.RequestID)
+	}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// newKey creates a service account and a key with perms (and extra JSON
+// fields) using admin, returning the secret, account id and key id.
+func newKey(t *testing.T, s *Stack, admin, perms string, extra string) (secret, account, keyID string) {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/service-accounts", admin, `{"name":"svc"}`)
+	if r.Code != 200 {
+		t.Fatalf("create account: %d %s", r.Code, r.Body)
+	}
+	account = r.JSON(t)["service-account-user-id"].(string)
+	body := `{"name":"k","permissions":` + perms + extra + `}`
+	r = call(t, s, "POST", "/v1/service-accounts/"+account+"/api-keys", admin, body)
+	if r.Code != 200 {
+		t.Fatalf("create key: %d %s", r.Code, r.Body)
+	}
+	m := r.JSON(t)
+	return m["xi-api-key"].(string), account, m["key_id"].(string)
+}

@@ -1,0 +1,33 @@
+package stack
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// The official @elevenlabs/elevenlabs-js SDK, pointed at the stack,
+// parses every response of the endpoints it covers (e2e/sdk).
+func TestOfficialSDK(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the official SDK tests need Node 20 (" + err.Error() + ")")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "sdk", "run.sh")
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+	})
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Log(out.String())
+	if err != nil {
+		t.Fatalf("SDK end-to-end tests failed: %v", err)
+	}
+}
