@@ -1,0 +1,165 @@
+package multiprocess
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// One key, two gateway processes, one minute window: exactly 100 requests
+// pass (spec section 8), the rest are 429 with the headers.
+func TestRateLimitIsExactAcrossTwoGatewayProcesses(t *testing.T) {
+	c := newCluster(t)
+	c.start("identity")
+	c.start("agents")
+	gwA := c.gateway("VOICEAI_RATE_LIMIT_PER_MINUTE=100", "VOICEAI_RATE_LIMIT_PER_HOUR=1000")
+	gwB := c.gateway("VOICEAI_RATE_LIMIT_PER_MINUTE=100", "VOICEAI_RATE_LIMIT_PER_HOUR=1000")
+	waitForFreshMinute(t, 20*time.Second)
+	key := newKey(t, gwA, `["convai_read"]`)
+	// Key events reach a gateway in stream order: once both accept a probe
+	// key created after key, both know key too, and none of key's quota
+	// was spent finding out.
+	probe := newKey(t, gwA, `["convai_read"]`)
+	eventually(t, 5*time.Second, "both gateways know the keys", func() bool { return accepts(t, gwA, probe) && accepts(t, gwB, probe) })
+
+	var mu sync.Mutex
+	codes := map[int]int{}
+	var refusals []result
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range 150 {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(base string) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := do(t, "GET", base+"/v1/convai/agents?page_size=1", key, "")
+			mu.Lock()
+			codes[r.code]++
+			if r.code == 429 {
+				refusals = append(refusals, r)
+			}
+			mu.Unlock()
+		}([]string{gwA, gwB}[i%2])
+	}
+	wg.Wait()
+	if codes[200] != 100 || codes[429] != 50 {
+		t.Fatalf("status counts %v, want exactly 100×200 and 50×429", codes)
+	}
+	for _, r := range refusals {
+		retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+		reset, _ := strconv.ParseInt(r.header.Get("X-RateLimit-Reset"), 10, 64)
+		if err != nil || retry < 1 || retry > 60 || r.header.Get("X-RateLimit-Limit") != "100" ||
+			r.header.Get("X-RateLimit-Remaining") != "0" || time.Until(time.Unix(reset, 0)) > time.Minute ||
+			r.header.Get("RateLimit-Policy") == "" || r.header.Get("RateLimit") == "" ||
+			!strings.Contains(string(r.body), `"status":"rate_limit_exceeded"`) {
+			t.Fatalf("429 without the right headers or body: %v %s", r.header, r.body)
+		}
+	}
+}
+
+// A revoked or disabled key stops working on every gateway within a
+// second.
+func TestRevocationReachesEveryGatewayWithinOneSecond(t *testing.T) {
+	c := newCluster(t)
+	c.start("identity")
+	c.start("agents")
+	gwA, gwB := c.gateway(), c.gateway()
+	for _, how := range []string{"revoke", "disable"} {
+		account, keyID, key := newKeyFull(t, gwA, `["convai_read"]`)
+		eventually(t, 5*time.Second, "both gateways accept the key", func() bool {
+			return accepts(t, gwA, key) && accepts(t, gwB, key)
+		})
+		path := gwA + "/v1/service-accounts/" + account + "/api-keys/" + keyID
+		var r result
+		if how == "revoke" {
+			r = do(t, "DELETE", path, adminKey, "")
+		} else {
+			r = do(t, "PATCH", path, adminKey, `{"is_enabled":false}`)
+		}
+		done := time.Now()
+		if r.code != 200 {
+			t.Fatalf("%s: %d %s", how, r.code, r.body)
+		}
+		for name, gw := range map[string]string{"A": gwA, "B": gwB} {
+			eventually(t, time.Second-time.Since(done), how+" seen by gateway "+name, func() bool {
+				return do(t, "GET", gw+"/v1/convai/agents", key, "").code == 401
+			})
+			t.Logf("%s seen by gateway %s after %s", how, name, time.Since(done).Round(time.Millisecond))
+		}
+	}
+}
+
+// A service process that dies leaves 503s, not hangs; a new process picks
+// up where it left, with the data intact.
+func TestServiceProcessKilledAndReplaced(t *testing.T) {
+	c := newCluster(t)
+	c.start("identity")
+	agents := c.start("agents")
+	gw := c.gateway()
+	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"survivor"}`)
+	if r.code != 201 {
+		t.Fatalf("create: %d %s", r.code, r.body)
+	}
+	var created struct {
+		AgentID string `json:"agent_id"`
+	}
+	_ = json.Unmarshal(r.body, &created)
+
+	agents.kill()
+	r = do(t, "GET", gw+"/v1/convai/agents/"+created.AgentID, adminKey, "")
+	if r.code != 503 || !strings.Contains(string(r.body), `"status":"service_unavailable"`) {
+		t.Fatalf("with no agents process: %d %s", r.code, r.body)
+	}
+
+	c.start("agents")
+	c.start("agents") // and a second replica sharing the queue group
+	eventually(t, 30*time.Second, "a new agents process answers", func() bool {
+		return do(t, "GET", gw+"/v1/convai/agents/"+created.AgentID, adminKey, "").code == 200
+	})
+	for i := range 10 {
+		if r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"replica `+strconv.Itoa(i)+`"}`); r.code != 201 {
+			t.Fatalf("create through replicas: %d %s", r.code, r.body)
+		}
+	}
+	r = do(t, "GET", gw+"/v1/convai/agents?page_size=100", adminKey, "")
+	if n := strings.Count(string(r.body), `"agent_id"`); n != 11 {
+		t.Fatalf("listed %d agents, want 11: %s", n, r.body)
+	}
+}
+
+func newKey(t *testing.T, gw, perms string) string {
+	_, _, key := newKeyFull(t, gw, perms)
+	return key
+}
+
+func newKeyFull(t *testing.T, gw, perms string) (account, keyID, key string) {
+	t.Helper()
+	r := do(t, "POST", gw+"/v1/service-accounts", adminKey, `{"name":"svc"}`)
+	var a map[string]string
+	if err := json.Unmarshal(r.body, &a); err != nil || r.code != 200 {
+		t.Fatalf("create account: %d %s", r.code, r.body)
+	}
+	account = a["service-account-user-id"]
+	r = do(t, "POST", gw+"/v1/service-accounts/"+account+"/api-keys", adminKey, `{"name":"k","permissions":`+perms+`}`)
+	var k map[string]string
+	if err := json.Unmarshal(r.body, &k); err != nil || r.code != 200 {
+		t.Fatalf("create key: %d %s", r.code, r.body)
+	}
+	return account, k["key_id"], k["xi-api-key"]
+}
+
+func accepts(t *testing.T, gw, key string) bool {
+	return do(t, "GET", gw+"/v1/convai/agents", key, "").code == 200
+}
+
+func waitForFreshMinute(t *testing.T, need time.Duration) {
+	t.Helper()
+	next := time.Now().Truncate(time.Minute).Add(time.Minute)
+	if time.Until(next) < need {
+		eventually(t, need+2*time.Second, "the next minute", func() bool { return time.Now().After(next) })
+	}
+}

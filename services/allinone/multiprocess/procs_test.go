@@ -1,0 +1,212 @@
+// Package multiprocess runs the services as separate binaries on loopback
+// (identity, agents, two gateways) against one NATS and one store, the way
+// a split deployment runs, and checks what only holds across processes.
+package multiprocess
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+var binDir string
+
+// TestMain builds the service binaries once for the package.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "voiceai-bins-")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
+	for _, name := range []string{"gateway", "identity", "agents"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+name+"/cmd/"+name)
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const adminKey = "vak_multiprocess_admin_key_0123456789"
+
+// proc is one running service binary.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	logs bytes.Buffer
+	addr chan string // the gateway's listening address
+	done chan struct{}
+}
+
+// cluster is the shared infrastructure of one test.
+type cluster struct {
+	t        *testing.T
+	natsURL  string
+	mongoURI string
+	dataDir  string
+}
+
+func newCluster(t *testing.T) *cluster {
+	return &cluster{t: t, natsURL: testenv.StartNATS(t), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
+}
+
+// start runs a binary with the cluster's settings plus env, stopping it
+// (SIGTERM, then SIGKILL) when the test ends; its logs are shown on failure.
+func (c *cluster) start(name string, env ...string) *proc {
+	t := c.t
+	t.Helper()
+	p := &proc{name: name, addr: make(chan string, 1), done: make(chan struct{})}
+	p.cmd = exec.Command(filepath.Join(binDir, name))
+	p.cmd.Env = append(os.Environ(),
+		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=",
+		"VOICEAI_DATA_DIR="+c.dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
+		"VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey)
+	p.cmd.Env = append(p.cmd.Env, env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go p.scan(stderr)
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			p.mu.Lock()
+			t.Logf("--- %s logs ---\n%s", p.name, p.logs.String())
+			p.mu.Unlock()
+		}
+	})
+	return p
+}
+
+func (p *proc) scan(r io.Reader) {
+	defer close(p.done)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		p.mu.Lock()
+		p.logs.Write(line)
+		p.logs.WriteByte('\n')
+		p.mu.Unlock()
+		var entry struct {
+			Msg  string `json:"msg"`
+			Addr string `json:"addr"`
+		}
+		if json.Unmarshal(line, &entry) == nil && entry.Msg == "listening" && entry.Addr != "" {
+			select {
+			case p.addr <- entry.Addr:
+			default:
+			}
+		}
+	}
+	_ = p.cmd.Wait()
+}
+
+// stop ends the process gracefully, or kills it after a deadline.
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// kill ends the process abruptly, as a crash would.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// gateway starts a gateway process and returns its base URL once ready.
+func (c *cluster) gateway(env ...string) string {
+	c.t.Helper()
+	p := c.start("gateway", env...)
+	var addr string
+	select {
+	case addr = <-p.addr:
+	case <-p.done:
+		c.t.Fatalf("gateway exited: %s", p.logs.String())
+	case <-time.After(60 * time.Second):
+		c.t.Fatal("gateway did not report its address")
+	}
+	base := "http://" + addr
+	eventually(c.t, 30*time.Second, "gateway ready", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	// Processes start in any order: the identity service may bootstrap
+	// the admin key just after this gateway has loaded the keys.
+	eventually(c.t, 30*time.Second, "gateway accepts the admin key", func() bool {
+		return do(c.t, "GET", base+"/v1/service-accounts", adminKey, "").code == 200
+	})
+	return base
+}
+
+type result struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func do(t *testing.T, method, url, key, body string) result {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return result{}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
