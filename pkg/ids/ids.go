@@ -5,11 +5,21 @@ package ids
 import (
 	"crypto/rand"
 	"strings"
+	"sync"
 
 	"github.com/oklog/ulid/v2"
 )
 
-// New returns prefix + "_" + a lowercase ULID, e.g. agent_01jd3…
+var (
+	mu      sync.Mutex
+	entropy = ulid.Monotonic(rand.Reader, 0)
+)
+
+// New returns prefix + "_" + a lowercase ULID, e.g. agent_01jd3…; ids made
+// by one process are strictly increasing, even within a millisecond.
 func New(prefix string) string {
-	return prefix + "_" + strings.ToLower(ulid.MustNew(ulid.Now(), rand.Reader).String())
+	mu.Lock()
+	id := ulid.MustNew(ulid.Now(), entropy)
+	mu.Unlock()
+	return prefix + "_" + strings.ToLower(id.String())
 }

@@ -13,8 +13,8 @@ func TestNewIsPrefixedUniqueAndSortable(t *testing.T) {
 		if !strings.HasPrefix(id, "agent_") || len(id) != len("agent_")+26 || seen[id] {
 			t.Fatalf("bad or repeated id %q", id)
 		}
-		if id[:16] < prev[:min(16, len(prev))] { // the time part never goes backwards
-			t.Fatalf("%q sorts before %q", id, prev)
+		if id <= prev {
+			t.Fatalf("%q does not sort after %q", id, prev)
 		}
 		seen[id], prev = true, id
 	}

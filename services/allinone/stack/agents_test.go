@@ -1,0 +1,184 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestAgentsThroughTheGateway(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+	})
+
+	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey,
+		`{"name":"Support","system_prompt":"Be kind.","agent_type":"business","tags":["a"],
+		  "conversation_config":{"tts":{"voice_id":"v1"},"agent":{"first_message":"Hi"}}}`)
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	created := r.JSON(t)
+	id, _ := created["agent_id"].(string)
+	if id == "" || created["id"] != id || created["name"] != "Support" || created["created_at_unix"] == nil {
+		t.Fatalf("create response: %s", r.Body)
+	}
+
+	var got struct {
+		AgentID            string `json:"agent_id"`
+		Name               string `json:"name"`
+		SystemPrompt       string `json:"system_prompt"`
+		AgentType          string `json:"agent_type"`
+		ConversationConfig struct {
+			TTS   map[string]any `json:"tts"`
+			Agent struct {
+				FirstMessage string `json:"first_message"`
+				Prompt       struct {
+					Prompt string `json:"prompt"`
+				} `json:"prompt"`
+			} `json:"agent"`
+		} `json:"conversation_config"`
+		Metadata   map[string]int64 `json:"metadata"`
+		AccessInfo map[string]any   `json:"access_info"`
+		Tags       []string         `json:"tags"`
+	}
+	r = call(t, s, "GET", "/v1/convai/agents/"+id, adminKey, "")
+	if err := json.Unmarshal(r.Body, &got); err != nil || r.Code != 200 {
+		t.Fatalf("get: %d %s", r.Code, r.Body)
+	}
+	if got.SystemPrompt != "Be kind." || got.ConversationConfig.Agent.Prompt.Prompt != "Be kind." ||
+		got.ConversationConfig.Agent.FirstMessage != "Hi" || got.AgentType != "business" ||
+		got.Metadata["created_at_unix_secs"] == 0 || got.AccessInfo["is_creator"] != true || len(got.Tags) != 1 {
+		t.Fatalf("get body: %s", r.Body)
+	}
+
+	// PATCH merges nested configuration and keeps system_prompt in step.
+	r = call(t, s, "PATCH", "/v1/convai/agents/"+id, adminKey, `{"name":"Support 2","conversation_config":{"agent":{"prompt":{"prompt":"Be brief."}}}}`)
+	if r.Code != 200 || !strings.Contains(string(r.Body), `"system_prompt":"Be brief."`) || !strings.Contains(string(r.Body), `"first_message":"Hi"`) || !strings.Contains(string(r.Body), `"voice_id":"v1"`) {
+		t.Fatalf("patch: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "PATCH", "/v1/convai/agents/"+id, adminKey, `{"system_prompt":"Be precise."}`)
+	if !strings.Contains(string(r.Body), `"prompt":{"prompt":"Be precise."}`) {
+		t.Fatalf("system_prompt patch: %s", r.Body)
+	}
+
+	// Validation: 422 with the field's location.
+	for body, loc := range map[string]string{
+		`{"name":""}`:                `["body","name"]`,
+		`{"tags":"x"}`:               `["body","tags"]`,
+		`{"conversation_config":[]}`: `["body","conversation_config"]`,
+		`{"agent_type":"robot"}`:     `["body","agent_type"]`,
+		`{"system_prompt":"a","conversation_config":{"agent":{"prompt":{"prompt":"b"}}}}`: `["body","system_prompt"]`,
+	} {
+		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, body)
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":`+loc) {
+			t.Errorf("%s: %d %s, want 422 at %s", body, r.Code, r.Body, loc)
+		}
+	}
+
+	// Idempotency-Key: a retried create returns the first agent.
+	first := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Once"}`, "Idempotency-Key", "create-once-1")
+	again := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Once"}`, "Idempotency-Key", "create-once-1")
+	if first.JSON(t)["agent_id"] != again.JSON(t)["agent_id"] {
+		t.Fatalf("retry made another agent: %s vs %s", first.Body, again.Body)
+	}
+	if r := call(t, s, "GET", "/v1/convai/agents?search=once", adminKey, ""); strings.Count(string(r.Body), `"agent_id"`) != 1 {
+		t.Fatalf("retried create listed twice: %s", r.Body)
+	}
+
+	// DELETE: 204, then gone.
+	if r := call(t, s, "DELETE", "/v1/convai/agents/"+id, adminKey, ""); r.Code != 204 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "GET", "/v1/convai/agents/"+id, adminKey, ""), 404, "agent_not_found")
+	if r := call(t, s, "GET", "/v1/convai/agents/list", adminKey, ""); strings.Contains(string(r.Body), id) {
+		t.Fatal("deleted agent still listed")
+	}
+}
+
+func TestAgentListingPagination(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+	})
+	var ids []string
+	for i := range 23 {
+		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, fmt.Sprintf(`{"name":"Agent %02d"}`, i))
+		if r.Code != 201 {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		ids = append(ids, r.JSON(t)["agent_id"].(string))
+	}
+	type page struct {
+		Agents []struct {
+			AgentID string `json:"agent_id"`
+			Name    string `json:"name"`
+		} `json:"agents"`
+		NextCursor *string `json:"next_cursor"`
+		HasMore    bool    `json:"has_more"`
+	}
+	walk := func(query string) []string {
+		var seen []string
+		cursor := ""
+		for range 20 {
+			q := query
+			if cursor != "" {
+				q += "&cursor=" + url.QueryEscape(cursor)
+			}
+			r := call(t, s, "GET", "/v1/convai/agents?"+q, adminKey, "")
+			var p page
+			if err := json.Unmarshal(r.Body, &p); err != nil || r.Code != 200 {
+				t.Fatalf("page: %d %s", r.Code, r.Body)
+			}
+			for _, a := range p.Agents {
+				seen = append(seen, a.AgentID)
+			}
+			if !p.HasMore {
+				if p.NextCursor != nil {
+					t.Fatal("next_cursor on the last page")
+				}
+				return seen
+			}
+			cursor = *p.NextCursor
+		}
+		t.Fatal("pagination does not end")
+		return nil
+	}
+	// Newest first, every agent exactly once.
+	got := walk("page_size=7")
+	if len(got) != len(ids) {
+		t.Fatalf("paged %d agents, want %d", len(got), len(ids))
+	}
+	for i, id := range got {
+		if id != ids[len(ids)-1-i] {
+			t.Fatalf("position %d: %s, want %s (newest first)", i, id, ids[len(ids)-1-i])
+		}
+	}
+	byName := walk("page_size=5&sort_by=name")
+	if len(byName) != len(ids) || byName[0] != ids[0] {
+		t.Fatalf("sort_by=name: %v", byName)
+	}
+	if n := len(walk("page_size=4&search=AGENT%201")); n != 10 { // Agent 10..19
+		t.Fatalf("case-insensitive search found %d, want 10", n)
+	}
+
+	for _, bad := range []string{"page_size=0", "page_size=101", "page_size=abc"} {
+		r := call(t, s, "GET", "/v1/convai/agents?"+bad, adminKey, "")
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["query","page_size"]`) {
+			t.Errorf("%s: %d %s", bad, r.Code, r.Body)
+		}
+	}
+	r := call(t, s, "GET", "/v1/convai/agents?page_size=2", adminKey, "")
+	var p page
+	_ = json.Unmarshal(r.Body, &p)
+	cur := *p.NextCursor
+	forged := cur[:len(cur)-2] + map[bool]string{true: "AA", false: "BB"}[!strings.HasSuffix(cur, "AA")]
+	for _, q := range []string{"cursor=" + url.QueryEscape(forged), "cursor=not-a-cursor", "search=x&cursor=" + url.QueryEscape(cur)} {
+		r := call(t, s, "GET", "/v1/convai/agents?page_size=2&"+q, adminKey, "")
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["query","cursor"]`) {
+			t.Errorf("%s: %d %s", q, r.Code, r.Body)
+		}
+	}
+}
