@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 )
@@ -25,6 +26,13 @@ const (
 	TypeAPIKeyCreated         = "identity.api_key_created"
 	TypeAPIKeyUpdated         = "identity.api_key_updated"
 	TypeAPIKeyRevoked         = "identity.api_key_revoked"
+
+	TypeTicketCreated       = "tickets.ticket_created"
+	TypeTicketUpdated       = "tickets.ticket_updated"
+	TypeTicketStatusChanged = "tickets.ticket_status_changed"
+	TypeTicketCommented     = "tickets.ticket_commented"
+	TypeTicketMerged        = "tickets.ticket_merged"
+	TypeTicketDeleted       = "tickets.ticket_deleted"
 )
 
 // Event is implemented by every registered event message: field 1 of each
@@ -52,6 +60,13 @@ var registrations = []registration{
 	{TypeAPIKeyCreated, IdentityStream, func() Event { return &identityv1.ApiKeyCreated{} }},
 	{TypeAPIKeyUpdated, IdentityStream, func() Event { return &identityv1.ApiKeyUpdated{} }},
 	{TypeAPIKeyRevoked, IdentityStream, func() Event { return &identityv1.ApiKeyRevoked{} }},
+
+	{TypeTicketCreated, TicketsStream, func() Event { return &ticketsv1.TicketCreated{} }},
+	{TypeTicketUpdated, TicketsStream, func() Event { return &ticketsv1.TicketUpdated{} }},
+	{TypeTicketStatusChanged, TicketsStream, func() Event { return &ticketsv1.TicketStatusChanged{} }},
+	{TypeTicketCommented, TicketsStream, func() Event { return &ticketsv1.TicketCommented{} }},
+	{TypeTicketMerged, TicketsStream, func() Event { return &ticketsv1.TicketMerged{} }},
+	{TypeTicketDeleted, TicketsStream, func() Event { return &ticketsv1.TicketDeleted{} }},
 }
 
 var (

@@ -31,6 +31,12 @@ var wantTypes = map[string]struct {
 	"identity.api_key_created":         {"voiceai.identity.v1.ApiKeyCreated", "IDENTITY"},
 	"identity.api_key_updated":         {"voiceai.identity.v1.ApiKeyUpdated", "IDENTITY"},
 	"identity.api_key_revoked":         {"voiceai.identity.v1.ApiKeyRevoked", "IDENTITY"},
+	"tickets.ticket_created":           {"voiceai.tickets.v1.TicketCreated", "TICKETS"},
+	"tickets.ticket_updated":           {"voiceai.tickets.v1.TicketUpdated", "TICKETS"},
+	"tickets.ticket_status_changed":    {"voiceai.tickets.v1.TicketStatusChanged", "TICKETS"},
+	"tickets.ticket_commented":         {"voiceai.tickets.v1.TicketCommented", "TICKETS"},
+	"tickets.ticket_merged":            {"voiceai.tickets.v1.TicketMerged", "TICKETS"},
+	"tickets.ticket_deleted":           {"voiceai.tickets.v1.TicketDeleted", "TICKETS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -46,6 +52,8 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeAgentCreated, events.TypeAgentUpdated, events.TypeAgentDeleted,
 		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated,
 		events.TypeAPIKeyCreated, events.TypeAPIKeyUpdated, events.TypeAPIKeyRevoked,
+		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
+		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {
@@ -65,6 +73,13 @@ func populated(t *testing.T, m protoreflect.Message) {
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
 		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			l := m.Mutable(fd).List()
+			for range 2 {
+				e := l.NewElement()
+				populated(t, e.Message())
+				l.Append(e)
+			}
 		case fd.IsList():
 			l := m.Mutable(fd).List()
 			l.Append(scalar(t, fd, "a"))
@@ -86,6 +101,8 @@ func scalar(t *testing.T, fd protoreflect.FieldDescriptor, s string) protoreflec
 		return protoreflect.ValueOfBytes([]byte(s))
 	case protoreflect.Int64Kind:
 		return protoreflect.ValueOfInt64(int64(len(s)) + 1_700_000_000)
+	case protoreflect.Int32Kind:
+		return protoreflect.ValueOfInt32(int32(len(s)))
 	case protoreflect.BoolKind:
 		return protoreflect.ValueOfBool(true)
 	default:

@@ -11,12 +11,20 @@ import (
 const (
 	IdentityStream = "IDENTITY"
 	AgentsStream   = "AGENTS"
+	TicketsStream  = "TICKETS"
+	// PlatformStream carries the public platform events of spec section 6
+	// (conversation_*, call_*, agent_*, system_*), published by producers
+	// outside the suite (the voice runtime) as the JSON envelope
+	// {event, timestamp, data}.
+	PlatformStream = "PLATFORM"
 )
 
 // Subject prefixes of each stream.
 const (
 	IdentitySubjectPrefix = "identity.evt"
 	AgentsSubjectPrefix   = "agents.evt"
+	TicketsSubjectPrefix  = "tickets.evt"
+	PlatformSubjectPrefix = "platform.evt"
 )
 
 // Identity subject kinds: the third token of an identity subject,
@@ -42,6 +50,15 @@ const (
 	// AgentsAll matches every event of stream AGENTS; it is also the
 	// stream's subject.
 	AgentsAll = "agents.evt.>"
+
+	// TicketsAll matches every event of stream TICKETS.
+	TicketsAll = "tickets.evt.>"
+
+	// PlatformAll matches every platform event:
+	// platform.evt.<workspace_id>.<event_name>.
+	PlatformAll = "platform.evt.>"
+	// PlatformConversations matches conversation_* events of every workspace.
+	PlatformConversations = "platform.evt.*.conversation_*"
 )
 
 // StreamSpec names a stream and the subjects it captures. The storage and
@@ -59,6 +76,8 @@ func Streams() []StreamSpec {
 	return []StreamSpec{
 		{Name: IdentityStream, Subjects: []string{IdentityAll}, Description: "Workspaces, service accounts and API keys (state-carrying events)"},
 		{Name: AgentsStream, Subjects: []string{AgentsAll}, Description: "Agents (state-carrying events)"},
+		{Name: TicketsStream, Subjects: []string{TicketsAll}, Description: "Conversation triage tickets (state-carrying events)"},
+		{Name: PlatformStream, Subjects: []string{PlatformAll}, Description: "Public platform events of spec section 6 (JSON envelopes)"},
 	}
 }
 
@@ -173,3 +192,21 @@ func ParseIdentitySubject(subject string) (workspaceID, kind, id string, err err
 
 // ErrInvalidSubject is wrapped by the Parse* functions' errors.
 var ErrInvalidSubject = errors.New("invalid event subject")
+
+// TicketSubject is the subject of a ticket's events:
+// tickets.evt.<workspace_id>.<ticket_id>.
+func TicketSubject(workspaceID, ticketID string) (string, error) {
+	if err := checkIDs("workspace_id", workspaceID, "ticket_id", ticketID); err != nil {
+		return "", err
+	}
+	return TicketsSubjectPrefix + "." + workspaceID + "." + ticketID, nil
+}
+
+// PlatformSubject is where a platform event is published:
+// platform.evt.<workspace_id>.<event_name>.
+func PlatformSubject(workspaceID, eventName string) (string, error) {
+	if err := checkIDs("workspace_id", workspaceID, "event", eventName); err != nil {
+		return "", err
+	}
+	return PlatformSubjectPrefix + "." + workspaceID + "." + eventName, nil
+}

@@ -102,7 +102,8 @@ func TestSubjectsMatchFilters(t *testing.T) {
 	}
 
 	streams := events.Streams()
-	if len(streams) != 2 || streams[0].Name != events.IdentityStream || streams[1].Name != events.AgentsStream {
+	if len(streams) != 4 || streams[0].Name != events.IdentityStream || streams[1].Name != events.AgentsStream ||
+		streams[2].Name != events.TicketsStream || streams[3].Name != events.PlatformStream {
 		t.Fatalf("Streams() = %+v", streams)
 	}
 	streamOf := func(subject string) string {
@@ -178,4 +179,16 @@ func mustSubject(s string, err error) string {
 		panic(err)
 	}
 	return s
+}
+
+func TestTicketAndPlatformSubjects(t *testing.T) {
+	if s, err := events.TicketSubject("ws", "tkt_1"); err != nil || s != "tickets.evt.ws.tkt_1" {
+		t.Fatalf("%q %v", s, err)
+	}
+	if _, err := events.TicketSubject("ws", "a.b"); err == nil {
+		t.Fatal("unsafe ticket id accepted")
+	}
+	if s, err := events.PlatformSubject("ws", "conversation_started"); err != nil || s != "platform.evt.ws.conversation_started" {
+		t.Fatalf("%q %v", s, err)
+	}
 }
