@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
@@ -38,7 +39,7 @@ type Gateway struct {
 	settings Settings
 	nc       *nats.Conn
 	keys     *keycache.Cache
-	feed     *keycache.Feed
+	feed     *eventstore.Follower
 	limiter  *ratelimit.Limiter
 	fwd      *natsx.Forwarder
 	log      *slog.Logger

@@ -1,0 +1,93 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Follower keeps in-memory state current from a stream: it replays the
+// stream (all of it, or the last event of each subject when events are
+// state-carrying), then follows new events live.
+type Follower struct {
+	ready chan struct{}
+	done  atomic.Bool
+}
+
+// Ready is closed once everything stored when Follow began was applied.
+func (f *Follower) Ready() <-chan struct{} { return f.ready }
+
+// IsReady reports whether the initial replay is complete.
+func (f *Follower) IsReady() bool { return f.done.Load() }
+
+func (f *Follower) markReady() {
+	if f.done.CompareAndSwap(false, true) {
+		close(f.ready)
+	}
+}
+
+// Follow applies every record of stream matching filters to apply, in
+// stream order, until ctx ends. lastPerSubject replays only each
+// subject's newest event. It waits for the stream to exist, so services
+// may start in any order.
+func Follow(ctx context.Context, js jetstream.JetStream, stream string, filters []string, lastPerSubject bool, apply func(Record)) (*Follower, error) {
+	str, err := WaitForStream(ctx, js, stream)
+	if err != nil {
+		return nil, err
+	}
+	policy := jetstream.DeliverAllPolicy
+	if lastPerSubject {
+		policy = jetstream.DeliverLastPerSubjectPolicy
+	}
+	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy})
+	if err != nil {
+		return nil, fmt.Errorf("follow %s: %w", stream, err)
+	}
+	f := &Follower{ready: make(chan struct{})}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if info.NumPending == 0 {
+		f.markReady()
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		if rec, err := RecordFromMsg(m); err == nil {
+			apply(rec)
+		}
+		if !f.IsReady() {
+			if meta, err := m.Metadata(); err == nil && meta.NumPending == 0 {
+				f.markReady()
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	go func() { <-ctx.Done(); cc.Stop() }()
+	return f, nil
+}
+
+// WaitForStream returns the stream once it exists, polling until ctx ends.
+func WaitForStream(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s, err := js.Stream(ctx, name)
+		if err == nil {
+			return s, nil
+		}
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, fmt.Errorf("stream %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("stream %s never appeared: %w", name, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
