@@ -57,9 +57,12 @@ const (
 	// PlatformAll matches every platform event:
 	// platform.evt.<workspace_id>.<event_name>.
 	PlatformAll = "platform.evt.>"
-	// PlatformConversations matches conversation_* events of every workspace.
-	PlatformConversations = "platform.evt.*.conversation_*"
 )
+
+// PlatformConversationFilters match the conversation_started and
+// conversation_ended events of every workspace (a NATS wildcard stands
+// for whole tokens only, so each event name is its own filter).
+var PlatformConversationFilters = []string{"platform.evt.*.conversation_started", "platform.evt.*.conversation_ended"}
 
 // StreamSpec names a stream and the subjects it captures. The storage and
 // retention settings are documented in README.md and applied by the event

@@ -26,6 +26,8 @@ var (
 
 // routes, most specific first.
 var routes = []route{
+	{path: "/v1/convai/agents/{agent_id}/triage-tickets", prefix: true, service: "tickets", read: convaiRead, write: convaiWrite},
+	{path: "/v1/convai/triage-tickets", prefix: true, service: "tickets", read: convaiRead, write: convaiWrite},
 	{path: "/v1/convai/agents", prefix: true, service: "agents", read: convaiRead, write: convaiWrite},
 	{path: "/v1/service-accounts", prefix: true, service: "identity",
 		read:  []string{"workspace_read", "workspace_members_read", "service_account_write"},

@@ -22,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents"
 	"github.com/voiceai-platform/voiceai/services/gateway"
 	"github.com/voiceai-platform/voiceai/services/identity"
+	"github.com/voiceai-platform/voiceai/services/tickets"
 )
 
 // Config of the all-in-one stack, from VOICEAI_* variables.
@@ -162,6 +163,11 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = ag.Stop() })
+	tk, err := tickets.Start(ctx, d, secret)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { _ = tk.Stop() })
 
 	gw, err := gateway.New(ctx, d, c.Config.Settings())
 	if err != nil {

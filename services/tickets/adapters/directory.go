@@ -1,0 +1,222 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+)
+
+// Member is a workspace member a ticket can be assigned to.
+type Member struct {
+	UserID           string
+	Name             string
+	Email            string
+	IsServiceAccount bool
+}
+
+// Conversation is what tickets know of a conversation: its agent and when
+// it was seen.
+type Conversation struct {
+	AgentID   string
+	StartedAt int64 // unix seconds; 0 = unknown
+	EndedAt   int64
+}
+
+// Directory is what the tickets service learns from other services'
+// events: which agents exist, who the members of a workspace are, and
+// which agent held a conversation. It is kept in memory, replayed from the
+// streams at start and followed live; it never reads another service's
+// collections.
+type Directory struct {
+	mu      sync.RWMutex
+	agents  map[string]string            // agent_id → workspace_id (live agents only)
+	members map[string]map[string]Member // workspace → user_id → member
+	convs   map[string]Conversation      // workspace + "/" + conversation_id
+	log     *slog.Logger
+}
+
+// NewDirectory returns an empty directory.
+func NewDirectory(log *slog.Logger) *Directory {
+	return &Directory{agents: map[string]string{}, members: map[string]map[string]Member{}, convs: map[string]Conversation{}, log: log}
+}
+
+// Follow starts following the agents, identity and platform streams and
+// returns once the directory holds everything stored so far.
+func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
+	feeds := []struct {
+		stream  string
+		filters []string
+		last    bool
+		apply   func(eventstore.Record)
+	}{
+		{events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent},
+		{events.IdentityStream, []string{events.IdentityAccountsAll}, true, d.applyAccount},
+		{events.PlatformStream, events.PlatformConversationFilters, false, d.applyPlatform},
+	}
+	for _, f := range feeds {
+		fl, err := eventstore.Follow(ctx, js, f.stream, f.filters, f.last, f.apply)
+		if err != nil {
+			return err
+		}
+		select {
+		case <-fl.Ready():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (d *Directory) applyAgent(rec eventstore.Record) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		d.log.Error("agent event undecodable", "seq", rec.Seq, "err", err)
+		return
+	}
+	var a *agentsv1.Agent
+	switch ev := msg.(type) {
+	case *agentsv1.AgentCreated:
+		a = ev.GetAgent()
+	case *agentsv1.AgentUpdated:
+		a = ev.GetAgent()
+	case *agentsv1.AgentDeleted:
+		a = ev.GetAgent()
+	default:
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if a.DeletedAtUnix != nil {
+		delete(d.agents, a.GetAgentId())
+	} else {
+		d.agents[a.GetAgentId()] = a.GetWorkspaceId()
+	}
+}
+
+func (d *Directory) applyAccount(rec eventstore.Record) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return
+	}
+	if ev, ok := msg.(*identityv1.ServiceAccountCreated); ok {
+		a := ev.GetAccount()
+		d.PutMember(a.GetWorkspaceId(), Member{UserID: a.GetUserId(), Name: a.GetName(), Email: a.GetEmail(), IsServiceAccount: true})
+	}
+}
+
+// PlatformEvent is the spec 6.1 envelope producers publish.
+type PlatformEvent struct {
+	Event     string          `json:"event"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+func (d *Directory) applyPlatform(rec eventstore.Record) {
+	var ev PlatformEvent
+	if err := json.Unmarshal(rec.Data, &ev); err != nil {
+		d.log.Warn("platform event is not a JSON envelope", "subject", rec.Subject, "err", err)
+		return
+	}
+	var data struct {
+		ConversationID string `json:"conversation_id"`
+		AgentID        string `json:"agent_id"`
+	}
+	if json.Unmarshal(ev.Data, &data) != nil || data.ConversationID == "" {
+		return
+	}
+	ws, _ := workspaceOfPlatformSubject(rec.Subject)
+	at := rec.Time.Unix()
+	if ts, err := time.Parse(time.RFC3339, ev.Timestamp); err == nil {
+		at = ts.Unix()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	key := ws + "/" + data.ConversationID
+	c := d.convs[key]
+	if data.AgentID != "" {
+		c.AgentID = data.AgentID
+	}
+	switch ev.Event {
+	case "conversation_started":
+		c.StartedAt = at
+	case "conversation_ended":
+		c.EndedAt = at
+		if c.StartedAt == 0 {
+			c.StartedAt = at
+		}
+	}
+	d.convs[key] = c
+}
+
+func workspaceOfPlatformSubject(subject string) (string, bool) {
+	// platform.evt.<workspace_id>.<event_name>
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 {
+		return "", false
+	}
+	return parts[2], true
+}
+
+// AgentExists reports whether a live agent belongs to the workspace.
+func (d *Directory) AgentExists(workspaceID, agentID string) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	ws, ok := d.agents[agentID]
+	return ok && ws == workspaceID
+}
+
+// PutMember records a workspace member.
+func (d *Directory) PutMember(workspaceID string, m Member) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.members[workspaceID] == nil {
+		d.members[workspaceID] = map[string]Member{}
+	}
+	d.members[workspaceID][m.UserID] = m
+}
+
+// Member looks up a member of a workspace.
+func (d *Directory) Member(workspaceID, userID string) (Member, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	m, ok := d.members[workspaceID][userID]
+	return m, ok
+}
+
+// Members lists a workspace's members by user id.
+func (d *Directory) Members(workspaceID string) []Member {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	out := make([]Member, 0, len(d.members[workspaceID]))
+	for _, m := range d.members[workspaceID] {
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b Member) int {
+		if a.UserID < b.UserID {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// Conversation returns what is known of a conversation in a workspace.
+func (d *Directory) Conversation(workspaceID, conversationID string) (Conversation, bool) {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	c, ok := d.convs[workspaceID+"/"+conversationID]
+	return c, ok
+}

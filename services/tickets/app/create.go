@@ -1,0 +1,273 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// TurnCommentInput is one turn comment of a request.
+type TurnCommentInput struct {
+	TurnIndex *int   `json:"turn_index"`
+	Comment   string `json:"comment"`
+}
+
+// CreateInput is the public create (by conversation) plus our documented
+// extensions: agent_id for a conversation not yet seen, source, issue_type,
+// labels, and the conversation's times.
+type CreateInput struct {
+	ConversationID    *string            `json:"conversation_id"`
+	Title             *string            `json:"title"`
+	QAComment         *string            `json:"qa_comment"`
+	TurnComments      []TurnCommentInput `json:"turn_comments"`
+	Priority          *string            `json:"priority"`
+	AgentID           *string            `json:"agent_id"`
+	Source            *string            `json:"source"`
+	IssueType         *string            `json:"issue_type"`
+	Labels            []string           `json:"labels"`
+	FirstSeenUnixSecs *int64             `json:"first_seen_unix_secs"`
+	LastSeenUnixSecs  *int64             `json:"last_seen_unix_secs"`
+}
+
+// ManualInput is a manual ticket on an agent.
+type ManualInput struct {
+	Title     *string  `json:"title"`
+	QAComment *string  `json:"qa_comment"`
+	Priority  *string  `json:"priority"`
+	IssueType *string  `json:"issue_type"`
+	Labels    []string `json:"labels"`
+}
+
+// Create raises a ticket on a conversation. When the conversation already
+// has an active ticket, the report is added to that one (its comments,
+// turn comments and priority), as the public API does; existing tells the
+// caller which happened.
+func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (t *ticketsv1.Ticket, existing bool, err error) {
+	var v httpx.Validator
+	conv := ""
+	if in.ConversationID == nil || strings.TrimSpace(*in.ConversationID) == "" {
+		v.Add("Field required", "missing", "body", "conversation_id")
+	} else {
+		conv = strings.TrimSpace(*in.ConversationID)
+		v.Check(events.ValidateToken(conv) == nil, "Not a valid conversation id", "value_error", "body", "conversation_id")
+	}
+	source := domain.SourceQA
+	if in.Source != nil {
+		source = *in.Source
+		v.Check(source == domain.SourceQA || source == domain.SourceAgent, "Input should be 'qa' or 'agent'", "enum", "body", "source")
+	}
+	checkCommon(&v, in.Title, in.QAComment, in.Priority, in.IssueType, in.Labels)
+	turns := checkTurnComments(&v, in.TurnComments)
+	v.Check(in.QAComment != nil || len(in.TurnComments) > 0, "Give qa_comment or turn_comments", "missing", "body", "qa_comment")
+	if err := v.Err(); err != nil {
+		return nil, false, err
+	}
+
+	ws := caller.WorkspaceID
+	info, known := a.Directory.Conversation(ws, conv)
+	agentID := info.AgentID
+	if in.AgentID != nil && *in.AgentID != "" {
+		if known && agentID != "" && agentID != *in.AgentID {
+			return nil, false, httpx.ValidationErrors{{Loc: []any{"body", "agent_id"}, Msg: "The conversation belongs to agent " + agentID, Type: "value_error"}}
+		}
+		agentID = *in.AgentID
+	}
+	if agentID == "" {
+		return nil, false, httpx.NotFound("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
+	}
+	if !a.Directory.AgentExists(ws, agentID) {
+		return nil, false, errAgentNotFound
+	}
+	now := a.now()
+	author := &caller.UserID
+	comments := func(t *ticketsv1.Ticket) {
+		for _, tc := range turns {
+			t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: tc.TurnIndex, Comment: tc.Comment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
+		}
+	}
+
+	// A report on a conversation with an active ticket joins it.
+	if open := a.activeTicketOf(ctx, ws, agentID, conv); open != "" {
+		t, err := a.change(ctx, ws, open, commandID, func(next *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+			if in.QAComment != nil && *in.QAComment != "" {
+				next.TicketComments = append(next.TicketComments, &ticketsv1.Comment{Comment: *in.QAComment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
+			}
+			comments(next)
+			if in.Priority != nil && domain.PriorityRank(*in.Priority) > domain.PriorityRank(next.Priority) {
+				setPriority(next, *in.Priority, caller.UserID, now.Unix())
+			}
+			widenSeen(next, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
+			return &ticketsv1.TicketCommented{Meta: meta, Ticket: next}, nil
+		})
+		return t, true, err
+	}
+
+	t = &ticketsv1.Ticket{
+		TicketId: ids.New("tkt"), WorkspaceId: ws, AgentId: agentID, OwnerUserId: caller.UserID,
+		Status: domain.StatusOpen, Source: source, ConversationIds: []string{conv}, NeedsClustering: source != domain.SourceManual,
+		QaComment: in.QAComment, Labels: in.Labels, CreatedAtUnixSecs: now.Unix(), UpdatedAtUnixSecs: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
+	}
+	if known {
+		if info.StartedAt > 0 {
+			t.FirstSeenUnixSecs = &info.StartedAt
+		}
+		if last := max(info.EndedAt, info.StartedAt); last > 0 {
+			t.LastSeenUnixSecs = &last
+		}
+	}
+	widenSeen(t, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
+	comments(t)
+	fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
+	return a.create(ctx, t, commandID)
+}
+
+// CreateManual raises a manual ticket on an agent.
+func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agentID string, in ManualInput, commandID string) (*ticketsv1.Ticket, error) {
+	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
+		return nil, errAgentNotFound
+	}
+	var v httpx.Validator
+	v.Check(in.QAComment != nil && strings.TrimSpace(*in.QAComment) != "", "Field required", "missing", "body", "qa_comment")
+	checkCommon(&v, in.Title, in.QAComment, in.Priority, in.IssueType, in.Labels)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	now := a.now()
+	t := &ticketsv1.Ticket{
+		TicketId: ids.New("tkt"), WorkspaceId: caller.WorkspaceID, AgentId: agentID, OwnerUserId: caller.UserID,
+		Status: domain.StatusOpen, Source: domain.SourceManual, ConversationIds: []string{}, QaComment: in.QAComment,
+		Labels: in.Labels, CreatedAtUnixSecs: now.Unix(), UpdatedAtUnixSecs: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
+	}
+	fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
+	t, _, err := a.create(ctx, t, commandID)
+	return t, err
+}
+
+// create appends TicketCreated; with a command id, a retry answers the
+// ticket the first attempt created.
+func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string) (*ticketsv1.Ticket, bool, error) {
+	if commandID != "" {
+		t.TicketId = "tkt_" + esproto.StableID(t.WorkspaceId, commandID)
+	}
+	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
+	subject, err := events.TicketSubject(t.WorkspaceId, t.TicketId)
+	if err != nil {
+		return nil, false, err
+	}
+	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.now())
+	res, err := a.record(ctx, subject, 0, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
+	if errors.Is(err, eventstore.ErrConflict) && commandID != "" {
+		res.Duplicate, err = true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if res.Duplicate {
+		got, _, err := a.Get(ctx, t.WorkspaceId, t.TicketId)
+		return got, true, err
+	}
+	return t, false, nil
+}
+
+// activeTicketOf finds the active ticket already raised on a conversation.
+func (a *App) activeTicketOf(ctx context.Context, ws, agentID, conv string) string {
+	cands, err := a.ReadModel.Candidates(ctx, ws, agentID, "")
+	if err != nil {
+		return ""
+	}
+	for _, t := range cands {
+		if domain.IsActive(t.GetStatus()) && slices.Contains(t.GetConversationIds(), conv) {
+			return t.GetTicketId()
+		}
+	}
+	return ""
+}
+
+func fill(t *ticketsv1.Ticket, title, qa, issueType, priority *string, by string, at int64) {
+	switch {
+	case title != nil && strings.TrimSpace(*title) != "":
+		t.Title = strings.TrimSpace(*title)
+	case qa != nil:
+		t.Title = domain.DeriveTitle(*qa)
+	case len(t.TurnComments) > 0:
+		t.Title = domain.DeriveTitle(t.TurnComments[0].Comment)
+	}
+	if issueType != nil {
+		t.IssueType = *issueType
+	}
+	if priority != nil && *priority != "" {
+		setPriority(t, *priority, by, at)
+	}
+	if t.Labels == nil {
+		t.Labels = []string{}
+	}
+}
+
+func setPriority(t *ticketsv1.Ticket, p, by string, at int64) {
+	t.Priority = p
+	t.PriorityChanges = append(t.PriorityChanges, &ticketsv1.PriorityChange{Priority: p, ChangedByUserId: by, ChangedAtUnixSecs: at})
+}
+
+func widenSeen(t *ticketsv1.Ticket, first, last *int64) {
+	if first != nil && (t.FirstSeenUnixSecs == nil || *first < *t.FirstSeenUnixSecs) {
+		t.FirstSeenUnixSecs = proto.Int64(*first)
+	}
+	if last != nil && (t.LastSeenUnixSecs == nil || *last > *t.LastSeenUnixSecs) {
+		t.LastSeenUnixSecs = proto.Int64(*last)
+	}
+}
+
+// checkCommon validates the fields every create and update shares.
+func checkCommon(v *httpx.Validator, title, qa, priority, issueType *string, labels []string) {
+	if title != nil {
+		v.Check(len(*title) <= domain.MaxTitle, "String should have at most 300 characters", "string_too_long", "body", "title")
+	}
+	if qa != nil {
+		v.Check(len(*qa) <= domain.MaxComment, "String should have at most 20000 characters", "string_too_long", "body", "qa_comment")
+	}
+	if priority != nil {
+		v.Check(slices.Contains(domain.Priorities, *priority), "Input should be 'low', 'medium', 'high' or 'urgent'", "enum", "body", "priority")
+	}
+	if issueType != nil {
+		v.Check(slices.Contains(domain.IssueTypes, *issueType), "Input should be one of "+strings.Join(domain.IssueTypes, ", "), "enum", "body", "issue_type")
+	}
+	v.Check(len(labels) <= domain.MaxLabels, "At most 20 labels", "too_long", "body", "labels")
+	for i, l := range labels {
+		v.Check(strings.TrimSpace(l) != "" && len(l) <= domain.MaxLabelLen, "A label has 1 to 64 characters", "value_error", "body", "labels", i)
+	}
+}
+
+type turn struct {
+	TurnIndex int32
+	Comment   string
+}
+
+func checkTurnComments(v *httpx.Validator, in []TurnCommentInput) []turn {
+	out := make([]turn, 0, len(in))
+	for i, tc := range in {
+		if tc.TurnIndex == nil {
+			v.Add("Field required", "missing", "body", "turn_comments", i, "turn_index")
+		} else {
+			v.Check(*tc.TurnIndex >= 0 && *tc.TurnIndex <= domain.MaxTurn, "Input should be between 0 and 100000", "value_error", "body", "turn_comments", i, "turn_index")
+		}
+		v.Check(strings.TrimSpace(tc.Comment) != "" && len(tc.Comment) <= domain.MaxComment, "A comment has 1 to 20000 characters", "value_error", "body", "turn_comments", i, "comment")
+		if tc.TurnIndex != nil {
+			out = append(out, turn{TurnIndex: int32(*tc.TurnIndex), Comment: tc.Comment})
+		}
+	}
+	return out
+}

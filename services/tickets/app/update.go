@@ -1,0 +1,164 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// Nullable distinguishes an absent field from an explicit null, which
+// PATCH uses to unassign or to clear the priority.
+type Nullable struct {
+	Set   bool
+	Value *string
+}
+
+// UnmarshalJSON records that the field was present.
+func (n *Nullable) UnmarshalJSON(b []byte) error {
+	n.Set = true
+	return json.Unmarshal(b, &n.Value)
+}
+
+// PatchInput is the public PATCH plus labels and issue_type.
+type PatchInput struct {
+	Title          *string   `json:"title"`
+	Status         *string   `json:"status"`
+	AssigneeUserID Nullable  `json:"assignee_user_id"`
+	Priority       Nullable  `json:"priority"`
+	IssueType      Nullable  `json:"issue_type"`
+	Labels         *[]string `json:"labels"`
+}
+
+// Update applies a PATCH. A status change is validated by the state
+// machine (409 when illegal); every change is recorded.
+func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
+	var v httpx.Validator
+	if in.Status != nil {
+		v.Check(slices.Contains(domain.Statuses, *in.Status), "Input should be one of "+strings.Join(domain.Statuses, ", "), "enum", "body", "status")
+	}
+	if in.Title != nil {
+		v.Check(strings.TrimSpace(*in.Title) != "", "String should have at least 1 character", "string_too_short", "body", "title")
+	}
+	var labels []string
+	if in.Labels != nil {
+		labels = *in.Labels
+	}
+	checkCommon(&v, in.Title, nil, in.Priority.Value, in.IssueType.Value, labels)
+	if in.AssigneeUserID.Value != nil {
+		_, member := a.Directory.Member(caller.WorkspaceID, *in.AssigneeUserID.Value)
+		v.Check(member, "The assignee is not a member of this workspace", "value_error", "body", "assignee_user_id")
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	now := a.now().Unix()
+	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		var changed []string
+		if in.Title != nil && strings.TrimSpace(*in.Title) != t.Title {
+			t.Title, changed = strings.TrimSpace(*in.Title), append(changed, "title")
+		}
+		if in.AssigneeUserID.Set && !equalPtr(in.AssigneeUserID.Value, t.AssigneeUserId) {
+			t.AssigneeUserId, changed = in.AssigneeUserID.Value, append(changed, "assignee_user_id")
+		}
+		if in.Priority.Set {
+			p := ""
+			if in.Priority.Value != nil {
+				p = *in.Priority.Value
+			}
+			if p != t.Priority {
+				setPriority(t, p, caller.UserID, now)
+				changed = append(changed, "priority")
+			}
+		}
+		if in.IssueType.Set {
+			it := ""
+			if in.IssueType.Value != nil {
+				it = *in.IssueType.Value
+			}
+			if it != t.IssueType {
+				t.IssueType, changed = it, append(changed, "issue_type")
+			}
+		}
+		if in.Labels != nil && !slices.Equal(*in.Labels, t.Labels) {
+			t.Labels, changed = *in.Labels, append(changed, "labels")
+		}
+		previous := t.Status
+		if in.Status != nil && *in.Status != t.Status {
+			if *in.Status == domain.StatusMerged {
+				return nil, httpx.Conflict("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+			}
+			if !domain.CanTransition(t.Status, *in.Status) {
+				return nil, httpx.Conflict("invalid_status_transition", "A ticket cannot go from "+t.Status+" to "+*in.Status+".")
+			}
+			t.Status = *in.Status
+			t.StatusChanges = append(t.StatusChanges, &ticketsv1.StatusChange{Status: t.Status, ChangedByUserId: &caller.UserID, ChangedAtUnixSecs: now})
+			// Fields changed in the same PATCH travel with the status event.
+			return &ticketsv1.TicketStatusChanged{Meta: meta, Ticket: t, PreviousStatus: previous}, nil
+		}
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		return &ticketsv1.TicketUpdated{Meta: meta, Ticket: t, ChangedFields: changed}, nil
+	})
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// AddComment appends a ticket comment.
+func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment string) (*ticketsv1.Ticket, error) {
+	var v httpx.Validator
+	v.Check(strings.TrimSpace(comment) != "" && len(comment) <= domain.MaxComment, "A comment has 1 to 20000 characters", "value_error", "body", "comment")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
+		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
+	})
+}
+
+// AddTurnComment appends a comment on one transcript turn.
+func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput) (*ticketsv1.Ticket, error) {
+	var v httpx.Validator
+	turns := checkTurnComments(&v, []TurnCommentInput{in})
+	if err := v.Err(); err != nil {
+		// Locations are of the single-comment body, not a list.
+		errs := err.(httpx.ValidationErrors)
+		for i := range errs {
+			errs[i].Loc = append([]any{"body"}, errs[i].Loc[3:]...)
+		}
+		return nil, errs
+	}
+	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
+		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
+	})
+}
+
+// Delete removes a ticket: only its creator or a workspace admin may.
+func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID string) error {
+	_, err := a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
+			return nil, httpx.Forbidden("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
+		}
+		now := a.now().Unix()
+		t.DeletedAtUnixSecs = &now
+		return &ticketsv1.TicketDeleted{Meta: meta, Ticket: t}, nil
+	})
+	return err
+}

@@ -1,0 +1,35 @@
+// Command tickets runs the triage-tickets service against external NATS and
+// MongoDB (VOICEAI_NATS_URL, VOICEAI_MONGO_URI).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/tickets"
+)
+
+type cfg struct {
+	config.Infra
+	SecretKey string `env:"VOICEAI_SECRET_KEY,required"`
+}
+
+func main() {
+	c, err := config.Load[cfg]()
+	if err == nil {
+		err = runtime.Run(tickets.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+			s, err := tickets.Start(ctx, d, c.SecretKey)
+			if err != nil {
+				return nil, err
+			}
+			return s.Stop, nil
+		})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tickets:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,99 @@
+// Package domain holds the triage-ticket rules: the status state machine,
+// priorities, sources and issue types, and how merges and conversation
+// re-reports change a ticket.
+package domain
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Statuses. A ticket starts open; merged is reached only by merging and
+// is final.
+const (
+	StatusOpen       = "open"
+	StatusInProgress = "in_progress"
+	StatusResolved   = "resolved"
+	StatusCancelled  = "cancelled"
+	StatusMerged     = "merged"
+)
+
+// Statuses lists every status value.
+var Statuses = []string{StatusOpen, StatusInProgress, StatusResolved, StatusCancelled, StatusMerged}
+
+// transitions is the state machine of PATCH status changes:
+//
+//	open        → in_progress, resolved, cancelled
+//	in_progress → open, resolved, cancelled
+//	resolved    → open (reopen)
+//	cancelled   → open (reopen)
+//	merged      → (none: final)
+var transitions = map[string][]string{
+	StatusOpen:       {StatusInProgress, StatusResolved, StatusCancelled},
+	StatusInProgress: {StatusOpen, StatusResolved, StatusCancelled},
+	StatusResolved:   {StatusOpen},
+	StatusCancelled:  {StatusOpen},
+}
+
+// CanTransition reports whether a PATCH may move a ticket from one status
+// to another. Staying in the same status is a no-op, not a transition.
+func CanTransition(from, to string) bool { return slices.Contains(transitions[from], to) }
+
+// IsActive reports whether a ticket still collects reports: a new report
+// on its conversation adds to it, and it may be merged.
+func IsActive(status string) bool { return status == StatusOpen || status == StatusInProgress }
+
+// CanAbsorb reports whether a ticket may be the target of a merge.
+func CanAbsorb(status string) bool { return IsActive(status) || status == StatusResolved }
+
+// Sources.
+const (
+	SourceQA     = "qa"
+	SourceAgent  = "agent"
+	SourceManual = "manual"
+)
+
+// Sources lists every source value.
+var Sources = []string{SourceQA, SourceAgent, SourceManual}
+
+// Priorities, least urgent first.
+var Priorities = []string{"low", "medium", "high", "urgent"}
+
+// PriorityRank orders priorities; no priority ranks lowest (0).
+func PriorityRank(p string) int { return slices.Index(Priorities, p) + 1 }
+
+// HigherPriority returns the more urgent of a and b.
+func HigherPriority(a, b string) string {
+	if PriorityRank(b) > PriorityRank(a) {
+		return b
+	}
+	return a
+}
+
+// IssueTypes are the spec's issue types.
+var IssueTypes = []string{
+	"knowledge_gap", "incorrect_information", "documentation_gap", "product_feedback", "platform_bug",
+	"tool_issue", "missing_tool", "unnecessary_escalation", "wrong_action",
+}
+
+// Limits on ticket text.
+const (
+	MaxTitle    = 300
+	MaxComment  = 20_000
+	MaxLabels   = 20
+	MaxLabelLen = 64
+	MaxTurn     = 100_000
+	MaxMerge    = 100
+)
+
+// DeriveTitle makes a one-line headline from a comment, as the public API
+// does when no title is given.
+func DeriveTitle(text string) string {
+	line := strings.TrimSpace(strings.SplitN(strings.TrimSpace(text), "\n", 2)[0])
+	if utf8.RuneCountInString(line) <= 80 {
+		return line
+	}
+	r := []rune(line)
+	return strings.TrimSpace(string(r[:79])) + "…"
+}

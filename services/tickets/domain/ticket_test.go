@@ -1,0 +1,40 @@
+package domain
+
+import "testing"
+
+func TestStateMachine(t *testing.T) {
+	allowed := map[[2]string]bool{
+		{"open", "in_progress"}: true, {"open", "resolved"}: true, {"open", "cancelled"}: true,
+		{"in_progress", "open"}: true, {"in_progress", "resolved"}: true, {"in_progress", "cancelled"}: true,
+		{"resolved", "open"}: true, {"cancelled", "open"}: true,
+	}
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			if got := CanTransition(from, to); got != allowed[[2]string{from, to}] {
+				t.Errorf("%s → %s: %v", from, to, got)
+			}
+		}
+	}
+	if CanTransition("open", "merged") || CanAbsorb("merged") || CanAbsorb("cancelled") || !CanAbsorb("resolved") {
+		t.Fatal("merged is reached only by merge; merged and cancelled tickets absorb nothing")
+	}
+}
+
+func TestPriorities(t *testing.T) {
+	if HigherPriority("low", "urgent") != "urgent" || HigherPriority("high", "") != "high" || HigherPriority("", "") != "" {
+		t.Fatal("HigherPriority")
+	}
+	if PriorityRank("") != 0 || PriorityRank("low") != 1 || PriorityRank("urgent") != 4 {
+		t.Fatal("PriorityRank")
+	}
+}
+
+func TestDeriveTitle(t *testing.T) {
+	if DeriveTitle("  The agent quoted a wrong price\nmore text") != "The agent quoted a wrong price" {
+		t.Fatal("first line")
+	}
+	long := DeriveTitle(string(make([]rune, 0)) + "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	if len([]rune(long)) != 80 {
+		t.Fatalf("long title: %d runes", len([]rune(long)))
+	}
+}

@@ -1,0 +1,208 @@
+// Package ports serves triage tickets over HTTP (through the gateway) in
+// the public shapes with every field of spec 2.1.
+package ports
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+var (
+	readPerms  = []string{"convai_read", "convai_write"}
+	writePerms = []string{"convai_write"}
+)
+
+// HeaderIdempotencyKey makes a create safe to retry.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+type handlers struct {
+	app   *app.App
+	codec *cursor.Codec
+}
+
+// Router returns the ticket routes.
+func Router(a *app.App, codec *cursor.Codec) *mux.Router {
+	h := &handlers{app: a, codec: codec}
+	r := mux.NewRouter()
+	r.HandleFunc("/v1/convai/triage-tickets", h.guard(readPerms, h.listWorkspace)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/triage-tickets", h.guard(writePerms, h.create)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets", h.guard(readPerms, h.listAgent)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets", h.guard(writePerms, h.createManual)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets/assignable-users", h.guard(readPerms, h.assignable)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(readPerms, h.get)).Methods(http.MethodGet)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(writePerms, h.update)).Methods(http.MethodPatch)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(writePerms, h.delete)).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/comments", h.guard(writePerms, h.comment)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/turn-comments", h.guard(writePerms, h.turnComment)).Methods(http.MethodPost)
+	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/merge", h.guard(writePerms, h.merge)).Methods(http.MethodPost)
+	return r
+}
+
+// guard answers 403 unless the caller holds one of perms.
+func (h *handlers) guard(perms []string, next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := principal.Require(r, perms...); err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func caller(r *http.Request) principal.Principal {
+	p, _ := principal.From(r.Context())
+	return p
+}
+
+// reply writes a ticket, or the error.
+func reply(w http.ResponseWriter, r *http.Request, code int, t *ticketsv1.Ticket, err error) {
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, code, viewOf(t, nil))
+}
+
+func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	h.list(w, r, q.Get("agent_id"), "")
+}
+
+func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) {
+	agentID := mux.Vars(r)["agent_id"]
+	if !h.app.Directory.AgentExists(caller(r).WorkspaceID, agentID) {
+		httpx.WriteError(w, r, httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace."))
+		return
+	}
+	h.list(w, r, agentID, r.URL.Query().Get("conversation_id"))
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID, conversationID string) {
+	q := r.URL.Query()
+	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, app.ListParams{
+		PageSize: q.Get("page_size"), Status: q.Get("status"), Assignee: q.Get("assignee_user_id"),
+		AgentID: agentID, ConversationID: conversationID, SortBy: q.Get("sort_by"), OwnerUserID: q.Get("owner_user_id"),
+		IssueType: q.Get("issue_type"), Label: q.Get("label"), MergedInto: q.Get("merged_into_ticket_id"),
+		Search: q.Get("search"), Cursor: q.Get("cursor"), Sources: q["sources"], Priorities: q["priorities"],
+	})
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]ticketView, 0, len(page.Tickets))
+	for _, row := range page.Tickets {
+		out = append(out, viewOf(row.Ticket, row.Match))
+	}
+	httpx.WriteJSON(w, http.StatusOK, pageView{Tickets: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+}
+
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+	var in app.CreateInput
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, existing, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
+	code := http.StatusCreated
+	if existing {
+		code = http.StatusOK // the report joined the conversation's open ticket
+	}
+	reply(w, r, code, t, err)
+}
+
+func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) {
+	var in app.ManualInput
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, err := h.app.CreateManual(r.Context(), caller(r), mux.Vars(r)["agent_id"], in, r.Header.Get(HeaderIdempotencyKey))
+	reply(w, r, http.StatusCreated, t, err)
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+	t, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["ticket_id"])
+	reply(w, r, http.StatusOK, t, err)
+}
+
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+	var in app.PatchInput
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
+	reply(w, r, http.StatusOK, t, err)
+}
+
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["ticket_id"]); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) comment(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Comment string `json:"comment"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, err := h.app.AddComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.Comment)
+	reply(w, r, http.StatusOK, t, err)
+}
+
+func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) {
+	var in app.TurnCommentInput
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, err := h.app.AddTurnComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
+	reply(w, r, http.StatusOK, t, err)
+}
+
+func (h *handlers) merge(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		SourceTicketIDs []string `json:"source_ticket_ids"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	t, err := h.app.Merge(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs)
+	reply(w, r, http.StatusOK, t, err)
+}
+
+func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) {
+	members, err := h.app.AssignableUsers(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]assignableUser, 0, len(members))
+	for _, m := range members {
+		name := m.Name
+		out = append(out, assignableUser{UserID: m.UserID, Email: m.Email, FirstName: &name, IsServiceAccount: m.IsServiceAccount, HasAccess: true})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+type assignableUser struct {
+	UserID           string  `json:"user_id"`
+	Email            string  `json:"email"`
+	FirstName        *string `json:"first_name"`
+	IsServiceAccount bool    `json:"is_service_account"`
+	HasAccess        bool    `json:"has_access"`
+}

@@ -1,0 +1,85 @@
+// Package tickets wires the tickets service: its stream and read model,
+// the directory it learns from the agents, identity and platform streams,
+// and its HTTP-over-NATS endpoint.
+package tickets
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go/micro"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/ports"
+)
+
+// Name of the service on the bus.
+const Name = "tickets"
+
+// Version of the service.
+const Version = "0.1.0"
+
+// Database is the service's own Mongo database.
+const Database = "voiceai_tickets"
+
+// Service is a running tickets service.
+type Service struct {
+	App      *app.App
+	Handler  http.Handler
+	endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error { return s.endpoint.Stop() }
+
+// StreamConfig is the TICKETS stream.
+func StreamConfig(replicas int) eventstore.StreamConfig {
+	return eventstore.StreamConfig{Name: events.TicketsStream, Subjects: []string{events.TicketsAll}, Replicas: replicas}
+}
+
+// PlatformStreamConfig is the PLATFORM stream producers outside the suite
+// publish spec-6 events on; whoever starts first creates it.
+func PlatformStreamConfig(replicas int) eventstore.StreamConfig {
+	return eventstore.StreamConfig{Name: events.PlatformStream, Subjects: []string{events.PlatformAll}, Replicas: replicas}
+}
+
+// Start runs the service until ctx ends. It serves once the directory has
+// caught up with the agents, identity and platform streams.
+func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+	for _, c := range []eventstore.StreamConfig{StreamConfig(d.StreamReplicas), PlatformStreamConfig(d.StreamReplicas)} {
+		if _, err := eventstore.EnsureStream(ctx, d.JS, c); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", c.Name, err)
+		}
+	}
+	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	if err != nil {
+		return nil, err
+	}
+	dir := adapters.NewDirectory(d.Logger)
+	if err := dir.Follow(ctx, d.JS); err != nil {
+		return nil, err
+	}
+	a := &app.App{Store: eventstore.New(d.JS, events.TicketsStream), ReadModel: rm, Directory: dir, Log: d.Logger}
+	go func() {
+		err := projection.Run(ctx, d.JS, rm.Tickets, projection.Config{
+			Stream: events.TicketsStream, Durable: "tickets-readmodel", FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
+		}, adapters.Handler)
+		if err != nil && ctx.Err() == nil {
+			d.Logger.Error("tickets projector stopped", "err", err)
+		}
+	}()
+	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
+	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
