@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // The official @elevenlabs/elevenlabs-js SDK, pointed at the stack,
@@ -21,8 +22,12 @@ func TestOfficialSDK(t *testing.T) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
 	})
+	// A conversation the platform has seen, for creating tickets on it.
+	agent := newAgent(t, s, adminKey, "SDK tickets")
+	publishConversation(t, s, "ws_default", "conversation_started", "conv_sdk", agent, time.Now())
 	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey)
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey,
+		"VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATION_ID=conv_sdk")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
