@@ -67,6 +67,8 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 		{events.PlatformStream, events.PlatformConversationFilters, false, d.applyPlatform},
 	}
 	for _, f := range feeds {
+		// The streams belong to other services, which may start later.
+		d.log.Info("following stream", "stream", f.stream)
 		fl, err := eventstore.Follow(ctx, js, f.stream, f.filters, f.last, f.apply)
 		if err != nil {
 			return err

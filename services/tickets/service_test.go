@@ -1,0 +1,124 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permissions: []string{"all"}}
+
+// The read model rebuilt from the TICKETS stream alone gives the same
+// listing as the live one.
+func TestRebuildReproducesTheListing(t *testing.T) {
+	env := testenv.New(t)
+	mc := env.Mongo(t)
+	d, err := runtime.NewDeps(env.Conn(t), mc, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	// The agent the tickets belong to, as the agents service would publish it.
+	for name, subject := range map[string]string{events.AgentsStream: events.AgentsAll, events.IdentityStream: events.IdentityAll} {
+		if _, err := eventstore.EnsureStream(ctx, d.JS, eventstore.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subject, _ := events.AgentSubject("ws_a", "agent_1")
+	meta := esproto.Meta(ctx, "ws_a", "", time.Now())
+	if _, err := esproto.Append(ctx, eventstore.New(d.JS, events.AgentsStream), subject, 0, meta,
+		&agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws_a", Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := Start(ctx, d, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	do := func(method, path, body string) map[string]any {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		caller.SetHeaders(req.Header)
+		rec := httptest.NewRecorder()
+		svc.Handler.ServeHTTP(rec, req)
+		var m map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &m)
+		if rec.Code >= 300 && rec.Code != http.StatusNoContent {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		return m
+	}
+	eventually(t, func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
+	var ids []string
+	for i := range 8 {
+		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d","priority":"%s"}`, i, []string{"low", "high"}[i%2]))
+		ids = append(ids, m["agentqa_ticket_id"].(string))
+	}
+	do("PATCH", "/v1/convai/triage-tickets/"+ids[0], `{"status":"in_progress","labels":["x"]}`)
+	do("POST", "/v1/convai/triage-tickets/"+ids[1]+"/comments", `{"comment":"hello"}`)
+	do("POST", "/v1/convai/triage-tickets/"+ids[2]+"/merge", `{"source_ticket_ids":["`+ids[3]+`"]}`)
+	do("DELETE", "/v1/convai/triage-tickets/"+ids[4], "")
+
+	if err := projection.WaitCaughtUp(ctx, d.JS, events.TicketsStream, "tickets-readmodel"); err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := mc.Database(Database).Collection("tickets_rebuilt")
+	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, rebuilt, adapters.Handler); err != nil {
+		t.Fatal(err)
+	}
+	codec := cursor.NewCodec([]byte("k"))
+	list := func(rm *adapters.ReadModel, sortBy string) string {
+		a := *svc.App
+		a.ReadModel = rm
+		page, err := a.List(ctx, codec, "ws_a", app.ListParams{SortBy: sortBy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, row := range page.Tickets {
+			b, _ := json.Marshal(row.Ticket)
+			out = append(out, string(b))
+		}
+		return strings.Join(out, "\n")
+	}
+	for _, sortBy := range []string{"created_at", "priority"} {
+		live, again := list(svc.App.ReadModel, sortBy), list(&adapters.ReadModel{Tickets: rebuilt}, sortBy)
+		if live != again || strings.Count(live, "\n") != 6 { // 7 tickets: one deleted
+			t.Fatalf("sort_by=%s: rebuilt listing differs or is wrong:\n live %s\nagain %s", sortBy, live, again)
+		}
+	}
+}
+
+func eventually(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
