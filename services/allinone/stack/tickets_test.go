@@ -361,3 +361,56 @@ func TestTicketListingRulesAndStablePaging(t *testing.T) {
 		t.Fatalf("retried create listed %d times", len(p.Tickets))
 	}
 }
+
+func TestTicketListingFilters(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+	})
+	a1, a2 := newAgent(t, s, adminKey, "One"), newAgent(t, s, adminKey, "Two")
+	mk := func(agent, body string) ticket {
+		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, body[:len(body)-1]+`,"agent_id":"`+agent+`"}`)
+		if r.Code != 201 {
+			t.Fatalf("create: %d %s", r.Code, r.Body)
+		}
+		return decodeTicket(t, r)
+	}
+	low := mk(a1, `{"conversation_id":"c1","qa_comment":"low one","priority":"low","labels":["billing"]}`)
+	urgent := mk(a1, `{"conversation_id":"c2","qa_comment":"urgent one","priority":"urgent","issue_type":"tool_issue"}`)
+	byAgent := mk(a2, `{"conversation_id":"c3","qa_comment":"raised by the agent","source":"agent","priority":"high"}`)
+	none := mk(a2, `{"conversation_id":"c4","qa_comment":"no priority"}`)
+
+	ids := func(query string) []string {
+		t.Helper()
+		r := call(t, s, "GET", "/v1/convai/triage-tickets?"+query, adminKey, "")
+		var p ticketPage
+		if err := json.Unmarshal(r.Body, &p); err != nil || r.Code != 200 {
+			t.Fatalf("%s: %d %s", query, r.Code, r.Body)
+		}
+		var out []string
+		for _, tk := range p.Tickets {
+			out = append(out, tk.ID)
+		}
+		return out
+	}
+	for query, want := range map[string][]string{
+		"":                                 {none.ID, byAgent.ID, urgent.ID, low.ID},
+		"sort_by=priority":                 {urgent.ID, byAgent.ID, low.ID, none.ID},
+		"agent_id=" + a2:                   {none.ID, byAgent.ID},
+		"priorities=low&priorities=urgent": {urgent.ID, low.ID},
+		"sources=agent":                    {byAgent.ID},
+		"owner_user_id=agent":              {byAgent.ID},
+		"owner_user_id=sa_admin":           {none.ID, byAgent.ID, urgent.ID, low.ID},
+		"label=billing":                    {low.ID},
+		"issue_type=tool_issue":            {urgent.ID},
+		"search=RAISED":                    {byAgent.ID},
+		"status=open&assignee_user_id=unassigned": {none.ID, byAgent.ID, urgent.ID, low.ID},
+	} {
+		if got := ids(query); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%q: got %v, want %v", query, got, want)
+		}
+	}
+	// A deleted agent's tickets are no longer listed.
+	call(t, s, "DELETE", "/v1/convai/agents/"+a2, adminKey, "")
+	eventually(t, 5*time.Second, "tickets of the deleted agent disappear", func() bool { return len(ids("")) == 2 })
+}
