@@ -54,7 +54,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err != nil {
 		return nil, err
 	}
-	a := &app.App{Store: eventstore.New(d.JS, events.AgentsStream), ReadModel: rm, Log: d.Logger}
+	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, d.Logger)
 	go func() {
 		err := projection.Run(ctx, d.JS, rm.Agents, projection.Config{
 			Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,

@@ -67,7 +67,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	a := &app.App{Store: eventstore.New(d.JS, events.TicketsStream), ReadModel: rm, Directory: dir, Log: d.Logger}
+	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
 	go func() {
 		err := projection.Run(ctx, d.JS, rm.Tickets, projection.Config{
 			Stream: events.TicketsStream, Durable: "tickets-readmodel", FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,

@@ -3,14 +3,11 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
 
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -47,23 +44,9 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	agent.WorkspaceId, agent.CreatedAtUnix, agent.UpdatedAtUnix = caller.WorkspaceID, now, now
 	agent.CreatedByUserId, agent.CreatedByEmail, agent.CreatedByName = caller.UserID, caller.Email, caller.Name
 
-	subject, err := events.AgentSubject(caller.WorkspaceID, agent.AgentId)
-	if err != nil {
-		return nil, err
-	}
 	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.now())
-	res, err := a.record(ctx, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent)
-	if errors.Is(err, eventstore.ErrConflict) && commandID != "" {
-		res.Duplicate, err = true, nil // the first attempt won; answer with it
-	}
-	if err != nil {
-		return nil, err
-	}
-	if res.Duplicate {
-		got, _, err := a.Get(ctx, caller.WorkspaceID, agent.AgentId)
-		return got, err
-	}
-	return agent, nil
+	created, _, err := a.Agents.Create(ctx, caller.WorkspaceID, agent.AgentId, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent)
+	return created, err
 }
 
 func buildAgent(in CreateInput) (*agentsv1.Agent, error) {

@@ -9,8 +9,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
@@ -32,14 +32,12 @@ func (a *App) Update(ctx context.Context, workspaceID, agentID string, in Update
 	if err := checkUpdate(in); err != nil {
 		return nil, err
 	}
-	return a.change(ctx, workspaceID, agentID, func(next *agentsv1.Agent) (proto.Message, *agentsv1.Agent, error) {
+	return a.Agents.Update(ctx, workspaceID, agentID, "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		changed, err := applyUpdate(next, in)
 		if err != nil || len(changed) == 0 {
-			return nil, nil, err
+			return nil, err
 		}
-		next.UpdatedAtUnix = a.now().Unix()
-		meta := esproto.Meta(ctx, workspaceID, "", a.now())
-		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, next, nil
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, nil
 	})
 }
 
@@ -128,11 +126,10 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 // Delete removes the agent. The event keeps its last state, so
 // subscribers (tickets, testing) know exactly what went away.
 func (a *App) Delete(ctx context.Context, workspaceID, agentID string) error {
-	_, err := a.change(ctx, workspaceID, agentID, func(next *agentsv1.Agent) (proto.Message, *agentsv1.Agent, error) {
+	_, err := a.Agents.Update(ctx, workspaceID, agentID, "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.now().Unix()
-		next.DeletedAtUnix, next.UpdatedAtUnix = &now, now
-		meta := esproto.Meta(ctx, workspaceID, "", a.now())
-		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, next, nil
+		next.DeletedAtUnix = &now
+		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
 	})
 	return err
 }

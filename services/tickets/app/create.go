@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
@@ -13,7 +12,6 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -164,23 +162,8 @@ func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string)
 		t.TicketId = "tkt_" + esproto.StableID(t.WorkspaceId, commandID)
 	}
 	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
-	subject, err := events.TicketSubject(t.WorkspaceId, t.TicketId)
-	if err != nil {
-		return nil, false, err
-	}
 	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.now())
-	res, err := a.record(ctx, subject, 0, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
-	if errors.Is(err, eventstore.ErrConflict) && commandID != "" {
-		res.Duplicate, err = true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	if res.Duplicate {
-		got, _, err := a.Get(ctx, t.WorkspaceId, t.TicketId)
-		return got, true, err
-	}
-	return t, false, nil
+	return a.Tickets.Create(ctx, t.WorkspaceId, t.TicketId, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
 }
 
 // activeTicketOf finds the active ticket already raised on a conversation.
