@@ -29,6 +29,7 @@ var wantTypes = map[string]struct {
 	"identity.workspace_created":       {"voiceai.identity.v1.WorkspaceCreated", "IDENTITY"},
 	"identity.service_account_created": {"voiceai.identity.v1.ServiceAccountCreated", "IDENTITY"},
 	"identity.api_key_created":         {"voiceai.identity.v1.ApiKeyCreated", "IDENTITY"},
+	"identity.user_added":              {"voiceai.identity.v1.UserAdded", "IDENTITY"},
 	"identity.api_key_updated":         {"voiceai.identity.v1.ApiKeyUpdated", "IDENTITY"},
 	"identity.api_key_revoked":         {"voiceai.identity.v1.ApiKeyRevoked", "IDENTITY"},
 	"tickets.ticket_created":           {"voiceai.tickets.v1.TicketCreated", "TICKETS"},
@@ -50,7 +51,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 	}
 	consts := []string{
 		events.TypeAgentCreated, events.TypeAgentUpdated, events.TypeAgentDeleted,
-		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated,
+		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated, events.TypeUserAdded,
 		events.TypeAPIKeyCreated, events.TypeAPIKeyUpdated, events.TypeAPIKeyRevoked,
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
 		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,

@@ -33,6 +33,7 @@ const (
 	IdentityKindWorkspace = "workspace"
 	IdentityKindAccount   = "account"
 	IdentityKindKey       = "key"
+	IdentityKindUser      = "user"
 )
 
 // Wildcard filters for subscriptions and consumers.
@@ -44,6 +45,8 @@ const (
 	IdentityWorkspacesAll = "identity.evt.*.workspace.*"
 	// IdentityAccountsAll matches service-account events of every workspace.
 	IdentityAccountsAll = "identity.evt.*.account.*"
+	// IdentityUsersAll matches user (workspace member) events of every workspace.
+	IdentityUsersAll = "identity.evt.*.user.*"
 	// IdentityKeysAll matches API-key events of every workspace.
 	IdentityKeysAll = "identity.evt.*.key.*"
 
@@ -153,6 +156,12 @@ func APIKeySubject(workspaceID, keyID string) (string, error) {
 	return identitySubject(workspaceID, IdentityKindKey, "key id", keyID)
 }
 
+// UserSubject is the subject of a workspace member's events:
+// identity.evt.<workspace_id>.user.<user_id>.
+func UserSubject(workspaceID, userID string) (string, error) {
+	return identitySubject(workspaceID, IdentityKindUser, "user id", userID)
+}
+
 func identitySubject(workspaceID, kind, idLabel, id string) (string, error) {
 	if err := checkIDs("workspace id", workspaceID, idLabel, id); err != nil {
 		return "", err
@@ -179,14 +188,14 @@ func ParseAgentSubject(subject string) (workspaceID, agentID string, err error) 
 }
 
 // ParseIdentitySubject splits identity.evt.<workspaceID>.<kind>.<id>, where
-// kind is one of IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey.
+// kind is one of IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey, IdentityKindUser.
 func ParseIdentitySubject(subject string) (workspaceID, kind, id string, err error) {
 	t := strings.Split(subject, ".")
 	if len(t) != 5 || t[0]+"."+t[1] != IdentitySubjectPrefix || ValidateToken(t[2]) != nil || ValidateToken(t[4]) != nil {
 		return "", "", "", fmt.Errorf("%w: %q is not an identity subject (%s.<workspace_id>.<kind>.<id>)", ErrInvalidSubject, subject, IdentitySubjectPrefix)
 	}
 	switch t[3] {
-	case IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey:
+	case IdentityKindWorkspace, IdentityKindAccount, IdentityKindKey, IdentityKindUser:
 	default:
 		return "", "", "", fmt.Errorf("%w: %q has unknown identity kind %q", ErrInvalidSubject, subject, t[3])
 	}

@@ -66,6 +66,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	}
 	go runProjector(ctx, d, a.ReadModel.Accounts, a.ReadModel.Handler(a.ReadModel.Accounts), "identity-accounts", events.IdentityAccountsAll)
 	go runProjector(ctx, d, a.ReadModel.Keys, a.ReadModel.Handler(a.ReadModel.Keys), "identity-keys", events.IdentityKeysAll)
+	go runProjector(ctx, d, a.ReadModel.Users, a.ReadModel.Handler(a.ReadModel.Users), "identity-users", events.IdentityUsersAll)
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {
 		return nil, err

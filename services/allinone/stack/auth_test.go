@@ -170,3 +170,39 @@ func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspa
 	}
 	return out
 }
+
+// People are workspace members beside service accounts; tickets can be
+// assigned to either, and other workspaces see neither.
+func TestWorkspaceMembers(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
+	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"Ada@Example.com","first_name":"Ada"}`)
+	if r.Code != 201 || r.JSON(t)["email"] != "ada@example.com" || r.JSON(t)["is_service_account"] != false {
+		t.Fatalf("add member: %d %s", r.Code, r.Body)
+	}
+	userID := r.JSON(t)["user_id"].(string)
+	wantError(t, call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
+	if r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"not an address"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","email"]`) {
+		t.Fatalf("bad e-mail: %d %s", r.Code, r.Body)
+	}
+	reader, _, _ := newKey(t, s, adminKey, `["workspace_members_read"]`, "")
+	wantError(t, call(t, s, "POST", "/v1/workspace/members", reader, `{"email":"b@example.com"}`), 403, "missing_permission")
+	r = call(t, s, "GET", "/v1/workspace/members", reader, "")
+	if r.Code != 200 || !strings.Contains(string(r.Body), `"user_id":"`+userID+`"`) || !strings.Contains(string(r.Body), `"user_id":"sa_admin"`) {
+		t.Fatalf("list members: %d %s", r.Code, r.Body)
+	}
+	other := createWorkspace(t, s, "Other")
+	if r := call(t, s, "GET", "/v1/workspace/members", other.APIKey, ""); strings.Contains(string(r.Body), userID) {
+		t.Fatalf("another workspace sees the member: %s", r.Body)
+	}
+
+	// A person can be assigned a ticket; the assignable users list them.
+	agent := newAgent(t, s, adminKey, "Members")
+	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"x"}`))
+	eventually(t, 5*time.Second, "the tickets service knows the member", func() bool {
+		return call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.ID, adminKey, `{"assignee_user_id":"`+userID+`"}`).Code == 200
+	})
+	r = call(t, s, "GET", "/v1/convai/agents/"+agent+"/triage-tickets/assignable-users", adminKey, "")
+	if !strings.Contains(string(r.Body), `"user_id":"`+userID+`","email":"ada@example.com","first_name":"Ada","is_service_account":false`) {
+		t.Fatalf("assignable users: %s", r.Body)
+	}
+}

@@ -23,6 +23,7 @@ import (
 // Collection names of the identity read model.
 const (
 	AccountsCollection = "service_accounts"
+	UsersCollection    = "users"
 	KeysCollection     = "api_keys"
 )
 
@@ -32,6 +33,16 @@ type AccountDoc struct {
 	WorkspaceID   string `bson:"workspace_id"`
 	Name          string `bson:"name"`
 	Email         string `bson:"email"`
+	CreatedAtUnix int64  `bson:"created_at_unix"`
+}
+
+// UserDoc is a workspace member (a person) as listed.
+type UserDoc struct {
+	ID            string `bson:"_id"`
+	WorkspaceID   string `bson:"workspace_id"`
+	Email         string `bson:"email"`
+	FirstName     string `bson:"first_name"`
+	Role          string `bson:"role"`
 	CreatedAtUnix int64  `bson:"created_at_unix"`
 }
 
@@ -72,12 +83,16 @@ func AccountDocOf(a *identityv1.ServiceAccount) AccountDoc {
 // ReadModel serves identity listings.
 type ReadModel struct {
 	Accounts *mongo.Collection
+	Users    *mongo.Collection
 	Keys     *mongo.Collection
 }
 
 // NewReadModel opens the collections in db and creates their indexes.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
-	rm := &ReadModel{Accounts: db.Collection(AccountsCollection), Keys: db.Collection(KeysCollection)}
+	rm := &ReadModel{Accounts: db.Collection(AccountsCollection), Users: db.Collection(UsersCollection), Keys: db.Collection(KeysCollection)}
+	if err := mongox.EnsureIndexes(ctx, rm.Users, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
+		return nil, err
+	}
 	if err := mongox.EnsureIndexes(ctx, rm.Accounts, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
 		return nil, err
 	}
@@ -93,6 +108,9 @@ func (rm *ReadModel) target(msg proto.Message) (coll *mongo.Collection, id strin
 	switch ev := msg.(type) {
 	case *identityv1.ServiceAccountCreated:
 		return rm.Accounts, ev.GetAccount().GetUserId(), AccountDocOf(ev.GetAccount())
+	case *identityv1.UserAdded:
+		u := ev.GetUser()
+		return rm.Users, u.GetUserId(), UserDoc{ID: u.GetUserId(), WorkspaceID: u.GetWorkspaceId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
 	case *identityv1.ApiKeyCreated:
 		return rm.Keys, ev.GetKey().GetKeyId(), KeyDocOf(ev.GetKey())
 	case *identityv1.ApiKeyUpdated:
@@ -148,6 +166,17 @@ func (rm *ReadModel) ListKeys(ctx context.Context, workspaceID, accountID string
 	}
 	var out []KeyDoc
 	cur, err := rm.Keys.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	return out, cur.All(ctx, &out)
+}
+
+// ListUsers returns a workspace's members (people), oldest first.
+func (rm *ReadModel) ListUsers(ctx context.Context, workspaceID string) ([]UserDoc, error) {
+	var out []UserDoc
+	cur, err := rm.Users.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}},
+		options.Find().SetSort(bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}))
 	if err != nil {
 		return nil, err
 	}

@@ -24,6 +24,7 @@ const CreateWorkspaceSubject = "svc.identity.ops.create_workspace"
 type CreateWorkspaceRequest struct {
 	Name        string `json:"name"`
 	WorkspaceID string `json:"workspace_id,omitempty"`
+	OwnerEmail  string `json:"owner_email,omitempty"`
 }
 
 // CreateWorkspaceResponse carries the first admin key, shown once.
@@ -32,6 +33,7 @@ type CreateWorkspaceResponse struct {
 	ServiceAccountUserID string `json:"service_account_user_id"`
 	KeyID                string `json:"key_id"`
 	APIKey               string `json:"api_key"`
+	OwnerUserID          string `json:"owner_user_id,omitempty"`
 	Error                string `json:"error,omitempty"`
 }
 
@@ -48,6 +50,13 @@ func Register(svc micro.Service, a *app.App) error {
 			out.Error = err.Error()
 		} else {
 			out = CreateWorkspaceResponse{WorkspaceID: ws.WorkspaceID, ServiceAccountUserID: ws.AdminAccountID, KeyID: ws.KeyID, APIKey: ws.Secret}
+			if in.OwnerEmail != "" {
+				if u, err := a.AddUser(ctx, ws.WorkspaceID, in.OwnerEmail, "", app.RoleAdmin); err != nil {
+					out.Error = "workspace created, owner not added: " + err.Error()
+				} else {
+					out.OwnerUserID = u.GetUserId()
+				}
+			}
 		}
 		_ = req.RespondJSON(out)
 	}), micro.WithEndpointSubject(CreateWorkspaceSubject))
@@ -56,7 +65,7 @@ func Register(svc micro.Service, a *app.App) error {
 // WorkspaceCommand is `workspace create --name NAME [--id ID]`.
 func WorkspaceCommand(natsURL func() (string, error)) *cobra.Command {
 	ws := &cobra.Command{Use: "workspace", Short: "Operator commands for workspaces"}
-	var name, id string
+	var name, id, owner string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a workspace and print its first admin API key (shown once)",
@@ -70,7 +79,7 @@ func WorkspaceCommand(natsURL func() (string, error)) *cobra.Command {
 				return fmt.Errorf("connect %s: %w", url, err)
 			}
 			defer nc.Close()
-			body, _ := json.Marshal(CreateWorkspaceRequest{Name: name, WorkspaceID: id})
+			body, _ := json.Marshal(CreateWorkspaceRequest{Name: name, WorkspaceID: id, OwnerEmail: owner})
 			msg, err := nc.Request(CreateWorkspaceSubject, body, 30*time.Second)
 			if err != nil {
 				return fmt.Errorf("identity service did not answer (is the platform running?): %w", err)
@@ -89,6 +98,7 @@ func WorkspaceCommand(natsURL func() (string, error)) *cobra.Command {
 	}
 	create.Flags().StringVar(&name, "name", "", "workspace name (required)")
 	create.Flags().StringVar(&id, "id", "", "workspace id (default: generated)")
+	create.Flags().StringVar(&owner, "owner-email", "", "e-mail of the workspace's first (admin) member")
 	_ = create.MarkFlagRequired("name")
 	ws.AddCommand(create)
 	return ws

@@ -34,6 +34,8 @@ func Router(a *app.App) *mux.Router {
 	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys", h.createKey).Methods(http.MethodPost)
 	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.updateKey).Methods(http.MethodPatch)
 	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.revokeKey).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/workspace/members", h.listMembers).Methods(http.MethodGet)
+	r.HandleFunc("/v1/workspace/members", h.addMember).Methods(http.MethodPost)
 	return r
 }
 
@@ -307,3 +309,62 @@ func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) {
 }
 
 var typeOfStrings = reflect.TypeOf([]string{})
+
+type memberView struct {
+	UserID           string `json:"user_id"`
+	Email            string `json:"email"`
+	FirstName        string `json:"first_name"`
+	Role             string `json:"role"`
+	IsServiceAccount bool   `json:"is_service_account"`
+	CreatedAtUnix    int64  `json:"created_at_unix"`
+}
+
+// listMembers lists the workspace's people and, flagged, its service
+// accounts: everyone a ticket can be assigned to.
+func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, "workspace_members_read", "workspace_read"); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	ws := caller(r).WorkspaceID
+	users, err := h.app.ReadModel.ListUsers(r.Context(), ws)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := make([]memberView, 0, len(users)+len(accts))
+	for _, u := range users {
+		out = append(out, memberView{UserID: u.ID, Email: u.Email, FirstName: u.FirstName, Role: u.Role, CreatedAtUnix: u.CreatedAtUnix})
+	}
+	for _, a := range accts {
+		out = append(out, memberView{UserID: a.ID, Email: a.Email, FirstName: a.Name, Role: app.RoleMember, IsServiceAccount: true, CreatedAtUnix: a.CreatedAtUnix})
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
+}
+
+func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) {
+	if err := principal.Require(r, "workspace_members_invite"); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var body struct {
+		Email     string `json:"email"`
+		FirstName string `json:"first_name"`
+		Role      string `json:"role"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	u, err := h.app.AddUser(r.Context(), caller(r).WorkspaceID, body.Email, body.FirstName, body.Role)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusCreated, memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()})
+}

@@ -63,7 +63,7 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 		apply   func(eventstore.Record)
 	}{
 		{events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent},
-		{events.IdentityStream, []string{events.IdentityAccountsAll}, true, d.applyAccount},
+		{events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount},
 		{events.PlatformStream, events.PlatformConversationFilters, false, d.applyPlatform},
 	}
 	for _, f := range feeds {
@@ -113,9 +113,13 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 	if err != nil {
 		return
 	}
-	if ev, ok := msg.(*identityv1.ServiceAccountCreated); ok {
+	switch ev := msg.(type) {
+	case *identityv1.ServiceAccountCreated:
 		a := ev.GetAccount()
 		d.PutMember(a.GetWorkspaceId(), Member{UserID: a.GetUserId(), Name: a.GetName(), Email: a.GetEmail(), IsServiceAccount: true})
+	case *identityv1.UserAdded:
+		u := ev.GetUser()
+		d.PutMember(u.GetWorkspaceId(), Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
 	}
 }
 

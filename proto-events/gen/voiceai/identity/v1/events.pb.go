@@ -130,6 +130,60 @@ func (x *ServiceAccountCreated) GetAccount() *ServiceAccount {
 	return nil
 }
 
+// Type "identity.user_added", subject
+// identity.evt.<workspace_id>.user.<user_id>.
+type UserAdded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	User          *User                  `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserAdded) Reset() {
+	*x = UserAdded{}
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserAdded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserAdded) ProtoMessage() {}
+
+func (x *UserAdded) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserAdded.ProtoReflect.Descriptor instead.
+func (*UserAdded) Descriptor() ([]byte, []int) {
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *UserAdded) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *UserAdded) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
 // Type "identity.api_key_created", subject
 // identity.evt.<workspace_id>.key.<key_id>.
 type ApiKeyCreated struct {
@@ -142,7 +196,7 @@ type ApiKeyCreated struct {
 
 func (x *ApiKeyCreated) Reset() {
 	*x = ApiKeyCreated{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[2]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -154,7 +208,7 @@ func (x *ApiKeyCreated) String() string {
 func (*ApiKeyCreated) ProtoMessage() {}
 
 func (x *ApiKeyCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[2]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -167,7 +221,7 @@ func (x *ApiKeyCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyCreated.ProtoReflect.Descriptor instead.
 func (*ApiKeyCreated) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{2}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ApiKeyCreated) GetMeta() *v1.EventMeta {
@@ -199,7 +253,7 @@ type ApiKeyUpdated struct {
 
 func (x *ApiKeyUpdated) Reset() {
 	*x = ApiKeyUpdated{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +265,7 @@ func (x *ApiKeyUpdated) String() string {
 func (*ApiKeyUpdated) ProtoMessage() {}
 
 func (x *ApiKeyUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +278,7 @@ func (x *ApiKeyUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyUpdated.ProtoReflect.Descriptor instead.
 func (*ApiKeyUpdated) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ApiKeyUpdated) GetMeta() *v1.EventMeta {
@@ -260,7 +314,7 @@ type ApiKeyRevoked struct {
 
 func (x *ApiKeyRevoked) Reset() {
 	*x = ApiKeyRevoked{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +326,7 @@ func (x *ApiKeyRevoked) String() string {
 func (*ApiKeyRevoked) ProtoMessage() {}
 
 func (x *ApiKeyRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +339,7 @@ func (x *ApiKeyRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyRevoked.ProtoReflect.Descriptor instead.
 func (*ApiKeyRevoked) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ApiKeyRevoked) GetMeta() *v1.EventMeta {
@@ -312,7 +366,10 @@ const file_voiceai_identity_v1_events_proto_rawDesc = "" +
 	"\tworkspace\x18\x02 \x01(\v2\x1e.voiceai.identity.v1.WorkspaceR\tworkspace\"\x88\x01\n" +
 	"\x15ServiceAccountCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12=\n" +
-	"\aaccount\x18\x02 \x01(\v2#.voiceai.identity.v1.ServiceAccountR\aaccount\"p\n" +
+	"\aaccount\x18\x02 \x01(\v2#.voiceai.identity.v1.ServiceAccountR\aaccount\"l\n" +
+	"\tUserAdded\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12-\n" +
+	"\x04user\x18\x02 \x01(\v2\x19.voiceai.identity.v1.UserR\x04user\"p\n" +
 	"\rApiKeyCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12-\n" +
 	"\x03key\x18\x02 \x01(\v2\x1b.voiceai.identity.v1.ApiKeyR\x03key\"\x97\x01\n" +
@@ -336,34 +393,38 @@ func file_voiceai_identity_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_identity_v1_events_proto_rawDescData
 }
 
-var file_voiceai_identity_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_voiceai_identity_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_voiceai_identity_v1_events_proto_goTypes = []any{
 	(*WorkspaceCreated)(nil),      // 0: voiceai.identity.v1.WorkspaceCreated
 	(*ServiceAccountCreated)(nil), // 1: voiceai.identity.v1.ServiceAccountCreated
-	(*ApiKeyCreated)(nil),         // 2: voiceai.identity.v1.ApiKeyCreated
-	(*ApiKeyUpdated)(nil),         // 3: voiceai.identity.v1.ApiKeyUpdated
-	(*ApiKeyRevoked)(nil),         // 4: voiceai.identity.v1.ApiKeyRevoked
-	(*v1.EventMeta)(nil),          // 5: voiceai.common.v1.EventMeta
-	(*Workspace)(nil),             // 6: voiceai.identity.v1.Workspace
-	(*ServiceAccount)(nil),        // 7: voiceai.identity.v1.ServiceAccount
-	(*ApiKey)(nil),                // 8: voiceai.identity.v1.ApiKey
+	(*UserAdded)(nil),             // 2: voiceai.identity.v1.UserAdded
+	(*ApiKeyCreated)(nil),         // 3: voiceai.identity.v1.ApiKeyCreated
+	(*ApiKeyUpdated)(nil),         // 4: voiceai.identity.v1.ApiKeyUpdated
+	(*ApiKeyRevoked)(nil),         // 5: voiceai.identity.v1.ApiKeyRevoked
+	(*v1.EventMeta)(nil),          // 6: voiceai.common.v1.EventMeta
+	(*Workspace)(nil),             // 7: voiceai.identity.v1.Workspace
+	(*ServiceAccount)(nil),        // 8: voiceai.identity.v1.ServiceAccount
+	(*User)(nil),                  // 9: voiceai.identity.v1.User
+	(*ApiKey)(nil),                // 10: voiceai.identity.v1.ApiKey
 }
 var file_voiceai_identity_v1_events_proto_depIdxs = []int32{
-	5,  // 0: voiceai.identity.v1.WorkspaceCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	6,  // 1: voiceai.identity.v1.WorkspaceCreated.workspace:type_name -> voiceai.identity.v1.Workspace
-	5,  // 2: voiceai.identity.v1.ServiceAccountCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 3: voiceai.identity.v1.ServiceAccountCreated.account:type_name -> voiceai.identity.v1.ServiceAccount
-	5,  // 4: voiceai.identity.v1.ApiKeyCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	8,  // 5: voiceai.identity.v1.ApiKeyCreated.key:type_name -> voiceai.identity.v1.ApiKey
-	5,  // 6: voiceai.identity.v1.ApiKeyUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	8,  // 7: voiceai.identity.v1.ApiKeyUpdated.key:type_name -> voiceai.identity.v1.ApiKey
-	5,  // 8: voiceai.identity.v1.ApiKeyRevoked.meta:type_name -> voiceai.common.v1.EventMeta
-	8,  // 9: voiceai.identity.v1.ApiKeyRevoked.key:type_name -> voiceai.identity.v1.ApiKey
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	6,  // 0: voiceai.identity.v1.WorkspaceCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	7,  // 1: voiceai.identity.v1.WorkspaceCreated.workspace:type_name -> voiceai.identity.v1.Workspace
+	6,  // 2: voiceai.identity.v1.ServiceAccountCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	8,  // 3: voiceai.identity.v1.ServiceAccountCreated.account:type_name -> voiceai.identity.v1.ServiceAccount
+	6,  // 4: voiceai.identity.v1.UserAdded.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 5: voiceai.identity.v1.UserAdded.user:type_name -> voiceai.identity.v1.User
+	6,  // 6: voiceai.identity.v1.ApiKeyCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	10, // 7: voiceai.identity.v1.ApiKeyCreated.key:type_name -> voiceai.identity.v1.ApiKey
+	6,  // 8: voiceai.identity.v1.ApiKeyUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	10, // 9: voiceai.identity.v1.ApiKeyUpdated.key:type_name -> voiceai.identity.v1.ApiKey
+	6,  // 10: voiceai.identity.v1.ApiKeyRevoked.meta:type_name -> voiceai.common.v1.EventMeta
+	10, // 11: voiceai.identity.v1.ApiKeyRevoked.key:type_name -> voiceai.identity.v1.ApiKey
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_identity_v1_events_proto_init() }
@@ -378,7 +439,7 @@ func file_voiceai_identity_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_identity_v1_events_proto_rawDesc), len(file_voiceai_identity_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

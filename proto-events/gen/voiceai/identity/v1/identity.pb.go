@@ -161,6 +161,94 @@ func (x *ServiceAccount) GetCreatedAtUnix() int64 {
 	return 0
 }
 
+// User is a person who is a member of a workspace (not a service account):
+// tickets are assigned to users and service accounts alike.
+type User struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	UserId      string                 `protobuf:"bytes,1,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	WorkspaceId string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	Email       string                 `protobuf:"bytes,3,opt,name=email,proto3" json:"email,omitempty"`
+	FirstName   string                 `protobuf:"bytes,4,opt,name=first_name,json=firstName,proto3" json:"first_name,omitempty"`
+	// "admin" or "member".
+	Role string `protobuf:"bytes,5,opt,name=role,proto3" json:"role,omitempty"`
+	// Seconds since the Unix epoch.
+	CreatedAtUnix int64 `protobuf:"varint,6,opt,name=created_at_unix,json=createdAtUnix,proto3" json:"created_at_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *User) Reset() {
+	*x = User{}
+	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *User) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*User) ProtoMessage() {}
+
+func (x *User) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use User.ProtoReflect.Descriptor instead.
+func (*User) Descriptor() ([]byte, []int) {
+	return file_voiceai_identity_v1_identity_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *User) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
+func (x *User) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *User) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *User) GetFirstName() string {
+	if x != nil {
+		return x.FirstName
+	}
+	return ""
+}
+
+func (x *User) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *User) GetCreatedAtUnix() int64 {
+	if x != nil {
+		return x.CreatedAtUnix
+	}
+	return 0
+}
+
 // ApiKey is the whole state of an API key. It never holds the secret
 // itself: only its SHA-256 digest, which is all the gateway needs to
 // authenticate a presented key.
@@ -197,7 +285,7 @@ type ApiKey struct {
 
 func (x *ApiKey) Reset() {
 	*x = ApiKey{}
-	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[2]
+	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +297,7 @@ func (x *ApiKey) String() string {
 func (*ApiKey) ProtoMessage() {}
 
 func (x *ApiKey) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[2]
+	mi := &file_voiceai_identity_v1_identity_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +310,7 @@ func (x *ApiKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKey.ProtoReflect.Descriptor instead.
 func (*ApiKey) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_identity_proto_rawDescGZIP(), []int{2}
+	return file_voiceai_identity_v1_identity_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ApiKey) GetKeyId() string {
@@ -344,7 +432,15 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05email\x18\x04 \x01(\tR\x05email\x12&\n" +
-	"\x0fcreated_at_unix\x18\x05 \x01(\x03R\rcreatedAtUnix\"\x9a\x05\n" +
+	"\x0fcreated_at_unix\x18\x05 \x01(\x03R\rcreatedAtUnix\"\xb3\x01\n" +
+	"\x04User\x12\x17\n" +
+	"\auser_id\x18\x01 \x01(\tR\x06userId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x14\n" +
+	"\x05email\x18\x03 \x01(\tR\x05email\x12\x1d\n" +
+	"\n" +
+	"first_name\x18\x04 \x01(\tR\tfirstName\x12\x12\n" +
+	"\x04role\x18\x05 \x01(\tR\x04role\x12&\n" +
+	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\"\x9a\x05\n" +
 	"\x06ApiKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x125\n" +
@@ -381,11 +477,12 @@ func file_voiceai_identity_v1_identity_proto_rawDescGZIP() []byte {
 	return file_voiceai_identity_v1_identity_proto_rawDescData
 }
 
-var file_voiceai_identity_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_voiceai_identity_v1_identity_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_voiceai_identity_v1_identity_proto_goTypes = []any{
 	(*Workspace)(nil),      // 0: voiceai.identity.v1.Workspace
 	(*ServiceAccount)(nil), // 1: voiceai.identity.v1.ServiceAccount
-	(*ApiKey)(nil),         // 2: voiceai.identity.v1.ApiKey
+	(*User)(nil),           // 2: voiceai.identity.v1.User
+	(*ApiKey)(nil),         // 3: voiceai.identity.v1.ApiKey
 }
 var file_voiceai_identity_v1_identity_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -400,14 +497,14 @@ func file_voiceai_identity_v1_identity_proto_init() {
 	if File_voiceai_identity_v1_identity_proto != nil {
 		return
 	}
-	file_voiceai_identity_v1_identity_proto_msgTypes[2].OneofWrappers = []any{}
+	file_voiceai_identity_v1_identity_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_identity_v1_identity_proto_rawDesc), len(file_voiceai_identity_v1_identity_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
