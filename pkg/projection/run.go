@@ -116,3 +116,13 @@ func WaitCaughtUp(ctx context.Context, js jetstream.JetStream, stream, durable s
 		}
 	}
 }
+
+// Start runs Run in the background for the life of ctx, logging if the
+// projector stops for any reason other than ctx ending.
+func Start(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler) {
+	go func() {
+		if err := Run(ctx, js, coll, c, h); err != nil && ctx.Err() == nil && c.Logger != nil {
+			c.Logger.Error("projector stopped", "projection", c.Durable, "err", err)
+		}
+	}()
+}

@@ -55,14 +55,9 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, d.Logger)
-	go func() {
-		err := projection.Run(ctx, d.JS, rm.Agents, projection.Config{
-			Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
-		}, adapters.Handler)
-		if err != nil && ctx.Err() == nil {
-			d.Logger.Error("agents projector stopped", "err", err)
-		}
-	}()
+	projection.Start(ctx, d.JS, rm.Agents, projection.Config{
+		Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
+	}, adapters.Handler)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "agents/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {

@@ -64,9 +64,15 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	go runProjector(ctx, d, a.ReadModel.Accounts, a.ReadModel.Handler(a.ReadModel.Accounts), "identity-accounts", events.IdentityAccountsAll)
-	go runProjector(ctx, d, a.ReadModel.Keys, a.ReadModel.Handler(a.ReadModel.Keys), "identity-keys", events.IdentityKeysAll)
-	go runProjector(ctx, d, a.ReadModel.Users, a.ReadModel.Handler(a.ReadModel.Users), "identity-users", events.IdentityUsersAll)
+	// One durable projector per read-model collection.
+	project := func(coll *mongo.Collection, durable, filter string) {
+		projection.Start(ctx, d.JS, coll, projection.Config{
+			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
+		}, a.ReadModel.Handler(coll))
+	}
+	project(a.ReadModel.Accounts, "identity-accounts", events.IdentityAccountsAll)
+	project(a.ReadModel.Keys, "identity-keys", events.IdentityKeysAll)
+	project(a.ReadModel.Users, "identity-users", events.IdentityUsersAll)
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {
 		return nil, err
@@ -76,14 +82,4 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		return nil, err
 	}
 	return &Service{App: a, Handler: handler, endpoint: ep}, nil
-}
-
-// runProjector keeps one read-model collection current from the stream.
-func runProjector(ctx context.Context, d runtime.Deps, coll *mongo.Collection, h projection.Handler, durable, filter string) {
-	err := projection.Run(ctx, d.JS, coll, projection.Config{
-		Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
-	}, h)
-	if err != nil && ctx.Err() == nil {
-		d.Logger.Error("identity projector stopped", "durable", durable, "err", err)
-	}
 }

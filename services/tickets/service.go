@@ -68,14 +68,9 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
-	go func() {
-		err := projection.Run(ctx, d.JS, rm.Tickets, projection.Config{
-			Stream: events.TicketsStream, Durable: "tickets-readmodel", FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
-		}, adapters.Handler)
-		if err != nil && ctx.Err() == nil {
-			d.Logger.Error("tickets projector stopped", "err", err)
-		}
-	}()
+	projection.Start(ctx, d.JS, rm.Tickets, projection.Config{
+		Stream: events.TicketsStream, Durable: "tickets-readmodel", FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
+	}, adapters.Handler)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {
