@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +61,16 @@ func get(t *testing.T, coll *mongo.Collection, id string) storedItem {
 }
 
 func TestUpsertKeepsNewestUnderReorderAndRedelivery(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "store guard", true: "single writer"}[single], func(t *testing.T) {
+			singleWriter.Store(single)
+			t.Cleanup(func() { singleWriter.Store(false) })
+			testUpsertKeepsNewest(t)
+		})
+	}
+}
+
+func testUpsertKeepsNewest(t *testing.T) {
 	_, _, db := setup(t)
 	coll, ctx := db.Collection("items"), context.Background()
 	mustApply := func(seq uint64, count int, want bool) {
@@ -164,5 +175,28 @@ func TestRunProjectsResumesAndRebuildMatches(t *testing.T) {
 	}
 	if got, want := all(t, rebuilt), all(t, live); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("rebuild differs:\n got %v\nwant %v", got, want)
+	}
+}
+
+// With one writer process, concurrent writes of one document still end at
+// the newest sequence.
+func TestSingleWriterConcurrentUpserts(t *testing.T) {
+	singleWriter.Store(true)
+	t.Cleanup(func() { singleWriter.Store(false) })
+	_, _, db := setup(t)
+	coll := db.Collection("items")
+	var wg sync.WaitGroup
+	for seq := 1; seq <= 30; seq++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := Upsert(context.Background(), coll, "a", uint64(seq), item{Name: "a", Count: seq}); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := get(t, coll, "a"); got.Count != 30 || got.LastSeq != 30 {
+		t.Fatalf("after concurrent writes: %+v", got)
 	}
 }

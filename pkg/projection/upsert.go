@@ -8,7 +8,11 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"hash/fnv"
+	"sync"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -18,6 +22,19 @@ import (
 // SeqField holds the stream sequence a document reflects.
 const SeqField = "last_seq"
 
+// singleWriter is set when this process is the only writer of its store
+// (the embedded FerretDB of the all-in-one stack).
+var singleWriter atomic.Bool
+
+// AssumeSingleWriter switches guarded writes to a per-document lock in
+// this process around an _id-only read and replace. FerretDB pushes down
+// only a bare _id filter, so the store-side guard (a filter on _id and
+// last_seq) scans the whole collection on every write; with one writer
+// process, the lock gives the same guarantee at the cost of a point read.
+// Only the embedded stack may call it: it is wrong when other processes
+// write the same collections.
+func AssumeSingleWriter() { singleWriter.Store(true) }
+
 // Upsert stores doc as the document id at stream sequence seq, unless the
 // stored document already reflects seq or later. applied reports whether
 // it was written.
@@ -25,6 +42,9 @@ func Upsert(ctx context.Context, coll *mongo.Collection, id string, seq uint64, 
 	replacement, err := withSeq(id, seq, doc)
 	if err != nil {
 		return false, err
+	}
+	if singleWriter.Load() {
+		return upsertLocked(ctx, coll, id, seq, replacement)
 	}
 	// The filter matches only an older version; when a newer one exists the
 	// upsert tries to insert a second document with the same _id, and the
@@ -58,4 +78,29 @@ func withSeq(id string, seq uint64, doc any) (bson.D, error) {
 		}
 	}
 	return out, nil
+}
+
+// docLocks serialise writes of one document within the process.
+var docLocks [256]sync.Mutex
+
+func upsertLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+	h := fnv.New32a()
+	h.Write([]byte(coll.Database().Name() + "/" + coll.Name() + "/" + id))
+	mu := &docLocks[h.Sum32()%uint32(len(docLocks))]
+	mu.Lock()
+	defer mu.Unlock()
+	var stored struct {
+		LastSeq int64 `bson:"last_seq"`
+	}
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: SeqField, Value: 1}})).Decode(&stored)
+	switch {
+	case err == nil && stored.LastSeq >= int64(seq):
+		return false, nil
+	case err != nil && !errors.Is(err, mongo.ErrNoDocuments):
+		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
+	}
+	if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, replacement, options.Replace().SetUpsert(true)); err != nil {
+		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
+	}
+	return true, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/agents"
 	"github.com/voiceai-platform/voiceai/services/gateway"
@@ -125,6 +126,8 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return fail(err)
 	}
+	// This process is the only writer of its embedded store.
+	projection.AssumeSingleWriter()
 	cleanup = append(cleanup, store.Close)
 
 	secret := c.SecretKey
