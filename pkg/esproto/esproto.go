@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -41,7 +42,12 @@ func Append(ctx context.Context, st *eventstore.Store, subject string, expected 
 	if err != nil {
 		return eventstore.Appended{}, fmt.Errorf("encode %T: %w", ev, err)
 	}
+	var header nats.Header
+	if tp := httpx.Traceparent(ctx); tp != "" {
+		header = nats.Header{events.HeaderTraceparent: []string{tp}}
+	}
 	return st.Append(ctx, subject, expected, meta.GetCommandId(), eventstore.Event{
+		Header:        header,
 		ID:            meta.GetEventId(),
 		Type:          events.TypeOf(ev),
 		Schema:        events.SchemaOf(ev),

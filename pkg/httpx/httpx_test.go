@@ -136,3 +136,21 @@ func FuzzDecodeJSON(f *testing.F) {
 		}
 	})
 }
+
+func TestTraceparentKeptOrStarted(t *testing.T) {
+	var seen string
+	h := WithTraceparent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = Traceparent(r.Context()) }))
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("traceparent", tp)
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if seen != tp {
+		t.Fatalf("incoming traceparent not kept: %q", seen)
+	}
+	r = httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("traceparent", "garbage")
+	h.ServeHTTP(httptest.NewRecorder(), r)
+	if !wellFormedTraceparent.MatchString(seen) || seen == tp {
+		t.Fatalf("no fresh trace started: %q", seen)
+	}
+}

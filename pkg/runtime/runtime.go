@@ -97,5 +97,5 @@ func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware)
 	router.NotFoundHandler = httpx.NotFoundHandler()
 	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
-	return httpx.WithRequestID(d.Logger, httpx.Recover(httpx.AccessLog(principal.Middleware(router))))
+	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(principal.Middleware(router)))))
 }

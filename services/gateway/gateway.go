@@ -98,7 +98,7 @@ func (g *Gateway) Handler() http.Handler {
 	top.HandleFunc("/healthz", g.healthz).Methods(http.MethodGet, http.MethodHead)
 	top.HandleFunc("/readyz", g.readyz).Methods(http.MethodGet, http.MethodHead)
 	top.PathPrefix("/").Handler(g.Authenticate(api))
-	return httpx.WithRequestID(g.log, httpx.Recover(httpx.AccessLog(top)))
+	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
 }
 
 // forwardTo checks the route's permission and relays the request.
