@@ -3,7 +3,8 @@
 // document records the stream sequence it reflects (last_seq) and is only
 // ever replaced by a newer one. Redelivery and reordering therefore
 // converge to the newest state, and a read model can be rebuilt from the
-// stream alone.
+// stream alone. Deleted aggregates stay as tombstone documents (the
+// handler decides their content), so a late older event cannot revive them.
 package projection
 
 import (
@@ -26,38 +27,78 @@ const SeqField = "last_seq"
 // (the embedded FerretDB of the all-in-one stack).
 var singleWriter atomic.Bool
 
-// AssumeSingleWriter switches guarded writes to a per-document lock in
-// this process around an _id-only read and replace. FerretDB pushes down
-// only a bare _id filter, so the store-side guard (a filter on _id and
-// last_seq) scans the whole collection on every write; with one writer
-// process, the lock gives the same guarantee at the cost of a point read.
-// Only the embedded stack may call it: it is wrong when other processes
-// write the same collections.
+// AssumeSingleWriter switches guarded writes to an _id-only read and
+// replace under the per-document lock. FerretDB pushes down only a bare
+// _id filter, so the store-side guard (a filter on _id and last_seq)
+// scans the whole collection on every write; with one writer process,
+// the lock gives the same guarantee at the cost of a point read. Only the
+// embedded stack may call it: it is wrong when other processes write the
+// same collections.
 func AssumeSingleWriter() { singleWriter.Store(true) }
 
 // Upsert stores doc as the document id at stream sequence seq, unless the
 // stored document already reflects seq or later. applied reports whether
-// it was written.
+// it was written. doc is any BSON-marshalable value; its _id and last_seq
+// are set here.
+//
+// Writes of one document are serialised within the process: FerretDB
+// evaluates the guarded replace as a read then a write with no isolation,
+// so two concurrent writers could otherwise both pass the guard and the
+// older could land last. Across processes that takes a real MongoDB,
+// where the guarded replace is atomic per document.
 func Upsert(ctx context.Context, coll *mongo.Collection, id string, seq uint64, doc any) (applied bool, err error) {
 	replacement, err := withSeq(id, seq, doc)
 	if err != nil {
 		return false, err
 	}
+	unlock := lockDoc(coll, id)
+	defer unlock()
 	if singleWriter.Load() {
-		return upsertLocked(ctx, coll, id, seq, replacement)
-	}
-	// The filter matches only an older version; when a newer one exists the
-	// upsert tries to insert a second document with the same _id, and the
-	// unique _id index refuses it: that refusal means "stale, skip".
-	filter := bson.D{{Key: "_id", Value: id}, {Key: SeqField, Value: bson.D{{Key: "$lt", Value: int64(seq)}}}}
-	_, err = coll.ReplaceOne(ctx, filter, replacement, options.Replace().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		return false, nil
+		applied, err = replaceIfNewerLocked(ctx, coll, id, seq, replacement)
+	} else {
+		applied, err = replaceIfNewer(ctx, coll, id, seq, replacement)
 	}
 	if err != nil {
 		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
 	}
-	return true, nil
+	return applied, nil
+}
+
+// replaceIfNewer lets the store judge: the filter matches only an older
+// version; when a newer one exists the upsert tries to insert a second
+// document with the same _id, and the unique _id index refuses it.
+func replaceIfNewer(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+	filter := bson.D{{Key: "_id", Value: id}, {Key: SeqField, Value: bson.D{{Key: "$lt", Value: int64(seq)}}}}
+	for attempt := 1; ; attempt++ {
+		_, err := coll.ReplaceOne(ctx, filter, replacement, options.Replace().SetUpsert(true))
+		if !mongo.IsDuplicateKeyError(err) {
+			return err == nil, err
+		}
+		// The first refusal may be a concurrent writer's insert of an older
+		// version that landed after our filter missed. The document exists
+		// now and is never deleted, so a second attempt decides: it either
+		// replaces the document or proves it newer.
+		if attempt == 2 {
+			return false, nil
+		}
+	}
+}
+
+// replaceIfNewerLocked compares sequences in the process; the caller
+// holds the document's lock and is the store's only writer.
+func replaceIfNewerLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+	var stored struct {
+		LastSeq int64 `bson:"last_seq"`
+	}
+	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: SeqField, Value: 1}})).Decode(&stored)
+	switch {
+	case err == nil && stored.LastSeq >= int64(seq):
+		return false, nil
+	case err != nil && !errors.Is(err, mongo.ErrNoDocuments):
+		return false, err
+	}
+	_, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, replacement, options.Replace().SetUpsert(true))
+	return err == nil, err
 }
 
 // withSeq marshals doc and sets its _id and last_seq.
@@ -80,27 +121,14 @@ func withSeq(id string, seq uint64, doc any) (bson.D, error) {
 	return out, nil
 }
 
-// docLocks serialise writes of one document within the process.
+// docLocks serialise writes of one document within the process; a fixed
+// set of stripes keeps memory bounded whatever the number of documents.
 var docLocks [256]sync.Mutex
 
-func upsertLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+func lockDoc(coll *mongo.Collection, id string) (unlock func()) {
 	h := fnv.New32a()
 	h.Write([]byte(coll.Database().Name() + "/" + coll.Name() + "/" + id))
 	mu := &docLocks[h.Sum32()%uint32(len(docLocks))]
 	mu.Lock()
-	defer mu.Unlock()
-	var stored struct {
-		LastSeq int64 `bson:"last_seq"`
-	}
-	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: SeqField, Value: 1}})).Decode(&stored)
-	switch {
-	case err == nil && stored.LastSeq >= int64(seq):
-		return false, nil
-	case err != nil && !errors.Is(err, mongo.ErrNoDocuments):
-		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
-	}
-	if _, err := coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, replacement, options.Replace().SetUpsert(true)); err != nil {
-		return false, fmt.Errorf("upsert %s/%s@%d: %w", coll.Name(), id, seq, err)
-	}
-	return true, nil
+	return mu.Unlock
 }
