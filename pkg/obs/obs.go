@@ -28,10 +28,14 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// ServeMetrics serves /metrics on addr until ctx ends. An empty addr
-// disables the endpoint.
+// MetricsOff is the VOICEAI_METRICS_ADDR value that disables the endpoint
+// (an empty variable means "the default", as for every setting).
+const MetricsOff = "off"
+
+// ServeMetrics serves /metrics on addr until ctx ends. An empty addr or
+// MetricsOff disables the endpoint.
 func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
-	if addr == "" {
+	if addr == "" || addr == MetricsOff {
 		return nil
 	}
 	ln, err := net.Listen("tcp", addr)

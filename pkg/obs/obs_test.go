@@ -69,3 +69,9 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestMetricsOff(t *testing.T) {
+	if err := ServeMetrics(context.Background(), MetricsOff, NewRegistry()); err != nil {
+		t.Fatalf("off must return at once without error: %v", err)
+	}
+}

@@ -80,7 +80,7 @@ func (c *cluster) start(name string, env ...string) *proc {
 	p := &proc{name: name, addr: make(chan string, 1), done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name))
 	p.cmd.Env = append(os.Environ(),
-		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=",
+		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=off",
 		"VOICEAI_DATA_DIR="+c.dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
 		"VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey)
 	p.cmd.Env = append(p.cmd.Env, env...)
