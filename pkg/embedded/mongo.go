@@ -7,9 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
+
+// newMu serialises ferretdb.New, which writes a process-wide variable
+// (version.Get().Package): two stores started at once would race.
+var newMu sync.Mutex
 
 // Mongo is an in-process FerretDB speaking the MongoDB wire protocol,
 // storing its data in SQLite files under a directory.
@@ -31,12 +36,14 @@ func StartMongo(dir string) (*Mongo, error) {
 	}
 	// FerretDB logs every command it does not know (the driver's
 	// endSessions) at warning level; only its errors matter to us.
+	newMu.Lock()
 	f, err := ferretdb.New(&ferretdb.Config{
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
 		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 	})
+	newMu.Unlock()
 	if err != nil {
 		return nil, fmt.Errorf("embedded mongo: %w", err)
 	}

@@ -167,7 +167,7 @@ func (p *permissionsField) UnmarshalJSON(b []byte) error {
 	}
 	var list []string
 	if err := json.Unmarshal(b, &list); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings, Field: "permissions"}
+		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings}
 	}
 	*p = list
 	return nil
@@ -186,7 +186,7 @@ func (o *optionalBool) UnmarshalJSON(b []byte) error {
 	}
 	var v *bool
 	if err := json.Unmarshal(b, &v); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeOf(true), Field: "is_enabled"}
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeOf(true)}
 	}
 	o.v = v
 	return nil
@@ -217,7 +217,7 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 		}
 	}
 	if err := json.Unmarshal(b, &a.ips); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings, Field: "allowed_ips"}
+		return &json.UnmarshalTypeError{Value: string(b), Type: typeOfStrings}
 	}
 	if a.ips == nil {
 		a.ips = []string{}
