@@ -123,7 +123,10 @@ func (g *Gateway) clientIP(r *http.Request) netip.Addr {
 	if !g.trusted(peer) {
 		return peer
 	}
-	hops := strings.Split(r.Header.Get("X-Forwarded-For"), ",")
+	// Several header lines are one comma-separated list (RFC 9110 5.3):
+	// reading only the first would let a client's own line win over the
+	// one its proxy appended.
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 	for i := len(hops) - 1; i >= 0; i-- {
 		a, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
 		if err != nil {

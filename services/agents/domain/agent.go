@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 )
@@ -34,7 +35,7 @@ func CheckName(name string) *Problem {
 	if strings.TrimSpace(name) == "" {
 		return &Problem{Loc: []any{"name"}, Msg: "String should have at least 1 character"}
 	}
-	if len(name) > MaxNameLen {
+	if utf8.RuneCountInString(name) > MaxNameLen { // characters, as the message says
 		return &Problem{Loc: []any{"name"}, Msg: fmt.Sprintf("String should have at most %d characters", MaxNameLen)}
 	}
 	return nil
@@ -46,7 +47,7 @@ func CheckTags(tags []string) *Problem {
 		return &Problem{Loc: []any{"tags"}, Msg: fmt.Sprintf("At most %d tags", MaxTags)}
 	}
 	for i, t := range tags {
-		if strings.TrimSpace(t) == "" || len(t) > MaxTagLen {
+		if strings.TrimSpace(t) == "" || utf8.RuneCountInString(t) > MaxTagLen {
 			return &Problem{Loc: []any{"tags", i}, Msg: fmt.Sprintf("A tag has 1 to %d characters", MaxTagLen)}
 		}
 	}

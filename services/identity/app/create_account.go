@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"unicode/utf8"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
@@ -24,7 +25,7 @@ func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, comma
 	name = strings.TrimSpace(name)
 	var v httpx.Validator
 	v.Check(name != "", "Field required", "missing", "body", "name")
-	v.Check(len(name) <= 200, "String should have at most 200 characters", "string_too_long", "body", "name")
+	v.Check(utf8.RuneCountInString(name) <= 200, "String should have at most 200 characters", "string_too_long", "body", "name")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/mail"
 	"strings"
+	"unicode/utf8"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
@@ -32,7 +33,7 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role s
 		role = RoleMember
 	}
 	v.Check(role == RoleAdmin || role == RoleMember, "Input should be 'admin' or 'member'", "enum", "body", "role")
-	v.Check(len(firstName) <= 200, "String should have at most 200 characters", "string_too_long", "body", "first_name")
+	v.Check(utf8.RuneCountInString(firstName) <= 200, "String should have at most 200 characters", "string_too_long", "body", "first_name")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

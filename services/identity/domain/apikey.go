@@ -42,12 +42,15 @@ func HashSecret(secret string) []byte {
 	return h[:]
 }
 
-// Hint shows enough of a secret to recognise it, never enough to use it.
+// Hint shows enough of a secret to recognise it, never enough to use it:
+// at most a quarter of it at each end (8 and 4 characters of a generated
+// key), so a short operator-configured secret is not listed in full.
 func Hint(secret string) string {
 	if len(secret) <= 8 {
 		return strings.Repeat("*", len(secret))
 	}
-	return secret[:min(len(secret)-4, 8)] + "…" + secret[len(secret)-4:]
+	head, tail := min(len(secret)/4, 8), min(len(secret)/4, 4)
+	return secret[:head] + "…" + secret[len(secret)-tail:]
 }
 
 // ErrInvalid wraps every rule violation; the message names the field.
@@ -68,13 +71,13 @@ func NormalizePermissions(perms []string) ([]string, error) {
 	if len(perms) == 0 {
 		return nil, &FieldError{Field: "permissions", Index: -1, Msg: "at least one permission, or \"all\", is required"}
 	}
-	if slices.Contains(perms, principal.PermissionAll) {
-		return []string{principal.PermissionAll}, nil
-	}
 	for i, p := range perms {
-		if !principal.IsKnown(p) {
+		if p != principal.PermissionAll && !principal.IsKnown(p) {
 			return nil, &FieldError{Field: "permissions", Index: i, Msg: fmt.Sprintf("unknown permission %q", p)}
 		}
+	}
+	if slices.Contains(perms, principal.PermissionAll) {
+		return []string{principal.PermissionAll}, nil
 	}
 	out := slices.Clone(perms)
 	slices.Sort(out)
@@ -113,6 +116,11 @@ func ParseIPOrPrefix(s string) (netip.Prefix, error) {
 	s = strings.TrimSpace(s)
 	if strings.Contains(s, "/") {
 		p, err := netip.ParsePrefix(s)
+		if err == nil && p.Addr().Is4In6() && p.Bits() >= 96 {
+			// Clients are matched by their unmapped address, so an
+			// IPv4-mapped range is stored as the IPv4 range it means.
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		return p.Masked(), err
 	}
 	a, err := netip.ParseAddr(s)

@@ -98,6 +98,14 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 		}
 	}
 
+	// A retried create answers the ticket its first attempt created, with
+	// the same status code, whatever was reported on the conversation since.
+	if commandID != "" {
+		if t, _, err := a.Get(ctx, ws, stableTicketID(ws, commandID)); err == nil {
+			return t, false, nil
+		}
+	}
+
 	// A report on a conversation with an active ticket joins it.
 	if open := a.activeTicketOf(ctx, ws, agentID, conv); open != "" {
 		t, err := a.change(ctx, ws, open, commandID, func(next *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
@@ -159,12 +167,16 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agen
 // ticket the first attempt created.
 func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string) (*ticketsv1.Ticket, bool, error) {
 	if commandID != "" {
-		t.TicketId = "tkt_" + esproto.StableID(t.WorkspaceId, commandID)
+		t.TicketId = stableTicketID(t.WorkspaceId, commandID)
 	}
 	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
 	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.now())
 	return a.Tickets.Create(ctx, t.WorkspaceId, t.TicketId, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
 }
+
+// stableTicketID is the id of the ticket a create with a command id makes,
+// so a retry finds it.
+func stableTicketID(ws, commandID string) string { return "tkt_" + esproto.StableID(ws, commandID) }
 
 // activeTicketOf finds the active ticket already raised on a conversation.
 func (a *App) activeTicketOf(ctx context.Context, ws, agentID, conv string) string {
