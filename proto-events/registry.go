@@ -11,6 +11,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 )
 
@@ -69,6 +70,21 @@ var registrations = []registration{
 	{TypeTicketCommented, TicketsStream, func() Event { return &ticketsv1.TicketCommented{} }},
 	{TypeTicketMerged, TicketsStream, func() Event { return &ticketsv1.TicketMerged{} }},
 	{TypeTicketDeleted, TicketsStream, func() Event { return &ticketsv1.TicketDeleted{} }},
+
+	{TypeTestCreated, TestingStream, func() Event { return &testingv1.TestCreated{} }},
+	{TypeTestUpdated, TestingStream, func() Event { return &testingv1.TestUpdated{} }},
+	{TypeTestDeleted, TestingStream, func() Event { return &testingv1.TestDeleted{} }},
+	{TypeFolderCreated, TestingStream, func() Event { return &testingv1.FolderCreated{} }},
+	{TypeFolderUpdated, TestingStream, func() Event { return &testingv1.FolderUpdated{} }},
+	{TypeFolderDeleted, TestingStream, func() Event { return &testingv1.FolderDeleted{} }},
+	{TypeInvocationCreated, TestingStream, func() Event { return &testingv1.InvocationCreated{} }},
+	{TypeInvocationResubmitted, TestingStream, func() Event { return &testingv1.InvocationResubmitted{} }},
+	{TypeInvocationCancelled, TestingStream, func() Event { return &testingv1.InvocationCancelled{} }},
+	{TypeInvocationCompleted, TestingStream, func() Event { return &testingv1.InvocationCompleted{} }},
+	{TypeBucketingCompleted, TestingStream, func() Event { return &testingv1.BucketingCompleted{} }},
+	{TypeBucketingFailed, TestingStream, func() Event { return &testingv1.BucketingFailed{} }},
+	{TypeRunCompleted, TestRunsStream, func() Event { return &testingv1.RunCompleted{} }},
+	{TypeResultGroupComputed, TestRunsStream, func() Event { return &testingv1.ResultGroupComputed{} }},
 }
 
 var (

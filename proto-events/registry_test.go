@@ -38,6 +38,20 @@ var wantTypes = map[string]struct {
 	"tickets.ticket_commented":         {"voiceai.tickets.v1.TicketCommented", "TICKETS"},
 	"tickets.ticket_merged":            {"voiceai.tickets.v1.TicketMerged", "TICKETS"},
 	"tickets.ticket_deleted":           {"voiceai.tickets.v1.TicketDeleted", "TICKETS"},
+	"testing.test_created":             {"voiceai.testing.v1.TestCreated", "TESTING"},
+	"testing.test_updated":             {"voiceai.testing.v1.TestUpdated", "TESTING"},
+	"testing.test_deleted":             {"voiceai.testing.v1.TestDeleted", "TESTING"},
+	"testing.folder_created":           {"voiceai.testing.v1.FolderCreated", "TESTING"},
+	"testing.folder_updated":           {"voiceai.testing.v1.FolderUpdated", "TESTING"},
+	"testing.folder_deleted":           {"voiceai.testing.v1.FolderDeleted", "TESTING"},
+	"testing.invocation_created":       {"voiceai.testing.v1.InvocationCreated", "TESTING"},
+	"testing.invocation_resubmitted":   {"voiceai.testing.v1.InvocationResubmitted", "TESTING"},
+	"testing.invocation_cancelled":     {"voiceai.testing.v1.InvocationCancelled", "TESTING"},
+	"testing.invocation_completed":     {"voiceai.testing.v1.InvocationCompleted", "TESTING"},
+	"testing.bucketing_completed":      {"voiceai.testing.v1.BucketingCompleted", "TESTING"},
+	"testing.bucketing_failed":         {"voiceai.testing.v1.BucketingFailed", "TESTING"},
+	"testing.run_completed":            {"voiceai.testing.v1.RunCompleted", "TESTRUNS"},
+	"testing.result_group_computed":    {"voiceai.testing.v1.ResultGroupComputed", "TESTRUNS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -55,6 +69,11 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeAPIKeyCreated, events.TypeAPIKeyUpdated, events.TypeAPIKeyRevoked,
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
 		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,
+		events.TypeTestCreated, events.TypeTestUpdated, events.TypeTestDeleted,
+		events.TypeFolderCreated, events.TypeFolderUpdated, events.TypeFolderDeleted,
+		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
+		events.TypeInvocationCompleted, events.TypeBucketingCompleted, events.TypeBucketingFailed,
+		events.TypeRunCompleted, events.TypeResultGroupComputed,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {
@@ -104,6 +123,8 @@ func scalar(t *testing.T, fd protoreflect.FieldDescriptor, s string) protoreflec
 		return protoreflect.ValueOfInt64(int64(len(s)) + 1_700_000_000)
 	case protoreflect.Int32Kind:
 		return protoreflect.ValueOfInt32(int32(len(s)))
+	case protoreflect.Uint64Kind:
+		return protoreflect.ValueOfUint64(uint64(len(s)) + 1)
 	case protoreflect.BoolKind:
 		return protoreflect.ValueOfBool(true)
 	default:

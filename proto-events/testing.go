@@ -1,0 +1,101 @@
+package events
+
+// Streams, subjects and event types of the testing service (agent tests,
+// invocations and their runs). See README.md, "Testing".
+const (
+	// TestingStream holds tests, folders and invocations:
+	// testing.evt.<workspace_id>.<kind>.<id>, kind test|folder|invocation.
+	TestingStream        = "TESTING"
+	TestingSubjectPrefix = "testing.evt"
+	TestingAll           = "testing.evt.>"
+	// TestingInvocationsAll matches invocation events of every workspace.
+	TestingInvocationsAll = "testing.evt.*.invocation.*"
+
+	// TestRunsStream holds run results and result groups:
+	// testruns.evt.<workspace_id>.<invocation_id>.<run_id> and
+	// testruns.grp.<workspace_id>.<invocation_id>.<test_index>.
+	TestRunsStream = "TESTRUNS"
+	TestRunsAll    = "testruns.>"
+
+	// TestJobsStream is the runners' work queue (WorkQueue retention):
+	// testjobs.<workspace_id>.<invocation_id>.<run_id|bucketing>.
+	TestJobsStream = "TESTJOBS"
+	TestJobsAll    = "testjobs.>"
+
+	// TestCountsStream holds per-invocation counters (NATS message
+	// counters): testcounts.<invocation_id>.<done|passed>.
+	TestCountsStream = "TESTCOUNTS"
+	TestCountsAll    = "testcounts.>"
+)
+
+// Testing kinds: the fourth token of a TESTING subject.
+const (
+	TestingKindTest       = "test"
+	TestingKindFolder     = "folder"
+	TestingKindInvocation = "invocation"
+)
+
+// Event types of the testing service.
+const (
+	TypeTestCreated           = "testing.test_created"
+	TypeTestUpdated           = "testing.test_updated"
+	TypeTestDeleted           = "testing.test_deleted"
+	TypeFolderCreated         = "testing.folder_created"
+	TypeFolderUpdated         = "testing.folder_updated"
+	TypeFolderDeleted         = "testing.folder_deleted"
+	TypeInvocationCreated     = "testing.invocation_created"
+	TypeInvocationResubmitted = "testing.invocation_resubmitted"
+	TypeInvocationCancelled   = "testing.invocation_cancelled"
+	TypeInvocationCompleted   = "testing.invocation_completed"
+	TypeBucketingCompleted    = "testing.bucketing_completed"
+	TypeBucketingFailed       = "testing.bucketing_failed"
+	TypeRunCompleted          = "testing.run_completed"
+	TypeResultGroupComputed   = "testing.result_group_computed"
+)
+
+// TestingSubject is the subject of a test, folder or invocation.
+func TestingSubject(workspaceID, kind, id string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "kind", kind, "id", id); err != nil {
+		return "", err
+	}
+	return TestingSubjectPrefix + "." + workspaceID + "." + kind + "." + id, nil
+}
+
+// RunSubject is the subject of a run's results.
+func RunSubject(workspaceID, invocationID, runID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "invocation id", invocationID, "run id", runID); err != nil {
+		return "", err
+	}
+	return "testruns.evt." + workspaceID + "." + invocationID + "." + runID, nil
+}
+
+// RunsOfInvocation matches the run results of one invocation.
+func RunsOfInvocation(workspaceID, invocationID string) string {
+	return "testruns.evt." + workspaceID + "." + invocationID + ".*"
+}
+
+// ResultGroupSubject is the subject of one test's result group.
+func ResultGroupSubject(workspaceID, invocationID, testIndex string) string {
+	return "testruns.grp." + workspaceID + "." + invocationID + "." + testIndex
+}
+
+// ResultGroupsOfInvocation matches the result groups of one invocation.
+func ResultGroupsOfInvocation(workspaceID, invocationID string) string {
+	return "testruns.grp." + workspaceID + "." + invocationID + ".*"
+}
+
+// TestJobSubject is the work-queue subject of a job.
+func TestJobSubject(workspaceID, invocationID, job string) string {
+	return "testjobs." + workspaceID + "." + invocationID + "." + job
+}
+
+// TestJobsOfInvocation matches the queued jobs of one invocation (for
+// purging them on cancel).
+func TestJobsOfInvocation(workspaceID, invocationID string) string {
+	return "testjobs." + workspaceID + "." + invocationID + ".*"
+}
+
+// TestCountSubject is an invocation's counter: "done" or "passed".
+func TestCountSubject(invocationID, counter string) string {
+	return "testcounts." + invocationID + "." + counter
+}
