@@ -86,4 +86,34 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(reply.Data)
+	if subj := reply.Header.Get(hdrStream); subj != "" {
+		f.pullStream(w, r, service, subj, timeout)
+	}
+}
+
+// pullStream asks for the chunks of a streamed response one at a time and
+// writes each to the client as it comes, so memory stays bounded by one
+// chunk whatever the response size.
+func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, subject string, timeout time.Duration) {
+	flusher, _ := w.(http.Flusher)
+	for {
+		if flusher != nil {
+			flusher.Flush()
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		chunk, err := f.NC.RequestWithContext(ctx, subject, nil)
+		cancel()
+		if err != nil {
+			// Headers are gone; all we can do is cut the body short, which
+			// the client sees as a truncated response.
+			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "service", service, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+		if _, err := w.Write(chunk.Data); err != nil {
+			return
+		}
+		if chunk.Header.Get(hdrStreamEnd) != "" {
+			return
+		}
+	}
 }

@@ -87,3 +87,42 @@ func TestForwardBodyLimitIs413(t *testing.T) {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}
 }
+
+// A response far larger than one NATS message arrives whole, in order,
+// streamed chunk by chunk; small requests keep being served meanwhile.
+func TestForwardStreamsLargeResponses(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	const size = 5<<20 + 12345 // several chunks and more than the 1 MiB max payload
+	big := make([]byte, size)
+	for i := range big {
+		big[i] = byte('a' + i%26)
+	}
+	r := mux.NewRouter()
+	r.HandleFunc("/big", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		for off := 0; off < len(big); off += 1000 {
+			_, _ = w.Write(big[off:min(off+1000, len(big))])
+		}
+	})
+	r.HandleFunc("/small", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	svc, err := Serve(nc, "big", "1.0.0", r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	f := &Forwarder{NC: nc, Timeout: 5 * time.Second}
+
+	rec := httptest.NewRecorder()
+	f.Forward(rec, httptest.NewRequest(http.MethodGet, "/big", nil), "big")
+	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("status %d, headers %v", rec.Code, rec.Header())
+	}
+	if rec.Body.Len() != size || string(rec.Body.Bytes()) != string(big) {
+		t.Fatalf("body of %d bytes differs from the %d sent", rec.Body.Len(), size)
+	}
+	small := httptest.NewRecorder()
+	f.Forward(small, httptest.NewRequest(http.MethodGet, "/small", nil), "big")
+	if small.Body.String() != "ok" || small.Header().Get(hdrStream) != "" {
+		t.Fatalf("small response: %q %v", small.Body.String(), small.Header())
+	}
+}

@@ -2,29 +2,45 @@ package natsx
 
 import (
 	"bytes"
+	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 )
 
+// MaxConcurrent bounds the requests one service process handles at once.
+const MaxConcurrent = 256
+
+// streamIdle is how long a streaming response waits for the caller to ask
+// for its next chunk before giving up.
+const streamIdle = 30 * time.Second
+
 // Serve registers handler as NATS micro service name, answering HTTP
-// requests forwarded to Subject(name). Close the returned service (Stop) to
-// drain it.
+// requests forwarded to Subject(name). Requests are handled concurrently
+// (up to MaxConcurrent). Close the returned service (Stop) to drain it.
 func Serve(nc *nats.Conn, name, version string, handler http.Handler) (micro.Service, error) {
+	slots := make(chan struct{}, MaxConcurrent)
 	return micro.AddService(nc, micro.Config{
 		Name:        name,
 		Version:     version,
 		Description: "voiceai " + name + " service (HTTP over NATS)",
 		Endpoint: &micro.EndpointConfig{
 			Subject: Subject(name),
-			Handler: micro.HandlerFunc(func(req micro.Request) { serveOne(handler, req, nc.MaxPayload()) }),
+			Handler: micro.HandlerFunc(func(req micro.Request) {
+				slots <- struct{}{}
+				go func() {
+					defer func() { <-slots }()
+					serveOne(nc, handler, req)
+				}()
+			}),
 		},
 	})
 }
 
-func serveOne(handler http.Handler, req micro.Request, maxPayload int64) {
+func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
 	h := req.Headers()
 	r, err := http.NewRequest(nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
 	if err != nil {
@@ -39,30 +55,39 @@ func serveOne(handler http.Handler, req micro.Request, maxPayload int64) {
 	}
 	r.RemoteAddr = nats.Header(h).Get(hdrRemoteAddr)
 	r.ContentLength = int64(len(req.Data()))
-	rec := &recorder{header: http.Header{}}
+	rec := &recorder{header: http.Header{}, nc: nc, req: req}
 	handler.ServeHTTP(rec, r)
-	if int64(rec.body.Len()) > maxPayload-headerAllowance {
-		respond(req, http.StatusBadGateway, http.Header{"Content-Type": {"application/json"}},
-			[]byte(`{"detail":{"status":"response_too_large","message":"The response exceeds the bus's message size; narrow the request.","request_id":null}}`))
-		return
-	}
-	respond(req, rec.statusOrOK(), rec.header, rec.body.Bytes())
+	rec.finish()
 }
 
-func respond(req micro.Request, status int, header http.Header, body []byte) {
+func respond(req micro.Request, status int, header http.Header, body []byte, extra ...string) {
 	out := micro.Headers{}
 	for k, vs := range header {
 		out[k] = vs
 	}
 	out[hdrStatus] = []string{strconv.Itoa(status)}
+	for i := 0; i+1 < len(extra); i += 2 {
+		out[extra[i]] = []string{extra[i+1]}
+	}
 	_ = req.Respond(body, micro.WithHeaders(out))
 }
 
-// recorder buffers one response; replies are a single NATS message.
+// errStreamAbandoned is returned by Write when the caller stopped asking
+// for chunks (client gone, or gateway timeout).
+var errStreamAbandoned = errors.New("natsx: caller abandoned the streamed response")
+
+// recorder buffers a response; one that outgrows streamChunk is streamed:
+// the first chunk answers the request and names a subject on which the
+// caller asks for each following chunk.
 type recorder struct {
 	header http.Header
 	status int
 	body   bytes.Buffer
+
+	nc     *nats.Conn
+	req    micro.Request
+	stream *nats.Subscription // set once streaming
+	failed bool
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -71,15 +96,65 @@ func (r *recorder) WriteHeader(code int) {
 		r.status = code
 	}
 }
+
 func (r *recorder) Write(b []byte) (int, error) {
+	if r.failed {
+		return 0, errStreamAbandoned
+	}
 	if r.status == 0 {
 		r.status = http.StatusOK
 	}
-	return r.body.Write(b)
+	n, _ := r.body.Write(b)
+	for r.body.Len() >= streamChunk {
+		if err := r.sendChunk(r.body.Next(streamChunk), false); err != nil {
+			r.failed = true
+			return n, err
+		}
+	}
+	return n, nil
 }
+
+// Flush is a no-op: chunks leave when full.
+func (r *recorder) Flush() {}
+
 func (r *recorder) statusOrOK() int {
 	if r.status == 0 {
 		return http.StatusOK
 	}
 	return r.status
+}
+
+// sendChunk sends one chunk: the first as the reply to the request, the
+// others each as the answer to the caller's request for more.
+func (r *recorder) sendChunk(chunk []byte, last bool) error {
+	if r.stream == nil {
+		sub, err := r.nc.SubscribeSync(r.nc.NewInbox())
+		if err != nil {
+			return err
+		}
+		r.stream = sub
+		respond(r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
+		return nil
+	}
+	next, err := r.stream.NextMsg(streamIdle)
+	if err != nil {
+		return errStreamAbandoned
+	}
+	h := nats.Header{}
+	if last {
+		h.Set(hdrStreamEnd, "1")
+	}
+	return next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h, Data: chunk})
+}
+
+// finish sends what is left: the whole response when it was small.
+func (r *recorder) finish() {
+	if r.stream == nil {
+		respond(r.req, r.statusOrOK(), r.header, r.body.Bytes())
+		return
+	}
+	defer func() { _ = r.stream.Unsubscribe() }()
+	if !r.failed {
+		_ = r.sendChunk(r.body.Bytes(), true)
+	}
 }

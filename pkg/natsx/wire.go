@@ -13,7 +13,17 @@ const (
 	hdrURI        = "Voiceai-Http-Uri"
 	hdrRemoteAddr = "Voiceai-Http-Remote-Addr"
 	hdrStatus     = "Voiceai-Http-Status"
+	// hdrStream on a reply names the subject the caller requests the
+	// following chunks of a large response from; hdrStreamEnd marks the
+	// last chunk.
+	hdrStream    = "Voiceai-Http-Stream"
+	hdrStreamEnd = "Voiceai-Http-Stream-End"
 )
+
+// streamChunk is the body size above which a response is streamed in
+// chunks, each requested by the caller (so a slow client slows the
+// service instead of piling up in memory).
+const streamChunk = 256 << 10
 
 // Subject is the NATS subject on which service name serves HTTP.
 func Subject(service string) string { return "svc." + service + ".http" }
