@@ -1,0 +1,86 @@
+package events
+
+import (
+	"fmt"
+)
+
+// Streams and subjects of the webhooks service.
+const (
+	// WebhooksStream holds the webhook aggregates' events (state-carrying):
+	// webhooks.evt.<workspace_id>.<webhook_id>.
+	WebhooksStream        = "WEBHOOKS"
+	WebhooksSubjectPrefix = "webhooks.evt"
+	WebhooksAll           = "webhooks.evt.>"
+
+	// WebhookDeliveriesStream is the work queue of delivery jobs (one per
+	// event x webhook, WorkQueue retention, removed when delivered or given
+	// up): webhooks.delivery.<workspace_id>.<webhook_id>.
+	WebhookDeliveriesStream        = "WEBHOOK_DELIVERIES"
+	WebhookDeliveriesSubjectPrefix = "webhooks.delivery"
+	WebhookDeliveriesAll           = "webhooks.delivery.>"
+
+	// WebhookAttemptsStream records every delivery attempt (limits
+	// retention: the newest attempts of each webhook):
+	// webhooks.attempt.<workspace_id>.<webhook_id>.
+	WebhookAttemptsStream        = "WEBHOOK_ATTEMPTS"
+	WebhookAttemptsSubjectPrefix = "webhooks.attempt"
+	WebhookAttemptsAll           = "webhooks.attempt.>"
+)
+
+// Event types of stream WEBHOOKS.
+const (
+	TypeWebhookCreated  = "webhooks.webhook_created"
+	TypeWebhookUpdated  = "webhooks.webhook_updated"
+	TypeWebhookDeleted  = "webhooks.webhook_deleted"
+	TypeWebhookDisabled = "webhooks.webhook_disabled"
+)
+
+// WebhookSubject is the subject of webhook webhookID's events:
+// webhooks.evt.<workspaceID>.<webhookID>.
+func WebhookSubject(workspaceID, webhookID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
+		return "", err
+	}
+	return WebhooksSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+}
+
+// WebhookDeliverySubject is the subject of a delivery job for webhookID.
+func WebhookDeliverySubject(workspaceID, webhookID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
+		return "", err
+	}
+	return WebhookDeliveriesSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+}
+
+// WebhookAttemptSubject is the subject of webhookID's attempt records.
+func WebhookAttemptSubject(workspaceID, webhookID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
+		return "", err
+	}
+	return WebhookAttemptsSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+}
+
+// RegisterWebhookTypes is the registration hook of the webhooks contracts:
+// the webhooks service calls it from its package initialisation with the
+// generated messages, so every binary that links the service decodes
+// WEBHOOKS events through New/Decode. It must run during package
+// initialisation (it is not safe for concurrent use with lookups), and a
+// second call is a no-op.
+func RegisterWebhookTypes(created, updated, deleted, disabled func() Event) {
+	if _, done := byType[TypeWebhookCreated]; done {
+		return
+	}
+	for _, r := range []registration{
+		{TypeWebhookCreated, WebhooksStream, created},
+		{TypeWebhookUpdated, WebhooksStream, updated},
+		{TypeWebhookDeleted, WebhooksStream, deleted},
+		{TypeWebhookDisabled, WebhooksStream, disabled},
+	} {
+		name := r.empty().ProtoReflect().Descriptor().FullName()
+		if _, dup := bySchema[name]; dup {
+			panic(fmt.Sprintf("events: message %s registered twice", name))
+		}
+		byType[r.eventType] = r
+		bySchema[name] = r.eventType
+	}
+}

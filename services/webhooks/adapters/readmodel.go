@@ -1,0 +1,41 @@
+package adapters
+
+import (
+	"context"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+// webhookDoc is a webhook in the Mongo read model (for operators and
+// reporting; the API serves from the in-memory registry). The sealed
+// secret stays on the stream only.
+type webhookDoc struct {
+	WebhookID      string   `bson:"webhook_id"`
+	WorkspaceID    string   `bson:"workspace_id"`
+	URL            string   `bson:"url"`
+	Events         []string `bson:"events"`
+	Active         bool     `bson:"active"`
+	DisabledReason string   `bson:"disabled_reason,omitempty"`
+	MaxRetries     int32    `bson:"max_retries"`
+	CreatedAtUnix  int64    `bson:"created_at_unix"`
+	UpdatedAtUnix  int64    `bson:"updated_at_unix"`
+	DeletedAtUnix  *int64   `bson:"deleted_at_unix,omitempty"`
+}
+
+// ProjectWebhook maps a WEBHOOKS record to its read-model document.
+func ProjectWebhook(_ context.Context, rec eventstore.Record) (string, any, error) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return "", nil, nil // a type newer than this build: skip it
+	}
+	w := StateOf(msg)
+	if w == nil {
+		return "", nil, nil
+	}
+	return w.GetWebhookId(), webhookDoc{
+		WebhookID: w.GetWebhookId(), WorkspaceID: w.GetWorkspaceId(), URL: w.GetUrl(), Events: w.GetEvents(),
+		Active: w.GetActive(), DisabledReason: w.GetDisabledReason(), MaxRetries: w.GetRetryConfig().GetMaxRetries(),
+		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), DeletedAtUnix: w.DeletedAtUnix,
+	}, nil
+}

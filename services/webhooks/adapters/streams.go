@@ -1,0 +1,60 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+// AttemptsPerWebhook is how many attempt records of each webhook the
+// WEBHOOK_ATTEMPTS stream keeps (older ones are in Mongo).
+const AttemptsPerWebhook = 1000
+
+// EnsureStreams creates or updates every stream the webhooks service
+// uses: WEBHOOKS (its event store), PLATFORM (shared with producers),
+// WEBHOOK_DELIVERIES (the work queue) and WEBHOOK_ATTEMPTS.
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	for _, c := range []eventstore.StreamConfig{
+		{Name: events.WebhooksStream, Subjects: []string{events.WebhooksAll}, Replicas: replicas},
+		{Name: events.PlatformStream, Subjects: []string{events.PlatformAll}, Replicas: replicas},
+	} {
+		if _, err := eventstore.EnsureStream(ctx, js, c); err != nil {
+			return fmt.Errorf("stream %s: %w", c.Name, err)
+		}
+	}
+	replicas = max(replicas, 1)
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        events.WebhookDeliveriesStream,
+		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
+		Subjects:    []string{events.WebhookDeliveriesAll},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  10 * time.Minute,
+	}); err != nil {
+		return fmt.Errorf("stream %s: %w", events.WebhookDeliveriesStream, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:              events.WebhookAttemptsStream,
+		Description:       "Every webhook delivery attempt, newest per webhook",
+		Subjects:          []string{events.WebhookAttemptsAll},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          replicas,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: AttemptsPerWebhook,
+		MaxAge:            30 * 24 * time.Hour,
+		Duplicates:        10 * time.Minute,
+		AllowDirect:       true,
+	}); err != nil {
+		return fmt.Errorf("stream %s: %w", events.WebhookAttemptsStream, err)
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+// Package app holds the webhook use cases: managing webhooks (through the
+// aggregate repository over the WEBHOOKS stream), ingesting platform
+// events, test deliveries, and the delivery log and health reads.
+package app
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// ErrNotFound answers a webhook id that does not exist in the caller's
+// workspace (another workspace's webhooks included).
+var ErrNotFound = httpx.NotFound("webhook_not_found", "No webhook with that id exists in this workspace.")
+
+// App is the webhooks application.
+type App struct {
+	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
+	Registry *adapters.Registry
+	Attempts *adapters.AttemptLog
+	Sealer   *adapters.Sealer
+	Sender   *delivery.Sender
+	JS       jetstream.JetStream
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// NewRepo is the webhook repository over the WEBHOOKS stream; every
+// change is applied to the registry inline.
+func NewRepo(js jetstream.JetStream, reg *adapters.Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
+	return &aggregate.Repo[*webhooksv1.Webhook]{
+		Store:   eventstore.New(js, events.WebhooksStream),
+		Subject: events.WebhookSubject,
+		StateOf: func(m proto.Message) (*webhooksv1.Webhook, bool) {
+			w := adapters.StateOf(m)
+			return w, w != nil
+		},
+		Gone:  func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
+		Touch: func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix = t.Unix() },
+		Project: func(_ context.Context, seq uint64, w *webhooksv1.Webhook) error {
+			reg.Put(seq, w)
+			return nil
+		},
+		NotFound: ErrNotFound,
+		Conflict: httpx.Conflict("concurrent_update", "The webhook changed concurrently; retry."),
+		Log:      log,
+		Now:      now,
+	}
+}
+
+func (a *App) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Get returns a live webhook of the workspace, from memory.
+func (a *App) Get(workspaceID, id string) (*webhooksv1.Webhook, error) {
+	w, ok := a.Registry.Get(workspaceID, id)
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return w, nil
+}
+
+// List returns the workspace's webhooks, oldest first.
+func (a *App) List(workspaceID string) []*webhooksv1.Webhook { return a.Registry.List(workspaceID) }
+
+// PolicyOf reads a webhook's retry policy.
+func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
+	rc := w.GetRetryConfig()
+	codes := make([]int, 0, len(rc.GetRetryOnStatus()))
+	for _, c := range rc.GetRetryOnStatus() {
+		codes = append(codes, int(c))
+	}
+	return domain.RetryPolicy{
+		MaxRetries: int(rc.GetMaxRetries()), RetryDelay: int(rc.GetRetryDelay()), ExponentialBackoff: rc.GetExponentialBackoff(),
+		MaxDelay: int(rc.GetMaxDelay()), RetryOnStatus: codes,
+	}
+}
+
+func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {
+	codes := make([]int32, 0, len(p.RetryOnStatus))
+	for _, c := range p.RetryOnStatus {
+		codes = append(codes, int32(c))
+	}
+	return &webhooksv1.RetryConfig{
+		MaxRetries: int32(p.MaxRetries), RetryDelay: int32(p.RetryDelay), ExponentialBackoff: p.ExponentialBackoff,
+		MaxDelay: int32(p.MaxDelay), RetryOnStatus: codes,
+	}
+}
+
+func specOf(w *webhooksv1.Webhook) domain.Spec {
+	return domain.Spec{URL: w.GetUrl(), Events: slices.Clone(w.GetEvents()), Active: w.GetActive(), Retry: PolicyOf(w)}
+}

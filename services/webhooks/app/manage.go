@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Create validates and creates a webhook. It returns the webhook and its
+// signing secret in plain text (generated when the body has none); the
+// secret is shown here only. A retried create with the same idempotency
+// key answers the first one.
+func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, string, error) {
+	spec, err := domain.ValidateCreate(in, a.Sender.Guard().HostAllowed)
+	if err != nil {
+		return nil, "", err
+	}
+	id := ids.New("whk")
+	if idempotencyKey != "" {
+		id = "whk_" + esproto.StableID("webhooks|"+p.WorkspaceID, idempotencyKey)
+	}
+	secret := spec.Secret
+	if secret == "" {
+		if secret, err = adapters.NewSecret(); err != nil {
+			return nil, "", err
+		}
+	}
+	sealed, err := a.Sealer.Seal(id, secret)
+	if err != nil {
+		return nil, "", err
+	}
+	now := a.now()
+	w := &webhooksv1.Webhook{
+		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active,
+		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: adapters.SecretHint(secret),
+		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
+	}
+	meta := esproto.Meta(ctx, p.WorkspaceID, idempotencyKey, now)
+	got, dup, err := a.Webhooks.Create(ctx, p.WorkspaceID, id, meta, &webhooksv1.WebhookCreated{Meta: meta, Webhook: w}, w)
+	if err != nil {
+		return nil, "", err
+	}
+	if dup {
+		// The first attempt created it: answer its secret.
+		plain, err := a.Sealer.Open(got.GetWebhookId(), got.GetSecretSealed())
+		if err != nil {
+			return nil, "", err
+		}
+		return got, string(plain), nil
+	}
+	return got, secret, nil
+}
+
+// Update applies a PUT: the fields present replace the current ones.
+// Re-activating a webhook the dispatcher disabled clears the reason.
+func (a *App) Update(ctx context.Context, p principal.Principal, id string, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, error) {
+	return a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+		spec, err := domain.ValidateUpdate(in, specOf(w), a.Sender.Guard().HostAllowed)
+		if err != nil {
+			return nil, err
+		}
+		var changed []string
+		if spec.URL != w.GetUrl() {
+			w.Url = spec.URL
+			changed = append(changed, "url")
+		}
+		if !slices.Equal(spec.Events, w.GetEvents()) {
+			w.Events = spec.Events
+			changed = append(changed, "events")
+		}
+		if spec.Active != w.GetActive() {
+			w.Active = spec.Active
+			changed = append(changed, "active")
+			if spec.Active {
+				w.DisabledReason, w.DisabledAtUnix = "", nil
+			}
+		}
+		if rc := retryConfigOf(spec.Retry); !proto.Equal(rc, w.GetRetryConfig()) {
+			w.RetryConfig = rc
+			changed = append(changed, "retry_config")
+		}
+		if spec.Secret != "" {
+			sealed, err := a.Sealer.Seal(w.GetWebhookId(), spec.Secret)
+			if err != nil {
+				return nil, err
+			}
+			w.SecretSealed, w.SecretHint = sealed, adapters.SecretHint(spec.Secret)
+			changed = append(changed, "secret")
+		}
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		return &webhooksv1.WebhookUpdated{Meta: meta, Webhook: w, ChangedFields: changed}, nil
+	})
+}
+
+// Delete removes a webhook; its pending deliveries are dropped.
+func (a *App) Delete(ctx context.Context, p principal.Principal, id string) error {
+	_, err := a.Webhooks.Update(ctx, p.WorkspaceID, id, "", func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+		at := a.now().Unix()
+		w.DeletedAtUnix = &at
+		w.Active = false
+		return &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}, nil
+	})
+	return err
+}

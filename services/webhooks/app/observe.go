@@ -1,0 +1,120 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Limits of the logs endpoint's limit parameter.
+const (
+	DefaultLogLimit = 50
+	MaxLogLimit     = adapters.RecentAttempts
+)
+
+// TestResult is the outcome of a test delivery.
+type TestResult struct {
+	Attempt *webhooksv1.DeliveryAttempt
+}
+
+// Test sends one real, signed delivery of eventType with a sample payload
+// to the webhook, now, and reports the outcome (it is not retried). It is
+// recorded in the delivery log, marked as a test, and left out of health.
+func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType string) (*webhooksv1.DeliveryAttempt, error) {
+	w, err := a.Get(p.WorkspaceID, id)
+	if err != nil {
+		return nil, err
+	}
+	var v httpx.Validator
+	switch {
+	case eventType == "":
+		v.Add("Field required", "missing", "body", "event_type")
+	case !domain.IsKnownEvent(eventType):
+		v.Add("Unknown event name "+quote(eventType)+"; expected one of: "+strings.Join(domain.KnownEvents(), ", "), "enum", "body", "event_type")
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	secret, err := a.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
+	if err != nil {
+		return nil, err
+	}
+	now := a.now()
+	body, err := json.Marshal(domain.Envelope{Event: eventType, Timestamp: domain.FormatTimestamp(now), Data: domain.SampleData(eventType)})
+	if err != nil {
+		return nil, err
+	}
+	eventID := ids.New("evt")
+	res := a.Sender.Send(ctx, delivery.Request{
+		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
+	})
+	verdict := PolicyOf(w).Decide(res.Outcome, 0)
+	att := &webhooksv1.DeliveryAttempt{
+		AttemptId: eventID + ":" + w.GetWebhookId() + ":1", EventId: eventID, WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(),
+		Event: eventType, AtUnixMs: now.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
+		DurationMs: res.Duration.Milliseconds(), Error: res.Error, Final: true, Test: true,
+	}
+	a.Attempts.Add(att)
+	if _, err := adapters.PublishAttempt(a.JS, att); err != nil {
+		a.Log.Warn("test attempt not recorded", "webhook_id", w.GetWebhookId(), "err", err)
+	}
+	return att, nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Logs returns a webhook's newest attempts, newest first.
+func (a *App) Logs(workspaceID, id string, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+	if _, err := a.Get(workspaceID, id); err != nil {
+		return nil, err
+	}
+	return a.Attempts.Recent(id, limit), nil
+}
+
+// HealthRow is the health of one webhook.
+type HealthRow struct {
+	Webhook *webhooksv1.Webhook
+	Health  adapters.Health
+	Backlog uint64
+}
+
+// Health reports every webhook of the workspace: recent success rate,
+// consecutive failures, last success and failure, disabled state, and
+// the backlog of deliveries waiting (including scheduled retries).
+func (a *App) Health(ctx context.Context, workspaceID string) ([]HealthRow, error) {
+	hooks := a.Registry.List(workspaceID)
+	backlog := map[string]uint64{}
+	if len(hooks) > 0 {
+		str, err := a.JS.Stream(ctx, events.WebhookDeliveriesStream)
+		if err != nil {
+			return nil, err
+		}
+		info, err := str.Info(ctx, jetstream.WithSubjectFilter(events.WebhookDeliveriesSubjectPrefix+"."+workspaceID+".*"))
+		if err != nil {
+			return nil, err
+		}
+		for subject, n := range info.State.Subjects {
+			backlog[subject[strings.LastIndexByte(subject, '.')+1:]] = n
+		}
+	}
+	out := make([]HealthRow, 0, len(hooks))
+	for _, w := range hooks {
+		out = append(out, HealthRow{Webhook: w, Health: a.Attempts.Health(w.GetWebhookId()), Backlog: backlog[w.GetWebhookId()]})
+	}
+	return out, nil
+}

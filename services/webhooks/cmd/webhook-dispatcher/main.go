@@ -1,0 +1,61 @@
+// Command webhook-dispatcher delivers webhook events. It needs only NATS
+// (VOICEAI_NATS_URL) and the deployment secret; run as many replicas as
+// the load needs: they share the fan-out and delivery consumers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/webhooks"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
+)
+
+type cfg struct {
+	config.Infra
+	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required"`
+	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
+	Workers        int           `env:"VOICEAI_WEBHOOK_WORKERS" envDefault:"64"`
+	AckWait        time.Duration `env:"VOICEAI_WEBHOOK_ACK_WAIT" envDefault:"30s"`
+}
+
+func (c cfg) Validate() error {
+	if c.AttemptTimeout < time.Second || c.AttemptTimeout > time.Minute {
+		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", c.AttemptTimeout)
+	}
+	if c.Workers < 1 || c.Workers > 4096 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_WORKERS %d: want 1..4096", c.Workers)
+	}
+	if c.AckWait <= c.AttemptTimeout {
+		return fmt.Errorf("VOICEAI_WEBHOOK_ACK_WAIT %s must exceed VOICEAI_WEBHOOK_TIMEOUT %s", c.AckWait, c.AttemptTimeout)
+	}
+	return c.Infra.Validate()
+}
+
+func main() {
+	c, err := config.Load[cfg]()
+	if err == nil {
+		infra := c.Infra
+		infra.MongoURI = "" // the dispatcher needs no store
+		err = runtime.Run("webhook-dispatcher", infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+			ds, err := webhooks.StartDispatcher(ctx, d, webhooks.Config{
+				Secret: c.SecretKey, AllowHosts: delivery.ParseAllowHosts(c.AllowHosts), AttemptTimeout: c.AttemptTimeout,
+				Dispatcher: dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait},
+			}, nil)
+			if err != nil {
+				return nil, err
+			}
+			return func() error { ds.Stop(); return nil }, nil
+		})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhook-dispatcher:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,107 @@
+// Package delivery sends one signed webhook attempt over HTTP, through a
+// dialer that refuses private destinations at connect time.
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Guard decides which destinations webhooks may reach. Every address a
+// connection is about to use is checked in the dialer's Control hook,
+// after DNS resolution, so a name that resolves (or re-resolves) to a
+// private address is refused: no DNS rebinding.
+type Guard struct {
+	hosts map[string]bool
+}
+
+// NewGuard allows the given hosts (names or IP literals, case-insensitive,
+// e.g. from VOICEAI_WEBHOOK_ALLOW_HOSTS) to be private and to be reached
+// over plain http.
+func NewGuard(allowHosts []string) *Guard {
+	g := &Guard{hosts: map[string]bool{}}
+	for _, h := range allowHosts {
+		h = strings.ToLower(strings.TrimSpace(h))
+		h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+		if h != "" {
+			g.hosts[h] = true
+		}
+	}
+	return g
+}
+
+// ParseAllowHosts splits a comma-separated allow list.
+func ParseAllowHosts(s string) []string {
+	var out []string
+	for _, h := range strings.Split(s, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// HostAllowed reports whether the operator allowed host.
+func (g *Guard) HostAllowed(host string) bool {
+	if g == nil {
+		return false
+	}
+	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+	if g.hosts[host] {
+		return true
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return g.hosts[ip.Unmap().String()]
+	}
+	return false
+}
+
+// RefusedError is a destination the guard does not allow.
+type RefusedError struct {
+	Addr   string
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("destination refused: %s is a %s address", e.Addr, e.Reason)
+}
+
+// control runs just before each connect, on the resolved address.
+func control(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &RefusedError{Addr: address, Reason: "unparseable"}
+	}
+	if reason, bad := domain.ForbiddenAddr(ap.Addr()); bad {
+		return &RefusedError{Addr: ap.Addr().String(), Reason: reason}
+	}
+	return nil
+}
+
+// DialContext dials addr ("host:port" of the URL), checking every
+// resolved address unless the host is allowed.
+func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if !g.HostAllowed(host) {
+		d.Control = control
+	}
+	return d.DialContext(ctx, network, addr)
+}
+
+// IsRefused reports whether err is (or wraps) a guard refusal.
+func IsRefused(err error) bool {
+	var r *RefusedError
+	return errors.As(err, &r)
+}

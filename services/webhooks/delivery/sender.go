@@ -1,0 +1,179 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Headers of every delivery.
+const (
+	HeaderSignature = "X-Service-Signature"
+	// HeaderEventID is the event's id, the same on every retry and on
+	// every webhook: receivers deduplicate on it.
+	HeaderEventID = "X-Service-Event-Id"
+	// HeaderTimestamp is when this attempt was sent, Unix seconds.
+	HeaderTimestamp = "X-Service-Timestamp"
+	// HeaderEvent is the event name.
+	HeaderEvent = "X-Service-Event"
+	// HeaderWebhookID names the webhook delivered to.
+	HeaderWebhookID = "X-Service-Webhook-Id"
+	// HeaderAttempt is the attempt number, 1 for the first.
+	HeaderAttempt = "X-Service-Delivery-Attempt"
+	UserAgent     = "voiceai-webhooks/1.0"
+)
+
+// maxResponseBody is how much of a receiver's answer is read (and
+// discarded) so the connection can be reused.
+const maxResponseBody = 64 << 10
+
+// Sender posts signed deliveries.
+type Sender struct {
+	client  *http.Client
+	guard   *Guard
+	timeout time.Duration
+	// TimeUnit scales Retry-After (one second in production).
+	TimeUnit time.Duration
+}
+
+// NewSender returns a sender whose attempts last at most timeout. It never
+// follows redirects and never uses a proxy from the environment (a proxy
+// would bypass the destination check).
+func NewSender(g *Guard, timeout time.Duration) *Sender {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           g.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   128,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+	}
+	return &Sender{
+		guard:   g,
+		timeout: timeout,
+		client: &http.Client{
+			Transport:     tr,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		TimeUnit: time.Second,
+	}
+}
+
+// Guard is the sender's destination guard.
+func (s *Sender) Guard() *Guard { return s.guard }
+
+// Timeout is the per-attempt time limit.
+func (s *Sender) Timeout() time.Duration { return s.timeout }
+
+// Request is one attempt to make.
+type Request struct {
+	URL       string
+	Secret    []byte
+	Body      []byte
+	Event     string
+	EventID   string
+	WebhookID string
+	Attempt   int // 1 for the first
+}
+
+// Result is what an attempt produced.
+type Result struct {
+	Outcome  domain.Outcome
+	Duration time.Duration
+	Error    string // "" on a 2xx
+}
+
+// Send makes one attempt: a POST of the exact body with the signature,
+// event id and timestamp headers, within the per-attempt time limit.
+func (s *Sender) Send(ctx context.Context, r Request) Result {
+	start := time.Now()
+	res := s.send(ctx, r)
+	res.Duration = time.Since(start)
+	return res
+}
+
+func (s *Sender) send(ctx context.Context, r Request) Result {
+	u, err := url.Parse(r.URL)
+	if err != nil {
+		return Result{Outcome: domain.Outcome{Refused: true}, Error: "invalid URL"}
+	}
+	if u.Scheme != "https" && !(u.Scheme == "http" && s.guard.HostAllowed(u.Hostname())) {
+		return Result{Outcome: domain.Outcome{Refused: true}, Error: "destination refused: plain http is only allowed for operator-allowed hosts"}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
+	if err != nil {
+		return Result{Outcome: domain.Outcome{Refused: true}, Error: "invalid URL"}
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", UserAgent)
+	h.Set(HeaderSignature, domain.Sign(r.Secret, r.Body))
+	h.Set(HeaderEventID, r.EventID)
+	h.Set(HeaderEvent, r.Event)
+	h.Set(HeaderWebhookID, r.WebhookID)
+	h.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
+	h.Set(HeaderAttempt, strconv.Itoa(max(r.Attempt, 1)))
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return classifyError(ctx, err, s.timeout)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
+	_ = resp.Body.Close()
+	out := Result{Outcome: domain.Outcome{StatusCode: resp.StatusCode}}
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		out.Error = fmt.Sprintf("HTTP %d: redirects are not followed", resp.StatusCode)
+	default:
+		out.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	if ra := resp.Header.Get("Retry-After"); ra != "" && (resp.StatusCode == 429 || resp.StatusCode >= 500) {
+		out.Outcome.RetryAfter = domain.ParseRetryAfter(ra, time.Now(), s.TimeUnit)
+	}
+	return out
+}
+
+func classifyError(ctx context.Context, err error, timeout time.Duration) Result {
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		return Result{Outcome: domain.Outcome{Refused: true}, Error: refused.Error()}
+	}
+	var ne net.Error
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return Result{Outcome: domain.Outcome{NetworkErr: true}, Error: fmt.Sprintf("timed out after %s", timeout)}
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return Result{Outcome: domain.Outcome{NetworkErr: true}, Error: "DNS lookup failed: " + dnsErr.Err}
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return Result{Outcome: domain.Outcome{NetworkErr: true}, Error: "connection failed: " + opErr.Op + " " + errText(opErr.Err)}
+	}
+	return Result{Outcome: domain.Outcome{NetworkErr: true}, Error: "request failed: " + errText(errors.Unwrap(err))}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "unknown error"
+	}
+	return err.Error()
+}

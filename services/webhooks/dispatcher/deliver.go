@@ -1,0 +1,140 @@
+package dispatcher
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+func (d *Dispatcher) startDelivery() error {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       DeliverDurable,
+		FilterSubject: events.WebhookDeliveriesAll,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.opts.AckWait,
+		MaxDeliver:    -1, // attempts are bounded by each webhook's retry_config
+		MaxAckPending: d.opts.MaxAckPending,
+	}
+	return d.consume(events.WebhookDeliveriesStream, cfg, d.opts.Workers, func(m jetstream.Msg) {
+		select {
+		case d.slots <- struct{}{}:
+		case <-d.ctx.Done():
+			return
+		}
+		if !d.track() {
+			<-d.slots
+			return
+		}
+		go func() {
+			defer func() { <-d.slots; d.wg.Done() }()
+			d.deliver(m)
+		}()
+	})
+}
+
+// deliver makes one attempt of a job and settles it: ack when delivered,
+// NakWithDelay to schedule a retry, Term when given up or undeliverable.
+func (d *Dispatcher) deliver(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	var job webhooksv1.DeliveryJob
+	if err := proto.Unmarshal(m.Data(), &job); err != nil {
+		d.Log.Error("delivery job undecodable; dropped", "seq", meta.Sequence.Stream, "err", err)
+		_ = m.Term()
+		return
+	}
+	w, ok := d.Registry.Get(job.GetWorkspaceId(), job.GetWebhookId())
+	if !ok {
+		// Created on another replica a moment ago? Catch up once.
+		_ = d.Registry.WaitCurrent(d.ctx, time.Now())
+		w, ok = d.Registry.Get(job.GetWorkspaceId(), job.GetWebhookId())
+	}
+	if !ok || !w.GetActive() {
+		d.metrics.attempts.WithLabelValues("dropped").Inc()
+		_ = m.Term() // deleted or deactivated: its pending deliveries are dropped
+		return
+	}
+	secret, err := d.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
+	if err != nil {
+		d.Log.Error("cannot open the webhook secret; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
+		_ = m.NakWithDelay(30 * time.Second)
+		return
+	}
+	attempt := int(meta.NumDelivered)
+	retryCount := attempt - 1
+	// In-flight attempts finish even when the replica is stopping; the
+	// sender bounds each by the attempt time-out.
+	res := d.Sender.Send(context.WithoutCancel(d.ctx), delivery.Request{
+		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
+		WebhookID: w.GetWebhookId(), Attempt: attempt,
+	})
+	d.metrics.duration.Observe(res.Duration.Seconds())
+	policy := app.PolicyOf(w)
+	verdict := policy.Decide(res.Outcome, retryCount)
+	now := time.Now()
+	att := &webhooksv1.DeliveryAttempt{
+		AttemptId: job.GetEventId() + ":" + w.GetWebhookId() + ":" + strconv.Itoa(attempt),
+		EventId:   job.GetEventId(), WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: job.GetEvent(),
+		AtUnixMs: now.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
+		DurationMs: res.Duration.Milliseconds(), RetryCount: int32(retryCount), Error: res.Error, Final: verdict != domain.Retry,
+	}
+	var delay time.Duration
+	if verdict == domain.Retry {
+		delay = policy.Delay(retryCount, res.Outcome.RetryAfter, d.opts.TimeUnit, nil)
+		att.NextAttemptAtUnixMs = now.Add(delay).UnixMilli()
+	}
+	if _, err := adapters.PublishAttempt(d.JS, att); err != nil {
+		d.Log.Warn("attempt not recorded", "attempt_id", att.GetAttemptId(), "err", err)
+	}
+	switch verdict {
+	case domain.Delivered:
+		d.metrics.attempts.WithLabelValues("delivered").Inc()
+		_ = m.Ack()
+	case domain.Retry:
+		d.metrics.attempts.WithLabelValues("retry").Inc()
+		_ = m.NakWithDelay(delay)
+	case domain.Gone:
+		d.metrics.attempts.WithLabelValues("gone").Inc()
+		d.disable(w, int32(res.Outcome.StatusCode))
+		_ = m.Term()
+	default:
+		d.metrics.attempts.WithLabelValues("failed").Inc()
+		_ = m.Term()
+	}
+}
+
+// disable deactivates a webhook whose receiver answered 410 Gone: a
+// WebhookDisabled event on WEBHOOKS, seen by every replica.
+func (d *Dispatcher) disable(w *webhooksv1.Webhook, code int32) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+	defer cancel()
+	_, err := d.Repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+		if !next.GetActive() {
+			return nil, nil
+		}
+		at := time.Now().Unix()
+		next.Active, next.DisabledReason, next.DisabledAtUnix = false, "gone", &at
+		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
+	})
+	if err != nil {
+		d.Log.Error("could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
+		return
+	}
+	d.Log.Info("webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
+}
+

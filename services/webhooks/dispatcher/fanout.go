@@ -1,0 +1,197 @@
+package dispatcher
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+func (d *Dispatcher) startFanout() error {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       FanoutPlatformDurable,
+		FilterSubject: events.PlatformAll,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		MaxAckPending: 1000,
+	}
+	if err := d.consume(events.PlatformStream, cfg, 256, d.fanoutPlatform); err != nil {
+		return err
+	}
+	if d.opts.NoTickets {
+		return nil
+	}
+	// TICKETS belongs to another service, which may start later.
+	go func() {
+		if _, err := eventstore.WaitForStream(d.ctx, d.JS, events.TicketsStream); err != nil {
+			return
+		}
+		cfg.Durable, cfg.FilterSubject = FanoutTicketsDurable, events.TicketsAll
+		if err := d.consume(events.TicketsStream, cfg, 256, d.fanoutTicket); err != nil && d.ctx.Err() == nil {
+			d.Log.Error("ticket events will not reach webhooks", "err", err)
+		}
+	}()
+	return nil
+}
+
+// eventIDOf is the id of a stored event, stable across redeliveries: its
+// Voiceai-Event-Id, else its Nats-Msg-Id, else derived from its position.
+func eventIDOf(h nats.Header, stream string, seq uint64) string {
+	if id := h.Get(events.HeaderEventID); id != "" {
+		return id
+	}
+	if id := h.Get(events.HeaderMsgID); id != "" {
+		return id
+	}
+	return "evt_" + esproto.StableID(stream, strconv.FormatUint(seq, 10))
+}
+
+// fanoutPlatform turns a spec 6.1 envelope on platform.evt.<ws>.<event>
+// into delivery jobs.
+func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return
+	}
+	parts := strings.Split(m.Subject(), ".")
+	if len(parts) != 4 || !domain.IsPlatformEvent(parts[3]) {
+		_ = m.Ack() // not an event anyone can subscribe to
+		return
+	}
+	ws, name := parts[2], parts[3]
+	var env domain.Envelope
+	if err := json.Unmarshal(m.Data(), &env); err != nil {
+		d.Log.Warn("platform event is not a JSON envelope; not delivered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
+		_ = m.Term()
+		return
+	}
+	env.Event = name
+	if _, err := time.Parse(time.RFC3339Nano, env.Timestamp); err != nil {
+		env.Timestamp = domain.FormatTimestamp(meta.Timestamp)
+	}
+	if len(env.Data) == 0 || env.Data[0] != '{' {
+		env.Data = json.RawMessage(`{}`)
+	}
+	body, err := json.Marshal(env)
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.PlatformStream, meta.Sequence.Stream), body, meta.Timestamp)
+}
+
+// fanoutTicket exposes a TICKETS event as "<type without tickets.>" with
+// the event's fields (the whole ticket, and changed_fields,
+// previous_status, target_ticket_id, source_ticket_ids where the event has
+// them) as data, in proto field names.
+func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
+	rec, err := eventstore.RecordFromMsg(m)
+	if err != nil {
+		return
+	}
+	name := strings.TrimPrefix(rec.Type, "tickets.")
+	if !domain.IsKnownEvent(name) || name == rec.Type {
+		_ = m.Ack()
+		return
+	}
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		_ = m.Ack() // a newer type this build cannot decode
+		return
+	}
+	metaMsg := events.MetaOf(msg)
+	ws := metaMsg.GetWorkspaceId()
+	if ws == "" {
+		ws = rec.Workspace
+	}
+	clone := proto.Clone(msg)
+	r := clone.ProtoReflect()
+	r.Clear(r.Descriptor().Fields().ByNumber(1)) // the EventMeta is internal
+	data, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(clone)
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	at := rec.Time
+	if ms := metaMsg.GetOccurredAtUnixMs(); ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	body, err := json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.TicketsStream, rec.Seq), body, rec.Time)
+}
+
+// fanout publishes one job per matching webhook (deduplicated by
+// "<event id>:<webhook id>", so a redelivered event adds no second job),
+// and acknowledges the event once every job is stored.
+func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, body []byte, storedAt time.Time) {
+	if err := d.Registry.WaitCurrent(d.ctx, storedAt); err != nil {
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	hooks := d.Registry.Match(ws, name, storedAt)
+	futures := make([]jetstream.PubAckFuture, 0, len(hooks))
+	var failed error
+	for _, w := range hooks {
+		subject, err := events.WebhookDeliverySubject(ws, w.GetWebhookId())
+		if err != nil {
+			continue
+		}
+		data, err := proto.Marshal(&webhooksv1.DeliveryJob{
+			EventId: eventID, WorkspaceId: ws, WebhookId: w.GetWebhookId(), Event: name, Body: body,
+			PublishedAtUnixMs: storedAt.UnixMilli(),
+		})
+		if err != nil {
+			failed = err
+			break
+		}
+		job := nats.NewMsg(subject)
+		job.Data = data
+		job.Header.Set(events.HeaderEventID, eventID)
+		job.Header.Set(events.HeaderWorkspaceID, ws)
+		f, err := d.JS.PublishMsgAsync(job, jetstream.WithMsgID(eventID+":"+w.GetWebhookId()))
+		if err != nil {
+			failed = err
+			break
+		}
+		futures = append(futures, f)
+	}
+	timeout := time.NewTimer(10 * time.Second)
+	defer timeout.Stop()
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			failed = err
+		case <-timeout.C:
+			failed = errors.New("job publish timed out")
+		}
+		if failed != nil {
+			break
+		}
+	}
+	if failed != nil {
+		d.Log.Warn("fan-out failed; the event will be redelivered", "event_id", eventID, "err", failed)
+		_ = m.NakWithDelay(time.Second)
+		return
+	}
+	_ = m.Ack()
+}

@@ -1,0 +1,79 @@
+package domain
+
+import (
+	"net/netip"
+)
+
+type blockedRange struct {
+	prefix netip.Prefix
+	reason string
+}
+
+var blocked = func() []blockedRange {
+	list := []struct{ cidr, reason string }{
+		{"0.0.0.0/8", "unspecified"},
+		{"127.0.0.0/8", "loopback"},
+		{"10.0.0.0/8", "private"},
+		{"172.16.0.0/12", "private"},
+		{"192.168.0.0/16", "private"},
+		{"100.64.0.0/10", "carrier-grade NAT"},
+		{"169.254.169.254/32", "cloud metadata"},
+		{"169.254.0.0/16", "link-local"},
+		{"192.0.0.0/24", "IETF protocol assignments"},
+		{"198.18.0.0/15", "benchmarking"},
+		{"224.0.0.0/4", "multicast"},
+		{"240.0.0.0/4", "reserved"},
+		{"::/128", "unspecified"},
+		{"::1/128", "loopback"},
+		{"::/96", "IPv4-compatible"},
+		{"fd00:ec2::254/128", "cloud metadata"},
+		{"fc00::/7", "private (unique local)"},
+		{"fe80::/10", "link-local"},
+		{"fec0::/10", "site-local"},
+		{"ff00::/8", "multicast"},
+		{"100::/64", "discard"},
+		{"2001:db8::/32", "documentation"},
+	}
+	out := make([]blockedRange, 0, len(list))
+	for _, l := range list {
+		out = append(out, blockedRange{netip.MustParsePrefix(l.cidr), l.reason})
+	}
+	return out
+}()
+
+var (
+	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
+
+// ForbiddenAddr reports whether a webhook may not connect to ip, and why:
+// loopback, private, link-local, carrier-grade NAT, cloud metadata,
+// unspecified, multicast and reserved ranges, including IPv4 addresses
+// embedded in IPv6 (IPv4-mapped, NAT64, 6to4).
+func ForbiddenAddr(ip netip.Addr) (reason string, forbidden bool) {
+	if !ip.IsValid() {
+		return "invalid address", true
+	}
+	ip = ip.WithZone("")
+	if ip.Is4In6() {
+		return ForbiddenAddr(ip.Unmap())
+	}
+	if ip.Is6() {
+		b := ip.As16()
+		if nat64.Contains(ip) {
+			return ForbiddenAddr(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}))
+		}
+		if sixToFour.Contains(ip) {
+			return ForbiddenAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		}
+	}
+	if ip == netip.IPv4Unspecified() || ip.Is4() && ip.As4() == [4]byte{255, 255, 255, 255} {
+		return "unspecified or broadcast", true
+	}
+	for _, r := range blocked {
+		if r.prefix.Contains(ip) {
+			return r.reason, true
+		}
+	}
+	return "", false
+}

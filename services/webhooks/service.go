@@ -1,0 +1,144 @@
+// Package webhooks wires the webhooks service: the management and
+// ingestion API (Start) and the dispatcher that delivers events
+// (StartDispatcher), which run in separate binaries in production and in
+// one process in the all-in-one stack.
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
+	"github.com/voiceai-platform/voiceai/services/webhooks/ports"
+)
+
+// Name of the service on the bus.
+const Name = "webhooks"
+
+// Version of the service.
+const Version = "0.1.0"
+
+// Database is the service's own Mongo database.
+const Database = "voiceai_webhooks"
+
+// SecretPurpose derives the key that seals signing secrets from the
+// deployment secret (runtime.SubKey).
+const SecretPurpose = "webhooks/signing-secrets"
+
+// DefaultAttemptTimeout limits each delivery attempt.
+const DefaultAttemptTimeout = 10 * time.Second
+
+// Config is what both halves need.
+type Config struct {
+	// Secret is the deployment secret (VOICEAI_SECRET_KEY, or the data
+	// directory's secret.key in the all-in-one stack).
+	Secret string
+	// AllowHosts may be private and reached over plain http
+	// (VOICEAI_WEBHOOK_ALLOW_HOSTS).
+	AllowHosts []string
+	// AttemptTimeout limits each delivery attempt (default 10s).
+	AttemptTimeout time.Duration
+	// Dispatcher tunes StartDispatcher.
+	Dispatcher dispatcher.Options
+}
+
+func (c Config) sealerAndSender() (*adapters.Sealer, *delivery.Sender, error) {
+	if c.Secret == "" {
+		return nil, nil, errors.New("webhooks: the deployment secret is empty")
+	}
+	sealer, err := adapters.NewSealer(runtime.SubKey(c.Secret, SecretPurpose))
+	if err != nil {
+		return nil, nil, err
+	}
+	timeout := c.AttemptTimeout
+	if timeout <= 0 {
+		timeout = DefaultAttemptTimeout
+	}
+	s := delivery.NewSender(delivery.NewGuard(c.AllowHosts), timeout)
+	if c.Dispatcher.TimeUnit > 0 {
+		s.TimeUnit = c.Dispatcher.TimeUnit
+	}
+	return sealer, s, nil
+}
+
+// Service is a running management and ingestion service.
+type Service struct {
+	App      *app.App
+	Handler  http.Handler
+	endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error { return s.endpoint.Stop() }
+
+// Start runs the management and ingestion API until ctx ends. It serves
+// once the webhook registry and the delivery log have caught up with
+// their streams.
+func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
+	sealer, sender, err := c.sealerAndSender()
+	if err != nil {
+		return nil, err
+	}
+	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+		return nil, err
+	}
+	reg := adapters.NewRegistry(d.JS, d.Logger)
+	if err := reg.Follow(ctx); err != nil {
+		return nil, err
+	}
+	attempts := adapters.NewAttemptLog()
+	if err := attempts.Follow(ctx, d.JS, d.Logger); err != nil {
+		return nil, err
+	}
+	db := d.Mongo.Database(Database)
+	if err := adapters.StoreAttempts(ctx, d.JS, db.Collection("attempts"), d.Logger); err != nil {
+		return nil, err
+	}
+	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
+		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
+	}, adapters.ProjectWebhook)
+	a := &app.App{
+		Webhooks: app.NewRepo(d.JS, reg, d.Logger, nil), Registry: reg, Attempts: attempts,
+		Sealer: sealer, Sender: sender, JS: d.JS, Log: d.Logger,
+	}
+	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// StartDispatcher runs a dispatcher replica until ctx ends or it is
+// stopped. reg may be a registry already following WEBHOOKS in this
+// process (the all-in-one stack shares the API's); nil starts its own.
+// The dispatcher needs no store: only NATS.
+func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapters.Registry) (*dispatcher.Dispatcher, error) {
+	sealer, sender, err := c.sealerAndSender()
+	if err != nil {
+		return nil, err
+	}
+	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		reg = adapters.NewRegistry(d.JS, d.Logger)
+		if err := reg.Follow(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return dispatcher.Start(ctx, dispatcher.Deps{
+		JS: d.JS, Registry: reg, Sender: sender, Sealer: sealer,
+		Repo: app.NewRepo(d.JS, reg, d.Logger, nil), Log: d.Logger, Metrics: d.Metrics,
+	}, c.Dispatcher)
+}
