@@ -26,7 +26,7 @@ func (d *Dispatcher) startFanout() error {
 		FilterSubject: events.PlatformAll,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       d.opts.AckWait,
 		MaxDeliver:    -1,
 		MaxAckPending: 1000,
 	}

@@ -42,7 +42,7 @@ var blocked = func() []blockedRange {
 }()
 
 var (
-	nat64   = netip.MustParsePrefix("64:ff9b::/96")
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
 )
 
