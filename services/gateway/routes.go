@@ -22,12 +22,19 @@ type route struct {
 var (
 	convaiRead  = []string{"convai_read", "convai_write"}
 	convaiWrite = []string{"convai_write"}
+	// Webhooks: read with convai_read or webhooks_write, change with
+	// webhooks_write; platform events are ingested with convai_write.
+	webhooksRead  = []string{"convai_read", "webhooks_write"}
+	webhooksWrite = []string{"webhooks_write"}
 )
 
 // routes, most specific first.
 var routes = []route{
 	{path: "/v1/convai/agents/{agent_id}/triage-tickets", prefix: true, service: "tickets", read: convaiRead, write: convaiWrite},
 	{path: "/v1/convai/triage-tickets", prefix: true, service: "tickets", read: convaiRead, write: convaiWrite},
+	{path: "/v1/convai/webhooks", prefix: true, service: "webhooks", read: webhooksRead, write: webhooksWrite},
+	{path: "/v1/voiceai/webhooks", prefix: true, service: "webhooks", read: webhooksRead, write: webhooksWrite},
+	{path: "/v1/convai/events", service: "webhooks", read: convaiWrite, write: convaiWrite},
 	{path: "/v1/convai/agents", prefix: true, service: "agents", read: convaiRead, write: convaiWrite},
 	{path: "/v1/workspace/members", service: "identity",
 		read:  []string{"workspace_members_read", "workspace_read"},

@@ -24,6 +24,9 @@ import (
 	"github.com/voiceai-platform/voiceai/services/gateway"
 	"github.com/voiceai-platform/voiceai/services/identity"
 	"github.com/voiceai-platform/voiceai/services/tickets"
+	"github.com/voiceai-platform/voiceai/services/webhooks"
+	webhookdelivery "github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	webhookdispatcher "github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
 // Config of the all-in-one stack, from VOICEAI_* variables.
@@ -35,6 +38,11 @@ type Config struct {
 	MetricsAddr       string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	BootstrapAdminKey string `env:"VOICEAI_BOOTSTRAP_ADMIN_KEY"`
 	SecretKey         string `env:"VOICEAI_SECRET_KEY"`
+	// WebhookAllowHosts may be private and reached over plain http by
+	// webhooks (comma-separated host names or IPs, e.g. 127.0.0.1,localhost).
+	WebhookAllowHosts string `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
+	WebhookTimeUnit time.Duration `env:"-"`
 }
 
 // Validate checks the configuration.
@@ -171,6 +179,18 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = tk.Stop() })
+	whCfg := webhooks.Config{Secret: secret, AllowHosts: webhookdelivery.ParseAllowHosts(c.WebhookAllowHosts),
+		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
+	wh, err := webhooks.Start(ctx, d, whCfg)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { _ = wh.Stop() })
+	whd, err := webhooks.StartDispatcher(ctx, d, whCfg, wh.App.Registry)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, whd.Stop)
 
 	gw, err := gateway.New(ctx, d, c.Config.Settings())
 	if err != nil {

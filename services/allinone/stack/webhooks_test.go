@@ -1,0 +1,107 @@
+package stack
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Webhooks through the gateway: permissions, management, ingestion of a
+// platform event, a signed delivery, the tickets domain event, the log
+// and health.
+func TestWebhooksEndToEnd(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
+	var mu sync.Mutex
+	var secret string
+	type got struct {
+		event, id string
+		valid     bool
+	}
+	var deliveries []got
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		ok := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
+		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok})
+	}))
+	t.Cleanup(rcv.Close)
+
+	reader, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
+	writer, _, _ := newKey(t, s, adminKey, `["webhooks_write"]`, "")
+	body := `{"url":"` + rcv.URL + `/hook","events":["call_started","ticket_created"],"retry_config":{"max_retries":1,"retry_delay":1}}`
+	wantError(t, call(t, s, "POST", "/v1/convai/webhooks", reader, body), 403, "missing_permission")
+	r := call(t, s, "POST", "/v1/convai/webhooks", writer, `{"url":"http://example.com","events":["call_started"]}`)
+	if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","url"]`) {
+		t.Fatalf("http url: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "POST", "/v1/convai/webhooks", writer, body)
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	created := r.JSON(t)
+	id := created["webhook_id"].(string)
+	mu.Lock()
+	secret = created["secret"].(string)
+	mu.Unlock()
+	if r := call(t, s, "GET", "/v1/convai/webhooks", reader, ""); r.Code != 200 || !strings.Contains(string(r.Body), id) || strings.Contains(string(r.Body), secret) {
+		t.Fatalf("list: %d %s", r.Code, r.Body)
+	}
+
+	// Ingestion needs convai_write.
+	wantError(t, call(t, s, "POST", "/v1/convai/events", writer, `{"event":"call_started","data":{}}`), 403, "missing_permission")
+	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"c1"}}`)
+	if r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventID := r.JSON(t)["event_id"].(string)
+	// A ticket created through the API reaches the webhook as ticket_created.
+	agent := newAgent(t, s, adminKey, "Support")
+	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`); r.Code != 201 {
+		t.Fatalf("ticket: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "both deliveries", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(deliveries) >= 2
+	})
+	mu.Lock()
+	for _, d := range deliveries {
+		if !d.valid || (d.event == "call_started" && d.id != eventID) || (d.event != "call_started" && d.event != "ticket_created") {
+			t.Fatalf("delivery %+v", d)
+		}
+	}
+	mu.Unlock()
+	eventually(t, 5*time.Second, "log entries", func() bool {
+		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+id+"/logs?limit=10", reader, "")
+		return r.Code == 200 && strings.Count(string(r.Body), `"status":"success"`) == 2
+	})
+	r = call(t, s, "GET", "/v1/voiceai/webhooks/health", reader, "")
+	if r.Code != 200 || !strings.Contains(string(r.Body), `"status":"healthy"`) {
+		t.Fatalf("health: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+id+"/test", writer, `{"event_type":"conversation_ended"}`)
+	if r.Code != 200 || r.JSON(t)["status"] != "success" {
+		t.Fatalf("test: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "PUT", "/v1/convai/webhooks/"+id, writer, `{"active":false}`); r.Code != 200 || r.JSON(t)["active"] != false {
+		t.Fatalf("update: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "DELETE", "/v1/convai/webhooks/"+id, writer, ""); r.Code != 204 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "GET", "/v1/voiceai/webhooks/"+id+"/logs", reader, ""), 404, "webhook_not_found")
+}
