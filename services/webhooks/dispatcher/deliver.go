@@ -137,4 +137,3 @@ func (d *Dispatcher) disable(w *webhooksv1.Webhook, code int32) {
 	}
 	d.Log.Info("webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
 }
-

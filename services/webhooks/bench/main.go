@@ -1,0 +1,209 @@
+// Command bench measures webhook delivery on embedded NATS and FerretDB
+// against a local receiver: deliveries per second with 1 and with 10
+// webhooks subscribed to the same events, and the latency from event
+// publish to delivery received at a steady 200 events per second.
+//
+//	go run ./services/webhooks/bench
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/webhooks"
+	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+type receiver struct {
+	count atomic.Int64
+	mu    sync.Mutex
+	lat   []time.Duration
+}
+
+func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	now := time.Now()
+	var env struct {
+		Data struct {
+			SentNs int64 `json:"sent_ns"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &env) == nil && env.Data.SentNs > 0 {
+		r.mu.Lock()
+		r.lat = append(r.lat, now.Sub(time.Unix(0, env.Data.SentNs)))
+		r.mu.Unlock()
+	}
+	r.count.Add(1)
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	dir, err := os.MkdirTemp("", "webhooks-bench")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(dir, "nats"), Port: -1})
+	if err != nil {
+		return err
+	}
+	defer ns.Shutdown()
+	store, err := embedded.StartMongo(filepath.Join(dir, "mongo"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, mc, err := runtime.Connect(ctx, "bench", ns.ClientURL(), store.URI, log)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	d, err := runtime.NewDeps(nc, mc, log, prometheus.NewRegistry(), 1)
+	if err != nil {
+		return err
+	}
+	cfg := webhooks.Config{Secret: "bench-secret", AllowHosts: []string{"127.0.0.1"}, Dispatcher: dispatcher.Options{Workers: 128, NoTickets: true}}
+	svc, err := webhooks.Start(ctx, d, cfg)
+	if err != nil {
+		return err
+	}
+	defer svc.Stop()
+	// The dispatcher on its own connection, as its own process would be.
+	dnc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer dnc.Close()
+	dd, err := runtime.NewDeps(dnc, nil, log, prometheus.NewRegistry(), 1)
+	if err != nil {
+		return err
+	}
+	ds, err := webhooks.StartDispatcher(ctx, dd, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer ds.Stop()
+
+	rcv := &receiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+
+	mk := func(ws string, n int) error {
+		p := principal.Principal{WorkspaceID: ws, UserID: "bench", Permissions: []string{"all"}}
+		for range n {
+			url := srv.URL + "/hook"
+			if _, _, err := svc.App.Create(ctx, p, domain.Input{URL: &url, Events: []string{"call_started"}}, ""); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	publish := func(ws string, i int, sentNs int64) (jetstream.PubAckFuture, error) {
+		subject, _ := events.PlatformSubject(ws, "call_started")
+		msg := nats.NewMsg(subject)
+		msg.Data = []byte(`{"event":"call_started","timestamp":"` + domain.FormatTimestamp(time.Now()) + `","data":{"call_id":"c` + strconv.Itoa(i) + `","sent_ns":` + strconv.FormatInt(sentNs, 10) + `}}`)
+		return d.JS.PublishMsgAsync(msg)
+	}
+	throughput := func(ws string, hooks, evts int) (float64, error) {
+		if err := mk(ws, hooks); err != nil {
+			return 0, err
+		}
+		start := rcv.count.Load()
+		want := start + int64(hooks*evts)
+		t0 := time.Now()
+		for i := range evts {
+			if _, err := publish(ws, i, 0); err != nil {
+				return 0, err
+			}
+		}
+		<-d.JS.PublishAsyncComplete()
+		deadline := time.Now().Add(90 * time.Second)
+		for rcv.count.Load() < want {
+			if time.Now().After(deadline) {
+				return 0, fmt.Errorf("%d of %d deliveries after 90s", rcv.count.Load()-start, hooks*evts)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		return float64(hooks*evts) / time.Since(t0).Seconds(), nil
+	}
+
+	// Warm up connections and consumers.
+	if _, err := throughput("ws_warm", 1, 200); err != nil {
+		return err
+	}
+	r1, err := throughput("ws_one", 1, 4000)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("1 webhook:   %8.0f deliveries/s (4,000 events)\n", r1)
+	r10, err := throughput("ws_ten", 10, 500)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("10 webhooks: %8.0f deliveries/s (500 events x 10 webhooks)\n", r10)
+
+	// Latency at a steady 200 events/s for 10 s, one webhook.
+	if err := mk("ws_lat", 1); err != nil {
+		return err
+	}
+	rcv.mu.Lock()
+	rcv.lat = nil
+	rcv.mu.Unlock()
+	const rate, secs = 200, 10
+	before := rcv.count.Load()
+	tick := time.NewTicker(time.Second / rate)
+	for i := range rate * secs {
+		<-tick.C
+		if _, err := publish("ws_lat", i, time.Now().UnixNano()); err != nil {
+			return err
+		}
+	}
+	tick.Stop()
+	deadline := time.Now().Add(30 * time.Second)
+	for rcv.count.Load() < before+rate*secs && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	rcv.mu.Lock()
+	lat := slices.Clone(rcv.lat)
+	rcv.mu.Unlock()
+	slices.Sort(lat)
+	if len(lat) == 0 {
+		return fmt.Errorf("no latency samples")
+	}
+	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
+	fmt.Printf("latency at %d events/s (%d deliveries): p50 %s  p95 %s  p99 %s\n", rate, len(lat),
+		q(0.50).Round(100*time.Microsecond), q(0.95).Round(100*time.Microsecond), q(0.99).Round(100*time.Microsecond))
+	fmt.Printf("goals: >= 1,000 deliveries/s: %v; p95 < 50ms: %v\n", min(r1, r10) >= 1000, q(0.95) < 50*time.Millisecond)
+	return nil
+}
