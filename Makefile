@@ -1,7 +1,7 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 SHELL := /bin/bash
 GO    ?= go
-SERVICES := gateway identity agents tickets allinone
+SERVICES := gateway identity agents tickets testing webhooks allinone
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 
 .PHONY: run test test-unit test-docker bench lint proto proto-check images up down fuzz

@@ -88,6 +88,11 @@ func New(js jetstream.JetStream, stream string) *Store { return &Store{js: js, s
 // Stream is the stream's name.
 func (s *Store) Stream() string { return s.stream }
 
+// AnySeq as the expected sequence appends whatever the subject holds:
+// for subjects with a single writer at a time, such as a run's results,
+// where the command id alone makes retries idempotent.
+const AnySeq = ^uint64(0)
+
 // Append writes ev to subject if the subject's last sequence is still
 // expectedSeq (0: the subject must be empty). A non-empty commandID makes
 // the append idempotent: a retry answers the first append's sequence.
@@ -110,10 +115,11 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 	msg.Header.Set(events.HeaderWorkspaceID, ev.Workspace)
 	msg.Data = ev.Data
 
-	ack, err := s.js.PublishMsg(ctx, msg,
-		jetstream.WithMsgID(msgID),
-		jetstream.WithExpectStream(s.stream),
-		jetstream.WithExpectLastSequencePerSubject(expectedSeq))
+	opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID), jetstream.WithExpectStream(s.stream)}
+	if expectedSeq != AnySeq {
+		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expectedSeq))
+	}
+	ack, err := s.js.PublishMsg(ctx, msg, opts...)
 	if err != nil {
 		if IsConflict(err) {
 			// JetStream checks the expected sequence before the message id,

@@ -103,6 +103,9 @@ func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, 
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		chunk, err := f.NC.RequestWithContext(ctx, subject, nil)
 		cancel()
+		if err == nil && chunk.Header.Get(hdrStreamAbort) != "" {
+			err = errors.New("the service aborted its response")
+		}
 		if err != nil {
 			// Headers are gone; all we can do is cut the body short, which
 			// the client sees as a truncated response.

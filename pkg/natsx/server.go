@@ -56,6 +56,16 @@ func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
 	r.RemoteAddr = nats.Header(h).Get(hdrRemoteAddr)
 	r.ContentLength = int64(len(req.Data()))
 	rec := &recorder{header: http.Header{}, nc: nc, req: req}
+	defer func() {
+		// A handler aborts (http.ErrAbortHandler) when it fails after
+		// sending its status: the caller must see a cut response.
+		if p := recover(); p != nil {
+			if p != http.ErrAbortHandler {
+				panic(p)
+			}
+			rec.abort()
+		}
+	}()
 	handler.ServeHTTP(rec, r)
 	rec.finish()
 }
@@ -145,6 +155,21 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 		h.Set(hdrStreamEnd, "1")
 	}
 	return next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h, Data: chunk})
+}
+
+// abort tells the caller the response is cut short.
+func (r *recorder) abort() {
+	if r.stream == nil {
+		respond(r.req, http.StatusBadGateway, http.Header{"Content-Type": {"application/json"}},
+			[]byte(`{"detail":{"status":"upstream_failure","message":"The service failed while writing its response.","request_id":null}}`))
+		return
+	}
+	defer func() { _ = r.stream.Unsubscribe() }()
+	if next, err := r.stream.NextMsg(streamIdle); err == nil {
+		h := nats.Header{}
+		h.Set(hdrStreamAbort, "1")
+		_ = next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h})
+	}
 }
 
 // finish sends what is left: the whole response when it was small.

@@ -18,6 +18,8 @@ const (
 	// last chunk.
 	hdrStream    = "Voiceai-Http-Stream"
 	hdrStreamEnd = "Voiceai-Http-Stream-End"
+	// hdrStreamAbort marks a streamed response the service cut short.
+	hdrStreamAbort = "Voiceai-Http-Stream-Abort"
 )
 
 // streamChunk is the body size above which a response is streamed in

@@ -132,7 +132,9 @@ require (
 	github.com/voiceai-platform/voiceai/services/agents v0.0.0
 	github.com/voiceai-platform/voiceai/services/gateway v0.0.0
 	github.com/voiceai-platform/voiceai/services/identity v0.0.0
+	github.com/voiceai-platform/voiceai/services/testing v0.0.0
 	github.com/voiceai-platform/voiceai/services/tickets v0.0.0
+	github.com/voiceai-platform/voiceai/services/webhooks v0.0.0
 )
 
 replace github.com/voiceai-platform/voiceai/pkg => ../../pkg
@@ -146,3 +148,7 @@ replace github.com/voiceai-platform/voiceai/services/agents => ../agents
 replace github.com/voiceai-platform/voiceai/services/gateway => ../gateway
 
 replace github.com/voiceai-platform/voiceai/services/tickets => ../tickets
+
+replace github.com/voiceai-platform/voiceai/services/testing => ../testing
+
+replace github.com/voiceai-platform/voiceai/services/webhooks => ../webhooks

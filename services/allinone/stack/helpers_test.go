@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,11 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	var logTo io.Writer = io.Discard
+	if os.Getenv("VOICEAI_TEST_LOG") != "" { // show the stack's logs when debugging a test
+		logTo = os.Stderr
+	}
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

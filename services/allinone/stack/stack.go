@@ -23,6 +23,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents"
 	"github.com/voiceai-platform/voiceai/services/gateway"
 	"github.com/voiceai-platform/voiceai/services/identity"
+	testingsvc "github.com/voiceai-platform/voiceai/services/testing"
 	"github.com/voiceai-platform/voiceai/services/tickets"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
 	webhookdelivery "github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -41,6 +42,11 @@ type Config struct {
 	// WebhookAllowHosts may be private and reached over plain http by
 	// webhooks (comma-separated host names or IPs, e.g. 127.0.0.1,localhost).
 	WebhookAllowHosts string `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	// Runner configures the in-process test runner workers.
+	Runner testingsvc.RunnerConfig
+	// Runners is how many runner workers run in process (0: none, for a
+	// deployment whose testing-runner processes are separate).
+	Runners int `env:"VOICEAI_EMBEDDED_RUNNERS" envDefault:"1"`
 	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
 	WebhookTimeUnit time.Duration `env:"-"`
 }
@@ -52,6 +58,14 @@ func (c Config) Validate() error {
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
+	}
+	if c.Runners < 0 || c.Runners > 64 {
+		return fmt.Errorf("VOICEAI_EMBEDDED_RUNNERS %d: want 0..64", c.Runners)
+	}
+	if c.Runners > 0 {
+		if err := c.Runner.Validate(); err != nil {
+			return err
+		}
 	}
 	return c.Config.Validate()
 }
@@ -87,6 +101,9 @@ func TestConfig(dir string) Config {
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info",
+		Runners: 1,
+		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
+			AckWait: 30 * time.Second, LLMTimeout: time.Minute},
 	}
 }
 
@@ -179,6 +196,18 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = tk.Stop() })
+	ts, err := testingsvc.Start(ctx, d, secret)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, func() { _ = ts.Stop() })
+	for range c.Runners {
+		done, err := testingsvc.StartRunner(ctx, d, c.Runner)
+		if err != nil {
+			return fail(err)
+		}
+		cleanup = append(cleanup, func() { <-done })
+	}
 	whCfg := webhooks.Config{Secret: secret, AllowHosts: webhookdelivery.ParseAllowHosts(c.WebhookAllowHosts),
 		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
 	wh, err := webhooks.Start(ctx, d, whCfg)

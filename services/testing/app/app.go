@@ -1,0 +1,95 @@
+// Package app holds the testing use cases: tests and folders (aggregates
+// on stream TESTING, listed from Mongo), and invocations, whose runs are
+// queued on TESTJOBS and whose results are read from TESTRUNS.
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+)
+
+// App is the testing application.
+type App struct {
+	Tests       *aggregate.Repo[*testingv1.Test]
+	Folders     *aggregate.Repo[*testingv1.Folder]
+	Invocations *aggregate.Repo[*testingv1.Invocation]
+	ReadModel   *adapters.ReadModel
+	JS          jetstream.JetStream
+	Agents      *eventstore.Store // stream AGENTS, read for an agent's configuration
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// New wires the application. rm may be nil for processes without a read
+// model (runner workers).
+func New(js jetstream.JetStream, rm *adapters.ReadModel, log *slog.Logger) *App {
+	a := &App{ReadModel: rm, JS: js, Agents: eventstore.New(js, events.AgentsStream), Log: log}
+	store := eventstore.New(js, events.TestingStream)
+	subject := func(kind string) func(string, string) (string, error) {
+		return func(ws, id string) (string, error) { return events.TestingSubject(ws, kind, id) }
+	}
+	a.Tests = &aggregate.Repo[*testingv1.Test]{
+		Store: store, Subject: subject(events.TestingKindTest),
+		StateOf:  stateOf[*testingv1.Test],
+		Gone:     func(s *testingv1.Test) bool { return s.DeletedAtUnix != nil },
+		Touch:    func(s *testingv1.Test, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		NotFound: httpx.NotFound("test_not_found", "No test with that id exists in this workspace."),
+		Conflict: httpx.Conflict("concurrent_update", "The test changed concurrently; retry."),
+		Log:      log, Now: a.now,
+	}
+	a.Folders = &aggregate.Repo[*testingv1.Folder]{
+		Store: store, Subject: subject(events.TestingKindFolder),
+		StateOf:  stateOf[*testingv1.Folder],
+		Gone:     func(s *testingv1.Folder) bool { return s.DeletedAtUnix != nil },
+		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		NotFound: httpx.NotFound("folder_not_found", "No test folder with that id exists in this workspace."),
+		Conflict: httpx.Conflict("concurrent_update", "The folder changed concurrently; retry."),
+		Log:      log, Now: a.now,
+	}
+	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
+		Store: store, Subject: subject(events.TestingKindInvocation),
+		StateOf:  stateOf[*testingv1.Invocation],
+		Gone:     func(*testingv1.Invocation) bool { return false },
+		NotFound: httpx.NotFound("test_invocation_not_found", "No test invocation with that id exists in this workspace."),
+		Conflict: httpx.Conflict("concurrent_update", "The invocation changed concurrently; retry."),
+		Log:      log, Now: a.now,
+	}
+	if rm != nil {
+		a.Tests.Project = rm.ApplyTest
+		a.Folders.Project = rm.ApplyFolder
+		a.Invocations.Project = rm.ApplyInvocation
+	}
+	return a
+}
+
+func stateOf[S proto.Message](m proto.Message) (S, bool) {
+	s, ok := adapters.StateOf(m).(S)
+	return s, ok
+}
+
+func (a *App) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// Caller is who issued a command.
+type Caller struct {
+	WorkspaceID string
+	UserID      string
+	Email       string
+	Name        string
+	CommandID   string // Idempotency-Key
+}

@@ -1,0 +1,300 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// TestRef is one element of run-tests' tests.
+type TestRef struct {
+	TestID         *string `json:"test_id"`
+	WorkflowNodeID *string `json:"workflow_node_id"`
+	RootFolderID   *string `json:"root_folder_id"`
+	RootFolderName *string `json:"root_folder_name"`
+}
+
+// ConfigOverride is the public agent_config_override: it replaces the
+// agent's configuration for the runs.
+type ConfigOverride struct {
+	ConversationConfig json.RawMessage `json:"conversation_config"`
+	PlatformSettings   json.RawMessage `json:"platform_settings"`
+	Workflow           json.RawMessage `json:"workflow"`
+}
+
+// RunTestsInput is the body of POST /v1/convai/agents/{id}/run-tests.
+type RunTestsInput struct {
+	Tests               *[]TestRef      `json:"tests"`
+	AgentConfigOverride *ConfigOverride `json:"agent_config_override"`
+	BranchID            *string         `json:"branch_id"`
+	RepeatCount         *int            `json:"repeat_count"`
+}
+
+func checkOverride(v *httpx.Validator, o *ConfigOverride) {
+	if o == nil {
+		return
+	}
+	if len(o.ConversationConfig) == 0 || string(o.ConversationConfig) == "null" {
+		v.Add("Field required", "missing", "body", "agent_config_override", "conversation_config")
+	} else if o.ConversationConfig[0] != '{' {
+		v.Add("Input should be a valid dictionary", "dict_type", "body", "agent_config_override", "conversation_config")
+	}
+	if len(o.PlatformSettings) > 0 && string(o.PlatformSettings) != "null" && o.PlatformSettings[0] != '{' {
+		v.Add("Input should be a valid dictionary", "dict_type", "body", "agent_config_override", "platform_settings")
+	}
+}
+
+// agent reads an agent's current state from stream AGENTS.
+func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
+	notFound := httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+	subject, err := events.AgentSubject(ws, agentID)
+	if err != nil {
+		return nil, notFound
+	}
+	msg, _, found, err := esproto.Last(ctx, a.Agents, subject)
+	if err != nil {
+		return nil, err
+	}
+	type carrier interface{ GetAgent() *agentsv1.Agent }
+	c, ok := msg.(carrier)
+	if !found || !ok || c.GetAgent().DeletedAtUnix != nil {
+		return nil, notFound
+	}
+	return c.GetAgent(), nil
+}
+
+// RunTests creates an invocation with every run pending; the enqueuer
+// queues its runs.
+func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
+	var v httpx.Validator
+	switch {
+	case in.Tests == nil:
+		v.Add("Field required", "missing", "body", "tests")
+	case len(*in.Tests) < 1:
+		v.Add("List should have at least 1 item after validation, not 0", "too_short", "body", "tests")
+	case len(*in.Tests) > domain.MaxTestsPerRun:
+		v.Add(fmt.Sprintf("List should have at most %d items after validation, not %d", domain.MaxTestsPerRun, len(*in.Tests)), "too_long", "body", "tests")
+	}
+	repeat := 1
+	if in.RepeatCount != nil {
+		repeat = *in.RepeatCount
+		v.Check(repeat >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "repeat_count")
+		v.Check(repeat <= domain.MaxRepeatCount, "Input should be less than or equal to 50", "less_than_equal", "body", "repeat_count")
+	}
+	checkOverride(&v, in.AgentConfigOverride)
+	var tests []TestRef
+	if in.Tests != nil && len(*in.Tests) <= domain.MaxTestsPerRun {
+		tests = *in.Tests
+		for i, t := range tests {
+			v.Check(t.TestID != nil && *t.TestID != "", "Field required", "missing", "body", "tests", i, "test_id")
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	ag, err := a.agent(ctx, c.WorkspaceID, agentID)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := a.entries(ctx, c.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	inv := &testingv1.Invocation{
+		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID, BranchId: deref(in.BranchID),
+		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: int32(repeat),
+		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.now().Unix(), Status: domain.InvocationRunning,
+		AgentName: ag.GetName(),
+	}
+	if in.AgentConfigOverride != nil {
+		inv.AgentConfigJson, inv.ConfigOverridden = in.AgentConfigOverride.ConversationConfig, true
+	}
+	for i, t := range tests {
+		d, ok := entries.byID[*t.TestID]
+		if !ok || d.Kind != "test" {
+			v.Add("Test "+*t.TestID+" not found", "value_error", "body", "tests", i, "test_id")
+			continue
+		}
+		inv.Tests = append(inv.Tests, &testingv1.PlannedTest{
+			TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq),
+			WorkflowNodeId: deref(t.WorkflowNodeID), RootFolderId: deref(t.RootFolderID), RootFolderName: deref(t.RootFolderName),
+		})
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	inv.JobsTotal = int64(len(inv.Tests)) * int64(repeat)
+	inv.FolderId = inv.Tests[0].GetRootFolderId()
+	switch {
+	case inv.Tests[0].GetRootFolderName() != "":
+		inv.Title = inv.Tests[0].GetRootFolderName()
+	case len(inv.Tests) == 1:
+		inv.Title = inv.Tests[0].GetTestName()
+	default:
+		inv.Title = fmt.Sprintf("%d tests", len(inv.Tests))
+	}
+	if repeat > 1 {
+		inv.BucketingStatus = domain.BucketingPending
+	}
+	if c.CommandID != "" {
+		inv.InvocationId = "tinv_" + esproto.StableID("tinv", c.WorkspaceID+"/"+c.CommandID)
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	out, _, err := a.Invocations.Create(ctx, c.WorkspaceID, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv)
+	return out, err
+}
+
+// Cancel stops the runs of an invocation that have not started: their
+// queued jobs are purged, and runners skip jobs of a cancelled invocation.
+func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testingv1.Invocation, error) {
+	inv, err := a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
+		switch inv.Status {
+		case domain.InvocationCancelled:
+			return nil, nil
+		case domain.InvocationCompleted:
+			return nil, httpx.Conflict("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
+		}
+		now := a.now().Unix()
+		inv.Status, inv.CancelledAtUnix = domain.InvocationCancelled, &now
+		if inv.BucketingStatus == domain.BucketingPending {
+			inv.BucketingStatus, inv.BucketingError = domain.BucketingFailed, "The invocation was cancelled before all runs finished."
+		}
+		return &testingv1.InvocationCancelled{Meta: meta, Invocation: inv}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	stream, err := a.JS.Stream(ctx, events.TestJobsStream)
+	if err == nil {
+		err = stream.Purge(ctx, jetstream.WithPurgeSubject(events.TestJobsOfInvocation(c.WorkspaceID, invocationID)))
+	}
+	return inv, err
+}
+
+// ResubmitInput is the body of POST …/{id}/resubmit.
+type ResubmitInput struct {
+	TestRunIDs          *[]string       `json:"test_run_ids"`
+	AgentID             *string         `json:"agent_id"`
+	AgentConfigOverride *ConfigOverride `json:"agent_config_override"`
+	BranchID            *string         `json:"branch_id"`
+}
+
+// Resubmit runs some runs again, as a new attempt.
+func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
+	var v httpx.Validator
+	if in.TestRunIDs == nil {
+		v.Add("Field required", "missing", "body", "test_run_ids")
+	} else {
+		v.Check(len(*in.TestRunIDs) >= 1, "List should have at least 1 item after validation, not 0", "too_short", "body", "test_run_ids")
+		v.Check(len(*in.TestRunIDs) <= domain.MaxTestsPerRun*domain.MaxRepeatCount, "Too many runs", "too_long", "body", "test_run_ids")
+	}
+	v.Check(in.AgentID != nil && *in.AgentID != "", "Field required", "missing", "body", "agent_id")
+	checkOverride(&v, in.AgentConfigOverride)
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	cur, _, err := a.Invocations.Get(ctx, c.WorkspaceID, invocationID)
+	if err != nil {
+		return nil, err
+	}
+	if *in.AgentID != cur.GetAgentId() {
+		v.Add("The invocation ran on agent "+cur.GetAgentId(), "value_error", "body", "agent_id")
+	}
+	total := len(cur.GetTests()) * int(max(cur.GetRepeatCount(), 1))
+	seen := map[string]bool{}
+	for i, id := range *in.TestRunIDs {
+		idx, err := domain.RunIndex(invocationID, id)
+		switch {
+		case err != nil || idx >= total:
+			v.Add("Test run "+id+" not found in this invocation", "value_error", "body", "test_run_ids", i)
+		case seen[id]:
+			v.Add("Duplicate test run id "+id, "value_error", "body", "test_run_ids", i)
+		}
+		seen[id] = true
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	var cfg []byte
+	if in.AgentConfigOverride != nil {
+		cfg = in.AgentConfigOverride.ConversationConfig
+	}
+	done, _, err := a.Counts(ctx, invocationID)
+	if err != nil {
+		return nil, err
+	}
+	return a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
+		if inv.Status == domain.InvocationRunning {
+			return nil, httpx.Conflict("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+		}
+		if inv.Status == domain.InvocationCancelled {
+			// Purged jobs never count: start from what has run.
+			inv.JobsTotal = done
+		}
+		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
+			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: *in.TestRunIDs, AtUnix: a.now().Unix(),
+			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
+		})
+		inv.JobsTotal += int64(len(*in.TestRunIDs))
+		inv.Status, inv.CompletedAtUnix, inv.CancelledAtUnix = domain.InvocationRunning, nil, nil
+		if inv.RepeatCount > 1 {
+			inv.BucketingStatus, inv.BucketingError = domain.BucketingPending, ""
+		}
+		return &testingv1.InvocationResubmitted{Meta: meta, Invocation: inv}, nil
+	})
+}
+
+// Counts reads an invocation's counters: runs done and passed, over all
+// attempts.
+func (a *App) Counts(ctx context.Context, invocationID string) (done, passed int64, err error) {
+	stream, err := a.JS.Stream(ctx, events.TestCountsStream)
+	if err != nil {
+		return 0, 0, err
+	}
+	read := func(name string) (int64, error) {
+		m, err := stream.GetLastMsgForSubject(ctx, events.TestCountSubject(invocationID, name))
+		if err != nil {
+			if err == jetstream.ErrMsgNotFound {
+				return 0, nil
+			}
+			return 0, err
+		}
+		var body struct {
+			Val string `json:"val"`
+		}
+		if err := json.Unmarshal(m.Data, &body); err != nil {
+			return 0, err
+		}
+		return strconv.ParseInt(body.Val, 10, 64)
+	}
+	if done, err = read("done"); err != nil {
+		return 0, 0, err
+	}
+	passed, err = read("passed")
+	return done, passed, err
+}
+
+// ExpectedAttempts maps each resubmitted run to its newest attempt.
+func ExpectedAttempts(inv *testingv1.Invocation) map[string]int32 {
+	out := map[string]int32{}
+	for _, r := range inv.GetResubmissions() {
+		for _, id := range r.GetRunIds() {
+			out[id] = r.GetAttempt()
+		}
+	}
+	return out
+}

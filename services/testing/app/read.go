@@ -1,0 +1,317 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// TestAt reads the version of a test stored at seq of stream TESTING.
+func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
+	stream, err := a.JS.Stream(ctx, events.TestingStream)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, fmt.Errorf("test version at seq %d: %w", seq, err)
+	}
+	msg, err := esproto.Decode(eventstore.Record{Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
+		Type: raw.Header.Get(events.HeaderEventType)})
+	if err != nil {
+		return nil, err
+	}
+	t, ok := stateOf[*testingv1.Test](msg)
+	if !ok {
+		return nil, fmt.Errorf("seq %d holds no test", seq)
+	}
+	return t, nil
+}
+
+// EachLast calls fn with the last message of every subject matching
+// filter in stream, in stream order, reading through an ordered consumer
+// (nothing is held in memory).
+func EachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg) error) error {
+	// An ephemeral consumer, deleted when done: a stream holds at most
+	// 1,000 consumers by default, and readers come often.
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		FilterSubject: filter, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
+	}()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(2000))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		if err := fn(m); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// decodeRun reads a RunCompleted message.
+func decodeRun(m jetstream.Msg) (*testingv1.RunResult, error) {
+	rec, err := eventstore.RecordFromMsg(m)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	ev, ok := msg.(*testingv1.RunCompleted)
+	if !ok {
+		return nil, errors.New("not a run result: " + rec.Type)
+	}
+	return ev.GetRun(), nil
+}
+
+// EachRunResult calls fn with the current result of every run of an
+// invocation that has one.
+func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn func(*testingv1.RunResult) error) error {
+	return EachLast(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+		func(m jetstream.Msg) error {
+			r, err := decodeRun(m)
+			if err != nil {
+				return err
+			}
+			return fn(r)
+		})
+}
+
+// WriteInvocation streams an invocation (spec 2.2) to w: its fields,
+// result groups, then every run, finished runs first as read from the
+// stream, then those still pending. Memory holds one bit per run and each
+// test's definition once. A new invocation (created) is written as created:
+// every run pending, whatever runners have done since.
+func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	var bucketing any
+	if inv.GetBucketingStatus() != "" {
+		bucketing = inv.GetBucketingStatus()
+	}
+	head := map[string]any{
+		"id": inv.GetInvocationId(), "agent_id": inv.GetAgentId(), "branch_id": inv.GetBranchId(),
+		"created_at": inv.GetCreatedAtUnix(), "folder_id": inv.GetFolderId(), "repeat_count": max(inv.GetRepeatCount(), 1),
+		"bucketing_status": bucketing, "cancelled": inv.GetStatus() == domain.InvocationCancelled,
+		"status": inv.GetStatus(), "title": inv.GetTitle(), "ran_against_draft": false,
+	}
+	if e := inv.GetBucketingError(); e != "" {
+		head["bucketing_error"] = e
+	}
+	b, _ := json.Marshal(head)
+	bw.Write(b[:len(b)-1]) // keep the object open
+	bw.WriteString(`,"result_groups":[`)
+	if inv.GetBucketingStatus() == domain.BucketingCompleted && !created {
+		var groups []*testingv1.ResultGroup
+		err := EachLast(ctx, a.JS, events.TestRunsStream, events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+			func(m jetstream.Msg) error {
+				rec, err := eventstore.RecordFromMsg(m)
+				if err != nil {
+					return err
+				}
+				msg, err := esproto.Decode(rec)
+				if err != nil {
+					return err
+				}
+				if ev, ok := msg.(*testingv1.ResultGroupComputed); ok {
+					groups = append(groups, ev.GetGroup())
+				}
+				return nil
+			})
+		if err != nil {
+			return err
+		}
+		sort.Slice(groups, func(i, j int) bool { return groups[i].GetTestIndex() < groups[j].GetTestIndex() })
+		for i, g := range groups {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			_ = enc.Encode(GroupView(g))
+		}
+	}
+	bw.WriteString(`],"test_runs":[`)
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	total := len(inv.GetTests()) * repeat
+	seen := domain.NewBitset(total)
+	expected := ExpectedAttempts(inv)
+	infos := map[uint64]map[string]any{}
+	info := func(pt *testingv1.PlannedTest) (map[string]any, error) {
+		if i, ok := infos[pt.GetTestStreamSeq()]; ok {
+			return i, nil
+		}
+		t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
+		if err != nil {
+			return nil, err
+		}
+		i := TestInfo(t)
+		infos[pt.GetTestStreamSeq()] = i
+		return i, nil
+	}
+	first := true
+	emit := func(idx int, runID string, res *testingv1.RunResult) error {
+		pt := inv.GetTests()[idx/repeat]
+		ti, err := info(pt)
+		if err != nil {
+			return err
+		}
+		if !first {
+			bw.WriteByte(',')
+		}
+		first = false
+		return enc.Encode(RunView(inv, pt, ti, runID, res))
+	}
+	err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
+		if created {
+			return errDone
+		}
+		idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
+		if err != nil || idx >= total || seen.Has(idx) {
+			return nil
+		}
+		if r.GetAttempt() < max(expected[r.GetRunId()], 1) {
+			return nil // a newer attempt is pending: shown below
+		}
+		seen.Set(idx)
+		return emit(idx, r.GetRunId(), r)
+	})
+	if err != nil && err != errDone {
+		return err
+	}
+	for idx := range total {
+		if !seen.Has(idx) {
+			if err := emit(idx, domain.RunID(inv.GetInvocationId(), idx), nil); err != nil {
+				return err
+			}
+		}
+	}
+	bw.WriteString("]}")
+	return bw.Flush()
+}
+
+var errDone = errors.New("done")
+
+// InvocationQuery is a listing request.
+type InvocationQuery struct {
+	WorkspaceID, AgentID, BranchID, TestID, Search string
+	StartTime, EndTime                             *int64
+	AfterCreated                                   int64
+	AfterID                                        string
+	HasAfter                                       bool
+	Limit                                          int
+}
+
+// ListInvocations returns one page of invocation summaries, newest first.
+func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[string]any, string, string, bool, error) {
+	docs, err := a.ReadModel.InvocationsOf(ctx, q.WorkspaceID)
+	if err != nil {
+		return nil, "", "", false, err
+	}
+	search := strings.ToLower(q.Search)
+	kept := docs[:0]
+	for _, d := range docs {
+		switch {
+		case q.AgentID != "" && d.AgentID != q.AgentID,
+			q.BranchID != "" && d.BranchID != q.BranchID,
+			q.TestID != "" && !contains(d.TestIDs, q.TestID),
+			search != "" && !strings.Contains(strings.ToLower(d.Title), search),
+			q.StartTime != nil && d.CreatedAtUnix < *q.StartTime,
+			q.EndTime != nil && d.CreatedAtUnix > *q.EndTime:
+			continue
+		}
+		kept = append(kept, d)
+	}
+	sort.Slice(kept, func(i, j int) bool {
+		if kept[i].CreatedAtUnix != kept[j].CreatedAtUnix {
+			return kept[i].CreatedAtUnix > kept[j].CreatedAtUnix
+		}
+		return kept[i].ID > kept[j].ID
+	})
+	start := 0
+	if q.HasAfter {
+		start = len(kept)
+		for i, d := range kept {
+			if d.CreatedAtUnix < q.AfterCreated || (d.CreatedAtUnix == q.AfterCreated && d.ID < q.AfterID) {
+				start = i
+				break
+			}
+		}
+	}
+	end := min(start+q.Limit, len(kept))
+	out := make([]map[string]any, 0, end-start)
+	for _, d := range kept[start:end] {
+		done, passed, err := a.Counts(ctx, d.ID)
+		if err != nil {
+			return nil, "", "", false, err
+		}
+		runs := d.Runs
+		pending, cancelled := max(d.JobsTotal-done, 0), int64(0)
+		if d.Status == domain.InvocationCancelled {
+			cancelled, pending = pending, 0
+		}
+		out = append(out, map[string]any{
+			"id": d.ID, "agent_id": d.AgentID, "branch_id": d.BranchID, "created_at_unix_secs": d.CreatedAtUnix,
+			"test_run_count": runs, "passed_count": passed, "failed_count": max(done-passed, 0), "pending_count": pending,
+			"cancelled_count": cancelled, "title": d.Title, "repeat_count": d.RepeatCount,
+			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
+		})
+	}
+	lastCreated, lastID := "", ""
+	if end > start {
+		lastCreated, lastID = strconv.FormatInt(kept[end-1].CreatedAtUnix, 10), kept[end-1].ID
+	}
+	return out, lastCreated, lastID, end < len(kept), nil
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,59 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+// JobsDedupWindow is how long the job queue and the counters remember a
+// message id: a job re-queued, or a counter re-incremented, within it is
+// dropped. It bounds how late a crashed runner's redelivery may come
+// without double counting.
+const JobsDedupWindow = time.Hour
+
+// RunnersConsumer is the durable consumer all runner workers share.
+const RunnersConsumer = "runners"
+
+// EnsureStreams creates the testing streams: TESTING and TESTRUNS (event
+// stores), TESTJOBS (the runners' work queue) and TESTCOUNTS (counters).
+func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
+	for _, c := range []eventstore.StreamConfig{
+		{Name: events.TestingStream, Subjects: []string{events.TestingAll}, Replicas: replicas},
+		{Name: events.TestRunsStream, Subjects: []string{events.TestRunsAll}, Replicas: replicas, DedupWindow: JobsDedupWindow},
+	} {
+		if _, err := eventstore.EnsureStream(ctx, js, c); err != nil {
+			return fmt.Errorf("stream %s: %w", c.Name, err)
+		}
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow,
+		Description: "Run jobs for testing-runner workers (work queue)",
+	}); err != nil {
+		return fmt.Errorf("stream %s: %w", events.TestJobsStream, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: events.TestCountsStream, Subjects: []string{events.TestCountsAll}, AllowMsgCounter: true,
+		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, MaxMsgsPerSubject: 1,
+		Description: "Per-invocation run counters (done, passed)",
+	}); err != nil {
+		return fmt.Errorf("stream %s: %w", events.TestCountsStream, err)
+	}
+	return nil
+}
+
+// EnsureRunnersConsumer creates the shared work-queue consumer.
+func EnsureRunnersConsumer(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (jetstream.Consumer, error) {
+	return js.CreateOrUpdateConsumer(ctx, events.TestJobsStream, jetstream.ConsumerConfig{
+		Durable: RunnersConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+		MaxDeliver: 10, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
+		BackOff: nil,
+	})
+}

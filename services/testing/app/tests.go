@@ -1,0 +1,283 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// ParseTest decodes and validates a test body: 400 for malformed JSON,
+// 422 with loc for wrong types and rule violations.
+func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error) {
+	var in domain.TestInput
+	if err := httpx.DecodeBytes(body, &in); err != nil {
+		return in, nil, err
+	}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(body, &raw)
+	var v httpx.Validator
+	in.Validate(&v)
+	return in, raw, v.Err()
+}
+
+// CreateTest stores a new test.
+func (a *App) CreateTest(ctx context.Context, c Caller, body []byte) (*testingv1.Test, error) {
+	in, raw, err := ParseTest(body)
+	if err != nil {
+		return nil, err
+	}
+	parent := deref(in.ParentFolderID)
+	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
+		return nil, err
+	}
+	now := a.now().Unix()
+	t := &testingv1.Test{
+		TestId: ids.New("test"), WorkspaceId: c.WorkspaceID, Name: *in.Name, Type: *in.Type, ParentFolderId: parent,
+		DefinitionJson: domain.Definition(raw), CreatedByUserId: c.UserID, CreatedByEmail: c.Email, CreatedByName: c.Name,
+		CreatedAtUnix: now, UpdatedAtUnix: now,
+	}
+	if c.CommandID != "" {
+		t.TestId = "test_" + esproto.StableID("test", c.WorkspaceID+"/"+c.CommandID)
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	out, _, err := a.Tests.Create(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t)
+	return out, err
+}
+
+// UpdateTest replaces a test's definition (PUT: the full object).
+func (a *App) UpdateTest(ctx context.Context, c Caller, testID string, body []byte) (*testingv1.Test, error) {
+	in, raw, err := ParseTest(body)
+	if err != nil {
+		return nil, err
+	}
+	if in.ParentFolderID != nil {
+		if err := a.checkFolder(ctx, c.WorkspaceID, *in.ParentFolderID, "parent_folder_id"); err != nil {
+			return nil, err
+		}
+	}
+	return a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+		t.Name, t.Type, t.DefinitionJson = *in.Name, *in.Type, domain.Definition(raw)
+		if in.ParentFolderID != nil {
+			t.ParentFolderId = *in.ParentFolderID
+		}
+		return &testingv1.TestUpdated{Meta: meta, Test: t}, nil
+	})
+}
+
+// DeleteTest deletes a test; invocations that ran it keep their pinned
+// version.
+func (a *App) DeleteTest(ctx context.Context, c Caller, testID string) error {
+	_, err := a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+		now := a.now().Unix()
+		t.DeletedAtUnix = &now
+		return &testingv1.TestDeleted{Meta: meta, Test: t}, nil
+	})
+	return err
+}
+
+// checkFolder answers 422 at body.<field> when folderID is not a folder
+// of the workspace ("" and "root" are the root).
+func (a *App) checkFolder(ctx context.Context, ws, folderID, field string) error {
+	if folderID == "" || folderID == "root" {
+		return nil
+	}
+	if _, _, err := a.Folders.Get(ctx, ws, folderID); err != nil {
+		if isNotFound(err) {
+			return httpx.ValidationErrors{{Loc: []any{"body", field}, Msg: fmt.Sprintf("Folder %s not found", folderID), Type: "value_error"}}
+		}
+		return err
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	e, ok := err.(*httpx.Error)
+	return ok && e.HTTPStatus == 404
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// Summaries returns the listed form of each test id; unknown ids → 422
+// naming each.
+func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]EntryView, error) {
+	var v httpx.Validator
+	seen := map[string]bool{}
+	for i, id := range testIDs {
+		v.Check(!seen[id], "Duplicate test id "+id, "value_error", "body", "test_ids", i)
+		seen[id] = true
+	}
+	v.Check(len(testIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "test_ids")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	entries, err := a.entries(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]EntryView{}
+	for i, id := range testIDs {
+		e, ok := entries.byID[id]
+		if !ok || e.Kind != "test" {
+			v.Add("Test "+id+" not found", "value_error", "body", "test_ids", i)
+			continue
+		}
+		out[id] = entries.view(e)
+	}
+	return out, v.Err()
+}
+
+// BulkMove moves tests and folders into a folder ("" = root).
+func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo string) (int, error) {
+	var v httpx.Validator
+	v.Check(len(entityIDs) > 0, "List should have at least 1 item", "too_short", "body", "entity_ids")
+	if moveTo == "root" {
+		moveTo = ""
+	}
+	entries, err := a.entries(ctx, c.WorkspaceID)
+	if err != nil {
+		return 0, err
+	}
+	if moveTo != "" {
+		if d, ok := entries.byID[moveTo]; !ok || d.Kind != "folder" {
+			v.Add("Folder "+moveTo+" not found", "value_error", "body", "move_to")
+		}
+	}
+	for i, id := range entityIDs {
+		e, ok := entries.byID[id]
+		switch {
+		case !ok:
+			v.Add("Test or folder "+id+" not found", "value_error", "body", "entity_ids", i)
+		case e.Kind == "folder" && moveTo != "" && entries.isWithin(moveTo, id):
+			v.Add("A folder cannot move into itself or a subfolder", "value_error", "body", "entity_ids", i)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return 0, err
+	}
+	for _, id := range entityIDs {
+		if entries.byID[id].Kind == "folder" {
+			_, err = a.Folders.Update(ctx, c.WorkspaceID, id, "", func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+				if f.ParentFolderId == moveTo {
+					return nil, nil
+				}
+				f.ParentFolderId = moveTo
+				return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
+			})
+		} else {
+			_, err = a.Tests.Update(ctx, c.WorkspaceID, id, "", func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+				if t.ParentFolderId == moveTo {
+					return nil, nil
+				}
+				t.ParentFolderId = moveTo
+				return &testingv1.TestUpdated{Meta: meta, Test: t}, nil
+			})
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(entityIDs), nil
+}
+
+// CreateFolder creates a folder.
+func (a *App) CreateFolder(ctx context.Context, c Caller, name, parent string) (*testingv1.Folder, error) {
+	if parent == "root" {
+		parent = ""
+	}
+	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
+		return nil, err
+	}
+	now := a.now().Unix()
+	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
+		CreatedByUserId: c.UserID, CreatedAtUnix: now, UpdatedAtUnix: now}
+	if c.CommandID != "" {
+		f.FolderId = "tfld_" + esproto.StableID("tfld", c.WorkspaceID+"/"+c.CommandID)
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	out, _, err := a.Folders.Create(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f)
+	return out, err
+}
+
+// RenameFolder renames a folder.
+func (a *App) RenameFolder(ctx context.Context, c Caller, id, name string) (*testingv1.Folder, error) {
+	return a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+		if f.Name == name {
+			return nil, nil
+		}
+		f.Name = name
+		return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
+	})
+}
+
+// DeleteFolder deletes a folder; one with children needs force, which
+// deletes everything under it.
+func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool) error {
+	if _, _, err := a.Folders.Get(ctx, c.WorkspaceID, id); err != nil {
+		return err
+	}
+	entries, err := a.entries(ctx, c.WorkspaceID)
+	if err != nil {
+		return err
+	}
+	children := entries.children[id]
+	if len(children) > 0 && !force {
+		return httpx.Conflict("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", len(children)))
+	}
+	for _, ch := range children {
+		if ch.Kind == "folder" {
+			err = a.DeleteFolder(ctx, c, ch.ID, true)
+		} else {
+			err = a.DeleteTest(ctx, c, ch.ID)
+		}
+		if err != nil && !isNotFound(err) {
+			return err
+		}
+	}
+	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, "", func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+		now := a.now().Unix()
+		f.DeletedAtUnix = &now
+		return &testingv1.FolderDeleted{Meta: meta, Folder: f}, nil
+	})
+	return err
+}
+
+// FolderView is a folder as GET shows it.
+func (a *App) FolderView(ctx context.Context, ws string, f *testingv1.Folder) (map[string]any, error) {
+	entries, err := a.entries(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": f.GetFolderId(), "name": f.GetName(), "folder_path": entries.path(f.GetFolderId()),
+		"children_count": len(entries.children[f.GetFolderId()]), "parent_folder_id": nullable(f.GetParentFolderId())}, nil
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// TestView is a test as GET shows it: its definition plus id, name, type.
+func TestView(t *testingv1.Test) map[string]any {
+	out := map[string]any{}
+	_ = json.Unmarshal(t.GetDefinitionJson(), &out)
+	out["id"], out["name"], out["type"] = t.GetTestId(), t.GetName(), t.GetType()
+	out["parent_folder_id"] = nullable(t.GetParentFolderId())
+	out["created_at_unix_secs"], out["last_updated_at_unix_secs"] = t.GetCreatedAtUnix(), t.GetUpdatedAtUnix()
+	return out
+}

@@ -1,0 +1,383 @@
+// Package llm is a small client for OpenAI-compatible chat-completions
+// endpoints: OpenAI, vLLM, Ollama (its /v1 API), llama.cpp server and
+// anything else that answers POST {BaseURL}/chat/completions with a
+// "chat.completion" object.
+//
+// # Retries
+//
+// Chat makes one attempt and up to Config.MaxRetries retries. It retries on
+//
+//   - HTTP 429 and every 5xx status,
+//   - network errors (connection refused/reset, a connection dropped
+//     before or while the body was read),
+//   - a per-attempt timeout (Config.Timeout), and
+//   - a 2xx answer whose body is not valid chat-completion JSON
+//     (ErrMalformedResponse): a truncated or garbled body from an
+//     overloaded server or a proxy is usually transient, and a server that
+//     never speaks the protocol only costs MaxRetries extra requests.
+//
+// It never retries other 4xx answers (400, 401, 403, 404, 408, 409, 422, ...),
+// a 2xx answer with zero choices (ErrNoChoices), a body larger than
+// Config.MaxResponseBytes (ErrResponseTooLarge), or an invalid request
+// (ErrInvalidRequest).
+//
+// Between attempts it waits with exponential back-off and full jitter: before
+// retry n (n = 1, 2, ...) the wait is uniform in [0, min(MaxBackoff,
+// InitialBackoff·2^(n-1))]. When the failed answer carries "retry-after-ms"
+// (OpenAI, milliseconds, preferred because it is more precise) or
+// "Retry-After" (seconds or an HTTP date), that delay is used instead,
+// without jitter, capped at MaxBackoff. When the server asks for more than
+// MaxBackoff the client still waits only MaxBackoff and then retries: the
+// caller chose MaxBackoff as the longest stall it accepts, and the retry
+// budget (MaxRetries) bounds the cost if the server is still not ready. The
+// delay the server asked for is kept, uncapped, in APIError.RetryAfter.
+//
+// # Errors
+//
+// A final non-2xx answer is returned as a bare *APIError (not wrapped), with
+// Attempts set. Other failures are wrapped errors matching the sentinels of
+// this package with errors.Is: ErrTimeout (which also matches
+// context.DeadlineExceeded) when the last attempt timed out,
+// ErrMalformedResponse, ErrNoChoices, ErrResponseTooLarge,
+// ErrInvalidRequest. When ctx is cancelled or its deadline passes, Chat
+// returns at once with an error wrapping ctx.Err().
+//
+// The API key is only ever written to the Authorization header; it is never
+// part of an error or of the String/GoString forms of Config and Client.
+package llm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Defaults applied by New to zero fields of Config.
+const (
+	DefaultTimeout          = 60 * time.Second
+	DefaultMaxRetries       = 4
+	DefaultMaxBackoff       = 30 * time.Second
+	DefaultInitialBackoff   = 500 * time.Millisecond
+	DefaultMaxResponseBytes = 8 << 20 // 8 MiB
+
+	// maxErrorBodyBytes bounds how much of a non-2xx body is read and parsed.
+	maxErrorBodyBytes = 64 << 10
+)
+
+// Config configures a Client. Only BaseURL and Model are required.
+type Config struct {
+	// BaseURL is the API root, e.g. "https://api.openai.com/v1" or
+	// "http://127.0.0.1:11434/v1". A trailing slash is ignored, a query
+	// string is kept, and "/chat/completions" is appended unless the path
+	// already ends with it.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>" when non-empty.
+	APIKey string
+	// Model is sent as "model" with every request.
+	Model string
+	// Timeout bounds one attempt, from sending the request to having read
+	// the whole response body. Zero or negative: DefaultTimeout.
+	Timeout time.Duration
+	// MaxRetries is the number of retries after the first attempt.
+	// Zero: DefaultMaxRetries. Negative: no retries.
+	MaxRetries int
+	// MaxBackoff caps one wait between attempts, including a wait asked for
+	// by the server. Zero or negative: DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// InitialBackoff is the ceiling of the jittered wait before the first
+	// retry; it doubles for each further retry up to MaxBackoff.
+	// Zero or negative: DefaultInitialBackoff.
+	InitialBackoff time.Duration
+	// MaxResponseBytes bounds the size of a successful response body.
+	// Zero or negative: DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// HTTPClient is used for requests when non-nil. By default the client
+	// uses its own transport (a clone of http.DefaultTransport keeping more
+	// idle connections per host). Its Timeout, if any, applies in addition
+	// to Config.Timeout.
+	HTTPClient *http.Client
+}
+
+// String describes the configuration without the API key.
+func (c Config) String() string {
+	return fmt.Sprintf("llm.Config{BaseURL:%q, APIKey:%s, Model:%q, Timeout:%s, MaxRetries:%d, MaxBackoff:%s}",
+		c.BaseURL, redact(c.APIKey), c.Model, c.Timeout, c.MaxRetries, c.MaxBackoff)
+}
+
+// GoString is String, so that %#v does not print the API key either.
+func (c Config) GoString() string { return c.String() }
+
+func redact(key string) string {
+	if key == "" {
+		return `""`
+	}
+	return "[redacted]"
+}
+
+// Client sends chat-completion requests. It is safe for concurrent use.
+type Client struct {
+	endpoint       string
+	apiKey         string
+	model          string
+	timeout        time.Duration
+	maxRetries     int
+	maxBackoff     time.Duration
+	initialBackoff time.Duration
+	maxBody        int64
+	hc             *http.Client
+
+	// Hooks, replaced by tests only.
+	sleep  func(ctx context.Context, d time.Duration) error
+	jitter func(ceil time.Duration) time.Duration // uniform in [0, ceil]
+	now    func() time.Time
+}
+
+// New validates c and returns a Client.
+func New(c Config) (*Client, error) {
+	if strings.TrimSpace(c.Model) == "" {
+		return nil, errors.New("llm: Config.Model is required")
+	}
+	endpoint, err := chatEndpoint(c.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	cl := &Client{
+		endpoint:       endpoint,
+		apiKey:         c.APIKey,
+		model:          c.Model,
+		timeout:        c.Timeout,
+		maxRetries:     c.MaxRetries,
+		maxBackoff:     c.MaxBackoff,
+		initialBackoff: c.InitialBackoff,
+		maxBody:        c.MaxResponseBytes,
+		hc:             c.HTTPClient,
+		sleep:          sleepCtx,
+		jitter:         fullJitter,
+		now:            time.Now,
+	}
+	if cl.timeout <= 0 {
+		cl.timeout = DefaultTimeout
+	}
+	switch {
+	case cl.maxRetries == 0:
+		cl.maxRetries = DefaultMaxRetries
+	case cl.maxRetries < 0:
+		cl.maxRetries = 0
+	}
+	if cl.maxBackoff <= 0 {
+		cl.maxBackoff = DefaultMaxBackoff
+	}
+	if cl.initialBackoff <= 0 {
+		cl.initialBackoff = DefaultInitialBackoff
+	}
+	cl.initialBackoff = min(cl.initialBackoff, cl.maxBackoff)
+	if cl.maxBody <= 0 {
+		cl.maxBody = DefaultMaxResponseBytes
+	}
+	if cl.hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConnsPerHost = 64
+		cl.hc = &http.Client{Transport: t}
+	}
+	return cl, nil
+}
+
+func chatEndpoint(base string) (string, error) {
+	base = strings.TrimSpace(base)
+	if base == "" {
+		return "", errors.New("llm: Config.BaseURL is required")
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		// Do not echo the URL: it may carry credentials.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", fmt.Errorf("llm: invalid Config.BaseURL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("llm: invalid Config.BaseURL: scheme must be http or https, not %q", u.Scheme)
+	}
+	if u.Host == "" {
+		return "", errors.New("llm: invalid Config.BaseURL: no host")
+	}
+	p := strings.TrimRight(u.Path, "/")
+	if !strings.HasSuffix(p, "/chat/completions") {
+		p += "/chat/completions"
+	}
+	u.Path, u.RawPath, u.Fragment, u.RawFragment = p, "", "", ""
+	return u.String(), nil
+}
+
+// Model returns the configured model name.
+func (c *Client) Model() string { return c.model }
+
+// String describes the client without the API key.
+func (c *Client) String() string {
+	return fmt.Sprintf("llm.Client{endpoint:%q, model:%q, apiKey:%s}", c.endpoint, c.model, redact(c.apiKey))
+}
+
+// GoString is String, so that %#v does not print the API key either.
+func (c *Client) GoString() string { return c.String() }
+
+// Chat sends req and returns the first choice of the completion, retrying as
+// described in the package documentation.
+func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
+	body, err := encodeRequest(c.model, req)
+	if err != nil {
+		return ChatResponse{}, err
+	}
+	var lastErr error
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return ChatResponse{}, cancelled(attempt-1, lastErr, err)
+		}
+		res, retryable, hint, err := c.attempt(ctx, body)
+		if err == nil {
+			res.Attempts = attempt
+			return res, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return ChatResponse{}, cancelled(attempt, err, cerr)
+		}
+		lastErr = err
+		if !retryable || attempt > c.maxRetries {
+			return ChatResponse{}, final(attempt, err)
+		}
+		if err := c.sleep(ctx, c.backoff(attempt, hint)); err != nil {
+			return ChatResponse{}, cancelled(attempt, lastErr, err)
+		}
+	}
+}
+
+func cancelled(attempts int, last, ctxErr error) error {
+	if last == nil {
+		return fmt.Errorf("llm: chat cancelled after %d attempt(s): %w", attempts, ctxErr)
+	}
+	return fmt.Errorf("llm: chat cancelled after %d attempt(s) (last error: %v): %w", attempts, last, ctxErr)
+}
+
+func final(attempts int, err error) error {
+	var ae *APIError
+	if errors.As(err, &ae) {
+		ae.Attempts = attempts
+		return ae
+	}
+	return fmt.Errorf("llm: chat failed after %d attempt(s): %w", attempts, err)
+}
+
+// hint is the delay asked for by the server, or negative when it asked for
+// none.
+func (c *Client) backoff(retry int, hint time.Duration) time.Duration {
+	if hint >= 0 {
+		return min(hint, c.maxBackoff)
+	}
+	ceil := c.initialBackoff
+	for i := 1; i < retry && ceil < c.maxBackoff; i++ {
+		if ceil > c.maxBackoff/2 {
+			ceil = c.maxBackoff
+			break
+		}
+		ceil *= 2
+	}
+	return c.jitter(min(ceil, c.maxBackoff))
+}
+
+func fullJitter(ceil time.Duration) time.Duration {
+	if ceil <= 0 {
+		return 0
+	}
+	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// attempt makes one request. It reports whether a failure may be retried
+// and the delay the server asked for (negative: none).
+func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, retryable bool, hint time.Duration, err error) {
+	hint = -1
+	actx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return res, false, hint, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("User-Agent", "voiceai-testing-llm/1")
+	if c.apiKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return res, true, hint, c.transportError(ctx, actx, err)
+	}
+	defer resp.Body.Close()
+
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	limit := c.maxBody
+	if !ok {
+		limit = maxErrorBodyBytes
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return res, true, hint, c.transportError(ctx, actx, fmt.Errorf("reading response body: %w", err))
+	}
+	if int64(len(data)) > limit {
+		if ok {
+			return res, false, hint, fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, c.maxBody)
+		}
+		data = data[:limit] // an error body: parse what we have
+	}
+
+	if !ok {
+		ae := parseAPIError(resp.StatusCode, resp.Header, data, c.now())
+		if ae.Temporary() {
+			if d, found := retryAfter(resp.Header, c.now()); found {
+				hint = d
+			}
+			return res, true, hint, ae
+		}
+		return res, false, hint, ae
+	}
+
+	res, err = parseResponse(data)
+	if err != nil {
+		return res, errors.Is(err, ErrMalformedResponse), hint, err
+	}
+	return res, false, hint, nil
+}
+
+// transportError classifies an error of Do or of reading the body: the
+// caller's cancellation, a per-attempt timeout, or a network error.
+func (c *Client) transportError(ctx, actx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err // Chat reports ctx.Err()
+	}
+	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("after %s: %w", c.timeout, ErrTimeout)
+	}
+	return fmt.Errorf("llm: network error: %w", err)
+}

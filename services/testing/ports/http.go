@@ -1,0 +1,516 @@
+// Package ports serves agent tests, folders and invocations over HTTP
+// (through the gateway) in the public wire shapes.
+package ports
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gorilla/mux"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+var (
+	readPerms  = []string{"convai_read", "convai_write"}
+	writePerms = []string{"convai_write"}
+)
+
+// maxBody fits run-tests with 5,000 tests and a configuration override.
+const maxBody = 4 << 20
+
+type handlers struct {
+	app   *app.App
+	codec *cursor.Codec
+}
+
+// Router returns the testing routes.
+func Router(a *app.App, codec *cursor.Codec) *mux.Router {
+	h := &handlers{app: a, codec: codec}
+	r := mux.NewRouter()
+	t := "/v1/convai/agent-testing"
+	r.HandleFunc(t+"/create", h.createTest).Methods(http.MethodPost)
+	r.HandleFunc(t, h.listTests).Methods(http.MethodGet)
+	r.HandleFunc(t+"/summaries", h.summaries).Methods(http.MethodPost)
+	r.HandleFunc(t+"/bulk-move", h.bulkMove).Methods(http.MethodPost)
+	r.HandleFunc(t+"/folders", h.createFolder).Methods(http.MethodPost)
+	r.HandleFunc(t+"/folders/{folder_id}", h.getFolder).Methods(http.MethodGet)
+	r.HandleFunc(t+"/folders/{folder_id}", h.renameFolder).Methods(http.MethodPatch)
+	r.HandleFunc(t+"/folders/{folder_id}", h.deleteFolder).Methods(http.MethodDelete)
+	r.HandleFunc(t+"/{test_id}", h.getTest).Methods(http.MethodGet)
+	r.HandleFunc(t+"/{test_id}", h.updateTest).Methods(http.MethodPut)
+	r.HandleFunc(t+"/{test_id}", h.deleteTest).Methods(http.MethodDelete)
+	r.HandleFunc("/v1/convai/agents/{agent_id}/run-tests", h.runTests).Methods(http.MethodPost)
+	i := "/v1/convai/test-invocations"
+	r.HandleFunc(i, h.listInvocations).Methods(http.MethodGet)
+	r.HandleFunc(i+"/{invocation_id}", h.getInvocation).Methods(http.MethodGet)
+	r.HandleFunc(i+"/{invocation_id}/cancel", h.cancel).Methods(http.MethodPost)
+	r.HandleFunc(i+"/{invocation_id}/resubmit", h.resubmit).Methods(http.MethodPost)
+	return r
+}
+
+// caller checks perms and returns who is calling; ok is false once an
+// error has been written.
+func caller(w http.ResponseWriter, r *http.Request, perms []string) (app.Caller, bool) {
+	if err := principal.Require(r, perms...); err != nil {
+		httpx.WriteError(w, r, err)
+		return app.Caller{}, false
+	}
+	p, _ := principal.From(r.Context())
+	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name,
+		CommandID: r.Header.Get("Idempotency-Key")}, true
+}
+
+func fail(w http.ResponseWriter, r *http.Request, err error) {
+	if v, ok := err.(httpx.ValidationErrors); ok {
+		httpx.WriteValidation(w, r, v)
+		return
+	}
+	httpx.WriteError(w, r, err)
+}
+
+func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	body, err := httpx.ReadBody(r, maxBody)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	t, err := h.app.CreateTest(r.Context(), c, body)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": t.GetTestId()})
+}
+
+func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+}
+
+func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	body, err := httpx.ReadBody(r, maxBody)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	t, err := h.app.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+}
+
+func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
+}
+
+// pageSize reads page_size: 1..100, default 30.
+func pageSize(r *http.Request, v *httpx.Validator) int {
+	s := r.URL.Query().Get("page_size")
+	if s == "" {
+		return 30
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		v.Add("Input should be a valid integer", "int_parsing", "query", "page_size")
+		return 0
+	}
+	v.Check(n >= 1 && n <= 100, "Input should be between 1 and 100", "value_error", "query", "page_size")
+	return n
+}
+
+func boolParam(r *http.Request, v *httpx.Validator, name string) bool {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		v.Add("Input should be a valid boolean", "bool_parsing", "query", name)
+	}
+	return b
+}
+
+type listPosition struct {
+	Created int64  `json:"c"`
+	ID      string `json:"i"`
+}
+
+func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	var v httpx.Validator
+	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r, &v)}
+	for i, t := range tq.Types {
+		v.Check(t == domain.TypeLLM || t == domain.TypeTool || t == domain.TypeSimulation || t == domain.TypeFolder,
+			"Input should be 'llm', 'tool', 'simulation' or 'folder'", "enum", "query", "types", i)
+	}
+	tq.IncludeFolder = boolParam(r, &v, "include_folders")
+	switch q.Get("sort_mode") {
+	case "", "default":
+	case "folders_first":
+		tq.FoldersFirst = true
+	default:
+		v.Add("Input should be 'default' or 'folders_first'", "enum", "query", "sort_mode")
+	}
+	if q.Has("parent_folder_id") {
+		p := q.Get("parent_folder_id")
+		tq.ParentFolder = &p
+	}
+	switch by := q.Get("created_by_user_id"); by {
+	case "":
+	case "@me":
+		tq.CreatedBy = c.UserID
+	default:
+		tq.CreatedBy = by
+	}
+	scope := "tests|" + c.WorkspaceID + "|" + q.Get("search") + "|" + strings.Join(tq.Types, ",") + "|" + q.Get("parent_folder_id") +
+		"|" + q.Get("sort_mode") + "|" + tq.CreatedBy + "|" + strconv.FormatBool(tq.IncludeFolder)
+	if cur := q.Get("cursor"); cur != "" {
+		var pos listPosition
+		if err := h.codec.Decode(scope, cur, &pos); err != nil {
+			v.Add("Invalid cursor", "value_error", "query", "cursor")
+		}
+		tq.AfterCreated, tq.AfterID, tq.HasAfter = pos.Created, pos.ID, true
+	}
+	if err := v.Err(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	views, page, more, err := h.app.ListTests(r.Context(), tq)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
+	if more && len(page) > 0 {
+		last := page[len(page)-1]
+		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.CreatedAtUnix, ID: last.ID})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	var in struct {
+		TestIDs *[]string `json:"test_ids"`
+	}
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if in.TestIDs == nil {
+		fail(w, r, httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}})
+		return
+	}
+	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, *in.TestIDs)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
+}
+
+func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var in struct {
+		EntityIDs *[]string `json:"entity_ids"`
+		MoveTo    *string   `json:"move_to"`
+	}
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if in.EntityIDs == nil {
+		fail(w, r, httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}})
+		return
+	}
+	moveTo := ""
+	if in.MoveTo != nil {
+		moveTo = *in.MoveTo
+	}
+	n, err := h.app.BulkMove(r.Context(), c, *in.EntityIDs, moveTo)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"moved_count": n, "move_to": nullable(moveTo)})
+}
+
+func nullable(s string) any {
+	if s == "" || s == "root" {
+		return nil
+	}
+	return s
+}
+
+type folderInput struct {
+	Name           *string `json:"name"`
+	ParentFolderID *string `json:"parent_folder_id"`
+}
+
+func (in folderInput) validate() error {
+	var v httpx.Validator
+	if in.Name == nil {
+		v.Add("Field required", "missing", "body", "name")
+	} else {
+		n := len([]rune(strings.TrimSpace(*in.Name)))
+		v.Check(n >= 1 && n <= domain.MaxNameLen, "String should have 1 to 200 characters", "string_length", "body", "name")
+	}
+	return v.Err()
+}
+
+func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var in folderInput
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if err := in.validate(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	parent := ""
+	if in.ParentFolderID != nil {
+		parent = *in.ParentFolderID
+	}
+	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(*in.Name), parent)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": f.GetFolderId(), "name": f.GetName()})
+}
+
+func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) {
+	view, err := h.app.FolderView(r.Context(), ws, f)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, view)
+}
+
+func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	h.writeFolder(w, r, c.WorkspaceID, f)
+}
+
+func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var in folderInput
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if err := in.validate(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(*in.Name))
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	h.writeFolder(w, r, c.WorkspaceID, f)
+}
+
+func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var v httpx.Validator
+	force := boolParam(r, &v, "force")
+	if err := v.Err(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], force); err != nil {
+		fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var in app.RunTestsInput
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	inv, err := h.app.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	h.writeInvocation(w, r, inv, true)
+}
+
+func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if err := h.app.WriteInvocation(r.Context(), w, inv, created); err != nil {
+		// The status line is sent; cut the body short so the client sees
+		// a truncated response rather than a wrong one.
+		httpx.LoggerFrom(r.Context()).Error("invocation stream failed", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+}
+
+func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	h.writeInvocation(w, r, inv, false)
+}
+
+func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, readPerms)
+	if !ok {
+		return
+	}
+	qv := r.URL.Query()
+	var v httpx.Validator
+	q := app.InvocationQuery{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
+		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r, &v)}
+	for _, name := range []string{"start_time", "end_time"} {
+		if s := qv.Get(name); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				v.Add("Input should be a valid integer", "int_parsing", "query", name)
+				continue
+			}
+			if name == "start_time" {
+				q.StartTime = &n
+			} else {
+				q.EndTime = &n
+			}
+		}
+	}
+	scope := "invocations|" + c.WorkspaceID + "|" + q.AgentID + "|" + q.BranchID + "|" + q.TestID + "|" + q.Search + "|" +
+		qv.Get("start_time") + "|" + qv.Get("end_time")
+	if cur := qv.Get("cursor"); cur != "" {
+		var pos listPosition
+		if err := h.codec.Decode(scope, cur, &pos); err != nil {
+			v.Add("Invalid cursor", "value_error", "query", "cursor")
+		}
+		q.AfterCreated, q.AfterID, q.HasAfter = pos.Created, pos.ID, true
+	}
+	if err := v.Err(); err != nil {
+		fail(w, r, err)
+		return
+	}
+	results, lastCreated, lastID, more, err := h.app.ListInvocations(r.Context(), q)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
+	if more {
+		created, _ := strconv.ParseInt(lastCreated, 10, 64)
+		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: created, ID: lastID})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "cancelled": true})
+}
+
+func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) {
+	c, ok := caller(w, r, writePerms)
+	if !ok {
+		return
+	}
+	var in app.ResubmitInput
+	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+		fail(w, r, err)
+		return
+	}
+	inv, err := h.app.Resubmit(r.Context(), c, mux.Vars(r)["invocation_id"], in)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	rs := inv.GetResubmissions()
+	last := rs[len(rs)-1]
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(),
+		"attempt": last.GetAttempt(), "test_run_ids": last.GetRunIds()})
+}

@@ -1,0 +1,302 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Run is everything one run attempt needs.
+type Run struct {
+	Invocation  *testingv1.Invocation
+	Test        *testingv1.PlannedTest
+	Definition  domain.TestInput
+	AgentConfig []byte // conversation_config JSON for this attempt
+	BranchID    string
+	RunID       string
+	Index       int
+	Attempt     int32
+	WorkerID    string
+}
+
+// Executor runs tests through a model within a time limit.
+type Executor struct {
+	Model     Model
+	TimeLimit time.Duration
+	Now       func() time.Time
+}
+
+func (e *Executor) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+// Execute plays the agent's next turn and judges it. A run that exceeds
+// the time limit or whose model keeps failing ends failed with the reason.
+func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
+	inv := r.Invocation
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	res := &testingv1.RunResult{
+		RunId: r.RunID, InvocationId: inv.GetInvocationId(), WorkspaceId: inv.GetWorkspaceId(), TestId: r.Test.GetTestId(),
+		TestIndex: int32(r.Index / repeat), RepeatIndex: int32(r.Index % repeat), Attempt: r.Attempt,
+		StartedAtUnixMs: e.now().UnixMilli(), WorkerId: r.WorkerID,
+		Usage: &testingv1.ModelUsage{Provider: e.Model.Provider(), Model: e.Model.ModelName()},
+	}
+	limit := e.TimeLimit
+	if limit <= 0 {
+		limit = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+
+	var usage Usage
+	verdict, reply, err := e.play(ctx, r, &usage)
+	res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens, res.Usage.ModelCalls =
+		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, usage.Calls
+	res.FinishedAtUnixMs = e.now().UnixMilli()
+	res.AgentResponsesJson = agentResponses(r, reply, e.Model.ModelName())
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
+		res.Error = fmt.Sprintf("The run exceeded its time limit of %s.", limit)
+		res.RationaleSummary = res.Error
+	case err != nil:
+		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
+		res.Error = "The model failed: " + err.Error()
+		res.RationaleSummary = res.Error
+	default:
+		res.ConditionResult = verdict.Result
+		res.RationaleMessages = verdict.Messages
+		res.RationaleSummary = verdict.Summary
+		res.Status = domain.RunFailed
+		if verdict.Result == domain.ConditionSuccess {
+			res.Status = domain.RunPassed
+		}
+	}
+	return res
+}
+
+func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Turn, error) {
+	cfg := ParseAgentConfig(r.AgentConfig)
+	vars := cfg.DynamicVariables
+	for k, v := range r.Definition.DynamicVariables {
+		vars[k] = scalarString(v)
+	}
+	conv := Conversation{SystemPrompt: Substitute(cfg.SystemPrompt, vars), Tools: cfg.Tools, LLM: cfg.LLM}
+	history := r.Definition.ChatHistory
+	if fm := Substitute(cfg.FirstMessage, vars); fm != "" && (len(history) == 0 || history[0].Role == "user") {
+		conv.Turns = append(conv.Turns, Turn{Role: "agent", Text: fm})
+	}
+	for _, m := range history {
+		t := Turn{Role: m.Role}
+		if m.Message != nil {
+			t.Text = *m.Message
+		}
+		for _, c := range m.ToolCalls {
+			t.Calls = append(t.Calls, Call{ID: c.RequestID, Name: c.ToolName, Arguments: c.ParamsAsJSON})
+		}
+		conv.Turns = append(conv.Turns, t)
+	}
+	reply, u, err := e.Model.Respond(ctx, conv)
+	usage.Add(u)
+	if err != nil {
+		return Verdict{}, nil, err
+	}
+	if r.Test.GetTestType() == domain.TypeTool {
+		v, err := e.checkTools(ctx, r.Definition, reply, usage)
+		return v, &reply, err
+	}
+	in := JudgeInput{Transcript: conv.Turns, Reply: reply}
+	if c := r.Definition.SuccessCondition; c != nil && *c != "" {
+		in.Conditions = append(in.Conditions, *c)
+	}
+	in.Conditions = append(in.Conditions, r.Definition.SuccessConditions...)
+	for _, ex := range r.Definition.SuccessExamples {
+		in.SuccessExamples = append(in.SuccessExamples, deref(ex.Response))
+	}
+	for _, ex := range r.Definition.FailureExamples {
+		in.FailureExamples = append(in.FailureExamples, deref(ex.Response))
+	}
+	v, u, err := e.Model.Judge(ctx, in)
+	usage.Add(u)
+	return v, &reply, err
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// checkTools judges a tool test exactly: the referenced tool was called
+// (or, with verify_absence, was not), once unless check_any_tool_matches,
+// with every listed parameter matching.
+func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, reply Turn, usage *Usage) (Verdict, error) {
+	tp := def.ToolCallParameters
+	want := ""
+	if tp != nil && tp.ReferencedTool != nil {
+		want = deref(tp.ReferencedTool.ID)
+	}
+	var matching []Call
+	for _, c := range reply.Calls {
+		if want == "" || c.Name == want {
+			matching = append(matching, c)
+		}
+	}
+	fail := func(format string, a ...any) Verdict {
+		msg := fmt.Sprintf(format, a...)
+		return Verdict{Result: domain.ConditionFailure, Messages: []string{msg}, Summary: msg}
+	}
+	names := callNames(reply.Calls)
+	if tp != nil && tp.VerifyAbsence {
+		if len(matching) > 0 {
+			return fail("Expected no call to %s; the agent called %s.", orAny(want), names), nil
+		}
+		return Verdict{Result: domain.ConditionSuccess, Summary: fmt.Sprintf("The agent did not call %s, as expected (calls: %s).", orAny(want), names)}, nil
+	}
+	if len(matching) == 0 {
+		return fail("Expected a call to %s; the agent called %s.", orAny(want), names), nil
+	}
+	anyMatch := def.CheckAnyToolMatches != nil && *def.CheckAnyToolMatches
+	if !anyMatch && len(reply.Calls) > 1 {
+		return fail("Expected exactly one tool call; the agent made %d (%s).", len(reply.Calls), names), nil
+	}
+	var msgs []string
+	for _, c := range matching {
+		ok, why, err := e.checkParams(ctx, tp, c, usage)
+		if err != nil {
+			return Verdict{}, err
+		}
+		msgs = append(msgs, why...)
+		if ok {
+			return Verdict{Result: domain.ConditionSuccess, Messages: msgs,
+				Summary: fmt.Sprintf("The agent called %s with matching parameters %s.", c.Name, c.Arguments)}, nil
+		}
+	}
+	return Verdict{Result: domain.ConditionFailure, Messages: msgs,
+		Summary: fmt.Sprintf("The agent called %s, but its parameters do not match.", orAny(want))}, nil
+}
+
+func (e *Executor) checkParams(ctx context.Context, tp *domain.ToolExpectation, c Call, usage *Usage) (bool, []string, error) {
+	var args map[string]any
+	if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
+		return false, []string{fmt.Sprintf("Call %s: arguments are not a JSON object: %s", c.Name, c.Arguments)}, nil
+	}
+	if tp == nil {
+		return true, nil, nil
+	}
+	ok := true
+	var msgs []string
+	for _, p := range tp.Parameters {
+		path := deref(p.Path)
+		val, present := lookup(args, path)
+		got := scalarString(val)
+		switch p.Eval.Type {
+		case "anything":
+			if !present {
+				ok = false
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: missing.", path))
+			}
+		case "exact":
+			if !present || got != deref(p.Eval.ExpectedValue) {
+				ok = false
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: got %q, expected exactly %q.", path, got, deref(p.Eval.ExpectedValue)))
+			} else {
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: %q matches exactly.", path, got))
+			}
+		case "regex":
+			re, err := regexp.Compile(deref(p.Eval.Pattern))
+			if err != nil || !present || !re.MatchString(got) {
+				ok = false
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: %q does not match /%s/.", path, got, deref(p.Eval.Pattern)))
+			}
+		case "llm":
+			if !present {
+				ok = false
+				msgs = append(msgs, fmt.Sprintf("Parameter %s: missing.", path))
+				continue
+			}
+			v, u, err := e.Model.Judge(ctx, JudgeInput{Conditions: []string{deref(p.Eval.Description)}, Reply: Turn{Text: got}})
+			usage.Add(u)
+			if err != nil {
+				return false, nil, err
+			}
+			if v.Result != domain.ConditionSuccess {
+				ok = false
+			}
+			msgs = append(msgs, fmt.Sprintf("Parameter %s: %s", path, v.Summary))
+		}
+	}
+	return ok, msgs, nil
+}
+
+// lookup follows a dot-separated path into decoded JSON.
+func lookup(v map[string]any, path string) (any, bool) {
+	var cur any = v
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[part]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+func callNames(calls []Call) string {
+	if len(calls) == 0 {
+		return "no tool"
+	}
+	n := make([]string, len(calls))
+	for i, c := range calls {
+		n[i] = c.Name
+	}
+	return strings.Join(n, ", ")
+}
+
+func orAny(name string) string {
+	if name == "" {
+		return "any tool"
+	}
+	return name
+}
+
+// agentResponses renders the reply as public transcript messages.
+func agentResponses(r Run, reply *Turn, model string) []byte {
+	if reply == nil {
+		return []byte("[]")
+	}
+	t := 0.0
+	for _, m := range r.Definition.ChatHistory {
+		if m.TimeInCallSecs != nil && *m.TimeInCallSecs > t {
+			t = *m.TimeInCallSecs
+		}
+	}
+	calls := []map[string]any{}
+	for _, c := range reply.Calls {
+		calls = append(calls, map[string]any{
+			"request_id": c.ID, "tool_name": c.Name, "params_as_json": c.Arguments, "tool_has_been_called": true, "type": "system",
+		})
+	}
+	msg := map[string]any{
+		"role": "agent", "message": reply.Text, "time_in_call_secs": int64(t) + 1, "tool_calls": calls,
+		"agent_metadata": map[string]any{"agent_id": r.Invocation.GetAgentId(), "branch_id": r.BranchID,
+			"workflow_node_id": r.Test.GetWorkflowNodeId(), "version_id": ""},
+		"producing_llm": model, "source_medium": "text",
+	}
+	b, _ := json.Marshal([]any{msg})
+	return b
+}

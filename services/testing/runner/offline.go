@@ -1,0 +1,244 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Offline is the network-free model, the default: deterministic, so the
+// same test on the same agent always gives the same, explainable result.
+//
+// As the agent it calls the tool whose name and description share the
+// most words with the user's last message (arguments from dynamic
+// variables of the same name, else from the message), or else answers
+// with the sentence of its system prompt (after variable substitution)
+// sharing the most words with that message, or its first message.
+//
+// As the judge it compares the reply with the test's examples (word-set
+// similarity): closer to a success example than to every failure example
+// passes, and the reverse fails; without examples, the reply must contain
+// at least half the content words of each success condition.
+type Offline struct{}
+
+// Provider is "offline".
+func (Offline) Provider() string { return "offline" }
+
+// ModelName is "offline-v1".
+func (Offline) ModelName() string { return "offline-v1" }
+
+var stopwords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`a an the and or but if then so to of in on at by for with from as is are was were be been
+	being it its this that these those i you he she we they me my your our their them do does did done not no yes can could
+	should would will shall may might must has have had what which who whom when where why how all any each more most other
+	some such only own same than too very just about into over after before again further once here there up down out off
+	agent user response reply replies respond responds answer answers says say said message true false should must`) {
+		stopwords[w] = true
+	}
+}
+
+func contentWords(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for w := range domain.Tokens(s) {
+		if !stopwords[w] && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func overlap(a []string, b map[string]bool) int {
+	n := 0
+	for _, w := range a {
+		if b[w] {
+			n++
+		}
+	}
+	return n
+}
+
+// Respond plays the agent's next turn.
+func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
+	last := ""
+	for i := len(c.Turns) - 1; i >= 0; i-- {
+		if c.Turns[i].Role == "user" {
+			last = c.Turns[i].Text
+			break
+		}
+	}
+	asked := domain.Tokens(last)
+	best, bestScore := -1, 0
+	for i, t := range c.Tools {
+		words := contentWords(strings.ReplaceAll(t.Name, "_", " ") + " " + t.Description)
+		if s := overlap(words, asked); s > bestScore {
+			best, bestScore = i, s
+		}
+	}
+	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
+	if best >= 0 {
+		t := c.Tools[best]
+		args := offlineArguments(t.Parameters, last, c.SystemPrompt)
+		usage.CompletionTokens = int64(len(args) / 4)
+		usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: args}}}, usage, nil
+	}
+	reply := ""
+	if last != "" {
+		bestSentence, bestScore := "", 0
+		for _, s := range sentences(c.SystemPrompt) {
+			if sc := overlap(contentWords(s), asked); sc > bestScore {
+				bestSentence, bestScore = s, sc
+			}
+		}
+		reply = bestSentence
+	}
+	if reply == "" {
+		reply = firstAgentLine(c)
+	}
+	if reply == "" {
+		reply = "I'm sorry, I can't help with that."
+	}
+	usage.CompletionTokens = int64(len(strings.Fields(reply)))
+	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	return Turn{Role: "agent", Text: reply}, usage, nil
+}
+
+func firstAgentLine(c Conversation) string {
+	for _, t := range c.Turns {
+		if t.Role == "agent" && t.Text != "" {
+			return t.Text
+		}
+	}
+	return ""
+}
+
+var sentenceEnd = regexp.MustCompile(`[.!?\n]+`)
+
+func sentences(s string) []string {
+	var out []string
+	for _, p := range sentenceEnd.Split(s, -1) {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p+".")
+		}
+	}
+	return out
+}
+
+var number = regexp.MustCompile(`-?\d+(\.\d+)?`)
+
+// offlineArguments fills each schema property: a dynamic variable of the
+// same name wins (they are substituted into the prompt as "name: value"
+// or found as "name value" in the message), then the first number for a
+// numeric property, else the words of the message after the property
+// name, else the whole message.
+func offlineArguments(schema json.RawMessage, msg, prompt string) string {
+	var s struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &s)
+	args := map[string]any{}
+	lower := strings.ToLower(msg)
+	for name, p := range s.Properties {
+		key := strings.ToLower(strings.ReplaceAll(name, "_", " "))
+		switch {
+		case p.Type == "number" || p.Type == "integer":
+			if n := number.FindString(msg); n != "" {
+				var v float64
+				_, _ = fmt.Sscan(n, &v)
+				args[name] = v
+			}
+		case strings.Contains(lower, key+" "):
+			rest := strings.TrimSpace(msg[strings.Index(lower, key+" ")+len(key):])
+			rest = strings.TrimLeft(rest, ":= ")
+			if f := strings.Fields(rest); len(f) > 0 {
+				args[name] = strings.Trim(f[0], ".,;!?\"'")
+			}
+		default:
+			args[name] = msg
+		}
+	}
+	b, _ := json.Marshal(args)
+	return string(b)
+}
+
+// Judge decides by comparing with examples, or by the condition's words.
+func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
+	reply := replyText(in.Reply)
+	rt := domain.Tokens(reply)
+	bestS, iS := bestMatch(in.SuccessExamples, rt)
+	bestF, iF := bestMatch(in.FailureExamples, rt)
+	v := Verdict{Result: domain.ConditionUnknown}
+	if iS >= 0 {
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, word-set similarity %.2f.", iS+1, bestS))
+	}
+	if iF >= 0 {
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, word-set similarity %.2f.", iF+1, bestF))
+	}
+	switch {
+	case (iS >= 0 || iF >= 0) && bestS != bestF:
+		if bestS > bestF {
+			v.Result = domain.ConditionSuccess
+			v.Summary = fmt.Sprintf("Offline judge: the reply is closer to success example #%d (%.2f) than to any failure example (%.2f).", iS+1, bestS, bestF)
+		} else {
+			v.Result = domain.ConditionFailure
+			v.Summary = fmt.Sprintf("Offline judge: the reply is closer to failure example #%d (%.2f) than to any success example (%.2f).", iF+1, bestF, bestS)
+		}
+	case len(in.Conditions) > 0:
+		ok := true
+		for _, c := range in.Conditions {
+			words := contentWords(c)
+			hit := overlap(words, rt)
+			v.Messages = append(v.Messages, fmt.Sprintf("Condition %q: %d of %d content words in the reply.", c, hit, len(words)))
+			if len(words) > 0 && hit*2 < len(words) {
+				ok = false
+			}
+		}
+		if ok {
+			v.Result = domain.ConditionSuccess
+			v.Summary = "Offline judge: the reply contains at least half the content words of every success condition."
+		} else {
+			v.Result = domain.ConditionFailure
+			v.Summary = "Offline judge: the reply lacks most content words of a success condition."
+		}
+	default:
+		v.Summary = "Offline judge: no examples or condition to decide by."
+	}
+	return v, Usage{Calls: 1}, nil
+}
+
+func replyText(t Turn) string {
+	var b strings.Builder
+	b.WriteString(t.Text)
+	for _, c := range t.Calls {
+		b.WriteString(" ")
+		b.WriteString(c.Name)
+		b.WriteString(" ")
+		b.WriteString(c.Arguments)
+	}
+	return b.String()
+}
+
+func bestMatch(examples []string, reply map[string]bool) (float64, int) {
+	best, at := -1.0, -1
+	for i, e := range examples {
+		if s := domain.Jaccard(domain.Tokens(e), reply); s > best {
+			best, at = s, i
+		}
+	}
+	if at < 0 {
+		return 0, -1
+	}
+	return best, at
+}

@@ -1,0 +1,110 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/llm"
+)
+
+// OpenAI plays the agent and judges through any OpenAI-compatible
+// chat-completions endpoint (OpenAI, vLLM, Ollama, llama.cpp server). The
+// client retries 429 and 5xx with back-off, honouring Retry-After.
+type OpenAI struct {
+	Client *llm.Client
+}
+
+// Provider is "openai".
+func (o OpenAI) Provider() string { return "openai" }
+
+// ModelName is the configured model.
+func (o OpenAI) ModelName() string { return o.Client.Model() }
+
+func usageOf(u llm.Usage) Usage {
+	return Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens), Calls: 1}
+}
+
+// Respond sends the system prompt, the conversation and the tools.
+func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
+	req := llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.SystemPrompt}}}
+	zero := 0.0
+	req.Temperature = &zero
+	for _, t := range c.Tools {
+		req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	for _, t := range c.Turns {
+		m := llm.Message{Content: t.Text}
+		switch t.Role {
+		case "agent":
+			m.Role = llm.RoleAssistant
+			for _, call := range t.Calls {
+				m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: call.ID, Name: call.Name, Arguments: call.Arguments})
+			}
+		case "tool":
+			m.Role, m.ToolCallID = llm.RoleTool, t.ToolCallID
+		default:
+			m.Role = llm.RoleUser
+		}
+		req.Messages = append(req.Messages, m)
+	}
+	res, err := o.Client.Chat(ctx, req)
+	if err != nil {
+		return Turn{}, Usage{}, err
+	}
+	out := Turn{Role: "agent", Text: res.Message.Content}
+	for _, tc := range res.Message.ToolCalls {
+		out.Calls = append(out.Calls, Call{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+	}
+	return out, usageOf(res.Usage), nil
+}
+
+const judgePrompt = `You evaluate a voice agent's reply in a test. Decide whether the reply satisfies every success condition, and compare it with the example replies: replies like the success examples pass, replies like the failure examples fail.
+Answer with a JSON object only: {"result": "success" or "failure", "rationale": ["short reason", ...], "summary": "one sentence"}.`
+
+// Judge asks the model for a JSON verdict; a reply that is not one is
+// "unknown" and says so.
+func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
+	var b strings.Builder
+	for _, t := range in.Transcript {
+		fmt.Fprintf(&b, "%s: %s\n", t.Role, replyText(t))
+	}
+	fmt.Fprintf(&b, "\nReply under test: %s\n", replyText(in.Reply))
+	for i, c := range in.Conditions {
+		fmt.Fprintf(&b, "Success condition %d: %s\n", i+1, c)
+	}
+	for i, e := range in.SuccessExamples {
+		fmt.Fprintf(&b, "Success example %d: %s\n", i+1, e)
+	}
+	for i, e := range in.FailureExamples {
+		fmt.Fprintf(&b, "Failure example %d: %s\n", i+1, e)
+	}
+	zero := 0.0
+	res, err := o.Client.Chat(ctx, llm.ChatRequest{JSONObject: true, Temperature: &zero, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: judgePrompt}, {Role: llm.RoleUser, Content: b.String()},
+	}})
+	if err != nil {
+		return Verdict{}, Usage{}, err
+	}
+	var out struct {
+		Result    string   `json:"result"`
+		Rationale []string `json:"rationale"`
+		Summary   string   `json:"summary"`
+	}
+	v := Verdict{Result: domain.ConditionUnknown}
+	if json.Unmarshal([]byte(res.Message.Content), &out) != nil || (out.Result != domain.ConditionSuccess && out.Result != domain.ConditionFailure) {
+		v.Summary = "The judge model did not answer with a verdict: " + truncate(res.Message.Content, 200)
+		return v, usageOf(res.Usage), nil
+	}
+	v.Result, v.Messages, v.Summary = out.Result, out.Rationale, out.Summary
+	return v, usageOf(res.Usage), nil
+}
+
+func truncate(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "..."
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+// Package testing wires the testing service (tests, folders, invocations:
+// its streams, read model, enqueuer and HTTP-over-NATS endpoint) and the
+// runner workers, which run as their own binary (testing-runner) and
+// scale on their own. The all-in-one binary starts both.
+package testing
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go/micro"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/llm"
+	"github.com/voiceai-platform/voiceai/services/testing/ports"
+	"github.com/voiceai-platform/voiceai/services/testing/runner"
+)
+
+// Name of the service on the bus.
+const Name = "testing"
+
+// Version of the service.
+const Version = "0.1.0"
+
+// Database is the service's own Mongo database.
+const Database = "voiceai_testing"
+
+// Service is a running testing service.
+type Service struct {
+	App      *app.App
+	Handler  http.Handler
+	endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error { return s.endpoint.Stop() }
+
+// Start runs the service until ctx ends.
+func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+		return nil, err
+	}
+	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	if err != nil {
+		return nil, err
+	}
+	a := app.New(d.JS, rm, d.Logger)
+	projection.Start(ctx, d.JS, rm.Entries, projection.Config{
+		Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger,
+		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"},
+	}, adapters.EntriesHandler)
+	projection.Start(ctx, d.JS, rm.Invocations, projection.Config{
+		Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
+		FilterSubjects: []string{events.TestingInvocationsAll},
+	}, adapters.InvocationsHandler)
+	go func() {
+		if err := a.RunEnqueuer(ctx); err != nil && ctx.Err() == nil {
+			d.Logger.Error("enqueuer stopped", "err", err)
+		}
+	}()
+	codec := cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
+	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
+	if err != nil {
+		return nil, err
+	}
+	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// RunnerConfig configures runner workers, from VOICEAI_* variables.
+type RunnerConfig struct {
+	Provider    string        `env:"VOICEAI_LLM_PROVIDER" envDefault:"offline"`
+	BaseURL     string        `env:"VOICEAI_LLM_BASE_URL"`
+	APIKey      string        `env:"VOICEAI_LLM_API_KEY"`
+	LLMModel    string        `env:"VOICEAI_LLM_MODEL"`
+	LLMTimeout  time.Duration `env:"VOICEAI_LLM_TIMEOUT" envDefault:"60s"`
+	Concurrency int           `env:"VOICEAI_RUNNER_CONCURRENCY" envDefault:"8"`
+	RunTimeout  time.Duration `env:"VOICEAI_RUN_TIMEOUT" envDefault:"2m"`
+	AckWait     time.Duration `env:"VOICEAI_RUNNER_ACK_WAIT" envDefault:"30s"`
+}
+
+// Validate checks the configuration.
+func (c RunnerConfig) Validate() error {
+	switch c.Provider {
+	case "offline":
+	case "openai":
+		if c.BaseURL == "" || c.LLMModel == "" {
+			return fmt.Errorf("VOICEAI_LLM_PROVIDER=openai needs VOICEAI_LLM_BASE_URL and VOICEAI_LLM_MODEL")
+		}
+	default:
+		return fmt.Errorf("VOICEAI_LLM_PROVIDER %q: want offline or openai", c.Provider)
+	}
+	if c.Concurrency < 1 || c.Concurrency > 1024 {
+		return fmt.Errorf("VOICEAI_RUNNER_CONCURRENCY %d: want 1..1024", c.Concurrency)
+	}
+	if c.RunTimeout <= 0 || c.AckWait < time.Second {
+		return fmt.Errorf("VOICEAI_RUN_TIMEOUT and VOICEAI_RUNNER_ACK_WAIT must be positive (ack wait at least 1s)")
+	}
+	return nil
+}
+
+// Model builds the configured model provider.
+func (c RunnerConfig) Model() (runner.Model, error) {
+	if c.Provider != "openai" {
+		return runner.Offline{}, nil
+	}
+	client, err := llm.New(llm.Config{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.LLMModel, Timeout: c.LLMTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return runner.OpenAI{Client: client}, nil
+}
+
+// StartRunner runs one runner worker until ctx ends; done is closed once
+// its in-flight runs have finished.
+func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-chan struct{}, err error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+		return nil, err
+	}
+	model, err := c.Model()
+	if err != nil {
+		return nil, err
+	}
+	w := &runner.Worker{
+		App: app.New(d.JS, nil, d.Logger), Exec: &runner.Executor{Model: model, TimeLimit: c.RunTimeout},
+		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger,
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		if err := w.Run(ctx); err != nil {
+			d.Logger.Error("runner stopped", "err", err)
+		}
+	}()
+	return ch, nil
+}
