@@ -35,8 +35,10 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-	for _, name := range []string{"gateway", "identity", "agents"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+name+"/cmd/"+name)
+	for name, pkg := range map[string]string{
+		"gateway": "gateway", "identity": "identity", "agents": "agents", "testing": "testing", "testing-runner": "testing",
+	} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+pkg+"/cmd/"+name)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)

@@ -1,11 +1,15 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // agentWith creates an agent whose configuration the offline model
@@ -222,7 +226,7 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 		`{"type":"quiz","name":"x"}`:                 `["body","type"]`,
 		`{"type":"llm","name":"x"}`:                  `["body","success_condition"]`,
 		`{"type":"llm","name":"x","chat_history":3}`: `["body","chat_history"]`,
-		`{"type":"llm","name":"x","success_condition":"c","chat_history":[{"role":"bot","time_in_call_secs":1}]}`: `["body","chat_history",0,"role"]`,
+		`{"type":"llm","name":"x","success_condition":"c","chat_history":[{"role":"bot","time_in_call_secs":1}]}`:               `["body","chat_history",0,"role"]`,
 		`{"type":"tool","name":"x","tool_call_parameters":{"parameters":[{"path":"a","eval":{"type":"regex","pattern":"("}}]}}`: `["body","tool_call_parameters","parameters",0,"eval","pattern"]`,
 	} {
 		r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, body)
@@ -287,4 +291,71 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 	// Another workspace sees none of it; a read-only key cannot write.
 	ro, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
 	wantError(t, call(t, s, "POST", "/v1/convai/agent-testing/create", ro, `{"type":"llm","name":"x","success_condition":"y"}`), 403, "missing_permission")
+}
+
+// Cancel stops runs that have not started: with no runner working, every
+// queued run is dropped from the work queue and shows cancelled.
+func TestCancelStopsRunsNotStarted(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+		c.Runners = 0
+	})
+	agent := agentWith(t, s)
+	id := createTest(t, s, `{"type":"llm","name":"t","success_condition":"hours"}`)
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+id+`"}],"repeat_count":5}`)
+	var inv invocation
+	if err := json.Unmarshal(r.Body, &inv); err != nil || r.Code != 200 {
+		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
+	}
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	queued := func() uint64 {
+		st, err := js.Stream(context.Background(), "TESTJOBS")
+		if err != nil {
+			return 0
+		}
+		info, err := st.Info(context.Background())
+		if err != nil {
+			return 0
+		}
+		return info.State.Msgs
+	}
+	eventually(t, 10*time.Second, "runs queued", func() bool { return queued() == 5 })
+
+	r = call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/cancel", adminKey, "")
+	if r.Code != 200 {
+		t.Fatalf("cancel: %d %s", r.Code, r.Body)
+	}
+	if n := queued(); n != 0 {
+		t.Fatalf("%d jobs still queued after cancel", n)
+	}
+	got := getInvocation(t, s, inv.ID)
+	if !got.Cancelled || got.Status != "cancelled" || got.BucketingStatus == nil || *got.BucketingStatus != "failed" {
+		t.Fatalf("cancelled invocation: %+v", got)
+	}
+	for _, run := range got.TestRuns {
+		if run.Status != "cancelled" {
+			t.Fatalf("run %s is %s", run.TestRunID, run.Status)
+		}
+	}
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/cancel", adminKey, ""); r.Code != 200 {
+		t.Fatalf("cancel again: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "POST", "/v1/convai/test-invocations/tinv_nope/cancel", adminKey, ""), 404, "test_invocation_not_found")
+
+	// Resubmitting a run of the cancelled invocation queues it again.
+	r = call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/resubmit", adminKey,
+		fmt.Sprintf(`{"test_run_ids":[%q],"agent_id":%q}`, got.TestRuns[0].TestRunID, agent))
+	if r.Code != 200 {
+		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "resubmitted run queued", func() bool { return queued() == 1 })
+	if g := getInvocation(t, s, inv.ID); g.Status != "running" {
+		t.Fatalf("after resubmit: %s", g.Status)
+	}
 }
