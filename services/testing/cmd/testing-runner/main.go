@@ -29,6 +29,7 @@ func (c cfg) Validate() error {
 func main() {
 	c, err := config.Load[cfg]()
 	if err == nil {
+		c.MongoURI = "" // a runner needs no store: it reads and writes streams only
 		err = runtime.Run("testing-runner", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			done, err := testingsvc.StartRunner(rctx, d, c.RunnerConfig)

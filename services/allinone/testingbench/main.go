@@ -1,0 +1,457 @@
+// Command testingbench measures agent testing end to end, in one run on
+// this machine, with separate processes as in production: the platform
+// (allinone, embedded NATS and store, no in-process runners) and
+// testing-runner workers.
+//
+//	(a) orchestration ceiling: runs/s end to end with the offline model,
+//	    against raw JetStream work-queue publish-and-ack throughput;
+//	(b) scaling: runs/s for one and for two runner processes at the same
+//	    concurrency against an OpenAI-compatible endpoint answering in 50 ms;
+//	(c) a 5,000 tests x 50 repeats (250,000 runs) invocation: time to
+//	    complete, peak resident memory of every process, and the time and
+//	    peak memory of one GET of it.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+)
+
+const adminKey = "vak_testingbench_admin_key_0123456789"
+
+func main() {
+	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
+	repeat := flag.Int("repeat", 50, "repeat_count of the large invocation (c)")
+	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
+	scaleRuns := flag.Int("scale-runs", 480, "runs per measurement of (b)")
+	flag.Parse()
+	if err := run(*tests, *repeat, *concurrency, *scaleRuns); err != nil {
+		fmt.Fprintln(os.Stderr, "testingbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(tests, repeat, concurrency, scaleRuns int) error {
+	dir, err := os.MkdirTemp("", "voiceai-testingbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	fmt.Println("building binaries...")
+	bins, err := build(dir)
+	if err != nil {
+		return err
+	}
+
+	raw, err := rawWorkQueueRate(filepath.Join(dir, "raw"), 50_000)
+	if err != nil {
+		return fmt.Errorf("raw baseline: %w", err)
+	}
+	fmt.Printf("raw JetStream work queue: %.0f msgs/s (publish and ack, 50,000 messages)\n", raw)
+
+	// (b) scaling against a 50 ms model.
+	model := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
+		if req.ResponseFormat != nil {
+			return llmtest.OK(`{"result":"success","rationale":["ok"],"summary":"ok"}`).WithDelay(50 * time.Millisecond)
+		}
+		return llmtest.OK("We are open nine to five.").WithDelay(50 * time.Millisecond)
+	})
+	model.SetRecording(false)
+	defer model.Close()
+	p, err := startPlatform(bins, filepath.Join(dir, "scale"))
+	if err != nil {
+		return err
+	}
+	rates := make([]float64, 2)
+	for workers := 1; workers <= 2; workers++ {
+		var procs []*proc
+		for range workers {
+			r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=openai", "VOICEAI_LLM_BASE_URL="+model.URL, "VOICEAI_LLM_MODEL=bench")
+			if err != nil {
+				return err
+			}
+			procs = append(procs, r)
+		}
+		testsN := scaleRuns / 10
+		rate, _, err := p.invoke(testsN, 10, false)
+		for _, r := range procs {
+			r.stop()
+		}
+		if err != nil {
+			return err
+		}
+		rates[workers-1] = rate
+		fmt.Printf("(b) %d runner process(es) x %d concurrent runs, 50 ms model: %.1f runs/s (%d runs)\n", workers, concurrency, rate, testsN*10)
+	}
+	p.stop()
+	fmt.Printf("(b) scaling: two processes reach %.2fx one (goal >= 1.8)\n", rates[1]/rates[0])
+
+	// (a) and (c): the large invocation with the offline model.
+	p, err = startPlatform(bins, filepath.Join(dir, "large"))
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	var runners []*proc
+	for range 2 {
+		r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=offline")
+		if err != nil {
+			return err
+		}
+		runners = append(runners, r)
+		defer r.stop()
+	}
+	rate, elapsed, err := p.invoke(tests, repeat, true)
+	if err != nil {
+		return err
+	}
+	total := tests * repeat
+	fmt.Printf("(c) %d tests x %d repeats = %d runs completed in %s (2 runner processes x %d)\n", tests, repeat, total, elapsed.Round(time.Millisecond), concurrency)
+	fmt.Printf("(a) orchestration ceiling: %.0f runs/s end to end (offline model) vs %.0f raw work-queue msgs/s = %.2f of raw (goal >= 0.25)\n",
+		rate, raw, rate/raw)
+	peak := func(name string, pr *proc) int64 {
+		kb := pr.peakRSSKiB()
+		fmt.Printf("(c) peak resident memory, %s: %.0f MiB\n", name, float64(kb)/1024)
+		return kb
+	}
+	worst := peak("platform (gateway + services + NATS + store)", p.proc)
+	for i, r := range runners {
+		worst = max(worst, peak(fmt.Sprintf("runner %d", i+1), r))
+	}
+	p.resetPeak()
+	getTime, size, err := p.getInvocation()
+	if err != nil {
+		return err
+	}
+	getPeak := p.peakRSSKiB()
+	fmt.Printf("(c) one GET of the invocation: %s, %.0f MiB of JSON streamed; platform peak resident memory during it %.0f MiB\n",
+		getTime.Round(time.Millisecond), float64(size)/(1<<20), float64(getPeak)/1024)
+	fmt.Printf("(c) every process under 1 GiB resident: %v\n", max(worst, getPeak) < 1<<20)
+	return nil
+}
+
+func build(dir string) (map[string]string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
+	bins := map[string]string{}
+	for name, pkg := range map[string]string{"allinone": "./services/allinone", "testing-runner": "./services/testing/cmd/testing-runner"} {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", name, err, b)
+		}
+		bins[name] = out
+	}
+	return bins, nil
+}
+
+// rawWorkQueueRate publishes n small messages to a work-queue stream of
+// a fresh embedded server and consumes and acks them all.
+func rawWorkQueueRate(dir string, n int) (float64, error) {
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: -1})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "RAW", Subjects: []string{"raw.>"}, Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	cons, err := js.CreateConsumer(ctx, "RAW", jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 100_000})
+	if err != nil {
+		return 0, err
+	}
+	payload := bytes.Repeat([]byte("x"), 100)
+	start := time.Now()
+	for i := range n {
+		if _, err := js.PublishAsync("raw.job."+strconv.Itoa(i%1000), payload); err != nil {
+			return 0, err
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(time.Minute):
+		return 0, errors.New("publish did not complete")
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+	if err != nil {
+		return 0, err
+	}
+	defer it.Stop()
+	for range n {
+		m, err := it.Next()
+		if err != nil {
+			return 0, err
+		}
+		if err := m.Ack(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	logs *bytes.Buffer
+}
+
+func start(bin string, env []string) (*proc, error) {
+	p := &proc{cmd: exec.Command(bin), done: make(chan struct{}), logs: &bytes.Buffer{}}
+	p.cmd.Env = append(os.Environ(), env...)
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.cmd.Stdout = io.Discard
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if p.logs.Len() < 1<<20 {
+				p.logs.Write(sc.Bytes())
+				p.logs.WriteByte('\n')
+			}
+		}
+		_ = p.cmd.Wait()
+	}()
+	return p, nil
+}
+
+func (p *proc) stop() {
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// peakRSSKiB is the process's peak resident set (VmHWM).
+func (p *proc) peakRSSKiB() int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+type platform struct {
+	*proc
+	base    string
+	natsURL string
+	agentID string
+	client  *http.Client
+	invID   string
+}
+
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	pr, err := start(bins["allinone"], []string{
+		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1", "VOICEAI_METRICS_ADDR=off",
+		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
+		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000", "VOICEAI_MAX_BODY_BYTES=8388608",
+		"VOICEAI_UPSTREAM_TIMEOUT=120s",
+	})
+	if err != nil {
+		return nil, err
+	}
+	p := &platform{proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		if resp, err := http.Get(p.base + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			pr.stop()
+			return nil, fmt.Errorf("platform not ready: %s", pr.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, "nats.url"))
+	if err != nil {
+		return nil, err
+	}
+	p.natsURL = strings.TrimSpace(string(b))
+	var created struct {
+		AgentID string `json:"agent_id"`
+	}
+	if err := p.call("POST", "/v1/convai/agents/create", `{"name":"bench","conversation_config":{"agent":{"first_message":"Hello!",
+	  "prompt":{"prompt":"Our opening hours are nine to five every weekday. Bookings can be changed until noon."}}}}`, &created); err != nil {
+		return nil, err
+	}
+	p.agentID = created.AgentID
+	return p, nil
+}
+
+func (p *platform) call(method, path, body string, out any) error {
+	req, _ := http.NewRequest(method, p.base+path, strings.NewReader(body))
+	req.Header.Set("x-api-key", adminKey)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("%s %s: %d %.300s", method, path, resp.StatusCode, b)
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func startRunner(bins map[string]string, p *platform, concurrency int, env ...string) (*proc, error) {
+	env = append(env, "VOICEAI_NATS_URL="+p.natsURL, "VOICEAI_METRICS_ADDR=off", "VOICEAI_LOG_LEVEL=warn",
+		"VOICEAI_RUNNER_CONCURRENCY="+strconv.Itoa(concurrency))
+	return start(bins["testing-runner"], env)
+}
+
+// invoke creates tests, runs them repeat times and waits for completion;
+// it returns runs per second from the run-tests request to completion.
+func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Duration, error) {
+	ids := make([]string, tests)
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, tests)
+	for i := range tests {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			var created struct {
+				ID string `json:"id"`
+			}
+			err := p.call("POST", "/v1/convai/agent-testing/create", fmt.Sprintf(`{"type":"llm","name":"hours %d",
+			  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":1}],
+			  "success_examples":[{"response":"We are open nine to five every weekday.","type":"success"}],
+			  "failure_examples":[{"response":"I do not know.","type":"failure"}]}`, i), &created)
+			ids[i] = created.ID
+			errs <- err
+		}()
+	}
+	for range tests {
+		if err := <-errs; err != nil {
+			return 0, 0, err
+		}
+	}
+	refs := make([]string, tests)
+	for i, id := range ids {
+		refs[i] = `{"test_id":"` + id + `"}`
+	}
+	body := `{"tests":[` + strings.Join(refs, ",") + `],"repeat_count":` + strconv.Itoa(repeat) + `}`
+	started := time.Now()
+	req, _ := http.NewRequest("POST", p.base+"/v1/convai/agents/"+p.agentID+"/run-tests", strings.NewReader(body))
+	req.Header.Set("x-api-key", adminKey)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	// The answer lists every run, pending: read only the id at its head.
+	head := make([]byte, 4096)
+	n, _ := io.ReadAtLeast(resp.Body, head, 200)
+	go func() { _, _ = io.Copy(io.Discard, resp.Body); resp.Body.Close() }()
+	if resp.StatusCode != 200 {
+		return 0, 0, fmt.Errorf("run-tests: %d %s", resp.StatusCode, head[:n])
+	}
+	i := bytes.Index(head[:n], []byte(`"id":"`))
+	if i < 0 {
+		return 0, 0, fmt.Errorf("run-tests answer: %.200s", head[:n])
+	}
+	invID := string(head[i+6 : i+6+bytes.IndexByte(head[i+6:n], '"')])
+	p.invID = invID
+	var last time.Time
+	for {
+		var page struct {
+			Results []struct {
+				ID      string `json:"id"`
+				Status  string `json:"status"`
+				Pending int    `json:"pending_count"`
+			} `json:"results"`
+		}
+		if err := p.call("GET", "/v1/convai/test-invocations?page_size=1&agent_id="+p.agentID, "", &page); err != nil {
+			return 0, 0, err
+		}
+		if len(page.Results) > 0 && page.Results[0].ID == invID && page.Results[0].Status == "completed" {
+			break
+		}
+		if progress && time.Since(last) > 10*time.Second && len(page.Results) > 0 {
+			fmt.Printf("    ... %d runs pending after %s\n", page.Results[0].Pending, time.Since(started).Round(time.Second))
+			last = time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	elapsed := time.Since(started)
+	return float64(tests*repeat) / elapsed.Seconds(), elapsed, nil
+}
+
+// resetPeak resets the platform's peak resident set (clear_refs 5).
+func (p *platform) resetPeak() {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
+}
+
+func (p *platform) getInvocation() (time.Duration, int64, error) {
+	started := time.Now()
+	req, _ := http.NewRequest("GET", p.base+"/v1/convai/test-invocations/"+p.invID, nil)
+	req.Header.Set("x-api-key", adminKey)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		return 0, 0, fmt.Errorf("get invocation: %d after %d bytes: %v", resp.StatusCode, n, err)
+	}
+	return time.Since(started), n, nil
+}
