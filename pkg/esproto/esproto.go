@@ -57,6 +57,23 @@ func Append(ctx context.Context, st *eventstore.Store, subject string, expected 
 	})
 }
 
+// NewMsg builds the message Append would publish, for pipelined
+// publishing (no expected sequence; the command id deduplicates).
+func NewMsg(ctx context.Context, subject string, meta *commonv1.EventMeta, ev proto.Message) (*nats.Msg, error) {
+	data, err := proto.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", ev, err)
+	}
+	var header nats.Header
+	if tp := httpx.Traceparent(ctx); tp != "" {
+		header = nats.Header{events.HeaderTraceparent: []string{tp}}
+	}
+	return eventstore.NewMsg(subject, meta.GetCommandId(), eventstore.Event{
+		Header: header, ID: meta.GetEventId(), Type: events.TypeOf(ev), Schema: events.SchemaOf(ev),
+		SchemaVersion: events.SchemaVersion, Workspace: meta.GetWorkspaceId(), Data: data,
+	}), nil
+}
+
 // Decode turns a record into its contract message.
 func Decode(rec eventstore.Record) (proto.Message, error) {
 	msg, ok := events.New(rec.Type)

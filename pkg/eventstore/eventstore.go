@@ -88,15 +88,10 @@ func New(js jetstream.JetStream, stream string) *Store { return &Store{js: js, s
 // Stream is the stream's name.
 func (s *Store) Stream() string { return s.stream }
 
-// AnySeq as the expected sequence appends whatever the subject holds:
-// for subjects with a single writer at a time, such as a run's results,
-// where the command id alone makes retries idempotent.
-const AnySeq = ^uint64(0)
-
-// Append writes ev to subject if the subject's last sequence is still
-// expectedSeq (0: the subject must be empty). A non-empty commandID makes
-// the append idempotent: a retry answers the first append's sequence.
-func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, commandID string, ev Event) (Appended, error) {
+// NewMsg builds the message Append publishes: the event's headers, and
+// Nats-Msg-Id set to commandID (or the event id) for deduplication. For
+// publishers that pipeline appends without expectations (PublishMsgAsync).
+func NewMsg(subject, commandID string, ev Event) *nats.Msg {
 	if ev.ID == "" {
 		ev.ID = ids.New("evt")
 	}
@@ -113,9 +108,22 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 	msg.Header.Set(events.HeaderSchema, ev.Schema)
 	msg.Header.Set(events.HeaderSchemaVersion, ev.SchemaVersion)
 	msg.Header.Set(events.HeaderWorkspaceID, ev.Workspace)
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	msg.Data = ev.Data
+	return msg
+}
 
-	opts := []jetstream.PublishOpt{jetstream.WithMsgID(msgID), jetstream.WithExpectStream(s.stream)}
+// AnySeq as the expected sequence appends whatever the subject holds:
+// for subjects with a single writer at a time, such as a run's results,
+// where the command id alone makes retries idempotent.
+const AnySeq = ^uint64(0)
+
+// Append writes ev to subject if the subject's last sequence is still
+// expectedSeq (0: the subject must be empty). A non-empty commandID makes
+// the append idempotent: a retry answers the first append's sequence.
+func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, commandID string, ev Event) (Appended, error) {
+	msg := NewMsg(subject, commandID, ev)
+	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.stream)}
 	if expectedSeq != AnySeq {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expectedSeq))
 	}

@@ -66,6 +66,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			d.Logger.Error("enqueuer stopped", "err", err)
 		}
 	}()
+	go a.RunCompletionSweeper(ctx, 5*time.Second)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {

@@ -56,6 +56,8 @@ type InvocationDoc struct {
 	Runs          int64    `bson:"runs"`
 	Status        string   `bson:"status"`
 	FolderID      string   `bson:"folder_id"`
+	PassedCount   int64    `bson:"passed_count"`
+	FailedCount   int64    `bson:"failed_count"`
 }
 
 // TestDoc maps test state to its entry.
@@ -90,7 +92,8 @@ func InvDoc(inv *testingv1.Invocation) InvocationDoc {
 	return InvocationDoc{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(),
 		BranchID: inv.GetBranchId(), TestIDs: ids, Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
 		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(),
-		Runs: int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1)), Status: inv.GetStatus(), FolderID: inv.GetFolderId()}
+		Runs: int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1)), Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
+		PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount()}
 }
 
 // StateOf extracts the aggregate state carried by a TESTING event.
@@ -186,6 +189,16 @@ func (rm *ReadModel) EntriesOf(ctx context.Context, workspaceID string) ([]Entry
 // InvocationsOf returns every invocation of a workspace.
 func (rm *ReadModel) InvocationsOf(ctx context.Context, workspaceID string) ([]InvocationDoc, error) {
 	cur, err := rm.Invocations.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}})
+	if err != nil {
+		return nil, err
+	}
+	var out []InvocationDoc
+	return out, cur.All(ctx, &out)
+}
+
+// Running returns the invocations still running, in every workspace.
+func (rm *ReadModel) Running(ctx context.Context) ([]InvocationDoc, error) {
+	cur, err := rm.Invocations.Find(ctx, bson.D{{Key: "status", Value: "running"}})
 	if err != nil {
 		return nil, err
 	}

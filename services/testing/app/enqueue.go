@@ -68,16 +68,22 @@ func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
 	case *testingv1.InvocationCreated:
 		inv := ev.GetInvocation()
 		total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
-		return a.publishJobs(ctx, m, inv, total, func(i int) (string, int) { return domain.RunID(inv.GetInvocationId(), i), i }, 1)
+		if err := a.publishJobs(ctx, m, inv, total, func(i int) (string, int) { return domain.RunID(inv.GetInvocationId(), i), i }, 1); err != nil {
+			return err
+		}
+		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
 	case *testingv1.InvocationResubmitted:
 		inv := ev.GetInvocation()
 		rs := inv.GetResubmissions()
 		last := rs[len(rs)-1]
-		return a.publishJobs(ctx, m, inv, len(last.GetRunIds()), func(i int) (string, int) {
+		if err := a.publishJobs(ctx, m, inv, len(last.GetRunIds()), func(i int) (string, int) {
 			id := last.GetRunIds()[i]
 			idx, _ := domain.RunIndex(inv.GetInvocationId(), id)
 			return id, idx
-		}, last.GetAttempt())
+		}, last.GetAttempt()); err != nil {
+			return err
+		}
+		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
 	}
 	return nil
 }

@@ -233,17 +233,9 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	if in.AgentConfigOverride != nil {
 		cfg = in.AgentConfigOverride.ConversationConfig
 	}
-	done, _, err := a.Counts(ctx, invocationID)
-	if err != nil {
-		return nil, err
-	}
 	return a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		if inv.Status == domain.InvocationRunning {
 			return nil, httpx.Conflict("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
-		}
-		if inv.Status == domain.InvocationCancelled {
-			// Purged jobs never count: start from what has run.
-			inv.JobsTotal = done
 		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
 			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: *in.TestRunIDs, AtUnix: a.now().Unix(),
@@ -251,6 +243,7 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 		})
 		inv.JobsTotal += int64(len(*in.TestRunIDs))
 		inv.Status, inv.CompletedAtUnix, inv.CancelledAtUnix = domain.InvocationRunning, nil, nil
+		inv.PassedCount, inv.FailedCount = 0, 0
 		if inv.RepeatCount > 1 {
 			inv.BucketingStatus, inv.BucketingError = domain.BucketingPending, ""
 		}
@@ -258,8 +251,10 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	})
 }
 
-// Counts reads an invocation's counters: runs done and passed, over all
-// attempts.
+// Counts reads an invocation's progress counters: runs done and passed.
+// Runners add to them in batches after storing results; a job redelivered
+// after a crash may be counted twice, so while an invocation runs they are
+// progress, not truth (completion records the exact counts).
 func (a *App) Counts(ctx context.Context, invocationID string) (done, passed int64, err error) {
 	stream, err := a.JS.Stream(ctx, events.TestCountsStream)
 	if err != nil {

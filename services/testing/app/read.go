@@ -284,18 +284,23 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 	end := min(start+q.Limit, len(kept))
 	out := make([]map[string]any, 0, end-start)
 	for _, d := range kept[start:end] {
-		done, passed, err := a.Counts(ctx, d.ID)
-		if err != nil {
-			return nil, "", "", false, err
-		}
 		runs := d.Runs
-		pending, cancelled := max(d.JobsTotal-done, 0), int64(0)
+		passed, failed := d.PassedCount, d.FailedCount
+		if d.Status != domain.InvocationCompleted {
+			done, p, err := a.Counts(ctx, d.ID)
+			if err != nil {
+				return nil, "", "", false, err
+			}
+			done, passed = min(done, runs), min(p, runs)
+			failed = max(done-passed, 0)
+		}
+		pending, cancelled := max(runs-passed-failed, 0), int64(0)
 		if d.Status == domain.InvocationCancelled {
 			cancelled, pending = pending, 0
 		}
 		out = append(out, map[string]any{
 			"id": d.ID, "agent_id": d.AgentID, "branch_id": d.BranchID, "created_at_unix_secs": d.CreatedAtUnix,
-			"test_run_count": runs, "passed_count": passed, "failed_count": max(done-passed, 0), "pending_count": pending,
+			"test_run_count": runs, "passed_count": passed, "failed_count": failed, "pending_count": pending,
 			"cancelled_count": cancelled, "title": d.Title, "repeat_count": d.RepeatCount,
 			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
 		})

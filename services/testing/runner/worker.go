@@ -41,6 +41,26 @@ type Worker struct {
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
 	defs map[uint64]domain.TestInput
+
+	stored  chan storing         // results being stored, in order
+	touched map[string]*progress // invocations with stored results since the last check
+}
+
+// storing is a run result on its way to the stream; its job is acked once
+// the stream has it.
+type storing struct {
+	msg    jetstream.Msg
+	ack    jetstream.PubAckFuture // nil: nothing to store (skipped job)
+	ws     string
+	inv    string
+	passed bool
+	count  bool
+}
+
+// progress is what the checker adds to an invocation's counters.
+type progress struct {
+	ws           string
+	done, passed int64
 }
 
 type cachedInvocation struct {
@@ -64,6 +84,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.ID = ids.New("wrk")
 	}
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
+	w.stored, w.touched = make(chan storing, 4096), map[string]*progress{}
 	cons, err := app.EnsureRunnersConsumer(ctx, w.App.JS, w.AckWait)
 	if err != nil {
 		return err
@@ -74,6 +95,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	go func() { <-ctx.Done(); it.Drain() }()
 	jobs := make(chan jetstream.Msg)
+	storerDone := make(chan struct{})
+	go func() { defer close(storerDone); w.ackStored() }()
+	checkerStop, checkerDone := make(chan struct{}), make(chan struct{})
+	go func() { defer close(checkerDone); w.checkLoop(checkerStop) }()
+	defer func() { close(w.stored); <-storerDone; close(checkerStop); <-checkerDone }()
 	var wg sync.WaitGroup
 	for range w.Concurrency {
 		wg.Add(1)
@@ -105,18 +131,88 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
-	var err error
 	if job.GetKind() == "bucketing" {
-		err = w.bucket(ctx, m, &job)
-	} else {
-		err = w.run(ctx, m, &job)
-	}
-	if err != nil {
-		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "err", err)
-		_ = m.NakWithDelay(time.Second)
+		if err := w.bucket(ctx, m, &job); err != nil {
+			w.Log.Warn("runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+		_ = m.Ack()
 		return
 	}
-	_ = m.Ack()
+	if err := w.run(ctx, m, &job); err != nil {
+		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "err", err)
+		_ = m.NakWithDelay(time.Second)
+	}
+}
+
+// ackStored acks each job once the stream has stored its result, in the
+// order results were published (the futures complete in that order), so
+// a worker never waits on the stream between runs.
+func (w *Worker) ackStored() {
+	for s := range w.stored {
+		if s.ack != nil {
+			select {
+			case <-s.ack.Ok():
+			case err := <-s.ack.Err():
+				w.Log.Warn("runner: storing a result failed, will retry", "subject", s.msg.Subject(), "err", err)
+				_ = s.msg.NakWithDelay(time.Second)
+				continue
+			}
+		}
+		_ = s.msg.Ack()
+		w.mu.Lock()
+		p := w.touched[s.inv]
+		if p == nil {
+			p = &progress{ws: s.ws}
+			w.touched[s.inv] = p
+		}
+		if s.count {
+			p.done++
+			if s.passed {
+				p.passed++
+			}
+		}
+		w.mu.Unlock()
+	}
+}
+
+// checkInterval is how often a worker adds its progress to the counters
+// and checks whether the invocations it worked on are complete.
+const checkInterval = 100 * time.Millisecond
+
+func (w *Worker) checkLoop(stop <-chan struct{}) {
+	t := time.NewTicker(checkInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			w.check()
+			return
+		case <-t.C:
+			w.check()
+		}
+	}
+}
+
+func (w *Worker) check() {
+	w.mu.Lock()
+	touched := w.touched
+	w.touched = map[string]*progress{}
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for inv, p := range touched {
+		if p.done > 0 {
+			_ = w.incr(ctx, events.TestCountSubject(inv, "done"), p.done)
+		}
+		if p.passed > 0 {
+			_ = w.incr(ctx, events.TestCountSubject(inv, "passed"), p.passed)
+		}
+		if _, err := w.App.CheckCompletion(ctx, p.ws, inv); err != nil {
+			w.Log.Warn("runner: completion check", "invocation", inv, "err", err)
+		}
+	}
 }
 
 // invocation returns the invocation, re-read when older than the
@@ -170,19 +266,21 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 		return err
 	}
 	if inv.GetStatus() == domain.InvocationCancelled {
-		return nil // cancel stops runs that have not started
+		w.stored <- storing{msg: m, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()} // cancel stops runs not started
+		return nil
 	}
 	subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
 	if err != nil {
 		return err
 	}
 	if md, _ := m.Metadata(); md != nil && md.NumDelivered > 1 {
-		// A redelivery: an earlier attempt may have recorded the result
+		// A redelivery: an earlier attempt may have stored the result
 		// before its worker died. Never run a run twice.
 		if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
 			return err
 		} else if status != "" {
-			return w.count(ctx, inv, job, status)
+			w.stored <- storing{msg: m, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
+			return nil
 		}
 	}
 	repeat := int(max(inv.GetRepeatCount(), 1))
@@ -212,11 +310,16 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 	stop()
 	meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: inv.GetWorkspaceId(),
 		CommandId: job.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))}
-	if _, err := esproto.Append(ctx, eventstore.New(w.App.JS, events.TestRunsStream), subject, eventstore.AnySeq, meta,
-		&testingv1.RunCompleted{Meta: meta, Run: res}); err != nil {
+	msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
+	if err != nil {
 		return err
 	}
-	return w.count(ctx, inv, job, res.GetStatus())
+	fut, err := w.App.JS.PublishMsgAsync(msg)
+	if err != nil {
+		return err
+	}
+	w.stored <- storing{msg: m, ack: fut, ws: inv.GetWorkspaceId(), inv: inv.GetInvocationId(), passed: res.GetStatus() == domain.RunPassed, count: true}
+	return nil
 }
 
 // heartbeat keeps a long run's job from being redelivered.
@@ -254,72 +357,11 @@ func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (s
 	return "", nil
 }
 
-// count adds the run to the invocation's counters (each increment carries
-// a message id, so a redelivered job does not count twice) and completes
-// the invocation when this was its last job.
-func (w *Worker) count(ctx context.Context, inv *testingv1.Invocation, job *testingv1.RunJob, status string) error {
-	key := job.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))
-	if status == domain.RunPassed {
-		if _, err := w.incr(ctx, events.TestCountSubject(inv.GetInvocationId(), "passed"), key+"#passed"); err != nil {
-			return err
-		}
-	}
-	// Message ids deduplicate across the whole stream: one per counter.
-	done, err := w.incr(ctx, events.TestCountSubject(inv.GetInvocationId(), "done"), key+"#done")
-	if err != nil {
-		return err
-	}
-	if done < 0 { // a duplicate increment: read the value instead
-		if done, _, err = w.App.Counts(ctx, inv.GetInvocationId()); err != nil {
-			return err
-		}
-	}
-	if done < inv.GetJobsTotal() {
-		return nil
-	}
-	return w.complete(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), done)
-}
-
-// incr adds one to a counter; it returns -1 for a deduplicated increment.
-func (w *Worker) incr(ctx context.Context, subject, msgID string) (int64, error) {
+// incr adds n to a progress counter.
+func (w *Worker) incr(ctx context.Context, subject string, n int64) error {
 	msg := nats.NewMsg(subject)
-	msg.Header.Set("Nats-Incr", "1")
-	msg.Header.Set(jetstream.MsgIDHeader, msgID)
-	ack, err := w.App.JS.PublishMsg(ctx, msg)
-	if err != nil {
-		return 0, err
-	}
-	if ack.Duplicate || ack.Value == "" {
-		return -1, nil
-	}
-	return strconv.ParseInt(ack.Value, 10, 64)
-}
-
-// complete marks the invocation completed once done reaches its jobs, and
-// queues bucketing when runs were repeated.
-func (w *Worker) complete(ctx context.Context, ws, id string, done int64) error {
-	_, passed, err := w.App.Counts(ctx, id)
-	if err != nil {
-		return err
-	}
-	var completed *testingv1.Invocation
-	_, err = w.App.Invocations.Update(ctx, ws, id, "", func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
-		if inv.Status != domain.InvocationRunning || done < inv.JobsTotal {
-			return nil, nil
-		}
-		now := time.Now().Unix()
-		inv.Status, inv.CompletedAtUnix = domain.InvocationCompleted, &now
-		completed = inv
-		return &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: passed, FailedCount: done - passed}, nil
-	})
-	if err != nil || completed == nil || completed.GetRepeatCount() <= 1 {
-		return err
-	}
-	job := &testingv1.RunJob{WorkspaceId: ws, InvocationId: id, Kind: "bucketing", Attempt: int32(len(completed.GetResubmissions()) + 1)}
-	data, _ := proto.Marshal(job)
-	msg := &nats.Msg{Subject: events.TestJobSubject(ws, id, "bucketing"), Data: data, Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, id+"#bucketing#"+strconv.FormatInt(completed.GetJobsTotal(), 10))
-	_, err = w.App.JS.PublishMsg(ctx, msg)
+	msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10))
+	_, err := w.App.JS.PublishMsg(ctx, msg)
 	return err
 }
 

@@ -480,8 +480,12 @@ type Invocation struct {
 	BucketingError  string          `protobuf:"bytes,19,opt,name=bucketing_error,json=bucketingError,proto3" json:"bucketing_error,omitempty"`
 	Resubmissions   []*Resubmission `protobuf:"bytes,20,rep,name=resubmissions,proto3" json:"resubmissions,omitempty"`
 	AgentName       string          `protobuf:"bytes,21,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Exact outcome counts, set when the invocation completes (over each
+	// run's newest attempt).
+	PassedCount   int64 `protobuf:"varint,22,opt,name=passed_count,json=passedCount,proto3" json:"passed_count,omitempty"`
+	FailedCount   int64 `protobuf:"varint,23,opt,name=failed_count,json=failedCount,proto3" json:"failed_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Invocation) Reset() {
@@ -659,6 +663,20 @@ func (x *Invocation) GetAgentName() string {
 		return x.AgentName
 	}
 	return ""
+}
+
+func (x *Invocation) GetPassedCount() int64 {
+	if x != nil {
+		return x.PassedCount
+	}
+	return 0
+}
+
+func (x *Invocation) GetFailedCount() int64 {
+	if x != nil {
+		return x.FailedCount
+	}
+	return 0
 }
 
 // Usage of a model during a run.
@@ -1210,7 +1228,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\aat_unix\x18\x03 \x01(\x03R\x06atUnix\x12\"\n" +
 	"\rby_user_email\x18\x04 \x01(\tR\vbyUserEmail\x12*\n" +
 	"\x11agent_config_json\x18\x05 \x01(\fR\x0fagentConfigJson\x12\x1b\n" +
-	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xea\x06\n" +
+	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xb0\a\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12!\n" +
@@ -1236,7 +1254,9 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0fbucketing_error\x18\x13 \x01(\tR\x0ebucketingError\x12F\n" +
 	"\rresubmissions\x18\x14 \x03(\v2 .voiceai.testing.v1.ResubmissionR\rresubmissions\x12\x1d\n" +
 	"\n" +
-	"agent_name\x18\x15 \x01(\tR\tagentNameB\x14\n" +
+	"agent_name\x18\x15 \x01(\tR\tagentName\x12!\n" +
+	"\fpassed_count\x18\x16 \x01(\x03R\vpassedCount\x12!\n" +
+	"\ffailed_count\x18\x17 \x01(\x03R\vfailedCountB\x14\n" +
 	"\x12_completed_at_unixB\x14\n" +
 	"\x12_cancelled_at_unix\"\xd4\x01\n" +
 	"\n" +

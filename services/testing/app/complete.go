@@ -1,0 +1,149 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// An invocation is complete when every job it queued has been acked: run
+// jobs leave the work queue once their result is stored. The enqueuer
+// records how many jobs it has queued (queuedSubject), so an invocation
+// still being queued is never taken for finished.
+
+func queuedSubject(ws, invocationID string) string {
+	return "testruns.queued." + ws + "." + invocationID
+}
+
+// MarkQueued records that jobs of the invocation, up to jobsTotal, are
+// all on the work queue.
+func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal int64) error {
+	msg := nats.NewMsg(queuedSubject(ws, invocationID))
+	msg.Data = []byte(strconv.FormatInt(jobsTotal, 10))
+	msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#queued#"+string(msg.Data))
+	_, err := a.JS.PublishMsg(ctx, msg)
+	return err
+}
+
+func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error) {
+	stream, err := a.JS.Stream(ctx, events.TestRunsStream)
+	if err != nil {
+		return 0, err
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, queuedSubject(ws, invocationID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(string(m.Data), 10, 64)
+}
+
+// jobsLeft reports whether any run job of the invocation is still on the
+// work queue (queued, or delivered and not yet acked).
+func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, error) {
+	stream, err := a.JS.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		return false, err
+	}
+	_, err = stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(events.TestJobsOfInvocation(ws, invocationID)))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// CheckCompletion completes a running invocation whose jobs are all done:
+// it counts outcomes over each run's newest result, records the
+// invocation completed, and queues bucketing when runs were repeated. It
+// is safe to call from any number of processes at once.
+func (a *App) CheckCompletion(ctx context.Context, ws, invocationID string) (bool, error) {
+	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
+	if err != nil || inv.GetStatus() != domain.InvocationRunning {
+		return false, err
+	}
+	if q, err := a.queued(ctx, ws, invocationID); err != nil || q < inv.GetJobsTotal() {
+		return false, err
+	}
+	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
+		return false, err
+	}
+	var passed, failed int64
+	expected := ExpectedAttempts(inv)
+	if err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
+		if r.GetAttempt() < max(expected[r.GetRunId()], 1) {
+			return nil
+		}
+		switch r.GetStatus() {
+		case domain.RunPassed:
+			passed++
+		case domain.RunFailed:
+			failed++
+		}
+		return nil
+	}); err != nil {
+		return false, err
+	}
+	var completed *testingv1.Invocation
+	total := inv.GetJobsTotal()
+	_, err = a.Invocations.Update(ctx, ws, invocationID, "", func(cur *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
+		if cur.Status != domain.InvocationRunning || cur.JobsTotal != total {
+			return nil, nil
+		}
+		now := a.now().Unix()
+		cur.Status, cur.CompletedAtUnix, cur.PassedCount, cur.FailedCount = domain.InvocationCompleted, &now, passed, failed
+		completed = cur
+		return &testingv1.InvocationCompleted{Meta: meta, Invocation: cur, PassedCount: passed, FailedCount: failed}, nil
+	})
+	if err != nil || completed == nil {
+		return false, err
+	}
+	if completed.GetRepeatCount() > 1 {
+		round := strconv.FormatInt(completed.GetJobsTotal(), 10)
+		job := &testingv1.RunJob{WorkspaceId: ws, InvocationId: invocationID, Kind: "bucketing"}
+		data, _ := proto.Marshal(job)
+		msg := &nats.Msg{Subject: events.TestJobSubject(ws, invocationID, "bucketing."+round), Data: data, Header: nats.Header{}}
+		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#bucketing#"+round)
+		if _, err := a.JS.PublishMsg(ctx, msg); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// RunCompletionSweeper checks running invocations every interval, so one
+// whose last runner died between its last ack and completing it still
+// completes. Runners check the invocations they work on far sooner.
+func (a *App) RunCompletionSweeper(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		docs, err := a.ReadModel.Running(ctx)
+		if err != nil {
+			a.Log.Warn("completion sweeper", "err", err)
+			continue
+		}
+		for _, d := range docs {
+			if _, err := a.CheckCompletion(ctx, d.WorkspaceID, d.ID); err != nil && ctx.Err() == nil {
+				a.Log.Warn("completion check", "invocation", d.ID, "err", err)
+			}
+		}
+	}
+}
