@@ -19,14 +19,23 @@ test: proto-check
 test-docker:
 	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run Docker ./pkg/testenv/...
 
-## bench: gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost
+## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
+##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
+##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s;
+##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation
 bench:
 	$(GO) run ./services/allinone/bench
+	$(GO) run ./services/webhooks/bench
+	$(GO) run ./services/allinone/testingbench
 
 ## fuzz: a short run of every fuzz target over untrusted input
 fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecodeJSON -fuzztime 30s ./pkg/httpx/
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./pkg/cursor/
+	$(GO) test -run XXX -fuzz FuzzParseIngest -fuzztime 30s ./services/webhooks/domain/
+	$(GO) test -run XXX -fuzz FuzzValidateCreate -fuzztime 30s ./services/webhooks/domain/
+	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./services/testing/llm/
+	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./services/testing/llm/
 
 ## lint: formatting, vet and proto lint
 lint:

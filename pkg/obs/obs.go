@@ -1,5 +1,6 @@
 // Package obs sets up what every process needs to be observed: JSON logs
-// through slog and a Prometheus metrics endpoint.
+// through slog, and a Prometheus metrics endpoint that also serves the Go
+// profiler (/debug/pprof/), so an operator can profile a live process.
 package obs
 
 import (
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,8 +34,9 @@ func NewRegistry() *prometheus.Registry {
 // (an empty variable means "the default", as for every setting).
 const MetricsOff = "off"
 
-// ServeMetrics serves /metrics on addr until ctx ends. An empty addr or
-// MetricsOff disables the endpoint.
+// ServeMetrics serves /metrics and /debug/pprof/ on addr until ctx ends.
+// An empty addr or MetricsOff disables the endpoint. The address is
+// internal (loopback by default): neither is meant for the public.
 func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
 	if addr == "" || addr == MetricsOff {
 		return nil
@@ -44,6 +47,10 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

@@ -64,6 +64,15 @@ func TestServeMetrics(t *testing.T) {
 	if !strings.Contains(string(body), "go_goroutines") {
 		t.Fatalf("metrics endpoint: %.200s", body)
 	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
+		t.Fatalf("profiler endpoint: %d %.200s", resp.StatusCode, body)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

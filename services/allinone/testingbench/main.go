@@ -40,11 +40,15 @@ import (
 
 const adminKey = "vak_testingbench_admin_key_0123456789"
 
+// profileDir, when set, gives every process a profiler endpoint.
+var profileDir string
+
 func main() {
 	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
 	repeat := flag.Int("repeat", 50, "repeat_count of the large invocation (c)")
 	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
 	scaleRuns := flag.Int("scale-runs", 480, "runs per measurement of (b)")
+	flag.StringVar(&profileDir, "profile", "", "write 20 s CPU profiles of every process during (c) into this directory")
 	flag.Parse()
 	if err := run(*tests, *repeat, *concurrency, *scaleRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "testingbench:", err)
@@ -121,6 +125,9 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 		}
 		runners = append(runners, r)
 		defer r.stop()
+	}
+	if profileDir != "" {
+		go profile(map[string]*proc{"platform": p.proc, "runner1": runners[0], "runner2": runners[1]})
 	}
 	rate, elapsed, err := p.invoke(tests, repeat, true)
 	if err != nil {
@@ -219,14 +226,23 @@ func rawWorkQueueRate(dir string, n int) (float64, error) {
 }
 
 type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-	logs *bytes.Buffer
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logs    *bytes.Buffer
+	metrics string // its metrics and profiler address, when profiling
 }
 
 func start(bin string, env []string) (*proc, error) {
-	p := &proc{cmd: exec.Command(bin), done: make(chan struct{}), logs: &bytes.Buffer{}}
+	p := &proc{cmd: exec.Command(bin), done: make(chan struct{}), logs: &bytes.Buffer{}, metrics: "off"}
+	if profileDir != "" {
+		addr, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p.metrics = addr
+	}
 	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Env = append(p.cmd.Env, "VOICEAI_METRICS_ADDR="+p.metrics)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -296,7 +312,7 @@ func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
 		return nil, err
 	}
 	pr, err := start(bins["allinone"], []string{
-		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1", "VOICEAI_METRICS_ADDR=off",
+		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
 		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
 		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000", "VOICEAI_MAX_BODY_BYTES=8388608",
 		"VOICEAI_UPSTREAM_TIMEOUT=120s",
@@ -354,7 +370,7 @@ func (p *platform) call(method, path, body string, out any) error {
 }
 
 func startRunner(bins map[string]string, p *platform, concurrency int, env ...string) (*proc, error) {
-	env = append(env, "VOICEAI_NATS_URL="+p.natsURL, "VOICEAI_METRICS_ADDR=off", "VOICEAI_LOG_LEVEL=warn",
+	env = append(env, "VOICEAI_NATS_URL="+p.natsURL, "VOICEAI_LOG_LEVEL=warn",
 		"VOICEAI_RUNNER_CONCURRENCY="+strconv.Itoa(concurrency))
 	return start(bins["testing-runner"], env)
 }
@@ -433,6 +449,24 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	}
 	elapsed := time.Since(started)
 	return float64(tests*repeat) / elapsed.Seconds(), elapsed, nil
+}
+
+// profile writes a CPU profile of each process, taken while the large
+// invocation runs (after its tests are created and its runs queued).
+func profile(procs map[string]*proc) {
+	time.Sleep(30 * time.Second)
+	for name, pr := range procs {
+		go func() {
+			resp, err := http.Get("http://" + pr.metrics + "/debug/pprof/profile?seconds=20")
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "profile", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			_ = os.WriteFile(filepath.Join(profileDir, name+".pprof"), b, 0o644)
+		}()
+	}
 }
 
 // resetPeak resets the platform's peak resident set (clear_refs 5).
