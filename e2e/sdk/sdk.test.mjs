@@ -23,7 +23,17 @@ test("the SDK module imports and exposes the methods under test", () => {
     headers: { "x-api-key": "k" },
   });
   const agents = client.conversationalAi.agents;
-  for (const m of ["create", "get", "list"]) assert.equal(typeof agents[m], "function", `agents.${m}`);
+  for (const m of ["create", "get", "list", "runTests"]) assert.equal(typeof agents[m], "function", `agents.${m}`);
+  const tests = client.conversationalAi.tests;
+  for (const m of ["create", "get", "update", "list", "summaries", "delete"]) {
+    assert.equal(typeof tests[m], "function", `conversationalAi.tests.${m}`);
+  }
+  for (const m of ["create", "get", "update", "delete"]) {
+    assert.equal(typeof tests.folders[m], "function", `conversationalAi.tests.folders.${m}`);
+  }
+  for (const m of ["get", "list", "resubmit"]) {
+    assert.equal(typeof tests.invocations[m], "function", `conversationalAi.tests.invocations.${m}`);
+  }
   for (const m of ["create", "list"]) assert.equal(typeof client.serviceAccounts[m], "function", `serviceAccounts.${m}`);
   const apiKeys = client.serviceAccounts.apiKeys;
   for (const m of ["create", "list", "update", "delete"]) {
