@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -41,10 +42,34 @@ func RecordFromMsg(m jetstream.Msg) (Record, error) {
 	return recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp), nil
 }
 
+// streams caches stream handles per connection and name: looking a
+// stream up is a STREAM.INFO request, which a hot read path (one direct
+// get per run) must not pay each time.
+var streams sync.Map // streamKey -> jetstream.Stream
+
+type streamKey struct {
+	js   jetstream.JetStream
+	name string
+}
+
+// StreamOf returns a handle on stream name, looked up once per js.
+func StreamOf(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
+	key := streamKey{js, name}
+	if s, ok := streams.Load(key); ok {
+		return s.(jetstream.Stream), nil
+	}
+	s, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	streams.Store(key, s)
+	return s, nil
+}
+
 // Last returns the newest event of subject (one direct get). With
 // state-carrying events it is the aggregate's current state.
 func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) {
-	str, err := s.js.Stream(ctx, s.stream)
+	str, err := StreamOf(ctx, s.js, s.stream)
 	if err != nil {
 		return Record{}, false, err
 	}
@@ -66,7 +91,7 @@ func (s *Store) Load(ctx context.Context, subject string) ([]Record, uint64, err
 	if err != nil || !found {
 		return nil, 0, err
 	}
-	str, err := s.js.Stream(ctx, s.stream)
+	str, err := StreamOf(ctx, s.js, s.stream)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -37,7 +38,7 @@ func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal
 }
 
 func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error) {
-	stream, err := a.JS.Stream(ctx, events.TestRunsStream)
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
 	if err != nil {
 		return 0, err
 	}
@@ -54,7 +55,7 @@ func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error
 // jobsLeft reports whether any run job of the invocation is still on the
 // work queue (queued, or delivered and not yet acked).
 func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, error) {
-	stream, err := a.JS.Stream(ctx, events.TestJobsStream)
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestJobsStream)
 	if err != nil {
 		return false, err
 	}

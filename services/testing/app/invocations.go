@@ -15,6 +15,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -178,7 +179,7 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 	if err != nil {
 		return nil, err
 	}
-	stream, err := a.JS.Stream(ctx, events.TestJobsStream)
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestJobsStream)
 	if err == nil {
 		err = stream.Purge(ctx, jetstream.WithPurgeSubject(events.TestJobsOfInvocation(c.WorkspaceID, invocationID)))
 	}
@@ -256,7 +257,7 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 // after a crash may be counted twice, so while an invocation runs they are
 // progress, not truth (completion records the exact counts).
 func (a *App) Counts(ctx context.Context, invocationID string) (done, passed int64, err error) {
-	stream, err := a.JS.Stream(ctx, events.TestCountsStream)
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestCountsStream)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -24,7 +24,7 @@ import (
 
 // TestAt reads the version of a test stored at seq of stream TESTING.
 func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
-	stream, err := a.JS.Stream(ctx, events.TestingStream)
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestingStream)
 	if err != nil {
 		return nil, err
 	}
@@ -179,18 +179,18 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	total := len(inv.GetTests()) * repeat
 	seen := domain.NewBitset(total)
 	expected := ExpectedAttempts(inv)
-	infos := map[uint64]map[string]any{}
-	info := func(pt *testingv1.PlannedTest) (map[string]any, error) {
-		if i, ok := infos[pt.GetTestStreamSeq()]; ok {
-			return i, nil
+	views := map[uint64]RunTestView{}
+	info := func(pt *testingv1.PlannedTest) (RunTestView, error) {
+		if v, ok := views[pt.GetTestStreamSeq()]; ok {
+			return v, nil
 		}
 		t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
 		if err != nil {
-			return nil, err
+			return RunTestView{}, err
 		}
-		i := TestInfo(t)
-		infos[pt.GetTestStreamSeq()] = i
-		return i, nil
+		v := NewRunTestView(t)
+		views[pt.GetTestStreamSeq()] = v
+		return v, nil
 	}
 	first := true
 	emit := func(idx int, runID string, res *testingv1.RunResult) error {

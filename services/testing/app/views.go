@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
@@ -29,25 +32,70 @@ func messageDefaults() map[string]any {
 	}
 }
 
+// defaultMessage is messageDefaults encoded once, and its keys in order.
+var defaultMessage, defaultMessageKeys = func() (map[string]json.RawMessage, []string) {
+	out := map[string]json.RawMessage{}
+	for k, v := range messageDefaults() {
+		out[k], _ = json.Marshal(v)
+	}
+	return out, slices.Sorted(maps.Keys(out))
+}()
+
 // fullMessages completes each message of a JSON array with the defaults;
-// a field the message carries (and is not null) wins.
-func fullMessages(raw json.RawMessage) []map[string]any {
-	var in []map[string]any
+// a field the message carries (and is not null) wins. It writes the JSON
+// directly: a run's view is encoded for every run of a large invocation,
+// and encoding maps (which sorts their keys) was most of that cost.
+func fullMessages(raw []byte) json.RawMessage {
+	var in []map[string]json.RawMessage
 	_ = json.Unmarshal(raw, &in)
-	out := make([]map[string]any, 0, len(in))
-	for _, m := range in {
-		full := messageDefaults()
-		for k, v := range m {
-			if v != nil {
-				full[k] = v
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i, m := range in {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		n := 0
+		put := func(k string, v []byte) {
+			if n > 0 {
+				b.WriteByte(',')
+			}
+			n++
+			key, _ := json.Marshal(k)
+			b.Write(key)
+			b.WriteByte(':')
+			b.Write(v)
+		}
+		carried := func(k string) (json.RawMessage, bool) {
+			v, ok := m[k]
+			return v, ok && !bytes.Equal(bytes.TrimSpace(v), []byte("null"))
+		}
+		for _, k := range defaultMessageKeys {
+			v, ok := carried(k)
+			switch {
+			case ok:
+			case k == "feedback":
+				t, ok := carried("time_in_call_secs")
+				if !ok {
+					t = json.RawMessage("0")
+				}
+				v = json.RawMessage(`{"score":"like","time_in_call_secs":` + string(t) + `}`)
+			default:
+				v = defaultMessage[k]
+			}
+			put(k, v)
+		}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if _, isDefault := defaultMessage[k]; !isDefault {
+				if v, ok := carried(k); ok {
+					put(k, v)
+				}
 			}
 		}
-		if feedback, ok := m["feedback"]; !ok || feedback == nil {
-			full["feedback"] = map[string]any{"score": "like", "time_in_call_secs": full["time_in_call_secs"]}
-		}
-		out = append(out, full)
+		b.WriteByte('}')
 	}
-	return out
+	b.WriteByte(']')
+	return b.Bytes()
 }
 
 // TestInfo is a test's definition as a run shows it (spec 2.3), every
@@ -108,50 +156,100 @@ func metadataTestType(t string) string {
 	return t
 }
 
-// RunView is one run (spec 2.3, every field present). res is nil for a
-// run without a result for its newest attempt; status is then pending, or
-// cancelled when the invocation was.
-func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, info map[string]any, runID string, res *testingv1.RunResult) map[string]any {
-	status, result, msgs, summary := domain.RunPending, domain.ConditionUnknown, []string{}, ""
-	responses := []map[string]any{}
-	updated := inv.GetCreatedAtUnix()
-	if inv.GetStatus() == domain.InvocationCancelled {
-		status = domain.RunCancelled
-		updated = inv.GetCancelledAtUnix()
-	}
+// RunTestView is a test as every run of it shows it, encoded once.
+type RunTestView struct {
+	Info        json.RawMessage // test_info
+	Environment string
+}
+
+// NewRunTestView encodes a test's test_info.
+func NewRunTestView(t *testingv1.Test) RunTestView {
+	info := TestInfo(t)
 	env := "production"
 	if e, ok := info["environment"].(json.RawMessage); ok {
 		_ = json.Unmarshal(e, &env)
 	}
-	var usage any
+	b, _ := json.Marshal(info)
+	return RunTestView{Info: b, Environment: env}
+}
+
+// runJSON is a run as the API shows it (spec 2.3).
+type runJSON struct {
+	TestRunID         string          `json:"test_run_id"`
+	TestInvocationID  string          `json:"test_invocation_id"`
+	AgentID           string          `json:"agent_id"`
+	Status            string          `json:"status"`
+	TestID            string          `json:"test_id"`
+	TestInfo          json.RawMessage `json:"test_info"`
+	BranchID          string          `json:"branch_id"`
+	WorkflowNodeID    string          `json:"workflow_node_id"`
+	AgentResponses    json.RawMessage `json:"agent_responses"`
+	TestName          string          `json:"test_name"`
+	ConditionResult   conditionJSON   `json:"condition_result"`
+	LastUpdatedAtUnix int64           `json:"last_updated_at_unix"`
+	Metadata          metadataJSON    `json:"metadata"`
+	RootFolderID      string          `json:"root_folder_id"`
+	RootFolderName    string          `json:"root_folder_name"`
+	Environment       string          `json:"environment"`
+	// Beyond the spec, once a run has a result.
+	Attempt    int32      `json:"attempt,omitempty"`
+	ModelUsage *usageJSON `json:"model_usage,omitempty"`
+	Error      string     `json:"error,omitempty"`
+}
+
+type conditionJSON struct {
+	Result    string `json:"result"`
+	Rationale struct {
+		Messages []string `json:"messages"`
+		Summary  string   `json:"summary"`
+	} `json:"rationale"`
+}
+
+type metadataJSON struct {
+	WorkspaceID    string `json:"workspace_id"`
+	TestName       string `json:"test_name"`
+	RanByUserEmail string `json:"ran_by_user_email"`
+	TestType       string `json:"test_type"`
+}
+
+type usageJSON struct {
+	Provider         string `json:"provider"`
+	Model            string `json:"model"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      int64  `json:"total_tokens"`
+	ModelCalls       int32  `json:"model_calls"`
+}
+
+// RunView is one run (spec 2.3, every field present). res is nil for a
+// run without a result for its newest attempt; status is then pending, or
+// cancelled when the invocation was.
+func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult) any {
+	name := orDefault(pt.GetTestName(), "Unknown Test")
+	v := runJSON{
+		TestRunID: runID, TestInvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), Status: domain.RunPending,
+		TestID: pt.GetTestId(), TestInfo: tv.Info, BranchID: inv.GetBranchId(), WorkflowNodeID: pt.GetWorkflowNodeId(),
+		AgentResponses: json.RawMessage("[]"), TestName: name, LastUpdatedAtUnix: inv.GetCreatedAtUnix(),
+		Metadata: metadataJSON{WorkspaceID: inv.GetWorkspaceId(), TestName: name, RanByUserEmail: inv.GetRanByUserEmail(),
+			TestType: metadataTestType(pt.GetTestType())},
+		RootFolderID: pt.GetRootFolderId(), RootFolderName: pt.GetRootFolderName(), Environment: tv.Environment,
+	}
+	v.ConditionResult.Result, v.ConditionResult.Rationale.Messages = domain.ConditionUnknown, []string{}
+	if inv.GetStatus() == domain.InvocationCancelled {
+		v.Status, v.LastUpdatedAtUnix = domain.RunCancelled, inv.GetCancelledAtUnix()
+	}
 	if res != nil {
-		status, result, summary = res.GetStatus(), res.GetConditionResult(), res.GetRationaleSummary()
+		v.Status, v.ConditionResult.Result, v.ConditionResult.Rationale.Summary = res.GetStatus(), res.GetConditionResult(), res.GetRationaleSummary()
 		if m := res.GetRationaleMessages(); m != nil {
-			msgs = m
+			v.ConditionResult.Rationale.Messages = m
 		}
-		responses = fullMessages(res.GetAgentResponsesJson())
-		updated = res.GetFinishedAtUnixMs() / 1000
+		v.AgentResponses = fullMessages(res.GetAgentResponsesJson())
+		v.LastUpdatedAtUnix = res.GetFinishedAtUnixMs() / 1000
 		if u := res.GetUsage(); u != nil {
-			usage = map[string]any{"provider": u.GetProvider(), "model": u.GetModel(), "prompt_tokens": u.GetPromptTokens(),
-				"completion_tokens": u.GetCompletionTokens(), "total_tokens": u.GetTotalTokens(), "model_calls": u.GetModelCalls()}
+			v.ModelUsage = &usageJSON{Provider: u.GetProvider(), Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
+				CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), ModelCalls: u.GetModelCalls()}
 		}
-	}
-	v := map[string]any{
-		"test_run_id": runID, "test_invocation_id": inv.GetInvocationId(), "agent_id": inv.GetAgentId(),
-		"status": status, "test_id": pt.GetTestId(), "test_info": info, "branch_id": inv.GetBranchId(),
-		"workflow_node_id": pt.GetWorkflowNodeId(), "agent_responses": responses, "test_name": orDefault(pt.GetTestName(), "Unknown Test"),
-		"condition_result":     map[string]any{"result": result, "rationale": map[string]any{"messages": msgs, "summary": summary}},
-		"last_updated_at_unix": updated,
-		"metadata": map[string]any{"workspace_id": inv.GetWorkspaceId(), "test_name": orDefault(pt.GetTestName(), "Unknown Test"),
-			"ran_by_user_email": inv.GetRanByUserEmail(), "test_type": metadataTestType(pt.GetTestType())},
-		"root_folder_id": pt.GetRootFolderId(), "root_folder_name": pt.GetRootFolderName(), "environment": env,
-	}
-	if res != nil {
-		v["attempt"] = res.GetAttempt()
-		v["model_usage"] = usage
-		if res.GetError() != "" {
-			v["error"] = res.GetError()
-		}
+		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
 	}
 	return v
 }
