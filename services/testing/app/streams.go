@@ -53,7 +53,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 func EnsureRunnersConsumer(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (jetstream.Consumer, error) {
 	return js.CreateOrUpdateConsumer(ctx, events.TestJobsStream, jetstream.ConsumerConfig{
 		Durable: RunnersConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-		MaxDeliver: 10, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
+		MaxDeliver: -1, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
 		BackOff: nil,
 	})
 }

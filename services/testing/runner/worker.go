@@ -37,6 +37,10 @@ type Worker struct {
 	AckWait time.Duration
 	ID      string
 	Log     *slog.Logger
+	// MaxAttempts is how many deliveries a job gets before it is given up
+	// (default 10); RetryDelay is how long a failed job waits (default 1s).
+	MaxAttempts uint64
+	RetryDelay  time.Duration
 
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
@@ -72,7 +76,14 @@ type cachedInvocation struct {
 // (its cancellation) may be.
 const invocationFreshness = time.Second
 
+// fetchWait bounds one fetch; a worker with nothing to do asks again.
+const fetchWait = 5 * time.Second
+
 // Run works until ctx ends; jobs in progress finish first.
+//
+// A worker fetches only as many jobs as it has free slots, and heartbeats
+// each job from the moment it holds it: a job buffered behind slow runs
+// would otherwise outlive AckWait and be run twice.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Concurrency <= 0 {
 		w.Concurrency = 8
@@ -83,45 +94,88 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ID == "" {
 		w.ID = ids.New("wrk")
 	}
+	// A job delivered more often than MaxAttempts (its workers crashed, or
+	// the platform kept failing) ends failed with that reason rather than
+	// staying on the queue forever.
+	if w.MaxAttempts == 0 {
+		w.MaxAttempts = 10
+	}
+	if w.RetryDelay <= 0 {
+		w.RetryDelay = time.Second
+	}
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
 	w.stored, w.touched = make(chan storing, 4096), map[string]*progress{}
 	cons, err := app.EnsureRunnersConsumer(ctx, w.App.JS, w.AckWait)
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(w.Concurrency * 2))
-	if err != nil {
-		return err
-	}
-	go func() { <-ctx.Done(); it.Drain() }()
-	jobs := make(chan jetstream.Msg)
 	storerDone := make(chan struct{})
 	go func() { defer close(storerDone); w.ackStored() }()
 	checkerStop, checkerDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(checkerDone); w.checkLoop(checkerStop) }()
 	defer func() { close(w.stored); <-storerDone; close(checkerStop); <-checkerDone }()
-	var wg sync.WaitGroup
+
+	free := make(chan struct{}, w.Concurrency) // a token per free slot
 	for range w.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for m := range jobs {
-				w.handle(context.WithoutCancel(ctx), m)
-			}
-		}()
+		free <- struct{}{}
 	}
-	defer func() { close(jobs); wg.Wait() }()
+	var running sync.WaitGroup
+	defer running.Wait()
 	for {
-		m, err := it.Next()
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || ctx.Err() != nil {
-				return nil
-			}
-			w.Log.Warn("runner: next job", "err", err)
-			continue
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-free:
 		}
-		jobs <- m
+		n := 1
+	more:
+		for n < w.Concurrency {
+			select {
+			case <-free:
+				n++
+			default:
+				break more
+			}
+		}
+		got, err := w.fetch(ctx, cons, n, func(m jetstream.Msg) {
+			stop := w.heartbeat(m)
+			running.Add(1)
+			go func() {
+				defer func() { stop(); free <- struct{}{}; running.Done() }()
+				w.handle(context.WithoutCancel(ctx), m)
+			}()
+		})
+		for range n - got {
+			free <- struct{}{}
+		}
+		if err != nil && ctx.Err() == nil {
+			w.Log.Warn("runner: fetching jobs", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
 	}
+}
+
+// fetch asks for up to n jobs and hands each to start as it arrives.
+func (w *Worker) fetch(ctx context.Context, cons jetstream.Consumer, n int, start func(jetstream.Msg)) (int, error) {
+	fctx, cancel := context.WithTimeout(ctx, fetchWait)
+	defer cancel()
+	batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
+	if err != nil {
+		return 0, err
+	}
+	got := 0
+	for m := range batch.Messages() {
+		got++
+		start(m)
+	}
+	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
+		!errors.Is(err, nats.ErrTimeout) {
+		return got, err
+	}
+	return got, nil
 }
 
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
@@ -131,18 +185,64 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Term()
 		return
 	}
+	delivered := uint64(1)
+	if md, _ := m.Metadata(); md != nil {
+		delivered = md.NumDelivered
+	}
+	if delivered > w.MaxAttempts {
+		w.giveUp(ctx, m, &job, delivered)
+		return
+	}
 	if job.GetKind() == "bucketing" {
 		if err := w.bucket(ctx, m, &job); err != nil {
 			w.Log.Warn("runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
-			_ = m.NakWithDelay(time.Second)
+			_ = m.NakWithDelay(w.RetryDelay)
 			return
 		}
 		_ = m.Ack()
 		return
 	}
 	if err := w.run(ctx, m, &job); err != nil {
-		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "err", err)
-		_ = m.NakWithDelay(time.Second)
+		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
+		_ = m.NakWithDelay(w.RetryDelay)
+	}
+}
+
+// giveUp ends a job delivered more than maxAttempts times: a run is
+// recorded failed with the reason, bucketing is recorded failed.
+func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, delivered uint64) {
+	reason := fmt.Sprintf("The run was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
+	w.Log.Error("runner: job given up", "subject", m.Subject(), "deliveries", delivered)
+	if job.GetKind() == "bucketing" {
+		inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
+		if err == nil {
+			err = w.finishBucketing(ctx, inv, "Grouping the results failed on every attempt.")
+		}
+		if err != nil {
+			_ = m.NakWithDelay(w.RetryDelay)
+			return
+		}
+		_ = m.Ack()
+		return
+	}
+	subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
+	if err != nil {
+		_ = m.Term()
+		return
+	}
+	now := time.Now().UnixMilli()
+	res := &testingv1.RunResult{
+		RunId: job.GetRunId(), InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
+		TestIndex: job.GetTestIndex(), RepeatIndex: job.GetRepeatIndex(), Attempt: job.GetAttempt(),
+		StartedAtUnixMs: now, FinishedAtUnixMs: now, WorkerId: w.ID, Status: domain.RunFailed,
+		ConditionResult: domain.ConditionUnknown, Error: reason, RationaleSummary: reason, AgentResponsesJson: []byte("[]"),
+	}
+	if inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err == nil &&
+		int(job.GetTestIndex()) < len(inv.GetTests()) {
+		res.TestId = inv.GetTests()[job.GetTestIndex()].GetTestId()
+	}
+	if err := w.publishResult(ctx, m, subject, job, res); err != nil {
+		_ = m.NakWithDelay(w.RetryDelay)
 	}
 }
 
@@ -305,10 +405,12 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 			}
 		}
 	}
-	stop := w.heartbeat(m)
-	res := w.Exec.Execute(ctx, r)
-	stop()
-	meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: inv.GetWorkspaceId(),
+	return w.publishResult(ctx, m, subject, job, w.Exec.Execute(ctx, r))
+}
+
+// publishResult stores a run's result; its job is acked once stored.
+func (w *Worker) publishResult(ctx context.Context, m jetstream.Msg, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
+	meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: job.GetWorkspaceId(),
 		CommandId: job.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))}
 	msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
@@ -318,7 +420,7 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 	if err != nil {
 		return err
 	}
-	w.stored <- storing{msg: m, ack: fut, ws: inv.GetWorkspaceId(), inv: inv.GetInvocationId(), passed: res.GetStatus() == domain.RunPassed, count: true}
+	w.stored <- storing{msg: m, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), passed: res.GetStatus() == domain.RunPassed, count: true}
 	return nil
 }
 
