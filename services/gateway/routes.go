@@ -36,6 +36,8 @@ var routes = []route{
 	{path: "/v1/voiceai/webhooks", prefix: true, service: "webhooks", read: webhooksRead, write: webhooksWrite},
 	{path: "/v1/convai/events", service: "webhooks", read: convaiWrite, write: convaiWrite},
 	{path: "/v1/convai/agents/{agent_id}/run-tests", service: "testing", read: convaiRead, write: convaiWrite},
+	// summaries reads tests by id: a POST only because of its body.
+	{path: "/v1/convai/agent-testing/summaries", service: "testing", read: convaiRead, write: convaiRead},
 	{path: "/v1/convai/agent-testing", prefix: true, service: "testing", read: convaiRead, write: convaiWrite},
 	{path: "/v1/convai/test-invocations", prefix: true, service: "testing", read: convaiRead, write: convaiWrite},
 	{path: "/v1/convai/agents", prefix: true, service: "agents", read: convaiRead, write: convaiWrite},

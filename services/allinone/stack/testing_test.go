@@ -131,6 +131,16 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 	if len(inv.TestRuns) != 3 || inv.BucketingStatus != nil || inv.AgentID != agent {
 		t.Fatalf("new invocation: %s", r.Body)
 	}
+	// Another workspace reaches neither the agent, nor its tests, nor the invocation.
+	acme := createWorkspace(t, s, "Acme")
+	wantError(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", acme.APIKey, `{"tests":[{"test_id":"`+hours+`"}]}`), 404, "agent_not_found")
+	wantError(t, call(t, s, "GET", "/v1/convai/test-invocations/"+inv.ID, acme.APIKey, ""), 404, "test_invocation_not_found")
+	wantError(t, call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/cancel", acme.APIKey, ""), 404, "test_invocation_not_found")
+	wantError(t, call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/resubmit", acme.APIKey,
+		`{"test_run_ids":["`+inv.TestRuns[0].TestRunID+`"],"agent_id":"`+agent+`"}`), 404, "test_invocation_not_found")
+	if r := call(t, s, "GET", "/v1/convai/test-invocations", acme.APIKey, ""); r.Code != 200 || strings.Contains(string(r.Body), inv.ID) {
+		t.Fatalf("another workspace lists our invocation: %d %s", r.Code, r.Body)
+	}
 	for _, run := range inv.TestRuns {
 		if run.Status != "pending" {
 			t.Fatalf("a new run is %s", run.Status)
@@ -288,9 +298,24 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 	}
 	wantError(t, call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, ""), 404, "test_not_found")
 
-	// Another workspace sees none of it; a read-only key cannot write.
+	// Another workspace sees none of it; a read-only key cannot write, but
+	// reads summaries (a POST only for its body).
+	mine := createTest(t, s, `{"type":"llm","name":"Mine","success_condition":"x"}`)
+	acme := createWorkspace(t, s, "Acme")
+	wantError(t, call(t, s, "GET", "/v1/convai/agent-testing/"+mine, acme.APIKey, ""), 404, "test_not_found")
+	wantError(t, call(t, s, "PUT", "/v1/convai/agent-testing/"+mine, acme.APIKey, `{"type":"llm","name":"mine","success_condition":"x"}`), 404, "test_not_found")
+	wantError(t, call(t, s, "DELETE", "/v1/convai/agent-testing/"+mine, acme.APIKey, ""), 404, "test_not_found")
+	if r := call(t, s, "GET", "/v1/convai/agent-testing", acme.APIKey, ""); r.Code != 200 || strings.Contains(string(r.Body), mine) {
+		t.Fatalf("anmine workspace lists our test: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/convai/agent-testing/summaries", acme.APIKey, `{"test_ids":["`+mine+`"]}`); r.Code != 422 {
+		t.Fatalf("anmine workspace's summaries of our test: %d %s", r.Code, r.Body)
+	}
 	ro, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
 	wantError(t, call(t, s, "POST", "/v1/convai/agent-testing/create", ro, `{"type":"llm","name":"x","success_condition":"y"}`), 403, "missing_permission")
+	if r := call(t, s, "POST", "/v1/convai/agent-testing/summaries", ro, `{"test_ids":["`+mine+`"]}`); r.Code != 200 {
+		t.Fatalf("summaries with a read-only key: %d %s", r.Code, r.Body)
+	}
 }
 
 // Cancel stops runs that have not started: with no runner working, every
