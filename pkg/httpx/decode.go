@@ -55,7 +55,9 @@ func decodeBytes(body []byte, dst any) error {
 		}
 		return BadRequest("malformed_json", "The request body is not valid JSON: "+syntaxMessage(err))
 	}
-	if dec.More() {
+	// Anything but white space after the value is malformed. (Decoder.More
+	// reports false before a stray '}' or ']', so it cannot tell.)
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
 		return BadRequest("malformed_json", "The request body has data after the JSON value.")
 	}
 	return nil

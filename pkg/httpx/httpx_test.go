@@ -34,8 +34,13 @@ func TestDecodeJSON(t *testing.T) {
 	if err := decode(t, `{"name":`, 0); !errors.As(err, &e) || e.HTTPStatus != 400 || e.Status != "malformed_json" {
 		t.Fatalf("malformed JSON: got %v", err)
 	}
-	if err := decode(t, `{"a":1} {"b":2}`, 0); !errors.As(err, &e) || e.HTTPStatus != 400 {
-		t.Fatalf("trailing data: got %v", err)
+	for _, trailing := range []string{`{"a":1} {"b":2}`, `{"name":"x"}}`, `{"name":"x"}]`, `{"name":"x"} x`} {
+		if err := decode(t, trailing, 0); !errors.As(err, &e) || e.HTTPStatus != 400 {
+			t.Fatalf("trailing data %s: got %v", trailing, err)
+		}
+	}
+	if err := decode(t, "{\"name\":\"x\"}\n\t ", 0); err != nil {
+		t.Fatalf("trailing white space rejected: %v", err)
 	}
 	if err := decode(t, `{"name":"`+strings.Repeat("x", 100)+`"}`, 50); !errors.As(err, &e) || e.HTTPStatus != 413 {
 		t.Fatalf("oversized: got %v", err)

@@ -23,7 +23,9 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 		return in, nil, err
 	}
 	var raw map[string]json.RawMessage
-	_ = json.Unmarshal(body, &raw)
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return in, nil, httpx.BadRequest("malformed_json", "The request body is not a JSON object.")
+	}
 	var v httpx.Validator
 	in.Validate(&v)
 	return in, raw, v.Err()
