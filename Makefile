@@ -36,6 +36,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzValidateCreate -fuzztime 30s ./services/webhooks/domain/
 	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./services/testing/llm/
 	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./services/testing/llm/
+	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/
+	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/
 
 ## lint: formatting, vet and proto lint
 lint:

@@ -70,6 +70,9 @@ func title(r BucketRun) string {
 	if n := []rune(resp); len(n) > 80 {
 		resp = string(n[:77]) + "..."
 	}
+	if r.Status == "" {
+		return resp
+	}
 	return strings.ToUpper(r.Status[:1]) + r.Status[1:] + ": " + resp
 }
 

@@ -113,7 +113,7 @@ func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Tur
 		return Verdict{}, nil, err
 	}
 	if r.Test.GetTestType() == domain.TypeTool {
-		v, err := e.checkTools(ctx, r.Definition, reply, usage)
+		v, err := e.checkTools(ctx, r.Definition, cfg.Tools, reply, usage)
 		return v, &reply, err
 	}
 	in := JudgeInput{Transcript: conv.Turns, Reply: reply}
@@ -141,12 +141,19 @@ func deref(s *string) string {
 
 // checkTools judges a tool test exactly: the referenced tool was called
 // (or, with verify_absence, was not), once unless check_any_tool_matches,
-// with every listed parameter matching.
-func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, reply Turn, usage *Usage) (Verdict, error) {
+// with every listed parameter matching. The referenced tool's id is the id
+// of one of the agent's tools, whose name the calls carry, or that name.
+func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, tools []Tool, reply Turn, usage *Usage) (Verdict, error) {
 	tp := def.ToolCallParameters
 	want := ""
 	if tp != nil && tp.ReferencedTool != nil {
 		want = deref(tp.ReferencedTool.ID)
+	}
+	for _, t := range tools {
+		if want != "" && t.ID == want {
+			want = t.Name
+			break
+		}
 	}
 	var matching []Call
 	for _, c := range reply.Calls {

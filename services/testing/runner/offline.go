@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -149,9 +151,9 @@ func offlineArguments(schema json.RawMessage, msg, prompt string) string {
 	}
 	_ = json.Unmarshal(schema, &s)
 	args := map[string]any{}
-	lower := strings.ToLower(msg)
+	lower := lowerSameWidth(msg) // byte offsets in lower are offsets in msg
 	for name, p := range s.Properties {
-		key := strings.ToLower(strings.ReplaceAll(name, "_", " "))
+		key := lowerSameWidth(strings.ReplaceAll(name, "_", " "))
 		switch {
 		case p.Type == "number" || p.Type == "integer":
 			if n := number.FindString(msg); n != "" {
@@ -171,6 +173,26 @@ func offlineArguments(schema json.RawMessage, msg, prompt string) string {
 	}
 	b, _ := json.Marshal(args)
 	return string(b)
+}
+
+// lowerSameWidth lower-cases s rune by rune, keeping every rune whose
+// lower case has another UTF-8 length (and every invalid byte) as it is,
+// so that an index into the result is the same index into s.
+// strings.ToLower does not keep lengths (Ⱥ, 2 bytes, becomes ⱥ, 3 bytes;
+// an invalid byte becomes U+FFFD, 3 bytes).
+func lowerSameWidth(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if l := unicode.ToLower(r); r != utf8.RuneError && utf8.RuneLen(l) == n {
+			b.WriteRune(l)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // Judge decides by comparing with examples, or by the condition's words.

@@ -1,0 +1,255 @@
+package domain
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+)
+
+// fe is a compact expected field error.
+type fe struct {
+	loc  []any
+	msg  string
+	typ  string
+	note string
+}
+
+func validate(t *testing.T, body string) httpx.ValidationErrors {
+	t.Helper()
+	var in TestInput
+	if err := json.Unmarshal([]byte(body), &in); err != nil {
+		t.Fatalf("test body does not decode: %v\n%s", err, body)
+	}
+	var v httpx.Validator
+	in.Validate(&v)
+	err := v.Err()
+	if err == nil {
+		return nil
+	}
+	var ve httpx.ValidationErrors
+	if !errors.As(err, &ve) {
+		t.Fatalf("Validate produced %T, want httpx.ValidationErrors", err)
+	}
+	return ve
+}
+
+// validChat is a chat history every test below may reuse.
+const validChat = `[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3},
+	{"role":"agent","message":"Let me check.","time_in_call_secs":4,
+	 "tool_calls":[{"request_id":"r1","tool_name":"hours","params_as_json":"{}"}]}]`
+
+func repeatJSON(item string, n int) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
+}
+
+func TestValidateAcceptsValidTests(t *testing.T) {
+	cases := map[string]string{
+		"llm with condition": `{"type":"llm","name":"Opening hours","chat_history":` + validChat + `,
+			"success_condition":"The agent states the opening hours"}`,
+		"llm with success examples only": `{"type":"llm","name":"x",
+			"success_examples":[{"response":"We open at nine.","type":"success"}]}`,
+		"llm with failure examples only": `{"type":"llm","name":"x",
+			"failure_examples":[{"response":"I do not know.","type":"failure"}]}`,
+		"llm with everything": `{"type":"llm","name":"x","success_condition":"c",
+			"success_examples":[{"response":"a","type":"success"},{"response":"","type":"success"}],
+			"failure_examples":[{"response":"b","type":"failure"}],
+			"dynamic_variables":{"customer":"Ann","n":3},"parent_folder_id":"tfld_1"}`,
+		"llm name of 200 multibyte runes": `{"type":"llm","name":"` + strings.Repeat("é", MaxNameLen) + `","success_condition":"c"}`,
+		"llm name of 1 rune":              `{"type":"llm","name":"é","success_condition":"c"}`,
+		"llm with 500 chat turns": `{"type":"llm","name":"x","success_condition":"c","chat_history":` +
+			repeatJSON(`{"role":"user","message":"hi","time_in_call_secs":1}`, MaxChatHistory) + `}`,
+		"llm with 100 examples": `{"type":"llm","name":"x","success_examples":` +
+			repeatJSON(`{"response":"a","type":"success"}`, MaxExamples) + `}`,
+		"tool with referenced tool": `{"type":"tool","name":"Books a table","chat_history":` + validChat + `,
+			"tool_call_parameters":{"referenced_tool":{"id":"book_table","type":"client"}}}`,
+		"tool with every eval type": `{"type":"tool","name":"t","tool_call_parameters":{
+			"referenced_tool":{"id":"book_table","type":"client"},
+			"parameters":[
+				{"path":"a","eval":{"type":"anything"}},
+				{"path":"b","eval":{"type":"exact","expected_value":"4"}},
+				{"path":"c.d","eval":{"type":"llm","description":"a weekday"}},
+				{"path":"e","eval":{"type":"regex","pattern":"^fri(day)?$"}}]}}`,
+		"tool with empty expectation (no referenced tool)": `{"type":"tool","name":"t","tool_call_parameters":{}}`,
+		"tool verifying absence":                           `{"type":"tool","name":"t","tool_call_parameters":{"referenced_tool":{"id":"end_call","type":"system"},"verify_absence":true}}`,
+		"simulation with success_conditions":               `{"type":"simulation","name":"s","success_conditions":["books a table"]}`,
+		"simulation with legacy success_condition":         `{"type":"simulation","name":"s","success_condition":"books a table"}`,
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			if errs := validate(t, body); errs != nil {
+				t.Fatalf("valid test rejected: %+v", errs)
+			}
+		})
+	}
+}
+
+func TestValidateRejectsEachInvalidField(t *testing.T) {
+	const (
+		required = "Field required"
+		missing  = "missing"
+		literal  = "literal_error"
+	)
+	tp := func(params string) string {
+		return `{"type":"tool","name":"t","tool_call_parameters":{"parameters":[` + params + `]}}`
+	}
+	cases := []struct {
+		name string
+		body string
+		want []fe
+	}{
+		{"type missing", `{"name":"x","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "type"}, msg: required, typ: missing}}},
+		{"type folder is only a listing filter", `{"type":"folder","name":"x"}`,
+			[]fe{{loc: []any{"body", "type"}, msg: "Input should be 'llm', 'tool' or 'simulation'", typ: literal}}},
+		{"type unknown", `{"type":"LLM","name":"x","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "type"}, msg: "Input should be 'llm', 'tool' or 'simulation'", typ: literal}}},
+		{"name missing", `{"type":"llm","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: required, typ: missing}}},
+		{"name null", `{"type":"llm","name":null,"success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: required, typ: missing}}},
+		{"name empty", `{"type":"llm","name":"","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: "String should have 1 to 200 characters", typ: "string_length"}}},
+		{"name 201 runes", `{"type":"llm","name":"` + strings.Repeat("a", MaxNameLen+1) + `","success_condition":"c"}`,
+			[]fe{{loc: []any{"body", "name"}, msg: "String should have 1 to 200 characters", typ: "string_length"}}},
+		{"chat history over 500", `{"type":"llm","name":"x","success_condition":"c","chat_history":` +
+			repeatJSON(`{"role":"user","message":"hi","time_in_call_secs":1}`, MaxChatHistory+1) + `}`,
+			[]fe{{loc: []any{"body", "chat_history"}, msg: "List should have at most 500 items", typ: "too_long"}}},
+		{"chat role system", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
+			{"role":"user","message":"hi","time_in_call_secs":1},{"role":"system","message":"hi","time_in_call_secs":1}]}`,
+			[]fe{{loc: []any{"body", "chat_history", 1, "role"}, msg: "Input should be 'user' or 'agent'", typ: literal}}},
+		{"chat role missing", `{"type":"llm","name":"x","success_condition":"c","chat_history":[{"message":"hi","time_in_call_secs":1}]}`,
+			[]fe{{loc: []any{"body", "chat_history", 0, "role"}, msg: "Input should be 'user' or 'agent'", typ: literal}}},
+		{"chat time missing", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
+			{"role":"user","message":"hi","time_in_call_secs":0},{"role":"agent","message":"hi"}]}`,
+			[]fe{{loc: []any{"body", "chat_history", 1, "time_in_call_secs"}, msg: required, typ: missing}}},
+		{"chat tool call without name", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
+			{"role":"agent","time_in_call_secs":1,"tool_calls":[{"tool_name":"ok"},{"request_id":"r2","params_as_json":"{}"}]}]}`,
+			[]fe{{loc: []any{"body", "chat_history", 0, "tool_calls", 1, "tool_name"}, msg: required, typ: missing}}},
+		{"success example without response", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"success"},{"type":"success"}]}`,
+			[]fe{{loc: []any{"body", "success_examples", 1, "response"}, msg: required, typ: missing}}},
+		{"success example of type failure", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"failure"}]}`,
+			[]fe{{loc: []any{"body", "success_examples", 0, "type"}, msg: "Input should be 'success'", typ: literal}}},
+		{"failure example of type success", `{"type":"llm","name":"x","failure_examples":[{"response":"a","type":"success"}]}`,
+			[]fe{{loc: []any{"body", "failure_examples", 0, "type"}, msg: "Input should be 'failure'", typ: literal}}},
+		{"failure example without response or type", `{"type":"llm","name":"x","failure_examples":[{}]}`,
+			[]fe{
+				{loc: []any{"body", "failure_examples", 0, "response"}, msg: required, typ: missing},
+				{loc: []any{"body", "failure_examples", 0, "type"}, msg: "Input should be 'failure'", typ: literal},
+			}},
+		{"101 success examples", `{"type":"llm","name":"x","success_examples":` +
+			repeatJSON(`{"response":"a","type":"success"}`, MaxExamples+1) + `}`,
+			[]fe{{loc: []any{"body", "success_examples"}, msg: "List should have at most 100 items", typ: "too_long"}}},
+		{"101 failure examples", `{"type":"llm","name":"x","success_condition":"c","failure_examples":` +
+			repeatJSON(`{"response":"a","type":"failure"}`, MaxExamples+1) + `}`,
+			[]fe{{loc: []any{"body", "failure_examples"}, msg: "List should have at most 100 items", typ: "too_long"}}},
+		{"llm without condition or examples", `{"type":"llm","name":"x"}`,
+			[]fe{{loc: []any{"body", "success_condition"}, msg: "An llm test needs a success_condition or examples", typ: missing}}},
+		{"llm with empty condition and empty example lists", `{"type":"llm","name":"x","success_condition":"","success_examples":[],"failure_examples":[]}`,
+			[]fe{{loc: []any{"body", "success_condition"}, msg: "An llm test needs a success_condition or examples", typ: missing}}},
+		{"llm success_conditions (plural) do not count", `{"type":"llm","name":"x","success_conditions":["c"]}`,
+			[]fe{{loc: []any{"body", "success_condition"}, msg: "An llm test needs a success_condition or examples", typ: missing}}},
+		{"simulation without conditions", `{"type":"simulation","name":"s","success_condition":"","success_conditions":[]}`,
+			[]fe{{loc: []any{"body", "success_conditions"}, msg: "At least one of success_condition or success_conditions is required", typ: missing}}},
+		{"tool without tool_call_parameters", `{"type":"tool","name":"t"}`,
+			[]fe{{loc: []any{"body", "tool_call_parameters"}, msg: "A tool test needs tool_call_parameters", typ: missing}}},
+		{"referenced tool without id", `{"type":"tool","name":"t","tool_call_parameters":{"referenced_tool":{"type":"client"}}}`,
+			[]fe{{loc: []any{"body", "tool_call_parameters", "referenced_tool", "id"}, msg: required, typ: missing}}},
+		{"referenced tool with empty id", `{"type":"tool","name":"t","tool_call_parameters":{"referenced_tool":{"id":""}}}`,
+			[]fe{{loc: []any{"body", "tool_call_parameters", "referenced_tool", "id"}, msg: required, typ: missing}}},
+		{"parameter without path", tp(`{"path":"a","eval":{"type":"anything"}},{"eval":{"type":"anything"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 1, "path"}, msg: required, typ: missing}}},
+		{"parameter with empty path", tp(`{"path":"","eval":{"type":"anything"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "path"}, msg: required, typ: missing}}},
+		{"parameter without eval", tp(`{"path":"a"}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval"}, msg: required, typ: missing}}},
+		{"eval of unknown type", tp(`{"path":"a","eval":{"type":"fuzzy","expected_value":"x"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "type"}, msg: "Input should be 'anything', 'exact', 'llm' or 'regex'", typ: literal}}},
+		{"exact without expected_value", tp(`{"path":"a","eval":{"type":"exact"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "expected_value"}, msg: required, typ: missing}}},
+		{"llm eval without description", tp(`{"path":"a","eval":{"type":"llm"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "description"}, msg: required, typ: missing}}},
+		{"regex without pattern", tp(`{"path":"a","eval":{"type":"regex"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "pattern"}, msg: required, typ: missing}}},
+		{"regex with invalid pattern", tp(`{"path":"a","eval":{"type":"regex","pattern":"(unclosed"}}`),
+			[]fe{{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "pattern"}, msg: "Pattern is not a valid regular expression", typ: "value_error"}}},
+		{"several errors are all reported, in field order", `{"chat_history":[{"role":"bot"}],"failure_examples":[{"response":"a","type":"x"}]}`,
+			[]fe{
+				{loc: []any{"body", "type"}, msg: required, typ: missing},
+				{loc: []any{"body", "name"}, msg: required, typ: missing},
+				{loc: []any{"body", "chat_history", 0, "role"}, msg: "Input should be 'user' or 'agent'", typ: literal},
+				{loc: []any{"body", "chat_history", 0, "time_in_call_secs"}, msg: required, typ: missing},
+				{loc: []any{"body", "failure_examples", 0, "type"}, msg: "Input should be 'failure'", typ: literal},
+			}},
+		{"errors in two parameters keep their indices", tp(`{"path":"a","eval":{"type":"exact"}},{"path":"b","eval":{"type":"regex","pattern":"["}}`),
+			[]fe{
+				{loc: []any{"body", "tool_call_parameters", "parameters", 0, "eval", "expected_value"}, msg: required, typ: missing},
+				{loc: []any{"body", "tool_call_parameters", "parameters", 1, "eval", "pattern"}, msg: "Pattern is not a valid regular expression", typ: "value_error"},
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := validate(t, c.body)
+			want := make(httpx.ValidationErrors, len(c.want))
+			for i, w := range c.want {
+				want[i] = httpx.FieldError{Loc: w.loc, Msg: w.msg, Type: w.typ}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("errors:\n got  %+v\n want %+v", got, want)
+			}
+			// Every loc starts at the body, as the 422 shape requires.
+			for _, e := range got {
+				if len(e.Loc) == 0 || e.Loc[0] != "body" {
+					t.Fatalf("loc %v does not start with body", e.Loc)
+				}
+			}
+		})
+	}
+}
+
+func TestDefinitionDropsRecordFieldsAndNulls(t *testing.T) {
+	body := `{"id":"test_1","name":"N","type":"llm","parent_folder_id":"tfld_1","access_info":{"a":1},
+		"success_condition":"c","failure_examples":null,"dynamic_variables":{"x":"y"},"unknown_extra":[1,2]}`
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &raw); err != nil {
+		t.Fatal(err)
+	}
+	def := Definition(raw)
+	var got map[string]json.RawMessage
+	if err := json.Unmarshal(def, &got); err != nil {
+		t.Fatalf("definition is not JSON: %v: %s", err, def)
+	}
+	keys := make([]string, 0, len(got))
+	for k := range got {
+		keys = append(keys, k)
+	}
+	want := map[string]bool{"success_condition": true, "dynamic_variables": true, "unknown_extra": true}
+	if len(got) != len(want) {
+		t.Fatalf("definition keys %v, want %v", keys, want)
+	}
+	for k := range got {
+		if !want[k] {
+			t.Fatalf("definition keeps %q: %s", k, def)
+		}
+	}
+	in, err := ParseDefinition(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.SuccessCondition == nil || *in.SuccessCondition != "c" || in.DynamicVariables["x"] != "y" || in.Name != nil || in.Type != nil {
+		t.Fatalf("parsed definition %+v", in)
+	}
+}
+
+func TestParseDefinition(t *testing.T) {
+	in, err := ParseDefinition(nil)
+	if err != nil || !reflect.DeepEqual(in, TestInput{}) {
+		t.Fatalf("empty definition: %+v, %v", in, err)
+	}
+	if _, err := ParseDefinition([]byte(`{"chat_history":"not a list"}`)); err == nil {
+		t.Fatal("a definition of the wrong shape parsed without error")
+	}
+}

@@ -1,0 +1,355 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/llm"
+	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+)
+
+// newOpenAI starts an llmtest server answering with h and returns a model
+// over it. Back-off waits are one millisecond unless cfg changes them.
+func newOpenAI(t *testing.T, h llmtest.Handler, cfg func(*llm.Config)) (OpenAI, *llmtest.Server) {
+	t.Helper()
+	srv := llmtest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c := llm.Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "test-model", Timeout: time.Minute,
+		MaxRetries: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	if cfg != nil {
+		cfg(&c)
+	}
+	cl, err := llm.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return OpenAI{Client: cl}, srv
+}
+
+func withUsage(r llmtest.Reply, prompt, completion int) llmtest.Reply {
+	c := r.Body.(llmtest.Completion)
+	c.Usage = &llmtest.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	r.Body = c
+	return r
+}
+
+var conversation = Conversation{
+	SystemPrompt: "You help Ann book tables.",
+	Tools:        []Tool{bookTable},
+	Turns: []Turn{
+		agentTurn("Hello Ann!"),
+		userTurn("Book a table for 4"),
+		{Role: "agent", Calls: []Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
+		{Role: "tool", Text: `{"ok":true}`, ToolCallID: "call_1"},
+		userTurn("Thanks, what time?"),
+	},
+}
+
+func TestOpenAIIdentity(t *testing.T) {
+	m, _ := newOpenAI(t, nil, nil)
+	if m.Provider() != "openai" || m.ModelName() != "test-model" {
+		t.Fatalf("%s %s", m.Provider(), m.ModelName())
+	}
+}
+
+func TestOpenAIRespondCompletion(t *testing.T) {
+	m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK("We open at nine."), 120, 7)), nil)
+	turn, u, err := m.Respond(context.Background(), conversation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Role != "agent" || turn.Text != "We open at nine." || len(turn.Calls) != 0 {
+		t.Fatalf("turn %+v", turn)
+	}
+	if u != (Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127, Calls: 1}) {
+		t.Fatalf("usage %+v", u)
+	}
+
+	reqs := srv.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	r := reqs[0]
+	if r.Model != "test-model" || r.Temperature == nil || *r.Temperature != 0 || r.ResponseFormat != nil || r.BearerToken() != "sk-test" {
+		t.Fatalf("request %s", r.Body)
+	}
+	type msg struct{ role, content, callID, calls string }
+	want := []msg{
+		{"system", "You help Ann book tables.", "", ""},
+		{"assistant", "Hello Ann!", "", ""},
+		{"user", "Book a table for 4", "", ""},
+		{"assistant", "", "", `call_1 book_table {"guests":4}`},
+		{"tool", `{"ok":true}`, "call_1", ""},
+		{"user", "Thanks, what time?", "", ""},
+	}
+	if len(r.Messages) != len(want) {
+		t.Fatalf("messages %s", r.Body)
+	}
+	for i, w := range want {
+		got := r.Messages[i]
+		calls := ""
+		for _, c := range got.ToolCalls {
+			calls = c.ID + " " + c.Function.Name + " " + c.Function.Arguments
+		}
+		if got.Role != w.role || got.Content != w.content || got.ToolCallID != w.callID || calls != w.calls {
+			t.Fatalf("message %d: %+v, want %+v", i, got, w)
+		}
+	}
+	if len(r.Tools) != 1 || r.Tools[0].Type != "function" || r.Tools[0].Function.Name != "book_table" ||
+		r.Tools[0].Function.Description != bookTable.Description || !jsonEqual(r.Tools[0].Function.Parameters, bookTable.Parameters) {
+		t.Fatalf("tools %s", r.Body)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	ja, _ := json.Marshal(x)
+	jb, _ := json.Marshal(y)
+	return string(ja) == string(jb)
+}
+
+func TestOpenAIRespondToolCall(t *testing.T) {
+	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
+	turn, u, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Tools: []Tool{bookTable}, Turns: []Turn{userTurn("book")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.Text != "" || len(turn.Calls) != 1 || turn.Calls[0].Name != "book_table" || turn.Calls[0].Arguments != `{"guests":4,"date":"friday"}` ||
+		turn.Calls[0].ID == "" {
+		t.Fatalf("turn %+v", turn)
+	}
+	// The server counts usage itself when the reply gives none.
+	if u.Calls != 1 || u.PromptTokens == 0 || u.CompletionTokens == 0 || u.TotalTokens != u.PromptTokens+u.CompletionTokens {
+		t.Fatalf("usage %+v", u)
+	}
+}
+
+func TestOpenAIRetries(t *testing.T) {
+	ok := withUsage(llmtest.OK("fine"), 11, 2)
+	cases := []struct {
+		name     string
+		replies  []llmtest.Reply
+		cfg      func(*llm.Config)
+		requests int
+	}{
+		// Back-off without a hint would wait up to an hour: only honouring
+		// Retry-After: 0 lets the retry come at once.
+		{"429 with Retry-After then success",
+			[]llmtest.Reply{llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("Retry-After", "0"), ok},
+			func(c *llm.Config) { c.InitialBackoff, c.MaxBackoff = time.Hour, time.Hour }, 2},
+		{"429 with retry-after-ms then success",
+			[]llmtest.Reply{llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("retry-after-ms", "0"), ok},
+			func(c *llm.Config) { c.InitialBackoff, c.MaxBackoff = time.Hour, time.Hour }, 2},
+		{"a long Retry-After is capped by MaxBackoff",
+			[]llmtest.Reply{llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("Retry-After", "3600"), ok},
+			nil, 2},
+		{"5xx answers are retried",
+			[]llmtest.Reply{llmtest.Error(500, "server_error", "oops"), llmtest.Error(502, "bad_gateway", "proxy"),
+				llmtest.Error(503, "overloaded", "busy"), ok},
+			nil, 4},
+		{"a malformed 200 is retried",
+			[]llmtest.Reply{{Status: 200, Raw: []byte(`{"choices":[`)}, ok},
+			nil, 2},
+		{"a dropped connection is retried",
+			[]llmtest.Reply{{Drop: true}, ok},
+			nil, 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, srv := newOpenAI(t, llmtest.Sequence(c.replies...), c.cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a guard, never reached when the test passes
+			defer cancel()
+			turn, u, err := m.Respond(ctx, Conversation{SystemPrompt: "p", Turns: []Turn{userTurn("hi")}})
+			if err != nil {
+				t.Fatalf("Respond: %v", err)
+			}
+			if turn.Text != "fine" {
+				t.Fatalf("turn %+v", turn)
+			}
+			// Usage is that of the successful answer only.
+			if u != (Usage{PromptTokens: 11, CompletionTokens: 2, TotalTokens: 13, Calls: 1}) {
+				t.Fatalf("usage %+v", u)
+			}
+			reqs := srv.Requests()
+			if len(reqs) != c.requests {
+				t.Fatalf("%d requests, want %d", len(reqs), c.requests)
+			}
+			for i, r := range reqs {
+				if r.Attempt != i+1 || string(r.Body) != string(reqs[0].Body) {
+					t.Fatalf("request %d is attempt %d of another body", i, r.Attempt)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAIGivesUp(t *testing.T) {
+	cases := []struct {
+		name     string
+		reply    llmtest.Reply
+		requests int
+		status   int
+	}{
+		{"5xx until retries run out", llmtest.Error(503, "overloaded", "busy"), 3, 503},
+		{"429 until retries run out", llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("retry-after-ms", "0"), 3, 429},
+		{"4xx is not retried", llmtest.Error(400, "invalid_request_error", "bad"), 1, 400},
+		{"401 is not retried", llmtest.Error(http.StatusUnauthorized, "invalid_api_key", "no"), 1, 401},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, srv := newOpenAI(t, llmtest.Sequence(c.reply), func(cfg *llm.Config) { cfg.MaxRetries = 2 })
+			_, u, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{userTurn("hi")}})
+			var ae *llm.APIError
+			if !errors.As(err, &ae) || ae.StatusCode != c.status || ae.Attempts != c.requests {
+				t.Fatalf("error %v (%T)", err, err)
+			}
+			if u != (Usage{}) {
+				t.Fatalf("usage of a failed call %+v", u)
+			}
+			if n := srv.Len(); n != c.requests {
+				t.Fatalf("%d requests, want %d", n, c.requests)
+			}
+
+			// Through the executor the run fails and says why.
+			srv.Reset()
+			res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+			if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown ||
+				!strings.HasPrefix(res.GetError(), "The model failed: llm: API error: HTTP ") || res.GetRationaleSummary() != res.GetError() {
+				t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
+			}
+			if res.GetUsage().GetProvider() != "openai" || res.GetUsage().GetModel() != "test-model" || res.GetAgentResponsesJson() == nil ||
+				string(res.GetAgentResponsesJson()) != "[]" {
+				t.Fatalf("result %+v", res)
+			}
+			if n := srv.Len(); n != c.requests {
+				t.Fatalf("executor made %d requests, want %d", n, c.requests)
+			}
+		})
+	}
+}
+
+func TestOpenAIJudge(t *testing.T) {
+	in := JudgeInput{
+		Conditions:      []string{"states the hours"},
+		SuccessExamples: []string{"Open nine to five."},
+		FailureExamples: []string{"I do not know."},
+		Transcript:      []Turn{agentTurn("Hello!"), userTurn("Hours?")},
+		Reply:           Turn{Role: "agent", Text: "Nine to five.", Calls: []Call{{Name: "lookup", Arguments: `{"d":1}`}}},
+	}
+	long := strings.Repeat("é", 250)
+	cases := []struct {
+		name    string
+		content string
+		want    Verdict
+	}{
+		{"success verdict", `{"result":"success","rationale":["states nine to five"],"summary":"The hours are given."}`,
+			Verdict{Result: domain.ConditionSuccess, Messages: []string{"states nine to five"}, Summary: "The hours are given."}},
+		{"failure verdict", `{"result":"failure","rationale":[],"summary":"No hours."}`,
+			Verdict{Result: domain.ConditionFailure, Messages: []string{}, Summary: "No hours."}},
+		{"not JSON is unknown", `I think it passes`,
+			Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: I think it passes"}},
+		{"another result is unknown", `{"result":"maybe","summary":"hmm"}`,
+			Verdict{Result: domain.ConditionUnknown, Summary: `The judge model did not answer with a verdict: {"result":"maybe","summary":"hmm"}`}},
+		{"a long answer is cut at 200 runes", long,
+			Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: " + strings.Repeat("é", 200) + "..."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK(c.content), 50, 9)), nil)
+			v, u, err := m.Judge(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Result != c.want.Result || v.Summary != c.want.Summary || len(v.Messages) != len(c.want.Messages) ||
+				strings.Join(v.Messages, "|") != strings.Join(c.want.Messages, "|") {
+				t.Fatalf("verdict %+v, want %+v", v, c.want)
+			}
+			if u != (Usage{PromptTokens: 50, CompletionTokens: 9, TotalTokens: 59, Calls: 1}) {
+				t.Fatalf("usage %+v", u)
+			}
+			r := srv.Requests()[0]
+			if r.ResponseFormat == nil || r.ResponseFormat.Type != "json_object" || r.Temperature == nil || *r.Temperature != 0 ||
+				len(r.Messages) != 2 || r.Messages[0].Role != "system" || r.Messages[0].Content != judgePrompt || r.Messages[1].Role != "user" {
+				t.Fatalf("judge request %s", r.Body)
+			}
+			prompt := r.Messages[1].Content
+			for _, s := range []string{"agent: Hello!\n", "user: Hours?\n", "Reply under test: Nine to five. lookup {\"d\":1}\n",
+				"Success condition 1: states the hours\n", "Success example 1: Open nine to five.\n", "Failure example 1: I do not know.\n"} {
+				if !strings.Contains(prompt, s) {
+					t.Fatalf("judge prompt lacks %q:\n%s", s, prompt)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenAIJudgeError(t *testing.T) {
+	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.Error(400, "invalid_request_error", "bad")), nil)
+	if _, _, err := m.Judge(context.Background(), JudgeInput{Reply: agentTurn("x")}); err == nil {
+		t.Fatal("no error")
+	}
+}
+
+func TestExecuteOverOpenAI(t *testing.T) {
+	m, srv := newOpenAI(t, llmtest.Sequence(
+		llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("Retry-After", "0"),
+		withUsage(llmtest.OK("We are open nine to five every weekday."), 100, 10),
+		withUsage(llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`), 200, 20),
+	), nil)
+	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" ||
+		res.GetRationaleSummary() != "The agent gives the hours." || strings.Join(res.GetRationaleMessages(), "|") != "gives the hours" {
+		t.Fatalf("result %+v", res)
+	}
+	u := res.GetUsage()
+	if u.GetProvider() != "openai" || u.GetModel() != "test-model" || u.GetPromptTokens() != 300 || u.GetCompletionTokens() != 30 ||
+		u.GetTotalTokens() != 330 || u.GetModelCalls() != 2 {
+		t.Fatalf("usage %+v", u)
+	}
+	if m := responses(t, res); len(m) != 1 || m[0].Message != "We are open nine to five every weekday." || m[0].ProducingLLM != "test-model" {
+		t.Fatalf("responses %s", res.GetAgentResponsesJson())
+	}
+	if srv.Len() != 3 {
+		t.Fatalf("%d requests", srv.Len())
+	}
+	// The agent's turn went out with the substituted prompt and first message.
+	first := srv.Requests()[0]
+	if !strings.HasPrefix(first.Messages[0].Content, "You help guest book tables in Paris.") || first.Messages[1].Content != "Hello guest, how can I help?" {
+		t.Fatalf("agent request %s", first.Body)
+	}
+}
+
+func TestExecuteOverOpenAITimeLimit(t *testing.T) {
+	// The server would answer in an hour; the run's limit cuts it short.
+	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("late").WithDelay(time.Hour)), nil)
+	res := (&Executor{Model: m, TimeLimit: 20 * time.Millisecond}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	if res.GetStatus() != domain.RunFailed || res.GetError() != "The run exceeded its time limit of 20ms." {
+		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
+	}
+	if srv.Len() != 1 {
+		t.Fatalf("%d requests", srv.Len())
+	}
+}
+
+func TestExecuteOverOpenAIToolTest(t *testing.T) {
+	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
+	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
+		toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, "")))
+	if res.GetStatus() != domain.RunPassed || res.GetUsage().GetModelCalls() != 1 {
+		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
+	}
+	wrong, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":2,"date":"friday"}`)), nil)
+	res = (&Executor{Model: wrong}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
+	if res.GetStatus() != domain.RunFailed || !strings.Contains(strings.Join(res.GetRationaleMessages(), "\n"), `got "2", expected exactly "4"`) {
+		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
+	}
+}
