@@ -17,11 +17,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -170,15 +174,76 @@ func (rc *receiver) all() []received {
 	return append([]received(nil), rc.got...)
 }
 
+// eventually polls cond until it holds, failing the test at a deadline.
+// It waits for a state to be reached, never for time to pass: absence is
+// proven by a terminal state (see settled), not by an elapsed delay.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
+		case <-tick.C:
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// settled waits until the webhook's deliveries have all reached a
+// terminal state, after which nothing more can reach its receiver:
+//   - every event stored on PLATFORM so far has been fanned out (the
+//     fan-out consumer's ack floor is at the stream's last sequence, and
+//     a fan-out is acknowledged only once its jobs are stored);
+//   - the WEBHOOK_DELIVERIES work queue holds no job of the webhook (each
+//     was acknowledged or terminated, so JetStream never hands it out
+//     again; a scheduled retry would still be there);
+//   - every event in the webhook's log has its final attempt recorded
+//     (attempts are recorded before the job is settled).
+func (h *harness) settled(t *testing.T, ws, id string) {
+	t.Helper()
+	js := h.svc.App.JS
+	platform, err := js.Stream(h.ctx, events.PlatformStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := platform.CachedInfo().State.LastSeq
+	fanout, err := js.Consumer(h.ctx, events.PlatformStream, dispatcher.FanoutPlatformDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, fmt.Sprintf("PLATFORM fanned out up to %d", last), func() bool {
+		info, err := fanout.Info(h.ctx)
+		return err == nil && info.AckFloor.Stream >= last
+	})
+	subject, err := events.WebhookDeliverySubject(ws, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := js.Stream(h.ctx, events.WebhookDeliveriesStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "every job of "+id+" settled", func() bool {
+		info, err := jobs.Info(h.ctx, jetstream.WithSubjectFilter(subject))
+		return err == nil && info.State.Subjects[subject] == 0
+	})
+	eventually(t, "the final attempt of every event of "+id+" recorded", func() bool {
+		final := map[string]bool{}
+		for _, a := range h.svc.App.Attempts.Recent(id, adapters.RecentAttempts) {
+			if !a.GetTest() {
+				final[a.GetEventId()] = final[a.GetEventId()] || a.GetFinal()
+			}
+		}
+		for _, ok := range final {
+			if !ok {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func (h *harness) logs(ws, id string) []map[string]any {
@@ -379,9 +444,14 @@ func TestDeliveries(t *testing.T) {
 		if hh["status"] != "degraded" || hh["success_rate"] != float64(0) || hh["consecutive_failures"] != float64(3) || hh["last_failure_at"] == nil {
 			t.Fatalf("health %v", hh)
 		}
-		time.Sleep(10 * timeUnit) // no fourth attempt arrives
-		if n := len(rc.all()); n != 3 {
-			t.Fatalf("%d attempts, want 3", n)
+		// No fourth attempt: the job has ended (the third attempt is final)
+		// and left the work queue, so nothing can be delivered any more.
+		h.settled(t, "ws_r1", id)
+		if n, l := len(rc.all()), len(h.logs("ws_r1", id)); n != 3 || l != 3 {
+			t.Fatalf("%d attempts received, %d logged, want 3", n, l)
+		}
+		if !h.svc.App.Attempts.Recent(id, 1)[0].GetFinal() {
+			t.Fatal("the third attempt is not final")
 		}
 	})
 
@@ -391,18 +461,23 @@ func TestDeliveries(t *testing.T) {
 		rc.setSecret(secret)
 		h.ingest("ws_r2", `{"event":"call_ended","data":{}}`)
 		eventually(t, "1 attempt", func() bool { return len(h.logs("ws_r2", id)) == 1 })
-		time.Sleep(10 * timeUnit)
-		if n := len(rc.all()); n != 1 {
-			t.Fatalf("%d attempts, want 1", n)
+		h.settled(t, "ws_r2", id)
+		if n, l := len(rc.all()), len(h.logs("ws_r2", id)); n != 1 || l != 1 {
+			t.Fatalf("%d attempts received, %d logged, want 1", n, l)
+		}
+		if a := h.svc.App.Attempts.Recent(id, 1)[0]; !a.GetFinal() || a.GetRetryCount() != 0 {
+			t.Fatalf("attempt %v, want a final first attempt", a)
 		}
 	})
 
 	t.Run("time-outs are retried, then succeed", func(t *testing.T) {
+		hang := make(chan struct{})
 		rc := newReceiver(t, func(n int, w http.ResponseWriter) {
 			if n == 1 {
-				time.Sleep(500 * time.Millisecond) // longer than the 300ms attempt limit
+				<-hang // no answer within the 300ms attempt limit
 			}
 		})
+		t.Cleanup(func() { close(hang) }) // before the receiver closes (cleanups run last first)
 		id, secret := h.create("ws_r3", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":2,"retry_delay":1,"retry_on_status":[]}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r3", `{"event":"call_ended","data":{}}`)
@@ -412,6 +487,10 @@ func TestDeliveries(t *testing.T) {
 		})
 		if e := h.logs("ws_r3", id)[1]; e["response_code"] != float64(0) || !strings.Contains(e["error"].(string), "timed out") {
 			t.Fatalf("time-out entry %v", e)
+		}
+		h.settled(t, "ws_r3", id)
+		if n, l := len(rc.all()), len(h.logs("ws_r3", id)); n != 2 || l != 2 {
+			t.Fatalf("%d attempts received, %d logged, want 2", n, l)
 		}
 	})
 
@@ -452,9 +531,11 @@ func TestDeliveries(t *testing.T) {
 		if hh := h.health("ws_r5", id); hh["status"] != "disabled" || hh["disabled"] != true {
 			t.Fatalf("health %v", hh)
 		}
-		time.Sleep(10 * timeUnit)
-		if n := len(rc.all()); n != 1 {
-			t.Fatalf("%d attempts after 410, want 1", n)
+		// The first job ended at the 410 and the second event, stored after
+		// the webhook was disabled, has been fanned out without a job left.
+		h.settled(t, "ws_r5", id)
+		if n, l := len(rc.all()), len(h.logs("ws_r5", id)); n != 1 || l != 1 {
+			t.Fatalf("%d attempts received, %d logged after 410, want 1", n, l)
 		}
 		// Re-activating clears the reason.
 		if _, m := h.do("ws_r5", "PUT", "/v1/convai/webhooks/"+id, `{"active":true}`); m["active"] != true || m["disabled_reason"] != nil {
@@ -476,8 +557,8 @@ func TestDeliveries(t *testing.T) {
 		if e["response_code"] != float64(307) || !strings.Contains(e["error"].(string), "redirect") {
 			t.Fatalf("log %v", e)
 		}
-		time.Sleep(10 * timeUnit)
-		if len(rc.all()) != 1 || len(target.all()) != 0 {
+		h.settled(t, "ws_r6", id)
+		if len(rc.all()) != 1 || len(target.all()) != 0 || len(h.logs("ws_r6", id)) != 1 {
 			t.Fatalf("redirect followed or retried: %d, %d", len(rc.all()), len(target.all()))
 		}
 	})
@@ -492,7 +573,7 @@ func TestDeliveries(t *testing.T) {
 		}
 		h.ingest("ws_ssrf", `{"event":"call_ended","data":{}}`)
 		eventually(t, "refusal logged", func() bool { return len(h.logs("ws_ssrf", id)) == 2 })
-		time.Sleep(10 * timeUnit)
+		h.settled(t, "ws_ssrf", id)
 		if len(rc.all()) != 0 || len(h.logs("ws_ssrf", id)) != 2 {
 			t.Fatal("refused destination reached or retried")
 		}

@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
 	for name, pkg := range map[string]string{
 		"gateway": "gateway", "identity": "identity", "agents": "agents", "testing": "testing", "testing-runner": "testing",
+		"webhooks": "webhooks", "webhook-dispatcher": "webhooks",
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+pkg+"/cmd/"+name)
 		cmd.Dir = root

@@ -65,6 +65,7 @@ func TestSendSignsAndClassifies(t *testing.T) {
 	secret := []byte("s3cret-s3cret-s3cret")
 	var status atomic.Int32
 	status.Store(200)
+	hang := make(chan struct{}) // a slow receiver answers only when the test ends
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		m := hmac.New(sha256.New, secret)
@@ -81,12 +82,16 @@ func TestSendSignsAndClassifies(t *testing.T) {
 			w.Header().Set("Retry-After", "3")
 			w.WriteHeader(503)
 		case 0:
-			time.Sleep(300 * time.Millisecond)
+			select { // no answer before the sender gives up
+			case <-hang:
+			case <-r.Context().Done():
+			}
 		default:
 			w.WriteHeader(int(status.Load()))
 		}
 	}))
 	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(hang) }) // runs first: Close waits for the handler
 	s := NewSender(NewGuard([]string{"127.0.0.1"}), 100*time.Millisecond)
 	if res := s.Send(context.Background(), req(srv.URL)); res.Outcome.StatusCode != 200 || res.Error != "" {
 		t.Fatalf("signed delivery: %+v", res)
