@@ -1,5 +1,7 @@
 package events
 
+import "strconv"
+
 // Streams, subjects and event types of the testing service (agent tests,
 // invocations and their runs). See README.md, "Testing".
 const (
@@ -95,7 +97,8 @@ func TestJobsOfInvocation(workspaceID, invocationID string) string {
 	return "testjobs." + workspaceID + "." + invocationID + ".*"
 }
 
-// TestCountSubject is an invocation's counter: "done" or "passed".
-func TestCountSubject(invocationID, counter string) string {
-	return "testcounts." + invocationID + "." + counter
+// TestCountSubject is a counter of an invocation's attempt (1, then one
+// per resubmission): "done" or "passed".
+func TestCountSubject(invocationID string, attempt int32, counter string) string {
+	return "testcounts." + invocationID + "." + strconv.Itoa(int(attempt)) + "." + counter
 }

@@ -47,8 +47,8 @@ func main() {
 	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
 	repeat := flag.Int("repeat", 50, "repeat_count of the large invocation (c)")
 	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
-	scaleRuns := flag.Int("scale-runs", 480, "runs per measurement of (b)")
-	flag.StringVar(&profileDir, "profile", "", "write 20 s CPU profiles of every process during (c) into this directory")
+	scaleRuns := flag.Int("scale-runs", 1600, "runs per measurement of (b)")
+	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c) into this directory")
 	flag.Parse()
 	if err := run(*tests, *repeat, *concurrency, *scaleRuns); err != nil {
 		fmt.Fprintln(os.Stderr, "testingbench:", err)
@@ -127,7 +127,8 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 		defer r.stop()
 	}
 	if profileDir != "" {
-		go profile(map[string]*proc{"platform": p.proc, "runner1": runners[0], "runner2": runners[1]})
+		p.started = make(chan struct{})
+		go profile(p.started, map[string]*proc{"platform": p.proc, "runner1": runners[0], "runner2": runners[1]})
 	}
 	rate, elapsed, err := p.invoke(tests, repeat, true)
 	if err != nil {
@@ -295,6 +296,7 @@ type platform struct {
 	agentID string
 	client  *http.Client
 	invID   string
+	started chan struct{} // closed when the invocation is accepted, if set
 }
 
 func freePort() (string, error) {
@@ -426,6 +428,9 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	}
 	invID := string(head[i+6 : i+6+bytes.IndexByte(head[i+6:n], '"')])
 	p.invID = invID
+	if p.started != nil {
+		close(p.started)
+	}
 	var last time.Time
 	for {
 		var page struct {
@@ -451,13 +456,13 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	return float64(tests*repeat) / elapsed.Seconds(), elapsed, nil
 }
 
-// profile writes a CPU profile of each process, taken while the large
-// invocation runs (after its tests are created and its runs queued).
-func profile(procs map[string]*proc) {
-	time.Sleep(30 * time.Second)
+// profile writes a CPU profile of each process, taken during the first
+// 10 s of the large invocation's runs.
+func profile(started <-chan struct{}, procs map[string]*proc) {
+	<-started
 	for name, pr := range procs {
 		go func() {
-			resp, err := http.Get("http://" + pr.metrics + "/debug/pprof/profile?seconds=20")
+			resp, err := http.Get("http://" + pr.metrics + "/debug/pprof/profile?seconds=10")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "profile", name, err)
 				return

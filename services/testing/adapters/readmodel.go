@@ -58,6 +58,9 @@ type InvocationDoc struct {
 	FolderID      string   `bson:"folder_id"`
 	PassedCount   int64    `bson:"passed_count"`
 	FailedCount   int64    `bson:"failed_count"`
+	// The newest attempt (1, then one per resubmission) and its runs.
+	Attempt     int32 `bson:"attempt"`
+	AttemptRuns int64 `bson:"attempt_runs"`
 }
 
 // TestDoc maps test state to its entry.
@@ -89,10 +92,15 @@ func InvDoc(inv *testingv1.Invocation) InvocationDoc {
 			ids = append(ids, t.GetTestId())
 		}
 	}
-	return InvocationDoc{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(),
+	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
+	attempt, attemptRuns := int32(1), runs
+	if rs := inv.GetResubmissions(); len(rs) > 0 {
+		attempt, attemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
+	}
+	return InvocationDoc{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(),
 		BranchID: inv.GetBranchId(), TestIDs: ids, Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
 		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(),
-		Runs: int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1)), Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
+		Runs: runs, Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
 		PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount()}
 }
 

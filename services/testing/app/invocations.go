@@ -243,8 +243,9 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
 		})
 		inv.JobsTotal += int64(len(*in.TestRunIDs))
+		// Passed and failed counts stay those of the last completion until
+		// this attempt completes: listings show them as progress.
 		inv.Status, inv.CompletedAtUnix, inv.CancelledAtUnix = domain.InvocationRunning, nil, nil
-		inv.PassedCount, inv.FailedCount = 0, 0
 		if inv.RepeatCount > 1 {
 			inv.BucketingStatus, inv.BucketingError = domain.BucketingPending, ""
 		}
@@ -256,13 +257,13 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 // Runners add to them in batches after storing results; a job redelivered
 // after a crash may be counted twice, so while an invocation runs they are
 // progress, not truth (completion records the exact counts).
-func (a *App) Counts(ctx context.Context, invocationID string) (done, passed int64, err error) {
+func (a *App) Counts(ctx context.Context, invocationID string, attempt int32) (done, passed int64, err error) {
 	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestCountsStream)
 	if err != nil {
 		return 0, 0, err
 	}
 	read := func(name string) (int64, error) {
-		m, err := stream.GetLastMsgForSubject(ctx, events.TestCountSubject(invocationID, name))
+		m, err := stream.GetLastMsgForSubject(ctx, events.TestCountSubject(invocationID, attempt, name))
 		if err != nil {
 			if err == jetstream.ErrMsgNotFound {
 				return 0, nil

@@ -286,13 +286,25 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 	for _, d := range kept[start:end] {
 		runs := d.Runs
 		passed, failed := d.PassedCount, d.FailedCount
-		if d.Status != domain.InvocationCompleted {
-			done, p, err := a.Counts(ctx, d.ID)
+		switch {
+		case d.Status == domain.InvocationCompleted:
+		case d.Attempt <= 1:
+			done, p, err := a.Counts(ctx, d.ID, 1)
 			if err != nil {
 				return nil, "", "", false, err
 			}
 			done, passed = min(done, runs), min(p, runs)
 			failed = max(done-passed, 0)
+		default:
+			// A resubmission: its runs are pending until done; the others
+			// keep the outcome of the last completion.
+			done, _, err := a.Counts(ctx, d.ID, d.Attempt)
+			if err != nil {
+				return nil, "", "", false, err
+			}
+			resubmitted := max(d.AttemptRuns-done, 0)
+			passed = min(passed, runs-resubmitted)
+			failed = min(failed, max(runs-resubmitted-passed, 0))
 		}
 		pending, cancelled := max(runs-passed-failed, 0), int64(0)
 		if d.Status == domain.InvocationCancelled {

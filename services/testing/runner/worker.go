@@ -55,16 +55,18 @@ type Worker struct {
 type storing struct {
 	msg    jetstream.Msg
 	ack    jetstream.PubAckFuture // nil: nothing to store (skipped job)
-	ws     string
-	inv    string
-	passed bool
-	count  bool
+	ws      string
+	inv     string
+	attempt int32
+	passed  bool
+	count   bool
 }
 
-// progress is what the checker adds to an invocation's counters.
+// progress is what the checker adds to an invocation's counters, per
+// attempt (each resubmission counts its runs afresh).
 type progress struct {
-	ws           string
-	done, passed int64
+	ws     string
+	counts map[int32]*[2]int64 // attempt -> done, passed
 }
 
 type cachedInvocation struct {
@@ -264,13 +266,18 @@ func (w *Worker) ackStored() {
 		w.mu.Lock()
 		p := w.touched[s.inv]
 		if p == nil {
-			p = &progress{ws: s.ws}
+			p = &progress{ws: s.ws, counts: map[int32]*[2]int64{}}
 			w.touched[s.inv] = p
 		}
 		if s.count {
-			p.done++
+			c := p.counts[s.attempt]
+			if c == nil {
+				c = &[2]int64{}
+				p.counts[s.attempt] = c
+			}
+			c[0]++
 			if s.passed {
-				p.passed++
+				c[1]++
 			}
 		}
 		w.mu.Unlock()
@@ -303,11 +310,13 @@ func (w *Worker) check() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for inv, p := range touched {
-		if p.done > 0 {
-			_ = w.incr(ctx, events.TestCountSubject(inv, "done"), p.done)
-		}
-		if p.passed > 0 {
-			_ = w.incr(ctx, events.TestCountSubject(inv, "passed"), p.passed)
+		for attempt, c := range p.counts {
+			if c[0] > 0 {
+				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "done"), c[0])
+			}
+			if c[1] > 0 {
+				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "passed"), c[1])
+			}
 		}
 		if _, err := w.App.CheckCompletion(ctx, p.ws, inv); err != nil {
 			w.Log.Warn("runner: completion check", "invocation", inv, "err", err)
@@ -420,7 +429,8 @@ func (w *Worker) publishResult(ctx context.Context, m jetstream.Msg, subject str
 	if err != nil {
 		return err
 	}
-	w.stored <- storing{msg: m, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), passed: res.GetStatus() == domain.RunPassed, count: true}
+	w.stored <- storing{msg: m, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), attempt: job.GetAttempt(),
+		passed: res.GetStatus() == domain.RunPassed, count: true}
 	return nil
 }
 
