@@ -84,6 +84,9 @@ func Streams() []StreamSpec {
 		{Name: AgentsStream, Subjects: []string{AgentsAll}, Description: "Agents (state-carrying events)"},
 		{Name: TicketsStream, Subjects: []string{TicketsAll}, Description: "Conversation triage tickets (state-carrying events)"},
 		{Name: PlatformStream, Subjects: []string{PlatformAll}, Description: "Public platform events of spec section 6 (JSON envelopes)"},
+		{Name: TestingStream, Subjects: []string{TestingAll}, Description: "Agent tests, test folders and test invocations (state-carrying events)"},
+		{Name: TestRunsStream, Subjects: []string{TestRunsAll}, Description: "Test run results and result groups, one subject per run"},
+		{Name: WebhooksStream, Subjects: []string{WebhooksAll}, Description: "Webhooks (state-carrying events)"},
 	}
 }
 

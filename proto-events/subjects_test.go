@@ -102,8 +102,9 @@ func TestSubjectsMatchFilters(t *testing.T) {
 	}
 
 	streams := events.Streams()
-	if len(streams) != 4 || streams[0].Name != events.IdentityStream || streams[1].Name != events.AgentsStream ||
-		streams[2].Name != events.TicketsStream || streams[3].Name != events.PlatformStream {
+	if len(streams) != 7 || streams[0].Name != events.IdentityStream || streams[1].Name != events.AgentsStream ||
+		streams[2].Name != events.TicketsStream || streams[3].Name != events.PlatformStream ||
+		streams[4].Name != events.TestingStream || streams[5].Name != events.TestRunsStream || streams[6].Name != events.WebhooksStream {
 		t.Fatalf("Streams() = %+v", streams)
 	}
 	streamOf := func(subject string) string {

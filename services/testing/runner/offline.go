@@ -17,8 +17,8 @@ import (
 // same test on the same agent always gives the same, explainable result.
 //
 // As the agent it calls the tool whose name and description share the
-// most words with the user's last message (arguments from dynamic
-// variables of the same name, else from the message), or else answers
+// most words with the user's last message (arguments taken from that
+// message), or else answers
 // with the sentence of its system prompt (after variable substitution)
 // sharing the most words with that message, or its first message.
 //
@@ -89,7 +89,7 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
 	if best >= 0 {
 		t := c.Tools[best]
-		args := offlineArguments(t.Parameters, last, c.SystemPrompt)
+		args := offlineArguments(t.Parameters, last)
 		usage.CompletionTokens = int64(len(args) / 4)
 		usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
 		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: args}}}, usage, nil
@@ -138,12 +138,10 @@ func sentences(s string) []string {
 
 var number = regexp.MustCompile(`-?\d+(\.\d+)?`)
 
-// offlineArguments fills each schema property: a dynamic variable of the
-// same name wins (they are substituted into the prompt as "name: value"
-// or found as "name value" in the message), then the first number for a
-// numeric property, else the words of the message after the property
-// name, else the whole message.
-func offlineArguments(schema json.RawMessage, msg, prompt string) string {
+// offlineArguments fills each schema property from the user's message:
+// the first number for a numeric property, else the word after the
+// property's name ("date friday", "city: Paris"), else the whole message.
+func offlineArguments(schema json.RawMessage, msg string) string {
 	var s struct {
 		Properties map[string]struct {
 			Type string `json:"type"`

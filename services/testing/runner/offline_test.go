@@ -127,7 +127,7 @@ func TestOfflineArguments(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := offlineArguments(c.schema, c.msg, ""); got != c.want {
+			if got := offlineArguments(c.schema, c.msg); got != c.want {
 				t.Fatalf("offlineArguments(%q) = %s, want %s", c.msg, got, c.want)
 			}
 		})

@@ -14,7 +14,7 @@ import (
 
 type cfg struct {
 	config.Infra
-	SecretKey string `env:"VOICEAI_SECRET_KEY,required"`
+	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 }
 
 func main() {

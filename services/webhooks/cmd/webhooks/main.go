@@ -17,7 +17,7 @@ import (
 
 type cfg struct {
 	config.Infra
-	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required"`
+	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
 	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
 }
