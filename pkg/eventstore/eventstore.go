@@ -43,7 +43,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 	if c.DedupWindow == 0 {
 		c.DedupWindow = 10 * time.Minute
 	}
-	return js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	return EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name:        c.Name,
 		Subjects:    c.Subjects,
 		Storage:     jetstream.FileStorage,

@@ -32,14 +32,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 			return fmt.Errorf("stream %s: %w", c.Name, err)
 		}
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow,
 		Description: "Run jobs for testing-runner workers (work queue)",
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", events.TestJobsStream, err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestCountsStream, Subjects: []string{events.TestCountsAll}, AllowMsgCounter: true,
 		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, MaxMsgsPerSubject: 1,
 		Description: "Per-invocation run counters (done, passed)",

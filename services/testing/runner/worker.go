@@ -53,8 +53,8 @@ type Worker struct {
 // storing is a run result on its way to the stream; its job is acked once
 // the stream has it.
 type storing struct {
-	msg    jetstream.Msg
-	ack    jetstream.PubAckFuture // nil: nothing to store (skipped job)
+	msg     jetstream.Msg
+	ack     jetstream.PubAckFuture // nil: nothing to store (skipped job)
 	ws      string
 	inv     string
 	attempt int32

@@ -29,7 +29,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		}
 	}
 	replicas = max(replicas, 1)
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name:        events.WebhookDeliveriesStream,
 		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
 		Subjects:    []string{events.WebhookDeliveriesAll},
@@ -41,7 +41,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", events.WebhookDeliveriesStream, err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name:              events.WebhookAttemptsStream,
 		Description:       "Every webhook delivery attempt, newest per webhook",
 		Subjects:          []string{events.WebhookAttemptsAll},

@@ -1,0 +1,50 @@
+package eventstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// Ensuring a stream whose settings already match sends no update; a
+// changed setting is applied.
+func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	nc := env.Conn(t)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.WQ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Duplicates: time.Minute, Description: "jobs"}
+	for range 3 {
+		if _, err := EnsureConfig(ctx, js, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want.Description = "run jobs"
+	s, err := EnsureConfig(ctx, js, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Description; got != "run jobs" {
+		t.Fatalf("description after a change: %q", got)
+	}
+	// The server sends advisories in order: the first update advisory is
+	// the change's only if the unchanged ensures sent none.
+	if _, err := updates.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no advisory for the change: %v", err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := updates.Pending(); n != 0 {
+		t.Fatalf("%d more stream updates than the one change", n)
+	}
+}
