@@ -68,7 +68,11 @@ func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
 	case *testingv1.InvocationCreated:
 		inv := ev.GetInvocation()
 		total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
-		if err := a.publishJobs(ctx, m, inv, total, func(i int) (string, int) { return domain.RunID(inv.GetInvocationId(), i), i }, 1); err != nil {
+		per := domain.RunsPerJob(total)
+		jobs := (total + per - 1) / per
+		if err := a.publishJobs(ctx, m, inv, jobs, func(i int) (string, int, int) {
+			return domain.RunID(inv.GetInvocationId(), i*per), i * per, min(per, total-i*per)
+		}, 1); err != nil {
 			return err
 		}
 		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
@@ -76,10 +80,10 @@ func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
 		inv := ev.GetInvocation()
 		rs := inv.GetResubmissions()
 		last := rs[len(rs)-1]
-		if err := a.publishJobs(ctx, m, inv, len(last.GetRunIds()), func(i int) (string, int) {
+		if err := a.publishJobs(ctx, m, inv, len(last.GetRunIds()), func(i int) (string, int, int) {
 			id := last.GetRunIds()[i]
 			idx, _ := domain.RunIndex(inv.GetInvocationId(), id)
-			return id, idx
+			return id, idx, 1
 		}, last.GetAttempt()); err != nil {
 			return err
 		}
@@ -89,8 +93,9 @@ func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
 }
 
 // publishJobs publishes n jobs asynchronously, telling JetStream the event
-// is still being worked on while a large invocation is queued.
-func (a *App) publishJobs(ctx context.Context, m jetstream.Msg, inv *testingv1.Invocation, n int, run func(int) (string, int), attempt int32) error {
+// is still being worked on while a large invocation is queued. job(i) is
+// the i-th job's first run (its id and index) and its number of runs.
+func (a *App) publishJobs(ctx context.Context, m jetstream.Msg, inv *testingv1.Invocation, n int, job func(int) (string, int, int), attempt int32) error {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	lastBeat := time.Now()
 	var futures []jetstream.PubAckFuture
@@ -108,10 +113,9 @@ func (a *App) publishJobs(ctx context.Context, m jetstream.Msg, inv *testingv1.I
 		return nil
 	}
 	for i := range n {
-		id, idx := run(i)
-		job := &testingv1.RunJob{WorkspaceId: inv.GetWorkspaceId(), InvocationId: inv.GetInvocationId(), Kind: "run",
-			RunId: id, TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: attempt}
-		data, _ := proto.Marshal(job)
+		id, idx, runs := job(i)
+		data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.GetWorkspaceId(), InvocationId: inv.GetInvocationId(), Kind: "run",
+			RunId: id, TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: attempt, RunCount: int32(runs)})
 		msg := &nats.Msg{Subject: events.TestJobSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), id), Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, id+"#"+strconv.Itoa(int(attempt)))
 		f, err := a.JS.PublishMsgAsync(msg)

@@ -74,3 +74,13 @@ func (b Bitset) Set(i int) { b[i/64] |= 1 << (uint(i) % 64) }
 
 // Has reports bit i.
 func (b Bitset) Has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+
+// RunsPerJob is how many consecutive runs one queued job of a new
+// invocation carries: one per run up to 10,000 runs, then enough that the
+// invocation makes about 5,000 jobs, at most 16 runs each. A large
+// invocation then pays the work queue's per-message cost once per job, while
+// every worker still has work; a job's runs execute one after another, so
+// the cap keeps its last run from waiting long behind a slow model.
+func RunsPerJob(totalRuns int) int {
+	return min(max(totalRuns/5000, 1), 16)
+}

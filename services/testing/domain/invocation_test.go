@@ -145,3 +145,11 @@ func TestStateConstants(t *testing.T) {
 		t.Fatalf("limits: repeat %d tests %d", MaxRepeatCount, MaxTestsPerRun)
 	}
 }
+
+func TestRunsPerJob(t *testing.T) {
+	for total, want := range map[int]int{1: 1, 1600: 1, 9999: 1, 10_000: 2, 50_000: 10, 80_000: 16, 250_000: 16} {
+		if got := RunsPerJob(total); got != want {
+			t.Errorf("RunsPerJob(%d) = %d, want %d", total, got, want)
+		}
+	}
+}

@@ -50,16 +50,24 @@ type Worker struct {
 	touched map[string]*progress // invocations with stored results since the last check
 }
 
-// storing is a run result on its way to the stream; its job is acked once
-// the stream has it.
+// storing is a run result on its way to the stream, or (last) the end of
+// a job's results: the job is acked once the stream has all of them.
 type storing struct {
-	msg     jetstream.Msg
-	ack     jetstream.PubAckFuture // nil: nothing to store (skipped job)
+	job     *jobAck
+	ack     jetstream.PubAckFuture // nil for the job's last entry
+	last    bool
 	ws      string
 	inv     string
 	attempt int32
 	passed  bool
 	count   bool
+}
+
+// jobAck is a job whose results are being stored; failed when one of
+// them could not be (the job is then redelivered).
+type jobAck struct {
+	msg    jetstream.Msg
+	failed bool
 }
 
 // progress is what the checker adds to an invocation's counters, per
@@ -227,42 +235,67 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		_ = m.Ack()
 		return
 	}
-	subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
+	first, err := domain.RunIndex(job.GetInvocationId(), job.GetRunId())
 	if err != nil {
 		_ = m.Term()
 		return
 	}
-	now := time.Now().UnixMilli()
-	res := &testingv1.RunResult{
-		RunId: job.GetRunId(), InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
-		TestIndex: job.GetTestIndex(), RepeatIndex: job.GetRepeatIndex(), Attempt: job.GetAttempt(),
-		StartedAtUnixMs: now, FinishedAtUnixMs: now, WorkerId: w.ID, Status: domain.RunFailed,
-		ConditionResult: domain.ConditionUnknown, Error: reason, RationaleSummary: reason, AgentResponsesJson: []byte("[]"),
+	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	ja := &jobAck{msg: m}
+	for idx := first; idx < first+int(max(job.GetRunCount(), 1)); idx++ {
+		runID := domain.RunID(job.GetInvocationId(), idx)
+		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
+		if err != nil {
+			_ = m.Term()
+			return
+		}
+		if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil || status != "" {
+			if err != nil {
+				_ = m.NakWithDelay(w.RetryDelay)
+				return
+			}
+			continue
+		}
+		now := time.Now().UnixMilli()
+		res := &testingv1.RunResult{
+			RunId: runID, InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
+			TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: job.GetAttempt(),
+			StartedAtUnixMs: now, FinishedAtUnixMs: now, WorkerId: w.ID, Status: domain.RunFailed,
+			ConditionResult: domain.ConditionUnknown, Error: reason, RationaleSummary: reason, AgentResponsesJson: []byte("[]"),
+		}
+		if idx/repeat < len(inv.GetTests()) {
+			res.TestId = inv.GetTests()[idx/repeat].GetTestId()
+		}
+		if err := w.publishResult(ctx, ja, subject, job, res); err != nil {
+			_ = m.NakWithDelay(w.RetryDelay)
+			return
+		}
 	}
-	if inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err == nil &&
-		int(job.GetTestIndex()) < len(inv.GetTests()) {
-		res.TestId = inv.GetTests()[job.GetTestIndex()].GetTestId()
-	}
-	if err := w.publishResult(ctx, m, subject, job, res); err != nil {
-		_ = m.NakWithDelay(w.RetryDelay)
-	}
+	w.stored <- storing{job: ja, last: true, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
 }
 
-// ackStored acks each job once the stream has stored its result, in the
-// order results were published (the futures complete in that order), so
-// a worker never waits on the stream between runs.
+// ackStored acks each job once the stream has stored its results, in the
+// order they were published (the futures complete in that order), so a
+// worker never waits on the stream between runs.
 func (w *Worker) ackStored() {
 	for s := range w.stored {
 		if s.ack != nil {
 			select {
 			case <-s.ack.Ok():
 			case err := <-s.ack.Err():
-				w.Log.Warn("runner: storing a result failed, will retry", "subject", s.msg.Subject(), "err", err)
-				_ = s.msg.NakWithDelay(time.Second)
+				w.Log.Warn("runner: storing a result failed, will retry", "subject", s.job.msg.Subject(), "err", err)
+				s.job.failed = true
 				continue
 			}
 		}
-		_ = s.msg.Ack()
+		if s.last {
+			if s.job.failed {
+				_ = s.job.msg.NakWithDelay(w.RetryDelay)
+			} else {
+				_ = s.job.msg.Ack()
+			}
+		}
 		w.mu.Lock()
 		p := w.touched[s.inv]
 		if p == nil {
@@ -374,53 +407,67 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 	if err != nil {
 		return err
 	}
-	if inv.GetStatus() == domain.InvocationCancelled {
-		w.stored <- storing{msg: m, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()} // cancel stops runs not started
-		return nil
-	}
-	subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
-	if err != nil {
-		return err
-	}
-	if md, _ := m.Metadata(); md != nil && md.NumDelivered > 1 {
-		// A redelivery: an earlier attempt may have stored the result
-		// before its worker died. Never run a run twice.
-		if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
-			return err
-		} else if status != "" {
-			w.stored <- storing{msg: m, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
-			return nil
-		}
-	}
 	repeat := int(max(inv.GetRepeatCount(), 1))
-	idx := int(job.GetTestIndex())*repeat + int(job.GetRepeatIndex())
-	if int(job.GetTestIndex()) >= len(inv.GetTests()) {
-		return fmt.Errorf("job for test %d of %d", job.GetTestIndex(), len(inv.GetTests()))
+	first, count := int(job.GetTestIndex())*repeat+int(job.GetRepeatIndex()), int(max(job.GetRunCount(), 1))
+	if first+count > len(inv.GetTests())*repeat {
+		return fmt.Errorf("job for runs %d..%d of %d", first, first+count-1, len(inv.GetTests())*repeat)
 	}
-	pt := inv.GetTests()[job.GetTestIndex()]
-	def, err := w.definition(ctx, pt.GetTestStreamSeq())
-	if err != nil {
-		return err
-	}
-	r := Run{Invocation: inv, Test: pt, Definition: def, AgentConfig: inv.GetAgentConfigJson(), BranchID: inv.GetBranchId(),
-		RunID: job.GetRunId(), Index: idx, Attempt: job.GetAttempt(), WorkerID: w.ID}
-	for _, rs := range inv.GetResubmissions() {
-		if rs.GetAttempt() == job.GetAttempt() {
-			if len(rs.GetAgentConfigJson()) > 0 {
-				r.AgentConfig = rs.GetAgentConfigJson()
-			}
-			if rs.GetBranchId() != "" {
-				r.BranchID = rs.GetBranchId()
+	// A redelivery: an earlier attempt may have stored some results before
+	// its worker died. Never run a run twice.
+	md, _ := m.Metadata()
+	redelivered := md != nil && md.NumDelivered > 1
+	ja := &jobAck{msg: m}
+	for idx := first; idx < first+count; idx++ {
+		if idx > first {
+			if inv, err = w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err != nil {
+				return err
 			}
 		}
+		if inv.GetStatus() == domain.InvocationCancelled {
+			break // cancel stops runs not started
+		}
+		runID := domain.RunID(inv.GetInvocationId(), idx)
+		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
+		if err != nil {
+			return err
+		}
+		if redelivered {
+			if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
+				return err
+			} else if status != "" {
+				continue
+			}
+		}
+		pt := inv.GetTests()[idx/repeat]
+		def, err := w.definition(ctx, pt.GetTestStreamSeq())
+		if err != nil {
+			return err
+		}
+		r := Run{Invocation: inv, Test: pt, Definition: def, AgentConfig: inv.GetAgentConfigJson(), BranchID: inv.GetBranchId(),
+			RunID: runID, Index: idx, Attempt: job.GetAttempt(), WorkerID: w.ID}
+		for _, rs := range inv.GetResubmissions() {
+			if rs.GetAttempt() == job.GetAttempt() {
+				if len(rs.GetAgentConfigJson()) > 0 {
+					r.AgentConfig = rs.GetAgentConfigJson()
+				}
+				if rs.GetBranchId() != "" {
+					r.BranchID = rs.GetBranchId()
+				}
+			}
+		}
+		if err := w.publishResult(ctx, ja, subject, job, w.Exec.Execute(ctx, r)); err != nil {
+			return err
+		}
 	}
-	return w.publishResult(ctx, m, subject, job, w.Exec.Execute(ctx, r))
+	w.stored <- storing{job: ja, last: true, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
+	return nil
 }
 
-// publishResult stores a run's result; its job is acked once stored.
-func (w *Worker) publishResult(ctx context.Context, m jetstream.Msg, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
+// publishResult stores a run's result; the job is acked once all of its
+// results are stored.
+func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
 	meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: job.GetWorkspaceId(),
-		CommandId: job.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))}
+		CommandId: res.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))}
 	msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
 		return err
@@ -429,7 +476,7 @@ func (w *Worker) publishResult(ctx context.Context, m jetstream.Msg, subject str
 	if err != nil {
 		return err
 	}
-	w.stored <- storing{msg: m, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), attempt: job.GetAttempt(),
+	w.stored <- storing{job: ja, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), attempt: job.GetAttempt(),
 		passed: res.GetStatus() == domain.RunPassed, count: true}
 	return nil
 }

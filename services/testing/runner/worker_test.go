@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -87,6 +88,113 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 			t.Fatalf("%d jobs still queued", info.State.Msgs)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A job of a large invocation carries several runs: each gets its result,
+// and a redelivered job skips the runs whose results an earlier delivery
+// stored, so no run runs twice.
+func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
+	nc, err := nats.Connect(testenv.StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := app.EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := app.New(js, nil, log)
+	const ws = "ws_1"
+	test, err := a.CreateTest(ctx, app.Caller{WorkspaceID: ws}, []byte(`{"type":"llm","name":"hours",
+	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testSubject, _ := events.TestingSubject(ws, events.TestingKindTest, test.GetTestId())
+	rec, _, err := eventstore.New(js, events.TestingStream).Last(ctx, testSubject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := &testingv1.Invocation{InvocationId: "tinv_batch", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 5, JobsTotal: 5,
+		Status: domain.InvocationRunning, AgentConfigJson: []byte(`{"agent":{"prompt":{"prompt":"We are open nine to five."}}}`),
+		Tests: []*testingv1.PlannedTest{{TestId: test.GetTestId(), TestName: "hours", TestType: "llm", TestStreamSeq: rec.Seq}}}
+	meta := esproto.Meta(ctx, ws, "", time.Now())
+	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
+		t.Fatal(err)
+	}
+	// An earlier delivery stored run 2's result, then its worker died.
+	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
+		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
+	subject2, _ := events.RunSubject(ws, inv.InvocationId, stored.RunId)
+	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: ws}
+	if _, err := esproto.Append(ctx, eventstore.New(js, events.TestRunsStream), subject2, eventstore.AnySeq, m2,
+		&testingv1.RunCompleted{Meta: m2, Run: stored}); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
+		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
+	if _, err := js.Publish(ctx, events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0)), job); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := app.EnsureRunnersConsumer(ctx, js, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := cons.Fetch(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range first.Messages() {
+		_ = m.Nak() // the earlier delivery, whose worker died
+	}
+
+	w := &runner.Worker{App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+
+	// The job is acked once all its results are stored: wait for that.
+	str, _ := js.Stream(ctx, events.TestJobsStream)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := str.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still queued", info.State.Msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	perRun := map[string][]*testingv1.RunResult{}
+	if err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
+		perRun[r.GetRunId()] = append(perRun[r.GetRunId()], r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	results, _ := js.Stream(ctx, events.TestRunsStream)
+	info, _ := results.Info(ctx, jetstream.WithSubjectFilter(events.RunsOfInvocation(ws, inv.InvocationId)))
+	if len(perRun) != 5 || info.State.Msgs != 5 {
+		t.Fatalf("%d runs with results, %d results stored; want 5 and 5 (each run once)", len(perRun), info.State.Msgs)
+	}
+	if r := perRun[stored.RunId][0]; r.GetWorkerId() != "earlier" {
+		t.Fatalf("run 2 ran again (worker %s)", r.GetWorkerId())
+	}
+	for id, rs := range perRun {
+		if id != stored.RunId && (rs[0].GetStatus() != domain.RunPassed || rs[0].GetWorkerId() != w.ID) {
+			t.Fatalf("run %s: %+v", id, rs[0])
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

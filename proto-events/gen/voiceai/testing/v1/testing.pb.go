@@ -1096,11 +1096,14 @@ type RunJob struct {
 	WorkspaceId  string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	InvocationId string                 `protobuf:"bytes,2,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
 	// "run" executes one run; "bucketing" groups a finished invocation's results.
-	Kind          string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// The job's first run (run_id, test_index, repeat_index); a job of a new
+	// invocation carries run_count consecutive runs (0 means 1).
 	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	TestIndex     int32  `protobuf:"varint,5,opt,name=test_index,json=testIndex,proto3" json:"test_index,omitempty"`
 	RepeatIndex   int32  `protobuf:"varint,6,opt,name=repeat_index,json=repeatIndex,proto3" json:"repeat_index,omitempty"`
 	Attempt       int32  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	RunCount      int32  `protobuf:"varint,8,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1180,6 +1183,13 @@ func (x *RunJob) GetRepeatIndex() int32 {
 func (x *RunJob) GetAttempt() int32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RunJob) GetRunCount() int32 {
+	if x != nil {
+		return x.RunCount
 	}
 	return 0
 }
@@ -1300,7 +1310,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x10workflow_node_id\x18\x03 \x01(\tR\x0eworkflowNodeId\x124\n" +
 	"\abuckets\x18\x04 \x03(\v2\x1a.voiceai.testing.v1.BucketR\abuckets\x12\x1d\n" +
 	"\n" +
-	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xd7\x01\n" +
+	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xf4\x01\n" +
 	"\x06RunJob\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x12\n" +
@@ -1309,7 +1319,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\n" +
 	"test_index\x18\x05 \x01(\x05R\ttestIndex\x12!\n" +
 	"\frepeat_index\x18\x06 \x01(\x05R\vrepeatIndex\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattemptBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1b\n" +
+	"\trun_count\x18\b \x01(\x05R\brunCountBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
 
 var (
 	file_voiceai_testing_v1_testing_proto_rawDescOnce sync.Once
