@@ -61,6 +61,10 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
 		FilterSubjects: []string{events.TestingInvocationsAll},
 	}, adapters.InvocationsHandler)
+	projection.Start(ctx, d.JS, rm.InvocationTests, projection.Config{
+		Stream: events.TestingStream, Durable: "testing-invocation-tests", Logger: d.Logger,
+		FilterSubjects: []string{events.TestingInvocationsAll},
+	}, adapters.InvocationTestsHandler)
 	go func() {
 		if err := a.RunEnqueuer(ctx); err != nil && ctx.Err() == nil {
 			d.Logger.Error("enqueuer stopped", "err", err)

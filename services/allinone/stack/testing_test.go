@@ -220,6 +220,15 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 	if r.Code != 200 || len(r.JSON(t)["results"].([]any)) != 1 {
 		t.Fatalf("page 2: %d %s", r.Code, r.Body)
 	}
+	// Filtered by a test: only the invocations that ran it.
+	r = call(t, s, "GET", "/v1/convai/test-invocations?test_id="+tool, adminKey, "")
+	if res := r.JSON(t)["results"].([]any); r.Code != 200 || len(res) != 1 || res[0].(map[string]any)["title"] != "3 tests" {
+		t.Fatalf("listing by test: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations?test_id=test_nope", adminKey, "")
+	if res := r.JSON(t)["results"].([]any); r.Code != 200 || len(res) != 0 {
+		t.Fatalf("listing by an unknown test: %d %s", r.Code, r.Body)
+	}
 	wantError(t, call(t, s, "GET", "/v1/convai/test-invocations/tinv_nope", adminKey, ""), 404, "test_invocation_not_found")
 	wantError(t, call(t, s, "POST", "/v1/convai/test-invocations/"+inv.ID+"/cancel", adminKey, ""), 409, "invocation_finished")
 }

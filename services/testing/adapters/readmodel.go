@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"google.golang.org/protobuf/proto"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -24,6 +25,11 @@ import (
 const (
 	EntriesCollection     = "entries" // tests and folders, as listed together
 	InvocationsCollection = "invocations"
+	// InvocationTestsCollection holds each invocation's test ids, apart
+	// from the listed document: the embedded store parses a whole document
+	// to filter on any of its fields, and 5,000 ids made every listing of
+	// the workspace parse them all.
+	InvocationTestsCollection = "invocation_tests"
 )
 
 // EntryDoc is a test or a folder as listed.
@@ -44,23 +50,29 @@ type EntryDoc struct {
 
 // InvocationDoc is an invocation as listed.
 type InvocationDoc struct {
-	ID            string   `bson:"_id"`
-	WorkspaceID   string   `bson:"workspace_id"`
-	AgentID       string   `bson:"agent_id"`
-	BranchID      string   `bson:"branch_id"`
-	TestIDs       []string `bson:"test_ids"`
-	Title         string   `bson:"title"`
-	CreatedAtUnix int64    `bson:"created_at_unix"`
-	RepeatCount   int32    `bson:"repeat_count"`
-	JobsTotal     int64    `bson:"jobs_total"`
-	Runs          int64    `bson:"runs"`
-	Status        string   `bson:"status"`
-	FolderID      string   `bson:"folder_id"`
-	PassedCount   int64    `bson:"passed_count"`
-	FailedCount   int64    `bson:"failed_count"`
+	ID            string `bson:"_id"`
+	WorkspaceID   string `bson:"workspace_id"`
+	AgentID       string `bson:"agent_id"`
+	BranchID      string `bson:"branch_id"`
+	Title         string `bson:"title"`
+	CreatedAtUnix int64  `bson:"created_at_unix"`
+	RepeatCount   int32  `bson:"repeat_count"`
+	JobsTotal     int64  `bson:"jobs_total"`
+	Runs          int64  `bson:"runs"`
+	Status        string `bson:"status"`
+	FolderID      string `bson:"folder_id"`
+	PassedCount   int64  `bson:"passed_count"`
+	FailedCount   int64  `bson:"failed_count"`
 	// The newest attempt (1, then one per resubmission) and its runs.
 	Attempt     int32 `bson:"attempt"`
 	AttemptRuns int64 `bson:"attempt_runs"`
+}
+
+// InvocationTestsDoc is the distinct test ids an invocation ran.
+type InvocationTestsDoc struct {
+	ID          string   `bson:"_id"`
+	WorkspaceID string   `bson:"workspace_id"`
+	TestIDs     []string `bson:"test_ids"`
 }
 
 // TestDoc maps test state to its entry.
@@ -84,6 +96,20 @@ func FolderDoc(f *testingv1.Folder) EntryDoc {
 
 // InvDoc maps invocation state to its listed form.
 func InvDoc(inv *testingv1.Invocation) InvocationDoc {
+	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
+	attempt, attemptRuns := int32(1), runs
+	if rs := inv.GetResubmissions(); len(rs) > 0 {
+		attempt, attemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
+	}
+	return InvocationDoc{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(),
+		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
+		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(),
+		Runs: runs, Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
+		PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount()}
+}
+
+// InvTestsDoc maps invocation state to its test ids.
+func InvTestsDoc(inv *testingv1.Invocation) InvocationTestsDoc {
 	ids := make([]string, 0, len(inv.GetTests()))
 	seen := map[string]bool{}
 	for _, t := range inv.GetTests() {
@@ -92,16 +118,7 @@ func InvDoc(inv *testingv1.Invocation) InvocationDoc {
 			ids = append(ids, t.GetTestId())
 		}
 	}
-	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
-	attempt, attemptRuns := int32(1), runs
-	if rs := inv.GetResubmissions(); len(rs) > 0 {
-		attempt, attemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
-	}
-	return InvocationDoc{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), AgentID: inv.GetAgentId(),
-		BranchID: inv.GetBranchId(), TestIDs: ids, Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
-		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(),
-		Runs: runs, Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
-		PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount()}
+	return InvocationTestsDoc{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), TestIDs: ids}
 }
 
 // StateOf extracts the aggregate state carried by a TESTING event.
@@ -122,13 +139,15 @@ func StateOf(msg proto.Message) proto.Message {
 
 // ReadModel serves listings.
 type ReadModel struct {
-	Entries     *mongo.Collection
-	Invocations *mongo.Collection
+	Entries         *mongo.Collection
+	Invocations     *mongo.Collection
+	InvocationTests *mongo.Collection
 }
 
 // NewReadModel opens the collections and creates their indexes.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
-	rm := &ReadModel{Entries: db.Collection(EntriesCollection), Invocations: db.Collection(InvocationsCollection)}
+	rm := &ReadModel{Entries: db.Collection(EntriesCollection), Invocations: db.Collection(InvocationsCollection),
+		InvocationTests: db.Collection(InvocationTestsCollection)}
 	if err := mongox.EnsureIndexes(ctx, rm.Entries,
 		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}}}); err != nil {
 		return nil, err
@@ -152,6 +171,9 @@ func (rm *ReadModel) ApplyFolder(ctx context.Context, seq uint64, f *testingv1.F
 }
 
 func (rm *ReadModel) ApplyInvocation(ctx context.Context, seq uint64, inv *testingv1.Invocation) error {
+	if _, err := projection.Upsert(ctx, rm.InvocationTests, inv.GetInvocationId(), seq, InvTestsDoc(inv)); err != nil {
+		return err
+	}
 	_, err := projection.Upsert(ctx, rm.Invocations, inv.GetInvocationId(), seq, InvDoc(inv))
 	return err
 }
@@ -181,6 +203,39 @@ func InvocationsHandler(_ context.Context, rec eventstore.Record) (string, any, 
 		return inv.GetInvocationId(), InvDoc(inv), nil
 	}
 	return "", nil, nil
+}
+
+// InvocationTestsHandler projects invocations' test ids.
+func InvocationTestsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return "", nil, err
+	}
+	if inv, ok := StateOf(msg).(*testingv1.Invocation); ok {
+		return inv.GetInvocationId(), InvTestsDoc(inv), nil
+	}
+	return "", nil, nil
+}
+
+// InvocationsWithTest returns the ids of a workspace's invocations that
+// ran test testID.
+func (rm *ReadModel) InvocationsWithTest(ctx context.Context, workspaceID, testID string) (map[string]bool, error) {
+	cur, err := rm.InvocationTests.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "test_ids", Value: testID}},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(docs))
+	for _, d := range docs {
+		out[d.ID] = true
+	}
+	return out, nil
 }
 
 // EntriesOf returns every live test and folder of a workspace. FerretDB

@@ -251,13 +251,19 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 	if err != nil {
 		return nil, "", "", false, err
 	}
+	var withTest map[string]bool
+	if q.TestID != "" {
+		if withTest, err = a.ReadModel.InvocationsWithTest(ctx, q.WorkspaceID, q.TestID); err != nil {
+			return nil, "", "", false, err
+		}
+	}
 	search := strings.ToLower(q.Search)
 	kept := docs[:0]
 	for _, d := range docs {
 		switch {
 		case q.AgentID != "" && d.AgentID != q.AgentID,
 			q.BranchID != "" && d.BranchID != q.BranchID,
-			q.TestID != "" && !contains(d.TestIDs, q.TestID),
+			q.TestID != "" && !withTest[d.ID],
 			search != "" && !strings.Contains(strings.ToLower(d.Title), search),
 			q.StartTime != nil && d.CreatedAtUnix < *q.StartTime,
 			q.EndTime != nil && d.CreatedAtUnix > *q.EndTime:
@@ -322,13 +328,4 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 		lastCreated, lastID = strconv.FormatInt(kept[end-1].CreatedAtUnix, 10), kept[end-1].ID
 	}
 	return out, lastCreated, lastID, end < len(kept), nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
