@@ -14,7 +14,10 @@ require (
 	github.com/testcontainers/testcontainers-go/modules/mongodb v0.44.0
 	github.com/testcontainers/testcontainers-go/modules/nats v0.44.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
+	modernc.org/sqlite v1.31.1
 )
+
+require github.com/kylelemons/godebug v1.1.0 // indirect
 
 require (
 	dario.cat/mergo v1.0.2 // indirect
@@ -118,7 +121,6 @@ require (
 	modernc.org/libc v1.55.3 // indirect
 	modernc.org/mathutil v1.6.0 // indirect
 	modernc.org/memory v1.8.0 // indirect
-	modernc.org/sqlite v1.31.1 // indirect
 	modernc.org/strutil v1.2.0 // indirect
 	modernc.org/token v1.1.0 // indirect
 )

@@ -49,11 +49,17 @@ func StartMongo(dir string) (*Mongo, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Mongo{cancel: cancel, done: make(chan struct{})}
+	indexed := make(chan struct{})
+	go func() {
+		defer close(indexed)
+		keepIDPathsIndexed(ctx, abs, slog.Default())
+	}()
 	go func() {
 		defer close(m.done)
 		if err := f.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			slog.Error("embedded mongo stopped", "err", err)
 		}
+		<-indexed
 	}()
 	// MongoDBURI blocks until the listener is bound.
 	m.URI = f.MongoDBURI()

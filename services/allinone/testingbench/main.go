@@ -381,6 +381,7 @@ func startRunner(bins map[string]string, p *platform, concurrency int, env ...st
 // it returns runs per second from the run-tests request to completion.
 func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Duration, error) {
 	ids := make([]string, tests)
+	createStart := time.Now()
 	sem := make(chan struct{}, 8)
 	errs := make(chan error, tests)
 	for i := range tests {
@@ -402,6 +403,9 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 		if err := <-errs; err != nil {
 			return 0, 0, err
 		}
+	}
+	if progress {
+		fmt.Printf("    created %d tests in %s (8 at a time)\n", tests, time.Since(createStart).Round(time.Millisecond))
 	}
 	refs := make([]string, tests)
 	for i, id := range ids {
