@@ -193,6 +193,7 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		return v, nil
 	}
 	first := true
+	pending := pendingRuns{}
 	emit := func(idx int, runID string, res *testingv1.RunResult) error {
 		pt := inv.GetTests()[idx/repeat]
 		ti, err := info(pt)
@@ -203,7 +204,10 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 			bw.WriteByte(',')
 		}
 		first = false
-		return enc.Encode(RunView(inv, pt, ti, runID, res))
+		if res == nil {
+			return pending.write(bw, inv, idx/repeat, ti, runID)
+		}
+		return writeRun(bw, RunView(inv, pt, ti, runID, res))
 	}
 	err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 		if created {

@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"maps"
 	"slices"
 
@@ -180,10 +182,10 @@ type runJSON struct {
 	AgentID           string          `json:"agent_id"`
 	Status            string          `json:"status"`
 	TestID            string          `json:"test_id"`
-	TestInfo          json.RawMessage `json:"test_info"`
+	TestInfo          json.RawMessage `json:"-"` // written by writeRun, already compact
 	BranchID          string          `json:"branch_id"`
 	WorkflowNodeID    string          `json:"workflow_node_id"`
-	AgentResponses    json.RawMessage `json:"agent_responses"`
+	AgentResponses    json.RawMessage `json:"-"` // written by writeRun, already compact
 	TestName          string          `json:"test_name"`
 	ConditionResult   conditionJSON   `json:"condition_result"`
 	LastUpdatedAtUnix int64           `json:"last_updated_at_unix"`
@@ -224,7 +226,7 @@ type usageJSON struct {
 // RunView is one run (spec 2.3, every field present). res is nil for a
 // run without a result for its newest attempt; status is then pending, or
 // cancelled when the invocation was.
-func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult) any {
+func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult) runJSON {
 	name := orDefault(pt.GetTestName(), "Unknown Test")
 	v := runJSON{
 		TestRunID: runID, TestInvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), Status: domain.RunPending,
@@ -252,6 +254,52 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
 	}
 	return v
+}
+
+// writeRun writes a run's JSON to w. test_info and agent_responses are
+// spliced in as they are: encoding/json would re-validate (compact) them
+// for every run of a large invocation.
+func writeRun(w io.Writer, v runJSON) error {
+	rest, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	parts := [][]byte{[]byte(`{"test_info":`), v.TestInfo, []byte(`,"agent_responses":`), v.AgentResponses, []byte(","), rest[1:]}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pendingRuns writes runs without a result quickly: they differ only by
+// their id among the runs of one test, so each test's JSON is built once
+// around a placeholder id.
+type pendingRuns map[int][2][]byte // test index -> JSON before and after the id
+
+const runIDPlaceholder = `\u0000run_id\u0000` // as encoding/json writes "\x00run_id\x00"
+
+func (p pendingRuns) write(w io.Writer, inv *testingv1.Invocation, testIndex int, tv RunTestView, runID string) error {
+	t, ok := p[testIndex]
+	if !ok {
+		var b bytes.Buffer
+		if err := writeRun(&b, RunView(inv, inv.GetTests()[testIndex], tv, "\x00run_id\x00", nil)); err != nil {
+			return err
+		}
+		before, after, found := bytes.Cut(b.Bytes(), []byte(runIDPlaceholder))
+		if !found {
+			return fmt.Errorf("run template without its id placeholder")
+		}
+		t = [2][]byte{before, after}
+		p[testIndex] = t
+	}
+	for _, part := range [][]byte{t[0], []byte(runID), t[1]} {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func orDefault(s, d string) string {
