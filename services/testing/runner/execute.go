@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -32,6 +34,25 @@ type Executor struct {
 	Model     Model
 	TimeLimit time.Duration
 	Now       func() time.Time
+
+	mu      sync.Mutex
+	configs map[string]AgentConfig // parsed agent configurations, by their JSON
+}
+
+// agentConfig parses a configuration once: every run of an invocation
+// shares it.
+func (e *Executor) agentConfig(raw []byte) AgentConfig {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.configs[string(raw)]; ok {
+		return c
+	}
+	if e.configs == nil || len(e.configs) >= 64 {
+		e.configs = map[string]AgentConfig{}
+	}
+	c := ParseAgentConfig(raw)
+	e.configs[string(raw)] = c
+	return c
 }
 
 func (e *Executor) now() time.Time {
@@ -87,8 +108,8 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 }
 
 func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Turn, error) {
-	cfg := ParseAgentConfig(r.AgentConfig)
-	vars := cfg.DynamicVariables
+	cfg := e.agentConfig(r.AgentConfig)
+	vars := maps.Clone(cfg.DynamicVariables) // the parsed configuration is shared
 	for k, v := range r.Definition.DynamicVariables {
 		vars[k] = scalarString(v)
 	}
@@ -292,18 +313,35 @@ func agentResponses(r Run, reply *Turn, model string) []byte {
 			t = *m.TimeInCallSecs
 		}
 	}
-	calls := []map[string]any{}
+	type toolCall struct {
+		RequestID         string `json:"request_id"`
+		ToolName          string `json:"tool_name"`
+		ParamsAsJSON      string `json:"params_as_json"`
+		ToolHasBeenCalled bool   `json:"tool_has_been_called"`
+		Type              string `json:"type"`
+	}
+	type agentMetadata struct {
+		AgentID        string `json:"agent_id"`
+		BranchID       string `json:"branch_id"`
+		WorkflowNodeID string `json:"workflow_node_id"`
+		VersionID      string `json:"version_id"`
+	}
+	type message struct {
+		Role           string        `json:"role"`
+		Message        string        `json:"message"`
+		TimeInCallSecs int64         `json:"time_in_call_secs"`
+		ToolCalls      []toolCall    `json:"tool_calls"`
+		AgentMetadata  agentMetadata `json:"agent_metadata"`
+		ProducingLLM   string        `json:"producing_llm"`
+		SourceMedium   string        `json:"source_medium"`
+	}
+	calls := []toolCall{}
 	for _, c := range reply.Calls {
-		calls = append(calls, map[string]any{
-			"request_id": c.ID, "tool_name": c.Name, "params_as_json": c.Arguments, "tool_has_been_called": true, "type": "system",
-		})
+		calls = append(calls, toolCall{RequestID: c.ID, ToolName: c.Name, ParamsAsJSON: c.Arguments, ToolHasBeenCalled: true, Type: "system"})
 	}
-	msg := map[string]any{
-		"role": "agent", "message": reply.Text, "time_in_call_secs": int64(t) + 1, "tool_calls": calls,
-		"agent_metadata": map[string]any{"agent_id": r.Invocation.GetAgentId(), "branch_id": r.BranchID,
-			"workflow_node_id": r.Test.GetWorkflowNodeId(), "version_id": ""},
-		"producing_llm": model, "source_medium": "text",
-	}
-	b, _ := json.Marshal([]any{msg})
+	msg := message{Role: "agent", Message: reply.Text, TimeInCallSecs: int64(t) + 1, ToolCalls: calls,
+		AgentMetadata: agentMetadata{AgentID: r.Invocation.GetAgentId(), BranchID: r.BranchID, WorkflowNodeID: r.Test.GetWorkflowNodeId()},
+		ProducingLLM:  model, SourceMedium: "text"}
+	b, _ := json.Marshal([]message{msg})
 	return b
 }
