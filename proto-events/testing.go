@@ -102,3 +102,14 @@ func TestJobsOfInvocation(workspaceID, invocationID string) string {
 func TestCountSubject(invocationID string, attempt int32, counter string) string {
 	return "testcounts." + invocationID + "." + strconv.Itoa(int(attempt)) + "." + counter
 }
+
+// Headers of a testing.run_completed message, beside the event headers:
+// a run's outcome is readable without decoding the event (a reader can
+// take them with a headers-only consumer).
+const (
+	// HeaderRunStatus is the run's status: passed or failed.
+	HeaderRunStatus = "Voiceai-Run-Status"
+	// HeaderRunAttempt is the attempt the result is of: 1, then one per
+	// resubmission.
+	HeaderRunAttempt = "Voiceai-Run-Attempt"
+)

@@ -48,11 +48,17 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 // filter in stream, in stream order, reading through an ordered consumer
 // (nothing is held in memory).
 func EachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg) error) error {
+	return eachLast(ctx, js, stream, filter, false, fn)
+}
+
+// eachLast is EachLast; with headersOnly the messages carry their headers
+// only (and Nats-Msg-Size), not their data.
+func eachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, headersOnly bool, fn func(jetstream.Msg) error) error {
 	// An ephemeral consumer, deleted when done: a stream holds at most
 	// 1,000 consumers by default, and readers come often.
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		FilterSubject: filter, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1,
+		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
 	})
 	if err != nil {
 		return err
@@ -98,6 +104,11 @@ func decodeRun(m jetstream.Msg) (*testingv1.RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeRecord(rec)
+}
+
+// decodeRecord reads a stored RunCompleted event.
+func decodeRecord(rec eventstore.Record) (*testingv1.RunResult, error) {
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		return nil, err

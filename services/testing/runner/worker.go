@@ -472,6 +472,8 @@ func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, 
 	if err != nil {
 		return err
 	}
+	msg.Header.Set(events.HeaderRunStatus, res.GetStatus())
+	msg.Header.Set(events.HeaderRunAttempt, strconv.Itoa(int(res.GetAttempt())))
 	fut, err := w.App.JS.PublishMsgAsync(msg)
 	if err != nil {
 		return err
