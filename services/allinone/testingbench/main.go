@@ -450,8 +450,8 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 		if len(page.Results) > 0 && page.Results[0].ID == invID && page.Results[0].Status == "completed" {
 			break
 		}
-		if progress && time.Since(last) > 10*time.Second && len(page.Results) > 0 {
-			fmt.Printf("    ... %d runs pending after %s\n", page.Results[0].Pending, time.Since(started).Round(time.Second))
+		if progress && time.Since(last) > 2*time.Second && len(page.Results) > 0 {
+			fmt.Printf("    ... %d runs pending after %s\n", page.Results[0].Pending, time.Since(started).Round(100*time.Millisecond))
 			last = time.Now()
 		}
 		time.Sleep(50 * time.Millisecond)

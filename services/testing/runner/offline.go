@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -97,9 +98,9 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 	reply := ""
 	if last != "" {
 		bestSentence, bestScore := "", 0
-		for _, s := range sentences(c.SystemPrompt) {
-			if sc := overlap(contentWords(s), asked); sc > bestScore {
-				bestSentence, bestScore = s, sc
+		for _, s := range promptSentences(c.SystemPrompt) {
+			if sc := overlap(s.words, asked); sc > bestScore {
+				bestSentence, bestScore = s.text, sc
 			}
 		}
 		reply = bestSentence
@@ -125,6 +126,36 @@ func firstAgentLine(c Conversation) string {
 }
 
 var sentenceEnd = regexp.MustCompile(`[.!?\n]+`)
+
+// sentence is a sentence of a system prompt and its content words.
+type sentence struct {
+	text  string
+	words []string
+}
+
+// prompts caches the split system prompts: every run of an invocation
+// shares its agent's prompt.
+var prompts struct {
+	sync.Mutex
+	byText map[string][]sentence
+}
+
+func promptSentences(prompt string) []sentence {
+	prompts.Lock()
+	defer prompts.Unlock()
+	if ss, ok := prompts.byText[prompt]; ok {
+		return ss
+	}
+	if prompts.byText == nil || len(prompts.byText) >= 64 {
+		prompts.byText = map[string][]sentence{}
+	}
+	var ss []sentence
+	for _, s := range sentences(prompt) {
+		ss = append(ss, sentence{text: s, words: contentWords(s)})
+	}
+	prompts.byText[prompt] = ss
+	return ss
+}
 
 func sentences(s string) []string {
 	var out []string
