@@ -72,6 +72,23 @@ func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, erro
 // invocation completed, and queues bucketing when runs were repeated. It
 // is safe to call from any number of processes at once.
 func (a *App) CheckCompletion(ctx context.Context, ws, invocationID string) (bool, error) {
+	return a.checkCompletion(ctx, ws, invocationID, false)
+}
+
+// ClaimCompletion is CheckCompletion for runners, which all check the
+// invocations they work on: only the first to find one done counts its
+// outcomes (counting a large invocation's results at once from every
+// runner made them contend). Should that runner die, the completion
+// sweeper, which claims nothing, completes the invocation.
+func (a *App) ClaimCompletion(ctx context.Context, ws, invocationID string) (bool, error) {
+	return a.checkCompletion(ctx, ws, invocationID, true)
+}
+
+func completingSubject(ws, invocationID string) string {
+	return "testruns.completing." + ws + "." + invocationID
+}
+
+func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim bool) (bool, error) {
 	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
 	if err != nil || inv.GetStatus() != domain.InvocationRunning {
 		return false, err
@@ -81,6 +98,18 @@ func (a *App) CheckCompletion(ctx context.Context, ws, invocationID string) (boo
 	}
 	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
 		return false, err
+	}
+	if claim {
+		// The stream's duplicate window makes the first claim of this
+		// round (jobs_total) the only one stored.
+		round := strconv.FormatInt(inv.GetJobsTotal(), 10)
+		msg := nats.NewMsg(completingSubject(ws, invocationID))
+		msg.Data = []byte(round)
+		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
+		ack, err := a.JS.PublishMsg(ctx, msg)
+		if err != nil || ack.Duplicate {
+			return false, err
+		}
 	}
 	passed, failed, err := a.countOutcomes(ctx, inv)
 	if err != nil {

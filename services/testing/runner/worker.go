@@ -351,7 +351,7 @@ func (w *Worker) check() {
 				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "passed"), c[1])
 			}
 		}
-		if _, err := w.App.CheckCompletion(ctx, p.ws, inv); err != nil {
+		if _, err := w.App.ClaimCompletion(ctx, p.ws, inv); err != nil {
 			w.Log.Warn("runner: completion check", "invocation", inv, "err", err)
 		}
 	}
