@@ -642,3 +642,55 @@ func TestDispatcherKilledMidDeliveryLosesNothing(t *testing.T) {
 }
 
 var _ = delivery.HeaderEventID
+
+// Two dispatcher replicas share the deliveries, and in normal operation
+// no event reaches the receiver twice.
+func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
+	h := newHarness(t, false)
+	rc := newReceiver(t, func(int, http.ResponseWriter) {})
+	id, secret := h.create("ws_r", hookBody(rc.URL, `["call_started"]`, ""))
+	rc.setSecret(secret)
+	delivered := map[string]func() float64{}
+	for _, name := range []string{"A", "B"} {
+		d, _ := deps(t, h.env, false)
+		ds, err := StartDispatcher(h.ctx, d, h.cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(ds.Stop)
+		reg := d.Metrics.(prometheus.Gatherer)
+		delivered[name] = func() float64 {
+			families, _ := reg.Gather()
+			for _, f := range families {
+				if f.GetName() != "voiceai_webhook_attempts_total" {
+					continue
+				}
+				for _, m := range f.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "result" && l.GetValue() == "delivered" {
+							return m.GetCounter().GetValue()
+						}
+					}
+				}
+			}
+			return 0
+		}
+	}
+	const n = 200
+	for i := range n {
+		h.ingest("ws_r", fmt.Sprintf(`{"event":"call_started","data":{"call_id":"c%d"}}`, i))
+	}
+	eventually(t, "every event delivered", func() bool { return len(rc.all()) >= n })
+	h.settled(t, "ws_r", id)
+	seen := map[string]bool{}
+	for _, r := range rc.all() {
+		if seen[r.eventID] || !r.sigValid {
+			t.Fatalf("event %s delivered twice or unsigned (signature valid: %v)", r.eventID, r.sigValid)
+		}
+		seen[r.eventID] = true
+	}
+	a, b := delivered["A"](), delivered["B"]()
+	if len(seen) != n || a+b != n || a == 0 || b == 0 {
+		t.Fatalf("%d events received; replica A delivered %.0f, B %.0f: want %d in all, shared", len(seen), a, b, n)
+	}
+}
