@@ -88,6 +88,25 @@ func completingSubject(ws, invocationID string) string {
 	return "testruns.completing." + ws + "." + invocationID
 }
 
+// claimWindow is how long a runner's claim to complete a round holds off
+// the sweeper; a claim older than that is taken for its runner's death.
+const claimWindow = 30 * time.Second
+
+func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round string) (bool, error) {
+	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
+	if err != nil {
+		return false, err
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, completingSubject(ws, invocationID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return string(m.Data) == round && time.Since(m.Time) < claimWindow, nil
+}
+
 func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim bool) (bool, error) {
 	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
 	if err != nil || inv.GetStatus() != domain.InvocationRunning {
@@ -99,10 +118,16 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
 		return false, err
 	}
+	round := strconv.FormatInt(inv.GetJobsTotal(), 10)
+	if !claim {
+		// The sweeper leaves a round a runner claimed recently to it.
+		if claimed, err := a.claimedRecently(ctx, ws, invocationID, round); err != nil || claimed {
+			return false, err
+		}
+	}
 	if claim {
 		// The stream's duplicate window makes the first claim of this
 		// round (jobs_total) the only one stored.
-		round := strconv.FormatInt(inv.GetJobsTotal(), 10)
 		msg := nats.NewMsg(completingSubject(ws, invocationID))
 		msg.Data = []byte(round)
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
@@ -143,17 +168,25 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 }
 
 // countOutcomes counts the passed and failed runs over each run's newest
-// result. It reads the results' headers only: decoding 250,000 results
-// made completing a large invocation take seconds.
+// result. It reads every result of the invocation in stream order, headers
+// only (decoding 250,000 results, or asking the server for each run's
+// last one, made completing a large invocation take seconds); a later
+// result of a run replaces an earlier one.
 func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (passed, failed int64, err error) {
 	expected := ExpectedAttempts(inv)
+	total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
+	outcome := make([]byte, total) // per run: 0 none yet, 'p' passed, 'f' failed
 	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
 	if err != nil {
 		return 0, 0, err
 	}
-	err = eachLast(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()), true,
-		func(m jetstream.Msg) error {
+	err = eachMsg(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+		jetstream.DeliverAllPolicy, true, 10_000, func(m jetstream.Msg) error {
 			runID := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
+			idx, err := domain.RunIndex(inv.GetInvocationId(), runID)
+			if err != nil || idx >= total {
+				return nil
+			}
 			status, attempt := m.Headers().Get(events.HeaderRunStatus), m.Headers().Get(events.HeaderRunAttempt)
 			n, convErr := strconv.Atoi(attempt)
 			if status == "" || convErr != nil { // a result stored without them: read it whole
@@ -177,12 +210,20 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 			}
 			switch status {
 			case domain.RunPassed:
-				passed++
+				outcome[idx] = 'p'
 			case domain.RunFailed:
-				failed++
+				outcome[idx] = 'f'
 			}
 			return nil
 		})
+	for _, o := range outcome {
+		switch o {
+		case 'p':
+			passed++
+		case 'f':
+			failed++
+		}
+	}
 	return passed, failed, err
 }
 

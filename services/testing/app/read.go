@@ -48,16 +48,18 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 // filter in stream, in stream order, reading through an ordered consumer
 // (nothing is held in memory).
 func EachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg) error) error {
-	return eachLast(ctx, js, stream, filter, false, fn)
+	return eachMsg(ctx, js, stream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 2000, fn)
 }
 
-// eachLast is EachLast; with headersOnly the messages carry their headers
-// only (and Nats-Msg-Size), not their data.
-func eachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, headersOnly bool, fn func(jetstream.Msg) error) error {
+// eachMsg calls fn with the messages of stream matching filter from
+// deliver on, in stream order, batch at a time; with headersOnly they
+// carry their headers only (and Nats-Msg-Size), not their data.
+func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
+	batch int, fn func(jetstream.Msg) error) error {
 	// An ephemeral consumer, deleted when done: a stream holds at most
 	// 1,000 consumers by default, and readers come often.
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject: filter, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy, AckPolicy: jetstream.AckNonePolicy,
+		FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
 		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
 	})
 	if err != nil {
@@ -75,7 +77,7 @@ func eachLast(ctx context.Context, js jetstream.JetStream, stream, filter string
 	if info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(2000))
+	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
 	if err != nil {
 		return err
 	}
