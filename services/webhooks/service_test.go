@@ -316,7 +316,8 @@ func TestManagementAPI(t *testing.T) {
 	}
 	code, m := h.do("ws_a", "GET", "/v1/convai/webhooks", "", "convai_read")
 	list := m["webhooks"].([]any)
-	if code != 200 || len(list) != 1 || list[0].(map[string]any)["webhook_id"] != id || list[0].(map[string]any)["secret"] != nil {
+	if hint := secret[:len("whsec_")+4] + "…"; code != 200 || len(list) != 1 || list[0].(map[string]any)["webhook_id"] != id ||
+		list[0].(map[string]any)["secret"] != nil || list[0].(map[string]any)["secret_hint"] != hint {
 		t.Fatalf("list: %d %v", code, m)
 	}
 	rc := list[0].(map[string]any)["retry_config"].(map[string]any)

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -67,12 +68,16 @@ func NewSecret() (string, error) {
 	return "whsec_" + base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// SecretHint shows the first characters of a secret: at most four, and
-// at most a quarter of it.
+// SecretHint shows the first characters of a secret after its "whsec_"
+// prefix (which tells nothing): at most four, and at most a quarter of it.
 func SecretHint(secret string) string {
-	n := min(4, utf8.RuneCountInString(secret)/4)
-	if n == 0 {
-		return "…"
+	prefix, rest := "", secret
+	if r, ok := strings.CutPrefix(secret, "whsec_"); ok {
+		prefix, rest = "whsec_", r
 	}
-	return string([]rune(secret)[:n]) + "…"
+	n := min(4, utf8.RuneCountInString(rest)/4)
+	if n == 0 {
+		return prefix + "…"
+	}
+	return prefix + string([]rune(rest)[:n]) + "…"
 }
