@@ -389,7 +389,23 @@ func TestCancelStopsRunsNotStarted(t *testing.T) {
 		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 10*time.Second, "resubmitted run queued", func() bool { return queued() == 1 })
-	if g := getInvocation(t, s, inv.ID); g.Status != "running" {
+	g := getInvocation(t, s, inv.ID)
+	if g.Status != "running" {
 		t.Fatalf("after resubmit: %s", g.Status)
+	}
+	// Only the resubmitted run may still run; the others stay cancelled.
+	for _, run := range g.TestRuns {
+		want := "cancelled"
+		if run.TestRunID == got.TestRuns[0].TestRunID {
+			want = "pending"
+		}
+		if run.Status != want {
+			t.Fatalf("after resubmitting one run, run %s is %s, want %s", run.TestRunID, run.Status, want)
+		}
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations?agent_id="+agent, adminKey, "")
+	listed := r.JSON(t)["results"].([]any)[0].(map[string]any)
+	if listed["pending_count"] != float64(1) || listed["cancelled_count"] != float64(4) {
+		t.Fatalf("listing after resubmitting one run: %v", listed)
 	}
 }

@@ -192,6 +192,10 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	total := len(inv.GetTests()) * repeat
 	seen := domain.NewBitset(total)
 	expected := ExpectedAttempts(inv)
+	latestAttempt := int32(0) // the running resubmission's attempt
+	if rs := inv.GetResubmissions(); len(rs) > 0 {
+		latestAttempt = rs[len(rs)-1].GetAttempt()
+	}
 	views := map[uint64]RunTestView{}
 	info := func(pt *testingv1.PlannedTest) (RunTestView, error) {
 		if v, ok := views[pt.GetTestStreamSeq()]; ok {
@@ -218,9 +222,9 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		}
 		first = false
 		if res == nil {
-			return pending.write(bw, inv, idx/repeat, ti, runID)
+			return pending.write(bw, inv, idx/repeat, ti, runID, UnrunStatus(inv, expected[runID] == latestAttempt))
 		}
-		return writeRun(bw, RunView(inv, pt, ti, runID, res))
+		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
 	}
 	err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 		if created {
@@ -309,8 +313,10 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 	for _, d := range kept[start:end] {
 		runs := d.Runs
 		passed, failed := d.PassedCount, d.FailedCount
+		pending := int64(-1) // the runs not yet done, when not all the rest
 		switch {
 		case d.Status == domain.InvocationCompleted:
+			pending = 0 // a run without a result was cancelled before it started
 		case d.Attempt <= 1:
 			done, p, err := a.Counts(ctx, d.ID, 1)
 			if err != nil {
@@ -328,10 +334,17 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 			resubmitted := max(d.AttemptRuns-done, 0)
 			passed = min(passed, runs-resubmitted)
 			failed = min(failed, max(runs-resubmitted-passed, 0))
+			if d.Status == domain.InvocationRunning {
+				pending = resubmitted
+			}
 		}
-		pending, cancelled := max(runs-passed-failed, 0), int64(0)
+		unrun := max(runs-passed-failed, 0)
+		if pending < 0 || pending > unrun {
+			pending = unrun
+		}
+		cancelled := unrun - pending
 		if d.Status == domain.InvocationCancelled {
-			cancelled, pending = pending, 0
+			cancelled, pending = unrun, 0
 		}
 		out = append(out, map[string]any{
 			"id": d.ID, "agent_id": d.AgentID, "branch_id": d.BranchID, "created_at_unix_secs": d.CreatedAtUnix,

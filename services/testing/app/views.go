@@ -223,10 +223,23 @@ type usageJSON struct {
 	ModelCalls       int32  `json:"model_calls"`
 }
 
+// UnrunStatus is the status of a run without a result for its newest
+// attempt: pending while it may still run, else cancelled (the invocation
+// was cancelled before the run started, and no later resubmission, or
+// not the running one (inLatestRound), named it).
+func UnrunStatus(inv *testingv1.Invocation, inLatestRound bool) string {
+	switch {
+	case inv.GetStatus() == domain.InvocationCancelled, inv.GetStatus() == domain.InvocationCompleted:
+		return domain.RunCancelled
+	case len(inv.GetResubmissions()) > 0 && !inLatestRound:
+		return domain.RunCancelled
+	}
+	return domain.RunPending
+}
+
 // RunView is one run (spec 2.3, every field present). res is nil for a
-// run without a result for its newest attempt; status is then pending, or
-// cancelled when the invocation was.
-func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult) runJSON {
+// run without a result for its newest attempt, whose status is unrun.
+func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult, unrun string) runJSON {
 	name := orDefault(pt.GetTestName(), "Unknown Test")
 	v := runJSON{
 		TestRunID: runID, TestInvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), Status: domain.RunPending,
@@ -237,8 +250,11 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 		RootFolderID: pt.GetRootFolderId(), RootFolderName: pt.GetRootFolderName(), Environment: tv.Environment,
 	}
 	v.ConditionResult.Result, v.ConditionResult.Rationale.Messages = domain.ConditionUnknown, []string{}
+	if unrun != "" {
+		v.Status = unrun
+	}
 	if inv.GetStatus() == domain.InvocationCancelled {
-		v.Status, v.LastUpdatedAtUnix = domain.RunCancelled, inv.GetCancelledAtUnix()
+		v.LastUpdatedAtUnix = inv.GetCancelledAtUnix()
 	}
 	if res != nil {
 		v.Status, v.ConditionResult.Result, v.ConditionResult.Rationale.Summary = res.GetStatus(), res.GetConditionResult(), res.GetRationaleSummary()
@@ -274,17 +290,23 @@ func writeRun(w io.Writer, v runJSON) error {
 }
 
 // pendingRuns writes runs without a result quickly: they differ only by
-// their id among the runs of one test, so each test's JSON is built once
-// around a placeholder id.
-type pendingRuns map[int][2][]byte // test index -> JSON before and after the id
+// their id among the runs of one test with one status, so that JSON is
+// built once around a placeholder id.
+type pendingRuns map[pendingKey][2][]byte // JSON before and after the id
+
+type pendingKey struct {
+	test   int
+	status string
+}
 
 const runIDPlaceholder = `\u0000run_id\u0000` // as encoding/json writes "\x00run_id\x00"
 
-func (p pendingRuns) write(w io.Writer, inv *testingv1.Invocation, testIndex int, tv RunTestView, runID string) error {
-	t, ok := p[testIndex]
+func (p pendingRuns) write(w io.Writer, inv *testingv1.Invocation, testIndex int, tv RunTestView, runID, status string) error {
+	key := pendingKey{testIndex, status}
+	t, ok := p[key]
 	if !ok {
 		var b bytes.Buffer
-		if err := writeRun(&b, RunView(inv, inv.GetTests()[testIndex], tv, "\x00run_id\x00", nil)); err != nil {
+		if err := writeRun(&b, RunView(inv, inv.GetTests()[testIndex], tv, "\x00run_id\x00", nil, status)); err != nil {
 			return err
 		}
 		before, after, found := bytes.Cut(b.Bytes(), []byte(runIDPlaceholder))
@@ -292,7 +314,7 @@ func (p pendingRuns) write(w io.Writer, inv *testingv1.Invocation, testIndex int
 			return fmt.Errorf("run template without its id placeholder")
 		}
 		t = [2][]byte{before, after}
-		p[testIndex] = t
+		p[key] = t
 	}
 	for _, part := range [][]byte{t[0], []byte(runID), t[1]} {
 		if _, err := w.Write(part); err != nil {

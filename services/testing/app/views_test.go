@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // A pending run written from its test's template is the run RunView
@@ -15,15 +17,16 @@ func TestPendingRunTemplateMatchesTheView(t *testing.T) {
 	test := &testingv1.Test{TestId: "test_1", Type: "llm", DefinitionJson: []byte(`{"name":"Hours","success_condition":"open",
 	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":2}],"environment":"staging"}`)}
 	inv := &testingv1.Invocation{InvocationId: "tinv_1", WorkspaceId: "ws", AgentId: "agent_1", RepeatCount: 2, CreatedAtUnix: 1700000000,
+		Status:         domain.InvocationRunning,
 		RanByUserEmail: "a@example.com", Tests: []*testingv1.PlannedTest{{TestId: "test_1", TestName: "Hours", TestType: "llm"}}}
 	tv := NewRunTestView(test)
 	pending := pendingRuns{}
 	for _, id := range []string{"trun_tinv_1_0", "trun_tinv_1_1"} {
 		var fromTemplate, direct bytes.Buffer
-		if err := pending.write(&fromTemplate, inv, 0, tv, id); err != nil {
+		if err := pending.write(&fromTemplate, inv, 0, tv, id, UnrunStatus(inv, false)); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeRun(&direct, RunView(inv, inv.GetTests()[0], tv, id, nil)); err != nil {
+		if err := writeRun(&direct, RunView(inv, inv.GetTests()[0], tv, id, nil, UnrunStatus(inv, false))); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(fromTemplate.Bytes(), direct.Bytes()) {
@@ -37,6 +40,30 @@ func TestPendingRunTemplateMatchesTheView(t *testing.T) {
 		if run["test_run_id"] != id || run["status"] != "pending" || run["environment"] != "staging" || info["name"] != "Hours" ||
 			!reflect.DeepEqual(run["agent_responses"], []any{}) {
 			t.Fatalf("pending run: %v", run)
+		}
+	}
+}
+
+// A run without a result is pending while it may still run, and
+// cancelled once it cannot: its invocation was cancelled, or completed
+// after a resubmission that did not name it.
+func TestUnrunStatus(t *testing.T) {
+	resubmitted := []*testingv1.Resubmission{{Attempt: 2, RunIds: []string{"trun_i_0"}}}
+	for _, c := range []struct {
+		status        string
+		resubmissions []*testingv1.Resubmission
+		inLatest      bool
+		want          string
+	}{
+		{domain.InvocationRunning, nil, false, domain.RunPending},
+		{domain.InvocationCancelled, nil, false, domain.RunCancelled},
+		{domain.InvocationCompleted, resubmitted, false, domain.RunCancelled},
+		{domain.InvocationRunning, resubmitted, true, domain.RunPending},
+		{domain.InvocationRunning, resubmitted, false, domain.RunCancelled},
+	} {
+		inv := &testingv1.Invocation{Status: c.status, Resubmissions: c.resubmissions}
+		if got := UnrunStatus(inv, c.inLatest); got != c.want {
+			t.Errorf("%s, %d resubmissions, in latest round %v: %s, want %s", c.status, len(c.resubmissions), c.inLatest, got, c.want)
 		}
 	}
 }

@@ -10,7 +10,9 @@ import (
 //
 //	pending ──runner──▶ passed | failed
 //	pending ──cancel──▶ cancelled      (the run had not started)
-//	passed|failed ──resubmit──▶ pending (a new attempt)
+//	passed|failed|cancelled ──resubmit──▶ pending (a new attempt)
+//
+// A cancelled run that a later resubmission does not name stays cancelled.
 const (
 	RunPending   = "pending"
 	RunPassed    = "passed"
