@@ -1,0 +1,52 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// EnsuringAgainUpdatesNothing runs ensure (a service's stream setup, which
+// every process runs when it starts) on a fresh server, then again, and
+// fails the test if the second time updated a stream: an update races in
+// the server with consumers being created.
+func EnsuringAgainUpdatesNothing(t *testing.T, ensure func(context.Context, jetstream.JetStream) error) {
+	t.Helper()
+	nc, err := nats.Connect(StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if err := ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ensure(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	// The server sends advisories in order: the first must be the
+	// marker's, updated after the second ensure.
+	marker := jetstream.StreamConfig{Name: "ENSURE_MARKER", Subjects: []string{"ensure.marker"}}
+	if _, err := js.CreateStream(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	marker.Description = "updated"
+	if _, err := js.UpdateStream(ctx, marker); err != nil {
+		t.Fatal(err)
+	}
+	m, err := updates.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Subject != "$JS.EVENT.ADVISORY.STREAM.UPDATED.ENSURE_MARKER" {
+		t.Fatalf("ensuring existing streams sent an update: %s", m.Subject)
+	}
+}
