@@ -76,3 +76,39 @@ func TestIDLookupsUseAnIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The store starts again over files that carry the added index, and
+// reads and writes as before.
+func TestIDIndexSurvivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	for round := range 2 {
+		m, err := StartMongo(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client, err := mongo.Connect(options.Client().ApplyURI(m.URI))
+		if err != nil {
+			t.Fatal(err)
+		}
+		coll := client.Database("idx").Collection("docs")
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("doc_%d", round)}}); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if err := indexIDPaths(ctx, dir); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != int64(round+1) {
+			t.Fatalf("round %d: %d documents, %v", round, n, err)
+		}
+		if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: "nope"}}); err != nil {
+			t.Fatalf("round %d: delete by id: %v", round, err)
+		}
+		// As every service does when it starts.
+		if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "n", Value: 1}}}); err != nil {
+			t.Fatalf("round %d: create index: %v", round, err)
+		}
+		_ = client.Disconnect(ctx)
+		m.Close()
+	}
+}
