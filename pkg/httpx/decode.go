@@ -19,18 +19,9 @@ const DefaultMaxBody = 1 << 20
 // oversized body is a 413. Unknown fields are ignored, as the public SDK
 // strips nothing it does not know and clients may be newer than we are.
 func DecodeJSON(r *http.Request, maxBytes int64, dst any) error {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBody
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+	body, err := ReadBody(r, maxBytes)
 	if err != nil {
-		return BadRequest("unreadable_body", "The request body could not be read.")
-	}
-	if int64(len(body)) > maxBytes {
-		return NewError(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", maxBytes))
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}
+		return err
 	}
 	return decodeBytes(body, dst)
 }
