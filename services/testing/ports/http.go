@@ -68,14 +68,6 @@ func caller(w http.ResponseWriter, r *http.Request, perms []string) (app.Caller,
 		CommandID: r.Header.Get("Idempotency-Key")}, true
 }
 
-func fail(w http.ResponseWriter, r *http.Request, err error) {
-	if v, ok := err.(httpx.ValidationErrors); ok {
-		httpx.WriteValidation(w, r, v)
-		return
-	}
-	httpx.WriteError(w, r, err)
-}
-
 func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
 	c, ok := caller(w, r, writePerms)
 	if !ok {
@@ -83,12 +75,12 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	t, err := h.app.CreateTest(r.Context(), c, body)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": t.GetTestId()})
@@ -101,7 +93,7 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
 	}
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
@@ -114,12 +106,12 @@ func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	t, err := h.app.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
@@ -131,7 +123,7 @@ func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
@@ -210,12 +202,12 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 		tq.AfterCreated, tq.AfterID, tq.HasAfter = pos.Created, pos.ID, true
 	}
 	if err := v.Err(); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	views, page, more, err := h.app.ListTests(r.Context(), tq)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
@@ -235,16 +227,16 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) {
 		TestIDs *[]string `json:"test_ids"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if in.TestIDs == nil {
-		fail(w, r, httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}})
+		httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}})
 		return
 	}
 	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, *in.TestIDs)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
@@ -260,11 +252,11 @@ func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
 		MoveTo    *string   `json:"move_to"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if in.EntityIDs == nil {
-		fail(w, r, httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}})
+		httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}})
 		return
 	}
 	moveTo := ""
@@ -273,7 +265,7 @@ func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := h.app.BulkMove(r.Context(), c, *in.EntityIDs, moveTo)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"moved_count": n, "move_to": nullable(moveTo)})
@@ -309,11 +301,11 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if err := in.validate(); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	parent := ""
@@ -322,7 +314,7 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(*in.Name), parent)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": f.GetFolderId(), "name": f.GetName()})
@@ -331,7 +323,7 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
 func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) {
 	view, err := h.app.FolderView(r.Context(), ws, f)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, view)
@@ -344,7 +336,7 @@ func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	h.writeFolder(w, r, c.WorkspaceID, f)
@@ -357,16 +349,16 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if err := in.validate(); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(*in.Name))
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	h.writeFolder(w, r, c.WorkspaceID, f)
@@ -380,11 +372,11 @@ func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) {
 	var v httpx.Validator
 	force := boolParam(r, &v, "force")
 	if err := v.Err(); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], force); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -397,12 +389,12 @@ func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) {
 	}
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	inv, err := h.app.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	h.writeInvocation(w, r, inv, true)
@@ -426,7 +418,7 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	h.writeInvocation(w, r, inv, false)
@@ -465,12 +457,12 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 		q.AfterCreated, q.AfterID, q.HasAfter = pos.Created, pos.ID, true
 	}
 	if err := v.Err(); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	results, lastCreated, lastID, more, err := h.app.ListInvocations(r.Context(), q)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
@@ -488,7 +480,7 @@ func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "cancelled": true})
@@ -501,12 +493,12 @@ func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	var in app.ResubmitInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	inv, err := h.app.Resubmit(r.Context(), c, mux.Vars(r)["invocation_id"], in)
 	if err != nil {
-		fail(w, r, err)
+		httpx.WriteError(w, r, err)
 		return
 	}
 	rs := inv.GetResubmissions()
