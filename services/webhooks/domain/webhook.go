@@ -55,40 +55,33 @@ type HostAllowed func(host string) bool
 
 // ValidateCreate checks a create body and applies the defaults.
 func ValidateCreate(in Input, allowed HostAllowed) (Spec, error) {
-	var v httpx.Validator
-	s := Spec{Active: true, Retry: DefaultRetryPolicy()}
-	if in.URL == nil {
-		v.Add("Field required", "missing", "body", "url")
-	} else {
-		s.URL = checkURL(&v, *in.URL, allowed)
-	}
-	if in.Events == nil {
-		v.Add("Field required", "missing", "body", "events")
-	} else {
-		s.Events = checkEvents(&v, in.Events)
-	}
-	if in.Secret != nil {
-		s.Secret = checkSecret(&v, *in.Secret)
-	}
-	if in.Active != nil {
-		s.Active = *in.Active
-	}
-	if in.RetryConfig != nil {
-		s.Retry = checkRetry(&v, *in.RetryConfig, DefaultRetryPolicy(), true)
-	}
-	return s, v.Err()
+	return validate(in, Spec{Active: true, Retry: DefaultRetryPolicy()}, allowed, true)
 }
 
 // ValidateUpdate checks an update body against the current definition:
 // fields present replace the current ones (retry_config field by field).
 func ValidateUpdate(in Input, cur Spec, allowed HostAllowed) (Spec, error) {
+	cur.Secret = ""
+	return validate(in, cur, allowed, false)
+}
+
+// validate applies the fields present in in to s; a create also requires
+// url and events.
+func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) {
 	var v httpx.Validator
-	s := cur
-	s.Secret = ""
-	if in.URL != nil {
+	required := func(field string) {
+		if create {
+			v.Add("Field required", "missing", "body", field)
+		}
+	}
+	if in.URL == nil {
+		required("url")
+	} else {
 		s.URL = checkURL(&v, *in.URL, allowed)
 	}
-	if in.Events != nil {
+	if in.Events == nil {
+		required("events")
+	} else {
 		s.Events = checkEvents(&v, in.Events)
 	}
 	if in.Secret != nil {
@@ -98,7 +91,7 @@ func ValidateUpdate(in Input, cur Spec, allowed HostAllowed) (Spec, error) {
 		s.Active = *in.Active
 	}
 	if in.RetryConfig != nil {
-		s.Retry = checkRetry(&v, *in.RetryConfig, cur.Retry, false)
+		s.Retry = checkRetry(&v, *in.RetryConfig, s.Retry)
 	}
 	return s, v.Err()
 }
@@ -174,7 +167,7 @@ func checkSecret(v *httpx.Validator, s string) string {
 	return ""
 }
 
-func checkRetry(v *httpx.Validator, in RetryConfigInput, base RetryPolicy, create bool) RetryPolicy {
+func checkRetry(v *httpx.Validator, in RetryConfigInput, base RetryPolicy) RetryPolicy {
 	p := base
 	rangeCheck := func(val *int64, lo, hi int64, field string, dst *int) {
 		if val == nil {
@@ -192,7 +185,9 @@ func checkRetry(v *httpx.Validator, in RetryConfigInput, base RetryPolicy, creat
 	if in.ExponentialBackoff != nil {
 		p.ExponentialBackoff = *in.ExponentialBackoff
 	}
-	if in.MaxDelay == nil && (create || p.MaxDelay < p.RetryDelay) {
+	// Without max_delay, one below retry_delay is raised (a create starts
+	// from DefaultMaxDelay, so it gets max(DefaultMaxDelay, retry_delay)).
+	if in.MaxDelay == nil && p.MaxDelay < p.RetryDelay {
 		p.MaxDelay = max(DefaultMaxDelay, p.RetryDelay)
 	}
 	if p.MaxDelay < p.RetryDelay {
