@@ -50,17 +50,16 @@ type Worker struct {
 	touched map[string]*progress // invocations with stored results since the last check
 }
 
-// storing is a run result on its way to the stream, or (last) the end of
-// a job's results: the job is acked once the stream has all of them.
+// storing is a run result on its way to the stream (ack set), or, with
+// ack nil, the end of a job's results: the job is acked once the stream
+// has all of them.
 type storing struct {
 	job     *jobAck
-	ack     jetstream.PubAckFuture // nil for the job's last entry
-	last    bool
+	ack     jetstream.PubAckFuture
 	ws      string
 	inv     string
 	attempt int32
 	passed  bool
-	count   bool
 }
 
 // jobAck is a job whose results are being stored; failed when one of
@@ -272,7 +271,7 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 			return
 		}
 	}
-	w.stored <- storing{job: ja, last: true, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
+	w.stored <- storing{job: ja, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
 }
 
 // ackStored acks each job once the stream has stored its results, in the
@@ -288,13 +287,10 @@ func (w *Worker) ackStored() {
 				s.job.failed = true
 				continue
 			}
-		}
-		if s.last {
-			if s.job.failed {
-				_ = s.job.msg.NakWithDelay(w.RetryDelay)
-			} else {
-				_ = s.job.msg.Ack()
-			}
+		} else if s.job.failed {
+			_ = s.job.msg.NakWithDelay(w.RetryDelay)
+		} else {
+			_ = s.job.msg.Ack()
 		}
 		w.mu.Lock()
 		p := w.touched[s.inv]
@@ -302,7 +298,7 @@ func (w *Worker) ackStored() {
 			p = &progress{ws: s.ws, counts: map[int32]*[2]int64{}}
 			w.touched[s.inv] = p
 		}
-		if s.count {
+		if s.ack != nil { // a stored result, not a job's end
 			c := p.counts[s.attempt]
 			if c == nil {
 				c = &[2]int64{}
@@ -459,7 +455,7 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 			return err
 		}
 	}
-	w.stored <- storing{job: ja, last: true, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
+	w.stored <- storing{job: ja, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
 	return nil
 }
 
@@ -479,7 +475,7 @@ func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, 
 		return err
 	}
 	w.stored <- storing{job: ja, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), attempt: job.GetAttempt(),
-		passed: res.GetStatus() == domain.RunPassed, count: true}
+		passed: res.GetStatus() == domain.RunPassed}
 	return nil
 }
 
