@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -84,6 +85,24 @@ func Decode(rec eventstore.Record) (proto.Message, error) {
 		return nil, fmt.Errorf("decode %s at seq %d: %w", rec.Type, rec.Seq, err)
 	}
 	return msg, nil
+}
+
+// DecodeMsg turns a consumed message into its contract message.
+func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
+	rec, err := eventstore.RecordFromMsg(m)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(rec)
+}
+
+// At loads the event stored at seq.
+func At(ctx context.Context, st *eventstore.Store, seq uint64) (proto.Message, error) {
+	rec, err := st.At(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	return Decode(rec)
 }
 
 // Last loads the newest event of subject: with state-carrying events it is

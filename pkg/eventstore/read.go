@@ -83,6 +83,19 @@ func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) 
 	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), true, nil
 }
 
+// At returns the event stored at seq (one direct get).
+func (s *Store) At(ctx context.Context, seq uint64) (Record, error) {
+	str, err := StreamOf(ctx, s.js, s.stream)
+	if err != nil {
+		return Record{}, err
+	}
+	m, err := str.GetMsg(ctx, seq)
+	if err != nil {
+		return Record{}, fmt.Errorf("%s at %d: %w", s.stream, seq, err)
+	}
+	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), nil
+}
+
 // Load returns subject's whole history in order and its last sequence
 // (0 for an empty subject). It reads up to the last sequence as of the
 // call, so it never waits for events that may never come.

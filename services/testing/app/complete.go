@@ -15,6 +15,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -176,10 +177,7 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 	expected := ExpectedAttempts(inv)
 	total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
 	outcome := make([]byte, total) // per run: 0 none yet, 'p' passed, 'f' failed
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
-	if err != nil {
-		return 0, 0, err
-	}
+	results := eventstore.New(a.JS, events.TestRunsStream)
 	err = eachMsg(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
 		jetstream.DeliverAllPolicy, true, 10_000, func(m jetstream.Msg) error {
 			runID := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
@@ -194,12 +192,7 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 				if err != nil {
 					return err
 				}
-				raw, err := stream.GetMsg(ctx, md.Sequence.Stream)
-				if err != nil {
-					return err
-				}
-				run, err := decodeRecord(eventstore.Record{Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
-					Type: raw.Header.Get(events.HeaderEventType)})
+				run, err := runOf(esproto.At(ctx, results, md.Sequence.Stream))
 				if err != nil {
 					return err
 				}

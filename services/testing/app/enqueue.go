@@ -14,7 +14,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -56,11 +55,7 @@ func (a *App) RunEnqueuer(ctx context.Context) error {
 }
 
 func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
-	rec, err := eventstore.RecordFromMsg(m)
-	if err != nil {
-		return err
-	}
-	msg, err := esproto.Decode(rec)
+	msg, err := esproto.DecodeMsg(m)
 	if err != nil {
 		return err
 	}

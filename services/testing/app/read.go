@@ -13,27 +13,18 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // TestAt reads the version of a test stored at seq of stream TESTING.
 func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestingStream)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := stream.GetMsg(ctx, seq)
-	if err != nil {
-		return nil, fmt.Errorf("test version at seq %d: %w", seq, err)
-	}
-	msg, err := esproto.Decode(eventstore.Record{Seq: raw.Sequence, Subject: raw.Subject, Header: raw.Header, Data: raw.Data,
-		Type: raw.Header.Get(events.HeaderEventType)})
+	msg, err := esproto.At(ctx, a.Tests.Store, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -100,24 +91,14 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 	}
 }
 
-// decodeRun reads a RunCompleted message.
-func decodeRun(m jetstream.Msg) (*testingv1.RunResult, error) {
-	rec, err := eventstore.RecordFromMsg(m)
-	if err != nil {
-		return nil, err
-	}
-	return decodeRecord(rec)
-}
-
-// decodeRecord reads a stored RunCompleted event.
-func decodeRecord(rec eventstore.Record) (*testingv1.RunResult, error) {
-	msg, err := esproto.Decode(rec)
+// runOf is the result a RunCompleted event carries.
+func runOf(msg proto.Message, err error) (*testingv1.RunResult, error) {
 	if err != nil {
 		return nil, err
 	}
 	ev, ok := msg.(*testingv1.RunCompleted)
 	if !ok {
-		return nil, errors.New("not a run result: " + rec.Type)
+		return nil, fmt.Errorf("not a run result: %T", msg)
 	}
 	return ev.GetRun(), nil
 }
@@ -127,7 +108,7 @@ func decodeRecord(rec eventstore.Record) (*testingv1.RunResult, error) {
 func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn func(*testingv1.RunResult) error) error {
 	return EachLast(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
 		func(m jetstream.Msg) error {
-			r, err := decodeRun(m)
+			r, err := runOf(esproto.DecodeMsg(m))
 			if err != nil {
 				return err
 			}
@@ -163,11 +144,7 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		var groups []*testingv1.ResultGroup
 		err := EachLast(ctx, a.JS, events.TestRunsStream, events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
 			func(m jetstream.Msg) error {
-				rec, err := eventstore.RecordFromMsg(m)
-				if err != nil {
-					return err
-				}
-				msg, err := esproto.Decode(rec)
+				msg, err := esproto.DecodeMsg(m)
 				if err != nil {
 					return err
 				}
