@@ -10,6 +10,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -100,7 +101,7 @@ func (a *App) Health(ctx context.Context, workspaceID string) ([]HealthRow, erro
 	hooks := a.Registry.List(workspaceID)
 	backlog := map[string]uint64{}
 	if len(hooks) > 0 {
-		str, err := a.JS.Stream(ctx, events.WebhookDeliveriesStream)
+		str, err := eventstore.StreamOf(ctx, a.JS, events.WebhookDeliveriesStream)
 		if err != nil {
 			return nil, err
 		}
