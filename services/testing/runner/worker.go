@@ -203,7 +203,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	if job.GetKind() == "bucketing" {
-		if err := w.bucket(ctx, m, &job); err != nil {
+		if err := w.bucket(ctx, &job, delivered); err != nil {
 			w.Log.Warn("runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
 			_ = m.NakWithDelay(w.RetryDelay)
 			return
@@ -211,7 +211,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		_ = m.Ack()
 		return
 	}
-	if err := w.run(ctx, m, &job); err != nil {
+	if err := w.run(ctx, m, &job, delivered > 1); err != nil {
 		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
 		_ = m.NakWithDelay(w.RetryDelay)
 	}
@@ -398,7 +398,9 @@ func (w *Worker) definition(ctx context.Context, seq uint64) (domain.TestInput, 
 	return d, nil
 }
 
-func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
+// run executes the job's runs; redelivered: an earlier delivery may have
+// stored some of their results.
+func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, redelivered bool) error {
 	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
 	if err != nil {
 		return err
@@ -410,8 +412,6 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 	}
 	// A redelivery: an earlier attempt may have stored some results before
 	// its worker died. Never run a run twice.
-	md, _ := m.Metadata()
-	redelivered := md != nil && md.NumDelivered > 1
 	ja := &jobAck{msg: m}
 	for idx := first; idx < first+count; idx++ {
 		if idx > first {
@@ -524,7 +524,7 @@ func (w *Worker) incr(ctx context.Context, subject string, n int64) error {
 
 // bucket groups a finished invocation's runs per test and records the
 // groups; after repeated failures it records bucketing as failed.
-func (w *Worker) bucket(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
+func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered uint64) error {
 	inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
 	if err != nil {
 		return err
@@ -534,7 +534,7 @@ func (w *Worker) bucket(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 	}
 	groups, err := w.groups(ctx, inv)
 	if err != nil {
-		if md, _ := m.Metadata(); md != nil && md.NumDelivered >= 3 {
+		if delivered >= 3 {
 			return w.finishBucketing(ctx, inv, "Grouping the results failed: "+err.Error())
 		}
 		return err
