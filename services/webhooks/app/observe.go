@@ -25,11 +25,6 @@ const (
 	MaxLogLimit     = adapters.RecentAttempts
 )
 
-// TestResult is the outcome of a test delivery.
-type TestResult struct {
-	Attempt *webhooksv1.DeliveryAttempt
-}
-
 // Test sends one real, signed delivery of eventType with a sample payload
 // to the webhook, now, and reports the outcome (it is not retried). It is
 // recorded in the delivery log, marked as a test, and left out of health.
