@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -203,22 +202,21 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		}
 		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
 	}
-	err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
-		if created {
-			return errDone
+	if !created { // a new invocation is written as created: no result is read
+		err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
+			idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
+			if err != nil || idx >= total || seen.Has(idx) {
+				return nil
+			}
+			if r.GetAttempt() < max(expected[r.GetRunId()], 1) {
+				return nil // a newer attempt is pending: shown below
+			}
+			seen.Set(idx)
+			return emit(idx, r.GetRunId(), r)
+		})
+		if err != nil {
+			return err
 		}
-		idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
-		if err != nil || idx >= total || seen.Has(idx) {
-			return nil
-		}
-		if r.GetAttempt() < max(expected[r.GetRunId()], 1) {
-			return nil // a newer attempt is pending: shown below
-		}
-		seen.Set(idx)
-		return emit(idx, r.GetRunId(), r)
-	})
-	if err != nil && err != errDone {
-		return err
 	}
 	for idx := range total {
 		if !seen.Has(idx) {
@@ -230,8 +228,6 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	bw.WriteString("]}")
 	return bw.Flush()
 }
-
-var errDone = errors.New("done")
 
 // InvocationQuery is a listing request.
 type InvocationQuery struct {
