@@ -137,6 +137,16 @@ func (r *Registry) Get(workspaceID, id string) (*webhooksv1.Webhook, bool) {
 	return e.w, true
 }
 
+// Known reports whether the registry has applied any event of webhook id,
+// deleted ones included: catching up with the stream cannot make such a
+// webhook appear in Get where it does not already.
+func (r *Registry) Known(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.byID[id]
+	return ok
+}
+
 // List returns the workspace's live webhooks, oldest first.
 func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 	r.mu.RLock()

@@ -59,8 +59,9 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 		return
 	}
 	w, ok := d.Registry.Get(job.GetWorkspaceId(), job.GetWebhookId())
-	if !ok {
-		// Created on another replica a moment ago? Catch up once.
+	if !ok && !d.Registry.Known(job.GetWebhookId()) {
+		// Created on another replica a moment ago? Catch up once. (Jobs of
+		// a deleted webhook skip this stream request: it stays deleted.)
 		_ = d.Registry.WaitCurrent(d.ctx, time.Now())
 		w, ok = d.Registry.Get(job.GetWorkspaceId(), job.GetWebhookId())
 	}
