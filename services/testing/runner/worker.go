@@ -462,8 +462,7 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 // publishResult stores a run's result; the job is acked once all of its
 // results are stored.
 func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
-	meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: job.GetWorkspaceId(),
-		CommandId: res.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))}
+	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), time.Now())
 	msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
 		return err
@@ -500,12 +499,8 @@ func (w *Worker) heartbeat(m jetstream.Msg) (stop func()) {
 // recorded returns the status of the run's result for attempt, or "" when
 // none is recorded yet.
 func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (string, error) {
-	rec, found, err := eventstore.New(w.App.JS, events.TestRunsStream).Last(ctx, subject)
+	msg, _, found, err := esproto.Last(ctx, eventstore.New(w.App.JS, events.TestRunsStream), subject)
 	if err != nil || !found {
-		return "", err
-	}
-	msg, err := esproto.Decode(rec)
-	if err != nil {
 		return "", err
 	}
 	if ev, ok := msg.(*testingv1.RunCompleted); ok && ev.GetRun().GetAttempt() >= attempt {
@@ -541,8 +536,7 @@ func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered ui
 	}
 	store := eventstore.New(w.App.JS, events.TestRunsStream)
 	for _, g := range groups {
-		meta := &commonv1.EventMeta{EventId: ids.New("evt"), OccurredAtUnixMs: time.Now().UnixMilli(), WorkspaceId: inv.GetWorkspaceId(),
-			CommandId: fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal())}
+		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), time.Now())
 		subject := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
 		if _, err := esproto.Append(ctx, store, subject, eventstore.AnySeq, meta, &testingv1.ResultGroupComputed{Meta: meta, InvocationId: inv.GetInvocationId(), Group: g}); err != nil {
 			return err
