@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -171,8 +172,12 @@ func (rm *ReadModel) ApplyFolder(ctx context.Context, seq uint64, f *testingv1.F
 }
 
 func (rm *ReadModel) ApplyInvocation(ctx context.Context, seq uint64, inv *testingv1.Invocation) error {
-	if _, err := projection.Upsert(ctx, rm.InvocationTests, inv.GetInvocationId(), seq, InvTestsDoc(inv)); err != nil {
-		return err
+	// An invocation's tests never change: their ids are written once, from
+	// the state only creation leaves (running, never resubmitted).
+	if inv.GetStatus() == domain.InvocationRunning && len(inv.GetResubmissions()) == 0 {
+		if _, err := projection.Upsert(ctx, rm.InvocationTests, inv.GetInvocationId(), seq, InvTestsDoc(inv)); err != nil {
+			return err
+		}
 	}
 	_, err := projection.Upsert(ctx, rm.Invocations, inv.GetInvocationId(), seq, InvDoc(inv))
 	return err
@@ -195,24 +200,25 @@ func EntriesHandler(_ context.Context, rec eventstore.Record) (string, any, erro
 
 // InvocationsHandler projects invocations.
 func InvocationsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, err
-	}
-	if inv, ok := StateOf(msg).(*testingv1.Invocation); ok {
-		return inv.GetInvocationId(), InvDoc(inv), nil
-	}
-	return "", nil, nil
+	return invocationHandler(rec, func(inv *testingv1.Invocation) any { return InvDoc(inv) })
 }
 
-// InvocationTestsHandler projects invocations' test ids.
+// InvocationTestsHandler projects invocations' test ids, which only
+// invocation_created sets.
 func InvocationTestsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
+	if rec.Type != events.TypeInvocationCreated {
+		return "", nil, nil
+	}
+	return invocationHandler(rec, func(inv *testingv1.Invocation) any { return InvTestsDoc(inv) })
+}
+
+func invocationHandler(rec eventstore.Record, doc func(*testingv1.Invocation) any) (string, any, error) {
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		return "", nil, err
 	}
 	if inv, ok := StateOf(msg).(*testingv1.Invocation); ok {
-		return inv.GetInvocationId(), InvTestsDoc(inv), nil
+		return inv.GetInvocationId(), doc(inv), nil
 	}
 	return "", nil, nil
 }
