@@ -19,16 +19,7 @@ import (
 )
 
 func (d *Dispatcher) startDelivery() error {
-	cfg := jetstream.ConsumerConfig{
-		Durable:       DeliverDurable,
-		FilterSubject: events.WebhookDeliveriesAll,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.AckWait,
-		MaxDeliver:    -1, // attempts are bounded by each webhook's retry_config
-		MaxAckPending: d.opts.MaxAckPending,
-	}
-	return d.consume(events.WebhookDeliveriesStream, cfg, d.opts.Workers, func(m jetstream.Msg) {
+	return d.consume(events.WebhookDeliveriesStream, DeliverDurable, events.WebhookDeliveriesAll, d.opts.MaxAckPending, d.opts.Workers, func(m jetstream.Msg) {
 		select {
 		case d.slots <- struct{}{}:
 		case <-d.ctx.Done():

@@ -137,7 +137,19 @@ func (d *Dispatcher) track() bool {
 	return true
 }
 
-func (d *Dispatcher) consume(stream string, cfg jetstream.ConsumerConfig, batch int, h jetstream.MessageHandler) error {
+// consume runs h on the durable consumer of stream shared by every
+// replica: explicit acks, redelivered after AckWait, never given up on
+// (a job's attempts are bounded by its webhook's retry_config instead).
+func (d *Dispatcher) consume(stream, durable, filter string, maxAckPending, batch int, h jetstream.MessageHandler) error {
+	cfg := jetstream.ConsumerConfig{
+		Durable:       durable,
+		FilterSubject: filter,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       d.opts.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: maxAckPending,
+	}
 	cons, err := d.JS.CreateOrUpdateConsumer(d.ctx, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)

@@ -20,17 +20,15 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
+// Fan-out consumers pull events in batches of fanoutBatch and hold at
+// most fanoutMaxAckPending unacknowledged.
+const (
+	fanoutBatch         = 256
+	fanoutMaxAckPending = 1000
+)
+
 func (d *Dispatcher) startFanout() error {
-	cfg := jetstream.ConsumerConfig{
-		Durable:       FanoutPlatformDurable,
-		FilterSubject: events.PlatformAll,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: 1000,
-	}
-	if err := d.consume(events.PlatformStream, cfg, 256, d.fanoutPlatform); err != nil {
+	if err := d.consume(events.PlatformStream, FanoutPlatformDurable, events.PlatformAll, fanoutMaxAckPending, fanoutBatch, d.fanoutPlatform); err != nil {
 		return err
 	}
 	if d.opts.NoTickets {
@@ -41,8 +39,7 @@ func (d *Dispatcher) startFanout() error {
 		if _, err := eventstore.WaitForStream(d.ctx, d.JS, events.TicketsStream); err != nil {
 			return
 		}
-		cfg.Durable, cfg.FilterSubject = FanoutTicketsDurable, events.TicketsAll
-		if err := d.consume(events.TicketsStream, cfg, 256, d.fanoutTicket); err != nil && d.ctx.Err() == nil {
+		if err := d.consume(events.TicketsStream, FanoutTicketsDurable, events.TicketsAll, fanoutMaxAckPending, fanoutBatch, d.fanoutTicket); err != nil && d.ctx.Err() == nil {
 			d.Log.Error("ticket events will not reach webhooks", "err", err)
 		}
 	}()
