@@ -15,17 +15,20 @@ const (
 
 	// TestRunsStream holds run results and result groups:
 	// testruns.evt.<workspace_id>.<invocation_id>.<run_id> and
-	// testruns.grp.<workspace_id>.<invocation_id>.<test_index>.
+	// testruns.grp.<workspace_id>.<invocation_id>.<test_index>; and, not
+	// events, the queued-job totals and completion claims
+	// (TestRunsQueuedSubject, TestRunsCompletingSubject).
 	TestRunsStream = "TESTRUNS"
 	TestRunsAll    = "testruns.>"
 
 	// TestJobsStream is the runners' work queue (WorkQueue retention):
-	// testjobs.<workspace_id>.<invocation_id>.<run_id|bucketing>.
+	// testjobs.<workspace_id>.<invocation_id>.<first run_id>, and
+	// testjobs.<workspace_id>.<invocation_id>.bucketing.<jobs_total>.
 	TestJobsStream = "TESTJOBS"
 	TestJobsAll    = "testjobs.>"
 
 	// TestCountsStream holds per-invocation counters (NATS message
-	// counters): testcounts.<invocation_id>.<done|passed>.
+	// counters): testcounts.<invocation_id>.<attempt>.<done|passed>.
 	TestCountsStream = "TESTCOUNTS"
 	TestCountsAll    = "testcounts.>"
 )
@@ -84,6 +87,18 @@ func ResultGroupSubject(workspaceID, invocationID, testIndex string) string {
 // ResultGroupsOfInvocation matches the result groups of one invocation.
 func ResultGroupsOfInvocation(workspaceID, invocationID string) string {
 	return "testruns.grp." + workspaceID + "." + invocationID + ".*"
+}
+
+// TestRunsQueuedSubject holds, as decimal text, how many jobs of an
+// invocation are queued in all (not an event).
+func TestRunsQueuedSubject(workspaceID, invocationID string) string {
+	return "testruns.queued." + workspaceID + "." + invocationID
+}
+
+// TestRunsCompletingSubject holds a runner's claim to complete a round of
+// an invocation (not an event).
+func TestRunsCompletingSubject(workspaceID, invocationID string) string {
+	return "testruns.completing." + workspaceID + "." + invocationID
 }
 
 // TestJobSubject is the work-queue subject of a job.

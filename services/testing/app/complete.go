@@ -22,17 +22,13 @@ import (
 
 // An invocation is complete when every job it queued has been acked: run
 // jobs leave the work queue once their result is stored. The enqueuer
-// records how many jobs it has queued (queuedSubject), so an invocation
-// still being queued is never taken for finished.
-
-func queuedSubject(ws, invocationID string) string {
-	return "testruns.queued." + ws + "." + invocationID
-}
+// records how many jobs it has queued (events.TestRunsQueuedSubject), so
+// an invocation still being queued is never taken for finished.
 
 // MarkQueued records that jobs of the invocation, up to jobsTotal, are
 // all on the work queue.
 func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal int64) error {
-	msg := nats.NewMsg(queuedSubject(ws, invocationID))
+	msg := nats.NewMsg(events.TestRunsQueuedSubject(ws, invocationID))
 	msg.Data = []byte(strconv.FormatInt(jobsTotal, 10))
 	msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#queued#"+string(msg.Data))
 	_, err := a.JS.PublishMsg(ctx, msg)
@@ -44,7 +40,7 @@ func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, queuedSubject(ws, invocationID))
+	m, err := stream.GetLastMsgForSubject(ctx, events.TestRunsQueuedSubject(ws, invocationID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -85,10 +81,6 @@ func (a *App) ClaimCompletion(ctx context.Context, ws, invocationID string) (boo
 	return a.checkCompletion(ctx, ws, invocationID, true)
 }
 
-func completingSubject(ws, invocationID string) string {
-	return "testruns.completing." + ws + "." + invocationID
-}
-
 // claimWindow is how long a runner's claim to complete a round holds off
 // the sweeper; a claim older than that is taken for its runner's death.
 const claimWindow = 30 * time.Second
@@ -98,7 +90,7 @@ func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round strin
 	if err != nil {
 		return false, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, completingSubject(ws, invocationID))
+	m, err := stream.GetLastMsgForSubject(ctx, events.TestRunsCompletingSubject(ws, invocationID))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -129,7 +121,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	if claim {
 		// The stream's duplicate window makes the first claim of this
 		// round (jobs_total) the only one stored.
-		msg := nats.NewMsg(completingSubject(ws, invocationID))
+		msg := nats.NewMsg(events.TestRunsCompletingSubject(ws, invocationID))
 		msg.Data = []byte(round)
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
 		ack, err := a.JS.PublishMsg(ctx, msg)

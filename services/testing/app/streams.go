@@ -54,6 +54,5 @@ func EnsureRunnersConsumer(ctx context.Context, js jetstream.JetStream, ackWait 
 	return js.CreateOrUpdateConsumer(ctx, events.TestJobsStream, jetstream.ConsumerConfig{
 		Durable: RunnersConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 		MaxDeliver: -1, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
-		BackOff: nil,
 	})
 }
