@@ -75,7 +75,7 @@ func NewAttemptLog() *AttemptLog { return &AttemptLog{hooks: map[string]*hookLog
 // Follow replays the attempts stream and follows it; it returns once the
 // replay is complete.
 func (l *AttemptLog) Follow(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
-	f, err := eventstore.Follow(ctx, js, events.WebhookAttemptsStream, []string{events.WebhookAttemptsAll}, false, func(rec eventstore.Record) {
+	return followReplayed(ctx, js, events.WebhookAttemptsStream, []string{events.WebhookAttemptsAll}, false, func(rec eventstore.Record) {
 		var a webhooksv1.DeliveryAttempt
 		if err := proto.Unmarshal(rec.Data, &a); err != nil {
 			log.Warn("attempt record undecodable", "seq", rec.Seq, "err", err)
@@ -83,15 +83,6 @@ func (l *AttemptLog) Follow(ctx context.Context, js jetstream.JetStream, log *sl
 		}
 		l.Add(&a)
 	})
-	if err != nil {
-		return err
-	}
-	select {
-	case <-f.Ready():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Add records an attempt (a second copy of the same attempt is ignored).

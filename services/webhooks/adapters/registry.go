@@ -75,16 +75,7 @@ func NewRegistry(js jetstream.JetStream, log *slog.Logger) *Registry {
 // Follow replays WEBHOOKS and follows it; it returns once the replay is
 // complete.
 func (r *Registry) Follow(ctx context.Context) error {
-	f, err := eventstore.Follow(ctx, r.js, events.WebhooksStream, []string{events.WebhooksAll}, true, r.applyRecord)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-f.Ready():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return followReplayed(ctx, r.js, events.WebhooksStream, []string{events.WebhooksAll}, true, r.applyRecord)
 }
 
 func (r *Registry) applyRecord(rec eventstore.Record) {

@@ -58,3 +58,18 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	}
 	return nil
 }
+
+// followReplayed follows stream (eventstore.Follow) and returns once the
+// replay of what it held is applied.
+func followReplayed(ctx context.Context, js jetstream.JetStream, stream string, filters []string, lastPerSubject bool, apply func(eventstore.Record)) error {
+	f, err := eventstore.Follow(ctx, js, stream, filters, lastPerSubject, apply)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-f.Ready():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
