@@ -234,28 +234,18 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		_ = m.Ack()
 		return
 	}
+	// A job whose run id or subject is malformed never gets a result.
 	first, err := domain.RunIndex(job.GetInvocationId(), job.GetRunId())
+	if err == nil {
+		_, err = events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
+	}
 	if err != nil {
 		_ = m.Term()
 		return
 	}
 	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
 	repeat := int(max(inv.GetRepeatCount(), 1))
-	ja := &jobAck{msg: m}
-	for idx := first; idx < first+int(max(job.GetRunCount(), 1)); idx++ {
-		runID := domain.RunID(job.GetInvocationId(), idx)
-		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
-		if err != nil {
-			_ = m.Term()
-			return
-		}
-		if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil || status != "" {
-			if err != nil {
-				_ = m.NakWithDelay(w.RetryDelay)
-				return
-			}
-			continue
-		}
+	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
 		now := time.Now().UnixMilli()
 		res := &testingv1.RunResult{
 			RunId: runID, InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
@@ -266,12 +256,11 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		if idx/repeat < len(inv.GetTests()) {
 			res.TestId = inv.GetTests()[idx/repeat].GetTestId()
 		}
-		if err := w.publishResult(ctx, ja, subject, job, res); err != nil {
-			_ = m.NakWithDelay(w.RetryDelay)
-			return
-		}
+		return res, nil
+	})
+	if err != nil {
+		_ = m.NakWithDelay(w.RetryDelay)
 	}
-	w.stored <- storing{job: ja, ws: job.GetWorkspaceId(), inv: job.GetInvocationId()}
 }
 
 // ackStored acks each job once the stream has stored its results, in the
@@ -412,32 +401,19 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 	}
 	// A redelivery: an earlier attempt may have stored some results before
 	// its worker died. Never run a run twice.
-	ja := &jobAck{msg: m}
-	for idx := first; idx < first+count; idx++ {
+	return w.storeRuns(ctx, m, job, first, count, redelivered, func(idx int, runID string) (*testingv1.RunResult, error) {
 		if idx > first {
 			if inv, err = w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if inv.GetStatus() == domain.InvocationCancelled {
-			break // cancel stops runs not started
-		}
-		runID := domain.RunID(inv.GetInvocationId(), idx)
-		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
-		if err != nil {
-			return err
-		}
-		if redelivered {
-			if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
-				return err
-			} else if status != "" {
-				continue
-			}
+			return nil, nil // cancel stops runs not started
 		}
 		pt := inv.GetTests()[idx/repeat]
 		def, err := w.definition(ctx, pt.GetTestStreamSeq())
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := Run{Invocation: inv, Test: pt, Definition: def, AgentConfig: inv.GetAgentConfigJson(), BranchID: inv.GetBranchId(),
 			RunID: runID, Index: idx, Attempt: job.GetAttempt(), WorkerID: w.ID}
@@ -451,7 +427,39 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 				}
 			}
 		}
-		if err := w.publishResult(ctx, ja, subject, job, w.Exec.Execute(ctx, r)); err != nil {
+		return w.Exec.Execute(ctx, r), nil
+	})
+}
+
+// storeRuns stores a result for each of the job's runs first to
+// first+count-1, then has the job acked once the stream holds them all.
+// With skipStored (a redelivery) a run whose result of the job's attempt
+// is stored already is skipped. result makes a run's result, or nil to
+// stop.
+func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, first, count int, skipStored bool,
+	result func(idx int, runID string) (*testingv1.RunResult, error)) error {
+	ja := &jobAck{msg: m}
+	for idx := first; idx < first+count; idx++ {
+		runID := domain.RunID(job.GetInvocationId(), idx)
+		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
+		if err != nil {
+			return err
+		}
+		if skipStored {
+			if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
+				return err
+			} else if status != "" {
+				continue
+			}
+		}
+		res, err := result(idx, runID)
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			break
+		}
+		if err := w.publishResult(ctx, ja, subject, job, res); err != nil {
 			return err
 		}
 	}
