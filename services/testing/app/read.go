@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -239,16 +238,18 @@ type InvocationQuery struct {
 	Limit                                          int
 }
 
-// ListInvocations returns one page of invocation summaries, newest first.
-func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[string]any, string, string, bool, error) {
+// ListInvocations returns one page of invocation summaries, newest first,
+// the position of its last one (creation time and id) and whether more
+// follow.
+func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[string]any, int64, string, bool, error) {
 	docs, err := a.ReadModel.InvocationsOf(ctx, q.WorkspaceID)
 	if err != nil {
-		return nil, "", "", false, err
+		return nil, 0, "", false, err
 	}
 	var withTest map[string]bool
 	if q.TestID != "" {
 		if withTest, err = a.ReadModel.InvocationsWithTest(ctx, q.WorkspaceID, q.TestID); err != nil {
-			return nil, "", "", false, err
+			return nil, 0, "", false, err
 		}
 	}
 	search := strings.ToLower(q.Search)
@@ -293,7 +294,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 		case d.Attempt <= 1:
 			done, p, err := a.Counts(ctx, d.ID, 1)
 			if err != nil {
-				return nil, "", "", false, err
+				return nil, 0, "", false, err
 			}
 			done, passed = min(done, runs), min(p, runs)
 			failed = max(done-passed, 0)
@@ -302,7 +303,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 			// keep the outcome of the last completion.
 			done, _, err := a.Counts(ctx, d.ID, d.Attempt)
 			if err != nil {
-				return nil, "", "", false, err
+				return nil, 0, "", false, err
 			}
 			resubmitted := max(d.AttemptRuns-done, 0)
 			passed = min(passed, runs-resubmitted)
@@ -326,9 +327,9 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
 		})
 	}
-	lastCreated, lastID := "", ""
+	lastCreated, lastID := int64(0), ""
 	if end > start {
-		lastCreated, lastID = strconv.FormatInt(kept[end-1].CreatedAtUnix, 10), kept[end-1].ID
+		lastCreated, lastID = kept[end-1].CreatedAtUnix, kept[end-1].ID
 	}
 	return out, lastCreated, lastID, end < len(kept), nil
 }

@@ -467,8 +467,7 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 	}
 	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
 	if more {
-		created, _ := strconv.ParseInt(lastCreated, 10, 64)
-		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: created, ID: lastID})
+		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: lastCreated, ID: lastID})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
