@@ -38,26 +38,26 @@ const (
 // WebhookSubject is the subject of webhook webhookID's events:
 // webhooks.evt.<workspaceID>.<webhookID>.
 func WebhookSubject(workspaceID, webhookID string) (string, error) {
-	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
-		return "", err
-	}
-	return WebhooksSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+	return webhookScoped(WebhooksSubjectPrefix, workspaceID, webhookID)
 }
 
 // WebhookDeliverySubject is the subject of a delivery job for webhookID.
 func WebhookDeliverySubject(workspaceID, webhookID string) (string, error) {
-	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
-		return "", err
-	}
-	return WebhookDeliveriesSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+	return webhookScoped(WebhookDeliveriesSubjectPrefix, workspaceID, webhookID)
 }
 
 // WebhookAttemptSubject is the subject of webhookID's attempt records.
 func WebhookAttemptSubject(workspaceID, webhookID string) (string, error) {
+	return webhookScoped(WebhookAttemptsSubjectPrefix, workspaceID, webhookID)
+}
+
+// webhookScoped is <prefix>.<workspaceID>.<webhookID>, with both ids
+// checked.
+func webhookScoped(prefix, workspaceID, webhookID string) (string, error) {
 	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID); err != nil {
 		return "", err
 	}
-	return WebhookAttemptsSubjectPrefix + "." + workspaceID + "." + webhookID, nil
+	return prefix + "." + workspaceID + "." + webhookID, nil
 }
 
 // RegisterWebhookTypes is the registration hook of the webhooks contracts:
