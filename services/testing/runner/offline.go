@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"unicode"
@@ -47,16 +46,15 @@ func init() {
 	}
 }
 
+// contentWords is the words of s that are not stopwords, each once, in no
+// particular order (callers only count them).
 func contentWords(s string) []string {
 	var out []string
-	seen := map[string]bool{}
-	for w := range domain.Tokens(s) {
-		if !stopwords[w] && !seen[w] {
-			seen[w] = true
+	for w := range domain.Tokens(s) { // a set: every word once
+		if !stopwords[w] {
 			out = append(out, w)
 		}
 	}
-	sort.Strings(out)
 	return out
 }
 
