@@ -7,6 +7,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -51,6 +52,26 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// Dispatcher tunes StartDispatcher.
 	Dispatcher dispatcher.Options
+}
+
+// Env is the environment both binaries read (config.Load).
+type Env struct {
+	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
+	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
+}
+
+// Validate checks the attempt time-out.
+func (e Env) Validate() error {
+	if e.AttemptTimeout < time.Second || e.AttemptTimeout > time.Minute {
+		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", e.AttemptTimeout)
+	}
+	return nil
+}
+
+// Config is the configuration the environment gives.
+func (e Env) Config() Config {
+	return Config{Secret: e.SecretKey, AllowHosts: delivery.ParseAllowHosts(e.AllowHosts), AttemptTimeout: e.AttemptTimeout}
 }
 
 func (c Config) sealerAndSender() (*adapters.Sealer, *delivery.Sender, error) {

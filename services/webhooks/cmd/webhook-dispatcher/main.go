@@ -12,22 +12,19 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
-	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
 type cfg struct {
 	config.Infra
-	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
-	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
-	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
-	Workers        int           `env:"VOICEAI_WEBHOOK_WORKERS" envDefault:"64"`
-	AckWait        time.Duration `env:"VOICEAI_WEBHOOK_ACK_WAIT" envDefault:"30s"`
+	webhooks.Env
+	Workers int           `env:"VOICEAI_WEBHOOK_WORKERS" envDefault:"64"`
+	AckWait time.Duration `env:"VOICEAI_WEBHOOK_ACK_WAIT" envDefault:"30s"`
 }
 
 func (c cfg) Validate() error {
-	if c.AttemptTimeout < time.Second || c.AttemptTimeout > time.Minute {
-		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", c.AttemptTimeout)
+	if err := c.Env.Validate(); err != nil {
+		return err
 	}
 	if c.Workers < 1 || c.Workers > 4096 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_WORKERS %d: want 1..4096", c.Workers)
@@ -44,10 +41,9 @@ func main() {
 		infra := c.Infra
 		infra.MongoURI = "" // the dispatcher needs no store
 		err = runtime.Run("webhook-dispatcher", infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			ds, err := webhooks.StartDispatcher(ctx, d, webhooks.Config{
-				Secret: c.SecretKey, AllowHosts: delivery.ParseAllowHosts(c.AllowHosts), AttemptTimeout: c.AttemptTimeout,
-				Dispatcher: dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait},
-			}, nil)
+			wc := c.Config()
+			wc.Dispatcher = dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait}
+			ds, err := webhooks.StartDispatcher(ctx, d, wc, nil)
 			if err != nil {
 				return nil, err
 			}

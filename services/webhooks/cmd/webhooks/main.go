@@ -7,24 +7,20 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
-	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 )
 
 type cfg struct {
 	config.Infra
-	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
-	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
-	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
+	webhooks.Env
 }
 
 func (c cfg) Validate() error {
-	if c.AttemptTimeout < time.Second || c.AttemptTimeout > time.Minute {
-		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", c.AttemptTimeout)
+	if err := c.Env.Validate(); err != nil {
+		return err
 	}
 	return c.Infra.Validate()
 }
@@ -33,9 +29,7 @@ func main() {
 	c, err := config.Load[cfg]()
 	if err == nil {
 		err = runtime.Run(webhooks.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := webhooks.Start(ctx, d, webhooks.Config{
-				Secret: c.SecretKey, AllowHosts: delivery.ParseAllowHosts(c.AllowHosts), AttemptTimeout: c.AttemptTimeout,
-			})
+			s, err := webhooks.Start(ctx, d, c.Config())
 			if err != nil {
 				return nil, err
 			}
