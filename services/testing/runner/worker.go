@@ -446,9 +446,9 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 			return err
 		}
 		if skipStored {
-			if status, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
+			if stored, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
 				return err
-			} else if status != "" {
+			} else if stored {
 				continue
 			}
 		}
@@ -504,17 +504,15 @@ func (w *Worker) heartbeat(m jetstream.Msg) (stop func()) {
 	return func() { close(done) }
 }
 
-// recorded returns the status of the run's result for attempt, or "" when
-// none is recorded yet.
-func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (string, error) {
+// recorded reports whether the run's result for attempt (or a later one)
+// is stored.
+func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (bool, error) {
 	msg, _, found, err := esproto.Last(ctx, eventstore.New(w.App.JS, events.TestRunsStream), subject)
 	if err != nil || !found {
-		return "", err
+		return false, err
 	}
-	if ev, ok := msg.(*testingv1.RunCompleted); ok && ev.GetRun().GetAttempt() >= attempt {
-		return ev.GetRun().GetStatus(), nil
-	}
-	return "", nil
+	ev, ok := msg.(*testingv1.RunCompleted)
+	return ok && ev.GetRun().GetAttempt() >= attempt && ev.GetRun().GetStatus() != "", nil
 }
 
 // incr adds n to a progress counter.
