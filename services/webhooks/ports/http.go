@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -70,13 +72,18 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}})
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
-	wh, err := h.app.Get(caller(r).WorkspaceID, mux.Vars(r)["webhook_id"])
+// reply writes a webhook (with its secret, when shown), or the error.
+func reply(w http.ResponseWriter, r *http.Request, code int, wh *webhooksv1.Webhook, secret *string, err error) {
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, viewOf(wh, nil))
+	httpx.WriteJSON(w, code, viewOf(wh, secret))
+}
+
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+	wh, err := h.app.Get(caller(r).WorkspaceID, mux.Vars(r)["webhook_id"])
+	reply(w, r, http.StatusOK, wh, nil, err)
 }
 
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
@@ -86,11 +93,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wh, secret, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusCreated, viewOf(wh, &secret))
+	reply(w, r, http.StatusCreated, wh, &secret, err)
 }
 
 func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
@@ -100,11 +103,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wh, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in, r.Header.Get(HeaderIdempotencyKey))
-	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
-	httpx.WriteJSON(w, http.StatusOK, viewOf(wh, nil))
+	reply(w, r, http.StatusOK, wh, nil, err)
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
