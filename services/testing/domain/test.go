@@ -128,13 +128,13 @@ func (in *TestInput) Validate(v *httpx.Validator) {
 	}
 	checkExamples(v, in.SuccessExamples, "success", "success_examples")
 	checkExamples(v, in.FailureExamples, "failure", "failure_examples")
+	hasCond := in.SuccessCondition != nil && *in.SuccessCondition != ""
 	if typ == TypeLLM {
-		hasCond := in.SuccessCondition != nil && *in.SuccessCondition != ""
 		v.Check(hasCond || len(in.SuccessExamples) > 0 || len(in.FailureExamples) > 0,
 			"An llm test needs a success_condition or examples", "missing", "body", "success_condition")
 	}
 	if typ == TypeSimulation {
-		v.Check((in.SuccessCondition != nil && *in.SuccessCondition != "") || len(in.SuccessConditions) > 0,
+		v.Check(hasCond || len(in.SuccessConditions) > 0,
 			"At least one of success_condition or success_conditions is required", "missing", "body", "success_conditions")
 	}
 	if tp := in.ToolCallParameters; tp != nil {
