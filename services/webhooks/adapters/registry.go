@@ -1,9 +1,11 @@
 package adapters
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -147,13 +149,7 @@ func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 	}
 	r.mu.RUnlock()
 	slices.SortFunc(out, func(a, b *webhooksv1.Webhook) int {
-		if c := a.GetCreatedAtUnixMs() - b.GetCreatedAtUnixMs(); c != 0 {
-			return int(max(-1, min(1, c)))
-		}
-		if a.GetWebhookId() < b.GetWebhookId() {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(a.GetCreatedAtUnixMs(), b.GetCreatedAtUnixMs()), strings.Compare(a.GetWebhookId(), b.GetWebhookId()))
 	})
 	return out
 }
