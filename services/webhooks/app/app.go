@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -91,6 +92,17 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 	return domain.RetryPolicy{
 		MaxRetries: int(rc.GetMaxRetries()), RetryDelay: int(rc.GetRetryDelay()), ExponentialBackoff: rc.GetExponentialBackoff(),
 		MaxDelay: int(rc.GetMaxDelay()), RetryOnStatus: codes,
+	}
+}
+
+// NewAttempt is the record of attempt retryCount+1 of delivering eventID
+// to w, judged verdict; it is final unless a retry follows.
+func NewAttempt(eventID, event string, w *webhooksv1.Webhook, retryCount int, at time.Time, res delivery.Result, verdict domain.Verdict) *webhooksv1.DeliveryAttempt {
+	return &webhooksv1.DeliveryAttempt{
+		AttemptId: eventID + ":" + w.GetWebhookId() + ":" + strconv.Itoa(retryCount+1),
+		EventId:   eventID, WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: event,
+		AtUnixMs: at.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
+		DurationMs: res.Duration.Milliseconds(), RetryCount: int32(retryCount), Error: res.Error, Final: verdict != domain.Retry,
 	}
 }
 

@@ -57,11 +57,8 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
 	})
 	verdict := PolicyOf(w).Decide(res.Outcome, 0)
-	att := &webhooksv1.DeliveryAttempt{
-		AttemptId: eventID + ":" + w.GetWebhookId() + ":1", EventId: eventID, WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(),
-		Event: eventType, AtUnixMs: now.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
-		DurationMs: res.Duration.Milliseconds(), Error: res.Error, Final: true, Test: true,
-	}
+	att := NewAttempt(eventID, eventType, w, 0, now, res, verdict)
+	att.Final, att.Test = true, true // a test is never retried
 	a.Attempts.Add(att)
 	if _, err := adapters.PublishAttempt(a.JS, att); err != nil {
 		a.Log.Warn("test attempt not recorded", "webhook_id", w.GetWebhookId(), "err", err)

@@ -2,7 +2,6 @@ package dispatcher
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -79,12 +78,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	policy := app.PolicyOf(w)
 	verdict := policy.Decide(res.Outcome, retryCount)
 	now := time.Now()
-	att := &webhooksv1.DeliveryAttempt{
-		AttemptId: job.GetEventId() + ":" + w.GetWebhookId() + ":" + strconv.Itoa(attempt),
-		EventId:   job.GetEventId(), WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: job.GetEvent(),
-		AtUnixMs: now.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
-		DurationMs: res.Duration.Milliseconds(), RetryCount: int32(retryCount), Error: res.Error, Final: verdict != domain.Retry,
-	}
+	att := app.NewAttempt(job.GetEventId(), job.GetEvent(), w, retryCount, now, res, verdict)
 	var delay time.Duration
 	if verdict == domain.Retry {
 		delay = policy.Delay(retryCount, res.Outcome.RetryAfter, d.opts.TimeUnit, nil)
