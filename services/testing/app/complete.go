@@ -101,6 +101,13 @@ func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round strin
 }
 
 func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim bool) (bool, error) {
+	// While jobs are left, which is most of the time runners check, one
+	// small read answers; the invocation (up to megabytes) is not read.
+	// The check below repeats it after the queued total: a job queued in
+	// between must not be missed.
+	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
+		return false, err
+	}
 	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
 	if err != nil || inv.GetStatus() != domain.InvocationRunning {
 		return false, err
