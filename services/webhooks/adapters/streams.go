@@ -29,7 +29,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		}
 	}
 	replicas = max(replicas, 1)
-	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
+	for _, c := range []jetstream.StreamConfig{{
 		Name:        events.WebhookDeliveriesStream,
 		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
 		Subjects:    []string{events.WebhookDeliveriesAll},
@@ -38,10 +38,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		Replicas:    replicas,
 		Discard:     jetstream.DiscardNew,
 		Duplicates:  10 * time.Minute,
-	}); err != nil {
-		return fmt.Errorf("stream %s: %w", events.WebhookDeliveriesStream, err)
-	}
-	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
+	}, {
 		Name:              events.WebhookAttemptsStream,
 		Description:       "Every webhook delivery attempt, newest per webhook",
 		Subjects:          []string{events.WebhookAttemptsAll},
@@ -53,8 +50,10 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		MaxAge:            30 * 24 * time.Hour,
 		Duplicates:        10 * time.Minute,
 		AllowDirect:       true,
-	}); err != nil {
-		return fmt.Errorf("stream %s: %w", events.WebhookAttemptsStream, err)
+	}} {
+		if _, err := eventstore.EnsureConfig(ctx, js, c); err != nil {
+			return fmt.Errorf("stream %s: %w", c.Name, err)
+		}
 	}
 	return nil
 }
