@@ -126,7 +126,8 @@ func (d *Dispatcher) Stop() {
 	d.cancel()
 }
 
-// track runs f as work Stop waits for, unless the dispatcher stopped.
+// track counts one delivery as work Stop waits for (the caller calls
+// wg.Done when it ends); false once the dispatcher stopped.
 func (d *Dispatcher) track() bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
