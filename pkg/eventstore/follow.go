@@ -21,6 +21,16 @@ type Follower struct {
 // Ready is closed once everything stored when Follow began was applied.
 func (f *Follower) Ready() <-chan struct{} { return f.ready }
 
+// Wait returns once the initial replay is applied, or ctx's error.
+func (f *Follower) Wait(ctx context.Context) error {
+	select {
+	case <-f.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // IsReady reports whether the initial replay is complete.
 func (f *Follower) IsReady() bool { return f.done.Load() }
 

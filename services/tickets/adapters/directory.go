@@ -73,10 +73,8 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 		if err != nil {
 			return err
 		}
-		select {
-		case <-fl.Ready():
-		case <-ctx.Done():
-			return ctx.Err()
+		if err := fl.Wait(ctx); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -65,10 +65,5 @@ func followReplayed(ctx context.Context, js jetstream.JetStream, stream string, 
 	if err != nil {
 		return err
 	}
-	select {
-	case <-f.Ready():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return f.Wait(ctx)
 }
