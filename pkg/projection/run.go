@@ -51,6 +51,9 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 		MaxDeliver:     c.MaxDeliver,
 		MaxAckPending:  1000,
 	})
+	if ctx.Err() != nil {
+		return nil // stopped while starting: ctx ending is not a failure
+	}
 	if err != nil {
 		return fmt.Errorf("projection %s: %w", c.Durable, err)
 	}
