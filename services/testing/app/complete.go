@@ -136,7 +136,10 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 			return false, err
 		}
 	}
-	passed, failed, err := a.countOutcomes(ctx, inv)
+	passed, failed, exact, err := a.countersTotal(ctx, inv)
+	if err == nil && !exact {
+		passed, failed, err = a.countOutcomes(ctx, inv)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -165,6 +168,24 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		}
 	}
 	return true, nil
+}
+
+// countersTotal reads the outcome from the progress counters when they
+// are exact: runners count a result only when the stream stored it anew,
+// so no run is counted twice, and a count can only fall short (a runner
+// that died before adding its last results). Counters that add up to
+// every run of a never-resubmitted invocation are therefore exact; any
+// other case is counted from the results.
+func (a *App) countersTotal(ctx context.Context, inv *testingv1.Invocation) (passed, failed int64, exact bool, err error) {
+	if len(inv.GetResubmissions()) > 0 {
+		return 0, 0, false, nil
+	}
+	total := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
+	done, passed, err := a.Counts(ctx, inv.GetInvocationId(), 1)
+	if err != nil || done != total || passed > done {
+		return 0, 0, false, err
+	}
+	return passed, done - passed, true, nil
 }
 
 // countOutcomes counts the passed and failed runs over each run's newest

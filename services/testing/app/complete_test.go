@@ -72,3 +72,46 @@ func TestCountOutcomes(t *testing.T) {
 		t.Fatalf("with run 0 pending again: passed %d, failed %d; want 1 and 2", passed, failed)
 	}
 }
+
+// Counters that add up to every run of a never-resubmitted invocation
+// give its outcome; any other case is left to counting the results.
+func TestCountersTotal(t *testing.T) {
+	nc, err := nats.Connect(testenv.StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if err := EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	a := New(js, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	add := func(inv, counter string, n int) {
+		t.Helper()
+		msg := nats.NewMsg(events.TestCountSubject(inv, 1, counter))
+		msg.Header.Set("Nats-Incr", strconv.Itoa(n))
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inv := func(id string, resubmitted bool) *testingv1.Invocation {
+		i := &testingv1.Invocation{InvocationId: id, WorkspaceId: "ws", RepeatCount: 2, Tests: []*testingv1.PlannedTest{{TestId: "t1"}, {TestId: "t2"}}}
+		if resubmitted {
+			i.Resubmissions = []*testingv1.Resubmission{{Attempt: 2, RunIds: []string{domain.RunID(id, 0)}}}
+		}
+		return i
+	}
+	add("tinv_full", "done", 4)
+	add("tinv_full", "passed", 3)
+	if p, f, exact, err := a.countersTotal(ctx, inv("tinv_full", false)); err != nil || !exact || p != 3 || f != 1 {
+		t.Fatalf("all 4 runs counted: passed %d, failed %d, exact %v, %v", p, f, exact, err)
+	}
+	if _, _, exact, _ := a.countersTotal(ctx, inv("tinv_full", true)); exact {
+		t.Fatal("a resubmitted invocation's counters taken as exact")
+	}
+	add("tinv_short", "done", 3) // a runner died before adding its last result
+	if _, _, exact, _ := a.countersTotal(ctx, inv("tinv_short", false)); exact {
+		t.Fatal("counters short of the runs taken as exact")
+	}
+}

@@ -268,9 +268,11 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 // worker never waits on the stream between runs.
 func (w *Worker) ackStored() {
 	for s := range w.stored {
+		stored := false // a result stored now, not a duplicate of one stored before
 		if s.ack != nil {
 			select {
-			case <-s.ack.Ok():
+			case pa := <-s.ack.Ok():
+				stored = !pa.Duplicate
 			case err := <-s.ack.Err():
 				w.Log.Warn("runner: storing a result failed, will retry", "subject", s.job.msg.Subject(), "err", err)
 				s.job.failed = true
@@ -287,7 +289,10 @@ func (w *Worker) ackStored() {
 			p = &progress{ws: s.ws, counts: map[int32]*[2]int64{}}
 			w.touched[s.inv] = p
 		}
-		if s.ack != nil { // a stored result, not a job's end
+		// Counting only results stored now means a run is never counted
+		// twice: completion trusts the counters when they add up (see
+		// App.countersTotal).
+		if stored {
 			c := p.counts[s.attempt]
 			if c == nil {
 				c = &[2]int64{}

@@ -95,18 +95,18 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	}
 }
 
-// A job of a large invocation carries several runs: each gets its result,
-// and a redelivered job skips the runs whose results an earlier delivery
-// stored, so no run runs twice.
-func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
+// batchFixture is an invocation of one test repeated 5 times, with no
+// job queued yet.
+func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
+	t.Helper()
 	nc, err := nats.Connect(testenv.StartNATS(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	if err := app.EnsureStreams(ctx, js, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,17 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
 		t.Fatal(err)
 	}
+	return ctx, js, a, inv, log
+}
+
+// A job of a large invocation carries several runs: each gets its result,
+// and a redelivered job skips the runs whose results an earlier delivery
+// stored, so no run runs twice.
+func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
+	ctx, js, a, inv, log := batchFixture(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const ws = "ws_1"
 	// An earlier delivery stored run 2's result, then its worker died.
 	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
 		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
@@ -199,5 +210,61 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	} // The worker adds its progress as it stops: the run it skipped is not
+	// counted.
+	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 {
+		t.Fatalf("%d runs counted (%v), want the 4 it ran", n, err)
+	}
+}
+
+// A result the stream already held under the same message id (a run
+// stored twice) is not counted twice: completion trusts counters that
+// add up.
+func TestDuplicateResultIsNotCounted(t *testing.T) {
+	ctx, js, a, inv, log := batchFixture(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	const ws = "ws_1"
+	// Run 2's result is already stored under the message id the worker
+	// will publish it with.
+	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
+		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
+	subject2, _ := events.RunSubject(ws, inv.InvocationId, stored.RunId)
+	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: ws, CommandId: stored.RunId + "#1"}
+	msg, _ := esproto.NewMsg(ctx, subject2, m2, &testingv1.RunCompleted{Meta: m2, Run: stored})
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
+		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
+	if _, err := js.Publish(ctx, events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0)), job); err != nil {
+		t.Fatal(err)
+	}
+	w := &runner.Worker{App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	str, _ := js.Stream(ctx, events.TestJobsStream)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := str.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still queued", info.State.Msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	results, _ := js.Stream(context.Background(), events.TestRunsStream)
+	info, _ := results.Info(context.Background(), jetstream.WithSubjectFilter(events.RunsOfInvocation(ws, inv.InvocationId)))
+	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || info.State.Msgs != 5 {
+		t.Fatalf("%d runs counted (%v), %d results stored; want 4 counted (the duplicate not) and 5 stored", n, err, info.State.Msgs)
 	}
 }
