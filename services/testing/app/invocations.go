@@ -254,9 +254,8 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 }
 
 // Counts reads an invocation's progress counters: runs done and passed.
-// Runners add to them in batches after storing results; a job redelivered
-// after a crash may be counted twice, so while an invocation runs they are
-// progress, not truth (completion records the exact counts).
+// Runners add to them in batches after storing results, each run once; a
+// runner that dies before adding its last results leaves them short.
 func (a *App) Counts(ctx context.Context, invocationID string, attempt int32) (done, passed int64, err error) {
 	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestCountsStream)
 	if err != nil {
