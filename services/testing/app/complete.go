@@ -69,16 +69,18 @@ func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, erro
 // invocation completed, and queues bucketing when runs were repeated. It
 // is safe to call from any number of processes at once.
 func (a *App) CheckCompletion(ctx context.Context, ws, invocationID string) (bool, error) {
-	return a.checkCompletion(ctx, ws, invocationID, false)
+	return a.checkCompletion(ctx, ws, invocationID, false, true)
 }
 
 // ClaimCompletion is CheckCompletion for runners, which all check the
-// invocations they work on: only the first to find one done counts its
-// outcomes (counting a large invocation's results at once from every
-// runner made them contend). Should that runner die, the completion
+// invocations they work on: only the first to find one done completes it
+// (counting a large invocation's results at once from every runner made
+// them contend). Until mayCount, a runner completes only from counters
+// that add up (another runner may not have added its last results yet);
+// then it counts the results. Should that runner die, the completion
 // sweeper, which claims nothing, completes the invocation.
-func (a *App) ClaimCompletion(ctx context.Context, ws, invocationID string) (bool, error) {
-	return a.checkCompletion(ctx, ws, invocationID, true)
+func (a *App) ClaimCompletion(ctx context.Context, ws, invocationID string, mayCount bool) (bool, error) {
+	return a.checkCompletion(ctx, ws, invocationID, true, mayCount)
 }
 
 // claimWindow is how long a runner's claim to complete a round holds off
@@ -100,7 +102,7 @@ func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round strin
 	return string(m.Data) == round && time.Since(m.Time) < claimWindow, nil
 }
 
-func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim bool) (bool, error) {
+func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim, mayCount bool) (bool, error) {
 	// While jobs are left, which is most of the time runners check, one
 	// small read answers; the invocation (up to megabytes) is not read.
 	// The check below repeats it after the queued total: a job queued in
@@ -125,6 +127,10 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 			return false, err
 		}
 	}
+	passed, failed, exact, err := a.countersTotal(ctx, inv)
+	if err != nil || (!exact && !mayCount) {
+		return false, err
+	}
 	if claim {
 		// The stream's duplicate window makes the first claim of this
 		// round (jobs_total) the only one stored.
@@ -136,12 +142,10 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 			return false, err
 		}
 	}
-	passed, failed, exact, err := a.countersTotal(ctx, inv)
-	if err == nil && !exact {
-		passed, failed, err = a.countOutcomes(ctx, inv)
-	}
-	if err != nil {
-		return false, err
+	if !exact {
+		if passed, failed, err = a.countOutcomes(ctx, inv); err != nil {
+			return false, err
+		}
 	}
 	var completed *testingv1.Invocation
 	total := inv.GetJobsTotal()

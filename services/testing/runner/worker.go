@@ -48,6 +48,7 @@ type Worker struct {
 
 	stored  chan storing         // results being stored, in order
 	touched map[string]*progress // invocations with stored results since the last check
+	watch   map[string]watched   // invocations checked for completion (check loop only)
 }
 
 // storing is a run result on its way to the stream (ack set), or, with
@@ -113,7 +114,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.RetryDelay = time.Second
 	}
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
-	w.stored, w.touched = make(chan storing, 4096), map[string]*progress{}
+	w.stored, w.touched, w.watch = make(chan storing, 4096), map[string]*progress{}, map[string]watched{}
 	cons, err := app.EnsureRunnersConsumer(ctx, w.App.JS, w.AckWait)
 	if err != nil {
 		return err
@@ -332,6 +333,7 @@ func (w *Worker) check() {
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	now := time.Now()
 	for inv, p := range touched {
 		for attempt, c := range p.counts {
 			if c[0] > 0 {
@@ -341,11 +343,33 @@ func (w *Worker) check() {
 				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "passed"), c[1])
 			}
 		}
-		if _, err := w.App.ClaimCompletion(ctx, p.ws, inv); err != nil {
+		w.watch[inv] = watched{ws: p.ws, last: now}
+	}
+	// An invocation is checked while this worker stores its results and a
+	// little longer: other workers' last counts arrive within a check
+	// interval, and only once they had the time may the results be counted.
+	for inv, wt := range w.watch {
+		mayCount := now.Sub(wt.last) >= countAfter
+		done, err := w.App.ClaimCompletion(ctx, wt.ws, inv, mayCount)
+		if err != nil {
 			w.Log.Warn("runner: completion check", "invocation", inv, "err", err)
+		}
+		if done || mayCount {
+			delete(w.watch, inv)
 		}
 	}
 }
+
+// watched is an invocation a worker checks for completion, and when it
+// last stored a result of it.
+type watched struct {
+	ws   string
+	last time.Time
+}
+
+// countAfter is how long after its last result a worker waits for the
+// counters to add up before it counts an invocation's results instead.
+const countAfter = 5 * checkInterval
 
 // invocation returns the invocation, re-read when older than the
 // freshness bound or when the job is of an attempt it does not know.
