@@ -94,19 +94,29 @@ func Streams() []StreamSpec {
 // as a subject token.
 var ErrInvalidToken = errors.New("invalid subject token")
 
-// ValidateToken reports whether s can be used as one subject token: it must
-// be non-empty and contain no '.', '*', '>', whitespace or control
-// characters. The error wraps ErrInvalidToken.
+// MaxTokenLen bounds one subject token in bytes. Ids are at most 128
+// bytes (the id grammar of pkg/ids); a longer token would make subjects
+// that approach the server's 4 KiB control line, and a line beyond it
+// makes the server close the publishing connection.
+const MaxTokenLen = 128
+
+// ValidateToken reports whether s can be used as one subject token: 1 to
+// MaxTokenLen bytes of valid UTF-8 with no '.', '*', '>', whitespace or
+// control characters. The error wraps ErrInvalidToken and, since s may
+// come from a caller, does not repeat it.
 func ValidateToken(s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: empty", ErrInvalidToken)
 	}
+	if len(s) > MaxTokenLen {
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidToken, len(s), MaxTokenLen)
+	}
 	for _, r := range s {
 		switch {
 		case r == '.' || r == '*' || r == '>':
-			return fmt.Errorf("%w: %q contains %q", ErrInvalidToken, s, r)
+			return fmt.Errorf("%w: contains %q", ErrInvalidToken, r)
 		case unicode.IsSpace(r) || unicode.IsControl(r) || r == unicode.ReplacementChar:
-			return fmt.Errorf("%w: %q contains whitespace, a control character or invalid UTF-8", ErrInvalidToken, s)
+			return fmt.Errorf("%w: contains whitespace, a control character or invalid UTF-8", ErrInvalidToken)
 		}
 	}
 	return nil

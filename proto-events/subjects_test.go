@@ -193,3 +193,82 @@ func TestTicketAndPlatformSubjects(t *testing.T) {
 		t.Fatalf("%q %v", s, err)
 	}
 }
+
+// builders is every subject builder of the package, each taking the same
+// caller-supplied token in every position.
+func builders(tok string) map[string]func() (string, error) {
+	return map[string]func() (string, error){
+		"AgentSubject":              func() (string, error) { return events.AgentSubject(tok, tok) },
+		"AgentsOfWorkspace":         func() (string, error) { return events.AgentsOfWorkspace(tok) },
+		"WorkspaceSubject":          func() (string, error) { return events.WorkspaceSubject(tok) },
+		"ServiceAccountSubject":     func() (string, error) { return events.ServiceAccountSubject(tok, tok) },
+		"APIKeySubject":             func() (string, error) { return events.APIKeySubject(tok, tok) },
+		"UserSubject":               func() (string, error) { return events.UserSubject(tok, tok) },
+		"IdentityOfWorkspace":       func() (string, error) { return events.IdentityOfWorkspace(tok) },
+		"TicketSubject":             func() (string, error) { return events.TicketSubject(tok, tok) },
+		"PlatformSubject":           func() (string, error) { return events.PlatformSubject(tok, tok) },
+		"TestingSubject":            func() (string, error) { return events.TestingSubject(tok, events.TestingKindTest, tok) },
+		"RunSubject":                func() (string, error) { return events.RunSubject(tok, tok, tok) },
+		"RunsOfInvocation":          func() (string, error) { return events.RunsOfInvocation(tok, tok) },
+		"ResultGroupSubject":        func() (string, error) { return events.ResultGroupSubject(tok, tok, tok) },
+		"ResultGroupsOfInvocation":  func() (string, error) { return events.ResultGroupsOfInvocation(tok, tok) },
+		"TestRunsQueuedSubject":     func() (string, error) { return events.TestRunsQueuedSubject(tok, tok) },
+		"TestRunsCompletingSubject": func() (string, error) { return events.TestRunsCompletingSubject(tok, tok) },
+		"TestJobSubject":            func() (string, error) { return events.TestJobSubject(tok, tok, tok) },
+		"TestBucketingJobSubject":   func() (string, error) { return events.TestBucketingJobSubject(tok, tok, tok) },
+		"TestJobsOfInvocation":      func() (string, error) { return events.TestJobsOfInvocation(tok, tok) },
+		"TestCountSubject":          func() (string, error) { return events.TestCountSubject(tok, 1, tok) },
+		"WebhookSubject":            func() (string, error) { return events.WebhookSubject(tok, tok) },
+		"WebhookDeliverySubject":    func() (string, error) { return events.WebhookDeliverySubject(tok, tok) },
+		"WebhookAttemptSubject":     func() (string, error) { return events.WebhookAttemptSubject(tok, tok) },
+	}
+}
+
+// Every builder refuses a token that is unsafe or longer than
+// MaxTokenLen with ErrInvalidToken and never returns a subject with it.
+func TestEveryBuilderRefusesUnsafeAndOversizedTokens(t *testing.T) {
+	for _, tok := range []string{"", "a.b", "*", ">", "a b", "a\r\nPUB x 1", strings.Repeat("x", events.MaxTokenLen+1), strings.Repeat("y", 5000)} {
+		for name, build := range builders(tok) {
+			got, err := build()
+			if !errors.Is(err, events.ErrInvalidToken) || got != "" {
+				t.Errorf("%s(%.20q…) = %.40q, %v; want ErrInvalidToken", name, tok, got, err)
+			}
+			if err != nil && strings.Contains(err.Error(), strings.Repeat("y", 50)) {
+				t.Errorf("%s: the error repeats the caller's token: %.80s…", name, err)
+			}
+		}
+	}
+	for name, build := range builders(strings.Repeat("z", events.MaxTokenLen)) {
+		if _, err := build(); err != nil {
+			t.Errorf("%s refused a token of MaxTokenLen bytes: %v", name, err)
+		}
+	}
+}
+
+// FuzzSubjectBuilders: whatever a builder accepts is a subject of
+// well-formed tokens (no empty token, no wildcard where none was asked
+// for, no white space), short enough for any NATS control line.
+func FuzzSubjectBuilders(f *testing.F) {
+	for _, s := range []string{"ws_1", "", "a.b", "x y", "*", ">", "\xff", strings.Repeat("q", 300)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tok string) {
+		for name, build := range builders(tok) {
+			s, err := build()
+			if err != nil {
+				continue
+			}
+			if len(s) > 1024 {
+				t.Fatalf("%s built a %d-byte subject", name, len(s))
+			}
+			for _, part := range strings.Split(s, ".") {
+				if part == "" || strings.ContainsAny(part, " \t\r\n") || ((part == "*" || part == ">") && part != s[len(s)-1:]) {
+					t.Fatalf("%s built %q", name, s)
+				}
+				if strings.ContainsAny(part, "*>") && len(part) > 1 {
+					t.Fatalf("%s built %q", name, s)
+				}
+			}
+		}
+	})
+}

@@ -1,6 +1,10 @@
 package events
 
-import "strconv"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Streams, subjects and event types of the testing service (agent tests,
 // invocations and their runs). See README.md, "Testing".
@@ -75,47 +79,53 @@ func RunSubject(workspaceID, invocationID, runID string) (string, error) {
 }
 
 // RunsOfInvocation matches the run results of one invocation.
-func RunsOfInvocation(workspaceID, invocationID string) string {
-	return "testruns.evt." + workspaceID + "." + invocationID + ".*"
+func RunsOfInvocation(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testruns.evt", "*", workspaceID, invocationID)
 }
 
 // ResultGroupSubject is the subject of one test's result group.
-func ResultGroupSubject(workspaceID, invocationID, testIndex string) string {
-	return "testruns.grp." + workspaceID + "." + invocationID + "." + testIndex
+func ResultGroupSubject(workspaceID, invocationID, testIndex string) (string, error) {
+	return joinChecked("testruns.grp", "", workspaceID, invocationID, testIndex)
 }
 
 // ResultGroupsOfInvocation matches the result groups of one invocation.
-func ResultGroupsOfInvocation(workspaceID, invocationID string) string {
-	return "testruns.grp." + workspaceID + "." + invocationID + ".*"
+func ResultGroupsOfInvocation(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testruns.grp", "*", workspaceID, invocationID)
 }
 
 // TestRunsQueuedSubject holds, as decimal text, how many jobs of an
 // invocation are queued in all (not an event).
-func TestRunsQueuedSubject(workspaceID, invocationID string) string {
-	return "testruns.queued." + workspaceID + "." + invocationID
+func TestRunsQueuedSubject(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testruns.queued", "", workspaceID, invocationID)
 }
 
 // TestRunsCompletingSubject holds a runner's claim to complete a round of
 // an invocation (not an event).
-func TestRunsCompletingSubject(workspaceID, invocationID string) string {
-	return "testruns.completing." + workspaceID + "." + invocationID
+func TestRunsCompletingSubject(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testruns.completing", "", workspaceID, invocationID)
 }
 
 // TestJobSubject is the work-queue subject of a job.
-func TestJobSubject(workspaceID, invocationID, job string) string {
-	return "testjobs." + workspaceID + "." + invocationID + "." + job
+func TestJobSubject(workspaceID, invocationID, job string) (string, error) {
+	return joinChecked("testjobs", "", workspaceID, invocationID, job)
+}
+
+// TestBucketingJobSubject is the work-queue subject of an invocation's
+// bucketing job for round (its jobs total when it completed).
+func TestBucketingJobSubject(workspaceID, invocationID, round string) (string, error) {
+	return joinChecked("testjobs", "", workspaceID, invocationID, "bucketing", round)
 }
 
 // TestJobsOfInvocation matches the queued jobs of one invocation (for
 // purging them on cancel).
-func TestJobsOfInvocation(workspaceID, invocationID string) string {
-	return "testjobs." + workspaceID + "." + invocationID + ".*"
+func TestJobsOfInvocation(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testjobs", "*", workspaceID, invocationID)
 }
 
 // TestCountSubject is a counter of an invocation's attempt (1, then one
 // per resubmission): "done" or "passed".
-func TestCountSubject(invocationID string, attempt int32, counter string) string {
-	return "testcounts." + invocationID + "." + strconv.Itoa(int(attempt)) + "." + counter
+func TestCountSubject(invocationID string, attempt int32, counter string) (string, error) {
+	return joinChecked("testcounts", "", invocationID, strconv.Itoa(int(attempt)), counter)
 }
 
 // Headers of a testing.run_completed message, beside the event headers:
@@ -128,3 +138,22 @@ const (
 	// resubmission.
 	HeaderRunAttempt = "Voiceai-Run-Attempt"
 )
+
+// joinChecked is prefix.<token>… (then .wildcard when not empty), every
+// token checked by ValidateToken.
+func joinChecked(prefix, wildcard string, tokens ...string) (string, error) {
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, t := range tokens {
+		if err := ValidateToken(t); err != nil {
+			return "", fmt.Errorf("token %d of %s: %w", i+1, prefix, err)
+		}
+		b.WriteByte('.')
+		b.WriteString(t)
+	}
+	if wildcard != "" {
+		b.WriteByte('.')
+		b.WriteString(wildcard)
+	}
+	return b.String(), nil
+}

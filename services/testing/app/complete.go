@@ -28,10 +28,14 @@ import (
 // MarkQueued records that jobs of the invocation, up to jobsTotal, are
 // all on the work queue.
 func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal int64) error {
-	msg := nats.NewMsg(events.TestRunsQueuedSubject(ws, invocationID))
+	subject, err := events.TestRunsQueuedSubject(ws, invocationID)
+	if err != nil {
+		return err
+	}
+	msg := nats.NewMsg(subject)
 	msg.Data = []byte(strconv.FormatInt(jobsTotal, 10))
 	msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#queued#"+string(msg.Data))
-	_, err := a.JS.PublishMsg(ctx, msg)
+	_, err = a.JS.PublishMsg(ctx, msg)
 	return err
 }
 
@@ -40,7 +44,11 @@ func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, events.TestRunsQueuedSubject(ws, invocationID))
+	subject, err := events.TestRunsQueuedSubject(ws, invocationID)
+	if err != nil {
+		return 0, err
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -57,7 +65,11 @@ func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	_, err = stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(events.TestJobsOfInvocation(ws, invocationID)))
+	jobs, err := events.TestJobsOfInvocation(ws, invocationID)
+	if err != nil {
+		return false, err
+	}
+	_, err = stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(jobs))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -92,7 +104,11 @@ func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round strin
 	if err != nil {
 		return false, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, events.TestRunsCompletingSubject(ws, invocationID))
+	subject, err := events.TestRunsCompletingSubject(ws, invocationID)
+	if err != nil {
+		return false, err
+	}
+	m, err := stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -134,7 +150,11 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	if claim {
 		// The stream's duplicate window makes the first claim of this
 		// round (jobs_total) the only one stored.
-		msg := nats.NewMsg(events.TestRunsCompletingSubject(ws, invocationID))
+		subject, err := events.TestRunsCompletingSubject(ws, invocationID)
+		if err != nil {
+			return false, err
+		}
+		msg := nats.NewMsg(subject)
 		msg.Data = []byte(round)
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
 		ack, err := a.JS.PublishMsg(ctx, msg)
@@ -165,7 +185,11 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		round := strconv.FormatInt(completed.GetJobsTotal(), 10)
 		job := &testingv1.RunJob{WorkspaceId: ws, InvocationId: invocationID, Kind: "bucketing"}
 		data, _ := proto.Marshal(job)
-		msg := &nats.Msg{Subject: events.TestJobSubject(ws, invocationID, "bucketing."+round), Data: data, Header: nats.Header{}}
+		subject, err := events.TestBucketingJobSubject(ws, invocationID, round)
+		if err != nil {
+			return true, err
+		}
+		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#bucketing#"+round)
 		if _, err := a.JS.PublishMsg(ctx, msg); err != nil {
 			return true, err
@@ -202,7 +226,11 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 	total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
 	outcome := make([]byte, total) // per run: 0 none yet, 'p' passed, 'f' failed
 	results := eventstore.New(a.JS, events.TestRunsStream)
-	err = eachMsg(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+	runs, err := events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
+	if err != nil {
+		return 0, 0, err
+	}
+	err = eachMsg(ctx, a.JS, events.TestRunsStream, runs,
 		jetstream.DeliverAllPolicy, true, 10_000, func(m jetstream.Msg) error {
 			runID := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
 			idx, err := domain.RunIndex(inv.GetInvocationId(), runID)

@@ -89,7 +89,11 @@ func TestCountersTotal(t *testing.T) {
 	a := New(js, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	add := func(inv, counter string, n int) {
 		t.Helper()
-		msg := nats.NewMsg(events.TestCountSubject(inv, 1, counter))
+		subject, err := events.TestCountSubject(inv, 1, counter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg := nats.NewMsg(subject)
 		msg.Header.Set("Nats-Incr", strconv.Itoa(n))
 		if _, err := js.PublishMsg(ctx, msg); err != nil {
 			t.Fatal(err)

@@ -111,7 +111,11 @@ func (a *App) publishJobs(ctx context.Context, m jetstream.Msg, inv *testingv1.I
 		id, idx, runs := job(i)
 		data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.GetWorkspaceId(), InvocationId: inv.GetInvocationId(), Kind: "run",
 			RunId: id, TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: attempt, RunCount: int32(runs)})
-		msg := &nats.Msg{Subject: events.TestJobSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), id), Data: data, Header: nats.Header{}}
+		subject, err := events.TestJobSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), id)
+		if err != nil {
+			return err
+		}
+		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, id+"#"+strconv.Itoa(int(attempt)))
 		f, err := a.JS.PublishMsgAsync(msg)
 		if err != nil {

@@ -179,9 +179,13 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 	if err != nil {
 		return nil, err
 	}
+	jobs, err := events.TestJobsOfInvocation(c.WorkspaceID, invocationID)
+	if err != nil {
+		return inv, err
+	}
 	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestJobsStream)
 	if err == nil {
-		err = stream.Purge(ctx, jetstream.WithPurgeSubject(events.TestJobsOfInvocation(c.WorkspaceID, invocationID)))
+		err = stream.Purge(ctx, jetstream.WithPurgeSubject(jobs))
 	}
 	return inv, err
 }
@@ -262,7 +266,11 @@ func (a *App) Counts(ctx context.Context, invocationID string, attempt int32) (d
 		return 0, 0, err
 	}
 	read := func(name string) (int64, error) {
-		m, err := stream.GetLastMsgForSubject(ctx, events.TestCountSubject(invocationID, attempt, name))
+		subject, err := events.TestCountSubject(invocationID, attempt, name)
+		if err != nil {
+			return 0, err
+		}
+		m, err := stream.GetLastMsgForSubject(ctx, subject)
 		if err != nil {
 			if err == jetstream.ErrMsgNotFound {
 				return 0, nil

@@ -104,7 +104,11 @@ func runOf(msg proto.Message, err error) (*testingv1.RunResult, error) {
 // EachRunResult calls fn with the current result of every run of an
 // invocation that has one.
 func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn func(*testingv1.RunResult) error) error {
-	return EachLast(ctx, a.JS, events.TestRunsStream, events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+	runs, err := events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
+	if err != nil {
+		return err
+	}
+	return EachLast(ctx, a.JS, events.TestRunsStream, runs,
 		func(m jetstream.Msg) error {
 			r, err := runOf(esproto.DecodeMsg(m))
 			if err != nil {
@@ -140,7 +144,11 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	bw.WriteString(`,"result_groups":[`)
 	if inv.GetBucketingStatus() == domain.BucketingCompleted && !created {
 		var groups []*testingv1.ResultGroup
-		err := EachLast(ctx, a.JS, events.TestRunsStream, events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId()),
+		subjects, err := events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
+		if err != nil {
+			return err
+		}
+		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects,
 			func(m jetstream.Msg) error {
 				msg, err := esproto.DecodeMsg(m)
 				if err != nil {

@@ -337,10 +337,10 @@ func (w *Worker) check() {
 	for inv, p := range touched {
 		for attempt, c := range p.counts {
 			if c[0] > 0 {
-				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "done"), c[0])
+				_ = w.incr(ctx, inv, attempt, "done", c[0])
 			}
 			if c[1] > 0 {
-				_ = w.incr(ctx, events.TestCountSubject(inv, attempt, "passed"), c[1])
+				_ = w.incr(ctx, inv, attempt, "passed", c[1])
 			}
 		}
 		w.watch[inv] = watched{ws: p.ws, last: now}
@@ -545,10 +545,14 @@ func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (b
 }
 
 // incr adds n to a progress counter.
-func (w *Worker) incr(ctx context.Context, subject string, n int64) error {
+func (w *Worker) incr(ctx context.Context, invocationID string, attempt int32, counter string, n int64) error {
+	subject, err := events.TestCountSubject(invocationID, attempt, counter)
+	if err != nil {
+		return err
+	}
 	msg := nats.NewMsg(subject)
 	msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10))
-	_, err := w.App.JS.PublishMsg(ctx, msg)
+	_, err = w.App.JS.PublishMsg(ctx, msg)
 	return err
 }
 
@@ -572,7 +576,10 @@ func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered ui
 	store := eventstore.New(w.App.JS, events.TestRunsStream)
 	for _, g := range groups {
 		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), time.Now())
-		subject := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
+		subject, err := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
+		if err != nil {
+			return err
+		}
 		if _, err := esproto.Append(ctx, store, subject, eventstore.AnySeq, meta, &testingv1.ResultGroupComputed{Meta: meta, InvocationId: inv.GetInvocationId(), Group: g}); err != nil {
 			return err
 		}

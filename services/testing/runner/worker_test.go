@@ -49,7 +49,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	const ws, inv = "ws_1", "tinv_missing"
 	runID := domain.RunID(inv, 0)
 	data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv, Kind: "run", RunId: runID, Attempt: 1})
-	if _, err := js.Publish(ctx, events.TestJobSubject(ws, inv, runID), data); err != nil {
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv, runID)), data); err != nil {
 		t.Fatal(err)
 	}
 	subject, _ := events.RunSubject(ws, inv, runID)
@@ -152,7 +152,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	}
 	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
 		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
-	if _, err := js.Publish(ctx, events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0)), job); err != nil {
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := app.EnsureRunnersConsumer(ctx, js, 30*time.Second)
@@ -195,7 +195,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	results, _ := js.Stream(ctx, events.TestRunsStream)
-	info, _ := results.Info(ctx, jetstream.WithSubjectFilter(events.RunsOfInvocation(ws, inv.InvocationId)))
+	info, _ := results.Info(ctx, jetstream.WithSubjectFilter(must(events.RunsOfInvocation(ws, inv.InvocationId))))
 	if len(perRun) != 5 || info.State.Msgs != 5 {
 		t.Fatalf("%d runs with results, %d results stored; want 5 and 5 (each run once)", len(perRun), info.State.Msgs)
 	}
@@ -237,7 +237,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	}
 	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
 		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
-	if _, err := js.Publish(ctx, events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0)), job); err != nil {
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
 	w := &runner.Worker{App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
@@ -263,8 +263,16 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	results, _ := js.Stream(context.Background(), events.TestRunsStream)
-	info, _ := results.Info(context.Background(), jetstream.WithSubjectFilter(events.RunsOfInvocation(ws, inv.InvocationId)))
+	info, _ := results.Info(context.Background(), jetstream.WithSubjectFilter(must(events.RunsOfInvocation(ws, inv.InvocationId))))
 	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || info.State.Msgs != 5 {
 		t.Fatalf("%d runs counted (%v), %d results stored; want 4 counted (the duplicate not) and 5 stored", n, err, info.State.Msgs)
 	}
+}
+
+// must unwraps a subject the test knows to be valid.
+func must(subject string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return subject
 }
