@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
@@ -86,29 +87,37 @@ func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
 
 // Handler is the public HTTP handler.
 func (g *Gateway) Handler() http.Handler {
-	api := mux.NewRouter()
-	api.Use(g.metrics.Middleware)
-	api.NotFoundHandler = httpx.NotFoundHandler()
-	api.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
-	for _, rt := range routes {
-		rt.register(api, g.forwardTo(rt))
+	router := mux.NewRouter()
+	router.Use(g.metrics.Middleware)
+	router.NotFoundHandler = httpx.NotFoundHandler()
+	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	for _, op := range api.Operations {
+		api.Route(router, op).Handler(g.forwardTo(op))
 	}
 
 	top := mux.NewRouter()
 	top.HandleFunc("/healthz", g.healthz).Methods(http.MethodGet, http.MethodHead)
 	top.HandleFunc("/readyz", g.readyz).Methods(http.MethodGet, http.MethodHead)
-	top.PathPrefix("/").Handler(g.Authenticate(api))
+	top.PathPrefix("/").Handler(g.Authenticate(router))
 	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
 }
 
-// forwardTo checks the route's permission and relays the request.
-func (g *Gateway) forwardTo(rt route) http.Handler {
+// forwardTo checks the operation's permission and what the caller put in
+// the path and headers, then relays the request: a request that cannot
+// succeed costs no service a thing, and no caller-supplied id reaches NATS
+// unchecked. Services check again, since they may be reached by other
+// means.
+func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if perms := rt.perms(r.Method); !callerFrom(r).HasAny(perms...) {
-			g.deny(w, r, http.StatusForbidden, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(perms)+").")
+		if !callerFrom(r).HasAny(op.Perms...) {
+			g.deny(w, r, http.StatusForbidden, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(op.Perms)+").")
 			return
 		}
-		g.fwd.Forward(w, r, rt.service)
+		if err := api.CheckRequest(r); err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+		g.fwd.Forward(w, r, op.Service)
 	})
 }
 

@@ -10,20 +10,13 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
-
-var (
-	readPerms  = []string{"convai_read", "convai_write"}
-	writePerms = []string{"convai_write"}
-)
-
-// HeaderIdempotencyKey makes a create safe to retry.
-const HeaderIdempotencyKey = "Idempotency-Key"
 
 type handlers struct {
 	app    *app.App
@@ -35,12 +28,12 @@ type handlers struct {
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	h := &handlers{app: a, codec: codec, maxReq: 4 << 20}
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/convai/agents/create", h.create).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/agents", h.list).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/agents/list", h.list).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/agents/{agent_id}", h.get).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/agents/{agent_id}", h.update).Methods(http.MethodPatch)
-	r.HandleFunc("/v1/convai/agents/{agent_id}", h.delete).Methods(http.MethodDelete)
+	api.Handle(r, api.CreateAgent, h.create)
+	api.Handle(r, api.ListAgents, h.list)
+	api.Handle(r, api.ListAgents2, h.list)
+	api.Handle(r, api.GetAgent, h.get)
+	api.Handle(r, api.UpdateAgent, h.update)
+	api.Handle(r, api.DeleteAgent, h.delete)
 	return r
 }
 
@@ -49,25 +42,13 @@ func caller(r *http.Request) principal.Principal {
 	return p
 }
 
-// guard answers 403 and returns false when the caller lacks perms.
-func guard(w http.ResponseWriter, r *http.Request, perms []string) bool {
-	if err := principal.Require(r, perms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return false
-	}
-	return true
-}
-
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
-	if !guard(w, r, writePerms) {
-		return
-	}
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	ag, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
+	ag, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -78,9 +59,6 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
-	if !guard(w, r, readPerms) {
-		return
-	}
 	ag, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -90,9 +68,6 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
-	if !guard(w, r, writePerms) {
-		return
-	}
 	var in app.UpdateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		httpx.WriteError(w, r, err)
@@ -107,9 +82,6 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
-	if !guard(w, r, writePerms) {
-		return
-	}
 	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"]); err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -118,9 +90,6 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
-	if !guard(w, r, readPerms) {
-		return
-	}
 	q := r.URL.Query()
 	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, caller(r).UserID, app.ListParams{
 		PageSize: q.Get("page_size"), Search: q.Get("search"), SortBy: q.Get("sort_by"),

@@ -9,33 +9,25 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
-// Permissions of the routes (the gateway checks them too).
-var (
-	readPerms  = []string{"workspace_read", "workspace_members_read", "service_account_write"}
-	writePerms = []string{"service_account_write"}
-)
-
-// HeaderIdempotencyKey makes a create safe to retry.
-const HeaderIdempotencyKey = "Idempotency-Key"
-
 // Router returns identity's routes.
 func Router(a *app.App) *mux.Router {
 	h := &handlers{app: a}
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/service-accounts", h.listAccounts).Methods(http.MethodGet)
-	r.HandleFunc("/v1/service-accounts", h.createAccount).Methods(http.MethodPost)
-	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys", h.listKeys).Methods(http.MethodGet)
-	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys", h.createKey).Methods(http.MethodPost)
-	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.updateKey).Methods(http.MethodPatch)
-	r.HandleFunc("/v1/service-accounts/{user_id}/api-keys/{key_id}", h.revokeKey).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/workspace/members", h.listMembers).Methods(http.MethodGet)
-	r.HandleFunc("/v1/workspace/members", h.addMember).Methods(http.MethodPost)
+	api.Handle(r, api.ListAccounts, h.listAccounts)
+	api.Handle(r, api.CreateAccount, h.createAccount)
+	api.Handle(r, api.ListKeys, h.listKeys)
+	api.Handle(r, api.CreateKey, h.createKey)
+	api.Handle(r, api.UpdateKey, h.updateKey)
+	api.Handle(r, api.RevokeKey, h.revokeKey)
+	api.Handle(r, api.ListMembers, h.listMembers)
+	api.Handle(r, api.AddMember, h.addMember)
 	return r
 }
 
@@ -47,10 +39,6 @@ func caller(r *http.Request) principal.Principal {
 }
 
 func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, writePerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	var body struct {
 		Name string `json:"name"`
 	}
@@ -58,7 +46,7 @@ func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	acct, err := h.app.CreateServiceAccount(r.Context(), caller(r).WorkspaceID, body.Name, r.Header.Get(HeaderIdempotencyKey))
+	acct, err := h.app.CreateServiceAccount(r.Context(), caller(r).WorkspaceID, body.Name, api.CommandID(r))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -102,10 +90,6 @@ func viewOfKey(k adapters.KeyDoc) keyView {
 }
 
 func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, readPerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	ws := caller(r).WorkspaceID
 	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
@@ -133,10 +117,6 @@ func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, readPerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	ws, accountID := caller(r).WorkspaceID, mux.Vars(r)["user_id"]
 	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
 		httpx.WriteError(w, r, err)
@@ -226,10 +206,6 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 }
 
 func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, writePerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	var body struct {
 		Name               string           `json:"name"`
 		Permissions        permissionsField `json:"permissions"`
@@ -246,7 +222,7 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
 		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
 	}
-	secret, key, err := h.app.CreateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], spec, r.Header.Get(HeaderIdempotencyKey))
+	secret, key, err := h.app.CreateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -255,10 +231,6 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, writePerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	var body struct {
 		Name               *string          `json:"name"`
 		IsEnabled          optionalBool     `json:"is_enabled"`
@@ -296,10 +268,6 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) {
-	if err := principal.Require(r, writePerms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return
-	}
 	vars := mux.Vars(r)
 	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"]); err != nil {
 		httpx.WriteError(w, r, err)

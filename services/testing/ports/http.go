@@ -11,6 +11,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -18,10 +19,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-var (
-	readPerms  = []string{"convai_read", "convai_write"}
-	writePerms = []string{"convai_write"}
-)
 
 // maxBody fits run-tests with 5,000 tests and a configuration override.
 const maxBody = 4 << 20
@@ -35,44 +32,33 @@ type handlers struct {
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	h := &handlers{app: a, codec: codec}
 	r := mux.NewRouter()
-	t := "/v1/convai/agent-testing"
-	r.HandleFunc(t+"/create", h.createTest).Methods(http.MethodPost)
-	r.HandleFunc(t, h.listTests).Methods(http.MethodGet)
-	r.HandleFunc(t+"/summaries", h.summaries).Methods(http.MethodPost)
-	r.HandleFunc(t+"/bulk-move", h.bulkMove).Methods(http.MethodPost)
-	r.HandleFunc(t+"/folders", h.createFolder).Methods(http.MethodPost)
-	r.HandleFunc(t+"/folders/{folder_id}", h.getFolder).Methods(http.MethodGet)
-	r.HandleFunc(t+"/folders/{folder_id}", h.renameFolder).Methods(http.MethodPatch)
-	r.HandleFunc(t+"/folders/{folder_id}", h.deleteFolder).Methods(http.MethodDelete)
-	r.HandleFunc(t+"/{test_id}", h.getTest).Methods(http.MethodGet)
-	r.HandleFunc(t+"/{test_id}", h.updateTest).Methods(http.MethodPut)
-	r.HandleFunc(t+"/{test_id}", h.deleteTest).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/convai/agents/{agent_id}/run-tests", h.runTests).Methods(http.MethodPost)
-	i := "/v1/convai/test-invocations"
-	r.HandleFunc(i, h.listInvocations).Methods(http.MethodGet)
-	r.HandleFunc(i+"/{invocation_id}", h.getInvocation).Methods(http.MethodGet)
-	r.HandleFunc(i+"/{invocation_id}/cancel", h.cancel).Methods(http.MethodPost)
-	r.HandleFunc(i+"/{invocation_id}/resubmit", h.resubmit).Methods(http.MethodPost)
+	api.Handle(r, api.CreateTest, h.createTest)
+	api.Handle(r, api.ListTests, h.listTests)
+	api.Handle(r, api.TestSummaries, h.summaries)
+	api.Handle(r, api.BulkMoveTests, h.bulkMove)
+	api.Handle(r, api.CreateFolder, h.createFolder)
+	api.Handle(r, api.GetFolder, h.getFolder)
+	api.Handle(r, api.RenameFolder, h.renameFolder)
+	api.Handle(r, api.DeleteFolder, h.deleteFolder)
+	api.Handle(r, api.GetTest, h.getTest)
+	api.Handle(r, api.UpdateTest, h.updateTest)
+	api.Handle(r, api.DeleteTest, h.deleteTest)
+	api.Handle(r, api.RunTests, h.runTests)
+	api.Handle(r, api.ListInvocations, h.listInvocations)
+	api.Handle(r, api.GetInvocation, h.getInvocation)
+	api.Handle(r, api.CancelRun, h.cancel)
+	api.Handle(r, api.ResubmitRun, h.resubmit)
 	return r
 }
 
-// caller checks perms and returns who is calling; ok is false once an
-// error has been written.
-func caller(w http.ResponseWriter, r *http.Request, perms []string) (app.Caller, bool) {
-	if err := principal.Require(r, perms...); err != nil {
-		httpx.WriteError(w, r, err)
-		return app.Caller{}, false
-	}
+// caller is who is calling, with the request's command id.
+func caller(r *http.Request) app.Caller {
 	p, _ := principal.From(r.Context())
-	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name,
-		CommandID: r.Header.Get("Idempotency-Key")}, true
+	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name, CommandID: api.CommandID(r)}
 }
 
 func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -87,10 +73,7 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -100,10 +83,7 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -118,10 +98,7 @@ func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -162,10 +139,7 @@ type listPosition struct {
 }
 
 func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	q := r.URL.Query()
 	var v httpx.Validator
 	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r, &v)}
@@ -219,10 +193,7 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in struct {
 		TestIDs *[]string `json:"test_ids"`
 	}
@@ -243,10 +214,7 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in struct {
 		EntityIDs *[]string `json:"entity_ids"`
 		MoveTo    *string   `json:"move_to"`
@@ -295,10 +263,7 @@ func (in folderInput) validate() error {
 }
 
 func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		httpx.WriteError(w, r, err)
@@ -330,10 +295,7 @@ func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string
 }
 
 func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -343,10 +305,7 @@ func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		httpx.WriteError(w, r, err)
@@ -365,10 +324,7 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var v httpx.Validator
 	force := boolParam(r, &v, "force")
 	if err := v.Err(); err != nil {
@@ -383,10 +339,7 @@ func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		httpx.WriteError(w, r, err)
@@ -412,10 +365,7 @@ func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *
 }
 
 func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -425,10 +375,7 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, readPerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	qv := r.URL.Query()
 	var v httpx.Validator
 	q := app.InvocationQuery{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
@@ -473,10 +420,7 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
@@ -486,10 +430,7 @@ func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) {
-	c, ok := caller(w, r, writePerms)
-	if !ok {
-		return
-	}
+	c := caller(r)
 	var in app.ResubmitInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		httpx.WriteError(w, r, err)

@@ -9,19 +9,12 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
-
-var (
-	readPerms  = []string{"convai_read", "convai_write"}
-	writePerms = []string{"convai_write"}
-)
-
-// HeaderIdempotencyKey makes a create safe to retry.
-const HeaderIdempotencyKey = "Idempotency-Key"
 
 type handlers struct {
 	app   *app.App
@@ -32,29 +25,18 @@ type handlers struct {
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	h := &handlers{app: a, codec: codec}
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/convai/triage-tickets", h.guard(readPerms, h.listWorkspace)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/triage-tickets", h.guard(writePerms, h.create)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets", h.guard(readPerms, h.listAgent)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets", h.guard(writePerms, h.createManual)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/agents/{agent_id}/triage-tickets/assignable-users", h.guard(readPerms, h.assignable)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(readPerms, h.get)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(writePerms, h.update)).Methods(http.MethodPatch)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}", h.guard(writePerms, h.delete)).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/comments", h.guard(writePerms, h.comment)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/turn-comments", h.guard(writePerms, h.turnComment)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/triage-tickets/{ticket_id}/merge", h.guard(writePerms, h.merge)).Methods(http.MethodPost)
+	api.Handle(r, api.ListTickets, h.listWorkspace)
+	api.Handle(r, api.CreateTicket, h.create)
+	api.Handle(r, api.ListAgentTickets, h.listAgent)
+	api.Handle(r, api.CreateAgentTicket, h.createManual)
+	api.Handle(r, api.AssignableUsers, h.assignable)
+	api.Handle(r, api.GetTicket, h.get)
+	api.Handle(r, api.UpdateTicket, h.update)
+	api.Handle(r, api.DeleteTicket, h.delete)
+	api.Handle(r, api.CommentTicket, h.comment)
+	api.Handle(r, api.TurnCommentTicket, h.turnComment)
+	api.Handle(r, api.MergeTickets, h.merge)
 	return r
-}
-
-// guard answers 403 unless the caller holds one of perms.
-func (h *handlers) guard(perms []string, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := principal.Require(r, perms...); err != nil {
-			httpx.WriteError(w, r, err)
-			return
-		}
-		next(w, r)
-	}
 }
 
 func caller(r *http.Request) principal.Principal {
@@ -110,7 +92,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	t, existing, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
+	t, existing, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
 	code := http.StatusCreated
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
@@ -124,7 +106,7 @@ func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	t, err := h.app.CreateManual(r.Context(), caller(r), mux.Vars(r)["agent_id"], in, r.Header.Get(HeaderIdempotencyKey))
+	t, err := h.app.CreateManual(r.Context(), caller(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	reply(w, r, http.StatusCreated, t, err)
 }
 

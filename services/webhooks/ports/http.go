@@ -11,21 +11,12 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
-
-// Permissions, checked by the gateway and again here.
-var (
-	ReadPerms   = []string{"convai_read", "webhooks_write"}
-	WritePerms  = []string{"webhooks_write"}
-	IngestPerms = []string{"convai_write"}
-)
-
-// HeaderIdempotencyKey makes a create or an ingestion safe to retry.
-const HeaderIdempotencyKey = "Idempotency-Key"
 
 // MaxIngestBody bounds an ingested event (256 KiB).
 const MaxIngestBody = 256 << 10
@@ -36,26 +27,16 @@ type handlers struct{ app *app.App }
 func Router(a *app.App) *mux.Router {
 	h := &handlers{app: a}
 	r := mux.NewRouter()
-	r.HandleFunc("/v1/convai/webhooks", guard(ReadPerms, h.list)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/webhooks", guard(WritePerms, h.create)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/convai/webhooks/{webhook_id}", guard(ReadPerms, h.get)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/webhooks/{webhook_id}", guard(WritePerms, h.update)).Methods(http.MethodPut)
-	r.HandleFunc("/v1/convai/webhooks/{webhook_id}", guard(WritePerms, h.delete)).Methods(http.MethodDelete)
-	r.HandleFunc("/v1/voiceai/webhooks/health", guard(ReadPerms, h.health)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/voiceai/webhooks/{webhook_id}/test", guard(WritePerms, h.test)).Methods(http.MethodPost)
-	r.HandleFunc("/v1/voiceai/webhooks/{webhook_id}/logs", guard(ReadPerms, h.logs)).Methods(http.MethodGet)
-	r.HandleFunc("/v1/convai/events", guard(IngestPerms, h.ingest)).Methods(http.MethodPost)
+	api.Handle(r, api.ListWebhooks, h.list)
+	api.Handle(r, api.CreateWebhook, h.create)
+	api.Handle(r, api.GetWebhook, h.get)
+	api.Handle(r, api.UpdateWebhook, h.update)
+	api.Handle(r, api.DeleteWebhook, h.delete)
+	api.Handle(r, api.WebhooksHealth, h.health)
+	api.Handle(r, api.TestWebhook, h.test)
+	api.Handle(r, api.WebhookLogs, h.logs)
+	api.Handle(r, api.IngestEvent, h.ingest)
 	return r
-}
-
-func guard(perms []string, next http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if err := principal.Require(r, perms...); err != nil {
-			httpx.WriteError(w, r, err)
-			return
-		}
-		next(w, r)
-	}
 }
 
 func caller(r *http.Request) principal.Principal {
@@ -92,7 +73,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	wh, secret, err := h.app.Create(r.Context(), caller(r), in, r.Header.Get(HeaderIdempotencyKey))
+	wh, secret, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
 	reply(w, r, http.StatusCreated, wh, &secret, err)
 }
 
@@ -102,7 +83,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	wh, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in, r.Header.Get(HeaderIdempotencyKey))
+	wh, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
 	reply(w, r, http.StatusOK, wh, nil, err)
 }
 
@@ -172,7 +153,7 @@ func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	id, err := h.app.Ingest(r.Context(), caller(r).WorkspaceID, in, r.Header.Get(HeaderIdempotencyKey))
+	id, err := h.app.Ingest(r.Context(), caller(r).WorkspaceID, in, api.CommandID(r))
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

@@ -1,0 +1,99 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/mux"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+func TestOperationsAreUniqueAndEveryPathVarIsAnID(t *testing.T) {
+	names, routes := map[string]bool{}, map[string]bool{}
+	for _, op := range Operations {
+		key := op.Method + " " + op.Path
+		if names[op.Name] || routes[key] {
+			t.Errorf("%s (%s) is defined twice", op.Name, key)
+		}
+		names[op.Name], routes[key] = true, true
+		if op.Service == "" || len(op.Perms) == 0 {
+			t.Errorf("%s has no service or no permission", op.Name)
+		}
+		for _, v := range op.Vars() {
+			if _, ok := IDParams[v]; !ok {
+				t.Errorf("%s: path variable %q is not in IDParams", op.Name, v)
+			}
+		}
+	}
+}
+
+// Each operation's own path, with ids filled in, reaches that operation
+// on a router built from the table: no earlier template shadows it.
+func TestEveryOperationRoutesToItself(t *testing.T) {
+	r := mux.NewRouter()
+	for _, op := range Operations {
+		name := op.Name
+		Route(r, op).HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(name)) })
+	}
+	for _, op := range Operations {
+		path := pathVar.ReplaceAllString(op.Path, "id_1")
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(op.Method, path, nil))
+		if rec.Body.String() != op.Name {
+			t.Errorf("%s %s reached %q, want %s", op.Method, path, rec.Body.String(), op.Name)
+		}
+		if op.Reads() {
+			rec := httptest.NewRecorder()
+			r.ServeHTTP(rec, httptest.NewRequest(http.MethodHead, path, nil))
+			if rec.Code != http.StatusOK {
+				t.Errorf("HEAD %s = %d", path, rec.Code)
+			}
+		}
+	}
+}
+
+func TestHandleChecksPermissionIDsAndIdempotencyKey(t *testing.T) {
+	var got string
+	r := mux.NewRouter()
+	Handle(r, GetAgent, func(w http.ResponseWriter, req *http.Request) { got = CommandID(req) })
+	Handle(r, CreateAgent, func(w http.ResponseWriter, req *http.Request) { got = CommandID(req) })
+	call := func(method, path, key string, perms ...string) *httptest.ResponseRecorder {
+		got = "not called"
+		req := httptest.NewRequest(method, path, nil)
+		if key != "" {
+			req.Header.Set(HeaderIdempotencyKey, key)
+		}
+		req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: perms}))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		return rec
+	}
+	if rec := call("GET", "/v1/convai/agents/agent_1", "", "workspace_read"); rec.Code != 403 || got != "not called" {
+		t.Errorf("without permission: %d, handler %q", rec.Code, got)
+	}
+	for _, bad := range []string{strings.Repeat("a", 129), "a.b", "a%20b", "%2A", "%3E", "caf%C3%A9", "a%00"} {
+		rec := call("GET", "/v1/convai/agents/"+bad, "", "convai_read")
+		if rec.Code != 404 || !strings.Contains(rec.Body.String(), `"agent_not_found"`) || got != "not called" {
+			t.Errorf("id %q: %d %s, handler %q", bad, rec.Code, rec.Body, got)
+		}
+	}
+	if rec := call("HEAD", "/v1/convai/agents/agent_1", "", "convai_read"); rec.Code != 200 || got != "" {
+		t.Errorf("HEAD: %d, handler %q", rec.Code, got)
+	}
+	for _, bad := range []string{strings.Repeat("k", 256), "a b", "ключ"} {
+		if rec := call("POST", "/v1/convai/agents/create", bad, "convai_write"); rec.Code != 422 || !strings.Contains(rec.Body.String(), `["header","Idempotency-Key"]`) {
+			t.Errorf("key %q: %d %s", bad, rec.Code, rec.Body)
+		}
+	}
+	call("POST", "/v1/convai/agents/create", "K", "convai_write")
+	a := got
+	if !strings.HasPrefix(a, "cmd_") || a != commandID("ws_a", CreateAgent.Name, "K") {
+		t.Fatalf("command id %q", a)
+	}
+	if commandID("ws_b", CreateAgent.Name, "K") == a || commandID("ws_a", CreateTicket.Name, "K") == a {
+		t.Error("the same key in another workspace or operation gave the same command id")
+	}
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+// Route adds op's path and method to r (HEAD too where the method is GET:
+// net/http drops the body of a HEAD answer).
+func Route(r *mux.Router, op Operation) *mux.Route {
+	methods := []string{op.Method}
+	if op.Reads() {
+		methods = append(methods, http.MethodHead)
+	}
+	return r.Path(op.Path).Methods(methods...)
+}
+
+// Handle serves op on a service's router: the caller must hold one of
+// op's permissions (403), every path id must follow the id grammar (else
+// the id's 404, as for an unknown one) and an Idempotency-Key must be
+// well formed (422), all before h runs.
+func Handle(r *mux.Router, op Operation, h http.HandlerFunc) {
+	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if err := principal.Require(req, op.Perms...); err != nil {
+			httpx.WriteError(w, req, err)
+			return
+		}
+		if err := CheckRequest(req); err != nil {
+			httpx.WriteError(w, req, err)
+			return
+		}
+		h(w, req.WithContext(context.WithValue(req.Context(), opKey{}, op)))
+	})
+}
+
+type opKey struct{}
+
+// CheckRequest checks what a caller put in the request line and headers
+// of a matched route: its path ids and its Idempotency-Key.
+func CheckRequest(r *http.Request) error {
+	for name, v := range mux.Vars(r) {
+		if ids.Valid(v) {
+			continue
+		}
+		p, ok := IDParams[name]
+		if !ok {
+			p = IDParam{NotFound: "not_found", Noun: "resource"}
+		}
+		return httpx.NotFound(p.NotFound, "No "+p.Noun+" has this id.")
+	}
+	if k := r.Header.Get(HeaderIdempotencyKey); k != "" && !validIdempotencyKey(k) {
+		return httpx.ValidationErrors{{Loc: []any{"header", HeaderIdempotencyKey},
+			Msg:  "An idempotency key is 1 to 255 visible ASCII characters.",
+			Type: "value_error"}}
+	}
+	return nil
+}
+
+// HeaderIdempotencyKey makes a create (or another command) safe to retry.
+const HeaderIdempotencyKey = "Idempotency-Key"
+
+// MaxIdempotencyKeyLen bounds an Idempotency-Key, as Stripe does.
+const MaxIdempotencyKeyLen = 255
+
+func validIdempotencyKey(k string) bool {
+	if len(k) > MaxIdempotencyKeyLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// CommandID is the request's Idempotency-Key made unique to its workspace
+// and operation: the same key sent by another workspace, or to another
+// operation, is another command. "" when the request has no key. The id
+// is a fixed-length hash, safe as a NATS message id whatever the key.
+func CommandID(r *http.Request) string {
+	k := r.Header.Get(HeaderIdempotencyKey)
+	if k == "" {
+		return ""
+	}
+	op, _ := r.Context().Value(opKey{}).(Operation)
+	p, _ := principal.From(r.Context())
+	return commandID(p.WorkspaceID, op.Name, k)
+}
+
+func commandID(workspace, operation, key string) string {
+	h := sha256.Sum256([]byte(workspace + "\x00" + operation + "\x00" + key))
+	return "cmd_" + hex.EncodeToString(h[:16])
+}
