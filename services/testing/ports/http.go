@@ -19,7 +19,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-
 // maxBody fits run-tests with 5,000 tests and a configuration override.
 const maxBody = 4 << 20
 
