@@ -34,10 +34,11 @@ func NewRegistry() *prometheus.Registry {
 // (an empty variable means "the default", as for every setting).
 const MetricsOff = "off"
 
-// ServeMetrics serves /metrics and /debug/pprof/ on addr until ctx ends.
+// ServeMetrics serves /metrics, /debug/pprof/, and the probes as /healthz
+// and /readyz on addr until ctx ends, logging the address it listens on.
 // An empty addr or MetricsOff disables the endpoint. The address is
-// internal (loopback by default): neither is meant for the public.
-func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) error {
+// internal (loopback by default): none of it is meant for the public.
+func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, probes Probes, log *slog.Logger) error {
 	if addr == "" || addr == MetricsOff {
 		return nil
 	}
@@ -45,8 +46,11 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 	if err != nil {
 		return err
 	}
+	log.Info("internal endpoint listening", "metrics_addr", ln.Addr().String())
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/healthz", probes.LiveHandler())
+	mux.Handle("/readyz", probes.ReadyHandler())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
@@ -62,4 +66,19 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry) er
 		return err
 	}
 	return nil
+}
+
+// Register registers c, or returns the collector of the same name another
+// component of the process registered first (replicas in one process, or
+// a service restarted on new connections).
+func Register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+	}
+	return c
 }

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +51,16 @@ func TestServeMetrics(t *testing.T) {
 	ln.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeMetrics(ctx, addr, NewRegistry()) }()
+	var storeDown atomic.Bool
+	storeDown.Store(true)
+	probes := Probes{Live: map[string]Check{"nats": func(context.Context) error { return nil }},
+		Ready: map[string]Check{"store": func(context.Context) error {
+			if storeDown.Load() {
+				return errors.New("store down")
+			}
+			return nil
+		}}}
+	go func() { done <- ServeMetrics(ctx, addr, NewRegistry(), probes, slog.New(slog.DiscardHandler)) }()
 	deadline := time.Now().Add(5 * time.Second)
 	var body []byte
 	for time.Now().Before(deadline) {
@@ -73,6 +84,25 @@ func TestServeMetrics(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "goroutine profile") {
 		t.Fatalf("profiler endpoint: %d %.200s", resp.StatusCode, body)
 	}
+	probe := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := probe("/healthz"); code != 200 || !strings.Contains(body, `"ok"`) {
+		t.Errorf("/healthz = %d %s", code, body)
+	}
+	if code, body := probe("/readyz"); code != 503 || !strings.Contains(body, `"store":"store down"`) {
+		t.Errorf("/readyz with the store down = %d %s", code, body)
+	}
+	storeDown.Store(false)
+	if code, body := probe("/readyz"); code != 200 || !strings.Contains(body, `"ready":true`) {
+		t.Errorf("/readyz healed = %d %s", code, body)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -80,7 +110,7 @@ func TestServeMetrics(t *testing.T) {
 }
 
 func TestMetricsOff(t *testing.T) {
-	if err := ServeMetrics(context.Background(), MetricsOff, NewRegistry()); err != nil {
+	if err := ServeMetrics(context.Background(), MetricsOff, NewRegistry(), Probes{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("off must return at once without error: %v", err)
 	}
 }

@@ -2,58 +2,93 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"log/slog"
+
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
-// StartFunc starts a service on d and returns how to stop it.
+// StartFunc starts a service on d and returns how to stop it. ctx ends
+// when the service must stop (shutdown, or its connection was lost).
 type StartFunc func(ctx context.Context, d Deps) (stop func() error, err error)
 
-// Run is a standalone service's whole life: connect, start, serve metrics,
-// wait for SIGINT/SIGTERM, then stop the service and drain connections.
+// Run is a standalone service's whole life: connect, start, serve metrics
+// and probes, wait for SIGINT/SIGTERM, then stop the service and drain
+// connections. A connection lost for good (ErrConnectionLost) does not
+// end the process: the service is stopped and started again on new
+// connections.
 func Run(name string, infra config.Infra, start StartFunc) error {
 	level, err := config.ParseLogLevel(infra.LogLevel)
 	if err != nil {
 		return err
 	}
-	log := obs.NewLogger(os.Stderr, level, name)
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	return RunContext(ctx, name, infra, start, obs.NewLogger(os.Stderr, level, name))
+}
 
-	nc, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log)
-	if err != nil {
-		return err
+// RunContext is Run until ctx ends.
+func RunContext(ctx context.Context, name string, infra config.Infra, start StartFunc, log *slog.Logger) error {
+	for {
+		err := runOnce(ctx, name, infra, start, log)
+		if !errors.Is(err, ErrConnectionLost) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("restarting the service on new connections")
 	}
+}
+
+// runOnce runs the service on one set of connections (and a registry of
+// its own, so a restart registers its collectors anew).
+func runOnce(parent context.Context, name string, infra config.Infra, start StartFunc, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
 	reg := obs.NewRegistry()
-	d, err := NewDeps(nc, mc, log, reg, infra.StreamReplicas)
+	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg)
 	if err != nil {
 		return err
 	}
+	d, err := NewDeps(link.NC, mc, log, reg, infra.StreamReplicas)
+	if err != nil {
+		return err
+	}
+	d.Link = link
 	go func() {
-		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg); err != nil {
+		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg, d.Probes(), log); err != nil {
 			log.Error("metrics endpoint failed", "addr", infra.MetricsAddr, "err", err)
 		}
 	}()
 	stop, err := start(ctx, d)
 	if err != nil {
+		link.Close()
 		return err
 	}
 	log.Info("started", "nats", infra.NATSURL)
-	<-ctx.Done()
-	log.Info("stopping")
+	lost := false
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+	case <-link.Lost():
+		lost = true
+	}
+	cancel()
 	if err := stop(); err != nil {
 		log.Warn("stop", "err", err)
 	}
-	_ = nc.Drain()
-	if mc == nil {
-		return nil
+	link.Close()
+	if mc != nil {
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = mc.Disconnect(dctx)
 	}
-	dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer dcancel()
-	return mc.Disconnect(dctx)
+	if lost {
+		return ErrConnectionLost
+	}
+	return nil
 }

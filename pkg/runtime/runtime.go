@@ -33,40 +33,33 @@ type Deps struct {
 	Logger         *slog.Logger
 	Metrics        prometheus.Registerer
 	StreamReplicas int
+	// Link is NC's health (nil in tests that dial NATS themselves).
+	Link *Link
 }
 
-// Connect dials NATS and, unless mongoURI is empty, Mongo.
-func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger) (*nats.Conn, *mongo.Client, error) {
-	nc, err := nats.Connect(natsURL,
-		nats.Name("voiceai-"+name),
-		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				logger.Warn("nats disconnected", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrl()) }),
-	)
+// Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
+// whose driver reconnects by itself.
+func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger, reg prometheus.Registerer) (*Link, *mongo.Client, error) {
+	link, err := DialNATS(ctx, name, natsURL, logger, reg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect nats %s: %w", natsURL, err)
+		return nil, nil, err
 	}
 	if mongoURI == "" {
-		return nc, nil, nil // a service without a store (the gateway)
+		return link, nil, nil // a service without a store (the gateway)
 	}
 	mc, err := mongo.Connect(options.Client().ApplyURI(mongoURI).SetAppName("voiceai-" + name))
 	if err != nil {
-		nc.Close()
+		link.Close()
 		return nil, nil, fmt.Errorf("connect mongo: %w", err)
 	}
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := mc.Ping(pctx, nil); err != nil {
-		nc.Close()
+		link.Close()
 		_ = mc.Disconnect(context.Background())
 		return nil, nil, fmt.Errorf("reach mongo: %w", err)
 	}
-	return nc, mc, nil
+	return link, mc, nil
 }
 
 // NewDeps wraps established connections.
@@ -79,6 +72,19 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 		replicas = 1
 	}
 	return Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas}, nil
+}
+
+// Probes are the health checks of a process on d: NATS connected (ready)
+// and not lost for good (live), and the store answering (ready).
+func (d Deps) Probes() obs.Probes {
+	p := obs.Probes{Live: map[string]obs.Check{}, Ready: map[string]obs.Check{}}
+	if d.Link != nil {
+		p.Live["nats"], p.Ready["nats"] = d.Link.Alive, d.Link.Ready
+	}
+	if d.Mongo != nil {
+		p.Ready["store"] = func(ctx context.Context) error { return d.Mongo.Ping(ctx, nil) }
+	}
+	return p
 }
 
 // ServeHTTP serves handler as service name over NATS with the shared

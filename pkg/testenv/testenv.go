@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -34,12 +35,40 @@ func New(t testing.TB) *Env {
 // temporary directory and returns its client URL.
 func StartNATS(t testing.TB) string {
 	t.Helper()
+	return StartNATSServer(t).ClientURL()
+}
+
+// StartNATSServer is StartNATS returning the server itself, for tests
+// that act on it (kick clients, inspect connections).
+func StartNATSServer(t testing.TB) *server.Server {
+	t.Helper()
 	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	return ns.ClientURL()
+	return ns
+}
+
+// KickClients makes the server drop every client connection whose name
+// is name, as a network failure would; it returns how many it dropped.
+// The clients are expected to reconnect by themselves.
+func KickClients(t testing.TB, ns *server.Server, name string) int {
+	t.Helper()
+	conns, err := ns.Connz(&server.ConnzOptions{Limit: 10_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range conns.Conns {
+		if c.Name == name {
+			if err := ns.DisconnectClientByID(c.Cid); err != nil {
+				t.Fatalf("kick %s (cid %d): %v", name, c.Cid, err)
+			}
+			n++
+		}
+	}
+	return n
 }
 
 // StartMongo starts an embedded FerretDB with its files in a temporary

@@ -5,7 +5,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
@@ -45,20 +48,36 @@ func serve(ctx context.Context) error {
 		return err
 	}
 	log := obs.NewLogger(os.Stderr, level, "allinone")
-	reg := obs.NewRegistry()
-	go func() {
-		if err := obs.ServeMetrics(ctx, c.MetricsAddr, reg); err != nil {
-			log.Warn("metrics endpoint disabled", "addr", c.MetricsAddr, "err", err)
+	for first := true; ; first = false {
+		err := serveOnce(ctx, c, log, first)
+		if !errors.Is(err, runtime.ErrConnectionLost) || ctx.Err() != nil {
+			return err
 		}
-	}()
+		log.Warn("restarting the platform on new connections")
+	}
+}
+
+// serveOnce runs the stack until it stops, with a metrics registry of its
+// own so a restart registers every collector anew.
+func serveOnce(parent context.Context, c stack.Config, log *slog.Logger, first bool) error {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	reg := obs.NewRegistry()
 	s, err := stack.Start(ctx, c, log, reg)
 	if err != nil {
 		return err
 	}
+	go func() {
+		if err := obs.ServeMetrics(ctx, c.MetricsAddr, reg, s.Probes(), log); err != nil {
+			log.Warn("metrics endpoint disabled", "addr", c.MetricsAddr, "err", err)
+		}
+	}()
 	if s.AdminKey != "" {
 		fmt.Printf("\nAdmin API key (shown once, also written to %s):\n\n    %s\n\n", s.KeyFile, s.AdminKey)
 	}
-	fmt.Printf("voiceai platform listening on http://%s  (data in %s, NATS at %s)\n", s.Addr, c.DataDir, s.NATSURL)
+	if first {
+		fmt.Printf("voiceai platform listening on http://%s  (data in %s, NATS at %s)\n", s.Addr, c.DataDir, s.NATSURL)
+	}
 	log.Info("ready", "addr", s.Addr, "data_dir", c.DataDir)
 	return s.Wait()
 }

@@ -47,9 +47,7 @@ type Gateway struct {
 	metrics  *obs.HTTPMetrics
 	denials  *prometheus.CounterVec // requests refused before forwarding, by status
 	now      func() time.Time
-
-	// ReadyChecks are extra readiness probes by name (e.g. "store").
-	ReadyChecks map[string]func(context.Context) error
+	probes   obs.Probes
 }
 
 // New starts following key events and returns a gateway. It does not wait
@@ -64,8 +62,23 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	probes := d.Probes()
+	if d.Link == nil { // a gateway on a connection it does not own
+		probes.Ready["nats"] = func(context.Context) error {
+			if st := d.NC.Status(); st != nats.CONNECTED {
+				return errors.New("not connected: " + st.String())
+			}
+			return nil
+		}
+	}
+	probes.Ready["api_keys"] = func(context.Context) error {
+		if !feed.IsReady() {
+			return errors.New("loading")
+		}
+		return nil
+	}
 	return &Gateway{
-		settings: s, nc: d.NC, keys: keys, feed: feed, limiter: limiter, log: d.Logger,
+		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, limiter: limiter, log: d.Logger,
 		fwd:     &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
 		metrics: obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials: newDenials(d.Metrics),
@@ -96,8 +109,8 @@ func (g *Gateway) Handler() http.Handler {
 	}
 
 	top := mux.NewRouter()
-	top.HandleFunc("/healthz", g.healthz).Methods(http.MethodGet, http.MethodHead)
-	top.HandleFunc("/readyz", g.readyz).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/healthz", g.probes.LiveHandler()).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/readyz", g.probes.ReadyHandler()).Methods(http.MethodGet, http.MethodHead)
 	top.PathPrefix("/").Handler(g.Authenticate(router))
 	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
 }
@@ -142,38 +155,4 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-func (g *Gateway) healthz(w http.ResponseWriter, r *http.Request) {
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-}
-
-func (g *Gateway) readyz(w http.ResponseWriter, r *http.Request) {
-	checks := map[string]string{}
-	ok := true
-	fail := func(name, why string) { checks[name], ok = why, false }
-	if g.nc.Status() != nats.CONNECTED {
-		fail("nats", "not connected: "+g.nc.Status().String())
-	} else {
-		checks["nats"] = "ok"
-	}
-	if g.feed.IsReady() {
-		checks["api_keys"] = "ok"
-	} else {
-		fail("api_keys", "loading")
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	for name, check := range g.ReadyChecks {
-		if err := check(ctx); err != nil {
-			fail(name, err.Error())
-		} else {
-			checks[name] = "ok"
-		}
-	}
-	status := http.StatusOK
-	if !ok {
-		status = http.StatusServiceUnavailable
-	}
-	httpx.WriteJSON(w, status, map[string]any{"ready": ok, "checks": checks})
 }

@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/agents"
@@ -81,10 +83,14 @@ type Stack struct {
 
 	gateway *gateway.Gateway
 	agents  http.Handler
+	probes  obs.Probes
 	cancel  context.CancelFunc
 	done    chan struct{}
 	err     error // why the stack stopped; valid once done is closed
 }
+
+// Probes are the stack's liveness and readiness checks.
+func (s *Stack) Probes() obs.Probes { return s.probes }
 
 // Gateway is the running gateway (for benchmarks).
 func (s *Stack) Gateway() *gateway.Gateway { return s.gateway }
@@ -107,7 +113,9 @@ func TestConfig(dir string) Config {
 	}
 }
 
-// Wait blocks until the stack has stopped.
+// Wait blocks until the stack has stopped; runtime.ErrConnectionLost
+// means it stopped because its NATS connection was lost for good, and
+// may be started again.
 func (s *Stack) Wait() error {
 	<-s.done
 	return s.err
@@ -162,20 +170,21 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 	}
 
-	nc, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log)
+	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log, reg)
 	if err != nil {
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() {
-		_ = nc.Drain()
+		link.Close()
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer dcancel()
 		_ = mc.Disconnect(dctx)
 	})
-	d, err := runtime.NewDeps(nc, mc, log, reg, 1)
+	d, err := runtime.NewDeps(link.NC, mc, log, reg, 1)
 	if err != nil {
 		return fail(err)
 	}
+	d.Link = link
 
 	id, err := identity.Start(ctx, d)
 	if err != nil {
@@ -225,7 +234,6 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return fail(err)
 	}
-	gw.ReadyChecks = map[string]func(context.Context) error{"store": func(ctx context.Context) error { return mc.Ping(ctx, nil) }}
 	select {
 	case <-gw.KeysReady():
 	case <-time.After(30 * time.Second):
@@ -239,11 +247,23 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	s := &Stack{
 		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: store.URI,
 		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
-		gateway: gw, agents: ag.Handler,
+		gateway: gw, agents: ag.Handler, probes: d.Probes(),
 		cancel: cancel, done: make(chan struct{}),
 	}
+	var lost atomic.Bool
+	go func() {
+		select {
+		case <-link.Lost():
+			lost.Store(true)
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	go func() {
 		err := gw.Serve(ctx, ln)
+		if lost.Load() {
+			err = runtime.ErrConnectionLost
+		}
 		for i := len(cleanup) - 1; i >= 0; i-- {
 			cleanup[i]()
 		}

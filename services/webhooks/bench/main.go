@@ -84,12 +84,13 @@ func run() error {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nc, mc, err := runtime.Connect(ctx, "bench", ns.ClientURL(), store.URI, log)
+	reg := prometheus.NewRegistry()
+	link, mc, err := runtime.Connect(ctx, "bench", ns.ClientURL(), store.URI, log, reg)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	d, err := runtime.NewDeps(nc, mc, log, prometheus.NewRegistry(), 1)
+	defer link.Close()
+	d, err := runtime.NewDeps(link.NC, mc, log, reg, 1)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,9 @@
 package dispatcher
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
 type metrics struct {
@@ -24,20 +24,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	if reg == nil {
 		return m
 	}
-	m.attempts = register(reg, m.attempts)
-	m.duration = register(reg, m.duration)
+	m.attempts = obs.Register(reg, m.attempts)
+	m.duration = obs.Register(reg, m.duration)
 	return m
-}
-
-// register reuses a collector another replica in the process registered.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }

@@ -1,0 +1,120 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/obs"
+)
+
+// ErrConnectionLost means the NATS connection was closed for good by
+// something other than the process itself: nats.go gives up on a
+// connection after some protocol errors from the server (a control line
+// too long, for one) instead of reconnecting. Everything built on it must
+// be rebuilt on a new connection.
+var ErrConnectionLost = errors.New("nats connection closed by the server for good")
+
+// Link is a process's NATS connection as its health sees it: it
+// reconnects forever with back-off, counts what happens to it, and tells
+// when it is lost for good.
+type Link struct {
+	NC       *nats.Conn
+	lost     chan struct{}
+	lostOnce sync.Once
+	closing  atomic.Bool
+}
+
+// Lost is closed when the connection is closed for good by anything but
+// Close.
+func (l *Link) Lost() <-chan struct{} { return l.lost }
+
+// Ready is nil while the connection is up (a readiness check).
+func (l *Link) Ready(context.Context) error {
+	if s := l.NC.Status(); s != nats.CONNECTED {
+		return fmt.Errorf("not connected: %s", s)
+	}
+	return nil
+}
+
+// Alive is nil unless the connection is lost for good (a liveness check:
+// a process that cannot rebuild it must be restarted).
+func (l *Link) Alive(context.Context) error {
+	select {
+	case <-l.lost:
+		return ErrConnectionLost
+	default:
+		return nil
+	}
+}
+
+// Close drains the connection; its closing is not a loss.
+func (l *Link) Close() {
+	l.closing.Store(true)
+	_ = l.NC.Drain()
+}
+
+// reconnectDelay is the wait before reconnection attempt n: doubling from
+// 50 ms to 2 s, with up to 25% jitter so replicas do not reconnect in step.
+func reconnectDelay(attempt int) time.Duration {
+	d := min(50*time.Millisecond<<min(attempt, 6), 2*time.Second)
+	return d + rand.N(d/4+1)
+}
+
+// DialNATS connects to url, retrying with back-off until ctx ends (a
+// service may start before its NATS server), and keeps reconnecting
+// forever once connected. Disconnections, reconnections and losses are
+// logged and counted in voiceai_nats_connection_events_total.
+func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg prometheus.Registerer) (*Link, error) {
+	events := obs.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voiceai_nats_connection_events_total",
+		Help: "What happened to the process's NATS connection: disconnected, reconnected, lost (closed for good by the server).",
+	}, []string{"event"}))
+	l := &Link{lost: make(chan struct{})}
+	opts := []nats.Option{
+		nats.Name("voiceai-" + name),
+		nats.MaxReconnects(-1),
+		nats.CustomReconnectDelay(reconnectDelay),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil && !l.closing.Load() {
+				events.WithLabelValues("disconnected").Inc()
+				logger.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			events.WithLabelValues("reconnected").Inc()
+			logger.Info("nats reconnected", "url", c.ConnectedUrl())
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			if l.closing.Load() {
+				return
+			}
+			l.lostOnce.Do(func() {
+				events.WithLabelValues("lost").Inc()
+				logger.Error("nats connection lost for good; rebuilding on a new one", "err", c.LastError())
+				close(l.lost)
+			})
+		}),
+	}
+	for attempt := 0; ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			l.NC = nc
+			return l, nil
+		}
+		logger.Warn("nats not reachable yet", "url", url, "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connect nats %s: %w", url, err)
+		case <-time.After(reconnectDelay(attempt)):
+		}
+	}
+}

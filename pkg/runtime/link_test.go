@@ -1,0 +1,133 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A connection the server drops reconnects by itself, and its
+// subscriptions keep receiving; the drop is counted.
+func TestLinkReconnectsAfterTheServerDropsIt(t *testing.T) {
+	ns := testenv.StartNATSServer(t)
+	reg := prometheus.NewRegistry()
+	link, err := DialNATS(context.Background(), "linktest", ns.ClientURL(), quietLog(), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	got := make(chan string, 10)
+	if _, err := link.NC.Subscribe("ping", func(m *nats.Msg) { got <- string(m.Data) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := link.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	reconnected := func() float64 { return eventCount(t, reg, "reconnected") }
+	if n := testenv.KickClients(t, ns, "voiceai-linktest"); n != 1 {
+		t.Fatalf("kicked %d connections, want 1", n)
+	}
+	waitFor(t, "the reconnection", func() bool { return reconnected() == 1 && link.Ready(context.Background()) == nil })
+	if err := link.Alive(context.Background()); err != nil {
+		t.Fatalf("a dropped connection is not lost: %v", err)
+	}
+	other, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	waitFor(t, "the subscription after reconnecting", func() bool {
+		_ = other.Publish("ping", []byte("after"))
+		select {
+		case m := <-got:
+			return m == "after"
+		case <-time.After(20 * time.Millisecond):
+			return false
+		}
+	})
+}
+
+// eventCount reads voiceai_nats_connection_events_total{event}.
+func eventCount(t *testing.T, reg *prometheus.Registry, event string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "voiceai_nats_connection_events_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == event {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// A connection the server closes for good (a control line beyond its
+// limit makes nats.go give up) is not a dead process: Run stops the
+// service and starts it again on a new connection, and liveness says so
+// in between.
+func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
+	ns := testenv.StartNATSServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	starts := make(chan Deps, 4)
+	stopped := make(chan struct{}, 4)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunContext(ctx, "runtest", config.Infra{NATSURL: ns.ClientURL(), MetricsAddr: "off", StreamReplicas: 1},
+			func(ctx context.Context, d Deps) (func() error, error) {
+				starts <- d
+				return func() error { stopped <- struct{}{}; return nil }, nil
+			}, quietLog())
+	}()
+	first := <-starts
+	if err := first.Probes().Live["nats"](ctx); err != nil {
+		t.Fatalf("live before the loss: %v", err)
+	}
+	// A subject far past the server's 4 KiB control line.
+	_ = first.NC.Publish(strings.Repeat("x", 5000), nil)
+	_ = first.NC.Flush()
+	var second Deps
+	select {
+	case second = <-starts:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service was not started again after its connection was lost")
+	}
+	<-stopped
+	if !first.NC.IsClosed() || first.Probes().Live["nats"](ctx) == nil {
+		t.Fatal("the first connection should be closed and reported dead")
+	}
+	if err := second.Probes().Ready["nats"](ctx); err != nil || second.NC == first.NC {
+		t.Fatalf("the new connection is not ready: %v", err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run after shutdown: %v", err)
+	}
+}
