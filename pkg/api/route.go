@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -56,10 +57,33 @@ func CheckRequest(r *http.Request) error {
 		}
 		return httpx.NotFound(p.NotFound, "No "+p.Noun+" has this id.")
 	}
+	if err := checkQuery(r); err != nil {
+		return err
+	}
 	if k := r.Header.Get(HeaderIdempotencyKey); k != "" && !validIdempotencyKey(k) {
 		return httpx.ValidationErrors{{Loc: []any{"header", HeaderIdempotencyKey},
 			Msg:  "An idempotency key is 1 to 255 visible ASCII characters.",
 			Type: "value_error"}}
+	}
+	return nil
+}
+
+// MaxQueryValueLen bounds every query parameter's value.
+const MaxQueryValueLen = 1024
+
+// checkQuery checks the query: every value at most MaxQueryValueLen
+// bytes, and every parameter named *_id an id (or empty, or "@me" where a
+// user id may name the caller).
+func checkQuery(r *http.Request) error {
+	for name, values := range r.URL.Query() {
+		for _, v := range values {
+			switch {
+			case len(v) > MaxQueryValueLen:
+				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should have at most 1024 bytes", Type: "string_too_long"}}
+			case strings.HasSuffix(name, "_id") && v != "" && v != "@me" && !ids.Valid(v):
+				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: httpx.IDMessage, Type: "string_pattern_mismatch"}}
+			}
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -27,6 +28,13 @@ func DecodeJSON(r *http.Request, maxBytes int64, dst any) error {
 }
 
 func decodeBytes(body []byte, dst any) error {
+	// A body meant for an object must be one: `null`, `[]` or `"x"` would
+	// otherwise decode into a zero-valued request (an "Untitled" create).
+	if wantsObject(dst) {
+		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {
@@ -101,3 +109,12 @@ func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
 
 // DecodeBytes decodes a body read by ReadBody, with DecodeJSON's errors.
 func DecodeBytes(body []byte, dst any) error { return decodeBytes(body, dst) }
+
+// wantsObject reports whether dst points to a struct or a map.
+func wantsObject(dst any) bool {
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map)
+}

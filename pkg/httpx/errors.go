@@ -7,6 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
 // Error is an application error that maps to one HTTP status and the
@@ -54,7 +59,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	var e *Error
-	if !errors.As(err, &e) {
+	if errors.Is(err, ids.ErrMalformed) || errors.Is(err, events.ErrInvalidToken) {
+		// An id the edge should have refused; it names nothing.
+		LoggerFrom(r.Context()).Warn("malformed id reached a handler", "err", err)
+		e = NotFound("not_found", "No resource has this id.")
+	}
+	if e == nil && !errors.As(err, &e) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
 		e = NewError(http.StatusInternalServerError, "internal_error", "The server failed to process the request.")
 	}
@@ -80,13 +90,20 @@ func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
 // NotFoundHandler answers unknown routes in the spec's error shape.
 func NotFoundHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteErrorStatus(w, r, http.StatusNotFound, "route_not_found", "No route matches "+r.Method+" "+r.URL.Path+".")
+		WriteErrorStatus(w, r, http.StatusNotFound, "route_not_found", "No route matches "+clip(r.Method)+" "+clip(r.URL.Path)+".")
 	})
 }
 
 // MethodNotAllowedHandler answers a known path with an unsupported method.
 func MethodNotAllowedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteErrorStatus(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "Method "+r.Method+" is not allowed on "+r.URL.Path+".")
+		WriteErrorStatus(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "Method "+clip(r.Method)+" is not allowed on "+clip(r.URL.Path)+".")
 	})
 }
+
+// maxEcho bounds a caller's value repeated in a log line or a message.
+const maxEcho = 256
+
+// clip cuts a caller-supplied value to maxEcho bytes before it is logged
+// or repeated in an answer.
+func clip(s string) string { return obs.Truncate(s, maxEcho) }

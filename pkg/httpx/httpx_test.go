@@ -159,3 +159,23 @@ func TestTraceparentKeptOrStarted(t *testing.T) {
 		t.Fatalf("no fresh trace started: %q", seen)
 	}
 }
+
+func TestDecodeIntoAnObjectRefusesOtherJSON(t *testing.T) {
+	var in struct {
+		Name string `json:"name"`
+	}
+	for _, body := range []string{`null`, `[]`, `"x"`, `42`, ` true `} {
+		err := DecodeBytes([]byte(body), &in)
+		var v ValidationErrors
+		if !errors.As(err, &v) || v[0].Type != "model_type" {
+			t.Errorf("body %s: %v, want a 422 model_type", body, err)
+		}
+	}
+	if err := DecodeBytes([]byte(` {"name":"a"}`), &in); err != nil || in.Name != "a" {
+		t.Errorf("object body: %v %+v", err, in)
+	}
+	var list []int
+	if err := DecodeBytes([]byte(`[1,2]`), &list); err != nil || len(list) != 2 {
+		t.Errorf("a list target still takes a list: %v", err)
+	}
+}

@@ -88,7 +88,7 @@ func AccessLog(next http.Handler) http.Handler {
 		rw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		LoggerFrom(r.Context()).Info("http request",
-			"method", r.Method, "path", r.URL.Path, "status", rw.Status(),
+			"method", r.Method, "path", clip(r.URL.Path), "status", rw.Status(),
 			"bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
 	})
 }

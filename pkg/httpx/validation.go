@@ -3,6 +3,8 @@ package httpx
 import (
 	"net/http"
 	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
 // FieldError is one entry of a 422 body: where, what, and a stable type.
@@ -52,3 +54,17 @@ func WriteValidation(w http.ResponseWriter, _ *http.Request, errs ValidationErro
 		Detail ValidationErrors `json:"detail"`
 	}{errs})
 }
+
+// ID records a failure at loc unless id follows the id grammar (pkg/ids),
+// and reports whether it does. Every id a caller sends in a body or a
+// query is checked so before it can reach a subject, a key or a store.
+func (v *Validator) ID(id string, loc ...any) bool {
+	if ids.Valid(id) {
+		return true
+	}
+	v.Add(IDMessage, "string_pattern_mismatch", loc...)
+	return false
+}
+
+// IDMessage explains the id grammar to a caller.
+const IDMessage = "Input should be an id: 1 to 128 letters, digits, '_' or '-'"

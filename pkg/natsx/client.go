@@ -70,7 +70,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 			"The "+service+" service did not answer in time.")
 		return
 	case err != nil:
-		httpx.LoggerFrom(r.Context()).Error("forward failed", "service", service, "err", err)
+		httpx.LoggerFrom(r.Context()).Error("forward failed", "upstream", service, "err", err)
 		httpx.WriteErrorStatus(w, r, http.StatusBadGateway, "upstream_failure", "The "+service+" service could not be reached.")
 		return
 	}
@@ -109,7 +109,7 @@ func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, 
 		if err != nil {
 			// Headers are gone; all we can do is cut the body short, which
 			// the client sees as a truncated response.
-			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "service", service, "err", err)
+			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", service, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		if _, err := w.Write(chunk.Data); err != nil {

@@ -11,7 +11,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,8 +21,43 @@ import (
 )
 
 // NewLogger returns a JSON logger at level writing to w.
+// String values longer than MaxLogValue bytes are cut (panic stacks
+// excepted), so a caller's 5,000-byte id cannot flood the logs.
 func NewLogger(w io.Writer, level slog.Level, service string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})).With("service", service)
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: truncateAttr})).With("service", service)
+}
+
+// MaxLogValue bounds a logged string.
+const MaxLogValue = 1024
+
+func truncateAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == "stack" {
+		return a
+	}
+	switch a.Value.Kind() {
+	case slog.KindString:
+		if s := a.Value.String(); len(s) > MaxLogValue {
+			return slog.String(a.Key, Truncate(s, MaxLogValue))
+		}
+	case slog.KindAny:
+		if err, ok := a.Value.Any().(error); ok && len(err.Error()) > MaxLogValue {
+			return slog.String(a.Key, Truncate(err.Error(), MaxLogValue))
+		}
+	}
+	return a
+}
+
+// Truncate cuts s to at most n bytes on a rune boundary, saying how long
+// it was.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…(" + strconv.Itoa(len(s)) + " bytes)"
 }
 
 // NewRegistry returns a registry with the Go runtime and process metrics.

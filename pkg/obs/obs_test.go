@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -112,5 +113,28 @@ func TestServeMetrics(t *testing.T) {
 func TestMetricsOff(t *testing.T) {
 	if err := ServeMetrics(context.Background(), MetricsOff, NewRegistry(), Probes{}, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("off must return at once without error: %v", err)
+	}
+}
+
+func TestLoggerTruncatesLongValues(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewLogger(&buf, slog.LevelInfo, "svc")
+	long := strings.Repeat("é", 3000)
+	log.Error("bad id", "path", "/v1/x/"+long, "err", errors.New(long), "stack", long)
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"path", "err"} {
+		v, _ := line[k].(string)
+		if len(v) > MaxLogValue+32 || !strings.HasSuffix(v, "bytes)") || !utf8.ValidString(v) {
+			t.Errorf("%s logged as %d bytes: %.40q…", k, len(v), v)
+		}
+	}
+	if s, _ := line["stack"].(string); s != long {
+		t.Error("a panic stack must be logged whole")
+	}
+	if strings.Count(buf.String(), `"service"`) != 1 {
+		t.Errorf("key service repeated: %s", buf.String()[:80])
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	"google.golang.org/protobuf/proto"
@@ -84,6 +86,8 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 	var v httpx.Validator
 	spec.Name = strings.TrimSpace(spec.Name)
 	v.Check(spec.Name != "", "Field required", "missing", "body", "name")
+	checkName(&v, spec.Name)
+	v.Check(len(spec.AllowedIPs) <= maxAllowedIPs, "List should have at most 100 items", "too_long", "body", "allowed_ips")
 	perms, err := domain.NormalizePermissions(spec.Permissions)
 	addFieldError(&v, err)
 	spec.Permissions = perms
@@ -92,6 +96,7 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 	spec.AllowedIPs = ips
 	if spec.ExpiresAtUnix != nil {
 		v.Check(*spec.ExpiresAtUnix > a.now().Unix(), "Expiry must be in the future", "value_error", "body", "expires_at_unix")
+		v.Check(*spec.ExpiresAtUnix <= a.now().Add(MaxKeyLifetime).Unix(), "Expiry must be at most 10 years away", "value_error", "body", "expires_at_unix")
 	}
 	checkLimit(&v, spec.RateLimitPerMinute, "rate_limit_per_minute")
 	checkLimit(&v, spec.RateLimitPerHour, "rate_limit_per_hour")
@@ -102,6 +107,19 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 		return httpx.Forbidden("permission_escalation", "A key cannot grant permissions its creator does not hold.")
 	}
 	return nil
+}
+
+// MaxKeyLifetime bounds a key's expiry: an expiry past it is a mistake
+// (2^63-1 was accepted, then overflowed into "expired").
+const MaxKeyLifetime = 10 * 365 * 24 * time.Hour
+
+const (
+	maxKeyNameLen = 200
+	maxAllowedIPs = 100
+)
+
+func checkName(v *httpx.Validator, name string) {
+	v.Check(utf8.RuneCountInString(name) <= maxKeyNameLen, "String should have at most 200 characters", "string_too_long", "body", "name")
 }
 
 func checkLimit(v *httpx.Validator, limit *int64, field string) {
@@ -170,6 +188,7 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 	if p.Name != nil {
 		name := strings.TrimSpace(*p.Name)
 		v.Check(name != "", "String should have at least 1 character", "string_too_short", "body", "name")
+		checkName(&v, name)
 		if name != k.Name {
 			k.Name, changed = name, append(changed, "name")
 		}
@@ -190,6 +209,7 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 	if p.ClearAllowedIPs && len(k.AllowedIps) > 0 {
 		k.AllowedIps, changed = nil, append(changed, "allowed_ips")
 	} else if p.AllowedIPs != nil {
+		v.Check(len(p.AllowedIPs) <= maxAllowedIPs, "List should have at most 100 items", "too_long", "body", "allowed_ips")
 		ips, err := domain.NormalizeAllowedIPs(p.AllowedIPs)
 		addFieldError(&v, err)
 		if err == nil && !slices.Equal(ips, k.AllowedIps) {

@@ -28,7 +28,8 @@ const (
 func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role string) (*identityv1.User, error) {
 	var v httpx.Validator
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
-	v.Check(err == nil && addr.Name == "", "Input should be a valid e-mail address", "value_error", "body", "email")
+	// RFC 5321 bounds a path to 254 characters.
+	v.Check(len(email) <= 254 && err == nil && addr.Name == "", "Input should be a valid e-mail address of at most 254 characters", "value_error", "body", "email")
 	if role == "" {
 		role = RoleMember
 	}

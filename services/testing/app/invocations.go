@@ -96,12 +96,19 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 		v.Check(repeat >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "repeat_count")
 		v.Check(repeat <= domain.MaxRepeatCount, "Input should be less than or equal to 50", "less_than_equal", "body", "repeat_count")
 	}
+	if in.BranchID != nil && *in.BranchID != "" {
+		v.ID(*in.BranchID, "body", "branch_id")
+	}
 	checkOverride(&v, in.AgentConfigOverride)
 	var tests []TestRef
 	if in.Tests != nil && len(*in.Tests) <= domain.MaxTestsPerRun {
 		tests = *in.Tests
 		for i, t := range tests {
-			v.Check(t.TestID != nil && *t.TestID != "", "Field required", "missing", "body", "tests", i, "test_id")
+			if t.TestID == nil || *t.TestID == "" {
+				v.Add("Field required", "missing", "body", "tests", i, "test_id")
+			} else {
+				v.ID(*t.TestID, "body", "tests", i, "test_id")
+			}
 		}
 	}
 	if err := v.Err(); err != nil {
@@ -206,8 +213,15 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	} else {
 		v.Check(len(*in.TestRunIDs) >= 1, "List should have at least 1 item after validation, not 0", "too_short", "body", "test_run_ids")
 		v.Check(len(*in.TestRunIDs) <= domain.MaxTestsPerRun*domain.MaxRepeatCount, "Too many runs", "too_long", "body", "test_run_ids")
+		for i, id := range *in.TestRunIDs {
+			v.ID(id, "body", "test_run_ids", i)
+		}
 	}
-	v.Check(in.AgentID != nil && *in.AgentID != "", "Field required", "missing", "body", "agent_id")
+	if in.AgentID == nil || *in.AgentID == "" {
+		v.Add("Field required", "missing", "body", "agent_id")
+	} else {
+		v.ID(*in.AgentID, "body", "agent_id")
+	}
 	checkOverride(&v, in.AgentConfigOverride)
 	if err := v.Err(); err != nil {
 		return nil, err

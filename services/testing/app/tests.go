@@ -92,6 +92,10 @@ func (a *App) checkFolder(ctx context.Context, ws, folderID, field string) error
 	if folderID == "" || folderID == "root" {
 		return nil
 	}
+	var v httpx.Validator
+	if !v.ID(folderID, "body", field) {
+		return v.Err()
+	}
 	if _, _, err := a.Folders.Get(ctx, ws, folderID); err != nil {
 		if isNotFound(err) {
 			return httpx.ValidationErrors{{Loc: []any{"body", field}, Msg: fmt.Sprintf("Folder %s not found", folderID), Type: "value_error"}}
@@ -118,11 +122,16 @@ func deref(s *string) string {
 func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]EntryView, error) {
 	var v httpx.Validator
 	seen := map[string]bool{}
+	v.Check(len(testIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "test_ids")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
 	for i, id := range testIDs {
-		v.Check(!seen[id], "Duplicate test id "+id, "value_error", "body", "test_ids", i)
+		if v.ID(id, "body", "test_ids", i) {
+			v.Check(!seen[id], "Duplicate test id "+id, "value_error", "body", "test_ids", i)
+		}
 		seen[id] = true
 	}
-	v.Check(len(testIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "test_ids")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -146,8 +155,18 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo string) (int, error) {
 	var v httpx.Validator
 	v.Check(len(entityIDs) > 0, "List should have at least 1 item", "too_short", "body", "entity_ids")
+	v.Check(len(entityIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "entity_ids")
 	if moveTo == "root" {
 		moveTo = ""
+	}
+	if moveTo != "" {
+		v.ID(moveTo, "body", "move_to")
+	}
+	for i, id := range entityIDs {
+		v.ID(id, "body", "entity_ids", i)
+	}
+	if err := v.Err(); err != nil {
+		return 0, err
 	}
 	entries, err := a.entries(ctx, c.WorkspaceID)
 	if err != nil {

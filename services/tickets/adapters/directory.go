@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
 // Member is a workspace member a ticket can be assigned to.
@@ -139,6 +140,12 @@ func (d *Directory) applyPlatform(rec eventstore.Record) {
 		AgentID        string `json:"agent_id"`
 	}
 	if json.Unmarshal(ev.Data, &data) != nil || data.ConversationID == "" {
+		return
+	}
+	// Producers other than the gateway publish here: ids that could never
+	// be asked for are not remembered.
+	if !ids.Valid(data.ConversationID) || (data.AgentID != "" && !ids.Valid(data.AgentID)) {
+		d.log.Warn("platform event with a malformed conversation or agent id ignored", "subject", rec.Subject)
 		return
 	}
 	ws, _ := workspaceOfPlatformSubject(rec.Subject)

@@ -7,7 +7,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -61,7 +60,10 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 		v.Add("Field required", "missing", "body", "conversation_id")
 	} else {
 		conv = strings.TrimSpace(*in.ConversationID)
-		v.Check(events.ValidateToken(conv) == nil, "Not a valid conversation id", "value_error", "body", "conversation_id")
+		v.ID(conv, "body", "conversation_id")
+	}
+	if in.AgentID != nil && *in.AgentID != "" {
+		v.ID(*in.AgentID, "body", "agent_id")
 	}
 	source := domain.SourceQA
 	if in.Source != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
 // kind is the JSON type a spec 6.2 data field must have.
@@ -21,10 +22,13 @@ const (
 	kBoolean
 	kObject
 	kStringArray
+	// kID is a string that follows the id grammar (pkg/ids): conversation
+	// and agent ids become keys of the services that consume the event.
+	kID
 )
 
 func (k kind) String() string {
-	return [...]string{"string", "integer", "number", "boolean", "object", "array of strings"}[k]
+	return [...]string{"string", "integer", "number", "boolean", "object", "array of strings", "id"}[k]
 }
 
 type field struct {
@@ -38,24 +42,24 @@ type field struct {
 // through unchanged.
 var payloadFields = map[string][]field{
 	"call_started": {
-		{name: "call_id"}, {name: "phone_number"}, {name: "caller_id"}, {name: "agent_id"},
+		{name: "call_id", kind: kID}, {name: "phone_number"}, {name: "caller_id"}, {name: "agent_id", kind: kID},
 		{name: "direction"}, {name: "call_source"},
 		{name: "metadata", kind: kObject, sub: []field{{name: "caller_location"}, {name: "call_queue"}}},
 	},
 	"call_ended": {
-		{name: "call_id"}, {name: "duration_seconds", kind: kInteger}, {name: "end_reason"},
+		{name: "call_id", kind: kID}, {name: "duration_seconds", kind: kInteger}, {name: "end_reason"},
 		{name: "resolution_status"}, {name: "conversation_summary"}, {name: "satisfaction_score", kind: kNumber},
 		{name: "transcript_available", kind: kBoolean}, {name: "recording_available", kind: kBoolean},
 	},
 	"conversation_ended": {
-		{name: "conversation_id"}, {name: "call_id"}, {name: "agent_id"}, {name: "turn_count", kind: kInteger},
+		{name: "conversation_id", kind: kID}, {name: "call_id", kind: kID}, {name: "agent_id", kind: kID}, {name: "turn_count", kind: kInteger},
 		{name: "topics_discussed", kind: kStringArray},
 		{name: "sentiment_analysis", kind: kObject, sub: []field{{name: "overall_sentiment"}, {name: "sentiment_score", kind: kNumber}}},
 		{name: "knowledge_base_queries", kind: kInteger}, {name: "escalation_occurred", kind: kBoolean},
 	},
 	"escalation_triggered": {
-		{name: "call_id"}, {name: "conversation_id"}, {name: "escalation_reason"}, {name: "escalation_trigger"},
-		{name: "agent_id"}, {name: "target_queue"}, {name: "context_summary"}, {name: "conversation_history"},
+		{name: "call_id", kind: kID}, {name: "conversation_id", kind: kID}, {name: "escalation_reason"}, {name: "escalation_trigger"},
+		{name: "agent_id", kind: kID}, {name: "target_queue"}, {name: "context_summary"}, {name: "conversation_history"},
 	},
 }
 
@@ -149,7 +153,11 @@ func checkFields(v *httpx.Validator, fields []field, obj map[string]json.RawMess
 		}
 		at := append(append([]any{}, loc...), f.name)
 		if !hasKind(raw, f.kind) {
-			v.Add("Input should be a valid "+f.kind.String(), "type_error", at...)
+			if f.kind == kID {
+				v.Add(httpx.IDMessage, "string_pattern_mismatch", at...)
+			} else {
+				v.Add("Input should be a valid "+f.kind.String(), "type_error", at...)
+			}
 			continue
 		}
 		if f.kind == kObject && len(f.sub) > 0 {
@@ -171,6 +179,9 @@ func hasKind(raw json.RawMessage, k kind) bool {
 	case kString:
 		_, ok := val.(string)
 		return ok
+	case kID:
+		s, ok := val.(string)
+		return ok && ids.Valid(s)
 	case kInteger:
 		n, ok := val.(json.Number)
 		if !ok {
