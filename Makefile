@@ -30,6 +30,8 @@ bench:
 
 ## fuzz: a short run of every fuzz target over untrusted input
 fuzz:
+	$(GO) test -run XXX -fuzz FuzzCheck -fuzztime 30s ./pkg/ids/
+	$(GO) test -run XXX -fuzz FuzzSubjectBuilders -fuzztime 30s ./proto-events/
 	$(GO) test -run XXX -fuzz FuzzDecodeJSON -fuzztime 30s ./pkg/httpx/
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./pkg/cursor/
 	$(GO) test -run XXX -fuzz FuzzParseIngest -fuzztime 30s ./services/webhooks/domain/

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"log/slog"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -130,4 +132,33 @@ func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run after shutdown: %v", err)
 	}
+}
+
+// While the server is down the connection is not ready (but alive: it
+// will come back); when a server answers on the same address again it is
+// ready without anyone's help.
+func TestLinkIsNotReadyWhileTheServerIsDown(t *testing.T) {
+	dir := t.TempDir()
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ns.Addr().(*net.TCPAddr).Port
+	link, err := DialNATS(context.Background(), "downtest", ns.ClientURL(), quietLog(), prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	waitFor(t, "not ready while the server is down", func() bool { return link.Ready(context.Background()) != nil })
+	if err := link.Alive(context.Background()); err != nil {
+		t.Fatalf("a connection that is reconnecting is alive: %v", err)
+	}
+	again, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: port})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { again.Shutdown(); again.WaitForShutdown() })
+	waitFor(t, "ready once the server is back", func() bool { return link.Ready(context.Background()) == nil })
 }

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
 	for name, pkg := range map[string]string{
-		"gateway": "gateway", "identity": "identity", "agents": "agents", "testing": "testing", "testing-runner": "testing",
+		"gateway": "gateway", "identity": "identity", "agents": "agents", "tickets": "tickets", "testing": "testing", "testing-runner": "testing",
 		"webhooks": "webhooks", "webhook-dispatcher": "webhooks",
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+pkg+"/cmd/"+name)
@@ -55,24 +57,27 @@ const adminKey = "vak_multiprocess_admin_key_0123456789"
 
 // proc is one running service binary.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	logs bytes.Buffer
-	addr chan string // the gateway's listening address
-	done chan struct{}
+	name    string
+	cmd     *exec.Cmd
+	mu      sync.Mutex
+	logs    bytes.Buffer
+	addr    chan string // the gateway's listening address
+	metrics chan string // the internal endpoint's address (/metrics, /healthz, /readyz)
+	done    chan struct{}
 }
 
 // cluster is the shared infrastructure of one test.
 type cluster struct {
 	t        *testing.T
+	nats     *server.Server
 	natsURL  string
 	mongoURI string
 	dataDir  string
 }
 
 func newCluster(t *testing.T) *cluster {
-	return &cluster{t: t, natsURL: testenv.StartNATS(t), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
+	ns := testenv.StartNATSServer(t)
+	return &cluster{t: t, nats: ns, natsURL: ns.ClientURL(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
 }
 
 // start runs a binary with the cluster's settings plus env, stopping it
@@ -80,7 +85,7 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) start(name string, env ...string) *proc {
 	t := c.t
 	t.Helper()
-	p := &proc{name: name, addr: make(chan string, 1), done: make(chan struct{})}
+	p := &proc{name: name, addr: make(chan string, 1), metrics: make(chan string, 1), done: make(chan struct{})}
 	p.cmd = exec.Command(filepath.Join(binDir, name))
 	p.cmd.Env = append(os.Environ(),
 		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=off",
@@ -118,12 +123,22 @@ func (p *proc) scan(r io.Reader) {
 		p.logs.WriteByte('\n')
 		p.mu.Unlock()
 		var entry struct {
-			Msg  string `json:"msg"`
-			Addr string `json:"addr"`
+			Msg         string `json:"msg"`
+			Addr        string `json:"addr"`
+			MetricsAddr string `json:"metrics_addr"`
 		}
-		if json.Unmarshal(line, &entry) == nil && entry.Msg == "listening" && entry.Addr != "" {
+		if json.Unmarshal(line, &entry) != nil {
+			continue
+		}
+		if entry.Msg == "listening" && entry.Addr != "" {
 			select {
 			case p.addr <- entry.Addr:
+			default:
+			}
+		}
+		if entry.MetricsAddr != "" {
+			select {
+			case p.metrics <- entry.MetricsAddr:
 			default:
 			}
 		}
@@ -151,6 +166,13 @@ func (p *proc) kill() {
 // gateway starts a gateway process and returns its base URL once ready.
 func (c *cluster) gateway(env ...string) string {
 	c.t.Helper()
+	_, base := c.gatewayProc(env...)
+	return base
+}
+
+// gatewayProc is gateway, returning the process too.
+func (c *cluster) gatewayProc(env ...string) (*proc, string) {
+	c.t.Helper()
 	p := c.start("gateway", env...)
 	var addr string
 	select {
@@ -174,7 +196,7 @@ func (c *cluster) gateway(env ...string) string {
 	eventually(c.t, 30*time.Second, "gateway accepts the admin key", func() bool {
 		return do(c.t, "GET", base+"/v1/service-accounts", adminKey, "").code == 200
 	})
-	return base
+	return p, base
 }
 
 type result struct {

@@ -1,0 +1,252 @@
+package multiprocess
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// Every process kind has its NATS connection dropped by the server in
+// turn, under a steady load of ticket creates through the gateway. Each
+// reconnects by itself (counted in its metrics), is ready again, does its
+// job again (a request through it, a test run, a webhook delivery), and
+// no acknowledged create is lost or doubled.
+func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
+	var hooks sync.Map // call_id → delivered
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var env struct {
+			Data struct {
+				CallID string `json:"call_id"`
+			} `json:"data"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		if json.Unmarshal(b, &env) == nil && env.Data.CallID != "" {
+			hooks.Store(env.Data.CallID, true)
+		}
+	}))
+	t.Cleanup(receiver.Close)
+
+	c := newCluster(t)
+	internal := "VOICEAI_METRICS_ADDR=127.0.0.1:0"
+	hooksEnv := []string{internal, "VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1"}
+	procs := map[string]*proc{
+		"identity":           c.start("identity", internal),
+		"agents":             c.start("agents", internal),
+		"tickets":            c.start("tickets", internal),
+		"testing":            c.start("testing", internal),
+		"testing-runner":     c.start("testing-runner", internal),
+		"webhooks":           c.start("webhooks", hooksEnv...),
+		"webhook-dispatcher": c.start("webhook-dispatcher", hooksEnv...),
+	}
+	gwProc, gw := c.gatewayProc(internal, "VOICEAI_RATE_LIMIT_PER_MINUTE=1000000", "VOICEAI_RATE_LIMIT_PER_HOUR=1000000")
+	procs["gateway"] = gwProc
+	endpoints := map[string]string{}
+	for name, p := range procs {
+		select {
+		case addr := <-p.metrics:
+			endpoints[name] = "http://" + addr
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s did not report its internal endpoint", name)
+		}
+	}
+
+	agent := createdID(t, do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"Hours","system_prompt":"We are open nine to five."}`), "agent_id")
+	var test string
+	eventually(t, 30*time.Second, "the test is created", func() bool {
+		r := do(t, "POST", gw+"/v1/convai/agent-testing/create", adminKey,
+			`{"type":"llm","name":"hours","success_condition":"gives the hours","chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}]}`)
+		if r.code != 200 {
+			return false
+		}
+		test = createdID(t, r, "id")
+		return true
+	})
+	eventually(t, 30*time.Second, "the webhook is created", func() bool {
+		r := do(t, "POST", gw+"/v1/convai/webhooks", adminKey, `{"url":"`+receiver.URL+`/hook","events":["call_started"]}`)
+		return r.code == http.StatusCreated
+	})
+
+	// The load: one ticket create after another, each retried with its own
+	// Idempotency-Key until it is acknowledged.
+	load := newTicketLoad(t, gw, agent)
+	t.Cleanup(func() { load.stop() })
+
+	kinds := []string{"gateway", "identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher"}
+	for i, kind := range kinds {
+		before := load.acked()
+		if n := testenv.KickClients(t, c.nats, "voiceai-"+kind); n == 0 {
+			t.Fatalf("%s has no NATS connection to drop", kind)
+		}
+		eventually(t, 10*time.Second, kind+" reconnects and is ready", func() bool {
+			return connectionEvents(t, endpoints[kind], "reconnected") >= 1 && status(endpoints[kind]+"/readyz") == 200
+		})
+		if status(endpoints[kind]+"/healthz") != 200 {
+			t.Fatalf("%s is not live after reconnecting", kind)
+		}
+		switch kind {
+		case "identity":
+			eventually(t, 10*time.Second, "identity serves", func() bool {
+				return do(t, "POST", gw+"/v1/service-accounts", adminKey, `{"name":"after-kick"}`).code == 200
+			})
+		case "gateway", "agents":
+			eventually(t, 10*time.Second, kind+" serves", func() bool {
+				return do(t, "GET", gw+"/v1/convai/agents/"+agent, adminKey, "").code == 200
+			})
+		case "testing", "testing-runner":
+			inv := createdID(t, do(t, "POST", gw+"/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`), "id")
+			eventually(t, 30*time.Second, "an invocation completes after "+kind+" reconnected", func() bool {
+				var got struct {
+					Status string `json:"status"`
+				}
+				r := do(t, "GET", gw+"/v1/convai/test-invocations/"+inv, adminKey, "")
+				return json.Unmarshal(r.body, &got) == nil && got.Status == "completed"
+			})
+		case "webhooks", "webhook-dispatcher":
+			call := fmt.Sprintf("call_%d", i)
+			eventually(t, 10*time.Second, "the event is ingested", func() bool {
+				return do(t, "POST", gw+"/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"`+call+`"}}`).code == http.StatusAccepted
+			})
+			eventually(t, 15*time.Second, "the event is delivered after "+kind+" reconnected", func() bool {
+				_, ok := hooks.Load(call)
+				return ok
+			})
+		}
+		eventually(t, 15*time.Second, "ticket creates go on after "+kind+" reconnected", func() bool { return load.acked() > before })
+	}
+
+	acked := load.stop()
+	if len(acked) < len(kinds) {
+		t.Fatalf("only %d creates were acknowledged", len(acked))
+	}
+	seen := map[string]string{}
+	for key, id := range acked {
+		if other, dup := seen[id]; dup {
+			t.Fatalf("keys %s and %s made the same ticket %s", other, key, id)
+		}
+		seen[id] = key
+		if r := do(t, "GET", gw+"/v1/convai/triage-tickets/"+id, adminKey, ""); r.code != 200 {
+			t.Fatalf("acknowledged ticket %s (key %s) is lost: %d %s", id, key, r.code, r.body)
+		}
+	}
+	t.Logf("%d ticket creates acknowledged through %d connection drops; none lost or doubled", len(acked), len(kinds))
+}
+
+// ticketLoad creates tickets one after another until stopped.
+type ticketLoad struct {
+	mu      sync.Mutex
+	done    map[string]string // Idempotency-Key → ticket id
+	quit    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func newTicketLoad(t *testing.T, gw, agent string) *ticketLoad {
+	l := &ticketLoad{done: map[string]string{}, quit: make(chan struct{}), stopped: make(chan struct{})}
+	go func() {
+		defer close(l.stopped)
+		for n := 0; n < 100_000; n++ {
+			key := "load-" + strconv.Itoa(n)
+			for attempt := 0; ; attempt++ {
+				select {
+				case <-l.quit:
+					return
+				default:
+				}
+				r := doQuiet("POST", gw+"/v1/convai/agents/"+agent+"/triage-tickets", key, `{"title":"load","qa_comment":"`+key+`"}`)
+				var body struct {
+					ID string `json:"agentqa_ticket_id"`
+				}
+				if r.code == http.StatusCreated && json.Unmarshal(r.body, &body) == nil && body.ID != "" {
+					l.mu.Lock()
+					l.done[key] = body.ID
+					l.mu.Unlock()
+					break
+				}
+				if r.code != 0 && r.code < 500 && r.code != http.StatusTooManyRequests {
+					t.Errorf("create %s: %d %s", key, r.code, r.body)
+					return
+				}
+				time.Sleep(20 * time.Millisecond) // a client's back-off before retrying the same key
+			}
+		}
+	}()
+	return l
+}
+
+func (l *ticketLoad) acked() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.done)
+}
+
+// stop ends the load and returns every acknowledged create.
+func (l *ticketLoad) stop() map[string]string {
+	l.once.Do(func() { close(l.quit) })
+	<-l.stopped
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done
+}
+
+// doQuiet is do without failing the test on a transport error (the
+// gateway's own connection is dropped mid-test): code 0.
+func doQuiet(method, url, idempotencyKey, body string) result {
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("x-api-key", adminKey)
+	req.Header.Set("Idempotency-Key", idempotencyKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return result{}
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{code: resp.StatusCode, body: b}
+}
+
+func createdID(t *testing.T, r result, field string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.body, &m); err != nil || m[field] == nil {
+		t.Fatalf("no %s in %d %s", field, r.code, r.body)
+	}
+	return m[field].(string)
+}
+
+func status(url string) int {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+var connectionEvent = regexp.MustCompile(`voiceai_nats_connection_events_total\{event="([a-z]+)"\} (\d+)`)
+
+// connectionEvents reads one count of voiceai_nats_connection_events_total
+// from a process's metrics.
+func connectionEvents(t *testing.T, endpoint, event string) int {
+	resp, err := http.Get(endpoint + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, m := range connectionEvent.FindAllStringSubmatch(string(b), -1) {
+		if m[1] == event {
+			n, _ := strconv.Atoi(m[2])
+			return n
+		}
+	}
+	return 0
+}
