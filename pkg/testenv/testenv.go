@@ -5,6 +5,8 @@ package testenv
 
 import (
 	"context"
+	"net"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -42,12 +44,30 @@ func StartNATS(t testing.TB) string {
 // that act on it (kick clients, inspect connections).
 func StartNATSServer(t testing.TB) *server.Server {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1})
+	return startNATSServer(t, t.TempDir(), -1)
+}
+
+func startNATSServer(t testing.TB, storeDir string, port int) *server.Server {
+	t.Helper()
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: storeDir, Port: port})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	return ns
+}
+
+// StopNATSServer shuts ns down, as a crash of the server would, and
+// returns how to start it again on the same address with the same
+// JetStream store.
+func StopNATSServer(t testing.TB, ns *server.Server) (restart func() *server.Server) {
+	t.Helper()
+	// The server keeps its streams in <store dir>/jetstream.
+	storeDir := filepath.Dir(ns.StoreDir())
+	port := ns.Addr().(*net.TCPAddr).Port
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	return func() *server.Server { return startNATSServer(t, storeDir, port) }
 }
 
 // KickClients makes the server drop every client connection whose name

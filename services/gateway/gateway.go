@@ -71,6 +71,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 			return nil
 		}
 	}
+	probes.Ready["rate_limits"] = limiter.Ready
 	probes.Ready["api_keys"] = func(context.Context) error {
 		if !feed.IsReady() {
 			return errors.New("loading")

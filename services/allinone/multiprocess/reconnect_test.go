@@ -20,7 +20,9 @@ import (
 // turn, under a steady load of ticket creates through the gateway. Each
 // reconnects by itself (counted in its metrics), is ready again, does its
 // job again (a request through it, a test run, a webhook delivery), and
-// no acknowledged create is lost or doubled.
+// no acknowledged create is lost or doubled. Then the NATS server itself
+// restarts: every process is not ready while it is down and ready again
+// after, by itself.
 func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 	var hooks sync.Map // call_id → delivered
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -123,6 +125,30 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 		}
 		eventually(t, 15*time.Second, "ticket creates go on after "+kind+" reconnected", func() bool { return load.acked() > before })
 	}
+
+	// The server itself goes down: every process is not ready (but live,
+	// reconnecting) until it is back, then ready again without help.
+	before := load.acked()
+	restart := testenv.StopNATSServer(t, c.nats)
+	for kind, endpoint := range endpoints {
+		eventually(t, 10*time.Second, kind+" reports not ready while NATS is down", func() bool { return status(endpoint+"/readyz") == 503 })
+		if status(endpoint+"/healthz") != 200 {
+			t.Fatalf("%s is not live while it reconnects", kind)
+		}
+	}
+	c.nats = restart()
+	for kind, endpoint := range endpoints {
+		eventually(t, 20*time.Second, kind+" is ready again once NATS is back", func() bool { return status(endpoint+"/readyz") == 200 })
+	}
+	eventually(t, 20*time.Second, "ticket creates go on after the server restarted", func() bool { return load.acked() > before })
+	inv := createdID(t, do(t, "POST", gw+"/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`), "id")
+	eventually(t, 30*time.Second, "an invocation completes after the server restarted", func() bool {
+		var got struct {
+			Status string `json:"status"`
+		}
+		r := do(t, "GET", gw+"/v1/convai/test-invocations/"+inv, adminKey, "")
+		return json.Unmarshal(r.body, &got) == nil && got.Status == "completed"
+	})
 
 	acked := load.stop()
 	if len(acked) < len(kinds) {

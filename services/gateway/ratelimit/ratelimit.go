@@ -67,28 +67,47 @@ func (d Decision) RetryAfter(now time.Time) time.Duration {
 
 // Limiter counts requests per key in minute and hour windows.
 type Limiter struct {
-	js  jetstream.JetStream
-	Now func() time.Time
+	js       jetstream.JetStream
+	replicas int
+	Now      func() time.Time
 }
 
 // New ensures the counter stream exists and returns a limiter on it.
 func New(ctx context.Context, js jetstream.JetStream, replicas int) (*Limiter, error) {
-	if replicas < 1 {
-		replicas = 1
+	l := &Limiter{js: js, replicas: max(replicas, 1), Now: time.Now}
+	if err := l.ensure(ctx); err != nil {
+		return nil, err
 	}
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	return l, nil
+}
+
+// ensure creates the counter stream, or updates it to this config. The
+// stream is in memory: counters are worth less than the latency of a disk
+// write, and it is made again when its server restarted without it.
+func (l *Limiter) ensure(ctx context.Context) error {
+	_, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:            Stream,
 		Subjects:        []string{subjectPrefix + ">"},
 		Storage:         jetstream.MemoryStorage,
-		Replicas:        replicas,
+		Replicas:        l.replicas,
 		AllowMsgCounter: true,
 		AllowDirect:     true,
 		MaxAge:          2 * time.Hour, // longer than the longest window
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rate limit stream: %w", err)
+		return fmt.Errorf("rate limit stream: %w", err)
 	}
-	return &Limiter{js: js, Now: time.Now}, nil
+	return nil
+}
+
+// Ready reports whether the counters can be reached (a readiness check),
+// making the stream again if it is gone.
+func (l *Limiter) Ready(ctx context.Context) error {
+	_, err := l.js.Stream(ctx, Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return l.ensure(ctx)
+	}
+	return err
 }
 
 // Allow counts one request of key against lim and says whether it may pass.
@@ -100,6 +119,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 	hSubj := subject(key, hour)
 
 	counts, err := l.incr(ctx, 1, mSubj, hSubj)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) && l.ensure(ctx) == nil {
+		// Nothing stored the counts: the memory stream went with a server
+		// restart. It is made again, and the request counted once.
+		counts, err = l.incr(ctx, 1, mSubj, hSubj)
+	}
 	if err != nil {
 		return Decision{}, err
 	}

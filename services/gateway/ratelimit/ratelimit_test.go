@@ -103,3 +103,32 @@ func TestHourLimitAndHeaders(t *testing.T) {
 		t.Fatalf("Retry-After %d, want 10", got)
 	}
 }
+
+// The counters live in a memory stream, which a restarted server no longer
+// has: the limiter makes it again and counts the request once, and its
+// readiness check does the same when no request came.
+func TestCountersSurviveTheirStreamGoing(t *testing.T) {
+	url := testenv.StartNATS(t)
+	l := newLimiter(t, url, time.Unix(1_800_000_000, 0))
+	ctx := context.Background()
+	lim := Limits{PerMinute: 10, PerHour: 100}
+	if _, err := l.Allow(ctx, "k", lim); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.js.DeleteStream(ctx, Stream); err != nil {
+		t.Fatal(err)
+	}
+	d, err := l.Allow(ctx, "k", lim)
+	if err != nil || !d.Allowed || d.Minute.Remaining != 9 {
+		t.Fatalf("after the stream went: %+v, %v; want allowed with 9 left (counted once)", d, err)
+	}
+	if err := l.js.DeleteStream(ctx, Stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Ready(ctx); err != nil {
+		t.Fatalf("Ready did not make the stream again: %v", err)
+	}
+	if _, err := l.js.Stream(ctx, Stream); err != nil {
+		t.Fatalf("stream after Ready: %v", err)
+	}
+}
