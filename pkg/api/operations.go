@@ -47,12 +47,12 @@ const (
 // The operations. Static paths come before templates that would match
 // them (".../agents/list" before ".../agents/{agent_id}").
 var (
-	CreateAgent = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite)
-	ListAgents  = op("agents.list", get, agentsPath, "agents", convaiRead)
-	ListAgents2 = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead)
-	GetAgent    = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead)
-	UpdateAgent = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite)
-	DeleteAgent = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite)
+	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite)
+	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead)
+	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead)
+	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead)
+	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite)
+	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite)
 
 	ListTickets       = op("tickets.list", get, ticketsPath, "tickets", convaiRead)
 	CreateTicket      = op("tickets.create", post, ticketsPath, "tickets", convaiWrite)
@@ -66,22 +66,22 @@ var (
 	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite)
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite)
 
-	CreateTest      = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite)
-	ListTests       = op("testing.list_tests", get, testsPath, "testing", convaiRead)
-	TestSummaries   = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead) // reads; POST for its body
-	BulkMoveTests   = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite)
-	CreateFolder    = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite)
-	GetFolder       = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead)
-	RenameFolder    = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
-	DeleteFolder    = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
-	GetTest         = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead)
-	UpdateTest      = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite)
-	DeleteTest      = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite)
-	RunTests        = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite)
-	ListInvocations = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead)
-	GetInvocation   = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead)
-	CancelRun       = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite)
-	ResubmitRun     = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite)
+	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite)
+	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead)
+	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead) // reads; POST for its body
+	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite)
+	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite)
+	GetFolder          = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead)
+	RenameFolder       = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
+	DeleteFolder       = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
+	GetTest            = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead)
+	UpdateTest         = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite)
+	DeleteTest         = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite)
+	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite)
+	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead)
+	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead)
+	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite)
+	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite)
 
 	ListWebhooks   = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead)
 	CreateWebhook  = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite)
@@ -105,11 +105,11 @@ var (
 
 // Operations is every operation, in routing order.
 var Operations = []Operation{
-	CreateAgent, ListAgents, ListAgents2, GetAgent, UpdateAgent, DeleteAgent,
+	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	CreateTest, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
-	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelRun, ResubmitRun,
+	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, TestWebhook, WebhookLogs, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
 }

@@ -30,7 +30,7 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	r := mux.NewRouter()
 	api.Handle(r, api.CreateAgent, h.create)
 	api.Handle(r, api.ListAgents, h.list)
-	api.Handle(r, api.ListAgents2, h.list)
+	api.Handle(r, api.ListAgentsAlias, h.list)
 	api.Handle(r, api.GetAgent, h.get)
 	api.Handle(r, api.UpdateAgent, h.update)
 	api.Handle(r, api.DeleteAgent, h.delete)

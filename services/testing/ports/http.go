@@ -45,8 +45,8 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	api.Handle(r, api.RunTests, h.runTests)
 	api.Handle(r, api.ListInvocations, h.listInvocations)
 	api.Handle(r, api.GetInvocation, h.getInvocation)
-	api.Handle(r, api.CancelRun, h.cancel)
-	api.Handle(r, api.ResubmitRun, h.resubmit)
+	api.Handle(r, api.CancelInvocation, h.cancel)
+	api.Handle(r, api.ResubmitInvocation, h.resubmit)
 	return r
 }
 
