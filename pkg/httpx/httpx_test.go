@@ -179,3 +179,30 @@ func TestDecodeIntoAnObjectRefusesOtherJSON(t *testing.T) {
 		t.Errorf("a list target still takes a list: %v", err)
 	}
 }
+
+func TestBoundStringsNamesEveryLongString(t *testing.T) {
+	long := strings.Repeat("é", 11)
+	doc := `{"a":"short","b":["ok","` + long + `"],"c":{"` + long + `":{"d":"` + long + `"}}}`
+	var v Validator
+	v.BoundStrings([]byte(doc), 10, "body", "config")
+	var errs ValidationErrors
+	if !errors.As(v.Err(), &errs) || len(errs) != 3 {
+		t.Fatalf("got %v, want three failures", v.Err())
+	}
+	locs := map[string]bool{}
+	for _, e := range errs {
+		b, _ := json.Marshal(e.Loc)
+		locs[string(b)] = true
+	}
+	for _, want := range []string{`["body","config","b",1]`, `["body","config","c"]`, `["body","config","c","` + long + `","d"]`} {
+		if !locs[want] {
+			t.Errorf("no failure at %s: %v", want, locs)
+		}
+	}
+	var ok Validator
+	ok.BoundStrings([]byte(`{"a":"`+strings.Repeat("é", 10)+`"}`), 10, "body")
+	ok.BoundStrings(nil, 10, "body")
+	if ok.Err() != nil {
+		t.Fatalf("strings at the bound refused: %v", ok.Err())
+	}
+}

@@ -1,8 +1,12 @@
 package httpx
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
@@ -68,3 +72,34 @@ func (v *Validator) ID(id string, loc ...any) bool {
 
 // IDMessage explains the id grammar to a caller.
 const IDMessage = "Input should be an id: 1 to 128 letters, digits, '_' or '-'"
+
+// BoundStrings adds a failure for every string in the JSON document doc
+// (values and object keys alike) longer than max characters, at its path
+// below loc: one bound for every string field of a free-form document.
+func (v *Validator) BoundStrings(doc []byte, max int, loc ...any) {
+	var root any
+	if len(doc) == 0 || json.Unmarshal(doc, &root) != nil {
+		return // malformed bodies are refused by the decoder
+	}
+	var walk func(x any, loc []any)
+	walk = func(x any, loc []any) {
+		switch x := x.(type) {
+		case string:
+			if utf8.RuneCountInString(x) > max {
+				v.Add(fmt.Sprintf("String should have at most %d characters", max), "string_too_long", loc...)
+			}
+		case []any:
+			for i, e := range x {
+				walk(e, append(slices.Clip(loc), i))
+			}
+		case map[string]any:
+			for k, e := range x {
+				if utf8.RuneCountInString(k) > max {
+					v.Add(fmt.Sprintf("Key should have at most %d characters", max), "string_too_long", loc...)
+				}
+				walk(e, append(slices.Clip(loc), k))
+			}
+		}
+	}
+	walk(root, slices.Clip(loc))
+}

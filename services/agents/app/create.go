@@ -70,6 +70,10 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
 	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
 	add(domain.CheckObject(in.Workflow, "workflow"))
+	// Every string of the configuration is bounded as the prompt is.
+	v.BoundStrings(in.ConversationConfig, domain.MaxPromptLen, "body", "conversation_config")
+	v.BoundStrings(in.PlatformSettings, domain.MaxPromptLen, "body", "platform_settings")
+	v.BoundStrings(in.Workflow, domain.MaxPromptLen, "body", "workflow")
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

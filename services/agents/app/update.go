@@ -60,6 +60,10 @@ func checkUpdate(in UpdateInput) error {
 	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
 	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
 	add(domain.CheckObject(in.Workflow, "workflow"))
+	// Every string of the configuration is bounded as the prompt is.
+	v.BoundStrings(in.ConversationConfig, domain.MaxPromptLen, "body", "conversation_config")
+	v.BoundStrings(in.PlatformSettings, domain.MaxPromptLen, "body", "platform_settings")
+	v.BoundStrings(in.Workflow, domain.MaxPromptLen, "body", "workflow")
 	if in.SystemPrompt != nil && len(*in.SystemPrompt) > domain.MaxPromptLen {
 		add(&domain.Problem{Loc: []any{"system_prompt"}, Msg: "The prompt is too long"})
 	}

@@ -180,6 +180,12 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 	wantValidation(call(t, s, "POST", keys, adminKey, `{"name":"`+strings.Repeat("k", 300_000)+`","permissions":["convai_read"]}`), `"name"`)
 	wantValidation(call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"`+strings.Repeat("m", 300_000)+`@example.com"}`), `"email"`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `null`), `["body"]`)
+	long := strings.Repeat("s", 300_000)
+	wantValidation(call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, `{"type":"llm","name":"n","success_condition":"`+long+`"}`), `["body","success_condition"]`)
+	wantValidation(call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey,
+		`{"type":"llm","name":"n","success_condition":"c","chat_history":[{"role":"user","message":"`+long+`","time_in_call_secs":1}]}`), `["body","chat_history",0,"message"]`)
+	wantValidation(call(t, s, "PATCH", "/v1/convai/agents/"+agentID, adminKey, `{"conversation_config":{"agent":{"first_message":"`+strings.Repeat("f", 200_001)+`"}}}`),
+		`["body","conversation_config","agent","first_message"]`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"a"}`, "Idempotency-Key", strings.Repeat("k", 5000)), `["header","Idempotency-Key"]`)
 
 	for _, op := range api.Operations {

@@ -28,6 +28,7 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 	}
 	var v httpx.Validator
 	in.Validate(&v)
+	v.BoundStrings(body, domain.MaxTextLen, "body")
 	return in, raw, v.Err()
 }
 

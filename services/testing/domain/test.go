@@ -21,6 +21,7 @@ const (
 // Limits.
 const (
 	MaxNameLen        = 200
+	MaxTextLen        = 20_000 // any other string of a test (messages, conditions, examples)
 	MaxChatHistory    = 500
 	MaxExamples       = 100
 	MaxTestsPerRun    = 5000
