@@ -37,7 +37,17 @@ type Infra struct {
 	MetricsAddr string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	// Replicas of each JetStream stream: 1 in development, 3 in production.
 	StreamReplicas int `env:"VOICEAI_STREAM_REPLICAS" envDefault:"1"`
+	// ReadIndex is what listings read: "store" (MongoDB queries on its
+	// indexes) or "memory" (an ordered index each replica keeps from the
+	// stream; for stores that cannot index, such as the embedded one).
+	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"store"`
 }
+
+// Read indexes (VOICEAI_READ_INDEX).
+const (
+	ReadIndexStore  = "store"
+	ReadIndexMemory = "memory"
+)
 
 // Validate checks the shared settings.
 func (c Infra) Validate() error {
@@ -50,6 +60,9 @@ func (c Infra) Validate() error {
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ReadIndex != ReadIndexStore && c.ReadIndex != ReadIndexMemory {
+		errs = append(errs, fmt.Errorf("VOICEAI_READ_INDEX %q: want store or memory", c.ReadIndex))
 	}
 	if c.StreamReplicas != 1 && c.StreamReplicas != 3 && c.StreamReplicas != 5 {
 		errs = append(errs, fmt.Errorf("VOICEAI_STREAM_REPLICAS %d: want 1, 3 or 5", c.StreamReplicas))

@@ -58,7 +58,7 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	if err != nil {
 		return err
 	}
-	d.Link = link
+	d.Link, d.ReadIndex = link, infra.ReadIndex
 	go func() {
 		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg, d.Probes(), log); err != nil {
 			log.Error("metrics endpoint failed", "addr", infra.MetricsAddr, "err", err)

@@ -35,6 +35,8 @@ type Deps struct {
 	StreamReplicas int
 	// Link is NC's health (nil in tests that dial NATS themselves).
 	Link *Link
+	// ReadIndex is config.ReadIndexStore (the default) or ReadIndexMemory.
+	ReadIndex string
 }
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,

@@ -3,6 +3,7 @@ module github.com/voiceai-platform/voiceai/services/tickets
 go 1.26.0
 
 require (
+	github.com/google/btree v1.1.3
 	github.com/gorilla/mux v1.8.1
 	github.com/nats-io/nats.go v1.55.0
 	github.com/prometheus/client_golang v1.25.0

@@ -12,7 +12,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -59,7 +61,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, fmt.Errorf("stream %s: %w", c.Name, err)
 		}
 	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	store, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +69,42 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
-	projection.Start(ctx, d.JS, rm.Tickets, projection.Config{
-		Stream: events.TicketsStream, Durable: "tickets-readmodel", FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
+	// The store is the durable copy, written off the request path by its
+	// projector; listings read it, or an index in memory.
+	projection.Start(ctx, d.JS, store.Tickets, projection.Config{
+		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
 	}, adapters.Handler)
+	var rm app.ReadModel = store
+	if d.ReadIndex == config.ReadIndexMemory {
+		if rm, err = followTickets(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {
 		return nil, err
 	}
 	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// followTickets builds the in-memory index from each ticket's last event
+// and keeps it current; it returns once the replay is applied.
+func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
+	idx := adapters.NewMemoryIndex()
+	f, err := eventstore.Follow(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, true, func(rec eventstore.Record) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			d.Logger.Warn("ticket event not decoded", "subject", rec.Subject, "err", err)
+			return
+		}
+		if t := app.StateOf(msg); t != nil {
+			_ = idx.Put(ctx, rec.Seq, t)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return idx, f.Wait(ctx)
 }

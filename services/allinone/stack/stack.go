@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -49,6 +50,9 @@ type Config struct {
 	// Runners is how many runner workers run in process (0: none, for a
 	// deployment whose testing-runner processes are separate).
 	Runners int `env:"VOICEAI_EMBEDDED_RUNNERS" envDefault:"1"`
+	// ReadIndex is what listings read (config.ReadIndexMemory by default:
+	// the embedded store scans every document of a filtered query).
+	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
 	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
 	WebhookTimeUnit time.Duration `env:"-"`
 }
@@ -60,6 +64,9 @@ func (c Config) Validate() error {
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
+	}
+	if c.ReadIndex != config.ReadIndexMemory && c.ReadIndex != config.ReadIndexStore {
+		return fmt.Errorf("VOICEAI_READ_INDEX %q: want memory or store", c.ReadIndex)
 	}
 	if c.Runners < 0 || c.Runners > 64 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_RUNNERS %d: want 0..64", c.Runners)
@@ -106,7 +113,7 @@ func TestConfig(dir string) Config {
 			HTTPAddr: "127.0.0.1:0", RateLimitPerMinute: 100, RateLimitPerHour: 1000,
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
 		},
-		DataDir: dir, NATSPort: -1, LogLevel: "info",
+		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1,
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute},
@@ -184,7 +191,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return fail(err)
 	}
-	d.Link = link
+	d.Link, d.ReadIndex = link, c.ReadIndex
 
 	id, err := identity.Start(ctx, d)
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
 )
 
 type ticket struct {
@@ -254,8 +256,14 @@ func TestTicketLifecycle(t *testing.T) {
 }
 
 func TestTicketListingRulesAndStablePaging(t *testing.T) {
+	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
+		t.Run(index, func(t *testing.T) { testTicketListingRulesAndStablePaging(t, index) })
+	}
+}
+
+func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
 	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
+		c.BootstrapAdminKey, c.ReadIndex = adminKey, index
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
 	})
 	agent := newAgent(t, s, adminKey, "Paging")
@@ -363,8 +371,14 @@ func TestTicketListingRulesAndStablePaging(t *testing.T) {
 }
 
 func TestTicketListingFilters(t *testing.T) {
+	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
+		t.Run(index, func(t *testing.T) { testTicketListingFilters(t, index) })
+	}
+}
+
+func testTicketListingFilters(t *testing.T, index string) {
 	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
+		c.BootstrapAdminKey, c.ReadIndex = adminKey, index
 		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
 	})
 	a1, a2 := newAgent(t, s, adminKey, "One"), newAgent(t, s, adminKey, "Two")

@@ -18,23 +18,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
-
-// Member is a workspace member a ticket can be assigned to.
-type Member struct {
-	UserID           string
-	Name             string
-	Email            string
-	IsServiceAccount bool
-}
-
-// Conversation is what tickets know of a conversation: its agent and when
-// it was seen.
-type Conversation struct {
-	AgentID   string
-	StartedAt int64 // unix seconds; 0 = unknown
-	EndedAt   int64
-}
 
 // Directory is what the tickets service learns from other services'
 // events: which agents exist, who the members of a workspace are, and
@@ -44,14 +29,14 @@ type Conversation struct {
 type Directory struct {
 	mu      sync.RWMutex
 	agents  map[string]string            // agent_id → workspace_id (live agents only)
-	members map[string]map[string]Member // workspace → user_id → member
-	convs   map[string]Conversation      // workspace + "/" + conversation_id
+	members map[string]map[string]app.Member // workspace → user_id → member
+	convs   map[string]app.Conversation      // workspace + "/" + conversation_id
 	log     *slog.Logger
 }
 
 // NewDirectory returns an empty directory.
 func NewDirectory(log *slog.Logger) *Directory {
-	return &Directory{agents: map[string]string{}, members: map[string]map[string]Member{}, convs: map[string]Conversation{}, log: log}
+	return &Directory{agents: map[string]string{}, members: map[string]map[string]app.Member{}, convs: map[string]app.Conversation{}, log: log}
 }
 
 // Follow starts following the agents, identity and platform streams and
@@ -115,10 +100,10 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 	switch ev := msg.(type) {
 	case *identityv1.ServiceAccountCreated:
 		a := ev.GetAccount()
-		d.PutMember(a.GetWorkspaceId(), Member{UserID: a.GetUserId(), Name: a.GetName(), Email: a.GetEmail(), IsServiceAccount: true})
+		d.PutMember(a.GetWorkspaceId(), app.Member{UserID: a.GetUserId(), Name: a.GetName(), Email: a.GetEmail(), IsServiceAccount: true})
 	case *identityv1.UserAdded:
 		u := ev.GetUser()
-		d.PutMember(u.GetWorkspaceId(), Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
+		d.PutMember(u.GetWorkspaceId(), app.Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
 	}
 }
 
@@ -190,17 +175,17 @@ func (d *Directory) AgentExists(workspaceID, agentID string) bool {
 }
 
 // PutMember records a workspace member.
-func (d *Directory) PutMember(workspaceID string, m Member) {
+func (d *Directory) PutMember(workspaceID string, m app.Member) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.members[workspaceID] == nil {
-		d.members[workspaceID] = map[string]Member{}
+		d.members[workspaceID] = map[string]app.Member{}
 	}
 	d.members[workspaceID][m.UserID] = m
 }
 
 // Member looks up a member of a workspace.
-func (d *Directory) Member(workspaceID, userID string) (Member, bool) {
+func (d *Directory) Member(workspaceID, userID string) (app.Member, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	m, ok := d.members[workspaceID][userID]
@@ -208,14 +193,14 @@ func (d *Directory) Member(workspaceID, userID string) (Member, bool) {
 }
 
 // Members lists a workspace's members by user id.
-func (d *Directory) Members(workspaceID string) []Member {
+func (d *Directory) Members(workspaceID string) []app.Member {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
-	out := make([]Member, 0, len(d.members[workspaceID]))
+	out := make([]app.Member, 0, len(d.members[workspaceID]))
 	for _, m := range d.members[workspaceID] {
 		out = append(out, m)
 	}
-	slices.SortFunc(out, func(a, b Member) int {
+	slices.SortFunc(out, func(a, b app.Member) int {
 		if a.UserID < b.UserID {
 			return -1
 		}
@@ -225,7 +210,7 @@ func (d *Directory) Members(workspaceID string) []Member {
 }
 
 // Conversation returns what is known of a conversation in a workspace.
-func (d *Directory) Conversation(workspaceID, conversationID string) (Conversation, bool) {
+func (d *Directory) Conversation(workspaceID, conversationID string) (app.Conversation, bool) {
 	d.mu.RLock()
 	defer d.mu.RUnlock()
 	c, ok := d.convs[workspaceID+"/"+conversationID]

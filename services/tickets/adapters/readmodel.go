@@ -1,13 +1,16 @@
 // Package adapters connects tickets to its stores: the TICKETS stream, its
-// Mongo read model, and the directory of agents, members and
-// conversations it learns from other services' streams.
+// read models (MongoDB, or an in-memory ordered index), and the directory
+// of agents, members and conversations it learns from other services'
+// streams.
 package adapters
 
 import (
 	"context"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"google.golang.org/protobuf/proto"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
@@ -16,21 +19,37 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// TicketsCollection is the read model of tickets.
-const TicketsCollection = "tickets"
+// TicketsCollection is the read model of tickets. It is _v2 since every
+// filtered field is stored (v1 kept only workspace, agent and status):
+// its projector is a new durable consumer that builds it from the stream.
+const TicketsCollection = "tickets_v2"
 
-// TicketDoc stores a ticket's whole state (the proto bytes) beside the
-// fields listings filter on in the store.
+// ProjectorDurable is the durable consumer that writes TicketsCollection.
+const ProjectorDurable = "tickets-readmodel-v2"
+
+// TicketDoc stores a ticket's whole state (the proto bytes) beside every
+// field listings filter and sort on, so the store evaluates them.
 type TicketDoc struct {
-	ID          string `bson:"_id"`
-	WorkspaceID string `bson:"workspace_id"`
-	AgentID     string `bson:"agent_id"`
-	Status      string `bson:"status"`
-	Deleted     bool   `bson:"deleted"`
-	CreatedMS   int64  `bson:"created_at_unix_ms"`
-	State       []byte `bson:"state"`
+	ID              string   `bson:"_id"`
+	WorkspaceID     string   `bson:"workspace_id"`
+	AgentID         string   `bson:"agent_id"`
+	Status          string   `bson:"status"`
+	Deleted         bool     `bson:"deleted"`
+	CreatedMS       int64    `bson:"created_at_unix_ms"`
+	PriorityRank    int      `bson:"priority_rank"`
+	Priority        string   `bson:"priority"`
+	Source          string   `bson:"source"`
+	AssigneeUserID  *string  `bson:"assignee_user_id"`
+	OwnerUserID     string   `bson:"owner_user_id"`
+	IssueType       string   `bson:"issue_type"`
+	Labels          []string `bson:"labels"`
+	ConversationIDs []string `bson:"conversation_ids"`
+	MergedInto      string   `bson:"merged_into_ticket_id"`
+	State           []byte   `bson:"state"`
 }
 
 // DocOf maps ticket state to its stored form.
@@ -38,16 +57,12 @@ func DocOf(t *ticketsv1.Ticket) TicketDoc {
 	state, _ := proto.MarshalOptions{Deterministic: true}.Marshal(t)
 	return TicketDoc{
 		ID: t.GetTicketId(), WorkspaceID: t.GetWorkspaceId(), AgentID: t.GetAgentId(), Status: t.GetStatus(),
-		Deleted: t.DeletedAtUnixSecs != nil, CreatedMS: t.GetCreatedAtUnixMs(), State: state,
+		Deleted: t.DeletedAtUnixSecs != nil, CreatedMS: t.GetCreatedAtUnixMs(),
+		PriorityRank: domain.PriorityRank(t.GetPriority()), Priority: t.GetPriority(), Source: t.GetSource(),
+		AssigneeUserID: t.AssigneeUserId, OwnerUserID: t.GetOwnerUserId(), IssueType: t.GetIssueType(),
+		Labels: t.GetLabels(), ConversationIDs: t.GetConversationIds(), MergedInto: t.GetMergedIntoTicketId(),
+		State: state,
 	}
-}
-
-// StateOf extracts ticket state from any ticket event.
-func StateOf(msg proto.Message) *ticketsv1.Ticket {
-	if m, ok := msg.(interface{ GetTicket() *ticketsv1.Ticket }); ok {
-		return m.GetTicket()
-	}
-	return nil
 }
 
 // Handler is the projection handler of the TICKETS stream.
@@ -56,22 +71,40 @@ func Handler(_ context.Context, rec eventstore.Record) (string, any, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	t := StateOf(msg)
+	t := app.StateOf(msg)
 	if t == nil {
 		return "", nil, nil
 	}
 	return t.GetTicketId(), DocOf(t), nil
 }
 
-// ReadModel serves ticket listings.
+// ReadModel is the MongoDB read model: filters, order and keyset cursor
+// go into the query, each order has its compound index, and a page reads
+// the page (plus what the residual Keep test drops).
 type ReadModel struct{ Tickets *mongo.Collection }
 
-// NewReadModel opens the collection and its indexes.
+// NewReadModel opens the collection and creates an index for every query
+// shape: each order of a workspace and of an agent, and the conversation
+// lookup of a create.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	c := db.Collection(TicketsCollection)
+	idx := func(keys ...string) mongo.IndexModel {
+		d := bson.D{}
+		for _, k := range keys {
+			dir := -1
+			if k == "workspace_id" || k == "agent_id" || k == "deleted" || k == "conversation_ids" {
+				dir = 1
+			}
+			d = append(d, bson.E{Key: k, Value: dir})
+		}
+		return mongo.IndexModel{Keys: d}
+	}
 	err := mongox.EnsureIndexes(ctx, c,
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "deleted", Value: 1}, {Key: "created_at_unix_ms", Value: -1}}},
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "agent_id", Value: 1}, {Key: "created_at_unix_ms", Value: -1}}},
+		idx("workspace_id", "deleted", "created_at_unix_ms", "_id"),
+		idx("workspace_id", "deleted", "priority_rank", "created_at_unix_ms", "_id"),
+		idx("workspace_id", "agent_id", "deleted", "created_at_unix_ms", "_id"),
+		idx("workspace_id", "agent_id", "deleted", "priority_rank", "created_at_unix_ms", "_id"),
+		idx("workspace_id", "conversation_ids", "agent_id", "deleted"),
 	)
 	if err != nil {
 		return nil, err
@@ -79,38 +112,133 @@ func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	return &ReadModel{Tickets: c}, nil
 }
 
-// Apply writes ticket state as of stream sequence seq.
-func (rm *ReadModel) Apply(ctx context.Context, seq uint64, t *ticketsv1.Ticket) error {
+// Put writes ticket state as of stream sequence seq.
+func (rm *ReadModel) Put(ctx context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	_, err := projection.Upsert(ctx, rm.Tickets, t.GetTicketId(), seq, DocOf(t))
 	return err
 }
 
-// Candidates returns the live tickets of a workspace (of one agent when
-// agentID is set, in one status when status is set); finer filters,
-// ordering and paging are applied by the caller.
-func (rm *ReadModel) Candidates(ctx context.Context, workspaceID, agentID, status string) ([]*ticketsv1.Ticket, error) {
-	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "deleted", Value: false}}
-	if agentID != "" {
-		filter = append(filter, bson.E{Key: "agent_id", Value: agentID})
+// Filter is the store query of q, without its cursor.
+func Filter(q app.Query) bson.D {
+	f := q.Filter
+	and := bson.A{bson.D{{Key: "workspace_id", Value: q.WorkspaceID}}, bson.D{{Key: "deleted", Value: false}}}
+	eq := func(key string, v any) { and = append(and, bson.D{{Key: key, Value: v}}) }
+	if f.AgentID != "" {
+		eq("agent_id", f.AgentID)
 	}
-	if status != "" {
-		filter = append(filter, bson.E{Key: "status", Value: status})
+	if f.Status != "" {
+		eq("status", f.Status)
 	}
-	cur, err := rm.Tickets.Find(ctx, filter)
-	if err != nil {
-		return nil, err
+	switch f.Assignee {
+	case "":
+	case "unassigned":
+		eq("assignee_user_id", nil) // null or absent
+	default:
+		eq("assignee_user_id", f.Assignee)
 	}
-	var docs []TicketDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, err
+	if f.ConversationID != "" {
+		eq("conversation_ids", f.ConversationID) // an element of the array
 	}
-	out := make([]*ticketsv1.Ticket, 0, len(docs))
-	for _, d := range docs {
-		t := &ticketsv1.Ticket{}
-		if err := proto.Unmarshal(d.State, t); err != nil {
-			return nil, err
+	if len(f.Sources) > 0 {
+		eq("source", bson.D{{Key: "$in", Value: f.Sources}})
+	}
+	if len(f.Priorities) > 0 {
+		eq("priority", bson.D{{Key: "$in", Value: f.Priorities}})
+	}
+	switch f.OwnerUserID {
+	case "":
+	case "agent":
+		eq("source", domain.SourceAgent)
+	default:
+		eq("owner_user_id", f.OwnerUserID)
+	}
+	if f.IssueType != "" {
+		eq("issue_type", f.IssueType)
+	}
+	if f.Label != "" {
+		eq("labels", f.Label)
+	}
+	if f.MergedInto != "" {
+		eq("merged_into_ticket_id", f.MergedInto)
+	}
+	return bson.D{{Key: "$and", Value: and}}
+}
+
+// Sort is the store order of q: descending position.
+func Sort(q app.Query) bson.D {
+	if q.ByPriority {
+		return bson.D{{Key: "priority_rank", Value: -1}, {Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}}
+	}
+	return bson.D{{Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}}
+}
+
+// before is the keyset condition "strictly after p in descending order".
+func before(p app.Position, byPriority bool) bson.D {
+	byCreated := bson.A{
+		bson.D{{Key: "created_at_unix_ms", Value: bson.D{{Key: "$lt", Value: p.Created}}}},
+		bson.D{{Key: "created_at_unix_ms", Value: p.Created}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: p.ID}}}},
+	}
+	if !byPriority {
+		return bson.D{{Key: "$or", Value: byCreated}}
+	}
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "priority_rank", Value: bson.D{{Key: "$lt", Value: p.Rank}}}},
+		bson.D{{Key: "priority_rank", Value: p.Rank}, {Key: "$or", Value: byCreated}},
+	}}}
+}
+
+// Page runs the query from the cursor in batches until it has a page and
+// one more (to know more follow), or the matches run out.
+func (rm *ReadModel) Page(ctx context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
+	base := Filter(q)
+	batch := int64(q.Limit + 1)
+	after := q.After
+	var out []*ticketsv1.Ticket
+	for {
+		filter := base
+		if after != nil {
+			filter = bson.D{{Key: "$and", Value: bson.A{base, before(*after, q.ByPriority)}}}
 		}
-		out = append(out, t)
+		cur, err := rm.Tickets.Find(ctx, filter, options.Find().SetSort(Sort(q)).SetLimit(batch))
+		if err != nil {
+			return nil, false, err
+		}
+		var docs []TicketDoc
+		if err := cur.All(ctx, &docs); err != nil {
+			return nil, false, err
+		}
+		for _, d := range docs {
+			t := &ticketsv1.Ticket{}
+			if err := proto.Unmarshal(d.State, t); err != nil {
+				return nil, false, err
+			}
+			if q.Keep == nil || q.Keep(t) {
+				out = append(out, t)
+				if len(out) > q.Limit {
+					return out[:q.Limit], true, nil
+				}
+			}
+			pos := app.PositionOf(t, q.ByPriority)
+			after = &pos
+		}
+		if int64(len(docs)) < batch {
+			return out, false, nil
+		}
 	}
-	return out, nil
+}
+
+// ActiveTicket finds the newest active ticket of an agent on a
+// conversation.
+func (rm *ReadModel) ActiveTicket(ctx context.Context, workspaceID, agentID, conversationID string) (string, error) {
+	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "conversation_ids", Value: conversationID},
+		{Key: "agent_id", Value: agentID}, {Key: "deleted", Value: false},
+		{Key: "status", Value: bson.D{{Key: "$in", Value: domain.ActiveStatuses}}}}
+	var d struct {
+		ID string `bson:"_id"`
+	}
+	err := rm.Tickets.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}})).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", nil
+	}
+	return d.ID, err
 }

@@ -17,14 +17,13 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // App is the tickets application.
 type App struct {
 	Tickets   *aggregate.Repo[*ticketsv1.Ticket]
-	ReadModel *adapters.ReadModel
-	Directory *adapters.Directory
+	ReadModel ReadModel
+	Directory Directory
 	Now       func() time.Time
 }
 
@@ -32,18 +31,18 @@ var errAgentNotFound = httpx.NotFound("agent_not_found", "No agent with that id 
 
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
-func New(store *eventstore.Store, rm *adapters.ReadModel, dir *adapters.Directory, log *slog.Logger) *App {
+func New(store *eventstore.Store, rm ReadModel, dir Directory, log *slog.Logger) *App {
 	a := &App{ReadModel: rm, Directory: dir}
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
 		Store:   store,
 		Subject: events.TicketSubject,
 		StateOf: func(m proto.Message) (*ticketsv1.Ticket, bool) {
-			s := adapters.StateOf(m)
+			s := StateOf(m)
 			return s, s != nil
 		},
 		Gone:     func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:    func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
-		Project:  rm.Apply,
+		Project:  rm.Put,
 		NotFound: httpx.NotFound("ticket_not_found", "No triage ticket with that id exists in this workspace."),
 		Conflict: httpx.Conflict("concurrent_update", "The ticket changed concurrently; retry."),
 		Log:      log,
@@ -67,4 +66,13 @@ func (a *App) Get(ctx context.Context, workspaceID, ticketID string) (*ticketsv1
 // change applies m to a ticket through the repository.
 func (a *App) change(ctx context.Context, workspaceID, ticketID, commandID string, m aggregate.Mutation[*ticketsv1.Ticket]) (*ticketsv1.Ticket, error) {
 	return a.Tickets.Update(ctx, workspaceID, ticketID, commandID, m)
+}
+
+// StateOf extracts ticket state from any ticket event (nil: not a ticket
+// event).
+func StateOf(msg proto.Message) *ticketsv1.Ticket {
+	if m, ok := msg.(interface{ GetTicket() *ticketsv1.Ticket }); ok {
+		return m.GetTicket()
+	}
+	return nil
 }

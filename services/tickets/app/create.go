@@ -182,16 +182,11 @@ func stableTicketID(ws, commandID string) string { return "tkt_" + esproto.Stabl
 
 // activeTicketOf finds the active ticket already raised on a conversation.
 func (a *App) activeTicketOf(ctx context.Context, ws, agentID, conv string) string {
-	cands, err := a.ReadModel.Candidates(ctx, ws, agentID, "")
+	id, err := a.ReadModel.ActiveTicket(ctx, ws, agentID, conv)
 	if err != nil {
 		return ""
 	}
-	for _, t := range cands {
-		if domain.IsActive(t.GetStatus()) && slices.Contains(t.GetConversationIds(), conv) {
-			return t.GetTicketId()
-		}
-	}
-	return ""
+	return id
 }
 
 func fill(t *ticketsv1.Ticket, title, qa, issueType, priority *string, by string, at int64) {

@@ -42,13 +42,6 @@ type Page struct {
 	HasMore    bool
 }
 
-// position is where a page ends, in the listing's order.
-type position struct {
-	Rank    int    `json:"r,omitempty"`
-	Created int64  `json:"c"`
-	ID      string `json:"i"`
-}
-
 // List returns one page of tickets of the workspace (of one agent when
 // agentID is set). Order: newest first by creation (millisecond, then id,
 // both immutable, so paging while tickets are created never repeats or
@@ -83,9 +76,9 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 	}
 	scope := strings.Join([]string{"tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
 		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ",")}, "\x1e")
-	var after *position
+	var after *Position
 	if p.Cursor != "" {
-		var pos position
+		var pos Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
 			v.Add("Invalid cursor: it is corrupted or belongs to other filters", "value_error", "query", "cursor")
 		} else {
@@ -96,42 +89,29 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 		return Page{}, err
 	}
 
-	cands, err := a.ReadModel.Candidates(ctx, workspaceID, p.AgentID, p.Status)
+	search := p.Search
+	tickets, more, err := a.ReadModel.Page(ctx, Query{
+		WorkspaceID: workspaceID, ByPriority: byPriority, After: after, Limit: limit,
+		Filter: Filter{AgentID: p.AgentID, Status: p.Status, Assignee: p.Assignee, ConversationID: p.ConversationID,
+			OwnerUserID: p.OwnerUserID, IssueType: p.IssueType, Label: p.Label, MergedInto: p.MergedInto,
+			Sources: p.Sources, Priorities: p.Priorities},
+		Keep: func(t *ticketsv1.Ticket) bool {
+			return a.Directory.AgentExists(workspaceID, t.AgentId) && (search == "" || searchIn(t, search) != nil)
+		},
+	})
 	if err != nil {
 		return Page{}, err
 	}
-	var rows []Listed
-	for _, t := range cands {
-		if !a.Directory.AgentExists(workspaceID, t.AgentId) || !matches(t, p) {
-			continue
-		}
+	page := Page{Tickets: make([]Listed, 0, len(tickets)), HasMore: more}
+	for _, t := range tickets {
 		row := Listed{Ticket: t}
-		if p.Search != "" {
-			if row.Match = search(t, p.Search); row.Match == nil {
-				continue
-			}
+		if search != "" {
+			row.Match = searchIn(t, search)
 		}
-		rows = append(rows, row)
+		page.Tickets = append(page.Tickets, row)
 	}
-	key := func(t *ticketsv1.Ticket) position {
-		pos := position{Created: t.CreatedAtUnixMs, ID: t.TicketId}
-		if byPriority {
-			pos.Rank = domain.PriorityRank(t.Priority)
-		}
-		return pos
-	}
-	slices.SortFunc(rows, func(x, y Listed) int { return comparePos(key(y.Ticket), key(x.Ticket)) })
-	if after != nil {
-		i := 0
-		for i < len(rows) && comparePos(key(rows[i].Ticket), *after) >= 0 {
-			i++
-		}
-		rows = rows[i:]
-	}
-	page := Page{Tickets: rows}
-	if len(rows) > limit {
-		page.Tickets, page.HasMore = rows[:limit], true
-		next, err := codec.Encode(scope, key(rows[limit-1].Ticket))
+	if more {
+		next, err := codec.Encode(scope, PositionOf(tickets[len(tickets)-1], byPriority))
 		if err != nil {
 			return Page{}, err
 		}
@@ -140,42 +120,10 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 	return page, nil
 }
 
-// comparePos orders positions ascending: rank, then creation, then id.
-func comparePos(x, y position) int {
-	switch {
-	case x.Rank != y.Rank:
-		return x.Rank - y.Rank
-	case x.Created != y.Created:
-		if x.Created < y.Created {
-			return -1
-		}
-		return 1
-	default:
-		return strings.Compare(x.ID, y.ID)
-	}
-}
-
-func matches(t *ticketsv1.Ticket, p ListParams) bool {
-	switch {
-	case p.Assignee == "unassigned" && t.AssigneeUserId != nil,
-		p.Assignee != "" && p.Assignee != "unassigned" && t.GetAssigneeUserId() != p.Assignee,
-		p.ConversationID != "" && !slices.Contains(t.ConversationIds, p.ConversationID),
-		len(p.Sources) > 0 && !slices.Contains(p.Sources, t.Source),
-		len(p.Priorities) > 0 && !slices.Contains(p.Priorities, t.Priority),
-		p.OwnerUserID == "agent" && t.Source != domain.SourceAgent,
-		p.OwnerUserID != "" && p.OwnerUserID != "agent" && t.OwnerUserId != p.OwnerUserID,
-		p.IssueType != "" && t.IssueType != p.IssueType,
-		p.Label != "" && !slices.Contains(t.Labels, p.Label),
-		p.MergedInto != "" && t.GetMergedIntoTicketId() != p.MergedInto:
-		return false
-	}
-	return true
-}
-
-// search looks for q, case-insensitively, in the title, the QA comment
+// searchIn looks for q, case-insensitively, in the title, the QA comment
 // (the public "description"), the comments and the turn comments, in that
 // order, and says where it matched.
-func search(t *ticketsv1.Ticket, q string) *Match {
+func searchIn(t *ticketsv1.Ticket, q string) *Match {
 	if m := matchIn("title", t.Title, q); m != nil {
 		return m
 	}

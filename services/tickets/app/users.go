@@ -3,13 +3,12 @@ package app
 import (
 	"context"
 
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // AssignableUsers lists the workspace members a ticket of the agent can be
 // assigned to. Every member can see every agent of its workspace here, so
 // has_access is true for all.
-func (a *App) AssignableUsers(_ context.Context, workspaceID, agentID string) ([]adapters.Member, error) {
+func (a *App) AssignableUsers(_ context.Context, workspaceID, agentID string) ([]Member, error) {
 	if !a.Directory.AgentExists(workspaceID, agentID) {
 		return nil, errAgentNotFound
 	}

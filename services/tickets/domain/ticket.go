@@ -44,6 +44,9 @@ func CanTransition(from, to string) bool { return slices.Contains(transitions[fr
 // on its conversation adds to it, and it may be merged.
 func IsActive(status string) bool { return status == StatusOpen || status == StatusInProgress }
 
+// ActiveStatuses are the statuses IsActive accepts.
+var ActiveStatuses = []string{StatusOpen, StatusInProgress}
+
 // CanAbsorb reports whether a ticket may be the target of a merge.
 func CanAbsorb(status string) bool { return IsActive(status) || status == StatusResolved }
 

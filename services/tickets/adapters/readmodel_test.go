@@ -1,0 +1,61 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/app/readmodeltest"
+)
+
+func TestMemoryIndexConforms(t *testing.T) {
+	readmodeltest.Run(t, func(*testing.T) app.ReadModel { return NewMemoryIndex() })
+}
+
+// The store read model on the embedded store (and on MongoDB in the
+// container tier, VOICEAI_TEST_DOCKER=1).
+func TestStoreReadModelConforms(t *testing.T) {
+	env := testenv.New(t)
+	client := env.Mongo(t)
+	n := 0
+	readmodeltest.Run(t, func(t *testing.T) app.ReadModel {
+		n++
+		rm, err := NewReadModel(context.Background(), client.Database(fmt.Sprintf("conformance_%d", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rm
+	})
+}
+
+// The store answers a page with one query shaped for its index: the
+// filters, the keyset condition and the order are in the query, and the
+// limit is the page and one.
+func TestStoreQueryShape(t *testing.T) {
+	q := app.Query{WorkspaceID: "ws", ByPriority: true, Limit: 50,
+		Filter: app.Filter{AgentID: "agent_1", Status: "open", Assignee: "unassigned", Label: "tone"}}
+	got := fmt.Sprint(Filter(q))
+	for _, want := range []string{`{"workspace_id":"ws"}`, `{"deleted":false}`, `{"agent_id":"agent_1"}`, `{"status":"open"}`, `{"assignee_user_id":null}`, `{"labels":"tone"}`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("filter %s lacks %q", got, want)
+		}
+	}
+	if s := Sort(q); len(s) != 3 || s[0].Key != "priority_rank" || s[1].Key != "created_at_unix_ms" || s[2].Key != "_id" {
+		t.Errorf("sort %v", s)
+	}
+	b := before(app.Position{Rank: 3, Created: 10, ID: "tkt_1"}, true)
+	if fmt.Sprint(b) != fmt.Sprint(bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "priority_rank", Value: bson.D{{Key: "$lt", Value: 3}}}},
+		bson.D{{Key: "priority_rank", Value: 3}, {Key: "$or", Value: bson.A{
+			bson.D{{Key: "created_at_unix_ms", Value: bson.D{{Key: "$lt", Value: int64(10)}}}},
+			bson.D{{Key: "created_at_unix_ms", Value: int64(10)}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: "tkt_1"}}}},
+		}}},
+	}}}) {
+		t.Errorf("keyset condition %v", b)
+	}
+}

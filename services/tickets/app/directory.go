@@ -1,0 +1,27 @@
+package app
+
+// Directory is what tickets know of other services, learnt from their
+// events: which agents exist, who can be assigned, which agent held a
+// conversation.
+type Directory interface {
+	AgentExists(workspaceID, agentID string) bool
+	Member(workspaceID, userID string) (Member, bool)
+	Members(workspaceID string) []Member
+	Conversation(workspaceID, conversationID string) (Conversation, bool)
+}
+
+// Member is a workspace member a ticket can be assigned to.
+type Member struct {
+	UserID           string
+	Name             string
+	Email            string
+	IsServiceAccount bool
+}
+
+// Conversation is what tickets know of a conversation: its agent and when
+// it was seen.
+type Conversation struct {
+	AgentID   string
+	StartedAt int64 // unix seconds; 0 = unknown
+	EndedAt   int64
+}
