@@ -13,7 +13,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -35,6 +33,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
 )
 
@@ -89,7 +88,7 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 	}
 	rates := make([]float64, 2)
 	for workers := 1; workers <= 2; workers++ {
-		var procs []*proc
+		var procs []*benchproc.Proc
 		for range workers {
 			r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=openai", "VOICEAI_LLM_BASE_URL="+model.URL, "VOICEAI_LLM_MODEL=bench")
 			if err != nil {
@@ -100,7 +99,7 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 		testsN := scaleRuns / 10
 		rate, _, err := p.invoke(testsN, 10, false)
 		for _, r := range procs {
-			r.stop()
+			r.Stop()
 		}
 		if err != nil {
 			return err
@@ -108,7 +107,7 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 		rates[workers-1] = rate
 		fmt.Printf("(b) %d runner process(es) x %d concurrent runs, 50 ms model: %.1f runs/s (%d runs)\n", workers, concurrency, rate, testsN*10)
 	}
-	p.stop()
+	p.Stop()
 	fmt.Printf("(b) scaling: two processes reach %.3fx one (goal >= 1.8) %s\n", rates[1]/rates[0], verdict(rates[1]/rates[0] >= 1.8))
 
 	// (a) and (c): the large invocation with the offline model.
@@ -116,19 +115,19 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 	if err != nil {
 		return err
 	}
-	defer p.stop()
-	var runners []*proc
+	defer p.Stop()
+	var runners []*benchproc.Proc
 	for range 2 {
 		r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=offline")
 		if err != nil {
 			return err
 		}
 		runners = append(runners, r)
-		defer r.stop()
+		defer r.Stop()
 	}
 	if profileDir != "" {
 		p.started = make(chan struct{})
-		go profile(p.started, map[string]*proc{"platform": p.proc, "runner1": runners[0], "runner2": runners[1]})
+		go profile(p.started, map[string]*benchproc.Proc{"platform": p.Proc, "runner1": runners[0], "runner2": runners[1]})
 	}
 	rate, elapsed, err := p.invoke(tests, repeat, true)
 	if err != nil {
@@ -138,21 +137,21 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 	fmt.Printf("(c) %d tests x %d repeats = %d runs completed in %s (2 runner processes x %d)\n", tests, repeat, total, elapsed.Round(time.Millisecond), concurrency)
 	fmt.Printf("(a) orchestration ceiling: %.0f runs/s end to end (offline model) vs %.0f raw work-queue msgs/s = %.3f of raw (goal >= 0.25) %s\n",
 		rate, raw, rate/raw, verdict(rate/raw >= 0.25))
-	peak := func(name string, pr *proc) int64 {
-		kb := pr.peakRSSKiB()
+	peak := func(name string, pr *benchproc.Proc) int64 {
+		kb := pr.PeakRSSKiB()
 		fmt.Printf("(c) peak resident memory, %s: %.0f MiB\n", name, float64(kb)/1024)
 		return kb
 	}
-	worst := peak("platform (gateway + services + NATS + store)", p.proc)
+	worst := peak("platform (gateway + services + NATS + store)", p.Proc)
 	for i, r := range runners {
 		worst = max(worst, peak(fmt.Sprintf("runner %d", i+1), r))
 	}
-	p.resetPeak()
+	p.ResetPeakRSS()
 	getTime, size, err := p.getInvocation()
 	if err != nil {
 		return err
 	}
-	getPeak := p.peakRSSKiB()
+	getPeak := p.PeakRSSKiB()
 	fmt.Printf("(c) one GET of the invocation: %s, %.0f MiB of JSON streamed; platform peak resident memory during it %.0f MiB\n",
 		getTime.Round(time.Millisecond), float64(size)/(1<<20), float64(getPeak)/1024)
 	fmt.Printf("(c) every process under 1 GiB resident: %s\n", verdict(max(worst, getPeak) < 1<<20))
@@ -235,71 +234,8 @@ func rawWorkQueueRate(dir string, n int) (float64, error) {
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-type proc struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
-	logs    *bytes.Buffer
-	metrics string // its metrics and profiler address, when profiling
-}
-
-func start(bin string, env []string) (*proc, error) {
-	p := &proc{cmd: exec.Command(bin), done: make(chan struct{}), logs: &bytes.Buffer{}, metrics: "off"}
-	if profileDir != "" {
-		addr, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		p.metrics = addr
-	}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Env = append(p.cmd.Env, "VOICEAI_METRICS_ADDR="+p.metrics)
-	stderr, err := p.cmd.StderrPipe()
-	if err != nil {
-		return nil, err
-	}
-	p.cmd.Stdout = io.Discard
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if p.logs.Len() < 1<<20 {
-				p.logs.Write(sc.Bytes())
-				p.logs.WriteByte('\n')
-			}
-		}
-		_ = p.cmd.Wait()
-	}()
-	return p, nil
-}
-
-func (p *proc) stop() {
-	_ = p.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// peakRSSKiB is the process's peak resident set (VmHWM).
-func (p *proc) peakRSSKiB() int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
 type platform struct {
-	*proc
+	*benchproc.Proc
 	base    string
 	natsURL string
 	agentID string
@@ -308,17 +244,21 @@ type platform struct {
 	started chan struct{} // closed when the invocation is accepted, if set
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// start runs bin, with a profiler endpoint when profiling.
+func start(bin string, env []string) (*benchproc.Proc, error) {
+	metrics := "off"
+	if profileDir != "" {
+		addr, err := benchproc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		metrics = addr
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return benchproc.Start(bin, env, metrics)
 }
 
 func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
-	addr, err := freePort()
+	addr, err := benchproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +271,7 @@ func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &platform{proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
+	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if resp, err := http.Get(p.base + "/readyz"); err == nil {
@@ -341,8 +281,8 @@ func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
 			}
 		}
 		if time.Now().After(deadline) {
-			pr.stop()
-			return nil, fmt.Errorf("platform not ready: %s", pr.logs.String())
+			pr.Stop()
+			return nil, fmt.Errorf("platform not ready: %s", pr.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -380,7 +320,7 @@ func (p *platform) call(method, path, body string, out any) error {
 	return nil
 }
 
-func startRunner(bins map[string]string, p *platform, concurrency int, env ...string) (*proc, error) {
+func startRunner(bins map[string]string, p *platform, concurrency int, env ...string) (*benchproc.Proc, error) {
 	env = append(env, "VOICEAI_NATS_URL="+p.natsURL, "VOICEAI_LOG_LEVEL=warn",
 		"VOICEAI_RUNNER_CONCURRENCY="+strconv.Itoa(concurrency))
 	return start(bins["testing-runner"], env)
@@ -471,11 +411,11 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 
 // profile writes a CPU profile of each process, taken during the first
 // 10 s of the large invocation's runs.
-func profile(started <-chan struct{}, procs map[string]*proc) {
+func profile(started <-chan struct{}, procs map[string]*benchproc.Proc) {
 	<-started
 	for name, pr := range procs {
 		go func() {
-			resp, err := http.Get("http://" + pr.metrics + "/debug/pprof/profile?seconds=10")
+			resp, err := http.Get("http://" + pr.Metrics + "/debug/pprof/profile?seconds=10")
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "profile", name, err)
 				return
@@ -485,11 +425,6 @@ func profile(started <-chan struct{}, procs map[string]*proc) {
 			_ = os.WriteFile(filepath.Join(profileDir, name+".pprof"), b, 0o644)
 		}()
 	}
-}
-
-// resetPeak resets the platform's peak resident set (clear_refs 5).
-func (p *platform) resetPeak() {
-	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.cmd.Process.Pid), []byte("5"), 0)
 }
 
 func (p *platform) getInvocation() (time.Duration, int64, error) {

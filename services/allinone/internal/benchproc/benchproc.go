@@ -1,0 +1,103 @@
+// Package benchproc runs the platform's binaries as separate processes
+// for the benchmarks, as production runs them, and reads their peak
+// memory.
+package benchproc
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Proc is one running binary.
+type Proc struct {
+	Cmd     *exec.Cmd
+	Metrics string // its metrics and profiler address, or "off"
+	done    chan struct{}
+	mu      sync.Mutex
+	logs    bytes.Buffer
+}
+
+// Start runs bin with the environment plus env, and its internal endpoint
+// on metricsAddr ("off" for none).
+func Start(bin string, env []string, metricsAddr string) (*Proc, error) {
+	p := &Proc{Cmd: exec.Command(bin), done: make(chan struct{}), Metrics: metricsAddr}
+	p.Cmd.Env = append(os.Environ(), env...)
+	p.Cmd.Env = append(p.Cmd.Env, "VOICEAI_METRICS_ADDR="+metricsAddr)
+	stderr, err := p.Cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	p.Cmd.Stdout = io.Discard
+	if err := p.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			if p.logs.Len() < 1<<20 {
+				p.logs.Write(sc.Bytes())
+				p.logs.WriteByte('\n')
+			}
+			p.mu.Unlock()
+		}
+		_ = p.Cmd.Wait()
+	}()
+	return p, nil
+}
+
+// Logs is what the process wrote to stderr (its first MiB).
+func (p *Proc) Logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
+}
+
+// Stop interrupts the process and waits for it, killing it after 15 s.
+func (p *Proc) Stop() {
+	_ = p.Cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// PeakRSSKiB is the process's peak resident set (VmHWM).
+func (p *Proc) PeakRSSKiB() int64 {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			n, _ := strconv.ParseInt(strings.Fields(line)[1], 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// ResetPeakRSS starts a new peak measurement (clear_refs 5).
+func (p *Proc) ResetPeakRSS() {
+	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0)
+}
+
+// FreePort is a loopback address free at the time of the call.
+func FreePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
