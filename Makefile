@@ -22,11 +22,13 @@ test-docker:
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
 ##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
 ##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s;
-##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation
+##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;
+##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k
 bench:
 	$(GO) run ./services/allinone/bench
 	$(GO) run ./services/webhooks/bench
 	$(GO) run ./services/allinone/testingbench
+	$(GO) run ./services/allinone/ticketsbench
 
 ## fuzz: a short run of every fuzz target over untrusted input
 fuzz:

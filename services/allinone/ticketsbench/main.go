@@ -1,0 +1,484 @@
+// Command ticketsbench measures the tickets data path, in one run on this
+// machine, against the platform as its own process (allinone, embedded
+// NATS and store, the default in-memory read index):
+//
+//	(a) creates through the gateway with 16 concurrent clients, against raw
+//	    optimistic JetStream appends by 16 publishers on the same server;
+//	(b) listing lag: a create's acknowledgement to the ticket in a listing;
+//	(c) listing p50 of a default page, a filtered page and a priority-sorted
+//	    page at 1,000, 10,000 and 100,000 tickets in the workspace;
+//	(d) restart with 100,000 tickets: time to ready, and peak memory.
+//
+// Tickets beyond those created in (a) are appended straight to the
+// TICKETS stream, as the service would write them.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+)
+
+// profileFile, when set, receives a CPU profile of the platform.
+var profileFile string
+
+const (
+	adminKey  = "vak_ticketsbench_admin_key_0123456789"
+	workspace = "ws_default"
+	clients   = 16
+)
+
+func main() {
+	creates := flag.Int("creates", 3000, "tickets created through the gateway in (a)")
+	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d)")
+	requests := flag.Int("requests", 60, "requests per listing measurement")
+	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file")
+	flag.Parse()
+	if err := run(*creates, *largest, *requests); err != nil {
+		fmt.Fprintln(os.Stderr, "ticketsbench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(creates, largest, requests int) error {
+	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "allinone")
+	_, here, _, _ := runtime.Caller(0)
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = filepath.Join(filepath.Dir(here), "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build allinone: %v\n%s", err, out)
+	}
+	data := filepath.Join(dir, "data")
+	p, err := startPlatform(bin, data)
+	if err != nil {
+		return err
+	}
+	defer func() { p.Stop() }()
+	fmt.Println("tickets data path (platform as its own process, in-memory read index, 2 cores shared with this client)")
+
+	// (c) at 1,000 first, before the creates of (a) grow the workspace.
+	sizes := []int{1000, 10_000, largest}
+	lat := map[int]map[string]time.Duration{}
+	if err := p.seedTo(sizes[0]); err != nil {
+		return err
+	}
+	if lat[sizes[0]], err = p.listings(requests); err != nil {
+		return err
+	}
+
+	// (a) and (b).
+	raw, err := rawAppends(p.natsURL, creates)
+	if err != nil {
+		return err
+	}
+	rate, lags, err := p.createThroughGateway(creates)
+	if err != nil {
+		return err
+	}
+	ratio := rate / raw
+	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, verdict(ratio >= 1.0/3))
+	slices.Sort(lags)
+	p99 := lags[len(lags)*99/100]
+	fmt.Printf("(b) listing lag, ack -> in the listing, %d samples: p50 %s, p99 %s (goal p99 < 1s: %s)\n",
+		len(lags), lags[len(lags)/2].Round(10*time.Microsecond), p99.Round(10*time.Microsecond), verdict(p99 < time.Second))
+
+	for _, n := range sizes[1:] {
+		if err := p.seedTo(n); err != nil {
+			return err
+		}
+		if lat[n], err = p.listings(requests); err != nil {
+			return err
+		}
+	}
+	fmt.Println("(c) listing p50 (page of 100):")
+	for _, kind := range listingKinds {
+		fmt.Printf("    %-9s", kind.name)
+		for _, n := range sizes {
+			fmt.Printf("  %7d tickets %8s", n, lat[n][kind.name].Round(10*time.Microsecond))
+		}
+		small, ten, big := lat[sizes[0]][kind.name], lat[10_000][kind.name], lat[largest][kind.name]
+		r := float64(big) / float64(small)
+		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, verdict(r <= 2), verdict(ten < 50*time.Millisecond))
+	}
+
+	// (d) restart with the largest workspace.
+	peakBefore := p.PeakRSSKiB()
+	p.Stop()
+	started := time.Now()
+	if p, err = startPlatform(bin, data); err != nil {
+		return err
+	}
+	ready := time.Since(started)
+	if _, err := p.get("/v1/convai/triage-tickets?label=marker-" + strconv.Itoa(largest)); err != nil {
+		return err
+	}
+	fmt.Printf("(d) restart with %d tickets: ready in %s (goal < 10s: %s); peak memory %d MiB before, %d MiB after the restart (goal < 1 GiB: %s)\n",
+		largest, ready.Round(time.Millisecond), verdict(ready < 10*time.Second), peakBefore/1024, p.PeakRSSKiB()/1024,
+		verdict(max(peakBefore, p.PeakRSSKiB()) < 1<<20))
+	return nil
+}
+
+func verdict(met bool) string {
+	if met {
+		return "MET"
+	}
+	return "NOT MET"
+}
+
+type platform struct {
+	*benchproc.Proc
+	base    string
+	natsURL string
+	agentID string
+	client  *http.Client
+	seeded  int
+}
+
+func metricsAddr() string {
+	if profileFile == "" {
+		return "off"
+	}
+	addr, err := benchproc.FreePort()
+	if err != nil {
+		return "off"
+	}
+	return addr
+}
+
+// profile writes a 5 s CPU profile of the platform to profileFile.
+func (p *platform) profile() {
+	if profileFile == "" || p.Metrics == "off" {
+		return
+	}
+	resp, err := http.Get("http://" + p.Metrics + "/debug/pprof/profile?seconds=5")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "profile:", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(profileFile, b, 0o644)
+}
+
+func startPlatform(bin, data string) (*platform, error) {
+	addr, err := benchproc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	pr, err := benchproc.Start(bin, []string{
+		"VOICEAI_DATA_DIR=" + data, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
+		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
+		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000",
+	}, metricsAddr())
+	if err != nil {
+		return nil, err
+	}
+	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(p.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			pr.Stop()
+			return nil, fmt.Errorf("platform not ready: %s", pr.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	b, err := os.ReadFile(filepath.Join(data, "nats.url"))
+	if err != nil {
+		return nil, err
+	}
+	p.natsURL = strings.TrimSpace(string(b))
+	if p.agentID, err = p.agent(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// agent is the bench's agent, made on the first start.
+func (p *platform) agent() (string, error) {
+	var out struct {
+		AgentID string `json:"agent_id"`
+	}
+	b, code, err := p.do("POST", "/v1/convai/agents/create", `{"name":"Bench"}`, "bench-agent")
+	if err != nil || code != 201 || json.Unmarshal(b, &out) != nil {
+		return "", fmt.Errorf("create agent: %d %s %v", code, b, err)
+	}
+	return out.AgentID, nil
+}
+
+func (p *platform) do(method, path, body, idempotencyKey string) ([]byte, int, error) {
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, p.base+path, rd)
+	req.Header.Set("x-api-key", adminKey)
+	if idempotencyKey != "" {
+		req.Header.Set("Idempotency-Key", idempotencyKey)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return b, resp.StatusCode, err
+}
+
+type page struct {
+	Tickets []struct {
+		ID string `json:"agentqa_ticket_id"`
+	} `json:"agent_conversation_tickets"`
+}
+
+func (p *platform) get(path string) (page, error) {
+	var pg page
+	b, code, err := p.do("GET", path, "", "")
+	if err != nil || code != 200 || json.Unmarshal(b, &pg) != nil {
+		return pg, fmt.Errorf("GET %s: %d %.200s %v", path, code, b, err)
+	}
+	return pg, nil
+}
+
+// rawAppends is the baseline: optimistic create-only appends of n
+// messages the size of a ticket event, by 16 publishers, to a file stream
+// on the platform's server.
+func rawAppends(natsURL string, n int) (float64, error) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCHRAW", Subjects: []string{"benchraw.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
+	payload := make([]byte, 600)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, clients)
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				id := "t" + strconv.FormatInt(i, 10)
+				if _, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id)); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	if err := <-errc; err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// createThroughGateway creates n tickets with 16 clients and, for every
+// 20th, measures how long after the acknowledgement the ticket shows in
+// the agent's listing.
+func (p *platform) createThroughGateway(n int) (float64, []time.Duration, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var lags []time.Duration
+	errc := make(chan error, clients)
+	go p.profile()
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				key := "bench-" + strconv.FormatInt(i, 10)
+				b, code, err := p.do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`, key)
+				var t struct {
+					ID string `json:"agentqa_ticket_id"`
+				}
+				if err != nil || code != 201 || json.Unmarshal(b, &t) != nil {
+					errc <- fmt.Errorf("create: %d %.200s %v", code, b, err)
+					return
+				}
+				if i%20 != 0 {
+					continue
+				}
+				acked := time.Now()
+				for {
+					pg, err := p.get("/v1/convai/agents/" + p.agentID + "/triage-tickets?page_size=100")
+					if err != nil {
+						errc <- err
+						return
+					}
+					if slices.ContainsFunc(pg.Tickets, func(x struct {
+						ID string `json:"agentqa_ticket_id"`
+					}) bool {
+						return x.ID == t.ID
+					}) {
+						break
+					}
+					if time.Since(acked) > 30*time.Second {
+						errc <- errors.New("a created ticket is not listed after 30s")
+						return
+					}
+				}
+				mu.Lock()
+				lags = append(lags, time.Since(acked))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errc)
+	if err := <-errc; err != nil {
+		return 0, nil, err
+	}
+	p.seeded += n
+	return float64(n) / elapsed.Seconds(), lags, nil
+}
+
+// seedTo appends tickets to the TICKETS stream until the workspace holds
+// n, then waits until the listing shows the last one.
+func (p *platform) seedTo(n int) error {
+	if p.seeded >= n {
+		return nil
+	}
+	nc, err := nats.Connect(p.natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	priorities := []string{"low", "medium", "high", "urgent"}
+	statuses := []string{"open", "in_progress", "resolved"}
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	var pending []jetstream.PubAckFuture
+	for i := p.seeded + 1; i <= n; i++ {
+		id := fmt.Sprintf("tkt_seed%07d", i)
+		labels := []string{"seed"}
+		if i == n {
+			labels = append(labels, "marker-"+strconv.Itoa(n))
+		}
+		at := base + int64(i)
+		t := &ticketsv1.Ticket{
+			TicketId: id, WorkspaceId: workspace, AgentId: p.agentID, Title: "Seeded ticket " + strconv.Itoa(i),
+			Status: statuses[i%len(statuses)], Priority: priorities[i%len(priorities)], Source: "qa", OwnerUserId: "sa_admin",
+			Labels: labels, CreatedAtUnixMs: at, CreatedAtUnixSecs: at / 1000, UpdatedAtUnixSecs: at / 1000,
+			QaComment: ptr("The agent answered slowly."), ConversationIds: []string{},
+		}
+		subject, err := events.TicketSubject(workspace, id)
+		if err != nil {
+			return err
+		}
+		meta := esproto.Meta(ctx, workspace, "", time.UnixMilli(at))
+		msg, err := esproto.NewMsg(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t})
+		if err != nil {
+			return err
+		}
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		if pending = append(pending, f); len(pending) == 4096 || i == n {
+			for _, f := range pending {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return err
+				}
+			}
+			pending = pending[:0]
+		}
+	}
+	p.seeded = n
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		pg, err := p.get("/v1/convai/triage-tickets?label=marker-" + strconv.Itoa(n))
+		if err != nil {
+			return err
+		}
+		if len(pg.Tickets) == 1 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			logs := p.Logs()
+			return fmt.Errorf("the seeded tickets are not listed after 2 minutes; the platform logs end with:\n%s", logs[max(0, len(logs)-3000):])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+var listingKinds = []struct{ name, path string }{
+	{"default", "/v1/convai/triage-tickets"},
+	{"filtered", "/v1/convai/triage-tickets?status=in_progress&priorities=urgent"},
+	{"priority", "/v1/convai/triage-tickets?sort_by=priority"},
+}
+
+// listings measures the p50 of each listing kind, interleaved.
+func (p *platform) listings(requests int) (map[string]time.Duration, error) {
+	took := map[string][]time.Duration{}
+	for range requests {
+		for _, kind := range listingKinds {
+			start := time.Now()
+			pg, err := p.get(kind.path)
+			if err != nil {
+				return nil, err
+			}
+			if len(pg.Tickets) == 0 {
+				return nil, fmt.Errorf("%s: empty page", kind.path)
+			}
+			took[kind.name] = append(took[kind.name], time.Since(start))
+		}
+	}
+	out := map[string]time.Duration{}
+	for name, ds := range took {
+		slices.Sort(ds)
+		out[name] = ds[len(ds)/2]
+	}
+	return out, nil
+}
+
