@@ -481,4 +481,3 @@ func (p *platform) listings(requests int) (map[string]time.Duration, error) {
 	}
 	return out, nil
 }
-

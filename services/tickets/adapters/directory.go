@@ -28,7 +28,7 @@ import (
 // collections.
 type Directory struct {
 	mu      sync.RWMutex
-	agents  map[string]string            // agent_id → workspace_id (live agents only)
+	agents  map[string]string                // agent_id → workspace_id (live agents only)
 	members map[string]map[string]app.Member // workspace → user_id → member
 	convs   map[string]app.Conversation      // workspace + "/" + conversation_id
 	log     *slog.Logger

@@ -46,7 +46,7 @@ type Query struct {
 // everything.
 type Filter struct {
 	AgentID, Status, Assignee, ConversationID, OwnerUserID, IssueType, Label, MergedInto string
-	Sources, Priorities                                                                 []string
+	Sources, Priorities                                                                  []string
 }
 
 // Matches is the meaning of every filter; each read model implements

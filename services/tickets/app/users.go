@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-
 )
 
 // AssignableUsers lists the workspace members a ticket of the agent can be
