@@ -200,3 +200,37 @@ func TestSingleWriterConcurrentUpserts(t *testing.T) {
 		t.Fatalf("after concurrent writes: %+v", got)
 	}
 }
+
+// A batch keeps the newest write of each document, inserts the new ones
+// and replaces stored ones only with newer sequences.
+func TestUpsertBatch(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "store guard", true: "single writer"}[single], func(t *testing.T) {
+			singleWriter.Store(single)
+			t.Cleanup(func() { singleWriter.Store(false) })
+			_, _, db := setup(t)
+			coll, ctx := db.Collection("items"), context.Background()
+			if _, err := Upsert(ctx, coll, "old", 10, item{Name: "old", Count: 10}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Upsert(ctx, coll, "stale", 20, item{Name: "stale", Count: 20}); err != nil {
+				t.Fatal(err)
+			}
+			err := UpsertBatch(ctx, coll, []Write{
+				{ID: "new", Seq: 30, Doc: item{Name: "new", Count: 1}},
+				{ID: "new", Seq: 32, Doc: item{Name: "new", Count: 3}}, // the newest of a batch wins
+				{ID: "new", Seq: 31, Doc: item{Name: "new", Count: 2}},
+				{ID: "old", Seq: 33, Doc: item{Name: "old", Count: 33}},     // stored older: replaced
+				{ID: "stale", Seq: 15, Doc: item{Name: "stale", Count: 15}}, // stored newer: kept
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := all(t, coll)
+			want := []storedItem{{ID: "new", LastSeq: 32, Name: "new", Count: 3}, {ID: "old", LastSeq: 33, Name: "old", Count: 33}, {ID: "stale", LastSeq: 20, Name: "stale", Count: 20}}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}

@@ -57,39 +57,75 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if err != nil {
 		return fmt.Errorf("projection %s: %w", c.Durable, err)
 	}
+	// The consumer hands messages over; the writer takes whatever has
+	// arrived as one batch (no waiting: an idle projector writes at once,
+	// a busy one in batches).
+	msgs := make(chan jetstream.Msg, maxBatch)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if err := apply(ctx, coll, h, m); err != nil {
-			meta, _ := m.Metadata()
-			delay := time.Second
-			if meta != nil {
-				delay = backoff(meta.NumDelivered)
-			}
-			log.Error("projection write failed; will retry", "projection", c.Durable, "subject", m.Subject(), "err", err, "retry_in", delay)
-			_ = m.NakWithDelay(delay)
-			return
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
 		}
-		_ = m.Ack()
 	})
 	if err != nil {
 		return fmt.Errorf("projection %s: %w", c.Durable, err)
 	}
-	<-ctx.Done()
-	cc.Drain()
-	<-cc.Closed()
-	return nil
+	batch := make([]jetstream.Msg, 0, maxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			cc.Drain()
+			<-cc.Closed()
+			return nil
+		case m := <-msgs:
+			batch = append(batch[:0], m)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break drain
+			}
+		}
+		if err := applyBatch(ctx, coll, h, batch); err != nil {
+			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
+			for _, m := range batch {
+				delay := time.Second
+				if meta, _ := m.Metadata(); meta != nil {
+					delay = backoff(meta.NumDelivered)
+				}
+				_ = m.NakWithDelay(delay)
+			}
+			continue
+		}
+		for _, m := range batch {
+			_ = m.Ack()
+		}
+	}
 }
 
-func apply(ctx context.Context, coll *mongo.Collection, h Handler, m jetstream.Msg) error {
-	rec, err := eventstore.RecordFromMsg(m)
-	if err != nil {
-		return err
+// maxBatch bounds the messages written as one batch.
+const maxBatch = 256
+
+// applyBatch maps the batch's records to documents and writes them.
+func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []jetstream.Msg) error {
+	writes := make([]Write, 0, len(batch))
+	for _, m := range batch {
+		rec, err := eventstore.RecordFromMsg(m)
+		if err != nil {
+			return err
+		}
+		id, doc, err := h(ctx, rec)
+		if err != nil {
+			return err
+		}
+		if id != "" {
+			writes = append(writes, Write{ID: id, Seq: rec.Seq, Doc: doc})
+		}
 	}
-	id, doc, err := h(ctx, rec)
-	if err != nil || id == "" {
-		return err
-	}
-	_, err = Upsert(ctx, coll, id, rec.Seq, doc)
-	return err
+	return UpsertBatch(ctx, coll, writes)
 }
 
 func backoff(delivered uint64) time.Duration {

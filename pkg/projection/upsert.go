@@ -132,3 +132,62 @@ func lockDoc(coll *mongo.Collection, id string) (unlock func()) {
 	mu.Lock()
 	return mu.Unlock
 }
+
+// Write is one document write of a batch: doc as document id at stream
+// sequence seq.
+type Write struct {
+	ID  string
+	Seq uint64
+	Doc any
+}
+
+// UpsertBatch applies writes as Upsert does, in far fewer store
+// operations: of several writes of one document only the newest counts,
+// documents not stored yet are inserted by one unordered InsertMany (the
+// unique _id index refuses those that exist, concurrent writers
+// included), and only those go through Upsert's guarded replace. A stream
+// of creates costs one insert per batch instead of two operations per
+// event.
+func UpsertBatch(ctx context.Context, coll *mongo.Collection, writes []Write) error {
+	newest := make(map[string]Write, len(writes))
+	var order []string
+	for _, w := range writes {
+		prev, seen := newest[w.ID]
+		if !seen {
+			order = append(order, w.ID)
+		}
+		if !seen || w.Seq > prev.Seq {
+			newest[w.ID] = w
+		}
+	}
+	docs := make([]any, 0, len(order))
+	for _, id := range order {
+		w := newest[id]
+		d, err := withSeq(w.ID, w.Seq, w.Doc)
+		if err != nil {
+			return err
+		}
+		docs = append(docs, d)
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err == nil {
+		return nil
+	}
+	var bulk mongo.BulkWriteException
+	if !errors.As(err, &bulk) || bulk.WriteConcernError != nil {
+		return fmt.Errorf("insert batch into %s: %w", coll.Name(), err)
+	}
+	for _, we := range bulk.WriteErrors {
+		if !mongo.IsDuplicateKeyError(we) {
+			return fmt.Errorf("insert batch into %s: %w", coll.Name(), we)
+		}
+		w := newest[order[we.Index]]
+		if _, err := Upsert(ctx, coll, w.ID, w.Seq, w.Doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}

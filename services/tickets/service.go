@@ -61,9 +61,12 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, fmt.Errorf("stream %s: %w", c.Name, err)
 		}
 	}
-	store, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
-	if err != nil {
-		return nil, err
+	var err error
+	store := adapters.OpenStore(d.Mongo.Database(Database))
+	if d.ReadIndex != config.ReadIndexMemory {
+		if store, err = adapters.NewReadModel(ctx, d.Mongo.Database(Database)); err != nil {
+			return nil, err
+		}
 	}
 	dir := adapters.NewDirectory(d.Logger)
 	if err := dir.Follow(ctx, d.JS); err != nil {

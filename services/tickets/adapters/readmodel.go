@@ -83,6 +83,13 @@ func Handler(_ context.Context, rec eventstore.Record) (string, any, error) {
 // the page (plus what the residual Keep test drops).
 type ReadModel struct{ Tickets *mongo.Collection }
 
+// OpenStore opens the collection as the durable copy only: no listing
+// reads it, so it has no index to maintain beyond _id (on the embedded
+// store each index costs every write a JSON extraction per key).
+func OpenStore(db *mongo.Database) *ReadModel {
+	return &ReadModel{Tickets: db.Collection(TicketsCollection)}
+}
+
 // NewReadModel opens the collection and creates an index for every query
 // shape: each order of a workspace and of an agent, and the conversation
 // lookup of a create.
