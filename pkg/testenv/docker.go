@@ -33,6 +33,11 @@ const (
 
 func useDocker() bool { return os.Getenv("VOICEAI_TEST_DOCKER") == "1" }
 
+// RealMongo reports whether New gives a real MongoDB (the container tier)
+// rather than the embedded store, for tests of what only MongoDB does
+// (query plans).
+func RealMongo() bool { return useDocker() }
+
 // newDocker starts the official NATS (JetStream enabled) and MongoDB
 // images with testcontainers-go and terminates them when t ends. When no
 // Docker engine answers, t is skipped with the reason; it never fails or

@@ -59,3 +59,40 @@ func TestStoreQueryShape(t *testing.T) {
 		t.Errorf("keyset condition %v", b)
 	}
 }
+
+// On a real MongoDB (the container tier) every listing query is answered
+// from an index: the plan has no collection scan.
+func TestStoreQueriesUseAnIndex(t *testing.T) {
+	if !testenv.RealMongo() {
+		t.Skip("query plans are checked on a real MongoDB: run with VOICEAI_TEST_DOCKER=1 (make test-docker)")
+	}
+	env := testenv.New(t)
+	ctx := context.Background()
+	db := env.Mongo(t).Database("plans")
+	if _, err := NewReadModel(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	after := &app.Position{Rank: 2, Created: 10, ID: "tkt_1"}
+	for _, q := range []app.Query{
+		{WorkspaceID: "ws", Limit: 100},
+		{WorkspaceID: "ws", Limit: 100, ByPriority: true, After: after},
+		{WorkspaceID: "ws", Limit: 100, Filter: app.Filter{AgentID: "agent_1", Status: "open"}},
+		{WorkspaceID: "ws", Limit: 100, ByPriority: true, Filter: app.Filter{AgentID: "agent_1"}, After: after},
+	} {
+		filter := Filter(q)
+		if q.After != nil {
+			filter = bson.D{{Key: "$and", Value: bson.A{filter, before(*q.After, q.ByPriority)}}}
+		}
+		var plan bson.M
+		err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: TicketsCollection},
+			{Key: "filter", Value: filter}, {Key: "sort", Value: Sort(q)}, {Key: "limit", Value: q.Limit + 1}}},
+			{Key: "verbosity", Value: "queryPlanner"}}).Decode(&plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprint(plan["queryPlanner"])
+		if strings.Contains(text, "COLLSCAN") || !strings.Contains(text, "IXSCAN") {
+			t.Errorf("%+v: plan %s", q.Filter, text)
+		}
+	}
+}
