@@ -90,7 +90,10 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 		return zero, false, err
 	}
 	if res.Duplicate {
-		got, _, err := r.Get(ctx, workspaceID, id)
+		got, seq, err := r.Get(ctx, workspaceID, id)
+		if err == nil {
+			r.project(ctx, subject, seq, got)
+		}
 		return got, true, err
 	}
 	return state, false, nil
@@ -125,7 +128,10 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			return err
 		}
 		if res.Duplicate {
-			out, _, err = r.Get(ctx, workspaceID, id)
+			var seq uint64
+			if out, seq, err = r.Get(ctx, workspaceID, id); err == nil {
+				r.project(ctx, subject, seq, out)
+			}
 			return err
 		}
 		out = next
@@ -141,11 +147,22 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 // record appends ev and projects state inline.
 func (r *Repo[S]) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message, state S) (eventstore.Appended, error) {
 	res, err := esproto.Append(ctx, r.Store, subject, expected, meta, ev)
-	if err != nil || res.Duplicate || r.Project == nil {
+	if err != nil || res.Duplicate {
 		return res, err
 	}
-	if err := r.Project(ctx, res.Seq, state); err != nil {
+	r.project(ctx, subject, res.Seq, state)
+	return res, nil
+}
+
+// project writes state to the read model inline. A retried command the
+// store answered as a duplicate projects the stored state too: its first
+// attempt may have been appended by a process that died before
+// projecting it, and the retry's caller expects to see it listed.
+func (r *Repo[S]) project(ctx context.Context, subject string, seq uint64, state S) {
+	if r.Project == nil {
+		return
+	}
+	if err := r.Project(ctx, seq, state); err != nil {
 		r.Log.Warn("inline projection failed; the projector will catch up", "subject", subject, "err", err)
 	}
-	return res, nil
 }

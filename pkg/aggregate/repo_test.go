@@ -107,11 +107,16 @@ func TestCreateGetUpdateDelete(t *testing.T) {
 }
 
 func TestRetriedCreateAnswersTheFirst(t *testing.T) {
-	r, _ := newRepo(t)
+	r, projected := newRepo(t)
 	first, dup := create(t, r, "agent_1", "cmd-1")
+	// The first attempt's process died after appending, before projecting.
+	projected.Delete("agent_1")
 	again, dup2 := create(t, r, "agent_1", "cmd-1")
 	if dup || !dup2 || !proto.Equal(first, again) {
 		t.Fatalf("first dup=%v, retry dup=%v, equal=%v", dup, dup2, proto.Equal(first, again))
+	}
+	if _, ok := projected.Load("agent_1"); !ok {
+		t.Fatal("a retried create answered as a duplicate must be projected, so listings show it at once")
 	}
 }
 

@@ -103,7 +103,9 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	// A retried create answers the ticket its first attempt created, with
 	// the same status code, whatever was reported on the conversation since.
 	if commandID != "" {
-		if t, _, err := a.Get(ctx, ws, stableTicketID(ws, commandID)); err == nil {
+		if t, seq, err := a.Get(ctx, ws, stableTicketID(ws, commandID)); err == nil {
+			// The first attempt may have died before projecting it.
+			_ = a.ReadModel.Put(ctx, seq, t)
 			return t, false, nil
 		}
 	}
