@@ -14,7 +14,7 @@ import (
 )
 
 func TestMemoryIndexConforms(t *testing.T) {
-	readmodeltest.Run(t, func(*testing.T) app.ReadModel { return NewMemoryIndex() })
+	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return NewMemoryIndex() })
 }
 
 // The store read model on the embedded store (and on MongoDB in the
@@ -23,7 +23,9 @@ func TestStoreReadModelConforms(t *testing.T) {
 	env := testenv.New(t)
 	client := env.Mongo(t)
 	n := 0
-	readmodeltest.Run(t, func(t *testing.T) app.ReadModel {
+	// The embedded store evaluates every filter by reading each document
+	// (under -race, seconds per page walk): a smaller fixture.
+	readmodeltest.Run(t, 90, func(t *testing.T) app.ReadModel {
 		n++
 		rm, err := NewReadModel(context.Background(), client.Database(fmt.Sprintf("conformance_%d", n)))
 		if err != nil {
