@@ -13,8 +13,12 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
@@ -52,7 +56,15 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err != nil {
 		return nil, err
 	}
-	a := app.New(d.JS, rm, d.Logger)
+	var listings app.ReadModel = rm
+	if d.ReadIndex == config.ReadIndexMemory {
+		if listings, err = followTesting(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	a := app.New(d.JS, listings, d.Logger)
+	// The store is the durable copy (and what listings read in store mode),
+	// written off the request path by its projectors.
 	projection.Start(ctx, d.JS, rm.Entries, projection.Config{
 		Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger,
 		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"},
@@ -148,4 +160,30 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 		}
 	}()
 	return ch, nil
+}
+
+// followTesting builds the in-memory read model from the last event of
+// every test, folder and invocation and keeps it current; it returns once
+// the replay is applied.
+func followTesting(ctx context.Context, d runtime.Deps) (*adapters.Mirror, error) {
+	m := adapters.NewMirror()
+	f, err := eventstore.Follow(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, true, func(rec eventstore.Record) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			d.Logger.Warn("testing event not decoded", "subject", rec.Subject, "err", err)
+			return
+		}
+		switch s := adapters.StateOf(msg).(type) {
+		case *testingv1.Test:
+			_ = m.ApplyTest(ctx, rec.Seq, s)
+		case *testingv1.Folder:
+			_ = m.ApplyFolder(ctx, rec.Seq, s)
+		case *testingv1.Invocation:
+			_ = m.ApplyInvocation(ctx, rec.Seq, s)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, f.Wait(ctx)
 }

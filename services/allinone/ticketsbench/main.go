@@ -7,7 +7,8 @@
 //	(b) listing lag: a create's acknowledgement to the ticket in a listing;
 //	(c) listing p50 of a default page, a filtered page and a priority-sorted
 //	    page at 1,000, 10,000 and 100,000 tickets in the workspace;
-//	(d) restart with 100,000 tickets: time to ready, and peak memory.
+//	(d) restart with 100,000 tickets: time to ready, and peak memory;
+//	(e) the tests and test-invocations listings at 10,000 of each.
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -34,11 +35,15 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
@@ -128,6 +133,19 @@ func run(creates, largest, requests int) error {
 		r := float64(big) / float64(small)
 		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, verdict(r <= 2), verdict(ten < 50*time.Millisecond))
 	}
+
+	// (e) tests and invocations.
+	if err := p.seedTesting(10_000); err != nil {
+		return err
+	}
+	took, err := p.measure(requests, []struct{ name, path string }{
+		{"tests", "/v1/convai/agent-testing?page_size=100"}, {"invocations", "/v1/convai/test-invocations?page_size=100"}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("(e) listing p50 (page of 100) at 10,000 tests: %s (goal < 50ms: %s); at 10,000 invocations: %s (goal < 50ms: %s)\n",
+		took["tests"].Round(10*time.Microsecond), verdict(took["tests"] < 50*time.Millisecond),
+		took["invocations"].Round(10*time.Microsecond), verdict(took["invocations"] < 50*time.Millisecond))
 
 	// (d) restart with the largest workspace.
 	peakBefore := p.PeakRSSKiB()
@@ -485,18 +503,20 @@ var listingKinds = []struct{ name, path string }{
 	{"priority", "/v1/convai/triage-tickets?sort_by=priority"},
 }
 
-// listings measures the p50 of each listing kind, interleaved.
+// listings measures the p50 of each ticket listing kind.
 func (p *platform) listings(requests int) (map[string]time.Duration, error) {
+	return p.measure(requests, listingKinds)
+}
+
+// measure is the p50 of each listing, the listings interleaved.
+func (p *platform) measure(requests int, kinds []struct{ name, path string }) (map[string]time.Duration, error) {
 	took := map[string][]time.Duration{}
 	for range requests {
-		for _, kind := range listingKinds {
+		for _, kind := range kinds {
 			start := time.Now()
-			pg, err := p.get(kind.path)
-			if err != nil {
-				return nil, err
-			}
-			if len(pg.Tickets) == 0 {
-				return nil, fmt.Errorf("%s: empty page", kind.path)
+			b, code, err := p.do("GET", kind.path, "", "")
+			if err != nil || code != 200 || len(b) < 200 {
+				return nil, fmt.Errorf("GET %s: %d %.200s %v", kind.path, code, b, err)
 			}
 			took[kind.name] = append(took[kind.name], time.Since(start))
 		}
@@ -507,4 +527,91 @@ func (p *platform) listings(requests int) (map[string]time.Duration, error) {
 		out[name] = ds[len(ds)/2]
 	}
 	return out, nil
+}
+
+// seedTesting appends n tests and n completed invocations of them to the
+// TESTING stream, and waits until both listings show the last ones.
+func (p *platform) seedTesting(n int) error {
+	nc, err := nats.Connect(p.natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	base := time.Now().Add(-time.Hour)
+	var pending []jetstream.PubAckFuture
+	publish := func(subject string, ev proto.Message, meta *commonv1.EventMeta, last bool) error {
+		msg, err := esproto.NewMsg(ctx, subject, meta, ev)
+		if err != nil {
+			return err
+		}
+		f, err := js.PublishMsgAsync(msg)
+		if err != nil {
+			return err
+		}
+		if pending = append(pending, f); len(pending) == 4096 || last {
+			for _, f := range pending {
+				select {
+				case <-f.Ok():
+				case err := <-f.Err():
+					return err
+				}
+			}
+			pending = pending[:0]
+		}
+		return nil
+	}
+	for i := 1; i <= n; i++ {
+		at := base.Add(time.Duration(i) * time.Millisecond)
+		testID, invID := fmt.Sprintf("test_seed%06d", i), fmt.Sprintf("tinv_seed%06d", i)
+		meta := esproto.Meta(ctx, workspace, "", at)
+		subject, err := events.TestingSubject(workspace, events.TestingKindTest, testID)
+		if err != nil {
+			return err
+		}
+		t := &testingv1.Test{TestId: testID, WorkspaceId: workspace, Name: "Seeded test " + strconv.Itoa(i), Type: "llm",
+			DefinitionJson: []byte(`{"type":"llm","success_condition":"answers"}`), CreatedByUserId: "sa_admin",
+			CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix()}
+		if err := publish(subject, &testingv1.TestCreated{Meta: meta, Test: t}, meta, false); err != nil {
+			return err
+		}
+		if subject, err = events.TestingSubject(workspace, events.TestingKindInvocation, invID); err != nil {
+			return err
+		}
+		meta = esproto.Meta(ctx, workspace, "", at) // an event id of its own: it is the message id
+		completed := at.Unix()
+		inv := &testingv1.Invocation{InvocationId: invID, WorkspaceId: workspace, AgentId: p.agentID, RepeatCount: 1,
+			Tests: []*testingv1.PlannedTest{{TestId: testID, TestName: t.Name, TestType: "llm"}}, JobsTotal: 1,
+			Status: "completed", CreatedAtUnix: at.Unix(), CompletedAtUnix: &completed, PassedCount: 1}
+		if err := publish(subject, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 1}, meta, i == n); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		tests, _, err := p.do("GET", "/v1/convai/agent-testing?page_size=1", "", "")
+		if err != nil {
+			return err
+		}
+		invs, _, err := p.do("GET", "/v1/convai/test-invocations?page_size=1", "", "")
+		if err != nil {
+			return err
+		}
+		last := fmt.Sprintf("seed%06d", n)
+		if strings.Contains(string(tests), last) && strings.Contains(string(invs), last) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the seeded tests and invocations are not listed after 5 minutes: %.300s %.300s", tests, invs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Measured on a quiet platform, as the tickets are.
+	for _, durable := range []string{"testing-entries", "testing-invocations", "testing-invocation-tests"} {
+		if err := projection.WaitCaughtUp(ctx, js, events.TestingStream, durable); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ type App struct {
 	Tests       *aggregate.Repo[*testingv1.Test]
 	Folders     *aggregate.Repo[*testingv1.Folder]
 	Invocations *aggregate.Repo[*testingv1.Invocation]
-	ReadModel   *adapters.ReadModel
+	ReadModel   ReadModel
 	JS          jetstream.JetStream
 	Agents      *eventstore.Store // stream AGENTS, read for an agent's configuration
 	Log         *slog.Logger
@@ -33,7 +33,7 @@ type App struct {
 
 // New wires the application. rm may be nil for processes without a read
 // model (runner workers).
-func New(js jetstream.JetStream, rm *adapters.ReadModel, log *slog.Logger) *App {
+func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 	a := &App{ReadModel: rm, JS: js, Agents: eventstore.New(js, events.AgentsStream), Log: log}
 	store := eventstore.New(js, events.TestingStream)
 	subject := func(kind string) func(string, string) (string, error) {
