@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -48,9 +50,9 @@ func conform(t *testing.T, rm readModel) {
 	done := &testingv1.Invocation{InvocationId: "tinv_2", WorkspaceId: "ws_a", Status: domain.InvocationRunning,
 		Tests: []*testingv1.PlannedTest{{TestId: "test_2"}}}
 	must(rm.ApplyInvocation(ctx, 9, done))
-	finished := *done
+	finished := proto.Clone(done).(*testingv1.Invocation)
 	finished.Status, finished.PassedCount = domain.InvocationCompleted, 1
-	must(rm.ApplyInvocation(ctx, 10, &finished))
+	must(rm.ApplyInvocation(ctx, 10, finished))
 	must(rm.ApplyInvocation(ctx, 9, done)) // stale
 
 	entries, err := rm.EntriesOf(ctx, "ws_a")
