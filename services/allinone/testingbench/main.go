@@ -272,19 +272,8 @@ func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
 		return nil, err
 	}
 	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if resp, err := http.Get(p.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			pr.Stop()
-			return nil, fmt.Errorf("platform not ready: %s", pr.Logs())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := pr.WaitReady(p.base, 2*time.Minute); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(dataDir, "nats.url"))
 	if err != nil {

@@ -220,20 +220,8 @@ func startPlatform(bin, data string) (*platform, error) {
 		return nil, err
 	}
 	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(p.base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			pr.Stop()
-			return nil, fmt.Errorf("platform not ready: %s", pr.Logs())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := pr.WaitReady(p.base, time.Minute); err != nil {
+		return nil, err
 	}
 	b, err := os.ReadFile(filepath.Join(data, "nats.url"))
 	if err != nil {
@@ -412,7 +400,7 @@ func (p *platform) seedTo(n int) error {
 	priorities := []string{"low", "medium", "high", "urgent"}
 	statuses := []string{"open", "in_progress", "resolved"}
 	base := time.Now().Add(-time.Hour).UnixMilli()
-	var pending []jetstream.PubAckFuture
+	pub := &pipeline{js: js}
 	for i := p.seeded + 1; i <= n; i++ {
 		id := fmt.Sprintf("tkt_seed%07d", i)
 		labels := []string{"seed"}
@@ -435,19 +423,8 @@ func (p *platform) seedTo(n int) error {
 		if err != nil {
 			return err
 		}
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
+		if err := pub.publish(msg, i == n); err != nil {
 			return err
-		}
-		if pending = append(pending, f); len(pending) == 4096 || i == n {
-			for _, f := range pending {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					return err
-				}
-			}
-			pending = pending[:0]
 		}
 	}
 	added := n - p.seeded
@@ -540,27 +517,13 @@ func (p *platform) seedTesting(n int) error {
 	js, _ := jetstream.New(nc)
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour)
-	var pending []jetstream.PubAckFuture
+	pub := &pipeline{js: js}
 	publish := func(subject string, ev proto.Message, meta *commonv1.EventMeta, last bool) error {
 		msg, err := esproto.NewMsg(ctx, subject, meta, ev)
 		if err != nil {
 			return err
 		}
-		f, err := js.PublishMsgAsync(msg)
-		if err != nil {
-			return err
-		}
-		if pending = append(pending, f); len(pending) == 4096 || last {
-			for _, f := range pending {
-				select {
-				case <-f.Ok():
-				case err := <-f.Err():
-					return err
-				}
-			}
-			pending = pending[:0]
-		}
-		return nil
+		return pub.publish(msg, last)
 	}
 	for i := 1; i <= n; i++ {
 		at := base.Add(time.Duration(i) * time.Millisecond)
@@ -613,5 +576,31 @@ func (p *platform) seedTesting(n int) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// pipeline publishes asynchronously, waiting for the acks every 4,096
+// messages and at the last.
+type pipeline struct {
+	js      jetstream.JetStream
+	pending []jetstream.PubAckFuture
+}
+
+func (p *pipeline) publish(msg *nats.Msg, last bool) error {
+	f, err := p.js.PublishMsgAsync(msg)
+	if err != nil {
+		return err
+	}
+	if p.pending = append(p.pending, f); len(p.pending) < 4096 && !last {
+		return nil
+	}
+	for _, f := range p.pending {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		}
+	}
+	p.pending = p.pending[:0]
 	return nil
 }

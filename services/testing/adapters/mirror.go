@@ -53,22 +53,21 @@ func put[D any](m map[string]map[string]version[D], ws, id string, seq uint64, d
 
 // ApplyTest records a test as of seq.
 func (m *Mirror) ApplyTest(_ context.Context, seq uint64, t *testingv1.Test) error {
-	d := TestDoc(t)
-	d.Seq = int64(seq) // run-tests reads the definition at this sequence
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	put(m.entries, d.WorkspaceID, d.ID, seq, d, !d.Deleted)
+	m.putEntry(seq, TestDoc(t))
 	return nil
 }
 
 // ApplyFolder records a folder as of seq.
 func (m *Mirror) ApplyFolder(_ context.Context, seq uint64, f *testingv1.Folder) error {
-	d := FolderDoc(f)
-	d.Seq = int64(seq)
+	m.putEntry(seq, FolderDoc(f))
+	return nil
+}
+
+func (m *Mirror) putEntry(seq uint64, d EntryDoc) {
+	d.Seq = int64(seq) // run-tests reads a test's definition at this sequence
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	put(m.entries, d.WorkspaceID, d.ID, seq, d, !d.Deleted)
-	return nil
 }
 
 // ApplyInvocation records an invocation as of seq, and the tests it runs.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -100,4 +101,24 @@ func FreePort() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
+}
+
+// WaitReady polls base+"/readyz" until it answers 200; past the timeout
+// it stops p and returns its logs in the error.
+func (p *Proc) WaitReady(base string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			return fmt.Errorf("platform not ready after %s: %s", timeout, p.Logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
