@@ -4,14 +4,14 @@ GO    ?= go
 SERVICES := gateway identity agents tickets testing webhooks allinone
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 
-.PHONY: run test test-unit test-docker bench lint proto proto-check images up down fuzz
+.PHONY: run test test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
 ## run: the whole platform in one process on embedded NATS + FerretDB (http://127.0.0.1:8080)
 run:
 	$(GO) run ./services/allinone
 
-## test: everything CI checks — generated code is fresh, vet, and every test with -race
-test: proto-check
+## test: everything CI checks — generated code is fresh, formatting, vet, and every test with -race
+test: proto-check fmt-check
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
 
@@ -45,8 +45,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/
 
 ## lint: formatting, vet and proto lint
-lint:
-	@bad=$$(gofmt -l pkg proto-events services | grep -v '\.pb\.go$$'); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+lint: fmt-check
 	$(GO) vet $(PKGS)
 	cd proto-events && GOWORK=off go tool -modfile=tools/go.mod buf lint
 
@@ -56,6 +55,9 @@ proto:
 
 proto-check:
 	./proto-events/check-generated.sh
+
+fmt-check:
+	@bad=$$(gofmt -l pkg proto-events services | grep -v '\.pb\.go$$'); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 
 ## images / up: the production-shaped stack (needs Docker)
 images:
