@@ -45,7 +45,7 @@ func Handle(r *mux.Router, op Operation, h http.HandlerFunc) {
 type opKey struct{}
 
 // CheckRequest checks what a caller put in the request line and headers
-// of a matched route: its path ids and its Idempotency-Key.
+// of a matched route: its path ids, its query and its Idempotency-Key.
 func CheckRequest(r *http.Request) error {
 	for name, v := range mux.Vars(r) {
 		if ids.Valid(v) {
