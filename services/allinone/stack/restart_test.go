@@ -2,9 +2,14 @@ package stack
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
 )
 
 // Everything written survives a restart of the all-in-one process, and
@@ -93,4 +98,30 @@ func TestConfiguredBootstrapKey(t *testing.T) {
 		t.Fatalf("new configured key: %d", r.Code)
 	}
 	wantError(t, call(t, s, "GET", "/v1/convai/agents", first, ""), 401, "api_key_revoked")
+}
+
+// A connection nats.go gives up for good (here: a control line past the
+// server's limit, as a 5,000-byte id in a subject once made) stops the
+// stack with runtime.ErrConnectionLost instead of leaving a process that
+// answers 503 forever; `make run` then starts it again on the same data.
+func TestStackStopsWhenItsConnectionIsLostAndStartsAgain(t *testing.T) {
+	dir := t.TempDir()
+	s := start(t, dir, func(c *Config) { c.BootstrapAdminKey = adminKey })
+	agent := newAgent(t, s, adminKey, "Kept")
+	_ = s.link.NC.Publish(strings.Repeat("x", 5000), nil)
+	_ = s.link.NC.Flush()
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, runtime.ErrConnectionLost) {
+			t.Fatalf("the stack stopped with %v, want ErrConnectionLost", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stack kept running on a connection lost for good")
+	}
+	again := start(t, dir, func(c *Config) { c.BootstrapAdminKey = adminKey })
+	if r := call(t, again, "GET", "/v1/convai/agents/"+agent, adminKey, ""); r.Code != 200 {
+		t.Fatalf("after the restart: %d %s", r.Code, r.Body)
+	}
 }

@@ -91,6 +91,7 @@ type Stack struct {
 	gateway *gateway.Gateway
 	agents  http.Handler
 	probes  obs.Probes
+	link    *runtime.Link
 	cancel  context.CancelFunc
 	done    chan struct{}
 	err     error // why the stack stopped; valid once done is closed
@@ -254,7 +255,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	s := &Stack{
 		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: store.URI,
 		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
-		gateway: gw, agents: ag.Handler, probes: d.Probes(),
+		gateway: gw, agents: ag.Handler, probes: d.Probes(), link: link,
 		cancel: cancel, done: make(chan struct{}),
 	}
 	var lost atomic.Bool
