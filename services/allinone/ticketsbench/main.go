@@ -266,9 +266,11 @@ func (p *platform) do(method, path, body, idempotencyKey string) ([]byte, int, e
 }
 
 type page struct {
-	Tickets []struct {
-		ID string `json:"agentqa_ticket_id"`
-	} `json:"agent_conversation_tickets"`
+	Tickets []listed `json:"agent_conversation_tickets"`
+}
+
+type listed struct {
+	ID string `json:"agentqa_ticket_id"`
 }
 
 func (p *platform) get(path string) (page, error) {
@@ -296,6 +298,17 @@ func rawAppends(natsURL string, n int) (float64, error) {
 	}
 	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
 	payload := make([]byte, 600)
+	took, err := inParallel(n, func(i int64) error {
+		id := "t" + strconv.FormatInt(i, 10)
+		_, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id))
+		return err
+	})
+	return float64(n) / took.Seconds(), err
+}
+
+// inParallel runs work(1) … work(n) on the bench's clients, stopping at
+// the first error, and returns how long it took.
+func inParallel(n int, work func(i int64) error) (time.Duration, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errc := make(chan error, clients)
@@ -305,8 +318,7 @@ func rawAppends(natsURL string, n int) (float64, error) {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				id := "t" + strconv.FormatInt(i, 10)
-				if _, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id)); err != nil {
+				if err := work(i); err != nil {
 					errc <- err
 					return
 				}
@@ -314,74 +326,53 @@ func rawAppends(natsURL string, n int) (float64, error) {
 		}()
 	}
 	wg.Wait()
+	took := time.Since(start)
 	close(errc)
-	if err := <-errc; err != nil {
-		return 0, err
-	}
-	return float64(n) / time.Since(start).Seconds(), nil
+	return took, <-errc
 }
 
 // createThroughGateway creates n tickets with 16 clients and, for every
 // 20th, measures how long after the acknowledgement the ticket shows in
 // the agent's listing.
 func (p *platform) createThroughGateway(n int) (float64, []time.Duration, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var lags []time.Duration
-	errc := make(chan error, clients)
 	go p.profile()
-	start := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				key := "bench-" + strconv.FormatInt(i, 10)
-				b, code, err := p.do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`, key)
-				var t struct {
-					ID string `json:"agentqa_ticket_id"`
-				}
-				if err != nil || code != 201 || json.Unmarshal(b, &t) != nil {
-					errc <- fmt.Errorf("create: %d %.200s %v", code, b, err)
-					return
-				}
-				if i%20 != 0 {
-					continue
-				}
-				acked := time.Now()
-				for {
-					pg, err := p.get("/v1/convai/agents/" + p.agentID + "/triage-tickets?page_size=100")
-					if err != nil {
-						errc <- err
-						return
-					}
-					if slices.ContainsFunc(pg.Tickets, func(x struct {
-						ID string `json:"agentqa_ticket_id"`
-					}) bool {
-						return x.ID == t.ID
-					}) {
-						break
-					}
-					if time.Since(acked) > 30*time.Second {
-						errc <- errors.New("a created ticket is not listed after 30s")
-						return
-					}
-				}
-				mu.Lock()
-				lags = append(lags, time.Since(acked))
-				mu.Unlock()
+	took, err := inParallel(n, func(i int64) error {
+		key := "bench-" + strconv.FormatInt(i, 10)
+		b, code, err := p.do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`, key)
+		var t struct {
+			ID string `json:"agentqa_ticket_id"`
+		}
+		if err != nil || code != 201 || json.Unmarshal(b, &t) != nil {
+			return fmt.Errorf("create: %d %.200s %v", code, b, err)
+		}
+		if i%20 != 0 {
+			return nil
+		}
+		acked := time.Now()
+		for {
+			pg, err := p.get("/v1/convai/agents/" + p.agentID + "/triage-tickets?page_size=100")
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	close(errc)
-	if err := <-errc; err != nil {
+			if slices.ContainsFunc(pg.Tickets, func(x listed) bool { return x.ID == t.ID }) {
+				break
+			}
+			if time.Since(acked) > 30*time.Second {
+				return errors.New("a created ticket is not listed after 30s")
+			}
+		}
+		mu.Lock()
+		lags = append(lags, time.Since(acked))
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
 		return 0, nil, err
 	}
 	p.seeded += n
-	return float64(n) / elapsed.Seconds(), lags, nil
+	return float64(n) / took.Seconds(), lags, nil
 }
 
 // seedTo appends tickets to the TICKETS stream until the workspace holds
