@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -121,4 +122,23 @@ func Last(ctx context.Context, st *eventstore.Store, subject string) (msg proto.
 func StableID(scope, commandID string) string {
 	h := sha256.Sum256([]byte(scope + "|" + commandID))
 	return hex.EncodeToString(h[:13])
+}
+
+// FollowState keeps in-memory state from stream's state-carrying events
+// matching filters: each subject's last event, then new ones live, each
+// decoded and handed to apply with its sequence (an undecodable one is
+// logged and skipped). It returns once the replay is applied.
+func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message)) error {
+	f, err := eventstore.Follow(ctx, js, stream, filters, true, func(rec eventstore.Record) {
+		msg, err := Decode(rec)
+		if err != nil {
+			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
+			return
+		}
+		apply(rec.Seq, msg)
+	})
+	if err != nil {
+		return err
+	}
+	return f.Wait(ctx)
 }

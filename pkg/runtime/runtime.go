@@ -77,11 +77,15 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 }
 
 // Probes are the health checks of a process on d: NATS connected (ready)
-// and not lost for good (live), and the store answering (ready).
+// and not lost for good (live), and the store answering (ready). Deps
+// without a Link (a connection the caller dialled) check readiness only.
 func (d Deps) Probes() obs.Probes {
 	p := obs.Probes{Live: map[string]obs.Check{}, Ready: map[string]obs.Check{}}
-	if d.Link != nil {
+	switch {
+	case d.Link != nil:
 		p.Live["nats"], p.Ready["nats"] = d.Link.Alive, d.Link.Ready
+	case d.NC != nil:
+		p.Ready["nats"] = (&Link{NC: d.NC}).Ready
 	}
 	if d.Mongo != nil {
 		p.Ready["store"] = func(ctx context.Context) error { return d.Mongo.Ping(ctx, nil) }

@@ -63,14 +63,6 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		return nil, err
 	}
 	probes := d.Probes()
-	if d.Link == nil { // a gateway on a connection it does not own
-		probes.Ready["nats"] = func(context.Context) error {
-			if st := d.NC.Status(); st != nats.CONNECTED {
-				return errors.New("not connected: " + st.String())
-			}
-			return nil
-		}
-	}
 	probes.Ready["rate_limits"] = limiter.Ready
 	probes.Ready["api_keys"] = func(context.Context) error {
 		if !feed.IsReady() {

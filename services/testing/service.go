@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/micro"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -18,7 +19,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
@@ -167,23 +167,15 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 // the replay is applied.
 func followTesting(ctx context.Context, d runtime.Deps) (*adapters.Mirror, error) {
 	m := adapters.NewMirror()
-	f, err := eventstore.Follow(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, true, func(rec eventstore.Record) {
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			d.Logger.Warn("testing event not decoded", "subject", rec.Subject, "err", err)
-			return
-		}
+	err := esproto.FollowState(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		switch s := adapters.StateOf(msg).(type) {
 		case *testingv1.Test:
-			_ = m.ApplyTest(ctx, rec.Seq, s)
+			_ = m.ApplyTest(ctx, seq, s)
 		case *testingv1.Folder:
-			_ = m.ApplyFolder(ctx, rec.Seq, s)
+			_ = m.ApplyFolder(ctx, seq, s)
 		case *testingv1.Invocation:
-			_ = m.ApplyInvocation(ctx, rec.Seq, s)
+			_ = m.ApplyInvocation(ctx, seq, s)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return m, f.Wait(ctx)
+	return m, err
 }

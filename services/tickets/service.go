@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/nats-io/nats.go/micro"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -96,18 +97,10 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 // and keeps it current; it returns once the replay is applied.
 func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
 	idx := adapters.NewMemoryIndex()
-	f, err := eventstore.Follow(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, true, func(rec eventstore.Record) {
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			d.Logger.Warn("ticket event not decoded", "subject", rec.Subject, "err", err)
-			return
-		}
+	err := esproto.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if t := app.StateOf(msg); t != nil {
-			_ = idx.Put(ctx, rec.Seq, t)
+			_ = idx.Put(ctx, seq, t)
 		}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return idx, f.Wait(ctx)
+	return idx, err
 }
