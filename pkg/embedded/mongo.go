@@ -41,7 +41,7 @@ func StartMongo(dir string) (*Mongo, error) {
 		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/",
-		Logger:    slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
+		Logger:    slog.New(lazyAttrs{inner: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})}),
 	})
 	newMu.Unlock()
 	if err != nil {

@@ -25,6 +25,12 @@ type Config struct {
 	AckWait        time.Duration // default 30s
 	MaxDeliver     int           // default unlimited: a read model must not skip events
 	Logger         *slog.Logger
+	// Linger, when set, holds a batch open this long after its first
+	// message so that more join it, up to MaxBatch. For a durable copy
+	// that no request reads at once (the tickets store behind an in-memory
+	// index): few large store writes cost far less than many small ones.
+	Linger   time.Duration
+	MaxBatch int // default 256
 }
 
 // Run projects the stream into coll through a durable consumer until ctx
@@ -42,6 +48,9 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if c.MaxDeliver == 0 {
 		c.MaxDeliver = -1
 	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = defaultMaxBatch
+	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
 		Durable:        c.Durable,
 		FilterSubjects: c.FilterSubjects,
@@ -49,7 +58,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        c.AckWait,
 		MaxDeliver:     c.MaxDeliver,
-		MaxAckPending:  1000,
+		MaxAckPending:  max(1000, 2*c.MaxBatch),
 	})
 	if ctx.Err() != nil {
 		return nil // stopped while starting: ctx ending is not a failure
@@ -58,9 +67,9 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 		return fmt.Errorf("projection %s: %w", c.Durable, err)
 	}
 	// The consumer hands messages over; the writer takes whatever has
-	// arrived as one batch (no waiting: an idle projector writes at once,
-	// a busy one in batches).
-	msgs := make(chan jetstream.Msg, maxBatch)
+	// arrived as one batch (without a linger, no waiting: an idle
+	// projector writes at once, a busy one in batches).
+	msgs := make(chan jetstream.Msg, c.MaxBatch)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		select {
 		case msgs <- m:
@@ -70,7 +79,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if err != nil {
 		return fmt.Errorf("projection %s: %w", c.Durable, err)
 	}
-	batch := make([]jetstream.Msg, 0, maxBatch)
+	batch := make([]jetstream.Msg, 0, c.MaxBatch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -80,15 +89,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 		case m := <-msgs:
 			batch = append(batch[:0], m)
 		}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case m := <-msgs:
-				batch = append(batch, m)
-			default:
-				break drain
-			}
-		}
+		batch = fill(ctx, batch, msgs, c.MaxBatch, c.Linger)
 		if err := applyBatch(ctx, coll, h, batch); err != nil {
 			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
 			for _, m := range batch {
@@ -106,8 +107,39 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	}
 }
 
-// maxBatch bounds the messages written as one batch.
-const maxBatch = 256
+// defaultMaxBatch bounds the messages written as one batch.
+const defaultMaxBatch = 256
+
+// fill adds to batch what msgs holds, up to limit; with a linger it waits
+// that long for more before giving up.
+func fill(ctx context.Context, batch []jetstream.Msg, msgs <-chan jetstream.Msg, limit int, linger time.Duration) []jetstream.Msg {
+	var deadline <-chan time.Time
+	if linger > 0 {
+		t := time.NewTimer(linger)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < limit {
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+			continue
+		default:
+		}
+		if deadline == nil {
+			return batch
+		}
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+		case <-deadline:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
 
 // applyBatch maps the batch's records to documents and writes them.
 func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []jetstream.Msg) error {

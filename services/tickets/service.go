@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
@@ -74,10 +75,15 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	// The store is the durable copy, written off the request path by its
-	// projector; listings read it, or an index in memory.
-	projection.Start(ctx, d.JS, store.Tickets, projection.Config{
+	// projector; listings read it, or an index in memory. Behind the index
+	// nothing reads the store at once, so it is written in large batches.
+	pc := projection.Config{
 		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
-	}, adapters.Handler)
+	}
+	if d.ReadIndex == config.ReadIndexMemory {
+		pc.Linger, pc.MaxBatch = 250*time.Millisecond, 1000
+	}
+	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
 	var rm app.ReadModel = store
 	if d.ReadIndex == config.ReadIndexMemory {
 		if rm, err = followTickets(ctx, d); err != nil {

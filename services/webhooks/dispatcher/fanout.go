@@ -84,11 +84,7 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	if len(env.Data) == 0 || env.Data[0] != '{' {
 		env.Data = json.RawMessage(`{}`)
 	}
-	body, err := json.Marshal(env)
-	if err != nil {
-		_ = m.Term()
-		return
-	}
+	body := func() ([]byte, error) { return json.Marshal(env) }
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.PlatformStream, meta.Sequence.Stream), body, meta.Timestamp)
 }
 
@@ -116,35 +112,44 @@ func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 	if ws == "" {
 		ws = rec.Workspace
 	}
-	clone := proto.Clone(msg)
-	r := clone.ProtoReflect()
-	r.Clear(r.Descriptor().Fields().ByNumber(1)) // the EventMeta is internal
-	data, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(clone)
-	if err != nil {
-		_ = m.Term()
-		return
-	}
 	at := rec.Time
 	if ms := metaMsg.GetOccurredAtUnixMs(); ms > 0 {
 		at = time.UnixMilli(ms)
 	}
-	body, err := json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
-	if err != nil {
-		_ = m.Term()
-		return
+	body := func() ([]byte, error) {
+		clone := proto.Clone(msg)
+		r := clone.ProtoReflect()
+		r.Clear(r.Descriptor().Fields().ByNumber(1)) // the EventMeta is internal
+		data, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(clone)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
 	}
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.TicketsStream, rec.Seq), body, rec.Time)
 }
 
 // fanout publishes one job per matching webhook (deduplicated by
 // "<event id>:<webhook id>", so a redelivered event adds no second job),
-// and acknowledges the event once every job is stored.
-func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, body []byte, storedAt time.Time) {
+// and acknowledges the event once every job is stored. The body is
+// encoded only when some webhook wants the event: most events of a busy
+// workspace match none.
+func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode func() ([]byte, error), storedAt time.Time) {
 	if err := d.Registry.WaitCurrent(d.ctx, storedAt); err != nil {
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
 	hooks := d.Registry.Match(ws, name, storedAt)
+	if len(hooks) == 0 {
+		_ = m.Ack()
+		return
+	}
+	body, err := encode()
+	if err != nil {
+		d.Log.Error("event cannot be encoded; not delivered", "event_id", eventID, "err", err)
+		_ = m.Term()
+		return
+	}
 	futures := make([]jetstream.PubAckFuture, 0, len(hooks))
 	var failed error
 	for _, w := range hooks {
