@@ -52,31 +52,30 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
 		return nil, err
 	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
-	if err != nil {
-		return nil, err
-	}
-	var listings app.ReadModel = rm
+	var err error
+	store := adapters.OpenStore(d.Mongo.Database(Database))
+	var listings app.ReadModel = store
 	if d.ReadIndex == config.ReadIndexMemory {
 		if listings, err = followTesting(ctx, d); err != nil {
 			return nil, err
 		}
+	} else if listings, err = adapters.NewReadModel(ctx, d.Mongo.Database(Database)); err != nil {
+		return nil, err
 	}
 	a := app.New(d.JS, listings, d.Logger)
 	// The store is the durable copy (and what listings read in store mode),
-	// written off the request path by its projectors.
-	projection.Start(ctx, d.JS, rm.Entries, projection.Config{
-		Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger,
-		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"},
-	}, adapters.EntriesHandler)
-	projection.Start(ctx, d.JS, rm.Invocations, projection.Config{
-		Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
-		FilterSubjects: []string{events.TestingInvocationsAll},
-	}, adapters.InvocationsHandler)
-	projection.Start(ctx, d.JS, rm.InvocationTests, projection.Config{
-		Stream: events.TestingStream, Durable: "testing-invocation-tests", Logger: d.Logger,
-		FilterSubjects: []string{events.TestingInvocationsAll},
-	}, adapters.InvocationTestsHandler)
+	// written off the request path by its projectors; behind the in-memory
+	// index nothing reads it at once, so it is written in large batches.
+	entries := projection.Config{Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger,
+		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"}}
+	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
+		FilterSubjects: []string{events.TestingInvocationsAll}}
+	if d.ReadIndex == config.ReadIndexMemory {
+		entries.Linger, entries.MaxBatch = 250*time.Millisecond, 1000
+		invocations.Linger, invocations.MaxBatch = 250*time.Millisecond, 1000
+	}
+	projection.Start(ctx, d.JS, store.EntryStore, entries, adapters.EntriesHandler)
+	projection.Start(ctx, d.JS, store.InvocationStore, invocations, adapters.InvocationsHandler)
 	go func() {
 		if err := a.RunEnqueuer(ctx); err != nil && ctx.Err() == nil {
 			d.Logger.Error("enqueuer stopped", "err", err)
@@ -165,10 +164,10 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 // followTesting builds the in-memory read model from the last event of
 // every test, folder and invocation and keeps it current; it returns once
 // the replay is applied.
-func followTesting(ctx context.Context, d runtime.Deps) (*adapters.Mirror, error) {
-	m := adapters.NewMirror()
+func followTesting(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
+	m := adapters.NewMemoryIndex()
 	err := esproto.FollowState(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, d.Logger, func(seq uint64, msg proto.Message) {
-		switch s := adapters.StateOf(msg).(type) {
+		switch s := app.StateOf(msg).(type) {
 		case *testingv1.Test:
 			_ = m.ApplyTest(ctx, seq, s)
 		case *testingv1.Folder:

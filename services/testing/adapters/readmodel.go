@@ -1,24 +1,24 @@
 // Package adapters connects the testing service to its stores: the
-// TESTING stream (tests, folders, invocations) and the Mongo read model
-// serving listings. Runs never touch Mongo: their results are read from
-// stream TESTRUNS.
+// TESTING stream (tests, folders, invocations) and the read models that
+// serve listings, in MongoDB or in memory. Runs never touch Mongo: their
+// results are read from stream TESTRUNS.
 package adapters
 
 import (
 	"context"
+	"regexp"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"google.golang.org/protobuf/proto"
 
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -26,135 +26,47 @@ import (
 const (
 	EntriesCollection     = "entries" // tests and folders, as listed together
 	InvocationsCollection = "invocations"
-	// InvocationTestsCollection holds each invocation's test ids, apart
-	// from the listed document: the embedded store parses a whole document
-	// to filter on any of its fields, and 5,000 ids made every listing of
-	// the workspace parse them all.
-	InvocationTestsCollection = "invocation_tests"
 )
 
-// EntryDoc is a test or a folder as listed.
-type EntryDoc struct {
-	ID             string `bson:"_id"`
-	WorkspaceID    string `bson:"workspace_id"`
-	Kind           string `bson:"kind"` // "test" or "folder"
-	Name           string `bson:"name"`
-	Type           string `bson:"type"` // llm|tool|simulation, or folder
-	ParentFolderID string `bson:"parent_folder_id"`
-	CreatedBy      string `bson:"created_by_user_id"`
-	CreatedAtUnix  int64  `bson:"created_at_unix"`
-	UpdatedAtUnix  int64  `bson:"updated_at_unix"`
-	InitSource     string `bson:"conversation_initiation_source"`
-	Deleted        bool   `bson:"deleted"`
-	Seq            int64  `bson:"last_seq"`
-}
-
-// InvocationDoc is an invocation as listed.
-type InvocationDoc struct {
-	ID            string `bson:"_id"`
-	WorkspaceID   string `bson:"workspace_id"`
-	AgentID       string `bson:"agent_id"`
-	BranchID      string `bson:"branch_id"`
-	Title         string `bson:"title"`
-	CreatedAtUnix int64  `bson:"created_at_unix"`
-	RepeatCount   int32  `bson:"repeat_count"`
-	JobsTotal     int64  `bson:"jobs_total"`
-	Runs          int64  `bson:"runs"`
-	Status        string `bson:"status"`
-	FolderID      string `bson:"folder_id"`
-	PassedCount   int64  `bson:"passed_count"`
-	FailedCount   int64  `bson:"failed_count"`
-	// The newest attempt (1, then one per resubmission) and its runs.
-	Attempt     int32 `bson:"attempt"`
-	AttemptRuns int64 `bson:"attempt_runs"`
-}
-
-// InvocationTestsDoc is the distinct test ids an invocation ran.
-type InvocationTestsDoc struct {
-	ID          string   `bson:"_id"`
-	WorkspaceID string   `bson:"workspace_id"`
-	TestIDs     []string `bson:"test_ids"`
-}
-
-// TestDoc maps test state to its entry.
-func TestDoc(t *testingv1.Test) EntryDoc {
-	def, _ := domain.ParseDefinition(t.GetDefinitionJson())
-	src := ""
-	if def.ConversationInitiationSource != nil {
-		src = *def.ConversationInitiationSource
-	}
-	return EntryDoc{ID: t.GetTestId(), WorkspaceID: t.GetWorkspaceId(), Kind: "test", Name: t.GetName(), Type: t.GetType(),
-		ParentFolderID: t.GetParentFolderId(), CreatedBy: t.GetCreatedByUserId(), CreatedAtUnix: t.GetCreatedAtUnix(),
-		UpdatedAtUnix: t.GetUpdatedAtUnix(), InitSource: src, Deleted: t.DeletedAtUnix != nil}
-}
-
-// FolderDoc maps folder state to its entry.
-func FolderDoc(f *testingv1.Folder) EntryDoc {
-	return EntryDoc{ID: f.GetFolderId(), WorkspaceID: f.GetWorkspaceId(), Kind: "folder", Name: f.GetName(), Type: domain.TypeFolder,
-		ParentFolderID: f.GetParentFolderId(), CreatedBy: f.GetCreatedByUserId(), CreatedAtUnix: f.GetCreatedAtUnix(),
-		UpdatedAtUnix: f.GetUpdatedAtUnix(), Deleted: f.DeletedAtUnix != nil}
-}
-
-// InvDoc maps invocation state to its listed form.
-func InvDoc(inv *testingv1.Invocation) InvocationDoc {
-	runs := int64(len(inv.GetTests())) * int64(max(inv.GetRepeatCount(), 1))
-	attempt, attemptRuns := int32(1), runs
-	if rs := inv.GetResubmissions(); len(rs) > 0 {
-		attempt, attemptRuns = rs[len(rs)-1].GetAttempt(), int64(len(rs[len(rs)-1].GetRunIds()))
-	}
-	return InvocationDoc{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(),
-		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
-		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(),
-		Runs: runs, Status: inv.GetStatus(), FolderID: inv.GetFolderId(),
-		PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount()}
-}
-
-// InvTestsDoc maps invocation state to its test ids.
-func InvTestsDoc(inv *testingv1.Invocation) InvocationTestsDoc {
-	ids := make([]string, 0, len(inv.GetTests()))
-	seen := map[string]bool{}
-	for _, t := range inv.GetTests() {
-		if !seen[t.GetTestId()] {
-			seen[t.GetTestId()] = true
-			ids = append(ids, t.GetTestId())
-		}
-	}
-	return InvocationTestsDoc{ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(), TestIDs: ids}
-}
-
-// StateOf extracts the aggregate state carried by a TESTING event.
-func StateOf(msg proto.Message) proto.Message {
-	type test interface{ GetTest() *testingv1.Test }
-	type folder interface{ GetFolder() *testingv1.Folder }
-	type invocation interface{ GetInvocation() *testingv1.Invocation }
-	switch ev := msg.(type) {
-	case test:
-		return ev.GetTest()
-	case folder:
-		return ev.GetFolder()
-	case invocation:
-		return ev.GetInvocation()
-	}
-	return nil
-}
-
-// ReadModel serves listings.
+// ReadModel is the read model in MongoDB: every listing is one query whose
+// filter, sort and keyset an index serves, limited to a page and one more.
 type ReadModel struct {
-	Entries         *mongo.Collection
-	Invocations     *mongo.Collection
-	InvocationTests *mongo.Collection
+	EntryStore      *mongo.Collection
+	InvocationStore *mongo.Collection
 }
 
-// NewReadModel opens the collections and creates their indexes.
+// OpenStore opens the collections without creating indexes: the durable
+// copy behind the in-memory index, which no listing queries.
+func OpenStore(db *mongo.Database) *ReadModel {
+	return &ReadModel{EntryStore: db.Collection(EntriesCollection), InvocationStore: db.Collection(InvocationsCollection)}
+}
+
+// NewReadModel opens the collections and creates an index for every
+// listing: entries by kind and by parent folder, invocations of the
+// workspace, of an agent and of a test, newest first; running invocations.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
-	rm := &ReadModel{Entries: db.Collection(EntriesCollection), Invocations: db.Collection(InvocationsCollection),
-		InvocationTests: db.Collection(InvocationTestsCollection)}
-	if err := mongox.EnsureIndexes(ctx, rm.Entries,
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}}}); err != nil {
+	rm := OpenStore(db)
+	idx := func(keys ...string) mongo.IndexModel {
+		d := bson.D{}
+		for _, k := range keys {
+			dir := 1
+			if k == "created_at_unix" || k == "_id" {
+				dir = -1
+			}
+			d = append(d, bson.E{Key: k, Value: dir})
+		}
+		return mongo.IndexModel{Keys: d}
+	}
+	if err := mongox.EnsureIndexes(ctx, rm.EntryStore,
+		idx("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
+		idx("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
 		return nil, err
 	}
-	if err := mongox.EnsureIndexes(ctx, rm.Invocations,
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}}}); err != nil {
+	if err := mongox.EnsureIndexes(ctx, rm.InvocationStore,
+		idx("workspace_id", "created_at_unix", "_id"),
+		idx("workspace_id", "agent_id", "created_at_unix", "_id"),
+		idx("workspace_id", "test_ids", "created_at_unix", "_id"),
+		idx("status")); err != nil {
 		return nil, err
 	}
 	return rm, nil
@@ -162,24 +74,17 @@ func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 
 // ApplyTest, ApplyFolder and ApplyInvocation write state as of seq.
 func (rm *ReadModel) ApplyTest(ctx context.Context, seq uint64, t *testingv1.Test) error {
-	_, err := projection.Upsert(ctx, rm.Entries, t.GetTestId(), seq, TestDoc(t))
+	_, err := projection.Upsert(ctx, rm.EntryStore, t.GetTestId(), seq, app.TestEntry(t))
 	return err
 }
 
 func (rm *ReadModel) ApplyFolder(ctx context.Context, seq uint64, f *testingv1.Folder) error {
-	_, err := projection.Upsert(ctx, rm.Entries, f.GetFolderId(), seq, FolderDoc(f))
+	_, err := projection.Upsert(ctx, rm.EntryStore, f.GetFolderId(), seq, app.FolderEntry(f))
 	return err
 }
 
 func (rm *ReadModel) ApplyInvocation(ctx context.Context, seq uint64, inv *testingv1.Invocation) error {
-	// An invocation's tests never change: their ids are written once, from
-	// the state only creation leaves (running, never resubmitted).
-	if inv.GetStatus() == domain.InvocationRunning && len(inv.GetResubmissions()) == 0 {
-		if _, err := projection.Upsert(ctx, rm.InvocationTests, inv.GetInvocationId(), seq, InvTestsDoc(inv)); err != nil {
-			return err
-		}
-	}
-	_, err := projection.Upsert(ctx, rm.Invocations, inv.GetInvocationId(), seq, InvDoc(inv))
+	_, err := projection.Upsert(ctx, rm.InvocationStore, inv.GetInvocationId(), seq, app.SummaryOf(inv))
 	return err
 }
 
@@ -189,88 +94,175 @@ func EntriesHandler(_ context.Context, rec eventstore.Record) (string, any, erro
 	if err != nil {
 		return "", nil, err
 	}
-	switch s := StateOf(msg).(type) {
+	switch s := app.StateOf(msg).(type) {
 	case *testingv1.Test:
-		return s.GetTestId(), TestDoc(s), nil
+		return s.GetTestId(), app.TestEntry(s), nil
 	case *testingv1.Folder:
-		return s.GetFolderId(), FolderDoc(s), nil
+		return s.GetFolderId(), app.FolderEntry(s), nil
 	}
 	return "", nil, nil
 }
 
 // InvocationsHandler projects invocations.
 func InvocationsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	return invocationHandler(rec, func(inv *testingv1.Invocation) any { return InvDoc(inv) })
-}
-
-// InvocationTestsHandler projects invocations' test ids, which only
-// invocation_created sets.
-func InvocationTestsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	if rec.Type != events.TypeInvocationCreated {
-		return "", nil, nil
-	}
-	return invocationHandler(rec, func(inv *testingv1.Invocation) any { return InvTestsDoc(inv) })
-}
-
-func invocationHandler(rec eventstore.Record, doc func(*testingv1.Invocation) any) (string, any, error) {
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		return "", nil, err
 	}
-	if inv, ok := StateOf(msg).(*testingv1.Invocation); ok {
-		return inv.GetInvocationId(), doc(inv), nil
+	if inv, ok := app.StateOf(msg).(*testingv1.Invocation); ok {
+		return inv.GetInvocationId(), app.SummaryOf(inv), nil
 	}
 	return "", nil, nil
 }
 
-// InvocationsWithTest returns the ids of a workspace's invocations that
-// ran test testID.
-func (rm *ReadModel) InvocationsWithTest(ctx context.Context, workspaceID, testID string) (map[string]bool, error) {
-	cur, err := rm.InvocationTests.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "test_ids", Value: testID}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+// Entries returns the live entries among ids.
+func (rm *ReadModel) Entries(ctx context.Context, ws string, ids []string) (map[string]app.Entry, error) {
+	out := make(map[string]app.Entry, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cur, err := rm.EntryStore.Find(ctx, bson.D{{Key: "workspace_id", Value: ws}, {Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}},
+		{Key: "deleted", Value: false}})
 	if err != nil {
 		return nil, err
 	}
-	var docs []struct {
-		ID string `bson:"_id"`
-	}
+	var docs []app.Entry
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, err
 	}
-	out := make(map[string]bool, len(docs))
 	for _, d := range docs {
-		out[d.ID] = true
+		out[d.ID] = d
 	}
 	return out, nil
 }
 
-// EntriesOf returns every live test and folder of a workspace. FerretDB
-// scans whatever the filter; listings filter and page in Go.
-func (rm *ReadModel) EntriesOf(ctx context.Context, workspaceID string) ([]EntryDoc, error) {
-	cur, err := rm.Entries.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "deleted", Value: false}})
-	if err != nil {
-		return nil, err
-	}
-	var out []EntryDoc
-	return out, cur.All(ctx, &out)
+// ChildCount counts the folder's live entries.
+func (rm *ReadModel) ChildCount(ctx context.Context, ws, folderID string) (int, error) {
+	n, err := rm.EntryStore.CountDocuments(ctx, bson.D{{Key: "workspace_id", Value: ws}, {Key: "deleted", Value: false},
+		{Key: "parent_folder_id", Value: folderID}})
+	return int(n), err
 }
 
-// InvocationsOf returns every invocation of a workspace.
-func (rm *ReadModel) InvocationsOf(ctx context.Context, workspaceID string) ([]InvocationDoc, error) {
-	cur, err := rm.Invocations.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}})
+// newestFirst is every listing's sort.
+var newestFirst = bson.D{{Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}
+
+// after is the keyset condition: listed after (created, id).
+func after(created int64, id string) bson.D {
+	return bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "created_at_unix", Value: bson.D{{Key: "$lt", Value: created}}}},
+		bson.D{{Key: "created_at_unix", Value: created}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: id}}}},
+	}}}
+}
+
+// containsAnyCase matches a substring in any (simple) case.
+func containsAnyCase(s string) bson.D {
+	return bson.D{{Key: "$regex", Value: regexp.QuoteMeta(s)}, {Key: "$options", Value: "i"}}
+}
+
+// PageEntries queries the kinds in turn when folders come first, else
+// together; each query is served by an index in the listing's order.
+func (rm *ReadModel) PageEntries(ctx context.Context, q app.EntryQuery) ([]app.Entry, bool, error) {
+	if q.Limit <= 0 || (!q.Folders && !q.Tests) {
+		return nil, false, nil
+	}
+	var passes [][]string
+	switch {
+	case q.Folders && q.Tests && !q.FoldersFirst:
+		passes = [][]string{{app.KindFolder, app.KindTest}}
+	case q.Folders && q.Tests:
+		passes = [][]string{{app.KindFolder}, {app.KindTest}}
+	case q.Folders:
+		passes = [][]string{{app.KindFolder}}
+	default:
+		passes = [][]string{{app.KindTest}}
+	}
+	var out []app.Entry
+	for _, kinds := range passes {
+		folders := kinds[0] == app.KindFolder && len(kinds) == 1
+		if q.FoldersFirst && q.After != nil && !q.After.Folder && folders {
+			continue // the cursor is past every folder
+		}
+		and := bson.A{bson.D{{Key: "workspace_id", Value: q.WorkspaceID}, {Key: "deleted", Value: false},
+			{Key: "kind", Value: bson.D{{Key: "$in", Value: kinds}}}}}
+		if q.Parent != nil {
+			and = append(and, bson.D{{Key: "parent_folder_id", Value: *q.Parent}})
+		}
+		if len(q.TestTypes) > 0 {
+			and = append(and, bson.D{{Key: "$or", Value: bson.A{
+				bson.D{{Key: "kind", Value: app.KindFolder}},
+				bson.D{{Key: "type", Value: bson.D{{Key: "$in", Value: q.TestTypes}}}},
+			}}})
+		}
+		if q.CreatedBy != "" {
+			and = append(and, bson.D{{Key: "created_by_user_id", Value: q.CreatedBy}})
+		}
+		if q.Search != "" {
+			and = append(and, bson.D{{Key: "name", Value: containsAnyCase(q.Search)}})
+		}
+		if q.After != nil && !(q.FoldersFirst && q.After.Folder && !folders) {
+			and = append(and, after(q.After.Created, q.After.ID))
+		}
+		page, err := find[app.Entry](ctx, rm.EntryStore, bson.D{{Key: "$and", Value: and}}, q.Limit+1-len(out))
+		if err != nil {
+			return nil, false, err
+		}
+		if out = append(out, page...); len(out) > q.Limit {
+			return out[:q.Limit], true, nil
+		}
+	}
+	return out, false, nil
+}
+
+// PageInvocations is one query on the workspace's, agent's or test's
+// index, newest first.
+func (rm *ReadModel) PageInvocations(ctx context.Context, q app.InvocationFilter) ([]app.InvocationSummary, bool, error) {
+	if q.Limit <= 0 {
+		return nil, false, nil
+	}
+	and := bson.A{bson.D{{Key: "workspace_id", Value: q.WorkspaceID}}}
+	for _, eq := range []bson.E{{Key: "agent_id", Value: q.AgentID}, {Key: "branch_id", Value: q.BranchID}, {Key: "test_ids", Value: q.TestID}} {
+		if eq.Value != "" {
+			and = append(and, bson.D{eq})
+		}
+	}
+	if q.Search != "" {
+		and = append(and, bson.D{{Key: "title", Value: containsAnyCase(q.Search)}})
+	}
+	if q.StartTime != nil {
+		and = append(and, bson.D{{Key: "created_at_unix", Value: bson.D{{Key: "$gte", Value: *q.StartTime}}}})
+	}
+	if q.EndTime != nil {
+		and = append(and, bson.D{{Key: "created_at_unix", Value: bson.D{{Key: "$lte", Value: *q.EndTime}}}})
+	}
+	if q.After != nil {
+		and = append(and, after(q.After.Created, q.After.ID))
+	}
+	page, err := find[app.InvocationSummary](ctx, rm.InvocationStore, bson.D{{Key: "$and", Value: and}}, q.Limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > q.Limit {
+		return page[:q.Limit], true, nil
+	}
+	return page, false, nil
+}
+
+// find returns up to limit documents of filter, newest first.
+func find[D any](ctx context.Context, c *mongo.Collection, filter bson.D, limit int) ([]D, error) {
+	cur, err := c.Find(ctx, filter, options.Find().SetSort(newestFirst).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}
-	var out []InvocationDoc
+	var out []D
 	return out, cur.All(ctx, &out)
 }
 
 // Running returns the invocations still running, in every workspace.
-func (rm *ReadModel) Running(ctx context.Context) ([]InvocationDoc, error) {
-	cur, err := rm.Invocations.Find(ctx, bson.D{{Key: "status", Value: "running"}})
+func (rm *ReadModel) Running(ctx context.Context) ([]app.InvocationSummary, error) {
+	cur, err := rm.InvocationStore.Find(ctx, bson.D{{Key: "status", Value: domain.InvocationRunning}})
 	if err != nil {
 		return nil, err
 	}
-	var out []InvocationDoc
+	var out []app.InvocationSummary
 	return out, cur.All(ctx, &out)
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 )
 
 // App is the testing application.
@@ -74,7 +73,7 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 }
 
 func stateOf[S proto.Message](m proto.Message) (S, bool) {
-	s, ok := adapters.StateOf(m).(S)
+	s, ok := StateOf(m).(S)
 	return s, ok
 }
 

@@ -3,63 +3,79 @@ package app
 import (
 	"context"
 	"slices"
-	"sort"
-	"strings"
 
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// entryIndex is a workspace's tests and folders, indexed for listing.
-type entryIndex struct {
-	byID     map[string]adapters.EntryDoc
-	children map[string][]adapters.EntryDoc // by parent folder id ("" = root)
+// maxFolderDepth bounds walks up the folder tree (a cycle written by a
+// race of two moves must not loop).
+const maxFolderDepth = 100
+
+// folders resolves folder ancestry for one request: each folder is read
+// once, and each level of ancestors in one read.
+type folders struct {
+	rm    ReadModel
+	ws    string
+	known map[string]Entry // every entry read so far, by id
+	asked map[string]bool  // ids read, found or not
 }
 
-func (a *App) entries(ctx context.Context, ws string) (*entryIndex, error) {
-	docs, err := a.ReadModel.EntriesOf(ctx, ws)
-	if err != nil {
-		return nil, err
-	}
-	ix := &entryIndex{byID: map[string]adapters.EntryDoc{}, children: map[string][]adapters.EntryDoc{}}
-	for _, d := range docs {
-		ix.byID[d.ID] = d
-	}
-	for _, d := range docs {
-		parent := d.ParentFolderID
-		if _, ok := ix.byID[parent]; !ok {
-			parent = "" // a parent deleted meanwhile: show at the root
+func (a *App) folders(ws string) *folders {
+	return &folders{rm: a.ReadModel, ws: ws, known: map[string]Entry{}, asked: map[string]bool{}}
+}
+
+// load reads the entries among ids not read yet, then their parents, level
+// by level.
+func (f *folders) load(ctx context.Context, ids ...string) error {
+	for depth := 0; depth < maxFolderDepth; depth++ {
+		var want []string
+		for _, id := range ids {
+			if id != "" && !f.asked[id] && !slices.Contains(want, id) {
+				want = append(want, id)
+			}
 		}
-		ix.children[parent] = append(ix.children[parent], d)
+		if len(want) == 0 {
+			return nil
+		}
+		got, err := f.rm.Entries(ctx, f.ws, want)
+		if err != nil {
+			return err
+		}
+		ids = ids[:0]
+		for _, id := range want {
+			f.asked[id] = true
+			if e, ok := got[id]; ok {
+				f.known[id] = e
+				ids = append(ids, e.ParentFolderID)
+			}
+		}
 	}
-	return ix, nil
+	return nil
 }
 
-// path is the folders from the root down to id, id included.
-func (ix *entryIndex) path(id string) []map[string]any {
-	var out []map[string]any
-	for cur, n := id, 0; cur != "" && n < 100; n++ {
-		d, ok := ix.byID[cur]
+// path is the folders from the root down to id, id included (load id first).
+func (f *folders) path(id string) []map[string]any {
+	out := []map[string]any{}
+	for cur, n := id, 0; cur != "" && n < maxFolderDepth; n++ {
+		e, ok := f.known[cur]
 		if !ok {
 			break
 		}
-		out = append(out, map[string]any{"id": d.ID, "name": d.Name})
-		cur = d.ParentFolderID
+		out = append(out, map[string]any{"id": e.ID, "name": e.Name})
+		cur = e.ParentFolderID
 	}
 	slices.Reverse(out)
-	if out == nil {
-		out = []map[string]any{}
-	}
 	return out
 }
 
-// isWithin reports whether folder id is folder ancestor or below it.
-func (ix *entryIndex) isWithin(id, ancestor string) bool {
-	for cur, n := id, 0; cur != "" && n < 100; n++ {
+// isWithin reports whether folder id is folder ancestor or below it (load
+// id first).
+func (f *folders) isWithin(id, ancestor string) bool {
+	for cur, n := id, 0; cur != "" && n < maxFolderDepth; n++ {
 		if cur == ancestor {
 			return true
 		}
-		cur = ix.byID[cur].ParentFolderID
+		cur = f.known[cur].ParentFolderID
 	}
 	return false
 }
@@ -67,18 +83,37 @@ func (ix *entryIndex) isWithin(id, ancestor string) bool {
 // EntryView is a test or folder in listings (UnitTestSummaryResponseModel).
 type EntryView = map[string]any
 
-func (ix *entryIndex) view(d adapters.EntryDoc) EntryView {
-	v := EntryView{
-		"id": d.ID, "name": d.Name, "created_at_unix_secs": d.CreatedAtUnix, "last_updated_at_unix_secs": d.UpdatedAtUnix,
-		"type": d.Type, "entity_type": d.Kind, "folder_parent_id": nullable(d.ParentFolderID),
-		"folder_path": ix.path(d.ParentFolderID),
+// views renders entries with their folder paths and, for folders, their
+// children counts: a read per level of folders and one count per folder
+// shown, whatever the workspace holds.
+func (a *App) views(ctx context.Context, ws string, entries []Entry) ([]EntryView, error) {
+	f := a.folders(ws)
+	parents := make([]string, len(entries))
+	for i, e := range entries {
+		parents[i] = e.ParentFolderID
 	}
-	if d.Kind == "folder" {
-		v["children_count"] = len(ix.children[d.ID])
-	} else if d.InitSource != "" {
-		v["conversation_initiation_source"] = d.InitSource
+	if err := f.load(ctx, parents...); err != nil {
+		return nil, err
 	}
-	return v
+	out := make([]EntryView, len(entries))
+	for i, e := range entries {
+		v := EntryView{
+			"id": e.ID, "name": e.Name, "created_at_unix_secs": e.CreatedAtUnix, "last_updated_at_unix_secs": e.UpdatedAtUnix,
+			"type": e.Type, "entity_type": e.Kind, "folder_parent_id": nullable(e.ParentFolderID),
+			"folder_path": f.path(e.ParentFolderID),
+		}
+		if e.Kind == KindFolder {
+			n, err := a.ReadModel.ChildCount(ctx, ws, e.ID)
+			if err != nil {
+				return nil, err
+			}
+			v["children_count"] = n
+		} else if e.InitSource != "" {
+			v["conversation_initiation_source"] = e.InitSource
+		}
+		out[i] = v
+	}
+	return out, nil
 }
 
 // TestQuery is a listing request.
@@ -89,75 +124,41 @@ type TestQuery struct {
 	Types         []string
 	FoldersFirst  bool
 	CreatedBy     string
-	AfterCreated  int64
-	AfterID       string
-	HasAfter      bool
+	After         *EntryPosition
 	Limit         int
 	IncludeFolder bool
 }
 
+// entryQuery is what the read model is asked for q. Folders are listed
+// when asked for, or when "folder" is among the types; tests unless the
+// types name only folders.
+func (q TestQuery) entryQuery() EntryQuery {
+	eq := EntryQuery{WorkspaceID: q.WorkspaceID, Search: q.Search, CreatedBy: q.CreatedBy, FoldersFirst: q.FoldersFirst,
+		After: q.After, Limit: q.Limit}
+	if q.ParentFolder != nil {
+		p := *q.ParentFolder
+		if p == "root" {
+			p = ""
+		}
+		eq.Parent = &p
+	}
+	for _, t := range q.Types {
+		if t != domain.TypeFolder {
+			eq.TestTypes = append(eq.TestTypes, t)
+		}
+	}
+	eq.Folders = slices.Contains(q.Types, domain.TypeFolder) || (len(q.Types) == 0 && q.IncludeFolder)
+	eq.Tests = len(q.Types) == 0 || len(eq.TestTypes) > 0
+	return eq
+}
+
 // ListTests returns one page of tests (and folders when asked), newest
 // first, and whether more follow.
-func (a *App) ListTests(ctx context.Context, q TestQuery) ([]EntryView, []adapters.EntryDoc, bool, error) {
-	ix, err := a.entries(ctx, q.WorkspaceID)
+func (a *App) ListTests(ctx context.Context, q TestQuery) ([]EntryView, []Entry, bool, error) {
+	page, more, err := a.ReadModel.PageEntries(ctx, q.entryQuery())
 	if err != nil {
 		return nil, nil, false, err
 	}
-	search := strings.ToLower(q.Search)
-	var docs []adapters.EntryDoc
-	for _, d := range ix.byID {
-		if d.Kind == "folder" && !q.IncludeFolder && !slices.Contains(q.Types, domain.TypeFolder) {
-			continue
-		}
-		if len(q.Types) > 0 && !slices.Contains(q.Types, d.Type) {
-			continue
-		}
-		if q.ParentFolder != nil {
-			want := *q.ParentFolder
-			if want == "root" {
-				want = ""
-			}
-			if d.ParentFolderID != want {
-				continue
-			}
-		}
-		if search != "" && !strings.Contains(strings.ToLower(d.Name), search) {
-			continue
-		}
-		if q.CreatedBy != "" && d.CreatedBy != q.CreatedBy {
-			continue
-		}
-		docs = append(docs, d)
-	}
-	less := func(x, y adapters.EntryDoc) bool {
-		if q.FoldersFirst && (x.Kind == "folder") != (y.Kind == "folder") {
-			return x.Kind == "folder"
-		}
-		if x.CreatedAtUnix != y.CreatedAtUnix {
-			return x.CreatedAtUnix > y.CreatedAtUnix
-		}
-		return x.ID > y.ID
-	}
-	sort.Slice(docs, func(i, j int) bool { return less(docs[i], docs[j]) })
-	start := 0
-	if q.HasAfter {
-		start = len(docs)
-		for i, d := range docs {
-			if d.ID == q.AfterID {
-				start = i + 1
-				break
-			}
-			if less(adapters.EntryDoc{ID: q.AfterID, CreatedAtUnix: q.AfterCreated, Kind: d.Kind}, d) {
-				start = i
-				break
-			}
-		}
-	}
-	end := min(start+q.Limit, len(docs))
-	page := docs[start:end]
-	views := make([]EntryView, len(page))
-	for i, d := range page {
-		views[i] = ix.view(d)
-	}
-	return views, page, end < len(docs), nil
+	views, err := a.views(ctx, q.WorkspaceID, page)
+	return views, page, more, err
 }

@@ -118,7 +118,11 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 	if err != nil {
 		return nil, err
 	}
-	entries, err := a.entries(ctx, c.WorkspaceID)
+	wanted := make([]string, len(tests))
+	for i, t := range tests {
+		wanted[i] = *t.TestID
+	}
+	entries, err := a.ReadModel.Entries(ctx, c.WorkspaceID, wanted)
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +136,8 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 		inv.AgentConfigJson, inv.ConfigOverridden = in.AgentConfigOverride.ConversationConfig, true
 	}
 	for i, t := range tests {
-		d, ok := entries.byID[*t.TestID]
-		if !ok || d.Kind != "test" {
+		d, ok := entries[*t.TestID]
+		if !ok || d.Kind != KindTest {
 			v.Add("Test "+*t.TestID+" not found", "value_error", "body", "tests", i, "test_id")
 			continue
 		}

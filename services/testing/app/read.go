@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -236,63 +235,15 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	return bw.Flush()
 }
 
-// InvocationQuery is a listing request.
-type InvocationQuery struct {
-	WorkspaceID, AgentID, BranchID, TestID, Search string
-	StartTime, EndTime                             *int64
-	AfterCreated                                   int64
-	AfterID                                        string
-	HasAfter                                       bool
-	Limit                                          int
-}
-
 // ListInvocations returns one page of invocation summaries, newest first,
-// the position of its last one (creation time and id) and whether more
-// follow.
-func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[string]any, int64, string, bool, error) {
-	docs, err := a.ReadModel.InvocationsOf(ctx, q.WorkspaceID)
+// the position of its last one and whether more follow.
+func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[string]any, *InvocationPosition, bool, error) {
+	page, more, err := a.ReadModel.PageInvocations(ctx, q)
 	if err != nil {
-		return nil, 0, "", false, err
+		return nil, nil, false, err
 	}
-	var withTest map[string]bool
-	if q.TestID != "" {
-		if withTest, err = a.ReadModel.InvocationsWithTest(ctx, q.WorkspaceID, q.TestID); err != nil {
-			return nil, 0, "", false, err
-		}
-	}
-	search := strings.ToLower(q.Search)
-	kept := docs[:0]
-	for _, d := range docs {
-		switch {
-		case q.AgentID != "" && d.AgentID != q.AgentID,
-			q.BranchID != "" && d.BranchID != q.BranchID,
-			q.TestID != "" && !withTest[d.ID],
-			search != "" && !strings.Contains(strings.ToLower(d.Title), search),
-			q.StartTime != nil && d.CreatedAtUnix < *q.StartTime,
-			q.EndTime != nil && d.CreatedAtUnix > *q.EndTime:
-			continue
-		}
-		kept = append(kept, d)
-	}
-	sort.Slice(kept, func(i, j int) bool {
-		if kept[i].CreatedAtUnix != kept[j].CreatedAtUnix {
-			return kept[i].CreatedAtUnix > kept[j].CreatedAtUnix
-		}
-		return kept[i].ID > kept[j].ID
-	})
-	start := 0
-	if q.HasAfter {
-		start = len(kept)
-		for i, d := range kept {
-			if d.CreatedAtUnix < q.AfterCreated || (d.CreatedAtUnix == q.AfterCreated && d.ID < q.AfterID) {
-				start = i
-				break
-			}
-		}
-	}
-	end := min(start+q.Limit, len(kept))
-	out := make([]map[string]any, 0, end-start)
-	for _, d := range kept[start:end] {
+	out := make([]map[string]any, 0, len(page))
+	for _, d := range page {
 		runs := d.Runs
 		passed, failed := d.PassedCount, d.FailedCount
 		pending := int64(-1) // the runs not yet done, when not all the rest
@@ -302,7 +253,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 		case d.Attempt <= 1:
 			done, p, err := a.Counts(ctx, d.ID, 1)
 			if err != nil {
-				return nil, 0, "", false, err
+				return nil, nil, false, err
 			}
 			done, passed = min(done, runs), min(p, runs)
 			failed = max(done-passed, 0)
@@ -311,7 +262,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 			// keep the outcome of the last completion.
 			done, _, err := a.Counts(ctx, d.ID, d.Attempt)
 			if err != nil {
-				return nil, 0, "", false, err
+				return nil, nil, false, err
 			}
 			resubmitted := max(d.AttemptRuns-done, 0)
 			passed = min(passed, runs-resubmitted)
@@ -335,9 +286,9 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationQuery) ([]map[str
 			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
 		})
 	}
-	lastCreated, lastID := int64(0), ""
-	if end > start {
-		lastCreated, lastID = kept[end-1].CreatedAtUnix, kept[end-1].ID
+	var last *InvocationPosition
+	if len(page) > 0 {
+		last = &InvocationPosition{Created: page[len(page)-1].CreatedAtUnix, ID: page[len(page)-1].ID}
 	}
-	return out, lastCreated, lastID, end < len(kept), nil
+	return out, last, more, nil
 }

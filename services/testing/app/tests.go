@@ -136,20 +136,30 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	entries, err := a.entries(ctx, ws)
+	entries, err := a.ReadModel.Entries(ctx, ws, testIDs)
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]EntryView{}
+	var found []Entry
 	for i, id := range testIDs {
-		e, ok := entries.byID[id]
-		if !ok || e.Kind != "test" {
+		if e, ok := entries[id]; ok && e.Kind == KindTest {
+			found = append(found, e)
+		} else {
 			v.Add("Test "+id+" not found", "value_error", "body", "test_ids", i)
-			continue
 		}
-		out[id] = entries.view(e)
 	}
-	return out, v.Err()
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	views, err := a.views(ctx, ws, found)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]EntryView, len(found))
+	for i, e := range found {
+		out[e.ID] = views[i]
+	}
+	return out, nil
 }
 
 // BulkMove moves tests and folders into a folder ("" = root).
@@ -169,21 +179,21 @@ func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo
 	if err := v.Err(); err != nil {
 		return 0, err
 	}
-	entries, err := a.entries(ctx, c.WorkspaceID)
-	if err != nil {
+	f := a.folders(c.WorkspaceID)
+	if err := f.load(ctx, append([]string{moveTo}, entityIDs...)...); err != nil {
 		return 0, err
 	}
 	if moveTo != "" {
-		if d, ok := entries.byID[moveTo]; !ok || d.Kind != "folder" {
+		if d, ok := f.known[moveTo]; !ok || d.Kind != KindFolder {
 			v.Add("Folder "+moveTo+" not found", "value_error", "body", "move_to")
 		}
 	}
 	for i, id := range entityIDs {
-		e, ok := entries.byID[id]
+		e, ok := f.known[id]
 		switch {
 		case !ok:
 			v.Add("Test or folder "+id+" not found", "value_error", "body", "entity_ids", i)
-		case e.Kind == "folder" && moveTo != "" && entries.isWithin(moveTo, id):
+		case e.Kind == KindFolder && moveTo != "" && f.isWithin(moveTo, id):
 			v.Add("A folder cannot move into itself or a subfolder", "value_error", "body", "entity_ids", i)
 		}
 	}
@@ -191,7 +201,8 @@ func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo
 		return 0, err
 	}
 	for _, id := range entityIDs {
-		if entries.byID[id].Kind == "folder" {
+		var err error
+		if f.known[id].Kind == KindFolder {
 			_, err = a.Folders.Update(ctx, c.WorkspaceID, id, "", func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
 				if f.ParentFolderId == moveTo {
 					return nil, nil
@@ -251,16 +262,15 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 	if _, _, err := a.Folders.Get(ctx, c.WorkspaceID, id); err != nil {
 		return err
 	}
-	entries, err := a.entries(ctx, c.WorkspaceID)
+	children, err := a.children(ctx, c.WorkspaceID, id)
 	if err != nil {
 		return err
 	}
-	children := entries.children[id]
 	if len(children) > 0 && !force {
 		return httpx.Conflict("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", len(children)))
 	}
 	for _, ch := range children {
-		if ch.Kind == "folder" {
+		if ch.Kind == KindFolder {
 			err = a.DeleteFolder(ctx, c, ch.ID, true)
 		} else {
 			err = a.DeleteTest(ctx, c, ch.ID)
@@ -277,14 +287,34 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 	return err
 }
 
+// children is every live test and folder directly in a folder.
+func (a *App) children(ctx context.Context, ws, folderID string) ([]Entry, error) {
+	q := EntryQuery{WorkspaceID: ws, Parent: &folderID, Folders: true, Tests: true, Limit: 500}
+	var out []Entry
+	for {
+		page, more, err := a.ReadModel.PageEntries(ctx, q)
+		if err != nil || !more {
+			return append(out, page...), err
+		}
+		out = append(out, page...)
+		after := page[len(page)-1].PositionOf()
+		q.After = &after
+	}
+}
+
 // FolderView is a folder as GET shows it.
-func (a *App) FolderView(ctx context.Context, ws string, f *testingv1.Folder) (map[string]any, error) {
-	entries, err := a.entries(ctx, ws)
+func (a *App) FolderView(ctx context.Context, ws string, fl *testingv1.Folder) (map[string]any, error) {
+	f := a.folders(ws)
+	if err := f.load(ctx, fl.GetParentFolderId()); err != nil {
+		return nil, err
+	}
+	n, err := a.ReadModel.ChildCount(ctx, ws, fl.GetFolderId())
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"id": f.GetFolderId(), "name": f.GetName(), "folder_path": entries.path(f.GetFolderId()),
-		"children_count": len(entries.children[f.GetFolderId()]), "parent_folder_id": nullable(f.GetParentFolderId())}, nil
+	path := append(f.path(fl.GetParentFolderId()), map[string]any{"id": fl.GetFolderId(), "name": fl.GetName()})
+	return map[string]any{"id": fl.GetFolderId(), "name": fl.GetName(), "folder_path": path,
+		"children_count": n, "parent_folder_id": nullable(fl.GetParentFolderId())}, nil
 }
 
 func nullable(s string) any {

@@ -132,9 +132,11 @@ func boolParam(r *http.Request, v *httpx.Validator, name string) bool {
 	return b
 }
 
+// listPosition is a cursor's content: where the last page ended.
 type listPosition struct {
 	Created int64  `json:"c"`
 	ID      string `json:"i"`
+	Folder  bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
 }
 
 func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
@@ -172,7 +174,7 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 		if err := h.codec.Decode(scope, cur, &pos); err != nil {
 			v.Add("Invalid cursor", "value_error", "query", "cursor")
 		}
-		tq.AfterCreated, tq.AfterID, tq.HasAfter = pos.Created, pos.ID, true
+		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
 	if err := v.Err(); err != nil {
 		httpx.WriteError(w, r, err)
@@ -186,7 +188,8 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
 	if more && len(page) > 0 {
 		last := page[len(page)-1]
-		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.CreatedAtUnix, ID: last.ID})
+		at := last.PositionOf()
+		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: at.Created, ID: at.ID, Folder: at.Folder})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
@@ -377,7 +380,7 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
 	qv := r.URL.Query()
 	var v httpx.Validator
-	q := app.InvocationQuery{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
+	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
 		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r, &v)}
 	for _, name := range []string{"start_time", "end_time"} {
 		if s := qv.Get(name); s != "" {
@@ -400,20 +403,20 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 		if err := h.codec.Decode(scope, cur, &pos); err != nil {
 			v.Add("Invalid cursor", "value_error", "query", "cursor")
 		}
-		q.AfterCreated, q.AfterID, q.HasAfter = pos.Created, pos.ID, true
+		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
 	}
 	if err := v.Err(); err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	results, lastCreated, lastID, more, err := h.app.ListInvocations(r.Context(), q)
+	results, last, more, err := h.app.ListInvocations(r.Context(), q)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
 	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
-	if more {
-		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: lastCreated, ID: lastID})
+	if more && last != nil {
+		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.Created, ID: last.ID})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
