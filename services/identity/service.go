@@ -45,22 +45,13 @@ func StreamConfig(replicas int) eventstore.StreamConfig {
 	return eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: replicas}
 }
 
-// NewApp opens the stream and read model without serving: the operator
-// CLI uses it to create workspaces.
-func NewApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
+// Start runs the service until ctx ends.
+func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("identity stream: %w", err)
 	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
-	if err != nil {
-		return nil, err
-	}
-	return &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}, nil
-}
-
-// Start runs the service until ctx ends.
-func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
-	a, err := NewApp(ctx, d)
+	db := d.Mongo.Database(Database)
+	store, err := adapters.NewReadModel(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -68,11 +59,12 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	project := func(coll *mongo.Collection, durable, filter string) {
 		projection.Start(ctx, d.JS, coll, projection.Config{
 			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
-		}, a.ReadModel.Handler(coll))
+		}, store.Handler(coll))
 	}
-	project(a.ReadModel.Accounts, "identity-accounts", events.IdentityAccountsAll)
-	project(a.ReadModel.Keys, "identity-keys", events.IdentityKeysAll)
-	project(a.ReadModel.Users, "identity-users", events.IdentityUsersAll)
+	project(store.Accounts, adapters.AccountsDurable, events.IdentityAccountsAll)
+	project(store.Keys, adapters.KeysDurable, events.IdentityKeysAll)
+	project(store.Users, adapters.UsersDurable, events.IdentityUsersAll)
+	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: store, Log: d.Logger}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {
 		return nil, err
