@@ -10,8 +10,12 @@ import (
 	"github.com/nats-io/nats.go/micro"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"google.golang.org/protobuf/proto"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -45,17 +49,22 @@ func StreamConfig(replicas int) eventstore.StreamConfig {
 	return eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: replicas}
 }
 
-// Start runs the service until ctx ends.
+// Start runs the service until ctx ends. Listings read the store, or in
+// memory mode a read model built from the stream before the service
+// answers.
 func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("identity stream: %w", err)
 	}
 	db := d.Mongo.Database(Database)
-	store, err := adapters.NewReadModel(ctx, db)
-	if err != nil {
-		return nil, err
+	store := adapters.OpenStore(db)
+	if d.ReadIndex != config.ReadIndexMemory {
+		var err error
+		if store, err = adapters.NewReadModel(ctx, db); err != nil {
+			return nil, err
+		}
 	}
-	// One durable projector per read-model collection.
+	// The store is the durable copy: one projector per collection.
 	project := func(coll *mongo.Collection, durable, filter string) {
 		projection.Start(ctx, d.JS, coll, projection.Config{
 			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
@@ -64,7 +73,15 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	project(store.Accounts, adapters.AccountsDurable, events.IdentityAccountsAll)
 	project(store.Keys, adapters.KeysDurable, events.IdentityKeysAll)
 	project(store.Users, adapters.UsersDurable, events.IdentityUsersAll)
-	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: store, Log: d.Logger}
+	var rm app.ReadModel = store
+	if d.ReadIndex == config.ReadIndexMemory {
+		mem, err := followIdentity(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		rm = mem
+	}
+	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {
 		return nil, err
@@ -74,4 +91,16 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		return nil, err
 	}
 	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// followIdentity builds the in-memory read model from each subject's last
+// event and keeps it current; it returns once the replay is applied.
+func followIdentity(ctx context.Context, d runtime.Deps) (*adapters.MemoryReadModel, error) {
+	rm := adapters.NewMemoryReadModel()
+	err := esproto.FollowState(ctx, d.JS, events.IdentityStream, []string{events.IdentityAll}, d.Logger, func(seq uint64, msg proto.Message) {
+		if doc := app.DocOf(msg); doc != nil {
+			_ = rm.Put(ctx, seq, doc) // in memory: never fails
+		}
+	})
+	return rm, err
 }
