@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
