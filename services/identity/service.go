@@ -9,9 +9,12 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -45,34 +48,39 @@ func StreamConfig(replicas int) eventstore.StreamConfig {
 	return eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: replicas}
 }
 
-// NewApp opens the stream and read model without serving: the operator
-// CLI uses it to create workspaces.
-func NewApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
+// Start runs the service until ctx ends. Listings read the store, or in
+// memory mode a read model built from the stream before the service
+// answers.
+func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("identity stream: %w", err)
 	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
-	if err != nil {
-		return nil, err
+	db := d.Mongo.Database(Database)
+	store := adapters.OpenStore(db)
+	if d.ReadIndex != config.ReadIndexMemory {
+		var err error
+		if store, err = adapters.NewReadModel(ctx, db); err != nil {
+			return nil, err
+		}
 	}
-	return &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}, nil
-}
-
-// Start runs the service until ctx ends.
-func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
-	a, err := NewApp(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	// One durable projector per read-model collection.
+	// The store is the durable copy: one projector per collection.
 	project := func(coll *mongo.Collection, durable, filter string) {
 		projection.Start(ctx, d.JS, coll, projection.Config{
 			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
-		}, a.ReadModel.Handler(coll))
+		}, store.Handler(coll))
 	}
-	project(a.ReadModel.Accounts, "identity-accounts", events.IdentityAccountsAll)
-	project(a.ReadModel.Keys, "identity-keys", events.IdentityKeysAll)
-	project(a.ReadModel.Users, "identity-users", events.IdentityUsersAll)
+	project(store.Accounts, adapters.AccountsDurable, events.IdentityAccountsAll)
+	project(store.Keys, adapters.KeysDurable, events.IdentityKeysAll)
+	project(store.Users, adapters.UsersDurable, events.IdentityUsersAll)
+	var rm app.ReadModel = store
+	if d.ReadIndex == config.ReadIndexMemory {
+		mem, err := followIdentity(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		rm = alsoStored{mem, store}
+	}
+	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {
 		return nil, err
@@ -82,4 +90,34 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		return nil, err
 	}
 	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// followIdentity builds the in-memory read model from each subject's last
+// event and keeps it current; it returns once the replay is applied.
+func followIdentity(ctx context.Context, d runtime.Deps) (*adapters.MemoryReadModel, error) {
+	rm := adapters.NewMemoryReadModel()
+	err := esproto.FollowState(ctx, d.JS, events.IdentityStream, []string{events.IdentityAll}, d.Logger, func(seq uint64, msg proto.Message) {
+		if doc := app.DocOf(msg); doc != nil {
+			_ = rm.Put(ctx, seq, doc) // in memory: never fails
+		}
+	})
+	return rm, err
+}
+
+// alsoStored lists from memory and puts to memory, then to the store.
+// The store write on the request path is not for the listings: it is the
+// delay that, as before the in-memory model, lets the gateways' key
+// caches (other followers of the stream) apply a new or revoked key
+// before its answer reaches the client, so the next request honours it.
+// Without it a key created through a gateway was refused by it a moment
+// later. The real fix belongs in the gateway (on an unknown key, wait
+// for its feed to catch up); then this goes.
+type alsoStored struct {
+	*adapters.MemoryReadModel
+	store *adapters.ReadModel
+}
+
+func (m alsoStored) Put(ctx context.Context, seq uint64, doc app.Doc) error {
+	_ = m.MemoryReadModel.Put(ctx, seq, doc)
+	return m.store.Put(ctx, seq, doc)
 }

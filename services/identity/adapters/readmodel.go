@@ -1,129 +1,100 @@
 // Package adapters connects identity to its stores: the IDENTITY stream
-// (event store) and the Mongo read model its listings are served from.
+// (event store) and its read models (MongoDB, or kept in memory).
 package adapters
 
 import (
 	"context"
-	"encoding/hex"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"google.golang.org/protobuf/proto"
-
-	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
-
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
-// Collection names of the identity read model.
+// Collection names of the identity read model. Accounts are _v2 since
+// their document id is the workspace and the account id (v1 used the
+// account id alone, so every workspace's sa_admin overwrote the others');
+// their projector is a new durable consumer that builds it from the
+// stream.
 const (
-	AccountsCollection = "service_accounts"
+	AccountsCollection = "service_accounts_v2"
 	UsersCollection    = "users"
 	KeysCollection     = "api_keys"
 )
 
-// AccountDoc is a service account as listed.
-type AccountDoc struct {
-	ID            string `bson:"_id"`
-	WorkspaceID   string `bson:"workspace_id"`
-	Name          string `bson:"name"`
-	Email         string `bson:"email"`
-	CreatedAtUnix int64  `bson:"created_at_unix"`
-}
+// Durable consumers that write the collections.
+const (
+	AccountsDurable = "identity-accounts-v2"
+	UsersDurable    = "identity-users"
+	KeysDurable     = "identity-keys"
+)
 
-// UserDoc is a workspace member (a person) as listed.
-type UserDoc struct {
-	ID            string `bson:"_id"`
-	WorkspaceID   string `bson:"workspace_id"`
-	Email         string `bson:"email"`
-	FirstName     string `bson:"first_name"`
-	Role          string `bson:"role"`
-	CreatedAtUnix int64  `bson:"created_at_unix"`
-}
-
-// KeyDoc is an API key as listed: never the secret, only its hash.
-type KeyDoc struct {
-	ID                   string   `bson:"_id"`
-	WorkspaceID          string   `bson:"workspace_id"`
-	ServiceAccountUserID string   `bson:"service_account_user_id"`
-	Name                 string   `bson:"name"`
-	Hint                 string   `bson:"hint"`
-	HashedKey            string   `bson:"hashed_key"`
-	Permissions          []string `bson:"permissions"`
-	AllowedIPs           []string `bson:"allowed_ips"`
-	ExpiresAtUnix        *int64   `bson:"expires_at_unix"`
-	IsDisabled           bool     `bson:"is_disabled"`
-	Revoked              bool     `bson:"revoked"`
-	CreatedAtUnix        int64    `bson:"created_at_unix"`
-	RateLimitPerMinute   *int64   `bson:"rate_limit_per_minute"`
-	RateLimitPerHour     *int64   `bson:"rate_limit_per_hour"`
-}
-
-// KeyDocOf maps key state to its listed form.
-func KeyDocOf(k *identityv1.ApiKey) KeyDoc {
-	return KeyDoc{
-		ID: k.GetKeyId(), WorkspaceID: k.GetWorkspaceId(), ServiceAccountUserID: k.GetServiceAccountUserId(),
-		Name: k.GetName(), Hint: k.GetHint(), HashedKey: hex.EncodeToString(k.GetSecretSha256()),
-		Permissions: k.GetPermissions(), AllowedIPs: k.GetAllowedIps(), ExpiresAtUnix: k.ExpiresAtUnix,
-		IsDisabled: k.GetIsDisabled(), Revoked: k.RevokedAtUnix != nil, CreatedAtUnix: k.GetCreatedAtUnix(),
-		RateLimitPerMinute: k.RateLimitPerMinute, RateLimitPerHour: k.RateLimitPerHour,
-	}
-}
-
-// AccountDocOf maps account state to its listed form.
-func AccountDocOf(a *identityv1.ServiceAccount) AccountDoc {
-	return AccountDoc{ID: a.GetUserId(), WorkspaceID: a.GetWorkspaceId(), Name: a.GetName(), Email: a.GetEmail(), CreatedAtUnix: a.GetCreatedAtUnix()}
-}
-
-// ReadModel serves identity listings.
+// ReadModel is the MongoDB read model: a listing is one query on
+// workspace (and account), in creation order, each with its index.
 type ReadModel struct {
 	Accounts *mongo.Collection
 	Users    *mongo.Collection
 	Keys     *mongo.Collection
 }
 
-// NewReadModel opens the collections in db and creates their indexes.
+// OpenStore opens the collections as the durable copy only: no listing
+// reads them, so they have no index to maintain beyond _id (on the
+// embedded store each index costs every write and serves no query).
+func OpenStore(db *mongo.Database) *ReadModel {
+	return &ReadModel{Accounts: db.Collection(AccountsCollection), Users: db.Collection(UsersCollection), Keys: db.Collection(KeysCollection)}
+}
+
+// NewReadModel opens the collections and creates an index for each
+// listing: equality on workspace (account, and for keys revoked), then
+// the listing's order.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
-	rm := &ReadModel{Accounts: db.Collection(AccountsCollection), Users: db.Collection(UsersCollection), Keys: db.Collection(KeysCollection)}
-	if err := mongox.EnsureIndexes(ctx, rm.Users, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
-		return nil, err
+	rm := OpenStore(db)
+	idx := func(keys ...string) mongo.IndexModel {
+		d := bson.D{}
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: 1})
+		}
+		return mongo.IndexModel{Keys: d}
 	}
-	if err := mongox.EnsureIndexes(ctx, rm.Accounts, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: 1}}}); err != nil {
-		return nil, err
+	for _, c := range []*mongo.Collection{rm.Accounts, rm.Users} {
+		if err := mongox.EnsureIndexes(ctx, c, idx("workspace_id", "created_at_unix", "_id")); err != nil {
+			return nil, err
+		}
 	}
-	if err := mongox.EnsureIndexes(ctx, rm.Keys, mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "service_account_user_id", Value: 1}}}); err != nil {
+	err := mongox.EnsureIndexes(ctx, rm.Keys,
+		idx("workspace_id", "revoked", "created_at_unix", "_id"),
+		idx("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "_id"))
+	if err != nil {
 		return nil, err
 	}
 	return rm, nil
 }
 
-// target maps an identity event to the read-model document its state
-// becomes; coll is nil for events that are not listed.
-func (rm *ReadModel) target(msg proto.Message) (coll *mongo.Collection, id string, doc any) {
-	switch ev := msg.(type) {
-	case *identityv1.ServiceAccountCreated:
-		return rm.Accounts, ev.GetAccount().GetUserId(), AccountDocOf(ev.GetAccount())
-	case *identityv1.UserAdded:
-		u := ev.GetUser()
-		return rm.Users, u.GetUserId(), UserDoc{ID: u.GetUserId(), WorkspaceID: u.GetWorkspaceId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
-	case *identityv1.ApiKeyCreated:
-		return rm.Keys, ev.GetKey().GetKeyId(), KeyDocOf(ev.GetKey())
-	case *identityv1.ApiKeyUpdated:
-		return rm.Keys, ev.GetKey().GetKeyId(), KeyDocOf(ev.GetKey())
-	case *identityv1.ApiKeyRevoked:
-		return rm.Keys, ev.GetKey().GetKeyId(), KeyDocOf(ev.GetKey())
+// target is where doc is stored: its collection and document id.
+func (rm *ReadModel) target(doc app.Doc) (*mongo.Collection, string) {
+	switch d := doc.(type) {
+	case app.AccountDoc:
+		return rm.Accounts, accountDocID(d.WorkspaceID, d.ID)
+	case app.UserDoc:
+		return rm.Users, d.ID
+	case app.KeyDoc:
+		return rm.Keys, d.ID
 	}
-	return nil, "", nil
+	return nil, ""
 }
 
-// ApplyMessage writes the state carried by msg, appended at seq.
-func (rm *ReadModel) ApplyMessage(ctx context.Context, seq uint64, msg proto.Message) error {
-	coll, id, doc := rm.target(msg)
+// accountDocID is unique across workspaces. Within one workspace it
+// sorts as the account id does, so sorting on _id is the listing's order.
+func accountDocID(workspaceID, userID string) string { return workspaceID + "/" + userID }
+
+// Put writes doc as of stream sequence seq.
+func (rm *ReadModel) Put(ctx context.Context, seq uint64, doc app.Doc) error {
+	coll, id := rm.target(doc)
 	if coll == nil {
 		return nil
 	}
@@ -138,47 +109,52 @@ func (rm *ReadModel) Handler(coll *mongo.Collection) projection.Handler {
 		if err != nil {
 			return "", nil, err
 		}
-		c, id, doc := rm.target(msg)
-		if c != coll {
+		doc := app.DocOf(msg)
+		if doc == nil {
 			return "", nil, nil
 		}
-		return id, doc, nil
+		if c, id := rm.target(doc); c == coll {
+			return id, doc, nil
+		}
+		return "", nil, nil
 	}
+}
+
+// byCreation is every listing's order.
+var byCreation = bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}
+
+// find runs one listing query.
+func find[T any](ctx context.Context, coll *mongo.Collection, filter bson.D) ([]T, error) {
+	cur, err := coll.Find(ctx, filter, options.Find().SetSort(byCreation))
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	err = cur.All(ctx, &out)
+	return out, err
 }
 
 // ListAccounts returns a workspace's service accounts, oldest first.
-func (rm *ReadModel) ListAccounts(ctx context.Context, workspaceID string) ([]AccountDoc, error) {
-	var out []AccountDoc
-	cur, err := rm.Accounts.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}},
-		options.Find().SetSort(bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}))
-	if err != nil {
-		return nil, err
-	}
-	return out, cur.All(ctx, &out)
+func (rm *ReadModel) ListAccounts(ctx context.Context, workspaceID string) ([]app.AccountDoc, error) {
+	return find[app.AccountDoc](ctx, rm.Accounts, bson.D{{Key: "workspace_id", Value: workspaceID}})
 }
 
-// ListKeys returns the live (not revoked) keys of a workspace, or of one
-// account when accountID is set.
-func (rm *ReadModel) ListKeys(ctx context.Context, workspaceID, accountID string) ([]KeyDoc, error) {
-	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "revoked", Value: false}}
+// KeysFilter is the store query of a key listing.
+func KeysFilter(workspaceID, accountID string) bson.D {
+	filter := bson.D{{Key: "workspace_id", Value: workspaceID}}
 	if accountID != "" {
 		filter = append(filter, bson.E{Key: "service_account_user_id", Value: accountID})
 	}
-	var out []KeyDoc
-	cur, err := rm.Keys.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}))
-	if err != nil {
-		return nil, err
-	}
-	return out, cur.All(ctx, &out)
+	return append(filter, bson.E{Key: "revoked", Value: false})
+}
+
+// ListKeys returns the live (not revoked) keys of a workspace, or of one
+// account when accountID is set, oldest first.
+func (rm *ReadModel) ListKeys(ctx context.Context, workspaceID, accountID string) ([]app.KeyDoc, error) {
+	return find[app.KeyDoc](ctx, rm.Keys, KeysFilter(workspaceID, accountID))
 }
 
 // ListUsers returns a workspace's members (people), oldest first.
-func (rm *ReadModel) ListUsers(ctx context.Context, workspaceID string) ([]UserDoc, error) {
-	var out []UserDoc
-	cur, err := rm.Users.Find(ctx, bson.D{{Key: "workspace_id", Value: workspaceID}},
-		options.Find().SetSort(bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}))
-	if err != nil {
-		return nil, err
-	}
-	return out, cur.All(ctx, &out)
+func (rm *ReadModel) ListUsers(ctx context.Context, workspaceID string) ([]app.UserDoc, error) {
+	return find[app.UserDoc](ctx, rm.Users, bson.D{{Key: "workspace_id", Value: workspaceID}})
 }

@@ -1,7 +1,7 @@
 // Package app holds identity's use cases: one file per command or query.
 // Commands load state from the event store, decide, append a
-// state-carrying event with optimistic concurrency, and write the read
-// model inline so the caller reads its own writes.
+// state-carrying event with optimistic concurrency, and put its state in
+// the read model inline so the caller reads its own writes.
 package app
 
 import (
@@ -19,13 +19,12 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 )
 
 // App is the identity application.
 type App struct {
 	Store     *eventstore.Store
-	ReadModel *adapters.ReadModel
+	ReadModel ReadModel
 	Log       *slog.Logger
 	Now       func() time.Time
 }
@@ -40,16 +39,18 @@ func (a *App) now() time.Time {
 	return time.Now()
 }
 
-// record appends ev and projects it inline (the durable projector covers
-// a crash between the two).
+// record appends ev and puts its state in the read model as of the
+// append's sequence (the stream feeds the read model too, which covers a
+// crash between the two). A duplicate is not put: ev is this attempt's
+// state, not the one stored.
 func (a *App) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventstore.Appended, error) {
 	res, err := esproto.Append(ctx, a.Store, subject, expected, meta, ev)
 	if err != nil {
 		return res, err
 	}
-	if !res.Duplicate {
-		if err := a.ReadModel.ApplyMessage(ctx, res.Seq, ev); err != nil {
-			a.Log.Warn("inline projection failed; the projector will catch up", "subject", subject, "err", err)
+	if doc := DocOf(ev); doc != nil && !res.Duplicate {
+		if err := a.ReadModel.Put(ctx, res.Seq, doc); err != nil {
+			a.Log.Warn("inline read-model write failed; the stream will catch it up", "subject", subject, "err", err)
 		}
 	}
 	return res, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
@@ -76,7 +75,7 @@ type keyView struct {
 	RateLimitPerHour     *int64   `json:"rate_limit_per_hour"`
 }
 
-func viewOfKey(k adapters.KeyDoc) keyView {
+func viewOfKey(k app.KeyDoc) keyView {
 	v := keyView{
 		Name: k.Name, Hint: k.Hint, KeyID: k.ID, ServiceAccountUserID: k.ServiceAccountUserID,
 		CreatedAtUnix: k.CreatedAtUnix, IsDisabled: k.IsDisabled, Permissions: k.Permissions,
@@ -264,7 +263,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, viewOfKey(adapters.KeyDocOf(key)))
+	httpx.WriteJSON(w, http.StatusOK, viewOfKey(app.KeyDocOf(key)))
 }
 
 func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) {

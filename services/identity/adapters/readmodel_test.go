@@ -1,0 +1,70 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/identity/app"
+	"github.com/voiceai-platform/voiceai/services/identity/app/readmodeltest"
+)
+
+func TestMemoryReadModelConforms(t *testing.T) {
+	readmodeltest.Run(t, 2000, func(*testing.T) app.ReadModel { return NewMemoryReadModel() })
+}
+
+// The store read model on the embedded store (and on MongoDB in the
+// container tier, VOICEAI_TEST_DOCKER=1).
+func TestStoreReadModelConforms(t *testing.T) {
+	env := testenv.New(t)
+	client := env.Mongo(t)
+	n := 0
+	// The embedded store scans every document of a listing: a shorter
+	// history.
+	readmodeltest.Run(t, 150, func(t *testing.T) app.ReadModel {
+		n++
+		rm, err := NewReadModel(context.Background(), client.Database(fmt.Sprintf("identity_conformance_%d", n)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rm
+	})
+}
+
+// On a real MongoDB (the container tier) every listing query is answered
+// from an index: the plan has no collection scan.
+func TestStoreQueriesUseAnIndex(t *testing.T) {
+	if !testenv.RealMongo() {
+		t.Skip("query plans are checked on a real MongoDB: run with VOICEAI_TEST_DOCKER=1 (make test-docker)")
+	}
+	env := testenv.New(t)
+	ctx := context.Background()
+	db := env.Mongo(t).Database("identity_plans")
+	if _, err := NewReadModel(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	ws := bson.D{{Key: "workspace_id", Value: "ws"}}
+	for _, q := range []struct {
+		coll   string
+		filter bson.D
+	}{
+		{AccountsCollection, ws}, {UsersCollection, ws},
+		{KeysCollection, KeysFilter("ws", "")}, {KeysCollection, KeysFilter("ws", "sa_1")},
+	} {
+		var plan bson.M
+		err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: q.coll},
+			{Key: "filter", Value: q.filter}, {Key: "sort", Value: byCreation}}},
+			{Key: "verbosity", Value: "queryPlanner"}}).Decode(&plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := fmt.Sprint(plan["queryPlanner"])
+		if strings.Contains(text, "COLLSCAN") || strings.Contains(text, "stage:SORT") || !strings.Contains(text, "IXSCAN") {
+			t.Errorf("%s %v: plan %s", q.coll, q.filter, text)
+		}
+	}
+}
