@@ -51,6 +51,11 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			return
 		}
 		key, status := g.keys.Authenticate(secret, g.now())
+		if status == keycache.Unknown && g.catchUp.Wait(r.Context()) == nil {
+			// Perhaps created a moment ago: asked again once the cache
+			// holds every key stored before the request.
+			key, status = g.keys.Authenticate(secret, g.now())
+		}
 		if status != keycache.Valid {
 			f := authFailures[status]
 			g.deny(w, r, http.StatusUnauthorized, f[0], f[1])

@@ -41,6 +41,7 @@ type Gateway struct {
 	nc       *nats.Conn
 	keys     *keycache.Cache
 	feed     *eventstore.Follower
+	catchUp  *keycache.CatchUp
 	limiter  *ratelimit.Limiter
 	fwd      *natsx.Forwarder
 	log      *slog.Logger
@@ -71,7 +72,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		return nil
 	}
 	return &Gateway{
-		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, limiter: limiter, log: d.Logger,
+		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: keycache.NewCatchUp(d.JS, keys), limiter: limiter, log: d.Logger,
 		fwd:     &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
 		metrics: obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials: newDenials(d.Metrics),
@@ -123,8 +124,39 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 			httpx.WriteError(w, r, err)
 			return
 		}
+		if keyWrites[op.Name] {
+			w = &beforeSuccess{ResponseWriter: w, hook: func() { _ = g.catchUp.Wait(r.Context()) }}
+		}
 		g.fwd.Forward(w, r, op.Service)
 	})
+}
+
+// keyWrites are the operations whose success this gateway's key cache must
+// reflect before the caller hears of it: the caller's next request through
+// it finds a new key, honours a changed one and refuses a revoked one.
+// (Other gateway replicas follow within milliseconds.)
+var keyWrites = map[string]bool{api.CreateKey.Name: true, api.UpdateKey.Name: true, api.RevokeKey.Name: true}
+
+// beforeSuccess runs hook once before a 2xx status is written.
+type beforeSuccess struct {
+	http.ResponseWriter
+	hook func()
+	done bool
+}
+
+func (b *beforeSuccess) WriteHeader(code int) {
+	if !b.done && code >= 200 && code < 300 {
+		b.hook()
+	}
+	b.done = true
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *beforeSuccess) Write(p []byte) (int, error) {
+	if !b.done {
+		b.WriteHeader(http.StatusOK)
+	}
+	return b.ResponseWriter.Write(p)
 }
 
 // Serve listens on addr until ctx ends, then drains in-flight requests.

@@ -78,7 +78,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		if err != nil {
 			return nil, err
 		}
-		rm = alsoStored{mem, store}
+		rm = mem
 	}
 	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
@@ -102,22 +102,4 @@ func followIdentity(ctx context.Context, d runtime.Deps) (*adapters.MemoryReadMo
 		}
 	})
 	return rm, err
-}
-
-// alsoStored lists from memory and puts to memory, then to the store.
-// The store write on the request path is not for the listings: it is the
-// delay that, as before the in-memory model, lets the gateways' key
-// caches (other followers of the stream) apply a new or revoked key
-// before its answer reaches the client, so the next request honours it.
-// Without it a key created through a gateway was refused by it a moment
-// later. The real fix belongs in the gateway (on an unknown key, wait
-// for its feed to catch up); then this goes.
-type alsoStored struct {
-	*adapters.MemoryReadModel
-	store *adapters.ReadModel
-}
-
-func (m alsoStored) Put(ctx context.Context, seq uint64, doc app.Doc) error {
-	_ = m.MemoryReadModel.Put(ctx, seq, doc)
-	return m.store.Put(ctx, seq, doc)
 }

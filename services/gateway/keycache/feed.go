@@ -23,6 +23,7 @@ func Start(ctx context.Context, js jetstream.JetStream, cache *Cache, log *slog.
 			msg, err := esproto.Decode(rec)
 			if err != nil {
 				log.Error("identity event undecodable", "seq", rec.Seq, "err", err)
+				cache.Applied(rec.Seq)
 				return
 			}
 			switch ev := msg.(type) {
@@ -35,5 +36,6 @@ func Start(ctx context.Context, js jetstream.JetStream, cache *Cache, log *slog.
 			case *identityv1.ServiceAccountCreated:
 				cache.PutAccount(ev.GetAccount())
 			}
+			cache.Applied(rec.Seq)
 		})
 }

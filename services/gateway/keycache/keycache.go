@@ -5,6 +5,7 @@
 package keycache
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/netip"
@@ -47,11 +48,44 @@ type Cache struct {
 	byHash map[[sha256.Size]byte]*Key
 	byID   map[string]*Key
 	users  map[string]User // by user id
+
+	seqMu    sync.Mutex
+	applied  uint64        // the last stream sequence applied
+	advanced chan struct{} // closed and replaced when applied grows
 }
 
 // New returns an empty cache.
 func New() *Cache {
-	return &Cache{byHash: map[[sha256.Size]byte]*Key{}, byID: map[string]*Key{}, users: map[string]User{}}
+	return &Cache{byHash: map[[sha256.Size]byte]*Key{}, byID: map[string]*Key{}, users: map[string]User{},
+		advanced: make(chan struct{})}
+}
+
+// Applied records that every event up to seq is applied.
+func (c *Cache) Applied(seq uint64) {
+	c.seqMu.Lock()
+	defer c.seqMu.Unlock()
+	if seq > c.applied {
+		c.applied = seq
+		close(c.advanced)
+		c.advanced = make(chan struct{})
+	}
+}
+
+// WaitApplied returns once every event up to seq is applied, or ctx's error.
+func (c *Cache) WaitApplied(ctx context.Context, seq uint64) error {
+	for {
+		c.seqMu.Lock()
+		applied, advanced := c.applied, c.advanced
+		c.seqMu.Unlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-advanced:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Authenticate resolves a presented secret. The map is keyed by the
