@@ -325,6 +325,34 @@ func TestOfflineStem(t *testing.T) {
 	}
 }
 
+func TestOfflineContentTerms(t *testing.T) {
+	got := contentTerms("The agent explains the REFUND policy: refunds within thirty days, 30 days with a receipt!", nil)
+	want := []term{{"refund", "refund", false}, {"policy", "policy", false}, {"within", "within", false}, {"thirty", "30", true},
+		{"days", "day", false}, {"receipt", "receipt", false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("contentTerms = %+v, want %+v", got, want)
+	}
+	// Past 32 terms a set dedupes: the same terms, in the same order.
+	var long []string
+	for i := range 100 {
+		long = append(long, string([]byte{'k', 'a' + byte(i%40%26), 'a' + byte(i%40/26), 'z'}), fmt.Sprint(i%50))
+	}
+	terms := contentTerms(strings.Join(long, " "), nil)
+	if len(terms) != 40+50 {
+		t.Fatalf("%d terms", len(terms))
+	}
+	seen := map[string]bool{}
+	for _, term := range terms {
+		if seen[term.stem] {
+			t.Fatalf("%q twice", term.stem)
+		}
+		seen[term.stem] = true
+	}
+	if terms[0].stem != "kaaz" || terms[1].stem != "0" || terms[2].stem != "kbaz" {
+		t.Fatalf("first terms %+v", terms[:2])
+	}
+}
+
 func TestOfflineSplitWords(t *testing.T) {
 	cases := []struct {
 		in   string
@@ -614,4 +642,34 @@ func TestOfflineJudgeNormalises(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzOffline: any prompt, message and condition give an answer and a
+// verdict without a panic, the same twice.
+func FuzzOffline(f *testing.F) {
+	f.Add("# Refund policy\n- Refunds within 30 days.\nQ: Deliver?\nA: Yes.", "Can I get a refund?", "refund 30 days")
+	f.Add("Mr. J. e.g. 1,000 9:00 a) b) 1. - * ", "can't 1,00 9am ȺȺ’s", "")
+	f.Add("Opening hours:\n\n:\n#\n?\n", "?", "declines")
+	f.Fuzz(func(t *testing.T, prompt, msg, cond string) {
+		conv := Conversation{SystemPrompt: prompt, Tools: []Tool{bookTable}, Turns: []Turn{agentTurn(prompt), userTurn(msg)}}
+		in := JudgeInput{Conditions: []string{cond}, SuccessExamples: []string{msg}, Transcript: conv.Turns}
+		var first Verdict
+		var firstT Turn
+		for i := range 2 {
+			turn, _, err := Offline{}.Respond(context.Background(), conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Reply = turn
+			v, _, err := Offline{}.Judge(context.Background(), in)
+			if err != nil || v.Summary == "" {
+				t.Fatalf("verdict %+v, %v", v, err)
+			}
+			if i == 0 {
+				first, firstT = v, turn
+			} else if !reflect.DeepEqual(v, first) || !reflect.DeepEqual(turn, firstT) {
+				t.Fatalf("not deterministic: %+v %+v / %+v %+v", firstT, first, turn, v)
+			}
+		}
+	})
 }

@@ -201,15 +201,30 @@ func wordSet(s string) map[string]bool {
 // they first appear; words in stop or extra are left out.
 func contentTerms(s string, extra map[string]bool) []term {
 	var out []term
+	var seen map[string]bool // once out is long; a short list is scanned
 words:
 	for _, w := range splitWords(s) {
 		if stopwords[w] || extra[w] || (len(w) == 1 && !unicode.IsDigit(rune(w[0]))) {
 			continue
 		}
 		st, num := normalize(w)
-		for _, t := range out {
-			if t.stem == st {
-				continue words
+		switch {
+		case seen != nil:
+			if seen[st] {
+				continue
+			}
+			seen[st] = true
+		default:
+			for _, t := range out {
+				if t.stem == st {
+					continue words
+				}
+			}
+			if len(out) == 32 {
+				seen = map[string]bool{st: true}
+				for _, t := range out {
+					seen[t.stem] = true
+				}
 			}
 		}
 		out = append(out, term{word: w, stem: st, number: num})
