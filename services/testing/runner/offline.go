@@ -13,19 +13,58 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// Offline is the network-free model, the default: deterministic, so the
-// same test on the same agent always gives the same, explainable result.
+// Offline is the network-free model, the default: deterministic (no
+// randomness, no clock, no map order in its output), so the same test on
+// the same agent always gives the same, explainable result. It answers
+// from the agent's own configuration by retrieval and judges by word
+// coverage; it understands no meaning beyond shared words.
 //
-// As the agent it calls the tool whose name and description share the
-// most words with the user's last message (arguments taken from that
-// message), or else answers
-// with the sentence of its system prompt (after variable substitution)
-// sharing the most words with that message, or its first message.
+// Words are matched case-folded and stemmed (refunds, refunded → refund;
+// policies → policy; cancelled, cancellation → cancel), number words up
+// to twenty and the tens read as digits (thirty → 30), and function words
+// and words about the conversation ("the agent explains …") are ignored;
+// see offline_text.go.
 //
-// As the judge it compares the reply with the test's examples (word-set
-// similarity): closer to a success example than to every failure example
-// passes, and the reverse fails; without examples, the reply must contain
-// at least half the content words of each success condition.
+// As the agent, for the user's last message it
+//   - calls the tool whose name and description share the most words with
+//     the message, when no sentence of its configuration shares more
+//     (arguments taken from the message: the first number for a numeric
+//     property, else the word after the property's name, else the whole
+//     message);
+//   - else answers with the sentences of its system prompt (after variable
+//     substitution) or first message that share the most words with it,
+//     and those that add words the first ones lack, at most three, in
+//     their order in the prompt. The prompt is split into sentences at
+//     . ! ? and at line ends; bullets are dropped, a "# heading" or a
+//     "Refund policy:" lead-in lends its words to the lines under it, and
+//     a question in the prompt (an FAQ's "Q: Do you deliver?") lends its
+//     words to the answer after it;
+//   - answers a greeting, or a message without a content word, with its
+//     first message;
+//   - and when nothing in its configuration shares a content word with
+//     the message, says plainly that it cannot find that in its
+//     instructions (offlineRefusal).
+//
+// As the judge, with success or failure examples, the reply passes when
+// it is closer (word-set similarity of the normalised words) to a success
+// example than to every failure example and fails in the reverse case. A
+// tie, or no examples, is decided by the success conditions: each is met
+// when the reply contains at least half of the condition's content words
+// and every number the condition states, exactly ("60 days" does not meet
+// "30 days"); the rationale names the words found and missing. A refusal
+// (the agent's configuration did not cover the question) fails, saying
+// so, unless a condition or success example asks for a refusal ("declines
+// …", "cannot help"), which the refusal then meets.
+//
+// It cannot judge meaning: synonyms and paraphrases do not match (a
+// "reimbursement" is not a "refund"), negation is not understood (a reply
+// that says "no refunds" contains "refunds"), nor are tone, politeness,
+// language, facts that are not in the reply's words, or numbers written
+// differently (9:00 and nine, two hundred and 200); a reply that shares
+// half of a condition's words meets it whatever else it says. The judge
+// does not see the agent's configuration: it knows a question was not
+// covered only from the offline agent's refusal. As the agent it quotes
+// its instructions rather than following them, and it never asks back.
 type Offline struct{}
 
 // Provider is "offline".
@@ -34,84 +73,155 @@ func (Offline) Provider() string { return "offline" }
 // ModelName is "offline-v1".
 func (Offline) ModelName() string { return "offline-v1" }
 
-var stopwords = map[string]bool{}
+// offlineRefusal is the agent's answer to a message nothing in its
+// configuration covers; the judge recognises it.
+const offlineRefusal = "I'm sorry, I can't find anything about that in my instructions."
 
-func init() {
-	for _, w := range strings.Fields(`a an the and or but if then so to of in on at by for with from as is are was were be been
-	being it its this that these those i you he she we they me my your our their them do does did done not no yes can could
-	should would will shall may might must has have had what which who whom when where why how all any each more most other
-	some such only own same than too very just about into over after before again further once here there up down out off
-	agent user response reply replies respond responds answer answers says say said message true false should must`) {
-		stopwords[w] = true
+// offlineHello greets for an agent without a first message.
+const offlineHello = "Hello! How can I help you?"
+
+// maxAnswerSentences bounds an answer.
+const maxAnswerSentences = 3
+
+// Respond plays the agent's next turn.
+func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
+	last := lastUserText(c.Turns)
+	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
+	turn := offlineAnswer(c, last)
+	if len(turn.Calls) > 0 {
+		usage.CompletionTokens = int64(len(turn.Calls[0].Arguments) / 4)
+	} else {
+		usage.CompletionTokens = int64(len(strings.Fields(turn.Text)))
 	}
+	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	return turn, usage, nil
 }
 
-// contentWords is the words of s that are not stopwords, each once, in no
-// particular order (callers only count them).
-func contentWords(s string) []string {
+func offlineAnswer(c Conversation, last string) Turn {
+	first := firstAgentLine(c)
+	asked := contentTerms(last, nil)
+	if isGreeting(asked) {
+		if first == "" {
+			first = offlineHello
+		}
+		return Turn{Role: "agent", Text: first}
+	}
+	cands := promptSentences(c.SystemPrompt)
+	if first != "" {
+		cands = append(cands[:len(cands):len(cands)], promptSentences(first)...)
+	}
+	hits := make([][]bool, len(cands))
+	best := 0
+	for i, s := range cands {
+		hits[i] = make([]bool, len(asked))
+		n := 0
+		for j, t := range asked {
+			if s.stems[t.stem] {
+				hits[i][j] = true
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	tool, toolScore := -1, 0
+	for i, t := range c.Tools {
+		n := 0
+		for _, w := range contentTerms(strings.ReplaceAll(t.Name, "_", " ")+" "+t.Description, nil) {
+			for _, a := range asked {
+				if a.stem == w.stem {
+					n++
+					break
+				}
+			}
+		}
+		if n > toolScore {
+			tool, toolScore = i, n
+		}
+	}
+	if tool >= 0 && toolScore >= best {
+		t := c.Tools[tool]
+		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: offlineArguments(t.Parameters, last)}}}
+	}
+	if best == 0 {
+		return Turn{Role: "agent", Text: offlineRefusal}
+	}
+	return Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}
+}
+
+// pick is the texts of the candidates that match the most asked words,
+// then of those that add the most words not yet matched, at most
+// maxAnswerSentences, in their order in the configuration.
+func pick(cands []sentence, hits [][]bool, best int) []string {
+	chosen := make([]bool, len(cands))
+	covered := make([]bool, len(hits[0]))
+	n := 0
+	take := func(i int) {
+		chosen[i] = true
+		n++
+		for j, h := range hits[i] {
+			covered[j] = covered[j] || h
+		}
+	}
+	for i := range cands {
+		if n < maxAnswerSentences && count(hits[i]) == best {
+			take(i)
+		}
+	}
+	for n < maxAnswerSentences {
+		at, gain := -1, 0
+		for i := range cands {
+			g := 0
+			for j, h := range hits[i] {
+				if h && !covered[j] {
+					g++
+				}
+			}
+			if !chosen[i] && g > gain {
+				at, gain = i, g
+			}
+		}
+		if at < 0 {
+			break
+		}
+		take(at)
+	}
 	var out []string
-	for w := range domain.Tokens(s) { // a set: every word once
-		if !stopwords[w] {
-			out = append(out, w)
+	for i, s := range cands {
+		if chosen[i] {
+			out = append(out, s.text)
 		}
 	}
 	return out
 }
 
-func overlap(a []string, b map[string]bool) int {
+func count(bs []bool) int {
 	n := 0
-	for _, w := range a {
-		if b[w] {
+	for _, b := range bs {
+		if b {
 			n++
 		}
 	}
 	return n
 }
 
-// Respond plays the agent's next turn.
-func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
-	last := ""
-	for i := len(c.Turns) - 1; i >= 0; i-- {
-		if c.Turns[i].Role == "user" {
-			last = c.Turns[i].Text
-			break
+// isGreeting reports whether a message asks nothing: it has no content
+// word, or only greeting words ("Good morning!").
+func isGreeting(asked []term) bool {
+	for _, t := range asked {
+		if !greetingWords[t.word] {
+			return false
 		}
 	}
-	asked := domain.Tokens(last)
-	best, bestScore := -1, 0
-	for i, t := range c.Tools {
-		words := contentWords(strings.ReplaceAll(t.Name, "_", " ") + " " + t.Description)
-		if s := overlap(words, asked); s > bestScore {
-			best, bestScore = i, s
+	return true
+}
+
+func lastUserText(turns []Turn) string {
+	for i := len(turns) - 1; i >= 0; i-- {
+		if turns[i].Role == "user" {
+			return turns[i].Text
 		}
 	}
-	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
-	if best >= 0 {
-		t := c.Tools[best]
-		args := offlineArguments(t.Parameters, last)
-		usage.CompletionTokens = int64(len(args) / 4)
-		usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
-		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: args}}}, usage, nil
-	}
-	reply := ""
-	if last != "" {
-		bestSentence, bestScore := "", 0
-		for _, s := range promptSentences(c.SystemPrompt) {
-			if sc := overlap(s.words, asked); sc > bestScore {
-				bestSentence, bestScore = s.text, sc
-			}
-		}
-		reply = bestSentence
-	}
-	if reply == "" {
-		reply = firstAgentLine(c)
-	}
-	if reply == "" {
-		reply = "I'm sorry, I can't help with that."
-	}
-	usage.CompletionTokens = int64(len(strings.Fields(reply)))
-	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
-	return Turn{Role: "agent", Text: reply}, usage, nil
+	return ""
 }
 
 func firstAgentLine(c Conversation) string {
@@ -123,16 +233,9 @@ func firstAgentLine(c Conversation) string {
 	return ""
 }
 
-var sentenceEnd = regexp.MustCompile(`[.!?\n]+`)
-
-// sentence is a sentence of a system prompt and its content words.
-type sentence struct {
-	text  string
-	words []string
-}
-
-// prompts caches the split system prompts: every run of an invocation
-// shares its agent's prompt.
+// prompts caches the split system prompts and first messages: every run
+// of an invocation shares its agent's. A cached slice is never appended
+// to in place.
 var prompts struct {
 	sync.Mutex
 	byText map[string][]sentence
@@ -147,22 +250,9 @@ func promptSentences(prompt string) []sentence {
 	if prompts.byText == nil || len(prompts.byText) >= 64 {
 		prompts.byText = map[string][]sentence{}
 	}
-	var ss []sentence
-	for _, s := range sentences(prompt) {
-		ss = append(ss, sentence{text: s, words: contentWords(s)})
-	}
+	ss := knowledge(prompt)
 	prompts.byText[prompt] = ss
 	return ss
-}
-
-func sentences(s string) []string {
-	var out []string
-	for _, p := range sentenceEnd.Split(s, -1) {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p+".")
-		}
-	}
-	return out
 }
 
 var number = regexp.MustCompile(`-?\d+(\.\d+)?`)
@@ -222,10 +312,14 @@ func lowerSameWidth(s string) string {
 	return b.String()
 }
 
-// Judge decides by comparing with examples, or by the condition's words.
+// Judge decides by comparing with examples, or by the conditions' words.
 func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
+	refused := isRefusal(in.Reply)
+	if refused && !asksForRefusal(in) {
+		return notCovered(in), Usage{Calls: 1}, nil
+	}
 	reply := replyText(in.Reply)
-	rt := domain.Tokens(reply)
+	rt := stemSet(reply)
 	bestS, iS := bestMatch(in.SuccessExamples, rt)
 	bestF, iF := bestMatch(in.FailureExamples, rt)
 	v := Verdict{Result: domain.ConditionUnknown}
@@ -245,26 +339,139 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 			v.Summary = fmt.Sprintf("Offline judge: the reply is closer to failure example #%d (%.2f) than to any success example (%.2f).", iF+1, bestF, bestS)
 		}
 	case len(in.Conditions) > 0:
-		ok := true
-		for _, c := range in.Conditions {
-			words := contentWords(c)
-			hit := overlap(words, rt)
-			v.Messages = append(v.Messages, fmt.Sprintf("Condition %q: %d of %d content words in the reply.", c, hit, len(words)))
-			if len(words) > 0 && hit*2 < len(words) {
-				ok = false
-			}
+		if greets(reply) {
+			rt["greet"] = true // "greets the caller" is met by a hello
 		}
-		if ok {
-			v.Result = domain.ConditionSuccess
-			v.Summary = "Offline judge: the reply contains at least half the content words of every success condition."
-		} else {
-			v.Result = domain.ConditionFailure
-			v.Summary = "Offline judge: the reply lacks most content words of a success condition."
+		v.Result = domain.ConditionSuccess
+		v.Summary = "Offline judge: the reply contains at least half the content words of every success condition, and every number they state."
+		for _, c := range in.Conditions {
+			msg, fail := judgeCondition(c, rt, refused)
+			v.Messages = append(v.Messages, msg)
+			if fail != "" && v.Result == domain.ConditionSuccess {
+				v.Result, v.Summary = domain.ConditionFailure, fail
+			}
 		}
 	default:
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, Usage{Calls: 1}, nil
+}
+
+// judgeCondition is the rationale message for one success condition, and
+// the verdict's summary when the reply does not meet it.
+func judgeCondition(c string, reply map[string]bool, refused bool) (msg, fail string) {
+	if refused && refusalWords(c) {
+		return fmt.Sprintf("Condition %q: it asks the agent to decline, and the agent said it cannot find the question in its instructions.", c), ""
+	}
+	var found, missing, numbers []string
+	for _, t := range contentTerms(c, conditionStopwords) {
+		switch {
+		case reply[t.stem]:
+			found = append(found, t.word)
+		case t.number:
+			numbers = append(numbers, t.word)
+			missing = append(missing, t.word)
+		default:
+			missing = append(missing, t.word)
+		}
+	}
+	total := len(found) + len(missing)
+	if total == 0 {
+		return fmt.Sprintf("Condition %q: no content words to look for; nothing contradicts it.", c), ""
+	}
+	msg = fmt.Sprintf("Condition %q: %d of %d content words in the reply (found: %s; missing: %s).", c, len(found), total, list(found), list(missing))
+	the, are := "number", "is"
+	if len(numbers) > 1 {
+		the, are = "numbers", "are"
+	}
+	if len(numbers) > 0 {
+		msg += fmt.Sprintf(" The %s %s it states %s not in the reply; numbers must match exactly.", the, strings.Join(numbers, ", "), are)
+	}
+	switch {
+	case len(found)*2 < total:
+		fail = fmt.Sprintf("Offline judge: the reply lacks most content words of a success condition (%q): missing %s.", c, list(missing))
+	case len(numbers) > 0:
+		fail = fmt.Sprintf("Offline judge: the reply lacks the %s %s that a success condition states (%q); numbers must match exactly.", the, strings.Join(numbers, ", "), c)
+	}
+	return msg, fail
+}
+
+func list(words []string) string {
+	if len(words) == 0 {
+		return "none"
+	}
+	return strings.Join(words, ", ")
+}
+
+// isRefusal reports whether the reply is the offline agent's answer to a
+// question its configuration does not cover.
+func isRefusal(t Turn) bool { return len(t.Calls) == 0 && t.Text == offlineRefusal }
+
+// asksForRefusal reports whether a success condition or example expects
+// the agent to decline.
+func asksForRefusal(in JudgeInput) bool {
+	for _, s := range append(in.Conditions[:len(in.Conditions):len(in.Conditions)], in.SuccessExamples...) {
+		if refusalWords(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// refusalWords reports whether s speaks of declining: declines, refuses,
+// unable, cannot, can't, out of scope, apologises, or a negation before
+// know, sure, help, find, answer or assist ("I do not know", "no idea").
+func refusalWords(s string) bool {
+	words := splitWords(s)
+	for i, w := range words {
+		for _, p := range []string{"declin", "refus", "unable", "cannot", "cant", "scope", "apolog"} {
+			if strings.HasPrefix(w, p) {
+				return true
+			}
+		}
+		switch w {
+		case "not", "dont", "doesnt", "didnt", "no", "never":
+			for _, n := range words[i+1 : min(i+3, len(words))] {
+				switch n {
+				case "know", "sure", "help", "find", "answer", "assist", "idea":
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// greets reports whether a reply contains a greeting.
+func greets(reply string) bool {
+	for _, w := range splitWords(reply) {
+		switch w {
+		case "hi", "hello", "hey", "hiya", "howdy", "greetings", "welcome", "morning", "afternoon", "evening":
+			return true
+		}
+	}
+	return false
+}
+
+// notCovered fails a reply that is the agent's refusal: nothing in its
+// configuration matched the question.
+func notCovered(in JudgeInput) Verdict {
+	q := lastUserText(in.Transcript)
+	var words []string
+	for _, t := range contentTerms(q, nil) {
+		words = append(words, t.word)
+	}
+	v := Verdict{Result: domain.ConditionFailure, Messages: []string{fmt.Sprintf(
+		"The reply is the offline agent's refusal: no sentence of the agent's system prompt or first message and no tool shares a content word with the question (looked for: %s).", list(words))}}
+	for _, c := range in.Conditions {
+		v.Messages = append(v.Messages, fmt.Sprintf("Condition %q: not met, the agent did not answer.", c))
+	}
+	question := "the question"
+	if q != "" {
+		question = fmt.Sprintf("the question %q", q)
+	}
+	v.Summary = fmt.Sprintf("Offline judge: the agent's configuration does not cover %s: nothing in its system prompt, first message or tools matches it, so the agent answered that it cannot find it in its instructions.", question)
+	return v
 }
 
 func replyText(t Turn) string {
@@ -282,7 +489,7 @@ func replyText(t Turn) string {
 func bestMatch(examples []string, reply map[string]bool) (float64, int) {
 	best, at := -1.0, -1
 	for i, e := range examples {
-		if s := domain.Jaccard(domain.Tokens(e), reply); s > best {
+		if s := domain.Jaccard(stemSet(e), reply); s > best {
 			best, at = s, i
 		}
 	}

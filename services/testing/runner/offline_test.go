@@ -1,11 +1,19 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -42,15 +50,15 @@ func TestOfflineRespond(t *testing.T) {
 		{"without a user message the first message is used",
 			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{agentTurn("Hello Ann, how can I help?")}},
 			agentTurn("Hello Ann, how can I help?")},
-		{"a question nothing in the prompt answers gets the first message",
+		{"a question nothing in the configuration answers gets the refusal",
 			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{agentTurn("Hello Ann, how can I help?"), userTurn("Quantum chromodynamics?")}},
-			agentTurn("Hello Ann, how can I help?")},
+			agentTurn(offlineRefusal)},
 		{"the first agent line with text is used",
-			Conversation{Turns: []Turn{{Role: "agent", Calls: []Call{{Name: "x"}}}, agentTurn("First words."), agentTurn("Second."), userTurn("zzz")}},
+			Conversation{Turns: []Turn{{Role: "agent", Calls: []Call{{Name: "x"}}}, agentTurn("First words."), agentTurn("Second."), userTurn("Hi!")}},
 			agentTurn("First words.")},
-		{"no prompt and no first message gets the apology",
+		{"no prompt and no first message: the question is not covered",
 			Conversation{Turns: []Turn{userTurn("What are your opening hours?")}},
-			agentTurn("I'm sorry, I can't help with that.")},
+			agentTurn(offlineRefusal)},
 		{"calls the tool whose name and description match the request",
 			Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{{Name: "end_call", Description: "Hang up"}, bookTable},
 				Turns: []Turn{userTurn("Please book a table for 4 guests, date friday")}},
@@ -169,13 +177,13 @@ func TestOfflineJudge(t *testing.T) {
 		{"a tie between examples falls back to the conditions",
 			JudgeInput{Conditions: []string{"states the opening hours nine to five"}, SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"},
 				Reply: agentTurn("Our opening hours are nine to five.")},
-			domain.ConditionSuccess, []string{"at least half the content words"}, []string{`Condition "states the opening hours nine to five": 4 of 5 content words in the reply.`}},
+			domain.ConditionSuccess, []string{"at least half the content words"}, []string{`Condition "states the opening hours nine to five": 4 of 4 content words in the reply (found: opening, hours, nine, five; missing: none).`}},
 		{"a condition with half its words passes",
-			JudgeInput{Conditions: []string{"opening hours nine five"}, Reply: agentTurn("the hours are nine")},
+			JudgeInput{Conditions: []string{"opening hours weekday evening"}, Reply: agentTurn("the hours are on weekdays")},
 			domain.ConditionSuccess, nil, []string{"2 of 4 content words"}},
 		{"a condition with fewer than half its words fails",
 			JudgeInput{Conditions: []string{"The agent states the opening hours nine to five"}, Reply: agentTurn("I do not know the schedule.")},
-			domain.ConditionFailure, []string{"lacks most content words of a success condition"}, []string{"0 of 5 content words"}},
+			domain.ConditionFailure, []string{"lacks most content words of a success condition"}, []string{"0 of 4 content words"}},
 		{"a condition with one word of three fails",
 			JudgeInput{Conditions: []string{"opening hours weekday"}, Reply: agentTurn("the hours are long")},
 			domain.ConditionFailure, []string{"lacks most content words"}, []string{"1 of 3 content words"}},
@@ -272,4 +280,396 @@ func TestUsageAdd(t *testing.T) {
 	if u != (Usage{PromptTokens: 11, CompletionTokens: 22, TotalTokens: 33, Calls: 3}) {
 		t.Fatalf("%+v", u)
 	}
+}
+
+func TestOfflineStem(t *testing.T) {
+	same := [][]string{
+		{"refund", "refunds", "refunded", "refunding", "refundable"},
+		{"policy", "policies"},
+		{"cancel", "cancels", "cancelled", "canceled", "cancelling", "cancellation", "cancellations"},
+		{"book", "books", "booked", "booking", "bookings"},
+		{"open", "opens", "opened", "opening"},
+		{"reserve", "reserved", "reservation", "reservations"},
+		{"ship", "shipped", "shipping", "shipment"},
+		{"apply", "applies", "applied"},
+		{"pay", "payment", "payments"},
+		{"confirm", "confirmed", "confirmation"},
+		{"change", "changes", "changed", "changing"},
+		{"price", "prices", "priced", "pricing"},
+		{"use", "uses", "used", "using"},
+		{"call", "calls", "called", "calling"},
+		{"delivery", "deliveries"},
+		{"week", "weekly"},
+		{"greet", "greets", "greeting"},
+		{"box", "boxes"},
+		{"class", "classes"},
+		{"add", "added"},
+	}
+	for _, group := range same {
+		for _, w := range group[1:] {
+			if stem(w) != stem(group[0]) {
+				t.Errorf("stem(%q) = %q, stem(%q) = %q: want them equal", w, stem(w), group[0], stem(group[0]))
+			}
+		}
+	}
+	different := [][2]string{{"refund", "refuse"}, {"book", "box"}, {"hour", "house"}, {"status", "state"}, {"ship", "shop"}}
+	for _, d := range different {
+		if stem(d[0]) == stem(d[1]) {
+			t.Errorf("stem(%q) = stem(%q) = %q: want them different", d[0], d[1], stem(d[0]))
+		}
+	}
+	for _, w := range []string{"", "a", "us", "naïve", "mp3", "ⱥⱥⱥs"} {
+		if stem(w) != w {
+			t.Errorf("stem(%q) = %q: short and non-ASCII words stay", w, stem(w))
+		}
+	}
+}
+
+func TestOfflineContentTerms(t *testing.T) {
+	got := contentTerms("The agent explains the REFUND policy: refunds within thirty days, 30 days with a receipt!", nil)
+	want := []term{{"refund", "refund", false}, {"policy", "policy", false}, {"within", "within", false}, {"thirty", "30", true},
+		{"days", "day", false}, {"receipt", "receipt", false}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("contentTerms = %+v, want %+v", got, want)
+	}
+	// Past 32 terms a set dedupes: the same terms, in the same order.
+	var long []string
+	for i := range 100 {
+		long = append(long, string([]byte{'k', 'a' + byte(i%40%26), 'a' + byte(i%40/26), 'z'}), fmt.Sprint(i%50))
+	}
+	terms := contentTerms(strings.Join(long, " "), nil)
+	if len(terms) != 40+50 {
+		t.Fatalf("%d terms", len(terms))
+	}
+	seen := map[string]bool{}
+	for _, term := range terms {
+		if seen[term.stem] {
+			t.Fatalf("%q twice", term.stem)
+		}
+		seen[term.stem] = true
+	}
+	if terms[0].stem != "kaaz" || terms[1].stem != "0" || terms[2].stem != "kbaz" {
+		t.Fatalf("first terms %+v", terms[:2])
+	}
+}
+
+func TestOfflineSplitWords(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+	}{
+		{"Can't REFUND it.", []string{"cant", "refund", "it"}},
+		{"the customer’s receipt", []string{"the", "customers", "receipt"}},
+		{"$1,000 or 25.50, at 9:00", []string{"1000", "or", "25.50", "at", "9:00"}},
+		{"9am-5pm, 30-day", []string{"9", "am", "5", "pm", "30", "day"}},
+		{"1,2,3 and 1,0000", []string{"1", "2", "3", "and", "1", "0000"}},
+		{"end.", []string{"end"}},
+		{"Crème BRÛLÉE’s 1,000 9am, can't", []string{"crème", "brûlées", "1000", "9", "am", "cant"}},
+		{"", nil},
+	}
+	for _, c := range cases {
+		if got := splitWords(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("splitWords(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestOfflineKnowledge(t *testing.T) {
+	cases := []struct {
+		name   string
+		prompt string
+		want   []string // the candidate answers' texts
+		stems  map[int][]string
+	}{
+		{"sentences, abbreviations, initials, decimals and addresses",
+			"You are Ava, e.g. a helper. Mr. J. Smith runs acme.com! Prices start at 9.50 dollars. Really?? Yes...",
+			[]string{"You are Ava, e.g. a helper.", "Mr. J. Smith runs acme.com!", "Prices start at 9.50 dollars.", "Yes..."}, nil},
+		{"lines and bullets",
+			"Be kind\n- Refunds within 30 days.\n* Receipt required\n• Open weekdays\n1. First\n2) Second\na) Third",
+			[]string{"Be kind.", "Refunds within 30 days.", "Receipt required.", "Open weekdays.", "First.", "Second.", "Third."}, nil},
+		{"a heading lends its words up to the blank line after its sentences",
+			"# Refund policy\n\n- Within 30 days.\n- With a receipt.\n\nWe sell shoes.",
+			[]string{"Within 30 days.", "With a receipt.", "We sell shoes."},
+			map[int][]string{0: {"refund", "policy", "within", "30", "day"}, 1: {"refund", "policy", "receipt"}, 2: {"sell", "sho"}}},
+		{"a lead-in prefixes its list up to a blank line",
+			"Opening hours:\n- Weekdays nine to five.\n- Saturdays ten to two.\n\nWe sell shoes.",
+			[]string{"Opening hours: Weekdays nine to five.", "Opening hours: Saturdays ten to two.", "We sell shoes."},
+			map[int][]string{1: {"open", "hour", "saturday", "10", "2"}, 2: {"sell", "sho"}}},
+		{"a question lends its words to its answer",
+			"Q: Do you deliver?\nA: Yes, within 5 miles.\nQuestion: Is parking free? Answer: No.",
+			[]string{"Yes, within 5 miles.", "No."},
+			map[int][]string{0: {"deliver", "within", "5", "mil"}, 1: {"park", "fre"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ss := knowledge(c.prompt)
+			var got []string
+			for _, s := range ss {
+				got = append(got, s.text)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("sentences %q, want %q", got, c.want)
+			}
+			for i, stems := range c.stems {
+				var have []string
+				for st := range ss[i].stems {
+					have = append(have, st)
+				}
+				slices.Sort(have)
+				want := slices.Clone(stems)
+				slices.Sort(want)
+				if !reflect.DeepEqual(have, want) {
+					t.Errorf("sentence %d matches %q, want %q", i, have, want)
+				}
+			}
+		})
+	}
+}
+
+// refundAgent is the new user's agent: its prompt states the refund
+// policy, and nothing about shipping.
+const refundAgent = `{"agent":{"first_message":"Hi {{customer}}, this is Acme support. How can I help?",
+	"dynamic_variables":{"dynamic_variable_placeholders":{"customer":"there"}},
+	"prompt":{"prompt":"You are the support agent of {{shop}}, a shoe shop.\n\n## Refund policy\n- Refunds are possible within 30 days with a receipt.\n- Cancelled orders are refunded in full.\n\nOur store is open nine to five on weekdays.",
+	  "tools":[{"name":"track_order","description":"Look up where an order is","parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}}]}}}`
+
+func refundRun(t *testing.T, body string) Run {
+	t.Helper()
+	return Run{
+		Invocation: &testingv1.Invocation{InvocationId: "tinv_r", WorkspaceId: "ws_1", AgentId: "agent_r", RepeatCount: 1},
+		Test:       &testingv1.PlannedTest{TestId: "test_r", TestType: domain.TypeLLM},
+		Definition: testDef(t, body), AgentConfig: []byte(refundAgent), RunID: domain.RunID("tinv_r", 0), WorkerID: "wrk_1",
+	}
+}
+
+func llmTest(question, condition string) string {
+	return fmt.Sprintf(`{"type":"llm","name":"t","dynamic_variables":{"shop":"Acme"},
+	  "chat_history":[{"role":"user","message":%q,"time_in_call_secs":1}],"success_condition":%q}`, question, condition)
+}
+
+// TestOfflineAnswersFromTheConfiguration runs llm tests against an agent
+// whose prompt states a refund policy, end to end through the executor.
+func TestOfflineAnswersFromTheConfiguration(t *testing.T) {
+	cases := []struct {
+		name        string
+		body        string
+		status      string
+		reply       string
+		summaryHas  string
+		messagesHas string
+	}{
+		{"the condition the prompt states passes",
+			llmTest("Can I get a refund?", "The agent explains the refund policy: 30 days with a receipt"),
+			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
+			"at least half the content words of every success condition",
+			`4 of 5 content words in the reply (found: refund, 30, days, receipt; missing: policy).`},
+		{"plurals and other forms of a word match",
+			llmTest("What happens when I cancel an order?", "Says cancellations get refunds"),
+			domain.RunPassed, "Cancelled orders are refunded in full.", "", "(found: cancellations, refunds; missing: none)"},
+		{"the heading's words find the sentences under it",
+			llmTest("What is your policy?", "states the 30 days refund policy"),
+			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.", "", "3 of 4 content words in the reply (found: 30, days, refund; missing: policy)"},
+		{"a number the reply does not state fails",
+			llmTest("Can I get a refund?", "The agent says refunds are possible within 60 days"),
+			domain.RunFailed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
+			`the reply lacks the number 60 that a success condition states ("The agent says refunds are possible within 60 days"); numbers must match exactly.`,
+			"found: refunds, possible, within, days; missing: 60). The number 60 it states is not in the reply"},
+		{"number words are numbers",
+			llmTest("When is the store open?", "says the store opens at 9 and closes at 5"),
+			domain.RunPassed, "Our store is open nine to five on weekdays.", "", "found: store, opens, 9, 5; missing: closes"},
+		{"a question the configuration does not cover fails, saying so",
+			llmTest("Do you ship to Canada?", "The agent says we ship to Canada"),
+			domain.RunFailed, offlineRefusal,
+			`Offline judge: the agent's configuration does not cover the question "Do you ship to Canada?"`, "(looked for: ship, canada)"},
+		{"a refusal meets a condition that asks for one",
+			llmTest("Can you give me legal advice?", "The agent declines: legal advice is not in its instructions"),
+			domain.RunPassed, offlineRefusal, "", "it asks the agent to decline"},
+		{"a greeting gets the first message",
+			llmTest("Good morning!", "greets the customer and offers help"),
+			domain.RunPassed, "Hi there, this is Acme support. How can I help?", "", "found: greets, help"},
+		{"an action a tool covers is a tool call",
+			llmTest("Where is my order? order_id A17", "tracks the order"),
+			domain.RunPassed, "", "", "found: tracks, order"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := (&Executor{Model: Offline{}}).Execute(context.Background(), refundRun(t, c.body))
+			if res.GetStatus() != c.status || res.GetError() != "" {
+				t.Fatalf("status %q (want %q) error %q: %s %q", res.GetStatus(), c.status, res.GetError(), res.GetRationaleSummary(), res.GetRationaleMessages())
+			}
+			if m := responses(t, res); len(m) != 1 || m[0].Message != c.reply {
+				t.Fatalf("reply %s, want %q", res.GetAgentResponsesJson(), c.reply)
+			}
+			if !strings.Contains(res.GetRationaleSummary(), c.summaryHas) {
+				t.Fatalf("summary %q lacks %q", res.GetRationaleSummary(), c.summaryHas)
+			}
+			if all := strings.Join(res.GetRationaleMessages(), "\n"); !strings.Contains(all, c.messagesHas) {
+				t.Fatalf("messages %q lack %q", res.GetRationaleMessages(), c.messagesHas)
+			}
+		})
+	}
+}
+
+// The same test on the same agent gives byte-identical results.
+func TestOfflineResultsAreByteIdentical(t *testing.T) {
+	e := &Executor{Model: Offline{}, Now: func() time.Time { return time.Unix(1, 0) }}
+	for _, body := range []string{
+		llmTest("Can I get a refund?", "The agent explains the refund policy: 30 days with a receipt"),
+		llmTest("Can I get a refund?", "refunds within 60 days, with receipts, for cancelled orders, on weekdays"),
+		llmTest("Do you ship to Canada?", "ships to Canada"),
+		llmTest("Hello", "greets"),
+	} {
+		var first []byte
+		for i := range 2 {
+			prompts.Lock()
+			prompts.byText = nil // the second run splits the prompt again
+			prompts.Unlock()
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(e.Execute(context.Background(), refundRun(t, body)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 {
+				first = b
+			} else if !bytes.Equal(b, first) {
+				t.Fatalf("%s: the second result differs", body)
+			}
+		}
+	}
+}
+
+func TestOfflineRespondFromTheConfiguration(t *testing.T) {
+	const prompt = "# Refunds\n- Refunds are possible within 30 days with a receipt.\n- Refunds go back to the card you paid with.\n\n" +
+		"Opening hours:\n- Weekdays nine to five.\n- Saturdays ten to two.\n\nQ: Do you deliver?\nA: Yes, within 5 miles."
+	cases := []struct {
+		name string
+		conv Conversation
+		want Turn
+	}{
+		{"every sentence that matches best, in prompt order",
+			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("How do refunds work?")}},
+			agentTurn("Refunds are possible within 30 days with a receipt. Refunds go back to the card you paid with.")},
+		{"sentences adding words the best one lacks",
+			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Are you open on Saturdays, and do you deliver?")}},
+			agentTurn("Opening hours: Saturdays ten to two. Yes, within 5 miles.")},
+		{"an FAQ's answer",
+			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Can you deliver my order?")}},
+			agentTurn("Yes, within 5 miles.")},
+		{"a greeting without a first message",
+			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Hey there!")}},
+			agentTurn(offlineHello)},
+		{"a message without a content word gets the first message",
+			Conversation{SystemPrompt: prompt, Turns: []Turn{agentTurn("Hi, Acme here."), userTurn("OK, thanks.")}},
+			agentTurn("Hi, Acme here.")},
+		{"the first message answers too",
+			Conversation{Turns: []Turn{agentTurn("Hi, this is Ava from Acme Dental."), userTurn("Is this Acme Dental?")}},
+			agentTurn("Hi, this is Ava from Acme Dental.")},
+		{"a tool sharing fewer words than a sentence is not called",
+			Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{bookTable}, Turns: []Turn{userTurn("Do I get refunds for cancelled bookings?")}},
+			agentTurn("Refunds are never given for cancelled bookings.")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, _, err := Offline{}.Respond(context.Background(), c.conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("reply %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestOfflineJudgeNormalises(t *testing.T) {
+	refusal := agentTurn(offlineRefusal)
+	asked := []Turn{userTurn("Do you sell gift cards?")}
+	cases := []struct {
+		name        string
+		in          JudgeInput
+		result      string
+		summaryHas  string
+		messagesHas string
+	}{
+		{"stems match",
+			JudgeInput{Conditions: []string{"confirms the cancellation and the refund"}, Reply: agentTurn("Your booking is cancelled; we refunded you.")},
+			domain.ConditionSuccess, "", "found: cancellation, refund; missing: confirms"},
+		{"number words and digits are the same number",
+			JudgeInput{Conditions: []string{"thirty days"}, Reply: agentTurn("Within 30 days.")}, domain.ConditionSuccess, "", "2 of 2"},
+		{"a different number fails even when every other word is there",
+			JudgeInput{Conditions: []string{"refunds within 60 days with a receipt"}, Reply: agentTurn("Refunds within 30 days with a receipt.")},
+			domain.ConditionFailure, "lacks the number 60", "The number 60 it states is not in the reply"},
+		{"numbers are named together",
+			JudgeInput{Conditions: []string{"open on weekdays 8 to 6"}, Reply: agentTurn("Open on weekdays nine to five.")},
+			domain.ConditionFailure, "lacks the numbers 8, 6", "The numbers 8, 6 it states are not in the reply"},
+		{"the words are named in the summary",
+			JudgeInput{Conditions: []string{"offers a discount voucher"}, Reply: agentTurn("No.")},
+			domain.ConditionFailure, `("offers a discount voucher"): missing discount, voucher.`, "0 of 2"},
+		{"a refusal fails: the configuration does not cover the question",
+			JudgeInput{Conditions: []string{"sells gift cards"}, Transcript: asked, Reply: refusal},
+			domain.ConditionFailure, `the agent's configuration does not cover the question "Do you sell gift cards?"`, `Condition "sells gift cards": not met`},
+		{"a refusal fails whatever the examples",
+			JudgeInput{SuccessExamples: []string{"Yes, we sell gift cards."}, FailureExamples: []string{"I'm sorry, I can't find that."}, Transcript: asked, Reply: refusal},
+			domain.ConditionFailure, "does not cover the question", "looked for: sell, gift, cards"},
+		{"a refusal a success example asks for is judged by the examples",
+			JudgeInput{SuccessExamples: []string{"I'm sorry, I can't find anything about that."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
+			domain.ConditionSuccess, "closer to success example #1", ""},
+		{"examples compare normalised words",
+			JudgeInput{SuccessExamples: []string{"Refunds are POSSIBLE within thirty days."}, FailureExamples: []string{"No refund."}, Reply: agentTurn("refund are possible within 30 day")},
+			domain.ConditionSuccess, "success example #1 (1.00)", ""},
+		{"a refusal an example of not knowing asks for is judged by the examples",
+			JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
+			domain.ConditionSuccess, "closer to success example #1", ""},
+		{"a condition without content words has nothing to check",
+			JudgeInput{Conditions: []string{"The agent responds."}, Reply: agentTurn("Anything.")},
+			domain.ConditionSuccess, "", "no content words to look for"},
+		{"a hello meets greets",
+			JudgeInput{Conditions: []string{"greets the caller"}, Reply: agentTurn("Hello, Acme here.")}, domain.ConditionSuccess, "", "found: greets"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v, _, err := Offline{}.Judge(context.Background(), c.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Result != c.result {
+				t.Fatalf("result %q, want %q (%+v)", v.Result, c.result, v)
+			}
+			if !strings.Contains(v.Summary, c.summaryHas) {
+				t.Fatalf("summary %q lacks %q", v.Summary, c.summaryHas)
+			}
+			if all := strings.Join(v.Messages, "\n"); !strings.Contains(all, c.messagesHas) {
+				t.Fatalf("messages %q lack %q", v.Messages, c.messagesHas)
+			}
+		})
+	}
+}
+
+// FuzzOffline: any prompt, message and condition give an answer and a
+// verdict without a panic, the same twice.
+func FuzzOffline(f *testing.F) {
+	f.Add("# Refund policy\n- Refunds within 30 days.\nQ: Deliver?\nA: Yes.", "Can I get a refund?", "refund 30 days")
+	f.Add("Mr. J. e.g. 1,000 9:00 a) b) 1. - * ", "can't 1,00 9am ȺȺ’s", "")
+	f.Add("Opening hours:\n\n:\n#\n?\n", "?", "declines")
+	f.Fuzz(func(t *testing.T, prompt, msg, cond string) {
+		conv := Conversation{SystemPrompt: prompt, Tools: []Tool{bookTable}, Turns: []Turn{agentTurn(prompt), userTurn(msg)}}
+		in := JudgeInput{Conditions: []string{cond}, SuccessExamples: []string{msg}, Transcript: conv.Turns}
+		var first Verdict
+		var firstT Turn
+		for i := range 2 {
+			turn, _, err := Offline{}.Respond(context.Background(), conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Reply = turn
+			v, _, err := Offline{}.Judge(context.Background(), in)
+			if err != nil || v.Summary == "" {
+				t.Fatalf("verdict %+v, %v", v, err)
+			}
+			if i == 0 {
+				first, firstT = v, turn
+			} else if !reflect.DeepEqual(v, first) || !reflect.DeepEqual(turn, firstT) {
+				t.Fatalf("not deterministic: %+v %+v / %+v %+v", firstT, first, turn, v)
+			}
+		}
+	})
 }
