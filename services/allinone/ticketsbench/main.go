@@ -598,7 +598,7 @@ func (p *platform) seedTesting(n int) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	// Measured on a quiet platform, as the tickets are.
-	for _, durable := range []string{"testing-entries", "testing-invocations", "testing-invocation-tests"} {
+	for _, durable := range []string{"testing-entries", "testing-invocations"} {
 		if err := projection.WaitCaughtUp(ctx, js, events.TestingStream, durable); err != nil {
 			return err
 		}
