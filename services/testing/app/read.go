@@ -284,6 +284,7 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[st
 			"test_run_count": runs, "passed_count": passed, "failed_count": failed, "pending_count": pending,
 			"cancelled_count": cancelled, "title": d.Title, "repeat_count": d.RepeatCount,
 			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
+			"reliability": invocationReliability(passed, failed),
 		})
 	}
 	var last *InvocationPosition
@@ -291,4 +292,13 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[st
 		last = &InvocationPosition{Created: page[len(page)-1].CreatedAtUnix, ID: page[len(page)-1].ID}
 	}
 	return out, last, more, nil
+}
+
+// invocationReliability is the pass rate of an invocation's finished runs
+// and its 95% interval; pass^k belongs to one test's repeats, not to a mix
+// of tests, so it is left out.
+func invocationReliability(passed, failed int64) map[string]any {
+	v := ReliabilityView(domain.NewReliability(passed, passed+failed, 1))
+	delete(v, "pass_hat_k")
+	return v
 }

@@ -71,14 +71,46 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": t.GetTestId()})
 }
 
+// getTest answers the test's definition and its reliability over its
+// recent invocations (pass rate, Wilson 95% interval, pass^k with k from
+// ?k=, default 3).
 func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
+	var v httpx.Validator
+	k := app.ReliabilityK
+	if s := r.URL.Query().Get("k"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			v.Add("Input should be a valid integer", "int_parsing", "query", "k")
+		} else {
+			v.Check(n >= 1 && n <= 10, "Input should be between 1 and 10", "value_error", "query", "k")
+			k = n
+		}
+	}
+	if err := v.Err(); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+	overall, per, err := h.app.TestReliability(r.Context(), c.WorkspaceID, t.GetTestId(), k)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	rel := app.ReliabilityView(overall)
+	invocations := make([]map[string]any, len(per))
+	for i, p := range per {
+		invocations[i] = app.ReliabilityView(p.Reliability)
+		invocations[i]["invocation_id"], invocations[i]["created_at_unix_secs"] = p.InvocationID, p.CreatedAtUnix
+	}
+	rel["invocations"] = invocations
+	view := app.TestView(t)
+	view["reliability"] = rel
+	httpx.WriteJSON(w, http.StatusOK, view)
 }
 
 func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {

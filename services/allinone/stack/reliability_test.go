@@ -1,0 +1,100 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A test's reliability over a known mix: two passing repeats, then, with
+// the agent's prompt no longer covering the question, two failing ones.
+func TestReliabilityThroughTheGateway(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	})
+	agent := agentWith(t, s)
+	hours := createTest(t, s, `{"type":"llm","name":"Opening hours",
+	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
+	  "success_condition":"The agent states the opening hours nine to five"}`)
+	run := func(want string) string {
+		t.Helper()
+		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2}`, hours))
+		if r.Code != 200 {
+			t.Fatalf("run-tests: %d %s", r.Code, r.Body)
+		}
+		id := r.JSON(t)["id"].(string)
+		eventually(t, 30*time.Second, "runs finish", func() bool { return getInvocation(t, s, id).Status == "completed" })
+		for _, run := range getInvocation(t, s, id).TestRuns {
+			if run.Status != want {
+				t.Fatalf("run %s: %s (%v); want %s", run.TestRunID, run.Status, run.ConditionResult, want)
+			}
+		}
+		return id
+	}
+	passing := run("passed")
+	if r := call(t, s, "PATCH", "/v1/convai/agents/"+agent, adminKey, `{"conversation_config":{"agent":{"prompt":{"prompt":"You help guests book tables."}}}}`); r.Code != 200 {
+		t.Fatalf("prompt change: %d %s", r.Code, r.Body)
+	}
+	failing := run("failed")
+
+	type figures struct {
+		Runs         int       `json:"runs"`
+		Passed       int       `json:"passed"`
+		PassRate     float64   `json:"pass_rate"`
+		CI           []float64 `json:"pass_rate_ci95"`
+		InvocationID string    `json:"invocation_id"`
+		PassHatK     struct {
+			K     int     `json:"k"`
+			Value float64 `json:"value"`
+		} `json:"pass_hat_k"`
+	}
+	var got struct {
+		ID          string `json:"id"`
+		Reliability struct {
+			figures
+			Invocations []figures `json:"invocations"`
+		} `json:"reliability"`
+	}
+	r := call(t, s, "GET", "/v1/convai/agent-testing/"+hours, adminKey, "")
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
+		t.Fatalf("get test: %d %s", r.Code, r.Body)
+	}
+	rel := got.Reliability
+	// 2 of 4: rate 0.5, Wilson 95% [0.150, 0.850]; pass^3 = C(2,3)/C(4,3) = 0.
+	if rel.Runs != 4 || rel.Passed != 2 || rel.PassRate != 0.5 || len(rel.CI) != 2 || rel.CI[0] != 0.15 || rel.CI[1] != 0.85 ||
+		rel.PassHatK.K != 3 || rel.PassHatK.Value != 0 {
+		t.Fatalf("overall reliability %+v: %s", rel.figures, r.Body)
+	}
+	if len(rel.Invocations) != 2 || rel.Invocations[0].InvocationID != failing || rel.Invocations[0].PassRate != 0 ||
+		rel.Invocations[1].InvocationID != passing || rel.Invocations[1].PassRate != 1 || rel.Invocations[1].PassHatK.K != 2 {
+		t.Fatalf("per invocation, newest first: %+v", rel.Invocations)
+	}
+	r = call(t, s, "GET", "/v1/convai/agent-testing/"+hours+"?k=1", adminKey, "")
+	if err := json.Unmarshal(r.Body, &got); err != nil || got.Reliability.PassHatK.Value != 0.5 {
+		t.Fatalf("pass^1 is the pass rate: %s", r.Body)
+	}
+	for _, k := range []string{"0", "11", "two"} {
+		if r := call(t, s, "GET", "/v1/convai/agent-testing/"+hours+"?k="+k, adminKey, ""); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["query","k"]`) {
+			t.Fatalf("k=%s: %d %s", k, r.Code, r.Body)
+		}
+	}
+
+	// Invocation summaries carry the pass rate of their finished runs.
+	var list struct {
+		Results []struct {
+			ID          string  `json:"id"`
+			Reliability figures `json:"reliability"`
+		} `json:"results"`
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations?agent_id="+agent, adminKey, "")
+	if err := json.Unmarshal(r.Body, &list); err != nil || len(list.Results) != 2 {
+		t.Fatalf("invocations: %s", r.Body)
+	}
+	if a, b := list.Results[0], list.Results[1]; a.ID != failing || a.Reliability.PassRate != 0 || a.Reliability.Runs != 2 ||
+		b.ID != passing || b.Reliability.PassRate != 1 || b.Reliability.CI[0] != 0.342 {
+		t.Fatalf("summaries: %+v", list.Results)
+	}
+}

@@ -1,0 +1,93 @@
+package app
+
+import (
+	"context"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Bounds of a test's reliability report: it reads each run's result, so
+// its cost is bounded whatever the test's history.
+const (
+	ReliabilityInvocations = 10  // the most recent invocations that ran the test
+	ReliabilityMaxRuns     = 500 // run results read at most
+	ReliabilityK           = 3   // pass^k's default k
+)
+
+// InvocationReliability is a test's record in one invocation (its repeats).
+type InvocationReliability struct {
+	InvocationID  string
+	CreatedAtUnix int64
+	domain.Reliability
+}
+
+// TestReliability is a test's record over its recent invocations, newest
+// first, and over all of them together. Only passed and failed runs
+// count: pending and cancelled ones say nothing of the test.
+func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (domain.Reliability, []InvocationReliability, error) {
+	page, _, err := a.ReadModel.PageInvocations(ctx, InvocationFilter{WorkspaceID: ws, TestID: testID, Limit: ReliabilityInvocations})
+	if err != nil {
+		return domain.Reliability{}, nil, err
+	}
+	results := eventstore.New(a.JS, events.TestRunsStream)
+	var per []InvocationReliability
+	var passed, runs int64
+	budget := ReliabilityMaxRuns
+	for _, s := range page {
+		inv, _, err := a.Invocations.Get(ctx, ws, s.ID)
+		if err != nil {
+			return domain.Reliability{}, nil, err
+		}
+		repeat := int(max(inv.GetRepeatCount(), 1))
+		var p, n int64
+		for i, pt := range inv.GetTests() {
+			if pt.GetTestId() != testID {
+				continue
+			}
+			for r := 0; r < repeat && budget > 0; r++ {
+				budget--
+				subject, err := events.RunSubject(ws, s.ID, domain.RunID(s.ID, i*repeat+r))
+				if err != nil {
+					return domain.Reliability{}, nil, err
+				}
+				rec, found, err := results.Last(ctx, subject)
+				if err != nil {
+					return domain.Reliability{}, nil, err
+				}
+				if !found {
+					continue
+				}
+				run, err := runOf(esproto.Decode(rec))
+				if err != nil {
+					return domain.Reliability{}, nil, err
+				}
+				switch run.GetStatus() {
+				case domain.RunPassed:
+					p, n = p+1, n+1
+				case domain.RunFailed:
+					n++
+				}
+			}
+		}
+		if n > 0 {
+			per = append(per, InvocationReliability{InvocationID: s.ID, CreatedAtUnix: s.CreatedAtUnix, Reliability: domain.NewReliability(p, n, k)})
+			passed, runs = passed+p, runs+n
+		}
+	}
+	return domain.NewReliability(passed, runs, k), per, nil
+}
+
+// ReliabilityView is the wire form of reliability figures.
+func ReliabilityView(r domain.Reliability) map[string]any {
+	return map[string]any{
+		"runs": r.Runs, "passed": r.Passed, "pass_rate": round3(r.PassRate),
+		"pass_rate_ci95": []float64{round3(r.Low), round3(r.High)},
+		"pass_hat_k":     map[string]any{"k": r.K, "value": round3(r.PassHatK)},
+	}
+}
+
+func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
