@@ -3,8 +3,11 @@ package eventstore
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
+	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -14,7 +17,31 @@ import (
 // sent, since the server applies a stream update while consumers are being
 // created on the same stream without a lock (a data race in
 // nats-server 2.15's file store, seen under -race).
+//
+// A stream that cannot answer yet (a new replicated stream before its
+// first leader, a cluster between leaders) is asked again with back-off
+// until ctx ends, so processes started together on a fresh cluster wait
+// for their streams instead of exiting.
 func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
+	return backoff.RetryNotifyWithData(func() (jetstream.Stream, error) {
+		s, err := ensureOnce(ctx, js, want)
+		if err = classify(err); err != nil && !isUnavailable(err) {
+			return nil, backoff.Permanent(err)
+		}
+		return s, err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		slog.Warn("stream not available yet; asking again", "stream", want.Name, "in", wait, "err", err)
+	})
+}
+
+func isUnavailable(err error) bool {
+	var u unavailable
+	return errors.As(err, &u)
+}
+
+func ensureOnce(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	s, err := js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = js.CreateStream(ctx, want)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -46,5 +47,42 @@ func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
 	}
 	if n, _, _ := updates.Pending(); n != 0 {
 		t.Fatalf("%d more stream updates than the one change", n)
+	}
+}
+
+// notAnswering is a JetStream whose stream lookups time out a few times,
+// as a new replicated stream does before its first leader.
+type notAnswering struct {
+	jetstream.JetStream
+	timeouts int
+}
+
+func (n *notAnswering) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if n.timeouts > 0 {
+		n.timeouts--
+		return nil, nats.ErrTimeout
+	}
+	return n.JetStream.Stream(ctx, name)
+}
+
+// A stream that does not answer yet is asked again until it does; a
+// refusal is returned at once; an ended context ends the wait.
+func TestEnsureConfigWaitsForAStreamThatCannotAnswerYet(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	direct, _ := jetstream.New(env.Conn(t))
+	ctx := context.Background()
+	want := jetstream.StreamConfig{Name: "LATE", Subjects: []string{"late.>"}, Storage: jetstream.FileStorage}
+	js := &notAnswering{JetStream: direct, timeouts: 3}
+	if _, err := EnsureConfig(ctx, js, want); err != nil || js.timeouts != 0 {
+		t.Fatalf("after 3 time-outs: %v (%d left)", err, js.timeouts)
+	}
+	bad := jetstream.StreamConfig{Name: "BAD", Subjects: []string{"late.>"}} // overlaps LATE: refused
+	if _, err := EnsureConfig(ctx, direct, bad); err == nil || isUnavailable(err) {
+		t.Fatalf("an overlapping stream: %v", err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := EnsureConfig(ended, &notAnswering{JetStream: direct, timeouts: 1 << 30}, want); err == nil {
+		t.Fatal("an ended context still waits")
 	}
 }

@@ -140,7 +140,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 			}
 			return Appended{}, fmt.Errorf("%w: %s at %d", ErrConflict, subject, expectedSeq)
 		}
-		return Appended{}, fmt.Errorf("append to %s: %w", subject, err)
+		return Appended{}, fmt.Errorf("append to %s: %w", subject, classify(err))
 	}
 	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

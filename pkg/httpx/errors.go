@@ -64,6 +64,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		LoggerFrom(r.Context()).Warn("malformed id reached a handler", "err", err)
 		e = NotFound("not_found", "No resource has this id.")
 	}
+	var u interface{ Unavailable() bool }
+	if e == nil && errors.As(err, &u) && u.Unavailable() {
+		// A store electing a leader, or restarting: a retry in a moment
+		// succeeds, and nothing was written.
+		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
+		w.Header().Set("Retry-After", "1")
+		e = NewError(http.StatusServiceUnavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
+	}
 	if e == nil && !errors.As(err, &e) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
 		e = NewError(http.StatusInternalServerError, "internal_error", "The server failed to process the request.")

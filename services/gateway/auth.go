@@ -94,15 +94,16 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key
 	if key.PerHour > 0 {
 		lim.PerHour = key.PerHour
 	}
+	now := g.now()
 	d, err := g.limiter.Allow(r.Context(), key.ID, lim)
 	if err != nil {
-		// Failing closed: without the shared counters no replica can
-		// know the key's usage.
-		httpx.LoggerFrom(r.Context()).Error("rate limiter unavailable", "err", err)
-		g.deny(w, r, http.StatusServiceUnavailable, "rate_limiter_unavailable", "Rate limiting is unavailable; retry shortly.")
-		return false
+		// The shared counters cannot answer (a leader election, a NATS
+		// restart): this replica counts alone until they heal, rather
+		// than refusing every request or counting none.
+		httpx.LoggerFrom(r.Context()).Warn("shared rate limits unavailable; counting locally", "err", err)
+		g.localLimits.Inc()
+		d = g.fallback.Allow(key.ID, lim, now)
 	}
-	now := g.now()
 	ratelimit.SetHeaders(w.Header(), d, now)
 	if !d.Allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfterSeconds(d, now), 10))

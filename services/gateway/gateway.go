@@ -43,12 +43,15 @@ type Gateway struct {
 	feed     *eventstore.Follower
 	catchUp  *keycache.CatchUp
 	limiter  *ratelimit.Limiter
-	fwd      *natsx.Forwarder
-	log      *slog.Logger
-	metrics  *obs.HTTPMetrics
-	denials  *prometheus.CounterVec // requests refused before forwarding, by status
-	now      func() time.Time
-	probes   obs.Probes
+	fallback *ratelimit.Local // while the shared limiter cannot answer
+	// localLimits counts requests limited by the fallback.
+	localLimits prometheus.Counter
+	fwd         *natsx.Forwarder
+	log         *slog.Logger
+	metrics     *obs.HTTPMetrics
+	denials     *prometheus.CounterVec // requests refused before forwarding, by status
+	now         func() time.Time
+	probes      obs.Probes
 }
 
 // New starts following key events and returns a gateway. It does not wait
@@ -73,10 +76,15 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	}
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: keycache.NewCatchUp(d.JS, keys), limiter: limiter, log: d.Logger,
-		fwd:     &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
-		metrics: obs.NewHTTPMetrics(d.Metrics, "gateway"),
-		denials: newDenials(d.Metrics),
-		now:     time.Now,
+		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
+		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
+		denials:  newDenials(d.Metrics),
+		fallback: ratelimit.NewLocal(),
+		localLimits: obs.Register(d.Metrics, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "voiceai_gateway_rate_limit_local_total",
+			Help: "Requests rate-limited by this gateway alone because the shared counters could not answer.",
+		})),
+		now: time.Now,
 	}, nil
 }
 

@@ -1,9 +1,15 @@
 package stack
 
 import (
+	"context"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
 // waitForFreshMinute avoids a window boundary in the middle of a test.
@@ -47,5 +53,51 @@ func TestRateLimitHeadersAndRefusal(t *testing.T) {
 	// Another key is unaffected: limits are per key.
 	if r := call(t, s, "GET", "/v1/convai/agents", adminKey, ""); r.Code != 200 || r.Header.Get("X-RateLimit-Limit") != "50" {
 		t.Fatalf("other key: %d limit %q", r.Code, r.Header.Get("X-RateLimit-Limit"))
+	}
+}
+
+// While the shared counters cannot answer (here their stream is sealed,
+// so every increment is refused), the gateway serves on and limits each
+// key by its own count; once they answer again it uses them again.
+func TestRateLimitsHoldWhileTheSharedCountersAreDown(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000
+	})
+	waitForFreshMinute(t, 15*time.Second)
+	limited, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":2`)
+	// One request counted in the shared counters: the local count, which
+	// starts at nothing, then admits two more where the shared one would
+	// admit one.
+	if r := call(t, s, "GET", "/v1/convai/agents", limited, ""); r.Code != 200 || r.Header.Get("X-RateLimit-Remaining") != "1" {
+		t.Fatalf("first request: %d remaining %q", r.Code, r.Header.Get("X-RateLimit-Remaining"))
+	}
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	str, err := js.Stream(ctx, ratelimit.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := str.CachedInfo().Config
+	cfg.Sealed = true
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{200, 200, 429} {
+		if r := call(t, s, "GET", "/v1/convai/agents", limited, ""); r.Code != want || r.Header.Get("X-RateLimit-Limit") != "2" {
+			t.Fatalf("request %d with the counters down: %d %s (limit %q); want %d", i+1, r.Code, r.Body, r.Header.Get("X-RateLimit-Limit"), want)
+		}
+	}
+	// The stream gone, the limiter makes it again and counts in it.
+	if err := js.DeleteStream(ctx, ratelimit.Stream); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, s, "GET", "/v1/convai/agents", adminKey, ""); r.Code != 200 || r.Header.Get("X-RateLimit-Remaining") != "49" {
+		t.Fatalf("shared counters back: %d remaining %q", r.Code, r.Header.Get("X-RateLimit-Remaining"))
 	}
 }

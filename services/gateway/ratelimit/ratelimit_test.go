@@ -132,3 +132,27 @@ func TestCountersSurviveTheirStreamGoing(t *testing.T) {
 		t.Fatalf("stream after Ready: %v", err)
 	}
 }
+
+func TestLocalCountsEachWindowAndForgetsPastOnes(t *testing.T) {
+	l := NewLocal()
+	lim := Limits{PerMinute: 2, PerHour: 3}
+	at := time.Date(2026, 1, 1, 10, 0, 5, 0, time.UTC)
+	for i, want := range []bool{true, true, false} {
+		if d := l.Allow("k", lim, at); d.Allowed != want {
+			t.Fatalf("request %d in the first minute: %+v", i+1, d)
+		}
+	}
+	if d := l.Allow("other", lim, at); !d.Allowed {
+		t.Fatal("another key shares no count")
+	}
+	next := at.Add(time.Minute)
+	if d := l.Allow("k", lim, next); !d.Allowed || d.Hour.Remaining != 0 {
+		t.Fatalf("a new minute, the hour's third: %+v", d)
+	}
+	if d := l.Allow("k", lim, next); d.Allowed || d.Minute.Remaining != 0 || d.Hour.Remaining != 0 {
+		t.Fatalf("the hour is spent: %+v", d)
+	}
+	if d := l.Allow("k", lim, at.Add(time.Hour)); !d.Allowed {
+		t.Fatalf("a new hour: %+v", d)
+	}
+}

@@ -1,0 +1,46 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// An append no stream answers (here: no stream holds the subject; in a
+// cluster: a stream between leaders) is marked unavailable, so the edge
+// answers 503 with Retry-After instead of 500.
+func TestAppendNobodyAnswersIsUnavailable(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	_, err := New(s.js, "TEST").Append(ctx, "elsewhere.a", AnySeq, "", ev("1"))
+	if err == nil || !isUnavailable(err) || !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("append with no stream: %v (unavailable %v)", err, isUnavailable(err))
+	}
+	// A conflict is an answer, not an outage.
+	if _, err := s.Append(ctx, "test.a", 0, "", ev("1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "test.a", 0, "", ev("2")); !IsConflict(err) || isUnavailable(err) {
+		t.Fatalf("conflict: %v", err)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("x: %w", jetstream.ErrNoStreamResponse), true},
+		{context.DeadlineExceeded, true},
+		{&jetstream.APIError{ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{&jetstream.APIError{ErrorCode: 10163}, true},
+		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, false},
+		{errors.New("boom"), false},
+	} {
+		if got := isUnavailable(classify(c.err)); got != c.want {
+			t.Errorf("classify(%v) unavailable = %v; want %v", c.err, got, c.want)
+		}
+	}
+}
