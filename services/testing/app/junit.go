@@ -60,6 +60,17 @@ func (j *JUnitWriter) attr(name, value string) {
 	j.w.WriteByte('"')
 }
 
+// text writes element text escaped, its line feeds as they are (an
+// attribute's are escaped, or a parser would turn them into spaces).
+func (j *JUnitWriter) text(s string) {
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			j.w.WriteByte('\n')
+		}
+		_ = xml.EscapeText(j.w, []byte(line))
+	}
+}
+
 func (j *JUnitWriter) intAttr(name string, n int) { j.attr(name, strconv.Itoa(n)) }
 
 // Seconds formats milliseconds as decimal seconds with 3 decimals.
@@ -113,7 +124,7 @@ func (j *JUnitWriter) Case(c JUnitCase) error {
 			j.attr("type", c.Outcome)
 		}
 		j.w.WriteByte('>')
-		_ = xml.EscapeText(j.w, []byte(c.Text))
+		j.text(c.Text)
 		j.w.WriteString("</")
 		j.w.WriteString(c.Outcome)
 		_, err := j.w.WriteString(">\n    </testcase>\n")
