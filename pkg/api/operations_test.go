@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
@@ -95,5 +96,38 @@ func TestHandleChecksPermissionIDsAndIdempotencyKey(t *testing.T) {
 	}
 	if commandID("ws_b", CreateAgent.Name, "K") == a || commandID("ws_a", CreateTicket.Name, "K") == a {
 		t.Error("the same key in another workspace or operation gave the same command id")
+	}
+}
+
+// A malformed id in a query parameter that names one resource is answered
+// as an unknown one of that kind; other *_id parameters stay 422.
+func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
+	for name, v := range QueryIDParams {
+		if _, ok := IDParams[v]; !ok {
+			t.Errorf("%s names %q, not in IDParams", name, v)
+		}
+	}
+	cases := []struct {
+		query string
+		code  int
+	}{
+		{"baseline_invocation_id=tinv_1", 0},
+		{"baseline_invocation_id=", 0},
+		{"baseline_invocation_id=a.b", 404},
+		{"agent_id=a.b", 422},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest("GET", "/v1/convai/test-invocations/tinv_1?"+c.query, nil)
+		err := checkQuery(req)
+		rec := httptest.NewRecorder()
+		if err != nil {
+			httpx.WriteError(rec, req, err)
+		}
+		if (err == nil) != (c.code == 0) || (err != nil && rec.Code != c.code) {
+			t.Errorf("%s: %v (%d), want %d", c.query, err, rec.Code, c.code)
+		}
+		if c.code == 404 && !strings.Contains(rec.Body.String(), `"test_invocation_not_found"`) {
+			t.Errorf("%s: %s", c.query, rec.Body)
+		}
 	}
 }

@@ -71,6 +71,13 @@ func CheckRequest(r *http.Request) error {
 // MaxQueryValueLen bounds every query parameter's value.
 const MaxQueryValueLen = 1024
 
+// QueryIDParams are the query parameters that name one resource to be
+// read, by the path variable that names that kind: a malformed value is
+// answered as an unknown one (404), as in a path, not as a 422.
+var QueryIDParams = map[string]string{
+	"baseline_invocation_id": "invocation_id",
+}
+
 // checkQuery checks the query: every value at most MaxQueryValueLen
 // bytes, and every parameter named *_id an id (or empty, or "@me" where a
 // user id may name the caller).
@@ -80,6 +87,9 @@ func checkQuery(r *http.Request) error {
 			switch {
 			case len(v) > MaxQueryValueLen:
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should have at most 1024 bytes", Type: "string_too_long"}}
+			case QueryIDParams[name] != "" && v != "" && !ids.Valid(v):
+				p := IDParams[QueryIDParams[name]]
+				return httpx.NotFound(p.NotFound, "No "+p.Noun+" has this id.")
 			case strings.HasSuffix(name, "_id") && v != "" && v != "@me" && !ids.Valid(v):
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: httpx.IDMessage, Type: "string_pattern_mismatch"}}
 			}

@@ -123,6 +123,14 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 // test's definition once. A new invocation (created) is written as created:
 // every run pending, whatever runners have done since.
 func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool) error {
+	return a.writeInvocation(ctx, w, inv, created, nil, nil)
+}
+
+// writeInvocation is WriteInvocation that also calls each, when given,
+// with every run's index and status as it is written, and then tail, when
+// given, to write more fields of the object after test_runs.
+func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool,
+	each func(idx int, status string), tail func(*bufio.Writer) error) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	enc := json.NewEncoder(bw)
 	var bucketing any
@@ -170,14 +178,6 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		}
 	}
 	bw.WriteString(`],"test_runs":[`)
-	repeat := int(max(inv.GetRepeatCount(), 1))
-	total := len(inv.GetTests()) * repeat
-	seen := domain.NewBitset(total)
-	expected := ExpectedAttempts(inv)
-	latestAttempt := int32(0) // the running resubmission's attempt
-	if rs := inv.GetResubmissions(); len(rs) > 0 {
-		latestAttempt = rs[len(rs)-1].GetAttempt()
-	}
 	views := map[uint64]RunTestView{}
 	info := func(pt *testingv1.PlannedTest) (RunTestView, error) {
 		if v, ok := views[pt.GetTestStreamSeq()]; ok {
@@ -191,9 +191,10 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		views[pt.GetTestStreamSeq()] = v
 		return v, nil
 	}
+	repeat := int(max(inv.GetRepeatCount(), 1))
 	first := true
 	pending := pendingRuns{}
-	emit := func(idx int, runID string, res *testingv1.RunResult) error {
+	_, err := a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
 		pt := inv.GetTests()[idx/repeat]
 		ti, err := info(pt)
 		if err != nil {
@@ -203,36 +204,79 @@ func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 			bw.WriteByte(',')
 		}
 		first = false
+		if each != nil {
+			each(idx, runStatus(res, unrun))
+		}
 		if res == nil {
-			return pending.write(bw, inv, idx/repeat, ti, runID, UnrunStatus(inv, expected[runID] == latestAttempt))
+			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
 		}
 		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
+	})
+	if err != nil {
+		return err
+	}
+	if tail != nil {
+		bw.WriteString(`],`)
+		if err := tail(bw); err != nil {
+			return err
+		}
+		bw.WriteString("}")
+		return bw.Flush()
+	}
+	bw.WriteString("]}")
+	return bw.Flush()
+}
+
+// runStatus is the status of a run: its result's, or unrun without one.
+func runStatus(res *testingv1.RunResult, unrun string) string {
+	if res == nil {
+		return unrun
+	}
+	return res.GetStatus()
+}
+
+// eachRun calls fn with every run of inv: first those with a result of
+// their newest attempt, in stream order, then the others in index order,
+// with a nil result and their status without one (pending or cancelled).
+// A new invocation (created) reads no result. With only, a result is used
+// only for the runs only holds (the others are shown without one, as
+// when only was taken). It returns the runs that had a result. Memory
+// holds one bit per run.
+func (a *App) eachRun(ctx context.Context, inv *testingv1.Invocation, created bool, only domain.Bitset,
+	fn func(idx int, runID string, res *testingv1.RunResult, unrun string) error) (domain.Bitset, error) {
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	total := len(inv.GetTests()) * repeat
+	seen := domain.NewBitset(total)
+	expected := ExpectedAttempts(inv)
+	latestAttempt := int32(0) // the running resubmission's attempt
+	if rs := inv.GetResubmissions(); len(rs) > 0 {
+		latestAttempt = rs[len(rs)-1].GetAttempt()
 	}
 	if !created { // a new invocation is written as created: no result is read
 		err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 			idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
-			if err != nil || idx >= total || seen.Has(idx) {
+			if err != nil || idx >= total || seen.Has(idx) || (only != nil && !only.Has(idx)) {
 				return nil
 			}
 			if r.GetAttempt() < max(expected[r.GetRunId()], 1) {
 				return nil // a newer attempt is pending: shown below
 			}
 			seen.Set(idx)
-			return emit(idx, r.GetRunId(), r)
+			return fn(idx, r.GetRunId(), r, "")
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for idx := range total {
 		if !seen.Has(idx) {
-			if err := emit(idx, domain.RunID(inv.GetInvocationId(), idx), nil); err != nil {
-				return err
+			runID := domain.RunID(inv.GetInvocationId(), idx)
+			if err := fn(idx, runID, nil, UnrunStatus(inv, expected[runID] == latestAttempt)); err != nil {
+				return nil, err
 			}
 		}
 	}
-	bw.WriteString("]}")
-	return bw.Flush()
+	return seen, nil
 }
 
 // ListInvocations returns one page of invocation summaries, newest first,

@@ -3,6 +3,7 @@
 package ports
 
 import (
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -388,9 +389,14 @@ func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
-	w.Header().Set("Content-Type", "application/json")
+	h.stream(w, r, "application/json", func(w io.Writer) error { return h.app.WriteInvocation(r.Context(), w, inv, created) })
+}
+
+// stream answers 200 with the body write streams.
+func (h *handlers) stream(w http.ResponseWriter, r *http.Request, contentType string, write func(io.Writer) error) {
+	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
-	if err := h.app.WriteInvocation(r.Context(), w, inv, created); err != nil {
+	if err := write(w); err != nil {
 		// The status line is sent; cut the body short so the client sees
 		// a truncated response rather than a wrong one.
 		httpx.LoggerFrom(r.Context()).Error("invocation stream failed", "err", err)
@@ -398,14 +404,95 @@ func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *
 	}
 }
 
+// Invocation formats.
+const (
+	formatJSON  = "json"
+	formatJUnit = "junit"
+)
+
+// invocationFormat is the format a GET of an invocation answers in: the
+// format query parameter (json or junit) when given, else JUnit XML when
+// Accept prefers application/xml or text/xml to application/json, else
+// JSON.
+func invocationFormat(r *http.Request, v *httpx.Validator) string {
+	q := r.URL.Query()
+	if q.Has("format") {
+		switch f := q.Get("format"); f {
+		case formatJSON, formatJUnit:
+			return f
+		}
+		v.Add("Input should be 'json' or 'junit'", "enum", "query", "format")
+		return ""
+	}
+	if prefersXML(r.Header.Values("Accept")) {
+		return formatJUnit
+	}
+	return formatJSON
+}
+
+// prefersXML reports whether Accept gives application/xml or text/xml a
+// higher quality than application/json. Wildcards choose nothing: the
+// default is JSON.
+func prefersXML(accept []string) bool {
+	xmlQ, jsonQ := 0.0, 0.0
+	for _, line := range accept {
+		for _, rng := range strings.Split(line, ",") {
+			params := strings.Split(rng, ";")
+			mt := strings.ToLower(strings.TrimSpace(params[0]))
+			q := 1.0
+			for _, p := range params[1:] {
+				k, val, _ := strings.Cut(strings.TrimSpace(p), "=")
+				if strings.EqualFold(strings.TrimSpace(k), "q") {
+					if f, err := strconv.ParseFloat(strings.TrimSpace(val), 64); err == nil && f >= 0 && f <= 1 {
+						q = f
+					}
+				}
+			}
+			switch mt {
+			case "application/xml", "text/xml":
+				xmlQ = max(xmlQ, q)
+			case "application/json":
+				jsonQ = max(jsonQ, q)
+			}
+		}
+	}
+	return xmlQ > 0 && xmlQ > jsonQ
+}
+
 func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
 	c := caller(r)
+	var v httpx.Validator
+	format := invocationFormat(r, &v)
+	if err := v.Err(); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
 	}
-	h.writeInvocation(w, r, inv, false)
+	// A baseline of another workspace, unknown or malformed is answered as
+	// an unknown invocation.
+	var baseline *testingv1.Invocation
+	if id := r.URL.Query().Get("baseline_invocation_id"); id != "" {
+		if baseline, _, err = h.app.Invocations.Get(r.Context(), c.WorkspaceID, id); err != nil {
+			httpx.WriteError(w, r, err)
+			return
+		}
+	}
+	switch {
+	case format == formatJUnit:
+		h.stream(w, r, "application/xml; charset=utf-8", func(w io.Writer) error {
+			return h.app.WriteInvocationJUnit(r.Context(), w, inv, baseline)
+		})
+	case baseline != nil:
+		h.stream(w, r, "application/json", func(w io.Writer) error {
+			return h.app.WriteInvocationCompared(r.Context(), w, inv, baseline)
+		})
+	default:
+		h.writeInvocation(w, r, inv, false)
+	}
 }
 
 func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,249 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/xml"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// JUnit outcomes of a test case.
+const (
+	JUnitPassed  = "passed"
+	JUnitFailure = "failure"
+	JUnitError   = "error"
+	JUnitSkipped = "skipped"
+)
+
+// JUnitSuite is the head of an invocation's JUnit document: one suite.
+type JUnitSuite struct {
+	Name, ID                         string
+	Tests, Failures, Errors, Skipped int
+	TimeMs                           int64 // the cases' times added up
+	Timestamp                        time.Time
+	Properties                       [][2]string // name, value
+}
+
+// JUnitCase is one test case (one run).
+type JUnitCase struct {
+	Name, Classname string
+	TimeMs          int64
+	Outcome         string // JUnitPassed, JUnitFailure, JUnitError or JUnitSkipped
+	Message         string // the outcome element's message attribute (its first line is used)
+	Text            string // the outcome element's text
+}
+
+// JUnitWriter writes a JUnit XML document (the Jenkins xUnit junit-10.xsd
+// shape, which Surefire, Jenkins, GitLab and GitHub reporters read) one
+// element at a time: Begin, Case for each run, End. Every attribute and
+// text is escaped by encoding/xml, which also replaces the characters XML
+// 1.0 forbids (most control characters, invalid UTF-8) with U+FFFD.
+type JUnitWriter struct {
+	w *bufio.Writer
+}
+
+// NewJUnitWriter writes to w.
+func NewJUnitWriter(w io.Writer) *JUnitWriter { return &JUnitWriter{w: bufio.NewWriterSize(w, 64<<10)} }
+
+func (j *JUnitWriter) attr(name, value string) {
+	j.w.WriteByte(' ')
+	j.w.WriteString(name)
+	j.w.WriteString(`="`)
+	_ = xml.EscapeText(j.w, []byte(value))
+	j.w.WriteByte('"')
+}
+
+// text writes element text escaped, its line feeds as they are (an
+// attribute's are escaped, or a parser would turn them into spaces).
+func (j *JUnitWriter) text(s string) {
+	for i, line := range strings.Split(s, "\n") {
+		if i > 0 {
+			j.w.WriteByte('\n')
+		}
+		_ = xml.EscapeText(j.w, []byte(line))
+	}
+}
+
+func (j *JUnitWriter) intAttr(name string, n int) { j.attr(name, strconv.Itoa(n)) }
+
+// Seconds formats milliseconds as decimal seconds with 3 decimals.
+func Seconds(ms int64) string {
+	ms = max(ms, 0)
+	return strconv.FormatInt(ms/1000, 10) + "." + strconv.FormatInt(1000+ms%1000, 10)[1:]
+}
+
+// Begin writes the declaration, <testsuites>, <testsuite> and its
+// properties. junit-10.xsd allows no skipped attribute on <testsuites>:
+// skipped is on <testsuite> only.
+func (j *JUnitWriter) Begin(s JUnitSuite) {
+	j.w.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n<testsuites")
+	j.attr("name", s.Name)
+	j.intAttr("tests", s.Tests)
+	j.intAttr("failures", s.Failures)
+	j.intAttr("errors", s.Errors)
+	j.attr("time", Seconds(s.TimeMs))
+	j.w.WriteString(">\n  <testsuite")
+	j.attr("name", s.Name)
+	j.attr("id", s.ID)
+	j.intAttr("tests", s.Tests)
+	j.intAttr("failures", s.Failures)
+	j.intAttr("errors", s.Errors)
+	j.intAttr("skipped", s.Skipped)
+	j.attr("time", Seconds(s.TimeMs))
+	j.attr("timestamp", s.Timestamp.UTC().Format(time.RFC3339))
+	j.attr("hostname", "voiceai")
+	j.w.WriteString(">\n    <properties>\n")
+	for _, p := range s.Properties {
+		j.w.WriteString("      <property")
+		j.attr("name", p[0])
+		j.attr("value", p[1])
+		j.w.WriteString("/>\n")
+	}
+	j.w.WriteString("    </properties>\n")
+}
+
+// Case writes one <testcase>; its error is the writer's, once it has one.
+func (j *JUnitWriter) Case(c JUnitCase) error {
+	j.w.WriteString("    <testcase")
+	j.attr("name", c.Name)
+	j.attr("classname", c.Classname)
+	j.attr("time", Seconds(c.TimeMs))
+	switch c.Outcome {
+	case JUnitFailure, JUnitError, JUnitSkipped:
+		j.w.WriteString(">\n      <")
+		j.w.WriteString(c.Outcome)
+		j.attr("message", firstLine(c.Message))
+		if c.Outcome != JUnitSkipped {
+			j.attr("type", c.Outcome)
+		}
+		j.w.WriteByte('>')
+		j.text(c.Text)
+		j.w.WriteString("</")
+		j.w.WriteString(c.Outcome)
+		_, err := j.w.WriteString(">\n    </testcase>\n")
+		return err
+	}
+	_, err := j.w.WriteString("/>\n")
+	return err
+}
+
+// End closes the document and flushes it.
+func (j *JUnitWriter) End() error {
+	j.w.WriteString("  </testsuite>\n</testsuites>\n")
+	return j.w.Flush()
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
+}
+
+// JUnitCaseOf is run idx of inv as a test case: res is its result, nil
+// for a run without one, whose status is then unrun.
+func JUnitCaseOf(inv *testingv1.Invocation, idx int, res *testingv1.RunResult, unrun string) JUnitCase {
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	pt := inv.GetTests()[idx/repeat]
+	c := JUnitCase{Name: orDefault(pt.GetTestName(), "Unknown Test"), Classname: inv.GetAgentId() + "." + orDefault(pt.GetTestType(), "llm")}
+	if repeat > 1 {
+		c.Name += " (repeat " + strconv.Itoa(idx%repeat+1) + "/" + strconv.Itoa(repeat) + ")"
+	}
+	if res == nil {
+		c.Outcome = JUnitSkipped
+		c.Message = "The run is pending."
+		if unrun == domain.RunCancelled {
+			c.Message = "The run was cancelled before it started."
+		}
+		return c
+	}
+	c.TimeMs = res.GetFinishedAtUnixMs() - res.GetStartedAtUnixMs()
+	switch {
+	case res.GetStatus() == domain.RunPassed:
+		c.Outcome = JUnitPassed
+	case res.GetStatus() == domain.RunCancelled:
+		c.Outcome, c.Message = JUnitSkipped, "The run was cancelled."
+	case res.GetError() != "":
+		c.Outcome, c.Message, c.Text = JUnitError, res.GetError(), rationaleText(res)
+	default:
+		c.Outcome, c.Message, c.Text = JUnitFailure, orDefault(res.GetRationaleSummary(), "The judge found the condition not met."), rationaleText(res)
+	}
+	return c
+}
+
+// rationaleText is a result's condition result and whole rationale.
+func rationaleText(res *testingv1.RunResult) string {
+	var b strings.Builder
+	if e := res.GetError(); e != "" {
+		b.WriteString("error: " + e + "\n")
+	}
+	b.WriteString("condition_result: " + res.GetConditionResult() + "\n")
+	if s := res.GetRationaleSummary(); s != "" && s != res.GetError() {
+		b.WriteString("summary: " + s + "\n")
+	}
+	for _, m := range res.GetRationaleMessages() {
+		b.WriteString("- " + m + "\n")
+	}
+	return b.String()
+}
+
+// WriteInvocationJUnit streams a stored invocation as a JUnit XML
+// document, one test case per run, with a baseline comparison's counts
+// among its properties when baseline is not nil. The suite's counts come
+// first in the document, so the runs are read twice: once to count, once
+// to write; a run that had no result on the first read is written without
+// one, so the counts always match the cases. Memory holds two bits per run
+// and one entry per distinct test.
+func (a *App) WriteInvocationJUnit(ctx context.Context, w io.Writer, inv, baseline *testingv1.Invocation) error {
+	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
+		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
+	now := newTestStatuses(inv)
+	had, err := a.eachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+		now.add(idx, runStatus(res, unrun))
+		c := JUnitCaseOf(inv, idx, res, unrun)
+		s.Tests++
+		s.TimeMs += max(c.TimeMs, 0)
+		switch c.Outcome {
+		case JUnitFailure:
+			s.Failures++
+		case JUnitError:
+			s.Errors++
+		case JUnitSkipped:
+			s.Skipped++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.Properties = [][2]string{{"agent_id", inv.GetAgentId()}, {"branch_id", inv.GetBranchId()},
+		{"invocation_id", inv.GetInvocationId()}, {"status", inv.GetStatus()},
+		{"repeat_count", strconv.Itoa(int(max(inv.GetRepeatCount(), 1)))}}
+	if baseline != nil {
+		base, err := a.testStatusesOf(ctx, baseline)
+		if err != nil {
+			return err
+		}
+		c := compare(inv, now, base, baseline.GetInvocationId())
+		s.Properties = append(s.Properties, [2]string{"baseline_invocation_id", baseline.GetInvocationId()},
+			[2]string{"regressions", strconv.Itoa(len(c.Regressions))}, [2]string{"fixes", strconv.Itoa(len(c.Fixes))},
+			[2]string{"new_failures", strconv.Itoa(len(c.NewFailures))}, [2]string{"still_failing", strconv.Itoa(len(c.StillFailing))})
+	}
+	j := NewJUnitWriter(w)
+	j.Begin(s)
+	_, err = a.eachRun(ctx, inv, false, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+		return j.Case(JUnitCaseOf(inv, idx, res, unrun))
+	})
+	if err != nil {
+		return err
+	}
+	return j.End()
+}

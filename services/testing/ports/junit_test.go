@@ -1,0 +1,163 @@
+package ports
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/ports/junitxsd"
+)
+
+func schema(t *testing.T) *junitxsd.Schema {
+	t.Helper()
+	b, err := os.ReadFile("testdata/junit-10.xsd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := junitxsd.Load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A document with every outcome and hostile names, rationales and
+// properties is valid against junit-10.xsd and its counts add up.
+func TestJUnitDocumentValidatesAgainstTheXSD(t *testing.T) {
+	hostile := "Ｔest \"<&'> ]]> \x00\x07\x1b\ufffe\xfe\r\nsecond line"
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", AgentId: "agent_1", RepeatCount: 2, Status: domain.InvocationCompleted,
+		Title: hostile, CreatedAtUnix: 1_700_000_000,
+		Tests: []*testingv1.PlannedTest{{TestId: "test_a", TestName: hostile, TestType: "llm"}, {TestId: "test_b", TestName: "Book", TestType: "tool"}}}
+	runs := []struct {
+		res   *testingv1.RunResult
+		unrun string
+	}{
+		{&testingv1.RunResult{Status: domain.RunPassed, StartedAtUnixMs: 10, FinishedAtUnixMs: 1_510}, ""},
+		{&testingv1.RunResult{Status: domain.RunFailed, ConditionResult: domain.ConditionFailure, StartedAtUnixMs: 0, FinishedAtUnixMs: 250,
+			RationaleSummary: hostile, RationaleMessages: []string{hostile, "]]>"}}, ""},
+		{&testingv1.RunResult{Status: domain.RunFailed, Error: "The run exceeded its time limit of 2m0s.\n" + hostile, StartedAtUnixMs: 5, FinishedAtUnixMs: 7}, ""},
+		{nil, domain.RunCancelled},
+	}
+	var b bytes.Buffer
+	j := app.NewJUnitWriter(&b)
+	j.Begin(app.JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
+		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0), Properties: [][2]string{{"agent_id", "agent_1"}, {"branch_id", ""},
+			{"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "2"}, {"regressions", "1"}}})
+	for i, r := range runs {
+		if err := j.Case(app.JUnitCaseOf(inv, i, r.res, r.unrun)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
+	}
+	d, err := junitxsd.Parse(b.Bytes())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.Bytes())
+	}
+	s := d.Suites[0]
+	if s.Tests != "4" || s.Failures != "1" || s.Errors != "1" || s.Skipped != "1" || s.Time != "1.752" || s.Timestamp != "2023-11-14T22:13:20Z" {
+		t.Fatalf("suite: %+v", s)
+	}
+	c := s.Cases
+	if !strings.HasSuffix(c[0].Name, " (repeat 1/2)") || c[0].Classname != "agent_1.llm" || c[0].Time != "1.500" ||
+		c[1].Failure == nil || !strings.Contains(c[1].Failure.Text, "- ]]>") || strings.ContainsAny(c[1].Failure.Message, "\r\n") ||
+		c[2].Error == nil || c[2].Error.Message != "The run exceeded its time limit of 2m0s." ||
+		c[3].Skipped == nil || c[3].Classname != "agent_1.tool" {
+		t.Fatalf("cases: %+v", c)
+	}
+}
+
+// The validator is not a formality: each departure from the schema is
+// refused.
+func TestXSDValidatorRefusesWhatTheSchemaForbids(t *testing.T) {
+	s := schema(t)
+	ok := `<testsuites name="n" tests="1" failures="0" errors="0" time="1.000">` +
+		`<testsuite name="s" tests="1" failures="0" errors="0" skipped="0" time="1.000"><properties><property name="a" value="b"/></properties>` +
+		`<testcase name="c" classname="k" time="1.000"><failure message="m" type="failure">text</failure></testcase></testsuite></testsuites>`
+	inOrder := strings.Replace(ok, "</testcase>",
+		`<rerunFailure type="x"><system-out>o</system-out><system-err>e</system-err></rerunFailure><system-out/></testcase>`, 1)
+	for _, doc := range []string{ok, inOrder} {
+		if err := s.Validate(strings.NewReader(doc)); err != nil {
+			t.Fatalf("a valid document refused: %v\n%s", err, doc)
+		}
+	}
+	bad := map[string]string{
+		"unknown element":         strings.Replace(ok, "<properties>", "<properties><bogus/>", 1),
+		"unknown attribute":       strings.Replace(ok, `<testcase name="c"`, `<testcase name="c" flavour="x"`, 1),
+		"skipped on testsuites":   strings.Replace(ok, `<testsuites name="n"`, `<testsuites name="n" skipped="0"`, 1),
+		"missing required":        strings.Replace(ok, ` failures="0" errors="0" skipped="0"`, ` errors="0" skipped="0"`, 1),
+		"missing property value":  strings.Replace(ok, ` value="b"`, ``, 1),
+		"time not SUREFIRE_TIME":  strings.Replace(ok, `time="1.000">`, `time="1.5s">`, 1),
+		"text in element content": strings.Replace(ok, "<properties>", "stray<properties>", 1),
+		"testcase at the top":     strings.Replace(ok, `<testsuite name="s"`, `<testcase name="x"/><testsuite name="s"`, 1),
+		"undeclared root":         `<bogus/>`,
+		"text outside the root":   ok + "x",
+		"two roots":               ok + ok,
+		"namespace":               strings.Replace(ok, `<testsuites `, `<testsuites xmlns="urn:x" `, 1),
+		"control character":       strings.Replace(ok, ">text<", ">te\x01xt<", 1),
+		"testcase in properties":  strings.Replace(ok, "<property ", "<testcase name=\"x\"/><property ", 1),
+		"sequence out of order": strings.Replace(ok, "</testcase>",
+			`<rerunFailure type="x"><system-err>e</system-err><system-out>o</system-out></rerunFailure></testcase>`, 1),
+	}
+	for what, doc := range bad {
+		err := s.Validate(strings.NewReader(doc))
+		if err == nil {
+			t.Errorf("%s: accepted", what)
+			continue
+		}
+		t.Logf("%s: %v", what, err)
+	}
+}
+
+func TestInvocationFormat(t *testing.T) {
+	cases := []struct {
+		query, accept, want string
+		invalid             bool
+	}{
+		{"", "", formatJSON, false},
+		{"", "application/json", formatJSON, false},
+		{"", "application/xml", formatJUnit, false},
+		{"", "text/xml; charset=utf-8", formatJUnit, false},
+		{"", "*/*", formatJSON, false},
+		{"", "application/json, application/xml", formatJSON, false},
+		{"", "application/json;q=0.5, application/xml", formatJUnit, false},
+		{"", "application/xml;q=0, */*", formatJSON, false},
+		{"", "Application/XML", formatJUnit, false},
+		{"format=junit", "", formatJUnit, false},
+		{"format=json", "application/xml", formatJSON, false},
+		{"format=junit", "application/json", formatJUnit, false},
+		{"format=xml", "", "", true},
+		{"format=", "", "", true},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "/v1/convai/test-invocations/tinv_1?"+c.query, nil)
+		if c.accept != "" {
+			r.Header.Set("Accept", c.accept)
+		}
+		var v httpx.Validator
+		got := invocationFormat(r, &v)
+		err := v.Err()
+		if (err != nil) != c.invalid || (!c.invalid && got != c.want) {
+			t.Errorf("?%s Accept %q: %q %v, want %q (invalid %v)", c.query, c.accept, got, err, c.want, c.invalid)
+		}
+		if err != nil {
+			rec := httptest.NewRecorder()
+			httpx.WriteError(rec, r, err)
+			if rec.Code != 422 || !strings.Contains(rec.Body.String(), `["query","format"]`) {
+				t.Errorf("?%s: %d %s", c.query, rec.Code, rec.Body)
+			}
+		}
+	}
+}
