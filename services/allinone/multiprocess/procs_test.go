@@ -48,6 +48,13 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
+	// The NATS server itself, for cluster nodes a test can kill -9.
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "nats-server"), "github.com/nats-io/nats-server/v2")
+	cmd.Dir = filepath.Join(root, "services", "allinone")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build nats-server: %v\n%s", err, out)
+		os.Exit(1)
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -14,6 +14,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // Stream holds the counters; memory storage, since a counter outliving its
@@ -85,7 +87,7 @@ func New(ctx context.Context, js jetstream.JetStream, replicas int) (*Limiter, e
 // stream is in memory: counters are worth less than the latency of a disk
 // write, and it is made again when its server restarted without it.
 func (l *Limiter) ensure(ctx context.Context) error {
-	_, err := l.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	_, err := eventstore.EnsureConfig(ctx, l.js, jetstream.StreamConfig{
 		Name:            Stream,
 		Subjects:        []string{subjectPrefix + ">"},
 		Storage:         jetstream.MemoryStorage,
