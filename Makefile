@@ -18,7 +18,7 @@ test: proto-check fmt-check
 ## test-docker: the container tier (official NATS and MongoDB images); needs a Docker engine
 test-docker:
 	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run Docker ./pkg/testenv/...
-	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run 'Conforms|UseAnIndex' ./services/tickets/adapters/ ./services/testing/adapters/
+	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run 'Conforms|UseAnIndex' ./services/tickets/adapters/ ./services/testing/adapters/ ./services/identity/adapters/
 
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
 ##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
