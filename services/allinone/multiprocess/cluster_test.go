@@ -67,16 +67,7 @@ func TestClusterLosesTheTicketsLeaderUnderLoad(t *testing.T) {
 	nodes.start(leader)
 
 	acked := load.stop()
-	seen := map[string]string{}
-	for key, id := range acked {
-		if other, dup := seen[id]; dup {
-			t.Fatalf("keys %s and %s made the same ticket %s", other, key, id)
-		}
-		seen[id] = key
-		if r := do(t, "GET", gw+"/v1/convai/triage-tickets/"+id, adminKey, ""); r.code != 200 {
-			t.Fatalf("acknowledged ticket %s (key %s) is lost: %d %s", id, key, r.code, r.body)
-		}
-	}
+	checkAcked(t, gw, acked)
 	if failures[http.StatusInternalServerError] > 0 {
 		t.Errorf("clients met %d answers 500 (failures by code: %v); a store between leaders is a 503", failures[500], failures)
 	}

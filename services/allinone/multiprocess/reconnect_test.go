@@ -155,6 +155,14 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 	if len(acked) < len(kinds) {
 		t.Fatalf("only %d creates were acknowledged", len(acked))
 	}
+	checkAcked(t, gw, acked)
+	t.Logf("%d ticket creates acknowledged through %d connection drops; none lost or doubled", len(acked), len(kinds))
+}
+
+// checkAcked fails unless every acknowledged create (key → ticket id) is
+// found, each key with a ticket of its own.
+func checkAcked(t *testing.T, gw string, acked map[string]string) {
+	t.Helper()
 	seen := map[string]string{}
 	for key, id := range acked {
 		if other, dup := seen[id]; dup {
@@ -165,7 +173,6 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 			t.Fatalf("acknowledged ticket %s (key %s) is lost: %d %s", id, key, r.code, r.body)
 		}
 	}
-	t.Logf("%d ticket creates acknowledged through %d connection drops; none lost or doubled", len(acked), len(kinds))
 }
 
 // ticketLoad creates tickets one after another until stopped.

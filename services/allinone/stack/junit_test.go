@@ -34,14 +34,9 @@ func runAndWait(t *testing.T, s *Stack, agent string, repeat int, tests ...strin
 // compares it with a baseline: a test whose answer the agent's prompt no
 // longer covers is one regression, by name.
 func TestJUnitAndBaselineComparison(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startForTesting(t)
 	agent := agentWith(t, s)
-	hours := createTest(t, s, `{"type":"llm","name":"Opening hours",
-	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
-	  "success_condition":"The agent states the opening hours nine to five"}`)
+	hours := createTest(t, s, hoursTest)
 	const refundName = `Refunds <never> & "cancelled" ]]> 'bookings'`
 	refund := createTest(t, s, `{"type":"llm","name":"Refunds <never> & \"cancelled\" ]]> 'bookings'",
 	  "chat_history":[{"role":"user","message":"Do I get a refund for cancelled bookings?","time_in_call_secs":2}],

@@ -2,31 +2,19 @@ package stack
 
 import (
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
-	"time"
 )
 
 // A test's reliability over a known mix: two passing repeats, then, with
 // the agent's prompt no longer covering the question, two failing ones.
 func TestReliabilityThroughTheGateway(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startForTesting(t)
 	agent := agentWith(t, s)
-	hours := createTest(t, s, `{"type":"llm","name":"Opening hours",
-	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
-	  "success_condition":"The agent states the opening hours nine to five"}`)
+	hours := createTest(t, s, hoursTest)
 	run := func(want string) string {
 		t.Helper()
-		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2}`, hours))
-		if r.Code != 200 {
-			t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-		}
-		id := r.JSON(t)["id"].(string)
-		eventually(t, 30*time.Second, "runs finish", func() bool { return getInvocation(t, s, id).Status == "completed" })
+		id := runAndWait(t, s, agent, 2, hours)
 		for _, run := range getInvocation(t, s, id).TestRuns {
 			if run.Status != want {
 				t.Fatalf("run %s: %s (%v); want %s", run.TestRunID, run.Status, run.ConditionResult, want)

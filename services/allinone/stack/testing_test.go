@@ -28,6 +28,21 @@ func agentWith(t *testing.T, s *Stack) string {
 	return r.JSON(t)["agent_id"].(string)
 }
 
+// startForTesting starts a stack whose admin key is not rate-limited in
+// practice: tests poll invocations.
+func startForTesting(t *testing.T) *Stack {
+	return start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	})
+}
+
+// hoursTest passes while the agent's prompt (agentWith's) states the
+// opening hours, and fails once it no longer does.
+const hoursTest = `{"type":"llm","name":"Opening hours",
+  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
+  "success_condition":"The agent states the opening hours nine to five"}`
+
 func createTest(t *testing.T, s *Stack, body string) string {
 	t.Helper()
 	r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, body)
@@ -77,10 +92,7 @@ func getInvocation(t *testing.T, s *Stack, id string) invocation {
 }
 
 func TestAgentTestingThroughTheGateway(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, `{"type":"llm","name":"Opening hours",
 	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
