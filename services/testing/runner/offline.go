@@ -439,19 +439,32 @@ func list(words []string) string {
 	return strings.Join(words, ", ")
 }
 
-// agentSaid is the text of every agent turn of a conversation, and
-// whether every answer the agent gave the user (its turns after the
-// first user message) was a refusal.
+// agentSaid is what the agent said and did in a conversation: the text
+// of every agent turn and each of its tool calls (name and arguments)
+// whose result was not an error; and whether every answer the agent gave
+// the user (its turns after the first user message) was a refusal.
 func agentSaid(turns []Turn) (string, bool) {
 	var b strings.Builder
 	answers, refusals, asked := 0, 0, false
-	for _, t := range turns {
+	for i, t := range turns {
 		switch t.Role {
 		case "user":
 			asked = true
 		case "agent":
-			b.WriteString(replyText(t))
+			b.WriteString(t.Text)
 			b.WriteString(" ")
+		calls:
+			for _, c := range t.Calls {
+				for _, r := range turns[i+1:] {
+					if r.Role != "tool" {
+						break
+					}
+					if r.ToolCallID == c.ID && r.IsError {
+						continue calls
+					}
+				}
+				b.WriteString(c.Name + " " + c.Arguments + " ")
+			}
 			if asked && t.Text != "" {
 				answers++
 				if isRefusal(t) {
