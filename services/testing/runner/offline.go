@@ -65,6 +65,11 @@ import (
 // does not see the agent's configuration: it knows a question was not
 // covered only from the offline agent's refusal. As the agent it quotes
 // its instructions rather than following them, and it never asks back.
+//
+// In a simulation test it also plays the user, from the scenario's goal
+// and ask sentences (offline_user.go); after a tool call it says the
+// results as they came; and its judge checks each condition against all
+// of the agent's turns of the conversation (see Judge).
 type Offline struct{}
 
 // Provider is "offline".
