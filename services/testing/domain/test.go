@@ -4,7 +4,9 @@ package domain
 
 import (
 	"encoding/json"
+	"maps"
 	"regexp"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
@@ -27,6 +29,19 @@ const (
 	MaxTestsPerRun    = 5000
 	MaxRepeatCount    = 50
 	MaxTestIDsPerCall = 1000
+
+	DefaultSimulationTurns = 5  // simulation_max_turns when absent
+	MaxSimulationTurns     = 50 // simulation_max_turns at most
+)
+
+// Tool mocking strategies of a simulation (tool_mock_config).
+const (
+	MockAll      = "all"      // every tool is mocked (the default)
+	MockSelected = "selected" // only mocked_tool_ids
+	MockNone     = "none"     // no tool is mocked
+
+	FallbackCallRealTool = "call_real_tool"
+	FallbackRaiseError   = "raise_error" // the default
 )
 
 // Message is a transcript turn as a test carries it (chat_history). Only
@@ -81,24 +96,52 @@ type ToolExpectation struct {
 	VerifyAbsence  bool            `json:"verify_absence"`
 }
 
+// ToolMockConfig is a simulation's tool_mock_config
+// (SimulationToolMockBehaviorConfig): which tools are mocked, and what an
+// unmocked or unmatched call gets.
+type ToolMockConfig struct {
+	MockingStrategy  *string  `json:"mocking_strategy"`
+	FallbackStrategy *string  `json:"fallback_strategy"`
+	MockedToolIDs    []string `json:"mocked_tool_ids"`
+}
+
+// ToolMock is one entry of tool_mock_overrides[tool_id]
+// (ToolResponseMockConfig): the result of a call whose arguments meet
+// every parameter condition (none: every call).
+type ToolMock struct {
+	ParameterConditions []ToolParam `json:"parameter_conditions"`
+	MockResult          *string     `json:"mock_result"`
+	IsError             bool        `json:"is_error"`
+}
+
 // TestInput is the body of a test create or update.
 type TestInput struct {
-	Type                         *string          `json:"type"`
-	Name                         *string          `json:"name"`
-	ParentFolderID               *string          `json:"parent_folder_id"`
-	ChatHistory                  []Message        `json:"chat_history"`
-	DynamicVariables             map[string]any   `json:"dynamic_variables"`
-	SuccessCondition             *string          `json:"success_condition"`
-	SuccessConditions            []string         `json:"success_conditions"`
-	SuccessExamples              []Example        `json:"success_examples"`
-	FailureExamples              []Example        `json:"failure_examples"`
-	ToolCallParameters           *ToolExpectation `json:"tool_call_parameters"`
-	CheckAnyToolMatches          *bool            `json:"check_any_tool_matches"`
-	ConversationInitiationSource *string          `json:"conversation_initiation_source"`
-	Environment                  *string          `json:"environment"`
-	FromConversationMetadata     json.RawMessage  `json:"from_conversation_metadata"`
-	SimulationScenario           *string          `json:"simulation_scenario"`
-	SimulationMaxTurns           *int             `json:"simulation_max_turns"`
+	Type                         *string               `json:"type"`
+	Name                         *string               `json:"name"`
+	ParentFolderID               *string               `json:"parent_folder_id"`
+	ChatHistory                  []Message             `json:"chat_history"`
+	DynamicVariables             map[string]any        `json:"dynamic_variables"`
+	SuccessCondition             *string               `json:"success_condition"`
+	SuccessConditions            []string              `json:"success_conditions"`
+	SuccessExamples              []Example             `json:"success_examples"`
+	FailureExamples              []Example             `json:"failure_examples"`
+	ToolCallParameters           *ToolExpectation      `json:"tool_call_parameters"`
+	CheckAnyToolMatches          *bool                 `json:"check_any_tool_matches"`
+	ConversationInitiationSource *string               `json:"conversation_initiation_source"`
+	Environment                  *string               `json:"environment"`
+	FromConversationMetadata     json.RawMessage       `json:"from_conversation_metadata"`
+	SimulationScenario           *string               `json:"simulation_scenario"`
+	SimulationMaxTurns           *int                  `json:"simulation_max_turns"`
+	ToolMockConfig               *ToolMockConfig       `json:"tool_mock_config"`
+	ToolMockOverrides            map[string][]ToolMock `json:"tool_mock_overrides"`
+}
+
+// MaxTurns is simulation_max_turns, or its default.
+func (in *TestInput) MaxTurns() int {
+	if in.SimulationMaxTurns == nil {
+		return DefaultSimulationTurns
+	}
+	return *in.SimulationMaxTurns
 }
 
 var paramEvalTypes = map[string]bool{"anything": true, "exact": true, "llm": true, "regex": true}
@@ -143,32 +186,59 @@ func (in *TestInput) Validate(v *httpx.Validator) {
 			v.Check(tp.ReferencedTool.ID != nil && *tp.ReferencedTool.ID != "", "Field required", "missing", "body", "tool_call_parameters", "referenced_tool", "id")
 		}
 		for i, p := range tp.Parameters {
-			v.Check(p.Path != nil && *p.Path != "", "Field required", "missing", "body", "tool_call_parameters", "parameters", i, "path")
-			if p.Eval == nil {
-				v.Add("Field required", "missing", "body", "tool_call_parameters", "parameters", i, "eval")
-				continue
-			}
-			loc := []any{"body", "tool_call_parameters", "parameters", i, "eval"}
-			if !paramEvalTypes[p.Eval.Type] {
-				v.Add("Input should be 'anything', 'exact', 'llm' or 'regex'", "literal_error", append(loc, "type")...)
-				continue
-			}
-			switch p.Eval.Type {
-			case "exact":
-				v.Check(p.Eval.ExpectedValue != nil, "Field required", "missing", append(loc, "expected_value")...)
-			case "llm":
-				v.Check(p.Eval.Description != nil, "Field required", "missing", append(loc, "description")...)
-			case "regex":
-				if p.Eval.Pattern == nil {
-					v.Add("Field required", "missing", append(loc, "pattern")...)
-				} else if _, err := regexp.Compile(*p.Eval.Pattern); err != nil {
-					v.Add("Pattern is not a valid regular expression", "value_error", append(loc, "pattern")...)
-				}
+			checkParam(v, p, "body", "tool_call_parameters", "parameters", i)
+		}
+	}
+	if n := in.SimulationMaxTurns; n != nil {
+		v.Check(*n >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "simulation_max_turns")
+		v.Check(*n <= MaxSimulationTurns, "Input should be less than or equal to 50", "less_than_equal", "body", "simulation_max_turns")
+	}
+	if mc := in.ToolMockConfig; mc != nil {
+		if m := mc.MockingStrategy; m != nil {
+			v.Check(*m == MockAll || *m == MockSelected || *m == MockNone,
+				"Input should be 'all', 'selected' or 'none'", "literal_error", "body", "tool_mock_config", "mocking_strategy")
+		}
+		if f := mc.FallbackStrategy; f != nil {
+			v.Check(*f == FallbackCallRealTool || *f == FallbackRaiseError,
+				"Input should be 'call_real_tool' or 'raise_error'", "literal_error", "body", "tool_mock_config", "fallback_strategy")
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(in.ToolMockOverrides)) {
+		for i, m := range in.ToolMockOverrides[id] {
+			v.Check(m.MockResult != nil, "Field required", "missing", "body", "tool_mock_overrides", id, i, "mock_result")
+			for j, p := range m.ParameterConditions {
+				checkParam(v, p, "body", "tool_mock_overrides", id, i, "parameter_conditions", j)
 			}
 		}
 	}
 	if typ == TypeTool {
 		v.Check(in.ToolCallParameters != nil, "A tool test needs tool_call_parameters", "missing", "body", "tool_call_parameters")
+	}
+}
+
+// checkParam checks a tool-call parameter condition at loc.
+func checkParam(v *httpx.Validator, p ToolParam, loc ...any) {
+	at := func(more ...any) []any { return append(loc[:len(loc):len(loc)], more...) }
+	v.Check(p.Path != nil && *p.Path != "", "Field required", "missing", at("path")...)
+	if p.Eval == nil {
+		v.Add("Field required", "missing", at("eval")...)
+		return
+	}
+	if !paramEvalTypes[p.Eval.Type] {
+		v.Add("Input should be 'anything', 'exact', 'llm' or 'regex'", "literal_error", at("eval", "type")...)
+		return
+	}
+	switch p.Eval.Type {
+	case "exact":
+		v.Check(p.Eval.ExpectedValue != nil, "Field required", "missing", at("eval", "expected_value")...)
+	case "llm":
+		v.Check(p.Eval.Description != nil, "Field required", "missing", at("eval", "description")...)
+	case "regex":
+		if p.Eval.Pattern == nil {
+			v.Add("Field required", "missing", at("eval", "pattern")...)
+		} else if _, err := regexp.Compile(*p.Eval.Pattern); err != nil {
+			v.Add("Pattern is not a valid regular expression", "value_error", at("eval", "pattern")...)
+		}
 	}
 }
 

@@ -77,6 +77,12 @@ func TestValidateAcceptsValidTests(t *testing.T) {
 		"tool verifying absence":                           `{"type":"tool","name":"t","tool_call_parameters":{"referenced_tool":{"id":"end_call","type":"system"},"verify_absence":true}}`,
 		"simulation with success_conditions":               `{"type":"simulation","name":"s","success_conditions":["books a table"]}`,
 		"simulation with legacy success_condition":         `{"type":"simulation","name":"s","success_condition":"books a table"}`,
+		"simulation with 1 turn":                           `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":1}`,
+		"simulation with 50 turns":                         `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":50}`,
+		"simulation with tool mocks": `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_scenario":"p",
+			"tool_mock_config":{"mocking_strategy":"selected","fallback_strategy":"call_real_tool","mocked_tool_ids":["tool_1"]},
+			"tool_mock_overrides":{"tool_1":[{"mock_result":"ok"},{"parameter_conditions":[{"path":"a","eval":{"type":"regex","pattern":"^x"}}],
+			  "mock_result":"no","is_error":true}]}}`,
 	}
 	for name, body := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +160,22 @@ func TestValidateRejectsEachInvalidField(t *testing.T) {
 			[]fe{{loc: []any{"body", "success_condition"}, msg: "An llm test needs a success_condition or examples", typ: missing}}},
 		{"simulation without conditions", `{"type":"simulation","name":"s","success_condition":"","success_conditions":[]}`,
 			[]fe{{loc: []any{"body", "success_conditions"}, msg: "At least one of success_condition or success_conditions is required", typ: missing}}},
+		{"simulation with 0 turns", `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":0}`,
+			[]fe{{loc: []any{"body", "simulation_max_turns"}, msg: "Input should be greater than or equal to 1", typ: "greater_than_equal"}}},
+		{"simulation with 51 turns", `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":51}`,
+			[]fe{{loc: []any{"body", "simulation_max_turns"}, msg: "Input should be less than or equal to 50", typ: "less_than_equal"}}},
+		{"mock strategies unknown", `{"type":"simulation","name":"s","success_conditions":["c"],
+			"tool_mock_config":{"mocking_strategy":"some","fallback_strategy":"ignore"}}`,
+			[]fe{
+				{loc: []any{"body", "tool_mock_config", "mocking_strategy"}, msg: "Input should be 'all', 'selected' or 'none'", typ: literal},
+				{loc: []any{"body", "tool_mock_config", "fallback_strategy"}, msg: "Input should be 'call_real_tool' or 'raise_error'", typ: literal},
+			}},
+		{"mock without result, mock condition without expected value", `{"type":"simulation","name":"s","success_conditions":["c"],
+			"tool_mock_overrides":{"t2":[{"mock_result":"x","parameter_conditions":[{"path":"a","eval":{"type":"exact"}}]}],"t1":[{}]}}`,
+			[]fe{
+				{loc: []any{"body", "tool_mock_overrides", "t1", 0, "mock_result"}, msg: required, typ: missing},
+				{loc: []any{"body", "tool_mock_overrides", "t2", 0, "parameter_conditions", 0, "eval", "expected_value"}, msg: required, typ: missing},
+			}},
 		{"tool without tool_call_parameters", `{"type":"tool","name":"t"}`,
 			[]fe{{loc: []any{"body", "tool_call_parameters"}, msg: "A tool test needs tool_call_parameters", typ: missing}}},
 		{"referenced tool without id", `{"type":"tool","name":"t","tool_call_parameters":{"referenced_tool":{"type":"client"}}}`,

@@ -81,11 +81,18 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	defer cancel()
 
 	var usage Usage
-	verdict, reply, err := e.play(ctx, r, &usage)
+	var verdict Verdict
+	var err error
+	if r.Test.GetTestType() == domain.TypeSimulation {
+		verdict, res.AgentResponsesJson, err = e.simulate(ctx, r, &usage)
+	} else {
+		var reply *Turn
+		verdict, reply, err = e.play(ctx, r, &usage)
+		res.AgentResponsesJson = agentResponses(r, reply, e.Model.ModelName())
+	}
 	res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens, res.Usage.ModelCalls =
 		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, usage.Calls
 	res.FinishedAtUnixMs = e.now().UnixMilli()
-	res.AgentResponsesJson = agentResponses(r, reply, e.Model.ModelName())
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
@@ -107,7 +114,10 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	return res
 }
 
-func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Turn, error) {
+// conversation is the agent's configuration and the conversation a run
+// starts from: the agent's first message (unless the chat history opens
+// with the agent), then the test's chat history.
+func (e *Executor) conversation(r Run) (Conversation, AgentConfig) {
 	cfg := e.agentConfig(r.AgentConfig)
 	vars := maps.Clone(cfg.DynamicVariables) // the parsed configuration is shared
 	for k, v := range r.Definition.DynamicVariables {
@@ -128,6 +138,27 @@ func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Tur
 		}
 		conv.Turns = append(conv.Turns, t)
 	}
+	return conv, cfg
+}
+
+// judgeInput is the test's success conditions and examples.
+func judgeInput(def domain.TestInput) JudgeInput {
+	var in JudgeInput
+	if c := def.SuccessCondition; c != nil && *c != "" {
+		in.Conditions = append(in.Conditions, *c)
+	}
+	in.Conditions = append(in.Conditions, def.SuccessConditions...)
+	for _, ex := range def.SuccessExamples {
+		in.SuccessExamples = append(in.SuccessExamples, deref(ex.Response))
+	}
+	for _, ex := range def.FailureExamples {
+		in.FailureExamples = append(in.FailureExamples, deref(ex.Response))
+	}
+	return in
+}
+
+func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Turn, error) {
+	conv, cfg := e.conversation(r)
 	reply, u, err := e.Model.Respond(ctx, conv)
 	usage.Add(u)
 	if err != nil {
@@ -137,17 +168,8 @@ func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Tur
 		v, err := e.checkTools(ctx, r.Definition, cfg.Tools, reply, usage)
 		return v, &reply, err
 	}
-	in := JudgeInput{Transcript: conv.Turns, Reply: reply}
-	if c := r.Definition.SuccessCondition; c != nil && *c != "" {
-		in.Conditions = append(in.Conditions, *c)
-	}
-	in.Conditions = append(in.Conditions, r.Definition.SuccessConditions...)
-	for _, ex := range r.Definition.SuccessExamples {
-		in.SuccessExamples = append(in.SuccessExamples, deref(ex.Response))
-	}
-	for _, ex := range r.Definition.FailureExamples {
-		in.FailureExamples = append(in.FailureExamples, deref(ex.Response))
-	}
+	in := judgeInput(r.Definition)
+	in.Transcript, in.Reply = conv.Turns, reply
 	v, u, err := e.Model.Judge(ctx, in)
 	usage.Add(u)
 	return v, &reply, err
@@ -302,46 +324,70 @@ func orAny(name string) string {
 	return name
 }
 
-// agentResponses renders the reply as public transcript messages.
-func agentResponses(r Run, reply *Turn, model string) []byte {
-	if reply == nil {
-		return []byte("[]")
-	}
+// The public transcript message (spec 2.4) as runs record it; the
+// testing service fills in the fields left out when it shows a run.
+type toolCallJSON struct {
+	RequestID         string `json:"request_id"`
+	ToolName          string `json:"tool_name"`
+	ParamsAsJSON      string `json:"params_as_json"`
+	ToolHasBeenCalled bool   `json:"tool_has_been_called"`
+	Type              string `json:"type"`
+}
+
+type toolResultJSON struct {
+	RequestID         string `json:"request_id"`
+	ToolName          string `json:"tool_name"`
+	ResultValue       string `json:"result_value"`
+	IsError           bool   `json:"is_error"`
+	ToolHasBeenCalled bool   `json:"tool_has_been_called"`
+	Type              string `json:"type"`
+}
+
+type agentMetadataJSON struct {
+	AgentID        string `json:"agent_id"`
+	BranchID       string `json:"branch_id"`
+	WorkflowNodeID string `json:"workflow_node_id"`
+	VersionID      string `json:"version_id"`
+}
+
+type messageJSON struct {
+	Role           string             `json:"role"`
+	Message        string             `json:"message"`
+	TimeInCallSecs int64              `json:"time_in_call_secs"`
+	ToolCalls      []toolCallJSON     `json:"tool_calls"`
+	ToolResults    []toolResultJSON   `json:"tool_results,omitempty"`
+	AgentMetadata  *agentMetadataJSON `json:"agent_metadata,omitempty"`
+	ProducingLLM   string             `json:"producing_llm,omitempty"`
+	SourceMedium   string             `json:"source_medium"`
+}
+
+// historyEnd is the latest time_in_call_secs of the chat history.
+func historyEnd(r Run) float64 {
 	t := 0.0
 	for _, m := range r.Definition.ChatHistory {
 		if m.TimeInCallSecs != nil && *m.TimeInCallSecs > t {
 			t = *m.TimeInCallSecs
 		}
 	}
-	type toolCall struct {
-		RequestID         string `json:"request_id"`
-		ToolName          string `json:"tool_name"`
-		ParamsAsJSON      string `json:"params_as_json"`
-		ToolHasBeenCalled bool   `json:"tool_has_been_called"`
-		Type              string `json:"type"`
+	return t
+}
+
+// agentTurnMessage is an agent turn as a transcript message.
+func agentTurnMessage(r Run, t Turn, at int64, model string) messageJSON {
+	calls := []toolCallJSON{}
+	for _, c := range t.Calls {
+		calls = append(calls, toolCallJSON{RequestID: c.ID, ToolName: c.Name, ParamsAsJSON: c.Arguments, ToolHasBeenCalled: true, Type: "system"})
 	}
-	type agentMetadata struct {
-		AgentID        string `json:"agent_id"`
-		BranchID       string `json:"branch_id"`
-		WorkflowNodeID string `json:"workflow_node_id"`
-		VersionID      string `json:"version_id"`
-	}
-	type message struct {
-		Role           string        `json:"role"`
-		Message        string        `json:"message"`
-		TimeInCallSecs int64         `json:"time_in_call_secs"`
-		ToolCalls      []toolCall    `json:"tool_calls"`
-		AgentMetadata  agentMetadata `json:"agent_metadata"`
-		ProducingLLM   string        `json:"producing_llm"`
-		SourceMedium   string        `json:"source_medium"`
-	}
-	calls := []toolCall{}
-	for _, c := range reply.Calls {
-		calls = append(calls, toolCall{RequestID: c.ID, ToolName: c.Name, ParamsAsJSON: c.Arguments, ToolHasBeenCalled: true, Type: "system"})
-	}
-	msg := message{Role: "agent", Message: reply.Text, TimeInCallSecs: int64(t) + 1, ToolCalls: calls,
-		AgentMetadata: agentMetadata{AgentID: r.Invocation.GetAgentId(), BranchID: r.BranchID, WorkflowNodeID: r.Test.GetWorkflowNodeId()},
+	return messageJSON{Role: "agent", Message: t.Text, TimeInCallSecs: at, ToolCalls: calls,
+		AgentMetadata: &agentMetadataJSON{AgentID: r.Invocation.GetAgentId(), BranchID: r.BranchID, WorkflowNodeID: r.Test.GetWorkflowNodeId()},
 		ProducingLLM:  model, SourceMedium: "text"}
-	b, _ := json.Marshal([]message{msg})
+}
+
+// agentResponses renders the reply as public transcript messages.
+func agentResponses(r Run, reply *Turn, model string) []byte {
+	if reply == nil {
+		return []byte("[]")
+	}
+	b, _ := json.Marshal([]messageJSON{agentTurnMessage(r, *reply, int64(historyEnd(r))+1, model)})
 	return b
 }

@@ -60,7 +60,9 @@ func fixedClock() func() time.Time {
 type scripted struct {
 	respond    func(ctx context.Context, c Conversation) (Turn, Usage, error)
 	judge      func(ctx context.Context, in JudgeInput) (Verdict, Usage, error)
+	user       func(ctx context.Context, in UserInput) (UserTurn, Usage, error)
 	mu         sync.Mutex
+	users      []UserInput
 	convs      []Conversation
 	judgements []JudgeInput
 }
@@ -76,6 +78,16 @@ func (s *scripted) Respond(ctx context.Context, c Conversation) (Turn, Usage, er
 		return Offline{}.Respond(ctx, c)
 	}
 	return s.respond(ctx, c)
+}
+
+func (s *scripted) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error) {
+	s.mu.Lock()
+	s.users = append(s.users, in)
+	s.mu.Unlock()
+	if s.user == nil {
+		return Offline{}.SimulateUser(ctx, in)
+	}
+	return s.user(ctx, in)
 }
 
 func (s *scripted) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
@@ -259,8 +271,8 @@ func TestExecuteFirstMessageIsTheReplyWhenNothingElseAnswers(t *testing.T) {
 
 func TestExecutePassesTheJudgeWhatItNeeds(t *testing.T) {
 	m := &scripted{}
-	(&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation,
-		`{"type":"simulation","name":"s","success_condition":"first","success_conditions":["second","third"],
+	(&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM,
+		`{"type":"llm","name":"s","success_condition":"first","success_conditions":["second","third"],
 		  "success_examples":[{"response":"good","type":"success"},{"type":"success"}],
 		  "failure_examples":[{"response":"bad","type":"failure"}],
 		  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":1}]}`))

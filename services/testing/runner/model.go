@@ -1,6 +1,8 @@
 // Package runner executes test runs: it plays the agent's next turn from
 // its configuration and the test's chat history through a model, then
-// judges the reply. Workers pull run jobs from the TESTJOBS work queue.
+// judges the reply; a simulation test plays a whole conversation with a
+// simulated user (simulate.go). Workers pull run jobs from the TESTJOBS
+// work queue.
 package runner
 
 import (
@@ -25,12 +27,15 @@ type Call struct {
 	Arguments string // JSON object
 }
 
-// Turn is one message of a conversation.
+// Turn is one message of a conversation. A "tool" turn is the result
+// (Text) of the agent's call ToolCallID to ToolName.
 type Turn struct {
 	Role       string // "system", "user", "agent" or "tool"
 	Text       string
 	Calls      []Call
 	ToolCallID string
+	ToolName   string // a tool turn: the tool called
+	IsError    bool   // a tool turn: the call failed and Text says why
 }
 
 // Conversation is what the agent model answers.
@@ -46,8 +51,24 @@ type JudgeInput struct {
 	Conditions      []string
 	SuccessExamples []string
 	FailureExamples []string
-	Transcript      []Turn // the conversation before the reply
-	Reply           Turn
+	Transcript      []Turn // the conversation before the reply; for a simulation all of it, the reply included
+	Reply           Turn   // the agent's reply; for a simulation its last turn
+	// Simulation: the whole conversation is under test, and a condition
+	// is met when the agent met it at any point of it.
+	Simulation bool
+}
+
+// UserInput is what the simulated user of a simulation test answers.
+type UserInput struct {
+	Scenario   string // simulation_scenario: the user's persona and what they want
+	Transcript []Turn // the conversation so far, tool turns included
+}
+
+// UserTurn is the simulated user's next message, or the end of the
+// conversation (Done; Text, if any, is the user's closing words).
+type UserTurn struct {
+	Text string
+	Done bool
 }
 
 // Verdict is the judge's decision.
@@ -71,11 +92,13 @@ func (u *Usage) Add(o Usage) {
 	u.Calls += o.Calls
 }
 
-// Model plays the agent and judges its replies.
+// Model plays the agent, the simulated user of a simulation test, and
+// judges the agent's replies.
 type Model interface {
 	Provider() string
 	ModelName() string
 	Respond(ctx context.Context, c Conversation) (Turn, Usage, error)
+	SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error)
 	Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error)
 }
 

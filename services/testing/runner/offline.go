@@ -65,6 +65,11 @@ import (
 // does not see the agent's configuration: it knows a question was not
 // covered only from the offline agent's refusal. As the agent it quotes
 // its instructions rather than following them, and it never asks back.
+//
+// In a simulation test it also plays the user, from the scenario's goal
+// and ask sentences (offline_user.go); after a tool call it says the
+// results as they came; and its judge checks each condition against all
+// of the agent's turns of the conversation (see Judge).
 type Offline struct{}
 
 // Provider is "offline".
@@ -98,6 +103,9 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 }
 
 func offlineAnswer(c Conversation, last string) Turn {
+	if n := len(c.Turns); n > 0 && c.Turns[n-1].Role == "tool" {
+		return toolAnswer(c.Turns)
+	}
 	first := firstAgentLine(c)
 	asked := contentTerms(last, nil)
 	if isGreeting(asked) {
@@ -146,6 +154,31 @@ func offlineAnswer(c Conversation, last string) Turn {
 		return Turn{Role: "agent", Text: offlineRefusal}
 	}
 	return Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}
+}
+
+// offlineToolFailed prefixes the offline agent's report of a failed tool
+// call.
+const offlineToolFailed = "I'm sorry, that did not work: "
+
+// toolAnswer reports the results of the agent's last tool calls (the
+// tool turns that end the conversation): each result as it came, an
+// error after offlineToolFailed.
+func toolAnswer(turns []Turn) Turn {
+	i := len(turns)
+	for i > 0 && turns[i-1].Role == "tool" {
+		i--
+	}
+	var parts []string
+	for _, t := range turns[i:] {
+		text := strings.TrimSpace(t.Text)
+		if t.IsError {
+			text = offlineToolFailed + text
+		}
+		if text != "" {
+			parts = append(parts, text)
+		}
+	}
+	return Turn{Role: "agent", Text: strings.Join(parts, " ")}
 }
 
 // pick is the texts of the candidates that match the most asked words,
@@ -313,12 +346,20 @@ func lowerSameWidth(s string) string {
 }
 
 // Judge decides by comparing with examples, or by the conditions' words.
+// In a simulation (in.Simulation) it judges what the agent said in all
+// of its turns of the conversation taken together, not only its last:
+// a simulation meets a condition when the agent said it at some point
+// (and it is a refusal only when every answer the agent gave the user
+// was one).
 func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
-	refused := isRefusal(in.Reply)
+	reply, refused, where := replyText(in.Reply), isRefusal(in.Reply), "the reply"
+	if in.Simulation {
+		reply, refused = agentSaid(in.Transcript)
+		where = "what the agent said"
+	}
 	if refused && !asksForRefusal(in) {
 		return notCovered(in), Usage{Calls: 1}, nil
 	}
-	reply := replyText(in.Reply)
 	rt := stemSet(reply)
 	bestS, iS := bestMatch(in.SuccessExamples, rt)
 	bestF, iF := bestMatch(in.FailureExamples, rt)
@@ -333,19 +374,19 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	case (iS >= 0 || iF >= 0) && bestS != bestF:
 		if bestS > bestF {
 			v.Result = domain.ConditionSuccess
-			v.Summary = fmt.Sprintf("Offline judge: the reply is closer to success example #%d (%.2f) than to any failure example (%.2f).", iS+1, bestS, bestF)
+			v.Summary = fmt.Sprintf("Offline judge: %s is closer to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
 		} else {
 			v.Result = domain.ConditionFailure
-			v.Summary = fmt.Sprintf("Offline judge: the reply is closer to failure example #%d (%.2f) than to any success example (%.2f).", iF+1, bestF, bestS)
+			v.Summary = fmt.Sprintf("Offline judge: %s is closer to failure example #%d (%.2f) than to any success example (%.2f).", where, iF+1, bestF, bestS)
 		}
 	case len(in.Conditions) > 0:
 		if greets(reply) {
 			rt["greet"] = true // "greets the caller" is met by a hello
 		}
 		v.Result = domain.ConditionSuccess
-		v.Summary = "Offline judge: the reply contains at least half the content words of every success condition, and every number they state."
+		v.Summary = "Offline judge: " + where + " contains at least half the content words of every success condition, and every number they state."
 		for _, c := range in.Conditions {
-			msg, fail := judgeCondition(c, rt, refused)
+			msg, fail := judgeCondition(c, rt, refused, where)
 			v.Messages = append(v.Messages, msg)
 			if fail != "" && v.Result == domain.ConditionSuccess {
 				v.Result, v.Summary = domain.ConditionFailure, fail
@@ -359,7 +400,7 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 
 // judgeCondition is the rationale message for one success condition, and
 // the verdict's summary when the reply does not meet it.
-func judgeCondition(c string, reply map[string]bool, refused bool) (msg, fail string) {
+func judgeCondition(c string, reply map[string]bool, refused bool, where string) (msg, fail string) {
 	if refused && refusalWords(c) {
 		return fmt.Sprintf("Condition %q: it asks the agent to decline, and the agent said it cannot find the question in its instructions.", c), ""
 	}
@@ -379,19 +420,19 @@ func judgeCondition(c string, reply map[string]bool, refused bool) (msg, fail st
 	if total == 0 {
 		return fmt.Sprintf("Condition %q: no content words to look for; nothing contradicts it.", c), ""
 	}
-	msg = fmt.Sprintf("Condition %q: %d of %d content words in the reply (found: %s; missing: %s).", c, len(found), total, list(found), list(missing))
+	msg = fmt.Sprintf("Condition %q: %d of %d content words in %s (found: %s; missing: %s).", c, len(found), total, where, list(found), list(missing))
 	the, are := "number", "is"
 	if len(numbers) > 1 {
 		the, are = "numbers", "are"
 	}
 	if len(numbers) > 0 {
-		msg += fmt.Sprintf(" The %s %s it states %s not in the reply; numbers must match exactly.", the, strings.Join(numbers, ", "), are)
+		msg += fmt.Sprintf(" The %s %s it states %s not in %s; numbers must match exactly.", the, strings.Join(numbers, ", "), are, where)
 	}
 	switch {
 	case len(found)*2 < total:
-		fail = fmt.Sprintf("Offline judge: the reply lacks most content words of a success condition (%q): missing %s.", c, list(missing))
+		fail = fmt.Sprintf("Offline judge: %s lacks most content words of a success condition (%q): missing %s.", where, c, list(missing))
 	case len(numbers) > 0:
-		fail = fmt.Sprintf("Offline judge: the reply lacks the %s %s that a success condition states (%q); numbers must match exactly.", the, strings.Join(numbers, ", "), c)
+		fail = fmt.Sprintf("Offline judge: %s lacks the %s %s that a success condition states (%q); numbers must match exactly.", where, the, strings.Join(numbers, ", "), c)
 	}
 	return msg, fail
 }
@@ -401,6 +442,43 @@ func list(words []string) string {
 		return "none"
 	}
 	return strings.Join(words, ", ")
+}
+
+// agentSaid is what the agent said and did in a conversation: the text
+// of every agent turn and each of its tool calls (name and arguments)
+// whose result was not an error; and whether every answer the agent gave
+// the user (its turns after the first user message) was a refusal.
+func agentSaid(turns []Turn) (string, bool) {
+	var b strings.Builder
+	answers, refusals, asked := 0, 0, false
+	for i, t := range turns {
+		switch t.Role {
+		case "user":
+			asked = true
+		case "agent":
+			b.WriteString(t.Text)
+			b.WriteString(" ")
+		calls:
+			for _, c := range t.Calls {
+				for _, r := range turns[i+1:] {
+					if r.Role != "tool" {
+						break
+					}
+					if r.ToolCallID == c.ID && r.IsError {
+						continue calls
+					}
+				}
+				b.WriteString(c.Name + " " + c.Arguments + " ")
+			}
+			if asked && t.Text != "" {
+				answers++
+				if isRefusal(t) {
+					refusals++
+				}
+			}
+		}
+	}
+	return b.String(), answers > 0 && refusals == answers
 }
 
 // isRefusal reports whether the reply is the offline agent's answer to a
@@ -457,6 +535,14 @@ func greets(reply string) bool {
 // configuration matched the question.
 func notCovered(in JudgeInput) Verdict {
 	q := lastUserText(in.Transcript)
+	if in.Simulation { // the user's last message closes the conversation: name the first
+		for _, t := range in.Transcript {
+			if t.Role == "user" {
+				q = t.Text
+				break
+			}
+		}
+	}
 	var words []string
 	for _, t := range contentTerms(q, nil) {
 		words = append(words, t.word)

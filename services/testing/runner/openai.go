@@ -45,6 +45,9 @@ func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 			}
 		case "tool":
 			m.Role, m.ToolCallID = llm.RoleTool, t.ToolCallID
+			if t.IsError && !strings.HasPrefix(t.Text, "Error") {
+				m.Content = "Error: " + t.Text
+			}
 		default:
 			m.Role = llm.RoleUser
 		}
@@ -61,6 +64,49 @@ func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 	return out, usageOf(res.Usage), nil
 }
 
+// UserDone is what the simulated user model writes to end the
+// conversation.
+const UserDone = "[END_CONVERSATION]"
+
+const userPrompt = `You play the user (the caller) in a test of a voice agent. Stay in character as the persona below and pursue its goals, one request at a time, as a real caller would: answer the agent's questions from what the persona knows, and do not invent goals the persona does not have. Write only your next message to the agent: plain spoken text, short, no stage directions.
+When your goals are met, or the agent cannot help and there is nothing left to ask, write a short closing message followed by ` + UserDone + ` (or ` + UserDone + ` alone).
+
+Persona and scenario:
+`
+
+// SimulateUser asks the model for the user's next message; the model
+// plays the persona, sees the agent's turns as the other party's, and
+// ends the conversation with UserDone.
+func (o OpenAI) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error) {
+	scenario := in.Scenario
+	if strings.TrimSpace(scenario) == "" {
+		scenario = "(none given: a caller with a short, ordinary question for this agent)"
+	}
+	zero := 0.0
+	req := llm.ChatRequest{Temperature: &zero, Messages: []llm.Message{{Role: llm.RoleSystem, Content: userPrompt + scenario}}}
+	for _, t := range in.Transcript {
+		switch {
+		case t.Role == "user":
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Content: t.Text})
+		case t.Role == "agent" && t.Text != "":
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: t.Text})
+		}
+	}
+	if len(req.Messages) == 1 || req.Messages[len(req.Messages)-1].Role != llm.RoleUser {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: "(The agent is waiting for you to speak.)"})
+	}
+	res, err := o.Client.Chat(ctx, req)
+	if err != nil {
+		return UserTurn{}, Usage{}, err
+	}
+	text := strings.TrimSpace(res.Message.Content)
+	done := strings.Contains(text, UserDone)
+	if done {
+		text = strings.TrimSpace(strings.ReplaceAll(text, UserDone, ""))
+	}
+	return UserTurn{Text: text, Done: done}, usageOf(res.Usage), nil
+}
+
 const judgePrompt = `You evaluate a voice agent's reply in a test. Decide whether the reply satisfies every success condition, and compare it with the example replies: replies like the success examples pass, replies like the failure examples fail.
 Answer with a JSON object only: {"result": "success" or "failure", "rationale": ["short reason", ...], "summary": "one sentence"}.`
 
@@ -68,10 +114,14 @@ Answer with a JSON object only: {"result": "success" or "failure", "rationale": 
 // "unknown" and says so.
 func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
 	var b strings.Builder
-	for _, t := range in.Transcript {
-		fmt.Fprintf(&b, "%s: %s\n", t.Role, replyText(t))
+	if in.Simulation {
+		b.WriteString("This is a whole simulated conversation, and all of it is under test: a success condition is met if the agent met it at any point of the conversation.\n\n")
+		b.WriteString(transcriptText(in.Transcript))
+		fmt.Fprintf(&b, "\nThe agent's last turn: %s\n", replyText(in.Reply))
+	} else {
+		b.WriteString(transcriptText(in.Transcript))
+		fmt.Fprintf(&b, "\nReply under test: %s\n", replyText(in.Reply))
 	}
-	fmt.Fprintf(&b, "\nReply under test: %s\n", replyText(in.Reply))
 	for i, c := range in.Conditions {
 		fmt.Fprintf(&b, "Success condition %d: %s\n", i+1, c)
 	}

@@ -353,3 +353,75 @@ func TestExecuteOverOpenAIToolTest(t *testing.T) {
 		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}
 }
+
+func TestOpenAISimulateUser(t *testing.T) {
+	in := UserInput{Scenario: "You are Ann. You want to book a table.", Transcript: []Turn{
+		agentTurn("Hello Ann!"), userTurn("Book a table for 4"),
+		{Role: "agent", Calls: []Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
+		{Role: "tool", Text: `{"ok":true}`, ToolCallID: "call_1", ToolName: "book_table"},
+		agentTurn("Booked. Anything else?"),
+	}}
+	cases := []struct {
+		name, content string
+		want          UserTurn
+	}{
+		{"a message", " What time is it for? ", UserTurn{Text: "What time is it for?"}},
+		{"closing words and the stop token", "Thanks, bye! " + UserDone, UserTurn{Text: "Thanks, bye!", Done: true}},
+		{"the stop token alone", UserDone, UserTurn{Done: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK(c.content), 30, 4)), nil)
+			got, u, err := m.SimulateUser(context.Background(), in)
+			if err != nil || got != c.want || u != (Usage{PromptTokens: 30, CompletionTokens: 4, TotalTokens: 34, Calls: 1}) {
+				t.Fatalf("%+v %+v %v, want %+v", got, u, err, c.want)
+			}
+			r := srv.Requests()[0]
+			// The roles are swapped: the model plays the user; tool turns and
+			// the agent's silent tool calls are not shown to it.
+			type msg struct{ role, content string }
+			want := []msg{{"system", userPrompt + in.Scenario}, {"user", "Hello Ann!"}, {"assistant", "Book a table for 4"}, {"user", "Booked. Anything else?"}}
+			if len(r.Messages) != len(want) || len(r.Tools) != 0 || r.Temperature == nil || *r.Temperature != 0 {
+				t.Fatalf("request %s", r.Body)
+			}
+			for i, w := range want {
+				if r.Messages[i].Role != w.role || r.Messages[i].Content != w.content {
+					t.Fatalf("message %d: %+v, want %+v", i, r.Messages[i], w)
+				}
+			}
+		})
+	}
+	t.Run("the user speaks first", func(t *testing.T) {
+		m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("Hi, I'd like a table.")), nil)
+		if _, _, err := m.SimulateUser(context.Background(), UserInput{}); err != nil {
+			t.Fatal(err)
+		}
+		r := srv.Requests()[0]
+		if len(r.Messages) != 2 || !strings.Contains(r.Messages[0].Content, "(none given") || r.Messages[1].Role != "user" {
+			t.Fatalf("request %s", r.Body)
+		}
+	})
+}
+
+func TestOpenAIToolErrorsAndSimulationJudge(t *testing.T) {
+	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("Sorry."), llmtest.OK(`{"result":"success","rationale":[],"summary":"ok"}`)), nil)
+	conv := Conversation{Turns: []Turn{userTurn("Book"), {Role: "agent", Calls: []Call{{ID: "c", Name: "book_table", Arguments: "{}"}}},
+		{Role: "tool", Text: "no mock matched", ToolCallID: "c", ToolName: "book_table", IsError: true}}}
+	if _, _, err := m.Respond(context.Background(), conv); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.Requests()[0].Messages[3]; got.Role != "tool" || got.Content != "Error: no mock matched" {
+		t.Fatalf("tool message %+v", got)
+	}
+	in := JudgeInput{Simulation: true, Conditions: []string{"books"}, Reply: agentTurn("Sorry."),
+		Transcript: append(conv.Turns, agentTurn("Sorry."), userTurn("Bye."))}
+	if _, _, err := m.Judge(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	prompt := srv.Requests()[1].Messages[1].Content
+	for _, s := range []string{"all of it is under test", "user: Book\n", "tool book_table error: no mock matched\n", "user: Bye.\n", "The agent's last turn: Sorry.\n"} {
+		if !strings.Contains(prompt, s) {
+			t.Fatalf("judge prompt lacks %q:\n%s", s, prompt)
+		}
+	}
+}
