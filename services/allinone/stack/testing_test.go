@@ -120,6 +120,9 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 		{`{"tests":[{"test_id":"` + hours + `"},{}]}`, `["body","tests",1,"test_id"]`},
 		{`{"tests":[{"test_id":"` + hours + `"},{"test_id":"test_nope"}]}`, `["body","tests",1,"test_id"]`},
 		{`{"tests":[{"test_id":"` + hours + `"}],"agent_config_override":{"platform_settings":{}}}`, `["body","agent_config_override","conversation_config"]`},
+		{`{"tests":[{"test_id":"` + hours + `"}],"branch_id":"feature_x"}`, `["body","branch_id"]`},
+		{`{"tests":[{"test_id":"` + hours + `"}],"agent_config_override":{"conversation_config":{},"platform_settings":{},"workflow":{"nodes":{}}}}`,
+			`["body","agent_config_override","workflow"]`},
 	}
 	for _, c := range cases {
 		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, c.body)
@@ -134,7 +137,7 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 
 	// One run per test: passes and fails for the stated reasons.
 	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey,
-		fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q,"workflow_node_id":"n1"}]}`, hours, refund, tool))
+		fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q},{"test_id":%q,"workflow_node_id":"n1"}],"branch_id":"main"}`, hours, refund, tool))
 	if r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}

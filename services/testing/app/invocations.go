@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
@@ -57,7 +58,15 @@ func checkOverride(v *httpx.Validator, o *ConfigOverride) {
 	if len(o.PlatformSettings) > 0 && string(o.PlatformSettings) != "null" && o.PlatformSettings[0] != '{' {
 		v.Add("Input should be a valid dictionary", "dict_type", "body", "agent_config_override", "platform_settings")
 	}
+	// Runners play the conversation configuration; a workflow would be
+	// accepted and not run, so it is refused.
+	if w := strings.TrimSpace(string(o.Workflow)); w != "" && w != "null" && w != "{}" {
+		v.Add("Workflows are not run by this platform's runners: omit workflow", "value_error", "body", "agent_config_override", "workflow")
+	}
 }
+
+// MainBranch is the one branch every agent has.
+const MainBranch = "main"
 
 // agent reads an agent's current state from stream AGENTS.
 func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
@@ -96,8 +105,11 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 		v.Check(repeat >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "repeat_count")
 		v.Check(repeat <= domain.MaxRepeatCount, "Input should be less than or equal to 50", "less_than_equal", "body", "repeat_count")
 	}
-	if in.BranchID != nil && *in.BranchID != "" {
-		v.ID(*in.BranchID, "body", "branch_id")
+	if in.BranchID != nil && *in.BranchID != "" && v.ID(*in.BranchID, "body", "branch_id") {
+		// An agent here has one configuration: its main branch. Another
+		// branch would silently run that configuration under its name.
+		v.Check(*in.BranchID == MainBranch, "Agent has no branch "+*in.BranchID+": agents have one configuration, branch \"main\"",
+			"value_error", "body", "branch_id")
 	}
 	checkOverride(&v, in.AgentConfigOverride)
 	var tests []TestRef
