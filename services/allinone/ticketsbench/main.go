@@ -597,9 +597,12 @@ func (p *platform) seedTesting(n int) error {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// Measured on a quiet platform, as the tickets are.
+	// Measured on a quiet platform, as the tickets are. WaitCaughtUp waits
+	// for a projector that has not made its consumer yet, so a bounded wait.
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	for _, durable := range []string{"testing-entries", "testing-invocations"} {
-		if err := projection.WaitCaughtUp(ctx, js, events.TestingStream, durable); err != nil {
+		if err := projection.WaitCaughtUp(wctx, js, events.TestingStream, durable); err != nil {
 			return err
 		}
 	}
