@@ -107,6 +107,15 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	}
 }
 
+// UnreadCopy tunes c for a durable copy no request reads at once (the
+// store behind an in-memory index): batches linger 250 ms to reach up to
+// 1,000 writes, since few large store writes cost far less than many small
+// ones.
+func (c Config) UnreadCopy() Config {
+	c.Linger, c.MaxBatch = 250*time.Millisecond, 1000
+	return c
+}
+
 // defaultMaxBatch bounds the messages written as one batch.
 const defaultMaxBatch = 256
 

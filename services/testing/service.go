@@ -71,8 +71,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
 		FilterSubjects: []string{events.TestingInvocationsAll}}
 	if d.ReadIndex == config.ReadIndexMemory {
-		entries.Linger, entries.MaxBatch = 250*time.Millisecond, 1000
-		invocations.Linger, invocations.MaxBatch = 250*time.Millisecond, 1000
+		entries, invocations = entries.UnreadCopy(), invocations.UnreadCopy()
 	}
 	projection.Start(ctx, d.JS, store.EntryStore, entries, adapters.EntriesHandler)
 	projection.Start(ctx, d.JS, store.InvocationStore, invocations, adapters.InvocationsHandler)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
@@ -81,7 +80,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
 	}
 	if d.ReadIndex == config.ReadIndexMemory {
-		pc.Linger, pc.MaxBatch = 250*time.Millisecond, 1000
+		pc = pc.UnreadCopy()
 	}
 	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
 	var rm app.ReadModel = store

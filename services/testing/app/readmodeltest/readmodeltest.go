@@ -389,49 +389,41 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 // walkEntries pages through q and checks every page against the reference.
 func walkEntries(t *testing.T, rm app.ReadModel, ref *reference, q app.EntryQuery) {
 	t.Helper()
-	for pages := 0; pages < 1000; pages++ {
-		want, wantMore := ref.pageEntries(q)
-		page, more, err := rm.PageEntries(context.Background(), q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := make([]string, len(page))
-		for i, e := range page {
-			got[i] = e.ID
-		}
-		if !slices.Equal(got, want) || more != wantMore {
-			t.Fatalf("PageEntries(%+v) page %d = %v more=%v; want %v more=%v", q, pages, got, more, want, wantMore)
-		}
-		if !more {
-			return
-		}
-		after := page[len(page)-1].PositionOf()
-		q.After = &after
-	}
-	t.Fatal("paging did not end")
+	walk(t, "PageEntries", q, rm.PageEntries, ref.pageEntries, func(e app.Entry) string { return e.ID },
+		func(q *app.EntryQuery, last app.Entry) { after := last.PositionOf(); q.After = &after })
 }
 
 // walkInvocations pages through q and checks every page.
 func walkInvocations(t *testing.T, rm app.ReadModel, ref *reference, q app.InvocationFilter) {
 	t.Helper()
+	walk(t, "PageInvocations", q, rm.PageInvocations, ref.pageInvocations, func(s app.InvocationSummary) string { return s.ID },
+		func(q *app.InvocationFilter, last app.InvocationSummary) {
+			q.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
+		})
+}
+
+// walk pages through q with page, continuing after each page's last row,
+// and checks each page's ids and "more" against the reference's.
+func walk[Q, R any](t *testing.T, name string, q Q, page func(context.Context, Q) ([]R, bool, error),
+	reference func(Q) ([]string, bool), id func(R) string, after func(*Q, R)) {
+	t.Helper()
 	for pages := 0; pages < 1000; pages++ {
-		want, wantMore := ref.pageInvocations(q)
-		page, more, err := rm.PageInvocations(context.Background(), q)
+		want, wantMore := reference(q)
+		rows, more, err := page(context.Background(), q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := make([]string, len(page))
-		for i, s := range page {
-			got[i] = s.ID
+		got := make([]string, len(rows))
+		for i, r := range rows {
+			got[i] = id(r)
 		}
 		if !slices.Equal(got, want) || more != wantMore {
-			t.Fatalf("PageInvocations(%+v) page %d = %v more=%v; want %v more=%v", q, pages, got, more, want, wantMore)
+			t.Fatalf("%s(%+v) page %d = %v more=%v; want %v more=%v", name, q, pages, got, more, want, wantMore)
 		}
 		if !more {
 			return
 		}
-		last := page[len(page)-1]
-		q.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
+		after(&q, rows[len(rows)-1])
 	}
 	t.Fatal("paging did not end")
 }
