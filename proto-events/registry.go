@@ -35,6 +35,8 @@ const (
 	TypeTicketCommented     = "tickets.ticket_commented"
 	TypeTicketMerged        = "tickets.ticket_merged"
 	TypeTicketDeleted       = "tickets.ticket_deleted"
+	TypeTestFailureRecorded = "tickets.test_failure_recorded"
+	TypeTicketClustered     = "tickets.ticket_clustered"
 )
 
 // Event is implemented by every registered event message: field 1 of each
@@ -70,6 +72,8 @@ var registrations = []registration{
 	{TypeTicketCommented, TicketsStream, func() Event { return &ticketsv1.TicketCommented{} }},
 	{TypeTicketMerged, TicketsStream, func() Event { return &ticketsv1.TicketMerged{} }},
 	{TypeTicketDeleted, TicketsStream, func() Event { return &ticketsv1.TicketDeleted{} }},
+	{TypeTestFailureRecorded, TicketsStream, func() Event { return &ticketsv1.TestFailureRecorded{} }},
+	{TypeTicketClustered, TicketsStream, func() Event { return &ticketsv1.TicketClustered{} }},
 
 	{TypeTestCreated, TestingStream, func() Event { return &testingv1.TestCreated{} }},
 	{TypeTestUpdated, TestingStream, func() Event { return &testingv1.TestUpdated{} }},

@@ -10,6 +10,7 @@ require (
 	github.com/voiceai-platform/voiceai/pkg v0.0.0
 	github.com/voiceai-platform/voiceai/proto-events v0.0.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
+	golang.org/x/sync v0.24.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -109,7 +110,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp v0.0.0-20240719175910-8a7402abbf56 // indirect
 	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

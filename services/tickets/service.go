@@ -22,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/ports"
+	"github.com/voiceai-platform/voiceai/services/tickets/qaworker"
 )
 
 // Name of the service on the bus.
@@ -108,4 +109,37 @@ func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, 
 		}
 	})
 	return idx, err
+}
+
+// StartQAWorker runs one QA worker replica (package qaworker) until ctx
+// ends, over a: the service's own application when they share a process,
+// or NewWorkerApp's.
+func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App) <-chan struct{} {
+	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := w.Run(ctx); err != nil {
+			d.Logger.Error("qa worker stopped", "err", err)
+		}
+	}()
+	return done
+}
+
+// NewWorkerApp is the tickets application of a QA worker in its own
+// process: the store read model (the tickets service's projection) and
+// the directory, caught up.
+func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
+	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
+		return nil, fmt.Errorf("stream %s: %w", events.TicketsStream, err)
+	}
+	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	if err != nil {
+		return nil, err
+	}
+	dir := adapters.NewDirectory(d.Logger)
+	if err := dir.Follow(ctx, d.JS); err != nil {
+		return nil, err
+	}
+	return app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger), nil
 }

@@ -50,6 +50,10 @@ type Config struct {
 	// Runners is how many runner workers run in process (0: none, for a
 	// deployment whose testing-runner processes are separate).
 	Runners int `env:"VOICEAI_EMBEDDED_RUNNERS" envDefault:"1"`
+	// QAWorkers is how many QA workers (failures and escalations become
+	// tickets, tickets are clustered) run in process (0: none, for a
+	// deployment whose tickets-qa-worker processes are separate).
+	QAWorkers int `env:"VOICEAI_EMBEDDED_QA_WORKERS" envDefault:"1"`
 	// ReadIndex is what listings read (config.ReadIndexMemory by default:
 	// the embedded store scans every document of a filtered query).
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
@@ -70,6 +74,9 @@ func (c Config) Validate() error {
 	}
 	if c.Runners < 0 || c.Runners > 64 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_RUNNERS %d: want 0..64", c.Runners)
+	}
+	if c.QAWorkers < 0 || c.QAWorkers > 64 {
+		return fmt.Errorf("VOICEAI_EMBEDDED_QA_WORKERS %d: want 0..64", c.QAWorkers)
 	}
 	if c.Runners > 0 {
 		if err := c.Runner.Validate(); err != nil {
@@ -115,7 +122,7 @@ func TestConfig(dir string) Config {
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
-		Runners: 1,
+		Runners: 1, QAWorkers: 1,
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute},
 	}
@@ -213,6 +220,10 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = tk.Stop() })
+	for range c.QAWorkers {
+		done := tickets.StartQAWorker(ctx, d, tk.App)
+		cleanup = append(cleanup, func() { <-done })
+	}
 	ts, err := testingsvc.Start(ctx, d, secret)
 	if err != nil {
 		return fail(err)

@@ -37,6 +37,9 @@ type PatchInput struct {
 	Priority       Nullable  `json:"priority"`
 	IssueType      Nullable  `json:"issue_type"`
 	Labels         *[]string `json:"labels"`
+	// NeedsClustering true asks the clustering step to look at the ticket
+	// again; false marks it as clustered by hand.
+	NeedsClustering *bool `json:"needs_clustering"`
 }
 
 // Update applies a PATCH. A status change is validated by the state
@@ -91,6 +94,9 @@ func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID s
 		}
 		if in.Labels != nil && !slices.Equal(*in.Labels, t.Labels) {
 			t.Labels, changed = *in.Labels, append(changed, "labels")
+		}
+		if in.NeedsClustering != nil && *in.NeedsClustering != t.NeedsClustering {
+			t.NeedsClustering, changed = *in.NeedsClustering, append(changed, "needs_clustering")
 		}
 		previous := t.Status
 		if in.Status != nil && *in.Status != t.Status {

@@ -33,6 +33,23 @@ type ticketView struct {
 	CreatedAtUnixSecs  int64             `json:"created_at_unix_secs"`
 	UpdatedAtUnixSecs  int64             `json:"updated_at_unix_secs"`
 	SearchMatch        *app.Match        `json:"search_match,omitempty"`
+	// TestFailures (an extension) links the ticket the QA worker keeps for
+	// a failing test to its failed runs; absent on other tickets.
+	TestFailures *testFailuresView `json:"test_failures,omitempty"`
+}
+
+type testFailuresView struct {
+	TestID      string                 `json:"test_id"`
+	TestName    string                 `json:"test_name"`
+	FailedRuns  int64                  `json:"failed_runs"`
+	Invocations []failedInvocationView `json:"invocations"`
+}
+
+type failedInvocationView struct {
+	InvocationID         string   `json:"invocation_id"`
+	RunIDs               []string `json:"run_ids"`
+	FailedRuns           int64    `json:"failed_runs"`
+	LastFailedAtUnixSecs int64    `json:"last_failed_at_unix_secs"`
 }
 
 type commentView struct {
@@ -97,6 +114,13 @@ func viewOf(t *ticketsv1.Ticket, m *app.Match) ticketView {
 	}
 	for _, c := range t.StatusChanges {
 		v.StatusChanges = append(v.StatusChanges, statusView{Status: c.Status, ChangedByUserID: c.ChangedByUserId, ChangedAtUnixSecs: c.ChangedAtUnixSecs})
+	}
+	if tf := t.TestFailures; tf != nil {
+		v.TestFailures = &testFailuresView{TestID: tf.TestId, TestName: tf.TestName, FailedRuns: tf.FailedRuns, Invocations: []failedInvocationView{}}
+		for _, inv := range tf.Invocations {
+			v.TestFailures.Invocations = append(v.TestFailures.Invocations, failedInvocationView{
+				InvocationID: inv.InvocationId, RunIDs: inv.RunIds, FailedRuns: inv.FailedRuns, LastFailedAtUnixSecs: inv.LastFailedAtUnixSecs})
+		}
 	}
 	for _, c := range t.PriorityChanges {
 		v.PriorityChanges = append(v.PriorityChanges, priorityView{Priority: orNil(c.Priority), ChangedByUserID: c.ChangedByUserId, ChangedAtUnixSecs: c.ChangedAtUnixSecs})

@@ -374,6 +374,174 @@ func (x *TicketDeleted) GetTicket() *Ticket {
 	return nil
 }
 
+// Type "tickets.test_failure_recorded": the QA worker recorded failed runs
+// of a test on the agent's ticket for it (created, reopened or updated).
+type TestFailureRecorded struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Ticket *Ticket                `protobuf:"bytes,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	// The invocations and runs newly recorded.
+	InvocationIds []string `protobuf:"bytes,3,rep,name=invocation_ids,json=invocationIds,proto3" json:"invocation_ids,omitempty"`
+	RunIds        []string `protobuf:"bytes,4,rep,name=run_ids,json=runIds,proto3" json:"run_ids,omitempty"`
+	// The ticket was resolved and the failure reopened it.
+	Reopened      bool `protobuf:"varint,5,opt,name=reopened,proto3" json:"reopened,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestFailureRecorded) Reset() {
+	*x = TestFailureRecorded{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestFailureRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestFailureRecorded) ProtoMessage() {}
+
+func (x *TestFailureRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestFailureRecorded.ProtoReflect.Descriptor instead.
+func (*TestFailureRecorded) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *TestFailureRecorded) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *TestFailureRecorded) GetTicket() *Ticket {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
+func (x *TestFailureRecorded) GetInvocationIds() []string {
+	if x != nil {
+		return x.InvocationIds
+	}
+	return nil
+}
+
+func (x *TestFailureRecorded) GetRunIds() []string {
+	if x != nil {
+		return x.RunIds
+	}
+	return nil
+}
+
+func (x *TestFailureRecorded) GetReopened() bool {
+	if x != nil {
+		return x.Reopened
+	}
+	return false
+}
+
+// Type "tickets.ticket_clustered": the clustering step grouped the ticket
+// with similar tickets of its agent (cluster_label, also in labels), may
+// have set its issue type, and cleared needs_clustering.
+type TicketClustered struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Meta             *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Ticket           *Ticket                `protobuf:"bytes,2,opt,name=ticket,proto3" json:"ticket,omitempty"`
+	ClusterLabel     string                 `protobuf:"bytes,3,opt,name=cluster_label,json=clusterLabel,proto3" json:"cluster_label,omitempty"`
+	SimilarTicketIds []string               `protobuf:"bytes,4,rep,name=similar_ticket_ids,json=similarTicketIds,proto3" json:"similar_ticket_ids,omitempty"`
+	IssueTypeSet     string                 `protobuf:"bytes,5,opt,name=issue_type_set,json=issueTypeSet,proto3" json:"issue_type_set,omitempty"`
+	// Why, in words: the shared terms, the rule behind the issue type.
+	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TicketClustered) Reset() {
+	*x = TicketClustered{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TicketClustered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TicketClustered) ProtoMessage() {}
+
+func (x *TicketClustered) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TicketClustered.ProtoReflect.Descriptor instead.
+func (*TicketClustered) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TicketClustered) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *TicketClustered) GetTicket() *Ticket {
+	if x != nil {
+		return x.Ticket
+	}
+	return nil
+}
+
+func (x *TicketClustered) GetClusterLabel() string {
+	if x != nil {
+		return x.ClusterLabel
+	}
+	return ""
+}
+
+func (x *TicketClustered) GetSimilarTicketIds() []string {
+	if x != nil {
+		return x.SimilarTicketIds
+	}
+	return nil
+}
+
+func (x *TicketClustered) GetIssueTypeSet() string {
+	if x != nil {
+		return x.IssueTypeSet
+	}
+	return ""
+}
+
+func (x *TicketClustered) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_voiceai_tickets_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
@@ -400,7 +568,20 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x11source_ticket_ids\x18\x04 \x03(\tR\x0fsourceTicketIds\"u\n" +
 	"\rTicketDeleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticketBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
+	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\"\xd7\x01\n" +
+	"\x13TestFailureRecorded\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
+	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
+	"\x0einvocation_ids\x18\x03 \x03(\tR\rinvocationIds\x12\x17\n" +
+	"\arun_ids\x18\x04 \x03(\tR\x06runIds\x12\x1a\n" +
+	"\breopened\x18\x05 \x01(\bR\breopened\"\x88\x02\n" +
+	"\x0fTicketClustered\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
+	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12#\n" +
+	"\rcluster_label\x18\x03 \x01(\tR\fclusterLabel\x12,\n" +
+	"\x12similar_ticket_ids\x18\x04 \x03(\tR\x10similarTicketIds\x12$\n" +
+	"\x0eissue_type_set\x18\x05 \x01(\tR\fissueTypeSet\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reasonBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
 
 var (
 	file_voiceai_tickets_v1_events_proto_rawDescOnce sync.Once
@@ -414,7 +595,7 @@ func file_voiceai_tickets_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_tickets_v1_events_proto_rawDescData
 }
 
-var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_voiceai_tickets_v1_events_proto_goTypes = []any{
 	(*TicketCreated)(nil),       // 0: voiceai.tickets.v1.TicketCreated
 	(*TicketUpdated)(nil),       // 1: voiceai.tickets.v1.TicketUpdated
@@ -422,27 +603,33 @@ var file_voiceai_tickets_v1_events_proto_goTypes = []any{
 	(*TicketCommented)(nil),     // 3: voiceai.tickets.v1.TicketCommented
 	(*TicketMerged)(nil),        // 4: voiceai.tickets.v1.TicketMerged
 	(*TicketDeleted)(nil),       // 5: voiceai.tickets.v1.TicketDeleted
-	(*v1.EventMeta)(nil),        // 6: voiceai.common.v1.EventMeta
-	(*Ticket)(nil),              // 7: voiceai.tickets.v1.Ticket
+	(*TestFailureRecorded)(nil), // 6: voiceai.tickets.v1.TestFailureRecorded
+	(*TicketClustered)(nil),     // 7: voiceai.tickets.v1.TicketClustered
+	(*v1.EventMeta)(nil),        // 8: voiceai.common.v1.EventMeta
+	(*Ticket)(nil),              // 9: voiceai.tickets.v1.Ticket
 }
 var file_voiceai_tickets_v1_events_proto_depIdxs = []int32{
-	6,  // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	6,  // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	6,  // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	6,  // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
-	6,  // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	6,  // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 12: voiceai.tickets.v1.TestFailureRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 13: voiceai.tickets.v1.TestFailureRecorded.ticket:type_name -> voiceai.tickets.v1.Ticket
+	8,  // 14: voiceai.tickets.v1.TicketClustered.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 15: voiceai.tickets.v1.TicketClustered.ticket:type_name -> voiceai.tickets.v1.Ticket
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_tickets_v1_events_proto_init() }
@@ -457,7 +644,7 @@ func file_voiceai_tickets_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_tickets_v1_events_proto_rawDesc), len(file_voiceai_tickets_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

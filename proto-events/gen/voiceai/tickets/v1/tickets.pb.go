@@ -57,8 +57,11 @@ type Ticket struct {
 	DeletedAtUnixSecs *int64 `protobuf:"varint,24,opt,name=deleted_at_unix_secs,json=deletedAtUnixSecs,proto3,oneof" json:"deleted_at_unix_secs,omitempty"`
 	// Creation order within a second, for stable newest-first listings.
 	CreatedAtUnixMs int64 `protobuf:"varint,25,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Set on the ticket the QA worker keeps for one failing test of the
+	// agent (source qa): what failed, where.
+	TestFailures  *TestFailures `protobuf:"bytes,26,opt,name=test_failures,json=testFailures,proto3" json:"test_failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Ticket) Reset() {
@@ -266,6 +269,154 @@ func (x *Ticket) GetCreatedAtUnixMs() int64 {
 	return 0
 }
 
+func (x *Ticket) GetTestFailures() *TestFailures {
+	if x != nil {
+		return x.TestFailures
+	}
+	return nil
+}
+
+// TestFailures links a ticket to the failing runs of one test.
+type TestFailures struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TestId   string                 `protobuf:"bytes,1,opt,name=test_id,json=testId,proto3" json:"test_id,omitempty"`
+	TestName string                 `protobuf:"bytes,2,opt,name=test_name,json=testName,proto3" json:"test_name,omitempty"`
+	// Every failed run recorded, across invocations.
+	FailedRuns int64 `protobuf:"varint,3,opt,name=failed_runs,json=failedRuns,proto3" json:"failed_runs,omitempty"`
+	// The most recent invocations with failures, oldest first (at most 10).
+	Invocations   []*FailedInvocation `protobuf:"bytes,4,rep,name=invocations,proto3" json:"invocations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TestFailures) Reset() {
+	*x = TestFailures{}
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TestFailures) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TestFailures) ProtoMessage() {}
+
+func (x *TestFailures) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TestFailures.ProtoReflect.Descriptor instead.
+func (*TestFailures) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TestFailures) GetTestId() string {
+	if x != nil {
+		return x.TestId
+	}
+	return ""
+}
+
+func (x *TestFailures) GetTestName() string {
+	if x != nil {
+		return x.TestName
+	}
+	return ""
+}
+
+func (x *TestFailures) GetFailedRuns() int64 {
+	if x != nil {
+		return x.FailedRuns
+	}
+	return 0
+}
+
+func (x *TestFailures) GetInvocations() []*FailedInvocation {
+	if x != nil {
+		return x.Invocations
+	}
+	return nil
+}
+
+// FailedInvocation is one invocation's failed runs of the test.
+type FailedInvocation struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	InvocationId string                 `protobuf:"bytes,1,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	// The failed runs (at most 100; failed_runs counts beyond).
+	RunIds               []string `protobuf:"bytes,2,rep,name=run_ids,json=runIds,proto3" json:"run_ids,omitempty"`
+	FailedRuns           int64    `protobuf:"varint,3,opt,name=failed_runs,json=failedRuns,proto3" json:"failed_runs,omitempty"`
+	LastFailedAtUnixSecs int64    `protobuf:"varint,4,opt,name=last_failed_at_unix_secs,json=lastFailedAtUnixSecs,proto3" json:"last_failed_at_unix_secs,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *FailedInvocation) Reset() {
+	*x = FailedInvocation{}
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailedInvocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailedInvocation) ProtoMessage() {}
+
+func (x *FailedInvocation) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailedInvocation.ProtoReflect.Descriptor instead.
+func (*FailedInvocation) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FailedInvocation) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+func (x *FailedInvocation) GetRunIds() []string {
+	if x != nil {
+		return x.RunIds
+	}
+	return nil
+}
+
+func (x *FailedInvocation) GetFailedRuns() int64 {
+	if x != nil {
+		return x.FailedRuns
+	}
+	return 0
+}
+
+func (x *FailedInvocation) GetLastFailedAtUnixSecs() int64 {
+	if x != nil {
+		return x.LastFailedAtUnixSecs
+	}
+	return 0
+}
+
 type Comment struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	Comment           string                 `protobuf:"bytes,1,opt,name=comment,proto3" json:"comment,omitempty"`
@@ -277,7 +428,7 @@ type Comment struct {
 
 func (x *Comment) Reset() {
 	*x = Comment{}
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[1]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -289,7 +440,7 @@ func (x *Comment) String() string {
 func (*Comment) ProtoMessage() {}
 
 func (x *Comment) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[1]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -302,7 +453,7 @@ func (x *Comment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Comment.ProtoReflect.Descriptor instead.
 func (*Comment) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{1}
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Comment) GetComment() string {
@@ -338,7 +489,7 @@ type TurnComment struct {
 
 func (x *TurnComment) Reset() {
 	*x = TurnComment{}
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[2]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +501,7 @@ func (x *TurnComment) String() string {
 func (*TurnComment) ProtoMessage() {}
 
 func (x *TurnComment) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[2]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +514,7 @@ func (x *TurnComment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TurnComment.ProtoReflect.Descriptor instead.
 func (*TurnComment) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{2}
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TurnComment) GetTurnIndex() int32 {
@@ -405,7 +556,7 @@ type StatusChange struct {
 
 func (x *StatusChange) Reset() {
 	*x = StatusChange{}
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[3]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +568,7 @@ func (x *StatusChange) String() string {
 func (*StatusChange) ProtoMessage() {}
 
 func (x *StatusChange) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[3]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +581,7 @@ func (x *StatusChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusChange.ProtoReflect.Descriptor instead.
 func (*StatusChange) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{3}
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StatusChange) GetStatus() string {
@@ -466,7 +617,7 @@ type PriorityChange struct {
 
 func (x *PriorityChange) Reset() {
 	*x = PriorityChange{}
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[4]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +629,7 @@ func (x *PriorityChange) String() string {
 func (*PriorityChange) ProtoMessage() {}
 
 func (x *PriorityChange) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[4]
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +642,7 @@ func (x *PriorityChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PriorityChange.ProtoReflect.Descriptor instead.
 func (*PriorityChange) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{4}
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PriorityChange) GetPriority() string {
@@ -519,7 +670,8 @@ var File_voiceai_tickets_v1_tickets_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_tickets_proto_rawDesc = "" +
 	"\n" +
-	" voiceai/tickets/v1/tickets.proto\x12\x12voiceai.tickets.v1\"\xdc\t\n" +
+	" voiceai/tickets/v1/tickets.proto\x12\x12voiceai.tickets.v1\"\xa3\n" +
+	"\n" +
 	"\x06Ticket\x12\x1b\n" +
 	"\tticket_id\x18\x01 \x01(\tR\bticketId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x19\n" +
@@ -548,13 +700,26 @@ const file_voiceai_tickets_v1_tickets_proto_rawDesc = "" +
 	"\x14created_at_unix_secs\x18\x16 \x01(\x03R\x11createdAtUnixSecs\x12/\n" +
 	"\x14updated_at_unix_secs\x18\x17 \x01(\x03R\x11updatedAtUnixSecs\x124\n" +
 	"\x14deleted_at_unix_secs\x18\x18 \x01(\x03H\x05R\x11deletedAtUnixSecs\x88\x01\x01\x12+\n" +
-	"\x12created_at_unix_ms\x18\x19 \x01(\x03R\x0fcreatedAtUnixMsB\x17\n" +
+	"\x12created_at_unix_ms\x18\x19 \x01(\x03R\x0fcreatedAtUnixMs\x12E\n" +
+	"\rtest_failures\x18\x1a \x01(\v2 .voiceai.tickets.v1.TestFailuresR\ftestFailuresB\x17\n" +
 	"\x15_first_seen_unix_secsB\x16\n" +
 	"\x14_last_seen_unix_secsB\r\n" +
 	"\v_qa_commentB\x13\n" +
 	"\x11_assignee_user_idB\x18\n" +
 	"\x16_merged_into_ticket_idB\x17\n" +
-	"\x15_deleted_at_unix_secs\"\x8f\x01\n" +
+	"\x15_deleted_at_unix_secs\"\xad\x01\n" +
+	"\fTestFailures\x12\x17\n" +
+	"\atest_id\x18\x01 \x01(\tR\x06testId\x12\x1b\n" +
+	"\ttest_name\x18\x02 \x01(\tR\btestName\x12\x1f\n" +
+	"\vfailed_runs\x18\x03 \x01(\x03R\n" +
+	"failedRuns\x12F\n" +
+	"\vinvocations\x18\x04 \x03(\v2$.voiceai.tickets.v1.FailedInvocationR\vinvocations\"\xa9\x01\n" +
+	"\x10FailedInvocation\x12#\n" +
+	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12\x17\n" +
+	"\arun_ids\x18\x02 \x03(\tR\x06runIds\x12\x1f\n" +
+	"\vfailed_runs\x18\x03 \x01(\x03R\n" +
+	"failedRuns\x126\n" +
+	"\x18last_failed_at_unix_secs\x18\x04 \x01(\x03R\x14lastFailedAtUnixSecs\"\x8f\x01\n" +
 	"\aComment\x12\x18\n" +
 	"\acomment\x18\x01 \x01(\tR\acomment\x12/\n" +
 	"\x14created_at_unix_secs\x18\x02 \x01(\x03R\x11createdAtUnixSecs\x12'\n" +
@@ -589,24 +754,28 @@ func file_voiceai_tickets_v1_tickets_proto_rawDescGZIP() []byte {
 	return file_voiceai_tickets_v1_tickets_proto_rawDescData
 }
 
-var file_voiceai_tickets_v1_tickets_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_voiceai_tickets_v1_tickets_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_voiceai_tickets_v1_tickets_proto_goTypes = []any{
-	(*Ticket)(nil),         // 0: voiceai.tickets.v1.Ticket
-	(*Comment)(nil),        // 1: voiceai.tickets.v1.Comment
-	(*TurnComment)(nil),    // 2: voiceai.tickets.v1.TurnComment
-	(*StatusChange)(nil),   // 3: voiceai.tickets.v1.StatusChange
-	(*PriorityChange)(nil), // 4: voiceai.tickets.v1.PriorityChange
+	(*Ticket)(nil),           // 0: voiceai.tickets.v1.Ticket
+	(*TestFailures)(nil),     // 1: voiceai.tickets.v1.TestFailures
+	(*FailedInvocation)(nil), // 2: voiceai.tickets.v1.FailedInvocation
+	(*Comment)(nil),          // 3: voiceai.tickets.v1.Comment
+	(*TurnComment)(nil),      // 4: voiceai.tickets.v1.TurnComment
+	(*StatusChange)(nil),     // 5: voiceai.tickets.v1.StatusChange
+	(*PriorityChange)(nil),   // 6: voiceai.tickets.v1.PriorityChange
 }
 var file_voiceai_tickets_v1_tickets_proto_depIdxs = []int32{
-	1, // 0: voiceai.tickets.v1.Ticket.ticket_comments:type_name -> voiceai.tickets.v1.Comment
-	2, // 1: voiceai.tickets.v1.Ticket.turn_comments:type_name -> voiceai.tickets.v1.TurnComment
-	3, // 2: voiceai.tickets.v1.Ticket.status_changes:type_name -> voiceai.tickets.v1.StatusChange
-	4, // 3: voiceai.tickets.v1.Ticket.priority_changes:type_name -> voiceai.tickets.v1.PriorityChange
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	3, // 0: voiceai.tickets.v1.Ticket.ticket_comments:type_name -> voiceai.tickets.v1.Comment
+	4, // 1: voiceai.tickets.v1.Ticket.turn_comments:type_name -> voiceai.tickets.v1.TurnComment
+	5, // 2: voiceai.tickets.v1.Ticket.status_changes:type_name -> voiceai.tickets.v1.StatusChange
+	6, // 3: voiceai.tickets.v1.Ticket.priority_changes:type_name -> voiceai.tickets.v1.PriorityChange
+	1, // 4: voiceai.tickets.v1.Ticket.test_failures:type_name -> voiceai.tickets.v1.TestFailures
+	2, // 5: voiceai.tickets.v1.TestFailures.invocations:type_name -> voiceai.tickets.v1.FailedInvocation
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_tickets_v1_tickets_proto_init() }
@@ -615,16 +784,16 @@ func file_voiceai_tickets_v1_tickets_proto_init() {
 		return
 	}
 	file_voiceai_tickets_v1_tickets_proto_msgTypes[0].OneofWrappers = []any{}
-	file_voiceai_tickets_v1_tickets_proto_msgTypes[1].OneofWrappers = []any{}
-	file_voiceai_tickets_v1_tickets_proto_msgTypes[2].OneofWrappers = []any{}
 	file_voiceai_tickets_v1_tickets_proto_msgTypes[3].OneofWrappers = []any{}
+	file_voiceai_tickets_v1_tickets_proto_msgTypes[4].OneofWrappers = []any{}
+	file_voiceai_tickets_v1_tickets_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_tickets_v1_tickets_proto_rawDesc), len(file_voiceai_tickets_v1_tickets_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

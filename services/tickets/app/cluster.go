@@ -1,0 +1,177 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// maxClustered bounds the active tickets of one agent a clustering pass
+// compares (the newest ones); each pass is O(n²) in them.
+const maxClustered = 2000
+
+// ClusterAgent clusters an agent's active tickets (domain.Cluster): each
+// ticket that needs clustering is merged into its older exact duplicate
+// through the merge rules, or labelled with its group and given the issue
+// type its text clearly states, and its needs_clustering is cleared, in
+// one TicketClustered event. Tickets already clustered are left alone,
+// except that a group's oldest member gets the group's label, so the label
+// filter lists the whole group. Every change is undone through the ticket
+// API: PATCH labels, issue_type, or needs_clustering true to cluster the
+// ticket again.
+//
+// fresh are tickets the caller knows newer states of than the read model
+// may hold yet (those whose events woke it).
+func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string, fresh []*ticketsv1.Ticket) error {
+	active, err := a.activeTickets(ctx, workspaceID, agentID)
+	if err != nil {
+		return err
+	}
+	for _, t := range fresh {
+		if i := slices.IndexFunc(active, func(o *ticketsv1.Ticket) bool { return o.TicketId == t.TicketId }); i >= 0 {
+			active[i] = t
+		} else if domain.IsActive(t.Status) && t.AgentId == agentID {
+			active = append(active, t)
+		}
+	}
+	if !slices.ContainsFunc(active, func(t *ticketsv1.Ticket) bool { return t.NeedsClustering && domain.IsActive(t.Status) }) {
+		return nil
+	}
+	byID := map[string]*ticketsv1.Ticket{}
+	items := make([]domain.ClusterItem, 0, len(active))
+	for _, t := range active {
+		byID[t.TicketId] = t
+		items = append(items, clusterItem(t))
+	}
+	plan := domain.Cluster(items)
+	caller := principal.Principal{WorkspaceID: workspaceID, UserID: QAActor}
+
+	for dup, into := range plan.Duplicates {
+		if !byID[dup].NeedsClustering {
+			continue
+		}
+		if _, err := a.Merge(ctx, caller, into, []string{dup}); err != nil {
+			return fmt.Errorf("merge duplicate %s into %s: %w", dup, into, err)
+		}
+	}
+	grouped := map[string][]string{}
+	for _, g := range plan.Groups {
+		for _, id := range g {
+			grouped[id] = g
+		}
+	}
+	for _, t := range active {
+		if _, dup := plan.Duplicates[t.TicketId]; dup {
+			continue
+		}
+		g := grouped[t.TicketId]
+		anchor := len(g) > 0 && g[0] == t.TicketId && slices.ContainsFunc(g[1:], func(id string) bool { return byID[id].NeedsClustering })
+		if !t.NeedsClustering && !anchor {
+			continue
+		}
+		if err := a.clusterOne(ctx, workspaceID, t.TicketId, g, byID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *App) activeTickets(ctx context.Context, ws, agentID string) ([]*ticketsv1.Ticket, error) {
+	var out []*ticketsv1.Ticket
+	for _, status := range domain.ActiveStatuses {
+		q := Query{WorkspaceID: ws, Filter: Filter{AgentID: agentID, Status: status}, Limit: 100}
+		for len(out) < maxClustered {
+			page, more, err := a.ReadModel.Page(ctx, q)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, page...)
+			if !more || len(page) == 0 {
+				break
+			}
+			last := PositionOf(page[len(page)-1], false)
+			q.After = &last
+		}
+	}
+	return out, nil
+}
+
+func clusterItem(t *ticketsv1.Ticket) domain.ClusterItem {
+	headline := t.Title + "\n" + t.GetQaComment()
+	var text strings.Builder
+	text.WriteString(headline)
+	for _, c := range t.TicketComments {
+		if c.GetOwnerUserId() == QAActor && strings.HasPrefix(c.Comment, "Clustered") {
+			continue // our own notes say nothing about the issue
+		}
+		text.WriteString("\n" + c.Comment)
+	}
+	for _, c := range t.TurnComments {
+		text.WriteString("\n" + c.Comment)
+	}
+	return domain.ClusterItem{ID: t.TicketId, CreatedAtMs: t.CreatedAtUnixMs, Headline: headline, Text: text.String()}
+}
+
+// clusterOne labels one ticket with its group (if any), sets its issue
+// type when clear and unset, and clears needs_clustering.
+func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byID map[string]*ticketsv1.Ticket) error {
+	_, err := a.change(ctx, ws, id, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		if !domain.IsActive(t.Status) {
+			return nil, nil // changed since it was read: a later pass sees it
+		}
+		ev := &ticketsv1.TicketClustered{Meta: meta, Ticket: t}
+		var why []string
+		if len(group) > 1 {
+			ev.ClusterLabel = domain.ClusterLabel(group[0])
+			mine := domain.ContentWords(clusterItem(t).Text)
+			for _, other := range group {
+				if other == t.TicketId {
+					continue
+				}
+				ev.SimilarTicketIds = append(ev.SimilarTicketIds, other)
+				if o := byID[other]; o != nil && len(why) == 0 {
+					shared := domain.SharedWords(mine, domain.ContentWords(clusterItem(o).Text))
+					why = append(why, fmt.Sprintf("similar to %s (shared: %s)", other, strings.Join(firstN(shared, 8), ", ")))
+				}
+			}
+			if !slices.Contains(t.Labels, ev.ClusterLabel) && len(t.Labels) < domain.MaxLabels {
+				t.Labels = append(t.Labels, ev.ClusterLabel)
+			}
+		}
+		if t.IssueType == "" && t.NeedsClustering {
+			if it, phrase, ok := domain.ClassifyIssue(clusterItem(t).Text); ok {
+				t.IssueType, ev.IssueTypeSet = it, it
+				why = append(why, fmt.Sprintf("issue type %s (it says %q)", it, phrase))
+			}
+		}
+		if !t.NeedsClustering && ev.ClusterLabel != "" && slices.Equal(byID[id].Labels, t.Labels) {
+			return nil, nil // an anchor that already carries its label
+		}
+		t.NeedsClustering = false
+		if len(why) == 0 {
+			why = append(why, "no similar ticket, issue type not clear")
+		}
+		ev.Reason = strings.Join(why, "; ")
+		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{
+			Comment: "Clustered: " + ev.Reason + ".", CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: proto.String(QAActor),
+		})
+		return ev, nil
+	})
+	return err
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,34 @@
+// Command tickets-qa-worker runs one QA worker replica against external
+// NATS and MongoDB (VOICEAI_NATS_URL, VOICEAI_MONGO_URI): failed test runs,
+// escalations and conversations that went badly become triage tickets,
+// and tickets are clustered. Run as many replicas as the load needs; they
+// share durable consumers, and a killed one loses nothing.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/services/tickets"
+)
+
+func main() {
+	c, err := config.Load[config.Infra]()
+	if err == nil {
+		err = runtime.Run("tickets-qa-worker", c, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+			a, err := tickets.NewWorkerApp(ctx, d)
+			if err != nil {
+				return nil, err
+			}
+			done := tickets.StartQAWorker(ctx, d, a)
+			return func() error { <-done; return nil }, nil
+		})
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tickets-qa-worker:", err)
+		os.Exit(1)
+	}
+}

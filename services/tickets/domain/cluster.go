@@ -1,0 +1,238 @@
+package domain
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// Clustering groups an agent's open tickets by what they say, offline and
+// deterministically: the same tickets always give the same groups, merges
+// and issue types.
+//
+//   - Exact duplicates: the same title and QA comment once case, spacing
+//     and punctuation are ignored. The newer is merged into the older.
+//   - Similar: the Jaccard similarity of their content words (stop words
+//     and, among four or more tickets, the words most of them share
+//     dropped) is at least SimilarityThreshold, linked transitively. A
+//     group shares one label, ClusterLabelPrefix plus its oldest member's
+//     id, so the listing's label filter shows the group.
+//   - Issue type: set only where exactly one rule of IssueRules matches
+//     (clear); otherwise left for a human.
+
+// SimilarityThreshold is the Jaccard similarity at which two tickets are
+// grouped: half their distinct content words shared.
+const SimilarityThreshold = 0.5
+
+// ClusterLabelPrefix starts every cluster label.
+const ClusterLabelPrefix = "cluster-"
+
+// ClusterItem is one ticket as clustering sees it.
+type ClusterItem struct {
+	ID          string
+	CreatedAtMs int64
+	Headline    string // title and QA comment: what exact duplicates share
+	Text        string // everything the ticket says: headline, comments, rationales
+}
+
+// ClusterPlan is what clustering decided.
+type ClusterPlan struct {
+	// Duplicates maps a ticket to the older exact duplicate it merges into.
+	Duplicates map[string]string
+	// Groups are the similar tickets (two or more, duplicates excluded),
+	// oldest first.
+	Groups [][]string
+}
+
+// Cluster plans the clustering of items (one agent's active tickets).
+func Cluster(items []ClusterItem) ClusterPlan {
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, func(a, b ClusterItem) int {
+		if a.CreatedAtMs != b.CreatedAtMs {
+			return int(a.CreatedAtMs - b.CreatedAtMs)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	plan := ClusterPlan{Duplicates: map[string]string{}}
+	firstOf := map[string]string{}
+	var kept []ClusterItem
+	for _, it := range sorted {
+		key := normalize(it.Headline)
+		if first, ok := firstOf[key]; ok && key != "" {
+			plan.Duplicates[it.ID] = first
+			continue
+		}
+		firstOf[key] = it.ID
+		kept = append(kept, it)
+	}
+
+	// Single-linkage groups by union-find over kept, in age order.
+	words := make([]map[string]bool, len(kept))
+	for i, it := range kept {
+		words[i] = ContentWords(it.Text)
+	}
+	dropBoilerplate(words)
+	parent := make([]int, len(kept))
+	for i := range parent {
+		parent[i] = i
+	}
+	var root func(int) int
+	root = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	for i := range kept {
+		for j := range i {
+			if Similarity(words[i], words[j]) >= SimilarityThreshold {
+				ri, rj := root(i), root(j)
+				if ri != rj {
+					parent[max(ri, rj)] = min(ri, rj) // the oldest stays the root
+				}
+			}
+		}
+	}
+	groups := map[int][]string{}
+	var roots []int
+	for i, it := range kept {
+		r := root(i)
+		if _, ok := groups[r]; !ok {
+			roots = append(roots, r)
+		}
+		groups[r] = append(groups[r], it.ID)
+	}
+	for _, r := range roots {
+		if len(groups[r]) > 1 {
+			plan.Groups = append(plan.Groups, groups[r])
+		}
+	}
+	return plan
+}
+
+// dropBoilerplate removes, among four or more tickets, the words more than
+// half of them use: the wording every ticket of a kind shares (a judge's
+// stock phrases, "escalated to") says nothing about what went wrong, and
+// would otherwise group everything.
+func dropBoilerplate(sets []map[string]bool) {
+	if len(sets) < 4 {
+		return
+	}
+	df := map[string]int{}
+	for _, s := range sets {
+		for w := range s {
+			df[w]++
+		}
+	}
+	for _, s := range sets {
+		for w := range s {
+			if 2*df[w] > len(sets) {
+				delete(s, w)
+			}
+		}
+	}
+}
+
+// ClusterLabel is the label of a group whose oldest member is oldestID.
+func ClusterLabel(oldestID string) string {
+	id := oldestID
+	if len(ClusterLabelPrefix)+len(id) > MaxLabelLen {
+		id = id[len(id)-(MaxLabelLen-len(ClusterLabelPrefix)):]
+	}
+	return ClusterLabelPrefix + id
+}
+
+// Similarity is the Jaccard similarity of two word sets.
+func Similarity(a, b map[string]bool) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	shared := 0
+	for w := range a {
+		if b[w] {
+			shared++
+		}
+	}
+	return float64(shared) / float64(len(a)+len(b)-shared)
+}
+
+// SharedWords lists the content words a and b share, sorted.
+func SharedWords(a, b map[string]bool) []string {
+	var out []string
+	for w := range a {
+		if b[w] {
+			out = append(out, w)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// ContentWords are the distinct lower-case words of text of two or more
+// letters that are not stop words.
+func ContentWords(text string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range words(text) {
+		if len(w) > 1 && !stopWords[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+func words(text string) []string {
+	return strings.FieldsFunc(strings.ToLower(text), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\''
+	})
+}
+
+// normalize is text without case, punctuation or extra spaces.
+func normalize(text string) string { return strings.Join(words(text), " ") }
+
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a an and are as at be but by can could did do does for from had has have he her
+		his how i if in into is it its me my no not of on or our she so than that the their them then there
+		these they this to too us was we were what when where which who why will with would you your
+		agent user test tests run runs failed fails failure invocation conversation ticket`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// IssueRule sets an issue type when a ticket's text says so.
+type IssueRule struct {
+	IssueType string
+	Phrases   []string // any one, matched on the normalized text
+}
+
+// IssueRules are the offline issue-type rules, each a list of telling
+// phrases.
+var IssueRules = []IssueRule{
+	{"knowledge_gap", []string{"don't know", "do not know", "does not know", "doesn't know", "can't help", "cannot help", "not able to help", "unable to help",
+		"no information", "don't have information", "do not have information", "not covered", "doesn't cover", "does not cover"}},
+	{"incorrect_information", []string{"incorrect", "wrong information", "inaccurate", "contradicts", "hallucinat", "made up"}},
+	{"tool_issue", []string{"tool error", "tool failed", "tool call failed", "tool returned an error", "tool timed out", "api error"}},
+	{"missing_tool", []string{"missing tool", "no tool", "needs a tool", "without a tool"}},
+	{"unnecessary_escalation", []string{"unnecessary escalation", "escalated unnecessarily", "should not have escalated", "needless escalation"}},
+	{"wrong_action", []string{"wrong action", "wrong tool", "should not have called", "called the wrong"}},
+}
+
+// ClassifyIssue returns the issue type text clearly states (exactly one
+// rule matches) and the phrase that decided it.
+func ClassifyIssue(text string) (issueType, phrase string, ok bool) {
+	norm := " " + strings.ToLower(strings.Join(strings.Fields(text), " ")) + " "
+	for _, r := range IssueRules {
+		for _, p := range r.Phrases {
+			if strings.Contains(norm, p) {
+				if ok && issueType != r.IssueType {
+					return "", "", false // two rules: not clear
+				}
+				issueType, phrase, ok = r.IssueType, p, true
+				break
+			}
+		}
+	}
+	return issueType, phrase, ok
+}

@@ -1,0 +1,138 @@
+package qaworker
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// NegativeSentimentScore is the sentiment_score at or below which a
+// conversation_ended raises a ticket even when overall_sentiment does not
+// say "negative" (scores run from -1 to 1).
+const NegativeSentimentScore = -0.5
+
+// envelope is a spec-6 platform event.
+type envelope struct {
+	Event     string          `json:"event"`
+	Timestamp string          `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type escalationData struct {
+	ConversationID    string `json:"conversation_id"`
+	AgentID           string `json:"agent_id"`
+	EscalationReason  string `json:"escalation_reason"`
+	EscalationTrigger string `json:"escalation_trigger"`
+	TargetQueue       string `json:"target_queue"`
+	ContextSummary    string `json:"context_summary"`
+}
+
+type endedData struct {
+	ConversationID    string   `json:"conversation_id"`
+	AgentID           string   `json:"agent_id"`
+	TopicsDiscussed   []string `json:"topics_discussed"`
+	EscalationOccured bool     `json:"escalation_occurred"`
+	SentimentAnalysis struct {
+		OverallSentiment string   `json:"overall_sentiment"`
+		SentimentScore   *float64 `json:"sentiment_score"`
+	} `json:"sentiment_analysis"`
+}
+
+// handlePlatform raises (or joins) a conversation's ticket for each
+// escalation and each conversation that ended badly, in stream order.
+func (w *Worker) handlePlatform(ctx context.Context, batch []jetstream.Msg) error {
+	for _, m := range batch {
+		r, ok := w.reportOf(m)
+		if !ok {
+			w.handled.WithLabelValues("platform", "skipped").Inc()
+			continue
+		}
+		if _, err := w.App.RaiseFromConversation(ctx, r); err != nil {
+			if !permanent(err) {
+				return err
+			}
+			w.skip("platform", "platform event not ticketed", m, err)
+			continue
+		}
+		w.handled.WithLabelValues("platform", "ticketed").Inc()
+	}
+	return nil
+}
+
+// reportOf is the ticket report a platform event calls for, if any.
+func (w *Worker) reportOf(m jetstream.Msg) (app.ConversationReport, bool) {
+	tokens := strings.Split(m.Subject(), ".") // platform.evt.<workspace>.<event>
+	meta, err := m.Metadata()
+	if len(tokens) != 4 || err != nil {
+		return app.ConversationReport{}, false
+	}
+	var env envelope
+	if err := json.Unmarshal(m.Data(), &env); err != nil {
+		return app.ConversationReport{}, false
+	}
+	at, err := time.Parse(time.RFC3339, env.Timestamp)
+	if err != nil {
+		at = meta.Timestamp
+	}
+	r := app.ConversationReport{WorkspaceID: tokens[2], At: at, EventID: "platform/" + strconv.FormatUint(meta.Sequence.Stream, 10)}
+	switch tokens[3] {
+	case "escalation_triggered":
+		var d escalationData
+		if json.Unmarshal(env.Data, &d) != nil {
+			return r, false
+		}
+		r.AgentID, r.ConversationID, r.Source = d.AgentID, d.ConversationID, domain.SourceAgent
+		r.Comment = fmt.Sprintf("The agent escalated the conversation to %s: %s (trigger: %s).",
+			orNone(d.TargetQueue), orNone(d.EscalationReason), orNone(d.EscalationTrigger))
+		if d.ContextSummary != "" {
+			r.Comment += " Context: " + d.ContextSummary
+		}
+	case "conversation_ended":
+		var d endedData
+		if json.Unmarshal(env.Data, &d) != nil {
+			return r, false
+		}
+		r.AgentID, r.ConversationID = d.AgentID, d.ConversationID
+		s := d.SentimentAnalysis
+		negative := strings.Contains(strings.ToLower(s.OverallSentiment), "negative") ||
+			(s.SentimentScore != nil && *s.SentimentScore <= NegativeSentimentScore)
+		switch {
+		case d.EscalationOccured:
+			r.Source = domain.SourceAgent
+			r.Comment = "The conversation ended after an escalation."
+		case negative:
+			r.Source = domain.SourceQA
+			r.Comment = "The conversation ended with negative sentiment"
+			if s.SentimentScore != nil {
+				r.Comment += fmt.Sprintf(" (score %.2f)", *s.SentimentScore)
+			}
+			r.Comment += "."
+		default:
+			return r, false
+		}
+		if len(d.TopicsDiscussed) > 0 {
+			r.Comment += " Topics: " + strings.Join(d.TopicsDiscussed, ", ") + "."
+		}
+	default:
+		return r, false
+	}
+	if r.AgentID == "" || r.ConversationID == "" {
+		return r, false
+	}
+	return r, true
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(not given)"
+	}
+	return s
+}

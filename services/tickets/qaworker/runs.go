@@ -1,0 +1,149 @@
+package qaworker
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+// Run statuses and condition results of the testing service's runs.
+const (
+	runFailed        = "failed"
+	conditionFailure = "failure"
+)
+
+// handleRuns records a batch's failed runs, one ticket write per agent and
+// test, several tests at once.
+func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
+	groups := map[[3]string]*app.FailingTest{}
+	var order [][3]string
+	for _, m := range batch {
+		ev, err := esproto.DecodeMsg(m)
+		if err != nil {
+			w.skip("runs", "undecodable run event", m, err)
+			continue
+		}
+		done, ok := ev.(*testingv1.RunCompleted)
+		r := done.GetRun()
+		// A run that errored (no verdict) says nothing about the agent.
+		if !ok || r.GetStatus() != runFailed || r.GetConditionResult() != conditionFailure || r.GetError() != "" {
+			w.handled.WithLabelValues("runs", "skipped").Inc()
+			continue
+		}
+		inv, err := w.invs.get(ctx, r.WorkspaceId, r.InvocationId)
+		if err != nil {
+			return err
+		}
+		if inv == nil {
+			w.skip("runs", "run of an unknown invocation", m, nil)
+			continue
+		}
+		key := [3]string{r.WorkspaceId, inv.AgentId, r.TestId}
+		g := groups[key]
+		if g == nil {
+			g = &app.FailingTest{WorkspaceID: r.WorkspaceId, AgentID: inv.AgentId, TestID: r.TestId, TestName: testName(inv, r)}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.Failures = append(g.Failures, app.RunFailure{
+			InvocationID: r.InvocationId, RunID: r.RunId, Rationale: rationale(r), At: time.UnixMilli(r.FinishedAtUnixMs),
+		})
+	}
+	eg, ctx := errgroup.WithContext(ctx)
+	eg.SetLimit(w.Parallel)
+	for _, key := range order {
+		g := groups[key]
+		eg.Go(func() error {
+			_, err := w.App.RecordTestFailures(ctx, *g)
+			if permanent(err) {
+				w.Log.Warn("qa worker: failed runs not ticketed", "agent_id", g.AgentID, "test_id", g.TestID, "err", err)
+				return nil
+			}
+			if err == nil {
+				w.handled.WithLabelValues("runs", "ticketed").Add(float64(len(g.Failures)))
+			}
+			return err
+		})
+	}
+	return eg.Wait()
+}
+
+func (w *Worker) skip(source, why string, m jetstream.Msg, err error) {
+	w.handled.WithLabelValues(source, "skipped").Inc()
+	w.Log.Warn("qa worker: "+why, "subject", m.Subject(), "err", err)
+}
+
+func testName(inv *testingv1.Invocation, r *testingv1.RunResult) string {
+	if i := int(r.TestIndex); i >= 0 && i < len(inv.Tests) && inv.Tests[i].TestId == r.TestId {
+		return inv.Tests[i].TestName
+	}
+	for _, t := range inv.Tests {
+		if t.TestId == r.TestId {
+			return t.TestName
+		}
+	}
+	return r.TestId
+}
+
+func rationale(r *testingv1.RunResult) string {
+	if r.RationaleSummary != "" {
+		return r.RationaleSummary
+	}
+	return strings.Join(r.RationaleMessages, " ")
+}
+
+// invocationCache holds the invocations runs belong to: an invocation's
+// agent and planned tests never change, and a large one has many runs.
+type invocationCache struct {
+	store *eventstore.Store
+	mu    sync.Mutex
+	byID  map[string]*testingv1.Invocation
+}
+
+// maxCachedInvocations bounds the cache; it is emptied when full.
+const maxCachedInvocations = 10_000
+
+func newInvocationCache(store *eventstore.Store) *invocationCache {
+	return &invocationCache{store: store, byID: map[string]*testingv1.Invocation{}}
+}
+
+// get reads the invocation from its last event on TESTING (nil: none).
+func (c *invocationCache) get(ctx context.Context, ws, id string) (*testingv1.Invocation, error) {
+	c.mu.Lock()
+	inv, ok := c.byID[id]
+	c.mu.Unlock()
+	if ok {
+		return inv, nil
+	}
+	subject, err := events.TestingSubject(ws, events.TestingKindInvocation, id)
+	if err != nil {
+		return nil, nil
+	}
+	msg, _, found, err := esproto.Last(ctx, c.store, subject)
+	if err != nil || !found {
+		return nil, err
+	}
+	s, _ := msg.(interface{ GetInvocation() *testingv1.Invocation })
+	if s == nil || s.GetInvocation() == nil {
+		return nil, nil
+	}
+	inv = s.GetInvocation()
+	c.mu.Lock()
+	if len(c.byID) >= maxCachedInvocations {
+		clear(c.byID)
+	}
+	c.byID[id] = inv
+	c.mu.Unlock()
+	return inv, nil
+}

@@ -1,0 +1,186 @@
+// Package qaworker turns what goes wrong into triage tickets, and clusters
+// them. It follows three streams through durable consumers shared by
+// every replica, so workers scale out and a killed one loses nothing: a
+// message is acked only once its ticket is written, and every write is
+// idempotent, so a redelivered message changes nothing twice.
+//
+//   - TESTRUNS: failed runs (the judge said failure) keep one ticket per
+//     agent and failing test (app.RecordTestFailures).
+//   - PLATFORM: escalation_triggered raises a ticket of source agent on the
+//     conversation, conversation_ended after an escalation or with negative
+//     sentiment one of source qa; a conversation's active ticket is joined
+//     instead (app.RaiseFromConversation).
+//   - TICKETS: a ticket that needs clustering has its agent's active
+//     tickets clustered (app.ClusterAgent).
+package qaworker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+// Durable consumer names, one per source.
+const (
+	RunsDurable       = "tickets-qa-runs"
+	PlatformDurable   = "tickets-qa-platform"
+	ClusteringDurable = "tickets-qa-clustering"
+)
+
+// Worker is one QA worker replica.
+type Worker struct {
+	App *app.App
+	JS  jetstream.JetStream
+	Log *slog.Logger
+	// Batch bounds the messages handled as one batch (default 256).
+	Batch int
+	// Parallel bounds the tickets written at once within a batch
+	// (default 8).
+	Parallel int
+	// AckWait is how long a batch a replica took may go unacknowledged
+	// before another replica gets it (a killed replica's batch; default 1
+	// minute).
+	AckWait time.Duration
+	// Metrics, when set, receives the worker's counters.
+	Metrics prometheus.Registerer
+
+	handled *prometheus.CounterVec
+	invs    *invocationCache
+}
+
+// Run follows the three sources until ctx ends.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.Batch <= 0 {
+		w.Batch = 256
+	}
+	if w.Parallel <= 0 {
+		w.Parallel = 8
+	}
+	if w.Log == nil {
+		w.Log = slog.Default()
+	}
+	if w.AckWait <= 0 {
+		w.AckWait = time.Minute
+	}
+	w.handled = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voiceai_qa_worker_messages_total",
+		Help: "Messages the QA worker handled, by source and outcome (ticketed, skipped, retried).",
+	}, []string{"source", "outcome"})
+	if w.Metrics != nil {
+		if err := w.Metrics.Register(w.handled); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return err
+			}
+			w.handled = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	w.invs = newInvocationCache(eventstore.New(w.JS, events.TestingStream))
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return w.follow(ctx, "runs", events.TestRunsStream, RunsDurable, []string{"testruns.evt.>"}, w.handleRuns)
+	})
+	g.Go(func() error {
+		return w.follow(ctx, "platform", events.PlatformStream, PlatformDurable,
+			[]string{"platform.evt.*.escalation_triggered", "platform.evt.*.conversation_ended"}, w.handlePlatform)
+	})
+	g.Go(func() error {
+		return w.follow(ctx, "clustering", events.TicketsStream, ClusteringDurable, []string{events.TicketsAll}, w.handleTickets)
+	})
+	return g.Wait()
+}
+
+// handler handles a batch; it returns the messages to retry (nil: all
+// done) or an error to retry the whole batch.
+type handler func(ctx context.Context, batch []jetstream.Msg) error
+
+// follow feeds batches of the durable consumer to h until ctx ends: each
+// batch is what has arrived (no waiting for more), acked once handled and
+// redelivered with back-off when h fails.
+func (w *Worker) follow(ctx context.Context, source, stream, durable string, filters []string, h handler) error {
+	if _, err := eventstore.WaitForStream(ctx, w.JS, stream); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	cons, err := w.JS.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		Durable: durable, FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.AckWait, MaxDeliver: -1, MaxAckPending: 4 * w.Batch,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	msgs := make(chan jetstream.Msg, w.Batch)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer cc.Stop()
+	batch := make([]jetstream.Msg, 0, w.Batch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			batch = append(batch[:0], m)
+		}
+	fill:
+		for len(batch) < w.Batch {
+			select {
+			case m := <-msgs:
+				batch = append(batch, m)
+			default:
+				break fill
+			}
+		}
+		if err := h(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping: the unacked batch is redelivered
+			}
+			w.Log.Warn("qa worker: batch failed; redelivering", "source", source, "messages", len(batch), "err", err)
+			w.handled.WithLabelValues(source, "retried").Add(float64(len(batch)))
+			for _, m := range batch {
+				delay := time.Second
+				if meta, _ := m.Metadata(); meta != nil {
+					delay = min(time.Duration(meta.NumDelivered)*time.Second, 30*time.Second)
+				}
+				_ = m.NakWithDelay(delay)
+			}
+			continue
+		}
+		for _, m := range batch {
+			_ = m.Ack()
+		}
+	}
+}
+
+// permanent reports an error no retry can fix: the request itself is
+// refused (an unknown agent, an invalid id). The message is skipped.
+func permanent(err error) bool {
+	var he *httpx.Error
+	if errors.As(err, &he) {
+		return he.HTTPStatus >= 400 && he.HTTPStatus < 500 && he.HTTPStatus != 409
+	}
+	var ve httpx.ValidationErrors
+	return errors.As(err, &ve)
+}
