@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -33,7 +34,11 @@ func TestCLI(t *testing.T) {
 		}
 	}
 
-	s := startForTesting(t)
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000 // the CLI polls
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
 	base := "http://" + s.Addr
 	voiceai := func(key string, args ...string) (int, string, string) {
 		t.Helper()
@@ -130,5 +135,52 @@ func TestCLI(t *testing.T) {
 		if code, out, errOut := voiceai(adminKey, c.args...); code != cli.ExitOK || !strings.Contains(out, c.want) {
 			t.Fatalf("%v: exit %d, want %q in\n%s\nstderr %s", c.args, code, c.want, out, errOut)
 		}
+	}
+
+	// The write commands, through the real services.
+	var key struct {
+		Secret string `json:"xi-api-key"`
+		KeyID  string `json:"key_id"`
+	}
+	code, out, errOut = voiceai(adminKey, "keys", "create", "--account", "sa_admin", "--name", "ci", "--permissions", "convai_read", "--json")
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &key) != nil || key.Secret == "" {
+		t.Fatalf("keys create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := voiceai(key.Secret, "agents", "list"); code != cli.ExitOK {
+		t.Fatalf("the new key: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "keys", "revoke", key.KeyID); code != cli.ExitOK || !strings.Contains(out, "Revoked key "+key.KeyID) {
+		t.Fatalf("keys revoke: exit %d\n%s\n%s", code, out, errOut)
+	}
+	eventually(t, 5*time.Second, "the revoked key is refused", func() bool {
+		code, _, errOut := voiceai(key.Secret, "agents", "list")
+		return code == cli.ExitError && strings.Contains(errOut, "api_key_revoked")
+	})
+
+	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Wrong hours","qa_comment":"x"}`))
+	eventually(t, 5*time.Second, "the ticket is assigned", func() bool {
+		code, out, _ := voiceai(adminKey, "tickets", "assign", tk.ID, "sa_admin")
+		return code == cli.ExitOK && strings.Contains(out, "assigned to sa_admin")
+	})
+	if code, out, errOut := voiceai(adminKey, "tickets", "show", tk.ID); code != cli.ExitOK || !strings.Contains(out, "Wrong hours") || !strings.Contains(out, "sa_admin") {
+		t.Fatalf("tickets show: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "tickets", "assign", tk.ID, "none"); code != cli.ExitOK || !strings.Contains(out, "unassigned") {
+		t.Fatalf("tickets unassign: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	var hook struct {
+		ID     string `json:"webhook_id"`
+		Secret string `json:"secret"`
+	}
+	code, out, errOut = voiceai(adminKey, "webhooks", "create", "--url", "http://127.0.0.1:1/hook", "--event", "call_ended", "--json")
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &hook) != nil || hook.ID == "" || hook.Secret == "" {
+		t.Fatalf("webhooks create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "webhooks", "list"); code != cli.ExitOK || !strings.Contains(out, hook.ID) {
+		t.Fatalf("webhooks list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "webhooks", "logs", hook.ID); code != cli.ExitOK || !strings.Contains(out, "RETRIES") {
+		t.Fatalf("webhooks logs: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
