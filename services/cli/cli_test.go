@@ -393,3 +393,30 @@ func TestPathIdsAreEscaped(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestNetworkErrorExit2(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there any more
+	r := run(t, "agents", "list", "--api-key", "k", "--base-url", base)
+	if r.code != ExitError || !strings.Contains(r.stderr, "error: GET "+base+": ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Ctrl-C while waiting: exit 2, saying the invocation goes on.
+func TestTestsRunInterrupted(t *testing.T) {
+	f, base := newFake(t)
+	invocationServer(t, f, "passed")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.on("GET /v1/convai/test-invocations/tinv_1", func(w http.ResponseWriter, r *http.Request) {
+		cancel() // as the signal handler of main does
+		reply(200, `{"id":"tinv_1","status":"running","test_runs":[{"status":"pending"}]}`)(w, r)
+	})
+	var out, errOut bytes.Buffer
+	code := Run(ctx, []string{"tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--api-key", "k", "--base-url", base}, &out, &errOut)
+	if code != ExitError || !strings.Contains(errOut.String(), "interrupted while waiting for invocation tinv_1") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}

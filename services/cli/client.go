@@ -140,7 +140,11 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("%s %s: %w", method, c.base, errors.Unwrap(err))
+			var ue *url.Error // its text repeats the whole URL; the base is enough
+			if errors.As(err, &ue) {
+				err = ue.Err
+			}
+			return nil, fmt.Errorf("%s %s: %w", method, c.base, err)
 		}
 		out, err := io.ReadAll(resp.Body)
 		resp.Body.Close()

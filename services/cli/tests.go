@@ -249,8 +249,11 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 			start := time.Now()
 			raw, inv, err = a.follow(ctx, c, inv, poll)
 			if err != nil {
-				if errors.Is(err, context.DeadlineExceeded) {
+				switch {
+				case errors.Is(err, context.DeadlineExceeded):
 					return fmt.Errorf("timed out after %s waiting for invocation %s; it goes on running on the server", timeout, inv.ID)
+				case errors.Is(err, context.Canceled):
+					return fmt.Errorf("interrupted while waiting for invocation %s; it goes on running on the server", inv.ID)
 				}
 				return err
 			}
