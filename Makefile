@@ -1,14 +1,18 @@
 # The two commands a newcomer needs: `make run` and `make test`.
 SHELL := /bin/bash
 GO    ?= go
-SERVICES := gateway identity agents tickets testing webhooks allinone
+SERVICES := gateway identity agents tickets testing webhooks allinone cli
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 
-.PHONY: run test test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
+.PHONY: run cli test test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
 ## run: the whole platform in one process on embedded NATS + FerretDB (http://127.0.0.1:8080)
 run:
 	$(GO) run ./services/allinone
+
+## cli: the voiceai command line, built to bin/voiceai (see README: Command line)
+cli:
+	$(GO) build -o bin/voiceai ./services/cli/cmd/voiceai
 
 ## test: everything CI checks — generated code is fresh, formatting, vet, and every test with -race
 test: proto-check fmt-check

@@ -1,0 +1,186 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/services/cli"
+)
+
+// refundPromiseTest fails on agentWith's agent: it expects a refund the
+// prompt says is never given.
+const refundPromiseTest = `{"type":"llm","name":"Refund promise",
+  "chat_history":[{"role":"user","message":"Will I get a refund for cancelled bookings?","time_in_call_secs":2}],
+  "success_examples":[{"response":"Yes, you will get a full refund right away.","type":"success"}],
+  "failure_examples":[{"response":"Refunds are never given for cancelled bookings.","type":"failure"}]}`
+
+// The voiceai CLI, run in-process against a real stack with the offline
+// model: tests run --wait exits 0 when every run passes, 1 when one fails,
+// 2 on a bad key or an unknown agent, and its JUnit file has the failures.
+func TestCLI(t *testing.T) {
+	// Every operation the CLI calls is one of the API's.
+	for _, r := range cli.Routes() {
+		if !slices.ContainsFunc(api.Operations, func(op api.Operation) bool { return op.Method == r[0] && op.Path == r[1] }) {
+			t.Errorf("the CLI calls %s %s, which is not in pkg/api", r[0], r[1])
+		}
+	}
+
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000 // the CLI polls
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
+	base := "http://" + s.Addr
+	voiceai := func(key string, args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		code := cli.Run(ctx, append(args, "--base-url", base, "--api-key", key), &out, &errOut)
+		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String()) // shown when the test fails
+		return code, out.String(), errOut.String()
+	}
+	junitFailures := func(path string, wantTests int) int {
+		t.Helper()
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Cases    []struct {
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testsuite>testcase"`
+		}
+		if err := xml.Unmarshal(b, &doc); err != nil {
+			t.Fatalf("%s is not XML: %v\n%s", path, err, b)
+		}
+		failed := 0
+		for _, c := range doc.Cases {
+			if c.Failure != nil {
+				failed++
+			}
+		}
+		if doc.Tests != wantTests || len(doc.Cases) != wantTests || failed != doc.Failures {
+			t.Fatalf("JUnit: tests=%d cases=%d failures=%d (counted %d), want %d tests\n%s", doc.Tests, len(doc.Cases), doc.Failures, failed, wantTests, b)
+		}
+		return doc.Failures
+	}
+	dir := t.TempDir()
+
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	// Without --test the CLI runs what the listing shows: wait for it.
+	eventually(t, 10*time.Second, "the test is listed", func() bool {
+		return strings.Contains(string(call(t, s, "GET", "/v1/convai/agent-testing", adminKey, "").Body), hours)
+	})
+
+	// Every test of the workspace (one, passing): exit 0.
+	passJUnit := filepath.Join(dir, "pass.xml")
+	code, out, errOut := voiceai(adminKey, "tests", "run", "--agent", agent, "--wait", "--poll", "20ms", "--junit", passJUnit)
+	if code != cli.ExitOK || !strings.Contains(out, "1 passed, 0 failed of 1 run(s)") {
+		t.Fatalf("all pass: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "1/1 runs finished (1 passed, 0 failed)") {
+		t.Fatalf("no progress lines: %s", errOut)
+	}
+	if f := junitFailures(passJUnit, 1); f != 0 {
+		t.Fatalf("all pass: %d failures in JUnit", f)
+	}
+
+	// A failing test among the named ones: exit 1, one failure in JUnit.
+	refund := createTest(t, s, refundPromiseTest)
+	failJUnit := filepath.Join(dir, "fail.xml")
+	code, out, errOut = voiceai(adminKey, "tests", "run", "--agent", agent, "--test", hours, "--test", refund, "--wait", "--poll", "20ms", "--junit", failJUnit)
+	if code != cli.ExitFailed || !strings.Contains(out, "1 passed, 1 failed of 2 run(s)") || !strings.Contains(out, refund) {
+		t.Fatalf("a failure: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if f := junitFailures(failJUnit, 2); f != 1 {
+		t.Fatalf("a failure: %d failures in JUnit", f)
+	}
+
+	// Errors: exit 2 with the server's message.
+	code, _, errOut = voiceai("vak_not_a_key", "tests", "run", "--agent", agent, "--test", hours, "--wait")
+	if code != cli.ExitError || !strings.Contains(errOut, "invalid_api_key") || !strings.Contains(errOut, "The API key is not valid.") {
+		t.Fatalf("bad key: exit %d, stderr %s", code, errOut)
+	}
+	code, _, errOut = voiceai(adminKey, "tests", "run", "--agent", "agent_nope", "--test", hours, "--wait")
+	if code != cli.ExitError || !strings.Contains(errOut, "agent_not_found") {
+		t.Fatalf("unknown agent: exit %d, stderr %s", code, errOut)
+	}
+
+	// The read commands show what the API holds.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agents", "list"}, agent},
+		{[]string{"agents", "show", agent}, "Bookings"},
+		{[]string{"tests", "list"}, "Refund promise"},
+		{[]string{"tests", "show", hours}, "2 of 2 recent runs passed"},
+		{[]string{"keys", "list", "--json"}, `"service-accounts"`},
+		{[]string{"tickets", "list"}, "ASSIGNEE"},
+		{[]string{"webhooks", "list"}, "EVENTS"},
+	} {
+		if code, out, errOut := voiceai(adminKey, c.args...); code != cli.ExitOK || !strings.Contains(out, c.want) {
+			t.Fatalf("%v: exit %d, want %q in\n%s\nstderr %s", c.args, code, c.want, out, errOut)
+		}
+	}
+
+	// The write commands, through the real services.
+	var key struct {
+		Secret string `json:"xi-api-key"`
+		KeyID  string `json:"key_id"`
+	}
+	code, out, errOut = voiceai(adminKey, "keys", "create", "--account", "sa_admin", "--name", "ci", "--permissions", "convai_read", "--json")
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &key) != nil || key.Secret == "" {
+		t.Fatalf("keys create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := voiceai(key.Secret, "agents", "list"); code != cli.ExitOK {
+		t.Fatalf("the new key: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "keys", "revoke", key.KeyID); code != cli.ExitOK || !strings.Contains(out, "Revoked key "+key.KeyID) {
+		t.Fatalf("keys revoke: exit %d\n%s\n%s", code, out, errOut)
+	}
+	eventually(t, 5*time.Second, "the revoked key is refused", func() bool {
+		code, _, errOut := voiceai(key.Secret, "agents", "list")
+		return code == cli.ExitError && strings.Contains(errOut, "api_key_revoked")
+	})
+
+	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Wrong hours","qa_comment":"x"}`))
+	eventually(t, 5*time.Second, "the ticket is assigned", func() bool {
+		code, out, _ := voiceai(adminKey, "tickets", "assign", tk.ID, "sa_admin")
+		return code == cli.ExitOK && strings.Contains(out, "assigned to sa_admin")
+	})
+	if code, out, errOut := voiceai(adminKey, "tickets", "show", tk.ID); code != cli.ExitOK || !strings.Contains(out, "Wrong hours") || !strings.Contains(out, "sa_admin") {
+		t.Fatalf("tickets show: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "tickets", "assign", tk.ID, "none"); code != cli.ExitOK || !strings.Contains(out, "unassigned") {
+		t.Fatalf("tickets unassign: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	var hook struct {
+		ID     string `json:"webhook_id"`
+		Secret string `json:"secret"`
+	}
+	code, out, errOut = voiceai(adminKey, "webhooks", "create", "--url", "http://127.0.0.1:1/hook", "--event", "call_ended", "--json")
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &hook) != nil || hook.ID == "" || hook.Secret == "" {
+		t.Fatalf("webhooks create: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "webhooks", "list"); code != cli.ExitOK || !strings.Contains(out, hook.ID) {
+		t.Fatalf("webhooks list: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := voiceai(adminKey, "webhooks", "logs", hook.ID); code != cli.ExitOK || !strings.Contains(out, "RETRIES") {
+		t.Fatalf("webhooks logs: exit %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,122 @@
+// Package cli is the voiceai command line: the platform's public HTTP API
+// for people and CI jobs. Run builds the whole command tree, so tests call
+// it in-process exactly as the binary does.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes: CI tells a failed test from a broken run by them.
+const (
+	ExitOK     = 0 // done; with tests run --wait, every run passed
+	ExitFailed = 1 // tests run --wait: at least one run failed
+	ExitError  = 2 // anything else: bad usage, bad key, unknown id, network, time-out
+)
+
+// DefaultBaseURL is where `make run` serves the API.
+const DefaultBaseURL = "http://127.0.0.1:8080"
+
+// errTestsFailed ends a command with ExitFailed; its summary is printed.
+var errTestsFailed = errors.New("some tests failed")
+
+// Run executes the command line args (without the program name) and
+// returns the process exit code. Configuration comes from VOICEAI_BASE_URL
+// and VOICEAI_API_KEY unless flags override them.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := &app{stdout: stdout, stderr: stderr}
+	root := app.command()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errTestsFailed):
+		return ExitFailed
+	}
+	fmt.Fprintln(stderr, "error:", err)
+	return ExitError
+}
+
+// app holds the global flags and the writers of one Run.
+type app struct {
+	stdout, stderr io.Writer
+	baseURL, key   string
+	json           bool
+}
+
+func (a *app) command() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "voiceai",
+		Short: "Command line for the voiceai platform: run agent tests, manage agents, keys, tickets and webhooks",
+		Long: `voiceai talks to the platform's public HTTP API.
+
+Configuration: VOICEAI_BASE_URL (default ` + DefaultBaseURL + `) and VOICEAI_API_KEY,
+or the --base-url and --api-key flags, which take precedence.
+
+Exit codes: 0 success (tests run --wait: every run passed), 1 tests run --wait:
+some run failed, 2 any error (usage, bad key, unknown id, network, time-out).`,
+		SilenceUsage:  true, // an API error is not a usage error
+		SilenceErrors: true, // Run prints errors, once
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&a.baseURL, "base-url", "", "API base URL (env VOICEAI_BASE_URL, default "+DefaultBaseURL+")")
+	f.StringVar(&a.key, "api-key", "", "API key (env VOICEAI_API_KEY)")
+	f.BoolVar(&a.json, "json", false, "print the API's JSON answer instead of a table")
+	root.AddCommand(a.testsCommand(), a.agentsCommand(), a.keysCommand(), a.ticketsCommand(), a.webhooksCommand())
+	return root
+}
+
+// client builds the API client from flags, then the environment. It is
+// made only by commands that call the API, so --help needs neither.
+func (a *app) client() (*client, error) {
+	base := firstNonEmpty(a.baseURL, os.Getenv("VOICEAI_BASE_URL"), DefaultBaseURL)
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("base URL %q is not an http(s) URL", base)
+	}
+	key := firstNonEmpty(a.key, os.Getenv("VOICEAI_API_KEY"))
+	if key == "" {
+		return nil, errors.New("no API key: set VOICEAI_API_KEY or pass --api-key")
+	}
+	// A whole request, body included, is bounded; waiting for a test
+	// invocation is bounded by tests run --timeout instead.
+	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{Timeout: 2 * time.Minute}}, nil
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// printJSON writes an API answer as it came, ending with a newline.
+func (a *app) printJSON(raw []byte) {
+	a.stdout.Write(raw)
+	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
+		fmt.Fprintln(a.stdout)
+	}
+}
+
+// moreHint tells, on stderr so stdout stays a clean table, how to get the
+// next page.
+func (a *app) moreHint(hasMore bool, next *string) {
+	if hasMore && next != nil && *next != "" {
+		fmt.Fprintf(a.stderr, "more results: add --cursor %s\n", *next)
+	}
+}

@@ -1,0 +1,422 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// fakeAPI answers the routes a test sets, by "METHOD /path", and records
+// every request.
+type fakeAPI struct {
+	t        *testing.T
+	mu       sync.Mutex
+	routes   map[string]http.HandlerFunc
+	requests []*http.Request
+	bodies   []string
+}
+
+func newFake(t *testing.T) (*fakeAPI, string) {
+	f := &fakeAPI{t: t, routes: map[string]http.HandlerFunc{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		f.mu.Lock()
+		f.requests = append(f.requests, r)
+		f.bodies = append(f.bodies, string(b))
+		h := f.routes[r.Method+" "+r.URL.Path]
+		f.mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		if h == nil {
+			w.WriteHeader(404)
+			fmt.Fprintf(w, `{"detail":{"status":"route_not_found","message":"No route matches %s %s.","request_id":"req_1"}}`, r.Method, r.URL.Path)
+			return
+		}
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func (f *fakeAPI) on(route string, h http.HandlerFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.routes[route] = h
+}
+
+// reply answers a fixed status and body.
+func reply(code int, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		io.WriteString(w, body)
+	}
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), args, &out, &errOut)
+	return result{code, out.String(), errOut.String()}
+}
+
+func TestHelpNeedsNoServerNorKey(t *testing.T) {
+	t.Setenv("VOICEAI_API_KEY", "")
+	t.Setenv("VOICEAI_BASE_URL", "http://127.0.0.1:1") // nothing listens there
+	for _, args := range [][]string{{"--help"}, {"tests", "run", "--help"}, {"keys", "--help"}, {}} {
+		r := run(t, args...)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "Usage:") {
+			t.Fatalf("%v: exit %d, stdout %q stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestUsageErrorsExit2(t *testing.T) {
+	t.Setenv("VOICEAI_API_KEY", "k")
+	for _, args := range [][]string{
+		{"bogus"},
+		{"agents", "list", "--nope"},
+		{"agents", "show"}, // missing id
+		{"tests", "run"},   // --agent is required
+		{"tests", "run", "--agent", "a", "--junit", "x.xml"}, // --junit without --wait
+	} {
+		if r := run(t, args...); r.code != ExitError || !strings.Contains(r.stderr, "error:") {
+			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+}
+
+func TestConfigFromEnvAndFlags(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/agents", reply(200, `{"agents":[{"agent_id":"agent_1","name":"Support","tags":["a"],"created_at_unix_secs":1767322000}],"has_more":true,"next_cursor":"c2"}`))
+
+	t.Run("no key", func(t *testing.T) {
+		t.Setenv("VOICEAI_API_KEY", "")
+		t.Setenv("VOICEAI_BASE_URL", base)
+		r := run(t, "agents", "list")
+		if r.code != ExitError || !strings.Contains(r.stderr, "VOICEAI_API_KEY") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("bad base URL", func(t *testing.T) {
+		r := run(t, "agents", "list", "--api-key", "k", "--base-url", "ftp://x")
+		if r.code != ExitError || !strings.Contains(r.stderr, "not an http(s) URL") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("env", func(t *testing.T) {
+		t.Setenv("VOICEAI_API_KEY", "env-key")
+		t.Setenv("VOICEAI_BASE_URL", base+"/")
+		r := run(t, "agents", "list")
+		if r.code != ExitOK || !strings.Contains(r.stdout, "agent_1") || !strings.Contains(r.stdout, "Support") {
+			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "--cursor c2") {
+			t.Fatalf("no next-page hint: %q", r.stderr)
+		}
+		req := f.requests[len(f.requests)-1]
+		if req.Header.Get("x-api-key") != "env-key" || req.URL.Query().Get("page_size") != "30" {
+			t.Fatalf("request %v %v", req.Header, req.URL)
+		}
+	})
+	t.Run("flags win", func(t *testing.T) {
+		t.Setenv("VOICEAI_API_KEY", "env-key")
+		t.Setenv("VOICEAI_BASE_URL", "http://127.0.0.1:1")
+		r := run(t, "--api-key", "flag-key", "--base-url", base, "agents", "list", "--search", "sup", "--json")
+		if r.code != ExitOK || !strings.HasPrefix(r.stdout, `{"agents":[`) {
+			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		req := f.requests[len(f.requests)-1]
+		if req.Header.Get("x-api-key") != "flag-key" || req.URL.Query().Get("search") != "sup" {
+			t.Fatalf("request %v %v", req.Header, req.URL)
+		}
+	})
+}
+
+func TestServerErrorsArePrinted(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/agents/agent_x", reply(404, `{"detail":{"status":"agent_not_found","message":"No agent agent_x.","request_id":"req_9"}}`))
+	f.on("GET /v1/convai/agent-testing", reply(422, `{"detail":[{"loc":["query","page_size"],"msg":"Input should be less than or equal to 100","type":"less_than_equal"}]}`))
+	f.on("GET /v1/convai/webhooks", reply(401, `{"detail":"Invalid API key"}`))
+	f.on("GET /v1/convai/triage-tickets", reply(502, `<html>bad gateway</html>`))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agents", "show", "agent_x"}, "error: No agent agent_x. (HTTP 404, agent_not_found, request id req_9)"},
+		{[]string{"tests", "list", "--page-size", "500"}, "query.page_size: Input should be less than or equal to 100"},
+		{[]string{"webhooks", "list"}, "error: Invalid API key (HTTP 401)"},
+		{[]string{"tickets", "list"}, "<html>bad gateway</html> (HTTP 502)"},
+	} {
+		r := run(t, append(c.args, "--api-key", "k", "--base-url", base)...)
+		if r.code != ExitError || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q, want %q", c.args, r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+}
+
+func TestRetriesA503WithTheSameIdempotencyKey(t *testing.T) {
+	f, base := newFake(t)
+	var mu sync.Mutex
+	var keys []string
+	f.on("POST /v1/convai/webhooks", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		if len(keys) == 1 {
+			w.Header().Set("Retry-After", "0")
+			reply(503, `{"detail":{"status":"service_unavailable","message":"retry","request_id":null}}`)(w, r)
+			return
+		}
+		reply(201, `{"webhook_id":"whk_1","url":"https://example.com/h","events":["call_ended"],"active":true,"secret":"whsec_s"}`)(w, r)
+	})
+	r := run(t, "webhooks", "create", "--url", "https://example.com/h", "--event", "call_ended", "--api-key", "k", "--base-url", base)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "whsec_s") {
+		t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("idempotency keys %q", keys)
+	}
+	var body map[string]any
+	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
+	if body["url"] != "https://example.com/h" || body["active"] != true || fmt.Sprint(body["events"]) != "[call_ended]" {
+		t.Fatalf("body %v", body)
+	}
+}
+
+// invocationServer plays a run-tests invocation whose runs finish one per
+// GET, ending with the given statuses; it also serves the JUnit form.
+func invocationServer(t *testing.T, f *fakeAPI, statuses ...string) {
+	runs := func(done int) string {
+		parts := make([]string, len(statuses))
+		for i, s := range statuses {
+			if i >= done {
+				s = "pending"
+			}
+			parts[i] = fmt.Sprintf(`{"test_run_id":"trun_%d","test_id":"test_%d","test_name":"T%d","status":%q,
+			  "condition_result":{"result":"x","rationale":{"messages":["m"],"summary":"why %d"}}}`, i, i, i, s, i)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	f.on("POST /v1/convai/agents/agent_1/run-tests", func(w http.ResponseWriter, r *http.Request) {
+		reply(200, `{"id":"tinv_1","agent_id":"agent_1","status":"running","test_runs":`+runs(0)+`}`)(w, r)
+	})
+	var mu sync.Mutex
+	gets := 0
+	f.on("GET /v1/convai/test-invocations/tinv_1", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("format") == "junit" {
+			w.Header().Set("Content-Type", "application/xml; charset=utf-8")
+			io.WriteString(w, `<testsuites failures="1"></testsuites>`)
+			return
+		}
+		mu.Lock()
+		gets++
+		done := min(gets, len(statuses))
+		mu.Unlock()
+		status := "running"
+		if done == len(statuses) {
+			status = "completed"
+		}
+		reply(200, `{"id":"tinv_1","agent_id":"agent_1","status":"`+status+`","test_runs":`+runs(done)+`}`)(w, r)
+	})
+}
+
+func TestTestsRunWait(t *testing.T) {
+	t.Run("all pass", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed", "passed")
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms", "--api-key", "k", "--base-url", base)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "2 passed, 0 failed of 2 run(s)") {
+			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		// Not a terminal: plain progress lines, one per change.
+		if !strings.Contains(r.stderr, "tinv_1: 1/2 runs finished (1 passed, 0 failed)") || !strings.Contains(r.stderr, "tinv_1: 2/2 runs finished") {
+			t.Fatalf("progress %q", r.stderr)
+		}
+		var body struct {
+			Tests       []map[string]string `json:"tests"`
+			RepeatCount int                 `json:"repeat_count"`
+		}
+		_ = json.Unmarshal([]byte(f.bodies[0]), &body)
+		if len(body.Tests) != 2 || body.Tests[0]["test_id"] != "test_0" || body.Tests[1]["test_id"] != "test_1" || body.RepeatCount != 1 {
+			t.Fatalf("run-tests body %s", f.bodies[0])
+		}
+	})
+	t.Run("a failure, JUnit written", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed", "failed")
+		junit := filepath.Join(t.TempDir(), "junit.xml")
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms", "--junit", junit, "--api-key", "k", "--base-url", base)
+		if r.code != ExitFailed || !strings.Contains(r.stdout, "1 passed, 1 failed of 2 run(s)") || !strings.Contains(r.stdout, "why 1") {
+			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if b, err := os.ReadFile(junit); err != nil || string(b) != `<testsuites failures="1"></testsuites>` {
+			t.Fatalf("junit %q %v", b, err)
+		}
+	})
+	t.Run("json", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "failed")
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--json", "--api-key", "k", "--base-url", base)
+		var inv invocation
+		if err := json.Unmarshal([]byte(r.stdout), &inv); r.code != ExitFailed || err != nil || inv.Status != "completed" {
+			t.Fatalf("exit %d, stdout %q: %v", r.code, r.stdout, err)
+		}
+	})
+	t.Run("time-out", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed")
+		f.on("GET /v1/convai/test-invocations/tinv_1", reply(200, `{"id":"tinv_1","status":"running","test_runs":[{"status":"pending"}]}`))
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--timeout", "50ms", "--api-key", "k", "--base-url", base)
+		if r.code != ExitError || !strings.Contains(r.stderr, "timed out after 50ms waiting for invocation tinv_1") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("without --wait", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed")
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--api-key", "k", "--base-url", base)
+		if r.code != ExitOK || !strings.Contains(r.stdout, "Started invocation tinv_1") || len(f.requests) != 1 {
+			t.Fatalf("exit %d, stdout %q, %d requests", r.code, r.stdout, len(f.requests))
+		}
+	})
+	t.Run("unknown agent", func(t *testing.T) {
+		f, base := newFake(t)
+		f.on("POST /v1/convai/agents/nope/run-tests", reply(404, `{"detail":{"status":"agent_not_found","message":"No agent has this id.","request_id":"r"}}`))
+		r := run(t, "tests", "run", "--agent", "nope", "--test", "t", "--wait", "--api-key", "k", "--base-url", base)
+		if r.code != ExitError || !strings.Contains(r.stderr, "No agent has this id.") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+}
+
+// Without --test every test of the workspace runs, across pages and
+// folders, oldest first; folders are not tests.
+func TestTestsRunAllTests(t *testing.T) {
+	f, base := newFake(t)
+	invocationServer(t, f, "passed")
+	f.on("GET /v1/convai/agent-testing", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("cursor") == "" {
+			reply(200, `{"tests":[{"id":"test_new","entity_type":"test"},{"id":"tfld_1","entity_type":"folder"}],"has_more":true,"next_cursor":"p2"}`)(w, r)
+			return
+		}
+		reply(200, `{"tests":[{"id":"test_old","entity_type":"test"}],"has_more":false,"next_cursor":null}`)(w, r)
+	})
+	r := run(t, "tests", "run", "--agent", "agent_1", "--api-key", "k", "--base-url", base)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	if got := f.bodies[len(f.bodies)-1]; got != `{"repeat_count":1,"tests":[{"test_id":"test_old"},{"test_id":"test_new"}]}` {
+		t.Fatalf("run-tests body %s", got)
+	}
+
+	f.on("GET /v1/convai/agent-testing", reply(200, `{"tests":[],"has_more":false,"next_cursor":null}`))
+	if r := run(t, "tests", "run", "--agent", "agent_1", "--api-key", "k", "--base-url", base); r.code != ExitError || !strings.Contains(r.stderr, "no tests") {
+		t.Fatalf("empty workspace: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestTicketsAssign(t *testing.T) {
+	f, base := newFake(t)
+	f.on("PATCH /v1/convai/triage-tickets/tkt_1", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		a, _ := json.Marshal(body["assignee_user_id"])
+		reply(200, `{"agentqa_ticket_id":"tkt_1","status":"open","assignee_user_id":`+string(a)+`}`)(w, r)
+	})
+	if r := run(t, "tickets", "assign", "tkt_1", "usr_1", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Ticket tkt_1 is assigned to usr_1.\n" {
+		t.Fatalf("assign: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "tickets", "assign", "tkt_1", "none", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Ticket tkt_1 is unassigned.\n" {
+		t.Fatalf("unassign: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if got := f.bodies[len(f.bodies)-1]; got != `{"assignee_user_id":null}` {
+		t.Fatalf("unassign body %s", got)
+	}
+}
+
+func TestTicketsListFilters(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/triage-tickets", reply(200, `{"agent_conversation_tickets":[{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"Wrong hours","assignee_user_id":null}],"has_more":false}`))
+	r := run(t, "tickets", "list", "--status", "open", "--assignee", "unassigned", "--priority", "high", "--priority", "urgent", "--api-key", "k", "--base-url", base)
+	if r.code != 0 || !strings.Contains(r.stdout, "tkt_1") || !strings.Contains(r.stdout, "Wrong hours") {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+	q := f.requests[0].URL.Query()
+	if q.Get("status") != "open" || q.Get("assignee_user_id") != "unassigned" || strings.Join(q["priorities"], ",") != "high,urgent" || q.Has("agent_id") {
+		t.Fatalf("query %v", q)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/service-accounts", reply(200, `{"service-accounts":[{"service_account_user_id":"sa_1","name":"ci","api-keys":[
+	  {"key_id":"key_1","name":"deploy","hint":"vak_ab","service_account_user_id":"sa_1","permissions":["convai_read"],"is_disabled":false}]}]}`))
+	f.on("DELETE /v1/service-accounts/sa_1/api-keys/key_1", reply(200, `{"key_id":"key_1","revoked":true}`))
+	f.on("POST /v1/service-accounts/sa_1/api-keys", reply(200, `{"xi-api-key":"vak_secret","key_id":"key_2"}`))
+
+	if r := run(t, "keys", "list", "--api-key", "k", "--base-url", base); r.code != 0 || !strings.Contains(r.stdout, "key_1") || !strings.Contains(r.stdout, "convai_read") {
+		t.Fatalf("list: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	// The account is looked up from the key id.
+	if r := run(t, "keys", "revoke", "key_1", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Revoked key key_1.\n" {
+		t.Fatalf("revoke: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if r := run(t, "keys", "revoke", "key_9", "--api-key", "k", "--base-url", base); r.code != ExitError || !strings.Contains(r.stderr, "no API key key_9") {
+		t.Fatalf("revoke unknown: %d %q", r.code, r.stderr)
+	}
+	r := run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "all", "--api-key", "k", "--base-url", base)
+	if r.code != 0 || !strings.Contains(r.stdout, "vak_secret") || f.bodies[len(f.bodies)-1] != `{"name":"n","permissions":"all"}` {
+		t.Fatalf("create: %d %q %q body %s", r.code, r.stdout, r.stderr, f.bodies[len(f.bodies)-1])
+	}
+	r = run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "convai_read,convai_write", "--api-key", "k", "--base-url", base)
+	if r.code != 0 || f.bodies[len(f.bodies)-1] != `{"name":"n","permissions":["convai_read","convai_write"]}` {
+		t.Fatalf("create: %d %q body %s", r.code, r.stderr, f.bodies[len(f.bodies)-1])
+	}
+}
+
+func TestPathIdsAreEscaped(t *testing.T) {
+	if got := revokeKey.path("sa/1", "k?x"); got != "/v1/service-accounts/sa%2F1/api-keys/k%3Fx" {
+		t.Fatal(got)
+	}
+}
+
+func TestNetworkErrorExit2(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close() // nothing listens there any more
+	r := run(t, "agents", "list", "--api-key", "k", "--base-url", base)
+	if r.code != ExitError || !strings.Contains(r.stderr, "error: GET "+base+": ") {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// Ctrl-C while waiting: exit 2, saying the invocation goes on.
+func TestTestsRunInterrupted(t *testing.T) {
+	f, base := newFake(t)
+	invocationServer(t, f, "passed")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f.on("GET /v1/convai/test-invocations/tinv_1", func(w http.ResponseWriter, r *http.Request) {
+		cancel() // as the signal handler of main does
+		reply(200, `{"id":"tinv_1","status":"running","test_runs":[{"status":"pending"}]}`)(w, r)
+	})
+	var out, errOut bytes.Buffer
+	code := Run(ctx, []string{"tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--api-key", "k", "--base-url", base}, &out, &errOut)
+	if code != ExitError || !strings.Contains(errOut.String(), "interrupted while waiting for invocation tinv_1") {
+		t.Fatalf("exit %d, stderr %q", code, errOut.String())
+	}
+}

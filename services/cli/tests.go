@@ -1,0 +1,380 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) testsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run"}
+	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand())
+	return cmd
+}
+
+// testEntry is one line of the tests listing.
+type testEntry struct {
+	ID         string `json:"id"`
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	EntityType string `json:"entity_type"`
+	Created    int64  `json:"created_at_unix_secs"`
+	FolderPath []struct {
+		Name string `json:"name"`
+	} `json:"folder_path"`
+}
+
+type testsPage struct {
+	Tests      []testEntry `json:"tests"`
+	HasMore    bool        `json:"has_more"`
+	NextCursor *string     `json:"next_cursor"`
+}
+
+func (a *app) testsListCommand() *cobra.Command {
+	var search, folder, cursor string
+	var types []string
+	var pageSize int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the workspace's tests, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
+			setIf(q, "search", search)
+			setIf(q, "parent_folder_id", folder)
+			setIf(q, "cursor", cursor)
+			q["types"] = types
+			var page testsPage
+			raw, err := c.call(cmd.Context(), listTests, nil, q, nil, &page)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			rows := make([][]string, len(page.Tests))
+			for i, t := range page.Tests {
+				rows[i] = []string{t.ID, t.Type, clip(t.Name, 50), folderPath(t), unixTime(t.Created)}
+			}
+			table(a.stdout, []string{"ID", "TYPE", "NAME", "FOLDER", "CREATED"}, rows)
+			a.moreHint(page.HasMore, page.NextCursor)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&search, "search", "", "only tests whose name contains this")
+	f.StringVar(&folder, "folder", "", "only tests directly in this folder id (root: the root)")
+	f.StringSliceVar(&types, "type", nil, "only these types: llm, tool, simulation (repeatable)")
+	f.IntVar(&pageSize, "page-size", 30, "tests per page (1-100)")
+	f.StringVar(&cursor, "cursor", "", "page cursor from a previous listing")
+	return cmd
+}
+
+func folderPath(t testEntry) string {
+	names := make([]string, len(t.FolderPath))
+	for i, f := range t.FolderPath {
+		names[i] = f.Name
+	}
+	if len(names) == 0 {
+		return "/"
+	}
+	return "/" + strings.Join(names, "/")
+}
+
+func setIf(q url.Values, k, v string) {
+	if v != "" {
+		q.Set(k, v)
+	}
+}
+
+func (a *app) testsShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show <test_id>",
+		Short: "Show a test and how reliably it passes",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var t struct {
+				ID               string   `json:"id"`
+				Name             string   `json:"name"`
+				Type             string   `json:"type"`
+				Parent           *string  `json:"parent_folder_id"`
+				SuccessCondition string   `json:"success_condition"`
+				Conditions       []string `json:"success_conditions"`
+				Scenario         string   `json:"simulation_scenario"`
+				Created          int64    `json:"created_at_unix_secs"`
+				Updated          int64    `json:"last_updated_at_unix_secs"`
+				Reliability      *struct {
+					Runs     int      `json:"runs"`
+					Passed   int      `json:"passed"`
+					PassRate *float64 `json:"pass_rate"`
+				} `json:"reliability"`
+			}
+			raw, err := c.call(cmd.Context(), getTest, args, nil, nil, &t)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			conds := t.Conditions
+			if t.SuccessCondition != "" && !slices.Contains(conds, t.SuccessCondition) {
+				conds = append([]string{t.SuccessCondition}, conds...)
+			}
+			kv := []string{"ID", t.ID, "Name", t.Name, "Type", t.Type, "Folder", orDash(t.Parent),
+				"Success conditions", dash(strings.Join(conds, " | ")), "Created", unixTime(t.Created), "Updated", unixTime(t.Updated)}
+			if t.Scenario != "" {
+				kv = append(kv, "Scenario", clip(t.Scenario, 200))
+			}
+			if r := t.Reliability; r != nil && r.Runs > 0 && r.PassRate != nil {
+				kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
+			}
+			fields(a.stdout, kv...)
+			return nil
+		},
+	}
+}
+
+// invocation is what the CLI reads of a test invocation.
+type invocation struct {
+	ID       string    `json:"id"`
+	AgentID  string    `json:"agent_id"`
+	Status   string    `json:"status"` // running, completed, cancelled
+	Title    string    `json:"title"`
+	TestRuns []testRun `json:"test_runs"`
+}
+
+type testRun struct {
+	TestRunID       string `json:"test_run_id"`
+	TestID          string `json:"test_id"`
+	TestName        string `json:"test_name"`
+	Status          string `json:"status"` // pending, passed, failed, cancelled
+	Error           string `json:"error"`
+	ConditionResult struct {
+		Result    string `json:"result"`
+		Rationale struct {
+			Messages []string `json:"messages"`
+			Summary  string   `json:"summary"`
+		} `json:"rationale"`
+	} `json:"condition_result"`
+}
+
+// counts of an invocation's runs by status.
+func (inv invocation) counts() (passed, failed, finished int) {
+	for _, r := range inv.TestRuns {
+		switch r.Status {
+		case "passed":
+			passed++
+		case "failed":
+			failed++
+		}
+	}
+	return passed, failed, passed + failed
+}
+
+// maxTestsPerRun is the spec's bound on one run-tests request.
+const maxTestsPerRun = 5000
+
+func (a *app) testsRunCommand() *cobra.Command {
+	var agent, junit string
+	var tests []string
+	var wait bool
+	var timeout, poll time.Duration
+	var repeat int
+	cmd := &cobra.Command{
+		Use:   "run --agent <agent_id> [--test <test_id> ...] [--wait] [--junit <file>]",
+		Short: "Run tests on an agent, optionally waiting for the results",
+		Long: `Runs tests on an agent: the --test ids given, or else every test of the workspace.
+
+With --wait it follows the invocation until every run has finished (a progress
+bar on a terminal, progress lines otherwise, on stderr), prints a summary and,
+with --junit, writes the invocation as JUnit XML for a CI test report.
+
+Exit codes: 0 every run passed (or, without --wait, the runs were started),
+1 some run failed, 2 an error (bad key, unknown agent or test, network, time-out).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if junit != "" && !wait {
+				return errors.New("--junit needs --wait: the report is written once the runs have finished")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if wait {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			if len(tests) == 0 {
+				if tests, err = allTests(ctx, c); err != nil {
+					return err
+				}
+			}
+			refs := make([]map[string]string, len(tests))
+			for i, id := range tests {
+				refs[i] = map[string]string{"test_id": id}
+			}
+			var inv invocation
+			raw, err := c.call(ctx, runTests, []string{agent}, nil, map[string]any{"tests": refs, "repeat_count": repeat}, &inv)
+			if err != nil {
+				return err
+			}
+			if !wait {
+				if a.json {
+					a.printJSON(raw)
+				} else {
+					fmt.Fprintf(a.stdout, "Started invocation %s: %d run(s) of %d test(s) on agent %s.\n", inv.ID, len(inv.TestRuns), len(tests), agent)
+				}
+				return nil
+			}
+			start := time.Now()
+			raw, inv, err = a.follow(ctx, c, inv, poll)
+			if err != nil {
+				switch {
+				case errors.Is(err, context.DeadlineExceeded):
+					return fmt.Errorf("timed out after %s waiting for invocation %s; it goes on running on the server", timeout, inv.ID)
+				case errors.Is(err, context.Canceled):
+					return fmt.Errorf("interrupted while waiting for invocation %s; it goes on running on the server", inv.ID)
+				}
+				return err
+			}
+			if junit != "" {
+				xml, err := c.call(ctx, getInvocation, []string{inv.ID}, url.Values{"format": {"junit"}}, nil, nil)
+				if err != nil {
+					return fmt.Errorf("fetching the JUnit report: %w", err)
+				}
+				if err := os.WriteFile(junit, xml, 0o644); err != nil {
+					return err
+				}
+			}
+			if a.json {
+				a.printJSON(raw)
+			} else {
+				a.summary(inv, time.Since(start), junit)
+			}
+			if inv.Status == "cancelled" {
+				return fmt.Errorf("invocation %s was cancelled", inv.ID)
+			}
+			if _, failed, _ := inv.counts(); failed > 0 {
+				return errTestsFailed
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&agent, "agent", "", "agent id (required)")
+	f.StringArrayVar(&tests, "test", nil, "test id to run (repeatable; default: every test of the workspace)")
+	f.IntVar(&repeat, "repeat", 1, "runs of each test (1-50)")
+	f.BoolVar(&wait, "wait", false, "wait for the results; the exit code tells whether every run passed")
+	f.StringVar(&junit, "junit", "", "with --wait, write the results as JUnit XML to this file")
+	f.DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait, give up after this long (exit 2)")
+	f.DurationVar(&poll, "poll", 2*time.Second, "with --wait, how often to ask for progress")
+	_ = cmd.MarkFlagRequired("agent")
+	return cmd
+}
+
+// allTests lists every test of the workspace (every folder), oldest first
+// so runs come in the order the tests were written.
+func allTests(ctx context.Context, c *client) ([]string, error) {
+	var ids []string
+	q := url.Values{"page_size": {"100"}}
+	for {
+		var page testsPage
+		if _, err := c.call(ctx, listTests, nil, q, nil, &page); err != nil {
+			return nil, err
+		}
+		for _, t := range page.Tests {
+			if t.EntityType != "folder" {
+				ids = append(ids, t.ID)
+			}
+		}
+		if len(ids) > maxTestsPerRun {
+			return nil, fmt.Errorf("the workspace has more than %d tests, more than one run may hold: name them with --test", maxTestsPerRun)
+		}
+		if !page.HasMore || page.NextCursor == nil {
+			break
+		}
+		q.Set("cursor", *page.NextCursor)
+	}
+	if len(ids) == 0 {
+		return nil, errors.New("the workspace has no tests: create one, or name them with --test")
+	}
+	slices.Reverse(ids)
+	return ids, nil
+}
+
+// follow polls the invocation until it is no longer running, reporting
+// finished runs, and returns its last answer.
+func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.Duration) ([]byte, invocation, error) {
+	prog := newProgress(a.stderr, inv.ID, len(inv.TestRuns))
+	defer prog.done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		var cur invocation
+		raw, err := c.call(ctx, getInvocation, []string{inv.ID}, nil, nil, &cur)
+		if err != nil {
+			return nil, inv, err
+		}
+		inv = cur
+		passed, failed, _ := inv.counts()
+		prog.update(passed, failed)
+		if inv.Status != "running" {
+			return raw, inv, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, inv, ctx.Err()
+		}
+	}
+}
+
+// summary prints each run that did not pass, then the totals.
+func (a *app) summary(inv invocation, took time.Duration, junit string) {
+	passed, failed, _ := inv.counts()
+	var rows [][]string
+	for _, r := range inv.TestRuns {
+		if r.Status == "passed" {
+			continue
+		}
+		reason := r.Error
+		if reason == "" {
+			reason = r.ConditionResult.Rationale.Summary
+		}
+		if reason == "" && len(r.ConditionResult.Rationale.Messages) > 0 {
+			reason = r.ConditionResult.Rationale.Messages[0]
+		}
+		rows = append(rows, []string{strings.ToUpper(r.Status), r.TestID, clip(r.TestName, 40), clip(reason, 100)})
+	}
+	if len(rows) > 0 {
+		table(a.stdout, []string{"STATUS", "TEST", "NAME", "REASON"}, rows)
+	}
+	fmt.Fprintf(a.stdout, "%d passed, %d failed", passed, failed)
+	if other := len(inv.TestRuns) - passed - failed; other > 0 {
+		fmt.Fprintf(a.stdout, ", %d not run", other)
+	}
+	fmt.Fprintf(a.stdout, " of %d run(s) in %s; invocation %s (%s)\n", len(inv.TestRuns), took.Round(100*time.Millisecond), inv.ID, inv.Status)
+	if junit != "" {
+		fmt.Fprintf(a.stdout, "JUnit report: %s\n", junit)
+	}
+}

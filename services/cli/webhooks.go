@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) webhooksCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "webhooks", Short: "Webhooks: list, create, delivery logs"}
+	cmd.AddCommand(a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand())
+	return cmd
+}
+
+type webhook struct {
+	ID             string   `json:"webhook_id"`
+	URL            string   `json:"url"`
+	Events         []string `json:"events"`
+	Active         bool     `json:"active"`
+	Secret         string   `json:"secret"` // only in the create answer
+	DisabledReason *string  `json:"disabled_reason"`
+	Created        int64    `json:"created_at_unix"`
+}
+
+func (a *app) webhooksListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the workspace's webhooks, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var out struct {
+				Webhooks []webhook `json:"webhooks"`
+			}
+			raw, err := c.call(cmd.Context(), listWebhooks, nil, nil, nil, &out)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			rows := make([][]string, len(out.Webhooks))
+			for i, w := range out.Webhooks {
+				state := "active"
+				if !w.Active {
+					state = "inactive"
+				}
+				if w.DisabledReason != nil {
+					state = "disabled: " + *w.DisabledReason
+				}
+				rows[i] = []string{w.ID, clip(w.URL, 60), clip(strings.Join(w.Events, ","), 60), clip(state, 40), unixTime(w.Created)}
+			}
+			table(a.stdout, []string{"ID", "URL", "EVENTS", "STATE", "CREATED"}, rows)
+			return nil
+		},
+	}
+}
+
+func (a *app) webhooksCreateCommand() *cobra.Command {
+	var target, secret string
+	var events []string
+	var inactive bool
+	cmd := &cobra.Command{
+		Use:   "create --url <https://…> --event <name> [--event <name> ...]",
+		Short: "Create a webhook; its signing secret is shown once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"url": target, "events": events, "active": !inactive}
+			if secret != "" {
+				body["secret"] = secret
+			}
+			var w webhook
+			raw, err := c.call(cmd.Context(), createWebhook, nil, nil, body, &w)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			fields(a.stdout, "ID", w.ID, "URL", w.URL, "Events", strings.Join(w.Events, ", "), "Secret", w.Secret)
+			fmt.Fprintln(a.stderr, "The signing secret is shown only now: store it safely.")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "url", "", "HTTPS address the deliveries are POSTed to (required)")
+	f.StringSliceVar(&events, "event", nil, "event name, e.g. call_ended (repeatable, required)")
+	f.StringVar(&secret, "secret", "", "signing secret (default: generated)")
+	f.BoolVar(&inactive, "inactive", false, "create it inactive")
+	_ = cmd.MarkFlagRequired("url")
+	_ = cmd.MarkFlagRequired("event")
+	return cmd
+}
+
+func (a *app) webhooksLogsCommand() *cobra.Command {
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "logs <webhook_id>",
+		Short: "Show a webhook's recent delivery attempts, newest first",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var out struct {
+				Deliveries []struct {
+					Timestamp string `json:"timestamp"`
+					Event     string `json:"event"`
+					EventID   string `json:"event_id"`
+					Status    string `json:"status"`
+					Code      int    `json:"response_code"`
+					TimeMS    *int64 `json:"delivery_time_ms"`
+					Retries   int    `json:"retry_count"`
+					Error     string `json:"error"`
+				} `json:"recent_deliveries"`
+			}
+			raw, err := c.call(cmd.Context(), webhookLogs, args, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			rows := make([][]string, len(out.Deliveries))
+			for i, d := range out.Deliveries {
+				detail := d.Error
+				if d.TimeMS != nil {
+					detail = strconv.FormatInt(*d.TimeMS, 10) + " ms"
+				}
+				rows[i] = []string{d.Timestamp, d.Event, d.Status, strconv.Itoa(d.Code), strconv.Itoa(d.Retries), clip(detail, 80)}
+			}
+			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DETAIL"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&limit, "limit", 50, "attempts to show (1-100)")
+	return cmd
+}
