@@ -145,6 +145,10 @@ func (s *Stack) Close() error {
 // NATSURLFile records the embedded NATS address for operator commands.
 const NATSURLFile = "nats.url"
 
+// MongoURIFile records the embedded store's address, so that separate
+// workers (tickets-qa-worker) can join the all-in-one process.
+const MongoURIFile = "mongo.uri"
+
 // Start brings the platform up and returns once the gateway accepts
 // requests with every API key loaded.
 func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.Registry) (*Stack, error) {
@@ -174,6 +178,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return fail(err)
 	}
+	_ = os.WriteFile(filepath.Join(c.DataDir, MongoURIFile), []byte(store.URI+"\n"), 0o600)
 	// This process is the only writer of its embedded store.
 	projection.AssumeSingleWriter()
 	cleanup = append(cleanup, store.Close)

@@ -9,7 +9,10 @@
 //	    concurrency against an OpenAI-compatible endpoint answering in 50 ms;
 //	(c) a 5,000 tests x 50 repeats (250,000 runs) invocation: time to
 //	    complete, peak resident memory of every process, and the time and
-//	    peak memory of one GET of it.
+//	    peak memory of one GET of it;
+//	(d) ticketing keeps up: an invocation whose every run fails, run
+//	    with no QA worker (runs/s of the runners), then a tickets-qa-worker
+//	    process turns the failed runs into tickets (failed runs/s).
 package main
 
 import (
@@ -44,18 +47,19 @@ var profileDir string
 
 func main() {
 	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
+	qaTests := flag.Int("qa-tests", 2000, "failing tests of (d), each run 10 times")
 	repeat := flag.Int("repeat", 50, "repeat_count of the large invocation (c)")
 	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
 	scaleRuns := flag.Int("scale-runs", 1600, "runs per measurement of (b)")
 	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c) into this directory")
 	flag.Parse()
-	if err := run(*tests, *repeat, *concurrency, *scaleRuns); err != nil {
+	if err := run(*tests, *repeat, *concurrency, *scaleRuns, *qaTests); err != nil {
 		fmt.Fprintln(os.Stderr, "testingbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(tests, repeat, concurrency, scaleRuns int) error {
+func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	dir, err := os.MkdirTemp("", "voiceai-testingbench-")
 	if err != nil {
 		return err
@@ -155,7 +159,117 @@ func run(tests, repeat, concurrency, scaleRuns int) error {
 	fmt.Printf("(c) one GET of the invocation: %s, %.0f MiB of JSON streamed; platform peak resident memory during it %.0f MiB\n",
 		getTime.Round(time.Millisecond), float64(size)/(1<<20), float64(getPeak)/1024)
 	fmt.Printf("(c) every process under 1 GiB resident: %s\n", verdict(max(worst, getPeak) < 1<<20))
+	p.Stop()
+	for _, r := range runners {
+		r.Stop()
+	}
+	return qaKeepsUp(bins, filepath.Join(dir, "qa"), qaTests, concurrency)
+}
+
+// qaKeepsUp is (d): the runners' rate on an invocation whose every run
+// fails, with no QA worker running, against one tickets-qa-worker
+// process's rate on the backlog of failed runs it leaves.
+func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) error {
+	const repeat = 10
+	p, err := startPlatform(bins, dataDir, "VOICEAI_EMBEDDED_QA_WORKERS=0")
+	if err != nil {
+		return err
+	}
+	defer p.Stop()
+	for range 2 {
+		r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=offline")
+		if err != nil {
+			return err
+		}
+		defer r.Stop()
+	}
+	p.testBody = failingTest
+	runRate, _, err := p.invoke(tests, repeat, false)
+	if err != nil {
+		return err
+	}
+	mongoURI, err := os.ReadFile(filepath.Join(dataDir, "mongo.uri"))
+	if err != nil {
+		return err
+	}
+	started := time.Now()
+	w, err := start(bins["tickets-qa-worker"], []string{"VOICEAI_NATS_URL=" + p.natsURL, "VOICEAI_MONGO_URI=" + strings.TrimSpace(string(mongoURI)),
+		"VOICEAI_LOG_LEVEL=warn"})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	if err := p.waitQADrained(2 * time.Minute); err != nil {
+		return err
+	}
+	qaRate := float64(tests*repeat) / time.Since(started).Seconds()
+	n, err := p.countTickets("label=test-failure")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("(d) every run fails, %d tests x %d: runners %.0f runs/s; one QA worker %.0f failed runs/s -> %d tickets (want %d) = %.3fx the runners (goal >= 1) %s\n",
+		tests, repeat, runRate, qaRate, n, tests, qaRate/runRate, verdict(qaRate >= runRate && n == tests))
 	return nil
+}
+
+// failingTest is a test the offline model fails: nothing in the bench
+// agent's prompt covers it.
+func failingTest(i int) string {
+	return fmt.Sprintf(`{"type":"llm","name":"vouchers %d",
+	  "chat_history":[{"role":"user","message":"Do you sell gift vouchers?","time_in_call_secs":1}],
+	  "success_condition":"The agent explains how to buy a gift voucher and what it costs"}`, i)
+}
+
+// waitQADrained waits until the QA worker's runs consumer has every run
+// result of the stream acknowledged.
+func (p *platform) waitQADrained(limit time.Duration) error {
+	nc, err := nats.Connect(p.natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	for {
+		if c, err := js.Consumer(ctx, "TESTRUNS", "tickets-qa-runs"); err == nil {
+			if info, err := c.Info(ctx); err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.Delivered.Stream > 0 {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the QA worker did not drain the failed runs within %s", limit)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// countTickets counts the workspace's tickets matching query, page by page.
+func (p *platform) countTickets(query string) (int, error) {
+	n, cursor := 0, ""
+	for {
+		var page struct {
+			Tickets    []json.RawMessage `json:"agent_conversation_tickets"`
+			NextCursor *string           `json:"next_cursor"`
+			HasMore    bool              `json:"has_more"`
+		}
+		path := "/v1/convai/triage-tickets?page_size=100&" + query
+		if cursor != "" {
+			path += "&cursor=" + cursor
+		}
+		if err := p.call("GET", path, "", &page); err != nil {
+			return 0, err
+		}
+		n += len(page.Tickets)
+		if !page.HasMore || page.NextCursor == nil {
+			return n, nil
+		}
+		cursor = *page.NextCursor
+	}
 }
 
 // verdict prints a goal's outcome; ratios print with three decimals, so
@@ -171,7 +285,8 @@ func build(dir string) (map[string]string, error) {
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
 	bins := map[string]string{}
-	for name, pkg := range map[string]string{"allinone": "./services/allinone", "testing-runner": "./services/testing/cmd/testing-runner"} {
+	for name, pkg := range map[string]string{"allinone": "./services/allinone", "testing-runner": "./services/testing/cmd/testing-runner",
+		"tickets-qa-worker": "./services/tickets/cmd/tickets-qa-worker"} {
 		out := filepath.Join(dir, name)
 		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Dir = root
@@ -242,6 +357,9 @@ type platform struct {
 	client  *http.Client
 	invID   string
 	started chan struct{} // closed when the invocation is accepted, if set
+	// testBody is the i-th test created by invoke (default: one the
+	// offline model passes).
+	testBody func(i int) string
 }
 
 // start runs bin, with a profiler endpoint when profiling.
@@ -257,17 +375,17 @@ func start(bin string, env []string) (*benchproc.Proc, error) {
 	return benchproc.Start(bin, env, metrics)
 }
 
-func startPlatform(bins map[string]string, dataDir string) (*platform, error) {
+func startPlatform(bins map[string]string, dataDir string, env ...string) (*platform, error) {
 	addr, err := benchproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	pr, err := start(bins["allinone"], []string{
+	pr, err := start(bins["allinone"], append([]string{
 		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
 		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
 		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000", "VOICEAI_MAX_BODY_BYTES=8388608",
 		"VOICEAI_UPSTREAM_TIMEOUT=120s",
-	})
+	}, env...))
 	if err != nil {
 		return nil, err
 	}
@@ -329,10 +447,11 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 			var created struct {
 				ID string `json:"id"`
 			}
-			err := p.call("POST", "/v1/convai/agent-testing/create", fmt.Sprintf(`{"type":"llm","name":"hours %d",
-			  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":1}],
-			  "success_examples":[{"response":"We are open nine to five every weekday.","type":"success"}],
-			  "failure_examples":[{"response":"I do not know.","type":"failure"}]}`, i), &created)
+			body := passingTest
+			if p.testBody != nil {
+				body = p.testBody
+			}
+			err := p.call("POST", "/v1/convai/agent-testing/create", body(i), &created)
 			ids[i] = created.ID
 			errs <- err
 		}()
@@ -396,6 +515,14 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	}
 	elapsed := time.Since(started)
 	return float64(tests*repeat) / elapsed.Seconds(), elapsed, nil
+}
+
+// passingTest is a test the offline model passes.
+func passingTest(i int) string {
+	return fmt.Sprintf(`{"type":"llm","name":"hours %d",
+	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":1}],
+	  "success_examples":[{"response":"We are open nine to five every weekday.","type":"success"}],
+	  "failure_examples":[{"response":"I do not know.","type":"failure"}]}`, i)
 }
 
 // profile writes a CPU profile of each process, taken during the first

@@ -23,7 +23,8 @@ const maxClustered = 2000
 // ticket that needs clustering is merged into its older exact duplicate
 // through the merge rules, or labelled with its group and given the issue
 // type its text clearly states, and its needs_clustering is cleared, in
-// one TicketClustered event. Tickets already clustered are left alone,
+// one TicketClustered event, with a comment saying what changed and why
+// when something did. Tickets already clustered are left alone,
 // except that a group's oldest member gets the group's label, so the label
 // filter lists the whole group. Every change is undone through the ticket
 // API: PATCH labels, issue_type, or needs_clustering true to cluster the
@@ -158,7 +159,9 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		}
 		t.NeedsClustering = false
 		if len(why) == 0 {
-			why = append(why, "no similar ticket, issue type not clear")
+			// Nothing to say on the ticket: the event alone records it.
+			ev.Reason = "no similar ticket, issue type not clear"
+			return ev, nil
 		}
 		ev.Reason = strings.Join(why, "; ")
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{
