@@ -107,6 +107,17 @@ func TestRegressionFromConversationThroughTheGateway(t *testing.T) {
 		t.Fatalf("test %s", r.Body)
 	}
 
+	// Defaults: a name and condition from the conversation, at the root.
+	r = call(t, s, "POST", path, adminKey, body(agent, 2, `,"parent_folder_id":"root"`))
+	if r.Code != 201 {
+		t.Fatalf("from-conversation with defaults: %d %s", r.Code, r.Body)
+	}
+	def := call(t, s, "GET", "/v1/convai/agent-testing/"+r.JSON(t)["id"].(string), adminKey, "").JSON(t)
+	if def["name"] != `Regression: "I want to know the status of order 4521." (conv_prod_1, turn 2)` || def["parent_folder_id"] != nil ||
+		!strings.Contains(def["success_condition"].(string), `"Your order arrives tomorrow."`) {
+		t.Fatalf("defaults: %v", def)
+	}
+
 	// Run: the agent calls its tool again and gets production's result.
 	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, test))
 	if r.Code != 200 {
