@@ -47,6 +47,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./services/testing/llm/
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/
+	$(GO) test -run XXX -fuzz FuzzFromConversationBody -fuzztime 30s ./services/testing/app/
 
 ## lint: formatting, vet and proto lint
 lint: fmt-check

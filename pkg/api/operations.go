@@ -103,12 +103,17 @@ var (
 	AddMember     = op("identity.add_member", post, "/v1/workspace/members", "identity", membersWrite)
 )
 
+// CreateTestFromConversation is an extension of the public API: a
+// regression test from a production conversation the caller posts (the
+// platform stores no transcripts).
+var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite)
+
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
-	CreateTest, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
+	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, TestWebhook, WebhookLogs, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,

@@ -42,6 +42,16 @@ func (a *App) CreateTest(ctx context.Context, c Caller, body []byte) (*testingv1
 	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
 		return nil, err
 	}
+	return a.createTest(ctx, c, in, raw)
+}
+
+// createTest stores a parsed test whose folder is checked; with an
+// Idempotency-Key its id is stable, so a retry stores nothing new.
+func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw map[string]json.RawMessage) (*testingv1.Test, error) {
+	parent := deref(in.ParentFolderID)
+	if parent == "root" {
+		parent = "" // the root, as listings and bulk-move spell it
+	}
 	now := a.now().Unix()
 	t := &testingv1.Test{
 		TestId: ids.New("test"), WorkspaceId: c.WorkspaceID, Name: *in.Name, Type: *in.Type, ParentFolderId: parent,

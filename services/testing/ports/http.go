@@ -33,6 +33,7 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	h := &handlers{app: a, codec: codec}
 	r := mux.NewRouter()
 	api.Handle(r, api.CreateTest, h.createTest)
+	api.Handle(r, api.CreateTestFromConversation, h.createFromConversation)
 	api.Handle(r, api.ListTests, h.listTests)
 	api.Handle(r, api.TestSummaries, h.summaries)
 	api.Handle(r, api.BulkMoveTests, h.bulkMove)

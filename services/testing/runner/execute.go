@@ -85,6 +85,8 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	var err error
 	if r.Test.GetTestType() == domain.TypeSimulation {
 		verdict, res.AgentResponsesJson, err = e.simulate(ctx, r, &usage)
+	} else if mocksTools(r) {
+		verdict, res.AgentResponsesJson, err = e.playMocked(ctx, r, &usage)
 	} else {
 		var reply *Turn
 		verdict, reply, err = e.play(ctx, r, &usage)
