@@ -146,6 +146,9 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	if e := inv.GetBucketingError(); e != "" {
 		head["bucketing_error"] = e
 	}
+	if inv.GetCacheModelResponses() {
+		head["cache_model_responses"] = true
+	}
 	b, _ := json.Marshal(head)
 	bw.Write(b[:len(b)-1]) // keep the object open
 	bw.WriteString(`,"result_groups":[`)
