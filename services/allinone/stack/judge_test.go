@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -164,13 +166,16 @@ func TestModelResponseCacheThroughTheGateway(t *testing.T) {
 }
 
 // While runs are outstanding, each test's runs share one bucket, status
-// pending; once they finish, the buckets are the real ones.
+// pending; once they finish, the buckets are the real ones. A
+// resubmission makes its tests' buckets pending again, and only theirs.
 func TestBucketsPendingThroughTheGateway(t *testing.T) {
-	release := make(chan struct{})
+	var gate atomic.Pointer[chan struct{}] // the agent answers once it is closed
+	hold := func() chan struct{} { ch := make(chan struct{}); gate.Store(&ch); return ch }
+	release := hold()
 	s, srv := startWithModel(t, llmtest.AgentAndJudge(
 		func(req llmtest.Request) llmtest.Reply {
-			select { // the agent answers once released
-			case <-release:
+			select {
+			case <-*gate.Load():
 			case <-req.Context.Done():
 			}
 			return llmtest.OK("We are open nine to five every weekday.")
@@ -178,48 +183,75 @@ func TestBucketsPendingThroughTheGateway(t *testing.T) {
 		llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`)))
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2}`, hours))
+	again := createTest(t, s, strings.Replace(hoursTest, "Opening hours", "Opening hours again", 1))
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey,
+		fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}],"repeat_count":2}`, hours, again))
 	if r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
 	id := r.JSON(t)["id"].(string)
-	runIDs := fmt.Sprintf(`[%q,%q]`, "trun_"+strings.TrimPrefix(id, "tinv_")+"_0", "trun_"+strings.TrimPrefix(id, "tinv_")+"_1")
-	bucket := func(groups []map[string]any) (status string, ids string) {
+	run := func(i int) string { return "trun_" + strings.TrimPrefix(id, "tinv_") + "_" + strconv.Itoa(i) }
+	// buckets is each group's one bucket: "<status> <run ids>".
+	buckets := func(groups []map[string]any) []string {
 		t.Helper()
-		if len(groups) != 1 {
-			t.Fatalf("groups %v", groups)
+		var out []string
+		for _, g := range groups {
+			bs := g["buckets"].([]any)
+			if len(bs) != 1 {
+				t.Fatalf("buckets %v", bs)
+			}
+			b := bs[0].(map[string]any)
+			var runs []string
+			for _, id := range b["test_run_ids"].([]any) {
+				runs = append(runs, id.(string))
+			}
+			slices.Sort(runs) // final buckets list runs in the order they finished
+			out = append(out, b["status"].(string)+" "+strings.Join(runs, ","))
 		}
-		buckets := groups[0]["buckets"].([]any)
-		if len(buckets) != 1 {
-			t.Fatalf("buckets %v", buckets)
-		}
-		b := buckets[0].(map[string]any)
-		var runs []string
-		for _, id := range b["test_run_ids"].([]any) {
-			runs = append(runs, id.(string))
-		}
-		slices.Sort(runs) // final buckets list runs in the order they finished
-		idsJSON, _ := json.Marshal(runs)
-		return b["status"].(string), string(idsJSON)
+		return out
+	}
+	want := func(first, second string) []string {
+		return []string{first + " " + run(0) + "," + run(1), second + " " + run(2) + "," + run(3)}
 	}
 	var created invocation
 	_ = json.Unmarshal(r.Body, &created)
-	if status, ids := bucket(created.ResultGroups); status != "pending" || ids != runIDs {
-		t.Fatalf("run-tests answer: bucket %s %s", status, ids)
+	if got := buckets(created.ResultGroups); !slices.Equal(got, want("pending", "pending")) {
+		t.Fatalf("run-tests answer: %q", got)
 	}
-	// Both runs are in the model's hands: outstanding.
-	eventually(t, 10*time.Second, "both runs ask the model", func() bool { return srv.Len() == 2 })
+	// Every run is in the model's hands: outstanding.
+	eventually(t, 10*time.Second, "every run asks the model", func() bool { return srv.Len() == 4 })
 	got := getInvocation(t, s, id)
-	if status, ids := bucket(got.ResultGroups); status != "pending" || ids != runIDs || got.Status != "running" {
-		t.Fatalf("while running: bucket %s %s, invocation %s", status, ids, got.Status)
+	if b := buckets(got.ResultGroups); !slices.Equal(b, want("pending", "pending")) || got.Status != "running" {
+		t.Fatalf("while running: %q, invocation %s", b, got.Status)
 	}
 
+	bucketed := func() {
+		t.Helper()
+		eventually(t, 30*time.Second, "bucketing completes", func() bool {
+			b := getInvocation(t, s, id).BucketingStatus
+			return b != nil && *b == "completed"
+		})
+	}
 	close(release)
-	eventually(t, 30*time.Second, "bucketing completes", func() bool {
-		b := getInvocation(t, s, id).BucketingStatus
-		return b != nil && *b == "completed"
-	})
-	if status, ids := bucket(getInvocation(t, s, id).ResultGroups); status != "passed" || ids != runIDs {
-		t.Fatalf("finished: bucket %s %s", status, ids)
+	bucketed()
+	if b := buckets(getInvocation(t, s, id).ResultGroups); !slices.Equal(b, want("passed", "passed")) {
+		t.Fatalf("finished: %q", b)
+	}
+
+	// Resubmitting a run of the first test: its bucket is pending again.
+	release = hold()
+	calls := srv.Len()
+	r = call(t, s, "POST", "/v1/convai/test-invocations/"+id+"/resubmit", adminKey, fmt.Sprintf(`{"test_run_ids":[%q],"agent_id":%q}`, run(1), agent))
+	if r.Code != 200 {
+		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the resubmitted run asks the model", func() bool { return srv.Len() == calls+1 })
+	if b := buckets(getInvocation(t, s, id).ResultGroups); !slices.Equal(b, want("pending", "passed")) {
+		t.Fatalf("resubmitted: %q", b)
+	}
+	close(release)
+	bucketed()
+	if b := buckets(getInvocation(t, s, id).ResultGroups); !slices.Equal(b, want("passed", "passed")) {
+		t.Fatalf("resubmission finished: %q", b)
 	}
 }
