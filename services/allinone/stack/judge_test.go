@@ -27,7 +27,7 @@ func startWithModel(t *testing.T, h llmtest.Handler) (*Stack, *llmtest.Server) {
 	return s, srv
 }
 
-// runJSON is what these tests read of a run.
+// judgedRun is what these tests read of a run.
 type judgedRun struct {
 	TestRunID       string           `json:"test_run_id"`
 	Status          string           `json:"status"`
