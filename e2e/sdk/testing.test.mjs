@@ -446,7 +446,15 @@ describe("agent testing", () => {
     assert.equal(created.bucketingStatus, "pending");
     assert.equal(created.testRuns.length, 4);
     assert.ok(created.testRuns.every((r) => r.status === "pending"));
-    assert.deepEqual(created.resultGroups ?? [], []);
+    // Until its runs have finished, each test's runs share one pending bucket.
+    assert.equal(created.resultGroups.length, 2);
+    for (const [i, g] of created.resultGroups.entries()) {
+      assert.equal(g.buckets.length, 1, JSON.stringify(g.buckets));
+      const [b] = g.buckets;
+      assert.equal(b.status, "pending");
+      assertNonEmptyString(b.title, "pending bucket title");
+      assert.deepEqual(b.testRunIds, created.testRuns.slice(2 * i, 2 * i + 2).map((r) => r.testRunId));
+    }
 
     const inv = await poll(
       `bucketing of ${created.id} completes`,

@@ -99,6 +99,12 @@ type RunnerConfig struct {
 	Concurrency int           `env:"VOICEAI_RUNNER_CONCURRENCY" envDefault:"8"`
 	RunTimeout  time.Duration `env:"VOICEAI_RUN_TIMEOUT" envDefault:"2m"`
 	AckWait     time.Duration `env:"VOICEAI_RUNNER_ACK_WAIT" envDefault:"30s"`
+	// JudgeVotes: a failure verdict of a model judge is judged again, this
+	// many verdicts in all, and the majority decides (1: no re-judging).
+	JudgeVotes int `env:"VOICEAI_JUDGE_VOTES" envDefault:"3"`
+	// ModelCacheTTL is how long a cached model answer is kept (invocations
+	// with cache_model_responses).
+	ModelCacheTTL time.Duration `env:"VOICEAI_MODEL_CACHE_TTL" envDefault:"24h"`
 }
 
 // Validate checks the configuration.
@@ -114,6 +120,12 @@ func (c RunnerConfig) Validate() error {
 	}
 	if c.Concurrency < 1 || c.Concurrency > 1024 {
 		return fmt.Errorf("VOICEAI_RUNNER_CONCURRENCY %d: want 1..1024", c.Concurrency)
+	}
+	if c.JudgeVotes < 1 || c.JudgeVotes > 9 || c.JudgeVotes%2 == 0 {
+		return fmt.Errorf("VOICEAI_JUDGE_VOTES %d: want an odd number from 1 to 9 (a majority must decide)", c.JudgeVotes)
+	}
+	if c.ModelCacheTTL < time.Minute {
+		return fmt.Errorf("VOICEAI_MODEL_CACHE_TTL %s: want at least 1m", c.ModelCacheTTL)
 	}
 	if c.RunTimeout <= 0 || c.AckWait < time.Second {
 		return fmt.Errorf("VOICEAI_RUN_TIMEOUT and VOICEAI_RUNNER_ACK_WAIT must be positive (ack wait at least 1s)")
@@ -146,8 +158,14 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	if err != nil {
 		return nil, err
 	}
+	exec := &runner.Executor{Model: model, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
+	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
+		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
+			return nil, err
+		}
+	}
 	w := &runner.Worker{
-		App: app.New(d.JS, nil, d.Logger), Exec: &runner.Executor{Model: model, TimeLimit: c.RunTimeout},
+		App: app.New(d.JS, nil, d.Logger), Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger,
 	}
 	ch := make(chan struct{})

@@ -124,7 +124,7 @@ func TestConfig(dir string) Config {
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1,
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
-			AckWait: 30 * time.Second, LLMTimeout: time.Minute},
+			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour},
 	}
 }
 

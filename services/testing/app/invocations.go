@@ -44,6 +44,9 @@ type RunTestsInput struct {
 	AgentConfigOverride *ConfigOverride `json:"agent_config_override"`
 	BranchID            *string         `json:"branch_id"`
 	RepeatCount         *int            `json:"repeat_count"`
+	// CacheModelResponses (beyond the public shape) asks runners to answer
+	// a model request identical to an earlier one from the shared cache.
+	CacheModelResponses *bool `json:"cache_model_responses"`
 }
 
 func checkOverride(v *httpx.Validator, o *ConfigOverride) {
@@ -142,7 +145,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID, BranchId: deref(in.BranchID),
 		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: int32(repeat),
 		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.now().Unix(), Status: domain.InvocationRunning,
-		AgentName: ag.GetName(),
+		AgentName: ag.GetName(), CacheModelResponses: in.CacheModelResponses != nil && *in.CacheModelResponses,
 	}
 	if in.AgentConfigOverride != nil {
 		inv.AgentConfigJson, inv.ConfigOverridden = in.AgentConfigOverride.ConversationConfig, true

@@ -146,36 +146,24 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	if e := inv.GetBucketingError(); e != "" {
 		head["bucketing_error"] = e
 	}
+	if inv.GetCacheModelResponses() {
+		head["cache_model_responses"] = true
+	}
 	b, _ := json.Marshal(head)
 	bw.Write(b[:len(b)-1]) // keep the object open
 	bw.WriteString(`,"result_groups":[`)
-	if inv.GetBucketingStatus() == domain.BucketingCompleted && !created {
-		var groups []*testingv1.ResultGroup
-		subjects, err := events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
-		if err != nil {
-			return err
+	groups, err := a.resultGroups(ctx, inv, created)
+	if err != nil {
+		return err
+	}
+	for i, g := range groups {
+		if i > 0 {
+			bw.WriteByte(',')
 		}
-		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects,
-			func(m jetstream.Msg) error {
-				msg, err := esproto.DecodeMsg(m)
-				if err != nil {
-					return err
-				}
-				if ev, ok := msg.(*testingv1.ResultGroupComputed); ok {
-					groups = append(groups, ev.GetGroup())
-				}
-				return nil
-			})
-		if err != nil {
-			return err
+		if g == nil { // made as written: a large invocation has many runs
+			g = pendingGroup(inv, i)
 		}
-		sort.Slice(groups, func(i, j int) bool { return groups[i].GetTestIndex() < groups[j].GetTestIndex() })
-		for i, g := range groups {
-			if i > 0 {
-				bw.WriteByte(',')
-			}
-			_ = enc.Encode(GroupView(g))
-		}
+		_ = enc.Encode(GroupView(g))
 	}
 	bw.WriteString(`],"test_runs":[`)
 	views := map[uint64]RunTestView{}
@@ -194,7 +182,7 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	first := true
 	pending := pendingRuns{}
-	_, err := a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
+	_, err = a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
 		pt := inv.GetTests()[idx/repeat]
 		ti, err := info(pt)
 		if err != nil {
@@ -225,6 +213,80 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	}
 	bw.WriteString("]}")
 	return bw.Flush()
+}
+
+// resultGroups are the invocation's result groups, in test order: the
+// stored ones once bucketing has completed; while it is pending, a test
+// with runs in the running round (every test of a new invocation, the
+// resubmitted runs' tests of a resubmission) has one bucket of all its
+// runs, status pending (nil here: see pendingGroup), and the other tests
+// keep their groups of the round before (pending too if they have none).
+// Otherwise none.
+func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, created bool) ([]*testingv1.ResultGroup, error) {
+	status := inv.GetBucketingStatus()
+	if status != domain.BucketingCompleted && status != domain.BucketingPending {
+		return nil, nil
+	}
+	var stored []*testingv1.ResultGroup
+	if !created && (status == domain.BucketingCompleted || len(inv.GetResubmissions()) > 0) {
+		subjects, err := events.ResultGroupsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
+		if err != nil {
+			return nil, err
+		}
+		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects, func(m jetstream.Msg) error {
+			msg, err := esproto.DecodeMsg(m)
+			if err != nil {
+				return err
+			}
+			if ev, ok := msg.(*testingv1.ResultGroupComputed); ok {
+				stored = append(stored, ev.GetGroup())
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Slice(stored, func(i, j int) bool { return stored[i].GetTestIndex() < stored[j].GetTestIndex() })
+	}
+	if status == domain.BucketingCompleted && !created {
+		return stored, nil
+	}
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	running := map[int]bool{} // tests with runs in the running round; nil: all
+	if rs := inv.GetResubmissions(); len(rs) > 0 && !created {
+		for _, id := range rs[len(rs)-1].GetRunIds() {
+			if idx, err := domain.RunIndex(inv.GetInvocationId(), id); err == nil {
+				running[idx/repeat] = true
+			}
+		}
+	} else {
+		running = nil
+	}
+	before := map[int]*testingv1.ResultGroup{}
+	for _, g := range stored {
+		before[int(g.GetTestIndex())] = g
+	}
+	out := make([]*testingv1.ResultGroup, len(inv.GetTests()))
+	for i := range out {
+		if g, ok := before[i]; ok && running != nil && !running[i] {
+			out[i] = g
+		}
+	}
+	return out, nil
+}
+
+// pendingGroup is test i's group while its runs are outstanding: one
+// bucket of all its runs, status pending.
+func pendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	ids := make([]string, repeat)
+	for r := range ids {
+		ids[r] = domain.RunID(inv.GetInvocationId(), i*repeat+r)
+	}
+	b := domain.PendingBucket(ids)
+	pt := inv.GetTests()[i]
+	return &testingv1.ResultGroup{TestId: pt.GetTestId(), TestName: pt.GetTestName(), WorkflowNodeId: pt.GetWorkflowNodeId(), TestIndex: int32(i),
+		Buckets: []*testingv1.Bucket{{TestRunIds: b.RunIDs, Title: b.Title, Reason: b.Reason, Status: b.Status}}}
 }
 
 // runStatus is the status of a run: its result's, or unrun without one.

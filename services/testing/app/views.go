@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -197,6 +198,15 @@ type runJSON struct {
 	Attempt    int32      `json:"attempt,omitempty"`
 	ModelUsage *usageJSON `json:"model_usage,omitempty"`
 	Error      string     `json:"error,omitempty"`
+	// Beyond the spec, when the judge gave more than one verdict: each
+	// verdict, and the share that agrees with condition_result.result.
+	JudgeVotes     []voteJSON `json:"judge_votes,omitempty"`
+	JudgeAgreement *float64   `json:"judge_agreement,omitempty"`
+}
+
+type voteJSON struct {
+	Result  string `json:"result"`
+	Summary string `json:"summary"`
 }
 
 type conditionJSON struct {
@@ -221,6 +231,7 @@ type usageJSON struct {
 	CompletionTokens int64  `json:"completion_tokens"`
 	TotalTokens      int64  `json:"total_tokens"`
 	ModelCalls       int32  `json:"model_calls"`
+	CachedModelCalls int32  `json:"cached_model_calls,omitempty"`
 }
 
 // UnrunStatus is the status of a run without a result for its newest
@@ -265,9 +276,22 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 		v.LastUpdatedAtUnix = res.GetFinishedAtUnixMs() / 1000
 		if u := res.GetUsage(); u != nil {
 			v.ModelUsage = &usageJSON{Provider: u.GetProvider(), Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
-				CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), ModelCalls: u.GetModelCalls()}
+				CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), ModelCalls: u.GetModelCalls(),
+				CachedModelCalls: u.GetCachedModelCalls()}
 		}
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
+		if votes := res.GetJudgeVotes(); len(votes) > 1 {
+			agree := 0
+			for _, jv := range votes {
+				v.JudgeVotes = append(v.JudgeVotes, voteJSON{Result: jv.GetResult(), Summary: jv.GetSummary()})
+				if jv.GetResult() == res.GetConditionResult() {
+					agree++
+				}
+			}
+			// Two decimals: 2 of 3 is 0.67.
+			share := math.Round(float64(agree)/float64(len(votes))*100) / 100
+			v.JudgeAgreement = &share
+		}
 	}
 	return v
 }

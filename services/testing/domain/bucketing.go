@@ -62,6 +62,15 @@ func BucketRuns(runs []BucketRun) []Bucket {
 	return out
 }
 
+// PendingBucket holds the runs of a test while some of them are
+// outstanding: buckets are made only once every run of the round has
+// finished, so until then the test's runs share one bucket, status
+// pending.
+func PendingBucket(runIDs []string) Bucket {
+	return Bucket{RunIDs: runIDs, Status: RunPending, Title: fmt.Sprintf("Pending: %d run(s)", len(runIDs)),
+		Reason: "Runs of this test are outstanding; its runs are grouped once every run of the invocation has finished."}
+}
+
 func title(r BucketRun) string {
 	resp := strings.Join(strings.Fields(r.Response), " ")
 	if resp == "" {

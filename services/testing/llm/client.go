@@ -228,6 +228,17 @@ func (c *Client) String() string {
 // GoString is String, so that %#v does not print the API key either.
 func (c *Client) GoString() string { return c.String() }
 
+// Identity is what Chat would send for req: the endpoint and the exact
+// request body (the model included, the API key not). Two requests with the
+// same identity are the same request; a response cache keys on it.
+func (c *Client) Identity(req ChatRequest) ([]byte, error) {
+	body, err := encodeRequest(c.model, req)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(c.endpoint+"\n"), body...), nil
+}
+
 // Chat sends req and returns the first choice of the completion, retrying as
 // described in the package documentation.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {

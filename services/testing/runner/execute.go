@@ -34,6 +34,12 @@ type Executor struct {
 	Model     Model
 	TimeLimit time.Duration
 	Now       func() time.Time
+	// JudgeVotes is how many verdicts a failure is judged with in all, the
+	// majority deciding (0 or 1: the first verdict stands).
+	JudgeVotes int
+	// Cache keeps model answers for invocations that asked for it (nil:
+	// no caching).
+	Cache ResponseCache
 
 	mu      sync.Mutex
 	configs map[string]AgentConfig // parsed agent configurations, by their JSON
@@ -73,6 +79,10 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		StartedAtUnixMs: e.now().UnixMilli(), WorkerId: r.WorkerID,
 		Usage: &testingv1.ModelUsage{Provider: e.Model.Provider(), Model: e.Model.ModelName()},
 	}
+	m := e.Model
+	if c, ok := m.(Cacheable); ok && e.Cache != nil && inv.GetCacheModelResponses() {
+		m = c.WithCache(e.Cache, int(res.RepeatIndex))
+	}
 	limit := e.TimeLimit
 	if limit <= 0 {
 		limit = 2 * time.Minute
@@ -82,18 +92,19 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 
 	var usage Usage
 	var verdict Verdict
+	var votes []Vote
 	var err error
 	if r.Test.GetTestType() == domain.TypeSimulation {
-		verdict, res.AgentResponsesJson, err = e.simulate(ctx, r, &usage)
+		verdict, votes, res.AgentResponsesJson, err = e.simulate(ctx, m, r, &usage)
 	} else if mocksTools(r) {
-		verdict, res.AgentResponsesJson, err = e.playMocked(ctx, r, &usage)
+		verdict, votes, res.AgentResponsesJson, err = e.playMocked(ctx, m, r, &usage)
 	} else {
 		var reply *Turn
-		verdict, reply, err = e.play(ctx, r, &usage)
+		verdict, votes, reply, err = e.play(ctx, m, r, &usage)
 		res.AgentResponsesJson = agentResponses(r, reply, e.Model.ModelName())
 	}
-	res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens, res.Usage.ModelCalls =
-		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, usage.Calls
+	res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens, res.Usage.ModelCalls, res.Usage.CachedModelCalls =
+		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, usage.Calls, usage.Cached
 	res.FinishedAtUnixMs = e.now().UnixMilli()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -108,6 +119,9 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		res.ConditionResult = verdict.Result
 		res.RationaleMessages = verdict.Messages
 		res.RationaleSummary = verdict.Summary
+		for _, v := range votes {
+			res.JudgeVotes = append(res.JudgeVotes, &testingv1.JudgeVote{Result: v.Result, Summary: v.Summary})
+		}
 		res.Status = domain.RunFailed
 		if verdict.Result == domain.ConditionSuccess {
 			res.Status = domain.RunPassed
@@ -159,22 +173,23 @@ func judgeInput(def domain.TestInput) JudgeInput {
 	return in
 }
 
-func (e *Executor) play(ctx context.Context, r Run, usage *Usage) (Verdict, *Turn, error) {
+// play plays the agent's next turn with m and judges it; votes are the
+// judge's verdicts when it was asked more than once.
+func (e *Executor) play(ctx context.Context, m Model, r Run, usage *Usage) (Verdict, []Vote, *Turn, error) {
 	conv, cfg := e.conversation(r)
-	reply, u, err := e.Model.Respond(ctx, conv)
+	reply, u, err := m.Respond(ctx, conv)
 	usage.Add(u)
 	if err != nil {
-		return Verdict{}, nil, err
+		return Verdict{}, nil, nil, err
 	}
 	if r.Test.GetTestType() == domain.TypeTool {
-		v, err := e.checkTools(ctx, r.Definition, cfg.Tools, reply, usage)
-		return v, &reply, err
+		v, err := e.checkTools(ctx, m, r.Definition, cfg.Tools, reply, usage)
+		return v, nil, &reply, err
 	}
 	in := judgeInput(r.Definition)
 	in.Transcript, in.Reply = conv.Turns, reply
-	v, u, err := e.Model.Judge(ctx, in)
-	usage.Add(u)
-	return v, &reply, err
+	v, votes, err := e.judge(ctx, m, in, usage)
+	return v, votes, &reply, err
 }
 
 func deref(s *string) string {
@@ -188,7 +203,7 @@ func deref(s *string) string {
 // (or, with verify_absence, was not), once unless check_any_tool_matches,
 // with every listed parameter matching. The referenced tool's id is the id
 // of one of the agent's tools, whose name the calls carry, or that name.
-func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, tools []Tool, reply Turn, usage *Usage) (Verdict, error) {
+func (e *Executor) checkTools(ctx context.Context, m Model, def domain.TestInput, tools []Tool, reply Turn, usage *Usage) (Verdict, error) {
 	tp := def.ToolCallParameters
 	want := ""
 	if tp != nil && tp.ReferencedTool != nil {
@@ -226,7 +241,7 @@ func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, tools [
 	}
 	var msgs []string
 	for _, c := range matching {
-		ok, why, err := e.checkParams(ctx, tp, c, usage)
+		ok, why, err := e.checkParams(ctx, m, tp, c, usage)
 		if err != nil {
 			return Verdict{}, err
 		}
@@ -240,7 +255,7 @@ func (e *Executor) checkTools(ctx context.Context, def domain.TestInput, tools [
 		Summary: fmt.Sprintf("The agent called %s, but its parameters do not match.", orAny(want))}, nil
 }
 
-func (e *Executor) checkParams(ctx context.Context, tp *domain.ToolExpectation, c Call, usage *Usage) (bool, []string, error) {
+func (e *Executor) checkParams(ctx context.Context, m Model, tp *domain.ToolExpectation, c Call, usage *Usage) (bool, []string, error) {
 	var args map[string]any
 	if err := json.Unmarshal([]byte(c.Arguments), &args); err != nil {
 		return false, []string{fmt.Sprintf("Call %s: arguments are not a JSON object: %s", c.Name, c.Arguments)}, nil
@@ -279,15 +294,14 @@ func (e *Executor) checkParams(ctx context.Context, tp *domain.ToolExpectation, 
 				msgs = append(msgs, fmt.Sprintf("Parameter %s: missing.", path))
 				continue
 			}
-			v, u, err := e.Model.Judge(ctx, JudgeInput{Conditions: []string{deref(p.Eval.Description)}, Reply: Turn{Text: got}})
-			usage.Add(u)
+			v, votes, err := e.judge(ctx, m, JudgeInput{Conditions: []string{deref(p.Eval.Description)}, Reply: Turn{Text: got}}, usage)
 			if err != nil {
 				return false, nil, err
 			}
 			if v.Result != domain.ConditionSuccess {
 				ok = false
 			}
-			msgs = append(msgs, fmt.Sprintf("Parameter %s: %s", path, v.Summary))
+			msgs = append(msgs, fmt.Sprintf("Parameter %s: %s%s", path, v.Summary, votesNote(votes)))
 		}
 	}
 	return ok, msgs, nil

@@ -20,12 +20,12 @@ func mocksTools(r Run) bool {
 // and the last thing the agent said is judged. The agent responses are
 // every message of the turn, tool calls and their results included, so a
 // reader sees which result the agent was given.
-func (e *Executor) playMocked(ctx context.Context, r Run, usage *Usage) (Verdict, []byte, error) {
+func (e *Executor) playMocked(ctx context.Context, m Model, r Run, usage *Usage) (Verdict, []Vote, []byte, error) {
 	conv, cfg := e.conversation(r)
 	start := len(conv.Turns)
-	transcript := func() []byte { return simulationTranscript(r, conv.Turns[start:], e.Model.ModelName()) }
-	if err := e.agentTurn(ctx, &conv, newMocker(r.Definition, cfg.Tools), usage); err != nil {
-		return Verdict{}, transcript(), err
+	transcript := func() []byte { return simulationTranscript(r, conv.Turns[start:], m.ModelName()) }
+	if err := e.agentTurn(ctx, m, &conv, newMocker(r.Definition, cfg.Tools), usage); err != nil {
+		return Verdict{}, nil, transcript(), err
 	}
 	in := judgeInput(r.Definition)
 	in.Transcript = conv.Turns
@@ -37,7 +37,6 @@ func (e *Executor) playMocked(ctx context.Context, r Run, usage *Usage) (Verdict
 			}
 		}
 	}
-	v, u, err := e.Model.Judge(ctx, in)
-	usage.Add(u)
-	return v, transcript(), err
+	v, votes, err := e.judge(ctx, m, in, usage)
+	return v, votes, transcript(), err
 }

@@ -78,10 +78,11 @@ type Verdict struct {
 	Summary  string
 }
 
-// Usage is what a model call cost.
+// Usage is what a model call cost. An answer from the response cache
+// costs no call and no tokens: it counts in Cached.
 type Usage struct {
 	PromptTokens, CompletionTokens, TotalTokens int64
-	Calls                                       int32
+	Calls, Cached                               int32
 }
 
 // Add sums usages.
@@ -90,6 +91,7 @@ func (u *Usage) Add(o Usage) {
 	u.CompletionTokens += o.CompletionTokens
 	u.TotalTokens += o.TotalTokens
 	u.Calls += o.Calls
+	u.Cached += o.Cached
 }
 
 // Model plays the agent, the simulated user of a simulation test, and
@@ -100,6 +102,18 @@ type Model interface {
 	Respond(ctx context.Context, c Conversation) (Turn, Usage, error)
 	SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error)
 	Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error)
+}
+
+// Deterministic is implemented by a model that always gives the same
+// answer to the same question (Offline): asking its judge again is
+// pointless, so its first verdict stands.
+type Deterministic interface{ Deterministic() bool }
+
+// Cacheable is implemented by a model whose answers can be kept in a
+// ResponseCache: WithCache is the model answering one run (its repeat
+// index) through the cache.
+type Cacheable interface {
+	WithCache(c ResponseCache, repeatIndex int) Model
 }
 
 // AgentConfig is what a run needs of the agent's configuration.

@@ -78,6 +78,10 @@ func (Offline) Provider() string { return "offline" }
 // ModelName is "offline-v1".
 func (Offline) ModelName() string { return "offline-v1" }
 
+// Deterministic: the same question always gets the same answer, so one
+// judge vote is enough and nothing is worth caching.
+func (Offline) Deterministic() bool { return true }
+
 // offlineRefusal is the agent's answer to a message nothing in its
 // configuration covers; the judge recognises it.
 const offlineRefusal = "I'm sorry, I can't find anything about that in my instructions."

@@ -15,6 +15,45 @@ import (
 // client retries 429 and 5xx with back-off, honouring Retry-After.
 type OpenAI struct {
 	Client *llm.Client
+	cache  *cacheScope // nil: every request goes to the server
+}
+
+// WithCache answers one run (repeat index) through c: a request identical
+// to one made before in the same place of a run is answered from c.
+func (o OpenAI) WithCache(c ResponseCache, repeatIndex int) Model {
+	o.cache = newCacheScope(c, o.Provider(), repeatIndex)
+	return o
+}
+
+// chat sends req, or answers it from the cache. Only a successful answer
+// is cached: a failure is worth trying again.
+func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, Usage, error) {
+	if o.cache == nil {
+		res, err := o.Client.Chat(ctx, req)
+		if err != nil {
+			return res, Usage{}, err
+		}
+		return res, usageOf(res.Usage), nil
+	}
+	identity, err := o.Client.Identity(req)
+	if err != nil {
+		return llm.ChatResponse{}, Usage{}, err
+	}
+	key := o.cache.key(identity)
+	if b, ok := o.cache.store.Get(ctx, key); ok {
+		var res llm.ChatResponse
+		if json.Unmarshal(b, &res) == nil {
+			return res, Usage{Cached: 1}, nil
+		}
+	}
+	res, err := o.Client.Chat(ctx, req)
+	if err != nil {
+		return res, Usage{}, err
+	}
+	if b, err := json.Marshal(res); err == nil {
+		o.cache.store.Put(ctx, key, b)
+	}
+	return res, usageOf(res.Usage), nil
 }
 
 // Provider is "openai".
@@ -53,7 +92,7 @@ func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 		}
 		req.Messages = append(req.Messages, m)
 	}
-	res, err := o.Client.Chat(ctx, req)
+	res, u, err := o.chat(ctx, req)
 	if err != nil {
 		return Turn{}, Usage{}, err
 	}
@@ -61,7 +100,7 @@ func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 	for _, tc := range res.Message.ToolCalls {
 		out.Calls = append(out.Calls, Call{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
-	return out, usageOf(res.Usage), nil
+	return out, u, nil
 }
 
 // UserDone is what the simulated user model writes to end the
@@ -95,7 +134,7 @@ func (o OpenAI) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage
 	if len(req.Messages) == 1 || req.Messages[len(req.Messages)-1].Role != llm.RoleUser {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: "(The agent is waiting for you to speak.)"})
 	}
-	res, err := o.Client.Chat(ctx, req)
+	res, u, err := o.chat(ctx, req)
 	if err != nil {
 		return UserTurn{}, Usage{}, err
 	}
@@ -104,7 +143,7 @@ func (o OpenAI) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage
 	if done {
 		text = strings.TrimSpace(strings.ReplaceAll(text, UserDone, ""))
 	}
-	return UserTurn{Text: text, Done: done}, usageOf(res.Usage), nil
+	return UserTurn{Text: text, Done: done}, u, nil
 }
 
 const judgePrompt = `You evaluate a voice agent's reply in a test. Decide whether the reply satisfies every success condition, and compare it with the example replies: replies like the success examples pass, replies like the failure examples fail.
@@ -132,7 +171,7 @@ func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error
 		fmt.Fprintf(&b, "Failure example %d: %s\n", i+1, e)
 	}
 	zero := 0.0
-	res, err := o.Client.Chat(ctx, llm.ChatRequest{JSONObject: true, Temperature: &zero, Messages: []llm.Message{
+	res, u, err := o.chat(ctx, llm.ChatRequest{JSONObject: true, Temperature: &zero, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: judgePrompt}, {Role: llm.RoleUser, Content: b.String()},
 	}})
 	if err != nil {
@@ -146,10 +185,10 @@ func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error
 	v := Verdict{Result: domain.ConditionUnknown}
 	if json.Unmarshal([]byte(res.Message.Content), &out) != nil || (out.Result != domain.ConditionSuccess && out.Result != domain.ConditionFailure) {
 		v.Summary = "The judge model did not answer with a verdict: " + truncate(res.Message.Content, 200)
-		return v, usageOf(res.Usage), nil
+		return v, u, nil
 	}
 	v.Result, v.Messages, v.Summary = out.Result, out.Rationale, out.Summary
-	return v, usageOf(res.Usage), nil
+	return v, u, nil
 }
 
 func truncate(s string, n int) string {

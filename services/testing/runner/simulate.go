@@ -24,13 +24,13 @@ const maxToolCallsPerTurn = 5
 // returns the verdict and the simulated conversation as transcript
 // messages (the turns the simulation added, in order, tool calls and
 // results included), which it returns also when a model call fails.
-func (e *Executor) simulate(ctx context.Context, r Run, usage *Usage) (Verdict, []byte, error) {
+func (e *Executor) simulate(ctx context.Context, m Model, r Run, usage *Usage) (Verdict, []Vote, []byte, error) {
 	conv, cfg := e.conversation(r)
 	start := len(conv.Turns) // the turns before the simulation
 	if len(r.Definition.ChatHistory) == 0 {
 		start = 0 // the agent's first message opens the simulated conversation
 	}
-	transcript := func() []byte { return simulationTranscript(r, conv.Turns[start:], e.Model.ModelName()) }
+	transcript := func() []byte { return simulationTranscript(r, conv.Turns[start:], m.ModelName()) }
 	mocks := newMocker(r.Definition, cfg.Tools)
 	scenario := deref(r.Definition.SimulationScenario)
 	maxTurns := r.Definition.MaxTurns()
@@ -38,16 +38,16 @@ func (e *Executor) simulate(ctx context.Context, r Run, usage *Usage) (Verdict, 
 	agentTurns, ended := 0, false
 	for {
 		if err := ctx.Err(); err != nil {
-			return Verdict{}, transcript(), err
+			return Verdict{}, nil, transcript(), err
 		}
 		if n := len(conv.Turns); n == 0 || conv.Turns[n-1].Role != "user" {
 			if agentTurns >= maxTurns {
 				break
 			}
-			ut, u, err := e.Model.SimulateUser(ctx, UserInput{Scenario: scenario, Transcript: conv.Turns})
+			ut, u, err := m.SimulateUser(ctx, UserInput{Scenario: scenario, Transcript: conv.Turns})
 			usage.Add(u)
 			if err != nil {
-				return Verdict{}, transcript(), err
+				return Verdict{}, nil, transcript(), err
 			}
 			if ut.Text != "" {
 				conv.Turns = append(conv.Turns, Turn{Role: "user", Text: ut.Text})
@@ -57,8 +57,8 @@ func (e *Executor) simulate(ctx context.Context, r Run, usage *Usage) (Verdict, 
 				break
 			}
 		}
-		if err := e.agentTurn(ctx, &conv, mocks, usage); err != nil {
-			return Verdict{}, transcript(), err
+		if err := e.agentTurn(ctx, m, &conv, mocks, usage); err != nil {
+			return Verdict{}, nil, transcript(), err
 		}
 		agentTurns++
 	}
@@ -73,24 +73,23 @@ func (e *Executor) simulate(ctx context.Context, r Run, usage *Usage) (Verdict, 
 			}
 		}
 	}
-	v, u, err := e.Model.Judge(ctx, in)
-	usage.Add(u)
+	v, votes, err := e.judge(ctx, m, in, usage)
 	if err != nil {
-		return Verdict{}, transcript(), err
+		return Verdict{}, nil, transcript(), err
 	}
 	how := fmt.Sprintf("Simulation: %d agent turn(s); the simulated user ended the conversation.", agentTurns)
 	if !ended {
 		how = fmt.Sprintf("Simulation: %d agent turn(s); simulation_max_turns (%d) reached before the simulated user was done.", agentTurns, maxTurns)
 	}
 	v.Messages = append([]string{how}, v.Messages...)
-	return v, transcript(), nil
+	return v, votes, transcript(), nil
 }
 
 // agentTurn plays one agent turn: its reply, and while it calls tools
 // (at most maxToolCallsPerTurn), their mocked results and its next reply.
-func (e *Executor) agentTurn(ctx context.Context, conv *Conversation, mocks mocker, usage *Usage) error {
+func (e *Executor) agentTurn(ctx context.Context, m Model, conv *Conversation, mocks mocker, usage *Usage) error {
 	for calls := 0; ; {
-		reply, u, err := e.Model.Respond(ctx, *conv)
+		reply, u, err := m.Respond(ctx, *conv)
 		usage.Add(u)
 		if err != nil {
 			return err

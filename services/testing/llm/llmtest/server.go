@@ -178,6 +178,32 @@ func ByAttempt(replies ...Reply) Handler {
 	}
 }
 
+// Verdict is a judge's answer: OK with the JSON verdict object
+// {"result","rationale":[summary],"summary"} a judge is asked for.
+func Verdict(result, summary string) Reply {
+	b, _ := json.Marshal(map[string]any{"result": result, "rationale": []string{summary}, "summary": summary})
+	return OK(string(b))
+}
+
+// IsJudge reports whether req asks for a JSON object (response_format
+// json_object), as a judge request does and an agent turn does not.
+func IsJudge(req Request) bool {
+	return req.ResponseFormat != nil && req.ResponseFormat.Type == "json_object"
+}
+
+// AgentAndJudge answers judge requests (IsJudge) with judge and every
+// other request with agent, so each role can be scripted on its own, e.g.
+// a judge that changes its mind: AgentAndJudge(Fixed(0, "…"),
+// Sequence(Verdict("failure", …), Verdict("success", …), …)).
+func AgentAndJudge(agent, judge Handler) Handler {
+	return func(req Request) Reply {
+		if IsJudge(req) {
+			return judge(req)
+		}
+		return agent(req)
+	}
+}
+
 // Server is a running test server.
 type Server struct {
 	// URL is the API base URL, ending in /v1.

@@ -354,3 +354,26 @@ func TestMessageJSON(t *testing.T) {
 		t.Errorf("marshal %s", b)
 	}
 }
+
+func TestAgentAndJudgeRoutesByResponseFormat(t *testing.T) {
+	s := newServer(t, AgentAndJudge(Fixed(0, "agent says hi"),
+		Sequence(Verdict("failure", "no"), Verdict("success", "yes"))))
+	judge := `{"model":"m","messages":[{"role":"user","content":"judge"}],"response_format":{"type":"json_object"}}`
+	var got []string
+	for _, b := range []string{chatBody, judge, chatBody, judge, judge} {
+		_, body, err := post(t, context.Background(), s.URL+"/chat/completions", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var c Completion
+		if err := json.Unmarshal(body, &c); err != nil || len(c.Choices) != 1 {
+			t.Fatalf("%v: %s", err, body)
+		}
+		got = append(got, c.Choices[0].Message.Content)
+	}
+	want := []string{"agent says hi", `{"rationale":["no"],"result":"failure","summary":"no"}`, "agent says hi",
+		`{"rationale":["yes"],"result":"success","summary":"yes"}`, `{"rationale":["yes"],"result":"success","summary":"yes"}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("answers\n%q\nwant\n%q", got, want)
+	}
+}

@@ -482,10 +482,14 @@ type Invocation struct {
 	AgentName       string          `protobuf:"bytes,21,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
 	// Exact outcome counts, set when the invocation completes (over each
 	// run's newest attempt).
-	PassedCount   int64 `protobuf:"varint,22,opt,name=passed_count,json=passedCount,proto3" json:"passed_count,omitempty"`
-	FailedCount   int64 `protobuf:"varint,23,opt,name=failed_count,json=failedCount,proto3" json:"failed_count,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	PassedCount int64 `protobuf:"varint,22,opt,name=passed_count,json=passedCount,proto3" json:"passed_count,omitempty"`
+	FailedCount int64 `protobuf:"varint,23,opt,name=failed_count,json=failedCount,proto3" json:"failed_count,omitempty"`
+	// The caller asked for model responses to be cached (run-tests'
+	// cache_model_responses): runners answer a request identical to one made
+	// before from the shared cache. Resubmissions keep it.
+	CacheModelResponses bool `protobuf:"varint,24,opt,name=cache_model_responses,json=cacheModelResponses,proto3" json:"cache_model_responses,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Invocation) Reset() {
@@ -679,6 +683,13 @@ func (x *Invocation) GetFailedCount() int64 {
 	return 0
 }
 
+func (x *Invocation) GetCacheModelResponses() bool {
+	if x != nil {
+		return x.CacheModelResponses
+	}
+	return false
+}
+
 // Usage of a model during a run.
 type ModelUsage struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -688,6 +699,9 @@ type ModelUsage struct {
 	CompletionTokens int64                  `protobuf:"varint,4,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
 	TotalTokens      int64                  `protobuf:"varint,5,opt,name=total_tokens,json=totalTokens,proto3" json:"total_tokens,omitempty"`
 	ModelCalls       int32                  `protobuf:"varint,6,opt,name=model_calls,json=modelCalls,proto3" json:"model_calls,omitempty"`
+	// Model answers taken from the response cache (not in model_calls, and
+	// their tokens are not counted again).
+	CachedModelCalls int32 `protobuf:"varint,7,opt,name=cached_model_calls,json=cachedModelCalls,proto3" json:"cached_model_calls,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -764,6 +778,67 @@ func (x *ModelUsage) GetModelCalls() int32 {
 	return 0
 }
 
+func (x *ModelUsage) GetCachedModelCalls() int32 {
+	if x != nil {
+		return x.CachedModelCalls
+	}
+	return 0
+}
+
+// JudgeVote is one verdict of the judge when a failure was judged again.
+type JudgeVote struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "success", "failure" or "unknown".
+	Result        string `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Summary       string `protobuf:"bytes,2,opt,name=summary,proto3" json:"summary,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JudgeVote) Reset() {
+	*x = JudgeVote{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JudgeVote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JudgeVote) ProtoMessage() {}
+
+func (x *JudgeVote) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JudgeVote.ProtoReflect.Descriptor instead.
+func (*JudgeVote) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *JudgeVote) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *JudgeVote) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
 // RunResult is the outcome of one run attempt.
 type RunResult struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
@@ -790,13 +865,17 @@ type RunResult struct {
 	FinishedAtUnixMs int64       `protobuf:"varint,15,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
 	WorkerId         string      `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
 	Usage            *ModelUsage `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Every verdict of the judge, in order, when it was asked more than once
+	// (a failure is judged again and the majority decides); empty when the
+	// first verdict stood alone.
+	JudgeVotes    []*JudgeVote `protobuf:"bytes,18,rep,name=judge_votes,json=judgeVotes,proto3" json:"judge_votes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -808,7 +887,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -821,7 +900,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -943,6 +1022,13 @@ func (x *RunResult) GetUsage() *ModelUsage {
 	return nil
 }
 
+func (x *RunResult) GetJudgeVotes() []*JudgeVote {
+	if x != nil {
+		return x.JudgeVotes
+	}
+	return nil
+}
+
 // Bucket gathers runs of one test with the same outcome and similar
 // responses.
 type Bucket struct {
@@ -957,7 +1043,7 @@ type Bucket struct {
 
 func (x *Bucket) Reset() {
 	*x = Bucket{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1055,7 @@ func (x *Bucket) String() string {
 func (*Bucket) ProtoMessage() {}
 
 func (x *Bucket) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1068,7 @@ func (x *Bucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bucket.ProtoReflect.Descriptor instead.
 func (*Bucket) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Bucket) GetTestRunIds() []string {
@@ -1027,7 +1113,7 @@ type ResultGroup struct {
 
 func (x *ResultGroup) Reset() {
 	*x = ResultGroup{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1125,7 @@ func (x *ResultGroup) String() string {
 func (*ResultGroup) ProtoMessage() {}
 
 func (x *ResultGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1138,7 @@ func (x *ResultGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroup.ProtoReflect.Descriptor instead.
 func (*ResultGroup) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResultGroup) GetTestId() string {
@@ -1110,7 +1196,7 @@ type RunJob struct {
 
 func (x *RunJob) Reset() {
 	*x = RunJob{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1208,7 @@ func (x *RunJob) String() string {
 func (*RunJob) ProtoMessage() {}
 
 func (x *RunJob) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1221,7 @@ func (x *RunJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJob.ProtoReflect.Descriptor instead.
 func (*RunJob) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RunJob) GetWorkspaceId() string {
@@ -1238,7 +1324,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\aat_unix\x18\x03 \x01(\x03R\x06atUnix\x12\"\n" +
 	"\rby_user_email\x18\x04 \x01(\tR\vbyUserEmail\x12*\n" +
 	"\x11agent_config_json\x18\x05 \x01(\fR\x0fagentConfigJson\x12\x1b\n" +
-	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xb0\a\n" +
+	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xe4\a\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12!\n" +
@@ -1266,9 +1352,10 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\n" +
 	"agent_name\x18\x15 \x01(\tR\tagentName\x12!\n" +
 	"\fpassed_count\x18\x16 \x01(\x03R\vpassedCount\x12!\n" +
-	"\ffailed_count\x18\x17 \x01(\x03R\vfailedCountB\x14\n" +
+	"\ffailed_count\x18\x17 \x01(\x03R\vfailedCount\x122\n" +
+	"\x15cache_model_responses\x18\x18 \x01(\bR\x13cacheModelResponsesB\x14\n" +
 	"\x12_completed_at_unixB\x14\n" +
-	"\x12_cancelled_at_unix\"\xd4\x01\n" +
+	"\x12_cancelled_at_unix\"\x82\x02\n" +
 	"\n" +
 	"ModelUsage\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
@@ -1277,7 +1364,11 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x11completion_tokens\x18\x04 \x01(\x03R\x10completionTokens\x12!\n" +
 	"\ftotal_tokens\x18\x05 \x01(\x03R\vtotalTokens\x12\x1f\n" +
 	"\vmodel_calls\x18\x06 \x01(\x05R\n" +
-	"modelCalls\"\xf5\x04\n" +
+	"modelCalls\x12,\n" +
+	"\x12cached_model_calls\x18\a \x01(\x05R\x10cachedModelCalls\"=\n" +
+	"\tJudgeVote\x12\x16\n" +
+	"\x06result\x18\x01 \x01(\tR\x06result\x12\x18\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\"\xb5\x05\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12!\n" +
@@ -1297,7 +1388,9 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12started_at_unix_ms\x18\x0e \x01(\x03R\x0fstartedAtUnixMs\x12-\n" +
 	"\x13finished_at_unix_ms\x18\x0f \x01(\x03R\x10finishedAtUnixMs\x12\x1b\n" +
 	"\tworker_id\x18\x10 \x01(\tR\bworkerId\x124\n" +
-	"\x05usage\x18\x11 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\x05usage\"p\n" +
+	"\x05usage\x18\x11 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\x05usage\x12>\n" +
+	"\vjudge_votes\x18\x12 \x03(\v2\x1d.voiceai.testing.v1.JudgeVoteR\n" +
+	"judgeVotes\"p\n" +
 	"\x06Bucket\x12 \n" +
 	"\ftest_run_ids\x18\x01 \x03(\tR\n" +
 	"testRunIds\x12\x14\n" +
@@ -1334,7 +1427,7 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Test)(nil),         // 0: voiceai.testing.v1.Test
 	(*Folder)(nil),       // 1: voiceai.testing.v1.Folder
@@ -1342,21 +1435,23 @@ var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Resubmission)(nil), // 3: voiceai.testing.v1.Resubmission
 	(*Invocation)(nil),   // 4: voiceai.testing.v1.Invocation
 	(*ModelUsage)(nil),   // 5: voiceai.testing.v1.ModelUsage
-	(*RunResult)(nil),    // 6: voiceai.testing.v1.RunResult
-	(*Bucket)(nil),       // 7: voiceai.testing.v1.Bucket
-	(*ResultGroup)(nil),  // 8: voiceai.testing.v1.ResultGroup
-	(*RunJob)(nil),       // 9: voiceai.testing.v1.RunJob
+	(*JudgeVote)(nil),    // 6: voiceai.testing.v1.JudgeVote
+	(*RunResult)(nil),    // 7: voiceai.testing.v1.RunResult
+	(*Bucket)(nil),       // 8: voiceai.testing.v1.Bucket
+	(*ResultGroup)(nil),  // 9: voiceai.testing.v1.ResultGroup
+	(*RunJob)(nil),       // 10: voiceai.testing.v1.RunJob
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	2, // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
 	3, // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
 	5, // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
-	7, // 3: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	4, // [4:4] is the sub-list for method output_type
-	4, // [4:4] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	6, // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	8, // 4: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	5, // [5:5] is the sub-list for method output_type
+	5, // [5:5] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
@@ -1373,7 +1468,7 @@ func file_voiceai_testing_v1_testing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
