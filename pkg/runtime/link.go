@@ -73,7 +73,7 @@ func reconnectDelay(attempt int) time.Duration {
 // service may start before its NATS server), and keeps reconnecting
 // forever once connected. Disconnections, reconnections and losses are
 // logged and counted in voiceai_nats_connection_events_total.
-func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg prometheus.Registerer) (*Link, error) {
+func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg prometheus.Registerer, extra ...nats.Option) (*Link, error) {
 	events := obs.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voiceai_nats_connection_events_total",
 		Help: "What happened to the process's NATS connection: disconnected, reconnected, lost (closed for good by the server).",
@@ -104,6 +104,7 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 			})
 		}),
 	}
+	opts = append(opts, extra...)
 	for attempt := 0; ; attempt++ {
 		nc, err := nats.Connect(url, opts...)
 		if err == nil {

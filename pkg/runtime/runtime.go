@@ -41,8 +41,8 @@ type Deps struct {
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
 // whose driver reconnects by itself.
-func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger, reg prometheus.Registerer) (*Link, *mongo.Client, error) {
-	link, err := DialNATS(ctx, name, natsURL, logger, reg)
+func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger, reg prometheus.Registerer, extra ...nats.Option) (*Link, *mongo.Client, error) {
+	link, err := DialNATS(ctx, name, natsURL, logger, reg, extra...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
@@ -190,7 +191,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 	}
 
-	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log, reg)
+	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log, reg, nats.InProcessServer(ns))
 	if err != nil {
 		return fail(err)
 	}
