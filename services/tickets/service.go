@@ -127,19 +127,22 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App) <-chan struc
 }
 
 // NewWorkerApp is the tickets application of a QA worker in its own
-// process: the store read model (the tickets service's projection) and
-// the directory, caught up.
+// process. Its read model is an in-memory index it builds from the
+// TICKETS stream and keeps current, like the service's memory index: the
+// worker's reads (an agent's active tickets, a conversation's active
+// ticket) cost the page, and its own writes are in the index at once, so
+// it needs no store and never waits on one.
 func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("stream %s: %w", events.TicketsStream, err)
-	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
-	if err != nil {
-		return nil, err
 	}
 	dir := adapters.NewDirectory(d.Logger)
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	return app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger), nil
+	idx, err := followTickets(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	return app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger), nil
 }

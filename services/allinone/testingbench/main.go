@@ -188,13 +188,8 @@ func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) e
 	if err != nil {
 		return err
 	}
-	mongoURI, err := os.ReadFile(filepath.Join(dataDir, "mongo.uri"))
-	if err != nil {
-		return err
-	}
 	started := time.Now()
-	w, err := start(bins["tickets-qa-worker"], []string{"VOICEAI_NATS_URL=" + p.natsURL, "VOICEAI_MONGO_URI=" + strings.TrimSpace(string(mongoURI)),
-		"VOICEAI_LOG_LEVEL=warn"})
+	w, err := start(bins["tickets-qa-worker"], []string{"VOICEAI_NATS_URL=" + p.natsURL, "VOICEAI_LOG_LEVEL=warn"})
 	if err != nil {
 		return err
 	}

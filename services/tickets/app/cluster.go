@@ -30,21 +30,18 @@ const maxClustered = 2000
 // API: PATCH labels, issue_type, or needs_clustering true to cluster the
 // ticket again.
 //
-// fresh are tickets the caller knows newer states of than the read model
-// may hold yet (those whose events woke it).
-func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string, fresh []*ticketsv1.Ticket) error {
+// The read model is what it clusters: a caller that learnt of tickets
+// from their events puts those states first (the read model keeps the
+// newest by stream sequence), so a pass sees them, and a pass woken by
+// an event older than what the read model holds (a backlog already
+// clustered by an earlier pass) finds nothing to do and costs one page
+// walk.
+func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) error {
 	active, err := a.activeTickets(ctx, workspaceID, agentID)
 	if err != nil {
 		return err
 	}
-	for _, t := range fresh {
-		if i := slices.IndexFunc(active, func(o *ticketsv1.Ticket) bool { return o.TicketId == t.TicketId }); i >= 0 {
-			active[i] = t
-		} else if domain.IsActive(t.Status) && t.AgentId == agentID {
-			active = append(active, t)
-		}
-	}
-	if !slices.ContainsFunc(active, func(t *ticketsv1.Ticket) bool { return t.NeedsClustering && domain.IsActive(t.Status) }) {
+	if !slices.ContainsFunc(active, func(t *ticketsv1.Ticket) bool { return t.NeedsClustering }) {
 		return nil
 	}
 	byID := map[string]*ticketsv1.Ticket{}

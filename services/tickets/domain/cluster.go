@@ -66,71 +66,103 @@ func Cluster(items []ClusterItem) ClusterPlan {
 		kept = append(kept, it)
 	}
 
-	// Single-linkage groups by union-find over kept, in age order.
-	words := make([]map[string]bool, len(kept))
-	for i, it := range kept {
-		words[i] = ContentWords(it.Text)
+	groups := similarGroups(kept)
+	for _, g := range groups {
+		if len(g) > 1 {
+			plan.Groups = append(plan.Groups, g)
+		}
 	}
-	dropBoilerplate(words)
-	parent := make([]int, len(kept))
+	return plan
+}
+
+// similarGroups links items (oldest first) whose content words are at
+// least SimilarityThreshold alike, transitively, and returns every group
+// (singletons included), each oldest first. Only pairs that share a word
+// are compared, found through an inverted index, so a pass costs the
+// shared words rather than every pair: once boilerplate is dropped, most
+// tickets share few words with most others.
+func similarGroups(items []ClusterItem) [][]string {
+	sets := make([][]int32, len(items)) // each item's distinct word ids
+	ids := map[string]int32{}
+	for i, it := range items {
+		for w := range ContentWords(it.Text) {
+			id, ok := ids[w]
+			if !ok {
+				id = int32(len(ids))
+				ids[w] = id
+			}
+			sets[i] = append(sets[i], id)
+		}
+	}
+	dropBoilerplate(sets, len(ids))
+
+	parent := make([]int, len(items))
 	for i := range parent {
 		parent[i] = i
 	}
-	var root func(int) int
-	root = func(i int) int {
+	root := func(i int) int {
 		for parent[i] != i {
 			parent[i] = parent[parent[i]]
 			i = parent[i]
 		}
 		return i
 	}
-	for i := range kept {
-		for j := range i {
-			if Similarity(words[i], words[j]) >= SimilarityThreshold {
-				ri, rj := root(i), root(j)
+	postings := make([][]int32, len(ids)) // word id → older items using it
+	shared := make([]int32, len(items))
+	var touched []int32
+	for i, set := range sets {
+		touched = touched[:0]
+		for _, w := range set {
+			for _, j := range postings[w] {
+				if shared[j] == 0 {
+					touched = append(touched, j)
+				}
+				shared[j]++
+			}
+			postings[w] = append(postings[w], int32(i))
+		}
+		for _, j := range touched {
+			n := int(shared[j])
+			shared[j] = 0
+			if float64(n)/float64(len(set)+len(sets[j])-n) >= SimilarityThreshold {
+				ri, rj := root(i), root(int(j))
 				if ri != rj {
 					parent[max(ri, rj)] = min(ri, rj) // the oldest stays the root
 				}
 			}
 		}
 	}
-	groups := map[int][]string{}
-	var roots []int
-	for i, it := range kept {
+	byRoot := map[int]int{}
+	var groups [][]string
+	for i, it := range items {
 		r := root(i)
-		if _, ok := groups[r]; !ok {
-			roots = append(roots, r)
+		g, ok := byRoot[r]
+		if !ok {
+			g = len(groups)
+			byRoot[r] = g
+			groups = append(groups, nil)
 		}
-		groups[r] = append(groups[r], it.ID)
+		groups[g] = append(groups[g], it.ID)
 	}
-	for _, r := range roots {
-		if len(groups[r]) > 1 {
-			plan.Groups = append(plan.Groups, groups[r])
-		}
-	}
-	return plan
+	return groups
 }
 
 // dropBoilerplate removes, among four or more tickets, the words more than
 // half of them use: the wording every ticket of a kind shares (a judge's
 // stock phrases, "escalated to") says nothing about what went wrong, and
 // would otherwise group everything.
-func dropBoilerplate(sets []map[string]bool) {
+func dropBoilerplate(sets [][]int32, words int) {
 	if len(sets) < 4 {
 		return
 	}
-	df := map[string]int{}
+	df := make([]int, words)
 	for _, s := range sets {
-		for w := range s {
+		for _, w := range s {
 			df[w]++
 		}
 	}
-	for _, s := range sets {
-		for w := range s {
-			if 2*df[w] > len(sets) {
-				delete(s, w)
-			}
-		}
+	for i, s := range sets {
+		sets[i] = slices.DeleteFunc(s, func(w int32) bool { return 2*df[w] > len(sets) })
 	}
 }
 

@@ -1,7 +1,10 @@
 package domain
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -60,5 +63,85 @@ func TestClusterLabelFitsALabel(t *testing.T) {
 	}
 	if l := ClusterLabel("tkt_abc"); l != "cluster-tkt_abc" {
 		t.Fatalf("label %q", l)
+	}
+}
+
+// The inverted index finds exactly the groups comparing every pair does.
+func TestSimilarGroupsEqualsComparingEveryPair(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	vocabulary := strings.Fields("refund receipt booking table date allergy menu voucher price card " +
+		"transfer human escalate delay weather flight hotel password reset account locked invoice")
+	for round := range 200 {
+		items := make([]ClusterItem, 2+rng.IntN(30))
+		for i := range items {
+			var text []string
+			for range 1 + rng.IntN(6) {
+				text = append(text, vocabulary[rng.IntN(len(vocabulary))])
+			}
+			items[i] = ClusterItem{ID: fmt.Sprint("t", i), CreatedAtMs: int64(i), Text: strings.Join(text, " ")}
+		}
+		if got, want := similarGroups(items), everyPairGroups(items); !reflect.DeepEqual(got, want) {
+			t.Fatalf("round %d: groups %v, comparing every pair gives %v", round, got, want)
+		}
+	}
+}
+
+// everyPairGroups is the plain definition similarGroups must match.
+func everyPairGroups(items []ClusterItem) [][]string {
+	words := make([]map[string]bool, len(items))
+	df := map[string]int{}
+	for i, it := range items {
+		words[i] = ContentWords(it.Text)
+		for w := range words[i] {
+			df[w]++
+		}
+	}
+	if len(items) >= 4 {
+		for _, s := range words {
+			for w := range s {
+				if 2*df[w] > len(items) {
+					delete(s, w)
+				}
+			}
+		}
+	}
+	group := make([]int, len(items)) // item → the oldest item of its group
+	for i := range group {
+		group[i] = i
+	}
+	for i := range items {
+		for j := range i {
+			if Similarity(words[i], words[j]) >= SimilarityThreshold && group[i] != group[j] {
+				from, to := max(group[i], group[j]), min(group[i], group[j])
+				for k := range group {
+					if group[k] == from {
+						group[k] = to
+					}
+				}
+			}
+		}
+	}
+	var out [][]string
+	at := map[int]int{}
+	for i, it := range items {
+		g, ok := at[group[i]]
+		if !ok {
+			g = len(out)
+			at[group[i]] = g
+			out = append(out, nil)
+		}
+		out[g] = append(out[g], it.ID)
+	}
+	return out
+}
+
+func BenchmarkCluster2000(b *testing.B) {
+	items := make([]ClusterItem, 2000)
+	for i := range items {
+		text := fmt.Sprintf("Test \"vouchers %d\" fails: the agent did not explain how to buy a gift voucher nor its price (run run_%d)", i, i)
+		items[i] = ClusterItem{ID: fmt.Sprint("t", i), CreatedAtMs: int64(i), Headline: text, Text: text}
+	}
+	for b.Loop() {
+		Cluster(items)
 	}
 }

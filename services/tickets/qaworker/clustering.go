@@ -5,19 +5,18 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
-
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
 // handleTickets clusters, once per batch, each agent with a ticket that
-// needs clustering, handing it the newest states the batch carries (the
-// read model may not hold them yet).
+// needs clustering. The states the batch carries go into the read model
+// first (it keeps the newest by stream sequence), so the pass sees them
+// even before the read model's own follower does.
 func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error {
 	type agentKey struct{ ws, agent string }
-	fresh := map[agentKey]map[string]*ticketsv1.Ticket{}
+	seen := map[agentKey]bool{}
 	var order []agentKey
 	for _, m := range batch {
 		ev, err := esproto.DecodeMsg(m)
@@ -28,19 +27,20 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 		if t == nil || !t.NeedsClustering || !domain.IsActive(t.Status) || t.DeletedAtUnixSecs != nil {
 			continue
 		}
-		k := agentKey{t.WorkspaceId, t.AgentId}
-		if fresh[k] == nil {
-			fresh[k] = map[string]*ticketsv1.Ticket{}
+		meta, err := m.Metadata()
+		if err != nil {
+			continue
+		}
+		if err := w.App.ReadModel.Put(ctx, meta.Sequence.Stream, t); err != nil {
+			return err
+		}
+		if k := (agentKey{t.WorkspaceId, t.AgentId}); !seen[k] {
+			seen[k] = true
 			order = append(order, k)
 		}
-		fresh[k][t.TicketId] = t // later events of a ticket are newer
 	}
 	for _, k := range order {
-		var ts []*ticketsv1.Ticket
-		for _, t := range fresh[k] {
-			ts = append(ts, t)
-		}
-		if err := w.App.ClusterAgent(ctx, k.ws, k.agent, ts); err != nil {
+		if err := w.App.ClusterAgent(ctx, k.ws, k.agent); err != nil {
 			if !permanent(err) {
 				return err
 			}

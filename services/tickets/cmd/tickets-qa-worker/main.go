@@ -1,5 +1,5 @@
 // Command tickets-qa-worker runs one QA worker replica against external
-// NATS and MongoDB (VOICEAI_NATS_URL, VOICEAI_MONGO_URI): failed test runs,
+// NATS (VOICEAI_NATS_URL; it keeps no store): failed test runs,
 // escalations and conversations that went badly become triage tickets,
 // and tickets are clustered. Run as many replicas as the load needs; they
 // share durable consumers, and a killed one loses nothing.
@@ -18,6 +18,7 @@ import (
 func main() {
 	c, err := config.Load[config.Infra]()
 	if err == nil {
+		c.MongoURI = "" // the worker reads its own index of the TICKETS stream
 		err = runtime.Run("tickets-qa-worker", c, func(ctx context.Context, d runtime.Deps) (func() error, error) {
 			a, err := tickets.NewWorkerApp(ctx, d)
 			if err != nil {
