@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
@@ -111,11 +112,32 @@ func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, 
 	return idx, err
 }
 
+// QAWorkerConfig tunes a QA worker.
+type QAWorkerConfig struct {
+	// AckWait is how long a batch a worker took may go unacknowledged
+	// before another replica gets it: a killed worker's batches wait this
+	// long.
+	AckWait time.Duration `env:"VOICEAI_QA_ACK_WAIT" envDefault:"1m"`
+	// Batch bounds the messages a worker handles at once.
+	Batch int `env:"VOICEAI_QA_BATCH" envDefault:"256"`
+}
+
+// Validate checks the configuration.
+func (c QAWorkerConfig) Validate() error {
+	if c.AckWait < time.Second {
+		return fmt.Errorf("VOICEAI_QA_ACK_WAIT %s: want at least 1s", c.AckWait)
+	}
+	if c.Batch < 1 || c.Batch > 4096 {
+		return fmt.Errorf("VOICEAI_QA_BATCH %d: want 1..4096", c.Batch)
+	}
+	return nil
+}
+
 // StartQAWorker runs one QA worker replica (package qaworker) until ctx
 // ends, over a: the service's own application when they share a process,
 // or NewWorkerApp's.
-func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App) <-chan struct{} {
-	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics}
+func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerConfig) <-chan struct{} {
+	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics, AckWait: c.AckWait, Batch: c.Batch}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

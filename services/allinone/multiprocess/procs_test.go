@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
 	for name, pkg := range map[string]string{
 		"gateway": "gateway", "identity": "identity", "agents": "agents", "tickets": "tickets", "testing": "testing", "testing-runner": "testing",
-		"webhooks": "webhooks", "webhook-dispatcher": "webhooks",
+		"webhooks": "webhooks", "webhook-dispatcher": "webhooks", "tickets-qa-worker": "tickets",
 	} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+pkg+"/cmd/"+name)
 		cmd.Dir = root

@@ -55,6 +55,7 @@ type Config struct {
 	// tickets, tickets are clustered) run in process (0: none, for a
 	// deployment whose tickets-qa-worker processes are separate).
 	QAWorkers int `env:"VOICEAI_EMBEDDED_QA_WORKERS" envDefault:"1"`
+	QAWorker  tickets.QAWorkerConfig
 	// ReadIndex is what listings read (config.ReadIndexMemory by default:
 	// the embedded store scans every document of a filtered query).
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
@@ -78,6 +79,11 @@ func (c Config) Validate() error {
 	}
 	if c.QAWorkers < 0 || c.QAWorkers > 64 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_QA_WORKERS %d: want 0..64", c.QAWorkers)
+	}
+	if c.QAWorkers > 0 {
+		if err := c.QAWorker.Validate(); err != nil {
+			return err
+		}
 	}
 	if c.Runners > 0 {
 		if err := c.Runner.Validate(); err != nil {
@@ -227,7 +233,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 	cleanup = append(cleanup, func() { _ = tk.Stop() })
 	for range c.QAWorkers {
-		done := tickets.StartQAWorker(ctx, d, tk.App)
+		done := tickets.StartQAWorker(ctx, d, tk.App, c.QAWorker)
 		cleanup = append(cleanup, func() { <-done })
 	}
 	ts, err := testingsvc.Start(ctx, d, secret)

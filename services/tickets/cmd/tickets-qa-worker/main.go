@@ -15,16 +15,28 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets"
 )
 
+type cfg struct {
+	config.Infra
+	tickets.QAWorkerConfig
+}
+
+func (c cfg) Validate() error {
+	if err := c.Infra.Validate(); err != nil {
+		return err
+	}
+	return c.QAWorkerConfig.Validate()
+}
+
 func main() {
-	c, err := config.Load[config.Infra]()
+	c, err := config.Load[cfg]()
 	if err == nil {
 		c.MongoURI = "" // the worker reads its own index of the TICKETS stream
-		err = runtime.Run("tickets-qa-worker", c, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+		err = runtime.Run("tickets-qa-worker", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
 			a, err := tickets.NewWorkerApp(ctx, d)
 			if err != nil {
 				return nil, err
 			}
-			done := tickets.StartQAWorker(ctx, d, a)
+			done := tickets.StartQAWorker(ctx, d, a, c.QAWorkerConfig)
 			return func() error { <-done; return nil }, nil
 		})
 	}
