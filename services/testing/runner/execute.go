@@ -144,17 +144,68 @@ func (e *Executor) conversation(r Run) (Conversation, AgentConfig) {
 	if fm := Substitute(cfg.FirstMessage, vars); fm != "" && (len(history) == 0 || history[0].Role == "user") {
 		conv.Turns = append(conv.Turns, Turn{Role: "agent", Text: fm})
 	}
-	for _, m := range history {
-		t := Turn{Role: m.Role}
-		if m.Message != nil {
-			t.Text = *m.Message
+	results := historyResults(history)
+	for i, m := range history {
+		t := Turn{Role: m.Role, Text: deref(m.Message)}
+		for j, c := range m.ToolCalls {
+			id := c.RequestID
+			if id == "" {
+				id = fmt.Sprintf("call_%d_%d", i, j) // model APIs need an id to pair the result with
+			}
+			t.Calls = append(t.Calls, Call{ID: id, Name: c.ToolName, Arguments: c.ParamsAsJSON})
 		}
-		for _, c := range m.ToolCalls {
-			t.Calls = append(t.Calls, Call{ID: c.RequestID, Name: c.ToolName, Arguments: c.ParamsAsJSON})
+		if t.Text == "" && len(t.Calls) == 0 {
+			continue // a message that only carries results, placed after their calls
 		}
 		conv.Turns = append(conv.Turns, t)
+		// Every call is answered at once: a model API refuses a tool call
+		// that is not followed by its result.
+		for j, c := range t.Calls {
+			res, ok := results.take(m.ToolCalls[j].RequestID, c.Name)
+			tool := Turn{Role: "tool", ToolCallID: c.ID, ToolName: c.Name, Text: "No result was recorded for this call."}
+			if ok {
+				tool.Text, tool.IsError = deref(res.ResultValue), res.IsError
+			}
+			conv.Turns = append(conv.Turns, tool)
+		}
 	}
 	return conv, cfg
+}
+
+// recordedResults are the tool results a chat history carries, wherever
+// they sit (on the calling message or a later one).
+type recordedResults struct {
+	byID   map[string]domain.ToolResult
+	byName map[string][]domain.ToolResult // results without a request id, in order
+}
+
+func historyResults(history []domain.Message) *recordedResults {
+	rr := &recordedResults{byID: map[string]domain.ToolResult{}, byName: map[string][]domain.ToolResult{}}
+	for _, m := range history {
+		rs, _ := m.Results() // validated when the test was written
+		for _, r := range rs {
+			if r.RequestID != "" {
+				rr.byID[r.RequestID] = r
+			} else {
+				rr.byName[r.ToolName] = append(rr.byName[r.ToolName], r)
+			}
+		}
+	}
+	return rr
+}
+
+// take is the result of the call with request id id (or, for a call
+// without one, the next unclaimed result of its tool).
+func (rr *recordedResults) take(id, tool string) (domain.ToolResult, bool) {
+	if id != "" {
+		r, ok := rr.byID[id]
+		return r, ok
+	}
+	if q := rr.byName[tool]; len(q) > 0 {
+		rr.byName[tool] = q[1:]
+		return q[0], true
+	}
+	return domain.ToolResult{}, false
 }
 
 // judgeInput is the test's success conditions and examples.

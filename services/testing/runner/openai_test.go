@@ -425,3 +425,43 @@ func TestOpenAIToolErrorsAndSimulationJudge(t *testing.T) {
 		}
 	}
 }
+
+// A chat history with tool calls goes out as a chat-completions API
+// accepts it: every assistant tool call is followed at once by the tool
+// message that answers it (OpenAI refuses the request otherwise).
+func TestExecuteOverOpenAIAnswersTheHistorysToolCalls(t *testing.T) {
+	m, srv := newOpenAI(t, func(req llmtest.Request) llmtest.Reply {
+		if err := toolCallsAnswered(req.Messages); err != nil {
+			return llmtest.Error(400, "invalid_request_error", err.Error())
+		}
+		if req.ResponseFormat != nil {
+			return llmtest.OK(`{"result":"success","rationale":["confirms"],"summary":"The agent confirms the booking."}`)
+		}
+		return llmtest.OK("Your table for two is booked.")
+	}, nil)
+	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, `{"type":"llm","name":"x","success_condition":"confirms the booking",
+	  "chat_history":[{"role":"user","message":"Book for two","time_in_call_secs":1},
+	    {"role":"agent","time_in_call_secs":2,"tool_calls":[{"request_id":"r1","tool_name":"book_table","params_as_json":"{\"guests\":2}"}]},
+	    {"role":"agent","time_in_call_secs":3,"tool_results":[{"request_id":"r1","tool_name":"book_table","result_value":"booked","is_error":false}]},
+	    {"role":"user","message":"Is it booked?","time_in_call_secs":4}]}`))
+	if res.GetStatus() != domain.RunPassed || res.GetError() != "" {
+		t.Fatalf("status %q error %q (%s)", res.GetStatus(), res.GetError(), res.GetRationaleSummary())
+	}
+	agent := srv.Requests()[0].Messages
+	if len(agent) != 6 || agent[4].Role != "tool" || agent[4].ToolCallID != "r1" || agent[4].Content != "booked" {
+		t.Fatalf("agent request %s", srv.Requests()[0].Body)
+	}
+}
+
+// toolCallsAnswered applies the chat-completions rule on tool calls.
+func toolCallsAnswered(msgs []llmtest.Message) error {
+	for i, m := range msgs {
+		for j, c := range m.ToolCalls {
+			k := i + 1 + j
+			if k >= len(msgs) || msgs[k].Role != "tool" || msgs[k].ToolCallID != c.ID {
+				return errors.New("an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'")
+			}
+		}
+	}
+	return nil
+}
