@@ -43,8 +43,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./pkg/cursor/
 	$(GO) test -run XXX -fuzz FuzzParseIngest -fuzztime 30s ./services/webhooks/domain/
 	$(GO) test -run XXX -fuzz FuzzValidateCreate -fuzztime 30s ./services/webhooks/domain/
-	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./services/testing/llm/
-	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./services/testing/llm/
+	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./pkg/llm/
+	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./pkg/llm/
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzFromConversationBody -fuzztime 30s ./services/testing/app/

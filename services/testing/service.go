@@ -23,7 +23,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
-	"github.com/voiceai-platform/voiceai/services/testing/llm"
+	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 // A runner worker killed mid-invocation loses nothing: its runs are

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 // startWithModel starts a stack whose runner plays and judges through an

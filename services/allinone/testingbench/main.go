@@ -37,7 +37,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 const adminKey = "vak_testingbench_admin_key_0123456789"

@@ -16,8 +16,8 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/llm"
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 func kvCache(t *testing.T) *KVCache {

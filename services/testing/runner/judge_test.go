@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 const hoursReply = "We are open nine to five every weekday."

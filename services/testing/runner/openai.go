@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/llm"
+	"github.com/voiceai-platform/voiceai/pkg/llm"
 )
 
 // OpenAI plays the agent and judges through any OpenAI-compatible

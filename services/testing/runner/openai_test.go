@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/llm"
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 // newOpenAI starts an llmtest server answering with h and returns a model

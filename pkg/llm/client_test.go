@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/services/testing/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 const testKey = "sk-test-SECRET-0123456789"
