@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
@@ -120,6 +121,15 @@ type QAWorkerConfig struct {
 	AckWait time.Duration `env:"VOICEAI_QA_ACK_WAIT" envDefault:"1m"`
 	// Batch bounds the messages a worker handles at once.
 	Batch int `env:"VOICEAI_QA_BATCH" envDefault:"256"`
+	// Clustering is what groups tickets and sets their issue type:
+	// "rules" (offline, deterministic) or "model" (the OpenAI-compatible
+	// model the VOICEAI_LLM_* variables name, one request per new ticket;
+	// exact duplicates are still merged by the rules).
+	Clustering string        `env:"VOICEAI_QA_CLUSTERING" envDefault:"rules"`
+	BaseURL    string        `env:"VOICEAI_LLM_BASE_URL"`
+	APIKey     string        `env:"VOICEAI_LLM_API_KEY"`
+	LLMModel   string        `env:"VOICEAI_LLM_MODEL"`
+	LLMTimeout time.Duration `env:"VOICEAI_LLM_TIMEOUT" envDefault:"60s"`
 }
 
 // Validate checks the configuration.
@@ -130,13 +140,46 @@ func (c QAWorkerConfig) Validate() error {
 	if c.Batch < 1 || c.Batch > 4096 {
 		return fmt.Errorf("VOICEAI_QA_BATCH %d: want 1..4096", c.Batch)
 	}
+	switch c.Clustering {
+	case "rules":
+	case "model":
+		if c.BaseURL == "" || c.LLMModel == "" {
+			return fmt.Errorf("VOICEAI_QA_CLUSTERING=model needs VOICEAI_LLM_BASE_URL and VOICEAI_LLM_MODEL")
+		}
+	default:
+		return fmt.Errorf("VOICEAI_QA_CLUSTERING %q: want rules or model", c.Clustering)
+	}
 	return nil
+}
+
+// advisor is the model that clusters, or nil for the offline rules.
+func (c QAWorkerConfig) advisor() (app.ClusterAdvisor, error) {
+	if c.Clustering != "model" {
+		return nil, nil
+	}
+	client, err := llm.New(llm.Config{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.LLMModel, Timeout: c.LLMTimeout})
+	if err != nil {
+		return nil, err
+	}
+	return adapters.ModelAdvisor{Client: client}, nil
 }
 
 // StartQAWorker runs one QA worker replica (package qaworker) until ctx
 // ends, over a: the service's own application when they share a process,
 // or NewWorkerApp's.
-func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerConfig) <-chan struct{} {
+//
+// With model clustering the worker's application is a copy of a with the
+// model as its advisor, so a service sharing a stays on the rules path.
+func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerConfig) (<-chan struct{}, error) {
+	advisor, err := c.advisor()
+	if err != nil {
+		return nil, err
+	}
+	if advisor != nil {
+		own := *a
+		own.Advisor = advisor
+		a = &own
+	}
 	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics, AckWait: c.AckWait, Batch: c.Batch}
 	done := make(chan struct{})
 	go func() {
@@ -145,7 +188,7 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerCo
 			d.Logger.Error("qa worker stopped", "err", err)
 		}
 	}()
-	return done
+	return done, nil
 }
 
 // NewWorkerApp is the tickets application of a QA worker in its own

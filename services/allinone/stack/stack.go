@@ -130,6 +130,7 @@ func TestConfig(dir string) Config {
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1,
+		QAWorker: tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour},
 	}
@@ -233,7 +234,10 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 	cleanup = append(cleanup, func() { _ = tk.Stop() })
 	for range c.QAWorkers {
-		done := tickets.StartQAWorker(ctx, d, tk.App, c.QAWorker)
+		done, err := tickets.StartQAWorker(ctx, d, tk.App, c.QAWorker)
+		if err != nil {
+			return fail(err)
+		}
 		cleanup = append(cleanup, func() { <-done })
 	}
 	ts, err := testingsvc.Start(ctx, d, secret)

@@ -24,7 +24,10 @@ type App struct {
 	Tickets   *aggregate.Repo[*ticketsv1.Ticket]
 	ReadModel ReadModel
 	Directory Directory
-	Now       func() time.Time
+	// Advisor, when set, clusters through a model instead of the offline
+	// rules (exact duplicates excepted).
+	Advisor ClusterAdvisor
+	Now     func() time.Time
 }
 
 var errAgentNotFound = httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")

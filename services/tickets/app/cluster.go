@@ -51,6 +51,10 @@ func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) err
 		items = append(items, clusterItem(t))
 	}
 	plan := domain.Cluster(items)
+	decisions := map[string]decision{}
+	if a.Advisor != nil {
+		plan.Groups, decisions = a.advise(ctx, items, plan, func(id string) bool { return byID[id].NeedsClustering })
+	}
 	caller := principal.Principal{WorkspaceID: workspaceID, UserID: QAActor}
 
 	for dup, into := range plan.Duplicates {
@@ -76,7 +80,7 @@ func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) err
 		if !t.NeedsClustering && !anchor {
 			continue
 		}
-		if err := a.clusterOne(ctx, workspaceID, t.TicketId, g, byID); err != nil {
+		if err := a.clusterOne(ctx, workspaceID, t.TicketId, g, byID, decisions[t.TicketId]); err != nil {
 			return err
 		}
 	}
@@ -121,13 +125,18 @@ func clusterItem(t *ticketsv1.Ticket) domain.ClusterItem {
 
 // clusterOne labels one ticket with its group (if any), sets its issue
 // type when clear and unset, and clears needs_clustering.
-func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byID map[string]*ticketsv1.Ticket) error {
+// The decision says whether a model judged it (an anchor, judged with
+// its group's newcomers, has none: the rules label it).
+func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byID map[string]*ticketsv1.Ticket, d decision) error {
 	_, err := a.change(ctx, ws, id, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		if !domain.IsActive(t.Status) {
 			return nil, nil // changed since it was read: a later pass sees it
 		}
-		ev := &ticketsv1.TicketClustered{Meta: meta, Ticket: t}
+		ev := &ticketsv1.TicketClustered{Meta: meta, Ticket: t, DecidedBy: orDefault(d.decidedBy, rulesDecided)}
 		var why []string
+		if d.fallback != "" {
+			why = append(why, d.fallback+"; the offline rules decided")
+		}
 		if len(group) > 1 {
 			ev.ClusterLabel = domain.ClusterLabel(group[0])
 			mine := domain.ContentWords(clusterItem(t).Text)
@@ -136,9 +145,13 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 					continue
 				}
 				ev.SimilarTicketIds = append(ev.SimilarTicketIds, other)
-				if o := byID[other]; o != nil && len(why) == 0 {
-					shared := domain.SharedWords(mine, domain.ContentWords(clusterItem(o).Text))
-					why = append(why, fmt.Sprintf("similar to %s (shared: %s)", other, strings.Join(firstN(shared, 8), ", ")))
+				if o := byID[other]; o != nil && len(ev.SimilarTicketIds) == 1 {
+					if d.advice != nil {
+						why = append(why, fmt.Sprintf("similar to %s", other))
+					} else {
+						shared := domain.SharedWords(mine, domain.ContentWords(clusterItem(o).Text))
+						why = append(why, fmt.Sprintf("similar to %s (shared: %s)", other, strings.Join(firstN(shared, 8), ", ")))
+					}
 				}
 			}
 			if !slices.Contains(t.Labels, ev.ClusterLabel) && len(t.Labels) < domain.MaxLabels {
@@ -146,10 +159,20 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 			}
 		}
 		if t.IssueType == "" && t.NeedsClustering {
-			if it, phrase, ok := domain.ClassifyIssue(clusterItem(t).Text); ok {
-				t.IssueType, ev.IssueTypeSet = it, it
-				why = append(why, fmt.Sprintf("issue type %s (it says %q)", it, phrase))
+			switch {
+			case d.advice != nil && d.advice.IssueType != "":
+				t.IssueType, ev.IssueTypeSet = d.advice.IssueType, d.advice.IssueType
+				why = append(why, "issue type "+d.advice.IssueType)
+			case d.advice != nil:
+			default:
+				if it, phrase, ok := domain.ClassifyIssue(clusterItem(t).Text); ok {
+					t.IssueType, ev.IssueTypeSet = it, it
+					why = append(why, fmt.Sprintf("issue type %s (it says %q)", it, phrase))
+				}
 			}
+		}
+		if d.advice != nil && d.advice.Reason != "" && len(why) > 0 {
+			why = append(why, "the model says: "+strings.TrimSuffix(strings.TrimSpace(d.advice.Reason), "."))
 		}
 		if !t.NeedsClustering && ev.ClusterLabel != "" && slices.Equal(byID[id].Labels, t.Labels) {
 			return nil, nil // an anchor that already carries its label

@@ -268,3 +268,118 @@ func ClassifyIssue(text string) (issueType, phrase string, ok bool) {
 	}
 	return issueType, phrase, ok
 }
+
+// Candidates are the items a model is shown to judge it against: the
+// others most alike in content words (the most alike first, then the
+// newest), at most n. Words every ticket of a kind shares are not
+// dropped here: a model reads the whole text anyway, and this only
+// bounds what it is shown.
+func Candidates(items []ClusterItem, it ClusterItem, n int) []ClusterItem {
+	mine := ContentWords(it.Text)
+	type scored struct {
+		item  ClusterItem
+		score float64
+	}
+	var all []scored
+	for _, o := range items {
+		if o.ID != it.ID {
+			all = append(all, scored{o, Similarity(mine, ContentWords(o.Text))})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b scored) int {
+		switch {
+		case a.score != b.score:
+			if a.score > b.score {
+				return -1
+			}
+			return 1
+		case a.item.CreatedAtMs != b.item.CreatedAtMs:
+			if a.item.CreatedAtMs > b.item.CreatedAtMs {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.item.ID, b.item.ID)
+	})
+	out := make([]ClusterItem, 0, min(n, len(all)))
+	for _, s := range all[:min(n, len(all))] {
+		out = append(out, s.item)
+	}
+	return out
+}
+
+// Relink regroups items after a model judged some of them: each ticket
+// in links leaves the group the rules gave it and joins the groups of the
+// tickets it names (naming none, it stands alone); the others keep their
+// groups. Groups of two or more are returned, oldest member first and
+// ordered by it, as Cluster returns them.
+func Relink(items []ClusterItem, groups [][]string, links map[string][]string) [][]string {
+	age := map[string]ClusterItem{}
+	for _, it := range items {
+		age[it.ID] = it
+	}
+	older := func(a, b string) int {
+		x, y := age[a], age[b]
+		if x.CreatedAtMs != y.CreatedAtMs {
+			if x.CreatedAtMs < y.CreatedAtMs {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	}
+	parent := map[string]string{}
+	var root func(string) string
+	root = func(id string) string {
+		p, ok := parent[id]
+		if !ok || p == id {
+			return id
+		}
+		r := root(p)
+		parent[id] = r
+		return r
+	}
+	union := func(a, b string) {
+		ra, rb := root(a), root(b)
+		if ra == rb {
+			return
+		}
+		if older(ra, rb) < 0 {
+			parent[rb] = ra
+		} else {
+			parent[ra] = rb
+		}
+	}
+	for _, g := range groups {
+		var kept []string
+		for _, id := range g {
+			if _, judged := links[id]; !judged {
+				kept = append(kept, id)
+			}
+		}
+		for _, id := range kept[min(1, len(kept)):] {
+			union(kept[0], id)
+		}
+	}
+	for id, named := range links {
+		for _, other := range named {
+			if _, known := age[other]; known && other != id {
+				union(id, other)
+			}
+		}
+	}
+	members := map[string][]string{}
+	for _, it := range items {
+		r := root(it.ID)
+		members[r] = append(members[r], it.ID)
+	}
+	var out [][]string
+	for _, m := range members {
+		if len(m) > 1 {
+			slices.SortFunc(m, older)
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b []string) int { return older(a[0], b[0]) })
+	return out
+}

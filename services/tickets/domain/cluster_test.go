@@ -145,3 +145,43 @@ func BenchmarkCluster2000(b *testing.B) {
 		Cluster(items)
 	}
 }
+
+// A ticket a model judged leaves the group the rules gave it and joins
+// the groups of the tickets it names; the others keep theirs.
+func TestRelinkFollowsTheModel(t *testing.T) {
+	items := []ClusterItem{{ID: "a", CreatedAtMs: 1}, {ID: "b", CreatedAtMs: 2}, {ID: "c", CreatedAtMs: 3}, {ID: "d", CreatedAtMs: 4}, {ID: "e", CreatedAtMs: 5}}
+	rules := [][]string{{"a", "b", "e"}, {"c", "d"}}
+	cases := []struct {
+		links map[string][]string
+		want  [][]string
+	}{
+		{nil, [][]string{{"a", "b", "e"}, {"c", "d"}}},
+		{map[string][]string{"e": {"d"}}, [][]string{{"a", "b"}, {"c", "d", "e"}}},
+		{map[string][]string{"e": {}}, [][]string{{"a", "b"}, {"c", "d"}}},
+		{map[string][]string{"e": {"a", "c", "unknown", "e"}}, [][]string{{"a", "b", "c", "d", "e"}}},
+		{map[string][]string{"b": {}, "e": {}}, [][]string{{"c", "d"}}},
+	}
+	for _, c := range cases {
+		if got := Relink(items, rules, c.links); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("links %v: groups %v, want %v", c.links, got, c.want)
+		}
+	}
+}
+
+// A model is shown the most alike tickets first, then the newest.
+func TestCandidatesRankByLikeness(t *testing.T) {
+	items := []ClusterItem{
+		{ID: "me", CreatedAtMs: 9, Text: "refund cancelled booking"},
+		{ID: "old", CreatedAtMs: 1, Text: "parking"},
+		{ID: "new", CreatedAtMs: 8, Text: "weather"},
+		{ID: "close", CreatedAtMs: 2, Text: "refund cancelled booking please"},
+		{ID: "near", CreatedAtMs: 3, Text: "refund policy"},
+	}
+	var ids []string
+	for _, c := range Candidates(items, items[0], 3) {
+		ids = append(ids, c.ID)
+	}
+	if want := []string{"close", "near", "new"}; !reflect.DeepEqual(ids, want) {
+		t.Fatalf("candidates %v, want %v", ids, want)
+	}
+}

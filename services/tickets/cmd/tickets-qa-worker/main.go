@@ -36,7 +36,10 @@ func main() {
 			if err != nil {
 				return nil, err
 			}
-			done := tickets.StartQAWorker(ctx, d, a, c.QAWorkerConfig)
+			done, err := tickets.StartQAWorker(ctx, d, a, c.QAWorkerConfig)
+			if err != nil {
+				return nil, err
+			}
 			return func() error { <-done; return nil }, nil
 		})
 	}

@@ -465,7 +465,9 @@ type TicketClustered struct {
 	SimilarTicketIds []string               `protobuf:"bytes,4,rep,name=similar_ticket_ids,json=similarTicketIds,proto3" json:"similar_ticket_ids,omitempty"`
 	IssueTypeSet     string                 `protobuf:"bytes,5,opt,name=issue_type_set,json=issueTypeSet,proto3" json:"issue_type_set,omitempty"`
 	// Why, in words: the shared terms, the rule behind the issue type.
-	Reason        string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What decided: "rules" (the offline rules) or "model <provider>/<model>".
+	DecidedBy     string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -542,6 +544,13 @@ func (x *TicketClustered) GetReason() string {
 	return ""
 }
 
+func (x *TicketClustered) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
 var File_voiceai_tickets_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
@@ -574,14 +583,16 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
 	"\x0einvocation_ids\x18\x03 \x03(\tR\rinvocationIds\x12\x17\n" +
 	"\arun_ids\x18\x04 \x03(\tR\x06runIds\x12\x1a\n" +
-	"\breopened\x18\x05 \x01(\bR\breopened\"\x88\x02\n" +
+	"\breopened\x18\x05 \x01(\bR\breopened\"\xa7\x02\n" +
 	"\x0fTicketClustered\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12#\n" +
 	"\rcluster_label\x18\x03 \x01(\tR\fclusterLabel\x12,\n" +
 	"\x12similar_ticket_ids\x18\x04 \x03(\tR\x10similarTicketIds\x12$\n" +
 	"\x0eissue_type_set\x18\x05 \x01(\tR\fissueTypeSet\x12\x16\n" +
-	"\x06reason\x18\x06 \x01(\tR\x06reasonBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\a \x01(\tR\tdecidedByBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
 
 var (
 	file_voiceai_tickets_v1_events_proto_rawDescOnce sync.Once
