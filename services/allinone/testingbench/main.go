@@ -36,8 +36,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
-	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
 const adminKey = "vak_testingbench_admin_key_0123456789"

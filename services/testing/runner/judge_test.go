@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 const hoursReply = "We are open nine to five every weekday."

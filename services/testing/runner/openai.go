@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // OpenAI plays the agent and judges through any OpenAI-compatible

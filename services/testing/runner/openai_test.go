@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // newOpenAI starts an llmtest server answering with h and returns a model
