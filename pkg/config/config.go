@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"strings"
 
 	"github.com/caarlos0/env/v11"
@@ -18,6 +19,9 @@ type Validator interface{ Validate() error }
 // Load parses the environment into a T and validates it.
 func Load[T any]() (T, error) {
 	var c T
+	if err := checkValues(reflect.TypeFor[T]()); err != nil {
+		return c, fmt.Errorf("configuration: %w", err)
+	}
 	if err := env.Parse(&c); err != nil {
 		return c, fmt.Errorf("configuration: %w", err)
 	}
@@ -59,6 +63,9 @@ func (c Infra) Validate() error {
 		errs = append(errs, fmt.Errorf("VOICEAI_MONGO_URI %q: want mongodb://…", c.MongoURI))
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		errs = append(errs, err)
+	}
+	if err := CheckListenAddr("VOICEAI_METRICS_ADDR", c.MetricsAddr, true); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadIndex != ReadIndexStore && c.ReadIndex != ReadIndexMemory {

@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 type sample struct {
@@ -32,7 +33,48 @@ func TestLoadRejectsBadValues(t *testing.T) {
 	t.Setenv("VOICEAI_NATS_URL", "nats://x:1")
 	t.Setenv("VOICEAI_LOG_LEVEL", "info")
 	t.Setenv("VOICEAI_SAMPLE_PORT", "eighty")
-	if _, err := Load[sample](); err == nil {
-		t.Fatal("want a parse error for a non-integer port")
+	if _, err := Load[sample](); err == nil || !strings.Contains(err.Error(), `VOICEAI_SAMPLE_PORT "eighty": want a whole number`) {
+		t.Fatalf("a value that does not parse is named by its variable, got %v", err)
+	}
+}
+
+// Every typed value that does not parse is named by its variable, once.
+func TestBadValuesNameTheirVariable(t *testing.T) {
+	type nested struct {
+		Wait  time.Duration `env:"VOICEAI_T_WAIT"`
+		Ratio float64       `env:"VOICEAI_T_RATIO"`
+	}
+	type cfg struct {
+		nested
+		Again time.Duration `env:"VOICEAI_T_WAIT"`
+		On    bool          `env:"VOICEAI_T_ON"`
+		Count uint          `env:"VOICEAI_T_COUNT"`
+		Name  string        `env:"VOICEAI_T_NAME"`
+	}
+	for k, v := range map[string]string{"VOICEAI_T_WAIT": "5", "VOICEAI_T_RATIO": "half", "VOICEAI_T_ON": "yes please", "VOICEAI_T_COUNT": "-1", "VOICEAI_T_NAME": "anything"} {
+		t.Setenv(k, v)
+	}
+	_, err := Load[cfg]()
+	want := []string{`VOICEAI_T_WAIT "5": want a duration`, `VOICEAI_T_RATIO "half": want a number`, `VOICEAI_T_ON "yes please": want true or false`,
+		`VOICEAI_T_COUNT "-1": want a whole number, 0 or more`}
+	for _, w := range want {
+		if err == nil || strings.Count(err.Error(), w) != 1 {
+			t.Fatalf("want %q once in %v", w, err)
+		}
+	}
+	if strings.Contains(err.Error(), "field") {
+		t.Fatalf("a Go field name leaked: %v", err)
+	}
+}
+
+func TestCheckListenAddr(t *testing.T) {
+	for addr, ok := range map[string]bool{"127.0.0.1:8080": true, ":0": true, "localhost:9464": true, "[::1]:80": true,
+		"nonsense": false, ":99999": false, "bad:addr:x": false, "host name:80": false, "": false} {
+		if err := CheckListenAddr("VOICEAI_X_ADDR", addr, false); (err == nil) != ok || err != nil && !strings.Contains(err.Error(), "VOICEAI_X_ADDR") {
+			t.Errorf("%q: %v", addr, err)
+		}
+	}
+	if CheckListenAddr("VOICEAI_X_ADDR", "off", true) != nil || CheckListenAddr("VOICEAI_X_ADDR", "off", false) == nil {
+		t.Error("off is allowed only where the listener is optional")
 	}
 }

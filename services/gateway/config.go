@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
+
 	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
@@ -28,6 +30,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1024 || c.MaxBodyBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("VOICEAI_MAX_BODY_BYTES %d: want 1024..%d", c.MaxBodyBytes, 64<<20))
+	}
+	if err := config.CheckListenAddr("VOICEAI_HTTP_ADDR", c.HTTPAddr, false); err != nil {
+		errs = append(errs, err)
 	}
 	if c.UpstreamTimeout <= 0 {
 		errs = append(errs, errors.New("VOICEAI_UPSTREAM_TIMEOUT must be positive"))

@@ -71,6 +71,9 @@ func (c Config) Validate() error {
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
 	}
+	if err := config.CheckListenAddr("VOICEAI_METRICS_ADDR", c.MetricsAddr, true); err != nil {
+		return err
+	}
 	if c.ReadIndex != config.ReadIndexMemory && c.ReadIndex != config.ReadIndexStore {
 		return fmt.Errorf("VOICEAI_READ_INDEX %q: want memory or store", c.ReadIndex)
 	}
