@@ -78,6 +78,9 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 		Name: "voiceai_nats_connection_events_total",
 		Help: "What happened to the process's NATS connection: disconnected, reconnected, lost (closed for good by the server).",
 	}, []string{"event"}))
+	for _, e := range []string{"disconnected", "reconnected", "lost"} {
+		events.WithLabelValues(e) // exported at 0, so increase() sees the first one
+	}
 	l := &Link{lost: make(chan struct{})}
 	opts := []nats.Option{
 		nats.Name("voiceai-" + name),

@@ -37,6 +37,8 @@ type Deps struct {
 	Link *Link
 	// ReadIndex is config.ReadIndexStore (the default) or ReadIndexMemory.
 	ReadIndex string
+
+	lag *consumerLag // see WatchConsumer
 }
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
@@ -73,7 +75,14 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 	if replicas == 0 {
 		replicas = 1
 	}
-	return Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas}, nil
+	d := Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas}
+	if reg != nil {
+		d.lag = newConsumerLag(js)
+		if err := reg.Register(d.lag); err != nil {
+			return Deps{}, err
+		}
+	}
+	return d, nil
 }
 
 // Probes are the health checks of a process on d: NATS connected (ready)

@@ -55,6 +55,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, d.Logger)
+	d.WatchConsumer(events.AgentsStream, "agents-readmodel")
 	projection.Start(ctx, d.JS, rm.Agents, projection.Config{
 		Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
 	}, adapters.Handler)

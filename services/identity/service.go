@@ -65,6 +65,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	}
 	// The store is the durable copy: one projector per collection.
 	project := func(coll *mongo.Collection, durable, filter string) {
+		d.WatchConsumer(events.IdentityStream, durable)
 		projection.Start(ctx, d.JS, coll, projection.Config{
 			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
 		}, store.Handler(coll))

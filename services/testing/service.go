@@ -52,6 +52,10 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
 		return nil, err
 	}
+	// The service that queues runs exports the queue, so a backlog with no
+	// runner at all is visible too (alert: runs queued, no runner pulling).
+	d.WatchStream(events.TestJobsStream)
+	d.WatchConsumer(events.TestJobsStream, app.RunnersConsumer)
 	var err error
 	store := adapters.OpenStore(d.Mongo.Database(Database))
 	var listings app.ReadModel = store
@@ -73,6 +77,8 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if d.ReadIndex == config.ReadIndexMemory {
 		entries, invocations = entries.UnreadCopy(), invocations.UnreadCopy()
 	}
+	d.WatchConsumer(entries.Stream, entries.Durable)
+	d.WatchConsumer(invocations.Stream, invocations.Durable)
 	projection.Start(ctx, d.JS, store.EntryStore, entries, adapters.EntriesHandler)
 	projection.Start(ctx, d.JS, store.InvocationStore, invocations, adapters.InvocationsHandler)
 	go func() {
@@ -158,15 +164,26 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	if err != nil {
 		return nil, err
 	}
+	var metrics *runner.Metrics
+	if d.Metrics != nil {
+		if metrics, err = runner.NewMetrics(d.Metrics); err != nil {
+			return nil, err
+		}
+		if o, ok := model.(runner.OpenAI); ok {
+			o.Observe = metrics.ObserveModel(o.Provider(), o.ModelName())
+			model = o
+		}
+	}
 	exec := &runner.Executor{Model: model, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
 	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
 		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err
 		}
 	}
+	d.WatchConsumer(events.TestJobsStream, app.RunnersConsumer)
 	w := &runner.Worker{
 		App: app.New(d.JS, nil, d.Logger), Exec: exec,
-		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger,
+		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics,
 	}
 	ch := make(chan struct{})
 	go func() {

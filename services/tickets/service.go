@@ -85,6 +85,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	if d.ReadIndex == config.ReadIndexMemory {
 		pc = pc.UnreadCopy()
 	}
+	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
 	var rm app.ReadModel = store
 	if d.ReadIndex == config.ReadIndexMemory {
@@ -181,6 +182,9 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerCo
 		a = &own
 	}
 	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics, AckWait: c.AckWait, Batch: c.Batch}
+	d.WatchConsumer(events.TestRunsStream, qaworker.RunsDurable)
+	d.WatchConsumer(events.PlatformStream, qaworker.PlatformDurable)
+	d.WatchConsumer(events.TicketsStream, qaworker.ClusteringDurable)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

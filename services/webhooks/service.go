@@ -126,6 +126,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := adapters.StoreAttempts(ctx, d.JS, db.Collection("attempts"), d.Logger); err != nil {
 		return nil, err
 	}
+	d.WatchConsumer(events.WebhooksStream, "webhooks-readmodel")
 	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
 		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
 	}, adapters.ProjectWebhook)
@@ -158,6 +159,9 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 			return nil, err
 		}
 	}
+	d.WatchConsumer(events.WebhookDeliveriesStream, dispatcher.DeliverDurable)
+	d.WatchConsumer(events.PlatformStream, dispatcher.FanoutPlatformDurable)
+	d.WatchConsumer(events.TicketsStream, dispatcher.FanoutTicketsDurable)
 	return dispatcher.Start(ctx, dispatcher.Deps{
 		JS: d.JS, Registry: reg, Sender: sender, Sealer: sealer,
 		Repo: app.NewRepo(d.JS, reg, d.Logger, nil), Log: d.Logger, Metrics: d.Metrics,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -15,7 +16,20 @@ import (
 // client retries 429 and 5xx with back-off, honouring Retry-After.
 type OpenAI struct {
 	Client *llm.Client
-	cache  *cacheScope // nil: every request goes to the server
+	// Observe, when set, is told how long each request to the server took
+	// (retries included) and whether it failed.
+	Observe func(took time.Duration, err error)
+	cache   *cacheScope // nil: every request goes to the server
+}
+
+// send sends req to the server, timing it.
+func (o OpenAI) send(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, error) {
+	start := time.Now()
+	res, err := o.Client.Chat(ctx, req)
+	if o.Observe != nil {
+		o.Observe(time.Since(start), err)
+	}
+	return res, err
 }
 
 // WithCache answers one run (repeat index) through c: a request identical
@@ -29,7 +43,7 @@ func (o OpenAI) WithCache(c ResponseCache, repeatIndex int) Model {
 // is cached: a failure is worth trying again.
 func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, Usage, error) {
 	if o.cache == nil {
-		res, err := o.Client.Chat(ctx, req)
+		res, err := o.send(ctx, req)
 		if err != nil {
 			return res, Usage{}, err
 		}
@@ -46,7 +60,7 @@ func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse
 			return res, Usage{Cached: 1}, nil
 		}
 	}
-	res, err := o.Client.Chat(ctx, req)
+	res, err := o.send(ctx, req)
 	if err != nil {
 		return res, Usage{}, err
 	}

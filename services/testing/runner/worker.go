@@ -41,6 +41,8 @@ type Worker struct {
 	// (default 10); RetryDelay is how long a failed job waits (default 1s).
 	MaxAttempts uint64
 	RetryDelay  time.Duration
+	// Metrics, when set, counts the runs and model usage.
+	Metrics *Metrics
 
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
@@ -456,7 +458,9 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 				}
 			}
 		}
-		return w.Exec.Execute(ctx, r), nil
+		res := w.Exec.Execute(ctx, r)
+		w.Metrics.observe(pt.GetTestType(), res)
+		return res, nil
 	})
 }
 

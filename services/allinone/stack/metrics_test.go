@@ -1,0 +1,175 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
+)
+
+// The workers export their own numbers (runs by outcome, model latency
+// and tokens, queue backlog and consumer lag), and every metric the
+// shipped alert rules and dashboard use is one the platform exports.
+func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
+	model := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
+		if req.ResponseFormat != nil { // the judge
+			return llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`)
+		}
+		return llmtest.OK("We are open nine to five every weekday.")
+	})
+	t.Cleanup(model.Close)
+	cfg := TestConfig(t.TempDir())
+	cfg.BootstrapAdminKey = adminKey
+	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
+	cfg.Runner.Provider, cfg.Runner.BaseURL, cfg.Runner.LLMModel = "openai", model.URL, "test-model"
+	reg := obs.NewRegistry()
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	agent := agentWith(t, s)
+	r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, hoursTest)
+	test, _ := r.JSON(t)["id"].(string)
+	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}],"repeat_count":3}`)
+	var inv invocation
+	if err := json.Unmarshal(r.Body, &inv); err != nil || r.Code != 200 {
+		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the runs finish", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
+	if r := call(t, s, "GET", "/v1/convai/agents", "vak_not_a_key_of_anyone_0123456789", ""); r.Code != 401 {
+		t.Fatalf("unknown key: %d", r.Code)
+	}
+
+	families := map[string]*dto.MetricFamily{}
+	eventually(t, 30*time.Second, "the runner counted its runs", func() bool {
+		got, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(families)
+		for _, f := range got {
+			families[f.GetName()] = f
+		}
+		return value(families, "voiceai_runner_runs_total", map[string]string{"outcome": "passed"}) == 3 &&
+			value(families, "voiceai_qa_worker_messages_total", map[string]string{"source": "runs", "outcome": "skipped"}) == 3
+	})
+	if n := value(families, "voiceai_model_request_duration_seconds", map[string]string{"model": "test-model", "outcome": "ok"}); n != 6 {
+		t.Errorf("model requests timed: %v, want 6 (3 runs, each answered and judged)", n)
+	}
+	if n := value(families, "voiceai_model_tokens_total", map[string]string{"kind": "prompt"}); n < 0 {
+		t.Errorf("tokens: %v", n)
+	}
+	if n := value(families, "voiceai_stream_messages", map[string]string{"stream": "TESTJOBS"}); n != 0 {
+		t.Errorf("TESTJOBS holds %v jobs once every run is done, want 0", n)
+	}
+	if value(families, "voiceai_consumer_info_up", map[string]string{"consumer": "tickets-readmodel-v2"}) != 1 ||
+		value(families, "voiceai_consumer_pending_messages", map[string]string{"consumer": "runners"}) != 0 {
+		t.Errorf("consumer lag: %v", families["voiceai_consumer_pending_messages"])
+	}
+
+	// Every voiceai_ metric the alerts and the dashboard name is exported.
+	_, here, _, _ := runtime.Caller(0)
+	deploy := filepath.Join(filepath.Dir(here), "..", "..", "..", "deploy")
+	var exprs []string
+	alerts, err := os.ReadFile(filepath.Join(deploy, "prometheus", "alerts.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(alerts, &rules); err != nil || len(rules.Groups) == 0 {
+		t.Fatalf("alerts.yml: %v", err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" || r.Expr == "" {
+				t.Fatalf("a rule without a name or an expression: %+v", r)
+			}
+			exprs = append(exprs, r.Expr)
+		}
+	}
+	dashboard, err := os.ReadFile(filepath.Join(deploy, "grafana", "voiceai-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(dashboard, &dash); err != nil || len(dash.Panels) == 0 {
+		t.Fatalf("dashboard: %v", err)
+	}
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			exprs = append(exprs, target.Expr)
+		}
+	}
+	name := regexp.MustCompile(`voiceai_[a-z_]+`)
+	for _, e := range exprs {
+		for _, m := range name.FindAllString(e, -1) {
+			base := m
+			for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+				if trimmed, ok := strings.CutSuffix(m, suffix); ok && families[trimmed].GetType() == dto.MetricType_HISTOGRAM {
+					base = trimmed
+				}
+			}
+			if families[base] == nil {
+				t.Errorf("%s is used by an alert or the dashboard but not exported (expression %q)", m, e)
+			}
+		}
+	}
+}
+
+// value sums the samples of a family whose labels include want.
+func value(families map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	f := families[name]
+	if f == nil {
+		return -1
+	}
+	sum := 0.0
+	for _, m := range f.GetMetric() {
+		matches := true
+		for k, v := range want {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == k && l.GetValue() == v }) {
+				matches = false
+			}
+		}
+		if !matches {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			sum += m.GetCounter().GetValue()
+		case m.Gauge != nil:
+			sum += m.GetGauge().GetValue()
+		case m.Histogram != nil:
+			sum += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
