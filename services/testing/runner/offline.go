@@ -48,7 +48,8 @@ import (
 // As the judge, with success or failure examples, the reply passes when
 // it is closer (word-set similarity of the normalised words) to a success
 // example than to every failure example and fails in the reverse case. A
-// tie, or no examples, is decided by the success conditions: each is met
+// tie, or no examples (or examples of one kind only, none at least half
+// alike), is decided by the success conditions: each is met
 // when the reply contains at least half of the condition's content words
 // and every number the condition states, exactly ("60 days" does not meet
 // "30 days"); the rationale names the words found and missing. A refusal
@@ -355,6 +356,10 @@ func lowerSameWidth(s string) string {
 // a simulation meets a condition when the agent said it at some point
 // (and it is a refusal only when every answer the agent gave the user
 // was one).
+// loneExampleSimilarity is how alike a reply must be to an example to be
+// judged by it when the test gives examples of one kind only.
+const loneExampleSimilarity = 0.5
+
 func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	reply, refused, where := replyText(in.Reply), isRefusal(in.Reply), "the reply"
 	if in.Simulation {
@@ -374,8 +379,11 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	if iF >= 0 {
 		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, word-set similarity %.2f.", iF+1, bestF))
 	}
+	// Examples of one kind only decide when the reply truly resembles one:
+	// a word shared with a lone failure example is no failure.
+	oneSided := (iS >= 0) != (iF >= 0)
 	switch {
-	case (iS >= 0 || iF >= 0) && bestS != bestF:
+	case (iS >= 0 || iF >= 0) && bestS != bestF && (!oneSided || max(bestS, bestF) >= loneExampleSimilarity):
 		if bestS > bestF {
 			v.Result = domain.ConditionSuccess
 			v.Summary = fmt.Sprintf("Offline judge: %s is closer to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
