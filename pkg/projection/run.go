@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
@@ -42,69 +43,18 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if log == nil {
 		log = slog.Default()
 	}
-	if c.AckWait == 0 {
-		c.AckWait = 30 * time.Second
-	}
-	if c.MaxDeliver == 0 {
-		c.MaxDeliver = -1
-	}
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = defaultMaxBatch
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, c.Stream, jetstream.ConsumerConfig{
-		Durable:        c.Durable,
-		FilterSubjects: c.FilterSubjects,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        c.AckWait,
-		MaxDeliver:     c.MaxDeliver,
-		MaxAckPending:  max(1000, 2*c.MaxBatch),
-	})
-	if ctx.Err() != nil {
-		return nil // stopped while starting: ctx ending is not a failure
-	}
-	if err != nil {
-		return fmt.Errorf("projection %s: %w", c.Durable, err)
-	}
-	// The consumer hands messages over; the writer takes whatever has
-	// arrived as one batch (without a linger, no waiting: an idle
-	// projector writes at once, a busy one in batches).
-	msgs := make(chan jetstream.Msg, c.MaxBatch)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-		}
-	})
-	if err != nil {
-		return fmt.Errorf("projection %s: %w", c.Durable, err)
-	}
-	batch := make([]jetstream.Msg, 0, c.MaxBatch)
-	for {
-		select {
-		case <-ctx.Done():
-			cc.Drain()
-			<-cc.Closed()
-			return nil
-		case m := <-msgs:
-			batch = append(batch[:0], m)
-		}
-		batch = fill(ctx, batch, msgs, c.MaxBatch, c.Linger)
-		if err := applyBatch(ctx, coll, h, batch); err != nil {
+	// Whatever has arrived is one batch (without a linger, no waiting: an
+	// idle projector writes at once, a busy one in batches).
+	return consume.Batches(ctx, js, consume.Spec{
+		Stream: c.Stream, Durable: c.Durable, FilterSubjects: c.FilterSubjects, AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
+		MaxBatch: c.MaxBatch, MaxAckPending: max(1000, 2*c.MaxBatch), Linger: c.Linger,
+		OnError: func(batch []jetstream.Msg, err error) {
 			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
-			for _, m := range batch {
-				delay := time.Second
-				if meta, _ := m.Metadata(); meta != nil {
-					delay = backoff(meta.NumDelivered)
-				}
-				_ = m.NakWithDelay(delay)
-			}
-			continue
-		}
-		for _, m := range batch {
-			_ = m.Ack()
-		}
-	}
+		},
+	}, func(ctx context.Context, batch []jetstream.Msg) error { return applyBatch(ctx, coll, h, batch) })
 }
 
 // UnreadCopy tunes c for a durable copy no request reads at once (the
@@ -118,37 +68,6 @@ func (c Config) UnreadCopy() Config {
 
 // defaultMaxBatch bounds the messages written as one batch.
 const defaultMaxBatch = 256
-
-// fill adds to batch what msgs holds, up to limit; with a linger it waits
-// that long for more before giving up.
-func fill(ctx context.Context, batch []jetstream.Msg, msgs <-chan jetstream.Msg, limit int, linger time.Duration) []jetstream.Msg {
-	var deadline <-chan time.Time
-	if linger > 0 {
-		t := time.NewTimer(linger)
-		defer t.Stop()
-		deadline = t.C
-	}
-	for len(batch) < limit {
-		select {
-		case m := <-msgs:
-			batch = append(batch, m)
-			continue
-		default:
-		}
-		if deadline == nil {
-			return batch
-		}
-		select {
-		case m := <-msgs:
-			batch = append(batch, m)
-		case <-deadline:
-			return batch
-		case <-ctx.Done():
-			return batch
-		}
-	}
-	return batch
-}
 
 // applyBatch maps the batch's records to documents and writes them.
 func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []jetstream.Msg) error {
@@ -167,11 +86,6 @@ func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []
 		}
 	}
 	return UpsertBatch(ctx, coll, writes)
-}
-
-func backoff(delivered uint64) time.Duration {
-	d := 250 * time.Millisecond << min(delivered, 7)
-	return min(d, 30*time.Second)
 }
 
 // WaitCaughtUp returns once the durable consumer has processed and acked

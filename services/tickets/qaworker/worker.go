@@ -26,6 +26,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -101,77 +102,23 @@ func (w *Worker) Run(ctx context.Context) error {
 	return g.Wait()
 }
 
-// handler handles a batch; it returns the messages to retry (nil: all
-// done) or an error to retry the whole batch.
-type handler func(ctx context.Context, batch []jetstream.Msg) error
-
-// follow feeds batches of the durable consumer to h until ctx ends: each
-// batch is what has arrived (no waiting for more), acked once handled and
-// redelivered with back-off when h fails.
-func (w *Worker) follow(ctx context.Context, source, stream, durable string, filters []string, h handler) error {
+// follow feeds batches of the durable consumer to h until ctx ends (see
+// package consume): a batch is acked once handled and redelivered with
+// back-off when h fails.
+func (w *Worker) follow(ctx context.Context, source, stream, durable string, filters []string, h consume.Handler) error {
 	if _, err := eventstore.WaitForStream(ctx, w.JS, stream); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	cons, err := w.JS.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		Durable: durable, FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: w.AckWait, MaxDeliver: -1, MaxAckPending: 4 * w.Batch,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-	msgs := make(chan jetstream.Msg, w.Batch)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer cc.Stop()
-	batch := make([]jetstream.Msg, 0, w.Batch)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m := <-msgs:
-			batch = append(batch[:0], m)
-		}
-	fill:
-		for len(batch) < w.Batch {
-			select {
-			case m := <-msgs:
-				batch = append(batch, m)
-			default:
-				break fill
-			}
-		}
-		if err := h(ctx, batch); err != nil {
-			if ctx.Err() != nil {
-				return nil // stopping: the unacked batch is redelivered
-			}
+	return consume.Batches(ctx, w.JS, consume.Spec{
+		Stream: stream, Durable: durable, FilterSubjects: filters, AckWait: w.AckWait, MaxBatch: w.Batch,
+		OnError: func(batch []jetstream.Msg, err error) {
 			w.Log.Warn("qa worker: batch failed; redelivering", "source", source, "messages", len(batch), "err", err)
 			w.handled.WithLabelValues(source, "retried").Add(float64(len(batch)))
-			for _, m := range batch {
-				delay := time.Second
-				if meta, _ := m.Metadata(); meta != nil {
-					delay = min(time.Duration(meta.NumDelivered)*time.Second, 30*time.Second)
-				}
-				_ = m.NakWithDelay(delay)
-			}
-			continue
-		}
-		for _, m := range batch {
-			_ = m.Ack()
-		}
-	}
+		},
+	}, h)
 }
 
 // permanent reports an error no retry can fix: the request itself is

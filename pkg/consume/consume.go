@@ -1,0 +1,145 @@
+// Package consume works through a JetStream durable consumer in batches:
+// each batch is what has arrived (optionally lingering for more), handled
+// as one, then acknowledged; a batch whose handling fails is redelivered
+// with back-off, so nothing is skipped. Projectors and workers share it,
+// and every replica of a process shares the durable, so a killed one
+// loses nothing: its unacknowledged batch goes to another.
+package consume
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Spec is the durable consumer and how batches are formed.
+type Spec struct {
+	Stream         string
+	Durable        string
+	FilterSubjects []string
+	AckWait        time.Duration // default 30s
+	MaxDeliver     int           // default unlimited: nothing may be skipped
+	MaxBatch       int           // default 256
+	// MaxAckPending bounds the messages out at once (default 4 batches).
+	MaxAckPending int
+	// Linger, when set, holds a batch open this long after its first
+	// message so that more join it, up to MaxBatch.
+	Linger time.Duration
+	// OnError is told of a batch that failed before it is redelivered
+	// (logging, metrics); optional.
+	OnError func(batch []jetstream.Msg, err error)
+}
+
+// Handler handles one batch; an error has the whole batch redelivered.
+type Handler func(ctx context.Context, batch []jetstream.Msg) error
+
+// Batches creates or updates the durable and feeds its batches to h until
+// ctx ends. Ending ctx is not a failure: the batch in hand, unacked, is
+// redelivered to whoever comes next.
+func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) error {
+	if s.AckWait <= 0 {
+		s.AckWait = 30 * time.Second
+	}
+	if s.MaxDeliver == 0 {
+		s.MaxDeliver = -1
+	}
+	if s.MaxBatch <= 0 {
+		s.MaxBatch = 256
+	}
+	if s.MaxAckPending <= 0 {
+		s.MaxAckPending = 4 * s.MaxBatch
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, s.Stream, jetstream.ConsumerConfig{
+		Durable: s.Durable, FilterSubjects: s.FilterSubjects, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, MaxAckPending: s.MaxAckPending,
+	})
+	if ctx.Err() != nil {
+		return nil // stopped while starting
+	}
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	msgs := make(chan jetstream.Msg, s.MaxBatch)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	defer func() {
+		cc.Drain()
+		<-cc.Closed()
+	}()
+	batch := make([]jetstream.Msg, 0, s.MaxBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m := <-msgs:
+			batch = append(batch[:0], m)
+		}
+		batch = fill(ctx, batch, msgs, s.MaxBatch, s.Linger)
+		if err := h(ctx, batch); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopping: the unacked batch is redelivered
+			}
+			if s.OnError != nil {
+				s.OnError(batch, err)
+			}
+			for _, m := range batch {
+				delay := time.Second
+				if meta, _ := m.Metadata(); meta != nil {
+					delay = Backoff(meta.NumDelivered)
+				}
+				_ = m.NakWithDelay(delay)
+			}
+			continue
+		}
+		for _, m := range batch {
+			_ = m.Ack()
+		}
+	}
+}
+
+// Backoff is the wait before the next delivery of a message delivered
+// n times: 500 ms doubling, at most 30 s.
+func Backoff(delivered uint64) time.Duration {
+	d := 250 * time.Millisecond << min(delivered, 7)
+	return min(d, 30*time.Second)
+}
+
+// fill adds to batch what msgs holds, up to limit; with a linger it waits
+// that long for more before giving up.
+func fill(ctx context.Context, batch []jetstream.Msg, msgs <-chan jetstream.Msg, limit int, linger time.Duration) []jetstream.Msg {
+	var deadline <-chan time.Time
+	if linger > 0 {
+		t := time.NewTimer(linger)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for len(batch) < limit {
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+			continue
+		default:
+		}
+		if deadline == nil {
+			return batch
+		}
+		select {
+		case m := <-msgs:
+			batch = append(batch, m)
+		case <-deadline:
+			return batch
+		case <-ctx.Done():
+			return batch
+		}
+	}
+	return batch
+}
