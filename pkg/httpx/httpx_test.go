@@ -155,7 +155,7 @@ func TestTraceparentKeptOrStarted(t *testing.T) {
 	r = httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("traceparent", "garbage")
 	h.ServeHTTP(httptest.NewRecorder(), r)
-	if !wellFormedTraceparent.MatchString(seen) || seen == tp {
+	if !wellFormedTraceparent(seen) || seen == tp {
 		t.Fatalf("no fresh trace started: %q", seen)
 	}
 }

@@ -5,7 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
-	"regexp"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
 // HeaderTraceparent is the W3C trace-context header.
@@ -13,19 +18,56 @@ const HeaderTraceparent = "Traceparent"
 
 type traceKey struct{}
 
-var wellFormedTraceparent = regexp.MustCompile(`^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$`)
-
 // WithTraceparent keeps a well-formed incoming traceparent, or starts a
-// trace, so every event a request causes can be tied back to it.
+// trace, so every event a request causes can be tied back to it; serves
+// the request in a server span, child of that trace context (see package
+// tracing), whose traceparent is what the request passes on (forwarded
+// requests, events); and names the trace in the request's log lines.
 func WithTraceparent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp := r.Header.Get(HeaderTraceparent)
-		if !wellFormedTraceparent.MatchString(tp) {
+		if !wellFormedTraceparent(tp) {
 			tp = NewTraceparent()
-			r.Header.Set(HeaderTraceparent, tp)
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), traceKey{}, tp)))
+		ctx, span := tracing.Start(r.Context(), tp, r.Method, trace.SpanKindServer,
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", clip(r.URL.Path))))
+		defer span.End()
+		if own := tracing.Traceparent(ctx); own != "" {
+			tp = own
+		}
+		r.Header.Set(HeaderTraceparent, tp)
+		ctx = context.WithValue(ctx, traceKey{}, tp)
+		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[3:35]))
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
+		if sw.Status() >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(sw.Status()))
+		}
 	})
+}
+
+// WithTraceparentValue is ctx carrying traceparent for what it causes
+// (events, forwarded requests), as a request's context does.
+func WithTraceparentValue(ctx context.Context, traceparent string) context.Context {
+	return context.WithValue(ctx, traceKey{}, traceparent)
+}
+
+// wellFormedTraceparent checks the W3C shape: version-trace id-span id-flags
+// in lower-case hex (a hand-written check: it runs twice a request).
+func wellFormedTraceparent(tp string) bool {
+	if len(tp) != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
+		return false
+	}
+	for i := 0; i < len(tp); i++ {
+		if i == 2 || i == 35 || i == 52 {
+			continue
+		}
+		if c := tp[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // NewTraceparent starts a new sampled trace.

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
 // StartFunc starts a service on d and returns how to stop it. ctx ends
@@ -29,7 +31,13 @@ func Run(name string, infra config.Infra, start StartFunc) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	return RunContext(ctx, name, infra, start, obs.NewLogger(os.Stderr, level, name))
+	log := obs.NewLogger(os.Stderr, level, name)
+	stopTracing, err := tracing.Setup(ctx, name)
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
+	}
+	defer flushTraces(stopTracing, log)
+	return RunContext(ctx, name, infra, start, log)
 }
 
 // RunContext is Run until ctx ends.
@@ -90,4 +98,13 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		return ErrConnectionLost
 	}
 	return nil
+}
+
+// flushTraces exports the spans still buffered, within a few seconds.
+func flushTraces(stop func(context.Context) error, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		log.Warn("traces not all exported", "err", err)
+	}
 }

@@ -11,12 +11,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
@@ -48,6 +50,15 @@ func serve(ctx context.Context) error {
 		return err
 	}
 	log := obs.NewLogger(os.Stderr, level, "allinone")
+	stopTracing, err := tracing.Setup(ctx, "allinone")
+	if err != nil {
+		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(sctx)
+	}()
 	for first := true; ; first = false {
 		err := serveOnce(ctx, c, log, first)
 		if !errors.Is(err, runtime.ErrConnectionLost) || ctx.Err() != nil {

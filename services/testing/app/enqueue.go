@@ -117,6 +117,9 @@ func (a *App) publishJobs(ctx context.Context, m jetstream.Msg, inv *testingv1.I
 		}
 		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, id+"#"+strconv.Itoa(int(attempt)))
+		if tp := m.Headers().Get(events.HeaderTraceparent); tp != "" {
+			msg.Header.Set(events.HeaderTraceparent, tp) // the runs continue the invoking request's trace
+		}
 		f, err := a.JS.PublishMsgAsync(msg)
 		if err != nil {
 			return err

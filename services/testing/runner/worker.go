@@ -12,6 +12,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -20,7 +22,9 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -200,6 +204,15 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	delivered := uint64(1)
 	if md, _ := m.Metadata(); md != nil {
 		delivered = md.NumDelivered
+	}
+	// The job continues the trace of the request that invoked the tests;
+	// its results carry the job's span on.
+	ctx, span := tracing.Start(ctx, m.Headers().Get(events.HeaderTraceparent), "run job", trace.SpanKindConsumer,
+		trace.WithAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))),
+			attribute.Int("voiceai.delivery", int(delivered))))
+	defer span.End()
+	if tp := tracing.Traceparent(ctx); tp != "" {
+		ctx = httpx.WithTraceparentValue(ctx, tp)
 	}
 	if delivered > w.MaxAttempts {
 		w.giveUp(ctx, m, &job, delivered)

@@ -1,0 +1,119 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// syncBuffer is a log sink tests read while the stack writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A request is one trace from the gateway, across NATS, into the service
+// that serves it and the events it causes, on to the runner that runs
+// what it invoked; every log line of the request names the trace.
+func TestSpansFollowARequestAcrossNATS(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)))
+	otel.SetTextMapPropagator(propagation.TraceContext{})
+	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
+
+	logs := &syncBuffer{}
+	cfg := TestConfig(t.TempDir())
+	cfg.BootstrapAdminKey = adminKey
+	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"traced"}`, "traceparent", "00-"+traceID+"-"+callerSpan+"-01")
+	agent, _ := r.JSON(t)["agent_id"].(string)
+	var gateway, service sdktrace.ReadOnlySpan
+	eventually(t, 10*time.Second, "the gateway's and the service's spans end", func() bool {
+		for _, sp := range spans.GetSpans().Snapshots() {
+			if sp.SpanContext().TraceID().String() != traceID || sp.Name() != "POST /v1/convai/agents/create" {
+				continue
+			}
+			if sp.Parent().SpanID().String() == callerSpan {
+				gateway = sp
+			} else {
+				service = sp
+			}
+		}
+		return gateway != nil && service != nil
+	})
+	if service.Parent().SpanID() != gateway.SpanContext().SpanID() || gateway.SpanKind() != trace.SpanKindServer {
+		t.Fatalf("the service's span is not the gateway's child: service parent %s, gateway %s", service.Parent().SpanID(), gateway.SpanContext().SpanID())
+	}
+
+	// The event carries the service span's context on.
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	str, err := js.Stream(context.Background(), "AGENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := str.GetLastMsgForSubject(context.Background(), "agents.evt.ws_default."+agent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "00-" + traceID + "-" + service.SpanContext().SpanID().String() + "-01"; msg.Header.Get("traceparent") != want {
+		t.Fatalf("event traceparent %q, want %q", msg.Header.Get("traceparent"), want)
+	}
+	if !strings.Contains(logs.String(), "trace_id="+traceID) {
+		t.Fatal("no log line names the request's trace")
+	}
+
+	// Tests it invokes run in its trace: the runner's job span.
+	r = call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, hoursTest)
+	test, _ := r.JSON(t)["id"].(string)
+	const runTrace = "0af7651916cd43dd8448eb211c80319c"
+	r = call(t, s, "POST", "/v1/convai/agents/"+agentWith(t, s)+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`,
+		"traceparent", "00-"+runTrace+"-b7ad6b7169203331-01")
+	if r.Code != 200 {
+		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the runner's span joins the trace", func() bool {
+		for _, sp := range spans.GetSpans().Snapshots() {
+			if sp.SpanContext().TraceID().String() == runTrace && sp.Name() == "run job" && sp.SpanKind() == trace.SpanKindConsumer {
+				return true
+			}
+		}
+		return false
+	})
+}
