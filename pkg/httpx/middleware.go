@@ -9,6 +9,9 @@ import (
 	"regexp"
 	"runtime/debug"
 	"time"
+
+	"github.com/gorilla/mux"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // HeaderRequestID is echoed on every response.
@@ -81,16 +84,72 @@ func Recover(next http.Handler) http.Handler {
 	})
 }
 
-// AccessLog logs one line per request with its outcome and duration.
-func AccessLog(next http.Handler) http.Handler {
+// AccessLog logs one line per request, at info: method, route template
+// (or path, unrouted), status, size, duration, and the caller's workspace
+// and key when known (see NoteRoute, NoteCaller), with the request and
+// trace ids the logger carries.
+func AccessLog(next http.Handler) http.Handler { return AccessLogAt(slog.LevelInfo, next) }
+
+// AccessLogAt is AccessLog at another level: a service behind the gateway
+// logs its line at debug, so a request is logged once at info.
+func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rw := &statusWriter{ResponseWriter: w}
+		facts := &requestFacts{}
+		r = r.WithContext(context.WithValue(r.Context(), factsKey{}, facts))
 		next.ServeHTTP(rw, r)
-		LoggerFrom(r.Context()).Info("http request",
-			"method", r.Method, "path", clip(r.URL.Path), "status", rw.Status(),
-			"bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		log := LoggerFrom(r.Context())
+		if !log.Enabled(r.Context(), level) {
+			return
+		}
+		attrs := []any{"method", r.Method}
+		if facts.route != "" {
+			attrs = append(attrs, "route", facts.route)
+		} else {
+			attrs = append(attrs, "path", clip(r.URL.Path))
+		}
+		attrs = append(attrs, "status", rw.Status(), "bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		if facts.workspace != "" {
+			attrs = append(attrs, "workspace_id", facts.workspace, "key_id", facts.keyID)
+		}
+		log.Log(r.Context(), level, "http request", attrs...)
 	})
+}
+
+// requestFacts are what inner handlers learn about a request for its log
+// line.
+type requestFacts struct{ route, workspace, keyID string }
+
+type factsKey struct{}
+
+// NoteRoute records the route template the request matched.
+func NoteRoute(ctx context.Context, route string) {
+	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
+		f.route = route
+	}
+}
+
+// RouteNamer is router middleware (it runs once routing has matched):
+// the request's log line and its span are named by the route template,
+// so ids in paths do not make every request a name of its own.
+func RouteNamer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cr := mux.CurrentRoute(r); cr != nil {
+			if tpl, err := cr.GetPathTemplate(); err == nil {
+				NoteRoute(r.Context(), tpl)
+				trace.SpanFromContext(r.Context()).SetName(r.Method + " " + tpl)
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// NoteCaller records who the request is from.
+func NoteCaller(ctx context.Context, workspaceID, keyID string) {
+	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
+		f.workspace, f.keyID = workspaceID, keyID
+	}
 }
 
 // statusWriter remembers the status and size of a response.

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // HTTPMetrics counts and times requests by route template, so paths with
@@ -46,9 +45,6 @@ func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
 				route = tpl
 			}
 		}
-		// The request's span (httpx.WithTraceparent) is named by its route
-		// now that routing has found it.
-		trace.SpanFromContext(r.Context()).SetName(r.Method + " " + route)
 		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
 		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
 	})

@@ -120,6 +120,7 @@ func Middleware(next http.Handler) http.Handler {
 			httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, "unauthenticated", "The request carries no authenticated caller.")
 			return
 		}
+		httpx.NoteCaller(r.Context(), p.WorkspaceID, p.KeyID)
 		next.ServeHTTP(w, r.WithContext(With(r.Context(), p)))
 	})
 }

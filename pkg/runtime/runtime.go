@@ -115,8 +115,10 @@ func ServeHTTP(d Deps, name, version string, router *mux.Router) (micro.Service,
 func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	// Router middleware runs after route matching, so metrics see the route
 	// template rather than the raw path.
-	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware)
+	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware, httpx.RouteNamer)
 	router.NotFoundHandler = httpx.NotFoundHandler()
 	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
-	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(principal.Middleware(router)))))
+	// The gateway logs each request at info; behind it, a service's line is
+	// debug, so a request is logged once.
+	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLogAt(slog.LevelDebug, principal.Middleware(router)))))
 }

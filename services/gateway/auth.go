@@ -61,6 +61,7 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			g.deny(w, r, http.StatusUnauthorized, f[0], f[1])
 			return
 		}
+		httpx.NoteCaller(r.Context(), key.WorkspaceID, key.ID) // the log line names the key, refused or not
 		if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
 			g.deny(w, r, http.StatusForbidden, "workspace_forbidden", "The API key does not belong to workspace "+ws+".")
 			return

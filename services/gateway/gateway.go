@@ -103,7 +103,7 @@ func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
 // Handler is the public HTTP handler.
 func (g *Gateway) Handler() http.Handler {
 	router := mux.NewRouter()
-	router.Use(g.metrics.Middleware)
+	router.Use(g.metrics.Middleware, httpx.RouteNamer)
 	router.NotFoundHandler = httpx.NotFoundHandler()
 	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
 	for _, op := range api.Operations {

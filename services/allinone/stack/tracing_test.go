@@ -95,8 +95,17 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	if want := "00-" + traceID + "-" + service.SpanContext().SpanID().String() + "-01"; msg.Header.Get("traceparent") != want {
 		t.Fatalf("event traceparent %q, want %q", msg.Header.Get("traceparent"), want)
 	}
-	if !strings.Contains(logs.String(), "trace_id="+traceID) {
-		t.Fatal("no log line names the request's trace")
+	// The request is logged once at info, by the gateway, naming its
+	// route, workspace, key and trace.
+	var lines []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, `msg="http request"`) && strings.Contains(l, "trace_id="+traceID) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "route=/v1/convai/agents/create") ||
+		!strings.Contains(lines[0], "workspace_id=ws_default") || !strings.Contains(lines[0], "key_id=") || !strings.Contains(lines[0], "request_id=") {
+		t.Fatalf("want one access line with route, workspace, key, request and trace ids, got %q", lines)
 	}
 
 	// Tests it invokes run in its trace: the runner's job span.
