@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -50,6 +52,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	cfg := TestConfig(t.TempDir())
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
+	cfg.WebhookAllowHosts = "127.0.0.1"
 	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +120,44 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	if r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
-	eventually(t, 30*time.Second, "the runner's span joins the trace", func() bool {
-		for _, sp := range spans.GetSpans().Snapshots() {
-			if sp.SpanContext().TraceID().String() == runTrace && sp.Name() == "run job" && sp.SpanKind() == trace.SpanKindConsumer {
-				return true
-			}
+	eventually(t, 30*time.Second, "the runner's span joins the trace", func() bool { return hasSpan(spans, runTrace, "run job", trace.SpanKindConsumer) })
+
+	// An ingested event's webhook delivery is a client span of its trace,
+	// and the receiver is handed the trace to join.
+	received := make(chan string, 1)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case received <- r.Header.Get("Traceparent"):
+		default:
 		}
-		return false
+	}))
+	t.Cleanup(rcv.Close)
+	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
+		t.Fatalf("webhook: %d %s", r.Code, r.Body)
+	}
+	const eventTrace = "11112222333344445555666677778888"
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"c1"}}`,
+		"traceparent", "00-"+eventTrace+"-1111222233334444-01"); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	select {
+	case tp := <-received:
+		if !strings.HasPrefix(tp, "00-"+eventTrace+"-") {
+			t.Fatalf("the receiver got traceparent %q, want one of trace %s", tp, eventTrace)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no delivery")
+	}
+	eventually(t, 10*time.Second, "the delivery's span joins the trace", func() bool {
+		return hasSpan(spans, eventTrace, "webhook delivery", trace.SpanKindClient)
 	})
+}
+
+func hasSpan(spans *tracetest.InMemoryExporter, traceID, name string, kind trace.SpanKind) bool {
+	for _, sp := range spans.GetSpans().Snapshots() {
+		if sp.SpanContext().TraceID().String() == traceID && sp.Name() == name && sp.SpanKind() == kind {
+			return true
+		}
+	}
+	return false
 }

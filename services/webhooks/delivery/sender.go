@@ -90,6 +90,8 @@ type Request struct {
 	EventID   string
 	WebhookID string
 	Attempt   int // 1 for the first
+	// Traceparent, when set, is sent so the receiver can join the trace.
+	Traceparent string
 }
 
 // Result is what an attempt produced.
@@ -131,6 +133,9 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	h.Set(HeaderWebhookID, r.WebhookID)
 	h.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
 	h.Set(HeaderAttempt, strconv.Itoa(max(r.Attempt, 1)))
+	if r.Traceparent != "" {
+		h.Set("Traceparent", r.Traceparent)
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return classifyError(ctx, err, s.timeout)

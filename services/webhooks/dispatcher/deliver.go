@@ -5,11 +5,16 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -69,11 +74,20 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	attempt := int(meta.NumDelivered)
 	retryCount := attempt - 1
 	// In-flight attempts finish even when the replica is stopping; the
-	// sender bounds each by the attempt time-out.
-	res := d.Sender.Send(context.WithoutCancel(d.ctx), delivery.Request{
+	// sender bounds each by the attempt time-out. The attempt is a client
+	// span of the event's trace, passed on to the receiver.
+	ctx, span := tracing.Start(context.WithoutCancel(d.ctx), m.Headers().Get(events.HeaderTraceparent), "webhook delivery", trace.SpanKindClient,
+		trace.WithAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
+			attribute.Int("voiceai.attempt", attempt)))
+	res := d.Sender.Send(ctx, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
-		WebhookID: w.GetWebhookId(), Attempt: attempt,
+		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(ctx),
 	})
+	span.SetAttributes(attribute.Int("http.response.status_code", res.Outcome.StatusCode))
+	if res.Error != "" {
+		span.SetStatus(codes.Error, res.Error)
+	}
+	span.End()
 	d.metrics.duration.Observe(res.Duration.Seconds())
 	policy := app.PolicyOf(w)
 	verdict := policy.Decide(res.Outcome, retryCount)

@@ -169,6 +169,9 @@ func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode fu
 		job.Data = data
 		job.Header.Set(events.HeaderEventID, eventID)
 		job.Header.Set(events.HeaderWorkspaceID, ws)
+		if tp := m.Headers().Get(events.HeaderTraceparent); tp != "" {
+			job.Header.Set(events.HeaderTraceparent, tp) // the delivery continues the event's trace
+		}
 		f, err := d.JS.PublishMsgAsync(job, jetstream.WithMsgID(eventID+":"+w.GetWebhookId()))
 		if err != nil {
 			failed = err
