@@ -10,6 +10,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // DefaultMaxBody bounds a request body when a service sets no other limit.
@@ -99,7 +101,7 @@ func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
 		return nil, BadRequest("unreadable_body", "The request body could not be read.")
 	}
 	if int64(len(body)) > maxBytes {
-		return nil, NewError(http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", maxBytes))
+		return nil, apperr.New(apperr.TooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", maxBytes))
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}

@@ -10,34 +10,49 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
-// Error is an application error that maps to one HTTP status and the
-// spec's body {"detail":{"status","message","request_id"}}.
-type Error struct {
-	HTTPStatus int
-	Status     string // stable snake_case identifier, e.g. "agent_not_found"
-	Message    string // customer-facing explanation
+// Error is an application error of the catalog (package apperr); the
+// edge gives each kind one HTTP status and the spec's body
+// {"detail":{"status","message","request_id"}}.
+type Error = apperr.Error
+
+// statusOf is the HTTP status of each kind of error.
+var statusOf = map[apperr.Kind]int{
+	apperr.Invalid:         http.StatusBadRequest,
+	apperr.Unauthenticated: http.StatusUnauthorized,
+	apperr.Forbidden:       http.StatusForbidden,
+	apperr.NotFound:        http.StatusNotFound,
+	apperr.Conflict:        http.StatusConflict,
+	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
+	apperr.Unsupported:     http.StatusNotAcceptable,
+	apperr.RateLimited:     http.StatusTooManyRequests,
+	apperr.Unavailable:     http.StatusServiceUnavailable,
+	apperr.Internal:        http.StatusInternalServerError,
 }
 
-func (e *Error) Error() string { return e.Status + ": " + e.Message }
-
-// NewError builds an application error.
-func NewError(httpStatus int, status, message string) *Error {
-	return &Error{HTTPStatus: httpStatus, Status: status, Message: message}
+// StatusOf is the HTTP status err is answered with.
+func StatusOf(err error) int {
+	if apperr.KindOf(err) == apperr.Invalid {
+		var v ValidationErrors
+		if errors.As(err, &v) {
+			return http.StatusUnprocessableEntity
+		}
+	}
+	if s, ok := statusOf[apperr.KindOf(err)]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
 }
 
-// Convenience constructors for the common cases.
-func NotFound(status, message string) *Error { return NewError(http.StatusNotFound, status, message) }
-func Conflict(status, message string) *Error { return NewError(http.StatusConflict, status, message) }
-func Forbidden(status, message string) *Error {
-	return NewError(http.StatusForbidden, status, message)
-}
-func BadRequest(status, message string) *Error {
-	return NewError(http.StatusBadRequest, status, message)
-}
+// The catalog's constructors, for the edge's own errors.
+func NotFound(status, message string) *Error   { return apperr.NotFoundError(status, message) }
+func Conflict(status, message string) *Error   { return apperr.ConflictError(status, message) }
+func Forbidden(status, message string) *Error  { return apperr.ForbiddenError(status, message) }
+func BadRequest(status, message string) *Error { return apperr.InvalidError(status, message) }
 
 type errorBody struct {
 	Detail errorDetail `json:"detail"`
@@ -70,13 +85,13 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
 		w.Header().Set("Retry-After", "1")
-		e = NewError(http.StatusServiceUnavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
+		e = apperr.New(apperr.Unavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
 	}
 	if e == nil && !errors.As(err, &e) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
-		e = NewError(http.StatusInternalServerError, "internal_error", "The server failed to process the request.")
+		e = apperr.New(apperr.Internal, "internal_error", "The server failed to process the request.")
 	}
-	WriteErrorStatus(w, r, e.HTTPStatus, e.Status, e.Message)
+	WriteErrorStatus(w, r, StatusOf(e), e.Status, e.Message)
 }
 
 // WriteErrorStatus writes an application error body with the given codes.

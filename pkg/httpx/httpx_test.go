@@ -31,18 +31,18 @@ func TestDecodeJSON(t *testing.T) {
 		t.Fatalf("valid body rejected: %v", err)
 	}
 	var e *Error
-	if err := decode(t, `{"name":`, 0); !errors.As(err, &e) || e.HTTPStatus != 400 || e.Status != "malformed_json" {
+	if err := decode(t, `{"name":`, 0); !errors.As(err, &e) || StatusOf(e) != 400 || e.Status != "malformed_json" {
 		t.Fatalf("malformed JSON: got %v", err)
 	}
 	for _, trailing := range []string{`{"a":1} {"b":2}`, `{"name":"x"}}`, `{"name":"x"}]`, `{"name":"x"} x`} {
-		if err := decode(t, trailing, 0); !errors.As(err, &e) || e.HTTPStatus != 400 {
+		if err := decode(t, trailing, 0); !errors.As(err, &e) || StatusOf(e) != 400 {
 			t.Fatalf("trailing data %s: got %v", trailing, err)
 		}
 	}
 	if err := decode(t, "{\"name\":\"x\"}\n\t ", 0); err != nil {
 		t.Fatalf("trailing white space rejected: %v", err)
 	}
-	if err := decode(t, `{"name":"`+strings.Repeat("x", 100)+`"}`, 50); !errors.As(err, &e) || e.HTTPStatus != 413 {
+	if err := decode(t, `{"name":"`+strings.Repeat("x", 100)+`"}`, 50); !errors.As(err, &e) || StatusOf(e) != 413 {
 		t.Fatalf("oversized: got %v", err)
 	}
 	var v ValidationErrors
@@ -136,8 +136,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		if !errors.As(err, &e) && !errors.As(err, &v) {
 			t.Fatalf("error is neither a client error nor a validation error: %v", err)
 		}
-		if e != nil && (e.HTTPStatus < 400 || e.HTTPStatus > 499) {
-			t.Fatalf("non-4xx for bad input: %d", e.HTTPStatus)
+		if e != nil && (StatusOf(e) < 400 || StatusOf(e) > 499) {
+			t.Fatalf("non-4xx for bad input: %d", StatusOf(e))
 		}
 	})
 }

@@ -14,8 +14,8 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
@@ -39,8 +39,8 @@ func New(store *eventstore.Store, rm *adapters.ReadModel, log *slog.Logger) *App
 		Gone:     func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		Project:  rm.Apply,
-		NotFound: httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace."),
-		Conflict: httpx.Conflict("concurrent_update", "The agent changed concurrently; retry."),
+		NotFound: apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace."),
+		Conflict: apperr.ConflictError("concurrent_update", "The agent changed concurrently; retry."),
 		Log:      log,
 		Now:      a.now,
 	}

@@ -7,8 +7,8 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
@@ -50,7 +50,7 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 }
 
 func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	add := func(p *domain.Problem) {
 		if p != nil {
 			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
@@ -81,7 +81,7 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 	prompt := domain.PromptOf(config)
 	if in.SystemPrompt != nil {
 		if prompt != "" && prompt != *in.SystemPrompt {
-			return nil, httpx.ValidationErrors{{Loc: []any{"body", "system_prompt"},
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "system_prompt"},
 				Msg: "system_prompt contradicts conversation_config.agent.prompt.prompt; send one of them", Type: "value_error"}}
 		}
 		prompt = *in.SystemPrompt
@@ -91,7 +91,7 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 		}
 	}
 	if len(prompt) > domain.MaxPromptLen {
-		return nil, httpx.ValidationErrors{{Loc: []any{"body", "system_prompt"}, Msg: "The prompt is too long", Type: "string_too_long"}}
+		return nil, apperr.ValidationErrors{{Loc: []any{"body", "system_prompt"}, Msg: "The prompt is too long", Type: "string_too_long"}}
 	}
 	workflow, err := domain.NormalizeWorkflow(in.Workflow)
 	if err != nil {

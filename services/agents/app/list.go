@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
@@ -25,7 +25,7 @@ type ListParams struct {
 
 // List validates p and returns one page, newest first by default.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, callerID string, p ListParams) (Page, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	q := adapters.Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: 30, SortBy: "created_at", Descending: true}
 	if p.PageSize != "" {
 		n, err := strconv.Atoi(p.PageSize)

@@ -11,7 +11,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
 
@@ -42,7 +42,7 @@ func (a *App) Update(ctx context.Context, workspaceID, agentID string, in Update
 }
 
 func checkUpdate(in UpdateInput) error {
-	var v httpx.Validator
+	var v apperr.Validator
 	add := func(p *domain.Problem) {
 		if p != nil {
 			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
@@ -94,7 +94,7 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 	if len(in.ConversationConfig) > 0 && string(in.ConversationConfig) != "null" {
 		merged, err := domain.Merge(ag.ConversationConfigJson, in.ConversationConfig)
 		if err != nil {
-			return nil, httpx.ValidationErrors{{Loc: []any{"body", "conversation_config"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "conversation_config"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
 		}
 		set("conversation_config", string(merged) != string(ag.ConversationConfigJson))
 		ag.ConversationConfigJson = merged
@@ -111,7 +111,7 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 	if len(in.PlatformSettings) > 0 && string(in.PlatformSettings) != "null" {
 		merged, err := domain.Merge(ag.PlatformSettingsJson, in.PlatformSettings)
 		if err != nil {
-			return nil, httpx.ValidationErrors{{Loc: []any{"body", "platform_settings"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "platform_settings"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
 		}
 		set("platform_settings", string(merged) != string(ag.PlatformSettingsJson))
 		ag.PlatformSettingsJson = merged

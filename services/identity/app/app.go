@@ -16,9 +16,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // App is the identity application.
@@ -56,8 +56,8 @@ func (a *App) record(ctx context.Context, subject string, expected uint64, meta 
 	return res, nil
 }
 
-var errAccountNotFound = httpx.NotFound("service_account_not_found", "No service account with that id exists in this workspace.")
-var errKeyNotFound = httpx.NotFound("api_key_not_found", "No API key with that id exists for this service account.")
+var errAccountNotFound = apperr.NotFoundError("service_account_not_found", "No service account with that id exists in this workspace.")
+var errKeyNotFound = apperr.NotFoundError("api_key_not_found", "No API key with that id exists for this service account.")
 
 // loadAccount returns a workspace's service account, or a 404.
 func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*identityv1.ServiceAccount, error) {

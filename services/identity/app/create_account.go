@@ -10,9 +10,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
@@ -23,7 +23,7 @@ func AccountEmail(userID string) string { return userID + "@service-accounts.voi
 // CreateServiceAccount adds a service account to the workspace.
 func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, commandID string) (*identityv1.ServiceAccount, error) {
 	name = strings.TrimSpace(name)
-	var v httpx.Validator
+	var v apperr.Validator
 	v.Check(name != "", "Field required", "missing", "body", "name")
 	v.Check(utf8.RuneCountInString(name) <= 200, "String should have at most 200 characters", "string_too_long", "body", "name")
 	if err := v.Err(); err != nil {
@@ -36,7 +36,7 @@ func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, comma
 	}
 	acct, err := a.createAccount(ctx, workspaceID, userID, name, commandID)
 	if errors.Is(err, eventstore.ErrConflict) {
-		return nil, httpx.Conflict("service_account_exists", "A service account with that id already exists.")
+		return nil, apperr.ConflictError("service_account_exists", "A service account with that id already exists.")
 	}
 	return acct, err
 }

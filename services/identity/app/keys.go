@@ -13,9 +13,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
@@ -49,13 +49,13 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Principal, account
 	}
 	key, dup, err := a.mintKey(ctx, caller.WorkspaceID, accountID, keyID, secret, spec, commandID)
 	if errors.Is(err, eventstore.ErrConflict) {
-		return "", nil, httpx.Conflict("api_key_exists", "An API key with that id already exists.")
+		return "", nil, apperr.ConflictError("api_key_exists", "An API key with that id already exists.")
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	if dup {
-		return "", nil, httpx.Conflict("api_key_already_created", "This command already created key "+keyID+"; its secret was shown once and cannot be shown again.")
+		return "", nil, apperr.ConflictError("api_key_already_created", "This command already created key "+keyID+"; its secret was shown once and cannot be shown again.")
 	}
 	return secret, key, nil
 }
@@ -83,7 +83,7 @@ func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret
 
 // checkSpec validates and normalises a key spec in place.
 func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
-	var v httpx.Validator
+	var v apperr.Validator
 	spec.Name = strings.TrimSpace(spec.Name)
 	v.Check(spec.Name != "", "Field required", "missing", "body", "name")
 	checkName(&v, spec.Name)
@@ -104,7 +104,7 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 		return err
 	}
 	if !domain.CanGrant(caller.Permissions, spec.Permissions) {
-		return httpx.Forbidden("permission_escalation", "A key cannot grant permissions its creator does not hold.")
+		return apperr.ForbiddenError("permission_escalation", "A key cannot grant permissions its creator does not hold.")
 	}
 	return nil
 }
@@ -118,17 +118,17 @@ const (
 	maxAllowedIPs = 100
 )
 
-func checkName(v *httpx.Validator, name string) {
+func checkName(v *apperr.Validator, name string) {
 	v.Check(utf8.RuneCountInString(name) <= maxKeyNameLen, "String should have at most 200 characters", "string_too_long", "body", "name")
 }
 
-func checkLimit(v *httpx.Validator, limit *int64, field string) {
+func checkLimit(v *apperr.Validator, limit *int64, field string) {
 	if limit != nil {
 		v.Check(*limit >= 1 && *limit <= 1_000_000, "Input should be between 1 and 1000000", "value_error", "body", field)
 	}
 }
 
-func addFieldError(v *httpx.Validator, err error) {
+func addFieldError(v *apperr.Validator, err error) {
 	var fe *domain.FieldError
 	if errors.As(err, &fe) {
 		if fe.Index >= 0 {
@@ -177,13 +177,13 @@ func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, account
 		return nil
 	})
 	if errors.Is(err, eventstore.ErrConflict) {
-		return nil, httpx.Conflict("concurrent_update", "The key changed concurrently; retry.")
+		return nil, apperr.ConflictError("concurrent_update", "The key changed concurrently; retry.")
 	}
 	return out, err
 }
 
 func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Principal) ([]string, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	var changed []string
 	if p.Name != nil {
 		name := strings.TrimSpace(*p.Name)
@@ -200,7 +200,7 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 		perms, err := domain.NormalizePermissions(p.Permissions)
 		addFieldError(&v, err)
 		if err == nil && !domain.CanGrant(caller.Permissions, perms) {
-			return nil, httpx.Forbidden("permission_escalation", "A key cannot grant permissions its editor does not hold.")
+			return nil, apperr.ForbiddenError("permission_escalation", "A key cannot grant permissions its editor does not hold.")
 		}
 		if err == nil && !slices.Equal(perms, k.Permissions) {
 			k.Permissions, changed = perms, append(changed, "permissions")
@@ -238,7 +238,7 @@ func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, account
 		return a.revoke(ctx, cur, seq)
 	})
 	if errors.Is(err, eventstore.ErrConflict) {
-		return httpx.Conflict("concurrent_update", "The key changed concurrently; retry.")
+		return apperr.ConflictError("concurrent_update", "The key changed concurrently; retry.")
 	}
 	return err
 }

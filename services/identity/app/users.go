@@ -11,9 +11,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // Member roles.
@@ -26,7 +26,7 @@ const (
 // from the e-mail address, so one address is one member: adding it again
 // is a 409.
 func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role string) (*identityv1.User, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
 	// RFC 5321 bounds a path to 254 characters.
 	v.Check(len(email) <= 254 && err == nil && addr.Name == "", "Input should be a valid e-mail address of at most 254 characters", "value_error", "body", "email")
@@ -49,7 +49,7 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role s
 	}
 	meta := esproto.Meta(ctx, workspaceID, "", a.now())
 	if _, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u}); errors.Is(err, eventstore.ErrConflict) {
-		return nil, httpx.Conflict("member_exists", "A member with that e-mail address already belongs to this workspace.")
+		return nil, apperr.ConflictError("member_exists", "A member with that e-mail address already belongs to this workspace.")
 	} else if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -23,9 +24,9 @@ func ParseFromConversation(body []byte) (domain.FromConversation, []json.RawMess
 		Transcript []json.RawMessage `json:"transcript"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return in, nil, httpx.BadRequest("malformed_json", "The request body is not a JSON object.")
+		return in, nil, apperr.InvalidError("malformed_json", "The request body is not a JSON object.")
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	in.Validate(&v)
 	v.BoundStrings(body, domain.MaxTextLen, "body")
 	return in, raw.Transcript, v.Err()

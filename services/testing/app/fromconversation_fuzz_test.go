@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -70,7 +70,7 @@ func FuzzFromConversationBody(f *testing.F) {
 			t.Fatal(err)
 		}
 		stored.Name, stored.Type = test.Name, test.Type
-		var v httpx.Validator
+		var v apperr.Validator
 		stored.Validate(&v)
 		if err := v.Err(); err != nil {
 			t.Fatalf("stored definition is no longer valid: %v", err)

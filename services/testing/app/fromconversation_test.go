@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -214,11 +215,11 @@ func TestFromConversationRejects(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, _, err := app.ParseFromConversation([]byte(c.body))
-		var ve httpx.ValidationErrors
-		var he *httpx.Error
+		var ve apperr.ValidationErrors
+		var he *apperr.Error
 		switch {
 		case c.loc == "":
-			if !errors.As(err, &he) || he.HTTPStatus != 400 {
+			if !errors.As(err, &he) || httpx.StatusOf(he) != 400 {
 				t.Errorf("%.120s: %v, want a 400", c.body, err)
 			}
 		case errors.As(err, &ve):

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -27,8 +28,8 @@ const maxBody = 4 << 20
 // as a 4xx.
 func checkRejection(t *testing.T, err error) {
 	t.Helper()
-	var ve httpx.ValidationErrors
-	var ae *httpx.Error
+	var ve apperr.ValidationErrors
+	var ae *apperr.Error
 	switch {
 	case errors.As(err, &ve):
 		if len(ve) == 0 {
@@ -40,8 +41,8 @@ func checkRejection(t *testing.T, err error) {
 			}
 		}
 	case errors.As(err, &ae):
-		if ae.HTTPStatus != http.StatusBadRequest && ae.HTTPStatus != http.StatusRequestEntityTooLarge {
-			t.Fatalf("status %d for a bad body: %v", ae.HTTPStatus, err)
+		if httpx.StatusOf(ae) != http.StatusBadRequest && httpx.StatusOf(ae) != http.StatusRequestEntityTooLarge {
+			t.Fatalf("status %d for a bad body: %v", httpx.StatusOf(ae), err)
 		}
 	default:
 		t.Fatalf("error %T is not a client error: %v", err, err)
@@ -61,8 +62,8 @@ func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, e
 		return in, false, err
 	}
 	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{WorkspaceID: "ws_fuzz"}, "", in)
-	var ae *httpx.Error
-	if errors.As(err, &ae) && ae.HTTPStatus == http.StatusNotFound && ae.Status == "agent_not_found" {
+	var ae *apperr.Error
+	if errors.As(err, &ae) && httpx.StatusOf(ae) == http.StatusNotFound && ae.Status == "agent_not_found" {
 		return in, true, nil
 	}
 	if err == nil {
@@ -204,7 +205,7 @@ func FuzzTestBody(f *testing.F) {
 			t.Fatalf("stored definition does not parse: %v\n%s", err, def)
 		}
 		stored.Name, stored.Type = in.Name, in.Type
-		var v httpx.Validator
+		var v apperr.Validator
 		stored.Validate(&v)
 		if err := v.Err(); err != nil {
 			t.Fatalf("stored definition is no longer valid: %v\nbody %s\ndefinition %s", err, body, def)

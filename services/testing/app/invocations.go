@@ -15,9 +15,9 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -49,7 +49,7 @@ type RunTestsInput struct {
 	CacheModelResponses *bool `json:"cache_model_responses"`
 }
 
-func checkOverride(v *httpx.Validator, o *ConfigOverride) {
+func checkOverride(v *apperr.Validator, o *ConfigOverride) {
 	if o == nil {
 		return
 	}
@@ -73,7 +73,7 @@ const MainBranch = "main"
 
 // agent reads an agent's current state from stream AGENTS.
 func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
-	notFound := httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+	notFound := apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
 	subject, err := events.AgentSubject(ws, agentID)
 	if err != nil {
 		return nil, notFound
@@ -93,7 +93,7 @@ func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, e
 // RunTests creates an invocation with every run pending; the enqueuer
 // queues its runs.
 func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	switch {
 	case in.Tests == nil:
 		v.Add("Field required", "missing", "body", "tests")
@@ -193,7 +193,7 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 		case domain.InvocationCancelled:
 			return nil, nil
 		case domain.InvocationCompleted:
-			return nil, httpx.Conflict("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
+			return nil, apperr.ConflictError("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
 		}
 		now := a.now().Unix()
 		inv.Status, inv.CancelledAtUnix = domain.InvocationCancelled, &now
@@ -226,7 +226,7 @@ type ResubmitInput struct {
 
 // Resubmit runs some runs again, as a new attempt.
 func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	if in.TestRunIDs == nil {
 		v.Add("Field required", "missing", "body", "test_run_ids")
 	} else {
@@ -273,7 +273,7 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	}
 	return a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		if inv.Status == domain.InvocationRunning {
-			return nil, httpx.Conflict("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+			return nil, apperr.ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
 		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
 			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: *in.TestRunIDs, AtUnix: a.now().Unix(),

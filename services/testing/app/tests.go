@@ -9,6 +9,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -24,9 +25,9 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return in, nil, httpx.BadRequest("malformed_json", "The request body is not a JSON object.")
+		return in, nil, apperr.InvalidError("malformed_json", "The request body is not a JSON object.")
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	in.Validate(&v)
 	v.BoundStrings(body, domain.MaxTextLen, "body")
 	return in, raw, v.Err()
@@ -103,13 +104,13 @@ func (a *App) checkFolder(ctx context.Context, ws, folderID, field string) error
 	if folderID == "" || folderID == "root" {
 		return nil
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	if !v.ID(folderID, "body", field) {
 		return v.Err()
 	}
 	if _, _, err := a.Folders.Get(ctx, ws, folderID); err != nil {
 		if isNotFound(err) {
-			return httpx.ValidationErrors{{Loc: []any{"body", field}, Msg: fmt.Sprintf("Folder %s not found", folderID), Type: "value_error"}}
+			return apperr.ValidationErrors{{Loc: []any{"body", field}, Msg: fmt.Sprintf("Folder %s not found", folderID), Type: "value_error"}}
 		}
 		return err
 	}
@@ -117,8 +118,8 @@ func (a *App) checkFolder(ctx context.Context, ws, folderID, field string) error
 }
 
 func isNotFound(err error) bool {
-	e, ok := err.(*httpx.Error)
-	return ok && e.HTTPStatus == 404
+	e, ok := err.(*apperr.Error)
+	return ok && e.Kind == apperr.NotFound
 }
 
 func deref(s *string) string {
@@ -131,7 +132,7 @@ func deref(s *string) string {
 // Summaries returns the listed form of each test id; unknown ids → 422
 // naming each.
 func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]EntryView, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	seen := map[string]bool{}
 	v.Check(len(testIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "test_ids")
 	if err := v.Err(); err != nil {
@@ -174,7 +175,7 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 
 // BulkMove moves tests and folders into a folder ("" = root).
 func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo string) (int, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	v.Check(len(entityIDs) > 0, "List should have at least 1 item", "too_short", "body", "entity_ids")
 	v.Check(len(entityIDs) <= domain.MaxTestIDsPerCall, "List should have at most 1000 items", "too_long", "body", "entity_ids")
 	if moveTo == "root" {
@@ -277,7 +278,7 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 		return err
 	}
 	if len(children) > 0 && !force {
-		return httpx.Conflict("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", len(children)))
+		return apperr.ConflictError("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", len(children)))
 	}
 	for _, ch := range children {
 		if ch.Kind == KindFolder {

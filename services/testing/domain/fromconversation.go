@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // MaxTranscript bounds the transcript of a regression test request: a
@@ -47,7 +47,7 @@ type ToolResult struct {
 
 // Validate checks the request; loc entries start with "body". The agent
 // and the folder are checked by the caller, which can read them.
-func (in *FromConversation) Validate(v *httpx.Validator) {
+func (in *FromConversation) Validate(v *apperr.Validator) {
 	requiredID := func(s *string, field string) {
 		if s == nil || *s == "" {
 			v.Add("Field required", "missing", "body", field)

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // Test types.
@@ -147,7 +147,7 @@ func (in *TestInput) MaxTurns() int {
 var paramEvalTypes = map[string]bool{"anything": true, "exact": true, "llm": true, "regex": true}
 
 // Validate checks a test body; loc entries start with "body".
-func (in *TestInput) Validate(v *httpx.Validator) {
+func (in *TestInput) Validate(v *apperr.Validator) {
 	typ := ""
 	if in.Type == nil {
 		v.Add("Field required", "missing", "body", "type")
@@ -217,7 +217,7 @@ func (in *TestInput) Validate(v *httpx.Validator) {
 }
 
 // checkParam checks a tool-call parameter condition at loc.
-func checkParam(v *httpx.Validator, p ToolParam, loc ...any) {
+func checkParam(v *apperr.Validator, p ToolParam, loc ...any) {
 	at := func(more ...any) []any { return append(loc[:len(loc):len(loc)], more...) }
 	v.Check(p.Path != nil && *p.Path != "", "Field required", "missing", at("path")...)
 	if p.Eval == nil {
@@ -242,7 +242,7 @@ func checkParam(v *httpx.Validator, p ToolParam, loc ...any) {
 	}
 }
 
-func checkExamples(v *httpx.Validator, ex []Example, want, field string) {
+func checkExamples(v *apperr.Validator, ex []Example, want, field string) {
 	v.Check(len(ex) <= MaxExamples, "List should have at most 100 items", "too_long", "body", field)
 	for i, e := range ex {
 		v.Check(e.Response != nil, "Field required", "missing", "body", field, i, "response")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // fe is a compact expected field error.
@@ -18,21 +18,21 @@ type fe struct {
 	note string
 }
 
-func validate(t *testing.T, body string) httpx.ValidationErrors {
+func validate(t *testing.T, body string) apperr.ValidationErrors {
 	t.Helper()
 	var in TestInput
 	if err := json.Unmarshal([]byte(body), &in); err != nil {
 		t.Fatalf("test body does not decode: %v\n%s", err, body)
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	in.Validate(&v)
 	err := v.Err()
 	if err == nil {
 		return nil
 	}
-	var ve httpx.ValidationErrors
+	var ve apperr.ValidationErrors
 	if !errors.As(err, &ve) {
-		t.Fatalf("Validate produced %T, want httpx.ValidationErrors", err)
+		t.Fatalf("Validate produced %T, want apperr.ValidationErrors", err)
 	}
 	return ve
 }
@@ -215,9 +215,9 @@ func TestValidateRejectsEachInvalidField(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got := validate(t, c.body)
-			want := make(httpx.ValidationErrors, len(c.want))
+			want := make(apperr.ValidationErrors, len(c.want))
 			for i, w := range c.want {
-				want[i] = httpx.FieldError{Loc: w.loc, Msg: w.msg, Type: w.typ}
+				want[i] = apperr.FieldError{Loc: w.loc, Msg: w.msg, Type: w.typ}
 			}
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("errors:\n got  %+v\n want %+v", got, want)

@@ -15,8 +15,8 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // App is the tickets application.
@@ -30,7 +30,7 @@ type App struct {
 	Now     func() time.Time
 }
 
-var errAgentNotFound = httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+var errAgentNotFound = apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
 
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
@@ -46,8 +46,8 @@ func New(store *eventstore.Store, rm ReadModel, dir Directory, log *slog.Logger)
 		Gone:     func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:    func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project:  rm.Put,
-		NotFound: httpx.NotFound("ticket_not_found", "No triage ticket with that id exists in this workspace."),
-		Conflict: httpx.Conflict("concurrent_update", "The ticket changed concurrently; retry."),
+		NotFound: apperr.NotFoundError("ticket_not_found", "No triage ticket with that id exists in this workspace."),
+		Conflict: apperr.ConflictError("concurrent_update", "The ticket changed concurrently; retry."),
 		Log:      log,
 		Now:      a.now,
 	}

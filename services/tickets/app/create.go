@@ -10,8 +10,8 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
@@ -54,7 +54,7 @@ type ManualInput struct {
 // turn comments and priority), as the public API does; existing tells the
 // caller which happened.
 func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (t *ticketsv1.Ticket, existing bool, err error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	conv := ""
 	if in.ConversationID == nil || strings.TrimSpace(*in.ConversationID) == "" {
 		v.Add("Field required", "missing", "body", "conversation_id")
@@ -82,12 +82,12 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	agentID := info.AgentID
 	if in.AgentID != nil && *in.AgentID != "" {
 		if known && agentID != "" && agentID != *in.AgentID {
-			return nil, false, httpx.ValidationErrors{{Loc: []any{"body", "agent_id"}, Msg: "The conversation belongs to agent " + agentID, Type: "value_error"}}
+			return nil, false, apperr.ValidationErrors{{Loc: []any{"body", "agent_id"}, Msg: "The conversation belongs to agent " + agentID, Type: "value_error"}}
 		}
 		agentID = *in.AgentID
 	}
 	if agentID == "" {
-		return nil, false, httpx.NotFound("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
+		return nil, false, apperr.NotFoundError("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
 	}
 	if !a.Directory.AgentExists(ws, agentID) {
 		return nil, false, errAgentNotFound
@@ -150,7 +150,7 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agen
 	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
 		return nil, errAgentNotFound
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	v.Check(in.QAComment != nil && strings.TrimSpace(*in.QAComment) != "", "Field required", "missing", "body", "qa_comment")
 	checkCommon(&v, in.Title, in.QAComment, in.Priority, in.IssueType, in.Labels)
 	if err := v.Err(); err != nil {
@@ -226,7 +226,7 @@ func widenSeen(t *ticketsv1.Ticket, first, last *int64) {
 }
 
 // checkCommon validates the fields every create and update shares.
-func checkCommon(v *httpx.Validator, title, qa, priority, issueType *string, labels []string) {
+func checkCommon(v *apperr.Validator, title, qa, priority, issueType *string, labels []string) {
 	if title != nil {
 		v.Check(len(*title) <= domain.MaxTitle, "String should have at most 300 characters", "string_too_long", "body", "title")
 	}
@@ -250,7 +250,7 @@ type turn struct {
 	Comment   string
 }
 
-func checkTurnComments(v *httpx.Validator, in []TurnCommentInput) []turn {
+func checkTurnComments(v *apperr.Validator, in []TurnCommentInput) []turn {
 	out := make([]turn, 0, len(in))
 	for i, tc := range in {
 		if tc.TurnIndex == nil {

@@ -8,8 +8,8 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
@@ -47,7 +47,7 @@ type Page struct {
 // both immutable, so paging while tickets are created never repeats or
 // skips one), or by priority, most urgent first, then newest.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string, p ListParams) (Page, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	limit := 100
 	if p.PageSize != "" {
 		n, err := strconv.Atoi(p.PageSize)

@@ -9,7 +9,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -23,7 +23,7 @@ import (
 // priority only rises, a merged source is skipped), so retrying an
 // interrupted merge completes it without merging anything twice.
 func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string) (*ticketsv1.Ticket, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	v.Check(len(sourceIDs) >= 1 && len(sourceIDs) <= domain.MaxMerge, "Give 1 to 100 ticket ids", "value_error", "body", "source_ticket_ids")
 	for i, id := range sourceIDs {
 		if !v.ID(id, "body", "source_ticket_ids", i) {
@@ -41,7 +41,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		return nil, err
 	}
 	if !domain.CanAbsorb(target.Status) {
-		return nil, httpx.Conflict("invalid_status_transition", "A "+target.Status+" ticket cannot absorb others.")
+		return nil, apperr.ConflictError("invalid_status_transition", "A "+target.Status+" ticket cannot absorb others.")
 	}
 	var sources []*ticketsv1.Ticket
 	for i, id := range sourceIDs {
@@ -50,10 +50,10 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 			return nil, err
 		}
 		if s.AgentId != target.AgentId {
-			return nil, httpx.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
 		}
 		if !domain.IsActive(s.Status) {
-			return nil, httpx.Conflict("invalid_status_transition", "Ticket "+id+" is "+s.Status+"; only open or in-progress tickets can be merged.")
+			return nil, apperr.ConflictError("invalid_status_transition", "Ticket "+id+" is "+s.Status+"; only open or in-progress tickets can be merged.")
 		}
 		sources = append(sources, s)
 	}

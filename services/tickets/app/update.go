@@ -11,7 +11,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -45,7 +45,7 @@ type PatchInput struct {
 // Update applies a PATCH. A status change is validated by the state
 // machine (409 when illegal); every change is recorded.
 func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	if in.Status != nil {
 		v.Check(slices.Contains(domain.Statuses, *in.Status), "Input should be one of "+strings.Join(domain.Statuses, ", "), "enum", "body", "status")
 	}
@@ -101,10 +101,10 @@ func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID s
 		previous := t.Status
 		if in.Status != nil && *in.Status != t.Status {
 			if *in.Status == domain.StatusMerged {
-				return nil, httpx.Conflict("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+				return nil, apperr.ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
 			}
 			if !domain.CanTransition(t.Status, *in.Status) {
-				return nil, httpx.Conflict("invalid_status_transition", "A ticket cannot go from "+t.Status+" to "+*in.Status+".")
+				return nil, apperr.ConflictError("invalid_status_transition", "A ticket cannot go from "+t.Status+" to "+*in.Status+".")
 			}
 			t.Status = *in.Status
 			t.StatusChanges = append(t.StatusChanges, &ticketsv1.StatusChange{Status: t.Status, ChangedByUserId: &caller.UserID, ChangedAtUnixSecs: now})
@@ -127,7 +127,7 @@ func equalPtr(a, b *string) bool {
 
 // AddComment appends a ticket comment.
 func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment string) (*ticketsv1.Ticket, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	v.Check(strings.TrimSpace(comment) != "" && len(comment) <= domain.MaxComment, "A comment has 1 to 20000 characters", "value_error", "body", "comment")
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -140,11 +140,11 @@ func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticket
 
 // AddTurnComment appends a comment on one transcript turn.
 func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput) (*ticketsv1.Ticket, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	turns := checkTurnComments(&v, []TurnCommentInput{in})
 	if err := v.Err(); err != nil {
 		// Locations are of the single-comment body, not a list.
-		errs := err.(httpx.ValidationErrors)
+		errs := err.(apperr.ValidationErrors)
 		for i := range errs {
 			errs[i].Loc = append([]any{"body"}, errs[i].Loc[3:]...)
 		}
@@ -160,7 +160,7 @@ func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ti
 func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID string) error {
 	_, err := a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
-			return nil, httpx.Forbidden("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
+			return nil, apperr.ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
 		}
 		now := a.now().Unix()
 		t.DeletedAtUnixSecs = &now

@@ -26,9 +26,9 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -124,10 +124,9 @@ func (w *Worker) follow(ctx context.Context, source, stream, durable string, fil
 // permanent reports an error no retry can fix: the request itself is
 // refused (an unknown agent, an invalid id). The message is skipped.
 func permanent(err error) bool {
-	var he *httpx.Error
-	if errors.As(err, &he) {
-		return he.HTTPStatus >= 400 && he.HTTPStatus < 500 && he.HTTPStatus != 409
+	switch apperr.KindOf(err) {
+	case apperr.Invalid, apperr.NotFound, apperr.Forbidden, apperr.TooLarge, apperr.Unsupported:
+		return true
 	}
-	var ve httpx.ValidationErrors
-	return errors.As(err, &ve)
+	return false
 }

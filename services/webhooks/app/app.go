@@ -17,8 +17,8 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -26,7 +26,7 @@ import (
 
 // ErrNotFound answers a webhook id that does not exist in the caller's
 // workspace (another workspace's webhooks included).
-var ErrNotFound = httpx.NotFound("webhook_not_found", "No webhook with that id exists in this workspace.")
+var ErrNotFound = apperr.NotFoundError("webhook_not_found", "No webhook with that id exists in this workspace.")
 
 // App is the webhooks application.
 type App struct {
@@ -57,7 +57,7 @@ func NewRepo(js jetstream.JetStream, reg *adapters.Registry, log *slog.Logger, n
 			return nil
 		},
 		NotFound: ErrNotFound,
-		Conflict: httpx.Conflict("concurrent_update", "The webhook changed concurrently; retry."),
+		Conflict: apperr.ConflictError("concurrent_update", "The webhook changed concurrently; retry."),
 		Log:      log,
 		Now:      now,
 	}

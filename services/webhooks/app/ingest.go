@@ -10,6 +10,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -32,7 +33,7 @@ func (a *App) Ingest(ctx context.Context, workspaceID string, in domain.IngestIn
 	}
 	subject, err := events.PlatformSubject(workspaceID, env.Event)
 	if err != nil {
-		return "", httpx.NotFound("workspace_not_found", "The workspace id cannot carry events.")
+		return "", apperr.NotFoundError("workspace_not_found", "The workspace id cannot carry events.")
 	}
 	body, err := json.Marshal(env)
 	if err != nil {

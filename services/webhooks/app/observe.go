@@ -10,8 +10,8 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -33,7 +33,7 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 	if err != nil {
 		return nil, err
 	}
-	var v httpx.Validator
+	var v apperr.Validator
 	switch {
 	case eventType == "":
 		v.Add("Field required", "missing", "body", "event_type")

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 func locs(t *testing.T, err error) [][]any {
 	t.Helper()
-	var ve httpx.ValidationErrors
+	var ve apperr.ValidationErrors
 	if !errors.As(err, &ve) {
 		t.Fatalf("error %v is not a validation error", err)
 	}
@@ -264,7 +264,7 @@ func FuzzParseIngest(f *testing.F) {
 		}
 		env, err := ParseIngest(in, time.Unix(0, 0))
 		if err != nil {
-			var ve httpx.ValidationErrors
+			var ve apperr.ValidationErrors
 			if !errors.As(err, &ve) || len(ve) == 0 {
 				t.Fatalf("non-validation error %v", err)
 			}

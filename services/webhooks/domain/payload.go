@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
@@ -91,7 +91,7 @@ type IngestInput struct {
 // and returns the envelope to publish, with the timestamp normalised to
 // UTC (now when absent) and data compacted.
 func ParseIngest(in IngestInput, now time.Time) (Envelope, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	env := Envelope{}
 	if in.Event == nil {
 		v.Add("Field required", "missing", "body", "event")
@@ -131,12 +131,12 @@ func ParseIngest(in IngestInput, now time.Time) (Envelope, error) {
 
 // CheckPayload validates data against the spec 6.2 fields of event.
 func CheckPayload(event string, data []byte) error {
-	var v httpx.Validator
+	var v apperr.Validator
 	checkPayload(&v, event, data)
 	return v.Err()
 }
 
-func checkPayload(v *httpx.Validator, event string, data []byte) {
+func checkPayload(v *apperr.Validator, event string, data []byte) {
 	fields, ok := payloadFields[event]
 	if !ok {
 		fields = idFields // no spec 6.2 fields: the ids other services key on still are ids
@@ -149,7 +149,7 @@ func checkPayload(v *httpx.Validator, event string, data []byte) {
 	checkFields(v, fields, obj, []any{"body", "data"})
 }
 
-func checkFields(v *httpx.Validator, fields []field, obj map[string]json.RawMessage, loc []any) {
+func checkFields(v *apperr.Validator, fields []field, obj map[string]json.RawMessage, loc []any) {
 	for _, f := range fields {
 		raw, ok := obj[f.name]
 		if !ok || bytes.Equal(raw, []byte("null")) {
@@ -158,7 +158,7 @@ func checkFields(v *httpx.Validator, fields []field, obj map[string]json.RawMess
 		at := append(append([]any{}, loc...), f.name)
 		if !hasKind(raw, f.kind) {
 			if f.kind == kID {
-				v.Add(httpx.IDMessage, "string_pattern_mismatch", at...)
+				v.Add(apperr.IDMessage, "string_pattern_mismatch", at...)
 			} else {
 				v.Add("Input should be a valid "+f.kind.String(), "type_error", at...)
 			}

@@ -9,7 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // Limits of a webhook's fields.
@@ -68,7 +68,7 @@ func ValidateUpdate(in Input, cur Spec, allowed HostAllowed) (Spec, error) {
 // validate applies the fields present in in to s; a create also requires
 // url and events.
 func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) {
-	var v httpx.Validator
+	var v apperr.Validator
 	required := func(field string) {
 		if create {
 			v.Add("Field required", "missing", "body", field)
@@ -96,7 +96,7 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 	return s, v.Err()
 }
 
-func checkURL(v *httpx.Validator, raw string, allowed HostAllowed) string {
+func checkURL(v *apperr.Validator, raw string, allowed HostAllowed) string {
 	loc := []any{"body", "url"}
 	if len(raw) > MaxURLLength {
 		v.Add(fmt.Sprintf("URL should have at most %d characters", MaxURLLength), "string_too_long", loc...)
@@ -130,7 +130,7 @@ func checkURL(v *httpx.Validator, raw string, allowed HostAllowed) string {
 	return u.String()
 }
 
-func checkEvents(v *httpx.Validator, events []string) []string {
+func checkEvents(v *apperr.Validator, events []string) []string {
 	if len(events) == 0 {
 		v.Add("List should have at least 1 item", "too_short", "body", "events")
 		return nil
@@ -152,7 +152,7 @@ func checkEvents(v *httpx.Validator, events []string) []string {
 	return out
 }
 
-func checkSecret(v *httpx.Validator, s string) string {
+func checkSecret(v *apperr.Validator, s string) string {
 	n := utf8.RuneCountInString(s)
 	switch {
 	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
@@ -167,7 +167,7 @@ func checkSecret(v *httpx.Validator, s string) string {
 	return ""
 }
 
-func checkRetry(v *httpx.Validator, in RetryConfigInput, base RetryPolicy) RetryPolicy {
+func checkRetry(v *apperr.Validator, in RetryConfigInput, base RetryPolicy) RetryPolicy {
 	p := base
 	rangeCheck := func(val *int64, lo, hi int64, field string, dst *int) {
 		if val == nil {
