@@ -66,32 +66,24 @@ func StreamOf(ctx context.Context, js jetstream.JetStream, name string) (jetstre
 	return s, nil
 }
 
-// Last returns the newest event of subject (one direct get). With
+// Last returns the newest event of subject (one GetMsg). With
 // state-carrying events it is the aggregate's current state.
 func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) {
-	str, err := StreamOf(ctx, s.js, s.stream)
-	if err != nil {
-		return Record{}, false, err
-	}
-	m, err := str.GetLastMsgForSubject(ctx, subject)
+	m, err := GetMsg(ctx, s.js, s.stream, MsgRequest{LastFor: subject})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Record{}, false, nil
 	}
 	if err != nil {
-		return Record{}, false, fmt.Errorf("last of %s: %w", subject, err)
+		return Record{}, false, fmt.Errorf("last of %s: %w", subject, classify(err))
 	}
 	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), true, nil
 }
 
-// At returns the event stored at seq (one direct get).
+// At returns the event stored at seq (one GetMsg).
 func (s *Store) At(ctx context.Context, seq uint64) (Record, error) {
-	str, err := StreamOf(ctx, s.js, s.stream)
+	m, err := GetMsg(ctx, s.js, s.stream, MsgRequest{Seq: seq})
 	if err != nil {
-		return Record{}, err
-	}
-	m, err := str.GetMsg(ctx, seq)
-	if err != nil {
-		return Record{}, fmt.Errorf("%s at %d: %w", s.stream, seq, err)
+		return Record{}, fmt.Errorf("%s at %d: %w", s.stream, seq, classify(err))
 	}
 	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), nil
 }

@@ -40,3 +40,11 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// Publish is js.PublishMsg whose failures a retry may cure (no stream
+// leader for a moment, no answer in time) are marked so, for the edge to
+// answer 503 with Retry-After rather than 500.
+func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, err := js.PublishMsg(ctx, msg, opts...)
+	return ack, classify(err)
+}

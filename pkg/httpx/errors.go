@@ -84,7 +84,6 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		// A store electing a leader, or restarting: a retry in a moment
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
-		w.Header().Set("Retry-After", "1")
 		e = apperr.New(apperr.Unavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
 	}
 	if e == nil && !errors.As(err, &e) {
@@ -95,7 +94,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // WriteErrorStatus writes an application error body with the given codes.
+// Every 503 tells the client when to retry (in a second, unless the
+// handler said otherwise): nothing was done, and a retry soon succeeds.
 func WriteErrorStatus(w http.ResponseWriter, r *http.Request, httpStatus int, status, message string) {
+	if httpStatus == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
 	var rid *string
 	if id := RequestID(r.Context()); id != "" {
 		rid = &id

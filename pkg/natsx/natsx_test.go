@@ -59,7 +59,7 @@ func TestForwardNoRespondersIs503(t *testing.T) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	rec := httptest.NewRecorder()
 	(&Forwarder{NC: nc}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "absent")
-	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"status":"service_unavailable"`) {
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), `"status":"service_unavailable"`) {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}
 }

@@ -44,11 +44,7 @@ type round struct {
 func NewCatchUp(js jetstream.JetStream, cache *Cache) *CatchUp {
 	return &CatchUp{Cache: cache, Spacing: 20 * time.Millisecond, Timeout: 2 * time.Second,
 		Last: func(ctx context.Context) (uint64, error) {
-			str, err := eventstore.StreamOf(ctx, js, events.IdentityStream)
-			if err != nil {
-				return 0, err
-			}
-			m, err := str.GetLastMsgForSubject(ctx, events.IdentityKeysAll)
+			m, err := eventstore.GetMsg(ctx, js, events.IdentityStream, eventstore.MsgRequest{LastFor: events.IdentityKeysAll})
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				return 0, nil
 			}

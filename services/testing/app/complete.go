@@ -35,20 +35,16 @@ func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal
 	msg := nats.NewMsg(subject)
 	msg.Data = []byte(strconv.FormatInt(jobsTotal, 10))
 	msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#queued#"+string(msg.Data))
-	_, err = a.JS.PublishMsg(ctx, msg)
+	_, err = eventstore.Publish(ctx, a.JS, msg)
 	return err
 }
 
 func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error) {
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
-	if err != nil {
-		return 0, err
-	}
 	subject, err := events.TestRunsQueuedSubject(ws, invocationID)
 	if err != nil {
 		return 0, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	m, err := eventstore.GetMsg(ctx, a.JS, events.TestRunsStream, eventstore.MsgRequest{LastFor: subject})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -61,15 +57,11 @@ func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error
 // jobsLeft reports whether any run job of the invocation is still on the
 // work queue (queued, or delivered and not yet acked).
 func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, error) {
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestJobsStream)
-	if err != nil {
-		return false, err
-	}
 	jobs, err := events.TestJobsOfInvocation(ws, invocationID)
 	if err != nil {
 		return false, err
 	}
-	_, err = stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(jobs))
+	_, err = eventstore.GetMsg(ctx, a.JS, events.TestJobsStream, eventstore.MsgRequest{Seq: 1, NextFor: jobs})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -100,15 +92,11 @@ func (a *App) ClaimCompletion(ctx context.Context, ws, invocationID string, mayC
 const claimWindow = 30 * time.Second
 
 func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round string) (bool, error) {
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestRunsStream)
-	if err != nil {
-		return false, err
-	}
 	subject, err := events.TestRunsCompletingSubject(ws, invocationID)
 	if err != nil {
 		return false, err
 	}
-	m, err := stream.GetLastMsgForSubject(ctx, subject)
+	m, err := eventstore.GetMsg(ctx, a.JS, events.TestRunsStream, eventstore.MsgRequest{LastFor: subject})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
@@ -157,7 +145,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		msg := nats.NewMsg(subject)
 		msg.Data = []byte(round)
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
-		ack, err := a.JS.PublishMsg(ctx, msg)
+		ack, err := eventstore.Publish(ctx, a.JS, msg)
 		if err != nil || ack.Duplicate {
 			return false, err
 		}
@@ -191,7 +179,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		}
 		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#bucketing#"+round)
-		if _, err := a.JS.PublishMsg(ctx, msg); err != nil {
+		if _, err := eventstore.Publish(ctx, a.JS, msg); err != nil {
 			return true, err
 		}
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -294,18 +295,14 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 // Runners add to them in batches after storing results, each run once; a
 // runner that dies before adding its last results leaves them short.
 func (a *App) Counts(ctx context.Context, invocationID string, attempt int32) (done, passed int64, err error) {
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestCountsStream)
-	if err != nil {
-		return 0, 0, err
-	}
 	read := func(name string) (int64, error) {
 		subject, err := events.TestCountSubject(invocationID, attempt, name)
 		if err != nil {
 			return 0, err
 		}
-		m, err := stream.GetLastMsgForSubject(ctx, subject)
+		m, err := eventstore.GetMsg(ctx, a.JS, events.TestCountsStream, eventstore.MsgRequest{LastFor: subject})
 		if err != nil {
-			if err == jetstream.ErrMsgNotFound {
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				return 0, nil
 			}
 			return 0, err

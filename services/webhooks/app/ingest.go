@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -46,7 +47,7 @@ func (a *App) Ingest(ctx context.Context, workspaceID string, in domain.IngestIn
 	if tp := httpx.Traceparent(ctx); tp != "" {
 		msg.Header.Set(events.HeaderTraceparent, tp)
 	}
-	if _, err := a.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(eventID), jetstream.WithExpectStream(events.PlatformStream)); err != nil {
+	if _, err := eventstore.Publish(ctx, a.JS, msg, jetstream.WithMsgID(eventID), jetstream.WithExpectStream(events.PlatformStream)); err != nil {
 		return "", fmt.Errorf("publish platform event: %w", err)
 	}
 	return eventID, nil
