@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -66,8 +67,18 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		return err
 	}
 	d.Link, d.ReadIndex = link, infra.ReadIndex
+	// Not ready until the service has started: on a fresh cluster it waits
+	// for its streams to have leaders, and serves nothing meanwhile.
+	var started atomic.Bool
+	probes := d.Probes()
+	probes.Ready["started"] = func(context.Context) error {
+		if !started.Load() {
+			return errors.New("starting")
+		}
+		return nil
+	}
 	go func() {
-		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg, d.Probes(), log); err != nil {
+		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg, probes, log); err != nil {
 			log.Error("metrics endpoint failed", "addr", infra.MetricsAddr, "err", err)
 		}
 	}()
@@ -76,6 +87,7 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		link.Close()
 		return err
 	}
+	started.Store(true)
 	log.Info("started", "nats", infra.NATSURL)
 	lost := false
 	select {
