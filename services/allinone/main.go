@@ -32,7 +32,7 @@ func main() {
 		SilenceErrors: true,
 		RunE:          func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context()) },
 	}
-	root.AddCommand(operator.WorkspaceCommand(natsURLOfRunningStack))
+	root.AddCommand(operator.WorkspaceCommand(natsURLOfRunningStack), storeCommand())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
