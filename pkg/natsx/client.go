@@ -18,7 +18,14 @@ type Forwarder struct {
 	NC      *nats.Conn
 	Timeout time.Duration // per request; default 30s
 	MaxBody int64         // request body limit; default httpx.DefaultMaxBody
+	// HedgeAfter is how long a request safe to repeat (GET, HEAD, or one
+	// with an Idempotency-Key) waits for its answer before it is sent
+	// again, the first attempt still waiting; default 2s, negative never.
+	HedgeAfter time.Duration
 }
+
+// maxHedges bounds the extra attempts of one request.
+const maxHedges = 2
 
 // Forward relays r to service and writes its answer to w. No service
 // replica listening is a 503, no answer within the deadline a 504, both in
@@ -59,7 +66,12 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	reply, err := f.NC.RequestMsgWithContext(ctx, msg)
+	var reply *nats.Msg
+	if repeatable(r) && f.HedgeAfter >= 0 {
+		reply, err = f.hedged(ctx, msg)
+	} else {
+		reply, err = f.NC.RequestMsgWithContext(ctx, msg)
+	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
 		httpx.WriteErrorStatus(w, r, http.StatusServiceUnavailable, "service_unavailable",
@@ -88,6 +100,54 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	_, _ = w.Write(reply.Data)
 	if subj := reply.Header.Get(hdrStream); subj != "" {
 		f.pullStream(w, r, service, subj, timeout)
+	}
+}
+
+// repeatable reports whether r may be served twice with the same effect.
+func repeatable(r *http.Request) bool {
+	return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get("Idempotency-Key") != ""
+}
+
+// hedged sends msg and, while no answer has come, sends it again after
+// HedgeAfter (at most maxHedges times), every attempt waiting: the first
+// answer wins. A request lost with a NATS node or a service replica that
+// died holding it would otherwise wait for the whole time-out (the client
+// long gone); a slow one is still answered by its first attempt.
+func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	after := f.HedgeAfter
+	if after == 0 {
+		after = 2 * time.Second
+	}
+	type answer struct {
+		msg *nats.Msg
+		err error
+	}
+	answers := make(chan answer, maxHedges+1)
+	send := func() {
+		m, err := f.NC.RequestMsgWithContext(ctx, msg)
+		answers <- answer{m, err}
+	}
+	go send()
+	timer := time.NewTimer(after)
+	defer timer.Stop()
+	pending := 1
+	for hedges := 0; ; {
+		select {
+		case a := <-answers:
+			pending--
+			// No responders is an answer (nobody serves it); a time-out of
+			// one attempt is not while another still waits.
+			if a.err == nil || pending == 0 || !(errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, nats.ErrTimeout)) {
+				return a.msg, a.err
+			}
+		case <-timer.C:
+			if hedges < maxHedges {
+				hedges++
+				pending++
+				go send()
+				timer.Reset(after)
+			}
+		}
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/mux"
+	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
@@ -124,5 +126,49 @@ func TestForwardStreamsLargeResponses(t *testing.T) {
 	f.Forward(small, httptest.NewRequest(http.MethodGet, "/small", nil), "big")
 	if small.Body.String() != "ok" || small.Header().Get(hdrStream) != "" {
 		t.Fatalf("small response: %q %v", small.Body.String(), small.Header())
+	}
+}
+
+// A request safe to repeat whose first attempt is lost (the replica
+// holding it died) is sent again after HedgeAfter and answered; one that
+// is not safe to repeat is sent once.
+func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	var seen atomic.Int64
+	sub, err := nc.Subscribe(Subject("lossy"), func(m *nats.Msg) {
+		if seen.Add(1) == 1 {
+			return // lost with its replica
+		}
+		reply := nats.NewMsg(m.Reply)
+		reply.Header.Set(hdrStatus, "200")
+		reply.Data = []byte(`{"ok":true}`)
+		_ = m.RespondMsg(reply)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	f := &Forwarder{NC: nc, Timeout: 2 * time.Second, HedgeAfter: 50 * time.Millisecond}
+
+	for _, tc := range []struct {
+		name   string
+		req    *http.Request
+		want   int
+		served int64
+	}{
+		{"GET", httptest.NewRequest(http.MethodGet, "/v1/x", nil), http.StatusOK, 2},
+		{"POST with an Idempotency-Key", func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "k1")
+			return r
+		}(), http.StatusOK, 2},
+		{"POST without one", httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`)), http.StatusGatewayTimeout, 1},
+	} {
+		seen.Store(0)
+		rec := httptest.NewRecorder()
+		f.Forward(rec, tc.req, "lossy")
+		if rec.Code != tc.want || seen.Load() != tc.served {
+			t.Errorf("%s: %d after %d attempts, want %d after %d", tc.name, rec.Code, seen.Load(), tc.want, tc.served)
+		}
 	}
 }
