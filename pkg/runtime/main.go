@@ -24,8 +24,12 @@ type StartFunc func(ctx context.Context, d Deps) (stop func() error, err error)
 // and probes, wait for SIGINT/SIGTERM, then stop the service and drain
 // connections. A connection lost for good (ErrConnectionLost) does not
 // end the process: the service is stopped and started again on new
-// connections.
+// connections. Started as `<binary> probe`, it only asks the running
+// replica's /readyz (see Probe).
 func Run(name string, infra config.Infra, start StartFunc) error {
+	if probeRequested() {
+		return Probe(context.Background(), infra.MetricsAddr)
+	}
 	level, err := config.ParseLogLevel(infra.LogLevel)
 	if err != nil {
 		return err
