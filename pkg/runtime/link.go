@@ -87,10 +87,12 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(reconnectDelay),
 		// A server cut off by a partition or a dead machine sends no reset:
-		// only unanswered pings tell. Every 3 s, three missed (9-12 s),
-		// instead of nats.go's 2 minutes twice.
-		nats.PingInterval(3 * time.Second),
-		nats.MaxPingsOutstanding(3),
+		// only unanswered pings tell. Every second, two missed (2-3 s,
+		// within the ~5 s a stream takes to elect a new leader), instead of
+		// nats.go's 2 minutes twice. A request lost on a connection given up
+		// this way is sent again by the gateway's hedging.
+		nats.PingInterval(time.Second),
+		nats.MaxPingsOutstanding(2),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil && !l.closing.Load() {
 				events.WithLabelValues("disconnected").Inc()
