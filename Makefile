@@ -4,7 +4,7 @@ GO    ?= go
 SERVICES := gateway identity agents tickets testing webhooks allinone cli
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 
-.PHONY: run cli test test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
+.PHONY: run cli test test-cluster test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
 ## run: the whole platform in one process on embedded NATS + FerretDB (http://127.0.0.1:8080)
 run:
@@ -14,10 +14,17 @@ run:
 cli:
 	$(GO) build -o bin/voiceai ./services/cli/cmd/voiceai
 
-## test: everything CI checks — generated code is fresh, formatting, vet, and every test with -race
+## test: everything CI checks — generated code is fresh, formatting, vet, every test with -race, the cluster tier
 test: proto-check fmt-check
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) test-cluster
+
+## test-cluster: the production shape under chaos — three NATS nodes (R3), every service as its own
+##   binary (two replicas each), node kills, a partition (in a network namespace, where allowed),
+##   service kills and a rolling restart under load; prints what clients saw per scenario
+test-cluster:
+	VOICEAI_TEST_CLUSTER=1 $(GO) test -race -count=1 -timeout 20m -v -run '^TestCluster' ./services/allinone/multiprocess/
 
 ## test-docker: the container tier (official NATS and MongoDB images); needs a Docker engine
 test-docker:

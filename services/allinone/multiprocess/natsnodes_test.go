@@ -1,46 +1,71 @@
 package multiprocess
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
-// natsNodes is a three-node JetStream cluster of nats-server processes on
-// loopback, so a test can kill -9 a node as a machine dies.
+// natsNodes is a JetStream cluster of nats-server processes, so a test can
+// kill -9 a node as a machine dies. With isolate, the last node runs in a
+// network namespace of its own, joined to the host by a veth pair, so a
+// test can cut it off the network (a partition) and heal it; the others
+// listen on the host end of that link.
 type natsNodes struct {
-	t       *testing.T
-	names   []string
-	confs   []string
-	clients []int
-	procs   []*exec.Cmd
+	t        *testing.T
+	names    []string
+	confs    []string
+	hosts    []string // listening address of each node
+	clients  []int
+	monitors []int
+	procs    []*exec.Cmd
+	netns    *netns // the last node's namespace; nil when not isolated
 }
 
-func startNATSNodes(t *testing.T, n int) *natsNodes {
+func startNATSNodes(t *testing.T, n int) *natsNodes { return startNATSCluster(t, n, nil) }
+
+func startNATSCluster(t *testing.T, n int, ns *netns) *natsNodes {
 	t.Helper()
-	nn := &natsNodes{t: t, procs: make([]*exec.Cmd, n)}
+	nn := &natsNodes{t: t, procs: make([]*exec.Cmd, n), netns: ns}
 	var routes []string
 	clusterPorts := make([]int, n)
 	for i := range n {
+		host := "127.0.0.1"
+		if ns != nil {
+			host = ns.hostIP
+			if i == n-1 {
+				host = ns.innerIP
+			}
+		}
+		// Ports are free on the host; the namespace has none in use.
+		nn.hosts = append(nn.hosts, host)
 		nn.clients = append(nn.clients, freePort(t))
+		nn.monitors = append(nn.monitors, freePort(t))
 		clusterPorts[i] = freePort(t)
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", clusterPorts[i]))
+		routes = append(routes, fmt.Sprintf("nats://%s:%d", host, clusterPorts[i]))
 	}
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i+1)
 		dir := t.TempDir()
 		conf := filepath.Join(dir, "nats.conf")
 		// JetStream syncs to disk every 2 minutes by default; a killed
-		// process loses nothing the kernel has (the page cache survives it).
-		body := fmt.Sprintf("server_name: %s\nlisten: 127.0.0.1:%d\nmax_payload: 8MB\njetstream { store_dir: %q }\n"+
-			"cluster { name: voiceai-test, listen: 127.0.0.1:%d, routes: [%s] }\n",
-			name, nn.clients[i], filepath.Join(dir, "js"), clusterPorts[i], strings.Join(routes, ", "))
+		// process loses nothing the kernel has (the page cache survives
+		// it). Pings every 2 s find a route or client cut off by a
+		// partition (no reset, just silence) in seconds, not minutes.
+		body := fmt.Sprintf("server_name: %s\nlisten: %s:%d\nhttp: %s:%d\nmax_payload: 8MB\nping_interval: \"1s\"\nping_max: 2\n"+
+			"jetstream { store_dir: %q }\n"+
+			"cluster { name: voiceai-test, listen: %s:%d, routes: [%s] }\n",
+			name, nn.hosts[i], nn.clients[i], nn.hosts[i], nn.monitors[i], filepath.Join(dir, "js"),
+			nn.hosts[i], clusterPorts[i], strings.Join(routes, ", "))
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -57,13 +82,18 @@ func startNATSNodes(t *testing.T, n int) *natsNodes {
 
 func (nn *natsNodes) start(i int) {
 	nn.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "nats-server"), "-c", nn.confs[i])
+	bin := filepath.Join(binDir, "nats-server")
+	cmd := exec.Command(bin, "-c", nn.confs[i])
+	if nn.netns != nil && i == len(nn.procs)-1 {
+		// ip netns exec execs the server itself: its pid is the server's.
+		cmd = exec.Command("ip", "netns", "exec", nn.netns.name, bin, "-c", nn.confs[i])
+	}
 	if err := cmd.Start(); err != nil {
 		nn.t.Fatal(err)
 	}
 	nn.procs[i] = cmd
 	eventually(nn.t, 10*time.Second, nn.names[i]+" listens", func() bool {
-		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", nn.clients[i]))
+		c, err := net.Dial("tcp", net.JoinHostPort(nn.hosts[i], strconv.Itoa(nn.clients[i])))
 		if err == nil {
 			c.Close()
 		}
@@ -91,12 +121,135 @@ func (nn *natsNodes) index(name string) int {
 	return -1
 }
 
+func (nn *natsNodes) url(i int) string {
+	return fmt.Sprintf("nats://%s:%d", nn.hosts[i], nn.clients[i])
+}
+
 func (nn *natsNodes) urls() string {
 	var out []string
-	for _, p := range nn.clients {
-		out = append(out, fmt.Sprintf("nats://127.0.0.1:%d", p))
+	for i := range nn.clients {
+		out = append(out, nn.url(i))
 	}
 	return strings.Join(out, ",")
+}
+
+// metaLeader is the JetStream meta leader as node i sees it ("" when it
+// knows none or does not answer).
+func (nn *natsNodes) metaLeader(i int) string {
+	var jsz struct {
+		Meta struct {
+			Leader string `json:"leader"`
+		} `json:"meta_cluster"`
+	}
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/jsz", nn.hosts[i], nn.monitors[i]))
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&jsz) != nil {
+		return ""
+	}
+	return jsz.Meta.Leader
+}
+
+// streamLeaders are the stream leaders as node i reports them on its
+// monitoring endpoint (the JetStream API may be busy or leaderless).
+func (nn *natsNodes) streamLeaders(i int) map[string]string {
+	var jsz struct {
+		Accounts []struct {
+			Streams []struct {
+				Name    string `json:"name"`
+				Cluster struct {
+					Leader string `json:"leader"`
+				} `json:"cluster"`
+			} `json:"stream_detail"`
+		} `json:"account_details"`
+	}
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/jsz?accounts=true&streams=true", nn.hosts[i], nn.monitors[i]))
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&jsz) != nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, a := range jsz.Accounts {
+		for _, s := range a.Streams {
+			out[s.Name] = s.Cluster.Leader
+		}
+	}
+	return out
+}
+
+// current reports whether node i's JetStream is healthy and caught up
+// with its peers (nats-server's /healthz checks every stream and consumer
+// it holds).
+func (nn *natsNodes) current(i int) bool {
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/healthz", nn.hosts[i], nn.monitors[i]))
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// netns is a network namespace joined to the host by a veth pair: a
+// host of its own on this machine, which a test can cut off and heal.
+type netns struct {
+	name, hostLink  string
+	hostIP, innerIP string
+}
+
+// newNetns makes the namespace, or says why it cannot (not root, no
+// iproute2, namespaces not allowed), for the caller to skip visibly.
+func newNetns(t *testing.T) (*netns, error) {
+	t.Helper()
+	id := os.Getpid() % 10000
+	n := &netns{
+		name: fmt.Sprintf("voiceai-chaos-%d", id), hostLink: fmt.Sprintf("vch%d", id),
+		hostIP: fmt.Sprintf("10.%d.%d.1", 200+id%50, id%250), innerIP: fmt.Sprintf("10.%d.%d.2", 200+id%50, id%250),
+	}
+	inner := fmt.Sprintf("vcn%d", id)
+	_ = exec.Command("ip", "netns", "del", n.name).Run() // left over by a killed run
+	steps := [][]string{
+		{"netns", "add", n.name},
+		{"link", "add", n.hostLink, "type", "veth", "peer", "name", inner},
+		{"link", "set", inner, "netns", n.name},
+		{"addr", "add", n.hostIP + "/30", "dev", n.hostLink},
+		{"link", "set", n.hostLink, "up"},
+		{"netns", "exec", n.name, "ip", "addr", "add", n.innerIP + "/30", "dev", inner},
+		{"netns", "exec", n.name, "ip", "link", "set", inner, "up"},
+		{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
+	}
+	for i, s := range steps {
+		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+			if i > 0 {
+				_ = exec.Command("ip", "netns", "del", n.name).Run()
+			}
+			return nil, fmt.Errorf("ip %s: %v %s", strings.Join(s, " "), err, out)
+		}
+	}
+	// Deleting the namespace deletes its end of the pair, and so both.
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.name).Run() })
+	return n, nil
+}
+
+// cut takes the link down: nothing crosses it, and no connection through
+// it is reset (peers find out by silence, as in a real partition).
+func (n *netns) cut(t *testing.T) { n.link(t, "down") }
+
+// heal brings the link back up.
+func (n *netns) heal(t *testing.T) { n.link(t, "up") }
+
+func (n *netns) link(t *testing.T, state string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "link", "set", n.hostLink, state).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s %s: %v %s", n.hostLink, state, err, out)
+	}
 }
 
 func freePort(t *testing.T) int {

@@ -48,12 +48,16 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	// The NATS server itself, for cluster nodes a test can kill -9.
-	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "nats-server"), "github.com/nats-io/nats-server/v2")
-	cmd.Dir = filepath.Join(root, "services", "allinone")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build nats-server: %v\n%s", err, out)
-		os.Exit(1)
+	// The NATS server itself, for cluster nodes a test can kill -9, and the
+	// all-in-one binary, whose `store` command is the embedded store as a
+	// process of its own.
+	for name, pkg := range map[string]string{"nats-server": "github.com/nats-io/nats-server/v2", "allinone": "."} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
+		cmd.Dir = filepath.Join(root, "services", "allinone")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
+			os.Exit(1)
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
