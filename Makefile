@@ -4,7 +4,7 @@ GO    ?= go
 SERVICES := gateway identity agents tickets testing webhooks allinone cli
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 
-.PHONY: run cli test test-cluster test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
+.PHONY: run cli test test-cluster deploy-check test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
 ## run: the whole platform in one process on embedded NATS + FerretDB (http://127.0.0.1:8080)
 run:
@@ -18,7 +18,15 @@ cli:
 test: proto-check fmt-check
 	$(GO) vet $(PKGS)
 	$(GO) test -race -count=1 -timeout 30m $(PKGS)
+	$(MAKE) deploy-check
 	$(MAKE) test-cluster
+
+## deploy-check: the deployment artefacts, statically: the Helm chart renders objects that decode strictly
+##   (client-go's scheme; KEDA's CRD schema), docker-compose.yml loads under the Compose schema with the
+##   production shape, the NATS cluster config parses as nats-server reads it. Its own module (Helm and
+##   Kubernetes stay out of the services' dependencies).
+deploy-check:
+	cd deploy/check && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
 
 ## test-cluster: the production shape under chaos — three NATS nodes (R3), every service as its own
 ##   binary (two replicas each), node kills, a partition (in a network namespace, where allowed),
@@ -30,6 +38,7 @@ test-cluster:
 test-docker:
 	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run Docker ./pkg/testenv/...
 	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run 'Conforms|UseAnIndex' ./services/tickets/adapters/ ./services/testing/adapters/ ./services/identity/adapters/
+	cd deploy/check && VOICEAI_TEST_DOCKER=1 GOWORK=off $(GO) test -count=1 -v -run TestComposeStackServes ./...
 
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
 ##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
@@ -69,12 +78,12 @@ proto-check:
 	./proto-events/check-generated.sh
 
 fmt-check:
-	@bad=$$(gofmt -l pkg proto-events services | grep -v '\.pb\.go$$'); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	@bad=$$(gofmt -l pkg proto-events services deploy/check | grep -v '\.pb\.go$$'); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 
 ## images / up: the production-shaped stack (needs Docker)
 images:
 	docker compose build
 up:
-	docker compose up -d
+	docker compose up -d --wait
 down:
 	docker compose down
