@@ -21,12 +21,20 @@ import (
 // A stream that cannot answer yet (a new replicated stream before its
 // first leader, a cluster between leaders) is asked again with back-off
 // until ctx ends, so processes started together on a fresh cluster wait
-// for their streams instead of exiting.
+// for their streams instead of exiting. An attempt waits 1 s for its
+// answer at first (a stream without a leader sends none, and the client's
+// 5 s default made every process of a fresh cluster ready 5 or 10 s late),
+// then twice as long each time, up to 8 s, so a slow but answering cluster
+// is still waited for.
 func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
+	attempt := time.Second
 	return backoff.RetryNotifyWithData(func() (jetstream.Stream, error) {
-		s, err := ensureOnce(ctx, js, want)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		defer cancel()
+		attempt = min(2*attempt, 8*time.Second)
+		s, err := ensureOnce(actx, js, want)
 		if err = classify(err); err != nil && !isUnavailable(err) {
 			return nil, backoff.Permanent(err)
 		}

@@ -82,16 +82,20 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, filters 
 	return f, nil
 }
 
-// WaitForStream returns the stream once it exists, polling until ctx ends.
+// WaitForStream returns the stream once it exists and answers, polling
+// until ctx ends: a stream not created yet, or without a leader yet (a new
+// replicated stream, a cluster between leaders), is asked again.
 func WaitForStream(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		s, err := js.Stream(ctx, name)
+		actx, cancel := context.WithTimeout(ctx, time.Second)
+		s, err := js.Stream(actx, name)
+		cancel()
 		if err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !isUnavailable(classify(err)) {
 			return nil, fmt.Errorf("stream %s: %w", name, err)
 		}
 		select {
