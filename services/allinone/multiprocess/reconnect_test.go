@@ -6,7 +6,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strconv"
 	"strings"
@@ -25,19 +24,7 @@ import (
 // restarts: every process is not ready while it is down and ready again
 // after, by itself.
 func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
-	var hooks sync.Map // call_id → delivered
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var env struct {
-			Data struct {
-				CallID string `json:"call_id"`
-			} `json:"data"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		if json.Unmarshal(b, &env) == nil && env.Data.CallID != "" {
-			hooks.Store(env.Data.CallID, true)
-		}
-	}))
-	t.Cleanup(receiver.Close)
+	receiver := newHookReceiver(t)
 
 	c := newCluster(t)
 	internal := "VOICEAI_METRICS_ADDR=127.0.0.1:0"
@@ -120,8 +107,7 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 				return do(t, "POST", gw+"/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"`+call+`"}}`).code == http.StatusAccepted
 			})
 			eventually(t, 15*time.Second, "the event is delivered after "+kind+" reconnected", func() bool {
-				_, ok := hooks.Load(call)
-				return ok
+				return receiver.count(call) > 0
 			})
 		}
 		eventually(t, 15*time.Second, "ticket creates go on after "+kind+" reconnected", func() bool { return load.acked() > before })
