@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // Spec is the durable consumer and how batches are formed.
@@ -51,7 +53,7 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 	if s.MaxAckPending <= 0 {
 		s.MaxAckPending = 4 * s.MaxBatch
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, s.Stream, jetstream.ConsumerConfig{
+	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, jetstream.ConsumerConfig{
 		Durable: s.Durable, FilterSubjects: s.FilterSubjects, DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, MaxAckPending: s.MaxAckPending,
 	})

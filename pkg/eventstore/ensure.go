@@ -19,28 +19,53 @@ import (
 // nats-server 2.15's file store, seen under -race).
 //
 // A stream that cannot answer yet (a new replicated stream before its
-// first leader, a cluster between leaders) is asked again with back-off
-// until ctx ends, so processes started together on a fresh cluster wait
-// for their streams instead of exiting. An attempt waits 1 s for its
-// answer at first (a stream without a leader sends none, and the client's
-// 5 s default made every process of a fresh cluster ready 5 or 10 s late),
-// then twice as long each time, up to 8 s, so a slow but answering cluster
-// is still waited for.
+// first leader, a cluster between leaders) is asked again until ctx ends,
+// so processes started together on a fresh cluster wait for their
+// streams instead of exiting (see untilAvailable).
 func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	return untilAvailable(ctx, "stream "+want.Name, func(ctx context.Context) (jetstream.Stream, error) {
+		return ensureOnce(ctx, js, want)
+	})
+}
+
+// EnsureConsumer creates or updates the durable consumer cfg.Durable of
+// stream, asking again while the cluster cannot answer (a new replicated
+// consumer elects a leader of its own before the server answers).
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	return untilAvailable(ctx, "consumer "+cfg.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+		return js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	})
+}
+
+// EnsureKeyValue creates or updates the key-value bucket cfg.Bucket,
+// asking again while the cluster cannot answer.
+func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	return untilAvailable(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
+	})
+}
+
+// untilAvailable calls op until it succeeds, fails for a reason a retry
+// cannot cure, or ctx ends, backing off between attempts. An attempt
+// waits 1 s for its answer at first (a stream or consumer without a
+// leader sends none, and the client's 5 s default made every process of a
+// fresh cluster ready 5 or 10 s late), then twice as long each time, up to
+// 8 s, so a slow but answering cluster is still waited for.
+func untilAvailable[T any](ctx context.Context, what string, op func(context.Context) (T, error)) (T, error) {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
 	attempt := time.Second
-	return backoff.RetryNotifyWithData(func() (jetstream.Stream, error) {
+	return backoff.RetryNotifyWithData(func() (T, error) {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		defer cancel()
 		attempt = min(2*attempt, 8*time.Second)
-		s, err := ensureOnce(actx, js, want)
+		v, err := op(actx)
 		if err = classify(err); err != nil && !isUnavailable(err) {
-			return nil, backoff.Permanent(err)
+			return v, backoff.Permanent(err)
 		}
-		return s, err
+		return v, err
 	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
-		slog.Warn("stream not available yet; asking again", "stream", want.Name, "in", wait, "err", err)
+		slog.Warn("not available yet; asking again", "what", what, "in", wait, "err", err)
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -24,7 +25,7 @@ const EnqueuerConsumer = "testing-enqueuer"
 // invocation_resubmitted event, until ctx ends. A durable consumer makes
 // it survive crashes; job message ids make re-queuing harmless.
 func (a *App) RunEnqueuer(ctx context.Context) error {
-	cons, err := a.JS.CreateOrUpdateConsumer(ctx, events.TestingStream, jetstream.ConsumerConfig{
+	cons, err := eventstore.EnsureConsumer(ctx, a.JS, events.TestingStream, jetstream.ConsumerConfig{
 		Durable: EnqueuerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
 		FilterSubject: events.TestingInvocationsAll, MaxAckPending: 16,
 	})

@@ -51,7 +51,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 
 // EnsureRunnersConsumer creates the shared work-queue consumer.
 func EnsureRunnersConsumer(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (jetstream.Consumer, error) {
-	return js.CreateOrUpdateConsumer(ctx, events.TestJobsStream, jetstream.ConsumerConfig{
+	return eventstore.EnsureConsumer(ctx, js, events.TestJobsStream, jetstream.ConsumerConfig{
 		Durable: RunnersConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 		MaxDeliver: -1, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
 	})

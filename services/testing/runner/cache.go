@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // ResponseCache keeps model answers by key. A cache that fails is a miss:
@@ -34,7 +36,7 @@ type KVCache struct {
 // OpenKVCache creates or updates the bucket with ttl and returns the cache.
 // The last runner to start sets the TTL: give every runner the same one.
 func OpenKVCache(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int, log *slog.Logger) (*KVCache, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	kv, err := eventstore.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: ModelCacheBucket, Description: "model answers of test runs that asked for caching",
 		TTL: ttl, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
 	})

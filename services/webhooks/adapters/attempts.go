@@ -202,7 +202,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Coll
 	); err != nil {
 		return err
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, events.WebhookAttemptsStream, jetstream.ConsumerConfig{
+	cons, err := eventstore.EnsureConsumer(ctx, js, events.WebhookAttemptsStream, jetstream.ConsumerConfig{
 		Durable:       "webhooks-attempts-store",
 		FilterSubject: events.WebhookAttemptsAll,
 		DeliverPolicy: jetstream.DeliverAllPolicy,

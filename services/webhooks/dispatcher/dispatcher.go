@@ -21,6 +21,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 )
@@ -151,7 +152,7 @@ func (d *Dispatcher) consume(stream, durable, filter string, maxAckPending, batc
 		MaxDeliver:    -1,
 		MaxAckPending: maxAckPending,
 	}
-	cons, err := d.JS.CreateOrUpdateConsumer(d.ctx, stream, cfg)
+	cons, err := eventstore.EnsureConsumer(d.ctx, d.JS, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)
 	}
