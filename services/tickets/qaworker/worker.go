@@ -47,7 +47,8 @@ type Worker struct {
 	// Batch bounds the messages handled as one batch (default 256).
 	Batch int
 	// Parallel bounds the tickets written at once within a batch
-	// (default 8).
+	// (default 32: a write is two round trips to the stream, so the
+	// worker waits more than it computes).
 	Parallel int
 	// AckWait is how long a batch a replica took may go unacknowledged
 	// before another replica gets it (a killed replica's batch; default 1
@@ -66,7 +67,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.Batch = 256
 	}
 	if w.Parallel <= 0 {
-		w.Parallel = 8
+		w.Parallel = 32
 	}
 	if w.Log == nil {
 		w.Log = slog.Default()
