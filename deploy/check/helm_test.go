@@ -132,6 +132,23 @@ func TestHelmChartRefusesMissingSecrets(t *testing.T) {
 	}
 }
 
+func TestHelmChartRefusesUnknownValues(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []string{
+		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\ncomponents: {gatway: {replicas: 3, resources: {}}}",
+		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\nstreamReplicas: 2",
+		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\nrunnerAutoscaling: {keda: {enable: true}}",
+	} {
+		_, err := chartutil.ToRenderValues(ch, parseValues(t, set), chartutil.ReleaseOptions{Name: "voiceai", Namespace: "qa"}, chartutil.DefaultCapabilities)
+		if err == nil {
+			t.Errorf("values %q accepted; want values.schema.json to refuse them", set)
+		}
+	}
+}
+
 // checkDeployment asserts what every component needs to run and be run.
 func checkDeployment(t *testing.T, name string, d *appsv1.Deployment) {
 	t.Helper()
