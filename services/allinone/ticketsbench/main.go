@@ -3,7 +3,9 @@
 // NATS and store, the default in-memory read index):
 //
 //	(a) creates through the gateway with 16 concurrent clients, against raw
-//	    optimistic JetStream appends by 16 publishers on the same server;
+//	    optimistic JetStream appends by 16 publishers on the same server
+//	    (and, for reference, against a bare HTTP server doing one append
+//	    per POST: the floor of any HTTP front);
 //	(b) listing lag at 1,000 creates/s: a create's acknowledgement to the
 //	    ticket in a listing;
 //	(c) listing p50 of a default page, a filtered page and a priority-sorted
@@ -58,6 +60,13 @@ const (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == floorArg {
+		if err := serveFloor(); err != nil {
+			fmt.Fprintln(os.Stderr, "ticketsbench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	creates := flag.Int("creates", 5000, "tickets created through the gateway in (a)")
 	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d)")
 	requests := flag.Int("requests", 60, "requests per listing measurement")
@@ -109,8 +118,13 @@ func run(creates, largest, requests int) error {
 	if err != nil {
 		return err
 	}
+	floor, err := floorRate(creates)
+	if err != nil {
+		return err
+	}
 	ratio := rate / raw
 	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, verdict(ratio >= 1.0/3))
+	fmt.Printf("    for reference, a bare HTTP server answering each POST with one append: %.0f/s = %.3f of raw; the gateway does %.3f of it\n", floor, floor/raw, rate/floor)
 	lags, err := p.listingLag(1000, 3*time.Second)
 	if err != nil {
 		return err
