@@ -1,13 +1,15 @@
 // Package api is the public HTTP API defined once: every operation's
-// method, path, owning service and permission. The gateway routes and
-// checks permissions from this table, each service registers its handlers
-// against it, and the hostile-input tests walk it; a route that is not in
-// the table is served by nobody.
+// method, path, owning service, permission, body and answer schemas and
+// error statuses. The gateway routes and checks permissions from this
+// table, each service registers its handlers against it, the hostile-input
+// tests walk it and the OpenAPI document (openapi.go) is made from it; a
+// route that is not in the table is served by nobody.
 package api
 
 import (
 	"net/http"
 	"regexp"
+	"slices"
 )
 
 // Operation is one endpoint of the public API.
@@ -17,6 +19,13 @@ type Operation struct {
 	Path    string // gorilla/mux template; every {var} is an id (see IDParams)
 	Service string // the service that serves it, reached over NATS
 	Perms   []string
+
+	Summary  string
+	Success  []int    // its success statuses, the usual one first
+	Request  string   // the schema (schemas.yaml) of its JSON body; "" for none
+	Response string   // the schema of its success body; "" for none (204)
+	Query    []string // its query parameters (schemas.yaml parameters)
+	Errors   []int    // what it answers beyond the statuses every operation may
 }
 
 // Permission sets, each "any one of".
@@ -35,78 +44,111 @@ func op(name, method, path, service string, perms []string) Operation {
 	return Operation{Name: name, Method: method, Path: path, Service: service, Perms: perms}
 }
 
+// doc describes what op takes and answers: its summary, success status,
+// and the schemas of its body and of its answer.
+func (o Operation) doc(summary string, status int, request, response string) Operation {
+	o.Summary, o.Success, o.Request, o.Response = summary, []int{status}, request, response
+	return o
+}
+
+// also adds a second success status, answered with the same schema.
+func (o Operation) also(status int) Operation {
+	o.Success = append(o.Success, status)
+	return o
+}
+
+func (o Operation) query(params ...string) Operation {
+	o.Query = params
+	return o
+}
+
+func (o Operation) errs(statuses ...int) Operation {
+	o.Errors = statuses
+	return o
+}
+
+// Query parameters several listings share.
+var (
+	page         = []string{"page_size", "cursor"}
+	ticketFilter = append(slices.Clone(page), "ticket_status", "assignee_user_id", "owner_user_id", "issue_type", "label",
+		"merged_into_ticket_id", "ticket_sort_by", "search", "sources", "priorities")
+	agentFilter = append(slices.Clone(page), "search", "agent_sort_by", "sort_direction", "archived", "created_by_user_id", "tags")
+)
+
 const (
-	get, post, put, patch, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
-	agentsPath                 = "/v1/convai/agents"
-	ticketsPath                = "/v1/convai/triage-tickets"
-	testsPath                  = "/v1/convai/agent-testing"
-	invocationsPath            = "/v1/convai/test-invocations"
-	accountsPath               = "/v1/service-accounts"
+	get, post, put, patch, del  = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
+	ok, created, accepted, none = http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent
+	conflict                    = http.StatusConflict
+	agentsPath                  = "/v1/convai/agents"
+	ticketsPath                 = "/v1/convai/triage-tickets"
+	testsPath                   = "/v1/convai/agent-testing"
+	invocationsPath             = "/v1/convai/test-invocations"
+	accountsPath                = "/v1/service-accounts"
 )
 
 // The operations. Static paths come before templates that would match
 // them (".../agents/list" before ".../agents/{agent_id}").
 var (
-	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite)
-	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead)
-	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead)
-	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead)
-	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite)
-	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite)
+	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite).doc("Create an agent", created, "AgentCreate", "AgentCreated")
+	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead).doc("List agents", ok, "", "AgentPage").query(agentFilter...)
+	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead).doc("List agents (the same as GET /v1/convai/agents)", ok, "", "AgentPage").query(agentFilter...)
+	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead).doc("Get an agent", ok, "", "Agent")
+	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent")
+	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Delete an agent", none, "", "")
 
-	ListTickets       = op("tickets.list", get, ticketsPath, "tickets", convaiRead)
-	CreateTicket      = op("tickets.create", post, ticketsPath, "tickets", convaiWrite)
-	ListAgentTickets  = op("tickets.list_agent", get, agentsPath+"/{agent_id}/triage-tickets", "tickets", convaiRead)
-	CreateAgentTicket = op("tickets.create_agent", post, agentsPath+"/{agent_id}/triage-tickets", "tickets", convaiWrite)
-	AssignableUsers   = op("tickets.assignable_users", get, agentsPath+"/{agent_id}/triage-tickets/assignable-users", "tickets", convaiRead)
-	GetTicket         = op("tickets.get", get, ticketsPath+"/{ticket_id}", "tickets", convaiRead)
-	UpdateTicket      = op("tickets.update", patch, ticketsPath+"/{ticket_id}", "tickets", convaiWrite)
-	DeleteTicket      = op("tickets.delete", del, ticketsPath+"/{ticket_id}", "tickets", convaiWrite)
-	CommentTicket     = op("tickets.comment", post, ticketsPath+"/{ticket_id}/comments", "tickets", convaiWrite)
-	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite)
-	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite)
+	ListTickets       = op("tickets.list", get, ticketsPath, "tickets", convaiRead).doc("List the workspace's conversation triage tickets, newest first", ok, "", "TicketPage").query(append(slices.Clone(ticketFilter), "agent_id")...)
+	CreateTicket      = op("tickets.create", post, ticketsPath, "tickets", convaiWrite).doc("Report a conversation; a report on a conversation with an open ticket joins it (200)", created, "TicketCreate", "Ticket").also(ok).errs(http.StatusNotFound)
+	ListAgentTickets  = op("tickets.list_agent", get, agentsPath+"/{agent_id}/triage-tickets", "tickets", convaiRead).doc("List an agent's tickets", ok, "", "TicketPage").query(append(slices.Clone(ticketFilter), "conversation_id")...)
+	CreateAgentTicket = op("tickets.create_agent", post, agentsPath+"/{agent_id}/triage-tickets", "tickets", convaiWrite).doc("Open a ticket on an agent", created, "AgentTicketCreate", "Ticket")
+	AssignableUsers   = op("tickets.assignable_users", get, agentsPath+"/{agent_id}/triage-tickets/assignable-users", "tickets", convaiRead).doc("List the members a ticket of the agent may be assigned to", ok, "", "AssignableUsers")
+	GetTicket         = op("tickets.get", get, ticketsPath+"/{ticket_id}", "tickets", convaiRead).doc("Get a ticket", ok, "", "Ticket")
+	UpdateTicket      = op("tickets.update", patch, ticketsPath+"/{ticket_id}", "tickets", convaiWrite).doc("Change a ticket's title, status, assignee, priority, issue type or labels", ok, "TicketUpdate", "Ticket").errs(conflict)
+	DeleteTicket      = op("tickets.delete", del, ticketsPath+"/{ticket_id}", "tickets", convaiWrite).doc("Delete a ticket", none, "", "")
+	CommentTicket     = op("tickets.comment", post, ticketsPath+"/{ticket_id}/comments", "tickets", convaiWrite).doc("Comment on a ticket", ok, "TicketCommentCreate", "Ticket").errs(conflict)
+	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite).doc("Comment on one turn of a ticket's conversation", ok, "TurnCommentCreate", "Ticket").errs(conflict)
+	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
 
-	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite)
-	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead)
-	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead) // reads; POST for its body
-	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite)
-	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite)
-	GetFolder          = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead)
-	RenameFolder       = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
-	DeleteFolder       = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite)
-	GetTest            = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead)
-	UpdateTest         = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite)
-	DeleteTest         = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite)
-	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite)
-	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead)
-	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead)
-	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite)
-	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite)
+	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
+	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(page), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
+	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries") // reads; POST for its body
+	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
+	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
+	GetFolder          = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead).doc("Get a test folder", ok, "", "Folder")
+	RenameFolder       = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Rename or move a test folder", ok, "FolderInput", "Folder").errs(conflict)
+	DeleteFolder       = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Delete a test folder: an empty one, or with force=true one and all it holds", none, "", "").query("force").errs(conflict)
+	GetTest            = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead).doc("Get a test, with its reliability over recent runs", ok, "", "Test").query("k")
+	UpdateTest         = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test")
+	DeleteTest         = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite).doc("Delete a test", ok, "", "Empty")
+	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite).doc("Run tests on an agent", ok, "RunTests", "Invocation")
+	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead).doc("List test invocations, newest first", ok, "", "InvocationPage").query(append(slices.Clone(page), "agent_id", "branch_id", "test_id", "search", "start_time", "end_time")...)
+	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead).doc("Get a test invocation (JSON, or JUnit XML with format=junit)", ok, "", "Invocation").query("format", "baseline_invocation_id")
+	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite).doc("Cancel the runs of an invocation that have not started", ok, "", "InvocationCancelled").errs(conflict)
+	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict)
 
-	ListWebhooks   = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead)
-	CreateWebhook  = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite)
-	GetWebhook     = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead)
-	UpdateWebhook  = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite)
-	DeleteWebhook  = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite)
-	WebhooksHealth = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead)
-	TestWebhook    = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite)
-	WebhookLogs    = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead)
-	IngestEvent    = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite)
+	ListWebhooks   = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
+	CreateWebhook  = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook")
+	GetWebhook     = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
+	UpdateWebhook  = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")
+	DeleteWebhook  = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
+	WebhooksHealth = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead).doc("The delivery health of every webhook", ok, "", "WebhookHealth")
+	TestWebhook    = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
+	WebhookLogs    = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's recent deliveries, newest first", ok, "", "DeliveryLog").query("limit")
+	IngestEvent    = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted")
 
-	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead)
-	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite)
-	ListKeys      = op("identity.list_keys", get, accountsPath+"/{user_id}/api-keys", "identity", accountsRead)
-	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite)
-	UpdateKey     = op("identity.update_key", patch, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite)
-	RevokeKey     = op("identity.revoke_key", del, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite)
-	ListMembers   = op("identity.list_members", get, "/v1/workspace/members", "identity", membersRead)
-	AddMember     = op("identity.add_member", post, "/v1/workspace/members", "identity", membersWrite)
+	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
+	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
+	ListKeys      = op("identity.list_keys", get, accountsPath+"/{user_id}/api-keys", "identity", accountsRead).doc("List a service account's API keys", ok, "", "ApiKeys")
+	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite).doc("Create an API key; its secret is in this answer only", ok, "ApiKeyCreate", "ApiKeyCreated")
+	UpdateKey     = op("identity.update_key", patch, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Change an API key's name, permissions, state, IP allow-list or rate limits", ok, "ApiKeyUpdate", "ApiKey")
+	RevokeKey     = op("identity.revoke_key", del, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Revoke an API key", ok, "", "ApiKeyRevoked")
+	ListMembers   = op("identity.list_members", get, "/v1/workspace/members", "identity", membersRead).doc("List the workspace's members", ok, "", "Members")
+	AddMember     = op("identity.add_member", post, "/v1/workspace/members", "identity", membersWrite).doc("Add a member to the workspace", created, "MemberAdd", "Member").errs(conflict)
 )
 
 // CreateTestFromConversation is an extension of the public API: a
 // regression test from a production conversation the caller posts (the
 // platform stores no transcripts).
-var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite)
+var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound)
 
 // Operations is every operation, in routing order.
 var Operations = []Operation{

@@ -102,19 +102,50 @@ func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
 
 // Handler is the public HTTP handler.
 func (g *Gateway) Handler() http.Handler {
-	router := mux.NewRouter()
-	router.Use(g.metrics.Middleware, httpx.RouteNamer)
-	router.NotFoundHandler = httpx.NotFoundHandler()
-	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	top, _ := g.routes()
+	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
+}
+
+// routes are the probes, the API's document and its reference page, and,
+// behind authentication, the router of every operation of the API.
+func (g *Gateway) routes() (top, operations *mux.Router) {
+	operations = mux.NewRouter()
+	operations.Use(g.metrics.Middleware, httpx.RouteNamer)
+	operations.NotFoundHandler = httpx.NotFoundHandler()
+	operations.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
 	for _, op := range api.Operations {
-		api.Route(router, op).Handler(g.forwardTo(op))
+		api.Route(operations, op).Handler(g.forwardTo(op))
 	}
 
-	top := mux.NewRouter()
+	top = mux.NewRouter()
 	top.Handle("/healthz", g.probes.LiveHandler()).Methods(http.MethodGet, http.MethodHead)
 	top.Handle("/readyz", g.probes.ReadyHandler()).Methods(http.MethodGet, http.MethodHead)
-	top.PathPrefix("/").Handler(g.Authenticate(router))
-	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
+	top.Handle(api.OpenAPIPath, openAPIHandler()).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.DocsPath, http.RedirectHandler(api.DocsPath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
+	top.PathPrefix(api.DocsPath+"/").Handler(docsHandler()).Methods(http.MethodGet, http.MethodHead)
+	top.PathPrefix("/").Handler(g.Authenticate(operations))
+	return top, operations
+}
+
+// Routes lists what the gateway serves as "METHOD /path/template": the
+// unauthenticated routes (the docs' one is a prefix), then the operations.
+func (g *Gateway) Routes() []string {
+	var out []string
+	walk := func(route *mux.Route, _ *mux.Router, _ []*mux.Route) error {
+		methods, errM := route.GetMethods()
+		path, errP := route.GetPathTemplate()
+		if errM != nil || errP != nil {
+			return nil // the catch-all that leads to the operations
+		}
+		for _, m := range methods {
+			out = append(out, m+" "+path)
+		}
+		return nil
+	}
+	top, operations := g.routes()
+	_ = top.Walk(walk)
+	_ = operations.Walk(walk)
+	return out
 }
 
 // forwardTo checks the operation's permission and what the caller put in

@@ -70,6 +70,7 @@ func call(t *testing.T, s *Stack, method, path, key, body string, headers ...str
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
+	checkContract(t, req, body, resp, b)
 	return response{Code: resp.StatusCode, Header: resp.Header, Body: b}
 }
 

@@ -321,6 +321,15 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 		t.Fatalf("force delete: %d %s", r.Code, r.Body)
 	}
 	wantError(t, call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, ""), 404, "test_not_found")
+	r = call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, `{"type":"llm","name":"Short-lived","success_condition":"x"}`)
+	if r.Code != 200 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	gone := r.JSON(t)["id"].(string)
+	if r := call(t, s, "DELETE", "/v1/convai/agent-testing/"+gone, adminKey, ""); r.Code != 200 {
+		t.Fatalf("delete test: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "GET", "/v1/convai/agent-testing/"+gone, adminKey, ""), 404, "test_not_found")
 
 	// Another workspace sees none of it; a read-only key cannot write, but
 	// reads summaries (a POST only for its body).

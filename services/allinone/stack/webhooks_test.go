@@ -60,6 +60,9 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if r := call(t, s, "GET", "/v1/convai/webhooks", reader, ""); r.Code != 200 || !strings.Contains(string(r.Body), id) || strings.Contains(string(r.Body), secret) {
 		t.Fatalf("list: %d %s", r.Code, r.Body)
 	}
+	if r := call(t, s, "GET", "/v1/convai/webhooks/"+id, reader, ""); r.Code != 200 || r.JSON(t)["webhook_id"] != id || strings.Contains(string(r.Body), secret) {
+		t.Fatalf("get: %d %s", r.Code, r.Body)
+	}
 
 	// Ingestion needs convai_write.
 	wantError(t, call(t, s, "POST", "/v1/convai/events", writer, `{"event":"call_started","data":{}}`), 403, "missing_permission")

@@ -1,0 +1,277 @@
+package api
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// schemasYAML holds the wire shapes the operations name.
+//
+//go:embed schemas.yaml
+var schemasYAML []byte
+
+// Version is the API version the document states (spec 9).
+const Version = "1.0"
+
+// Paths the gateway serves without a key: the document and its rendering.
+const (
+	OpenAPIPath = "/v1/openapi.json"
+	DocsPath    = "/docs"
+)
+
+// errorStatuses are what any operation may answer, whatever it does: no
+// or a bad key, a missing permission, the rate limit, and a platform that
+// failed, is briefly unavailable or did not answer in time.
+var errorStatuses = []int{401, 403, 429, 500, 503, 504}
+
+// ErrorStatuses are the error statuses op may answer: those of every
+// operation, those of a path id (404), of a write (413), of a body (400,
+// 422) or a query (422), and its own.
+func (op Operation) ErrorStatuses() []int {
+	out := slices.Clone(errorStatuses)
+	if len(op.Vars()) > 0 {
+		out = append(out, http.StatusNotFound)
+	}
+	if !op.Reads() {
+		out = append(out, http.StatusRequestEntityTooLarge) // a body too large is refused unread
+	}
+	if op.Request != "" {
+		out = append(out, http.StatusBadRequest, http.StatusUnprocessableEntity)
+	}
+	if len(op.Query) > 0 {
+		out = append(out, http.StatusUnprocessableEntity)
+	}
+	out = append(out, op.Errors...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+var (
+	docOnce  sync.Once
+	docBytes []byte
+	docErr   error
+)
+
+// OpenAPI is the OpenAPI 3.1 document of the API, made from Operations and
+// schemas.yaml, as JSON.
+func OpenAPI() ([]byte, error) {
+	docOnce.Do(func() {
+		var doc map[string]any
+		if doc, docErr = document(); docErr == nil {
+			docBytes, docErr = json.MarshalIndent(doc, "", "  ")
+		}
+	})
+	return docBytes, docErr
+}
+
+func document() (map[string]any, error) {
+	var components map[string]any
+	if err := yaml.Unmarshal(schemasYAML, &components); err != nil {
+		return nil, fmt.Errorf("schemas.yaml: %w", err)
+	}
+	components["responses"] = errorResponses()
+	components["securitySchemes"] = map[string]any{
+		"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "x-api-key",
+			"description": "An API key of a service account; its permissions decide what it may do."},
+	}
+	paths := map[string]any{}
+	for _, op := range Operations {
+		item, _ := paths[op.Path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			if params := pathParams(op); len(params) > 0 {
+				item["parameters"] = params
+			}
+			paths[op.Path] = item
+		}
+		o, err := operation(op, components)
+		if err != nil {
+			return nil, err
+		}
+		item[strings.ToLower(op.Method)] = o
+		if op.Reads() {
+			head := map[string]any{"operationId": op.Name + ".head", "tags": o["tags"],
+				"summary": op.Summary + " (headers only)", "responses": headResponses(o["responses"].(map[string]any))}
+			item["head"] = head
+		}
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{
+			"title":   "Voice agent QA platform API",
+			"version": Version,
+			"description": "Agents, conversation triage tickets, agent tests and their invocations, API keys and signed webhooks. " +
+				"Every request carries an API key in the x-api-key header. Errors answer {detail: {status, message, request_id}}, " +
+				"validation errors {detail: [{loc, msg, type}]}. A create with an Idempotency-Key header may be retried safely.",
+		},
+		"servers":    []any{map[string]any{"url": "/"}},
+		"security":   []any{map[string]any{"apiKey": []any{}}},
+		"tags":       tags(),
+		"paths":      paths,
+		"webhooks":   webhooks(),
+		"components": components,
+	}, nil
+}
+
+func operation(op Operation, components map[string]any) (map[string]any, error) {
+	if op.Summary == "" || len(op.Success) == 0 {
+		return nil, fmt.Errorf("operation %s has no doc", op.Name)
+	}
+	o := map[string]any{
+		"operationId": op.Name,
+		"summary":     op.Summary,
+		"tags":        []any{op.Service},
+		"description": "Needs one of the permissions: " + strings.Join(op.Perms, ", ") + ".",
+	}
+	for _, name := range []string{op.Request, op.Response} {
+		if name != "" && components["schemas"].(map[string]any)[name] == nil {
+			return nil, fmt.Errorf("operation %s names the schema %q, which schemas.yaml lacks", op.Name, name)
+		}
+	}
+	var params []any
+	for _, q := range op.Query {
+		if components["parameters"].(map[string]any)[q] == nil {
+			return nil, fmt.Errorf("operation %s names the parameter %q, which schemas.yaml lacks", op.Name, q)
+		}
+		params = append(params, ref("parameters", q))
+	}
+	params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "required": false,
+		"description": "Makes the request safe to retry: the same key answers the first request's outcome.",
+		"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen}})
+	o["parameters"] = params
+	if op.Request != "" {
+		o["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.Request)}
+	}
+	responses := map[string]any{}
+	for _, code := range op.Success {
+		r := map[string]any{"description": http.StatusText(code), "headers": rateLimitHeaders()}
+		if op.Response != "" {
+			content := jsonContent(op.Response)
+			if op.Name == GetInvocation.Name {
+				content["application/xml"] = map[string]any{"schema": map[string]any{"type": "string", "description": "A JUnit XML report."}}
+			}
+			r["content"] = content
+		}
+		responses[strconv.Itoa(code)] = r
+	}
+	for _, code := range op.ErrorStatuses() {
+		responses[strconv.Itoa(code)] = ref("responses", errorResponseName(code))
+	}
+	o["responses"] = responses
+	return o, nil
+}
+
+func errorResponseName(code int) string { return "Error" + strconv.Itoa(code) }
+
+// errorResponses are the error answers operations share, by status.
+func errorResponses() map[string]any {
+	out := map[string]any{}
+	for _, op := range Operations {
+		for _, code := range op.ErrorStatuses() {
+			schema := "Error"
+			if code == http.StatusUnprocessableEntity {
+				schema = "ValidationError"
+			}
+			r := map[string]any{"description": http.StatusText(code), "content": jsonContent(schema)}
+			if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+				r["headers"] = map[string]any{"Retry-After": map[string]any{
+					"description": "Seconds to wait before a retry.", "schema": map[string]any{"type": "integer"}}}
+			}
+			out[errorResponseName(code)] = r
+		}
+	}
+	return out
+}
+
+// headResponses are a GET's answers without their bodies.
+func headResponses(get map[string]any) map[string]any {
+	out := map[string]any{}
+	for code, r := range get {
+		if _, shared := r.(map[string]any)["$ref"]; shared {
+			out[code] = r
+			continue
+		}
+		out[code] = map[string]any{"description": r.(map[string]any)["description"]}
+	}
+	return out
+}
+
+func pathParams(op Operation) []any {
+	var out []any
+	for _, v := range op.Vars() {
+		out = append(out, map[string]any{"name": v, "in": "path", "required": true,
+			"description": "The " + IDParams[v].Noun + "'s id.", "schema": map[string]any{"type": "string"}})
+	}
+	return out
+}
+
+func rateLimitHeaders() map[string]any {
+	h := map[string]any{}
+	for name, what := range map[string]string{
+		"X-RateLimit-Limit":     "The requests the key may make in the current window.",
+		"X-RateLimit-Remaining": "The requests left in the window.",
+		"X-RateLimit-Reset":     "When the window resets, in Unix seconds.",
+	} {
+		h[name] = map[string]any{"description": what, "schema": map[string]any{"type": "integer"}}
+	}
+	return h
+}
+
+func tags() []any {
+	var out []any
+	for _, t := range [][2]string{
+		{"agents", "Voice agents."},
+		{"tickets", "Conversation triage tickets."},
+		{"testing", "Agent tests, folders and test invocations."},
+		{"webhooks", "Signed webhooks, their delivery logs and event ingestion."},
+		{"identity", "Service accounts, API keys and workspace members."},
+	} {
+		out = append(out, map[string]any{"name": t[0], "description": t[1]})
+	}
+	return out
+}
+
+// webhooks documents what the platform sends to a webhook's url: one
+// signed POST per event (spec 6).
+func webhooks() map[string]any {
+	data := []any{}
+	for _, s := range []string{"CallStartedData", "CallEndedData", "ConversationEndedData", "EscalationTriggeredData", "TicketEventData"} {
+		data = append(data, ref("schemas", s))
+	}
+	return map[string]any{
+		"event": map[string]any{"post": map[string]any{
+			"summary": "An event delivered to a webhook's url",
+			"description": "X-Service-Signature is sha256= and the lowercase hex HMAC-SHA256 of the raw body, keyed with the webhook's secret; " +
+				"compare it in constant time. X-Service-Event-Id names the event: a receiver that has seen it answers 200 again. " +
+				"Any status but 2xx is retried as the webhook's retry_config says. The data of each event is one of the schemas listed under data.",
+			"parameters": []any{
+				map[string]any{"name": "X-Service-Signature", "in": "header", "required": true, "schema": map[string]any{"type": "string", "pattern": "^sha256=[0-9a-f]{64}$"}},
+				map[string]any{"name": "X-Service-Event-Id", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "X-Service-Delivery-Attempt", "in": "header", "required": true, "schema": map[string]any{"type": "integer", "minimum": 1}},
+				map[string]any{"name": "X-Service-Event", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "X-Service-Webhook-Id", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "X-Service-Timestamp", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+			},
+			"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]any{"allOf": []any{ref("schemas", "EventEnvelope")},
+					"properties": map[string]any{"data": map[string]any{"anyOf": data}}}}}},
+			"responses": map[string]any{"200": map[string]any{"description": "Received."}},
+		}},
+	}
+}
+
+func jsonContent(schema string) map[string]any {
+	return map[string]any{"application/json": map[string]any{"schema": ref("schemas", schema)}}
+}
+
+func ref(kind, name string) map[string]any {
+	return map[string]any{"$ref": "#/components/" + kind + "/" + name}
+}

@@ -1,0 +1,197 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gorilla/mux"
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+)
+
+// The contract test: every answer the stack tests get through call is
+// checked against the OpenAPI document the gateway serves (its status is
+// one the operation documents, its body matches that status's schema), and
+// so is the body of every request that succeeded. When the whole package
+// ran, every operation must have been seen answering each of its
+// documented success statuses: an operation the tests never reach is one
+// whose document nothing checks.
+var contract struct {
+	once      sync.Once
+	validator validator.Validator
+	err       error
+	router    *mux.Router
+
+	mu   sync.Mutex
+	seen map[string]bool // "operation status"
+}
+
+func contractValidator() (validator.Validator, *mux.Router, error) {
+	contract.once.Do(func() {
+		b, err := api.OpenAPI()
+		if err != nil {
+			contract.err = err
+			return
+		}
+		doc, err := libopenapi.NewDocument(b)
+		if err != nil {
+			contract.err = err
+			return
+		}
+		v, errs := validator.NewValidator(doc)
+		if len(errs) > 0 {
+			contract.err = fmt.Errorf("%v", errs)
+			return
+		}
+		contract.validator = v
+		contract.router = mux.NewRouter()
+		for _, op := range api.Operations {
+			api.Route(contract.router, op).Name(op.Name)
+		}
+		contract.seen = map[string]bool{}
+	})
+	return contract.validator, contract.router, contract.err
+}
+
+// checkContract validates one exchange of call against the document.
+func checkContract(t *testing.T, req *http.Request, reqBody string, resp *http.Response, body []byte) {
+	t.Helper()
+	v, router, err := contractValidator()
+	if err != nil {
+		t.Fatalf("the OpenAPI document: %v", err)
+	}
+	var m mux.RouteMatch
+	if !router.Match(req, &m) || m.Route == nil || m.MatchErr != nil {
+		return // not an operation: an unknown route, a wrong method, the probes
+	}
+	name := m.Route.GetName()
+	op := api.Operations[slices.IndexFunc(api.Operations, func(o api.Operation) bool { return o.Name == name })]
+	if !slices.Contains(op.Success, resp.StatusCode) && !slices.Contains(op.ErrorStatuses(), resp.StatusCode) {
+		t.Errorf("contract: %s %s (%s) answered %d, which its document does not list: %.300s", req.Method, req.URL.Path, name, resp.StatusCode, body)
+		return
+	}
+	if req.Method == http.MethodHead {
+		return // no body to check
+	}
+	replay := req.Clone(req.Context())
+	replay.Body = io.NopCloser(strings.NewReader(reqBody))
+	if reqBody != "" && replay.Header.Get("Content-Type") == "" {
+		replay.Header.Set("Content-Type", "application/json") // what the API takes any body for
+	}
+	answer := *resp
+	answer.Body = io.NopCloser(bytes.NewReader(body))
+	answer.Request = replay
+	if ok, errs := v.ValidateHttpResponse(replay, &answer); !ok {
+		t.Errorf("contract: the %d answer of %s %s (%s) does not match its document:%s\n%.500s", resp.StatusCode, req.Method, req.URL.Path, name, describe(errs), body)
+	}
+	if resp.StatusCode < 300 {
+		if ok, errs := v.ValidateHttpRequest(replay); !ok {
+			t.Errorf("contract: a request %s %s (%s) succeeded that its document refuses:%s\n%.500s", req.Method, req.URL.String(), name, describe(errs), reqBody)
+		}
+		contract.mu.Lock()
+		contract.seen[fmt.Sprintf("%s %d", name, resp.StatusCode)] = true
+		contract.mu.Unlock()
+	}
+}
+
+// partial reports whether the run was asked for part of the package.
+func partial() bool {
+	for _, f := range []string{"test.run", "test.skip", "test.list"} {
+		if flag.Lookup(f).Value.String() != "" {
+			return true
+		}
+	}
+	return testing.Short()
+}
+
+func describe[E interface{ Error() string }](errs []E) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString("\n  - " + e.Error())
+	}
+	return b.String()
+}
+
+// TestMain runs the package, then, when every test ran and passed, fails
+// if an operation was never seen succeeding.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && !partial() {
+		var missing []string
+		for _, op := range api.Operations {
+			for _, status := range op.Success {
+				if !contract.seen[fmt.Sprintf("%s %d", op.Name, status)] {
+					missing = append(missing, fmt.Sprintf("%s %s (%s) answering %d", op.Method, op.Path, op.Name, status))
+				}
+			}
+		}
+		if len(missing) > 0 {
+			fmt.Fprintf(os.Stderr, "contract: no test saw these operations succeed, so nothing checked their document:\n  %s\n", strings.Join(missing, "\n  "))
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestOpenAPIServedAndComplete: the gateway serves its document and the
+// reference page without a key, the page needs nothing from elsewhere,
+// and every route the gateway serves is in the document.
+func TestOpenAPIServedAndComplete(t *testing.T) {
+	s := start(t, t.TempDir(), nil)
+	r := call(t, s, "GET", api.OpenAPIPath, "", "")
+	if r.Code != 200 || r.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("document: %d %s", r.Code, r.Header)
+	}
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(r.Body, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("document: %v %.200s", err, r.Body)
+	}
+
+	r = call(t, s, "GET", api.DocsPath+"/", "", "")
+	if r.Code != 200 || !strings.Contains(string(r.Body), api.OpenAPIPath) {
+		t.Fatalf("reference page: %d %.300s", r.Code, r.Body)
+	}
+	assets := regexp.MustCompile(`(?:src|href)="([^"]+)"`).FindAllStringSubmatch(string(r.Body), -1)
+	if len(assets) == 0 {
+		t.Fatal("the reference page loads no assets")
+	}
+	for _, a := range assets {
+		if !strings.HasPrefix(a[1], api.DocsPath+"/") {
+			t.Errorf("the reference page loads %s from elsewhere", a[1])
+			continue
+		}
+		if r := call(t, s, "GET", a[1], "", ""); r.Code != 200 || len(r.Body) == 0 {
+			t.Errorf("asset %s: %d", a[1], r.Code)
+		}
+	}
+
+	unauthenticated := []string{"/healthz", "/readyz", api.OpenAPIPath, api.DocsPath, api.DocsPath + "/"}
+	routes := s.Gateway().Routes()
+	if !slices.Contains(routes, "GET "+api.GetAgent.Path) || !slices.Contains(routes, "GET "+api.OpenAPIPath) {
+		t.Fatalf("the gateway's routes miss some it serves: %v", routes)
+	}
+	for _, route := range routes {
+		method, path, _ := strings.Cut(route, " ")
+		if slices.Contains(unauthenticated, path) {
+			continue
+		}
+		if doc.Paths[path][strings.ToLower(method)] == nil {
+			t.Errorf("the gateway serves %s, which the document lacks", route)
+		}
+	}
+}
