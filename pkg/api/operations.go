@@ -125,15 +125,17 @@ var (
 	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite).doc("Cancel the runs of an invocation that have not started", ok, "", "InvocationCancelled").errs(conflict)
 	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict)
 
-	ListWebhooks   = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
-	CreateWebhook  = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook")
-	GetWebhook     = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
-	UpdateWebhook  = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")
-	DeleteWebhook  = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
-	WebhooksHealth = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead).doc("The delivery health of every webhook", ok, "", "WebhookHealth")
-	TestWebhook    = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
-	WebhookLogs    = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's recent deliveries, newest first", ok, "", "DeliveryLog").query("limit")
-	IngestEvent    = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted")
+	ListWebhooks      = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
+	CreateWebhook     = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook")
+	GetWebhook        = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
+	UpdateWebhook     = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")
+	DeleteWebhook     = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
+	WebhooksHealth    = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead).doc("The delivery health of every webhook", ok, "", "WebhookHealth")
+	TestWebhook       = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
+	WebhookLogs       = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's delivery attempts, newest first, filtered by event, status and time", ok, "", "DeliveryLog").query("limit", "log_event", "log_status", "start_time", "end_time")
+	ResendDelivery    = op("webhooks.resend", post, "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", "webhooks", webhooksWrite).doc("Deliver an event again: a new delivery with the same body and event id", accepted, "", "Resent").errs(conflict)
+	RecoverDeliveries = op("webhooks.recover", post, "/v1/voiceai/webhooks/{webhook_id}/recover", "webhooks", webhooksWrite).doc("Resend every delivery that failed for good in a time range and was not delivered since", accepted, "Recover", "Recovered").errs(conflict)
+	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted")
 
 	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
 	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
@@ -157,7 +159,8 @@ var Operations = []Operation{
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
-	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, TestWebhook, WebhookLogs, IngestEvent,
+	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, TestWebhook, WebhookLogs,
+	ResendDelivery, RecoverDeliveries, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
 }
 
@@ -178,6 +181,7 @@ var IDParams = map[string]IDParam{
 	"folder_id":     {"folder_not_found", "test folder"},
 	"invocation_id": {"test_invocation_not_found", "test invocation"},
 	"webhook_id":    {"webhook_not_found", "webhook"},
+	"delivery_id":   {"delivery_not_found", "delivery"},
 	"user_id":       {"service_account_not_found", "service account"},
 	"key_id":        {"api_key_not_found", "API key"},
 }

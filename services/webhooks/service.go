@@ -132,7 +132,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}, adapters.ProjectWebhook)
 	a := &app.App{
 		Webhooks: app.NewRepo(d.JS, reg, d.Logger, nil), Registry: reg, Attempts: attempts,
-		Sealer: sealer, Sender: sender, JS: d.JS, Log: d.Logger,
+		History: adapters.AttemptStore{Coll: db.Collection("attempts")},
+		Sealer:  sealer, Sender: sender, JS: d.JS, Log: d.Logger,
 	}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {

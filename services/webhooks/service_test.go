@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -232,7 +233,7 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 	})
 	eventually(t, "the final attempt of every event of "+id+" recorded", func() bool {
 		final := map[string]bool{}
-		for _, a := range h.svc.App.Attempts.Recent(id, adapters.RecentAttempts) {
+		for _, a := range recent(h.svc.App.Attempts, id, adapters.RecentAttempts) {
 			if !a.GetTest() {
 				final[a.GetEventId()] = final[a.GetEventId()] || a.GetFinal()
 			}
@@ -451,7 +452,7 @@ func TestDeliveries(t *testing.T) {
 		if n, l := len(rc.all()), len(h.logs("ws_r1", id)); n != 3 || l != 3 {
 			t.Fatalf("%d attempts received, %d logged, want 3", n, l)
 		}
-		if !h.svc.App.Attempts.Recent(id, 1)[0].GetFinal() {
+		if !recent(h.svc.App.Attempts, id, 1)[0].GetFinal() {
 			t.Fatal("the third attempt is not final")
 		}
 	})
@@ -466,7 +467,7 @@ func TestDeliveries(t *testing.T) {
 		if n, l := len(rc.all()), len(h.logs("ws_r2", id)); n != 1 || l != 1 {
 			t.Fatalf("%d attempts received, %d logged, want 1", n, l)
 		}
-		if a := h.svc.App.Attempts.Recent(id, 1)[0]; !a.GetFinal() || a.GetRetryCount() != 0 {
+		if a := recent(h.svc.App.Attempts, id, 1)[0]; !a.GetFinal() || a.GetRetryCount() != 0 {
 			t.Fatalf("attempt %v, want a final first attempt", a)
 		}
 	})
@@ -694,4 +695,10 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	if len(seen) != n || a+b != n || a == 0 || b == 0 {
 		t.Fatalf("%d events received; replica A delivered %.0f, B %.0f: want %d in all, shared", len(seen), a, b, n)
 	}
+}
+
+// recent is the in-memory log's newest attempts of a webhook.
+func recent(l *adapters.AttemptLog, id string, limit int) []*webhooksv1.DeliveryAttempt {
+	out, _ := l.Recent(id, domain.LogFilter{}, limit)
+	return out
 }

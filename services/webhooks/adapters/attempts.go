@@ -18,8 +18,10 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 // Sizes of the in-memory delivery log of each webhook.
@@ -49,6 +51,10 @@ func PublishAttempt(js jetstream.JetStream, a *webhooksv1.DeliveryAttempt) (jets
 	msg.Header.Set(events.HeaderEventID, a.GetEventId())
 	return js.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
 }
+
+// BodyBudget bounds the request bodies the in-memory log keeps per
+// webhook; older bodies are read from the durable log when needed.
+const BodyBudget = 1 << 20
 
 type hookLog struct {
 	recent      []*webhooksv1.DeliveryAttempt // oldest first, at most RecentAttempts
@@ -106,6 +112,7 @@ func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
 	if len(h.recent) > RecentAttempts {
 		h.recent = h.recent[len(h.recent)-RecentAttempts:]
 	}
+	h.keepBodies()
 	if a.GetTest() {
 		return
 	}
@@ -124,19 +131,52 @@ func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
 	}
 }
 
-// Recent returns up to limit attempts of a webhook, newest first.
-func (l *AttemptLog) Recent(webhookID string, limit int) []*webhooksv1.DeliveryAttempt {
+// keepBodies drops the request bodies of the oldest attempts beyond
+// BodyBudget (the attempts stay).
+func (h *hookLog) keepBodies() {
+	total := 0
+	for i := len(h.recent) - 1; i >= 0; i-- {
+		a := h.recent[i]
+		if total += len(a.GetRequestBody()); total > BodyBudget && a.RequestBody != nil {
+			a.RequestBody = nil
+		}
+	}
+}
+
+// Recent returns up to limit attempts of a webhook that f selects, newest
+// first, and when the oldest attempt the memory holds was made (0 when
+// it holds none): every later attempt is in memory, earlier ones only in
+// the durable log.
+func (l *AttemptLog) Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt, oldestMs int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	h := l.hooks[webhookID]
+	if h == nil || len(h.recent) == 0 {
+		return nil, 0
+	}
+	for i := len(h.recent) - 1; i >= 0 && len(out) < limit; i-- {
+		if a := h.recent[i]; f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
+			out = append(out, a)
+		}
+	}
+	return out, h.recent[0].GetAtUnixMs()
+}
+
+// Find returns the newest attempt of a webhook that pred selects, if the
+// log still holds one.
+func (l *AttemptLog) Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	h := l.hooks[webhookID]
 	if h == nil {
 		return nil
 	}
-	out := make([]*webhooksv1.DeliveryAttempt, 0, min(limit, len(h.recent)))
-	for i := len(h.recent) - 1; i >= 0 && len(out) < limit; i-- {
-		out = append(out, h.recent[i])
+	for i := len(h.recent) - 1; i >= 0; i-- {
+		if pred(h.recent[i]) {
+			return h.recent[i]
+		}
 	}
-	return out
+	return nil
 }
 
 // Health is what the log knows of a webhook's recent deliveries.
@@ -189,6 +229,91 @@ type attemptDoc struct {
 	Error        string `bson:"error,omitempty"`
 	Final        bool   `bson:"final"`
 	Test         bool   `bson:"test,omitempty"`
+	DeliveryID   string `bson:"delivery_id"`
+	ResendID     string `bson:"resend_id,omitempty"`
+	RequestBody  []byte `bson:"request_body,omitempty"`
+	ResponseBody string `bson:"response_body,omitempty"`
+}
+
+func docOf(a *webhooksv1.DeliveryAttempt) attemptDoc {
+	return attemptDoc{
+		ID: a.GetAttemptId(), EventID: a.GetEventId(), WorkspaceID: a.GetWorkspaceId(), WebhookID: a.GetWebhookId(),
+		Event: a.GetEvent(), AtUnixMs: a.GetAtUnixMs(), Success: a.GetSuccess(), ResponseCode: a.GetResponseCode(),
+		DurationMs: a.GetDurationMs(), RetryCount: a.GetRetryCount(), Error: a.GetError(), Final: a.GetFinal(), Test: a.GetTest(),
+		DeliveryID: DeliveryID(a), ResendID: a.GetResendId(), RequestBody: a.GetRequestBody(), ResponseBody: a.GetResponseBody(),
+	}
+}
+
+func (d attemptDoc) attempt() *webhooksv1.DeliveryAttempt {
+	return &webhooksv1.DeliveryAttempt{
+		AttemptId: d.ID, EventId: d.EventID, WorkspaceId: d.WorkspaceID, WebhookId: d.WebhookID, Event: d.Event,
+		AtUnixMs: d.AtUnixMs, Success: d.Success, ResponseCode: d.ResponseCode, DurationMs: d.DurationMs, RetryCount: d.RetryCount,
+		Error: d.Error, Final: d.Final, Test: d.Test, ResendId: d.ResendID, RequestBody: d.RequestBody, ResponseBody: d.ResponseBody,
+	}
+}
+
+// DeliveryID names one delivery of an event to a webhook (the first, or
+// a resend): "dlv_" and a hash of event, webhook and resend ids, so it
+// follows the id grammar whatever the event id looks like.
+func DeliveryID(a *webhooksv1.DeliveryAttempt) string {
+	return "dlv_" + esproto.StableID("delivery", a.GetEventId()+"\x00"+a.GetWebhookId()+"\x00"+a.GetResendId())
+}
+
+// AttemptStore is the durable delivery log in Mongo: every attempt,
+// beyond what the stream and the memory keep.
+type AttemptStore struct{ Coll *mongo.Collection }
+
+// Older returns up to limit attempts of a webhook that f selects, made
+// before beforeMs (0: any time), newest first.
+func (s AttemptStore) Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+	filter := bson.D{{Key: "webhook_id", Value: webhookID}}
+	at := bson.D{}
+	if f.FromMs != 0 {
+		at = append(at, bson.E{Key: "$gte", Value: f.FromMs})
+	}
+	to := f.ToMs
+	if beforeMs != 0 && (to == 0 || beforeMs < to) {
+		to = beforeMs
+	}
+	if to != 0 {
+		at = append(at, bson.E{Key: "$lt", Value: to})
+	}
+	if len(at) > 0 {
+		filter = append(filter, bson.E{Key: "at_unix_ms", Value: at})
+	}
+	if f.Event != "" {
+		filter = append(filter, bson.E{Key: "event", Value: f.Event})
+	}
+	if f.Status != "" {
+		filter = append(filter, bson.E{Key: "success", Value: f.Status == domain.LogSuccess})
+	}
+	cur, err := s.Coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "at_unix_ms", Value: -1}}).SetLimit(int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	var docs []attemptDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make([]*webhooksv1.DeliveryAttempt, len(docs))
+	for i, d := range docs {
+		out[i] = d.attempt()
+	}
+	return out, nil
+}
+
+// FirstAttempt returns the first attempt of a delivery of a webhook (the
+// one that keeps the request body), or nil.
+func (s AttemptStore) FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
+	var d attemptDoc
+	err := s.Coll.FindOne(ctx, bson.D{{Key: "webhook_id", Value: webhookID}, {Key: "delivery_id", Value: deliveryID}, {Key: "retry_count", Value: 0}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return d.attempt(), nil
 }
 
 // StoreAttempts copies every attempt record into coll (the durable
@@ -199,6 +324,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Coll
 	if err := mongox.EnsureIndexes(ctx, coll,
 		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "at_unix_ms", Value: -1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "event_id", Value: 1}}},
+		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "delivery_id", Value: 1}}},
 	); err != nil {
 		return err
 	}
@@ -231,11 +357,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Coll
 				if proto.Unmarshal(m.Data(), &a) != nil {
 					continue
 				}
-				docs = append(docs, attemptDoc{
-					ID: a.GetAttemptId(), EventID: a.GetEventId(), WorkspaceID: a.GetWorkspaceId(), WebhookID: a.GetWebhookId(),
-					Event: a.GetEvent(), AtUnixMs: a.GetAtUnixMs(), Success: a.GetSuccess(), ResponseCode: a.GetResponseCode(),
-					DurationMs: a.GetDurationMs(), RetryCount: a.GetRetryCount(), Error: a.GetError(), Final: a.GetFinal(), Test: a.GetTest(),
-				})
+				docs = append(docs, docOf(&a))
 			}
 			if last == nil {
 				continue

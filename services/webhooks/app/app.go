@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -33,11 +34,22 @@ type App struct {
 	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
 	Registry *adapters.Registry
 	Attempts *adapters.AttemptLog
+	History  DeliveryHistory // nil: the log is what memory holds
 	Sealer   *adapters.Sealer
 	Sender   *delivery.Sender
 	JS       jetstream.JetStream
 	Log      *slog.Logger
 	Now      func() time.Time
+}
+
+// DeliveryHistory is the durable delivery log: every attempt, beyond what
+// the in-memory log keeps.
+type DeliveryHistory interface {
+	// Older returns up to limit attempts of a webhook that f selects,
+	// made before beforeMs (0: any time), newest first.
+	Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error)
+	// FirstAttempt returns the first attempt of a delivery, or nil.
+	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
 }
 
 // NewRepo is the webhook repository over the WEBHOOKS stream; every
@@ -97,13 +109,22 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 
 // NewAttempt is the record of attempt retryCount+1 of delivering eventID
 // to w, judged verdict; it is final unless a retry follows.
-func NewAttempt(eventID, event string, w *webhooksv1.Webhook, retryCount int, at time.Time, res delivery.Result, verdict domain.Verdict) *webhooksv1.DeliveryAttempt {
-	return &webhooksv1.DeliveryAttempt{
-		AttemptId: eventID + ":" + w.GetWebhookId() + ":" + strconv.Itoa(retryCount+1),
-		EventId:   eventID, WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: event,
+func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount int, at time.Time, res delivery.Result, verdict domain.Verdict) *webhooksv1.DeliveryAttempt {
+	id := job.GetEventId() + ":" + w.GetWebhookId() + ":"
+	if job.GetResendId() != "" {
+		id += job.GetResendId() + ":"
+	}
+	a := &webhooksv1.DeliveryAttempt{
+		AttemptId: id + strconv.Itoa(retryCount+1),
+		EventId:   job.GetEventId(), WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: job.GetEvent(),
 		AtUnixMs: at.UnixMilli(), Success: verdict == domain.Delivered, ResponseCode: int32(res.Outcome.StatusCode),
 		DurationMs: res.Duration.Milliseconds(), RetryCount: int32(retryCount), Error: res.Error, Final: verdict != domain.Retry,
+		ResponseBody: strings.ToValidUTF8(string(res.ResponseBody), "\uFFFD"), ResendId: job.GetResendId(),
 	}
+	if retryCount == 0 {
+		a.RequestBody = job.GetBody() // retries send the same bytes
+	}
+	return a
 }
 
 func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {

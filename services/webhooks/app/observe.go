@@ -57,7 +57,7 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
 	})
 	verdict := PolicyOf(w).Decide(res.Outcome, 0)
-	att := NewAttempt(eventID, eventType, w, 0, now, res, verdict)
+	att := NewAttempt(&webhooksv1.DeliveryJob{EventId: eventID, Event: eventType, Body: body}, w, 0, now, res, verdict)
 	att.Final, att.Test = true, true // a test is never retried
 	a.Attempts.Add(att)
 	if _, err := adapters.PublishAttempt(a.JS, att); err != nil {
@@ -71,12 +71,21 @@ func quote(s string) string {
 	return string(b)
 }
 
-// Logs returns a webhook's newest attempts, newest first.
-func (a *App) Logs(workspaceID, id string, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+// Logs returns a webhook's newest attempts that f selects, newest first:
+// from memory, then, when memory has too few, from the durable log.
+func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilter, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
 	if _, err := a.Get(workspaceID, id); err != nil {
 		return nil, err
 	}
-	return a.Attempts.Recent(id, limit), nil
+	out, oldest := a.Attempts.Recent(id, f, limit)
+	if len(out) == limit || a.History == nil {
+		return out, nil
+	}
+	older, err := a.History.Older(ctx, id, f, oldest, limit-len(out))
+	if err != nil {
+		return nil, err
+	}
+	return append(out, older...), nil
 }
 
 // HealthRow is the health of one webhook.

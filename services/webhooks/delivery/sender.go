@@ -99,7 +99,13 @@ type Result struct {
 	Outcome  domain.Outcome
 	Duration time.Duration
 	Error    string // "" on a 2xx
+	// ResponseBody is the first MaxKeptResponse bytes of the answer.
+	ResponseBody []byte
 }
+
+// MaxKeptResponse is how much of a receiver's answer the delivery log
+// keeps: enough for an error message, not a page.
+const MaxKeptResponse = 1 << 10
 
 // Send makes one attempt: a POST of the exact body with the signature,
 // event id and timestamp headers, within the per-attempt time limit.
@@ -140,9 +146,10 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	if err != nil {
 		return classifyError(ctx, err, s.timeout)
 	}
+	kept, _ := io.ReadAll(io.LimitReader(resp.Body, MaxKeptResponse))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
 	_ = resp.Body.Close()
-	out := Result{Outcome: domain.Outcome{StatusCode: resp.StatusCode}}
+	out := Result{Outcome: domain.Outcome{StatusCode: resp.StatusCode}, ResponseBody: kept}
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:

@@ -92,7 +92,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	policy := app.PolicyOf(w)
 	verdict := policy.Decide(res.Outcome, retryCount)
 	now := time.Now()
-	att := app.NewAttempt(job.GetEventId(), job.GetEvent(), w, retryCount, now, res, verdict)
+	att := app.NewAttempt(&job, w, retryCount, now, res, verdict)
 	var delay time.Duration
 	if verdict == domain.Retry {
 		delay = policy.Delay(retryCount, res.Outcome.RetryAfter, d.opts.TimeUnit, nil)

@@ -35,6 +35,8 @@ func Router(a *app.App) *mux.Router {
 	api.Handle(r, api.WebhooksHealth, h.health)
 	api.Handle(r, api.TestWebhook, h.test)
 	api.Handle(r, api.WebhookLogs, h.logs)
+	api.Handle(r, api.ResendDelivery, h.resend)
+	api.Handle(r, api.RecoverDeliveries, h.recover)
 	api.Handle(r, api.IngestEvent, h.ingest)
 	return r
 }
@@ -112,17 +114,24 @@ func (h *handlers) test(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var v httpx.Validator
 	limit := app.DefaultLogLimit
-	if s := r.URL.Query().Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > app.MaxLogLimit {
-			httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"query", "limit"}, Msg: "Input should be an integer between 1 and " + strconv.Itoa(app.MaxLogLimit), Type: "range"}})
-			return
-		}
-		limit = n
+	if q.Has("limit") {
+		limit = intParam(&v, q.Get("limit"), 1, app.MaxLogLimit, "limit")
+	}
+	f := domain.LogFilter{Event: q.Get("event"), Status: q.Get("status"),
+		FromMs: timeParam(&v, q.Get("start_time"), "start_time"), ToMs: timeParam(&v, q.Get("end_time"), "end_time")}
+	if f.Event != "" && !domain.IsKnownEvent(f.Event) {
+		v.Add("Unknown event name; expected one of the event catalog's", "enum", "query", "event")
+	}
+	v.Check(f.Status == "" || f.Status == domain.LogSuccess || f.Status == domain.LogFailed, "Input should be 'success' or 'failed'", "enum", "query", "status")
+	if err := v.Err(); err != nil {
+		httpx.WriteError(w, r, err)
+		return
 	}
 	id := mux.Vars(r)["webhook_id"]
-	atts, err := h.app.Logs(caller(r).WorkspaceID, id, limit)
+	atts, err := h.app.Logs(r.Context(), caller(r).WorkspaceID, id, f, limit)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return
@@ -132,6 +141,81 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 		out.RecentDeliveries = append(out.RecentDeliveries, logEntryOf(a))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) resend(w http.ResponseWriter, r *http.Request) {
+	vars := mux.Vars(r)
+	res, err := h.app.Resend(r.Context(), caller(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	httpx.WriteJSON(w, http.StatusAccepted, resentViewOf(res))
+}
+
+func (h *handlers) recover(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		StartTime *int64  `json:"start_time"`
+		EndTime   *int64  `json:"end_time"`
+		Event     *string `json:"event"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var v httpx.Validator
+	var f domain.LogFilter
+	if in.StartTime == nil {
+		v.Add("Field required", "missing", "body", "start_time")
+	} else {
+		v.Check(*in.StartTime > 0 && *in.StartTime < 1<<40, "Input should be a Unix time in seconds", "value_error", "body", "start_time")
+		f.FromMs = *in.StartTime * 1000
+	}
+	if in.EndTime != nil {
+		v.Check(*in.EndTime < 1<<40 && (in.StartTime == nil || *in.EndTime > *in.StartTime), "Input should be a Unix time in seconds after start_time", "value_error", "body", "end_time")
+		f.ToMs = *in.EndTime * 1000
+	}
+	if in.Event != nil {
+		v.Check(domain.IsKnownEvent(*in.Event), "Unknown event name; expected one of the event catalog's", "enum", "body", "event")
+		f.Event = *in.Event
+	}
+	if err := v.Err(); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	resent, more, err := h.app.Recover(r.Context(), caller(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	out := recoveredView{Deliveries: make([]resentView, 0, len(resent)), HasMore: more}
+	for _, x := range resent {
+		out.Deliveries = append(out.Deliveries, resentViewOf(x))
+	}
+	out.RecoveredCount = len(out.Deliveries)
+	httpx.WriteJSON(w, http.StatusAccepted, out)
+}
+
+// intParam parses a query integer in [lo, hi].
+func intParam(v *httpx.Validator, s string, lo, hi int, name string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		v.Add("Input should be an integer between "+strconv.Itoa(lo)+" and "+strconv.Itoa(hi), "range", "query", name)
+	}
+	return n
+}
+
+// timeParam parses a query Unix time in seconds into ms (0 when absent).
+func timeParam(v *httpx.Validator, s, name string) int64 {
+	if s == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > 1<<40 {
+		v.Add("Input should be a Unix time in seconds", "value_error", "query", name)
+		return 0
+	}
+	return n * 1000
 }
 
 func (h *handlers) health(w http.ResponseWriter, r *http.Request) {

@@ -1,10 +1,12 @@
 package ports
 
 import (
+	"encoding/json"
 	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -73,12 +75,23 @@ type logEntry struct {
 	DeliveryTimeMs *int64  `json:"delivery_time_ms,omitempty"`
 	RetryCount     *int32  `json:"retry_count,omitempty"`
 	Error          *string `json:"error,omitempty"`
+	// DeliveryID names the delivery the attempt belongs to: what a resend
+	// takes.
+	DeliveryID string `json:"delivery_id"`
+	// RequestBody is the body posted, on a delivery's first attempt while
+	// the log keeps it.
+	RequestBody json.RawMessage `json:"request_body,omitempty"`
+	// ResponseBody is the first bytes of the receiver's answer.
+	ResponseBody string `json:"response_body,omitempty"`
 }
 
 func logEntryOf(a *webhooksv1.DeliveryAttempt) logEntry {
 	e := logEntry{
 		Timestamp: domain.FormatTimestamp(time.UnixMilli(a.GetAtUnixMs())), Event: a.GetEvent(), EventID: a.GetEventId(),
-		ResponseCode: a.GetResponseCode(),
+		ResponseCode: a.GetResponseCode(), DeliveryID: adapters.DeliveryID(a), ResponseBody: a.GetResponseBody(),
+	}
+	if body := a.GetRequestBody(); json.Valid(body) {
+		e.RequestBody = body
 	}
 	if a.GetSuccess() {
 		e.Status = "success"
@@ -95,6 +108,23 @@ func logEntryOf(a *webhooksv1.DeliveryAttempt) logEntry {
 type logsView struct {
 	WebhookID        string     `json:"webhook_id"`
 	RecentDeliveries []logEntry `json:"recent_deliveries"`
+}
+
+type resentView struct {
+	DeliveryID string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	Event      string `json:"event"`
+	Status     string `json:"status"`
+}
+
+func resentViewOf(r app.Resent) resentView {
+	return resentView{DeliveryID: r.DeliveryID, EventID: r.EventID, Event: r.Event, Status: "queued"}
+}
+
+type recoveredView struct {
+	RecoveredCount int          `json:"recovered_count"`
+	Deliveries     []resentView `json:"deliveries"`
+	HasMore        bool         `json:"has_more"`
 }
 
 type testView struct {

@@ -39,8 +39,11 @@ type DeliveryJob struct {
 	Body []byte `protobuf:"bytes,5,opt,name=body,proto3" json:"body,omitempty"`
 	// When the event was published, ms since the epoch (latency metrics).
 	PublishedAtUnixMs int64 `protobuf:"varint,6,opt,name=published_at_unix_ms,json=publishedAtUnixMs,proto3" json:"published_at_unix_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set on a resend: "rsd_..." names this second delivery of the event
+	// to the webhook, so its attempts are told from the first delivery's.
+	ResendId      string `protobuf:"bytes,7,opt,name=resend_id,json=resendId,proto3" json:"resend_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeliveryJob) Reset() {
@@ -115,6 +118,13 @@ func (x *DeliveryJob) GetPublishedAtUnixMs() int64 {
 	return 0
 }
 
+func (x *DeliveryJob) GetResendId() string {
+	if x != nil {
+		return x.ResendId
+	}
+	return ""
+}
+
 // DeliveryAttempt records one HTTP attempt of a delivery: a message of
 // stream WEBHOOK_ATTEMPTS on subject
 // webhooks.attempt.<workspace_id>.<webhook_id>.
@@ -139,7 +149,15 @@ type DeliveryAttempt struct {
 	// When the next attempt is due, when one is scheduled.
 	NextAttemptAtUnixMs int64 `protobuf:"varint,13,opt,name=next_attempt_at_unix_ms,json=nextAttemptAtUnixMs,proto3" json:"next_attempt_at_unix_ms,omitempty"`
 	// A delivery made by the test endpoint.
-	Test          bool `protobuf:"varint,14,opt,name=test,proto3" json:"test,omitempty"`
+	Test bool `protobuf:"varint,14,opt,name=test,proto3" json:"test,omitempty"`
+	// The exact body posted, on the first attempt of a delivery only (every
+	// retry posts the same bytes): what a resend sends again.
+	RequestBody []byte `protobuf:"bytes,15,opt,name=request_body,json=requestBody,proto3" json:"request_body,omitempty"`
+	// The first bytes (at most 1 KiB) of what the receiver answered.
+	ResponseBody string `protobuf:"bytes,16,opt,name=response_body,json=responseBody,proto3" json:"response_body,omitempty"`
+	// The resend this attempt belongs to (DeliveryJob.resend_id); empty for
+	// the event's first delivery.
+	ResendId      string `protobuf:"bytes,17,opt,name=resend_id,json=resendId,proto3" json:"resend_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,11 +290,32 @@ func (x *DeliveryAttempt) GetTest() bool {
 	return false
 }
 
+func (x *DeliveryAttempt) GetRequestBody() []byte {
+	if x != nil {
+		return x.RequestBody
+	}
+	return nil
+}
+
+func (x *DeliveryAttempt) GetResponseBody() string {
+	if x != nil {
+		return x.ResponseBody
+	}
+	return ""
+}
+
+func (x *DeliveryAttempt) GetResendId() string {
+	if x != nil {
+		return x.ResendId
+	}
+	return ""
+}
+
 var File_voiceai_webhooks_v1_deliveries_proto protoreflect.FileDescriptor
 
 const file_voiceai_webhooks_v1_deliveries_proto_rawDesc = "" +
 	"\n" +
-	"$voiceai/webhooks/v1/deliveries.proto\x12\x13voiceai.webhooks.v1\"\xc5\x01\n" +
+	"$voiceai/webhooks/v1/deliveries.proto\x12\x13voiceai.webhooks.v1\"\xe2\x01\n" +
 	"\vDeliveryJob\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x1d\n" +
@@ -284,7 +323,8 @@ const file_voiceai_webhooks_v1_deliveries_proto_rawDesc = "" +
 	"webhook_id\x18\x03 \x01(\tR\twebhookId\x12\x14\n" +
 	"\x05event\x18\x04 \x01(\tR\x05event\x12\x12\n" +
 	"\x04body\x18\x05 \x01(\fR\x04body\x12/\n" +
-	"\x14published_at_unix_ms\x18\x06 \x01(\x03R\x11publishedAtUnixMs\"\xb8\x03\n" +
+	"\x14published_at_unix_ms\x18\x06 \x01(\x03R\x11publishedAtUnixMs\x12\x1b\n" +
+	"\tresend_id\x18\a \x01(\tR\bresendId\"\x9d\x04\n" +
 	"\x0fDeliveryAttempt\x12\x1d\n" +
 	"\n" +
 	"attempt_id\x18\x01 \x01(\tR\tattemptId\x12\x19\n" +
@@ -305,7 +345,10 @@ const file_voiceai_webhooks_v1_deliveries_proto_rawDesc = "" +
 	"\x05error\x18\v \x01(\tR\x05error\x12\x14\n" +
 	"\x05final\x18\f \x01(\bR\x05final\x124\n" +
 	"\x17next_attempt_at_unix_ms\x18\r \x01(\x03R\x13nextAttemptAtUnixMs\x12\x12\n" +
-	"\x04test\x18\x0e \x01(\bR\x04testBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
+	"\x04test\x18\x0e \x01(\bR\x04test\x12!\n" +
+	"\frequest_body\x18\x0f \x01(\fR\vrequestBody\x12#\n" +
+	"\rresponse_body\x18\x10 \x01(\tR\fresponseBody\x12\x1b\n" +
+	"\tresend_id\x18\x11 \x01(\tR\bresendIdBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_voiceai_webhooks_v1_deliveries_proto_rawDescOnce sync.Once

@@ -1,0 +1,218 @@
+package stack
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hookReceiver records every delivery it gets, and answers 503 with a
+// message while failing is set.
+type hookReceiver struct {
+	*httptest.Server
+	secret  string
+	failing atomic.Bool
+	mu      sync.Mutex
+	got     []receivedDelivery
+}
+
+type receivedDelivery struct {
+	eventID, event string
+	body           []byte
+	signed         bool
+	answered       int
+}
+
+func newFailableReceiver(t *testing.T) *hookReceiver {
+	rcv := &hookReceiver{}
+	rcv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		m := hmac.New(sha256.New, []byte(rcv.secret))
+		m.Write(body)
+		signed := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
+		code := http.StatusOK
+		if rcv.failing.Load() {
+			code = http.StatusServiceUnavailable
+		}
+		rcv.mu.Lock()
+		rcv.got = append(rcv.got, receivedDelivery{r.Header.Get("X-Service-Event-Id"), r.Header.Get("X-Service-Event"), body, signed, code})
+		rcv.mu.Unlock()
+		w.WriteHeader(code)
+		if code != http.StatusOK {
+			_, _ = w.Write([]byte("down for maintenance"))
+		}
+	}))
+	t.Cleanup(rcv.Close)
+	return rcv
+}
+
+// deliveries are what the receiver got of an event.
+func (r *hookReceiver) deliveries(eventID string) []receivedDelivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []receivedDelivery
+	for _, d := range r.got {
+		if d.eventID == eventID {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+type logPage struct {
+	RecentDeliveries []struct {
+		EventID      string          `json:"event_id"`
+		DeliveryID   string          `json:"delivery_id"`
+		Status       string          `json:"status"`
+		RequestBody  json.RawMessage `json:"request_body"`
+		ResponseBody string          `json:"response_body"`
+	} `json:"recent_deliveries"`
+}
+
+func hookLog(t *testing.T, s *Stack, id, query string) logPage {
+	t.Helper()
+	r := call(t, s, "GET", "/v1/voiceai/webhooks/"+id+"/logs?"+query, adminKey, "")
+	var out logPage
+	if r.Code != 200 || json.Unmarshal(r.Body, &out) != nil {
+		t.Fatalf("logs?%s: %d %s", query, r.Code, r.Body)
+	}
+	return out
+}
+
+// A failed delivery is in the log with the body posted and the start of
+// the answer; the log filters by event, status and time; a resend posts
+// the same bytes with the same event id, once per Idempotency-Key; a
+// recover resends each event that failed for good in a range and was not
+// delivered since.
+func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
+	rcv := newFailableReceiver(t)
+	rcv.secret = "whsec_resend_test_secret_0123456789"
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,
+		`{"url":"`+rcv.URL+`/hook","secret":"`+rcv.secret+`","events":["call_started","call_ended"],"retry_config":{"max_retries":0}}`)
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	hook := r.JSON(t)["webhook_id"].(string)
+	ingest := func(event, callID string) string {
+		r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"`+event+`","data":{"call_id":"`+callID+`"}}`)
+		if r.Code != 202 {
+			t.Fatalf("ingest: %d %s", r.Code, r.Body)
+		}
+		return r.JSON(t)["event_id"].(string)
+	}
+	failedFor := func(eventID string) string {
+		var delivery string
+		eventually(t, 10*time.Second, "the failed delivery is logged", func() bool {
+			for _, e := range hookLog(t, s, hook, "status=failed").RecentDeliveries {
+				if e.EventID == eventID {
+					delivery = e.DeliveryID
+					return true
+				}
+			}
+			return false
+		})
+		return delivery
+	}
+
+	start := time.Now().Unix()
+	rcv.failing.Store(true)
+	first := ingest("call_started", "call_1")
+	delivery := failedFor(first)
+
+	// The log keeps the body posted and the start of the answer.
+	entry := hookLog(t, s, hook, "status=failed&event=call_started").RecentDeliveries[0]
+	sent := rcv.deliveries(first)
+	if entry.EventID != first || len(sent) != 1 || !bytes.Equal(compactJSON(t, entry.RequestBody), compactJSON(t, sent[0].body)) || entry.ResponseBody != "down for maintenance" {
+		t.Fatalf("log entry %+v, delivered %d", entry, len(sent))
+	}
+	for query, want := range map[string]int{
+		"status=success": 0, "event=call_ended": 0, "status=failed&event=call_started": 1,
+		"start_time=" + strconv.FormatInt(start+3600, 10): 0, "end_time=" + strconv.FormatInt(start, 10): 0,
+		"start_time=" + strconv.FormatInt(start, 10) + "&end_time=" + strconv.FormatInt(start+3600, 10): 1,
+	} {
+		if got := len(hookLog(t, s, hook, query).RecentDeliveries); got != want {
+			t.Errorf("logs?%s: %d entries, want %d", query, got, want)
+		}
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hook+"/logs?status=maybe", adminKey, ""); r.Code != 422 {
+		t.Fatalf("a bad status filter: %d %s", r.Code, r.Body)
+	}
+
+	// Resend: the same bytes and event id, a new delivery, once per key.
+	rcv.failing.Store(false)
+	resend := "/v1/voiceai/webhooks/" + hook + "/deliveries/" + delivery + "/resend"
+	r = call(t, s, "POST", resend, adminKey, "", "Idempotency-Key", "resend-1")
+	if r.Code != 202 || r.JSON(t)["event_id"] != first || r.JSON(t)["delivery_id"] == delivery {
+		t.Fatalf("resend: %d %s", r.Code, r.Body)
+	}
+	again := call(t, s, "POST", resend, adminKey, "", "Idempotency-Key", "resend-1")
+	if again.Code != 202 || again.JSON(t)["delivery_id"] != r.JSON(t)["delivery_id"] {
+		t.Fatalf("resend retried: %d %s, first %s", again.Code, again.Body, r.Body)
+	}
+	eventually(t, 10*time.Second, "the resend arrives", func() bool { return len(rcv.deliveries(first)) >= 2 })
+	got := rcv.deliveries(first)[1]
+	if !got.signed || got.event != "call_started" || !bytes.Equal(got.body, sent[0].body) {
+		t.Fatalf("resent delivery: %+v", got)
+	}
+	eventually(t, 10*time.Second, "the resend is logged as a success", func() bool {
+		for _, e := range hookLog(t, s, hook, "status=success").RecentDeliveries {
+			if e.EventID == first && e.DeliveryID == r.JSON(t)["delivery_id"] {
+				return true
+			}
+		}
+		return false
+	})
+	wantError(t, call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/deliveries/dlv_00000000000000000000000000/resend", adminKey, ""), 404, "delivery_not_found")
+	other := createWorkspace(t, s, "Acme")
+	wantError(t, call(t, s, "POST", resend, other.APIKey, ""), 404, "webhook_not_found")
+
+	// Recover: the two events that failed since start, not the one
+	// delivered by the resend.
+	rcv.failing.Store(true)
+	second, third := ingest("call_ended", "call_2"), ingest("call_started", "call_3")
+	failedFor(second)
+	failedFor(third)
+	rcv.failing.Store(false)
+	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/recover", adminKey, fmt.Sprintf(`{"start_time":%d}`, start))
+	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(2) || r.JSON(t)["has_more"] != false {
+		t.Fatalf("recover: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the recovered events arrive", func() bool {
+		return len(rcv.deliveries(second)) == 2 && len(rcv.deliveries(third)) == 2
+	})
+	if n := len(rcv.deliveries(first)); n != 2 {
+		t.Fatalf("the delivered event was recovered too: %d deliveries", n)
+	}
+	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/recover", adminKey, `{"start_time":`+strconv.FormatInt(start, 10)+`,"event":"call_ended"}`)
+	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(0) {
+		t.Fatalf("recover after recovery: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/recover", adminKey, `{}`); r.Code != 422 {
+		t.Fatalf("recover without start_time: %d %s", r.Code, r.Body)
+	}
+}
+
+func compactJSON(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := json.Compact(&out, b); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, b)
+	}
+	return out.Bytes()
+}
