@@ -72,10 +72,74 @@ func OpenAPI() ([]byte, error) {
 	return docBytes, docErr
 }
 
-func document() (map[string]any, error) {
+func parseComponents() (map[string]any, error) {
 	var components map[string]any
 	if err := yaml.Unmarshal(schemasYAML, &components); err != nil {
 		return nil, fmt.Errorf("schemas.yaml: %w", err)
+	}
+	return components, nil
+}
+
+// Schema returns the named schema of the document with every reference
+// in it replaced by what it names: a JSON Schema that stands alone (the
+// event catalog serves the data schemas of events this way).
+func Schema(name string) (map[string]any, error) {
+	components, err := parseComponents()
+	if err != nil {
+		return nil, err
+	}
+	schemas := components["schemas"].(map[string]any)
+	var resolve func(v any, depth int) (any, error)
+	resolve = func(v any, depth int) (any, error) {
+		if depth > 32 {
+			return nil, fmt.Errorf("schema %s: references nest too deep", name)
+		}
+		switch x := v.(type) {
+		case map[string]any:
+			if ref, ok := x["$ref"].(string); ok {
+				target, ok := schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
+				if !ok {
+					return nil, fmt.Errorf("schema %s: unknown reference %s", name, ref)
+				}
+				return resolve(target, depth+1)
+			}
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				r, err := resolve(e, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				out[k] = r
+			}
+			return out, nil
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				r, err := resolve(e, depth+1)
+				if err != nil {
+					return nil, err
+				}
+				out[i] = r
+			}
+			return out, nil
+		}
+		return v, nil
+	}
+	s, ok := schemas[name]
+	if !ok {
+		return nil, fmt.Errorf("no schema %s", name)
+	}
+	r, err := resolve(s, 0)
+	if err != nil {
+		return nil, err
+	}
+	return r.(map[string]any), nil
+}
+
+func document() (map[string]any, error) {
+	components, err := parseComponents()
+	if err != nil {
+		return nil, err
 	}
 	components["responses"] = errorResponses()
 	components["securitySchemes"] = map[string]any{
@@ -243,7 +307,7 @@ func tags() []any {
 // signed POST per event (spec 6).
 func webhooks() map[string]any {
 	data := []any{}
-	for _, s := range []string{"CallStartedData", "CallEndedData", "ConversationEndedData", "EscalationTriggeredData", "TicketEventData"} {
+	for _, s := range []string{"CallStartedData", "CallEndedData", "ConversationEndedData", "EscalationTriggeredData", "TicketEventData", "InvocationEventData"} {
 		data = append(data, ref("schemas", s))
 	}
 	return map[string]any{

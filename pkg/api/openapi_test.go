@@ -54,3 +54,19 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		}
 	}
 }
+
+// TestSchemaStandsAlone: a resolved schema has no references left and
+// keeps what they named.
+func TestSchemaStandsAlone(t *testing.T) {
+	s, err := Schema("TicketEventData")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(s)
+	if strings.Contains(string(b), "$ref") || !strings.Contains(string(b), `"ticket_id"`) || !strings.Contains(string(b), `"in_progress"`) {
+		t.Fatalf("resolved schema: %s", b)
+	}
+	if _, err := Schema("Nope"); err == nil {
+		t.Fatal("an unknown schema resolved")
+	}
+}

@@ -130,6 +130,7 @@ var (
 	GetWebhook        = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
 	UpdateWebhook     = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")
 	DeleteWebhook     = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
+	EventCatalog      = op("webhooks.event_catalog", get, "/v1/voiceai/webhooks/events", "webhooks", webhooksRead).doc("Every event a webhook may subscribe to, with the JSON Schema of its data", ok, "", "EventCatalog")
 	WebhooksHealth    = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead).doc("The delivery health of every webhook", ok, "", "WebhookHealth")
 	TestWebhook       = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
 	WebhookLogs       = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's delivery attempts, newest first, filtered by event, status and time", ok, "", "DeliveryLog").query("limit", "log_event", "log_status", "start_time", "end_time")
@@ -159,7 +160,7 @@ var Operations = []Operation{
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
-	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, TestWebhook, WebhookLogs,
+	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
 }

@@ -30,6 +30,7 @@ import (
 const (
 	FanoutPlatformDurable = "webhooks-fanout-platform"
 	FanoutTicketsDurable  = "webhooks-fanout-tickets"
+	FanoutTestingDurable  = "webhooks-fanout-testing"
 	DeliverDurable        = "webhooks-deliver"
 )
 
@@ -46,7 +47,7 @@ type Options struct {
 	// MaxAckPending bounds jobs held or waiting for a retry (default
 	// 100000).
 	MaxAckPending int
-	// NoTickets leaves the TICKETS domain events out.
+	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
 }
 

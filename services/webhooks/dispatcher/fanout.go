@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -34,16 +35,86 @@ func (d *Dispatcher) startFanout() error {
 	if d.opts.NoTickets {
 		return nil
 	}
-	// TICKETS belongs to another service, which may start later.
-	go func() {
-		if _, err := eventstore.WaitForStream(d.ctx, d.JS, events.TicketsStream); err != nil {
-			return
-		}
-		if err := d.consume(events.TicketsStream, FanoutTicketsDurable, events.TicketsAll, fanoutMaxAckPending, fanoutBatch, d.fanoutTicket); err != nil && d.ctx.Err() == nil {
-			d.Log.Error("ticket events will not reach webhooks", "err", err)
-		}
-	}()
+	// TICKETS and TESTING belong to other services, which may start later.
+	for _, c := range []struct {
+		stream, durable, filter string
+		handle                  func(jetstream.Msg)
+	}{
+		{events.TicketsStream, FanoutTicketsDurable, events.TicketsAll, d.fanoutTicket},
+		{events.TestingStream, FanoutTestingDurable, events.TestingInvocationsAll, d.fanoutInvocation},
+	} {
+		go func() {
+			if _, err := eventstore.WaitForStream(d.ctx, d.JS, c.stream); err != nil {
+				return
+			}
+			if err := d.consume(c.stream, c.durable, c.filter, fanoutMaxAckPending, fanoutBatch, c.handle); err != nil && d.ctx.Err() == nil {
+				d.Log.Error("domain events will not reach webhooks", "stream", c.stream, "err", err)
+			}
+		}()
+	}
 	return nil
+}
+
+// invocationEvents maps the TESTING event types exposed to webhooks to
+// their public names.
+var invocationEvents = map[string]string{
+	events.TypeInvocationCompleted: "test_invocation_completed",
+	events.TypeInvocationCancelled: "test_invocation_cancelled",
+}
+
+// fanoutInvocation exposes an invocation's completion or cancellation
+// with its summary as data.
+func (d *Dispatcher) fanoutInvocation(m jetstream.Msg) {
+	rec, err := eventstore.RecordFromMsg(m)
+	if err != nil {
+		return
+	}
+	name, ok := invocationEvents[rec.Type]
+	if !ok {
+		_ = m.Ack()
+		return
+	}
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		_ = m.Ack() // a newer type this build cannot decode
+		return
+	}
+	var inv *testingv1.Invocation
+	switch e := msg.(type) {
+	case *testingv1.InvocationCompleted:
+		if e.GetInvocation() != nil {
+			inv = proto.Clone(e.GetInvocation()).(*testingv1.Invocation)
+			inv.PassedCount, inv.FailedCount = e.GetPassedCount(), e.GetFailedCount()
+		}
+	case *testingv1.InvocationCancelled:
+		inv = e.GetInvocation()
+	}
+	if inv == nil {
+		_ = m.Ack()
+		return
+	}
+	at := rec.Time
+	if ms := events.MetaOf(msg).GetOccurredAtUnixMs(); ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	body := func() ([]byte, error) {
+		data, err := json.Marshal(invocationData(inv))
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
+	}
+	d.fanout(m, inv.GetWorkspaceId(), name, eventIDOf(m.Headers(), events.TestingStream, rec.Seq), body, rec.Time)
+}
+
+func invocationData(inv *testingv1.Invocation) domain.InvocationData {
+	return domain.InvocationData{
+		InvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), AgentName: inv.GetAgentName(), BranchID: inv.GetBranchId(),
+		FolderID: inv.GetFolderId(), Title: inv.GetTitle(), Status: inv.GetStatus(), RepeatCount: inv.GetRepeatCount(),
+		TestRunCount: inv.GetJobsTotal(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(),
+		RanByUserEmail: inv.GetRanByUserEmail(), CreatedAtUnixSecs: inv.GetCreatedAtUnix(),
+		CompletedAtUnixSecs: inv.CompletedAtUnix, CancelledAtUnixSecs: inv.CancelledAtUnix,
+	}
 }
 
 // eventIDOf is the id of a stored event, stable across redeliveries: its

@@ -310,3 +310,16 @@ func FuzzValidateCreate(f *testing.F) {
 		}
 	})
 }
+
+func TestCatalogListsEveryEvent(t *testing.T) {
+	var names []string
+	for _, e := range Catalog {
+		names = append(names, e.Name)
+		if e.Group == "" || e.Description == "" {
+			t.Errorf("%s is not described", e.Name)
+		}
+	}
+	if !slices.Equal(names, KnownEvents()) {
+		t.Fatalf("catalog %v, events %v", names, KnownEvents())
+	}
+}

@@ -232,6 +232,8 @@ func SampleData(event string) json.RawMessage {
 		return json.RawMessage(`{"call_id":"call_test","conversation_id":"conv_test","escalation_reason":"customer request","escalation_trigger":"keyword","agent_id":"agent_test","target_queue":"tier2","context_summary":"Billing dispute.","conversation_history":"Available via the API"}`)
 	case "conversation_started":
 		return json.RawMessage(`{"conversation_id":"conv_test","agent_id":"agent_test","test":true}`)
+	case "test_invocation_completed", "test_invocation_cancelled":
+		return json.RawMessage(`{"invocation_id":"inv_test","agent_id":"agent_test","agent_name":"Support","branch_id":"","folder_id":"","title":"Nightly","status":"completed","repeat_count":1,"test_run_count":3,"passed_count":2,"failed_count":1,"ran_by_user_email":"ci@example.com","created_at_unix_secs":1767322000,"completed_at_unix_secs":1767322060,"cancelled_at_unix_secs":null,"test":true}`)
 	default:
 		return json.RawMessage(`{"test":true}`)
 	}

@@ -33,6 +33,7 @@ func Router(a *app.App) *mux.Router {
 	api.Handle(r, api.UpdateWebhook, h.update)
 	api.Handle(r, api.DeleteWebhook, h.delete)
 	api.Handle(r, api.WebhooksHealth, h.health)
+	api.Handle(r, api.EventCatalog, h.catalog)
 	api.Handle(r, api.TestWebhook, h.test)
 	api.Handle(r, api.WebhookLogs, h.logs)
 	api.Handle(r, api.ResendDelivery, h.resend)
@@ -139,6 +140,33 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 	out := logsView{WebhookID: id, RecentDeliveries: make([]logEntry, 0, len(atts))}
 	for _, a := range atts {
 		out.RecentDeliveries = append(out.RecentDeliveries, logEntryOf(a))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+// catalog lists every subscribable event with the JSON Schema of its
+// data, taken from the API's OpenAPI document.
+func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) {
+	type entry struct {
+		Name        string         `json:"name"`
+		Group       string         `json:"group"`
+		Description string         `json:"description"`
+		DataSchema  map[string]any `json:"data_schema"`
+	}
+	out := struct {
+		Events []entry `json:"events"`
+	}{Events: make([]entry, 0, len(domain.Catalog))}
+	for _, e := range domain.Catalog {
+		x := entry{Name: e.Name, Group: e.Group, Description: e.Description}
+		if e.DataSchema != "" {
+			s, err := api.Schema(e.DataSchema)
+			if err != nil {
+				httpx.WriteError(w, r, err)
+				return
+			}
+			x.DataSchema = s
+		}
+		out.Events = append(out.Events, x)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 }
