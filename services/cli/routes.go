@@ -31,8 +31,13 @@ var (
 	listWebhooks  = route{get, "/v1/convai/webhooks"}
 	createWebhook = route{post, "/v1/convai/webhooks"}
 	webhookLogs   = route{get, "/v1/voiceai/webhooks/{webhook_id}/logs"}
-	allRoutes     = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey, listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs}
-	pathVar       = regexp.MustCompile(`\{[a-z_]+\}`)
+
+	resendDelivery    = route{post, "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"}
+	recoverDeliveries = route{post, "/v1/voiceai/webhooks/{webhook_id}/recover"}
+
+	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
+		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries}
+	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)
 )
 
 // Routes lists every operation the CLI calls: method and path template.

@@ -5,13 +5,15 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func (a *app) webhooksCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "webhooks", Short: "Webhooks: list, create, delivery logs"}
-	cmd.AddCommand(a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand())
+	cmd := &cobra.Command{Use: "webhooks", Short: "Webhooks: list, create, delivery logs, resend and recover deliveries"}
+	cmd.AddCommand(a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(),
+		a.webhooksResendCommand(), a.webhooksRecoverCommand())
 	return cmd
 }
 
@@ -106,6 +108,8 @@ func (a *app) webhooksCreateCommand() *cobra.Command {
 
 func (a *app) webhooksLogsCommand() *cobra.Command {
 	var limit int
+	var event, status string
+	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "logs <webhook_id>",
 		Short: "Show a webhook's recent delivery attempts, newest first",
@@ -117,17 +121,27 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 			}
 			var out struct {
 				Deliveries []struct {
-					Timestamp string `json:"timestamp"`
-					Event     string `json:"event"`
-					EventID   string `json:"event_id"`
-					Status    string `json:"status"`
-					Code      int    `json:"response_code"`
-					TimeMS    *int64 `json:"delivery_time_ms"`
-					Retries   int    `json:"retry_count"`
-					Error     string `json:"error"`
+					Timestamp  string `json:"timestamp"`
+					Event      string `json:"event"`
+					EventID    string `json:"event_id"`
+					DeliveryID string `json:"delivery_id"`
+					Status     string `json:"status"`
+					Code       int    `json:"response_code"`
+					TimeMS     *int64 `json:"delivery_time_ms"`
+					Retries    int    `json:"retry_count"`
+					Error      string `json:"error"`
 				} `json:"recent_deliveries"`
 			}
-			raw, err := c.call(cmd.Context(), webhookLogs, args, url.Values{"limit": {strconv.Itoa(limit)}}, nil, &out)
+			q := url.Values{"limit": {strconv.Itoa(limit)}}
+			for k, v := range map[string]string{"event": event, "status": status} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if since > 0 {
+				q.Set("start_time", strconv.FormatInt(time.Now().Add(-since).Unix(), 10))
+			}
+			raw, err := c.call(cmd.Context(), webhookLogs, args, q, nil, &out)
 			if err != nil {
 				return err
 			}
@@ -141,12 +155,94 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 				if d.TimeMS != nil {
 					detail = strconv.FormatInt(*d.TimeMS, 10) + " ms"
 				}
-				rows[i] = []string{d.Timestamp, d.Event, d.Status, strconv.Itoa(d.Code), strconv.Itoa(d.Retries), clip(detail, 80)}
+				rows[i] = []string{d.Timestamp, d.Event, d.Status, strconv.Itoa(d.Code), strconv.Itoa(d.Retries), d.DeliveryID, clip(detail, 80)}
 			}
-			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DETAIL"}, rows)
+			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DELIVERY", "DETAIL"}, rows)
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&limit, "limit", 50, "attempts to show (1-100)")
+	f := cmd.Flags()
+	f.IntVar(&limit, "limit", 50, "attempts to show (1-100)")
+	f.StringVar(&event, "event", "", "only attempts of this event, e.g. call_ended")
+	f.StringVar(&status, "status", "", "only success or failed attempts")
+	f.DurationVar(&since, "since", 0, "only attempts made in this last while, e.g. 1h")
+	return cmd
+}
+
+type resent struct {
+	DeliveryID string `json:"delivery_id"`
+	EventID    string `json:"event_id"`
+	Event      string `json:"event"`
+	Status     string `json:"status"`
+}
+
+func (a *app) webhooksResendCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "resend <webhook_id> <delivery_id>",
+		Short: "Deliver an event again (same body and event id); the delivery id is in webhooks logs",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var out resent
+			raw, err := c.call(cmd.Context(), resendDelivery, args, nil, nil, &out)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			fields(a.stdout, "Delivery", out.DeliveryID, "Event", out.Event, "Event ID", out.EventID, "Status", out.Status)
+			return nil
+		},
+	}
+}
+
+func (a *app) webhooksRecoverCommand() *cobra.Command {
+	var since time.Duration
+	var event string
+	cmd := &cobra.Command{
+		Use:   "recover <webhook_id> --since 2h [--event NAME]",
+		Short: "Resend every delivery that failed for good in this last while and was not delivered since",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"start_time": time.Now().Add(-since).Unix()}
+			if event != "" {
+				body["event"] = event
+			}
+			var out struct {
+				Count      int      `json:"recovered_count"`
+				Deliveries []resent `json:"deliveries"`
+				HasMore    bool     `json:"has_more"`
+			}
+			raw, err := c.call(cmd.Context(), recoverDeliveries, args, nil, body, &out)
+			if err != nil {
+				return err
+			}
+			if a.json {
+				a.printJSON(raw)
+				return nil
+			}
+			rows := make([][]string, len(out.Deliveries))
+			for i, d := range out.Deliveries {
+				rows[i] = []string{d.DeliveryID, d.Event, d.EventID}
+			}
+			table(a.stdout, []string{"DELIVERY", "EVENT", "EVENT ID"}, rows)
+			fmt.Fprintf(a.stderr, "%d deliveries queued again\n", out.Count)
+			if out.HasMore {
+				fmt.Fprintln(a.stderr, "more remain: run recover again")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&since, "since", 24*time.Hour, "how far back to look, e.g. 2h")
+	cmd.Flags().StringVar(&event, "event", "", "only this event")
 	return cmd
 }

@@ -1,0 +1,124 @@
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/cli"
+)
+
+// voiceaiCLI runs the CLI in-process against s.
+func voiceaiCLI(t *testing.T, s *Stack, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
+	t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+// events tail --json prints each stored event decoded, one JSON object a
+// line; webhooks logs filters and webhooks resend delivers again.
+func TestCLIEventsTailAndWebhookResend(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
+
+	// events tail, from a minute ago so nothing stored before it follows
+	// is missed.
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		var errOut bytes.Buffer
+		done <- cli.Run(ctx, []string{"events", "tail", "--json", "--since", "1m", "--nats-url", s.NATSURL}, pw, &errOut)
+		_ = pw.Close()
+	}()
+	lines := make(chan map[string]any, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"not_json": sc.Text()}
+			}
+			lines <- m
+		}
+		close(lines)
+	}()
+	agent := newAgent(t, s, adminKey, "Tail")
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Tailed","qa_comment":"Seen in the tail."}`)
+	if r.Code != 201 {
+		t.Fatalf("create ticket: %d %s", r.Code, r.Body)
+	}
+	ticket := r.JSON(t)["agentqa_ticket_id"].(string)
+	deadline := time.After(30 * time.Second)
+	for found := false; !found; {
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatal("events tail stopped")
+			}
+			if m["not_json"] != nil {
+				t.Fatalf("events tail --json printed a line that is not JSON: %v", m["not_json"])
+			}
+			data, _ := m["data"].(map[string]any)
+			tk, _ := data["ticket"].(map[string]any)
+			found = m["type"] == "tickets.ticket_created" && m["stream"] == "TICKETS" && m["workspace_id"] == "ws_default" && tk["ticket_id"] == ticket
+		case <-deadline:
+			t.Fatal("the ticket's creation was not tailed within 30s")
+		}
+	}
+	cancel()
+	if code := <-done; code != cli.ExitOK {
+		t.Fatalf("events tail exited %d", code)
+	}
+
+	// webhooks logs --status failed, then resend.
+	rcv := newFailableReceiver(t)
+	rcv.secret = "whsec_cli_resend_0123456789abcdef"
+	r = call(t, s, "POST", "/v1/convai/webhooks", adminKey,
+		`{"url":"`+rcv.URL+`/cli","secret":"`+rcv.secret+`","events":["call_started"],"retry_config":{"max_retries":0}}`)
+	if r.Code != 201 {
+		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
+	}
+	hook := r.JSON(t)["webhook_id"].(string)
+	rcv.failing.Store(true)
+	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_cli"}}`)
+	if r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventID := r.JSON(t)["event_id"].(string)
+	var delivery string
+	eventually(t, 10*time.Second, "the failure is in the log", func() bool {
+		code, out, _ := voiceaiCLI(t, s, "webhooks", "logs", hook, "--status", "failed", "--json")
+		var page logPage
+		if code != cli.ExitOK || json.Unmarshal([]byte(out), &page) != nil || len(page.RecentDeliveries) == 0 {
+			return false
+		}
+		delivery = page.RecentDeliveries[0].DeliveryID
+		return page.RecentDeliveries[0].EventID == eventID
+	})
+	rcv.failing.Store(false)
+	code, out, _ := voiceaiCLI(t, s, "webhooks", "resend", hook, delivery)
+	if code != cli.ExitOK || !strings.Contains(out, "queued") {
+		t.Fatalf("resend: exit %d %s", code, out)
+	}
+	eventually(t, 10*time.Second, "the resend arrives", func() bool { return len(rcv.deliveries(eventID)) == 2 })
+	if code, _, _ := voiceaiCLI(t, s, "webhooks", "resend", hook, "dlv_00000000000000000000000000"); code != cli.ExitError {
+		t.Fatalf("resend of an unknown delivery exited %d", code)
+	}
+	if code, _, _ := voiceaiCLI(t, s, "webhooks", "recover", hook, "--since", "1h"); code != cli.ExitOK {
+		t.Fatalf("recover exited %d", code)
+	}
+}

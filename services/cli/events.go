@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+)
+
+// DefaultNATSURL is where `make run` serves its embedded NATS.
+const DefaultNATSURL = "nats://127.0.0.1:4222"
+
+// tailStreams are the event streams events tail follows by default: the
+// domain events and the public platform events. IDENTITY (key hashes,
+// member e-mail addresses) is left out unless asked for by name.
+var tailStreams = []string{events.PlatformStream, events.AgentsStream, events.TicketsStream, events.TestingStream, events.WebhooksStream}
+
+func (a *app) eventsCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "events", Short: "Events on the bus: tail them as they are stored"}
+	cmd.AddCommand(a.eventsTailCommand())
+	return cmd
+}
+
+// tailedEvent is one event as events tail --json prints it.
+type tailedEvent struct {
+	Stream      string          `json:"stream"`
+	Seq         uint64          `json:"seq"`
+	Subject     string          `json:"subject"`
+	Type        string          `json:"type"`
+	EventID     string          `json:"event_id,omitempty"`
+	WorkspaceID string          `json:"workspace_id,omitempty"`
+	StoredAt    string          `json:"stored_at"`
+	Data        json.RawMessage `json:"data"`
+}
+
+func (a *app) eventsTailCommand() *cobra.Command {
+	var natsURL, workspace string
+	var streams []string
+	var since time.Duration
+	cmd := &cobra.Command{
+		Use:   "tail [--stream NAME ...] [--workspace ID] [--since 10m] [--json]",
+		Short: "Print events as they are stored, decoded (one JSON object a line with --json)",
+		Long: `events tail follows the platform's JetStream streams and prints each event as it is
+stored, decoded from protobuf: the type, subject and ids, or with --json one object a
+line: {"stream","seq","subject","type","event_id","workspace_id","stored_at","data"},
+data being the event in protobuf JSON (proto field names) or, on PLATFORM, the event's
+JSON envelope. It needs the NATS address (VOICEAI_NATS_URL or --nats-url, default
+` + DefaultNATSURL + `, the embedded NATS of make run), not an API key. Ctrl-C stops it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, s := range streams {
+				if !slices.ContainsFunc(events.Streams(), func(x events.StreamSpec) bool { return x.Name == s }) {
+					return fmt.Errorf("unknown stream %q", s)
+				}
+			}
+			if workspace != "" {
+				if err := events.ValidateToken(workspace); err != nil {
+					return fmt.Errorf("--workspace: %w", err)
+				}
+			}
+			nc, err := nats.Connect(firstNonEmpty(natsURL, os.Getenv("VOICEAI_NATS_URL"), DefaultNATSURL), nats.Name("voiceai events tail"))
+			if err != nil {
+				return fmt.Errorf("connect to NATS: %w", err)
+			}
+			defer nc.Close()
+			return a.tail(cmd.Context(), nc, streams, workspace, since)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&natsURL, "nats-url", "", "NATS address (env VOICEAI_NATS_URL, default "+DefaultNATSURL+")")
+	f.StringSliceVar(&streams, "stream", tailStreams, "stream to follow (repeatable)")
+	f.StringVar(&workspace, "workspace", "", "only this workspace's events")
+	f.DurationVar(&since, "since", 0, "start this long ago instead of now, e.g. 10m")
+	return cmd
+}
+
+// tail follows each stream with an ordered consumer (no state on the
+// server) and prints events until ctx ends.
+func (a *app) tail(ctx context.Context, nc *nats.Conn, streams []string, workspace string, since time.Duration) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex // one line at a time
+	var ccs []jetstream.ConsumeContext
+	defer func() {
+		for _, cc := range ccs {
+			cc.Stop()
+		}
+	}()
+	for _, name := range streams {
+		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
+		if since > 0 {
+			start := time.Now().Add(-since)
+			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
+		}
+		cons, err := js.OrderedConsumer(ctx, name, cfg)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			fmt.Fprintf(a.stderr, "stream %s does not exist (yet); not followed\n", name)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("follow %s: %w", name, err)
+		}
+		cc, err := cons.Consume(func(m jetstream.Msg) {
+			ev, ok := decodeTailed(name, m)
+			if !ok || (workspace != "" && ev.WorkspaceID != workspace) {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			a.printTailed(ev)
+		})
+		if err != nil {
+			return fmt.Errorf("follow %s: %w", name, err)
+		}
+		ccs = append(ccs, cc)
+	}
+	if len(ccs) == 0 {
+		return errors.New("no stream to follow")
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// decodeTailed turns a stored message into what tail prints: its
+// protobuf decoded by the type header, or a PLATFORM event's envelope.
+func decodeTailed(stream string, m jetstream.Msg) (tailedEvent, bool) {
+	meta, err := m.Metadata()
+	if err != nil {
+		return tailedEvent{}, false
+	}
+	h := m.Headers()
+	ev := tailedEvent{
+		Stream: stream, Seq: meta.Sequence.Stream, Subject: m.Subject(), Type: h.Get(events.HeaderEventType),
+		EventID: h.Get(events.HeaderEventID), WorkspaceID: h.Get(events.HeaderWorkspaceID),
+		StoredAt: meta.Timestamp.UTC().Format(time.RFC3339Nano),
+	}
+	if stream == events.PlatformStream {
+		parts := strings.Split(m.Subject(), ".") // platform.evt.<workspace>.<event>
+		if len(parts) == 4 {
+			ev.WorkspaceID, ev.Type = parts[2], parts[3]
+		}
+		if json.Valid(m.Data()) {
+			ev.Data = m.Data()
+			return ev, true
+		}
+	}
+	msg, err := events.Decode(ev.Type, m.Data())
+	if err != nil {
+		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
+		return ev, true
+	}
+	if ev.WorkspaceID == "" {
+		ev.WorkspaceID = events.MetaOf(msg).GetWorkspaceId()
+	}
+	ev.Data, err = protojson.MarshalOptions{UseProtoNames: true}.Marshal(msg)
+	if err != nil {
+		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
+	}
+	return ev, true
+}
+
+func (a *app) printTailed(ev tailedEvent) {
+	if a.json {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintln(a.stdout, string(b))
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s  %-9s %-32s %s %s\n", ev.StoredAt, ev.Stream, ev.Type, ev.Subject, ev.EventID)
+}
