@@ -2,12 +2,15 @@ package api
 
 import (
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 )
 
 // TestOpenAPIDocumentIsValid checks the document against the OpenAPI 3.1
@@ -68,5 +71,36 @@ func TestSchemaStandsAlone(t *testing.T) {
 	}
 	if _, err := Schema("Nope"); err == nil {
 		t.Fatal("an unknown schema resolved")
+	}
+}
+
+// TestAsyncAPIDocument: every event type has a message on its stream's
+// channel, and every reference in the document resolves.
+func TestAsyncAPIDocument(t *testing.T) {
+	b, err := AsyncAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	messages := doc["components"].(map[string]any)["messages"].(map[string]any)
+	for _, typ := range events.Types() {
+		stream, _ := events.StreamOf(typ)
+		ch, _ := doc["channels"].(map[string]any)[stream].(map[string]any)
+		if messages[typ] == nil || ch == nil || ch["messages"].(map[string]any)[typ] == nil {
+			t.Errorf("event type %s has no message on channel %s", typ, stream)
+		}
+	}
+	for _, ref := range regexp.MustCompile(`"\$ref": "#/([^"]+)"`).FindAllStringSubmatch(string(b), -1) {
+		var node any = doc
+		for _, part := range strings.Split(ref[1], "/") {
+			m, _ := node.(map[string]any)
+			node = m[part]
+		}
+		if node == nil {
+			t.Errorf("reference #/%s resolves to nothing", ref[1])
+		}
 	}
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
-// openAPIHandler serves the API's OpenAPI document. It needs no key: it
-// is what a caller reads to learn how to get one.
-func openAPIHandler() http.Handler {
+// documentHandler serves one of the API's documents (OpenAPI, AsyncAPI).
+// It needs no key: it is what a caller reads to learn how to get one.
+func documentHandler(document func() ([]byte, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		doc, err := api.OpenAPI()
+		doc, err := document()
 		if err != nil {
 			httpx.WriteError(w, r, err)
 			return

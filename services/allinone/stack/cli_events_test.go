@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -75,6 +78,9 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 			data, _ := m["data"].(map[string]any)
 			tk, _ := data["ticket"].(map[string]any)
 			found = m["type"] == "tickets.ticket_created" && m["stream"] == "TICKETS" && m["workspace_id"] == "ws_default" && tk["ticket_id"] == ticket
+			if found {
+				checkAsyncAPIPayload(t, "tickets.ticket_created", data)
+			}
 		case <-deadline:
 			t.Fatal("the ticket's creation was not tailed within 30s")
 		}
@@ -120,5 +126,44 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 	}
 	if code, _, _ := voiceaiCLI(t, s, "webhooks", "recover", hook, "--since", "1h"); code != cli.ExitOK {
 		t.Fatalf("recover exited %d", code)
+	}
+}
+
+// checkAsyncAPIPayload validates an event's protobuf JSON against the
+// payload schema the AsyncAPI document gives its type.
+func checkAsyncAPIPayload(t *testing.T, eventType string, data any) {
+	t.Helper()
+	b, err := api.AsyncAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Messages map[string]struct {
+				Payload struct {
+					Ref string `json:"$ref"`
+				} `json:"payload"`
+			} `json:"messages"`
+		} `json:"components"`
+	}
+	_ = json.Unmarshal(b, &doc)
+	ref := doc.Components.Messages[eventType].Payload.Ref
+	if ref == "" {
+		t.Fatalf("the AsyncAPI document has no message %s", eventType)
+	}
+	raw, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem:///asyncapi.json", raw); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem:///asyncapi.json" + ref)
+	if err != nil {
+		t.Fatalf("compile %s: %v", ref, err)
+	}
+	if err := sch.Validate(data); err != nil {
+		t.Fatalf("a %s event does not match its AsyncAPI payload schema: %v", eventType, err)
 	}
 }

@@ -180,7 +180,11 @@ func TestOpenAPIServedAndComplete(t *testing.T) {
 		}
 	}
 
-	unauthenticated := []string{"/healthz", "/readyz", api.OpenAPIPath, api.DocsPath, api.DocsPath + "/"}
+	r = call(t, s, "GET", api.AsyncAPIPath, "", "")
+	if r.Code != 200 || !strings.Contains(string(r.Body), `"asyncapi": "3.0.0"`) {
+		t.Fatalf("AsyncAPI document: %d %.200s", r.Code, r.Body)
+	}
+	unauthenticated := []string{"/healthz", "/readyz", api.OpenAPIPath, api.AsyncAPIPath, api.DocsPath, api.DocsPath + "/"}
 	routes := s.Gateway().Routes()
 	if !slices.Contains(routes, "GET "+api.GetAgent.Path) || !slices.Contains(routes, "GET "+api.OpenAPIPath) {
 		t.Fatalf("the gateway's routes miss some it serves: %v", routes)
