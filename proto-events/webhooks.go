@@ -46,6 +46,16 @@ func WebhookDeliverySubject(workspaceID, webhookID string) (string, error) {
 	return webhookScoped(WebhookDeliveriesSubjectPrefix, workspaceID, webhookID)
 }
 
+// WebhookRelaySubjectPrefix starts the core NATS subjects (no stream) on
+// which the dispatcher hands a relay webhook's delivery to the client
+// polling for it: a request, answered with the client's outcome.
+const WebhookRelaySubjectPrefix = "webhooks.relay"
+
+// WebhookRelaySubject is the relay subject of webhookID.
+func WebhookRelaySubject(workspaceID, webhookID string) (string, error) {
+	return webhookScoped(WebhookRelaySubjectPrefix, workspaceID, webhookID)
+}
+
 // WebhookAttemptSubject is the subject of webhookID's attempt records.
 func WebhookAttemptSubject(workspaceID, webhookID string) (string, error) {
 	return webhookScoped(WebhookAttemptsSubjectPrefix, workspaceID, webhookID)

@@ -94,7 +94,9 @@ func asyncDocument() (map[string]any, error) {
 		for name := range refs {
 			ops = append(ops, map[string]any{"$ref": "#/channels/" + s.Name + "/messages/" + name})
 		}
-		sort.Slice(ops, func(i, j int) bool { return ops[i].(map[string]any)["$ref"].(string) < ops[j].(map[string]any)["$ref"].(string) })
+		sort.Slice(ops, func(i, j int) bool {
+			return ops[i].(map[string]any)["$ref"].(string) < ops[j].(map[string]any)["$ref"].(string)
+		})
 		operations["receive"+s.Name] = map[string]any{
 			"action":   "receive",
 			"channel":  map[string]any{"$ref": "#/channels/" + s.Name},

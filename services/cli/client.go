@@ -104,7 +104,7 @@ const maxRetryWait = 10 * time.Second
 // the body of a 2xx answer. A 429 or 503 that says when to come back is
 // tried again, up to three times: writes carry one Idempotency-Key across
 // the attempts, so the server applies them at most once.
-func (c *client) do(ctx context.Context, method, path string, query url.Values, body any) ([]byte, error) {
+func (c *client) do(ctx context.Context, method, path string, query url.Values, body any, poll bool) ([]byte, error) {
 	var payload []byte
 	if body != nil {
 		var err error
@@ -117,7 +117,7 @@ func (c *client) do(ctx context.Context, method, path string, query url.Values, 
 		u += "?" + query.Encode()
 	}
 	idem := ""
-	if method != http.MethodGet {
+	if method != http.MethodGet && !poll {
 		b := make([]byte, 16)
 		_, _ = rand.Read(b)
 		idem = "voiceai-cli-" + hex.EncodeToString(b)
@@ -182,7 +182,7 @@ func retryAfter(resp *http.Response) (time.Duration, bool) {
 // call sends r with the ids filling its path variables in order, decodes
 // the answer into v (when not nil) and returns the raw body (for --json).
 func (c *client) call(ctx context.Context, r route, ids []string, query url.Values, body, v any) ([]byte, error) {
-	raw, err := c.do(ctx, r.Method, r.path(ids...), query, body)
+	raw, err := c.do(ctx, r.Method, r.path(ids...), query, body, r.Poll)
 	if err != nil {
 		return nil, err
 	}

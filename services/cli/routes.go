@@ -9,34 +9,44 @@ import (
 // route is one operation of the public API the CLI calls. The templates
 // are spelled as in the platform's operation table so a test can check
 // that each still exists there.
-type route struct{ Method, Path string }
+type route struct {
+	Method, Path string
+	// Poll marks a long poll that takes something (a relay delivery): it
+	// is sent without an Idempotency-Key, so no gateway sends it twice
+	// (a second copy would take a second delivery).
+	Poll bool
+}
 
 const get, post, patch, del = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
 
 var (
-	listAgents = route{get, "/v1/convai/agents"}
-	getAgent   = route{get, "/v1/convai/agents/{agent_id}"}
+	listAgents = route{Method: get, Path: "/v1/convai/agents"}
+	getAgent   = route{Method: get, Path: "/v1/convai/agents/{agent_id}"}
 
-	listTests     = route{get, "/v1/convai/agent-testing"}
-	getTest       = route{get, "/v1/convai/agent-testing/{test_id}"}
-	runTests      = route{post, "/v1/convai/agents/{agent_id}/run-tests"}
-	getInvocation = route{get, "/v1/convai/test-invocations/{invocation_id}"}
-	listAccounts  = route{get, "/v1/service-accounts"}
-	listKeys      = route{get, "/v1/service-accounts/{user_id}/api-keys"}
-	createKey     = route{post, "/v1/service-accounts/{user_id}/api-keys"}
-	revokeKey     = route{del, "/v1/service-accounts/{user_id}/api-keys/{key_id}"}
-	listTickets   = route{get, "/v1/convai/triage-tickets"}
-	getTicket     = route{get, "/v1/convai/triage-tickets/{ticket_id}"}
-	updateTicket  = route{patch, "/v1/convai/triage-tickets/{ticket_id}"}
-	listWebhooks  = route{get, "/v1/convai/webhooks"}
-	createWebhook = route{post, "/v1/convai/webhooks"}
-	webhookLogs   = route{get, "/v1/voiceai/webhooks/{webhook_id}/logs"}
+	listTests     = route{Method: get, Path: "/v1/convai/agent-testing"}
+	getTest       = route{Method: get, Path: "/v1/convai/agent-testing/{test_id}"}
+	runTests      = route{Method: post, Path: "/v1/convai/agents/{agent_id}/run-tests"}
+	getInvocation = route{Method: get, Path: "/v1/convai/test-invocations/{invocation_id}"}
+	listAccounts  = route{Method: get, Path: "/v1/service-accounts"}
+	listKeys      = route{Method: get, Path: "/v1/service-accounts/{user_id}/api-keys"}
+	createKey     = route{Method: post, Path: "/v1/service-accounts/{user_id}/api-keys"}
+	revokeKey     = route{Method: del, Path: "/v1/service-accounts/{user_id}/api-keys/{key_id}"}
+	listTickets   = route{Method: get, Path: "/v1/convai/triage-tickets"}
+	getTicket     = route{Method: get, Path: "/v1/convai/triage-tickets/{ticket_id}"}
+	updateTicket  = route{Method: patch, Path: "/v1/convai/triage-tickets/{ticket_id}"}
+	listWebhooks  = route{Method: get, Path: "/v1/convai/webhooks"}
+	createWebhook = route{Method: post, Path: "/v1/convai/webhooks"}
+	webhookLogs   = route{Method: get, Path: "/v1/voiceai/webhooks/{webhook_id}/logs"}
 
-	resendDelivery    = route{post, "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"}
-	recoverDeliveries = route{post, "/v1/voiceai/webhooks/{webhook_id}/recover"}
+	resendDelivery    = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend"}
+	recoverDeliveries = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/recover"}
+	deleteWebhook     = route{Method: del, Path: "/v1/convai/webhooks/{webhook_id}"}
+	relayNext         = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/relay/next", Poll: true}
+	relayResult       = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/relay/result"}
+	eventCatalog      = route{Method: get, Path: "/v1/voiceai/webhooks/events"}
 
 	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
-		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries}
+		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)
 )
 

@@ -37,6 +37,9 @@ const Database = "voiceai_webhooks"
 // deployment secret (runtime.SubKey).
 const SecretPurpose = "webhooks/signing-secrets"
 
+// RelayTokenPurpose derives the key that signs relay delivery tokens.
+const RelayTokenPurpose = "webhooks/relay-tokens"
+
 // DefaultAttemptTimeout limits each delivery attempt.
 const DefaultAttemptTimeout = 10 * time.Second
 
@@ -132,8 +135,9 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}, adapters.ProjectWebhook)
 	a := &app.App{
 		Webhooks: app.NewRepo(d.JS, reg, d.Logger, nil), Registry: reg, Attempts: attempts,
-		History: adapters.AttemptStore{Coll: db.Collection("attempts")},
-		Sealer:  sealer, Sender: sender, JS: d.JS, Log: d.Logger,
+		History:  adapters.AttemptStore{Coll: db.Collection("attempts")},
+		RelayKey: runtime.SubKey(c.Secret, RelayTokenPurpose),
+		Sealer:   sealer, Sender: sender, JS: d.JS, Log: d.Logger,
 	}
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -35,6 +36,7 @@ type App struct {
 	Registry *adapters.Registry
 	Attempts *adapters.AttemptLog
 	History  DeliveryHistory // nil: the log is what memory holds
+	RelayKey []byte          // signs relay tokens
 	Sealer   *adapters.Sealer
 	Sender   *delivery.Sender
 	JS       jetstream.JetStream
@@ -127,6 +129,15 @@ func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount i
 	return a
 }
 
+// Deliver makes one attempt of r to w: an HTTP POST, or for a relay
+// webhook a hand-over to the client polling for its deliveries.
+func Deliver(ctx context.Context, s *delivery.Sender, nc *nats.Conn, w *webhooksv1.Webhook, r delivery.Request) delivery.Result {
+	if w.GetRelay() {
+		return delivery.Relay{NC: nc, Timeout: s.Timeout()}.Send(ctx, w.GetWorkspaceId(), r)
+	}
+	return s.Send(ctx, r)
+}
+
 func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {
 	codes := make([]int32, 0, len(p.RetryOnStatus))
 	for _, c := range p.RetryOnStatus {
@@ -139,5 +150,5 @@ func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {
 }
 
 func specOf(w *webhooksv1.Webhook) domain.Spec {
-	return domain.Spec{URL: w.GetUrl(), Events: slices.Clone(w.GetEvents()), Active: w.GetActive(), Retry: PolicyOf(w)}
+	return domain.Spec{URL: w.GetUrl(), Events: slices.Clone(w.GetEvents()), Active: w.GetActive(), Retry: PolicyOf(w), Relay: w.GetRelay()}
 }

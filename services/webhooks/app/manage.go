@@ -41,7 +41,7 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 	}
 	now := a.now()
 	w := &webhooksv1.Webhook{
-		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active,
+		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active, Relay: spec.Relay,
 		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: adapters.SecretHint(secret),
 		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
 	}

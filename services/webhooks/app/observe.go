@@ -53,7 +53,7 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 		return nil, err
 	}
 	eventID := ids.New("evt")
-	res := a.Sender.Send(ctx, delivery.Request{
+	res := Deliver(ctx, a.Sender, a.JS.Conn(), w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
 	})
 	verdict := PolicyOf(w).Decide(res.Outcome, 0)

@@ -130,17 +130,8 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	if err != nil {
 		return Result{Outcome: domain.Outcome{Refused: true}, Error: "invalid URL"}
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", UserAgent)
-	h.Set(HeaderSignature, domain.Sign(r.Secret, r.Body))
-	h.Set(HeaderEventID, r.EventID)
-	h.Set(HeaderEvent, r.Event)
-	h.Set(HeaderWebhookID, r.WebhookID)
-	h.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
-	h.Set(HeaderAttempt, strconv.Itoa(max(r.Attempt, 1)))
-	if r.Traceparent != "" {
-		h.Set("Traceparent", r.Traceparent)
+	for k, v := range Headers(r) {
+		req.Header[k] = v
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
@@ -161,6 +152,24 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 		out.Outcome.RetryAfter = domain.ParseRetryAfter(ra, time.Now(), s.TimeUnit)
 	}
 	return out
+}
+
+// Headers are the headers of an attempt: the signature, the event's id
+// and name, the webhook, the attempt's number and time, and the trace.
+func Headers(r Request) http.Header {
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", UserAgent)
+	h.Set(HeaderSignature, domain.Sign(r.Secret, r.Body))
+	h.Set(HeaderEventID, r.EventID)
+	h.Set(HeaderEvent, r.Event)
+	h.Set(HeaderWebhookID, r.WebhookID)
+	h.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
+	h.Set(HeaderAttempt, strconv.Itoa(max(r.Attempt, 1)))
+	if r.Traceparent != "" {
+		h.Set("Traceparent", r.Traceparent)
+	}
+	return h
 }
 
 func classifyError(ctx context.Context, err error, timeout time.Duration) Result {

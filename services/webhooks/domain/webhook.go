@@ -38,6 +38,9 @@ type Input struct {
 	Secret      *string           `json:"secret"`
 	Active      *bool             `json:"active"`
 	RetryConfig *RetryConfigInput `json:"retry_config"`
+	// Relay (create only) makes a webhook without a url whose deliveries
+	// a polling client takes (voiceai webhooks listen).
+	Relay *bool `json:"relay"`
 }
 
 // Spec is a validated webhook definition.
@@ -47,6 +50,7 @@ type Spec struct {
 	Secret string // "" on create: generate one; on update: unchanged
 	Active bool
 	Retry  RetryPolicy
+	Relay  bool
 }
 
 // HostAllowed reports whether the operator allowed a host (lowercase,
@@ -74,9 +78,20 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 			v.Add("Field required", "missing", "body", field)
 		}
 	}
-	if in.URL == nil {
+	if in.Relay != nil {
+		if create {
+			s.Relay = *in.Relay
+		} else if *in.Relay != s.Relay {
+			v.Add("A webhook's relay setting is fixed at creation", "value_error", "body", "relay")
+		}
+	}
+	switch {
+	case s.Relay && in.URL != nil:
+		v.Add("A relay webhook has no url: a polling client takes its deliveries", "value_error", "body", "url")
+	case s.Relay:
+	case in.URL == nil:
 		required("url")
-	} else {
+	default:
 		s.URL = checkURL(&v, *in.URL, allowed)
 	}
 	if in.Events == nil {

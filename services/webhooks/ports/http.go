@@ -6,6 +6,7 @@ package ports
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gorilla/mux"
 
@@ -38,6 +39,8 @@ func Router(a *app.App) *mux.Router {
 	api.Handle(r, api.WebhookLogs, h.logs)
 	api.Handle(r, api.ResendDelivery, h.resend)
 	api.Handle(r, api.RecoverDeliveries, h.recover)
+	api.Handle(r, api.RelayNext, h.relayNext)
+	api.Handle(r, api.RelayResult, h.relayResult)
 	api.Handle(r, api.IngestEvent, h.ingest)
 	return r
 }
@@ -222,6 +225,66 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) {
 	}
 	out.RecoveredCount = len(out.Deliveries)
 	httpx.WriteJSON(w, http.StatusAccepted, out)
+}
+
+func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		WaitMs *int64 `json:"wait_ms"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	wait := app.MaxRelayWait
+	if in.WaitMs != nil {
+		if *in.WaitMs < 0 || *in.WaitMs > app.MaxRelayWait.Milliseconds() {
+			httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "wait_ms"}, Msg: "Input should be between 0 and " + strconv.FormatInt(app.MaxRelayWait.Milliseconds(), 10), Type: "range"}})
+			return
+		}
+		wait = time.Duration(*in.WaitMs) * time.Millisecond
+	}
+	d, err := h.app.RelayNext(r.Context(), caller(r), mux.Vars(r)["webhook_id"], wait)
+	if err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var out relayNextView
+	if d != nil {
+		out.Delivery = &relayDeliveryView{Token: d.Token, Headers: d.Headers, Body: string(d.Body)}
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+}
+
+func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Token        *string `json:"token"`
+		StatusCode   *int    `json:"status_code"`
+		ResponseBody string  `json:"response_body"`
+		Error        string  `json:"error"`
+	}
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	var v httpx.Validator
+	if in.Token == nil || *in.Token == "" {
+		v.Add("Field required", "missing", "body", "token")
+	}
+	if in.StatusCode == nil {
+		v.Add("Field required", "missing", "body", "status_code")
+	} else {
+		v.Check(*in.StatusCode == 0 || (*in.StatusCode >= 100 && *in.StatusCode <= 599), "Input should be an HTTP status, or 0 when the receiver could not be reached", "range", "body", "status_code")
+	}
+	v.Check(len(in.Error) <= 1024, "Input should have at most 1024 characters", "string_too_long", "body", "error")
+	if err := v.Err(); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	if err := h.app.RelayResult(r.Context(), caller(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error); err != nil {
+		httpx.WriteError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // intParam parses a query integer in [lo, hi].

@@ -31,6 +31,9 @@ type webhookView struct {
 	DisabledAtUnix *int64    `json:"disabled_at_unix"`
 	CreatedAtUnix  int64     `json:"created_at_unix"`
 	UpdatedAtUnix  int64     `json:"updated_at_unix"`
+	// Relay marks a webhook without a url whose deliveries a polling
+	// client takes (an extension).
+	Relay bool `json:"relay"`
 }
 
 func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
@@ -46,7 +49,7 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 			MaxDelay: rc.GetMaxDelay(), RetryOnStatus: codes,
 		},
 		Secret: secret, SecretHint: w.GetSecretHint(), DisabledAtUnix: w.DisabledAtUnix,
-		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(),
+		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
 	}
 	if r := w.GetDisabledReason(); r != "" {
 		v.DisabledReason = &r
@@ -119,6 +122,16 @@ type resentView struct {
 
 func resentViewOf(r app.Resent) resentView {
 	return resentView{DeliveryID: r.DeliveryID, EventID: r.EventID, Event: r.Event, Status: "queued"}
+}
+
+type relayDeliveryView struct {
+	Token   string            `json:"token"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+type relayNextView struct {
+	Delivery *relayDeliveryView `json:"delivery"`
 }
 
 type recoveredView struct {

@@ -133,8 +133,12 @@ type Webhook struct {
 	DisabledAtUnix *int64 `protobuf:"varint,14,opt,name=disabled_at_unix,json=disabledAtUnix,proto3,oneof" json:"disabled_at_unix,omitempty"`
 	// Creation time in ms: events stored before it are not delivered to it.
 	CreatedAtUnixMs int64 `protobuf:"varint,15,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// A relay webhook has no url: its deliveries are handed to a client
+	// that polls for them (`voiceai webhooks listen`), which forwards them
+	// and reports the answer. Set at creation only.
+	Relay         bool `protobuf:"varint,16,opt,name=relay,proto3" json:"relay,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Webhook) Reset() {
@@ -272,6 +276,13 @@ func (x *Webhook) GetCreatedAtUnixMs() int64 {
 	return 0
 }
 
+func (x *Webhook) GetRelay() bool {
+	if x != nil {
+		return x.Relay
+	}
+	return false
+}
+
 var File_voiceai_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
@@ -284,7 +295,7 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"retryDelay\x12/\n" +
 	"\x13exponential_backoff\x18\x03 \x01(\bR\x12exponentialBackoff\x12\x1b\n" +
 	"\tmax_delay\x18\x04 \x01(\x05R\bmaxDelay\x12&\n" +
-	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\xf0\x04\n" +
+	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\x86\x05\n" +
 	"\aWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12!\n" +
@@ -303,7 +314,8 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x0fdeleted_at_unix\x18\f \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x12'\n" +
 	"\x0fdisabled_reason\x18\r \x01(\tR\x0edisabledReason\x12-\n" +
 	"\x10disabled_at_unix\x18\x0e \x01(\x03H\x01R\x0edisabledAtUnix\x88\x01\x01\x12+\n" +
-	"\x12created_at_unix_ms\x18\x0f \x01(\x03R\x0fcreatedAtUnixMsB\x12\n" +
+	"\x12created_at_unix_ms\x18\x0f \x01(\x03R\x0fcreatedAtUnixMs\x12\x14\n" +
+	"\x05relay\x18\x10 \x01(\bR\x05relayB\x12\n" +
 	"\x10_deleted_at_unixB\x13\n" +
 	"\x11_disabled_at_unixBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
 

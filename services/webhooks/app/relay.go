@@ -1,0 +1,131 @@
+package app
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+)
+
+// MaxRelayWait bounds how long a poll for a relay delivery waits: well
+// within the gateway's 30 s request time limit.
+const MaxRelayWait = 20 * time.Second
+
+// RelayDelivery is one delivery handed to a polling client: what it POSTs
+// to its local receiver, and the token it reports the outcome with.
+type RelayDelivery struct {
+	Token   string
+	Headers map[string]string
+	Body    []byte
+}
+
+var errNotRelay = apperr.ConflictError("not_a_relay_webhook", "This webhook has a url; only a relay webhook's deliveries are polled.")
+
+// RelayNext waits up to wait for the next delivery of a relay webhook and
+// hands it over (nil when none came). Clients polling one webhook share
+// its deliveries: each goes to one of them.
+func (a *App) RelayNext(ctx context.Context, p principal.Principal, webhookID string, wait time.Duration) (*RelayDelivery, error) {
+	w, err := a.Get(p.WorkspaceID, webhookID)
+	if err != nil {
+		return nil, err
+	}
+	if !w.GetRelay() {
+		return nil, errNotRelay
+	}
+	subject, err := events.WebhookRelaySubject(w.GetWorkspaceId(), w.GetWebhookId())
+	if err != nil {
+		return nil, err
+	}
+	sub, err := a.JS.Conn().QueueSubscribeSync(subject, "relay")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	// One delivery per poll: the server stops sending after it, so no
+	// other request waits in a buffer that is about to be dropped.
+	if err := sub.AutoUnsubscribe(1); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(wait, MaxRelayWait))
+	defer cancel()
+	msg, err := sub.NextMsgWithContext(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &RelayDelivery{Token: a.relayToken(w.GetWorkspaceId(), w.GetWebhookId(), msg.Reply), Headers: map[string]string{}, Body: msg.Data}
+	for k := range msg.Header {
+		out.Headers[k] = msg.Header.Get(k)
+	}
+	return out, nil
+}
+
+// RelayResult reports what the client's local receiver answered a relay
+// delivery (status 0: it could not be reached, errText says why): the
+// dispatcher records it and retries as for any receiver.
+func (a *App) RelayResult(ctx context.Context, p principal.Principal, webhookID, token string, status int, body []byte, errText string) error {
+	w, err := a.Get(p.WorkspaceID, webhookID)
+	if err != nil {
+		return err
+	}
+	if !w.GetRelay() {
+		return errNotRelay
+	}
+	reply, ok := a.openRelayToken(w.GetWorkspaceId(), w.GetWebhookId(), token)
+	if !ok {
+		var v apperr.Validator
+		v.Add("The token is not one this webhook's poll handed out", "value_error", "body", "token")
+		return v.Err()
+	}
+	msg := nats.NewMsg(reply)
+	msg.Header.Set(delivery.HeaderRelayStatus, strconv.Itoa(status))
+	if errText != "" {
+		msg.Header.Set(delivery.HeaderRelayError, errText)
+	}
+	if len(body) > delivery.MaxKeptResponse {
+		body = body[:delivery.MaxKeptResponse]
+	}
+	msg.Data = body
+	// The dispatcher may have given up waiting (its attempt time limit):
+	// then nobody reads this, and the delivery is retried as timed out.
+	return a.JS.Conn().PublishMsg(msg)
+}
+
+// relayToken binds a dispatcher's reply inbox to the webhook it serves, so
+// a result can reach only the attempt it answers.
+func (a *App) relayToken(workspaceID, webhookID, reply string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(reply)) + "." + base64.RawURLEncoding.EncodeToString(a.relayMAC(workspaceID, webhookID, reply))
+}
+
+func (a *App) openRelayToken(workspaceID, webhookID, token string) (string, bool) {
+	enc, mac, ok := strings.Cut(token, ".")
+	if !ok || len(token) > 1024 {
+		return "", false
+	}
+	reply, err1 := base64.RawURLEncoding.DecodeString(enc)
+	sum, err2 := base64.RawURLEncoding.DecodeString(mac)
+	if err1 != nil || err2 != nil || !hmac.Equal(sum, a.relayMAC(workspaceID, webhookID, string(reply))) {
+		return "", false
+	}
+	return string(reply), true
+}
+
+func (a *App) relayMAC(workspaceID, webhookID, reply string) []byte {
+	m := hmac.New(sha256.New, a.RelayKey)
+	m.Write([]byte(workspaceID + "\x00" + webhookID + "\x00" + reply))
+	return m.Sum(nil)
+}
