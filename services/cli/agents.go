@@ -23,10 +23,6 @@ func (a *app) agentsListCommand() *cobra.Command {
 		Short: "List agents, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
 			setIf(q, "search", search)
 			setIf(q, "cursor", cursor)
@@ -40,13 +36,8 @@ func (a *app) agentsListCommand() *cobra.Command {
 				HasMore    bool    `json:"has_more"`
 				NextCursor *string `json:"next_cursor"`
 			}
-			raw, err := c.call(cmd.Context(), listAgents, nil, q, nil, &page)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), listAgents, nil, q, nil, &page); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(page.Agents))
 			for i, ag := range page.Agents {
@@ -70,10 +61,6 @@ func (a *app) agentsShowCommand() *cobra.Command {
 		Short: "Show an agent",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var ag struct {
 				AgentID      string   `json:"agent_id"`
 				Name         string   `json:"name"`
@@ -89,13 +76,8 @@ func (a *app) agentsShowCommand() *cobra.Command {
 					} `json:"agent"`
 				} `json:"conversation_config"`
 			}
-			raw, err := c.call(cmd.Context(), getAgent, args, nil, nil, &ag)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), getAgent, args, nil, nil, &ag); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			fields(a.stdout, "ID", ag.AgentID, "Name", ag.Name, "Tags", dash(strings.Join(ag.Tags, ", ")),
 				"Created", unixTime(ag.Created), "First message", dash(clip(ag.Config.Agent.FirstMessage, 200)),

@@ -120,3 +120,22 @@ func (a *app) moreHint(hasMore bool, next *string) {
 		fmt.Fprintf(a.stderr, "more results: add --cursor %s\n", *next)
 	}
 }
+
+// fetch calls r for a command: with --json it prints the answer as it
+// came and reports there is nothing left to show; else it decodes the
+// answer into out for the command to render.
+func (a *app) fetch(ctx context.Context, r route, ids []string, query url.Values, body, out any) (show bool, err error) {
+	c, err := a.client()
+	if err != nil {
+		return false, err
+	}
+	raw, err := c.call(ctx, r, ids, query, body, out)
+	if err != nil {
+		return false, err
+	}
+	if a.json {
+		a.printJSON(raw)
+		return false, nil
+	}
+	return true, nil
+}

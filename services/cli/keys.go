@@ -99,10 +99,6 @@ func (a *app) keysCreateCommand() *cobra.Command {
 		Short: "Create an API key; its secret is shown once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"name": name, "permissions": perms}
 			if len(perms) == 1 && perms[0] == "all" {
 				body["permissions"] = "all"
@@ -111,13 +107,8 @@ func (a *app) keysCreateCommand() *cobra.Command {
 				Secret string `json:"xi-api-key"`
 				KeyID  string `json:"key_id"`
 			}
-			raw, err := c.call(cmd.Context(), createKey, []string{account}, nil, body, &out)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), createKey, []string{account}, nil, body, &out); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			fields(a.stdout, "Key ID", out.KeyID, "Secret", out.Secret)
 			fmt.Fprintln(a.stderr, "The secret is shown only now: store it safely.")

@@ -47,23 +47,14 @@ func (a *app) testsListCommand() *cobra.Command {
 		Short: "List the workspace's tests, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
 			setIf(q, "search", search)
 			setIf(q, "parent_folder_id", folder)
 			setIf(q, "cursor", cursor)
 			q["types"] = types
 			var page testsPage
-			raw, err := c.call(cmd.Context(), listTests, nil, q, nil, &page)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), listTests, nil, q, nil, &page); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(page.Tests))
 			for i, t := range page.Tests {
@@ -106,10 +97,6 @@ func (a *app) testsShowCommand() *cobra.Command {
 		Short: "Show a test and how reliably it passes",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var t struct {
 				ID               string   `json:"id"`
 				Name             string   `json:"name"`
@@ -126,13 +113,8 @@ func (a *app) testsShowCommand() *cobra.Command {
 					PassRate *float64 `json:"pass_rate"`
 				} `json:"reliability"`
 			}
-			raw, err := c.call(cmd.Context(), getTest, args, nil, nil, &t)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), getTest, args, nil, nil, &t); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			conds := t.Conditions
 			if t.SuccessCondition != "" && !slices.Contains(conds, t.SuccessCondition) {

@@ -45,10 +45,6 @@ func (a *app) ticketsListCommand() *cobra.Command {
 		Short: "List the workspace's triage tickets, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
 			for k, v := range map[string]string{"status": status, "assignee_user_id": assignee, "agent_id": agent,
 				"issue_type": issue, "search": search, "sort_by": sortBy, "cursor": cursor} {
@@ -60,13 +56,8 @@ func (a *app) ticketsListCommand() *cobra.Command {
 				HasMore    bool     `json:"has_more"`
 				NextCursor *string  `json:"next_cursor"`
 			}
-			raw, err := c.call(cmd.Context(), listTickets, nil, q, nil, &page)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), listTickets, nil, q, nil, &page); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(page.Tickets))
 			for i, t := range page.Tickets {
@@ -97,18 +88,9 @@ func (a *app) ticketsShowCommand() *cobra.Command {
 		Short: "Show a ticket with its comments",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var t ticket
-			raw, err := c.call(cmd.Context(), getTicket, args, nil, nil, &t)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), getTicket, args, nil, nil, &t); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			a.printTicket(t)
 			return nil
@@ -132,22 +114,13 @@ func (a *app) ticketsAssignCommand() *cobra.Command {
 		Short: `Assign a ticket to a workspace member, or unassign it with "none"`,
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var assignee any = args[1]
 			if args[1] == "none" {
 				assignee = nil // null unassigns
 			}
 			var t ticket
-			raw, err := c.call(cmd.Context(), updateTicket, args[:1], nil, map[string]any{"assignee_user_id": assignee}, &t)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), updateTicket, args[:1], nil, map[string]any{"assignee_user_id": assignee}, &t); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			if t.AssigneeUserID == nil {
 				fmt.Fprintf(a.stdout, "Ticket %s is unassigned.\n", t.ID)

@@ -33,20 +33,11 @@ func (a *app) webhooksListCommand() *cobra.Command {
 		Short: "List the workspace's webhooks, oldest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var out struct {
 				Webhooks []webhook `json:"webhooks"`
 			}
-			raw, err := c.call(cmd.Context(), listWebhooks, nil, nil, nil, &out)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), listWebhooks, nil, nil, nil, &out); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(out.Webhooks))
 			for i, w := range out.Webhooks {
@@ -74,22 +65,13 @@ func (a *app) webhooksCreateCommand() *cobra.Command {
 		Short: "Create a webhook; its signing secret is shown once",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"url": target, "events": events, "active": !inactive}
 			if secret != "" {
 				body["secret"] = secret
 			}
 			var w webhook
-			raw, err := c.call(cmd.Context(), createWebhook, nil, nil, body, &w)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), createWebhook, nil, nil, body, &w); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			fields(a.stdout, "ID", w.ID, "URL", w.URL, "Events", strings.Join(w.Events, ", "), "Secret", w.Secret)
 			fmt.Fprintln(a.stderr, "The signing secret is shown only now: store it safely.")
@@ -182,18 +164,9 @@ func (a *app) webhooksResendCommand() *cobra.Command {
 		Short: "Deliver an event again (same body and event id); the delivery id is in webhooks logs",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			var out resent
-			raw, err := c.call(cmd.Context(), resendDelivery, args, nil, nil, &out)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), resendDelivery, args, nil, nil, &out); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			fields(a.stdout, "Delivery", out.DeliveryID, "Event", out.Event, "Event ID", out.EventID, "Status", out.Status)
 			return nil
@@ -209,10 +182,6 @@ func (a *app) webhooksRecoverCommand() *cobra.Command {
 		Short: "Resend every delivery that failed for good in this last while and was not delivered since",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
 			body := map[string]any{"start_time": time.Now().Add(-since).Unix()}
 			if event != "" {
 				body["event"] = event
@@ -222,13 +191,8 @@ func (a *app) webhooksRecoverCommand() *cobra.Command {
 				Deliveries []resent `json:"deliveries"`
 				HasMore    bool     `json:"has_more"`
 			}
-			raw, err := c.call(cmd.Context(), recoverDeliveries, args, nil, body, &out)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), recoverDeliveries, args, nil, body, &out); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(out.Deliveries))
 			for i, d := range out.Deliveries {

@@ -17,24 +17,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // voiceai webhooks listen relays deliveries to a local receiver, signed,
 // on a stack that allows no private or plain-http destination: the
 // receiver's answer is the delivery's outcome, and stopping deletes the
@@ -74,7 +56,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr lockedBuffer
+	var stdout, stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"webhooks", "listen", "--forward-to", rcv.URL + "/hook", "--event", "call_started", "--secret", secret,
