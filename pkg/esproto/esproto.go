@@ -20,6 +20,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
@@ -45,7 +46,7 @@ func Append(ctx context.Context, st *eventstore.Store, subject string, expected 
 		return eventstore.Appended{}, fmt.Errorf("encode %T: %w", ev, err)
 	}
 	var header nats.Header
-	if tp := httpx.Traceparent(ctx); tp != "" {
+	if tp := tracing.RequestTrace(ctx); tp != "" {
 		header = nats.Header{events.HeaderTraceparent: []string{tp}}
 	}
 	return st.Append(ctx, subject, expected, meta.GetCommandId(), eventstore.Event{
@@ -67,7 +68,7 @@ func NewMsg(ctx context.Context, subject string, meta *commonv1.EventMeta, ev pr
 		return nil, fmt.Errorf("encode %T: %w", ev, err)
 	}
 	var header nats.Header
-	if tp := httpx.Traceparent(ctx); tp != "" {
+	if tp := tracing.RequestTrace(ctx); tp != "" {
 		header = nats.Header{events.HeaderTraceparent: []string{tp}}
 	}
 	return eventstore.NewMsg(subject, meta.GetCommandId(), eventstore.Event{

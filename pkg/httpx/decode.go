@@ -2,14 +2,9 @@ package httpx
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"reflect"
-	"strconv"
-	"strings"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -26,68 +21,7 @@ func DecodeJSON(r *http.Request, maxBytes int64, dst any) error {
 	if err != nil {
 		return err
 	}
-	return decodeBytes(body, dst)
-}
-
-func decodeBytes(body []byte, dst any) error {
-	// A body meant for an object must be one: `null`, `[]` or `"x"` would
-	// otherwise decode into a zero-valued request (an "Untitled" create).
-	if wantsObject(dst) {
-		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
-			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(dst); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			loc := []any{"body"}
-			if typeErr.Field != "" {
-				for _, p := range strings.Split(typeErr.Field, ".") {
-					if i, err := strconv.Atoi(p); err == nil {
-						loc = append(loc, i)
-					} else {
-						loc = append(loc, p)
-					}
-				}
-			}
-			return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("Input should be a valid %s", jsonKind(typeErr.Type.Kind().String())), Type: "type_error"}}
-		}
-		return BadRequest("malformed_json", "The request body is not valid JSON: "+syntaxMessage(err))
-	}
-	// Anything but white space after the value is malformed. (Decoder.More
-	// reports false before a stray '}' or ']', so it cannot tell.)
-	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return BadRequest("malformed_json", "The request body has data after the JSON value.")
-	}
-	return nil
-}
-
-func syntaxMessage(err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
-		return "unexpected end of input"
-	}
-	return "cannot parse body"
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "string"
-	case "bool":
-		return "boolean"
-	case "slice", "array":
-		return "array"
-	case "map", "struct", "ptr":
-		return "object"
-	default:
-		return "number"
-	}
+	return apperr.DecodeJSON(body, dst)
 }
 
 // ReadBody reads r's body (at most maxBytes; 413 beyond, 422 when empty)
@@ -110,13 +44,4 @@ func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
 }
 
 // DecodeBytes decodes a body read by ReadBody, with DecodeJSON's errors.
-func DecodeBytes(body []byte, dst any) error { return decodeBytes(body, dst) }
-
-// wantsObject reports whether dst points to a struct or a map.
-func wantsObject(dst any) bool {
-	t := reflect.TypeOf(dst)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map)
-}
+func DecodeBytes(body []byte, dst any) error { return apperr.DecodeJSON(body, dst) }

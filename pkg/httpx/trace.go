@@ -16,8 +16,6 @@ import (
 // HeaderTraceparent is the W3C trace-context header.
 const HeaderTraceparent = "Traceparent"
 
-type traceKey struct{}
-
 // WithTraceparent keeps a well-formed incoming traceparent, or starts a
 // trace, so every event a request causes can be tied back to it; serves
 // the request in a server span, child of that trace context (see package
@@ -36,7 +34,7 @@ func WithTraceparent(next http.Handler) http.Handler {
 			tp = own
 		}
 		r.Header.Set(HeaderTraceparent, tp)
-		ctx = context.WithValue(ctx, traceKey{}, tp)
+		ctx = tracing.WithRequestTrace(ctx, tp)
 		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[3:35]))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r.WithContext(ctx))
@@ -50,7 +48,7 @@ func WithTraceparent(next http.Handler) http.Handler {
 // WithTraceparentValue is ctx carrying traceparent for what it causes
 // (events, forwarded requests), as a request's context does.
 func WithTraceparentValue(ctx context.Context, traceparent string) context.Context {
-	return context.WithValue(ctx, traceKey{}, traceparent)
+	return tracing.WithRequestTrace(ctx, traceparent)
 }
 
 // wellFormedTraceparent checks the W3C shape: version-trace id-span id-flags
@@ -78,7 +76,4 @@ func NewTraceparent() string {
 }
 
 // Traceparent returns the request's traceparent, or "".
-func Traceparent(ctx context.Context) string {
-	tp, _ := ctx.Value(traceKey{}).(string)
-	return tp
-}
+func Traceparent(ctx context.Context) string { return tracing.RequestTrace(ctx) }

@@ -63,3 +63,17 @@ func Traceparent(ctx context.Context) string {
 	propagation.TraceContext{}.Inject(ctx, c)
 	return c["traceparent"]
 }
+
+type requestTraceKey struct{}
+
+// WithRequestTrace is ctx carrying the traceparent of the request it
+// serves, for what the request causes (events, forwarded requests).
+func WithRequestTrace(ctx context.Context, traceparent string) context.Context {
+	return context.WithValue(ctx, requestTraceKey{}, traceparent)
+}
+
+// RequestTrace returns the traceparent WithRequestTrace put in ctx, or "".
+func RequestTrace(ctx context.Context) string {
+	tp, _ := ctx.Value(requestTraceKey{}).(string)
+	return tp
+}

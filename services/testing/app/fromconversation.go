@@ -7,7 +7,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -17,7 +16,7 @@ import (
 // keeps verbatim.
 func ParseFromConversation(body []byte) (domain.FromConversation, []json.RawMessage, error) {
 	var in domain.FromConversation
-	if err := httpx.DecodeBytes(body, &in); err != nil {
+	if err := apperr.DecodeJSON(body, &in); err != nil {
 		return in, nil, err
 	}
 	var raw struct {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -20,7 +19,7 @@ import (
 // 422 with loc for wrong types and rule violations.
 func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error) {
 	var in domain.TestInput
-	if err := httpx.DecodeBytes(body, &in); err != nil {
+	if err := apperr.DecodeJSON(body, &in); err != nil {
 		return in, nil, err
 	}
 	var raw map[string]json.RawMessage

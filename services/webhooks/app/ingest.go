@@ -13,7 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -44,7 +44,7 @@ func (a *App) Ingest(ctx context.Context, workspaceID string, in domain.IngestIn
 	msg.Data = body
 	msg.Header.Set(events.HeaderEventID, eventID)
 	msg.Header.Set(events.HeaderWorkspaceID, workspaceID)
-	if tp := httpx.Traceparent(ctx); tp != "" {
+	if tp := tracing.RequestTrace(ctx); tp != "" {
 		msg.Header.Set(events.HeaderTraceparent, tp)
 	}
 	if _, err := eventstore.Publish(ctx, a.JS, msg, jetstream.WithMsgID(eventID), jetstream.WithExpectStream(events.PlatformStream)); err != nil {

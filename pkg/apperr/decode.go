@@ -1,0 +1,86 @@
+package apperr
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// DecodeJSON decodes a JSON request body into dst with the API's errors:
+// malformed JSON is invalid (400), a value of the wrong type a validation
+// error at its field (422), a non-object where an object is wanted too.
+// Unknown fields are ignored.
+func DecodeJSON(body []byte, dst any) error {
+	// A body meant for an object must be one: `null`, `[]` or `"x"` would
+	// otherwise decode into a zero-valued request (an "Untitled" create).
+	if wantsObject(dst) {
+		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			loc := []any{"body"}
+			if typeErr.Field != "" {
+				for _, p := range strings.Split(typeErr.Field, ".") {
+					if i, err := strconv.Atoi(p); err == nil {
+						loc = append(loc, i)
+					} else {
+						loc = append(loc, p)
+					}
+				}
+			}
+			return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("Input should be a valid %s", jsonKind(typeErr.Type.Kind().String())), Type: "type_error"}}
+		}
+		return InvalidError("malformed_json", "The request body is not valid JSON: "+syntaxMessage(err))
+	}
+	// Anything but white space after the value is malformed. (Decoder.More
+	// reports false before a stray '}' or ']', so it cannot tell.)
+	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
+		return InvalidError("malformed_json", "The request body has data after the JSON value.")
+	}
+	return nil
+}
+
+func syntaxMessage(err error) string {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s (at byte %d)", se.Error(), se.Offset)
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of input"
+	}
+	return "cannot parse body"
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct", "ptr":
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// wantsObject reports whether dst points to a struct or a map.
+func wantsObject(dst any) bool {
+	t := reflect.TypeOf(dst)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map)
+}
