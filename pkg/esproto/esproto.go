@@ -20,9 +20,9 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
 // Meta builds the metadata of an event caused by the request in ctx.
