@@ -80,10 +80,25 @@ func parseComponents() (map[string]any, error) {
 	return components, nil
 }
 
+var resolved sync.Map // schema name -> map[string]any
+
 // Schema returns the named schema of the document with every reference
 // in it replaced by what it names: a JSON Schema that stands alone (the
-// event catalog serves the data schemas of events this way).
+// event catalog serves the data schemas of events this way). The map is
+// shared between callers: read it, do not change it.
 func Schema(name string) (map[string]any, error) {
+	if s, ok := resolved.Load(name); ok {
+		return s.(map[string]any), nil
+	}
+	s, err := resolveSchema(name)
+	if err != nil {
+		return nil, err
+	}
+	resolved.Store(name, s)
+	return s, nil
+}
+
+func resolveSchema(name string) (map[string]any, error) {
 	components, err := parseComponents()
 	if err != nil {
 		return nil, err

@@ -66,9 +66,17 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 	return link, mc, nil
 }
 
+// AsyncPublishTimeout bounds the wait for an async publish's
+// acknowledgement: longer than a stream leader election (under 10 s in
+// the cluster tier), after which the publisher's caller retries.
+const AsyncPublishTimeout = 15 * time.Second
+
 // NewDeps wraps established connections.
 func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheus.Registerer, replicas int) (Deps, error) {
-	js, err := jetstream.New(nc)
+	// An async publish whose acknowledgement is lost (its node died with
+	// it) would otherwise wait forever: nats.go sets no time-out by
+	// default, and whoever waits on it in order (a runner's acker) stalls.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(AsyncPublishTimeout))
 	if err != nil {
 		return Deps{}, err
 	}
