@@ -435,6 +435,10 @@ func (c *checker) verify(lname string, acks []ack) (found, dups int) {
 			})
 			if r.code == http.StatusOK {
 				found++
+			} else {
+				// Say which, and what reading it answered, for the
+				// investigation a loss calls for.
+				c.t.Logf("ticket %s (key %s, acknowledged at %s) not found: %d %.200s", a.id, a.key, a.at.Format(time.RFC3339Nano), r.code, r.body)
 			}
 		}
 	case "invocations":
