@@ -59,8 +59,8 @@ func TestEveryOperationRoutesToItself(t *testing.T) {
 func TestHandleChecksPermissionIDsAndIdempotencyKey(t *testing.T) {
 	var got string
 	r := mux.NewRouter()
-	Handle(r, GetAgent, func(w http.ResponseWriter, req *http.Request) { got = CommandID(req) })
-	Handle(r, CreateAgent, func(w http.ResponseWriter, req *http.Request) { got = CommandID(req) })
+	Handle(r, GetAgent, func(w http.ResponseWriter, req *http.Request) error { got = CommandID(req); return nil })
+	Handle(r, CreateAgent, func(w http.ResponseWriter, req *http.Request) error { got = CommandID(req); return nil })
 	call := func(method, path, key string, perms ...string) *httptest.ResponseRecorder {
 		got = "not called"
 		req := httptest.NewRequest(method, path, nil)
@@ -129,5 +129,20 @@ func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
 		if c.code == 404 && !strings.Contains(rec.Body.String(), `"test_invocation_not_found"`) {
 			t.Errorf("%s: %s", c.query, rec.Body)
 		}
+	}
+}
+
+// A handler's returned error is answered in the spec's error shape.
+func TestHandleAnswersTheHandlersError(t *testing.T) {
+	r := mux.NewRouter()
+	Handle(r, GetAgent, func(http.ResponseWriter, *http.Request) error {
+		return httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+	})
+	req := httptest.NewRequest("GET", "/v1/convai/agents/agent_01m86ww2r90bbq1x2gamt6cq1w", nil)
+	req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"convai_read"}}))
+	w := httptest.NewRecorder()
+	r.ServeHTTP(w, req)
+	if w.Code != 404 || !strings.Contains(w.Body.String(), `"status":"agent_not_found"`) {
+		t.Fatalf("%d %s", w.Code, w.Body)
 	}
 }

@@ -24,21 +24,27 @@ func Route(r *mux.Router, op Operation) *mux.Route {
 	return r.Path(op.Path).Methods(methods...)
 }
 
+// HandlerFunc serves an operation. It writes its success itself and
+// returns its failure, which Handle answers in the spec's error shape:
+// the one place a handler's error becomes HTTP.
+type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
+
 // Handle serves op on a service's router: the caller must hold one of
 // op's permissions (403), every path id must follow the id grammar (else
 // the id's 404, as for an unknown one) and an Idempotency-Key must be
 // well formed (422), all before h runs.
-func Handle(r *mux.Router, op Operation, h http.HandlerFunc) {
+func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if err := principal.Require(req, op.Perms...); err != nil {
-			httpx.WriteError(w, req, err)
-			return
+		err := principal.Require(req, op.Perms...)
+		if err == nil {
+			err = CheckRequest(req)
 		}
-		if err := CheckRequest(req); err != nil {
-			httpx.WriteError(w, req, err)
-			return
+		if err == nil {
+			err = h(w, req.WithContext(context.WithValue(req.Context(), opKey{}, op)))
 		}
-		h(w, req.WithContext(context.WithValue(req.Context(), opKey{}, op)))
+		if err != nil {
+			httpx.WriteError(w, req, err)
+		}
 	})
 }
 

@@ -42,54 +42,52 @@ func caller(r *http.Request) principal.Principal {
 	return p
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	ag, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{
 		"agent_id": ag.GetAgentId(), "id": ag.GetAgentId(), "name": ag.GetName(), "created_at_unix": ag.GetCreatedAtUnix(),
 	})
+	return nil
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	ag, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+	return nil
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	var in app.UpdateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	ag, err := h.app.Update(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], in)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+	return nil
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"]); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, caller(r).UserID, app.ListParams{
 		PageSize: q.Get("page_size"), Search: q.Get("search"), SortBy: q.Get("sort_by"),
@@ -97,14 +95,14 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
 		CreatedBy: q.Get("created_by_user_id"), Tags: q["tags"],
 	})
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]summary, 0, len(page.Agents))
 	for _, d := range page.Agents {
 		out = append(out, summaryOf(d, caller(r)))
 	}
 	httpx.WriteJSON(w, http.StatusOK, listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+	return nil
 }
 
 type accessInfo struct {

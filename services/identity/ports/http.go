@@ -37,20 +37,19 @@ func caller(r *http.Request) principal.Principal {
 	return p
 }
 
-func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name string `json:"name"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	acct, err := h.app.CreateServiceAccount(r.Context(), caller(r).WorkspaceID, body.Name, api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"service-account-user-id": acct.GetUserId()})
+	return nil
 }
 
 type accountView struct {
@@ -88,17 +87,15 @@ func viewOfKey(k app.KeyDoc) keyView {
 	return v
 }
 
-func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) error {
 	ws := caller(r).WorkspaceID
 	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, "")
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	byAccount := map[string][]keyView{}
 	for _, k := range keys {
@@ -113,24 +110,24 @@ func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) {
 		out = append(out, accountView{ServiceAccountUserID: a.ID, Name: a.Name, CreatedAtUnix: a.CreatedAtUnix, APIKeys: ks})
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"service-accounts": out})
+	return nil
 }
 
-func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) error {
 	ws, accountID := caller(r).WorkspaceID, mux.Vars(r)["user_id"]
 	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, accountID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]keyView, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, viewOfKey(k))
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"api-keys": out})
+	return nil
 }
 
 // permissionsField is "all" or a list of permission names.
@@ -204,7 +201,7 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               string           `json:"name"`
 		Permissions        permissionsField `json:"permissions"`
@@ -214,8 +211,7 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	spec := app.KeySpec{
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
@@ -223,13 +219,13 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) {
 	}
 	secret, key, err := h.app.CreateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]string{"xi-api-key": secret, "key_id": key.GetKeyId()})
+	return nil
 }
 
-func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               *string          `json:"name"`
 		IsEnabled          optionalBool     `json:"is_enabled"`
@@ -240,8 +236,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	patch := app.KeyPatch{
 		Name: body.Name, IsDisabled: body.IsDisabled.v, Permissions: body.Permissions,
@@ -253,26 +248,25 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) {
 	if body.IsEnabled.v != nil {
 		disabled := !*body.IsEnabled.v
 		if body.IsDisabled.v != nil && *body.IsDisabled.v != disabled {
-			httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "is_enabled"}, Msg: "is_enabled and is_disabled contradict each other", Type: "value_error"}})
-			return
+			return httpx.ValidationErrors{{Loc: []any{"body", "is_enabled"}, Msg: "is_enabled and is_disabled contradict each other", Type: "value_error"}}
 		}
 		patch.IsDisabled = &disabled
 	}
 	key, err := h.app.UpdateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, viewOfKey(app.KeyDocOf(key)))
+	return nil
 }
 
-func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
 	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"]); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
+	return nil
 }
 
 var typeOfStrings = reflect.TypeOf([]string{})
@@ -288,21 +282,18 @@ type memberView struct {
 
 // listMembers lists the workspace's people and, flagged, its service
 // accounts: everyone a ticket can be assigned to.
-func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err := principal.Require(r, "workspace_members_read", "workspace_read"); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	ws := caller(r).WorkspaceID
 	users, err := h.app.ReadModel.ListUsers(r.Context(), ws)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]memberView, 0, len(users)+len(accts))
 	for _, u := range users {
@@ -312,12 +303,12 @@ func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) {
 		out = append(out, memberView{UserID: a.ID, Email: a.Email, FirstName: a.Name, Role: app.RoleMember, IsServiceAccount: true, CreatedAtUnix: a.CreatedAtUnix})
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
+	return nil
 }
 
-func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := principal.Require(r, "workspace_members_invite"); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	var body struct {
 		Email     string `json:"email"`
@@ -325,13 +316,12 @@ func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) {
 		Role      string `json:"role"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	u, err := h.app.AddUser(r.Context(), caller(r).WorkspaceID, body.Email, body.FirstName, body.Role)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()})
+	return nil
 }

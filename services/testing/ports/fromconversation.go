@@ -13,16 +13,15 @@ const maxConversationBody = 4 << 20
 
 // createFromConversation answers 201 {"id"} with the new regression test
 // (an extension of the public API: the creation is a new resource).
-func (h *handlers) createFromConversation(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createFromConversation(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadBody(r, maxConversationBody)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.CreateTestFromConversation(r.Context(), caller(r), body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"id": t.GetTestId()})
+	return nil
 }

@@ -58,25 +58,24 @@ func caller(r *http.Request) app.Caller {
 	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name, CommandID: api.CommandID(r)}
 }
 
-func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.CreateTest(r.Context(), c, body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": t.GetTestId()})
+	return nil
 }
 
 // getTest answers the test's definition and its reliability over its
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3).
-func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var v httpx.Validator
 	k := app.ReliabilityK
@@ -90,18 +89,15 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	overall, per, err := h.app.TestReliability(r.Context(), c.WorkspaceID, t.GetTestId(), k)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	rel := app.ReliabilityView(overall)
 	invocations := make([]map[string]any, len(per))
@@ -113,30 +109,30 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) {
 	view := app.TestView(t)
 	view["reliability"] = rel
 	httpx.WriteJSON(w, http.StatusOK, view)
+	return nil
 }
 
-func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+	return nil
 }
 
-func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
+	return nil
 }
 
 // pageSize reads page_size: 1..100, default 30.
@@ -173,7 +169,7 @@ type listPosition struct {
 	Folder  bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
 }
 
-func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	q := r.URL.Query()
 	var v httpx.Validator
@@ -211,13 +207,11 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	views, page, more, err := h.app.ListTests(r.Context(), tq)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
 	if more && len(page) > 0 {
@@ -226,42 +220,39 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) {
 		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: at.Created, ID: at.ID, Folder: at.Folder})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		TestIDs *[]string `json:"test_ids"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if in.TestIDs == nil {
-		httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}})
-		return
+		return httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}}
 	}
 	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, *in.TestIDs)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
+	return nil
 }
 
-func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		EntityIDs *[]string `json:"entity_ids"`
 		MoveTo    *string   `json:"move_to"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if in.EntityIDs == nil {
-		httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}})
-		return
+		return httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}}
 	}
 	moveTo := ""
 	if in.MoveTo != nil {
@@ -269,10 +260,10 @@ func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := h.app.BulkMove(r.Context(), c, *in.EntityIDs, moveTo)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"moved_count": n, "move_to": nullable(moveTo)})
+	return nil
 }
 
 func nullable(s string) any {
@@ -298,16 +289,14 @@ func (in folderInput) validate() error {
 	return v.Err()
 }
 
-func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if err := in.validate(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	parent := ""
 	if in.ParentFolderID != nil {
@@ -315,78 +304,72 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) {
 	}
 	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(*in.Name), parent)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": f.GetFolderId(), "name": f.GetName()})
+	return nil
 }
 
-func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) {
+func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
 	view, err := h.app.FolderView(r.Context(), ws, f)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, view)
+	return nil
 }
 
-func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	h.writeFolder(w, r, c.WorkspaceID, f)
+	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if err := in.validate(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(*in.Name))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
-	h.writeFolder(w, r, c.WorkspaceID, f)
+	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var v httpx.Validator
 	force := boolParam(r, &v, "force")
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], force); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	inv, err := h.app.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	h.writeInvocation(w, r, inv, true)
+	return nil
 }
 
 func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
@@ -460,26 +443,23 @@ func prefersXML(accept []string) bool {
 	return xmlQ > 0 && xmlQ > jsonQ
 }
 
-func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var v httpx.Validator
 	format := invocationFormat(r, &v)
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	// A baseline of another workspace, unknown or malformed is answered as
 	// an unknown invocation.
 	var baseline *testingv1.Invocation
 	if id := r.URL.Query().Get("baseline_invocation_id"); id != "" {
 		if baseline, _, err = h.app.Invocations.Get(r.Context(), c.WorkspaceID, id); err != nil {
-			httpx.WriteError(w, r, err)
-			return
+			return err
 		}
 	}
 	switch {
@@ -494,9 +474,10 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.writeInvocation(w, r, inv, false)
 	}
+	return nil
 }
 
-func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	qv := r.URL.Query()
 	var v httpx.Validator
@@ -526,45 +507,43 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) {
 		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
 	}
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	results, last, more, err := h.app.ListInvocations(r.Context(), q)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
 	if more && last != nil {
 		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.Created, ID: last.ID})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "cancelled": true})
+	return nil
 }
 
-func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.ResubmitInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	inv, err := h.app.Resubmit(r.Context(), c, mux.Vars(r)["invocation_id"], in)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	rs := inv.GetResubmissions()
 	last := rs[len(rs)-1]
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(),
 		"attempt": last.GetAttempt(), "test_run_ids": last.GetRunIds()})
+	return nil
 }

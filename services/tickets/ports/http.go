@@ -44,30 +44,29 @@ func caller(r *http.Request) principal.Principal {
 	return p
 }
 
-// reply writes a ticket, or the error.
-func reply(w http.ResponseWriter, r *http.Request, code int, t *ticketsv1.Ticket, err error) {
+// reply writes a ticket, or returns the error.
+func reply(w http.ResponseWriter, code int, t *ticketsv1.Ticket, err error) error {
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, code, viewOf(t, nil))
+	return nil
 }
 
-func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	h.list(w, r, q.Get("agent_id"), "")
+	return h.list(w, r, q.Get("agent_id"), "")
 }
 
-func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
 	if !h.app.Directory.AgentExists(caller(r).WorkspaceID, agentID) {
-		httpx.WriteError(w, r, httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace."))
-		return
+		return httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
 	}
-	h.list(w, r, agentID, r.URL.Query().Get("conversation_id"))
+	return h.list(w, r, agentID, r.URL.Query().Get("conversation_id"))
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID, conversationID string) {
+func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID, conversationID string) error {
 	q := r.URL.Query()
 	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, app.ListParams{
 		PageSize: q.Get("page_size"), Status: q.Get("status"), Assignee: q.Get("assignee_user_id"),
@@ -76,102 +75,95 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID, convers
 		Search: q.Get("search"), Cursor: q.Get("cursor"), Sources: q["sources"], Priorities: q["priorities"],
 	})
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]ticketView, 0, len(page.Tickets))
 	for _, row := range page.Tickets {
 		out = append(out, viewOf(row.Ticket, row.Match))
 	}
 	httpx.WriteJSON(w, http.StatusOK, pageView{Tickets: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+	return nil
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, existing, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
 	code := http.StatusCreated
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
 	}
-	reply(w, r, code, t, err)
+	return reply(w, code, t, err)
 }
 
-func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) error {
 	var in app.ManualInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.CreateManual(r.Context(), caller(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
-	reply(w, r, http.StatusCreated, t, err)
+	return reply(w, http.StatusCreated, t, err)
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	t, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["ticket_id"])
-	reply(w, r, http.StatusOK, t, err)
+	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	var in app.PatchInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
-	reply(w, r, http.StatusOK, t, err)
+	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["ticket_id"]); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (h *handlers) comment(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) comment(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Comment string `json:"comment"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.AddComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.Comment)
-	reply(w, r, http.StatusOK, t, err)
+	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) error {
 	var in app.TurnCommentInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.AddTurnComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
-	reply(w, r, http.StatusOK, t, err)
+	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) merge(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) merge(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		SourceTicketIDs []string `json:"source_ticket_ids"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	t, err := h.app.Merge(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs)
-	reply(w, r, http.StatusOK, t, err)
+	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) error {
 	members, err := h.app.AssignableUsers(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := make([]assignableUser, 0, len(members))
 	for _, m := range members {
@@ -179,6 +171,7 @@ func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) {
 		out = append(out, assignableUser{UserID: m.UserID, Email: m.Email, FirstName: &name, IsServiceAccount: m.IsServiceAccount, HasAccess: true})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
 type assignableUser struct {

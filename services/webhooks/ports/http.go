@@ -50,74 +50,73 @@ func caller(r *http.Request) principal.Principal {
 	return p
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
 	hooks := h.app.List(caller(r).WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
 		out = append(out, viewOf(wh, nil))
 	}
 	httpx.WriteJSON(w, http.StatusOK, listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}})
+	return nil
 }
 
-// reply writes a webhook (with its secret, when shown), or the error.
-func reply(w http.ResponseWriter, r *http.Request, code int, wh *webhooksv1.Webhook, secret *string, err error) {
+// reply writes a webhook (with its secret, when shown), or returns the
+// error.
+func reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *string, err error) error {
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, code, viewOf(wh, secret))
+	return nil
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	wh, err := h.app.Get(caller(r).WorkspaceID, mux.Vars(r)["webhook_id"])
-	reply(w, r, http.StatusOK, wh, nil, err)
+	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	wh, secret, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
-	reply(w, r, http.StatusCreated, wh, &secret, err)
+	return reply(w, http.StatusCreated, wh, &secret, err)
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	wh, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
-	reply(w, r, http.StatusOK, wh, nil, err)
+	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["webhook_id"]); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (h *handlers) test(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		EventType string `json:"event_type"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	att, err := h.app.Test(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in.EventType)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, testViewOf(att))
+	return nil
 }
 
-func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var v httpx.Validator
 	limit := app.DefaultLogLimit
@@ -131,25 +130,24 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Check(f.Status == "" || f.Status == domain.LogSuccess || f.Status == domain.LogFailed, "Input should be 'success' or 'failed'", "enum", "query", "status")
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	id := mux.Vars(r)["webhook_id"]
 	atts, err := h.app.Logs(r.Context(), caller(r).WorkspaceID, id, f, limit)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := logsView{WebhookID: id, RecentDeliveries: make([]logEntry, 0, len(atts))}
 	for _, a := range atts {
 		out.RecentDeliveries = append(out.RecentDeliveries, logEntryOf(a))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // catalog lists every subscribable event with the JSON Schema of its
 // data, taken from the API's OpenAPI document.
-func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) error {
 	type entry struct {
 		Name        string         `json:"name"`
 		Group       string         `json:"group"`
@@ -164,35 +162,34 @@ func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) {
 		if e.DataSchema != "" {
 			s, err := api.Schema(e.DataSchema)
 			if err != nil {
-				httpx.WriteError(w, r, err)
-				return
+				return err
 			}
 			x.DataSchema = s
 		}
 		out.Events = append(out.Events, x)
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h *handlers) resend(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
 	res, err := h.app.Resend(r.Context(), caller(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, resentViewOf(res))
+	return nil
 }
 
-func (h *handlers) recover(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) recover(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		StartTime *int64  `json:"start_time"`
 		EndTime   *int64  `json:"end_time"`
 		Event     *string `json:"event"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	var v httpx.Validator
 	var f domain.LogFilter
@@ -211,13 +208,11 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) {
 		f.Event = *in.Event
 	}
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	resent, more, err := h.app.Recover(r.Context(), caller(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := recoveredView{Deliveries: make([]resentView, 0, len(resent)), HasMore: more}
 	for _, x := range resent {
@@ -225,37 +220,36 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) {
 	}
 	out.RecoveredCount = len(out.Deliveries)
 	httpx.WriteJSON(w, http.StatusAccepted, out)
+	return nil
 }
 
-func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	wait := app.MaxRelayWait
 	if in.WaitMs != nil {
 		if *in.WaitMs < 0 || *in.WaitMs > app.MaxRelayWait.Milliseconds() {
-			httpx.WriteError(w, r, httpx.ValidationErrors{{Loc: []any{"body", "wait_ms"}, Msg: "Input should be between 0 and " + strconv.FormatInt(app.MaxRelayWait.Milliseconds(), 10), Type: "range"}})
-			return
+			return httpx.ValidationErrors{{Loc: []any{"body", "wait_ms"}, Msg: "Input should be between 0 and " + strconv.FormatInt(app.MaxRelayWait.Milliseconds(), 10), Type: "range"}}
 		}
 		wait = time.Duration(*in.WaitMs) * time.Millisecond
 	}
 	d, err := h.app.RelayNext(r.Context(), caller(r), mux.Vars(r)["webhook_id"], wait)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	var out relayNextView
 	if d != nil {
 		out.Delivery = &relayDeliveryView{Token: d.Token, Headers: d.Headers, Body: string(d.Body)}
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Token        *string `json:"token"`
 		StatusCode   *int    `json:"status_code"`
@@ -263,8 +257,7 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) {
 		Error        string  `json:"error"`
 	}
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	var v httpx.Validator
 	if in.Token == nil || *in.Token == "" {
@@ -277,14 +270,13 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Check(len(in.Error) <= 1024, "Input should have at most 1024 characters", "string_too_long", "body", "error")
 	if err := v.Err(); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	if err := h.app.RelayResult(r.Context(), caller(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // intParam parses a query integer in [lo, hi].
@@ -309,31 +301,30 @@ func timeParam(v *httpx.Validator, s, name string) int64 {
 	return n * 1000
 }
 
-func (h *handlers) health(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
 	rows, err := h.app.Health(r.Context(), caller(r).WorkspaceID)
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	out := healthView{Webhooks: make([]webhookHealth, 0, len(rows))}
 	for _, row := range rows {
 		out.Webhooks = append(out.Webhooks, healthOf(row))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) {
+func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) error {
 	var in domain.IngestInput
 	if err := httpx.DecodeJSON(r, MaxIngestBody, &in); err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	id, err := h.app.Ingest(r.Context(), caller(r).WorkspaceID, in, api.CommandID(r))
 	if err != nil {
-		httpx.WriteError(w, r, err)
-		return
+		return err
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, map[string]string{"event_id": id})
+	return nil
 }
 
 // DecodeInput reads a create or update body.
