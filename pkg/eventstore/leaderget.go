@@ -47,7 +47,19 @@ func GetMsg(ctx context.Context, js jetstream.JetStream, name string, req MsgReq
 		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil || !isUnavailable(classify(err)) {
 			return m, err
 		}
+		// No leader: a replica's copy is a moment stale at worst, but its
+		// "not found" may be a write it has not received yet, so that
+		// answer stays the leader's "not now".
+		m, derr := directGet(ctx, str, req)
+		if errors.Is(derr, jetstream.ErrMsgNotFound) {
+			return nil, err
+		}
+		return m, derr
 	}
+	return directGet(ctx, str, req)
+}
+
+func directGet(ctx context.Context, str jetstream.Stream, req MsgRequest) (*jetstream.RawStreamMsg, error) {
 	switch {
 	case req.LastFor != "":
 		return str.GetLastMsgForSubject(ctx, req.LastFor)

@@ -241,7 +241,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
+			fatalf(t, "not within %s: %s", within, what)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
