@@ -69,7 +69,7 @@ func (a *app) ticketsListCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&status, "status", "", "open, in_progress, resolved, cancelled or merged")
+	f.StringVar(&status, "status", "", "open, in_progress, resolved or merged")
 	f.StringVar(&assignee, "assignee", "", `assignee user id, or "unassigned"`)
 	f.StringVar(&agent, "agent", "", "agent id")
 	f.StringVar(&issue, "issue-type", "", "issue type, e.g. knowledge_gap")

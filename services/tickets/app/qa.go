@@ -49,10 +49,8 @@ type FailingTest struct {
 // RecordTestFailures keeps one ticket per agent and failing test: the
 // first failure opens it (source qa, needs_clustering), later ones are
 // recorded on it (runs and invocations linked, a comment per new
-// invocation), a failure after it was resolved reopens it, and a cancelled
-// ticket records them but stays cancelled (the team chose to ignore the
-// test). A ticket merged into another passes the news on to its target.
-// Recording a run twice changes nothing, so redelivery is harmless.
+// invocation) and a failure after it was resolved reopens it. A ticket
+// merged into another passes the news on to its target. Recording a run twice changes nothing, so redelivery is harmless.
 //
 // The ticket's id is derived from (agent, test): concurrent workers meet
 // on one subject and optimistic concurrency orders them. A deleted ticket

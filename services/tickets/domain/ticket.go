@@ -15,25 +15,22 @@ const (
 	StatusOpen       = "open"
 	StatusInProgress = "in_progress"
 	StatusResolved   = "resolved"
-	StatusCancelled  = "cancelled"
 	StatusMerged     = "merged"
 )
 
-// Statuses lists every status value.
-var Statuses = []string{StatusOpen, StatusInProgress, StatusResolved, StatusCancelled, StatusMerged}
+// Statuses lists every status value: the spec's four, exactly.
+var Statuses = []string{StatusOpen, StatusInProgress, StatusResolved, StatusMerged}
 
 // transitions is the state machine of PATCH status changes:
 //
-//	open        → in_progress, resolved, cancelled
-//	in_progress → open, resolved, cancelled
+//	open        → in_progress, resolved
+//	in_progress → open, resolved
 //	resolved    → open (reopen)
-//	cancelled   → open (reopen)
 //	merged      → (none: final)
 var transitions = map[string][]string{
-	StatusOpen:       {StatusInProgress, StatusResolved, StatusCancelled},
-	StatusInProgress: {StatusOpen, StatusResolved, StatusCancelled},
+	StatusOpen:       {StatusInProgress, StatusResolved},
+	StatusInProgress: {StatusOpen, StatusResolved},
 	StatusResolved:   {StatusOpen},
-	StatusCancelled:  {StatusOpen},
 }
 
 // CanTransition reports whether a PATCH may move a ticket from one status
@@ -80,7 +77,8 @@ var IssueTypes = []string{
 	"tool_issue", "missing_tool", "unnecessary_escalation", "wrong_action",
 }
 
-// Limits on ticket text.
+// Limits on ticket text. Requests are held to them by the API's schemas
+// (pkg/api/schemas.yaml), checked at the edge; a test keeps the two equal.
 const (
 	MaxTitle    = 300
 	MaxComment  = 20_000
