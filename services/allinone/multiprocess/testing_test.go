@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,9 +46,15 @@ func TestRunnerKilledMidInvocation(t *testing.T) {
 	_ = json.Unmarshal(r.body, &agent)
 	var tests []string
 	for i := range 4 {
-		r := do(t, "POST", gw+"/v1/convai/agent-testing/create", adminKey,
-			fmt.Sprintf(`{"type":"llm","name":"hours %d","success_condition":"gives the hours",
+		// The testing service may still be starting (its processes start
+		// together): the gateway answers 503, retry later, until it is up.
+		var r result
+		eventually(t, 30*time.Second, "the testing service answers", func() bool {
+			r = do(t, "POST", gw+"/v1/convai/agent-testing/create", adminKey,
+				fmt.Sprintf(`{"type":"llm","name":"hours %d","success_condition":"gives the hours",
 			  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}]}`, i))
+			return r.code != http.StatusServiceUnavailable
+		})
 		var created struct {
 			ID string `json:"id"`
 		}

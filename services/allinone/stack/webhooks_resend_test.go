@@ -199,6 +199,17 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	if n := len(rcv.deliveries(first)); n != 2 {
 		t.Fatalf("the delivered event was recovered too: %d deliveries", n)
 	}
+	// The dispatcher logs a success after the receiver has answered: wait
+	// for the log, which is what recover reads.
+	eventually(t, 10*time.Second, "the recovered deliveries are logged as successes", func() bool {
+		n := 0
+		for _, e := range hookLog(t, s, hook, "status=success").RecentDeliveries {
+			if e.EventID == second || e.EventID == third {
+				n++
+			}
+		}
+		return n == 2
+	})
 	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/recover", adminKey, `{"start_time":`+strconv.FormatInt(start, 10)+`,"event":"call_ended"}`)
 	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(0) {
 		t.Fatalf("recover after recovery: %d %s", r.Code, r.Body)
