@@ -31,13 +31,17 @@ type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 // Handle serves op on a service's router: the caller must hold one of
 // op's permissions (403), every path id must follow the id grammar (else
-// the id's 404, as for an unknown one) and an Idempotency-Key must be
-// well formed (422), all before h runs.
+// the id's 404, as for an unknown one), an Idempotency-Key must be well
+// formed and the body must follow op's request schema (422), all before h
+// runs.
 func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		err := principal.Require(req, op.Perms...)
 		if err == nil {
 			err = CheckRequest(req)
+		}
+		if err == nil {
+			err = CheckBody(req, op)
 		}
 		if err == nil {
 			err = h(w, req.WithContext(context.WithValue(req.Context(), opKey{}, op)))

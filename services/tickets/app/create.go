@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -54,27 +53,17 @@ type ManualInput struct {
 // turn comments and priority), as the public API does; existing tells the
 // caller which happened.
 func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (t *ticketsv1.Ticket, existing bool, err error) {
-	var v apperr.Validator
-	conv := ""
-	if in.ConversationID == nil || strings.TrimSpace(*in.ConversationID) == "" {
-		v.Add("Field required", "missing", "body", "conversation_id")
-	} else {
-		conv = strings.TrimSpace(*in.ConversationID)
-		v.ID(conv, "body", "conversation_id")
-	}
-	if in.AgentID != nil && *in.AgentID != "" {
-		v.ID(*in.AgentID, "body", "agent_id")
-	}
+	// The body's shape (ids, lengths, enums, ranges) is checked at the
+	// edge against the operation's schema; the QA worker's reports are
+	// made from events checked when they were ingested.
+	conv := *in.ConversationID
 	source := domain.SourceQA
 	if in.Source != nil {
 		source = *in.Source
-		v.Check(source == domain.SourceQA || source == domain.SourceAgent, "Input should be 'qa' or 'agent'", "enum", "body", "source")
 	}
-	checkCommon(&v, in.Title, in.QAComment, in.Priority, in.IssueType, in.Labels)
-	turns := checkTurnComments(&v, in.TurnComments)
-	v.Check(in.QAComment != nil || len(in.TurnComments) > 0, "Give qa_comment or turn_comments", "missing", "body", "qa_comment")
-	if err := v.Err(); err != nil {
-		return nil, false, err
+	turns := turnsOf(in.TurnComments)
+	if in.QAComment == nil && len(in.TurnComments) == 0 {
+		return nil, false, apperr.ValidationErrors{{Loc: []any{"body", "qa_comment"}, Msg: "Give qa_comment or turn_comments", Type: "missing"}}
 	}
 
 	ws := caller.WorkspaceID
@@ -150,12 +139,6 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agen
 	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
 		return nil, errAgentNotFound
 	}
-	var v apperr.Validator
-	v.Check(in.QAComment != nil && strings.TrimSpace(*in.QAComment) != "", "Field required", "missing", "body", "qa_comment")
-	checkCommon(&v, in.Title, in.QAComment, in.Priority, in.IssueType, in.Labels)
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
 	now := a.now()
 	t := &ticketsv1.Ticket{
 		TicketId: ids.New("tkt"), WorkspaceId: caller.WorkspaceID, AgentId: agentID, OwnerUserId: caller.UserID,
@@ -225,40 +208,16 @@ func widenSeen(t *ticketsv1.Ticket, first, last *int64) {
 	}
 }
 
-// checkCommon validates the fields every create and update shares.
-func checkCommon(v *apperr.Validator, title, qa, priority, issueType *string, labels []string) {
-	if title != nil {
-		v.Check(len(*title) <= domain.MaxTitle, "String should have at most 300 characters", "string_too_long", "body", "title")
-	}
-	if qa != nil {
-		v.Check(len(*qa) <= domain.MaxComment, "String should have at most 20000 characters", "string_too_long", "body", "qa_comment")
-	}
-	if priority != nil {
-		v.Check(slices.Contains(domain.Priorities, *priority), "Input should be 'low', 'medium', 'high' or 'urgent'", "enum", "body", "priority")
-	}
-	if issueType != nil {
-		v.Check(slices.Contains(domain.IssueTypes, *issueType), "Input should be one of "+strings.Join(domain.IssueTypes, ", "), "enum", "body", "issue_type")
-	}
-	v.Check(len(labels) <= domain.MaxLabels, "At most 20 labels", "too_long", "body", "labels")
-	for i, l := range labels {
-		v.Check(strings.TrimSpace(l) != "" && len(l) <= domain.MaxLabelLen, "A label has 1 to 64 characters", "value_error", "body", "labels", i)
-	}
-}
-
 type turn struct {
 	TurnIndex int32
 	Comment   string
 }
 
-func checkTurnComments(v *apperr.Validator, in []TurnCommentInput) []turn {
+// turnsOf are a request's turn comments (the schema requires each
+// turn_index).
+func turnsOf(in []TurnCommentInput) []turn {
 	out := make([]turn, 0, len(in))
-	for i, tc := range in {
-		if tc.TurnIndex == nil {
-			v.Add("Field required", "missing", "body", "turn_comments", i, "turn_index")
-		} else {
-			v.Check(*tc.TurnIndex >= 0 && *tc.TurnIndex <= domain.MaxTurn, "Input should be between 0 and 100000", "value_error", "body", "turn_comments", i, "turn_index")
-		}
-		v.Check(strings.TrimSpace(tc.Comment) != "" && len(tc.Comment) <= domain.MaxComment, "A comment has 1 to 20000 characters", "value_error", "body", "turn_comments", i, "comment")
+	for _, tc := range in {
 		if tc.TurnIndex != nil {
 			out = append(out, turn{TurnIndex: int32(*tc.TurnIndex), Comment: tc.Comment})
 		}

@@ -46,17 +46,6 @@ type PatchInput struct {
 // machine (409 when illegal); every change is recorded.
 func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
 	var v apperr.Validator
-	if in.Status != nil {
-		v.Check(slices.Contains(domain.Statuses, *in.Status), "Input should be one of "+strings.Join(domain.Statuses, ", "), "enum", "body", "status")
-	}
-	if in.Title != nil {
-		v.Check(strings.TrimSpace(*in.Title) != "", "String should have at least 1 character", "string_too_short", "body", "title")
-	}
-	var labels []string
-	if in.Labels != nil {
-		labels = *in.Labels
-	}
-	checkCommon(&v, in.Title, nil, in.Priority.Value, in.IssueType.Value, labels)
 	if in.AssigneeUserID.Value != nil {
 		_, member := a.Directory.Member(caller.WorkspaceID, *in.AssigneeUserID.Value)
 		v.Check(member, "The assignee is not a member of this workspace", "value_error", "body", "assignee_user_id")
@@ -127,11 +116,6 @@ func equalPtr(a, b *string) bool {
 
 // AddComment appends a ticket comment.
 func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment string) (*ticketsv1.Ticket, error) {
-	var v apperr.Validator
-	v.Check(strings.TrimSpace(comment) != "" && len(comment) <= domain.MaxComment, "A comment has 1 to 20000 characters", "value_error", "body", "comment")
-	if err := v.Err(); err != nil {
-		return nil, err
-	}
 	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
@@ -140,15 +124,9 @@ func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticket
 
 // AddTurnComment appends a comment on one transcript turn.
 func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput) (*ticketsv1.Ticket, error) {
-	var v apperr.Validator
-	turns := checkTurnComments(&v, []TurnCommentInput{in})
-	if err := v.Err(); err != nil {
-		// Locations are of the single-comment body, not a list.
-		errs := err.(apperr.ValidationErrors)
-		for i := range errs {
-			errs[i].Loc = append([]any{"body"}, errs[i].Loc[3:]...)
-		}
-		return nil, errs
+	turns := turnsOf([]TurnCommentInput{in})
+	if len(turns) == 0 {
+		return nil, apperr.ValidationErrors{{Loc: []any{"body", "turn_index"}, Msg: "Field required", Type: "missing"}}
 	}
 	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})

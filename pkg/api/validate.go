@@ -1,0 +1,281 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+)
+
+// The request body of every operation is checked against the schema the
+// operation documents (schemas.yaml, the one the OpenAPI document
+// serves) before its handler runs: types, required fields, enums,
+// lengths, ranges and id grammar are said once, there, and a caller is
+// told every field that is wrong at once, FastAPI's way
+// ({detail: [{loc, msg, type}]}). Handlers keep the rules no schema can
+// say (one field against another, against stored state).
+//
+// The validator is github.com/santhosh-tekuri/jsonschema/v6: JSON Schema
+// 2020-12 (what OpenAPI 3.1 schemas are), compiled once, and errors that
+// carry their keyword and values as types, which become the error
+// entries below without parsing messages.
+
+var compiled sync.Map // schema name -> *jsonschema.Schema
+
+// maxCheckedBody is the largest body CheckBody reads: above every
+// operation's own limit (4 MiB at most), which answers a larger one 413.
+const maxCheckedBody = 4<<20 + 1
+
+// requestSchema is the compiled schema called name.
+func requestSchema(name string) (*jsonschema.Schema, error) {
+	if s, ok := compiled.Load(name); ok {
+		return s.(*jsonschema.Schema), nil
+	}
+	doc, err := Schema(name)
+	if err != nil {
+		return nil, err
+	}
+	// The compiler wants the document as its own decoder makes it.
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem:///schemas/" + name + ".json"
+	if err := c.AddResource(url, value); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	compiled.Store(name, s)
+	return s, nil
+}
+
+// CheckBody checks r's JSON body against op's request schema and leaves
+// the body readable again. A body that is empty or not JSON is left to
+// the handler's decoder (which answers malformed JSON, 400, and knows
+// whether the operation may go without a body).
+func CheckBody(r *http.Request, op Operation) error {
+	if op.Request == "" || r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxCheckedBody+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > maxCheckedBody || len(bytes.TrimSpace(body)) == 0 {
+		return nil // the handler's reader answers: unreadable, too large (413), empty
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	s, err := requestSchema(op.Request)
+	if err != nil {
+		return fmt.Errorf("operation %s: %w", op.Name, err)
+	}
+	err = s.Validate(value)
+	var verr *jsonschema.ValidationError
+	if errors.As(err, &verr) {
+		return fieldErrors(verr)
+	}
+	return err
+}
+
+// fieldErrors turns the validator's tree of failures into the 422 body's
+// entries, one for each field that is wrong.
+func fieldErrors(root *jsonschema.ValidationError) apperr.ValidationErrors {
+	var out apperr.ValidationErrors
+	seen := map[string]bool{}
+	for _, e := range leaves(root) {
+		for _, fe := range fieldErrorsOf(e) {
+			key := fmt.Sprint(fe.Loc, fe.Type)
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, fe)
+			}
+		}
+	}
+	return out
+}
+
+// leaves are the failures that say what is wrong, under the groups
+// (schema, reference, allOf…) that only gather them. Of a oneOf or anyOf
+// none of whose branches matched, the branch that took the value's type
+// tells (a nullable enum given "x" is an enum failure, not "should be
+// null"); when no branch took it, the type failure says every type.
+func leaves(e *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	switch e.ErrorKind.(type) {
+	case *kind.OneOf, *kind.AnyOf:
+		if len(e.Causes) == 0 {
+			return []*jsonschema.ValidationError{e}
+		}
+		var want []string
+		var got string
+		for _, c := range e.Causes {
+			l := leaves(c)
+			if t, ok := onlyTypeFailure(l, e.InstanceLocation); ok {
+				want = append(want, t.Want...)
+				got = t.Got
+				continue
+			}
+			return l
+		}
+		return []*jsonschema.ValidationError{{InstanceLocation: e.InstanceLocation, ErrorKind: &kind.Type{Got: got, Want: want}}}
+	}
+	if len(e.Causes) == 0 {
+		return []*jsonschema.ValidationError{e}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range e.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// onlyTypeFailure reports whether l is a single type failure of the value
+// at loc itself: the branch did not take the value's type.
+func onlyTypeFailure(l []*jsonschema.ValidationError, loc []string) (*kind.Type, bool) {
+	if len(l) != 1 || len(l[0].InstanceLocation) != len(loc) {
+		return nil, false
+	}
+	t, ok := l[0].ErrorKind.(*kind.Type)
+	return t, ok
+}
+
+var printer = message.NewPrinter(language.English)
+
+func fieldErrorsOf(e *jsonschema.ValidationError) []apperr.FieldError {
+	loc := []any{"body"}
+	for _, p := range e.InstanceLocation {
+		if i, err := strconv.Atoi(p); err == nil {
+			loc = append(loc, i)
+		} else {
+			loc = append(loc, p)
+		}
+	}
+	one := func(msg, typ string) []apperr.FieldError {
+		return []apperr.FieldError{{Loc: loc, Msg: msg, Type: typ}}
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		out := make([]apperr.FieldError, 0, len(k.Missing))
+		for _, name := range k.Missing {
+			out = append(out, apperr.FieldError{Loc: append(append([]any{}, loc...), name), Msg: "Field required", Type: "missing"})
+		}
+		return out
+	case *kind.Type:
+		return one(typeMessage(k.Want))
+	case *kind.Enum:
+		return one("Input should be "+oneOf(k.Want), "enum")
+	case *kind.Const:
+		return one("Input should be "+quote(k.Want), "literal_error")
+	case *kind.MinLength:
+		return one(fmt.Sprintf("String should have at least %d character%s", k.Want, plural(k.Want)), "string_too_short")
+	case *kind.MaxLength:
+		return one(fmt.Sprintf("String should have at most %d character%s", k.Want, plural(k.Want)), "string_too_long")
+	case *kind.Pattern:
+		switch k.Want {
+		case IDPattern:
+			return one(apperr.IDMessage, "string_pattern_mismatch")
+		case NotBlankPattern:
+			return one("String should have a character other than white space", "string_too_short")
+		}
+		return one(fmt.Sprintf("String should match pattern '%s'", k.Want), "string_pattern_mismatch")
+	case *kind.Minimum:
+		return one("Input should be greater than or equal to "+k.Want.RatString(), "greater_than_equal")
+	case *kind.ExclusiveMinimum:
+		return one("Input should be greater than "+k.Want.RatString(), "greater_than")
+	case *kind.Maximum:
+		return one("Input should be less than or equal to "+k.Want.RatString(), "less_than_equal")
+	case *kind.ExclusiveMaximum:
+		return one("Input should be less than "+k.Want.RatString(), "less_than")
+	case *kind.MinItems:
+		return one(fmt.Sprintf("List should have at least %d item%s", k.Want, plural(k.Want)), "too_short")
+	case *kind.MaxItems:
+		return one(fmt.Sprintf("List should have at most %d item%s", k.Want, plural(k.Want)), "too_long")
+	case *kind.MaxProperties:
+		return one(fmt.Sprintf("Object should have at most %d field%s", k.Want, plural(k.Want)), "too_long")
+	case *kind.AdditionalProperties:
+		out := make([]apperr.FieldError, 0, len(k.Properties))
+		for _, name := range k.Properties {
+			out = append(out, apperr.FieldError{Loc: append(append([]any{}, loc...), name), Msg: "Extra inputs are not permitted", Type: "extra_forbidden"})
+		}
+		return out
+	case *kind.UniqueItems:
+		return one("List items should be unique", "value_error")
+	}
+	return one(e.ErrorKind.LocalizedString(printer), "value_error")
+}
+
+// IDPattern is the id grammar (ids.Valid) as a JSON Schema pattern:
+// request schemas give it to every field that names a resource (the
+// Id schema), so its failure reads as ids.Valid's does.
+const IDPattern = "^[A-Za-z0-9_-]{1,128}$"
+
+// NotBlankPattern is what a schema says of text that must not be blank.
+const NotBlankPattern = `\S`
+
+// typeMessage says which type a value should have, in pydantic's words.
+func typeMessage(want []string) (string, string) {
+	for _, w := range want {
+		switch w {
+		case "string":
+			return "Input should be a valid string", "string_type"
+		case "integer":
+			return "Input should be a valid integer", "int_type"
+		case "number":
+			return "Input should be a valid number", "float_type"
+		case "boolean":
+			return "Input should be a valid boolean", "bool_type"
+		case "array":
+			return "Input should be a valid list", "list_type"
+		case "object":
+			return "Input should be a valid dictionary or object", "model_type"
+		}
+	}
+	return "Input should be " + strings.Join(want, " or "), "type_error"
+}
+
+func oneOf(values []any) string {
+	qs := make([]string, len(values))
+	for i, v := range values {
+		qs[i] = quote(v)
+	}
+	if len(qs) < 2 {
+		return strings.Join(qs, "")
+	}
+	return strings.Join(qs[:len(qs)-1], ", ") + " or " + qs[len(qs)-1]
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return "'" + s + "'"
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

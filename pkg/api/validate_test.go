@@ -1,0 +1,100 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+)
+
+func TestCheckBodyAnswersEveryWrongFieldInTheErrorShape(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   Operation
+		body string
+		want string // the entries, as JSON; "" for none
+	}{
+		{"valid", CreateTicket, `{"conversation_id":"conv_1","qa_comment":"wrong hours","priority":"high","labels":["a"]}`, ``},
+		{"required", CreateTicket, `{"qa_comment":"x"}`,
+			`[{"loc":["body","conversation_id"],"msg":"Field required","type":"missing"}]`},
+		{"types, enum, id and bounds at once", CreateTicket,
+			`{"conversation_id":"conv 1","title":7,"priority":"soon","labels":["` + strings.Repeat("l", 65) + `"],"turn_comments":[{"turn_index":-1,"comment":"x"}]}`,
+			`[{"loc":["body","conversation_id"],"msg":"` + apperr.IDMessage + `","type":"string_pattern_mismatch"},` +
+				`{"loc":["body","labels",0],"msg":"String should have at most 64 characters","type":"string_too_long"},` +
+				`{"loc":["body","priority"],"msg":"Input should be 'low', 'medium', 'high' or 'urgent'","type":"enum"},` +
+				`{"loc":["body","title"],"msg":"Input should be a valid string","type":"string_type"},` +
+				`{"loc":["body","turn_comments",0,"turn_index"],"msg":"Input should be greater than or equal to 0","type":"greater_than_equal"}]`},
+		{"a nullable enum given another value is an enum failure", UpdateTicket, `{"priority":"soon"}`,
+			`[{"loc":["body","priority"],"msg":"Input should be 'low', 'medium', 'high' or 'urgent'","type":"enum"}]`},
+		{"null where null is allowed", UpdateTicket, `{"priority":null,"assignee_user_id":"@me"}`, ``},
+		{"a blank comment", CommentTicket, `{"comment":"   "}`,
+			`[{"loc":["body","comment"],"msg":"String should have a character other than white space","type":"string_too_short"}]`},
+		{"not an object", CommentTicket, `[1]`,
+			`[{"loc":["body"],"msg":"Input should be a valid dictionary or object","type":"model_type"}]`},
+		{"malformed JSON is the decoder's to answer", CommentTicket, `{"comment":`, ``},
+		{"an empty body is the handler's to answer", CommentTicket, ``, ``},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+			err := CheckBody(r, c.op)
+			var got []byte
+			if err != nil {
+				verrs, ok := err.(apperr.ValidationErrors)
+				if !ok {
+					t.Fatalf("%v is not a validation error", err)
+				}
+				sortByLoc(verrs)
+				got, _ = json.Marshal(verrs)
+			}
+			if string(got) != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+			// The handler still reads the body whole.
+			var rest bytes.Buffer
+			rest.ReadFrom(r.Body)
+			if rest.String() != c.body {
+				t.Errorf("the handler reads %q, not the body", rest.String())
+			}
+		})
+	}
+}
+
+func sortByLoc(v apperr.ValidationErrors) {
+	key := func(f apperr.FieldError) string { b, _ := json.Marshal(f.Loc); return string(b) }
+	for i := range v {
+		for j := i + 1; j < len(v); j++ {
+			if key(v[j]) < key(v[i]) {
+				v[i], v[j] = v[j], v[i]
+			}
+		}
+	}
+}
+
+// Every request schema compiles, so no operation fails at its first call.
+func TestEveryRequestSchemaCompiles(t *testing.T) {
+	for _, op := range append(Operations, CreateTestFromConversation) {
+		if op.Request == "" {
+			continue
+		}
+		if _, err := requestSchema(op.Request); err != nil {
+			t.Errorf("%s: %v", op.Name, err)
+		}
+	}
+}
+
+// IDPattern says what ids.Valid checks.
+func TestIDPatternIsTheIDGrammar(t *testing.T) {
+	s, err := requestSchema("Id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "tkt_1-A", strings.Repeat("x", 128), strings.Repeat("x", 129), "", "a b", "a/b", "a.b", "é", "a\n"} {
+		if got, want := s.Validate(id) == nil, ids.Valid(id); got != want {
+			t.Errorf("%q: the pattern says %v, ids.Valid %v", id, got, want)
+		}
+	}
+}
