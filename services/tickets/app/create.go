@@ -56,6 +56,9 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	// The body's shape (ids, lengths, enums, ranges) is checked at the
 	// edge against the operation's schema; the QA worker's reports are
 	// made from events checked when they were ingested.
+	if in.ConversationID == nil {
+		return nil, false, apperr.ValidationErrors{{Loc: []any{"body", "conversation_id"}, Msg: "Field required", Type: "missing"}}
+	}
 	conv := *in.ConversationID
 	source := domain.SourceQA
 	if in.Source != nil {
