@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,13 +175,17 @@ func fieldErrorsOf(e *jsonschema.ValidationError) []apperr.FieldError {
 	one := func(msg, typ string) []apperr.FieldError {
 		return []apperr.FieldError{{Loc: loc, Msg: msg, Type: typ}}
 	}
-	switch k := e.ErrorKind.(type) {
-	case *kind.Required:
-		out := make([]apperr.FieldError, 0, len(k.Missing))
-		for _, name := range k.Missing {
-			out = append(out, apperr.FieldError{Loc: append(append([]any{}, loc...), name), Msg: "Field required", Type: "missing"})
+	// eachField is one entry per named field of the object at loc.
+	eachField := func(names []string, msg, typ string) []apperr.FieldError {
+		out := make([]apperr.FieldError, 0, len(names))
+		for _, name := range names {
+			out = append(out, apperr.FieldError{Loc: append(slices.Clip(loc), name), Msg: msg, Type: typ})
 		}
 		return out
+	}
+	switch k := e.ErrorKind.(type) {
+	case *kind.Required:
+		return eachField(k.Missing, "Field required", "missing")
 	case *kind.Type:
 		return one(typeMessage(k.Want))
 	case *kind.Enum:
@@ -214,11 +219,7 @@ func fieldErrorsOf(e *jsonschema.ValidationError) []apperr.FieldError {
 	case *kind.MaxProperties:
 		return one(fmt.Sprintf("Object should have at most %d field%s", k.Want, plural(k.Want)), "too_long")
 	case *kind.AdditionalProperties:
-		out := make([]apperr.FieldError, 0, len(k.Properties))
-		for _, name := range k.Properties {
-			out = append(out, apperr.FieldError{Loc: append(append([]any{}, loc...), name), Msg: "Extra inputs are not permitted", Type: "extra_forbidden"})
-		}
-		return out
+		return eachField(k.Properties, "Extra inputs are not permitted", "extra_forbidden")
 	case *kind.UniqueItems:
 		return one("List items should be unique", "value_error")
 	}
