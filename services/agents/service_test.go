@@ -20,11 +20,13 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
 
 type fixture struct {
@@ -141,4 +143,83 @@ func dump(t *testing.T, c *mongo.Collection) string {
 	}
 	b, _ := json.Marshal(docs)
 	return string(b)
+}
+
+// Every malformed agent body is refused at the edge with a 422 that
+// locates the field, on create and on update alike, and nothing is written.
+func TestBadAgentBodiesAreRefusedWhereTheyAreWrong(t *testing.T) {
+	f := newFixture(t)
+	code, created := f.do(t, http.MethodPost, "/v1/convai/agents/create", `{"name":"a"}`)
+	if code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	id := created["agent_id"].(string)
+	long := func(n int) string { return strings.Repeat("é", n) }
+	for _, c := range []struct{ body, loc, typ string }{
+		{`{"name":""}`, "name", "string_too_short"},
+		{`{"name":"   "}`, "name", "string_too_short"},
+		{`{"name":"` + long(257) + `"}`, "name", "string_too_long"},
+		{`{"name":7}`, "name", "string_type"},
+		{`{"agent_type":"robot"}`, "agent_type", "enum"},
+		{`{"tags":["a",""]}`, "tags.1", "string_too_short"},
+		{`{"tags":["a"," "]}`, "tags.1", "string_too_short"},
+		{`{"tags":["` + long(65) + `"]}`, "tags.0", "string_too_long"},
+		{`{"tags":[` + strings.Repeat(`"t",`, 50) + `"t"]}`, "tags", "too_long"},
+		{`{"system_prompt":"` + long(200_001) + `"}`, "system_prompt", "string_too_long"},
+		{`{"conversation_config":"s"}`, "conversation_config", "model_type"},
+		{`{"platform_settings":[1]}`, "platform_settings", "model_type"},
+		{`{"conversation_config":{"tts":{"voice_id":"` + long(200_001) + `"}}}`, "conversation_config.tts.voice_id", "string_too_long"},
+		{`{"workflow":{"nodes":{"` + long(200_001) + `":{}}}}`, "workflow.nodes", "string_too_long"},
+	} {
+		for _, req := range []struct{ method, path string }{
+			{http.MethodPost, "/v1/convai/agents/create"}, {http.MethodPatch, "/v1/convai/agents/" + id},
+		} {
+			code, m := f.do(t, req.method, req.path, c.body)
+			if code != 422 || !hasError(m, "body."+c.loc, c.typ) {
+				t.Errorf("%s %.60s: %d %.300v, want 422 at body.%s (%s)", req.method, c.body, code, m, c.loc, c.typ)
+			}
+		}
+	}
+	// A prompt given twice must agree.
+	code, m := f.do(t, http.MethodPost, "/v1/convai/agents/create", `{"system_prompt":"a","conversation_config":{"agent":{"prompt":{"prompt":"b"}}}}`)
+	if code != 422 || !hasError(m, "body.system_prompt", "value_error") {
+		t.Errorf("contradicting prompts: %d %v", code, m)
+	}
+	_, page := f.do(t, http.MethodGet, "/v1/convai/agents", "")
+	if agents := page["agents"].([]any); len(agents) != 1 {
+		t.Errorf("refused creates wrote agents: %d listed", len(agents))
+	}
+	_, got := f.do(t, http.MethodGet, "/v1/convai/agents/"+id, "")
+	if got["name"] != "a" {
+		t.Errorf("a refused update changed the agent: %v", got["name"])
+	}
+}
+
+// hasError reports whether a 422 body names the error at loc (dotted,
+// list indexes as numbers) with type typ.
+func hasError(body map[string]any, loc, typ string) bool {
+	detail, _ := body["detail"].([]any)
+	for _, d := range detail {
+		e, _ := d.(map[string]any)
+		parts := []string{}
+		for _, p := range e["loc"].([]any) {
+			parts = append(parts, fmt.Sprint(p))
+		}
+		if strings.Join(parts, ".") == loc && e["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// The prompt's bound is said by the schema and, for the free-form
+// configurations no schema reaches into, by the domain: they agree.
+func TestSchemaAndDomainBoundThePromptAlike(t *testing.T) {
+	s, err := api.Schema("AgentPrompt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(s["maxLength"]); got != fmt.Sprint(domain.MaxPromptLen) {
+		t.Errorf("the schema bounds the prompt at %s characters, the domain at %d", got, domain.MaxPromptLen)
+	}
 }

@@ -50,32 +50,19 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 }
 
 func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
-	var v apperr.Validator
-	add := func(p *domain.Problem) {
-		if p != nil {
-			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
-		}
+	// The body's shape (name, tags, agent_type, the prompt's length, the
+	// configurations being objects) is checked at the edge against the
+	// operation's schema.
+	if err := boundConfigs(in.ConversationConfig, in.PlatformSettings, in.Workflow); err != nil {
+		return nil, err
 	}
 	name := DefaultName
 	if in.Name != nil {
 		name = strings.TrimSpace(*in.Name)
-		add(domain.CheckName(name))
 	}
 	agentType := ""
 	if in.AgentType != nil {
 		agentType = *in.AgentType
-		add(domain.CheckAgentType(agentType))
-	}
-	add(domain.CheckTags(in.Tags))
-	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
-	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
-	add(domain.CheckObject(in.Workflow, "workflow"))
-	// Every string of the configuration is bounded as the prompt is.
-	v.BoundStrings(in.ConversationConfig, domain.MaxPromptLen, "body", "conversation_config")
-	v.BoundStrings(in.PlatformSettings, domain.MaxPromptLen, "body", "platform_settings")
-	v.BoundStrings(in.Workflow, domain.MaxPromptLen, "body", "workflow")
-	if err := v.Err(); err != nil {
-		return nil, err
 	}
 	config := objectOrEmpty(in.ConversationConfig)
 	prompt := domain.PromptOf(config)
@@ -90,9 +77,6 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 			return nil, err
 		}
 	}
-	if len(prompt) > domain.MaxPromptLen {
-		return nil, apperr.ValidationErrors{{Loc: []any{"body", "system_prompt"}, Msg: "The prompt is too long", Type: "string_too_long"}}
-	}
 	workflow, err := domain.NormalizeWorkflow(in.Workflow)
 	if err != nil {
 		return nil, err
@@ -102,6 +86,16 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 		ConversationConfigJson: config, PlatformSettingsJson: objectOrEmpty(in.PlatformSettings),
 		WorkflowJson: workflow,
 	}, nil
+}
+
+// boundConfigs bounds every string of the free-form configurations as
+// the prompt is: no schema reaches into them.
+func boundConfigs(conversationConfig, platformSettings, workflow json.RawMessage) error {
+	var v apperr.Validator
+	v.BoundStrings(conversationConfig, domain.MaxPromptLen, "body", "conversation_config")
+	v.BoundStrings(platformSettings, domain.MaxPromptLen, "body", "platform_settings")
+	v.BoundStrings(workflow, domain.MaxPromptLen, "body", "workflow")
+	return v.Err()
 }
 
 func objectOrEmpty(raw json.RawMessage) []byte {

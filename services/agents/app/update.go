@@ -29,7 +29,9 @@ type UpdateInput struct {
 
 // Update applies in to the agent.
 func (a *App) Update(ctx context.Context, workspaceID, agentID string, in UpdateInput) (*agentsv1.Agent, error) {
-	if err := checkUpdate(in); err != nil {
+	// The body's shape is checked at the edge against the operation's
+	// schema.
+	if err := boundConfigs(in.ConversationConfig, in.PlatformSettings, in.Workflow); err != nil {
 		return nil, err
 	}
 	return a.Agents.Update(ctx, workspaceID, agentID, "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
@@ -39,35 +41,6 @@ func (a *App) Update(ctx context.Context, workspaceID, agentID string, in Update
 		}
 		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, nil
 	})
-}
-
-func checkUpdate(in UpdateInput) error {
-	var v apperr.Validator
-	add := func(p *domain.Problem) {
-		if p != nil {
-			v.Add(p.Msg, "value_error", append([]any{"body"}, p.Loc...)...)
-		}
-	}
-	if in.Name != nil {
-		add(domain.CheckName(strings.TrimSpace(*in.Name)))
-	}
-	if in.AgentType != nil {
-		add(domain.CheckAgentType(*in.AgentType))
-	}
-	if in.Tags != nil {
-		add(domain.CheckTags(*in.Tags))
-	}
-	add(domain.CheckObject(in.ConversationConfig, "conversation_config"))
-	add(domain.CheckObject(in.PlatformSettings, "platform_settings"))
-	add(domain.CheckObject(in.Workflow, "workflow"))
-	// Every string of the configuration is bounded as the prompt is.
-	v.BoundStrings(in.ConversationConfig, domain.MaxPromptLen, "body", "conversation_config")
-	v.BoundStrings(in.PlatformSettings, domain.MaxPromptLen, "body", "platform_settings")
-	v.BoundStrings(in.Workflow, domain.MaxPromptLen, "body", "workflow")
-	if in.SystemPrompt != nil && len(*in.SystemPrompt) > domain.MaxPromptLen {
-		add(&domain.Problem{Loc: []any{"system_prompt"}, Msg: "The prompt is too long"})
-	}
-	return v.Err()
 }
 
 // applyUpdate mutates ag and names the fields that changed.

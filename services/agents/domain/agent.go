@@ -4,79 +4,16 @@
 package domain
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 )
 
-// Limits on agent fields.
-const (
-	MaxNameLen   = 256
-	MaxPromptLen = 200_000
-	MaxTags      = 50
-	MaxTagLen    = 64
-)
-
-// AgentTypes known to the platform; the spec shows "business".
-var AgentTypes = []string{"business", "personal", "support", "sales", "other"}
-
-// Problem is a rule violation located in the request body.
-type Problem struct {
-	Loc []any
-	Msg string
-}
-
-// CheckName validates an agent name.
-func CheckName(name string) *Problem {
-	if strings.TrimSpace(name) == "" {
-		return &Problem{Loc: []any{"name"}, Msg: "String should have at least 1 character"}
-	}
-	if utf8.RuneCountInString(name) > MaxNameLen { // characters, as the message says
-		return &Problem{Loc: []any{"name"}, Msg: fmt.Sprintf("String should have at most %d characters", MaxNameLen)}
-	}
-	return nil
-}
-
-// CheckTags validates tags.
-func CheckTags(tags []string) *Problem {
-	if len(tags) > MaxTags {
-		return &Problem{Loc: []any{"tags"}, Msg: fmt.Sprintf("At most %d tags", MaxTags)}
-	}
-	for i, t := range tags {
-		if strings.TrimSpace(t) == "" || utf8.RuneCountInString(t) > MaxTagLen {
-			return &Problem{Loc: []any{"tags", i}, Msg: fmt.Sprintf("A tag has 1 to %d characters", MaxTagLen)}
-		}
-	}
-	return nil
-}
-
-// CheckAgentType validates agent_type (empty = not given).
-func CheckAgentType(t string) *Problem {
-	if t == "" {
-		return nil
-	}
-	for _, k := range AgentTypes {
-		if t == k {
-			return nil
-		}
-	}
-	return &Problem{Loc: []any{"agent_type"}, Msg: "Input should be one of " + strings.Join(AgentTypes, ", ")}
-}
-
-// CheckObject makes sure a config blob is a JSON object (or absent).
-func CheckObject(raw json.RawMessage, field string) *Problem {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
-		return &Problem{Loc: []any{field}, Msg: "Input should be an object"}
-	}
-	return nil
-}
+// MaxPromptLen bounds the prompt and, the same way, every string of the
+// free-form configurations (conversation_config, platform_settings,
+// workflow), which no schema can reach into. The request schemas bound
+// the other fields (pkg/api/schemas.yaml).
+const MaxPromptLen = 200_000
 
 // PromptOf reads conversation_config.agent.prompt.prompt.
 func PromptOf(conversationConfig []byte) string {

@@ -6,27 +6,6 @@ import (
 	"testing"
 )
 
-func TestChecks(t *testing.T) {
-	if CheckName("ok") != nil || CheckName("  ") == nil || CheckName(strings.Repeat("x", MaxNameLen+1)) == nil {
-		t.Fatal("CheckName")
-	}
-	if CheckTags([]string{"a", "b"}) != nil {
-		t.Fatal("valid tags refused")
-	}
-	if p := CheckTags([]string{"a", ""}); p == nil || p.Loc[1] != 1 {
-		t.Fatalf("empty tag: %+v", p)
-	}
-	if CheckAgentType("business") != nil || CheckAgentType("") != nil || CheckAgentType("robot") == nil {
-		t.Fatal("CheckAgentType")
-	}
-	if CheckObject(json.RawMessage(`{"a":1}`), "c") != nil || CheckObject(nil, "c") != nil || CheckObject(json.RawMessage(`null`), "c") != nil {
-		t.Fatal("objects refused")
-	}
-	if CheckObject(json.RawMessage(`[1]`), "c") == nil || CheckObject(json.RawMessage(`"s"`), "c") == nil {
-		t.Fatal("non-objects accepted")
-	}
-}
-
 func TestPromptAndMerge(t *testing.T) {
 	cfg := []byte(`{"agent":{"first_message":"Hi"},"tts":{"voice_id":"v"}}`)
 	with, err := WithPrompt(cfg, "Be kind")
