@@ -98,6 +98,15 @@ func TestWrongBodiesAreRefusedWithTheirFields(t *testing.T) {
 		{"update as the SDK sends it", "PATCH", key, `{"is_enabled":false,"name":"x"}`, nil},
 		{"update with nulls", "PATCH", key, `{"allowed_ips":null,"rate_limit_per_minute":null,"rate_limit_per_hour":null}`, nil},
 		{"update at the bounds", "PATCH", key, `{"name":"` + strings.Repeat("é", 200) + `","permissions":"all","allowed_ips":[],"rate_limit_per_minute":1000000,"rate_limit_per_hour":1}`, nil},
+
+		// members
+		{"member without an address", "POST", "/v1/workspace/members", `{"first_name":"Ada"}`, []string{`["body","email"] missing`}},
+		{"member with a long address", "POST", "/v1/workspace/members", `{"email":"` + strings.Repeat("a", 243) + `@example.com"}`, []string{`["body","email"] string_too_long`}},
+		{"member with no address", "POST", "/v1/workspace/members", `{"email":"not an address"}`, []string{`["body","email"] value_error`}},
+		{"member with a long first name", "POST", "/v1/workspace/members", `{"email":"b@example.com","first_name":` + name201 + `}`, []string{`["body","first_name"] string_too_long`}},
+		{"member with an unknown role", "POST", "/v1/workspace/members", `{"email":"b@example.com","role":"owner"}`, []string{`["body","role"] enum`}},
+		{"member with an empty role", "POST", "/v1/workspace/members", `{"email":"b@example.com","role":""}`, []string{`["body","role"] enum`}},
+		{"member at the bounds", "POST", "/v1/workspace/members", `{"email":"` + strings.Repeat("a", 242) + `@example.com","first_name":"` + strings.Repeat("é", 200) + `","role":"admin"}`, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := do(c.method, c.path, c.body)
