@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"strings"
-	"unicode/utf8"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
@@ -22,10 +20,9 @@ func AccountEmail(userID string) string { return userID + "@service-accounts.voi
 
 // CreateServiceAccount adds a service account to the workspace.
 func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, commandID string) (*identityv1.ServiceAccount, error) {
-	name = strings.TrimSpace(name)
+	// The name's bounds are the schema's (IdentityName), checked at the edge.
 	var v apperr.Validator
-	v.Check(name != "", "Field required", "missing", "body", "name")
-	v.Check(utf8.RuneCountInString(name) <= 200, "String should have at most 200 characters", "string_too_long", "body", "name")
+	name = trimName(&v, name)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

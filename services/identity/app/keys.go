@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	"google.golang.org/protobuf/proto"
@@ -81,16 +80,15 @@ func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret
 	return key, res.Duplicate, nil
 }
 
-// checkSpec validates and normalises a key spec in place.
+// checkSpec checks and normalises a key spec in place. Its shape (the
+// name's and the lists' bounds, the permission names, the rate limits) is
+// the schema's (ApiKeyCreate), checked at the edge; what is left here is
+// what no schema can say: addresses that parse, an expiry against the
+// clock, and permissions against the caller's.
 func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 	var v apperr.Validator
-	spec.Name = strings.TrimSpace(spec.Name)
-	v.Check(spec.Name != "", "Field required", "missing", "body", "name")
-	checkName(&v, spec.Name)
-	v.Check(len(spec.AllowedIPs) <= maxAllowedIPs, "List should have at most 100 items", "too_long", "body", "allowed_ips")
-	perms, err := domain.NormalizePermissions(spec.Permissions)
-	addFieldError(&v, err)
-	spec.Permissions = perms
+	spec.Name = trimName(&v, spec.Name)
+	spec.Permissions = domain.NormalizePermissions(spec.Permissions)
 	ips, err := domain.NormalizeAllowedIPs(spec.AllowedIPs)
 	addFieldError(&v, err)
 	spec.AllowedIPs = ips
@@ -98,8 +96,6 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 		v.Check(*spec.ExpiresAtUnix > a.now().Unix(), "Expiry must be in the future", "value_error", "body", "expires_at_unix")
 		v.Check(*spec.ExpiresAtUnix <= a.now().Add(MaxKeyLifetime).Unix(), "Expiry must be at most 10 years away", "value_error", "body", "expires_at_unix")
 	}
-	checkLimit(&v, spec.RateLimitPerMinute, "rate_limit_per_minute")
-	checkLimit(&v, spec.RateLimitPerHour, "rate_limit_per_hour")
 	if err := v.Err(); err != nil {
 		return err
 	}
@@ -113,19 +109,14 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 // (2^63-1 was accepted, then overflowed into "expired").
 const MaxKeyLifetime = 10 * 365 * 24 * time.Hour
 
-const (
-	maxKeyNameLen = 200
-	maxAllowedIPs = 100
-)
-
-func checkName(v *apperr.Validator, name string) {
-	v.Check(utf8.RuneCountInString(name) <= maxKeyNameLen, "String should have at most 200 characters", "string_too_long", "body", "name")
-}
-
-func checkLimit(v *apperr.Validator, limit *int64, field string) {
-	if limit != nil {
-		v.Check(*limit >= 1 && *limit <= 1_000_000, "Input should be between 1 and 1000000", "value_error", "body", field)
-	}
+// trimName is a name without the white space around it. The schema
+// (IdentityName) refuses a blank name, but its \S is ASCII's: a name of
+// only other white space (U+00A0, U+2003, \v...) passes it, and would be
+// stored empty.
+func trimName(v *apperr.Validator, name string) string {
+	name = strings.TrimSpace(name)
+	v.Check(name != "", "String should have a character other than white space", "string_too_short", "body", "name")
+	return name
 }
 
 func addFieldError(v *apperr.Validator, err error) {
@@ -182,14 +173,15 @@ func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, account
 	return out, err
 }
 
+// applyPatch changes k as p says and answers the names of the fields it
+// changed. The patch's shape is the schema's (ApiKeyUpdate), checked at
+// the edge; here are the addresses' parsing and the grant against the
+// editor's permissions.
 func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Principal) ([]string, error) {
 	var v apperr.Validator
 	var changed []string
 	if p.Name != nil {
-		name := strings.TrimSpace(*p.Name)
-		v.Check(name != "", "String should have at least 1 character", "string_too_short", "body", "name")
-		checkName(&v, name)
-		if name != k.Name {
+		if name := trimName(&v, *p.Name); name != "" && name != k.Name {
 			k.Name, changed = name, append(changed, "name")
 		}
 	}
@@ -197,27 +189,23 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 		k.IsDisabled, changed = *p.IsDisabled, append(changed, "is_disabled")
 	}
 	if p.Permissions != nil {
-		perms, err := domain.NormalizePermissions(p.Permissions)
-		addFieldError(&v, err)
-		if err == nil && !domain.CanGrant(caller.Permissions, perms) {
+		perms := domain.NormalizePermissions(p.Permissions)
+		if !domain.CanGrant(caller.Permissions, perms) {
 			return nil, apperr.ForbiddenError("permission_escalation", "A key cannot grant permissions its editor does not hold.")
 		}
-		if err == nil && !slices.Equal(perms, k.Permissions) {
+		if !slices.Equal(perms, k.Permissions) {
 			k.Permissions, changed = perms, append(changed, "permissions")
 		}
 	}
 	if p.ClearAllowedIPs && len(k.AllowedIps) > 0 {
 		k.AllowedIps, changed = nil, append(changed, "allowed_ips")
 	} else if p.AllowedIPs != nil {
-		v.Check(len(p.AllowedIPs) <= maxAllowedIPs, "List should have at most 100 items", "too_long", "body", "allowed_ips")
 		ips, err := domain.NormalizeAllowedIPs(p.AllowedIPs)
 		addFieldError(&v, err)
 		if err == nil && !slices.Equal(ips, k.AllowedIps) {
 			k.AllowedIps, changed = ips, append(changed, "allowed_ips")
 		}
 	}
-	checkLimit(&v, p.RateLimitPerMinute, "rate_limit_per_minute")
-	checkLimit(&v, p.RateLimitPerHour, "rate_limit_per_hour")
 	if p.RateLimitPerMinute != nil {
 		k.RateLimitPerMinute, changed = p.RateLimitPerMinute, append(changed, "rate_limit_per_minute")
 	}

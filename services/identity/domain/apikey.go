@@ -66,22 +66,16 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
-// NormalizePermissions checks perms and returns them sorted, or ["all"].
-func NormalizePermissions(perms []string) ([]string, error) {
-	if len(perms) == 0 {
-		return nil, &FieldError{Field: "permissions", Index: -1, Msg: "at least one permission, or \"all\", is required"}
-	}
-	for i, p := range perms {
-		if p != principal.PermissionAll && !principal.IsKnown(p) {
-			return nil, &FieldError{Field: "permissions", Index: i, Msg: fmt.Sprintf("unknown permission %q", p)}
-		}
-	}
+// NormalizePermissions returns perms sorted without repeats, or ["all"]
+// when they hold it. That a key holds at least one permission, and only
+// names the platform knows, is the API schema's (Permissions).
+func NormalizePermissions(perms []string) []string {
 	if slices.Contains(perms, principal.PermissionAll) {
-		return []string{principal.PermissionAll}, nil
+		return []string{principal.PermissionAll}
 	}
 	out := slices.Clone(perms)
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out)
 }
 
 // CanGrant reports whether a caller holding held may hand out perms: no

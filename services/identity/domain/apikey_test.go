@@ -7,20 +7,11 @@ import (
 )
 
 func TestNormalizePermissions(t *testing.T) {
-	got, err := NormalizePermissions([]string{"convai_write", "convai_read", "convai_read"})
-	if err != nil || strings.Join(got, ",") != "convai_read,convai_write" {
-		t.Fatalf("%v %v", got, err)
+	if got := NormalizePermissions([]string{"convai_write", "convai_read", "convai_read"}); strings.Join(got, ",") != "convai_read,convai_write" {
+		t.Fatalf("%v", got)
 	}
-	if got, _ := NormalizePermissions([]string{"convai_read", "all"}); len(got) != 1 || got[0] != "all" {
+	if got := NormalizePermissions([]string{"convai_read", "all"}); len(got) != 1 || got[0] != "all" {
 		t.Fatalf("all: %v", got)
-	}
-	_, err = NormalizePermissions([]string{"convai_read", "launch_missiles"})
-	var fe *FieldError
-	if !errors.As(err, &fe) || fe.Index != 1 || !errors.Is(err, ErrInvalid) {
-		t.Fatalf("unknown permission: %v", err)
-	}
-	if _, err := NormalizePermissions(nil); err == nil {
-		t.Fatal("no permissions accepted")
 	}
 }
 
