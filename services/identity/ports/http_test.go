@@ -148,6 +148,36 @@ func TestWrongBodiesAreRefusedWithTheirFields(t *testing.T) {
 	}
 }
 
+// A key update takes the public API's literals, as the official SDK's
+// types offer them: "no_update" leaves a field as it is, and "clear"
+// removes the address allow-list.
+func TestKeyUpdateTakesThePublicAPIsLiterals(t *testing.T) {
+	h := newRouter(t)
+	do := func(method, path, body string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}.SetHeaders(req.Header)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var m map[string]any
+		if rec.Code >= 300 || json.Unmarshal(rec.Body.Bytes(), &m) != nil {
+			t.Fatalf("%s %s %s: %d %s", method, path, body, rec.Code, rec.Body)
+		}
+		return m
+	}
+	account := do("POST", "/v1/service-accounts", `{"name":"bot"}`)["service-account-user-id"].(string)
+	keys := "/v1/service-accounts/" + account + "/api-keys"
+	key := keys + "/" + do("POST", keys, `{"name":"one","permissions":["convai_read","workspace_write"],"allowed_ips":["10.0.0.0/8"]}`)["key_id"].(string)
+	got := do("PATCH", key, `{"is_enabled":"no_update","permissions":"no_update","allowed_ips":"no_update","name":"two"}`)
+	if got["name"] != "two" || got["is_disabled"] != false || len(got["permissions"].([]any)) != 2 || len(got["allowed_ips"].([]any)) != 1 {
+		t.Errorf("no_update changed the key: %v", got)
+	}
+	got = do("PATCH", key, `{"allowed_ips":"clear","is_disabled":"no_update"}`)
+	if ips := got["allowed_ips"].([]any); len(ips) != 0 || got["is_disabled"] != false {
+		t.Errorf("clear left the allow-list: %v", got)
+	}
+}
+
 // newRouter is identity's router over a real event store, as the gateway
 // reaches it: the caller comes in the request's headers.
 func newRouter(t *testing.T) http.Handler {
