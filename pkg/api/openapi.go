@@ -116,7 +116,21 @@ func resolveSchema(name string) (map[string]any, error) {
 				if !ok {
 					return nil, fmt.Errorf("schema %s: unknown reference %s", name, ref)
 				}
-				return resolve(target, depth+1)
+				if len(x) == 1 {
+					return resolve(target, depth+1)
+				}
+				// Keywords beside a reference apply too (a description, a
+				// default, a tighter bound): the target joins them as one
+				// more schema to satisfy.
+				siblings := make(map[string]any, len(x))
+				for k, e := range x {
+					if k != "$ref" {
+						siblings[k] = e
+					}
+				}
+				allOf, _ := siblings["allOf"].([]any)
+				siblings["allOf"] = append(append([]any{}, allOf...), target)
+				return resolve(siblings, depth+1)
 			}
 			out := make(map[string]any, len(x))
 			for k, e := range x {

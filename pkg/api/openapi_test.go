@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -69,9 +70,23 @@ func TestSchemaStandsAlone(t *testing.T) {
 	if strings.Contains(string(b), "$ref") || !strings.Contains(string(b), `"ticket_id"`) || !strings.Contains(string(b), `"in_progress"`) {
 		t.Fatalf("resolved schema: %s", b)
 	}
+	// Keywords beside a reference are kept, and the reference still holds.
+	role := mustSchema(t, "MemberAdd")["properties"].(map[string]any)["role"].(map[string]any)
+	if role["default"] != "member" || !strings.Contains(fmt.Sprint(role["allOf"]), "admin") {
+		t.Fatalf("a reference with a default beside it resolved to %v", role)
+	}
 	if _, err := Schema("Nope"); err == nil {
 		t.Fatal("an unknown schema resolved")
 	}
+}
+
+func mustSchema(t *testing.T, name string) map[string]any {
+	t.Helper()
+	s, err := Schema(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // TestAsyncAPIDocument: every event type has a message on its stream's
