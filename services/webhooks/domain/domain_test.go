@@ -35,6 +35,9 @@ func decodeInput(t *testing.T, s string) Input {
 	return in
 }
 
+// The validation a schema cannot say: the url's scheme and address, relay
+// against url, max_delay against retry_delay. (The bounds the API schema
+// says are checked at the edge: services/webhooks/ports.)
 func TestValidateCreateNamesEveryBadField(t *testing.T) {
 	allowed := func(h string) bool { return h == "127.0.0.1" }
 	cases := map[string]struct {
@@ -50,18 +53,9 @@ func TestValidateCreateNamesEveryBadField(t *testing.T) {
 		"url metadata":          {`{"url":"https://169.254.169.254/latest","events":["call_started"]}`, []any{"body", "url"}},
 		"url mapped loopback":   {`{"url":"https://[::ffff:127.0.0.2]/h","events":["call_started"]}`, []any{"body", "url"}},
 		"url spaces":            {`{"url":" https://example.com","events":["call_started"]}`, []any{"body", "url"}},
-		"events missing":        {`{"url":"https://example.com"}`, []any{"body", "events"}},
-		"events empty":          {`{"url":"https://example.com","events":[]}`, []any{"body", "events"}},
-		"events unknown":        {`{"url":"https://example.com","events":["call_started","nope"]}`, []any{"body", "events", 1}},
-		"secret short":          {`{"url":"https://example.com","events":["call_started"],"secret":"short"}`, []any{"body", "secret"}},
-		"secret whitespace":     {`{"url":"https://example.com","events":["call_started"],"secret":"a secret with spaces in it"}`, []any{"body", "secret"}},
-		"max_retries high":      {`{"url":"https://example.com","events":["call_started"],"retry_config":{"max_retries":11}}`, []any{"body", "retry_config", "max_retries"}},
-		"max_retries negative":  {`{"url":"https://example.com","events":["call_started"],"retry_config":{"max_retries":-1}}`, []any{"body", "retry_config", "max_retries"}},
-		"retry_delay zero":      {`{"url":"https://example.com","events":["call_started"],"retry_config":{"retry_delay":0}}`, []any{"body", "retry_config", "retry_delay"}},
-		"retry_delay huge":      {`{"url":"https://example.com","events":["call_started"],"retry_config":{"retry_delay":3601}}`, []any{"body", "retry_config", "retry_delay"}},
+		"url control character": {`{"url":"https://example.com/a\u0000b","events":["call_started"]}`, []any{"body", "url"}},
+		"relay with a url":      {`{"relay":true,"url":"https://example.com","events":["call_started"]}`, []any{"body", "url"}},
 		"max_delay below delay": {`{"url":"https://example.com","events":["call_started"],"retry_config":{"retry_delay":60,"max_delay":30}}`, []any{"body", "retry_config", "max_delay"}},
-		"max_delay huge":        {`{"url":"https://example.com","events":["call_started"],"retry_config":{"max_delay":86401}}`, []any{"body", "retry_config", "max_delay"}},
-		"status out of range":   {`{"url":"https://example.com","events":["call_started"],"retry_config":{"retry_on_status":[500,200]}}`, []any{"body", "retry_config", "retry_on_status", 1}},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -71,6 +65,26 @@ func TestValidateCreateNamesEveryBadField(t *testing.T) {
 				t.Fatalf("locs %v, want %v", got, c.loc)
 			}
 		})
+	}
+}
+
+func TestValidateUpdateKeepsRelayAndRetryDelays(t *testing.T) {
+	cur := Spec{Events: []string{"call_started"}, Active: true, Retry: DefaultRetryPolicy(), Relay: true}
+	_, err := ValidateUpdate(decodeInput(t, `{"relay":false}`), cur, nil)
+	if got := locs(t, err); len(got) != 1 || !equalLoc(got[0], []any{"body", "relay"}) {
+		t.Fatalf("locs %v", got)
+	}
+	if _, err := ValidateUpdate(decodeInput(t, `{"url":"https://example.com"}`), cur, nil); err == nil {
+		t.Fatal("a relay webhook took a url")
+	}
+	cur.Relay, cur.URL = false, "https://example.com"
+	s, err := ValidateUpdate(decodeInput(t, `{"retry_config":{"retry_delay":600}}`), cur, nil)
+	if err != nil || s.Retry.RetryDelay != 600 || s.Retry.MaxDelay != 600 {
+		t.Fatalf("retry %+v err %v", s.Retry, err)
+	}
+	s, err = ValidateUpdate(decodeInput(t, `{"retry_config":{"retry_on_status":[503,500,503]},"events":["call_ended","call_ended"]}`), cur, nil)
+	if err != nil || !slices.Equal(s.Retry.RetryOnStatus, []int{500, 503}) || !slices.Equal(s.Events, []string{"call_ended"}) {
+		t.Fatalf("spec %+v err %v", s, err)
 	}
 }
 
@@ -199,116 +213,22 @@ func TestSignature(t *testing.T) {
 
 func TestParseIngest(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	ev := func(s string) IngestInput {
-		var in IngestInput
-		if err := json.Unmarshal([]byte(s), &in); err != nil {
-			t.Fatal(err)
-		}
-		return in
-	}
-	env, err := ParseIngest(ev(`{"event":"call_ended","timestamp":"2026-01-02T05:04:05+02:00","data":{"call_id":"c","duration_seconds":12,"satisfaction_score":4.5,"extra":[1]}}`), now)
-	if err != nil || env.Timestamp != "2026-01-02T03:04:05.000Z" || env.Event != "call_ended" {
+	ts := func(s string) *string { return &s }
+	env, err := ParseIngest(IngestInput{Event: "call_ended", Timestamp: ts("2026-01-02T05:04:05+02:00"), Data: json.RawMessage(`{ "call_id": "c",
+		"extra": [1] }`)}, now)
+	if err != nil || env.Timestamp != "2026-01-02T03:04:05.000Z" || env.Event != "call_ended" || string(env.Data) != `{"call_id":"c","extra":[1]}` {
 		t.Fatalf("%+v %v", env, err)
 	}
-	env, err = ParseIngest(ev(`{"event":"quota_exceeded","data":{}}`), now)
+	env, err = ParseIngest(IngestInput{Event: "quota_exceeded", Data: json.RawMessage(`{}`)}, now)
 	if err != nil || env.Timestamp != "2026-01-02T03:04:05.000Z" {
 		t.Fatalf("%+v %v", env, err)
 	}
-	bad := map[string][]any{
-		`{"data":{}}`:                                                                           {"body", "event"},
-		`{"event":"nope","data":{}}`:                                                            {"body", "event"},
-		`{"event":"call_ended"}`:                                                                {"body", "data"},
-		`{"event":"call_ended","data":[1]}`:                                                     {"body", "data"},
-		`{"event":"call_ended","timestamp":"yesterday","data":{}}`:                              {"body", "timestamp"},
-		`{"event":"call_ended","data":{"duration_seconds":1.5}}`:                                {"body", "data", "duration_seconds"},
-		`{"event":"call_ended","data":{"duration_seconds":"12"}}`:                               {"body", "data", "duration_seconds"},
-		`{"event":"call_ended","data":{"transcript_available":"yes"}}`:                          {"body", "data", "transcript_available"},
-		`{"event":"call_started","data":{"call_id":7}}`:                                         {"body", "data", "call_id"},
-		`{"event":"call_started","data":{"metadata":{"call_queue":1}}}`:                         {"body", "data", "metadata", "call_queue"},
-		`{"event":"conversation_ended","data":{"topics_discussed":["a",1]}}`:                    {"body", "data", "topics_discussed"},
-		`{"event":"conversation_ended","data":{"sentiment_analysis":{"sentiment_score":"hi"}}}`: {"body", "data", "sentiment_analysis", "sentiment_score"},
-		`{"event":"escalation_triggered","data":{"target_queue":false}}`:                        {"body", "data", "target_queue"},
-	}
-	for body, loc := range bad {
-		_, err := ParseIngest(ev(body), now)
-		got := locs(t, err)
-		if !slices.ContainsFunc(got, func(l []any) bool { return equalLoc(l, loc) }) {
-			t.Errorf("%s: locs %v, want %v", body, got, loc)
+	for _, bad := range []string{"yesterday", "2026-01-02T03:04:05", "2026-02-30T03:04:05Z", ""} {
+		_, err := ParseIngest(IngestInput{Event: "call_ended", Timestamp: ts(bad), Data: json.RawMessage(`{}`)}, now)
+		if got := locs(t, err); len(got) != 1 || !equalLoc(got[0], []any{"body", "timestamp"}) {
+			t.Errorf("%q: locs %v", bad, got)
 		}
 	}
-}
-
-func TestSampleDataIsValid(t *testing.T) {
-	for _, e := range PlatformEvents {
-		if err := CheckPayload(e, SampleData(e)); err != nil {
-			t.Errorf("%s: %v", e, err)
-		}
-	}
-}
-
-// FuzzParseIngest: any body either fails validation or yields an envelope
-// that re-validates and marshals.
-func FuzzParseIngest(f *testing.F) {
-	for _, s := range []string{
-		`{"event":"call_ended","data":{"duration_seconds":12}}`,
-		`{"event":"call_started","timestamp":"2026-01-02T03:04:05Z","data":{"metadata":{"call_queue":"q"}}}`,
-		`{"event":"conversation_ended","data":{"topics_discussed":["a"],"sentiment_analysis":{"sentiment_score":1e3}}}`,
-		`{"event":1}`, `[]`, `{"data":null}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var in IngestInput
-		if json.Unmarshal(b, &in) != nil {
-			return
-		}
-		env, err := ParseIngest(in, time.Unix(0, 0))
-		if err != nil {
-			var ve apperr.ValidationErrors
-			if !errors.As(err, &ve) || len(ve) == 0 {
-				t.Fatalf("non-validation error %v", err)
-			}
-			return
-		}
-		if !IsPlatformEvent(env.Event) || CheckPayload(env.Event, env.Data) != nil {
-			t.Fatalf("accepted envelope invalid: %+v", env)
-		}
-		if _, err := json.Marshal(env); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
-
-// FuzzValidateCreate: an accepted body always gives a webhook within the
-// documented bounds.
-func FuzzValidateCreate(f *testing.F) {
-	for _, s := range []string{
-		`{"url":"https://example.com/h","events":["call_started"]}`,
-		`{"url":"https://example.com","events":["call_started"],"retry_config":{"max_retries":3,"retry_delay":2,"max_delay":10,"retry_on_status":[500]}}`,
-		`{"url":"https://[::1]/","events":["x"]}`, `{"url":"http://127.0.0.1:1/","events":["call_ended"],"secret":"0123456789abcdef"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var in Input
-		if json.Unmarshal(b, &in) != nil {
-			return
-		}
-		s, err := ValidateCreate(in, func(h string) bool { return h == "127.0.0.1" })
-		if err != nil {
-			return
-		}
-		r := s.Retry
-		if s.URL == "" || len(s.Events) == 0 || r.MaxRetries < 0 || r.MaxRetries > MaxRetriesMax || r.RetryDelay < 1 ||
-			r.MaxDelay < r.RetryDelay || r.MaxDelay > MaxDelayMax {
-			t.Fatalf("accepted out-of-bounds spec %+v", s)
-		}
-		for _, e := range s.Events {
-			if !IsKnownEvent(e) {
-				t.Fatalf("accepted unknown event %q", e)
-			}
-		}
-	})
 }
 
 func TestCatalogListsEveryEvent(t *testing.T) {

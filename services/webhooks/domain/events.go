@@ -1,7 +1,7 @@
 // Package domain holds the webhook rules: which events exist, what a valid
-// webhook and retry policy are, how retries are scheduled, how a delivery
-// is signed, and which platform event payloads are well formed. It does
-// no I/O.
+// webhook and retry policy are (beyond the bounds the API schema says),
+// how retries are scheduled, how a delivery is signed, and how an
+// ingested platform event becomes an envelope. It does no I/O.
 package domain
 
 import "slices"

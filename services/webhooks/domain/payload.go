@@ -3,69 +3,10 @@ package domain
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
-
-// kind is the JSON type a spec 6.2 data field must have.
-type kind int
-
-const (
-	kString kind = iota
-	kInteger
-	kNumber
-	kBoolean
-	kObject
-	kStringArray
-	// kID is a string that follows the id grammar (pkg/ids): conversation
-	// and agent ids become keys of the services that consume the event.
-	kID
-)
-
-func (k kind) String() string {
-	return [...]string{"string", "integer", "number", "boolean", "object", "array of strings", "id"}[k]
-}
-
-type field struct {
-	name string
-	kind kind
-	sub  []field // fields of an object
-}
-
-// payloadFields are the data fields spec 6.2 defines, per event. Fields
-// are optional; present ones must have the stated type. Other fields pass
-// through unchanged.
-var payloadFields = map[string][]field{
-	"call_started": {
-		{name: "call_id", kind: kID}, {name: "phone_number"}, {name: "caller_id"}, {name: "agent_id", kind: kID},
-		{name: "direction"}, {name: "call_source"},
-		{name: "metadata", kind: kObject, sub: []field{{name: "caller_location"}, {name: "call_queue"}}},
-	},
-	"call_ended": {
-		{name: "call_id", kind: kID}, {name: "duration_seconds", kind: kInteger}, {name: "end_reason"},
-		{name: "resolution_status"}, {name: "conversation_summary"}, {name: "satisfaction_score", kind: kNumber},
-		{name: "transcript_available", kind: kBoolean}, {name: "recording_available", kind: kBoolean},
-	},
-	"conversation_ended": {
-		{name: "conversation_id", kind: kID}, {name: "call_id", kind: kID}, {name: "agent_id", kind: kID}, {name: "turn_count", kind: kInteger},
-		{name: "topics_discussed", kind: kStringArray},
-		{name: "sentiment_analysis", kind: kObject, sub: []field{{name: "overall_sentiment"}, {name: "sentiment_score", kind: kNumber}}},
-		{name: "knowledge_base_queries", kind: kInteger}, {name: "escalation_occurred", kind: kBoolean},
-	},
-	"escalation_triggered": {
-		{name: "call_id", kind: kID}, {name: "conversation_id", kind: kID}, {name: "escalation_reason"}, {name: "escalation_trigger"},
-		{name: "agent_id", kind: kID}, {name: "target_queue"}, {name: "context_summary"}, {name: "conversation_history"},
-	},
-}
-
-// idFields are checked in the data of every event spec 6.2 does not
-// describe.
-var idFields = []field{{name: "conversation_id", kind: kID}, {name: "agent_id", kind: kID}, {name: "call_id", kind: kID}}
 
 // Envelope is the spec 6.1 delivery body: {event, timestamp, data}.
 type Envelope struct {
@@ -82,139 +23,33 @@ func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout
 
 // IngestInput is the body of POST /v1/convai/events.
 type IngestInput struct {
-	Event     *string         `json:"event"`
+	Event     string          `json:"event"`
 	Timestamp *string         `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
 }
 
-// ParseIngest validates an ingestion body (already JSON-decoded into in)
-// and returns the envelope to publish, with the timestamp normalised to
-// UTC (now when absent) and data compacted.
+// ParseIngest makes the envelope to publish from an ingestion body
+// (already JSON-decoded into in), with the timestamp normalised to UTC
+// (now when absent) and data compacted. The body's shape (the event's
+// name, data an object, the types of the spec 6.2 fields of its data) is
+// the API schema's (EventIngest), checked at the edge; the timestamp's
+// grammar is checked here, as a schema does not assert a date-time.
 func ParseIngest(in IngestInput, now time.Time) (Envelope, error) {
-	var v apperr.Validator
-	env := Envelope{}
-	if in.Event == nil {
-		v.Add("Field required", "missing", "body", "event")
-	} else if !IsPlatformEvent(*in.Event) {
-		v.Add(fmt.Sprintf("Unknown event name %q; expected one of: %s", *in.Event, strings.Join(PlatformEvents, ", ")), "enum", "body", "event")
-	} else {
-		env.Event = *in.Event
-	}
-	env.Timestamp = FormatTimestamp(now)
+	env := Envelope{Event: in.Event, Timestamp: FormatTimestamp(now)}
 	if in.Timestamp != nil {
 		t, err := time.Parse(time.RFC3339Nano, *in.Timestamp)
 		if err != nil {
-			v.Add("Input should be an ISO 8601 date-time with a time zone, e.g. 2026-01-02T15:04:05Z", "datetime_parsing", "body", "timestamp")
-		} else {
-			env.Timestamp = FormatTimestamp(t)
+			return Envelope{}, apperr.ValidationErrors{{Loc: []any{"body", "timestamp"},
+				Msg: "Input should be an ISO 8601 date-time with a time zone, e.g. 2026-01-02T15:04:05Z", Type: "datetime_parsing"}}
 		}
+		env.Timestamp = FormatTimestamp(t)
 	}
-	raw := bytes.TrimSpace(in.Data)
-	switch {
-	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-		v.Add("Field required", "missing", "body", "data")
-	case raw[0] != '{':
-		v.Add("Input should be a valid object", "type_error", "body", "data")
-	default:
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, raw); err != nil {
-			v.Add("Input should be a valid object", "type_error", "body", "data")
-			break
-		}
-		env.Data = buf.Bytes()
-		if env.Event != "" {
-			checkPayload(&v, env.Event, env.Data)
-		}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, in.Data); err != nil {
+		return Envelope{}, err
 	}
-	return env, v.Err()
-}
-
-// CheckPayload validates data against the spec 6.2 fields of event.
-func CheckPayload(event string, data []byte) error {
-	var v apperr.Validator
-	checkPayload(&v, event, data)
-	return v.Err()
-}
-
-func checkPayload(v *apperr.Validator, event string, data []byte) {
-	fields, ok := payloadFields[event]
-	if !ok {
-		fields = idFields // no spec 6.2 fields: the ids other services key on still are ids
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(data, &obj); err != nil {
-		v.Add("Input should be a valid object", "type_error", "body", "data")
-		return
-	}
-	checkFields(v, fields, obj, []any{"body", "data"})
-}
-
-func checkFields(v *apperr.Validator, fields []field, obj map[string]json.RawMessage, loc []any) {
-	for _, f := range fields {
-		raw, ok := obj[f.name]
-		if !ok || bytes.Equal(raw, []byte("null")) {
-			continue
-		}
-		at := append(append([]any{}, loc...), f.name)
-		if !hasKind(raw, f.kind) {
-			if f.kind == kID {
-				v.Add(apperr.IDMessage, "string_pattern_mismatch", at...)
-			} else {
-				v.Add("Input should be a valid "+f.kind.String(), "type_error", at...)
-			}
-			continue
-		}
-		if f.kind == kObject && len(f.sub) > 0 {
-			var sub map[string]json.RawMessage
-			_ = json.Unmarshal(raw, &sub)
-			checkFields(v, f.sub, sub, at)
-		}
-	}
-}
-
-func hasKind(raw json.RawMessage, k kind) bool {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var val any
-	if dec.Decode(&val) != nil {
-		return false
-	}
-	switch k {
-	case kString:
-		_, ok := val.(string)
-		return ok
-	case kID:
-		s, ok := val.(string)
-		return ok && ids.Valid(s)
-	case kInteger:
-		n, ok := val.(json.Number)
-		if !ok {
-			return false
-		}
-		_, err := strconv.ParseInt(n.String(), 10, 64)
-		return err == nil
-	case kNumber:
-		_, ok := val.(json.Number)
-		return ok
-	case kBoolean:
-		_, ok := val.(bool)
-		return ok
-	case kObject:
-		_, ok := val.(map[string]any)
-		return ok
-	case kStringArray:
-		arr, ok := val.([]any)
-		if !ok {
-			return false
-		}
-		for _, e := range arr {
-			if _, ok := e.(string); !ok {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+	env.Data = buf.Bytes()
+	return env, nil
 }
 
 // SampleData is the data of a test delivery of event: every spec 6.2

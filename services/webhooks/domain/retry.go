@@ -9,20 +9,18 @@ import (
 	"time"
 )
 
-// Bounds and defaults of retry_config (documented in README.md).
+// Defaults of retry_config (documented in README.md); its bounds are the
+// API schema's (RetryConfig).
 const (
-	MaxRetriesMax         = 10
-	DefaultMaxRetries     = 5
-	RetryDelayMin         = 1
-	RetryDelayMax         = 3600
-	DefaultRetryDelay     = 5
-	MaxDelayMax           = 86400
-	DefaultMaxDelay       = 300
-	DefaultExponential    = true
-	RetryStatusMin        = 300
-	RetryStatusMax        = 599
-	RetryOnStatusMaxItems = 20
+	DefaultMaxRetries  = 5
+	DefaultRetryDelay  = 5
+	DefaultMaxDelay    = 300
+	DefaultExponential = true
 )
+
+// MaxDelayMax is the longest max_delay (the schema's bound), and so the
+// longest wait a Retry-After may ask for.
+const MaxDelayMax = 86400
 
 // DefaultRetryOnStatus are the statuses retried when retry_on_status is
 // absent.

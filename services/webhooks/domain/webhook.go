@@ -1,23 +1,13 @@
 package domain
 
 import (
-	"fmt"
 	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-)
-
-// Limits of a webhook's fields.
-const (
-	MaxURLLength    = 2048
-	MaxEvents       = 50
-	SecretMinLength = 16
-	SecretMaxLength = 256
 )
 
 // RetryConfigInput is the retry_config object of a request; absent fields
@@ -31,7 +21,10 @@ type RetryConfigInput struct {
 }
 
 // Input is the body of a create (POST) or update (PUT); absent fields are
-// nil.
+// nil. Its shape (types, the url's length, known event names, the
+// secret's length and characters, retry_config's ranges) is the API
+// schema's (WebhookCreate, WebhookUpdate), checked at the edge; the
+// validation here is what a schema cannot say.
 type Input struct {
 	URL         *string           `json:"url"`
 	Events      []string          `json:"events"`
@@ -69,8 +62,10 @@ func ValidateUpdate(in Input, cur Spec, allowed HostAllowed) (Spec, error) {
 	return validate(in, cur, allowed, false)
 }
 
-// validate applies the fields present in in to s; a create also requires
-// url and events.
+// validate applies the fields present in in to s: the url's scheme and
+// address (against the operator's allow-list), relay against url and
+// against the webhook's, and max_delay against retry_delay; a create
+// also requires a url unless it makes a relay webhook.
 func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) {
 	var v apperr.Validator
 	required := func(field string) {
@@ -94,13 +89,11 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 	default:
 		s.URL = checkURL(&v, *in.URL, allowed)
 	}
-	if in.Events == nil {
-		required("events")
-	} else {
-		s.Events = checkEvents(&v, in.Events)
+	if in.Events != nil {
+		s.Events = distinct(in.Events)
 	}
 	if in.Secret != nil {
-		s.Secret = checkSecret(&v, *in.Secret)
+		s.Secret = *in.Secret
 	}
 	if in.Active != nil {
 		s.Active = *in.Active
@@ -113,10 +106,6 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 
 func checkURL(v *apperr.Validator, raw string, allowed HostAllowed) string {
 	loc := []any{"body", "url"}
-	if len(raw) > MaxURLLength {
-		v.Add(fmt.Sprintf("URL should have at most %d characters", MaxURLLength), "string_too_long", loc...)
-		return ""
-	}
 	if raw != strings.TrimSpace(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
 		v.Add("URL must not contain whitespace or control characters", "url_parsing", loc...)
 		return ""
@@ -145,21 +134,10 @@ func checkURL(v *apperr.Validator, raw string, allowed HostAllowed) string {
 	return u.String()
 }
 
-func checkEvents(v *apperr.Validator, events []string) []string {
-	if len(events) == 0 {
-		v.Add("List should have at least 1 item", "too_short", "body", "events")
-		return nil
-	}
-	if len(events) > MaxEvents {
-		v.Add(fmt.Sprintf("List should have at most %d items", MaxEvents), "too_long", "body", "events")
-		return nil
-	}
+// distinct is events without repetitions, in their first order.
+func distinct(events []string) []string {
 	out := make([]string, 0, len(events))
-	for i, e := range events {
-		if !IsKnownEvent(e) {
-			v.Add(fmt.Sprintf("Unknown event name %q; expected one of: %s", e, strings.Join(KnownEvents(), ", ")), "enum", "body", "events", i)
-			continue
-		}
+	for _, e := range events {
 		if !slices.Contains(out, e) {
 			out = append(out, e)
 		}
@@ -167,36 +145,19 @@ func checkEvents(v *apperr.Validator, events []string) []string {
 	return out
 }
 
-func checkSecret(v *apperr.Validator, s string) string {
-	n := utf8.RuneCountInString(s)
-	switch {
-	case !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.IsSpace(r) }):
-		v.Add("Secret must be printable characters without whitespace", "value_error", "body", "secret")
-	case n < SecretMinLength:
-		v.Add(fmt.Sprintf("Secret should have at least %d characters", SecretMinLength), "string_too_short", "body", "secret")
-	case n > SecretMaxLength:
-		v.Add(fmt.Sprintf("Secret should have at most %d characters", SecretMaxLength), "string_too_long", "body", "secret")
-	default:
-		return s
-	}
-	return ""
-}
-
+// checkRetry applies a retry_config, whose ranges the schema bounds, to
+// base: max_delay is at least retry_delay, and retry_on_status is kept
+// sorted, each status once.
 func checkRetry(v *apperr.Validator, in RetryConfigInput, base RetryPolicy) RetryPolicy {
 	p := base
-	rangeCheck := func(val *int64, lo, hi int64, field string, dst *int) {
-		if val == nil {
-			return
+	set := func(val *int64, dst *int) {
+		if val != nil {
+			*dst = int(*val)
 		}
-		if *val < lo || *val > hi {
-			v.Add(fmt.Sprintf("Input should be between %d and %d", lo, hi), "range", "body", "retry_config", field)
-			return
-		}
-		*dst = int(*val)
 	}
-	rangeCheck(in.MaxRetries, 0, MaxRetriesMax, "max_retries", &p.MaxRetries)
-	rangeCheck(in.RetryDelay, RetryDelayMin, RetryDelayMax, "retry_delay", &p.RetryDelay)
-	rangeCheck(in.MaxDelay, RetryDelayMin, MaxDelayMax, "max_delay", &p.MaxDelay)
+	set(in.MaxRetries, &p.MaxRetries)
+	set(in.RetryDelay, &p.RetryDelay)
+	set(in.MaxDelay, &p.MaxDelay)
 	if in.ExponentialBackoff != nil {
 		p.ExponentialBackoff = *in.ExponentialBackoff
 	}
@@ -209,22 +170,14 @@ func checkRetry(v *apperr.Validator, in RetryConfigInput, base RetryPolicy) Retr
 		v.Add("max_delay should be at least retry_delay", "value_error", "body", "retry_config", "max_delay")
 	}
 	if in.RetryOnStatus != nil {
-		if len(in.RetryOnStatus) > RetryOnStatusMaxItems {
-			v.Add(fmt.Sprintf("List should have at most %d items", RetryOnStatusMaxItems), "too_long", "body", "retry_config", "retry_on_status")
-		} else {
-			codes := make([]int, 0, len(in.RetryOnStatus))
-			for i, c := range in.RetryOnStatus {
-				if c < RetryStatusMin || c > RetryStatusMax {
-					v.Add(fmt.Sprintf("Input should be an HTTP status between %d and %d", RetryStatusMin, RetryStatusMax), "range", "body", "retry_config", "retry_on_status", i)
-					continue
-				}
-				if !slices.Contains(codes, int(c)) {
-					codes = append(codes, int(c))
-				}
+		codes := make([]int, 0, len(in.RetryOnStatus))
+		for _, c := range in.RetryOnStatus {
+			if !slices.Contains(codes, int(c)) {
+				codes = append(codes, int(c))
 			}
-			slices.Sort(codes)
-			p.RetryOnStatus = codes
 		}
+		slices.Sort(codes)
+		p.RetryOnStatus = codes
 	}
 	return p
 }
