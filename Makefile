@@ -57,8 +57,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzSubjectBuilders -fuzztime 30s ./proto-events/
 	$(GO) test -run XXX -fuzz FuzzDecodeJSON -fuzztime 30s ./pkg/httpx/
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./pkg/cursor/
-	$(GO) test -run XXX -fuzz FuzzParseIngest -fuzztime 30s ./services/webhooks/domain/
-	$(GO) test -run XXX -fuzz FuzzValidateCreate -fuzztime 30s ./services/webhooks/domain/
+	$(GO) test -run XXX -fuzz FuzzIngestBody -fuzztime 30s ./services/webhooks/ports/
+	$(GO) test -run XXX -fuzz FuzzCreateBody -fuzztime 30s ./services/webhooks/ports/
 	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./pkg/llm/
 	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./pkg/llm/
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/

@@ -92,6 +92,17 @@ func CheckBody(r *http.Request, op Operation) error {
 	if err != nil {
 		return fmt.Errorf("operation %s: %w", op.Name, err)
 	}
+	if dropCaseVariants(value, s) {
+		// The handler reads what the schema checks, nothing else.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // an ingested event's data is delivered as it came
+		if err := enc.Encode(value); err != nil {
+			return err
+		}
+		r.Body = io.NopCloser(&buf)
+		r.ContentLength = int64(buf.Len())
+	}
 	err = s.Validate(value)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
@@ -279,4 +290,91 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// dropCaseVariants deletes, from value's objects (nested ones too, as s
+// says), the members named like one of s's properties but for their
+// case ("URL" beside url), and reports whether it deleted any. The
+// schema knows a member by its exact name and passes such a member by as
+// an unknown one; encoding/json, which the handlers decode with, takes
+// it for the property, the last of the two winning. Left in, it would
+// reach a handler without having been checked.
+func dropCaseVariants(value any, s *jsonschema.Schema) bool {
+	dropped := false
+	switch v := value.(type) {
+	case map[string]any:
+		props := map[string][]*jsonschema.Schema{}
+		collectProperties(s, props, 0)
+		if len(props) == 0 {
+			return false
+		}
+		for name, member := range v {
+			if subs, ok := props[name]; ok {
+				for _, sub := range subs {
+					dropped = dropCaseVariants(member, sub) || dropped
+				}
+				continue
+			}
+			for p := range props {
+				if strings.EqualFold(name, p) {
+					delete(v, name)
+					dropped = true
+					break
+				}
+			}
+		}
+	case []any:
+		var items []*jsonschema.Schema
+		collectItems(s, &items, 0)
+		for _, e := range v {
+			for _, it := range items {
+				dropped = dropCaseVariants(e, it) || dropped
+			}
+		}
+	}
+	return dropped
+}
+
+// maxSchemaDepth bounds the walk through references (a schema may refer
+// to itself).
+const maxSchemaDepth = 16
+
+// applicators are the subschemas that apply to the same instance as s.
+func applicators(s *jsonschema.Schema) []*jsonschema.Schema {
+	out := slices.Concat(s.AllOf, s.AnyOf, s.OneOf)
+	for _, sub := range []*jsonschema.Schema{s.Ref, s.Then, s.Else} {
+		if sub != nil {
+			out = append(out, sub)
+		}
+	}
+	return out
+}
+
+// collectProperties gathers the properties that s and the subschemas
+// applying with it declare, by name.
+func collectProperties(s *jsonschema.Schema, into map[string][]*jsonschema.Schema, depth int) {
+	if s == nil || depth > maxSchemaDepth {
+		return
+	}
+	for name, sub := range s.Properties {
+		into[name] = append(into[name], sub)
+	}
+	for _, sub := range applicators(s) {
+		collectProperties(sub, into, depth+1)
+	}
+}
+
+// collectItems gathers the schemas of an array's items that s and the
+// subschemas applying with it declare.
+func collectItems(s *jsonschema.Schema, into *[]*jsonschema.Schema, depth int) {
+	if s == nil || depth > maxSchemaDepth {
+		return
+	}
+	if s.Items2020 != nil {
+		*into = append(*into, s.Items2020)
+	}
+	*into = append(*into, s.PrefixItems...)
+	for _, sub := range applicators(s) {
+		collectItems(sub, into, depth+1)
+	}
 }

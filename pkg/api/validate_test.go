@@ -98,3 +98,39 @@ func TestIDPatternIsTheIDGrammar(t *testing.T) {
 		}
 	}
 }
+
+// A member named like a property but for its case is one the schema does
+// not check; encoding/json would read it into the property. The handler
+// reads the body without it, however deep it is, and so gets only what
+// the schema checked.
+func TestHandlersReadOnlyTheMembersTheSchemaChecked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		op   Operation
+		body string
+		want string // what the handler reads
+	}{
+		{"top level and nested", CreateWebhook,
+			`{"events":["call_started"],"EVENTS":["bogus"],"Url":"https://10.0.0.1/","url":"https://example.com/",` +
+				`"retry_config":{"max_retries":1,"Max_Retries":1000},"Retry_Config":{"retry_delay":0},"other":"<kept>","ſecret":"x"}`,
+			`{"events":["call_started"],"other":"<kept>","retry_config":{"max_retries":1},"url":"https://example.com/"}`},
+		{"in an event's data, by its event's schema", IngestEvent,
+			`{"event":"conversation_ended","data":{"conversation_id":"c1","Conversation_Id":"../x","note":"<as is>"}}`,
+			`{"data":{"conversation_id":"c1","note":"<as is>"},"event":"conversation_ended"}`},
+		{"in an array's items", CreateTicket,
+			`{"conversation_id":"conv_1","qa_comment":"x","turn_comments":[{"turn_index":1,"comment":"c","Turn_Index":-5}]}`,
+			`{"conversation_id":"conv_1","qa_comment":"x","turn_comments":[{"comment":"c","turn_index":1}]}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := httptest.NewRequest("POST", "/", strings.NewReader(c.body))
+			if err := CheckBody(r, c.op); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			var read bytes.Buffer
+			read.ReadFrom(r.Body)
+			if got := strings.TrimSpace(read.String()); got != c.want {
+				t.Errorf("the handler reads %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}

@@ -110,7 +110,7 @@ func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		EventType string `json:"event_type"`
 	}
-	if err := decode(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
 	att, err := h.app.Test(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in.EventType)
@@ -196,7 +196,7 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) error {
 		EndTime   *int64  `json:"end_time"`
 		Event     *string `json:"event"`
 	}
-	if err := decode(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
 	// Types, ranges and the event's name are the schema's (Recover),
@@ -228,7 +228,7 @@ func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
-	if err := decode(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
 	wait := app.MaxRelayWait
@@ -254,7 +254,7 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
 		ResponseBody string  `json:"response_body"`
 		Error        string  `json:"error"`
 	}
-	if err := decode(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
@@ -303,7 +303,7 @@ func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) error {
 	var in domain.IngestInput
-	if err := decode(r, MaxIngestBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, MaxIngestBody, &in); err != nil {
 		return err
 	}
 	if err := integerLiterals(in.Event, in.Data); err != nil {
@@ -320,6 +320,6 @@ func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) error {
 // DecodeInput reads a create or update body.
 func DecodeInput(r *http.Request) (domain.Input, error) {
 	var in domain.Input
-	err := decode(r, 0, &in)
+	err := httpx.DecodeJSON(r, 0, &in)
 	return in, err
 }

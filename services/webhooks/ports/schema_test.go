@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -383,11 +384,12 @@ func FuzzCreateBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if api.CheckBody(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), api.CreateWebhook) != nil {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(string(b)))
+		if api.CheckBody(req, api.CreateWebhook) != nil {
 			return
 		}
 		var in domain.Input
-		if decode(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), 0, &in) != nil {
+		if httpx.DecodeJSON(req, 0, &in) != nil {
 			return
 		}
 		s, err := domain.ValidateCreate(in, func(h string) bool { return h == "127.0.0.1" })
@@ -428,11 +430,12 @@ func FuzzIngestBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if api.CheckBody(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), api.IngestEvent) != nil {
+		req := httptest.NewRequest("POST", "/", strings.NewReader(string(b)))
+		if api.CheckBody(req, api.IngestEvent) != nil {
 			return
 		}
 		var in domain.IngestInput
-		if decode(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), MaxIngestBody, &in) != nil {
+		if httpx.DecodeJSON(req, MaxIngestBody, &in) != nil {
 			return
 		}
 		if integerLiterals(in.Event, in.Data) != nil {
