@@ -242,8 +242,13 @@ func fieldErrorsOf(e *jsonschema.ValidationError) []apperr.FieldError {
 // Id schema), so its failure reads as ids.Valid's does.
 const IDPattern = "^[A-Za-z0-9_-]{1,128}$"
 
-// NotBlankPattern is what a schema says of text that must not be blank.
-const NotBlankPattern = `\S`
+// NotBlankPattern is what a schema says of text that must not be blank:
+// it has a character that is neither a separator nor a control character.
+// (`\S` would not do: in Go's regexp, as in ECMA's without the u flag, it
+// is ASCII, so a no-break space would count as text.) Every character
+// unicode.IsSpace knows is one or the other, so text that passes is not
+// blank after strings.TrimSpace.
+const NotBlankPattern = `[^\p{Z}\p{Cc}]`
 
 // typeMessage says which type a value should have, in pydantic's words.
 func typeMessage(want []string) (string, string) {

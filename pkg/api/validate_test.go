@@ -33,6 +33,8 @@ func TestCheckBodyAnswersEveryWrongFieldInTheErrorShape(t *testing.T) {
 		{"null where null is allowed", UpdateTicket, `{"priority":null,"assignee_user_id":"@me"}`, ``},
 		{"a blank comment", CommentTicket, `{"comment":"   "}`,
 			`[{"loc":["body","comment"],"msg":"String should have a character other than white space","type":"string_too_short"}]`},
+		{"a comment of no-break and ideographic spaces is blank too", CommentTicket, `{"comment":"\u00a0\u3000\u2029\u0085"}`,
+			`[{"loc":["body","comment"],"msg":"String should have a character other than white space","type":"string_too_short"}]`},
 		{"not an object", CommentTicket, `[1]`,
 			`[{"loc":["body"],"msg":"Input should be a valid dictionary or object","type":"model_type"}]`},
 		{"malformed JSON is the decoder's to answer", CommentTicket, `{"comment":`, ``},
