@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -41,6 +42,11 @@ func FuzzFromConversationBody(f *testing.F) {
 		if len(body) > maxBody {
 			return // the handler answers 413 before parsing
 		}
+		_, err := edge(api.CreateTestFromConversation, body)
+		if err != nil {
+			checkRejection(t, err)
+			return
+		}
 		in, transcript, err := app.ParseFromConversation(body)
 		if err != nil {
 			checkRejection(t, err)
@@ -51,7 +57,7 @@ func FuzzFromConversationBody(f *testing.F) {
 			in.Transcript[at].Role != "agent" || len(transcript) != len(in.Transcript) {
 			t.Fatalf("accepted a request the conversion cannot use: %s", body)
 		}
-		test, raw, err := app.ParseTest(app.RegressionTestBody(in, transcript))
+		test, raw, err := parseTest(app.RegressionTestBody(in, transcript))
 		if err != nil {
 			t.Fatalf("accepted request makes an invalid test: %v\n%s", err, body)
 		}

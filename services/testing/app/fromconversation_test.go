@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -176,7 +177,8 @@ func TestProductionMocks(t *testing.T) {
 	  "weather":[{"parameter_conditions":[],"mock_result":"rain","is_error":false}]}`)
 }
 
-// Every bad input is a client error at its loc, before anything is read.
+// Every bad input is a client error at its loc (the schema's at the
+// edge, or the app's), before anything is read.
 func TestFromConversationRejects(t *testing.T) {
 	long := strings.Repeat("x", domain.MaxTextLen+1)
 	many := "[" + strings.TrimSuffix(strings.Repeat(`{"role":"user","time_in_call_secs":1},`, 502), ",") + `,{"role":"agent","time_in_call_secs":2}]`
@@ -208,13 +210,16 @@ func TestFromConversationRejects(t *testing.T) {
 			`["body","transcript",0,"tool_calls",0,"tool_name"]`},
 		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[{"role":"agent","time_in_call_secs":1,"tool_results":{"a":1}}],"turn_index":0}`,
 			`["body","transcript",0,"tool_results"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[null],"turn_index":0}`, `["body","transcript",0,"role"]`},
+		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[null],"turn_index":0}`, `["body","transcript",0]`},
 		{`[]`, `["body"]`},
 		{`{"agent_id":"agent_1",`, ""},
 		{`{"agent_id":"agent_1"} {}`, ""},
 	}
 	for _, c := range cases {
-		_, _, err := app.ParseFromConversation([]byte(c.body))
+		_, err := edge(api.CreateTestFromConversation, []byte(c.body))
+		if err == nil {
+			_, _, err = app.ParseFromConversation([]byte(c.body))
+		}
 		var ve apperr.ValidationErrors
 		var he *apperr.Error
 		switch {

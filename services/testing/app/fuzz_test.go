@@ -9,20 +9,29 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // The fuzz targets below feed untrusted request bodies to the decode and
-// validate steps of the testing API, as the HTTP handlers of package ports
-// do, and check that they never panic, that every rejection is a client
+// validate steps of the testing API, as a request meets them (the edge's
+// check against the operation's schema, then the handler's), and check that they never panic, that every rejection is a client
 // error (400/413, or 422 with a loc under "body"), and that whatever is
 // accepted is accepted again after a re-encoding.
 
 // maxBody is the body limit of the testing HTTP handlers (ports.maxBody).
 const maxBody = 4 << 20
+
+// edge checks body against op's schema, as api.Handle does before a
+// handler runs, and returns the request the handler would read.
+func edge(op api.Operation, body []byte) (*http.Request, error) {
+	r := httptest.NewRequest(http.MethodPost, op.Path, bytes.NewReader(body))
+	return r, api.CheckBody(r, op)
+}
 
 // checkRejection fails unless err is a client error a handler would write
 // as a 4xx.
@@ -57,7 +66,10 @@ func checkRejection(t *testing.T, err error) {
 // used: accepted reports exactly that.
 func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, err error) {
 	t.Helper()
-	r := httptest.NewRequest(http.MethodPost, "/v1/convai/agents/x/run-tests", bytes.NewReader(body))
+	r, err := edge(api.RunTests, body)
+	if err != nil {
+		return in, false, err
+	}
 	if err = httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return in, false, err
 	}
@@ -104,12 +116,12 @@ func FuzzRunTestsBody(f *testing.F) {
 			return
 		}
 		// What passed validation satisfies the rules the command relies on.
-		if in.Tests == nil || len(*in.Tests) < 1 || len(*in.Tests) > domain.MaxTestsPerRun {
+		if len(in.Tests) < 1 || len(in.Tests) > domain.MaxTestsPerRun {
 			t.Fatalf("accepted tests %v", in.Tests)
 		}
-		for i, ref := range *in.Tests {
-			if ref.TestID == nil || *ref.TestID == "" {
-				t.Fatalf("accepted test %d without a test_id", i)
+		for i, ref := range in.Tests {
+			if !ids.Valid(ref.TestID) {
+				t.Fatalf("accepted test %d with test_id %q", i, ref.TestID)
 			}
 		}
 		if in.RepeatCount != nil && (*in.RepeatCount < 1 || *in.RepeatCount > domain.MaxRepeatCount) {
@@ -166,7 +178,7 @@ func FuzzTestBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, raw, err := app.ParseTest(body)
+		in, raw, err := parseTest(body)
 		if err != nil {
 			checkRejection(t, err)
 			return
@@ -185,7 +197,7 @@ func FuzzTestBody(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted input does not encode: %v", err)
 		}
-		in2, _, err := app.ParseTest(again)
+		in2, _, err := parseTest(again)
 		if err != nil {
 			t.Fatalf("re-encoded input rejected: %v\n%s", err, again)
 		}
@@ -211,4 +223,13 @@ func FuzzTestBody(f *testing.F) {
 			t.Fatalf("stored definition is no longer valid: %v\nbody %s\ndefinition %s", err, body, def)
 		}
 	})
+}
+
+// parseTest checks a test body as a create meets it: against the
+// schema at the edge, then by the app.
+func parseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error) {
+	if _, err := edge(api.CreateTest, body); err != nil {
+		return domain.TestInput{}, nil, err
+	}
+	return app.ParseTest(body)
 }

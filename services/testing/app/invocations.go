@@ -25,10 +25,10 @@ import (
 
 // TestRef is one element of run-tests' tests.
 type TestRef struct {
-	TestID         *string `json:"test_id"`
-	WorkflowNodeID *string `json:"workflow_node_id"`
-	RootFolderID   *string `json:"root_folder_id"`
-	RootFolderName *string `json:"root_folder_name"`
+	TestID         string  `json:"test_id"`
+	WorkflowNodeID *string `json:"workflow_node_id,omitempty"`
+	RootFolderID   *string `json:"root_folder_id,omitempty"`
+	RootFolderName *string `json:"root_folder_name,omitempty"`
 }
 
 // ConfigOverride is the public agent_config_override: it replaces the
@@ -40,30 +40,25 @@ type ConfigOverride struct {
 }
 
 // RunTestsInput is the body of POST /v1/convai/agents/{id}/run-tests.
+// Its shape (1 to 5000 tests, each with a test id, repeat_count 1 to 50,
+// an override's conversation_config an object) is the API schema's
+// (RunTests), checked at the edge.
 type RunTestsInput struct {
-	Tests               *[]TestRef      `json:"tests"`
-	AgentConfigOverride *ConfigOverride `json:"agent_config_override"`
-	BranchID            *string         `json:"branch_id"`
-	RepeatCount         *int            `json:"repeat_count"`
+	Tests               []TestRef       `json:"tests"`
+	AgentConfigOverride *ConfigOverride `json:"agent_config_override,omitempty"`
+	BranchID            *string         `json:"branch_id,omitempty"`
+	RepeatCount         *int            `json:"repeat_count,omitempty"`
 	// CacheModelResponses (beyond the public shape) asks runners to answer
 	// a model request identical to an earlier one from the shared cache.
-	CacheModelResponses *bool `json:"cache_model_responses"`
+	CacheModelResponses *bool `json:"cache_model_responses,omitempty"`
 }
 
+// checkOverride refuses a workflow: runners play the conversation
+// configuration, so a workflow would be accepted and not run.
 func checkOverride(v *apperr.Validator, o *ConfigOverride) {
 	if o == nil {
 		return
 	}
-	if len(o.ConversationConfig) == 0 || string(o.ConversationConfig) == "null" {
-		v.Add("Field required", "missing", "body", "agent_config_override", "conversation_config")
-	} else if o.ConversationConfig[0] != '{' {
-		v.Add("Input should be a valid dictionary", "dict_type", "body", "agent_config_override", "conversation_config")
-	}
-	if len(o.PlatformSettings) > 0 && string(o.PlatformSettings) != "null" && o.PlatformSettings[0] != '{' {
-		v.Add("Input should be a valid dictionary", "dict_type", "body", "agent_config_override", "platform_settings")
-	}
-	// Runners play the conversation configuration; a workflow would be
-	// accepted and not run, so it is refused.
 	if w := strings.TrimSpace(string(o.Workflow)); w != "" && w != "null" && w != "{}" {
 		v.Add("Workflows are not run by this platform's runners: omit workflow", "value_error", "body", "agent_config_override", "workflow")
 	}
@@ -95,38 +90,21 @@ func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, e
 // queues its runs.
 func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
-	switch {
-	case in.Tests == nil:
-		v.Add("Field required", "missing", "body", "tests")
-	case len(*in.Tests) < 1:
-		v.Add("List should have at least 1 item after validation, not 0", "too_short", "body", "tests")
-	case len(*in.Tests) > domain.MaxTestsPerRun:
-		v.Add(fmt.Sprintf("List should have at most %d items after validation, not %d", domain.MaxTestsPerRun, len(*in.Tests)), "too_long", "body", "tests")
-	}
+	// An invocation plans at least one test (the schema's minItems; said
+	// here too, as the title and folder below are the first test's).
+	v.Check(len(in.Tests) > 0, "List should have at least 1 item", "too_short", "body", "tests")
 	repeat := 1
 	if in.RepeatCount != nil {
 		repeat = *in.RepeatCount
-		v.Check(repeat >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "repeat_count")
-		v.Check(repeat <= domain.MaxRepeatCount, "Input should be less than or equal to 50", "less_than_equal", "body", "repeat_count")
 	}
-	if in.BranchID != nil && *in.BranchID != "" && v.ID(*in.BranchID, "body", "branch_id") {
+	if in.BranchID != nil && *in.BranchID != "" {
 		// An agent here has one configuration: its main branch. Another
 		// branch would silently run that configuration under its name.
-		v.Check(*in.BranchID == MainBranch, "Agent has no branch "+*in.BranchID+": agents have one configuration, branch \"main\"",
+		v.Check(*in.BranchID == MainBranch, "Agent has no branch "+strconv.Quote(*in.BranchID)+": agents have one configuration, branch \"main\"",
 			"value_error", "body", "branch_id")
 	}
 	checkOverride(&v, in.AgentConfigOverride)
-	var tests []TestRef
-	if in.Tests != nil && len(*in.Tests) <= domain.MaxTestsPerRun {
-		tests = *in.Tests
-		for i, t := range tests {
-			if t.TestID == nil || *t.TestID == "" {
-				v.Add("Field required", "missing", "body", "tests", i, "test_id")
-			} else {
-				v.ID(*t.TestID, "body", "tests", i, "test_id")
-			}
-		}
-	}
+	tests := in.Tests
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
@@ -136,7 +114,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 	}
 	wanted := make([]string, len(tests))
 	for i, t := range tests {
-		wanted[i] = *t.TestID
+		wanted[i] = t.TestID
 	}
 	entries, err := a.ReadModel.Entries(ctx, c.WorkspaceID, wanted)
 	if err != nil {
@@ -152,9 +130,9 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 		inv.AgentConfigJson, inv.ConfigOverridden = in.AgentConfigOverride.ConversationConfig, true
 	}
 	for i, t := range tests {
-		d, ok := entries[*t.TestID]
+		d, ok := entries[t.TestID]
 		if !ok || d.Kind != KindTest {
-			v.Add("Test "+*t.TestID+" not found", "value_error", "body", "tests", i, "test_id")
+			v.Add("Test "+t.TestID+" not found", "value_error", "body", "tests", i, "test_id")
 			continue
 		}
 		inv.Tests = append(inv.Tests, &testingv1.PlannedTest{
@@ -217,10 +195,11 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 	return inv, err
 }
 
-// ResubmitInput is the body of POST …/{id}/resubmit.
+// ResubmitInput is the body of POST …/{id}/resubmit. Its shape (1 or
+// more run ids, the agent's id) is the API schema's (Resubmit).
 type ResubmitInput struct {
-	TestRunIDs          *[]string       `json:"test_run_ids"`
-	AgentID             *string         `json:"agent_id"`
+	TestRunIDs          []string        `json:"test_run_ids"`
+	AgentID             string          `json:"agent_id"`
 	AgentConfigOverride *ConfigOverride `json:"agent_config_override"`
 	BranchID            *string         `json:"branch_id"`
 }
@@ -228,20 +207,6 @@ type ResubmitInput struct {
 // Resubmit runs some runs again, as a new attempt.
 func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
-	if in.TestRunIDs == nil {
-		v.Add("Field required", "missing", "body", "test_run_ids")
-	} else {
-		v.Check(len(*in.TestRunIDs) >= 1, "List should have at least 1 item after validation, not 0", "too_short", "body", "test_run_ids")
-		v.Check(len(*in.TestRunIDs) <= domain.MaxTestsPerRun*domain.MaxRepeatCount, "Too many runs", "too_long", "body", "test_run_ids")
-		for i, id := range *in.TestRunIDs {
-			v.ID(id, "body", "test_run_ids", i)
-		}
-	}
-	if in.AgentID == nil || *in.AgentID == "" {
-		v.Add("Field required", "missing", "body", "agent_id")
-	} else {
-		v.ID(*in.AgentID, "body", "agent_id")
-	}
 	checkOverride(&v, in.AgentConfigOverride)
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -250,12 +215,12 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	if err != nil {
 		return nil, err
 	}
-	if *in.AgentID != cur.GetAgentId() {
+	if in.AgentID != cur.GetAgentId() {
 		v.Add("The invocation ran on agent "+cur.GetAgentId(), "value_error", "body", "agent_id")
 	}
 	total := len(cur.GetTests()) * int(max(cur.GetRepeatCount(), 1))
 	seen := map[string]bool{}
-	for i, id := range *in.TestRunIDs {
+	for i, id := range in.TestRunIDs {
 		idx, err := domain.RunIndex(invocationID, id)
 		switch {
 		case err != nil || idx >= total:
@@ -277,10 +242,10 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 			return nil, apperr.ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
 		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
-			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: *in.TestRunIDs, AtUnix: a.now().Unix(),
+			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.now().Unix(),
 			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
 		})
-		inv.JobsTotal += int64(len(*in.TestRunIDs))
+		inv.JobsTotal += int64(len(in.TestRunIDs))
 		// Passed and failed counts stay those of the last completion until
 		// this attempt completes: listings show them as progress.
 		inv.Status, inv.CompletedAtUnix, inv.CancelledAtUnix = domain.InvocationRunning, nil, nil

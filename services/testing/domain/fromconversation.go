@@ -11,10 +11,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
-// MaxTranscript bounds the transcript of a regression test request: a
-// long call, with room to spare (the body limit bounds it anyway).
-const MaxTranscript = 5000
-
 // MainBranch is the one branch an agent has; a regression test records it.
 const MainBranch = "main"
 
@@ -45,46 +41,14 @@ type ToolResult struct {
 	IsError     bool    `json:"is_error"`
 }
 
-// Validate checks the request; loc entries start with "body". The agent
-// and the folder are checked by the caller, which can read them.
+// Validate checks what the API schema (TestFromConversation, checked at
+// the edge) cannot say: that each message's tool_results are tool
+// results, and that turn_index names an agent turn of the transcript
+// with at most MaxChatHistory turns before it. Loc entries start with
+// "body". The agent and the folder are checked by the caller, which can
+// read them.
 func (in *FromConversation) Validate(v *apperr.Validator) {
-	requiredID := func(s *string, field string) {
-		if s == nil || *s == "" {
-			v.Add("Field required", "missing", "body", field)
-		} else {
-			v.ID(*s, "body", field)
-		}
-	}
-	requiredID(in.AgentID, "agent_id")
-	requiredID(in.ConversationID, "conversation_id")
-	if in.TicketID != nil {
-		v.ID(*in.TicketID, "body", "ticket_id")
-	}
-	if in.Name != nil {
-		n := utf8.RuneCountInString(*in.Name)
-		v.Check(n >= 1 && n <= MaxNameLen, "String should have 1 to 200 characters", "string_length", "body", "name")
-	}
-	if in.SuccessCondition != nil {
-		v.Check(strings.TrimSpace(*in.SuccessCondition) != "", "String should have at least 1 character (omit success_condition for the default)",
-			"string_too_short", "body", "success_condition")
-	}
-	switch n := len(in.Transcript); {
-	case in.Transcript == nil:
-		v.Add("Field required", "missing", "body", "transcript")
-	case n == 0:
-		v.Add("List should have at least 1 item after validation, not 0", "too_short", "body", "transcript")
-	case n > MaxTranscript:
-		v.Add(fmt.Sprintf("List should have at most %d items after validation, not %d", MaxTranscript, n), "too_long", "body", "transcript")
-	}
-	if len(in.Transcript) > MaxTranscript {
-		return
-	}
 	for i, m := range in.Transcript {
-		v.Check(m.Role == "user" || m.Role == "agent", "Input should be 'user' or 'agent'", "literal_error", "body", "transcript", i, "role")
-		v.Check(m.TimeInCallSecs != nil, "Field required", "missing", "body", "transcript", i, "time_in_call_secs")
-		for j, tc := range m.ToolCalls {
-			v.Check(tc.ToolName != "", "Field required", "missing", "body", "transcript", i, "tool_calls", j, "tool_name")
-		}
 		if _, err := m.Results(); err != nil {
 			v.Add("Input should be a list of tool results", "list_type", "body", "transcript", i, "tool_results")
 		}
@@ -93,10 +57,8 @@ func (in *FromConversation) Validate(v *apperr.Validator) {
 	case in.TurnIndex == nil:
 		v.Add("Field required", "missing", "body", "turn_index")
 	case *in.TurnIndex < 0 || *in.TurnIndex >= len(in.Transcript):
-		if len(in.Transcript) > 0 {
-			v.Add(fmt.Sprintf("turn_index %d is out of range: the transcript has %d messages (0 to %d)", *in.TurnIndex, len(in.Transcript), len(in.Transcript)-1),
-				"value_error", "body", "turn_index")
-		}
+		v.Add(fmt.Sprintf("turn_index %d is out of range: the transcript has %d messages (0 to %d)", *in.TurnIndex, len(in.Transcript), len(in.Transcript)-1),
+			"value_error", "body", "turn_index")
 	case in.Transcript[*in.TurnIndex].Role != "agent":
 		v.Add(fmt.Sprintf("turn_index %d is a user turn: it must point at the agent turn that went wrong", *in.TurnIndex), "value_error", "body", "turn_index")
 	case *in.TurnIndex > MaxChatHistory:

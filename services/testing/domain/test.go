@@ -7,7 +7,6 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -20,15 +19,15 @@ const (
 	TypeFolder     = "folder" // listing filter only
 )
 
-// Limits.
+// Limits. The bounds of a request's fields are the API schema's
+// (pkg/api/schemas.yaml); these are the ones the service itself relies
+// on, and the schema test checks that the two agree.
 const (
-	MaxNameLen        = 200
-	MaxTextLen        = 20_000 // any other string of a test (messages, conditions, examples)
-	MaxChatHistory    = 500
-	MaxExamples       = 100
-	MaxTestsPerRun    = 5000
-	MaxRepeatCount    = 50
-	MaxTestIDsPerCall = 1000
+	MaxNameLen     = 200    // a test's name (TestName); a regression's default name is clipped to it
+	MaxTextLen     = 20_000 // any other string of a test (messages, conditions, examples): not a schema bound
+	MaxChatHistory = 500    // a test's chat_history; a regression's turn_index at most
+	MaxTestsPerRun = 5000   // run-tests' tests
+	MaxRepeatCount = 50     // run-tests' repeat_count
 
 	DefaultSimulationTurns = 5  // simulation_max_turns when absent
 	MaxSimulationTurns     = 50 // simulation_max_turns at most
@@ -71,9 +70,9 @@ type Example struct {
 // ParamEval is how one tool-call parameter is judged.
 type ParamEval struct {
 	Type          string  `json:"type"`
-	ExpectedValue *string `json:"expected_value"`
-	Description   *string `json:"description"`
-	Pattern       *string `json:"pattern"`
+	ExpectedValue *string `json:"expected_value,omitempty"`
+	Description   *string `json:"description,omitempty"`
+	Pattern       *string `json:"pattern,omitempty"`
 }
 
 // ToolParam names a parameter by path (dot-separated into the JSON
@@ -86,7 +85,7 @@ type ToolParam struct {
 // ReferencedTool is the tool a tool test expects.
 type ReferencedTool struct {
 	ID   *string `json:"id"`
-	Type string  `json:"type"`
+	Type string  `json:"type,omitempty"`
 }
 
 // ToolExpectation is a tool test's tool_call_parameters.
@@ -144,70 +143,30 @@ func (in *TestInput) MaxTurns() int {
 	return *in.SimulationMaxTurns
 }
 
-var paramEvalTypes = map[string]bool{"anything": true, "exact": true, "llm": true, "regex": true}
-
-// Validate checks a test body; loc entries start with "body".
+// Validate checks what the API schema (TestCreate, checked at the edge
+// before a body reaches the app) cannot say: that a test has what its
+// type judges by, and that a regex parameter's pattern compiles (as
+// Go's regexp, which the runners use). Loc entries start with "body".
 func (in *TestInput) Validate(v *apperr.Validator) {
-	typ := ""
-	if in.Type == nil {
-		v.Add("Field required", "missing", "body", "type")
-	} else {
-		typ = *in.Type
-		v.Check(typ == TypeLLM || typ == TypeTool || typ == TypeSimulation,
-			"Input should be 'llm', 'tool' or 'simulation'", "literal_error", "body", "type")
-	}
-	if in.Name == nil {
-		v.Add("Field required", "missing", "body", "name")
-	} else {
-		n := utf8.RuneCountInString(*in.Name)
-		v.Check(n >= 1 && n <= MaxNameLen, "String should have 1 to 200 characters", "string_length", "body", "name")
-	}
-	v.Check(len(in.ChatHistory) <= MaxChatHistory, "List should have at most 500 items", "too_long", "body", "chat_history")
-	for i, m := range in.ChatHistory {
-		v.Check(m.Role == "user" || m.Role == "agent", "Input should be 'user' or 'agent'", "literal_error", "body", "chat_history", i, "role")
-		v.Check(m.TimeInCallSecs != nil, "Field required", "missing", "body", "chat_history", i, "time_in_call_secs")
-		for j, tc := range m.ToolCalls {
-			v.Check(tc.ToolName != "", "Field required", "missing", "body", "chat_history", i, "tool_calls", j, "tool_name")
-		}
-	}
-	checkExamples(v, in.SuccessExamples, "success", "success_examples")
-	checkExamples(v, in.FailureExamples, "failure", "failure_examples")
-	hasCond := in.SuccessCondition != nil && *in.SuccessCondition != ""
-	if typ == TypeLLM {
+	typ := deref(in.Type)
+	hasCond := deref(in.SuccessCondition) != ""
+	switch typ {
+	case TypeLLM:
 		v.Check(hasCond || len(in.SuccessExamples) > 0 || len(in.FailureExamples) > 0,
 			"An llm test needs a success_condition or examples", "missing", "body", "success_condition")
-	}
-	if typ == TypeSimulation {
+	case TypeSimulation:
 		v.Check(hasCond || len(in.SuccessConditions) > 0,
 			"At least one of success_condition or success_conditions is required", "missing", "body", "success_conditions")
 	}
 	if tp := in.ToolCallParameters; tp != nil {
-		if tp.ReferencedTool != nil {
-			v.Check(tp.ReferencedTool.ID != nil && *tp.ReferencedTool.ID != "", "Field required", "missing", "body", "tool_call_parameters", "referenced_tool", "id")
-		}
 		for i, p := range tp.Parameters {
-			checkParam(v, p, "body", "tool_call_parameters", "parameters", i)
-		}
-	}
-	if n := in.SimulationMaxTurns; n != nil {
-		v.Check(*n >= 1, "Input should be greater than or equal to 1", "greater_than_equal", "body", "simulation_max_turns")
-		v.Check(*n <= MaxSimulationTurns, "Input should be less than or equal to 50", "less_than_equal", "body", "simulation_max_turns")
-	}
-	if mc := in.ToolMockConfig; mc != nil {
-		if m := mc.MockingStrategy; m != nil {
-			v.Check(*m == MockAll || *m == MockSelected || *m == MockNone,
-				"Input should be 'all', 'selected' or 'none'", "literal_error", "body", "tool_mock_config", "mocking_strategy")
-		}
-		if f := mc.FallbackStrategy; f != nil {
-			v.Check(*f == FallbackCallRealTool || *f == FallbackRaiseError,
-				"Input should be 'call_real_tool' or 'raise_error'", "literal_error", "body", "tool_mock_config", "fallback_strategy")
+			checkPattern(v, p, "body", "tool_call_parameters", "parameters", i)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(in.ToolMockOverrides)) {
 		for i, m := range in.ToolMockOverrides[id] {
-			v.Check(m.MockResult != nil, "Field required", "missing", "body", "tool_mock_overrides", id, i, "mock_result")
 			for j, p := range m.ParameterConditions {
-				checkParam(v, p, "body", "tool_mock_overrides", id, i, "parameter_conditions", j)
+				checkPattern(v, p, "body", "tool_mock_overrides", id, i, "parameter_conditions", j)
 			}
 		}
 	}
@@ -216,38 +175,21 @@ func (in *TestInput) Validate(v *apperr.Validator) {
 	}
 }
 
-// checkParam checks a tool-call parameter condition at loc.
-func checkParam(v *apperr.Validator, p ToolParam, loc ...any) {
-	at := func(more ...any) []any { return append(loc[:len(loc):len(loc)], more...) }
-	v.Check(p.Path != nil && *p.Path != "", "Field required", "missing", at("path")...)
-	if p.Eval == nil {
-		v.Add("Field required", "missing", at("eval")...)
+// checkPattern checks that a regex parameter's pattern compiles.
+func checkPattern(v *apperr.Validator, p ToolParam, loc ...any) {
+	if p.Eval == nil || p.Eval.Type != "regex" || p.Eval.Pattern == nil {
 		return
 	}
-	if !paramEvalTypes[p.Eval.Type] {
-		v.Add("Input should be 'anything', 'exact', 'llm' or 'regex'", "literal_error", at("eval", "type")...)
-		return
-	}
-	switch p.Eval.Type {
-	case "exact":
-		v.Check(p.Eval.ExpectedValue != nil, "Field required", "missing", at("eval", "expected_value")...)
-	case "llm":
-		v.Check(p.Eval.Description != nil, "Field required", "missing", at("eval", "description")...)
-	case "regex":
-		if p.Eval.Pattern == nil {
-			v.Add("Field required", "missing", at("eval", "pattern")...)
-		} else if _, err := regexp.Compile(*p.Eval.Pattern); err != nil {
-			v.Add("Pattern is not a valid regular expression", "value_error", at("eval", "pattern")...)
-		}
+	if _, err := regexp.Compile(*p.Eval.Pattern); err != nil {
+		v.Add("Pattern is not a valid regular expression", "value_error", append(loc[:len(loc):len(loc)], "eval", "pattern")...)
 	}
 }
 
-func checkExamples(v *apperr.Validator, ex []Example, want, field string) {
-	v.Check(len(ex) <= MaxExamples, "List should have at most 100 items", "too_long", "body", field)
-	for i, e := range ex {
-		v.Check(e.Response != nil, "Field required", "missing", "body", field, i, "response")
-		v.Check(e.Type == want, "Input should be '"+want+"'", "literal_error", "body", field, i, "type")
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
+	return *s
 }
 
 // Definition is the stored definition: the body without the fields the

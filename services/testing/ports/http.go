@@ -226,15 +226,12 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
-		TestIDs *[]string `json:"test_ids"`
+		TestIDs []string `json:"test_ids"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
 	}
-	if in.TestIDs == nil {
-		return httpx.ValidationErrors{{Loc: []any{"body", "test_ids"}, Msg: "Field required", Type: "missing"}}
-	}
-	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, *in.TestIDs)
+	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
 	if err != nil {
 		return err
 	}
@@ -245,20 +242,17 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
-		EntityIDs *[]string `json:"entity_ids"`
-		MoveTo    *string   `json:"move_to"`
+		EntityIDs []string `json:"entity_ids"`
+		MoveTo    *string  `json:"move_to"`
 	}
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
-	}
-	if in.EntityIDs == nil {
-		return httpx.ValidationErrors{{Loc: []any{"body", "entity_ids"}, Msg: "Field required", Type: "missing"}}
 	}
 	moveTo := ""
 	if in.MoveTo != nil {
 		moveTo = *in.MoveTo
 	}
-	n, err := h.app.BulkMove(r.Context(), c, *in.EntityIDs, moveTo)
+	n, err := h.app.BulkMove(r.Context(), c, in.EntityIDs, moveTo)
 	if err != nil {
 		return err
 	}
@@ -273,20 +267,11 @@ func nullable(s string) any {
 	return s
 }
 
+// folderInput is a folder create or rename body; the schema (FolderInput)
+// requires the name and bounds it.
 type folderInput struct {
-	Name           *string `json:"name"`
+	Name           string  `json:"name"`
 	ParentFolderID *string `json:"parent_folder_id"`
-}
-
-func (in folderInput) validate() error {
-	var v httpx.Validator
-	if in.Name == nil {
-		v.Add("Field required", "missing", "body", "name")
-	} else {
-		n := len([]rune(strings.TrimSpace(*in.Name)))
-		v.Check(n >= 1 && n <= domain.MaxNameLen, "String should have 1 to 200 characters", "string_length", "body", "name")
-	}
-	return v.Err()
 }
 
 func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
@@ -295,14 +280,11 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
-		return err
-	}
 	parent := ""
 	if in.ParentFolderID != nil {
 		parent = *in.ParentFolderID
 	}
-	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(*in.Name), parent)
+	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(in.Name), parent)
 	if err != nil {
 		return err
 	}
@@ -334,10 +316,7 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
 	}
-	if err := in.validate(); err != nil {
-		return err
-	}
-	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(*in.Name))
+	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(in.Name))
 	if err != nil {
 		return err
 	}
