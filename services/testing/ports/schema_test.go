@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -100,49 +100,24 @@ func TestBadTestingBodiesAreRefusedWhereTheyAreWrong(t *testing.T) {
 // The limits the service relies on (the default name's clip, the
 // regression's turn bound, the run planner's sizes) are the schema's.
 func TestSchemasSayTheDomainsLimits(t *testing.T) {
-	at := func(schema string, path ...string) any {
-		t.Helper()
-		s, err := api.Schema(schema)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var v any = s
-		for _, p := range path {
-			v = v.(map[string]any)[p]
-		}
-		return v
-	}
-	num := func(v any) int {
-		switch n := v.(type) {
-		case int:
-			return n
-		case float64:
-			return int(n)
-		}
-		t.Fatalf("%v is not a number", v)
-		return 0
-	}
 	for _, c := range []struct {
-		got  any
+		got  int
 		want int
 		what string
 	}{
-		{at("TestName", "maxLength"), domain.MaxNameLen, "a test's name"},
-		{at("FolderName", "maxLength"), domain.MaxNameLen, "a folder's name"},
-		{at("TestCreate", "properties", "chat_history", "maxItems"), domain.MaxChatHistory, "chat_history"},
-		{at("TestCreate", "properties", "simulation_max_turns", "maximum"), domain.MaxSimulationTurns, "simulation_max_turns"},
-		{at("RunTests", "properties", "tests", "maxItems"), domain.MaxTestsPerRun, "run-tests' tests"},
-		{at("RunTests", "properties", "repeat_count", "maximum"), domain.MaxRepeatCount, "repeat_count"},
-		{at("Resubmit", "properties", "test_run_ids", "maxItems"), domain.MaxTestsPerRun * domain.MaxRepeatCount, "an invocation's runs"},
+		{apitest.Int(t, "TestName", "maxLength"), domain.MaxNameLen, "a test's name"},
+		{apitest.Int(t, "FolderName", "maxLength"), domain.MaxNameLen, "a folder's name"},
+		{apitest.Int(t, "TestCreate", "properties", "chat_history", "maxItems"), domain.MaxChatHistory, "chat_history"},
+		{apitest.Int(t, "TestCreate", "properties", "simulation_max_turns", "maximum"), domain.MaxSimulationTurns, "simulation_max_turns"},
+		{apitest.Int(t, "RunTests", "properties", "tests", "maxItems"), domain.MaxTestsPerRun, "run-tests' tests"},
+		{apitest.Int(t, "RunTests", "properties", "repeat_count", "maximum"), domain.MaxRepeatCount, "repeat_count"},
+		{apitest.Int(t, "Resubmit", "properties", "test_run_ids", "maxItems"), domain.MaxTestsPerRun * domain.MaxRepeatCount, "an invocation's runs"},
 	} {
-		if got := num(c.got); got != c.want {
-			t.Errorf("%s: the schema says %d, the code %d", c.what, got, c.want)
+		if c.got != c.want {
+			t.Errorf("%s: the schema says %d, the code %d", c.what, c.got, c.want)
 		}
 	}
-	var types []string
-	for _, e := range at("TestCreate", "properties", "type", "enum").([]any) {
-		types = append(types, e.(string))
-	}
+	types := apitest.Strings(t, "TestCreate", "properties", "type", "enum")
 	if want := []string{domain.TypeLLM, domain.TypeTool, domain.TypeSimulation}; !slices.Equal(types, want) {
 		t.Errorf("test types: the schema says %v, the domain %v", types, want)
 	}

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -253,22 +254,14 @@ func TestSchemasSayTheDomainsLimits(t *testing.T) {
 		t.Fatalf("%v is not a number", v)
 		return 0
 	}
-	at := func(schema string, path ...string) any {
-		t.Helper()
-		var v any = mustSchema(t, schema)
-		for _, p := range path {
-			v = v.(map[string]any)[p]
-		}
-		return v
-	}
 	for _, c := range []struct {
-		got  float64
+		got  int
 		want int64
 		what string
 	}{
-		{num(at("RetryConfig", "properties", "max_delay", "maximum")), domain.MaxDelayMax, "max_delay (Retry-After's cap)"},
-		{num(at("RelayPoll", "properties", "wait_ms", "maximum")), app.MaxRelayWait.Milliseconds(), "wait_ms"},
-		{num(at("RelayPoll", "properties", "wait_ms", "default")), app.MaxRelayWait.Milliseconds(), "wait_ms's default"},
+		{apitest.Int(t, "RetryConfig", "properties", "max_delay", "maximum"), domain.MaxDelayMax, "max_delay (Retry-After's cap)"},
+		{apitest.Int(t, "RelayPoll", "properties", "wait_ms", "maximum"), app.MaxRelayWait.Milliseconds(), "wait_ms"},
+		{apitest.Int(t, "RelayPoll", "properties", "wait_ms", "default"), app.MaxRelayWait.Milliseconds(), "wait_ms's default"},
 	} {
 		if int64(c.got) != c.want {
 			t.Errorf("%s: the schema says %v, the code %d", c.what, c.got, c.want)
@@ -281,10 +274,10 @@ func TestSchemasSayTheDomainsLimits(t *testing.T) {
 		}
 		return out
 	}
-	if got := enum(at("EventName", "enum")); !slices.Equal(got, domain.KnownEvents()) {
+	if got := apitest.Strings(t, "EventName", "enum"); !slices.Equal(got, domain.KnownEvents()) {
 		t.Errorf("events: the schema says %v, the domain %v", got, domain.KnownEvents())
 	}
-	if got := enum(at("PlatformEventName", "enum")); !slices.Equal(got, domain.PlatformEvents) {
+	if got := apitest.Strings(t, "PlatformEventName", "enum"); !slices.Equal(got, domain.PlatformEvents) {
 		t.Errorf("platform events: the schema says %v, the domain %v", got, domain.PlatformEvents)
 	}
 
@@ -365,11 +358,7 @@ func TestSecretPatternIsPrintableWithoutSpace(t *testing.T) {
 
 func mustSchema(t *testing.T, name string) map[string]any {
 	t.Helper()
-	s, err := api.Schema(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return apitest.At(t, name).(map[string]any)
 }
 
 // FuzzCreateBody: a body the edge and the domain take always gives a
