@@ -8,24 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 func newLimiter(t *testing.T, url string, now time.Time) *Limiter {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(context.Background(), js, 1)
+	l, err := New(context.Background(), testenv.JetStreamAt(t, url), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

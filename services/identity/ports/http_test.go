@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
@@ -182,15 +179,7 @@ func TestKeyUpdateTakesThePublicAPIsLiterals(t *testing.T) {
 // reaches it: the caller comes in the request's headers.
 func newRouter(t *testing.T) http.Handler {
 	t.Helper()
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	cfg := eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: 1}
 	if _, err := eventstore.EnsureStream(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)

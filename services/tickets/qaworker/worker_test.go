@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -123,19 +122,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	}
 }
 
-func connect(t *testing.T, url string) jetstream.JetStream {
-	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js
-}
+func connect(t *testing.T, url string) jetstream.JetStream { return testenv.JetStreamAt(t, url) }
 
 // waitFor polls cond until it holds, failing after 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {

@@ -44,6 +44,21 @@ func do(t *testing.T, h http.Handler, method, path, body string) (int, []byte) {
 	return rec.Code, rec.Body.Bytes()
 }
 
+// refusal is a request the router must answer 422, with typ at loc.
+type refusal struct{ name, method, path, body, loc, typ string }
+
+func refused(t *testing.T, c refusal) {
+	t.Run(c.name, func(t *testing.T) {
+		code, body := do(t, router(), c.method, c.path, c.body)
+		if code != http.StatusUnprocessableEntity {
+			t.Fatalf("%d %s, want 422", code, body)
+		}
+		if got := locs(t, body); got[c.loc] != c.typ {
+			t.Fatalf("entries %v, want %s at %s", got, c.typ, c.loc)
+		}
+	})
+}
+
 // locs are the loc and type of each entry of a 422 answer.
 func locs(t *testing.T, body []byte) map[string]string {
 	t.Helper()
@@ -78,10 +93,7 @@ func TestSchemaRefusesWhatTheHandlersDid(t *testing.T) {
 		started = `"events":["call_started"]`
 	)
 	long := func(c string, n int) string { return strings.Repeat(c, n) }
-	for _, c := range []struct {
-		name, method, path, body string
-		loc, typ                 string
-	}{
+	for _, c := range []refusal{
 		// Create and update (WebhookCreate, WebhookUpdate).
 		{"url too long", "POST", hooks, `{"url":"https://example.com/` + long("a", 2048) + `",` + started + `}`, `["body","url"]`, "string_too_long"},
 		{"url too long (update)", "PUT", hook, `{"url":"https://example.com/` + long("a", 2048) + `"}`, `["body","url"]`, "string_too_long"},
@@ -145,15 +157,7 @@ func TestSchemaRefusesWhatTheHandlersDid(t *testing.T) {
 		{"another event's ids", "POST", ingest, `{"event":"agent_busy","data":{"conversation_id":"c/1"}}`, `["body","data","conversation_id"]`, "string_pattern_mismatch"},
 		{"another event's id type", "POST", ingest, `{"event":"quota_exceeded","data":{"agent_id":false}}`, `["body","data","agent_id"]`, "string_type"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			code, body := do(t, router(), c.method, c.path, c.body)
-			if code != http.StatusUnprocessableEntity {
-				t.Fatalf("%d %s, want 422", code, body)
-			}
-			if got := locs(t, body); got[c.loc] != c.typ {
-				t.Fatalf("entries %v, want %s at %s", got, c.typ, c.loc)
-			}
-		})
+		refused(t, c)
 	}
 }
 
@@ -161,10 +165,7 @@ func TestSchemaRefusesWhatTheHandlersDid(t *testing.T) {
 // refused.
 func TestAppRefusesWhatNoSchemaSays(t *testing.T) {
 	const hooks, ingest = "/v1/convai/webhooks", "/v1/convai/events"
-	for _, c := range []struct {
-		name, method, path, body string
-		loc, typ                 string
-	}{
+	for _, c := range []refusal{
 		{"url missing", "POST", hooks, `{"events":["call_started"]}`, `["body","url"]`, "missing"},
 		{"url http", "POST", hooks, `{"url":"http://example.com/h","events":["call_started"]}`, `["body","url"]`, "url_scheme"},
 		{"url relative", "POST", hooks, `{"url":"/hook","events":["call_started"]}`, `["body","url"]`, "url_parsing"},
@@ -179,15 +180,7 @@ func TestAppRefusesWhatNoSchemaSays(t *testing.T) {
 		{"log status", "GET", "/v1/voiceai/webhooks/whk_1/logs?status=ok", "", `["query","status"]`, "enum"},
 		{"log time", "GET", "/v1/voiceai/webhooks/whk_1/logs?start_time=-1", "", `["query","start_time"]`, "value_error"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			code, body := do(t, router(), c.method, c.path, c.body)
-			if code != http.StatusUnprocessableEntity {
-				t.Fatalf("%d %s, want 422", code, body)
-			}
-			if got := locs(t, body); got[c.loc] != c.typ {
-				t.Fatalf("entries %v, want %s at %s", got, c.typ, c.loc)
-			}
-		})
+		refused(t, c)
 	}
 }
 
