@@ -26,6 +26,11 @@ type Operation struct {
 	Response string   // the schema of its success body; "" for none (204)
 	Query    []string // its query parameters (schemas.yaml parameters)
 	Errors   []int    // what it answers beyond the statuses every operation may
+
+	// Takes marks a poll that takes what it answers (a relay delivery):
+	// the gateway never sends it twice, even with an Idempotency-Key, as a
+	// second copy would take a second delivery.
+	Takes bool
 }
 
 // Permission sets, each "any one of".
@@ -64,6 +69,11 @@ func (o Operation) query(params ...string) Operation {
 
 func (o Operation) errs(statuses ...int) Operation {
 	o.Errors = statuses
+	return o
+}
+
+func (o Operation) takes() Operation {
+	o.Takes = true
 	return o
 }
 
@@ -135,7 +145,7 @@ var (
 	TestWebhook       = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
 	WebhookLogs       = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's delivery attempts, newest first, filtered by event, status and time", ok, "", "DeliveryLog").query("limit", "log_event", "log_status", "start_time", "end_time")
 	ResendDelivery    = op("webhooks.resend", post, "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", "webhooks", webhooksWrite).doc("Deliver an event again: a new delivery with the same body and event id", accepted, "", "Resent").errs(conflict)
-	RelayNext         = op("webhooks.relay_next", post, "/v1/voiceai/webhooks/{webhook_id}/relay/next", "webhooks", webhooksWrite).doc("Wait for a relay webhook's next delivery (voiceai webhooks listen polls this)", ok, "RelayPoll", "RelayNext").errs(conflict)
+	RelayNext         = op("webhooks.relay_next", post, "/v1/voiceai/webhooks/{webhook_id}/relay/next", "webhooks", webhooksWrite).doc("Wait for a relay webhook's next delivery (voiceai webhooks listen polls this)", ok, "RelayPoll", "RelayNext").errs(conflict).takes()
 	RelayResult       = op("webhooks.relay_result", post, "/v1/voiceai/webhooks/{webhook_id}/relay/result", "webhooks", webhooksWrite).doc("Report what the local receiver answered a relayed delivery", none, "RelayResult", "").errs(conflict)
 	RecoverDeliveries = op("webhooks.recover", post, "/v1/voiceai/webhooks/{webhook_id}/recover", "webhooks", webhooksWrite).doc("Resend every delivery that failed for good in a time range and was not delivered since", accepted, "Recover", "Recovered").errs(conflict)
 	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted")

@@ -146,3 +146,13 @@ func TestHandleAnswersTheHandlersError(t *testing.T) {
 		t.Fatalf("%d %s", w.Code, w.Body)
 	}
 }
+
+// A relay poll takes the delivery it answers: it is the operation the
+// gateway must never send twice, and the only one.
+func TestOnlyTheRelayPollTakesWhatItAnswers(t *testing.T) {
+	for _, op := range Operations {
+		if op.Takes != (op.Name == RelayNext.Name) {
+			t.Errorf("%s: takes %v", op.Name, op.Takes)
+		}
+	}
+}

@@ -105,7 +105,18 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 
 // repeatable reports whether r may be served twice with the same effect.
 func repeatable(r *http.Request) bool {
+	if once, _ := r.Context().Value(sendOnceKey{}).(bool); once {
+		return false
+	}
 	return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get("Idempotency-Key") != ""
+}
+
+type sendOnceKey struct{}
+
+// SendOnce marks r as one Forward must never send twice, whatever its
+// method and headers say (a poll that takes what it answers).
+func SendOnce(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), sendOnceKey{}, true))
 }
 
 // hedged sends msg and, while no answer has come, sends it again after

@@ -163,6 +163,11 @@ func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
 			return r
 		}(), http.StatusOK, 2},
 		{"POST without one", httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`)), http.StatusGatewayTimeout, 1},
+		{"a poll that takes what it answers, with an Idempotency-Key", func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "k2")
+			return SendOnce(r)
+		}(), http.StatusGatewayTimeout, 1},
 	} {
 		seen.Store(0)
 		rec := httptest.NewRecorder()

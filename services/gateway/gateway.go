@@ -167,6 +167,9 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 		if keyWrites[op.Name] {
 			w = &beforeSuccess{ResponseWriter: w, hook: func() { _ = g.catchUp.Wait(r.Context()) }}
 		}
+		if op.Takes {
+			r = natsx.SendOnce(r)
+		}
 		g.fwd.Forward(w, r, op.Service)
 	})
 }
