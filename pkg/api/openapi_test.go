@@ -67,7 +67,7 @@ func TestSchemaStandsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := json.Marshal(s)
-	if strings.Contains(string(b), "$ref") || !strings.Contains(string(b), `"ticket_id"`) || !strings.Contains(string(b), `"in_progress"`) {
+	if strings.Contains(string(b), "$ref") || !strings.Contains(string(b), `"agentqa_ticket_id"`) || !strings.Contains(string(b), `"in_progress"`) {
 		t.Fatalf("resolved schema: %s", b)
 	}
 	// Keywords beside a reference are kept, and the reference still holds.

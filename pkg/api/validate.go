@@ -111,6 +111,20 @@ func CheckBody(r *http.Request, op Operation) error {
 	return err
 }
 
+// CheckJSON checks a JSON document against the schema called name: what
+// a receiver may rely on, e.g. the data of a webhook event.
+func CheckJSON(name string, doc []byte) error {
+	s, err := requestSchema(name)
+	if err != nil {
+		return err
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return err
+	}
+	return s.Validate(value)
+}
+
 // fieldErrors turns the validator's tree of failures into the 422 body's
 // entries, one for each field that is wrong.
 func fieldErrors(root *jsonschema.ValidationError) apperr.ValidationErrors {

@@ -4,13 +4,17 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
 )
 
 // Webhooks through the gateway: permissions, management, ingestion of a
@@ -27,6 +31,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	type got struct {
 		event, id string
 		valid     bool
+		body      []byte
 	}
 	var deliveries []got
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +41,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		m := hmac.New(sha256.New, []byte(secret))
 		m.Write(body)
 		ok := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
-		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok})
+		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok, body})
 	}))
 	t.Cleanup(rcv.Close)
 
@@ -73,9 +78,12 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	eventID := r.JSON(t)["event_id"].(string)
 	// A ticket created through the API reaches the webhook as ticket_created.
 	agent := newAgent(t, s, adminKey, "Support")
-	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`); r.Code != 201 {
+	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`)
+	if r.Code != 201 {
 		t.Fatalf("ticket: %d %s", r.Code, r.Body)
 	}
+	var ticket map[string]any
+	_ = json.Unmarshal(r.Body, &ticket)
 	eventually(t, 10*time.Second, "both deliveries", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
@@ -85,6 +93,25 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	for _, d := range deliveries {
 		if !d.valid || (d.event == "call_started" && d.id != eventID) || (d.event != "call_started" && d.event != "ticket_created") {
 			t.Fatalf("delivery %+v", d)
+		}
+		if d.event == "ticket_created" {
+			// The event carries the ticket as the API answered the create:
+			// the same shape (integers as numbers, nulls kept), the same state.
+			var env struct {
+				Data json.RawMessage `json:"data"`
+			}
+			var data struct {
+				Ticket map[string]any `json:"ticket"`
+			}
+			if err := json.Unmarshal(d.body, &env); err != nil || json.Unmarshal(env.Data, &data) != nil {
+				t.Fatalf("ticket_created body %s: %v", d.body, err)
+			}
+			if err := api.CheckJSON("TicketEventData", env.Data); err != nil {
+				t.Fatalf("ticket_created data against the document: %v\n%s", err, env.Data)
+			}
+			if !reflect.DeepEqual(data.Ticket, ticket) {
+				t.Fatalf("ticket_created carries %v\nthe create answered %v", data.Ticket, ticket)
+			}
 		}
 	}
 	mu.Unlock()

@@ -14,10 +14,12 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -160,9 +162,7 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 }
 
 // fanoutTicket exposes a TICKETS event as "<type without tickets.>" with
-// the event's fields (the whole ticket, and changed_fields,
-// previous_status, target_ticket_id, source_ticket_ids where the event has
-// them) as data, in proto field names.
+// the ticket and what the event adds as data (ticketEventData).
 func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 	rec, err := eventstore.RecordFromMsg(m)
 	if err != nil {
@@ -188,16 +188,41 @@ func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 		at = time.UnixMilli(ms)
 	}
 	body := func() ([]byte, error) {
-		clone := proto.Clone(msg)
-		r := clone.ProtoReflect()
-		r.Clear(r.Descriptor().Fields().ByNumber(1)) // the EventMeta is internal
-		data, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(clone)
+		data, err := ticketEventData(msg)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
 	}
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.TicketsStream, rec.Seq), body, rec.Time)
+}
+
+// ticketEventData is a ticket event's data: the ticket as the API answers
+// it, so a receiver decodes the same shape as from GET, beside what the
+// event type adds (changed_fields, previous_status, target_ticket_id,
+// source_ticket_ids, in proto field names; none is a 64-bit integer).
+func ticketEventData(msg proto.Message) (json.RawMessage, error) {
+	holder, ok := msg.(interface{ GetTicket() *ticketsv1.Ticket })
+	if !ok || holder.GetTicket() == nil {
+		return nil, errors.New("a ticket event without its ticket")
+	}
+	rest := proto.Clone(msg)
+	r := rest.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	r.Clear(fields.ByNumber(1)) // the EventMeta is internal
+	r.Clear(fields.ByName("ticket"))
+	extra, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]json.RawMessage{}
+	if err := json.Unmarshal(extra, &data); err != nil {
+		return nil, err
+	}
+	if data["ticket"], err = json.Marshal(wire.TicketOf(holder.GetTicket())); err != nil {
+		return nil, err
+	}
+	return json.Marshal(data)
 }
 
 // fanout publishes one job per matching webhook (deduplicated by
