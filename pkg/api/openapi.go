@@ -103,18 +103,32 @@ func resolveSchema(name string) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, ok := components["schemas"].(map[string]any)[name]
+	if !ok {
+		return nil, fmt.Errorf("no schema %s", name)
+	}
+	r, err := resolveRefs(components, s, "schema "+name)
+	if err != nil {
+		return nil, err
+	}
+	return r.(map[string]any), nil
+}
+
+// resolveRefs is v with every schema reference in it replaced by what it
+// names; what says where v comes from, for errors.
+func resolveRefs(components map[string]any, v any, what string) (any, error) {
 	schemas := components["schemas"].(map[string]any)
 	var resolve func(v any, depth int) (any, error)
 	resolve = func(v any, depth int) (any, error) {
 		if depth > 32 {
-			return nil, fmt.Errorf("schema %s: references nest too deep", name)
+			return nil, fmt.Errorf("%s: references nest too deep", what)
 		}
 		switch x := v.(type) {
 		case map[string]any:
 			if ref, ok := x["$ref"].(string); ok {
 				target, ok := schemas[strings.TrimPrefix(ref, "#/components/schemas/")]
 				if !ok {
-					return nil, fmt.Errorf("schema %s: unknown reference %s", name, ref)
+					return nil, fmt.Errorf("%s: unknown reference %s", what, ref)
 				}
 				if len(x) == 1 {
 					return resolve(target, depth+1)
@@ -154,15 +168,7 @@ func resolveSchema(name string) (map[string]any, error) {
 		}
 		return v, nil
 	}
-	s, ok := schemas[name]
-	if !ok {
-		return nil, fmt.Errorf("no schema %s", name)
-	}
-	r, err := resolve(s, 0)
-	if err != nil {
-		return nil, err
-	}
-	return r.(map[string]any), nil
+	return resolve(v, 0)
 }
 
 func document() (map[string]any, error) {

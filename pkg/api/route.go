@@ -41,6 +41,9 @@ func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 			err = CheckRequest(req)
 		}
 		if err == nil {
+			err = CheckQuery(req, op)
+		}
+		if err == nil {
 			err = CheckBody(req, op)
 		}
 		if err == nil {

@@ -106,7 +106,7 @@ func CheckBody(r *http.Request, op Operation) error {
 	err = s.Validate(value)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
-		return fieldErrors(verr)
+		return fieldErrors(verr, "body")
 	}
 	return err
 }
@@ -126,12 +126,13 @@ func CheckJSON(name string, doc []byte) error {
 }
 
 // fieldErrors turns the validator's tree of failures into the 422 body's
-// entries, one for each field that is wrong.
-func fieldErrors(root *jsonschema.ValidationError) apperr.ValidationErrors {
+// entries, one for each field that is wrong; where is the first element
+// of each loc (body, query).
+func fieldErrors(root *jsonschema.ValidationError, where string) apperr.ValidationErrors {
 	var out apperr.ValidationErrors
 	seen := map[string]bool{}
 	for _, e := range leaves(root) {
-		for _, fe := range fieldErrorsOf(e) {
+		for _, fe := range fieldErrorsOf(e, where) {
 			key := fmt.Sprint(fe.Loc, fe.Type)
 			if !seen[key] {
 				seen[key] = true
@@ -188,8 +189,8 @@ func onlyTypeFailure(l []*jsonschema.ValidationError, loc []string) (*kind.Type,
 
 var printer = message.NewPrinter(language.English)
 
-func fieldErrorsOf(e *jsonschema.ValidationError) []apperr.FieldError {
-	loc := []any{"body"}
+func fieldErrorsOf(e *jsonschema.ValidationError, where string) []apperr.FieldError {
+	loc := []any{where}
 	for _, p := range e.InstanceLocation {
 		if i, err := strconv.Atoi(p); err == nil {
 			loc = append(loc, i)

@@ -17,7 +17,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
-	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // maxBody fits run-tests with 5,000 tests and a configuration override.
@@ -77,19 +76,9 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) error {
 // ?k=, default 3).
 func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	var v httpx.Validator
 	k := app.ReliabilityK
-	if s := r.URL.Query().Get("k"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			v.Add("Input should be a valid integer", "int_parsing", "query", "k")
-		} else {
-			v.Check(n >= 1 && n <= 10, "Input should be between 1 and 10", "value_error", "query", "k")
-			k = n
-		}
-	}
-	if err := v.Err(); err != nil {
-		return err
+	if n, err := strconv.Atoi(r.URL.Query().Get("k")); err == nil {
+		k = n // the edge checked it against the parameter's 1..10
 	}
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
@@ -135,30 +124,19 @@ func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// pageSize reads page_size: 1..100, default 30.
-func pageSize(r *http.Request, v *httpx.Validator) int {
-	s := r.URL.Query().Get("page_size")
-	if s == "" {
-		return 30
+// The edge has checked every documented query parameter against its
+// schema (api.CheckQuery): what is left here is reading them.
+
+// pageSize reads page_size, default 30.
+func pageSize(r *http.Request) int {
+	if n, err := strconv.Atoi(r.URL.Query().Get("page_size")); err == nil {
+		return n
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		v.Add("Input should be a valid integer", "int_parsing", "query", "page_size")
-		return 0
-	}
-	v.Check(n >= 1 && n <= 100, "Input should be between 1 and 100", "value_error", "query", "page_size")
-	return n
+	return 30
 }
 
-func boolParam(r *http.Request, v *httpx.Validator, name string) bool {
-	s := r.URL.Query().Get(name)
-	if s == "" {
-		return false
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		v.Add("Input should be a valid boolean", "bool_parsing", "query", name)
-	}
+func boolParam(r *http.Request, name string) bool {
+	b, _ := strconv.ParseBool(r.URL.Query().Get(name))
 	return b
 }
 
@@ -173,19 +151,9 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	q := r.URL.Query()
 	var v httpx.Validator
-	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r, &v)}
-	for i, t := range tq.Types {
-		v.Check(t == domain.TypeLLM || t == domain.TypeTool || t == domain.TypeSimulation || t == domain.TypeFolder,
-			"Input should be 'llm', 'tool', 'simulation' or 'folder'", "enum", "query", "types", i)
-	}
-	tq.IncludeFolder = boolParam(r, &v, "include_folders")
-	switch q.Get("sort_mode") {
-	case "", "default":
-	case "folders_first":
-		tq.FoldersFirst = true
-	default:
-		v.Add("Input should be 'default' or 'folders_first'", "enum", "query", "sort_mode")
-	}
+	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r)}
+	tq.IncludeFolder = boolParam(r, "include_folders")
+	tq.FoldersFirst = q.Get("sort_mode") == "folders_first"
 	if q.Has("parent_folder_id") {
 		p := q.Get("parent_folder_id")
 		tq.ParentFolder = &p
@@ -325,11 +293,7 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	var v httpx.Validator
-	force := boolParam(r, &v, "force")
-	if err := v.Err(); err != nil {
-		return err
-	}
+	force := boolParam(r, "force")
 	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], force); err != nil {
 		return err
 	}
@@ -377,15 +341,9 @@ const (
 // format query parameter (json or junit) when given, else JUnit XML when
 // Accept prefers application/xml or text/xml to application/json, else
 // JSON.
-func invocationFormat(r *http.Request, v *httpx.Validator) string {
-	q := r.URL.Query()
-	if q.Has("format") {
-		switch f := q.Get("format"); f {
-		case formatJSON, formatJUnit:
-			return f
-		}
-		v.Add("Input should be 'json' or 'junit'", "enum", "query", "format")
-		return ""
+func invocationFormat(r *http.Request) string {
+	if f := r.URL.Query().Get("format"); f != "" {
+		return f // json or junit: the edge checked it
 	}
 	if prefersXML(r.Header.Values("Accept")) {
 		return formatJUnit
@@ -424,11 +382,7 @@ func prefersXML(accept []string) bool {
 
 func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	var v httpx.Validator
-	format := invocationFormat(r, &v)
-	if err := v.Err(); err != nil {
-		return err
-	}
+	format := invocationFormat(r)
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
@@ -461,19 +415,10 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error
 	qv := r.URL.Query()
 	var v httpx.Validator
 	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
-		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r, &v)}
-	for _, name := range []string{"start_time", "end_time"} {
-		if s := qv.Get(name); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				v.Add("Input should be a valid integer", "int_parsing", "query", name)
-				continue
-			}
-			if name == "start_time" {
-				q.StartTime = &n
-			} else {
-				q.EndTime = &n
-			}
+		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r)}
+	for name, at := range map[string]**int64{"start_time": &q.StartTime, "end_time": &q.EndTime} {
+		if n, err := strconv.ParseInt(qv.Get(name), 10, 64); err == nil {
+			*at = &n
 		}
 	}
 	scope := "invocations|" + c.WorkspaceID + "|" + q.AgentID + "|" + q.BranchID + "|" + q.TestID + "|" + q.Search + "|" +

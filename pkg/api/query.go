@@ -1,0 +1,182 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+)
+
+// queryParam is one documented query parameter of an operation.
+type queryParam struct {
+	name  string // as it stands in the URL
+	typ   string // the JSON type of its value, or of each item of a list
+	array bool   // repeated (form, explode): every value is an item
+}
+
+// querySchemas holds, by operation name, the compiled schema of an
+// operation's query as one object, and its parameters.
+var querySchemas sync.Map
+
+type compiledQuery struct {
+	schema *jsonschema.Schema
+	params []queryParam
+}
+
+// CheckQuery checks the query parameters op documents against their
+// schemas in the document (type, range, enum), so a handler reads only
+// values the document allows and the document says all a handler
+// checks of them. Parameters it does not document are left alone; an
+// empty value counts as absent, as handlers read it.
+func CheckQuery(r *http.Request, op Operation) error {
+	if len(op.Query) == 0 {
+		return nil
+	}
+	cq, err := queryOf(op)
+	if err != nil {
+		return fmt.Errorf("operation %s: %w", op.Name, err)
+	}
+	q := r.URL.Query()
+	instance := map[string]any{}
+	var errs apperr.ValidationErrors
+	for _, p := range cq.params {
+		values := q[p.name]
+		if len(values) == 0 || (!p.array && values[0] == "") {
+			continue
+		}
+		if !p.array {
+			v, fe := queryValue(p.typ, values[0], p.name)
+			if fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			instance[p.name] = v
+			continue
+		}
+		items := make([]any, 0, len(values))
+		for i, s := range values {
+			v, fe := queryValue(p.typ, s, p.name, i)
+			if fe != nil {
+				errs = append(errs, *fe)
+				continue
+			}
+			items = append(items, v)
+		}
+		instance[p.name] = items
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	err = cq.schema.Validate(instance)
+	var verr *jsonschema.ValidationError
+	if errors.As(err, &verr) {
+		return fieldErrors(verr, "query")
+	}
+	return err
+}
+
+// queryValue is a query string as the JSON value its schema's type
+// means, or the field error of a string that is not one.
+func queryValue(typ, s string, loc ...any) (any, *apperr.FieldError) {
+	at := append([]any{"query"}, loc...)
+	switch typ {
+	case "integer":
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, &apperr.FieldError{Loc: at, Msg: "Input should be a valid integer, unable to parse string as an integer", Type: "int_parsing"}
+		}
+		return n, nil
+	case "boolean":
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return nil, &apperr.FieldError{Loc: at, Msg: "Input should be a valid boolean, unable to interpret input", Type: "bool_parsing"}
+		}
+		return b, nil
+	}
+	return s, nil
+}
+
+// queryOf compiles op's query as one object schema, once.
+func queryOf(op Operation) (*compiledQuery, error) {
+	if c, ok := querySchemas.Load(op.Name); ok {
+		return c.(*compiledQuery), nil
+	}
+	components, err := parseComponents()
+	if err != nil {
+		return nil, err
+	}
+	documented := components["parameters"].(map[string]any)
+	properties := map[string]any{}
+	cq := &compiledQuery{}
+	for _, key := range op.Query {
+		p, ok := documented[key].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("no parameter %s in schemas.yaml", key)
+		}
+		name, _ := p["name"].(string)
+		schema, err := resolveRefs(components, p["schema"], "parameter "+key)
+		if err != nil {
+			return nil, err
+		}
+		properties[name] = schema
+		param := queryParam{name: name, typ: typeOf(schema)}
+		if param.typ == "array" {
+			param.array = true
+			items, _ := schema.(map[string]any)["items"]
+			param.typ = typeOf(items)
+		}
+		cq.params = append(cq.params, param)
+	}
+	raw, err := json.Marshal(map[string]any{"type": "object", "properties": properties})
+	if err != nil {
+		return nil, err
+	}
+	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	url := "mem:///query/" + op.Name + ".json"
+	if err := c.AddResource(url, value); err != nil {
+		return nil, err
+	}
+	if cq.schema, err = c.Compile(url); err != nil {
+		return nil, err
+	}
+	querySchemas.Store(op.Name, cq)
+	return cq, nil
+}
+
+// typeOf is a resolved schema's JSON type: its type keyword (the first
+// that is not null), or that of the first schema of an allOf or oneOf
+// that says one; string when none does.
+func typeOf(schema any) string {
+	m, _ := schema.(map[string]any)
+	switch t := m["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, e := range t {
+			if s, _ := e.(string); s != "" && s != "null" {
+				return s
+			}
+		}
+	}
+	for _, key := range []string{"allOf", "oneOf", "anyOf"} {
+		list, _ := m[key].([]any)
+		for _, e := range list {
+			if t := typeOf(e); t != "string" {
+				return t
+			}
+		}
+	}
+	return "string"
+}

@@ -1,0 +1,58 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+)
+
+// Query values are checked against their parameters' schemas in the
+// document, each wrong one answered at its loc with pydantic's type.
+func TestCheckQueryAnswersEveryWrongParameter(t *testing.T) {
+	for _, c := range []struct {
+		op    Operation
+		query string
+		want  []string // loc and type of each error; none: accepted
+	}{
+		{WebhookLogs, "limit=100&status=failed&event=call_started&start_time=1700000000", nil},
+		{WebhookLogs, "limit=101", []string{"[query limit] less_than_equal"}},
+		{WebhookLogs, "limit=0&status=ok", []string{"[query limit] greater_than_equal", "[query status] enum"}},
+		{WebhookLogs, "limit=ten", []string{"[query limit] int_parsing"}},
+		{WebhookLogs, "event=nope", []string{"[query event] enum"}},
+		{WebhookLogs, "limit=&status=", nil}, // empty is absent
+		{ListTickets, "page_size=100&status=open&sources=qa&sources=manual&sort_by=priority", nil},
+		{ListTickets, "page_size=0", []string{"[query page_size] greater_than_equal"}},
+		{ListTickets, "status=pending", []string{"[query status] enum"}},
+		{ListTickets, "sources=qa&sources=robot", []string{"[query sources 1] enum"}},
+		{ListTests, "include_folders=maybe", []string{"[query include_folders] bool_parsing"}},
+		{ListTests, "include_folders=true&types=llm&types=folder", nil},
+		{ListTests, "undocumented=anything", nil},
+	} {
+		r := httptest.NewRequest("GET", "/x?"+c.query, nil)
+		err := CheckQuery(r, c.op)
+		var got []string
+		var verrs apperr.ValidationErrors
+		if errors.As(err, &verrs) {
+			for _, e := range verrs {
+				got = append(got, fmt.Sprint(e.Loc, " ", e.Type))
+			}
+		} else if err != nil {
+			t.Fatalf("%s?%s: %v", c.op.Name, c.query, err)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s?%s: got %v, want %v", c.op.Name, c.query, got, c.want)
+		}
+	}
+}
+
+// Every operation's query compiles from the document.
+func TestEveryQueryCompiles(t *testing.T) {
+	for _, op := range Operations {
+		if _, err := queryOf(op); err != nil {
+			t.Errorf("%s: %v", op.Name, err)
+		}
+	}
+}
