@@ -80,9 +80,10 @@ func (o Operation) takes() Operation {
 // Query parameters several listings share.
 var (
 	page         = []string{"page_size", "cursor"}
+	shortPage    = []string{"short_page_size", "cursor"} // 30 a page by default
 	ticketFilter = append(slices.Clone(page), "ticket_status", "assignee_user_id", "owner_user_id", "issue_type", "label",
 		"merged_into_ticket_id", "ticket_sort_by", "search", "sources", "priorities")
-	agentFilter = append(slices.Clone(page), "search", "agent_sort_by", "sort_direction", "archived", "created_by_user_id", "tags")
+	agentFilter = append(slices.Clone(shortPage), "search", "agent_sort_by", "sort_direction", "archived", "created_by_user_id", "tags")
 )
 
 const (
@@ -119,7 +120,7 @@ var (
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
 
 	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
-	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(page), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
+	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
 	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries") // reads; POST for its body
 	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
 	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
@@ -130,7 +131,7 @@ var (
 	UpdateTest         = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test")
 	DeleteTest         = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite).doc("Delete a test", ok, "", "Empty")
 	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite).doc("Run tests on an agent", ok, "RunTests", "Invocation")
-	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead).doc("List test invocations, newest first", ok, "", "InvocationPage").query(append(slices.Clone(page), "agent_id", "branch_id", "test_id", "search", "start_time", "end_time")...)
+	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead).doc("List test invocations, newest first", ok, "", "InvocationPage").query(append(slices.Clone(shortPage), "agent_id", "branch_id", "test_id", "search", "start_time", "end_time")...)
 	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead).doc("Get a test invocation (JSON, or JUnit XML with format=junit)", ok, "", "Invocation").query("format", "baseline_invocation_id")
 	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite).doc("Cancel the runs of an invocation that have not started", ok, "", "InvocationCancelled").errs(conflict)
 	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict)
