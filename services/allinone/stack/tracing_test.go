@@ -121,6 +121,12 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 30*time.Second, "the runner's span joins the trace", func() bool { return hasSpan(spans, runTrace, "run job", trace.SpanKindConsumer) })
+	// …as a descendant of the gateway's span: every link from the runner
+	// up to the caller's span was recorded (gateway → service → runner).
+	chain := ancestry(spans, runTrace, "run job")
+	if len(chain) < 3 || chain[len(chain)-1] != "POST /v1/convai/agents/{agent_id}/run-tests" {
+		t.Fatalf("the runner's span does not lead up to the gateway's: %q", chain)
+	}
 
 	// An ingested event's webhook delivery is a client span of its trace,
 	// and the receiver is handed the trace to join.
@@ -151,6 +157,27 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	eventually(t, 10*time.Second, "the delivery's span joins the trace", func() bool {
 		return hasSpan(spans, eventTrace, "webhook delivery", trace.SpanKindClient)
 	})
+}
+
+// ancestry names the span called name of the trace and each recorded
+// ancestor of it, up to the one whose parent was not recorded (the
+// caller's).
+func ancestry(spans *tracetest.InMemoryExporter, traceID, name string) []string {
+	byID := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	var sp sdktrace.ReadOnlySpan
+	for _, s := range spans.GetSpans().Snapshots() {
+		if s.SpanContext().TraceID().String() == traceID {
+			byID[s.SpanContext().SpanID()] = s
+			if s.Name() == name {
+				sp = s
+			}
+		}
+	}
+	var chain []string
+	for ; sp != nil && len(chain) < 32; sp = byID[sp.Parent().SpanID()] {
+		chain = append(chain, sp.Name())
+	}
+	return chain
 }
 
 func hasSpan(spans *tracetest.InMemoryExporter, traceID, name string, kind trace.SpanKind) bool {
