@@ -202,6 +202,9 @@ func document() (map[string]any, error) {
 			item["head"] = head
 		}
 	}
+	for path, item := range metaPaths() {
+		paths[path] = item
+	}
 	return map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{
@@ -364,6 +367,49 @@ func webhooks() map[string]any {
 					"properties": map[string]any{"data": map[string]any{"anyOf": data}}}}}},
 			"responses": map[string]any{"200": map[string]any{"description": "Received."}},
 		}},
+	}
+}
+
+// metaPaths are what the gateway serves without a key beside the
+// operations: its probes, this document, the AsyncAPI one and the
+// reference page.
+func metaPaths() map[string]any {
+	item := func(id, summary string, responses map[string]any) map[string]any {
+		op := func(suffix, summary string, responses map[string]any) map[string]any {
+			return map[string]any{"operationId": "meta." + id + suffix, "summary": summary, "tags": []any{"meta"},
+				"security": []any{}, "responses": responses}
+		}
+		return map[string]any{"get": op("", summary, responses), "head": op(".head", summary+" (headers only)", headResponses(responses))}
+	}
+	object := func(description string, props map[string]any) map[string]any {
+		return map[string]any{"description": description, "content": map[string]any{"application/json": map[string]any{
+			"schema": map[string]any{"type": "object", "properties": props}}}}
+	}
+	checks := map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"},
+		"description": "Each check: ok, or why it fails."}
+	assets := item("docs_asset", "The reference page and its assets (served from the binary)", map[string]any{
+		"200": map[string]any{"description": "The page (text/html) or one of its scripts and styles."},
+	})
+	assets["parameters"] = []any{map[string]any{"name": "asset", "in": "path", "required": true, "schema": map[string]any{"type": "string"}}}
+	return map[string]any{
+		"/healthz": item("healthz", "Liveness: the process serves", map[string]any{
+			"200": object("Alive.", map[string]any{"status": map[string]any{"const": "ok"}}),
+			"503": object("A liveness check fails.", map[string]any{"status": map[string]any{"const": "failing"}, "checks": checks}),
+		}),
+		"/readyz": item("readyz", "Readiness: NATS, the key cache and the rate limits answer", map[string]any{
+			"200": object("Ready.", map[string]any{"ready": map[string]any{"const": true}, "checks": checks}),
+			"503": object("Not ready yet, or not any more.", map[string]any{"ready": map[string]any{"const": false}, "checks": checks}),
+		}),
+		OpenAPIPath: item("openapi", "This document", map[string]any{
+			"200": object("The OpenAPI 3.1 document.", map[string]any{"openapi": map[string]any{"type": "string"}}),
+		}),
+		AsyncAPIPath: item("asyncapi", "The AsyncAPI 3.0 document of the event streams", map[string]any{
+			"200": object("The AsyncAPI document.", map[string]any{"asyncapi": map[string]any{"type": "string"}}),
+		}),
+		DocsPath: item("docs", "The reference page", map[string]any{
+			"301": map[string]any{"description": "To " + DocsPath + "/."},
+		}),
+		DocsPath + "/{asset}": assets,
 	}
 }
 

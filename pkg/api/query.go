@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -77,7 +78,14 @@ func CheckQuery(r *http.Request, op Operation) error {
 	err = cq.schema.Validate(instance)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
-		return fieldErrors(verr, "query")
+		// In the order the operation lists its parameters, whatever
+		// order the validator met them in.
+		errs = fieldErrors(verr, "query")
+		order := func(fe apperr.FieldError) int {
+			return slices.IndexFunc(cq.params, func(p queryParam) bool { return len(fe.Loc) > 1 && fe.Loc[1] == p.name })
+		}
+		slices.SortStableFunc(errs, func(a, b apperr.FieldError) int { return order(a) - order(b) })
+		return errs
 	}
 	return err
 }
