@@ -28,6 +28,16 @@ var (
 	InternalError = New(Internal, "internal_error", "The server failed to process the request.")
 )
 
+// RouteNotFound answers a path no route matches.
+func RouteNotFound(method, path string) *Error {
+	return NotFoundError("route_not_found", "No route matches "+method+" "+path+".")
+}
+
+// UpstreamUnavailable answers a request no replica of service listens for.
+func UpstreamUnavailable(service string) *Error {
+	return New(Unavailable, "service_unavailable", "The "+service+" service is not available; retry later.")
+}
+
 // MalformedJSON refuses a body that does not parse; why says where.
 func MalformedJSON(why string) *Error {
 	return InvalidError("malformed_json", "The request body is not valid JSON: "+why+".")
@@ -41,6 +51,32 @@ func BodyTooLarge(max int64) *Error {
 // MissingPermission refuses a caller that holds none of perms.
 func MissingPermission(perms ...string) *Error {
 	return ForbiddenError("missing_permission", "The API key lacks the permission this operation needs ("+strings.Join(perms, " or ")+").")
+}
+
+// The caller (the gateway, pkg/principal).
+var (
+	// NotAuthenticated refuses a request that did not come through the
+	// gateway.
+	NotAuthenticated     = New(Unauthenticated, "unauthenticated", "The request carries no authenticated caller.")
+	CredentialsInURL     = New(Unauthenticated, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
+	AmbiguousCredentials = New(Unauthenticated, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
+	MissingAPIKey        = New(Unauthenticated, "missing_api_key", "Send your API key in the x-api-key header.")
+	InvalidAPIKey        = New(Unauthenticated, "invalid_api_key", "The API key is not valid.")
+	APIKeyRevoked        = New(Unauthenticated, "api_key_revoked", "The API key has been revoked.")
+	APIKeyDisabled       = New(Unauthenticated, "api_key_disabled", "The API key is disabled.")
+	APIKeyExpired        = New(Unauthenticated, "api_key_expired", "The API key has expired.")
+	IPNotAllowed         = ForbiddenError("ip_not_allowed", "The API key may not be used from this address.")
+)
+
+// WorkspaceForbidden refuses a key used for workspace ws, not its own.
+func WorkspaceForbidden(ws string) *Error {
+	return ForbiddenError("workspace_forbidden", "The API key does not belong to workspace "+ws+".")
+}
+
+// RateLimitExceeded refuses a request over the key's nearest limit: limit
+// requests per window.
+func RateLimitExceeded(limit int64, window string) *Error {
+	return New(RateLimited, "rate_limit_exceeded", fmt.Sprintf("Rate limit exceeded: %d requests per %s.", limit, window))
 }
 
 // Every aggregate.
@@ -130,7 +166,10 @@ var (
 var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
 	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
-	ServiceUnavailable, InternalError,
+	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), UpstreamUnavailable("<service>"),
+	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
+	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
+	RateLimitExceeded(0, "<window>"),
 	ConcurrentUpdate,
 	AgentNotFound,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
@@ -140,18 +179,4 @@ var Catalog = []*Error{
 	TicketNotFound, ConversationNotFound, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,
-}
-
-// Statuses are the catalog's statuses of kind, each once, in the
-// catalog's order.
-func Statuses(kind Kind) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, e := range Catalog {
-		if e.Kind == kind && !seen[e.Status] {
-			seen[e.Status] = true
-			out = append(out, e.Status)
-		}
-	}
-	return out
 }

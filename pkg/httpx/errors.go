@@ -111,7 +111,7 @@ func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
 // NotFoundHandler answers unknown routes in the spec's error shape.
 func NotFoundHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteErrorStatus(w, r, http.StatusNotFound, "route_not_found", "No route matches "+clip(r.Method)+" "+clip(r.URL.Path)+".")
+		WriteError(w, r, apperr.RouteNotFound(clip(r.Method), clip(r.URL.Path)))
 	})
 }
 

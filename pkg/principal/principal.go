@@ -118,7 +118,7 @@ func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := FromHeaders(r.Header)
 		if !ok {
-			httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, "unauthenticated", "The request carries no authenticated caller.")
+			httpx.WriteError(w, r, apperr.NotAuthenticated)
 			return
 		}
 		httpx.NoteCaller(r.Context(), p.WorkspaceID, p.KeyID)
