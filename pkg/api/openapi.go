@@ -11,6 +11,9 @@ import (
 	"sync"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // schemasYAML holds the wire shapes the operations name.
@@ -273,8 +276,16 @@ func operation(op Operation, components map[string]any) (map[string]any, error) 
 
 func errorResponseName(code int) string { return "Error" + strconv.Itoa(code) }
 
-// errorResponses are the error answers operations share, by status.
+// errorResponses are the error answers operations share, by status; each
+// names the catalog's statuses (pkg/apperr) answered with its code.
 func errorResponses() map[string]any {
+	statuses := map[int][]string{}
+	for _, e := range apperr.Catalog {
+		code := httpx.StatusOf(e)
+		if !slices.Contains(statuses[code], e.Status) {
+			statuses[code] = append(statuses[code], e.Status)
+		}
+	}
 	out := map[string]any{}
 	for _, op := range Operations {
 		for _, code := range op.ErrorStatuses() {
@@ -282,7 +293,11 @@ func errorResponses() map[string]any {
 			if code == http.StatusUnprocessableEntity {
 				schema = "ValidationError"
 			}
-			r := map[string]any{"description": http.StatusText(code), "content": jsonContent(schema)}
+			description := http.StatusText(code)
+			if s := statuses[code]; len(s) > 0 {
+				description += "; detail.status is one of: " + strings.Join(s, ", ") + "."
+			}
+			r := map[string]any{"description": description, "content": jsonContent(schema)}
 			if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 				r["headers"] = map[string]any{"Retry-After": map[string]any{
 					"description": "Seconds to wait before a retry.", "schema": map[string]any{"type": "integer"}}}

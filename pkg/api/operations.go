@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // Operation is one endpoint of the public API.
@@ -181,23 +183,23 @@ var Operations = []Operation{
 // IDParam is what a path variable names, and how an unknown one is
 // answered.
 type IDParam struct {
-	NotFound string // the 404 status of an unknown id, e.g. "agent_not_found"
-	Noun     string // for messages, e.g. "agent"
+	NotFound *apperr.Error // the answer to an unknown id, e.g. apperr.AgentNotFound
+	Noun     string        // for the document, e.g. "agent"
 }
 
 // IDParams are the path variables of the API: each is an id, checked
 // against the id grammar before anything else sees it. A malformed id is
 // answered exactly as an unknown one.
 var IDParams = map[string]IDParam{
-	"agent_id":      {"agent_not_found", "agent"},
-	"ticket_id":     {"ticket_not_found", "triage ticket"},
-	"test_id":       {"test_not_found", "test"},
-	"folder_id":     {"folder_not_found", "test folder"},
-	"invocation_id": {"test_invocation_not_found", "test invocation"},
-	"webhook_id":    {"webhook_not_found", "webhook"},
-	"delivery_id":   {"delivery_not_found", "delivery"},
-	"user_id":       {"service_account_not_found", "service account"},
-	"key_id":        {"api_key_not_found", "API key"},
+	"agent_id":      {apperr.AgentNotFound, "agent"},
+	"ticket_id":     {apperr.TicketNotFound, "triage ticket"},
+	"test_id":       {apperr.TestNotFound, "test"},
+	"folder_id":     {apperr.FolderNotFound, "test folder"},
+	"invocation_id": {apperr.InvocationNotFound, "test invocation"},
+	"webhook_id":    {apperr.WebhookNotFound, "webhook"},
+	"delivery_id":   {apperr.DeliveryNotFound, "delivery"},
+	"user_id":       {apperr.ServiceAccountNotFound, "service account"},
+	"key_id":        {apperr.APIKeyNotFound, "API key"},
 }
 
 var pathVar = regexp.MustCompile(`\{([a-z_]+)\}`)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
@@ -136,7 +137,7 @@ func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
 func TestHandleAnswersTheHandlersError(t *testing.T) {
 	r := mux.NewRouter()
 	Handle(r, GetAgent, func(http.ResponseWriter, *http.Request) error {
-		return httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+		return apperr.AgentNotFound
 	})
 	req := httptest.NewRequest("GET", "/v1/convai/agents/agent_01m86ww2r90bbq1x2gamt6cq1w", nil)
 	req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"convai_read"}}))

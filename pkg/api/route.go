@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -64,11 +65,10 @@ func CheckRequest(r *http.Request) error {
 		if ids.Valid(v) {
 			continue
 		}
-		p, ok := IDParams[name]
-		if !ok {
-			p = IDParam{NotFound: "not_found", Noun: "resource"}
+		if p, ok := IDParams[name]; ok {
+			return p.NotFound
 		}
-		return httpx.NotFound(p.NotFound, "No "+p.Noun+" has this id.")
+		return apperr.ResourceNotFound
 	}
 	if err := checkQuery(r); err != nil {
 		return err
@@ -101,8 +101,7 @@ func checkQuery(r *http.Request) error {
 			case len(v) > MaxQueryValueLen:
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: "Input should have at most 1024 bytes", Type: "string_too_long"}}
 			case QueryIDParams[name] != "" && v != "" && !ids.Valid(v):
-				p := IDParams[QueryIDParams[name]]
-				return httpx.NotFound(p.NotFound, "No "+p.Noun+" has this id.")
+				return IDParams[QueryIDParams[name]].NotFound
 			case strings.HasSuffix(name, "_id") && v != "" && v != "@me" && !ids.Valid(v):
 				return httpx.ValidationErrors{{Loc: []any{"query", name}, Msg: httpx.IDMessage, Type: "string_pattern_mismatch"}}
 			}

@@ -40,12 +40,12 @@ func DecodeJSON(body []byte, dst any) error {
 			}
 			return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("Input should be a valid %s", jsonKind(typeErr.Type.Kind().String())), Type: "type_error"}}
 		}
-		return InvalidError("malformed_json", "The request body is not valid JSON: "+syntaxMessage(err))
+		return MalformedJSON(syntaxMessage(err))
 	}
 	// Anything but white space after the value is malformed. (Decoder.More
 	// reports false before a stray '}' or ']', so it cannot tell.)
 	if len(bytes.TrimSpace(body[dec.InputOffset():])) > 0 {
-		return InvalidError("malformed_json", "The request body has data after the JSON value.")
+		return MalformedJSONAfterValue
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package httpx
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -32,10 +31,10 @@ func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
 	if err != nil {
-		return nil, BadRequest("unreadable_body", "The request body could not be read.")
+		return nil, apperr.UnreadableBody
 	}
 	if int64(len(body)) > maxBytes {
-		return nil, apperr.New(apperr.TooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", maxBytes))
+		return nil, apperr.BodyTooLarge(maxBytes)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}

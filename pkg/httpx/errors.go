@@ -48,12 +48,6 @@ func StatusOf(err error) int {
 	return http.StatusInternalServerError
 }
 
-// The catalog's constructors, for the edge's own errors.
-func NotFound(status, message string) *Error   { return apperr.NotFoundError(status, message) }
-func Conflict(status, message string) *Error   { return apperr.ConflictError(status, message) }
-func Forbidden(status, message string) *Error  { return apperr.ForbiddenError(status, message) }
-func BadRequest(status, message string) *Error { return apperr.InvalidError(status, message) }
-
 type errorBody struct {
 	Detail errorDetail `json:"detail"`
 }
@@ -77,18 +71,18 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ids.ErrMalformed) || errors.Is(err, events.ErrInvalidToken) {
 		// An id the edge should have refused; it names nothing.
 		LoggerFrom(r.Context()).Warn("malformed id reached a handler", "err", err)
-		e = NotFound("not_found", "No resource has this id.")
+		e = apperr.ResourceNotFound
 	}
 	var u interface{ Unavailable() bool }
 	if e == nil && errors.As(err, &u) && u.Unavailable() {
 		// A store electing a leader, or restarting: a retry in a moment
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
-		e = apperr.New(apperr.Unavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
+		e = apperr.ServiceUnavailable
 	}
 	if e == nil && !errors.As(err, &e) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
-		e = apperr.New(apperr.Internal, "internal_error", "The server failed to process the request.")
+		e = apperr.InternalError
 	}
 	WriteErrorStatus(w, r, StatusOf(e), e.Status, e.Message)
 }
@@ -117,7 +111,7 @@ func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
 // NotFoundHandler answers unknown routes in the spec's error shape.
 func NotFoundHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteErrorStatus(w, r, http.StatusNotFound, "route_not_found", "No route matches "+clip(r.Method)+" "+clip(r.URL.Path)+".")
+		WriteError(w, r, apperr.RouteNotFound(clip(r.Method), clip(r.URL.Path)))
 	})
 }
 

@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 type body struct {
@@ -61,7 +63,7 @@ func TestWriteErrorShapes(t *testing.T) {
 	h := WithRequestID(slog.New(slog.NewTextHandler(io.Discard, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/nf":
-			WriteError(w, r, NotFound("agent_not_found", "no such agent"))
+			WriteError(w, r, apperr.AgentNotFound)
 		case "/val":
 			var v Validator
 			v.Add("too small", "greater_than_equal", "query", "page_size")

@@ -12,6 +12,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // HeaderRequestID is echoed on every response.
@@ -76,7 +78,7 @@ func Recover(next http.Handler) http.Handler {
 				}
 				LoggerFrom(r.Context()).Error("panic serving request", "panic", p, "stack", string(debug.Stack()))
 				if !rw.wroteHeader {
-					WriteErrorStatus(rw, r, http.StatusInternalServerError, "internal_error", "The server failed to process the request.")
+					WriteError(rw, r, apperr.InternalError)
 				}
 			}
 		}()

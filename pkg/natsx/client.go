@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
@@ -37,7 +38,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil {
-		httpx.WriteErrorStatus(w, r, http.StatusBadRequest, "unreadable_body", "The request body could not be read.")
+		httpx.WriteError(w, r, apperr.UnreadableBody)
 		return
 	}
 	// A request must also fit in one NATS message with its headers.
@@ -45,8 +46,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 		maxBody = limit
 	}
 	if int64(len(body)) > maxBody {
-		httpx.WriteErrorStatus(w, r, http.StatusRequestEntityTooLarge, "body_too_large",
-			"The request body exceeds "+strconv.FormatInt(maxBody, 10)+" bytes.")
+		httpx.WriteError(w, r, apperr.BodyTooLarge(maxBody))
 		return
 	}
 	msg := nats.NewMsg(Subject(service))
@@ -74,8 +74,7 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
-		httpx.WriteErrorStatus(w, r, http.StatusServiceUnavailable, "service_unavailable",
-			"The "+service+" service is not available; retry later.")
+		httpx.WriteError(w, r, apperr.UpstreamUnavailable(service))
 		return
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		httpx.WriteErrorStatus(w, r, http.StatusGatewayTimeout, "upstream_timeout",

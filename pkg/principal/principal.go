@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
@@ -117,7 +118,7 @@ func Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := FromHeaders(r.Header)
 		if !ok {
-			httpx.WriteErrorStatus(w, r, http.StatusUnauthorized, "unauthenticated", "The request carries no authenticated caller.")
+			httpx.WriteError(w, r, apperr.NotAuthenticated)
 			return
 		}
 		httpx.NoteCaller(r.Context(), p.WorkspaceID, p.KeyID)
@@ -129,7 +130,7 @@ func Middleware(next http.Handler) http.Handler {
 func Require(r *http.Request, perms ...string) error {
 	p, _ := From(r.Context())
 	if !p.HasAny(perms...) {
-		return httpx.Forbidden("missing_permission", "The API key lacks the permission "+strings.Join(perms, " or ")+".")
+		return apperr.MissingPermission(perms...)
 	}
 	return nil
 }

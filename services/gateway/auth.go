@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/gateway/keycache"
@@ -25,11 +26,11 @@ const (
 // such a request is refused outright rather than ignored.
 var credentialParams = []string{"x-api-key", "xi-api-key", "api_key", "apikey", "api-key", "key", "token", "access_token"}
 
-var authFailures = map[keycache.Status][2]string{
-	keycache.Unknown:  {"invalid_api_key", "The API key is not valid."},
-	keycache.Revoked:  {"api_key_revoked", "The API key has been revoked."},
-	keycache.Disabled: {"api_key_disabled", "The API key is disabled."},
-	keycache.Expired:  {"api_key_expired", "The API key has expired."},
+var authFailures = map[keycache.Status]*apperr.Error{
+	keycache.Unknown:  apperr.InvalidAPIKey,
+	keycache.Revoked:  apperr.APIKeyRevoked,
+	keycache.Disabled: apperr.APIKeyDisabled,
+	keycache.Expired:  apperr.APIKeyExpired,
 }
 
 // Authenticate resolves the caller's key, applies its IP restriction and
@@ -38,16 +39,16 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		principal.StripInternalHeaders(r.Header)
 		if hasCredentialInQuery(r) {
-			g.deny(w, r, http.StatusUnauthorized, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
+			g.deny(w, r, apperr.CredentialsInURL)
 			return
 		}
 		secret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerAuthorization)
 		switch {
 		case secret != "" && auth != "":
-			g.deny(w, r, http.StatusUnauthorized, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
+			g.deny(w, r, apperr.AmbiguousCredentials)
 			return
 		case secret == "":
-			g.deny(w, r, http.StatusUnauthorized, "missing_api_key", "Send your API key in the x-api-key header.")
+			g.deny(w, r, apperr.MissingAPIKey)
 			return
 		}
 		key, status := g.keys.Authenticate(secret, g.now())
@@ -57,17 +58,16 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			key, status = g.keys.Authenticate(secret, g.now())
 		}
 		if status != keycache.Valid {
-			f := authFailures[status]
-			g.deny(w, r, http.StatusUnauthorized, f[0], f[1])
+			g.deny(w, r, authFailures[status])
 			return
 		}
 		httpx.NoteCaller(r.Context(), key.WorkspaceID, key.ID) // the log line names the key, refused or not
 		if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
-			g.deny(w, r, http.StatusForbidden, "workspace_forbidden", "The API key does not belong to workspace "+ws+".")
+			g.deny(w, r, apperr.WorkspaceForbidden(ws))
 			return
 		}
 		if !key.AllowsIP(g.clientIP(r)) {
-			g.deny(w, r, http.StatusForbidden, "ip_not_allowed", "The API key may not be used from this address.")
+			g.deny(w, r, apperr.IPNotAllowed)
 			return
 		}
 		if !g.admit(w, r, key) {
@@ -108,8 +108,7 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key
 	ratelimit.SetHeaders(w.Header(), d, now)
 	if !d.Allowed {
 		w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfterSeconds(d, now), 10))
-		g.deny(w, r, http.StatusTooManyRequests, "rate_limit_exceeded",
-			"Rate limit exceeded: "+strconv.FormatInt(d.Nearest().Limit, 10)+" requests per "+d.Nearest().Name+".")
+		g.deny(w, r, apperr.RateLimitExceeded(d.Nearest().Limit, d.Nearest().Name))
 		return false
 	}
 	return true
@@ -173,9 +172,7 @@ func callerFrom(r *http.Request) principal.Principal {
 }
 
 // deny answers a refused request in the spec's error shape and counts it.
-func (g *Gateway) deny(w http.ResponseWriter, r *http.Request, code int, status, msg string) {
-	g.denials.WithLabelValues(strconv.Itoa(code), status).Inc()
-	httpx.WriteErrorStatus(w, r, code, status, msg)
+func (g *Gateway) deny(w http.ResponseWriter, r *http.Request, e *apperr.Error) {
+	g.denials.WithLabelValues(strconv.Itoa(httpx.StatusOf(e)), e.Status).Inc()
+	httpx.WriteError(w, r, e)
 }
-
-func joinOr(perms []string) string { return strings.Join(perms, " or ") }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
@@ -157,7 +158,7 @@ func (g *Gateway) Routes() []string {
 func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !callerFrom(r).HasAny(op.Perms...) {
-			g.deny(w, r, http.StatusForbidden, "missing_permission", "The API key lacks the permission this operation needs ("+joinOr(op.Perms)+").")
+			g.deny(w, r, apperr.MissingPermission(op.Perms...))
 			return
 		}
 		if err := api.CheckRequest(r); err != nil {

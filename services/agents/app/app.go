@@ -39,8 +39,8 @@ func New(store *eventstore.Store, rm *adapters.ReadModel, log *slog.Logger) *App
 		Gone:     func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		Project:  rm.Apply,
-		NotFound: apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace."),
-		Conflict: apperr.ConflictError("concurrent_update", "The agent changed concurrently; retry."),
+		NotFound: apperr.AgentNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
 		Now:      a.now,
 	}

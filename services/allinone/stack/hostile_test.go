@@ -66,7 +66,7 @@ func TestHostilePathIDs(t *testing.T) {
 				if r.Code >= 500 || r.Code < 400 {
 					t.Fatalf("%s %s with %s=%.30q… answered %d %.300s", op.Method, op.Path, name, bad, r.Code, r.Body)
 				}
-				wantError(t, r, 404, api.IDParams[name].NotFound)
+				wantError(t, r, 404, api.IDParams[name].NotFound.Status)
 				if strings.Contains(string(r.Body), "aaaaaaaaaa") {
 					t.Fatalf("the answer repeats the caller's id: %.300s", r.Body)
 				}

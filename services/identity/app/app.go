@@ -56,14 +56,11 @@ func (a *App) record(ctx context.Context, subject string, expected uint64, meta 
 	return res, nil
 }
 
-var errAccountNotFound = apperr.NotFoundError("service_account_not_found", "No service account with that id exists in this workspace.")
-var errKeyNotFound = apperr.NotFoundError("api_key_not_found", "No API key with that id exists for this service account.")
-
 // loadAccount returns a workspace's service account, or a 404.
 func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*identityv1.ServiceAccount, error) {
 	subject, err := events.ServiceAccountSubject(workspaceID, userID)
 	if err != nil {
-		return nil, errAccountNotFound
+		return nil, apperr.ServiceAccountNotFound
 	}
 	msg, _, found, err := esproto.Last(ctx, a.Store, subject)
 	if err != nil {
@@ -71,7 +68,7 @@ func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*ide
 	}
 	ev, ok := msg.(*identityv1.ServiceAccountCreated)
 	if !found || !ok {
-		return nil, errAccountNotFound
+		return nil, apperr.ServiceAccountNotFound
 	}
 	return ev.GetAccount(), nil
 }
@@ -81,18 +78,18 @@ func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*ide
 func (a *App) loadKey(ctx context.Context, workspaceID, accountID, keyID string) (*identityv1.ApiKey, uint64, error) {
 	subject, err := events.APIKeySubject(workspaceID, keyID)
 	if err != nil {
-		return nil, 0, errKeyNotFound
+		return nil, 0, apperr.APIKeyNotFound
 	}
 	msg, seq, found, err := esproto.Last(ctx, a.Store, subject)
 	if err != nil {
 		return nil, 0, err
 	}
 	if !found {
-		return nil, 0, errKeyNotFound
+		return nil, 0, apperr.APIKeyNotFound
 	}
 	k := KeyOf(msg)
 	if k == nil || k.GetServiceAccountUserId() != accountID || k.RevokedAtUnix != nil {
-		return nil, 0, errKeyNotFound
+		return nil, 0, apperr.APIKeyNotFound
 	}
 	return k, seq, nil
 }

@@ -33,7 +33,7 @@ func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, comma
 	}
 	acct, err := a.createAccount(ctx, workspaceID, userID, name, commandID)
 	if errors.Is(err, eventstore.ErrConflict) {
-		return nil, apperr.ConflictError("service_account_exists", "A service account with that id already exists.")
+		return nil, apperr.ServiceAccountExists
 	}
 	return acct, err
 }

@@ -48,13 +48,13 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Principal, account
 	}
 	key, dup, err := a.mintKey(ctx, caller.WorkspaceID, accountID, keyID, secret, spec, commandID)
 	if errors.Is(err, eventstore.ErrConflict) {
-		return "", nil, apperr.ConflictError("api_key_exists", "An API key with that id already exists.")
+		return "", nil, apperr.APIKeyExists
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	if dup {
-		return "", nil, apperr.ConflictError("api_key_already_created", "This command already created key "+keyID+"; its secret was shown once and cannot be shown again.")
+		return "", nil, apperr.APIKeyAlreadyCreated(keyID)
 	}
 	return secret, key, nil
 }
@@ -100,7 +100,7 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 		return err
 	}
 	if !domain.CanGrant(caller.Permissions, spec.Permissions) {
-		return apperr.ForbiddenError("permission_escalation", "A key cannot grant permissions its creator does not hold.")
+		return apperr.PermissionEscalation
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, account
 		return nil
 	})
 	if errors.Is(err, eventstore.ErrConflict) {
-		return nil, apperr.ConflictError("concurrent_update", "The key changed concurrently; retry.")
+		return nil, apperr.ConcurrentUpdate
 	}
 	return out, err
 }
@@ -191,7 +191,7 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 	if p.Permissions != nil {
 		perms := domain.NormalizePermissions(p.Permissions)
 		if !domain.CanGrant(caller.Permissions, perms) {
-			return nil, apperr.ForbiddenError("permission_escalation", "A key cannot grant permissions its editor does not hold.")
+			return nil, apperr.PermissionEscalation
 		}
 		if !slices.Equal(perms, k.Permissions) {
 			k.Permissions, changed = perms, append(changed, "permissions")
@@ -226,7 +226,7 @@ func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, account
 		return a.revoke(ctx, cur, seq)
 	})
 	if errors.Is(err, eventstore.ErrConflict) {
-		return apperr.ConflictError("concurrent_update", "The key changed concurrently; retry.")
+		return apperr.ConcurrentUpdate
 	}
 	return err
 }

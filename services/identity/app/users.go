@@ -50,7 +50,7 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role s
 	}
 	meta := esproto.Meta(ctx, workspaceID, "", a.now())
 	if _, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u}); errors.Is(err, eventstore.ErrConflict) {
-		return nil, apperr.ConflictError("member_exists", "A member with that e-mail address already belongs to this workspace.")
+		return nil, apperr.MemberExists
 	} else if err != nil {
 		return nil, err
 	}

@@ -43,8 +43,8 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 		StateOf:  stateOf[*testingv1.Test],
 		Gone:     func(s *testingv1.Test) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Test, t time.Time) { s.UpdatedAtUnix = t.Unix() },
-		NotFound: apperr.NotFoundError("test_not_found", "No test with that id exists in this workspace."),
-		Conflict: apperr.ConflictError("concurrent_update", "The test changed concurrently; retry."),
+		NotFound: apperr.TestNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log, Now: a.now,
 	}
 	a.Folders = &aggregate.Repo[*testingv1.Folder]{
@@ -52,16 +52,16 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 		StateOf:  stateOf[*testingv1.Folder],
 		Gone:     func(s *testingv1.Folder) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
-		NotFound: apperr.NotFoundError("folder_not_found", "No test folder with that id exists in this workspace."),
-		Conflict: apperr.ConflictError("concurrent_update", "The folder changed concurrently; retry."),
+		NotFound: apperr.FolderNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log, Now: a.now,
 	}
 	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
 		Store: store, Subject: subject(events.TestingKindInvocation),
 		StateOf:  stateOf[*testingv1.Invocation],
 		Gone:     func(*testingv1.Invocation) bool { return false },
-		NotFound: apperr.NotFoundError("test_invocation_not_found", "No test invocation with that id exists in this workspace."),
-		Conflict: apperr.ConflictError("concurrent_update", "The invocation changed concurrently; retry."),
+		NotFound: apperr.InvocationNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log, Now: a.now,
 	}
 	if rm != nil {

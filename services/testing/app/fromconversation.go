@@ -23,7 +23,7 @@ func ParseFromConversation(body []byte) (domain.FromConversation, []json.RawMess
 		Transcript []json.RawMessage `json:"transcript"`
 	}
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return in, nil, apperr.InvalidError("malformed_json", "The request body is not a JSON object.")
+		return in, nil, apperr.NotJSONObject
 	}
 	var v apperr.Validator
 	in.Validate(&v)

@@ -69,10 +69,9 @@ const MainBranch = "main"
 
 // agent reads an agent's current state from stream AGENTS.
 func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
-	notFound := apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
 	subject, err := events.AgentSubject(ws, agentID)
 	if err != nil {
-		return nil, notFound
+		return nil, apperr.AgentNotFound
 	}
 	msg, _, found, err := esproto.Last(ctx, a.Agents, subject)
 	if err != nil {
@@ -81,7 +80,7 @@ func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, e
 	type carrier interface{ GetAgent() *agentsv1.Agent }
 	c, ok := msg.(carrier)
 	if !found || !ok || c.GetAgent().DeletedAtUnix != nil {
-		return nil, notFound
+		return nil, apperr.AgentNotFound
 	}
 	return c.GetAgent(), nil
 }
@@ -172,7 +171,7 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 		case domain.InvocationCancelled:
 			return nil, nil
 		case domain.InvocationCompleted:
-			return nil, apperr.ConflictError("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
+			return nil, apperr.InvocationFinished
 		}
 		now := a.now().Unix()
 		inv.Status, inv.CancelledAtUnix = domain.InvocationCancelled, &now
@@ -239,7 +238,7 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 	}
 	return a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		if inv.Status == domain.InvocationRunning {
-			return nil, apperr.ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+			return nil, apperr.InvocationRunning
 		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
 			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.now().Unix(),

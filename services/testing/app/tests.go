@@ -24,7 +24,7 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return in, nil, apperr.InvalidError("malformed_json", "The request body is not a JSON object.")
+		return in, nil, apperr.NotJSONObject
 	}
 	var v apperr.Validator
 	in.Validate(&v)
@@ -259,7 +259,7 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 		return err
 	}
 	if len(children) > 0 && !force {
-		return apperr.ConflictError("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", len(children)))
+		return apperr.FolderNotEmpty(len(children))
 	}
 	for _, ch := range children {
 		if ch.Kind == KindFolder {

@@ -30,8 +30,6 @@ type App struct {
 	Now     func() time.Time
 }
 
-var errAgentNotFound = apperr.NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
-
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
 func New(store *eventstore.Store, rm ReadModel, dir Directory, log *slog.Logger) *App {
@@ -46,8 +44,8 @@ func New(store *eventstore.Store, rm ReadModel, dir Directory, log *slog.Logger)
 		Gone:     func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:    func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project:  rm.Put,
-		NotFound: apperr.NotFoundError("ticket_not_found", "No triage ticket with that id exists in this workspace."),
-		Conflict: apperr.ConflictError("concurrent_update", "The ticket changed concurrently; retry."),
+		NotFound: apperr.TicketNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
 		Now:      a.now,
 	}

@@ -79,10 +79,10 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 		agentID = *in.AgentID
 	}
 	if agentID == "" {
-		return nil, false, apperr.NotFoundError("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
+		return nil, false, apperr.ConversationNotFound
 	}
 	if !a.Directory.AgentExists(ws, agentID) {
-		return nil, false, errAgentNotFound
+		return nil, false, apperr.AgentNotFound
 	}
 	now := a.now()
 	author := &caller.UserID
@@ -140,7 +140,7 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 // CreateManual raises a manual ticket on an agent.
 func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agentID string, in ManualInput, commandID string) (*ticketsv1.Ticket, error) {
 	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
-		return nil, errAgentNotFound
+		return nil, apperr.AgentNotFound
 	}
 	now := a.now()
 	t := &ticketsv1.Ticket{

@@ -38,7 +38,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		return nil, err
 	}
 	if !domain.CanAbsorb(target.Status) {
-		return nil, apperr.ConflictError("invalid_status_transition", "A "+target.Status+" ticket cannot absorb others.")
+		return nil, apperr.TicketCannotAbsorb(target.Status)
 	}
 	var sources []*ticketsv1.Ticket
 	for i, id := range sourceIDs {
@@ -50,7 +50,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 			return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
 		}
 		if !domain.IsActive(s.Status) {
-			return nil, apperr.ConflictError("invalid_status_transition", "Ticket "+id+" is "+s.Status+"; only open or in-progress tickets can be merged.")
+			return nil, apperr.TicketNotMergeable(id, s.Status)
 		}
 		sources = append(sources, s)
 	}

@@ -90,10 +90,10 @@ func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID s
 		previous := t.Status
 		if in.Status != nil && *in.Status != t.Status {
 			if *in.Status == domain.StatusMerged {
-				return nil, apperr.ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+				return nil, apperr.TicketMergedOnlyByMerge
 			}
 			if !domain.CanTransition(t.Status, *in.Status) {
-				return nil, apperr.ConflictError("invalid_status_transition", "A ticket cannot go from "+t.Status+" to "+*in.Status+".")
+				return nil, apperr.TicketTransition(t.Status, *in.Status)
 			}
 			t.Status = *in.Status
 			t.StatusChanges = append(t.StatusChanges, &ticketsv1.StatusChange{Status: t.Status, ChangedByUserId: &caller.UserID, ChangedAtUnixSecs: now})
@@ -138,7 +138,7 @@ func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ti
 func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID string) error {
 	_, err := a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
-			return nil, apperr.ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
+			return nil, apperr.NotTicketOwner
 		}
 		now := a.now().Unix()
 		t.DeletedAtUnixSecs = &now

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // AssignableUsers lists the workspace members a ticket of the agent can be
@@ -9,7 +11,7 @@ import (
 // has_access is true for all.
 func (a *App) AssignableUsers(_ context.Context, workspaceID, agentID string) ([]Member, error) {
 	if !a.Directory.AgentExists(workspaceID, agentID) {
-		return nil, errAgentNotFound
+		return nil, apperr.AgentNotFound
 	}
 	return a.Directory.Members(workspaceID), nil
 }

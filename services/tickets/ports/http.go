@@ -10,6 +10,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -61,7 +62,7 @@ func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
 	if !h.app.Directory.AgentExists(caller(r).WorkspaceID, agentID) {
-		return httpx.NotFound("agent_not_found", "No agent with that id exists in this workspace.")
+		return apperr.AgentNotFound
 	}
 	return h.list(w, r, agentID, r.URL.Query().Get("conversation_id"))
 }

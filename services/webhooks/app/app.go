@@ -26,10 +26,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-// ErrNotFound answers a webhook id that does not exist in the caller's
-// workspace (another workspace's webhooks included).
-var ErrNotFound = apperr.NotFoundError("webhook_not_found", "No webhook with that id exists in this workspace.")
-
 // App is the webhooks application.
 type App struct {
 	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
@@ -70,8 +66,8 @@ func NewRepo(js jetstream.JetStream, reg *adapters.Registry, log *slog.Logger, n
 			reg.Put(seq, w)
 			return nil
 		},
-		NotFound: ErrNotFound,
-		Conflict: apperr.ConflictError("concurrent_update", "The webhook changed concurrently; retry."),
+		NotFound: apperr.WebhookNotFound,
+		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
 		Now:      now,
 	}
@@ -88,7 +84,7 @@ func (a *App) now() time.Time {
 func (a *App) Get(workspaceID, id string) (*webhooksv1.Webhook, error) {
 	w, ok := a.Registry.Get(workspaceID, id)
 	if !ok {
-		return nil, ErrNotFound
+		return nil, apperr.WebhookNotFound
 	}
 	return w, nil
 }

@@ -34,7 +34,7 @@ func (a *App) Ingest(ctx context.Context, workspaceID string, in domain.IngestIn
 	}
 	subject, err := events.PlatformSubject(workspaceID, env.Event)
 	if err != nil {
-		return "", apperr.NotFoundError("workspace_not_found", "The workspace id cannot carry events.")
+		return "", apperr.WorkspaceNotFound
 	}
 	body, err := json.Marshal(env)
 	if err != nil {

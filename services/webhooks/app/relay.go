@@ -31,8 +31,6 @@ type RelayDelivery struct {
 	Body    []byte
 }
 
-var errNotRelay = apperr.ConflictError("not_a_relay_webhook", "This webhook has a url; only a relay webhook's deliveries are polled.")
-
 // RelayNext waits up to wait for the next delivery of a relay webhook and
 // hands it over (nil when none came). Clients polling one webhook share
 // its deliveries: each goes to one of them.
@@ -42,7 +40,7 @@ func (a *App) RelayNext(ctx context.Context, p principal.Principal, webhookID st
 		return nil, err
 	}
 	if !w.GetRelay() {
-		return nil, errNotRelay
+		return nil, apperr.NotARelayWebhook
 	}
 	subject, err := events.WebhookRelaySubject(w.GetWorkspaceId(), w.GetWebhookId())
 	if err != nil {
@@ -83,7 +81,7 @@ func (a *App) RelayResult(ctx context.Context, p principal.Principal, webhookID,
 		return err
 	}
 	if !w.GetRelay() {
-		return errNotRelay
+		return apperr.NotARelayWebhook
 	}
 	reply, ok := a.openRelayToken(w.GetWorkspaceId(), w.GetWebhookId(), token)
 	if !ok {

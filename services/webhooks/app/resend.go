@@ -18,10 +18,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-// ErrDeliveryNotFound answers a delivery id the webhook's log does not
-// hold (another webhook's deliveries included).
-var ErrDeliveryNotFound = apperr.NotFoundError("delivery_not_found", "No delivery with that id exists in this webhook's log.")
-
 // MaxRecover bounds the deliveries one recover call resends.
 const MaxRecover = 1000
 
@@ -47,7 +43,7 @@ func (a *App) Resend(ctx context.Context, p principal.Principal, webhookID, deli
 		return Resent{}, err
 	}
 	if !w.GetActive() {
-		return Resent{}, apperr.ConflictError("webhook_inactive", "The webhook is not active; activate it before resending.")
+		return Resent{}, apperr.WebhookInactive
 	}
 	return a.queue(ctx, w, first, commandID)
 }
@@ -65,7 +61,7 @@ func (a *App) firstAttempt(ctx context.Context, webhookID, deliveryID string) (*
 		}
 	}
 	if att == nil || att.GetTest() || len(att.GetRequestBody()) == 0 {
-		return nil, ErrDeliveryNotFound
+		return nil, apperr.DeliveryNotFound
 	}
 	return att, nil
 }
@@ -111,7 +107,7 @@ func (a *App) Recover(ctx context.Context, p principal.Principal, webhookID stri
 		return nil, false, err
 	}
 	if !w.GetActive() {
-		return nil, false, apperr.ConflictError("webhook_inactive", "The webhook is not active; activate it before recovering its deliveries.")
+		return nil, false, apperr.WebhookInactive
 	}
 	// Newest first: the first attempt seen of an event is its latest.
 	window := domain.LogFilter{FromMs: f.FromMs}
@@ -132,7 +128,7 @@ func (a *App) Recover(ctx context.Context, p principal.Principal, webhookID stri
 			return out, true, nil
 		}
 		first, err := a.firstAttempt(ctx, webhookID, adapters.DeliveryID(att))
-		if errors.Is(err, ErrDeliveryNotFound) {
+		if errors.Is(err, apperr.DeliveryNotFound) {
 			continue // its body is no longer kept
 		}
 		if err != nil {

@@ -1,0 +1,182 @@
+package apperr
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The catalog: every application error the platform answers, declared
+// once. Callers return these (errors.Is compares a variable by identity);
+// an error whose message carries a value is built by a function here. A
+// status is stable: clients match on it. Several entries may share a
+// status when their messages tell the caller different things.
+
+// The request as a whole (pkg/apperr, pkg/httpx, pkg/api).
+var (
+	// MalformedJSONAfterValue refuses a body with more than one JSON value.
+	MalformedJSONAfterValue = InvalidError("malformed_json", "The request body has data after the JSON value.")
+	// NotJSONObject refuses a body meant to be an object that is not one.
+	NotJSONObject = InvalidError("malformed_json", "The request body is not a JSON object.")
+	// UnreadableBody answers a body the connection failed to deliver.
+	UnreadableBody = InvalidError("unreadable_body", "The request body could not be read.")
+	// ResourceNotFound answers an id that names nothing the edge knows.
+	ResourceNotFound = NotFoundError("not_found", "No resource has this id.")
+	// ServiceUnavailable answers while a store elects a leader or restarts.
+	ServiceUnavailable = New(Unavailable, "service_unavailable", "The service is briefly unavailable; retry in a moment.")
+	// InternalError answers a bug or an unexpected failure; its cause is
+	// logged, never shown.
+	InternalError = New(Internal, "internal_error", "The server failed to process the request.")
+)
+
+// RouteNotFound answers a path no route matches.
+func RouteNotFound(method, path string) *Error {
+	return NotFoundError("route_not_found", "No route matches "+method+" "+path+".")
+}
+
+// UpstreamUnavailable answers a request no replica of service listens for.
+func UpstreamUnavailable(service string) *Error {
+	return New(Unavailable, "service_unavailable", "The "+service+" service is not available; retry later.")
+}
+
+// MalformedJSON refuses a body that does not parse; why says where.
+func MalformedJSON(why string) *Error {
+	return InvalidError("malformed_json", "The request body is not valid JSON: "+why+".")
+}
+
+// BodyTooLarge refuses a body over max bytes.
+func BodyTooLarge(max int64) *Error {
+	return New(TooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", max))
+}
+
+// MissingPermission refuses a caller that holds none of perms.
+func MissingPermission(perms ...string) *Error {
+	return ForbiddenError("missing_permission", "The API key lacks the permission this operation needs ("+strings.Join(perms, " or ")+").")
+}
+
+// The caller (the gateway, pkg/principal).
+var (
+	// NotAuthenticated refuses a request that did not come through the
+	// gateway.
+	NotAuthenticated     = New(Unauthenticated, "unauthenticated", "The request carries no authenticated caller.")
+	CredentialsInURL     = New(Unauthenticated, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
+	AmbiguousCredentials = New(Unauthenticated, "ambiguous_credentials", "Send either x-api-key or Authorization, not both.")
+	MissingAPIKey        = New(Unauthenticated, "missing_api_key", "Send your API key in the x-api-key header.")
+	InvalidAPIKey        = New(Unauthenticated, "invalid_api_key", "The API key is not valid.")
+	APIKeyRevoked        = New(Unauthenticated, "api_key_revoked", "The API key has been revoked.")
+	APIKeyDisabled       = New(Unauthenticated, "api_key_disabled", "The API key is disabled.")
+	APIKeyExpired        = New(Unauthenticated, "api_key_expired", "The API key has expired.")
+	IPNotAllowed         = ForbiddenError("ip_not_allowed", "The API key may not be used from this address.")
+)
+
+// WorkspaceForbidden refuses a key used for workspace ws, not its own.
+func WorkspaceForbidden(ws string) *Error {
+	return ForbiddenError("workspace_forbidden", "The API key does not belong to workspace "+ws+".")
+}
+
+// RateLimitExceeded refuses a request over the key's nearest limit: limit
+// requests per window.
+func RateLimitExceeded(limit int64, window string) *Error {
+	return New(RateLimited, "rate_limit_exceeded", fmt.Sprintf("Rate limit exceeded: %d requests per %s.", limit, window))
+}
+
+// Every aggregate.
+var (
+	// ConcurrentUpdate answers a write that lost a race with another.
+	ConcurrentUpdate = ConflictError("concurrent_update", "The resource changed concurrently; retry.")
+)
+
+// Agents.
+var (
+	AgentNotFound = NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
+)
+
+// Identity: service accounts, API keys, members.
+var (
+	ServiceAccountNotFound = NotFoundError("service_account_not_found", "No service account with that id exists in this workspace.")
+	ServiceAccountExists   = ConflictError("service_account_exists", "A service account with that id already exists.")
+	APIKeyNotFound         = NotFoundError("api_key_not_found", "No API key with that id exists for this service account.")
+	APIKeyExists           = ConflictError("api_key_exists", "An API key with that id already exists.")
+	// PermissionEscalation refuses a key given more than its caller holds.
+	PermissionEscalation = ForbiddenError("permission_escalation", "A key cannot grant permissions the caller does not hold.")
+	MemberExists         = ConflictError("member_exists", "A member with that e-mail address already belongs to this workspace.")
+)
+
+// APIKeyAlreadyCreated answers a retried create: its secret was shown once.
+func APIKeyAlreadyCreated(keyID string) *Error {
+	return ConflictError("api_key_already_created", "This command already created key "+keyID+"; its secret was shown once and cannot be shown again.")
+}
+
+// Testing: tests, folders, invocations.
+var (
+	TestNotFound       = NotFoundError("test_not_found", "No test with that id exists in this workspace.")
+	FolderNotFound     = NotFoundError("folder_not_found", "No test folder with that id exists in this workspace.")
+	InvocationNotFound = NotFoundError("test_invocation_not_found", "No test invocation with that id exists in this workspace.")
+	InvocationFinished = ConflictError("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
+	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+)
+
+// FolderNotEmpty refuses to delete a folder holding n children without force.
+func FolderNotEmpty(n int) *Error {
+	return ConflictError("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", n))
+}
+
+// Tickets.
+var (
+	TicketNotFound = NotFoundError("ticket_not_found", "No triage ticket with that id exists in this workspace.")
+	// ConversationNotFound answers a ticket raised on an unknown
+	// conversation without an agent.
+	ConversationNotFound = NotFoundError("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
+	NotTicketOwner       = ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
+	// TicketMergedOnlyByMerge refuses a PATCH to status merged.
+	TicketMergedOnlyByMerge = ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+)
+
+// TicketTransition refuses a status change the workflow does not allow.
+func TicketTransition(from, to string) *Error {
+	return ConflictError("invalid_status_transition", "A ticket cannot go from "+from+" to "+to+".")
+}
+
+// TicketCannotAbsorb refuses a merge into a ticket of status.
+func TicketCannotAbsorb(status string) *Error {
+	return ConflictError("invalid_status_transition", "A "+status+" ticket cannot absorb others.")
+}
+
+// TicketNotMergeable refuses a merge of ticket id, which is status.
+func TicketNotMergeable(id, status string) *Error {
+	return ConflictError("invalid_status_transition", "Ticket "+id+" is "+status+"; only open or in-progress tickets can be merged.")
+}
+
+// Webhooks.
+var (
+	// WebhookNotFound answers an id not in the caller's workspace (another
+	// workspace's webhooks included).
+	WebhookNotFound = NotFoundError("webhook_not_found", "No webhook with that id exists in this workspace.")
+	// DeliveryNotFound answers an id the webhook's log does not hold
+	// (another webhook's deliveries included).
+	DeliveryNotFound = NotFoundError("delivery_not_found", "No delivery with that id exists in this webhook's log.")
+	// WorkspaceNotFound answers ingestion for a workspace id no subject
+	// can carry.
+	WorkspaceNotFound = NotFoundError("workspace_not_found", "The workspace id cannot carry events.")
+	WebhookInactive   = ConflictError("webhook_inactive", "The webhook is not active; activate it before resending its deliveries.")
+	NotARelayWebhook  = ConflictError("not_a_relay_webhook", "This webhook has a url; only a relay webhook's deliveries are polled.")
+)
+
+// Catalog is every entry above, those built by a function shown with
+// placeholder arguments: for the catalog's test and the API document.
+var Catalog = []*Error{
+	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
+	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
+	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), UpstreamUnavailable("<service>"),
+	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
+	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
+	RateLimitExceeded(0, "<window>"),
+	ConcurrentUpdate,
+	AgentNotFound,
+	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
+	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
+	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,
+	FolderNotEmpty(0),
+	TicketNotFound, ConversationNotFound, NotTicketOwner, TicketMergedOnlyByMerge,
+	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
+	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,
+}
