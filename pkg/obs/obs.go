@@ -22,9 +22,11 @@ import (
 
 // NewLogger returns a JSON logger at level writing to w.
 // String values longer than MaxLogValue bytes are cut (panic stacks
-// excepted), so a caller's 5,000-byte id cannot flood the logs.
+// excepted), so a caller's 5,000-byte id cannot flood the logs. A line
+// logged with a context names the context's trace (see TraceHandler).
 func NewLogger(w io.Writer, level slog.Level, service string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: truncateAttr})).With("service", service)
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: truncateAttr})
+	return slog.New(TraceHandler(h)).With("service", service)
 }
 
 // MaxLogValue bounds a logged string.
