@@ -163,6 +163,6 @@ func (r *Repo[S]) project(ctx context.Context, subject string, seq uint64, state
 		return
 	}
 	if err := r.Project(ctx, seq, state); err != nil {
-		r.Log.Warn("inline projection failed; the projector will catch up", "subject", subject, "err", err)
+		r.Log.WarnContext(ctx, "inline projection failed; the projector will catch up", "subject", subject, "err", err)
 	}
 }

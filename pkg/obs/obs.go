@@ -6,6 +6,7 @@ package obs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -22,9 +23,11 @@ import (
 
 // NewLogger returns a JSON logger at level writing to w.
 // String values longer than MaxLogValue bytes are cut (panic stacks
-// excepted), so a caller's 5,000-byte id cannot flood the logs.
+// excepted), so a caller's 5,000-byte id cannot flood the logs. A line
+// logged with a context names the context's trace (see TraceHandler).
 func NewLogger(w io.Writer, level slog.Level, service string) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: truncateAttr})).With("service", service)
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: truncateAttr})
+	return slog.New(TraceHandler(h)).With("service", service)
 }
 
 // MaxLogValue bounds a logged string.
@@ -71,17 +74,39 @@ func NewRegistry() *prometheus.Registry {
 // (an empty variable means "the default", as for every setting).
 const MetricsOff = "off"
 
+// ListenMetrics binds the internal endpoint's address (nil, and no error,
+// when addr is empty or MetricsOff). A process binds it before it starts,
+// so an address it cannot listen on (in use, not one of its own) stops it
+// at start, naming VOICEAI_METRICS_ADDR, instead of leaving it running
+// without /readyz.
+func ListenMetrics(addr string) (net.Listener, error) {
+	if addr == "" || addr == MetricsOff {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("VOICEAI_METRICS_ADDR %q: cannot listen there: %w", addr, err)
+	}
+	return ln, nil
+}
+
 // ServeMetrics serves /metrics, /debug/pprof/, and the probes as /healthz
 // and /readyz on addr until ctx ends, logging the address it listens on.
 // An empty addr or MetricsOff disables the endpoint. The address is
 // internal (loopback by default): none of it is meant for the public.
 func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, probes Probes, log *slog.Logger) error {
-	if addr == "" || addr == MetricsOff {
-		return nil
-	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := ListenMetrics(addr)
 	if err != nil {
 		return err
+	}
+	return ServeMetricsOn(ctx, ln, reg, probes, log)
+}
+
+// ServeMetricsOn is ServeMetrics on a listener ListenMetrics bound (nil:
+// returns at once). It returns once ctx has ended and ln is closed.
+func ServeMetricsOn(ctx context.Context, ln net.Listener, reg *prometheus.Registry, probes Probes, log *slog.Logger) error {
+	if ln == nil {
+		return nil
 	}
 	log.Info("internal endpoint listening", "metrics_addr", ln.Addr().String())
 	mux := http.NewServeMux()

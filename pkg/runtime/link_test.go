@@ -94,15 +94,21 @@ func eventCount(t *testing.T, reg *prometheus.Registry, event string) float64 {
 // A connection the server closes for good (a control line beyond its
 // limit makes nats.go give up) is not a dead process: Run stops the
 // service and starts it again on a new connection, and liveness says so
-// in between.
+// in between. The restarted service answers /readyz on the same address.
 func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	ns := testenv.StartNATSServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := ln.Addr().String()
+	ln.Close() // free for the service
 	ctx, cancel := context.WithCancel(context.Background())
 	starts := make(chan Deps, 4)
 	stopped := make(chan struct{}, 4)
 	done := make(chan error, 1)
 	go func() {
-		done <- RunContext(ctx, "runtest", config.Infra{NATSURL: ns.ClientURL(), MetricsAddr: "off", StreamReplicas: 1},
+		done <- RunContext(ctx, "runtest", config.Infra{NATSURL: ns.ClientURL(), MetricsAddr: metricsAddr, StreamReplicas: 1},
 			func(ctx context.Context, d Deps) (func() error, error) {
 				starts <- d
 				return func() error { stopped <- struct{}{}; return nil }, nil
@@ -128,6 +134,7 @@ func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	if err := second.Probes().Ready["nats"](ctx); err != nil || second.NC == first.NC {
 		t.Fatalf("the new connection is not ready: %v", err)
 	}
+	waitFor(t, "/readyz of the restarted service", func() bool { return Probe(ctx, metricsAddr) == nil })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run after shutdown: %v", err)

@@ -61,6 +61,26 @@ func RunContext(ctx context.Context, name string, infra config.Infra, start Star
 func runOnce(parent context.Context, name string, infra config.Infra, start StartFunc, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// The internal endpoint's address is bound before anything else: one
+	// the process cannot listen on stops it here, rather than leaving it
+	// running without /readyz. A restart binds it again once this run's
+	// server has let it go.
+	ln, err := obs.ListenMetrics(infra.MetricsAddr)
+	if err != nil {
+		return err
+	}
+	metricsDone := make(chan struct{})
+	serving := false
+	defer func() {
+		if !serving {
+			if ln != nil {
+				ln.Close()
+			}
+			return
+		}
+		cancel()
+		<-metricsDone
+	}()
 	reg := obs.NewRegistry()
 	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg)
 	if err != nil {
@@ -81,8 +101,10 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		}
 		return nil
 	}
+	serving = true
 	go func() {
-		if err := obs.ServeMetrics(ctx, infra.MetricsAddr, reg, probes, log); err != nil {
+		defer close(metricsDone)
+		if err := obs.ServeMetricsOn(ctx, ln, reg, probes, log); err != nil {
 			log.Error("metrics endpoint failed", "addr", infra.MetricsAddr, "err", err)
 		}
 	}()

@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
@@ -54,5 +56,31 @@ func TestProbeWithoutAnEndpointSaysWhy(t *testing.T) {
 	ln.Close() // nothing listens there now
 	if err := Probe(context.Background(), addr); err == nil {
 		t.Fatal("probe of a replica that is not running succeeded")
+	}
+}
+
+// An internal endpoint address that passes the syntax check but cannot be
+// listened on (another process has it) stops the service at start, naming
+// the variable, before it dials anything: it never runs without /readyz.
+func TestRunRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// No NATS server answers there: dialling would retry until ctx ends.
+	infra := config.Infra{NATSURL: "nats://127.0.0.1:1", MetricsAddr: addr, StreamReplicas: 1}
+	err = RunContext(ctx, "runtest", infra, func(context.Context, Deps) (func() error, error) {
+		t.Error("the service was started")
+		return func() error { return nil }, nil
+	}, quietLog())
+	if ctx.Err() != nil {
+		t.Fatal("Run waited instead of refusing the address")
+	}
+	if err == nil || !strings.Contains(err.Error(), "VOICEAI_METRICS_ADDR") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("Run with %s taken = %v, want an error naming VOICEAI_METRICS_ADDR and the address", addr, err)
 	}
 }

@@ -51,10 +51,35 @@ func Tracer() trace.Tracer { return otel.Tracer("github.com/voiceai-platform/voi
 // Start starts a span as a child of the trace context a traceparent
 // carries ("" or malformed: a new trace).
 func Start(ctx context.Context, traceparent, name string, kind trace.SpanKind, attrs ...trace.SpanStartOption) (context.Context, trace.Span) {
-	if traceparent != "" {
-		ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+	return Tracer().Start(Extract(ctx, traceparent), name, append(attrs, trace.WithSpanKind(kind))...)
+}
+
+// Extract is ctx carrying the trace context traceparent names, as a
+// remote parent, without starting a span: what a worker logs about a
+// message then names the message's trace. "" or malformed: ctx as is.
+// The W3C format is read whether or not Setup installed the propagator.
+func Extract(ctx context.Context, traceparent string) context.Context {
+	if traceparent == "" {
+		return ctx
 	}
-	return Tracer().Start(ctx, name, append(attrs, trace.WithSpanKind(kind))...)
+	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
+
+// IDs are the trace and span ids (lower-case hex) of ctx's span, or of
+// the traceparent WithRequestTrace put in ctx; "" when ctx carries none.
+func IDs(ctx context.Context) (traceID, spanID string) {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		tp := RequestTrace(ctx)
+		if tp == "" {
+			return "", ""
+		}
+		sc = trace.SpanContextFromContext(Extract(context.Background(), tp))
+		if !sc.IsValid() {
+			return "", ""
+		}
+	}
+	return sc.TraceID().String(), sc.SpanID().String()
 }
 
 // Traceparent is the W3C traceparent of ctx's span ("" when none).

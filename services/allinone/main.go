@@ -75,14 +75,28 @@ func serve(ctx context.Context) error {
 func serveOnce(parent context.Context, c stack.Config, log *slog.Logger, first bool) error {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	reg := obs.NewRegistry()
-	s, err := stack.Start(ctx, c, log, reg)
+	// The internal endpoint's address is bound first: one the process
+	// cannot listen on stops it at start, rather than leaving it running
+	// without /readyz. A restart binds it again once this run's server has
+	// let it go.
+	ln, err := obs.ListenMetrics(c.MetricsAddr)
 	if err != nil {
 		return err
 	}
+	reg := obs.NewRegistry()
+	s, err := stack.Start(ctx, c, log, reg)
+	if err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return err
+	}
+	metricsDone := make(chan struct{})
+	defer func() { cancel(); <-metricsDone }()
 	go func() {
-		if err := obs.ServeMetrics(ctx, c.MetricsAddr, reg, s.Probes(), log); err != nil {
-			log.Warn("metrics endpoint disabled", "addr", c.MetricsAddr, "err", err)
+		defer close(metricsDone)
+		if err := obs.ServeMetricsOn(ctx, ln, reg, s.Probes(), log); err != nil {
+			log.Error("metrics endpoint failed", "addr", c.MetricsAddr, "err", err)
 		}
 	}()
 	if s.AdminKey != "" {

@@ -279,7 +279,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 	ln, err := net.Listen("tcp", c.HTTPAddr)
 	if err != nil {
-		return fail(err)
+		return fail(fmt.Errorf("VOICEAI_HTTP_ADDR %q: cannot listen there: %w", c.HTTPAddr, err))
 	}
 
 	s := &Stack{

@@ -50,7 +50,7 @@ func (a *App) record(ctx context.Context, subject string, expected uint64, meta 
 	}
 	if doc := DocOf(ev); doc != nil && !res.Duplicate {
 		if err := a.ReadModel.Put(ctx, res.Seq, doc); err != nil {
-			a.Log.Warn("inline read-model write failed; the stream will catch it up", "subject", subject, "err", err)
+			a.Log.WarnContext(ctx, "inline read-model write failed; the stream will catch it up", "subject", subject, "err", err)
 		}
 	}
 	return res, nil

@@ -8,12 +8,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
@@ -62,6 +64,9 @@ func Register(svc micro.Service, a *app.App) error {
 	}), micro.WithEndpointSubject(CreateWorkspaceSubject))
 }
 
+// DialTimeout bounds how long the operator's command tries to reach NATS.
+const DialTimeout = 30 * time.Second
+
 // WorkspaceCommand is `workspace create --name NAME [--id ID]`.
 func WorkspaceCommand(natsURL func() (string, error)) *cobra.Command {
 	ws := &cobra.Command{Use: "workspace", Short: "Operator commands for workspaces"}
@@ -74,13 +79,18 @@ func WorkspaceCommand(natsURL func() (string, error)) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			nc, err := nats.Connect(url, nats.Name("voiceai-operator"))
+			// Dialled as the services dial, retrying with back-off: NATS
+			// may still be starting (a platform started a moment ago).
+			dctx, cancel := context.WithTimeout(cmd.Context(), DialTimeout)
+			defer cancel()
+			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+			link, err := runtime.DialNATS(dctx, "operator", url, log, prometheus.NewRegistry())
 			if err != nil {
-				return fmt.Errorf("connect %s: %w", url, err)
+				return err
 			}
-			defer nc.Close()
+			defer link.Close()
 			body, _ := json.Marshal(CreateWorkspaceRequest{Name: name, WorkspaceID: id, OwnerEmail: owner})
-			msg, err := nc.Request(CreateWorkspaceSubject, body, 30*time.Second)
+			msg, err := link.NC.Request(CreateWorkspaceSubject, body, 30*time.Second)
 			if err != nil {
 				return fmt.Errorf("identity service did not answer (is the platform running?): %w", err)
 			}

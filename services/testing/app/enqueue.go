@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -46,8 +47,10 @@ func (a *App) RunEnqueuer(ctx context.Context) error {
 			a.Log.Warn("enqueuer: next", "err", err)
 			continue
 		}
-		if err := a.enqueue(ctx, m); err != nil {
-			a.Log.Error("enqueuer: queue runs", "subject", m.Subject(), "err", err)
+		// What is logged about the invocation names the invoking request's trace.
+		mctx := tracing.Extract(ctx, m.Headers().Get(events.HeaderTraceparent))
+		if err := a.enqueue(mctx, m); err != nil {
+			a.Log.ErrorContext(mctx, "enqueuer: queue runs", "subject", m.Subject(), "err", err)
 			_ = m.NakWithDelay(time.Second)
 			continue
 		}

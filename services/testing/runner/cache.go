@@ -51,7 +51,7 @@ func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 	e, err := c.KV.Get(ctx, key)
 	if err != nil {
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			c.Log.Warn("runner: model cache read failed", "err", err)
+			c.Log.WarnContext(ctx, "runner: model cache read failed", "err", err)
 		}
 		return nil, false
 	}
@@ -61,7 +61,7 @@ func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 // Put writes an entry.
 func (c *KVCache) Put(ctx context.Context, key string, value []byte) {
 	if _, err := c.KV.Put(ctx, key, value); err != nil {
-		c.Log.Warn("runner: model cache write failed", "err", err)
+		c.Log.WarnContext(ctx, "runner: model cache write failed", "err", err)
 	}
 }
 

@@ -73,6 +73,7 @@ type storing struct {
 // them could not be (the job is then redelivered).
 type jobAck struct {
 	msg    jetstream.Msg
+	trace  string // the job's traceparent, for log lines
 	failed bool
 }
 
@@ -80,6 +81,7 @@ type jobAck struct {
 // attempt (each resubmission counts its runs afresh).
 type progress struct {
 	ws     string
+	trace  string              // a traceparent of the invocation's jobs, for log lines
 	counts map[int32]*[2]int64 // attempt -> done, passed
 }
 
@@ -195,32 +197,32 @@ func (w *Worker) fetch(ctx context.Context, cons jetstream.Consumer, n int, star
 }
 
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
-	var job testingv1.RunJob
-	if err := proto.Unmarshal(m.Data(), &job); err != nil {
-		w.Log.Error("runner: undecodable job dropped", "subject", m.Subject(), "err", err)
-		_ = m.Term()
-		return
-	}
 	delivered := uint64(1)
 	if md, _ := m.Metadata(); md != nil {
 		delivered = md.NumDelivered
 	}
 	// The job continues the trace of the request that invoked the tests;
-	// its results carry the job's span on.
+	// its results carry the job's span on, and its log lines name it.
 	ctx, span := tracing.Start(ctx, m.Headers().Get(events.HeaderTraceparent), "run job", trace.SpanKindConsumer,
-		trace.WithAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))),
-			attribute.Int("voiceai.delivery", int(delivered))))
+		trace.WithAttributes(attribute.Int("voiceai.delivery", int(delivered))))
 	defer span.End()
 	if tp := tracing.Traceparent(ctx); tp != "" {
 		ctx = httpx.WithTraceparentValue(ctx, tp)
 	}
+	var job testingv1.RunJob
+	if err := proto.Unmarshal(m.Data(), &job); err != nil {
+		w.Log.ErrorContext(ctx, "runner: undecodable job dropped", "subject", m.Subject(), "err", err)
+		_ = m.Term()
+		return
+	}
+	span.SetAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))))
 	if delivered > w.MaxAttempts {
 		w.giveUp(ctx, m, &job, delivered)
 		return
 	}
 	if job.GetKind() == "bucketing" {
 		if err := w.bucket(ctx, &job, delivered); err != nil {
-			w.Log.Warn("runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
+			w.Log.WarnContext(ctx, "runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
 			_ = m.NakWithDelay(w.RetryDelay)
 			return
 		}
@@ -228,7 +230,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	if err := w.run(ctx, m, &job, delivered > 1); err != nil {
-		w.Log.Warn("runner: job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
+		w.Log.WarnContext(ctx, "runner: job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
 		_ = m.NakWithDelay(w.RetryDelay)
 	}
 }
@@ -237,7 +239,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 // recorded failed with the reason, bucketing is recorded failed.
 func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, delivered uint64) {
 	reason := fmt.Sprintf("The run was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
-	w.Log.Error("runner: job given up", "subject", m.Subject(), "deliveries", delivered)
+	w.Log.ErrorContext(ctx, "runner: job given up", "subject", m.Subject(), "deliveries", delivered)
 	if job.GetKind() == "bucketing" {
 		inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
 		if err == nil {
@@ -290,7 +292,8 @@ func (w *Worker) ackStored() {
 			case pa := <-s.ack.Ok():
 				stored = !pa.Duplicate
 			case err := <-s.ack.Err():
-				w.Log.Warn("runner: storing a result failed, will retry", "subject", s.job.msg.Subject(), "err", err)
+				w.Log.WarnContext(tracing.Extract(context.Background(), s.job.trace), "runner: storing a result failed, will retry",
+					"subject", s.job.msg.Subject(), "err", err)
 				s.job.failed = true
 				continue
 			}
@@ -302,7 +305,7 @@ func (w *Worker) ackStored() {
 		w.mu.Lock()
 		p := w.touched[s.inv]
 		if p == nil {
-			p = &progress{ws: s.ws, counts: map[int32]*[2]int64{}}
+			p = &progress{ws: s.ws, trace: s.job.trace, counts: map[int32]*[2]int64{}}
 			w.touched[s.inv] = p
 		}
 		// Counting only results stored now means a run is never counted
@@ -358,7 +361,7 @@ func (w *Worker) check() {
 				_ = w.incr(ctx, inv, attempt, "passed", c[1])
 			}
 		}
-		w.watch[inv] = watched{ws: p.ws, last: now}
+		w.watch[inv] = watched{ws: p.ws, trace: p.trace, last: now}
 	}
 	// An invocation is checked while this worker stores its results and a
 	// little longer: other workers' last counts arrive within a check
@@ -367,7 +370,7 @@ func (w *Worker) check() {
 		mayCount := now.Sub(wt.last) >= countAfter
 		done, err := w.App.ClaimCompletion(ctx, wt.ws, inv, mayCount)
 		if err != nil {
-			w.Log.Warn("runner: completion check", "invocation", inv, "err", err)
+			w.Log.WarnContext(tracing.Extract(ctx, wt.trace), "runner: completion check", "invocation", inv, "err", err)
 		}
 		if done || mayCount {
 			delete(w.watch, inv)
@@ -378,8 +381,9 @@ func (w *Worker) check() {
 // watched is an invocation a worker checks for completion, and when it
 // last stored a result of it.
 type watched struct {
-	ws   string
-	last time.Time
+	ws    string
+	trace string // a traceparent of its jobs, for log lines
+	last  time.Time
 }
 
 // countAfter is how long after its last result a worker waits for the
@@ -484,7 +488,7 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 // stop.
 func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, first, count int, skipStored bool,
 	result func(idx int, runID string) (*testingv1.RunResult, error)) error {
-	ja := &jobAck{msg: m}
+	ja := &jobAck{msg: m, trace: tracing.RequestTrace(ctx)}
 	for idx := first; idx < first+count; idx++ {
 		runID := domain.RunID(job.GetInvocationId(), idx)
 		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)

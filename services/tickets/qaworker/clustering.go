@@ -16,7 +16,7 @@ import (
 // even before the read model's own follower does.
 func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error {
 	type agentKey struct{ ws, agent string }
-	seen := map[agentKey]bool{}
+	seen := map[agentKey]context.Context{} // the trace of the ticket that asked, for log lines
 	var order []agentKey
 	for _, m := range batch {
 		ev, err := esproto.DecodeMsg(m)
@@ -34,8 +34,8 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 		if err := w.App.ReadModel.Put(ctx, meta.Sequence.Stream, t); err != nil {
 			return err
 		}
-		if k := (agentKey{t.WorkspaceId, t.AgentId}); !seen[k] {
-			seen[k] = true
+		if k := (agentKey{t.WorkspaceId, t.AgentId}); seen[k] == nil {
+			seen[k] = traceOf(ctx, m)
 			order = append(order, k)
 		}
 	}
@@ -44,7 +44,7 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 			if !permanent(err) {
 				return err
 			}
-			w.Log.Warn("qa worker: clustering skipped", "agent_id", k.agent, "err", err)
+			w.Log.WarnContext(seen[k], "qa worker: clustering skipped", "agent_id", k.agent, "err", err)
 		}
 		w.handled.WithLabelValues("clustering", "clustered").Inc()
 	}

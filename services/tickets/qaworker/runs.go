@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -27,6 +28,7 @@ const (
 // test, several tests at once.
 func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	groups := map[[3]string]*app.FailingTest{}
+	traces := map[[3]string]context.Context{} // a group's first run's trace, for log lines
 	var order [][3]string
 	for _, m := range batch {
 		ev, err := esproto.DecodeMsg(m)
@@ -54,6 +56,7 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 		if g == nil {
 			g = &app.FailingTest{WorkspaceID: r.WorkspaceId, AgentID: inv.AgentId, TestID: r.TestId, TestName: testName(inv, r)}
 			groups[key] = g
+			traces[key] = traceOf(ctx, m)
 			order = append(order, key)
 		}
 		g.Failures = append(g.Failures, app.RunFailure{
@@ -63,11 +66,11 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(w.Parallel)
 	for _, key := range order {
-		g := groups[key]
+		g, traced := groups[key], traces[key]
 		eg.Go(func() error {
 			_, err := w.App.RecordTestFailures(ctx, *g)
 			if permanent(err) {
-				w.Log.Warn("qa worker: failed runs not ticketed", "agent_id", g.AgentID, "test_id", g.TestID, "err", err)
+				w.Log.WarnContext(traced, "qa worker: failed runs not ticketed", "agent_id", g.AgentID, "test_id", g.TestID, "err", err)
 				return nil
 			}
 			if err == nil {
@@ -81,7 +84,13 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 
 func (w *Worker) skip(source, why string, m jetstream.Msg, err error) {
 	w.handled.WithLabelValues(source, "skipped").Inc()
-	w.Log.Warn("qa worker: "+why, "subject", m.Subject(), "err", err)
+	w.Log.WarnContext(traceOf(context.Background(), m), "qa worker: "+why, "subject", m.Subject(), "err", err)
+}
+
+// traceOf is ctx carrying the trace m's traceparent names, so what is
+// logged about m names it.
+func traceOf(ctx context.Context, m jetstream.Msg) context.Context {
+	return tracing.Extract(ctx, m.Headers().Get(events.HeaderTraceparent))
 }
 
 func testName(inv *testingv1.Invocation, r *testingv1.RunResult) string {

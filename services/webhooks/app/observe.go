@@ -51,7 +51,7 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 	att.Final, att.Test = true, true // a test is never retried
 	a.Attempts.Add(att)
 	if _, err := adapters.PublishAttempt(a.JS, att); err != nil {
-		a.Log.Warn("test attempt not recorded", "webhook_id", w.GetWebhookId(), "err", err)
+		a.Log.WarnContext(ctx, "test attempt not recorded", "webhook_id", w.GetWebhookId(), "err", err)
 	}
 	return att, nil
 }

@@ -47,9 +47,13 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	if err != nil {
 		return
 	}
+	// In-flight attempts finish even when the replica is stopping; the
+	// sender bounds each by the attempt time-out. What is logged about the
+	// job names the event's trace.
+	ctx := traceOf(context.WithoutCancel(d.ctx), m)
 	var job webhooksv1.DeliveryJob
 	if err := proto.Unmarshal(m.Data(), &job); err != nil {
-		d.Log.Error("delivery job undecodable; dropped", "seq", meta.Sequence.Stream, "err", err)
+		d.Log.ErrorContext(ctx, "delivery job undecodable; dropped", "seq", meta.Sequence.Stream, "err", err)
 		_ = m.Term()
 		return
 	}
@@ -67,16 +71,15 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	}
 	secret, err := d.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
 	if err != nil {
-		d.Log.Error("cannot open the webhook secret; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
+		d.Log.ErrorContext(ctx, "cannot open the webhook secret; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
 		_ = m.NakWithDelay(30 * time.Second)
 		return
 	}
 	attempt := int(meta.NumDelivered)
 	retryCount := attempt - 1
-	// In-flight attempts finish even when the replica is stopping; the
-	// sender bounds each by the attempt time-out. The attempt is a client
-	// span of the event's trace, passed on to the receiver.
-	ctx, span := tracing.Start(context.WithoutCancel(d.ctx), m.Headers().Get(events.HeaderTraceparent), "webhook delivery", trace.SpanKindClient,
+	// The attempt is a client span of the event's trace, passed on to the
+	// receiver.
+	ctx, span := tracing.Start(ctx, "", "webhook delivery", trace.SpanKindClient,
 		trace.WithAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
 			attribute.Int("voiceai.attempt", attempt)))
 	res := app.Deliver(ctx, d.Sender, d.JS.Conn(), w, delivery.Request{
@@ -99,7 +102,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 		att.NextAttemptAtUnixMs = now.Add(delay).UnixMilli()
 	}
 	if _, err := adapters.PublishAttempt(d.JS, att); err != nil {
-		d.Log.Warn("attempt not recorded", "attempt_id", att.GetAttemptId(), "err", err)
+		d.Log.WarnContext(ctx, "attempt not recorded", "attempt_id", att.GetAttemptId(), "err", err)
 	}
 	switch verdict {
 	case domain.Delivered:
@@ -110,7 +113,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 		_ = m.NakWithDelay(delay)
 	case domain.Gone:
 		d.metrics.attempts.WithLabelValues("gone").Inc()
-		d.disable(w, int32(res.Outcome.StatusCode))
+		d.disable(ctx, w, int32(res.Outcome.StatusCode))
 		_ = m.Term()
 	default:
 		d.metrics.attempts.WithLabelValues("failed").Inc()
@@ -119,9 +122,10 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 }
 
 // disable deactivates a webhook whose receiver answered 410 Gone: a
-// WebhookDisabled event on WEBHOOKS, seen by every replica.
-func (d *Dispatcher) disable(w *webhooksv1.Webhook, code int32) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(d.ctx), 10*time.Second)
+// WebhookDisabled event on WEBHOOKS, seen by every replica. ctx is the
+// attempt's (it outlives the replica's stopping).
+func (d *Dispatcher) disable(ctx context.Context, w *webhooksv1.Webhook, code int32) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err := d.Repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
 		if !next.GetActive() {
@@ -132,8 +136,14 @@ func (d *Dispatcher) disable(w *webhooksv1.Webhook, code int32) {
 		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
 	})
 	if err != nil {
-		d.Log.Error("could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
+		d.Log.ErrorContext(ctx, "could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
 		return
 	}
-	d.Log.Info("webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
+	d.Log.InfoContext(ctx, "webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
+}
+
+// traceOf is ctx carrying the trace m's traceparent names, so what is
+// logged about m names it.
+func traceOf(ctx context.Context, m jetstream.Msg) context.Context {
+	return tracing.Extract(ctx, m.Headers().Get(events.HeaderTraceparent))
 }

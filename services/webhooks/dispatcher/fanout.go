@@ -146,7 +146,7 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	ws, name := parts[2], parts[3]
 	var env domain.Envelope
 	if err := json.Unmarshal(m.Data(), &env); err != nil {
-		d.Log.Warn("platform event is not a JSON envelope; not delivered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
+		d.Log.WarnContext(traceOf(d.ctx, m), "platform event is not a JSON envelope; not delivered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
 		_ = m.Term()
 		return
 	}
@@ -242,7 +242,7 @@ func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode fu
 	}
 	body, err := encode()
 	if err != nil {
-		d.Log.Error("event cannot be encoded; not delivered", "event_id", eventID, "err", err)
+		d.Log.ErrorContext(traceOf(d.ctx, m), "event cannot be encoded; not delivered", "event_id", eventID, "err", err)
 		_ = m.Term()
 		return
 	}
@@ -290,7 +290,7 @@ func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode fu
 		}
 	}
 	if failed != nil {
-		d.Log.Warn("fan-out failed; the event will be redelivered", "event_id", eventID, "err", failed)
+		d.Log.WarnContext(traceOf(d.ctx, m), "fan-out failed; the event will be redelivered", "event_id", eventID, "err", failed)
 		_ = m.NakWithDelay(time.Second)
 		return
 	}

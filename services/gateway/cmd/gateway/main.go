@@ -37,7 +37,7 @@ func main() {
 			}
 			ln, err := net.Listen("tcp", c.HTTPAddr)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("VOICEAI_HTTP_ADDR %q: cannot listen there: %w", c.HTTPAddr, err)
 			}
 			d.Logger.Info("listening", "addr", ln.Addr().String())
 			done := make(chan error, 1)
