@@ -69,45 +69,38 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	if err != nil {
 		return err
 	}
-	metricsDone := make(chan struct{})
-	serving := false
-	defer func() {
-		if !serving {
-			if ln != nil {
-				ln.Close()
-			}
-			return
-		}
-		cancel()
-		<-metricsDone
-	}()
+	// /healthz and /readyz answer from now on: while the first connection
+	// is still being retried, the process is alive and not ready
+	// ("connecting"), so an orchestrator neither restarts it nor sends it
+	// traffic, and an operator can see why.
 	reg := obs.NewRegistry()
-	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg)
-	if err != nil {
-		return err
-	}
-	d, err := NewDeps(link.NC, mc, log, reg, infra.StreamReplicas)
-	if err != nil {
-		return err
-	}
-	d.Link, d.ReadIndex = link, infra.ReadIndex
-	// Not ready until the service has started: on a fresh cluster it waits
-	// for its streams to have leaders, and serves nothing meanwhile.
+	var deps atomic.Pointer[Deps]
 	var started atomic.Bool
-	probes := d.Probes()
-	probes.Ready["started"] = func(context.Context) error {
-		if !started.Load() {
-			return errors.New("starting")
-		}
-		return nil
-	}
-	serving = true
+	probes := startingProbes(&deps, infra.MongoURI != "", &started)
+	metricsDone := make(chan struct{})
 	go func() {
 		defer close(metricsDone)
 		if err := obs.ServeMetricsOn(ctx, ln, reg, probes, log); err != nil {
 			log.Error("metrics endpoint failed", "addr", infra.MetricsAddr, "err", err)
 		}
 	}()
+	defer func() {
+		cancel()
+		<-metricsDone // a restart binds the address again
+	}()
+	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg)
+	if err != nil {
+		return err
+	}
+	d, err := NewDeps(link.NC, mc, log, reg, infra.StreamReplicas)
+	if err != nil {
+		link.Close()
+		return err
+	}
+	d.Link, d.ReadIndex = link, infra.ReadIndex
+	deps.Store(&d)
+	// Not ready until the service has started: on a fresh cluster it waits
+	// for its streams to have leaders, and serves nothing meanwhile.
 	stop, err := start(ctx, d)
 	if err != nil {
 		link.Close()
@@ -137,6 +130,46 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	}
 	return nil
 }
+
+// startingProbes are a process's probes from before it is connected:
+// those of its connections (Deps.Probes) once deps holds them; until then
+// alive, and not ready while NATS (and the store, when there is one) are
+// being dialled. Ready only once started, too.
+func startingProbes(deps *atomic.Pointer[Deps], withStore bool, started *atomic.Bool) obs.Probes {
+	delegate := func(name string, live bool, whileDialling error) obs.Check {
+		return func(ctx context.Context) error {
+			d := deps.Load()
+			if d == nil {
+				return whileDialling
+			}
+			p := d.Probes()
+			checks := p.Ready
+			if live {
+				checks = p.Live
+			}
+			if check := checks[name]; check != nil {
+				return check(ctx)
+			}
+			return nil
+		}
+	}
+	p := obs.Probes{
+		Live:  map[string]obs.Check{"nats": delegate("nats", true, nil)},
+		Ready: map[string]obs.Check{"nats": delegate("nats", false, errConnecting)},
+	}
+	if withStore {
+		p.Ready["store"] = delegate("store", false, errConnecting)
+	}
+	p.Ready["started"] = func(context.Context) error {
+		if !started.Load() {
+			return errors.New("starting")
+		}
+		return nil
+	}
+	return p
+}
+
+var errConnecting = errors.New("connecting")
 
 // flushTraces exports the spans still buffered, within a few seconds.
 func flushTraces(stop func(context.Context) error, log *slog.Logger) {

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -82,5 +83,45 @@ func TestRunRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "VOICEAI_METRICS_ADDR") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Run with %s taken = %v, want an error naming VOICEAI_METRICS_ADDR and the address", addr, err)
+	}
+}
+
+// While the first NATS connection is still being retried, the internal
+// endpoint already answers: alive, not ready, saying what it waits for.
+func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	free.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		// No NATS server answers there: dialling retries until ctx ends.
+		infra := config.Infra{NATSURL: "nats://127.0.0.1:1", MetricsAddr: addr, MongoURI: "mongodb://127.0.0.1:1", StreamReplicas: 1}
+		done <- RunContext(ctx, "runtest", infra, func(context.Context, Deps) (func() error, error) {
+			t.Error("the service was started without its connections")
+			return func() error { return nil }, nil
+		}, quietLog())
+	}()
+	get := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "the internal endpoint answers", func() bool { code, _ := get("/healthz"); return code == http.StatusOK })
+	code, body := get("/readyz")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"nats":"connecting"`) || !strings.Contains(body, `"store":"connecting"`) ||
+		!strings.Contains(body, `"started":"starting"`) {
+		t.Fatalf("/readyz while dialling: %d %s", code, body)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("Run ended without an error, though it never connected")
 	}
 }
