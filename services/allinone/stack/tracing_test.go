@@ -157,6 +157,21 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	eventually(t, 10*time.Second, "the delivery's span joins the trace", func() bool {
 		return hasSpan(spans, eventTrace, "webhook delivery", trace.SpanKindClient)
 	})
+
+	// A ticket the QA worker raises from a conversation event is in the
+	// event's trace, under the request that ingested it.
+	const qaTrace = "99998888777766665555444433332222"
+	body := `{"event":"conversation_ended","data":{"conversation_id":"conv_traced","agent_id":"` + agent +
+		`","sentiment_analysis":{"overall_sentiment":"negative","sentiment_score":-0.8}}}`
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, body, "traceparent", "00-"+qaTrace+"-9999888877776666-01"); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the QA worker's span joins the trace", func() bool {
+		return hasSpan(spans, qaTrace, "qa ticket from conversation", trace.SpanKindConsumer)
+	})
+	if chain := ancestry(spans, qaTrace, "qa ticket from conversation"); len(chain) < 3 || chain[len(chain)-1] != "POST /v1/convai/events" {
+		t.Fatalf("the QA worker's span does not lead up to the ingesting request's: %q", chain)
+	}
 }
 
 // ancestry names the span called name of the trace and each recorded

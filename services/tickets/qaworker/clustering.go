@@ -16,7 +16,7 @@ import (
 // even before the read model's own follower does.
 func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error {
 	type agentKey struct{ ws, agent string }
-	seen := map[agentKey]context.Context{} // the trace of the ticket that asked, for log lines
+	seen := map[agentKey]string{} // the traceparent of the ticket that asked
 	var order []agentKey
 	for _, m := range batch {
 		ev, err := esproto.DecodeMsg(m)
@@ -34,17 +34,23 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 		if err := w.App.ReadModel.Put(ctx, meta.Sequence.Stream, t); err != nil {
 			return err
 		}
-		if k := (agentKey{t.WorkspaceId, t.AgentId}); seen[k] == nil {
-			seen[k] = traceOf(ctx, m)
+		k := agentKey{t.WorkspaceId, t.AgentId}
+		if _, asked := seen[k]; !asked {
+			seen[k] = traceparentOf(m)
 			order = append(order, k)
 		}
 	}
 	for _, k := range order {
-		if err := w.App.ClusterAgent(ctx, k.ws, k.agent); err != nil {
-			if !permanent(err) {
-				return err
+		err := inTrace(ctx, seen[k], "qa clustering", func(ctx context.Context) error {
+			err := w.App.ClusterAgent(ctx, k.ws, k.agent)
+			if permanent(err) {
+				w.Log.WarnContext(ctx, "qa worker: clustering skipped", "agent_id", k.agent, "err", err)
+				return nil
 			}
-			w.Log.WarnContext(seen[k], "qa worker: clustering skipped", "agent_id", k.agent, "err", err)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		w.handled.WithLabelValues("clustering", "clustered").Inc()
 	}

@@ -55,7 +55,11 @@ func (w *Worker) handlePlatform(ctx context.Context, batch []jetstream.Msg) erro
 			w.handled.WithLabelValues("platform", "skipped").Inc()
 			continue
 		}
-		if _, err := w.App.RaiseFromConversation(ctx, r); err != nil {
+		err := inTrace(ctx, traceparentOf(m), "qa ticket from conversation", func(ctx context.Context) error {
+			_, err := w.App.RaiseFromConversation(ctx, r)
+			return err
+		})
+		if err != nil {
 			if !permanent(err) {
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -28,7 +30,7 @@ const (
 // test, several tests at once.
 func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	groups := map[[3]string]*app.FailingTest{}
-	traces := map[[3]string]context.Context{} // a group's first run's trace, for log lines
+	traces := map[[3]string]string{} // a group's first run's traceparent
 	var order [][3]string
 	for _, m := range batch {
 		ev, err := esproto.DecodeMsg(m)
@@ -56,7 +58,7 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 		if g == nil {
 			g = &app.FailingTest{WorkspaceID: r.WorkspaceId, AgentID: inv.AgentId, TestID: r.TestId, TestName: testName(inv, r)}
 			groups[key] = g
-			traces[key] = traceOf(ctx, m)
+			traces[key] = traceparentOf(m)
 			order = append(order, key)
 		}
 		g.Failures = append(g.Failures, app.RunFailure{
@@ -66,17 +68,19 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(w.Parallel)
 	for _, key := range order {
-		g, traced := groups[key], traces[key]
+		g, tp := groups[key], traces[key]
 		eg.Go(func() error {
-			_, err := w.App.RecordTestFailures(ctx, *g)
-			if permanent(err) {
-				w.Log.WarnContext(traced, "qa worker: failed runs not ticketed", "agent_id", g.AgentID, "test_id", g.TestID, "err", err)
-				return nil
-			}
-			if err == nil {
-				w.handled.WithLabelValues("runs", "ticketed").Add(float64(len(g.Failures)))
-			}
-			return err
+			return inTrace(ctx, tp, "qa ticket from failed runs", func(ctx context.Context) error {
+				_, err := w.App.RecordTestFailures(ctx, *g)
+				if permanent(err) {
+					w.Log.WarnContext(ctx, "qa worker: failed runs not ticketed", "agent_id", g.AgentID, "test_id", g.TestID, "err", err)
+					return nil
+				}
+				if err == nil {
+					w.handled.WithLabelValues("runs", "ticketed").Add(float64(len(g.Failures)))
+				}
+				return err
+			})
 		})
 	}
 	return eg.Wait()
@@ -90,7 +94,24 @@ func (w *Worker) skip(source, why string, m jetstream.Msg, err error) {
 // traceOf is ctx carrying the trace m's traceparent names, so what is
 // logged about m names it.
 func traceOf(ctx context.Context, m jetstream.Msg) context.Context {
-	return tracing.Extract(ctx, m.Headers().Get(events.HeaderTraceparent))
+	return tracing.Extract(ctx, traceparentOf(m))
+}
+
+func traceparentOf(m jetstream.Msg) string { return m.Headers().Get(events.HeaderTraceparent) }
+
+// inTrace does what the worker does about a message (or a group of them)
+// as a consumer span of the trace that asked (traceparent), so the lines
+// it logs and the ticket events it appends continue that trace: a ticket
+// the worker raises is one trace with the event that caused it, on to
+// its webhook deliveries.
+func inTrace(ctx context.Context, traceparent, name string, do func(context.Context) error) error {
+	ctx, span := tracing.Start(ctx, traceparent, name, trace.SpanKindConsumer)
+	defer span.End()
+	err := do(tracing.WithRequestTrace(ctx, tracing.Traceparent(ctx)))
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
 }
 
 func testName(inv *testingv1.Invocation, r *testingv1.RunResult) string {
