@@ -14,20 +14,24 @@ type Kind string
 
 // The kinds.
 const (
-	Invalid         Kind = "invalid"         // the request is malformed as a whole (400); fields at fault are ValidationErrors (422)
-	Unauthenticated Kind = "unauthenticated" // no valid credentials (401)
-	Forbidden       Kind = "forbidden"       // the caller may not (403)
-	NotFound        Kind = "not_found"       // nothing has this id here (404)
-	Conflict        Kind = "conflict"        // the state forbids it, or it changed meanwhile (409)
-	TooLarge        Kind = "too_large"       // the request is too big (413)
-	Unsupported     Kind = "unsupported"     // a representation not offered (406, 415)
-	RateLimited     Kind = "rate_limited"    // too many requests (429)
-	Unavailable     Kind = "unavailable"     // a dependency is briefly unavailable; retry (503)
-	Internal        Kind = "internal"        // a bug or an unexpected failure (500)
+	Invalid         Kind = "invalid"          // the request is malformed as a whole (400); fields at fault are ValidationErrors (422)
+	Unauthenticated Kind = "unauthenticated"  // no valid credentials (401)
+	Forbidden       Kind = "forbidden"        // the caller may not (403)
+	NotFound        Kind = "not_found"        // nothing has this id here (404)
+	Conflict        Kind = "conflict"         // the state forbids it, or it changed meanwhile (409)
+	TooLarge        Kind = "too_large"        // the request is too big (413)
+	Unsupported     Kind = "unsupported"      // a representation not offered (406, 415)
+	WrongMethod     Kind = "wrong_method"     // the route exists, not for this method (405)
+	RateLimited     Kind = "rate_limited"     // too many requests (429)
+	Unavailable     Kind = "unavailable"      // a dependency is briefly unavailable; retry (503)
+	Internal        Kind = "internal"         // a bug or an unexpected failure (500)
+	Upstream        Kind = "upstream"         // a service behind the edge failed or answered nonsense (502)
+	UpstreamTimeout Kind = "upstream_timeout" // a service behind the edge did not answer in time (504)
 )
 
 // Kinds are every kind, for the edge's mapping and its test.
-var Kinds = []Kind{Invalid, Unauthenticated, Forbidden, NotFound, Conflict, TooLarge, Unsupported, RateLimited, Unavailable, Internal}
+var Kinds = []Kind{Invalid, Unauthenticated, Forbidden, NotFound, Conflict, TooLarge, Unsupported, WrongMethod, RateLimited, Unavailable,
+	Internal, Upstream, UpstreamTimeout}
 
 // Error is an application error: its kind, a stable status identifier
 // (e.g. "agent_not_found") and a customer-facing message.

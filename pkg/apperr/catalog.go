@@ -33,6 +33,30 @@ func RouteNotFound(method, path string) *Error {
 	return NotFoundError("route_not_found", "No route matches "+method+" "+path+".")
 }
 
+// MethodNotAllowed answers a method a route does not take.
+func MethodNotAllowed(method, path string) *Error {
+	return New(WrongMethod, "method_not_allowed", "Method "+method+" is not allowed on "+path+".")
+}
+
+// UpstreamTimedOut answers a request service did not answer in time.
+func UpstreamTimedOut(service string) *Error {
+	return New(UpstreamTimeout, "upstream_timeout", "The "+service+" service did not answer in time.")
+}
+
+// UpstreamUnreachable answers a request that could not be sent to service.
+func UpstreamUnreachable(service string) *Error {
+	return New(Upstream, "upstream_failure", "The "+service+" service could not be reached.")
+}
+
+// UpstreamMalformed answers a request service answered with malformed data.
+func UpstreamMalformed(service string) *Error {
+	return New(Upstream, "upstream_failure", "The "+service+" service answered malformed data.")
+}
+
+// ResponseAborted answers a request whose service failed while writing
+// its answer.
+var ResponseAborted = New(Upstream, "upstream_failure", "The service failed while writing its response.")
+
 // UpstreamUnavailable answers a request no replica of service listens for.
 func UpstreamUnavailable(service string) *Error {
 	return New(Unavailable, "service_unavailable", "The "+service+" service is not available; retry later.")
@@ -166,7 +190,9 @@ var (
 var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
 	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
-	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), UpstreamUnavailable("<service>"),
+	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
+	UpstreamUnavailable("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
+	UpstreamMalformed("<service>"), ResponseAborted,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
 	RateLimitExceeded(0, "<window>"),

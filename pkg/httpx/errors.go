@@ -29,9 +29,12 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Conflict:        http.StatusConflict,
 	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
 	apperr.Unsupported:     http.StatusNotAcceptable,
+	apperr.WrongMethod:     http.StatusMethodNotAllowed,
 	apperr.RateLimited:     http.StatusTooManyRequests,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
 	apperr.Internal:        http.StatusInternalServerError,
+	apperr.Upstream:        http.StatusBadGateway,
+	apperr.UpstreamTimeout: http.StatusGatewayTimeout,
 }
 
 // StatusOf is the HTTP status err is answered with.
@@ -84,13 +87,13 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
 		e = apperr.InternalError
 	}
-	WriteErrorStatus(w, r, StatusOf(e), e.Status, e.Message)
+	writeErrorStatus(w, r, StatusOf(e), e.Status, e.Message)
 }
 
-// WriteErrorStatus writes an application error body with the given codes.
+// writeErrorStatus writes an application error body with the given codes.
 // Every 503 tells the client when to retry (in a second, unless the
 // handler said otherwise): nothing was done, and a retry soon succeeds.
-func WriteErrorStatus(w http.ResponseWriter, r *http.Request, httpStatus int, status, message string) {
+func writeErrorStatus(w http.ResponseWriter, r *http.Request, httpStatus int, status, message string) {
 	if httpStatus == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
@@ -118,7 +121,7 @@ func NotFoundHandler() http.Handler {
 // MethodNotAllowedHandler answers a known path with an unsupported method.
 func MethodNotAllowedHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		WriteErrorStatus(w, r, http.StatusMethodNotAllowed, "method_not_allowed", "Method "+clip(r.Method)+" is not allowed on "+clip(r.URL.Path)+".")
+		WriteError(w, r, apperr.MethodNotAllowed(clip(r.Method), clip(r.URL.Path)))
 	})
 }
 

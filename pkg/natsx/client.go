@@ -77,17 +77,16 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 		httpx.WriteError(w, r, apperr.UpstreamUnavailable(service))
 		return
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
-		httpx.WriteErrorStatus(w, r, http.StatusGatewayTimeout, "upstream_timeout",
-			"The "+service+" service did not answer in time.")
+		httpx.WriteError(w, r, apperr.UpstreamTimedOut(service))
 		return
 	case err != nil:
 		httpx.LoggerFrom(r.Context()).Error("forward failed", "upstream", service, "err", err)
-		httpx.WriteErrorStatus(w, r, http.StatusBadGateway, "upstream_failure", "The "+service+" service could not be reached.")
+		httpx.WriteError(w, r, apperr.UpstreamUnreachable(service))
 		return
 	}
 	status, err := strconv.Atoi(reply.Header.Get(hdrStatus))
 	if err != nil || status < 100 || status > 599 {
-		httpx.WriteErrorStatus(w, r, http.StatusBadGateway, "upstream_failure", "The "+service+" service answered malformed data.")
+		httpx.WriteError(w, r, apperr.UpstreamMalformed(service))
 		return
 	}
 	for k, vs := range reply.Header {

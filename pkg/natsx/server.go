@@ -2,6 +2,7 @@ package natsx
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -9,6 +10,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // MaxConcurrent bounds the requests one service process handles at once.
@@ -160,8 +164,9 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 // abort tells the caller the response is cut short.
 func (r *recorder) abort() {
 	if r.stream == nil {
-		respond(r.req, http.StatusBadGateway, http.Header{"Content-Type": {"application/json"}},
-			[]byte(`{"detail":{"status":"upstream_failure","message":"The service failed while writing its response.","request_id":null}}`))
+		body, _ := json.Marshal(map[string]any{"detail": map[string]any{
+			"status": apperr.ResponseAborted.Status, "message": apperr.ResponseAborted.Message, "request_id": nil}})
+		respond(r.req, httpx.StatusOf(apperr.ResponseAborted), http.Header{"Content-Type": {"application/json"}}, body)
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
