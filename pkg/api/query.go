@@ -1,8 +1,6 @@
 package api
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -142,21 +140,7 @@ func queryOf(op Operation) (*compiledQuery, error) {
 		}
 		cq.params = append(cq.params, param)
 	}
-	raw, err := json.Marshal(map[string]any{"type": "object", "properties": properties})
-	if err != nil {
-		return nil, err
-	}
-	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	url := "mem:///query/" + op.Name + ".json"
-	if err := c.AddResource(url, value); err != nil {
-		return nil, err
-	}
-	if cq.schema, err = c.Compile(url); err != nil {
+	if cq.schema, err = compile("mem:///query/"+op.Name+".json", map[string]any{"type": "object", "properties": properties}); err != nil {
 		return nil, err
 	}
 	querySchemas.Store(op.Name, cq)

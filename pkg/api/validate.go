@@ -48,6 +48,16 @@ func requestSchema(name string) (*jsonschema.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
+	s, err := compile("mem:///schemas/"+name+".json", doc)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	compiled.Store(name, s)
+	return s, nil
+}
+
+// compile compiles a resolved schema (JSON Schema 2020-12), known as url.
+func compile(url string, doc any) (*jsonschema.Schema, error) {
 	// The compiler wants the document as its own decoder makes it.
 	raw, err := json.Marshal(doc)
 	if err != nil {
@@ -59,16 +69,10 @@ func requestSchema(name string) (*jsonschema.Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	url := "mem:///schemas/" + name + ".json"
 	if err := c.AddResource(url, value); err != nil {
 		return nil, err
 	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("schema %s: %w", name, err)
-	}
-	compiled.Store(name, s)
-	return s, nil
+	return c.Compile(url)
 }
 
 // CheckBody checks r's JSON body against op's request schema and leaves
