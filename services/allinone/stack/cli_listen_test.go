@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -56,7 +57,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr testenv.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"webhooks", "listen", "--forward-to", rcv.URL + "/hook", "--event", "call_started", "--secret", secret,

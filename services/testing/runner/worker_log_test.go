@@ -1,17 +1,14 @@
 package runner_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -25,23 +22,12 @@ import (
 )
 
 // logSink is a log the test reads while the worker writes.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+type logSink struct{ testenv.LogBuffer }
 
 // lines are the JSON lines logged so far whose msg starts with prefix.
 func (s *logSink) lines(t *testing.T, prefix string) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for _, l := range strings.Split(strings.TrimSpace(s.b.String()), "\n") {
+	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
 		var line map[string]any
 		if l == "" {
 			continue
@@ -59,17 +45,9 @@ func (s *logSink) lines(t *testing.T, prefix string) []map[string]any {
 // What the runner logs about a job names the trace of the request that
 // invoked it: the traceparent the job message carries.
 func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, js := testingStreams(t)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := app.EnsureStreams(ctx, js, 1); err != nil {
-		t.Fatal(err)
-	}
 	logs := &logSink{}
 	log := obs.NewLogger(logs, slog.LevelInfo, "testing-runner")
 	w := &runner.Worker{App: app.New(js, nil, log), Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 1,

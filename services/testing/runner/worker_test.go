@@ -28,17 +28,9 @@ import (
 // ever: after MaxAttempts deliveries its run is recorded failed, with the
 // reason, and the job leaves the queue.
 func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, js := testingStreams(t)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if err := app.EnsureStreams(ctx, js, 1); err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	w := &runner.Worker{App: app.New(js, nil, log), Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2,
 		Log: log, MaxAttempts: 3, RetryDelay: 10 * time.Millisecond}
@@ -99,17 +91,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 // job queued yet.
 func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
 	t.Helper()
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := app.EnsureStreams(ctx, js, 1); err != nil {
-		t.Fatal(err)
-	}
+	ctx, js := testingStreams(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	a := app.New(js, nil, log)
 	const ws = "ws_1"
@@ -275,4 +257,22 @@ func must(subject string, err error) string {
 		panic(err)
 	}
 	return subject
+}
+
+// testingStreams are the testing service's streams on a NATS server of
+// the test's own, and a context that ends with the test.
+func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(testenv.StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := app.EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, js
 }
