@@ -60,32 +60,38 @@ func CheckQuery(r *http.Request, op Operation) error {
 			continue
 		}
 		items := make([]any, 0, len(values))
+		parsed := true
 		for i, s := range values {
 			v, fe := queryValue(p.typ, s, p.name, i)
 			if fe != nil {
 				errs = append(errs, *fe)
+				parsed = false
 				continue
 			}
 			items = append(items, v)
 		}
-		instance[p.name] = items
+		if parsed { // else its items' indexes would shift
+			instance[p.name] = items
+		}
 	}
-	if len(errs) > 0 {
-		return errs
-	}
+	// What parsed is checked too: one 422 names every wrong parameter.
 	err = cq.schema.Validate(instance)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
-		// In the order the operation lists its parameters, whatever
-		// order the validator met them in.
-		errs = fieldErrors(verr, "query")
-		order := func(fe apperr.FieldError) int {
-			return slices.IndexFunc(cq.params, func(p queryParam) bool { return len(fe.Loc) > 1 && fe.Loc[1] == p.name })
-		}
-		slices.SortStableFunc(errs, func(a, b apperr.FieldError) int { return order(a) - order(b) })
-		return errs
+		errs = append(errs, fieldErrors(verr, "query")...)
+	} else if err != nil {
+		return err
 	}
-	return err
+	if len(errs) == 0 {
+		return nil
+	}
+	// In the order the operation lists its parameters, whatever order
+	// the validator met them in.
+	order := func(fe apperr.FieldError) int {
+		return slices.IndexFunc(cq.params, func(p queryParam) bool { return len(fe.Loc) > 1 && fe.Loc[1] == p.name })
+	}
+	slices.SortStableFunc(errs, func(a, b apperr.FieldError) int { return order(a) - order(b) })
+	return errs
 }
 
 // queryValue is a query string as the JSON value its schema's type

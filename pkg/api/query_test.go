@@ -21,6 +21,9 @@ func TestCheckQueryAnswersEveryWrongParameter(t *testing.T) {
 		{WebhookLogs, "limit=101", []string{"[query limit] less_than_equal"}},
 		{WebhookLogs, "limit=0&status=ok", []string{"[query limit] greater_than_equal", "[query status] enum"}},
 		{WebhookLogs, "limit=ten", []string{"[query limit] int_parsing"}},
+		{WebhookLogs, "limit=ten&status=ok&event=nope", []string{"[query limit] int_parsing", "[query event] enum", "[query status] enum"}},
+		{WebhookLogs, "end_time=0", []string{"[query end_time] greater_than_equal"}}, // not "before 1970": every attempt
+		{ListInvocations, "start_time=0&end_time=1700000000000", nil},
 		{WebhookLogs, "event=nope", []string{"[query event] enum"}},
 		{WebhookLogs, "limit=&status=", nil}, // empty is absent
 		{ListTickets, "page_size=100&status=open&sources=qa&sources=manual&sort_by=priority", nil},
@@ -28,6 +31,7 @@ func TestCheckQueryAnswersEveryWrongParameter(t *testing.T) {
 		{ListTickets, "status=pending", []string{"[query status] enum"}},
 		{ListTickets, "sources=qa&sources=robot", []string{"[query sources 1] enum"}},
 		{ListTests, "include_folders=maybe", []string{"[query include_folders] bool_parsing"}},
+		{ListTests, "page_size=x&sort_mode=bad&types=robot", []string{"[query page_size] int_parsing", "[query sort_mode] enum", "[query types 0] enum"}},
 		{ListTests, "include_folders=true&types=llm&types=folder", nil},
 		{ListTests, "undocumented=anything", nil},
 	} {

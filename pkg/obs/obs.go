@@ -94,7 +94,7 @@ func ListenMetrics(addr string) (net.Listener, error) {
 // and /readyz on addr until ctx ends, logging the address it listens on.
 // An empty addr or MetricsOff disables the endpoint. The address is
 // internal (loopback by default): none of it is meant for the public.
-func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, probes Probes, log *slog.Logger) error {
+func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, probes ProbeHandlers, log *slog.Logger) error {
 	ln, err := ListenMetrics(addr)
 	if err != nil {
 		return err
@@ -104,7 +104,7 @@ func ServeMetrics(ctx context.Context, addr string, reg *prometheus.Registry, pr
 
 // ServeMetricsOn is ServeMetrics on a listener ListenMetrics bound (nil:
 // returns at once). It returns once ctx has ended and ln is closed.
-func ServeMetricsOn(ctx context.Context, ln net.Listener, reg *prometheus.Registry, probes Probes, log *slog.Logger) error {
+func ServeMetricsOn(ctx context.Context, ln net.Listener, reg *prometheus.Registry, probes ProbeHandlers, log *slog.Logger) error {
 	if ln == nil {
 		return nil
 	}

@@ -138,3 +138,24 @@ func TestLoggerTruncatesLongValues(t *testing.T) {
 		t.Errorf("key service repeated: %s", buf.String()[:80])
 	}
 }
+
+// Probes served before a process has its checks answer alive and not
+// ready, then what the checks say.
+func TestLaterProbesAnswerWhileStarting(t *testing.T) {
+	var later Later
+	answer := func(h http.Handler) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := answer(later.LiveHandler()); code != http.StatusOK {
+		t.Fatalf("/healthz while starting: %d", code)
+	}
+	if code, body := answer(later.ReadyHandler()); code != http.StatusServiceUnavailable || !strings.Contains(body, `"started":"starting"`) {
+		t.Fatalf("/readyz while starting: %d %s", code, body)
+	}
+	later.Set(Probes{Ready: map[string]Check{"store": func(context.Context) error { return nil }}})
+	if code, body := answer(later.ReadyHandler()); code != http.StatusOK || !strings.Contains(body, `"store":"ok"`) {
+		t.Fatalf("/readyz once started: %d %s", code, body)
+	}
+}

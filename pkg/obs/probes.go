@@ -4,8 +4,45 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
+
+// ProbeHandlers answer /healthz and /readyz.
+type ProbeHandlers interface {
+	LiveHandler() http.Handler
+	ReadyHandler() http.Handler
+}
+
+// Later are the probes of a process that serves them before its checks
+// exist (while it starts): alive, and not ready ("started": "starting"),
+// until Set hands them the checks.
+type Later struct{ probes atomic.Pointer[Probes] }
+
+// Set makes p the probes answered from now on.
+func (l *Later) Set(p Probes) { l.probes.Store(&p) }
+
+// LiveHandler answers /healthz: alive while starting.
+func (l *Later) LiveHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := l.probes.Load(); p != nil {
+			p.LiveHandler().ServeHTTP(w, r)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
+	})
+}
+
+// ReadyHandler answers /readyz: not ready while starting.
+func (l *Later) ReadyHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := l.probes.Load(); p != nil {
+			p.ReadyHandler().ServeHTTP(w, r)
+			return
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "checks": map[string]string{"started": "starting"}})
+	})
+}
 
 // Check is one named health check: nil means healthy.
 type Check func(context.Context) error

@@ -35,6 +35,9 @@ type Ticket struct {
 	AssigneeUserID     *string       `json:"assignee_user_id"`
 	CreatedAtUnixSecs  int64         `json:"created_at_unix_secs"`
 	UpdatedAtUnixSecs  int64         `json:"updated_at_unix_secs"`
+	// DeletedAtUnixSecs is set on a deleted ticket only, which the API
+	// never answers: a ticket_deleted event carries it.
+	DeletedAtUnixSecs *int64 `json:"deleted_at_unix_secs,omitempty"`
 	// TestFailures (an extension) links the ticket the QA worker keeps for
 	// a failing test to its failed runs; absent on other tickets.
 	TestFailures *TestFailures `json:"test_failures,omitempty"`
@@ -93,7 +96,8 @@ func TicketOf(t *ticketsv1.Ticket) Ticket {
 		ConversationIDs: orEmpty(t.ConversationIds), FirstSeenUnixSecs: t.FirstSeenUnixSecs, LastSeenUnixSecs: t.LastSeenUnixSecs,
 		QAComment: t.QaComment, Status: t.Status, Priority: orNil(t.Priority), MergedIntoTicketID: t.MergedIntoTicketId,
 		Source: t.Source, AssigneeUserID: t.AssigneeUserId, CreatedAtUnixSecs: t.CreatedAtUnixSecs, UpdatedAtUnixSecs: t.UpdatedAtUnixSecs,
-		TicketComments: make([]Comment, 0, len(t.TicketComments)), TurnComments: make([]TurnComment, 0, len(t.TurnComments)),
+		DeletedAtUnixSecs: t.DeletedAtUnixSecs,
+		TicketComments:    make([]Comment, 0, len(t.TicketComments)), TurnComments: make([]TurnComment, 0, len(t.TurnComments)),
 		StatusChanges: make([]Status, 0, len(t.StatusChanges)), PriorityChanges: make([]Priority, 0, len(t.PriorityChanges)),
 	}
 	for _, c := range t.TicketComments {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
@@ -14,6 +16,8 @@ import (
 func TestTicketOfAnswersTheDocumentsShape(t *testing.T) {
 	for name, ticket := range map[string]*ticketsv1.Ticket{
 		"bare": {TicketId: "tkt_1", WorkspaceId: "ws_1", AgentId: "agent_1", OwnerUserId: "u_1", Status: "open", Source: "manual", CreatedAtUnixSecs: 1, UpdatedAtUnixSecs: 1},
+		"deleted": {TicketId: "tkt_3", WorkspaceId: "ws_1", AgentId: "agent_1", OwnerUserId: "u_1", Status: "open", Source: "manual",
+			CreatedAtUnixSecs: 1, UpdatedAtUnixSecs: 2, DeletedAtUnixSecs: proto.Int64(2)},
 		"full": {TicketId: "tkt_2", WorkspaceId: "ws_1", AgentId: "agent_1", OwnerUserId: "u_1", Status: "merged", Source: "qa",
 			IssueType: "knowledge_gap", Priority: "high", Labels: []string{"billing"}, ConversationIds: []string{"conv_1"},
 			TicketComments:  []*ticketsv1.Comment{{Comment: "again", CreatedAtUnixSecs: 2}},

@@ -83,22 +83,22 @@ func serveOnce(parent context.Context, c stack.Config, log *slog.Logger, first b
 	if err != nil {
 		return err
 	}
+	// /healthz and /readyz answer while the stack starts: alive, not ready.
 	reg := obs.NewRegistry()
-	s, err := stack.Start(ctx, c, log, reg)
-	if err != nil {
-		if ln != nil {
-			ln.Close()
-		}
-		return err
-	}
+	probes := &obs.Later{}
 	metricsDone := make(chan struct{})
-	defer func() { cancel(); <-metricsDone }()
+	defer func() { cancel(); <-metricsDone }() // a restart binds the address again
 	go func() {
 		defer close(metricsDone)
-		if err := obs.ServeMetricsOn(ctx, ln, reg, s.Probes(), log); err != nil {
+		if err := obs.ServeMetricsOn(ctx, ln, reg, probes, log); err != nil {
 			log.Error("metrics endpoint failed", "addr", c.MetricsAddr, "err", err)
 		}
 	}()
+	s, err := stack.Start(ctx, c, log, reg)
+	if err != nil {
+		return err
+	}
+	probes.Set(s.Probes())
 	if s.AdminKey != "" {
 		fmt.Printf("\nAdmin API key (shown once, also written to %s):\n\n    %s\n\n", s.KeyFile, s.AdminKey)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 )
@@ -20,7 +21,11 @@ func TestServeRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
 	}
 	defer taken.Close()
 	addr := taken.Addr().String()
-	err = serveOnce(context.Background(), stack.Config{MetricsAddr: addr, DataDir: t.TempDir()}, slog.New(slog.DiscardHandler), true)
+	// Were the address not refused, the whole stack would start and serve
+	// until this context ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err = serveOnce(ctx, stack.Config{MetricsAddr: addr, DataDir: t.TempDir()}, slog.New(slog.DiscardHandler), true)
 	if err == nil || !strings.Contains(err.Error(), "VOICEAI_METRICS_ADDR") || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("serve with %s taken = %v, want an error naming VOICEAI_METRICS_ADDR and the address", addr, err)
 	}

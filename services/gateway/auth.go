@@ -58,7 +58,11 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			key, status = g.keys.Authenticate(secret, g.now())
 		}
 		if status != keycache.Valid {
-			g.deny(w, r, authFailures[status])
+			refusal, ok := authFailures[status]
+			if !ok {
+				refusal = apperr.InvalidAPIKey // a status this gateway does not name
+			}
+			g.deny(w, r, refusal)
 			return
 		}
 		httpx.NoteCaller(r.Context(), key.WorkspaceID, key.ID) // the log line names the key, refused or not
