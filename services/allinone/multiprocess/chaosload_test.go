@@ -54,7 +54,7 @@ type ack struct {
 
 // failure is an attempt a client must retry.
 type failure struct {
-	at         time.Time
+	began, at  time.Time // the attempt was sent, and given up or refused
 	code       int // 0: no answer (refused, reset, or none within 5 s)
 	retryAfter bool
 }
@@ -91,6 +91,7 @@ func startLoad(name string, pace time.Duration, lb *balancer, try attempt) *load
 					return
 				default:
 				}
+				began := time.Now()
 				id, r := try(lb.next(), key)
 				if id != "" {
 					l.record(ack{key: key, id: id, at: time.Now()})
@@ -102,7 +103,7 @@ func startLoad(name string, pace time.Duration, lb *balancer, try attempt) *load
 					l.mu.Unlock()
 					break
 				}
-				l.fail(failure{at: time.Now(), code: r.code, retryAfter: r.header.Get("Retry-After") != ""})
+				l.fail(failure{began: began, at: time.Now(), code: r.code, retryAfter: r.header.Get("Retry-After") != ""})
 				time.Sleep(20 * time.Millisecond) // a client's back-off before retrying
 			}
 			select {
@@ -157,13 +158,14 @@ func (l *load) stop() {
 	<-l.stopped
 }
 
-// errorWindow is the time from the first failed attempt to the last (0
-// when one or none failed).
+// errorWindow is the time clients saw failing: from the sending of the
+// first failed attempt to the end of the last (0 when none failed). A
+// request that waited out the client's patience counts for all its wait.
 func errorWindow(fails []failure) time.Duration {
-	if len(fails) < 2 {
+	if len(fails) == 0 {
 		return 0
 	}
-	return fails[len(fails)-1].at.Sub(fails[0].at)
+	return fails[len(fails)-1].at.Sub(fails[0].began)
 }
 
 // quietRequest is one client request with a 5 s patience and the admin
