@@ -55,7 +55,7 @@ type ack struct {
 // failure is an attempt a client must retry.
 type failure struct {
 	began, at  time.Time // the attempt was sent, and given up or refused
-	code       int // 0: no answer (refused, reset, or none within 5 s)
+	code       int       // 0: no answer (refused, reset, or none within 5 s)
 	retryAfter bool
 }
 
