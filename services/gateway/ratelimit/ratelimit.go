@@ -1,8 +1,11 @@
 // Package ratelimit enforces per-key fixed-window limits shared by every
 // gateway replica. Each window is a JetStream counter subject (NATS 2.12
-// message counters): one atomic increment per request answers the new
-// count, so replicas agree exactly without compare-and-set loops. A
-// refused request is decremented again, so only admitted requests count.
+// message counters): an atomic increment answers the new count, so
+// replicas agree exactly without compare-and-set loops. Near a key's
+// limit every request is one increment per window, and a refused request
+// is given back, so only admitted requests count; far from it a replica
+// claims a few requests at once (see leases), so a busy key costs a
+// replicated write per many requests, not two per request.
 package ratelimit
 
 import (
@@ -10,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -72,6 +77,8 @@ type Limiter struct {
 	js       jetstream.JetStream
 	replicas int
 	Now      func() time.Time
+	keys     sync.Map // key -> *leases
+	claims   atomic.Int64 // counter changes sent (the cost leases save)
 }
 
 // New ensures the counter stream exists and returns a limiter on it.
@@ -112,38 +119,174 @@ func (l *Limiter) Ready(ctx context.Context) error {
 	return err
 }
 
+// Leases. Counting every request on the shared counter costs a replicated
+// write per window per request. A key with many requests left in a window
+// has its replica take several at once (a lease, up to maxLease, at most
+// a 64th of what is left) and spend them locally; within leaseFloor of its
+// limit, every request is counted on the counter again, so the limit
+// holds exactly where it matters. The counter never passes the limit: a
+// claim that would is given back beyond it. Slots a replica holds and
+// stops using go back to the counter after leaseIdle, so another replica
+// may refuse a request early by at most those, for at most that long.
+const (
+	leaseFloor = 1024
+	maxLease   = 64
+	leaseIdle  = time.Second
+)
+
+// lease is what one replica holds of one key's window.
+type lease struct {
+	reset     time.Time // the window it belongs to
+	held      int64     // slots claimed from the counter and not yet spent
+	seen      int64     // the counter after this replica's last claim
+	size      int64     // the last claim's size
+	lastClaim time.Time
+}
+
+// leases are one key's, in this replica.
+type leases struct {
+	mu       sync.Mutex
+	windows  [2]lease // minute, hour
+	lastUse  time.Time
+	releaser *time.Timer
+}
+
+// claimSize is how many slots to claim of a window with limit: 1 near the
+// limit; else twice the last when the last claim was spent quickly, half
+// when slowly.
+func (w *lease) claimSize(limit int64, now time.Time) int64 {
+	left := limit - w.seen
+	if left < leaseFloor {
+		return 1
+	}
+	size := max(w.size/2, 1)
+	if !w.lastClaim.IsZero() && now.Sub(w.lastClaim) < leaseIdle/4 {
+		size = w.size * 2
+	}
+	return min(max(size, 1), maxLease, left/64)
+}
+
 // Allow counts one request of key against lim and says whether it may pass.
 func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, error) {
 	now := l.Now()
-	minute := window("minute", now, time.Minute, lim.PerMinute)
-	hour := window("hour", now, time.Hour, lim.PerHour)
-	mSubj := subject(key, minute)
-	hSubj := subject(key, hour)
+	wins := [2]Window{window("minute", now, time.Minute, lim.PerMinute), window("hour", now, time.Hour, lim.PerHour)}
+	limits := [2]int64{lim.PerMinute, lim.PerHour}
+	v, _ := l.keys.LoadOrStore(key, &leases{})
+	k := v.(*leases)
+	k.mu.Lock()
+	defer k.mu.Unlock()
 
-	counts, err := l.incr(ctx, 1, mSubj, hSubj)
-	if errors.Is(err, jetstream.ErrNoStreamResponse) && l.ensure(ctx) == nil {
-		// Nothing stored the counts: the memory stream went with a server
-		// restart. It is made again, and the request counted once.
-		counts, err = l.incr(ctx, 1, mSubj, hSubj)
-	}
-	if err != nil {
-		return Decision{}, err
-	}
-	minute.Remaining = lim.PerMinute - counts[0]
-	hour.Remaining = lim.PerHour - counts[1]
-	d := Decision{Allowed: minute.Remaining >= 0 && hour.Remaining >= 0, Minute: minute, Hour: hour}
-	if !d.Allowed {
-		// Give the refused request back, so it does not eat the quota of
-		// the other window (a client blocked for a minute keeps its hour).
-		if _, err := l.incr(ctx, -1, mSubj, hSubj); err != nil {
-			return d, err
+	var claims []claim
+	for i := range wins {
+		w := &k.windows[i]
+		if !w.reset.Equal(wins[i].Reset) {
+			*w = lease{reset: wins[i].Reset} // a new window; what was held of the last one lapses with it
 		}
-		d.Minute.Remaining++
-		d.Hour.Remaining++
+		if w.held == 0 {
+			claims = append(claims, claim{window: i, subject: subject(key, wins[i]), size: w.claimSize(limits[i], now)})
+		}
 	}
-	d.Minute.Remaining = max(d.Minute.Remaining, 0)
-	d.Hour.Remaining = max(d.Hour.Remaining, 0)
+	if len(claims) > 0 {
+		if err := l.claim(ctx, claims); err != nil {
+			return Decision{}, err
+		}
+	}
+	grants := make([]int64, len(claims))
+	for j, c := range claims {
+		w := &k.windows[c.window]
+		grants[j] = max(c.size-max(c.total-limits[c.window], 0), 0) // never past the limit
+		w.held += grants[j]
+		w.seen = c.total - (c.size - grants[j])
+		w.size, w.lastClaim = c.size, now
+	}
+	allowed := k.windows[0].held > 0 && k.windows[1].held > 0
+	var giveBack []claim
+	for j, c := range claims {
+		excess := c.size - grants[j]
+		if !allowed {
+			// Refused (by this window or the other): what this request
+			// claimed goes back, so it eats no quota (a client blocked for
+			// a minute keeps its hour).
+			excess = c.size
+			w := &k.windows[c.window]
+			w.held -= grants[j]
+			w.seen -= grants[j]
+		}
+		if excess > 0 {
+			giveBack = append(giveBack, claim{subject: c.subject, size: -excess})
+		}
+	}
+	if len(giveBack) > 0 {
+		if err := l.claim(ctx, giveBack); err != nil {
+			return Decision{}, err
+		}
+	}
+	if allowed {
+		for i := range wins {
+			k.windows[i].held--
+		}
+		k.lastUse = time.Now()
+		l.releaseWhenIdle(key, k)
+	}
+	d := Decision{Allowed: allowed, Minute: wins[0], Hour: wins[1]}
+	for i, w := range []*Window{&d.Minute, &d.Hour} {
+		w.Remaining = max(limits[i]-(k.windows[i].seen-k.windows[i].held), 0)
+	}
 	return d, nil
+}
+
+// claim is one change of a window's counter.
+type claim struct {
+	window  int
+	subject string
+	size    int64 // added to the counter (negative: given back)
+	total   int64 // the counter after it
+}
+
+// claim applies each change, pipelined, and fills in the totals. A stream
+// gone with its server's restart is made again, and the changes made once.
+func (l *Limiter) claim(ctx context.Context, claims []claim) error {
+	err := l.incr(ctx, claims)
+	if errors.Is(err, jetstream.ErrNoStreamResponse) && l.ensure(ctx) == nil {
+		err = l.incr(ctx, claims)
+	}
+	return err
+}
+
+// releaseWhenIdle gives the slots key holds back to the counters once it
+// has had no request for leaseIdle, so other replicas may use them. The
+// caller holds k.mu.
+func (l *Limiter) releaseWhenIdle(key string, k *leases) {
+	if k.windows[0].held == 0 && k.windows[1].held == 0 {
+		return
+	}
+	if k.releaser != nil {
+		return // armed; it looks at lastUse when it fires
+	}
+	var release func()
+	release = func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if idle := time.Since(k.lastUse); idle < leaseIdle {
+			k.releaser = time.AfterFunc(leaseIdle-idle, release)
+			return
+		}
+		k.releaser = nil
+		var back []claim
+		for i := range k.windows {
+			w := &k.windows[i]
+			if w.held > 0 {
+				names := [2]string{"minute", "hour"}
+				back = append(back, claim{subject: subject(key, Window{Name: names[i], Reset: w.reset}), size: -w.held})
+				w.seen -= w.held
+				w.held = 0
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = l.claim(ctx, back) // unreturned, they lapse with their window
+	}
+	k.releaser = time.AfterFunc(leaseIdle, release)
 }
 
 func window(name string, now time.Time, size time.Duration, limit int64) Window {
@@ -155,33 +298,33 @@ func subject(key string, w Window) string {
 	return subjectPrefix + key + "." + w.Name[:1] + "." + strconv.FormatInt(w.Reset.Unix(), 10)
 }
 
-// incr adds delta to each subject's counter, pipelined, and returns the
-// new values in order.
-func (l *Limiter) incr(ctx context.Context, delta int, subjects ...string) ([]int64, error) {
-	futures := make([]jetstream.PubAckFuture, len(subjects))
-	for i, s := range subjects {
-		msg := nats.NewMsg(s)
-		msg.Header.Set("Nats-Incr", strconv.Itoa(delta))
+// incr adds each claim's size to its subject's counter, pipelined, and
+// records the new totals.
+func (l *Limiter) incr(ctx context.Context, claims []claim) error {
+	l.claims.Add(int64(len(claims)))
+	futures := make([]jetstream.PubAckFuture, len(claims))
+	for i, c := range claims {
+		msg := nats.NewMsg(c.subject)
+		msg.Header.Set("Nats-Incr", strconv.FormatInt(c.size, 10))
 		f, err := l.js.PublishMsgAsync(msg)
 		if err != nil {
-			return nil, fmt.Errorf("rate limit counter: %w", err)
+			return fmt.Errorf("rate limit counter: %w", err)
 		}
 		futures[i] = f
 	}
-	out := make([]int64, len(subjects))
 	for i, f := range futures {
 		select {
 		case ack := <-f.Ok():
 			v, err := strconv.ParseInt(ack.Value, 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("rate limit counter %s: value %q", subjects[i], ack.Value)
+				return fmt.Errorf("rate limit counter %s: value %q", claims[i].subject, ack.Value)
 			}
-			out[i] = v
+			claims[i].total = v
 		case err := <-f.Err():
-			return nil, fmt.Errorf("rate limit counter: %w", err)
+			return fmt.Errorf("rate limit counter: %w", err)
 		case <-ctx.Done():
-			return nil, errors.Join(errors.New("rate limit counter: no answer"), ctx.Err())
+			return errors.Join(errors.New("rate limit counter: no answer"), ctx.Err())
 		}
 	}
-	return out, nil
+	return nil
 }

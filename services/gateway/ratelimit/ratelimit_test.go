@@ -144,3 +144,78 @@ func TestLocalCountsEachWindowAndForgetsPastOnes(t *testing.T) {
 		t.Fatalf("a new hour: %+v", d)
 	}
 }
+
+// A busy key is counted in leases: two replicas admit at most its limit
+// (all of it, give or take what a replica holds when its traffic stops),
+// and far from the limit a small fraction of the counter writes that
+// counting each request would take (two: minute and hour).
+func TestLeasesKeepTheLimitWithFewWrites(t *testing.T) {
+	url := testenv.StartNATS(t)
+	now := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	burst := func(key string, lim Limits, each int) (allowed, writes int64) {
+		a, b := newLimiter(t, url, now), newLimiter(t, url, now)
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		for _, l := range []*Limiter{a, b} {
+			for range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						d, err := l.Allow(context.Background(), key, lim)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if d.Allowed {
+							n.Add(1)
+						}
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		return n.Load(), a.claims.Load() + b.claims.Load()
+	}
+	if allowed, _ := burst("at-the-limit", Limits{PerMinute: 5000, PerHour: 1_000_000}, 750); allowed > 5000 || allowed < 5000-2*maxLease {
+		t.Fatalf("allowed %d of 6000 with a limit of 5000", allowed)
+	}
+	allowed, writes := burst("far-from-it", Limits{PerMinute: 1_000_000, PerHour: 10_000_000}, 1000)
+	if allowed != 8000 || writes > 8000/10 {
+		t.Fatalf("allowed %d of 8000, in %d counter writes", allowed, writes)
+	}
+}
+
+// Slots a replica holds and stops using go back to the counter, so the
+// other replica sees what was really used.
+func TestIdleLeasesGoBack(t *testing.T) {
+	url := testenv.StartNATS(t)
+	now := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	a, b := newLimiter(t, url, now), newLimiter(t, url, now)
+	lim := Limits{PerMinute: 100_000, PerHour: 1_000_000}
+	for range 200 {
+		if d, err := a.Allow(context.Background(), "k", lim); err != nil || !d.Allowed {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	// Each request of b, from a fresh state, claims one slot: the count it
+	// is answered with is what a used and still holds, plus b's own.
+	heldByA := func(i int64) int64 {
+		b.keys.Delete("k")
+		d, err := b.Allow(context.Background(), "k", lim)
+		if err != nil || !d.Allowed {
+			t.Fatalf("%+v %v", d, err)
+		}
+		return lim.PerMinute - d.Minute.Remaining - 200 - i
+	}
+	if held := heldByA(1); held <= 0 {
+		t.Fatalf("a holds %d slots after 200 quick requests; a lease was expected", held)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for i := int64(2); heldByA(i) != 0; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("a still holds %d slots after 10 s idle", heldByA(i+1))
+		}
+		time.Sleep(50 * time.Millisecond) // polling for a's idle timer
+	}
+}
