@@ -77,7 +77,7 @@ type Limiter struct {
 	js       jetstream.JetStream
 	replicas int
 	Now      func() time.Time
-	keys     sync.Map // key -> *leases
+	keys     sync.Map     // key -> *leases
 	claims   atomic.Int64 // counter changes sent (the cost leases save)
 }
 
