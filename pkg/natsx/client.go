@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +24,43 @@ type Forwarder struct {
 	// with an Idempotency-Key) waits for its answer before it is sent
 	// again, the first attempt still waiting; default 2s, negative never.
 	HedgeAfter time.Duration
+
+	reconnects reconnectWatch
+}
+
+// reconnectWatch tells of the connection's reconnections: next is closed
+// at the next one.
+type reconnectWatch struct {
+	once sync.Once
+	mu   sync.Mutex
+	next chan struct{}
+}
+
+// reconnected is closed when the connection next reconnects. A request
+// written to a connection that turned out dead (its node killed or cut
+// off) went nowhere; one safe to repeat is sent again on the new
+// connection at once, not at its next hedge.
+func (f *Forwarder) reconnected() <-chan struct{} {
+	w := &f.reconnects
+	w.once.Do(func() {
+		w.next = make(chan struct{})
+		events := f.NC.StatusChanged(nats.CONNECTED, nats.CLOSED)
+		go func() {
+			defer f.NC.RemoveStatusListener(events)
+			for status := range events {
+				w.mu.Lock()
+				close(w.next)
+				w.next = make(chan struct{})
+				w.mu.Unlock()
+				if status == nats.CLOSED {
+					return
+				}
+			}
+		}()
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.next
 }
 
 // maxHedges bounds the extra attempts of one request.
@@ -118,10 +156,11 @@ func SendOnce(r *http.Request) *http.Request {
 }
 
 // hedged sends msg and, while no answer has come, sends it again after
-// HedgeAfter (at most maxHedges times), every attempt waiting: the first
-// answer wins. A request lost with a NATS node or a service replica that
-// died holding it would otherwise wait for the whole time-out (the client
-// long gone); a slow one is still answered by its first attempt.
+// HedgeAfter (at most maxHedges times) and whenever the connection has
+// just reconnected, every attempt waiting: the first answer wins. A
+// request lost with a NATS node or a service replica that died holding it
+// would otherwise wait for the whole time-out (the client long gone); a
+// slow one is still answered by its first attempt.
 func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 	after := f.HedgeAfter
 	if after == 0 {
@@ -131,24 +170,40 @@ func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 		msg *nats.Msg
 		err error
 	}
-	answers := make(chan answer, maxHedges+1)
+	answers := make(chan answer)
+	done := make(chan struct{})
+	defer close(done)
 	send := func() {
 		m, err := f.NC.RequestMsgWithContext(ctx, msg)
-		answers <- answer{m, err}
+		select {
+		case answers <- answer{m, err}:
+		case <-done: // answered by another attempt
+		}
 	}
+	reconnected := f.reconnected()
 	go send()
 	timer := time.NewTimer(after)
 	defer timer.Stop()
 	pending := 1
 	for hedges := 0; ; {
 		select {
+		case <-reconnected:
+			reconnected = f.reconnected()
+			pending++
+			go send()
 		case a := <-answers:
 			pending--
 			// No responders is an answer (nobody serves it); a time-out of
-			// one attempt is not while another still waits.
-			if a.err == nil || pending == 0 || !(errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, nats.ErrTimeout)) {
+			// one attempt is not while another still waits, and an attempt
+			// lost with its connection is not while the connection may
+			// come back (it is sent again then).
+			timedOut := errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, nats.ErrTimeout)
+			lost := errors.Is(a.err, nats.ErrDisconnected) || errors.Is(a.err, nats.ErrConnectionReconnecting)
+			if a.err == nil || !(timedOut || lost) || (pending == 0 && !lost) {
 				return a.msg, a.err
 			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		case <-timer.C:
 			if hedges < maxHedges {
 				hedges++

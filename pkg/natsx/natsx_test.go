@@ -177,3 +177,50 @@ func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
 		}
 	}
 }
+
+// A request safe to repeat that was written to a connection which then
+// reconnects (its node died with the request) is sent again on the new
+// connection at once, not at its next hedge.
+func TestForwardResendsOnReconnect(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	service, gateway := env.Conn(t), env.Conn(t)
+	var seen atomic.Int64
+	sub, err := service.Subscribe(Subject("lossy"), func(m *nats.Msg) {
+		if seen.Add(1) == 1 {
+			return // lost with the node that held it
+		}
+		reply := nats.NewMsg(m.Reply)
+		reply.Header.Set(hdrStatus, "200")
+		_ = m.RespondMsg(reply)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	_ = service.Flush()
+	f := &Forwarder{NC: gateway, Timeout: 30 * time.Second, HedgeAfter: time.Minute} // no hedge by time here
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		rec := httptest.NewRecorder()
+		f.Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "lossy")
+		done <- rec.Code
+	}()
+	for seen.Load() == 0 {
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the first attempt never arrived")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the first attempt
+	}
+	if err := gateway.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != http.StatusOK || seen.Load() != 2 {
+			t.Fatalf("answered %d after %d attempts, want 200 after 2", code, seen.Load())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the request waited for its time-out: not sent again on reconnect")
+	}
+}
