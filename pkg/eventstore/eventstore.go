@@ -127,7 +127,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 	if expectedSeq != AnySeq {
 		opts = append(opts, jetstream.WithExpectLastSequencePerSubject(expectedSeq))
 	}
-	ack, err := s.js.PublishMsg(ctx, msg, opts...)
+	ack, err := publishSettled(ctx, s.js, msg, opts...)
 	if err != nil {
 		if IsConflict(err) {
 			// JetStream checks the expected sequence before the message id,

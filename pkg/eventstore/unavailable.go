@@ -3,6 +3,7 @@ package eventstore
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -25,6 +26,35 @@ var clusterUnavailable = map[jetstream.ErrorCode]bool{
 	10008: true, // JSClusterNotAvailErr
 	10118: true, // JSStreamOfflineErr
 	10163: true, // JSStreamExpectedLastSeqPerSubjectNotReady
+	// A message with this id is still being stored: a retried command
+	// racing its first attempt (publishSettled waits a little for it).
+	duplicateInProcess: true,
+}
+
+// duplicateInProcess is JetStream's JSStreamDuplicateMessageConflict.
+const duplicateInProcess jetstream.ErrorCode = 10158
+
+// publishSettled publishes msg; while JetStream answers that a message
+// with the same id is still being stored (a command retried, or sent
+// twice by the gateway's hedging, while its first attempt is in flight),
+// it asks again shortly, for up to about 0.6 s, so the retry is answered
+// with the first attempt's acknowledgement (a duplicate) rather than an
+// error.
+func publishSettled(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	wait := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		ack, err := js.PublishMsg(ctx, msg, opts...)
+		var apiErr *jetstream.APIError
+		if err == nil || !errors.As(err, &apiErr) || apiErr.ErrorCode != duplicateInProcess || attempt == 6 {
+			return ack, err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, err
+		}
+		wait *= 2
+	}
 }
 
 // classify marks err unavailable when a retry may cure it.
@@ -45,6 +75,6 @@ func classify(err error) error {
 // leader for a moment, no answer in time) are marked so, for the edge to
 // answer 503 with Retry-After rather than 500.
 func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ack, err := js.PublishMsg(ctx, msg, opts...)
+	ack, err := publishSettled(ctx, js, msg, opts...)
 	return ack, classify(err)
 }
