@@ -379,9 +379,10 @@ type checker struct {
 // the scenario caused (-1: no node was lost).
 // outageSlack is how much longer than the election the error window may
 // be before the tier calls it an outage: the clients' dead-link detection
-// (2 missed pings of 1 s, then the reconnect) and the time the load's
-// own requests take to time out.
-const outageSlack = 5 * time.Second
+// (2 missed pings of 1 s, then the reconnect), the time the load's own
+// requests take to time out (a window counts a failed request from its
+// sending: up to its 5 s patience), and what 2 shared cores add.
+const outageSlack = 10 * time.Second
 
 func (c *checker) scenario(name string, from, to time.Time, elected time.Duration) []string {
 	t := c.t
