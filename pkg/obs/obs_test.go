@@ -142,7 +142,7 @@ func TestLoggerTruncatesLongValues(t *testing.T) {
 // Probes served before a process has its checks answer alive and not
 // ready, then what the checks say.
 func TestLaterProbesAnswerWhileStarting(t *testing.T) {
-	var later Later
+	later := NewLater(Probes{Ready: map[string]Check{"started": NotYet("starting")}})
 	answer := func(h http.Handler) (int, string) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

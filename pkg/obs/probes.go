@@ -3,6 +3,7 @@ package obs
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -15,33 +16,35 @@ type ProbeHandlers interface {
 }
 
 // Later are the probes of a process that serves them before its checks
-// exist (while it starts): alive, and not ready ("started": "starting"),
-// until Set hands them the checks.
+// exist: while it starts they answer what NewLater was given, then what
+// Set hands them.
 type Later struct{ probes atomic.Pointer[Probes] }
+
+// NewLater returns probes answering starting until Set is called.
+func NewLater(starting Probes) *Later {
+	l := &Later{}
+	l.Set(starting)
+	return l
+}
 
 // Set makes p the probes answered from now on.
 func (l *Later) Set(p Probes) { l.probes.Store(&p) }
 
-// LiveHandler answers /healthz: alive while starting.
+// LiveHandler answers /healthz with the current probes.
 func (l *Later) LiveHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := l.probes.Load(); p != nil {
-			p.LiveHandler().ServeHTTP(w, r)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok"})
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.probes.Load().LiveHandler().ServeHTTP(w, r) })
 }
 
-// ReadyHandler answers /readyz: not ready while starting.
+// ReadyHandler answers /readyz with the current probes.
 func (l *Later) ReadyHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := l.probes.Load(); p != nil {
-			p.ReadyHandler().ServeHTTP(w, r)
-			return
-		}
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"ready": false, "checks": map[string]string{"started": "starting"}})
-	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { l.probes.Load().ReadyHandler().ServeHTTP(w, r) })
+}
+
+// NotYet is a check that fails with why: what a process starting
+// answers for what it does not have yet.
+func NotYet(why string) Check {
+	err := errors.New(why)
+	return func(context.Context) error { return err }
 }
 
 // Check is one named health check: nil means healthy.

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,9 +73,11 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	// ("connecting"), so an orchestrator neither restarts it nor sends it
 	// traffic, and an operator can see why.
 	reg := obs.NewRegistry()
-	var deps atomic.Pointer[Deps]
-	var started atomic.Bool
-	probes := startingProbes(&deps, infra.MongoURI != "", &started)
+	dialling := obs.Probes{Ready: map[string]obs.Check{"nats": obs.NotYet("connecting"), "started": obs.NotYet("starting")}}
+	if infra.MongoURI != "" {
+		dialling.Ready["store"] = obs.NotYet("connecting")
+	}
+	probes := obs.NewLater(dialling)
 	metricsDone := make(chan struct{})
 	go func() {
 		defer close(metricsDone)
@@ -98,15 +99,19 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		return err
 	}
 	d.Link, d.ReadIndex = link, infra.ReadIndex
-	deps.Store(&d)
 	// Not ready until the service has started: on a fresh cluster it waits
 	// for its streams to have leaders, and serves nothing meanwhile.
+	connected := d.Probes()
+	connected.Ready["started"] = obs.NotYet("starting")
+	probes.Set(connected)
 	stop, err := start(ctx, d)
 	if err != nil {
 		link.Close()
 		return err
 	}
-	started.Store(true)
+	running := d.Probes()
+	running.Ready["started"] = func(context.Context) error { return nil }
+	probes.Set(running)
 	log.Info("started", "nats", infra.NATSURL)
 	lost := false
 	select {
@@ -130,46 +135,6 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	}
 	return nil
 }
-
-// startingProbes are a process's probes from before it is connected:
-// those of its connections (Deps.Probes) once deps holds them; until then
-// alive, and not ready while NATS (and the store, when there is one) are
-// being dialled. Ready only once started, too.
-func startingProbes(deps *atomic.Pointer[Deps], withStore bool, started *atomic.Bool) obs.Probes {
-	delegate := func(name string, live bool, whileDialling error) obs.Check {
-		return func(ctx context.Context) error {
-			d := deps.Load()
-			if d == nil {
-				return whileDialling
-			}
-			p := d.Probes()
-			checks := p.Ready
-			if live {
-				checks = p.Live
-			}
-			if check := checks[name]; check != nil {
-				return check(ctx)
-			}
-			return nil
-		}
-	}
-	p := obs.Probes{
-		Live:  map[string]obs.Check{"nats": delegate("nats", true, nil)},
-		Ready: map[string]obs.Check{"nats": delegate("nats", false, errConnecting)},
-	}
-	if withStore {
-		p.Ready["store"] = delegate("store", false, errConnecting)
-	}
-	p.Ready["started"] = func(context.Context) error {
-		if !started.Load() {
-			return errors.New("starting")
-		}
-		return nil
-	}
-	return p
-}
-
-var errConnecting = errors.New("connecting")
 
 // flushTraces exports the spans still buffered, within a few seconds.
 func flushTraces(stop func(context.Context) error, log *slog.Logger) {

@@ -85,7 +85,7 @@ func serveOnce(parent context.Context, c stack.Config, log *slog.Logger, first b
 	}
 	// /healthz and /readyz answer while the stack starts: alive, not ready.
 	reg := obs.NewRegistry()
-	probes := &obs.Later{}
+	probes := obs.NewLater(obs.Probes{Ready: map[string]obs.Check{"started": obs.NotYet("starting")}})
 	metricsDone := make(chan struct{})
 	defer func() { cancel(); <-metricsDone }() // a restart binds the address again
 	go func() {
