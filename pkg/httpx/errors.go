@@ -87,21 +87,28 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		LoggerFrom(r.Context()).Error("internal error", "err", err)
 		e = apperr.InternalError
 	}
-	writeErrorStatus(w, r, StatusOf(e), e.Status, e.Message)
-}
-
-// writeErrorStatus writes an application error body with the given codes.
-// Every 503 tells the client when to retry (in a second, unless the
-// handler said otherwise): nothing was done, and a retry soon succeeds.
-func writeErrorStatus(w http.ResponseWriter, r *http.Request, httpStatus int, status, message string) {
-	if httpStatus == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+	// Every 503 tells the client when to retry (in a second, unless the
+	// handler said otherwise): nothing was done, and a retry soon succeeds.
+	code := StatusOf(e)
+	if code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
+	WriteJSON(w, code, errorBodyOf(e, RequestID(r.Context())))
+}
+
+// ErrorJSON is e in the spec's error shape, for an answer written without
+// a ResponseWriter ("" request id: null).
+func ErrorJSON(e *Error, requestID string) []byte {
+	b, _ := json.Marshal(errorBodyOf(e, requestID))
+	return b
+}
+
+func errorBodyOf(e *Error, requestID string) errorBody {
 	var rid *string
-	if id := RequestID(r.Context()); id != "" {
-		rid = &id
+	if requestID != "" {
+		rid = &requestID
 	}
-	WriteJSON(w, httpStatus, errorBody{Detail: errorDetail{Status: status, Message: message, RequestID: rid}})
+	return errorBody{Detail: errorDetail{Status: e.Status, Message: e.Message, RequestID: rid}}
 }
 
 // WriteJSON writes v as a JSON response.

@@ -2,7 +2,6 @@ package natsx
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
@@ -164,9 +163,7 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 // abort tells the caller the response is cut short.
 func (r *recorder) abort() {
 	if r.stream == nil {
-		body, _ := json.Marshal(map[string]any{"detail": map[string]any{
-			"status": apperr.ResponseAborted.Status, "message": apperr.ResponseAborted.Message, "request_id": nil}})
-		respond(r.req, httpx.StatusOf(apperr.ResponseAborted), http.Header{"Content-Type": {"application/json"}}, body)
+		respond(r.req, httpx.StatusOf(apperr.ResponseAborted), http.Header{"Content-Type": {"application/json"}}, httpx.ErrorJSON(apperr.ResponseAborted, ""))
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
