@@ -75,6 +75,10 @@ func OpenAPI() ([]byte, error) {
 	return docBytes, docErr
 }
 
+// sharedComponents is schemas.yaml parsed once, for readers that do not change
+// it (resolving a schema, compiling a query); document() adds to its own.
+var sharedComponents = sync.OnceValues(parseComponents)
+
 func parseComponents() (map[string]any, error) {
 	var components map[string]any
 	if err := yaml.Unmarshal(schemasYAML, &components); err != nil {
@@ -102,7 +106,7 @@ func Schema(name string) (map[string]any, error) {
 }
 
 func resolveSchema(name string) (map[string]any, error) {
-	components, err := parseComponents()
+	components, err := sharedComponents()
 	if err != nil {
 		return nil, err
 	}

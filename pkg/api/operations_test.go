@@ -119,7 +119,7 @@ func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
 	}
 	for _, c := range cases {
 		req := httptest.NewRequest("GET", "/v1/convai/test-invocations/tinv_1?"+c.query, nil)
-		err := checkQuery(req)
+		err := checkQueryBounds(req)
 		rec := httptest.NewRecorder()
 		if err != nil {
 			httpx.WriteError(rec, req, err)

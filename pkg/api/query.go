@@ -120,7 +120,7 @@ func queryOf(op Operation) (*compiledQuery, error) {
 	if c, ok := querySchemas.Load(op.Name); ok {
 		return c.(*compiledQuery), nil
 	}
-	components, err := parseComponents()
+	components, err := sharedComponents()
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func CheckRequest(r *http.Request) error {
 		}
 		return apperr.ResourceNotFound
 	}
-	if err := checkQuery(r); err != nil {
+	if err := checkQueryBounds(r); err != nil {
 		return err
 	}
 	if k := r.Header.Get(HeaderIdempotencyKey); k != "" && !validIdempotencyKey(k) {
@@ -91,10 +91,11 @@ var QueryIDParams = map[string]string{
 	"baseline_invocation_id": "invocation_id",
 }
 
-// checkQuery checks the query: every value at most MaxQueryValueLen
-// bytes, and every parameter named *_id an id (or empty, or "@me" where a
-// user id may name the caller).
-func checkQuery(r *http.Request) error {
+// checkQueryBounds checks every query value, documented or not (their
+// schemas are CheckQuery's): each at most MaxQueryValueLen bytes, and
+// each parameter named *_id an id (or empty, or "@me" where a user id may
+// name the caller).
+func checkQueryBounds(r *http.Request) error {
 	for name, values := range r.URL.Query() {
 		for _, v := range values {
 			switch {
