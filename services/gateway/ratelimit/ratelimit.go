@@ -79,7 +79,26 @@ type Limiter struct {
 	Now      func() time.Time
 	keys     sync.Map     // key -> *leases
 	claims   atomic.Int64 // counter changes sent (the cost leases save)
+	// downUntil (unix ns) is set when a claim failed: until then Allow
+	// answers ErrUnavailable at once instead of trying the counters again.
+	downUntil atomic.Int64
 }
+
+// ErrUnavailable means the shared counters did not answer in time (a
+// leader election, a partition, a NATS restart); the caller counts
+// locally meanwhile.
+var ErrUnavailable = errors.New("rate limit counters unavailable")
+
+// A claim waits at most claimTimeout for the counters. Requests of one
+// key queue behind its claim, so a claim whose answer was lost (its
+// stream leader cut off mid-publish) must not hold them for the 15 s an
+// async publish may wait: it would stall every request of the key, which
+// is what a partition did to the cluster tier. After a failure the
+// counters are left alone for retryAfterFailure.
+const (
+	claimTimeout      = time.Second
+	retryAfterFailure = 2 * time.Second
+)
 
 // New ensures the counter stream exists and returns a limiter on it.
 func New(ctx context.Context, js jetstream.JetStream, replicas int) (*Limiter, error) {
@@ -175,6 +194,9 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 	k := v.(*leases)
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if l.down(now) {
+		return Decision{}, ErrUnavailable // queued behind a claim that failed
+	}
 
 	var claims []claim
 	for i := range wins {
@@ -243,15 +265,26 @@ type claim struct {
 	total   int64 // the counter after it
 }
 
-// claim applies each change, pipelined, and fills in the totals. A stream
-// gone with its server's restart is made again, and the changes made once.
+// claim applies each change, pipelined, and fills in the totals, within
+// claimTimeout. A stream gone with its server's restart is made again,
+// and the changes made once. A failure marks the counters down for
+// retryAfterFailure.
 func (l *Limiter) claim(ctx context.Context, claims []claim) error {
+	ctx, cancel := context.WithTimeout(ctx, claimTimeout)
+	defer cancel()
 	err := l.incr(ctx, claims)
 	if errors.Is(err, jetstream.ErrNoStreamResponse) && l.ensure(ctx) == nil {
 		err = l.incr(ctx, claims)
 	}
-	return err
+	if err != nil {
+		l.downUntil.Store(l.Now().Add(retryAfterFailure).UnixNano())
+		return errors.Join(ErrUnavailable, err)
+	}
+	return nil
 }
+
+// down reports whether a recent claim failed.
+func (l *Limiter) down(now time.Time) bool { return now.UnixNano() < l.downUntil.Load() }
 
 // releaseWhenIdle gives the slots key holds back to the counters once it
 // has had no request for leaseIdle, so other replicas may use them. The

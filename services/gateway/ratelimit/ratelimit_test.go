@@ -2,11 +2,14 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
@@ -217,5 +220,54 @@ func TestIdleLeasesGoBack(t *testing.T) {
 			t.Fatalf("a still holds %d slots after 10 s idle", heldByA(i+1))
 		}
 		time.Sleep(50 * time.Millisecond) // polling for a's idle timer
+	}
+}
+
+// Counters that take a claim and never answer (a stream leader cut off
+// mid-publish) fail the claim within claimTimeout, and the requests queued
+// behind it do not try again: they are answered ErrUnavailable at once,
+// for the caller to count locally, instead of each waiting its turn.
+func TestUnansweredClaimDoesNotStallTheKey(t *testing.T) {
+	url := testenv.StartNATS(t)
+	l, err := New(context.Background(), testenv.JetStreamAt(t, url), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := testenv.JetStreamAt(t, url)
+	if err := js.DeleteStream(context.Background(), Stream); err != nil {
+		t.Fatal(err)
+	}
+	// Something takes the counters' subjects and never answers.
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Subscribe(subjectPrefix+">", func(*nats.Msg) {}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	lim := Limits{PerMinute: 100, PerHour: 1000}
+	var wg sync.WaitGroup
+	var unavailable atomic.Int64
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := l.Allow(context.Background(), "stuck", lim); errors.Is(err, ErrUnavailable) {
+				unavailable.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if got := unavailable.Load(); got != 20 {
+		t.Fatalf("%d of 20 requests answered ErrUnavailable", got)
+	}
+	// One claim (of both windows) went out; the 19 queued behind it did
+	// not each wait for the counters again.
+	if sent := l.claims.Load(); sent > 2 {
+		t.Fatalf("%d counter changes sent for 20 requests while the counters were down", sent)
 	}
 }
