@@ -62,6 +62,14 @@ func UpstreamUnavailable(service string) *Error {
 	return New(Unavailable, "service_unavailable", "The "+service+" service is not available; retry later.")
 }
 
+// UpstreamLost answers a request that is not safe to send twice and was
+// lost with its NATS connection (its server died, or the connection left
+// a server cut off from its cluster): whether service acted on it is
+// unknown.
+func UpstreamLost(service string) *Error {
+	return New(Unavailable, "service_unavailable", "The connection to the "+service+" service was lost with the request in flight; whether it took effect is unknown. Retry it with an Idempotency-Key.")
+}
+
 // MalformedJSON refuses a body that does not parse; why says where.
 func MalformedJSON(why string) *Error {
 	return InvalidError("malformed_json", "The request body is not valid JSON: "+why+".")
@@ -191,7 +199,7 @@ var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
 	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
 	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
-	UpstreamUnavailable("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
+	UpstreamUnavailable("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
 	UpstreamMalformed("<service>"), ResponseAborted,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),

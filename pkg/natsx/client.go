@@ -117,6 +117,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 		httpx.WriteError(w, r, apperr.UpstreamTimedOut(service))
 		return
+	case lostWithConnection(err):
+		httpx.WriteError(w, r, apperr.UpstreamLost(service)) // 503, Retry-After
+		return
 	case err != nil:
 		httpx.LoggerFrom(r.Context()).Error("forward failed", "upstream", service, "err", err)
 		httpx.WriteError(w, r, apperr.UpstreamUnreachable(service))
@@ -198,7 +201,7 @@ func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 			// lost with its connection is not while the connection may
 			// come back (it is sent again then).
 			timedOut := errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, nats.ErrTimeout)
-			lost := errors.Is(a.err, nats.ErrDisconnected) || errors.Is(a.err, nats.ErrConnectionReconnecting)
+			lost := lostWithConnection(a.err)
 			if a.err == nil || !(timedOut || lost) || (pending == 0 && !lost) {
 				return a.msg, a.err
 			}
@@ -213,6 +216,12 @@ func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error
 			}
 		}
 	}
+}
+
+// lostWithConnection reports an attempt lost with its NATS connection: the
+// connection broke, or moved to another server, while it waited.
+func lostWithConnection(err error) bool {
+	return errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
 // pullStream asks for the chunks of a streamed response one at a time and

@@ -224,3 +224,45 @@ func TestForwardResendsOnReconnect(t *testing.T) {
 		t.Fatal("the request waited for its time-out: not sent again on reconnect")
 	}
 }
+
+// A write not safe to repeat that was in flight when the connection broke
+// or moved (its server died, or it left an island) is not sent again: it
+// is answered 503 with Retry-After, its outcome unknown, at once rather
+// than at its time-out.
+func TestForwardLostWriteIs503(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	service, gateway := env.Conn(t), env.Conn(t)
+	var seen atomic.Int64
+	sub, err := service.Subscribe(Subject("lossy"), func(*nats.Msg) { seen.Add(1) }) // never answers
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	_ = service.Flush()
+	f := &Forwarder{NC: gateway, Timeout: time.Minute, HedgeAfter: time.Minute}
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		f.Forward(rec, httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`)), "lossy")
+		done <- rec
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for seen.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the request never arrived")
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the attempt
+	}
+	if err := gateway.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rec := <-done:
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || seen.Load() != 1 {
+			t.Fatalf("answered %d (Retry-After %q) after %d attempts, want 503 with Retry-After after 1: %s",
+				rec.Code, rec.Header().Get("Retry-After"), seen.Load(), rec.Body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lost write waited for its time-out")
+	}
+}

@@ -31,16 +31,22 @@ type Link struct {
 	lost     chan struct{}
 	lostOnce sync.Once
 	closing  atomic.Bool
+	island   *islandWatch // nil on a Link made around a connection dialled elsewhere
+	stop     context.CancelFunc
 }
 
 // Lost is closed when the connection is closed for good by anything but
 // Close.
 func (l *Link) Lost() <-chan struct{} { return l.lost }
 
-// Ready is nil while the connection is up (a readiness check).
+// Ready is nil while the connection is up and not on an island (a
+// readiness check).
 func (l *Link) Ready(context.Context) error {
 	if s := l.NC.Status(); s != nats.CONNECTED {
 		return fmt.Errorf("not connected: %s", s)
+	}
+	if l.island != nil {
+		return l.island.ready()
 	}
 	return nil
 }
@@ -59,6 +65,9 @@ func (l *Link) Alive(context.Context) error {
 // Close drains the connection; its closing is not a loss.
 func (l *Link) Close() {
 	l.closing.Store(true)
+	if l.stop != nil {
+		l.stop()
+	}
 	_ = l.NC.Drain()
 }
 
@@ -76,13 +85,15 @@ func reconnectDelay(attempt int) time.Duration {
 func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg prometheus.Registerer, extra ...nats.Option) (*Link, error) {
 	events := obs.Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voiceai_nats_connection_events_total",
-		Help: "What happened to the process's NATS connection: disconnected, reconnected, lost (closed for good by the server).",
+		Help: "What happened to the process's NATS connection: disconnected, reconnected, lost (closed for good by the server), left_island (moved off a server that lost its cluster).",
 	}, []string{"event"}))
-	for _, e := range []string{"disconnected", "reconnected", "lost"} {
+	for _, e := range []string{"disconnected", "reconnected", "lost", "left_island"} {
 		events.WithLabelValues(e) // exported at 0, so increase() sees the first one
 	}
 	l := &Link{lost: make(chan struct{})}
+	l.island = &islandWatch{log: logger, moved: events.WithLabelValues("left_island").Inc}
 	opts := []nats.Option{
+		nats.ReconnectToServer(l.island.chooseServer),
 		nats.Name("voiceai-" + name),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(reconnectDelay),
@@ -119,6 +130,9 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 		nc, err := nats.Connect(url, opts...)
 		if err == nil {
 			l.NC = nc
+			var watch context.Context
+			watch, l.stop = context.WithCancel(context.Background())
+			go l.island.run(watch, nc)
 			return l, nil
 		}
 		logger.Warn("nats not reachable yet", "url", url, "attempt", attempt+1, "err", err)

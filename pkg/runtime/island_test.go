@@ -1,0 +1,148 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// A connection whose server has lost its cluster (alive, answering pings,
+// but without a JetStream quorum) moves to a server that has one, and is
+// not ready while it sits on the island.
+func TestLinkLeavesAnIsland(t *testing.T) {
+	cluster := startCluster(t, 3)
+	elsewhere := testenv.StartNATSServer(t) // a server whose JetStream answers
+	island := cluster[0]
+	waitForQuorum(t, island.ClientURL())
+	// The island first, in order: the link connects there.
+	urls := island.ClientURL() + "," + elsewhere.ClientURL()
+	reg := prometheus.NewRegistry()
+	link, err := DialNATS(context.Background(), "islandtest", urls, quietLog(), reg, nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	if got := link.NC.ConnectedUrl(); got != island.ClientURL() {
+		t.Fatalf("connected to %s, want the first server %s", got, island.ClientURL())
+	}
+	if err := link.Ready(context.Background()); err != nil {
+		t.Fatalf("ready on a healthy cluster: %v", err)
+	}
+
+	// Its two peers go: the first server stays up, its clients with it,
+	// and has no quorum.
+	for _, peer := range cluster[1:] {
+		peer.Shutdown()
+		peer.WaitForShutdown()
+	}
+	notReady := false
+	waitForLong(t, "the link to move off the island", func() bool {
+		notReady = notReady || link.Ready(context.Background()) != nil
+		return link.NC.ConnectedUrl() == elsewhere.ClientURL() && link.Ready(context.Background()) == nil
+	})
+	if !notReady {
+		t.Error("the link was never reported not ready while on the island")
+	}
+	if n := eventCount(t, reg, "left_island"); n < 1 {
+		t.Errorf("left_island counted %v times", n)
+	}
+	if err := probeJetStream(link.NC); err != nil {
+		t.Fatalf("JetStream where the link moved: %v", err)
+	}
+}
+
+// An election (every server without a meta leader for a while) is not an
+// island: with no other server answering, there is nowhere to move.
+func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
+	cluster := startCluster(t, 3)
+	nc, err := nats.Connect(cluster[0].ClientURL()+","+cluster[1].ClientURL(), nats.DontRandomize())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	w := &islandWatch{log: quietLog(), moved: func() {}}
+	waitForLong(t, "JetStream through the cluster", func() bool { return probeJetStream(nc) == nil })
+	if got := w.servingPeer(nc, nc.ConnectedUrl()); got != cluster[1].ClientURL() {
+		t.Fatalf("serving peer of a healthy cluster: %q, want %s", got, cluster[1].ClientURL())
+	}
+	for _, peer := range cluster[1:] {
+		peer.Shutdown()
+		peer.WaitForShutdown()
+	}
+	waitForLong(t, "the first server to report no quorum", func() bool { return probeJetStream(nc) != nil })
+	if got := w.servingPeer(nc, nc.ConnectedUrl()); got != "" {
+		t.Fatalf("a serving peer %q with every other server down", got)
+	}
+}
+
+// waitForQuorum waits until the server at url has a JetStream meta leader.
+func waitForQuorum(t *testing.T, url string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	waitForLong(t, "a JetStream quorum", func() bool { return probeJetStream(nc) == nil })
+}
+
+func waitForLong(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// startCluster starts n in-process servers as one JetStream cluster.
+func startCluster(t *testing.T, n int) []*server.Server {
+	t.Helper()
+	ports := make([]int, n)
+	var routes []*url.URL
+	for i := range ports {
+		ports[i] = freePort(t)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
+	}
+	out := make([]*server.Server, n)
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("node-%d", i+1), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "islandtest", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  routes,
+		}
+		ns, err := server.NewServer(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatalf("node %d did not start", i+1)
+		}
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		out[i] = ns
+	}
+	return out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
