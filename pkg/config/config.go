@@ -35,10 +35,14 @@ func Load[T any]() (T, error) {
 
 // Infra is what every service needs to reach the bus and its store.
 type Infra struct {
-	NATSURL     string `env:"VOICEAI_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
-	MongoURI    string `env:"VOICEAI_MONGO_URI" envDefault:"mongodb://127.0.0.1:27017"`
-	LogLevel    string `env:"VOICEAI_LOG_LEVEL" envDefault:"info"`
-	MetricsAddr string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
+	NATSURL string `env:"VOICEAI_NATS_URL" envDefault:"nats://127.0.0.1:4222"`
+	// NATSPreferFirst connects to the servers in the order NATSURL lists
+	// them (the node nearest the process first) rather than to a random
+	// one, which spreads processes across the cluster.
+	NATSPreferFirst bool   `env:"VOICEAI_NATS_PREFER_FIRST" envDefault:"false"`
+	MongoURI        string `env:"VOICEAI_MONGO_URI" envDefault:"mongodb://127.0.0.1:27017"`
+	LogLevel        string `env:"VOICEAI_LOG_LEVEL" envDefault:"info"`
+	MetricsAddr     string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	// Replicas of each JetStream stream: 1 in development, 3 in production.
 	StreamReplicas int `env:"VOICEAI_STREAM_REPLICAS" envDefault:"1"`
 	// ReadIndex is what listings read: "store" (MongoDB queries on its

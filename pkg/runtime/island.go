@@ -112,6 +112,9 @@ func (w *islandWatch) run(ctx context.Context, nc *nats.Conn) {
 		if err := nc.ForceReconnect(); err != nil {
 			return // closed
 		}
+		// The next probe, a whole round later, is of the new server: not
+		// ready until then.
+		tick.Reset(probeEvery)
 		failed = 0
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -89,7 +91,11 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 		cancel()
 		<-metricsDone // a restart binds the address again
 	}()
-	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg)
+	var natsOpts []nats.Option
+	if infra.NATSPreferFirst {
+		natsOpts = append(natsOpts, nats.DontRandomize())
+	}
+	link, mc, err := Connect(ctx, name, infra.NATSURL, infra.MongoURI, log, reg, natsOpts...)
 	if err != nil {
 		return err
 	}

@@ -35,23 +35,34 @@ func startNATSNodes(t *testing.T, n int) *natsNodes { return startNATSCluster(t,
 
 func startNATSCluster(t *testing.T, n int, ns *netns) *natsNodes {
 	t.Helper()
-	nn := &natsNodes{t: t, procs: make([]*exec.Cmd, n), netns: ns}
+	hosts := make([]string, n)
+	for i := range hosts {
+		hosts[i] = "127.0.0.1"
+		if ns != nil {
+			hosts[i] = ns.hostIP
+			if i == n-1 {
+				hosts[i] = ns.innerIP
+			}
+		}
+	}
+	return launchNATSNodes(t, hosts, hosts, ns)
+}
+
+// launchNATSNodes starts a node for each of hosts, serving clients (and
+// monitoring) on hosts[i] and routes on clusterHosts[i]; with ns, the last
+// runs in that network namespace.
+func launchNATSNodes(t *testing.T, hosts, clusterHosts []string, ns *netns) *natsNodes {
+	t.Helper()
+	n := len(hosts)
+	nn := &natsNodes{t: t, procs: make([]*exec.Cmd, n), netns: ns, hosts: hosts}
 	var routes []string
 	clusterPorts := make([]int, n)
 	for i := range n {
-		host := "127.0.0.1"
-		if ns != nil {
-			host = ns.hostIP
-			if i == n-1 {
-				host = ns.innerIP
-			}
-		}
 		// Ports are free on the host; the namespace has none in use.
-		nn.hosts = append(nn.hosts, host)
 		nn.clients = append(nn.clients, freePort(t))
 		nn.monitors = append(nn.monitors, freePort(t))
 		clusterPorts[i] = freePort(t)
-		routes = append(routes, fmt.Sprintf("nats://%s:%d", host, clusterPorts[i]))
+		routes = append(routes, fmt.Sprintf("nats://%s:%d", clusterHosts[i], clusterPorts[i]))
 	}
 	for i := range n {
 		name := fmt.Sprintf("node-%d", i+1)
@@ -65,7 +76,7 @@ func startNATSCluster(t *testing.T, n int, ns *netns) *natsNodes {
 			"jetstream { store_dir: %q }\n"+
 			"cluster { name: voiceai-test, listen: %s:%d, routes: [%s] }\n",
 			name, nn.hosts[i], nn.clients[i], nn.hosts[i], nn.monitors[i], filepath.Join(dir, "js"),
-			nn.hosts[i], clusterPorts[i], strings.Join(routes, ", "))
+			clusterHosts[i], clusterPorts[i], strings.Join(routes, ", "))
 		if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,281 @@
+package multiprocess
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// An island: the third NATS node loses its routes to the other two (a
+// partition of the cluster network) while its clients' connections to it
+// stay up. The gateway and the tickets replica connected to it must move
+// to a node that has a JetStream quorum, without a restart, and say "not
+// ready" while they sit on the island; requests through the island's
+// gateway are served again by the other nodes. CI bounds the move
+// generously (islandBound after the cut); the time it took is printed
+// against the election's.
+func TestClusterIslandClientsMove(t *testing.T) {
+	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
+		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
+	}
+	repeatFailuresLast(t)
+	ns, err := newIslandNetns(t)
+	if err != nil {
+		t.Skipf("no network namespace for an island (%v): skipped", err)
+	}
+	// Nodes 1 and 2 serve clients on loopback and route over the host end
+	// of the route link; node 3, in the namespace, serves clients over the
+	// client link and routes over the route link.
+	nodes := launchNATSNodes(t,
+		[]string{"127.0.0.1", "127.0.0.1", ns.clientInnerIP},
+		[]string{ns.routeHostIP, ns.routeHostIP, ns.routeInnerIP}, &ns.netns)
+	island := 2
+	c := &cluster{t: t, mongoURI: startStore(t), dataDir: t.TempDir()}
+	env := []string{"VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0", "VOICEAI_NATS_PREFER_FIRST=true"}
+	mainland := "VOICEAI_NATS_URL=" + nodes.url(0) + "," + nodes.url(1) + "," + nodes.url(island)
+	onIsland := "VOICEAI_NATS_URL=" + nodes.url(island) + "," + nodes.url(0) + "," + nodes.url(1)
+	for _, kind := range []string{"identity", "agents", "tickets"} {
+		waitReady(t, c.start(kind, append(env, mainland)...), kind)
+	}
+	tickets := c.start("tickets", append(env, onIsland)...)
+	ticketsInternal := waitReady(t, tickets, "the island's tickets")
+	gwProc, gw := c.gatewayProc(append(env, onIsland)...)
+	gwInternal := waitReady(t, gwProc, "the island's gateway")
+	islandClients := func() []string { return nodes.clientNames(island) }
+	eventually(t, 30*time.Second, "the island's gateway and tickets are on node-3", func() bool {
+		names := strings.Join(islandClients(), " ")
+		return strings.Contains(names, "voiceai-gateway") && strings.Contains(names, "voiceai-tickets")
+	})
+	var agent struct {
+		AgentID string `json:"agent_id"`
+	}
+	eventually(t, 60*time.Second, "an agent is created through the island's gateway", func() bool {
+		r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"island"}`)
+		return r.code == http.StatusCreated && json.Unmarshal(r.body, &agent) == nil
+	})
+
+	// Readiness is watched throughout: it must go false on the island.
+	var sawNotReady [2]atomic.Bool
+	stopWatch := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			for i, internal := range []string{gwInternal, ticketsInternal} {
+				if status(internal+"/readyz") == http.StatusServiceUnavailable {
+					sawNotReady[i].Store(true)
+				}
+			}
+			select {
+			case <-stopWatch:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+
+	// What node 3 leads, the other two must elect anew.
+	islandName := nodes.names[island]
+	var led []string
+	for stream, leader := range nodes.streamLeaders(0) {
+		if leader == islandName {
+			led = append(led, stream)
+		}
+	}
+	ledMeta := nodes.metaLeader(0) == islandName
+	cut := time.Now()
+	ns.cutRoutes(t)
+	t.Cleanup(func() { ns.healRoutes(t) })
+	var elected time.Duration
+	eventually(t, 60*time.Second, "the other nodes elect what node-3 led", func() bool {
+		if l := nodes.metaLeader(0); l == "" || l == islandName {
+			return false
+		}
+		leaders := nodes.streamLeaders(0)
+		for _, s := range led {
+			if l := leaders[s]; l == "" || l == islandName {
+				return false
+			}
+		}
+		if ledMeta || len(led) > 0 {
+			elected = time.Since(cut)
+		}
+		return true
+	})
+	// The island's clients leave it.
+	eventually(t, islandBound, "the island's clients leave it", func() bool { return len(islandClients()) == 0 })
+	moved := time.Since(cut)
+	// And the island's gateway serves writes and reads again, through the
+	// other nodes.
+	var served time.Duration
+	n := 0
+	eventually(t, islandBound, "the island's gateway serves a ticket create and read", func() bool {
+		if n++; n > 1 {
+			time.Sleep(100 * time.Millisecond) // a client's pace, under the key's rate limit
+		}
+		r := do(t, "POST", gw+"/v1/convai/agents/"+agent.AgentID+"/triage-tickets", adminKey,
+			fmt.Sprintf(`{"title":"after the cut %d","qa_comment":"made through the island's gateway"}`, n))
+		if r.code == http.StatusUnprocessableEntity || r.code == http.StatusTooManyRequests {
+			fatalf(t, "a create through the island's gateway was refused: %d %s", r.code, r.body)
+		}
+		if r.code >= 500 && r.code != http.StatusServiceUnavailable && r.code != http.StatusGatewayTimeout {
+			errorf(t, "a create through the island's gateway answered %d: %s", r.code, r.body)
+		}
+		if r.code == http.StatusServiceUnavailable && r.header.Get("Retry-After") == "" {
+			errorf(t, "a 503 without Retry-After: %s", r.body)
+		}
+		var tk struct {
+			ID string `json:"agentqa_ticket_id"`
+		}
+		if r.code != http.StatusCreated || json.Unmarshal(r.body, &tk) != nil {
+			return false
+		}
+		served = time.Since(cut)
+		return do(t, "GET", gw+"/v1/convai/triage-tickets/"+tk.ID, adminKey, "").code == http.StatusOK
+	})
+	eventually(t, 30*time.Second, "the moved processes are ready again", func() bool {
+		return status(gwInternal+"/readyz") == http.StatusOK && status(ticketsInternal+"/readyz") == http.StatusOK
+	})
+	close(stopWatch)
+	<-watched
+	for i, what := range []string{"gateway", "tickets"} {
+		if !sawNotReady[i].Load() {
+			errorf(t, "the island's %s never said not ready", what)
+		}
+	}
+	for _, p := range []*proc{gwProc, tickets} {
+		if !p.logged("moving the connection") {
+			errorf(t, "%s did not log its move off the island", p.name)
+		}
+	}
+	fmt.Printf("island (node-3 cut off from its cluster, its clients connected; it led the meta group: %v, streams: %v):\n", ledMeta, led)
+	fmt.Printf("  election %s  clients left the island %s  served again %s  goal (election + 1 s): %s\n",
+		elected.Round(time.Millisecond), moved.Round(time.Millisecond), served.Round(time.Millisecond), met(served <= elected+time.Second))
+}
+
+// islandBound is how long after the cut CI lets the island's clients take
+// to move: an election (up to 9 s), a cut-off meta leader noticing it lost
+// its quorum (10 to 20 s, until then it answers as leader), two probes,
+// and what two shared cores add.
+const islandBound = 45 * time.Second
+
+func met(ok bool) string {
+	if ok {
+		return "MET"
+	}
+	return "NOT MET"
+}
+
+// waitReady waits for p's internal endpoint and its readiness, and returns
+// the endpoint's base URL.
+func waitReady(t *testing.T, p *proc, what string) string {
+	t.Helper()
+	var internal string
+	select {
+	case addr := <-p.metrics:
+		internal = "http://" + addr
+	case <-p.done:
+		fatalf(t, "%s exited at start", what)
+	case <-time.After(60 * time.Second):
+		fatalf(t, "%s did not report its internal endpoint", what)
+	}
+	eventually(t, 60*time.Second, what+" is ready", func() bool { return status(internal+"/readyz") == http.StatusOK })
+	return internal
+}
+
+// logged reports whether p has logged a line containing s.
+func (p *proc) logged(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Contains(p.logs.String(), s)
+}
+
+// clientNames are the names of node i's client connections.
+func (nn *natsNodes) clientNames(i int) []string {
+	var connz struct {
+		Conns []struct {
+			Name string `json:"name"`
+		} `json:"connections"`
+	}
+	client := http.Client{Timeout: time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/connz?limit=1000", nn.hosts[i], nn.monitors[i]))
+	if err != nil {
+		return []string{"(unreachable)"}
+	}
+	defer resp.Body.Close()
+	if json.NewDecoder(resp.Body).Decode(&connz) != nil {
+		return []string{"(unreadable)"}
+	}
+	var out []string
+	for _, c := range connz.Conns {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// islandNetns is a network namespace joined to the host by two veth
+// pairs: one its node's clients use, one its node's routes use, so a test
+// can cut the routes alone.
+type islandNetns struct {
+	netns
+	clientInnerIP             string
+	routeLink                 string
+	routeHostIP, routeInnerIP string
+}
+
+func newIslandNetns(t *testing.T) (*islandNetns, error) {
+	t.Helper()
+	id := os.Getpid() % 10000
+	n := &islandNetns{netns: netns{name: fmt.Sprintf("voiceai-island-%d", id)}}
+	clientHost, clientInner := fmt.Sprintf("vic%d", id), fmt.Sprintf("vicn%d", id)
+	n.routeLink = fmt.Sprintf("vir%d", id)
+	routeInner := fmt.Sprintf("virn%d", id)
+	a, b := 100+id%50, id%250
+	clientHostIP := fmt.Sprintf("10.%d.%d.1", a, b)
+	n.clientInnerIP = fmt.Sprintf("10.%d.%d.2", a, b)
+	n.routeHostIP, n.routeInnerIP = fmt.Sprintf("10.%d.%d.5", a, b), fmt.Sprintf("10.%d.%d.6", a, b)
+	_ = exec.Command("ip", "netns", "del", n.name).Run() // left over by a killed run
+	steps := [][]string{{"netns", "add", n.name}}
+	for _, l := range []struct{ host, inner, hostIP, innerIP string }{
+		{clientHost, clientInner, clientHostIP, n.clientInnerIP},
+		{n.routeLink, routeInner, n.routeHostIP, n.routeInnerIP},
+	} {
+		steps = append(steps,
+			[]string{"link", "add", l.host, "type", "veth", "peer", "name", l.inner},
+			[]string{"link", "set", l.inner, "netns", n.name},
+			[]string{"addr", "add", l.hostIP + "/30", "dev", l.host},
+			[]string{"link", "set", l.host, "up"},
+			[]string{"netns", "exec", n.name, "ip", "addr", "add", l.innerIP + "/30", "dev", l.inner},
+			[]string{"netns", "exec", n.name, "ip", "link", "set", l.inner, "up"})
+	}
+	steps = append(steps, []string{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"})
+	for i, s := range steps {
+		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
+			if i > 0 {
+				_ = exec.Command("ip", "netns", "del", n.name).Run()
+			}
+			return nil, fmt.Errorf("ip %s: %v %s", strings.Join(s, " "), err, out)
+		}
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.name).Run() })
+	return n, nil
+}
+
+// cutRoutes takes the route link down: the node's routes go silent (no
+// reset), its clients' connections are untouched.
+func (n *islandNetns) cutRoutes(t *testing.T) { n.setRoutes(t, "down") }
+
+func (n *islandNetns) healRoutes(t *testing.T) { n.setRoutes(t, "up") }
+
+func (n *islandNetns) setRoutes(t *testing.T, state string) {
+	t.Helper()
+	if out, err := exec.Command("ip", "link", "set", n.routeLink, state).CombinedOutput(); err != nil {
+		t.Errorf("ip link set %s %s: %v %s", n.routeLink, state, err, out)
+	}
+}
