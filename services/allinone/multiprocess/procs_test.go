@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,6 +76,12 @@ type proc struct {
 	addr    chan string // the gateway's listening address
 	metrics chan string // the internal endpoint's address (/metrics, /healthz, /readyz)
 	done    chan struct{}
+	// ended is set when the test stops or kills the process: its exit is
+	// then expected. exitedAt and exit (its status) are set before done
+	// is closed.
+	ended    atomic.Bool
+	exitedAt time.Time
+	exit     string
 }
 
 // cluster is the shared infrastructure of one test.
@@ -113,6 +120,11 @@ func (c *cluster) start(name string, env ...string) *proc {
 	}
 	go p.scan(stderr)
 	t.Cleanup(func() {
+		// A service process never exits by itself: it reconnects, waits
+		// for its streams, or rebuilds itself on new connections.
+		if died, msg := p.died(); died {
+			errorf(t, "%s", msg)
+		}
 		p.stop()
 		if t.Failed() {
 			p.mu.Lock()
@@ -155,10 +167,34 @@ func (p *proc) scan(r io.Reader) {
 		}
 	}
 	_ = p.cmd.Wait()
+	p.exitedAt, p.exit = time.Now(), p.cmd.ProcessState.String()
+}
+
+// died reports whether the process has exited without the test stopping
+// or killing it (a crash, or an exit it chose), and says so with the end
+// of its logs.
+func (p *proc) died() (bool, string) {
+	select {
+	case <-p.done:
+	default:
+		return false, ""
+	}
+	if p.ended.Load() {
+		return false, ""
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tail := p.logs.String()
+	if i := len(tail) - 2000; i > 0 {
+		tail = "…" + tail[i:]
+	}
+	return true, fmt.Sprintf("%s (pid %d) exited by itself at %s (%s); the end of its logs:\n%s",
+		p.name, p.cmd.Process.Pid, p.exitedAt.Format("15:04:05.000"), p.exit, tail)
 }
 
 // stop ends the process gracefully, or kills it after a deadline.
 func (p *proc) stop() {
+	p.ended.Store(true)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -170,6 +206,7 @@ func (p *proc) stop() {
 
 // kill ends the process abruptly, as a crash would.
 func (p *proc) kill() {
+	p.ended.Store(true)
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }
