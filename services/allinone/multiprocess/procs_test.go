@@ -78,10 +78,11 @@ type proc struct {
 	done    chan struct{}
 	// ended is set when the test stops or kills the process: its exit is
 	// then expected. exitedAt and exit (its status) are set before done
-	// is closed.
+	// is closed. told is set once its death has been reported.
 	ended    atomic.Bool
 	exitedAt time.Time
 	exit     string
+	told     atomic.Bool
 }
 
 // cluster is the shared infrastructure of one test.
@@ -122,8 +123,8 @@ func (c *cluster) start(name string, env ...string) *proc {
 	t.Cleanup(func() {
 		// A service process never exits by itself: it reconnects, waits
 		// for its streams, or rebuilds itself on new connections.
-		if died, msg := p.died(); died {
-			errorf(t, "%s", msg)
+		if msg, died := p.death(); died {
+			errorf(t, "a process died: %s", msg)
 		}
 		p.stop()
 		if t.Failed() {
@@ -170,17 +171,17 @@ func (p *proc) scan(r io.Reader) {
 	p.exitedAt, p.exit = time.Now(), p.cmd.ProcessState.String()
 }
 
-// died reports whether the process has exited without the test stopping
-// or killing it (a crash, or an exit it chose), and says so with the end
-// of its logs.
-func (p *proc) died() (bool, string) {
+// death reports, the first time it is asked, that the process has exited
+// without the test stopping or killing it (a crash, or an exit it chose),
+// with its status and the end of its logs.
+func (p *proc) death() (string, bool) {
 	select {
 	case <-p.done:
 	default:
-		return false, ""
+		return "", false
 	}
-	if p.ended.Load() {
-		return false, ""
+	if p.ended.Load() || p.told.Swap(true) {
+		return "", false
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -188,13 +189,23 @@ func (p *proc) died() (bool, string) {
 	if i := len(tail) - 2000; i > 0 {
 		tail = "…" + tail[i:]
 	}
-	return true, fmt.Sprintf("%s (pid %d) exited by itself at %s (%s); the end of its logs:\n%s",
-		p.name, p.cmd.Process.Pid, p.exitedAt.Format("15:04:05.000"), p.exit, tail)
+	return fmt.Sprintf("%s (pid %d) exited by itself at %s (%s); the end of its logs:\n%s",
+		p.name, p.cmd.Process.Pid, p.exitedAt.Format("15:04:05.000"), p.exit, tail), true
+}
+
+// end marks the process as ended by the test, unless it has exited by
+// itself already (its death is still seen after the test stops it).
+func (p *proc) end() {
+	select {
+	case <-p.done:
+	default:
+		p.ended.Store(true)
+	}
 }
 
 // stop ends the process gracefully, or kills it after a deadline.
 func (p *proc) stop() {
-	p.ended.Store(true)
+	p.end()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -206,7 +217,7 @@ func (p *proc) stop() {
 
 // kill ends the process abruptly, as a crash would.
 func (p *proc) kill() {
-	p.ended.Store(true)
+	p.end()
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }
