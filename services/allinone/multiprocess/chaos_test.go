@@ -785,13 +785,25 @@ func eventuallyQuiet(within time.Duration, cond func() bool) bool {
 // a new R3 stream answers nothing until it has a leader, and each process
 // waits for its streams instead of exiting. Ten fresh clusters, one
 // process of every kind each, all started at once.
+//
+// What fails a round is a process that exits, or one not ready within a
+// minute, and a first write through the gateway that fails in a way a
+// client cannot act on (a 500, a 4xx, a 503 without Retry-After) or has not
+// succeeded within a minute. How long the processes took to be ready, and
+// whether the first write needed a retry, is printed: on shared cores a
+// fresh cluster may still be settling (an answer slower than its
+// deadline, a new stream's leader moving) when every process is ready,
+// and says so with a 503 to retry or no answer, which a client retries with
+// the same Idempotency-Key.
 func TestClusterFreshStartTenOfTen(t *testing.T) {
 	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
 		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
 	}
+	const within = 60 * time.Second
 	kinds := []string{"identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher", "gateway"}
 	for round := range 10 {
 		t.Run(fmt.Sprintf("round-%d", round+1), func(t *testing.T) {
+			repeatFailuresLast(t)
 			nodes := startNATSNodes(t, 3)
 			c := &cluster{t: t, natsURL: nodes.urls(), mongoURI: startStore(t), dataDir: t.TempDir()}
 			started := time.Now()
@@ -805,28 +817,62 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 					select {
 					case addr := <-p.addr:
 						gw = "http://" + addr
-					case <-time.After(60 * time.Second):
-						t.Fatal("the gateway did not report its address")
+					case <-p.done:
+						fatalf(t, "the gateway exited at start")
+					case <-time.After(within):
+						fatalf(t, "the gateway did not report its address within %s", within)
 					}
 				}
 				select {
 				case addr := <-p.metrics:
-					eventually(t, 60*time.Second, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
+					eventually(t, within, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
 				case <-p.done:
-					t.Fatalf("%s exited at start", kinds[i])
-				case <-time.After(60 * time.Second):
-					t.Fatalf("%s did not report its internal endpoint", kinds[i])
+					fatalf(t, "%s exited at start", kinds[i])
+				case <-time.After(within):
+					fatalf(t, "%s did not report its internal endpoint within %s", kinds[i], within)
 				}
 			}
 			ready := time.Since(started)
-			// Ready means serving: the first request through the gateway works.
-			eventually(t, 30*time.Second, "the gateway serves the admin key", func() bool {
-				return do(t, "GET", gw+"/v1/service-accounts", adminKey, "").code == http.StatusOK
+			eventually(t, within, "the gateway serves the admin key", func() bool {
+				return quietRequest("GET", gw+"/v1/service-accounts", "", "").code == http.StatusOK
 			})
-			if r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"fresh"}`); r.code != http.StatusCreated {
-				t.Fatalf("an agent is not created once every process is ready: %d %s", r.code, r.body)
+			// Ready means serving: the first write through the gateway
+			// succeeds, at once or once retried as a client would.
+			first, attempts, took := firstWrite(t, gw+"/v1/convai/agents/create", `{"name":"fresh"}`, within)
+			note := "created at the first attempt"
+			if attempts > 1 {
+				note = fmt.Sprintf("created after %d attempts in %s (the first answered %d)", attempts, took.Round(time.Millisecond), first.code)
 			}
-			t.Logf("round %d: %d processes ready %s after starting together", round+1, len(procs), ready.Round(time.Millisecond))
+			t.Logf("round %d: %d processes ready %s after starting together; an agent %s", round+1, len(procs), ready.Round(time.Millisecond), note)
 		})
+	}
+}
+
+// firstWrite posts body to url with one Idempotency-Key until it is
+// created, retrying what a client retries (no answer, 502, 504, a 503 with
+// Retry-After); anything else, or no success within, fails the test. It
+// returns the first answer, the attempts and how long they took.
+func firstWrite(t *testing.T, url, body string, within time.Duration) (first result, attempts int, took time.Duration) {
+	t.Helper()
+	began := time.Now()
+	for {
+		r := quietRequest("POST", url, "fresh-start-first-write", body)
+		attempts++
+		if attempts == 1 {
+			first = r
+		}
+		switch {
+		case r.code == http.StatusCreated:
+			return first, attempts, time.Since(began)
+		case r.code == http.StatusServiceUnavailable && r.header.Get("Retry-After") == "":
+			fatalf(t, "the first write answered 503 without Retry-After: %s", r.body)
+		case r.code != 0 && r.code != http.StatusServiceUnavailable && r.code != http.StatusBadGateway && r.code != http.StatusGatewayTimeout:
+			fatalf(t, "the first write answered %d (no client retry fixes it): %s", r.code, r.body)
+		}
+		if time.Since(began) > within {
+			fatalf(t, "the first write is not created within %s of every process being ready: %d attempts, the last answered %d %s",
+				within, attempts, r.code, r.body)
+		}
+		time.Sleep(200 * time.Millisecond) // a client's back-off
 	}
 }
