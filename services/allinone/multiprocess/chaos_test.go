@@ -627,7 +627,10 @@ func window(fails []failure, faults []fault) time.Duration {
 func (c *checker) scenario(name string, from, to time.Time, elected time.Duration, faults []fault) ([]string, map[string]time.Duration) {
 	t := c.t
 	head := name
-	if elected >= 0 {
+	switch {
+	case elected == 0:
+		head += " (no election: the node led no group)"
+	case elected > 0:
 		head += fmt.Sprintf(" (election %s)", elected.Round(time.Millisecond))
 	}
 	lines := []string{head}

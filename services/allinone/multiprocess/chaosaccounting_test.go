@@ -79,7 +79,8 @@ func TestChaosAccounting(t *testing.T) {
 			t.Errorf("over the goal: %q", over)
 		}
 		table := chaosTable(2, results)
-		for _, want := range []string{"5.0 s", "6.0 s", "7.0 s", "7.5 s", "+2.5 s", "1 of 2", "–"} {
+		t.Logf("the table:\n%s", table)
+		for _, want := range []string{"5.0 s", "6.0 s", "7.0 s", "7.5 s", "+2.5 s", "1 of 2", "–", "7.0/6.0 7.5/5.0", "2.0/– 2.1/–"} {
 			if !strings.Contains(table, want) {
 				t.Errorf("the table lacks %q:\n%s", want, table)
 			}

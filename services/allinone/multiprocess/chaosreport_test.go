@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"text/tabwriter"
 	"time"
 )
 
@@ -81,20 +80,25 @@ func reportChaos(t *testing.T, mode chaosMode, results []measurement) {
 
 // chaosTable is, per scenario and kind of request, the error windows (p50,
 // max) against the elections the runs measured: the worst of each run's
-// window less its own election, and in how many runs the window exceeded
-// its goal.
+// window less its own election, in how many runs the window exceeded its
+// goal, and each run's window / election.
 func chaosTable(runs int, results []measurement) string {
 	var scenarios []string
+	width := len("scenario")
 	for _, m := range results {
 		if !slices.Contains(scenarios, m.scenario) {
 			scenarios = append(scenarios, m.scenario)
+			width = max(width, len(m.scenario))
 		}
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "chaos report: %d runs; goal: every error window within its run's election + %s (%s where no node is lost)\n",
 		runs, strictSlack, strictSlack)
-	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "scenario\trequests\truns\telection p50\tmax\twindow p50\tmax\tworst window − election\tover goal\t")
+	row := func(scenario, load, n, ep50, emax, wp50, wmax, worst, over, each string) {
+		fmt.Fprintf(&b, "  %-*s  %-11s  %4s  %12s  %7s  %10s  %7s  %9s  %9s  %s\n",
+			width, scenario, load, n, ep50, emax, wp50, wmax, worst, over, each)
+	}
+	row("scenario", "requests", "runs", "election p50", "max", "window p50", "max", "worst w−e", "over goal", "each run: window / election")
 	for _, s := range scenarios {
 		var ms []measurement
 		var elections []time.Duration
@@ -112,6 +116,7 @@ func chaosTable(runs int, results []measurement) string {
 		}
 		for _, load := range loadNames {
 			var windows []time.Duration
+			var each []string
 			worst := time.Duration(math.MinInt64)
 			over := 0
 			for _, m := range ms {
@@ -120,12 +125,16 @@ func chaosTable(runs int, results []measurement) string {
 				if _, ok := m.over(load); ok {
 					over++
 				}
+				e := "–"
+				if m.elected >= 0 {
+					e = fmt.Sprintf("%.1f", m.elected.Seconds())
+				}
+				each = append(each, fmt.Sprintf("%.1f/%s", m.windows[load].Seconds(), e))
 			}
-			fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d of %d\t\n",
-				s, load, len(ms), ep50, emax, seconds(p50(windows)), seconds(slices.Max(windows)), signed(worst), over, len(ms))
+			row(s, load, strconv.Itoa(len(ms)), ep50, emax, seconds(p50(windows)), seconds(slices.Max(windows)), signed(worst),
+				fmt.Sprintf("%d of %d", over, len(ms)), strings.Join(each, " "))
 		}
 	}
-	_ = w.Flush()
 	return b.String()
 }
 
