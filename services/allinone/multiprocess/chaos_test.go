@@ -2,6 +2,7 @@ package multiprocess
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -27,10 +28,39 @@ import (
 // every process in turn. After each it checks that every acknowledged
 // write is there once, every event was delivered, every invocation
 // completed with each run counted once, and prints what clients saw.
+//
+// What fails it is safety and a generous bound on liveness, never a
+// timing on shared cores: a lost or duplicated write, a 500, a 503
+// without Retry-After, a refused request, a process that died by itself,
+// and a cluster or client not recovered recoverWithin (30 s) after a
+// fault ended (see fault). The error window against the election + 1 s
+// goal is printed, not asserted; make chaos (VOICEAI_CHAOS_RUNS,
+// VOICEAI_CHAOS_STRICT, see chaosMode) runs the whole tier several times
+// and gates on it.
 func TestClusterChaos(t *testing.T) {
 	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
 		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
 	}
+	mode := chaosModeFromEnv(t)
+	repeatFailuresLast(t)
+	var results []measurement
+	for run := 1; run <= mode.runs; run++ {
+		// Each run on a fresh cluster: its cleanups end it before the next.
+		t.Run(fmt.Sprintf("run-%d", run), func(t *testing.T) {
+			runChaos(t, func(m measurement) {
+				m.run = run
+				results = append(results, m)
+			})
+		})
+	}
+	if mode.report() {
+		reportChaos(t, mode, results)
+	}
+}
+
+// runChaos is one run of every scenario on a fresh cluster; record gets
+// each scenario's measurement as it is checked.
+func runChaos(t *testing.T, record func(measurement)) {
 	repeatFailuresLast(t)
 	ns, nsErr := newNetns(t)
 	if nsErr != nil {
@@ -67,10 +97,11 @@ func TestClusterChaos(t *testing.T) {
 	p.waitProgress(loads, writes, 5, 60*time.Second, "the load flows")
 
 	check := &checker{t: t, p: p, receiver: receiver, loads: loads, ticketOwner: map[string]string{}}
-	scenarios := []struct {
+	type scenario struct {
 		name string
-		run  func() (elected time.Duration)
-	}{
+		run  func() (elected time.Duration) // -1: no node was lost
+	}
+	scenarios := []scenario{
 		{"node leading TICKETS killed", func() time.Duration {
 			leader := p.streamLeader(events.TicketsStream, "")
 			return p.killNode(nodes.index(leader), loads, writes)
@@ -78,21 +109,23 @@ func TestClusterChaos(t *testing.T) {
 		{"meta leader killed", func() time.Duration {
 			return p.killNode(nodes.index(p.metaLeader()), loads, writes)
 		}},
-		{"node partitioned and healed", func() time.Duration {
-			if ns == nil {
-				t.Logf("partition skipped: %v", nsErr)
-				return -1
-			}
+	}
+	if ns != nil {
+		scenarios = append(scenarios, scenario{"node partitioned and healed", func() time.Duration {
 			return p.partition(ns, loads, writes)
-		}},
-		{"a replica of each service killed", func() time.Duration {
+		}})
+	} else {
+		t.Logf("partition skipped: %v", nsErr)
+	}
+	scenarios = append(scenarios,
+		scenario{"a replica of each service killed", func() time.Duration {
 			for _, kind := range []string{"gateway", "identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher"} {
 				p.killReplica(kind)
 				p.waitProgress(loads, writes, 3, 60*time.Second, "the load flows after "+kind+" was killed")
 			}
 			return -1
 		}},
-		{"rolling restart", func() time.Duration {
+		scenario{"rolling restart", func() time.Duration {
 			for _, kind := range []string{"identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher", "gateway"} {
 				for range len(p.procs[kind]) {
 					p.restartOldest(kind)
@@ -101,21 +134,39 @@ func TestClusterChaos(t *testing.T) {
 			p.waitProgress(loads, writes, 3, 60*time.Second, "the load flows after the rolling restart")
 			return -1
 		}},
-	}
+	)
 	// Each scenario's report is printed as it ends, so that a later
-	// scenario's failure does not hide it.
+	// scenario's failure does not hide it. The scenarios' spans are
+	// contiguous: what the loads did while one scenario's writes were
+	// being checked counts in the next, so no acknowledged write and no
+	// failed attempt goes unchecked.
 	fmt.Println("cluster tier (3 NATS nodes, R3; 2 replicas of every service but identity):")
+	from := time.Now()
 	for _, s := range scenarios {
-		from := time.Now()
+		first := len(p.faults)
 		elected := s.run()
+		faults := p.faults[first:]
+		recovered := check.recovery(s.name, faults)
 		to := time.Now()
-		if elected == -1 && strings.Contains(s.name, "partition") && ns == nil {
-			continue
-		}
-		for _, line := range check.scenario(s.name, from, to, elected) {
+		lines, windows := check.scenario(s.name, from, to, elected, faults)
+		lines = append(lines[:1], append([]string{"  " + recovered}, lines[1:]...)...)
+		for _, line := range lines {
 			fmt.Println("  " + line)
 		}
+		check.deaths()
+		record(measurement{scenario: s.name, elected: elected, windows: windows})
+		from = to
 	}
+	// The loads stop; what they did while the last scenario was checked is
+	// checked as well.
+	for _, l := range loads {
+		l.stop()
+	}
+	lines, _ := check.scenario("after the last scenario, until the loads stopped", from, time.Now(), -1, nil)
+	for _, line := range lines {
+		fmt.Println("  " + line)
+	}
+	check.deaths()
 	for _, l := range loads {
 		for _, r := range l.refused {
 			errorf(t, "%s: refused: %s", l.name, r)
@@ -125,12 +176,14 @@ func TestClusterChaos(t *testing.T) {
 
 // platform is the running cluster: nodes, store and service processes.
 type platform struct {
-	t     *testing.T
-	nodes *natsNodes
-	c     *cluster
-	env   []string
-	procs map[string][]*serviceProc
-	lb    *balancer
+	t      *testing.T
+	nodes  *natsNodes
+	c      *cluster
+	env    []string
+	procs  map[string][]*serviceProc // the replicas running, oldest first
+	all    []*serviceProc            // every service process started, for deaths
+	lb     *balancer
+	faults []fault // every fault the scenarios caused, in order
 }
 
 // serviceProc is a service process with its internal endpoint (and, for
@@ -214,6 +267,7 @@ func (p *platform) startService(kind string) *serviceProc {
 	}
 	eventually(p.t, 60*time.Second, kind+" is ready", func() bool { return status(sp.internal+"/readyz") == http.StatusOK })
 	p.procs[kind] = append(p.procs[kind], sp)
+	p.all = append(p.all, sp)
 	if sp.base != "" {
 		p.lb.add(sp.base)
 	}
@@ -221,15 +275,18 @@ func (p *platform) startService(kind string) *serviceProc {
 }
 
 // killReplica kills (SIGKILL) the oldest replica of kind and starts a
-// new one.
+// new one. The fault lasts until the new one is ready (identity has no
+// other replica to serve meanwhile).
 func (p *platform) killReplica(kind string) {
 	sp := p.procs[kind][0]
 	p.procs[kind] = p.procs[kind][1:]
+	at := time.Now()
 	sp.kill()
 	if sp.base != "" {
 		p.lb.remove(sp.base) // the load balancer's health check finds it dead
 	}
 	p.startService(kind)
+	p.faults = append(p.faults, fault{what: "a " + kind + " replica killed", start: at, end: time.Now(), restored: time.Now()})
 }
 
 // restartOldest stops the oldest replica of kind gracefully (SIGTERM; a
@@ -238,11 +295,13 @@ func (p *platform) killReplica(kind string) {
 func (p *platform) restartOldest(kind string) {
 	sp := p.procs[kind][0]
 	p.procs[kind] = p.procs[kind][1:]
+	at := time.Now()
 	if sp.base != "" {
 		p.lb.remove(sp.base)
 	}
 	sp.stop()
 	p.startService(kind)
+	p.faults = append(p.faults, fault{what: "a " + kind + " replica restarted", start: at, end: time.Now(), restored: time.Now()})
 }
 
 // waitProgress waits until each of the loads named has n more
@@ -335,8 +394,8 @@ func (p *platform) led(node string) ([]string, bool) {
 }
 
 // killNode kills node i (SIGKILL) under the load, measures the elections
-// it causes, waits for the writes to go on, and restarts it until it has
-// caught up. It returns the longest election.
+// it causes, waits for the writes to go on, and restarts it (its catching
+// up is part of the scenario's recovery). It returns the longest election.
 func (p *platform) killNode(i int, loads map[string]*load, writes []string) time.Duration {
 	name := p.nodes.names[i]
 	ledStreams, ledMeta := p.led(name)
@@ -345,13 +404,13 @@ func (p *platform) killNode(i int, loads map[string]*load, writes []string) time
 	elected := p.elections(name, ledStreams, ledMeta, at)
 	p.waitProgress(loads, writes, 5, 60*time.Second, "writes go on without "+name)
 	p.nodes.start(i)
-	eventually(p.t, 60*time.Second, name+" catches up after its restart", func() bool { return p.nodes.current(i) })
+	p.faults = append(p.faults, fault{what: name + " killed", start: at, end: at.Add(elected), restored: time.Now()})
 	return elected
 }
 
 // partition cuts the isolated node off the network under the load,
-// measures the elections, waits for writes to go on, heals the link and
-// waits for the node to catch up.
+// measures the elections, waits for writes to go on, and heals the link
+// (the node's catching up is part of the scenario's recovery).
 func (p *platform) partition(ns *netns, loads map[string]*load, writes []string) time.Duration {
 	i := len(p.nodes.names) - 1
 	name := p.nodes.names[i]
@@ -361,37 +420,224 @@ func (p *platform) partition(ns *netns, loads map[string]*load, writes []string)
 	elected := p.elections(name, ledStreams, ledMeta, at)
 	p.waitProgress(loads, writes, 5, 90*time.Second, "writes go on without the partitioned "+name)
 	ns.heal(p.t)
-	eventually(p.t, 90*time.Second, name+" catches up after the partition heals", func() bool { return p.nodes.current(i) })
+	p.faults = append(p.faults, fault{what: name + " partitioned", start: at, end: time.Now(), restored: time.Now()})
 	return elected
 }
 
-// checker verifies what each scenario's acknowledged writes became.
+// loadNames are the loads, in the order they are reported.
+var loadNames = []string{"tickets", "invocations", "events", "reads"}
+
+// recoverWithin is how long after a fault ends the cluster and every
+// client must have recovered: far beyond what recovery takes (an election,
+// then the clients' dead-link detection, 2 missed pings of 1 s, and a
+// request's 5 s patience), so that only a platform that does not recover
+// fails the tier, never a slow run on shared cores.
+const recoverWithin = 30 * time.Second
+
+// fault is one disturbance a scenario causes, from start (the kill, the
+// cut, the stop) to end, when it is over for clients:
+//
+//   - a node killed: end is the election, once every group the node led
+//     (streams, the meta group) has a new leader; from then on the cluster
+//     serves without it. It is restarted once writes go on (restored), and
+//     catches up.
+//   - a node partitioned away: end is the heal (the cut node's clients are
+//     cut off until then); restored is the heal too.
+//   - a service replica killed or restarted: end (and restored) is when
+//     its replacement is ready.
+//
+// Recovered means: by end + recoverWithin every load has succeeded since
+// its last failure and no failed attempt began later (a failure may only
+// fall between a fault's start and its end + recoverWithin); by restored +
+// recoverWithin every node reports current (caught up, nats-server's
+// /healthz).
+type fault struct {
+	what                 string
+	start, end, restored time.Time
+}
+
+// checker verifies what each scenario's acknowledged writes became, and
+// that the cluster and its clients recovered.
 type checker struct {
 	t           *testing.T
 	p           *platform
 	receiver    *hookReceiver
 	loads       map[string]*load
 	ticketOwner map[string]string // ticket id → the key that made it
+	deadNodes   map[*exec.Cmd]bool
 }
 
-// scenario checks the writes acknowledged in [from, to), applies the goals
-// and returns the report lines. elected is the longest leader election
-// the scenario caused (-1: no node was lost).
-// outageSlack is how much longer than the election the error window may
-// be before the tier calls it an outage: the clients' dead-link detection
-// (2 missed pings of 1 s, then the reconnect), the time the load's own
-// requests take to time out (a window counts a failed request from its
-// sending: up to its 5 s patience), and what 2 shared cores add.
-const outageSlack = 10 * time.Second
+// recovery waits until the cluster and every client have recovered from
+// faults (see fault), fails the tier for each that did not within
+// recoverWithin, and says how long each took.
+func (c *checker) recovery(name string, faults []fault) string {
+	if len(faults) == 0 {
+		return "recovered: no fault"
+	}
+	last := faults[len(faults)-1]
+	clientsBy, clusterBy := last.end.Add(recoverWithin), last.restored.Add(recoverWithin)
+	// Past this the tier stops: nothing later would be measured on a
+	// recovered cluster.
+	giveUp := clusterBy.Add(90 * time.Second)
+	if clientsBy.After(clusterBy) {
+		giveUp = clientsBy.Add(90 * time.Second)
+	}
+	var clients, cluster time.Time
+	clientsLate, clusterLate := false, false
+	for clients.IsZero() || cluster.IsZero() {
+		now := time.Now()
+		if clients.IsZero() {
+			clients, _ = c.clientsRecovered(last.end)
+		}
+		if cluster.IsZero() && len(c.notCurrent()) == 0 {
+			cluster = now
+		}
+		if clients.IsZero() && now.After(clientsBy) && !clientsLate {
+			clientsLate = true
+			errorf(c.t, "%s: the clients have not recovered %s after %s ended (%s): %s",
+				name, recoverWithin, last.what, last.end.Format("15:04:05.000"), c.failingLoads())
+		}
+		if cluster.IsZero() && now.After(clusterBy) && !clusterLate {
+			clusterLate = true
+			errorf(c.t, "%s: %v not current %s after %s was undone (%s)",
+				name, c.notCurrent(), recoverWithin, last.what, last.restored.Format("15:04:05.000"))
+		}
+		if now.After(giveUp) {
+			fatalf(c.t, "%s: not recovered %s after %s ended: %s; nodes not current: %v",
+				name, giveUp.Sub(last.end).Round(time.Second), last.what, c.failingLoads(), c.notCurrent())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Sprintf("recovered: clients %s after the fault ended, nodes current %s after it was undone (limit %s each)",
+		max(clients.Sub(last.end), 0).Round(time.Millisecond), cluster.Sub(last.restored).Round(time.Millisecond), recoverWithin)
+}
 
-func (c *checker) scenario(name string, from, to time.Time, elected time.Duration) []string {
+// clientsRecovered is when the last load to recover succeeded again after
+// its last failure (no later than since: a load that has not failed since
+// then was never down), and whether every load has.
+func (c *checker) clientsRecovered(since time.Time) (time.Time, bool) {
+	latest := since
+	for _, l := range c.loads {
+		at, ok := l.recovered()
+		if !ok {
+			return time.Time{}, false
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	return latest, true
+}
+
+// failingLoads says which loads have not succeeded since their last
+// failure.
+func (c *checker) failingLoads() string {
+	var out []string
+	for _, name := range loadNames {
+		if _, ok := c.loads[name].recovered(); !ok {
+			f, _ := c.loads[name].lastFailure()
+			out = append(out, fmt.Sprintf("%s failing (last failed attempt sent %s, answer %d)", name, f.began.Format("15:04:05.000"), f.code))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// notCurrent names the running nodes that do not report current.
+func (c *checker) notCurrent() []string {
+	var out []string
+	for i, name := range c.p.nodes.names {
+		if c.p.nodes.procs[i] != nil && !c.p.nodes.current(i) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// deaths fails the tier for every process that died by itself since the
+// last call: a service process or a NATS node the test did not stop.
+func (c *checker) deaths() {
+	if c.deadNodes == nil {
+		c.deadNodes = map[*exec.Cmd]bool{}
+	}
+	for _, sp := range c.p.all {
+		if msg, died := sp.death(); died {
+			errorf(c.t, "a process died: %s", msg)
+		}
+	}
+	for i, cmd := range c.p.nodes.procs {
+		if cmd != nil && exited(cmd) && !c.deadNodes[cmd] {
+			c.deadNodes[cmd] = true
+			errorf(c.t, "a process died: NATS node %s (pid %d) exited by itself", c.p.nodes.names[i], cmd.Process.Pid)
+		}
+	}
+}
+
+// exited reports whether a child process the test has not waited for has
+// ended (a zombie, or gone), without reaping it. Without /proc (not Linux)
+// it cannot tell, and says no.
+func exited(cmd *exec.Cmd) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", cmd.Process.Pid))
+	if err != nil {
+		_, noProc := os.Stat("/proc/self/stat")
+		return noProc == nil
+	}
+	// pid (comm) state ...: the state follows the last parenthesis.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
+}
+
+// explained reports whether a failed attempt falls within a fault's
+// reach: it ended after the fault began, and it was sent no later than
+// recoverWithin after the fault ended. It returns the last fault that
+// began before the attempt ended (nil: none).
+func (c *checker) explained(f failure) (bool, *fault) {
+	var before *fault
+	for i := range c.p.faults {
+		ft := &c.p.faults[i]
+		if ft.start.After(f.at) {
+			continue
+		}
+		before = ft
+		if !f.began.After(ft.end.Add(recoverWithin)) {
+			return true, ft
+		}
+	}
+	return false, before
+}
+
+// window is the longest error window clients saw for one of faults: each
+// failed attempt counts for the last of them that began before it ended;
+// one before the first belongs to an earlier scenario.
+func window(fails []failure, faults []fault) time.Duration {
+	var longest time.Duration
+	for i, ft := range faults {
+		var mine []failure
+		for _, f := range fails {
+			if !f.at.Before(ft.start) && (i == len(faults)-1 || f.at.Before(faults[i+1].start)) {
+				mine = append(mine, f)
+			}
+		}
+		longest = max(longest, errorWindow(mine))
+	}
+	return longest
+}
+
+// scenario checks the writes acknowledged and the failed attempts in
+// [from, to), applies the goals and returns the report lines and each
+// load's error window. elected is the longest leader election the
+// scenario caused (-1: no node was lost); faults are the scenario's.
+func (c *checker) scenario(name string, from, to time.Time, elected time.Duration, faults []fault) ([]string, map[string]time.Duration) {
 	t := c.t
 	head := name
-	if elected >= 0 {
+	switch {
+	case elected == 0:
+		head += " (no election: the node led no group)"
+	case elected > 0:
 		head += fmt.Sprintf(" (election %s)", elected.Round(time.Millisecond))
 	}
 	lines := []string{head}
-	for _, lname := range []string{"tickets", "invocations", "events", "reads"} {
+	windows := map[string]time.Duration{}
+	for _, lname := range loadNames {
 		acks, fails := c.loads[lname].between(from, to)
 		found, dups, stale := c.verify(lname, acks)
 		codes := map[int]int{}
@@ -402,11 +648,12 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 				noRetryAfter++
 			}
 		}
-		window := errorWindow(fails)
+		win := window(fails, faults)
+		windows[lname] = win
 		goal := ""
 		if elected >= 0 && lname != "reads" {
 			goal = "  goal (election + 1 s): MET"
-			if window > elected+time.Second {
+			if win > elected+time.Second {
 				goal = "  goal (election + 1 s): NOT MET"
 			}
 		}
@@ -415,7 +662,7 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 			staleNote = fmt.Sprintf("  (%d first read as not found)", stale)
 		}
 		lines = append(lines, fmt.Sprintf("  %-11s acknowledged %5d  found %5d  duplicates %3d  error window %7s  failed attempts %v%s%s",
-			lname, len(acks), found, dups, window.Round(time.Millisecond), codes, goal, staleNote))
+			lname, len(acks), found, dups, win.Round(time.Millisecond), codes, goal, staleNote))
 		if lname != "reads" && found != len(acks) {
 			errorf(t, "%s / %s: %d acknowledged, %d found", name, lname, len(acks), found)
 		}
@@ -429,15 +676,26 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 			errorf(t, "%s / %s: %d answers 503 without Retry-After", name, lname, noRetryAfter)
 		}
 		// The window goal (election + 1 s) is measured and printed, not
-		// asserted: on two shared cores a partitioned client also needs
-		// its missed pings (up to 3 s) to notice the cut, and timing is
-		// noise (a timed test fails by luck). What fails the tier is an
-		// outage: a window beyond the election plus outageSlack.
-		if elected >= 0 && window > elected+outageSlack {
-			errorf(t, "%s / %s: error window %s exceeds the election (%s) + %s: an outage, not an election", name, lname, window, elected, outageSlack)
+		// asserted: a timing on shared cores fails by luck (make chaos
+		// measures it over many runs). What fails the tier is a client
+		// that has not recovered: a failed attempt sent later than
+		// recoverWithin after the fault before it ended.
+		var late []string
+		for _, f := range fails {
+			if ok, ft := c.explained(f); !ok {
+				after := "with no fault before it"
+				if ft != nil {
+					after = fmt.Sprintf("%s after %s ended", f.began.Sub(ft.end).Round(time.Millisecond), ft.what)
+				}
+				late = append(late, fmt.Sprintf("answer %d sent at %s, %s", f.code, f.began.Format("15:04:05.000"), after))
+			}
+		}
+		if len(late) > 0 {
+			errorf(t, "%s / %s: not recovered within %s: %d failed attempts sent later (the first: %s)",
+				name, lname, recoverWithin, len(late), late[0])
 		}
 	}
-	return lines
+	return lines, windows
 }
 
 // verify returns how many acknowledged writes are found and how many
@@ -532,13 +790,25 @@ func eventuallyQuiet(within time.Duration, cond func() bool) bool {
 // a new R3 stream answers nothing until it has a leader, and each process
 // waits for its streams instead of exiting. Ten fresh clusters, one
 // process of every kind each, all started at once.
+//
+// What fails a round is a process that exits, or one not ready within a
+// minute, and a first write through the gateway that fails in a way a
+// client cannot act on (a 500, a 4xx, a 503 without Retry-After) or has not
+// succeeded within a minute. How long the processes took to be ready, and
+// whether the first write needed a retry, is printed: on shared cores a
+// fresh cluster may still be settling (an answer slower than its
+// deadline, a new stream's leader moving) when every process is ready,
+// and says so with a 503 to retry or no answer, which a client retries with
+// the same Idempotency-Key.
 func TestClusterFreshStartTenOfTen(t *testing.T) {
 	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
 		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
 	}
+	const within = 60 * time.Second
 	kinds := []string{"identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher", "gateway"}
 	for round := range 10 {
 		t.Run(fmt.Sprintf("round-%d", round+1), func(t *testing.T) {
+			repeatFailuresLast(t)
 			nodes := startNATSNodes(t, 3)
 			c := &cluster{t: t, natsURL: nodes.urls(), mongoURI: startStore(t), dataDir: t.TempDir()}
 			started := time.Now()
@@ -552,28 +822,62 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 					select {
 					case addr := <-p.addr:
 						gw = "http://" + addr
-					case <-time.After(60 * time.Second):
-						t.Fatal("the gateway did not report its address")
+					case <-p.done:
+						fatalf(t, "the gateway exited at start")
+					case <-time.After(within):
+						fatalf(t, "the gateway did not report its address within %s", within)
 					}
 				}
 				select {
 				case addr := <-p.metrics:
-					eventually(t, 60*time.Second, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
+					eventually(t, within, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
 				case <-p.done:
-					t.Fatalf("%s exited at start", kinds[i])
-				case <-time.After(60 * time.Second):
-					t.Fatalf("%s did not report its internal endpoint", kinds[i])
+					fatalf(t, "%s exited at start", kinds[i])
+				case <-time.After(within):
+					fatalf(t, "%s did not report its internal endpoint within %s", kinds[i], within)
 				}
 			}
 			ready := time.Since(started)
-			// Ready means serving: the first request through the gateway works.
-			eventually(t, 30*time.Second, "the gateway serves the admin key", func() bool {
-				return do(t, "GET", gw+"/v1/service-accounts", adminKey, "").code == http.StatusOK
+			eventually(t, within, "the gateway serves the admin key", func() bool {
+				return quietRequest("GET", gw+"/v1/service-accounts", "", "").code == http.StatusOK
 			})
-			if r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"fresh"}`); r.code != http.StatusCreated {
-				t.Fatalf("an agent is not created once every process is ready: %d %s", r.code, r.body)
+			// Ready means serving: the first write through the gateway
+			// succeeds, at once or once retried as a client would.
+			first, attempts, took := firstWrite(t, gw+"/v1/convai/agents/create", `{"name":"fresh"}`, within)
+			note := "created at the first attempt"
+			if attempts > 1 {
+				note = fmt.Sprintf("created after %d attempts in %s (the first answered %d)", attempts, took.Round(time.Millisecond), first.code)
 			}
-			t.Logf("round %d: %d processes ready %s after starting together", round+1, len(procs), ready.Round(time.Millisecond))
+			t.Logf("round %d: %d processes ready %s after starting together; an agent %s", round+1, len(procs), ready.Round(time.Millisecond), note)
 		})
+	}
+}
+
+// firstWrite posts body to url with one Idempotency-Key until it is
+// created, retrying what a client retries (no answer, 502, 504, a 503 with
+// Retry-After); anything else, or no success within, fails the test. It
+// returns the first answer, the attempts and how long they took.
+func firstWrite(t *testing.T, url, body string, within time.Duration) (first result, attempts int, took time.Duration) {
+	t.Helper()
+	began := time.Now()
+	for {
+		r := quietRequest("POST", url, "fresh-start-first-write", body)
+		attempts++
+		if attempts == 1 {
+			first = r
+		}
+		switch {
+		case r.code == http.StatusCreated:
+			return first, attempts, time.Since(began)
+		case r.code == http.StatusServiceUnavailable && r.header.Get("Retry-After") == "":
+			fatalf(t, "the first write answered 503 without Retry-After: %s", r.body)
+		case r.code != 0 && r.code != http.StatusServiceUnavailable && r.code != http.StatusBadGateway && r.code != http.StatusGatewayTimeout:
+			fatalf(t, "the first write answered %d (no client retry fixes it): %s", r.code, r.body)
+		}
+		if time.Since(began) > within {
+			fatalf(t, "the first write is not created within %s of every process being ready: %d attempts, the last answered %d %s",
+				within, attempts, r.code, r.body)
+		}
+		time.Sleep(200 * time.Millisecond) // a client's back-off
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -132,6 +133,33 @@ func (l *load) acked() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.acks)
+}
+
+// recovered is when the load first succeeded after its last failure, and
+// whether it has (a load that never failed has; at is then zero).
+func (l *load) recovered() (at time.Time, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.fails) == 0 {
+		return time.Time{}, true
+	}
+	last := l.fails[len(l.fails)-1].at
+	// Acknowledgements are in time order: the first after last.
+	i := sort.Search(len(l.acks), func(i int) bool { return l.acks[i].at.After(last) })
+	if i == len(l.acks) {
+		return time.Time{}, false
+	}
+	return l.acks[i].at, true
+}
+
+// lastFailure is the load's last failed attempt, if any.
+func (l *load) lastFailure() (failure, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.fails) == 0 {
+		return failure{}, false
+	}
+	return l.fails[len(l.fails)-1], true
 }
 
 // between is what the load saw in [from, to).

@@ -103,7 +103,9 @@ func (nn *natsNodes) start(i int) {
 		nn.t.Fatal(err)
 	}
 	nn.procs[i] = cmd
-	eventually(nn.t, 10*time.Second, nn.names[i]+" listens", func() bool {
+	// A node listens for clients once it has recovered its JetStream
+	// store: seconds on a busy machine, for a node restarted after a kill.
+	eventually(nn.t, 60*time.Second, nn.names[i]+" listens", func() bool {
 		c, err := net.Dial("tcp", net.JoinHostPort(nn.hosts[i], strconv.Itoa(nn.clients[i])))
 		if err == nil {
 			c.Close()

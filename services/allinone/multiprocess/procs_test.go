@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,6 +76,13 @@ type proc struct {
 	addr    chan string // the gateway's listening address
 	metrics chan string // the internal endpoint's address (/metrics, /healthz, /readyz)
 	done    chan struct{}
+	// ended is set when the test stops or kills the process: its exit is
+	// then expected. exitedAt and exit (its status) are set before done
+	// is closed. told is set once its death has been reported.
+	ended    atomic.Bool
+	exitedAt time.Time
+	exit     string
+	told     atomic.Bool
 }
 
 // cluster is the shared infrastructure of one test.
@@ -113,6 +121,11 @@ func (c *cluster) start(name string, env ...string) *proc {
 	}
 	go p.scan(stderr)
 	t.Cleanup(func() {
+		// A service process never exits by itself: it reconnects, waits
+		// for its streams, or rebuilds itself on new connections.
+		if msg, died := p.death(); died {
+			errorf(t, "a process died: %s", msg)
+		}
 		p.stop()
 		if t.Failed() {
 			p.mu.Lock()
@@ -155,10 +168,44 @@ func (p *proc) scan(r io.Reader) {
 		}
 	}
 	_ = p.cmd.Wait()
+	p.exitedAt, p.exit = time.Now(), p.cmd.ProcessState.String()
+}
+
+// death reports, the first time it is asked, that the process has exited
+// without the test stopping or killing it (a crash, or an exit it chose),
+// with its status and the end of its logs.
+func (p *proc) death() (string, bool) {
+	select {
+	case <-p.done:
+	default:
+		return "", false
+	}
+	if p.ended.Load() || p.told.Swap(true) {
+		return "", false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	tail := p.logs.String()
+	if i := len(tail) - 2000; i > 0 {
+		tail = "…" + tail[i:]
+	}
+	return fmt.Sprintf("%s (pid %d) exited by itself at %s (%s); the end of its logs:\n%s",
+		p.name, p.cmd.Process.Pid, p.exitedAt.Format("15:04:05.000"), p.exit, tail), true
+}
+
+// end marks the process as ended by the test, unless it has exited by
+// itself already (its death is still seen after the test stops it).
+func (p *proc) end() {
+	select {
+	case <-p.done:
+	default:
+		p.ended.Store(true)
+	}
 }
 
 // stop ends the process gracefully, or kills it after a deadline.
 func (p *proc) stop() {
+	p.end()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
@@ -170,6 +217,7 @@ func (p *proc) stop() {
 
 // kill ends the process abruptly, as a crash would.
 func (p *proc) kill() {
+	p.end()
 	_ = p.cmd.Process.Kill()
 	<-p.done
 }

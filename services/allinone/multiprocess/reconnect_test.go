@@ -24,6 +24,10 @@ import (
 // restarts: every process is not ready while it is down and ready again
 // after, by itself.
 func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
+	// How long each recovery may take: each takes well under a second on
+	// an idle machine; the bound is generous, so that a busy machine is
+	// not a failure (the test is about recovering, not its speed).
+	const recoverIn = 30 * time.Second
 	receiver := newHookReceiver(t)
 
 	c := newCluster(t)
@@ -77,7 +81,7 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 		if n := testenv.KickClients(t, c.nats, "voiceai-"+kind); n == 0 {
 			t.Fatalf("%s has no NATS connection to drop", kind)
 		}
-		eventually(t, 10*time.Second, kind+" reconnects and is ready", func() bool {
+		eventually(t, recoverIn, kind+" reconnects and is ready", func() bool {
 			return connectionEvents(t, endpoints[kind], "reconnected") >= 1 && status(endpoints[kind]+"/readyz") == 200
 		})
 		if status(endpoints[kind]+"/healthz") != 200 {
@@ -85,16 +89,16 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 		}
 		switch kind {
 		case "identity":
-			eventually(t, 10*time.Second, "identity serves", func() bool {
+			eventually(t, recoverIn, "identity serves", func() bool {
 				return do(t, "POST", gw+"/v1/service-accounts", adminKey, `{"name":"after-kick"}`).code == 200
 			})
 		case "gateway", "agents":
-			eventually(t, 10*time.Second, kind+" serves", func() bool {
+			eventually(t, recoverIn, kind+" serves", func() bool {
 				return do(t, "GET", gw+"/v1/convai/agents/"+agent, adminKey, "").code == 200
 			})
 		case "testing", "testing-runner":
 			inv := createdID(t, do(t, "POST", gw+"/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`), "id")
-			eventually(t, 30*time.Second, "an invocation completes after "+kind+" reconnected", func() bool {
+			eventually(t, 2*recoverIn, "an invocation completes after "+kind+" reconnected", func() bool {
 				var got struct {
 					Status string `json:"status"`
 				}
@@ -103,14 +107,14 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 			})
 		case "webhooks", "webhook-dispatcher":
 			call := fmt.Sprintf("call_%d", i)
-			eventually(t, 10*time.Second, "the event is ingested", func() bool {
+			eventually(t, recoverIn, "the event is ingested", func() bool {
 				return do(t, "POST", gw+"/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"`+call+`"}}`).code == http.StatusAccepted
 			})
-			eventually(t, 15*time.Second, "the event is delivered after "+kind+" reconnected", func() bool {
+			eventually(t, recoverIn, "the event is delivered after "+kind+" reconnected", func() bool {
 				return receiver.count(call) > 0
 			})
 		}
-		eventually(t, 15*time.Second, "ticket creates go on after "+kind+" reconnected", func() bool { return load.acked() > before })
+		eventually(t, recoverIn, "ticket creates go on after "+kind+" reconnected", func() bool { return load.acked() > before })
 	}
 
 	// The server itself goes down: every process is not ready (but live,
@@ -118,18 +122,18 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 	before := load.acked()
 	restart := testenv.StopNATSServer(t, c.nats)
 	for kind, endpoint := range endpoints {
-		eventually(t, 10*time.Second, kind+" reports not ready while NATS is down", func() bool { return status(endpoint+"/readyz") == 503 })
+		eventually(t, recoverIn, kind+" reports not ready while NATS is down", func() bool { return status(endpoint+"/readyz") == 503 })
 		if status(endpoint+"/healthz") != 200 {
 			t.Fatalf("%s is not live while it reconnects", kind)
 		}
 	}
 	c.nats = restart()
 	for kind, endpoint := range endpoints {
-		eventually(t, 20*time.Second, kind+" is ready again once NATS is back", func() bool { return status(endpoint+"/readyz") == 200 })
+		eventually(t, recoverIn, kind+" is ready again once NATS is back", func() bool { return status(endpoint+"/readyz") == 200 })
 	}
-	eventually(t, 20*time.Second, "ticket creates go on after the server restarted", func() bool { return load.acked() > before })
+	eventually(t, recoverIn, "ticket creates go on after the server restarted", func() bool { return load.acked() > before })
 	inv := createdID(t, do(t, "POST", gw+"/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`), "id")
-	eventually(t, 30*time.Second, "an invocation completes after the server restarted", func() bool {
+	eventually(t, 2*recoverIn, "an invocation completes after the server restarted", func() bool {
 		var got struct {
 			Status string `json:"status"`
 		}

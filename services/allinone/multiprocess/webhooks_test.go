@@ -141,8 +141,13 @@ func TestWebhookDispatcherKilledMidStream(t *testing.T) {
 	rc := newGatedReceiver(t)
 
 	c := newCluster(t)
-	hooksEnv := []string{"VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1", "VOICEAI_WEBHOOK_TIMEOUT=8s"}
-	dispatcherEnv := slices.Concat(hooksEnv, []string{fmt.Sprintf("VOICEAI_WEBHOOK_WORKERS=%d", workers), "VOICEAI_WEBHOOK_ACK_WAIT=9s"})
+	// The first dispatcher's deliveries must still be held when it is
+	// killed, after a second dispatcher has started and delivered: the
+	// attempt time-out bounds how long that start may take (seconds on a
+	// busy machine), and the AckWait just above it how long the killed
+	// one's jobs wait to be delivered again.
+	hooksEnv := []string{"VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1", "VOICEAI_WEBHOOK_TIMEOUT=20s"}
+	dispatcherEnv := slices.Concat(hooksEnv, []string{fmt.Sprintf("VOICEAI_WEBHOOK_WORKERS=%d", workers), "VOICEAI_WEBHOOK_ACK_WAIT=21s"})
 	c.start("identity")
 	c.start("webhooks", hooksEnv...)
 	doomed := c.start("webhook-dispatcher", dispatcherEnv...)
@@ -212,7 +217,7 @@ func TestWebhookDispatcherKilledMidStream(t *testing.T) {
 	// unanswered, so it has acknowledged none of them and holds no other
 	// (its workers are all busy with these).
 	if slices.ContainsFunc(held, func(i int) bool { return rc.allEnded([]int{i}) }) {
-		t.Fatal("a delivery of the first dispatcher ended before the kill (attempt time-out too short for this machine?)")
+		t.Fatalf("a delivery of the first dispatcher ended before the kill, %s after it was held (the second dispatcher took longer than the attempt time-out to start)", time.Since(heldAt).Round(time.Millisecond))
 	}
 	killedAfter := time.Since(heldAt)
 	doomed.kill()
