@@ -420,8 +420,32 @@ func (p *platform) partition(ns *netns, loads map[string]*load, writes []string)
 	elected := p.elections(name, ledStreams, ledMeta, at)
 	p.waitProgress(loads, writes, 5, 90*time.Second, "writes go on without the partitioned "+name)
 	ns.heal(p.t)
-	p.faults = append(p.faults, fault{what: name + " partitioned", start: at, end: time.Now(), restored: time.Now()})
-	return elected
+	healed := time.Now()
+	p.faults = append(p.faults, fault{what: name + " partitioned", start: at, end: healed, restored: healed})
+	// The heal is a disturbance of its own: the node comes back with the
+	// higher terms it reached campaigning alone, and nats-server's raft
+	// (no pre-vote) makes every leader it meets step down for a new
+	// election. Its failures are measured against that settling, not
+	// against the cut's election.
+	settled := p.settle(i, healed)
+	p.faults = append(p.faults, fault{what: name + " rejoined", start: healed, end: healed.Add(settled), restored: healed.Add(settled)})
+	return max(elected, settled)
+}
+
+// settle waits, after node i rejoined at `at`, until every watched stream
+// and the meta group have a leader again and node i has caught up, and
+// returns how long that took.
+func (p *platform) settle(i int, at time.Time) time.Duration {
+	p.t.Helper()
+	eventually(p.t, 90*time.Second, p.nodes.names[i]+" rejoins: every group has a leader and it has caught up", func() bool {
+		for _, s := range streams {
+			if p.streamLeader(s, "") == "" {
+				return false
+			}
+		}
+		return p.nodes.metaLeader(0) != "" && p.nodes.current(i)
+	})
+	return time.Since(at)
 }
 
 // loadNames are the loads, in the order they are reported.
@@ -442,7 +466,9 @@ const recoverWithin = 30 * time.Second
 //     serves without it. It is restarted once writes go on (restored), and
 //     catches up.
 //   - a node partitioned away: end is the heal (the cut node's clients are
-//     cut off until then); restored is the heal too.
+//     cut off until then); restored is the heal too. The heal is a fault of
+//     its own (the node rejoined), from the heal until every group has a
+//     leader again and the node has caught up.
 //   - a service replica killed or restarted: end (and restored) is when
 //     its replacement is ready.
 //
