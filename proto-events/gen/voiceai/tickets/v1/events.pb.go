@@ -375,7 +375,8 @@ func (x *TicketDeleted) GetTicket() *Ticket {
 }
 
 // Type "tickets.test_failure_recorded": the QA worker recorded failed runs
-// of a test on the agent's ticket for it (created, reopened or updated).
+// of a test on the agent's ticket for it (reopened or updated; the first
+// failures open it with a TicketCreated).
 type TestFailureRecorded struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
