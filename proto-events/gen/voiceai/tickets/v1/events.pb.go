@@ -376,7 +376,10 @@ func (x *TicketDeleted) GetTicket() *Ticket {
 
 // Type "tickets.test_failure_recorded": the QA worker recorded failed runs
 // of a test on the agent's ticket for it (reopened or updated; the first
-// failures open it with a TicketCreated).
+// failures open it with a TicketCreated). Webhooks hear of it as
+// ticket_status_changed when it reopened the ticket, else as
+// ticket_commented when it added a failing invocation's comment, else as
+// ticket_updated.
 type TestFailureRecorded struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -471,7 +474,8 @@ type TicketClustered struct {
 	// What decided: "rules" (the offline rules) or "model <provider>/<model>".
 	DecidedBy string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	// The ticket's fields the step changed, as TicketUpdated's
-	// changed_fields (issue_type, labels, needs_clustering).
+	// changed_fields (issue_type, labels, needs_clustering): webhooks hear
+	// of the step as ticket_updated.
 	ChangedFields []string `protobuf:"bytes,8,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
