@@ -234,3 +234,47 @@ func TestUpsertBatch(t *testing.T) {
 		})
 	}
 }
+
+// The inline projection (Upsert) and the durable projector (UpsertBatch)
+// write the same documents: when both store a document not stored yet,
+// one insert loses to the other's with a duplicate key. That is a race to
+// settle by comparing sequences, never an error: every write succeeds and
+// the newest sequence wins, equal sequences included.
+func TestConcurrentWritersOfOneDocumentConverge(t *testing.T) {
+	for _, single := range []bool{false, true} {
+		t.Run(map[bool]string{false: "store guard", true: "single writer"}[single], func(t *testing.T) {
+			singleWriter.Store(single)
+			t.Cleanup(func() { singleWriter.Store(false) })
+			_, _, db := setup(t)
+			coll, ctx := db.Collection("items"), context.Background()
+			const docs, seqs = 30, 6
+			for d := range docs {
+				id := fmt.Sprintf("doc%02d", d)
+				start := make(chan struct{})
+				var wg sync.WaitGroup
+				for seq := uint64(1); seq <= seqs; seq++ {
+					doc := item{Name: id, Count: int(seq)}
+					// Each sequence is written by both writers, so equal
+					// sequences race as well as different ones.
+					wg.Go(func() {
+						<-start
+						if _, err := Upsert(ctx, coll, id, seq, doc); err != nil {
+							t.Errorf("inline write %s@%d: %v", id, seq, err)
+						}
+					})
+					wg.Go(func() {
+						<-start
+						if err := UpsertBatch(ctx, coll, []Write{{ID: id, Seq: seq, Doc: doc}}); err != nil {
+							t.Errorf("batch write %s@%d: %v", id, seq, err)
+						}
+					})
+				}
+				close(start)
+				wg.Wait()
+				if got := get(t, coll, id); got.LastSeq != seqs || got.Count != seqs {
+					t.Fatalf("%s after concurrent writes: %+v, want seq %d", id, got, seqs)
+				}
+			}
+		})
+	}
+}

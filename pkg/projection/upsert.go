@@ -85,20 +85,37 @@ func replaceIfNewer(ctx context.Context, coll *mongo.Collection, id string, seq 
 }
 
 // replaceIfNewerLocked compares sequences in the process; the caller
-// holds the document's lock and is the store's only writer.
+// holds the document's lock and is the store's only writer process. The
+// batch insert (UpsertBatch) takes no lock, so a document read as absent
+// may be inserted before our upsert inserts it: the duplicate key says so,
+// and the comparison is made again against what the other writer stored.
+// Documents are never deleted, so the second attempt finds it.
 func replaceIfNewerLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		stored, found, err := storedSeq(ctx, coll, id)
+		if err != nil {
+			return false, err
+		}
+		if found && stored >= int64(seq) {
+			return false, nil
+		}
+		_, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, replacement, options.Replace().SetUpsert(true))
+		if !mongo.IsDuplicateKeyError(err) || attempt == 2 {
+			return err == nil, err
+		}
+	}
+}
+
+// storedSeq reads the sequence the stored document reflects, if any.
+func storedSeq(ctx context.Context, coll *mongo.Collection, id string) (seq int64, found bool, err error) {
 	var stored struct {
 		LastSeq int64 `bson:"last_seq"`
 	}
-	err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: SeqField, Value: 1}})).Decode(&stored)
-	switch {
-	case err == nil && stored.LastSeq >= int64(seq):
-		return false, nil
-	case err != nil && !errors.Is(err, mongo.ErrNoDocuments):
-		return false, err
+	err = coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: SeqField, Value: 1}})).Decode(&stored)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, false, nil
 	}
-	_, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, replacement, options.Replace().SetUpsert(true))
-	return err == nil, err
+	return stored.LastSeq, err == nil, err
 }
 
 // withSeq marshals doc and sets its _id and last_seq.

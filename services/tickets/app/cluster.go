@@ -132,6 +132,7 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		if !domain.IsActive(t.Status) {
 			return nil, nil // changed since it was read: a later pass sees it
 		}
+		before := &ticketsv1.Ticket{IssueType: t.IssueType, Labels: slices.Clone(t.Labels), NeedsClustering: t.NeedsClustering}
 		ev := &ticketsv1.TicketClustered{Meta: meta, Ticket: t, DecidedBy: orDefault(d.decidedBy, rulesDecided)}
 		var why []string
 		if d.fallback != "" {
@@ -174,10 +175,10 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		if d.advice != nil && d.advice.Reason != "" && len(why) > 0 {
 			why = append(why, "the model says: "+strings.TrimSuffix(strings.TrimSpace(d.advice.Reason), "."))
 		}
-		if !t.NeedsClustering && ev.ClusterLabel != "" && slices.Equal(byID[id].Labels, t.Labels) {
+		t.NeedsClustering = false
+		if ev.ChangedFields = clusteringChanges(before, t); len(ev.ChangedFields) == 0 {
 			return nil, nil // an anchor that already carries its label
 		}
-		t.NeedsClustering = false
 		if len(why) == 0 {
 			// Nothing to say on the ticket: the event alone records it.
 			ev.Reason = "no similar ticket, issue type not clear"
@@ -190,6 +191,23 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		return ev, nil
 	})
 	return err
+}
+
+// clusteringChanges names the fields clustering changed, as an update
+// through the API names them (TicketUpdated's changed_fields), so that
+// webhooks hear of it as ticket_updated.
+func clusteringChanges(before, after *ticketsv1.Ticket) []string {
+	var changed []string
+	if before.IssueType != after.IssueType {
+		changed = append(changed, "issue_type")
+	}
+	if !slices.Equal(before.Labels, after.Labels) {
+		changed = append(changed, "labels")
+	}
+	if before.NeedsClustering != after.NeedsClustering {
+		changed = append(changed, "needs_clustering")
+	}
+	return changed
 }
 
 func firstN(s []string, n int) []string {

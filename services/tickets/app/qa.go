@@ -47,10 +47,12 @@ type FailingTest struct {
 }
 
 // RecordTestFailures keeps one ticket per agent and failing test: the
-// first failure opens it (source qa, needs_clustering), later ones are
-// recorded on it (runs and invocations linked, a comment per new
-// invocation) and a failure after it was resolved reopens it. A ticket
-// merged into another passes the news on to its target. Recording a run twice changes nothing, so redelivery is harmless.
+// first failure opens it (TicketCreated, source qa, needs_clustering),
+// later ones are recorded on it (TestFailureRecorded: runs and
+// invocations linked, a comment per new invocation) and a failure after
+// it was resolved reopens it. A ticket merged into another passes the
+// news on to its target. Recording a run twice changes nothing, so
+// redelivery is harmless.
 //
 // The ticket's id is derived from (agent, test): concurrent workers meet
 // on one subject and optimistic concurrency orders them. A deleted ticket
@@ -116,11 +118,12 @@ func (a *App) createForTest(ctx context.Context, f FailingTest, id string) (*tic
 		StatusChanges: []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: proto.String(QAActor), ChangedAtUnixSecs: now.Unix()}},
 	}
 	meta := esproto.Meta(ctx, f.WorkspaceID, "", now)
-	ev, err := a.applyFailures(t, f, true, meta)
-	if err != nil {
+	if _, err := a.applyFailures(t, f, true, meta); err != nil {
 		return nil, err
 	}
-	t, _, err = a.Tickets.Create(ctx, f.WorkspaceID, id, meta, ev, t)
+	// Opened as every ticket is, whoever opens it: subscribers of
+	// ticket_created hear of it, its first runs in its test_failures.
+	t, _, err := a.Tickets.Create(ctx, f.WorkspaceID, id, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
 	return t, err
 }
 

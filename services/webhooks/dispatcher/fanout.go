@@ -161,21 +161,26 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.PlatformStream, meta.Sequence.Stream), body, meta.Timestamp)
 }
 
-// fanoutTicket exposes a TICKETS event as "<type without tickets.>" with
-// the ticket and what the event adds as data (ticketEventData).
+// fanoutTicket exposes a TICKETS event as the public ticket event it is
+// (publicTicketEvent), with the ticket and what the event adds as data
+// (ticketEventData).
 func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 	rec, err := eventstore.RecordFromMsg(m)
 	if err != nil {
 		return
 	}
-	name := strings.TrimPrefix(rec.Type, "tickets.")
-	if !domain.IsKnownEvent(name) || name == rec.Type {
+	if !strings.HasPrefix(rec.Type, "tickets.") {
 		_ = m.Ack()
 		return
 	}
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		_ = m.Ack() // a newer type this build cannot decode
+		return
+	}
+	name, public := publicTicketEvent(rec.Type, msg)
+	if !domain.IsTicketEvent(name) {
+		_ = m.Ack()
 		return
 	}
 	metaMsg := events.MetaOf(msg)
@@ -188,13 +193,38 @@ func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 		at = time.UnixMilli(ms)
 	}
 	body := func() ([]byte, error) {
-		data, err := ticketEventData(msg)
+		data, err := ticketEventData(public)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
 	}
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.TicketsStream, rec.Seq), body, rec.Time)
+}
+
+// statusResolved is the tickets service's resolved status.
+const statusResolved = "resolved"
+
+// publicTicketEvent is the public name of a TICKETS event of type typ and
+// the message of that name carrying it: the API's changes are the public
+// events themselves ("<type without tickets.>"); the QA worker's own
+// events, which say more than a subscriber asks for, are the API change
+// they amount to, so a change reaches webhooks the same whoever made it.
+func publicTicketEvent(typ string, msg proto.Message) (string, proto.Message) {
+	switch e := msg.(type) {
+	case *ticketsv1.TestFailureRecorded:
+		switch {
+		case e.GetReopened():
+			return "ticket_status_changed", &ticketsv1.TicketStatusChanged{Meta: e.GetMeta(), Ticket: e.GetTicket(), PreviousStatus: statusResolved}
+		case len(e.GetInvocationIds()) > 0: // each new failing invocation is a comment
+			return "ticket_commented", &ticketsv1.TicketCommented{Meta: e.GetMeta(), Ticket: e.GetTicket()}
+		default: // more failed runs of an invocation already recorded
+			return "ticket_updated", &ticketsv1.TicketUpdated{Meta: e.GetMeta(), Ticket: e.GetTicket(), ChangedFields: []string{"test_failures"}}
+		}
+	case *ticketsv1.TicketClustered:
+		return "ticket_updated", &ticketsv1.TicketUpdated{Meta: e.GetMeta(), Ticket: e.GetTicket(), ChangedFields: e.GetChangedFields()}
+	}
+	return strings.TrimPrefix(typ, "tickets."), msg
 }
 
 // ticketEventData is a ticket event's data: the ticket as the API answers

@@ -16,8 +16,10 @@ var PlatformEvents = []string{
 }
 
 // TicketEvents are the domain events of the tickets service that webhooks
-// may subscribe to: the TICKETS event type without its "tickets." prefix.
-// Their data is the whole ticket after the change.
+// may subscribe to: the TICKETS event type without its "tickets." prefix,
+// whoever made the change (the QA worker's own event types are delivered
+// as the change they amount to). Their data is the whole ticket after the
+// change.
 var TicketEvents = []string{
 	"ticket_created", "ticket_updated", "ticket_status_changed",
 	"ticket_commented", "ticket_merged", "ticket_deleted",
@@ -51,9 +53,12 @@ type InvocationData struct {
 // IsPlatformEvent reports whether name is a spec 6.1 event name.
 func IsPlatformEvent(name string) bool { return slices.Contains(PlatformEvents, name) }
 
+// IsTicketEvent reports whether name is a ticket event's public name.
+func IsTicketEvent(name string) bool { return slices.Contains(TicketEvents, name) }
+
 // IsKnownEvent reports whether a webhook may subscribe to name.
 func IsKnownEvent(name string) bool {
-	return IsPlatformEvent(name) || slices.Contains(TicketEvents, name) || slices.Contains(InvocationEvents, name)
+	return IsPlatformEvent(name) || IsTicketEvent(name) || slices.Contains(InvocationEvents, name)
 }
 
 // KnownEvents lists every subscribable event name.

@@ -375,7 +375,11 @@ func (x *TicketDeleted) GetTicket() *Ticket {
 }
 
 // Type "tickets.test_failure_recorded": the QA worker recorded failed runs
-// of a test on the agent's ticket for it (created, reopened or updated).
+// of a test on the agent's ticket for it (reopened or updated; the first
+// failures open it with a TicketCreated). Webhooks hear of it as
+// ticket_status_changed when it reopened the ticket, else as
+// ticket_commented when it added a failing invocation's comment, else as
+// ticket_updated.
 type TestFailureRecorded struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -456,7 +460,8 @@ func (x *TestFailureRecorded) GetReopened() bool {
 
 // Type "tickets.ticket_clustered": the clustering step grouped the ticket
 // with similar tickets of its agent (cluster_label, also in labels), may
-// have set its issue type, and cleared needs_clustering.
+// have set its issue type, and cleared needs_clustering (a group's oldest
+// ticket, clustered before, may only gain the label).
 type TicketClustered struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	Meta             *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -467,7 +472,11 @@ type TicketClustered struct {
 	// Why, in words: the shared terms, the rule behind the issue type.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// What decided: "rules" (the offline rules) or "model <provider>/<model>".
-	DecidedBy     string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	DecidedBy string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	// The ticket's fields the step changed, as TicketUpdated's
+	// changed_fields (issue_type, labels, needs_clustering): webhooks hear
+	// of the step as ticket_updated.
+	ChangedFields []string `protobuf:"bytes,8,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -551,6 +560,13 @@ func (x *TicketClustered) GetDecidedBy() string {
 	return ""
 }
 
+func (x *TicketClustered) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
 var File_voiceai_tickets_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
@@ -583,7 +599,7 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
 	"\x0einvocation_ids\x18\x03 \x03(\tR\rinvocationIds\x12\x17\n" +
 	"\arun_ids\x18\x04 \x03(\tR\x06runIds\x12\x1a\n" +
-	"\breopened\x18\x05 \x01(\bR\breopened\"\xa7\x02\n" +
+	"\breopened\x18\x05 \x01(\bR\breopened\"\xce\x02\n" +
 	"\x0fTicketClustered\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12#\n" +
@@ -592,7 +608,8 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x0eissue_type_set\x18\x05 \x01(\tR\fissueTypeSet\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"decided_by\x18\a \x01(\tR\tdecidedByBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
+	"decided_by\x18\a \x01(\tR\tdecidedBy\x12%\n" +
+	"\x0echanged_fields\x18\b \x03(\tR\rchangedFieldsBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
 
 var (
 	file_voiceai_tickets_v1_events_proto_rawDescOnce sync.Once

@@ -1,0 +1,191 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+)
+
+// ticketEvent is a delivered ticket_* event, decoded.
+type ticketEvent struct {
+	Event string
+	Data  struct {
+		Ticket         qaTicket `json:"ticket"`
+		ChangedFields  []string `json:"changed_fields"`
+		PreviousStatus string   `json:"previous_status"`
+	}
+	ticket map[string]any // the ticket as sent, to compare its shape
+}
+
+// startWithTicketHook starts a stack and a receiver its webhook sends
+// every ticket event to.
+func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
+	t.Helper()
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+		c.WebhookAllowHosts = "127.0.0.1"
+	})
+	rcv := newFailableReceiver(t)
+	rcv.secret = "whsec_qa_ticket_events_0123456789"
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/tickets","secret":"`+rcv.secret+`",
+	  "events":["ticket_created","ticket_updated","ticket_status_changed","ticket_commented","ticket_merged"]}`)
+	if r.Code != 201 {
+		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
+	}
+	return s, rcv
+}
+
+// ticketEvents are the deliveries so far about tickets match accepts,
+// checked: signed, and data as the document describes it.
+func (r *hookReceiver) ticketEvents(t *testing.T, match func(qaTicket) bool) []ticketEvent {
+	t.Helper()
+	r.mu.Lock()
+	got := slices.Clone(r.got)
+	r.mu.Unlock()
+	var out []ticketEvent
+	for _, d := range got {
+		var env struct {
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(d.body, &env); err != nil || !d.signed || env.Event != d.event {
+			t.Fatalf("delivery %s (signed %v, header %s): %v", d.body, d.signed, d.event, err)
+		}
+		if err := api.CheckJSON("TicketEventData", env.Data); err != nil {
+			t.Fatalf("%s data against the document: %v\n%s", env.Event, err, env.Data)
+		}
+		ev := ticketEvent{Event: env.Event}
+		var raw struct {
+			Ticket map[string]any `json:"ticket"`
+		}
+		if json.Unmarshal(env.Data, &ev.Data) != nil || json.Unmarshal(env.Data, &raw) != nil {
+			t.Fatalf("%s data %s", env.Event, env.Data)
+		}
+		ev.ticket = raw.Ticket
+		if match(ev.Data.Ticket) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// awaitTicketEvent waits for a delivery of event about a ticket match
+// accepts, and returns the first.
+func (r *hookReceiver) awaitTicketEvent(t *testing.T, event string, match func(qaTicket) bool) ticketEvent {
+	t.Helper()
+	var found ticketEvent
+	eventually(t, 30*time.Second, event+" is delivered", func() bool {
+		for _, ev := range r.ticketEvents(t, match) {
+			if ev.Event == event {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// sameShape fails unless the delivered ticket has exactly the fields the
+// API answers for it.
+func sameShape(t *testing.T, s *Stack, ev ticketEvent) {
+	t.Helper()
+	answered := call(t, s, "GET", "/v1/convai/triage-tickets/"+ev.Data.Ticket.ID, adminKey, "").JSON(t)
+	if got, want := slices.Sorted(maps.Keys(ev.ticket)), slices.Sorted(maps.Keys(answered)); !slices.Equal(got, want) {
+		t.Fatalf("%s carries a ticket with fields %v; the API answers %v", ev.Event, got, want)
+	}
+}
+
+// The ticket a failing test opens reaches a webhook as ticket_created,
+// as a ticket created through the API does; so does what the QA worker
+// does to it next: the clustering step's changes (ticket_updated), the
+// next failure (ticket_commented: one comment per failing invocation) and
+// a failure after it was resolved (ticket_status_changed, reopened).
+func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
+	s, rcv := startWithTicketHook(t)
+	agent := agentWith(t, s)
+	vouchers := createTest(t, s, unknownTest)
+	ofTest := func(tk qaTicket) bool { return tk.TestFailures != nil && tk.TestFailures.TestID == vouchers }
+
+	first := runAndWait(t, s, agent, 1, vouchers)
+	created := rcv.awaitTicketEvent(t, "ticket_created", ofTest)
+	tk := created.Data.Ticket
+	if tk.Source != "qa" || tk.Status != "open" || tk.OwnerUserID != "qa-worker" || !slices.Contains(tk.Labels, "test-failure") ||
+		tk.TestFailures.FailedRuns != 1 || len(tk.TestFailures.Invocations) != 1 || tk.TestFailures.Invocations[0].InvocationID != first {
+		t.Fatalf("ticket_created carries %+v", tk)
+	}
+	sameShape(t, s, created)
+
+	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk qaTicket) bool { return ofTest(tk) && !tk.NeedsClustering })
+	if !slices.Contains(clustered.Data.ChangedFields, "needs_clustering") || clustered.Data.Ticket.IssueType == nil ||
+		*clustered.Data.Ticket.IssueType != "knowledge_gap" || !slices.Contains(clustered.Data.ChangedFields, "issue_type") {
+		t.Fatalf("the clustering step's ticket_updated: changed %v, ticket %+v", clustered.Data.ChangedFields, clustered.Data.Ticket)
+	}
+
+	second := runAndWait(t, s, agent, 1, vouchers)
+	commented := rcv.awaitTicketEvent(t, "ticket_commented", func(tk qaTicket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 2 })
+	if tk := commented.Data.Ticket; tk.ID != created.Data.Ticket.ID || len(tk.TestFailures.Invocations) != 2 || tk.TestFailures.Invocations[1].InvocationID != second {
+		t.Fatalf("the second failure's ticket_commented carries %+v", tk)
+	}
+	sameShape(t, s, commented)
+
+	if r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.ID, adminKey, `{"status":"resolved"}`); r.Code != 200 {
+		t.Fatalf("resolve: %d %s", r.Code, r.Body)
+	}
+	runAndWait(t, s, agent, 1, vouchers)
+	reopened := rcv.awaitTicketEvent(t, "ticket_status_changed", func(tk qaTicket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 3 })
+	if reopened.Data.PreviousStatus != "resolved" || reopened.Data.Ticket.Status != "open" {
+		t.Fatalf("the reopening failure: previous status %q, ticket %+v", reopened.Data.PreviousStatus, reopened.Data.Ticket)
+	}
+
+	// Each change is delivered once: one event per ticket event.
+	seen := map[string]int{}
+	for _, ev := range rcv.ticketEvents(t, ofTest) {
+		seen[ev.Event]++
+	}
+	if seen["ticket_created"] != 1 || seen["ticket_commented"] != 1 {
+		t.Fatalf("deliveries by event: %v", seen)
+	}
+}
+
+// A ticket the QA worker raises from a conversation that ended badly
+// reaches a webhook as ticket_created, the clustering step's changes to
+// it as ticket_updated, and an escalation of the same conversation, which
+// joins that ticket, as ticket_commented.
+func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
+	s, rcv := startWithTicketHook(t)
+	agent := agentWith(t, s)
+	ingest := func(event, data string) {
+		t.Helper()
+		body := fmt.Sprintf(`{"event":%q,"timestamp":"2026-11-23T10:00:00Z","data":%s}`, event, data)
+		if r := call(t, s, "POST", "/v1/convai/events", adminKey, body); r.Code/100 != 2 {
+			t.Fatalf("ingest %s: %d %s", event, r.Code, r.Body)
+		}
+	}
+	onConv := func(tk qaTicket) bool { return slices.Contains(tk.ConversationIDs, "conv_bad") }
+
+	ingest("conversation_ended", fmt.Sprintf(`{"conversation_id":"conv_bad","call_id":"call_bad","agent_id":%q,"turn_count":4,
+	  "topics_discussed":["refund"],"sentiment_analysis":{"overall_sentiment":"negative","sentiment_score":-0.9},"escalation_occurred":false}`, agent))
+	created := rcv.awaitTicketEvent(t, "ticket_created", onConv)
+	if tk := created.Data.Ticket; tk.Source != "qa" || tk.Status != "open" || tk.QAComment == nil {
+		t.Fatalf("ticket_created carries %+v", tk)
+	}
+	sameShape(t, s, created)
+	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk qaTicket) bool { return onConv(tk) && !tk.NeedsClustering })
+	if !slices.Contains(clustered.Data.ChangedFields, "needs_clustering") {
+		t.Fatalf("the clustering step's ticket_updated: changed %v", clustered.Data.ChangedFields)
+	}
+
+	ingest("escalation_triggered", fmt.Sprintf(`{"call_id":"call_bad","conversation_id":"conv_bad","agent_id":%q,
+	  "escalation_reason":"The caller asked for a manager","escalation_trigger":"user_request","target_queue":"billing","context_summary":"","conversation_history":"available via the API"}`, agent))
+	joined := rcv.awaitTicketEvent(t, "ticket_commented", onConv)
+	if joined.Data.Ticket.ID != created.Data.Ticket.ID {
+		t.Fatalf("the escalation joined %s, not the conversation's ticket %s", joined.Data.Ticket.ID, created.Data.Ticket.ID)
+	}
+}
