@@ -7,6 +7,8 @@ package aggregate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"time"
@@ -143,6 +145,18 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 		return got, true, err
 	}
 	return state, false, nil
+}
+
+// CommandFor is the command id of one command's change to one of the
+// several aggregates it touches (a merge's sources, a bulk move's
+// entries): a stream deduplicates message ids across all its subjects, so
+// each aggregate's event needs its own. No command id stays none.
+func CommandFor(commandID, id string) string {
+	if commandID == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(commandID + "\x00" + id))
+	return "cmd_" + hex.EncodeToString(h[:16])
 }
 
 // Mutation decides the event for the current state, changing next in
