@@ -316,3 +316,12 @@ func probeWindow(t *testing.T, r *Repo[*agentsv1.Agent]) func() {
 		}
 	}
 }
+
+// Each aggregate a command touches gets a command id of its own; none
+// stays none.
+func TestCommandFor(t *testing.T) {
+	a, b := CommandFor("cmd-1", "tkt_a"), CommandFor("cmd-1", "tkt_b")
+	if a == b || a == "cmd-1" || a != CommandFor("cmd-1", "tkt_a") || CommandFor("", "tkt_a") != "" {
+		t.Fatalf("%q %q", a, b)
+	}
+}
