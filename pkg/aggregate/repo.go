@@ -7,6 +7,8 @@ package aggregate
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"time"
@@ -59,18 +61,64 @@ func (r *Repo[S]) Get(ctx context.Context, workspaceID, id string) (S, uint64, e
 	if err != nil {
 		return zero, 0, r.NotFound
 	}
-	msg, seq, found, err := esproto.Last(ctx, r.Store, subject)
+	rec, state, err := r.last(ctx, subject)
 	if err != nil {
 		return zero, 0, err
 	}
+	if r.Gone(state) {
+		return zero, 0, r.NotFound
+	}
+	return state, rec.Seq, nil
+}
+
+// last reads subject's last event and the state it carries, deleted or
+// not: one direct get.
+func (r *Repo[S]) last(ctx context.Context, subject string) (eventstore.Record, S, error) {
+	var zero S
+	rec, found, err := r.Store.Last(ctx, subject)
+	if err != nil {
+		return rec, zero, err
+	}
 	if !found {
-		return zero, 0, r.NotFound
+		return rec, zero, r.NotFound
 	}
-	state, ok := r.StateOf(msg)
-	if !ok || r.Gone(state) {
-		return zero, 0, r.NotFound
+	_, state, ok, err := r.decode(rec)
+	if err == nil && !ok {
+		err = r.NotFound
 	}
-	return state, seq, nil
+	return rec, state, err
+}
+
+// decode reads the event of rec and the state it carries; ok is false
+// for an event of another kind of aggregate.
+func (r *Repo[S]) decode(rec eventstore.Record) (msg proto.Message, state S, ok bool, err error) {
+	if msg, err = esproto.Decode(rec); err != nil {
+		return nil, state, false, err
+	}
+	state, ok = r.StateOf(msg)
+	return msg, state, ok, nil
+}
+
+// Recorded finds the event a command (by its id) appended to aggregate
+// id, and the state it left: its last event first, then its history. A
+// command that touches several aggregates asks it to tell a replay from a
+// first attempt before checking what a replay would fail.
+func (r *Repo[S]) Recorded(ctx context.Context, workspaceID, id, commandID string) (proto.Message, S, bool, error) {
+	var zero S
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil || commandID == "" {
+		return nil, zero, false, nil
+	}
+	rec, found, err := r.Store.FindCommand(ctx, subject, commandID)
+	if err != nil || !found {
+		return nil, zero, false, err
+	}
+	msg, state, ok, err := r.decode(rec)
+	if err != nil || !ok {
+		return nil, zero, false, err
+	}
+	r.project(ctx, subject, rec.Seq, state) // its first attempt may have died before projecting
+	return msg, state, true, nil
 }
 
 // Create appends the event that creates aggregate id (state is what it
@@ -99,49 +147,108 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 	return state, false, nil
 }
 
+// CommandFor is the command id of one command's change to one of the
+// several aggregates it touches (a merge's sources, a bulk move's
+// entries): a stream deduplicates message ids across all its subjects, so
+// each aggregate's event needs its own. No command id stays none.
+func CommandFor(commandID, id string) string {
+	if commandID == "" {
+		return ""
+	}
+	h := sha256.Sum256([]byte(commandID + "\x00" + id))
+	return "cmd_" + hex.EncodeToString(h[:16])
+}
+
 // Mutation decides the event for the current state, changing next in
 // place; a nil event means nothing changed.
 type Mutation[S proto.Message] func(next S, meta *commonv1.EventMeta) (proto.Message, error)
 
 // Update loads the aggregate, applies m to a copy and appends the event,
 // retrying against fresh state when another writer got there first.
+//
+// A command id (a request's Idempotency-Key) makes it answer a replay with
+// the state the command's first attempt left, changing nothing again, even
+// if the replay's change differs or would now fail: found on the last
+// event (a read Update makes anyway), by the stream's duplicate window
+// when the event is older, and in the aggregate's history when m fails or
+// changes nothing (or the aggregate is gone). Beyond the window, a command
+// followed by other changes whose replay m would apply again is the one
+// case not caught.
 func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string, m Mutation[S]) (S, error) {
-	var out S
-	err := eventstore.Retry(ctx, conflictAttempts, func() error {
-		cur, seq, err := r.Get(ctx, workspaceID, id)
+	var out, zero S
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil {
+		return zero, r.NotFound
+	}
+	err = eventstore.Retry(ctx, conflictAttempts, func() error {
+		rec, cur, err := r.last(ctx, subject)
 		if err != nil {
 			return err
 		}
+		if commandID != "" && eventstore.CommandOf(rec) == commandID {
+			out = cur // a replay of the last change, a deletion included
+			r.project(ctx, subject, rec.Seq, cur)
+			return nil
+		}
 		next := proto.Clone(cur).(S)
 		meta := esproto.Meta(ctx, workspaceID, commandID, r.now())
-		ev, err := m(next, meta)
+		var ev proto.Message
+		if r.Gone(cur) {
+			err = r.NotFound
+		} else {
+			ev, err = m(next, meta)
+		}
 		if err != nil || ev == nil {
+			// Nothing to append: a replay of an older change answers what
+			// that change left, not what it would do now.
+			if _, first, found, ferr := r.Recorded(ctx, workspaceID, id, commandID); ferr == nil && found {
+				out = first
+				return nil
+			}
 			out = cur
 			return err
 		}
 		if r.Touch != nil {
 			r.Touch(next, r.now())
 		}
-		subject, _ := r.Subject(workspaceID, id)
-		res, err := r.record(ctx, subject, seq, meta, ev, next)
+		res, err := r.record(ctx, subject, rec.Seq, meta, ev, next)
 		if err != nil {
 			return err
 		}
 		if res.Duplicate {
-			var seq uint64
-			if out, seq, err = r.Get(ctx, workspaceID, id); err == nil {
-				r.project(ctx, subject, seq, out)
-			}
+			out, err = r.first(ctx, workspaceID, id, res.Seq)
 			return err
 		}
 		out = next
 		return nil
 	})
 	if errors.Is(err, eventstore.ErrConflict) {
-		var zero S
 		return zero, r.Conflict
 	}
 	return out, err
+}
+
+// first is the state a command's first attempt stored at seq, which the
+// store found its replay a duplicate of, projected again: that attempt
+// may have died before projecting it. A key reused on another aggregate
+// answers that one's state, as a create does: the same key answers the
+// first result; on an aggregate of another kind, this one's as it is.
+func (r *Repo[S]) first(ctx context.Context, workspaceID, id string, seq uint64) (S, error) {
+	var zero S
+	rec, err := r.Store.At(ctx, seq)
+	if err != nil {
+		return zero, err
+	}
+	_, state, ok, err := r.decode(rec)
+	if err != nil {
+		return zero, err
+	}
+	if !ok {
+		state, _, err = r.Get(ctx, workspaceID, id)
+		return state, err
+	}
+	r.project(ctx, rec.Subject, seq, state)
+	return state, nil
 }
 
 // record appends ev and projects state inline.

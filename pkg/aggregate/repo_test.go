@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,11 +26,18 @@ var errNotFound, errConflict = errors.New("not found"), errors.New("conflict")
 
 func newRepo(t *testing.T) (*Repo[*agentsv1.Agent], *sync.Map) {
 	t.Helper()
+	return newRepoWindow(t, 0)
+}
+
+// newRepoWindow is a repository over a stream that remembers command ids
+// for window (0: the default).
+func newRepoWindow(t *testing.T, window time.Duration) (*Repo[*agentsv1.Agent], *sync.Map) {
+	t.Helper()
 	js, err := jetstream.New((&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := eventstore.EnsureStream(context.Background(), js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}}); err != nil {
+	if _, err := eventstore.EnsureStream(context.Background(), js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}, DedupWindow: window}); err != nil {
 		t.Fatal(err)
 	}
 	projected := &sync.Map{}
@@ -141,5 +149,179 @@ func TestConcurrentUpdatesRetryAgainstFreshState(t *testing.T) {
 	got, _, _ := r.Get(context.Background(), "ws", "agent_1")
 	if len(got.GetTags()) != 4 {
 		t.Fatalf("%d of 4 concurrent updates landed", len(got.GetTags()))
+	}
+}
+
+// rename is a mutation that names the agent, counted in calls.
+func rename(name string, calls *atomic.Int64) Mutation[*agentsv1.Agent] {
+	return func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		calls.Add(1)
+		next.Name = name
+		next.Tags = append(next.Tags, name)
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: next}, nil
+	}
+}
+
+// refuse is a mutation that fails, as a replay of a change no longer
+// allowed does (a transition already made).
+func refuse(*agentsv1.Agent, *commonv1.EventMeta) (proto.Message, error) {
+	return nil, errConflict
+}
+
+func update(t *testing.T, r *Repo[*agentsv1.Agent], commandID string, m Mutation[*agentsv1.Agent]) *agentsv1.Agent {
+	t.Helper()
+	got, err := r.Update(context.Background(), "ws", "agent_1", commandID, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func seqOf(t *testing.T, r *Repo[*agentsv1.Agent]) uint64 {
+	t.Helper()
+	_, seq, err := r.Get(context.Background(), "ws", "agent_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// A keyed change sent again answers the state its first attempt left and
+// appends nothing, even when the replay would change something else or
+// would now fail, and whether or not other changes came in between.
+func TestKeyedUpdateReplayAnswersTheFirstResult(t *testing.T) {
+	r, projected := newRepo(t)
+	create(t, r, "agent_1", "")
+	var calls atomic.Int64
+	first := update(t, r, "cmd-1", rename("second", &calls))
+	seq := seqOf(t, r)
+
+	projected.Delete("agent_1") // as if the first attempt died before projecting
+	if again := update(t, r, "cmd-1", rename("other", &calls)); !proto.Equal(again, first) || seqOf(t, r) != seq {
+		t.Fatalf("replay with another change: %v (seq %d, was %d), want the first result %v", again, seqOf(t, r), seq, first)
+	}
+	if _, ok := projected.Load("agent_1"); !ok {
+		t.Fatal("a replay must project the state it answers")
+	}
+
+	update(t, r, "", rename("third", &calls)) // another writer's change
+	seq = seqOf(t, r)
+	for name, m := range map[string]Mutation[*agentsv1.Agent]{"another change": rename("fourth", &calls), "a change that fails now": refuse} {
+		if again := update(t, r, "cmd-1", m); !proto.Equal(again, first) || seqOf(t, r) != seq {
+			t.Fatalf("replay after another change, with %s: %v, want the first result %v", name, again, first)
+		}
+	}
+}
+
+// Copies of one keyed change sent at once (the gateway's hedge racing its
+// first attempt) change the aggregate once and all answer that change.
+func TestConcurrentCopiesOfAKeyedUpdateApplyOnce(t *testing.T) {
+	r, _ := newRepo(t)
+	create(t, r, "agent_1", "")
+	var calls atomic.Int64
+	answers := make(chan *agentsv1.Agent, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			got, err := r.Update(context.Background(), "ws", "agent_1", "cmd-1", rename("second", &calls))
+			if err != nil {
+				t.Error(err)
+			}
+			answers <- got
+		})
+	}
+	wg.Wait()
+	close(answers)
+	cur, _, _ := r.Get(context.Background(), "ws", "agent_1")
+	if len(cur.GetTags()) != 1 {
+		t.Fatalf("tags %v: the change was applied %d times", cur.GetTags(), len(cur.GetTags()))
+	}
+	for got := range answers {
+		if !proto.Equal(got, cur) {
+			t.Fatalf("a copy answered %v, want %v", got, cur)
+		}
+	}
+}
+
+// A keyed deletion sent again answers as the first did (no 404), and a
+// keyed change replayed after the aggregate was deleted answers its first
+// result.
+func TestKeyedReplayOfADeletion(t *testing.T) {
+	r, _ := newRepo(t)
+	create(t, r, "agent_1", "")
+	var calls atomic.Int64
+	first := update(t, r, "cmd-rename", rename("second", &calls))
+	del := func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		now := int64(1)
+		next.DeletedAtUnix = &now
+		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
+	}
+	gone := update(t, r, "cmd-delete", del)
+	if again := update(t, r, "cmd-delete", del); !proto.Equal(again, gone) {
+		t.Fatalf("replayed deletion: %v", again)
+	}
+	if again := update(t, r, "cmd-rename", rename("other", &calls)); !proto.Equal(again, first) {
+		t.Fatalf("replayed change of a deleted aggregate: %v, want %v", again, first)
+	}
+	if _, err := r.Update(context.Background(), "ws", "agent_1", "cmd-new", rename("x", &calls)); !errors.Is(err, errNotFound) {
+		t.Fatalf("a new change of a deleted aggregate: %v", err)
+	}
+}
+
+// Once the stream has forgotten a command id (its duplicate window), a
+// replay is still recognised from the aggregate: its last event, or its
+// history when the replay changes nothing or fails.
+func TestKeyedReplayBeyondTheDuplicateWindow(t *testing.T) {
+	const window = 200 * time.Millisecond
+	r, _ := newRepoWindow(t, window)
+	create(t, r, "agent_1", "")
+	var calls atomic.Int64
+	first := update(t, r, "cmd-1", rename("second", &calls))
+	forgotten := probeWindow(t, r)
+	seq := seqOf(t, r)
+	forgotten()
+	if again := update(t, r, "cmd-1", rename("other", &calls)); !proto.Equal(again, first) || seqOf(t, r) != seq {
+		t.Fatalf("replay of the last change: %v, want %v", again, first)
+	}
+	update(t, r, "", rename("third", &calls))
+	if again := update(t, r, "cmd-1", refuse); !proto.Equal(again, first) {
+		t.Fatalf("replay of an older change that fails now: %v, want %v", again, first)
+	}
+}
+
+// probeWindow appends a probe event under a command id on another subject
+// of the stream; the function it returns waits (polling, 10 s at most)
+// until the stream has forgotten that id, and with it every command id
+// appended before.
+func probeWindow(t *testing.T, r *Repo[*agentsv1.Agent]) func() {
+	t.Helper()
+	ctx := context.Background()
+	subject, err := events.AgentSubject("ws", "probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := func() bool {
+		res, err := r.Store.Append(ctx, subject, eventstore.AnySeq, "probe", eventstore.Event{Type: "probe", Workspace: "ws"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Duplicate
+	}
+	probe()
+	return func() {
+		for deadline := time.Now().Add(10 * time.Second); probe(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the stream still remembers the probe's command id after 10 s")
+			}
+		}
+	}
+}
+
+// Each aggregate a command touches gets a command id of its own; none
+// stays none.
+func TestCommandFor(t *testing.T) {
+	a, b := CommandFor("cmd-1", "tkt_a"), CommandFor("cmd-1", "tkt_b")
+	if a == b || a == "cmd-1" || a != CommandFor("cmd-1", "tkt_a") || CommandFor("", "tkt_a") != "" {
+		t.Fatalf("%q %q", a, b)
 	}
 }

@@ -219,7 +219,8 @@ func document() (map[string]any, error) {
 			"version": Version,
 			"description": "Agents, conversation triage tickets, agent tests and their invocations, API keys and signed webhooks. " +
 				"Every request carries an API key in the x-api-key header. Errors answer {detail: {status, message, request_id}}, " +
-				"validation errors {detail: [{loc, msg, type}]}. A create with an Idempotency-Key header may be retried safely.",
+				"validation errors {detail: [{loc, msg, type}]}. A write with an Idempotency-Key header may be retried safely: " +
+				"the same key answers the first result (x-idempotent says which operations honour it).",
 		},
 		"servers":    []any{map[string]any{"url": "/"}},
 		"security":   []any{map[string]any{"apiKey": []any{}}},
@@ -253,9 +254,10 @@ func operation(op Operation, components map[string]any) (map[string]any, error) 
 		params = append(params, ref("parameters", q))
 	}
 	params = append(params, map[string]any{"name": HeaderIdempotencyKey, "in": "header", "required": false,
-		"description": "Makes the request safe to retry: the same key answers the first request's outcome.",
+		"description": idempotencyNote(op),
 		"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": MaxIdempotencyKeyLen}})
 	o["parameters"] = params
+	o["x-idempotent"] = idempotent(op)
 	if op.Request != "" {
 		o["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.Request)}
 	}
@@ -276,6 +278,32 @@ func operation(op Operation, components map[string]any) (map[string]any, error) 
 	}
 	o["responses"] = responses
 	return o, nil
+}
+
+// idempotent says when the gateway may send a request for op twice
+// (Operation.Repeatable): "always" (it only reads), "with Idempotency-Key"
+// (the key answers the first result), or "never".
+func idempotent(op Operation) string {
+	switch {
+	case op.Takes || op.Once != "":
+		return "never"
+	case op.Reads() || op.Safe:
+		return "always"
+	}
+	return "with Idempotency-Key"
+}
+
+func idempotencyNote(op Operation) string {
+	switch {
+	case op.Takes:
+		return "Not honoured: each poll takes a delivery; the gateway never sends it twice."
+	case op.Once != "":
+		return "The gateway sends this request once: " + op.Once + "."
+	case op.Reads() || op.Safe:
+		return "Not needed: the operation only reads."
+	}
+	return "Makes the request safe to retry: the same key in the same workspace and operation answers the first request's result " +
+		"and changes nothing again; the gateway may then send a slow or lost request twice. Without a key every request is a new command."
 }
 
 func errorResponseName(code int) string { return "Error" + strconv.Itoa(code) }

@@ -33,6 +33,30 @@ type Operation struct {
 	// the gateway never sends it twice, even with an Idempotency-Key, as a
 	// second copy would take a second delivery.
 	Takes bool
+	// Safe marks an operation that only reads whatever its method (a POST
+	// for its body): like a GET, it may be repeated without a key.
+	Safe bool
+	// Once, when set, is why the gateway must send this write once even
+	// with an Idempotency-Key (a second copy would act again, or answer
+	// otherwise than the first).
+	Once string
+}
+
+// Repeatable reports whether the gateway may send r, a request for op,
+// more than once: hedge it while its answer is slow, send it again after
+// its connection was lost. A read may always be. A write may be only with
+// an Idempotency-Key, which every write honours unless marked Once (the
+// same key in the same workspace and operation answers the first
+// result); without a key a second copy would be a second command. A poll
+// that takes what it answers never is.
+func (op Operation) Repeatable(r *http.Request) bool {
+	switch {
+	case op.Takes || op.Once != "":
+		return false
+	case op.Reads() || op.Safe:
+		return true
+	}
+	return r.Header.Get(HeaderIdempotencyKey) != ""
 }
 
 // Permission sets, each "any one of".
@@ -76,6 +100,17 @@ func (o Operation) errs(statuses ...int) Operation {
 
 func (o Operation) takes() Operation {
 	o.Takes = true
+	return o
+}
+
+func (o Operation) safe() Operation {
+	o.Safe = true
+	return o
+}
+
+// once marks a write that cannot honour an Idempotency-Key, saying why.
+func (o Operation) once(why string) Operation {
+	o.Once = why
 	return o
 }
 
@@ -123,7 +158,7 @@ var (
 
 	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
 	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
-	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries") // reads; POST for its body
+	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe() // POST for its body
 	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
 	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
 	GetFolder          = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead).doc("Get a test folder", ok, "", "Folder")
@@ -145,7 +180,7 @@ var (
 	DeleteWebhook     = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
 	EventCatalog      = op("webhooks.event_catalog", get, "/v1/voiceai/webhooks/events", "webhooks", webhooksRead).doc("Every event a webhook may subscribe to, with the JSON Schema of its data", ok, "", "EventCatalog")
 	WebhooksHealth    = op("webhooks.health", get, "/v1/voiceai/webhooks/health", "webhooks", webhooksRead).doc("The delivery health of every webhook", ok, "", "WebhookHealth")
-	TestWebhook       = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult")
+	TestWebhook       = op("webhooks.test", post, "/v1/voiceai/webhooks/{webhook_id}/test", "webhooks", webhooksWrite).doc("Send a test delivery to a webhook, and answer how it went", ok, "WebhookTest", "WebhookTestResult").once("the key is not honoured: each request sends a new delivery to the webhook's URL")
 	WebhookLogs       = op("webhooks.logs", get, "/v1/voiceai/webhooks/{webhook_id}/logs", "webhooks", webhooksRead).doc("A webhook's delivery attempts, newest first, filtered by event, status and time", ok, "", "DeliveryLog").query("limit", "log_event", "log_status", "log_start_time", "log_end_time")
 	ResendDelivery    = op("webhooks.resend", post, "/v1/voiceai/webhooks/{webhook_id}/deliveries/{delivery_id}/resend", "webhooks", webhooksWrite).doc("Deliver an event again: a new delivery with the same body and event id", accepted, "", "Resent").errs(conflict)
 	RelayNext         = op("webhooks.relay_next", post, "/v1/voiceai/webhooks/{webhook_id}/relay/next", "webhooks", webhooksWrite).doc("Wait for a relay webhook's next delivery (voiceai webhooks listen polls this)", ok, "RelayPoll", "RelayNext").errs(conflict).takes()
@@ -156,7 +191,7 @@ var (
 	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
 	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
 	ListKeys      = op("identity.list_keys", get, accountsPath+"/{user_id}/api-keys", "identity", accountsRead).doc("List a service account's API keys", ok, "", "ApiKeys")
-	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite).doc("Create an API key; its secret is in this answer only", ok, "ApiKeyCreate", "ApiKeyCreated")
+	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite).doc("Create an API key; its secret is in this answer only", ok, "ApiKeyCreate", "ApiKeyCreated").once("a retry with the key creates no second key but cannot show the secret again (409 api_key_already_created), so a second copy answering first would lose it")
 	UpdateKey     = op("identity.update_key", patch, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Change an API key's name, permissions, state, IP allow-list or rate limits", ok, "ApiKeyUpdate", "ApiKey")
 	RevokeKey     = op("identity.revoke_key", del, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Revoke an API key", ok, "", "ApiKeyRevoked")
 	ListMembers   = op("identity.list_members", get, "/v1/workspace/members", "identity", membersRead).doc("List the workspace's members", ok, "", "Members")
@@ -213,5 +248,5 @@ func (op Operation) Vars() []string {
 	return out
 }
 
-// Reads reports whether op only reads: GET (and HEAD with it).
+// Reads reports whether op is a GET (and HEAD with it): it only reads.
 func (op Operation) Reads() bool { return op.Method == http.MethodGet }

@@ -157,3 +157,32 @@ func TestOnlyTheRelayPollTakesWhatItAnswers(t *testing.T) {
 		}
 	}
 }
+
+// The gateway may send a read twice, a write only with an Idempotency-Key
+// (every write honours one but those marked Once, each with its reason),
+// and a poll that takes what it answers never.
+func TestRepeatableFollowsTheOperation(t *testing.T) {
+	once := map[string]bool{TestWebhook.Name: true, CreateKey.Name: true}
+	for _, op := range Operations {
+		plain := httptest.NewRequest(op.Method, "/", nil)
+		keyed := httptest.NewRequest(op.Method, "/", nil)
+		keyed.Header.Set(HeaderIdempotencyKey, "k")
+		reads := op.Reads() || op.Safe
+		never := op.Takes || op.Once != ""
+		if (op.Once != "") != once[op.Name] {
+			t.Errorf("%s: once %q", op.Name, op.Once)
+		}
+		if got := op.Repeatable(plain); got != (reads && !never) {
+			t.Errorf("%s without a key: repeatable %v", op.Name, got)
+		}
+		if got := op.Repeatable(keyed); got != !never {
+			t.Errorf("%s with a key: repeatable %v", op.Name, got)
+		}
+		if op.Safe && op.Method == http.MethodGet {
+			t.Errorf("%s: a GET needs no Safe mark", op.Name)
+		}
+	}
+	if !TestSummaries.Safe || RelayNext.Repeatable(httptest.NewRequest(RelayNext.Method, "/", nil)) {
+		t.Error("test summaries only read; a relay poll takes a delivery")
+	}
+}

@@ -134,8 +134,8 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 			// so a retried command meets a conflict: if the command is
 			// already on the subject, answer as a duplicate.
 			if commandID != "" {
-				if seq, found, ferr := s.findCommand(ctx, subject, commandID); ferr == nil && found {
-					return Appended{Seq: seq, Duplicate: true}, nil
+				if rec, found, ferr := s.FindCommand(ctx, subject, commandID); ferr == nil && found {
+					return Appended{Seq: rec.Seq, Duplicate: true}, nil
 				}
 			}
 			return Appended{}, fmt.Errorf("%w: %s at %d", ErrConflict, subject, expectedSeq)
@@ -174,24 +174,30 @@ func Retry(ctx context.Context, attempts int, fn func() error) error {
 	return err
 }
 
-// findCommand looks for the event a command id produced on subject,
-// newest first (a retry is almost always of the latest event).
-func (s *Store) findCommand(ctx context.Context, subject, commandID string) (uint64, bool, error) {
+// FindCommand finds the event commandID appended to subject, newest first
+// (a retry is almost always of the latest event): one read when it is the
+// last, else the subject's history. It does not depend on the stream's
+// duplicate window, which forgets a command id after DedupWindow.
+func (s *Store) FindCommand(ctx context.Context, subject, commandID string) (Record, bool, error) {
 	last, found, err := s.Last(ctx, subject)
 	if err != nil || !found {
-		return 0, false, err
+		return Record{}, false, err
 	}
-	if last.Header.Get(jetstream.MsgIDHeader) == commandID {
-		return last.Seq, true, nil
+	if CommandOf(last) == commandID {
+		return last, true, nil
 	}
 	recs, _, err := s.Load(ctx, subject)
 	if err != nil {
-		return 0, false, err
+		return Record{}, false, err
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
-		if recs[i].Header.Get(jetstream.MsgIDHeader) == commandID {
-			return recs[i].Seq, true, nil
+		if CommandOf(recs[i]) == commandID {
+			return recs[i], true, nil
 		}
 	}
-	return 0, false, nil
+	return Record{}, false, nil
 }
+
+// CommandOf is the command id an event was appended with (its
+// Nats-Msg-Id): the request's when it had one, else the event's own id.
+func CommandOf(rec Record) string { return rec.Header.Get(jetstream.MsgIDHeader) }

@@ -20,9 +20,9 @@ type Forwarder struct {
 	NC      *nats.Conn
 	Timeout time.Duration // per request; default 30s
 	MaxBody int64         // request body limit; default httpx.DefaultMaxBody
-	// HedgeAfter is how long a request safe to repeat (GET, HEAD, or one
-	// with an Idempotency-Key) waits for its answer before it is sent
-	// again, the first attempt still waiting; default 2s, negative never.
+	// HedgeAfter is how long a request marked Repeatable waits for its
+	// answer before it is sent again, the first attempt still waiting;
+	// default 2s, negative never.
 	HedgeAfter time.Duration
 
 	reconnects reconnectWatch
@@ -38,7 +38,7 @@ type reconnectWatch struct {
 
 // reconnected is closed when the connection next reconnects. A request
 // written to a connection that turned out dead (its node killed or cut
-// off) went nowhere; one safe to repeat is sent again on the new
+// off) went nowhere; one marked Repeatable is sent again on the new
 // connection at once, not at its next hedge.
 func (f *Forwarder) reconnected() <-chan struct{} {
 	w := &f.reconnects
@@ -142,20 +142,21 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	}
 }
 
-// repeatable reports whether r may be served twice with the same effect.
+// repeatable reports whether r was marked as one Forward may send twice.
 func repeatable(r *http.Request) bool {
-	if once, _ := r.Context().Value(sendOnceKey{}).(bool); once {
-		return false
-	}
-	return r.Method == http.MethodGet || r.Method == http.MethodHead || r.Header.Get("Idempotency-Key") != ""
+	may, _ := r.Context().Value(repeatableKey{}).(bool)
+	return may
 }
 
-type sendOnceKey struct{}
+type repeatableKey struct{}
 
-// SendOnce marks r as one Forward must never send twice, whatever its
-// method and headers say (a poll that takes what it answers).
-func SendOnce(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), sendOnceKey{}, true))
+// Repeatable marks r as one Forward may send more than once (hedge it,
+// send it again after a reconnect): its operation gives the same result
+// however often it is served, as a read does, or a write whose
+// Idempotency-Key it honours. An unmarked request is sent once: the mere
+// presence of a key says nothing of whether the service honours it.
+func Repeatable(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), repeatableKey{}, true))
 }
 
 // hedged sends msg and, while no answer has come, sends it again after

@@ -129,13 +129,12 @@ func TestForwardStreamsLargeResponses(t *testing.T) {
 	}
 }
 
-// A request safe to repeat whose first attempt is lost (the replica
-// holding it died) is sent again after HedgeAfter and answered; one that
-// is not safe to repeat is sent once.
-func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+// lossyService answers every request on service's subject but the first,
+// lost with the replica that held it, and counts the copies it was sent.
+func lossyService(t *testing.T, nc *nats.Conn, service string) *atomic.Int64 {
+	t.Helper()
 	var seen atomic.Int64
-	sub, err := nc.Subscribe(Subject("lossy"), func(m *nats.Msg) {
+	sub, err := nc.Subscribe(Subject(service), func(m *nats.Msg) {
 		if seen.Add(1) == 1 {
 			return // lost with its replica
 		}
@@ -148,7 +147,26 @@ func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	f := &Forwarder{NC: nc, Timeout: 2 * time.Second, HedgeAfter: 50 * time.Millisecond}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return &seen
+}
+
+// keyed is a POST with an Idempotency-Key.
+func keyed(key string) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`))
+	r.Header.Set("Idempotency-Key", key)
+	return r
+}
+
+// A request marked Repeatable whose first attempt is lost (the replica
+// holding it died) is sent again after HedgeAfter and answered; any other
+// is sent once, whatever its method and headers.
+func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	seen := lossyService(t, nc, "lossy")
+	f := &Forwarder{NC: nc, Timeout: time.Second, HedgeAfter: 50 * time.Millisecond}
 
 	for _, tc := range []struct {
 		name   string
@@ -156,18 +174,11 @@ func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
 		want   int
 		served int64
 	}{
-		{"GET", httptest.NewRequest(http.MethodGet, "/v1/x", nil), http.StatusOK, 2},
-		{"POST with an Idempotency-Key", func() *http.Request {
-			r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`))
-			r.Header.Set("Idempotency-Key", "k1")
-			return r
-		}(), http.StatusOK, 2},
-		{"POST without one", httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`)), http.StatusGatewayTimeout, 1},
-		{"a poll that takes what it answers, with an Idempotency-Key", func() *http.Request {
-			r := httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`))
-			r.Header.Set("Idempotency-Key", "k2")
-			return SendOnce(r)
-		}(), http.StatusGatewayTimeout, 1},
+		{"a GET marked repeatable", Repeatable(httptest.NewRequest(http.MethodGet, "/v1/x", nil)), http.StatusOK, 2},
+		{"a POST with an Idempotency-Key, marked repeatable", Repeatable(keyed("k1")), http.StatusOK, 2},
+		{"a POST with an Idempotency-Key, unmarked", keyed("k2"), http.StatusGatewayTimeout, 1},
+		{"a POST without one", httptest.NewRequest(http.MethodPost, "/v1/x", strings.NewReader(`{}`)), http.StatusGatewayTimeout, 1},
+		{"an unmarked GET", httptest.NewRequest(http.MethodGet, "/v1/x", nil), http.StatusGatewayTimeout, 1},
 	} {
 		seen.Store(0)
 		rec := httptest.NewRecorder()
@@ -178,40 +189,62 @@ func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
 	}
 }
 
-// A request safe to repeat that was written to a connection which then
+// A write not marked Repeatable is sent once even when its answer is held
+// past HedgeAfter and its connection reconnects meanwhile, even with an
+// Idempotency-Key (the gateway marks only what the operation allows).
+func TestForwardNeverRepeatsAnUnmarkedWrite(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	service, gateway := env.Conn(t), env.Conn(t)
+	seen := lossyService(t, service, "lossy")
+	f := &Forwarder{NC: gateway, Timeout: 3 * time.Second, HedgeAfter: 20 * time.Millisecond}
+	done := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		f.Forward(rec, keyed("k"), "lossy")
+		done <- rec.Code
+	}()
+	waitFor(t, "the first attempt", func() bool { return seen.Load() == 1 })
+	reconnects := gateway.Stats().Reconnects
+	if err := gateway.ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the reconnection", func() bool { return gateway.Stats().Reconnects > reconnects && gateway.IsConnected() })
+	// Lost with its connection, its outcome is unknown: an error, never a
+	// second copy. Forward has returned, so nothing of it is left to send;
+	// the round trips see what was sent delivered.
+	code := <-done
+	_ = gateway.Flush()
+	_ = service.Flush()
+	if code < 500 || seen.Load() != 1 {
+		t.Fatalf("answered %d after %d attempts, want an error after 1", code, seen.Load())
+	}
+}
+
+// waitFor polls cond until it holds, for at most 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10 s", what)
+		}
+	}
+}
+
+// A request marked Repeatable that was written to a connection which then
 // reconnects (its node died with the request) is sent again on the new
 // connection at once, not at its next hedge.
 func TestForwardResendsOnReconnect(t *testing.T) {
 	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
 	service, gateway := env.Conn(t), env.Conn(t)
-	var seen atomic.Int64
-	sub, err := service.Subscribe(Subject("lossy"), func(m *nats.Msg) {
-		if seen.Add(1) == 1 {
-			return // lost with the node that held it
-		}
-		reply := nats.NewMsg(m.Reply)
-		reply.Header.Set(hdrStatus, "200")
-		_ = m.RespondMsg(reply)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	_ = service.Flush()
+	seen := lossyService(t, service, "lossy")
 	f := &Forwarder{NC: gateway, Timeout: 30 * time.Second, HedgeAfter: time.Minute} // no hedge by time here
 	done := make(chan int, 1)
-	start := time.Now()
 	go func() {
 		rec := httptest.NewRecorder()
-		f.Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "lossy")
+		f.Forward(rec, Repeatable(keyed("k")), "lossy")
 		done <- rec.Code
 	}()
-	for seen.Load() == 0 {
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("the first attempt never arrived")
-		}
-		time.Sleep(5 * time.Millisecond) // polling for the first attempt
-	}
+	waitFor(t, "the first attempt", func() bool { return seen.Load() > 0 })
 	if err := gateway.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,9 @@ type Config struct {
 	MaxBodyBytes       int64         `env:"VOICEAI_MAX_BODY_BYTES" envDefault:"1048576"`
 	UpstreamTimeout    time.Duration `env:"VOICEAI_UPSTREAM_TIMEOUT" envDefault:"30s"`
 	TrustedProxies     []string      `env:"VOICEAI_TRUSTED_PROXIES" envSeparator:","`
+	// HedgeAfter is how long a repeatable request waits before the
+	// gateway sends a second copy (tests only; 0 = the forwarder's 2 s).
+	HedgeAfter time.Duration `env:"-"`
 }
 
 // Validate checks the gateway settings.
@@ -67,5 +70,6 @@ func (c Config) Settings() Settings {
 		MaxBodyBytes:    c.MaxBodyBytes,
 		UpstreamTimeout: c.UpstreamTimeout,
 		TrustedProxies:  proxies,
+		HedgeAfter:      c.HedgeAfter,
 	}
 }

@@ -34,6 +34,9 @@ type Settings struct {
 	MaxBodyBytes    int64
 	UpstreamTimeout time.Duration
 	TrustedProxies  []netip.Prefix // peers whose X-Forwarded-For is believed
+	// HedgeAfter is how long a repeatable request waits for its answer
+	// before a second copy is sent (natsx.Forwarder); 0 is its default.
+	HedgeAfter time.Duration
 }
 
 // Gateway serves the public HTTP API.
@@ -77,7 +80,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	}
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: keycache.NewCatchUp(d.JS, keys), limiter: limiter, log: d.Logger,
-		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes},
+		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
 		fallback: ratelimit.NewLocal(),
@@ -168,8 +171,12 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 		if keyWrites[op.Name] {
 			w = &beforeSuccess{ResponseWriter: w, hook: func() { _ = g.catchUp.Wait(r.Context()) }}
 		}
-		if op.Takes {
-			r = natsx.SendOnce(r)
+		// Only what the operation allows is sent twice (hedged, or sent
+		// again after a reconnect): a read, or a write with a key it
+		// honours. Any other write is sent once, so the gateway never
+		// makes two commands of one.
+		if op.Repeatable(r) {
+			r = natsx.Repeatable(r)
 		}
 		g.fwd.Forward(w, r, op.Service)
 	})

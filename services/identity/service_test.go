@@ -151,7 +151,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AddUser(ctx, "ws_a", "ada@example.com", "Ada", ""); err != nil {
+	if _, err := a.AddUser(ctx, "ws_a", "ada@example.com", "Ada", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	accts, _ := rm.ListAccounts(ctx, "ws_a")
@@ -160,7 +160,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	if len(accts) != 1 || len(keys) != 1 || keys[0].ID != key.GetKeyId() || len(users) != 1 {
 		t.Fatalf("after the creates: accounts %v, keys %v, users %v", accts, keys, users)
 	}
-	if err := a.RevokeKey(ctx, caller, acct.GetUserId(), key.GetKeyId()); err != nil {
+	if err := a.RevokeKey(ctx, caller, acct.GetUserId(), key.GetKeyId(), ""); err != nil {
 		t.Fatal(err)
 	}
 	if keys, _ := rm.ListKeys(ctx, "ws_a", ""); len(keys) != 0 {

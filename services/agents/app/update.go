@@ -27,14 +27,15 @@ type UpdateInput struct {
 	Workflow           json.RawMessage `json:"workflow"`
 }
 
-// Update applies in to the agent.
-func (a *App) Update(ctx context.Context, workspaceID, agentID string, in UpdateInput) (*agentsv1.Agent, error) {
+// Update applies in to the agent. With a command id (an Idempotency-Key)
+// a replay answers the first result, whatever its body.
+func (a *App) Update(ctx context.Context, workspaceID, agentID string, in UpdateInput, commandID string) (*agentsv1.Agent, error) {
 	// The body's shape is checked at the edge against the operation's
 	// schema.
 	if err := boundConfigs(in.ConversationConfig, in.PlatformSettings, in.Workflow); err != nil {
 		return nil, err
 	}
-	return a.Agents.Update(ctx, workspaceID, agentID, "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+	return a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		changed, err := applyUpdate(next, in)
 		if err != nil || len(changed) == 0 {
 			return nil, err
@@ -101,9 +102,10 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 }
 
 // Delete removes the agent. The event keeps its last state, so
-// subscribers (tickets, testing) know exactly what went away.
-func (a *App) Delete(ctx context.Context, workspaceID, agentID string) error {
-	_, err := a.Agents.Update(ctx, workspaceID, agentID, "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+// subscribers (tickets, testing) know exactly what went away. With a
+// command id a replay answers as the first did.
+func (a *App) Delete(ctx context.Context, workspaceID, agentID, commandID string) error {
+	_, err := a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.now().Unix()
 		next.DeletedAtUnix = &now
 		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil

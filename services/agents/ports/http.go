@@ -71,7 +71,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		return err
 	}
-	ag, err := h.app.Update(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], in)
+	ag, err := h.app.Update(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"]); err != nil {
+	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

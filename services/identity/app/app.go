@@ -16,6 +16,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
@@ -71,6 +72,28 @@ func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*ide
 		return nil, apperr.ServiceAccountNotFound
 	}
 	return ev.GetAccount(), nil
+}
+
+// keys is the repository of API keys, whose every change is a command on
+// one key's subject: a revoked key reads as gone.
+func (a *App) keys() *aggregate.Repo[*identityv1.ApiKey] {
+	return &aggregate.Repo[*identityv1.ApiKey]{
+		Store:   a.Store,
+		Subject: events.APIKeySubject,
+		StateOf: func(m proto.Message) (*identityv1.ApiKey, bool) {
+			k := KeyOf(m)
+			return k, k != nil
+		},
+		Gone:  func(k *identityv1.ApiKey) bool { return k.RevokedAtUnix != nil },
+		Touch: func(k *identityv1.ApiKey, t time.Time) { k.UpdatedAtUnix = t.Unix() },
+		Project: func(ctx context.Context, seq uint64, k *identityv1.ApiKey) error {
+			return a.ReadModel.Put(ctx, seq, KeyDocOf(k))
+		},
+		NotFound: apperr.APIKeyNotFound,
+		Conflict: apperr.ConcurrentUpdate,
+		Log:      a.Log,
+		Now:      a.now,
+	}
 }
 
 // loadKey returns a key's state and stream sequence, or a 404. Revoked

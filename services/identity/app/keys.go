@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
-	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -141,36 +143,29 @@ type KeyPatch struct {
 	RateLimitPerHour   *int64
 }
 
-// UpdateKey applies patch to a live key.
-func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, accountID, keyID string, patch KeyPatch) (*identityv1.ApiKey, error) {
-	var out *identityv1.ApiKey
-	err := eventstore.Retry(ctx, conflictAttempts, func() error {
-		cur, seq, err := a.loadKey(ctx, caller.WorkspaceID, accountID, keyID)
-		if err != nil {
-			return err
+// UpdateKey applies patch to a live key. With a command id (an
+// Idempotency-Key) a replay answers the first result, whatever its patch.
+func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, accountID, keyID string, patch KeyPatch, commandID string) (*identityv1.ApiKey, error) {
+	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
+		if next.GetServiceAccountUserId() != accountID {
+			return nil, apperr.APIKeyNotFound
 		}
-		next := proto.Clone(cur).(*identityv1.ApiKey)
 		changed, err := a.applyPatch(next, patch, caller)
-		if err != nil {
-			return err
+		if err != nil || len(changed) == 0 {
+			return nil, err
 		}
-		if len(changed) == 0 {
-			out = cur
-			return nil
-		}
-		next.UpdatedAtUnix = a.now().Unix()
-		subject, _ := events.APIKeySubject(caller.WorkspaceID, keyID)
-		meta := esproto.Meta(ctx, caller.WorkspaceID, "", a.now())
-		if _, err := a.record(ctx, subject, seq, meta, &identityv1.ApiKeyUpdated{Meta: meta, Key: next, ChangedFields: changed}); err != nil {
-			return err
-		}
-		out = next
-		return nil
+		return &identityv1.ApiKeyUpdated{Meta: meta, Key: next, ChangedFields: changed}, nil
 	})
-	if errors.Is(err, eventstore.ErrConflict) {
-		return nil, apperr.ConcurrentUpdate
+	return ofAccount(k, accountID, err)
+}
+
+// ofAccount answers k if it is a key of the account (a replay, whose
+// path may name another, is checked here).
+func ofAccount(k *identityv1.ApiKey, accountID string, err error) (*identityv1.ApiKey, error) {
+	if err == nil && k.GetServiceAccountUserId() != accountID {
+		return nil, apperr.APIKeyNotFound
 	}
-	return out, err
+	return k, err
 }
 
 // applyPatch changes k as p says and answers the names of the fields it
@@ -216,18 +211,17 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 }
 
 // RevokeKey ends a key for good; gateways drop it as soon as they see the
-// event.
-func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, accountID, keyID string) error {
-	err := eventstore.Retry(ctx, conflictAttempts, func() error {
-		cur, seq, err := a.loadKey(ctx, caller.WorkspaceID, accountID, keyID)
-		if err != nil {
-			return err
+// event. With a command id a replay answers as the first did (not 404).
+func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, accountID, keyID, commandID string) error {
+	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
+		if next.GetServiceAccountUserId() != accountID {
+			return nil, apperr.APIKeyNotFound
 		}
-		return a.revoke(ctx, cur, seq)
+		now := a.now().Unix()
+		next.RevokedAtUnix = &now
+		return &identityv1.ApiKeyRevoked{Meta: meta, Key: next}, nil
 	})
-	if errors.Is(err, eventstore.ErrConflict) {
-		return apperr.ConcurrentUpdate
-	}
+	_, err = ofAccount(k, accountID, err)
 	return err
 }
 

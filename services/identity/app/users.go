@@ -28,10 +28,11 @@ const MaxEmailLen = 254
 
 // AddUser makes a person a member of the workspace. The user id derives
 // from the e-mail address, so one address is one member: adding it again
-// is a 409. The role and the first name are checked at the edge, against
-// the schema (MemberAdd); the address is parsed here, which no schema
-// can say.
-func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role string) (*identityv1.User, error) {
+// is a 409, unless it is a replay of the command that added it (the same
+// command id, an Idempotency-Key), answered with the member it added. The
+// role and the first name are checked at the edge, against the schema
+// (MemberAdd); the address is parsed here, which no schema can say.
+func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role, commandID string) (*identityv1.User, error) {
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
 	if len(email) > MaxEmailLen || err != nil || addr.Name != "" {
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "email"}, Msg: "Input should be a valid e-mail address of at most 254 characters", Type: "value_error"}}
@@ -48,11 +49,33 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role s
 	if err != nil {
 		return nil, err
 	}
-	meta := esproto.Meta(ctx, workspaceID, "", a.now())
-	if _, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u}); errors.Is(err, eventstore.ErrConflict) {
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	res, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u})
+	if errors.Is(err, eventstore.ErrConflict) {
 		return nil, apperr.MemberExists
-	} else if err != nil {
+	}
+	if err != nil {
 		return nil, err
 	}
+	if res.Duplicate {
+		return a.addedUser(ctx, res.Seq)
+	}
 	return u, nil
+}
+
+// addedUser is the member a command's first attempt added at seq, put in
+// the read model again: that attempt may have died before.
+func (a *App) addedUser(ctx context.Context, seq uint64) (*identityv1.User, error) {
+	msg, err := esproto.At(ctx, a.Store, seq)
+	if err != nil {
+		return nil, err
+	}
+	ev, ok := msg.(*identityv1.UserAdded)
+	if !ok {
+		return nil, apperr.MemberExists // the key's first use was not this
+	}
+	if err := a.ReadModel.Put(ctx, seq, UserDocOf(ev.GetUser())); err != nil {
+		a.Log.WarnContext(ctx, "inline read-model write failed; the stream will catch it up", "user_id", ev.GetUser().GetUserId(), "err", err)
+	}
+	return ev.GetUser(), nil
 }

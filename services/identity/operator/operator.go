@@ -53,7 +53,7 @@ func Register(svc micro.Service, a *app.App) error {
 		} else {
 			out = CreateWorkspaceResponse{WorkspaceID: ws.WorkspaceID, ServiceAccountUserID: ws.AdminAccountID, KeyID: ws.KeyID, APIKey: ws.Secret}
 			if in.OwnerEmail != "" {
-				if u, err := a.AddUser(ctx, ws.WorkspaceID, in.OwnerEmail, "", app.RoleAdmin); err != nil {
+				if u, err := a.AddUser(ctx, ws.WorkspaceID, in.OwnerEmail, "", app.RoleAdmin, ""); err != nil {
 					out.Error = "workspace created, owner not added: " + err.Error()
 				} else {
 					out.OwnerUserID = u.GetUserId()

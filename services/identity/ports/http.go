@@ -252,7 +252,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		patch.IsDisabled = &disabled
 	}
-	key, err := h.app.UpdateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch)
+	key, err := h.app.UpdateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"]); err != nil {
+	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
@@ -313,7 +313,7 @@ func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
 		return err
 	}
-	u, err := h.app.AddUser(r.Context(), caller(r).WorkspaceID, body.Email, body.FirstName, body.Role)
+	u, err := h.app.AddUser(r.Context(), caller(r).WorkspaceID, body.Email, body.FirstName, body.Role, api.CommandID(r))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -193,9 +194,17 @@ func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo
 		return 0, err
 	}
 	for _, id := range entityIDs {
+		// Each entry's move carries its own command id derived from the
+		// request's: a replay moves nothing again, even to another folder.
+		// An entry in place already has no move to replay: sent without
+		// one, it is not looked for in its history.
+		cmd := aggregate.CommandFor(c.CommandID, id)
+		if f.known[id].ParentFolderID == moveTo {
+			cmd = ""
+		}
 		var err error
 		if f.known[id].Kind == KindFolder {
-			_, err = a.Folders.Update(ctx, c.WorkspaceID, id, "", func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+			_, err = a.Folders.Update(ctx, c.WorkspaceID, id, cmd, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
 				if f.ParentFolderId == moveTo {
 					return nil, nil
 				}
@@ -203,7 +212,7 @@ func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo
 				return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
 			})
 		} else {
-			_, err = a.Tests.Update(ctx, c.WorkspaceID, id, "", func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+			_, err = a.Tests.Update(ctx, c.WorkspaceID, id, cmd, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
 				if t.ParentFolderId == moveTo {
 					return nil, nil
 				}
@@ -249,9 +258,14 @@ func (a *App) RenameFolder(ctx context.Context, c Caller, id, name string) (*tes
 }
 
 // DeleteFolder deletes a folder; one with children needs force, which
-// deletes everything under it.
+// deletes everything under it. With a command id each deletion carries
+// its own derived from it, and a replay of a deletion done answers as it
+// did.
 func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool) error {
 	if _, _, err := a.Folders.Get(ctx, c.WorkspaceID, id); err != nil {
+		if _, _, replay, rerr := a.Folders.Recorded(ctx, c.WorkspaceID, id, c.CommandID); isNotFound(err) && rerr == nil && replay {
+			return nil
+		}
 		return err
 	}
 	children, err := a.children(ctx, c.WorkspaceID, id)
@@ -262,16 +276,18 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 		return apperr.FolderNotEmpty(len(children))
 	}
 	for _, ch := range children {
+		child := c
+		child.CommandID = aggregate.CommandFor(c.CommandID, ch.ID)
 		if ch.Kind == KindFolder {
-			err = a.DeleteFolder(ctx, c, ch.ID, true)
+			err = a.DeleteFolder(ctx, child, ch.ID, true)
 		} else {
-			err = a.DeleteTest(ctx, c, ch.ID)
+			err = a.DeleteTest(ctx, child, ch.ID)
 		}
 		if err != nil && !isNotFound(err) {
 			return err
 		}
 	}
-	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, "", func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.now().Unix()
 		f.DeletedAtUnix = &now
 		return &testingv1.FolderDeleted{Meta: meta, Folder: f}, nil

@@ -9,6 +9,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
@@ -22,7 +23,13 @@ import (
 // the other. Each step is idempotent (conversations are added once, the
 // priority only rises, a merged source is skipped), so retrying an
 // interrupted merge completes it without merging anything twice.
-func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string) (*ticketsv1.Ticket, error) {
+//
+// With a command id (an Idempotency-Key) the target's event carries it
+// and each source's its own derived from it: a replay answers the
+// target as the first attempt left it and completes that attempt's
+// sources, whatever its own body says (checking it would fail: its
+// sources are merged by then).
+func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string, commandID string) (*ticketsv1.Ticket, error) {
 	var v apperr.Validator
 	v.Check(len(sourceIDs) >= 1, "Give 1 to 100 ticket ids", "value_error", "body", "source_ticket_ids")
 	for i, id := range sourceIDs {
@@ -33,6 +40,14 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		return nil, err
 	}
 	ws := caller.WorkspaceID
+	now := a.now().Unix()
+	ev, first, replay, err := a.Tickets.Recorded(ctx, ws, targetID, commandID)
+	if err != nil {
+		return nil, err
+	}
+	if merged, ok := ev.(*ticketsv1.TicketMerged); replay && ok {
+		return first, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), commandID, now)
+	}
 	target, _, err := a.Get(ctx, ws, targetID)
 	if err != nil {
 		return nil, err
@@ -54,8 +69,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		}
 		sources = append(sources, s)
 	}
-	now := a.now().Unix()
-	merged, err := a.change(ctx, ws, targetID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	merged, err := a.change(ctx, ws, targetID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		top := t.Priority
 		for _, s := range sources {
 			for _, c := range s.ConversationIds {
@@ -74,8 +88,14 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 	if err != nil {
 		return nil, err
 	}
-	for _, s := range sources {
-		_, err := a.change(ctx, ws, s.TicketId, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, commandID, now)
+}
+
+// foldSources marks each source as merged into the target; one already
+// merged is left as it is.
+func (a *App) foldSources(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string, commandID string, now int64) error {
+	for _, id := range sourceIDs {
+		_, err := a.change(ctx, caller.WorkspaceID, id, aggregate.CommandFor(commandID, id), func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 			if t.Status == domain.StatusMerged {
 				return nil, nil // already folded in by an earlier attempt
 			}
@@ -84,8 +104,8 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 			return &ticketsv1.TicketMerged{Meta: meta, Ticket: t, TargetTicketId: targetID, SourceTicketIds: []string{t.TicketId}}, nil
 		})
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return merged, nil
+	return nil
 }

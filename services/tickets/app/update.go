@@ -43,8 +43,10 @@ type PatchInput struct {
 }
 
 // Update applies a PATCH. A status change is validated by the state
-// machine (409 when illegal); every change is recorded.
-func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
+// machine (409 when illegal); every change is recorded. With a command id
+// (an Idempotency-Key) a replay answers the first result, as for every
+// change below.
+func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput, commandID string) (*ticketsv1.Ticket, error) {
 	var v apperr.Validator
 	if in.AssigneeUserID.Value != nil {
 		_, member := a.Directory.Member(caller.WorkspaceID, *in.AssigneeUserID.Value)
@@ -54,7 +56,7 @@ func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID s
 		return nil, err
 	}
 	now := a.now().Unix()
-	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		var changed []string
 		if in.Title != nil && strings.TrimSpace(*in.Title) != t.Title {
 			t.Title, changed = strings.TrimSpace(*in.Title), append(changed, "title")
@@ -115,28 +117,28 @@ func equalPtr(a, b *string) bool {
 }
 
 // AddComment appends a ticket comment.
-func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment string) (*ticketsv1.Ticket, error) {
-	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment, commandID string) (*ticketsv1.Ticket, error) {
+	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
 }
 
 // AddTurnComment appends a comment on one transcript turn.
-func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput) (*ticketsv1.Ticket, error) {
+func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput, commandID string) (*ticketsv1.Ticket, error) {
 	turns := turnsOf([]TurnCommentInput{in})
 	if len(turns) == 0 {
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "turn_index"}, Msg: "Field required", Type: "missing"}}
 	}
-	return a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
 }
 
 // Delete removes a ticket: only its creator or a workspace admin may.
-func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID string) error {
-	_, err := a.change(ctx, caller.WorkspaceID, ticketID, "", func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID, commandID string) error {
+	_, err := a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
 			return nil, apperr.NotTicketOwner
 		}

@@ -118,12 +118,12 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
+	t, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["ticket_id"]); err != nil {
+	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["ticket_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -137,7 +137,7 @@ func (h *handlers) comment(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.AddComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.Comment)
+	t, err := h.app.AddComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
@@ -146,7 +146,7 @@ func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.AddTurnComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in)
+	t, err := h.app.AddTurnComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
@@ -157,7 +157,7 @@ func (h *handlers) merge(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.Merge(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs)
+	t, err := h.app.Merge(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 

@@ -62,7 +62,8 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 }
 
 // Update applies a PUT: the fields present replace the current ones.
-// Re-activating a webhook the dispatcher disabled clears the reason.
+// Re-activating a webhook the dispatcher disabled clears the reason. With
+// an idempotency key a replay answers the first result, whatever its body.
 func (a *App) Update(ctx context.Context, p principal.Principal, id string, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, error) {
 	return a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
 		spec, err := domain.ValidateUpdate(in, specOf(w), a.Sender.Guard().HostAllowed)
@@ -104,9 +105,10 @@ func (a *App) Update(ctx context.Context, p principal.Principal, id string, in d
 	})
 }
 
-// Delete removes a webhook; its pending deliveries are dropped.
-func (a *App) Delete(ctx context.Context, p principal.Principal, id string) error {
-	_, err := a.Webhooks.Update(ctx, p.WorkspaceID, id, "", func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+// Delete removes a webhook; its pending deliveries are dropped. With an
+// idempotency key a replay answers as the first did.
+func (a *App) Delete(ctx context.Context, p principal.Principal, id, idempotencyKey string) error {
+	_, err := a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
 		at := a.now().Unix()
 		w.DeletedAtUnix = &at
 		w.Active = false

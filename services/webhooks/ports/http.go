@@ -99,7 +99,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["webhook_id"]); err != nil {
+	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["webhook_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -1,0 +1,315 @@
+package stack
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// probeHeader marks a request so the test can count the copies the
+// gateway sends of it (the gateway relays every header of the request).
+const probeHeader = "X-Test-Probe"
+
+// copyCounter sees every request the gateway sends any service.
+type copyCounter struct {
+	nc     *nats.Conn
+	msgs   chan *nats.Msg
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func countCopies(t *testing.T, s *Stack) *copyCounter {
+	t.Helper()
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c := &copyCounter{nc: nc, msgs: make(chan *nats.Msg, 1<<16), counts: map[string]int{}}
+	if _, err := nc.ChanSubscribe("svc.*.http", c.msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// of is how many copies of the request marked probe the gateway has sent
+// so far: a round trip on the counter's connection sees every copy the
+// server had taken before it delivered.
+func (c *copyCounter) of(t *testing.T, probe string) int {
+	t.Helper()
+	if err := c.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for {
+		select {
+		case m := <-c.msgs:
+			if p := m.Header.Get(probeHeader); p != "" {
+				c.counts[p]++
+			}
+		default:
+			return c.counts[probe]
+		}
+	}
+}
+
+// write sends a write through the gateway, with an Idempotency-Key unless
+// idem is "", marked with probe.
+func write(t *testing.T, s *Stack, method, path, idem, probe, body string) response {
+	t.Helper()
+	headers := []string{probeHeader, probe}
+	if idem != "" {
+		headers = append(headers, "Idempotency-Key", idem)
+	}
+	return call(t, s, method, path, adminKey, body, headers...)
+}
+
+// sameAnswer asserts that a replay was answered as its first attempt.
+func sameAnswer(t *testing.T, what string, first, again response) {
+	t.Helper()
+	if again.Code != first.Code || string(again.Body) != string(first.Body) {
+		t.Fatalf("%s replayed: %d %s\nwant the first answer: %d %s", what, again.Code, again.Body, first.Code, first.Body)
+	}
+}
+
+// startHedging runs a stack whose gateway sends a second and third copy of
+// every request it may repeat as soon as it has sent the first: each such
+// request's first attempt is held past the hedge delay, its copies racing
+// it in the services.
+func startHedging(t *testing.T) (*Stack, *copyCounter) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+		c.WebhookAllowHosts = "127.0.0.1"
+		c.HedgeAfter = time.Nanosecond
+	})
+	return s, countCopies(t, s)
+}
+
+func manualTicket(t *testing.T, s *Stack, agent, title string) ticket {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"`+title+`","qa_comment":"Seen in QA."}`)
+	if r.Code != 201 {
+		t.Fatalf("create ticket: %d %s", r.Code, r.Body)
+	}
+	return decodeTicket(t, r)
+}
+
+func ticketNow(t *testing.T, s *Stack, id string) ticket {
+	t.Helper()
+	return decodeTicket(t, call(t, s, "GET", "/v1/convai/triage-tickets/"+id, adminKey, ""))
+}
+
+// A keyed comment is hedged by the gateway and stored once; a client's
+// retry with the same key (its first answer lost), even with another
+// body, answers the first comment's ticket. Without a key the gateway
+// sends a write once, and two requests are two comments.
+func TestIdempotentComments(t *testing.T) {
+	s, copies := startHedging(t)
+	tk := manualTicket(t, s, newAgent(t, s, adminKey, "Support"), "Wrong price")
+	path := "/v1/convai/triage-tickets/" + tk.ID
+
+	first := write(t, s, "POST", path+"/comments", "comment-1", "keyed", `{"comment":"first"}`)
+	if first.Code != 200 || len(decodeTicket(t, first).TicketComments) != 1 {
+		t.Fatalf("comment: %d %s", first.Code, first.Body)
+	}
+	eventually(t, 5*time.Second, "the keyed comment hedged", func() bool { return copies.of(t, "keyed") >= 2 })
+	sameAnswer(t, "a keyed comment", first, write(t, s, "POST", path+"/comments", "comment-1", "retry", `{"comment":"first"}`))
+	sameAnswer(t, "a keyed comment with another body", first, write(t, s, "POST", path+"/comments", "comment-1", "retry-other", `{"comment":"second"}`))
+	if got := ticketNow(t, s, tk.ID).TicketComments; len(got) != 1 || got[0].Comment != "first" {
+		t.Fatalf("comments %+v, want the first alone", got)
+	}
+
+	for _, probe := range []string{"plain-1", "plain-2"} {
+		if r := write(t, s, "POST", path+"/comments", "", probe, `{"comment":"again"}`); r.Code != 200 {
+			t.Fatalf("comment without a key: %d %s", r.Code, r.Body)
+		}
+		if n := copies.of(t, probe); n != 1 {
+			t.Fatalf("the gateway sent a write without a key %d times", n)
+		}
+	}
+	if got := ticketNow(t, s, tk.ID).TicketComments; len(got) != 3 {
+		t.Fatalf("%d comments, want 3: two requests without a key are two comments", len(got))
+	}
+
+	turn := write(t, s, "POST", path+"/turn-comments", "turn-1", "turn", `{"turn_index":2,"comment":"here"}`)
+	if turn.Code != 200 {
+		t.Fatalf("turn comment: %d %s", turn.Code, turn.Body)
+	}
+	sameAnswer(t, "a keyed turn comment", turn, write(t, s, "POST", path+"/turn-comments", "turn-1", "turn-retry", `{"turn_index":5,"comment":"there"}`))
+	if got := ticketNow(t, s, tk.ID).TurnComments; len(got) != 1 || got[0].TurnIndex != 2 {
+		t.Fatalf("turn comments %+v, want the first alone", got)
+	}
+}
+
+// A keyed ticket update replayed answers the first result, even with
+// another body, and even after other changes made the replay's status
+// change illegal; a keyed merge replayed answers the merged target, not a
+// 409 for sources merged by then, and merges nothing again.
+func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
+	s, _ := startHedging(t)
+	agent := newAgent(t, s, adminKey, "Support")
+	tk := manualTicket(t, s, agent, "Wrong price")
+	path := "/v1/convai/triage-tickets/" + tk.ID
+
+	first := write(t, s, "PATCH", path, "update-1", "update", `{"title":"Quoted the wrong price"}`)
+	if first.Code != 200 || decodeTicket(t, first).Title != "Quoted the wrong price" {
+		t.Fatalf("update: %d %s", first.Code, first.Body)
+	}
+	sameAnswer(t, "a keyed update with another body", first, write(t, s, "PATCH", path, "update-1", "update-retry", `{"title":"Something else"}`))
+	if got := ticketNow(t, s, tk.ID).Title; got != "Quoted the wrong price" {
+		t.Fatalf("title %q: the replay's body was applied", got)
+	}
+
+	resolved := write(t, s, "PATCH", path, "resolve-1", "resolve", `{"status":"resolved"}`)
+	if resolved.Code != 200 {
+		t.Fatalf("resolve: %d %s", resolved.Code, resolved.Body)
+	}
+	if r := call(t, s, "PATCH", path, adminKey, `{"title":"Reopened title","status":"open"}`); r.Code != 200 {
+		t.Fatalf("reopen: %d %s", r.Code, r.Body)
+	}
+	// resolved → resolved is no transition now; the replay answers what
+	// the first attempt did.
+	sameAnswer(t, "a keyed status change after other changes", resolved, write(t, s, "PATCH", path, "resolve-1", "resolve-retry", `{"status":"resolved"}`))
+	if got := ticketNow(t, s, tk.ID); got.Status != "open" || len(got.StatusChanges) != 3 {
+		t.Fatalf("status %s after %d changes, want open after 3", got.Status, len(got.StatusChanges))
+	}
+
+	a, b := manualTicket(t, s, agent, "Dup one"), manualTicket(t, s, agent, "Dup two")
+	body := `{"source_ticket_ids":["` + a.ID + `","` + b.ID + `"]}`
+	merged := write(t, s, "POST", path+"/merge", "merge-1", "merge", body)
+	if merged.Code != 200 {
+		t.Fatalf("merge: %d %s", merged.Code, merged.Body)
+	}
+	sameAnswer(t, "a keyed merge", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-retry", body))
+	c := manualTicket(t, s, agent, "Not in the first merge")
+	sameAnswer(t, "a keyed merge with other sources", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-other", `{"source_ticket_ids":["`+c.ID+`"]}`))
+	for _, src := range []ticket{a, b} {
+		if got := ticketNow(t, s, src.ID); got.Status != "merged" || got.MergedInto == nil || *got.MergedInto != tk.ID || len(got.StatusChanges) != 2 {
+			t.Fatalf("source %s: %s into %v after %d changes", src.ID, got.Status, got.MergedInto, len(got.StatusChanges))
+		}
+	}
+	if got := ticketNow(t, s, c.ID); got.Status != "open" {
+		t.Fatalf("a ticket only the replay named was merged: %s", got.Status)
+	}
+
+	del := write(t, s, "DELETE", path, "delete-1", "delete", "")
+	if del.Code != 204 {
+		t.Fatalf("delete: %d %s", del.Code, del.Body)
+	}
+	sameAnswer(t, "a keyed deletion", del, write(t, s, "DELETE", path, "delete-1", "delete-retry", ""))
+}
+
+// Agent, webhook and API key updates replayed with the same key answer
+// the first result whatever the replay's body; deletions and revocations
+// replayed answer as the first did, not 404; a member added with a key is
+// answered again, not 409.
+func TestIdempotentUpdatesAcrossServices(t *testing.T) {
+	s, _ := startHedging(t)
+	agent := newAgent(t, s, adminKey, "Support")
+	first := write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent", `{"name":"Billing"}`)
+	if first.Code != 200 || first.JSON(t)["name"] != "Billing" {
+		t.Fatalf("agent update: %d %s", first.Code, first.Body)
+	}
+	sameAnswer(t, "a keyed agent update", first, write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent-retry", `{"name":"Sales"}`))
+	if r := call(t, s, "GET", "/v1/convai/agents/"+agent, adminKey, ""); r.JSON(t)["name"] != "Billing" {
+		t.Fatalf("agent: %s", r.Body)
+	}
+	gone := write(t, s, "DELETE", "/v1/convai/agents/"+agent, "agent-del", "agent-del", "")
+	if gone.Code != 204 {
+		t.Fatalf("agent delete: %d %s", gone.Code, gone.Body)
+	}
+	sameAnswer(t, "a keyed agent deletion", gone, write(t, s, "DELETE", "/v1/convai/agents/"+agent, "agent-del", "agent-del-retry", ""))
+
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"http://127.0.0.1:9/hook","events":["call_started"]}`)
+	if r.Code != 201 {
+		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
+	}
+	hook := "/v1/convai/webhooks/" + r.JSON(t)["webhook_id"].(string)
+	first = write(t, s, "PUT", hook, "hook-1", "hook", `{"url":"http://127.0.0.1:9/first","events":["call_started"]}`)
+	if first.Code != 200 {
+		t.Fatalf("webhook update: %d %s", first.Code, first.Body)
+	}
+	sameAnswer(t, "a keyed webhook update", first, write(t, s, "PUT", hook, "hook-1", "hook-retry", `{"url":"http://127.0.0.1:9/second","events":["call_started"]}`))
+	if r := call(t, s, "GET", hook, adminKey, ""); !strings.HasSuffix(r.JSON(t)["url"].(string), "/first") {
+		t.Fatalf("webhook: %s", r.Body)
+	}
+	gone = write(t, s, "DELETE", hook, "hook-del", "hook-del", "")
+	if gone.Code != 204 {
+		t.Fatalf("webhook delete: %d %s", gone.Code, gone.Body)
+	}
+	sameAnswer(t, "a keyed webhook deletion", gone, write(t, s, "DELETE", hook, "hook-del", "hook-del-retry", ""))
+
+	_, account, keyID := newKey(t, s, adminKey, `["convai_read"]`, "")
+	key := "/v1/service-accounts/" + account + "/api-keys/" + keyID
+	first = write(t, s, "PATCH", key, "key-1", "key", `{"name":"first"}`)
+	if first.Code != 200 || first.JSON(t)["name"] != "first" {
+		t.Fatalf("key update: %d %s", first.Code, first.Body)
+	}
+	sameAnswer(t, "a keyed API key update", first, write(t, s, "PATCH", key, "key-1", "key-retry", `{"name":"second","is_disabled":true}`))
+	revoked := write(t, s, "DELETE", key, "key-del", "key-del", "")
+	if revoked.Code != 200 {
+		t.Fatalf("revoke: %d %s", revoked.Code, revoked.Body)
+	}
+	sameAnswer(t, "a keyed revocation", revoked, write(t, s, "DELETE", key, "key-del", "key-del-retry", ""))
+
+	member := write(t, s, "POST", "/v1/workspace/members", "member-1", "member", `{"email":"ada@example.com","first_name":"Ada"}`)
+	if member.Code != 201 {
+		t.Fatalf("add member: %d %s", member.Code, member.Body)
+	}
+	sameAnswer(t, "a keyed member addition", member, write(t, s, "POST", "/v1/workspace/members", "member-1", "member-retry", `{"email":"ada@example.com","first_name":"Ada"}`))
+	wantError(t, call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
+}
+
+// A keyed forced folder deletion deletes every test under it (each
+// deletion carries its own command id: the stream would take the second
+// for a duplicate of the first), and answers 204 again when replayed; a
+// keyed bulk move replayed to another folder moves nothing again (its
+// answer echoes the replay's folder: no answer is stored).
+func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
+	s, _ := startHedging(t)
+	folder := func(name string) string {
+		r := call(t, s, "POST", "/v1/convai/agent-testing/folders", adminKey, `{"name":"`+name+`"}`)
+		if r.Code != 200 {
+			t.Fatalf("folder: %d %s", r.Code, r.Body)
+		}
+		return r.JSON(t)["id"].(string)
+	}
+	billing, payments := folder("Billing"), folder("Payments")
+	var tests []string
+	for _, name := range []string{"One", "Two", "Three"} {
+		tests = append(tests, createTest(t, s, `{"type":"llm","name":"`+name+`","success_condition":"x"}`))
+	}
+	ids, _ := json.Marshal(tests)
+	moved := write(t, s, "POST", "/v1/convai/agent-testing/bulk-move", "move-1", "move", `{"entity_ids":`+string(ids)+`,"move_to":"`+billing+`"}`)
+	if moved.Code != 200 {
+		t.Fatalf("move: %d %s", moved.Code, moved.Body)
+	}
+	// The answer echoes the request's folder; what counts is that the
+	// replay moves nothing.
+	if r := write(t, s, "POST", "/v1/convai/agent-testing/bulk-move", "move-1", "move-retry", `{"entity_ids":`+string(ids)+`,"move_to":"`+payments+`"}`); r.Code != 200 {
+		t.Fatalf("a keyed bulk move replayed: %d %s", r.Code, r.Body)
+	}
+	for _, id := range tests {
+		if r := call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, ""); r.JSON(t)["parent_folder_id"] != billing {
+			t.Fatalf("test %s: %s", id, r.Body)
+		}
+	}
+
+	gone := write(t, s, "DELETE", "/v1/convai/agent-testing/folders/"+billing+"?force=true", "folder-del", "folder-del", "")
+	if gone.Code != 204 {
+		t.Fatalf("force delete: %d %s", gone.Code, gone.Body)
+	}
+	for _, id := range tests {
+		wantError(t, call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, ""), 404, "test_not_found")
+	}
+	sameAnswer(t, "a keyed folder deletion", gone, write(t, s, "DELETE", "/v1/convai/agent-testing/folders/"+billing+"?force=true", "folder-del", "folder-del-retry", ""))
+}
