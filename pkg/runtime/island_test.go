@@ -97,13 +97,7 @@ func waitForQuorum(t *testing.T, url string) {
 
 func waitForLong(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitWithin(t, 60*time.Second, what, cond)
 }
 
 // startCluster starts n in-process servers as one JetStream cluster.

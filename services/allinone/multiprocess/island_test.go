@@ -237,33 +237,14 @@ func newIslandNetns(t *testing.T) (*islandNetns, error) {
 	n.routeLink = fmt.Sprintf("vir%d", id)
 	routeInner := fmt.Sprintf("virn%d", id)
 	a, b := 100+id%50, id%250
-	clientHostIP := fmt.Sprintf("10.%d.%d.1", a, b)
 	n.clientInnerIP = fmt.Sprintf("10.%d.%d.2", a, b)
 	n.routeHostIP, n.routeInnerIP = fmt.Sprintf("10.%d.%d.5", a, b), fmt.Sprintf("10.%d.%d.6", a, b)
-	_ = exec.Command("ip", "netns", "del", n.name).Run() // left over by a killed run
-	steps := [][]string{{"netns", "add", n.name}}
-	for _, l := range []struct{ host, inner, hostIP, innerIP string }{
-		{clientHost, clientInner, clientHostIP, n.clientInnerIP},
-		{n.routeLink, routeInner, n.routeHostIP, n.routeInnerIP},
-	} {
-		steps = append(steps,
-			[]string{"link", "add", l.host, "type", "veth", "peer", "name", l.inner},
-			[]string{"link", "set", l.inner, "netns", n.name},
-			[]string{"addr", "add", l.hostIP + "/30", "dev", l.host},
-			[]string{"link", "set", l.host, "up"},
-			[]string{"netns", "exec", n.name, "ip", "addr", "add", l.innerIP + "/30", "dev", l.inner},
-			[]string{"netns", "exec", n.name, "ip", "link", "set", l.inner, "up"})
+	err := makeNetns(t, n.name,
+		veth{clientHost, clientInner, fmt.Sprintf("10.%d.%d.1", a, b), n.clientInnerIP},
+		veth{n.routeLink, routeInner, n.routeHostIP, n.routeInnerIP})
+	if err != nil {
+		return nil, err
 	}
-	steps = append(steps, []string{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"})
-	for i, s := range steps {
-		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
-			if i > 0 {
-				_ = exec.Command("ip", "netns", "del", n.name).Run()
-			}
-			return nil, fmt.Errorf("ip %s: %v %s", strings.Join(s, " "), err, out)
-		}
-	}
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.name).Run() })
 	return n, nil
 }
 

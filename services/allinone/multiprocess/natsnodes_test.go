@@ -226,29 +226,44 @@ func newNetns(t *testing.T) (*netns, error) {
 		name: fmt.Sprintf("voiceai-chaos-%d", id), hostLink: fmt.Sprintf("vch%d", id),
 		hostIP: fmt.Sprintf("10.%d.%d.1", 200+id%50, id%250), innerIP: fmt.Sprintf("10.%d.%d.2", 200+id%50, id%250),
 	}
-	inner := fmt.Sprintf("vcn%d", id)
-	_ = exec.Command("ip", "netns", "del", n.name).Run() // left over by a killed run
-	steps := [][]string{
-		{"netns", "add", n.name},
-		{"link", "add", n.hostLink, "type", "veth", "peer", "name", inner},
-		{"link", "set", inner, "netns", n.name},
-		{"addr", "add", n.hostIP + "/30", "dev", n.hostLink},
-		{"link", "set", n.hostLink, "up"},
-		{"netns", "exec", n.name, "ip", "addr", "add", n.innerIP + "/30", "dev", inner},
-		{"netns", "exec", n.name, "ip", "link", "set", inner, "up"},
-		{"netns", "exec", n.name, "ip", "link", "set", "lo", "up"},
+	if err := makeNetns(t, n.name, veth{n.hostLink, fmt.Sprintf("vcn%d", id), n.hostIP, n.innerIP}); err != nil {
+		return nil, err
 	}
+	return n, nil
+}
+
+// veth is a pair joining the host (host end, hostIP) to a namespace
+// (inner end, innerIP), each address in one /30.
+type veth struct{ host, inner, hostIP, innerIP string }
+
+// makeNetns makes namespace name joined to the host by each of links,
+// deleting it when the test ends (and one left over by a killed run
+// first), or says why it cannot.
+func makeNetns(t *testing.T, name string, links ...veth) error {
+	t.Helper()
+	_ = exec.Command("ip", "netns", "del", name).Run() // left over by a killed run
+	steps := [][]string{{"netns", "add", name}}
+	for _, l := range links {
+		steps = append(steps,
+			[]string{"link", "add", l.host, "type", "veth", "peer", "name", l.inner},
+			[]string{"link", "set", l.inner, "netns", name},
+			[]string{"addr", "add", l.hostIP + "/30", "dev", l.host},
+			[]string{"link", "set", l.host, "up"},
+			[]string{"netns", "exec", name, "ip", "addr", "add", l.innerIP + "/30", "dev", l.inner},
+			[]string{"netns", "exec", name, "ip", "link", "set", l.inner, "up"})
+	}
+	steps = append(steps, []string{"netns", "exec", name, "ip", "link", "set", "lo", "up"})
 	for i, s := range steps {
 		if out, err := exec.Command("ip", s...).CombinedOutput(); err != nil {
 			if i > 0 {
-				_ = exec.Command("ip", "netns", "del", n.name).Run()
+				_ = exec.Command("ip", "netns", "del", name).Run()
 			}
-			return nil, fmt.Errorf("ip %s: %v %s", strings.Join(s, " "), err, out)
+			return fmt.Errorf("ip %s: %v %s", strings.Join(s, " "), err, out)
 		}
 	}
-	// Deleting the namespace deletes its end of the pair, and so both.
-	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.name).Run() })
-	return n, nil
+	// Deleting the namespace deletes its end of each pair, and so both.
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	return nil
 }
 
 // cut takes the link down: nothing crosses it, and no connection through
