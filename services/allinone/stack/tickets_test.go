@@ -101,13 +101,20 @@ func TestTicketLifecycle(t *testing.T) {
 	publishConversation(t, s, "ws_default", "conversation_started", "conv_1", agent, started)
 	publishConversation(t, s, "ws_default", "conversation_ended", "conv_1", agent, started.Add(5*time.Minute))
 
-	// The service learns the conversation from the platform events.
+	// The service learns the conversation from the platform events, in
+	// their order: once a conversation published after both is known, so
+	// are conv_1's start and end (a report between the two would see the
+	// conversation still going on).
+	publishConversation(t, s, "ws_default", "conversation_started", "conv_sentinel", agent, started)
+	eventually(t, 5*time.Second, "the events up to the sentinel are known", func() bool {
+		return call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_sentinel","qa_comment":"sentinel"}`).Code == 201
+	})
 	var created ticket
 	eventually(t, 5*time.Second, "the conversation is known", func() bool {
 		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey,
 			`{"conversation_id":"conv_1","qa_comment":"The agent quoted the wrong price.\nDetails follow.","turn_comments":[{"turn_index":3,"comment":"here"}],"priority":"medium"}`)
 		if r.Code != 201 {
-			return false
+			t.Fatalf("report on a known conversation: %d %s", r.Code, r.Body)
 		}
 		for _, f := range specTicketFields {
 			if _, ok := r.JSON(t)[f]; !ok {

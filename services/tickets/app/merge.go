@@ -41,33 +41,17 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 	}
 	ws := caller.WorkspaceID
 	now := a.now().Unix()
-	ev, first, replay, err := a.Tickets.Recorded(ctx, ws, targetID, commandID)
+	if first, done, err := a.mergeReplayed(ctx, caller, targetID, commandID, now); done || err != nil {
+		return first, err
+	}
+	sources, err := a.mergeable(ctx, ws, targetID, sourceIDs)
 	if err != nil {
+		// Another copy of this keyed merge may have won the race since the
+		// check above (its sources are merged now): answer as it did.
+		if first, done, rerr := a.mergeReplayed(ctx, caller, targetID, commandID, now); done || rerr != nil {
+			return first, rerr
+		}
 		return nil, err
-	}
-	if merged, ok := ev.(*ticketsv1.TicketMerged); replay && ok {
-		return first, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), commandID, now)
-	}
-	target, _, err := a.Get(ctx, ws, targetID)
-	if err != nil {
-		return nil, err
-	}
-	if !domain.CanAbsorb(target.Status) {
-		return nil, apperr.TicketCannotAbsorb(target.Status)
-	}
-	var sources []*ticketsv1.Ticket
-	for i, id := range sourceIDs {
-		s, _, err := a.Get(ctx, ws, id)
-		if err != nil {
-			return nil, err
-		}
-		if s.AgentId != target.AgentId {
-			return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
-		}
-		if !domain.IsActive(s.Status) {
-			return nil, apperr.TicketNotMergeable(id, s.Status)
-		}
-		sources = append(sources, s)
 	}
 	merged, err := a.change(ctx, ws, targetID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		top := t.Priority
@@ -89,6 +73,52 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		return nil, err
 	}
 	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, commandID, now)
+}
+
+// mergeReplayed answers a keyed merge whose command the target already
+// carries: the target as that attempt left it, that attempt's sources
+// folded in (done). Not done without a command id or such an event.
+func (a *App) mergeReplayed(ctx context.Context, caller principal.Principal, targetID, commandID string, now int64) (*ticketsv1.Ticket, bool, error) {
+	if commandID == "" {
+		return nil, false, nil
+	}
+	ev, first, replay, err := a.Tickets.Recorded(ctx, caller.WorkspaceID, targetID, commandID)
+	if err != nil {
+		return nil, false, err
+	}
+	merged, ok := ev.(*ticketsv1.TicketMerged)
+	if !replay || !ok {
+		return nil, false, nil
+	}
+	return first, true, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), commandID, now)
+}
+
+// mergeable reads the target and the sources and checks they may be
+// merged (a target that can absorb, active sources of the same agent);
+// it returns the sources.
+func (a *App) mergeable(ctx context.Context, ws, targetID string, sourceIDs []string) ([]*ticketsv1.Ticket, error) {
+	target, _, err := a.Get(ctx, ws, targetID)
+	if err != nil {
+		return nil, err
+	}
+	if !domain.CanAbsorb(target.Status) {
+		return nil, apperr.TicketCannotAbsorb(target.Status)
+	}
+	var sources []*ticketsv1.Ticket
+	for i, id := range sourceIDs {
+		s, _, err := a.Get(ctx, ws, id)
+		if err != nil {
+			return nil, err
+		}
+		if s.AgentId != target.AgentId {
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
+		}
+		if !domain.IsActive(s.Status) {
+			return nil, apperr.TicketNotMergeable(id, s.Status)
+		}
+		sources = append(sources, s)
+	}
+	return sources, nil
 }
 
 // foldSources marks each source as merged into the target; one already
