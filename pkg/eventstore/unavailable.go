@@ -65,6 +65,7 @@ func classify(err error) error {
 		return nil
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting),
+		errors.Is(err, nats.ErrDisconnected), // in flight when the connection broke or moved
 		errors.As(err, &apiErr) && clusterUnavailable[apiErr.ErrorCode]:
 		return unavailable{err}
 	}

@@ -25,10 +25,16 @@ import (
 // moves the connection there (ForceReconnect, the next server chosen by
 // ReconnectToServer). A server no other answers for is an election, not
 // an island: everyone waits for it alike, and the connection stays.
+//
+// A connection whose server has never answered is not moved so soon: on a
+// cluster still forming, a node whose routes are not up yet cannot reach
+// the meta leader that another already reaches, and moving every process
+// off it would only add reconnections to a fresh start.
 const (
-	probeEvery   = time.Second
-	probeTimeout = time.Second
-	islandAfter  = 2 // failed probes in a row, about the time a follower notices a lost leader
+	probeEvery    = time.Second
+	probeTimeout  = time.Second
+	islandAfter   = 2  // failed probes in a row, about the time a follower notices a lost leader
+	unformedAfter = 30 // the same for a server that has not answered yet since the connection was made
 )
 
 // errNoQuorum is a server's answer that its JetStream has no meta leader.
@@ -75,7 +81,7 @@ func (w *islandWatch) ready() error {
 func (w *islandWatch) run(ctx context.Context, nc *nats.Conn) {
 	tick := time.NewTicker(probeEvery)
 	defer tick.Stop()
-	failed := 0
+	failed, answered := 0, false
 	for {
 		select {
 		case <-ctx.Done():
@@ -91,11 +97,11 @@ func (w *islandWatch) run(ctx context.Context, nc *nats.Conn) {
 		}
 		err := probeJetStream(nc)
 		if err == nil {
-			failed = 0
+			failed, answered = 0, true
 			w.setIsland("")
 			continue
 		}
-		if failed++; failed < islandAfter {
+		if failed++; failed < islandAfter || (!answered && failed < unformedAfter) {
 			continue
 		}
 		here := nc.ConnectedUrl()
@@ -115,7 +121,7 @@ func (w *islandWatch) run(ctx context.Context, nc *nats.Conn) {
 		// The next probe, a whole round later, is of the new server: not
 		// ready until then.
 		tick.Reset(probeEvery)
-		failed = 0
+		failed, answered = 0, false
 	}
 }
 
