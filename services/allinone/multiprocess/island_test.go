@@ -162,8 +162,8 @@ func TestClusterIslandClientsMove(t *testing.T) {
 // islandBound is how long after the cut CI lets the island's clients take
 // to move: an election (up to 9 s), a cut-off meta leader noticing it lost
 // its quorum (10 to 20 s, until then it answers as leader), two probes,
-// and what two shared cores add.
-const islandBound = 45 * time.Second
+// and what two shared cores add (one run took 29.8 s, cause unknown).
+const islandBound = 60 * time.Second
 
 func met(ok bool) string {
 	if ok {

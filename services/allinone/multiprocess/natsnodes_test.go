@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // natsNodes is a JetStream cluster of nats-server processes, so a test can
@@ -56,12 +58,12 @@ func launchNATSNodes(t *testing.T, hosts, clusterHosts []string, ns *netns) *nat
 	n := len(hosts)
 	nn := &natsNodes{t: t, procs: make([]*exec.Cmd, n), netns: ns, hosts: hosts}
 	var routes []string
-	clusterPorts := make([]int, n)
+	// Ports are free on the host; the namespace has none in use. All are
+	// taken at once, so no two nodes (or two listeners of one) get the same.
+	ports := freePorts(t, 3*n)
+	nn.clients, nn.monitors = ports[:n], ports[n:2*n]
+	clusterPorts := ports[2*n:]
 	for i := range n {
-		// Ports are free on the host; the namespace has none in use.
-		nn.clients = append(nn.clients, freePort(t))
-		nn.monitors = append(nn.monitors, freePort(t))
-		clusterPorts[i] = freePort(t)
 		routes = append(routes, fmt.Sprintf("nats://%s:%d", clusterHosts[i], clusterPorts[i]))
 	}
 	for i := range n {
@@ -99,6 +101,15 @@ func (nn *natsNodes) start(i int) {
 		// ip netns exec execs the server itself: its pid is the server's.
 		cmd = exec.Command("ip", "netns", "exec", nn.netns.name, bin, "-c", nn.confs[i])
 	}
+	// What the node says is shown if the test fails (a node that cannot
+	// start says why only there).
+	out := &testenv.LogBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	nn.t.Cleanup(func() {
+		if nn.t.Failed() {
+			nn.t.Logf("--- %s output ---\n%s", nn.names[i], out.String())
+		}
+	})
 	if err := cmd.Start(); err != nil {
 		nn.t.Fatal(err)
 	}
@@ -278,6 +289,22 @@ func (n *netns) link(t *testing.T, state string) {
 	if out, err := exec.Command("ip", "link", "set", n.hostLink, state).CombinedOutput(); err != nil {
 		t.Fatalf("ip link set %s %s: %v %s", n.hostLink, state, err, out)
 	}
+}
+
+// freePorts are n distinct ports free on the host, each held until all
+// are found.
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	var out []int
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out
 }
 
 func freePort(t *testing.T) int {
