@@ -137,13 +137,7 @@ func TestFailingTestsBecomeOneTicket(t *testing.T) {
 func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 	s := startForTesting(t)
 	agent := agentWith(t, s)
-	ingest := func(event, data string) {
-		t.Helper()
-		body := fmt.Sprintf(`{"event":%q,"timestamp":"2026-11-23T10:00:00Z","data":%s}`, event, data)
-		if r := call(t, s, "POST", "/v1/convai/events", adminKey, body); r.Code/100 != 2 {
-			t.Fatalf("ingest %s: %d %s", event, r.Code, r.Body)
-		}
-	}
+	ingest := func(event, data string) { t.Helper(); ingestEvent(t, s, event, data) }
 	escalate := func(conv, reason string) {
 		ingest("escalation_triggered", fmt.Sprintf(`{"call_id":"call_%s","conversation_id":%q,"agent_id":%q,"escalation_reason":%q,
 		  "escalation_trigger":"user_request","target_queue":"billing","context_summary":"","conversation_history":"available via the API"}`, conv, conv, agent, reason))
@@ -244,4 +238,14 @@ func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 		a = getTicket(t, s, a.ID)
 		return !a.NeedsClustering && a.IssueType != nil && *a.IssueType == "knowledge_gap"
 	})
+}
+
+// ingestEvent posts a platform event (data is its JSON) through the
+// gateway, as a team's call stack does.
+func ingestEvent(t *testing.T, s *Stack, event, data string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"event":%q,"timestamp":"2026-11-23T10:00:00Z","data":%s}`, event, data)
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, body); r.Code/100 != 2 {
+		t.Fatalf("ingest %s: %d %s", event, r.Code, r.Body)
+	}
 }

@@ -161,13 +161,7 @@ func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
 func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
 	s, rcv := startWithTicketHook(t)
 	agent := agentWith(t, s)
-	ingest := func(event, data string) {
-		t.Helper()
-		body := fmt.Sprintf(`{"event":%q,"timestamp":"2026-11-23T10:00:00Z","data":%s}`, event, data)
-		if r := call(t, s, "POST", "/v1/convai/events", adminKey, body); r.Code/100 != 2 {
-			t.Fatalf("ingest %s: %d %s", event, r.Code, r.Body)
-		}
-	}
+	ingest := func(event, data string) { t.Helper(); ingestEvent(t, s, event, data) }
 	onConv := func(tk qaTicket) bool { return slices.Contains(tk.ConversationIDs, "conv_bad") }
 
 	ingest("conversation_ended", fmt.Sprintf(`{"conversation_id":"conv_bad","call_id":"call_bad","agent_id":%q,"turn_count":4,
