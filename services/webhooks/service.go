@@ -13,10 +13,12 @@ import (
 
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -49,7 +51,7 @@ type Config struct {
 	// directory's secret.key in the all-in-one stack).
 	Secret string
 	// AllowHosts may be private and reached over plain http
-	// (VOICEAI_WEBHOOK_ALLOW_HOSTS).
+	// (VOICEAI_OUTBOUND_ALLOW_HOSTS, or its old name VOICEAI_WEBHOOK_ALLOW_HOSTS).
 	AllowHosts []string
 	// AttemptTimeout limits each delivery attempt (default 10s).
 	AttemptTimeout time.Duration
@@ -59,8 +61,8 @@ type Config struct {
 
 // Env is the environment both binaries read (config.Load).
 type Env struct {
-	SecretKey      string        `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
-	AllowHosts     string        `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
+	outbound.Env
 	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
 }
 
@@ -74,14 +76,14 @@ func (e Env) Validate() error {
 
 // Config is the configuration the environment gives.
 func (e Env) Config() Config {
-	return Config{Secret: e.SecretKey, AllowHosts: delivery.ParseAllowHosts(e.AllowHosts), AttemptTimeout: e.AttemptTimeout}
+	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout}
 }
 
-func (c Config) sealerAndSender() (*adapters.Sealer, *delivery.Sender, error) {
+func (c Config) sealerAndSender() (*seal.Sealer, *delivery.Sender, error) {
 	if c.Secret == "" {
 		return nil, nil, errors.New("webhooks: the deployment secret is empty")
 	}
-	sealer, err := adapters.NewSealer(runtime.SubKey(c.Secret, SecretPurpose))
+	sealer, err := seal.New(runtime.SubKey(c.Secret, SecretPurpose))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -89,7 +91,7 @@ func (c Config) sealerAndSender() (*adapters.Sealer, *delivery.Sender, error) {
 	if timeout <= 0 {
 		timeout = DefaultAttemptTimeout
 	}
-	s := delivery.NewSender(delivery.NewGuard(c.AllowHosts), timeout)
+	s := delivery.NewSender(outbound.NewGuard(c.AllowHosts), timeout)
 	if c.Dispatcher.TimeUnit > 0 {
 		s.TimeUnit = c.Dispatcher.TimeUnit
 	}

@@ -33,7 +33,7 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 
 	// events tail, from a minute ago so nothing stored before it follows

@@ -26,7 +26,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "" // the local receiver is not allowed as a destination
+		c.Outbound.AllowHosts = "" // the local receiver is not allowed as a destination
 	})
 	const secret = "whsec_listen_test_0123456789abcdef"
 	type got struct {

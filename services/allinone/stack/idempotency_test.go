@@ -88,7 +88,7 @@ func startHedging(t *testing.T) (*Stack, *copyCounter) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 		c.HedgeAfter = time.Nanosecond
 	})
 	return s, countCopies(t, s)

@@ -22,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/agents"
@@ -30,7 +31,6 @@ import (
 	testingsvc "github.com/voiceai-platform/voiceai/services/testing"
 	"github.com/voiceai-platform/voiceai/services/tickets"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
-	webhookdelivery "github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	webhookdispatcher "github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
@@ -43,9 +43,10 @@ type Config struct {
 	MetricsAddr       string `env:"VOICEAI_METRICS_ADDR" envDefault:"127.0.0.1:9464"`
 	BootstrapAdminKey string `env:"VOICEAI_BOOTSTRAP_ADMIN_KEY"`
 	SecretKey         string `env:"VOICEAI_SECRET_KEY"`
-	// WebhookAllowHosts may be private and reached over plain http by
-	// webhooks (comma-separated host names or IPs, e.g. 127.0.0.1,localhost).
-	WebhookAllowHosts string `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
+	// Outbound is the operator's allow-list: hosts webhooks and agents'
+	// own model endpoints may reach although private, and over plain http
+	// (comma-separated host names or IPs, e.g. 127.0.0.1,localhost).
+	Outbound outbound.Env
 	// Runner configures the in-process test runner workers.
 	Runner testingsvc.RunnerConfig
 	// Runners is how many runner workers run in process (0: none, for a
@@ -255,7 +256,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 		cleanup = append(cleanup, func() { <-done })
 	}
-	whCfg := webhooks.Config{Secret: secret, AllowHosts: webhookdelivery.ParseAllowHosts(c.WebhookAllowHosts),
+	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(),
 		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
 	wh, err := webhooks.Start(ctx, d, whCfg)
 	if err != nil {

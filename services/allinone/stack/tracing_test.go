@@ -34,7 +34,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	cfg := TestConfig(t.TempDir())
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
-	cfg.WebhookAllowHosts = "127.0.0.1"
+	cfg.Outbound.AllowHosts = "127.0.0.1"
 	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 	bin := filepath.Join(t.TempDir(), "verify")
 	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(dir, "go")).CombinedOutput(); err != nil {

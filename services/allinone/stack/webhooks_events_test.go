@@ -18,7 +18,7 @@ func TestEventCatalogAndInvocationEvents(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 	r := call(t, s, "GET", "/v1/voiceai/webhooks/events", adminKey, "")
 	var catalog struct {

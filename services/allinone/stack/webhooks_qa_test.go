@@ -29,7 +29,7 @@ func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_qa_ticket_events_0123456789"

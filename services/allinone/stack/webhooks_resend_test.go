@@ -99,7 +99,7 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_resend_test_secret_0123456789"

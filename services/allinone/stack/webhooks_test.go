@@ -24,7 +24,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.WebhookAllowHosts = "127.0.0.1"
+		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 	var mu sync.Mutex
 	var secret string

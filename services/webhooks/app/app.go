@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -33,7 +34,7 @@ type App struct {
 	Attempts *adapters.AttemptLog
 	History  DeliveryHistory // nil: the log is what memory holds
 	RelayKey []byte          // signs relay tokens
-	Sealer   *adapters.Sealer
+	Sealer   *seal.Sealer
 	Sender   *delivery.Sender
 	JS       jetstream.JetStream
 	Log      *slog.Logger

@@ -1,3 +1,5 @@
+// Package delivery sends one signed webhook attempt over HTTP, through a
+// dialer that refuses private destinations at connect time (pkg/outbound).
 package delivery
 
 import (
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -40,7 +43,7 @@ const maxResponseBody = 64 << 10
 // Sender posts signed deliveries.
 type Sender struct {
 	client  *http.Client
-	guard   *Guard
+	guard   *outbound.Guard
 	timeout time.Duration
 	// TimeUnit scales Retry-After (one second in production).
 	TimeUnit time.Duration
@@ -49,7 +52,7 @@ type Sender struct {
 // NewSender returns a sender whose attempts last at most timeout. It never
 // follows redirects and never uses a proxy from the environment (a proxy
 // would bypass the destination check).
-func NewSender(g *Guard, timeout time.Duration) *Sender {
+func NewSender(g *outbound.Guard, timeout time.Duration) *Sender {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
@@ -76,7 +79,7 @@ func NewSender(g *Guard, timeout time.Duration) *Sender {
 }
 
 // Guard is the sender's destination guard.
-func (s *Sender) Guard() *Guard { return s.guard }
+func (s *Sender) Guard() *outbound.Guard { return s.guard }
 
 // Timeout is the per-attempt time limit.
 func (s *Sender) Timeout() time.Duration { return s.timeout }
@@ -173,7 +176,7 @@ func Headers(r Request) http.Header {
 }
 
 func classifyError(ctx context.Context, err error, timeout time.Duration) Result {
-	var refused *RefusedError
+	var refused *outbound.RefusedError
 	if errors.As(err, &refused) {
 		return Result{Outcome: domain.Outcome{Refused: true}, Error: refused.Error()}
 	}

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 )
 
 func req(url string) Request {
@@ -26,7 +28,7 @@ func TestSSRFRefusals(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	t.Cleanup(srv.Close)
 	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
-	s := NewSender(NewGuard(nil), 2*time.Second)
+	s := NewSender(outbound.NewGuard(nil), 2*time.Second)
 	for _, u := range []string{
 		"https://127.0.0.1:" + port + "/h",
 		"https://localhost:" + port + "/h", // a name resolving to loopback
@@ -48,7 +50,7 @@ func TestSSRFRefusals(t *testing.T) {
 		t.Fatalf("the receiver was reached %d times", n)
 	}
 	// The operator's allow list opens a host, over plain http too.
-	open := NewSender(NewGuard([]string{"127.0.0.1"}), 2*time.Second)
+	open := NewSender(outbound.NewGuard([]string{"127.0.0.1"}), 2*time.Second)
 	if res := open.Send(context.Background(), req(srv.URL+"/h")); res.Outcome.StatusCode != 200 || res.Outcome.Refused {
 		t.Fatalf("allowed host: %+v", res)
 	}
@@ -92,7 +94,7 @@ func TestSendSignsAndClassifies(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(hang) }) // runs first: Close waits for the handler
-	s := NewSender(NewGuard([]string{"127.0.0.1"}), 100*time.Millisecond)
+	s := NewSender(outbound.NewGuard([]string{"127.0.0.1"}), 100*time.Millisecond)
 	if res := s.Send(context.Background(), req(srv.URL)); res.Outcome.StatusCode != 200 || res.Error != "" {
 		t.Fatalf("signed delivery: %+v", res)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 )
@@ -56,7 +57,7 @@ type Deps struct {
 	JS       jetstream.JetStream
 	Registry *adapters.Registry
 	Sender   *delivery.Sender
-	Sealer   *adapters.Sealer
+	Sealer   *seal.Sealer
 	Repo     *aggregate.Repo[*webhooksv1.Webhook]
 	Log      *slog.Logger
 	Metrics  prometheus.Registerer

@@ -1,13 +1,10 @@
 package domain
 
 import (
-	"net/netip"
-	"net/url"
 	"slices"
-	"strings"
-	"unicode"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 )
 
 // RetryConfigInput is the retry_config object of a request; absent fields
@@ -105,33 +102,11 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 }
 
 func checkURL(v *apperr.Validator, raw string, allowed HostAllowed) string {
-	loc := []any{"body", "url"}
-	if raw != strings.TrimSpace(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
-		v.Add("URL must not contain whitespace or control characters", "url_parsing", loc...)
-		return ""
+	u, problem := outbound.CheckURL(raw, allowed, "webhooks")
+	if problem != nil {
+		v.Add(problem.Msg, problem.Type, "body", "url")
 	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
-		v.Add("Input should be an absolute https URL", "url_parsing", loc...)
-		return ""
-	}
-	host := strings.ToLower(u.Hostname())
-	isAllowed := allowed != nil && allowed(host)
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && isAllowed:
-	default:
-		v.Add("URL scheme should be 'https'", "url_scheme", loc...)
-		return ""
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && !isAllowed {
-		if reason, bad := ForbiddenAddr(ip); bad {
-			v.Add("URL points to a "+reason+" address, which webhooks may not reach", "url_forbidden_address", loc...)
-			return ""
-		}
-	}
-	u.Fragment, u.RawFragment = "", ""
-	return u.String()
+	return u
 }
 
 // distinct is events without repetitions, in their first order.

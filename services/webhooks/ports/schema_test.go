@@ -19,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -29,7 +30,7 @@ import (
 // request below is refused before the app would need one.
 func router() http.Handler {
 	a := &app.App{
-		Sender: delivery.NewSender(delivery.NewGuard([]string{"127.0.0.1"}), time.Second),
+		Sender: delivery.NewSender(outbound.NewGuard([]string{"127.0.0.1"}), time.Second),
 		Now:    func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
 	return principal.Middleware(Router(a))

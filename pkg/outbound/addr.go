@@ -1,4 +1,10 @@
-package domain
+// Package outbound decides which destinations the platform's outbound
+// calls (webhook deliveries, agents' own model endpoints) may reach: never
+// a loopback, private, link-local or cloud-metadata address unless the
+// operator allowed its host, never cloud metadata at all; checked on the
+// URL when it is configured and again on every resolved address at
+// connect time.
+package outbound
 
 import (
 	"net/netip"
@@ -46,7 +52,8 @@ var (
 	sixToFour = netip.MustParsePrefix("2002::/16")
 )
 
-// ForbiddenAddr reports whether a webhook may not connect to ip, and why:
+// ForbiddenAddr reports whether an outbound call may not connect to ip,
+// and why:
 // loopback, private, link-local, carrier-grade NAT, cloud metadata,
 // unspecified, multicast and reserved ranges, including IPv4 addresses
 // embedded in IPv6 (IPv4-mapped, NAT64, 6to4).
@@ -76,4 +83,13 @@ func ForbiddenAddr(ip netip.Addr) (reason string, forbidden bool) {
 		}
 	}
 	return "", false
+}
+
+// IsMetadata reports whether ip is a cloud metadata address, in any of
+// its IPv6 embeddings: refused even to a host the operator allowed (an
+// allow-list entry meant for a local test receiver must not open the
+// instance's credentials).
+func IsMetadata(ip netip.Addr) bool {
+	reason, bad := ForbiddenAddr(ip)
+	return bad && reason == "cloud metadata"
 }

@@ -1,6 +1,4 @@
-// Package delivery sends one signed webhook attempt over HTTP, through a
-// dialer that refuses private destinations at connect time.
-package delivery
+package outbound
 
 import (
 	"context"
@@ -11,11 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-// Guard decides which destinations webhooks may reach. Every address a
+// Guard decides which destinations outbound calls may reach. Every address a
 // connection is about to use is checked in the dialer's Control hook,
 // after DNS resolution, so a name that resolves (or re-resolves) to a
 // private address is refused: no DNS rebinding.
@@ -24,8 +20,9 @@ type Guard struct {
 }
 
 // NewGuard allows the given hosts (names or IP literals, case-insensitive,
-// e.g. from VOICEAI_WEBHOOK_ALLOW_HOSTS) to be private and to be reached
-// over plain http.
+// e.g. from VOICEAI_OUTBOUND_ALLOW_HOSTS) to be private and to be reached
+// over plain http. Cloud metadata addresses stay refused whatever the list
+// says.
 func NewGuard(allowHosts []string) *Guard {
 	g := &Guard{hosts: map[string]bool{}}
 	for _, h := range allowHosts {
@@ -55,13 +52,10 @@ func (g *Guard) HostAllowed(host string) bool {
 		return false
 	}
 	host = strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
-	if g.hosts[host] {
-		return true
-	}
 	if ip, err := netip.ParseAddr(host); err == nil {
-		return g.hosts[ip.Unmap().String()]
+		return !IsMetadata(ip) && (g.hosts[host] || g.hosts[ip.Unmap().String()])
 	}
-	return false
+	return g.hosts[host]
 }
 
 // RefusedError is a destination the guard does not allow.
@@ -80,8 +74,21 @@ func control(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return &RefusedError{Addr: address, Reason: "unparseable"}
 	}
-	if reason, bad := domain.ForbiddenAddr(ap.Addr()); bad {
+	if reason, bad := ForbiddenAddr(ap.Addr()); bad {
 		return &RefusedError{Addr: ap.Addr().String(), Reason: reason}
+	}
+	return nil
+}
+
+// controlAllowed runs before each connect to an allowed host: only cloud
+// metadata is refused (an allowed name may still resolve to it).
+func controlAllowed(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &RefusedError{Addr: address, Reason: "unparseable"}
+	}
+	if IsMetadata(ap.Addr()) {
+		return &RefusedError{Addr: ap.Addr().String(), Reason: "cloud metadata"}
 	}
 	return nil
 }
@@ -93,9 +100,9 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	if !g.HostAllowed(host) {
-		d.Control = control
+	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}
+	if g.HostAllowed(host) {
+		d.Control = controlAllowed
 	}
 	return d.DialContext(ctx, network, addr)
 }
