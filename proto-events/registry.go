@@ -22,6 +22,10 @@ const (
 	TypeAgentUpdated = "agents.agent_updated"
 	TypeAgentDeleted = "agents.agent_deleted"
 
+	TypeSecretCreated = "agents.secret_created"
+	TypeSecretUpdated = "agents.secret_updated"
+	TypeSecretDeleted = "agents.secret_deleted"
+
 	TypeWorkspaceCreated      = "identity.workspace_created"
 	TypeServiceAccountCreated = "identity.service_account_created"
 	TypeUserAdded             = "identity.user_added"
@@ -58,6 +62,9 @@ var registrations = []registration{
 	{TypeAgentCreated, AgentsStream, func() Event { return &agentsv1.AgentCreated{} }},
 	{TypeAgentUpdated, AgentsStream, func() Event { return &agentsv1.AgentUpdated{} }},
 	{TypeAgentDeleted, AgentsStream, func() Event { return &agentsv1.AgentDeleted{} }},
+	{TypeSecretCreated, AgentsStream, func() Event { return &agentsv1.SecretCreated{} }},
+	{TypeSecretUpdated, AgentsStream, func() Event { return &agentsv1.SecretUpdated{} }},
+	{TypeSecretDeleted, AgentsStream, func() Event { return &agentsv1.SecretDeleted{} }},
 
 	{TypeWorkspaceCreated, IdentityStream, func() Event { return &identityv1.WorkspaceCreated{} }},
 	{TypeServiceAccountCreated, IdentityStream, func() Event { return &identityv1.ServiceAccountCreated{} }},

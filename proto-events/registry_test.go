@@ -26,6 +26,9 @@ var wantTypes = map[string]struct {
 	"agents.agent_created":             {"voiceai.agents.v1.AgentCreated", "AGENTS"},
 	"agents.agent_updated":             {"voiceai.agents.v1.AgentUpdated", "AGENTS"},
 	"agents.agent_deleted":             {"voiceai.agents.v1.AgentDeleted", "AGENTS"},
+	"agents.secret_created":            {"voiceai.agents.v1.SecretCreated", "AGENTS"},
+	"agents.secret_updated":            {"voiceai.agents.v1.SecretUpdated", "AGENTS"},
+	"agents.secret_deleted":            {"voiceai.agents.v1.SecretDeleted", "AGENTS"},
 	"identity.workspace_created":       {"voiceai.identity.v1.WorkspaceCreated", "IDENTITY"},
 	"identity.service_account_created": {"voiceai.identity.v1.ServiceAccountCreated", "IDENTITY"},
 	"identity.api_key_created":         {"voiceai.identity.v1.ApiKeyCreated", "IDENTITY"},
@@ -67,6 +70,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 	}
 	consts := []string{
 		events.TypeAgentCreated, events.TypeAgentUpdated, events.TypeAgentDeleted,
+		events.TypeSecretCreated, events.TypeSecretUpdated, events.TypeSecretDeleted,
 		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated, events.TypeUserAdded,
 		events.TypeAPIKeyCreated, events.TypeAPIKeyUpdated, events.TypeAPIKeyRevoked,
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,

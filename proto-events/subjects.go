@@ -23,6 +23,7 @@ const (
 const (
 	IdentitySubjectPrefix = "identity.evt"
 	AgentsSubjectPrefix   = "agents.evt"
+	SecretsSubjectPrefix  = "agents.secret"
 	TicketsSubjectPrefix  = "tickets.evt"
 	PlatformSubjectPrefix = "platform.evt"
 )
@@ -53,6 +54,8 @@ const (
 	// AgentsAll matches every event of stream AGENTS; it is also the
 	// stream's subject.
 	AgentsAll = "agents.evt.>"
+	// SecretsAll matches every workspace secret event (stream AGENTS).
+	SecretsAll = "agents.secret.>"
 
 	// TicketsAll matches every event of stream TICKETS.
 	TicketsAll = "tickets.evt.>"
@@ -81,7 +84,7 @@ type StreamSpec struct {
 func Streams() []StreamSpec {
 	return []StreamSpec{
 		{Name: IdentityStream, Subjects: []string{IdentityAll}, Description: "Workspaces, service accounts and API keys (state-carrying events)"},
-		{Name: AgentsStream, Subjects: []string{AgentsAll}, Description: "Agents (state-carrying events)"},
+		{Name: AgentsStream, Subjects: []string{AgentsAll, SecretsAll}, Description: "Agents and workspace secrets, the values sealed (state-carrying events)"},
 		{Name: TicketsStream, Subjects: []string{TicketsAll}, Description: "Conversation triage tickets (state-carrying events)"},
 		{Name: PlatformStream, Subjects: []string{PlatformAll}, Description: "Public platform events of spec section 6 (JSON envelopes)"},
 		{Name: TestingStream, Subjects: []string{TestingAll}, Description: "Agent tests, test folders and test invocations (state-carrying events)"},
@@ -140,6 +143,15 @@ func AgentSubject(workspaceID, agentID string) (string, error) {
 		return "", err
 	}
 	return AgentsSubjectPrefix + "." + workspaceID + "." + agentID, nil
+}
+
+// SecretSubject is the subject of workspace secret secretID's events:
+// agents.secret.<workspaceID>.<secretID>.
+func SecretSubject(workspaceID, secretID string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "secret id", secretID); err != nil {
+		return "", err
+	}
+	return SecretsSubjectPrefix + "." + workspaceID + "." + secretID, nil
 }
 
 // AgentsOfWorkspace is the filter matching every agent event of one

@@ -17,6 +17,7 @@ func TestSubjectBuilders(t *testing.T) {
 	}{
 		{"agent", func() (string, error) { return events.AgentSubject("ws_1", "agent_2") }, "agents.evt.ws_1.agent_2"},
 		{"agents of workspace", func() (string, error) { return events.AgentsOfWorkspace("ws_1") }, "agents.evt.ws_1.*"},
+		{"secret", func() (string, error) { return events.SecretSubject("ws_1", "secret_3") }, "agents.secret.ws_1.secret_3"},
 		{"workspace", func() (string, error) { return events.WorkspaceSubject("ws_1") }, "identity.evt.ws_1.workspace.ws_1"},
 		{"service account", func() (string, error) { return events.ServiceAccountSubject("ws_1", "usr_3") }, "identity.evt.ws_1.account.usr_3"},
 		{"api key", func() (string, error) { return events.APIKeySubject("ws_1", "key_4") }, "identity.evt.ws_1.key.key_4"},
@@ -75,10 +76,12 @@ func TestSubjectsMatchFilters(t *testing.T) {
 	agentsOfWS, _ := events.AgentsOfWorkspace("ws")
 	identityOfWS, _ := events.IdentityOfWorkspace("ws")
 	otherKey, _ := events.APIKeySubject("other", "k")
+	secret, _ := events.SecretSubject("ws", "s")
 
-	all := []string{agent, ws, acct, key}
+	all := []string{agent, ws, acct, key, secret}
 	matches := map[string][]string{
 		events.AgentsAll:             {agent},
+		events.SecretsAll:            {secret},
 		events.IdentityAll:           {ws, acct, key},
 		events.IdentityWorkspacesAll: {ws},
 		events.IdentityAccountsAll:   {acct},
@@ -122,7 +125,7 @@ func TestSubjectsMatchFilters(t *testing.T) {
 		return found[0]
 	}
 	for _, s := range all {
-		typStream := map[string]string{agent: "AGENTS", ws: "IDENTITY", acct: "IDENTITY", key: "IDENTITY"}[s]
+		typStream := map[string]string{agent: "AGENTS", secret: "AGENTS", ws: "IDENTITY", acct: "IDENTITY", key: "IDENTITY"}[s]
 		if got := streamOf(s); got != typStream {
 			t.Errorf("subject %q is in stream %s, want %s", s, got, typStream)
 		}

@@ -34,6 +34,9 @@ test("the SDK module imports and exposes the methods under test", () => {
   for (const m of ["get", "list", "resubmit"]) {
     assert.equal(typeof tests.invocations[m], "function", `conversationalAi.tests.invocations.${m}`);
   }
+  for (const m of ["create", "list", "get", "update", "delete"]) {
+    assert.equal(typeof client.conversationalAi.secrets[m], "function", `conversationalAi.secrets.${m}`);
+  }
   for (const m of ["create", "list"]) assert.equal(typeof client.serviceAccounts[m], "function", `serviceAccounts.${m}`);
   const apiKeys = client.serviceAccounts.apiKeys;
   for (const m of ["create", "list", "update", "delete"]) {

@@ -128,6 +128,7 @@ const (
 	ok, created, accepted, none = http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent
 	conflict                    = http.StatusConflict
 	agentsPath                  = "/v1/convai/agents"
+	secretsPath                 = "/v1/convai/secrets"
 	ticketsPath                 = "/v1/convai/triage-tickets"
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
@@ -143,6 +144,12 @@ var (
 	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead).doc("Get an agent", ok, "", "Agent")
 	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent")
 	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Delete an agent", none, "", "")
+
+	ListSecrets  = op("agents.list_secrets", get, secretsPath, "agents", convaiRead).doc("List the workspace's secrets (never their values), by name, with the agents that use each", ok, "", "SecretPage").query("page_size", "cursor", "secret_search", "dependency_limit")
+	CreateSecret = op("agents.create_secret", post, secretsPath, "agents", convaiWrite).doc("Store a workspace secret; its value is encrypted and never shown again", ok, "SecretCreate", "SecretStored")
+	GetSecret    = op("agents.get_secret", get, secretsPath+"/{secret_id}", "agents", convaiRead).doc("Get a workspace secret (not its value) and the agents that use it", ok, "", "Secret").query("dependency_limit")
+	UpdateSecret = op("agents.update_secret", patch, secretsPath+"/{secret_id}", "agents", convaiWrite).doc("Rename a workspace secret or replace its value", ok, "SecretUpdate", "SecretStored")
+	DeleteSecret = op("agents.delete_secret", del, secretsPath+"/{secret_id}", "agents", convaiWrite).doc("Delete a workspace secret that no agent uses", none, "", "").errs(conflict)
 
 	ListTickets       = op("tickets.list", get, ticketsPath, "tickets", convaiRead).doc("List the workspace's conversation triage tickets, newest first", ok, "", "TicketPage").query(append(slices.Clone(ticketFilter), "agent_id")...)
 	CreateTicket      = op("tickets.create", post, ticketsPath, "tickets", convaiWrite).doc("Report a conversation; a report on a conversation with an open ticket joins it (200)", created, "TicketCreate", "Ticket").also(ok).errs(http.StatusNotFound)
@@ -206,6 +213,7 @@ var CreateTestFromConversation = op("testing.create_test_from_conversation", pos
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
+	ListSecrets, CreateSecret, GetSecret, UpdateSecret, DeleteSecret,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
@@ -227,6 +235,7 @@ type IDParam struct {
 // answered exactly as an unknown one.
 var IDParams = map[string]IDParam{
 	"agent_id":      {apperr.AgentNotFound, "agent"},
+	"secret_id":     {apperr.SecretNotFound, "workspace secret"},
 	"ticket_id":     {apperr.TicketNotFound, "triage ticket"},
 	"test_id":       {apperr.TestNotFound, "test"},
 	"folder_id":     {apperr.FolderNotFound, "test folder"},

@@ -120,7 +120,19 @@ var (
 // Agents.
 var (
 	AgentNotFound = NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
+	// SecretNotFound answers a secret id not in the caller's workspace.
+	SecretNotFound = NotFoundError("secret_not_found", "No workspace secret with that id exists in this workspace.")
 )
+
+// SecretInUse refuses to delete a secret agents still authenticate with:
+// they would fail every run that calls their endpoint.
+func SecretInUse(agentIDs []string, more bool) *Error {
+	list := strings.Join(agentIDs, ", ")
+	if more {
+		list += " and more"
+	}
+	return ConflictError("secret_in_use", "The secret is used by agents "+list+"; change their configuration to stop using it, then delete it.")
+}
 
 // Identity: service accounts, API keys, members.
 var (
@@ -205,7 +217,7 @@ var Catalog = []*Error{
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
 	RateLimitExceeded(0, "<window>"),
 	ConcurrentUpdate,
-	AgentNotFound,
+	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false),
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,

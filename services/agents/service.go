@@ -5,6 +5,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,8 +15,10 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 	"github.com/voiceai-platform/voiceai/services/agents/ports"
@@ -42,24 +45,50 @@ func (s *Service) Stop() error { return s.endpoint.Stop() }
 
 // StreamConfig is the AGENTS stream.
 func StreamConfig(replicas int) eventstore.StreamConfig {
-	return eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}, Replicas: replicas}
+	return eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll, events.SecretsAll}, Replicas: replicas}
+}
+
+// Config is what the service needs beyond its infrastructure.
+type Config struct {
+	// Secret is the deployment secret (VOICEAI_SECRET_KEY): cursors and
+	// the workspace secrets' sealing key derive from it.
+	Secret string
+	// AllowHosts may be private and reached over plain http by agents'
+	// own model endpoints (the operator's outbound allow-list).
+	AllowHosts []string
 }
 
 // Start runs the service until ctx ends.
-func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
+	if c.Secret == "" {
+		return nil, errors.New("agents: the deployment secret is empty")
+	}
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("agents stream: %w", err)
 	}
-	rm, err := adapters.NewReadModel(ctx, d.Mongo.Database(Database))
+	db := d.Mongo.Database(Database)
+	rm, err := adapters.NewReadModel(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, d.Logger)
+	secrets, err := adapters.NewSecretReadModel(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := seal.New(runtime.SubKey(c.Secret, app.SecretPurpose))
+	if err != nil {
+		return nil, err
+	}
+	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, secrets, sealer, outbound.NewGuard(c.AllowHosts).HostAllowed, d.Logger)
 	d.WatchConsumer(events.AgentsStream, "agents-readmodel")
 	projection.Start(ctx, d.JS, rm.Agents, projection.Config{
 		Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
 	}, adapters.Handler)
-	codec := cursor.NewCodec(runtime.SubKey(secret, "agents/cursor"))
+	d.WatchConsumer(events.AgentsStream, "agents-secrets")
+	projection.Start(ctx, d.JS, secrets.Secrets, projection.Config{
+		Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger,
+	}, adapters.SecretsHandler)
+	codec := cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {
 		return nil, err

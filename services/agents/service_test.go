@@ -45,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	svc, err := Start(ctx, d, "test-secret")
+	svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +57,13 @@ var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permission
 
 func (f *fixture) do(t *testing.T, method, path, body string) (int, map[string]any) {
 	t.Helper()
+	return f.doAs(t, caller, method, path, body)
+}
+
+func (f *fixture) doAs(t *testing.T, p principal.Principal, method, path, body string) (int, map[string]any) {
+	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	caller.SetHeaders(req.Header)
+	p.SetHeaders(req.Header)
 	rec := httptest.NewRecorder()
 	f.svc.Handler.ServeHTTP(rec, req)
 	var m map[string]any

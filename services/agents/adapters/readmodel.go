@@ -14,6 +14,7 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
@@ -40,6 +41,8 @@ type AgentDoc struct {
 	Deleted       bool     `bson:"deleted"`
 	LastCallUnix  *int64   `bson:"last_call_time_unix_secs"`
 	UpdatedAtUnix int64    `bson:"updated_at_unix"`
+	// SecretIDs are the workspace secrets its configuration uses.
+	SecretIDs []string `bson:"secret_ids"`
 }
 
 // DocOf maps agent state to its listed form.
@@ -50,7 +53,7 @@ func DocOf(a *agentsv1.Agent) AgentDoc {
 		CreatedAtUnix: a.GetCreatedAtUnix(), CreatedBy: a.GetCreatedByUserId(),
 		CreatorEmail: a.GetCreatedByEmail(), CreatorName: a.GetCreatedByName(),
 		Archived: domain.ArchivedOf(a.GetPlatformSettingsJson()), Deleted: a.DeletedAtUnix != nil,
-		UpdatedAtUnix: a.GetUpdatedAtUnix(),
+		UpdatedAtUnix: a.GetUpdatedAtUnix(), SecretIDs: nonNil(agentconfig.Parse(a.GetConversationConfigJson()).SecretIDs()),
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
@@ -23,12 +24,26 @@ import (
 type App struct {
 	Agents    *aggregate.Repo[*agentsv1.Agent]
 	ReadModel *adapters.ReadModel
-	Now       func() time.Time
+	Secrets   *aggregate.Repo[*agentsv1.WorkspaceSecret]
+	SecretsRM SecretReadModel
+	// Sealer seals secret values (key: SecretPurpose).
+	Sealer *seal.Sealer
+	// HostAllowed is the operator's outbound allow-list, for agents' own
+	// model endpoints.
+	HostAllowed func(host string) bool
+	Now         func() time.Time
 }
 
-// New wires the application over the AGENTS stream and the read model.
-func New(store *eventstore.Store, rm *adapters.ReadModel, log *slog.Logger) *App {
-	a := &App{ReadModel: rm}
+// SecretReadModel is what the secret use cases read.
+type SecretReadModel interface {
+	ListSecrets(ctx context.Context, workspaceID, prefix string, after *adapters.SecretPosition, limit int) ([]adapters.SecretDoc, error)
+	AgentsUsing(ctx context.Context, workspaceID, secretID string, limit int) ([]adapters.AgentDoc, error)
+	Apply(ctx context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error
+}
+
+// New wires the application over the AGENTS stream and the read models.
+func New(store *eventstore.Store, rm *adapters.ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger) *App {
+	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed}
 	a.Agents = &aggregate.Repo[*agentsv1.Agent]{
 		Store:   store,
 		Subject: events.AgentSubject,
@@ -40,6 +55,21 @@ func New(store *eventstore.Store, rm *adapters.ReadModel, log *slog.Logger) *App
 		Touch:    func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		Project:  rm.Apply,
 		NotFound: apperr.AgentNotFound,
+		Conflict: apperr.ConcurrentUpdate,
+		Log:      log,
+		Now:      a.now,
+	}
+	a.Secrets = &aggregate.Repo[*agentsv1.WorkspaceSecret]{
+		Store:   store,
+		Subject: events.SecretSubject,
+		StateOf: func(m proto.Message) (*agentsv1.WorkspaceSecret, bool) {
+			s := adapters.SecretStateOf(m)
+			return s, s != nil
+		},
+		Gone:     func(s *agentsv1.WorkspaceSecret) bool { return s.DeletedAtUnix != nil },
+		Touch:    func(s *agentsv1.WorkspaceSecret, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		Project:  secrets.Apply,
+		NotFound: apperr.SecretNotFound,
 		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
 		Now:      a.now,

@@ -36,6 +36,9 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	if err != nil {
 		return nil, err
 	}
+	if err := a.checkModel(ctx, caller.WorkspaceID, agent.ConversationConfigJson); err != nil {
+		return nil, err
+	}
 	agent.AgentId = ids.New("agent")
 	if commandID != "" {
 		agent.AgentId = "agent_" + esproto.StableID(caller.WorkspaceID, commandID)

@@ -40,6 +40,11 @@ func (a *App) Update(ctx context.Context, workspaceID, agentID string, in Update
 		if err != nil || len(changed) == 0 {
 			return nil, err
 		}
+		if slices.Contains(changed, "conversation_config") {
+			if err := a.checkModel(ctx, workspaceID, next.ConversationConfigJson); err != nil {
+				return nil, err
+			}
+		}
 		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, nil
 	})
 }

@@ -34,6 +34,7 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	api.Handle(r, api.GetAgent, h.get)
 	api.Handle(r, api.UpdateAgent, h.update)
 	api.Handle(r, api.DeleteAgent, h.delete)
+	secretRoutes(r, h)
 	return r
 }
 

@@ -227,7 +227,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err != nil {
 		return fail(fmt.Errorf("bootstrap: %w", err))
 	}
-	ag, err := agents.Start(ctx, d, secret)
+	ag, err := agents.Start(ctx, d, agents.Config{Secret: secret, AllowHosts: c.Outbound.Hosts()})
 	if err != nil {
 		return fail(err)
 	}

@@ -8,12 +8,14 @@ import (
 	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/agents"
 )
 
 type cfg struct {
 	config.Infra
+	outbound.Env
 	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 }
 
@@ -21,7 +23,7 @@ func main() {
 	c, err := config.Load[cfg]()
 	if err == nil {
 		err = runtime.Run(agents.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := agents.Start(ctx, d, c.SecretKey)
+			s, err := agents.Start(ctx, d, agents.Config{Secret: c.SecretKey, AllowHosts: c.Hosts()})
 			if err != nil {
 				return nil, err
 			}

@@ -191,11 +191,179 @@ func (x *AgentDeleted) GetAgent() *Agent {
 	return nil
 }
 
+// Type "agents.secret_created".
+type SecretCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Secret        *WorkspaceSecret       `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretCreated) Reset() {
+	*x = SecretCreated{}
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretCreated) ProtoMessage() {}
+
+func (x *SecretCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretCreated.ProtoReflect.Descriptor instead.
+func (*SecretCreated) Descriptor() ([]byte, []int) {
+	return file_voiceai_agents_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SecretCreated) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *SecretCreated) GetSecret() *WorkspaceSecret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+// Type "agents.secret_updated".
+type SecretUpdated struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Secret *WorkspaceSecret       `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	// "name" and/or "value".
+	ChangedFields []string `protobuf:"bytes,3,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretUpdated) Reset() {
+	*x = SecretUpdated{}
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretUpdated) ProtoMessage() {}
+
+func (x *SecretUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretUpdated.ProtoReflect.Descriptor instead.
+func (*SecretUpdated) Descriptor() ([]byte, []int) {
+	return file_voiceai_agents_v1_events_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *SecretUpdated) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *SecretUpdated) GetSecret() *WorkspaceSecret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
+func (x *SecretUpdated) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
+// Type "agents.secret_deleted". secret.deleted_at_unix is set.
+type SecretDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Secret        *WorkspaceSecret       `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SecretDeleted) Reset() {
+	*x = SecretDeleted{}
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SecretDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SecretDeleted) ProtoMessage() {}
+
+func (x *SecretDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_agents_v1_events_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SecretDeleted.ProtoReflect.Descriptor instead.
+func (*SecretDeleted) Descriptor() ([]byte, []int) {
+	return file_voiceai_agents_v1_events_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SecretDeleted) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *SecretDeleted) GetSecret() *WorkspaceSecret {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
 var File_voiceai_agents_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_agents_v1_events_proto_rawDesc = "" +
 	"\n" +
-	"\x1evoiceai/agents/v1/events.proto\x12\x11voiceai.agents.v1\x1a\x1evoiceai/agents/v1/agents.proto\x1a\x1cvoiceai/common/v1/meta.proto\"p\n" +
+	"\x1evoiceai/agents/v1/events.proto\x12\x11voiceai.agents.v1\x1a\x1evoiceai/agents/v1/agents.proto\x1a\x1fvoiceai/agents/v1/secrets.proto\x1a\x1cvoiceai/common/v1/meta.proto\"p\n" +
 	"\fAgentCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12.\n" +
 	"\x05agent\x18\x02 \x01(\v2\x18.voiceai.agents.v1.AgentR\x05agent\"\x97\x01\n" +
@@ -205,7 +373,17 @@ const file_voiceai_agents_v1_events_proto_rawDesc = "" +
 	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"p\n" +
 	"\fAgentDeleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12.\n" +
-	"\x05agent\x18\x02 \x01(\v2\x18.voiceai.agents.v1.AgentR\x05agentBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1;agentsv1b\x06proto3"
+	"\x05agent\x18\x02 \x01(\v2\x18.voiceai.agents.v1.AgentR\x05agent\"}\n" +
+	"\rSecretCreated\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12:\n" +
+	"\x06secret\x18\x02 \x01(\v2\".voiceai.agents.v1.WorkspaceSecretR\x06secret\"\xa4\x01\n" +
+	"\rSecretUpdated\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12:\n" +
+	"\x06secret\x18\x02 \x01(\v2\".voiceai.agents.v1.WorkspaceSecretR\x06secret\x12%\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"}\n" +
+	"\rSecretDeleted\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12:\n" +
+	"\x06secret\x18\x02 \x01(\v2\".voiceai.agents.v1.WorkspaceSecretR\x06secretBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1;agentsv1b\x06proto3"
 
 var (
 	file_voiceai_agents_v1_events_proto_rawDescOnce sync.Once
@@ -219,26 +397,36 @@ func file_voiceai_agents_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_agents_v1_events_proto_rawDescData
 }
 
-var file_voiceai_agents_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_voiceai_agents_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_voiceai_agents_v1_events_proto_goTypes = []any{
-	(*AgentCreated)(nil), // 0: voiceai.agents.v1.AgentCreated
-	(*AgentUpdated)(nil), // 1: voiceai.agents.v1.AgentUpdated
-	(*AgentDeleted)(nil), // 2: voiceai.agents.v1.AgentDeleted
-	(*v1.EventMeta)(nil), // 3: voiceai.common.v1.EventMeta
-	(*Agent)(nil),        // 4: voiceai.agents.v1.Agent
+	(*AgentCreated)(nil),    // 0: voiceai.agents.v1.AgentCreated
+	(*AgentUpdated)(nil),    // 1: voiceai.agents.v1.AgentUpdated
+	(*AgentDeleted)(nil),    // 2: voiceai.agents.v1.AgentDeleted
+	(*SecretCreated)(nil),   // 3: voiceai.agents.v1.SecretCreated
+	(*SecretUpdated)(nil),   // 4: voiceai.agents.v1.SecretUpdated
+	(*SecretDeleted)(nil),   // 5: voiceai.agents.v1.SecretDeleted
+	(*v1.EventMeta)(nil),    // 6: voiceai.common.v1.EventMeta
+	(*Agent)(nil),           // 7: voiceai.agents.v1.Agent
+	(*WorkspaceSecret)(nil), // 8: voiceai.agents.v1.WorkspaceSecret
 }
 var file_voiceai_agents_v1_events_proto_depIdxs = []int32{
-	3, // 0: voiceai.agents.v1.AgentCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	4, // 1: voiceai.agents.v1.AgentCreated.agent:type_name -> voiceai.agents.v1.Agent
-	3, // 2: voiceai.agents.v1.AgentUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	4, // 3: voiceai.agents.v1.AgentUpdated.agent:type_name -> voiceai.agents.v1.Agent
-	3, // 4: voiceai.agents.v1.AgentDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	4, // 5: voiceai.agents.v1.AgentDeleted.agent:type_name -> voiceai.agents.v1.Agent
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	6,  // 0: voiceai.agents.v1.AgentCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	7,  // 1: voiceai.agents.v1.AgentCreated.agent:type_name -> voiceai.agents.v1.Agent
+	6,  // 2: voiceai.agents.v1.AgentUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	7,  // 3: voiceai.agents.v1.AgentUpdated.agent:type_name -> voiceai.agents.v1.Agent
+	6,  // 4: voiceai.agents.v1.AgentDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	7,  // 5: voiceai.agents.v1.AgentDeleted.agent:type_name -> voiceai.agents.v1.Agent
+	6,  // 6: voiceai.agents.v1.SecretCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	8,  // 7: voiceai.agents.v1.SecretCreated.secret:type_name -> voiceai.agents.v1.WorkspaceSecret
+	6,  // 8: voiceai.agents.v1.SecretUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	8,  // 9: voiceai.agents.v1.SecretUpdated.secret:type_name -> voiceai.agents.v1.WorkspaceSecret
+	6,  // 10: voiceai.agents.v1.SecretDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	8,  // 11: voiceai.agents.v1.SecretDeleted.secret:type_name -> voiceai.agents.v1.WorkspaceSecret
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_agents_v1_events_proto_init() }
@@ -247,13 +435,14 @@ func file_voiceai_agents_v1_events_proto_init() {
 		return
 	}
 	file_voiceai_agents_v1_agents_proto_init()
+	file_voiceai_agents_v1_secrets_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_agents_v1_events_proto_rawDesc), len(file_voiceai_agents_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,228 @@
+package app
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+)
+
+// SecretPurpose derives the key that seals workspace secrets from the
+// deployment secret (runtime.SubKey); the runner derives the same key to
+// open them.
+const SecretPurpose = "agents/workspace-secrets"
+
+// SealOwner is what a secret's value is bound to: it opens for this
+// workspace's secret only.
+func SealOwner(workspaceID, secretID string) string { return workspaceID + "/" + secretID }
+
+// SecretInput is a create or an update: name and value (the schema
+// bounds both; an update may leave either out).
+type SecretInput struct {
+	Name  *string `json:"name"`
+	Value *string `json:"value"`
+}
+
+// Secret is a workspace secret as answered: never its value.
+type Secret struct {
+	ID, Name string
+	// UsedBy are the live agents that use it (at most the limit asked),
+	// More whether there are others.
+	UsedBy []adapters.AgentDoc
+	More   bool
+}
+
+// CreateSecret seals the value and appends SecretCreated. With a command
+// id a retried create answers the first one.
+func (a *App) CreateSecret(ctx context.Context, caller principal.Principal, in SecretInput, commandID string) (*agentsv1.WorkspaceSecret, error) {
+	var v apperr.Validator
+	v.Check(in.Name != nil && strings.TrimSpace(*in.Name) != "", "Field required", "missing", "body", "name")
+	v.Check(in.Value != nil && *in.Value != "", "Field required", "missing", "body", "value")
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	id := ids.New("secret")
+	if commandID != "" {
+		id = "secret_" + esproto.StableID(caller.WorkspaceID, commandID)
+	}
+	sealed, err := a.Sealer.Seal(SealOwner(caller.WorkspaceID, id), *in.Value)
+	if err != nil {
+		return nil, err
+	}
+	now := a.now().Unix()
+	s := &agentsv1.WorkspaceSecret{
+		SecretId: id, WorkspaceId: caller.WorkspaceID, Name: strings.TrimSpace(*in.Name), SealedValue: sealed,
+		CreatedByUserId: caller.UserID, CreatedAtUnix: now, UpdatedAtUnix: now,
+	}
+	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.now())
+	created, _, err := a.Secrets.Create(ctx, caller.WorkspaceID, id, meta, &agentsv1.SecretCreated{Meta: meta, Secret: s}, s)
+	return created, err
+}
+
+// UpdateSecret renames the secret or replaces its value. With a command
+// id a replay answers the first result.
+func (a *App) UpdateSecret(ctx context.Context, workspaceID, secretID string, in SecretInput, commandID string) (*agentsv1.WorkspaceSecret, error) {
+	return a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
+		var changed []string
+		if in.Name != nil {
+			if name := strings.TrimSpace(*in.Name); name != next.Name {
+				next.Name, changed = name, append(changed, "name")
+			}
+		}
+		if in.Value != nil {
+			// A new value is always a change: the old one cannot be
+			// compared without opening it, and a rotation to the same
+			// value is harmless.
+			sealed, err := a.Sealer.Seal(SealOwner(workspaceID, secretID), *in.Value)
+			if err != nil {
+				return nil, err
+			}
+			next.SealedValue, changed = sealed, append(changed, "value")
+		}
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		return &agentsv1.SecretUpdated{Meta: meta, Secret: next, ChangedFields: changed}, nil
+	})
+}
+
+// DeleteSecret deletes a secret no live agent uses.
+func (a *App) DeleteSecret(ctx context.Context, workspaceID, secretID, commandID string) error {
+	_, err := a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
+		users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, secretID, 6)
+		if err != nil {
+			return nil, err
+		}
+		if len(users) > 0 {
+			n := min(len(users), 5)
+			agentIDs := make([]string, n)
+			for i := range n {
+				agentIDs[i] = users[i].ID
+			}
+			return nil, apperr.SecretInUse(agentIDs, len(users) > n)
+		}
+		now := a.now().Unix()
+		next.DeletedAtUnix = &now
+		return &agentsv1.SecretDeleted{Meta: meta, Secret: next}, nil
+	})
+	return err
+}
+
+// GetSecret returns a live secret with up to dependencyLimit agents that
+// use it.
+func (a *App) GetSecret(ctx context.Context, workspaceID, secretID, dependencyLimit string) (Secret, error) {
+	limit, err := dependencies(dependencyLimit)
+	if err != nil {
+		return Secret{}, err
+	}
+	s, _, err := a.Secrets.Get(ctx, workspaceID, secretID)
+	if err != nil {
+		return Secret{}, err
+	}
+	out := Secret{ID: s.GetSecretId(), Name: s.GetName()}
+	return out, a.usedBy(ctx, workspaceID, &out, limit)
+}
+
+func (a *App) usedBy(ctx context.Context, workspaceID string, s *Secret, limit int) error {
+	users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, s.ID, limit+1)
+	if err != nil {
+		return err
+	}
+	if len(users) > limit {
+		users, s.More = users[:limit], true
+	}
+	s.UsedBy = users
+	return nil
+}
+
+// SecretPage is one page of the secret listing.
+type SecretPage struct {
+	Secrets    []Secret
+	NextCursor *string
+}
+
+// SecretListParams are the listing's query parameters, unparsed (the
+// edge has checked their ranges against the document).
+type SecretListParams struct {
+	PageSize, Search, Cursor, DependencyLimit string
+}
+
+// ListSecrets returns one page of the workspace's secrets by name, each
+// with the agents that use it: a page costs one query, and one per
+// secret shown.
+func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID string, p SecretListParams) (SecretPage, error) {
+	var v apperr.Validator
+	limit := 100
+	if p.PageSize != "" {
+		n, err := strconv.Atoi(p.PageSize)
+		v.Check(err == nil && n >= 1 && n <= 100, "Input should be an integer between 1 and 100", "value_error", "query", "page_size")
+		limit = n
+	}
+	deps, err := dependencies(p.DependencyLimit)
+	if err != nil {
+		return SecretPage{}, err
+	}
+	search := strings.TrimSpace(p.Search)
+	scope := "secrets\x1e" + workspaceID + "\x1e" + strings.ToLower(search)
+	var after *adapters.SecretPosition
+	if p.Cursor != "" {
+		var pos adapters.SecretPosition
+		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
+			v.Add("Invalid cursor: it is corrupted or belongs to other filters", "value_error", "query", "cursor")
+		} else {
+			after = &pos
+		}
+	}
+	if err := v.Err(); err != nil {
+		return SecretPage{}, err
+	}
+	docs, err := a.SecretsRM.ListSecrets(ctx, workspaceID, search, after, limit+1)
+	if err != nil {
+		return SecretPage{}, err
+	}
+	var page SecretPage
+	if len(docs) > limit {
+		docs = docs[:limit]
+		last := docs[limit-1]
+		next, err := codec.Encode(scope, adapters.SecretPosition{Name: last.NameLower, ID: last.ID})
+		if err != nil {
+			return SecretPage{}, err
+		}
+		page.NextCursor = &next
+	}
+	page.Secrets = make([]Secret, 0, len(docs))
+	for _, d := range docs {
+		s := Secret{ID: d.ID, Name: d.Name}
+		if err := a.usedBy(ctx, workspaceID, &s, deps); err != nil {
+			return SecretPage{}, err
+		}
+		page.Secrets = append(page.Secrets, s)
+	}
+	return page, nil
+}
+
+// dependencies parses dependency_limit: how many agents to show with a
+// secret (10 unless asked).
+func dependencies(raw string) (int, error) {
+	if raw == "" {
+		return 10, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > 100 {
+		var v apperr.Validator
+		v.Add("Input should be an integer between 1 and 100", "value_error", "query", "dependency_limit")
+		return 0, v.Err()
+	}
+	return n, nil
+}

@@ -1,0 +1,124 @@
+package ports
+
+import (
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
+)
+
+// The public shapes of workspace secrets (the SDK's
+// conversationalAi.secrets): a value is taken, never answered.
+
+type secretStored struct {
+	Type     string `json:"type"`
+	SecretID string `json:"secret_id"`
+	Name     string `json:"name"`
+}
+
+type dependentAgent struct {
+	Type              string `json:"type"`
+	ID                string `json:"id"`
+	Name              string `json:"name"`
+	CreatedAtUnixSecs int64  `json:"created_at_unix_secs"`
+	AccessLevel       string `json:"access_level"`
+}
+
+type dependencies struct {
+	Tools         []struct{}       `json:"tools"`
+	ToolsHasMore  bool             `json:"tools_has_more"`
+	Agents        []dependentAgent `json:"agents"`
+	AgentsHasMore bool             `json:"agents_has_more"`
+	Others        []string         `json:"others"`
+}
+
+type secretView struct {
+	secretStored
+	UsedBy dependencies `json:"used_by"`
+}
+
+func secretOf(s app.Secret, p principal.Principal) secretView {
+	deps := dependencies{Tools: []struct{}{}, Agents: []dependentAgent{}, Others: []string{}, AgentsHasMore: s.More}
+	for _, d := range s.UsedBy {
+		deps.Agents = append(deps.Agents, dependentAgent{Type: "available", ID: d.ID, Name: d.Name,
+			CreatedAtUnixSecs: d.CreatedAtUnix, AccessLevel: access(d.CreatedBy, d.CreatorName, d.CreatorEmail, p).Role})
+	}
+	return secretView{secretStored: secretStored{Type: "stored", SecretID: s.ID, Name: s.Name}, UsedBy: deps}
+}
+
+func secretRoutes(r *mux.Router, h *handlers) {
+	api.Handle(r, api.ListSecrets, h.listSecrets)
+	api.Handle(r, api.CreateSecret, h.createSecret)
+	api.Handle(r, api.GetSecret, h.getSecret)
+	api.Handle(r, api.UpdateSecret, h.updateSecret)
+	api.Handle(r, api.DeleteSecret, h.deleteSecret)
+}
+
+// maxSecretBody bounds a secret's body: a value is at most 8 KiB.
+const maxSecretBody = 64 << 10
+
+func (h *handlers) createSecret(w http.ResponseWriter, r *http.Request) error {
+	var in app.SecretInput
+	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
+		return err
+	}
+	s, err := h.app.CreateSecret(r.Context(), caller(r), in, api.CommandID(r))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()})
+	return nil
+}
+
+func (h *handlers) updateSecret(w http.ResponseWriter, r *http.Request) error {
+	var in app.SecretInput
+	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
+		return err
+	}
+	s, err := h.app.UpdateSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()})
+	return nil
+}
+
+func (h *handlers) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+	if err := h.app.DeleteSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (h *handlers) getSecret(w http.ResponseWriter, r *http.Request) error {
+	s, err := h.app.GetSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], r.URL.Query().Get("dependency_limit"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, secretOf(s, caller(r)))
+	return nil
+}
+
+func (h *handlers) listSecrets(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	page, err := h.app.ListSecrets(r.Context(), h.codec, caller(r).WorkspaceID, app.SecretListParams{
+		PageSize: q.Get("page_size"), Search: q.Get("search"), Cursor: q.Get("cursor"), DependencyLimit: q.Get("dependency_limit"),
+	})
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Secrets    []secretView `json:"secrets"`
+		NextCursor *string      `json:"next_cursor"`
+	}{Secrets: make([]secretView, 0, len(page.Secrets)), NextCursor: page.NextCursor}
+	for _, s := range page.Secrets {
+		out.Secrets = append(out.Secrets, secretOf(s, caller(r)))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -1,0 +1,82 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// lockedBuffer collects a stack's log lines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Workspace secrets through the gateway, in the public shapes: the value
+// goes in and never comes out, in no answer and no log line (debug
+// included); an agent that uses a secret shows in its used_by and keeps it
+// from deletion.
+func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
+	cfg := TestConfig(t.TempDir())
+	cfg.BootstrapAdminKey = adminKey
+	cfg.Outbound.AllowHosts = "127.0.0.1"
+	var logs lockedBuffer
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+
+	const value = "sk-gateway-secret-value-9d1e"
+	var answers []string
+	do := func(method, path, body string, want int) map[string]any {
+		t.Helper()
+		r := call(t, s, method, path, adminKey, body)
+		answers = append(answers, string(r.Body))
+		if r.Code != want {
+			t.Fatalf("%s %s: %d %s", method, path, r.Code, r.Body)
+		}
+		if want == 204 {
+			return nil
+		}
+		return r.JSON(t)
+	}
+	created := do("POST", "/v1/convai/secrets", `{"type":"new","name":"llm-key","value":"`+value+`"}`, 200)
+	id := created["secret_id"].(string)
+	agent := do("POST", "/v1/convai/agents/create", `{"name":"brain","conversation_config":{"agent":{"prompt":{"llm":"custom-llm",
+		"custom_llm":{"url":"http://127.0.0.1:9/v1","api_key":{"secret_id":"`+id+`"}}}}}}`, 201)
+	page := do("GET", "/v1/convai/secrets?page_size=1&dependency_limit=5", "", 200)
+	if got := page["secrets"].([]any); len(got) != 1 || got[0].(map[string]any)["used_by"].(map[string]any)["agents"].([]any)[0].(map[string]any)["id"] != agent["agent_id"] {
+		t.Fatalf("list: %v", page)
+	}
+	do("GET", "/v1/convai/secrets/"+id, "", 200)
+	do("PATCH", "/v1/convai/secrets/"+id, `{"type":"update","name":"llm-key-2","value":"`+value+`-2"}`, 200)
+	wantError(t, call(t, s, "DELETE", "/v1/convai/secrets/"+id, adminKey, ""), 409, "secret_in_use")
+	do("DELETE", "/v1/convai/agents/"+agent["agent_id"].(string), "", 204)
+	do("DELETE", "/v1/convai/secrets/"+id, "", 204)
+	wantError(t, call(t, s, "GET", "/v1/convai/secrets/"+id, adminKey, ""), 404, "secret_not_found")
+
+	for _, a := range answers {
+		if strings.Contains(a, value) {
+			t.Fatalf("an answer holds the secret: %s", a)
+		}
+	}
+	if strings.Contains(logs.String(), value) {
+		t.Fatal("a log line holds the secret")
+	}
+}
