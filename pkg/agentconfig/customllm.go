@@ -246,3 +246,12 @@ func (p Prompt) SecretIDs() []string {
 	}
 	return out
 }
+
+// SecretPurpose derives the key that seals workspace secrets from the
+// deployment secret (runtime.SubKey): the agents service seals with it,
+// the runners open with it.
+const SecretPurpose = "agents/workspace-secrets"
+
+// SecretOwner is what a secret's sealed value is bound to: it opens for
+// this workspace's secret only.
+func SecretOwner(workspaceID, secretID string) string { return workspaceID + "/" + secretID }

@@ -98,6 +98,9 @@ type Config struct {
 	// MaxResponseBytes bounds the size of a successful response body.
 	// Zero or negative: DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// Headers are sent with every request (an endpoint's own headers);
+	// they never override Content-Type, Accept or Authorization.
+	Headers http.Header
 	// HTTPClient is used for requests when non-nil. By default the client
 	// uses its own transport (a clone of http.DefaultTransport keeping more
 	// idle connections per host). Its Timeout, if any, applies in addition
@@ -125,6 +128,7 @@ func redact(key string) string {
 type Client struct {
 	endpoint       string
 	apiKey         string
+	headers        http.Header
 	model          string
 	timeout        time.Duration
 	maxRetries     int
@@ -151,6 +155,7 @@ func New(c Config) (*Client, error) {
 	cl := &Client{
 		endpoint:       endpoint,
 		apiKey:         c.APIKey,
+		headers:        c.Headers.Clone(),
 		model:          c.Model,
 		timeout:        c.Timeout,
 		maxRetries:     c.MaxRetries,
@@ -333,6 +338,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return res, false, hint, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
+	}
+	for k, v := range c.headers {
+		hreq.Header[k] = v
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")

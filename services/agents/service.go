@@ -13,6 +13,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
@@ -75,7 +76,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	sealer, err := seal.New(runtime.SubKey(c.Secret, app.SecretPurpose))
+	sealer, err := seal.New(runtime.SubKey(c.Secret, agentconfig.SecretPurpose))
 	if err != nil {
 		return nil, err
 	}

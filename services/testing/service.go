@@ -8,20 +8,26 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
@@ -97,11 +103,31 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 
 // RunnerConfig configures runner workers, from VOICEAI_* variables.
 type RunnerConfig struct {
-	Provider    string        `env:"VOICEAI_LLM_PROVIDER" envDefault:"offline"`
-	BaseURL     string        `env:"VOICEAI_LLM_BASE_URL"`
-	APIKey      string        `env:"VOICEAI_LLM_API_KEY"`
-	LLMModel    string        `env:"VOICEAI_LLM_MODEL"`
-	LLMTimeout  time.Duration `env:"VOICEAI_LLM_TIMEOUT" envDefault:"60s"`
+	// The platform's model provider: it plays agents that have no endpoint
+	// of their own and, unless VOICEAI_JUDGE_* say otherwise, judges.
+	Provider   string        `env:"VOICEAI_LLM_PROVIDER" envDefault:"offline"`
+	BaseURL    string        `env:"VOICEAI_LLM_BASE_URL"`
+	APIKey     string        `env:"VOICEAI_LLM_API_KEY"`
+	LLMModel   string        `env:"VOICEAI_LLM_MODEL"`
+	LLMTimeout time.Duration `env:"VOICEAI_LLM_TIMEOUT" envDefault:"60s"`
+	// AgentModels are further models of the provider an agent may name as
+	// its llm (comma-separated); any other llm is played by LLMModel.
+	AgentModels string `env:"VOICEAI_LLM_AGENT_MODELS"`
+	// The judge model: it judges every run and plays the simulated user.
+	// Each setting defaults to its VOICEAI_LLM_* counterpart.
+	JudgeProvider string `env:"VOICEAI_JUDGE_PROVIDER"`
+	JudgeBaseURL  string `env:"VOICEAI_JUDGE_BASE_URL"`
+	JudgeAPIKey   string `env:"VOICEAI_JUDGE_API_KEY"`
+	JudgeModel    string `env:"VOICEAI_JUDGE_MODEL"`
+	// Agents' own endpoints (custom-llm).
+	outbound.Env
+	EndpointConcurrency int           `env:"VOICEAI_AGENT_ENDPOINT_CONCURRENCY" envDefault:"4"`
+	EndpointTimeout     time.Duration `env:"VOICEAI_AGENT_ENDPOINT_TIMEOUT" envDefault:"30s"`
+	// EnvVars may be named by agents as env_var_label (comma-separated).
+	EnvVars string `env:"VOICEAI_AGENT_ENV_VARS"`
+	// SecretKey opens workspace secrets (the deployment secret); without
+	// it, agents whose endpoint key is a workspace secret fail their runs.
+	SecretKey   string        `env:"VOICEAI_SECRET_KEY"`
 	Concurrency int           `env:"VOICEAI_RUNNER_CONCURRENCY" envDefault:"8"`
 	RunTimeout  time.Duration `env:"VOICEAI_RUN_TIMEOUT" envDefault:"2m"`
 	AckWait     time.Duration `env:"VOICEAI_RUNNER_ACK_WAIT" envDefault:"30s"`
@@ -113,16 +139,45 @@ type RunnerConfig struct {
 	ModelCacheTTL time.Duration `env:"VOICEAI_MODEL_CACHE_TTL" envDefault:"24h"`
 }
 
-// Validate checks the configuration.
-func (c RunnerConfig) Validate() error {
-	switch c.Provider {
+// judge is the judge model's settings, each defaulting to the platform
+// provider's.
+func (c RunnerConfig) judge() (provider, baseURL, apiKey, model string) {
+	or := func(v, d string) string {
+		if v != "" {
+			return v
+		}
+		return d
+	}
+	return or(c.JudgeProvider, c.Provider), or(c.JudgeBaseURL, c.BaseURL), or(c.JudgeAPIKey, c.APIKey), or(c.JudgeModel, c.LLMModel)
+}
+
+func checkProvider(prefix, provider, baseURL, model string) error {
+	switch provider {
 	case "offline":
 	case "openai":
-		if c.BaseURL == "" || c.LLMModel == "" {
-			return fmt.Errorf("VOICEAI_LLM_PROVIDER=openai needs VOICEAI_LLM_BASE_URL and VOICEAI_LLM_MODEL")
+		if baseURL == "" || model == "" {
+			return fmt.Errorf("%s_PROVIDER=openai needs %[1]s_BASE_URL and %[1]s_MODEL", prefix)
 		}
 	default:
-		return fmt.Errorf("VOICEAI_LLM_PROVIDER %q: want offline or openai", c.Provider)
+		return fmt.Errorf("%s_PROVIDER %q: want offline or openai", prefix, provider)
+	}
+	return nil
+}
+
+// Validate checks the configuration.
+func (c RunnerConfig) Validate() error {
+	if err := checkProvider("VOICEAI_LLM", c.Provider, c.BaseURL, c.LLMModel); err != nil {
+		return err
+	}
+	jp, jurl, _, jmodel := c.judge()
+	if err := checkProvider("VOICEAI_JUDGE", jp, jurl, jmodel); err != nil {
+		return err
+	}
+	if c.EndpointConcurrency < 1 || c.EndpointConcurrency > 1024 {
+		return fmt.Errorf("VOICEAI_AGENT_ENDPOINT_CONCURRENCY %d: want 1..1024", c.EndpointConcurrency)
+	}
+	if c.EndpointTimeout < time.Second || c.EndpointTimeout > 10*time.Minute {
+		return fmt.Errorf("VOICEAI_AGENT_ENDPOINT_TIMEOUT %s: want 1s..10m", c.EndpointTimeout)
 	}
 	if c.Concurrency < 1 || c.Concurrency > 1024 {
 		return fmt.Errorf("VOICEAI_RUNNER_CONCURRENCY %d: want 1..1024", c.Concurrency)
@@ -139,16 +194,69 @@ func (c RunnerConfig) Validate() error {
 	return nil
 }
 
-// Model builds the configured model provider.
+// Model builds the judge model.
 func (c RunnerConfig) Model() (runner.Model, error) {
-	if c.Provider != "openai" {
+	provider, baseURL, apiKey, model := c.judge()
+	return c.model(provider, baseURL, apiKey, model)
+}
+
+func (c RunnerConfig) model(provider, baseURL, apiKey, model string) (runner.Model, error) {
+	if provider != "openai" {
 		return runner.Offline{}, nil
 	}
-	client, err := llm.New(llm.Config{BaseURL: c.BaseURL, APIKey: c.APIKey, Model: c.LLMModel, Timeout: c.LLMTimeout})
+	client, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Timeout: c.LLMTimeout})
 	if err != nil {
 		return nil, err
 	}
 	return runner.OpenAI{Client: client}, nil
+}
+
+// Agents builds what plays the agents: their own endpoints, else the
+// platform's provider (its models observed by metrics when given).
+func (c RunnerConfig) Agents(js jetstream.JetStream, metrics *runner.Metrics) (*runner.Endpoints, error) {
+	platform := runner.PlatformAgents{Served: map[string]runner.Model{}}
+	var err error
+	observe := func(m runner.Model) runner.Model {
+		if o, ok := m.(runner.OpenAI); ok && metrics != nil {
+			o.Observe = metrics.ObserveModel(o.Provider(), o.ModelName())
+			return o
+		}
+		return m
+	}
+	if platform.Default, err = c.model(c.Provider, c.BaseURL, c.APIKey, c.LLMModel); err != nil {
+		return nil, err
+	}
+	platform.Default = observe(platform.Default)
+	if c.Provider == "openai" {
+		for _, name := range strings.Split(c.AgentModels, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				m, err := c.model(c.Provider, c.BaseURL, c.APIKey, name)
+				if err != nil {
+					return nil, err
+				}
+				platform.Served[name] = observe(m)
+			}
+		}
+		platform.Served[c.LLMModel] = platform.Default
+	}
+	e := &runner.Endpoints{Platform: platform, Guard: outbound.NewGuard(c.Hosts()), EnvVars: map[string]bool{},
+		Concurrency: c.EndpointConcurrency, Timeout: c.EndpointTimeout}
+	for _, name := range strings.Split(c.EnvVars, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			e.EnvVars[name] = true
+		}
+	}
+	if c.SecretKey != "" {
+		sealer, err := seal.New(runtime.SubKey(c.SecretKey, agentconfig.SecretPurpose))
+		if err != nil {
+			return nil, err
+		}
+		e.Secrets = &adapters.Secrets{Store: eventstore.New(js, events.AgentsStream), Sealer: sealer}
+	}
+	if metrics != nil {
+		e.Observe = metrics.ObserveModel(agentconfig.CustomLLM, "")
+	}
+	return e, nil
 }
 
 // StartRunner runs one runner worker until ctx ends; done is closed once
@@ -174,7 +282,11 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 			model = o
 		}
 	}
-	exec := &runner.Executor{Model: model, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
+	agents, err := c.Agents(d.JS, metrics)
+	if err != nil {
+		return nil, err
+	}
+	exec := &runner.Executor{Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
 	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
 		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err

@@ -10,7 +10,7 @@ import (
 // runner at start with a message naming the variable.
 func TestRunnerConfigJudgeVotesAndCacheTTL(t *testing.T) {
 	ok := RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: time.Minute, AckWait: 30 * time.Second,
-		JudgeVotes: 3, ModelCacheTTL: 24 * time.Hour}
+		JudgeVotes: 3, ModelCacheTTL: 24 * time.Hour, EndpointConcurrency: 4, EndpointTimeout: 30 * time.Second}
 	for _, votes := range []int{1, 3, 5, 9} {
 		c := ok
 		c.JudgeVotes = votes
@@ -29,5 +29,33 @@ func TestRunnerConfigJudgeVotesAndCacheTTL(t *testing.T) {
 	c.ModelCacheTTL = time.Second
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "VOICEAI_MODEL_CACHE_TTL") {
 		t.Errorf("a 1s TTL: %v", err)
+	}
+}
+
+// The judge model defaults to the platform provider's settings, one by
+// one; a judge of its own is checked as the provider is.
+func TestRunnerConfigJudgeModel(t *testing.T) {
+	c := RunnerConfig{Provider: "openai", BaseURL: "http://llm.internal/v1", APIKey: "k", LLMModel: "agent-model",
+		Concurrency: 8, RunTimeout: time.Minute, AckWait: 30 * time.Second, JudgeVotes: 3, ModelCacheTTL: time.Hour,
+		EndpointConcurrency: 4, EndpointTimeout: 30 * time.Second}
+	if p, u, k, m := c.judge(); p != "openai" || u != c.BaseURL || k != "k" || m != "agent-model" {
+		t.Fatalf("defaults: %s %s %s %s", p, u, k, m)
+	}
+	c.JudgeModel = "judge-model"
+	if _, _, _, m := c.judge(); m != "judge-model" {
+		t.Fatal(m)
+	}
+	judge, err := c.Model()
+	if err != nil || judge.ModelName() != "judge-model" {
+		t.Fatalf("judge %v %v", judge, err)
+	}
+	c.JudgeProvider, c.JudgeBaseURL = "openai", ""
+	c.BaseURL = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "VOICEAI_LLM_PROVIDER=openai") {
+		t.Fatalf("no base URL: %v", err)
+	}
+	c.Provider, c.JudgeProvider = "offline", "ollama"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "VOICEAI_JUDGE_PROVIDER") {
+		t.Fatalf("unknown judge provider: %v", err)
 	}
 }

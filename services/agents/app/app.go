@@ -26,7 +26,7 @@ type App struct {
 	ReadModel *adapters.ReadModel
 	Secrets   *aggregate.Repo[*agentsv1.WorkspaceSecret]
 	SecretsRM SecretReadModel
-	// Sealer seals secret values (key: SecretPurpose).
+	// Sealer seals secret values (key: agentconfig.SecretPurpose).
 	Sealer *seal.Sealer
 	// HostAllowed is the operator's outbound allow-list, for agents' own
 	// model endpoints.

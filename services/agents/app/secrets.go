@@ -10,6 +10,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -17,15 +18,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
-
-// SecretPurpose derives the key that seals workspace secrets from the
-// deployment secret (runtime.SubKey); the runner derives the same key to
-// open them.
-const SecretPurpose = "agents/workspace-secrets"
-
-// SealOwner is what a secret's value is bound to: it opens for this
-// workspace's secret only.
-func SealOwner(workspaceID, secretID string) string { return workspaceID + "/" + secretID }
 
 // SecretInput is a create or an update: name and value (the schema
 // bounds both; an update may leave either out).
@@ -56,7 +48,7 @@ func (a *App) CreateSecret(ctx context.Context, caller principal.Principal, in S
 	if commandID != "" {
 		id = "secret_" + esproto.StableID(caller.WorkspaceID, commandID)
 	}
-	sealed, err := a.Sealer.Seal(SealOwner(caller.WorkspaceID, id), *in.Value)
+	sealed, err := a.Sealer.Seal(agentconfig.SecretOwner(caller.WorkspaceID, id), *in.Value)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +76,7 @@ func (a *App) UpdateSecret(ctx context.Context, workspaceID, secretID string, in
 			// A new value is always a change: the old one cannot be
 			// compared without opening it, and a rotation to the same
 			// value is harmless.
-			sealed, err := a.Sealer.Seal(SealOwner(workspaceID, secretID), *in.Value)
+			sealed, err := a.Sealer.Seal(agentconfig.SecretOwner(workspaceID, secretID), *in.Value)
 			if err != nil {
 				return nil, err
 			}

@@ -39,11 +39,16 @@ type judgedRun struct {
 		Result  string `json:"result"`
 		Summary string `json:"summary"`
 	} `json:"judge_votes"`
-	JudgeAgreement *float64 `json:"judge_agreement"`
-	ModelUsage     struct {
-		ModelCalls       int `json:"model_calls"`
-		CachedModelCalls int `json:"cached_model_calls"`
-	} `json:"model_usage"`
+	JudgeAgreement *float64   `json:"judge_agreement"`
+	ModelUsage     modelUsage `json:"model_usage"`       // the judge's
+	AgentUsage     modelUsage `json:"agent_model_usage"` // the agent's
+}
+
+type modelUsage struct {
+	Provider         string `json:"provider"`
+	Model            string `json:"model"`
+	ModelCalls       int    `json:"model_calls"`
+	CachedModelCalls int    `json:"cached_model_calls"`
 }
 
 func judgedRuns(t *testing.T, s *Stack, id string) (map[string]any, []judgedRun) {
@@ -74,7 +79,7 @@ func TestFlakyJudgeThroughTheGateway(t *testing.T) {
 	if run.Status != "passed" || run.ConditionResult.Result != "success" || len(run.JudgeVotes) != 3 ||
 		run.JudgeVotes[0].Result != "failure" || run.JudgeVotes[0].Summary != "The hours are missing." ||
 		run.JudgeVotes[1].Result != "success" || run.JudgeVotes[2].Result != "success" ||
-		run.JudgeAgreement == nil || *run.JudgeAgreement != 0.67 || run.ModelUsage.ModelCalls != 4 {
+		run.JudgeAgreement == nil || *run.JudgeAgreement != 0.67 || run.ModelUsage.ModelCalls != 3 || run.AgentUsage.ModelCalls != 1 {
 		t.Fatalf("outvoted failure: %+v", run)
 	}
 
@@ -130,8 +135,9 @@ func TestModelResponseCacheThroughTheGateway(t *testing.T) {
 	if srv.Len() != calls {
 		t.Fatalf("the cached rerun made %d model calls", srv.Len()-calls)
 	}
-	if responses(secondRuns) != responses(firstRuns) || secondRuns[0].ModelUsage.ModelCalls != 0 || secondRuns[0].ModelUsage.CachedModelCalls != 2 {
-		t.Fatalf("cached rerun:\n%s\n%s\n%+v", responses(secondRuns), responses(firstRuns), secondRuns[0].ModelUsage)
+	if u, a := secondRuns[0].ModelUsage, secondRuns[0].AgentUsage; responses(secondRuns) != responses(firstRuns) ||
+		u.ModelCalls+a.ModelCalls != 0 || u.CachedModelCalls != 1 || a.CachedModelCalls != 1 {
+		t.Fatalf("cached rerun:\n%s\n%s\n%+v %+v", responses(secondRuns), responses(firstRuns), u, a)
 	}
 
 	// A resubmission keeps the invocation's choice.

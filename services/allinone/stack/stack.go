@@ -136,7 +136,8 @@ func TestConfig(dir string) Config {
 		Runners: 1, QAWorkers: 1,
 		QAWorker: tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
-			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour},
+			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour,
+			EndpointConcurrency: 4, EndpointTimeout: 30 * time.Second},
 	}
 }
 
@@ -249,8 +250,12 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = ts.Stop() })
+	runnerCfg := c.Runner
+	// The runners in this process share the stack's deployment secret (to
+	// open workspace secrets) and its outbound allow-list.
+	runnerCfg.SecretKey, runnerCfg.Env = secret, c.Outbound
 	for range c.Runners {
-		done, err := testingsvc.StartRunner(ctx, d, c.Runner)
+		done, err := testingsvc.StartRunner(ctx, d, runnerCfg)
 		if err != nil {
 			return fail(err)
 		}

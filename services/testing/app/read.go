@@ -182,6 +182,7 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	first := true
 	pending := pendingRuns{}
+	var turnMs []int64 // every agent turn's response time, for the invocation's latency
 	_, err = a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
 		pt := inv.GetTests()[idx/repeat]
 		ti, err := info(pt)
@@ -198,20 +199,21 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		if res == nil {
 			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
 		}
+		turnMs = append(turnMs, res.GetAgentTurnMs()...)
 		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
 	})
 	if err != nil {
 		return err
 	}
+	bw.WriteString(`],"agent_latency":`)
+	_ = enc.Encode(latencyOf(turnMs))
 	if tail != nil {
-		bw.WriteString(`],`)
+		bw.WriteString(`,`)
 		if err := tail(bw); err != nil {
 			return err
 		}
-		bw.WriteString("}")
-		return bw.Flush()
 	}
-	bw.WriteString("]}")
+	bw.WriteString("}")
 	return bw.Flush()
 }
 

@@ -202,6 +202,44 @@ type runJSON struct {
 	// verdict, and the share that agrees with condition_result.result.
 	JudgeVotes     []voteJSON `json:"judge_votes,omitempty"`
 	JudgeAgreement *float64   `json:"judge_agreement,omitempty"`
+	// Beyond the spec: the model that played the agent (model_usage is the
+	// judge's), and how fast the agent answered.
+	AgentModelUsage *usageJSON   `json:"agent_model_usage,omitempty"`
+	AgentLatency    *latencyJSON `json:"agent_latency,omitempty"`
+}
+
+// latencyJSON is how fast an agent answered its turns.
+type latencyJSON struct {
+	TurnMs []int64 `json:"turn_ms,omitempty"` // a run's turns, in order
+	Turns  int     `json:"turns"`
+	P50Ms  *int64  `json:"p50_ms"`
+	P95Ms  *int64  `json:"p95_ms"`
+	MaxMs  *int64  `json:"max_ms"`
+}
+
+// latencyOf summarises turn response times (nearest-rank percentiles);
+// no turns give nulls.
+func latencyOf(ms []int64) latencyJSON {
+	l := latencyJSON{Turns: len(ms)}
+	if len(ms) == 0 {
+		return l
+	}
+	sorted := slices.Sorted(slices.Values(ms))
+	rank := func(p float64) *int64 {
+		v := sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
+		return &v
+	}
+	l.P50Ms, l.P95Ms, l.MaxMs = rank(0.50), rank(0.95), rank(1)
+	return l
+}
+
+func usageView(u *testingv1.ModelUsage) *usageJSON {
+	if u == nil {
+		return nil
+	}
+	return &usageJSON{Provider: u.GetProvider(), Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
+		CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), ModelCalls: u.GetModelCalls(),
+		CachedModelCalls: u.GetCachedModelCalls()}
 }
 
 type voteJSON struct {
@@ -274,10 +312,11 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 		}
 		v.AgentResponses = fullMessages(res.GetAgentResponsesJson())
 		v.LastUpdatedAtUnix = res.GetFinishedAtUnixMs() / 1000
-		if u := res.GetUsage(); u != nil {
-			v.ModelUsage = &usageJSON{Provider: u.GetProvider(), Model: u.GetModel(), PromptTokens: u.GetPromptTokens(),
-				CompletionTokens: u.GetCompletionTokens(), TotalTokens: u.GetTotalTokens(), ModelCalls: u.GetModelCalls(),
-				CachedModelCalls: u.GetCachedModelCalls()}
+		v.ModelUsage, v.AgentModelUsage = usageView(res.GetUsage()), usageView(res.GetAgentUsage())
+		if ms := res.GetAgentTurnMs(); len(ms) > 0 {
+			l := latencyOf(ms)
+			l.TurnMs = ms
+			v.AgentLatency = &l
 		}
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
 		if votes := res.GetJudgeVotes(); len(votes) > 1 {

@@ -69,7 +69,7 @@ func TestModelResponseCache(t *testing.T) {
 
 	first := exec.Execute(context.Background(), cachedRun(t, true))
 	calls := srv.Len()
-	if first.GetStatus() != domain.RunPassed || calls != 4 || len(first.GetJudgeVotes()) != 3 || first.GetUsage().GetModelCalls() != 4 {
+	if first.GetStatus() != domain.RunPassed || calls != 4 || len(first.GetJudgeVotes()) != 3 || totalCalls(first) != 4 {
 		t.Fatalf("first run: %s, %d calls, votes %v", first.GetStatus(), calls, first.GetJudgeVotes())
 	}
 	if n := cacheEntries(t, cache); n != 4 {
@@ -85,8 +85,9 @@ func TestModelResponseCache(t *testing.T) {
 		!proto.Equal(&testingv1.RunResult{JudgeVotes: again.GetJudgeVotes()}, &testingv1.RunResult{JudgeVotes: first.GetJudgeVotes()}) {
 		t.Fatalf("rerun differs:\n%s %v\n%s %v", again.GetAgentResponsesJson(), again.GetJudgeVotes(), first.GetAgentResponsesJson(), first.GetJudgeVotes())
 	}
-	if u := again.GetUsage(); u.GetModelCalls() != 0 || u.GetCachedModelCalls() != 4 || u.GetTotalTokens() != 0 {
-		t.Fatalf("rerun usage %+v", u)
+	if u, a := again.GetUsage(), again.GetAgentUsage(); totalCalls(again) != 0 || u.GetCachedModelCalls() != 3 || a.GetCachedModelCalls() != 1 ||
+		u.GetTotalTokens()+a.GetTotalTokens() != 0 || len(again.GetAgentTurnMs()) != 0 {
+		t.Fatalf("rerun usage %+v, agent %+v, turns %v", u, a, again.GetAgentTurnMs())
 	}
 
 	// A changed prompt is another request.

@@ -31,7 +31,11 @@ type Run struct {
 
 // Executor runs tests through a model within a time limit.
 type Executor struct {
-	Model     Model
+	// Model is the platform's judge model: it judges, plays the simulated
+	// user, and plays the agent unless Agents picks another model.
+	Model Model
+	// Agents picks the model that plays each run's agent (nil: Model).
+	Agents    AgentModels
 	TimeLimit time.Duration
 	Now       func() time.Time
 	// JudgeVotes is how many verdicts a failure is judged with in all, the
@@ -79,10 +83,6 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		StartedAtUnixMs: e.now().UnixMilli(), WorkerId: r.WorkerID,
 		Usage: &testingv1.ModelUsage{Provider: e.Model.Provider(), Model: e.Model.ModelName()},
 	}
-	m := e.Model
-	if c, ok := m.(Cacheable); ok && e.Cache != nil && inv.GetCacheModelResponses() {
-		m = c.WithCache(e.Cache, int(res.RepeatIndex))
-	}
 	limit := e.TimeLimit
 	if limit <= 0 {
 		limit = 2 * time.Minute
@@ -90,10 +90,36 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
+	cached := e.Cache != nil && inv.GetCacheModelResponses()
+	withCache := func(m Model) Model {
+		if c, ok := m.(Cacheable); ok && cached {
+			return c.WithCache(e.Cache, int(res.RepeatIndex))
+		}
+		return m
+	}
+	judge := withCache(e.Model)
+	var agent AgentModel = judge
+	var err error
+	if e.Agents != nil {
+		cfg, vars := e.agentConfig(r.AgentConfig), e.variables(r)
+		if agent, err = e.Agents.For(ctx, inv.GetWorkspaceId(), cfg, vars); err == nil {
+			if m, ok := agent.(Model); ok {
+				agent = withCache(m)
+			}
+		}
+	}
+	if err != nil {
+		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
+		res.Error, res.RationaleSummary = err.Error(), err.Error()
+		res.AgentResponsesJson = []byte("[]")
+		res.FinishedAtUnixMs = e.now().UnixMilli()
+		return res
+	}
+	m := &roles{agent: agent, judge: judge}
+
 	var usage Usage
 	var verdict Verdict
 	var votes []Vote
-	var err error
 	if r.Test.GetTestType() == domain.TypeSimulation {
 		verdict, votes, res.AgentResponsesJson, err = e.simulate(ctx, m, r, &usage)
 	} else if mocksTools(r) {
@@ -101,16 +127,27 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	} else {
 		var reply *Turn
 		verdict, votes, reply, err = e.play(ctx, m, r, &usage)
-		res.AgentResponsesJson = agentResponses(r, reply, e.Model.ModelName())
+		res.AgentResponsesJson = agentResponses(r, reply, m.ModelName())
 	}
+	agentUsage, turns := m.record()
+	usage.Sub(agentUsage) // what is left is the judge's
 	res.Usage.PromptTokens, res.Usage.CompletionTokens, res.Usage.TotalTokens, res.Usage.ModelCalls, res.Usage.CachedModelCalls =
 		usage.PromptTokens, usage.CompletionTokens, usage.TotalTokens, usage.Calls, usage.Cached
+	res.AgentUsage = &testingv1.ModelUsage{Provider: agent.Provider(), Model: agent.ModelName(),
+		PromptTokens: agentUsage.PromptTokens, CompletionTokens: agentUsage.CompletionTokens, TotalTokens: agentUsage.TotalTokens,
+		ModelCalls: agentUsage.Calls, CachedModelCalls: agentUsage.Cached}
+	for _, t := range turns {
+		res.AgentTurnMs = append(res.AgentTurnMs, t.Response.Milliseconds())
+	}
 	res.FinishedAtUnixMs = e.now().UnixMilli()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
 		res.Error = fmt.Sprintf("The run exceeded its time limit of %s.", limit)
 		res.RationaleSummary = res.Error
+	case IsEndpointError(err):
+		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
+		res.Error, res.RationaleSummary = err.Error(), err.Error()
 	case err != nil:
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
 		res.Error = "The model failed: " + err.Error()
@@ -130,15 +167,22 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	return res
 }
 
+// variables are a run's dynamic variables: the agent's placeholders, then
+// the test's values.
+func (e *Executor) variables(r Run) map[string]string {
+	vars := maps.Clone(e.agentConfig(r.AgentConfig).DynamicVariables) // the parsed configuration is shared
+	for k, v := range r.Definition.DynamicVariables {
+		vars[k] = scalarString(v)
+	}
+	return vars
+}
+
 // conversation is the agent's configuration and the conversation a run
 // starts from: the agent's first message (unless the chat history opens
 // with the agent), then the test's chat history.
 func (e *Executor) conversation(r Run) (Conversation, AgentConfig) {
 	cfg := e.agentConfig(r.AgentConfig)
-	vars := maps.Clone(cfg.DynamicVariables) // the parsed configuration is shared
-	for k, v := range r.Definition.DynamicVariables {
-		vars[k] = scalarString(v)
-	}
+	vars := e.variables(r)
 	conv := Conversation{SystemPrompt: Substitute(cfg.SystemPrompt, vars), Tools: cfg.Tools, LLM: cfg.LLM}
 	history := r.Definition.ChatHistory
 	if fm := Substitute(cfg.FirstMessage, vars); fm != "" && (len(history) == 0 || history[0].Role == "user") {

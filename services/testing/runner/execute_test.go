@@ -160,10 +160,18 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 	if res.GetStartedAtUnixMs() != 1_700_000_000_000 || res.GetFinishedAtUnixMs() != 1_700_000_001_000 {
 		t.Fatalf("times %d %d", res.GetStartedAtUnixMs(), res.GetFinishedAtUnixMs())
 	}
-	u := res.GetUsage()
-	if u.GetProvider() != "offline" || u.GetModel() != "offline-v1" || u.GetModelCalls() != 2 || u.GetPromptTokens() == 0 ||
-		u.GetTotalTokens() != u.GetPromptTokens()+u.GetCompletionTokens() {
-		t.Fatalf("usage %+v", u)
+	// The offline model judged and played the agent: one call each.
+	for _, u := range []*testingv1.ModelUsage{res.GetUsage(), res.GetAgentUsage()} {
+		if u.GetProvider() != "offline" || u.GetModel() != "offline-v1" || u.GetModelCalls() != 1 ||
+			u.GetTotalTokens() != u.GetPromptTokens()+u.GetCompletionTokens() {
+			t.Fatalf("usage %+v", u)
+		}
+	}
+	if res.GetAgentUsage().GetPromptTokens() == 0 {
+		t.Fatalf("agent usage %+v", res.GetAgentUsage())
+	}
+	if len(res.GetAgentTurnMs()) != 1 {
+		t.Fatalf("agent turn timings %v", res.GetAgentTurnMs())
 	}
 	msgs := responses(t, res)
 	if len(msgs) != 1 {
@@ -345,7 +353,7 @@ func TestExecuteTimeLimit(t *testing.T) {
 			case c.wantReply != "" && (len(m) != 1 || m[0].Message != c.wantReply):
 				t.Fatalf("responses %s", res.GetAgentResponsesJson())
 			}
-			if res.GetUsage().GetModelCalls() == 0 {
+			if totalCalls(res) == 0 {
 				t.Fatal("usage of the timed-out call is lost")
 			}
 		})
@@ -529,9 +537,14 @@ func TestExecuteToolTestRecordsTheCalls(t *testing.T) {
 		t.Fatalf("tool call %+v", tc)
 	}
 	// A tool test never asks the judge unless a parameter is judged by llm.
-	if res.GetUsage().GetModelCalls() != 1 {
-		t.Fatalf("model calls %d", res.GetUsage().GetModelCalls())
+	if res.GetUsage().GetModelCalls() != 0 || res.GetAgentUsage().GetModelCalls() != 1 {
+		t.Fatalf("model calls: judge %d, agent %d", res.GetUsage().GetModelCalls(), res.GetAgentUsage().GetModelCalls())
 	}
+}
+
+// totalCalls counts the model calls of both roles.
+func totalCalls(res *testingv1.RunResult) int32 {
+	return res.GetUsage().GetModelCalls() + res.GetAgentUsage().GetModelCalls()
 }
 
 func TestExecuteToolTestJudgeFailure(t *testing.T) {

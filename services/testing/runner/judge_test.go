@@ -59,8 +59,8 @@ func TestFlakyJudgeMajority(t *testing.T) {
 			if got := strings.Join(lines, "|"); got != c.voteLines {
 				t.Fatalf("votes %q, want %q", got, c.voteLines)
 			}
-			if calls := res.GetUsage().GetModelCalls(); int(calls) != 1+c.votes {
-				t.Fatalf("model_calls %d", calls)
+			if judged, played := res.GetUsage().GetModelCalls(), res.GetAgentUsage().GetModelCalls(); int(judged) != c.votes || played != 1 {
+				t.Fatalf("model_calls: judge %d, agent %d", judged, played)
 			}
 		})
 	}

@@ -20,6 +20,21 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	// agentTurn is how fast agents answered their turns.
+	agentTurn *prometheus.HistogramVec
+}
+
+// register registers c with reg, or answers the collector registered
+// before it (the runners of one process share their metrics).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, err
 }
 
 // NewMetrics registers a runner's metrics with reg (once per registry:
@@ -48,30 +63,21 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "How long one model request took, retries included, by outcome (ok, error).",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 12), // 50ms .. ~100s
 		}, []string{"provider", "model", "outcome"}),
+		agentTurn: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "voiceai_runner_agent_turn_seconds",
+			Help:    "How long the agent took to answer one of its turns in a run, by the model that played it (provider custom-llm: the agent's own endpoint).",
+			Buckets: prometheus.ExponentialBuckets(0.025, 2, 12), // 25ms .. ~51s
+		}, []string{"provider", "model"}),
 	}
-	for _, c := range []prometheus.Collector{m.runs, m.duration, m.calls, m.tokens, m.latency} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, err
-			}
-			switch existing := are.ExistingCollector.(type) {
-			case *prometheus.CounterVec:
-				switch c {
-				case m.runs:
-					m.runs = existing
-				case m.calls:
-					m.calls = existing
-				case m.tokens:
-					m.tokens = existing
-				}
-			case *prometheus.HistogramVec:
-				if c == m.duration {
-					m.duration = existing
-				} else {
-					m.latency = existing
-				}
-			}
+	var err error
+	for _, h := range []**prometheus.HistogramVec{&m.duration, &m.latency, &m.agentTurn} {
+		if *h, err = register(reg, *h); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range []**prometheus.CounterVec{&m.runs, &m.calls, &m.tokens} {
+		if *c, err = register(reg, *c); err != nil {
+			return nil, err
 		}
 	}
 	for _, outcome := range []string{"passed", "failed", "error"} {
@@ -97,14 +103,21 @@ func (m *Metrics) observe(testType string, res *testingv1.RunResult) {
 	if start, end := res.GetStartedAtUnixMs(), res.GetFinishedAtUnixMs(); start > 0 && end >= start {
 		m.duration.WithLabelValues(testType).Observe((time.Duration(end-start) * time.Millisecond).Seconds())
 	}
-	u := res.GetUsage()
-	if u == nil {
-		return
+	for _, u := range []*testingv1.ModelUsage{res.GetUsage(), res.GetAgentUsage()} {
+		if u == nil {
+			continue
+		}
+		m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "false").Add(float64(u.GetModelCalls()))
+		m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "true").Add(float64(u.GetCachedModelCalls()))
+		m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "prompt").Add(float64(u.GetPromptTokens()))
+		m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "completion").Add(float64(u.GetCompletionTokens()))
 	}
-	m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "false").Add(float64(u.GetModelCalls()))
-	m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "true").Add(float64(u.GetCachedModelCalls()))
-	m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "prompt").Add(float64(u.GetPromptTokens()))
-	m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "completion").Add(float64(u.GetCompletionTokens()))
+	if a := res.GetAgentUsage(); a != nil && len(res.GetAgentTurnMs()) > 0 {
+		turns := m.agentTurn.WithLabelValues(a.GetProvider(), a.GetModel())
+		for _, ms := range res.GetAgentTurnMs() {
+			turns.Observe((time.Duration(ms) * time.Millisecond).Seconds())
+		}
+	}
 }
 
 // ObserveModel times the requests of one model (see OpenAI.Observe).

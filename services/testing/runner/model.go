@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 )
 
 // Tool is a tool the agent may call.
@@ -94,6 +96,15 @@ func (u *Usage) Add(o Usage) {
 	u.Cached += o.Cached
 }
 
+// Sub takes o from u.
+func (u *Usage) Sub(o Usage) {
+	u.PromptTokens -= o.PromptTokens
+	u.CompletionTokens -= o.CompletionTokens
+	u.TotalTokens -= o.TotalTokens
+	u.Calls -= o.Calls
+	u.Cached -= o.Cached
+}
+
 // Model plays the agent, the simulated user of a simulation test, and
 // judges the agent's replies.
 type Model interface {
@@ -123,6 +134,9 @@ type AgentConfig struct {
 	LLM              string
 	Tools            []Tool
 	DynamicVariables map[string]string
+	// Model is the prompt's model settings: temperature, max tokens and,
+	// for "custom-llm", the agent's own endpoint.
+	Model agentconfig.Prompt
 }
 
 // ParseAgentConfig reads conversation_config JSON (public shape: agent.
@@ -145,7 +159,7 @@ func ParseAgentConfig(conversationConfig []byte) AgentConfig {
 	_ = json.Unmarshal(conversationConfig, &cc)
 	out := AgentConfig{
 		SystemPrompt: cc.Agent.Prompt.Prompt, FirstMessage: cc.Agent.FirstMessage, LLM: cc.Agent.Prompt.LLM,
-		DynamicVariables: map[string]string{},
+		DynamicVariables: map[string]string{}, Model: agentconfig.Parse(conversationConfig),
 	}
 	for k, v := range cc.Agent.DynamicVariables.Placeholders {
 		out.DynamicVariables[k] = scalarString(v)

@@ -15,6 +15,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -271,6 +272,7 @@ func TestParseAgentConfig(t *testing.T) {
 			{ID: "t1", Name: "book_table", Description: "Book", Parameters: json.RawMessage(`{"type":"object"}`)},
 			{Name: "webhook", Parameters: json.RawMessage(`{"properties":{"x":{}}}`)},
 		},
+		Model: agentconfig.Prompt{LLM: "gpt-4o-mini"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("config\n got  %+v\n want %+v", cfg, want)

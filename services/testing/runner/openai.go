@@ -19,7 +19,14 @@ type OpenAI struct {
 	// Observe, when set, is told how long each request to the server took
 	// (retries included) and whether it failed.
 	Observe func(took time.Duration, err error)
-	cache   *cacheScope // nil: every request goes to the server
+	// Temperature and MaxTokens, when set, are the agent's settings for its
+	// turns (else temperature 0, the server's max tokens); the judge and the
+	// simulated user always use temperature 0.
+	Temperature *float64
+	MaxTokens   int
+	// ProviderName names the provider in results ("openai" when empty).
+	ProviderName string
+	cache        *cacheScope // nil: every request goes to the server
 }
 
 // send sends req to the server, timing it.
@@ -70,8 +77,13 @@ func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse
 	return res, usageOf(res.Usage), nil
 }
 
-// Provider is "openai".
-func (o OpenAI) Provider() string { return "openai" }
+// Provider is "openai", or ProviderName.
+func (o OpenAI) Provider() string {
+	if o.ProviderName != "" {
+		return o.ProviderName
+	}
+	return "openai"
+}
 
 // ModelName is the configured model.
 func (o OpenAI) ModelName() string { return o.Client.Model() }
@@ -82,9 +94,12 @@ func usageOf(u llm.Usage) Usage {
 
 // Respond sends the system prompt, the conversation and the tools.
 func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
-	req := llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.SystemPrompt}}}
+	req := llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.SystemPrompt}}, MaxTokens: o.MaxTokens}
 	zero := 0.0
 	req.Temperature = &zero
+	if o.Temperature != nil {
+		req.Temperature = o.Temperature
+	}
 	for _, t := range c.Tools {
 		req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}

@@ -310,10 +310,14 @@ func TestExecuteOverOpenAI(t *testing.T) {
 		res.GetRationaleSummary() != "The agent gives the hours." || strings.Join(res.GetRationaleMessages(), "|") != "gives the hours" {
 		t.Fatalf("result %+v", res)
 	}
-	u := res.GetUsage()
-	if u.GetProvider() != "openai" || u.GetModel() != "test-model" || u.GetPromptTokens() != 300 || u.GetCompletionTokens() != 30 ||
-		u.GetTotalTokens() != 330 || u.GetModelCalls() != 2 {
-		t.Fatalf("usage %+v", u)
+	u, a := res.GetUsage(), res.GetAgentUsage()
+	if u.GetProvider() != "openai" || u.GetModel() != "test-model" || u.GetPromptTokens() != 200 || u.GetCompletionTokens() != 20 ||
+		u.GetTotalTokens() != 220 || u.GetModelCalls() != 1 {
+		t.Fatalf("judge usage %+v", u)
+	}
+	if a.GetProvider() != "openai" || a.GetModel() != "test-model" || a.GetPromptTokens() != 100 || a.GetCompletionTokens() != 10 ||
+		a.GetTotalTokens() != 110 || a.GetModelCalls() != 1 {
+		t.Fatalf("agent usage %+v", a)
 	}
 	if m := responses(t, res); len(m) != 1 || m[0].Message != "We are open nine to five every weekday." || m[0].ProducingLLM != "test-model" {
 		t.Fatalf("responses %s", res.GetAgentResponsesJson())
@@ -344,7 +348,7 @@ func TestExecuteOverOpenAIToolTest(t *testing.T) {
 	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
 	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
 		toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, "")))
-	if res.GetStatus() != domain.RunPassed || res.GetUsage().GetModelCalls() != 1 {
+	if res.GetStatus() != domain.RunPassed || res.GetAgentUsage().GetModelCalls() != 1 || res.GetUsage().GetModelCalls() != 0 {
 		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}
 	wrong, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":2,"date":"friday"}`)), nil)

@@ -175,9 +175,10 @@ func TestSimulationTranscriptShape(t *testing.T) {
 		result.Role != "agent" || result.Message != "" {
 		t.Fatalf("call %+v, result %+v", call, result)
 	}
-	// The usage counts every model call: 4 user turns, 4 agent replies, the judge.
-	if u := res.GetUsage(); u.GetModelCalls() != 9 || u.GetProvider() != "offline" {
-		t.Fatalf("usage %+v", u)
+	// The judge model played the user (4 turns) and judged; the agent's
+	// model made its 4 replies, each timed.
+	if u, a := res.GetUsage(), res.GetAgentUsage(); u.GetModelCalls() != 5 || u.GetProvider() != "offline" || a.GetModelCalls() != 4 || len(res.GetAgentTurnMs()) != 4 {
+		t.Fatalf("usage %+v, agent %+v, turns %v", u, a, res.GetAgentTurnMs())
 	}
 }
 

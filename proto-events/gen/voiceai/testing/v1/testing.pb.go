@@ -860,15 +860,23 @@ type RunResult struct {
 	AgentResponsesJson []byte `protobuf:"bytes,12,opt,name=agent_responses_json,json=agentResponsesJson,proto3" json:"agent_responses_json,omitempty"`
 	// Why a run failed for a reason other than its condition (time limit,
 	// model errors); empty otherwise.
-	Error            string      `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
-	StartedAtUnixMs  int64       `protobuf:"varint,14,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
-	FinishedAtUnixMs int64       `protobuf:"varint,15,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
-	WorkerId         string      `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	Usage            *ModelUsage `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
+	Error            string `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
+	StartedAtUnixMs  int64  `protobuf:"varint,14,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	FinishedAtUnixMs int64  `protobuf:"varint,15,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
+	WorkerId         string `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// What the platform's judge model did for the run (the simulated user's
+	// turns and the verdicts); before agent_usage existed, everything.
+	Usage *ModelUsage `protobuf:"bytes,17,opt,name=usage,proto3" json:"usage,omitempty"`
 	// Every verdict of the judge, in order, when it was asked more than once
 	// (a failure is judged again and the majority decides); empty when the
 	// first verdict stood alone.
-	JudgeVotes    []*JudgeVote `protobuf:"bytes,18,rep,name=judge_votes,json=judgeVotes,proto3" json:"judge_votes,omitempty"`
+	JudgeVotes []*JudgeVote `protobuf:"bytes,18,rep,name=judge_votes,json=judgeVotes,proto3" json:"judge_votes,omitempty"`
+	// The model that played the agent's turns ("custom-llm" for the agent's
+	// own endpoint) and what it did.
+	AgentUsage *ModelUsage `protobuf:"bytes,19,opt,name=agent_usage,json=agentUsage,proto3" json:"agent_usage,omitempty"`
+	// How long the agent took to answer each of its turns, in order, in
+	// milliseconds (answers from the response cache left out).
+	AgentTurnMs   []int64 `protobuf:"varint,20,rep,packed,name=agent_turn_ms,json=agentTurnMs,proto3" json:"agent_turn_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1025,6 +1033,20 @@ func (x *RunResult) GetUsage() *ModelUsage {
 func (x *RunResult) GetJudgeVotes() []*JudgeVote {
 	if x != nil {
 		return x.JudgeVotes
+	}
+	return nil
+}
+
+func (x *RunResult) GetAgentUsage() *ModelUsage {
+	if x != nil {
+		return x.AgentUsage
+	}
+	return nil
+}
+
+func (x *RunResult) GetAgentTurnMs() []int64 {
+	if x != nil {
+		return x.AgentTurnMs
 	}
 	return nil
 }
@@ -1368,7 +1390,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12cached_model_calls\x18\a \x01(\x05R\x10cachedModelCalls\"=\n" +
 	"\tJudgeVote\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12\x18\n" +
-	"\asummary\x18\x02 \x01(\tR\asummary\"\xb5\x05\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\"\x9a\x06\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12!\n" +
@@ -1390,7 +1412,10 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\tworker_id\x18\x10 \x01(\tR\bworkerId\x124\n" +
 	"\x05usage\x18\x11 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\x05usage\x12>\n" +
 	"\vjudge_votes\x18\x12 \x03(\v2\x1d.voiceai.testing.v1.JudgeVoteR\n" +
-	"judgeVotes\"p\n" +
+	"judgeVotes\x12?\n" +
+	"\vagent_usage\x18\x13 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\n" +
+	"agentUsage\x12\"\n" +
+	"\ragent_turn_ms\x18\x14 \x03(\x03R\vagentTurnMs\"p\n" +
 	"\x06Bucket\x12 \n" +
 	"\ftest_run_ids\x18\x01 \x03(\tR\n" +
 	"testRunIds\x12\x14\n" +
@@ -1446,12 +1471,13 @@ var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	3, // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
 	5, // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
 	6, // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	8, // 4: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	5, // 4: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
+	8, // 5: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }

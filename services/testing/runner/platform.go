@@ -1,0 +1,28 @@
+package runner
+
+import "context"
+
+// PlatformAgents plays agents through the platform's own model provider
+// (VOICEAI_LLM_*): an agent whose llm the provider serves gets that model,
+// any other the provider's default. The agent's temperature and max
+// tokens apply to its turns.
+type PlatformAgents struct {
+	Default Model
+	Served  map[string]Model // by the llm an agent names
+}
+
+// For answers the model that plays the agent.
+func (p PlatformAgents) For(_ context.Context, _ string, cfg AgentConfig, _ map[string]string) (AgentModel, error) {
+	m, ok := p.Served[cfg.LLM]
+	if !ok {
+		m = p.Default
+	}
+	if o, ok := m.(OpenAI); ok {
+		o.Temperature = cfg.Model.Temperature
+		if t := cfg.Model.MaxTokens; t != nil && *t > 0 {
+			o.MaxTokens = *t
+		}
+		return o, nil
+	}
+	return m, nil
+}
