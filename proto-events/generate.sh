@@ -49,5 +49,6 @@ else
   cp -R "$work/out/gen" "$here/gen.new"
   rm -rf "$here/gen"
   mv "$here/gen.new" "$here/gen"
+  ./inputs.sh > gen.sha256
   echo "generate.sh: regenerated $(find gen -name '*.pb.go' | wc -l | tr -d ' ') files under proto-events/gen/"
 fi
