@@ -23,7 +23,7 @@ test("the SDK module imports and exposes the methods under test", () => {
     headers: { "x-api-key": "k" },
   });
   const agents = client.conversationalAi.agents;
-  for (const m of ["create", "get", "list", "runTests"]) assert.equal(typeof agents[m], "function", `agents.${m}`);
+  for (const m of ["create", "get", "list", "runTests", "simulateConversation"]) assert.equal(typeof agents[m], "function", `agents.${m}`);
   const tests = client.conversationalAi.tests;
   for (const m of ["create", "get", "update", "list", "summaries", "delete"]) {
     assert.equal(typeof tests[m], "function", `conversationalAi.tests.${m}`);

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -40,6 +41,9 @@ type Operation struct {
 	// with an Idempotency-Key (a second copy would act again, or answer
 	// otherwise than the first).
 	Once string
+	// Timeout, when set, is how long the gateway waits for the answer
+	// instead of its upstream time-out (an operation that works longer).
+	Timeout time.Duration
 }
 
 // Repeatable reports whether the gateway may send r, a request for op,
@@ -108,11 +112,21 @@ func (o Operation) safe() Operation {
 	return o
 }
 
+// within sets how long the gateway waits for the operation's answer.
+func (o Operation) within(d time.Duration) Operation {
+	o.Timeout = d
+	return o
+}
+
 // once marks a write that cannot honour an Idempotency-Key, saying why.
 func (o Operation) once(why string) Operation {
 	o.Once = why
 	return o
 }
+
+// SimulationTimeout bounds one simulated conversation (its turns and its
+// judging); the gateway waits a little longer for its answer.
+const SimulationTimeout = 2 * time.Minute
 
 // Query parameters several listings share.
 var (
@@ -163,17 +177,19 @@ var (
 	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite).doc("Comment on one turn of a ticket's conversation", ok, "TurnCommentCreate", "Ticket").errs(conflict)
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
 
-	CreateTest         = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
-	ListTests          = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
-	TestSummaries      = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe() // POST for its body
-	BulkMoveTests      = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
-	CreateFolder       = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
-	GetFolder          = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead).doc("Get a test folder", ok, "", "Folder")
-	RenameFolder       = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Rename or move a test folder", ok, "FolderInput", "Folder").errs(conflict)
-	DeleteFolder       = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Delete a test folder: an empty one, or with force=true one and all it holds", none, "", "").query("force").errs(conflict)
-	GetTest            = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead).doc("Get a test, with its reliability over recent runs", ok, "", "Test").query("k")
-	UpdateTest         = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test")
-	DeleteTest         = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite).doc("Delete a test", ok, "", "Empty")
+	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
+	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
+	TestSummaries        = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe() // POST for its body
+	BulkMoveTests        = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
+	CreateFolder         = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
+	GetFolder            = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead).doc("Get a test folder", ok, "", "Folder")
+	RenameFolder         = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Rename or move a test folder", ok, "FolderInput", "Folder").errs(conflict)
+	DeleteFolder         = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Delete a test folder: an empty one, or with force=true one and all it holds", none, "", "").query("force").errs(conflict)
+	GetTest              = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead).doc("Get a test, with its reliability over recent runs", ok, "", "Test").query("k")
+	UpdateTest           = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test")
+	DeleteTest           = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite).doc("Delete a test", ok, "", "Empty")
+	SimulateConversation = op("testing.simulate_conversation", post, agentsPath+"/{agent_id}/simulate-conversation", "testing-runner", convaiWrite).doc("Play a simulated conversation with the agent now, and judge it against evaluation criteria", ok, "SimulateConversation", "SimulatedConversation").
+				once("each request plays (and pays for) a new conversation").within(SimulationTimeout + 5*time.Second)
 	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite).doc("Run tests on an agent", ok, "RunTests", "Invocation")
 	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead).doc("List test invocations, newest first", ok, "", "InvocationPage").query(append(slices.Clone(shortPage), "agent_id", "branch_id", "test_id", "search", "start_time", "end_time")...)
 	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead).doc("Get a test invocation (JSON, or JUnit XML with format=junit)", ok, "", "Invocation").query("format", "baseline_invocation_id")
@@ -217,7 +233,7 @@ var Operations = []Operation{
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
-	GetTest, UpdateTest, DeleteTest, RunTests, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
+	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,

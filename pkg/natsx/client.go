@@ -70,6 +70,12 @@ const maxHedges = 2
 // replica listening is a 503, no answer within the deadline a 504, both in
 // the spec's error shape.
 func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service string) {
+	f.ForwardWithin(w, r, service, f.Timeout)
+}
+
+// ForwardWithin is Forward with a deadline of its own (0: the
+// Forwarder's), for an operation that takes longer than most.
+func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, service string, timeout time.Duration) {
 	maxBody := f.MaxBody
 	if maxBody <= 0 {
 		maxBody = httpx.DefaultMaxBody
@@ -98,7 +104,9 @@ func (f *Forwarder) Forward(w http.ResponseWriter, r *http.Request, service stri
 	msg.Header.Set(hdrRemoteAddr, r.RemoteAddr)
 	msg.Data = body
 
-	timeout := f.Timeout
+	if timeout <= 0 {
+		timeout = f.Timeout
+	}
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}

@@ -178,7 +178,7 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 		if op.Repeatable(r) {
 			r = natsx.Repeatable(r)
 		}
-		g.fwd.Forward(w, r, op.Service)
+		g.fwd.ForwardWithin(w, r, op.Service, op.Timeout)
 	})
 }
 

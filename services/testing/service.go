@@ -19,6 +19,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -36,6 +37,10 @@ import (
 
 // Name of the service on the bus.
 const Name = "testing"
+
+// RunnerName is the runners' service on the bus: they serve
+// simulate-conversation.
+const RunnerName = "testing-runner"
 
 // Version of the service.
 const Version = "0.1.0"
@@ -293,9 +298,17 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 		}
 	}
 	d.WatchConsumer(events.TestJobsStream, app.RunnersConsumer)
+	a := app.New(d.JS, nil, d.Logger)
 	w := &runner.Worker{
-		App: app.New(d.JS, nil, d.Logger), Exec: exec,
+		App: a, Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics,
+	}
+	// The runner also serves simulate-conversation: the same engine, now,
+	// within the time the gateway waits for it.
+	simulations := &runner.Executor{Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
+	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, Version, ports.SimulateRouter(a, simulations))
+	if err != nil {
+		return nil, err
 	}
 	ch := make(chan struct{})
 	go func() {
@@ -303,6 +316,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 		if err := w.Run(ctx); err != nil {
 			d.Logger.Error("runner stopped", "err", err)
 		}
+		_ = endpoint.Stop()
 	}()
 	return ch, nil
 }

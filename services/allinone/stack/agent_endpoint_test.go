@@ -176,6 +176,32 @@ func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
 		t.Fatalf("the simulated conversation the endpoint saw: %s", last.Body)
 	}
 
+	// simulate-conversation: the same engine, now, one verdict per criterion.
+	before = team.Len()
+	var simulated struct {
+		Conversation []map[string]any `json:"simulated_conversation"`
+		Analysis     struct {
+			Results        map[string]map[string]any `json:"evaluation_criteria_results"`
+			CallSuccessful string                    `json:"call_successful"`
+		} `json:"analysis"`
+		AgentUsage modelUsage `json:"agent_model_usage"`
+		JudgeUsage modelUsage `json:"model_usage"`
+	}
+	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
+	    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
+	  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
+	  "new_turns_limit":3}`, 200)
+	if err := json.Unmarshal(body, &simulated); err != nil {
+		t.Fatal(err)
+	}
+	conv := simulated.Conversation
+	if len(conv) < 3 || conv[0]["message"] != "Hello, Team Bot here." || conv[1]["role"] != "user" || conv[1]["message"] != "Hi, when are you open?" ||
+		conv[2]["message"] != "Team endpoint says: we open nine to five." || simulated.Analysis.CallSuccessful != "success" ||
+		simulated.Analysis.Results["hours"]["result"] != "success" || simulated.AgentUsage.Provider != "custom-llm" ||
+		simulated.JudgeUsage.Model != "judge-model" || team.Len() == before {
+		t.Fatalf("simulate-conversation: %s", body)
+	}
+
 	// Nowhere in clear: answers, logs, any stream's events.
 	for _, a := range s.seen {
 		if strings.Contains(a, teamKey) {

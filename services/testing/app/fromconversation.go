@@ -47,7 +47,7 @@ func (a *App) CreateTestFromConversation(ctx context.Context, c Caller, body []b
 	if err != nil {
 		return nil, err
 	}
-	if _, err := a.agent(ctx, c.WorkspaceID, *in.AgentID); err != nil {
+	if _, err := a.Agent(ctx, c.WorkspaceID, *in.AgentID); err != nil {
 		return nil, err
 	}
 	if err := a.checkFolder(ctx, c.WorkspaceID, deref(in.ParentFolderID), "parent_folder_id"); err != nil {

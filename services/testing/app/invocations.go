@@ -67,8 +67,8 @@ func checkOverride(v *apperr.Validator, o *ConfigOverride) {
 // MainBranch is the one branch every agent has.
 const MainBranch = "main"
 
-// agent reads an agent's current state from stream AGENTS.
-func (a *App) agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
+// Agent reads an agent's current state from stream AGENTS.
+func (a *App) Agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
 	subject, err := events.AgentSubject(ws, agentID)
 	if err != nil {
 		return nil, apperr.AgentNotFound
@@ -107,7 +107,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	ag, err := a.agent(ctx, c.WorkspaceID, agentID)
+	ag, err := a.Agent(ctx, c.WorkspaceID, agentID)
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,19 @@ var defaultMessage, defaultMessageKeys = func() (map[string]json.RawMessage, []s
 	return out, slices.Sorted(maps.Keys(out))
 }()
 
+// FullMessages is fullMessages, for the edge.
+func FullMessages(raw []byte) json.RawMessage { return fullMessages(raw) }
+
+// LatencyOf is latencyOf with a run's turns, for the edge.
+func LatencyOf(ms []int64) any {
+	if len(ms) == 0 {
+		return nil
+	}
+	l := latencyOf(ms)
+	l.TurnMs = ms
+	return l
+}
+
 // fullMessages completes each message of a JSON array with the defaults;
 // a field the message carries (and is not null) wins. It writes the JSON
 // directly: a run's view is encoded for every run of a large invocation,

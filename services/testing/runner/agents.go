@@ -57,7 +57,7 @@ func (r *roles) Provider() string  { return r.agent.Provider() }
 func (r *roles) ModelName() string { return r.agent.ModelName() } // what produced the agent's turns
 
 func (r *roles) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
-	start := time.Now()
+	start := time.Now() // a measurement, not the executor's clock
 	t, u, err := r.agent.Respond(ctx, c)
 	took := time.Since(start)
 	r.mu.Lock()

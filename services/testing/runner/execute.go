@@ -90,24 +90,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
-	cached := e.Cache != nil && inv.GetCacheModelResponses()
-	withCache := func(m Model) Model {
-		if c, ok := m.(Cacheable); ok && cached {
-			return c.WithCache(e.Cache, int(res.RepeatIndex))
-		}
-		return m
-	}
-	judge := withCache(e.Model)
-	var agent AgentModel = judge
-	var err error
-	if e.Agents != nil {
-		cfg, vars := e.agentConfig(r.AgentConfig), e.variables(r)
-		if agent, err = e.Agents.For(ctx, inv.GetWorkspaceId(), cfg, vars); err == nil {
-			if m, ok := agent.(Model); ok {
-				agent = withCache(m)
-			}
-		}
-	}
+	m, err := e.cast(ctx, r, int(res.RepeatIndex))
 	if err != nil {
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
 		res.Error, res.RationaleSummary = err.Error(), err.Error()
@@ -115,7 +98,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		res.FinishedAtUnixMs = e.now().UnixMilli()
 		return res
 	}
-	m := &roles{agent: agent, judge: judge}
+	agent := m.agent
 
 	var usage Usage
 	var verdict Verdict
@@ -165,6 +148,31 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		}
 	}
 	return res
+}
+
+// cast picks the models of a run's roles: the judge model, and the
+// agent's (Agents' choice, else the judge model), through the response
+// cache when the invocation asked for it.
+func (e *Executor) cast(ctx context.Context, r Run, repeatIndex int) (*roles, error) {
+	cached := e.Cache != nil && r.Invocation.GetCacheModelResponses()
+	withCache := func(m Model) Model {
+		if c, ok := m.(Cacheable); ok && cached {
+			return c.WithCache(e.Cache, repeatIndex)
+		}
+		return m
+	}
+	judge := withCache(e.Model)
+	var agent AgentModel = judge
+	if e.Agents != nil {
+		var err error
+		if agent, err = e.Agents.For(ctx, r.Invocation.GetWorkspaceId(), e.agentConfig(r.AgentConfig), e.variables(r)); err != nil {
+			return nil, err
+		}
+		if m, ok := agent.(Model); ok {
+			agent = withCache(m)
+		}
+	}
+	return &roles{agent: agent, judge: judge}, nil
 }
 
 // variables are a run's dynamic variables: the agent's placeholders, then

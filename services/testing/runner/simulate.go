@@ -25,64 +25,100 @@ const maxToolCallsPerTurn = 5
 // messages (the turns the simulation added, in order, tool calls and
 // results included), which it returns also when a model call fails.
 func (e *Executor) simulate(ctx context.Context, m Model, r Run, usage *Usage) (Verdict, []Vote, []byte, error) {
-	conv, cfg := e.conversation(r)
-	start := len(conv.Turns) // the turns before the simulation
-	if len(r.Definition.ChatHistory) == 0 {
-		start = 0 // the agent's first message opens the simulated conversation
+	sim, err := e.playSimulation(ctx, m, r, "", usage)
+	transcript := simulationTranscript(r, sim.conv.Turns[sim.start:], m.ModelName())
+	if err != nil {
+		return Verdict{}, nil, transcript, err
 	}
-	transcript := func() []byte { return simulationTranscript(r, conv.Turns[start:], m.ModelName()) }
-	mocks := newMocker(r.Definition, cfg.Tools)
-	scenario := deref(r.Definition.SimulationScenario)
-	maxTurns := r.Definition.MaxTurns()
-
-	agentTurns, ended := 0, false
-	for {
-		if err := ctx.Err(); err != nil {
-			return Verdict{}, nil, transcript(), err
-		}
-		if n := len(conv.Turns); n == 0 || conv.Turns[n-1].Role != "user" {
-			if agentTurns >= maxTurns {
-				break
-			}
-			ut, u, err := m.SimulateUser(ctx, UserInput{Scenario: scenario, Transcript: conv.Turns})
-			usage.Add(u)
-			if err != nil {
-				return Verdict{}, nil, transcript(), err
-			}
-			if ut.Text != "" {
-				conv.Turns = append(conv.Turns, Turn{Role: "user", Text: ut.Text})
-			}
-			if ut.Done || ut.Text == "" { // a user with nothing to say is done
-				ended = true
-				break
-			}
-		}
-		if err := e.agentTurn(ctx, m, &conv, mocks, usage); err != nil {
-			return Verdict{}, nil, transcript(), err
-		}
-		agentTurns++
+	v, votes, err := e.judge(ctx, m, sim.judgeInput(judgeInput(r.Definition)), usage)
+	if err != nil {
+		return Verdict{}, nil, transcript, err
 	}
+	v.Messages = append([]string{sim.how(r)}, v.Messages...)
+	return v, votes, transcript, nil
+}
 
-	in := judgeInput(r.Definition)
-	in.Transcript, in.Simulation = conv.Turns, true
-	for i := len(conv.Turns) - 1; i >= 0; i-- {
-		if t := conv.Turns[i]; t.Role == "agent" {
+// simulation is a played simulated conversation.
+type simulation struct {
+	conv       Conversation
+	start      int // the first turn the simulation added (or the agent's first message)
+	agentTurns int
+	ended      bool // the simulated user ended it (else the turn limit did)
+}
+
+// how says how the simulation ended.
+func (s simulation) how(r Run) string {
+	if s.ended {
+		return fmt.Sprintf("Simulation: %d agent turn(s); the simulated user ended the conversation.", s.agentTurns)
+	}
+	return fmt.Sprintf("Simulation: %d agent turn(s); simulation_max_turns (%d) reached before the simulated user was done.", s.agentTurns, r.Definition.MaxTurns())
+}
+
+// judgeInput is in with the whole conversation under test, the agent's
+// last turn with words as the reply.
+func (s simulation) judgeInput(in JudgeInput) JudgeInput {
+	in.Transcript, in.Simulation = s.conv.Turns, true
+	for i := len(s.conv.Turns) - 1; i >= 0; i-- {
+		if t := s.conv.Turns[i]; t.Role == "agent" {
 			in.Reply = t
 			if t.Text != "" {
 				break
 			}
 		}
 	}
-	v, votes, err := e.judge(ctx, m, in, usage)
-	if err != nil {
-		return Verdict{}, nil, transcript(), err
+	return in
+}
+
+// playSimulation plays the conversation of a simulation: opening, when
+// given, is the user's first message (else the simulated user says it).
+// It returns what was played also when a model call fails.
+func (e *Executor) playSimulation(ctx context.Context, m Model, r Run, opening string, usage *Usage) (simulation, error) {
+	conv, cfg := e.conversation(r)
+	sim := simulation{start: len(conv.Turns)} // the turns before the simulation
+	if len(r.Definition.ChatHistory) == 0 {
+		sim.start = 0 // the agent's first message opens the simulated conversation
 	}
-	how := fmt.Sprintf("Simulation: %d agent turn(s); the simulated user ended the conversation.", agentTurns)
-	if !ended {
-		how = fmt.Sprintf("Simulation: %d agent turn(s); simulation_max_turns (%d) reached before the simulated user was done.", agentTurns, maxTurns)
+	mocks := newMocker(r.Definition, cfg.Tools)
+	scenario := deref(r.Definition.SimulationScenario)
+	maxTurns := r.Definition.MaxTurns()
+	defer func() { sim.conv = conv }()
+	for {
+		if err := ctx.Err(); err != nil {
+			sim.conv = conv
+			return sim, err
+		}
+		if n := len(conv.Turns); n == 0 || conv.Turns[n-1].Role != "user" {
+			if sim.agentTurns >= maxTurns {
+				break
+			}
+			ut := UserTurn{Text: opening}
+			if opening == "" {
+				var u Usage
+				var err error
+				ut, u, err = m.SimulateUser(ctx, UserInput{Scenario: scenario, Transcript: conv.Turns})
+				usage.Add(u)
+				if err != nil {
+					sim.conv = conv
+					return sim, err
+				}
+			}
+			opening = ""
+			if ut.Text != "" {
+				conv.Turns = append(conv.Turns, Turn{Role: "user", Text: ut.Text})
+			}
+			if ut.Done || ut.Text == "" { // a user with nothing to say is done
+				sim.ended = true
+				break
+			}
+		}
+		if err := e.agentTurn(ctx, m, &conv, mocks, usage); err != nil {
+			sim.conv = conv
+			return sim, err
+		}
+		sim.agentTurns++
 	}
-	v.Messages = append([]string{how}, v.Messages...)
-	return v, votes, transcript(), nil
+	sim.conv = conv
+	return sim, nil
 }
 
 // agentTurn plays one agent turn: its reply, and while it calls tools

@@ -1,0 +1,125 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Criterion is one evaluation criterion of a simulated conversation
+// (public PromptEvaluationCriteria): its goal is judged on its own.
+type Criterion struct {
+	ID, Name, Goal string
+}
+
+// CriterionResult is the judge's verdict on one criterion.
+type CriterionResult struct {
+	ID        string `json:"criteria_id"`
+	Result    string `json:"result"` // success | failure | unknown
+	Rationale string `json:"rationale"`
+}
+
+// ConversationResult is a simulated conversation and its analysis.
+type ConversationResult struct {
+	Transcript json.RawMessage // public transcript messages
+	Criteria   []CriterionResult
+	Summary    string
+	// Error is why the conversation could not be played to its end (an
+	// endpoint down, the time limit); the transcript holds what was.
+	Error string
+	// Agent and Judge are the models that played the agent and judged
+	// (and played the user), and what they did.
+	Agent, Judge ModelUse
+	TurnMs       []int64 // each agent turn's response time
+}
+
+// ModelUse is a model and what it did.
+type ModelUse struct {
+	Provider, Model string
+	Usage
+}
+
+// SimulateConversation plays r (a simulation) as a simulation test does,
+// opening, when given, being the user's first message, then judges each
+// criterion on its own against the whole conversation: the same engine,
+// one verdict per criterion.
+func (e *Executor) SimulateConversation(ctx context.Context, r Run, opening string, criteria []Criterion) (out ConversationResult) {
+	limit := e.TimeLimit
+	if limit <= 0 {
+		limit = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	out = ConversationResult{Transcript: json.RawMessage("[]"), Criteria: []CriterionResult{},
+		Judge: ModelUse{Provider: e.Model.Provider(), Model: e.Model.ModelName()}}
+	m, err := e.cast(ctx, r, 0)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
+	out.Agent = ModelUse{Provider: m.agent.Provider(), Model: m.agent.ModelName()}
+	var usage Usage
+	defer func() { // however it ends (out is the named result), say what each model did
+		agentUsage, turns := m.record()
+		usage.Sub(agentUsage)
+		out.Agent.Usage, out.Judge.Usage = agentUsage, usage
+		for _, t := range turns {
+			out.TurnMs = append(out.TurnMs, t.Response.Milliseconds())
+		}
+	}()
+	sim, err := e.playSimulation(ctx, m, r, opening, &usage)
+	out.Transcript = simulationTranscript(r, sim.conv.Turns[sim.start:], m.ModelName())
+	if err != nil {
+		out.Error = failure(err, limit)
+		return out
+	}
+	out.Summary = sim.how(r)
+	for _, c := range criteria {
+		v, votes, err := e.judge(ctx, m, sim.judgeInput(JudgeInput{Conditions: []string{c.Goal}}), &usage)
+		if err != nil {
+			out.Error = failure(err, limit)
+			return out
+		}
+		rationale := v.Summary
+		if note := votesNote(votes); note != "" {
+			rationale += note
+		}
+		out.Criteria = append(out.Criteria, CriterionResult{ID: c.ID, Result: v.Result, Rationale: rationale})
+	}
+	return out
+}
+
+// failure says why a run stopped, as a run's error does.
+func failure(err error, limit time.Duration) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("The run exceeded its time limit of %s.", limit)
+	case IsEndpointError(err):
+		return err.Error()
+	}
+	return "The model failed: " + err.Error()
+}
+
+// CallSuccessful is the analysis' call_successful: success when every
+// criterion succeeded, failure when one failed, else unknown (none, or a
+// verdict missing).
+func CallSuccessful(results []CriterionResult) string {
+	if len(results) == 0 {
+		return domain.ConditionUnknown
+	}
+	out := domain.ConditionSuccess
+	for _, r := range results {
+		switch r.Result {
+		case domain.ConditionFailure:
+			return domain.ConditionFailure
+		case domain.ConditionSuccess:
+		default:
+			out = domain.ConditionUnknown
+		}
+	}
+	return out
+}
