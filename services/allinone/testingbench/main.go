@@ -6,7 +6,9 @@
 //	(a) orchestration ceiling: runs/s end to end with the offline model,
 //	    against raw JetStream work-queue publish-and-ack throughput;
 //	(b) scaling: runs/s for one and for two runner processes at the same
-//	    concurrency against an OpenAI-compatible endpoint answering in 50 ms;
+//	    concurrency, the agent played by its own endpoint (custom-llm)
+//	    answering in 50 ms and judged by a model answering in 50 ms; and the
+//	    agent turn latency the runs recorded against the endpoint's 50 ms;
 //	(c) a 5,000 tests x 50 repeats (250,000 runs) invocation: time to
 //	    complete, peak resident memory of every process, and the time and
 //	    peak memory of one GET of it;
@@ -41,6 +43,10 @@ import (
 )
 
 const adminKey = "vak_testingbench_admin_key_0123456789"
+
+// benchSecret is the deployment secret of the scaling measurement: the
+// platform seals the workspace secret with it, the runners open it.
+const benchSecret = "5f1c0d2e9a7b4c3f8e6d1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d"
 
 // profileDir, when set, gives every process a profiler endpoint.
 var profileDir string
@@ -77,24 +83,29 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	}
 	fmt.Printf("raw JetStream work queue: %.0f msgs/s (publish and ack, 50,000 messages)\n", raw)
 
-	// (b) scaling against a 50 ms model.
-	model := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
-		if req.ResponseFormat != nil {
-			return llmtest.OK(`{"result":"success","rationale":["ok"],"summary":"ok"}`).WithDelay(50 * time.Millisecond)
-		}
-		return llmtest.OK("We are open nine to five.").WithDelay(50 * time.Millisecond)
-	})
-	model.SetRecording(false)
-	defer model.Close()
-	p, err := startPlatform(bins, filepath.Join(dir, "scale"))
+	// (b) scaling: the agent is played by its own endpoint (custom-llm,
+	// its key a workspace secret) answering in 50 ms, the judge is the
+	// platform's model answering in 50 ms.
+	endpoint := llmtest.NewServer(llmtest.Fixed(50*time.Millisecond, "We are open nine to five."))
+	endpoint.SetRecording(false)
+	defer endpoint.Close()
+	judge := llmtest.NewServer(llmtest.Fixed(50*time.Millisecond, `{"result":"success","rationale":["ok"],"summary":"ok"}`))
+	judge.SetRecording(false)
+	defer judge.Close()
+	shared := []string{"VOICEAI_SECRET_KEY=" + benchSecret, "VOICEAI_OUTBOUND_ALLOW_HOSTS=127.0.0.1"}
+	p, err := startPlatform(bins, filepath.Join(dir, "scale"), shared...)
 	if err != nil {
+		return err
+	}
+	if err := p.customAgent(endpoint.URL); err != nil {
 		return err
 	}
 	rates := make([]float64, 2)
 	for workers := 1; workers <= 2; workers++ {
 		var procs []*benchproc.Proc
 		for range workers {
-			r, err := startRunner(bins, p, concurrency, "VOICEAI_LLM_PROVIDER=openai", "VOICEAI_LLM_BASE_URL="+model.URL, "VOICEAI_LLM_MODEL=bench")
+			r, err := startRunner(bins, p, concurrency, append(shared, "VOICEAI_LLM_PROVIDER=openai", "VOICEAI_LLM_BASE_URL="+judge.URL,
+				"VOICEAI_LLM_MODEL=bench-judge", "VOICEAI_AGENT_ENDPOINT_CONCURRENCY="+strconv.Itoa(concurrency))...)
 			if err != nil {
 				return err
 			}
@@ -109,10 +120,26 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 			return err
 		}
 		rates[workers-1] = rate
-		fmt.Printf("(b) %d runner process(es) x %d concurrent runs, 50 ms model: %.1f runs/s (%d runs)\n", workers, concurrency, rate, testsN*10)
+		fmt.Printf("(b) %d runner process(es) x %d concurrent runs, 50 ms agent endpoint and 50 ms judge: %.1f runs/s (%d runs)\n", workers, concurrency, rate, testsN*10)
 	}
-	p.Stop()
 	fmt.Printf("(b) scaling: two processes reach %.3fx one (goal >= 1.8) %s\n", rates[1]/rates[0], verdict(rates[1]/rates[0] >= 1.8))
+	var inv struct {
+		Latency struct {
+			Turns int    `json:"turns"`
+			P50   *int64 `json:"p50_ms"`
+			P95   *int64 `json:"p95_ms"`
+		} `json:"agent_latency"`
+	}
+	if err := p.call("GET", "/v1/convai/test-invocations/"+p.invID, "", &inv); err != nil {
+		return err
+	}
+	if inv.Latency.P50 == nil {
+		return errors.New("(b) the invocation recorded no agent latency")
+	}
+	off := *inv.Latency.P50 - 50
+	fmt.Printf("(b) recorded agent turn latency over %d turns: p50 %d ms, p95 %d ms, against the endpoint's 50 ms: p50 off by %d ms (goal within 5) %s\n",
+		inv.Latency.Turns, *inv.Latency.P50, *inv.Latency.P95, off, verdict(off >= -5 && off <= 5))
+	p.Stop()
 
 	// (a) and (c): the large invocation with the offline model.
 	p, err = startPlatform(bins, filepath.Join(dir, "large"))
@@ -421,6 +448,27 @@ func startPlatform(bins map[string]string, dataDir string, env ...string) (*plat
 	}
 	p.agentID = created.AgentID
 	return p, nil
+}
+
+// customAgent makes the agent under test one whose turns its own endpoint
+// at url plays, with its key a workspace secret.
+func (p *platform) customAgent(url string) error {
+	var secret struct {
+		SecretID string `json:"secret_id"`
+	}
+	if err := p.call("POST", "/v1/convai/secrets", `{"name":"bench endpoint key","value":"sk-bench"}`, &secret); err != nil {
+		return err
+	}
+	var created struct {
+		AgentID string `json:"agent_id"`
+	}
+	if err := p.call("POST", "/v1/convai/agents/create", `{"name":"bench custom","conversation_config":{"agent":{"first_message":"Hello!",
+	  "prompt":{"prompt":"Our opening hours are nine to five every weekday.","llm":"custom-llm",
+	    "custom_llm":{"url":"`+url+`","model_id":"bench-agent","api_key":{"secret_id":"`+secret.SecretID+`"}}}}}}`, &created); err != nil {
+		return err
+	}
+	p.agentID = created.AgentID
+	return nil
 }
 
 func (p *platform) call(method, path, body string, out any) error {

@@ -41,6 +41,17 @@ type TurnTiming struct {
 	Response time.Duration
 }
 
+// waitedKey holds, in a turn's context, how long the turn waited on this
+// side (for a slot of a busy endpoint): not the agent's response time.
+type waitedKey struct{}
+
+// addWaited counts d as waiting of the turn ctx belongs to.
+func addWaited(ctx context.Context, d time.Duration) {
+	if w, ok := ctx.Value(waitedKey{}).(*time.Duration); ok {
+		*w += d
+	}
+}
+
 // roles is the Model a run uses: the agent's model plays its turns, the
 // judge model plays the simulated user and judges. It times every agent
 // turn and keeps the agent's usage apart.
@@ -57,9 +68,10 @@ func (r *roles) Provider() string  { return r.agent.Provider() }
 func (r *roles) ModelName() string { return r.agent.ModelName() } // what produced the agent's turns
 
 func (r *roles) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
+	var waited time.Duration
 	start := time.Now() // a measurement, not the executor's clock
-	t, u, err := r.agent.Respond(ctx, c)
-	took := time.Since(start)
+	t, u, err := r.agent.Respond(context.WithValue(ctx, waitedKey{}, &waited), c)
+	took := time.Since(start) - waited
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.agentUsage.Add(u)

@@ -217,12 +217,14 @@ func (c *customAgent) ModelName() string { return c.model.ModelName() }
 // Respond waits for a slot of the endpoint, then calls it through its
 // breaker. Its failures are EndpointErrors.
 func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usage, error) {
+	queued := time.Now()
 	select {
 	case c.ep.slots <- struct{}{}:
 	case <-ctx.Done():
 		return Turn{}, Usage{}, ctx.Err()
 	}
 	defer func() { <-c.ep.slots }()
+	addWaited(ctx, time.Since(queued))
 	var turn Turn
 	var usage Usage
 	_, err := c.ep.breaker.Execute(func() (struct{}, error) {
