@@ -92,6 +92,15 @@ type cluster struct {
 	natsURL  string
 	mongoURI string
 	dataDir  string
+	started  []string // the processes started, by name
+}
+
+// serviceProbes are a cheap read each service answers once it serves.
+var serviceProbes = map[string]string{
+	"agents":   "/v1/convai/agents?page_size=1",
+	"tickets":  "/v1/convai/triage-tickets?page_size=1",
+	"testing":  "/v1/convai/agent-testing?page_size=1",
+	"webhooks": "/v1/convai/webhooks",
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -105,6 +114,7 @@ func (c *cluster) start(name string, env ...string) *proc {
 	t := c.t
 	t.Helper()
 	p := &proc{name: name, addr: make(chan string, 1), metrics: make(chan string, 1), done: make(chan struct{})}
+	c.started = append(c.started, name)
 	p.cmd = exec.Command(filepath.Join(binDir, name))
 	p.cmd.Env = append(os.Environ(),
 		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=off",
@@ -255,6 +265,16 @@ func (c *cluster) gatewayProc(env ...string) (*proc, string) {
 	eventually(c.t, 30*time.Second, "gateway accepts the admin key", func() bool {
 		return do(c.t, "GET", base+"/v1/service-accounts", adminKey, "").code == 200
 	})
+	// And every service started before it serves (a process reports its
+	// endpoints before its read models are ready), so a test's first
+	// request is not a 503.
+	for _, name := range c.started {
+		if probe, ok := serviceProbes[name]; ok {
+			eventually(c.t, 60*time.Second, name+" serves through the gateway", func() bool {
+				return do(c.t, "GET", base+probe, adminKey, "").code == 200
+			})
+		}
+	}
 	return p, base
 }
 

@@ -54,7 +54,17 @@ func TestEveryProcessRecoversItsNATSConnection(t *testing.T) {
 		}
 	}
 
-	agent := createdID(t, do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"Hours","system_prompt":"We are open nine to five."}`), "agent_id")
+	// A process reports its internal endpoint before it serves: the first
+	// creates wait for their service, as a client retrying a 503 would.
+	var agent string
+	eventually(t, 30*time.Second, "the agent is created", func() bool {
+		r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"Hours","system_prompt":"We are open nine to five."}`)
+		if r.code != http.StatusCreated {
+			return false
+		}
+		agent = createdID(t, r, "agent_id")
+		return true
+	})
 	var test string
 	eventually(t, 30*time.Second, "the test is created", func() bool {
 		r := do(t, "POST", gw+"/v1/convai/agent-testing/create", adminKey,
