@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 const teamKey = "sk-team-endpoint-key-7c41"
@@ -38,7 +39,7 @@ type endpointRun struct {
 type endpointStack struct {
 	*Stack
 	judge *llmtest.Server
-	logs  *lockedBuffer
+	logs  *testenv.LogBuffer
 	seen  []string // every API answer's body
 }
 
@@ -57,7 +58,7 @@ func startWithEndpoints(t *testing.T, judge llmtest.Handler, tweak func(*Config)
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	logs := &lockedBuffer{}
+	logs := &testenv.LogBuffer{}
 	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	if err != nil {
 		t.Fatal(err)

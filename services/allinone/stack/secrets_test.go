@@ -1,31 +1,13 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
-
-// lockedBuffer collects a stack's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // Workspace secrets through the gateway, in the public shapes: the value
 // goes in and never comes out, in no answer and no log line (debug
@@ -35,7 +17,7 @@ func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
 	cfg := TestConfig(t.TempDir())
 	cfg.BootstrapAdminKey = adminKey
 	cfg.Outbound.AllowHosts = "127.0.0.1"
-	var logs lockedBuffer
+	var logs testenv.LogBuffer
 	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	if err != nil {
 		t.Fatal(err)

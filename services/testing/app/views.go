@@ -246,6 +246,14 @@ func latencyOf(ms []int64) latencyJSON {
 	return l
 }
 
+// UsageView is a model's usage as runs show it (nil: none).
+func UsageView(u *testingv1.ModelUsage) any {
+	if v := usageView(u); v != nil {
+		return v
+	}
+	return nil
+}
+
 func usageView(u *testingv1.ModelUsage) *usageJSON {
 	if u == nil {
 		return nil

@@ -137,8 +137,8 @@ type simulatedConversation struct {
 	Conversation json.RawMessage    `json:"simulated_conversation"`
 	Analysis     conversationJudged `json:"analysis"`
 	Error        string             `json:"error,omitempty"`
-	AgentUsage   usageView          `json:"agent_model_usage"`
-	JudgeUsage   usageView          `json:"model_usage"`
+	AgentUsage   any                `json:"agent_model_usage"`
+	JudgeUsage   any                `json:"model_usage"`
 	AgentLatency any                `json:"agent_latency,omitempty"`
 }
 
@@ -151,18 +151,9 @@ type conversationJudged struct {
 	Title          string                            `json:"call_summary_title"`
 }
 
-type usageView struct {
-	Provider         string `json:"provider"`
-	Model            string `json:"model"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	TotalTokens      int64  `json:"total_tokens"`
-	ModelCalls       int32  `json:"model_calls"`
-}
-
-func usageOf(m runner.ModelUse) usageView {
-	return usageView{Provider: m.Provider, Model: m.Model, PromptTokens: m.PromptTokens, CompletionTokens: m.CompletionTokens,
-		TotalTokens: m.TotalTokens, ModelCalls: m.Calls}
+func usageOf(m runner.ModelUse) any {
+	return app.UsageView(&testingv1.ModelUsage{Provider: m.Provider, Model: m.Model, PromptTokens: m.PromptTokens,
+		CompletionTokens: m.CompletionTokens, TotalTokens: m.TotalTokens, ModelCalls: m.Calls, CachedModelCalls: m.Cached})
 }
 
 func conversationView(res runner.ConversationResult) simulatedConversation {
