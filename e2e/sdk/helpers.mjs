@@ -31,15 +31,14 @@ export function settings() {
 }
 
 /**
- * An SDK client for key. The SDK insists on apiKey (sent as xi-api-key);
- * this platform reads x-api-key, added through headers.
+ * An SDK client for key, as a user makes one: the SDK sends the key as
+ * xi-api-key, which this platform reads as it reads x-api-key.
  */
 export function clientFor(key, options = {}) {
   const { baseUrl } = settings();
   return new ElevenLabsClient({
     apiKey: key,
     baseUrl,
-    headers: { "x-api-key": key },
     timeoutInSeconds: REQUEST_TIMEOUT_SECS,
     ...options,
   });

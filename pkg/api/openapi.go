@@ -187,6 +187,8 @@ func document() (map[string]any, error) {
 	components["securitySchemes"] = map[string]any{
 		"apiKey": map[string]any{"type": "apiKey", "in": "header", "name": "x-api-key",
 			"description": "An API key of a service account; its permissions decide what it may do."},
+		"xiApiKey": map[string]any{"type": "apiKey", "in": "header", "name": "xi-api-key",
+			"description": "The same key in the header the official ElevenLabs SDKs send it in; with both headers, they must agree."},
 	}
 	paths := map[string]any{}
 	for _, op := range Operations {
@@ -218,12 +220,12 @@ func document() (map[string]any, error) {
 			"title":   "Voice agent QA platform API",
 			"version": Version,
 			"description": "Agents, conversation triage tickets, agent tests and their invocations, API keys and signed webhooks. " +
-				"Every request carries an API key in the x-api-key header. Errors answer {detail: {status, message, request_id}}, " +
+				"Every request carries an API key in the x-api-key (or xi-api-key) header. Errors answer {detail: {status, message, request_id}}, " +
 				"validation errors {detail: [{loc, msg, type}]}. A write with an Idempotency-Key header may be retried safely: " +
 				"the same key answers the first result (x-idempotent says which operations honour it).",
 		},
 		"servers":    []any{map[string]any{"url": "/"}},
-		"security":   []any{map[string]any{"apiKey": []any{}}},
+		"security":   []any{map[string]any{"apiKey": []any{}}, map[string]any{"xiApiKey": []any{}}},
 		"tags":       tags(),
 		"paths":      paths,
 		"webhooks":   webhooks(),

@@ -17,6 +17,7 @@ import (
 // Header names of spec section 5.
 const (
 	headerAPIKey        = "X-Api-Key"
+	headerSDKAPIKey     = "Xi-Api-Key" // where the official SDKs send the key
 	headerAuthorization = "Authorization"
 	headerWorkspace     = "X-Workspace-Id" // optional: assert the key's workspace
 )
@@ -42,7 +43,14 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			g.deny(w, r, apperr.CredentialsInURL)
 			return
 		}
-		secret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerAuthorization)
+		secret, sdkSecret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerSDKAPIKey), r.Header.Get(headerAuthorization)
+		switch {
+		case secret != "" && sdkSecret != "" && secret != sdkSecret:
+			g.deny(w, r, apperr.AmbiguousCredentials)
+			return
+		case secret == "":
+			secret = sdkSecret // the official SDKs send the key as xi-api-key
+		}
 		switch {
 		case secret != "" && auth != "":
 			g.deny(w, r, apperr.AmbiguousCredentials)
@@ -84,7 +92,7 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		}
 		p.SetHeaders(r.Header)
 		r.Header.Del(headerAPIKey) // services never see secrets
-		r.Header.Del("Xi-Api-Key") // the SDK sends the key here as well
+		r.Header.Del(headerSDKAPIKey)
 		next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), p)))
 	})
 }

@@ -36,6 +36,17 @@ func TestAuthMatrix(t *testing.T) {
 	t.Run("x-api-key and Authorization together", func(t *testing.T) {
 		wantError(t, call(t, s, "GET", list, adminKey, "", "Authorization", "Bearer "+adminKey), 401, "ambiguous_credentials")
 	})
+	t.Run("xi-api-key, as the official SDKs send it", func(t *testing.T) {
+		if r := call(t, s, "GET", list, "", "", "xi-api-key", adminKey); r.Code != 200 {
+			t.Fatalf("xi-api-key alone: %d %s", r.Code, r.Body)
+		}
+		if r := call(t, s, "GET", list, adminKey, "", "xi-api-key", adminKey); r.Code != 200 {
+			t.Fatalf("the same key in both headers: %d %s", r.Code, r.Body)
+		}
+		wantError(t, call(t, s, "GET", list, adminKey, "", "xi-api-key", "vak_another"), 401, "ambiguous_credentials")
+		wantError(t, call(t, s, "GET", list, "", "", "xi-api-key", "vak_nope"), 401, "invalid_api_key")
+		wantError(t, call(t, s, "GET", list, "", "", "xi-api-key", adminKey, "Authorization", "Bearer "+adminKey), 401, "ambiguous_credentials")
+	})
 	t.Run("Authorization alone", func(t *testing.T) {
 		wantError(t, call(t, s, "GET", list, "", "", "Authorization", "Bearer "+adminKey), 401, "missing_api_key")
 	})
