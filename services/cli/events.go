@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -56,8 +57,10 @@ func (a *app) eventsTailCommand() *cobra.Command {
 stored, decoded from protobuf: the type, subject and ids, or with --json one object a
 line: {"stream","seq","subject","type","event_id","workspace_id","stored_at","data"},
 data being the event in protobuf JSON (proto field names) or, on PLATFORM, the event's
-JSON envelope. It needs the NATS address (VOICEAI_NATS_URL or --nats-url, default
-` + DefaultNATSURL + `, the embedded NATS of make run), not an API key. Ctrl-C stops it.`,
+JSON envelope. It needs the NATS address, not an API key: --nats-url, else
+VOICEAI_NATS_URL, else the one make run wrote to its data directory
+($VOICEAI_DATA_DIR/nats.url, ./data/nats.url by default), else ` + DefaultNATSURL + `.
+Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, s := range streams {
@@ -70,20 +73,41 @@ JSON envelope. It needs the NATS address (VOICEAI_NATS_URL or --nats-url, defaul
 					return fmt.Errorf("--workspace: %w", err)
 				}
 			}
-			nc, err := nats.Connect(firstNonEmpty(natsURL, os.Getenv("VOICEAI_NATS_URL"), DefaultNATSURL), nats.Name("voiceai events tail"))
+			url, from := natsAddress(natsURL)
+			nc, err := nats.Connect(url, nats.Name("voiceai events tail"))
 			if err != nil {
-				return fmt.Errorf("connect to NATS: %w", err)
+				return fmt.Errorf("connect to NATS at %s (%s): %w; is the platform running? make run writes its NATS address to "+
+					"data/nats.url; elsewhere pass --nats-url or set VOICEAI_NATS_URL", url, from, err)
 			}
 			defer nc.Close()
 			return a.tail(cmd.Context(), nc, streams, workspace, since)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&natsURL, "nats-url", "", "NATS address (env VOICEAI_NATS_URL, default "+DefaultNATSURL+")")
+	f.StringVar(&natsURL, "nats-url", "", "NATS address (env VOICEAI_NATS_URL, else make run's data/nats.url, else "+DefaultNATSURL+")")
 	f.StringSliceVar(&streams, "stream", tailStreams, "stream to follow (repeatable)")
 	f.StringVar(&workspace, "workspace", "", "only this workspace's events")
 	f.DurationVar(&since, "since", 0, "start this long ago instead of now, e.g. 10m")
 	return cmd
+}
+
+// natsAddress is the NATS address to use and where it came from: the
+// flag, the environment, the file make run writes to its data directory
+// (its embedded NATS may listen on a random port), or the default.
+func natsAddress(flag string) (url, from string) {
+	if flag != "" {
+		return flag, "--nats-url"
+	}
+	if env := os.Getenv("VOICEAI_NATS_URL"); env != "" {
+		return env, "VOICEAI_NATS_URL"
+	}
+	dir := firstNonEmpty(os.Getenv("VOICEAI_DATA_DIR"), "data")
+	if b, err := os.ReadFile(filepath.Join(dir, "nats.url")); err == nil {
+		if u := strings.TrimSpace(string(b)); u != "" {
+			return u, filepath.Join(dir, "nats.url")
+		}
+	}
+	return DefaultNATSURL, "the default"
 }
 
 // tail follows each stream with an ordered consumer (no state on the

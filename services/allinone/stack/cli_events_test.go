@@ -30,20 +30,24 @@ func voiceaiCLI(t *testing.T, s *Stack, args ...string) (int, string, string) {
 // events tail --json prints each stored event decoded, one JSON object a
 // line; webhooks logs filters and webhooks resend delivers again.
 func TestCLIEventsTailAndWebhookResend(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
+	dir := t.TempDir()
+	s := start(t, dir, func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
 		c.Outbound.AllowHosts = "127.0.0.1"
 	})
 
 	// events tail, from a minute ago so nothing stored before it follows
-	// is missed.
+	// is missed. It finds the stack's NATS by itself, in the data
+	// directory, as it finds make run's.
+	t.Setenv("VOICEAI_NATS_URL", "")
+	t.Setenv("VOICEAI_DATA_DIR", dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
 		var errOut bytes.Buffer
-		done <- cli.Run(ctx, []string{"events", "tail", "--json", "--since", "1m", "--nats-url", s.NATSURL}, pw, &errOut)
+		done <- cli.Run(ctx, []string{"events", "tail", "--json", "--since", "1m"}, pw, &errOut)
 		_ = pw.Close()
 	}()
 	lines := make(chan map[string]any, 100)
