@@ -331,10 +331,18 @@ func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.
 	}
 }
 
-// summary prints each run that did not pass, then the totals.
+// summary prints the runs that did not pass, those of one test with the
+// same outcome and reason as one line with their count (a test repeated 20
+// times that fails alike is one line), then each reason the table had to
+// cut, in full, then the totals.
 func (a *app) summary(inv invocation, took time.Duration, junit string) {
 	passed, failed, _ := inv.counts()
-	var rows [][]string
+	type group struct {
+		status, testID, name, reason string
+		runs                         int
+	}
+	var groups []*group
+	byKey := map[string]*group{}
 	for _, r := range inv.TestRuns {
 		if r.Status == "passed" {
 			continue
@@ -346,10 +354,30 @@ func (a *app) summary(inv invocation, took time.Duration, junit string) {
 		if reason == "" && len(r.ConditionResult.Rationale.Messages) > 0 {
 			reason = r.ConditionResult.Rationale.Messages[0]
 		}
-		rows = append(rows, []string{strings.ToUpper(r.Status), r.TestID, clip(r.TestName, 40), clip(reason, 100)})
+		key := r.Status + "\x00" + r.TestID + "\x00" + reason
+		if g, ok := byKey[key]; ok {
+			g.runs++
+			continue
+		}
+		g := &group{status: r.Status, testID: r.TestID, name: r.TestName, reason: reason, runs: 1}
+		byKey[key] = g
+		groups = append(groups, g)
+	}
+	var rows [][]string
+	var full []string
+	for _, g := range groups {
+		shown := clip(g.reason, 100)
+		if shown != oneLine(g.reason) {
+			full = append(full, fmt.Sprintf("[%d] %s", len(full)+1, g.reason))
+			shown = clip(g.reason, 96) + fmt.Sprintf(" [%d]", len(full))
+		}
+		rows = append(rows, []string{strings.ToUpper(g.status), strconv.Itoa(g.runs), g.testID, clip(g.name, 40), shown})
 	}
 	if len(rows) > 0 {
-		table(a.stdout, []string{"STATUS", "TEST", "NAME", "REASON"}, rows)
+		table(a.stdout, []string{"STATUS", "RUNS", "TEST", "NAME", "REASON"}, rows)
+		for _, f := range full {
+			fmt.Fprintln(a.stdout, f)
+		}
 	}
 	fmt.Fprintf(a.stdout, "%d passed, %d failed", passed, failed)
 	if other := len(inv.TestRuns) - passed - failed; other > 0 {

@@ -7,6 +7,7 @@ import (
 	"encoding/xml"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -107,6 +108,17 @@ func TestCLI(t *testing.T) {
 	}
 	if f := junitFailures(failJUnit, 2); f != 1 {
 		t.Fatalf("a failure: %d failures in JUnit", f)
+	}
+
+	// Repeated alike, its failures are one line with their count, and a
+	// reason the table cuts is printed in full below it.
+	code, out, errOut = voiceai(adminKey, "tests", "run", "--agent", agent, "--test", refund, "--repeat", "3", "--wait", "--poll", "20ms")
+	if code != cli.ExitFailed || strings.Count(out, refund) != 1 || !regexp.MustCompile(`FAILED\s+3\s+`+refund).MatchString(out) ||
+		!strings.Contains(out, "0 passed, 3 failed of 3 run(s)") {
+		t.Fatalf("repeated failures: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if reason := regexp.MustCompile(`(?m)^\[1\] (.+)$`).FindStringSubmatch(out); strings.Contains(out, "…") && (reason == nil || len(reason[1]) <= 100) {
+		t.Fatalf("a cut reason is not shown in full:\n%s", out)
 	}
 
 	// Errors: exit 2 with the server's message.
