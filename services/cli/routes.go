@@ -44,9 +44,11 @@ var (
 	relayNext         = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/relay/next", Poll: true}
 	relayResult       = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/relay/result"}
 	eventCatalog      = route{Method: get, Path: "/v1/voiceai/webhooks/events"}
+	listMembers       = route{Method: get, Path: "/v1/workspace/members"}
 
 	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
-		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog}
+		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
+		listMembers}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)
 )
 

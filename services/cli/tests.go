@@ -15,8 +15,8 @@ import (
 )
 
 func (a *app) testsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run"}
-	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand())
+	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run, and show an invocation"}
+	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand())
 	return cmd
 }
 
@@ -383,7 +383,11 @@ func (a *app) summary(inv invocation, took time.Duration, junit string) {
 	if other := len(inv.TestRuns) - passed - failed; other > 0 {
 		fmt.Fprintf(a.stdout, ", %d not run", other)
 	}
-	fmt.Fprintf(a.stdout, " of %d run(s) in %s; invocation %s (%s)\n", len(inv.TestRuns), took.Round(100*time.Millisecond), inv.ID, inv.Status)
+	in := ""
+	if took > 0 {
+		in = " in " + took.Round(100*time.Millisecond).String()
+	}
+	fmt.Fprintf(a.stdout, " of %d run(s)%s; invocation %s (%s)\n", len(inv.TestRuns), in, inv.ID, inv.Status)
 	if junit != "" {
 		fmt.Fprintf(a.stdout, "JUnit report: %s\n", junit)
 	}

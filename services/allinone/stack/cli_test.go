@@ -120,6 +120,15 @@ func TestCLI(t *testing.T) {
 	if reason := regexp.MustCompile(`(?m)^\[1\] (.+)$`).FindStringSubmatch(out); strings.Contains(out, "…") && (reason == nil || len(reason[1]) <= 100) {
 		t.Fatalf("a cut reason is not shown in full:\n%s", out)
 	}
+	// A past invocation reads the same.
+	inv := regexp.MustCompile(`invocation (tinv_[A-Za-z0-9_-]+)`).FindStringSubmatch(out)
+	if inv == nil {
+		t.Fatalf("no invocation id in:\n%s", out)
+	}
+	if code, shown, errOut := voiceai(adminKey, "tests", "invocation", inv[1]); code != cli.ExitOK ||
+		!regexp.MustCompile(`FAILED\s+3\s+`+refund).MatchString(shown) || !strings.Contains(shown, "0 passed, 3 failed of 3 run(s); invocation "+inv[1]) {
+		t.Fatalf("tests invocation: exit %d\nstdout %s\nstderr %s", code, shown, errOut)
+	}
 
 	// Errors: exit 2 with the server's message.
 	code, _, errOut = voiceai("vak_not_a_key", "tests", "run", "--agent", agent, "--test", hours, "--wait")
@@ -141,6 +150,7 @@ func TestCLI(t *testing.T) {
 		{[]string{"tests", "list"}, "Refund promise"},
 		{[]string{"tests", "show", hours}, "2 of 2 recent runs passed"},
 		{[]string{"keys", "list", "--json"}, `"service-accounts"`},
+		{[]string{"members", "list"}, "SERVICE ACCOUNT"},
 		{[]string{"tickets", "list"}, "ASSIGNEE"},
 		{[]string{"webhooks", "list"}, "EVENTS"},
 	} {
