@@ -75,10 +75,12 @@ func (ep *endpoint) openError() error {
 		host(ep.url), ep.failures, ep.lastError, ep.pause)
 }
 
-// For answers the agent's own endpoint for custom-llm, else Platform's.
+// For answers the agent's own endpoint when its llm is custom-llm (a
+// custom_llm block under another llm is not used, as in the public API),
+// else Platform's model.
 func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig, vars map[string]string) (AgentModel, error) {
 	p := cfg.Model
-	if p.LLM != agentconfig.CustomLLM && p.Endpoint == nil {
+	if p.LLM != agentconfig.CustomLLM {
 		return e.Platform.For(ctx, workspaceID, cfg, vars)
 	}
 	if p.Endpoint == nil {

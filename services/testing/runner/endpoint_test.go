@@ -1,0 +1,64 @@
+package runner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
+)
+
+// platformOnly is the platform's model, recognisable.
+type platformOnly struct{ Offline }
+
+func (platformOnly) ModelName() string { return "platform" }
+
+func endpoints() *Endpoints {
+	return &Endpoints{Platform: PlatformAgents{Default: platformOnly{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"}),
+		EnvVars: map[string]bool{"TEAM_KEY": true}}
+}
+
+// Only llm custom-llm hands the agent to its endpoint; a custom_llm block
+// under another llm is not used.
+func TestEndpointsPickTheAgentsModel(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Fixed(0, "from the endpoint"))
+	defer srv.Close()
+	e := endpoints()
+	block := `"custom_llm":{"url":"` + srv.URL + `","model_id":"team"}`
+	cases := map[string]string{
+		`{"agent":{"prompt":{"llm":"gpt-4o",` + block + `}}}`:     "platform",
+		`{"agent":{"prompt":{"llm":"custom-llm",` + block + `}}}`: "team",
+		`{"agent":{"prompt":{"prompt":"p"}}}`:                     "platform",
+	}
+	for config, want := range cases {
+		m, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(config)), nil)
+		if err != nil || m.ModelName() != want {
+			t.Errorf("%s: %v %v, want %s", config, m, err, want)
+		}
+	}
+}
+
+// What an endpoint cannot be given fails the run with the reason.
+func TestEndpointsRefuseWhatTheyCannotResolve(t *testing.T) {
+	e := endpoints()
+	t.Setenv("TEAM_KEY", "from-env")
+	t.Setenv("OTHER_KEY", "secret")
+	for config, want := range map[string]string{
+		`{"agent":{"prompt":{"llm":"custom-llm"}}}`:                                                                                                "custom_llm is missing or invalid",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"http://10.0.0.9/v1"}}}}`:                                                      "URL scheme should be 'https'",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"secret_id":"s"}}}}}`:                           "cannot open workspace secrets",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"env_var_label":"OTHER_KEY"}}}}}`:               "OTHER_KEY is not one the operator allows",
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","request_headers":{"X-Call":{"variable_name":"nope"}}}}}}`: "dynamic variable nope has no value",
+	} {
+		_, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(config)), map[string]string{})
+		if err == nil || !IsEndpointError(err) || !strings.HasPrefix(err.Error(), "agent endpoint unreachable: ") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", config, err, want)
+		}
+	}
+	m, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(
+		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"env_var_label":"TEAM_KEY"}}}}}`)), nil)
+	if err != nil || m.Provider() != "custom-llm" {
+		t.Fatalf("an allowed env var: %v %v", m, err)
+	}
+}
