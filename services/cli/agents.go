@@ -10,8 +10,8 @@ import (
 )
 
 func (a *app) agentsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "agents", Short: "Agents: list, show"}
-	cmd.AddCommand(a.agentsListCommand(), a.agentsShowCommand())
+	cmd := &cobra.Command{Use: "agents", Short: "Agents: list, show, export and apply"}
+	cmd.AddCommand(a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand())
 	return cmd
 }
 

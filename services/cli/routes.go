@@ -17,7 +17,7 @@ type route struct {
 	Poll bool
 }
 
-const get, post, patch, del = http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete
+const get, post, put, patch, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete
 
 var (
 	listAgents = route{Method: get, Path: "/v1/convai/agents"}
@@ -48,7 +48,7 @@ var (
 
 	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
-		listMembers}
+		listMembers, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)
 )
 

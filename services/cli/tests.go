@@ -15,8 +15,9 @@ import (
 )
 
 func (a *app) testsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run, and show an invocation"}
-	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand())
+	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run, show an invocation, export and apply"}
+	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(),
+		a.testsExportCommand(), a.testsApplyCommand())
 	return cmd
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -138,6 +139,51 @@ func TestCLI(t *testing.T) {
 	code, _, errOut = voiceai(adminKey, "tests", "run", "--agent", "agent_nope", "--test", hours, "--wait")
 	if code != cli.ExitError || !strings.Contains(errOut, "agent_not_found") {
 		t.Fatalf("unknown agent: exit %d, stderr %s", code, errOut)
+	}
+
+	// Definitions kept in a repository: export, edit, apply (update), and
+	// apply without an id (create).
+	exported := filepath.Join(dir, "agent.yaml")
+	code, out, errOut = voiceai(adminKey, "agents", "export", agent)
+	if code != cli.ExitOK || !strings.Contains(out, "agent_id: "+agent) || !strings.Contains(out, "first_message:") {
+		t.Fatalf("agents export: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if err := os.WriteFile(exported, []byte(strings.Replace(out, "name: Bookings", "name: Bookings v2", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := voiceai(adminKey, "agents", "apply", "-f", exported); code != cli.ExitOK || !strings.Contains(out, "updated agent "+agent) {
+		t.Fatalf("agents apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := call(t, s, "GET", "/v1/convai/agents/"+agent, adminKey, "").JSON(t); got["name"] != "Bookings v2" ||
+		!strings.Contains(fmt.Sprint(got["conversation_config"]), "nine to five") {
+		t.Fatalf("the applied agent: %v", got)
+	}
+	code, out, _ = voiceai(adminKey, "tests", "export", hours, "--format", "json")
+	var testDef map[string]any
+	if code != cli.ExitOK || json.Unmarshal([]byte(out), &testDef) != nil || testDef["id"] != hours || testDef["reliability"] != nil {
+		t.Fatalf("tests export: exit %d\n%s", code, out)
+	}
+	delete(testDef, "id")
+	testDef["name"] = "Opening hours, from the repository"
+	b, _ := json.Marshal(testDef)
+	testFile := filepath.Join(dir, "test.json")
+	if err := os.WriteFile(testFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = voiceai(adminKey, "tests", "apply", "-f", testFile)
+	created := regexp.MustCompile(`created test (test_[A-Za-z0-9_-]+)`).FindStringSubmatch(out)
+	if code != cli.ExitOK || created == nil {
+		t.Fatalf("tests apply (create): exit %d\n%s\n%s", code, out, errOut)
+	}
+	if got := call(t, s, "GET", "/v1/convai/agent-testing/"+created[1], adminKey, "").JSON(t); got["name"] != "Opening hours, from the repository" ||
+		got["success_condition"] != testDef["success_condition"] {
+		t.Fatalf("the created test: %v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("- a list\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := voiceai(adminKey, "tests", "apply", "-f", filepath.Join(dir, "bad.yaml")); code != cli.ExitError || !strings.Contains(errOut, "not an object") {
+		t.Fatalf("a list for a test: exit %d\n%s", code, errOut)
 	}
 
 	// The read commands show what the API holds.

@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+)
+
+// Definitions kept in a team's own repository: export writes an agent or a
+// test as a file (YAML or JSON), apply creates or updates from one. A file
+// that names its id updates that agent or test; one without creates it.
+
+var (
+	createAgentRoute = route{Method: post, Path: "/v1/convai/agents/create"}
+	updateAgentRoute = route{Method: patch, Path: "/v1/convai/agents/{agent_id}"}
+	createTestRoute  = route{Method: post, Path: "/v1/convai/agent-testing/create"}
+	replaceTestRoute = route{Method: put, Path: "/v1/convai/agent-testing/{test_id}"}
+)
+
+// agentFields are what an agent file holds: its create body and its id.
+var agentFields = []string{"agent_id", "name", "tags", "agent_type", "conversation_config", "platform_settings", "workflow"}
+
+// testServerFields are what a test's answer holds that its body does not.
+var testServerFields = []string{"created_at_unix_secs", "last_updated_at_unix_secs", "reliability"}
+
+// readDefinition reads a JSON or YAML file as a JSON object.
+func readDefinition(path string) (map[string]json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	js, err := yaml.YAMLToJSON(b) // JSON is YAML too
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	var def map[string]json.RawMessage
+	if err := json.Unmarshal(js, &def); err != nil || def == nil {
+		return nil, fmt.Errorf("%s: not an object (a definition is a map of fields)", path)
+	}
+	return def, nil
+}
+
+// writeDefinition prints def as YAML, or JSON with --format json.
+func (a *app) writeDefinition(def map[string]json.RawMessage, format string) error {
+	js, err := json.MarshalIndent(def, "", "  ")
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "json":
+		_, err = fmt.Fprintf(a.stdout, "%s\n", js)
+	case "yaml":
+		var y []byte
+		if y, err = yaml.JSONToYAML(js); err == nil {
+			_, err = a.stdout.Write(y)
+		}
+	default:
+		err = fmt.Errorf("--format %q: want yaml or json", format)
+	}
+	return err
+}
+
+// idOf takes the id field out of def.
+func idOf(def map[string]json.RawMessage, field string) (string, error) {
+	raw, ok := def[field]
+	if !ok {
+		return "", nil
+	}
+	delete(def, field)
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil || id == "" {
+		return "", fmt.Errorf("%s must be a non-empty string", field)
+	}
+	return id, nil
+}
+
+func (a *app) agentsExportCommand() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "export <agent_id>",
+		Short: "Print an agent as a file agents apply takes (YAML, or JSON with --format json)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var got map[string]json.RawMessage
+			if _, err := c.call(cmd.Context(), getAgent, args, nil, nil, &got); err != nil {
+				return err
+			}
+			def := map[string]json.RawMessage{}
+			for _, f := range agentFields {
+				if v, ok := got[f]; ok && string(v) != "null" {
+					def[f] = v
+				}
+			}
+			return a.writeDefinition(def, format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
+	return cmd
+}
+
+func (a *app) agentsApplyCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f <file>",
+		Short: "Create an agent from a YAML or JSON file, or update the one its agent_id names",
+		Long: `agents apply reads an agent definition (what agents export prints: name, tags,
+conversation_config, platform_settings, ...). With agent_id it updates that agent
+(conversation_config and platform_settings are merged as the API merges them);
+without, it creates one and prints its id: add it to the file to update it next time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			def, err := readDefinition(file)
+			if err != nil {
+				return err
+			}
+			id, err := idOf(def, "agent_id")
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			delete(def, "id")
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var out struct {
+				AgentID string `json:"agent_id"`
+			}
+			verb := "updated"
+			if id == "" {
+				verb = "created"
+				_, err = c.call(cmd.Context(), createAgentRoute, nil, nil, def, &out)
+			} else {
+				_, err = c.call(cmd.Context(), updateAgentRoute, []string{id}, nil, def, &out)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s agent %s from %s\n", verb, out.AgentID, filepath.Base(file))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the agent's YAML or JSON file")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
+
+func (a *app) testsExportCommand() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "export <test_id>",
+		Short: "Print a test as a file tests apply takes (YAML, or JSON with --format json)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var def map[string]json.RawMessage
+			if _, err := c.call(cmd.Context(), getTest, args, nil, nil, &def); err != nil {
+				return err
+			}
+			for _, f := range testServerFields {
+				delete(def, f)
+			}
+			return a.writeDefinition(def, format)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
+	return cmd
+}
+
+func (a *app) testsApplyCommand() *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "apply -f <file>",
+		Short: "Create a test from a YAML or JSON file, or replace the one its id names",
+		Long: `tests apply reads a test definition (what tests export prints: the whole test, as
+the API takes it). With id it replaces that test; without, it creates one and prints
+its id: add it to the file to replace it next time.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			def, err := readDefinition(file)
+			if err != nil {
+				return err
+			}
+			id, err := idOf(def, "id")
+			if err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			var out struct {
+				ID string `json:"id"`
+			}
+			verb := "replaced"
+			if id == "" {
+				verb = "created"
+				_, err = c.call(cmd.Context(), createTestRoute, nil, nil, def, &out)
+			} else {
+				_, err = c.call(cmd.Context(), replaceTestRoute, []string{id}, nil, def, &out)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "%s test %s from %s\n", verb, firstNonEmpty(out.ID, id), filepath.Base(file))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the test's YAML or JSON file")
+	_ = cmd.MarkFlagRequired("file")
+	return cmd
+}
