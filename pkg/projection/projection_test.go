@@ -146,7 +146,7 @@ func TestRunProjectsResumesAndRebuildMatches(t *testing.T) {
 	runFor()
 	docs := all(t, live)
 	if len(docs) != 10 || docs[0].Count != 3 {
-		t.Fatalf("live projection: %d docs, first %+v", len(docs), docs[0])
+		t.Fatalf("live projection: %d docs: %+v", len(docs), docs) // not docs[0]: an empty result must fail, not panic
 	}
 
 	// A restarted projector resumes from its durable position: only the
