@@ -107,47 +107,62 @@ func (a *app) agentsExportCommand() *cobra.Command {
 }
 
 func (a *app) agentsApplyCommand() *cobra.Command {
+	return a.applyCommand(applied{noun: "agent", idField: "agent_id", create: createAgentRoute, update: updateAgentRoute, updated: "updated",
+		long: `agents apply reads an agent definition (what agents export prints: name, tags,
+conversation_config, platform_settings, ...). With agent_id it updates that agent
+(conversation_config and platform_settings are merged as the API merges them);
+without, it creates one and prints its id: add it to the file to update it next time.`})
+}
+
+// applied is what apply does for one kind of definition.
+type applied struct {
+	noun, idField  string
+	create, update route
+	updated, long  string
+}
+
+// applyCommand creates from a file, or updates what its id field names.
+func (a *app) applyCommand(k applied) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "apply -f <file>",
-		Short: "Create an agent from a YAML or JSON file, or update the one its agent_id names",
-		Long: `agents apply reads an agent definition (what agents export prints: name, tags,
-conversation_config, platform_settings, ...). With agent_id it updates that agent
-(conversation_config and platform_settings are merged as the API merges them);
-without, it creates one and prints its id: add it to the file to update it next time.`,
-		Args: cobra.NoArgs,
+		Short: "Create a " + k.noun + " from a YAML or JSON file, or update the one its " + k.idField + " names",
+		Long:  k.long,
+		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			def, err := readDefinition(file)
 			if err != nil {
 				return err
 			}
-			id, err := idOf(def, "agent_id")
+			id, err := idOf(def, k.idField)
 			if err != nil {
 				return fmt.Errorf("%s: %w", file, err)
 			}
-			delete(def, "id")
+			delete(def, "id") // an agent's answer repeats agent_id as id
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			var out struct {
-				AgentID string `json:"agent_id"`
-			}
-			verb := "updated"
+			var out map[string]any
+			verb := k.updated
 			if id == "" {
 				verb = "created"
-				_, err = c.call(cmd.Context(), createAgentRoute, nil, nil, def, &out)
+				_, err = c.call(cmd.Context(), k.create, nil, nil, def, &out)
 			} else {
-				_, err = c.call(cmd.Context(), updateAgentRoute, []string{id}, nil, def, &out)
+				_, err = c.call(cmd.Context(), k.update, []string{id}, nil, def, &out)
 			}
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.stdout, "%s agent %s from %s\n", verb, out.AgentID, filepath.Base(file))
+			got, _ := out[k.idField].(string)
+			if got == "" {
+				got, _ = out["id"].(string)
+			}
+			fmt.Fprintf(a.stdout, "%s %s %s from %s\n", verb, k.noun, firstNonEmpty(got, id), filepath.Base(file))
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the agent's YAML or JSON file")
+	cmd.Flags().StringVarP(&file, "file", "f", "", "the "+k.noun+"'s YAML or JSON file")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
 }
@@ -178,45 +193,8 @@ func (a *app) testsExportCommand() *cobra.Command {
 }
 
 func (a *app) testsApplyCommand() *cobra.Command {
-	var file string
-	cmd := &cobra.Command{
-		Use:   "apply -f <file>",
-		Short: "Create a test from a YAML or JSON file, or replace the one its id names",
-		Long: `tests apply reads a test definition (what tests export prints: the whole test, as
+	return a.applyCommand(applied{noun: "test", idField: "id", create: createTestRoute, update: replaceTestRoute, updated: "replaced",
+		long: `tests apply reads a test definition (what tests export prints: the whole test, as
 the API takes it). With id it replaces that test; without, it creates one and prints
-its id: add it to the file to replace it next time.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			def, err := readDefinition(file)
-			if err != nil {
-				return err
-			}
-			id, err := idOf(def, "id")
-			if err != nil {
-				return fmt.Errorf("%s: %w", file, err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			var out struct {
-				ID string `json:"id"`
-			}
-			verb := "replaced"
-			if id == "" {
-				verb = "created"
-				_, err = c.call(cmd.Context(), createTestRoute, nil, nil, def, &out)
-			} else {
-				_, err = c.call(cmd.Context(), replaceTestRoute, []string{id}, nil, def, &out)
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(a.stdout, "%s test %s from %s\n", verb, firstNonEmpty(out.ID, id), filepath.Base(file))
-			return nil
-		},
-	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "the test's YAML or JSON file")
-	_ = cmd.MarkFlagRequired("file")
-	return cmd
+its id: add it to the file to replace it next time.`})
 }
