@@ -90,18 +90,21 @@ func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []
 
 // WaitCaughtUp returns once the durable consumer has processed and acked
 // everything in its stream, polling until ctx ends.
+//
+// No pending messages is not enough on its own: a consumer whose info is
+// read while it is being created (before it leads) reports none pending
+// and none delivered. So the last message its filter matches must also
+// have been delivered.
 func WaitCaughtUp(ctx context.Context, js jetstream.JetStream, stream, durable string) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
-		cons, err := js.Consumer(ctx, stream, durable)
-		if err == nil {
-			info, err := cons.Info(ctx)
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-				return nil
-			}
-		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		done, err := caughtUp(ctx, js, stream, durable)
+		if err != nil {
 			return err
+		}
+		if done {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -109,6 +112,53 @@ func WaitCaughtUp(ctx context.Context, js jetstream.JetStream, stream, durable s
 		case <-t.C:
 		}
 	}
+}
+
+func caughtUp(ctx context.Context, js jetstream.JetStream, stream, durable string) (bool, error) {
+	cons, err := js.Consumer(ctx, stream, durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil || info.NumPending != 0 || info.NumAckPending != 0 {
+		return false, nil
+	}
+	last, err := lastMatching(ctx, js, stream, info.Config)
+	if err != nil {
+		return false, err
+	}
+	return info.Delivered.Stream >= last, nil
+}
+
+// lastMatching is the sequence of the stream's last message the consumer's
+// filter matches (0 when there is none).
+func lastMatching(ctx context.Context, js jetstream.JetStream, stream string, c jetstream.ConsumerConfig) (uint64, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	filters := c.FilterSubjects
+	if c.FilterSubject != "" {
+		filters = append(filters, c.FilterSubject)
+	}
+	if len(filters) == 0 {
+		filters = []string{">"}
+	}
+	var last uint64
+	for _, f := range filters {
+		m, err := s.GetLastMsgForSubject(ctx, f)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, m.Sequence)
+	}
+	return last, nil
 }
 
 // Start runs Run in the background for the life of ctx, logging if the
