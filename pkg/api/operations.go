@@ -144,6 +144,7 @@ const (
 	agentsPath                  = "/v1/convai/agents"
 	secretsPath                 = "/v1/convai/secrets"
 	ticketsPath                 = "/v1/convai/triage-tickets"
+	conversationsPath           = "/v1/convai/conversations"
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
 	accountsPath                = "/v1/service-accounts"
@@ -176,6 +177,9 @@ var (
 	CommentTicket     = op("tickets.comment", post, ticketsPath+"/{ticket_id}/comments", "tickets", convaiWrite).doc("Comment on a ticket", ok, "TicketCommentCreate", "Ticket").errs(conflict)
 	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite).doc("Comment on one turn of a ticket's conversation", ok, "TurnCommentCreate", "Ticket").errs(conflict)
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
+
+	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), "agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix")...)
+	GetConversation   = op("tickets.get_conversation", get, conversationsPath+"/{conversation_id}", "tickets", convaiRead).doc("Get a conversation: its transcript, when its call stack handed one over, and the tickets raised on it", ok, "", "Conversation")
 
 	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
 	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
@@ -232,6 +236,7 @@ var Operations = []Operation{
 	ListSecrets, CreateSecret, GetSecret, UpdateSecret, DeleteSecret,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
+	ListConversations, GetConversation,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
@@ -250,16 +255,17 @@ type IDParam struct {
 // against the id grammar before anything else sees it. A malformed id is
 // answered exactly as an unknown one.
 var IDParams = map[string]IDParam{
-	"agent_id":      {apperr.AgentNotFound, "agent"},
-	"secret_id":     {apperr.SecretNotFound, "workspace secret"},
-	"ticket_id":     {apperr.TicketNotFound, "triage ticket"},
-	"test_id":       {apperr.TestNotFound, "test"},
-	"folder_id":     {apperr.FolderNotFound, "test folder"},
-	"invocation_id": {apperr.InvocationNotFound, "test invocation"},
-	"webhook_id":    {apperr.WebhookNotFound, "webhook"},
-	"delivery_id":   {apperr.DeliveryNotFound, "delivery"},
-	"user_id":       {apperr.ServiceAccountNotFound, "service account"},
-	"key_id":        {apperr.APIKeyNotFound, "API key"},
+	"agent_id":        {apperr.AgentNotFound, "agent"},
+	"secret_id":       {apperr.SecretNotFound, "workspace secret"},
+	"ticket_id":       {apperr.TicketNotFound, "triage ticket"},
+	"conversation_id": {apperr.ConversationUnknown, "conversation"},
+	"test_id":         {apperr.TestNotFound, "test"},
+	"folder_id":       {apperr.FolderNotFound, "test folder"},
+	"invocation_id":   {apperr.InvocationNotFound, "test invocation"},
+	"webhook_id":      {apperr.WebhookNotFound, "webhook"},
+	"delivery_id":     {apperr.DeliveryNotFound, "delivery"},
+	"user_id":         {apperr.ServiceAccountNotFound, "service account"},
+	"key_id":          {apperr.APIKeyNotFound, "API key"},
 }
 
 var pathVar = regexp.MustCompile(`\{([a-z_]+)\}`)

@@ -170,7 +170,10 @@ var (
 	// ConversationNotFound answers a ticket raised on an unknown
 	// conversation without an agent.
 	ConversationNotFound = NotFoundError("conversation_not_found", "No conversation with that id is known; pass agent_id to raise a ticket on it anyway.")
-	NotTicketOwner       = ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
+	// ConversationUnknown answers a read of a conversation the platform
+	// has not heard of in the caller's workspace.
+	ConversationUnknown = NotFoundError("conversation_not_found", "No conversation with that id is known in this workspace.")
+	NotTicketOwner      = ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
 	// TicketMergedOnlyByMerge refuses a PATCH to status merged.
 	TicketMergedOnlyByMerge = ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
 )
@@ -222,7 +225,7 @@ var Catalog = []*Error{
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,
 	FolderNotEmpty(0),
-	TicketNotFound, ConversationNotFound, NotTicketOwner, TicketMergedOnlyByMerge,
+	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,
 }

@@ -62,6 +62,15 @@ func (v *Validator) ID(id string, loc ...any) bool {
 	return false
 }
 
+// InvalidCursor answers a cursor that was tampered with or issued for
+// other filters: every listing's one answer.
+func InvalidCursor() error {
+	return ValidationErrors{{Loc: []any{"query", "cursor"}, Msg: CursorMessage, Type: "value_error"}}
+}
+
+// CursorMessage explains a refused cursor.
+const CursorMessage = "Invalid cursor: it is corrupted or belongs to other filters"
+
 // IDMessage explains the id grammar to a caller.
 const IDMessage = "Input should be an id: 1 to 128 letters, digits, '_' or '-'"
 

@@ -94,12 +94,25 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		}
 	}
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
+	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
 	if err != nil {
 		return nil, err
 	}
 	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+}
+
+// startTranscripts projects the transcripts call stacks hand over on
+// conversation_ended into the service's store, and returns their reader.
+func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts {
+	t := adapters.OpenTranscripts(d.Mongo.Database(Database))
+	pc := projection.Config{
+		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
+	}
+	d.WatchConsumer(pc.Stream, pc.Durable)
+	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptHandler)
+	return t
 }
 
 // followTickets builds the in-memory index from each ticket's last event

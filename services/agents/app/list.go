@@ -60,7 +60,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	if p.Cursor != "" {
 		var pos adapters.Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add("Invalid cursor: it is corrupted or belongs to other filters", "value_error", "query", "cursor")
+			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
 		} else {
 			q.After = &pos
 		}

@@ -171,7 +171,7 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	if p.Cursor != "" {
 		var pos adapters.SecretPosition
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add("Invalid cursor: it is corrupted or belongs to other filters", "value_error", "query", "cursor")
+			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
 		} else {
 			after = &pos
 		}

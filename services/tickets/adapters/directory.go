@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -17,7 +16,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -30,13 +28,14 @@ type Directory struct {
 	mu      sync.RWMutex
 	agents  map[string]string                // agent_id → workspace_id (live agents only)
 	members map[string]map[string]app.Member // workspace → user_id → member
-	convs   map[string]app.Conversation      // workspace + "/" + conversation_id
 	log     *slog.Logger
+	// Conversations holds every conversation the platform stream told of.
+	Conversations *ConversationIndex
 }
 
 // NewDirectory returns an empty directory.
 func NewDirectory(log *slog.Logger) *Directory {
-	return &Directory{agents: map[string]string{}, members: map[string]map[string]app.Member{}, convs: map[string]app.Conversation{}, log: log}
+	return &Directory{agents: map[string]string{}, members: map[string]map[string]app.Member{}, log: log, Conversations: NewConversationIndex()}
 }
 
 // Follow starts following the agents, identity and platform streams and
@@ -115,46 +114,12 @@ type PlatformEvent struct {
 }
 
 func (d *Directory) applyPlatform(rec eventstore.Record) {
-	var ev PlatformEvent
-	if err := json.Unmarshal(rec.Data, &ev); err != nil {
-		d.log.Warn("platform event is not a JSON envelope", "subject", rec.Subject, "err", err)
+	ev, ok := parseConversationEvent(rec)
+	if !ok {
+		d.log.Warn("platform event ignored: not a conversation event with well-formed ids", "subject", rec.Subject, "seq", rec.Seq)
 		return
 	}
-	var data struct {
-		ConversationID string `json:"conversation_id"`
-		AgentID        string `json:"agent_id"`
-	}
-	if json.Unmarshal(ev.Data, &data) != nil || data.ConversationID == "" {
-		return
-	}
-	// Producers other than the gateway publish here: ids that could never
-	// be asked for are not remembered.
-	if !ids.Valid(data.ConversationID) || (data.AgentID != "" && !ids.Valid(data.AgentID)) {
-		d.log.Warn("platform event with a malformed conversation or agent id ignored", "subject", rec.Subject)
-		return
-	}
-	ws, _ := workspaceOfPlatformSubject(rec.Subject)
-	at := rec.Time.Unix()
-	if ts, err := time.Parse(time.RFC3339, ev.Timestamp); err == nil {
-		at = ts.Unix()
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	key := ws + "/" + data.ConversationID
-	c := d.convs[key]
-	if data.AgentID != "" {
-		c.AgentID = data.AgentID
-	}
-	switch ev.Event {
-	case "conversation_started":
-		c.StartedAt = at
-	case "conversation_ended":
-		c.EndedAt = at
-		if c.StartedAt == 0 {
-			c.StartedAt = at
-		}
-	}
-	d.convs[key] = c
+	d.Conversations.apply(ev)
 }
 
 func workspaceOfPlatformSubject(subject string) (string, bool) {
@@ -211,8 +176,9 @@ func (d *Directory) Members(workspaceID string) []app.Member {
 
 // Conversation returns what is known of a conversation in a workspace.
 func (d *Directory) Conversation(workspaceID, conversationID string) (app.Conversation, bool) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	c, ok := d.convs[workspaceID+"/"+conversationID]
-	return c, ok
+	c, ok := d.Conversations.ConversationSummary(workspaceID, conversationID)
+	if !ok {
+		return app.Conversation{}, false
+	}
+	return app.Conversation{AgentID: c.AgentID, StartedAt: c.StartedAtMs / 1000, EndedAt: c.EndedAtMs / 1000}, true
 }

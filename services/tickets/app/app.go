@@ -24,6 +24,10 @@ type App struct {
 	Tickets   *aggregate.Repo[*ticketsv1.Ticket]
 	ReadModel ReadModel
 	Directory Directory
+	// Conversations and Transcripts serve the conversations API; a QA
+	// worker's application has neither.
+	Conversations Conversations
+	Transcripts   Transcripts
 	// Advisor, when set, clusters through a model instead of the offline
 	// rules (exact duplicates excepted).
 	Advisor ClusterAdvisor

@@ -80,7 +80,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 	if p.Cursor != "" {
 		var pos Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add("Invalid cursor: it is corrupted or belongs to other filters", "value_error", "query", "cursor")
+			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
 		} else {
 			after = &pos
 		}

@@ -37,6 +37,8 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	api.Handle(r, api.CommentTicket, h.comment)
 	api.Handle(r, api.TurnCommentTicket, h.turnComment)
 	api.Handle(r, api.MergeTickets, h.merge)
+	api.Handle(r, api.ListConversations, h.listConversations)
+	api.Handle(r, api.GetConversation, h.getConversation)
 	return r
 }
 
@@ -181,4 +183,30 @@ type assignableUser struct {
 	FirstName        *string `json:"first_name"`
 	IsServiceAccount bool    `json:"is_service_account"`
 	HasAccess        bool    `json:"has_access"`
+}
+
+func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	page, err := h.app.ListConversations(h.codec, caller(r).WorkspaceID, app.ConversationParams{
+		PageSize: q.Get("page_size"), AgentID: q.Get("agent_id"), CallSuccessful: q.Get("call_successful"),
+		StartedBefore: q.Get("call_start_before_unix"), StartedAfter: q.Get("call_start_after_unix"), Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]conversationRow, 0, len(page.Conversations))
+	for _, c := range page.Conversations {
+		out = append(out, rowOf(c))
+	}
+	httpx.WriteJSON(w, http.StatusOK, conversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+	return nil
+}
+
+func (h *handlers) getConversation(w http.ResponseWriter, r *http.Request) error {
+	c, err := h.app.GetConversation(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["conversation_id"])
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, detailOf(c))
+	return nil
 }

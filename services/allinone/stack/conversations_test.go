@@ -1,0 +1,192 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ingest posts a platform event through the gateway, as a team's call
+// stack does.
+func ingest(t *testing.T, s *Stack, key, event string, at time.Time, data map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"event": event, "timestamp": at.UTC().Format(time.RFC3339), "data": data})
+	if r := call(t, s, "POST", "/v1/convai/events", key, string(body)); r.Code != 202 {
+		t.Fatalf("ingest %s: %d %s", event, r.Code, r.Body)
+	}
+}
+
+type conversationRow struct {
+	AgentID        string `json:"agent_id"`
+	ConversationID string `json:"conversation_id"`
+	Start          int64  `json:"start_time_unix_secs"`
+	Duration       int64  `json:"call_duration_secs"`
+	Messages       int    `json:"message_count"`
+	Status         string `json:"status"`
+	CallSuccessful string `json:"call_successful"`
+}
+
+type conversationPage struct {
+	Conversations []conversationRow `json:"conversations"`
+	NextCursor    *string           `json:"next_cursor"`
+	HasMore       bool              `json:"has_more"`
+}
+
+func listConversations(t *testing.T, s *Stack, key, query string) conversationPage {
+	t.Helper()
+	r := call(t, s, "GET", "/v1/convai/conversations?"+query, key, "")
+	if r.Code != 200 {
+		t.Fatalf("list conversations ?%s: %d %s", query, r.Code, r.Body)
+	}
+	var p conversationPage
+	if err := json.Unmarshal(r.Body, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func ids(p conversationPage) string {
+	var out []string
+	for _, c := range p.Conversations {
+		out = append(out, c.ConversationID)
+	}
+	return strings.Join(out, ",")
+}
+
+// A call stack hands its conversations over with the events it already
+// sends; they are listed newest first with the public filters, and read
+// with their transcript and the tickets raised on them.
+func TestConversationsAPI(t *testing.T) {
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+	})
+	support, sales := newAgent(t, s, adminKey, "Support"), newAgent(t, s, adminKey, "Sales")
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	transcript := []map[string]any{
+		{"role": "user", "message": "My order never arrived.", "time_in_call_secs": 0},
+		{"role": "agent", "message": "Let me check.", "time_in_call_secs": 2,
+			"tool_calls": []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"id":"A1"}`, "request_id": "t1"}}},
+		{"role": "agent", "message": "It was delivered yesterday.", "time_in_call_secs": 5},
+	}
+	// conv_a: support, ended, failed, with a transcript; conv_b: sales,
+	// ended, succeeded, no transcript; conv_c: support, still going.
+	ingest(t, s, adminKey, "conversation_started", base, map[string]any{"conversation_id": "conv_a", "agent_id": support})
+	ingest(t, s, adminKey, "conversation_ended", base.Add(95*time.Second), map[string]any{
+		"conversation_id": "conv_a", "agent_id": support, "call_successful": "failure", "transcript": transcript})
+	ingest(t, s, adminKey, "conversation_started", base.Add(10*time.Minute), map[string]any{"conversation_id": "conv_b", "agent_id": sales})
+	ingest(t, s, adminKey, "conversation_ended", base.Add(11*time.Minute), map[string]any{
+		"conversation_id": "conv_b", "agent_id": sales, "call_successful": "success", "call_duration_secs": 42, "turn_count": 6})
+	ingest(t, s, adminKey, "conversation_started", base.Add(20*time.Minute), map[string]any{"conversation_id": "conv_c", "agent_id": support})
+
+	var all conversationPage
+	eventually(t, 10*time.Second, "three conversations listed", func() bool {
+		all = listConversations(t, s, adminKey, "")
+		return len(all.Conversations) == 3 && all.Conversations[2].Status == "done"
+	})
+	if got := ids(all); got != "conv_c,conv_b,conv_a" || all.HasMore || all.NextCursor != nil {
+		t.Fatalf("listing %s (more %v), want newest first conv_c,conv_b,conv_a", got, all.HasMore)
+	}
+	want := map[string]conversationRow{
+		"conv_a": {support, "conv_a", base.Unix(), 95, 3, "done", "failure"},
+		"conv_b": {sales, "conv_b", base.Add(10 * time.Minute).Unix(), 42, 6, "done", "success"},
+		"conv_c": {support, "conv_c", base.Add(20 * time.Minute).Unix(), 0, 0, "in-progress", "unknown"},
+	}
+	for _, c := range all.Conversations {
+		if c != want[c.ConversationID] {
+			t.Errorf("%s listed as %+v, want %+v", c.ConversationID, c, want[c.ConversationID])
+		}
+	}
+
+	// Filters and paging.
+	for query, wantIDs := range map[string]string{
+		"agent_id=" + support:     "conv_c,conv_a",
+		"call_successful=failure": "conv_a",
+		"call_successful=unknown": "conv_c",
+		fmt.Sprintf("call_start_before_unix=%d", base.Add(10*time.Minute).Unix()):                                       "conv_a",
+		fmt.Sprintf("call_start_after_unix=%d", base.Unix()):                                                            "conv_c,conv_b",
+		fmt.Sprintf("call_start_after_unix=%d&call_start_before_unix=%d", base.Unix(), base.Add(20*time.Minute).Unix()): "conv_b",
+	} {
+		if got := ids(listConversations(t, s, adminKey, query)); got != wantIDs {
+			t.Errorf("?%s lists %q, want %q", query, got, wantIDs)
+		}
+	}
+	first := listConversations(t, s, adminKey, "page_size=2")
+	if ids(first) != "conv_c,conv_b" || !first.HasMore || first.NextCursor == nil {
+		t.Fatalf("first page %s more=%v cursor=%v", ids(first), first.HasMore, first.NextCursor)
+	}
+	// A conversation arriving while paging is not on the next page.
+	ingest(t, s, adminKey, "conversation_started", base.Add(30*time.Minute), map[string]any{"conversation_id": "conv_d", "agent_id": sales})
+	second := listConversations(t, s, adminKey, "page_size=2&cursor="+url.QueryEscape(*first.NextCursor))
+	if ids(second) != "conv_a" || second.HasMore {
+		t.Fatalf("second page %s more=%v", ids(second), second.HasMore)
+	}
+
+	// Bad queries: a clear 422 at the parameter.
+	for _, q := range []string{"call_successful=maybe", "page_size=0", "page_size=101", "call_start_before_unix=soon",
+		"cursor=" + url.QueryEscape(*first.NextCursor) + "&agent_id=" + support, "cursor=garbage"} {
+		if r := call(t, s, "GET", "/v1/convai/conversations?"+q, adminKey, ""); r.Code != 422 {
+			t.Errorf("?%s: %d %s, want 422", q, r.Code, r.Body)
+		}
+	}
+
+	// A ticket on conv_a, then the conversation with its transcript.
+	tk := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_a","qa_comment":"wrong answer"}`)
+	if tk.Code != 201 {
+		t.Fatalf("ticket: %d %s", tk.Code, tk.Body)
+	}
+	ticketID := tk.JSON(t)["agentqa_ticket_id"].(string)
+	var conv struct {
+		AgentID    string           `json:"agent_id"`
+		Status     string           `json:"status"`
+		Metadata   map[string]int64 `json:"metadata"`
+		Analysis   map[string]any   `json:"analysis"`
+		Transcript []map[string]any `json:"transcript"`
+		Tickets    []map[string]any `json:"triage_tickets"`
+	}
+	eventually(t, 10*time.Second, "conv_a's transcript kept", func() bool {
+		r := call(t, s, "GET", "/v1/convai/conversations/conv_a", adminKey, "")
+		if r.Code != 200 {
+			t.Fatalf("get conv_a: %d %s", r.Code, r.Body)
+		}
+		_ = json.Unmarshal(r.Body, &conv)
+		return len(conv.Transcript) == 3
+	})
+	if conv.AgentID != support || conv.Status != "done" || conv.Metadata["start_time_unix_secs"] != base.Unix() ||
+		conv.Metadata["call_duration_secs"] != 95 || conv.Analysis["call_successful"] != "failure" {
+		t.Fatalf("conv_a: %+v", conv)
+	}
+	if conv.Transcript[1]["tool_calls"].([]any)[0].(map[string]any)["tool_name"] != "lookup_order" || conv.Transcript[2]["message"] != "It was delivered yesterday." {
+		t.Fatalf("transcript not as handed over: %+v", conv.Transcript)
+	}
+	if len(conv.Tickets) != 1 || conv.Tickets[0]["agentqa_ticket_id"] != ticketID {
+		t.Fatalf("tickets of conv_a: %+v", conv.Tickets)
+	}
+	if r := call(t, s, "GET", "/v1/convai/conversations/conv_c", adminKey, ""); r.Code != 200 || !strings.Contains(string(r.Body), `"transcript":[]`) {
+		t.Fatalf("conv_c (no transcript yet): %d %s", r.Code, r.Body)
+	}
+
+	// Unknown and malformed ids are 404s; another workspace's conversation
+	// of the same id is its own.
+	for _, path := range []string{"/v1/convai/conversations/conv_zz", "/v1/convai/conversations/" + url.PathEscape("bad id!")} {
+		wantError(t, call(t, s, "GET", path, adminKey, ""), 404, "conversation_not_found")
+	}
+	acme := createWorkspace(t, s, "Acme")
+	wantError(t, call(t, s, "GET", "/v1/convai/conversations/conv_a", acme.APIKey, ""), 404, "conversation_not_found")
+	acmeAgent := newAgent(t, s, acme.APIKey, "Acme support")
+	ingest(t, s, acme.APIKey, "conversation_started", base, map[string]any{"conversation_id": "conv_a", "agent_id": acmeAgent})
+	eventually(t, 10*time.Second, "acme's conv_a listed", func() bool { return ids(listConversations(t, s, acme.APIKey, "")) == "conv_a" })
+	if got := listConversations(t, s, acme.APIKey, "").Conversations[0]; got.AgentID != acmeAgent || got.Status != "in-progress" {
+		t.Fatalf("acme's conv_a: %+v", got)
+	}
+	if got := listConversations(t, s, adminKey, "call_successful=failure").Conversations; len(got) != 1 || got[0] != want["conv_a"] {
+		t.Fatalf("the default workspace's conv_a changed: %+v", got)
+	}
+	reader, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
+	if r := call(t, s, "GET", "/v1/convai/conversations/conv_a", reader, ""); r.Code != 200 {
+		t.Fatalf("a read-only key reads a conversation: %d %s", r.Code, r.Body)
+	}
+}

@@ -1,0 +1,117 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+func platformRecord(t *testing.T, ws, event string, at time.Time, data map[string]any) eventstore.Record {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"event": event, "timestamp": at.UTC().Format(time.RFC3339Nano), "data": data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventstore.Record{Subject: "platform.evt." + ws + "." + event, Data: body, Time: at}
+}
+
+func pageIDs(rows []app.ConversationSummary) string {
+	out := ""
+	for i, c := range rows {
+		if i > 0 {
+			out += ","
+		}
+		out += c.ConversationID
+	}
+	return out
+}
+
+// Pages walk newest first from the cursor, ties broken by id, and a
+// conversation whose start arrives late moves to its true place.
+func TestConversationIndexPagesNewestFirst(t *testing.T) {
+	x := NewConversationIndex()
+	base := time.Unix(1_800_000_000, 0)
+	apply := func(ws, event, conv, agent string, at time.Time, extra map[string]any) {
+		data := map[string]any{"conversation_id": conv, "agent_id": agent}
+		for k, v := range extra {
+			data[k] = v
+		}
+		ev, ok := parseConversationEvent(platformRecord(t, ws, event, at, data))
+		if !ok {
+			t.Fatalf("%s %s not parsed", event, conv)
+		}
+		x.apply(ev)
+	}
+	for i := range 5 {
+		apply("ws1", "conversation_started", fmt.Sprintf("c%d", i), "agent_a", base.Add(time.Duration(i/2)*time.Minute), nil)
+	}
+	apply("ws2", "conversation_started", "c9", "agent_a", base, nil)
+	// c5 is heard of first by its end; its start comes later and is older.
+	apply("ws1", "conversation_ended", "c5", "agent_b", base.Add(10*time.Minute), map[string]any{"call_successful": "failure"})
+	apply("ws1", "conversation_started", "c5", "agent_b", base.Add(-time.Minute), nil)
+
+	var got []string
+	q := app.ConversationQuery{WorkspaceID: "ws1", Limit: 2}
+	for {
+		rows, more := x.ConversationPage(q)
+		got = append(got, pageIDs(rows))
+		if !more {
+			break
+		}
+		pos := rows[len(rows)-1].Position()
+		q.After = &pos
+	}
+	if fmt.Sprint(got) != "[c4,c3 c2,c1 c0,c5]" {
+		t.Fatalf("pages %v", got)
+	}
+	c5, _ := x.ConversationSummary("ws1", "c5")
+	if c5.DurationSecs != 660 || c5.Status != app.ConversationDone || c5.CallSuccessful != "failure" || c5.StartedAtMs != base.Add(-time.Minute).UnixMilli() {
+		t.Fatalf("c5: %+v", c5)
+	}
+	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", AgentID: "agent_b", Limit: 10}); pageIDs(rows) != "c5" {
+		t.Fatalf("agent_b: %s", pageIDs(rows))
+	}
+	before := base.Add(time.Minute).Unix()
+	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", StartedBefore: before, StartedAfter: base.Unix() - 1, Limit: 10}); pageIDs(rows) != "c1,c0" {
+		t.Fatalf("time range: %s", pageIDs(rows))
+	}
+	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws3", Limit: 10}); len(rows) != 0 {
+		t.Fatalf("unknown workspace lists %s", pageIDs(rows))
+	}
+}
+
+// What producers put on the stream is checked before it is remembered:
+// ids that could never be asked for, and transcripts not in the public
+// shape, are refused.
+func TestConversationEventsAreChecked(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	for name, data := range map[string]map[string]any{
+		"bad conversation id": {"conversation_id": "a b"},
+		"bad agent id":        {"conversation_id": "c1", "agent_id": "x/y"},
+		"no conversation id":  {"agent_id": "agent_1"},
+	} {
+		if _, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, data)); ok {
+			t.Errorf("%s accepted", name)
+		}
+	}
+	for name, transcript := range map[string]any{
+		"not an array":   map[string]any{"role": "user"},
+		"turn sans role": []any{map[string]any{"message": "hi"}},
+		"not objects":    []any{"hi"},
+	} {
+		ev, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, map[string]any{"conversation_id": "c1", "transcript": transcript}))
+		if !ok || ev.Transcript != nil || ev.turns != 0 {
+			t.Errorf("%s: kept %s (ok %v)", name, ev.Transcript, ok)
+		}
+	}
+	id, doc, _ := TranscriptHandler(context.Background(), platformRecord(t, "ws1", "conversation_ended", at, map[string]any{
+		"conversation_id": "c1", "transcript": []any{map[string]any{"role": "user", "message": "hi", "time_in_call_secs": 0}}}))
+	if d, ok := doc.(TranscriptDoc); id != "ws1/c1" || !ok || d.Turns != `[{"message":"hi","role":"user","time_in_call_secs":0}]` {
+		t.Fatalf("transcript projected as %q %+v", id, doc)
+	}
+}
