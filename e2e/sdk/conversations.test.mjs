@@ -1,0 +1,76 @@
+// Conversations through the official SDK: conversationalAi.conversations.list
+// and .get parse our answers. The conversation is recorded as a call stack
+// records one, with the platform events it sends (POST /v1/convai/events,
+// our extension: the SDK has no method for it), conversation_ended carrying
+// its transcript.
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { TEST_TIMEOUT_MS, adminClient, expectStatus, settings, uniqueName } from "./helpers.mjs";
+
+async function publish(event, timestamp, data) {
+  const { baseUrl, apiKey } = settings();
+  const res = await fetch(`${baseUrl}/v1/convai/events`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "xi-api-key": apiKey },
+    body: JSON.stringify({ event, timestamp, data }),
+  });
+  assert.equal(res.status, 202, `publish ${event}: ${res.status} ${await res.text()}`);
+}
+
+describe("conversations", () => {
+  const client = adminClient({ maxRetries: 0 });
+
+  it("list and get parse, with the transcript handed over", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const { agentId } = await client.conversationalAi.agents.create({ name: uniqueName("conversations"), conversationConfig: {} });
+    const conversationId = uniqueName("conv").replaceAll(/[^A-Za-z0-9_-]/g, "_");
+    const start = new Date(Date.now() - 60_000);
+    await publish("conversation_started", start.toISOString(), { conversation_id: conversationId, agent_id: agentId });
+    await publish("conversation_ended", new Date(start.getTime() + 30_000).toISOString(), {
+      conversation_id: conversationId,
+      agent_id: agentId,
+      call_successful: "failure",
+      transcript: [
+        { role: "user", message: "Where is my refund?", time_in_call_secs: 0 },
+        { role: "agent", message: "Refunds take a year.", time_in_call_secs: 3 },
+      ],
+    });
+
+    // The conversation is listed (and its transcript kept) a moment later.
+    let page;
+    let conversation;
+    for (let i = 0; i < 200; i++) {
+      page = await client.conversationalAi.conversations.list({ agentId, pageSize: 10 });
+      if (page.conversations.length === 1 && page.conversations[0].status === "done") {
+        conversation = await client.conversationalAi.conversations.get(conversationId);
+        if (conversation.transcript.length === 2) break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(page.hasMore, false);
+    const [row] = page.conversations;
+    assert.equal(row.conversationId, conversationId);
+    assert.equal(row.agentId, agentId);
+    assert.equal(row.callSuccessful, "failure");
+    assert.equal(row.messageCount, 2);
+    assert.equal(row.callDurationSecs, 30);
+    assert.equal(row.startTimeUnixSecs, Math.floor(start.getTime() / 1000));
+
+    assert.equal(conversation.conversationId, conversationId);
+    assert.equal(conversation.status, "done");
+    assert.equal(conversation.metadata.callDurationSecs, 30);
+    assert.equal(conversation.analysis.callSuccessful, "failure");
+    assert.equal(conversation.hasAudio, false);
+    assert.deepEqual(
+      conversation.transcript.map((t) => [t.role, t.message, t.timeInCallSecs]),
+      [["user", "Where is my refund?", 0], ["agent", "Refunds take a year.", 3]],
+    );
+
+    const filtered = await client.conversationalAi.conversations.list({ agentId, callSuccessful: "success" });
+    assert.equal(filtered.conversations.length, 0);
+  });
+
+  it("an unknown conversation is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
+    await expectStatus(client.conversationalAi.conversations.get("conv_never_seen"), 404);
+  });
+});
