@@ -75,7 +75,7 @@ some run failed, 2 any error (usage, bad key, unknown id, network, time-out).`,
 	f.StringVar(&a.baseURL, "base-url", "", "API base URL (env VOICEAI_BASE_URL, default "+DefaultBaseURL+")")
 	f.StringVar(&a.key, "api-key", "", "API key (env VOICEAI_API_KEY)")
 	f.BoolVar(&a.json, "json", false, "print the API's JSON answer instead of a table")
-	root.AddCommand(a.testsCommand(), a.agentsCommand(), a.keysCommand(), a.membersCommand(), a.ticketsCommand(), a.webhooksCommand(), a.eventsCommand())
+	root.AddCommand(a.testsCommand(), a.agentsCommand(), a.keysCommand(), a.membersCommand(), a.ticketsCommand(), a.conversationsCommand(), a.webhooksCommand(), a.eventsCommand())
 	return root
 }
 

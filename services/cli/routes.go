@@ -45,10 +45,12 @@ var (
 	relayResult       = route{Method: post, Path: "/v1/voiceai/webhooks/{webhook_id}/relay/result"}
 	eventCatalog      = route{Method: get, Path: "/v1/voiceai/webhooks/events"}
 	listMembers       = route{Method: get, Path: "/v1/workspace/members"}
+	listConversations = route{Method: get, Path: "/v1/convai/conversations"}
+	getConversation   = route{Method: get, Path: "/v1/convai/conversations/{conversation_id}"}
 
 	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
-		listMembers, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
+		listMembers, listConversations, getConversation, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)
 )
 

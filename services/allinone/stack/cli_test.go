@@ -205,6 +205,19 @@ func TestCLI(t *testing.T) {
 		}
 	}
 
+	// A recorded conversation, listed and shown with its transcript.
+	ingest(t, s, adminKey, "conversation_ended", time.Now(), map[string]any{"conversation_id": "conv_cli", "agent_id": agent,
+		"call_successful": "failure", "transcript": []map[string]any{{"role": "user", "message": "Are you open on Sunday?", "time_in_call_secs": 0},
+			{"role": "agent", "message": "We never open.", "time_in_call_secs": 2}}})
+	eventually(t, 10*time.Second, "voiceai conversations show prints the transcript", func() bool {
+		code, out, _ := voiceai(adminKey, "conversations", "show", "conv_cli")
+		return code == cli.ExitOK && strings.Contains(out, "We never open.") && strings.Contains(out, "Transcript (2 turns)")
+	})
+	if code, out, errOut := voiceai(adminKey, "conversations", "list", "--outcome", "failure", "--since", "1h"); code != cli.ExitOK ||
+		!regexp.MustCompile(`conv_cli\s+`+agent+`.*\s2\s+done\s+failure`).MatchString(out) {
+		t.Fatalf("conversations list: exit %d\n%s\n%s", code, out, errOut)
+	}
+
 	// The write commands, through the real services.
 	var key struct {
 		Secret string `json:"xi-api-key"`
