@@ -226,8 +226,8 @@ var (
 )
 
 // CreateTestFromConversation is an extension of the public API: a
-// regression test from a production conversation the caller posts (the
-// platform stores no transcripts).
+// regression test from a production conversation, one the platform
+// recorded (by its id) or one the caller posts.
 var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound)
 
 // Operations is every operation, in routing order.

@@ -216,6 +216,8 @@ func fieldErrorsOf(e *jsonschema.ValidationError, where string) []apperr.FieldEr
 	switch k := e.ErrorKind.(type) {
 	case *kind.Required:
 		return eachField(k.Missing, "Field required", "missing")
+	case *kind.DependentRequired:
+		return eachField(k.Missing, "Field required with "+k.Prop, "missing")
 	case *kind.Type:
 		return one(typeMessage(k.Want))
 	case *kind.Enum:

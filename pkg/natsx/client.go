@@ -1,6 +1,7 @@
 package natsx
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -261,4 +262,48 @@ func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, 
 			return
 		}
 	}
+}
+
+// Call sends r to service as Forward does and returns the answer's status
+// and body: how one service asks another on its caller's behalf (r
+// carries the caller's principal headers).
+func (f *Forwarder) Call(r *http.Request, service string) (status int, body []byte) {
+	if r.Body == nil {
+		r.Body = http.NoBody // a client request without a body has none
+	}
+	var out bufferedResponse
+	f.Forward(&out, r, service)
+	return out.statusOrOK(), out.body.Bytes()
+}
+
+// bufferedResponse keeps an answer in memory.
+type bufferedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *bufferedResponse) Header() http.Header {
+	if b.header == nil {
+		b.header = http.Header{}
+	}
+	return b.header
+}
+
+func (b *bufferedResponse) WriteHeader(code int) {
+	if b.status == 0 {
+		b.status = code
+	}
+}
+
+func (b *bufferedResponse) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	return b.body.Write(p)
+}
+
+func (b *bufferedResponse) statusOrOK() int {
+	if b.status == 0 {
+		return http.StatusOK
+	}
+	return b.status
 }

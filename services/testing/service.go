@@ -78,6 +78,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	a := app.New(d.JS, listings, d.Logger)
+	a.Conversations = adapters.NewStoredConversations(d.NC)
 	// The store is the durable copy (and what listings read in store mode),
 	// written off the request path by its projectors; behind the in-memory
 	// index nothing reads it at once, so it is written in large batches.

@@ -189,4 +189,44 @@ func TestConversationsAPI(t *testing.T) {
 	if r := call(t, s, "GET", "/v1/convai/conversations/conv_a", reader, ""); r.Code != 200 {
 		t.Fatalf("a read-only key reads a conversation: %d %s", r.Code, r.Body)
 	}
+
+	// A regression test from the recorded conversation, by its id alone:
+	// its agent and transcript come from the record.
+	r := call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", adminKey, `{"conversation_id":"conv_a","turn_index":2}`)
+	if r.Code != 201 {
+		t.Fatalf("test from a recorded conversation: %d %s", r.Code, r.Body)
+	}
+	test := call(t, s, "GET", "/v1/convai/agent-testing/"+r.JSON(t)["id"].(string), adminKey, "")
+	var got struct {
+		ChatHistory []map[string]any `json:"chat_history"`
+		Meta        struct {
+			AgentID        string           `json:"agent_id"`
+			ConversationID string           `json:"conversation_id"`
+			Reply          []map[string]any `json:"original_agent_reply"`
+		} `json:"from_conversation_metadata"`
+	}
+	if err := json.Unmarshal(test.Body, &got); err != nil || len(got.ChatHistory) != 2 || got.Meta.AgentID != support ||
+		got.Meta.ConversationID != "conv_a" || len(got.Meta.Reply) != 1 || got.Meta.Reply[0]["message"] != "It was delivered yesterday." {
+		t.Fatalf("the regression test: %s", test.Body)
+	}
+	for _, c := range []struct {
+		key, body string
+		code      int
+		status    string
+	}{
+		{adminKey, `{"conversation_id":"conv_zz","turn_index":1}`, 404, "conversation_not_found"},
+		{acme.APIKey, `{"conversation_id":"conv_b","turn_index":1}`, 404, "conversation_not_found"},
+	} {
+		wantError(t, call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", c.key, c.body), c.code, c.status)
+	}
+	for body, loc := range map[string]string{
+		`{"conversation_id":"conv_c","turn_index":1}`: "conversation_id", // no transcript handed over
+		`{"conversation_id":"conv_a","turn_index":0}`: "turn_index",      // a user turn
+		`{"conversation_id":"conv_a","turn_index":3}`: "turn_index",      // out of range
+	} {
+		r := call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", adminKey, body)
+		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","`+loc+`"]`) {
+			t.Errorf("%s: %d %s, want a 422 at %s", body, r.Code, r.Body, loc)
+		}
+	}
 }

@@ -26,6 +26,9 @@ type App struct {
 	ReadModel   ReadModel
 	JS          jetstream.JetStream
 	Agents      *eventstore.Store // stream AGENTS, read for an agent's configuration
+	// Conversations, when set, lets a regression test be made from a
+	// recorded conversation by its id.
+	Conversations StoredConversations
 	Log         *slog.Logger
 	Now         func() time.Time
 }

@@ -26,7 +26,9 @@ func ParseFromConversation(body []byte) (domain.FromConversation, []json.RawMess
 		return in, nil, apperr.NotJSONObject
 	}
 	var v apperr.Validator
-	in.Validate(&v)
+	if raw.Transcript != nil {
+		in.Validate(&v) // else once the recorded transcript is in
+	}
 	v.BoundStrings(body, domain.MaxTextLen, "body")
 	return in, raw.Transcript, v.Err()
 }
@@ -37,15 +39,31 @@ func RegressionTestBody(in domain.FromConversation, transcript []json.RawMessage
 	return b
 }
 
+// StoredConversations reads the conversations the platform has recorded
+// (the tickets service keeps them).
+type StoredConversations interface {
+	// Conversation returns the agent and the transcript of a conversation
+	// of the caller's workspace: apperr.ConversationUnknown when there is
+	// none.
+	Conversation(ctx context.Context, c Caller, conversationID string) (agentID string, transcript []json.RawMessage, err error)
+}
+
 // CreateTestFromConversation stores an llm test that replays a production
 // conversation up to the agent turn that went wrong (see
-// domain.FromConversation.RegressionTest). The body is checked first, then
-// the agent (404 agent_not_found), then the folder; the test itself passes
-// the rules of any created test.
+// domain.FromConversation.RegressionTest): the conversation the body
+// posts, or, when it posts no transcript, the one the platform recorded
+// under its conversation_id. The body is checked first, then the agent
+// (404 agent_not_found), then the folder; the test itself passes the
+// rules of any created test.
 func (a *App) CreateTestFromConversation(ctx context.Context, c Caller, body []byte) (*testingv1.Test, error) {
 	in, transcript, err := ParseFromConversation(body)
 	if err != nil {
 		return nil, err
+	}
+	if transcript == nil {
+		if in, transcript, err = a.storedConversation(ctx, c, in); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := a.Agent(ctx, c.WorkspaceID, *in.AgentID); err != nil {
 		return nil, err
@@ -58,4 +76,31 @@ func (a *App) CreateTestFromConversation(ctx context.Context, c Caller, body []b
 		return nil, err // the request's rules keep the test within the test rules
 	}
 	return a.createTest(ctx, c, test, raw)
+}
+
+// storedConversation completes a request that names a recorded
+// conversation: its transcript, and its agent unless the request names
+// one; the completed request is validated as a posted one is.
+func (a *App) storedConversation(ctx context.Context, c Caller, in domain.FromConversation) (domain.FromConversation, []json.RawMessage, error) {
+	if a.Conversations == nil {
+		return in, nil, apperr.ConversationUnknown
+	}
+	agentID, transcript, err := a.Conversations.Conversation(ctx, c, *in.ConversationID)
+	if err != nil {
+		return in, nil, err
+	}
+	var v apperr.Validator
+	if len(transcript) == 0 {
+		v.Add("The conversation has no transcript: its conversation_ended handed none over; post the transcript instead", "value_error", "body", "conversation_id")
+		return in, nil, v.Err()
+	}
+	if in.AgentID == nil {
+		in.AgentID = &agentID
+	}
+	body, _ := json.Marshal(transcript)
+	if err := json.Unmarshal(body, &in.Transcript); err != nil {
+		return in, nil, err
+	}
+	in.Validate(&v)
+	return in, transcript, v.Err()
 }

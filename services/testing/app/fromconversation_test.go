@@ -187,7 +187,6 @@ func TestFromConversationRejects(t *testing.T) {
 		loc  string // "" for a 400
 	}{
 		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[],"turn_index":0}`, `["body","transcript"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","turn_index":0}`, `["body","transcript"]`},
 		{fromConversation(6, ""), `["body","turn_index"]`},
 		{fromConversation(-1, ""), `["body","turn_index"]`},
 		{fromConversation(1, ""), `["body","turn_index"]`},
