@@ -29,8 +29,8 @@ type App struct {
 	// Conversations, when set, lets a regression test be made from a
 	// recorded conversation by its id.
 	Conversations StoredConversations
-	Log         *slog.Logger
-	Now         func() time.Time
+	Log           *slog.Logger
+	Now           func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read
