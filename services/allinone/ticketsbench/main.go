@@ -11,7 +11,8 @@
 //	(c) listing p50 of a default page, a filtered page and a priority-sorted
 //	    page at 1,000, 10,000 and 100,000 tickets in the workspace;
 //	(d) restart with 100,000 tickets: time to ready, and peak memory;
-//	(e) the tests and test-invocations listings at 10,000 of each.
+//	(e) the tests and test-invocations listings at 10,000 of each;
+//	(f) the conversations listing at 10,000 conversations.
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -165,6 +166,21 @@ func run(creates, largest, requests int) error {
 	fmt.Printf("(e) listing p50 (page of 100) at 10,000 tests: %s (goal < 50ms: %s); at 10,000 invocations: %s (goal < 50ms: %s)\n",
 		took["tests"].Round(10*time.Microsecond), verdict(took["tests"] < 50*time.Millisecond),
 		took["invocations"].Round(10*time.Microsecond), verdict(took["invocations"] < 50*time.Millisecond))
+
+	// (f) conversations.
+	if err := p.seedConversations(10_000); err != nil {
+		return err
+	}
+	took, err = p.measure(requests, []struct{ name, path string }{
+		{"all", "/v1/convai/conversations?page_size=100"},
+		{"filtered", "/v1/convai/conversations?page_size=100&agent_id=" + p.agentID + "&call_successful=failure"},
+		{"one", "/v1/convai/conversations/conv_seed005000"}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("(f) at 10,000 conversations, p50: listing (page of 100) %s, filtered by agent and outcome %s (goal < 50ms: %s); one with its transcript %s\n",
+		took["all"].Round(10*time.Microsecond), took["filtered"].Round(10*time.Microsecond),
+		verdict(max(took["all"], took["filtered"]) < 50*time.Millisecond), took["one"].Round(10*time.Microsecond))
 
 	// (d) restart with the largest workspace.
 	peakBefore := p.PeakRSSKiB()
@@ -623,8 +639,63 @@ func (p *platform) seedTesting(n int) error {
 	return nil
 }
 
-// pipeline publishes asynchronously, waiting for the acks every 4,096
-// messages and at the last.
+// seedConversations publishes n conversations (started, then ended with
+// a six-turn transcript; one in three failed) as a call stack would, and
+// waits until the listing and the transcripts' projector have them all.
+func (p *platform) seedConversations(n int) error {
+	nc, err := nats.Connect(p.natsURL)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	pub := &pipeline{js: js}
+	base := time.Now().Add(-time.Hour)
+	turns := make([]map[string]any, 6)
+	for i := range turns {
+		turns[i] = map[string]any{"role": []string{"user", "agent"}[i%2], "message": "A sentence of an ordinary call, turn " + strconv.Itoa(i), "time_in_call_secs": i * 4}
+	}
+	for i := 1; i <= n; i++ {
+		conv, at := fmt.Sprintf("conv_seed%06d", i), base.Add(time.Duration(i)*time.Millisecond)
+		outcome := []string{"success", "success", "failure"}[i%3]
+		for _, ev := range []struct {
+			name string
+			data map[string]any
+		}{
+			{"conversation_started", map[string]any{"conversation_id": conv, "agent_id": p.agentID}},
+			{"conversation_ended", map[string]any{"conversation_id": conv, "agent_id": p.agentID, "call_successful": outcome, "transcript": turns}},
+		} {
+			body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": at.UTC().Format(time.RFC3339Nano), "data": ev.data})
+			msg := nats.NewMsg("platform.evt." + workspace + "." + ev.name)
+			msg.Data = body
+			if err := pub.publish(msg, i == n && ev.name == "conversation_ended"); err != nil {
+				return err
+			}
+		}
+	}
+	last := fmt.Sprintf("conv_seed%06d", n)
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		b, _, err := p.do("GET", "/v1/convai/conversations?page_size=1", "", "")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), last) && strings.Contains(string(b), `"done"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the seeded conversations are not listed after 5 minutes: %.300s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	return projection.WaitCaughtUp(wctx, js, events.PlatformStream, "tickets-transcripts")
+}
+
+// pipeline publishes asynchronously, waiting for the acks every 1,024
+// messages and at the last: below the client's 4,000 outstanding
+// publishes, past which (with slow acks, on a busy machine) it gives up.
 type pipeline struct {
 	js      jetstream.JetStream
 	pending []jetstream.PubAckFuture
@@ -635,7 +706,7 @@ func (p *pipeline) publish(msg *nats.Msg, last bool) error {
 	if err != nil {
 		return err
 	}
-	if p.pending = append(p.pending, f); len(p.pending) < 4096 && !last {
+	if p.pending = append(p.pending, f); len(p.pending) < 1024 && !last {
 		return nil
 	}
 	for _, f := range p.pending {
