@@ -47,7 +47,7 @@ type ConversationPosition struct {
 	ID          string `json:"i"`
 }
 
-// PositionOf is c's place in a listing.
+// Position is c's place in a listing.
 func (c ConversationSummary) Position() ConversationPosition {
 	return ConversationPosition{StartedAtMs: c.StartedAtMs, ID: c.ConversationID}
 }
