@@ -19,6 +19,10 @@ var (
 	NotJSONObject = InvalidError("malformed_json", "The request body is not a JSON object.")
 	// UnreadableBody answers a body the connection failed to deliver.
 	UnreadableBody = InvalidError("unreadable_body", "The request body could not be read.")
+	// MalformedForward answers a forwarded request whose request line a
+	// service cannot read (a gateway of another version, a hand-made
+	// message on the bus).
+	MalformedForward = InvalidError("bad_request", "The forwarded request is malformed.")
 	// ResourceNotFound answers an id that names nothing the edge knows.
 	ResourceNotFound = NotFoundError("not_found", "No resource has this id.")
 	// ServiceUnavailable answers while a store elects a leader or restarts.
@@ -215,7 +219,7 @@ var Catalog = []*Error{
 	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
 	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
 	UpstreamUnavailable("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
-	UpstreamMalformed("<service>"), ResponseAborted,
+	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
 	RateLimitExceeded(0, "<window>"),

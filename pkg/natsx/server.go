@@ -47,8 +47,8 @@ func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
 	h := req.Headers()
 	r, err := http.NewRequest(nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
 	if err != nil {
-		respond(req, http.StatusBadRequest, http.Header{"Content-Type": {"application/json"}},
-			[]byte(`{"detail":{"status":"bad_request","message":"The forwarded request is malformed.","request_id":null}}`))
+		respond(req, httpx.StatusOf(apperr.MalformedForward), http.Header{"Content-Type": {"application/json"}},
+			httpx.ErrorJSON(apperr.MalformedForward, ""))
 		return
 	}
 	for k, vs := range h {
