@@ -13,6 +13,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/permission"
 )
 
 // Header names used between gateway and services.
@@ -27,18 +28,13 @@ const (
 )
 
 // PermissionAll grants every permission.
-const PermissionAll = "all"
+const PermissionAll = permission.All
 
 // Known permission names (the public service-account names).
-var Known = []string{
-	"convai_read", "convai_write", "webhooks_write", "service_account_write",
-	"create_user_api_key", "workspace_read", "workspace_write",
-	"workspace_members_read", "workspace_members_invite", "workspace_members_remove",
-	"audit_log_read", "user_read", "user_write",
-}
+var Known = permission.Known
 
 // IsKnown reports whether p is a permission name this platform knows.
-func IsKnown(p string) bool { return slices.Contains(Known, p) }
+func IsKnown(p string) bool { return permission.IsKnown(p) }
 
 // Principal is an authenticated caller: an API key of a service account.
 type Principal struct {

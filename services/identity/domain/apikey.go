@@ -15,7 +15,7 @@ import (
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/permission"
 )
 
 // DefaultWorkspaceID is the workspace created on first start.
@@ -70,8 +70,8 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 // when they hold it. That a key holds at least one permission, and only
 // names the platform knows, is the API schema's (Permissions).
 func NormalizePermissions(perms []string) []string {
-	if slices.Contains(perms, principal.PermissionAll) {
-		return []string{principal.PermissionAll}
+	if slices.Contains(perms, permission.All) {
+		return []string{permission.All}
 	}
 	out := slices.Clone(perms)
 	slices.Sort(out)
@@ -81,7 +81,7 @@ func NormalizePermissions(perms []string) []string {
 // CanGrant reports whether a caller holding held may hand out perms: no
 // key can mint a key more powerful than itself.
 func CanGrant(held, perms []string) bool {
-	if slices.Contains(held, principal.PermissionAll) {
+	if slices.Contains(held, permission.All) {
 		return true
 	}
 	for _, p := range perms {
