@@ -339,8 +339,10 @@ func TestExecuteOverOpenAITimeLimit(t *testing.T) {
 	if res.GetStatus() != domain.RunFailed || res.GetError() != "The run exceeded its time limit of 20ms." {
 		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
 	}
-	if srv.Len() != 1 {
-		t.Fatalf("%d requests", srv.Len())
+	// Not retried once the limit struck. (On a busy machine the limit may
+	// strike before the one request reaches the server: none is fine.)
+	if srv.Len() > 1 {
+		t.Fatalf("%d requests, want at most 1", srv.Len())
 	}
 }
 
