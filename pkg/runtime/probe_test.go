@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // serveProbes serves p's /readyz on a random loopback port and returns the
@@ -123,5 +127,25 @@ func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
 	cancel()
 	if err := <-done; err == nil {
 		t.Fatal("Run ended without an error, though it never connected")
+	}
+}
+
+// A check a service adds is part of the process's readiness, whichever
+// copy of its Deps it was added through.
+func TestAddedReadyChecksAreTheProcessReadiness(t *testing.T) {
+	nc, err := nats.Connect(testenv.StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	d, err := NewDeps(nc, nil, slog.Default(), nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copied := d
+	copied.AddReadyCheck("api_keys", obs.NotYet("loading"))
+	check, ok := d.Probes().Ready["api_keys"]
+	if !ok || check(context.Background()) == nil {
+		t.Fatalf("the check added through a copy is not in the process's probes: %v", d.Probes().Ready)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -38,7 +39,27 @@ type Deps struct {
 	// ReadIndex is config.ReadIndexStore (the default) or ReadIndexMemory.
 	ReadIndex string
 
-	lag *consumerLag // see WatchConsumer
+	lag   *consumerLag // see WatchConsumer
+	ready *readyChecks // see AddReadyCheck
+}
+
+// readyChecks are the readiness checks a service adds to its process's,
+// shared by every copy of its Deps.
+type readyChecks struct {
+	mu     sync.Mutex
+	checks map[string]obs.Check
+}
+
+// AddReadyCheck makes check part of the process's readiness: /readyz on
+// its internal endpoint (what orchestrators probe) answers not ready while
+// it fails. A process built without NewDeps has nowhere to add it.
+func (d Deps) AddReadyCheck(name string, check obs.Check) {
+	if d.ready == nil {
+		return
+	}
+	d.ready.mu.Lock()
+	defer d.ready.mu.Unlock()
+	d.ready.checks[name] = check
 }
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
@@ -83,7 +104,8 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 	if replicas == 0 {
 		replicas = 1
 	}
-	d := Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas}
+	d := Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas,
+		ready: &readyChecks{checks: map[string]obs.Check{}}}
 	if reg != nil {
 		d.lag = newConsumerLag(js)
 		if err := reg.Register(d.lag); err != nil {
@@ -106,6 +128,13 @@ func (d Deps) Probes() obs.Probes {
 	}
 	if d.Mongo != nil {
 		p.Ready["store"] = func(ctx context.Context) error { return d.Mongo.Ping(ctx, nil) }
+	}
+	if d.ready != nil {
+		d.ready.mu.Lock()
+		defer d.ready.mu.Unlock()
+		for name, check := range d.ready.checks {
+			p.Ready[name] = check
+		}
 	}
 	return p
 }

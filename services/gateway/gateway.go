@@ -70,14 +70,21 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	probes := d.Probes()
-	probes.Ready["rate_limits"] = limiter.Ready
-	probes.Ready["api_keys"] = func(context.Context) error {
+	// Not ready until every key is loaded and the shared counters answer:
+	// on the public listener's /readyz and on the internal endpoint's,
+	// which orchestrators probe.
+	keysLoaded := func(context.Context) error {
 		if !feed.IsReady() {
 			return errors.New("loading")
 		}
 		return nil
 	}
+	d.AddReadyCheck("rate_limits", limiter.Ready)
+	d.AddReadyCheck("api_keys", keysLoaded)
+	probes := d.Probes()
+	// Also where d was built without NewDeps (tests), which has no
+	// shared checks.
+	probes.Ready["rate_limits"], probes.Ready["api_keys"] = limiter.Ready, keysLoaded
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: keycache.NewCatchUp(d.JS, keys), limiter: limiter, log: d.Logger,
 		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter},
