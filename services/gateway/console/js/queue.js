@@ -1,6 +1,6 @@
 // The triage queue: every ticket of the workspace, filtered, with status,
 // priority and assignee changed in place. New tickets appear without a
-// reload: the first page is polled every 2 seconds.
+// reload: the first page is polled every 1.5 seconds (2 s at worst).
 import {get, patch, query, enc} from './api.js';
 import {h, replace, field, select, say, button, when} from './dom.js';
 import {start, can, poll, failure} from './shell.js';
@@ -124,5 +124,5 @@ start(async (main) => {
   form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
   for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) el.addEventListener('change', () => load(true));
   await load(true);
-  poll(refresh, 2000);
+  poll(refresh, 1500);
 });
