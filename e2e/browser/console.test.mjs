@@ -164,6 +164,148 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   assert.equal(await page.locator('main img').count(), 0);
 });
 
+test('tests: folders, run with repeat, follow the invocation live, its verdicts and JUnit XML', async () => {
+  const folder = await api('POST', '/v1/convai/agent-testing/folders', {name: 'Regression'});
+  const created = await api('POST', '/v1/convai/agent-testing/create', {
+    type: 'llm', name: 'Opening hours', parent_folder_id: folder.id,
+    chat_history: [{role: 'user', message: 'What are your opening hours?', time_in_call_secs: 3}],
+    success_condition: 'The agent states the opening hours nine to five',
+  });
+  await page.getByRole('link', {name: 'Tests', exact: true}).click();
+  await page.getByRole('heading', {name: 'Tests', exact: true}).waitFor();
+  await page.getByRole('link', {name: /^Regression/}).click();
+  await page.getByRole('link', {name: 'Opening hours'}).waitFor();
+  await accessible(page, 'tests');
+  await shoot(page, 'tests');
+
+  await page.getByLabel('Agent', {exact: true}).selectOption(agentID);
+  await page.getByLabel('Repeat each test').fill('2');
+  await page.getByRole('button', {name: 'Run selected tests'}).click();
+  await page.waitForURL(/invocation\.html\?id=/);
+  const invID = new URL(page.url()).searchParams.get('id');
+  await page.getByRole('heading', {name: 'Test invocation'}).waitFor();
+  // The page follows the invocation until it has finished, without a reload.
+  await page.getByText('Finished: completed.').waitFor({timeout: 60000});
+  const inv = await api('GET', '/v1/convai/test-invocations/' + invID);
+  assert.equal(inv.status, 'completed');
+  assert.equal(inv.repeat_count, 2);
+  assert.equal(inv.test_runs.length, 2);
+  assert.ok(inv.test_runs.every((r) => r.test_id === created.id && (r.status === 'passed' || r.status === 'failed')));
+  const passed = inv.test_runs.filter((r) => r.status === 'passed').length;
+  await page.getByText(`${passed} passed, ${2 - passed} failed, 0 pending`).waitFor();
+  for (const r of inv.test_runs) {
+    const card = page.getByRole('article', {name: 'Run of Opening hours'}).filter({hasText: r.test_run_id});
+    await card.getByText('Verdict: ' + (r.condition_result.result || r.status)).waitFor();
+    if (r.condition_result.rationale?.summary) await card.getByText(r.condition_result.rationale.summary).first().waitFor();
+  }
+  await page.getByText(/^Transcript \(/).first().click();
+  await accessible(page, 'invocation');
+  await shoot(page, 'invocation');
+
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', {name: 'Download JUnit XML'}).click()]);
+  const xml = await (await download.createReadStream()).toArray().then((chunks) => Buffer.concat(chunks).toString('utf8'));
+  const expected = await (await fetch(base + '/v1/convai/test-invocations/' + invID + '?format=junit', {headers: {'x-api-key': key}})).text();
+  assert.match(xml, /<testsuite/);
+  assert.equal(xml, expected, 'the download is the API\'s JUnit XML');
+});
+
+test('webhooks: create (secret once), log, resend, recover, disable, delete', async () => {
+  const {createServer} = await import('node:http');
+  let received = 0;
+  const receiver = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      received++;
+      res.writeHead(received <= 2 ? 500 : 200, {'content-type': 'text/plain'}).end(received <= 2 ? 'not yet' : 'ok');
+    });
+  });
+  await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${receiver.address().port}/hook`;
+  try {
+    await page.getByRole('link', {name: 'Webhooks', exact: true}).click();
+    await page.getByRole('heading', {name: 'Webhooks', exact: true}).waitFor();
+    await page.getByLabel('URL', {exact: true}).fill(url);
+    await page.getByLabel('call started', {exact: true}).check();
+    await page.getByRole('button', {name: 'Create webhook'}).click();
+    const secret = (await page.locator('.secret').textContent()).trim();
+    assert.ok(secret.length >= 16, 'the signing secret is shown');
+    const hooks = await api('GET', '/v1/convai/webhooks');
+    const hook = hooks.webhooks.find((w) => w.url === url);
+    assert.ok(hook && hook.events.join() === 'call_started' && !JSON.stringify(hooks).includes(secret), 'created, its secret not shown again');
+    await page.getByRole('link', {name: url}).waitFor();
+    await accessible(page, 'webhooks');
+    await shoot(page, 'webhooks');
+
+    // Two events that fail for good (no retries), then a receiver that answers.
+    await api('PUT', '/v1/convai/webhooks/' + hook.webhook_id, {retry_config: {max_retries: 0}});
+    for (const call of ['call_a', 'call_b']) await api('POST', '/v1/convai/events', {event: 'call_started', data: {call_id: call}});
+    const logPath = '/v1/voiceai/webhooks/' + hook.webhook_id + '/logs';
+    const failed = await eventually('two deliveries failed', async () => {
+      const log = await api('GET', logPath + '?status=failed');
+      return log.recent_deliveries.length === 2 && log.recent_deliveries;
+    });
+    await page.getByRole('link', {name: url}).click();
+    await page.getByRole('heading', {name: url}).waitFor();
+    const first = failed[1]; // the older one
+    await page.getByRole('button', {name: 'Resend delivery ' + first.delivery_id}).waitFor();
+    await accessible(page, 'webhook-log');
+    await shoot(page, 'webhook-log');
+    await page.getByRole('button', {name: 'Resend delivery ' + first.delivery_id}).click();
+    await page.getByText(/^Resent as delivery /).waitFor();
+    await eventually('the resent delivery succeeded', async () =>
+      (await api('GET', logPath + '?status=success')).recent_deliveries.some((d) => d.event_id === first.event_id));
+    await page.getByRole('button', {name: 'Recover'}).click();
+    await page.getByText('1 delivery resent.').waitFor();
+    await eventually('the recovered delivery succeeded', async () =>
+      (await api('GET', logPath + '?status=success')).recent_deliveries.some((d) => d.event_id === failed[0].event_id));
+    // The log shows the successes without a reload.
+    await page.locator('tbody tr', {hasText: '200'}).nth(1).waitFor();
+
+    await page.getByRole('link', {name: '← Webhooks'}).click();
+    await page.getByRole('button', {name: 'Disable ' + url}).click();
+    await page.getByRole('button', {name: 'Enable ' + url}).waitFor();
+    assert.equal((await api('GET', '/v1/convai/webhooks/' + hook.webhook_id)).active, false);
+    await page.getByRole('button', {name: 'Delete ' + url}).click();
+    await page.getByRole('button', {name: 'Delete ' + url}).click(); // confirm
+    await page.getByText('Deleted ' + url + '.').waitFor();
+    assert.ok(!(await api('GET', '/v1/convai/webhooks')).webhooks.some((w) => w.webhook_id === hook.webhook_id));
+  } finally {
+    receiver.close();
+  }
+});
+
+test('agents and API keys: list, detail, create a key (secret once), revoke it', async () => {
+  await page.getByRole('link', {name: 'Agents', exact: true}).click();
+  await page.getByRole('link', {name: 'Support bot'}).click();
+  await page.getByRole('heading', {name: 'Support bot'}).waitFor();
+  await page.getByRole('link', {name: 'Refund policy answer was wrong'}).waitFor();
+  await accessible(page, 'agent');
+  await shoot(page, 'agent');
+
+  await page.getByRole('link', {name: 'API keys', exact: true}).click();
+  await page.getByRole('heading', {name: 'API keys', exact: true}).waitFor();
+  await page.getByLabel('Account name').fill('console-ci');
+  await page.getByRole('button', {name: 'Create account'}).click();
+  await page.getByRole('heading', {name: /^console-ci/}).waitFor();
+  await page.getByLabel('Service account', {exact: true}).selectOption({label: 'console-ci'});
+  await page.getByLabel('Key name').fill('reader');
+  await page.getByLabel('convai_read', {exact: true}).check();
+  await page.getByRole('button', {name: 'Create key'}).click();
+  const secret = (await page.locator('.secret').textContent()).trim();
+  // The new key works, and is shown nowhere else.
+  const res = await fetch(base + '/v1/convai/agents', {headers: {'x-api-key': secret}});
+  assert.equal(res.status, 200);
+  const accounts = await api('GET', '/v1/service-accounts');
+  assert.ok(!JSON.stringify(accounts).includes(secret));
+  await accessible(page, 'keys');
+  await shoot(page, 'keys');
+  await page.getByRole('button', {name: 'Revoke key reader'}).click();
+  await page.getByRole('button', {name: 'Revoke key reader'}).click(); // confirm
+  await page.getByText('Revoked reader.').waitFor();
+  await eventually('the revoked key is refused', async () =>
+    (await fetch(base + '/v1/convai/agents', {headers: {'x-api-key': secret}})).status === 401);
+});
+
 test('a read-only key sees no control that would be refused', async () => {
   const ro = await browser.newContext({baseURL: base, viewport: {width: 1440, height: 900}});
   ro.setDefaultTimeout(10000);

@@ -49,7 +49,7 @@ func TestConsoleServesItsPages(t *testing.T) {
 	assetRef := regexp.MustCompile(`(?:src|href)="([^"]+)"|from '([^']+)'|import\('([^']+)'\)`)
 	seen := map[string]bool{}
 	queue := []string{"/console/"}
-	for _, page := range []string{"index", "ticket"} {
+	for _, page := range []string{"index", "ticket", "tests", "invocation", "webhooks", "agents", "keys"} {
 		queue = append(queue, "/console/"+page+".html")
 	}
 	for len(queue) > 0 {

@@ -61,3 +61,15 @@ export function assigneeSelect(ticket, users, props) {
 }
 
 export const badge = (value, cls) => h('span', {class: 'badge ' + (cls ?? value ?? '')}, label(value ?? '—'));
+
+// toolBlocks shows a turn's tool calls and their (possibly mocked) results.
+export function toolBlocks(turn) {
+  const calls = turn.tool_calls || [];
+  const results = turn.tool_results || [];
+  if (!calls.length && !results.length) return null;
+  return h('div', {},
+    calls.map((c) => h('div', {}, h('span', {class: 'badge'}, 'tool call'), ' ', c.tool_name || '',
+      h('pre', {}, c.params_as_json || JSON.stringify(c.params ?? c, null, 1)))),
+    results.map((r) => h('div', {}, h('span', {class: 'badge'}, 'tool result'), ' ', r.tool_name || '',
+      h('pre', {}, typeof r.result_value === 'string' ? r.result_value : JSON.stringify(r, null, 1)))));
+}

@@ -2,7 +2,7 @@
 // priority and assignee changed in place. New tickets appear without a
 // reload: the first page is polled every 1.5 seconds (2 s at worst).
 import {get, patch, query, enc} from './api.js';
-import {h, replace, field, select, say, button, when} from './dom.js';
+import {h, replace, field, select, say, button, when, pageParam} from './dom.js';
 import {start, can, poll, failure} from './shell.js';
 import {STATUSES, PRIORITIES, label, agentList, assignees, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
 
@@ -15,7 +15,7 @@ start(async (main) => {
     assignee: select({name: 'assignee'}, [['', 'Anyone'], ['unassigned', 'Unassigned'], ['@me', 'Me']]),
     source: select({name: 'source'}, [['', 'Any'], ['qa', 'QA'], ['agent', 'Agent'], ['manual', 'Manual']]),
     label: h('input', {name: 'label', type: 'text'}),
-    agent: select({name: 'agent'}, [['', 'Any'], ...agents.map((a) => [a.agent_id, a.name])]),
+    agent: select({name: 'agent'}, [['', 'Any'], ...agents.map((a) => [a.agent_id, a.name])], pageParam('agent') || ''),
     search: h('input', {name: 'search', type: 'search'}),
     sort: select({name: 'sort'}, [['created_at', 'Newest first'], ['priority', 'Most urgent first']]),
   };

@@ -1,9 +1,9 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, replace, field, say, when, pageParam, button} from './dom.js';
+import {h, replace, field, say, when, pageParam} from './dom.js';
 import {start, can, failure} from './shell.js';
-import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
+import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
@@ -195,13 +195,3 @@ start(async (main) => {
   show(t);
 });
 
-function toolBlocks(turn) {
-  const calls = turn.tool_calls || [];
-  const results = turn.tool_results || [];
-  if (!calls.length && !results.length) return null;
-  return h('div', {},
-    calls.map((c) => h('div', {}, h('span', {class: 'badge'}, 'tool call'), ' ', c.tool_name || '',
-      h('pre', {}, c.params_as_json || JSON.stringify(c.params ?? c, null, 1)))),
-    results.map((r) => h('div', {}, h('span', {class: 'badge'}, 'tool result'), ' ', r.tool_name || '',
-      h('pre', {}, typeof r.result_value === 'string' ? r.result_value : JSON.stringify(r, null, 1)))));
-}
