@@ -207,6 +207,19 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   const expected = await (await fetch(base + '/v1/convai/test-invocations/' + invID + '?format=junit', {headers: {'x-api-key': key}})).text();
   assert.match(xml, /<testsuite/);
   assert.equal(xml, expected, 'the download is the API\'s JUnit XML');
+
+  // A failed run gets its ticket from the QA worker; the ticket links to
+  // the failing test and to the invocation.
+  if (passed < 2) {
+    const ticket = await eventually('the QA worker raised a ticket for the failing test', async () =>
+      (await api('GET', '/v1/convai/triage-tickets?search=' + encodeURIComponent('Opening hours'))).agent_conversation_tickets
+        .find((t) => t.test_failures?.test_id === created.id), 20000);
+    await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
+    await page.getByRole('link', {name: invID}).waitFor();
+    await page.getByRole('link', {name: 'Opening hours', exact: true}).click();
+    await page.getByRole('heading', {name: 'Opening hours', level: 2}).waitFor();
+    await page.getByText('The agent states the opening hours nine to five').waitFor();
+  }
 });
 
 test('webhooks: create (secret once), log, resend, recover, disable, delete', async () => {

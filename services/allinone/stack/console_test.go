@@ -1,12 +1,16 @@
 package stack
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,11 +149,16 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 // The console's session: a sealed, HttpOnly, SameSite=Strict cookie that
 // counts as the key only with its CSRF token and from the same origin.
 func TestConsoleSession(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.TrustedProxies = []string{"127.0.0.1", "::1"}
-	})
+	cfg := TestConfig(t.TempDir())
+	cfg.BootstrapAdminKey = adminKey
+	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 10_000, 100_000
+	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}
+	logs := &lockedBuffer{} // every log line, at debug: none may hold a key or a session
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
 	var answers []response // every answer: none may hold a key in plain form
 	keep := func(r response) response { answers = append(answers, r); return r }
 
@@ -267,6 +276,14 @@ func TestConsoleSession(t *testing.T) {
 		t.Errorf("sign out: %d %q", r.Code, r.Header.Get("Set-Cookie"))
 	}
 
+	for _, secret := range []string{adminKey, roKey, shortKey, cookie.Value, roCookie.Value} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("the logs show a key or a session cookie")
+		}
+	}
+	if !strings.Contains(logs.String(), api.ConsoleSessionPath) {
+		t.Errorf("the logs were not captured")
+	}
 	for _, a := range answers {
 		for _, secret := range []string{adminKey, roKey, shortKey} {
 			if strings.Contains(string(a.Body), secret) || strings.Contains(strings.Join(a.Header.Values("Set-Cookie"), ";"), secret) {
@@ -274,6 +291,23 @@ func TestConsoleSession(t *testing.T) {
 			}
 		}
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func toStrings(v any) []string {
