@@ -82,8 +82,13 @@ export async function shoot(page, name) {
   for (const width of [390, 1440]) {
     await page.setViewportSize({width, height: 900});
     if (width === 390) {
-      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
-      assert.ok(overflow <= 1, `${name}: ${overflow}px wider than a 390px screen`);
+      const [overflow, culprits] = await page.evaluate(() => {
+        const w = document.documentElement.clientWidth;
+        const wide = [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > w + 1)
+          .slice(-3).map((e) => `${e.tagName.toLowerCase()}.${e.className} "${(e.textContent || '').slice(0, 40)}"`);
+        return [document.documentElement.scrollWidth - w, wide];
+      });
+      assert.ok(overflow <= 1, `${name}: ${overflow}px wider than a 390px screen: ${culprits.join('; ')}`);
     }
     await page.screenshot({path: join(artifacts, `${name}-${width}.png`), fullPage: true});
   }
