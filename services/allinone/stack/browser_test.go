@@ -16,8 +16,7 @@ import (
 // by playwright-core signs in, works the triage queue and a ticket, runs
 // tests and manages webhooks and keys, with axe-core on every page.
 // run.sh installs Chromium with apt-get when it is missing and it runs as
-// root, and fails, never skips, when it cannot. Screenshots go to
-// $VOICEAI_ARTIFACTS, else to the test's temporary directory.
+// root, and fails, never skips, when it cannot.
 func TestConsoleInBrowser(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node is not installed: the browser tests need Node 20, as the SDK tests do (" + err.Error() + ")")
@@ -49,9 +48,20 @@ func TestConsoleInBrowser(t *testing.T) {
 		return r.Code == 201 || r.Code == 200
 	})
 
+	// Screenshots are kept in $VOICEAI_ARTIFACTS; without it, in a
+	// temporary directory kept only when the test fails.
 	artifacts := os.Getenv("VOICEAI_ARTIFACTS")
 	if artifacts == "" {
-		artifacts = t.TempDir()
+		dir, err := os.MkdirTemp("", "voiceai-console-browser-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		artifacts = dir
+		t.Cleanup(func() {
+			if !t.Failed() {
+				_ = os.RemoveAll(dir)
+			}
+		})
 	}
 	cmd := exec.Command("bash", script)
 	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey,
