@@ -16,7 +16,7 @@ if [[ ! -x "$VOICEAI_CHROMIUM" ]]; then
     apt-get install -y -q chromium >&2 || { apt-get update -q >&2 && apt-get install -y -q chromium >&2; } || true
   fi
   if [[ ! -x "$VOICEAI_CHROMIUM" ]]; then
-    echo "run.sh: FAIL: no Chromium at $VOICEAI_CHROMIUM and it cannot be installed here (apt-get install chromium needs root)" >&2
+    echo "run.sh: FAIL: no Chromium at $VOICEAI_CHROMIUM, and none could be installed (run as root with apt-get, or install Debian's chromium package)" >&2
     exit 1
   fi
 fi
