@@ -28,6 +28,9 @@ const Version = "1.0"
 const (
 	OpenAPIPath = "/v1/openapi.json"
 	DocsPath    = "/docs"
+	// ConsolePath is the console's pages; ConsoleSessionPath its sign-in.
+	ConsolePath        = "/console"
+	ConsoleSessionPath = ConsolePath + "/session"
 )
 
 // errorStatuses are what any operation may answer, whatever it does: no
@@ -189,6 +192,10 @@ func document() (map[string]any, error) {
 			"description": "An API key of a service account; its permissions decide what it may do."},
 		"xiApiKey": map[string]any{"type": "apiKey", "in": "header", "name": "xi-api-key",
 			"description": "The same key in the header the official ElevenLabs SDKs send it in; with both headers, they must agree."},
+		"consoleSession": map[string]any{"type": "apiKey", "in": "cookie", "name": "voiceai_console",
+			"description": "The console's session (POST " + ConsoleSessionPath + "): the key sealed with its expiry; taken only without a key header, with X-CSRF-Token, from the gateway's own origin."},
+		"csrfToken": map[string]any{"type": "apiKey", "in": "header", "name": "X-CSRF-Token",
+			"description": "The token the console's sign-in answered, which goes with its session cookie."},
 	}
 	paths := map[string]any{}
 	for _, op := range Operations {
@@ -224,8 +231,9 @@ func document() (map[string]any, error) {
 				"validation errors {detail: [{loc, msg, type}]}. A write with an Idempotency-Key header may be retried safely: " +
 				"the same key answers the first result (x-idempotent says which operations honour it).",
 		},
-		"servers":    []any{map[string]any{"url": "/"}},
-		"security":   []any{map[string]any{"apiKey": []any{}}, map[string]any{"xiApiKey": []any{}}},
+		"servers": []any{map[string]any{"url": "/"}},
+		"security": []any{map[string]any{"apiKey": []any{}}, map[string]any{"xiApiKey": []any{}},
+			map[string]any{"consoleSession": []any{}, "csrfToken": []any{}}},
 		"tags":       tags(),
 		"paths":      paths,
 		"webhooks":   webhooks(),
@@ -440,6 +448,11 @@ func metaPaths() map[string]any {
 		"200": map[string]any{"description": "The page (text/html) or one of its scripts and styles."},
 	})
 	assets["parameters"] = []any{map[string]any{"name": "asset", "in": "path", "required": true, "schema": map[string]any{"type": "string"}}}
+	consoleAssets := item("console_asset", "The console's pages, scripts and styles (served from the binary; no key needed to load them)", map[string]any{
+		"200": map[string]any{"description": "A page (text/html), script or style sheet."},
+		"304": map[string]any{"description": "Unchanged since the ETag the browser holds."},
+	})
+	consoleAssets["parameters"] = assets["parameters"]
 	return map[string]any{
 		"/healthz": item("healthz", "Liveness: the process serves", map[string]any{
 			"200": object("Alive.", map[string]any{"status": map[string]any{"const": "ok"}}),
@@ -459,6 +472,54 @@ func metaPaths() map[string]any {
 			"301": map[string]any{"description": "To " + DocsPath + "/."},
 		}),
 		DocsPath + "/{asset}": assets,
+		ConsolePath: item("console", "The console, the pages for people", map[string]any{
+			"301": map[string]any{"description": "To " + ConsolePath + "/."},
+		}),
+		ConsolePath + "/{asset}": consoleAssets,
+		ConsoleSessionPath:       consoleSession(object),
+	}
+}
+
+// consoleSession documents the console's sign-in: a key traded for an
+// HttpOnly session cookie, answered with the CSRF token every API request
+// made with the cookie must carry as X-CSRF-Token.
+func consoleSession(object func(string, map[string]any) map[string]any) map[string]any {
+	info := object("The session: its CSRF token, expiry, caller and the operations its key may call.", map[string]any{
+		"csrf_token": map[string]any{"type": "string"}, "expires_at_unix": map[string]any{"type": "integer"},
+		"workspace_id": map[string]any{"type": "string"}, "user_id": map[string]any{"type": "string"},
+		"user_name": map[string]any{"type": "string"}, "key_id": map[string]any{"type": "string"},
+		"key_name":    map[string]any{"type": "string"},
+		"permissions": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+		"operations":  map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+	})
+	refusal := func(d string) map[string]any {
+		return map[string]any{"description": d, "content": jsonContent("Error")}
+	}
+	op := func(id, summary string, extra map[string]any, responses map[string]any) map[string]any {
+		o := map[string]any{"operationId": "meta.console_session." + id, "summary": summary, "tags": []any{"meta"},
+			"security": []any{}, "responses": responses}
+		for k, v := range extra {
+			o[k] = v
+		}
+		return o
+	}
+	return map[string]any{
+		"get": op("get", "The console session of the cookie (a page keeps its CSRF token in memory and asks again on load)", nil, map[string]any{
+			"200": info, "401": refusal("Signed out, or the session or its key is no longer valid."),
+			"403": refusal("From another origin, or the key may not be used from this address."),
+		}),
+		"post": op("sign_in", "Sign in to the console with an API key: sets the session cookie (HttpOnly, SameSite=Strict, the key sealed with its expiry: 8 hours at most)",
+			map[string]any{"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
+				"schema": map[string]any{"type": "object", "required": []any{"api_key"},
+					"properties": map[string]any{"api_key": map[string]any{"type": "string"}}}}}}},
+			map[string]any{
+				"200": info, "400": refusal("No key, or a malformed body."), "401": refusal("The key is not valid."),
+				"403": refusal("From another origin, or the key may not be used from this address."),
+				"503": refusal("The gateway has no deployment secret to seal sessions with."),
+			}),
+		"delete": op("sign_out", "Sign out: clears the session cookie", nil, map[string]any{
+			"204": map[string]any{"description": "Signed out."}, "403": refusal("From another origin."),
+		}),
 	}
 }
 

@@ -104,6 +104,21 @@ var (
 	IPNotAllowed         = ForbiddenError("ip_not_allowed", "The API key may not be used from this address.")
 )
 
+// The console's session (the gateway's /console): a sealed cookie that
+// stands for the key, honoured only with its CSRF token, from the
+// gateway's own origin.
+var (
+	ConsoleSignedOut      = New(Unauthenticated, "console_signed_out", "Sign in to the console with an API key.")
+	ConsoleSessionInvalid = New(Unauthenticated, "console_session_invalid", "The console session is not valid; sign in again.")
+	ConsoleSessionExpired = New(Unauthenticated, "console_session_expired", "The console session has expired; sign in again.")
+	ConsoleKeyMissing     = InvalidError("console_api_key_missing", "Send the API key to sign in with as api_key.")
+	CSRFTokenInvalid      = ForbiddenError("csrf_token_invalid", "A console request must carry the X-CSRF-Token its sign-in answered.")
+	CrossOriginRequest    = ForbiddenError("cross_origin_request", "The console takes requests from its own origin only.")
+	// ConsoleUnavailable answers a sign-in to a gateway without the
+	// deployment secret, which seals the session.
+	ConsoleUnavailable = New(Unavailable, "console_unavailable", "Console sign-in needs the deployment secret (VOICEAI_SECRET_KEY) on the gateway.")
+)
+
 // WorkspaceForbidden refuses a key used for workspace ws, not its own.
 func WorkspaceForbidden(ws string) *Error {
 	return ForbiddenError("workspace_forbidden", "The API key does not belong to workspace "+ws+".")
@@ -222,6 +237,8 @@ var Catalog = []*Error{
 	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
+	ConsoleSignedOut, ConsoleSessionInvalid, ConsoleSessionExpired, ConsoleKeyMissing, CSRFTokenInvalid, CrossOriginRequest,
+	ConsoleUnavailable,
 	RateLimitExceeded(0, "<window>"),
 	ConcurrentUpdate,
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false),

@@ -55,31 +55,31 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		case secret != "" && auth != "":
 			g.deny(w, r, apperr.AmbiguousCredentials)
 			return
+		case secret == "" && auth == "":
+			// No key header: a console session's cookie may stand for
+			// one, with its CSRF token, from the gateway's own origin.
+			c, err := r.Cookie(sessionCookie)
+			if err != nil {
+				g.deny(w, r, apperr.MissingAPIKey)
+				return
+			}
+			var refusal *apperr.Error
+			if secret, refusal = g.consoleCredential(r, c); refusal != nil {
+				g.deny(w, r, refusal)
+				return
+			}
 		case secret == "":
 			g.deny(w, r, apperr.MissingAPIKey)
 			return
 		}
-		key, status := g.keys.Authenticate(secret, g.now())
-		if status == keycache.Unknown && g.catchUp.Wait(r.Context()) == nil {
-			// Perhaps created a moment ago: asked again once the cache
-			// holds every key stored before the request.
-			key, status = g.keys.Authenticate(secret, g.now())
-		}
-		if status != keycache.Valid {
-			refusal, ok := authFailures[status]
-			if !ok {
-				refusal = apperr.InvalidAPIKey // a status this gateway does not name
+		key, refusal := g.validKey(r, secret)
+		if refusal == nil {
+			if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
+				refusal = apperr.WorkspaceForbidden(ws)
 			}
+		}
+		if refusal != nil {
 			g.deny(w, r, refusal)
-			return
-		}
-		httpx.NoteCaller(r.Context(), key.WorkspaceID, key.ID) // the log line names the key, refused or not
-		if ws := r.Header.Get(headerWorkspace); ws != "" && ws != key.WorkspaceID {
-			g.deny(w, r, apperr.WorkspaceForbidden(ws))
-			return
-		}
-		if !key.AllowsIP(g.clientIP(r)) {
-			g.deny(w, r, apperr.IPNotAllowed)
 			return
 		}
 		if !g.admit(w, r, key) {
@@ -93,6 +93,8 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		p.SetHeaders(r.Header)
 		r.Header.Del(headerAPIKey) // services never see secrets
 		r.Header.Del(headerSDKAPIKey)
+		r.Header.Del("Cookie") // the console's session seals the key
+		r.Header.Del(headerCSRF)
 		next.ServeHTTP(w, r.WithContext(principal.With(r.Context(), p)))
 	})
 }
@@ -129,16 +131,8 @@ func (g *Gateway) admit(w http.ResponseWriter, r *http.Request, key keycache.Key
 // clientIP is the peer address, or, when the peer is a trusted proxy, the
 // right-most address in X-Forwarded-For that is not itself trusted.
 func (g *Gateway) clientIP(r *http.Request) netip.Addr {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	peer, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}
-	}
-	peer = peer.Unmap()
-	if !g.trusted(peer) {
+	peer := g.peer(r)
+	if !peer.IsValid() || !g.trusted(peer) {
 		return peer
 	}
 	// Several header lines are one comma-separated list (RFC 9110 5.3):
@@ -155,6 +149,19 @@ func (g *Gateway) clientIP(r *http.Request) netip.Addr {
 		}
 	}
 	return peer
+}
+
+// peer is the address the request came from (invalid if unparsable).
+func (g *Gateway) peer(r *http.Request) netip.Addr {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}
+	}
+	return peer.Unmap()
 }
 
 func (g *Gateway) trusted(a netip.Addr) bool {

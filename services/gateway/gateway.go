@@ -37,6 +37,10 @@ type Settings struct {
 	// HedgeAfter is how long a repeatable request waits for its answer
 	// before a second copy is sent (natsx.Forwarder); 0 is its default.
 	HedgeAfter time.Duration
+	// ConsoleSecret is the deployment secret (VOICEAI_SECRET_KEY): it
+	// seals the console's sessions, so every replica needs the same one.
+	// Empty: the console's pages load but sign-in is refused.
+	ConsoleSecret string
 }
 
 // Gateway serves the public HTTP API.
@@ -56,6 +60,7 @@ type Gateway struct {
 	denials     *prometheus.CounterVec // requests refused before forwarding, by status
 	now         func() time.Time
 	probes      obs.Probes
+	sessions    *sessions // the console's; nil without a secret
 }
 
 // New starts following key events and returns a gateway. It does not wait
@@ -67,6 +72,10 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	}
 	keys := keycache.New()
 	feed, err := keycache.Start(ctx, d.JS, keys, d.Logger)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := newSessions(s.ConsoleSecret)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +104,8 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 			Name: "voiceai_gateway_rate_limit_local_total",
 			Help: "Requests rate-limited by this gateway alone because the shared counters could not answer.",
 		})),
-		now: time.Now,
+		now:      time.Now,
+		sessions: sess,
 	}, nil
 }
 
@@ -117,7 +127,8 @@ func (g *Gateway) Handler() http.Handler {
 	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
 }
 
-// routes are the probes, the API's document and its reference page, and,
+// routes are the probes, the API's document and its reference page, the
+// console (its pages and session), and,
 // behind authentication, the router of every operation of the API.
 func (g *Gateway) routes() (top, operations *mux.Router) {
 	operations = mux.NewRouter()
@@ -135,6 +146,11 @@ func (g *Gateway) routes() (top, operations *mux.Router) {
 	top.Handle(api.AsyncAPIPath, documentHandler(api.AsyncAPI)).Methods(http.MethodGet, http.MethodHead)
 	top.Handle(api.DocsPath, http.RedirectHandler(api.DocsPath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
 	top.PathPrefix(api.DocsPath+"/").Handler(docsHandler()).Methods(http.MethodGet, http.MethodHead)
+	console := g.console()
+	top.Handle(api.ConsolePath, console).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.ConsoleSessionPath, console).Methods(http.MethodGet, http.MethodPost, http.MethodDelete)
+	top.PathPrefix(api.ConsolePath+"/").Handler(console).Methods(http.MethodGet, http.MethodHead)
+	top.MatcherFunc(isConsole).Handler(console) // any other method: the console's 405, with its headers
 	top.PathPrefix("/").Handler(g.Authenticate(operations))
 	return top, operations
 }

@@ -190,8 +190,8 @@ func TestOpenAPIServedAndComplete(t *testing.T) {
 	}
 	for _, route := range routes {
 		method, path, _ := strings.Cut(route, " ")
-		if path == api.DocsPath+"/" {
-			path += "{asset}" // a prefix: the page and its assets
+		if path == api.DocsPath+"/" || path == api.ConsolePath+"/" {
+			path += "{asset}" // a prefix: the pages and their assets
 		}
 		if doc.Paths[path][strings.ToLower(method)] == nil {
 			t.Errorf("the gateway serves %s, which the document lacks", route)

@@ -274,7 +274,9 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 	cleanup = append(cleanup, whd.Stop)
 
-	gw, err := gateway.New(ctx, d, c.Config.Settings())
+	settings := c.Config.Settings()
+	settings.ConsoleSecret = secret // seals the console's sessions
+	gw, err := gateway.New(ctx, d, settings)
 	if err != nil {
 		return fail(err)
 	}

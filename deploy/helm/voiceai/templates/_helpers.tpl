@@ -52,5 +52,5 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 
 {{/* Components that encrypt or decrypt secrets at rest. */}}
 {{- define "voiceai.usesSecretKey" -}}
-{{- has . (list "agents" "tickets" "testing" "testing-runner" "webhooks" "webhook-dispatcher") -}}
+{{- has . (list "gateway" "agents" "tickets" "testing" "testing-runner" "webhooks" "webhook-dispatcher") -}}
 {{- end -}}

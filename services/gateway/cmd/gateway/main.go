@@ -17,6 +17,9 @@ import (
 type cfg struct {
 	config.Infra
 	gateway.Config
+	// SecretKey seals the console's sessions (optional: without it the
+	// console's sign-in is refused). The same on every replica.
+	SecretKey string `env:"VOICEAI_SECRET_KEY"`
 }
 
 func (c cfg) Validate() error {
@@ -31,7 +34,12 @@ func main() {
 	c.MongoURI = "" // the gateway keeps no store
 	if err == nil {
 		err = runtime.Run("gateway", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			gw, err := gateway.New(ctx, d, c.Settings())
+			settings := c.Settings()
+			settings.ConsoleSecret = c.SecretKey
+			if c.SecretKey == "" {
+				d.Logger.Warn("VOICEAI_SECRET_KEY is not set: the console's pages load but sign-in is refused")
+			}
+			gw, err := gateway.New(ctx, d, settings)
 			if err != nil {
 				return nil, err
 			}

@@ -1,0 +1,79 @@
+package stack
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The console in a real browser (e2e/browser): Debian's Chromium driven
+// by playwright-core signs in, works the triage queue and a ticket, runs
+// tests and manages webhooks and keys, with axe-core on every page.
+// run.sh installs Chromium with apt-get when it is missing and it runs as
+// root, and fails, never skips, when it cannot.
+func TestConsoleInBrowser(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the browser tests need Node 20, as the SDK tests do (" + err.Error() + ")")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "browser", "run.sh")
+	s := start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
+		c.Outbound.AllowHosts = "127.0.0.1" // the script's webhook receiver
+	})
+	agent := newAgent(t, s, adminKey, "Support bot")
+	var convs []string
+	for i := range 6 {
+		conv := fmt.Sprintf("conv_browser_%d", i)
+		publishConversation(t, s, "ws_default", "conversation_started", conv, agent, time.Now().Add(-time.Hour))
+		convs = append(convs, conv)
+	}
+	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ana@example.com","first_name":"Ana"}`)
+	if r.Code != 201 {
+		t.Fatalf("add member: %d %s", r.Code, r.Body)
+	}
+	member := r.JSON(t)["user_id"].(string)
+	readOnly, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
+	// Tickets are raised on conversations the platform knows: wait until
+	// the last one published is.
+	eventually(t, 10*time.Second, "the conversations are known", func() bool {
+		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"`+convs[5]+`","qa_comment":"sentinel"}`)
+		return r.Code == 201 || r.Code == 200
+	})
+
+	// Screenshots are kept in $VOICEAI_ARTIFACTS; without it, in a
+	// temporary directory kept only when the test fails.
+	artifacts := os.Getenv("VOICEAI_ARTIFACTS")
+	if artifacts == "" {
+		dir, err := os.MkdirTemp("", "voiceai-console-browser-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		artifacts = dir
+		t.Cleanup(func() {
+			if !t.Failed() {
+				_ = os.RemoveAll(dir)
+			}
+		})
+	}
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey,
+		"VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATIONS="+strings.Join(convs[:5], ","),
+		"VOICEAI_E2E_READONLY_KEY="+readOnly, "VOICEAI_E2E_MEMBER_ID="+member, "VOICEAI_ARTIFACTS="+artifacts)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	began := time.Now()
+	err := cmd.Run()
+	t.Log(out.String())
+	t.Logf("browser tier: %s; screenshots in %s", time.Since(began).Round(time.Second), artifacts)
+	if err != nil {
+		t.Fatalf("browser tests failed: %v", err)
+	}
+}

@@ -1,0 +1,75 @@
+// What several pages share: names of agents and of the people tickets may
+// be assigned to, fetched once per page.
+import {get, query, enc} from './api.js';
+import {h, select} from './dom.js';
+
+export const STATUSES = ['open', 'in_progress', 'resolved'];
+export const PRIORITIES = ['low', 'medium', 'high', 'urgent'];
+export const label = (s) => String(s ?? '').replaceAll('_', ' ');
+
+let agents = null;
+// agentList is every agent (the first 1,000), newest first.
+export async function agentList() {
+  if (!agents) {
+    agents = [];
+    let cursor = '';
+    do {
+      const page = await get('/v1/convai/agents' + query({page_size: 100, cursor}));
+      agents.push(...page.agents);
+      cursor = page.has_more ? page.next_cursor : '';
+    } while (cursor && agents.length < 1000);
+  }
+  return agents;
+}
+
+export async function agentName(id) {
+  const a = (await agentList().catch(() => [])).find((x) => x.agent_id === id);
+  return a ? a.name : id;
+}
+
+const assignable = new Map();
+// assignees are the members a ticket of the agent may be assigned to.
+export function assignees(agentID) {
+  if (!assignable.has(agentID)) {
+    assignable.set(agentID, get('/v1/convai/agents/' + enc(agentID) + '/triage-tickets/assignable-users').catch(() => []));
+  }
+  return assignable.get(agentID);
+}
+
+export function personName(users, id) {
+  if (!id) return 'Unassigned';
+  const u = users.find((x) => x.user_id === id);
+  return u ? (u.first_name || u.email) : id;
+}
+
+// Controls that change a ticket in place.
+export function statusSelect(ticket, props) {
+  const opts = ticket.status === 'merged' ? [['merged', 'merged']] : STATUSES.map((s) => [s, label(s)]);
+  return select({...props, disabled: props.disabled || ticket.status === 'merged'}, opts, ticket.status);
+}
+
+export function prioritySelect(ticket, props) {
+  return select(props, [['', 'none'], ...PRIORITIES.map((p) => [p, p])], ticket.priority ?? '');
+}
+
+export function assigneeSelect(ticket, users, props) {
+  const opts = [['', 'Unassigned'], ...users.map((u) => [u.user_id, u.first_name || u.email])];
+  if (ticket.assignee_user_id && !users.some((u) => u.user_id === ticket.assignee_user_id)) {
+    opts.push([ticket.assignee_user_id, ticket.assignee_user_id]);
+  }
+  return select(props, opts, ticket.assignee_user_id ?? '');
+}
+
+export const badge = (value, cls) => h('span', {class: 'badge ' + (cls ?? value ?? '')}, label(value ?? '—'));
+
+// toolBlocks shows a turn's tool calls and their (possibly mocked) results.
+export function toolBlocks(turn) {
+  const calls = turn.tool_calls || [];
+  const results = turn.tool_results || [];
+  if (!calls.length && !results.length) return null;
+  return h('div', {},
+    calls.map((c) => h('div', {}, h('span', {class: 'badge'}, 'tool call'), ' ', c.tool_name || '',
+      h('pre', {}, c.params_as_json || JSON.stringify(c.params ?? c, null, 1)))),
+    results.map((r) => h('div', {}, h('span', {class: 'badge'}, 'tool result'), ' ', r.tool_name || '',
+      h('pre', {}, typeof r.result_value === 'string' ? r.result_value : JSON.stringify(r, null, 1)))));
+}

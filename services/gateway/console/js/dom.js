@@ -1,0 +1,82 @@
+// Element building for the console. Data only ever becomes text
+// (textContent, text nodes, attribute values): never markup.
+
+// h builds an element: h('a', {href: '...', class: 'x', on: {click: fn}}, 'text', child, [more]).
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'on') {
+      for (const [type, fn] of Object.entries(v)) el.addEventListener(type, fn);
+    } else if (/^(inner|outer)HTML$/i.test(k) || k.startsWith('on')) {
+      throw new Error('dom.js sets text and listeners only, not ' + k);
+    } else if (k === 'href' && !safeHref(String(v))) {
+      throw new Error('dom.js: refused link ' + v);
+    } else if (k === 'value') {
+      el.value = String(v);
+    } else {
+      el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+// Links are relative (console pages, API paths) or blob: (downloads).
+function safeHref(href) {
+  return /^(?:[a-z0-9_.-]+\.html(?:[?#].*)?|#.*|\/[^/].*|blob:.*)$/i.test(href);
+}
+
+export function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+
+// replace empties el and appends children.
+export function replace(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+export function text(el, s) {
+  el.textContent = s;
+  return el;
+}
+
+// field is a labelled control: the label names it for assistive technology.
+let nextID = 0;
+export function field(label, control, hint) {
+  if (!control.id) control.id = 'f' + ++nextID;
+  return h('div', {class: 'field'}, h('label', {for: control.id}, label), control, hint ? h('small', {}, hint) : null);
+}
+
+// select builds a <select> from [value, label] pairs with value chosen.
+export function select(props, options, chosen) {
+  return h('select', props, options.map(([v, label]) =>
+    h('option', {value: v, selected: String(v) === String(chosen ?? '')}, label)));
+}
+
+export function button(label, onClick, props = {}) {
+  return h('button', {type: 'button', ...props, on: {click: onClick}}, label);
+}
+
+// when formats unix seconds (or an ISO string) for people, in their zone.
+export function when(t) {
+  if (t === null || t === undefined || t === '') return '—';
+  const d = typeof t === 'number' ? new Date(t * 1000) : new Date(t);
+  return isNaN(d) ? String(t) : d.toLocaleString();
+}
+
+// status shows a short message in a live region (role=status or alert).
+export function say(el, message, isError) {
+  el.setAttribute('role', isError ? 'alert' : 'status');
+  el.className = isError ? 'msg error' : 'msg';
+  el.textContent = message;
+}
+
+export function pageParam(name) {
+  return new URLSearchParams(location.search).get(name);
+}

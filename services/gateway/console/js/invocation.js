@@ -1,0 +1,100 @@
+// One test invocation, followed live until every run has finished: each
+// run's verdict, the judge's rationale, the transcript (agent responses,
+// tool calls and the mocked results), pass rates, and its JUnit XML.
+import {get, api, enc} from './api.js';
+import {h, replace, say, when, pageParam, button} from './dom.js';
+import {start, poll, failure} from './shell.js';
+import {agentName, badge, toolBlocks} from './common.js';
+
+const id = pageParam('id') || '';
+
+start(async (main) => {
+  let inv;
+  try {
+    inv = await get('/v1/convai/test-invocations/' + enc(id));
+  } catch (e) {
+    return failure(main, e);
+  }
+  const agent = await agentName(inv.agent_id);
+  const msg = h('p', {class: 'msg'});
+  const body = h('div', {});
+  replace(main, h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), h('h1', {}, 'Test invocation'), msg, body);
+
+  function render() {
+    const runs = inv.test_runs;
+    const count = (s) => runs.filter((r) => r.status === s).length;
+    const done = inv.status !== 'running';
+    const finished = count('passed') + count('failed');
+    const byTest = new Map();
+    for (const r of runs) {
+      const g = byTest.get(r.test_id) || {name: r.test_name, runs: 0, passed: 0};
+      g.runs += r.status === 'passed' || r.status === 'failed' ? 1 : 0;
+      g.passed += r.status === 'passed' ? 1 : 0;
+      byTest.set(r.test_id, g);
+    }
+    replace(body,
+      h('section', {class: 'card', 'aria-labelledby': 'sum-h'}, h('h2', {id: 'sum-h'}, 'Summary'),
+        h('dl', {class: 'facts'},
+          h('dt', {}, 'Status'), h('dd', {}, badge(inv.status)),
+          h('dt', {}, 'Agent'), h('dd', {}, h('a', {href: 'agents.html?id=' + enc(inv.agent_id)}, agent)),
+          h('dt', {}, 'Started'), h('dd', {}, when(inv.created_at)),
+          h('dt', {}, 'Runs'), h('dd', {}, `${runs.length} (each test ${inv.repeat_count}×): ${count('passed')} passed, ${count('failed')} failed, ${count('pending')} pending` +
+            (count('cancelled') ? `, ${count('cancelled')} cancelled` : '')),
+          h('dt', {}, 'Pass rate'), h('dd', {}, finished ? `${Math.round(100 * count('passed') / finished)}%` : '—')),
+        h('label', {for: 'progress'}, 'Progress'),
+        h('progress', {id: 'progress', max: runs.length || 1, value: runs.length - count('pending')}),
+        done ? button('Download JUnit XML', junit, {class: 'secondary'}) : null),
+      h('section', {'aria-labelledby': 'rates-h'}, h('h2', {id: 'rates-h'}, 'Pass rate per test'),
+        h('table', {class: 'cards'}, h('thead', {}, h('tr', {}, ['Test', 'Passed', 'Pass rate'].map((c) => h('th', {scope: 'col'}, c)))),
+          h('tbody', {}, [...byTest].map(([tid, g]) => h('tr', {},
+            h('td', {'data-label': 'Test'}, h('a', {href: 'tests.html?test=' + enc(tid)}, g.name)),
+            h('td', {'data-label': 'Passed'}, `${g.passed} of ${g.runs}`),
+            h('td', {'data-label': 'Pass rate'}, g.runs ? `${Math.round(100 * g.passed / g.runs)}%` : '—')))))),
+      h('section', {'aria-labelledby': 'runs-h'}, h('h2', {id: 'runs-h'}, 'Runs'), runs.map(runCard)));
+  }
+
+  async function junit() {
+    try {
+      const res = await api('GET', '/v1/convai/test-invocations/' + enc(id) + '?format=junit', undefined, {raw: true});
+      const url = URL.createObjectURL(await res.blob());
+      const a = h('a', {href: url, download: `${id}.junit.xml`, hidden: true});
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60000);
+      say(msg, 'JUnit XML downloaded.');
+    } catch (e) { say(msg, e.message, true); }
+  }
+
+  render();
+  if (inv.status !== 'running') say(msg, 'Finished: ' + inv.status + '.');
+  else {
+    say(msg, 'Running: this page follows it live.');
+    const stop = poll(async () => {
+      inv = await get('/v1/convai/test-invocations/' + enc(id));
+      render();
+      if (inv.status !== 'running') {
+        stop();
+        say(msg, 'Finished: ' + inv.status + '.');
+      }
+    }, 1500);
+  }
+});
+
+function runCard(r) {
+  const cr = r.condition_result || {};
+  const rationale = cr.rationale || {};
+  return h('article', {class: 'card', 'aria-label': `Run of ${r.test_name}`},
+    h('h3', {}, r.test_name, ' ', badge(r.status)),
+    h('p', {class: 'muted'}, `Run ${r.test_run_id}`),
+    r.status === 'passed' || r.status === 'failed' ? [
+      h('h4', {}, 'Verdict: ', cr.result || r.status),
+      rationale.summary ? h('p', {}, rationale.summary) : null,
+      (rationale.messages || []).length ? h('ul', {}, rationale.messages.map((m) => h('li', {}, m))) : null,
+    ] : null,
+    (r.agent_responses || []).length ? h('details', {},
+      h('summary', {}, `Transcript (${r.agent_responses.length} turn${r.agent_responses.length === 1 ? '' : 's'})`),
+      h('ol', {class: 'transcript'}, r.agent_responses.map((m) =>
+        h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')},
+          h('p', {class: 'who'}, m.role), m.message ? h('p', {}, m.message) : null, toolBlocks(m))))) : null);
+}

@@ -1,0 +1,95 @@
+// Service accounts and their API keys: create a key (its secret is shown
+// once), revoke one. Only the permissions the signed-in key holds can be
+// granted (the API refuses more).
+import {get, post, del, enc} from './api.js';
+import {h, replace, field, select, say, when, button} from './dom.js';
+import {start, can, session, failure} from './shell.js';
+
+const PERMISSIONS = ['convai_read', 'convai_write', 'webhooks_write', 'service_account_write', 'create_user_api_key', 'workspace_read',
+  'workspace_write', 'workspace_members_read', 'workspace_members_invite', 'workspace_members_remove', 'audit_log_read', 'user_read', 'user_write'];
+
+start(async (main) => {
+  const msg = h('p', {class: 'msg'});
+  const secretBox = h('div', {});
+  const box = h('div', {});
+  const forms = h('div', {});
+  replace(main, h('h1', {}, 'API keys'), msg, secretBox, forms, box);
+  let accounts = [];
+
+  async function load() {
+    accounts = (await get('/v1/service-accounts'))['service-accounts'];
+    replace(box, accounts.map((acc) => h('section', {class: 'card', 'aria-label': 'Service account ' + acc.name},
+      h('h2', {}, acc.name, h('span', {class: 'muted'}, ' · ' + acc.service_account_user_id)),
+      acc['api-keys'].length ? h('table', {class: 'cards'},
+        h('thead', {}, h('tr', {}, ['Key', 'Permissions', 'State', 'Created', ''].map((c) => h('th', {scope: 'col'}, c)))),
+        h('tbody', {}, acc['api-keys'].map((k) => h('tr', {},
+          h('td', {'data-label': 'Key'}, k.name, h('div', {class: 'muted'}, `${k.key_id} · …${k.hint}`)),
+          h('td', {'data-label': 'Permissions'}, Array.isArray(k.permissions) ? k.permissions.join(', ') : String(k.permissions)),
+          h('td', {'data-label': 'State'}, k.is_disabled ? 'disabled' : 'active', k.expires_at_unix ? ` · expires ${when(k.expires_at_unix)}` : ''),
+          h('td', {'data-label': 'Created'}, when(k.created_at_unix)),
+          h('td', {}, can('identity.revoke_key') && k.key_id !== session.key_id ? revokeButton(acc, k) : null)))))
+        : h('p', {class: 'muted'}, 'No key.'))));
+  }
+
+  function revokeButton(acc, k) {
+    const b = button('Revoke', async () => {
+      if (b.dataset.armed !== 'yes') {
+        b.dataset.armed = 'yes';
+        b.textContent = 'Confirm revoke';
+        return;
+      }
+      try {
+        await del('/v1/service-accounts/' + enc(acc.service_account_user_id) + '/api-keys/' + enc(k.key_id));
+        say(msg, `Revoked ${k.name}.`);
+        await load();
+        renderForms();
+      } catch (e) { say(msg, e.message, true); }
+    }, {class: 'danger', 'aria-label': `Revoke key ${k.name}`});
+    return b;
+  }
+
+  function renderForms() {
+    if (!can('identity.create_key')) return replace(forms);
+    const held = session.permissions.includes('all') ? PERMISSIONS : PERMISSIONS.filter((p) => session.permissions.includes(p));
+    const account = select({name: 'account', required: true}, accounts.map((a) => [a.service_account_user_id, a.name]));
+    const name = h('input', {type: 'text', name: 'name', required: true, maxlength: 200});
+    const boxes = held.map((p) => h('input', {type: 'checkbox', name: 'permissions', value: p, id: 'perm-' + p}));
+    const keyForm = h('form', {class: 'card', 'aria-labelledby': 'newkey-h'}, h('h2', {id: 'newkey-h'}, 'New API key'),
+      h('div', {class: 'row'}, field('Service account', account), field('Key name', name)),
+      h('fieldset', {}, h('legend', {}, 'Permissions'), h('div', {class: 'filters'},
+        held.map((p, i) => h('div', {}, boxes[i], ' ', h('label', {for: boxes[i].id}, p))))),
+      h('button', {type: 'submit'}, 'Create key'));
+    keyForm.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const permissions = boxes.filter((b) => b.checked).map((b) => b.value);
+      if (!permissions.length) return say(msg, 'Choose at least one permission.', true);
+      try {
+        const k = await post('/v1/service-accounts/' + enc(account.value) + '/api-keys', {name: name.value, permissions});
+        replace(secretBox, h('section', {class: 'card', role: 'status', 'aria-labelledby': 'keysecret-h'},
+          h('h2', {id: 'keysecret-h'}, 'New key ' + name.value),
+          h('p', {}, 'Copy it now: it is shown this once.'), h('p', {class: 'secret'}, k['xi-api-key'])));
+        name.value = '';
+        say(msg, 'Key created.');
+        await load();
+      } catch (e) { say(msg, e.message, true); }
+    });
+    const accName = h('input', {type: 'text', name: 'account_name', required: true, maxlength: 200});
+    const accForm = h('form', {class: 'card row', 'aria-labelledby': 'newacc-h'}, h('h2', {id: 'newacc-h'}, 'New service account'),
+      field('Account name', accName), h('button', {type: 'submit'}, 'Create account'));
+    accForm.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        await post('/v1/service-accounts', {name: accName.value});
+        say(msg, 'Service account created.');
+        await load();
+        renderForms();
+      } catch (e) { say(msg, e.message, true); }
+    });
+    replace(forms, keyForm, can('identity.create_account') ? accForm : null);
+  }
+
+  try {
+    await load();
+    renderForms();
+  } catch (e) { failure(main, e); }
+});

@@ -1,0 +1,128 @@
+// The triage queue: every ticket of the workspace, filtered, with status,
+// priority and assignee changed in place. New tickets appear without a
+// reload: the first page is polled every 1.5 seconds (2 s at worst).
+import {get, patch, query, enc} from './api.js';
+import {h, replace, field, select, say, button, when, pageParam} from './dom.js';
+import {start, can, poll, failure} from './shell.js';
+import {STATUSES, PRIORITIES, label, agentList, assignees, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
+
+start(async (main) => {
+  const agents = await agentList().catch(() => []);
+  const names = new Map(agents.map((a) => [a.agent_id, a.name]));
+  const f = {
+    status: select({name: 'status'}, [['', 'Any'], ...[...STATUSES, 'merged'].map((s) => [s, label(s)])], 'open'),
+    priority: select({name: 'priority'}, [['', 'Any'], ...PRIORITIES.map((p) => [p, p])]),
+    assignee: select({name: 'assignee'}, [['', 'Anyone'], ['unassigned', 'Unassigned'], ['@me', 'Me']]),
+    source: select({name: 'source'}, [['', 'Any'], ['qa', 'QA'], ['agent', 'Agent'], ['manual', 'Manual']]),
+    label: h('input', {name: 'label', type: 'text'}),
+    agent: select({name: 'agent'}, [['', 'Any'], ...agents.map((a) => [a.agent_id, a.name])], pageParam('agent') || ''),
+    search: h('input', {name: 'search', type: 'search'}),
+    sort: select({name: 'sort'}, [['created_at', 'Newest first'], ['priority', 'Most urgent first']]),
+  };
+  const form = h('form', {class: 'card filters', role: 'search', 'aria-label': 'Filter tickets'},
+    field('Status', f.status), field('Priority', f.priority), field('Assignee', f.assignee), field('Source', f.source),
+    field('Label', f.label), field('Agent', f.agent), field('Search', f.search), field('Sort', f.sort),
+    h('button', {type: 'submit'}, 'Apply filters'));
+  const msg = h('p', {class: 'msg'});
+  const body = h('tbody', {});
+  const more = button('Load more', () => load(false), {class: 'secondary', hidden: true});
+  const table = h('table', {class: 'cards', 'aria-label': 'Tickets'},
+    h('thead', {}, h('tr', {}, ['Title', 'Status', 'Priority', 'Assignee', 'Agent', 'Source', 'Created'].map((c) => h('th', {scope: 'col'}, c)))),
+    body);
+  replace(main, h('h1', {}, 'Triage queue'), form, msg, table, more);
+
+  const rows = new Map(); // ticket id → row
+  let cursor = '';
+  const params = () => ({
+    status: f.status.value, priorities: f.priority.value, assignee_user_id: f.assignee.value, sources: f.source.value,
+    label: f.label.value.trim(), agent_id: f.agent.value, search: f.search.value.trim(), sort_by: f.sort.value,
+  });
+
+  async function load(first) {
+    try {
+      const page = await get('/v1/convai/triage-tickets' + query({...params(), page_size: 50, cursor: first ? '' : cursor}));
+      if (first) { body.replaceChildren(); rows.clear(); }
+      for (const t of page.agent_conversation_tickets) upsert(t, false);
+      cursor = page.has_more ? page.next_cursor : '';
+      more.hidden = !cursor;
+      say(msg, rows.size ? `${rows.size} ticket${rows.size === 1 ? '' : 's'} shown` : 'No ticket matches.');
+    } catch (e) {
+      say(msg, e.message, true);
+    }
+  }
+
+  // refresh polls the first page: new tickets go on top, shown ones are
+  // updated unless someone is using their controls.
+  async function refresh() {
+    const page = await get('/v1/convai/triage-tickets' + query({...params(), page_size: 50}));
+    const fresh = page.agent_conversation_tickets.filter((t) => !rows.has(t.agentqa_ticket_id));
+    for (const t of page.agent_conversation_tickets) if (rows.has(t.agentqa_ticket_id)) upsert(t, false);
+    for (const t of fresh.reverse()) upsert(t, true);
+    if (fresh.length) say(msg, `${rows.size} tickets shown (${fresh.length} new)`);
+  }
+
+  function upsert(t, onTop) {
+    const old = rows.get(t.agentqa_ticket_id);
+    if (old && old.contains(document.activeElement)) return;
+    const row = render(t);
+    rows.set(t.agentqa_ticket_id, row);
+    if (old) old.replaceWith(row);
+    else if (onTop) body.prepend(row);
+    else body.append(row);
+  }
+
+  function render(t) {
+    const id = t.agentqa_ticket_id;
+    const writable = can('tickets.update');
+    const note = h('span', {class: 'msg', role: 'status'});
+    const change = (fieldName, value) => async () => {
+      try {
+        const updated = await patch('/v1/convai/triage-tickets/' + enc(id), {[fieldName]: value()});
+        const row = render(updated);
+        rows.get(id).replaceWith(row);
+        rows.set(id, row);
+        // Keyboard users keep their place: the same control, in the new row.
+        const again = row.querySelector(`[data-field="${fieldName}"]`);
+        if (again) again.focus();
+        else row.addEventListener('assignees', () => row.querySelector(`[data-field="${fieldName}"]`)?.focus(), {once: true});
+      } catch (e) {
+        say(note, e.message, true);
+      }
+    };
+    const cells = {
+      status: writable ? statusSelect(t, {'aria-label': 'Status of ' + t.title, 'data-field': 'status'}) : badge(t.status),
+      priority: writable ? prioritySelect(t, {'aria-label': 'Priority of ' + t.title, 'data-field': 'priority'}) : badge(t.priority ?? 'none', t.priority),
+      assignee: h('span', {}, t.assignee_user_id ?? 'Unassigned'),
+    };
+    if (writable) {
+      cells.status.addEventListener('change', change('status', () => cells.status.value));
+      cells.priority.addEventListener('change', change('priority', () => cells.priority.value || null));
+      assignees(t.agent_id).then((users) => {
+        const sel = assigneeSelect(t, users, {'aria-label': 'Assignee of ' + t.title, 'data-field': 'assignee_user_id'});
+        sel.addEventListener('change', change('assignee_user_id', () => sel.value || null));
+        cells.assignee.replaceWith(sel);
+        cells.assignee = sel;
+        sel.closest('tr')?.dispatchEvent(new Event('assignees'));
+      });
+    } else {
+      assignees(t.agent_id).then((users) => {
+        const u = users.find((x) => x.user_id === t.assignee_user_id);
+        if (u) cells.assignee.textContent = u.first_name || u.email;
+      });
+    }
+    return h('tr', {'data-id': id},
+      h('td', {'data-label': 'Title'}, h('a', {href: 'ticket.html?id=' + enc(id)}, t.title || '(untitled)'),
+        t.search_match ? h('div', {class: 'muted'}, t.search_match.snippet) : null, note),
+      h('td', {'data-label': 'Status'}, cells.status),
+      h('td', {'data-label': 'Priority'}, cells.priority),
+      h('td', {'data-label': 'Assignee'}, cells.assignee),
+      h('td', {'data-label': 'Agent'}, h('a', {href: 'agents.html?id=' + enc(t.agent_id)}, names.get(t.agent_id) ?? t.agent_id)),
+      h('td', {'data-label': 'Source'}, label(t.source)),
+      h('td', {'data-label': 'Created'}, when(t.created_at_unix_secs)));
+  }
+
+  form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
+  for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) el.addEventListener('change', () => load(true));
+  await load(true);
+  poll(refresh, 1500);
+});

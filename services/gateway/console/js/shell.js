@@ -1,0 +1,107 @@
+// The frame every page shares: navigation, sign-in and sign-out, and the
+// session (who the caller is, which operations its key may call).
+import {api, setCSRF, ApiError} from './api.js';
+import {h, replace, field, say} from './dom.js';
+
+export let session = null;
+
+// can reports whether the signed-in key may call an operation of the API
+// (by its name in the API's operation table, e.g. "tickets.update").
+export function can(operation) {
+  return !!session && session.operations.includes(operation);
+}
+
+const pages = [
+  ['index.html', 'Triage', 'tickets.list'],
+  ['tests.html', 'Tests', 'testing.list_tests'],
+  ['webhooks.html', 'Webhooks', 'webhooks.list'],
+  ['agents.html', 'Agents', 'agents.list'],
+  ['keys.html', 'API keys', 'identity.list_accounts'],
+];
+
+// start renders the frame, makes sure of a session (asking for a key
+// when there is none) and then calls render(main).
+export async function start(render) {
+  const main = document.getElementById('main');
+  addEventListener('console:signedout', () => signIn(main, render, 'Your session ended; sign in again.'));
+  try {
+    session = await api('GET', '/console/session');
+  } catch (e) {
+    if (e instanceof ApiError && (e.code === 401 || e.code === 503)) return signIn(main, render, e.code === 503 ? e.message : '');
+    return replace(main, h('p', {class: 'msg error', role: 'alert'}, 'The console cannot reach the gateway: ' + e.message));
+  }
+  begin(main, render);
+}
+
+function begin(main, render) {
+  setCSRF(session.csrf_token);
+  frame();
+  replace(main);
+  render(main);
+}
+
+function frame() {
+  const here = location.pathname.split('/').pop() || 'index.html';
+  const top = document.getElementById('top');
+  replace(top,
+    h('a', {class: 'brand', href: 'index.html'}, 'voiceai console'),
+    h('nav', {'aria-label': 'Console'}, h('ul', {},
+      pages.filter(([, , op]) => !session || can(op)).map(([href, label]) =>
+        h('li', {}, h('a', {href, 'aria-current': href === here ? 'page' : null}, label))))),
+    session ? h('div', {class: 'who'},
+      h('span', {}, session.key_name || session.key_id),
+      h('button', {type: 'button', on: {click: signOut}}, 'Sign out')) : null);
+}
+
+async function signOut() {
+  await api('DELETE', '/console/session').catch(() => {});
+  setCSRF('');
+  session = null;
+  location.assign('index.html');
+}
+
+function signIn(main, render, why) {
+  session = null;
+  setCSRF('');
+  frame();
+  const key = h('input', {type: 'password', name: 'api_key', autocomplete: 'off', required: true, spellcheck: 'false'});
+  const msg = h('p', {class: 'msg'});
+  const form = h('form', {class: 'card signin', 'aria-labelledby': 'signin-title'},
+    h('h1', {id: 'signin-title'}, 'Sign in'),
+    h('p', {}, 'Paste an API key. The console keeps it in an HttpOnly cookie for this browser session (8 hours at most) and can do only what the key may.'),
+    field('API key', key),
+    h('button', {type: 'submit'}, 'Sign in'), msg);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    say(msg, 'Signing in…');
+    try {
+      session = await api('POST', '/console/session', {api_key: key.value});
+      key.value = '';
+      begin(main, render);
+    } catch (e) {
+      say(msg, e.message, true);
+    }
+  });
+  replace(main, form);
+  if (why) say(msg, why, true);
+  key.focus();
+}
+
+// poll calls fn every ms while the page is visible, one call at a time.
+export function poll(fn, ms) {
+  let busy = false;
+  const tick = async () => {
+    if (busy || document.visibilityState !== 'visible' || !session) return;
+    busy = true;
+    try { await fn(); } catch { /* the next tick tries again */ } finally { busy = false; }
+  };
+  const id = setInterval(tick, ms);
+  return () => clearInterval(id);
+}
+
+// failure renders an error where a page's content would be.
+export function failure(el, e) {
+  const msg = h('p', {});
+  say(msg, e.message || String(e), true);
+  replace(el, msg);
+}

@@ -1,0 +1,89 @@
+// Tests and folders, running tests on an agent (with repeat), and the
+// recent invocations.
+import {get, post, query, enc} from './api.js';
+import {h, replace, field, select, say, when, pageParam} from './dom.js';
+import {start, can, failure} from './shell.js';
+import {agentList, badge} from './common.js';
+
+const folder = pageParam('folder') || '';
+const focus = pageParam('test') || '';
+
+start(async (main) => {
+  const msg = h('p', {class: 'msg'});
+  let page, crumbs = [];
+  try {
+    page = await get('/v1/convai/agent-testing' + query({include_folders: true, parent_folder_id: folder || 'root', page_size: 100}));
+    if (folder) crumbs = (await get('/v1/convai/agent-testing/folders/' + enc(folder))).folder_path;
+  } catch (e) {
+    return failure(main, e);
+  }
+  const entries = page.tests;
+  const tests = entries.filter((e) => e.entity_type === 'test');
+  const boxes = new Map(tests.map((t) => [t.id, h('input', {type: 'checkbox', value: t.id, id: 'run-' + t.id, checked: true})]));
+  const runnable = can('testing.run_tests');
+
+  const list = h('table', {class: 'cards', 'aria-label': 'Tests and folders'},
+    h('thead', {}, h('tr', {}, [runnable ? 'Run' : null, 'Name', 'Kind', 'Updated'].filter(Boolean).map((c) => h('th', {scope: 'col'}, c)))),
+    h('tbody', {}, entries.map((e) => h('tr', {},
+      runnable ? h('td', {'data-label': 'Run'}, e.entity_type === 'test' ? [boxes.get(e.id), h('label', {for: 'run-' + e.id, class: 'muted'}, ' include')] : null) : null,
+      h('td', {'data-label': 'Name'}, e.entity_type === 'folder'
+        ? h('a', {href: 'tests.html?folder=' + enc(e.id)}, e.name, ` (${e.children_count ?? 0} inside)`)
+        : h('a', {href: 'tests.html' + query({folder, test: e.id})}, e.name)),
+      h('td', {'data-label': 'Kind'}, e.entity_type === 'folder' ? 'folder' : (e.type || 'test')),
+      h('td', {'data-label': 'Updated'}, when(e.last_updated_at_unix_secs))))));
+
+  let runForm = null;
+  if (runnable && tests.length) {
+    const agents = await agentList().catch(() => []);
+    const agent = select({name: 'agent', required: true}, agents.map((a) => [a.agent_id, a.name]));
+    const repeat = h('input', {type: 'number', name: 'repeat', min: 1, max: 50, value: 1, required: true});
+    runForm = h('form', {class: 'card', 'aria-labelledby': 'run-h'}, h('h2', {id: 'run-h'}, 'Run tests'),
+      h('div', {class: 'row'}, field('Agent', agent), field('Repeat each test', repeat, '1 to 50 runs'),
+        h('button', {type: 'submit'}, 'Run selected tests')));
+    runForm.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      const ids = [...boxes.values()].filter((b) => b.checked).map((b) => b.value);
+      if (!ids.length) return say(msg, 'Choose at least one test.', true);
+      say(msg, 'Starting…');
+      try {
+        const inv = await post('/v1/convai/agents/' + enc(agent.value) + '/run-tests',
+          {tests: ids.map((test_id) => ({test_id})), repeat_count: Number(repeat.value)});
+        location.assign('invocation.html?id=' + enc(inv.id));
+      } catch (e) { say(msg, e.message, true); }
+    });
+  }
+
+  const invocations = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
+  get('/v1/convai/test-invocations' + query({page_size: 10})).then((p) => replace(invocations, p.results.length
+    ? h('ul', {}, p.results.map((i) => h('li', {},
+      h('a', {href: 'invocation.html?id=' + enc(i.id)}, i.title || i.id), ' ', badge(i.status),
+      h('span', {class: 'muted'}, ` · ${i.passed_count} passed, ${i.failed_count} failed, ${i.pending_count} pending · ${when(i.created_at_unix_secs)}`))))
+    : h('p', {class: 'muted'}, 'No invocation yet.')), (e) => replace(invocations, h('p', {class: 'msg error'}, e.message)));
+
+  replace(main,
+    h('h1', {}, 'Tests'),
+    h('nav', {'aria-label': 'Folder'}, h('a', {href: 'tests.html'}, 'All tests'),
+      crumbs.map((c) => [' / ', h('a', {href: 'tests.html?folder=' + enc(c.id), 'aria-current': c.id === folder ? 'page' : null}, c.name)])),
+    msg,
+    focus ? testCard(focus) : null,
+    runForm,
+    entries.length ? list : h('p', {class: 'muted'}, 'No test here.'),
+    h('section', {'aria-labelledby': 'inv-h'}, h('h2', {id: 'inv-h'}, 'Recent invocations'), invocations));
+});
+
+// testCard shows one test: what it asks, what passes, how reliable it is.
+function testCard(id) {
+  const card = h('section', {class: 'card', 'aria-labelledby': 'test-h'}, h('h2', {id: 'test-h'}, 'Test'), h('p', {class: 'muted'}, 'Loading…'));
+  get('/v1/convai/agent-testing/' + enc(id)).then((t) => {
+    const r = t.reliability || {};
+    replace(card, h('h2', {id: 'test-h'}, t.name),
+      h('dl', {class: 'facts'},
+        h('dt', {}, 'Type'), h('dd', {}, t.type),
+        h('dt', {}, 'Success condition'), h('dd', {}, t.success_condition || '—'),
+        h('dt', {}, 'Pass rate'), h('dd', {}, r.runs ? `${Math.round(r.pass_rate * 100)}% of ${r.runs} recent runs` : 'not run yet'),
+        h('dt', {}, 'Test id'), h('dd', {}, t.id)),
+      (t.chat_history || []).length ? [h('h3', {}, 'Conversation'), h('ol', {class: 'transcript'}, t.chat_history.map((m) =>
+        h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')}, h('p', {class: 'who'}, m.role), h('p', {}, m.message ?? ''))))] : null);
+  }, (e) => replace(card, h('p', {class: 'msg error'}, e.message)));
+  return card;
+}

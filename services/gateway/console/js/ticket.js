@@ -1,0 +1,197 @@
+// One ticket: its fields and history, the conversation's transcript with
+// the turn comments at their turns, comments, and merging others into it.
+import {get, post, patch, query, enc, ApiError} from './api.js';
+import {h, replace, field, say, when, pageParam} from './dom.js';
+import {start, can, failure} from './shell.js';
+import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
+
+const id = pageParam('id') || '';
+
+start(async (main) => {
+  let t;
+  try {
+    t = await get('/v1/convai/triage-tickets/' + enc(id));
+  } catch (e) {
+    return failure(main, e);
+  }
+  const users = await assignees(t.agent_id);
+  const agent = await agentName(t.agent_id);
+  const msg = h('p', {class: 'msg'});
+  const writable = can('tickets.update');
+
+  const show = (ticket) => {
+    t = ticket;
+    document.title = (t.title || 'Ticket') + ' · voiceai console';
+    replace(main,
+      h('p', {}, h('a', {href: 'index.html'}, '← Triage queue')),
+      h('h1', {}, t.title || '(untitled)'),
+      msg,
+      h('div', {class: 'split'},
+        h('div', {}, transcriptSection(), commentsSection()),
+        h('div', {}, factsSection(), mergeSection(), historySection())));
+  };
+
+  async function change(body, what) {
+    try {
+      show(await patch('/v1/convai/triage-tickets/' + enc(id), body));
+      say(msg, what);
+    } catch (e) {
+      say(msg, e.message, true);
+    }
+  }
+
+  function factsSection() {
+    const rows = [];
+    const fact = (k, v) => rows.push(h('dt', {}, k), h('dd', {}, v));
+    if (writable && t.status !== 'merged') {
+      const st = statusSelect(t, {});
+      st.addEventListener('change', () => change({status: st.value}, 'Status changed to ' + label(st.value) + '.'));
+      const pr = prioritySelect(t, {});
+      pr.addEventListener('change', () => change({priority: pr.value || null}, 'Priority changed.'));
+      const as = assigneeSelect(t, users, {});
+      as.addEventListener('change', () => change({assignee_user_id: as.value || null}, 'Assignee changed.'));
+      rows.push(h('div', {class: 'row', style: null}, field('Status', st), field('Priority', pr), field('Assignee', as)));
+    } else {
+      fact('Status', badge(t.status));
+      fact('Priority', badge(t.priority ?? 'none', t.priority));
+      fact('Assignee', personName(users, t.assignee_user_id));
+    }
+    fact('Agent', h('a', {href: 'agents.html?id=' + enc(t.agent_id)}, agent));
+    fact('Source', label(t.source));
+    fact('Issue type', label(t.issue_type ?? '—'));
+    fact('Labels', t.labels.length ? t.labels.join(', ') : '—');
+    fact('Conversations', t.conversation_ids.length ? t.conversation_ids.join(', ') : '—');
+    if (t.merged_into_ticket_id) fact('Merged into', h('a', {href: 'ticket.html?id=' + enc(t.merged_into_ticket_id)}, t.merged_into_ticket_id));
+    if (t.test_failures) {
+      const tf = t.test_failures;
+      fact('Failing test', h('span', {}, h('a', {href: 'tests.html?test=' + enc(tf.test_id)}, tf.test_name || tf.test_id),
+        ` (${tf.failed_runs} failed run${tf.failed_runs === 1 ? '' : 's'})`));
+      fact('Invocations', h('ul', {}, tf.invocations.map((inv) =>
+        h('li', {}, h('a', {href: 'invocation.html?id=' + enc(inv.invocation_id)}, inv.invocation_id),
+          ` · ${inv.failed_runs} failed · ${when(inv.last_failed_at_unix_secs)}`))));
+    }
+    fact('Created', when(t.created_at_unix_secs));
+    fact('Updated', when(t.updated_at_unix_secs));
+    fact('Ticket id', t.agentqa_ticket_id);
+    const facts = h('dl', {class: 'facts'});
+    const controls = rows.filter((r) => r.tagName === 'DIV');
+    for (const r of rows) if (r.tagName !== 'DIV') facts.append(r);
+    return h('section', {class: 'card', 'aria-labelledby': 'facts-h'}, h('h2', {id: 'facts-h'}, 'Details'), controls, facts,
+      t.qa_comment ? [h('h3', {}, 'QA comment'), h('p', {}, t.qa_comment)] : null);
+  }
+
+  function historySection() {
+    const events = [
+      ...t.status_changes.map((c) => ({at: c.changed_at_unix_secs, by: c.changed_by_user_id, what: 'Status → ' + label(c.status)})),
+      ...t.priority_changes.map((c) => ({at: c.changed_at_unix_secs, by: c.changed_by_user_id, what: 'Priority → ' + (c.priority ?? 'none')})),
+    ].sort((a, b) => a.at - b.at);
+    return h('section', {class: 'card', 'aria-labelledby': 'history-h'}, h('h2', {id: 'history-h'}, 'History'),
+      events.length ? h('ol', {}, events.map((e) => h('li', {}, e.what, h('span', {class: 'muted'}, ` · ${personName(users, e.by)} · ${when(e.at)}`))))
+        : h('p', {class: 'muted'}, 'No change yet.'));
+  }
+
+  function commentsSection() {
+    const list = t.ticket_comments.length
+      ? h('ul', {}, t.ticket_comments.map((c) => h('li', {}, h('p', {}, c.comment),
+        h('p', {class: 'muted'}, `${personName(users, c.owner_user_id)} · ${when(c.created_at_unix_secs)}`))))
+      : h('p', {class: 'muted'}, 'No comment yet.');
+    let form = null;
+    if (can('tickets.comment') && t.status !== 'merged') {
+      const text = h('textarea', {name: 'comment', required: true});
+      form = h('form', {'aria-label': 'Add a comment'}, field('Comment', text), h('button', {type: 'submit'}, 'Add comment'));
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        try {
+          show(await post('/v1/convai/triage-tickets/' + enc(id) + '/comments', {comment: text.value}));
+          say(msg, 'Comment added.');
+        } catch (e) { say(msg, e.message, true); }
+      });
+    }
+    return h('section', {class: 'card', 'aria-labelledby': 'comments-h'}, h('h2', {id: 'comments-h'}, 'Comments'), list, form);
+  }
+
+  function transcriptSection() {
+    const conv = t.conversation_ids[0];
+    const box = h('div', {}, h('p', {class: 'muted'}, conv ? 'Loading the transcript…' : 'This ticket names no conversation.'));
+    const section = h('section', {class: 'card', 'aria-labelledby': 'transcript-h'},
+      h('h2', {id: 'transcript-h'}, 'Transcript'), conv ? h('p', {class: 'muted'}, 'Conversation ' + conv) : null, box);
+    if (conv) {
+      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c)), (e) => {
+        const gone = e instanceof ApiError && (e.code === 404 || e.code === 405);
+        replace(box, h('p', {class: 'muted'}, gone ? 'Transcript not available.' : 'The transcript could not be loaded: ' + e.message),
+          turnComments(t.turn_comments));
+      });
+    } else {
+      box.append(turnComments(t.turn_comments));
+    }
+    return section;
+  }
+
+  function turnComments(comments) {
+    if (!comments.length) return null;
+    return h('ul', {'aria-label': 'Turn comments'}, comments.map((c) => h('li', {class: 'turn-comment'},
+      `Turn ${c.turn_index}: `, c.comment, h('span', {class: 'muted'}, ` · ${personName(users, c.owner_user_id)}`))));
+  }
+
+  function transcript(c) {
+    const turns = c.transcript || [];
+    const byTurn = new Map();
+    for (const tc of t.turn_comments) byTurn.set(tc.turn_index, [...(byTurn.get(tc.turn_index) || []), tc]);
+    const items = turns.map((turn, i) => h('li', {class: 'turn ' + (turn.role === 'agent' ? 'agent' : 'user')},
+      h('p', {class: 'who'}, `${turn.role === 'agent' ? 'Agent' : 'User'} · turn ${i}`,
+        turn.time_in_call_secs !== undefined ? ` · ${turn.time_in_call_secs}s` : ''),
+      turn.message ? h('p', {}, turn.message) : null,
+      toolBlocks(turn),
+      (byTurn.get(i) || []).map((tc) => h('p', {class: 'turn-comment'}, tc.comment,
+        h('span', {class: 'muted'}, ` · ${personName(users, tc.owner_user_id)} · ${when(tc.created_at_unix_secs)}`))),
+      turnCommentForm(i)));
+    const meta = c.metadata || {};
+    const beyond = t.turn_comments.filter((tc) => tc.turn_index >= turns.length);
+    return [h('p', {class: 'muted'}, `Status ${c.status ?? '—'} · started ${when(meta.start_time_unix_secs)} · ${meta.call_duration_secs ?? '—'} s`),
+      h('ol', {class: 'transcript'}, items), turnComments(beyond)];
+  }
+
+  function turnCommentForm(i) {
+    if (!can('tickets.turn_comment') || t.status === 'merged') return null;
+    const text = h('textarea', {name: 'turn_comment', required: true});
+    const form = h('form', {}, field('Comment on turn ' + i, text), h('button', {type: 'submit'}, 'Add turn comment'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      try {
+        show(await post('/v1/convai/triage-tickets/' + enc(id) + '/turn-comments', {turn_index: i, comment: text.value}));
+        say(msg, 'Turn comment added.');
+      } catch (e) { say(msg, e.message, true); }
+    });
+    return h('details', {}, h('summary', {}, 'Comment on this turn'), form);
+  }
+
+  function mergeSection() {
+    if (!can('tickets.merge') || t.status === 'merged') return null;
+    const list = h('div', {}, h('p', {class: 'muted'}, 'Looking for other open tickets of this agent…'));
+    const section = h('section', {class: 'card', 'aria-labelledby': 'merge-h'}, h('h2', {id: 'merge-h'}, 'Merge duplicates into this ticket'), list);
+    Promise.all(['open', 'in_progress'].map((s) =>
+      get('/v1/convai/agents/' + enc(t.agent_id) + '/triage-tickets' + query({status: s, page_size: 100})))).then((pages) => {
+      const others = pages.flatMap((p) => p.agent_conversation_tickets).filter((o) => o.agentqa_ticket_id !== id);
+      if (!others.length) return replace(list, h('p', {class: 'muted'}, 'No other open ticket of this agent.'));
+      const boxes = others.map((o) => h('input', {type: 'checkbox', name: 'source', value: o.agentqa_ticket_id, id: 'm-' + o.agentqa_ticket_id}));
+      const form = h('form', {'aria-label': 'Merge tickets'},
+        h('fieldset', {}, h('legend', {}, 'Tickets to merge'), others.map((o, i) => h('div', {},
+          boxes[i], ' ', h('label', {for: boxes[i].id}, o.title || o.agentqa_ticket_id, h('span', {class: 'muted'}, ` (${label(o.status)})`))))),
+        h('button', {type: 'submit'}, 'Merge selected'));
+      form.addEventListener('submit', async (ev) => {
+        ev.preventDefault();
+        const ids = boxes.filter((b) => b.checked).map((b) => b.value);
+        if (!ids.length) return say(msg, 'Choose the tickets to merge.', true);
+        try {
+          show(await post('/v1/convai/triage-tickets/' + enc(id) + '/merge', {source_ticket_ids: ids}));
+          say(msg, `Merged ${ids.length} ticket${ids.length === 1 ? '' : 's'} into this one.`);
+        } catch (e) { say(msg, e.message, true); }
+      });
+      replace(list, form);
+    }, (e) => replace(list, h('p', {class: 'msg error'}, e.message)));
+    return section;
+  }
+
+  show(t);
+});
+

@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"crypto/tls"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+)
+
+// A session opens under the secret that sealed it, until its expiry, and
+// nowhere else; its CSRF token is bound to the cookie.
+func TestSessionsSealAndOpen(t *testing.T) {
+	s, err := newSessions("deployment-secret")
+	if err != nil || s == nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	cookie, err := s.seal("vak_secret_key", now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(cookie, "vak_secret_key") {
+		t.Fatal("the cookie shows the key")
+	}
+	if v, refusal := s.open(cookie, now); refusal != nil || v.Key != "vak_secret_key" {
+		t.Fatalf("open: %v %v", v, refusal)
+	}
+	if _, refusal := s.open(cookie, now.Add(time.Hour)); refusal != apperr.ConsoleSessionExpired {
+		t.Fatalf("past its expiry: %v", refusal)
+	}
+	other, _ := newSessions("another-secret")
+	if _, refusal := other.open(cookie, now); refusal != apperr.ConsoleSessionInvalid {
+		t.Fatalf("under another secret: %v", refusal)
+	}
+	tampered := []byte(cookie)
+	tampered[len(tampered)/2] ^= 1
+	for _, bad := range []string{string(tampered), "", "not base64!", cookie[:10]} {
+		if _, refusal := s.open(bad, now); refusal != apperr.ConsoleSessionInvalid {
+			t.Errorf("open(%q): %v", bad, refusal)
+		}
+	}
+	again, _ := s.seal("vak_secret_key", now.Add(time.Hour))
+	if again == cookie || s.csrf(again) == s.csrf(cookie) {
+		t.Error("each sign-in has its own cookie and token")
+	}
+	if other.csrf(cookie) == s.csrf(cookie) {
+		t.Error("the token depends on the secret")
+	}
+	if none, err := newSessions(""); none != nil || err != nil {
+		t.Error("no secret: no sessions")
+	}
+}
+
+// The gateway's origin is the scheme and host the client used: https over
+// TLS, or from a trusted proxy that says so; a header from anyone else is
+// not believed.
+func TestSameOrigin(t *testing.T) {
+	g := &Gateway{settings: Settings{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")}}}
+	cases := []struct {
+		peer, origin, proto string
+		tls, want           bool
+	}{
+		{"192.0.2.1:5", "", "", false, true},
+		{"192.0.2.1:5", "http://console.example:8080", "", false, true},
+		{"192.0.2.1:5", "http://CONSOLE.example:8080", "", false, true},
+		{"192.0.2.1:5", "https://console.example:8080", "", false, false},
+		{"192.0.2.1:5", "https://console.example:8080", "", true, true},
+		{"192.0.2.1:5", "https://console.example:8080", "https", false, false}, // not a trusted proxy
+		{"10.0.0.1:5", "https://console.example:8080", "https", false, true},
+		{"192.0.2.1:5", "http://evil.example", "", false, false},
+		{"192.0.2.1:5", "http://console.example:8081", "", false, false},
+		{"192.0.2.1:5", "null", "", false, false},
+		{"192.0.2.1:5", "http://console.example:8080/path", "", false, false},
+	}
+	for _, c := range cases {
+		r := httptest.NewRequest("GET", "http://console.example:8080/console/session", nil)
+		r.RemoteAddr = c.peer
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		if c.proto != "" {
+			r.Header.Set("X-Forwarded-Proto", c.proto)
+		}
+		if c.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if got := g.sameOrigin(r); got != c.want {
+			t.Errorf("%+v: same origin %v", c, got)
+		}
+	}
+}
