@@ -108,8 +108,8 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   const id = tickets.refund.agentqa_ticket_id;
   await page.getByRole('link', {name: 'Refund policy answer was wrong'}).click();
   await page.getByRole('heading', {name: 'Refund policy answer was wrong'}).waitFor();
-  // The conversations endpoint may not answer for this conversation.
-  await page.getByText('Transcript not available.').waitFor();
+  // The conversation's transcript, as its call stack handed it over.
+  await page.getByText('Yes, everything is refunded at once.').waitFor();
 
   await page.getByLabel('Comment', {exact: true}).fill('Checked against the refund policy: a knowledge gap.');
   await page.getByRole('button', {name: 'Add comment'}).click();
@@ -135,18 +135,7 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await accessible(page, 'ticket');
   await shoot(page, 'ticket');
 
-  // With a transcript (the public conversation shape), turn comments sit at
-  // their turns and a new one is added at its turn.
-  await page.route('**/v1/convai/conversations/*', (route) => route.fulfill({json: {
-    agent_id: agentID, conversation_id: conversations[0], status: 'done', has_audio: false,
-    metadata: {start_time_unix_secs: 1760000000, call_duration_secs: 42},
-    transcript: [
-      {role: 'user', message: 'Can I get a refund for last week?', time_in_call_secs: 1},
-      {role: 'agent', message: 'Yes, everything is refunded at once.', time_in_call_secs: 4,
-        tool_calls: [{tool_name: 'lookup_order', params_as_json: '{"order":"A-17"}'}], tool_results: [{tool_name: 'lookup_order', result_value: '{"status":"shipped"}'}]},
-    ],
-    triage_tickets: [{id, title: 'Refund policy answer was wrong', status: 'in_progress', priority: 'high'}],
-  }}));
+  // Turn comments sit at their turns, and a new one is added at its turn.
   await page.reload();
   await page.getByText('Yes, everything is refunded at once.').waitFor();
   await page.getByText('lookup_order').first().waitFor();
@@ -158,11 +147,11 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   assert.deepEqual(withTurn.turn_comments.map((c) => [c.turn_index, c.comment]), [[1, 'This promise is not in the policy.']]);
   await accessible(page, 'ticket-transcript');
   await shoot(page, 'ticket-transcript');
-  await page.unroute('**/v1/convai/conversations/*');
 
   // Hostile input stays text on its own page too.
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(tickets.hostile.agentqa_ticket_id));
   await page.getByRole('heading', {name: HOSTILE, exact: true}).waitFor();
+  await page.getByText('No transcript was handed over for this conversation.').waitFor(); // its conversation has not ended
   assert.equal(await page.locator('main img').count(), 0);
 });
 

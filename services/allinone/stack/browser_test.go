@@ -35,6 +35,18 @@ func TestConsoleInBrowser(t *testing.T) {
 		publishConversation(t, s, "ws_default", "conversation_started", conv, agent, time.Now().Add(-time.Hour))
 		convs = append(convs, conv)
 	}
+	// The first conversation ended, and its call stack handed its
+	// transcript over; the ticket page shows it.
+	ingest(t, s, adminKey, "conversation_ended", time.Now().Add(-59*time.Minute), map[string]any{"conversation_id": convs[0], "agent_id": agent,
+		"call_successful": "failure", "transcript": []map[string]any{
+			{"role": "user", "message": "Can I get a refund for last week?", "time_in_call_secs": 1},
+			{"role": "agent", "message": "Yes, everything is refunded at once.", "time_in_call_secs": 4,
+				"tool_calls":   []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"order":"A-17"}`, "request_id": "c1"}},
+				"tool_results": []map[string]any{{"tool_name": "lookup_order", "request_id": "c1", "result_value": `{"status":"shipped"}`, "is_error": false}}},
+		}})
+	eventually(t, 10*time.Second, "the transcript is kept", func() bool {
+		return strings.Contains(string(call(t, s, "GET", "/v1/convai/conversations/"+convs[0], adminKey, "").Body), "refunded at once")
+	})
 	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ana@example.com","first_name":"Ana"}`)
 	if r.Code != 201 {
 		t.Fatalf("add member: %d %s", r.Code, r.Body)

@@ -147,8 +147,9 @@ start(async (main) => {
       turnCommentForm(i)));
     const meta = c.metadata || {};
     const beyond = t.turn_comments.filter((tc) => tc.turn_index >= turns.length);
+    const none = turns.length === 0 ? h('p', {class: 'muted'}, 'No transcript was handed over for this conversation.') : null;
     return [h('p', {class: 'muted'}, `Status ${c.status ?? '—'} · started ${when(meta.start_time_unix_secs)} · ${meta.call_duration_secs ?? '—'} s`),
-      h('ol', {class: 'transcript'}, items), turnComments(beyond)];
+      none, h('ol', {class: 'transcript'}, items), turnComments(beyond)];
   }
 
   function turnCommentForm(i) {
