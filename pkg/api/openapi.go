@@ -21,6 +21,29 @@ import (
 //go:embed schemas.yaml
 var schemasYAML []byte
 
+// examplesYAML holds one realistic request body and success answer of each
+// operation, by operation name; examples_test.go checks them against their
+// schemas.
+//
+//go:embed examples.yaml
+var examplesYAML []byte
+
+// example is an operation's example request body and success answer; nil
+// where it has none.
+type example struct {
+	Request  any `yaml:"request"`
+	Response any `yaml:"response"`
+}
+
+// examples is examples.yaml parsed once, by operation name.
+var examples = sync.OnceValues(func() (map[string]example, error) {
+	var out map[string]example
+	if err := yaml.Unmarshal(examplesYAML, &out); err != nil {
+		return nil, fmt.Errorf("examples.yaml: %w", err)
+	}
+	return out, nil
+})
+
 // Version is the API version the document states (spec 9).
 const Version = "1.0"
 
@@ -197,6 +220,10 @@ func document() (map[string]any, error) {
 		"csrfToken": map[string]any{"type": "apiKey", "in": "header", "name": "X-CSRF-Token",
 			"description": "The token the console's sign-in answered, which goes with its session cookie."},
 	}
+	exs, err := examples()
+	if err != nil {
+		return nil, err
+	}
 	paths := map[string]any{}
 	for _, op := range Operations {
 		item, _ := paths[op.Path].(map[string]any)
@@ -207,7 +234,7 @@ func document() (map[string]any, error) {
 			}
 			paths[op.Path] = item
 		}
-		o, err := operation(op, components)
+		o, err := operation(op, components, exs[op.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -241,7 +268,7 @@ func document() (map[string]any, error) {
 	}, nil
 }
 
-func operation(op Operation, components map[string]any) (map[string]any, error) {
+func operation(op Operation, components map[string]any, ex example) (map[string]any, error) {
 	if op.Summary == "" || len(op.Success) == 0 {
 		return nil, fmt.Errorf("operation %s has no doc", op.Name)
 	}
@@ -269,13 +296,18 @@ func operation(op Operation, components map[string]any) (map[string]any, error) 
 	o["parameters"] = params
 	o["x-idempotent"] = idempotent(op)
 	if op.Request != "" {
-		o["requestBody"] = map[string]any{"required": true, "content": jsonContent(op.Request)}
+		content := jsonContent(op.Request)
+		withExample(content, ex.Request)
+		o["requestBody"] = map[string]any{"required": true, "content": content}
 	}
 	responses := map[string]any{}
-	for _, code := range op.Success {
+	for i, code := range op.Success {
 		r := map[string]any{"description": http.StatusText(code), "headers": rateLimitHeaders()}
 		if op.Response != "" {
 			content := jsonContent(op.Response)
+			if i == 0 { // the usual answer
+				withExample(content, ex.Response)
+			}
 			if op.Name == GetInvocation.Name {
 				content["application/xml"] = map[string]any{"schema": map[string]any{"type": "string", "description": "A JUnit XML report."}}
 			}
@@ -520,6 +552,13 @@ func consoleSession(object func(string, map[string]any) map[string]any) map[stri
 		"delete": op("sign_out", "Sign out: clears the session cookie", nil, map[string]any{
 			"204": map[string]any{"description": "Signed out."}, "403": refusal("From another origin."),
 		}),
+	}
+}
+
+// withExample gives content's JSON media type the example, when there is one.
+func withExample(content map[string]any, example any) {
+	if example != nil {
+		content["application/json"].(map[string]any)["example"] = example
 	}
 }
 
