@@ -3,7 +3,7 @@
 # with VOICEAI_API_KEY (an admin key). Chromium comes from the system
 # (Debian's /usr/bin/chromium; VOICEAI_CHROMIUM names another); npm brings
 # playwright-core and axe-core only, never a browser.
-# Usage: VOICEAI_BASE_URL=http://127.0.0.1:8080 VOICEAI_API_KEY=<admin key> ./run.sh
+# Usage: VOICEAI_BASE_URL=http://127.0.0.1:8080 VOICEAI_API_KEY=<admin key> ./run.sh [script.mjs args…]
 # Exits non-zero when a check fails, or when no Chromium can be had.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,4 +32,8 @@ if [[ -z "${VOICEAI_BASE_URL:-}" || -z "${VOICEAI_API_KEY:-}" ]]; then
   exit 2
 fi
 
+# With a script named (queuebench.mjs, for make bench), run that instead.
+if [[ $# -gt 0 ]]; then
+  exec node "$@"
+fi
 exec node --test --test-force-exit --test-concurrency=1 --test-reporter=spec console.test.mjs

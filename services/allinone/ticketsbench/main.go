@@ -12,7 +12,9 @@
 //	    page at 1,000, 10,000 and 100,000 tickets in the workspace;
 //	(d) restart with 100,000 tickets: time to ready, and peak memory;
 //	(e) the tests and test-invocations listings at 10,000 of each;
-//	(f) the conversations listing at 10,000 conversations.
+//	(f) the conversations listing at 10,000 conversations;
+//	(g) the console's queue page at the largest workspace, in headless
+//	    Chromium (the browser's own timing).
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -152,6 +154,14 @@ func run(creates, largest, requests int) error {
 		small, ten, big := lat[sizes[0]][kind.name], lat[10_000][kind.name], lat[largest][kind.name]
 		r := float64(big) / float64(small)
 		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, verdict(r <= 2), verdict(ten < 50*time.Millisecond))
+	}
+
+	// (g) the console's queue page at the largest workspace, in Chromium.
+	if q, err := p.queueInBrowser(); err != nil {
+		fmt.Printf("(g) the console's queue page: not measured: %v\n", err)
+	} else {
+		fmt.Printf("(g) the console's queue page at %d tickets, navigation -> first page shown and usable (the browser's clock), %d loads: p50 %dms, max %dms (goal p50 < 1s: %s)\n",
+			largest, q.Runs, q.P50, q.Max, verdict(q.P50 < 1000))
 	}
 
 	// (e) tests and invocations.
@@ -637,6 +647,34 @@ func (p *platform) seedTesting(n int) error {
 		}
 	}
 	return nil
+}
+
+// queueTiming is what e2e/browser/queuebench.mjs prints.
+type queueTiming struct {
+	Runs int `json:"runs"`
+	P50  int `json:"p50_ms"`
+	Max  int `json:"max_ms"`
+}
+
+// queueInBrowser times the console's queue page in headless Chromium
+// (e2e/browser/queuebench.mjs, through its run.sh: Debian's Chromium,
+// the locked playwright-core).
+func (p *platform) queueInBrowser() (queueTiming, error) {
+	_, here, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "browser", "run.sh")
+	cmd := exec.Command("bash", script, "queuebench.mjs", "15")
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL="+p.base, "VOICEAI_API_KEY="+adminKey)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return queueTiming{}, fmt.Errorf("%v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var q queueTiming
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &q); err != nil {
+		return queueTiming{}, fmt.Errorf("queuebench printed %q: %w", out, err)
+	}
+	return q, nil
 }
 
 // seedConversations publishes n conversations (started, then ended with
