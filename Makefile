@@ -57,7 +57,8 @@ test-docker:
 ##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
 ##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s;
 ##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;
-##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k
+##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k,
+##   tests, invocations and conversations listings at 10k, the console's queue page at 100k in Chromium
 bench:
 	$(GO) run ./services/allinone/bench
 	$(GO) run ./services/webhooks/bench
