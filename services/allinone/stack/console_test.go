@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -10,11 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -153,7 +152,7 @@ func TestConsoleSession(t *testing.T) {
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 10_000, 100_000
 	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}
-	logs := &lockedBuffer{} // every log line, at debug: none may hold a key or a session
+	logs := &testenv.LogBuffer{} // every log line, at debug: none may hold a key or a session
 	s, err := Start(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -291,23 +290,6 @@ func TestConsoleSession(t *testing.T) {
 			}
 		}
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func toStrings(v any) []string {
