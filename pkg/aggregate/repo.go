@@ -18,7 +18,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // conflictAttempts bounds how often a change retries against fresh state.
@@ -26,7 +26,7 @@ const conflictAttempts = 5
 
 // Repo stores aggregates of state type S (a proto message pointer).
 type Repo[S proto.Message] struct {
-	Store *eventstore.Store
+	Store eventlog.Store
 	// Subject is the aggregate's subject; an error means no such aggregate.
 	Subject func(workspaceID, id string) (string, error)
 	// StateOf extracts the state from an event (false: not this aggregate).
@@ -73,7 +73,7 @@ func (r *Repo[S]) Get(ctx context.Context, workspaceID, id string) (S, uint64, e
 
 // last reads subject's last event and the state it carries, deleted or
 // not: one direct get.
-func (r *Repo[S]) last(ctx context.Context, subject string) (eventstore.Record, S, error) {
+func (r *Repo[S]) last(ctx context.Context, subject string) (eventlog.Record, S, error) {
 	var zero S
 	rec, found, err := r.Store.Last(ctx, subject)
 	if err != nil {
@@ -91,7 +91,7 @@ func (r *Repo[S]) last(ctx context.Context, subject string) (eventstore.Record, 
 
 // decode reads the event of rec and the state it carries; ok is false
 // for an event of another kind of aggregate.
-func (r *Repo[S]) decode(rec eventstore.Record) (msg proto.Message, state S, ok bool, err error) {
+func (r *Repo[S]) decode(rec eventlog.Record) (msg proto.Message, state S, ok bool, err error) {
 	if msg, err = esproto.Decode(rec); err != nil {
 		return nil, state, false, err
 	}
@@ -131,7 +131,7 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 		return zero, false, err
 	}
 	res, err := r.record(ctx, subject, 0, meta, ev, state)
-	if errors.Is(err, eventstore.ErrConflict) && meta.GetCommandId() != "" {
+	if errors.Is(err, eventlog.ErrConflict) && meta.GetCommandId() != "" {
 		res.Duplicate, err = true, nil // the first attempt won: answer with it
 	}
 	if err != nil {
@@ -180,12 +180,12 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 	if err != nil {
 		return zero, r.NotFound
 	}
-	err = eventstore.Retry(ctx, conflictAttempts, func() error {
+	err = eventlog.Retry(ctx, conflictAttempts, func() error {
 		rec, cur, err := r.last(ctx, subject)
 		if err != nil {
 			return err
 		}
-		if commandID != "" && eventstore.CommandOf(rec) == commandID {
+		if commandID != "" && rec.CommandID == commandID {
 			out = cur // a replay of the last change, a deletion included
 			r.project(ctx, subject, rec.Seq, cur)
 			return nil
@@ -222,7 +222,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		out = next
 		return nil
 	})
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return zero, r.Conflict
 	}
 	return out, err
@@ -252,7 +252,7 @@ func (r *Repo[S]) first(ctx context.Context, workspaceID, id string, seq uint64)
 }
 
 // record appends ev and projects state inline.
-func (r *Repo[S]) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message, state S) (eventstore.Appended, error) {
+func (r *Repo[S]) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message, state S) (eventlog.Appended, error) {
 	res, err := esproto.Append(ctx, r.Store, subject, expected, meta, ev)
 	if err != nil || res.Duplicate {
 		return res, err

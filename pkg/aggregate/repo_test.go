@@ -18,21 +18,19 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 var errNotFound, errConflict = errors.New("not found"), errors.New("conflict")
 
-func newRepo(t *testing.T) (*Repo[*agentsv1.Agent], *sync.Map) {
-	t.Helper()
-	return newRepoWindow(t, 0)
-}
-
-// newRepoWindow is a repository over a stream that remembers command ids
+// openStore is an empty event log of agents that remembers command ids
 // for window (0: the default).
-func newRepoWindow(t *testing.T, window time.Duration) (*Repo[*agentsv1.Agent], *sync.Map) {
-	t.Helper()
+type openStore func(t *testing.T, window time.Duration) eventlog.Store
+
+func onJetStream(t *testing.T, window time.Duration) eventlog.Store {
 	js, err := jetstream.New((&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t))
 	if err != nil {
 		t.Fatal(err)
@@ -40,9 +38,51 @@ func newRepoWindow(t *testing.T, window time.Duration) (*Repo[*agentsv1.Agent], 
 	if _, err := eventstore.EnsureStream(context.Background(), js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}, DedupWindow: window}); err != nil {
 		t.Fatal(err)
 	}
+	return eventstore.New(js, events.AgentsStream)
+}
+
+func inMemory(_ *testing.T, window time.Duration) eventlog.Store {
+	s := memlog.New()
+	if window > 0 {
+		s.Window = window
+	}
+	return s
+}
+
+// The repository's rules hold on every event log adapter.
+func TestRepoOnJetStream(t *testing.T) { runRepoCases(t, onJetStream) }
+func TestRepoInMemory(t *testing.T)    { runRepoCases(t, inMemory) }
+
+func runRepoCases(t *testing.T, open openStore) {
+	cases := []struct {
+		name string
+		run  func(*testing.T, openStore)
+	}{
+		{"CreateGetUpdateDelete", testCreateGetUpdateDelete},
+		{"RetriedCreateAnswersTheFirst", testRetriedCreateAnswersTheFirst},
+		{"ConcurrentUpdatesRetryAgainstFreshState", testConcurrentUpdatesRetryAgainstFreshState},
+		{"KeyedUpdateReplayAnswersTheFirstResult", testKeyedUpdateReplayAnswersTheFirstResult},
+		{"ConcurrentCopiesOfAKeyedUpdateApplyOnce", testConcurrentCopiesOfAKeyedUpdateApplyOnce},
+		{"KeyedReplayOfADeletion", testKeyedReplayOfADeletion},
+		{"KeyedReplayBeyondTheDuplicateWindow", testKeyedReplayBeyondTheDuplicateWindow},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
+	}
+}
+
+func newRepo(t *testing.T, open openStore) (*Repo[*agentsv1.Agent], *sync.Map) {
+	t.Helper()
+	return newRepoWindow(t, open, 0)
+}
+
+// newRepoWindow is a repository over a log that remembers command ids for
+// window (0: the default).
+func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*agentsv1.Agent], *sync.Map) {
+	t.Helper()
 	projected := &sync.Map{}
 	return &Repo[*agentsv1.Agent]{
-		Store:   eventstore.New(js, events.AgentsStream),
+		Store:   open(t, window),
 		Subject: events.AgentSubject,
 		StateOf: func(m proto.Message) (*agentsv1.Agent, bool) {
 			switch ev := m.(type) {
@@ -78,8 +118,8 @@ func create(t *testing.T, r *Repo[*agentsv1.Agent], id, commandID string) (*agen
 	return got, dup
 }
 
-func TestCreateGetUpdateDelete(t *testing.T) {
-	r, projected := newRepo(t)
+func testCreateGetUpdateDelete(t *testing.T, open openStore) {
+	r, projected := newRepo(t, open)
 	ctx := context.Background()
 	create(t, r, "agent_1", "")
 	if _, ok := projected.Load("agent_1"); !ok {
@@ -114,8 +154,8 @@ func TestCreateGetUpdateDelete(t *testing.T) {
 	}
 }
 
-func TestRetriedCreateAnswersTheFirst(t *testing.T) {
-	r, projected := newRepo(t)
+func testRetriedCreateAnswersTheFirst(t *testing.T, open openStore) {
+	r, projected := newRepo(t, open)
 	first, dup := create(t, r, "agent_1", "cmd-1")
 	// The first attempt's process died after appending, before projecting.
 	projected.Delete("agent_1")
@@ -128,8 +168,8 @@ func TestRetriedCreateAnswersTheFirst(t *testing.T) {
 	}
 }
 
-func TestConcurrentUpdatesRetryAgainstFreshState(t *testing.T) {
-	r, _ := newRepo(t)
+func testConcurrentUpdatesRetryAgainstFreshState(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
 	create(t, r, "agent_1", "")
 	var wg sync.WaitGroup
 	for range 4 {
@@ -189,8 +229,8 @@ func seqOf(t *testing.T, r *Repo[*agentsv1.Agent]) uint64 {
 // A keyed change sent again answers the state its first attempt left and
 // appends nothing, even when the replay would change something else or
 // would now fail, and whether or not other changes came in between.
-func TestKeyedUpdateReplayAnswersTheFirstResult(t *testing.T) {
-	r, projected := newRepo(t)
+func testKeyedUpdateReplayAnswersTheFirstResult(t *testing.T, open openStore) {
+	r, projected := newRepo(t, open)
 	create(t, r, "agent_1", "")
 	var calls atomic.Int64
 	first := update(t, r, "cmd-1", rename("second", &calls))
@@ -215,8 +255,8 @@ func TestKeyedUpdateReplayAnswersTheFirstResult(t *testing.T) {
 
 // Copies of one keyed change sent at once (the gateway's hedge racing its
 // first attempt) change the aggregate once and all answer that change.
-func TestConcurrentCopiesOfAKeyedUpdateApplyOnce(t *testing.T) {
-	r, _ := newRepo(t)
+func testConcurrentCopiesOfAKeyedUpdateApplyOnce(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
 	create(t, r, "agent_1", "")
 	var calls atomic.Int64
 	answers := make(chan *agentsv1.Agent, 4)
@@ -246,8 +286,8 @@ func TestConcurrentCopiesOfAKeyedUpdateApplyOnce(t *testing.T) {
 // A keyed deletion sent again answers as the first did (no 404), and a
 // keyed change replayed after the aggregate was deleted answers its first
 // result.
-func TestKeyedReplayOfADeletion(t *testing.T) {
-	r, _ := newRepo(t)
+func testKeyedReplayOfADeletion(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
 	create(t, r, "agent_1", "")
 	var calls atomic.Int64
 	first := update(t, r, "cmd-rename", rename("second", &calls))
@@ -271,9 +311,9 @@ func TestKeyedReplayOfADeletion(t *testing.T) {
 // Once the stream has forgotten a command id (its duplicate window), a
 // replay is still recognised from the aggregate: its last event, or its
 // history when the replay changes nothing or fails.
-func TestKeyedReplayBeyondTheDuplicateWindow(t *testing.T) {
+func testKeyedReplayBeyondTheDuplicateWindow(t *testing.T, open openStore) {
 	const window = 200 * time.Millisecond
-	r, _ := newRepoWindow(t, window)
+	r, _ := newRepoWindow(t, open, window)
 	create(t, r, "agent_1", "")
 	var calls atomic.Int64
 	first := update(t, r, "cmd-1", rename("second", &calls))
@@ -301,7 +341,7 @@ func probeWindow(t *testing.T, r *Repo[*agentsv1.Agent]) func() {
 		t.Fatal(err)
 	}
 	probe := func() bool {
-		res, err := r.Store.Append(ctx, subject, eventstore.AnySeq, "probe", eventstore.Event{Type: "probe", Workspace: "ws"})
+		res, err := r.Store.Append(ctx, subject, eventlog.AnySeq, "probe", eventlog.Event{Type: "probe", Workspace: "ws"})
 		if err != nil {
 			t.Fatal(err)
 		}

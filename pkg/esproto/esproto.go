@@ -1,4 +1,4 @@
-// Package esproto joins the event store to the proto-events contracts:
+// Package esproto joins the event log to the proto-events contracts:
 // it appends typed events with their metadata and headers, and decodes
 // records back into messages through the contract registry.
 package esproto
@@ -8,17 +8,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -38,18 +35,18 @@ func Meta(ctx context.Context, workspaceID, commandID string, now time.Time) *co
 	}
 }
 
-// Append publishes ev on subject with optimistic concurrency (expected =
-// the subject's last sequence, 0 to create) and command-id dedup.
-func Append(ctx context.Context, st *eventstore.Store, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventstore.Appended, error) {
+// Encode is the event to append for ev: its contract type and schema, the
+// metadata's ids, and the request's trace context.
+func Encode(ctx context.Context, meta *commonv1.EventMeta, ev proto.Message) (eventlog.Event, error) {
 	data, err := proto.Marshal(ev)
 	if err != nil {
-		return eventstore.Appended{}, fmt.Errorf("encode %T: %w", ev, err)
+		return eventlog.Event{}, fmt.Errorf("encode %T: %w", ev, err)
 	}
-	var header nats.Header
+	var header eventlog.Header
 	if tp := tracing.RequestTrace(ctx); tp != "" {
-		header = nats.Header{events.HeaderTraceparent: []string{tp}}
+		header = eventlog.Header{events.HeaderTraceparent: []string{tp}}
 	}
-	return st.Append(ctx, subject, expected, meta.GetCommandId(), eventstore.Event{
+	return eventlog.Event{
 		Header:        header,
 		ID:            meta.GetEventId(),
 		Type:          events.TypeOf(ev),
@@ -57,28 +54,21 @@ func Append(ctx context.Context, st *eventstore.Store, subject string, expected 
 		SchemaVersion: events.SchemaVersion,
 		Workspace:     meta.GetWorkspaceId(),
 		Data:          data,
-	})
+	}, nil
 }
 
-// NewMsg builds the message Append would publish, for pipelined
-// publishing (no expected sequence; the command id deduplicates).
-func NewMsg(ctx context.Context, subject string, meta *commonv1.EventMeta, ev proto.Message) (*nats.Msg, error) {
-	data, err := proto.Marshal(ev)
+// Append appends ev on subject with optimistic concurrency (expected =
+// the subject's last sequence, 0 to create) and command-id dedup.
+func Append(ctx context.Context, st eventlog.Store, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventlog.Appended, error) {
+	e, err := Encode(ctx, meta, ev)
 	if err != nil {
-		return nil, fmt.Errorf("encode %T: %w", ev, err)
+		return eventlog.Appended{}, err
 	}
-	var header nats.Header
-	if tp := tracing.RequestTrace(ctx); tp != "" {
-		header = nats.Header{events.HeaderTraceparent: []string{tp}}
-	}
-	return eventstore.NewMsg(subject, meta.GetCommandId(), eventstore.Event{
-		Header: header, ID: meta.GetEventId(), Type: events.TypeOf(ev), Schema: events.SchemaOf(ev),
-		SchemaVersion: events.SchemaVersion, Workspace: meta.GetWorkspaceId(), Data: data,
-	}), nil
+	return st.Append(ctx, subject, expected, meta.GetCommandId(), e)
 }
 
 // Decode turns a record into its contract message.
-func Decode(rec eventstore.Record) (proto.Message, error) {
+func Decode(rec eventlog.Record) (proto.Message, error) {
 	msg, ok := events.New(rec.Type)
 	if !ok {
 		return nil, fmt.Errorf("unknown event type %q at seq %d", rec.Type, rec.Seq)
@@ -89,17 +79,8 @@ func Decode(rec eventstore.Record) (proto.Message, error) {
 	return msg, nil
 }
 
-// DecodeMsg turns a consumed message into its contract message.
-func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
-	rec, err := eventstore.RecordFromMsg(m)
-	if err != nil {
-		return nil, err
-	}
-	return Decode(rec)
-}
-
 // At loads the event stored at seq.
-func At(ctx context.Context, st *eventstore.Store, seq uint64) (proto.Message, error) {
+func At(ctx context.Context, st eventlog.Store, seq uint64) (proto.Message, error) {
 	rec, err := st.At(ctx, seq)
 	if err != nil {
 		return nil, err
@@ -109,7 +90,7 @@ func At(ctx context.Context, st *eventstore.Store, seq uint64) (proto.Message, e
 
 // Last loads the newest event of subject: with state-carrying events it is
 // the aggregate's whole current state. found is false for a new subject.
-func Last(ctx context.Context, st *eventstore.Store, subject string) (msg proto.Message, seq uint64, found bool, err error) {
+func Last(ctx context.Context, st eventlog.Store, subject string) (msg proto.Message, seq uint64, found bool, err error) {
 	rec, found, err := st.Last(ctx, subject)
 	if err != nil || !found {
 		return nil, 0, found, err
@@ -123,23 +104,4 @@ func Last(ctx context.Context, st *eventstore.Store, subject string) (msg proto.
 func StableID(scope, commandID string) string {
 	h := sha256.Sum256([]byte(scope + "|" + commandID))
 	return hex.EncodeToString(h[:13])
-}
-
-// FollowState keeps in-memory state from stream's state-carrying events
-// matching filters: each subject's last event, then new ones live, each
-// decoded and handed to apply with its sequence (an undecodable one is
-// logged and skipped). It returns once the replay is applied.
-func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message)) error {
-	f, err := eventstore.Follow(ctx, js, stream, filters, true, func(rec eventstore.Record) {
-		msg, err := Decode(rec)
-		if err != nil {
-			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
-			return
-		}
-		apply(rec.Seq, msg)
-	})
-	if err != nil {
-		return err
-	}
-	return f.Wait(ctx)
 }

@@ -5,28 +5,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 func TestAppendDecodeLast(t *testing.T) {
-	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
-	js, err := jetstream.New(env.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := principal.With(context.Background(), principal.Principal{WorkspaceID: "ws", UserID: "sa_1"})
-	if _, err := eventstore.EnsureStream(ctx, js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}}); err != nil {
-		t.Fatal(err)
-	}
-	st := eventstore.New(js, events.AgentsStream)
+	st := memlog.New()
 	subject, _ := events.AgentSubject("ws", "agent_1")
 	meta := Meta(ctx, "ws", "cmd-1", time.Unix(100, 0))
 	if meta.GetActorUserId() != "sa_1" || meta.GetEventId() == "" || meta.GetOccurredAtUnixMs() != 100_000 {
@@ -42,10 +33,13 @@ func TestAppendDecodeLast(t *testing.T) {
 		t.Fatalf("last: %v %d %v %v", msg, seq, found, err)
 	}
 	rec, _, _ := st.Last(ctx, subject)
-	if rec.Type != events.TypeAgentCreated || rec.Header.Get(events.HeaderSchema) != "voiceai.agents.v1.AgentCreated" || rec.Workspace != "ws" {
-		t.Fatalf("headers: %+v", rec)
+	if rec.Type != events.TypeAgentCreated || rec.Workspace != "ws" || rec.CommandID != "cmd-1" || rec.EventID != meta.GetEventId() {
+		t.Fatalf("record: %+v", rec)
 	}
-	if _, err := Decode(eventstore.Record{Type: "nope"}); err == nil {
+	if e, err := Encode(ctx, meta, ev); err != nil || e.Schema != "voiceai.agents.v1.AgentCreated" || e.SchemaVersion != events.SchemaVersion {
+		t.Fatalf("encoded: %+v %v", e, err)
+	}
+	if _, err := Decode(eventlog.Record{Type: "nope"}); err == nil {
 		t.Fatal("unknown type decoded")
 	}
 	if StableID("ws", "c") != StableID("ws", "c") || StableID("ws", "c") == StableID("ws2", "c") {

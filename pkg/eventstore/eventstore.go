@@ -1,7 +1,9 @@
-// Package eventstore is the event store on JetStream: one stream per
-// bounded context, one subject per aggregate. Appends are guarded by the
-// subject's last sequence (optimistic concurrency) and deduplicated by
-// command id; an aggregate's history is its subject's messages.
+// Package eventstore is the event store on JetStream, the eventlog port's
+// adapter: one stream per bounded context, one subject per aggregate.
+// Appends are guarded by the subject's last sequence (optimistic
+// concurrency) and deduplicated by command id (Nats-Msg-Id); an
+// aggregate's history is its subject's messages. It also holds what only
+// JetStream's users need: stream setup, following, direct gets.
 package eventstore
 
 import (
@@ -15,12 +17,27 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
-// ErrConflict means the aggregate changed since it was read (or, for a
-// create, already exists). Callers reload and retry, or answer 409.
-var ErrConflict = errors.New("event store: concurrent change (expected sequence did not match)")
+// The port's types, named here too for the JetStream-side code.
+type (
+	Event    = eventlog.Event
+	Appended = eventlog.Appended
+	Record   = eventlog.Record
+)
+
+// ErrConflict is eventlog.ErrConflict.
+var ErrConflict = eventlog.ErrConflict
+
+// AnySeq is eventlog.AnySeq.
+const AnySeq = eventlog.AnySeq
+
+// Retry is eventlog.Retry.
+func Retry(ctx context.Context, attempts int, fn func() error) error {
+	return eventlog.Retry(ctx, attempts, fn)
+}
 
 // StreamConfig describes a bounded context's stream.
 type StreamConfig struct {
@@ -57,26 +74,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 	})
 }
 
-// Event is one event to append.
-type Event struct {
-	ID            string // event id; generated when empty
-	Type          string
-	Schema        string
-	SchemaVersion string
-	Workspace     string
-	Data          []byte
-	Header        nats.Header // extra headers, e.g. traceparent
-}
-
-// Appended is the outcome of an append.
-type Appended struct {
-	Seq uint64
-	// Duplicate is true when the command id was seen before: nothing new
-	// was written and Seq is the original event's sequence.
-	Duplicate bool
-}
-
-// Store appends to and reads from one stream.
+// Store is the eventlog port on one JetStream stream.
 type Store struct {
 	js     jetstream.JetStream
 	stream string
@@ -84,6 +82,8 @@ type Store struct {
 
 // New returns a store over an existing stream.
 func New(js jetstream.JetStream, stream string) *Store { return &Store{js: js, stream: stream} }
+
+var _ eventlog.Store = (*Store)(nil)
 
 // Stream is the stream's name.
 func (s *Store) Stream() string { return s.stream }
@@ -112,11 +112,6 @@ func NewMsg(subject, commandID string, ev Event) *nats.Msg {
 	msg.Data = ev.Data
 	return msg
 }
-
-// AnySeq as the expected sequence appends whatever the subject holds:
-// for subjects with a single writer at a time, such as a run's results,
-// where the command id alone makes retries idempotent.
-const AnySeq = ^uint64(0)
 
 // Append writes ev to subject if the subject's last sequence is still
 // expectedSeq (0: the subject must be empty). A non-empty commandID makes
@@ -159,45 +154,9 @@ func IsConflict(err error) bool {
 		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
 }
 
-// Retry runs fn until it returns something other than a conflict, at most
-// attempts times; fn reloads fresh state each time.
-func Retry(ctx context.Context, attempts int, fn func() error) error {
-	var err error
-	for range max(attempts, 1) {
-		if err = fn(); !errors.Is(err, ErrConflict) {
-			return err
-		}
-		if ctx.Err() != nil {
-			return errors.Join(err, ctx.Err())
-		}
-	}
-	return err
-}
-
-// FindCommand finds the event commandID appended to subject, newest first
-// (a retry is almost always of the latest event): one read when it is the
-// last, else the subject's history. It does not depend on the stream's
-// duplicate window, which forgets a command id after DedupWindow.
+// FindCommand implements eventlog.Store: newest first, one read when it is
+// the last event. It does not depend on the stream's duplicate window,
+// which forgets a command id after DedupWindow.
 func (s *Store) FindCommand(ctx context.Context, subject, commandID string) (Record, bool, error) {
-	last, found, err := s.Last(ctx, subject)
-	if err != nil || !found {
-		return Record{}, false, err
-	}
-	if CommandOf(last) == commandID {
-		return last, true, nil
-	}
-	recs, _, err := s.Load(ctx, subject)
-	if err != nil {
-		return Record{}, false, err
-	}
-	for i := len(recs) - 1; i >= 0; i-- {
-		if CommandOf(recs[i]) == commandID {
-			return recs[i], true, nil
-		}
-	}
-	return Record{}, false, nil
+	return eventlog.FindCommand(ctx, s, subject, commandID)
 }
-
-// CommandOf is the command id an event was appended with (its
-// Nats-Msg-Id): the request's when it had one, else the event's own id.
-func CommandOf(rec Record) string { return rec.Header.Get(jetstream.MsgIDHeader) }

@@ -12,24 +12,15 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
-)
 
-// Record is one stored event.
-type Record struct {
-	Seq       uint64
-	Subject   string
-	Type      string
-	EventID   string
-	Workspace string
-	Header    nats.Header
-	Data      []byte
-	Time      time.Time
-}
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+)
 
 func recordOf(seq uint64, subject string, h nats.Header, data []byte, t time.Time) Record {
 	return Record{
-		Seq: seq, Subject: subject, Header: h, Data: data, Time: t,
+		Seq: seq, Subject: subject, Header: eventlog.Header(h), Data: data, Time: t,
 		Type: h.Get(events.HeaderEventType), EventID: h.Get(events.HeaderEventID), Workspace: h.Get(events.HeaderWorkspaceID),
+		CommandID: h.Get(jetstream.MsgIDHeader),
 	}
 }
 

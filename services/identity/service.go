@@ -14,7 +14,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -97,7 +96,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 // event and keeps it current; it returns once the replay is applied.
 func followIdentity(ctx context.Context, d runtime.Deps) (*adapters.MemoryReadModel, error) {
 	rm := adapters.NewMemoryReadModel()
-	err := esproto.FollowState(ctx, d.JS, events.IdentityStream, []string{events.IdentityAll}, d.Logger, func(seq uint64, msg proto.Message) {
+	err := eventstore.FollowState(ctx, d.JS, events.IdentityStream, []string{events.IdentityAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if doc := app.DocOf(msg); doc != nil {
 			_ = rm.Put(ctx, seq, doc) // in memory: never fails
 		}

@@ -22,7 +22,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
@@ -327,7 +326,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 // the replay is applied.
 func followTesting(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
 	m := adapters.NewMemoryIndex()
-	err := esproto.FollowState(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, d.Logger, func(seq uint64, msg proto.Message) {
+	err := eventstore.FollowState(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		switch s := app.StateOf(msg).(type) {
 		case *testingv1.Test:
 			_ = m.ApplyTest(ctx, seq, s)

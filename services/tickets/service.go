@@ -16,7 +16,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -119,7 +118,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 // and keeps it current; it returns once the replay is applied.
 func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
 	idx := adapters.NewMemoryIndex()
-	err := esproto.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if t := app.StateOf(msg); t != nil {
 			_ = idx.Put(ctx, seq, t)
 		}

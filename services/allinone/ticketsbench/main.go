@@ -49,6 +49,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
@@ -486,7 +487,7 @@ func (p *platform) seedTo(n int) error {
 			return err
 		}
 		meta := esproto.Meta(ctx, workspace, "", time.UnixMilli(at))
-		msg, err := esproto.NewMsg(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t})
+		msg, err := eventstore.NewEventMsg(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t})
 		if err != nil {
 			return err
 		}
@@ -586,7 +587,7 @@ func (p *platform) seedTesting(n int) error {
 	base := time.Now().Add(-time.Hour)
 	pub := &pipeline{js: js}
 	publish := func(subject string, ev proto.Message, meta *commonv1.EventMeta, last bool) error {
-		msg, err := esproto.NewMsg(ctx, subject, meta, ev)
+		msg, err := eventstore.NewEventMsg(ctx, subject, meta, ev)
 		if err != nil {
 			return err
 		}

@@ -19,12 +19,12 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // App is the identity application.
 type App struct {
-	Store     *eventstore.Store
+	Store     eventlog.Store
 	ReadModel ReadModel
 	Log       *slog.Logger
 	Now       func() time.Time
@@ -44,7 +44,7 @@ func (a *App) now() time.Time {
 // append's sequence (the stream feeds the read model too, which covers a
 // crash between the two). A duplicate is not put: ev is this attempt's
 // state, not the one stored.
-func (a *App) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventstore.Appended, error) {
+func (a *App) record(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventlog.Appended, error) {
 	res, err := esproto.Append(ctx, a.Store, subject, expected, meta, ev)
 	if err != nil {
 		return res, err

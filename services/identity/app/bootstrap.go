@@ -13,7 +13,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
 )
@@ -52,7 +52,7 @@ func (a *App) Bootstrap(ctx context.Context, configuredSecret, dataDir string) (
 	// The subject is fixed and create-only: two processes racing on a
 	// first start mint one key between them.
 	if _, _, err := a.mintKey(ctx, domain.DefaultWorkspaceID, domain.AdminAccountID, generatedKeyID, secret, spec, ""); err != nil {
-		if errors.Is(err, eventstore.ErrConflict) {
+		if errors.Is(err, eventlog.ErrConflict) {
 			return BootstrapResult{}, nil
 		}
 		return BootstrapResult{}, err
@@ -82,7 +82,7 @@ func (a *App) ensureConfiguredKey(ctx context.Context, secret string) error {
 		return err
 	}
 	spec := KeySpec{Name: "bootstrap admin (VOICEAI_BOOTSTRAP_ADMIN_KEY)", Permissions: []string{principal.PermissionAll}}
-	if _, _, err := a.mintKey(ctx, domain.DefaultWorkspaceID, domain.AdminAccountID, keyID, secret, spec, "bootstrap-"+keyID); err != nil && !errors.Is(err, eventstore.ErrConflict) {
+	if _, _, err := a.mintKey(ctx, domain.DefaultWorkspaceID, domain.AdminAccountID, keyID, secret, spec, "bootstrap-"+keyID); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 		return err
 	}
 	return a.revokeOtherConfiguredKeys(ctx, keyID)
@@ -102,7 +102,7 @@ func (a *App) revokeOtherConfiguredKeys(ctx context.Context, keep string) error 
 		if err != nil {
 			continue // already revoked
 		}
-		if err := a.revoke(ctx, cur, seq); err != nil && !errors.Is(err, eventstore.ErrConflict) {
+		if err := a.revoke(ctx, cur, seq); err != nil && !errors.Is(err, eventlog.ErrConflict) {
 			return err
 		}
 	}
@@ -117,7 +117,7 @@ func (a *App) ensureWorkspace(ctx context.Context, workspaceID, name string) err
 	meta := esproto.Meta(ctx, workspaceID, "create-workspace-"+workspaceID, a.now())
 	ws := &identityv1.Workspace{WorkspaceId: workspaceID, Name: name, CreatedAtUnix: a.now().Unix()}
 	_, err = a.record(ctx, subject, 0, meta, &identityv1.WorkspaceCreated{Meta: meta, Workspace: ws})
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return nil // exists
 	}
 	return err
@@ -129,7 +129,7 @@ func (a *App) ensureAccount(ctx context.Context, workspaceID, userID, name strin
 		return acct, nil
 	}
 	acct, err = a.createAccount(ctx, workspaceID, userID, name, "create-account-"+workspaceID+"-"+userID)
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return a.loadAccount(ctx, workspaceID, userID)
 	}
 	return acct, err

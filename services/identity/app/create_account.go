@@ -10,7 +10,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
@@ -32,7 +32,7 @@ func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, comma
 		userID = "sa_" + esproto.StableID(workspaceID, commandID)
 	}
 	acct, err := a.createAccount(ctx, workspaceID, userID, name, commandID)
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return nil, apperr.ServiceAccountExists
 	}
 	return acct, err

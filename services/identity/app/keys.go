@@ -16,7 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
@@ -49,7 +49,7 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Principal, account
 		keyID = "key_" + esproto.StableID(caller.WorkspaceID, commandID)
 	}
 	key, dup, err := a.mintKey(ctx, caller.WorkspaceID, accountID, keyID, secret, spec, commandID)
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return "", nil, apperr.APIKeyExists
 	}
 	if err != nil {

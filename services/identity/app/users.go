@@ -12,7 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // Member roles.
@@ -51,7 +51,7 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role, 
 	}
 	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u})
-	if errors.Is(err, eventstore.ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return nil, apperr.MemberExists
 	}
 	if err != nil {

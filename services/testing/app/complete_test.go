@@ -14,7 +14,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -42,7 +42,7 @@ func TestCountOutcomes(t *testing.T) {
 		run := &testingv1.RunResult{RunId: domain.RunID("tinv_c", idx), InvocationId: "tinv_c", WorkspaceId: "ws", Attempt: attempt, Status: status}
 		subject, _ := events.RunSubject("ws", "tinv_c", run.RunId)
 		meta := &commonv1.EventMeta{EventId: "evt_" + strconv.Itoa(idx) + "_" + strconv.Itoa(int(attempt)), WorkspaceId: "ws"}
-		msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: run})
+		msg, err := eventstore.NewEventMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: run})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -59,7 +58,7 @@ func (a *App) RunEnqueuer(ctx context.Context) error {
 }
 
 func (a *App) enqueue(ctx context.Context, m jetstream.Msg) error {
-	msg, err := esproto.DecodeMsg(m)
+	msg, err := eventstore.DecodeMsg(m)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -109,7 +110,7 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 	}
 	return EachLast(ctx, a.JS, events.TestRunsStream, runs,
 		func(m jetstream.Msg) error {
-			r, err := runOf(esproto.DecodeMsg(m))
+			r, err := runOf(eventstore.DecodeMsg(m))
 			if err != nil {
 				return err
 			}
@@ -236,7 +237,7 @@ func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 			return nil, err
 		}
 		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects, func(m jetstream.Msg) error {
-			msg, err := esproto.DecodeMsg(m)
+			msg, err := eventstore.DecodeMsg(m)
 			if err != nil {
 				return err
 			}

@@ -521,7 +521,7 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 // results are stored.
 func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
 	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), time.Now())
-	msg, err := esproto.NewMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
+	msg, err := eventstore.NewEventMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
 		return err
 	}

@@ -213,7 +213,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
 	subject2, _ := events.RunSubject(ws, inv.InvocationId, stored.RunId)
 	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: ws, CommandId: stored.RunId + "#1"}
-	msg, _ := esproto.NewMsg(ctx, subject2, m2, &testingv1.RunCompleted{Meta: m2, Run: stored})
+	msg, _ := eventstore.NewEventMsg(ctx, subject2, m2, &testingv1.RunCompleted{Meta: m2, Run: stored})
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // App is the tickets application.
@@ -36,7 +36,7 @@ type App struct {
 
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
-func New(store *eventstore.Store, rm ReadModel, dir Directory, log *slog.Logger) *App {
+func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger) *App {
 	a := &App{ReadModel: rm, Directory: dir}
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
 		Store:   store,

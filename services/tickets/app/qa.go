@@ -14,7 +14,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -69,7 +69,7 @@ func (a *App) RecordTestFailures(ctx context.Context, f FailingTest) (*ticketsv1
 				return t, err
 			}
 			t, err = a.createForTest(ctx, f, id)
-			if !errors.Is(err, eventstore.ErrConflict) {
+			if !errors.Is(err, eventlog.ErrConflict) {
 				return t, err
 			}
 			if _, _, err := a.Get(ctx, f.WorkspaceID, id); err != nil {

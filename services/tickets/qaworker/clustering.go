@@ -5,7 +5,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -19,7 +19,7 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 	seen := map[agentKey]string{} // the traceparent of the ticket that asked
 	var order []agentKey
 	for _, m := range batch {
-		ev, err := esproto.DecodeMsg(m)
+		ev, err := eventstore.DecodeMsg(m)
 		if err != nil {
 			continue
 		}

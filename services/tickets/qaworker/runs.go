@@ -33,7 +33,7 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	traces := map[[3]string]string{} // a group's first run's traceparent
 	var order [][3]string
 	for _, m := range batch {
-		ev, err := esproto.DecodeMsg(m)
+		ev, err := eventstore.DecodeMsg(m)
 		if err != nil {
 			w.skip("runs", "undecodable run event", m, err)
 			continue

@@ -1,0 +1,53 @@
+package eventstore
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+)
+
+// NewEventMsg builds the message an append of ev would publish, for
+// pipelined publishing (no expected sequence; the command id
+// deduplicates).
+func NewEventMsg(ctx context.Context, subject string, meta *commonv1.EventMeta, ev proto.Message) (*nats.Msg, error) {
+	e, err := esproto.Encode(ctx, meta, ev)
+	if err != nil {
+		return nil, err
+	}
+	return NewMsg(subject, meta.GetCommandId(), e), nil
+}
+
+// DecodeMsg turns a consumed message into its contract message.
+func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
+	rec, err := RecordFromMsg(m)
+	if err != nil {
+		return nil, err
+	}
+	return esproto.Decode(rec)
+}
+
+// FollowState keeps in-memory state from stream's state-carrying events
+// matching filters: each subject's last event, then new ones live, each
+// decoded and handed to apply with its sequence (an undecodable one is
+// logged and skipped). It returns once the replay is applied.
+func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message)) error {
+	f, err := Follow(ctx, js, stream, filters, true, func(rec Record) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
+			return
+		}
+		apply(rec.Seq, msg)
+	})
+	if err != nil {
+		return err
+	}
+	return f.Wait(ctx)
+}
