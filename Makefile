@@ -50,7 +50,7 @@ chaos:
 ## test-docker: the container tier (official NATS and MongoDB images); needs a Docker engine
 test-docker:
 	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run Docker ./pkg/testenv/...
-	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run 'Conforms|UseAnIndex' ./services/tickets/adapters/ ./services/testing/adapters/ ./services/identity/adapters/
+	VOICEAI_TEST_DOCKER=1 $(GO) test -race -count=1 -run 'Conforms|UseAnIndex' ./services/agents/adapters/ ./services/tickets/adapters/ ./services/testing/adapters/ ./services/identity/adapters/
 	cd deploy/check && VOICEAI_TEST_DOCKER=1 GOWORK=off $(GO) test -count=1 -v -run TestComposeStackServes ./...
 
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:

@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"google.golang.org/protobuf/proto"
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
@@ -16,44 +15,12 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
 // SecretsCollection is the workspace secrets' listing read model. It
 // holds names, never values.
 const SecretsCollection = "secrets"
-
-// SecretDoc is a workspace secret as listed.
-type SecretDoc struct {
-	ID            string `bson:"_id"`
-	WorkspaceID   string `bson:"workspace_id"`
-	Name          string `bson:"name"`
-	NameLower     string `bson:"name_lower"`
-	CreatedAtUnix int64  `bson:"created_at_unix"`
-	UpdatedAtUnix int64  `bson:"updated_at_unix"`
-	Deleted       bool   `bson:"deleted"`
-}
-
-// SecretDocOf maps secret state to its listed form: the sealed value
-// stays on the bus.
-func SecretDocOf(s *agentsv1.WorkspaceSecret) SecretDoc {
-	return SecretDoc{
-		ID: s.GetSecretId(), WorkspaceID: s.GetWorkspaceId(), Name: s.GetName(), NameLower: strings.ToLower(s.GetName()),
-		CreatedAtUnix: s.GetCreatedAtUnix(), UpdatedAtUnix: s.GetUpdatedAtUnix(), Deleted: s.DeletedAtUnix != nil,
-	}
-}
-
-// SecretStateOf extracts secret state from any secret event.
-func SecretStateOf(msg proto.Message) *agentsv1.WorkspaceSecret {
-	switch ev := msg.(type) {
-	case *agentsv1.SecretCreated:
-		return ev.GetSecret()
-	case *agentsv1.SecretUpdated:
-		return ev.GetSecret()
-	case *agentsv1.SecretDeleted:
-		return ev.GetSecret()
-	}
-	return nil
-}
 
 // SecretsHandler is the projection handler of the secret subjects.
 func SecretsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
@@ -61,11 +28,11 @@ func SecretsHandler(_ context.Context, rec eventstore.Record) (string, any, erro
 	if err != nil {
 		return "", nil, err
 	}
-	s := SecretStateOf(msg)
+	s := app.SecretStateOf(msg)
 	if s == nil {
 		return "", nil, nil
 	}
-	return s.GetSecretId(), SecretDocOf(s), nil
+	return s.GetSecretId(), app.SecretDocOf(s), nil
 }
 
 // SecretReadModel serves the secret listing and the agents that use a
@@ -95,19 +62,13 @@ func NewSecretReadModel(ctx context.Context, db *mongo.Database) (*SecretReadMod
 
 // Apply writes secret state as of stream sequence seq.
 func (rm *SecretReadModel) Apply(ctx context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error {
-	_, err := projection.Upsert(ctx, rm.Secrets, s.GetSecretId(), seq, SecretDocOf(s))
+	_, err := projection.Upsert(ctx, rm.Secrets, s.GetSecretId(), seq, app.SecretDocOf(s))
 	return err
-}
-
-// SecretPosition is where a page of secrets ends.
-type SecretPosition struct {
-	Name string `json:"n"`
-	ID   string `json:"i"`
 }
 
 // ListSecrets returns up to limit live secrets of the workspace by name,
 // after after, whose names start with prefix (case-insensitive).
-func (rm *SecretReadModel) ListSecrets(ctx context.Context, workspaceID, prefix string, after *SecretPosition, limit int) ([]SecretDoc, error) {
+func (rm *SecretReadModel) ListSecrets(ctx context.Context, workspaceID, prefix string, after *app.SecretPosition, limit int) ([]app.SecretDoc, error) {
 	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "deleted", Value: false}}
 	if prefix != "" {
 		filter = append(filter, bson.E{Key: "name_lower", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(strings.ToLower(prefix))}}})
@@ -123,18 +84,18 @@ func (rm *SecretReadModel) ListSecrets(ctx context.Context, workspaceID, prefix 
 	if err != nil {
 		return nil, err
 	}
-	var out []SecretDoc
+	var out []app.SecretDoc
 	return out, cur.All(ctx, &out)
 }
 
 // AgentsUsing returns up to limit live agents of the workspace whose
 // configuration uses the secret, by id.
-func (rm *SecretReadModel) AgentsUsing(ctx context.Context, workspaceID, secretID string, limit int) ([]AgentDoc, error) {
+func (rm *SecretReadModel) AgentsUsing(ctx context.Context, workspaceID, secretID string, limit int) ([]app.AgentDoc, error) {
 	filter := bson.D{{Key: "workspace_id", Value: workspaceID}, {Key: "secret_ids", Value: secretID}, {Key: "deleted", Value: false}}
 	cur, err := rm.Agents.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}
-	var out []AgentDoc
+	var out []app.AgentDoc
 	return out, cur.All(ctx, &out)
 }

@@ -15,15 +15,14 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
-	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
 // App is the agents application.
 type App struct {
 	Agents    *aggregate.Repo[*agentsv1.Agent]
-	ReadModel *adapters.ReadModel
+	ReadModel ReadModel
 	Secrets   *aggregate.Repo[*agentsv1.WorkspaceSecret]
 	SecretsRM SecretReadModel
 	// Sealer seals secret values (key: agentconfig.SecretPurpose).
@@ -34,21 +33,14 @@ type App struct {
 	Now         func() time.Time
 }
 
-// SecretReadModel is what the secret use cases read.
-type SecretReadModel interface {
-	ListSecrets(ctx context.Context, workspaceID, prefix string, after *adapters.SecretPosition, limit int) ([]adapters.SecretDoc, error)
-	AgentsUsing(ctx context.Context, workspaceID, secretID string, limit int) ([]adapters.AgentDoc, error)
-	Apply(ctx context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error
-}
-
 // New wires the application over the AGENTS stream and the read models.
-func New(store *eventstore.Store, rm *adapters.ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger) *App {
+func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger) *App {
 	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed}
 	a.Agents = &aggregate.Repo[*agentsv1.Agent]{
 		Store:   store,
 		Subject: events.AgentSubject,
 		StateOf: func(m proto.Message) (*agentsv1.Agent, bool) {
-			s := adapters.StateOf(m)
+			s := StateOf(m)
 			return s, s != nil
 		},
 		Gone:     func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
@@ -63,7 +55,7 @@ func New(store *eventstore.Store, rm *adapters.ReadModel, secrets SecretReadMode
 		Store:   store,
 		Subject: events.SecretSubject,
 		StateOf: func(m proto.Message) (*agentsv1.WorkspaceSecret, bool) {
-			s := adapters.SecretStateOf(m)
+			s := SecretStateOf(m)
 			return s, s != nil
 		},
 		Gone:     func(s *agentsv1.WorkspaceSecret) bool { return s.DeletedAtUnix != nil },

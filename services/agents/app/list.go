@@ -7,12 +7,11 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
 // Page is one page of the agent listing.
 type Page struct {
-	Agents     []adapters.AgentDoc
+	Agents     []AgentDoc
 	NextCursor *string
 	HasMore    bool
 }
@@ -26,7 +25,7 @@ type ListParams struct {
 // List validates p and returns one page, newest first by default.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, callerID string, p ListParams) (Page, error) {
 	var v apperr.Validator
-	q := adapters.Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: 30, SortBy: "created_at", Descending: true}
+	q := Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: 30, SortBy: "created_at", Descending: true}
 	if p.PageSize != "" {
 		n, err := strconv.Atoi(p.PageSize)
 		v.Check(err == nil && n >= 1 && n <= 100, "Input should be an integer between 1 and 100", "value_error", "query", "page_size")
@@ -58,7 +57,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	// The cursor is bound to the filters it was issued for.
 	scope := strings.Join([]string{"agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), p.Archived, q.CreatedBy, strings.Join(p.Tags, "\x1f")}, "\x1e")
 	if p.Cursor != "" {
-		var pos adapters.Position
+		var pos Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
 			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
 		} else {
@@ -77,7 +76,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	page := Page{Agents: docs}
 	if len(docs) > limit {
 		page.Agents, page.HasMore = docs[:limit], true
-		next, err := codec.Encode(scope, adapters.PositionOf(q, docs[limit-1]))
+		next, err := codec.Encode(scope, PositionOf(q, docs[limit-1]))
 		if err != nil {
 			return Page{}, err
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
 // SecretInput is a create or an update: name and value (the schema
@@ -31,7 +30,7 @@ type Secret struct {
 	ID, Name string
 	// UsedBy are the live agents that use it (at most the limit asked),
 	// More whether there are others.
-	UsedBy []adapters.AgentDoc
+	UsedBy []AgentDoc
 	More   bool
 }
 
@@ -167,9 +166,9 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	}
 	search := strings.TrimSpace(p.Search)
 	scope := "secrets\x1e" + workspaceID + "\x1e" + strings.ToLower(search)
-	var after *adapters.SecretPosition
+	var after *SecretPosition
 	if p.Cursor != "" {
-		var pos adapters.SecretPosition
+		var pos SecretPosition
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
 			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
 		} else {
@@ -187,7 +186,7 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	if len(docs) > limit {
 		docs = docs[:limit]
 		last := docs[limit-1]
-		next, err := codec.Encode(scope, adapters.SecretPosition{Name: last.NameLower, ID: last.ID})
+		next, err := codec.Encode(scope, SecretPosition{Name: last.NameLower, ID: last.ID})
 		if err != nil {
 			return SecretPage{}, err
 		}

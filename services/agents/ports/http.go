@@ -14,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
@@ -182,7 +181,7 @@ type listPage struct {
 	HasMore    bool      `json:"has_more"`
 }
 
-func summaryOf(d adapters.AgentDoc, p principal.Principal) summary {
+func summaryOf(d app.AgentDoc, p principal.Principal) summary {
 	tags := d.Tags
 	if tags == nil {
 		tags = []string{}
