@@ -1,0 +1,149 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
+)
+
+// The agent rules, on the in-memory event log and read models: no NATS,
+// no store.
+
+type fixture struct {
+	app    *app.App
+	clock  time.Time
+	caller principal.Principal
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agents := adapters.NewMemoryReadModel()
+	f := &fixture{clock: time.Unix(1_800_000_000, 0),
+		caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Email: "qa@example.com", Permissions: []string{principal.PermissionAll}}}
+	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), sealer, func(string) bool { return true },
+		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.app.Now = func() time.Time { return f.clock }
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
+	t.Helper()
+	if err == nil || apperr.KindOf(err) != kind {
+		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
+	}
+}
+
+func customLLM(secretID string) []byte {
+	return []byte(`{"agent":{"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"http://127.0.0.1:9/v1","model_id":"ft","api_key":{"secret_id":"` + secretID + `"}}}}}`)
+}
+
+func TestAgentLifecycle(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	a, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("  Refunds  "), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Name != "Refunds" || a.SystemPrompt != "Be precise." || !strings.Contains(string(a.ConversationConfigJson), "Be precise.") ||
+		a.CreatedByEmail != "qa@example.com" || a.CreatedAtUnix != f.clock.Unix() {
+		t.Fatalf("created: %+v", a)
+	}
+	untitled, err := f.app.Create(ctx, f.caller, app.CreateInput{}, "")
+	if err != nil || untitled.Name != app.DefaultName {
+		t.Fatalf("an unnamed agent: %v %v", untitled.GetName(), err)
+	}
+	_, err = f.app.Create(ctx, f.caller, app.CreateInput{SystemPrompt: ptr("one"), ConversationConfig: []byte(`{"agent":{"prompt":{"prompt":"another"}}}`)}, "")
+	wantKind(t, err, apperr.Invalid, "a system_prompt contradicting the configuration's")
+
+	f.clock = f.clock.Add(time.Minute)
+	upd, err := f.app.Update(ctx, "ws_a", a.AgentId, app.UpdateInput{ConversationConfig: []byte(`{"agent":{"first_message":"Hi"}}`)}, "")
+	if err != nil || !strings.Contains(string(upd.ConversationConfigJson), `"first_message":"Hi"`) || upd.SystemPrompt != "Be precise." || upd.UpdatedAtUnix != f.clock.Unix() {
+		t.Fatalf("a merge patch keeps what it does not name: %s %v", upd.GetConversationConfigJson(), err)
+	}
+	_, err = f.app.Update(ctx, "ws_b", a.AgentId, app.UpdateInput{Name: ptr("x")}, "")
+	wantKind(t, err, apperr.NotFound, "another workspace's agent")
+
+	if err := f.app.Delete(ctx, "ws_a", a.AgentId, "del-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.app.Delete(ctx, "ws_a", a.AgentId, "del-1"); err != nil {
+		t.Fatalf("a replayed delete answers as the first did: %v", err)
+	}
+	wantKind(t, f.app.Delete(ctx, "ws_a", a.AgentId, ""), apperr.NotFound, "deleting a deleted agent anew")
+	page, err := f.app.List(ctx, cursor.NewCodec([]byte("k")), "ws_a", "user_1", app.ListParams{})
+	if err != nil || len(page.Agents) != 1 || page.Agents[0].ID != untitled.AgentId {
+		t.Fatalf("listing after a delete: %+v %v", page.Agents, err)
+	}
+}
+
+func TestKeyedAgentWritesApplyOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("A")}, "create-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("B")}, "create-1")
+	if err != nil || again.AgentId != first.AgentId || again.Name != "A" {
+		t.Fatalf("a retried create: %+v %v", again, err)
+	}
+	if _, err := f.app.Update(ctx, "ws_a", first.AgentId, app.UpdateInput{Name: ptr("first body")}, "patch-1"); err != nil {
+		t.Fatal(err)
+	}
+	replay, err := f.app.Update(ctx, "ws_a", first.AgentId, app.UpdateInput{Name: ptr("second body")}, "patch-1")
+	if err != nil || replay.Name != "first body" {
+		t.Fatalf("a replayed update applied its own body: %q %v", replay.GetName(), err)
+	}
+}
+
+// An agent's own model endpoint names its key by a workspace secret,
+// which must exist, and which cannot be deleted while an agent uses it.
+func TestSecretsUsedByAgents(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, err := f.app.CreateSecret(ctx, f.caller, app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(s.SealedValue), "sk-1") {
+		t.Fatal("the secret's value is stored sealed")
+	}
+	_, err = f.app.Create(ctx, f.caller, app.CreateInput{ConversationConfig: customLLM("secret_unknown")}, "")
+	wantKind(t, err, apperr.Invalid, "an endpoint key naming no secret")
+	other := f.caller
+	other.WorkspaceID = "ws_b"
+	_, err = f.app.Create(ctx, other, app.CreateInput{ConversationConfig: customLLM(s.SecretId)}, "")
+	wantKind(t, err, apperr.Invalid, "an endpoint key naming another workspace's secret")
+	a, err := f.app.Create(ctx, f.caller, app.CreateInput{ConversationConfig: customLLM(s.SecretId)}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.app.GetSecret(ctx, "ws_a", s.SecretId, "")
+	if err != nil || len(got.UsedBy) != 1 || got.UsedBy[0].ID != a.AgentId {
+		t.Fatalf("used by: %+v %v", got, err)
+	}
+	wantKind(t, f.app.DeleteSecret(ctx, "ws_a", s.SecretId, ""), apperr.Conflict, "deleting a secret in use")
+	if err := f.app.Delete(ctx, "ws_a", a.AgentId, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.app.DeleteSecret(ctx, "ws_a", s.SecretId, ""); err != nil {
+		t.Fatalf("deleting a secret no agent uses: %v", err)
+	}
+}

@@ -1,0 +1,304 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// The ticket rules, on the in-memory event log and read model: no NATS,
+// no store.
+
+// directory is the Directory port as a fixed table.
+type directory struct {
+	agents        map[string]bool // workspace/agent
+	members       map[string]app.Member
+	conversations map[string]app.Conversation // workspace/conversation
+}
+
+func (d directory) AgentExists(ws, agent string) bool { return d.agents[ws+"/"+agent] }
+func (d directory) Member(ws, user string) (app.Member, bool) {
+	m, ok := d.members[ws+"/"+user]
+	return m, ok
+}
+func (d directory) Members(ws string) []app.Member {
+	var out []app.Member
+	for k, m := range d.members {
+		if len(k) > len(ws) && k[:len(ws)+1] == ws+"/" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+func (d directory) Conversation(ws, conv string) (app.Conversation, bool) {
+	c, ok := d.conversations[ws+"/"+conv]
+	return c, ok
+}
+
+type fixture struct {
+	app   *app.App
+	clock time.Time
+	qa    principal.Principal // a member of ws_a
+	admin principal.Principal
+	other principal.Principal // another workspace
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := directory{
+		agents:  map[string]bool{"ws_a/agent_1": true, "ws_a/agent_2": true, "ws_b/agent_9": true},
+		members: map[string]app.Member{"ws_a/user_qa": {UserID: "user_qa"}, "ws_a/user_dev": {UserID: "user_dev"}},
+		conversations: map[string]app.Conversation{
+			"ws_a/conv_1": {AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060},
+		},
+	}
+	f := &fixture{
+		clock: time.Unix(1_800_000_000, 0),
+		qa:    principal.Principal{WorkspaceID: "ws_a", UserID: "user_qa", Permissions: []string{"convai_write"}},
+		admin: principal.Principal{WorkspaceID: "ws_a", UserID: "user_admin", Permissions: []string{principal.PermissionAll}},
+		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
+	}
+	f.app = app.New(memlog.New(), adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	f.app.Now = func() time.Time { return f.clock }
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func (f *fixture) raise(t *testing.T, conv, comment, priority, key string) (*ticketsv1.Ticket, bool) {
+	t.Helper()
+	in := app.CreateInput{ConversationID: &conv, QAComment: &comment}
+	if priority != "" {
+		in.Priority = &priority
+	}
+	tk, existing, err := f.app.Create(context.Background(), f.qa, in, key)
+	if err != nil {
+		t.Fatalf("raise on %s: %v", conv, err)
+	}
+	return tk, existing
+}
+
+func (f *fixture) manual(t *testing.T, agent, title string) *ticketsv1.Ticket {
+	t.Helper()
+	tk, err := f.app.CreateManual(context.Background(), f.qa, agent, app.ManualInput{Title: &title, QAComment: ptr("seen in review")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func (f *fixture) setStatus(status string) func(*testing.T, string) (*ticketsv1.Ticket, error) {
+	return func(_ *testing.T, id string) (*ticketsv1.Ticket, error) {
+		return f.app.Update(context.Background(), f.qa, id, app.PatchInput{Status: &status}, "")
+	}
+}
+
+func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
+	t.Helper()
+	if err == nil || apperr.KindOf(err) != kind {
+		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
+	}
+}
+
+func TestStatusMachine(t *testing.T) {
+	f := newFixture(t)
+	tk := f.manual(t, "agent_1", "wrong refund window")
+	steps := []struct {
+		to string
+		ok bool
+	}{
+		{domain.StatusInProgress, true},
+		{domain.StatusOpen, true},
+		{domain.StatusResolved, true},
+		{domain.StatusInProgress, false}, // resolved reopens to open only
+		{domain.StatusOpen, true},
+		{domain.StatusMerged, false}, // only a merge merges
+	}
+	for _, s := range steps {
+		got, err := f.setStatus(s.to)(t, tk.TicketId)
+		if s.ok {
+			if err != nil || got.Status != s.to {
+				t.Fatalf("→ %s: %v %v", s.to, got.GetStatus(), err)
+			}
+			last := got.StatusChanges[len(got.StatusChanges)-1]
+			if last.Status != s.to || last.GetChangedByUserId() != "user_qa" || last.ChangedAtUnixSecs != f.clock.Unix() {
+				t.Fatalf("→ %s recorded as %+v", s.to, last)
+			}
+			continue
+		}
+		wantKind(t, err, apperr.Conflict, "→ "+s.to)
+	}
+	got, _, err := f.app.Get(context.Background(), "ws_a", tk.TicketId)
+	if err != nil || got.Status != domain.StatusOpen || len(got.StatusChanges) != 5 { // its opening and four changes
+		t.Fatalf("refused transitions changed the ticket: %v %d %v", got.GetStatus(), len(got.GetStatusChanges()), err)
+	}
+}
+
+func TestPatchRecordsOnlyWhatChanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tk := f.manual(t, "agent_1", "title")
+	f.clock = f.clock.Add(time.Minute)
+	got, err := f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{
+		Title: ptr("  new title "), AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_dev")}, Priority: app.Nullable{Set: true, Value: ptr("high")},
+	}, "")
+	if err != nil || got.Title != "new title" || got.GetAssigneeUserId() != "user_dev" || got.Priority != "high" || got.UpdatedAtUnixSecs != f.clock.Unix() {
+		t.Fatalf("patch: %+v %v", got, err)
+	}
+	// Unassign and clear the priority with explicit nulls.
+	got, err = f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true}, Priority: app.Nullable{Set: true}}, "")
+	if err != nil || got.AssigneeUserId != nil || got.Priority != "" {
+		t.Fatalf("nulls: %+v %v", got, err)
+	}
+	_, err = f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_stranger")}}, "")
+	wantKind(t, err, apperr.Invalid, "assigning a non-member")
+	_, err = f.app.Update(ctx, f.other, tk.TicketId, app.PatchInput{Title: ptr("x")}, "")
+	wantKind(t, err, apperr.NotFound, "another workspace's ticket")
+}
+
+func TestReportsOnAConversationJoinItsActiveTicket(t *testing.T) {
+	f := newFixture(t)
+	first, existing := f.raise(t, "conv_1", "quoted 30 days", "low", "")
+	if existing || first.AgentId != "agent_1" || first.Source != domain.SourceQA || first.GetFirstSeenUnixSecs() != 1_700_000_000 || first.GetLastSeenUnixSecs() != 1_700_000_060 {
+		t.Fatalf("first report: existing=%v %+v", existing, first)
+	}
+	joined, existing := f.raise(t, "conv_1", "again", "urgent", "")
+	if !existing || joined.TicketId != first.TicketId || joined.Priority != "urgent" || len(joined.TicketComments) != 1 {
+		t.Fatalf("second report did not join: existing=%v %+v", existing, joined)
+	}
+	lower, _ := f.raise(t, "conv_1", "minor", "low", "")
+	if lower.Priority != "urgent" {
+		t.Fatalf("a joining report lowered the priority to %s", lower.Priority)
+	}
+	// Once resolved, a new report opens a new ticket.
+	if _, err := f.setStatus(domain.StatusResolved)(t, first.TicketId); err != nil {
+		t.Fatal(err)
+	}
+	fresh, existing := f.raise(t, "conv_1", "still wrong", "", "")
+	if existing || fresh.TicketId == first.TicketId {
+		t.Fatal("a report on a resolved ticket's conversation must open a new ticket")
+	}
+}
+
+func TestCreateRefusals(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	_, _, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_unknown"), QAComment: ptr("x")}, "")
+	wantKind(t, err, apperr.NotFound, "an unknown conversation without agent_id")
+	_, _, err = f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr("x"), AgentID: ptr("agent_2")}, "")
+	wantKind(t, err, apperr.Invalid, "agent_id contradicting the conversation's agent")
+	_, _, err = f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_1")}, "")
+	wantKind(t, err, apperr.Invalid, "neither qa_comment nor turn_comments")
+	_, err = f.app.CreateManual(ctx, f.other, "agent_1", app.ManualInput{Title: ptr("x")}, "")
+	wantKind(t, err, apperr.NotFound, "another workspace's agent")
+	tk, existing, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_new"), AgentID: ptr("agent_2"), QAComment: ptr("x")}, "")
+	if err != nil || existing || tk.AgentId != "agent_2" {
+		t.Fatalf("a conversation not yet seen, with its agent: %+v %v", tk, err)
+	}
+}
+
+func TestKeyedWritesApplyOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first, _ := f.raise(t, "conv_1", "once", "", "key-create")
+	again, existing := f.raise(t, "conv_1", "once, retried", "", "key-create")
+	if existing || again.TicketId != first.TicketId || len(again.TicketComments) != 0 {
+		t.Fatalf("a retried create: existing=%v %+v", existing, again)
+	}
+	for range 2 {
+		got, err := f.app.AddComment(ctx, f.qa, first.TicketId, "look at turn 3", "key-comment")
+		if err != nil || len(got.TicketComments) != 1 {
+			t.Fatalf("keyed comment: %d comments, %v", len(got.GetTicketComments()), err)
+		}
+	}
+	up1, err := f.app.Update(ctx, f.qa, first.TicketId, app.PatchInput{Title: ptr("first body")}, "key-patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up2, err := f.app.Update(ctx, f.qa, first.TicketId, app.PatchInput{Title: ptr("second body")}, "key-patch")
+	if err != nil || up2.Title != up1.Title {
+		t.Fatalf("a replayed patch with another body applied it: %q %v", up2.GetTitle(), err)
+	}
+}
+
+func TestMerge(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	target := f.manual(t, "agent_1", "target")
+	src1, _ := f.raise(t, "conv_1", "one", "urgent", "")
+	src2, _, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_2"), AgentID: ptr("agent_1"), QAComment: ptr("two")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alien := f.manual(t, "agent_2", "another agent's")
+
+	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{target.TicketId}, "")
+	wantKind(t, err, apperr.Invalid, "merging a ticket into itself")
+	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{alien.TicketId}, "")
+	wantKind(t, err, apperr.Invalid, "merging another agent's ticket")
+
+	merged, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId, src2.TicketId}, "key-merge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(merged.ConversationIds, []string{"conv_1", "conv_2"}) || merged.Priority != "urgent" {
+		t.Fatalf("merged target: %v %s", merged.ConversationIds, merged.Priority)
+	}
+	for _, id := range []string{src1.TicketId, src2.TicketId} {
+		s, _, err := f.app.Get(ctx, "ws_a", id)
+		if err != nil || s.Status != domain.StatusMerged || s.GetMergedIntoTicketId() != target.TicketId {
+			t.Fatalf("source %s: %v %v", id, s.GetStatus(), err)
+		}
+	}
+	// A replay answers the first result; a fresh merge of a merged
+	// source is refused, and merged is final.
+	replay, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId, src2.TicketId}, "key-merge")
+	if err != nil || len(replay.ConversationIds) != 2 {
+		t.Fatalf("replayed merge: %+v %v", replay, err)
+	}
+	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId}, "")
+	wantKind(t, err, apperr.Conflict, "merging a merged ticket")
+	_, err = f.setStatus(domain.StatusOpen)(t, src1.TicketId)
+	wantKind(t, err, apperr.Conflict, "reopening a merged ticket")
+	// A resolved ticket may absorb; a merged one may not.
+	if _, err := f.setStatus(domain.StatusResolved)(t, target.TicketId); err != nil {
+		t.Fatal(err)
+	}
+	late := f.manual(t, "agent_1", "late")
+	if _, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{late.TicketId}, ""); err != nil {
+		t.Fatalf("a resolved target absorbs: %v", err)
+	}
+	_, err = f.app.Merge(ctx, f.qa, src1.TicketId, []string{f.manual(t, "agent_1", "x").TicketId}, "")
+	wantKind(t, err, apperr.Conflict, "merging into a merged ticket")
+}
+
+func TestDeleteIsForTheOwnerOrAnAdmin(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	tk := f.manual(t, "agent_1", "mine")
+	dev := principal.Principal{WorkspaceID: "ws_a", UserID: "user_dev", Permissions: []string{"convai_write"}}
+	wantKind(t, f.app.Delete(ctx, dev, tk.TicketId, ""), apperr.Forbidden, "deleting another's ticket")
+	if err := f.app.Delete(ctx, f.admin, tk.TicketId, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.app.Get(ctx, "ws_a", tk.TicketId); !errors.Is(err, apperr.TicketNotFound) {
+		t.Fatalf("a deleted ticket: %v", err)
+	}
+	page, _, err := f.app.ReadModel.Page(ctx, app.Query{WorkspaceID: "ws_a", Limit: 10})
+	if err != nil || len(page) != 0 {
+		t.Fatalf("a deleted ticket is still listed: %d %v", len(page), err)
+	}
+}
