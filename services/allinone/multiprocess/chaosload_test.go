@@ -277,15 +277,19 @@ func reads(agent, ticket string) attempt {
 	}
 }
 
-// hookReceiver counts the deliveries of each call id.
+// hookReceiver counts, per call id, the events delivered (by their event
+// id, X-Service-Event-Id) and the deliveries. Delivery is at least once:
+// a job whose acknowledgement a partition lost is delivered again with
+// the same event id, which receivers deduplicate on. Two event ids for
+// one call are a write the platform doubled.
 type hookReceiver struct {
 	*httptest.Server
-	mu    sync.Mutex
-	calls map[string]int
+	mu     sync.Mutex
+	events map[string]map[string]int // call id → event id → deliveries
 }
 
 func newHookReceiver(t *testing.T) *hookReceiver {
-	h := &hookReceiver{calls: map[string]int{}}
+	h := &hookReceiver{events: map[string]map[string]int{}}
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var env struct {
 			Data struct {
@@ -295,7 +299,10 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 		b, _ := io.ReadAll(r.Body)
 		if json.Unmarshal(b, &env) == nil && env.Data.CallID != "" {
 			h.mu.Lock()
-			h.calls[env.Data.CallID]++
+			if h.events[env.Data.CallID] == nil {
+				h.events[env.Data.CallID] = map[string]int{}
+			}
+			h.events[env.Data.CallID][r.Header.Get("X-Service-Event-Id")]++
 			h.mu.Unlock()
 		}
 	}))
@@ -303,8 +310,14 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 	return h
 }
 
-func (h *hookReceiver) count(call string) int {
+// count is how many distinct events of call were delivered, and how many
+// deliveries repeated one.
+func (h *hookReceiver) count(call string) (events, redelivered int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.calls[call]
+	for _, n := range h.events[call] {
+		events++
+		redelivered += n - 1
+	}
+	return events, redelivered
 }
