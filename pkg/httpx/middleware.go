@@ -102,6 +102,10 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), factsKey{}, facts))
 		next.ServeHTTP(rw, r)
 		log := LoggerFrom(r.Context())
+		level := level
+		if facts.probe {
+			level = slog.LevelDebug
+		}
 		if !log.Enabled(r.Context(), level) {
 			return
 		}
@@ -121,7 +125,10 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 
 // requestFacts are what inner handlers learn about a request for its log
 // line.
-type requestFacts struct{ route, workspace, keyID string }
+type requestFacts struct {
+	route, workspace, keyID string
+	probe                   bool
+}
 
 type factsKey struct{}
 
@@ -144,6 +151,18 @@ func RouteNamer(next http.Handler) http.Handler {
 			}
 		}
 		next.ServeHTTP(w, r)
+	})
+}
+
+// Probe marks what h serves as a probe (/healthz, /readyz): polled every
+// few seconds by an orchestrator, its log line is at debug, so the info
+// log stays what people did.
+func Probe(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if f, ok := r.Context().Value(factsKey{}).(*requestFacts); ok {
+			f.probe = true
+		}
+		h.ServeHTTP(w, r)
 	})
 }
 

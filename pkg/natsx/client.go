@@ -129,6 +129,11 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	case lostWithConnection(err):
 		httpx.WriteError(w, r, apperr.UpstreamLost(service)) // 503, Retry-After
 		return
+	case r.Context().Err() != nil:
+		// The client hung up: nothing to answer, nothing for an operator
+		// to do.
+		httpx.LoggerFrom(r.Context()).Debug("client went away before the answer", "upstream", service, "err", err)
+		return
 	case err != nil:
 		httpx.LoggerFrom(r.Context()).Error("forward failed", "upstream", service, "err", err)
 		httpx.WriteError(w, r, apperr.UpstreamUnreachable(service))

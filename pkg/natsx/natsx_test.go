@@ -1,8 +1,10 @@
 package natsx
 
 import (
+	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/nats-io/nats.go"
 
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -78,6 +81,29 @@ func TestForwardDeadlineIs504(t *testing.T) {
 	(&Forwarder{NC: nc, Timeout: 50 * time.Millisecond}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "slow")
 	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"status":"upstream_timeout"`) {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+// A client that hangs up while its request waits for an answer is
+// nobody's error: nothing is written and nothing logged above debug.
+func TestForwardClientGoneIsNotAnError(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	release, arrived := make(chan struct{}), make(chan struct{})
+	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { close(arrived); <-release }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); _ = svc.Stop() })
+	var logs testenv.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-arrived; cancel() }()
+	rec := httptest.NewRecorder()
+	handler := httpx.WithRequestID(slog.New(slog.NewTextHandler(&logs, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(&Forwarder{NC: nc}).Forward(w, r, "slow")
+	}))
+	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/x", nil).WithContext(ctx))
+	if strings.Contains(logs.String(), "level=ERROR") || strings.Contains(logs.String(), "level=WARN") || rec.Body.Len() > 0 {
+		t.Fatalf("a client gone: wrote %d %q, logged %s", rec.Code, rec.Body, logs.String())
 	}
 }
 
@@ -223,11 +249,7 @@ func TestForwardNeverRepeatsAnUnmarkedWrite(t *testing.T) {
 // waitFor polls cond until it holds, for at most 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-	}
+	testenv.Eventually(t, 10*time.Second, what, cond)
 }
 
 // A request marked Repeatable that was written to a connection which then

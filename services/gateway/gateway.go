@@ -140,8 +140,8 @@ func (g *Gateway) routes() (top, operations *mux.Router) {
 	}
 
 	top = mux.NewRouter()
-	top.Handle("/healthz", g.probes.LiveHandler()).Methods(http.MethodGet, http.MethodHead)
-	top.Handle("/readyz", g.probes.ReadyHandler()).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/healthz", httpx.Probe(g.probes.LiveHandler())).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/readyz", httpx.Probe(g.probes.ReadyHandler())).Methods(http.MethodGet, http.MethodHead)
 	top.Handle(api.OpenAPIPath, documentHandler(api.OpenAPI)).Methods(http.MethodGet, http.MethodHead)
 	top.Handle(api.AsyncAPIPath, documentHandler(api.AsyncAPI)).Methods(http.MethodGet, http.MethodHead)
 	top.Handle(api.DocsPath, http.RedirectHandler(api.DocsPath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)

@@ -1,0 +1,20 @@
+package testenv
+
+import (
+	"testing"
+	"time"
+)
+
+// Eventually polls cond until it holds, failing the test once within has
+// passed. It waits for a state to be reached, never for time to pass:
+// absence is proven by a terminal state, not by an elapsed delay.
+func Eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
