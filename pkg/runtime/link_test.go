@@ -24,17 +24,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	waitWithin(t, 10*time.Second, what, cond)
 }
 
-// waitWithin polls cond until it holds or the deadline passes.
-func waitWithin(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+// waitWithin polls cond until it holds or within passes.
+var waitWithin = testenv.Eventually
 
 // A connection the server drops reconnects by itself, and its
 // subscriptions keep receiving; the drop is counted.

@@ -175,22 +175,10 @@ func (rc *receiver) all() []received {
 	return append([]received(nil), rc.got...)
 }
 
-// eventually polls cond until it holds, failing the test at a deadline.
-// It waits for a state to be reached, never for time to pass: absence is
-// proven by a terminal state (see settled), not by an elapsed delay.
+// eventually polls cond until it holds, for at most 15 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
+	testenv.Eventually(t, 15*time.Second, what, cond)
 }
 
 // settled waits until the webhook's deliveries have all reached a

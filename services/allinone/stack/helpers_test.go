@@ -9,7 +9,8 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // start runs a stack in dir with cfg tweaks and stops it when t ends.
@@ -99,17 +100,8 @@ func wantError(t *testing.T, r response, code int, status string) {
 	}
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
+// eventually polls cond until it holds or within passes.
+var eventually = testenv.Eventually
 
 // newKey creates a service account and a key with perms (and extra JSON
 // fields) using admin, returning the secret, account id and key id.
