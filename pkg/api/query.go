@@ -1,6 +1,7 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,15 +36,43 @@ type compiledQuery struct {
 // checks of them. Parameters it does not document are left alone; an
 // empty value counts as absent, as handlers read it.
 func CheckQuery(r *http.Request, op Operation) error {
+	_, err := parseQuery(r, op)
+	return err
+}
+
+// DecodeQuery decodes the query of the operation r is served as (Handle's)
+// into the struct v points to, by the JSON names of its fields, which
+// are the parameters' names: integers and booleans as such, repeated
+// parameters as slices. Handle has checked them against the document, so
+// a use case receives values, not strings to check again.
+func DecodeQuery(r *http.Request, v any) error {
+	op, ok := r.Context().Value(opKey{}).(Operation)
+	if !ok {
+		return errors.New("api: DecodeQuery outside an operation's handler")
+	}
+	instance, err := parseQuery(r, op)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(instance)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// parseQuery is op's documented query as JSON values, checked against
+// their schemas.
+func parseQuery(r *http.Request, op Operation) (map[string]any, error) {
+	instance := map[string]any{}
 	if len(op.Query) == 0 {
-		return nil
+		return instance, nil
 	}
 	cq, err := queryOf(op)
 	if err != nil {
-		return fmt.Errorf("operation %s: %w", op.Name, err)
+		return nil, fmt.Errorf("operation %s: %w", op.Name, err)
 	}
 	q := r.URL.Query()
-	instance := map[string]any{}
 	var errs apperr.ValidationErrors
 	for _, p := range cq.params {
 		values := q[p.name]
@@ -80,10 +109,10 @@ func CheckQuery(r *http.Request, op Operation) error {
 	if errors.As(err, &verr) {
 		errs = append(errs, fieldErrors(verr, "query")...)
 	} else if err != nil {
-		return err
+		return nil, err
 	}
 	if len(errs) == 0 {
-		return nil
+		return instance, nil
 	}
 	// In the order the operation lists its parameters, whatever order
 	// the validator met them in.
@@ -91,7 +120,7 @@ func CheckQuery(r *http.Request, op Operation) error {
 		return slices.IndexFunc(cq.params, func(p queryParam) bool { return len(fe.Loc) > 1 && fe.Loc[1] == p.name })
 	}
 	slices.SortStableFunc(errs, func(a, b apperr.FieldError) int { return order(a) - order(b) })
-	return errs
+	return nil, errs
 }
 
 // queryValue is a query string as the JSON value its schema's type

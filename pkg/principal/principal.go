@@ -107,6 +107,13 @@ func From(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
+// Of is the caller of r, as Middleware put it in its context (the zero
+// principal for none).
+func Of(r *http.Request) Principal {
+	p, _ := From(r.Context())
+	return p
+}
+
 // Middleware puts the forwarded principal into the request context and
 // refuses requests that arrive without one (they did not come through the
 // gateway).

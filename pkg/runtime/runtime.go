@@ -159,3 +159,23 @@ func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	// debug, so a request is logged once.
 	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLogAt(slog.LevelDebug, principal.Middleware(router)))))
 }
+
+// Service is a use-case application served over NATS: what each
+// service's Start returns.
+type Service[A any] struct {
+	App      A
+	Handler  http.Handler // the HTTP handler served over NATS, for in-process use
+	Endpoint micro.Service
+}
+
+// Stop drains the endpoint.
+func (s *Service[A]) Stop() error { return s.Endpoint.Stop() }
+
+// Serve serves app's router as service name over NATS (ServeHTTP).
+func Serve[A any](d Deps, name, version string, app A, router *mux.Router) (*Service[A], error) {
+	ep, h, err := ServeHTTP(d, name, version, router)
+	if err != nil {
+		return nil, err
+	}
+	return &Service[A]{App: app, Handler: h, Endpoint: ep}, nil
+}

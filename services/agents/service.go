@@ -7,9 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-
-	"github.com/nats-io/nats.go/micro"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -35,14 +32,7 @@ const Version = "0.1.0"
 const Database = "voiceai_agents"
 
 // Service is a running agents service.
-type Service struct {
-	App      *app.App
-	Handler  http.Handler // the HTTP handler served over NATS, for in-process use
-	endpoint micro.Service
-}
-
-// Stop drains the endpoint.
-func (s *Service) Stop() error { return s.endpoint.Stop() }
+type Service = runtime.Service[*app.App]
 
 // StreamConfig is the AGENTS stream.
 func StreamConfig(replicas int) eventstore.StreamConfig {
@@ -90,9 +80,5 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger,
 	}, adapters.SecretsHandler)
 	codec := cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
-	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
-	if err != nil {
-		return nil, err
-	}
-	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
 }

@@ -5,9 +5,7 @@ package identity
 import (
 	"context"
 	"fmt"
-	"net/http"
 
-	"github.com/nats-io/nats.go/micro"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
 
@@ -33,14 +31,7 @@ const Version = "0.1.0"
 const Database = "voiceai_identity"
 
 // Service is a running identity service.
-type Service struct {
-	App      *app.App
-	Handler  http.Handler // the HTTP handler served over NATS, for in-process use
-	endpoint micro.Service
-}
-
-// Stop drains the endpoint.
-func (s *Service) Stop() error { return s.endpoint.Stop() }
+type Service = runtime.Service[*app.App]
 
 // StreamConfig is the IDENTITY stream.
 func StreamConfig(replicas int) eventstore.StreamConfig {
@@ -81,15 +72,15 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		rm = mem
 	}
 	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}
-	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
+	s, err := runtime.Serve(d, Name, Version, a, ports.Router(a))
 	if err != nil {
 		return nil, err
 	}
-	if err := operator.Register(ep, a); err != nil {
-		_ = ep.Stop()
+	if err := operator.Register(s.Endpoint, a); err != nil {
+		_ = s.Stop()
 		return nil, err
 	}
-	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+	return s, nil
 }
 
 // followIdentity builds the in-memory read model from each subject's last

@@ -7,12 +7,10 @@ package testing
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -48,14 +46,7 @@ const Version = "0.1.0"
 const Database = "voiceai_testing"
 
 // Service is a running testing service.
-type Service struct {
-	App      *app.App
-	Handler  http.Handler
-	endpoint micro.Service
-}
-
-// Stop drains the endpoint.
-func (s *Service) Stop() error { return s.endpoint.Stop() }
+type Service = runtime.Service[*app.App]
 
 // Start runs the service until ctx ends.
 func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
@@ -99,11 +90,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}()
 	go a.RunCompletionSweeper(ctx, 5*time.Second)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
-	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
-	if err != nil {
-		return nil, err
-	}
-	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
 }
 
 // RunnerConfig configures runner workers, from VOICEAI_* variables.

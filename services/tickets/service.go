@@ -6,10 +6,8 @@ package tickets
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go/micro"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -36,14 +34,7 @@ const Version = "0.1.0"
 const Database = "voiceai_tickets"
 
 // Service is a running tickets service.
-type Service struct {
-	App      *app.App
-	Handler  http.Handler
-	endpoint micro.Service
-}
-
-// Stop drains the endpoint.
-func (s *Service) Stop() error { return s.endpoint.Stop() }
+type Service = runtime.Service[*app.App]
 
 // StreamConfig is the TICKETS stream.
 func StreamConfig(replicas int) eventstore.StreamConfig {
@@ -95,11 +86,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
-	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a, codec))
-	if err != nil {
-		return nil, err
-	}
-	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
 }
 
 // startTranscripts projects the transcripts call stacks hand over on

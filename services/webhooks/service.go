@@ -8,10 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
-
-	"github.com/nats-io/nats.go/micro"
 
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -99,14 +96,7 @@ func (c Config) sealerAndSender() (*seal.Sealer, *delivery.Sender, error) {
 }
 
 // Service is a running management and ingestion service.
-type Service struct {
-	App      *app.App
-	Handler  http.Handler
-	endpoint micro.Service
-}
-
-// Stop drains the endpoint.
-func (s *Service) Stop() error { return s.endpoint.Stop() }
+type Service = runtime.Service[*app.App]
 
 // Start runs the management and ingestion API until ctx ends. It serves
 // once the webhook registry and the delivery log have caught up with
@@ -141,11 +131,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		RelayKey: runtime.SubKey(c.Secret, RelayTokenPurpose),
 		Sealer:   sealer, Sender: sender, JS: d.JS, Log: d.Logger,
 	}
-	ep, handler, err := runtime.ServeHTTP(d, Name, Version, ports.Router(a))
-	if err != nil {
-		return nil, err
-	}
-	return &Service{App: a, Handler: handler, endpoint: ep}, nil
+	return runtime.Serve(d, Name, Version, a, ports.Router(a))
 }
 
 // StartDispatcher runs a dispatcher replica until ctx ends or it is

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"strings"
@@ -16,56 +17,45 @@ type Page struct {
 	HasMore    bool
 }
 
-// ListParams are the listing's query parameters, unparsed.
+// ListParams are the listing's query parameters, decoded and checked
+// against the document at the edge (api.DecodeQuery).
 type ListParams struct {
-	PageSize, Search, SortBy, SortDirection, Cursor, Archived, CreatedBy string
-	Tags                                                                 []string
+	PageSize      int      `json:"page_size"` // 0: the default, 30
+	Search        string   `json:"search"`
+	SortBy        string   `json:"sort_by"`        // "created_at" (default) or "name"
+	SortDirection string   `json:"sort_direction"` // "asc" or "desc"; by default newest or A first
+	Cursor        string   `json:"cursor"`
+	Archived      *bool    `json:"archived"`
+	CreatedBy     string   `json:"created_by_user_id"` // "@me": the caller
+	Tags          []string `json:"tags"`
 }
 
-// List validates p and returns one page, newest first by default.
+// List returns one page, newest first by default.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, callerID string, p ListParams) (Page, error) {
-	var v apperr.Validator
-	q := Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: 30, SortBy: "created_at", Descending: true}
-	if p.PageSize != "" {
-		n, err := strconv.Atoi(p.PageSize)
-		v.Check(err == nil && n >= 1 && n <= 100, "Input should be an integer between 1 and 100", "value_error", "query", "page_size")
-		q.Limit = n
-	}
-	switch p.SortBy {
-	case "", "created_at":
-	case "name":
+	q := Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: cmp.Or(p.PageSize, 30),
+		SortBy: "created_at", Descending: true, Archived: p.Archived}
+	if p.SortBy == "name" {
 		q.SortBy, q.Descending = "name", false
-	default:
-		v.Add("Input should be 'name' or 'created_at'", "enum", "query", "sort_by")
 	}
-	switch p.SortDirection {
-	case "":
-	case "asc", "desc":
+	if p.SortDirection != "" {
 		q.Descending = p.SortDirection == "desc"
-	default:
-		v.Add("Input should be 'asc' or 'desc'", "enum", "query", "sort_direction")
-	}
-	if p.Archived != "" {
-		b, err := strconv.ParseBool(p.Archived)
-		v.Check(err == nil, "Input should be a valid boolean", "bool_parsing", "query", "archived")
-		q.Archived = &b
 	}
 	q.CreatedBy = p.CreatedBy
 	if q.CreatedBy == "@me" {
 		q.CreatedBy = callerID
 	}
 	// The cursor is bound to the filters it was issued for.
-	scope := strings.Join([]string{"agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), p.Archived, q.CreatedBy, strings.Join(p.Tags, "\x1f")}, "\x1e")
+	archived := ""
+	if p.Archived != nil {
+		archived = strconv.FormatBool(*p.Archived)
+	}
+	scope := strings.Join([]string{"agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), archived, q.CreatedBy, strings.Join(p.Tags, "\x1f")}, "\x1e")
 	if p.Cursor != "" {
 		var pos Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
-		} else {
-			q.After = &pos
+			return Page{}, apperr.InvalidCursor()
 		}
-	}
-	if err := v.Err(); err != nil {
-		return Page{}, err
+		q.After = &pos
 	}
 	limit := q.Limit
 	q.Limit = limit + 1 // one more tells whether another page exists

@@ -135,7 +135,7 @@ func TestSecretsUsedByAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.app.GetSecret(ctx, "ws_a", s.SecretId, "")
+	got, err := f.app.GetSecret(ctx, "ws_a", s.SecretId, 0)
 	if err != nil || len(got.UsedBy) != 1 || got.UsedBy[0].ID != a.AgentId {
 		t.Fatalf("used by: %+v %v", got, err)
 	}

@@ -1,8 +1,8 @@
 package app
 
 import (
+	"cmp"
 	"context"
-	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -112,11 +112,8 @@ func (a *App) DeleteSecret(ctx context.Context, workspaceID, secretID, commandID
 
 // GetSecret returns a live secret with up to dependencyLimit agents that
 // use it.
-func (a *App) GetSecret(ctx context.Context, workspaceID, secretID, dependencyLimit string) (Secret, error) {
-	limit, err := dependencies(dependencyLimit)
-	if err != nil {
-		return Secret{}, err
-	}
+func (a *App) GetSecret(ctx context.Context, workspaceID, secretID string, dependencyLimit int) (Secret, error) {
+	limit := dependencies(dependencyLimit)
 	s, _, err := a.Secrets.Get(ctx, workspaceID, secretID)
 	if err != nil {
 		return Secret{}, err
@@ -143,40 +140,29 @@ type SecretPage struct {
 	NextCursor *string
 }
 
-// SecretListParams are the listing's query parameters, unparsed (the
-// edge has checked their ranges against the document).
+// SecretListParams are the listing's query parameters, decoded and
+// checked against the document at the edge (api.DecodeQuery).
 type SecretListParams struct {
-	PageSize, Search, Cursor, DependencyLimit string
+	PageSize        int    `json:"page_size"` // 0: the default, 100
+	Search          string `json:"search"`
+	Cursor          string `json:"cursor"`
+	DependencyLimit int    `json:"dependency_limit"` // 0: the default, 10
 }
 
 // ListSecrets returns one page of the workspace's secrets by name, each
 // with the agents that use it: a page costs one query, and one per
 // secret shown.
 func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID string, p SecretListParams) (SecretPage, error) {
-	var v apperr.Validator
-	limit := 100
-	if p.PageSize != "" {
-		n, err := strconv.Atoi(p.PageSize)
-		v.Check(err == nil && n >= 1 && n <= 100, "Input should be an integer between 1 and 100", "value_error", "query", "page_size")
-		limit = n
-	}
-	deps, err := dependencies(p.DependencyLimit)
-	if err != nil {
-		return SecretPage{}, err
-	}
+	limit, deps := cmp.Or(p.PageSize, 100), dependencies(p.DependencyLimit)
 	search := strings.TrimSpace(p.Search)
 	scope := "secrets\x1e" + workspaceID + "\x1e" + strings.ToLower(search)
 	var after *SecretPosition
 	if p.Cursor != "" {
 		var pos SecretPosition
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
-		} else {
-			after = &pos
+			return SecretPage{}, apperr.InvalidCursor()
 		}
-	}
-	if err := v.Err(); err != nil {
-		return SecretPage{}, err
+		after = &pos
 	}
 	docs, err := a.SecretsRM.ListSecrets(ctx, workspaceID, search, after, limit+1)
 	if err != nil {
@@ -203,17 +189,6 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	return page, nil
 }
 
-// dependencies parses dependency_limit: how many agents to show with a
-// secret (10 unless asked).
-func dependencies(raw string) (int, error) {
-	if raw == "" {
-		return 10, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > 100 {
-		var v apperr.Validator
-		v.Add("Input should be an integer between 1 and 100", "value_error", "query", "dependency_limit")
-		return 0, v.Err()
-	}
-	return n, nil
-}
+// dependencies is how many agents to show with a secret: 10 unless asked
+// (dependency_limit, 1 to 100 by the document).
+func dependencies(asked int) int { return cmp.Or(asked, 10) }

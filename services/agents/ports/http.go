@@ -37,17 +37,12 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	return r
 }
 
-func caller(r *http.Request) principal.Principal {
-	p, _ := principal.From(r.Context())
-	return p
-}
-
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		return err
 	}
-	ag, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
+	ag, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -58,11 +53,11 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
-	ag, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
+	ag, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+	httpx.WriteJSON(w, http.StatusOK, agentView(ag, principal.Of(r)))
 	return nil
 }
 
@@ -71,16 +66,16 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		return err
 	}
-	ag, err := h.app.Update(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
+	ag, err := h.app.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, agentView(ag, caller(r)))
+	httpx.WriteJSON(w, http.StatusOK, agentView(ag, principal.Of(r)))
 	return nil
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)); err != nil {
+	if err := h.app.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -88,18 +83,17 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, caller(r).UserID, app.ListParams{
-		PageSize: q.Get("page_size"), Search: q.Get("search"), SortBy: q.Get("sort_by"),
-		SortDirection: q.Get("sort_direction"), Cursor: q.Get("cursor"), Archived: q.Get("archived"),
-		CreatedBy: q.Get("created_by_user_id"), Tags: q["tags"],
-	})
+	var params app.ListParams
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	page, err := h.app.List(r.Context(), h.codec, principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
 	if err != nil {
 		return err
 	}
 	out := make([]summary, 0, len(page.Agents))
 	for _, d := range page.Agents {
-		out = append(out, summaryOf(d, caller(r)))
+		out = append(out, summaryOf(d, principal.Of(r)))
 	}
 	httpx.WriteJSON(w, http.StatusOK, listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
 	return nil

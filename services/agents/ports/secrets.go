@@ -66,7 +66,7 @@ func (h *handlers) createSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
 		return err
 	}
-	s, err := h.app.CreateSecret(r.Context(), caller(r), in, api.CommandID(r))
+	s, err := h.app.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (h *handlers) updateSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
 		return err
 	}
-	s, err := h.app.UpdateSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
+	s, err := h.app.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (h *handlers) updateSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) deleteSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.DeleteSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)); err != nil {
+	if err := h.app.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -96,19 +96,26 @@ func (h *handlers) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) getSecret(w http.ResponseWriter, r *http.Request) error {
-	s, err := h.app.GetSecret(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["secret_id"], r.URL.Query().Get("dependency_limit"))
+	var params struct {
+		DependencyLimit int `json:"dependency_limit"`
+	}
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	s, err := h.app.GetSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], params.DependencyLimit)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, secretOf(s, caller(r)))
+	httpx.WriteJSON(w, http.StatusOK, secretOf(s, principal.Of(r)))
 	return nil
 }
 
 func (h *handlers) listSecrets(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	page, err := h.app.ListSecrets(r.Context(), h.codec, caller(r).WorkspaceID, app.SecretListParams{
-		PageSize: q.Get("page_size"), Search: q.Get("search"), Cursor: q.Get("cursor"), DependencyLimit: q.Get("dependency_limit"),
-	})
+	var params app.SecretListParams
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	page, err := h.app.ListSecrets(r.Context(), h.codec, principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
@@ -117,7 +124,7 @@ func (h *handlers) listSecrets(w http.ResponseWriter, r *http.Request) error {
 		NextCursor *string      `json:"next_cursor"`
 	}{Secrets: make([]secretView, 0, len(page.Secrets)), NextCursor: page.NextCursor}
 	for _, s := range page.Secrets {
-		out.Secrets = append(out.Secrets, secretOf(s, caller(r)))
+		out.Secrets = append(out.Secrets, secretOf(s, principal.Of(r)))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

@@ -32,11 +32,6 @@ func Router(a *app.App) *mux.Router {
 
 type handlers struct{ app *app.App }
 
-func caller(r *http.Request) principal.Principal {
-	p, _ := principal.From(r.Context())
-	return p
-}
-
 func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name string `json:"name"`
@@ -44,7 +39,7 @@ func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
 		return err
 	}
-	acct, err := h.app.CreateServiceAccount(r.Context(), caller(r).WorkspaceID, body.Name, api.CommandID(r))
+	acct, err := h.app.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, body.Name, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -88,7 +83,7 @@ func viewOfKey(k app.KeyDoc) keyView {
 }
 
 func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) error {
-	ws := caller(r).WorkspaceID
+	ws := principal.Of(r).WorkspaceID
 	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
 		return err
@@ -114,7 +109,7 @@ func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) error {
-	ws, accountID := caller(r).WorkspaceID, mux.Vars(r)["user_id"]
+	ws, accountID := principal.Of(r).WorkspaceID, mux.Vars(r)["user_id"]
 	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
 		return err
 	}
@@ -217,7 +212,7 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) error {
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
 		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
 	}
-	secret, key, err := h.app.CreateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
+	secret, key, err := h.app.CreateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -252,7 +247,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		patch.IsDisabled = &disabled
 	}
-	key, err := h.app.UpdateKey(r.Context(), caller(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
+	key, err := h.app.UpdateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -262,7 +257,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	if err := h.app.RevokeKey(r.Context(), caller(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
+	if err := h.app.RevokeKey(r.Context(), principal.Of(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
@@ -284,7 +279,7 @@ type memberView struct {
 // accounts: everyone a ticket can be assigned to. (api.Handle checks the
 // caller's permission, of the operation, before any handler here runs.)
 func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) error {
-	ws := caller(r).WorkspaceID
+	ws := principal.Of(r).WorkspaceID
 	users, err := h.app.ReadModel.ListUsers(r.Context(), ws)
 	if err != nil {
 		return err
@@ -313,7 +308,7 @@ func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
 		return err
 	}
-	u, err := h.app.AddUser(r.Context(), caller(r).WorkspaceID, body.Email, body.FirstName, body.Role, api.CommandID(r))
+	u, err := h.app.AddUser(r.Context(), principal.Of(r).WorkspaceID, body.Email, body.FirstName, body.Role, api.CommandID(r))
 	if err != nil {
 		return err
 	}

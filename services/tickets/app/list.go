@@ -1,23 +1,34 @@
 package app
 
 import (
+	"cmp"
 	"context"
-	"slices"
-	"strconv"
 	"strings"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// ListParams are a listing's query parameters, unparsed.
+// ListParams are a listing's query parameters, decoded and checked
+// against the document at the edge (api.DecodeQuery): ranges and enums
+// hold.
 type ListParams struct {
-	PageSize, Status, Assignee, AgentID, ConversationID, SortBy string
-	OwnerUserID, IssueType, Label, MergedInto, Search, Cursor   string
-	Sources, Priorities                                         []string
+	PageSize       int      `json:"page_size"` // 0: the default, 100
+	Status         string   `json:"status"`
+	Assignee       string   `json:"assignee_user_id"` // "unassigned": none
+	AgentID        string   `json:"agent_id"`
+	ConversationID string   `json:"conversation_id"`
+	SortBy         string   `json:"sort_by"`       // "created_at" (default) or "priority"
+	OwnerUserID    string   `json:"owner_user_id"` // "agent": opened by the agent
+	IssueType      string   `json:"issue_type"`
+	Label          string   `json:"label"`
+	MergedInto     string   `json:"merged_into_ticket_id"`
+	Search         string   `json:"search"`
+	Cursor         string   `json:"cursor"`
+	Sources        []string `json:"sources"`
+	Priorities     []string `json:"priorities"`
 }
 
 // Match says where a search matched.
@@ -47,46 +58,16 @@ type Page struct {
 // both immutable, so paging while tickets are created never repeats or
 // skips one), or by priority, most urgent first, then newest.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string, p ListParams) (Page, error) {
-	var v apperr.Validator
-	limit := 100
-	if p.PageSize != "" {
-		n, err := strconv.Atoi(p.PageSize)
-		v.Check(err == nil && n >= 1 && n <= 100, "Input should be an integer between 1 and 100", "value_error", "query", "page_size")
-		limit = n
-	}
-	if p.Status != "" {
-		v.Check(slices.Contains(domain.Statuses, p.Status), "Input should be one of "+strings.Join(domain.Statuses, ", "), "enum", "query", "status")
-	}
-	for i, s := range p.Sources {
-		v.Check(slices.Contains(domain.Sources, s), "Input should be 'qa', 'agent' or 'manual'", "enum", "query", "sources", i)
-	}
-	for i, s := range p.Priorities {
-		v.Check(slices.Contains(domain.Priorities, s), "Input should be 'low', 'medium', 'high' or 'urgent'", "enum", "query", "priorities", i)
-	}
-	if p.IssueType != "" {
-		v.Check(slices.Contains(domain.IssueTypes, p.IssueType), "Input should be a known issue type", "enum", "query", "issue_type")
-	}
-	byPriority := false
-	switch p.SortBy {
-	case "", "created_at":
-	case "priority":
-		byPriority = true
-	default:
-		v.Add("Input should be 'created_at' or 'priority'", "enum", "query", "sort_by")
-	}
+	limit, byPriority := cmp.Or(p.PageSize, 100), p.SortBy == "priority"
 	scope := strings.Join([]string{"tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
 		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ",")}, "\x1e")
 	var after *Position
 	if p.Cursor != "" {
 		var pos Position
 		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			v.Add(apperr.CursorMessage, "value_error", "query", "cursor")
-		} else {
-			after = &pos
+			return Page{}, apperr.InvalidCursor()
 		}
-	}
-	if err := v.Err(); err != nil {
-		return Page{}, err
+		after = &pos
 	}
 
 	search := p.Search

@@ -42,11 +42,6 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	return r
 }
 
-func caller(r *http.Request) principal.Principal {
-	p, _ := principal.From(r.Context())
-	return p
-}
-
 // reply writes a ticket, or returns the error.
 func reply(w http.ResponseWriter, code int, t *ticketsv1.Ticket, err error) error {
 	if err != nil {
@@ -57,26 +52,27 @@ func reply(w http.ResponseWriter, code int, t *ticketsv1.Ticket, err error) erro
 }
 
 func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	return h.list(w, r, q.Get("agent_id"), "")
+	return h.list(w, r, "")
 }
 
 func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
-	if !h.app.Directory.AgentExists(caller(r).WorkspaceID, agentID) {
+	if !h.app.Directory.AgentExists(principal.Of(r).WorkspaceID, agentID) {
 		return apperr.AgentNotFound
 	}
-	return h.list(w, r, agentID, r.URL.Query().Get("conversation_id"))
+	return h.list(w, r, agentID)
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID, conversationID string) error {
-	q := r.URL.Query()
-	page, err := h.app.List(r.Context(), h.codec, caller(r).WorkspaceID, app.ListParams{
-		PageSize: q.Get("page_size"), Status: q.Get("status"), Assignee: q.Get("assignee_user_id"),
-		AgentID: agentID, ConversationID: conversationID, SortBy: q.Get("sort_by"), OwnerUserID: q.Get("owner_user_id"),
-		IssueType: q.Get("issue_type"), Label: q.Get("label"), MergedInto: q.Get("merged_into_ticket_id"),
-		Search: q.Get("search"), Cursor: q.Get("cursor"), Sources: q["sources"], Priorities: q["priorities"],
-	})
+// list serves a listing of the workspace, or of the agent of the path.
+func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) error {
+	var params app.ListParams
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	if agentID != "" {
+		params.AgentID = agentID
+	}
+	page, err := h.app.List(r.Context(), h.codec, principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
@@ -93,7 +89,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, existing, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
+	t, existing, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	code := http.StatusCreated
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
@@ -106,12 +102,12 @@ func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.CreateManual(r.Context(), caller(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
+	t, err := h.app.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	return reply(w, http.StatusCreated, t, err)
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
-	t, _, err := h.app.Get(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["ticket_id"])
+	t, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
 	return reply(w, http.StatusOK, t, err)
 }
 
@@ -120,12 +116,12 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+	t, err := h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["ticket_id"], api.CommandID(r)); err != nil {
+	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -139,7 +135,7 @@ func (h *handlers) comment(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.AddComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
+	t, err := h.app.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
@@ -148,7 +144,7 @@ func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.AddTurnComment(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+	t, err := h.app.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
@@ -159,12 +155,12 @@ func (h *handlers) merge(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	t, err := h.app.Merge(r.Context(), caller(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
+	t, err := h.app.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
 	return reply(w, http.StatusOK, t, err)
 }
 
 func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) error {
-	members, err := h.app.AssignableUsers(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["agent_id"])
+	members, err := h.app.AssignableUsers(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err
 	}
@@ -187,7 +183,7 @@ type assignableUser struct {
 
 func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	page, err := h.app.ListConversations(h.codec, caller(r).WorkspaceID, app.ConversationParams{
+	page, err := h.app.ListConversations(h.codec, principal.Of(r).WorkspaceID, app.ConversationParams{
 		PageSize: q.Get("page_size"), AgentID: q.Get("agent_id"), CallSuccessful: q.Get("call_successful"),
 		StartedBefore: q.Get("call_start_before_unix"), StartedAfter: q.Get("call_start_after_unix"), Cursor: q.Get("cursor"),
 	})
@@ -203,7 +199,7 @@ func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) err
 }
 
 func (h *handlers) getConversation(w http.ResponseWriter, r *http.Request) error {
-	c, err := h.app.GetConversation(r.Context(), caller(r).WorkspaceID, mux.Vars(r)["conversation_id"])
+	c, err := h.app.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
 	if err != nil {
 		return err
 	}

@@ -50,13 +50,8 @@ func Router(a *app.App) *mux.Router {
 	return r
 }
 
-func caller(r *http.Request) principal.Principal {
-	p, _ := principal.From(r.Context())
-	return p
-}
-
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
-	hooks := h.app.List(caller(r).WorkspaceID)
+	hooks := h.app.List(principal.Of(r).WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
 		out = append(out, viewOf(wh, nil))
@@ -76,7 +71,7 @@ func reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *stri
 }
 
 func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.app.Get(caller(r).WorkspaceID, mux.Vars(r)["webhook_id"])
+	wh, err := h.app.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
@@ -85,7 +80,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, secret, err := h.app.Create(r.Context(), caller(r), in, api.CommandID(r))
+	wh, secret, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	return reply(w, http.StatusCreated, wh, &secret, err)
 }
 
@@ -94,12 +89,12 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, err := h.app.Update(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
+	wh, err := h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
 func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), caller(r), mux.Vars(r)["webhook_id"], api.CommandID(r)); err != nil {
+	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -113,7 +108,7 @@ func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
 	}
-	att, err := h.app.Test(r.Context(), caller(r), mux.Vars(r)["webhook_id"], in.EventType)
+	att, err := h.app.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
 	if err != nil {
 		return err
 	}
@@ -132,7 +127,7 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	f := domain.LogFilter{Event: q.Get("event"), Status: q.Get("status"),
 		FromMs: unixMs(q.Get("start_time")), ToMs: unixMs(q.Get("end_time"))}
 	id := mux.Vars(r)["webhook_id"]
-	atts, err := h.app.Logs(r.Context(), caller(r).WorkspaceID, id, f, limit)
+	atts, err := h.app.Logs(r.Context(), principal.Of(r).WorkspaceID, id, f, limit)
 	if err != nil {
 		return err
 	}
@@ -173,7 +168,7 @@ func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	res, err := h.app.Resend(r.Context(), caller(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
+	res, err := h.app.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -202,7 +197,7 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) error {
 	if in.Event != nil {
 		f.Event = *in.Event
 	}
-	resent, more, err := h.app.Recover(r.Context(), caller(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
+	resent, more, err := h.app.Recover(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -226,7 +221,7 @@ func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) error {
 	if in.WaitMs != nil { // 0 to MaxRelayWait, as the schema (RelayPoll) says
 		wait = time.Duration(*in.WaitMs) * time.Millisecond
 	}
-	d, err := h.app.RelayNext(r.Context(), caller(r), mux.Vars(r)["webhook_id"], wait)
+	d, err := h.app.RelayNext(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], wait)
 	if err != nil {
 		return err
 	}
@@ -250,7 +245,7 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
 	// length, the status 0 or 100 to 599.
-	if err := h.app.RelayResult(r.Context(), caller(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error); err != nil {
+	if err := h.app.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -264,7 +259,7 @@ func unixMs(s string) int64 {
 }
 
 func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
-	rows, err := h.app.Health(r.Context(), caller(r).WorkspaceID)
+	rows, err := h.app.Health(r.Context(), principal.Of(r).WorkspaceID)
 	if err != nil {
 		return err
 	}
@@ -284,7 +279,7 @@ func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) error {
 	if err := integerLiterals(in.Event, in.Data); err != nil {
 		return err
 	}
-	id, err := h.app.Ingest(r.Context(), caller(r).WorkspaceID, in, api.CommandID(r))
+	id, err := h.app.Ingest(r.Context(), principal.Of(r).WorkspaceID, in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
