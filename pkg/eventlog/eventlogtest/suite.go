@@ -183,6 +183,15 @@ func retriedCommand(t *testing.T, s eventlog.Store) {
 	if recs, _, err := s.Load(ctx, "test.a"); err != nil || len(recs) != 3 {
 		t.Fatalf("history after retries: %d %v", len(recs), err)
 	}
+	// Without an expected sequence, the command id alone tells a retry.
+	any1, err := s.Append(ctx, "test.b", eventlog.AnySeq, "cmd-any", ev("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	any2, err := s.Append(ctx, "test.b", eventlog.AnySeq, "cmd-any", ev("x"))
+	if err != nil || !any2.Duplicate || any2.Seq != any1.Seq {
+		t.Fatalf("a retried append at any sequence: %+v %v", any2, err)
+	}
 }
 
 func duplicateInFlight(t *testing.T, s eventlog.Store) {
