@@ -3,10 +3,14 @@ package api
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/gorilla/mux"
+
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // Query values are checked against their parameters' schemas in the
@@ -49,6 +53,32 @@ func TestCheckQueryAnswersEveryWrongParameter(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s?%s: got %v, want %v", c.op.Name, c.query, got, c.want)
 		}
+	}
+}
+
+// A handler reads its query as typed values: integers, booleans and
+// repeated parameters decoded by their documented types.
+func TestDecodeQuery(t *testing.T) {
+	var got struct {
+		PageSize int      `json:"page_size"`
+		Archived *bool    `json:"archived"`
+		Tags     []string `json:"tags"`
+		SortBy   string   `json:"sort_by"`
+		Cursor   string   `json:"cursor"`
+	}
+	var seen error
+	r := mux.NewRouter()
+	Handle(r, ListAgents, func(w http.ResponseWriter, req *http.Request) error {
+		seen = DecodeQuery(req, &got)
+		return seen
+	})
+	req := httptest.NewRequest("GET", "/v1/convai/agents?page_size=7&archived=false&tags=a&tags=b&sort_by=name&cursor=", nil)
+	r.ServeHTTP(httptest.NewRecorder(), req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws", Permissions: []string{"all"}})))
+	if seen != nil || got.PageSize != 7 || got.Archived == nil || *got.Archived || fmt.Sprint(got.Tags) != "[a b]" || got.SortBy != "name" || got.Cursor != "" {
+		t.Fatalf("decoded %+v, %v", got, seen)
+	}
+	if err := DecodeQuery(httptest.NewRequest("GET", "/x", nil), &got); err == nil {
+		t.Fatal("outside an operation's handler, there is no document to decode by")
 	}
 }
 
