@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 )
 
@@ -49,28 +48,22 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	if p.Archived != nil {
 		archived = strconv.FormatBool(*p.Archived)
 	}
-	scope := strings.Join([]string{"agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), archived, q.CreatedBy, strings.Join(p.Tags, "\x1f")}, "\x1e")
-	if p.Cursor != "" {
-		var pos Position
-		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			return Page{}, apperr.InvalidCursor()
-		}
-		q.After = &pos
+	scope := cursor.Scope("agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), archived, q.CreatedBy, strings.Join(p.Tags, "\x1f"))
+	after, err := cursor.After[Position](codec, scope, p.Cursor)
+	if err != nil {
+		return Page{}, err
 	}
+	q.After = after
 	limit := q.Limit
 	q.Limit = limit + 1 // one more tells whether another page exists
 	docs, err := a.ReadModel.List(ctx, q)
 	if err != nil {
 		return Page{}, err
 	}
-	page := Page{Agents: docs}
-	if len(docs) > limit {
-		page.Agents, page.HasMore = docs[:limit], true
-		next, err := codec.Encode(scope, PositionOf(q, docs[limit-1]))
-		if err != nil {
-			return Page{}, err
-		}
-		page.NextCursor = &next
+	page := Page{Agents: docs, HasMore: len(docs) > limit}
+	if page.HasMore {
+		page.Agents = docs[:limit]
+		page.NextCursor, err = cursor.Next(codec, scope, true, PositionOf(q, docs[limit-1]))
 	}
-	return page, nil
+	return page, err
 }

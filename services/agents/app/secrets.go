@@ -155,14 +155,10 @@ type SecretListParams struct {
 func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID string, p SecretListParams) (SecretPage, error) {
 	limit, deps := cmp.Or(p.PageSize, 100), dependencies(p.DependencyLimit)
 	search := strings.TrimSpace(p.Search)
-	scope := "secrets\x1e" + workspaceID + "\x1e" + strings.ToLower(search)
-	var after *SecretPosition
-	if p.Cursor != "" {
-		var pos SecretPosition
-		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			return SecretPage{}, apperr.InvalidCursor()
-		}
-		after = &pos
+	scope := cursor.Scope("secrets", workspaceID, strings.ToLower(search))
+	after, err := cursor.After[SecretPosition](codec, scope, p.Cursor)
+	if err != nil {
+		return SecretPage{}, err
 	}
 	docs, err := a.SecretsRM.ListSecrets(ctx, workspaceID, search, after, limit+1)
 	if err != nil {
@@ -172,11 +168,9 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	if len(docs) > limit {
 		docs = docs[:limit]
 		last := docs[limit-1]
-		next, err := codec.Encode(scope, SecretPosition{Name: last.NameLower, ID: last.ID})
-		if err != nil {
+		if page.NextCursor, err = cursor.Next(codec, scope, true, SecretPosition{Name: last.NameLower, ID: last.ID}); err != nil {
 			return SecretPage{}, err
 		}
-		page.NextCursor = &next
 	}
 	page.Secrets = make([]Secret, 0, len(docs))
 	for _, d := range docs {

@@ -165,17 +165,17 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	default:
 		tq.CreatedBy = by
 	}
-	scope := "tests|" + c.WorkspaceID + "|" + q.Get("search") + "|" + strings.Join(tq.Types, ",") + "|" + q.Get("parent_folder_id") +
-		"|" + q.Get("sort_mode") + "|" + tq.CreatedBy + "|" + strconv.FormatBool(tq.IncludeFolder)
-	if cur := q.Get("cursor"); cur != "" {
-		var pos listPosition
-		if err := h.codec.Decode(scope, cur, &pos); err != nil {
-			v.Add("Invalid cursor", "value_error", "query", "cursor")
-		}
-		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
-	}
 	if err := v.Err(); err != nil {
 		return err
+	}
+	scope := cursor.Scope("tests", c.WorkspaceID, q.Get("search"), strings.Join(tq.Types, ","), q.Get("parent_folder_id"),
+		q.Get("sort_mode"), tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
+	pos, err := cursor.After[listPosition](h.codec, scope, q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	if pos != nil {
+		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
 	views, page, more, err := h.app.ListTests(r.Context(), tq)
 	if err != nil {
@@ -421,17 +421,16 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error
 			*at = &n
 		}
 	}
-	scope := "invocations|" + c.WorkspaceID + "|" + q.AgentID + "|" + q.BranchID + "|" + q.TestID + "|" + q.Search + "|" +
-		qv.Get("start_time") + "|" + qv.Get("end_time")
-	if cur := qv.Get("cursor"); cur != "" {
-		var pos listPosition
-		if err := h.codec.Decode(scope, cur, &pos); err != nil {
-			v.Add("Invalid cursor", "value_error", "query", "cursor")
-		}
-		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
-	}
 	if err := v.Err(); err != nil {
 		return err
+	}
+	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, qv.Get("start_time"), qv.Get("end_time"))
+	pos, err := cursor.After[listPosition](h.codec, scope, qv.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	if pos != nil {
+		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
 	}
 	results, last, more, err := h.app.ListInvocations(r.Context(), q)
 	if err != nil {

@@ -132,24 +132,18 @@ func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p Conve
 	}
 	q.StartedBefore, _ = strconv.ParseInt(p.StartedBefore, 10, 64)
 	q.StartedAfter, _ = strconv.ParseInt(p.StartedAfter, 10, 64)
-	scope := strings.Join([]string{"conversations", workspaceID, p.AgentID, p.CallSuccessful, p.StartedBefore, p.StartedAfter}, "\x1e")
-	if p.Cursor != "" {
-		var pos ConversationPosition
-		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			return ConversationPage{}, apperr.InvalidCursor()
-		}
-		q.After = &pos
+	scope := cursor.Scope("conversations", workspaceID, p.AgentID, p.CallSuccessful, p.StartedBefore, p.StartedAfter)
+	after, err := cursor.After[ConversationPosition](codec, scope, p.Cursor)
+	if err != nil {
+		return ConversationPage{}, err
 	}
+	q.After = after
 	rows, more := a.Conversations.ConversationPage(q)
 	page := ConversationPage{Conversations: rows, HasMore: more}
 	if more {
-		next, err := codec.Encode(scope, rows[len(rows)-1].Position())
-		if err != nil {
-			return ConversationPage{}, err
-		}
-		page.NextCursor = &next
+		page.NextCursor, err = cursor.Next(codec, scope, true, rows[len(rows)-1].Position())
 	}
-	return page, nil
+	return page, err
 }
 
 // ConversationDetail is one conversation with its transcript and the

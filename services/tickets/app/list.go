@@ -7,7 +7,6 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 )
 
@@ -59,15 +58,11 @@ type Page struct {
 // skips one), or by priority, most urgent first, then newest.
 func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string, p ListParams) (Page, error) {
 	limit, byPriority := cmp.Or(p.PageSize, 100), p.SortBy == "priority"
-	scope := strings.Join([]string{"tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
-		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ",")}, "\x1e")
-	var after *Position
-	if p.Cursor != "" {
-		var pos Position
-		if err := codec.Decode(scope, p.Cursor, &pos); err != nil {
-			return Page{}, apperr.InvalidCursor()
-		}
-		after = &pos
+	scope := cursor.Scope("tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
+		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ","))
+	after, err := cursor.After[Position](codec, scope, p.Cursor)
+	if err != nil {
+		return Page{}, err
 	}
 
 	search := p.Search
@@ -92,13 +87,9 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 		page.Tickets = append(page.Tickets, row)
 	}
 	if more {
-		next, err := codec.Encode(scope, PositionOf(tickets[len(tickets)-1], byPriority))
-		if err != nil {
-			return Page{}, err
-		}
-		page.NextCursor = &next
+		page.NextCursor, err = cursor.Next(codec, scope, true, PositionOf(tickets[len(tickets)-1], byPriority))
 	}
-	return page, nil
+	return page, err
 }
 
 // searchIn looks for q, case-insensitively, in the title, the QA comment

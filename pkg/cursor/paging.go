@@ -1,0 +1,47 @@
+package cursor
+
+import "github.com/voiceai-platform/voiceai/pkg/apperr"
+
+// Scope binds a listing's cursors to its filters: the listing's name, the
+// workspace and each filter's value, in a fixed order.
+func Scope(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, p := range parts {
+		if i > 0 {
+			b = append(b, 0x1e)
+		}
+		b = append(b, p...)
+	}
+	return string(b)
+}
+
+// After is the position a page starts after: nil for no cursor, and for
+// one that does not verify under scope (forged, corrupted, or issued for
+// other filters) the one refusal every listing answers, at query.cursor.
+func After[P any](c *Codec, scope, raw string) (*P, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	var pos P
+	if err := c.Decode(scope, raw, &pos); err != nil {
+		return nil, apperr.InvalidCursor()
+	}
+	return &pos, nil
+}
+
+// Next is the cursor of the page after one that ended at last: nil when
+// no more rows follow.
+func Next[P any](c *Codec, scope string, more bool, last P) (*string, error) {
+	if !more {
+		return nil, nil
+	}
+	next, err := c.Encode(scope, last)
+	if err != nil {
+		return nil, err
+	}
+	return &next, nil
+}
