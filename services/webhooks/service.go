@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
@@ -126,8 +127,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
 	}, adapters.ProjectWebhook)
 	a := &app.App{
-		Webhooks: app.NewRepo(d.JS, reg, d.Logger, nil), Registry: reg, Attempts: attempts,
-		History:  adapters.AttemptStore{Coll: db.Collection("attempts")},
+		Webhooks: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, nil), Registry: reg, Attempts: attempts,
+		History: adapters.AttemptStore{Coll: db.Collection("attempts")}, Backlog: adapters.StreamBacklog{JS: d.JS},
 		RelayKey: runtime.SubKey(c.Secret, RelayTokenPurpose),
 		Sealer:   sealer, Sender: sender, JS: d.JS, Log: d.Logger,
 	}
@@ -157,6 +158,6 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 	d.WatchConsumer(events.TicketsStream, dispatcher.FanoutTicketsDurable)
 	return dispatcher.Start(ctx, dispatcher.Deps{
 		JS: d.JS, Registry: reg, Sender: sender, Sealer: sealer,
-		Repo: app.NewRepo(d.JS, reg, d.Logger, nil), Log: d.Logger, Metrics: d.Metrics,
+		Repo: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, nil), Log: d.Logger, Metrics: d.Metrics,
 	}, c.Dispatcher)
 }

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -66,4 +67,25 @@ func followReplayed(ctx context.Context, js jetstream.JetStream, stream string, 
 		return err
 	}
 	return f.Wait(ctx)
+}
+
+// StreamBacklog counts a workspace's waiting deliveries from the
+// WEBHOOK_DELIVERIES stream's subjects (one per webhook).
+type StreamBacklog struct{ JS jetstream.JetStream }
+
+// Waiting implements app.Backlog.
+func (b StreamBacklog) Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error) {
+	str, err := eventstore.StreamOf(ctx, b.JS, events.WebhookDeliveriesStream)
+	if err != nil {
+		return nil, err
+	}
+	info, err := str.Info(ctx, jetstream.WithSubjectFilter(events.WebhookDeliveriesSubjectPrefix+"."+workspaceID+".*"))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]uint64, len(info.State.Subjects))
+	for subject, n := range info.State.Subjects {
+		out[subject[strings.LastIndexByte(subject, '.')+1:]] = n
+	}
+	return out, nil
 }

@@ -20,7 +20,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -33,7 +33,8 @@ type App struct {
 	Registry *adapters.Registry
 	Attempts *adapters.AttemptLog
 	History  DeliveryHistory // nil: the log is what memory holds
-	RelayKey []byte          // signs relay tokens
+	Backlog  Backlog
+	RelayKey []byte // signs relay tokens
 	Sealer   *seal.Sealer
 	Sender   *delivery.Sender
 	JS       jetstream.JetStream
@@ -51,11 +52,17 @@ type DeliveryHistory interface {
 	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
 }
 
-// NewRepo is the webhook repository over the WEBHOOKS stream; every
-// change is applied to the registry inline.
-func NewRepo(js jetstream.JetStream, reg *adapters.Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
+// Backlog counts the deliveries waiting (scheduled retries included).
+type Backlog interface {
+	// Waiting is, per webhook id of the workspace, its deliveries waiting.
+	Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error)
+}
+
+// NewRepo is the webhook repository over the WEBHOOKS log; every change
+// is applied to the registry inline.
+func NewRepo(store eventlog.Store, reg *adapters.Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
 	return &aggregate.Repo[*webhooksv1.Webhook]{
-		Store:   eventstore.New(js, events.WebhooksStream),
+		Store:   store,
 		Subject: events.WebhookSubject,
 		StateOf: func(m proto.Message) (*webhooksv1.Webhook, bool) {
 			w := adapters.StateOf(m)

@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -113,6 +115,21 @@ func (a *App) Delete(ctx context.Context, p principal.Principal, id, idempotency
 		w.DeletedAtUnix = &at
 		w.Active = false
 		return &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}, nil
+	})
+	return err
+}
+
+// DisableGone deactivates a webhook whose receiver answered code (410
+// Gone): a WebhookDisabled event every replica sees, with the reason. One
+// already inactive is left as it is.
+func DisableGone(ctx context.Context, repo *aggregate.Repo[*webhooksv1.Webhook], w *webhooksv1.Webhook, code int32, at time.Time) error {
+	_, err := repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+		if !next.GetActive() {
+			return nil, nil
+		}
+		unix := at.Unix()
+		next.Active, next.DisabledReason, next.DisabledAtUnix = false, "gone", &unix
+		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
 	})
 	return err
 }

@@ -3,14 +3,9 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -87,16 +82,9 @@ func (a *App) Health(ctx context.Context, workspaceID string) ([]HealthRow, erro
 	hooks := a.Registry.List(workspaceID)
 	backlog := map[string]uint64{}
 	if len(hooks) > 0 {
-		str, err := eventstore.StreamOf(ctx, a.JS, events.WebhookDeliveriesStream)
-		if err != nil {
+		var err error
+		if backlog, err = a.Backlog.Waiting(ctx, workspaceID); err != nil {
 			return nil, err
-		}
-		info, err := str.Info(ctx, jetstream.WithSubjectFilter(events.WebhookDeliveriesSubjectPrefix+"."+workspaceID+".*"))
-		if err != nil {
-			return nil, err
-		}
-		for subject, n := range info.State.Subjects {
-			backlog[subject[strings.LastIndexByte(subject, '.')+1:]] = n
 		}
 	}
 	out := make([]HealthRow, 0, len(hooks))

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
-	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -127,15 +126,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 func (d *Dispatcher) disable(ctx context.Context, w *webhooksv1.Webhook, code int32) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err := d.Repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
-		if !next.GetActive() {
-			return nil, nil
-		}
-		at := time.Now().Unix()
-		next.Active, next.DisabledReason, next.DisabledAtUnix = false, "gone", &at
-		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
-	})
-	if err != nil {
+	if err := app.DisableGone(ctx, d.Repo, w, code, time.Now()); err != nil {
 		d.Log.ErrorContext(ctx, "could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
 		return
 	}

@@ -1,0 +1,172 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// The webhook management rules, on the in-memory event log, registry and
+// attempt log: no NATS, no store.
+
+// backlog is the Backlog port as a fixed table.
+type backlog map[string]uint64
+
+func (b backlog) Waiting(context.Context, string) (map[string]uint64, error) { return b, nil }
+
+type fixture struct {
+	app    *app.App
+	clock  time.Time
+	caller principal.Principal
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	reg := adapters.NewRegistry(nil, log)
+	f := &fixture{clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}}}
+	now := func() time.Time { return f.clock }
+	f.app = &app.App{
+		Webhooks: app.NewRepo(memlog.New(), reg, log, now), Registry: reg, Attempts: adapters.NewAttemptLog(),
+		Sealer: sealer, Sender: delivery.NewSender(outbound.NewGuard(nil), time.Second), Backlog: backlog{},
+		Log: log, Now: now,
+	}
+	return f
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
+	t.Helper()
+	if err == nil || apperr.KindOf(err) != kind {
+		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
+	}
+}
+
+func (f *fixture) create(t *testing.T, key string) (*webhooksv1.Webhook, string) {
+	t.Helper()
+	w, secret, err := f.app.Create(context.Background(), f.caller, domain.Input{URL: ptr("https://hooks.example.com/qa"), Events: []string{"ticket_created"}}, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, secret
+}
+
+func TestWebhookManagement(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w, secret := f.create(t, "")
+	if secret == "" || strings.Contains(string(w.SecretSealed), secret) || !w.Active || !strings.HasPrefix(secret, strings.TrimSuffix(w.SecretHint, "…")) || len(w.SecretHint) >= len(secret) {
+		t.Fatalf("created: %+v, secret %q", w, secret)
+	}
+	if got, err := f.app.Get("ws_a", w.WebhookId); err != nil || got.GetUrl() != "https://hooks.example.com/qa" {
+		t.Fatalf("read its own write: %v %v", got, err)
+	}
+	_, _, err := f.app.Create(ctx, f.caller, domain.Input{URL: ptr("http://hooks.example.com/qa"), Events: []string{"ticket_created"}}, "")
+	wantKind(t, err, apperr.Invalid, "a plain-http url")
+	_, _, err = f.app.Create(ctx, f.caller, domain.Input{URL: ptr("https://127.0.0.1/qa"), Events: []string{"ticket_created"}}, "")
+	wantKind(t, err, apperr.Invalid, "a url the outbound guard refuses")
+
+	f.clock = f.clock.Add(time.Minute)
+	upd, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Events: []string{"ticket_created", "ticket_updated"}}, "put-1")
+	if err != nil || !slices.Equal(upd.Events, []string{"ticket_created", "ticket_updated"}) || upd.Url != w.Url || upd.UpdatedAtUnix != f.clock.Unix() {
+		t.Fatalf("update: %+v %v", upd, err)
+	}
+	replay, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Events: []string{"call_started"}}, "put-1")
+	if err != nil || !slices.Equal(replay.Events, upd.Events) {
+		t.Fatalf("a replayed update applied its own body: %v %v", replay.GetEvents(), err)
+	}
+	other := f.caller
+	other.WorkspaceID = "ws_b"
+	_, err = f.app.Update(ctx, other, w.WebhookId, domain.Input{Events: []string{"call_started"}}, "")
+	wantKind(t, err, apperr.NotFound, "another workspace's webhook")
+
+	if err := f.app.Delete(ctx, f.caller, w.WebhookId, "del-1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.app.Delete(ctx, f.caller, w.WebhookId, "del-1"); err != nil {
+		t.Fatalf("a replayed delete answers as the first did: %v", err)
+	}
+	_, err = f.app.Get("ws_a", w.WebhookId)
+	wantKind(t, err, apperr.NotFound, "a deleted webhook")
+	if len(f.app.List("ws_a")) != 0 {
+		t.Fatal("a deleted webhook is still listed")
+	}
+}
+
+// A retried keyed create answers the first webhook and its secret.
+func TestRetriedCreateAnswersTheFirstSecret(t *testing.T) {
+	f := newFixture(t)
+	w1, s1 := f.create(t, "key-1")
+	w2, s2 := f.create(t, "key-1")
+	if w1.WebhookId != w2.WebhookId || s1 != s2 || len(f.app.List("ws_a")) != 1 {
+		t.Fatalf("retry: %s/%s vs %s/%s, %d listed", w1.WebhookId, s1, w2.WebhookId, s2, len(f.app.List("ws_a")))
+	}
+}
+
+// A receiver that answers 410 Gone disables its webhook, with the reason;
+// re-activating it clears the reason.
+func TestGoneDisablesAndReactivationClears(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w, _ := f.create(t, "")
+	if err := app.DisableGone(ctx, f.app.Webhooks, w, 410, f.clock); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.app.Get("ws_a", w.WebhookId)
+	if got.Active || got.DisabledReason != "gone" || got.GetDisabledAtUnix() != f.clock.Unix() {
+		t.Fatalf("disabled: %+v", got)
+	}
+	if err := app.DisableGone(ctx, f.app.Webhooks, got, 410, f.clock.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := f.app.Get("ws_a", w.WebhookId); again.GetDisabledAtUnix() != f.clock.Unix() {
+		t.Fatalf("disabling a disabled webhook changed it: %+v", again)
+	}
+	back, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Active: ptr(true)}, "")
+	if err != nil || !back.Active || back.DisabledReason != "" || back.DisabledAtUnix != nil {
+		t.Fatalf("re-activated: %+v %v", back, err)
+	}
+}
+
+// Health is each webhook's recent outcome and its backlog; test
+// deliveries stay out of it.
+func TestHealth(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.create(t, "")
+	f.app.Backlog = backlog{w.WebhookId: 3}
+	at := f.clock.UnixMilli()
+	for i, ok := range []bool{true, false, false} {
+		f.app.Attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "a" + string(rune('0'+i)), EventId: "evt_" + string(rune('0'+i)), WebhookId: w.WebhookId,
+			WorkspaceId: "ws_a", AtUnixMs: at + int64(i), Success: ok, ResponseCode: map[bool]int32{true: 200, false: 500}[ok], Final: true})
+	}
+	f.app.Attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "t", EventId: "evt_t", WebhookId: w.WebhookId, WorkspaceId: "ws_a", AtUnixMs: at + 9, Test: true, ResponseCode: 500})
+	rows, err := f.app.Health(context.Background(), "ws_a")
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("health: %v %v", rows, err)
+	}
+	h := rows[0].Health
+	if rows[0].Backlog != 3 || h.Attempts != 3 || h.ConsecutiveFailures != 2 || h.LastSuccessUnixMs != at || h.LastResponseCode != 500 {
+		t.Fatalf("health: %+v backlog %d", h, rows[0].Backlog)
+	}
+}
