@@ -12,8 +12,8 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
 
-// ReadModel is what the agent listing reads; the MongoDB collection
-// (adapters) and the in-memory one (adapters/memory) implement it.
+// ReadModel is what the agent listing reads; the MongoDB collection and
+// the in-memory listing (adapters) implement it and pass readmodeltest.
 type ReadModel interface {
 	// Apply records agent state as of stream sequence seq; an older or
 	// equal seq is ignored.
