@@ -150,7 +150,6 @@ type listPosition struct {
 func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	q := r.URL.Query()
-	var v httpx.Validator
 	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r)}
 	tq.IncludeFolder = boolParam(r, "include_folders")
 	tq.FoldersFirst = q.Get("sort_mode") == "folders_first"
@@ -164,9 +163,6 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 		tq.CreatedBy = c.UserID
 	default:
 		tq.CreatedBy = by
-	}
-	if err := v.Err(); err != nil {
-		return err
 	}
 	scope := cursor.Scope("tests", c.WorkspaceID, q.Get("search"), strings.Join(tq.Types, ","), q.Get("parent_folder_id"),
 		q.Get("sort_mode"), tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
@@ -413,16 +409,12 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	qv := r.URL.Query()
-	var v httpx.Validator
 	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
 		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r)}
 	for name, at := range map[string]**int64{"start_time": &q.StartTime, "end_time": &q.EndTime} {
 		if n, err := strconv.ParseInt(qv.Get(name), 10, 64); err == nil {
 			*at = &n
 		}
-	}
-	if err := v.Err(); err != nil {
-		return err
 	}
 	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, qv.Get("start_time"), qv.Get("end_time"))
 	pos, err := cursor.After[listPosition](h.codec, scope, qv.Get("cursor"))
