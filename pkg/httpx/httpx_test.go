@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -206,5 +207,31 @@ func TestBoundStringsNamesEveryLongString(t *testing.T) {
 	ok.BoundStrings(nil, 10, "body")
 	if ok.Err() != nil {
 		t.Fatalf("strings at the bound refused: %v", ok.Err())
+	}
+}
+
+// A handler that sets a status after its body began (failing mid-body)
+// changes nothing and makes the server log nothing: the first status
+// stands, and is the one logged.
+func TestASecondStatusIsDropped(t *testing.T) {
+	var serverLog strings.Builder
+	var accessLog strings.Builder
+	h := WithRequestID(slog.New(slog.NewTextHandler(&accessLog, nil)), AccessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusEarlyHints)
+		_, _ = w.Write([]byte("partial"))
+		w.WriteHeader(http.StatusInternalServerError)
+	})))
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ErrorLog = log.New(&serverLog, "", 0)
+	srv.Start()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	srv.Close()
+	if resp.StatusCode != http.StatusOK || string(b) != "partial" || serverLog.Len() > 0 || !strings.Contains(accessLog.String(), "status=200") {
+		t.Fatalf("got %d %q; server logged %q; access log %s", resp.StatusCode, b, serverLog.String(), accessLog.String())
 	}
 }

@@ -182,7 +182,14 @@ type statusWriter struct {
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if !w.wroteHeader {
+	if w.wroteHeader {
+		// The response is under way (a handler failing mid-body, say after
+		// a client stopped reading): a second status changes nothing, and
+		// Go would log it as superfluous, an ERROR-looking line no one can
+		// act on.
+		return
+	}
+	if code >= 200 { // an informational 1xx may precede the status
 		w.status, w.wroteHeader = code, true
 	}
 	w.ResponseWriter.WriteHeader(code)
