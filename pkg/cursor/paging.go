@@ -33,12 +33,9 @@ func After[P any](c *Codec, scope, raw string) (*P, error) {
 	return &pos, nil
 }
 
-// Next is the cursor of the page after one that ended at last: nil when
-// no more rows follow.
-func Next[P any](c *Codec, scope string, more bool, last P) (*string, error) {
-	if !more {
-		return nil, nil
-	}
+// Next is the cursor of the page after one that ended at last, for a
+// listing that found more rows after it.
+func Next[P any](c *Codec, scope string, last P) (*string, error) {
 	next, err := c.Encode(scope, last)
 	if err != nil {
 		return nil, err

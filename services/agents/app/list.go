@@ -63,7 +63,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	page := Page{Agents: docs, HasMore: len(docs) > limit}
 	if page.HasMore {
 		page.Agents = docs[:limit]
-		page.NextCursor, err = cursor.Next(codec, scope, true, PositionOf(q, docs[limit-1]))
+		page.NextCursor, err = cursor.Next(codec, scope, PositionOf(q, docs[limit-1]))
 	}
 	return page, err
 }

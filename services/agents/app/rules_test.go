@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -41,14 +42,9 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func ptr[T any](v T) *T { return &v }
+var wantKind = testenv.WantKind
 
-func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
-	t.Helper()
-	if err == nil || apperr.KindOf(err) != kind {
-		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
-	}
-}
+func ptr[T any](v T) *T { return &v }
 
 func customLLM(secretID string) []byte {
 	return []byte(`{"agent":{"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"http://127.0.0.1:9/v1","model_id":"ft","api_key":{"secret_id":"` + secretID + `"}}}}}`)

@@ -168,7 +168,7 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	if len(docs) > limit {
 		docs = docs[:limit]
 		last := docs[limit-1]
-		if page.NextCursor, err = cursor.Next(codec, scope, true, SecretPosition{Name: last.NameLower, ID: last.ID}); err != nil {
+		if page.NextCursor, err = cursor.Next(codec, scope, SecretPosition{Name: last.NameLower, ID: last.ID}); err != nil {
 			return SecretPage{}, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
@@ -47,12 +48,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
-	t.Helper()
-	if err == nil || apperr.KindOf(err) != kind {
-		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
-	}
-}
+var wantKind = testenv.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

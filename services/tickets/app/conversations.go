@@ -141,7 +141,7 @@ func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p Conve
 	rows, more := a.Conversations.ConversationPage(q)
 	page := ConversationPage{Conversations: rows, HasMore: more}
 	if more {
-		page.NextCursor, err = cursor.Next(codec, scope, true, rows[len(rows)-1].Position())
+		page.NextCursor, err = cursor.Next(codec, scope, rows[len(rows)-1].Position())
 	}
 	return page, err
 }

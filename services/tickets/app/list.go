@@ -87,7 +87,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 		page.Tickets = append(page.Tickets, row)
 	}
 	if more {
-		page.NextCursor, err = cursor.Next(codec, scope, true, PositionOf(tickets[len(tickets)-1], byPriority))
+		page.NextCursor, err = cursor.Next(codec, scope, PositionOf(tickets[len(tickets)-1], byPriority))
 	}
 	return page, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
@@ -76,6 +77,8 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+var wantKind = testenv.WantKind
+
 func ptr[T any](v T) *T { return &v }
 
 func (f *fixture) raise(t *testing.T, conv, comment, priority, key string) (*ticketsv1.Ticket, bool) {
@@ -103,13 +106,6 @@ func (f *fixture) manual(t *testing.T, agent, title string) *ticketsv1.Ticket {
 func (f *fixture) setStatus(status string) func(*testing.T, string) (*ticketsv1.Ticket, error) {
 	return func(_ *testing.T, id string) (*ticketsv1.Ticket, error) {
 		return f.app.Update(context.Background(), f.qa, id, app.PatchInput{Status: &status}, "")
-	}
-}
-
-func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
-	t.Helper()
-	if err == nil || apperr.KindOf(err) != kind {
-		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
 	}
 }
 

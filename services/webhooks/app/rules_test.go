@@ -16,6 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -54,14 +55,9 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-func ptr[T any](v T) *T { return &v }
+var wantKind = testenv.WantKind
 
-func wantKind(t *testing.T, err error, kind apperr.Kind, what string) {
-	t.Helper()
-	if err == nil || apperr.KindOf(err) != kind {
-		t.Fatalf("%s: got %v, want a %s error", what, err, kind)
-	}
-}
+func ptr[T any](v T) *T { return &v }
 
 func (f *fixture) create(t *testing.T, key string) (*webhooksv1.Webhook, string) {
 	t.Helper()
