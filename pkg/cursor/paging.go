@@ -1,23 +1,14 @@
 package cursor
 
-import "github.com/voiceai-platform/voiceai/pkg/apperr"
+import (
+	"strings"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+)
 
 // Scope binds a listing's cursors to its filters: the listing's name, the
 // workspace and each filter's value, in a fixed order.
-func Scope(parts ...string) string {
-	n := 0
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	b := make([]byte, 0, n)
-	for i, p := range parts {
-		if i > 0 {
-			b = append(b, 0x1e)
-		}
-		b = append(b, p...)
-	}
-	return string(b)
-}
+func Scope(parts ...string) string { return strings.Join(parts, "\x1e") }
 
 // After is the position a page starts after: nil for no cursor, and for
 // one that does not verify under scope (forged, corrupted, or issued for

@@ -68,6 +68,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 		last = hist[len(hist)-1]
 	}
 	if expectedSeq != eventlog.AnySeq && expectedSeq != last {
+		// A retried command beyond the window: found on its subject.
 		for _, seq := range slices.Backward(hist) {
 			if commandID != "" && s.recs[seq-1].CommandID == commandID {
 				return eventlog.Appended{Seq: seq, Duplicate: true}, nil
