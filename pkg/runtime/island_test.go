@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -34,9 +35,7 @@ func TestLinkLeavesAnIsland(t *testing.T) {
 	if got := link.NC.ConnectedUrl(); got != island.ClientURL() {
 		t.Fatalf("connected to %s, want the first server %s", got, island.ClientURL())
 	}
-	if err := link.Ready(context.Background()); err != nil {
-		t.Fatalf("ready on a healthy cluster: %v", err)
-	}
+	waitForLong(t, "ready on a healthy cluster (its server has served)", func() bool { return link.Ready(context.Background()) == nil })
 
 	// Its two peers go: the first server stays up, its clients with it,
 	// and has no quorum.
@@ -61,7 +60,8 @@ func TestLinkLeavesAnIsland(t *testing.T) {
 }
 
 // An election (every server without a meta leader for a while) is not an
-// island: with no other server answering, there is nowhere to move.
+// island: with no other server answering, there is nowhere to move. Nor
+// is a healthy cluster: no server serves better than another.
 func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 	cluster := startCluster(t, 3)
 	nc, err := nats.Connect(cluster[0].ClientURL()+","+cluster[1].ClientURL(), nats.DontRandomize())
@@ -70,17 +70,65 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 	}
 	defer nc.Close()
 	w := &islandWatch{log: quietLog(), moved: func() {}}
-	waitForLong(t, "JetStream through the cluster", func() bool { return probeJetStream(nc) == nil })
-	if got := w.servingPeer(nc, nc.ConnectedUrl()); got != cluster[1].ClientURL() {
-		t.Fatalf("serving peer of a healthy cluster: %q, want %s", got, cluster[1].ClientURL())
+	waitForLong(t, "JetStream and every route through the cluster", func() bool {
+		return probe(nc, 0) == serverView{reach: 3}
+	})
+	if got := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" {
+		t.Fatalf("serving peer %q of a healthy cluster: none serves better", got)
+	}
+	noJetStreamHere := serverView{js: errNoQuorum, reach: 3}
+	if got := w.servingPeer(nc, nc.ConnectedUrl(), noJetStreamHere); got != cluster[1].ClientURL() {
+		t.Fatalf("serving peer when JetStream fails here: %q, want %s", got, cluster[1].ClientURL())
 	}
 	for _, peer := range cluster[1:] {
 		peer.Shutdown()
 		peer.WaitForShutdown()
 	}
 	waitForLong(t, "the first server to report no quorum", func() bool { return probeJetStream(nc) != nil })
-	if got := w.servingPeer(nc, nc.ConnectedUrl()); got != "" {
+	if got := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" {
 		t.Fatalf("a serving peer %q with every other server down", got)
+	}
+}
+
+// A server's reach is the servers its routes reach, itself included: what
+// falls at once on an island, while a cut-off meta leader still answers
+// JetStream as leader.
+func TestReachCountsTheServersRouted(t *testing.T) {
+	cluster := startCluster(t, 3)
+	nc, err := nats.Connect(cluster[0].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	waitForLong(t, "three servers reached", func() bool { return reach(nc, 0) == 3 })
+	if got := reach(nc, 2); got != 2 {
+		t.Errorf("reach stopping at 2 counted %d", got)
+	}
+	cluster[2].Shutdown()
+	cluster[2].WaitForShutdown()
+	waitForLong(t, "two servers reached", func() bool { return reach(nc, 0) == 2 })
+}
+
+// Where to move: only to a server whose JetStream answers, never to one
+// that reaches fewer servers, and to one that reaches as many only when
+// JetStream fails here.
+func TestBetter(t *testing.T) {
+	down := errors.New("no answer")
+	for _, c := range []struct {
+		name       string
+		peer, here serverView
+		want       bool
+	}{
+		{"island: the peer reaches more", serverView{reach: 2}, serverView{reach: 1}, true},
+		{"a cut-off meta leader seen from the mainland", serverView{reach: 1}, serverView{js: errNoQuorum, reach: 2}, false},
+		{"an election here, a peer as wide that serves", serverView{reach: 2}, serverView{js: errNoQuorum, reach: 2}, true},
+		{"healthy here and there", serverView{reach: 3}, serverView{reach: 3}, false},
+		{"the peer's JetStream fails", serverView{js: down, reach: 3}, serverView{js: down, reach: 1}, false},
+		{"no system account: JetStream alone decides", serverView{}, serverView{js: errNoQuorum}, true},
+	} {
+		if got := better(c.peer, c.here); got != c.want {
+			t.Errorf("%s: better(%+v, %+v) = %v, want %v", c.name, c.peer, c.here, got, c.want)
+		}
 	}
 }
 
