@@ -42,14 +42,8 @@ type Repo[S proto.Message] struct {
 	NotFound error
 	Conflict error
 	Log      *slog.Logger
-	Now      func() time.Time
-}
-
-func (r *Repo[S]) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
+	// Now is the clock (required): the process's, or a test's.
+	Now func() time.Time
 }
 
 // Get returns a live aggregate of the workspace and its stream sequence.
@@ -191,7 +185,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			return nil
 		}
 		next := proto.Clone(cur).(S)
-		meta := esproto.Meta(ctx, workspaceID, commandID, r.now())
+		meta := esproto.Meta(ctx, workspaceID, commandID, r.Now())
 		var ev proto.Message
 		if r.Gone(cur) {
 			err = r.NotFound
@@ -209,7 +203,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			return err
 		}
 		if r.Touch != nil {
-			r.Touch(next, r.now())
+			r.Touch(next, r.Now())
 		}
 		res, err := r.record(ctx, subject, rec.Seq, meta, ev, next)
 		if err != nil {

@@ -102,7 +102,7 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 			return nil
 		},
 		NotFound: errNotFound, Conflict: errConflict,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
 	}, projected
 }
 

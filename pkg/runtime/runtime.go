@@ -38,9 +38,20 @@ type Deps struct {
 	Link *Link
 	// ReadIndex is config.ReadIndexStore (the default) or ReadIndexMemory.
 	ReadIndex string
+	// Now is the process's clock (nil: the wall clock); see Clock.
+	Now func() time.Time
 
 	lag   *consumerLag // see WatchConsumer
 	ready *readyChecks // see AddReadyCheck
+}
+
+// Clock is the clock the process's apps are built with: the one place a
+// default is chosen, so every app takes its clock instead of falling back.
+func (d Deps) Clock() func() time.Time {
+	if d.Now != nil {
+		return d.Now
+	}
+	return time.Now
 }
 
 // readyChecks are the readiness checks a service adds to its process's,

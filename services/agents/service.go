@@ -70,7 +70,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, secrets, sealer, outbound.NewGuard(c.AllowHosts).HostAllowed, d.Logger)
+	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, secrets, sealer, outbound.NewGuard(c.AllowHosts).HostAllowed, d.Logger, d.Clock())
 	d.WatchConsumer(events.AgentsStream, "agents-readmodel")
 	projection.Start(ctx, d.JS, rm.Agents, projection.Config{
 		Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,

@@ -71,7 +71,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		}
 		rm = mem
 	}
-	a := &app.App{Store: eventstore.New(d.JS, events.IdentityStream), ReadModel: rm, Log: d.Logger}
+	a := app.New(eventstore.New(d.JS, events.IdentityStream), rm, d.Logger, d.Clock())
 	s, err := runtime.Serve(d, Name, Version, a, ports.Router(a))
 	if err != nil {
 		return nil, err

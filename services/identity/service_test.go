@@ -141,7 +141,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	rm := adapters.NewMemoryReadModel()
-	a := &app.App{Store: eventstore.New(js, events.IdentityStream), ReadModel: rm, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := app.New(eventstore.New(js, events.IdentityStream), rm, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	caller := principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
 	acct, err := a.CreateServiceAccount(ctx, "ws_a", "bot", "")
 	if err != nil {

@@ -83,7 +83,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, err
 		}
 	}
-	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger)
+	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
@@ -212,5 +212,5 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger), nil
+	return app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger, d.Clock()), nil
 }

@@ -30,12 +30,12 @@ type App struct {
 	// HostAllowed is the operator's outbound allow-list, for agents' own
 	// model endpoints.
 	HostAllowed func(host string) bool
-	Now         func() time.Time
+	Now         func() time.Time // the clock
 }
 
 // New wires the application over the AGENTS stream and the read models.
-func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger) *App {
-	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed}
+func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger, now func() time.Time) *App {
+	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed, Now: now}
 	a.Agents = &aggregate.Repo[*agentsv1.Agent]{
 		Store:   store,
 		Subject: events.AgentSubject,
@@ -49,7 +49,7 @@ func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *se
 		NotFound: apperr.AgentNotFound,
 		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
-		Now:      a.now,
+		Now:      now,
 	}
 	a.Secrets = &aggregate.Repo[*agentsv1.WorkspaceSecret]{
 		Store:   store,
@@ -64,16 +64,9 @@ func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *se
 		NotFound: apperr.SecretNotFound,
 		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
-		Now:      a.now,
+		Now:      now,
 	}
 	return a
-}
-
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 // Get returns a live agent of the workspace and its stream sequence.

@@ -43,11 +43,11 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	if commandID != "" {
 		agent.AgentId = "agent_" + esproto.StableID(caller.WorkspaceID, commandID)
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	agent.WorkspaceId, agent.CreatedAtUnix, agent.UpdatedAtUnix = caller.WorkspaceID, now, now
 	agent.CreatedByUserId, agent.CreatedByEmail, agent.CreatedByName = caller.UserID, caller.Email, caller.Name
 
-	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.now())
+	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.Now())
 	created, _, err := a.Agents.Create(ctx, caller.WorkspaceID, agent.AgentId, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent)
 	return created, err
 }

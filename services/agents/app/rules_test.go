@@ -37,8 +37,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fixture{clock: time.Unix(1_800_000_000, 0),
 		caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Email: "qa@example.com", Permissions: []string{principal.PermissionAll}}}
 	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), sealer, func(string) bool { return true },
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
-	f.app.Now = func() time.Time { return f.clock }
+		slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return f.clock })
 	return f
 }
 

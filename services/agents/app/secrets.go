@@ -51,12 +51,12 @@ func (a *App) CreateSecret(ctx context.Context, caller principal.Principal, in S
 	if err != nil {
 		return nil, err
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	s := &agentsv1.WorkspaceSecret{
 		SecretId: id, WorkspaceId: caller.WorkspaceID, Name: strings.TrimSpace(*in.Name), SealedValue: sealed,
 		CreatedByUserId: caller.UserID, CreatedAtUnix: now, UpdatedAtUnix: now,
 	}
-	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.now())
+	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.Now())
 	created, _, err := a.Secrets.Create(ctx, caller.WorkspaceID, id, meta, &agentsv1.SecretCreated{Meta: meta, Secret: s}, s)
 	return created, err
 }
@@ -103,7 +103,7 @@ func (a *App) DeleteSecret(ctx context.Context, workspaceID, secretID, commandID
 			}
 			return nil, apperr.SecretInUse(agentIDs, len(users) > n)
 		}
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		next.DeletedAtUnix = &now
 		return &agentsv1.SecretDeleted{Meta: meta, Secret: next}, nil
 	})

@@ -111,7 +111,7 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 // command id a replay answers as the first did.
 func (a *App) Delete(ctx context.Context, workspaceID, agentID, commandID string) error {
 	_, err := a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		next.DeletedAtUnix = &now
 		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
 	})

@@ -27,18 +27,16 @@ type App struct {
 	Store     eventlog.Store
 	ReadModel ReadModel
 	Log       *slog.Logger
-	Now       func() time.Time
+	Now       func() time.Time // the clock (required)
+}
+
+// New wires the application over the IDENTITY log and the read model.
+func New(store eventlog.Store, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
+	return &App{Store: store, ReadModel: rm, Log: log, Now: now}
 }
 
 // conflictAttempts bounds how often a command retries against fresh state.
 const conflictAttempts = 5
-
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
-}
 
 // record appends ev and puts its state in the read model as of the
 // append's sequence (the stream feeds the read model too, which covers a
@@ -92,7 +90,7 @@ func (a *App) keys() *aggregate.Repo[*identityv1.ApiKey] {
 		NotFound: apperr.APIKeyNotFound,
 		Conflict: apperr.ConcurrentUpdate,
 		Log:      a.Log,
-		Now:      a.now,
+		Now:      a.Now,
 	}
 }
 

@@ -114,8 +114,8 @@ func (a *App) ensureWorkspace(ctx context.Context, workspaceID, name string) err
 	if err != nil {
 		return err
 	}
-	meta := esproto.Meta(ctx, workspaceID, "create-workspace-"+workspaceID, a.now())
-	ws := &identityv1.Workspace{WorkspaceId: workspaceID, Name: name, CreatedAtUnix: a.now().Unix()}
+	meta := esproto.Meta(ctx, workspaceID, "create-workspace-"+workspaceID, a.Now())
+	ws := &identityv1.Workspace{WorkspaceId: workspaceID, Name: name, CreatedAtUnix: a.Now().Unix()}
 	_, err = a.record(ctx, subject, 0, meta, &identityv1.WorkspaceCreated{Meta: meta, Workspace: ws})
 	if errors.Is(err, eventlog.ErrConflict) {
 		return nil // exists
@@ -148,7 +148,7 @@ type NewWorkspace struct {
 // service account and an all-permissions key.
 func (a *App) CreateWorkspace(ctx context.Context, workspaceID, name string) (NewWorkspace, error) {
 	if workspaceID == "" {
-		workspaceID = "ws_" + esproto.StableID(name, a.now().String())[:20]
+		workspaceID = "ws_" + esproto.StableID(name, a.Now().String())[:20]
 	}
 	subject, err := events.WorkspaceSubject(workspaceID)
 	if err != nil {

@@ -45,9 +45,9 @@ func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, comm
 	}
 	acct := &identityv1.ServiceAccount{
 		UserId: userID, WorkspaceId: workspaceID, Name: name,
-		Email: AccountEmail(userID), CreatedAtUnix: a.now().Unix(),
+		Email: AccountEmail(userID), CreatedAtUnix: a.Now().Unix(),
 	}
-	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.ServiceAccountCreated{Meta: meta, Account: acct})
 	if err != nil {
 		return nil, err

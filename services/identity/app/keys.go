@@ -66,7 +66,7 @@ func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret
 	if err != nil {
 		return nil, false, err
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	key := &identityv1.ApiKey{
 		KeyId: keyID, WorkspaceId: workspaceID, ServiceAccountUserId: accountID,
 		Name: spec.Name, Hint: domain.Hint(secret), SecretSha256: domain.HashSecret(secret),
@@ -74,7 +74,7 @@ func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret
 		CreatedAtUnix: now, UpdatedAtUnix: now,
 		RateLimitPerMinute: spec.RateLimitPerMinute, RateLimitPerHour: spec.RateLimitPerHour,
 	}
-	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.ApiKeyCreated{Meta: meta, Key: key})
 	if err != nil {
 		return nil, false, err
@@ -95,8 +95,8 @@ func (a *App) checkSpec(spec *KeySpec, caller principal.Principal) error {
 	addFieldError(&v, err)
 	spec.AllowedIPs = ips
 	if spec.ExpiresAtUnix != nil {
-		v.Check(*spec.ExpiresAtUnix > a.now().Unix(), "Expiry must be in the future", "value_error", "body", "expires_at_unix")
-		v.Check(*spec.ExpiresAtUnix <= a.now().Add(MaxKeyLifetime).Unix(), "Expiry must be at most 10 years away", "value_error", "body", "expires_at_unix")
+		v.Check(*spec.ExpiresAtUnix > a.Now().Unix(), "Expiry must be in the future", "value_error", "body", "expires_at_unix")
+		v.Check(*spec.ExpiresAtUnix <= a.Now().Add(MaxKeyLifetime).Unix(), "Expiry must be at most 10 years away", "value_error", "body", "expires_at_unix")
 	}
 	if err := v.Err(); err != nil {
 		return err
@@ -217,7 +217,7 @@ func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, account
 		if next.GetServiceAccountUserId() != accountID {
 			return nil, apperr.APIKeyNotFound
 		}
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		next.RevokedAtUnix = &now
 		return &identityv1.ApiKeyRevoked{Meta: meta, Key: next}, nil
 	})
@@ -227,10 +227,10 @@ func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, account
 
 func (a *App) revoke(ctx context.Context, cur *identityv1.ApiKey, seq uint64) error {
 	next := proto.Clone(cur).(*identityv1.ApiKey)
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	next.RevokedAtUnix, next.UpdatedAtUnix = &now, now
 	subject, _ := events.APIKeySubject(cur.WorkspaceId, cur.KeyId)
-	meta := esproto.Meta(ctx, cur.WorkspaceId, "", a.now())
+	meta := esproto.Meta(ctx, cur.WorkspaceId, "", a.Now())
 	_, err := a.record(ctx, subject, seq, meta, &identityv1.ApiKeyRevoked{Meta: meta, Key: next})
 	return err
 }

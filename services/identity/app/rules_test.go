@@ -32,8 +32,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{clock: time.Unix(1_800_000_000, 0)}
-	f.app = &app.App{Store: memlog.New(), ReadModel: adapters.NewMemoryReadModel(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Now: func() time.Time { return f.clock }}
+	f.app = app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func() time.Time { return f.clock })
 	ctx := context.Background()
 	ws, err := f.app.CreateWorkspace(ctx, "ws_a", "A")
 	if err != nil {

@@ -43,13 +43,13 @@ func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role, 
 	normalized := strings.ToLower(addr.Address)
 	u := &identityv1.User{
 		UserId: "user_" + esproto.StableID(workspaceID, normalized), WorkspaceId: workspaceID,
-		Email: normalized, FirstName: strings.TrimSpace(firstName), Role: role, CreatedAtUnix: a.now().Unix(),
+		Email: normalized, FirstName: strings.TrimSpace(firstName), Role: role, CreatedAtUnix: a.Now().Unix(),
 	}
 	subject, err := events.UserSubject(workspaceID, u.UserId)
 	if err != nil {
 		return nil, err
 	}
-	meta := esproto.Meta(ctx, workspaceID, commandID, a.now())
+	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u})
 	if errors.Is(err, eventlog.ErrConflict) {
 		return nil, apperr.MemberExists

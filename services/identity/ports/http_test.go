@@ -184,6 +184,6 @@ func newRouter(t *testing.T) http.Handler {
 	if _, err := eventstore.EnsureStream(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)
 	}
-	a := &app.App{Store: eventstore.New(js, events.IdentityStream), ReadModel: adapters.NewMemoryReadModel(), Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
 	return principal.Middleware(Router(a))
 }

@@ -36,8 +36,8 @@ type App struct {
 
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
-func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger) *App {
-	a := &App{ReadModel: rm, Directory: dir}
+func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, now func() time.Time) *App {
+	a := &App{ReadModel: rm, Directory: dir, Now: now}
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
 		Store:   store,
 		Subject: events.TicketSubject,
@@ -51,16 +51,9 @@ func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger) *A
 		NotFound: apperr.TicketNotFound,
 		Conflict: apperr.ConcurrentUpdate,
 		Log:      log,
-		Now:      a.now,
+		Now:      now,
 	}
 	return a
-}
-
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 // Get returns a live ticket of the workspace and its stream sequence.

@@ -186,7 +186,7 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		}
 		ev.Reason = strings.Join(why, "; ")
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{
-			Comment: "Clustered: " + ev.Reason + ".", CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: proto.String(QAActor),
+			Comment: "Clustered: " + ev.Reason + ".", CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: proto.String(QAActor),
 		})
 		return ev, nil
 	})

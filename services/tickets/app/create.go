@@ -84,7 +84,7 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	if !a.Directory.AgentExists(ws, agentID) {
 		return nil, false, apperr.AgentNotFound
 	}
-	now := a.now()
+	now := a.Now()
 	author := &caller.UserID
 	comments := func(t *ticketsv1.Ticket) {
 		for _, tc := range turns {
@@ -142,7 +142,7 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agen
 	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
 		return nil, apperr.AgentNotFound
 	}
-	now := a.now()
+	now := a.Now()
 	t := &ticketsv1.Ticket{
 		TicketId: ids.New("tkt"), WorkspaceId: caller.WorkspaceID, AgentId: agentID, OwnerUserId: caller.UserID,
 		Status: domain.StatusOpen, Source: domain.SourceManual, ConversationIds: []string{}, QaComment: in.QAComment,
@@ -160,7 +160,7 @@ func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string)
 		t.TicketId = stableTicketID(t.WorkspaceId, commandID)
 	}
 	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
-	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.now())
+	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.Now())
 	return a.Tickets.Create(ctx, t.WorkspaceId, t.TicketId, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
 }
 

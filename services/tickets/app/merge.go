@@ -40,7 +40,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 		return nil, err
 	}
 	ws := caller.WorkspaceID
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	if first, done, err := a.mergeReplayed(ctx, caller, targetID, commandID, now); done || err != nil {
 		return first, err
 	}

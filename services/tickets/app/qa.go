@@ -107,7 +107,7 @@ func (a *App) recordOnExisting(ctx context.Context, f FailingTest, id string) (*
 }
 
 func (a *App) createForTest(ctx context.Context, f FailingTest, id string) (*ticketsv1.Ticket, error) {
-	now := a.now()
+	now := a.Now()
 	first := f.Failures[0]
 	comment := fmt.Sprintf("Test %q fails: %s", f.TestName, orDefault(first.Rationale, "the judge gave no rationale"))
 	t := &ticketsv1.Ticket{
@@ -135,7 +135,7 @@ func (a *App) applyFailures(t *ticketsv1.Ticket, f FailingTest, own bool, meta *
 		tf = &ticketsv1.TestFailures{TestId: f.TestID, TestName: f.TestName}
 	}
 	ev := &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: t}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	for _, r := range f.Failures {
 		inv := findInvocation(tf, r.InvocationID)
 		if inv != nil && slices.Contains(inv.RunIds, r.RunID) {

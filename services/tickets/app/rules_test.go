@@ -72,8 +72,8 @@ func newFixture(t *testing.T) *fixture {
 		admin: principal.Principal{WorkspaceID: "ws_a", UserID: "user_admin", Permissions: []string{principal.PermissionAll}},
 		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
 	}
-	f.app = app.New(memlog.New(), adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	f.app.Now = func() time.Time { return f.clock }
+	f.app = app.New(memlog.New(), adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		func() time.Time { return f.clock })
 	return f
 }
 

@@ -55,7 +55,7 @@ func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID s
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		var changed []string
 		if in.Title != nil && strings.TrimSpace(*in.Title) != t.Title {
@@ -119,7 +119,7 @@ func equalPtr(a, b *string) bool {
 // AddComment appends a ticket comment.
 func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment, commandID string) (*ticketsv1.Ticket, error) {
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
-		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
+		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
 }
@@ -131,7 +131,7 @@ func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ti
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "turn_index"}, Msg: "Field required", Type: "missing"}}
 	}
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
-		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.now().Unix(), OwnerUserId: &caller.UserID})
+		t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: turns[0].TurnIndex, Comment: turns[0].Comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
 }
@@ -142,7 +142,7 @@ func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID, 
 		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
 			return nil, apperr.NotTicketOwner
 		}
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		t.DeletedAtUnixSecs = &now
 		return &ticketsv1.TicketDeleted{Meta: meta, Ticket: t}, nil
 	})

@@ -76,7 +76,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	idx := adapters.NewMemoryIndex()
-	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log)
+	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	worker := func(ctx context.Context) <-chan error {
 		w := &Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}
 		done := make(chan error, 1)
