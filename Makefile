@@ -17,18 +17,24 @@ cli:
 ## test: everything CI checks — generated code is fresh, formatting, vet, every test with -race, the cluster tier
 # vet runs with -race: it then compiles the packages as the race-enabled tests do,
 # and the tests reuse its work (on a cold cache a plain vet compiles everything twice).
+# deploy-check (its own module: Helm and client-go to compile on a cold cache) runs
+# beside the tests at the lowest CPU priority: it takes only what they leave idle, so
+# the tests' timing is theirs; its output follows theirs.
 test: proto-check fmt-check
 	$(GO) vet -race $(PKGS)
-	$(GO) test -race -count=1 -timeout 30m $(PKGS)
-	$(MAKE) deploy-check
+	@log=$$(mktemp); nice -n 19 sh -c '$(DEPLOY_CHECK)' >$$log 2>&1 & dc=$$!; \
+	$(GO) test -race -count=1 -timeout 30m $(PKGS); rc=$$?; \
+	wait $$dc; drc=$$?; echo "--- make deploy-check"; cat $$log; rm -f $$log; \
+	if [ $$rc -ne 0 ]; then exit $$rc; fi; if [ $$drc -ne 0 ]; then echo "make deploy-check failed"; exit $$drc; fi
 	$(MAKE) test-cluster
 
 ## deploy-check: the deployment artefacts, statically: the Helm chart renders objects that decode strictly
 ##   (client-go's scheme; KEDA's CRD schema), docker-compose.yml loads under the Compose schema with the
 ##   production shape, the NATS cluster config parses as nats-server reads it. Its own module (Helm and
 ##   Kubernetes stay out of the services' dependencies).
+DEPLOY_CHECK = cd deploy/check && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
 deploy-check:
-	cd deploy/check && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test -count=1 ./...
+	$(DEPLOY_CHECK)
 
 ## test-cluster: the production shape under chaos — three NATS nodes (R3), every service as its own
 ##   binary (two replicas each), node kills, a partition (in a network namespace, where allowed),

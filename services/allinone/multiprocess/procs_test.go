@@ -29,7 +29,16 @@ import (
 
 var binDir string
 
-// TestMain builds the service binaries once for the package.
+// binaries are the packages TestMain builds, from the repository's root.
+var binaries = []string{
+	"./services/gateway/cmd/gateway", "./services/identity/cmd/identity", "./services/agents/cmd/agents",
+	"./services/tickets/cmd/tickets", "./services/tickets/cmd/tickets-qa-worker",
+	"./services/testing/cmd/testing", "./services/testing/cmd/testing-runner",
+	"./services/webhooks/cmd/webhooks", "./services/webhooks/cmd/webhook-dispatcher",
+	"github.com/nats-io/nats-server/v2", "./services/allinone",
+}
+
+// TestMain builds the binaries once for the package.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "voiceai-bins-")
 	if err != nil {
@@ -38,27 +47,16 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-	for name, pkg := range map[string]string{
-		"gateway": "gateway", "identity": "identity", "agents": "agents", "tickets": "tickets", "testing": "testing", "testing-runner": "testing",
-		"webhooks": "webhooks", "webhook-dispatcher": "webhooks", "tickets-qa-worker": "tickets",
-	} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./services/"+pkg+"/cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
-			os.Exit(1)
-		}
-	}
-	// The NATS server itself, for cluster nodes a test can kill -9, and the
-	// all-in-one binary, whose `store` command is the embedded store as a
-	// process of its own.
-	for name, pkg := range map[string]string{"nats-server": "github.com/nats-io/nats-server/v2", "allinone": "."} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), pkg)
-		cmd.Dir = filepath.Join(root, "services", "allinone")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", name, err, out)
-			os.Exit(1)
-		}
+	// One build of every binary: the service commands, the NATS server
+	// itself (cluster nodes a test can kill -9) and the all-in-one binary,
+	// whose `store` command is the embedded store as a process of its own.
+	// One go command shares its work and links them side by side; each is
+	// named after its package's last element.
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, binaries...)...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build the binaries: %v\n%s", err, out)
+		os.Exit(1)
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
