@@ -135,11 +135,15 @@ func (w *islandWatch) run(ctx context.Context, nc *nats.Conn) {
 			continue
 		}
 		url := nc.ConnectedUrl()
-		there := w.servingPeer(nc, url, here)
+		there, wider := w.servingPeer(nc, url, here)
 		if there == "" {
-			// No server out-reaches this one: an election, or a node
-			// lost for everyone. What it reaches is the cluster now.
-			mostReach = here.reach
+			if !wider {
+				// No server reaches more than this one: an election, or
+				// a node lost for everyone. What it reaches is the
+				// cluster now.
+				mostReach = here.reach
+			}
+			// Else a wider side is electing: ask again next round.
 			continue
 		}
 		w.log.Warn("nats server has lost its cluster; moving the connection", "from", url, "to", there,
@@ -180,17 +184,21 @@ func (w *islandWatch) leave(island, there string) {
 
 // servingPeer is the first server nc knows, other than url, that serves
 // better than here saw: its JetStream answers, and it reaches more servers
-// (or as many, when JetStream failed here). "" when none does.
-func (w *islandWatch) servingPeer(nc *nats.Conn, url string, here serverView) string {
+// (or as many, when JetStream failed here). "" when none does; wider then
+// says whether one reaches more servers all the same (its side of a
+// partition is still electing).
+func (w *islandWatch) servingPeer(nc *nats.Conn, url string, here serverView) (there string, wider bool) {
 	for _, peer := range nc.Servers() {
 		if peer == url {
 			continue
 		}
-		if better(probeServer(nc.Opts, peer, here.reach+1), here) {
-			return peer
+		v := probeServer(nc.Opts, peer, here.reach+1)
+		if better(v, here) {
+			return peer, true
 		}
+		wider = wider || v.reach > here.reach
 	}
-	return ""
+	return "", wider
 }
 
 // better reports whether a peer's view makes it a place to move to from
@@ -222,10 +230,14 @@ func probeServer(base nats.Options, url string, enough int) serverView {
 	return probe(nc, enough)
 }
 
-// probe asks nc's server whether JetStream answers and how many servers it
-// reaches; it stops counting at enough (0: waits out reachTimeout).
+// probe asks nc's server, both at once, whether JetStream answers and how
+// many servers it reaches; it stops counting at enough (0: waits out
+// reachTimeout).
 func probe(nc *nats.Conn, enough int) serverView {
-	return serverView{js: probeJetStream(nc), reach: reach(nc, enough)}
+	reached := make(chan int, 1)
+	go func() { reached <- reach(nc, enough) }()
+	js := probeJetStream(nc)
+	return serverView{js: js, reach: <-reached}
 }
 
 // probeJetStream asks nc's server for the account's JetStream info: the

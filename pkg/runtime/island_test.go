@@ -73,11 +73,11 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 	waitForLong(t, "JetStream and every route through the cluster", func() bool {
 		return probe(nc, 0) == serverView{reach: 3}
 	})
-	if got := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" {
-		t.Fatalf("serving peer %q of a healthy cluster: none serves better", got)
+	if got, wider := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" || wider {
+		t.Fatalf("serving peer %q (wider %v) of a healthy cluster: none serves better or reaches more", got, wider)
 	}
 	noJetStreamHere := serverView{js: errNoQuorum, reach: 3}
-	if got := w.servingPeer(nc, nc.ConnectedUrl(), noJetStreamHere); got != cluster[1].ClientURL() {
+	if got, _ := w.servingPeer(nc, nc.ConnectedUrl(), noJetStreamHere); got != cluster[1].ClientURL() {
 		t.Fatalf("serving peer when JetStream fails here: %q, want %s", got, cluster[1].ClientURL())
 	}
 	for _, peer := range cluster[1:] {
@@ -85,8 +85,8 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 		peer.WaitForShutdown()
 	}
 	waitForLong(t, "the first server to report no quorum", func() bool { return probeJetStream(nc) != nil })
-	if got := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" {
-		t.Fatalf("a serving peer %q with every other server down", got)
+	if got, wider := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" || wider {
+		t.Fatalf("a serving peer %q (wider %v) with every other server down", got, wider)
 	}
 }
 
