@@ -122,7 +122,5 @@ func (rl Relay) Answer(_ context.Context, reply string, status int, body []byte,
 		body = body[:delivery.MaxKeptResponse]
 	}
 	msg.Data = body
-	// The dispatcher may have given up waiting (its attempt time limit):
-	// then nobody reads this, and the delivery is retried as timed out.
 	return rl.NC.PublishMsg(msg)
 }
