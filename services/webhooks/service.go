@@ -136,7 +136,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 }
 
 // SharedRegistry is the registry a running API follows WEBHOOKS with,
-// for a dispatcher in the same process (StartDispatcher).
+// for a dispatcher in the same process (StartDispatcher); nil if the API
+// runs on another kind, and the dispatcher then follows its own.
 func SharedRegistry(s *Service) *adapters.Registry {
 	reg, _ := s.App.Registry.(*adapters.Registry)
 	return reg

@@ -12,9 +12,10 @@ import (
 // The ports the use cases run on. adapters implements them over NATS,
 // JetStream and Mongo, and in memory for tests.
 
-// Registry is the set of live webhooks as the API and the fan-out see
-// them: every change the repository makes is put here inline, so a
-// caller reads its own writes.
+// Registry is the set of live webhooks as the use cases see them (the
+// dispatcher's fan-out also matches events against the adapter's): every
+// change the repository makes is put here inline, so a caller reads its
+// own writes.
 type Registry interface {
 	// Put records the state of a webhook at log sequence seq, unless a
 	// newer one is known; a deleted webhook leaves Get and List.
