@@ -126,13 +126,21 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
 		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
 	}, adapters.ProjectWebhook)
-	a := &app.App{
-		Webhooks: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, nil), Registry: reg, Attempts: attempts,
+	a := app.New(eventstore.New(d.JS, events.WebhooksStream), app.Ports{
+		Registry: reg, Attempts: adapters.StreamAttemptLog{AttemptLog: attempts, JS: d.JS},
 		History: adapters.AttemptStore{Coll: db.Collection("attempts")}, Backlog: adapters.StreamBacklog{JS: d.JS},
-		RelayKey: runtime.SubKey(c.Secret, RelayTokenPurpose),
-		Sealer:   sealer, Sender: sender, JS: d.JS, Log: d.Logger,
-	}
+		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
+		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
+	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
 	return runtime.Serve(d, Name, Version, a, ports.Router(a))
+}
+
+// SharedRegistry is the registry a running API follows WEBHOOKS with,
+// for a dispatcher in the same process (StartDispatcher); nil if the API
+// runs on another kind, and the dispatcher then follows its own.
+func SharedRegistry(s *Service) *adapters.Registry {
+	reg, _ := s.App.Registry.(*adapters.Registry)
+	return reg
 }
 
 // StartDispatcher runs a dispatcher replica until ctx ends or it is
@@ -157,7 +165,7 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 	d.WatchConsumer(events.PlatformStream, dispatcher.FanoutPlatformDurable)
 	d.WatchConsumer(events.TicketsStream, dispatcher.FanoutTicketsDurable)
 	return dispatcher.Start(ctx, dispatcher.Deps{
-		JS: d.JS, Registry: reg, Sender: sender, Sealer: sealer,
-		Repo: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, nil), Log: d.Logger, Metrics: d.Metrics,
+		JS: d.JS, Registry: reg, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}), Sealer: sealer,
+		Repo: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, d.Clock()), Log: d.Logger, Metrics: d.Metrics,
 	}, c.Dispatcher)
 }

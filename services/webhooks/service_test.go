@@ -27,6 +27,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -40,6 +41,7 @@ type harness struct {
 	t   *testing.T
 	env *testenv.Env
 	svc *Service
+	js  jetstream.JetStream
 	cfg Config
 	ctx context.Context
 }
@@ -83,13 +85,13 @@ func newHarness(t *testing.T, withDispatcher bool) *harness {
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 	if withDispatcher {
-		ds, err := StartDispatcher(ctx, d, cfg, svc.App.Registry)
+		ds, err := StartDispatcher(ctx, d, cfg, SharedRegistry(svc))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(ds.Stop)
 	}
-	return &harness{t: t, env: env, svc: svc, cfg: cfg, ctx: ctx}
+	return &harness{t: t, env: env, svc: svc, js: d.JS, cfg: cfg, ctx: ctx}
 }
 
 func (h *harness) do(ws, method, path, body string, perms ...string) (int, map[string]any) {
@@ -193,7 +195,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 //     (attempts are recorded before the job is settled).
 func (h *harness) settled(t *testing.T, ws, id string) {
 	t.Helper()
-	js := h.svc.App.JS
+	js := h.js
 	platform, err := js.Stream(h.ctx, events.PlatformStream)
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +367,7 @@ func TestManagementAPI(t *testing.T) {
 	if a, b := ingest(), ingest(); a != b || a == "" {
 		t.Fatalf("retried ingestion ids %q %q", a, b)
 	}
-	str, _ := h.svc.App.JS.Stream(h.ctx, "PLATFORM")
+	str, _ := h.js.Stream(h.ctx, "PLATFORM")
 	if n := str.CachedInfo().State.Msgs; n != 1 {
 		t.Fatalf("PLATFORM holds %d events after a retried ingestion", n)
 	}
@@ -693,7 +695,7 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 }
 
 // recent is the in-memory log's newest attempts of a webhook.
-func recent(l *adapters.AttemptLog, id string, limit int) []*webhooksv1.DeliveryAttempt {
+func recent(l app.AttemptLog, id string, limit int) []*webhooksv1.DeliveryAttempt {
 	out, _ := l.Recent(id, domain.LogFilter{}, limit)
 	return out
 }

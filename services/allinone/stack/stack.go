@@ -268,7 +268,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = wh.Stop() })
-	whd, err := webhooks.StartDispatcher(ctx, d, whCfg, wh.App.Registry)
+	whd, err := webhooks.StartDispatcher(ctx, d, whCfg, webhooks.SharedRegistry(wh))
 	if err != nil {
 		return fail(err)
 	}

@@ -18,9 +18,9 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -28,11 +28,27 @@ import (
 const (
 	// RecentAttempts is how many attempts of each webhook the log keeps
 	// (the logs endpoint's maximum limit).
-	RecentAttempts = 100
+	RecentAttempts = app.MaxLogLimit
 	// HealthWindow is how many recent non-test attempts the success rate
 	// covers.
 	HealthWindow = 100
 )
+
+// StreamAttemptLog is app.AttemptLog on the WEBHOOK_ATTEMPTS stream:
+// Record adds the attempt to the in-memory log and publishes it, and the
+// log follows the stream for the attempts other processes record.
+type StreamAttemptLog struct {
+	*AttemptLog
+	JS jetstream.JetStream
+}
+
+// Record adds a to the log and publishes it, without waiting for the
+// stream's answer.
+func (l StreamAttemptLog) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
+	l.Add(a)
+	_, err := PublishAttempt(l.JS, a)
+	return err
+}
 
 // PublishAttempt records an attempt on the WEBHOOK_ATTEMPTS stream,
 // deduplicated by attempt id. It does not wait for the stream's answer.
@@ -131,6 +147,13 @@ func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
 	}
 }
 
+// Record adds a: the in-memory log is app.AttemptLog on its own, for
+// tests.
+func (l *AttemptLog) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
+	l.Add(a)
+	return nil
+}
+
 // keepBodies drops the request bodies of the oldest attempts beyond
 // BodyBudget (the attempts stay).
 func (h *hookLog) keepBodies() {
@@ -179,24 +202,13 @@ func (l *AttemptLog) Find(webhookID string, pred func(*webhooksv1.DeliveryAttemp
 	return nil
 }
 
-// Health is what the log knows of a webhook's recent deliveries.
-type Health struct {
-	Attempts            int     // in the window
-	SuccessRate         float64 // 0..1; meaningless when Attempts is 0
-	ConsecutiveFailures int
-	LastSuccessUnixMs   int64
-	LastFailureUnixMs   int64
-	LastError           string
-	LastResponseCode    int32
-}
-
 // Health summarises a webhook's recent non-test attempts.
-func (l *AttemptLog) Health(webhookID string) Health {
+func (l *AttemptLog) Health(webhookID string) domain.Health {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	h := l.hooks[webhookID]
 	if h == nil {
-		return Health{}
+		return domain.Health{}
 	}
 	ok := 0
 	for _, s := range h.outcomes {
@@ -204,7 +216,7 @@ func (l *AttemptLog) Health(webhookID string) Health {
 			ok++
 		}
 	}
-	out := Health{
+	out := domain.Health{
 		Attempts: len(h.outcomes), ConsecutiveFailures: h.consecutive,
 		LastSuccessUnixMs: h.lastSuccess, LastFailureUnixMs: h.lastFailure, LastError: h.lastError, LastResponseCode: h.lastCode,
 	}
@@ -240,7 +252,7 @@ func docOf(a *webhooksv1.DeliveryAttempt) attemptDoc {
 		ID: a.GetAttemptId(), EventID: a.GetEventId(), WorkspaceID: a.GetWorkspaceId(), WebhookID: a.GetWebhookId(),
 		Event: a.GetEvent(), AtUnixMs: a.GetAtUnixMs(), Success: a.GetSuccess(), ResponseCode: a.GetResponseCode(),
 		DurationMs: a.GetDurationMs(), RetryCount: a.GetRetryCount(), Error: a.GetError(), Final: a.GetFinal(), Test: a.GetTest(),
-		DeliveryID: DeliveryID(a), ResendID: a.GetResendId(), RequestBody: a.GetRequestBody(), ResponseBody: a.GetResponseBody(),
+		DeliveryID: app.DeliveryID(a), ResendID: a.GetResendId(), RequestBody: a.GetRequestBody(), ResponseBody: a.GetResponseBody(),
 	}
 }
 
@@ -250,13 +262,6 @@ func (d attemptDoc) attempt() *webhooksv1.DeliveryAttempt {
 		AtUnixMs: d.AtUnixMs, Success: d.Success, ResponseCode: d.ResponseCode, DurationMs: d.DurationMs, RetryCount: d.RetryCount,
 		Error: d.Error, Final: d.Final, Test: d.Test, ResendId: d.ResendID, RequestBody: d.RequestBody, ResponseBody: d.ResponseBody,
 	}
-}
-
-// DeliveryID names one delivery of an event to a webhook (the first, or
-// a resend): "dlv_" and a hash of event, webhook and resend ids, so it
-// follows the id grammar whatever the event id looks like.
-func DeliveryID(a *webhooksv1.DeliveryAttempt) string {
-	return "dlv_" + esproto.StableID("delivery", a.GetEventId()+"\x00"+a.GetWebhookId()+"\x00"+a.GetResendId())
 }
 
 // AttemptStore is the durable delivery log in Mongo: every attempt,

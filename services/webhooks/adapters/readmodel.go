@@ -5,6 +5,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
 // webhookDoc is a webhook in the Mongo read model (for operators and
@@ -29,7 +30,7 @@ func ProjectWebhook(_ context.Context, rec eventstore.Record) (string, any, erro
 	if err != nil {
 		return "", nil, nil // a type newer than this build: skip it
 	}
-	w := StateOf(msg)
+	w := app.StateOf(msg)
 	if w == nil {
 		return "", nil, nil
 	}

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
 func init() {
@@ -29,21 +29,6 @@ func init() {
 		func() events.Event { return &webhooksv1.WebhookDeleted{} },
 		func() events.Event { return &webhooksv1.WebhookDisabled{} },
 	)
-}
-
-// StateOf extracts the webhook an event carries (nil for other messages).
-func StateOf(m proto.Message) *webhooksv1.Webhook {
-	switch ev := m.(type) {
-	case *webhooksv1.WebhookCreated:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookUpdated:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookDeleted:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookDisabled:
-		return ev.GetWebhook()
-	}
-	return nil
 }
 
 type entry struct {
@@ -84,7 +69,7 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		r.log.Error("webhook event undecodable", "seq", rec.Seq, "err", err)
-	} else if w := StateOf(msg); w != nil {
+	} else if w := app.StateOf(msg); w != nil {
 		r.Put(rec.Seq, w)
 	}
 	r.mu.Lock()

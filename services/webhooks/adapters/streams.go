@@ -1,3 +1,7 @@
+// Package adapters joins the webhooks service to NATS, JetStream and
+// Mongo: the stream configurations, the in-memory webhook registry and
+// delivery log fed by streams, the queue, sender and relay the use cases
+// run on, and the Mongo read models.
 package adapters
 
 import (

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -21,51 +19,45 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/seal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 // App is the webhooks application.
 type App struct {
+	Ports
 	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
-	Registry *adapters.Registry
-	Attempts *adapters.AttemptLog
-	History  DeliveryHistory // nil: the log is what memory holds
-	Backlog  Backlog
 	RelayKey []byte // signs relay tokens
-	Sealer   *seal.Sealer
-	Sender   *delivery.Sender
-	JS       jetstream.JetStream
 	Log      *slog.Logger
 	Now      func() time.Time
 }
 
-// DeliveryHistory is the durable delivery log: every attempt, beyond what
-// the in-memory log keeps.
-type DeliveryHistory interface {
-	// Older returns up to limit attempts of a webhook that f selects,
-	// made before beforeMs (0: any time), newest first.
-	Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error)
-	// FirstAttempt returns the first attempt of a delivery, or nil.
-	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
+// Ports are what the use cases run on.
+type Ports struct {
+	Registry Registry
+	Attempts AttemptLog
+	History  DeliveryHistory // nil: the log is what Attempts holds
+	Backlog  Backlog
+	Queue    Queue
+	Sender   Sender
+	Sealer   Sealer
+	Relay    Relay
 }
 
-// Backlog counts the deliveries waiting (scheduled retries included).
-type Backlog interface {
-	// Waiting is, per webhook id of the workspace, its deliveries waiting.
-	Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error)
+// New is the application over the WEBHOOKS log store; relayKey signs
+// relay tokens.
+func New(store eventlog.Store, p Ports, relayKey []byte, log *slog.Logger, now func() time.Time) *App {
+	return &App{Ports: p, Webhooks: NewRepo(store, p.Registry, log, now), RelayKey: relayKey, Log: log, Now: now}
 }
 
 // NewRepo is the webhook repository over the WEBHOOKS log; every change
 // is applied to the registry inline.
-func NewRepo(store eventlog.Store, reg *adapters.Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
+func NewRepo(store eventlog.Store, reg Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
 	return &aggregate.Repo[*webhooksv1.Webhook]{
 		Store:   store,
 		Subject: events.WebhookSubject,
 		StateOf: func(m proto.Message) (*webhooksv1.Webhook, bool) {
-			w := adapters.StateOf(m)
+			w := StateOf(m)
 			return w, w != nil
 		},
 		Gone:  func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
@@ -79,13 +71,6 @@ func NewRepo(store eventlog.Store, reg *adapters.Registry, log *slog.Logger, now
 		Log:      log,
 		Now:      now,
 	}
-}
-
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 // Get returns a live webhook of the workspace, from memory.
@@ -131,15 +116,6 @@ func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount i
 		a.RequestBody = job.GetBody() // retries send the same bytes
 	}
 	return a
-}
-
-// Deliver makes one attempt of r to w: an HTTP POST, or for a relay
-// webhook a hand-over to the client polling for its deliveries.
-func Deliver(ctx context.Context, s *delivery.Sender, nc *nats.Conn, w *webhooksv1.Webhook, r delivery.Request) delivery.Result {
-	if w.GetRelay() {
-		return delivery.Relay{NC: nc, Timeout: s.Timeout()}.Send(ctx, w.GetWorkspaceId(), r)
-	}
-	return s.Send(ctx, r)
 }
 
 func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {

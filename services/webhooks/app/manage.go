@@ -14,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -23,7 +22,7 @@ import (
 // secret is shown here only. A retried create with the same idempotency
 // key answers the first one.
 func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, string, error) {
-	spec, err := domain.ValidateCreate(in, a.Sender.Guard().HostAllowed)
+	spec, err := domain.ValidateCreate(in, a.Sender.HostAllowed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -33,7 +32,7 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 	}
 	secret := spec.Secret
 	if secret == "" {
-		if secret, err = adapters.NewSecret(); err != nil {
+		if secret, err = domain.NewSecret(); err != nil {
 			return nil, "", err
 		}
 	}
@@ -41,10 +40,10 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 	if err != nil {
 		return nil, "", err
 	}
-	now := a.now()
+	now := a.Now()
 	w := &webhooksv1.Webhook{
 		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active, Relay: spec.Relay,
-		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: adapters.SecretHint(secret),
+		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: domain.SecretHint(secret),
 		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
 	}
 	meta := esproto.Meta(ctx, p.WorkspaceID, idempotencyKey, now)
@@ -68,7 +67,7 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 // an idempotency key a replay answers the first result, whatever its body.
 func (a *App) Update(ctx context.Context, p principal.Principal, id string, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, error) {
 	return a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
-		spec, err := domain.ValidateUpdate(in, specOf(w), a.Sender.Guard().HostAllowed)
+		spec, err := domain.ValidateUpdate(in, specOf(w), a.Sender.HostAllowed)
 		if err != nil {
 			return nil, err
 		}
@@ -97,7 +96,7 @@ func (a *App) Update(ctx context.Context, p principal.Principal, id string, in d
 			if err != nil {
 				return nil, err
 			}
-			w.SecretSealed, w.SecretHint = sealed, adapters.SecretHint(spec.Secret)
+			w.SecretSealed, w.SecretHint = sealed, domain.SecretHint(spec.Secret)
 			changed = append(changed, "secret")
 		}
 		if len(changed) == 0 {
@@ -111,7 +110,7 @@ func (a *App) Update(ctx context.Context, p principal.Principal, id string, in d
 // idempotency key a replay answers as the first did.
 func (a *App) Delete(ctx context.Context, p principal.Principal, id, idempotencyKey string) error {
 	_, err := a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
-		at := a.now().Unix()
+		at := a.Now().Unix()
 		w.DeletedAtUnix = &at
 		w.Active = false
 		return &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}, nil

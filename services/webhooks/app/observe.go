@@ -8,7 +8,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -16,7 +15,7 @@ import (
 // Limits of the logs endpoint's limit parameter.
 const (
 	DefaultLogLimit = 50
-	MaxLogLimit     = adapters.RecentAttempts
+	MaxLogLimit     = 100 // what the AttemptLog keeps of each webhook
 )
 
 // Test sends one real, signed delivery of eventType (an event name, as
@@ -32,20 +31,19 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 	if err != nil {
 		return nil, err
 	}
-	now := a.now()
+	now := a.Now()
 	body, err := json.Marshal(domain.Envelope{Event: eventType, Timestamp: domain.FormatTimestamp(now), Data: domain.SampleData(eventType)})
 	if err != nil {
 		return nil, err
 	}
 	eventID := ids.New("evt")
-	res := Deliver(ctx, a.Sender, a.JS.Conn(), w, delivery.Request{
+	res := a.Sender.Send(ctx, w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
 	})
 	verdict := PolicyOf(w).Decide(res.Outcome, 0)
 	att := NewAttempt(&webhooksv1.DeliveryJob{EventId: eventID, Event: eventType, Body: body}, w, 0, now, res, verdict)
 	att.Final, att.Test = true, true // a test is never retried
-	a.Attempts.Add(att)
-	if _, err := adapters.PublishAttempt(a.JS, att); err != nil {
+	if err := a.Attempts.Record(ctx, att); err != nil {
 		a.Log.WarnContext(ctx, "test attempt not recorded", "webhook_id", w.GetWebhookId(), "err", err)
 	}
 	return att, nil
@@ -71,7 +69,7 @@ func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilt
 // HealthRow is the health of one webhook.
 type HealthRow struct {
 	Webhook *webhooksv1.Webhook
-	Health  adapters.Health
+	Health  domain.Health
 	Backlog uint64
 }
 

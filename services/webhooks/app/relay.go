@@ -5,18 +5,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
-
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 )
 
 // MaxRelayWait bounds how long a poll for a relay delivery waits: well
@@ -42,33 +35,13 @@ func (a *App) RelayNext(ctx context.Context, p principal.Principal, webhookID st
 	if !w.GetRelay() {
 		return nil, apperr.NotARelayWebhook
 	}
-	subject, err := events.WebhookRelaySubject(w.GetWorkspaceId(), w.GetWebhookId())
-	if err != nil {
-		return nil, err
-	}
-	sub, err := a.JS.Conn().QueueSubscribeSync(subject, "relay")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	// One delivery per poll: the server stops sending after it, so no
-	// other request waits in a buffer that is about to be dropped.
-	if err := sub.AutoUnsubscribe(1); err != nil {
-		return nil, err
-	}
 	ctx, cancel := context.WithTimeout(ctx, min(wait, MaxRelayWait))
 	defer cancel()
-	msg, err := sub.NextMsgWithContext(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, nil
-	}
-	if err != nil {
+	req, err := a.Relay.Take(ctx, w.GetWorkspaceId(), w.GetWebhookId())
+	if err != nil || req == nil {
 		return nil, err
 	}
-	out := &RelayDelivery{Token: a.relayToken(w.GetWorkspaceId(), w.GetWebhookId(), msg.Reply), Headers: map[string]string{}, Body: msg.Data}
-	for k := range msg.Header {
-		out.Headers[k] = msg.Header.Get(k)
-	}
+	out := &RelayDelivery{Token: a.relayToken(w.GetWorkspaceId(), w.GetWebhookId(), req.Reply), Headers: req.Headers, Body: req.Body}
 	return out, nil
 }
 
@@ -89,18 +62,9 @@ func (a *App) RelayResult(ctx context.Context, p principal.Principal, webhookID,
 		v.Add("The token is not one this webhook's poll handed out", "value_error", "body", "token")
 		return v.Err()
 	}
-	msg := nats.NewMsg(reply)
-	msg.Header.Set(delivery.HeaderRelayStatus, strconv.Itoa(status))
-	if errText != "" {
-		msg.Header.Set(delivery.HeaderRelayError, errText)
-	}
-	if len(body) > delivery.MaxKeptResponse {
-		body = body[:delivery.MaxKeptResponse]
-	}
-	msg.Data = body
 	// The dispatcher may have given up waiting (its attempt time limit):
 	// then nobody reads this, and the delivery is retried as timed out.
-	return a.JS.Conn().PublishMsg(msg)
+	return a.Relay.Answer(ctx, reply, status, body, errText)
 }
 
 // relayToken binds a dispatcher's reply inbox to the webhook it serves, so

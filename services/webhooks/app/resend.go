@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 
-	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -52,7 +47,7 @@ func (a *App) Resend(ctx context.Context, p principal.Principal, webhookID, deli
 // memory, else in the durable log.
 func (a *App) firstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
 	att := a.Attempts.Find(webhookID, func(x *webhooksv1.DeliveryAttempt) bool {
-		return x.GetRetryCount() == 0 && x.GetRequestBody() != nil && adapters.DeliveryID(x) == deliveryID
+		return x.GetRetryCount() == 0 && x.GetRequestBody() != nil && DeliveryID(x) == deliveryID
 	})
 	if att == nil && a.History != nil {
 		var err error
@@ -71,30 +66,17 @@ func (a *App) firstAttempt(ctx context.Context, webhookID, deliveryID string) (*
 func (a *App) queue(ctx context.Context, w *webhooksv1.Webhook, att *webhooksv1.DeliveryAttempt, commandID string) (Resent, error) {
 	resendID := ids.New("rsd")
 	if commandID != "" {
-		resendID = "rsd_" + esproto.StableID("resend", commandID+"\x00"+adapters.DeliveryID(att))
+		resendID = "rsd_" + esproto.StableID("resend", commandID+"\x00"+DeliveryID(att))
 	}
 	job := &webhooksv1.DeliveryJob{
 		EventId: att.GetEventId(), WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: att.GetEvent(),
-		Body: att.GetRequestBody(), PublishedAtUnixMs: a.now().UnixMilli(), ResendId: resendID,
+		Body: att.GetRequestBody(), PublishedAtUnixMs: a.Now().UnixMilli(), ResendId: resendID,
 	}
-	subject, err := events.WebhookDeliverySubject(w.GetWorkspaceId(), w.GetWebhookId())
-	if err != nil {
-		return Resent{}, err
-	}
-	data, err := proto.Marshal(job)
-	if err != nil {
-		return Resent{}, err
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = data
-	msg.Header.Set(events.HeaderEventID, job.GetEventId())
-	msg.Header.Set(events.HeaderWorkspaceID, job.GetWorkspaceId())
-	msg.Header.Set(events.HeaderMsgID, job.GetEventId()+":"+job.GetWebhookId()+":"+resendID)
-	if _, err := a.JS.PublishMsg(ctx, msg); err != nil {
+	if err := a.Queue.QueueDelivery(ctx, job); err != nil {
 		return Resent{}, err
 	}
 	next := &webhooksv1.DeliveryAttempt{EventId: job.GetEventId(), WebhookId: job.GetWebhookId(), ResendId: resendID}
-	return Resent{DeliveryID: adapters.DeliveryID(next), EventID: job.GetEventId(), Event: job.GetEvent()}, nil
+	return Resent{DeliveryID: DeliveryID(next), EventID: job.GetEventId(), Event: job.GetEvent()}, nil
 }
 
 // Recover resends every delivery of the webhook that failed for good in
@@ -127,7 +109,7 @@ func (a *App) Recover(ctx context.Context, p principal.Principal, webhookID stri
 		if len(out) == MaxRecover {
 			return out, true, nil
 		}
-		first, err := a.firstAttempt(ctx, webhookID, adapters.DeliveryID(att))
+		first, err := a.firstAttempt(ctx, webhookID, DeliveryID(att))
 		if errors.Is(err, apperr.DeliveryNotFound) {
 			continue // its body is no longer kept
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
-	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -31,10 +31,31 @@ type backlog map[string]uint64
 
 func (b backlog) Waiting(context.Context, string) (map[string]uint64, error) { return b, nil }
 
+// sender is the Sender port as a receiver that answers status and keeps
+// what it was sent; the operator allowed no host.
+type sender struct {
+	status int
+	sent   []delivery.Request
+}
+
+func (s *sender) Send(_ context.Context, _ *webhooksv1.Webhook, r delivery.Request) delivery.Result {
+	s.sent = append(s.sent, r)
+	out := delivery.Result{Outcome: domain.Outcome{StatusCode: s.status}, Duration: time.Millisecond}
+	if s.status >= 300 {
+		out.Error = "HTTP " + strconv.Itoa(s.status)
+	}
+	return out
+}
+
+func (s *sender) HostAllowed(string) bool { return false }
+
 type fixture struct {
-	app    *app.App
-	clock  time.Time
-	caller principal.Principal
+	app      *app.App
+	attempts *adapters.AttemptLog
+	queue    *adapters.MemoryQueue
+	sender   *sender
+	clock    time.Time
+	caller   principal.Principal
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -44,14 +65,14 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	reg := adapters.NewRegistry(nil, log)
-	f := &fixture{clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}}}
-	now := func() time.Time { return f.clock }
-	f.app = &app.App{
-		Webhooks: app.NewRepo(memlog.New(), reg, log, now), Registry: reg, Attempts: adapters.NewAttemptLog(),
-		Sealer: sealer, Sender: delivery.NewSender(outbound.NewGuard(nil), time.Second), Backlog: backlog{},
-		Log: log, Now: now,
+	f := &fixture{
+		attempts: adapters.NewAttemptLog(), queue: adapters.NewMemoryQueue(), sender: &sender{status: 200},
+		clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}},
 	}
+	f.app = app.New(memlog.New(), app.Ports{
+		Registry: adapters.NewRegistry(nil, log), Attempts: f.attempts, Backlog: backlog{},
+		Queue: f.queue, Sender: f.sender, Sealer: sealer,
+	}, []byte("relay-key"), log, func() time.Time { return f.clock })
 	return f
 }
 
@@ -153,10 +174,10 @@ func TestHealth(t *testing.T) {
 	f.app.Backlog = backlog{w.WebhookId: 3}
 	at := f.clock.UnixMilli()
 	for i, ok := range []bool{true, false, false} {
-		f.app.Attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "a" + string(rune('0'+i)), EventId: "evt_" + string(rune('0'+i)), WebhookId: w.WebhookId,
+		f.attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "a" + string(rune('0'+i)), EventId: "evt_" + string(rune('0'+i)), WebhookId: w.WebhookId,
 			WorkspaceId: "ws_a", AtUnixMs: at + int64(i), Success: ok, ResponseCode: map[bool]int32{true: 200, false: 500}[ok], Final: true})
 	}
-	f.app.Attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "t", EventId: "evt_t", WebhookId: w.WebhookId, WorkspaceId: "ws_a", AtUnixMs: at + 9, Test: true, ResponseCode: 500})
+	f.attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "t", EventId: "evt_t", WebhookId: w.WebhookId, WorkspaceId: "ws_a", AtUnixMs: at + 9, Test: true, ResponseCode: 500})
 	rows, err := f.app.Health(context.Background(), "ws_a")
 	if err != nil || len(rows) != 1 {
 		t.Fatalf("health: %v %v", rows, err)

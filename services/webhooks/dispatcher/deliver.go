@@ -81,7 +81,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	ctx, span := tracing.Start(ctx, "", "webhook delivery", trace.SpanKindClient,
 		trace.WithAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
 			attribute.Int("voiceai.attempt", attempt)))
-	res := app.Deliver(ctx, d.Sender, d.JS.Conn(), w, delivery.Request{
+	res := d.Sender.Send(ctx, w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
 		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(ctx),
 	})

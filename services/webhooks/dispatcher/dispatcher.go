@@ -24,7 +24,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
-	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 )
 
 // Durable consumer names, shared by every replica.
@@ -56,7 +55,7 @@ type Options struct {
 type Deps struct {
 	JS       jetstream.JetStream
 	Registry *adapters.Registry
-	Sender   *delivery.Sender
+	Sender   adapters.Sender
 	Sealer   *seal.Sealer
 	Repo     *aggregate.Repo[*webhooksv1.Webhook]
 	Log      *slog.Logger
@@ -84,7 +83,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		o.Workers = 64
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = d.Sender.Timeout() + 20*time.Second
+		o.AckWait = d.Sender.HTTP.Timeout() + 20*time.Second
 	}
 	if o.TimeUnit <= 0 {
 		o.TimeUnit = time.Second
@@ -92,8 +91,8 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
 	}
-	if o.AckWait <= d.Sender.Timeout() {
-		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.Timeout())
+	if o.AckWait <= d.Sender.HTTP.Timeout() {
+		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.HTTP.Timeout())
 	}
 	dctx, cancel := context.WithCancel(ctx)
 	ds := &Dispatcher{Deps: d, opts: o, ctx: dctx, cancel: cancel, slots: make(chan struct{}, o.Workers), metrics: newMetrics(d.Metrics)}

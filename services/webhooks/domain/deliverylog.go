@@ -30,3 +30,14 @@ func (f LogFilter) Matches(event string, success bool, atMs int64) bool {
 	}
 	return true
 }
+
+// Health is what the log knows of a webhook's recent deliveries.
+type Health struct {
+	Attempts            int     // in the window
+	SuccessRate         float64 // 0..1; meaningless when Attempts is 0
+	ConsecutiveFailures int
+	LastSuccessUnixMs   int64
+	LastFailureUnixMs   int64
+	LastError           string
+	LastResponseCode    int32
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -30,8 +31,8 @@ import (
 // request below is refused before the app would need one.
 func router() http.Handler {
 	a := &app.App{
-		Sender: delivery.NewSender(outbound.NewGuard([]string{"127.0.0.1"}), time.Second),
-		Now:    func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
+		Ports: app.Ports{Sender: adapters.NewSender(delivery.NewSender(outbound.NewGuard([]string{"127.0.0.1"}), time.Second), adapters.Relay{})},
+		Now:   func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
 	return principal.Middleware(Router(a))
 }

@@ -6,7 +6,6 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -91,7 +90,7 @@ type logEntry struct {
 func logEntryOf(a *webhooksv1.DeliveryAttempt) logEntry {
 	e := logEntry{
 		Timestamp: domain.FormatTimestamp(time.UnixMilli(a.GetAtUnixMs())), Event: a.GetEvent(), EventID: a.GetEventId(),
-		ResponseCode: a.GetResponseCode(), DeliveryID: adapters.DeliveryID(a), ResponseBody: a.GetResponseBody(),
+		ResponseCode: a.GetResponseCode(), DeliveryID: app.DeliveryID(a), ResponseBody: a.GetResponseBody(),
 	}
 	if body := a.GetRequestBody(); json.Valid(body) {
 		e.RequestBody = body

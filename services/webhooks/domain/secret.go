@@ -1,7 +1,4 @@
-// Package adapters joins the webhooks service to JetStream and Mongo: the
-// stream configurations, the in-memory webhook registry and delivery log
-// fed by streams, the signing secrets, and the Mongo read models.
-package adapters
+package domain
 
 import (
 	"crypto/rand"

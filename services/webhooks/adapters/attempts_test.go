@@ -1,0 +1,41 @@
+package adapters
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/attemptlogtest"
+)
+
+func TestMemoryAttemptLog(t *testing.T) {
+	attemptlogtest.Run(t, func(*testing.T) (app.AttemptLog, func() app.AttemptLog) {
+		l := NewAttemptLog()
+		return l, func() app.AttemptLog { return l } // memory is all it has
+	})
+}
+
+func TestStreamAttemptLog(t *testing.T) {
+	attemptlogtest.Run(t, func(t *testing.T) (app.AttemptLog, func() app.AttemptLog) {
+		js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+		ctx := context.Background()
+		if err := EnsureStreams(ctx, js, 1); err != nil {
+			t.Fatal(err)
+		}
+		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		// A restart: a new log replaying the stream.
+		reopen := func() app.AttemptLog {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			l := NewAttemptLog()
+			if err := l.Follow(ctx, js, log); err != nil {
+				t.Fatal(err)
+			}
+			return StreamAttemptLog{AttemptLog: l, JS: js}
+		}
+		return reopen(), reopen
+	})
+}

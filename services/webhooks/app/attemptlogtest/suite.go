@@ -1,0 +1,133 @@
+// Package attemptlogtest is the conformance suite of the delivery
+// attempt log (app.AttemptLog): every implementation (in memory, on the
+// WEBHOOK_ATTEMPTS stream) keeps an attempt id once, answers newest
+// first through the same filters, summarises the same health, and keeps
+// what it recorded for the next log over the same storage.
+package attemptlogtest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Opener opens a log over fresh storage; reopen opens another log over
+// the same storage (a restarted process).
+type Opener func(t *testing.T) (log app.AttemptLog, reopen func() app.AttemptLog)
+
+const t0 = 1_800_000_000_000 // ms
+
+func attempt(webhookID string, n int, ok bool) *webhooksv1.DeliveryAttempt {
+	code := int32(200)
+	if !ok {
+		code = 500
+	}
+	return &webhooksv1.DeliveryAttempt{
+		AttemptId: fmt.Sprintf("evt_%d:%s:1", n, webhookID), EventId: fmt.Sprintf("evt_%d", n), WorkspaceId: "ws_a",
+		WebhookId: webhookID, Event: []string{"ticket_created", "call_ended"}[n%2], AtUnixMs: t0 + int64(n)*1000,
+		Success: ok, ResponseCode: code, Final: true, RequestBody: []byte(`{"n":1}`),
+	}
+}
+
+func ids(as []*webhooksv1.DeliveryAttempt) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.GetEventId()
+	}
+	return out
+}
+
+func record(t *testing.T, l app.AttemptLog, as ...*webhooksv1.DeliveryAttempt) {
+	t.Helper()
+	for _, a := range as {
+		if err := l.Record(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Run checks open against what app.AttemptLog promises.
+func Run(t *testing.T, open Opener) {
+	t.Run("recent is newest first, filtered, limited, and says how far back it holds", func(t *testing.T) {
+		l, _ := open(t)
+		// Recorded out of order: 3 arrives after 4.
+		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, false), attempt("whk_1", 4, true), attempt("whk_1", 3, false), attempt("whk_2", 5, true))
+		got, oldest := l.Recent("whk_1", domain.LogFilter{}, 10)
+		if want := []string{"evt_4", "evt_3", "evt_2", "evt_1"}; !slices.Equal(ids(got), want) || oldest != t0+1000 {
+			t.Fatalf("recent: %v oldest %d, want %v oldest %d", ids(got), oldest, want, t0+1000)
+		}
+		if got, _ := l.Recent("whk_1", domain.LogFilter{}, 2); !slices.Equal(ids(got), []string{"evt_4", "evt_3"}) {
+			t.Fatalf("limit 2: %v", ids(got))
+		}
+		if got, _ := l.Recent("whk_1", domain.LogFilter{Status: domain.LogFailed}, 10); !slices.Equal(ids(got), []string{"evt_3", "evt_2"}) {
+			t.Fatalf("failed only: %v", ids(got))
+		}
+		if got, _ := l.Recent("whk_1", domain.LogFilter{Event: "call_ended", FromMs: t0 + 2000}, 10); !slices.Equal(ids(got), []string{"evt_3"}) {
+			t.Fatalf("call_ended from evt_2 on: %v", ids(got))
+		}
+		if got, _ := l.Recent("whk_1", domain.LogFilter{ToMs: t0 + 3000}, 10); !slices.Equal(ids(got), []string{"evt_2", "evt_1"}) {
+			t.Fatalf("before evt_3: %v", ids(got))
+		}
+		if got, oldest := l.Recent("whk_none", domain.LogFilter{}, 10); len(got) != 0 || oldest != 0 {
+			t.Fatalf("a webhook without attempts: %v %d", ids(got), oldest)
+		}
+	})
+
+	t.Run("an attempt id is kept once", func(t *testing.T) {
+		l, _ := open(t)
+		a := attempt("whk_1", 1, false)
+		record(t, l, a, attempt("whk_1", 2, true), a)
+		if got, _ := l.Recent("whk_1", domain.LogFilter{}, 10); !slices.Equal(ids(got), []string{"evt_2", "evt_1"}) {
+			t.Fatalf("recorded twice: %v", ids(got))
+		}
+		if h := l.Health("whk_1"); h.Attempts != 2 {
+			t.Fatalf("health counts the copy: %+v", h)
+		}
+	})
+
+	t.Run("find answers the newest match", func(t *testing.T) {
+		l, _ := open(t)
+		record(t, l, attempt("whk_1", 1, false), attempt("whk_1", 2, false), attempt("whk_1", 3, true))
+		failed := func(a *webhooksv1.DeliveryAttempt) bool { return !a.GetSuccess() }
+		if a := l.Find("whk_1", failed); a.GetEventId() != "evt_2" {
+			t.Fatalf("find: %v", a)
+		}
+		if a := l.Find("whk_2", failed); a != nil {
+			t.Fatalf("another webhook's attempt: %v", a)
+		}
+	})
+
+	t.Run("health leaves tests out", func(t *testing.T) {
+		l, _ := open(t)
+		test := attempt("whk_1", 9, false)
+		test.Test, test.Error = true, "a test"
+		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, true), attempt("whk_1", 3, false), attempt("whk_1", 4, false), test)
+		h := l.Health("whk_1")
+		want := domain.Health{Attempts: 4, SuccessRate: 0.5, ConsecutiveFailures: 2, LastSuccessUnixMs: t0 + 2000, LastFailureUnixMs: t0 + 4000, LastResponseCode: 500}
+		if h != want {
+			t.Fatalf("health %+v, want %+v", h, want)
+		}
+		if h := l.Health("whk_none"); h != (domain.Health{}) {
+			t.Fatalf("a webhook without attempts: %+v", h)
+		}
+	})
+
+	t.Run("what was recorded survives a reopen", func(t *testing.T) {
+		l, reopen := open(t)
+		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, false))
+		var got []string
+		testenv.Eventually(t, 5*time.Second, "the reopened log holds both attempts", func() bool {
+			out, _ := reopen().Recent("whk_1", domain.LogFilter{}, 10)
+			got = ids(out)
+			return slices.Equal(got, []string{"evt_2", "evt_1"})
+		})
+	})
+}

@@ -1,0 +1,263 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"testing"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// The delivery rules (test deliveries, the log, resends, ingestion and
+// the relay) on the same in-memory ports.
+
+// history is the DeliveryHistory port over a fixed list, newest first.
+type history []*webhooksv1.DeliveryAttempt
+
+func (h history) Older(_ context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+	var out []*webhooksv1.DeliveryAttempt
+	for _, a := range h {
+		if a.GetWebhookId() == webhookID && (beforeMs == 0 || a.GetAtUnixMs() < beforeMs) && f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) && len(out) < limit {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+func (h history) FirstAttempt(_ context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
+	for _, a := range h {
+		if a.GetWebhookId() == webhookID && a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
+			return a, nil
+		}
+	}
+	return nil, nil
+}
+
+// delivered is attempt retry+1 of delivering eventID to w at atMs.
+func delivered(w *webhooksv1.Webhook, eventID string, retry int32, atMs int64, ok, final bool) *webhooksv1.DeliveryAttempt {
+	a := &webhooksv1.DeliveryAttempt{
+		AttemptId: eventID + ":" + w.GetWebhookId() + ":" + strconv.Itoa(int(retry)+1), EventId: eventID, WorkspaceId: w.GetWorkspaceId(),
+		WebhookId: w.GetWebhookId(), Event: "ticket_created", AtUnixMs: atMs, Success: ok, RetryCount: retry, Final: final,
+	}
+	if retry == 0 {
+		a.RequestBody = []byte(`{"event":"ticket_created","id":"` + eventID + `"}`)
+	}
+	return a
+}
+
+// A test delivery is signed with the current secret (a rotated one once
+// rotated), recorded as a final test attempt, and left out of health.
+func TestTestDeliveryAfterSecretRotation(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w, first := f.create(t, "")
+	rotated, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Secret: ptr("whsec_rotated_secret_value_0123456789")}, "")
+	if err != nil || rotated.SecretHint == w.SecretHint || slices.Equal(rotated.SecretSealed, w.SecretSealed) {
+		t.Fatalf("rotated: %+v %v", rotated, err)
+	}
+	f.sender.status = 503
+	att, err := f.app.Test(ctx, f.caller, w.WebhookId, "call_ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := f.sender.sent[0]
+	if string(sent.Secret) == first || string(sent.Secret) != "whsec_rotated_secret_value_0123456789" || sent.Event != "call_ended" || sent.Attempt != 1 {
+		t.Fatalf("sent: %+v", sent)
+	}
+	var env domain.Envelope
+	if err := json.Unmarshal(sent.Body, &env); err != nil || env.Event != "call_ended" || env.Timestamp != domain.FormatTimestamp(f.clock) {
+		t.Fatalf("body %s: %v", sent.Body, err)
+	}
+	if !att.Test || !att.Final || att.Success || att.ResponseCode != 503 || att.AtUnixMs != f.clock.UnixMilli() || att.EventId != sent.EventID {
+		t.Fatalf("attempt: %+v", att)
+	}
+	logs, err := f.app.Logs(ctx, "ws_a", w.WebhookId, domain.LogFilter{}, app.DefaultLogLimit)
+	if err != nil || len(logs) != 1 || logs[0].AttemptId != att.AttemptId {
+		t.Fatalf("logs: %v %v", logs, err)
+	}
+	if rows, _ := f.app.Health(ctx, "ws_a"); rows[0].Health.Attempts != 0 {
+		t.Fatalf("a test counted in health: %+v", rows[0].Health)
+	}
+	_, err = f.app.Test(ctx, f.caller, "whk_missing", "call_ended")
+	wantKind(t, err, apperr.NotFound, "a test of an unknown webhook")
+}
+
+// The log serves memory first, then the durable history older than the
+// oldest attempt memory holds.
+func TestLogsReachIntoHistory(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.create(t, "")
+	at := f.clock.UnixMilli()
+	f.attempts.Add(delivered(w, "evt_3", 0, at+3, true, true))
+	f.attempts.Add(delivered(w, "evt_2", 0, at+2, false, true))
+	f.app.History = history{delivered(w, "evt_3", 0, at+3, true, true), delivered(w, "evt_2", 0, at+2, false, true), delivered(w, "evt_1", 0, at+1, false, true)}
+	logs, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 10)
+	var got []string
+	for _, a := range logs {
+		got = append(got, a.EventId)
+	}
+	if err != nil || !slices.Equal(got, []string{"evt_3", "evt_2", "evt_1"}) {
+		t.Fatalf("logs: %v %v", got, err)
+	}
+	if logs, _ := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 1); len(logs) != 1 || logs[0].EventId != "evt_2" {
+		t.Fatalf("one failed: %v", logs)
+	}
+}
+
+// A resend queues the first attempt's body again as a new delivery; the
+// same command key queues it once; tests, unknown deliveries and
+// inactive webhooks are refused.
+func TestResend(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w, _ := f.create(t, "")
+	first := delivered(w, "evt_1", 0, f.clock.UnixMilli(), false, false)
+	f.attempts.Add(first)
+	f.attempts.Add(delivered(w, "evt_1", 1, f.clock.UnixMilli()+1, false, true))
+	r1, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-1")
+	if err != nil || r2 != r1 || r1.EventID != "evt_1" || r1.DeliveryID == app.DeliveryID(first) {
+		t.Fatalf("resent %+v then %+v (%v)", r1, r2, err)
+	}
+	jobs := f.queue.Jobs()
+	if len(jobs) != 1 || jobs[0].EventId != "evt_1" || string(jobs[0].Body) != string(first.RequestBody) || jobs[0].ResendId == "" || jobs[0].PublishedAtUnixMs != f.clock.UnixMilli() {
+		t.Fatalf("jobs: %v", jobs)
+	}
+	if _, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-2"); err != nil || len(f.queue.Jobs()) != 2 {
+		t.Fatalf("another key queues another delivery: %v, %d jobs", err, len(f.queue.Jobs()))
+	}
+
+	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, "dlv_missing", "")
+	wantKind(t, err, apperr.NotFound, "an unknown delivery")
+	test, err := f.app.Test(ctx, f.caller, w.WebhookId, "call_ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(test), "")
+	wantKind(t, err, apperr.NotFound, "a test delivery")
+	if err := app.DisableGone(ctx, f.app.Webhooks, w, 410, f.clock); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-3")
+	if !errors.Is(err, apperr.WebhookInactive) {
+		t.Fatalf("resend to a disabled webhook: %v", err)
+	}
+}
+
+// Recover resends each event whose delivery failed for good and that no
+// later delivery delivered, once, from the durable history too.
+func TestRecover(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	w, _ := f.create(t, "")
+	at := f.clock.UnixMilli()
+	f.app.History = history{
+		delivered(w, "evt_4", 0, at+6, false, false),   // still being retried
+		delivered(w, "evt_1", 0, at+5, true, true),     // a later delivery of evt_1 delivered it
+		delivered(w, "evt_3", 0, at+4, false, true),    // failed for good
+		delivered(w, "evt_2", 0, at+3, true, true),     // delivered
+		delivered(w, "evt_1", 0, at+1, false, true),    // failed, then delivered
+		delivered(w, "evt_0", 0, at-1000, false, true), // before the range
+	}
+	out, more, err := f.app.Recover(ctx, f.caller, w.WebhookId, domain.LogFilter{FromMs: at}, "")
+	if err != nil || more || len(out) != 1 || out[0].EventID != "evt_3" {
+		t.Fatalf("recovered %+v more %v: %v", out, more, err)
+	}
+	if jobs := f.queue.Jobs(); len(jobs) != 1 || jobs[0].EventId != "evt_3" {
+		t.Fatalf("jobs: %v", jobs)
+	}
+}
+
+// An ingested event goes to the queue once per idempotency key, with
+// its envelope; one that makes no subject is refused.
+func TestIngest(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	in := domain.IngestInput{Event: "call_ended", Data: json.RawMessage(`{ "call_id": "c1" }`)}
+	id1, err := f.app.Ingest(ctx, "ws_a", in, "key-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, err := f.app.Ingest(ctx, "ws_a", in, "key-1")
+	if err != nil || id2 != id1 {
+		t.Fatalf("retried ingest: %s vs %s (%v)", id2, id1, err)
+	}
+	if id3, _ := f.app.Ingest(ctx, "ws_b", in, "key-1"); id3 == id1 {
+		t.Fatal("the same key in another workspace answered the same id")
+	}
+	evs := f.queue.Events()
+	if len(evs) != 2 || evs[0].ID != id1 || evs[0].WorkspaceID != "ws_a" || evs[0].Event != "call_ended" {
+		t.Fatalf("queued: %+v", evs)
+	}
+	var env domain.Envelope
+	if err := json.Unmarshal(evs[0].Body, &env); err != nil || string(env.Data) != `{"call_id":"c1"}` || env.Timestamp != domain.FormatTimestamp(f.clock) {
+		t.Fatalf("envelope %s: %v", evs[0].Body, err)
+	}
+	_, err = f.app.Ingest(ctx, "ws.a", in, "")
+	wantKind(t, err, apperr.NotFound, "a workspace id that makes no subject")
+}
+
+// relay is the Relay port with one delivery waiting, and the answers it
+// was given.
+type relay struct {
+	waiting *app.RelayRequest
+	answers []string
+}
+
+func (r *relay) Take(context.Context, string, string) (*app.RelayRequest, error) {
+	w := r.waiting
+	r.waiting = nil
+	return w, nil
+}
+
+func (r *relay) Answer(_ context.Context, reply string, status int, _ []byte, errText string) error {
+	r.answers = append(r.answers, reply+" "+strconv.Itoa(status)+" "+errText)
+	return nil
+}
+
+// A relay poll hands out a token only that webhook's result can use, and
+// the result reaches the reply it was handed out for.
+func TestRelayTokens(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rl := &relay{waiting: &app.RelayRequest{Reply: "_INBOX.abc", Headers: map[string]string{"X-Service-Event": "call_ended"}, Body: []byte("{}")}}
+	f.app.Relay = rl
+	plain, _ := f.create(t, "")
+	_, err := f.app.RelayNext(ctx, f.caller, plain.WebhookId, 0)
+	if !errors.Is(err, apperr.NotARelayWebhook) {
+		t.Fatalf("polling a webhook that is not a relay: %v", err)
+	}
+	w, _, err := f.app.Create(ctx, f.caller, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := f.app.Create(ctx, f.caller, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.app.RelayNext(ctx, f.caller, w.WebhookId, 0)
+	if err != nil || d == nil || d.Headers["X-Service-Event"] != "call_ended" || d.Token == "" {
+		t.Fatalf("poll: %+v %v", d, err)
+	}
+	if none, err := f.app.RelayNext(ctx, f.caller, w.WebhookId, 0); none != nil || err != nil {
+		t.Fatalf("a poll with nothing waiting: %+v %v", none, err)
+	}
+	err = f.app.RelayResult(ctx, f.caller, other.WebhookId, d.Token, 200, nil, "")
+	wantKind(t, err, apperr.Invalid, "another webhook's token")
+	if err := f.app.RelayResult(ctx, f.caller, w.WebhookId, d.Token, 0, nil, "connection refused"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(rl.answers, []string{"_INBOX.abc 0 connection refused"}) {
+		t.Fatalf("answers: %q", rl.answers)
+	}
+}

@@ -1,0 +1,116 @@
+package app
+
+import (
+	"context"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// The ports the use cases run on. adapters implements them over NATS,
+// JetStream and Mongo, and in memory for tests.
+
+// Registry is the set of live webhooks as the use cases see them (the
+// dispatcher's fan-out also matches events against the adapter's): every
+// change the repository makes is put here inline, so a caller reads its
+// own writes.
+type Registry interface {
+	// Put records the state of a webhook at log sequence seq, unless a
+	// newer one is known; a deleted webhook leaves Get and List.
+	Put(seq uint64, w *webhooksv1.Webhook)
+	// Get returns a live webhook of the workspace.
+	Get(workspaceID, id string) (*webhooksv1.Webhook, bool)
+	// List returns the workspace's live webhooks, oldest first.
+	List(workspaceID string) []*webhooksv1.Webhook
+}
+
+// AttemptLog is the delivery log of every webhook: its recent attempts
+// and their health.
+type AttemptLog interface {
+	// Record adds an attempt (the same attempt id twice is kept once)
+	// and makes it durable; it is readable here when Record returns,
+	// even if it fails to be made durable (the error says so).
+	Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error
+	// Recent returns up to limit attempts of a webhook that f selects,
+	// newest first, and when the oldest attempt held was made (0: none
+	// held); older attempts are in the DeliveryHistory only.
+	Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt, oldestMs int64)
+	// Find returns the newest attempt held of a webhook that pred
+	// selects, or nil.
+	Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt
+	// Health summarises a webhook's recent non-test attempts.
+	Health(webhookID string) domain.Health
+}
+
+// DeliveryHistory is the durable delivery log: every attempt, beyond what
+// the AttemptLog holds.
+type DeliveryHistory interface {
+	// Older returns up to limit attempts of a webhook that f selects,
+	// made before beforeMs (0: any time), newest first.
+	Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error)
+	// FirstAttempt returns the first attempt of a delivery, or nil.
+	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
+}
+
+// Backlog counts the deliveries waiting (scheduled retries included).
+type Backlog interface {
+	// Waiting is, per webhook id of the workspace, its deliveries waiting.
+	Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error)
+}
+
+// PlatformEvent is an ingested event, stored once per ID.
+type PlatformEvent struct {
+	ID          string
+	WorkspaceID string
+	Event       string // its name, a valid subject token
+	Body        []byte // the JSON envelope
+}
+
+// Queue is where ingested events and delivery jobs go. Both are
+// idempotent by id: publishing the same id again (within the
+// deduplication window) stores nothing new and is not an error.
+type Queue interface {
+	// PublishEvent stores a platform event for the fan-out, once per
+	// e.ID.
+	PublishEvent(ctx context.Context, e PlatformEvent) error
+	// QueueDelivery queues a delivery job, once per job id (event,
+	// webhook and resend ids).
+	QueueDelivery(ctx context.Context, job *webhooksv1.DeliveryJob) error
+}
+
+// Sender makes one attempt of a delivery to a webhook: an HTTP POST, or
+// for a relay webhook a hand-over to the client polling for it.
+type Sender interface {
+	Send(ctx context.Context, w *webhooksv1.Webhook, r delivery.Request) delivery.Result
+	// HostAllowed reports whether the operator allowed host: a webhook
+	// may point at it though it is private, over plain http.
+	HostAllowed(host string) bool
+}
+
+// Sealer seals signing secrets at rest, bound to their webhook id.
+type Sealer interface {
+	Seal(id, secret string) ([]byte, error)
+	Open(id string, sealed []byte) ([]byte, error)
+}
+
+// RelayRequest is a delivery waiting for a relay client: what to POST,
+// and where to send the outcome.
+type RelayRequest struct {
+	Reply   string
+	Headers map[string]string
+	Body    []byte
+}
+
+// Relay carries relay deliveries between the dispatcher's attempts and
+// the clients polling for them.
+type Relay interface {
+	// Take waits until ctx ends for the next delivery of the webhook
+	// (nil, nil when none came); clients polling one webhook share its
+	// deliveries, each goes to one of them.
+	Take(ctx context.Context, workspaceID, webhookID string) (*RelayRequest, error)
+	// Answer sends a client's outcome to reply: the status its local
+	// receiver answered (0: unreachable, errText says why) and its body.
+	Answer(ctx context.Context, reply string, status int, body []byte, errText string) error
+}

@@ -1,0 +1,88 @@
+// Package queuetest is the conformance suite of app.Queue: every
+// implementation (JetStream, memory) stores each event id and each
+// delivery job id once, keeps them in the order published, and refuses
+// what would not make a subject.
+package queuetest
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+)
+
+// Stored is what a queue holds, oldest first.
+type Stored struct {
+	Events []app.PlatformEvent
+	Jobs   []*webhooksv1.DeliveryJob
+}
+
+// Opener opens a queue over fresh storage, and a reader of what it
+// stored (every event and job published so far, once each).
+type Opener func(t *testing.T) (q app.Queue, stored func() Stored)
+
+func event(id, ws, name string) app.PlatformEvent {
+	return app.PlatformEvent{ID: id, WorkspaceID: ws, Event: name, Body: []byte(`{"event":"` + name + `","id":"` + id + `"}`)}
+}
+
+func job(eventID, webhookID, resendID string) *webhooksv1.DeliveryJob {
+	return &webhooksv1.DeliveryJob{EventId: eventID, WorkspaceId: "ws_a", WebhookId: webhookID, Event: "ticket_created", Body: []byte(`{}`), ResendId: resendID}
+}
+
+// Run checks open against what app.Queue promises.
+func Run(t *testing.T, open Opener) {
+	ctx := context.Background()
+	t.Run("events: once per id, in order, body kept", func(t *testing.T) {
+		q, stored := open(t)
+		for _, e := range []app.PlatformEvent{event("evt_1", "ws_a", "call_ended"), event("evt_2", "ws_b", "call_ended"), event("evt_1", "ws_a", "call_ended"), event("evt_3", "ws_a", "ticket_created")} {
+			if err := q.PublishEvent(ctx, e); err != nil {
+				t.Fatalf("publish %s: %v", e.ID, err)
+			}
+		}
+		got := stored().Events
+		var ids []string
+		for _, e := range got {
+			ids = append(ids, e.ID+"/"+e.WorkspaceID+"/"+e.Event)
+		}
+		if want := []string{"evt_1/ws_a/call_ended", "evt_2/ws_b/call_ended", "evt_3/ws_a/ticket_created"}; !slices.Equal(ids, want) {
+			t.Fatalf("stored %v, want %v", ids, want)
+		}
+		if string(got[2].Body) != string(event("evt_3", "ws_a", "ticket_created").Body) {
+			t.Fatalf("body: %s", got[2].Body)
+		}
+	})
+
+	t.Run("events: a name that makes no subject is refused", func(t *testing.T) {
+		q, stored := open(t)
+		if err := q.PublishEvent(ctx, event("evt_1", "ws_a", "call.ended")); err == nil {
+			t.Fatal("a dotted event name was accepted")
+		}
+		if n := len(stored().Events); n != 0 {
+			t.Fatalf("%d stored", n)
+		}
+	})
+
+	t.Run("jobs: once per event, webhook and resend", func(t *testing.T) {
+		q, stored := open(t)
+		for _, j := range []*webhooksv1.DeliveryJob{
+			job("evt_1", "whk_1", "rsd_1"), job("evt_1", "whk_1", "rsd_1"), // a retried resend
+			job("evt_1", "whk_1", "rsd_2"), // another resend of it
+			job("evt_1", "whk_2", "rsd_1"), // the same resend id, another webhook
+			job("evt_2", "whk_1", "rsd_1"),
+		} {
+			if err := q.QueueDelivery(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ids []string
+		for _, j := range stored().Jobs {
+			ids = append(ids, j.GetEventId()+":"+j.GetWebhookId()+":"+j.GetResendId())
+		}
+		if want := []string{"evt_1:whk_1:rsd_1", "evt_1:whk_1:rsd_2", "evt_1:whk_2:rsd_1", "evt_2:whk_1:rsd_1"}; !slices.Equal(ids, want) {
+			t.Fatalf("queued %v, want %v", ids, want)
+		}
+	})
+}
