@@ -168,9 +168,9 @@ func TestClusterIslandClientsMove(t *testing.T) {
 }
 
 // islandBound is how long after the cut CI lets the island's clients take
-// to move: an election (up to 9 s), a cut-off meta leader noticing it lost
-// its quorum (10 to 20 s, until then it answers as leader), two probes,
-// and what two shared cores add (one run took 29.8 s, cause unknown).
+// to move and be served again: an election (up to 9 s), a few probes, and
+// all that two shared cores may add, generously (liveness is measured by
+// make chaos, not gated here). Nine runs took 3.8-7.1 s.
 const islandBound = 60 * time.Second
 
 func met(ok bool) string {
