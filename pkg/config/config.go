@@ -57,6 +57,10 @@ const (
 	ReadIndexMemory = "memory"
 )
 
+// Infrastructure is c itself: what runtime.Main runs a binary on (a
+// configuration that embeds Infra has it too).
+func (c Infra) Infrastructure() Infra { return c }
+
 // Validate checks the shared settings.
 func (c Infra) Validate() error {
 	var errs []error

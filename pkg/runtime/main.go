@@ -21,6 +21,32 @@ import (
 // when the service must stop (shutdown, or its connection was lost).
 type StartFunc func(ctx context.Context, d Deps) (stop func() error, err error)
 
+// Configured is a binary's configuration: config.Infra embedded, plus
+// its own variables. A binary that keeps no store overrides Infrastructure
+// to clear MongoURI.
+type Configured interface {
+	Infrastructure() config.Infra
+}
+
+// Main is a service binary's main: its configuration loaded from the
+// environment (config.Load, which validates it), the service run under
+// name (Run), and on failure the error on stderr and exit status 1.
+func Main[C Configured](name string, start func(ctx context.Context, d Deps, c C) (stop func() error, err error)) {
+	if err := LoadAndRun(name, start); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+// LoadAndRun is Main without the exit, for a binary with other commands.
+func LoadAndRun[C Configured](name string, start func(ctx context.Context, d Deps, c C) (stop func() error, err error)) error {
+	c, err := config.Load[C]()
+	if err != nil {
+		return err
+	}
+	return Run(name, c.Infrastructure(), func(ctx context.Context, d Deps) (func() error, error) { return start(ctx, d, c) })
+}
+
 // Run is a standalone service's whole life: connect, start, serve metrics
 // and probes, wait for SIGINT/SIGTERM, then stop the service and drain
 // connections. A connection lost for good (ErrConnectionLost) does not

@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
@@ -20,18 +18,11 @@ type cfg struct {
 }
 
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		err = runtime.Run(agents.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := agents.Start(ctx, d, agents.Config{Secret: c.SecretKey, AllowHosts: c.Hosts()})
-			if err != nil {
-				return nil, err
-			}
-			return s.Stop, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "agents:", err)
-		os.Exit(1)
-	}
+	runtime.Main(agents.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		s, err := agents.Start(ctx, d, agents.Config{Secret: c.SecretKey, AllowHosts: c.Hosts()})
+		if err != nil {
+			return nil, err
+		}
+		return s.Stop, nil
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -29,32 +28,31 @@ func (c cfg) Validate() error {
 	return c.Config.Validate()
 }
 
+// Infrastructure keeps no store: the gateway has none.
+func (c cfg) Infrastructure() config.Infra {
+	i := c.Infra
+	i.MongoURI = ""
+	return i
+}
+
 func main() {
-	c, err := config.Load[cfg]()
-	c.MongoURI = "" // the gateway keeps no store
-	if err == nil {
-		err = runtime.Run("gateway", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			settings := c.Settings()
-			settings.ConsoleSecret = c.SecretKey
-			if c.SecretKey == "" {
-				d.Logger.Warn("VOICEAI_SECRET_KEY is not set: the console's pages load but sign-in is refused")
-			}
-			gw, err := gateway.New(ctx, d, settings)
-			if err != nil {
-				return nil, err
-			}
-			ln, err := net.Listen("tcp", c.HTTPAddr)
-			if err != nil {
-				return nil, fmt.Errorf("VOICEAI_HTTP_ADDR %q: cannot listen there: %w", c.HTTPAddr, err)
-			}
-			d.Logger.Info("listening", "addr", ln.Addr().String())
-			done := make(chan error, 1)
-			go func() { done <- gw.Serve(ctx, ln) }()
-			return func() error { return <-done }, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gateway:", err)
-		os.Exit(1)
-	}
+	runtime.Main("gateway", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		settings := c.Settings()
+		settings.ConsoleSecret = c.SecretKey
+		if c.SecretKey == "" {
+			d.Logger.Warn("VOICEAI_SECRET_KEY is not set: the console's pages load but sign-in is refused")
+		}
+		gw, err := gateway.New(ctx, d, settings)
+		if err != nil {
+			return nil, err
+		}
+		ln, err := net.Listen("tcp", c.HTTPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("VOICEAI_HTTP_ADDR %q: cannot listen there: %w", c.HTTPAddr, err)
+		}
+		d.Logger.Info("listening", "addr", ln.Addr().String())
+		done := make(chan error, 1)
+		go func() { done <- gw.Serve(ctx, ln) }()
+		return func() error { return <-done }, nil
+	})
 }

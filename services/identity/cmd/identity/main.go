@@ -39,11 +39,7 @@ func main() {
 }
 
 func serve() error {
-	c, err := config.Load[cfg]()
-	if err != nil {
-		return err
-	}
-	return runtime.Run(identity.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
+	return runtime.LoadAndRun(identity.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
 		s, err := identity.Start(ctx, d)
 		if err != nil {
 			return nil, err

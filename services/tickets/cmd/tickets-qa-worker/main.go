@@ -7,8 +7,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -27,24 +25,24 @@ func (c cfg) Validate() error {
 	return c.QAWorkerConfig.Validate()
 }
 
+// Infrastructure keeps no store: the worker reads its own index of the
+// TICKETS stream.
+func (c cfg) Infrastructure() config.Infra {
+	i := c.Infra
+	i.MongoURI = ""
+	return i
+}
+
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		c.MongoURI = "" // the worker reads its own index of the TICKETS stream
-		err = runtime.Run("tickets-qa-worker", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			a, err := tickets.NewWorkerApp(ctx, d)
-			if err != nil {
-				return nil, err
-			}
-			done, err := tickets.StartQAWorker(ctx, d, a, c.QAWorkerConfig)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { <-done; return nil }, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "tickets-qa-worker:", err)
-		os.Exit(1)
-	}
+	runtime.Main("tickets-qa-worker", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		a, err := tickets.NewWorkerApp(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		done, err := tickets.StartQAWorker(ctx, d, a, c.QAWorkerConfig)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { <-done; return nil }, nil
+	})
 }

@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -18,18 +16,11 @@ type cfg struct {
 }
 
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		err = runtime.Run(tickets.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := tickets.Start(ctx, d, c.SecretKey)
-			if err != nil {
-				return nil, err
-			}
-			return s.Stop, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "tickets:", err)
-		os.Exit(1)
-	}
+	runtime.Main(tickets.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		s, err := tickets.Start(ctx, d, c.SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		return s.Stop, nil
+	})
 }

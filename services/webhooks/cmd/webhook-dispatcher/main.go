@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
@@ -35,23 +34,21 @@ func (c cfg) Validate() error {
 	return c.Infra.Validate()
 }
 
+// Infrastructure keeps no store: the dispatcher needs none.
+func (c cfg) Infrastructure() config.Infra {
+	i := c.Infra
+	i.MongoURI = ""
+	return i
+}
+
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		infra := c.Infra
-		infra.MongoURI = "" // the dispatcher needs no store
-		err = runtime.Run("webhook-dispatcher", infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			wc := c.Config()
-			wc.Dispatcher = dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait}
-			ds, err := webhooks.StartDispatcher(ctx, d, wc, nil)
-			if err != nil {
-				return nil, err
-			}
-			return func() error { ds.Stop(); return nil }, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "webhook-dispatcher:", err)
-		os.Exit(1)
-	}
+	runtime.Main("webhook-dispatcher", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		wc := c.Config()
+		wc.Dispatcher = dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait}
+		ds, err := webhooks.StartDispatcher(ctx, d, wc, nil)
+		if err != nil {
+			return nil, err
+		}
+		return func() error { ds.Stop(); return nil }, nil
+	})
 }

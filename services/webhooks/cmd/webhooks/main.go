@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -26,18 +24,11 @@ func (c cfg) Validate() error {
 }
 
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		err = runtime.Run(webhooks.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := webhooks.Start(ctx, d, c.Config())
-			if err != nil {
-				return nil, err
-			}
-			return s.Stop, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "webhooks:", err)
-		os.Exit(1)
-	}
+	runtime.Main(webhooks.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		s, err := webhooks.Start(ctx, d, c.Config())
+		if err != nil {
+			return nil, err
+		}
+		return s.Stop, nil
+	})
 }
