@@ -61,6 +61,13 @@ const (
 // configuration that embeds Infra has it too).
 func (c Infra) Infrastructure() Infra { return c }
 
+// WithoutStore is c for a binary that keeps no store: no MongoURI, so
+// nothing dials one.
+func (c Infra) WithoutStore() Infra {
+	c.MongoURI = ""
+	return c
+}
+
 // Validate checks the shared settings.
 func (c Infra) Validate() error {
 	var errs []error

@@ -29,11 +29,7 @@ func (c cfg) Validate() error {
 }
 
 // Infrastructure keeps no store: the gateway has none.
-func (c cfg) Infrastructure() config.Infra {
-	i := c.Infra
-	i.MongoURI = ""
-	return i
-}
+func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("gateway", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {

@@ -27,11 +27,7 @@ func (c cfg) Validate() error {
 
 // Infrastructure keeps no store: the worker reads its own index of the
 // TICKETS stream.
-func (c cfg) Infrastructure() config.Infra {
-	i := c.Infra
-	i.MongoURI = ""
-	return i
-}
+func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("tickets-qa-worker", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {

@@ -35,11 +35,7 @@ func (c cfg) Validate() error {
 }
 
 // Infrastructure keeps no store: the dispatcher needs none.
-func (c cfg) Infrastructure() config.Infra {
-	i := c.Infra
-	i.MongoURI = ""
-	return i
-}
+func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("webhook-dispatcher", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
