@@ -7,16 +7,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -31,62 +28,6 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 		return nil, fmt.Errorf("seq %d holds no test", seq)
 	}
 	return t, nil
-}
-
-// EachLast calls fn with the last message of every subject matching
-// filter in stream, in stream order, reading through an ordered consumer
-// (nothing is held in memory).
-func EachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg) error) error {
-	return eachMsg(ctx, js, stream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 2000, fn)
-}
-
-// eachMsg calls fn with the messages of stream matching filter from
-// deliver on, in stream order, batch at a time; with headersOnly they
-// carry their headers only (and Nats-Msg-Size), not their data.
-func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
-	batch int, fn func(jetstream.Msg) error) error {
-	// An ephemeral consumer, deleted when done: a stream holds at most
-	// 1,000 consumers by default, and readers come often.
-	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
-	}()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if info.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-		if md.NumPending == 0 {
-			return nil
-		}
-	}
 }
 
 // runOf is the result a RunCompleted event carries.
@@ -108,9 +49,9 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 	if err != nil {
 		return err
 	}
-	return EachLast(ctx, a.JS, events.TestRunsStream, runs,
-		func(m jetstream.Msg) error {
-			r, err := runOf(eventstore.DecodeMsg(m))
+	return a.Runs.EachLast(ctx, runs,
+		func(m Record) error {
+			r, err := runOf(esproto.Decode(m))
 			if err != nil {
 				return err
 			}
@@ -236,8 +177,8 @@ func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 		if err != nil {
 			return nil, err
 		}
-		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects, func(m jetstream.Msg) error {
-			msg, err := eventstore.DecodeMsg(m)
+		err = a.Runs.EachLast(ctx, subjects, func(m Record) error {
+			msg, err := esproto.Decode(m)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -33,7 +32,6 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 	if err != nil {
 		return domain.Reliability{}, nil, err
 	}
-	results := eventstore.New(a.JS, events.TestRunsStream)
 	var per []InvocationReliability
 	var passed, runs int64
 	budget := ReliabilityMaxRuns
@@ -54,7 +52,7 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 				if err != nil {
 					return domain.Reliability{}, nil, err
 				}
-				rec, found, err := results.Last(ctx, subject)
+				rec, found, err := a.Runs.Last(ctx, subject)
 				if err != nil {
 					return domain.Reliability{}, nil, err
 				}

@@ -53,7 +53,7 @@ func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw
 	if parent == "root" {
 		parent = "" // the root, as listings and bulk-move spell it
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	t := &testingv1.Test{
 		TestId: ids.New("test"), WorkspaceId: c.WorkspaceID, Name: *in.Name, Type: *in.Type, ParentFolderId: parent,
 		DefinitionJson: domain.Definition(raw), CreatedByUserId: c.UserID, CreatedByEmail: c.Email, CreatedByName: c.Name,
@@ -62,7 +62,7 @@ func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw
 	if c.CommandID != "" {
 		t.TestId = "test_" + esproto.StableID("test", c.WorkspaceID+"/"+c.CommandID)
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Tests.Create(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t)
 	return out, err
 }
@@ -91,7 +91,7 @@ func (a *App) UpdateTest(ctx context.Context, c Caller, testID string, body []by
 // version.
 func (a *App) DeleteTest(ctx context.Context, c Caller, testID string) error {
 	_, err := a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		t.DeletedAtUnix = &now
 		return &testingv1.TestDeleted{Meta: meta, Test: t}, nil
 	})
@@ -235,13 +235,13 @@ func (a *App) CreateFolder(ctx context.Context, c Caller, name, parent string) (
 	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
 		return nil, err
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
 		CreatedByUserId: c.UserID, CreatedAtUnix: now, UpdatedAtUnix: now}
 	if c.CommandID != "" {
 		f.FolderId = "tfld_" + esproto.StableID("tfld", c.WorkspaceID+"/"+c.CommandID)
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Folders.Create(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f)
 	return out, err
 }
@@ -288,7 +288,7 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 		}
 	}
 	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		f.DeletedAtUnix = &now
 		return &testingv1.FolderDeleted{Meta: meta, Folder: f}, nil
 	})

@@ -1,0 +1,8 @@
+package app
+
+// What the external tests (on the memory adapters, which import app)
+// reach inside.
+var (
+	CountOutcomes = (*App).countOutcomes
+	CountersTotal = (*App).countersTotal
+)
