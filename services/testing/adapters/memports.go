@@ -288,3 +288,10 @@ func (f *MemoryFeed) Follow(ctx context.Context, handle func(context.Context, ap
 		}
 	}
 }
+
+// Snapshot is a copy of the jobs on the queue, in order.
+func (q *MemoryJobQueue) Snapshot() []app.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]app.Message(nil), q.jobs...)
+}
