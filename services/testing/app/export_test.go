@@ -6,3 +6,6 @@ var (
 	CountOutcomes = (*App).countOutcomes
 	CountersTotal = (*App).countersTotal
 )
+
+// Enqueue is what the enqueuer does with one invocation event.
+var Enqueue = (*App).enqueue
