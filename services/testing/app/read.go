@@ -136,7 +136,7 @@ func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.I
 		}
 		first = false
 		if each != nil {
-			each(idx, runStatus(res, unrun))
+			each(idx, RunStatus(res, unrun))
 		}
 		if res == nil {
 			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
@@ -233,12 +233,19 @@ func pendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
 		Buckets: []*testingv1.Bucket{{TestRunIds: b.RunIDs, Title: b.Title, Reason: b.Reason, Status: b.Status}}}
 }
 
-// runStatus is the status of a run: its result's, or unrun without one.
-func runStatus(res *testingv1.RunResult, unrun string) string {
+// RunStatus is the status of a run: its result's, or unrun without one.
+func RunStatus(res *testingv1.RunResult, unrun string) string {
 	if res == nil {
 		return unrun
 	}
 	return res.GetStatus()
+}
+
+// EachRun is eachRun of a stored invocation: its runs with their newest
+// results first, then the others.
+func (a *App) EachRun(ctx context.Context, inv *testingv1.Invocation, only domain.Bitset,
+	fn func(idx int, runID string, res *testingv1.RunResult, unrun string) error) (domain.Bitset, error) {
+	return a.eachRun(ctx, inv, false, only, fn)
 }
 
 // eachRun calls fn with every run of inv: first those with a result of

@@ -405,7 +405,7 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case format == formatJUnit:
 		h.stream(w, r, "application/xml; charset=utf-8", func(w io.Writer) error {
-			return h.app.WriteInvocationJUnit(r.Context(), w, inv, baseline)
+			return writeInvocationJUnit(r.Context(), h.app, w, inv, baseline)
 		})
 	case baseline != nil:
 		h.stream(w, r, "application/json", func(w io.Writer) error {
