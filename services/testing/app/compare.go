@@ -1,10 +1,7 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
@@ -61,7 +58,7 @@ func (s *TestStatuses) status(testID string) (string, bool) {
 // testStatusesOf reads the status of every test of a stored invocation.
 func (a *App) testStatusesOf(ctx context.Context, inv *testingv1.Invocation) (*TestStatuses, error) {
 	s := NewTestStatuses(inv)
-	_, err := a.eachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+	_, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		s.Add(idx, RunStatus(res, unrun))
 		return nil
 	})
@@ -131,22 +128,9 @@ func (a *App) CompareWith(ctx context.Context, inv *testingv1.Invocation, now *T
 	return compare(inv, now, base, baseline.GetInvocationId()), nil
 }
 
-// WriteInvocationCompared is WriteInvocation of a stored invocation with
-// a baseline_comparison against baseline after its runs. Memory grows
-// with the number of distinct tests of both, not with their runs.
-func (a *App) WriteInvocationCompared(ctx context.Context, w io.Writer, inv, baseline *testingv1.Invocation) error {
-	now := NewTestStatuses(inv)
-	return a.writeInvocation(ctx, w, inv, false, now.Add, func(bw *bufio.Writer) error {
-		base, err := a.testStatusesOf(ctx, baseline)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(compare(inv, now, base, baseline.GetInvocationId()))
-		if err != nil {
-			return err
-		}
-		bw.WriteString(`"baseline_comparison":`)
-		_, err = bw.Write(b)
-		return err
-	})
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

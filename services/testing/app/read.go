@@ -1,11 +1,8 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 
 	"google.golang.org/protobuf/proto"
@@ -59,114 +56,14 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 		})
 }
 
-// WriteInvocation streams an invocation (spec 2.2) to w: its fields,
-// result groups, then every run, finished runs first as read from the
-// stream, then those still pending. Memory holds one bit per run and each
-// test's definition once. A new invocation (created) is written as created:
-// every run pending, whatever runners have done since.
-func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool) error {
-	return a.writeInvocation(ctx, w, inv, created, nil, nil)
-}
-
-// writeInvocation is WriteInvocation that also calls each, when given,
-// with every run's index and status as it is written, and then tail, when
-// given, to write more fields of the object after test_runs.
-func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool,
-	each func(idx int, status string), tail func(*bufio.Writer) error) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	var bucketing any
-	if inv.GetBucketingStatus() != "" {
-		bucketing = inv.GetBucketingStatus()
-	}
-	head := map[string]any{
-		"id": inv.GetInvocationId(), "agent_id": inv.GetAgentId(), "branch_id": inv.GetBranchId(),
-		"created_at": inv.GetCreatedAtUnix(), "folder_id": inv.GetFolderId(), "repeat_count": max(inv.GetRepeatCount(), 1),
-		"bucketing_status": bucketing, "cancelled": inv.GetStatus() == domain.InvocationCancelled,
-		"status": inv.GetStatus(), "title": inv.GetTitle(), "ran_against_draft": false,
-	}
-	if e := inv.GetBucketingError(); e != "" {
-		head["bucketing_error"] = e
-	}
-	if inv.GetCacheModelResponses() {
-		head["cache_model_responses"] = true
-	}
-	b, _ := json.Marshal(head)
-	bw.Write(b[:len(b)-1]) // keep the object open
-	bw.WriteString(`,"result_groups":[`)
-	groups, err := a.resultGroups(ctx, inv, created)
-	if err != nil {
-		return err
-	}
-	for i, g := range groups {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		if g == nil { // made as written: a large invocation has many runs
-			g = pendingGroup(inv, i)
-		}
-		_ = enc.Encode(GroupView(g))
-	}
-	bw.WriteString(`],"test_runs":[`)
-	views := map[uint64]RunTestView{}
-	info := func(pt *testingv1.PlannedTest) (RunTestView, error) {
-		if v, ok := views[pt.GetTestStreamSeq()]; ok {
-			return v, nil
-		}
-		t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
-		if err != nil {
-			return RunTestView{}, err
-		}
-		v := NewRunTestView(t)
-		views[pt.GetTestStreamSeq()] = v
-		return v, nil
-	}
-	repeat := int(max(inv.GetRepeatCount(), 1))
-	first := true
-	pending := pendingRuns{}
-	var turnMs []int64 // every agent turn's response time, for the invocation's latency
-	_, err = a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
-		pt := inv.GetTests()[idx/repeat]
-		ti, err := info(pt)
-		if err != nil {
-			return err
-		}
-		if !first {
-			bw.WriteByte(',')
-		}
-		first = false
-		if each != nil {
-			each(idx, RunStatus(res, unrun))
-		}
-		if res == nil {
-			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
-		}
-		turnMs = append(turnMs, res.GetAgentTurnMs()...)
-		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
-	})
-	if err != nil {
-		return err
-	}
-	bw.WriteString(`],"agent_latency":`)
-	_ = enc.Encode(latencyOf(turnMs))
-	if tail != nil {
-		bw.WriteString(`,`)
-		if err := tail(bw); err != nil {
-			return err
-		}
-	}
-	bw.WriteString("}")
-	return bw.Flush()
-}
-
-// resultGroups are the invocation's result groups, in test order: the
+// ResultGroups are the invocation's result groups, in test order: the
 // stored ones once bucketing has completed; while it is pending, a test
 // with runs in the running round (every test of a new invocation, the
 // resubmitted runs' tests of a resubmission) has one bucket of all its
 // runs, status pending (nil here: see pendingGroup), and the other tests
 // keep their groups of the round before (pending too if they have none).
 // Otherwise none.
-func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, created bool) ([]*testingv1.ResultGroup, error) {
+func (a *App) ResultGroups(ctx context.Context, inv *testingv1.Invocation, created bool) ([]*testingv1.ResultGroup, error) {
 	status := inv.GetBucketingStatus()
 	if status != domain.BucketingCompleted && status != domain.BucketingPending {
 		return nil, nil
@@ -219,9 +116,9 @@ func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 	return out, nil
 }
 
-// pendingGroup is test i's group while its runs are outstanding: one
+// PendingGroup is test i's group while its runs are outstanding: one
 // bucket of all its runs, status pending.
-func pendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
+func PendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	ids := make([]string, repeat)
 	for r := range ids {
@@ -241,21 +138,14 @@ func RunStatus(res *testingv1.RunResult, unrun string) string {
 	return res.GetStatus()
 }
 
-// EachRun is eachRun of a stored invocation: its runs with their newest
-// results first, then the others.
-func (a *App) EachRun(ctx context.Context, inv *testingv1.Invocation, only domain.Bitset,
-	fn func(idx int, runID string, res *testingv1.RunResult, unrun string) error) (domain.Bitset, error) {
-	return a.eachRun(ctx, inv, false, only, fn)
-}
-
-// eachRun calls fn with every run of inv: first those with a result of
+// EachRun calls fn with every run of inv: first those with a result of
 // their newest attempt, in stream order, then the others in index order,
 // with a nil result and their status without one (pending or cancelled).
 // A new invocation (created) reads no result. With only, a result is used
 // only for the runs only holds (the others are shown without one, as
 // when only was taken). It returns the runs that had a result. Memory
 // holds one bit per run.
-func (a *App) eachRun(ctx context.Context, inv *testingv1.Invocation, created bool, only domain.Bitset,
+func (a *App) EachRun(ctx context.Context, inv *testingv1.Invocation, created bool, only domain.Bitset,
 	fn func(idx int, runID string, res *testingv1.RunResult, unrun string) error) (domain.Bitset, error) {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	total := len(inv.GetTests()) * repeat
@@ -358,4 +248,18 @@ func invocationReliability(passed, failed int64) map[string]any {
 	v := ReliabilityView(domain.NewReliability(passed, passed+failed, 1))
 	delete(v, "pass_hat_k")
 	return v
+}
+
+// UnrunStatus is the status of a run without a result for its newest
+// attempt: pending while it may still run, else cancelled (the invocation
+// was cancelled before the run started, and no later resubmission, or
+// not the running one (inLatestRound), named it).
+func UnrunStatus(inv *testingv1.Invocation, inLatestRound bool) string {
+	switch {
+	case inv.GetStatus() == domain.InvocationCancelled, inv.GetStatus() == domain.InvocationCompleted:
+		return domain.RunCancelled
+	case len(inv.GetResubmissions()) > 0 && !inLatestRound:
+		return domain.RunCancelled
+	}
+	return domain.RunPending
 }

@@ -323,7 +323,7 @@ func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
-	h.stream(w, r, "application/json", func(w io.Writer) error { return h.app.WriteInvocation(r.Context(), w, inv, created) })
+	h.stream(w, r, "application/json", func(w io.Writer) error { return writeInvocation(r.Context(), h.app, w, inv, created) })
 }
 
 // stream answers 200 with the body write streams.
@@ -409,7 +409,7 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 		})
 	case baseline != nil:
 		h.stream(w, r, "application/json", func(w io.Writer) error {
-			return h.app.WriteInvocationCompared(r.Context(), w, inv, baseline)
+			return writeInvocationCompared(r.Context(), h.app, w, inv, baseline)
 		})
 	default:
 		h.writeInvocation(w, r, inv, false)

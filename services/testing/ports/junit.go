@@ -207,7 +207,7 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
 	now := app.NewTestStatuses(inv)
-	had, err := a.EachRun(ctx, inv, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+	had, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		now.Add(idx, app.RunStatus(res, unrun))
 		c := JUnitCaseOf(inv, idx, res, unrun)
 		s.Tests++
@@ -239,7 +239,7 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	}
 	j := NewJUnitWriter(w)
 	j.Begin(s)
-	_, err = a.EachRun(ctx, inv, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+	_, err = a.EachRun(ctx, inv, false, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		return j.Case(JUnitCaseOf(inv, idx, res, unrun))
 	})
 	if err != nil {
