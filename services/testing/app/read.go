@@ -182,14 +182,25 @@ func (a *App) EachRun(ctx context.Context, inv *testingv1.Invocation, created bo
 	return seen, nil
 }
 
-// ListInvocations returns one page of invocation summaries, newest first,
-// the position of its last one and whether more follow.
-func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[string]any, *InvocationPosition, bool, error) {
+// InvocationProgress is an invocation as listings show it: its summary
+// and where its runs are.
+type InvocationProgress struct {
+	InvocationSummary
+	Passed, Failed, Pending, Cancelled int64
+	// Reliability is the pass rate of its finished runs and its 95%
+	// interval (pass^k belongs to one test's repeats, not to a mix of
+	// tests).
+	Reliability domain.Reliability
+}
+
+// ListInvocations returns one page of invocations, newest first, the
+// position of its last one and whether more follow.
+func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]InvocationProgress, *InvocationPosition, bool, error) {
 	page, more, err := a.ReadModel.PageInvocations(ctx, q)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	out := make([]map[string]any, 0, len(page))
+	out := make([]InvocationProgress, 0, len(page))
 	for _, d := range page {
 		runs := d.Runs
 		passed, failed := d.PassedCount, d.FailedCount
@@ -226,28 +237,14 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[st
 		if d.Status == domain.InvocationCancelled {
 			cancelled, pending = unrun, 0
 		}
-		out = append(out, map[string]any{
-			"id": d.ID, "agent_id": d.AgentID, "branch_id": d.BranchID, "created_at_unix_secs": d.CreatedAtUnix,
-			"test_run_count": runs, "passed_count": passed, "failed_count": failed, "pending_count": pending,
-			"cancelled_count": cancelled, "title": d.Title, "repeat_count": d.RepeatCount,
-			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
-			"reliability": invocationReliability(passed, failed),
-		})
+		out = append(out, InvocationProgress{InvocationSummary: d, Passed: passed, Failed: failed, Pending: pending,
+			Cancelled: cancelled, Reliability: domain.NewReliability(passed, passed+failed, 1)})
 	}
 	var last *InvocationPosition
 	if len(page) > 0 {
 		last = &InvocationPosition{Created: page[len(page)-1].CreatedAtUnix, ID: page[len(page)-1].ID}
 	}
 	return out, last, more, nil
-}
-
-// invocationReliability is the pass rate of an invocation's finished runs
-// and its 95% interval; pass^k belongs to one test's repeats, not to a mix
-// of tests, so it is left out.
-func invocationReliability(passed, failed int64) map[string]any {
-	v := ReliabilityView(domain.NewReliability(passed, passed+failed, 1))
-	delete(v, "pass_hat_k")
-	return v
 }
 
 // UnrunStatus is the status of a run without a result for its newest

@@ -331,13 +331,3 @@ func nullable(s string) any {
 	}
 	return s
 }
-
-// TestView is a test as GET shows it: its definition plus id, name, type.
-func TestView(t *testingv1.Test) map[string]any {
-	out := map[string]any{}
-	_ = json.Unmarshal(t.GetDefinitionJson(), &out)
-	out["id"], out["name"], out["type"] = t.GetTestId(), t.GetName(), t.GetType()
-	out["parent_folder_id"] = nullable(t.GetParentFolderId())
-	out["created_at_unix_secs"], out["last_updated_at_unix_secs"] = t.GetCreatedAtUnix(), t.GetUpdatedAtUnix()
-	return out
-}

@@ -88,14 +88,14 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rel := app.ReliabilityView(overall)
+	rel := ReliabilityView(overall)
 	invocations := make([]map[string]any, len(per))
 	for i, p := range per {
-		invocations[i] = app.ReliabilityView(p.Reliability)
+		invocations[i] = ReliabilityView(p.Reliability)
 		invocations[i]["invocation_id"], invocations[i]["created_at_unix_secs"] = p.InvocationID, p.CreatedAtUnix
 	}
 	rel["invocations"] = invocations
-	view := app.TestView(t)
+	view := TestView(t)
 	view["reliability"] = rel
 	httpx.WriteJSON(w, http.StatusOK, view)
 	return nil
@@ -111,7 +111,7 @@ func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+	httpx.WriteJSON(w, http.StatusOK, TestView(t))
 	return nil
 }
 
@@ -450,7 +450,11 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
+	views := make([]map[string]any, len(results))
+	for i, p := range results {
+		views[i] = invocationView(p)
+	}
+	out := map[string]any{"results": views, "has_more": more, "next_cursor": nil}
 	if more && last != nil {
 		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.Created, ID: last.ID})
 	}
