@@ -129,7 +129,7 @@ func deref(s *string) string {
 // Summaries returns the listed form of each test id (at most 1000 ids,
 // as the schema, TestSummariesRequest, says); a repeated or unknown id →
 // 422 naming each.
-func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]EntryView, error) {
+func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]ListedEntry, error) {
 	var v apperr.Validator
 	seen := map[string]bool{}
 	for i, id := range testIDs {
@@ -154,13 +154,13 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	views, err := a.views(ctx, ws, found)
+	listed, err := a.listed(ctx, ws, found)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]EntryView, len(found))
+	out := make(map[string]ListedEntry, len(found))
 	for i, e := range found {
-		out[e.ID] = views[i]
+		out[e.ID] = listed[i]
 	}
 	return out, nil
 }
@@ -310,24 +310,24 @@ func (a *App) children(ctx context.Context, ws, folderID string) ([]Entry, error
 	}
 }
 
-// FolderView is a folder as GET shows it.
-func (a *App) FolderView(ctx context.Context, ws string, fl *testingv1.Folder) (map[string]any, error) {
+// FolderDetails is a folder as GET shows it: the folders down to it (it
+// included) and its children count.
+type FolderDetails struct {
+	Folder        *testingv1.Folder
+	FolderPath    []FolderRef // root first, the folder last
+	ChildrenCount int
+}
+
+// FolderDetails details a folder.
+func (a *App) FolderDetails(ctx context.Context, ws string, fl *testingv1.Folder) (FolderDetails, error) {
 	f := a.folders(ws)
 	if err := f.load(ctx, fl.GetParentFolderId()); err != nil {
-		return nil, err
+		return FolderDetails{}, err
 	}
 	n, err := a.ReadModel.ChildCount(ctx, ws, fl.GetFolderId())
 	if err != nil {
-		return nil, err
+		return FolderDetails{}, err
 	}
-	path := append(f.path(fl.GetParentFolderId()), map[string]any{"id": fl.GetFolderId(), "name": fl.GetName()})
-	return map[string]any{"id": fl.GetFolderId(), "name": fl.GetName(), "folder_path": path,
-		"children_count": n, "parent_folder_id": nullable(fl.GetParentFolderId())}, nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+	path := append(f.path(fl.GetParentFolderId()), FolderRef{ID: fl.GetFolderId(), Name: fl.GetName()})
+	return FolderDetails{Folder: fl, FolderPath: path, ChildrenCount: n}, nil
 }

@@ -184,9 +184,13 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	if pos != nil {
 		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
-	views, page, more, err := h.app.ListTests(r.Context(), tq)
+	listed, page, more, err := h.app.ListTests(r.Context(), tq)
 	if err != nil {
 		return err
+	}
+	views := make([]map[string]any, len(listed))
+	for i, e := range listed {
+		views[i] = entryView(e)
 	}
 	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
 	if more && len(page) > 0 {
@@ -206,9 +210,13 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
 	}
-	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
+	listed, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
 	if err != nil {
 		return err
+	}
+	out := make(map[string]map[string]any, len(listed))
+	for id, e := range listed {
+		out[id] = entryView(e)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
 	return nil
@@ -268,11 +276,11 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
-	view, err := h.app.FolderView(r.Context(), ws, f)
+	d, err := h.app.FolderDetails(r.Context(), ws, f)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, view)
+	httpx.WriteJSON(w, http.StatusOK, folderView(d))
 	return nil
 }
 

@@ -42,3 +42,24 @@ func invocationView(p app.InvocationProgress) map[string]any {
 		"reliability": rel,
 	}
 }
+
+// entryView is a test or folder in listings (UnitTestSummaryResponseModel).
+func entryView(e app.ListedEntry) map[string]any {
+	v := map[string]any{
+		"id": e.ID, "name": e.Name, "created_at_unix_secs": e.CreatedAtUnix, "last_updated_at_unix_secs": e.UpdatedAtUnix,
+		"type": e.Type, "entity_type": e.Kind, "folder_parent_id": nullable(e.ParentFolderID),
+		"folder_path": e.FolderPath,
+	}
+	if e.Kind == app.KindFolder {
+		v["children_count"] = e.ChildrenCount
+	} else if e.InitSource != "" {
+		v["conversation_initiation_source"] = e.InitSource
+	}
+	return v
+}
+
+// folderView is a folder as GET shows it.
+func folderView(d app.FolderDetails) map[string]any {
+	return map[string]any{"id": d.Folder.GetFolderId(), "name": d.Folder.GetName(), "folder_path": d.FolderPath,
+		"children_count": d.ChildrenCount, "parent_folder_id": nullable(d.Folder.GetParentFolderId())}
+}
