@@ -278,7 +278,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	if err != nil {
 		return nil, err
 	}
-	exec := &runner.Executor{Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
+	exec := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
 	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
 		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err
@@ -292,7 +292,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.
-	simulations := &runner.Executor{Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
+	simulations := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
 	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, Version, ports.SimulateRouter(a, simulations))
 	if err != nil {
 		return nil, err

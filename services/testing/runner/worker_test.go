@@ -33,7 +33,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2,
+	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2,
 		Log: log, MaxAttempts: 3, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -150,7 +150,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		_ = m.Nak() // the earlier delivery, whose worker died
 	}
 
-	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
@@ -223,7 +223,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
-	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	str, _ := js.Stream(ctx, events.TestJobsStream)
