@@ -50,13 +50,13 @@ type Service = runtime.Service[*app.App]
 
 // Start runs the service until ctx ends.
 func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
-	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
 		return nil, err
 	}
 	// The service that queues runs exports the queue, so a backlog with no
 	// runner at all is visible too (alert: runs queued, no runner pulling).
 	d.WatchStream(events.TestJobsStream)
-	d.WatchConsumer(events.TestJobsStream, app.RunnersConsumer)
+	d.WatchConsumer(events.TestJobsStream, adapters.RunnersConsumer)
 	var err error
 	store := adapters.OpenStore(d.Mongo.Database(Database))
 	var listings app.ReadModel = store
@@ -67,7 +67,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	} else if listings, err = adapters.NewReadModel(ctx, d.Mongo.Database(Database)); err != nil {
 		return nil, err
 	}
-	a := app.New(d.JS, listings, d.Logger)
+	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
 	// The store is the durable copy (and what listings read in store mode),
 	// written off the request path by its projectors; behind the in-memory
@@ -257,7 +257,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	if err := app.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
 		return nil, err
 	}
 	model, err := c.Model()
@@ -278,21 +278,21 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	if err != nil {
 		return nil, err
 	}
-	exec := &runner.Executor{Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
+	exec := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
 	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
 		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err
 		}
 	}
-	d.WatchConsumer(events.TestJobsStream, app.RunnersConsumer)
-	a := app.New(d.JS, nil, d.Logger)
+	d.WatchConsumer(events.TestJobsStream, adapters.RunnersConsumer)
+	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), nil, d.Logger, d.Clock())
 	w := &runner.Worker{
-		App: a, Exec: exec,
+		App: a, JS: d.JS, Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.
-	simulations := &runner.Executor{Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
+	simulations := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
 	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, Version, ports.SimulateRouter(a, simulations))
 	if err != nil {
 		return nil, err

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // App is the testing application.
@@ -24,8 +23,11 @@ type App struct {
 	Folders     *aggregate.Repo[*testingv1.Folder]
 	Invocations *aggregate.Repo[*testingv1.Invocation]
 	ReadModel   ReadModel
-	JS          jetstream.JetStream
-	Agents      *eventstore.Store // stream AGENTS, read for an agent's configuration
+	Agents      eventlog.Store // agents, read for an agent's configuration
+	Runs        RunsLog
+	Jobs        JobQueue
+	Counters    Counters
+	Feed        InvocationFeed
 	// Conversations, when set, lets a regression test be made from a
 	// recorded conversation by its id.
 	Conversations StoredConversations
@@ -35,9 +37,9 @@ type App struct {
 
 // New wires the application. rm may be nil for processes without a read
 // model (runner workers).
-func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
-	a := &App{ReadModel: rm, JS: js, Agents: eventstore.New(js, events.AgentsStream), Log: log}
-	store := eventstore.New(js, events.TestingStream)
+func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
+	a := &App{ReadModel: rm, Agents: p.Agents, Runs: p.Runs, Jobs: p.Jobs, Counters: p.Counts, Feed: p.Invocations, Log: log, Now: now}
+	store := p.Testing
 	subject := func(kind string) func(string, string) (string, error) {
 		return func(ws, id string) (string, error) { return events.TestingSubject(ws, kind, id) }
 	}
@@ -48,7 +50,7 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 		Touch:    func(s *testingv1.Test, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.TestNotFound,
 		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: a.now,
+		Log:      log, Now: now,
 	}
 	a.Folders = &aggregate.Repo[*testingv1.Folder]{
 		Store: store, Subject: subject(events.TestingKindFolder),
@@ -57,7 +59,7 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.FolderNotFound,
 		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: a.now,
+		Log:      log, Now: now,
 	}
 	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
 		Store: store, Subject: subject(events.TestingKindInvocation),
@@ -65,7 +67,7 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 		Gone:     func(*testingv1.Invocation) bool { return false },
 		NotFound: apperr.InvocationNotFound,
 		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: a.now,
+		Log:      log, Now: now,
 	}
 	if rm != nil {
 		a.Tests.Project = rm.ApplyTest
@@ -78,13 +80,6 @@ func New(js jetstream.JetStream, rm ReadModel, log *slog.Logger) *App {
 func stateOf[S proto.Message](m proto.Message) (S, bool) {
 	s, ok := StateOf(m).(S)
 	return s, ok
-}
-
-func (a *App) now() time.Time {
-	if a.Now != nil {
-		return a.Now()
-	}
-	return time.Now()
 }
 
 // Caller is who issued a command.

@@ -1,20 +1,17 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"io"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// testStatuses folds the statuses of an invocation's runs into one status
+// TestStatuses folds the statuses of an invocation's runs into one status
 // per test id: failed if any of its runs failed, passed if all passed,
 // else pending. It holds one entry per distinct test, never per run.
-type testStatuses struct {
+type TestStatuses struct {
 	inv    *testingv1.Invocation
 	repeat int
 	seen   map[string]uint8 // test id → sawRun | sawFailed | sawNotPassed
@@ -26,12 +23,12 @@ const (
 	sawNotPassed
 )
 
-func newTestStatuses(inv *testingv1.Invocation) *testStatuses {
-	return &testStatuses{inv: inv, repeat: int(max(inv.GetRepeatCount(), 1)), seen: map[string]uint8{}}
+func NewTestStatuses(inv *testingv1.Invocation) *TestStatuses {
+	return &TestStatuses{inv: inv, repeat: int(max(inv.GetRepeatCount(), 1)), seen: map[string]uint8{}}
 }
 
 // add counts run idx with its status.
-func (s *testStatuses) add(idx int, status string) {
+func (s *TestStatuses) Add(idx int, status string) {
 	id := s.inv.GetTests()[idx/s.repeat].GetTestId()
 	f := s.seen[id] | sawRun
 	switch status {
@@ -45,7 +42,7 @@ func (s *testStatuses) add(idx int, status string) {
 }
 
 // status is a test's status over its runs, and whether it ran at all.
-func (s *testStatuses) status(testID string) (string, bool) {
+func (s *TestStatuses) status(testID string) (string, bool) {
 	f, ok := s.seen[testID]
 	switch {
 	case !ok:
@@ -59,10 +56,10 @@ func (s *testStatuses) status(testID string) (string, bool) {
 }
 
 // testStatusesOf reads the status of every test of a stored invocation.
-func (a *App) testStatusesOf(ctx context.Context, inv *testingv1.Invocation) (*testStatuses, error) {
-	s := newTestStatuses(inv)
-	_, err := a.eachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
-		s.add(idx, runStatus(res, unrun))
+func (a *App) testStatusesOf(ctx context.Context, inv *testingv1.Invocation) (*TestStatuses, error) {
+	s := NewTestStatuses(inv)
+	_, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+		s.Add(idx, RunStatus(res, unrun))
 		return nil
 	})
 	return s, err
@@ -88,7 +85,7 @@ type BaselineComparison struct {
 
 // compare compares now (of inv) with base (of baseline), in the order of
 // inv's tests.
-func compare(inv *testingv1.Invocation, now, base *testStatuses, baselineID string) BaselineComparison {
+func compare(inv *testingv1.Invocation, now, base *TestStatuses, baselineID string) BaselineComparison {
 	c := BaselineComparison{BaselineInvocationID: baselineID,
 		Regressions: []TestChange{}, Fixes: []TestChange{}, NewFailures: []TestChange{}, StillFailing: []TestChange{}}
 	done := map[string]bool{}
@@ -121,22 +118,19 @@ func compare(inv *testingv1.Invocation, now, base *testStatuses, baselineID stri
 	return c
 }
 
-// WriteInvocationCompared is WriteInvocation of a stored invocation with
-// a baseline_comparison against baseline after its runs. Memory grows
-// with the number of distinct tests of both, not with their runs.
-func (a *App) WriteInvocationCompared(ctx context.Context, w io.Writer, inv, baseline *testingv1.Invocation) error {
-	now := newTestStatuses(inv)
-	return a.writeInvocation(ctx, w, inv, false, now.add, func(bw *bufio.Writer) error {
-		base, err := a.testStatusesOf(ctx, baseline)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(compare(inv, now, base, baseline.GetInvocationId()))
-		if err != nil {
-			return err
-		}
-		bw.WriteString(`"baseline_comparison":`)
-		_, err = bw.Write(b)
-		return err
-	})
+// CompareWith compares the tests of inv, whose statuses are now, with
+// those of the stored invocation baseline.
+func (a *App) CompareWith(ctx context.Context, inv *testingv1.Invocation, now *TestStatuses, baseline *testingv1.Invocation) (BaselineComparison, error) {
+	base, err := a.testStatusesOf(ctx, baseline)
+	if err != nil {
+		return BaselineComparison{}, err
+	}
+	return compare(inv, now, base, baseline.GetInvocationId()), nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

@@ -2,13 +2,10 @@ package app
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -16,7 +13,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -32,10 +28,8 @@ func (a *App) MarkQueued(ctx context.Context, ws, invocationID string, jobsTotal
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = []byte(strconv.FormatInt(jobsTotal, 10))
-	msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#queued#"+string(msg.Data))
-	_, err = eventstore.Publish(ctx, a.JS, msg)
+	total := strconv.FormatInt(jobsTotal, 10)
+	_, err = a.Runs.Publish(ctx, Message{Subject: subject, ID: invocationID + "#queued#" + total, Data: []byte(total)})
 	return err
 }
 
@@ -44,14 +38,11 @@ func (a *App) queued(ctx context.Context, ws, invocationID string) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	m, err := eventstore.GetMsg(ctx, a.JS, events.TestRunsStream, eventstore.MsgRequest{LastFor: subject})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	rec, found, err := a.Runs.Last(ctx, subject)
+	if err != nil || !found {
 		return 0, err
 	}
-	return strconv.ParseInt(string(m.Data), 10, 64)
+	return strconv.ParseInt(string(rec.Data), 10, 64)
 }
 
 // jobsLeft reports whether any run job of the invocation is still on the
@@ -61,11 +52,7 @@ func (a *App) jobsLeft(ctx context.Context, ws, invocationID string) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	_, err = eventstore.GetMsg(ctx, a.JS, events.TestJobsStream, eventstore.MsgRequest{Seq: 1, NextFor: jobs})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	return err == nil, err
+	return a.Jobs.Waiting(ctx, jobs)
 }
 
 // CheckCompletion completes a running invocation whose jobs are all done:
@@ -96,14 +83,11 @@ func (a *App) claimedRecently(ctx context.Context, ws, invocationID, round strin
 	if err != nil {
 		return false, err
 	}
-	m, err := eventstore.GetMsg(ctx, a.JS, events.TestRunsStream, eventstore.MsgRequest{LastFor: subject})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
+	rec, found, err := a.Runs.Last(ctx, subject)
+	if err != nil || !found {
 		return false, err
 	}
-	return string(m.Data) == round && time.Since(m.Time) < claimWindow, nil
+	return string(rec.Data) == round && a.Now().Sub(rec.Time) < claimWindow, nil
 }
 
 func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, claim, mayCount bool) (bool, error) {
@@ -142,11 +126,8 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		if err != nil {
 			return false, err
 		}
-		msg := nats.NewMsg(subject)
-		msg.Data = []byte(round)
-		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#completing#"+round)
-		ack, err := eventstore.Publish(ctx, a.JS, msg)
-		if err != nil || ack.Duplicate {
+		dup, err := a.Runs.Publish(ctx, Message{Subject: subject, ID: invocationID + "#completing#" + round, Data: []byte(round)})
+		if err != nil || dup {
 			return false, err
 		}
 	}
@@ -161,7 +142,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		if cur.Status != domain.InvocationRunning || cur.JobsTotal != total {
 			return nil, nil
 		}
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		cur.Status, cur.CompletedAtUnix, cur.PassedCount, cur.FailedCount = domain.InvocationCompleted, &now, passed, failed
 		completed = cur
 		return &testingv1.InvocationCompleted{Meta: meta, Invocation: cur, PassedCount: passed, FailedCount: failed}, nil
@@ -177,9 +158,8 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		if err != nil {
 			return true, err
 		}
-		msg := &nats.Msg{Subject: subject, Data: data, Header: nats.Header{}}
-		msg.Header.Set(jetstream.MsgIDHeader, invocationID+"#bucketing#"+round)
-		if _, err := eventstore.Publish(ctx, a.JS, msg); err != nil {
+		bucketing := Message{Subject: subject, ID: invocationID + "#bucketing#" + round, Data: data}
+		if err := a.Jobs.Enqueue(ctx, 1, func(int) (Message, error) { return bucketing, nil }); err != nil {
 			return true, err
 		}
 	}
@@ -213,42 +193,40 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 	expected := ExpectedAttempts(inv)
 	total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
 	outcome := make([]byte, total) // per run: 0 none yet, 'p' passed, 'f' failed
-	results := eventstore.New(a.JS, events.TestRunsStream)
 	runs, err := events.RunsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
 	if err != nil {
 		return 0, 0, err
 	}
-	err = eachMsg(ctx, a.JS, events.TestRunsStream, runs,
-		jetstream.DeliverAllPolicy, true, 10_000, func(m jetstream.Msg) error {
-			runID := m.Subject()[strings.LastIndexByte(m.Subject(), '.')+1:]
-			idx, err := domain.RunIndex(inv.GetInvocationId(), runID)
-			if err != nil || idx >= total {
-				return nil
-			}
-			status, attempt := m.Headers().Get(events.HeaderRunStatus), m.Headers().Get(events.HeaderRunAttempt)
-			n, convErr := strconv.Atoi(attempt)
-			if status == "" || convErr != nil { // a result stored without them: read it whole
-				md, err := m.Metadata()
-				if err != nil {
-					return err
-				}
-				run, err := runOf(esproto.At(ctx, results, md.Sequence.Stream))
-				if err != nil {
-					return err
-				}
-				status, n = run.GetStatus(), int(run.GetAttempt())
-			}
-			if int32(n) < max(expected[runID], 1) {
-				return nil
-			}
-			switch status {
-			case domain.RunPassed:
-				outcome[idx] = 'p'
-			case domain.RunFailed:
-				outcome[idx] = 'f'
-			}
+	err = a.Runs.EachHeader(ctx, runs, func(m Record) error {
+		runID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
+		idx, err := domain.RunIndex(inv.GetInvocationId(), runID)
+		if err != nil || idx >= total {
 			return nil
-		})
+		}
+		status, attempt := m.Header.Get(events.HeaderRunStatus), m.Header.Get(events.HeaderRunAttempt)
+		n, convErr := strconv.Atoi(attempt)
+		if status == "" || convErr != nil { // a result stored without them: read it whole
+			rec, err := a.Runs.At(ctx, m.Seq)
+			if err != nil {
+				return err
+			}
+			run, err := runOf(esproto.Decode(rec))
+			if err != nil {
+				return err
+			}
+			status, n = run.GetStatus(), int(run.GetAttempt())
+		}
+		if int32(n) < max(expected[runID], 1) {
+			return nil
+		}
+		switch status {
+		case domain.RunPassed:
+			outcome[idx] = 'p'
+		case domain.RunFailed:
+			outcome[idx] = 'f'
+		}
+		return nil
+	})
 	for _, o := range outcome {
 		switch o {
 		case 'p':

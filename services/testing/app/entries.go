@@ -53,15 +53,21 @@ func (f *folders) load(ctx context.Context, ids ...string) error {
 	return nil
 }
 
+// FolderRef names a folder on a path.
+type FolderRef struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
 // path is the folders from the root down to id, id included (load id first).
-func (f *folders) path(id string) []map[string]any {
-	out := []map[string]any{}
+func (f *folders) path(id string) []FolderRef {
+	out := []FolderRef{}
 	for cur, n := id, 0; cur != "" && n < maxFolderDepth; n++ {
 		e, ok := f.known[cur]
 		if !ok {
 			break
 		}
-		out = append(out, map[string]any{"id": e.ID, "name": e.Name})
+		out = append(out, FolderRef{ID: e.ID, Name: e.Name})
 		cur = e.ParentFolderID
 	}
 	slices.Reverse(out)
@@ -80,13 +86,18 @@ func (f *folders) isWithin(id, ancestor string) bool {
 	return false
 }
 
-// EntryView is a test or folder in listings (UnitTestSummaryResponseModel).
-type EntryView = map[string]any
+// ListedEntry is a test or folder as listings show it: the entry, the
+// folders above it, and a folder's children count.
+type ListedEntry struct {
+	Entry
+	FolderPath    []FolderRef // root first
+	ChildrenCount int         // folders only
+}
 
-// views renders entries with their folder paths and, for folders, their
+// listed gives entries their folder paths and, for folders, their
 // children counts: a read per level of folders and one count per folder
 // shown, whatever the workspace holds.
-func (a *App) views(ctx context.Context, ws string, entries []Entry) ([]EntryView, error) {
+func (a *App) listed(ctx context.Context, ws string, entries []Entry) ([]ListedEntry, error) {
 	f := a.folders(ws)
 	parents := make([]string, len(entries))
 	for i, e := range entries {
@@ -95,23 +106,16 @@ func (a *App) views(ctx context.Context, ws string, entries []Entry) ([]EntryVie
 	if err := f.load(ctx, parents...); err != nil {
 		return nil, err
 	}
-	out := make([]EntryView, len(entries))
+	out := make([]ListedEntry, len(entries))
 	for i, e := range entries {
-		v := EntryView{
-			"id": e.ID, "name": e.Name, "created_at_unix_secs": e.CreatedAtUnix, "last_updated_at_unix_secs": e.UpdatedAtUnix,
-			"type": e.Type, "entity_type": e.Kind, "folder_parent_id": nullable(e.ParentFolderID),
-			"folder_path": f.path(e.ParentFolderID),
-		}
+		out[i] = ListedEntry{Entry: e, FolderPath: f.path(e.ParentFolderID)}
 		if e.Kind == KindFolder {
 			n, err := a.ReadModel.ChildCount(ctx, ws, e.ID)
 			if err != nil {
 				return nil, err
 			}
-			v["children_count"] = n
-		} else if e.InitSource != "" {
-			v["conversation_initiation_source"] = e.InitSource
+			out[i].ChildrenCount = n
 		}
-		out[i] = v
 	}
 	return out, nil
 }
@@ -154,11 +158,11 @@ func (q TestQuery) entryQuery() EntryQuery {
 
 // ListTests returns one page of tests (and folders when asked), newest
 // first, and whether more follow.
-func (a *App) ListTests(ctx context.Context, q TestQuery) ([]EntryView, []Entry, bool, error) {
+func (a *App) ListTests(ctx context.Context, q TestQuery) ([]ListedEntry, []Entry, bool, error) {
 	page, more, err := a.ReadModel.PageEntries(ctx, q.entryQuery())
 	if err != nil {
 		return nil, nil, false, err
 	}
-	views, err := a.views(ctx, q.WorkspaceID, page)
-	return views, page, more, err
+	listed, err := a.listed(ctx, q.WorkspaceID, page)
+	return listed, page, more, err
 }

@@ -3,12 +3,10 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -18,7 +16,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -122,7 +119,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 	inv := &testingv1.Invocation{
 		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID, BranchId: deref(in.BranchID),
 		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: int32(repeat),
-		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.now().Unix(), Status: domain.InvocationRunning,
+		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.Now().Unix(), Status: domain.InvocationRunning,
 		AgentName: ag.GetName(), CacheModelResponses: in.CacheModelResponses != nil && *in.CacheModelResponses,
 	}
 	if in.AgentConfigOverride != nil {
@@ -158,7 +155,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 	if c.CommandID != "" {
 		inv.InvocationId = "tinv_" + esproto.StableID("tinv", c.WorkspaceID+"/"+c.CommandID)
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Invocations.Create(ctx, c.WorkspaceID, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv)
 	return out, err
 }
@@ -173,7 +170,7 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 		case domain.InvocationCompleted:
 			return nil, apperr.InvocationFinished
 		}
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		inv.Status, inv.CancelledAtUnix = domain.InvocationCancelled, &now
 		if inv.BucketingStatus == domain.BucketingPending {
 			inv.BucketingStatus, inv.BucketingError = domain.BucketingFailed, "The invocation was cancelled before all runs finished."
@@ -187,11 +184,7 @@ func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testi
 	if err != nil {
 		return inv, err
 	}
-	stream, err := eventstore.StreamOf(ctx, a.JS, events.TestJobsStream)
-	if err == nil {
-		err = stream.Purge(ctx, jetstream.WithPurgeSubject(jobs))
-	}
-	return inv, err
+	return inv, a.Jobs.Purge(ctx, jobs)
 }
 
 // ResubmitInput is the body of POST …/{id}/resubmit. Its shape (1 or
@@ -241,7 +234,7 @@ func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in Re
 			return nil, apperr.InvocationRunning
 		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
-			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.now().Unix(),
+			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.Now().Unix(),
 			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
 		})
 		inv.JobsTotal += int64(len(in.TestRunIDs))
@@ -264,20 +257,7 @@ func (a *App) Counts(ctx context.Context, invocationID string, attempt int32) (d
 		if err != nil {
 			return 0, err
 		}
-		m, err := eventstore.GetMsg(ctx, a.JS, events.TestCountsStream, eventstore.MsgRequest{LastFor: subject})
-		if err != nil {
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return 0, nil
-			}
-			return 0, err
-		}
-		var body struct {
-			Val string `json:"val"`
-		}
-		if err := json.Unmarshal(m.Data, &body); err != nil {
-			return 0, err
-		}
-		return strconv.ParseInt(body.Val, 10, 64)
+		return a.Counters.Count(ctx, subject)
 	}
 	if done, err = read("done"); err != nil {
 		return 0, 0, err

@@ -1,22 +1,16 @@
 package app
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -31,62 +25,6 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 		return nil, fmt.Errorf("seq %d holds no test", seq)
 	}
 	return t, nil
-}
-
-// EachLast calls fn with the last message of every subject matching
-// filter in stream, in stream order, reading through an ordered consumer
-// (nothing is held in memory).
-func EachLast(ctx context.Context, js jetstream.JetStream, stream, filter string, fn func(jetstream.Msg) error) error {
-	return eachMsg(ctx, js, stream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 2000, fn)
-}
-
-// eachMsg calls fn with the messages of stream matching filter from
-// deliver on, in stream order, batch at a time; with headersOnly they
-// carry their headers only (and Nats-Msg-Size), not their data.
-func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
-	batch int, fn func(jetstream.Msg) error) error {
-	// An ephemeral consumer, deleted when done: a stream holds at most
-	// 1,000 consumers by default, and readers come often.
-	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
-	})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
-	}()
-	info, err := cons.Info(ctx)
-	if err != nil {
-		return err
-	}
-	if info.NumPending == 0 {
-		return nil
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
-	if err != nil {
-		return err
-	}
-	defer it.Stop()
-	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
-		if err != nil {
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		if err := fn(m); err != nil {
-			return err
-		}
-		if md.NumPending == 0 {
-			return nil
-		}
-	}
 }
 
 // runOf is the result a RunCompleted event carries.
@@ -108,9 +46,9 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 	if err != nil {
 		return err
 	}
-	return EachLast(ctx, a.JS, events.TestRunsStream, runs,
-		func(m jetstream.Msg) error {
-			r, err := runOf(eventstore.DecodeMsg(m))
+	return a.Runs.EachLast(ctx, runs,
+		func(m Record) error {
+			r, err := runOf(esproto.Decode(m))
 			if err != nil {
 				return err
 			}
@@ -118,114 +56,14 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 		})
 }
 
-// WriteInvocation streams an invocation (spec 2.2) to w: its fields,
-// result groups, then every run, finished runs first as read from the
-// stream, then those still pending. Memory holds one bit per run and each
-// test's definition once. A new invocation (created) is written as created:
-// every run pending, whatever runners have done since.
-func (a *App) WriteInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool) error {
-	return a.writeInvocation(ctx, w, inv, created, nil, nil)
-}
-
-// writeInvocation is WriteInvocation that also calls each, when given,
-// with every run's index and status as it is written, and then tail, when
-// given, to write more fields of the object after test_runs.
-func (a *App) writeInvocation(ctx context.Context, w io.Writer, inv *testingv1.Invocation, created bool,
-	each func(idx int, status string), tail func(*bufio.Writer) error) error {
-	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := json.NewEncoder(bw)
-	var bucketing any
-	if inv.GetBucketingStatus() != "" {
-		bucketing = inv.GetBucketingStatus()
-	}
-	head := map[string]any{
-		"id": inv.GetInvocationId(), "agent_id": inv.GetAgentId(), "branch_id": inv.GetBranchId(),
-		"created_at": inv.GetCreatedAtUnix(), "folder_id": inv.GetFolderId(), "repeat_count": max(inv.GetRepeatCount(), 1),
-		"bucketing_status": bucketing, "cancelled": inv.GetStatus() == domain.InvocationCancelled,
-		"status": inv.GetStatus(), "title": inv.GetTitle(), "ran_against_draft": false,
-	}
-	if e := inv.GetBucketingError(); e != "" {
-		head["bucketing_error"] = e
-	}
-	if inv.GetCacheModelResponses() {
-		head["cache_model_responses"] = true
-	}
-	b, _ := json.Marshal(head)
-	bw.Write(b[:len(b)-1]) // keep the object open
-	bw.WriteString(`,"result_groups":[`)
-	groups, err := a.resultGroups(ctx, inv, created)
-	if err != nil {
-		return err
-	}
-	for i, g := range groups {
-		if i > 0 {
-			bw.WriteByte(',')
-		}
-		if g == nil { // made as written: a large invocation has many runs
-			g = pendingGroup(inv, i)
-		}
-		_ = enc.Encode(GroupView(g))
-	}
-	bw.WriteString(`],"test_runs":[`)
-	views := map[uint64]RunTestView{}
-	info := func(pt *testingv1.PlannedTest) (RunTestView, error) {
-		if v, ok := views[pt.GetTestStreamSeq()]; ok {
-			return v, nil
-		}
-		t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
-		if err != nil {
-			return RunTestView{}, err
-		}
-		v := NewRunTestView(t)
-		views[pt.GetTestStreamSeq()] = v
-		return v, nil
-	}
-	repeat := int(max(inv.GetRepeatCount(), 1))
-	first := true
-	pending := pendingRuns{}
-	var turnMs []int64 // every agent turn's response time, for the invocation's latency
-	_, err = a.eachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
-		pt := inv.GetTests()[idx/repeat]
-		ti, err := info(pt)
-		if err != nil {
-			return err
-		}
-		if !first {
-			bw.WriteByte(',')
-		}
-		first = false
-		if each != nil {
-			each(idx, runStatus(res, unrun))
-		}
-		if res == nil {
-			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
-		}
-		turnMs = append(turnMs, res.GetAgentTurnMs()...)
-		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
-	})
-	if err != nil {
-		return err
-	}
-	bw.WriteString(`],"agent_latency":`)
-	_ = enc.Encode(latencyOf(turnMs))
-	if tail != nil {
-		bw.WriteString(`,`)
-		if err := tail(bw); err != nil {
-			return err
-		}
-	}
-	bw.WriteString("}")
-	return bw.Flush()
-}
-
-// resultGroups are the invocation's result groups, in test order: the
+// ResultGroups are the invocation's result groups, in test order: the
 // stored ones once bucketing has completed; while it is pending, a test
 // with runs in the running round (every test of a new invocation, the
 // resubmitted runs' tests of a resubmission) has one bucket of all its
 // runs, status pending (nil here: see pendingGroup), and the other tests
 // keep their groups of the round before (pending too if they have none).
 // Otherwise none.
-func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, created bool) ([]*testingv1.ResultGroup, error) {
+func (a *App) ResultGroups(ctx context.Context, inv *testingv1.Invocation, created bool) ([]*testingv1.ResultGroup, error) {
 	status := inv.GetBucketingStatus()
 	if status != domain.BucketingCompleted && status != domain.BucketingPending {
 		return nil, nil
@@ -236,8 +74,8 @@ func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 		if err != nil {
 			return nil, err
 		}
-		err = EachLast(ctx, a.JS, events.TestRunsStream, subjects, func(m jetstream.Msg) error {
-			msg, err := eventstore.DecodeMsg(m)
+		err = a.Runs.EachLast(ctx, subjects, func(m Record) error {
+			msg, err := esproto.Decode(m)
 			if err != nil {
 				return err
 			}
@@ -278,9 +116,9 @@ func (a *App) resultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 	return out, nil
 }
 
-// pendingGroup is test i's group while its runs are outstanding: one
+// PendingGroup is test i's group while its runs are outstanding: one
 // bucket of all its runs, status pending.
-func pendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
+func PendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	ids := make([]string, repeat)
 	for r := range ids {
@@ -292,22 +130,22 @@ func pendingGroup(inv *testingv1.Invocation, i int) *testingv1.ResultGroup {
 		Buckets: []*testingv1.Bucket{{TestRunIds: b.RunIDs, Title: b.Title, Reason: b.Reason, Status: b.Status}}}
 }
 
-// runStatus is the status of a run: its result's, or unrun without one.
-func runStatus(res *testingv1.RunResult, unrun string) string {
+// RunStatus is the status of a run: its result's, or unrun without one.
+func RunStatus(res *testingv1.RunResult, unrun string) string {
 	if res == nil {
 		return unrun
 	}
 	return res.GetStatus()
 }
 
-// eachRun calls fn with every run of inv: first those with a result of
+// EachRun calls fn with every run of inv: first those with a result of
 // their newest attempt, in stream order, then the others in index order,
 // with a nil result and their status without one (pending or cancelled).
 // A new invocation (created) reads no result. With only, a result is used
 // only for the runs only holds (the others are shown without one, as
 // when only was taken). It returns the runs that had a result. Memory
 // holds one bit per run.
-func (a *App) eachRun(ctx context.Context, inv *testingv1.Invocation, created bool, only domain.Bitset,
+func (a *App) EachRun(ctx context.Context, inv *testingv1.Invocation, created bool, only domain.Bitset,
 	fn func(idx int, runID string, res *testingv1.RunResult, unrun string) error) (domain.Bitset, error) {
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	total := len(inv.GetTests()) * repeat
@@ -344,14 +182,25 @@ func (a *App) eachRun(ctx context.Context, inv *testingv1.Invocation, created bo
 	return seen, nil
 }
 
-// ListInvocations returns one page of invocation summaries, newest first,
-// the position of its last one and whether more follow.
-func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[string]any, *InvocationPosition, bool, error) {
+// InvocationProgress is an invocation as listings show it: its summary
+// and where its runs are.
+type InvocationProgress struct {
+	InvocationSummary
+	Passed, Failed, Pending, Cancelled int64
+	// Reliability is the pass rate of its finished runs and its 95%
+	// interval (pass^k belongs to one test's repeats, not to a mix of
+	// tests).
+	Reliability domain.Reliability
+}
+
+// ListInvocations returns one page of invocations, newest first, the
+// position of its last one and whether more follow.
+func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]InvocationProgress, *InvocationPosition, bool, error) {
 	page, more, err := a.ReadModel.PageInvocations(ctx, q)
 	if err != nil {
 		return nil, nil, false, err
 	}
-	out := make([]map[string]any, 0, len(page))
+	out := make([]InvocationProgress, 0, len(page))
 	for _, d := range page {
 		runs := d.Runs
 		passed, failed := d.PassedCount, d.FailedCount
@@ -388,13 +237,8 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[st
 		if d.Status == domain.InvocationCancelled {
 			cancelled, pending = unrun, 0
 		}
-		out = append(out, map[string]any{
-			"id": d.ID, "agent_id": d.AgentID, "branch_id": d.BranchID, "created_at_unix_secs": d.CreatedAtUnix,
-			"test_run_count": runs, "passed_count": passed, "failed_count": failed, "pending_count": pending,
-			"cancelled_count": cancelled, "title": d.Title, "repeat_count": d.RepeatCount,
-			"cancelled": d.Status == domain.InvocationCancelled, "status": d.Status, "folder_id": d.FolderID,
-			"reliability": invocationReliability(passed, failed),
-		})
+		out = append(out, InvocationProgress{InvocationSummary: d, Passed: passed, Failed: failed, Pending: pending,
+			Cancelled: cancelled, Reliability: domain.NewReliability(passed, passed+failed, 1)})
 	}
 	var last *InvocationPosition
 	if len(page) > 0 {
@@ -403,11 +247,16 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]map[st
 	return out, last, more, nil
 }
 
-// invocationReliability is the pass rate of an invocation's finished runs
-// and its 95% interval; pass^k belongs to one test's repeats, not to a mix
-// of tests, so it is left out.
-func invocationReliability(passed, failed int64) map[string]any {
-	v := ReliabilityView(domain.NewReliability(passed, passed+failed, 1))
-	delete(v, "pass_hat_k")
-	return v
+// UnrunStatus is the status of a run without a result for its newest
+// attempt: pending while it may still run, else cancelled (the invocation
+// was cancelled before the run started, and no later resubmission, or
+// not the running one (inLatestRound), named it).
+func UnrunStatus(inv *testingv1.Invocation, inLatestRound bool) string {
+	switch {
+	case inv.GetStatus() == domain.InvocationCancelled, inv.GetStatus() == domain.InvocationCompleted:
+		return domain.RunCancelled
+	case len(inv.GetResubmissions()) > 0 && !inLatestRound:
+		return domain.RunCancelled
+	}
+	return domain.RunPending
 }

@@ -6,7 +6,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -33,7 +32,6 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 	if err != nil {
 		return domain.Reliability{}, nil, err
 	}
-	results := eventstore.New(a.JS, events.TestRunsStream)
 	var per []InvocationReliability
 	var passed, runs int64
 	budget := ReliabilityMaxRuns
@@ -54,7 +52,7 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 				if err != nil {
 					return domain.Reliability{}, nil, err
 				}
-				rec, found, err := results.Last(ctx, subject)
+				rec, found, err := a.Runs.Last(ctx, subject)
 				if err != nil {
 					return domain.Reliability{}, nil, err
 				}
@@ -80,14 +78,3 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 	}
 	return domain.NewReliability(passed, runs, k), per, nil
 }
-
-// ReliabilityView is the wire form of reliability figures.
-func ReliabilityView(r domain.Reliability) map[string]any {
-	return map[string]any{
-		"runs": r.Runs, "passed": r.Passed, "pass_rate": round3(r.PassRate),
-		"pass_rate_ci95": []float64{round3(r.Low), round3(r.High)},
-		"pass_hat_k":     map[string]any{"k": r.K, "value": round3(r.PassHatK)},
-	}
-}
-
-func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }

@@ -53,7 +53,7 @@ func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw
 	if parent == "root" {
 		parent = "" // the root, as listings and bulk-move spell it
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	t := &testingv1.Test{
 		TestId: ids.New("test"), WorkspaceId: c.WorkspaceID, Name: *in.Name, Type: *in.Type, ParentFolderId: parent,
 		DefinitionJson: domain.Definition(raw), CreatedByUserId: c.UserID, CreatedByEmail: c.Email, CreatedByName: c.Name,
@@ -62,7 +62,7 @@ func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw
 	if c.CommandID != "" {
 		t.TestId = "test_" + esproto.StableID("test", c.WorkspaceID+"/"+c.CommandID)
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Tests.Create(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t)
 	return out, err
 }
@@ -91,7 +91,7 @@ func (a *App) UpdateTest(ctx context.Context, c Caller, testID string, body []by
 // version.
 func (a *App) DeleteTest(ctx context.Context, c Caller, testID string) error {
 	_, err := a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		t.DeletedAtUnix = &now
 		return &testingv1.TestDeleted{Meta: meta, Test: t}, nil
 	})
@@ -129,7 +129,7 @@ func deref(s *string) string {
 // Summaries returns the listed form of each test id (at most 1000 ids,
 // as the schema, TestSummariesRequest, says); a repeated or unknown id →
 // 422 naming each.
-func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]EntryView, error) {
+func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[string]ListedEntry, error) {
 	var v apperr.Validator
 	seen := map[string]bool{}
 	for i, id := range testIDs {
@@ -154,13 +154,13 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	views, err := a.views(ctx, ws, found)
+	listed, err := a.listed(ctx, ws, found)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]EntryView, len(found))
+	out := make(map[string]ListedEntry, len(found))
 	for i, e := range found {
-		out[e.ID] = views[i]
+		out[e.ID] = listed[i]
 	}
 	return out, nil
 }
@@ -235,13 +235,13 @@ func (a *App) CreateFolder(ctx context.Context, c Caller, name, parent string) (
 	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
 		return nil, err
 	}
-	now := a.now().Unix()
+	now := a.Now().Unix()
 	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
 		CreatedByUserId: c.UserID, CreatedAtUnix: now, UpdatedAtUnix: now}
 	if c.CommandID != "" {
 		f.FolderId = "tfld_" + esproto.StableID("tfld", c.WorkspaceID+"/"+c.CommandID)
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.now())
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Folders.Create(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f)
 	return out, err
 }
@@ -288,7 +288,7 @@ func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool)
 		}
 	}
 	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := a.now().Unix()
+		now := a.Now().Unix()
 		f.DeletedAtUnix = &now
 		return &testingv1.FolderDeleted{Meta: meta, Folder: f}, nil
 	})
@@ -310,34 +310,24 @@ func (a *App) children(ctx context.Context, ws, folderID string) ([]Entry, error
 	}
 }
 
-// FolderView is a folder as GET shows it.
-func (a *App) FolderView(ctx context.Context, ws string, fl *testingv1.Folder) (map[string]any, error) {
+// FolderDetails is a folder as GET shows it: the folders down to it (it
+// included) and its children count.
+type FolderDetails struct {
+	Folder        *testingv1.Folder
+	FolderPath    []FolderRef // root first, the folder last
+	ChildrenCount int
+}
+
+// FolderDetails details a folder.
+func (a *App) FolderDetails(ctx context.Context, ws string, fl *testingv1.Folder) (FolderDetails, error) {
 	f := a.folders(ws)
 	if err := f.load(ctx, fl.GetParentFolderId()); err != nil {
-		return nil, err
+		return FolderDetails{}, err
 	}
 	n, err := a.ReadModel.ChildCount(ctx, ws, fl.GetFolderId())
 	if err != nil {
-		return nil, err
+		return FolderDetails{}, err
 	}
-	path := append(f.path(fl.GetParentFolderId()), map[string]any{"id": fl.GetFolderId(), "name": fl.GetName()})
-	return map[string]any{"id": fl.GetFolderId(), "name": fl.GetName(), "folder_path": path,
-		"children_count": n, "parent_folder_id": nullable(fl.GetParentFolderId())}, nil
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// TestView is a test as GET shows it: its definition plus id, name, type.
-func TestView(t *testingv1.Test) map[string]any {
-	out := map[string]any{}
-	_ = json.Unmarshal(t.GetDefinitionJson(), &out)
-	out["id"], out["name"], out["type"] = t.GetTestId(), t.GetName(), t.GetType()
-	out["parent_folder_id"] = nullable(t.GetParentFolderId())
-	out["created_at_unix_secs"], out["last_updated_at_unix_secs"] = t.GetCreatedAtUnix(), t.GetUpdatedAtUnix()
-	return out
+	path := append(f.path(fl.GetParentFolderId()), FolderRef{ID: fl.GetFolderId(), Name: fl.GetName()})
+	return FolderDetails{Folder: fl, FolderPath: path, ChildrenCount: n}, nil
 }

@@ -88,14 +88,14 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rel := app.ReliabilityView(overall)
+	rel := ReliabilityView(overall)
 	invocations := make([]map[string]any, len(per))
 	for i, p := range per {
-		invocations[i] = app.ReliabilityView(p.Reliability)
+		invocations[i] = ReliabilityView(p.Reliability)
 		invocations[i]["invocation_id"], invocations[i]["created_at_unix_secs"] = p.InvocationID, p.CreatedAtUnix
 	}
 	rel["invocations"] = invocations
-	view := app.TestView(t)
+	view := TestView(t)
 	view["reliability"] = rel
 	httpx.WriteJSON(w, http.StatusOK, view)
 	return nil
@@ -111,7 +111,7 @@ func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, app.TestView(t))
+	httpx.WriteJSON(w, http.StatusOK, TestView(t))
 	return nil
 }
 
@@ -127,14 +127,6 @@ func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) error {
 // The edge has checked every documented query parameter against its
 // schema (api.CheckQuery): what is left here is reading them.
 
-// pageSize reads page_size, default 30.
-func pageSize(r *http.Request) int {
-	if n, err := strconv.Atoi(r.URL.Query().Get("page_size")); err == nil {
-		return n
-	}
-	return 30
-}
-
 func boolParam(r *http.Request, name string) bool {
 	b, _ := strconv.ParseBool(r.URL.Query().Get(name))
 	return b
@@ -147,35 +139,58 @@ type listPosition struct {
 	Folder  bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
 }
 
+// testsQuery is GET /v1/convai/agent-testing's query, as its operation
+// documents and the edge has checked it.
+type testsQuery struct {
+	PageSize       int      `json:"page_size"`
+	Cursor         string   `json:"cursor"`
+	Search         string   `json:"search"`
+	ParentFolderID *string  `json:"parent_folder_id"`
+	SortMode       string   `json:"sort_mode"`
+	CreatedBy      string   `json:"created_by_user_id"`
+	IncludeFolders bool     `json:"include_folders"`
+	Types          []string `json:"types"`
+}
+
 func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	q := r.URL.Query()
-	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: q.Get("search"), Types: q["types"], Limit: pageSize(r)}
-	tq.IncludeFolder = boolParam(r, "include_folders")
-	tq.FoldersFirst = q.Get("sort_mode") == "folders_first"
-	if q.Has("parent_folder_id") {
-		p := q.Get("parent_folder_id")
-		tq.ParentFolder = &p
+	params := testsQuery{PageSize: 30}
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
 	}
-	switch by := q.Get("created_by_user_id"); by {
+	if params.ParentFolderID == nil && r.URL.Query().Has("parent_folder_id") {
+		root := "" // an empty value, the root, is one DecodeQuery leaves out
+		params.ParentFolderID = &root
+	}
+	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: params.Search, Types: params.Types, Limit: params.PageSize,
+		IncludeFolder: params.IncludeFolders, FoldersFirst: params.SortMode == "folders_first", ParentFolder: params.ParentFolderID}
+	switch by := params.CreatedBy; by {
 	case "":
 	case "@me":
 		tq.CreatedBy = c.UserID
 	default:
 		tq.CreatedBy = by
 	}
-	scope := cursor.Scope("tests", c.WorkspaceID, q.Get("search"), strings.Join(tq.Types, ","), q.Get("parent_folder_id"),
-		q.Get("sort_mode"), tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
-	pos, err := cursor.After[listPosition](h.codec, scope, q.Get("cursor"))
+	parent := ""
+	if params.ParentFolderID != nil {
+		parent = *params.ParentFolderID
+	}
+	scope := cursor.Scope("tests", c.WorkspaceID, params.Search, strings.Join(tq.Types, ","), parent,
+		params.SortMode, tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
+	pos, err := cursor.After[listPosition](h.codec, scope, params.Cursor)
 	if err != nil {
 		return err
 	}
 	if pos != nil {
 		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
-	views, page, more, err := h.app.ListTests(r.Context(), tq)
+	listed, page, more, err := h.app.ListTests(r.Context(), tq)
 	if err != nil {
 		return err
+	}
+	views := make([]map[string]any, len(listed))
+	for i, e := range listed {
+		views[i] = entryView(e)
 	}
 	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
 	if more && len(page) > 0 {
@@ -195,9 +210,13 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err
 	}
-	out, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
+	listed, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
 	if err != nil {
 		return err
+	}
+	out := make(map[string]map[string]any, len(listed))
+	for id, e := range listed {
+		out[id] = entryView(e)
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
 	return nil
@@ -257,11 +276,11 @@ func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
-	view, err := h.app.FolderView(r.Context(), ws, f)
+	d, err := h.app.FolderDetails(r.Context(), ws, f)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, view)
+	httpx.WriteJSON(w, http.StatusOK, folderView(d))
 	return nil
 }
 
@@ -312,7 +331,7 @@ func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
-	h.stream(w, r, "application/json", func(w io.Writer) error { return h.app.WriteInvocation(r.Context(), w, inv, created) })
+	h.stream(w, r, "application/json", func(w io.Writer) error { return writeInvocation(r.Context(), h.app, w, inv, created) })
 }
 
 // stream answers 200 with the body write streams.
@@ -394,11 +413,11 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case format == formatJUnit:
 		h.stream(w, r, "application/xml; charset=utf-8", func(w io.Writer) error {
-			return h.app.WriteInvocationJUnit(r.Context(), w, inv, baseline)
+			return writeInvocationJUnit(r.Context(), h.app, w, inv, baseline)
 		})
 	case baseline != nil:
 		h.stream(w, r, "application/json", func(w io.Writer) error {
-			return h.app.WriteInvocationCompared(r.Context(), w, inv, baseline)
+			return writeInvocationCompared(r.Context(), h.app, w, inv, baseline)
 		})
 	default:
 		h.writeInvocation(w, r, inv, false)
@@ -406,18 +425,29 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// invocationsQuery is GET /v1/convai/test-invocations' query, as its
+// operation documents and the edge has checked it.
+type invocationsQuery struct {
+	PageSize  int    `json:"page_size"`
+	Cursor    string `json:"cursor"`
+	AgentID   string `json:"agent_id"`
+	BranchID  string `json:"branch_id"`
+	TestID    string `json:"test_id"`
+	Search    string `json:"search"`
+	StartTime *int64 `json:"start_time"`
+	EndTime   *int64 `json:"end_time"`
+}
+
 func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	qv := r.URL.Query()
-	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: qv.Get("agent_id"), BranchID: qv.Get("branch_id"),
-		TestID: qv.Get("test_id"), Search: qv.Get("search"), Limit: pageSize(r)}
-	for name, at := range map[string]**int64{"start_time": &q.StartTime, "end_time": &q.EndTime} {
-		if n, err := strconv.ParseInt(qv.Get(name), 10, 64); err == nil {
-			*at = &n
-		}
+	params := invocationsQuery{PageSize: 30}
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
 	}
-	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, qv.Get("start_time"), qv.Get("end_time"))
-	pos, err := cursor.After[listPosition](h.codec, scope, qv.Get("cursor"))
+	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: params.AgentID, BranchID: params.BranchID,
+		TestID: params.TestID, Search: params.Search, Limit: params.PageSize, StartTime: params.StartTime, EndTime: params.EndTime}
+	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, timeParam(q.StartTime), timeParam(q.EndTime))
+	pos, err := cursor.After[listPosition](h.codec, scope, params.Cursor)
 	if err != nil {
 		return err
 	}
@@ -428,12 +458,24 @@ func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"results": results, "has_more": more, "next_cursor": nil}
+	views := make([]map[string]any, len(results))
+	for i, p := range results {
+		views[i] = invocationView(p)
+	}
+	out := map[string]any{"results": views, "has_more": more, "next_cursor": nil}
 	if more && last != nil {
 		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.Created, ID: last.ID})
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// timeParam is a time bound as it was given, for a cursor's scope.
+func timeParam(t *int64) string {
+	if t == nil {
+		return ""
+	}
+	return strconv.FormatInt(*t, 10)
 }
 
 func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {

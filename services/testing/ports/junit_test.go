@@ -12,7 +12,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/ports/junitxsd"
 )
@@ -48,12 +47,12 @@ func TestJUnitDocumentValidatesAgainstTheXSD(t *testing.T) {
 		{nil, domain.RunCancelled},
 	}
 	var b bytes.Buffer
-	j := app.NewJUnitWriter(&b)
-	j.Begin(app.JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
+	j := NewJUnitWriter(&b)
+	j.Begin(JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0), Properties: [][2]string{{"agent_id", "agent_1"}, {"branch_id", ""},
 			{"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "2"}, {"regressions", "1"}}})
 	for i, r := range runs {
-		if err := j.Case(app.JUnitCaseOf(inv, i, r.res, r.unrun)); err != nil {
+		if err := j.Case(JUnitCaseOf(inv, i, r.res, r.unrun)); err != nil {
 			t.Fatal(err)
 		}
 	}

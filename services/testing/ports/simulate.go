@@ -152,14 +152,14 @@ type conversationJudged struct {
 }
 
 func usageOf(m runner.ModelUse) any {
-	return app.UsageView(&testingv1.ModelUsage{Provider: m.Provider, Model: m.Model, PromptTokens: m.PromptTokens,
+	return UsageView(&testingv1.ModelUsage{Provider: m.Provider, Model: m.Model, PromptTokens: m.PromptTokens,
 		CompletionTokens: m.CompletionTokens, TotalTokens: m.TotalTokens, ModelCalls: m.Calls, CachedModelCalls: m.Cached})
 }
 
 func conversationView(res runner.ConversationResult) simulatedConversation {
 	v := simulatedConversation{
-		Conversation: app.FullMessages(res.Transcript), Error: res.Error,
-		AgentUsage: usageOf(res.Agent), JudgeUsage: usageOf(res.Judge), AgentLatency: app.LatencyOf(res.TurnMs),
+		Conversation: FullMessages(res.Transcript), Error: res.Error,
+		AgentUsage: usageOf(res.Agent), JudgeUsage: usageOf(res.Judge), AgentLatency: LatencyOf(res.TurnMs),
 		Analysis: conversationJudged{Results: map[string]runner.CriterionResult{}, ResultsList: res.Criteria,
 			DataCollection: map[string]any{}, CallSuccessful: runner.CallSuccessful(res.Criteria),
 			Summary: res.Summary, Title: "Simulated conversation"},

@@ -113,7 +113,7 @@ func TestModelResponseCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&Executor{Model: OpenAI{Client: cl}, Cache: cache}).Execute(context.Background(), cachedRun(t, true))
+	(&Executor{Now: time.Now, Model: OpenAI{Client: cl}, Cache: cache}).Execute(context.Background(), cachedRun(t, true))
 	if srv.Len() == calls {
 		t.Fatal("another model was answered from the cache")
 	}

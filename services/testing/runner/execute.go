@@ -37,7 +37,7 @@ type Executor struct {
 	// Agents picks the model that plays each run's agent (nil: Model).
 	Agents    AgentModels
 	TimeLimit time.Duration
-	Now       func() time.Time
+	Now       func() time.Time // the clock runs are timed by (runtime.Deps.Clock)
 	// JudgeVotes is how many verdicts a failure is judged with in all, the
 	// majority deciding (0 or 1: the first verdict stands).
 	JudgeVotes int
@@ -65,13 +65,6 @@ func (e *Executor) agentConfig(raw []byte) AgentConfig {
 	return c
 }
 
-func (e *Executor) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
-	}
-	return time.Now()
-}
-
 // Execute plays the agent's next turn and judges it. A run that exceeds
 // the time limit or whose model keeps failing ends failed with the reason.
 func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
@@ -80,7 +73,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	res := &testingv1.RunResult{
 		RunId: r.RunID, InvocationId: inv.GetInvocationId(), WorkspaceId: inv.GetWorkspaceId(), TestId: r.Test.GetTestId(),
 		TestIndex: int32(r.Index / repeat), RepeatIndex: int32(r.Index % repeat), Attempt: r.Attempt,
-		StartedAtUnixMs: e.now().UnixMilli(), WorkerId: r.WorkerID,
+		StartedAtUnixMs: e.Now().UnixMilli(), WorkerId: r.WorkerID,
 		Usage: &testingv1.ModelUsage{Provider: e.Model.Provider(), Model: e.Model.ModelName()},
 	}
 	limit := e.TimeLimit
@@ -95,7 +88,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown
 		res.Error, res.RationaleSummary = err.Error(), err.Error()
 		res.AgentResponsesJson = []byte("[]")
-		res.FinishedAtUnixMs = e.now().UnixMilli()
+		res.FinishedAtUnixMs = e.Now().UnixMilli()
 		return res
 	}
 	agent := m.agent
@@ -122,7 +115,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 	for _, t := range turns {
 		res.AgentTurnMs = append(res.AgentTurnMs, t.Response.Milliseconds())
 	}
-	res.FinishedAtUnixMs = e.now().UnixMilli()
+	res.FinishedAtUnixMs = e.Now().UnixMilli()
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
 		res.Status, res.ConditionResult = domain.RunFailed, domain.ConditionUnknown

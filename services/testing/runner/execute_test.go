@@ -186,7 +186,7 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 }
 
 func TestExecuteOfflineFailingLLMTest(t *testing.T) {
-	e := &Executor{Model: Offline{}}
+	e := &Executor{Now: time.Now, Model: Offline{}}
 	res := e.Execute(context.Background(), newRun(t, domain.TypeLLM, refundTest))
 	if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionFailure || res.GetError() != "" {
 		t.Fatalf("status %q result %q error %q", res.GetStatus(), res.GetConditionResult(), res.GetError())
@@ -264,7 +264,7 @@ func TestExecuteBuildsTheConversation(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m := &scripted{}
-			(&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, c.body))
+			(&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, c.body))
 			if len(m.convs) != 1 {
 				t.Fatalf("%d conversations", len(m.convs))
 			}
@@ -283,7 +283,7 @@ func TestExecuteBuildsTheConversation(t *testing.T) {
 }
 
 func TestExecuteFirstMessageIsTheReplyWhenNothingElseAnswers(t *testing.T) {
-	res := (&Executor{Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeLLM,
+	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeLLM,
 		`{"type":"llm","name":"x","dynamic_variables":{"customer":"Ann"},"success_condition":"greets Ann and offers help"}`))
 	m := responses(t, res)
 	if len(m) != 1 || m[0].Message != "Hello Ann, how can I help?" || m[0].TimeInCallSecs != 1 {
@@ -296,7 +296,7 @@ func TestExecuteFirstMessageIsTheReplyWhenNothingElseAnswers(t *testing.T) {
 
 func TestExecutePassesTheJudgeWhatItNeeds(t *testing.T) {
 	m := &scripted{}
-	(&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM,
+	(&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM,
 		`{"type":"llm","name":"s","success_condition":"first","success_conditions":["second","third"],
 		  "success_examples":[{"response":"good","type":"success"},{"type":"success"}],
 		  "failure_examples":[{"response":"bad","type":"failure"}],
@@ -340,7 +340,7 @@ func TestExecuteTimeLimit(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := (&Executor{Model: c.model, TimeLimit: c.limit}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+			res := (&Executor{Now: time.Now, Model: c.model, TimeLimit: c.limit}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 			want := "The run exceeded its time limit of " + c.wantLimit + "."
 			if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown ||
 				res.GetError() != want || res.GetRationaleSummary() != want {
@@ -367,7 +367,7 @@ func TestExecuteDefaultTimeLimit(t *testing.T) {
 		}
 		return Turn{}, Usage{}, context.DeadlineExceeded
 	}}
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunFailed || res.GetError() != "The run exceeded its time limit of 2m0s." {
 		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
 	}
@@ -397,7 +397,7 @@ func TestExecuteModelFailure(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := (&Executor{Model: c.model}).Execute(c.ctx(), newRun(t, domain.TypeLLM, hoursTest))
+			res := (&Executor{Now: time.Now, Model: c.model}).Execute(c.ctx(), newRun(t, domain.TypeLLM, hoursTest))
 			if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown ||
 				res.GetError() != c.want || res.GetRationaleSummary() != c.want {
 				t.Fatalf("status %q result %q error %q summary %q", res.GetStatus(), res.GetConditionResult(), res.GetError(), res.GetRationaleSummary())
@@ -413,7 +413,7 @@ func TestExecuteJudgeUnknownFailsTheRun(t *testing.T) {
 	m := &scripted{judge: func(context.Context, JudgeInput) (Verdict, Usage, error) {
 		return Verdict{Result: domain.ConditionUnknown, Summary: "cannot tell"}, Usage{Calls: 1}, nil
 	}}
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown || res.GetError() != "" || res.GetRationaleSummary() != "cannot tell" {
 		t.Fatalf("%+v", res)
 	}
@@ -505,7 +505,7 @@ func TestExecuteToolTests(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := (&Executor{Model: c.model}).Execute(context.Background(), newRun(t, domain.TypeTool, c.body))
+			res := (&Executor{Now: time.Now, Model: c.model}).Execute(context.Background(), newRun(t, domain.TypeTool, c.body))
 			if res.GetStatus() != c.status || res.GetError() != "" {
 				t.Fatalf("status %q (want %q) error %q summary %q messages %q", res.GetStatus(), c.status, res.GetError(), res.GetRationaleSummary(), res.GetRationaleMessages())
 			}
@@ -527,7 +527,7 @@ func TestExecuteToolTests(t *testing.T) {
 }
 
 func TestExecuteToolTestRecordsTheCalls(t *testing.T) {
-	res := (&Executor{Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
+	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
 	m := responses(t, res)
 	if len(m) != 1 || m[0].Message != "" || len(m[0].ToolCalls) != 1 {
 		t.Fatalf("responses %s", res.GetAgentResponsesJson())
@@ -552,7 +552,7 @@ func TestExecuteToolTestJudgeFailure(t *testing.T) {
 	m.judge = func(context.Context, JudgeInput) (Verdict, Usage, error) {
 		return Verdict{}, Usage{}, errors.New("judge down")
 	}
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
 		toolTest(`{"path":"date","eval":{"type":"llm","description":"a weekday"}}`, "")))
 	if res.GetStatus() != domain.RunFailed || res.GetError() != "The model failed: judge down" {
 		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
@@ -566,7 +566,7 @@ func TestExecuteOfflineToolTestWithUnicodeMessage(t *testing.T) {
 	  "chat_history":[{"role":"user","message":"ȺȺȺȺȺȺȺȺȺȺȺȺ book a table for guests, date Friday","time_in_call_secs":1}],
 	  "tool_call_parameters":{"referenced_tool":{"id":"book_table","type":"client"},
 	    "parameters":[{"path":"date","eval":{"type":"exact","expected_value":"Friday"}}]}}`
-	res := (&Executor{Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, body))
+	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, body))
 	if res.GetStatus() != domain.RunPassed {
 		t.Fatalf("status %q: %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -45,7 +46,7 @@ func TestFlakyJudgeMajority(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, srv := newOpenAI(t, llmtest.AgentAndJudge(llmtest.Fixed(0, hoursReply), llmtest.Sequence(c.verdicts...)), nil)
-			res := (&Executor{Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+			res := (&Executor{Now: time.Now, Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 			if n := judgeCalls(srv); n != c.votes {
 				t.Fatalf("%d judge calls, want %d", n, c.votes)
 			}
@@ -71,14 +72,14 @@ func TestFlakyJudgeMajority(t *testing.T) {
 func TestOneVoteWhenDisabledOrDeterministic(t *testing.T) {
 	m, srv := newOpenAI(t, llmtest.AgentAndJudge(llmtest.Fixed(0, hoursReply),
 		llmtest.Sequence(llmtest.Verdict("failure", "no"), llmtest.Verdict("success", "yes"))), nil)
-	res := (&Executor{Model: m, JudgeVotes: 1}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m, JudgeVotes: 1}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunFailed || judgeCalls(srv) != 1 || len(res.GetJudgeVotes()) != 0 {
 		t.Fatalf("status %s, %d judge calls, votes %v", res.GetStatus(), judgeCalls(srv), res.GetJudgeVotes())
 	}
 
 	// The offline model plays both roles and fails this test.
 	offline := deterministic{&scripted{}}
-	res = (&Executor{Model: offline, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM,
+	res = (&Executor{Now: time.Now, Model: offline, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM,
 		`{"type":"llm","name":"n","chat_history":[{"role":"user","message":"Do you sell shoes?","time_in_call_secs":1}],"success_condition":"sells shoes"}`))
 	if res.GetStatus() != domain.RunFailed || len(offline.judgements) != 1 || len(res.GetJudgeVotes()) != 0 {
 		t.Fatalf("deterministic: status %s, judged %d times, votes %v", res.GetStatus(), len(offline.judgements), res.GetJudgeVotes())
@@ -95,7 +96,7 @@ func (deterministic) Deterministic() bool { return Offline{}.Deterministic() }
 func TestJudgeWithoutMajorityIsUnknown(t *testing.T) {
 	m, _ := newOpenAI(t, llmtest.AgentAndJudge(llmtest.Fixed(0, hoursReply),
 		llmtest.Sequence(llmtest.Verdict("failure", "no"), llmtest.OK("?"), llmtest.Verdict("success", "yes"))), nil)
-	res := (&Executor{Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown || len(res.GetJudgeVotes()) != 3 ||
 		res.GetRationaleSummary() != "The judge's verdicts had no majority (judge votes: failure, unknown, success)." {
 		t.Fatalf("status %s result %s summary %q votes %v", res.GetStatus(), res.GetConditionResult(), res.GetRationaleSummary(), res.GetJudgeVotes())
@@ -107,7 +108,7 @@ func TestJudgeWithoutMajorityIsUnknown(t *testing.T) {
 func TestToolParameterJudgeIsReJudged(t *testing.T) {
 	m, srv := newOpenAI(t, llmtest.AgentAndJudge(llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)),
 		llmtest.Sequence(llmtest.Verdict("failure", "not a weekday"), llmtest.Verdict("success", "a weekday"), llmtest.Verdict("success", "a weekday"))), nil)
-	res := (&Executor{Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeTool,
+	res := (&Executor{Now: time.Now, Model: m, JudgeVotes: 3}).Execute(context.Background(), newRun(t, domain.TypeTool,
 		toolTest(`{"path":"date","eval":{"type":"llm","description":"a weekday"}}`, "")))
 	msgs := strings.Join(res.GetRationaleMessages(), "\n")
 	if res.GetStatus() != domain.RunPassed || judgeCalls(srv) != 3 || !strings.Contains(msgs, "(judge votes: failure, success, success)") {

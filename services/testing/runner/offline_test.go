@@ -503,7 +503,7 @@ func TestOfflineAnswersFromTheConfiguration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			res := (&Executor{Model: Offline{}}).Execute(context.Background(), refundRun(t, c.body))
+			res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), refundRun(t, c.body))
 			if res.GetStatus() != c.status || res.GetError() != "" {
 				t.Fatalf("status %q (want %q) error %q: %s %q", res.GetStatus(), c.status, res.GetError(), res.GetRationaleSummary(), res.GetRationaleMessages())
 			}

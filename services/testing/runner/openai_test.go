@@ -221,7 +221,7 @@ func TestOpenAIGivesUp(t *testing.T) {
 
 			// Through the executor the run fails and says why.
 			srv.Reset()
-			res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+			res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 			if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown ||
 				!strings.HasPrefix(res.GetError(), "The model failed: llm: API error: HTTP ") || res.GetRationaleSummary() != res.GetError() {
 				t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
@@ -305,7 +305,7 @@ func TestExecuteOverOpenAI(t *testing.T) {
 		withUsage(llmtest.OK("We are open nine to five every weekday."), 100, 10),
 		withUsage(llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`), 200, 20),
 	), nil)
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" ||
 		res.GetRationaleSummary() != "The agent gives the hours." || strings.Join(res.GetRationaleMessages(), "|") != "gives the hours" {
 		t.Fatalf("result %+v", res)
@@ -335,7 +335,7 @@ func TestExecuteOverOpenAI(t *testing.T) {
 func TestExecuteOverOpenAITimeLimit(t *testing.T) {
 	// The server would answer in an hour; the run's limit cuts it short.
 	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("late").WithDelay(time.Hour)), nil)
-	res := (&Executor{Model: m, TimeLimit: 20 * time.Millisecond}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
+	res := (&Executor{Now: time.Now, Model: m, TimeLimit: 20 * time.Millisecond}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunFailed || res.GetError() != "The run exceeded its time limit of 20ms." {
 		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
 	}
@@ -348,13 +348,13 @@ func TestExecuteOverOpenAITimeLimit(t *testing.T) {
 
 func TestExecuteOverOpenAIToolTest(t *testing.T) {
 	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
 		toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, "")))
 	if res.GetStatus() != domain.RunPassed || res.GetAgentUsage().GetModelCalls() != 1 || res.GetUsage().GetModelCalls() != 0 {
 		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}
 	wrong, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":2,"date":"friday"}`)), nil)
-	res = (&Executor{Model: wrong}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
+	res = (&Executor{Now: time.Now, Model: wrong}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
 	if res.GetStatus() != domain.RunFailed || !strings.Contains(strings.Join(res.GetRationaleMessages(), "\n"), `got "2", expected exactly "4"`) {
 		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}
@@ -445,7 +445,7 @@ func TestExecuteOverOpenAIAnswersTheHistorysToolCalls(t *testing.T) {
 		}
 		return llmtest.OK("Your table for two is booked.")
 	}, nil)
-	res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, `{"type":"llm","name":"x","success_condition":"confirms the booking",
+	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, `{"type":"llm","name":"x","success_condition":"confirms the booking",
 	  "chat_history":[{"role":"user","message":"Book for two","time_in_call_secs":1},
 	    {"role":"agent","time_in_call_secs":2,"tool_calls":[{"request_id":"r1","tool_name":"book_table","params_as_json":"{\"guests\":2}"}]},
 	    {"role":"agent","time_in_call_secs":3,"tool_results":[{"request_id":"r1","tool_name":"book_table","result_value":"booked","is_error":false}]},

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
@@ -208,7 +209,7 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 			}
 			return UserTurn{Text: "What are your opening hours?"}, Usage{Calls: 1}, nil
 		}}
-		res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest("")))
+		res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest("")))
 		if len(m.users) != 3 || m.users[0].Scenario != bookingScenario || len(m.users[0].Transcript) != 1 || len(m.users[2].Transcript) != 5 {
 			t.Fatalf("user inputs %+v", m.users)
 		}
@@ -223,7 +224,7 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 	})
 	t.Run("at most five tool calls per agent turn", func(t *testing.T) {
 		m := replies(Call{ID: "c1", Name: "book_table", Arguments: `{"guests":4}`})
-		res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(`,"simulation_max_turns":1,`+bookedMock)))
+		res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(`,"simulation_max_turns":1,`+bookedMock)))
 		got := lines(transcriptOf(t, res))
 		calls := 0
 		for _, l := range got {
@@ -249,7 +250,7 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 			}
 			return UserTurn{Text: "What are your opening hours?"}, Usage{Calls: 1}, nil
 		}}
-		res := (&Executor{Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest("")))
+		res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest("")))
 		if res.GetStatus() != domain.RunFailed || res.GetError() != "The model failed: boom" || len(transcriptOf(t, res)) != 3 {
 			t.Fatalf("%s %q %s", res.GetStatus(), res.GetError(), res.GetAgentResponsesJson())
 		}

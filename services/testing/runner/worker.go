@@ -25,6 +25,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -33,7 +34,10 @@ import (
 // time. Results are events on TESTRUNS; counters on TESTCOUNTS tell the
 // worker that finishes an invocation's last run to complete it.
 type Worker struct {
-	App         *app.App
+	App *app.App
+	// JS holds the work queue, and the results and counters the worker
+	// stores (the worker is a JetStream client, the app is not).
+	JS          jetstream.JetStream
 	Exec        *Executor
 	Concurrency int
 	// AckWait is how long a job may go without a heartbeat before
@@ -123,7 +127,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
 	w.stored, w.touched, w.watch = make(chan storing, 4096), map[string]*progress{}, map[string]watched{}
-	cons, err := app.EnsureRunnersConsumer(ctx, w.App.JS, w.AckWait)
+	cons, err := adapters.EnsureRunnersConsumer(ctx, w.JS, w.AckWait)
 	if err != nil {
 		return err
 	}
@@ -527,7 +531,7 @@ func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, 
 	}
 	msg.Header.Set(events.HeaderRunStatus, res.GetStatus())
 	msg.Header.Set(events.HeaderRunAttempt, strconv.Itoa(int(res.GetAttempt())))
-	fut, err := w.App.JS.PublishMsgAsync(msg)
+	fut, err := w.JS.PublishMsgAsync(msg)
 	if err != nil {
 		return err
 	}
@@ -557,7 +561,7 @@ func (w *Worker) heartbeat(m jetstream.Msg) (stop func()) {
 // recorded reports whether the run's result for attempt (or a later one)
 // is stored.
 func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (bool, error) {
-	msg, _, found, err := esproto.Last(ctx, eventstore.New(w.App.JS, events.TestRunsStream), subject)
+	msg, _, found, err := esproto.Last(ctx, eventstore.New(w.JS, events.TestRunsStream), subject)
 	if err != nil || !found {
 		return false, err
 	}
@@ -573,7 +577,7 @@ func (w *Worker) incr(ctx context.Context, invocationID string, attempt int32, c
 	}
 	msg := nats.NewMsg(subject)
 	msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10))
-	_, err = w.App.JS.PublishMsg(ctx, msg)
+	_, err = w.JS.PublishMsg(ctx, msg)
 	return err
 }
 
@@ -594,7 +598,7 @@ func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered ui
 		}
 		return err
 	}
-	store := eventstore.New(w.App.JS, events.TestRunsStream)
+	store := eventstore.New(w.JS, events.TestRunsStream)
 	for _, g := range groups {
 		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), time.Now())
 		subject, err := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))

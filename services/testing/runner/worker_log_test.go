@@ -16,6 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
@@ -50,7 +51,7 @@ func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
 	defer cancel()
 	logs := &logSink{}
 	log := obs.NewLogger(logs, slog.LevelInfo, "testing-runner")
-	w := &runner.Worker{App: app.New(js, nil, log), Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 1,
+	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 1,
 		Log: log, MaxAttempts: 2, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()

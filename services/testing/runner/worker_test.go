@@ -19,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
@@ -32,7 +33,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &runner.Worker{App: app.New(js, nil, log), Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2,
+	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2,
 		Log: log, MaxAttempts: 3, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
@@ -93,7 +94,7 @@ func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App,
 	t.Helper()
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := app.New(js, nil, log)
+	a := app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now)
 	const ws = "ws_1"
 	test, err := a.CreateTest(ctx, app.Caller{WorkspaceID: ws}, []byte(`{"type":"llm","name":"hours",
 	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))
@@ -137,7 +138,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
-	cons, err := app.EnsureRunnersConsumer(ctx, js, 30*time.Second)
+	cons, err := adapters.EnsureRunnersConsumer(ctx, js, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		_ = m.Nak() // the earlier delivery, whose worker died
 	}
 
-	w := &runner.Worker{App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 
@@ -222,7 +223,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
-	w := &runner.Worker{App: a, Exec: &runner.Executor{Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	str, _ := js.Stream(ctx, events.TestJobsStream)
@@ -271,7 +272,7 @@ func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := app.EnsureStreams(ctx, js, 1); err != nil {
+	if err := adapters.EnsureStreams(ctx, js, 1); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, js

@@ -1,4 +1,4 @@
-package app
+package ports
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -23,10 +24,10 @@ func TestPendingRunTemplateMatchesTheView(t *testing.T) {
 	pending := pendingRuns{}
 	for _, id := range []string{"trun_tinv_1_0", "trun_tinv_1_1"} {
 		var fromTemplate, direct bytes.Buffer
-		if err := pending.write(&fromTemplate, inv, 0, tv, id, UnrunStatus(inv, false)); err != nil {
+		if err := pending.write(&fromTemplate, inv, 0, tv, id, app.UnrunStatus(inv, false)); err != nil {
 			t.Fatal(err)
 		}
-		if err := writeRun(&direct, RunView(inv, inv.GetTests()[0], tv, id, nil, UnrunStatus(inv, false))); err != nil {
+		if err := writeRun(&direct, RunView(inv, inv.GetTests()[0], tv, id, nil, app.UnrunStatus(inv, false))); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(fromTemplate.Bytes(), direct.Bytes()) {
@@ -62,7 +63,7 @@ func TestUnrunStatus(t *testing.T) {
 		{domain.InvocationRunning, resubmitted, false, domain.RunCancelled},
 	} {
 		inv := &testingv1.Invocation{Status: c.status, Resubmissions: c.resubmissions}
-		if got := UnrunStatus(inv, c.inLatest); got != c.want {
+		if got := app.UnrunStatus(inv, c.inLatest); got != c.want {
 			t.Errorf("%s, %d resubmissions, in latest round %v: %s, want %s", c.status, len(c.resubmissions), c.inLatest, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package app
+package adapters
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 // dropped. It bounds how late a crashed runner's redelivery may come
 // without double counting.
 const JobsDedupWindow = time.Hour
+
+// EnqueuerConsumer queues the runs of new and resubmitted invocations.
+const EnqueuerConsumer = "testing-enqueuer"
 
 // RunnersConsumer is the durable consumer all runner workers share.
 const RunnersConsumer = "runners"

@@ -1,4 +1,4 @@
-package app
+package ports
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -195,19 +196,19 @@ func rationaleText(res *testingv1.RunResult) string {
 	return b.String()
 }
 
-// WriteInvocationJUnit streams a stored invocation as a JUnit XML
+// writeInvocationJUnit streams a stored invocation as a JUnit XML
 // document, one test case per run, with a baseline comparison's counts
 // among its properties when baseline is not nil. The suite's counts come
 // first in the document, so the runs are read twice: once to count, once
 // to write; a run that had no result on the first read is written without
 // one, so the counts always match the cases. Memory holds two bits per run
 // and one entry per distinct test.
-func (a *App) WriteInvocationJUnit(ctx context.Context, w io.Writer, inv, baseline *testingv1.Invocation) error {
+func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, baseline *testingv1.Invocation) error {
 	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
-	now := newTestStatuses(inv)
-	had, err := a.eachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
-		now.add(idx, runStatus(res, unrun))
+	now := app.NewTestStatuses(inv)
+	had, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+		now.Add(idx, app.RunStatus(res, unrun))
 		c := JUnitCaseOf(inv, idx, res, unrun)
 		s.Tests++
 		s.TimeMs += max(c.TimeMs, 0)
@@ -228,22 +229,28 @@ func (a *App) WriteInvocationJUnit(ctx context.Context, w io.Writer, inv, baseli
 		{"invocation_id", inv.GetInvocationId()}, {"status", inv.GetStatus()},
 		{"repeat_count", strconv.Itoa(int(max(inv.GetRepeatCount(), 1)))}}
 	if baseline != nil {
-		base, err := a.testStatusesOf(ctx, baseline)
+		c, err := a.CompareWith(ctx, inv, now, baseline)
 		if err != nil {
 			return err
 		}
-		c := compare(inv, now, base, baseline.GetInvocationId())
 		s.Properties = append(s.Properties, [2]string{"baseline_invocation_id", baseline.GetInvocationId()},
 			[2]string{"regressions", strconv.Itoa(len(c.Regressions))}, [2]string{"fixes", strconv.Itoa(len(c.Fixes))},
 			[2]string{"new_failures", strconv.Itoa(len(c.NewFailures))}, [2]string{"still_failing", strconv.Itoa(len(c.StillFailing))})
 	}
 	j := NewJUnitWriter(w)
 	j.Begin(s)
-	_, err = a.eachRun(ctx, inv, false, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
+	_, err = a.EachRun(ctx, inv, false, had, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		return j.Case(JUnitCaseOf(inv, idx, res, unrun))
 	})
 	if err != nil {
 		return err
 	}
 	return j.End()
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
 }

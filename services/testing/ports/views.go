@@ -1,4 +1,4 @@
-package app
+package ports
 
 import (
 	"bytes"
@@ -293,20 +293,6 @@ type usageJSON struct {
 	CachedModelCalls int32  `json:"cached_model_calls,omitempty"`
 }
 
-// UnrunStatus is the status of a run without a result for its newest
-// attempt: pending while it may still run, else cancelled (the invocation
-// was cancelled before the run started, and no later resubmission, or
-// not the running one (inLatestRound), named it).
-func UnrunStatus(inv *testingv1.Invocation, inLatestRound bool) string {
-	switch {
-	case inv.GetStatus() == domain.InvocationCancelled, inv.GetStatus() == domain.InvocationCompleted:
-		return domain.RunCancelled
-	case len(inv.GetResubmissions()) > 0 && !inLatestRound:
-		return domain.RunCancelled
-	}
-	return domain.RunPending
-}
-
 // RunView is one run (spec 2.3, every field present). res is nil for a
 // run without a result for its newest attempt, whose status is unrun.
 func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestView, runID string, res *testingv1.RunResult, unrun string) runJSON {
@@ -406,13 +392,6 @@ func (p pendingRuns) write(w io.Writer, inv *testingv1.Invocation, testIndex int
 		}
 	}
 	return nil
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // GroupView is a result group (spec 2.2).

@@ -1,0 +1,4 @@
+package adapters
+
+// SubjectMatches is subjectMatches for the external tests.
+var SubjectMatches = subjectMatches

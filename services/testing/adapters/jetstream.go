@@ -1,0 +1,270 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+)
+
+// JetStreamPorts are the testing app's ports on JetStream: the streams
+// EnsureStreams creates.
+func JetStreamPorts(js jetstream.JetStream, log *slog.Logger) app.Ports {
+	return app.Ports{
+		Testing:     eventstore.New(js, events.TestingStream),
+		Agents:      eventstore.New(js, events.AgentsStream),
+		Runs:        NewRunsLog(js),
+		Jobs:        NewJobQueue(js),
+		Counts:      NewCounters(js),
+		Invocations: NewInvocationFeed(js, log),
+	}
+}
+
+// natsMsg is m as published: its id in the header the stream
+// deduplicates by.
+func natsMsg(m app.Message) *nats.Msg {
+	msg := &nats.Msg{Subject: m.Subject, Data: m.Data, Header: nats.Header{}}
+	for k, v := range m.Header {
+		msg.Header[k] = append([]string(nil), v...)
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, m.ID)
+	return msg
+}
+
+// RunsLog is app.RunsLog on stream TESTRUNS.
+type RunsLog struct {
+	js    jetstream.JetStream
+	store *eventstore.Store
+}
+
+// NewRunsLog reads and writes stream TESTRUNS.
+func NewRunsLog(js jetstream.JetStream) *RunsLog {
+	return &RunsLog{js: js, store: eventstore.New(js, events.TestRunsStream)}
+}
+
+// Publish stores m; the stream's duplicate window drops a retried id.
+func (l *RunsLog) Publish(ctx context.Context, m app.Message) (bool, error) {
+	ack, err := eventstore.Publish(ctx, l.js, natsMsg(m))
+	if err != nil {
+		return false, err
+	}
+	return ack.Duplicate, nil
+}
+
+// Last is subject's newest record (one direct get).
+func (l *RunsLog) Last(ctx context.Context, subject string) (app.Record, bool, error) {
+	return l.store.Last(ctx, subject)
+}
+
+// At is the record at seq.
+func (l *RunsLog) At(ctx context.Context, seq uint64) (app.Record, error) {
+	return l.store.At(ctx, seq)
+}
+
+// EachLast reads the last record per subject through an ordered consumer.
+func (l *RunsLog) EachLast(ctx context.Context, filter string, fn func(app.Record) error) error {
+	return eachMsg(ctx, l.js, events.TestRunsStream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 2000, fn)
+}
+
+// EachHeader reads every record, headers only: decoding 250,000 results
+// made completing a large invocation take seconds.
+func (l *RunsLog) EachHeader(ctx context.Context, filter string, fn func(app.Record) error) error {
+	return eachMsg(ctx, l.js, events.TestRunsStream, filter, jetstream.DeliverAllPolicy, true, 10_000, fn)
+}
+
+// eachMsg calls fn with the messages of stream matching filter from
+// deliver on, in stream order, batch at a time; with headersOnly they
+// carry their headers only (and Nats-Msg-Size), not their data.
+func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
+	batch int, fn func(app.Record) error) error {
+	// An ephemeral consumer, deleted when done: a stream holds at most
+	// 1,000 consumers by default, and readers come often.
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
+	}()
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
+	if err != nil {
+		return err
+	}
+	defer it.Stop()
+	for {
+		m, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		rec, err := eventstore.RecordFromMsg(m)
+		if err != nil {
+			return err
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+		if md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// JobQueue is app.JobQueue on the work-queue stream TESTJOBS.
+type JobQueue struct{ js jetstream.JetStream }
+
+// NewJobQueue queues on stream TESTJOBS.
+func NewJobQueue(js jetstream.JetStream) *JobQueue { return &JobQueue{js: js} }
+
+// Enqueue publishes asynchronously, 2,048 acks awaited at a time; the
+// stream's duplicate window (JobsDedupWindow) drops a re-queued id.
+func (q *JobQueue) Enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
+	var futures []jetstream.PubAckFuture
+	flush := func() error {
+		for _, f := range futures {
+			select {
+			case <-f.Ok():
+			case err := <-f.Err():
+				return err
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		futures = futures[:0]
+		return nil
+	}
+	for i := range n {
+		m, err := job(i)
+		if err != nil {
+			return err
+		}
+		f, err := q.js.PublishMsgAsync(natsMsg(m))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
+		if len(futures) >= 2048 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// Purge drops the waiting jobs matching filter.
+func (q *JobQueue) Purge(ctx context.Context, filter string) error {
+	stream, err := eventstore.StreamOf(ctx, q.js, events.TestJobsStream)
+	if err != nil {
+		return err
+	}
+	return stream.Purge(ctx, jetstream.WithPurgeSubject(filter))
+}
+
+// Waiting is one small read: the first job matching filter, if any (a
+// job leaves the work queue only once acked).
+func (q *JobQueue) Waiting(ctx context.Context, filter string) (bool, error) {
+	_, err := eventstore.GetMsg(ctx, q.js, events.TestJobsStream, eventstore.MsgRequest{Seq: 1, NextFor: filter})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Counters is app.Counters on the counter stream TESTCOUNTS.
+type Counters struct{ js jetstream.JetStream }
+
+// NewCounters reads stream TESTCOUNTS.
+func NewCounters(js jetstream.JetStream) *Counters { return &Counters{js: js} }
+
+// Count reads the counter's last value ({"val":"n"}).
+func (c *Counters) Count(ctx context.Context, subject string) (int64, error) {
+	m, err := eventstore.GetMsg(ctx, c.js, events.TestCountsStream, eventstore.MsgRequest{LastFor: subject})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var body struct {
+		Val string `json:"val"`
+	}
+	if err := json.Unmarshal(m.Data, &body); err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(body.Val, 10, 64)
+}
+
+// InvocationFeed is app.InvocationFeed: the durable consumer
+// EnqueuerConsumer over the invocation events of stream TESTING.
+type InvocationFeed struct {
+	js  jetstream.JetStream
+	log *slog.Logger
+}
+
+// NewInvocationFeed follows stream TESTING's invocation events.
+func NewInvocationFeed(js jetstream.JetStream, log *slog.Logger) *InvocationFeed {
+	return &InvocationFeed{js: js, log: log}
+}
+
+// Follow acks an event handled, and redelivers a failed one a second
+// later; one not acked within a minute (its process died) is redelivered
+// too.
+func (f *InvocationFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
+	cons, err := eventstore.EnsureConsumer(ctx, f.js, events.TestingStream, jetstream.ConsumerConfig{
+		Durable: EnqueuerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
+		FilterSubject: events.TestingInvocationsAll, MaxAckPending: 16,
+	})
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages(jetstream.PullMaxMessages(16))
+	if err != nil {
+		return err
+	}
+	go func() { <-ctx.Done(); it.Stop() }()
+	for {
+		m, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			f.log.Warn("enqueuer: next", "err", err)
+			continue
+		}
+		rec, err := eventstore.RecordFromMsg(m)
+		if err == nil {
+			err = handle(ctx, rec, func() { _ = m.InProgress() })
+		}
+		if err != nil {
+			_ = m.NakWithDelay(time.Second)
+			continue
+		}
+		_ = m.Ack()
+	}
+}

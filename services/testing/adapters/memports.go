@@ -1,0 +1,297 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"sync"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+)
+
+// MemoryPorts are the testing app's ports in memory, for tests; the
+// returned parts let a test play the runners (take jobs, add counts) and
+// the invocation log's feed.
+type MemoryPorts struct {
+	Testing *memlog.Store
+	Agents  *memlog.Store
+	Runs    *MemoryRunsLog
+	Jobs    *MemoryJobQueue
+	Counts  *MemoryCounters
+	Feed    *MemoryFeed
+}
+
+// NewMemoryPorts makes empty memory ports.
+func NewMemoryPorts(now func() time.Time) *MemoryPorts {
+	return &MemoryPorts{Testing: memlog.New(), Agents: memlog.New(), Runs: NewMemoryRunsLog(now),
+		Jobs: NewMemoryJobQueue(), Counts: NewMemoryCounters(), Feed: NewMemoryFeed()}
+}
+
+// Ports are m as app.New takes them.
+func (m *MemoryPorts) Ports() app.Ports {
+	return app.Ports{Testing: m.Testing, Agents: m.Agents, Runs: m.Runs, Jobs: m.Jobs, Counts: m.Counts, Invocations: m.Feed}
+}
+
+// subjectMatches reports whether subject matches a NATS filter ("*" one
+// token, ">" the rest).
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+func recordOf(seq uint64, m app.Message, at time.Time) app.Record {
+	h := eventlog.Header{}
+	maps.Copy(h, m.Header)
+	return app.Record{Seq: seq, Subject: m.Subject, Header: h, Data: append([]byte(nil), m.Data...), Time: at,
+		CommandID: m.ID, Type: h.Get(events.HeaderEventType)}
+}
+
+// MemoryRunsLog is app.RunsLog in memory; ids are remembered forever.
+type MemoryRunsLog struct {
+	now  func() time.Time
+	mu   sync.Mutex
+	recs []app.Record
+	ids  map[string]bool
+}
+
+// NewMemoryRunsLog is an empty runs log stamping records with now.
+func NewMemoryRunsLog(now func() time.Time) *MemoryRunsLog {
+	return &MemoryRunsLog{now: now, ids: map[string]bool{}}
+}
+
+func (l *MemoryRunsLog) Publish(_ context.Context, m app.Message) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m.ID != "" && l.ids[m.ID] {
+		return true, nil
+	}
+	l.ids[m.ID] = true
+	l.recs = append(l.recs, recordOf(uint64(len(l.recs)+1), m, l.now()))
+	return false, nil
+}
+
+func (l *MemoryRunsLog) Last(_ context.Context, subject string) (app.Record, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := len(l.recs) - 1; i >= 0; i-- {
+		if l.recs[i].Subject == subject {
+			return l.recs[i], true, nil
+		}
+	}
+	return app.Record{}, false, nil
+}
+
+func (l *MemoryRunsLog) At(_ context.Context, seq uint64) (app.Record, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if seq == 0 || seq > uint64(len(l.recs)) {
+		return app.Record{}, fmt.Errorf("runs log: no record at %d", seq)
+	}
+	return l.recs[seq-1], nil
+}
+
+// matching is a copy of the records matching filter, in order.
+func (l *MemoryRunsLog) matching(filter string) []app.Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []app.Record
+	for _, r := range l.recs {
+		if subjectMatches(filter, r.Subject) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (l *MemoryRunsLog) EachLast(_ context.Context, filter string, fn func(app.Record) error) error {
+	recs := l.matching(filter)
+	last := map[string]uint64{}
+	for _, r := range recs {
+		last[r.Subject] = r.Seq
+	}
+	for _, r := range recs {
+		if last[r.Subject] == r.Seq {
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// EachHeader leaves the data out, as the JetStream adapter does.
+func (l *MemoryRunsLog) EachHeader(_ context.Context, filter string, fn func(app.Record) error) error {
+	for _, r := range l.matching(filter) {
+		r.Data = nil
+		if err := fn(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MemoryJobQueue is app.JobQueue in memory; ids are remembered forever.
+type MemoryJobQueue struct {
+	mu   sync.Mutex
+	jobs []app.Message
+	ids  map[string]bool
+}
+
+// NewMemoryJobQueue is an empty queue.
+func NewMemoryJobQueue() *MemoryJobQueue { return &MemoryJobQueue{ids: map[string]bool{}} }
+
+func (q *MemoryJobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message, error)) error {
+	for i := range n {
+		m, err := job(i)
+		if err != nil {
+			return err
+		}
+		q.mu.Lock()
+		if !q.ids[m.ID] {
+			q.ids[m.ID] = true
+			q.jobs = append(q.jobs, m)
+		}
+		q.mu.Unlock()
+	}
+	return nil
+}
+
+func (q *MemoryJobQueue) Purge(_ context.Context, filter string) error {
+	q.Take(filter)
+	return nil
+}
+
+func (q *MemoryJobQueue) Waiting(_ context.Context, filter string) (bool, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, j := range q.jobs {
+		if subjectMatches(filter, j.Subject) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Take removes and returns the jobs matching filter, in queue order: a
+// runner that did them.
+func (q *MemoryJobQueue) Take(filter string) []app.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var taken, kept []app.Message
+	for _, j := range q.jobs {
+		if subjectMatches(filter, j.Subject) {
+			taken = append(taken, j)
+		} else {
+			kept = append(kept, j)
+		}
+	}
+	q.jobs = kept
+	return taken
+}
+
+// MemoryCounters is app.Counters in memory.
+type MemoryCounters struct {
+	mu     sync.Mutex
+	counts map[string]int64
+}
+
+// NewMemoryCounters are counters all at 0.
+func NewMemoryCounters() *MemoryCounters { return &MemoryCounters{counts: map[string]int64{}} }
+
+func (c *MemoryCounters) Count(_ context.Context, subject string) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[subject], nil
+}
+
+// Add adds n to subject's count, as a runner does.
+func (c *MemoryCounters) Add(subject string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.counts[subject] += n
+}
+
+// MemoryFeed is app.InvocationFeed in memory: one durable reader over
+// the events appended to it. A failed event goes to the back of the
+// line and is delivered again.
+type MemoryFeed struct {
+	mu      sync.Mutex
+	pending []app.Record
+	wake    chan struct{}
+}
+
+// NewMemoryFeed is a feed with nothing to deliver.
+func NewMemoryFeed() *MemoryFeed { return &MemoryFeed{wake: make(chan struct{}, 1)} }
+
+// Append adds an event to deliver.
+func (f *MemoryFeed) Append(rec app.Record) {
+	f.mu.Lock()
+	f.pending = append(f.pending, rec)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *MemoryFeed) next() (app.Record, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.pending) == 0 {
+		return app.Record{}, false
+	}
+	rec := f.pending[0]
+	f.pending = f.pending[1:]
+	return rec, true
+}
+
+func (f *MemoryFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
+	retry := time.NewTicker(10 * time.Millisecond) // a failed event's next try
+	defer retry.Stop()
+	for {
+		rec, ok := f.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-f.wake:
+			case <-retry.C:
+			}
+			continue
+		}
+		if err := handle(ctx, rec, func() {}); err != nil {
+			f.mu.Lock()
+			f.pending = append(f.pending, rec)
+			f.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-retry.C:
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// Snapshot is a copy of the jobs on the queue, in order.
+func (q *MemoryJobQueue) Snapshot() []app.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]app.Message(nil), q.jobs...)
+}

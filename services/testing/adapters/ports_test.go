@@ -1,0 +1,127 @@
+package adapters_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/app/counterstest"
+	"github.com/voiceai-platform/voiceai/services/testing/app/feedtest"
+	"github.com/voiceai-platform/voiceai/services/testing/app/jobqueuetest"
+	"github.com/voiceai-platform/voiceai/services/testing/app/runslogtest"
+)
+
+// jetStream is a fresh embedded server with the testing streams.
+func jetStream(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(testenv.StartNATS(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adapters.EnsureStreams(context.Background(), js, 1); err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+func publish(t *testing.T, js jetstream.JetStream, msg *nats.Msg) {
+	t.Helper()
+	if _, err := js.PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunsLogJetStream(t *testing.T) {
+	runslogtest.Run(t, func(t *testing.T) app.RunsLog { return adapters.NewRunsLog(jetStream(t)) })
+}
+
+func TestRunsLogMemory(t *testing.T) {
+	runslogtest.Run(t, func(*testing.T) app.RunsLog { return adapters.NewMemoryRunsLog(time.Now) })
+}
+
+func TestJobQueueJetStream(t *testing.T) {
+	jobqueuetest.Run(t, func(t *testing.T) (app.JobQueue, func(string) int) {
+		js := jetStream(t)
+		return adapters.NewJobQueue(js), func(filter string) int {
+			s, err := eventstore.StreamOf(context.Background(), js, events.TestJobsStream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, c := range info.State.Subjects {
+				n += int(c)
+			}
+			return n
+		}
+	})
+}
+
+func TestJobQueueMemory(t *testing.T) {
+	jobqueuetest.Run(t, func(*testing.T) (app.JobQueue, func(string) int) {
+		q := adapters.NewMemoryJobQueue()
+		return q, func(filter string) int {
+			n := 0
+			for _, j := range q.Snapshot() {
+				if adapters.SubjectMatches(filter, j.Subject) {
+					n++
+				}
+			}
+			return n
+		}
+	})
+}
+
+func TestCountersJetStream(t *testing.T) {
+	counterstest.Run(t, func(t *testing.T) (app.Counters, func(string, int64)) {
+		js := jetStream(t)
+		return adapters.NewCounters(js), func(subject string, n int64) {
+			msg := nats.NewMsg(subject)
+			msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10)) // as runners add
+			publish(t, js, msg)
+		}
+	})
+}
+
+func TestCountersMemory(t *testing.T) {
+	counterstest.Run(t, func(*testing.T) (app.Counters, func(string, int64)) {
+		c := adapters.NewMemoryCounters()
+		return c, c.Add
+	})
+}
+
+func TestInvocationFeedJetStream(t *testing.T) {
+	feedtest.Run(t, func(t *testing.T) (app.InvocationFeed, func(string, []byte)) {
+		js := jetStream(t)
+		return adapters.NewInvocationFeed(js, slog.New(slog.NewTextHandler(io.Discard, nil))), func(subject string, data []byte) {
+			publish(t, js, &nats.Msg{Subject: subject, Data: data})
+		}
+	})
+}
+
+func TestInvocationFeedMemory(t *testing.T) {
+	feedtest.Run(t, func(*testing.T) (app.InvocationFeed, func(string, []byte)) {
+		f := adapters.NewMemoryFeed()
+		return f, func(subject string, data []byte) { f.Append(app.Record{Subject: subject, Data: data}) }
+	})
+}

@@ -1,0 +1,323 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Rule tests of invocations (queuing, completion, bucketing, cancel,
+// resubmit) on the memory adapters; the test plays the runners.
+
+// clock is a settable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+type world struct {
+	t     *testing.T
+	a     *app.App
+	p     *adapters.MemoryPorts
+	clock *clock
+	c     app.Caller
+	test  string // a test's id
+}
+
+const agentID = "agent_1"
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	ctx := context.Background()
+	clk := &clock{t: time.Unix(1_700_000_000, 0)}
+	p := adapters.NewMemoryPorts(clk.Now)
+	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.NewTextHandler(io.Discard, nil)), clk.Now)
+	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}
+	subject, _ := events.AgentSubject("ws", agentID)
+	meta := esproto.Meta(ctx, "ws", "", clk.Now())
+	if _, err := esproto.Append(ctx, p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,
+		Agent: &agentsv1.Agent{AgentId: agentID, WorkspaceId: "ws", Name: "Front desk"}}); err != nil {
+		t.Fatal(err)
+	}
+	test, err := a.CreateTest(ctx, w.c, []byte(`{"type":"llm","name":"Opening hours","success_condition":"states the hours"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.test = test.GetTestId()
+	return w
+}
+
+// run invokes the test repeat times and has the enqueuer queue its runs.
+func (w *world) run(repeat int) *testingv1.Invocation {
+	w.t.Helper()
+	inv, err := w.a.RunTests(context.Background(), w.c, agentID, app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}, RepeatCount: &repeat})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.enqueueLast(inv.GetInvocationId())
+	return inv
+}
+
+// enqueueLast hands the invocation's last event to the enqueuer.
+func (w *world) enqueueLast(id string) {
+	w.t.Helper()
+	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, id)
+	rec, found, err := w.p.Testing.Last(context.Background(), subject)
+	if err != nil || !found {
+		w.t.Fatalf("invocation event: found %v, %v", found, err)
+	}
+	if err := app.Enqueue(w.a, context.Background(), rec, func() {}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// work does the invocation's waiting jobs as runners do: each run's result
+// stored, then counted, then the job gone from the queue.
+func (w *world) work(id string, status func(run int) string) []*testingv1.RunJob {
+	w.t.Helper()
+	filter, _ := events.TestJobsOfInvocation("ws", id)
+	var jobs []*testingv1.RunJob
+	for _, m := range w.p.Jobs.Take(filter) {
+		job := &testingv1.RunJob{}
+		if err := protoUnmarshal(m.Data, job); err != nil {
+			w.t.Fatal(err)
+		}
+		jobs = append(jobs, job)
+		if job.GetKind() != "run" {
+			continue
+		}
+		first, _ := domain.RunIndex(id, job.GetRunId())
+		for i := first; i < first+int(max(job.GetRunCount(), 1)); i++ {
+			s := status(i)
+			storeResult(w.t, w.p.Runs, "ws", id, i, job.GetAttempt(), s, true)
+			done, _ := events.TestCountSubject(id, job.GetAttempt(), "done")
+			w.p.Counts.Add(done, 1)
+			if s == domain.RunPassed {
+				passed, _ := events.TestCountSubject(id, job.GetAttempt(), "passed")
+				w.p.Counts.Add(passed, 1)
+			}
+		}
+	}
+	return jobs
+}
+
+func (w *world) get(id string) *testingv1.Invocation {
+	w.t.Helper()
+	inv, _, err := w.a.Invocations.Get(context.Background(), "ws", id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return inv
+}
+
+func (w *world) complete(id string) bool {
+	w.t.Helper()
+	done, err := w.a.CheckCompletion(context.Background(), "ws", id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return done
+}
+
+func passEven(i int) string {
+	if i%2 == 0 {
+		return domain.RunPassed
+	}
+	return domain.RunFailed
+}
+
+func TestAnInvocationCompletesOnceEveryJobIsDone(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(1)
+	if w.complete(inv.GetInvocationId()) {
+		t.Fatal("completed with its job waiting")
+	}
+	w.work(inv.GetInvocationId(), passEven)
+	if !w.complete(inv.GetInvocationId()) {
+		t.Fatal("not completed with every job done")
+	}
+	got := w.get(inv.GetInvocationId())
+	if got.GetStatus() != domain.InvocationCompleted || got.GetPassedCount() != 1 || got.GetFailedCount() != 0 || got.CompletedAtUnix == nil {
+		t.Fatalf("completed as %s, passed %d, failed %d", got.GetStatus(), got.GetPassedCount(), got.GetFailedCount())
+	}
+	if w.complete(inv.GetInvocationId()) {
+		t.Fatal("completed twice")
+	}
+	bucketing, _ := events.TestBucketingJobSubject("ws", inv.GetInvocationId(), "1")
+	if waiting, _ := w.p.Jobs.Waiting(context.Background(), bucketing); waiting {
+		t.Fatal("a single run queued bucketing")
+	}
+}
+
+// An invocation whose jobs are not all queued yet is not complete, even
+// with nothing on the queue.
+func TestAnInvocationBeingQueuedIsNotComplete(t *testing.T) {
+	w := newWorld(t)
+	repeat := 2
+	inv, err := w.a.RunTests(context.Background(), w.c, agentID, app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}, RepeatCount: &repeat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.complete(inv.GetInvocationId()) {
+		t.Fatal("completed before its runs were queued")
+	}
+}
+
+func TestRepeatedRunsAreBucketedOnceComplete(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(3)
+	if inv.GetBucketingStatus() != domain.BucketingPending {
+		t.Fatalf("bucketing %q; want pending", inv.GetBucketingStatus())
+	}
+	w.work(inv.GetInvocationId(), passEven)
+	if !w.complete(inv.GetInvocationId()) {
+		t.Fatal("not completed")
+	}
+	if got := w.get(inv.GetInvocationId()); got.GetPassedCount() != 2 || got.GetFailedCount() != 1 {
+		t.Fatalf("passed %d, failed %d; want 2 and 1", got.GetPassedCount(), got.GetFailedCount())
+	}
+	// Bucketing is queued apart from the runs (a cancel purges runs only).
+	bucketing, _ := events.TestBucketingJobSubject("ws", inv.GetInvocationId(), "3")
+	jobs := w.p.Jobs.Take(bucketing)
+	if len(jobs) != 1 {
+		t.Fatalf("after completion %d bucketing jobs; want 1", len(jobs))
+	}
+	job := &testingv1.RunJob{}
+	if err := protoUnmarshal(jobs[0].Data, job); err != nil || job.GetKind() != "bucketing" || job.GetInvocationId() != inv.GetInvocationId() {
+		t.Fatalf("bucketing job %v, %v", job, err)
+	}
+}
+
+// The sweeper leaves a round a runner claimed to that runner for a
+// while, then completes it itself (the runner died).
+func TestTheSweeperWaitsForARunnersClaim(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(1)
+	w.work(inv.GetInvocationId(), passEven)
+	claim, _ := events.TestRunsCompletingSubject("ws", inv.GetInvocationId())
+	if _, err := w.p.Runs.Publish(context.Background(), app.Message{Subject: claim, ID: "claim", Data: []byte("1")}); err != nil {
+		t.Fatal(err)
+	}
+	if w.complete(inv.GetInvocationId()) {
+		t.Fatal("the sweeper completed a round a runner just claimed")
+	}
+	w.clock.Add(31 * time.Second)
+	if !w.complete(inv.GetInvocationId()) {
+		t.Fatal("the sweeper did not complete a round claimed long ago")
+	}
+}
+
+// Of runners claiming the same round, only the first completes it.
+func TestOnlyTheFirstClaimCompletes(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(2)
+	w.work(inv.GetInvocationId(), passEven)
+	claim, _ := events.TestRunsCompletingSubject("ws", inv.GetInvocationId())
+	round := "2"
+	if _, err := w.p.Runs.Publish(context.Background(), app.Message{Subject: claim, ID: inv.GetInvocationId() + "#completing#" + round, Data: []byte(round)}); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := w.a.ClaimCompletion(context.Background(), "ws", inv.GetInvocationId(), true); err != nil || done {
+		t.Fatalf("a second claim of the round completed: %v, %v", done, err)
+	}
+	if got := w.get(inv.GetInvocationId()); got.GetStatus() != domain.InvocationRunning {
+		t.Fatalf("status %s; want running, left to the first claimant", got.GetStatus())
+	}
+}
+
+func TestCancelDropsTheWaitingJobs(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.run(3)
+	got, err := w.a.Cancel(ctx, w.c, inv.GetInvocationId())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetStatus() != domain.InvocationCancelled || got.GetBucketingStatus() != domain.BucketingFailed || got.CancelledAtUnix == nil {
+		t.Fatalf("cancelled as %s, bucketing %s", got.GetStatus(), got.GetBucketingStatus())
+	}
+	jobs, _ := events.TestJobsOfInvocation("ws", inv.GetInvocationId())
+	if waiting, _ := w.p.Jobs.Waiting(ctx, jobs); waiting {
+		t.Fatal("jobs still waiting after cancel")
+	}
+	if again, err := w.a.Cancel(ctx, w.c, inv.GetInvocationId()); err != nil || again.GetStatus() != domain.InvocationCancelled {
+		t.Fatalf("a second cancel: %v, %v", again.GetStatus(), err)
+	}
+	if w.complete(inv.GetInvocationId()) {
+		t.Fatal("a cancelled invocation completed")
+	}
+}
+
+func TestAFinishedInvocationCannotBeCancelled(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(1)
+	w.work(inv.GetInvocationId(), passEven)
+	w.complete(inv.GetInvocationId())
+	if _, err := w.a.Cancel(context.Background(), w.c, inv.GetInvocationId()); !errors.Is(err, apperr.InvocationFinished) {
+		t.Fatalf("cancel of a completed invocation: %v; want invocation_finished", err)
+	}
+}
+
+func TestResubmitRunsAgainAsANewAttempt(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.run(2)
+	id := inv.GetInvocationId()
+	run1 := domain.RunID(id, 1)
+	in := app.ResubmitInput{TestRunIDs: []string{run1}, AgentID: agentID}
+	if _, err := w.a.Resubmit(ctx, w.c, id, in); !errors.Is(err, apperr.InvocationRunning) {
+		t.Fatalf("resubmit while running: %v; want invocation_running", err)
+	}
+	w.work(id, passEven)
+	w.complete(id)
+	for what, bad := range map[string]app.ResubmitInput{
+		"another agent":  {TestRunIDs: []string{run1}, AgentID: "agent_other"},
+		"an unknown run": {TestRunIDs: []string{domain.RunID(id, 7)}, AgentID: agentID},
+		"a duplicate":    {TestRunIDs: []string{run1, run1}, AgentID: agentID},
+	} {
+		if _, err := w.a.Resubmit(ctx, w.c, id, bad); err == nil {
+			t.Fatalf("resubmit of %s accepted", what)
+		}
+	}
+	got, err := w.a.Resubmit(ctx, w.c, id, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.GetStatus() != domain.InvocationRunning || got.GetJobsTotal() != 3 || len(got.GetResubmissions()) != 1 ||
+		got.GetResubmissions()[0].GetAttempt() != 2 || got.GetBucketingStatus() != domain.BucketingPending {
+		t.Fatalf("resubmitted as %s, jobs %d, resubmissions %v, bucketing %s", got.GetStatus(), got.GetJobsTotal(), got.GetResubmissions(), got.GetBucketingStatus())
+	}
+	w.enqueueLast(id)
+	w.enqueueLast(id) // the enqueuer's retry queues nothing twice
+	jobs := w.work(id, func(int) string { return domain.RunPassed })
+	if len(jobs) != 1 || jobs[0].GetRunId() != run1 || jobs[0].GetAttempt() != 2 {
+		t.Fatalf("queued %v; want run 1's attempt 2 once", jobs)
+	}
+	if !w.complete(id) {
+		t.Fatal("the resubmission did not complete")
+	}
+	if got := w.get(id); got.GetPassedCount() != 2 || got.GetFailedCount() != 0 {
+		t.Fatalf("after the resubmission passed %d, failed %d; want 2 and 0", got.GetPassedCount(), got.GetFailedCount())
+	}
+}
