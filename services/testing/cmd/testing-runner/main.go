@@ -6,8 +6,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -26,23 +24,18 @@ func (c cfg) Validate() error {
 	return c.RunnerConfig.Validate()
 }
 
+// Infrastructure keeps no store: a runner reads and writes streams only.
+func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
+
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		c.MongoURI = "" // a runner needs no store: it reads and writes streams only
-		err = runtime.Run("testing-runner", c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			done, err := testingsvc.StartRunner(rctx, d, c.RunnerConfig)
-			if err != nil {
-				cancel()
-				return nil, err
-			}
-			go func() { <-ctx.Done(); cancel() }()
-			return func() error { cancel(); <-done; return nil }, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testing-runner:", err)
-		os.Exit(1)
-	}
+	runtime.Main("testing-runner", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done, err := testingsvc.StartRunner(rctx, d, c.RunnerConfig)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		go func() { <-ctx.Done(); cancel() }()
+		return func() error { cancel(); <-done; return nil }, nil
+	})
 }

@@ -5,8 +5,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
@@ -19,18 +17,11 @@ type cfg struct {
 }
 
 func main() {
-	c, err := config.Load[cfg]()
-	if err == nil {
-		err = runtime.Run(testingsvc.Name, c.Infra, func(ctx context.Context, d runtime.Deps) (func() error, error) {
-			s, err := testingsvc.Start(ctx, d, c.SecretKey)
-			if err != nil {
-				return nil, err
-			}
-			return s.Stop, nil
-		})
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "testing:", err)
-		os.Exit(1)
-	}
+	runtime.Main(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
+		s, err := testingsvc.Start(ctx, d, c.SecretKey)
+		if err != nil {
+			return nil, err
+		}
+		return s.Stop, nil
+	})
 }
