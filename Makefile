@@ -17,16 +17,17 @@ cli:
 ## test: everything CI checks — generated code is fresh, formatting, vet, every test with -race, the cluster tier
 # vet runs with -race: it then compiles the packages as the race-enabled tests do,
 # and the tests reuse its work (on a cold cache a plain vet compiles everything twice).
-# deploy-check (its own module: Helm and client-go to compile on a cold cache) runs
-# beside the tests at the lowest CPU priority: it takes only what they leave idle, so
-# the tests' timing is theirs; its output follows theirs.
+# deploy-check (its own module: Helm and client-go to download and compile on a cold
+# cache) runs from the start beside the rest at the lowest CPU priority: it takes only
+# what vet and the tests leave idle (downloads, waits on kills, elections, time-outs),
+# so their timing stays theirs; its output follows theirs.
 test: proto-check fmt-check
-	$(GO) vet -race $(PKGS)
 	@log=$$(mktemp); nice -n 19 sh -c '$(DEPLOY_CHECK)' >$$log 2>&1 & dc=$$!; \
-	$(GO) test -race -count=1 -timeout 30m $(PKGS); rc=$$?; \
-	wait $$dc; drc=$$?; echo "--- make deploy-check"; cat $$log; rm -f $$log; \
+	echo "+ go vet -race \$$(PKGS)" && $(GO) vet -race $(PKGS) && \
+	echo "+ go test -race \$$(PKGS)" && $(GO) test -race -count=1 -timeout 30m $(PKGS) && \
+	echo "+ make test-cluster" && $(TEST_CLUSTER); rc=$$?; \
+	wait $$dc; drc=$$?; echo "+ make deploy-check (beside the rest)"; cat $$log; rm -f $$log; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; if [ $$drc -ne 0 ]; then echo "make deploy-check failed"; exit $$drc; fi
-	$(MAKE) test-cluster
 
 ## deploy-check: the deployment artefacts, statically: the Helm chart renders objects that decode strictly
 ##   (client-go's scheme; KEDA's CRD schema), docker-compose.yml loads under the Compose schema with the
@@ -41,8 +42,9 @@ deploy-check:
 ##   service kills and a rolling restart under load; prints what clients saw per scenario. Fails on
 ##   safety (a lost or duplicated write, a 500, a 503 without Retry-After, a process that died) and on
 ##   a cluster or client not recovered 30 s after a fault ended; the error windows are printed only
+TEST_CLUSTER = VOICEAI_TEST_CLUSTER=1 $(GO) test -race -count=1 -timeout 20m -v -run '^TestCluster' ./services/allinone/multiprocess/
 test-cluster:
-	VOICEAI_TEST_CLUSTER=1 $(GO) test -race -count=1 -timeout 20m -v -run '^TestCluster' ./services/allinone/multiprocess/
+	$(TEST_CLUSTER)
 
 ## chaos: the liveness report — the cluster tier's scenarios CHAOS_RUNS times (default 5), each run on a
 ##   fresh cluster; prints per scenario and kind of request the error windows (p50, max) against the

@@ -218,7 +218,7 @@ func checkDeployment(t *testing.T, name string, d *appsv1.Deployment) {
 func checkScaledObject(t *testing.T, doc map[string]any) {
 	t.Helper()
 	stream := goConstant(t, "TestJobsStream", "proto-events", "testing.go")
-	consumer := goConstant(t, "RunnersConsumer", "services", "testing", "app", "streams.go")
+	consumer := goConstant(t, "RunnersConsumer", "services", "testing", "adapters", "streams.go")
 	spec, _ := doc["spec"].(map[string]any)
 	target, _ := spec["scaleTargetRef"].(map[string]any)
 	if name, _ := target["name"].(string); !strings.HasSuffix(name, "-testing-runner") {
