@@ -247,3 +247,19 @@ func PlatformSubject(workspaceID, eventName string) (string, error) {
 	}
 	return PlatformSubjectPrefix + "." + workspaceID + "." + eventName, nil
 }
+
+// SubjectMatches reports whether subject matches a NATS filter ('*' one
+// token, '>' the rest): what a stream or consumer filter selects, for code
+// that filters without a server (memory adapters, tests).
+func SubjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}

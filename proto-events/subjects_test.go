@@ -92,7 +92,7 @@ func TestSubjectsMatchFilters(t *testing.T) {
 	for filter, want := range matches {
 		var got []string
 		for _, s := range all {
-			if subjectMatches(filter, s) {
+			if events.SubjectMatches(filter, s) {
 				got = append(got, s)
 			}
 		}
@@ -100,7 +100,7 @@ func TestSubjectsMatchFilters(t *testing.T) {
 			t.Errorf("filter %q matches %v, want %v", filter, got, want)
 		}
 	}
-	if subjectMatches(identityOfWS, otherKey) {
+	if events.SubjectMatches(identityOfWS, otherKey) {
 		t.Errorf("%q matched another workspace's %q", identityOfWS, otherKey)
 	}
 
@@ -114,7 +114,7 @@ func TestSubjectsMatchFilters(t *testing.T) {
 		var found []string
 		for _, st := range streams {
 			for _, f := range st.Subjects {
-				if subjectMatches(f, subject) {
+				if events.SubjectMatches(f, subject) {
 					found = append(found, st.Name)
 				}
 			}
@@ -134,21 +134,6 @@ func TestSubjectsMatchFilters(t *testing.T) {
 	if events.Streams()[0].Subjects[0] != events.IdentityAll {
 		t.Error("Streams() shares its slices with callers")
 	}
-}
-
-// subjectMatches implements NATS subject matching ('*' one token, '>' the
-// rest) so the test does not need a server.
-func subjectMatches(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i, tok := range f {
-		if tok == ">" {
-			return len(s) > i
-		}
-		if i >= len(s) || (tok != "*" && tok != s[i]) {
-			return false
-		}
-	}
-	return len(f) == len(s)
 }
 
 func TestParseSubjects(t *testing.T) {

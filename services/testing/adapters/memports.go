@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"sync"
 	"time"
 
@@ -36,21 +35,6 @@ func NewMemoryPorts(now func() time.Time) *MemoryPorts {
 // Ports are m as app.New takes them.
 func (m *MemoryPorts) Ports() app.Ports {
 	return app.Ports{Testing: m.Testing, Agents: m.Agents, Runs: m.Runs, Jobs: m.Jobs, Counts: m.Counts, Invocations: m.Feed}
-}
-
-// subjectMatches reports whether subject matches a NATS filter ("*" one
-// token, ">" the rest).
-func subjectMatches(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i, tok := range f {
-		if tok == ">" {
-			return len(s) > i
-		}
-		if i >= len(s) || (tok != "*" && tok != s[i]) {
-			return false
-		}
-	}
-	return len(f) == len(s)
 }
 
 func recordOf(seq uint64, m app.Message, at time.Time) app.Record {
@@ -110,7 +94,7 @@ func (l *MemoryRunsLog) matching(filter string) []app.Record {
 	defer l.mu.Unlock()
 	var out []app.Record
 	for _, r := range l.recs {
-		if subjectMatches(filter, r.Subject) {
+		if events.SubjectMatches(filter, r.Subject) {
 			out = append(out, r)
 		}
 	}
@@ -179,7 +163,7 @@ func (q *MemoryJobQueue) Waiting(_ context.Context, filter string) (bool, error)
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, j := range q.jobs {
-		if subjectMatches(filter, j.Subject) {
+		if events.SubjectMatches(filter, j.Subject) {
 			return true, nil
 		}
 	}
@@ -193,7 +177,7 @@ func (q *MemoryJobQueue) Take(filter string) []app.Message {
 	defer q.mu.Unlock()
 	var taken, kept []app.Message
 	for _, j := range q.jobs {
-		if subjectMatches(filter, j.Subject) {
+		if events.SubjectMatches(filter, j.Subject) {
 			taken = append(taken, j)
 		} else {
 			kept = append(kept, j)

@@ -83,7 +83,7 @@ func TestJobQueueMemory(t *testing.T) {
 		return q, func(filter string) int {
 			n := 0
 			for _, j := range q.Snapshot() {
-				if adapters.SubjectMatches(filter, j.Subject) {
+				if events.SubjectMatches(filter, j.Subject) {
 					n++
 				}
 			}

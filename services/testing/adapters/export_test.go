@@ -1,4 +1,0 @@
-package adapters
-
-// SubjectMatches is subjectMatches for the external tests.
-var SubjectMatches = subjectMatches
