@@ -26,15 +26,7 @@ import (
 // jetStream is a fresh embedded server with the testing streams.
 func jetStream(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	if err := adapters.EnsureStreams(context.Background(), js, 1); err != nil {
 		t.Fatal(err)
 	}
