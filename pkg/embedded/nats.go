@@ -1,7 +1,7 @@
 // Package embedded runs the suite's infrastructure in-process: a NATS
-// server with JetStream and a Mongo-wire-compatible store (FerretDB on
-// SQLite). It backs `make run` and the tests, so the same client code talks
-// to the same protocols as in production.
+// server with JetStream here, and the Mongo-wire-compatible store (FerretDB
+// on SQLite) in docstore. They back `make run` and the tests, so the same
+// client code talks to the same protocols as in production.
 package embedded
 
 import (

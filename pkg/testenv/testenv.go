@@ -4,9 +4,13 @@
 package testenv
 
 import (
+	"bufio"
 	"context"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,17 +96,44 @@ func KickClients(t testing.TB, ns *server.Server, name string) int {
 	return n
 }
 
-// StartMongo starts an embedded FerretDB with its files in a temporary
-// directory and returns its connection URI.
+// StartMongo starts the embedded store (FerretDB on SQLite) as a process
+// of its own, with its files in a temporary directory, and returns its
+// connection URI; the process ends with t, or with this test process.
+// A process rather than in-process: built once without the race detector
+// (see Binaries), it keeps FerretDB and SQLite out of every race-enabled
+// test binary — a large share of a cold `make test`'s compile — and runs
+// at full speed beside them.
 func StartMongo(t testing.TB) string {
 	t.Helper()
-	m, err := embedded.StartMongo(t.TempDir())
+	dir, err := Binaries(storeBinary)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(m.Close)
-	return m.URI
+	cmd := exec.Command(filepath.Join(dir, "voiceai-store"), "-stdin-lifeline", t.TempDir())
+	cmd.Stderr = os.Stderr
+	// The store stops when this pipe closes: at Cleanup, or when the test
+	// process dies without one.
+	lifeline, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lifeline.Close(); _ = cmd.Wait() })
+	uri, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("the store printed no URI: %v", err)
+	}
+	return strings.TrimSpace(uri)
 }
+
+// storeBinary is the embedded store's command.
+const storeBinary = "./pkg/embedded/docstore/voiceai-store"
 
 // Conn connects to the environment's NATS server; closed when t ends.
 func (e *Env) Conn(t testing.TB) *nats.Conn {

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
-	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
@@ -32,14 +31,6 @@ func storeCommand() *cobra.Command {
 }
 
 func serveStore(ctx context.Context, dir string) error {
-	log := obs.NewLogger(os.Stderr, 0, "store")
-	m, err := embedded.StartMongo(dir)
-	if err != nil {
-		return err
-	}
-	defer m.Close()
-	log.Info("store listening", "uri", m.URI, "dir", dir)
-	fmt.Println(m.URI)
-	<-ctx.Done()
-	return nil
+	obs.NewLogger(os.Stderr, 0, "store").Info("store starting", "dir", dir)
+	return docstore.Serve(ctx, dir, os.Stdout)
 }

@@ -3,6 +3,7 @@
 package architecture
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -58,4 +59,73 @@ func appPackages(t *testing.T) []string {
 		}
 	}
 	return apps
+}
+
+// Only the packages the Makefile names in STORE_PKGS link the embedded
+// store's FerretDB and SQLite: `make test` vets and tests those without
+// -race and every other package with it, so a race-enabled build never
+// compiles them (a large share of a cold run). A test that needs the store
+// starts it as a process (testenv.StartMongo).
+func TestOnlyTheStorePackagesLinkFerretDB(t *testing.T) {
+	makefile, err := os.ReadFile("../../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns, all []string
+	for line := range strings.Lines(string(makefile)) {
+		if rest, ok := strings.CutPrefix(line, "STORE_PKGS :="); ok {
+			patterns = strings.Fields(rest)
+		}
+		if rest, ok := strings.CutPrefix(line, "PKGS  :="); ok {
+			all = strings.Fields(rest)
+		}
+	}
+	if len(patterns) == 0 || len(all) == 0 {
+		t.Fatal("the Makefile defines no STORE_PKGS or PKGS")
+	}
+	// PKGS spells its services with a make function; go list wants them
+	// one by one.
+	var services []string
+	for _, p := range all {
+		if !strings.Contains(p, "$(") {
+			services = append(services, p)
+		}
+	}
+	entries, err := os.ReadDir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			services = append(services, "./services/"+e.Name()+"/...")
+		}
+	}
+	list := func(args ...string) string {
+		cmd := exec.Command("go", append([]string{"list"}, args...)...)
+		cmd.Dir = "../../.."
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	allowed := map[string]bool{}
+	for line := range strings.Lines(list(patterns...)) {
+		allowed[strings.TrimSpace(line)] = true
+	}
+	deps := list(append([]string{"-test", "-f", "{{.ImportPath}}{{range .Deps}} {{.}}{{end}}"}, services...)...)
+	for line := range strings.Lines(deps) {
+		fields := strings.Fields(line)
+		pkg := strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(fields[0]))[0]
+		pkg = strings.TrimSuffix(pkg, ".test")
+		if allowed[pkg] {
+			continue
+		}
+		for _, dep := range fields[1:] {
+			if strings.HasPrefix(dep, "github.com/FerretDB/") || strings.HasPrefix(dep, "modernc.org/sqlite") {
+				t.Errorf("%s links %s: start the store as a process (testenv.StartMongo), or add the package to STORE_PKGS in the Makefile", fields[0], dep)
+				break
+			}
+		}
+	}
 }

@@ -1,19 +1,19 @@
 package multiprocess
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // The cluster tier (make test-cluster, part of make test): the production
@@ -195,7 +195,7 @@ type serviceProc struct {
 
 func newPlatform(t *testing.T, nodes *natsNodes) *platform {
 	p := &platform{t: t, nodes: nodes, procs: map[string][]*serviceProc{}, lb: &balancer{},
-		c: &cluster{t: t, natsURL: nodes.urls(), mongoURI: startStore(t), dataDir: t.TempDir()}}
+		c: &cluster{t: t, natsURL: nodes.urls(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}}
 	p.env = []string{"VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0",
 		"VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1", "VOICEAI_WEBHOOK_TIMEOUT=2s", "VOICEAI_WEBHOOK_ACK_WAIT=5s",
 		"VOICEAI_RUNNER_ACK_WAIT=5s", "VOICEAI_RATE_LIMIT_PER_MINUTE=1000000", "VOICEAI_RATE_LIMIT_PER_HOUR=1000000"}
@@ -226,26 +226,6 @@ func (p *platform) create(what, path, field, body string) string {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return id
-}
-
-// startStore runs the embedded store (allinone store) as a process of its
-// own and returns its URI.
-func startStore(t *testing.T) string {
-	cmd := exec.Command(filepath.Join(binDir, "allinone"), "store")
-	cmd.Env = append(os.Environ(), "VOICEAI_DATA_DIR="+t.TempDir())
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	uri, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("the store printed no URI: %v", err)
-	}
-	return strings.TrimSpace(uri)
 }
 
 // startService starts a replica of kind and returns once it is ready.
@@ -842,7 +822,7 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 		t.Run(fmt.Sprintf("round-%d", round+1), func(t *testing.T) {
 			repeatFailuresLast(t)
 			nodes := startNATSNodes(t, 3)
-			c := &cluster{t: t, natsURL: nodes.urls(), mongoURI: startStore(t), dataDir: t.TempDir()}
+			c := &cluster{t: t, natsURL: nodes.urls(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
 			started := time.Now()
 			var procs []*proc
 			for _, kind := range kinds {

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // An island: the third NATS node loses its routes to the other two (a
@@ -36,7 +38,7 @@ func TestClusterIslandClientsMove(t *testing.T) {
 		[]string{"127.0.0.1", "127.0.0.1", ns.clientInnerIP},
 		[]string{ns.routeHostIP, ns.routeHostIP, ns.routeInnerIP}, &ns.netns)
 	island := 2
-	c := &cluster{t: t, mongoURI: startStore(t), dataDir: t.TempDir()}
+	c := &cluster{t: t, mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
 	env := []string{"VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0", "VOICEAI_NATS_PREFER_FIRST=true"}
 	mainland := "VOICEAI_NATS_URL=" + nodes.url(0) + "," + nodes.url(1) + "," + nodes.url(island)
 	onIsland := "VOICEAI_NATS_URL=" + nodes.url(island) + "," + nodes.url(0) + "," + nodes.url(1)

@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,29 +37,18 @@ var binaries = []string{
 	"github.com/nats-io/nats-server/v2", "./services/allinone",
 }
 
-// TestMain builds the binaries once for the package.
+// TestMain builds the binaries once for the package: the service
+// commands, the NATS server itself (cluster nodes a test can kill -9) and
+// the all-in-one binary; one go command shares its work between them. The
+// store is testenv's, a process of its own too.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "voiceai-bins-")
+	dir, err := testenv.Binaries(binaries...)
 	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-	// One build of every binary: the service commands, the NATS server
-	// itself (cluster nodes a test can kill -9) and the all-in-one binary,
-	// whose `store` command is the embedded store as a process of its own.
-	// One go command shares its work and links them side by side; each is
-	// named after its package's last element.
-	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, binaries...)...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build the binaries: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "build the binaries: %v\n", err)
 		os.Exit(1)
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	binDir = dir
+	os.Exit(m.Run())
 }
 
 const adminKey = "vak_multiprocess_admin_key_0123456789"

@@ -21,6 +21,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -187,7 +188,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 	_ = os.WriteFile(filepath.Join(c.DataDir, NATSURLFile), []byte(ns.ClientURL()+"\n"), 0o600)
 
-	store, err := embedded.StartMongo(filepath.Join(c.DataDir, "mongo"))
+	store, err := docstore.Start(filepath.Join(c.DataDir, "mongo"))
 	if err != nil {
 		return fail(err)
 	}

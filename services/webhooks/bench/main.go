@@ -29,6 +29,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
@@ -76,7 +77,7 @@ func run() error {
 		return err
 	}
 	defer ns.Shutdown()
-	store, err := embedded.StartMongo(filepath.Join(dir, "mongo"))
+	store, err := docstore.Start(filepath.Join(dir, "mongo"))
 	if err != nil {
 		return err
 	}

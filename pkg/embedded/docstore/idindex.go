@@ -1,4 +1,4 @@
-package embedded
+package docstore
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func keepIDPathsIndexed(ctx context.Context, dir string, log *slog.Logger) {
 	defer t.Stop()
 	for {
 		if err := indexIDPaths(ctx, dir); err != nil && ctx.Err() == nil {
-			log.Warn("embedded mongo: indexing _id lookups", "err", err)
+			log.Warn("embedded store: indexing _id lookups", "err", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,4 +1,4 @@
-package embedded
+package docstore
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // the collection, and still find the documents.
 func TestIDLookupsUseAnIndex(t *testing.T) {
 	dir := t.TempDir()
-	m, err := StartMongo(dir)
+	m, err := Start(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestIDIndexSurvivesARestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
 	for round := range 2 {
-		m, err := StartMongo(dir)
+		m, err := Start(dir)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,14 @@
-package embedded
+// Package docstore is the embedded document store: FerretDB speaking the
+// MongoDB wire protocol, on SQLite files in a directory. `make run` runs
+// it in-process; tests run it as a process of its own (voiceai-store, see
+// pkg/testenv), so no race-enabled test binary links FerretDB and SQLite.
+package docstore
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,19 +21,19 @@ import (
 // (version.Get().Package): two stores started at once would race.
 var newMu sync.Mutex
 
-// Mongo is an in-process FerretDB speaking the MongoDB wire protocol,
+// Store is an in-process FerretDB speaking the MongoDB wire protocol,
 // storing its data in SQLite files under a directory.
-type Mongo struct {
+type Store struct {
 	URI    string
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-// StartMongo starts FerretDB on a random loopback port with its SQLite
-// files in dir, and returns once it listens.
-func StartMongo(dir string) (*Mongo, error) {
+// Start starts FerretDB on a random loopback port with its SQLite files
+// in dir, and returns once it listens.
+func Start(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("embedded mongo: %w", err)
+		return nil, fmt.Errorf("embedded store: %w", err)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -50,10 +55,10 @@ func StartMongo(dir string) (*Mongo, error) {
 	})
 	newMu.Unlock()
 	if err != nil {
-		return nil, fmt.Errorf("embedded mongo: %w", err)
+		return nil, fmt.Errorf("embedded store: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mongo{cancel: cancel, done: make(chan struct{})}
+	m := &Store{cancel: cancel, done: make(chan struct{})}
 	indexed := make(chan struct{})
 	go func() {
 		defer close(indexed)
@@ -62,7 +67,7 @@ func StartMongo(dir string) (*Mongo, error) {
 	go func() {
 		defer close(m.done)
 		if err := f.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			slog.Error("embedded mongo stopped", "err", err)
+			slog.Error("embedded store stopped", "err", err)
 		}
 		<-indexed
 	}()
@@ -72,7 +77,23 @@ func StartMongo(dir string) (*Mongo, error) {
 }
 
 // Close stops FerretDB and waits for it to release its files.
-func (m *Mongo) Close() {
+func (m *Store) Close() {
 	m.cancel()
 	<-m.done
+}
+
+// Serve runs a store in dir until ctx ends, writing its URI and a newline
+// to uri once it listens: the store as a process of its own, for services
+// run separately on one machine without a MongoDB.
+func Serve(ctx context.Context, dir string, uri io.Writer) error {
+	m, err := Start(dir)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	if _, err := fmt.Fprintln(uri, m.URI); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
 }

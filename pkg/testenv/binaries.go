@@ -1,0 +1,51 @@
+package testenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"syscall"
+)
+
+// Binaries builds the main packages pkgs (import paths, or paths relative
+// to the repository's root) without the race detector and returns the
+// directory holding them, each named after its package's last element.
+//
+// The directory is kept between runs, one per checkout: `go build -o`
+// leaves a binary that is already up to date untouched, so only the first
+// test process of a run links (a link is seconds of CPU per binary), and a
+// lock keeps two processes from writing one file at once.
+func Binaries(pkgs ...string) (string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(root))
+	dir := filepath.Join(base, "voiceai-test-bins", hex.EncodeToString(sum[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	// Without DWARF: a third less link work, and a stack trace needs none.
+	args := append([]string{"build", "-ldflags=-w", "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build %v: %w\n%s", pkgs, err, out)
+	}
+	return dir, nil
+}
