@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO    ?= go
 SERVICES := gateway identity agents tickets testing webhooks allinone cli
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
-STORE_PKGS := ./pkg/embedded/docstore/... ./services/allinone ./services/allinone/stack ./services/allinone/bench ./services/webhooks/bench
+STORE_PKGS := ./pkg/embedded/docstore/... ./services/allinone ./services/allinone/bench ./services/webhooks/bench
 
 .PHONY: run cli test test-cluster chaos deploy-check test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
@@ -25,17 +25,18 @@ cli:
 # Test binaries link without DWARF (-ldflags=-w): a third less link work for
 # each of the ~65 binaries, and nothing lost in a stack trace or a race report
 # (those come from the runtime's own tables); debug with `go test -c` as usual.
-# The packages that link the embedded store (FerretDB on SQLite: STORE_PKGS) are
-# vetted and tested without -race; every other test reaches the store as a process
-# built without it (pkg/testenv), so no race-enabled build compiles FerretDB and
-# SQLite, while the binaries the multi-process tier builds compile them once.
+# The packages that link the embedded store (FerretDB on SQLite: STORE_PKGS: the store,
+# the all-in-one binary, the benches) are vetted and tested without -race, last: every
+# other test reaches the store as a process built without it (pkg/testenv), so no
+# race-enabled build compiles FerretDB and SQLite, and the multi-process tier's build of
+# the binaries (beside the other tests) has compiled everything they need.
 test: proto-check fmt-check
 	@log=$$(mktemp); nice -n 19 sh -c '$(DEPLOY_CHECK)' >$$log 2>&1 & dc=$$!; \
 	race=$$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(STORE_PKGS))) && \
-	echo "+ go vet -race \$$(PKGS but STORE_PKGS); go vet \$$(STORE_PKGS)" && \
-	$(GO) vet -race $$race && $(GO) vet $(STORE_PKGS) && \
-	echo "+ go test -race \$$(PKGS but STORE_PKGS); go test \$$(STORE_PKGS)" && \
-	$(GO) test -race -ldflags=-w -count=1 -timeout 30m $$race && $(GO) test -ldflags=-w -count=1 $(STORE_PKGS) && \
+	echo "+ go vet -race \$$(PKGS but STORE_PKGS)" && $(GO) vet -race $$race && \
+	echo "+ go test -race \$$(PKGS but STORE_PKGS)" && $(GO) test -race -ldflags=-w -count=1 -timeout 30m $$race && \
+	echo "+ go vet \$$(STORE_PKGS); go test \$$(STORE_PKGS)" && $(GO) vet $(STORE_PKGS) && \
+	$(GO) test -ldflags=-w -count=1 $(STORE_PKGS) && \
 	echo "+ make test-cluster" && $(TEST_CLUSTER); rc=$$?; \
 	wait $$dc; drc=$$?; echo "+ make deploy-check (beside the rest)"; cat $$log; rm -f $$log; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; if [ $$drc -ne 0 ]; then echo "make deploy-check failed"; exit $$drc; fi

@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -20,6 +22,27 @@ import (
 // test process of a run links (a link is seconds of CPU per binary), and a
 // lock keeps two processes from writing one file at once.
 func Binaries(pkgs ...string) (string, error) {
+	key := strings.Join(pkgs, " ")
+	built.Lock()
+	defer built.Unlock()
+	if dir, ok := built.dirs[key]; ok {
+		return dir, nil
+	}
+	dir, err := buildBinaries(pkgs)
+	if err == nil {
+		built.dirs[key] = dir
+	}
+	return dir, err
+}
+
+// built remembers what this process has built already: asking go build
+// again costs a second of CPU even when nothing is stale.
+var built = struct {
+	sync.Mutex
+	dirs map[string]string
+}{dirs: map[string]string{}}
+
+func buildBinaries(pkgs []string) (string, error) {
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
 	base, err := os.UserCacheDir()

@@ -6,11 +6,13 @@ package testenv
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,37 +101,49 @@ func KickClients(t testing.TB, ns *server.Server, name string) int {
 // StartMongo starts the embedded store (FerretDB on SQLite) as a process
 // of its own, with its files in a temporary directory, and returns its
 // connection URI; the process ends with t, or with this test process.
-// A process rather than in-process: built once without the race detector
-// (see Binaries), it keeps FerretDB and SQLite out of every race-enabled
-// test binary — a large share of a cold `make test`'s compile — and runs
-// at full speed beside them.
 func StartMongo(t testing.TB) string {
 	t.Helper()
-	dir, err := Binaries(storeBinary)
+	uri, stop, err := StoreProcess(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(dir, "voiceai-store"), "-stdin-lifeline", t.TempDir())
+	t.Cleanup(stop)
+	return uri
+}
+
+// StoreProcess starts the embedded store as a process of its own with its
+// files in dir, returning its URI and how to stop it; it stops with this
+// test process too. A process rather than in-process: built once without
+// the race detector (see Binaries), it keeps FerretDB and SQLite out of
+// every race-enabled test binary (a large share of a cold `make test`'s
+// compile) and runs at full speed beside them.
+func StoreProcess(dir string) (uri string, stop func(), err error) {
+	bins, err := Binaries(storeBinary)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(filepath.Join(bins, "voiceai-store"), "-stdin-lifeline", dir)
 	cmd.Stderr = os.Stderr
-	// The store stops when this pipe closes: at Cleanup, or when the test
-	// process dies without one.
+	// The store stops when this pipe closes: at stop, or when the test
+	// process dies without calling it.
 	lifeline, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return "", nil, err
 	}
-	t.Cleanup(func() { _ = lifeline.Close(); _ = cmd.Wait() })
-	uri, err := bufio.NewReader(out).ReadString('\n')
+	stop = func() { _ = lifeline.Close(); _ = cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		t.Fatalf("the store printed no URI: %v", err)
+		stop()
+		return "", nil, fmt.Errorf("the store printed no URI: %w", err)
 	}
-	return strings.TrimSpace(uri)
+	return strings.TrimSpace(line), stop, nil
 }
 
 // storeBinary is the embedded store's command.
@@ -176,4 +190,20 @@ func (e *Env) Mongo(t testing.TB) *mongo.Client {
 		_ = c.Disconnect(ctx)
 	})
 	return c
+}
+
+// OnFreshDatabases is a conformance suite's factory for an implementation
+// kept in the store: each call builds one with build on a database of its
+// own (prefix_1, prefix_2, …) of a store started for t.
+func OnFreshDatabases[T any](t *testing.T, prefix string, build func(context.Context, *mongo.Database) (T, error)) func(*testing.T) T {
+	client := New(t).Mongo(t)
+	var n atomic.Int64
+	return func(t *testing.T) T {
+		t.Helper()
+		v, err := build(context.Background(), client.Database(fmt.Sprintf("%s_%d", prefix, n.Add(1))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -47,6 +48,7 @@ func serve(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.Store = docstore.Run // in this process
 	level, err := config.ParseLogLevel(c.LogLevel)
 	if err != nil {
 		return err

@@ -82,6 +82,16 @@ func (m *Store) Close() {
 	<-m.done
 }
 
+// Run is Start for what takes a store as a function of its directory: the
+// store's URI and how to stop it.
+func Run(dir string) (uri string, stop func(), err error) {
+	m, err := Start(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	return m.URI, m.Close, nil
+}
+
 // Serve runs a store in dir until ctx ends, writing its URI and a newline
 // to uri once it listens: the store as a process of its own, for services
 // run separately on one machine without a MongoDB.

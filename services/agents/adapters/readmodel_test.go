@@ -7,6 +7,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 	"github.com/voiceai-platform/voiceai/services/agents/app/readmodeltest"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 func TestMemoryReadModelConforms(t *testing.T) {
@@ -16,11 +17,10 @@ func TestMemoryReadModelConforms(t *testing.T) {
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {
-	readmodeltest.Run(t, func(t *testing.T) app.ReadModel {
-		rm, err := NewReadModel(context.Background(), testenv.New(t).Mongo(t).Database("conformance"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rm
-	})
+	readmodeltest.Run(t, testenv.OnFreshDatabases(t, "agents_conformance", storeReadModel))
+}
+
+// storeReadModel is NewReadModel as the conformance suite takes it.
+func storeReadModel(ctx context.Context, db *mongo.Database) (app.ReadModel, error) {
+	return NewReadModel(ctx, db)
 }

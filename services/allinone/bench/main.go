@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 )
@@ -42,7 +43,7 @@ func run(n, rounds int) error {
 	}
 	defer os.RemoveAll(dir)
 	const key = "vak_bench_admin_key_0123456789abcdef"
-	cfg := stack.TestConfig(dir)
+	cfg := stack.TestConfig(dir, docstore.Run)
 	cfg.BootstrapAdminKey = key
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 1<<40, 1<<40 // measure the limiter, never trip it
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -50,7 +50,7 @@ func startWithEndpoints(t *testing.T, judge llmtest.Handler, tweak func(*Config)
 	t.Helper()
 	js := llmtest.NewServer(judge)
 	t.Cleanup(js.Close)
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
 	cfg.Outbound.AllowHosts = "127.0.0.1"

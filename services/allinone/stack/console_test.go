@@ -148,7 +148,7 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 // The console's session: a sealed, HttpOnly, SameSite=Strict cookie that
 // counts as the key only with its CSRF token and from the same origin.
 func TestConsoleSession(t *testing.T) {
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 10_000, 100_000
 	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}

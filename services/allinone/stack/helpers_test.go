@@ -16,7 +16,7 @@ import (
 // start runs a stack in dir with cfg tweaks and stops it when t ends.
 func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	t.Helper()
-	cfg := TestConfig(dir)
+	cfg := TestConfig(dir, testenv.StoreProcess)
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // The workers export their own numbers (runs by outcome, model latency
@@ -32,7 +33,7 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 		return llmtest.OK("We are open nine to five every weekday.")
 	})
 	t.Cleanup(model.Close)
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
 	cfg.Runner.Provider, cfg.Runner.BaseURL, cfg.Runner.LLMModel = "openai", model.URL, "test-model"

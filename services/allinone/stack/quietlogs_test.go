@@ -18,7 +18,7 @@ import (
 // neither, and the orchestrator's probes stay out of the info log. (A
 // client that hangs up: natsx's TestForwardClientGoneIsNotAnError.)
 func TestACleanRunLogsNoWarning(t *testing.T) {
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
 	cfg.Outbound.AllowHosts = "127.0.0.1"

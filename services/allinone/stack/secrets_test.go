@@ -14,7 +14,7 @@ import (
 // included); an agent that uses a secret shows in its used_by and keeps it
 // from deletion.
 func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.Outbound.AllowHosts = "127.0.0.1"
 	var logs testenv.LogBuffer

@@ -21,7 +21,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
-	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -63,7 +62,15 @@ type Config struct {
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
 	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
 	WebhookTimeUnit time.Duration `env:"-"`
+	// Store starts the document store in a directory: in-process in the
+	// binary (docstore.Run), a process of its own in the tests (so that no
+	// race-enabled test binary links FerretDB).
+	Store StoreFunc `env:"-"`
 }
+
+// StoreFunc starts the store with its files in dir and returns its URI and
+// how to stop it.
+type StoreFunc func(dir string) (uri string, stop func(), err error)
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
@@ -125,10 +132,10 @@ func (s *Stack) Gateway() *gateway.Gateway { return s.gateway }
 // AgentsHandler is the agents service's HTTP handler, callable in-process.
 func (s *Stack) AgentsHandler() http.Handler { return s.agents }
 
-// TestConfig is a stack on random ports under dir, for tests and
-// benchmarks.
-func TestConfig(dir string) Config {
-	return Config{
+// TestConfig is a stack on random ports under dir with store, for tests
+// and benchmarks.
+func TestConfig(dir string, store StoreFunc) Config {
+	return Config{Store: store,
 		Config: gateway.Config{
 			HTTPAddr: "127.0.0.1:0", RateLimitPerMinute: 100, RateLimitPerHour: 1000,
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
@@ -188,14 +195,17 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
 	_ = os.WriteFile(filepath.Join(c.DataDir, NATSURLFile), []byte(ns.ClientURL()+"\n"), 0o600)
 
-	store, err := docstore.Start(filepath.Join(c.DataDir, "mongo"))
+	if c.Store == nil {
+		return fail(errors.New("stack: no store (Config.Store)"))
+	}
+	storeURI, stopStore, err := c.Store(filepath.Join(c.DataDir, "mongo"))
 	if err != nil {
 		return fail(err)
 	}
-	_ = os.WriteFile(filepath.Join(c.DataDir, MongoURIFile), []byte(store.URI+"\n"), 0o600)
+	_ = os.WriteFile(filepath.Join(c.DataDir, MongoURIFile), []byte(storeURI+"\n"), 0o600)
 	// This process is the only writer of its embedded store.
 	projection.AssumeSingleWriter()
-	cleanup = append(cleanup, store.Close)
+	cleanup = append(cleanup, stopStore)
 
 	secret := c.SecretKey
 	if secret == "" {
@@ -204,7 +214,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 	}
 
-	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), store.URI, log, reg, nats.InProcessServer(ns))
+	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), storeURI, log, reg, nats.InProcessServer(ns))
 	if err != nil {
 		return fail(err)
 	}
@@ -292,7 +302,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 
 	s := &Stack{
-		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: store.URI,
+		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: storeURI,
 		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
 		gateway: gw, agents: ag.Handler, probes: d.Probes(), link: link,
 		cancel: cancel, done: make(chan struct{}),

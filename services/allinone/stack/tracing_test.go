@@ -31,7 +31,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	logs := &testenv.LogBuffer{}
-	cfg := TestConfig(t.TempDir())
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
 	cfg.BootstrapAdminKey = adminKey
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
 	cfg.Outbound.AllowHosts = "127.0.0.1"

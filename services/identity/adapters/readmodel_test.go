@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
@@ -20,19 +21,9 @@ func TestMemoryReadModelConforms(t *testing.T) {
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {
-	env := testenv.New(t)
-	client := env.Mongo(t)
-	n := 0
 	// The embedded store scans every document of a listing: a shorter
 	// history.
-	readmodeltest.Run(t, 150, func(t *testing.T) app.ReadModel {
-		n++
-		rm, err := NewReadModel(context.Background(), client.Database(fmt.Sprintf("identity_conformance_%d", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rm
-	})
+	readmodeltest.Run(t, 150, testenv.OnFreshDatabases(t, "identity_conformance", storeReadModel))
 }
 
 // On a real MongoDB (the container tier) every listing query is answered
@@ -67,4 +58,9 @@ func TestStoreQueriesUseAnIndex(t *testing.T) {
 			t.Errorf("%s %v: plan %s", q.coll, q.filter, text)
 		}
 	}
+}
+
+// storeReadModel is NewReadModel as the conformance suite takes it.
+func storeReadModel(ctx context.Context, db *mongo.Database) (app.ReadModel, error) {
+	return NewReadModel(ctx, db)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -20,19 +21,9 @@ func TestMemoryIndexConforms(t *testing.T) {
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {
-	env := testenv.New(t)
-	client := env.Mongo(t)
-	n := 0
-	// The embedded store evaluates every filter by reading each document
-	// (under -race, seconds per page walk): a smaller fixture.
-	readmodeltest.Run(t, 90, func(t *testing.T) app.ReadModel {
-		n++
-		rm, err := NewReadModel(context.Background(), client.Database(fmt.Sprintf("conformance_%d", n)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rm
-	})
+	// The embedded store evaluates every filter by reading each document:
+	// a smaller fixture.
+	readmodeltest.Run(t, 90, testenv.OnFreshDatabases(t, "tickets_conformance", storeReadModel))
 }
 
 // The store answers a page with one query shaped for its index: the
@@ -97,4 +88,9 @@ func TestStoreQueriesUseAnIndex(t *testing.T) {
 			t.Errorf("%+v: plan %s", q.Filter, text)
 		}
 	}
+}
+
+// storeReadModel is NewReadModel as the conformance suite takes it.
+func storeReadModel(ctx context.Context, db *mongo.Database) (app.ReadModel, error) {
+	return NewReadModel(ctx, db)
 }
