@@ -51,6 +51,9 @@ type Worker struct {
 	RetryDelay  time.Duration
 	// Metrics, when set, counts the runs and model usage.
 	Metrics *Metrics
+	// Now is the clock the results and their events are stamped with
+	// (time.Now when nil).
+	Now func() time.Time
 
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
@@ -268,7 +271,7 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
-		now := time.Now().UnixMilli()
+		now := w.now().UnixMilli()
 		res := &testingv1.RunResult{
 			RunId: runID, InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
 			TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: job.GetAttempt(),
@@ -355,7 +358,7 @@ func (w *Worker) check() {
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	now := time.Now()
+	now := w.now()
 	for inv, p := range touched {
 		for attempt, c := range p.counts {
 			if c[0] > 0 {
@@ -411,7 +414,7 @@ func (w *Worker) invocation(ctx context.Context, ws, id string, attempt int32) (
 	if len(w.invs) > 10_000 {
 		clear(w.invs)
 	}
-	w.invs[id] = cachedInvocation{inv: inv, read: time.Now()}
+	w.invs[id] = cachedInvocation{inv: inv, read: w.now()}
 	w.mu.Unlock()
 	return inv, nil
 }
@@ -524,7 +527,7 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 // publishResult stores a run's result; the job is acked once all of its
 // results are stored.
 func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
-	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), time.Now())
+	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), w.now())
 	msg, err := eventstore.NewEventMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
 		return err
@@ -600,7 +603,7 @@ func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered ui
 	}
 	store := eventstore.New(w.JS, events.TestRunsStream)
 	for _, g := range groups {
-		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), time.Now())
+		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), w.now())
 		subject, err := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
 		if err != nil {
 			return err
@@ -673,4 +676,11 @@ func responseText(raw []byte) string {
 		}
 	}
 	return s
+}
+
+func (w *Worker) now() time.Time {
+	if w.Now == nil {
+		return time.Now()
+	}
+	return w.Now()
 }

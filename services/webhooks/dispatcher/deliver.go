@@ -93,7 +93,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	d.metrics.duration.Observe(res.Duration.Seconds())
 	policy := app.PolicyOf(w)
 	verdict := policy.Decide(res.Outcome, retryCount)
-	now := time.Now()
+	now := d.Repo.Now() // the process's clock, as the webhook's events
 	att := app.NewAttempt(&job, w, retryCount, now, res, verdict)
 	var delay time.Duration
 	if verdict == domain.Retry {
@@ -126,7 +126,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 func (d *Dispatcher) disable(ctx context.Context, w *webhooksv1.Webhook, code int32) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := app.DisableGone(ctx, d.Repo, w, code, time.Now()); err != nil {
+	if err := app.DisableGone(ctx, d.Repo, w, code, d.Repo.Now()); err != nil {
 		d.Log.ErrorContext(ctx, "could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
 		return
 	}
