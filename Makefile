@@ -4,6 +4,7 @@ GO    ?= go
 SERVICES := gateway identity agents tickets testing webhooks allinone cli
 PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/...)
 STORE_PKGS := ./pkg/embedded/docstore/... ./services/allinone ./services/allinone/bench ./services/webhooks/bench
+LONG_PKGS  := ./services/allinone/stack ./services/allinone/multiprocess
 
 .PHONY: run cli test test-cluster chaos deploy-check test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
 
@@ -26,18 +27,22 @@ cli:
 # each of the ~65 binaries, and nothing lost in a stack trace or a race report
 # (those come from the runtime's own tables); debug with `go test -c` as usual.
 # The packages that link the embedded store (FerretDB on SQLite: STORE_PKGS: the store,
-# the all-in-one binary, the benches) are vetted and tested without -race, last: every
-# other test reaches the store as a process built without it (pkg/testenv), so no
-# race-enabled build compiles FerretDB and SQLite, and the multi-process tier's build of
-# the binaries (beside the other tests) has compiled everything they need.
+# the all-in-one binary, the benches) are vetted and tested without -race: every other
+# test reaches the store as a process built without it (pkg/testenv), so no race-enabled
+# build compiles FerretDB and SQLite. They run beside the cluster tier at the lowest CPU
+# priority, once the multi-process tier's build has compiled what they need.
+# LONG_PKGS come first: go test starts the packages' tests in the order given, and these
+# run longest (mostly waiting), so they overlap the compile of the rest, not follow it.
 test: proto-check fmt-check
 	@log=$$(mktemp); nice -n 19 sh -c '$(DEPLOY_CHECK)' >$$log 2>&1 & dc=$$!; \
-	race=$$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(STORE_PKGS))) && \
+	race="$$($(GO) list $(LONG_PKGS)) $$($(GO) list $(PKGS) | grep -vxF -f <($(GO) list $(STORE_PKGS) $(LONG_PKGS)))" && \
 	echo "+ go vet -race \$$(PKGS but STORE_PKGS)" && $(GO) vet -race $$race && \
-	echo "+ go test -race \$$(PKGS but STORE_PKGS)" && $(GO) test -race -ldflags=-w -count=1 -timeout 30m $$race && \
-	echo "+ go vet \$$(STORE_PKGS); go test \$$(STORE_PKGS)" && $(GO) vet $(STORE_PKGS) && \
-	$(GO) test -ldflags=-w -count=1 $(STORE_PKGS) && \
+	echo "+ go test -race \$$(LONG_PKGS) \$$(PKGS but STORE_PKGS and LONG_PKGS)" && \
+	$(GO) test -race -ldflags=-w -count=1 -timeout 30m $$race && \
+	{ slog=$$(mktemp); nice -n 19 sh -c '$(GO) vet $(STORE_PKGS) && $(GO) test -ldflags=-w -count=1 $(STORE_PKGS)' >$$slog 2>&1 & st=$$!; \
 	echo "+ make test-cluster" && $(TEST_CLUSTER); rc=$$?; \
+	wait $$st; src=$$?; echo "+ go vet \$$(STORE_PKGS); go test \$$(STORE_PKGS) (beside the cluster tier)"; cat $$slog; rm -f $$slog; \
+	if [ $$src -ne 0 ]; then echo "go test \$$(STORE_PKGS) failed"; fi; [ $$rc -eq 0 ] && [ $$src -eq 0 ]; }; rc=$$?; \
 	wait $$dc; drc=$$?; echo "+ make deploy-check (beside the rest)"; cat $$log; rm -f $$log; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; if [ $$drc -ne 0 ]; then echo "make deploy-check failed"; exit $$drc; fi
 
