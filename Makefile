@@ -29,8 +29,8 @@ cli:
 # The packages that link the embedded store (FerretDB on SQLite: STORE_PKGS: the store,
 # the all-in-one binary, the benches) are vetted and tested without -race: every other
 # test reaches the store as a process built without it (pkg/testenv), so no race-enabled
-# build compiles FerretDB and SQLite. They run beside the cluster tier at the lowest CPU
-# priority, once the multi-process tier's build has compiled what they need.
+# build compiles FerretDB and SQLite. They run after the other tests, once the
+# multi-process tier's build has compiled what they need.
 # LONG_PKGS come first: go test starts the packages' tests in the order given, and these
 # run longest (mostly waiting), so they overlap the compile of the rest, not follow it.
 test: proto-check fmt-check
@@ -39,10 +39,9 @@ test: proto-check fmt-check
 	echo "+ go vet -race \$$(PKGS but STORE_PKGS)" && $(GO) vet -race $$race && \
 	echo "+ go test -race \$$(LONG_PKGS) \$$(PKGS but STORE_PKGS and LONG_PKGS)" && \
 	$(GO) test -race -ldflags=-w -count=1 -timeout 30m $$race && \
-	{ slog=$$(mktemp); nice -n 19 sh -c '$(GO) vet $(STORE_PKGS) && $(GO) test -ldflags=-w -count=1 $(STORE_PKGS)' >$$slog 2>&1 & st=$$!; \
+	echo "+ go vet \$$(STORE_PKGS); go test \$$(STORE_PKGS)" && $(GO) vet $(STORE_PKGS) && \
+	$(GO) test -ldflags=-w -count=1 $(STORE_PKGS) && \
 	echo "+ make test-cluster" && $(TEST_CLUSTER); rc=$$?; \
-	wait $$st; src=$$?; echo "+ go vet \$$(STORE_PKGS); go test \$$(STORE_PKGS) (beside the cluster tier)"; cat $$slog; rm -f $$slog; \
-	if [ $$src -ne 0 ]; then echo "go test \$$(STORE_PKGS) failed"; fi; [ $$rc -eq 0 ] && [ $$src -eq 0 ]; }; rc=$$?; \
 	wait $$dc; drc=$$?; echo "+ make deploy-check (beside the rest)"; cat $$log; rm -f $$log; \
 	if [ $$rc -ne 0 ]; then exit $$rc; fi; if [ $$drc -ne 0 ]; then echo "make deploy-check failed"; exit $$drc; fi
 

@@ -96,12 +96,12 @@ func Run(dir string) (uri string, stop func(), err error) {
 // to uri once it listens: the store as a process of its own, for services
 // run separately on one machine without a MongoDB.
 func Serve(ctx context.Context, dir string, uri io.Writer) error {
-	m, err := Start(dir)
+	addr, stop, err := Run(dir)
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	if _, err := fmt.Fprintln(uri, m.URI); err != nil {
+	defer stop()
+	if _, err := fmt.Fprintln(uri, addr); err != nil {
 		return err
 	}
 	<-ctx.Done()
