@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pb33f/libopenapi"
-	validator "github.com/pb33f/libopenapi-validator"
-
+	"github.com/voiceai-platform/voiceai/pkg/api/contract"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 )
 
@@ -21,18 +19,12 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := libopenapi.NewDocument(b)
+	doc, err := contract.Load(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, errs := validator.NewValidator(doc)
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	if ok, verrs := v.ValidateDocument(); !ok {
-		for _, e := range verrs {
-			t.Errorf("%s: %s %v", e.Message, e.Reason, e.SchemaValidationErrors)
-		}
+	if err := doc.Validate(); err != nil {
+		t.Error(err)
 	}
 
 	var m struct {
