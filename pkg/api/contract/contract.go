@@ -97,13 +97,12 @@ func (d *Document) Validate() error {
 // Operation is one operation of the document: its method and its path
 // template as the document spells them.
 type Operation struct {
-	d       *Document
-	ptr     string // of the operation object
-	item    map[string]any
-	op      map[string]any
-	Method  string
-	Path    string
-	Summary string
+	d      *Document
+	ptr    string         // of the operation object
+	item   map[string]any // its path item
+	op     map[string]any
+	Method string
+	Path   string
 }
 
 // Operation finds the operation at method and path template.
@@ -118,9 +117,7 @@ func (d *Document) Operation(method, path string) (Operation, error) {
 	if !ok {
 		return Operation{}, fmt.Errorf("the document has no %s %s", method, path)
 	}
-	summary, _ := op["summary"].(string)
-	return Operation{d: d, ptr: "/paths/" + escape(path) + "/" + m, item: item, op: op,
-		Method: method, Path: path, Summary: summary}, nil
+	return Operation{d: d, ptr: "/paths/" + escape(path) + "/" + m, item: item, op: op, Method: method, Path: path}, nil
 }
 
 // CheckResponse checks an answer of the operation: its status is one the
@@ -320,14 +317,11 @@ func (d *Document) typeOf(schema map[string]any) string {
 		}
 		ref, _ := schema["$ref"].(string)
 		if ref == "" {
-			for _, key := range []string{"allOf", "oneOf", "anyOf"} {
-				if list, _ := schema[key].([]any); len(list) > 0 {
-					if first, ok := list[0].(map[string]any); ok {
-						schema = first
-						break
-					}
-				}
+			next := firstSubschema(schema)
+			if next == nil {
+				return "string"
 			}
+			schema = next
 			continue
 		}
 		target, err := d.lookup(strings.TrimPrefix(ref, "#"))
@@ -337,6 +331,18 @@ func (d *Document) typeOf(schema map[string]any) string {
 		schema, _ = target.(map[string]any)
 	}
 	return "string"
+}
+
+// firstSubschema is the first schema of schema's allOf, oneOf or anyOf;
+// nil where it has none.
+func firstSubschema(schema map[string]any) map[string]any {
+	for _, key := range []string{"allOf", "oneOf", "anyOf"} {
+		if list, _ := schema[key].([]any); len(list) > 0 {
+			first, _ := list[0].(map[string]any)
+			return first
+		}
+	}
+	return nil
 }
 
 // checkContent checks a body against the content of the request body or

@@ -17,7 +17,8 @@ const petstore = `{
         "parameters": [
           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": 1, "maximum": 10}},
           {"name": "tag", "in": "query", "schema": {"type": "array", "items": {"enum": ["a", "b"]}}},
-          {"name": "verbose", "in": "query", "schema": {"type": "boolean"}}
+          {"name": "verbose", "in": "query", "schema": {"type": "boolean"}},
+          {"name": "page", "in": "query", "schema": {"allOf": [{"$ref": "#/components/schemas/Page"}], "description": "a page"}}
         ],
         "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PetPatch"}}}},
         "responses": {
@@ -32,7 +33,8 @@ const petstore = `{
     "schemas": {
       "Pet": {"type": "object", "required": ["id", "name"], "properties": {"id": {"type": "string"}, "name": {"type": ["string", "null"]}}},
       "PetPatch": {"type": "object", "additionalProperties": false, "properties": {"name": {"type": "string", "maxLength": 5}}},
-      "Error": {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}}
+      "Error": {"type": "object", "required": ["detail"], "properties": {"detail": {"type": "string"}}},
+      "Page": {"type": "integer", "minimum": 1}
     },
     "responses": {
       "Error": {"description": "an error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -116,7 +118,7 @@ func TestCheckRequest(t *testing.T) {
 		r.Header.Set("Content-Type", "application/json")
 		return op.CheckRequest(r, map[string]string{"pet_id": id}, []byte(body))
 	}
-	if err := check("/pets/pet_1?limit=3&tag=a&tag=b&verbose=true", "pet_1", `{"name": "Rex"}`); err != nil {
+	if err := check("/pets/pet_1?limit=3&tag=a&tag=b&verbose=true&page=2", "pet_1", `{"name": "Rex"}`); err != nil {
 		t.Errorf("a good request: %v", err)
 	}
 	for _, bad := range []struct{ target, id, body string }{
