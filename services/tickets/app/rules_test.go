@@ -51,6 +51,7 @@ func (d directory) Conversation(ws, conv string) (app.Conversation, bool) {
 
 type fixture struct {
 	app   *app.App
+	log   *memlog.Store // the tickets' events
 	clock time.Time
 	qa    principal.Principal // a member of ws_a
 	admin principal.Principal
@@ -72,7 +73,8 @@ func newFixture(t *testing.T) *fixture {
 		admin: principal.Principal{WorkspaceID: "ws_a", UserID: "user_admin", Permissions: []string{principal.PermissionAll}},
 		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
 	}
-	f.app = app.New(memlog.New(), adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	f.log = memlog.New()
+	f.app = app.New(f.log, adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)),
 		func() time.Time { return f.clock })
 	return f
 }
