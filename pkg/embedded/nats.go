@@ -6,6 +6,7 @@ package embedded
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -20,6 +21,10 @@ type NATSOptions struct {
 	Port int
 	// MaxPayload in bytes; 0 keeps the server default.
 	MaxPayload int32
+	// Logger receives the server's warnings and errors (a client it
+	// disconnects for a protocol violation, a store that fails), and its
+	// notices at debug level; nil logs nothing.
+	Logger *slog.Logger
 }
 
 // StartNATS starts a JetStream-enabled NATS server and waits until it
@@ -42,6 +47,9 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
+	if o.Logger != nil {
+		ns.SetLoggerV2(serverLog{o.Logger.With("component", "nats-server")}, false, false, false)
+	}
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
 		ns.Shutdown()
@@ -49,3 +57,15 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 	}
 	return ns, nil
 }
+
+// serverLog is the server's log on slog. Its notices (start-up, JetStream's
+// settings, each client's connection) are routine, so they go at debug
+// level; its warnings and errors keep theirs.
+type serverLog struct{ log *slog.Logger }
+
+func (l serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
+func (l serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
+func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Debugf(string, ...any)           {}
+func (l serverLog) Tracef(string, ...any)           {}

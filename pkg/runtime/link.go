@@ -110,6 +110,19 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 				logger.Warn("nats disconnected", "err", err)
 			}
 		}),
+		// An asynchronous error (a slow consumer, an error the server sent)
+		// goes to the log, with the subscription it concerns, not to
+		// stderr as nats.go's default does.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			level, subject := slog.LevelError, ""
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				level = slog.LevelWarn
+			}
+			if sub != nil {
+				subject = sub.Subject
+			}
+			logger.Log(context.Background(), level, "nats error", "err", err, "subject", subject)
+		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			events.WithLabelValues("reconnected").Inc()
 			logger.Info("nats reconnected", "url", c.ConnectedUrl())

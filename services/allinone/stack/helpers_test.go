@@ -20,15 +20,24 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	var logTo io.Writer = io.Discard
-	if os.Getenv("VOICEAI_TEST_LOG") != "" { // show the stack's logs when debugging a test
-		logTo = os.Stderr
+	// The stack's warnings and errors are shown when the test fails: what
+	// went wrong inside is most of a diagnosis.
+	var logs testenv.LogBuffer
+	var logTo io.Writer = &logs
+	level := slog.LevelWarn
+	if os.Getenv("VOICEAI_TEST_LOG") != "" { // show all the stack's logs when debugging a test
+		logTo, level = os.Stderr, slog.LevelInfo
 	}
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, nil)), nil)
+	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
+	t.Cleanup(func() {
+		_ = s.Close()
+		if t.Failed() {
+			t.Logf("the stack's warnings and errors:\n%s", logs.String())
+		}
+	})
 	return s
 }
 

@@ -188,7 +188,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fail(err)
 	}
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20})
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20, Logger: log})
 	if err != nil {
 		return fail(err)
 	}
