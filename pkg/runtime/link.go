@@ -110,12 +110,14 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 				logger.Warn("nats disconnected", "err", err)
 			}
 		}),
-		// An asynchronous error (a slow consumer, an error the server sent)
-		// goes to the log, with the subscription it concerns, not to
-		// stderr as nats.go's default does.
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		// An asynchronous error goes to the log, with the subscription it
+		// concerns, not to stderr as nats.go's default does: one the server
+		// sent (a protocol violation, a permission) as an error; a slow
+		// consumer, or a failed attempt while reconnecting (the disconnect
+		// was logged already), as a warning.
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
 			level, subject := slog.LevelError, ""
-			if errors.Is(err, nats.ErrSlowConsumer) {
+			if errors.Is(err, nats.ErrSlowConsumer) || nc.IsReconnecting() {
 				level = slog.LevelWarn
 			}
 			if sub != nil {
