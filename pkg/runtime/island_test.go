@@ -70,10 +70,12 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 	}
 	defer nc.Close()
 	w := &islandWatch{log: quietLog(), moved: func() {}}
-	waitForLong(t, "JetStream and every route through the cluster", func() bool {
-		return probe(nc, 0) == serverView{reach: 3}
-	})
-	if got, wider := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" || wider {
+	healthy := serverView{reach: 3}
+	waitForLong(t, "JetStream and every route through the cluster", func() bool { return probe(nc, 0) == healthy })
+	// What this server was just seen to be, not a second probe of it: one
+	// probe of a starved machine may count fewer answers within its
+	// window, and the watch acts only on suspect probes in a row.
+	if got, wider := w.servingPeer(nc, nc.ConnectedUrl(), healthy); got != "" || wider {
 		t.Fatalf("serving peer %q (wider %v) of a healthy cluster: none serves better or reaches more", got, wider)
 	}
 	noJetStreamHere := serverView{js: errNoQuorum, reach: 3}
@@ -101,9 +103,15 @@ func TestReachCountsTheServersRouted(t *testing.T) {
 	}
 	defer nc.Close()
 	waitForLong(t, "three servers reached", func() bool { return reach(nc, 0) == 3 })
-	if got := reach(nc, 2); got != 2 {
-		t.Errorf("reach stopping at 2 counted %d", got)
-	}
+	// One count may miss answers on a starved machine (its window is
+	// short); none may pass the number it stops at.
+	waitForLong(t, "reach stopping at 2", func() bool {
+		got := reach(nc, 2)
+		if got > 2 {
+			t.Fatalf("reach stopping at 2 counted %d", got)
+		}
+		return got == 2
+	})
 	cluster[2].Shutdown()
 	cluster[2].WaitForShutdown()
 	waitForLong(t, "two servers reached", func() bool { return reach(nc, 0) == 2 })
