@@ -104,7 +104,7 @@ func TestDockerProbeSkipsWhenEngineHangs(t *testing.T) {
 	if !strings.HasPrefix(rec.skipped, "VOICEAI_TEST_DOCKER=1 but no Docker engine answers: no answer within") {
 		t.Fatalf("skip message = %q", rec.skipped)
 	}
-	if d := time.Since(start); d > 2*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // the engine never answers: only the probe's limit ends it
 		t.Fatalf("took %s to give up", d)
 	}
 }
