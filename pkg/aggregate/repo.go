@@ -17,6 +17,7 @@ import (
 
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
@@ -24,9 +25,18 @@ import (
 // conflictAttempts bounds how often a change retries against fresh state.
 const conflictAttempts = 5
 
+// Env is what every repository of a service shares: the event log, the
+// logger and the clock.
+type Env struct {
+	Store eventlog.Store
+	Log   *slog.Logger
+	// Now is the clock (required): the process's, or a test's.
+	Now func() time.Time
+}
+
 // Repo stores aggregates of state type S (a proto message pointer).
 type Repo[S proto.Message] struct {
-	Store eventlog.Store
+	Env
 	// Subject is the aggregate's subject; an error means no such aggregate.
 	Subject func(workspaceID, id string) (string, error)
 	// StateOf extracts the state from an event (false: not this aggregate).
@@ -38,12 +48,19 @@ type Repo[S proto.Message] struct {
 	// Project writes a new state to the read model inline, so a caller
 	// reads its own writes; the durable projector covers a crash.
 	Project func(ctx context.Context, seq uint64, state S) error
-	// NotFound and Conflict are the errors answered to callers.
+	// NotFound is answered for a missing or deleted aggregate. A change
+	// still conflicting after its retries answers apperr.ConcurrentUpdate.
 	NotFound error
-	Conflict error
-	Log      *slog.Logger
-	// Now is the clock (required): the process's, or a test's.
-	Now func() time.Time
+}
+
+// Extract makes a StateOf from a function that returns the state an
+// event carries, or nil for an event of another aggregate.
+func Extract[S proto.Message](stateOf func(proto.Message) S) func(proto.Message) (S, bool) {
+	return func(m proto.Message) (S, bool) {
+		s := stateOf(m)
+		// A nil message pointer reflects as invalid.
+		return s, s.ProtoReflect().IsValid()
+	}
 }
 
 // Get returns a live aggregate of the workspace and its stream sequence.
@@ -217,7 +234,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		return nil
 	})
 	if errors.Is(err, eventlog.ErrConflict) {
-		return zero, r.Conflict
+		return zero, apperr.ConcurrentUpdate
 	}
 	return out, err
 }

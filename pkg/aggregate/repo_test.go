@@ -82,7 +82,10 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 	t.Helper()
 	projected := &sync.Map{}
 	return &Repo[*agentsv1.Agent]{
-		Store:   open(t, window),
+		Env: Env{
+			Store: open(t, window),
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
+		},
 		Subject: events.AgentSubject,
 		StateOf: func(m proto.Message) (*agentsv1.Agent, bool) {
 			switch ev := m.(type) {
@@ -101,8 +104,7 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 			projected.Store(a.GetAgentId(), seq)
 			return nil
 		},
-		NotFound: errNotFound, Conflict: errConflict,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
+		NotFound: errNotFound,
 	}, projected
 }
 
@@ -363,5 +365,21 @@ func TestCommandFor(t *testing.T) {
 	a, b := CommandFor("cmd-1", "tkt_a"), CommandFor("cmd-1", "tkt_b")
 	if a == b || a == "cmd-1" || a != CommandFor("cmd-1", "tkt_a") || CommandFor("", "tkt_a") != "" {
 		t.Fatalf("%q %q", a, b)
+	}
+}
+
+// Extract tells another aggregate's event (nil state) from this one's.
+func TestExtract(t *testing.T) {
+	stateOf := Extract(func(m proto.Message) *agentsv1.Agent {
+		if ev, ok := m.(*agentsv1.AgentCreated); ok {
+			return ev.GetAgent()
+		}
+		return nil
+	})
+	if a, ok := stateOf(&agentsv1.AgentCreated{Agent: &agentsv1.Agent{AgentId: "agent_1"}}); !ok || a.GetAgentId() != "agent_1" {
+		t.Fatalf("an agent's event: %v %v", a, ok)
+	}
+	if a, ok := stateOf(&agentsv1.AgentDeleted{}); ok || a != nil {
+		t.Fatalf("another event: %v %v", a, ok)
 	}
 }

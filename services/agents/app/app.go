@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
@@ -36,35 +34,18 @@ type App struct {
 // New wires the application over the AGENTS stream and the read models.
 func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *seal.Sealer, hostAllowed func(string) bool, log *slog.Logger, now func() time.Time) *App {
 	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed, Now: now}
+	env := aggregate.Env{Store: store, Log: log, Now: now}
 	a.Agents = &aggregate.Repo[*agentsv1.Agent]{
-		Store:   store,
-		Subject: events.AgentSubject,
-		StateOf: func(m proto.Message) (*agentsv1.Agent, bool) {
-			s := StateOf(m)
-			return s, s != nil
-		},
-		Gone:     func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
-		Touch:    func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
-		Project:  rm.Apply,
-		NotFound: apperr.AgentNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log,
-		Now:      now,
+		Env: env, Subject: events.AgentSubject, StateOf: aggregate.Extract(StateOf),
+		Gone:    func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
+		Touch:   func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		Project: rm.Apply, NotFound: apperr.AgentNotFound,
 	}
 	a.Secrets = &aggregate.Repo[*agentsv1.WorkspaceSecret]{
-		Store:   store,
-		Subject: events.SecretSubject,
-		StateOf: func(m proto.Message) (*agentsv1.WorkspaceSecret, bool) {
-			s := SecretStateOf(m)
-			return s, s != nil
-		},
-		Gone:     func(s *agentsv1.WorkspaceSecret) bool { return s.DeletedAtUnix != nil },
-		Touch:    func(s *agentsv1.WorkspaceSecret, t time.Time) { s.UpdatedAtUnix = t.Unix() },
-		Project:  secrets.Apply,
-		NotFound: apperr.SecretNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log,
-		Now:      now,
+		Env: env, Subject: events.SecretSubject, StateOf: aggregate.Extract(SecretStateOf),
+		Gone:    func(s *agentsv1.WorkspaceSecret) bool { return s.DeletedAtUnix != nil },
+		Touch:   func(s *agentsv1.WorkspaceSecret, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		Project: secrets.Apply, NotFound: apperr.SecretNotFound,
 	}
 	return a
 }

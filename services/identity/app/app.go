@@ -76,47 +76,32 @@ func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*ide
 // one key's subject: a revoked key reads as gone.
 func (a *App) keys() *aggregate.Repo[*identityv1.ApiKey] {
 	return &aggregate.Repo[*identityv1.ApiKey]{
-		Store:   a.Store,
-		Subject: events.APIKeySubject,
-		StateOf: func(m proto.Message) (*identityv1.ApiKey, bool) {
-			k := KeyOf(m)
-			return k, k != nil
-		},
+		Env:     aggregate.Env{Store: a.Store, Log: a.Log, Now: a.Now},
+		Subject: events.APIKeySubject, StateOf: aggregate.Extract(KeyOf),
 		Gone:  func(k *identityv1.ApiKey) bool { return k.RevokedAtUnix != nil },
 		Touch: func(k *identityv1.ApiKey, t time.Time) { k.UpdatedAtUnix = t.Unix() },
 		Project: func(ctx context.Context, seq uint64, k *identityv1.ApiKey) error {
 			return a.ReadModel.Put(ctx, seq, KeyDocOf(k))
 		},
 		NotFound: apperr.APIKeyNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      a.Log,
-		Now:      a.Now,
 	}
 }
 
 // loadKey returns a key's state and stream sequence, or a 404. Revoked
 // keys are gone for every purpose but audit.
 func (a *App) loadKey(ctx context.Context, workspaceID, accountID, keyID string) (*identityv1.ApiKey, uint64, error) {
-	subject, err := events.APIKeySubject(workspaceID, keyID)
-	if err != nil {
-		return nil, 0, apperr.APIKeyNotFound
-	}
-	msg, seq, found, err := esproto.Last(ctx, a.Store, subject)
+	k, seq, err := a.keys().Get(ctx, workspaceID, keyID)
 	if err != nil {
 		return nil, 0, err
 	}
-	if !found {
-		return nil, 0, apperr.APIKeyNotFound
-	}
-	k := KeyOf(msg)
-	if k == nil || k.GetServiceAccountUserId() != accountID || k.RevokedAtUnix != nil {
+	if k.GetServiceAccountUserId() != accountID {
 		return nil, 0, apperr.APIKeyNotFound
 	}
 	return k, seq, nil
 }
 
 // KeyOf extracts key state from any key event.
-func KeyOf(msg any) *identityv1.ApiKey {
+func KeyOf(msg proto.Message) *identityv1.ApiKey {
 	switch ev := msg.(type) {
 	case *identityv1.ApiKeyCreated:
 		return ev.GetKey()

@@ -39,35 +39,26 @@ type App struct {
 // model (runner workers).
 func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 	a := &App{ReadModel: rm, Agents: p.Agents, Runs: p.Runs, Jobs: p.Jobs, Counters: p.Counts, Feed: p.Invocations, Log: log, Now: now}
-	store := p.Testing
 	subject := func(kind string) func(string, string) (string, error) {
 		return func(ws, id string) (string, error) { return events.TestingSubject(ws, kind, id) }
 	}
+	env := aggregate.Env{Store: p.Testing, Log: log, Now: now}
 	a.Tests = &aggregate.Repo[*testingv1.Test]{
-		Store: store, Subject: subject(events.TestingKindTest),
-		StateOf:  stateOf[*testingv1.Test],
+		Env: env, Subject: subject(events.TestingKindTest), StateOf: stateOf[*testingv1.Test],
 		Gone:     func(s *testingv1.Test) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Test, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.TestNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: now,
 	}
 	a.Folders = &aggregate.Repo[*testingv1.Folder]{
-		Store: store, Subject: subject(events.TestingKindFolder),
-		StateOf:  stateOf[*testingv1.Folder],
+		Env: env, Subject: subject(events.TestingKindFolder), StateOf: stateOf[*testingv1.Folder],
 		Gone:     func(s *testingv1.Folder) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.FolderNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: now,
 	}
 	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
-		Store: store, Subject: subject(events.TestingKindInvocation),
-		StateOf:  stateOf[*testingv1.Invocation],
+		Env: env, Subject: subject(events.TestingKindInvocation), StateOf: stateOf[*testingv1.Invocation],
 		Gone:     func(*testingv1.Invocation) bool { return false },
 		NotFound: apperr.InvocationNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log, Now: now,
 	}
 	if rm != nil {
 		a.Tests.Project = rm.ApplyTest

@@ -39,19 +39,11 @@ type App struct {
 func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, now func() time.Time) *App {
 	a := &App{ReadModel: rm, Directory: dir, Now: now}
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
-		Store:   store,
-		Subject: events.TicketSubject,
-		StateOf: func(m proto.Message) (*ticketsv1.Ticket, bool) {
-			s := StateOf(m)
-			return s, s != nil
-		},
-		Gone:     func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
-		Touch:    func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
-		Project:  rm.Put,
-		NotFound: apperr.TicketNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log,
-		Now:      now,
+		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Subject: events.TicketSubject, StateOf: aggregate.Extract(StateOf),
+		Gone:    func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
+		Touch:   func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
+		Project: rm.Put, NotFound: apperr.TicketNotFound,
 	}
 	return a
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -54,12 +52,8 @@ func New(store eventlog.Store, p Ports, relayKey []byte, log *slog.Logger, now f
 // is applied to the registry inline.
 func NewRepo(store eventlog.Store, reg Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
 	return &aggregate.Repo[*webhooksv1.Webhook]{
-		Store:   store,
-		Subject: events.WebhookSubject,
-		StateOf: func(m proto.Message) (*webhooksv1.Webhook, bool) {
-			w := StateOf(m)
-			return w, w != nil
-		},
+		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Subject: events.WebhookSubject, StateOf: aggregate.Extract(StateOf),
 		Gone:  func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
 		Touch: func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix = t.Unix() },
 		Project: func(_ context.Context, seq uint64, w *webhooksv1.Webhook) error {
@@ -67,9 +61,6 @@ func NewRepo(store eventlog.Store, reg Registry, log *slog.Logger, now func() ti
 			return nil
 		},
 		NotFound: apperr.WebhookNotFound,
-		Conflict: apperr.ConcurrentUpdate,
-		Log:      log,
-		Now:      now,
 	}
 }
 
