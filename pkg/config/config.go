@@ -25,12 +25,32 @@ func Load[T any]() (T, error) {
 	if err := env.Parse(&c); err != nil {
 		return c, fmt.Errorf("configuration: %w", err)
 	}
-	if v, ok := any(&c).(Validator); ok {
-		if err := v.Validate(); err != nil {
-			return c, fmt.Errorf("configuration: %w", err)
-		}
+	if err := validate(&c); err != nil {
+		return c, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// validate runs c's Validate. A configuration without one of its own
+// (none, or two embedded ones that make it ambiguous) is valid when each
+// embedded part with a Validate is.
+func validate(c any) error {
+	if v, ok := c.(Validator); ok {
+		return v.Validate()
+	}
+	rv := reflect.ValueOf(c).Elem()
+	if rv.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range rv.NumField() {
+		if f := rv.Type().Field(i); !f.Anonymous || !f.IsExported() {
+			continue
+		}
+		if err := validate(rv.Field(i).Addr().Interface()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Infra is what every service needs to reach the bus and its store.
@@ -49,6 +69,14 @@ type Infra struct {
 	// indexes) or "memory" (an ordered index each replica keeps from the
 	// stream; for stores that cannot index, such as the embedded one).
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"store"`
+}
+
+// Service is what a service binary that needs nothing of its own reads:
+// the infrastructure and the deployment secret its cursors and sealing
+// keys derive from.
+type Service struct {
+	Infra
+	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 }
 
 // Read indexes (VOICEAI_READ_INDEX).

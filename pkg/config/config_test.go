@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,39 @@ func TestLoadRejectsBadValues(t *testing.T) {
 	t.Setenv("VOICEAI_SAMPLE_PORT", "eighty")
 	if _, err := Load[sample](); err == nil || !strings.Contains(err.Error(), `VOICEAI_SAMPLE_PORT "eighty": want a whole number`) {
 		t.Fatalf("a value that does not parse is named by its variable, got %v", err)
+	}
+}
+
+type WorkerPart struct {
+	Concurrency int `env:"VOICEAI_SAMPLE_CONCURRENCY" envDefault:"1"`
+}
+
+func (w WorkerPart) Validate() error {
+	if w.Concurrency < 1 {
+		return errors.New("VOICEAI_SAMPLE_CONCURRENCY must be at least 1")
+	}
+	return nil
+}
+
+// A configuration of two parts, each with its own rules, and none of its
+// own: each part is validated.
+func TestEmbeddedPartsAreValidated(t *testing.T) {
+	type twoParts struct {
+		Infra
+		WorkerPart
+	}
+	t.Setenv("VOICEAI_SAMPLE_CONCURRENCY", "0")
+	if _, err := Load[twoParts](); err == nil || !strings.Contains(err.Error(), "at least 1") {
+		t.Fatalf("the worker part's rule: %v", err)
+	}
+	t.Setenv("VOICEAI_SAMPLE_CONCURRENCY", "2")
+	t.Setenv("VOICEAI_STREAM_REPLICAS", "0")
+	if _, err := Load[twoParts](); err == nil || !strings.Contains(err.Error(), "VOICEAI_STREAM_REPLICAS") {
+		t.Fatalf("the infrastructure's rule: %v", err)
+	}
+	t.Setenv("VOICEAI_STREAM_REPLICAS", "1")
+	if _, err := Load[twoParts](); err != nil {
+		t.Fatal(err)
 	}
 }
 

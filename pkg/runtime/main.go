@@ -38,6 +38,17 @@ func Main[C Configured](name string, start func(ctx context.Context, d Deps, c C
 	}
 }
 
+// MainService is Main for a binary that runs one service until its Stop.
+func MainService[C Configured, A any](name string, start func(ctx context.Context, d Deps, c C) (*Service[A], error)) {
+	Main(name, func(ctx context.Context, d Deps, c C) (func() error, error) {
+		s, err := start(ctx, d, c)
+		if err != nil {
+			return nil, err
+		}
+		return s.Stop, nil
+	})
+}
+
 // LoadAndRun is Main without the exit, for a binary with other commands.
 func LoadAndRun[C Configured](name string, start func(ctx context.Context, d Deps, c C) (stop func() error, err error)) error {
 	c, err := config.Load[C]()

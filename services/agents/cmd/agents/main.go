@@ -12,17 +12,12 @@ import (
 )
 
 type cfg struct {
-	config.Infra
+	config.Service
 	outbound.Env
-	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 }
 
 func main() {
-	runtime.Main(agents.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
-		s, err := agents.Start(ctx, d, agents.Config{Secret: c.SecretKey, AllowHosts: c.Hosts()})
-		if err != nil {
-			return nil, err
-		}
-		return s.Stop, nil
+	runtime.MainService(agents.Name, func(ctx context.Context, d runtime.Deps, c cfg) (*agents.Service, error) {
+		return agents.Start(ctx, d, agents.Config{Secret: c.SecretKey, AllowHosts: c.Hosts()})
 	})
 }

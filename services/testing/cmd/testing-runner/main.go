@@ -17,13 +17,6 @@ type cfg struct {
 	testingsvc.RunnerConfig
 }
 
-func (c cfg) Validate() error {
-	if err := c.Infra.Validate(); err != nil {
-		return err
-	}
-	return c.RunnerConfig.Validate()
-}
-
 // Infrastructure keeps no store: a runner reads and writes streams only.
 func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 

@@ -11,17 +11,8 @@ import (
 	testingsvc "github.com/voiceai-platform/voiceai/services/testing"
 )
 
-type cfg struct {
-	config.Infra
-	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
-}
-
 func main() {
-	runtime.Main(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
-		s, err := testingsvc.Start(ctx, d, c.SecretKey)
-		if err != nil {
-			return nil, err
-		}
-		return s.Stop, nil
+	runtime.MainService(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c config.Service) (*testingsvc.Service, error) {
+		return testingsvc.Start(ctx, d, c.SecretKey)
 	})
 }

@@ -18,13 +18,6 @@ type cfg struct {
 	tickets.QAWorkerConfig
 }
 
-func (c cfg) Validate() error {
-	if err := c.Infra.Validate(); err != nil {
-		return err
-	}
-	return c.QAWorkerConfig.Validate()
-}
-
 // Infrastructure keeps no store: the worker reads its own index of the
 // TICKETS stream.
 func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }

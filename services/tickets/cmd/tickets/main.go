@@ -10,17 +10,8 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets"
 )
 
-type cfg struct {
-	config.Infra
-	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
-}
-
 func main() {
-	runtime.Main(tickets.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
-		s, err := tickets.Start(ctx, d, c.SecretKey)
-		if err != nil {
-			return nil, err
-		}
-		return s.Stop, nil
+	runtime.MainService(tickets.Name, func(ctx context.Context, d runtime.Deps, c config.Service) (*tickets.Service, error) {
+		return tickets.Start(ctx, d, c.SecretKey)
 	})
 }

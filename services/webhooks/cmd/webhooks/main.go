@@ -16,19 +16,8 @@ type cfg struct {
 	webhooks.Env
 }
 
-func (c cfg) Validate() error {
-	if err := c.Env.Validate(); err != nil {
-		return err
-	}
-	return c.Infra.Validate()
-}
-
 func main() {
-	runtime.Main(webhooks.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
-		s, err := webhooks.Start(ctx, d, c.Config())
-		if err != nil {
-			return nil, err
-		}
-		return s.Stop, nil
+	runtime.MainService(webhooks.Name, func(ctx context.Context, d runtime.Deps, c cfg) (*webhooks.Service, error) {
+		return webhooks.Start(ctx, d, c.Config())
 	})
 }
