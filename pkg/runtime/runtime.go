@@ -150,12 +150,23 @@ func (d Deps) Probes() obs.Probes {
 	return p
 }
 
+// Version is what every service reports in its NATS service info: the
+// suite is built and released as one.
+const Version = "0.1.0"
+
+// Database is the MongoDB database of the service name: each service owns
+// its own.
+func (d Deps) Database(name string) *mongo.Database { return d.Mongo.Database(DatabaseName(name)) }
+
+// DatabaseName is the name of the service's own database.
+func DatabaseName(service string) string { return "voiceai_" + service }
+
 // ServeHTTP serves handler as service name over NATS with the shared
 // middleware: request ids, panic recovery, access log, metrics, and the
 // caller forwarded by the gateway.
-func ServeHTTP(d Deps, name, version string, router *mux.Router) (micro.Service, http.Handler, error) {
+func ServeHTTP(d Deps, name string, router *mux.Router) (micro.Service, http.Handler, error) {
 	h := Handler(d, name, router)
-	svc, err := natsx.Serve(d.NC, name, version, h)
+	svc, err := natsx.Serve(d.NC, name, Version, h)
 	return svc, h, err
 }
 
@@ -183,8 +194,8 @@ type Service[A any] struct {
 func (s *Service[A]) Stop() error { return s.Endpoint.Stop() }
 
 // Serve serves app's router as service name over NATS (ServeHTTP).
-func Serve[A any](d Deps, name, version string, app A, router *mux.Router) (*Service[A], error) {
-	ep, h, err := ServeHTTP(d, name, version, router)
+func Serve[A any](d Deps, name string, app A, router *mux.Router) (*Service[A], error) {
+	ep, h, err := ServeHTTP(d, name, router)
 	if err != nil {
 		return nil, err
 	}

@@ -25,12 +25,6 @@ import (
 // Name of the service on the bus.
 const Name = "agents"
 
-// Version of the service.
-const Version = "0.1.0"
-
-// Database is the service's own Mongo database.
-const Database = "voiceai_agents"
-
 // Service is a running agents service.
 type Service = runtime.Service[*app.App]
 
@@ -57,7 +51,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("agents stream: %w", err)
 	}
-	db := d.Mongo.Database(Database)
+	db := d.Database(Name)
 	rm, err := adapters.NewReadModel(ctx, db)
 	if err != nil {
 		return nil, err
@@ -80,5 +74,5 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger,
 	}, adapters.SecretsHandler)
 	codec := cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
-	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
+	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }

@@ -50,7 +50,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	return &fixture{svc: svc, js: d.JS, db: mc.Database(Database)}
+	return &fixture{svc: svc, js: d.JS, db: mc.Database(runtime.DatabaseName(Name))}
 }
 
 var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permissions: []string{"convai_read", "convai_write"}}

@@ -24,12 +24,6 @@ import (
 // Name of the service on the bus.
 const Name = "identity"
 
-// Version of the service.
-const Version = "0.1.0"
-
-// Database is the service's own Mongo database.
-const Database = "voiceai_identity"
-
 // Service is a running identity service.
 type Service = runtime.Service[*app.App]
 
@@ -45,7 +39,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
 		return nil, fmt.Errorf("identity stream: %w", err)
 	}
-	db := d.Mongo.Database(Database)
+	db := d.Database(Name)
 	store := adapters.OpenStore(db)
 	if d.ReadIndex != config.ReadIndexMemory {
 		var err error
@@ -72,7 +66,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		rm = mem
 	}
 	a := app.New(eventstore.New(d.JS, events.IdentityStream), rm, d.Logger, d.Clock())
-	s, err := runtime.Serve(d, Name, Version, a, ports.Router(a))
+	s, err := runtime.Serve(d, Name, a, ports.Router(a))
 	if err != nil {
 		return nil, err
 	}

@@ -39,12 +39,6 @@ const Name = "testing"
 // simulate-conversation.
 const RunnerName = "testing-runner"
 
-// Version of the service.
-const Version = "0.1.0"
-
-// Database is the service's own Mongo database.
-const Database = "voiceai_testing"
-
 // Service is a running testing service.
 type Service = runtime.Service[*app.App]
 
@@ -58,13 +52,13 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	d.WatchStream(events.TestJobsStream)
 	d.WatchConsumer(events.TestJobsStream, adapters.RunnersConsumer)
 	var err error
-	store := adapters.OpenStore(d.Mongo.Database(Database))
+	store := adapters.OpenStore(d.Database(Name))
 	var listings app.ReadModel = store
 	if d.ReadIndex == config.ReadIndexMemory {
 		if listings, err = followTesting(ctx, d); err != nil {
 			return nil, err
 		}
-	} else if listings, err = adapters.NewReadModel(ctx, d.Mongo.Database(Database)); err != nil {
+	} else if listings, err = adapters.NewReadModel(ctx, d.Database(Name)); err != nil {
 		return nil, err
 	}
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
@@ -90,7 +84,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}()
 	go a.RunCompletionSweeper(ctx, 5*time.Second)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
-	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
+	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }
 
 // RunnerConfig configures runner workers, from VOICEAI_* variables.
@@ -293,7 +287,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.
 	simulations := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
-	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, Version, ports.SimulateRouter(a, simulations))
+	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, ports.SimulateRouter(a, simulations))
 	if err != nil {
 		return nil, err
 	}

@@ -27,12 +27,6 @@ import (
 // Name of the service on the bus.
 const Name = "tickets"
 
-// Version of the service.
-const Version = "0.1.0"
-
-// Database is the service's own Mongo database.
-const Database = "voiceai_tickets"
-
 // Service is a running tickets service.
 type Service = runtime.Service[*app.App]
 
@@ -56,9 +50,9 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		}
 	}
 	var err error
-	store := adapters.OpenStore(d.Mongo.Database(Database))
+	store := adapters.OpenStore(d.Database(Name))
 	if d.ReadIndex != config.ReadIndexMemory {
-		if store, err = adapters.NewReadModel(ctx, d.Mongo.Database(Database)); err != nil {
+		if store, err = adapters.NewReadModel(ctx, d.Database(Name)); err != nil {
 			return nil, err
 		}
 	}
@@ -86,13 +80,13 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
-	return runtime.Serve(d, Name, Version, a, ports.Router(a, codec))
+	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }
 
 // startTranscripts projects the transcripts call stacks hand over on
 // conversation_ended into the service's store, and returns their reader.
 func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts {
-	t := adapters.OpenTranscripts(d.Mongo.Database(Database))
+	t := adapters.OpenTranscripts(d.Database(Name))
 	pc := projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
 	}

@@ -85,7 +85,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	if err := projection.WaitCaughtUp(ctx, d.JS, events.TicketsStream, adapters.ProjectorDurable); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt := mc.Database(Database).Collection("tickets_rebuilt")
+	rebuilt := mc.Database(runtime.DatabaseName(Name)).Collection("tickets_rebuilt")
 	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, rebuilt, adapters.Handler); err != nil {
 		t.Fatal(err)
 	}

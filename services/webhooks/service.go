@@ -27,12 +27,6 @@ import (
 // Name of the service on the bus.
 const Name = "webhooks"
 
-// Version of the service.
-const Version = "0.1.0"
-
-// Database is the service's own Mongo database.
-const Database = "voiceai_webhooks"
-
 // SecretPurpose derives the key that seals signing secrets from the
 // deployment secret (runtime.SubKey).
 const SecretPurpose = "webhooks/signing-secrets"
@@ -118,7 +112,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := attempts.Follow(ctx, d.JS, d.Logger); err != nil {
 		return nil, err
 	}
-	db := d.Mongo.Database(Database)
+	db := d.Database(Name)
 	if err := adapters.StoreAttempts(ctx, d.JS, db.Collection("attempts"), d.Logger); err != nil {
 		return nil, err
 	}
@@ -132,7 +126,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
-	return runtime.Serve(d, Name, Version, a, ports.Router(a))
+	return runtime.Serve(d, Name, a, ports.Router(a))
 }
 
 // SharedRegistry is the registry a running API follows WEBHOOKS with,
