@@ -282,7 +282,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), nil, d.Logger, d.Clock())
 	w := &runner.Worker{
 		App: a, JS: d.JS, Exec: exec,
-		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, Now: d.Clock(),
+		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.

@@ -51,9 +51,6 @@ type Worker struct {
 	RetryDelay  time.Duration
 	// Metrics, when set, counts the runs and model usage.
 	Metrics *Metrics
-	// Now is the clock the results and their events are stamped with
-	// (time.Now when nil).
-	Now func() time.Time
 
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
@@ -271,7 +268,7 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
-		now := w.now().UnixMilli()
+		now := w.App.Now().UnixMilli()
 		res := &testingv1.RunResult{
 			RunId: runID, InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
 			TestIndex: int32(idx / repeat), RepeatIndex: int32(idx % repeat), Attempt: job.GetAttempt(),
@@ -358,7 +355,7 @@ func (w *Worker) check() {
 	w.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	now := w.now()
+	now := w.App.Now()
 	for inv, p := range touched {
 		for attempt, c := range p.counts {
 			if c[0] > 0 {
@@ -414,7 +411,7 @@ func (w *Worker) invocation(ctx context.Context, ws, id string, attempt int32) (
 	if len(w.invs) > 10_000 {
 		clear(w.invs)
 	}
-	w.invs[id] = cachedInvocation{inv: inv, read: w.now()}
+	w.invs[id] = cachedInvocation{inv: inv, read: w.App.Now()}
 	w.mu.Unlock()
 	return inv, nil
 }
@@ -527,7 +524,7 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 // publishResult stores a run's result; the job is acked once all of its
 // results are stored.
 func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
-	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), w.now())
+	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), w.App.Now())
 	msg, err := eventstore.NewEventMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
 		return err
@@ -603,7 +600,7 @@ func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered ui
 	}
 	store := eventstore.New(w.JS, events.TestRunsStream)
 	for _, g := range groups {
-		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), w.now())
+		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), w.App.Now())
 		subject, err := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
 		if err != nil {
 			return err
@@ -678,9 +675,3 @@ func responseText(raw []byte) string {
 	return s
 }
 
-func (w *Worker) now() time.Time {
-	if w.Now == nil {
-		return time.Now()
-	}
-	return w.Now()
-}
