@@ -1,7 +1,6 @@
 package runner_test
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
@@ -47,14 +46,11 @@ func (s *logSink) lines(t *testing.T, prefix string) []map[string]any {
 // invoked it: the traceparent the job message carries.
 func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
 	ctx, js := testingStreams(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	logs := &logSink{}
 	log := obs.NewLogger(logs, slog.LevelInfo, "testing-runner")
-	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 1,
-		Log: log, MaxAttempts: 2, RetryDelay: 10 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	_, stop := startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) {
+		w.Concurrency, w.MaxAttempts = 1, 2
+	})
 
 	// A job of an invocation that does not exist fails, then is given up.
 	const ws, inv, traceID = "ws_1", "tinv_missing", "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -65,17 +61,8 @@ func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for len(logs.lines(t, "runner: job given up")) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the job was not given up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	testenv.Eventually(t, 20*time.Second, "the job given up", func() bool { return len(logs.lines(t, "runner: job given up")) > 0 })
+	stop()
 	failed, gaveUp := logs.lines(t, "runner: job failed"), logs.lines(t, "runner: job given up")
 	if len(failed) == 0 {
 		t.Fatal("no line says the job failed")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,13 +31,8 @@ import (
 // reason, and the job leaves the queue.
 func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	ctx, js := testingStreams(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	w := &runner.Worker{JS: js, App: app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2,
-		Log: log, MaxAttempts: 3, RetryDelay: 10 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
+	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 
 	// A job of an invocation that does not exist fails on every delivery.
 	const ws, inv = "ws_1", "tinv_missing"
@@ -67,25 +63,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
 	}
 	// The job leaves the queue once its result is stored.
-	str, _ := js.Stream(ctx, events.TestJobsStream)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := str.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still queued", info.State.Msgs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	waitQueueEmpty(ctx, t, js)
 }
 
 // batchFixture is an invocation of one test repeated 5 times, with no
@@ -121,8 +99,6 @@ func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App,
 // stored, so no run runs twice.
 func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	ctx, js, a, inv, log := batchFixture(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	const ws = "ws_1"
 	// An earlier delivery stored run 2's result, then its worker died.
 	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
@@ -150,26 +126,9 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		_ = m.Nak() // the earlier delivery, whose worker died
 	}
 
-	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-
+	w, stop := startWorker(ctx, t, js, a, log, nil)
 	// The job is acked once all its results are stored: wait for that.
-	str, _ := js.Stream(ctx, events.TestJobsStream)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := str.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still queued", info.State.Msgs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitQueueEmpty(ctx, t, js)
 	perRun := map[string][]*testingv1.RunResult{}
 	if err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 		perRun[r.GetRunId()] = append(perRun[r.GetRunId()], r)
@@ -190,11 +149,9 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 			t.Fatalf("run %s: %+v", id, rs[0])
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	} // The worker adds its progress as it stops: the run it skipped is not
+	// The worker adds its progress as it stops: the run it skipped is not
 	// counted.
+	stop()
 	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 {
 		t.Fatalf("%d runs counted (%v), want the 4 it ran", n, err)
 	}
@@ -205,8 +162,6 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 // add up.
 func TestDuplicateResultIsNotCounted(t *testing.T) {
 	ctx, js, a, inv, log := batchFixture(t)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	const ws = "ws_1"
 	// Run 2's result is already stored under the message id the worker
 	// will publish it with.
@@ -223,33 +178,52 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
 		t.Fatal(err)
 	}
-	w := &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	str, _ := js.Stream(ctx, events.TestJobsStream)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		info, err := str.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d jobs still queued", info.State.Msgs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	_, stop := startWorker(ctx, t, js, a, log, nil)
+	waitQueueEmpty(ctx, t, js)
+	stop()
 	results, _ := js.Stream(context.Background(), events.TestRunsStream)
 	info, _ := results.Info(context.Background(), jetstream.WithSubjectFilter(must(events.RunsOfInvocation(ws, inv.InvocationId))))
 	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || info.State.Msgs != 5 {
 		t.Fatalf("%d runs counted (%v), %d results stored; want 4 counted (the duplicate not) and 5 stored", n, err, info.State.Msgs)
 	}
+}
+
+// startWorker runs an offline worker on a, tuned by tune. stop (also
+// run when the test ends) stops it and checks that it stopped cleanly.
+func startWorker(ctx context.Context, t *testing.T, js jetstream.JetStream, a *app.App, log *slog.Logger, tune func(*runner.Worker)) (w *runner.Worker, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	w = &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: runner.Offline{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	if tune != nil {
+		tune(w)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("the worker stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return w, stop
+}
+
+// waitQueueEmpty waits until every job has left the work queue: each is
+// acknowledged once all its results are stored.
+func waitQueueEmpty(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	str, err := js.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "every job acknowledged", func() bool {
+		info, err := str.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
 }
 
 // must unwraps a subject the test knows to be valid.
