@@ -106,6 +106,7 @@ func replies(calls ...Call) *scripted {
 	}}
 }
 
+// agentMessage is a transcript message of a run's agent_responses.
 type agentMessage struct {
 	Role           string `json:"role"`
 	Message        string `json:"message"`
@@ -117,6 +118,12 @@ type agentMessage struct {
 		Called       bool   `json:"tool_has_been_called"`
 		Type         string `json:"type"`
 	} `json:"tool_calls"`
+	ToolResults []struct {
+		RequestID   string `json:"request_id"`
+		ToolName    string `json:"tool_name"`
+		ResultValue string `json:"result_value"`
+		IsError     bool   `json:"is_error"`
+	} `json:"tool_results"`
 	AgentMetadata map[string]string `json:"agent_metadata"`
 	ProducingLLM  string            `json:"producing_llm"`
 	SourceMedium  string            `json:"source_medium"`

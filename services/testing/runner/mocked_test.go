@@ -37,7 +37,7 @@ func TestLLMTestWithMocksAnswersToolCalls(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := &Executor{Model: Offline{}, Now: fixedClock()}
 			res := e.Execute(context.Background(), newRun(t, domain.TypeLLM, c.body))
-			got := lines(transcriptOf(t, res))
+			got := lines(responses(t, res))
 			if res.GetStatus() != c.status || res.GetError() != "" {
 				t.Fatalf("status %q (%s %q), want %q; transcript:\n%s", res.GetStatus(), res.GetRationaleSummary(),
 					res.GetRationaleMessages(), c.status, strings.Join(got, "\n"))

@@ -15,36 +15,9 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// simMessage is a transcript message of a simulation's agent_responses.
-type simMessage struct {
-	Role           string `json:"role"`
-	Message        string `json:"message"`
-	TimeInCallSecs int64  `json:"time_in_call_secs"`
-	ToolCalls      []struct {
-		RequestID    string `json:"request_id"`
-		ToolName     string `json:"tool_name"`
-		ParamsAsJSON string `json:"params_as_json"`
-	} `json:"tool_calls"`
-	ToolResults []struct {
-		RequestID   string `json:"request_id"`
-		ToolName    string `json:"tool_name"`
-		ResultValue string `json:"result_value"`
-		IsError     bool   `json:"is_error"`
-	} `json:"tool_results"`
-}
-
-func transcriptOf(t *testing.T, res *testingv1.RunResult) []simMessage {
-	t.Helper()
-	var out []simMessage
-	if err := json.Unmarshal(res.GetAgentResponsesJson(), &out); err != nil {
-		t.Fatalf("agent_responses_json %s: %v", res.GetAgentResponsesJson(), err)
-	}
-	return out
-}
-
 // lines is a transcript as "role: text" lines, tool calls as
 // "call name args" and results as "result name: value" (or "error …").
-func lines(msgs []simMessage) []string {
+func lines(msgs []agentMessage) []string {
 	var out []string
 	for _, m := range msgs {
 		if m.Message != "" {
@@ -147,7 +120,7 @@ func TestSimulationOffline(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := &Executor{Model: Offline{}, Now: fixedClock()}
 			res := e.Execute(context.Background(), newRun(t, domain.TypeSimulation, c.body))
-			got := lines(transcriptOf(t, res))
+			got := lines(responses(t, res))
 			if res.GetStatus() != c.status || res.GetError() != "" {
 				t.Fatalf("status %q (%s %q), want %q; transcript:\n%s", res.GetStatus(), res.GetRationaleSummary(),
 					res.GetRationaleMessages(), c.status, strings.Join(got, "\n"))
@@ -165,7 +138,7 @@ func TestSimulationOffline(t *testing.T) {
 func TestSimulationTranscriptShape(t *testing.T) {
 	e := &Executor{Model: Offline{}, Now: fixedClock()}
 	res := e.Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(","+bookedMock)))
-	msgs := transcriptOf(t, res)
+	msgs := responses(t, res)
 	for i, m := range msgs {
 		if m.TimeInCallSecs != int64(i+1) || (m.Role != "user" && m.Role != "agent") || m.ToolCalls == nil {
 			t.Fatalf("message %d: %+v", i, m)
@@ -218,14 +191,14 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 			!reflect.DeepEqual(j.Conditions, []string{"states the opening hours nine to five", "books a table for 4 guests"}) {
 			t.Fatalf("judge input %+v", j)
 		}
-		if got := lines(transcriptOf(t, res)); len(got) != 6 || got[5] != "user: Bye." {
+		if got := lines(responses(t, res)); len(got) != 6 || got[5] != "user: Bye." {
 			t.Fatalf("transcript %q", got)
 		}
 	})
 	t.Run("at most five tool calls per agent turn", func(t *testing.T) {
 		m := replies(Call{ID: "c1", Name: "book_table", Arguments: `{"guests":4}`})
 		res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(`,"simulation_max_turns":1,`+bookedMock)))
-		got := lines(transcriptOf(t, res))
+		got := lines(responses(t, res))
 		calls := 0
 		for _, l := range got {
 			if strings.HasPrefix(l, "call ") {
@@ -251,7 +224,7 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 			return UserTurn{Text: "What are your opening hours?"}, Usage{Calls: 1}, nil
 		}}
 		res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest("")))
-		if res.GetStatus() != domain.RunFailed || res.GetError() != "The model failed: boom" || len(transcriptOf(t, res)) != 3 {
+		if res.GetStatus() != domain.RunFailed || res.GetError() != "The model failed: boom" || len(responses(t, res)) != 3 {
 			t.Fatalf("%s %q %s", res.GetStatus(), res.GetError(), res.GetAgentResponsesJson())
 		}
 	})

@@ -674,4 +674,3 @@ func responseText(raw []byte) string {
 	}
 	return s
 }
-
