@@ -150,9 +150,12 @@ func StoreProcess(dir string) (uri string, stop func(), err error) {
 const storeBinary = "./pkg/embedded/docstore/voiceai-store"
 
 // Conn connects to the environment's NATS server; closed when t ends.
-func (e *Env) Conn(t testing.TB) *nats.Conn {
+func (e *Env) Conn(t testing.TB) *nats.Conn { return ConnAt(t, e.NATSURL) }
+
+// ConnAt connects to the NATS server at url, until the test ends.
+func ConnAt(t testing.TB, url string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(e.NATSURL)
+	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +167,7 @@ func (e *Env) Conn(t testing.TB) *nats.Conn {
 // that connection; closed when t ends.
 func JetStreamAt(t testing.TB, url string) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	js, err := jetstream.New(ConnAt(t, url))
 	if err != nil {
 		t.Fatal(err)
 	}

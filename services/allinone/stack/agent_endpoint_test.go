@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
@@ -212,12 +209,7 @@ func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
 	if strings.Contains(s.logs.String(), teamKey) {
 		t.Fatal("a log line holds the key")
 	}
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	jsctx, _ := jetstream.New(nc)
+	jsctx := testenv.JetStreamAt(t, s.NATSURL)
 	streams := jsctx.ListStreams(context.Background())
 	scanned := 0
 	for info := range streams.Info() {

@@ -1,15 +1,11 @@
 package stack
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
 	"testing"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestAgentsThroughTheGateway(t *testing.T) {
@@ -193,20 +189,7 @@ func TestEventsCarryTheRequestTrace(t *testing.T) {
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"traced"}`, "traceparent", tp)
 	id := r.JSON(t)["agent_id"].(string)
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	str, err := js.Stream(context.Background(), "AGENTS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := str.GetLastMsgForSubject(context.Background(), "agents.evt.ws_default."+id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := lastAgentEvent(t, s, id)
 	if got := msg.Header.Get("traceparent"); got != tp {
 		t.Fatalf("event traceparent %q, want %q", got, tp)
 	}

@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
 
@@ -163,11 +162,7 @@ func TestAuthMatrix(t *testing.T) {
 
 func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspaceResponse {
 	t.Helper()
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
+	nc := testenv.ConnAt(t, s.NATSURL)
 	body, _ := json.Marshal(operator.CreateWorkspaceRequest{Name: name})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

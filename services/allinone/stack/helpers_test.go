@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -128,4 +129,19 @@ func newKey(t *testing.T, s *Stack, admin, perms string, extra string) (secret, 
 	}
 	m := r.JSON(t)
 	return m["xi-api-key"].(string), account, m["key_id"].(string)
+}
+
+// lastAgentEvent is the last event stored for an agent of the default
+// workspace, as a subscriber of the AGENTS stream reads it.
+func lastAgentEvent(t *testing.T, s *Stack, agentID string) *jetstream.RawStreamMsg {
+	t.Helper()
+	str, err := testenv.JetStreamAt(t, s.NATSURL).Stream(context.Background(), "AGENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := str.GetLastMsgForSubject(context.Background(), "agents.evt.ws_default."+agentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // probeHeader marks a request so the test can count the copies the
@@ -25,11 +26,7 @@ type copyCounter struct {
 
 func countCopies(t *testing.T, s *Stack) *copyCounter {
 	t.Helper()
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := testenv.ConnAt(t, s.NATSURL)
 	c := &copyCounter{nc: nc, msgs: make(chan *nats.Msg, 1<<16), counts: map[string]int{}}
 	if _, err := nc.ChanSubscribe("svc.*.http", c.msgs); err != nil {
 		t.Fatal(err)

@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
@@ -72,12 +70,7 @@ func TestRateLimitsHoldWhileTheSharedCountersAreDown(t *testing.T) {
 	if r := call(t, s, "GET", "/v1/convai/agents", limited, ""); r.Code != 200 || r.Header.Get("X-RateLimit-Remaining") != "1" {
 		t.Fatalf("first request: %d remaining %q", r.Code, r.Header.Get("X-RateLimit-Remaining"))
 	}
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, s.NATSURL)
 	ctx := context.Background()
 	str, err := js.Stream(ctx, ratelimit.Stream)
 	if err != nil {

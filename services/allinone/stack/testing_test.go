@@ -8,8 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // agentWith creates an agent whose configuration the offline model
@@ -366,12 +365,7 @@ func TestCancelStopsRunsNotStarted(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &inv); err != nil || r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, s.NATSURL)
 	queued := func() uint64 {
 		st, err := js.Stream(context.Background(), "TESTJOBS")
 		if err != nil {

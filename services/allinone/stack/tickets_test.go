@@ -10,10 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 type ticket struct {
@@ -69,12 +67,7 @@ var specTicketFields = []string{"agentqa_ticket_id", "workspace_id", "owner_user
 
 func publishConversation(t *testing.T, s *Stack, ws, event, conv, agent string, at time.Time) {
 	t.Helper()
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, s.NATSURL)
 	body, _ := json.Marshal(map[string]any{"event": event, "timestamp": at.UTC().Format(time.RFC3339),
 		"data": map[string]any{"conversation_id": conv, "agent_id": agent}})
 	if _, err := js.Publish(context.Background(), "platform.evt."+ws+"."+event, body); err != nil {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -63,20 +61,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	}
 
 	// The event carries the service span's context on.
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	str, err := js.Stream(context.Background(), "AGENTS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	msg, err := str.GetLastMsgForSubject(context.Background(), "agents.evt.ws_default."+agent)
-	if err != nil {
-		t.Fatal(err)
-	}
+	msg := lastAgentEvent(t, s, agent)
 	if want := "00-" + traceID + "-" + service.SpanContext().SpanID().String() + "-01"; msg.Header.Get("traceparent") != want {
 		t.Fatalf("event traceparent %q, want %q", msg.Header.Get("traceparent"), want)
 	}
