@@ -76,9 +76,15 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) error {
 // ?k=, default 3).
 func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
+	var q struct {
+		K int `json:"k"` // the edge checked it against the parameter's 1..10
+	}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
 	k := app.ReliabilityK
-	if n, err := strconv.Atoi(r.URL.Query().Get("k")); err == nil {
-		k = n // the edge checked it against the parameter's 1..10
+	if q.K > 0 {
+		k = q.K
 	}
 	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
@@ -122,14 +128,6 @@ func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
 	return nil
-}
-
-// The edge has checked every documented query parameter against its
-// schema (api.CheckQuery): what is left here is reading them.
-
-func boolParam(r *http.Request, name string) bool {
-	b, _ := strconv.ParseBool(r.URL.Query().Get(name))
-	return b
 }
 
 // listPosition is a cursor's content: where the last page ended.
@@ -308,8 +306,13 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	force := boolParam(r, "force")
-	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], force); err != nil {
+	var q struct {
+		Force bool `json:"force"`
+	}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
+	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -356,9 +359,9 @@ const (
 // format query parameter (json or junit) when given, else JUnit XML when
 // Accept prefers application/xml or text/xml to application/json, else
 // JSON.
-func invocationFormat(r *http.Request) string {
-	if f := r.URL.Query().Get("format"); f != "" {
-		return f // json or junit: the edge checked it
+func invocationFormat(r *http.Request, format string) string {
+	if format != "" {
+		return format // json or junit: the edge checked it
 	}
 	if prefersXML(r.Header.Values("Accept")) {
 		return formatJUnit
@@ -397,7 +400,14 @@ func prefersXML(accept []string) bool {
 
 func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	format := invocationFormat(r)
+	var q struct {
+		Format   string `json:"format"`
+		Baseline string `json:"baseline_invocation_id"`
+	}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
+	format := invocationFormat(r, q.Format)
 	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
@@ -405,8 +415,8 @@ func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
 	// A baseline of another workspace, unknown or malformed is answered as
 	// an unknown invocation.
 	var baseline *testingv1.Invocation
-	if id := r.URL.Query().Get("baseline_invocation_id"); id != "" {
-		if baseline, _, err = h.app.Invocations.Get(r.Context(), c.WorkspaceID, id); err != nil {
+	if q.Baseline != "" {
+		if baseline, _, err = h.app.Invocations.Get(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
 			return err
 		}
 	}

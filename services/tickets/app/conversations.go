@@ -108,10 +108,15 @@ type Transcripts interface {
 	Transcript(ctx context.Context, workspaceID, conversationID string) (json.RawMessage, error)
 }
 
-// ConversationParams are a conversations listing's query parameters,
-// already checked against the API document (types and enums).
+// ConversationParams are a conversations listing's query parameters, as
+// the edge decoded and checked them (api.DecodeQuery).
 type ConversationParams struct {
-	PageSize, AgentID, CallSuccessful, StartedBefore, StartedAfter, Cursor string
+	PageSize       int    `json:"page_size"`
+	AgentID        string `json:"agent_id"`
+	CallSuccessful string `json:"call_successful"`
+	StartedBefore  int64  `json:"call_start_before_unix"`
+	StartedAfter   int64  `json:"call_start_after_unix"`
+	Cursor         string `json:"cursor"`
 }
 
 // ConversationPage is one page of a conversations listing.
@@ -125,14 +130,13 @@ type ConversationPage struct {
 // newest first. Paging while conversations arrive never repeats or skips
 // one that existed when paging began.
 func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p ConversationParams) (ConversationPage, error) {
-	q := ConversationQuery{WorkspaceID: workspaceID, AgentID: p.AgentID, CallSuccessful: p.CallSuccessful, Limit: 30}
-	// The document has checked each value's type and range.
-	if p.PageSize != "" {
-		q.Limit, _ = strconv.Atoi(p.PageSize)
+	q := ConversationQuery{WorkspaceID: workspaceID, AgentID: p.AgentID, CallSuccessful: p.CallSuccessful, Limit: 30,
+		StartedBefore: p.StartedBefore, StartedAfter: p.StartedAfter}
+	if p.PageSize > 0 {
+		q.Limit = p.PageSize
 	}
-	q.StartedBefore, _ = strconv.ParseInt(p.StartedBefore, 10, 64)
-	q.StartedAfter, _ = strconv.ParseInt(p.StartedAfter, 10, 64)
-	scope := cursor.Scope("conversations", workspaceID, p.AgentID, p.CallSuccessful, p.StartedBefore, p.StartedAfter)
+	scope := cursor.Scope("conversations", workspaceID, p.AgentID, p.CallSuccessful,
+		strconv.FormatInt(p.StartedBefore, 10), strconv.FormatInt(p.StartedAfter, 10))
 	after, err := cursor.After[ConversationPosition](codec, scope, p.Cursor)
 	if err != nil {
 		return ConversationPage{}, err

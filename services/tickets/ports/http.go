@@ -182,11 +182,11 @@ type assignableUser struct {
 }
 
 func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	page, err := h.app.ListConversations(h.codec, principal.Of(r).WorkspaceID, app.ConversationParams{
-		PageSize: q.Get("page_size"), AgentID: q.Get("agent_id"), CallSuccessful: q.Get("call_successful"),
-		StartedBefore: q.Get("call_start_before_unix"), StartedAfter: q.Get("call_start_after_unix"), Cursor: q.Get("cursor"),
-	})
+	var params app.ConversationParams
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	page, err := h.app.ListConversations(h.codec, principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ package ports
 
 import (
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -119,13 +118,21 @@ func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 	// The edge has checked the query against the parameters' schemas
 	// (limit's range, the event and status enums, the times' range).
-	q := r.URL.Query()
-	limit := app.DefaultLogLimit
-	if n, err := strconv.Atoi(q.Get("limit")); err == nil {
-		limit = n
+	var q struct {
+		Limit     int    `json:"limit"`
+		Event     string `json:"event"`
+		Status    string `json:"status"`
+		StartTime int64  `json:"start_time"` // unix seconds
+		EndTime   int64  `json:"end_time"`
 	}
-	f := domain.LogFilter{Event: q.Get("event"), Status: q.Get("status"),
-		FromMs: unixMs(q.Get("start_time")), ToMs: unixMs(q.Get("end_time"))}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
+	limit := app.DefaultLogLimit
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
 	id := mux.Vars(r)["webhook_id"]
 	atts, err := h.app.Logs(r.Context(), principal.Of(r).WorkspaceID, id, f, limit)
 	if err != nil {
@@ -250,12 +257,6 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// unixMs is a query's Unix time in seconds as ms (0 when absent).
-func unixMs(s string) int64 {
-	n, _ := strconv.ParseInt(s, 10, 64)
-	return n * 1000
 }
 
 func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
