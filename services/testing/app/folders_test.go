@@ -1,0 +1,190 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+)
+
+// Rule tests of tests and folders (the tree, moves, deletion) on the
+// memory adapters.
+
+func (w *world) folder(name, parent string) string {
+	w.t.Helper()
+	f, err := w.a.CreateFolder(context.Background(), w.c, name, parent)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return f.GetFolderId()
+}
+
+func (w *world) testIn(name, folder string) string {
+	w.t.Helper()
+	t, err := w.a.CreateTest(context.Background(), w.c, fmt.Appendf(nil,
+		`{"type":"llm","name":%q,"success_condition":"answers","parent_folder_id":%q}`, name, folder))
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return t.GetTestId()
+}
+
+func (w *world) parentOf(testID string) string {
+	w.t.Helper()
+	t, _, err := w.a.Tests.Get(context.Background(), "ws", testID)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return t.GetParentFolderId()
+}
+
+// fieldErrorAt is the 422 entry at loc, failing the test when err is not
+// a 422 or has none there.
+func fieldErrorAt(t *testing.T, err error, loc ...any) apperr.FieldError {
+	t.Helper()
+	var v apperr.ValidationErrors
+	if !errors.As(err, &v) {
+		t.Fatalf("want a 422, got %v", err)
+	}
+	for _, f := range v {
+		if slices.Equal(f.Loc, loc) {
+			return f
+		}
+	}
+	t.Fatalf("no error at %v in %+v", loc, v)
+	return apperr.FieldError{}
+}
+
+// A folder with something in it is deleted only with force, and then with
+// everything under it; a keyed deletion replayed answers as it did.
+func TestAFolderIsDeletedWithItsContentsOnlyByForce(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	top := w.folder("Billing", "")
+	sub := w.folder("Refunds", top)
+	inTop, inSub := w.testIn("Invoice", top), w.testIn("Refund", sub)
+
+	err := w.a.DeleteFolder(ctx, w.c, top, false)
+	if apperr.KindOf(err) != apperr.Conflict {
+		t.Fatalf("deleting a folder holding a test and a folder without force: %v", err)
+	}
+	if _, _, err := w.a.Tests.Get(ctx, "ws", inSub); err != nil {
+		t.Fatalf("a refused deletion deleted a test: %v", err)
+	}
+
+	keyed := w.c
+	keyed.CommandID = "delete-billing"
+	if err := w.a.DeleteFolder(ctx, keyed, top, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{inTop, inSub} {
+		if _, _, err := w.a.Tests.Get(ctx, "ws", id); apperr.KindOf(err) != apperr.NotFound {
+			t.Errorf("test %s under the deleted folder: %v", id, err)
+		}
+	}
+	for _, id := range []string{top, sub} {
+		if _, _, err := w.a.Folders.Get(ctx, "ws", id); apperr.KindOf(err) != apperr.NotFound {
+			t.Errorf("folder %s: %v", id, err)
+		}
+	}
+	if err := w.a.DeleteFolder(ctx, keyed, top, true); err != nil {
+		t.Fatalf("the keyed deletion replayed: %v", err)
+	}
+	if err := w.a.DeleteFolder(ctx, w.c, top, true); apperr.KindOf(err) != apperr.NotFound {
+		t.Fatalf("an unkeyed deletion of a deleted folder: %v", err)
+	}
+}
+
+// A move names every id it refuses, moves nothing when it refuses one, and
+// never puts a folder inside itself.
+func TestBulkMoveRules(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	top := w.folder("Billing", "")
+	sub := w.folder("Refunds", top)
+	other := w.folder("Hours", "")
+	test := w.testIn("Invoice", "")
+
+	_, err := w.a.BulkMove(ctx, w.c, []string{test, top, "test_missing"}, sub)
+	fieldErrorAt(t, err, "body", "entity_ids", 1) // into its own subfolder
+	fieldErrorAt(t, err, "body", "entity_ids", 2) // unknown
+	if w.parentOf(test) != "" {
+		t.Fatal("a refused move moved a test")
+	}
+	_, err = w.a.BulkMove(ctx, w.c, []string{test}, "tfld_missing")
+	fieldErrorAt(t, err, "body", "move_to")
+
+	keyed := w.c
+	keyed.CommandID = "move-1"
+	if n, err := w.a.BulkMove(ctx, keyed, []string{test, other}, sub); err != nil || n != 2 {
+		t.Fatalf("move: %d %v", n, err)
+	}
+	if w.parentOf(test) != sub {
+		t.Fatalf("the test is in %q, want %q", w.parentOf(test), sub)
+	}
+	details := func(id string) app.FolderDetails {
+		f, _, err := w.a.Folders.Get(ctx, "ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := w.a.FolderDetails(ctx, "ws", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d := details(other)
+	if got := []string{d.FolderPath[0].ID, d.FolderPath[1].ID, d.FolderPath[2].ID}; len(d.FolderPath) != 3 || !slices.Equal(got, []string{top, sub, other}) {
+		t.Fatalf("path of the moved folder: %+v", d.FolderPath)
+	}
+	if n := details(sub).ChildrenCount; n != 2 {
+		t.Fatalf("the target folder has %d children, want 2", n)
+	}
+	// The same command replayed with another target moves nothing again.
+	if _, err := w.a.BulkMove(ctx, keyed, []string{test}, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if w.parentOf(test) != sub {
+		t.Fatalf("a replayed move moved the test to %q", w.parentOf(test))
+	}
+	if _, err := w.a.BulkMove(ctx, w.c, []string{test}, "root"); err != nil || w.parentOf(test) != "" {
+		t.Fatalf("a new move to the root: %v, parent %q", err, w.parentOf(test))
+	}
+}
+
+// A test's definition is replaced whole, into an existing folder only;
+// a deleted test is gone, and so are its summaries.
+func TestUpdateAndDeleteATest(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	_, err := w.a.UpdateTest(ctx, w.c, w.test, []byte(`{"type":"llm","name":"Hours","success_condition":"x","parent_folder_id":"tfld_missing"}`))
+	fieldErrorAt(t, err, "body", "parent_folder_id")
+
+	folder := w.folder("Front desk", "")
+	updated, err := w.a.UpdateTest(ctx, w.c, w.test, fmt.Appendf(nil, `{"type":"llm","name":"Hours, renamed","success_condition":"x","parent_folder_id":%q}`, folder))
+	if err != nil || updated.GetName() != "Hours, renamed" || updated.GetParentFolderId() != folder {
+		t.Fatalf("update: %+v %v", updated, err)
+	}
+	sums, err := w.a.Summaries(ctx, "ws", []string{w.test})
+	if err != nil || sums[w.test].Name != "Hours, renamed" {
+		t.Fatalf("summaries after the update: %+v %v", sums, err)
+	}
+	_, err = w.a.Summaries(ctx, "ws", []string{w.test, w.test})
+	fieldErrorAt(t, err, "body", "test_ids", 1) // repeated
+
+	if err := w.a.DeleteTest(ctx, w.c, w.test); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := w.a.Tests.Get(ctx, "ws", w.test); apperr.KindOf(err) != apperr.NotFound {
+		t.Fatalf("a deleted test: %v", err)
+	}
+	_, err = w.a.Summaries(ctx, "ws", []string{w.test})
+	fieldErrorAt(t, err, "body", "test_ids", 0)
+	if err := w.a.DeleteTest(ctx, w.c, w.test); apperr.KindOf(err) != apperr.NotFound {
+		t.Fatalf("deleting it again: %v", err)
+	}
+}
