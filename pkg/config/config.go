@@ -31,24 +31,23 @@ func Load[T any]() (T, error) {
 	return c, nil
 }
 
-// validate runs c's Validate. A configuration without one of its own
-// (none, or two embedded ones that make it ambiguous) is valid when each
-// embedded part with a Validate is.
+// validate checks each embedded part of c that has a Validate, then c's
+// own Validate if it has one. Every part is checked whatever Go promotes:
+// with two parts a configuration's Validate is ambiguous (it has none),
+// and a part's Validate shadows a deeper one's.
 func validate(c any) error {
+	if rv := reflect.ValueOf(c).Elem(); rv.Kind() == reflect.Struct {
+		for i := range rv.NumField() {
+			if f := rv.Type().Field(i); !f.Anonymous || !f.IsExported() {
+				continue
+			}
+			if err := validate(rv.Field(i).Addr().Interface()); err != nil {
+				return err
+			}
+		}
+	}
 	if v, ok := c.(Validator); ok {
 		return v.Validate()
-	}
-	rv := reflect.ValueOf(c).Elem()
-	if rv.Kind() != reflect.Struct {
-		return nil
-	}
-	for i := range rv.NumField() {
-		if f := rv.Type().Field(i); !f.Anonymous || !f.IsExported() {
-			continue
-		}
-		if err := validate(rv.Field(i).Addr().Interface()); err != nil {
-			return err
-		}
 	}
 	return nil
 }

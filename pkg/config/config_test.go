@@ -70,6 +70,17 @@ func TestEmbeddedPartsAreValidated(t *testing.T) {
 	if _, err := Load[twoParts](); err != nil {
 		t.Fatal(err)
 	}
+	// A part's Validate shadows the deeper one of Service's Infra: both
+	// are still checked.
+	type shadowing struct {
+		Service
+		WorkerPart
+	}
+	t.Setenv("VOICEAI_SECRET_KEY", "s")
+	t.Setenv("VOICEAI_STREAM_REPLICAS", "0")
+	if _, err := Load[shadowing](); err == nil || !strings.Contains(err.Error(), "VOICEAI_STREAM_REPLICAS") {
+		t.Fatalf("the infrastructure's rule under a shadowing part: %v", err)
+	}
 }
 
 // Every typed value that does not parse is named by its variable, once.
