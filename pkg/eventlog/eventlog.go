@@ -16,6 +16,15 @@ import (
 // create, already exists). Callers reload and retry, or answer 409.
 var ErrConflict = errors.New("event store: concurrent change (expected sequence did not match)")
 
+// IsUnavailable reports whether err is one a retry may cure: the log did
+// not answer (a stream between leaders, nothing in time), and nothing
+// was decided. Adapters mark such errors with an Unavailable() bool
+// method.
+func IsUnavailable(err error) bool {
+	var u interface{ Unavailable() bool }
+	return errors.As(err, &u) && u.Unavailable()
+}
+
 // AnySeq as the expected sequence appends whatever the subject holds:
 // for subjects with a single writer at a time, such as a run's results,
 // where the command id alone makes retries idempotent.

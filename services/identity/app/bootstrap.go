@@ -1,13 +1,16 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/cenkalti/backoff/v4"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -33,7 +36,29 @@ type BootstrapResult struct {
 // configuredSecret set, that value becomes an all-permissions key (the
 // same key on every restart; a changed value revokes the previous one).
 // Without it, a key is generated once, on the very first start.
+//
+// Every step is idempotent, so while the event log cannot answer (a
+// stream between leaders, as just after a partition heals) Bootstrap
+// asks again until ctx ends: a process starting then waits for its
+// cluster instead of exiting.
 func (a *App) Bootstrap(ctx context.Context, configuredSecret, dataDir string) (BootstrapResult, error) {
+	// One generated secret per start: an attempt whose key was stored but
+	// whose answer was lost finds it again on the next, and still shows it.
+	generated := domain.NewSecret()
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
+	return backoff.RetryNotifyWithData(func() (BootstrapResult, error) {
+		res, err := a.bootstrapOnce(ctx, configuredSecret, dataDir, generated)
+		if err != nil && !eventlog.IsUnavailable(err) {
+			return res, backoff.Permanent(err)
+		}
+		return res, err
+	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		a.Log.WarnContext(ctx, "bootstrap: the event log cannot answer yet; asking again", "in", wait, "err", err)
+	})
+}
+
+func (a *App) bootstrapOnce(ctx context.Context, configuredSecret, dataDir, generated string) (BootstrapResult, error) {
 	if err := a.ensureWorkspace(ctx, domain.DefaultWorkspaceID, "Default"); err != nil {
 		return BootstrapResult{}, err
 	}
@@ -44,27 +69,33 @@ func (a *App) Bootstrap(ctx context.Context, configuredSecret, dataDir string) (
 		return BootstrapResult{}, a.ensureConfiguredKey(ctx, configuredSecret)
 	}
 	subject, _ := events.APIKeySubject(domain.DefaultWorkspaceID, generatedKeyID)
-	if _, found, err := a.Store.Last(ctx, subject); err != nil || found {
+	msg, _, found, err := esproto.Last(ctx, a.Store, subject)
+	if err != nil {
 		return BootstrapResult{}, err
 	}
-	secret := domain.NewSecret()
-	spec := KeySpec{Name: "bootstrap admin (generated)", Permissions: []string{principal.PermissionAll}}
-	// The subject is fixed and create-only: two processes racing on a
-	// first start mint one key between them.
-	if _, _, err := a.mintKey(ctx, domain.DefaultWorkspaceID, domain.AdminAccountID, generatedKeyID, secret, spec, ""); err != nil {
-		if errors.Is(err, eventlog.ErrConflict) {
-			return BootstrapResult{}, nil
+	ours := found && bytes.Equal(KeyOf(msg).GetSecretSha256(), domain.HashSecret(generated))
+	if found && !ours {
+		return BootstrapResult{}, nil // generated on an earlier start
+	}
+	if !found {
+		spec := KeySpec{Name: "bootstrap admin (generated)", Permissions: []string{principal.PermissionAll}}
+		// The subject is fixed and create-only: two processes racing on a
+		// first start mint one key between them.
+		if _, _, err := a.mintKey(ctx, domain.DefaultWorkspaceID, domain.AdminAccountID, generatedKeyID, generated, spec, ""); err != nil {
+			if errors.Is(err, eventlog.ErrConflict) {
+				return BootstrapResult{}, nil
+			}
+			return BootstrapResult{}, err
 		}
-		return BootstrapResult{}, err
 	}
 	path := filepath.Join(dataDir, AdminKeyFile)
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return BootstrapResult{}, err
 	}
-	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(generated+"\n"), 0o600); err != nil {
 		return BootstrapResult{}, fmt.Errorf("write %s: %w", path, err)
 	}
-	return BootstrapResult{GeneratedSecret: secret, KeyFile: path}, nil
+	return BootstrapResult{GeneratedSecret: generated, KeyFile: path}, nil
 }
 
 const (

@@ -1,13 +1,23 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
 )
@@ -107,5 +117,72 @@ func TestAddMember(t *testing.T) {
 	for _, bad := range []string{"not an address", "Ada <ada@example.com>", strings.Repeat("a", 250) + "@example.com"} {
 		_, err := f.app.AddUser(ctx, "ws_a", bad, "", "", "")
 		wantKind(t, err, apperr.Invalid, "e-mail "+bad[:min(len(bad), 20)])
+	}
+}
+
+// unavailable is an error a retry may cure, as the JetStream adapter
+// marks one (a stream between leaders).
+type unavailable struct{}
+
+func (unavailable) Error() string     { return "nats: no response from stream" }
+func (unavailable) Unavailable() bool { return true }
+
+// flakyLog is an event log that cannot answer its first appends: with
+// lose set, the append is stored and only its answer is lost.
+type flakyLog struct {
+	eventlog.Store
+	mu       sync.Mutex
+	failures int
+	lose     bool
+}
+
+func (l *flakyLog) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
+	l.mu.Lock()
+	fail := l.failures > 0
+	l.failures--
+	l.mu.Unlock()
+	switch {
+	case fail && l.lose:
+		_, _ = l.Store.Append(ctx, subject, expected, commandID, ev)
+		return eventlog.Appended{}, unavailable{}
+	case fail:
+		return eventlog.Appended{}, unavailable{}
+	}
+	return l.Store.Append(ctx, subject, expected, commandID, ev)
+}
+
+// A process started while its stream cannot answer (just after a
+// partition heals) waits for it instead of exiting; a key stored by an
+// attempt whose answer was lost is still shown and written, once.
+func TestBootstrapWaitsForTheLog(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answer lost %v", lose), func(t *testing.T) {
+			log := &flakyLog{Store: memlog.New(), failures: 3, lose: lose}
+			a := app.New(log, adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
+			dir := t.TempDir()
+			res, err := a.Bootstrap(context.Background(), "", dir)
+			if err != nil || res.GeneratedSecret == "" {
+				t.Fatalf("bootstrap: %+v %v", res, err)
+			}
+			if b, err := os.ReadFile(res.KeyFile); err != nil || strings.TrimSpace(string(b)) != res.GeneratedSecret {
+				t.Fatalf("the key file: %q %v", b, err)
+			}
+			// The key stored is the one shown (the read model may lag an
+			// append whose answer was lost: the log says).
+			subject, _ := events.APIKeySubject(domain.DefaultWorkspaceID, "key_bootstrap_generated")
+			msg, _, found, err := esproto.Last(context.Background(), log.Store, subject)
+			if err != nil || !found || !bytes.Equal(app.KeyOf(msg).GetSecretSha256(), domain.HashSecret(res.GeneratedSecret)) {
+				t.Fatalf("the stored key is not the one shown: %v %v", found, err)
+			}
+		})
+	}
+	// What a retry cannot cure ends the start at once.
+	a := app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
+	notADir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Bootstrap(context.Background(), "", notADir); err == nil {
+		t.Fatal("a data directory that is a file: no error")
 	}
 }
