@@ -53,14 +53,18 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, filters 
 	if lastPerSubject {
 		policy = jetstream.DeliverLastPerSubjectPolicy
 	}
-	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy})
+	// The stream may lose its leader between answering and these requests
+	// (a process started as a partition heals): ask again, not exit.
+	cons, err := untilAvailable(ctx, "follower of "+stream, func(ctx context.Context) (jetstream.Consumer, error) {
+		return str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("follow %s: %w", stream, err)
 	}
 	f := &Follower{ready: make(chan struct{})}
-	info, err := cons.Info(ctx)
+	info, err := untilAvailable(ctx, "follower of "+stream, cons.Info)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("follow %s: %w", stream, err)
 	}
 	if info.NumPending == 0 {
 		f.markReady()
