@@ -11,6 +11,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
@@ -76,8 +77,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		LoggerFrom(r.Context()).Warn("malformed id reached a handler", "err", err)
 		e = apperr.ResourceNotFound
 	}
-	var u interface{ Unavailable() bool }
-	if e == nil && errors.As(err, &u) && u.Unavailable() {
+	if e == nil && eventlog.IsUnavailable(err) {
 		// A store electing a leader, or restarting: a retry in a moment
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
