@@ -420,3 +420,19 @@ func TestTestsRunInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errOut.String())
 	}
 }
+
+// A listing tells on stderr how to get its next page, and sends the
+// cursor it is given back with the page size.
+func TestListingPages(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/agents", reply(200, `{"agents":[{"agent_id":"agent_1","name":"Support","tags":["a","b"],"created_at_unix_secs":1700000000}],"has_more":true,"next_cursor":"c2"}`))
+	r := run(t, "agents", "list", "--search", "sup", "--page-size", "1", "--api-key", "k", "--base-url", base)
+	if r.code != 0 || !strings.Contains(r.stdout, "agent_1") || !strings.Contains(r.stdout, "a,b") || r.stderr != "more results: add --cursor c2\n" {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+	run(t, "agents", "list", "--cursor", "c2", "--page-size", "1", "--api-key", "k", "--base-url", base)
+	first, second := f.requests[0].URL.Query(), f.requests[1].URL.Query()
+	if first.Get("search") != "sup" || first.Has("cursor") || second.Get("cursor") != "c2" || second.Get("page_size") != "1" || second.Has("search") {
+		t.Fatalf("queries %v then %v", first, second)
+	}
+}

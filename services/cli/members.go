@@ -36,21 +36,3 @@ func (a *app) membersCommand() *cobra.Command {
 	})
 	return cmd
 }
-
-// testsInvocationCommand shows a past invocation as tests run --wait
-// summarises one: its failures grouped, and the totals.
-func (a *app) testsInvocationCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "invocation <invocation_id>",
-		Short: "Show a test invocation: its failures, grouped, and its totals",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var inv invocation
-			if show, err := a.fetch(cmd.Context(), getInvocation, args, nil, nil, &inv); !show {
-				return err
-			}
-			a.summary(inv, 0, "")
-			return nil
-		},
-	}
-}

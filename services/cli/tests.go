@@ -40,39 +40,18 @@ type testsPage struct {
 }
 
 func (a *app) testsListCommand() *cobra.Command {
-	var search, folder, cursor string
-	var types []string
-	var pageSize int
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List the workspace's tests, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
-			setIf(q, "search", search)
-			setIf(q, "parent_folder_id", folder)
-			setIf(q, "cursor", cursor)
-			q["types"] = types
-			var page testsPage
-			if show, err := a.fetch(cmd.Context(), listTests, nil, q, nil, &page); !show {
-				return err
-			}
-			rows := make([][]string, len(page.Tests))
-			for i, t := range page.Tests {
-				rows[i] = []string{t.ID, t.Type, clip(t.Name, 50), folderPath(t), unixTime(t.Created)}
-			}
-			table(a.stdout, []string{"ID", "TYPE", "NAME", "FOLDER", "CREATED"}, rows)
-			a.moreHint(page.HasMore, page.NextCursor)
-			return nil
+	return listCommand(a, listing[testEntry]{
+		short: "List the workspace's tests, newest first", route: listTests, items: "tests", noun: "tests", pageSize: 30,
+		filters: []filter{
+			text("search", "search", "only tests whose name contains this"),
+			text("folder", "parent_folder_id", "only tests directly in this folder id (root: the root)"),
+			anyOf("type", "types", "only these types: llm, tool, simulation (repeatable)"),
 		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&search, "search", "", "only tests whose name contains this")
-	f.StringVar(&folder, "folder", "", "only tests directly in this folder id (root: the root)")
-	f.StringSliceVar(&types, "type", nil, "only these types: llm, tool, simulation (repeatable)")
-	f.IntVar(&pageSize, "page-size", 30, "tests per page (1-100)")
-	f.StringVar(&cursor, "cursor", "", "page cursor from a previous listing")
-	return cmd
+		header: []string{"ID", "TYPE", "NAME", "FOLDER", "CREATED"},
+		row: func(t testEntry) []string {
+			return []string{t.ID, t.Type, clip(t.Name, 50), folderPath(t), unixTime(t.Created)}
+		},
+	})
 }
 
 func folderPath(t testEntry) string {
@@ -86,53 +65,47 @@ func folderPath(t testEntry) string {
 	return "/" + strings.Join(names, "/")
 }
 
-func setIf(q url.Values, k, v string) {
-	if v != "" {
-		q.Set(k, v)
-	}
+type testDetail struct {
+	ID               string   `json:"id"`
+	Name             string   `json:"name"`
+	Type             string   `json:"type"`
+	Parent           *string  `json:"parent_folder_id"`
+	SuccessCondition string   `json:"success_condition"`
+	Conditions       []string `json:"success_conditions"`
+	Scenario         string   `json:"simulation_scenario"`
+	Created          int64    `json:"created_at_unix_secs"`
+	Updated          int64    `json:"last_updated_at_unix_secs"`
+	Reliability      *struct {
+		Runs     int      `json:"runs"`
+		Passed   int      `json:"passed"`
+		PassRate *float64 `json:"pass_rate"`
+	} `json:"reliability"`
 }
 
 func (a *app) testsShowCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show <test_id>",
-		Short: "Show a test and how reliably it passes",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var t struct {
-				ID               string   `json:"id"`
-				Name             string   `json:"name"`
-				Type             string   `json:"type"`
-				Parent           *string  `json:"parent_folder_id"`
-				SuccessCondition string   `json:"success_condition"`
-				Conditions       []string `json:"success_conditions"`
-				Scenario         string   `json:"simulation_scenario"`
-				Created          int64    `json:"created_at_unix_secs"`
-				Updated          int64    `json:"last_updated_at_unix_secs"`
-				Reliability      *struct {
-					Runs     int      `json:"runs"`
-					Passed   int      `json:"passed"`
-					PassRate *float64 `json:"pass_rate"`
-				} `json:"reliability"`
-			}
-			if show, err := a.fetch(cmd.Context(), getTest, args, nil, nil, &t); !show {
-				return err
-			}
-			conds := t.Conditions
-			if t.SuccessCondition != "" && !slices.Contains(conds, t.SuccessCondition) {
-				conds = append([]string{t.SuccessCondition}, conds...)
-			}
-			kv := []string{"ID", t.ID, "Name", t.Name, "Type", t.Type, "Folder", orDash(t.Parent),
-				"Success conditions", dash(strings.Join(conds, " | ")), "Created", unixTime(t.Created), "Updated", unixTime(t.Updated)}
-			if t.Scenario != "" {
-				kv = append(kv, "Scenario", clip(t.Scenario, 200))
-			}
-			if r := t.Reliability; r != nil && r.Runs > 0 && r.PassRate != nil {
-				kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
-			}
-			fields(a.stdout, kv...)
-			return nil
-		},
-	}
+	return callCommand(a, "show <test_id>", "Show a test and how reliably it passes", getTest, func(t testDetail) {
+		conds := t.Conditions
+		if t.SuccessCondition != "" && !slices.Contains(conds, t.SuccessCondition) {
+			conds = append([]string{t.SuccessCondition}, conds...)
+		}
+		kv := []string{"ID", t.ID, "Name", t.Name, "Type", t.Type, "Folder", orDash(t.Parent),
+			"Success conditions", dash(strings.Join(conds, " | ")), "Created", unixTime(t.Created), "Updated", unixTime(t.Updated)}
+		if t.Scenario != "" {
+			kv = append(kv, "Scenario", clip(t.Scenario, 200))
+		}
+		if r := t.Reliability; r != nil && r.Runs > 0 && r.PassRate != nil {
+			kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
+		}
+		fields(a.stdout, kv...)
+	})
+}
+
+// testsInvocationCommand shows a past invocation as tests run --wait
+// summarises one: its failures grouped, and the totals.
+func (a *app) testsInvocationCommand() *cobra.Command {
+	return callCommand(a, "invocation <invocation_id>", "Show a test invocation: its failures, grouped, and its totals", getInvocation, func(inv invocation) {
+		a.summary(inv, 0, "")
+	})
 }
 
 // invocation is what the CLI reads of a test invocation.

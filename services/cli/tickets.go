@@ -2,8 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -37,65 +35,30 @@ type ticket struct {
 }
 
 func (a *app) ticketsListCommand() *cobra.Command {
-	var status, assignee, agent, issue, search, sortBy, cursor string
-	var priorities, sources []string
-	var pageSize int
-	cmd := &cobra.Command{
-		Use:   "list [filters]",
-		Short: "List the workspace's triage tickets, newest first",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			q := url.Values{"page_size": {strconv.Itoa(pageSize)}}
-			for k, v := range map[string]string{"status": status, "assignee_user_id": assignee, "agent_id": agent,
-				"issue_type": issue, "search": search, "sort_by": sortBy, "cursor": cursor} {
-				setIf(q, k, v)
-			}
-			q["priorities"], q["sources"] = priorities, sources
-			var page struct {
-				Tickets    []ticket `json:"agent_conversation_tickets"`
-				HasMore    bool     `json:"has_more"`
-				NextCursor *string  `json:"next_cursor"`
-			}
-			if show, err := a.fetch(cmd.Context(), listTickets, nil, q, nil, &page); !show {
-				return err
-			}
-			rows := make([][]string, len(page.Tickets))
-			for i, t := range page.Tickets {
-				rows[i] = []string{t.ID, t.Status, orDash(t.Priority), t.AgentID, orDash(t.AssigneeUserID), clip(t.Title, 50), unixTime(t.Updated)}
-			}
-			table(a.stdout, []string{"ID", "STATUS", "PRIORITY", "AGENT", "ASSIGNEE", "TITLE", "UPDATED"}, rows)
-			a.moreHint(page.HasMore, page.NextCursor)
-			return nil
+	return listCommand(a, listing[ticket]{
+		short: "List the workspace's triage tickets, newest first", route: listTickets,
+		items: "agent_conversation_tickets", noun: "tickets", pageSize: 100,
+		filters: []filter{
+			text("status", "status", "open, in_progress, resolved or merged"),
+			text("assignee", "assignee_user_id", `assignee user id, or "unassigned"`),
+			text("agent", "agent_id", "agent id"),
+			text("issue-type", "issue_type", "issue type, e.g. knowledge_gap"),
+			anyOf("priority", "priorities", "low, medium, high, urgent (repeatable)"),
+			anyOf("source", "sources", "qa, agent, manual (repeatable)"),
+			text("search", "search", "text in the title, QA comment or comments"),
+			text("sort", "sort_by", "created_at (default) or priority"),
 		},
-	}
-	f := cmd.Flags()
-	f.StringVar(&status, "status", "", "open, in_progress, resolved or merged")
-	f.StringVar(&assignee, "assignee", "", `assignee user id, or "unassigned"`)
-	f.StringVar(&agent, "agent", "", "agent id")
-	f.StringVar(&issue, "issue-type", "", "issue type, e.g. knowledge_gap")
-	f.StringSliceVar(&priorities, "priority", nil, "low, medium, high, urgent (repeatable)")
-	f.StringSliceVar(&sources, "source", nil, "qa, agent, manual (repeatable)")
-	f.StringVar(&search, "search", "", "text in the title, QA comment or comments")
-	f.StringVar(&sortBy, "sort", "", "created_at (default) or priority")
-	f.IntVar(&pageSize, "page-size", 100, "tickets per page (1-100)")
-	f.StringVar(&cursor, "cursor", "", "page cursor from a previous listing")
-	return cmd
+		header: []string{"ID", "STATUS", "PRIORITY", "AGENT", "ASSIGNEE", "TITLE", "UPDATED"},
+		row: func(t ticket) []string {
+			return []string{t.ID, t.Status, orDash(t.Priority), t.AgentID, orDash(t.AssigneeUserID), clip(t.Title, 50), unixTime(t.Updated)}
+		},
+	})
 }
 
 func (a *app) ticketsShowCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "show <ticket_id>",
-		Short: "Show a ticket with its comments",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var t ticket
-			if show, err := a.fetch(cmd.Context(), getTicket, args, nil, nil, &t); !show {
-				return err
-			}
-			a.printTicket(t)
-			return nil
-		},
-	}
+	return callCommand(a, "show <ticket_id>", "Show a ticket with its comments", getTicket, func(t ticket) {
+		a.printTicket(t)
+	})
 }
 
 func (a *app) printTicket(t ticket) {

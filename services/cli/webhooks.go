@@ -159,19 +159,11 @@ type resent struct {
 }
 
 func (a *app) webhooksResendCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "resend <webhook_id> <delivery_id>",
-		Short: "Deliver an event again (same body and event id); the delivery id is in webhooks logs",
-		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var out resent
-			if show, err := a.fetch(cmd.Context(), resendDelivery, args, nil, nil, &out); !show {
-				return err
-			}
+	return callCommand(a, "resend <webhook_id> <delivery_id>",
+		"Deliver an event again (same body and event id); the delivery id is in webhooks logs", resendDelivery,
+		func(out resent) {
 			fields(a.stdout, "Delivery", out.DeliveryID, "Event", out.Event, "Event ID", out.EventID, "Status", out.Status)
-			return nil
-		},
-	}
+		})
 }
 
 func (a *app) webhooksRecoverCommand() *cobra.Command {
