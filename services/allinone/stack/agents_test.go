@@ -9,10 +9,7 @@ import (
 )
 
 func TestAgentsThroughTheGateway(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t)
 
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey,
 		`{"name":"Support","system_prompt":"Be kind.","agent_type":"business","tags":["a"],
@@ -99,10 +96,7 @@ func TestAgentsThroughTheGateway(t *testing.T) {
 }
 
 func TestAgentListingPagination(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t)
 	var ids []string
 	for i := range 23 {
 		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, fmt.Sprintf(`{"name":"Agent %02d"}`, i))

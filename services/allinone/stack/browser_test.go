@@ -23,11 +23,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "browser", "run.sh")
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.Outbound.AllowHosts = "127.0.0.1" // the script's webhook receiver
-	})
+	s := startAdmin(t, localHooks)
 	agent := newAgent(t, s, adminKey, "Support bot")
 	var convs []string
 	for i := range 6 {

@@ -23,9 +23,7 @@ import (
 // receiver's answer is the delivery's outcome, and stopping deletes the
 // relay webhook.
 func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	s := startAdmin(t, func(c *Config) {
 		c.Outbound.AllowHosts = "" // the local receiver is not allowed as a destination
 	})
 	const secret = "whsec_listen_test_0123456789abcdef"
@@ -119,10 +117,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 // signed headers, the reported answer is its outcome, and a token is
 // good only for its own webhook.
 func TestWebhookRelayProtocol(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startAdmin(t)
 	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"relay":true,"url":"https://example.com","events":["call_ended"]}`)
 	if r.Code != 422 {
 		t.Fatalf("a relay webhook with a url: %d %s", r.Code, r.Body)

@@ -36,11 +36,7 @@ func TestCLI(t *testing.T) {
 		}
 	}
 
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000 // the CLI polls
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	base := "http://" + s.Addr
 	voiceai := func(key string, args ...string) (int, string, string) {
 		t.Helper()

@@ -60,10 +60,7 @@ func ids(p conversationPage) string {
 // sends; they are listed newest first with the public filters, and read
 // with their transcript and the tickets raised on them.
 func TestConversationsAPI(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t)
 	support, sales := newAgent(t, s, adminKey, "Support"), newAgent(t, s, adminKey, "Sales")
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	transcript := []map[string]any{

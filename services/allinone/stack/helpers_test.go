@@ -145,3 +145,20 @@ func lastAgentEvent(t *testing.T, s *Stack, agentID string) *jetstream.RawStream
 	}
 	return msg
 }
+
+// startAdmin runs a stack in a fresh directory, administered with
+// adminKey under rate limits that a test's bursts of calls (and the CLI's
+// polls) never reach, with tweaks applied on top.
+func startAdmin(t *testing.T, tweaks ...func(*Config)) *Stack {
+	t.Helper()
+	return start(t, t.TempDir(), func(c *Config) {
+		c.BootstrapAdminKey = adminKey
+		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+		for _, tweak := range tweaks {
+			tweak(c)
+		}
+	})
+}
+
+// localHooks lets webhooks deliver to this machine: a test's receiver.
+func localHooks(c *Config) { c.Outbound.AllowHosts = "127.0.0.1" }

@@ -20,10 +20,7 @@ var hostileIDs = []string{
 
 // startHostile is a stack whose admin key can send thousands of requests.
 func startHostile(t *testing.T) *Stack {
-	return start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 1_000_000, 1_000_000
-	})
+	return startAdmin(t, func(c *Config) { c.RateLimitPerMinute = 1_000_000 })
 }
 
 // stillServes fails unless the stack answers an ordinary request correctly

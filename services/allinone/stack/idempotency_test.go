@@ -95,12 +95,7 @@ func sameAnswer(t *testing.T, what string, first, again response) {
 // request's first attempt is held past the hedge delay, its copies racing
 // it in the services.
 func startHedging(t *testing.T) (*Stack, *copyCounter) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-		c.HedgeAfter = time.Nanosecond
-	})
+	s := startAdmin(t, localHooks, func(c *Config) { c.HedgeAfter = time.Nanosecond })
 	return s, countCopies(t, s)
 }
 

@@ -19,9 +19,7 @@ func startWithModel(t *testing.T, h llmtest.Handler) (*Stack, *llmtest.Server) {
 	t.Helper()
 	srv := llmtest.NewServer(h)
 	t.Cleanup(srv.Close) // after the stack's Close: cleanups run last first
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	s := startAdmin(t, func(c *Config) {
 		c.Runner.Provider, c.Runner.BaseURL, c.Runner.LLMModel = "openai", srv.URL, "test-model"
 	})
 	return s, srv

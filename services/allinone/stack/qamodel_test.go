@@ -35,9 +35,7 @@ func TestModelClustersTickets(t *testing.T) {
 			strings.Join(similar, ",")))
 	})
 	t.Cleanup(model.Close)
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	s := startAdmin(t, func(c *Config) {
 		c.QAWorker.Clustering, c.QAWorker.BaseURL, c.QAWorker.LLMModel = "model", model.URL, "triage-model"
 	})
 	agent := agentWith(t, s)

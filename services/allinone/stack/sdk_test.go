@@ -18,10 +18,7 @@ func TestOfficialSDK(t *testing.T) {
 	}
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "sdk", "run.sh")
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t)
 	// A conversation the platform has seen, for creating tickets on it.
 	agent := newAgent(t, s, adminKey, "SDK tickets")
 	publishConversation(t, s, "ws_default", "conversation_started", "conv_sdk", agent, time.Now())

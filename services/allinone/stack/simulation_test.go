@@ -13,10 +13,7 @@ import (
 // agent calls its tool, a mock answers, and the whole conversation is
 // judged.
 func TestSimulationThroughTheGateway(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startAdmin(t)
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Acme support",
 	  "conversation_config":{"agent":{"first_message":"Hi, this is Acme support.",
 	    "prompt":{"prompt":"You are the support agent of Acme Shop. Orders ship within 2 business days. Returns are accepted within 30 days of delivery.",

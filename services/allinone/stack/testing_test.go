@@ -30,10 +30,7 @@ func agentWith(t *testing.T, s *Stack) string {
 // startForTesting starts a stack whose admin key is not rate-limited in
 // practice: tests poll invocations.
 func startForTesting(t *testing.T) *Stack {
-	return start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	return startAdmin(t)
 }
 
 // hoursTest passes while the agent's prompt (agentWith's) states the
@@ -248,10 +245,7 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 }
 
 func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startAdmin(t)
 	// 422s for bad tests.
 	for body, loc := range map[string]string{
 		`{"name":"x"}`:                               `["body","type"]`,
@@ -353,11 +347,7 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 // Cancel stops runs that have not started: with no runner working, every
 // queued run is dropped from the work queue and shows cancelled.
 func TestCancelStopsRunsNotStarted(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.Runners = 0
-	})
+	s := startAdmin(t, func(c *Config) { c.Runners = 0 })
 	agent := agentWith(t, s)
 	id := createTest(t, s, `{"type":"llm","name":"t","success_condition":"hours"}`)
 	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+id+`"}],"repeat_count":5}`)

@@ -85,10 +85,7 @@ func newAgent(t *testing.T, s *Stack, key, name string) string {
 }
 
 func TestTicketLifecycle(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	started := time.Now().Add(-time.Hour).Truncate(time.Second)
 	publishConversation(t, s, "ws_default", "conversation_started", "conv_1", agent, started)
@@ -265,10 +262,7 @@ func TestTicketListingRulesAndStablePaging(t *testing.T) {
 }
 
 func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey, c.ReadIndex = adminKey, index
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-	})
+	s := startAdmin(t, func(c *Config) { c.ReadIndex = index })
 	agent := newAgent(t, s, adminKey, "Paging")
 	create := func(i int) string {
 		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, fmt.Sprintf(`{"qa_comment":"ticket %d"}`, i))
@@ -380,10 +374,7 @@ func TestTicketListingFilters(t *testing.T) {
 }
 
 func testTicketListingFilters(t *testing.T, index string) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey, c.ReadIndex = adminKey, index
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-	})
+	s := startAdmin(t, func(c *Config) { c.ReadIndex = index })
 	a1, a2 := newAgent(t, s, adminKey, "One"), newAgent(t, s, adminKey, "Two")
 	mk := func(agent, body string) ticket {
 		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, body[:len(body)-1]+`,"agent_id":"`+agent+`"}`)

@@ -18,11 +18,7 @@ import (
 func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
 	_, here, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(here), "..", "..", "webhooks", "examples", "verify")
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	bin := filepath.Join(t.TempDir(), "verify")
 	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(dir, "go")).CombinedOutput(); err != nil {
 		t.Fatalf("build the Go snippet: %v\n%s", err, out)

@@ -15,11 +15,7 @@ import (
 // subscribed to test_invocation_completed hears of a finished invocation
 // with its counts, so CI need not poll.
 func TestEventCatalogAndInvocationEvents(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	r := call(t, s, "GET", "/v1/voiceai/webhooks/events", adminKey, "")
 	var catalog struct {
 		Events []struct {

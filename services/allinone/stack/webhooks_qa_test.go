@@ -26,11 +26,7 @@ type ticketEvent struct {
 // every ticket event to.
 func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
 	t.Helper()
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_qa_ticket_events_0123456789"
 	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/tickets","secret":"`+rcv.secret+`",

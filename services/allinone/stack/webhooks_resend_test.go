@@ -96,11 +96,7 @@ func hookLog(t *testing.T, s *Stack, id, query string) logPage {
 // recover resends each event that failed for good in a range and was not
 // delivered since.
 func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_resend_test_secret_0123456789"
 	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,

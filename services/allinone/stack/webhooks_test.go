@@ -21,11 +21,7 @@ import (
 // platform event, a signed delivery, the tickets domain event, the log
 // and health.
 func TestWebhooksEndToEnd(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 10_000, 100_000
-		c.Outbound.AllowHosts = "127.0.0.1"
-	})
+	s := startAdmin(t, localHooks)
 	var mu sync.Mutex
 	var secret string
 	type got struct {
