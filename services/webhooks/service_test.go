@@ -643,13 +643,14 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	id, secret := h.create("ws_r", hookBody(rc.URL, `["call_started"]`, ""))
 	rc.setSecret(secret)
 	delivered := map[string]func() float64{}
-	// Normal operation: a job is acknowledged within its AckWait. The
-	// harness's 2 s (for the redelivery tests) is missed by chance on a
-	// busy machine, and a job redelivered after it is delivered twice, as
-	// at-least-once allows; this test is about sharing, so no job here may
-	// be redelivered by time.
+	// Normal operation: an attempt answers within its time-out and a job
+	// is acknowledged within its AckWait. The harness's 300 ms and 2 s
+	// (for the retry and redelivery tests) are missed by chance on a busy
+	// machine, and an attempt that timed out after the receiver saw it, or
+	// a job redelivered, is delivered twice, as at-least-once allows; this
+	// test is about sharing, so nothing here may be retried by time.
 	cfg := h.cfg
-	cfg.Dispatcher.AckWait = time.Minute
+	cfg.AttemptTimeout, cfg.Dispatcher.AckWait = 30*time.Second, time.Minute
 	for _, name := range []string{"A", "B"} {
 		d, _ := deps(t, h.env, false)
 		ds, err := StartDispatcher(h.ctx, d, cfg, nil)
@@ -681,12 +682,12 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	}
 	eventually(t, "every event delivered", func() bool { return len(rc.all()) >= n })
 	h.settled(t, "ws_r", id)
-	seen := map[string]bool{}
+	seen := map[string]string{} // event id: its attempt number
 	for _, r := range rc.all() {
-		if seen[r.eventID] || !r.sigValid {
-			t.Fatalf("event %s delivered twice or unsigned (signature valid: %v)", r.eventID, r.sigValid)
+		if first, twice := seen[r.eventID]; twice || !r.sigValid {
+			t.Fatalf("event %s delivered twice (attempts %q and %q) or unsigned (signature valid: %v)", r.eventID, first, r.attempt, r.sigValid)
 		}
-		seen[r.eventID] = true
+		seen[r.eventID] = r.attempt
 	}
 	a, b := delivered["A"](), delivered["B"]()
 	if len(seen) != n || a+b != n || a == 0 || b == 0 {
