@@ -1,7 +1,7 @@
 // Package api is the public HTTP API defined once: every operation's
 // method, path, owning service, permission, body and answer schemas and
 // error statuses. The gateway routes and checks permissions from this
-// table, each service registers its handlers against it, the hostile-input
+// table, each service serves its part of it by name (Serve), the hostile-input
 // tests walk it and the OpenAPI document (openapi.go) is made from it; a
 // route that is not in the table is served by nobody.
 package api

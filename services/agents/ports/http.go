@@ -23,21 +23,13 @@ type handlers struct {
 	maxReq int64
 }
 
-// Router returns the agent routes.
+// Router serves the agents operations of the table, each by the method of
+// handlers named after it (api.Serve).
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	h := &handlers{app: a, codec: codec, maxReq: 4 << 20}
-	r := mux.NewRouter()
-	api.Handle(r, api.CreateAgent, h.create)
-	api.Handle(r, api.ListAgents, h.list)
-	api.Handle(r, api.ListAgentsAlias, h.list)
-	api.Handle(r, api.GetAgent, h.get)
-	api.Handle(r, api.UpdateAgent, h.update)
-	api.Handle(r, api.DeleteAgent, h.delete)
-	secretRoutes(r, h)
-	return r
+	return api.Serve("agents", &handlers{app: a, codec: codec, maxReq: 4 << 20})
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		return err
@@ -52,7 +44,10 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+// ListAlias is GET .../agents/list, the same listing.
+func (h *handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { return h.List(w, r) }
+
+func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	ag, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err
@@ -61,7 +56,7 @@ func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	var in app.UpdateInput
 	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
 		return err
@@ -74,7 +69,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)); err != nil {
 		return err
 	}
@@ -82,7 +77,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 	var params app.ListParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err

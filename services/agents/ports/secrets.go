@@ -50,18 +50,10 @@ func secretOf(s app.Secret, p principal.Principal) secretView {
 	return secretView{secretStored: secretStored{Type: "stored", SecretID: s.ID, Name: s.Name}, UsedBy: deps}
 }
 
-func secretRoutes(r *mux.Router, h *handlers) {
-	api.Handle(r, api.ListSecrets, h.listSecrets)
-	api.Handle(r, api.CreateSecret, h.createSecret)
-	api.Handle(r, api.GetSecret, h.getSecret)
-	api.Handle(r, api.UpdateSecret, h.updateSecret)
-	api.Handle(r, api.DeleteSecret, h.deleteSecret)
-}
-
 // maxSecretBody bounds a secret's body: a value is at most 8 KiB.
 const maxSecretBody = 64 << 10
 
-func (h *handlers) createSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
 	var in app.SecretInput
 	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
 		return err
@@ -74,7 +66,7 @@ func (h *handlers) createSecret(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) updateSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
 	var in app.SecretInput
 	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
 		return err
@@ -87,7 +79,7 @@ func (h *handlers) updateSecret(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) deleteSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)); err != nil {
 		return err
 	}
@@ -95,7 +87,7 @@ func (h *handlers) deleteSecret(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) getSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {
 	var params struct {
 		DependencyLimit int `json:"dependency_limit"`
 	}
@@ -110,7 +102,7 @@ func (h *handlers) getSecret(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) listSecrets(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {
 	var params app.SecretListParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err

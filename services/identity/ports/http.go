@@ -15,24 +15,15 @@ import (
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
-// Router returns identity's routes.
+// Router serves the identity operations of the table, each by the method of
+// handlers named after it (api.Serve).
 func Router(a *app.App) *mux.Router {
-	h := &handlers{app: a}
-	r := mux.NewRouter()
-	api.Handle(r, api.ListAccounts, h.listAccounts)
-	api.Handle(r, api.CreateAccount, h.createAccount)
-	api.Handle(r, api.ListKeys, h.listKeys)
-	api.Handle(r, api.CreateKey, h.createKey)
-	api.Handle(r, api.UpdateKey, h.updateKey)
-	api.Handle(r, api.RevokeKey, h.revokeKey)
-	api.Handle(r, api.ListMembers, h.listMembers)
-	api.Handle(r, api.AddMember, h.addMember)
-	return r
+	return api.Serve("identity", &handlers{app: a})
 }
 
 type handlers struct{ app *app.App }
 
-func (h *handlers) createAccount(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name string `json:"name"`
 	}
@@ -82,7 +73,7 @@ func viewOfKey(k app.KeyDoc) keyView {
 	return v
 }
 
-func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
 	ws := principal.Of(r).WorkspaceID
 	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
@@ -108,7 +99,7 @@ func (h *handlers) listAccounts(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) listKeys(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
 	ws, accountID := principal.Of(r).WorkspaceID, mux.Vars(r)["user_id"]
 	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
 		return err
@@ -196,7 +187,7 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               string           `json:"name"`
 		Permissions        permissionsField `json:"permissions"`
@@ -220,7 +211,7 @@ func (h *handlers) createKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               *string          `json:"name"`
 		IsEnabled          optionalBool     `json:"is_enabled"`
@@ -255,7 +246,7 @@ func (h *handlers) updateKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) revokeKey(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
 	if err := h.app.RevokeKey(r.Context(), principal.Of(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
 		return err
@@ -278,7 +269,7 @@ type memberView struct {
 // listMembers lists the workspace's people and, flagged, its service
 // accounts: everyone a ticket can be assigned to. (api.Handle checks the
 // caller's permission, of the operation, before any handler here runs.)
-func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
 	ws := principal.Of(r).WorkspaceID
 	users, err := h.app.ReadModel.ListUsers(r.Context(), ws)
 	if err != nil {
@@ -299,7 +290,7 @@ func (h *handlers) listMembers(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) addMember(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Email     string `json:"email"`
 		FirstName string `json:"first_name"`

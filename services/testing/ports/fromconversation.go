@@ -13,7 +13,7 @@ const maxConversationBody = 4 << 20
 
 // createFromConversation answers 201 {"id"} with the new regression test
 // (an extension of the public API: the creation is a new resource).
-func (h *handlers) createFromConversation(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadBody(r, maxConversationBody)
 	if err != nil {
 		return err

@@ -27,28 +27,10 @@ type handlers struct {
 	codec *cursor.Codec
 }
 
-// Router returns the testing routes.
+// Router serves the testing operations of the table, each by the method of
+// handlers named after it (api.Serve).
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	h := &handlers{app: a, codec: codec}
-	r := mux.NewRouter()
-	api.Handle(r, api.CreateTest, h.createTest)
-	api.Handle(r, api.CreateTestFromConversation, h.createFromConversation)
-	api.Handle(r, api.ListTests, h.listTests)
-	api.Handle(r, api.TestSummaries, h.summaries)
-	api.Handle(r, api.BulkMoveTests, h.bulkMove)
-	api.Handle(r, api.CreateFolder, h.createFolder)
-	api.Handle(r, api.GetFolder, h.getFolder)
-	api.Handle(r, api.RenameFolder, h.renameFolder)
-	api.Handle(r, api.DeleteFolder, h.deleteFolder)
-	api.Handle(r, api.GetTest, h.getTest)
-	api.Handle(r, api.UpdateTest, h.updateTest)
-	api.Handle(r, api.DeleteTest, h.deleteTest)
-	api.Handle(r, api.RunTests, h.runTests)
-	api.Handle(r, api.ListInvocations, h.listInvocations)
-	api.Handle(r, api.GetInvocation, h.getInvocation)
-	api.Handle(r, api.CancelInvocation, h.cancel)
-	api.Handle(r, api.ResubmitInvocation, h.resubmit)
-	return r
+	return api.Serve("testing", &handlers{app: a, codec: codec})
 }
 
 // caller is who is calling, with the request's command id.
@@ -57,7 +39,7 @@ func caller(r *http.Request) app.Caller {
 	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name, CommandID: api.CommandID(r)}
 }
 
-func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
@@ -74,7 +56,7 @@ func (h *handlers) createTest(w http.ResponseWriter, r *http.Request) error {
 // getTest answers the test's definition and its reliability over its
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3).
-func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		K int `json:"k"` // the edge checked it against the parameter's 1..10
@@ -107,7 +89,7 @@ func (h *handlers) getTest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r, maxBody)
 	if err != nil {
@@ -121,7 +103,7 @@ func (h *handlers) updateTest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) deleteTest(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
 		return err
@@ -150,7 +132,7 @@ type testsQuery struct {
 	Types          []string `json:"types"`
 }
 
-func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	params := testsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
@@ -200,7 +182,7 @@ func (h *handlers) listTests(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		TestIDs []string `json:"test_ids"`
@@ -220,7 +202,7 @@ func (h *handlers) summaries(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) bulkMove(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		EntityIDs []string `json:"entity_ids"`
@@ -255,7 +237,7 @@ type folderInput struct {
 	ParentFolderID *string `json:"parent_folder_id"`
 }
 
-func (h *handlers) createFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
@@ -282,7 +264,7 @@ func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string
 	return nil
 }
 
-func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
@@ -291,7 +273,7 @@ func (h *handlers) getFolder(w http.ResponseWriter, r *http.Request) error {
 	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
@@ -304,7 +286,7 @@ func (h *handlers) renameFolder(w http.ResponseWriter, r *http.Request) error {
 	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		Force bool `json:"force"`
@@ -319,7 +301,7 @@ func (h *handlers) deleteFolder(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) runTests(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
@@ -398,7 +380,7 @@ func prefersXML(accept []string) bool {
 	return xmlQ > 0 && xmlQ > jsonQ
 }
 
-func (h *handlers) getInvocation(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		Format   string `json:"format"`
@@ -448,7 +430,7 @@ type invocationsQuery struct {
 	EndTime   *int64 `json:"end_time"`
 }
 
-func (h *handlers) listInvocations(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	params := invocationsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
@@ -488,7 +470,7 @@ func timeParam(t *int64) string {
 	return strconv.FormatInt(*t, 10)
 }
 
-func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
@@ -498,7 +480,7 @@ func (h *handlers) cancel(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) resubmit(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.ResubmitInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {

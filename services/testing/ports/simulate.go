@@ -21,10 +21,7 @@ import (
 // simulate-conversation operation, played by its executor as a simulation
 // test is (the same engine, synchronously, within its time limit).
 func SimulateRouter(a *app.App, exec *runner.Executor) *mux.Router {
-	r := mux.NewRouter()
-	s := &simulator{app: a, exec: exec}
-	api.Handle(r, api.SimulateConversation, s.simulate)
-	return r
+	return api.Serve("testing-runner", &simulator{app: a, exec: exec})
 }
 
 type simulator struct {
@@ -57,7 +54,7 @@ type simulateInput struct {
 	NewTurnsLimit *int `json:"new_turns_limit"`
 }
 
-func (s *simulator) simulate(w http.ResponseWriter, r *http.Request) error {
+func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request) error {
 	var in simulateInput
 	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return err

@@ -22,24 +22,10 @@ type handlers struct {
 	codec *cursor.Codec
 }
 
-// Router returns the ticket routes.
+// Router serves the tickets operations of the table, each by the method of
+// handlers named after it (api.Serve).
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	h := &handlers{app: a, codec: codec}
-	r := mux.NewRouter()
-	api.Handle(r, api.ListTickets, h.listWorkspace)
-	api.Handle(r, api.CreateTicket, h.create)
-	api.Handle(r, api.ListAgentTickets, h.listAgent)
-	api.Handle(r, api.CreateAgentTicket, h.createManual)
-	api.Handle(r, api.AssignableUsers, h.assignable)
-	api.Handle(r, api.GetTicket, h.get)
-	api.Handle(r, api.UpdateTicket, h.update)
-	api.Handle(r, api.DeleteTicket, h.delete)
-	api.Handle(r, api.CommentTicket, h.comment)
-	api.Handle(r, api.TurnCommentTicket, h.turnComment)
-	api.Handle(r, api.MergeTickets, h.merge)
-	api.Handle(r, api.ListConversations, h.listConversations)
-	api.Handle(r, api.GetConversation, h.getConversation)
-	return r
+	return api.Serve("tickets", &handlers{app: a, codec: codec})
 }
 
 // reply writes a ticket, or returns the error.
@@ -51,11 +37,11 @@ func reply(w http.ResponseWriter, code int, t *ticketsv1.Ticket, err error) erro
 	return nil
 }
 
-func (h *handlers) listWorkspace(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 	return h.list(w, r, "")
 }
 
-func (h *handlers) listAgent(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
 	if !h.app.Directory.AgentExists(principal.Of(r).WorkspaceID, agentID) {
 		return apperr.AgentNotFound
@@ -84,7 +70,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) 
 	return nil
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
@@ -97,7 +83,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, code, t, err)
 }
 
-func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
 	var in app.ManualInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
@@ -106,12 +92,12 @@ func (h *handlers) createManual(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusCreated, t, err)
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	t, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
 	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	var in app.PatchInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
@@ -120,7 +106,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)); err != nil {
 		return err
 	}
@@ -128,7 +114,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) comment(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Comment(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Comment string `json:"comment"`
 	}
@@ -139,7 +125,7 @@ func (h *handlers) comment(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
 	var in app.TurnCommentInput
 	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
 		return err
@@ -148,7 +134,7 @@ func (h *handlers) turnComment(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) merge(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Merge(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		SourceTicketIDs []string `json:"source_ticket_ids"`
 	}
@@ -159,7 +145,7 @@ func (h *handlers) merge(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusOK, t, err)
 }
 
-func (h *handlers) assignable(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) AssignableUsers(w http.ResponseWriter, r *http.Request) error {
 	members, err := h.app.AssignableUsers(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err
@@ -181,7 +167,7 @@ type assignableUser struct {
 	HasAccess        bool    `json:"has_access"`
 }
 
-func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) error {
 	var params app.ConversationParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
@@ -198,7 +184,7 @@ func (h *handlers) listConversations(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (h *handlers) getConversation(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
 	c, err := h.app.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
 	if err != nil {
 		return err

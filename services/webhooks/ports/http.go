@@ -28,28 +28,13 @@ const MaxIngestBody = 256 << 10
 
 type handlers struct{ app *app.App }
 
-// Router returns the webhooks routes.
+// Router serves the webhooks operations of the table, each by the method of
+// handlers named after it (api.Serve).
 func Router(a *app.App) *mux.Router {
-	h := &handlers{app: a}
-	r := mux.NewRouter()
-	api.Handle(r, api.ListWebhooks, h.list)
-	api.Handle(r, api.CreateWebhook, h.create)
-	api.Handle(r, api.GetWebhook, h.get)
-	api.Handle(r, api.UpdateWebhook, h.update)
-	api.Handle(r, api.DeleteWebhook, h.delete)
-	api.Handle(r, api.WebhooksHealth, h.health)
-	api.Handle(r, api.EventCatalog, h.catalog)
-	api.Handle(r, api.TestWebhook, h.test)
-	api.Handle(r, api.WebhookLogs, h.logs)
-	api.Handle(r, api.ResendDelivery, h.resend)
-	api.Handle(r, api.RecoverDeliveries, h.recover)
-	api.Handle(r, api.RelayNext, h.relayNext)
-	api.Handle(r, api.RelayResult, h.relayResult)
-	api.Handle(r, api.IngestEvent, h.ingest)
-	return r
+	return api.Serve("webhooks", &handlers{app: a})
 }
 
-func (h *handlers) list(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 	hooks := h.app.List(principal.Of(r).WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
@@ -69,12 +54,12 @@ func reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *stri
 	return nil
 }
 
-func (h *handlers) get(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	wh, err := h.app.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
 		return err
@@ -83,7 +68,7 @@ func (h *handlers) create(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusCreated, wh, &secret, err)
 }
 
-func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
 		return err
@@ -92,7 +77,7 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) error {
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)); err != nil {
 		return err
 	}
@@ -100,7 +85,7 @@ func (h *handlers) delete(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Test(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		EventType string `json:"event_type"`
 	}
@@ -115,7 +100,7 @@ func (h *handlers) test(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
 	// The edge has checked the query against the parameters' schemas
 	// (limit's range, the event and status enums, the times' range).
 	var q struct {
@@ -148,7 +133,7 @@ func (h *handlers) logs(w http.ResponseWriter, r *http.Request) error {
 
 // catalog lists every subscribable event with the JSON Schema of its
 // data, taken from the API's OpenAPI document.
-func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 	type entry struct {
 		Name        string         `json:"name"`
 		Group       string         `json:"group"`
@@ -173,7 +158,7 @@ func (h *handlers) catalog(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) resend(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
 	res, err := h.app.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
 	if err != nil {
@@ -183,7 +168,7 @@ func (h *handlers) resend(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) recover(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		StartTime *int64  `json:"start_time"`
 		EndTime   *int64  `json:"end_time"`
@@ -217,7 +202,7 @@ func (h *handlers) recover(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
@@ -240,7 +225,7 @@ func (h *handlers) relayNext(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Token        *string `json:"token"`
 		StatusCode   *int    `json:"status_code"`
@@ -259,7 +244,7 @@ func (h *handlers) relayResult(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Health(w http.ResponseWriter, r *http.Request) error {
 	rows, err := h.app.Health(r.Context(), principal.Of(r).WorkspaceID)
 	if err != nil {
 		return err
@@ -272,7 +257,7 @@ func (h *handlers) health(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) ingest(w http.ResponseWriter, r *http.Request) error {
+func (h *handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 	var in domain.IngestInput
 	if err := httpx.DecodeJSON(r, MaxIngestBody, &in); err != nil {
 		return err
