@@ -188,3 +188,64 @@ func TestUpdateAndDeleteATest(t *testing.T) {
 		t.Fatalf("deleting it again: %v", err)
 	}
 }
+
+// A rename is stored once: the same name again appends nothing, and a
+// folder of another workspace is not found.
+func TestRenameAFolder(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	id := w.folder("Billing", "")
+	renamed, err := w.a.RenameFolder(ctx, w.c, id, "Invoices")
+	if err != nil || renamed.GetName() != "Invoices" {
+		t.Fatalf("rename: %v, %v", renamed.GetName(), err)
+	}
+	_, seq, _ := w.a.Folders.Get(ctx, "ws", id)
+	if again, err := w.a.RenameFolder(ctx, w.c, id, "Invoices"); err != nil || again.GetName() != "Invoices" {
+		t.Fatalf("the same name again: %v, %v", again.GetName(), err)
+	}
+	if _, after, _ := w.a.Folders.Get(ctx, "ws", id); after != seq {
+		t.Fatalf("the same name again appended an event (sequence %d, then %d)", seq, after)
+	}
+	stranger := w.c
+	stranger.WorkspaceID = "ws_other"
+	if _, err := w.a.RenameFolder(ctx, stranger, id, "Mine"); !errors.Is(err, apperr.FolderNotFound) {
+		t.Fatalf("another workspace's rename: %v; want folder_not_found", err)
+	}
+}
+
+// The listing gives each entry its folder path, root first, and each
+// folder its count of children; a parent filter lists one level.
+func TestListTestsWithTheirFolders(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	top := w.folder("Billing", "")
+	sub := w.folder("Refunds", top)
+	w.testIn("Refund in 30 days", sub)
+	root := "root"
+
+	listed, _, more, err := w.a.ListTests(ctx, app.TestQuery{WorkspaceID: "ws", Limit: 10, IncludeFolder: true})
+	if err != nil || more {
+		t.Fatalf("list: more %v, %v", more, err)
+	}
+	byName := map[string]app.ListedEntry{}
+	for _, e := range listed {
+		byName[e.Name] = e
+	}
+	refund, refunds := byName["Refund in 30 days"], byName["Refunds"]
+	if len(listed) != 4 || len(refund.FolderPath) != 2 || refund.FolderPath[0].Name != "Billing" || refund.FolderPath[1].Name != "Refunds" ||
+		refunds.ChildrenCount != 1 || byName["Billing"].ChildrenCount != 1 {
+		t.Fatalf("listed: %+v", listed)
+	}
+	atRoot, _, _, err := w.a.ListTests(ctx, app.TestQuery{WorkspaceID: "ws", Limit: 10, ParentFolder: &root, IncludeFolder: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range atRoot {
+		names = append(names, e.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"Billing", "Opening hours"}) {
+		t.Fatalf("at the root: %v", names)
+	}
+}

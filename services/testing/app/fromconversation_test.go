@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,5 +239,56 @@ func TestFromConversationRejects(t *testing.T) {
 		default:
 			t.Errorf("%.120s: %v, want a 422 at %s", c.body, err, c.loc)
 		}
+	}
+}
+
+// conversations is the recorded conversations of workspace "ws".
+type conversations map[string][]json.RawMessage
+
+func (c conversations) Conversation(_ context.Context, caller app.Caller, id string) (string, []json.RawMessage, error) {
+	t, ok := c[id]
+	if !ok || caller.WorkspaceID != "ws" {
+		return "", nil, apperr.ConversationUnknown
+	}
+	return "agent_1", t, nil
+}
+
+// A regression test is made from a posted transcript, or from the one the
+// platform recorded under the conversation id; the agent must exist.
+func TestCreateTestFromConversation(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var recorded []json.RawMessage
+	if err := json.Unmarshal([]byte(production), &recorded); err != nil {
+		t.Fatal(err)
+	}
+	w.a.Conversations = conversations{"conv_9": recorded, "conv_empty": nil}
+
+	posted, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(fromConversation(4, "")))
+	if err != nil || posted.GetType() != domain.TypeLLM {
+		t.Fatalf("from a posted transcript: %v, %v", posted, err)
+	}
+	stored, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(`{"conversation_id":"conv_9","turn_index":4}`))
+	if err != nil {
+		t.Fatalf("from the recorded conversation: %v", err)
+	}
+	if got, _, err := w.a.Tests.Get(ctx, "ws", stored.GetTestId()); err != nil || got.GetName() != posted.GetName() {
+		t.Fatalf("the recorded conversation made %q, the posted one %q (%v)", got.GetName(), posted.GetName(), err)
+	}
+
+	for what, c := range map[string]struct {
+		body string
+		want error
+	}{
+		"an unknown agent":        {strings.Replace(fromConversation(4, ""), "agent_1", "agent_404", 1), apperr.AgentNotFound},
+		"an unknown conversation": {`{"conversation_id":"conv_404","turn_index":4}`, apperr.ConversationUnknown},
+	} {
+		if _, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(c.body)); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v; want %v", what, err, c.want)
+		}
+	}
+	_, err = w.a.CreateTestFromConversation(ctx, w.c, []byte(`{"conversation_id":"conv_empty","turn_index":0}`))
+	if f := fieldErrorAt(t, err, "body", "conversation_id"); !strings.Contains(f.Msg, "no transcript") {
+		t.Fatalf("a recorded conversation without a transcript: %+v", f)
 	}
 }

@@ -1,0 +1,150 @@
+package app_test
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Rule tests of what the testing service reads back on the memory
+// adapters: a test's reliability, a comparison with a baseline, and the
+// invocations listing's progress and paging.
+
+func allPass(int) string { return domain.RunPassed }
+
+// A test's reliability counts its passed and failed runs in its recent
+// invocations, newest first; runs that have not finished say nothing.
+func TestReliabilityCountsFinishedRunsNewestFirst(t *testing.T) {
+	w := newWorld(t)
+	first := w.run(4)
+	w.work(first.GetInvocationId(), passEven) // 2 of 4 pass
+	w.clock.Add(time.Minute)
+	second := w.run(2)
+	w.work(second.GetInvocationId(), allPass)
+	w.clock.Add(time.Minute)
+	w.run(3) // queued, not run
+
+	total, per, err := w.a.TestReliability(context.Background(), "ws", w.test, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pass^3 = C(4,3) / C(6,3) = 4 / 20.
+	if total.Runs != 6 || total.Passed != 4 || total.K != 3 || math.Abs(total.PassHatK-0.2) > 1e-9 || total.Low >= total.PassRate || total.High <= total.PassRate {
+		t.Fatalf("over every invocation: %+v", total)
+	}
+	if len(per) != 2 || per[0].InvocationID != second.GetInvocationId() || per[0].Runs != 2 || per[0].Passed != 2 ||
+		per[1].InvocationID != first.GetInvocationId() || per[1].Runs != 4 || per[1].Passed != 2 {
+		t.Fatalf("per invocation, newest first: %+v", per)
+	}
+
+	never := w.testIn("Never run", "")
+	if total, per, err := w.a.TestReliability(context.Background(), "ws", never, 3); err != nil || total.Runs != 0 || len(per) != 0 {
+		t.Fatalf("a test never run: %+v %+v %v", total, per, err)
+	}
+}
+
+// Only the most recent invocations count, so the report's cost is
+// bounded whatever the test's history.
+func TestReliabilityReadsOnlyTheRecentInvocations(t *testing.T) {
+	w := newWorld(t)
+	oldest := w.run(1)
+	w.work(oldest.GetInvocationId(), func(int) string { return domain.RunFailed })
+	for range app.ReliabilityInvocations {
+		w.clock.Add(time.Minute)
+		inv := w.run(1)
+		w.work(inv.GetInvocationId(), allPass)
+	}
+	total, per, err := w.a.TestReliability(context.Background(), "ws", w.test, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if total.Runs != app.ReliabilityInvocations || total.Passed != total.Runs || len(per) != app.ReliabilityInvocations {
+		t.Fatalf("the oldest (failed) invocation counted: %+v over %d invocations", total, len(per))
+	}
+}
+
+// A comparison reads the baseline's statuses from its stored results: a
+// test that passed there and fails now is a regression.
+func TestCompareWithAStoredBaseline(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	baseline := w.run(2)
+	w.work(baseline.GetInvocationId(), allPass)
+	w.clock.Add(time.Minute)
+	cur := w.run(2)
+	now := app.NewTestStatuses(cur)
+	now.Add(0, domain.RunPassed)
+	now.Add(1, domain.RunFailed)
+
+	got, err := w.a.CompareWith(ctx, cur, now, w.get(baseline.GetInvocationId()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.BaselineInvocationID != baseline.GetInvocationId() || len(got.Regressions) != 1 || got.Regressions[0].TestID != w.test ||
+		got.Regressions[0].BaselineStatus == nil || *got.Regressions[0].BaselineStatus != domain.RunPassed ||
+		len(got.Fixes)+len(got.NewFailures)+len(got.StillFailing) != 0 {
+		t.Fatalf("comparison: %+v", got)
+	}
+}
+
+// The listing shows where each invocation's runs are (from its counters
+// while it runs), newest first, a page at a time.
+func TestListInvocationsProgressAndPaging(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	worked := w.run(4)
+	w.work(worked.GetInvocationId(), passEven)
+	w.clock.Add(time.Minute)
+	waiting := w.run(3)
+	w.clock.Add(time.Minute)
+	cancelled := w.run(2)
+	if _, err := w.a.Cancel(ctx, w.c, cancelled.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []app.InvocationProgress
+	q := app.InvocationFilter{WorkspaceID: "ws", Limit: 2}
+	for {
+		page, last, more, err := w.a.ListInvocations(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) > 2 {
+			t.Fatalf("a page of %d, limit 2", len(page))
+		}
+		got = append(got, page...)
+		if !more {
+			break
+		}
+		q.After = last
+	}
+	type progress struct {
+		id                                 string
+		passed, failed, pending, cancelled int64
+	}
+	want := []progress{
+		{cancelled.GetInvocationId(), 0, 0, 0, 2},
+		{waiting.GetInvocationId(), 0, 0, 3, 0},
+		{worked.GetInvocationId(), 2, 2, 0, 0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d invocations listed, want %d", len(got), len(want))
+	}
+	for i, p := range got {
+		if g := (progress{p.ID, p.Passed, p.Failed, p.Pending, p.Cancelled}); g != want[i] {
+			t.Errorf("listed %d: %+v, want %+v", i, g, want[i])
+		}
+	}
+	if r := got[2].Reliability; r.Runs != 4 || r.PassRate != 0.5 {
+		t.Errorf("the worked invocation's pass rate: %+v", r)
+	}
+
+	other := app.InvocationFilter{WorkspaceID: "ws_other", Limit: 10}
+	if page, _, _, err := w.a.ListInvocations(ctx, other); err != nil || len(page) != 0 {
+		t.Fatalf("another workspace sees %d invocations (%v)", len(page), err)
+	}
+}
