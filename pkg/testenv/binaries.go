@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Binaries builds the main packages pkgs (import paths, or paths relative
@@ -63,6 +64,9 @@ func buildBinaries(pkgs []string) (string, error) {
 		return "", err
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	now := time.Now()
+	_ = os.Chtimes(lock.Name(), now, now) // this checkout's binaries are in use
+	pruneUnused(filepath.Dir(dir), now.Add(-binariesKeptFor))
 	// Without DWARF: a third less link work, and a stack trace needs none.
 	args := append([]string{"build", "-ldflags=-w", "-o", dir + string(filepath.Separator)}, pkgs...)
 	cmd := exec.Command("go", args...)
@@ -71,4 +75,30 @@ func buildBinaries(pkgs []string) (string, error) {
 		return "", fmt.Errorf("build %v: %w\n%s", pkgs, err, out)
 	}
 	return dir, nil
+}
+
+// binariesKeptFor is how long the binaries of a checkout no test has used
+// are kept: each checkout (a worktree, a CI clone) has its own, a few
+// hundred megabytes, which would otherwise pile up.
+const binariesKeptFor = 24 * time.Hour
+
+// pruneUnused removes the binaries of every checkout under base last used
+// before cutoff (its lock file's time), unless a build holds its lock.
+func pruneUnused(base string, cutoff time.Time) {
+	entries, _ := os.ReadDir(base)
+	for _, e := range entries {
+		lockPath := filepath.Join(base, e.Name(), ".lock")
+		info, err := os.Stat(lockPath)
+		if !e.IsDir() || err != nil || !info.ModTime().Before(cutoff) {
+			continue
+		}
+		lock, err := os.Open(lockPath)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			_ = os.RemoveAll(filepath.Join(base, e.Name()))
+		}
+		lock.Close()
+	}
 }
