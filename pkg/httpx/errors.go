@@ -118,6 +118,16 @@ func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// NoContent answers 204 once the use case a handler ran succeeded, or
+// returns its error for the handler to return: a handler's last line.
+func NoContent(w http.ResponseWriter, err error) error {
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // NotFoundHandler answers unknown routes in the spec's error shape.
 func NotFoundHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -70,11 +70,7 @@ func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)))
 }
 
 func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {

@@ -80,11 +80,7 @@ func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)))
 }
 
 func (h *handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {

@@ -294,11 +294,7 @@ func (h *handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 	if err := api.DecodeQuery(r, &q); err != nil {
 		return err
 	}
-	if err := h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force))
 }
 
 func (h *handlers) RunTests(w http.ResponseWriter, r *http.Request) error {

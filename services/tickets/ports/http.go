@@ -107,11 +107,7 @@ func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
 }
 
 func (h *handlers) Comment(w http.ResponseWriter, r *http.Request) error {

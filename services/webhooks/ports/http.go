@@ -78,11 +78,7 @@ func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)))
 }
 
 func (h *handlers) Test(w http.ResponseWriter, r *http.Request) error {
@@ -237,11 +233,7 @@ func (h *handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
 	// length, the status 0 or 100 to 599.
-	if err := h.app.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return httpx.NoContent(w, h.app.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
 }
 
 func (h *handlers) Health(w http.ResponseWriter, r *http.Request) error {

@@ -1,0 +1,22 @@
+package httpx
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// NoContent answers 204 after a success and writes nothing after a
+// failure, whose error the handler returns.
+func TestNoContent(t *testing.T) {
+	rec := httptest.NewRecorder()
+	if err := NoContent(rec, nil); err != nil || rec.Code != http.StatusNoContent || rec.Body.Len() != 0 {
+		t.Fatalf("success: %v %d %q", err, rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	failed := errors.New("conflict")
+	if err := NoContent(rec, failed); err != failed || rec.Code != http.StatusOK || rec.Body.Len() != 0 { // 200: the recorder's, untouched
+		t.Fatalf("a failure must write nothing and return its error: %v %d", err, rec.Code)
+	}
+}
