@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // EnsureConfig creates stream want.Name, or updates it when its settings
@@ -52,26 +52,16 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 // fresh cluster ready 5 or 10 s late), then twice as long each time, up to
 // 8 s, so a slow but answering cluster is still waited for.
 func untilAvailable[T any](ctx context.Context, what string, op func(context.Context) (T, error)) (T, error) {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
 	attempt := time.Second
-	return backoff.RetryNotifyWithData(func() (T, error) {
+	return eventlog.RetryWhileUnavailable(ctx, func() (T, error) {
 		actx, cancel := context.WithTimeout(ctx, attempt)
 		defer cancel()
 		attempt = min(2*attempt, 8*time.Second)
 		v, err := op(actx)
-		if err = classify(err); err != nil && !isUnavailable(err) {
-			return v, backoff.Permanent(err)
-		}
-		return v, err
-	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+		return v, classify(err)
+	}, func(err error, wait time.Duration) {
 		slog.Warn("not available yet; asking again", "what", what, "in", wait, "err", err)
 	})
-}
-
-func isUnavailable(err error) bool {
-	var u unavailable
-	return errors.As(err, &u)
 }
 
 func ensureOnce(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -77,7 +78,7 @@ func TestEnsureConfigWaitsForAStreamThatCannotAnswerYet(t *testing.T) {
 		t.Fatalf("after 3 time-outs: %v (%d left)", err, js.timeouts)
 	}
 	bad := jetstream.StreamConfig{Name: "BAD", Subjects: []string{"late.>"}} // overlaps LATE: refused
-	if _, err := EnsureConfig(ctx, direct, bad); err == nil || isUnavailable(err) {
+	if _, err := EnsureConfig(ctx, direct, bad); err == nil || eventlog.IsUnavailable(err) {
 		t.Fatalf("an overlapping stream: %v", err)
 	}
 	ended, cancel := context.WithCancel(ctx)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // Follower keeps in-memory state current from a stream: it replays the
@@ -99,7 +100,7 @@ func WaitForStream(ctx context.Context, js jetstream.JetStream, name string) (je
 		if err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) && !isUnavailable(classify(err)) {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !eventlog.IsUnavailable(classify(err)) {
 			return nil, fmt.Errorf("stream %s: %w", name, err)
 		}
 		select {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // leaderWait bounds how long a read waits for a replicated stream's
@@ -44,7 +45,7 @@ func GetMsg(ctx context.Context, js jetstream.JetStream, name string, req MsgReq
 		lctx, cancel := context.WithTimeout(ctx, leaderWait)
 		m, err := leaderGet(lctx, js, name, req)
 		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil || !isUnavailable(classify(err)) {
+		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil || !eventlog.IsUnavailable(classify(err)) {
 			return m, err
 		}
 		// No leader: a replica's copy is a moment stale at worst, but its

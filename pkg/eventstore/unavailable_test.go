@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // An append no stream answers (here: no stream holds the subject; in a
@@ -15,14 +16,14 @@ import (
 func TestAppendNobodyAnswersIsUnavailable(t *testing.T) {
 	s, ctx := newStore(t), context.Background()
 	_, err := New(s.js, "TEST").Append(ctx, "elsewhere.a", AnySeq, "", ev("1"))
-	if err == nil || !isUnavailable(err) || !errors.Is(err, jetstream.ErrNoStreamResponse) {
-		t.Fatalf("append with no stream: %v (unavailable %v)", err, isUnavailable(err))
+	if err == nil || !eventlog.IsUnavailable(err) || !errors.Is(err, jetstream.ErrNoStreamResponse) {
+		t.Fatalf("append with no stream: %v (unavailable %v)", err, eventlog.IsUnavailable(err))
 	}
 	// A conflict is an answer, not an outage.
 	if _, err := s.Append(ctx, "test.a", 0, "", ev("1")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, "test.a", 0, "", ev("2")); !IsConflict(err) || isUnavailable(err) {
+	if _, err := s.Append(ctx, "test.a", 0, "", ev("2")); !IsConflict(err) || eventlog.IsUnavailable(err) {
 		t.Fatalf("conflict: %v", err)
 	}
 }
@@ -39,7 +40,7 @@ func TestClassify(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, false},
 		{errors.New("boom"), false},
 	} {
-		if got := isUnavailable(classify(c.err)); got != c.want {
+		if got := eventlog.IsUnavailable(classify(c.err)); got != c.want {
 			t.Errorf("classify(%v) unavailable = %v; want %v", c.err, got, c.want)
 		}
 	}

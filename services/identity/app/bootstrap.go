@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -45,15 +44,9 @@ func (a *App) Bootstrap(ctx context.Context, configuredSecret, dataDir string) (
 	// One generated secret per start: an attempt whose key was stored but
 	// whose answer was lost finds it again on the next, and still shows it.
 	generated := domain.NewSecret()
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = 50*time.Millisecond, 2*time.Second, 0
-	return backoff.RetryNotifyWithData(func() (BootstrapResult, error) {
-		res, err := a.bootstrapOnce(ctx, configuredSecret, dataDir, generated)
-		if err != nil && !eventlog.IsUnavailable(err) {
-			return res, backoff.Permanent(err)
-		}
-		return res, err
-	}, backoff.WithContext(b, ctx), func(err error, wait time.Duration) {
+	return eventlog.RetryWhileUnavailable(ctx, func() (BootstrapResult, error) {
+		return a.bootstrapOnce(ctx, configuredSecret, dataDir, generated)
+	}, func(err error, wait time.Duration) {
 		a.Log.WarnContext(ctx, "bootstrap: the event log cannot answer yet; asking again", "in", wait, "err", err)
 	})
 }
