@@ -118,6 +118,17 @@ func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
+// Reply answers view(x) as JSON with code once the use case that gave x
+// succeeded, or returns its error for the handler to return: a handler's
+// last line.
+func Reply[T, V any](w http.ResponseWriter, code int, x T, err error, view func(T) V) error {
+	if err != nil {
+		return err
+	}
+	WriteJSON(w, code, view(x))
+	return nil
+}
+
 // NoContent answers 204 once the use case a handler ran succeeded, or
 // returns its error for the handler to return: a handler's last line.
 func NoContent(w http.ResponseWriter, err error) error {

@@ -96,11 +96,7 @@ func (h *handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	t, err := h.app.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, TestView(t))
-	return nil
+	return httpx.Reply(w, http.StatusOK, t, err, TestView)
 }
 
 func (h *handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
@@ -257,11 +253,7 @@ func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
 	d, err := h.app.FolderDetails(r.Context(), ws, f)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, folderView(d))
-	return nil
+	return httpx.Reply(w, http.StatusOK, d, err, folderView)
 }
 
 func (h *handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {

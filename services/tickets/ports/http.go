@@ -182,9 +182,5 @@ func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 
 func (h *handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
 	c, err := h.app.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, detailOf(c))
-	return nil
+	return httpx.Reply(w, http.StatusOK, c, err, detailOf)
 }

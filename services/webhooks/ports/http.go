@@ -89,11 +89,7 @@ func (h *handlers) Test(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	att, err := h.app.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, testViewOf(att))
-	return nil
+	return httpx.Reply(w, http.StatusOK, att, err, testViewOf)
 }
 
 func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
@@ -157,11 +153,7 @@ func (h *handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) Resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
 	res, err := h.app.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusAccepted, resentViewOf(res))
-	return nil
+	return httpx.Reply(w, http.StatusAccepted, res, err, resentViewOf)
 }
 
 func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {

@@ -20,3 +20,17 @@ func TestNoContent(t *testing.T) {
 		t.Fatalf("a failure must write nothing and return its error: %v %d", err, rec.Code)
 	}
 }
+
+func TestReply(t *testing.T) {
+	double := func(n int) map[string]int { return map[string]int{"n": 2 * n} }
+	rec := httptest.NewRecorder()
+	if err := Reply(rec, http.StatusCreated, 21, nil, double); err != nil || rec.Code != http.StatusCreated || rec.Body.String() != "{\"n\":42}\n" {
+		t.Fatalf("success: %v %d %q", err, rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	failed := errors.New("not found")
+	viewed := false
+	if err := Reply(rec, http.StatusOK, 0, failed, func(int) int { viewed = true; return 0 }); err != failed || viewed || rec.Body.Len() != 0 {
+		t.Fatalf("a failure must neither view nor write, and return its error: %v viewed=%v %q", err, viewed, rec.Body)
+	}
+}
