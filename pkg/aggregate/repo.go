@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
@@ -39,8 +40,6 @@ type Repo[S proto.Message] struct {
 	Env
 	// Subject is the aggregate's subject; an error means no such aggregate.
 	Subject func(workspaceID, id string) (string, error)
-	// StateOf extracts the state from an event (false: not this aggregate).
-	StateOf func(proto.Message) (S, bool)
 	// Gone reports a deleted aggregate (a tombstone): it reads as missing.
 	Gone func(S) bool
 	// Touch stamps a changed state with the time of the change.
@@ -51,16 +50,6 @@ type Repo[S proto.Message] struct {
 	// NotFound is answered for a missing or deleted aggregate. A change
 	// still conflicting after its retries answers apperr.ConcurrentUpdate.
 	NotFound error
-}
-
-// Extract makes a StateOf from a function that returns the state an
-// event carries, or nil for an event of another aggregate.
-func Extract[S proto.Message](stateOf func(proto.Message) S) func(proto.Message) (S, bool) {
-	return func(m proto.Message) (S, bool) {
-		s := stateOf(m)
-		// A nil message pointer reflects as invalid.
-		return s, s.ProtoReflect().IsValid()
-	}
 }
 
 // Get returns a live aggregate of the workspace and its stream sequence.
@@ -106,7 +95,7 @@ func (r *Repo[S]) decode(rec eventlog.Record) (msg proto.Message, state S, ok bo
 	if msg, err = esproto.Decode(rec); err != nil {
 		return nil, state, false, err
 	}
-	state, ok = r.StateOf(msg)
+	state, ok = events.StateOf[S](msg)
 	return msg, state, ok, nil
 }
 

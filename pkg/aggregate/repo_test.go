@@ -87,19 +87,8 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
 		},
 		Subject: events.AgentSubject,
-		StateOf: func(m proto.Message) (*agentsv1.Agent, bool) {
-			switch ev := m.(type) {
-			case *agentsv1.AgentCreated:
-				return ev.GetAgent(), true
-			case *agentsv1.AgentUpdated:
-				return ev.GetAgent(), true
-			case *agentsv1.AgentDeleted:
-				return ev.GetAgent(), true
-			}
-			return nil, false
-		},
-		Gone:  func(a *agentsv1.Agent) bool { return a.DeletedAtUnix != nil },
-		Touch: func(a *agentsv1.Agent, now time.Time) { a.UpdatedAtUnix = now.Unix() },
+		Gone:    func(a *agentsv1.Agent) bool { return a.DeletedAtUnix != nil },
+		Touch:   func(a *agentsv1.Agent, now time.Time) { a.UpdatedAtUnix = now.Unix() },
 		Project: func(_ context.Context, seq uint64, a *agentsv1.Agent) error {
 			projected.Store(a.GetAgentId(), seq)
 			return nil
@@ -365,21 +354,5 @@ func TestCommandFor(t *testing.T) {
 	a, b := CommandFor("cmd-1", "tkt_a"), CommandFor("cmd-1", "tkt_b")
 	if a == b || a == "cmd-1" || a != CommandFor("cmd-1", "tkt_a") || CommandFor("", "tkt_a") != "" {
 		t.Fatalf("%q %q", a, b)
-	}
-}
-
-// Extract tells another aggregate's event (nil state) from this one's.
-func TestExtract(t *testing.T) {
-	stateOf := Extract(func(m proto.Message) *agentsv1.Agent {
-		if ev, ok := m.(*agentsv1.AgentCreated); ok {
-			return ev.GetAgent()
-		}
-		return nil
-	})
-	if a, ok := stateOf(&agentsv1.AgentCreated{Agent: &agentsv1.Agent{AgentId: "agent_1"}}); !ok || a.GetAgentId() != "agent_1" {
-		t.Fatalf("an agent's event: %v %v", a, ok)
-	}
-	if a, ok := stateOf(&agentsv1.AgentDeleted{}); ok || a != nil {
-		t.Fatalf("another event: %v %v", a, ok)
 	}
 }

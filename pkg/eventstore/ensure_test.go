@@ -2,11 +2,15 @@ package eventstore
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -85,5 +89,26 @@ func TestEnsureConfigWaitsForAStreamThatCannotAnswerYet(t *testing.T) {
 	cancel()
 	if _, err := EnsureConfig(ended, &notAnswering{JetStream: direct, timeouts: 1 << 30}, want); err == nil {
 		t.Fatal("an ended context still waits")
+	}
+}
+
+// The suite's streams are ensured by name, with the subjects of the
+// contract's table; a name outside it is refused before NATS is asked.
+func TestEnsureEventStreamsByName(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	js, _ := jetstream.New(env.Conn(t))
+	ctx := context.Background()
+	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream, events.PlatformStream); err != nil {
+		t.Fatal(err)
+	}
+	s, err := js.Stream(ctx, events.AgentsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.CachedInfo().Config.Subjects; !slices.Equal(got, []string{events.AgentsAll, events.SecretsAll}) {
+		t.Fatalf("AGENTS subjects %v", got)
+	}
+	if err := EnsureEventStreams(ctx, js, 1, "NOT_A_STREAM"); err == nil || !strings.Contains(err.Error(), "NOT_A_STREAM") {
+		t.Fatalf("an unknown stream: %v", err)
 	}
 }

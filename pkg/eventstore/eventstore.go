@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,6 +49,22 @@ type StreamConfig struct {
 	MaxAge time.Duration
 	// DedupWindow is how long a command id is remembered; default 10m.
 	DedupWindow time.Duration
+}
+
+// EnsureEventStreams ensures the named streams of the suite's table
+// (events.Streams), with its subjects, as EnsureStream does.
+func EnsureEventStreams(ctx context.Context, js jetstream.JetStream, replicas int, names ...string) error {
+	specs := events.Streams()
+	for _, name := range names {
+		i := slices.IndexFunc(specs, func(s events.StreamSpec) bool { return s.Name == name })
+		if i < 0 {
+			return fmt.Errorf("stream %s: not one of the suite's streams", name)
+		}
+		if _, err := EnsureStream(ctx, js, StreamConfig{Name: name, Subjects: specs[i].Subjects, Replicas: replicas}); err != nil {
+			return fmt.Errorf("stream %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // EnsureStream creates or updates the stream: file storage, no deletes or

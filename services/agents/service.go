@@ -6,7 +6,6 @@ package agents
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -28,11 +27,6 @@ const Name = "agents"
 // Service is a running agents service.
 type Service = runtime.Service[*app.App]
 
-// StreamConfig is the AGENTS stream.
-func StreamConfig(replicas int) eventstore.StreamConfig {
-	return eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll, events.SecretsAll}, Replicas: replicas}
-}
-
 // Config is what the service needs beyond its infrastructure.
 type Config struct {
 	// Secret is the deployment secret (VOICEAI_SECRET_KEY): cursors and
@@ -48,8 +42,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if c.Secret == "" {
 		return nil, errors.New("agents: the deployment secret is empty")
 	}
-	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
-		return nil, fmt.Errorf("agents stream: %w", err)
+	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.AgentsStream); err != nil {
+		return nil, err
 	}
 	db := d.Database(Name)
 	rm, err := adapters.NewReadModel(ctx, db)

@@ -4,7 +4,6 @@ package identity
 
 import (
 	"context"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
@@ -27,17 +26,12 @@ const Name = "identity"
 // Service is a running identity service.
 type Service = runtime.Service[*app.App]
 
-// StreamConfig is the IDENTITY stream.
-func StreamConfig(replicas int) eventstore.StreamConfig {
-	return eventstore.StreamConfig{Name: events.IdentityStream, Subjects: []string{events.IdentityAll}, Replicas: replicas}
-}
-
 // Start runs the service until ctx ends. Listings read the store, or in
 // memory mode a read model built from the stream before the service
 // answers.
 func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
-	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
-		return nil, fmt.Errorf("identity stream: %w", err)
+	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.IdentityStream); err != nil {
+		return nil, err
 	}
 	db := d.Database(Name)
 	store := adapters.OpenStore(db)

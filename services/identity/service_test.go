@@ -137,7 +137,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := eventstore.EnsureStream(ctx, js, StreamConfig(1)); err != nil {
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.IdentityStream); err != nil {
 		t.Fatal(err)
 	}
 	rm := adapters.NewMemoryReadModel()

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
@@ -30,24 +31,13 @@ const Name = "tickets"
 // Service is a running tickets service.
 type Service = runtime.Service[*app.App]
 
-// StreamConfig is the TICKETS stream.
-func StreamConfig(replicas int) eventstore.StreamConfig {
-	return eventstore.StreamConfig{Name: events.TicketsStream, Subjects: []string{events.TicketsAll}, Replicas: replicas}
-}
-
-// PlatformStreamConfig is the PLATFORM stream producers outside the suite
-// publish spec-6 events on; whoever starts first creates it.
-func PlatformStreamConfig(replicas int) eventstore.StreamConfig {
-	return eventstore.StreamConfig{Name: events.PlatformStream, Subjects: []string{events.PlatformAll}, Replicas: replicas}
-}
-
 // Start runs the service until ctx ends. It serves once the directory has
 // caught up with the agents, identity and platform streams.
 func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
-	for _, c := range []eventstore.StreamConfig{StreamConfig(d.StreamReplicas), PlatformStreamConfig(d.StreamReplicas)} {
-		if _, err := eventstore.EnsureStream(ctx, d.JS, c); err != nil {
-			return nil, fmt.Errorf("stream %s: %w", c.Name, err)
-		}
+	// PLATFORM is published on by producers outside the suite: whoever
+	// starts first creates it.
+	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.TicketsStream, events.PlatformStream); err != nil {
+		return nil, err
 	}
 	var err error
 	store := adapters.OpenStore(d.Database(Name))
@@ -100,7 +90,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
 	idx := adapters.NewMemoryIndex()
 	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
-		if t := app.StateOf(msg); t != nil {
+		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok {
 			_ = idx.Put(ctx, seq, t)
 		}
 	})
@@ -195,8 +185,8 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerCo
 // ticket) cost the page, and its own writes are in the index at once, so
 // it needs no store and never waits on one.
 func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
-	if _, err := eventstore.EnsureStream(ctx, d.JS, StreamConfig(d.StreamReplicas)); err != nil {
-		return nil, fmt.Errorf("stream %s: %w", events.TicketsStream, err)
+	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.TicketsStream); err != nil {
+		return nil, err
 	}
 	dir := adapters.NewDirectory(d.Logger)
 	if err := dir.Follow(ctx, d.JS); err != nil {

@@ -12,8 +12,6 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
@@ -46,17 +44,7 @@ func (rm *ReadModel) Apply(ctx context.Context, seq uint64, a *agentsv1.Agent) e
 }
 
 // Handler is the projection handler for the AGENTS stream.
-func Handler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, err
-	}
-	a := app.StateOf(msg)
-	if a == nil {
-		return "", nil, nil
-	}
-	return a.GetAgentId(), app.DocOf(a), nil
-}
+var Handler = projection.States(func(a *agentsv1.Agent) (string, any) { return a.GetAgentId(), app.DocOf(a) })
 
 // List returns up to q.Limit agents after q.After.
 func (rm *ReadModel) List(ctx context.Context, q app.Query) ([]app.AgentDoc, error) {

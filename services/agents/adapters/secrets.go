@@ -11,8 +11,6 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
@@ -23,17 +21,7 @@ import (
 const SecretsCollection = "secrets"
 
 // SecretsHandler is the projection handler of the secret subjects.
-func SecretsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, err
-	}
-	s := app.SecretStateOf(msg)
-	if s == nil {
-		return "", nil, nil
-	}
-	return s.GetSecretId(), app.SecretDocOf(s), nil
-}
+var SecretsHandler = projection.States(func(s *agentsv1.WorkspaceSecret) (string, any) { return s.GetSecretId(), app.SecretDocOf(s) })
 
 // SecretReadModel serves the secret listing and the agents that use a
 // secret.

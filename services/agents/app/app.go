@@ -36,13 +36,13 @@ func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *se
 	a := &App{ReadModel: rm, SecretsRM: secrets, Sealer: sealer, HostAllowed: hostAllowed, Now: now}
 	env := aggregate.Env{Store: store, Log: log, Now: now}
 	a.Agents = &aggregate.Repo[*agentsv1.Agent]{
-		Env: env, Subject: events.AgentSubject, StateOf: aggregate.Extract(StateOf),
+		Env: env, Subject: events.AgentSubject,
 		Gone:    func(s *agentsv1.Agent) bool { return s.DeletedAtUnix != nil },
 		Touch:   func(s *agentsv1.Agent, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		Project: rm.Apply, NotFound: apperr.AgentNotFound,
 	}
 	a.Secrets = &aggregate.Repo[*agentsv1.WorkspaceSecret]{
-		Env: env, Subject: events.SecretSubject, StateOf: aggregate.Extract(SecretStateOf),
+		Env: env, Subject: events.SecretSubject,
 		Gone:    func(s *agentsv1.WorkspaceSecret) bool { return s.DeletedAtUnix != nil },
 		Touch:   func(s *agentsv1.WorkspaceSecret, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		Project: secrets.Apply, NotFound: apperr.SecretNotFound,

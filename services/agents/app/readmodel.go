@@ -4,8 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
@@ -68,19 +66,6 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// StateOf extracts agent state from any agent event.
-func StateOf(msg proto.Message) *agentsv1.Agent {
-	switch ev := msg.(type) {
-	case *agentsv1.AgentCreated:
-		return ev.GetAgent()
-	case *agentsv1.AgentUpdated:
-		return ev.GetAgent()
-	case *agentsv1.AgentDeleted:
-		return ev.GetAgent()
-	}
-	return nil
-}
-
 // Query is one page request of the agent listing.
 type Query struct {
 	WorkspaceID string
@@ -127,19 +112,6 @@ func SecretDocOf(s *agentsv1.WorkspaceSecret) SecretDoc {
 		ID: s.GetSecretId(), WorkspaceID: s.GetWorkspaceId(), Name: s.GetName(), NameLower: strings.ToLower(s.GetName()),
 		CreatedAtUnix: s.GetCreatedAtUnix(), UpdatedAtUnix: s.GetUpdatedAtUnix(), Deleted: s.DeletedAtUnix != nil,
 	}
-}
-
-// SecretStateOf extracts secret state from any secret event.
-func SecretStateOf(msg proto.Message) *agentsv1.WorkspaceSecret {
-	switch ev := msg.(type) {
-	case *agentsv1.SecretCreated:
-		return ev.GetSecret()
-	case *agentsv1.SecretUpdated:
-		return ev.GetSecret()
-	case *agentsv1.SecretDeleted:
-		return ev.GetSecret()
-	}
-	return nil
 }
 
 // SecretPosition is where a page of secrets ends.

@@ -26,15 +26,10 @@ func Start(ctx context.Context, js jetstream.JetStream, cache *Cache, log *slog.
 				cache.Applied(rec.Seq)
 				return
 			}
-			switch ev := msg.(type) {
-			case *identityv1.ApiKeyCreated:
-				cache.PutKey(ev.GetKey())
-			case *identityv1.ApiKeyUpdated:
-				cache.PutKey(ev.GetKey())
-			case *identityv1.ApiKeyRevoked:
-				cache.PutKey(ev.GetKey())
-			case *identityv1.ServiceAccountCreated:
-				cache.PutAccount(ev.GetAccount())
+			if k, ok := events.StateOf[*identityv1.ApiKey](msg); ok {
+				cache.PutKey(k)
+			} else if a, ok := events.StateOf[*identityv1.ServiceAccount](msg); ok {
+				cache.PutAccount(a)
 			}
 			cache.Applied(rec.Seq)
 		})

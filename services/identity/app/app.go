@@ -77,9 +77,9 @@ func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*ide
 func (a *App) keys() *aggregate.Repo[*identityv1.ApiKey] {
 	return &aggregate.Repo[*identityv1.ApiKey]{
 		Env:     aggregate.Env{Store: a.Store, Log: a.Log, Now: a.Now},
-		Subject: events.APIKeySubject, StateOf: aggregate.Extract(KeyOf),
-		Gone:  func(k *identityv1.ApiKey) bool { return k.RevokedAtUnix != nil },
-		Touch: func(k *identityv1.ApiKey, t time.Time) { k.UpdatedAtUnix = t.Unix() },
+		Subject: events.APIKeySubject,
+		Gone:    func(k *identityv1.ApiKey) bool { return k.RevokedAtUnix != nil },
+		Touch:   func(k *identityv1.ApiKey, t time.Time) { k.UpdatedAtUnix = t.Unix() },
 		Project: func(ctx context.Context, seq uint64, k *identityv1.ApiKey) error {
 			return a.ReadModel.Put(ctx, seq, KeyDocOf(k))
 		},
@@ -98,17 +98,4 @@ func (a *App) loadKey(ctx context.Context, workspaceID, accountID, keyID string)
 		return nil, 0, apperr.APIKeyNotFound
 	}
 	return k, seq, nil
-}
-
-// KeyOf extracts key state from any key event.
-func KeyOf(msg proto.Message) *identityv1.ApiKey {
-	switch ev := msg.(type) {
-	case *identityv1.ApiKeyCreated:
-		return ev.GetKey()
-	case *identityv1.ApiKeyUpdated:
-		return ev.GetKey()
-	case *identityv1.ApiKeyRevoked:
-		return ev.GetKey()
-	}
-	return nil
 }

@@ -66,7 +66,8 @@ func (a *App) bootstrapOnce(ctx context.Context, configuredSecret, dataDir, gene
 	if err != nil {
 		return BootstrapResult{}, err
 	}
-	ours := found && bytes.Equal(KeyOf(msg).GetSecretSha256(), domain.HashSecret(generated))
+	key, _ := events.StateOf[*identityv1.ApiKey](msg)
+	ours := found && bytes.Equal(key.GetSecretSha256(), domain.HashSecret(generated))
 	if found && !ours {
 		return BootstrapResult{}, nil // generated on an earlier start
 	}

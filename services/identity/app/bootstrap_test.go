@@ -17,6 +17,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
@@ -171,7 +172,8 @@ func TestBootstrapWaitsForTheLog(t *testing.T) {
 			// append whose answer was lost: the log says).
 			subject, _ := events.APIKeySubject(domain.DefaultWorkspaceID, "key_bootstrap_generated")
 			msg, _, found, err := esproto.Last(context.Background(), log.Store, subject)
-			if err != nil || !found || !bytes.Equal(app.KeyOf(msg).GetSecretSha256(), domain.HashSecret(res.GeneratedSecret)) {
+			key, _ := events.StateOf[*identityv1.ApiKey](msg)
+			if err != nil || !found || !bytes.Equal(key.GetSecretSha256(), domain.HashSecret(res.GeneratedSecret)) {
 				t.Fatalf("the stored key is not the one shown: %v %v", found, err)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 )
 
@@ -122,14 +123,14 @@ func UserDocOf(u *identityv1.User) UserDoc {
 // DocOf is the listed state an identity event carries, or nil for events
 // no listing shows (workspaces).
 func DocOf(msg proto.Message) Doc {
-	switch ev := msg.(type) {
-	case *identityv1.ServiceAccountCreated:
-		return AccountDocOf(ev.GetAccount())
-	case *identityv1.UserAdded:
-		return UserDocOf(ev.GetUser())
-	}
-	if k := KeyOf(msg); k != nil {
+	if k, ok := events.StateOf[*identityv1.ApiKey](msg); ok {
 		return KeyDocOf(k)
+	}
+	if a, ok := events.StateOf[*identityv1.ServiceAccount](msg); ok {
+		return AccountDocOf(a)
+	}
+	if u, ok := events.StateOf[*identityv1.User](msg); ok {
+		return UserDocOf(u)
 	}
 	return nil
 }

@@ -104,16 +104,7 @@ func EntriesHandler(_ context.Context, rec eventstore.Record) (string, any, erro
 }
 
 // InvocationsHandler projects invocations.
-func InvocationsHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, err
-	}
-	if inv, ok := app.StateOf(msg).(*testingv1.Invocation); ok {
-		return inv.GetInvocationId(), app.SummaryOf(inv), nil
-	}
-	return "", nil, nil
-}
+var InvocationsHandler = projection.States(func(inv *testingv1.Invocation) (string, any) { return inv.GetInvocationId(), app.SummaryOf(inv) })
 
 // Entries returns the live entries among ids.
 func (rm *ReadModel) Entries(ctx context.Context, ws string, ids []string) (map[string]app.Entry, error) {

@@ -50,16 +50,11 @@ func (s *Secrets) Open(ctx context.Context, workspaceID, secretID string) (strin
 	if err != nil {
 		return "", fmt.Errorf("workspace secret %s: %w", secretID, err)
 	}
-	var state *agentsv1.WorkspaceSecret
-	switch ev := msg.(type) {
-	case *agentsv1.SecretCreated:
-		state = ev.GetSecret()
-	case *agentsv1.SecretUpdated:
-		state = ev.GetSecret()
-	case *agentsv1.SecretDeleted:
+	state, ok := events.StateOf[*agentsv1.WorkspaceSecret](msg)
+	if ok && state.DeletedAtUnix != nil {
 		return "", fmt.Errorf("workspace secret %s was deleted", secretID)
 	}
-	if !found || state == nil {
+	if !found || !ok {
 		return "", fmt.Errorf("no workspace secret %s in this workspace", secretID)
 	}
 	plain, err := s.Sealer.Open(key, state.GetSealedValue())

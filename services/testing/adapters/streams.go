@@ -27,13 +27,13 @@ const RunnersConsumer = "runners"
 // EnsureStreams creates the testing streams: TESTING and TESTRUNS (event
 // stores), TESTJOBS (the runners' work queue) and TESTCOUNTS (counters).
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	for _, c := range []eventstore.StreamConfig{
-		{Name: events.TestingStream, Subjects: []string{events.TestingAll}, Replicas: replicas},
-		{Name: events.TestRunsStream, Subjects: []string{events.TestRunsAll}, Replicas: replicas, DedupWindow: JobsDedupWindow},
-	} {
-		if _, err := eventstore.EnsureStream(ctx, js, c); err != nil {
-			return fmt.Errorf("stream %s: %w", c.Name, err)
-		}
+	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.TestingStream); err != nil {
+		return err
+	}
+	// A run's result is deduplicated as long as its job.
+	if _, err := eventstore.EnsureStream(ctx, js, eventstore.StreamConfig{Name: events.TestRunsStream, Subjects: []string{events.TestRunsAll},
+		Replicas: replicas, DedupWindow: JobsDedupWindow}); err != nil {
+		return fmt.Errorf("stream %s: %w", events.TestRunsStream, err)
 	}
 	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
@@ -44,19 +42,19 @@ func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 	}
 	env := aggregate.Env{Store: p.Testing, Log: log, Now: now}
 	a.Tests = &aggregate.Repo[*testingv1.Test]{
-		Env: env, Subject: subject(events.TestingKindTest), StateOf: stateOf[*testingv1.Test],
+		Env: env, Subject: subject(events.TestingKindTest),
 		Gone:     func(s *testingv1.Test) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Test, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.TestNotFound,
 	}
 	a.Folders = &aggregate.Repo[*testingv1.Folder]{
-		Env: env, Subject: subject(events.TestingKindFolder), StateOf: stateOf[*testingv1.Folder],
+		Env: env, Subject: subject(events.TestingKindFolder),
 		Gone:     func(s *testingv1.Folder) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.FolderNotFound,
 	}
 	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
-		Env: env, Subject: subject(events.TestingKindInvocation), StateOf: stateOf[*testingv1.Invocation],
+		Env: env, Subject: subject(events.TestingKindInvocation),
 		Gone:     func(*testingv1.Invocation) bool { return false },
 		NotFound: apperr.InvocationNotFound,
 	}
@@ -66,11 +64,6 @@ func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 		a.Invocations.Project = rm.ApplyInvocation
 	}
 	return a
-}
-
-func stateOf[S proto.Message](m proto.Message) (S, bool) {
-	s, ok := StateOf(m).(S)
-	return s, ok
 }
 
 // Caller is who issued a command.

@@ -20,7 +20,7 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, ok := stateOf[*testingv1.Test](msg)
+	t, ok := events.StateOf[*testingv1.Test](msg)
 	if !ok {
 		return nil, fmt.Errorf("seq %d holds no test", seq)
 	}

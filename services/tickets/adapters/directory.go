@@ -71,15 +71,8 @@ func (d *Directory) applyAgent(rec eventstore.Record) {
 		d.log.Error("agent event undecodable", "seq", rec.Seq, "err", err)
 		return
 	}
-	var a *agentsv1.Agent
-	switch ev := msg.(type) {
-	case *agentsv1.AgentCreated:
-		a = ev.GetAgent()
-	case *agentsv1.AgentUpdated:
-		a = ev.GetAgent()
-	case *agentsv1.AgentDeleted:
-		a = ev.GetAgent()
-	default:
+	a, ok := events.StateOf[*agentsv1.Agent](msg)
+	if !ok {
 		return
 	}
 	d.mu.Lock()

@@ -15,8 +15,6 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -66,17 +64,7 @@ func DocOf(t *ticketsv1.Ticket) TicketDoc {
 }
 
 // Handler is the projection handler of the TICKETS stream.
-func Handler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, err
-	}
-	t := app.StateOf(msg)
-	if t == nil {
-		return "", nil, nil
-	}
-	return t.GetTicketId(), DocOf(t), nil
-}
+var Handler = projection.States(func(t *ticketsv1.Ticket) (string, any) { return t.GetTicketId(), DocOf(t) })
 
 // ReadModel is the MongoDB read model: filters, order and keyset cursor
 // go into the query, each order has its compound index, and a page reads

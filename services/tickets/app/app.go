@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -40,7 +38,7 @@ func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, no
 	a := &App{ReadModel: rm, Directory: dir, Now: now}
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
 		Env:     aggregate.Env{Store: store, Log: log, Now: now},
-		Subject: events.TicketSubject, StateOf: aggregate.Extract(StateOf),
+		Subject: events.TicketSubject,
 		Gone:    func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:   func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project: rm.Put, NotFound: apperr.TicketNotFound,
@@ -56,13 +54,4 @@ func (a *App) Get(ctx context.Context, workspaceID, ticketID string) (*ticketsv1
 // change applies m to a ticket through the repository.
 func (a *App) change(ctx context.Context, workspaceID, ticketID, commandID string, m aggregate.Mutation[*ticketsv1.Ticket]) (*ticketsv1.Ticket, error) {
 	return a.Tickets.Update(ctx, workspaceID, ticketID, commandID, m)
-}
-
-// StateOf extracts ticket state from any ticket event (nil: not a ticket
-// event).
-func StateOf(msg proto.Message) *ticketsv1.Ticket {
-	if m, ok := msg.(interface{ GetTicket() *ticketsv1.Ticket }); ok {
-		return m.GetTicket()
-	}
-	return nil
 }

@@ -5,8 +5,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
@@ -23,8 +25,8 @@ func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error
 		if err != nil {
 			continue
 		}
-		t := app.StateOf(ev)
-		if t == nil || !t.NeedsClustering || !domain.IsActive(t.Status) || t.DeletedAtUnixSecs != nil {
+		t, ok := events.StateOf[*ticketsv1.Ticket](ev)
+		if !ok || !t.NeedsClustering || !domain.IsActive(t.Status) || t.DeletedAtUnixSecs != nil {
 			continue
 		}
 		meta, err := m.Metadata()

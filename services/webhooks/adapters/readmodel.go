@@ -3,9 +3,11 @@ package adapters
 import (
 	"context"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
 // webhookDoc is a webhook in the Mongo read model (for operators and
@@ -30,8 +32,8 @@ func ProjectWebhook(_ context.Context, rec eventstore.Record) (string, any, erro
 	if err != nil {
 		return "", nil, nil // a type newer than this build: skip it
 	}
-	w := app.StateOf(msg)
-	if w == nil {
+	w, ok := events.StateOf[*webhooksv1.Webhook](msg)
+	if !ok {
 		return "", nil, nil
 	}
 	return w.GetWebhookId(), webhookDoc{

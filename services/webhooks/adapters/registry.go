@@ -16,7 +16,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
 func init() {
@@ -69,7 +68,7 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 	msg, err := esproto.Decode(rec)
 	if err != nil {
 		r.log.Error("webhook event undecodable", "seq", rec.Seq, "err", err)
-	} else if w := app.StateOf(msg); w != nil {
+	} else if w, ok := events.StateOf[*webhooksv1.Webhook](msg); ok {
 		r.Put(rec.Seq, w)
 	}
 	r.mu.Lock()

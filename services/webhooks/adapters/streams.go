@@ -25,13 +25,8 @@ const AttemptsPerWebhook = 1000
 // uses: WEBHOOKS (its event store), PLATFORM (shared with producers),
 // WEBHOOK_DELIVERIES (the work queue) and WEBHOOK_ATTEMPTS.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	for _, c := range []eventstore.StreamConfig{
-		{Name: events.WebhooksStream, Subjects: []string{events.WebhooksAll}, Replicas: replicas},
-		{Name: events.PlatformStream, Subjects: []string{events.PlatformAll}, Replicas: replicas},
-	} {
-		if _, err := eventstore.EnsureStream(ctx, js, c); err != nil {
-			return fmt.Errorf("stream %s: %w", c.Name, err)
-		}
+	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.WebhooksStream, events.PlatformStream); err != nil {
+		return err
 	}
 	replicas = max(replicas, 1)
 	for _, c := range []jetstream.StreamConfig{{

@@ -53,9 +53,9 @@ func New(store eventlog.Store, p Ports, relayKey []byte, log *slog.Logger, now f
 func NewRepo(store eventlog.Store, reg Registry, log *slog.Logger, now func() time.Time) *aggregate.Repo[*webhooksv1.Webhook] {
 	return &aggregate.Repo[*webhooksv1.Webhook]{
 		Env:     aggregate.Env{Store: store, Log: log, Now: now},
-		Subject: events.WebhookSubject, StateOf: aggregate.Extract(StateOf),
-		Gone:  func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
-		Touch: func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix = t.Unix() },
+		Subject: events.WebhookSubject,
+		Gone:    func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
+		Touch:   func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix = t.Unix() },
 		Project: func(_ context.Context, seq uint64, w *webhooksv1.Webhook) error {
 			reg.Put(seq, w)
 			return nil

@@ -1,27 +1,10 @@
 package app
 
 import (
-	"google.golang.org/protobuf/proto"
-
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 )
-
-// StateOf extracts the webhook an event carries (nil for other messages).
-func StateOf(m proto.Message) *webhooksv1.Webhook {
-	switch ev := m.(type) {
-	case *webhooksv1.WebhookCreated:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookUpdated:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookDeleted:
-		return ev.GetWebhook()
-	case *webhooksv1.WebhookDisabled:
-		return ev.GetWebhook()
-	}
-	return nil
-}
 
 // DeliveryID names one delivery of an event to a webhook (the first, or
 // a resend): "dlv_" and a hash of event, webhook and resend ids, so it
