@@ -49,11 +49,7 @@ func (h *handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { ret
 
 func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	ag, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, agentView(ag, principal.Of(r)))
-	return nil
+	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
 func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
@@ -62,11 +58,7 @@ func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ag, err := h.app.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, agentView(ag, principal.Of(r)))
-	return nil
+	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {

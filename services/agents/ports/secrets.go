@@ -5,6 +5,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -50,6 +52,11 @@ func secretOf(s app.Secret, p principal.Principal) secretView {
 	return secretView{secretStored: secretStored{Type: "stored", SecretID: s.ID, Name: s.Name}, UsedBy: deps}
 }
 
+// storedOf is a secret as its create and update answer it.
+func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
+	return secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()}
+}
+
 // maxSecretBody bounds a secret's body: a value is at most 8 KiB.
 const maxSecretBody = 64 << 10
 
@@ -59,11 +66,7 @@ func (h *handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := h.app.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()})
-	return nil
+	return httpx.Reply(w, http.StatusOK, s, err, storedOf)
 }
 
 func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
@@ -72,11 +75,7 @@ func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := h.app.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()})
-	return nil
+	return httpx.Reply(w, http.StatusOK, s, err, storedOf)
 }
 
 func (h *handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
@@ -91,11 +90,7 @@ func (h *handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s, err := h.app.GetSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], params.DependencyLimit)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, secretOf(s, principal.Of(r)))
-	return nil
+	return httpx.Reply(w, http.StatusOK, s, err, func(s app.Secret) secretView { return secretOf(s, principal.Of(r)) })
 }
 
 func (h *handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {

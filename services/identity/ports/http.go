@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/mux"
 
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -23,19 +25,16 @@ func Router(a *app.App) *mux.Router {
 
 type handlers struct{ app *app.App }
 
+type accountInput struct {
+	Name string `json:"name"`
+}
+
 func (h *handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Name string `json:"name"`
-	}
-	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		return err
-	}
-	acct, err := h.app.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, body.Name, api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"service-account-user-id": acct.GetUserId()})
-	return nil
+	return httpx.Command(w, r, http.StatusOK, func(in accountInput) (*identityv1.ServiceAccount, error) {
+		return h.app.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, in.Name, api.CommandID(r))
+	}, func(a *identityv1.ServiceAccount) map[string]string {
+		return map[string]string{"service-account-user-id": a.GetUserId()}
+	})
 }
 
 type accountView struct {
@@ -290,19 +289,16 @@ func (h *handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+type memberInput struct {
+	Email     string `json:"email"`
+	FirstName string `json:"first_name"`
+	Role      string `json:"role"`
+}
+
 func (h *handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
-	var body struct {
-		Email     string `json:"email"`
-		FirstName string `json:"first_name"`
-		Role      string `json:"role"`
-	}
-	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
-		return err
-	}
-	u, err := h.app.AddUser(r.Context(), principal.Of(r).WorkspaceID, body.Email, body.FirstName, body.Role, api.CommandID(r))
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusCreated, memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()})
-	return nil
+	return httpx.Command(w, r, http.StatusCreated, func(in memberInput) (*identityv1.User, error) {
+		return h.app.AddUser(r.Context(), principal.Of(r).WorkspaceID, in.Email, in.FirstName, in.Role, api.CommandID(r))
+	}, func(u *identityv1.User) memberView {
+		return memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
+	})
 }

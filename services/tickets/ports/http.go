@@ -28,14 +28,8 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 	return api.Serve("tickets", &handlers{app: a, codec: codec})
 }
 
-// reply writes a ticket, or returns the error.
-func reply(w http.ResponseWriter, code int, t *ticketsv1.Ticket, err error) error {
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, code, viewOf(t, nil))
-	return nil
-}
+// answer is a ticket as a command or a get answers it.
+func answer(t *ticketsv1.Ticket) ticketView { return viewOf(t, nil) }
 
 func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 	return h.list(w, r, "")
@@ -80,65 +74,54 @@ func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
 	}
-	return reply(w, code, t, err)
+	return httpx.Reply(w, code, t, err, answer)
 }
 
 func (h *handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
-	var in app.ManualInput
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	t, err := h.app.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
-	return reply(w, http.StatusCreated, t, err)
+	return httpx.Command(w, r, http.StatusCreated, func(in app.ManualInput) (*ticketsv1.Ticket, error) {
+		return h.app.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
+	}, answer)
 }
 
 func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	t, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
-	return reply(w, http.StatusOK, t, err)
+	return httpx.Reply(w, http.StatusOK, t, err, answer)
 }
 
 func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	var in app.PatchInput
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	t, err := h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
-	return reply(w, http.StatusOK, t, err)
+	return httpx.Command(w, r, http.StatusOK, func(in app.PatchInput) (*ticketsv1.Ticket, error) {
+		return h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+	}, answer)
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
 }
 
+type commentInput struct {
+	Comment string `json:"comment"`
+}
+
 func (h *handlers) Comment(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Comment string `json:"comment"`
-	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	t, err := h.app.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
-	return reply(w, http.StatusOK, t, err)
+	return httpx.Command(w, r, http.StatusOK, func(in commentInput) (*ticketsv1.Ticket, error) {
+		return h.app.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
+	}, answer)
 }
 
 func (h *handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
-	var in app.TurnCommentInput
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	t, err := h.app.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
-	return reply(w, http.StatusOK, t, err)
+	return httpx.Command(w, r, http.StatusOK, func(in app.TurnCommentInput) (*ticketsv1.Ticket, error) {
+		return h.app.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+	}, answer)
+}
+
+type mergeInput struct {
+	SourceTicketIDs []string `json:"source_ticket_ids"`
 }
 
 func (h *handlers) Merge(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		SourceTicketIDs []string `json:"source_ticket_ids"`
-	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	t, err := h.app.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
-	return reply(w, http.StatusOK, t, err)
+	return httpx.Command(w, r, http.StatusOK, func(in mergeInput) (*ticketsv1.Ticket, error) {
+		return h.app.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
+	}, answer)
 }
 
 func (h *handlers) AssignableUsers(w http.ResponseWriter, r *http.Request) error {

@@ -81,15 +81,14 @@ func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)))
 }
 
+type testInput struct {
+	EventType string `json:"event_type"`
+}
+
 func (h *handlers) Test(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		EventType string `json:"event_type"`
-	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
-		return err
-	}
-	att, err := h.app.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
-	return httpx.Reply(w, http.StatusOK, att, err, testViewOf)
+	return httpx.Command(w, r, http.StatusOK, func(in testInput) (*webhooksv1.DeliveryAttempt, error) {
+		return h.app.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
+	}, testViewOf)
 }
 
 func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
