@@ -164,18 +164,35 @@ func (h *handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	views := make([]map[string]any, len(listed))
-	for i, e := range listed {
-		views[i] = entryView(e)
-	}
-	out := map[string]any{"tests": views, "has_more": more, "next_cursor": nil}
+	var last *listPosition
 	if more && len(page) > 0 {
-		last := page[len(page)-1]
-		at := last.PositionOf()
-		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: at.Created, ID: at.ID, Folder: at.Folder})
+		at := page[len(page)-1].PositionOf()
+		last = &listPosition{Created: at.Created, ID: at.ID, Folder: at.Folder}
+	}
+	return h.writePage(w, "tests", mapEach(listed, entryView), more, scope, last)
+}
+
+// writePage answers one page of a listing: its rows under key, whether
+// more follow, and the cursor (bound to scope) of the page after last.
+func (h *handlers) writePage(w http.ResponseWriter, key string, rows []map[string]any, more bool, scope string, last *listPosition) error {
+	out := map[string]any{key: rows, "has_more": more, "next_cursor": nil}
+	if last != nil {
+		next, err := cursor.Next(h.codec, scope, *last)
+		if err != nil {
+			return err
+		}
+		out["next_cursor"] = next
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func mapEach[T, V any](xs []T, f func(T) V) []V {
+	out := make([]V, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
@@ -434,20 +451,15 @@ func (h *handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error
 	if pos != nil {
 		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
 	}
-	results, last, more, err := h.app.ListInvocations(r.Context(), q)
+	results, at, more, err := h.app.ListInvocations(r.Context(), q)
 	if err != nil {
 		return err
 	}
-	views := make([]map[string]any, len(results))
-	for i, p := range results {
-		views[i] = invocationView(p)
+	var last *listPosition
+	if more && at != nil {
+		last = &listPosition{Created: at.Created, ID: at.ID}
 	}
-	out := map[string]any{"results": views, "has_more": more, "next_cursor": nil}
-	if more && last != nil {
-		out["next_cursor"], _ = h.codec.Encode(scope, listPosition{Created: last.Created, ID: last.ID})
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return h.writePage(w, "results", mapEach(results, invocationView), more, scope, last)
 }
 
 // timeParam is a time bound as it was given, for a cursor's scope.
