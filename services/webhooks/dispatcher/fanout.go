@@ -64,23 +64,35 @@ var invocationEvents = map[string]string{
 	events.TypeInvocationCancelled: "test_invocation_cancelled",
 }
 
-// fanoutInvocation exposes an invocation's completion or cancellation
-// with its summary as data.
-func (d *Dispatcher) fanoutInvocation(m jetstream.Msg) {
+// decoded is the record and event of m when serves says a fan-out serves
+// its type. A message of another type, or of a newer type this build
+// cannot decode, is acked and skipped; one that is not a record at all is
+// left to redelivery.
+func decoded(m jetstream.Msg, serves func(typ string) bool) (eventstore.Record, proto.Message, bool) {
 	rec, err := eventstore.RecordFromMsg(m)
 	if err != nil {
-		return
+		return rec, nil, false
 	}
-	name, ok := invocationEvents[rec.Type]
-	if !ok {
+	if !serves(rec.Type) {
 		_ = m.Ack()
-		return
+		return rec, nil, false
 	}
 	msg, err := esproto.Decode(rec)
 	if err != nil {
-		_ = m.Ack() // a newer type this build cannot decode
+		_ = m.Ack()
+		return rec, nil, false
+	}
+	return rec, msg, true
+}
+
+// fanoutInvocation exposes an invocation's completion or cancellation
+// with its summary as data.
+func (d *Dispatcher) fanoutInvocation(m jetstream.Msg) {
+	rec, msg, ok := decoded(m, func(typ string) bool { _, ok := invocationEvents[typ]; return ok })
+	if !ok {
 		return
 	}
+	name := invocationEvents[rec.Type]
 	var inv *testingv1.Invocation
 	switch e := msg.(type) {
 	case *testingv1.InvocationCompleted:
@@ -165,17 +177,8 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 // (publicTicketEvent), with the ticket and what the event adds as data
 // (ticketEventData).
 func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
-	rec, err := eventstore.RecordFromMsg(m)
-	if err != nil {
-		return
-	}
-	if !strings.HasPrefix(rec.Type, "tickets.") {
-		_ = m.Ack()
-		return
-	}
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		_ = m.Ack() // a newer type this build cannot decode
+	rec, msg, ok := decoded(m, func(typ string) bool { return strings.HasPrefix(typ, "tickets.") })
+	if !ok {
 		return
 	}
 	name, public := publicTicketEvent(rec.Type, msg)
