@@ -84,11 +84,7 @@ func (a *app) agentsExportCommand() *cobra.Command {
 		Use:   "export <agent_id>",
 		Short: "Print an agent as a file agents apply takes (YAML, or JSON with --format json)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
 			var got map[string]json.RawMessage
 			if _, err := c.call(cmd.Context(), getAgent, args, nil, nil, &got); err != nil {
 				return err
@@ -100,7 +96,7 @@ func (a *app) agentsExportCommand() *cobra.Command {
 				}
 			}
 			return a.writeDefinition(def, format)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
 	return cmd
@@ -173,11 +169,7 @@ func (a *app) testsExportCommand() *cobra.Command {
 		Use:   "export <test_id>",
 		Short: "Print a test as a file tests apply takes (YAML, or JSON with --format json)",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
 			var def map[string]json.RawMessage
 			if _, err := c.call(cmd.Context(), getTest, args, nil, nil, &def); err != nil {
 				return err
@@ -186,7 +178,7 @@ func (a *app) testsExportCommand() *cobra.Command {
 				delete(def, f)
 			}
 			return a.writeDefinition(def, format)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
 	return cmd

@@ -96,6 +96,18 @@ func (a *app) client() (*client, error) {
 	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{Timeout: 2 * time.Minute}}, nil
 }
 
+// withClient is the RunE of a command that calls the API: the client is
+// made from the flags and the environment first.
+func (a *app) withClient(run func(cmd *cobra.Command, c *client, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		c, err := a.client()
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, args)
+	}
+}
+
 func firstNonEmpty(vals ...string) string {
 	for _, v := range vals {
 		if v != "" {

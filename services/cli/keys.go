@@ -44,13 +44,10 @@ func (a *app) keysListCommand() *cobra.Command {
 		Use:   "list [--account <user_id>]",
 		Short: "List API keys: of one service account, or of every one",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, _ []string) error {
 			var keys []apiKey
 			var raw []byte
+			var err error
 			if account != "" {
 				var out struct {
 					Keys []apiKey `json:"api-keys"`
@@ -85,7 +82,7 @@ func (a *app) keysListCommand() *cobra.Command {
 			}
 			table(a.stdout, []string{"KEY ID", "NAME", "ACCOUNT", "HINT", "PERMISSIONS", "STATE", "EXPIRES"}, rows)
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "service account user id (default: every account)")
 	return cmd
@@ -131,12 +128,9 @@ func (a *app) keysRevokeCommand() *cobra.Command {
 		Use:   "revoke <key_id> [--account <user_id>]",
 		Short: "Revoke an API key; requests with it are refused from then on",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
 			if account == "" {
+				var err error
 				if account, err = accountOf(cmd.Context(), c, args[0]); err != nil {
 					return err
 				}
@@ -151,7 +145,7 @@ func (a *app) keysRevokeCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "Revoked key %s.\n", args[0])
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&account, "account", "", "the key's service account (default: looked up)")
 	return cmd

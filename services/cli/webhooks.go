@@ -96,11 +96,7 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 		Use:   "logs <webhook_id>",
 		Short: "Show a webhook's recent delivery attempts, newest first",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
 			var out struct {
 				Deliveries []struct {
 					Timestamp  string `json:"timestamp"`
@@ -141,7 +137,7 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 			}
 			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DELIVERY", "DETAIL"}, rows)
 			return nil
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.IntVar(&limit, "limit", 50, "attempts to show (1-100)")
