@@ -41,6 +41,7 @@ type Repo[S proto.Message] struct {
 	// Subject is the aggregate's subject; an error means no such aggregate.
 	Subject func(workspaceID, id string) (string, error)
 	// Gone reports a deleted aggregate (a tombstone): it reads as missing.
+	// Nil for an aggregate that is never deleted.
 	Gone func(S) bool
 	// Touch stamps a changed state with the time of the change.
 	Touch func(S, time.Time)
@@ -65,11 +66,14 @@ func (r *Repo[S]) Get(ctx context.Context, workspaceID, id string) (S, uint64, e
 	if err != nil {
 		return zero, 0, err
 	}
-	if r.Gone(state) {
+	if r.gone(state) {
 		return zero, 0, r.NotFound
 	}
 	return state, rec.Seq, nil
 }
+
+// gone reports a deleted aggregate; with no Gone, none is ever deleted.
+func (r *Repo[S]) gone(state S) bool { return r.Gone != nil && r.Gone(state) }
 
 // last reads subject's last event and the state it carries, deleted or
 // not: one direct get.
@@ -193,7 +197,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		next := proto.Clone(cur).(S)
 		meta := esproto.Meta(ctx, workspaceID, commandID, r.Now())
 		var ev proto.Message
-		if r.Gone(cur) {
+		if r.gone(cur) {
 			err = r.NotFound
 		} else {
 			ev, err = m(next, meta)

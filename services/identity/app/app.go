@@ -57,26 +57,18 @@ func (a *App) record(ctx context.Context, subject string, expected uint64, meta 
 
 // loadAccount returns a workspace's service account, or a 404.
 func (a *App) loadAccount(ctx context.Context, workspaceID, userID string) (*identityv1.ServiceAccount, error) {
-	subject, err := events.ServiceAccountSubject(workspaceID, userID)
-	if err != nil {
-		return nil, apperr.ServiceAccountNotFound
-	}
-	msg, _, found, err := esproto.Last(ctx, a.Store, subject)
-	if err != nil {
-		return nil, err
-	}
-	ev, ok := msg.(*identityv1.ServiceAccountCreated)
-	if !found || !ok {
-		return nil, apperr.ServiceAccountNotFound
-	}
-	return ev.GetAccount(), nil
+	accounts := aggregate.Repo[*identityv1.ServiceAccount]{Env: a.env(), Subject: events.ServiceAccountSubject, NotFound: apperr.ServiceAccountNotFound}
+	acct, _, err := accounts.Get(ctx, workspaceID, userID)
+	return acct, err
 }
+
+func (a *App) env() aggregate.Env { return aggregate.Env{Store: a.Store, Log: a.Log, Now: a.Now} }
 
 // keys is the repository of API keys, whose every change is a command on
 // one key's subject: a revoked key reads as gone.
 func (a *App) keys() *aggregate.Repo[*identityv1.ApiKey] {
 	return &aggregate.Repo[*identityv1.ApiKey]{
-		Env:     aggregate.Env{Store: a.Store, Log: a.Log, Now: a.Now},
+		Env:     a.env(),
 		Subject: events.APIKeySubject,
 		Gone:    func(k *identityv1.ApiKey) bool { return k.RevokedAtUnix != nil },
 		Touch:   func(k *identityv1.ApiKey, t time.Time) { k.UpdatedAtUnix = t.Unix() },

@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -66,20 +67,10 @@ const MainBranch = "main"
 
 // Agent reads an agent's current state from stream AGENTS.
 func (a *App) Agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
-	subject, err := events.AgentSubject(ws, agentID)
-	if err != nil {
-		return nil, apperr.AgentNotFound
-	}
-	msg, _, found, err := esproto.Last(ctx, a.Agents, subject)
-	if err != nil {
-		return nil, err
-	}
-	type carrier interface{ GetAgent() *agentsv1.Agent }
-	c, ok := msg.(carrier)
-	if !found || !ok || c.GetAgent().DeletedAtUnix != nil {
-		return nil, apperr.AgentNotFound
-	}
-	return c.GetAgent(), nil
+	agents := aggregate.Repo[*agentsv1.Agent]{Env: aggregate.Env{Store: a.Agents}, Subject: events.AgentSubject,
+		Gone: func(ag *agentsv1.Agent) bool { return ag.DeletedAtUnix != nil }, NotFound: apperr.AgentNotFound}
+	ag, _, err := agents.Get(ctx, ws, agentID)
+	return ag, err
 }
 
 // RunTests creates an invocation with every run pending; the enqueuer
