@@ -7,10 +7,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
-// StateOf returns the aggregate state of type S that msg carries. Events
-// are state-carrying: each holds its whole aggregate in one field, so the
-// state is msg's field of S's message type. ok is false when msg carries
-// no S (an event of another aggregate, or none at all).
+// StateOf returns the aggregate state of type S (a generated message
+// pointer, such as *agentsv1.Agent) that msg carries. Events are
+// state-carrying: each holds its whole aggregate in one field, so the state
+// is msg's field of S's message type. ok is false when msg carries no S
+// (an event of another aggregate, or none at all).
 //
 // This is the one place that knows the convention; a new event type
 // carrying an aggregate is read by every consumer of that aggregate
