@@ -69,6 +69,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
+	a.Agents = eventstore.New(d.JS, events.AgentsStream)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }
@@ -196,5 +197,7 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger, d.Clock()), nil
+	a := app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger, d.Clock())
+	a.Agents = eventstore.New(d.JS, events.AgentsStream)
+	return a, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
@@ -29,7 +30,27 @@ type App struct {
 	// Advisor, when set, clusters through a model instead of the offline
 	// rules (exact duplicates excepted).
 	Advisor ClusterAdvisor
-	Now     func() time.Time
+	// Agents, when set, is the AGENTS stream: an agent the directory has
+	// not yet seen (one created a moment ago) is looked up there before a
+	// write on it is refused.
+	Agents eventlog.Store
+	Now    func() time.Time
+}
+
+// requireAgent answers apperr.AgentNotFound unless a live agent belongs
+// to the workspace: the directory knows it or, on a miss only, the AGENTS
+// stream has it, so an agent is usable as soon as its create was answered.
+func (a *App) requireAgent(ctx context.Context, workspaceID, agentID string) error {
+	if a.Directory.AgentExists(workspaceID, agentID) {
+		return nil
+	}
+	if a.Agents == nil {
+		return apperr.AgentNotFound
+	}
+	agents := aggregate.Repo[*agentsv1.Agent]{Env: aggregate.Env{Store: a.Agents}, Subject: events.AgentSubject,
+		Gone: func(ag *agentsv1.Agent) bool { return ag.DeletedAtUnix != nil }, NotFound: apperr.AgentNotFound}
+	_, _, err := agents.Get(ctx, workspaceID, agentID)
+	return err
 }
 
 // New wires the application over the TICKETS stream, the read model and

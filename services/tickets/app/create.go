@@ -81,8 +81,8 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	if agentID == "" {
 		return nil, false, apperr.ConversationNotFound
 	}
-	if !a.Directory.AgentExists(ws, agentID) {
-		return nil, false, apperr.AgentNotFound
+	if err := a.requireAgent(ctx, ws, agentID); err != nil {
+		return nil, false, err
 	}
 	now := a.Now()
 	author := &caller.UserID
@@ -139,8 +139,8 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 
 // CreateManual raises a manual ticket on an agent.
 func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agentID string, in ManualInput, commandID string) (*ticketsv1.Ticket, error) {
-	if !a.Directory.AgentExists(caller.WorkspaceID, agentID) {
-		return nil, apperr.AgentNotFound
+	if err := a.requireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
+		return nil, err
 	}
 	now := a.Now()
 	t := &ticketsv1.Ticket{

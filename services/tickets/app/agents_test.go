@@ -1,0 +1,55 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+// An agent created a moment ago, which the directory has not seen yet, is
+// usable at once: the AGENTS stream is asked on a miss. A deleted agent,
+// and another workspace's, stay unknown.
+func TestAnAgentIsUsableAsSoonAsItExists(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	agents := memlog.New()
+	put := func(ev events.Event, ws, id string) {
+		t.Helper()
+		subject, _ := events.AgentSubject(ws, id)
+		if _, err := esproto.Append(ctx, agents, subject, 0, esproto.Meta(ctx, ws, "", f.clock), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&agentsv1.AgentCreated{Agent: &agentsv1.Agent{AgentId: "agent_new", WorkspaceId: "ws_a"}}, "ws_a", "agent_new")
+	gone := int64(1)
+	put(&agentsv1.AgentDeleted{Agent: &agentsv1.Agent{AgentId: "agent_gone", WorkspaceId: "ws_a", DeletedAtUnix: &gone}}, "ws_a", "agent_gone")
+	put(&agentsv1.AgentCreated{Agent: &agentsv1.Agent{AgentId: "agent_b", WorkspaceId: "ws_b"}}, "ws_b", "agent_b")
+
+	raise := func(agent string) error {
+		_, err := f.app.CreateManual(ctx, f.qa, agent, app.ManualInput{Title: ptr("Wrong price")}, "")
+		return err
+	}
+	if err := raise("agent_new"); !errors.Is(err, apperr.AgentNotFound) {
+		t.Fatalf("without the stream to ask, an agent the directory lacks: %v, want agent_not_found", err)
+	}
+	f.app.Agents = agents
+	if err := raise("agent_new"); err != nil {
+		t.Fatalf("an agent only the stream has: %v", err)
+	}
+	if _, err := f.app.AssignableUsers(ctx, "ws_a", "agent_new"); err != nil {
+		t.Fatalf("assignable users of it: %v", err)
+	}
+	for _, agent := range []string{"agent_gone", "agent_b", "agent_never"} {
+		if err := raise(agent); !errors.Is(err, apperr.AgentNotFound) {
+			t.Fatalf("%s: %v, want agent_not_found", agent, err)
+		}
+	}
+}
