@@ -2,9 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -148,12 +145,9 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter)) *receiv
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		mac := hmac.New(sha256.New, rc.secret)
-		mac.Write(body)
-		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
 		rc.got = append(rc.got, received{
 			body: body, eventID: r.Header.Get("X-Service-Event-Id"), attempt: r.Header.Get("X-Service-Delivery-Attempt"),
-			sigValid: hmac.Equal([]byte(want), []byte(r.Header.Get("X-Service-Signature"))),
+			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")),
 		})
 		n := len(rc.got)
 		rc.mu.Unlock()

@@ -2,9 +2,6 @@ package multiprocess
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +15,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // hit is one request the webhook receiver saw.
@@ -46,13 +45,10 @@ func newGatedReceiver(t *testing.T) *gatedReceiver {
 	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		rc.mu.Lock()
-		mac := hmac.New(sha256.New, rc.secret)
-		mac.Write(body)
-		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
 		h := &hit{
 			eventID: r.Header.Get("X-Service-Event-Id"), webhookID: r.Header.Get("X-Service-Webhook-Id"),
 			event: r.Header.Get("X-Service-Event"), attempt: r.Header.Get("X-Service-Delivery-Attempt"), body: body,
-			sigValid: hmac.Equal([]byte(want), []byte(r.Header.Get("X-Service-Signature"))), open: true,
+			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")), open: true,
 		}
 		rc.hits = append(rc.hits, h)
 		rc.mu.Unlock()

@@ -3,9 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -36,9 +33,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 	var received []got
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write(body)
-		signed := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
+		signed := testenv.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
 		mu.Lock()
 		received = append(received, got{r.Header.Get("X-Service-Event-Id"), body, signed})
 		mu.Unlock()
@@ -154,9 +149,7 @@ func TestWebhookRelayProtocol(t *testing.T) {
 		}
 	}
 	d := next.Delivery
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(d.Body))
-	if d.Headers["X-Service-Event-Id"] != eventID || d.Headers["X-Service-Signature"] != "sha256="+hex.EncodeToString(m.Sum(nil)) {
+	if d.Headers["X-Service-Event-Id"] != eventID || !testenv.SignedBy([]byte(secret), []byte(d.Body), d.Headers["X-Service-Signature"]) {
 		t.Fatalf("relayed delivery: %+v", d)
 	}
 	result := `{"token":"` + d.Token + `","status_code":500,"response_body":"local app crashed"}`

@@ -2,9 +2,6 @@ package stack
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // hookReceiver records every delivery it gets, and answers 503 with a
@@ -38,9 +37,7 @@ func newFailableReceiver(t *testing.T) *hookReceiver {
 	rcv := &hookReceiver{}
 	rcv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		m := hmac.New(sha256.New, []byte(rcv.secret))
-		m.Write(body)
-		signed := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
+		signed := testenv.SignedBy([]byte(rcv.secret), body, r.Header.Get("X-Service-Signature"))
 		code := http.StatusOK
 		if rcv.failing.Load() {
 			code = http.StatusServiceUnavailable

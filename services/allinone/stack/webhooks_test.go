@@ -1,9 +1,6 @@
 package stack
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // Webhooks through the gateway: permissions, management, ingestion of a
@@ -34,9 +32,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		m := hmac.New(sha256.New, []byte(secret))
-		m.Write(body)
-		ok := hmac.Equal([]byte("sha256="+hex.EncodeToString(m.Sum(nil))), []byte(r.Header.Get("X-Service-Signature")))
+		ok := testenv.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
 		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok, body})
 	}))
 	t.Cleanup(rcv.Close)
