@@ -216,7 +216,7 @@ func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) e
 		return err
 	}
 	started := time.Now()
-	w, err := start(bins["tickets-qa-worker"], []string{"VOICEAI_NATS_URL=" + p.natsURL, "VOICEAI_LOG_LEVEL=warn"})
+	w, err := start(bins["tickets-qa-worker"], []string{"VOICEAI_NATS_URL=" + p.NATSURL, "VOICEAI_LOG_LEVEL=warn"})
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func failingTest(i int) string {
 // it had acknowledged and when it was first seen pulling (the consumer
 // is the worker's own: nothing pulled from it before).
 func (p *platform) waitQADrained(limit time.Duration) (acked uint64, pulling time.Time, drained bool, err error) {
-	nc, err := nats.Connect(p.natsURL)
+	nc, err := nats.Connect(p.NATSURL)
 	if err != nil {
 		return 0, pulling, false, err
 	}
@@ -391,9 +391,7 @@ func rawWorkQueueRate(dir string, n int) (float64, error) {
 }
 
 type platform struct {
-	*benchproc.Proc
-	base    string
-	natsURL string
+	*benchproc.Platform
 	agentID string
 	client  *http.Client
 	invID   string
@@ -403,42 +401,34 @@ type platform struct {
 	testBody func(i int) string
 }
 
+// metricsAddr is a profiler endpoint when profiling, else "off".
+func metricsAddr() (string, error) {
+	if profileDir == "" {
+		return "off", nil
+	}
+	return benchproc.FreePort()
+}
+
 // start runs bin, with a profiler endpoint when profiling.
 func start(bin string, env []string) (*benchproc.Proc, error) {
-	metrics := "off"
-	if profileDir != "" {
-		addr, err := benchproc.FreePort()
-		if err != nil {
-			return nil, err
-		}
-		metrics = addr
+	metrics, err := metricsAddr()
+	if err != nil {
+		return nil, err
 	}
 	return benchproc.Start(bin, env, metrics)
 }
 
 func startPlatform(bins map[string]string, dataDir string, env ...string) (*platform, error) {
-	addr, err := benchproc.FreePort()
+	metrics, err := metricsAddr()
 	if err != nil {
 		return nil, err
 	}
-	pr, err := start(bins["allinone"], append([]string{
-		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
-		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
-		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000", "VOICEAI_MAX_BODY_BYTES=8388608",
-		"VOICEAI_UPSTREAM_TIMEOUT=120s",
-	}, env...))
+	bp, err := benchproc.StartPlatform(bins["allinone"], dataDir, adminKey, metrics, 2*time.Minute,
+		append([]string{"VOICEAI_MAX_BODY_BYTES=8388608", "VOICEAI_UPSTREAM_TIMEOUT=120s"}, env...)...)
 	if err != nil {
 		return nil, err
 	}
-	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	if err := pr.WaitReady(p.base, 2*time.Minute); err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(dataDir, "nats.url"))
-	if err != nil {
-		return nil, err
-	}
-	p.natsURL = strings.TrimSpace(string(b))
+	p := &platform{Platform: bp, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
 	var created struct {
 		AgentID string `json:"agent_id"`
 	}
@@ -472,7 +462,7 @@ func (p *platform) customAgent(url string) error {
 }
 
 func (p *platform) call(method, path, body string, out any) error {
-	req, _ := http.NewRequest(method, p.base+path, strings.NewReader(body))
+	req, _ := http.NewRequest(method, p.Base+path, strings.NewReader(body))
 	req.Header.Set("x-api-key", adminKey)
 	resp, err := p.client.Do(req)
 	if err != nil {
@@ -490,7 +480,7 @@ func (p *platform) call(method, path, body string, out any) error {
 }
 
 func startRunner(bins map[string]string, p *platform, concurrency int, env ...string) (*benchproc.Proc, error) {
-	env = append(env, "VOICEAI_NATS_URL="+p.natsURL, "VOICEAI_LOG_LEVEL=warn",
+	env = append(env, "VOICEAI_NATS_URL="+p.NATSURL, "VOICEAI_LOG_LEVEL=warn",
 		"VOICEAI_RUNNER_CONCURRENCY="+strconv.Itoa(concurrency))
 	return start(bins["testing-runner"], env)
 }
@@ -532,7 +522,7 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	}
 	body := `{"tests":[` + strings.Join(refs, ",") + `],"repeat_count":` + strconv.Itoa(repeat) + `}`
 	started := time.Now()
-	req, _ := http.NewRequest("POST", p.base+"/v1/convai/agents/"+p.agentID+"/run-tests", strings.NewReader(body))
+	req, _ := http.NewRequest("POST", p.Base+"/v1/convai/agents/"+p.agentID+"/run-tests", strings.NewReader(body))
 	req.Header.Set("x-api-key", adminKey)
 	resp, err := p.client.Do(req)
 	if err != nil {
@@ -607,7 +597,7 @@ func profile(started <-chan struct{}, procs map[string]*benchproc.Proc) {
 
 func (p *platform) getInvocation() (time.Duration, int64, error) {
 	started := time.Now()
-	req, _ := http.NewRequest("GET", p.base+"/v1/convai/test-invocations/"+p.invID, nil)
+	req, _ := http.NewRequest("GET", p.Base+"/v1/convai/test-invocations/"+p.invID, nil)
 	req.Header.Set("x-api-key", adminKey)
 	resp, err := p.client.Do(req)
 	if err != nil {

@@ -114,7 +114,7 @@ func run(creates, largest, requests int) error {
 	}
 
 	// (a) and (b).
-	raw, err := rawAppends(p.natsURL, creates)
+	raw, err := rawAppends(p.NATSURL, creates)
 	if err != nil {
 		return err
 	}
@@ -218,9 +218,7 @@ func verdict(met bool) string {
 }
 
 type platform struct {
-	*benchproc.Proc
-	base    string
-	natsURL string
+	*benchproc.Platform
 	agentID string
 	client  *http.Client
 	seeded  int
@@ -253,27 +251,11 @@ func (p *platform) profile() {
 }
 
 func startPlatform(bin, data string) (*platform, error) {
-	addr, err := benchproc.FreePort()
+	bp, err := benchproc.StartPlatform(bin, data, adminKey, metricsAddr(), time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := benchproc.Start(bin, []string{
-		"VOICEAI_DATA_DIR=" + data, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
-		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
-		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000",
-	}, metricsAddr())
-	if err != nil {
-		return nil, err
-	}
-	p := &platform{Proc: pr, base: "http://" + addr, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
-	if err := pr.WaitReady(p.base, time.Minute); err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(data, "nats.url"))
-	if err != nil {
-		return nil, err
-	}
-	p.natsURL = strings.TrimSpace(string(b))
+	p := &platform{Platform: bp, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
 	if p.agentID, err = p.agent(); err != nil {
 		return nil, err
 	}
@@ -297,7 +279,7 @@ func (p *platform) do(method, path, body, idempotencyKey string) ([]byte, int, e
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, _ := http.NewRequest(method, p.base+path, rd)
+	req, _ := http.NewRequest(method, p.Base+path, rd)
 	req.Header.Set("x-api-key", adminKey)
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
@@ -458,7 +440,7 @@ func (p *platform) seedTo(n int) error {
 	if p.seeded >= n {
 		return nil
 	}
-	nc, err := nats.Connect(p.natsURL)
+	nc, err := nats.Connect(p.NATSURL)
 	if err != nil {
 		return err
 	}
@@ -577,7 +559,7 @@ func (p *platform) measure(requests int, kinds []struct{ name, path string }) (m
 // seedTesting appends n tests and n completed invocations of them to the
 // TESTING stream, and waits until both listings show the last ones.
 func (p *platform) seedTesting(n int) error {
-	nc, err := nats.Connect(p.natsURL)
+	nc, err := nats.Connect(p.NATSURL)
 	if err != nil {
 		return err
 	}
@@ -664,7 +646,7 @@ func (p *platform) queueInBrowser() (queueTiming, error) {
 	_, here, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "browser", "run.sh")
 	cmd := exec.Command("bash", script, "queuebench.mjs", "15")
-	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL="+p.base, "VOICEAI_API_KEY="+adminKey)
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL="+p.Base, "VOICEAI_API_KEY="+adminKey)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -682,7 +664,7 @@ func (p *platform) queueInBrowser() (queueTiming, error) {
 // a six-turn transcript; one in three failed) as a call stack would, and
 // waits until the listing and the transcripts' projector have them all.
 func (p *platform) seedConversations(n int) error {
-	nc, err := nats.Connect(p.natsURL)
+	nc, err := nats.Connect(p.NATSURL)
 	if err != nil {
 		return err
 	}

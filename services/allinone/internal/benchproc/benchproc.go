@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,4 +122,41 @@ func (p *Proc) WaitReady(base string, timeout time.Duration) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// Platform is a running all-in-one stack.
+type Platform struct {
+	*Proc
+	Base    string // its HTTP base URL
+	NATSURL string // its embedded NATS server
+}
+
+// StartPlatform runs the all-in-one binary bin on dataDir as the benches
+// need it (adminKey bootstrapped, no embedded runners, no rate limits,
+// warn logs), plus env, and returns once it serves, or after ready with
+// its logs in the error.
+func StartPlatform(bin, dataDir, adminKey, metricsAddr string, ready time.Duration, env ...string) (*Platform, error) {
+	addr, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	pr, err := Start(bin, append([]string{
+		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_HTTP_ADDR=" + addr, "VOICEAI_EMBEDDED_NATS_PORT=-1",
+		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey, "VOICEAI_EMBEDDED_RUNNERS=0", "VOICEAI_LOG_LEVEL=warn",
+		"VOICEAI_RATE_LIMIT_PER_MINUTE=100000000", "VOICEAI_RATE_LIMIT_PER_HOUR=100000000",
+	}, env...), metricsAddr)
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{Proc: pr, Base: "http://" + addr}
+	if err := pr.WaitReady(p.Base, ready); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dataDir, "nats.url"))
+	if err != nil {
+		pr.Stop()
+		return nil, err
+	}
+	p.NATSURL = strings.TrimSpace(string(b))
+	return p, nil
 }
