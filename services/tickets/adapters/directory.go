@@ -27,6 +27,7 @@ import (
 type Directory struct {
 	mu      sync.RWMutex
 	agents  map[string]string                // agent_id → workspace_id (live agents only)
+	deleted map[string]bool                  // agents seen deleted
 	members map[string]map[string]app.Member // workspace → user_id → member
 	log     *slog.Logger
 	// Conversations holds every conversation the platform stream told of.
@@ -35,7 +36,7 @@ type Directory struct {
 
 // NewDirectory returns an empty directory.
 func NewDirectory(log *slog.Logger) *Directory {
-	return &Directory{agents: map[string]string{}, members: map[string]map[string]app.Member{}, log: log, Conversations: NewConversationIndex()}
+	return &Directory{agents: map[string]string{}, deleted: map[string]bool{}, members: map[string]map[string]app.Member{}, log: log, Conversations: NewConversationIndex()}
 }
 
 // Follow starts following the agents, identity and platform streams and
@@ -79,6 +80,7 @@ func (d *Directory) applyAgent(rec eventstore.Record) {
 	defer d.mu.Unlock()
 	if a.DeletedAtUnix != nil {
 		delete(d.agents, a.GetAgentId())
+		d.deleted[a.GetAgentId()] = true
 	} else {
 		d.agents[a.GetAgentId()] = a.GetWorkspaceId()
 	}
@@ -130,6 +132,13 @@ func (d *Directory) AgentExists(workspaceID, agentID string) bool {
 	defer d.mu.RUnlock()
 	ws, ok := d.agents[agentID]
 	return ok && ws == workspaceID
+}
+
+// AgentDeleted reports an agent seen deleted.
+func (d *Directory) AgentDeleted(agentID string) bool {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return d.deleted[agentID]
 }
 
 // PutMember records a workspace member.

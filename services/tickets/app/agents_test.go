@@ -9,6 +9,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -52,4 +53,32 @@ func TestAnAgentIsUsableAsSoonAsItExists(t *testing.T) {
 			t.Fatalf("%s: %v, want agent_not_found", agent, err)
 		}
 	}
+
+	// The ticket is listed before the directory has seen its agent, and
+	// leaves the listings once the directory has seen the agent deleted.
+	listed := func() int {
+		t.Helper()
+		page, err := f.app.List(ctx, cursor.NewCodec([]byte("k")), "ws_a", app.ListParams{AgentID: "agent_new"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(page.Tickets)
+	}
+	if n := listed(); n != 1 {
+		t.Fatalf("tickets of an agent the directory has not seen yet: %d listed, want 1", n)
+	}
+	f.app.Directory = deletedAgents{f.app.Directory, "agent_new"}
+	if n := listed(); n != 0 {
+		t.Fatalf("tickets of a deleted agent: %d listed, want 0", n)
+	}
+}
+
+// deletedAgents is a directory that has also seen one agent deleted.
+type deletedAgents struct {
+	app.Directory
+	agent string
+}
+
+func (d deletedAgents) AgentDeleted(agent string) bool {
+	return agent == d.agent || d.Directory.AgentDeleted(agent)
 }

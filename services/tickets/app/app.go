@@ -37,10 +37,10 @@ type App struct {
 	Now    func() time.Time
 }
 
-// requireAgent answers apperr.AgentNotFound unless a live agent belongs
+// RequireAgent answers apperr.AgentNotFound unless a live agent belongs
 // to the workspace: the directory knows it or, on a miss only, the AGENTS
 // stream has it, so an agent is usable as soon as its create was answered.
-func (a *App) requireAgent(ctx context.Context, workspaceID, agentID string) error {
+func (a *App) RequireAgent(ctx context.Context, workspaceID, agentID string) error {
 	if a.Directory.AgentExists(workspaceID, agentID) {
 		return nil
 	}

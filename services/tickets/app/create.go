@@ -81,7 +81,7 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 	if agentID == "" {
 		return nil, false, apperr.ConversationNotFound
 	}
-	if err := a.requireAgent(ctx, ws, agentID); err != nil {
+	if err := a.RequireAgent(ctx, ws, agentID); err != nil {
 		return nil, false, err
 	}
 	now := a.Now()
@@ -139,7 +139,7 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 
 // CreateManual raises a manual ticket on an agent.
 func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agentID string, in ManualInput, commandID string) (*ticketsv1.Ticket, error) {
-	if err := a.requireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
+	if err := a.RequireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
 		return nil, err
 	}
 	now := a.Now()

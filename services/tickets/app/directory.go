@@ -5,6 +5,9 @@ package app
 // conversation.
 type Directory interface {
 	AgentExists(workspaceID, agentID string) bool
+	// AgentDeleted reports an agent seen deleted: its tickets leave the
+	// listings. (An agent not seen yet, created a moment ago, is not.)
+	AgentDeleted(agentID string) bool
 	Member(workspaceID, userID string) (Member, bool)
 	Members(workspaceID string) []Member
 	Conversation(workspaceID, conversationID string) (Conversation, bool)

@@ -72,7 +72,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 			OwnerUserID: p.OwnerUserID, IssueType: p.IssueType, Label: p.Label, MergedInto: p.MergedInto,
 			Sources: p.Sources, Priorities: p.Priorities},
 		Keep: func(t *ticketsv1.Ticket) bool {
-			return a.Directory.AgentExists(workspaceID, t.AgentId) && (search == "" || searchIn(t, search) != nil)
+			return !a.Directory.AgentDeleted(t.AgentId) && (search == "" || searchIn(t, search) != nil)
 		},
 	})
 	if err != nil {

@@ -26,11 +26,13 @@ import (
 // directory is the Directory port as a fixed table.
 type directory struct {
 	agents        map[string]bool // workspace/agent
+	deleted       map[string]bool // agent
 	members       map[string]app.Member
 	conversations map[string]app.Conversation // workspace/conversation
 }
 
 func (d directory) AgentExists(ws, agent string) bool { return d.agents[ws+"/"+agent] }
+func (d directory) AgentDeleted(agent string) bool    { return d.deleted[agent] }
 func (d directory) Member(ws, user string) (app.Member, bool) {
 	m, ok := d.members[ws+"/"+user]
 	return m, ok

@@ -10,7 +10,6 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -37,8 +36,8 @@ func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) ListAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
-	if !h.app.Directory.AgentExists(principal.Of(r).WorkspaceID, agentID) {
-		return apperr.AgentNotFound
+	if err := h.app.RequireAgent(r.Context(), principal.Of(r).WorkspaceID, agentID); err != nil {
+		return err
 	}
 	return h.list(w, r, agentID)
 }
