@@ -69,7 +69,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
-	a.Agents = eventstore.New(d.JS, events.AgentsStream)
+	a.Agents, a.Identity = eventstore.New(d.JS, events.AgentsStream), eventstore.New(d.JS, events.IdentityStream)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }
@@ -198,6 +198,6 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 		return nil, err
 	}
 	a := app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger, d.Clock())
-	a.Agents = eventstore.New(d.JS, events.AgentsStream)
+	a.Agents, a.Identity = eventstore.New(d.JS, events.AgentsStream), eventstore.New(d.JS, events.IdentityStream)
 	return a, nil
 }

@@ -30,11 +30,12 @@ type App struct {
 	// Advisor, when set, clusters through a model instead of the offline
 	// rules (exact duplicates excepted).
 	Advisor ClusterAdvisor
-	// Agents, when set, is the AGENTS stream: an agent the directory has
-	// not yet seen (one created a moment ago) is looked up there before a
-	// write on it is refused.
-	Agents eventlog.Store
-	Now    func() time.Time
+	// Agents and Identity, when set, are the AGENTS and IDENTITY streams:
+	// an agent or a member the directory has not yet seen (one created a
+	// moment ago) is looked up there before a write naming it is refused.
+	Agents   eventlog.Store
+	Identity eventlog.Store
+	Now      func() time.Time
 }
 
 // RequireAgent answers apperr.AgentNotFound unless a live agent belongs
@@ -51,6 +52,25 @@ func (a *App) RequireAgent(ctx context.Context, workspaceID, agentID string) err
 		Gone: func(ag *agentsv1.Agent) bool { return ag.DeletedAtUnix != nil }, NotFound: apperr.AgentNotFound}
 	_, _, err := agents.Get(ctx, workspaceID, agentID)
 	return err
+}
+
+// isMember reports whether userID is a person or a service account of
+// the workspace: the directory knows it or, on a miss only, the IDENTITY
+// stream has it.
+func (a *App) isMember(ctx context.Context, workspaceID, userID string) (bool, error) {
+	if _, ok := a.Directory.Member(workspaceID, userID); ok || a.Identity == nil {
+		return ok, nil
+	}
+	for _, subjectOf := range []func(string, string) (string, error){events.UserSubject, events.ServiceAccountSubject} {
+		subject, err := subjectOf(workspaceID, userID)
+		if err != nil {
+			return false, nil // not an id: no such member
+		}
+		if _, found, err := a.Identity.Last(ctx, subject); err != nil || found {
+			return found, err
+		}
+	}
+	return false, nil
 }
 
 // New wires the application over the TICKETS stream, the read model and

@@ -49,7 +49,10 @@ type PatchInput struct {
 func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput, commandID string) (*ticketsv1.Ticket, error) {
 	var v apperr.Validator
 	if in.AssigneeUserID.Value != nil {
-		_, member := a.Directory.Member(caller.WorkspaceID, *in.AssigneeUserID.Value)
+		member, err := a.isMember(ctx, caller.WorkspaceID, *in.AssigneeUserID.Value)
+		if err != nil {
+			return nil, err
+		}
 		v.Check(member, "The assignee is not a member of this workspace", "value_error", "body", "assignee_user_id")
 	}
 	if err := v.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
@@ -81,4 +82,42 @@ type deletedAgents struct {
 
 func (d deletedAgents) AgentDeleted(agent string) bool {
 	return agent == d.agent || d.Directory.AgentDeleted(agent)
+}
+
+// A member added a moment ago, a person or a service account, which the
+// directory has not seen yet, can be assigned at once: the IDENTITY
+// stream is asked on a miss. A stranger, or another workspace's member,
+// still cannot.
+func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	identity := memlog.New()
+	put := func(ev events.Event, subjectOf func(string, string) (string, error), ws, id string) {
+		t.Helper()
+		subject, _ := subjectOf(ws, id)
+		if _, err := esproto.Append(ctx, identity, subject, 0, esproto.Meta(ctx, ws, "", f.clock), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_new", WorkspaceId: "ws_a"}}, events.UserSubject, "ws_a", "user_new")
+	put(&identityv1.ServiceAccountCreated{Account: &identityv1.ServiceAccount{UserId: "sa_new", WorkspaceId: "ws_a"}}, events.ServiceAccountSubject, "ws_a", "sa_new")
+	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_b", WorkspaceId: "ws_b"}}, events.UserSubject, "ws_b", "user_b")
+	tk, err := f.app.CreateManual(ctx, f.qa, "agent_1", app.ManualInput{Title: ptr("Wrong price")}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assign := func(user string) error {
+		_, err := f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}}, "")
+		return err
+	}
+	wantKind(t, assign("user_new"), apperr.Invalid, "without the stream to ask, a member the directory lacks")
+	f.app.Identity = identity
+	for _, user := range []string{"user_new", "sa_new"} {
+		if err := assign(user); err != nil {
+			t.Fatalf("%s, only the stream has: %v", user, err)
+		}
+	}
+	for _, user := range []string{"user_b", "user_never"} {
+		wantKind(t, assign(user), apperr.Invalid, user)
+	}
 }
