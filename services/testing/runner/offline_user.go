@@ -159,6 +159,20 @@ func offlineRequests(scenario string) []string {
 	return append([]string{strings.Join(goals, " ")}, asks...)
 }
 
+// wantVerb is how the user says a goal cue ("needs", "would like",
+// "is looking") in the first person.
+func wantVerb(cue string) string {
+	switch {
+	case strings.HasPrefix(cue, "need"):
+		return "I need"
+	case strings.Contains(cue, "like"):
+		return "I'd like"
+	case strings.Contains(cue, "looking"), strings.HasPrefix(cue, "look"):
+		return "I'm looking"
+	}
+	return "I want"
+}
+
 // firstPerson turns a scenario sentence into what the user says.
 func firstPerson(s string) string {
 	s = strings.TrimSpace(s)
@@ -171,14 +185,7 @@ func firstPerson(s string) string {
 		lower := strings.ToLower(rest)
 		switch {
 		case strings.Contains(cue, " to "): // wants to know …
-			verb := "I want"
-			switch {
-			case strings.HasPrefix(cue, "need"):
-				verb = "I need"
-			case strings.Contains(cue, "like"):
-				verb = "I'd like"
-			}
-			return verb + " to " + strings.TrimSpace(cue[strings.Index(cue, " to ")+4:]) + " " + rest + "."
+			return wantVerb(cue) + " to " + strings.TrimSpace(cue[strings.Index(cue, " to ")+4:]) + " " + rest + "."
 		case rest == "":
 		case strings.HasPrefix(lower, "about "):
 			return "Can you tell me " + rest + "?"
@@ -193,19 +200,10 @@ func firstPerson(s string) string {
 	if loc := goalCue.FindStringIndex(s); loc != nil {
 		cue := strings.ToLower(strings.TrimSpace(s[loc[0]:loc[1]]))
 		rest := trimEnd(pronouns(s[loc[1]:]))
-		verb := "I want"
-		switch {
-		case strings.HasPrefix(cue, "need"):
-			verb = "I need"
-		case strings.Contains(cue, "like"):
-			verb = "I'd like"
-		case strings.Contains(cue, "looking"), strings.HasPrefix(cue, "look"):
-			verb = "I'm looking"
-		}
 		if rest == "" {
 			return sayAsWritten(s)
 		}
-		return verb + " " + rest + "."
+		return wantVerb(cue) + " " + rest + "."
 	}
 	return sayAsWritten(s)
 }
