@@ -63,6 +63,20 @@ export function button(label, onClick, props = {}) {
   return h('button', {type: 'button', ...props, on: {click: onClick}}, label);
 }
 
+// confirmButton acts in two steps instead of a dialog: the first press
+// asks (its label becomes confirmLabel), the second runs onConfirm.
+export function confirmButton(label, confirmLabel, onConfirm, props = {}) {
+  const b = button(label, async () => {
+    if (b.dataset.armed !== 'yes') {
+      b.dataset.armed = 'yes';
+      b.textContent = confirmLabel;
+      return;
+    }
+    await onConfirm();
+  }, props);
+  return b;
+}
+
 // when formats unix seconds (or an ISO string) for people, in their zone.
 export function when(t) {
   if (t === null || t === undefined || t === '') return '—';

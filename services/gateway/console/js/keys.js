@@ -2,7 +2,7 @@
 // once), revoke one. Only the permissions the signed-in key holds can be
 // granted (the API refuses more).
 import {get, post, del, enc} from './api.js';
-import {h, replace, field, select, say, when, button} from './dom.js';
+import {h, replace, field, select, say, when, confirmButton} from './dom.js';
 import {start, can, session, failure} from './shell.js';
 
 const PERMISSIONS = ['convai_read', 'convai_write', 'webhooks_write', 'service_account_write', 'create_user_api_key', 'workspace_read',
@@ -32,12 +32,7 @@ start(async (main) => {
   }
 
   function revokeButton(acc, k) {
-    const b = button('Revoke', async () => {
-      if (b.dataset.armed !== 'yes') {
-        b.dataset.armed = 'yes';
-        b.textContent = 'Confirm revoke';
-        return;
-      }
+    return confirmButton('Revoke', 'Confirm revoke', async () => {
       try {
         await del('/v1/service-accounts/' + enc(acc.service_account_user_id) + '/api-keys/' + enc(k.key_id));
         say(msg, `Revoked ${k.name}.`);
@@ -45,7 +40,6 @@ start(async (main) => {
         renderForms();
       } catch (e) { say(msg, e.message, true); }
     }, {class: 'danger', 'aria-label': `Revoke key ${k.name}`});
-    return b;
   }
 
   function renderForms() {

@@ -3,7 +3,7 @@
 // delivery log with every attempt, resending one delivery, and recovering
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
-import {h, replace, field, select, say, when, pageParam, button} from './dom.js';
+import {h, replace, field, select, say, when, pageParam, button, confirmButton} from './dom.js';
 import {start, can, poll, failure} from './shell.js';
 import {badge, label} from './common.js';
 
@@ -39,20 +39,13 @@ async function overview(main) {
       }, {class: 'secondary', 'aria-label': `${w.active ? 'Disable' : 'Enable'} ${name}`}));
     }
     if (can('webhooks.delete')) {
-      // Two steps instead of a dialog: the first press asks, the second deletes.
-      const b = button('Delete', async () => {
-        if (b.dataset.armed !== 'yes') {
-          b.dataset.armed = 'yes';
-          b.textContent = 'Confirm delete';
-          return;
-        }
+      actions.push(' ', confirmButton('Delete', 'Confirm delete', async () => {
         try {
           await del('/v1/convai/webhooks/' + enc(w.webhook_id));
           say(msg, `Deleted ${name}.`);
           await load();
         } catch (e) { say(msg, e.message, true); }
-      }, {class: 'danger', 'aria-label': `Delete ${name}`});
-      actions.push(' ', b);
+      }, {class: 'danger', 'aria-label': `Delete ${name}`}));
     }
     return h('tr', {},
       h('td', {'data-label': 'Endpoint'}, h('a', {href: 'webhooks.html?id=' + enc(w.webhook_id)}, name),
