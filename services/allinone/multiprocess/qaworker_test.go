@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A QA worker process killed (SIGKILL) while it turns failed runs into
@@ -128,15 +129,11 @@ type qaTicketJSON struct {
 // qaRunsConsumer is the QA workers' shared consumer of run results.
 func qaRunsConsumer(t *testing.T, natsURL string) jetstream.Consumer {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, natsURL)
 	var cons jetstream.Consumer
 	eventually(t, 30*time.Second, "the QA workers' consumer exists", func() bool {
-		cons, err = js.Consumer(context.Background(), "TESTRUNS", "tickets-qa-runs")
+		c, err := js.Consumer(context.Background(), "TESTRUNS", "tickets-qa-runs")
+		cons = c
 		return err == nil
 	})
 	return cons

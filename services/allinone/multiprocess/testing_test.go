@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A runner worker killed mid-invocation loses nothing: its runs are
@@ -97,12 +97,7 @@ func TestRunnerKilledMidInvocation(t *testing.T) {
 		t.Fatalf("%d runs, want 40", len(seen))
 	}
 	// Exactly one result per run on the stream: none ran twice.
-	nc, err := nats.Connect(c.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, c.natsURL)
 	stream, err := js.Stream(context.Background(), "TESTRUNS")
 	if err != nil {
 		t.Fatal(err)

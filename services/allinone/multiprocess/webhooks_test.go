@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -241,12 +238,7 @@ func TestWebhookDispatcherKilledMidStream(t *testing.T) {
 	eventually(t, 60*time.Second, "every event delivered", func() bool { return answered() == events })
 	// Terminal state: every job acknowledged, none left in the work queue
 	// or held by a consumer, so no further delivery can happen.
-	nc, err := nats.Connect(c.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, c.natsURL)
 	ctx := context.Background()
 	eventually(t, 30*time.Second, "the delivery queue is empty", func() bool {
 		str, err := js.Stream(ctx, "WEBHOOK_DELIVERIES")

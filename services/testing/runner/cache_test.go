@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -22,12 +21,7 @@ import (
 
 func kvCache(t *testing.T) *KVCache {
 	t.Helper()
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	c, err := OpenKVCache(context.Background(), js, time.Hour, 1, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
@@ -238,12 +237,7 @@ func must(subject string, err error) string {
 // the test's own, and a context that ends with the test.
 func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(testenv.StartNATS(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	if err := adapters.EnsureStreams(ctx, js, 1); err != nil {
