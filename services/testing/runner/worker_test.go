@@ -98,21 +98,14 @@ func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App,
 // stored, so no run runs twice.
 func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	ctx, js, a, inv, log := batchFixture(t)
-	const ws = "ws_1"
 	// An earlier delivery stored run 2's result, then its worker died.
-	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
-		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
-	subject2, _ := events.RunSubject(ws, inv.InvocationId, stored.RunId)
-	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: ws}
+	stored, subject2 := earlierRun2(inv)
+	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: inv.WorkspaceId}
 	if _, err := esproto.Append(ctx, eventstore.New(js, events.TestRunsStream), subject2, eventstore.AnySeq, m2,
 		&testingv1.RunCompleted{Meta: m2, Run: stored}); err != nil {
 		t.Fatal(err)
 	}
-	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
-		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
-		t.Fatal(err)
-	}
+	queueFiveRunJob(ctx, t, js, inv)
 	cons, err := adapters.EnsureRunnersConsumer(ctx, js, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -135,10 +128,8 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	results, _ := js.Stream(ctx, events.TestRunsStream)
-	info, _ := results.Info(ctx, jetstream.WithSubjectFilter(must(events.RunsOfInvocation(ws, inv.InvocationId))))
-	if len(perRun) != 5 || info.State.Msgs != 5 {
-		t.Fatalf("%d runs with results, %d results stored; want 5 and 5 (each run once)", len(perRun), info.State.Msgs)
+	if n := resultsStored(ctx, js, inv); len(perRun) != 5 || n != 5 {
+		t.Fatalf("%d runs with results, %d results stored; want 5 and 5 (each run once)", len(perRun), n)
 	}
 	if r := perRun[stored.RunId][0]; r.GetWorkerId() != "earlier" {
 		t.Fatalf("run 2 ran again (worker %s)", r.GetWorkerId())
@@ -161,30 +152,49 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 // add up.
 func TestDuplicateResultIsNotCounted(t *testing.T) {
 	ctx, js, a, inv, log := batchFixture(t)
-	const ws = "ws_1"
 	// Run 2's result is already stored under the message id the worker
 	// will publish it with.
-	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: ws,
-		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
-	subject2, _ := events.RunSubject(ws, inv.InvocationId, stored.RunId)
-	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: ws, CommandId: stored.RunId + "#1"}
+	stored, subject2 := earlierRun2(inv)
+	m2 := &commonv1.EventMeta{EventId: "evt_earlier", WorkspaceId: inv.WorkspaceId, CommandId: stored.RunId + "#1"}
 	msg, _ := eventstore.NewEventMsg(ctx, subject2, m2, &testingv1.RunCompleted{Meta: m2, Run: stored})
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run",
-		RunId: domain.RunID(inv.InvocationId, 0), Attempt: 1, RunCount: 5})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, domain.RunID(inv.InvocationId, 0))), job); err != nil {
-		t.Fatal(err)
-	}
+	queueFiveRunJob(ctx, t, js, inv)
 	_, stop := startWorker(ctx, t, js, a, log, nil)
 	waitQueueEmpty(ctx, t, js)
 	stop()
-	results, _ := js.Stream(context.Background(), events.TestRunsStream)
-	info, _ := results.Info(context.Background(), jetstream.WithSubjectFilter(must(events.RunsOfInvocation(ws, inv.InvocationId))))
-	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || info.State.Msgs != 5 {
-		t.Fatalf("%d runs counted (%v), %d results stored; want 4 counted (the duplicate not) and 5 stored", n, err, info.State.Msgs)
+	storedCount := resultsStored(ctx, js, inv)
+	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || storedCount != 5 {
+		t.Fatalf("%d runs counted (%v), %d results stored; want 4 counted (the duplicate not) and 5 stored", n, err, storedCount)
 	}
+}
+
+// earlierRun2 is run 2's result as an earlier delivery stored it, and its
+// subject.
+func earlierRun2(inv *testingv1.Invocation) (*testingv1.RunResult, string) {
+	stored := &testingv1.RunResult{RunId: domain.RunID(inv.InvocationId, 2), InvocationId: inv.InvocationId, WorkspaceId: inv.WorkspaceId,
+		Attempt: 1, Status: domain.RunPassed, WorkerId: "earlier"}
+	subject, _ := events.RunSubject(inv.WorkspaceId, inv.InvocationId, stored.RunId)
+	return stored, subject
+}
+
+// queueFiveRunJob queues one job carrying runs 0 to 4 of inv.
+func queueFiveRunJob(ctx context.Context, t *testing.T, js jetstream.JetStream, inv *testingv1.Invocation) {
+	t.Helper()
+	first := domain.RunID(inv.InvocationId, 0)
+	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.WorkspaceId, InvocationId: inv.InvocationId, Kind: "run",
+		RunId: first, Attempt: 1, RunCount: 5})
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(inv.WorkspaceId, inv.InvocationId, first)), job); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resultsStored counts the results TESTRUNS holds for inv.
+func resultsStored(ctx context.Context, js jetstream.JetStream, inv *testingv1.Invocation) uint64 {
+	results, _ := js.Stream(ctx, events.TestRunsStream)
+	info, _ := results.Info(ctx, jetstream.WithSubjectFilter(must(events.RunsOfInvocation(inv.WorkspaceId, inv.InvocationId))))
+	return info.State.Msgs
 }
 
 // startWorker runs an offline worker on a, tuned by tune. stop (also
