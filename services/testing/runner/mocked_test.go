@@ -1,7 +1,6 @@
 package runner
 
 import (
-	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,13 +34,7 @@ func TestLLMTestWithMocksAnswersToolCalls(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := &Executor{Model: Offline{}, Now: fixedClock()}
-			res := e.Execute(context.Background(), newRun(t, domain.TypeLLM, c.body))
-			got := lines(responses(t, res))
-			if res.GetStatus() != c.status || res.GetError() != "" {
-				t.Fatalf("status %q (%s %q), want %q; transcript:\n%s", res.GetStatus(), res.GetRationaleSummary(),
-					res.GetRationaleMessages(), c.status, strings.Join(got, "\n"))
-			}
+			_, got := offlineRun(t, domain.TypeLLM, c.body, c.status)
 			if !reflect.DeepEqual(got, c.transcript) {
 				t.Fatalf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.transcript, "\n"))
 			}

@@ -17,6 +17,21 @@ import (
 
 // lines is a transcript as "role: text" lines, tool calls as
 // "call name args" and results as "result name: value" (or "error …").
+// offlineRun executes a test of typ on the offline model, checks that it
+// ends in status without an error, and returns the result and its
+// transcript, a line a message.
+func offlineRun(t *testing.T, typ, body, status string) (*testingv1.RunResult, []string) {
+	t.Helper()
+	e := &Executor{Model: Offline{}, Now: fixedClock()}
+	res := e.Execute(context.Background(), newRun(t, typ, body))
+	got := lines(responses(t, res))
+	if res.GetStatus() != status || res.GetError() != "" {
+		t.Fatalf("status %q (%s %q), want %q; transcript:\n%s", res.GetStatus(), res.GetRationaleSummary(),
+			res.GetRationaleMessages(), status, strings.Join(got, "\n"))
+	}
+	return res, got
+}
+
 func lines(msgs []agentMessage) []string {
 	var out []string
 	for _, m := range msgs {
@@ -118,13 +133,7 @@ func TestSimulationOffline(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := &Executor{Model: Offline{}, Now: fixedClock()}
-			res := e.Execute(context.Background(), newRun(t, domain.TypeSimulation, c.body))
-			got := lines(responses(t, res))
-			if res.GetStatus() != c.status || res.GetError() != "" {
-				t.Fatalf("status %q (%s %q), want %q; transcript:\n%s", res.GetStatus(), res.GetRationaleSummary(),
-					res.GetRationaleMessages(), c.status, strings.Join(got, "\n"))
-			}
+			res, got := offlineRun(t, domain.TypeSimulation, c.body, c.status)
 			if c.transcript != nil && !reflect.DeepEqual(got, c.transcript) {
 				t.Fatalf("transcript:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(c.transcript, "\n"))
 			}
