@@ -60,6 +60,16 @@ func (f *fixture) do(t *testing.T, method, path, body string) (int, map[string]a
 	return f.doAs(t, caller, method, path, body)
 }
 
+// createAgent creates an agent from body and returns its id.
+func (f *fixture) createAgent(t *testing.T, body string) string {
+	t.Helper()
+	code, created := f.do(t, http.MethodPost, "/v1/convai/agents/create", body)
+	if code != 201 {
+		t.Fatalf("create: %d %v", code, created)
+	}
+	return created["agent_id"].(string)
+}
+
 func (f *fixture) doAs(t *testing.T, p principal.Principal, method, path, body string) (int, map[string]any) {
 	t.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -75,11 +85,7 @@ func (f *fixture) doAs(t *testing.T, p principal.Principal, method, path, body s
 // concurrency: each retries against fresh state, and none is lost.
 func TestConcurrentPatchesAllLand(t *testing.T) {
 	f := newFixture(t)
-	code, created := f.do(t, http.MethodPost, "/v1/convai/agents/create", `{"name":"a"}`)
-	if code != 201 {
-		t.Fatalf("create: %d", code)
-	}
-	id := created["agent_id"].(string)
+	id := f.createAgent(t, `{"name":"a"}`)
 	var wg sync.WaitGroup
 	for i := range 4 {
 		wg.Add(1)
@@ -154,11 +160,7 @@ func dump(t *testing.T, c *mongo.Collection) string {
 // locates the field, on create and on update alike, and nothing is written.
 func TestBadAgentBodiesAreRefusedWhereTheyAreWrong(t *testing.T) {
 	f := newFixture(t)
-	code, created := f.do(t, http.MethodPost, "/v1/convai/agents/create", `{"name":"a"}`)
-	if code != 201 {
-		t.Fatalf("create: %d", code)
-	}
-	id := created["agent_id"].(string)
+	id := f.createAgent(t, `{"name":"a"}`)
 	long := func(n int) string { return strings.Repeat("é", n) }
 	for _, c := range []struct{ body, loc, typ string }{
 		{`{"name":""}`, "name", "string_too_short"},
