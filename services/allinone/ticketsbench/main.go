@@ -262,6 +262,21 @@ func startPlatform(bin, data string) (*platform, error) {
 	return p, nil
 }
 
+// jetStream connects to the platform's NATS server, for seeding streams
+// as other producers would.
+func (p *platform) jetStream() (jetstream.JetStream, func(), error) {
+	nc, err := nats.Connect(p.NATSURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return js, nc.Close, nil
+}
+
 // agent is the bench's agent, made on the first start.
 func (p *platform) agent() (string, error) {
 	var out struct {
@@ -440,12 +455,11 @@ func (p *platform) seedTo(n int) error {
 	if p.seeded >= n {
 		return nil
 	}
-	nc, err := nats.Connect(p.NATSURL)
+	js, closeJS, err := p.jetStream()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer closeJS()
 	ctx := context.Background()
 	priorities := []string{"low", "medium", "high", "urgent"}
 	statuses := []string{"open", "in_progress", "resolved"}
@@ -559,12 +573,11 @@ func (p *platform) measure(requests int, kinds []struct{ name, path string }) (m
 // seedTesting appends n tests and n completed invocations of them to the
 // TESTING stream, and waits until both listings show the last ones.
 func (p *platform) seedTesting(n int) error {
-	nc, err := nats.Connect(p.NATSURL)
+	js, closeJS, err := p.jetStream()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer closeJS()
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour)
 	pub := &pipeline{js: js}
@@ -664,12 +677,11 @@ func (p *platform) queueInBrowser() (queueTiming, error) {
 // a six-turn transcript; one in three failed) as a call stack would, and
 // waits until the listing and the transcripts' projector have them all.
 func (p *platform) seedConversations(n int) error {
-	nc, err := nats.Connect(p.NATSURL)
+	js, closeJS, err := p.jetStream()
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	defer closeJS()
 	pub := &pipeline{js: js}
 	base := time.Now().Add(-time.Hour)
 	turns := make([]map[string]any, 6)
