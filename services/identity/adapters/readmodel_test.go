@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -46,14 +45,7 @@ func TestStoreQueriesUseAnIndex(t *testing.T) {
 		{AccountsCollection, ws}, {UsersCollection, ws},
 		{KeysCollection, KeysFilter("ws", "")}, {KeysCollection, KeysFilter("ws", "sa_1")},
 	} {
-		var plan bson.M
-		err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: q.coll},
-			{Key: "filter", Value: q.filter}, {Key: "sort", Value: byCreation}}},
-			{Key: "verbosity", Value: "queryPlanner"}}).Decode(&plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := fmt.Sprint(plan["queryPlanner"])
+		text := testenv.FindPlan(t, db, bson.D{{Key: "find", Value: q.coll}, {Key: "filter", Value: q.filter}, {Key: "sort", Value: byCreation}})
 		if strings.Contains(text, "COLLSCAN") || strings.Contains(text, "stage:SORT") || !strings.Contains(text, "IXSCAN") {
 			t.Errorf("%s %v: plan %s", q.coll, q.filter, text)
 		}

@@ -76,14 +76,8 @@ func TestStoreQueriesUseAnIndex(t *testing.T) {
 		if q.After != nil {
 			filter = bson.D{{Key: "$and", Value: bson.A{filter, before(*q.After, q.ByPriority)}}}
 		}
-		var plan bson.M
-		err := db.RunCommand(ctx, bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: TicketsCollection},
-			{Key: "filter", Value: filter}, {Key: "sort", Value: Sort(q)}, {Key: "limit", Value: q.Limit + 1}}},
-			{Key: "verbosity", Value: "queryPlanner"}}).Decode(&plan)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := fmt.Sprint(plan["queryPlanner"])
+		text := testenv.FindPlan(t, db, bson.D{{Key: "find", Value: TicketsCollection}, {Key: "filter", Value: filter},
+			{Key: "sort", Value: Sort(q)}, {Key: "limit", Value: q.Limit + 1}})
 		if strings.Contains(text, "COLLSCAN") || !strings.Contains(text, "IXSCAN") {
 			t.Errorf("%+v: plan %s", q.Filter, text)
 		}
