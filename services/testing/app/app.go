@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // App is the testing application.
@@ -66,11 +67,9 @@ func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 	return a
 }
 
-// Caller is who issued a command.
+// Caller is a command's caller (the one principal type of every service)
+// and the command's id, its Idempotency-Key.
 type Caller struct {
-	WorkspaceID string
-	UserID      string
-	Email       string
-	Name        string
-	CommandID   string // Idempotency-Key
+	principal.Principal
+	CommandID string
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -73,7 +74,7 @@ func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, e
 	if err = httpx.DecodeJSON(r, maxBody, &in); err != nil {
 		return in, false, err
 	}
-	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{WorkspaceID: "ws_fuzz"}, "", in)
+	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{Principal: principal.Principal{WorkspaceID: "ws_fuzz"}}, "", in)
 	var ae *apperr.Error
 	if errors.As(err, &ae) && httpx.StatusOf(ae) == http.StatusNotFound && ae.Status == "agent_not_found" {
 		return in, true, nil

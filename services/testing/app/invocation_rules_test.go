@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -53,7 +54,7 @@ func newWorld(t *testing.T) *world {
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	p := adapters.NewMemoryPorts(clk.Now)
 	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.NewTextHandler(io.Discard, nil)), clk.Now)
-	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}
+	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
 	subject, _ := events.AgentSubject("ws", agentID)
 	meta := esproto.Meta(ctx, "ws", "", clk.Now())
 	if _, err := esproto.Append(ctx, p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,

@@ -35,8 +35,7 @@ func Router(a *app.App, codec *cursor.Codec) *mux.Router {
 
 // caller is who is calling, with the request's command id.
 func caller(r *http.Request) app.Caller {
-	p, _ := principal.From(r.Context())
-	return app.Caller{WorkspaceID: p.WorkspaceID, UserID: p.UserID, Email: p.Email, Name: p.Name, CommandID: api.CommandID(r)}
+	return app.Caller{Principal: principal.Of(r), CommandID: api.CommandID(r)}
 }
 
 func (h *handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
