@@ -18,3 +18,14 @@ func Eventually(t testing.TB, within time.Duration, what string, cond func() boo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// WaitForFreshMinute returns once at least need remains of the current
+// wall-clock minute, so a test of per-minute limits does not straddle a
+// window's boundary.
+func WaitForFreshMinute(t testing.TB, need time.Duration) {
+	t.Helper()
+	left := func() time.Duration { return time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)) }
+	if left() < need {
+		Eventually(t, need+2*time.Second, "the next minute", func() bool { return left() >= need })
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // One key, two gateway processes, one minute window: exactly 100 requests
@@ -25,7 +27,7 @@ func TestRateLimitIsExactAcrossTwoGatewayProcesses(t *testing.T) {
 	eventually(t, 30*time.Second, "both gateways know the keys", func() bool { return accepts(t, gwA, probe) && accepts(t, gwB, probe) })
 	// The requests all fall in one minute's window (with 20 s to spare,
 	// however slow the setup above was), so exactly its limit passes.
-	waitForFreshMinute(t, 20*time.Second)
+	testenv.WaitForFreshMinute(t, 20*time.Second)
 	minute := time.Now().Truncate(time.Minute)
 
 	var mu sync.Mutex
@@ -176,12 +178,4 @@ func newKeyFull(t *testing.T, gw, perms string) (account, keyID, key string) {
 
 func accepts(t *testing.T, gw, key string) bool {
 	return do(t, "GET", gw+"/v1/convai/agents", key, "").code == 200
-}
-
-func waitForFreshMinute(t *testing.T, need time.Duration) {
-	t.Helper()
-	next := time.Now().Truncate(time.Minute).Add(time.Minute)
-	if time.Until(next) < need {
-		eventually(t, need+2*time.Second, "the next minute", func() bool { return time.Now().After(next) })
-	}
 }

@@ -10,22 +10,12 @@ import (
 	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
-// waitForFreshMinute avoids a window boundary in the middle of a test.
-func waitForFreshMinute(t *testing.T, need time.Duration) {
-	t.Helper()
-	if left := time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)); left < need {
-		eventually(t, need+time.Second, "the next minute", func() bool {
-			return time.Until(time.Now().Truncate(time.Minute).Add(time.Minute)) > need
-		})
-	}
-}
-
 func TestRateLimitHeadersAndRefusal(t *testing.T) {
 	s := start(t, t.TempDir(), func(c *Config) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000
 	})
-	waitForFreshMinute(t, 15*time.Second)
+	testenv.WaitForFreshMinute(t, 15*time.Second)
 	limited, acct, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":3`)
 
 	// Every authenticated response carries the headers, errors included.
@@ -62,7 +52,7 @@ func TestRateLimitsHoldWhileTheSharedCountersAreDown(t *testing.T) {
 		c.BootstrapAdminKey = adminKey
 		c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000
 	})
-	waitForFreshMinute(t, 15*time.Second)
+	testenv.WaitForFreshMinute(t, 15*time.Second)
 	limited, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":2`)
 	// One request counted in the shared counters: the local count, which
 	// starts at nothing, then admits two more where the shared one would
