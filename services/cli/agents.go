@@ -9,9 +9,8 @@ import (
 )
 
 func (a *app) agentsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "agents", Short: "Agents: list, show, export and apply"}
-	cmd.AddCommand(a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand())
-	return cmd
+	return group("agents", "Agents: list, show, export and apply",
+		a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand())
 }
 
 type agentRow struct {

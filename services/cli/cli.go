@@ -96,6 +96,13 @@ func (a *app) client() (*client, error) {
 	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{Timeout: 2 * time.Minute}}, nil
 }
 
+// group is a command that only groups its subcommands.
+func group(use, short string, subcommands ...*cobra.Command) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short}
+	cmd.AddCommand(subcommands...)
+	return cmd
+}
+
 // withClient is the RunE of a command that calls the API: the client is
 // made from the flags and the environment first.
 func (a *app) withClient(run func(cmd *cobra.Command, c *client, args []string) error) func(*cobra.Command, []string) error {

@@ -11,9 +11,8 @@ import (
 )
 
 func (a *app) conversationsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "conversations", Short: "The conversations the platform has recorded: list, show with the transcript"}
-	cmd.AddCommand(a.conversationsListCommand(), a.conversationsShowCommand())
-	return cmd
+	return group("conversations", "The conversations the platform has recorded: list, show with the transcript",
+		a.conversationsListCommand(), a.conversationsShowCommand())
 }
 
 type conversationRow struct {

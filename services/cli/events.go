@@ -29,9 +29,8 @@ const DefaultNATSURL = "nats://127.0.0.1:4222"
 var tailStreams = []string{events.PlatformStream, events.AgentsStream, events.TicketsStream, events.TestingStream, events.WebhooksStream}
 
 func (a *app) eventsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "events", Short: "Events on the bus: tail them as they are stored"}
-	cmd.AddCommand(a.eventsTailCommand())
-	return cmd
+	return group("events", "Events on the bus: tail them as they are stored",
+		a.eventsTailCommand())
 }
 
 // tailedEvent is one event as events tail --json prints it.

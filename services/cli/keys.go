@@ -10,12 +10,8 @@ import (
 )
 
 func (a *app) keysCommand() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "keys",
-		Short: "API keys of the workspace's service accounts: list, create, revoke",
-	}
-	cmd.AddCommand(a.keysListCommand(), a.keysCreateCommand(), a.keysRevokeCommand())
-	return cmd
+	return group("keys", "API keys of the workspace's service accounts: list, create, revoke",
+		a.keysListCommand(), a.keysCreateCommand(), a.keysRevokeCommand())
 }
 
 // apiKey is a key as the API shows it (never its secret).

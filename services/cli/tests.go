@@ -15,10 +15,8 @@ import (
 )
 
 func (a *app) testsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "tests", Short: "Agent tests: list, show, run, show an invocation, export and apply"}
-	cmd.AddCommand(a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(),
-		a.testsExportCommand(), a.testsApplyCommand())
-	return cmd
+	return group("tests", "Agent tests: list, show, run, show an invocation, export and apply",
+		a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(), a.testsExportCommand(), a.testsApplyCommand())
 }
 
 // testEntry is one line of the tests listing.

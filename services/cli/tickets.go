@@ -8,9 +8,8 @@ import (
 )
 
 func (a *app) ticketsCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "tickets", Short: "Conversation triage tickets: list, show, assign"}
-	cmd.AddCommand(a.ticketsListCommand(), a.ticketsShowCommand(), a.ticketsAssignCommand())
-	return cmd
+	return group("tickets", "Conversation triage tickets: list, show, assign",
+		a.ticketsListCommand(), a.ticketsShowCommand(), a.ticketsAssignCommand())
 }
 
 type ticket struct {

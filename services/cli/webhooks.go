@@ -11,10 +11,8 @@ import (
 )
 
 func (a *app) webhooksCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "webhooks", Short: "Webhooks: list, create, delivery logs, resend and recover deliveries, listen locally"}
-	cmd.AddCommand(a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(),
-		a.webhooksResendCommand(), a.webhooksRecoverCommand(), a.webhooksListenCommand())
-	return cmd
+	return group("webhooks", "Webhooks: list, create, delivery logs, resend and recover deliveries, listen locally",
+		a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(), a.webhooksResendCommand(), a.webhooksRecoverCommand(), a.webhooksListenCommand())
 }
 
 type webhook struct {
