@@ -8,11 +8,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) agentsCommand() *cobra.Command {
-	return group("agents", "Agents: list, show, export and apply",
-		a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand())
-}
-
 type agentRow struct {
 	AgentID string   `json:"agent_id"`
 	Name    string   `json:"name"`

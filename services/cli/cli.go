@@ -75,7 +75,26 @@ some run failed, 2 any error (usage, bad key, unknown id, network, time-out).`,
 	f.StringVar(&a.baseURL, "base-url", "", "API base URL (env VOICEAI_BASE_URL, default "+DefaultBaseURL+")")
 	f.StringVar(&a.key, "api-key", "", "API key (env VOICEAI_API_KEY)")
 	f.BoolVar(&a.json, "json", false, "print the API's JSON answer instead of a table")
-	root.AddCommand(a.testsCommand(), a.agentsCommand(), a.keysCommand(), a.membersCommand(), a.ticketsCommand(), a.conversationsCommand(), a.webhooksCommand(), a.eventsCommand())
+	// The command tree: each group and its subcommands.
+	root.AddCommand(
+		group("tests", "Agent tests: list, show, run, show an invocation, export and apply",
+			a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(),
+			a.testsExportCommand(), a.testsApplyCommand()),
+		group("agents", "Agents: list, show, export and apply",
+			a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand()),
+		group("keys", "API keys of the workspace's service accounts: list, create, revoke",
+			a.keysListCommand(), a.keysCreateCommand(), a.keysRevokeCommand()),
+		a.membersCommand(),
+		group("tickets", "Conversation triage tickets: list, show, assign",
+			a.ticketsListCommand(), a.ticketsShowCommand(), a.ticketsAssignCommand()),
+		group("conversations", "The conversations the platform has recorded: list, show with the transcript",
+			a.conversationsListCommand(), a.conversationsShowCommand()),
+		group("webhooks", "Webhooks: list, create, delivery logs, resend and recover deliveries, listen locally",
+			a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(),
+			a.webhooksResendCommand(), a.webhooksRecoverCommand(), a.webhooksListenCommand()),
+		group("events", "Events on the bus: tail them as they are stored",
+			a.eventsTailCommand()),
+	)
 	return root
 }
 

@@ -10,11 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) conversationsCommand() *cobra.Command {
-	return group("conversations", "The conversations the platform has recorded: list, show with the transcript",
-		a.conversationsListCommand(), a.conversationsShowCommand())
-}
-
 type conversationRow struct {
 	AgentID        string `json:"agent_id"`
 	ConversationID string `json:"conversation_id"`

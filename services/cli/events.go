@@ -28,11 +28,6 @@ const DefaultNATSURL = "nats://127.0.0.1:4222"
 // member e-mail addresses) is left out unless asked for by name.
 var tailStreams = []string{events.PlatformStream, events.AgentsStream, events.TicketsStream, events.TestingStream, events.WebhooksStream}
 
-func (a *app) eventsCommand() *cobra.Command {
-	return group("events", "Events on the bus: tail them as they are stored",
-		a.eventsTailCommand())
-}
-
 // tailedEvent is one event as events tail --json prints it.
 type tailedEvent struct {
 	Stream      string          `json:"stream"`

@@ -9,11 +9,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) keysCommand() *cobra.Command {
-	return group("keys", "API keys of the workspace's service accounts: list, create, revoke",
-		a.keysListCommand(), a.keysCreateCommand(), a.keysRevokeCommand())
-}
-
 // apiKey is a key as the API shows it (never its secret).
 type apiKey struct {
 	KeyID       string   `json:"key_id"`

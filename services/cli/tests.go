@@ -14,11 +14,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) testsCommand() *cobra.Command {
-	return group("tests", "Agent tests: list, show, run, show an invocation, export and apply",
-		a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(), a.testsExportCommand(), a.testsApplyCommand())
-}
-
 // testEntry is one line of the tests listing.
 type testEntry struct {
 	ID         string `json:"id"`

@@ -7,11 +7,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) ticketsCommand() *cobra.Command {
-	return group("tickets", "Conversation triage tickets: list, show, assign",
-		a.ticketsListCommand(), a.ticketsShowCommand(), a.ticketsAssignCommand())
-}
-
 type ticket struct {
 	ID             string   `json:"agentqa_ticket_id"`
 	AgentID        string   `json:"agent_id"`

@@ -10,11 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func (a *app) webhooksCommand() *cobra.Command {
-	return group("webhooks", "Webhooks: list, create, delivery logs, resend and recover deliveries, listen locally",
-		a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(), a.webhooksResendCommand(), a.webhooksRecoverCommand(), a.webhooksListenCommand())
-}
-
 type webhook struct {
 	ID             string   `json:"webhook_id"`
 	URL            string   `json:"url"`
