@@ -1,6 +1,6 @@
 // Agents: the list, and one agent with its tickets and test invocations.
 import {get, query, enc} from './api.js';
-import {h, replace, field, say, when, pageParam} from './dom.js';
+import {h, replace, field, say, when, pageParam, onSubmit} from './dom.js';
 import {start, can, failure} from './shell.js';
 import {badge} from './common.js';
 
@@ -28,7 +28,7 @@ async function list(main) {
       say(msg, page.has_more ? 'The first 100 agents; search to narrow.' : '');
     } catch (e) { say(msg, e.message, true); }
   }
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); load(); });
+  onSubmit(form, () => load());
   await load();
 }
 

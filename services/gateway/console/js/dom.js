@@ -63,6 +63,20 @@ export function button(label, onClick, props = {}) {
   return h('button', {type: 'button', ...props, on: {click: onClick}}, label);
 }
 
+// onSubmit runs handle when form is submitted, instead of the browser's
+// navigation.
+export function onSubmit(form, handle) {
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    handle();
+  });
+}
+
+// checked is the values of the ticked checkboxes among boxes.
+export function checked(boxes) {
+  return [...boxes].filter((b) => b.checked).map((b) => b.value);
+}
+
 // confirmButton acts in two steps instead of a dialog: the first press
 // asks (its label becomes confirmLabel), the second runs onConfirm.
 export function confirmButton(label, confirmLabel, onConfirm, props = {}) {

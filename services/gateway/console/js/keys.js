@@ -2,7 +2,7 @@
 // once), revoke one. Only the permissions the signed-in key holds can be
 // granted (the API refuses more).
 import {get, post, del, enc} from './api.js';
-import {h, replace, field, select, say, when, confirmButton} from './dom.js';
+import {h, replace, field, select, say, when, confirmButton, checked, onSubmit} from './dom.js';
 import {start, can, session, failure} from './shell.js';
 
 const PERMISSIONS = ['convai_read', 'convai_write', 'webhooks_write', 'service_account_write', 'create_user_api_key', 'workspace_read',
@@ -53,9 +53,8 @@ start(async (main) => {
       h('fieldset', {}, h('legend', {}, 'Permissions'), h('div', {class: 'filters'},
         held.map((p, i) => h('div', {}, boxes[i], ' ', h('label', {for: boxes[i].id}, p))))),
       h('button', {type: 'submit'}, 'Create key'));
-    keyForm.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const permissions = boxes.filter((b) => b.checked).map((b) => b.value);
+    onSubmit(keyForm, async () => {
+      const permissions = checked(boxes);
       if (!permissions.length) return say(msg, 'Choose at least one permission.', true);
       try {
         const k = await post('/v1/service-accounts/' + enc(account.value) + '/api-keys', {name: name.value, permissions});
@@ -70,8 +69,7 @@ start(async (main) => {
     const accName = h('input', {type: 'text', name: 'account_name', required: true, maxlength: 200});
     const accForm = h('form', {class: 'card row', 'aria-labelledby': 'newacc-h'}, h('h2', {id: 'newacc-h'}, 'New service account'),
       field('Account name', accName), h('button', {type: 'submit'}, 'Create account'));
-    accForm.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
+    onSubmit(accForm, async () => {
       try {
         await post('/v1/service-accounts', {name: accName.value});
         say(msg, 'Service account created.');

@@ -2,7 +2,7 @@
 // priority and assignee changed in place. New tickets appear without a
 // reload: the first page is polled every 1.5 seconds (2 s at worst).
 import {get, patch, query, enc} from './api.js';
-import {h, replace, field, select, say, button, when, pageParam} from './dom.js';
+import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
 import {start, can, poll, failure} from './shell.js';
 import {STATUSES, PRIORITIES, label, agentList, assignees, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
 
@@ -121,7 +121,7 @@ start(async (main) => {
       h('td', {'data-label': 'Created'}, when(t.created_at_unix_secs)));
   }
 
-  form.addEventListener('submit', (ev) => { ev.preventDefault(); load(true); });
+  onSubmit(form, () => load(true));
   for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) el.addEventListener('change', () => load(true));
   await load(true);
   performance.mark('queue-interactive'); // the first page is shown and usable: make bench times it

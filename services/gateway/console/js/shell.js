@@ -1,7 +1,7 @@
 // The frame every page shares: navigation, sign-in and sign-out, and the
 // session (who the caller is, which operations its key may call).
 import {api, setCSRF, ApiError} from './api.js';
-import {h, replace, field, say} from './dom.js';
+import {h, replace, field, say, onSubmit} from './dom.js';
 
 export let session = null;
 
@@ -71,8 +71,7 @@ function signIn(main, render, why) {
     h('p', {}, 'Paste an API key. The console keeps it in an HttpOnly cookie for this browser session (8 hours at most) and can do only what the key may.'),
     field('API key', key),
     h('button', {type: 'submit'}, 'Sign in'), msg);
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
+  onSubmit(form, async () => {
     say(msg, 'Signing in…');
     try {
       session = await api('POST', '/console/session', {api_key: key.value});

@@ -1,7 +1,7 @@
 // Tests and folders, running tests on an agent (with repeat), and the
 // recent invocations.
 import {get, post, query, enc} from './api.js';
-import {h, replace, field, select, say, when, pageParam} from './dom.js';
+import {h, replace, field, select, say, when, pageParam, checked, onSubmit} from './dom.js';
 import {start, can, failure} from './shell.js';
 import {agentList, badge} from './common.js';
 
@@ -40,9 +40,8 @@ start(async (main) => {
     runForm = h('form', {class: 'card', 'aria-labelledby': 'run-h'}, h('h2', {id: 'run-h'}, 'Run tests'),
       h('div', {class: 'row'}, field('Agent', agent), field('Repeat each test', repeat, '1 to 50 runs'),
         h('button', {type: 'submit'}, 'Run selected tests')));
-    runForm.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
-      const ids = [...boxes.values()].filter((b) => b.checked).map((b) => b.value);
+    onSubmit(runForm, async () => {
+      const ids = checked(boxes.values());
       if (!ids.length) return say(msg, 'Choose at least one test.', true);
       say(msg, 'Starting…');
       try {

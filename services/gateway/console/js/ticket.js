@@ -1,7 +1,7 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, replace, field, say, when, pageParam} from './dom.js';
+import {h, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
 import {start, can, failure} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
@@ -99,8 +99,7 @@ start(async (main) => {
     if (can('tickets.comment') && t.status !== 'merged') {
       const text = h('textarea', {name: 'comment', required: true});
       form = h('form', {'aria-label': 'Add a comment'}, field('Comment', text), h('button', {type: 'submit'}, 'Add comment'));
-      form.addEventListener('submit', async (ev) => {
-        ev.preventDefault();
+      onSubmit(form, async () => {
         try {
           show(await post('/v1/convai/triage-tickets/' + enc(id) + '/comments', {comment: text.value}));
           say(msg, 'Comment added.');
@@ -156,8 +155,7 @@ start(async (main) => {
     if (!can('tickets.turn_comment') || t.status === 'merged') return null;
     const text = h('textarea', {name: 'turn_comment', required: true});
     const form = h('form', {}, field('Comment on turn ' + i, text), h('button', {type: 'submit'}, 'Add turn comment'));
-    form.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
+    onSubmit(form, async () => {
       try {
         show(await post('/v1/convai/triage-tickets/' + enc(id) + '/turn-comments', {turn_index: i, comment: text.value}));
         say(msg, 'Turn comment added.');
@@ -179,9 +177,8 @@ start(async (main) => {
         h('fieldset', {}, h('legend', {}, 'Tickets to merge'), others.map((o, i) => h('div', {},
           boxes[i], ' ', h('label', {for: boxes[i].id}, o.title || o.agentqa_ticket_id, h('span', {class: 'muted'}, ` (${label(o.status)})`))))),
         h('button', {type: 'submit'}, 'Merge selected'));
-      form.addEventListener('submit', async (ev) => {
-        ev.preventDefault();
-        const ids = boxes.filter((b) => b.checked).map((b) => b.value);
+      onSubmit(form, async () => {
+        const ids = checked(boxes);
         if (!ids.length) return say(msg, 'Choose the tickets to merge.', true);
         try {
           show(await post('/v1/convai/triage-tickets/' + enc(id) + '/merge', {source_ticket_ids: ids}));

@@ -3,7 +3,7 @@
 // delivery log with every attempt, resending one delivery, and recovering
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
-import {h, replace, field, select, say, when, pageParam, button, confirmButton} from './dom.js';
+import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit} from './dom.js';
 import {start, can, poll, failure} from './shell.js';
 import {badge, label} from './common.js';
 
@@ -72,9 +72,8 @@ async function createForm(msg, secretBox, reload) {
     h('fieldset', {}, h('legend', {}, 'Events'), h('div', {class: 'filters'}, catalog.events.map((e, i) =>
       h('div', {}, boxes[i], ' ', h('label', {for: boxes[i].id, title: e.description}, label(e.name)))))),
     h('button', {type: 'submit'}, 'Create webhook'));
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const events = boxes.filter((b) => b.checked).map((b) => b.value);
+  onSubmit(form, async () => {
+    const events = checked(boxes);
     if (!events.length) return say(msg, 'Choose at least one event.', true);
     try {
       const w = await post('/v1/convai/webhooks', {url: url.value, events});
@@ -103,7 +102,7 @@ async function detail(main) {
   const logBox = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
   const filter = h('form', {class: 'row', 'aria-label': 'Filter the log'}, field('Outcome', status));
   status.addEventListener('change', () => load());
-  filter.addEventListener('submit', (ev) => { ev.preventDefault(); load(); });
+  onSubmit(filter, () => load());
 
   let recover = null;
   if (can('webhooks.recover')) {
@@ -112,8 +111,7 @@ async function detail(main) {
     recover = h('form', {class: 'card', 'aria-labelledby': 'recover-h'}, h('h2', {id: 'recover-h'}, 'Recover failed deliveries'),
       h('p', {class: 'muted'}, 'Delivers again every event that failed for good since then and was not delivered since.'),
       h('div', {class: 'row'}, field('Failed since', since), h('button', {type: 'submit'}, 'Recover')));
-    recover.addEventListener('submit', async (ev) => {
-      ev.preventDefault();
+    onSubmit(recover, async () => {
       try {
         const r = await post('/v1/voiceai/webhooks/' + enc(id) + '/recover', {start_time: Math.floor(new Date(since.value).getTime() / 1000)});
         say(msg, `${r.recovered_count} deliver${r.recovered_count === 1 ? 'y' : 'ies'} resent${r.has_more ? '; more remain: recover again' : ''}.`);
