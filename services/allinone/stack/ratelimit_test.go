@@ -10,12 +10,17 @@ import (
 	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
-func TestRateLimitHeadersAndRefusal(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000
-	})
+// startLimited is a stack whose keys default to 50 requests a minute and
+// 1,000 an hour, once at least 15 s remain of the current minute.
+func startLimited(t *testing.T) *Stack {
+	t.Helper()
+	s := startAdmin(t, func(c *Config) { c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000 })
 	testenv.WaitForFreshMinute(t, 15*time.Second)
+	return s
+}
+
+func TestRateLimitHeadersAndRefusal(t *testing.T) {
+	s := startLimited(t)
 	limited, acct, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":3`)
 
 	// Every authenticated response carries the headers, errors included.
@@ -48,11 +53,7 @@ func TestRateLimitHeadersAndRefusal(t *testing.T) {
 // so every increment is refused), the gateway serves on and limits each
 // key by its own count; once they answer again it uses them again.
 func TestRateLimitsHoldWhileTheSharedCountersAreDown(t *testing.T) {
-	s := start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000
-	})
-	testenv.WaitForFreshMinute(t, 15*time.Second)
+	s := startLimited(t)
 	limited, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":2`)
 	// One request counted in the shared counters: the local count, which
 	// starts at nothing, then admits two more where the shared one would
