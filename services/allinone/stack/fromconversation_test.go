@@ -32,15 +32,7 @@ const prodConversation = `[
 // production saw.
 func TestRegressionFromConversationThroughTheGateway(t *testing.T) {
 	s := startForTesting(t)
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Acme support",
-	  "conversation_config":{"agent":{"first_message":"Hi, this is Acme support.",
-	    "prompt":{"prompt":"You are the support agent of Acme Shop. Orders ship within 2 business days.",
-	      "tools":[{"id":"tool_order_status","type":"webhook","name":"get_order_status","description":"Look up the delivery status of an order",
-	        "parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}}]}}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	agent := r.JSON(t)["agent_id"].(string)
+	agent := acmeSupportAgent(t, s, "")
 	body := func(agentID string, turn int, extra string) string {
 		return fmt.Sprintf(`{"agent_id":%q,"conversation_id":"conv_prod_1","transcript":%s,"turn_index":%d%s}`, agentID, prodConversation, turn, extra)
 	}
@@ -66,7 +58,7 @@ func TestRegressionFromConversationThroughTheGateway(t *testing.T) {
 
 	// Created (201), and once only with an Idempotency-Key.
 	good := body(agent, 4, `,"ticket_id":"tkt_prod_7","success_condition":"The agent says order 4521 arrives Thursday"`)
-	r = call(t, s, "POST", path, adminKey, good, "Idempotency-Key", "regress-1")
+	r := call(t, s, "POST", path, adminKey, good, "Idempotency-Key", "regress-1")
 	if r.Code != 201 {
 		t.Fatalf("from-conversation: %d %s", r.Code, r.Body)
 	}

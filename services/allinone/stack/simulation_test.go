@@ -12,17 +12,24 @@ import (
 // the offline model: the simulated user asks what its scenario says, the
 // agent calls its tool, a mock answers, and the whole conversation is
 // judged.
-func TestSimulationThroughTheGateway(t *testing.T) {
-	s := startAdmin(t)
+// acmeSupportAgent creates Acme's support agent, its prompt followed by
+// more, with the order-status tool, and returns its id.
+func acmeSupportAgent(t *testing.T, s *Stack, more string) string {
+	t.Helper()
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Acme support",
 	  "conversation_config":{"agent":{"first_message":"Hi, this is Acme support.",
-	    "prompt":{"prompt":"You are the support agent of Acme Shop. Orders ship within 2 business days. Returns are accepted within 30 days of delivery.",
+	    "prompt":{"prompt":"You are the support agent of Acme Shop. Orders ship within 2 business days.`+more+`",
 	      "tools":[{"id":"tool_order_status","type":"webhook","name":"get_order_status","description":"Look up the delivery status of an order",
 	        "parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}}]}}}}`)
 	if r.Code != 201 {
 		t.Fatalf("agent: %d %s", r.Code, r.Body)
 	}
-	agent := r.JSON(t)["agent_id"].(string)
+	return r.JSON(t)["agent_id"].(string)
+}
+
+func TestSimulationThroughTheGateway(t *testing.T) {
+	s := startAdmin(t)
+	agent := acmeSupportAgent(t, s, " Returns are accepted within 30 days of delivery.")
 
 	const mockResult = "Order 4521 was shipped on Monday and arrives Thursday."
 	body := func(turns string) string {
@@ -42,7 +49,7 @@ func TestSimulationThroughTheGateway(t *testing.T) {
 	}
 	test := createTest(t, s, body("4"))
 
-	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, test))
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, test))
 	if r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
