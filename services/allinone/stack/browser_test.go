@@ -1,12 +1,8 @@
 package stack
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +14,7 @@ import (
 // run.sh installs Chromium with apt-get when it is missing and it runs as
 // root, and fails, never skips, when it cannot.
 func TestConsoleInBrowser(t *testing.T) {
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed: the browser tests need Node 20, as the SDK tests do (" + err.Error() + ")")
-	}
-	_, here, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", "browser", "run.sh")
+	script := e2eSuite(t, "browser")
 	s := startAdmin(t, localHooks)
 	agent := newAgent(t, s, adminKey, "Support bot")
 	var convs []string
@@ -71,17 +63,8 @@ func TestConsoleInBrowser(t *testing.T) {
 			}
 		})
 	}
-	cmd := exec.Command("bash", script)
-	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey,
-		"VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATIONS="+strings.Join(convs[:5], ","),
-		"VOICEAI_E2E_READONLY_KEY="+readOnly, "VOICEAI_E2E_MEMBER_ID="+member, "VOICEAI_ARTIFACTS="+artifacts)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
 	began := time.Now()
-	err := cmd.Run()
-	t.Log(out.String())
-	t.Logf("browser tier: %s; screenshots in %s", time.Since(began).Round(time.Second), artifacts)
-	if err != nil {
-		t.Fatalf("browser tests failed: %v", err)
-	}
+	t.Cleanup(func() { t.Logf("browser tier: %s; screenshots in %s", time.Since(began).Round(time.Second), artifacts) })
+	runE2E(t, script, s, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATIONS="+strings.Join(convs[:5], ","),
+		"VOICEAI_E2E_READONLY_KEY="+readOnly, "VOICEAI_E2E_MEMBER_ID="+member, "VOICEAI_ARTIFACTS="+artifacts)
 }

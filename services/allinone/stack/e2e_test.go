@@ -1,0 +1,36 @@
+package stack
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// e2eSuite is the script that runs the Node suite e2e/<name> (run.sh). A
+// machine without Node skips the test, saying so.
+func e2eSuite(t *testing.T, name string) string {
+	t.Helper()
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed: the " + name + " tests need Node 20 (" + err.Error() + ")")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", name, "run.sh")
+}
+
+// runE2E runs script against s with the admin key and env, logs what it
+// printed, and fails the test when it fails.
+func runE2E(t *testing.T, script string, s *Stack, env ...string) {
+	t.Helper()
+	cmd := exec.Command("bash", script)
+	cmd.Env = append(append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Log(out.String())
+	if err != nil {
+		t.Fatalf("%s failed: %v", filepath.Base(filepath.Dir(script)), err)
+	}
+}
