@@ -255,15 +255,11 @@ func failingTest(i int) string {
 // it had acknowledged and when it was first seen pulling (the consumer
 // is the worker's own: nothing pulled from it before).
 func (p *platform) waitQADrained(limit time.Duration) (acked uint64, pulling time.Time, drained bool, err error) {
-	nc, err := nats.Connect(p.NATSURL)
+	js, closeJS, err := p.JetStream()
 	if err != nil {
 		return 0, pulling, false, err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return 0, pulling, false, err
-	}
+	defer closeJS()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	for {

@@ -262,21 +262,6 @@ func startPlatform(bin, data string) (*platform, error) {
 	return p, nil
 }
 
-// jetStream connects to the platform's NATS server, for seeding streams
-// as other producers would.
-func (p *platform) jetStream() (jetstream.JetStream, func(), error) {
-	nc, err := nats.Connect(p.NATSURL)
-	if err != nil {
-		return nil, nil, err
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		nc.Close()
-		return nil, nil, err
-	}
-	return js, nc.Close, nil
-}
-
 // agent is the bench's agent, made on the first start.
 func (p *platform) agent() (string, error) {
 	var out struct {
@@ -455,7 +440,7 @@ func (p *platform) seedTo(n int) error {
 	if p.seeded >= n {
 		return nil
 	}
-	js, closeJS, err := p.jetStream()
+	js, closeJS, err := p.JetStream()
 	if err != nil {
 		return err
 	}
@@ -573,7 +558,7 @@ func (p *platform) measure(requests int, kinds []struct{ name, path string }) (m
 // seedTesting appends n tests and n completed invocations of them to the
 // TESTING stream, and waits until both listings show the last ones.
 func (p *platform) seedTesting(n int) error {
-	js, closeJS, err := p.jetStream()
+	js, closeJS, err := p.JetStream()
 	if err != nil {
 		return err
 	}
@@ -677,7 +662,7 @@ func (p *platform) queueInBrowser() (queueTiming, error) {
 // a six-turn transcript; one in three failed) as a call stack would, and
 // waits until the listing and the transcripts' projector have them all.
 func (p *platform) seedConversations(n int) error {
-	js, closeJS, err := p.jetStream()
+	js, closeJS, err := p.JetStream()
 	if err != nil {
 		return err
 	}

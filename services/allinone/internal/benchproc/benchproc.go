@@ -17,6 +17,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Proc is one running binary.
@@ -159,4 +162,19 @@ func StartPlatform(bin, dataDir, adminKey, metricsAddr string, ready time.Durati
 	}
 	p.NATSURL = strings.TrimSpace(string(b))
 	return p, nil
+}
+
+// JetStream connects to the platform's NATS server, as a producer or an
+// observer beside it would; the func returned closes the connection.
+func (p *Platform) JetStream() (jetstream.JetStream, func(), error) {
+	nc, err := nats.Connect(p.NATSURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return js, nc.Close, nil
 }
