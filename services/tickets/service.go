@@ -67,9 +67,8 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, err
 		}
 	}
-	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
+	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
-	a.Agents, a.Identity = eventstore.New(d.JS, events.AgentsStream), eventstore.New(d.JS, events.IdentityStream)
 	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }
@@ -197,7 +196,13 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := app.New(eventstore.New(d.JS, events.TicketsStream), idx, dir, d.Logger, d.Clock())
+	return newApp(d, idx, dir), nil
+}
+
+// newApp is the application over the TICKETS stream, asking AGENTS and
+// IDENTITY for what the directory has not seen yet.
+func newApp(d runtime.Deps, rm app.ReadModel, dir *adapters.Directory) *app.App {
+	a := app.New(eventstore.New(d.JS, events.TicketsStream), rm, dir, d.Logger, d.Clock())
 	a.Agents, a.Identity = eventstore.New(d.JS, events.AgentsStream), eventstore.New(d.JS, events.IdentityStream)
-	return a, nil
+	return a
 }

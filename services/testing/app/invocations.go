@@ -67,9 +67,7 @@ const MainBranch = "main"
 
 // Agent reads an agent's current state from stream AGENTS.
 func (a *App) Agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, error) {
-	agents := aggregate.Repo[*agentsv1.Agent]{Env: aggregate.Env{Store: a.Agents}, Subject: events.AgentSubject,
-		Gone: func(ag *agentsv1.Agent) bool { return ag.DeletedAtUnix != nil }, NotFound: apperr.AgentNotFound}
-	ag, _, err := agents.Get(ctx, ws, agentID)
+	ag, _, err := aggregate.AgentReader(a.Agents).Get(ctx, ws, agentID)
 	return ag, err
 }
 

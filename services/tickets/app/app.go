@@ -10,7 +10,6 @@ import (
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
-	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
@@ -48,9 +47,7 @@ func (a *App) RequireAgent(ctx context.Context, workspaceID, agentID string) err
 	if a.Agents == nil {
 		return apperr.AgentNotFound
 	}
-	agents := aggregate.Repo[*agentsv1.Agent]{Env: aggregate.Env{Store: a.Agents}, Subject: events.AgentSubject,
-		Gone: func(ag *agentsv1.Agent) bool { return ag.DeletedAtUnix != nil }, NotFound: apperr.AgentNotFound}
-	_, _, err := agents.Get(ctx, workspaceID, agentID)
+	_, _, err := aggregate.AgentReader(a.Agents).Get(ctx, workspaceID, agentID)
 	return err
 }
 
