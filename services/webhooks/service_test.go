@@ -43,9 +43,13 @@ type harness struct {
 	ctx context.Context
 }
 
+// testConfig times attempts out after 1 s: long enough that a local
+// receiver is not timed out by chance on a starved machine (a timed-out
+// attempt the receiver saw is delivered again), short for the time-out
+// test, and below the 2 s AckWait, as a deployment must be.
 func testConfig() Config {
 	return Config{
-		Secret: "deployment-secret", AllowHosts: []string{"127.0.0.1"}, AttemptTimeout: 300 * time.Millisecond,
+		Secret: "deployment-secret", AllowHosts: []string{"127.0.0.1"}, AttemptTimeout: time.Second,
 		Dispatcher: dispatcher.Options{TimeUnit: timeUnit, AckWait: 2 * time.Second, Workers: 16, NoTickets: true},
 	}
 }
@@ -460,7 +464,7 @@ func TestDeliveries(t *testing.T) {
 		hang := make(chan struct{})
 		rc := newReceiver(t, func(n int, w http.ResponseWriter) {
 			if n == 1 {
-				<-hang // no answer within the 300ms attempt limit
+				<-hang // no answer within the 1 s attempt limit
 			}
 		})
 		t.Cleanup(func() { close(hang) }) // before the receiver closes (cleanups run last first)
@@ -638,7 +642,7 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	rc.setSecret(secret)
 	delivered := map[string]func() float64{}
 	// Normal operation: an attempt answers within its time-out and a job
-	// is acknowledged within its AckWait. The harness's 300 ms and 2 s
+	// is acknowledged within its AckWait. The harness's 1 s and 2 s
 	// (for the retry and redelivery tests) are missed by chance on a busy
 	// machine, and an attempt that timed out after the receiver saw it, or
 	// a job redelivered, is delivered twice, as at-least-once allows; this
