@@ -1,7 +1,7 @@
-// Package wire holds the public JSON shapes that more than one service
-// writes, so a client decodes one shape wherever it meets it: a triage
-// ticket is the same object in an API answer and in a ticket_* webhook
-// event.
+// Package wire holds the public JSON shapes that more than one program
+// writes or reads, so each is defined once: a triage ticket is the same
+// object in an API answer, in a ticket_* webhook event and in what the
+// CLI decodes.
 package wire
 
 import (

@@ -8,20 +8,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
-type conversationRow struct {
-	AgentID        string `json:"agent_id"`
-	ConversationID string `json:"conversation_id"`
-	Start          int64  `json:"start_time_unix_secs"`
-	Duration       int64  `json:"call_duration_secs"`
-	Messages       int    `json:"message_count"`
-	Status         string `json:"status"`
-	CallSuccessful string `json:"call_successful"`
-}
-
 func (a *app) conversationsListCommand() *cobra.Command {
-	return listCommand(a, listing[conversationRow]{
+	return listCommand(a, listing[wire.ConversationRow]{
 		short: "List the workspace's conversations, newest first", route: listConversations,
 		items: "conversations", noun: "conversations", pageSize: 30,
 		filters: []filter{
@@ -31,9 +22,9 @@ func (a *app) conversationsListCommand() *cobra.Command {
 			ago("until", "call_start_before_unix", "started more than this long ago, e.g. 1h"),
 		},
 		header: []string{"ID", "AGENT", "STARTED", "DURATION", "MESSAGES", "STATUS", "OUTCOME"},
-		row: func(c conversationRow) []string {
-			return []string{c.ConversationID, c.AgentID, unixTime(c.Start), (time.Duration(c.Duration) * time.Second).String(),
-				strconv.Itoa(c.Messages), c.Status, c.CallSuccessful}
+		row: func(c wire.ConversationRow) []string {
+			return []string{c.ConversationID, c.AgentID, unixTime(c.StartTimeUnix), (time.Duration(c.CallDurationSecs) * time.Second).String(),
+				strconv.Itoa(c.MessageCount), c.Status, c.CallSuccessful}
 		},
 	})
 }
@@ -78,7 +69,7 @@ func (a *app) conversationsShowCommand() *cobra.Command {
 		}
 		ids := make([]string, 0, len(c.Tickets))
 		for _, t := range c.Tickets {
-			ids = append(ids, t.ID+" ("+t.Status+")")
+			ids = append(ids, t.AgentqaTicketID+" ("+t.Status+")")
 		}
 		fields(a.stdout, "Tickets", dash(strings.Join(ids, ", ")))
 	})

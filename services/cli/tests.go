@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // testEntry is one line of the tests listing.
@@ -111,18 +112,12 @@ type invocation struct {
 }
 
 type testRun struct {
-	TestRunID       string `json:"test_run_id"`
-	TestID          string `json:"test_id"`
-	TestName        string `json:"test_name"`
-	Status          string `json:"status"` // pending, passed, failed, cancelled
-	Error           string `json:"error"`
-	ConditionResult struct {
-		Result    string `json:"result"`
-		Rationale struct {
-			Messages []string `json:"messages"`
-			Summary  string   `json:"summary"`
-		} `json:"rationale"`
-	} `json:"condition_result"`
+	TestRunID       string               `json:"test_run_id"`
+	TestID          string               `json:"test_id"`
+	TestName        string               `json:"test_name"`
+	Status          string               `json:"status"` // pending, passed, failed, cancelled
+	Error           string               `json:"error"`
+	ConditionResult wire.ConditionResult `json:"condition_result"`
 }
 
 // counts of an invocation's runs by status.

@@ -5,28 +5,12 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
-type ticket struct {
-	ID             string   `json:"agentqa_ticket_id"`
-	AgentID        string   `json:"agent_id"`
-	Title          string   `json:"title"`
-	Status         string   `json:"status"`
-	Source         string   `json:"source"`
-	Priority       *string  `json:"priority"`
-	IssueType      *string  `json:"issue_type"`
-	Labels         []string `json:"labels"`
-	Conversations  []string `json:"conversation_ids"`
-	AssigneeUserID *string  `json:"assignee_user_id"`
-	QAComment      *string  `json:"qa_comment"`
-	Comments       []struct {
-		Comment string  `json:"comment"`
-		Owner   *string `json:"owner_user_id"`
-		At      int64   `json:"created_at_unix_secs"`
-	} `json:"ticket_comments"`
-	Created int64 `json:"created_at_unix_secs"`
-	Updated int64 `json:"updated_at_unix_secs"`
-}
+// ticket is a triage ticket as the API answers it.
+type ticket = wire.Ticket
 
 func (a *app) ticketsListCommand() *cobra.Command {
 	return listCommand(a, listing[ticket]{
@@ -44,7 +28,7 @@ func (a *app) ticketsListCommand() *cobra.Command {
 		},
 		header: []string{"ID", "STATUS", "PRIORITY", "AGENT", "ASSIGNEE", "TITLE", "UPDATED"},
 		row: func(t ticket) []string {
-			return []string{t.ID, t.Status, orDash(t.Priority), t.AgentID, orDash(t.AssigneeUserID), clip(t.Title, 50), unixTime(t.Updated)}
+			return []string{t.AgentqaTicketID, t.Status, orDash(t.Priority), t.AgentID, orDash(t.AssigneeUserID), clip(t.Title, 50), unixTime(t.UpdatedAtUnixSecs)}
 		},
 	})
 }
@@ -56,12 +40,12 @@ func (a *app) ticketsShowCommand() *cobra.Command {
 }
 
 func (a *app) printTicket(t ticket) {
-	fields(a.stdout, "ID", t.ID, "Title", dash(t.Title), "Status", t.Status, "Priority", orDash(t.Priority),
+	fields(a.stdout, "ID", t.AgentqaTicketID, "Title", dash(t.Title), "Status", t.Status, "Priority", orDash(t.Priority),
 		"Source", t.Source, "Issue type", orDash(t.IssueType), "Agent", t.AgentID, "Assignee", orDash(t.AssigneeUserID),
-		"Labels", dash(strings.Join(t.Labels, ", ")), "Conversations", dash(strings.Join(t.Conversations, ", ")),
-		"QA comment", orDash(t.QAComment), "Created", unixTime(t.Created), "Updated", unixTime(t.Updated))
-	for _, cm := range t.Comments {
-		fmt.Fprintf(a.stdout, "  %s %s: %s\n", unixTime(cm.At), orDash(cm.Owner), oneLine(cm.Comment))
+		"Labels", dash(strings.Join(t.Labels, ", ")), "Conversations", dash(strings.Join(t.ConversationIDs, ", ")),
+		"QA comment", orDash(t.QAComment), "Created", unixTime(t.CreatedAtUnixSecs), "Updated", unixTime(t.UpdatedAtUnixSecs))
+	for _, cm := range t.TicketComments {
+		fmt.Fprintf(a.stdout, "  %s %s: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), oneLine(cm.Comment))
 	}
 }
 
@@ -80,9 +64,9 @@ func (a *app) ticketsAssignCommand() *cobra.Command {
 				return err
 			}
 			if t.AssigneeUserID == nil {
-				fmt.Fprintf(a.stdout, "Ticket %s is unassigned.\n", t.ID)
+				fmt.Fprintf(a.stdout, "Ticket %s is unassigned.\n", t.AgentqaTicketID)
 			} else {
-				fmt.Fprintf(a.stdout, "Ticket %s is assigned to %s.\n", t.ID, *t.AssigneeUserID)
+				fmt.Fprintf(a.stdout, "Ticket %s is assigned to %s.\n", t.AgentqaTicketID, *t.AssigneeUserID)
 			}
 			return nil
 		},

@@ -205,7 +205,7 @@ func TestWorkspaceMembers(t *testing.T) {
 	agent := newAgent(t, s, adminKey, "Members")
 	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"x"}`))
 	eventually(t, 5*time.Second, "the tickets service knows the member", func() bool {
-		return call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.ID, adminKey, `{"assignee_user_id":"`+userID+`"}`).Code == 200
+		return call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.AgentqaTicketID, adminKey, `{"assignee_user_id":"`+userID+`"}`).Code == 200
 	})
 	r = call(t, s, "GET", "/v1/convai/agents/"+agent+"/triage-tickets/assignable-users", adminKey, "")
 	if !strings.Contains(string(r.Body), `"user_id":"`+userID+`","email":"ada@example.com","first_name":"Ada","is_service_account":false`) {

@@ -236,13 +236,13 @@ func TestCLI(t *testing.T) {
 
 	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Wrong hours","qa_comment":"x"}`))
 	eventually(t, 5*time.Second, "the ticket is assigned", func() bool {
-		code, out, _ := voiceai(adminKey, "tickets", "assign", tk.ID, "sa_admin")
+		code, out, _ := voiceai(adminKey, "tickets", "assign", tk.AgentqaTicketID, "sa_admin")
 		return code == cli.ExitOK && strings.Contains(out, "assigned to sa_admin")
 	})
-	if code, out, errOut := voiceai(adminKey, "tickets", "show", tk.ID); code != cli.ExitOK || !strings.Contains(out, "Wrong hours") || !strings.Contains(out, "sa_admin") {
+	if code, out, errOut := voiceai(adminKey, "tickets", "show", tk.AgentqaTicketID); code != cli.ExitOK || !strings.Contains(out, "Wrong hours") || !strings.Contains(out, "sa_admin") {
 		t.Fatalf("tickets show: exit %d\n%s\n%s", code, out, errOut)
 	}
-	if code, out, errOut := voiceai(adminKey, "tickets", "assign", tk.ID, "none"); code != cli.ExitOK || !strings.Contains(out, "unassigned") {
+	if code, out, errOut := voiceai(adminKey, "tickets", "assign", tk.AgentqaTicketID, "none"); code != cli.ExitOK || !strings.Contains(out, "unassigned") {
 		t.Fatalf("tickets unassign: exit %d\n%s\n%s", code, out, errOut)
 	}
 

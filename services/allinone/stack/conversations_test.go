@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // ingest posts a platform event through the gateway, as a team's call
@@ -19,36 +21,20 @@ func ingest(t *testing.T, s *Stack, key, event string, at time.Time, data map[st
 	}
 }
 
-type conversationRow struct {
-	AgentID        string `json:"agent_id"`
-	ConversationID string `json:"conversation_id"`
-	Start          int64  `json:"start_time_unix_secs"`
-	Duration       int64  `json:"call_duration_secs"`
-	Messages       int    `json:"message_count"`
-	Status         string `json:"status"`
-	CallSuccessful string `json:"call_successful"`
-}
-
-type conversationPage struct {
-	Conversations []conversationRow `json:"conversations"`
-	NextCursor    *string           `json:"next_cursor"`
-	HasMore       bool              `json:"has_more"`
-}
-
-func listConversations(t *testing.T, s *Stack, key, query string) conversationPage {
+func listConversations(t *testing.T, s *Stack, key, query string) wire.ConversationPage {
 	t.Helper()
 	r := call(t, s, "GET", "/v1/convai/conversations?"+query, key, "")
 	if r.Code != 200 {
 		t.Fatalf("list conversations ?%s: %d %s", query, r.Code, r.Body)
 	}
-	var p conversationPage
+	var p wire.ConversationPage
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		t.Fatal(err)
 	}
 	return p
 }
 
-func ids(p conversationPage) string {
+func ids(p wire.ConversationPage) string {
 	var out []string
 	for _, c := range p.Conversations {
 		out = append(out, c.ConversationID)
@@ -79,7 +65,7 @@ func TestConversationsAPI(t *testing.T) {
 		"conversation_id": "conv_b", "agent_id": sales, "call_successful": "success", "call_duration_secs": 42, "turn_count": 6})
 	ingest(t, s, adminKey, "conversation_started", base.Add(20*time.Minute), map[string]any{"conversation_id": "conv_c", "agent_id": support})
 
-	var all conversationPage
+	var all wire.ConversationPage
 	eventually(t, 10*time.Second, "three conversations listed", func() bool {
 		all = listConversations(t, s, adminKey, "")
 		return len(all.Conversations) == 3 && all.Conversations[2].Status == "done"
@@ -87,10 +73,10 @@ func TestConversationsAPI(t *testing.T) {
 	if got := ids(all); got != "conv_c,conv_b,conv_a" || all.HasMore || all.NextCursor != nil {
 		t.Fatalf("listing %s (more %v), want newest first conv_c,conv_b,conv_a", got, all.HasMore)
 	}
-	want := map[string]conversationRow{
-		"conv_a": {support, "conv_a", base.Unix(), 95, 3, "done", "failure"},
-		"conv_b": {sales, "conv_b", base.Add(10 * time.Minute).Unix(), 42, 6, "done", "success"},
-		"conv_c": {support, "conv_c", base.Add(20 * time.Minute).Unix(), 0, 0, "in-progress", "unknown"},
+	want := map[string]wire.ConversationRow{
+		"conv_a": {AgentID: support, ConversationID: "conv_a", StartTimeUnix: base.Unix(), CallDurationSecs: 95, MessageCount: 3, Status: "done", CallSuccessful: "failure"},
+		"conv_b": {AgentID: sales, ConversationID: "conv_b", StartTimeUnix: base.Add(10 * time.Minute).Unix(), CallDurationSecs: 42, MessageCount: 6, Status: "done", CallSuccessful: "success"},
+		"conv_c": {AgentID: support, ConversationID: "conv_c", StartTimeUnix: base.Add(20 * time.Minute).Unix(), CallDurationSecs: 0, MessageCount: 0, Status: "in-progress", CallSuccessful: "unknown"},
 	}
 	for _, c := range all.Conversations {
 		if c != want[c.ConversationID] {

@@ -129,7 +129,7 @@ func TestIdempotentComments(t *testing.T) {
 	var path, key string
 	for try := 1; ; try++ {
 		tk = manualTicket(t, s, agent, "Wrong price")
-		path, key = "/v1/convai/triage-tickets/"+tk.ID, fmt.Sprintf("comment-%d", try)
+		path, key = "/v1/convai/triage-tickets/"+tk.AgentqaTicketID, fmt.Sprintf("comment-%d", try)
 		probe := fmt.Sprintf("keyed-%d", try)
 		first = write(t, s, "POST", path+"/comments", key, probe, `{"comment":"first"}`)
 		if first.Code != 200 || len(decodeTicket(t, first).TicketComments) != 1 {
@@ -144,7 +144,7 @@ func TestIdempotentComments(t *testing.T) {
 	}
 	sameAnswer(t, "a keyed comment", first, write(t, s, "POST", path+"/comments", key, "retry", `{"comment":"first"}`))
 	sameAnswer(t, "a keyed comment with another body", first, write(t, s, "POST", path+"/comments", key, "retry-other", `{"comment":"second"}`))
-	if got := ticketNow(t, s, tk.ID).TicketComments; len(got) != 1 || got[0].Comment != "first" {
+	if got := ticketNow(t, s, tk.AgentqaTicketID).TicketComments; len(got) != 1 || got[0].Comment != "first" {
 		t.Fatalf("comments %+v, want the first alone", got)
 	}
 
@@ -156,7 +156,7 @@ func TestIdempotentComments(t *testing.T) {
 			t.Fatalf("the gateway sent a write without a key %d times", n)
 		}
 	}
-	if got := ticketNow(t, s, tk.ID).TicketComments; len(got) != 3 {
+	if got := ticketNow(t, s, tk.AgentqaTicketID).TicketComments; len(got) != 3 {
 		t.Fatalf("%d comments, want 3: two requests without a key are two comments", len(got))
 	}
 
@@ -165,7 +165,7 @@ func TestIdempotentComments(t *testing.T) {
 		t.Fatalf("turn comment: %d %s", turn.Code, turn.Body)
 	}
 	sameAnswer(t, "a keyed turn comment", turn, write(t, s, "POST", path+"/turn-comments", "turn-1", "turn-retry", `{"turn_index":5,"comment":"there"}`))
-	if got := ticketNow(t, s, tk.ID).TurnComments; len(got) != 1 || got[0].TurnIndex != 2 {
+	if got := ticketNow(t, s, tk.AgentqaTicketID).TurnComments; len(got) != 1 || got[0].TurnIndex != 2 {
 		t.Fatalf("turn comments %+v, want the first alone", got)
 	}
 }
@@ -178,14 +178,14 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 	s, _ := startHedging(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	tk := manualTicket(t, s, agent, "Wrong price")
-	path := "/v1/convai/triage-tickets/" + tk.ID
+	path := "/v1/convai/triage-tickets/" + tk.AgentqaTicketID
 
 	first := write(t, s, "PATCH", path, "update-1", "update", `{"title":"Quoted the wrong price"}`)
 	if first.Code != 200 || decodeTicket(t, first).Title != "Quoted the wrong price" {
 		t.Fatalf("update: %d %s", first.Code, first.Body)
 	}
 	sameAnswer(t, "a keyed update with another body", first, write(t, s, "PATCH", path, "update-1", "update-retry", `{"title":"Something else"}`))
-	if got := ticketNow(t, s, tk.ID).Title; got != "Quoted the wrong price" {
+	if got := ticketNow(t, s, tk.AgentqaTicketID).Title; got != "Quoted the wrong price" {
 		t.Fatalf("title %q: the replay's body was applied", got)
 	}
 
@@ -199,25 +199,25 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 	// resolved → resolved is no transition now; the replay answers what
 	// the first attempt did.
 	sameAnswer(t, "a keyed status change after other changes", resolved, write(t, s, "PATCH", path, "resolve-1", "resolve-retry", `{"status":"resolved"}`))
-	if got := ticketNow(t, s, tk.ID); got.Status != "open" || len(got.StatusChanges) != 3 {
+	if got := ticketNow(t, s, tk.AgentqaTicketID); got.Status != "open" || len(got.StatusChanges) != 3 {
 		t.Fatalf("status %s after %d changes, want open after 3", got.Status, len(got.StatusChanges))
 	}
 
 	a, b := manualTicket(t, s, agent, "Dup one"), manualTicket(t, s, agent, "Dup two")
-	body := `{"source_ticket_ids":["` + a.ID + `","` + b.ID + `"]}`
+	body := `{"source_ticket_ids":["` + a.AgentqaTicketID + `","` + b.AgentqaTicketID + `"]}`
 	merged := write(t, s, "POST", path+"/merge", "merge-1", "merge", body)
 	if merged.Code != 200 {
 		t.Fatalf("merge: %d %s", merged.Code, merged.Body)
 	}
 	sameAnswer(t, "a keyed merge", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-retry", body))
 	c := manualTicket(t, s, agent, "Not in the first merge")
-	sameAnswer(t, "a keyed merge with other sources", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-other", `{"source_ticket_ids":["`+c.ID+`"]}`))
+	sameAnswer(t, "a keyed merge with other sources", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-other", `{"source_ticket_ids":["`+c.AgentqaTicketID+`"]}`))
 	for _, src := range []ticket{a, b} {
-		if got := ticketNow(t, s, src.ID); got.Status != "merged" || got.MergedInto == nil || *got.MergedInto != tk.ID || len(got.StatusChanges) != 2 {
-			t.Fatalf("source %s: %s into %v after %d changes", src.ID, got.Status, got.MergedInto, len(got.StatusChanges))
+		if got := ticketNow(t, s, src.AgentqaTicketID); got.Status != "merged" || got.MergedIntoTicketID == nil || *got.MergedIntoTicketID != tk.AgentqaTicketID || len(got.StatusChanges) != 2 {
+			t.Fatalf("source %s: %s into %v after %d changes", src.AgentqaTicketID, got.Status, got.MergedIntoTicketID, len(got.StatusChanges))
 		}
 	}
-	if got := ticketNow(t, s, c.ID); got.Status != "open" {
+	if got := ticketNow(t, s, c.AgentqaTicketID); got.Status != "open" {
 		t.Fatalf("a ticket only the replay named was merged: %s", got.Status)
 	}
 

@@ -7,41 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
-type qaTicket struct {
-	ID              string   `json:"agentqa_ticket_id"`
-	Status          string   `json:"status"`
-	Source          string   `json:"source"`
-	OwnerUserID     string   `json:"owner_user_id"`
-	NeedsClustering bool     `json:"needs_clustering"`
-	IssueType       *string  `json:"issue_type"`
-	Labels          []string `json:"labels"`
-	ConversationIDs []string `json:"conversation_ids"`
-	QAComment       *string  `json:"qa_comment"`
-	MergedInto      *string  `json:"merged_into_ticket_id"`
-	Comments        []struct {
-		Comment string  `json:"comment"`
-		Owner   *string `json:"owner_user_id"`
-	} `json:"ticket_comments"`
-	TestFailures *struct {
-		TestID      string `json:"test_id"`
-		TestName    string `json:"test_name"`
-		FailedRuns  int    `json:"failed_runs"`
-		Invocations []struct {
-			InvocationID string   `json:"invocation_id"`
-			RunIDs       []string `json:"run_ids"`
-			FailedRuns   int      `json:"failed_runs"`
-		} `json:"invocations"`
-	} `json:"test_failures"`
-}
-
 // agentTickets lists an agent's tickets matching query (all statuses).
-func agentTickets(t *testing.T, s *Stack, agent, query string) []qaTicket {
+func agentTickets(t *testing.T, s *Stack, agent, query string) []ticket {
 	t.Helper()
 	r := call(t, s, "GET", "/v1/convai/agents/"+agent+"/triage-tickets?page_size=100&"+query, adminKey, "")
 	var page struct {
-		Tickets []qaTicket `json:"agent_conversation_tickets"`
+		Tickets []ticket `json:"agent_conversation_tickets"`
 	}
 	if err := json.Unmarshal(r.Body, &page); r.Code != 200 || err != nil {
 		t.Fatalf("list tickets: %d %s", r.Code, r.Body)
@@ -49,10 +24,10 @@ func agentTickets(t *testing.T, s *Stack, agent, query string) []qaTicket {
 	return page.Tickets
 }
 
-func getTicket(t *testing.T, s *Stack, id string) qaTicket {
+func getTicket(t *testing.T, s *Stack, id string) ticket {
 	t.Helper()
 	r := call(t, s, "GET", "/v1/convai/triage-tickets/"+id, adminKey, "")
-	var tk qaTicket
+	var tk ticket
 	if err := json.Unmarshal(r.Body, &tk); r.Code != 200 || err != nil {
 		t.Fatalf("get ticket: %d %s", r.Code, r.Body)
 	}
@@ -75,7 +50,7 @@ func TestFailingTestsBecomeOneTicket(t *testing.T) {
 	hours, vouchers := createTest(t, s, hoursTest), createTest(t, s, unknownTest)
 
 	first := runAndWait(t, s, agent, 2, hours, vouchers)
-	var tk qaTicket
+	var tk ticket
 	eventually(t, 30*time.Second, "the failing test's ticket is clustered", func() bool {
 		list := agentTickets(t, s, agent, "label=test-failure")
 		if len(list) > 0 {
@@ -99,19 +74,16 @@ func TestFailingTestsBecomeOneTicket(t *testing.T) {
 	if tk.IssueType == nil || *tk.IssueType != "knowledge_gap" {
 		t.Fatalf("issue type %v; the offline rationale says the configuration does not cover it", tk.IssueType)
 	}
-	if !slices.ContainsFunc(tk.Comments, func(c struct {
-		Comment string  `json:"comment"`
-		Owner   *string `json:"owner_user_id"`
-	}) bool {
+	if !slices.ContainsFunc(tk.TicketComments, func(c wire.Comment) bool {
 		return strings.HasPrefix(c.Comment, "Clustered:") && strings.Contains(c.Comment, "knowledge_gap")
 	}) {
-		t.Fatalf("the clustering step says what it did: %+v", tk.Comments)
+		t.Fatalf("the clustering step says what it did: %+v", tk.TicketComments)
 	}
 
 	// A second failing invocation updates the same ticket.
 	second := runAndWait(t, s, agent, 1, vouchers)
 	eventually(t, 30*time.Second, "the second failure is recorded", func() bool {
-		tk = getTicket(t, s, tk.ID)
+		tk = getTicket(t, s, tk.AgentqaTicketID)
 		return tk.TestFailures.FailedRuns == 3
 	})
 	if n := len(agentTickets(t, s, agent, "")); n != 1 || len(tk.TestFailures.Invocations) != 2 || tk.TestFailures.Invocations[1].InvocationID != second {
@@ -119,12 +91,12 @@ func TestFailingTestsBecomeOneTicket(t *testing.T) {
 	}
 
 	// Resolved, then failing again: reopened, still one ticket.
-	if r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.ID, adminKey, `{"status":"resolved"}`); r.Code != 200 {
+	if r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.AgentqaTicketID, adminKey, `{"status":"resolved"}`); r.Code != 200 {
 		t.Fatalf("resolve: %d %s", r.Code, r.Body)
 	}
 	runAndWait(t, s, agent, 1, vouchers)
 	eventually(t, 30*time.Second, "the ticket is reopened", func() bool {
-		tk = getTicket(t, s, tk.ID)
+		tk = getTicket(t, s, tk.AgentqaTicketID)
 		return tk.Status == "open" && tk.TestFailures.FailedRuns == 4
 	})
 	if n := len(agentTickets(t, s, agent, "")); n != 1 {
@@ -159,7 +131,7 @@ func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 	// The worker clusters, merges and labels one ticket event at a time:
 	// wait for the end state (five tickets, none waiting to be clustered,
 	// one merged, two sharing a cluster label), then check each part.
-	var all []qaTicket
+	var all []ticket
 	eventually(t, 30*time.Second, "every report is ticketed, clustered, merged and labelled", func() bool {
 		all = agentTickets(t, s, agent, "")
 		if len(all) != 5 {
@@ -185,7 +157,7 @@ func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 		}
 		return merged == 1 && shared
 	})
-	byConv := map[string]qaTicket{}
+	byConv := map[string]ticket{}
 	for _, tk := range all {
 		for _, c := range tk.ConversationIDs {
 			if tk.Status != "merged" {
@@ -197,19 +169,19 @@ func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 		t.Fatalf("a positive conversation raised a ticket: %+v", all)
 	}
 	a := byConv["conv_a"]
-	if a.Source != "agent" || len(a.Comments) < 1 || a.IssueType == nil || *a.IssueType != "knowledge_gap" {
+	if a.Source != "agent" || len(a.TicketComments) < 1 || a.IssueType == nil || *a.IssueType != "knowledge_gap" {
 		t.Fatalf("conv_a: escalation plus the ended report on one ticket, knowledge gap: %+v", a)
 	}
 	b, c := byConv["conv_b"], byConv["conv_c"]
-	if b.ID == "" || b.ID != c.ID || !slices.Contains(b.ConversationIDs, "conv_c") {
+	if b.AgentqaTicketID == "" || b.AgentqaTicketID != c.AgentqaTicketID || !slices.Contains(b.ConversationIDs, "conv_c") {
 		t.Fatalf("duplicate escalations: conv_b %+v, conv_c %+v", b, c)
 	}
 	merged := agentTickets(t, s, agent, "status=merged")
-	if len(merged) != 1 || merged[0].MergedInto == nil || *merged[0].MergedInto != b.ID {
+	if len(merged) != 1 || merged[0].MergedIntoTicketID == nil || *merged[0].MergedIntoTicketID != b.AgentqaTicketID {
 		t.Fatalf("merged: %+v", merged)
 	}
 	d, e := byConv["conv_d"], byConv["conv_e"]
-	if d.Source != "qa" || e.Source != "qa" || d.ID == e.ID {
+	if d.Source != "qa" || e.Source != "qa" || d.AgentqaTicketID == e.AgentqaTicketID {
 		t.Fatalf("negative conversations: %+v %+v", d, e)
 	}
 	label := ""
@@ -230,12 +202,12 @@ func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
 
 	// Reversible through the API: the label and issue type come off, and
 	// asking for clustering again is a PATCH.
-	r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+a.ID, adminKey, `{"issue_type":null,"needs_clustering":true}`)
+	r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+a.AgentqaTicketID, adminKey, `{"issue_type":null,"needs_clustering":true}`)
 	if r.Code != 200 || r.JSON(t)["issue_type"] != nil {
 		t.Fatalf("undo: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 30*time.Second, "the ticket is clustered again", func() bool {
-		a = getTicket(t, s, a.ID)
+		a = getTicket(t, s, a.AgentqaTicketID)
 		return !a.NeedsClustering && a.IssueType != nil && *a.IssueType == "knowledge_gap"
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // With VOICEAI_QA_CLUSTERING=model, a model decides what the rules
@@ -51,7 +52,7 @@ func TestModelClustersTickets(t *testing.T) {
 			t.Fatalf("ingest: %d %s", r.Code, r.Body)
 		}
 	}
-	label := func(tk qaTicket) string {
+	label := func(tk ticket) string {
 		i := slices.IndexFunc(tk.Labels, func(l string) bool { return strings.HasPrefix(l, "cluster-") })
 		if i < 0 {
 			return ""
@@ -61,7 +62,7 @@ func TestModelClustersTickets(t *testing.T) {
 	// The group's label reaches its tickets one write each (the first
 	// ticket, clustered before, is labelled when the second joins it): wait
 	// for both, not only for every ticket to be clustered.
-	byConv := map[string]qaTicket{}
+	byConv := map[string]ticket{}
 	grouped := func() bool {
 		all := agentTickets(t, s, agent, "")
 		clear(byConv)
@@ -87,21 +88,18 @@ func TestModelClustersTickets(t *testing.T) {
 	if label(refund) == "" || label(refund) != label(money) {
 		t.Fatalf("the model grouped refund and money back: labels %v and %v (all: %+v)", refund.Labels, money.Labels, byConv)
 	}
-	for _, tk := range []qaTicket{refund, money} {
+	for _, tk := range []ticket{refund, money} {
 		if tk.IssueType == nil || *tk.IssueType != "knowledge_gap" {
 			t.Fatalf("issue type from the model: %+v", tk)
 		}
 	}
-	said := func(tk qaTicket, what string) bool {
-		return slices.ContainsFunc(tk.Comments, func(c struct {
-			Comment string  `json:"comment"`
-			Owner   *string `json:"owner_user_id"`
-		}) bool {
+	said := func(tk ticket, what string) bool {
+		return slices.ContainsFunc(tk.TicketComments, func(c wire.Comment) bool {
 			return strings.Contains(c.Comment, what)
 		})
 	}
 	if !said(money, "the model says: Both callers want a cancelled booking refunded") && !said(refund, "the model says") {
-		t.Fatalf("the clustering comment gives the model's reason: %+v / %+v", refund.Comments, money.Comments)
+		t.Fatalf("the clustering comment gives the model's reason: %+v / %+v", refund.TicketComments, money.TicketComments)
 	}
 	if label(parking) != "" || !said(parking, "the model could not answer") {
 		t.Fatalf("a ticket the model could not judge is clustered by the rules, and says so: %+v", parking)

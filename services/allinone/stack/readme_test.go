@@ -98,7 +98,7 @@ func TestReadmeExamplesRun(t *testing.T) {
 	// What the placeholders stand for.
 	agent := agentWith(t, s)
 	tests := []string{createTest(t, s, hoursTest), createTest(t, s, strings.Replace(hoursTest, "Opening hours", "Opening hours again", 1))}
-	ticket := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"README","qa_comment":"x"}`)).ID
+	ticket := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"README","qa_comment":"x"}`)).AgentqaTicketID
 	receiver := newFailableReceiver(t)
 	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+receiver.URL+`","events":["ticket_created"]}`)
 	if hook.Code != 201 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // agentWith creates an agent whose configuration the offline model
@@ -57,20 +58,14 @@ type invocation struct {
 	Cancelled       bool             `json:"cancelled"`
 	ResultGroups    []map[string]any `json:"result_groups"`
 	TestRuns        []struct {
-		TestRunID       string           `json:"test_run_id"`
-		Status          string           `json:"status"`
-		TestID          string           `json:"test_id"`
-		TestInfo        map[string]any   `json:"test_info"`
-		AgentResponses  []map[string]any `json:"agent_responses"`
-		ConditionResult struct {
-			Result    string `json:"result"`
-			Rationale struct {
-				Messages []string `json:"messages"`
-				Summary  string   `json:"summary"`
-			} `json:"rationale"`
-		} `json:"condition_result"`
-		Metadata map[string]any `json:"metadata"`
-		Attempt  int            `json:"attempt"`
+		TestRunID       string               `json:"test_run_id"`
+		Status          string               `json:"status"`
+		TestID          string               `json:"test_id"`
+		TestInfo        map[string]any       `json:"test_info"`
+		AgentResponses  []map[string]any     `json:"agent_responses"`
+		ConditionResult wire.ConditionResult `json:"condition_result"`
+		Metadata        map[string]any       `json:"metadata"`
+		Attempt         int                  `json:"attempt"`
 	} `json:"test_runs"`
 }
 

@@ -12,35 +12,13 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
+// ticket is a ticket as the API answers it; a search adds where it
+// matched.
 type ticket struct {
-	ID              string   `json:"agentqa_ticket_id"`
-	WorkspaceID     string   `json:"workspace_id"`
-	OwnerUserID     string   `json:"owner_user_id"`
-	AgentID         string   `json:"agent_id"`
-	Title           string   `json:"title"`
-	Status          string   `json:"status"`
-	Source          string   `json:"source"`
-	Priority        *string  `json:"priority"`
-	ConversationIDs []string `json:"conversation_ids"`
-	FirstSeen       *int64   `json:"first_seen_unix_secs"`
-	LastSeen        *int64   `json:"last_seen_unix_secs"`
-	TicketComments  []struct {
-		Comment string `json:"comment"`
-	} `json:"ticket_comments"`
-	TurnComments []struct {
-		TurnIndex int    `json:"turn_index"`
-		Comment   string `json:"comment"`
-	} `json:"turn_comments"`
-	StatusChanges []struct {
-		Status string `json:"status"`
-	} `json:"status_changes"`
-	PriorityChanges []struct {
-		Priority *string `json:"priority"`
-	} `json:"priority_changes"`
-	MergedInto  *string         `json:"merged_into_ticket_id"`
-	Assignee    *string         `json:"assignee_user_id"`
+	wire.Ticket
 	SearchMatch *map[string]any `json:"search_match"`
 }
 
@@ -53,7 +31,7 @@ type ticketPage struct {
 func decodeTicket(t *testing.T, r response) ticket {
 	t.Helper()
 	var tk ticket
-	if err := json.Unmarshal(r.Body, &tk); err != nil || tk.ID == "" {
+	if err := json.Unmarshal(r.Body, &tk); err != nil || tk.AgentqaTicketID == "" {
 		t.Fatalf("ticket body %d %s: %v", r.Code, r.Body, err)
 	}
 	return tk
@@ -115,7 +93,7 @@ func TestTicketLifecycle(t *testing.T) {
 		return true
 	})
 	if created.AgentID != agent || created.Status != "open" || created.Source != "qa" || created.Title != "The agent quoted the wrong price." ||
-		created.FirstSeen == nil || *created.FirstSeen != started.Unix() || *created.LastSeen != started.Add(5*time.Minute).Unix() ||
+		created.FirstSeenUnixSecs == nil || *created.FirstSeenUnixSecs != started.Unix() || *created.LastSeenUnixSecs != started.Add(5*time.Minute).Unix() ||
 		len(created.TurnComments) != 1 || *created.Priority != "medium" || created.OwnerUserID != "sa_admin" {
 		t.Fatalf("created ticket: %+v", created)
 	}
@@ -123,7 +101,7 @@ func TestTicketLifecycle(t *testing.T) {
 	// A second report on the same conversation joins the open ticket.
 	r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_1","qa_comment":"Again.","priority":"high"}`)
 	joined := decodeTicket(t, r)
-	if r.Code != 200 || joined.ID != created.ID || len(joined.TicketComments) != 1 || *joined.Priority != "high" {
+	if r.Code != 200 || joined.AgentqaTicketID != created.AgentqaTicketID || len(joined.TicketComments) != 1 || *joined.Priority != "high" {
 		t.Fatalf("second report: %d %+v", r.Code, joined)
 	}
 
@@ -144,7 +122,7 @@ func TestTicketLifecycle(t *testing.T) {
 	wantError(t, call(t, s, "POST", "/v1/convai/agents/agent_missing/triage-tickets", adminKey, `{"qa_comment":"x"}`), 404, "agent_not_found")
 
 	// Status machine: open → in_progress → resolved → open; merged only by merge.
-	path := "/v1/convai/triage-tickets/" + created.ID
+	path := "/v1/convai/triage-tickets/" + created.AgentqaTicketID
 	for _, st := range []string{"in_progress", "resolved", "open"} {
 		if r := call(t, s, "PATCH", path, adminKey, `{"status":"`+st+`"}`); r.Code != 200 || decodeTicket(t, r).Status != st {
 			t.Fatalf("→ %s: %d %s", st, r.Code, r.Body)
@@ -165,7 +143,7 @@ func TestTicketLifecycle(t *testing.T) {
 	// Assignment: a member, then unassigned with null; a stranger → 422.
 	if r := call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":"sa_admin","title":"Wrong price","priority":null}`); r.Code != 200 {
 		t.Fatalf("assign: %d %s", r.Code, r.Body)
-	} else if got := decodeTicket(t, r); *got.Assignee != "sa_admin" || got.Title != "Wrong price" || got.Priority != nil {
+	} else if got := decodeTicket(t, r); *got.AssigneeUserID != "sa_admin" || got.Title != "Wrong price" || got.Priority != nil {
 		t.Fatalf("assigned: %+v", got)
 	}
 	r = call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":"sa_nobody"}`)
@@ -175,10 +153,10 @@ func TestTicketLifecycle(t *testing.T) {
 	r = call(t, s, "GET", "/v1/convai/triage-tickets?assignee_user_id=sa_admin", adminKey, "")
 	var page ticketPage
 	_ = json.Unmarshal(r.Body, &page)
-	if len(page.Tickets) != 1 || page.Tickets[0].ID != created.ID {
+	if len(page.Tickets) != 1 || page.Tickets[0].AgentqaTicketID != created.AgentqaTicketID {
 		t.Fatalf("assignee filter: %s", r.Body)
 	}
-	if r := call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":null}`); decodeTicket(t, r).Assignee != nil {
+	if r := call(t, s, "PATCH", path, adminKey, `{"assignee_user_id":null}`); decodeTicket(t, r).AssigneeUserID != nil {
 		t.Fatalf("unassign: %s", r.Body)
 	}
 
@@ -203,20 +181,20 @@ func TestTicketLifecycle(t *testing.T) {
 
 	// Merge: the other open ticket folds into this one.
 	other := decodeTicket(t, call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_2","qa_comment":"Same price issue","agent_id":"`+agent+`","priority":"urgent"}`))
-	r = call(t, s, "POST", path+"/merge", adminKey, `{"source_ticket_ids":["`+other.ID+`"]}`)
+	r = call(t, s, "POST", path+"/merge", adminKey, `{"source_ticket_ids":["`+other.AgentqaTicketID+`"]}`)
 	target := decodeTicket(t, r)
 	if r.Code != 200 || len(target.ConversationIDs) != 2 || *target.Priority != "urgent" {
 		t.Fatalf("merge target: %d %s", r.Code, r.Body)
 	}
-	src := decodeTicket(t, call(t, s, "GET", "/v1/convai/triage-tickets/"+other.ID, adminKey, ""))
-	if src.Status != "merged" || src.MergedInto == nil || *src.MergedInto != created.ID {
+	src := decodeTicket(t, call(t, s, "GET", "/v1/convai/triage-tickets/"+other.AgentqaTicketID, adminKey, ""))
+	if src.Status != "merged" || src.MergedIntoTicketID == nil || *src.MergedIntoTicketID != created.AgentqaTicketID {
 		t.Fatalf("merged source: %+v", src)
 	}
-	wantError(t, call(t, s, "PATCH", "/v1/convai/triage-tickets/"+other.ID, adminKey, `{"status":"open"}`), 409, "invalid_status_transition")
-	wantError(t, call(t, s, "POST", path+"/merge", adminKey, `{"source_ticket_ids":["`+other.ID+`"]}`), 409, "invalid_status_transition")
-	r = call(t, s, "GET", "/v1/convai/triage-tickets?merged_into_ticket_id="+created.ID, adminKey, "")
+	wantError(t, call(t, s, "PATCH", "/v1/convai/triage-tickets/"+other.AgentqaTicketID, adminKey, `{"status":"open"}`), 409, "invalid_status_transition")
+	wantError(t, call(t, s, "POST", path+"/merge", adminKey, `{"source_ticket_ids":["`+other.AgentqaTicketID+`"]}`), 409, "invalid_status_transition")
+	r = call(t, s, "GET", "/v1/convai/triage-tickets?merged_into_ticket_id="+created.AgentqaTicketID, adminKey, "")
 	_ = json.Unmarshal(r.Body, &page)
-	if len(page.Tickets) != 1 || page.Tickets[0].ID != other.ID {
+	if len(page.Tickets) != 1 || page.Tickets[0].AgentqaTicketID != other.AgentqaTicketID {
 		t.Fatalf("merged_into filter: %s", r.Body)
 	}
 
@@ -233,11 +211,11 @@ func TestTicketLifecycle(t *testing.T) {
 
 	// Delete: only the creator or an admin.
 	writer, _, _ := newKey(t, s, adminKey, `["convai_read","convai_write"]`, "")
-	wantError(t, call(t, s, "DELETE", "/v1/convai/triage-tickets/"+manual.ID, writer, ""), 403, "not_ticket_owner")
-	if r := call(t, s, "DELETE", "/v1/convai/triage-tickets/"+manual.ID, adminKey, ""); r.Code != 204 {
+	wantError(t, call(t, s, "DELETE", "/v1/convai/triage-tickets/"+manual.AgentqaTicketID, writer, ""), 403, "not_ticket_owner")
+	if r := call(t, s, "DELETE", "/v1/convai/triage-tickets/"+manual.AgentqaTicketID, adminKey, ""); r.Code != 204 {
 		t.Fatalf("delete: %d %s", r.Code, r.Body)
 	}
-	wantError(t, call(t, s, "GET", "/v1/convai/triage-tickets/"+manual.ID, adminKey, ""), 404, "ticket_not_found")
+	wantError(t, call(t, s, "GET", "/v1/convai/triage-tickets/"+manual.AgentqaTicketID, adminKey, ""), 404, "ticket_not_found")
 
 	// Other workspaces see nothing.
 	acme := createWorkspace(t, s, "Acme")
@@ -270,7 +248,7 @@ func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
 			t.Errorf("create: %d %s", r.Code, r.Body)
 			return ""
 		}
-		return decodeTicket(t, r).ID
+		return decodeTicket(t, r).AgentqaTicketID
 	}
 	existing := map[string]bool{}
 	for i := range 30 {
@@ -306,7 +284,7 @@ func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
 			t.Fatalf("page: %d %s", r.Code, r.Body)
 		}
 		for _, tk := range p.Tickets {
-			seen[tk.ID]++
+			seen[tk.AgentqaTicketID]++
 		}
 		if !p.HasMore {
 			break
@@ -357,7 +335,7 @@ func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
 	// Idempotent create: the same Idempotency-Key gives one ticket.
 	a := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"once"}`, "Idempotency-Key", "tk-once")
 	b := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"once"}`, "Idempotency-Key", "tk-once")
-	if decodeTicket(t, a).ID != decodeTicket(t, b).ID {
+	if decodeTicket(t, a).AgentqaTicketID != decodeTicket(t, b).AgentqaTicketID {
 		t.Fatal("a retried create made a second ticket")
 	}
 	r = call(t, s, "GET", "/v1/convai/triage-tickets?search=once", adminKey, "")
@@ -397,22 +375,22 @@ func testTicketListingFilters(t *testing.T, index string) {
 		}
 		var out []string
 		for _, tk := range p.Tickets {
-			out = append(out, tk.ID)
+			out = append(out, tk.AgentqaTicketID)
 		}
 		return out
 	}
 	for query, want := range map[string][]string{
-		"":                                 {none.ID, byAgent.ID, urgent.ID, low.ID},
-		"sort_by=priority":                 {urgent.ID, byAgent.ID, low.ID, none.ID},
-		"agent_id=" + a2:                   {none.ID, byAgent.ID},
-		"priorities=low&priorities=urgent": {urgent.ID, low.ID},
-		"sources=agent":                    {byAgent.ID},
-		"owner_user_id=agent":              {byAgent.ID},
-		"owner_user_id=sa_admin":           {none.ID, byAgent.ID, urgent.ID, low.ID},
-		"label=billing":                    {low.ID},
-		"issue_type=tool_issue":            {urgent.ID},
-		"search=RAISED":                    {byAgent.ID},
-		"status=open&assignee_user_id=unassigned": {none.ID, byAgent.ID, urgent.ID, low.ID},
+		"":                                 {none.AgentqaTicketID, byAgent.AgentqaTicketID, urgent.AgentqaTicketID, low.AgentqaTicketID},
+		"sort_by=priority":                 {urgent.AgentqaTicketID, byAgent.AgentqaTicketID, low.AgentqaTicketID, none.AgentqaTicketID},
+		"agent_id=" + a2:                   {none.AgentqaTicketID, byAgent.AgentqaTicketID},
+		"priorities=low&priorities=urgent": {urgent.AgentqaTicketID, low.AgentqaTicketID},
+		"sources=agent":                    {byAgent.AgentqaTicketID},
+		"owner_user_id=agent":              {byAgent.AgentqaTicketID},
+		"owner_user_id=sa_admin":           {none.AgentqaTicketID, byAgent.AgentqaTicketID, urgent.AgentqaTicketID, low.AgentqaTicketID},
+		"label=billing":                    {low.AgentqaTicketID},
+		"issue_type=tool_issue":            {urgent.AgentqaTicketID},
+		"search=RAISED":                    {byAgent.AgentqaTicketID},
+		"status=open&assignee_user_id=unassigned": {none.AgentqaTicketID, byAgent.AgentqaTicketID, urgent.AgentqaTicketID, low.AgentqaTicketID},
 	} {
 		if got := ids(query); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%q: got %v, want %v", query, got, want)

@@ -15,7 +15,7 @@ import (
 type ticketEvent struct {
 	Event string
 	Data  struct {
-		Ticket         qaTicket `json:"ticket"`
+		Ticket         ticket   `json:"ticket"`
 		ChangedFields  []string `json:"changed_fields"`
 		PreviousStatus string   `json:"previous_status"`
 	}
@@ -39,7 +39,7 @@ func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
 
 // ticketEvents are the deliveries so far about tickets match accepts,
 // checked: signed, and data as the document describes it.
-func (r *hookReceiver) ticketEvents(t *testing.T, match func(qaTicket) bool) []ticketEvent {
+func (r *hookReceiver) ticketEvents(t *testing.T, match func(ticket) bool) []ticketEvent {
 	t.Helper()
 	r.mu.Lock()
 	got := slices.Clone(r.got)
@@ -73,7 +73,7 @@ func (r *hookReceiver) ticketEvents(t *testing.T, match func(qaTicket) bool) []t
 
 // awaitTicketEvent waits for a delivery of event about a ticket match
 // accepts, and returns the first.
-func (r *hookReceiver) awaitTicketEvent(t *testing.T, event string, match func(qaTicket) bool) ticketEvent {
+func (r *hookReceiver) awaitTicketEvent(t *testing.T, event string, match func(ticket) bool) ticketEvent {
 	t.Helper()
 	var found ticketEvent
 	eventually(t, 30*time.Second, event+" is delivered", func() bool {
@@ -92,7 +92,7 @@ func (r *hookReceiver) awaitTicketEvent(t *testing.T, event string, match func(q
 // API answers for it.
 func sameShape(t *testing.T, s *Stack, ev ticketEvent) {
 	t.Helper()
-	answered := call(t, s, "GET", "/v1/convai/triage-tickets/"+ev.Data.Ticket.ID, adminKey, "").JSON(t)
+	answered := call(t, s, "GET", "/v1/convai/triage-tickets/"+ev.Data.Ticket.AgentqaTicketID, adminKey, "").JSON(t)
 	if got, want := slices.Sorted(maps.Keys(ev.ticket)), slices.Sorted(maps.Keys(answered)); !slices.Equal(got, want) {
 		t.Fatalf("%s carries a ticket with fields %v; the API answers %v", ev.Event, got, want)
 	}
@@ -107,7 +107,7 @@ func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
 	s, rcv := startWithTicketHook(t)
 	agent := agentWith(t, s)
 	vouchers := createTest(t, s, unknownTest)
-	ofTest := func(tk qaTicket) bool { return tk.TestFailures != nil && tk.TestFailures.TestID == vouchers }
+	ofTest := func(tk ticket) bool { return tk.TestFailures != nil && tk.TestFailures.TestID == vouchers }
 
 	first := runAndWait(t, s, agent, 1, vouchers)
 	created := rcv.awaitTicketEvent(t, "ticket_created", ofTest)
@@ -118,24 +118,24 @@ func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
 	}
 	sameShape(t, s, created)
 
-	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk qaTicket) bool { return ofTest(tk) && !tk.NeedsClustering })
+	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk ticket) bool { return ofTest(tk) && !tk.NeedsClustering })
 	if !slices.Contains(clustered.Data.ChangedFields, "needs_clustering") || clustered.Data.Ticket.IssueType == nil ||
 		*clustered.Data.Ticket.IssueType != "knowledge_gap" || !slices.Contains(clustered.Data.ChangedFields, "issue_type") {
 		t.Fatalf("the clustering step's ticket_updated: changed %v, ticket %+v", clustered.Data.ChangedFields, clustered.Data.Ticket)
 	}
 
 	second := runAndWait(t, s, agent, 1, vouchers)
-	commented := rcv.awaitTicketEvent(t, "ticket_commented", func(tk qaTicket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 2 })
-	if tk := commented.Data.Ticket; tk.ID != created.Data.Ticket.ID || len(tk.TestFailures.Invocations) != 2 || tk.TestFailures.Invocations[1].InvocationID != second {
+	commented := rcv.awaitTicketEvent(t, "ticket_commented", func(tk ticket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 2 })
+	if tk := commented.Data.Ticket; tk.AgentqaTicketID != created.Data.Ticket.AgentqaTicketID || len(tk.TestFailures.Invocations) != 2 || tk.TestFailures.Invocations[1].InvocationID != second {
 		t.Fatalf("the second failure's ticket_commented carries %+v", tk)
 	}
 	sameShape(t, s, commented)
 
-	if r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.ID, adminKey, `{"status":"resolved"}`); r.Code != 200 {
+	if r := call(t, s, "PATCH", "/v1/convai/triage-tickets/"+tk.AgentqaTicketID, adminKey, `{"status":"resolved"}`); r.Code != 200 {
 		t.Fatalf("resolve: %d %s", r.Code, r.Body)
 	}
 	runAndWait(t, s, agent, 1, vouchers)
-	reopened := rcv.awaitTicketEvent(t, "ticket_status_changed", func(tk qaTicket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 3 })
+	reopened := rcv.awaitTicketEvent(t, "ticket_status_changed", func(tk ticket) bool { return ofTest(tk) && tk.TestFailures.FailedRuns == 3 })
 	if reopened.Data.PreviousStatus != "resolved" || reopened.Data.Ticket.Status != "open" {
 		t.Fatalf("the reopening failure: previous status %q, ticket %+v", reopened.Data.PreviousStatus, reopened.Data.Ticket)
 	}
@@ -158,7 +158,7 @@ func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
 	s, rcv := startWithTicketHook(t)
 	agent := agentWith(t, s)
 	ingest := func(event, data string) { t.Helper(); ingestEvent(t, s, event, data) }
-	onConv := func(tk qaTicket) bool { return slices.Contains(tk.ConversationIDs, "conv_bad") }
+	onConv := func(tk ticket) bool { return slices.Contains(tk.ConversationIDs, "conv_bad") }
 
 	ingest("conversation_ended", fmt.Sprintf(`{"conversation_id":"conv_bad","call_id":"call_bad","agent_id":%q,"turn_count":4,
 	  "topics_discussed":["refund"],"sentiment_analysis":{"overall_sentiment":"negative","sentiment_score":-0.9},"escalation_occurred":false}`, agent))
@@ -167,7 +167,7 @@ func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
 		t.Fatalf("ticket_created carries %+v", tk)
 	}
 	sameShape(t, s, created)
-	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk qaTicket) bool { return onConv(tk) && !tk.NeedsClustering })
+	clustered := rcv.awaitTicketEvent(t, "ticket_updated", func(tk ticket) bool { return onConv(tk) && !tk.NeedsClustering })
 	if !slices.Contains(clustered.Data.ChangedFields, "needs_clustering") {
 		t.Fatalf("the clustering step's ticket_updated: changed %v", clustered.Data.ChangedFields)
 	}
@@ -175,7 +175,7 @@ func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
 	ingest("escalation_triggered", fmt.Sprintf(`{"call_id":"call_bad","conversation_id":"conv_bad","agent_id":%q,
 	  "escalation_reason":"The caller asked for a manager","escalation_trigger":"user_request","target_queue":"billing","context_summary":"","conversation_history":"available via the API"}`, agent))
 	joined := rcv.awaitTicketEvent(t, "ticket_commented", onConv)
-	if joined.Data.Ticket.ID != created.Data.Ticket.ID {
-		t.Fatalf("the escalation joined %s, not the conversation's ticket %s", joined.Data.Ticket.ID, created.Data.Ticket.ID)
+	if joined.Data.Ticket.AgentqaTicketID != created.Data.Ticket.AgentqaTicketID {
+		t.Fatalf("the escalation joined %s, not the conversation's ticket %s", joined.Data.Ticket.AgentqaTicketID, created.Data.Ticket.AgentqaTicketID)
 	}
 }

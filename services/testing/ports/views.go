@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -191,22 +192,22 @@ func NewRunTestView(t *testingv1.Test) RunTestView {
 
 // runJSON is a run as the API shows it (spec 2.3).
 type runJSON struct {
-	TestRunID         string          `json:"test_run_id"`
-	TestInvocationID  string          `json:"test_invocation_id"`
-	AgentID           string          `json:"agent_id"`
-	Status            string          `json:"status"`
-	TestID            string          `json:"test_id"`
-	TestInfo          json.RawMessage `json:"-"` // written by writeRun, already compact
-	BranchID          string          `json:"branch_id"`
-	WorkflowNodeID    string          `json:"workflow_node_id"`
-	AgentResponses    json.RawMessage `json:"-"` // written by writeRun, already compact
-	TestName          string          `json:"test_name"`
-	ConditionResult   conditionJSON   `json:"condition_result"`
-	LastUpdatedAtUnix int64           `json:"last_updated_at_unix"`
-	Metadata          metadataJSON    `json:"metadata"`
-	RootFolderID      string          `json:"root_folder_id"`
-	RootFolderName    string          `json:"root_folder_name"`
-	Environment       string          `json:"environment"`
+	TestRunID         string               `json:"test_run_id"`
+	TestInvocationID  string               `json:"test_invocation_id"`
+	AgentID           string               `json:"agent_id"`
+	Status            string               `json:"status"`
+	TestID            string               `json:"test_id"`
+	TestInfo          json.RawMessage      `json:"-"` // written by writeRun, already compact
+	BranchID          string               `json:"branch_id"`
+	WorkflowNodeID    string               `json:"workflow_node_id"`
+	AgentResponses    json.RawMessage      `json:"-"` // written by writeRun, already compact
+	TestName          string               `json:"test_name"`
+	ConditionResult   wire.ConditionResult `json:"condition_result"`
+	LastUpdatedAtUnix int64                `json:"last_updated_at_unix"`
+	Metadata          metadataJSON         `json:"metadata"`
+	RootFolderID      string               `json:"root_folder_id"`
+	RootFolderName    string               `json:"root_folder_name"`
+	Environment       string               `json:"environment"`
 	// Beyond the spec, once a run has a result.
 	Attempt    int32      `json:"attempt,omitempty"`
 	ModelUsage *usageJSON `json:"model_usage,omitempty"`
@@ -266,14 +267,6 @@ func usageView(u *testingv1.ModelUsage) *usageJSON {
 type voteJSON struct {
 	Result  string `json:"result"`
 	Summary string `json:"summary"`
-}
-
-type conditionJSON struct {
-	Result    string `json:"result"`
-	Rationale struct {
-		Messages []string `json:"messages"`
-		Summary  string   `json:"summary"`
-	} `json:"rationale"`
 }
 
 type metadataJSON struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -154,11 +155,11 @@ func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	out := make([]conversationRow, 0, len(page.Conversations))
+	out := make([]wire.ConversationRow, 0, len(page.Conversations))
 	for _, c := range page.Conversations {
 		out = append(out, rowOf(c))
 	}
-	httpx.WriteJSON(w, http.StatusOK, conversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+	httpx.WriteJSON(w, http.StatusOK, wire.ConversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
 	return nil
 }
 

@@ -26,25 +26,8 @@ func viewOf(t *ticketsv1.Ticket, m *app.Match) ticketView {
 	return ticketView{Ticket: wire.TicketOf(t), SearchMatch: m}
 }
 
-// conversationRow is a conversation in a listing, in the public shape.
-type conversationRow struct {
-	AgentID          string `json:"agent_id"`
-	ConversationID   string `json:"conversation_id"`
-	StartTimeUnix    int64  `json:"start_time_unix_secs"`
-	CallDurationSecs int64  `json:"call_duration_secs"`
-	MessageCount     int    `json:"message_count"`
-	Status           string `json:"status"`
-	CallSuccessful   string `json:"call_successful"`
-}
-
-type conversationPage struct {
-	Conversations []conversationRow `json:"conversations"`
-	NextCursor    *string           `json:"next_cursor"`
-	HasMore       bool              `json:"has_more"`
-}
-
-func rowOf(c app.ConversationSummary) conversationRow {
-	return conversationRow{
+func rowOf(c app.ConversationSummary) wire.ConversationRow {
+	return wire.ConversationRow{
 		AgentID: c.AgentID, ConversationID: c.ConversationID, StartTimeUnix: c.StartedAtMs / 1000,
 		CallDurationSecs: c.DurationSecs, MessageCount: c.MessageCount, Status: c.Status, CallSuccessful: c.CallSuccessful,
 	}

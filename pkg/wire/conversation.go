@@ -1,0 +1,20 @@
+package wire
+
+// ConversationRow is a conversation in a listing (GET
+// /v1/convai/conversations), in the public shape.
+type ConversationRow struct {
+	AgentID          string `json:"agent_id"`
+	ConversationID   string `json:"conversation_id"`
+	StartTimeUnix    int64  `json:"start_time_unix_secs"`
+	CallDurationSecs int64  `json:"call_duration_secs"`
+	MessageCount     int    `json:"message_count"`
+	Status           string `json:"status"`
+	CallSuccessful   string `json:"call_successful"`
+}
+
+// ConversationPage is a page of that listing.
+type ConversationPage struct {
+	Conversations []ConversationRow `json:"conversations"`
+	NextCursor    *string           `json:"next_cursor"`
+	HasMore       bool              `json:"has_more"`
+}
