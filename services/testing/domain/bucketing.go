@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/voiceai-platform/voiceai/pkg/textsim"
 )
 
 // BucketRun is what bucketing needs of a run.
@@ -94,16 +96,11 @@ func Tokens(s string) map[string]bool {
 	return out
 }
 
-// Jaccard is |a∩b| / |a∪b|; two empty sets are identical.
+// Jaccard is |a∩b| / |a∪b|, where two runs that said nothing said the
+// same: two empty sets are identical.
 func Jaccard(a, b map[string]bool) float64 {
 	if len(a) == 0 && len(b) == 0 {
 		return 1
 	}
-	inter := 0
-	for w := range a {
-		if b[w] {
-			inter++
-		}
-	}
-	return float64(inter) / float64(len(a)+len(b)-inter)
+	return textsim.Jaccard(a, b)
 }

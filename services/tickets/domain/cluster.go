@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/voiceai-platform/voiceai/pkg/textsim"
 )
 
 // Clustering groups an agent's open tickets by what they say, offline and
@@ -175,20 +177,6 @@ func ClusterLabel(oldestID string) string {
 	return ClusterLabelPrefix + id
 }
 
-// Similarity is the Jaccard similarity of two word sets.
-func Similarity(a, b map[string]bool) float64 {
-	if len(a) == 0 || len(b) == 0 {
-		return 0
-	}
-	shared := 0
-	for w := range a {
-		if b[w] {
-			shared++
-		}
-	}
-	return float64(shared) / float64(len(a)+len(b)-shared)
-}
-
 // SharedWords lists the content words a and b share, sorted.
 func SharedWords(a, b map[string]bool) []string {
 	var out []string
@@ -283,7 +271,7 @@ func Candidates(items []ClusterItem, it ClusterItem, n int) []ClusterItem {
 	var all []scored
 	for _, o := range items {
 		if o.ID != it.ID {
-			all = append(all, scored{o, Similarity(mine, ContentWords(o.Text))})
+			all = append(all, scored{o, textsim.Jaccard(mine, ContentWords(o.Text))})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b scored) int {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/textsim"
 )
 
 func TestClusterMergesExactDuplicatesAndGroupsSimilarTickets(t *testing.T) {
@@ -111,7 +113,7 @@ func everyPairGroups(items []ClusterItem) [][]string {
 	}
 	for i := range items {
 		for j := range i {
-			if Similarity(words[i], words[j]) >= SimilarityThreshold && group[i] != group[j] {
+			if textsim.Jaccard(words[i], words[j]) >= SimilarityThreshold && group[i] != group[j] {
 				from, to := max(group[i], group[j]), min(group[i], group[j])
 				for k := range group {
 					if group[k] == from {
