@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -24,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
@@ -39,10 +37,7 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.New(t)
 	mc := env.Mongo(t)
-	d, err := runtime.NewDeps(env.Conn(t), mc, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := runtimetest.Deps(t, env.Conn(t), mc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})

@@ -3,7 +3,6 @@ package identity
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/prometheus/client_golang/prometheus"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
@@ -39,11 +38,7 @@ func testListings(t *testing.T, index string) {
 	conn, mc := env.Conn(t), env.Mongo(t)
 	var d runtime.Deps
 	start := func() (*Service, context.CancelFunc) {
-		var err error
-		// Each start registers its metrics afresh.
-		if d, err = runtime.NewDeps(conn, mc, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), 1); err != nil {
-			t.Fatal(err)
-		}
+		d = runtimetest.Deps(t, conn, mc) // each start registers its metrics afresh
 		d.ReadIndex = index
 		ctx, cancel := context.WithCancel(context.Background())
 		svc, err := Start(ctx, d)
@@ -141,7 +136,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	rm := adapters.NewMemoryReadModel()
-	a := app.New(eventstore.New(js, events.IdentityStream), rm, slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	a := app.New(eventstore.New(js, events.IdentityStream), rm, slog.New(slog.DiscardHandler), time.Now)
 	caller := principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
 	acct, err := a.CreateServiceAccount(ctx, "ws_a", "bot", "")
 	if err != nil {

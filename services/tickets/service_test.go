@@ -4,15 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
@@ -23,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -35,10 +32,7 @@ var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permission
 func TestRebuildReproducesTheListing(t *testing.T) {
 	env := testenv.New(t)
 	mc := env.Mongo(t)
-	d, err := runtime.NewDeps(env.Conn(t), mc, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := runtimetest.Deps(t, env.Conn(t), mc)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 

@@ -16,12 +16,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -32,7 +34,7 @@ import (
 
 const timeUnit = 20 * time.Millisecond // one retry_config second in these tests
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 type harness struct {
 	t   *testing.T
@@ -54,22 +56,14 @@ func testConfig() Config {
 	}
 }
 
+// deps are one replica's dependencies, on a connection of its own.
 func deps(t *testing.T, env *testenv.Env, withMongo bool) (runtime.Deps, *nats.Conn) {
-	nc, err := nats.Connect(env.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	var d runtime.Deps
+	nc := env.Conn(t)
+	var mc *mongo.Client
 	if withMongo {
-		d, err = runtime.NewDeps(nc, env.Mongo(t), quiet(), prometheus.NewRegistry(), 1)
-	} else {
-		d, err = runtime.NewDeps(nc, nil, quiet(), prometheus.NewRegistry(), 1)
+		mc = env.Mongo(t)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d, nc
+	return runtimetest.Deps(t, nc, mc), nc
 }
 
 // newHarness starts the API and one dispatcher on embedded NATS and
