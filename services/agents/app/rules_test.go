@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
@@ -29,15 +27,11 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	agents := adapters.NewMemoryReadModel()
 	f := &fixture{clock: time.Unix(1_800_000_000, 0),
 		caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Email: "qa@example.com", Permissions: []string{principal.PermissionAll}}}
-	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), sealer, func(string) bool { return true },
-		slog.New(slog.NewTextHandler(io.Discard, nil)), func() time.Time { return f.clock })
+	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), testenv.Sealer(t), func(string) bool { return true },
+		slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
 	return f
 }
 

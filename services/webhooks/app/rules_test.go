@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -15,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -60,18 +58,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	sealer, err := seal.New([]byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	f := &fixture{
 		attempts: adapters.NewAttemptLog(), queue: adapters.NewMemoryQueue(), sender: &sender{status: 200},
 		clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}},
 	}
 	f.app = app.New(memlog.New(), app.Ports{
 		Registry: adapters.NewRegistry(nil, log), Attempts: f.attempts, Backlog: backlog{},
-		Queue: f.queue, Sender: f.sender, Sealer: sealer,
+		Queue: f.queue, Sender: f.sender, Sealer: testenv.Sealer(t),
 	}, []byte("relay-key"), log, func() time.Time { return f.clock })
 	return f
 }
