@@ -535,17 +535,13 @@ type ctxReader struct{ ctx context.Context }
 func (c ctxReader) Read([]byte) (int, error) { <-c.ctx.Done(); return 0, c.ctx.Err() }
 func (c ctxReader) Close() error             { return nil }
 
-func TestContextCancelledDuringBackoff(t *testing.T) {
-	srv := newServer(t, llmtest.ByAttempt(llmtest.Error(503, "server_error", "busy").WithHeader("retry-after-ms", "60000")))
-	c := newTestClient(t, srv, func(c *Config) { c.MaxBackoff = time.Hour })
-	inSleep := make(chan time.Duration, 1)
-	c.sleep = func(ctx context.Context, d time.Duration) error {
-		inSleep <- d
-		return sleepCtx(ctx, d)
-	}
+// chatCancelledOn runs a chat that its caller cancels once signal
+// fires, and wants it to end at once with context.Canceled.
+func chatCancelledOn[T any](t *testing.T, c *Client, signal <-chan T) error {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		<-inSleep
+		<-signal
 		cancel()
 	}()
 	start := time.Now()
@@ -556,6 +552,18 @@ func TestContextCancelledDuringBackoff(t *testing.T) {
 	if e := time.Since(start); e > 2*time.Second {
 		t.Errorf("took %s to notice the cancellation", e)
 	}
+	return err
+}
+
+func TestContextCancelledDuringBackoff(t *testing.T) {
+	srv := newServer(t, llmtest.ByAttempt(llmtest.Error(503, "server_error", "busy").WithHeader("retry-after-ms", "60000")))
+	c := newTestClient(t, srv, func(c *Config) { c.MaxBackoff = time.Hour })
+	inSleep := make(chan time.Duration, 1)
+	c.sleep = func(ctx context.Context, d time.Duration) error {
+		inSleep <- d
+		return sleepCtx(ctx, d)
+	}
+	err := chatCancelledOn(t, c, inSleep)
 	if srv.Len() != 1 || !strings.Contains(err.Error(), "busy") {
 		t.Errorf("server saw %d requests; err = %v", srv.Len(), err)
 	}
@@ -583,19 +591,7 @@ func TestContextCancelledDuringAttempt(t *testing.T) {
 		return llmtest.OK("late").WithDelay(time.Minute)
 	})
 	c := newTestClient(t, srv, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-arrived
-		cancel()
-	}()
-	start := time.Now()
-	_, err := c.Chat(ctx, userReq("hi"))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if e := time.Since(start); e > 2*time.Second {
-		t.Errorf("took %s", e)
-	}
+	chatCancelledOn(t, c, arrived)
 	if srv.Len() != 1 {
 		t.Errorf("server saw %d requests, want 1", srv.Len())
 	}

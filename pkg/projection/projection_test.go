@@ -201,38 +201,46 @@ func TestSingleWriterConcurrentUpserts(t *testing.T) {
 	}
 }
 
-// A batch keeps the newest write of each document, inserts the new ones
-// and replaces stored ones only with newer sequences.
-func TestUpsertBatch(t *testing.T) {
+// forEachWriter runs test on a fresh collection under each way of
+// guarding writes: the store's guard, and a single writer's.
+func forEachWriter(t *testing.T, test func(t *testing.T, coll *mongo.Collection)) {
 	for _, single := range []bool{false, true} {
 		t.Run(map[bool]string{false: "store guard", true: "single writer"}[single], func(t *testing.T) {
 			singleWriter.Store(single)
 			t.Cleanup(func() { singleWriter.Store(false) })
 			_, _, db := setup(t)
-			coll, ctx := db.Collection("items"), context.Background()
-			if _, err := Upsert(ctx, coll, "old", 10, item{Name: "old", Count: 10}); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := Upsert(ctx, coll, "stale", 20, item{Name: "stale", Count: 20}); err != nil {
-				t.Fatal(err)
-			}
-			err := UpsertBatch(ctx, coll, []Write{
-				{ID: "new", Seq: 30, Doc: item{Name: "new", Count: 1}},
-				{ID: "new", Seq: 32, Doc: item{Name: "new", Count: 3}}, // the newest of a batch wins
-				{ID: "new", Seq: 31, Doc: item{Name: "new", Count: 2}},
-				{ID: "old", Seq: 33, Doc: item{Name: "old", Count: 33}},     // stored older: replaced
-				{ID: "stale", Seq: 15, Doc: item{Name: "stale", Count: 15}}, // stored newer: kept
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := all(t, coll)
-			want := []storedItem{{ID: "new", LastSeq: 32, Name: "new", Count: 3}, {ID: "old", LastSeq: 33, Name: "old", Count: 33}, {ID: "stale", LastSeq: 20, Name: "stale", Count: 20}}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("got %+v\nwant %+v", got, want)
-			}
+			test(t, db.Collection("items"))
 		})
 	}
+}
+
+// A batch keeps the newest write of each document, inserts the new ones
+// and replaces stored ones only with newer sequences.
+func TestUpsertBatch(t *testing.T) {
+	forEachWriter(t, func(t *testing.T, coll *mongo.Collection) {
+		ctx := context.Background()
+		if _, err := Upsert(ctx, coll, "old", 10, item{Name: "old", Count: 10}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Upsert(ctx, coll, "stale", 20, item{Name: "stale", Count: 20}); err != nil {
+			t.Fatal(err)
+		}
+		err := UpsertBatch(ctx, coll, []Write{
+			{ID: "new", Seq: 30, Doc: item{Name: "new", Count: 1}},
+			{ID: "new", Seq: 32, Doc: item{Name: "new", Count: 3}}, // the newest of a batch wins
+			{ID: "new", Seq: 31, Doc: item{Name: "new", Count: 2}},
+			{ID: "old", Seq: 33, Doc: item{Name: "old", Count: 33}},     // stored older: replaced
+			{ID: "stale", Seq: 15, Doc: item{Name: "stale", Count: 15}}, // stored newer: kept
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := all(t, coll)
+		want := []storedItem{{ID: "new", LastSeq: 32, Name: "new", Count: 3}, {ID: "old", LastSeq: 33, Name: "old", Count: 33}, {ID: "stale", LastSeq: 20, Name: "stale", Count: 20}}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("got %+v\nwant %+v", got, want)
+		}
+	})
 }
 
 // The inline projection (Upsert) and the durable projector (UpsertBatch)
@@ -241,40 +249,35 @@ func TestUpsertBatch(t *testing.T) {
 // settle by comparing sequences, never an error: every write succeeds and
 // the newest sequence wins, equal sequences included.
 func TestConcurrentWritersOfOneDocumentConverge(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		t.Run(map[bool]string{false: "store guard", true: "single writer"}[single], func(t *testing.T) {
-			singleWriter.Store(single)
-			t.Cleanup(func() { singleWriter.Store(false) })
-			_, _, db := setup(t)
-			coll, ctx := db.Collection("items"), context.Background()
-			const docs, seqs = 30, 6
-			for d := range docs {
-				id := fmt.Sprintf("doc%02d", d)
-				start := make(chan struct{})
-				var wg sync.WaitGroup
-				for seq := uint64(1); seq <= seqs; seq++ {
-					doc := item{Name: id, Count: int(seq)}
-					// Each sequence is written by both writers, so equal
-					// sequences race as well as different ones.
-					wg.Go(func() {
-						<-start
-						if _, err := Upsert(ctx, coll, id, seq, doc); err != nil {
-							t.Errorf("inline write %s@%d: %v", id, seq, err)
-						}
-					})
-					wg.Go(func() {
-						<-start
-						if err := UpsertBatch(ctx, coll, []Write{{ID: id, Seq: seq, Doc: doc}}); err != nil {
-							t.Errorf("batch write %s@%d: %v", id, seq, err)
-						}
-					})
-				}
-				close(start)
-				wg.Wait()
-				if got := get(t, coll, id); got.LastSeq != seqs || got.Count != seqs {
-					t.Fatalf("%s after concurrent writes: %+v, want seq %d", id, got, seqs)
-				}
+	forEachWriter(t, func(t *testing.T, coll *mongo.Collection) {
+		ctx := context.Background()
+		const docs, seqs = 30, 6
+		for d := range docs {
+			id := fmt.Sprintf("doc%02d", d)
+			start := make(chan struct{})
+			var wg sync.WaitGroup
+			for seq := uint64(1); seq <= seqs; seq++ {
+				doc := item{Name: id, Count: int(seq)}
+				// Each sequence is written by both writers, so equal
+				// sequences race as well as different ones.
+				wg.Go(func() {
+					<-start
+					if _, err := Upsert(ctx, coll, id, seq, doc); err != nil {
+						t.Errorf("inline write %s@%d: %v", id, seq, err)
+					}
+				})
+				wg.Go(func() {
+					<-start
+					if err := UpsertBatch(ctx, coll, []Write{{ID: id, Seq: seq, Doc: doc}}); err != nil {
+						t.Errorf("batch write %s@%d: %v", id, seq, err)
+					}
+				})
 			}
-		})
-	}
+			close(start)
+			wg.Wait()
+			if got := get(t, coll, id); got.LastSeq != seqs || got.Count != seqs {
+				t.Fatalf("%s after concurrent writes: %+v, want seq %d", id, got, seqs)
+			}
+		}
+	})
 }

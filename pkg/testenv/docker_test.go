@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // TestDockerEnvServesJetStreamAndMongo runs the container path itself. It
@@ -40,18 +39,7 @@ func TestDockerEnvServesJetStreamAndMongo(t *testing.T) {
 	if ack.Stream != "PROBE" || ack.Sequence != 1 {
 		t.Fatalf("ack = %+v, want stream PROBE seq 1", ack)
 	}
-
-	coll := env.Mongo(t).Database("testenv").Collection("probe")
-	if _, err := coll.InsertOne(ctx, bson.M{"_id": "a", "v": 1}); err != nil {
-		t.Fatal(err)
-	}
-	var got struct{ V int }
-	if err := coll.FindOne(ctx, bson.M{"_id": "a"}).Decode(&got); err != nil {
-		t.Fatal(err)
-	}
-	if got.V != 1 {
-		t.Fatalf("read back %d, want 1", got.V)
-	}
+	storesAndReadsBack(t, env)
 }
 
 // skipRecorder stands in for a test so the skip itself can be asserted.

@@ -13,6 +13,12 @@ func TestEnvServesNATSAndMongo(t *testing.T) {
 	if !nc.IsConnected() {
 		t.Fatal("nats not connected")
 	}
+	storesAndReadsBack(t, env)
+}
+
+// storesAndReadsBack writes a document to env's store and reads it back.
+func storesAndReadsBack(t *testing.T, env *Env) {
+	t.Helper()
 	coll := env.Mongo(t).Database("testenv").Collection("probe")
 	ctx := context.Background()
 	if _, err := coll.InsertOne(ctx, bson.M{"_id": "a", "v": 1}); err != nil {
