@@ -3,7 +3,6 @@ package aggregate
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -84,7 +83,7 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 	return &Repo[*agentsv1.Agent]{
 		Env: Env{
 			Store: open(t, window),
-			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)), Now: time.Now,
+			Log:   slog.New(slog.DiscardHandler), Now: time.Now,
 		},
 		Subject: events.AgentSubject,
 		Gone:    func(a *agentsv1.Agent) bool { return a.DeletedAtUnix != nil },

@@ -61,7 +61,7 @@ func TestDecodeJSON(t *testing.T) {
 }
 
 func TestWriteErrorShapes(t *testing.T) {
-	h := WithRequestID(slog.New(slog.NewTextHandler(io.Discard, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := WithRequestID(slog.New(slog.DiscardHandler), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/nf":
 			WriteError(w, r, apperr.AgentNotFound)

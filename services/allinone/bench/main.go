@@ -46,7 +46,7 @@ func run(n, rounds int) error {
 	cfg := stack.TestConfig(dir, docstore.Run)
 	cfg.BootstrapAdminKey = key
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 1<<40, 1<<40 // measure the limiter, never trip it
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	s, err := stack.Start(context.Background(), cfg, log, nil)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package stack
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -38,7 +37,7 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
 	cfg.Runner.Provider, cfg.Runner.BaseURL, cfg.Runner.LLMModel = "openai", model.URL, "test-model"
 	reg := obs.NewRegistry()
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), reg)
+	s, err := Start(context.Background(), cfg, slog.New(slog.DiscardHandler), reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -32,7 +31,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{clock: time.Unix(1_800_000_000, 0)}
-	f.app = app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.NewTextHandler(io.Discard, nil)),
+	f.app = app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
 	ctx := context.Background()
 	ws, err := f.app.CreateWorkspace(ctx, "ws_a", "A")

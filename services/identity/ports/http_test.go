@@ -3,7 +3,6 @@ package ports
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -184,6 +183,6 @@ func newRouter(t *testing.T) http.Handler {
 	if _, err := eventstore.EnsureStream(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)
 	}
-	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.NewTextHandler(io.Discard, nil)), time.Now)
+	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
 	return principal.Middleware(Router(a))
 }

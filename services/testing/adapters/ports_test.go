@@ -2,7 +2,6 @@ package adapters_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -105,7 +104,7 @@ func TestCountersMemory(t *testing.T) {
 func TestInvocationFeedJetStream(t *testing.T) {
 	feedtest.Run(t, func(t *testing.T) (app.InvocationFeed, func(string, []byte)) {
 		js := jetStream(t)
-		return adapters.NewInvocationFeed(js, slog.New(slog.NewTextHandler(io.Discard, nil))), func(subject string, data []byte) {
+		return adapters.NewInvocationFeed(js, slog.New(slog.DiscardHandler)), func(subject string, data []byte) {
 			publish(t, js, &nats.Msg{Subject: subject, Data: data})
 		}
 	})

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strconv"
 	"testing"
@@ -26,7 +25,7 @@ func newApp(t *testing.T) (*app.App, *adapters.MemoryPorts) {
 	t.Helper()
 	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
 	p := adapters.NewMemoryPorts(now)
-	return app.New(p.Ports(), nil, slog.New(slog.NewTextHandler(io.Discard, nil)), now), p
+	return app.New(p.Ports(), nil, slog.New(slog.DiscardHandler), now), p
 }
 
 // storeResult stores a run's result as a runner does, with or without the

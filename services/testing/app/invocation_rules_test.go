@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -53,7 +52,7 @@ func newWorld(t *testing.T) *world {
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	p := adapters.NewMemoryPorts(clk.Now)
-	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.NewTextHandler(io.Discard, nil)), clk.Now)
+	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.DiscardHandler), clk.Now)
 	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
 	subject, _ := events.AgentSubject("ws", agentID)
 	meta := esproto.Meta(ctx, "ws", "", clk.Now())

@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -31,7 +30,7 @@ import (
 // reason, and the job leaves the queue.
 func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	ctx, js := testingStreams(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 
 	// A job of an invocation that does not exist fails on every delivery.
@@ -71,7 +70,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
 	t.Helper()
 	ctx, js := testingStreams(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	a := app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now)
 	const ws = "ws_1"
 	test, err := a.CreateTest(ctx, app.Caller{Principal: principal.Principal{WorkspaceID: ws}}, []byte(`{"type":"llm","name":"hours",

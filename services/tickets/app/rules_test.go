@@ -3,7 +3,6 @@ package app_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"slices"
 	"testing"
@@ -76,7 +75,7 @@ func newFixture(t *testing.T) *fixture {
 		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
 	}
 	f.log = memlog.New()
-	f.app = app.New(f.log, adapters.NewMemoryIndex(), dir, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	f.app = app.New(f.log, adapters.NewMemoryIndex(), dir, slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
 	return f
 }

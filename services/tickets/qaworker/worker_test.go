@@ -3,7 +3,6 @@ package qaworker
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 		}
 	}
 
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	idx := adapters.NewMemoryIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	worker := func(ctx context.Context) <-chan error {

@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"testing"
 
@@ -25,7 +24,7 @@ func TestStreamAttemptLog(t *testing.T) {
 		if err := EnsureStreams(ctx, js, 1); err != nil {
 			t.Fatal(err)
 		}
-		log := slog.New(slog.NewTextHandler(io.Discard, nil))
+		log := slog.New(slog.DiscardHandler)
 		// A restart: a new log replaying the stream.
 		reopen := func() app.AttemptLog {
 			ctx, cancel := context.WithCancel(ctx)
