@@ -47,20 +47,14 @@ func startWithEndpoints(t *testing.T, judge llmtest.Handler, tweak func(*Config)
 	t.Helper()
 	js := llmtest.NewServer(judge)
 	t.Cleanup(js.Close)
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
-	cfg.Outbound.AllowHosts = "127.0.0.1"
-	cfg.Runner.Provider, cfg.Runner.BaseURL, cfg.Runner.LLMModel, cfg.Runner.JudgeModel = "openai", js.URL, "platform-model", "judge-model"
+	cfg := adminConfig(t, localHooks, func(c *Config) {
+		c.Runner.Provider, c.Runner.BaseURL, c.Runner.LLMModel, c.Runner.JudgeModel = "openai", js.URL, "platform-model", "judge-model"
+	})
 	if tweak != nil {
 		tweak(&cfg)
 	}
 	logs := &testenv.LogBuffer{}
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	return &endpointStack{Stack: s, judge: js, logs: logs}
 }
 

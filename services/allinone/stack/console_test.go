@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -148,16 +147,9 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 // The console's session: a sealed, HttpOnly, SameSite=Strict cookie that
 // counts as the key only with its CSRF token and from the same origin.
 func TestConsoleSession(t *testing.T) {
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 10_000, 100_000
-	cfg.TrustedProxies = []string{"127.0.0.1", "::1"}
+	cfg := adminConfig(t, func(c *Config) { c.TrustedProxies = []string{"127.0.0.1", "::1"} })
 	logs := &testenv.LogBuffer{} // every log line, at debug: none may hold a key or a session
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	var answers []response // every answer: none may hold a key in plain form
 	keep := func(r response) response { answers = append(answers, r); return r }
 

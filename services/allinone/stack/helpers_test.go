@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
@@ -29,16 +30,23 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	if os.Getenv("VOICEAI_TEST_LOG") != "" { // show all the stack's logs when debugging a test
 		logTo, level = os.Stderr, slog.LevelInfo
 	}
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = s.Close()
+	t.Cleanup(func() { // after the stack has stopped
 		if t.Failed() {
 			t.Logf("the stack's warnings and errors:\n%s", logs.String())
 		}
 	})
+	return run(t, cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})), nil)
+}
+
+// run starts a stack on cfg that logs to log and registers its metrics in
+// reg (nil: none), and stops it when t ends.
+func run(t *testing.T, cfg Config, log *slog.Logger, reg *prometheus.Registry) *Stack {
+	t.Helper()
+	s, err := Start(context.Background(), cfg, log, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
@@ -151,13 +159,23 @@ func lastAgentEvent(t *testing.T, s *Stack, agentID string) *jetstream.RawStream
 // polls) never reach, with tweaks applied on top.
 func startAdmin(t *testing.T, tweaks ...func(*Config)) *Stack {
 	t.Helper()
-	return start(t, t.TempDir(), func(c *Config) {
-		c.BootstrapAdminKey = adminKey
-		c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
-		for _, tweak := range tweaks {
-			tweak(c)
-		}
-	})
+	return start(t, t.TempDir(), func(c *Config) { administered(c, tweaks) })
+}
+
+// adminConfig is the configuration startAdmin runs, for a test that
+// starts the stack with a log or metrics of its own.
+func adminConfig(t *testing.T, tweaks ...func(*Config)) Config {
+	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
+	administered(&cfg, tweaks)
+	return cfg
+}
+
+func administered(c *Config, tweaks []func(*Config)) {
+	c.BootstrapAdminKey = adminKey
+	c.RateLimitPerMinute, c.RateLimitPerHour = 100_000, 1_000_000
+	for _, tweak := range tweaks {
+		tweak(c)
+	}
 }
 
 // localHooks lets webhooks deliver to this machine: a test's receiver.

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // The workers export their own numbers (runs by outcome, model latency
@@ -32,16 +30,10 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 		return llmtest.OK("We are open nine to five every weekday.")
 	})
 	t.Cleanup(model.Close)
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
-	cfg.Runner.Provider, cfg.Runner.BaseURL, cfg.Runner.LLMModel = "openai", model.URL, "test-model"
 	reg := obs.NewRegistry()
-	s, err := Start(context.Background(), cfg, slog.New(slog.DiscardHandler), reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, adminConfig(t, func(c *Config) {
+		c.Runner.Provider, c.Runner.BaseURL, c.Runner.LLMModel = "openai", model.URL, "test-model"
+	}), slog.New(slog.DiscardHandler), reg)
 
 	agent := agentWith(t, s)
 	r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, hoursTest)

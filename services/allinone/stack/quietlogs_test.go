@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -18,16 +17,8 @@ import (
 // neither, and the orchestrator's probes stay out of the info log. (A
 // client that hangs up: natsx's TestForwardClientGoneIsNotAnError.)
 func TestACleanRunLogsNoWarning(t *testing.T) {
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
-	cfg.Outbound.AllowHosts = "127.0.0.1"
 	var logs testenv.LogBuffer
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
 
 	var delivered atomic.Int32
 	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))

@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -14,15 +13,8 @@ import (
 // included); an agent that uses a secret shows in its used_by and keeps it
 // from deletion.
 func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.Outbound.AllowHosts = "127.0.0.1"
 	var logs testenv.LogBuffer
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 
 	const value = "sk-gateway-secret-value-9d1e"
 	var answers []string

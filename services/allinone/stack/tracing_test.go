@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -29,15 +28,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
 	logs := &testenv.LogBuffer{}
-	cfg := TestConfig(t.TempDir(), testenv.StoreProcess)
-	cfg.BootstrapAdminKey = adminKey
-	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 100_000, 1_000_000
-	cfg.Outbound.AllowHosts = "127.0.0.1"
-	s, err := Start(context.Background(), cfg, slog.New(slog.NewTextHandler(logs, nil)), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(logs, nil)), nil)
 
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"traced"}`, "traceparent", "00-"+traceID+"-"+callerSpan+"-01")
