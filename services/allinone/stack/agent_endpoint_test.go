@@ -47,14 +47,12 @@ func startWithEndpoints(t *testing.T, judge llmtest.Handler, tweak func(*Config)
 	t.Helper()
 	js := llmtest.NewServer(judge)
 	t.Cleanup(js.Close)
-	cfg := adminConfig(t, localHooks, func(c *Config) {
+	s, logs := startLogging(t, slog.LevelDebug, localHooks, func(c *Config) {
 		c.Runner.Provider, c.Runner.BaseURL, c.Runner.LLMModel, c.Runner.JudgeModel = "openai", js.URL, "platform-model", "judge-model"
+		if tweak != nil {
+			tweak(c)
+		}
 	})
-	if tweak != nil {
-		tweak(&cfg)
-	}
-	logs := &testenv.LogBuffer{}
-	s := run(t, cfg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	return &endpointStack{Stack: s, judge: js, logs: logs}
 }
 

@@ -38,6 +38,14 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	return run(t, cfg, slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})), nil)
 }
 
+// startLogging is startAdmin with the stack's log lines at level and
+// above kept in logs, for a test that reads them.
+func startLogging(t *testing.T, level slog.Level, tweaks ...func(*Config)) (s *Stack, logs *testenv.LogBuffer) {
+	t.Helper()
+	logs = &testenv.LogBuffer{}
+	return run(t, adminConfig(t, tweaks...), slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), nil), logs
+}
+
 // run starts a stack on cfg that logs to log and registers its metrics in
 // reg (nil: none), and stops it when t ends.
 func run(t *testing.T, cfg Config, log *slog.Logger, reg *prometheus.Registry) *Stack {

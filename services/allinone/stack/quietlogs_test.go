@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A WARN or ERROR line means someone must act. A clean run — a team's
@@ -17,8 +15,7 @@ import (
 // neither, and the orchestrator's probes stay out of the info log. (A
 // client that hangs up: natsx's TestForwardClientGoneIsNotAnError.)
 func TestACleanRunLogsNoWarning(t *testing.T) {
-	var logs testenv.LogBuffer
-	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), nil)
+	s, logs := startLogging(t, slog.LevelInfo, localHooks)
 
 	var delivered atomic.Int32
 	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // Workspace secrets through the gateway, in the public shapes: the value
@@ -13,8 +11,7 @@ import (
 // included); an agent that uses a secret shows in its used_by and keeps it
 // from deletion.
 func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
-	var logs testenv.LogBuffer
-	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
+	s, logs := startLogging(t, slog.LevelDebug, localHooks)
 
 	const value = "sk-gateway-secret-value-9d1e"
 	var answers []string

@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A request is one trace from the gateway, across NATS, into the service
@@ -27,8 +25,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	otel.SetTextMapPropagator(propagation.TraceContext{})
 	t.Cleanup(func() { otel.SetTracerProvider(noop.NewTracerProvider()) })
 
-	logs := &testenv.LogBuffer{}
-	s := run(t, adminConfig(t, localHooks), slog.New(slog.NewTextHandler(logs, nil)), nil)
+	s, logs := startLogging(t, slog.LevelInfo, localHooks)
 
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"traced"}`, "traceparent", "00-"+traceID+"-"+callerSpan+"-01")
