@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // forwardTimeout bounds one POST to the local receiver: well within the
@@ -101,13 +102,7 @@ func (a *app) createRelay(ctx context.Context, c *client, events []string, secre
 func (a *app) relay(ctx context.Context, c *client, webhookID, forwardTo string) error {
 	local := &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for ctx.Err() == nil {
-		var next struct {
-			Delivery *struct {
-				Token   string            `json:"token"`
-				Headers map[string]string `json:"headers"`
-				Body    string            `json:"body"`
-			} `json:"delivery"`
-		}
+		var next wire.RelayNext
 		if _, err := c.call(ctx, relayNext, []string{webhookID}, nil, map[string]any{"wait_ms": 20000}, &next); err != nil {
 			if ctx.Err() != nil {
 				break

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -131,13 +132,7 @@ func TestWebhookRelayProtocol(t *testing.T) {
 	}
 	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_ended","data":{"call_id":"call_relay"}}`)
 	eventID := r.JSON(t)["event_id"].(string)
-	var next struct {
-		Delivery *struct {
-			Token   string            `json:"token"`
-			Headers map[string]string `json:"headers"`
-			Body    string            `json:"body"`
-		} `json:"delivery"`
-	}
+	var next wire.RelayNext
 	deadline := time.Now().Add(30 * time.Second)
 	for next.Delivery == nil { // each poll waits up to 5 s for the dispatcher's hand-over
 		if time.Now().After(deadline) {

@@ -19,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -204,9 +205,9 @@ func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var out relayNextView
+	var out wire.RelayNext
 	if d != nil {
-		out.Delivery = &relayDeliveryView{Token: d.Token, Headers: d.Headers, Body: string(d.Body)}
+		out.Delivery = &wire.RelayDelivery{Token: d.Token, Headers: d.Headers, Body: string(d.Body)}
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

@@ -123,16 +123,6 @@ func resentViewOf(r app.Resent) resentView {
 	return resentView{DeliveryID: r.DeliveryID, EventID: r.EventID, Event: r.Event, Status: "queued"}
 }
 
-type relayDeliveryView struct {
-	Token   string            `json:"token"`
-	Headers map[string]string `json:"headers"`
-	Body    string            `json:"body"`
-}
-
-type relayNextView struct {
-	Delivery *relayDeliveryView `json:"delivery"`
-}
-
 type recoveredView struct {
 	RecoveredCount int          `json:"recovered_count"`
 	Deliveries     []resentView `json:"deliveries"`
