@@ -70,14 +70,26 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 		set("tags", !slices.Equal(*in.Tags, ag.Tags))
 		ag.Tags = *in.Tags
 	}
-	if len(in.ConversationConfig) > 0 && string(in.ConversationConfig) != "null" {
-		merged, err := domain.Merge(ag.ConversationConfigJson, in.ConversationConfig)
-		if err != nil {
-			return nil, apperr.ValidationErrors{{Loc: []any{"body", "conversation_config"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+	// patch merges a JSON merge patch into one of the configurations,
+	// reporting whether there was one.
+	patch := func(field string, config *[]byte, p json.RawMessage) (bool, error) {
+		if len(p) == 0 || string(p) == "null" {
+			return false, nil
 		}
-		set("conversation_config", string(merged) != string(ag.ConversationConfigJson))
-		ag.ConversationConfigJson = merged
-		ag.SystemPrompt = domain.PromptOf(merged)
+		merged, err := domain.Merge(*config, p)
+		if err != nil {
+			return false, apperr.ValidationErrors{{Loc: []any{"body", field}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
+		}
+		set(field, string(merged) != string(*config))
+		*config = merged
+		return true, nil
+	}
+	patched, err := patch("conversation_config", &ag.ConversationConfigJson, in.ConversationConfig)
+	if err != nil {
+		return nil, err
+	}
+	if patched {
+		ag.SystemPrompt = domain.PromptOf(ag.ConversationConfigJson)
 	}
 	if in.SystemPrompt != nil {
 		merged, err := domain.WithPrompt(ag.ConversationConfigJson, *in.SystemPrompt)
@@ -87,13 +99,8 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 		set("system_prompt", *in.SystemPrompt != ag.SystemPrompt)
 		ag.ConversationConfigJson, ag.SystemPrompt = merged, *in.SystemPrompt
 	}
-	if len(in.PlatformSettings) > 0 && string(in.PlatformSettings) != "null" {
-		merged, err := domain.Merge(ag.PlatformSettingsJson, in.PlatformSettings)
-		if err != nil {
-			return nil, apperr.ValidationErrors{{Loc: []any{"body", "platform_settings"}, Msg: "Cannot merge: " + err.Error(), Type: "value_error"}}
-		}
-		set("platform_settings", string(merged) != string(ag.PlatformSettingsJson))
-		ag.PlatformSettingsJson = merged
+	if _, err := patch("platform_settings", &ag.PlatformSettingsJson, in.PlatformSettings); err != nil {
+		return nil, err
 	}
 	if len(in.Workflow) > 0 && string(in.Workflow) != "null" {
 		workflow, err := domain.NormalizeWorkflow(in.Workflow)
