@@ -1,13 +1,9 @@
 package adapters
 
 import (
-	"context"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 )
 
 // webhookDoc is a webhook in the Mongo read model (for operators and
@@ -26,19 +22,13 @@ type webhookDoc struct {
 	DeletedAtUnix  *int64   `bson:"deleted_at_unix,omitempty"`
 }
 
-// ProjectWebhook maps a WEBHOOKS record to its read-model document.
-func ProjectWebhook(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, nil // a type newer than this build: skip it
-	}
-	w, ok := events.StateOf[*webhooksv1.Webhook](msg)
-	if !ok {
-		return "", nil, nil
-	}
+// ProjectWebhook maps a WEBHOOKS record to its read-model document. An
+// undecodable record is retried, as in every projection, rather than
+// leave a webhook's document behind its stream.
+var ProjectWebhook = projection.States(func(w *webhooksv1.Webhook) (string, any) {
 	return w.GetWebhookId(), webhookDoc{
 		WebhookID: w.GetWebhookId(), WorkspaceID: w.GetWorkspaceId(), URL: w.GetUrl(), Events: w.GetEvents(),
 		Active: w.GetActive(), DisabledReason: w.GetDisabledReason(), MaxRetries: w.GetRetryConfig().GetMaxRetries(),
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), DeletedAtUnix: w.DeletedAtUnix,
-	}, nil
-}
+	}
+})
