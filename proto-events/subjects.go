@@ -263,3 +263,13 @@ func SubjectMatches(filter, subject string) bool {
 	}
 	return len(f) == len(s)
 }
+
+// ParsePlatformSubject splits platform.evt.<workspace_id>.<event_name>;
+// ok is false for any other subject.
+func ParsePlatformSubject(subject string) (workspaceID, eventName string, ok bool) {
+	parts := strings.Split(subject, ".")
+	if len(parts) != 4 || parts[0]+"."+parts[1] != PlatformSubjectPrefix || parts[2] == "" || parts[3] == "" {
+		return "", "", false
+	}
+	return parts[2], parts[3], true
+}

@@ -180,6 +180,14 @@ func TestTicketAndPlatformSubjects(t *testing.T) {
 	if s, err := events.PlatformSubject("ws", "conversation_started"); err != nil || s != "platform.evt.ws.conversation_started" {
 		t.Fatalf("%q %v", s, err)
 	}
+	if ws, name, ok := events.ParsePlatformSubject("platform.evt.ws.conversation_started"); !ok || ws != "ws" || name != "conversation_started" {
+		t.Fatalf("parsed %q %q %v", ws, name, ok)
+	}
+	for _, s := range []string{"platform.evt.ws", "platform.evt.ws.a.b", "tickets.evt.ws.tkt_1", "platform.evt..x", "platform.evt.ws."} {
+		if _, _, ok := events.ParsePlatformSubject(s); ok {
+			t.Errorf("%q parsed as a platform subject", s)
+		}
+	}
 }
 
 // builders is every subject builder of the package, each taking the same

@@ -167,9 +167,8 @@ func decodeTailed(stream string, m jetstream.Msg) (tailedEvent, bool) {
 		StoredAt: meta.Timestamp.UTC().Format(time.RFC3339Nano),
 	}
 	if stream == events.PlatformStream {
-		parts := strings.Split(m.Subject(), ".") // platform.evt.<workspace>.<event>
-		if len(parts) == 4 {
-			ev.WorkspaceID, ev.Type = parts[2], parts[3]
+		if ws, name, ok := events.ParsePlatformSubject(m.Subject()); ok {
+			ev.WorkspaceID, ev.Type = ws, name
 		}
 		if json.Valid(m.Data()) {
 			ev.Data = m.Data()

@@ -8,8 +8,11 @@ import (
 
 	"github.com/google/btree"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -38,21 +41,18 @@ const maxTranscriptTurns = 5000
 // other event, or one whose ids could never be asked for (producers other
 // than the gateway publish on the stream).
 func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok bool) {
-	var env PlatformEvent
+	var env wire.Envelope
 	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended") {
 		return ev, false
 	}
 	if json.Unmarshal(env.Data, &ev) != nil || !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
 		return ev, false
 	}
-	ws, ok := workspaceOfPlatformSubject(rec.Subject)
+	ws, _, ok := events.ParsePlatformSubject(rec.Subject)
 	if !ok {
 		return ev, false
 	}
-	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, rec.Time
-	if ts, err := time.Parse(time.RFC3339Nano, env.Timestamp); err == nil {
-		ev.At = ts
-	}
+	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, env.At(rec.Time)
 	if !slices.Contains(app.CallOutcomes, ev.CallSuccessful) {
 		ev.CallSuccessful = ""
 	}

@@ -2,10 +2,8 @@ package adapters
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -101,13 +99,6 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 	}
 }
 
-// PlatformEvent is the spec 6.1 envelope producers publish.
-type PlatformEvent struct {
-	Event     string          `json:"event"`
-	Timestamp string          `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
-}
-
 func (d *Directory) applyPlatform(rec eventstore.Record) {
 	ev, ok := parseConversationEvent(rec)
 	if !ok {
@@ -115,15 +106,6 @@ func (d *Directory) applyPlatform(rec eventstore.Record) {
 		return
 	}
 	d.Conversations.apply(ev)
-}
-
-func workspaceOfPlatformSubject(subject string) (string, bool) {
-	// platform.evt.<workspace_id>.<event_name>
-	parts := strings.Split(subject, ".")
-	if len(parts) != 4 {
-		return "", false
-	}
-	return parts[2], true
 }
 
 // AgentExists reports whether a live agent belongs to the workspace.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -20,12 +22,6 @@ import (
 const NegativeSentimentScore = -0.5
 
 // envelope is a spec-6 platform event.
-type envelope struct {
-	Event     string          `json:"event"`
-	Timestamp string          `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
-}
-
 type escalationData struct {
 	ConversationID    string `json:"conversation_id"`
 	AgentID           string `json:"agent_id"`
@@ -73,21 +69,17 @@ func (w *Worker) handlePlatform(ctx context.Context, batch []jetstream.Msg) erro
 
 // reportOf is the ticket report a platform event calls for, if any.
 func (w *Worker) reportOf(m jetstream.Msg) (app.ConversationReport, bool) {
-	tokens := strings.Split(m.Subject(), ".") // platform.evt.<workspace>.<event>
+	ws, name, ok := events.ParsePlatformSubject(m.Subject())
 	meta, err := m.Metadata()
-	if len(tokens) != 4 || err != nil {
+	if !ok || err != nil {
 		return app.ConversationReport{}, false
 	}
-	var env envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(m.Data(), &env); err != nil {
 		return app.ConversationReport{}, false
 	}
-	at, err := time.Parse(time.RFC3339, env.Timestamp)
-	if err != nil {
-		at = meta.Timestamp
-	}
-	r := app.ConversationReport{WorkspaceID: tokens[2], At: at, EventID: "platform/" + strconv.FormatUint(meta.Sequence.Stream, 10)}
-	switch tokens[3] {
+	r := app.ConversationReport{WorkspaceID: ws, At: env.At(meta.Timestamp), EventID: "platform/" + strconv.FormatUint(meta.Sequence.Stream, 10)}
+	switch name {
 	case "escalation_triggered":
 		var d escalationData
 		if json.Unmarshal(env.Data, &d) != nil {

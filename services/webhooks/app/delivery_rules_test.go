@@ -11,6 +11,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -71,8 +72,8 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	if string(sent.Secret) == first || string(sent.Secret) != "whsec_rotated_secret_value_0123456789" || sent.Event != "call_ended" || sent.Attempt != 1 {
 		t.Fatalf("sent: %+v", sent)
 	}
-	var env domain.Envelope
-	if err := json.Unmarshal(sent.Body, &env); err != nil || env.Event != "call_ended" || env.Timestamp != domain.FormatTimestamp(f.clock) {
+	var env wire.Envelope
+	if err := json.Unmarshal(sent.Body, &env); err != nil || env.Event != "call_ended" || env.Timestamp != wire.FormatTimestamp(f.clock) {
 		t.Fatalf("body %s: %v", sent.Body, err)
 	}
 	if !att.Test || !att.Final || att.Success || att.ResponseCode != 503 || att.AtUnixMs != f.clock.UnixMilli() || att.EventId != sent.EventID {
@@ -199,8 +200,8 @@ func TestIngest(t *testing.T) {
 	if len(evs) != 2 || evs[0].ID != id1 || evs[0].WorkspaceID != "ws_a" || evs[0].Event != "call_ended" {
 		t.Fatalf("queued: %+v", evs)
 	}
-	var env domain.Envelope
-	if err := json.Unmarshal(evs[0].Body, &env); err != nil || string(env.Data) != `{"call_id":"c1"}` || env.Timestamp != domain.FormatTimestamp(f.clock) {
+	var env wire.Envelope
+	if err := json.Unmarshal(evs[0].Body, &env); err != nil || string(env.Data) != `{"call_id":"c1"}` || env.Timestamp != wire.FormatTimestamp(f.clock) {
 		t.Fatalf("envelope %s: %v", evs[0].Body, err)
 	}
 	_, err = f.app.Ingest(ctx, "ws.a", in, "")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -32,7 +33,7 @@ func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType str
 		return nil, err
 	}
 	now := a.Now()
-	body, err := json.Marshal(domain.Envelope{Event: eventType, Timestamp: domain.FormatTimestamp(now), Data: domain.SampleData(eventType)})
+	body, err := json.Marshal(wire.Envelope{Event: eventType, Timestamp: wire.FormatTimestamp(now), Data: domain.SampleData(eventType)})
 	if err != nil {
 		return nil, err
 	}

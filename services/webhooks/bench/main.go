@@ -32,6 +32,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -134,7 +135,7 @@ func run() error {
 	publish := func(ws string, i int, sentNs int64) (jetstream.PubAckFuture, error) {
 		subject, _ := events.PlatformSubject(ws, "call_started")
 		msg := nats.NewMsg(subject)
-		msg.Data = []byte(`{"event":"call_started","timestamp":"` + domain.FormatTimestamp(time.Now()) + `","data":{"call_id":"c` + strconv.Itoa(i) + `","sent_ns":` + strconv.FormatInt(sentNs, 10) + `}}`)
+		msg.Data = []byte(`{"event":"call_started","timestamp":"` + wire.FormatTimestamp(time.Now()) + `","data":{"call_id":"c` + strconv.Itoa(i) + `","sent_ns":` + strconv.FormatInt(sentNs, 10) + `}}`)
 		return d.JS.PublishMsgAsync(msg)
 	}
 	throughput := func(ws string, hooks, evts int) (float64, error) {

@@ -116,7 +116,7 @@ func (d *Dispatcher) fanoutInvocation(m jetstream.Msg) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
+		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
 	}
 	d.fanout(m, inv.GetWorkspaceId(), name, eventIDOf(m.Headers(), events.TestingStream, rec.Seq), body, rec.Time)
 }
@@ -150,13 +150,12 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	if err != nil {
 		return
 	}
-	parts := strings.Split(m.Subject(), ".")
-	if len(parts) != 4 || !domain.IsPlatformEvent(parts[3]) {
+	ws, name, ok := events.ParsePlatformSubject(m.Subject())
+	if !ok || !domain.IsPlatformEvent(name) {
 		_ = m.Ack() // not an event anyone can subscribe to
 		return
 	}
-	ws, name := parts[2], parts[3]
-	var env domain.Envelope
+	var env wire.Envelope
 	if err := json.Unmarshal(m.Data(), &env); err != nil {
 		d.Log.WarnContext(traceOf(d.ctx, m), "platform event is not a JSON envelope; not delivered", "subject", m.Subject(), "seq", meta.Sequence.Stream, "err", err)
 		_ = m.Term()
@@ -164,7 +163,7 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	}
 	env.Event = name
 	if _, err := time.Parse(time.RFC3339Nano, env.Timestamp); err != nil {
-		env.Timestamp = domain.FormatTimestamp(meta.Timestamp)
+		env.Timestamp = wire.FormatTimestamp(meta.Timestamp)
 	}
 	if len(env.Data) == 0 || env.Data[0] != '{' {
 		env.Data = json.RawMessage(`{}`)
@@ -200,7 +199,7 @@ func (d *Dispatcher) fanoutTicket(m jetstream.Msg) {
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(domain.Envelope{Event: name, Timestamp: domain.FormatTimestamp(at), Data: data})
+		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
 	}
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.TicketsStream, rec.Seq), body, rec.Time)
 }

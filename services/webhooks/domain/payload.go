@@ -6,20 +6,8 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
-
-// Envelope is the spec 6.1 delivery body: {event, timestamp, data}.
-type Envelope struct {
-	Event     string          `json:"event"`
-	Timestamp string          `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
-}
-
-// TimestampLayout is the ISO 8601 UTC form of envelope timestamps.
-const TimestampLayout = "2006-01-02T15:04:05.000Z"
-
-// FormatTimestamp renders t as an envelope timestamp.
-func FormatTimestamp(t time.Time) string { return t.UTC().Format(TimestampLayout) }
 
 // IngestInput is the body of POST /v1/convai/events.
 type IngestInput struct {
@@ -34,19 +22,19 @@ type IngestInput struct {
 // name, data an object, the types of the spec 6.2 fields of its data) is
 // the API schema's (EventIngest), checked at the edge; the timestamp's
 // grammar is checked here, as a schema does not assert a date-time.
-func ParseIngest(in IngestInput, now time.Time) (Envelope, error) {
-	env := Envelope{Event: in.Event, Timestamp: FormatTimestamp(now)}
+func ParseIngest(in IngestInput, now time.Time) (wire.Envelope, error) {
+	env := wire.Envelope{Event: in.Event, Timestamp: wire.FormatTimestamp(now)}
 	if in.Timestamp != nil {
 		t, err := time.Parse(time.RFC3339Nano, *in.Timestamp)
 		if err != nil {
-			return Envelope{}, apperr.ValidationErrors{{Loc: []any{"body", "timestamp"},
+			return wire.Envelope{}, apperr.ValidationErrors{{Loc: []any{"body", "timestamp"},
 				Msg: "Input should be an ISO 8601 date-time with a time zone, e.g. 2026-01-02T15:04:05Z", Type: "datetime_parsing"}}
 		}
-		env.Timestamp = FormatTimestamp(t)
+		env.Timestamp = wire.FormatTimestamp(t)
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, in.Data); err != nil {
-		return Envelope{}, err
+		return wire.Envelope{}, err
 	}
 	env.Data = buf.Bytes()
 	return env, nil

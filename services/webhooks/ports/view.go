@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
-	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 type retryView struct {
@@ -89,7 +89,7 @@ type logEntry struct {
 
 func logEntryOf(a *webhooksv1.DeliveryAttempt) logEntry {
 	e := logEntry{
-		Timestamp: domain.FormatTimestamp(time.UnixMilli(a.GetAtUnixMs())), Event: a.GetEvent(), EventID: a.GetEventId(),
+		Timestamp: wire.FormatTimestamp(time.UnixMilli(a.GetAtUnixMs())), Event: a.GetEvent(), EventID: a.GetEventId(),
 		ResponseCode: a.GetResponseCode(), DeliveryID: app.DeliveryID(a), ResponseBody: a.GetResponseBody(),
 	}
 	if body := a.GetRequestBody(); json.Valid(body) {
@@ -199,7 +199,7 @@ func healthOf(row app.HealthRow) webhookHealth {
 		if ms == 0 {
 			return nil
 		}
-		s := domain.FormatTimestamp(time.UnixMilli(ms))
+		s := wire.FormatTimestamp(time.UnixMilli(ms))
 		return &s
 	}
 	out.LastSuccessAt, out.LastFailureAt = ts(h.LastSuccessUnixMs), ts(h.LastFailureUnixMs)
