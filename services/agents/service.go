@@ -1,5 +1,6 @@
 // Package agents wires the agents service: its stream, read model,
-// projector and HTTP-over-NATS endpoint. Both its own binary and the
+// projector, the call log it follows from PLATFORM, and HTTP-over-NATS
+// endpoint. Both its own binary and the
 // all-in-one binary start it through Start.
 package agents
 
@@ -42,7 +43,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if c.Secret == "" {
 		return nil, errors.New("agents: the deployment secret is empty")
 	}
-	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.AgentsStream); err != nil {
+	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.AgentsStream, events.PlatformStream); err != nil {
 		return nil, err
 	}
 	db := d.Database(Name)
@@ -67,6 +68,13 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, secrets.Secrets, projection.Config{
 		Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger,
 	}, adapters.SecretsHandler)
+	a.Calls = adapters.NewCallLog(db)
+	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
+	go func() {
+		if err := adapters.FollowCalls(ctx, d.JS, a.Calls, d.Logger); err != nil && ctx.Err() == nil {
+			d.Logger.Error("call log stopped", "err", err)
+		}
+	}()
 	codec := cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
 	return runtime.Serve(d, Name, a, ports.Router(a, codec))
 }

@@ -20,6 +20,16 @@ func TestStoreReadModelConforms(t *testing.T) {
 	readmodeltest.Run(t, testenv.OnFreshDatabases(t, "agents_conformance", storeReadModel))
 }
 
+func TestMemoryCallLogConforms(t *testing.T) {
+	readmodeltest.RunCallLog(t, func(*testing.T) app.CallLog { return NewMemoryCallLog() })
+}
+
+func TestStoreCallLogConforms(t *testing.T) {
+	readmodeltest.RunCallLog(t, testenv.OnFreshDatabases(t, "agents_calls", func(_ context.Context, db *mongo.Database) (app.CallLog, error) {
+		return NewCallLog(db), nil
+	}))
+}
+
 // storeReadModel is NewReadModel as the conformance suite takes it.
 func storeReadModel(ctx context.Context, db *mongo.Database) (app.ReadModel, error) {
 	return NewReadModel(ctx, db)

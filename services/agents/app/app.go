@@ -28,7 +28,9 @@ type App struct {
 	// HostAllowed is the operator's outbound allow-list, for agents' own
 	// model endpoints.
 	HostAllowed func(host string) bool
-	Now         func() time.Time // the clock
+	// Calls is when each agent was last called; nil: no call is known.
+	Calls CallLog
+	Now   func() time.Time // the clock
 }
 
 // New wires the application over the AGENTS stream and the read models.

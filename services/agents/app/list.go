@@ -63,7 +63,12 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	page := Page{Agents: docs, HasMore: len(docs) > limit}
 	if page.HasMore {
 		page.Agents = docs[:limit]
-		page.NextCursor, err = cursor.Next(codec, scope, PositionOf(q, docs[limit-1]))
+		if page.NextCursor, err = cursor.Next(codec, scope, PositionOf(q, docs[limit-1])); err != nil {
+			return Page{}, err
+		}
 	}
-	return page, err
+	if err := a.withLastCalls(ctx, workspaceID, page.Agents); err != nil {
+		return Page{}, err
+	}
+	return page, nil
 }

@@ -41,8 +41,9 @@ type AgentDoc struct {
 	CreatorName   string   `bson:"creator_name"`
 	Archived      bool     `bson:"archived"`
 	Deleted       bool     `bson:"deleted"`
-	LastCallUnix  *int64   `bson:"last_call_time_unix_secs"`
 	UpdatedAtUnix int64    `bson:"updated_at_unix"`
+	// LastCallUnix is not stored here: a listing sets it from the call log.
+	LastCallUnix *int64 `bson:"-"`
 	// SecretIDs are the workspace secrets its configuration uses.
 	SecretIDs []string `bson:"secret_ids"`
 }

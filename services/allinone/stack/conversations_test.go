@@ -3,6 +3,7 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"strings"
 	"testing"
@@ -83,6 +84,31 @@ func TestConversationsAPI(t *testing.T) {
 			t.Errorf("%s listed as %+v, want %+v", c.ConversationID, c, want[c.ConversationID])
 		}
 	}
+
+	// The agents listing shows each agent's latest call, a call_started
+	// counting as much as a conversation_started.
+	phone := newAgent(t, s, adminKey, "Phone")
+	ingest(t, s, adminKey, "call_started", base.Add(30*time.Minute), map[string]any{"call_id": "call_1", "agent_id": phone})
+	wantLast := map[string]int64{support: base.Add(20 * time.Minute).Unix(), sales: base.Add(10 * time.Minute).Unix(), phone: base.Add(30 * time.Minute).Unix()}
+	var lastCalls map[string]int64
+	eventually(t, 10*time.Second, "the agents' last calls listed", func() bool {
+		var page struct {
+			Agents []struct {
+				AgentID  string `json:"agent_id"`
+				LastCall *int64 `json:"last_call_time_unix_secs"`
+			} `json:"agents"`
+		}
+		if err := json.Unmarshal(call(t, s, "GET", "/v1/convai/agents", adminKey, "").Body, &page); err != nil {
+			t.Fatal(err)
+		}
+		lastCalls = map[string]int64{}
+		for _, a := range page.Agents {
+			if a.LastCall != nil {
+				lastCalls[a.AgentID] = *a.LastCall
+			}
+		}
+		return maps.Equal(lastCalls, wantLast)
+	})
 
 	// Filters and paging.
 	for query, wantIDs := range map[string]string{

@@ -1,0 +1,166 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
+)
+
+// CallsCollection keeps each called agent's latest call.
+const CallsCollection = "agent_calls"
+
+// CallsDurable follows the platform's calls into the call log.
+const CallsDurable = "agents-calls"
+
+// CallsFilter matches the platform events that start a call of an agent.
+var CallsFilter = []string{"platform.evt.*.call_started", "platform.evt.*.conversation_started"}
+
+// CallLog is the call log in the store: one document per called agent,
+// read by id for a page of the listing.
+type CallLog struct{ Calls *mongo.Collection }
+
+// NewCallLog opens the collection (its _id is its only index).
+func NewCallLog(db *mongo.Database) *CallLog { return &CallLog{Calls: db.Collection(CallsCollection)} }
+
+type callDoc struct {
+	ID           string `bson:"_id"` // workspace/agent
+	WorkspaceID  string `bson:"workspace_id"`
+	AgentID      string `bson:"agent_id"`
+	LastCallUnix int64  `bson:"last_call_unix"`
+}
+
+func callKey(workspaceID, agentID string) string { return workspaceID + "/" + agentID }
+
+// latest keeps each agent's latest call of calls.
+func latest(calls []app.Call) map[string]app.Call {
+	out := make(map[string]app.Call, len(calls))
+	for _, c := range calls {
+		k := callKey(c.WorkspaceID, c.AgentID)
+		if cur, ok := out[k]; !ok || c.AtUnix > cur.AtUnix {
+			out[k] = c
+		}
+	}
+	return out
+}
+
+// Record implements app.CallLog: one upsert per agent, which keeps the
+// later of the stored and the new time.
+func (l *CallLog) Record(ctx context.Context, calls []app.Call) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	var models []mongo.WriteModel
+	for k, c := range latest(calls) {
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: k}}).SetUpsert(true).SetUpdate(bson.D{
+			{Key: "$max", Value: bson.D{{Key: "last_call_unix", Value: c.AtUnix}}},
+			{Key: "$setOnInsert", Value: bson.D{{Key: "workspace_id", Value: c.WorkspaceID}, {Key: "agent_id", Value: c.AgentID}}},
+		}))
+	}
+	_, err := l.Calls.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	return err
+}
+
+// LastCalls implements app.CallLog.
+func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []string) (map[string]int64, error) {
+	keys := make([]string, len(agentIDs))
+	for i, id := range agentIDs {
+		keys[i] = callKey(workspaceID, id)
+	}
+	cur, err := l.Calls.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: keys}}}})
+	if err != nil {
+		return nil, err
+	}
+	var docs []callDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(docs))
+	for _, d := range docs {
+		out[d.AgentID] = d.LastCallUnix
+	}
+	return out, nil
+}
+
+// MemoryCallLog is the call log in memory, for the use-case tests.
+type MemoryCallLog struct {
+	mu   sync.Mutex
+	last map[string]int64 // workspace/agent → its latest call
+}
+
+// NewMemoryCallLog is an empty call log.
+func NewMemoryCallLog() *MemoryCallLog { return &MemoryCallLog{last: map[string]int64{}} }
+
+// Record implements app.CallLog.
+func (l *MemoryCallLog) Record(_ context.Context, calls []app.Call) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, c := range latest(calls) {
+		if cur, ok := l.last[k]; !ok || c.AtUnix > cur {
+			l.last[k] = c.AtUnix
+		}
+	}
+	return nil
+}
+
+// LastCalls implements app.CallLog.
+func (l *MemoryCallLog) LastCalls(_ context.Context, workspaceID string, agentIDs []string) (map[string]int64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int64{}
+	for _, id := range agentIDs {
+		if at, ok := l.last[callKey(workspaceID, id)]; ok {
+			out[id] = at
+		}
+	}
+	return out, nil
+}
+
+// FollowCalls records the platform's calls in log through the durable
+// consumer CallsDurable until ctx ends; a batch that cannot be recorded
+// is retried. An event that names no well-formed agent is skipped.
+func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, logger *slog.Logger) error {
+	return consume.Batches(ctx, js, consume.Spec{
+		Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter,
+		OnError: func(batch []jetstream.Msg, err error) {
+			logger.Error("call log write failed; will retry", "messages", len(batch), "err", err)
+		},
+	}, func(ctx context.Context, batch []jetstream.Msg) error {
+		calls := make([]app.Call, 0, len(batch))
+		for _, m := range batch {
+			if c, ok := callOf(m); ok {
+				calls = append(calls, c)
+			}
+		}
+		return log.Record(ctx, calls)
+	})
+}
+
+// callOf is the call a call_started or conversation_started event reports.
+func callOf(m jetstream.Msg) (app.Call, bool) {
+	ws, _, ok := events.ParsePlatformSubject(m.Subject())
+	meta, err := m.Metadata()
+	if !ok || err != nil || !ids.Valid(ws) {
+		return app.Call{}, false
+	}
+	var env wire.Envelope
+	var data struct {
+		AgentID string `json:"agent_id"`
+	}
+	if json.Unmarshal(m.Data(), &env) != nil || json.Unmarshal(env.Data, &data) != nil || !ids.Valid(data.AgentID) {
+		return app.Call{}, false
+	}
+	return app.Call{WorkspaceID: ws, AgentID: data.AgentID, AtUnix: env.At(meta.Timestamp).Unix()}, true
+}
