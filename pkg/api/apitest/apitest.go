@@ -4,6 +4,7 @@
 package apitest
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 
@@ -68,4 +69,22 @@ func Strings(t testing.TB, name string, path ...string) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// WantInt fails t unless the number at path is want: a limit the code
+// relies on is the one the schema says.
+func WantInt(t testing.TB, want int, name string, path ...string) {
+	t.Helper()
+	if got := Int(t, name, path...); got != want {
+		t.Errorf("%s %v: the schema says %d, the code %d", name, path, got, want)
+	}
+}
+
+// WantStrings fails t unless the list of strings at path is want, in
+// order: an enum the code relies on is the one the schema says.
+func WantStrings(t testing.TB, want []string, name string, path ...string) {
+	t.Helper()
+	if got := Strings(t, name, path...); !slices.Equal(got, want) {
+		t.Errorf("%s %v: the schema says %q, the code %q", name, path, got, want)
+	}
 }

@@ -1,7 +1,6 @@
 package ports
 
 import (
-	"slices"
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
@@ -14,16 +13,8 @@ import (
 // e-mail bound it keeps for the operator's command, and the permission
 // names the platform knows (no code checks them after the schema).
 func TestSchemasSayTheDomainsLimits(t *testing.T) {
-	if got := apitest.Int(t, "MemberAdd", "properties", "email", "maxLength"); got != app.MaxEmailLen {
-		t.Errorf("email: the schema says at most %d characters, app %d", got, app.MaxEmailLen)
-	}
-	if got, want := apitest.Strings(t, "MemberRole", "enum"), []string{app.RoleAdmin, app.RoleMember}; !slices.Equal(got, want) {
-		t.Errorf("roles: the schema says %v, app %v", got, want)
-	}
-	if got := apitest.Strings(t, "PermissionName", "enum"); !slices.Equal(got, principal.Known) {
-		t.Errorf("permissions: the schema offers %q, the platform knows %q", got, principal.Known)
-	}
-	if got := apitest.Strings(t, "Permissions", "oneOf", "1", "enum"); !slices.Equal(got, []string{principal.PermissionAll}) {
-		t.Errorf("permissions: the schema's word for all of them is %v, the platform's %q", got, principal.PermissionAll)
-	}
+	apitest.WantInt(t, app.MaxEmailLen, "MemberAdd", "properties", "email", "maxLength")
+	apitest.WantStrings(t, []string{app.RoleAdmin, app.RoleMember}, "MemberRole", "enum")
+	apitest.WantStrings(t, principal.Known, "PermissionName", "enum")
+	apitest.WantStrings(t, []string{principal.PermissionAll}, "Permissions", "oneOf", "1", "enum")
 }

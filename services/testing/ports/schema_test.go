@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"testing"
 
@@ -100,25 +99,12 @@ func TestBadTestingBodiesAreRefusedWhereTheyAreWrong(t *testing.T) {
 // The limits the service relies on (the default name's clip, the
 // regression's turn bound, the run planner's sizes) are the schema's.
 func TestSchemasSayTheDomainsLimits(t *testing.T) {
-	for _, c := range []struct {
-		got  int
-		want int
-		what string
-	}{
-		{apitest.Int(t, "TestName", "maxLength"), domain.MaxNameLen, "a test's name"},
-		{apitest.Int(t, "FolderName", "maxLength"), domain.MaxNameLen, "a folder's name"},
-		{apitest.Int(t, "TestCreate", "properties", "chat_history", "maxItems"), domain.MaxChatHistory, "chat_history"},
-		{apitest.Int(t, "TestCreate", "properties", "simulation_max_turns", "maximum"), domain.MaxSimulationTurns, "simulation_max_turns"},
-		{apitest.Int(t, "RunTests", "properties", "tests", "maxItems"), domain.MaxTestsPerRun, "run-tests' tests"},
-		{apitest.Int(t, "RunTests", "properties", "repeat_count", "maximum"), domain.MaxRepeatCount, "repeat_count"},
-		{apitest.Int(t, "Resubmit", "properties", "test_run_ids", "maxItems"), domain.MaxTestsPerRun * domain.MaxRepeatCount, "an invocation's runs"},
-	} {
-		if c.got != c.want {
-			t.Errorf("%s: the schema says %d, the code %d", c.what, c.got, c.want)
-		}
-	}
-	types := apitest.Strings(t, "TestCreate", "properties", "type", "enum")
-	if want := []string{domain.TypeLLM, domain.TypeTool, domain.TypeSimulation}; !slices.Equal(types, want) {
-		t.Errorf("test types: the schema says %v, the domain %v", types, want)
-	}
+	apitest.WantInt(t, domain.MaxNameLen, "TestName", "maxLength")
+	apitest.WantInt(t, domain.MaxNameLen, "FolderName", "maxLength")
+	apitest.WantInt(t, domain.MaxChatHistory, "TestCreate", "properties", "chat_history", "maxItems")
+	apitest.WantInt(t, domain.MaxSimulationTurns, "TestCreate", "properties", "simulation_max_turns", "maximum")
+	apitest.WantInt(t, domain.MaxTestsPerRun, "RunTests", "properties", "tests", "maxItems")
+	apitest.WantInt(t, domain.MaxRepeatCount, "RunTests", "properties", "repeat_count", "maximum")
+	apitest.WantInt(t, domain.MaxTestsPerRun*domain.MaxRepeatCount, "Resubmit", "properties", "test_run_ids", "maxItems")
+	apitest.WantStrings(t, []string{domain.TypeLLM, domain.TypeTool, domain.TypeSimulation}, "TestCreate", "properties", "type", "enum")
 }

@@ -23,7 +23,9 @@ func RunCallLog(t *testing.T, open func(*testing.T) app.CallLog) {
 			t.Fatalf("last calls of %v in %s: %v, want %v", ids, ws, got, expect)
 		}
 	}
-	call := func(ws, agent string, at int64) app.Call { return app.Call{WorkspaceID: ws, AgentID: agent, AtUnix: at} }
+	call := func(ws, agent string, at int64) app.Call {
+		return app.Call{WorkspaceID: ws, AgentID: agent, AtUnix: at}
+	}
 
 	t.Run("the latest call is kept, in any order and again", func(t *testing.T) {
 		l := open(t)
