@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -51,11 +50,7 @@ func TestJUnitAndBaselineComparison(t *testing.T) {
 	}
 	after := runAndWait(t, s, agent, 2, hours, refund)
 
-	xsd, err := os.ReadFile("../../testing/ports/testdata/junit-10.xsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema, err := junitxsd.Load(xsd)
+	schema, err := junitxsd.JUnit10()
 	if err != nil {
 		t.Fatal(err)
 	}

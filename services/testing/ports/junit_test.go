@@ -3,7 +3,6 @@ package ports
 import (
 	"bytes"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,11 +17,7 @@ import (
 
 func schema(t *testing.T) *junitxsd.Schema {
 	t.Helper()
-	b, err := os.ReadFile("testdata/junit-10.xsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := junitxsd.Load(b)
+	s, err := junitxsd.JUnit10()
 	if err != nil {
 		t.Fatal(err)
 	}

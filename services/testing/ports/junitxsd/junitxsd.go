@@ -16,6 +16,7 @@ package junitxsd
 
 import (
 	"bytes"
+	_ "embed"
 	"encoding/xml"
 	"errors"
 	"fmt"
@@ -26,6 +27,13 @@ import (
 )
 
 const xsNS = "http://www.w3.org/2001/XMLSchema"
+
+//go:embed junit-10.xsd
+var junit10 []byte
+
+// JUnit10 is the vendored junit-10.xsd, loaded: the schema the testing
+// service's JUnit documents must satisfy.
+func JUnit10() (*Schema, error) { return Load(junit10) }
 
 // node is any XML element, as decoded.
 type node struct {
