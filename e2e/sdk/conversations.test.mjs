@@ -22,7 +22,8 @@ describe("conversations", () => {
   const client = adminClient({ maxRetries: 0 });
 
   it("list and get parse, with the transcript handed over", { timeout: TEST_TIMEOUT_MS }, async () => {
-    const { agentId } = await client.conversationalAi.agents.create({ name: uniqueName("conversations"), conversationConfig: {} });
+    const name = uniqueName("conversations");
+    const { agentId } = await client.conversationalAi.agents.create({ name, conversationConfig: {} });
     const conversationId = uniqueName("conv").replaceAll(/[^A-Za-z0-9_-]/g, "_");
     const start = new Date(Date.now() - 60_000);
     await publish("conversation_started", start.toISOString(), { conversation_id: conversationId, agent_id: agentId });
@@ -68,6 +69,16 @@ describe("conversations", () => {
 
     const filtered = await client.conversationalAi.conversations.list({ agentId, callSuccessful: "success" });
     assert.equal(filtered.conversations.length, 0);
+
+    // The agents listing shows the agent's latest call: when it started.
+    let listed;
+    for (let i = 0; i < 200; i++) {
+      [listed] = (await client.conversationalAi.agents.list({ search: name })).agents;
+      if (listed?.lastCallTimeUnixSecs != null) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(listed.agentId, agentId);
+    assert.equal(listed.lastCallTimeUnixSecs, Math.floor(start.getTime() / 1000));
   });
 
   it("an unknown conversation is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
