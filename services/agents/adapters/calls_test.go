@@ -1,0 +1,67 @@
+package adapters
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"testing"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// The call log follows PLATFORM: a call_started or conversation_started
+// records its agent's call at the envelope's time, or at the time the
+// stream stored it when the envelope has none; other events, bodies that
+// are not envelopes and agent ids that are not ids are skipped, and the
+// follower goes on past them.
+func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
+	env := testenv.New(t)
+	js := testenv.JetStreamAt(t, env.NATSURL)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.PlatformStream); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(ws, event, body string) {
+		t.Helper()
+		if _, err := js.Publish(ctx, "platform.evt."+ws+"."+event, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := time.Now().Unix()
+	publish("ws_a", "call_started", `{"event":"call_started","timestamp":"2027-01-02T03:04:05Z","data":{"call_id":"c1","agent_id":"agent_1"}}`)
+	publish("ws_a", "conversation_started", `{"event":"conversation_started","data":{"conversation_id":"conv_1","agent_id":"agent_2"}}`)
+	publish("ws_a", "conversation_ended", `{"event":"conversation_ended","timestamp":"2028-01-01T00:00:00Z","data":{"agent_id":"agent_1"}}`)
+	publish("ws_a", "call_started", `not json`)
+	publish("ws_a", "call_started", `{"event":"call_started","timestamp":"2029-01-01T00:00:00Z","data":{"agent_id":"agent 3"}}`)
+	publish("ws_a", "call_started", `{"event":"call_started","timestamp":"2029-01-01T00:00:00Z","data":"agent_4"}`)
+	publish("ws_b", "call_started", `{"event":"call_started","timestamp":"2027-01-02T03:04:06Z","data":{"agent_id":"agent_1"}}`)
+
+	log := NewMemoryCallLog()
+	done := make(chan error, 1)
+	go func() { done <- FollowCalls(ctx, js, log, slog.New(slog.DiscardHandler)) }()
+	ids := []string{"agent_1", "agent_2", "agent 3", "agent_4"}
+	// ws_b's call is the last message: once it is recorded, so is
+	// everything before it (one consumer, in stream order).
+	testenv.Eventually(t, 10*time.Second, "ws_b's call recorded", func() bool {
+		b, _ := log.LastCalls(ctx, "ws_b", ids)
+		return len(b) == 1
+	})
+	after := time.Now().Unix()
+	b, _ := log.LastCalls(ctx, "ws_b", ids)
+	if !maps.Equal(b, map[string]int64{"agent_1": time.Date(2027, 1, 2, 3, 4, 6, 0, time.UTC).Unix()}) {
+		t.Fatalf("ws_b's calls: %v", b)
+	}
+	a, _ := log.LastCalls(ctx, "ws_a", ids)
+	if len(a) != 2 || a["agent_1"] != time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC).Unix() || a["agent_2"] < before || a["agent_2"] > after {
+		t.Fatalf("ws_a's calls: %v; want agent_1 at its timestamp, agent_2 at the stored time, nothing else", a)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("the follower stopped with %v", err)
+	}
+}
