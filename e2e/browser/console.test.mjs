@@ -280,6 +280,9 @@ test('webhooks: create (secret once), log, resend, recover, disable, delete', as
 
 test('agents and API keys: list, detail, create a key (secret once), revoke it', async () => {
   await page.getByRole('link', {name: 'Agents', exact: true}).click();
+  const row = page.getByRole('row').filter({has: page.getByRole('link', {name: 'Support bot'})});
+  const lastCall = (await row.locator('td[data-label="Last call"]').textContent()).trim();
+  assert.notEqual(lastCall, '—', 'the agent that took calls shows its last call');
   await page.getByRole('link', {name: 'Support bot'}).click();
   await page.getByRole('heading', {name: 'Support bot'}).waitFor();
   await page.getByRole('link', {name: 'Refund policy answer was wrong'}).waitFor();

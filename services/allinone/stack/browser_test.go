@@ -32,6 +32,10 @@ func TestConsoleInBrowser(t *testing.T) {
 				"tool_calls":   []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"order":"A-17"}`, "request_id": "c1"}},
 				"tool_results": []map[string]any{{"tool_name": "lookup_order", "request_id": "c1", "result_value": `{"status":"shipped"}`, "is_error": false}}},
 		}})
+	eventually(t, 10*time.Second, "the agent's last call is listed", func() bool {
+		agents, _ := call(t, s, "GET", "/v1/convai/agents", adminKey, "").JSON(t)["agents"].([]any)
+		return len(agents) == 1 && agents[0].(map[string]any)["last_call_time_unix_secs"] != nil
+	})
 	eventually(t, 10*time.Second, "the transcript is kept", func() bool {
 		return strings.Contains(string(call(t, s, "GET", "/v1/convai/conversations/"+convs[0], adminKey, "").Body), "refunded at once")
 	})
