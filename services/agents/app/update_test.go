@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -43,6 +44,21 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 	}
 	_, err = f.app.Update(ctx, "ws_a", "agent_missing", app.UpdateInput{Name: ptr("x")}, "")
 	wantKind(t, err, apperr.NotFound, "an unknown agent")
+
+	// A patch that cannot be merged is refused at its field, and changes
+	// nothing.
+	for field, in := range map[string]app.UpdateInput{
+		"conversation_config": {ConversationConfig: []byte(`{"agent":`)},
+		"platform_settings":   {PlatformSettings: []byte(`{"privacy":`)},
+	} {
+		_, err = f.app.Update(ctx, "ws_a", a.AgentId, in, "")
+		if ve, ok := err.(apperr.ValidationErrors); !ok || len(ve) != 1 || fmt.Sprint(ve[0].Loc) != fmt.Sprint([]any{"body", field}) {
+			t.Fatalf("a %s patch that is not JSON: %v, want a validation error at body.%s", field, err, field)
+		}
+	}
+	if after, _, err := f.app.Get(ctx, "ws_a", a.AgentId); err != nil || after.UpdatedAtUnix != upd.UpdatedAtUnix {
+		t.Fatalf("a refused patch changed the agent: %+v %v", after, err)
+	}
 }
 
 // A listing pages through the workspace's agents without repeating or
