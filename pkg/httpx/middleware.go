@@ -87,9 +87,9 @@ func Recover(next http.Handler) http.Handler {
 }
 
 // AccessLog logs one line per request, at info: method, route template
-// (or path, unrouted), status, size, duration, and the caller's workspace
-// and key when known (see NoteRoute, NoteCaller), with the request and
-// trace ids the logger carries.
+// (or path, unrouted), status, size, duration, the client's address and
+// the caller's workspace and key when known (see NoteRoute, NoteClient,
+// NoteCaller), with the request and trace ids the logger carries.
 func AccessLog(next http.Handler) http.Handler { return AccessLogAt(slog.LevelInfo, next) }
 
 // AccessLogAt is AccessLog at another level: a service behind the gateway
@@ -116,6 +116,9 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 			attrs = append(attrs, "path", clip(r.URL.Path))
 		}
 		attrs = append(attrs, "status", rw.Status(), "bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+		if facts.client != "" {
+			attrs = append(attrs, "client_ip", facts.client)
+		}
 		if facts.workspace != "" {
 			attrs = append(attrs, "workspace_id", facts.workspace, "key_id", facts.keyID)
 		}
@@ -126,8 +129,8 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 // requestFacts are what inner handlers learn about a request for its log
 // line.
 type requestFacts struct {
-	route, workspace, keyID string
-	probe                   bool
+	route, client, workspace, keyID string
+	probe                           bool
 }
 
 type factsKey struct{}
@@ -164,6 +167,14 @@ func Probe(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// NoteClient records the address the request came from (behind trusted
+// proxies, the client's, not the proxy's).
+func NoteClient(ctx context.Context, addr string) {
+	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
+		f.client = addr
+	}
 }
 
 // NoteCaller records who the request is from.

@@ -124,7 +124,18 @@ func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
 // Handler is the public HTTP handler.
 func (g *Gateway) Handler() http.Handler {
 	top, _ := g.routes()
-	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(top))))
+	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(g.noteClient(top)))))
+}
+
+// noteClient puts the client's address on the request's access log line:
+// what an operator blocks when someone guesses keys.
+func (g *Gateway) noteClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := g.clientIP(r); a.IsValid() {
+			httpx.NoteClient(r.Context(), a.String())
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // routes are the probes, the API's document and its reference page, the

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -71,5 +72,13 @@ func TestACleanRunLogsNoWarning(t *testing.T) {
 	}
 	if len(loud) > 0 {
 		t.Fatalf("a clean run logged %d lines for an operator (WARN, ERROR, probes at INFO):\n%s", len(loud), strings.Join(loud, ""))
+	}
+	// The refused key's line says where it came from, for an operator
+	// who sees keys guessed (alert VoiceAIAPIKeysGuessed).
+	refused := func(line string) bool {
+		return strings.Contains(line, `msg="http request"`) && strings.Contains(line, "status=401") && strings.Contains(line, "client_ip=127.0.0.1")
+	}
+	if !slices.ContainsFunc(strings.Split(logs.String(), "\n"), refused) {
+		t.Fatalf("no access log line of the refused key with its client's address:\n%s", logs.String())
 	}
 }
