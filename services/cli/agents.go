@@ -9,19 +9,24 @@ import (
 )
 
 type agentRow struct {
-	AgentID string   `json:"agent_id"`
-	Name    string   `json:"name"`
-	Tags    []string `json:"tags"`
-	Created int64    `json:"created_at_unix_secs"`
+	AgentID  string   `json:"agent_id"`
+	Name     string   `json:"name"`
+	Tags     []string `json:"tags"`
+	Created  int64    `json:"created_at_unix_secs"`
+	LastCall *int64   `json:"last_call_time_unix_secs"`
 }
 
 func (a *app) agentsListCommand() *cobra.Command {
 	return listCommand(a, listing[agentRow]{
 		short: "List agents, newest first", route: listAgents, items: "agents", noun: "agents", pageSize: 30,
 		filters: []filter{text("search", "search", "only agents whose name contains this")},
-		header:  []string{"ID", "NAME", "TAGS", "CREATED"},
+		header:  []string{"ID", "NAME", "TAGS", "LAST CALL", "CREATED"},
 		row: func(ag agentRow) []string {
-			return []string{ag.AgentID, clip(ag.Name, 50), dash(strings.Join(ag.Tags, ",")), unixTime(ag.Created)}
+			lastCall := "-"
+			if ag.LastCall != nil {
+				lastCall = unixTime(*ag.LastCall)
+			}
+			return []string{ag.AgentID, clip(ag.Name, 50), dash(strings.Join(ag.Tags, ",")), lastCall, unixTime(ag.Created)}
 		},
 	})
 }

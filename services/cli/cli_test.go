@@ -425,9 +425,9 @@ func TestTestsRunInterrupted(t *testing.T) {
 // cursor it is given back with the page size.
 func TestListingPages(t *testing.T) {
 	f, base := newFake(t)
-	f.on("GET /v1/convai/agents", reply(200, `{"agents":[{"agent_id":"agent_1","name":"Support","tags":["a","b"],"created_at_unix_secs":1700000000}],"has_more":true,"next_cursor":"c2"}`))
+	f.on("GET /v1/convai/agents", reply(200, `{"agents":[{"agent_id":"agent_1","name":"Support","tags":["a","b"],"created_at_unix_secs":1700000000,"last_call_time_unix_secs":1800000000}],"has_more":true,"next_cursor":"c2"}`))
 	r := run(t, "agents", "list", "--search", "sup", "--page-size", "1", "--api-key", "k", "--base-url", base)
-	if r.code != 0 || !strings.Contains(r.stdout, "agent_1") || !strings.Contains(r.stdout, "a,b") || r.stderr != "more results: add --cursor c2\n" {
+	if r.code != 0 || !strings.Contains(r.stdout, "agent_1") || !strings.Contains(r.stdout, "a,b") || !strings.Contains(r.stdout, "2027-01-15 08:00Z") || r.stderr != "more results: add --cursor c2\n" {
 		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
 	run(t, "agents", "list", "--cursor", "c2", "--page-size", "1", "--api-key", "k", "--base-url", base)
