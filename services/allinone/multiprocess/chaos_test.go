@@ -240,7 +240,7 @@ func (p *platform) startService(kind string) *serviceProc {
 	select {
 	case addr := <-sp.metrics:
 		sp.internal = "http://" + addr
-	case <-sp.done:
+	case <-sp.Done():
 		fatalf(p.t, "%s exited at start", kind)
 	case <-time.After(60 * time.Second):
 		fatalf(p.t, "%s did not report its internal endpoint", kind)
@@ -834,7 +834,7 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 					select {
 					case addr := <-p.addr:
 						gw = "http://" + addr
-					case <-p.done:
+					case <-p.Done():
 						fatalf(t, "the gateway exited at start")
 					case <-time.After(within):
 						fatalf(t, "the gateway did not report its address within %s", within)
@@ -843,7 +843,7 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 				select {
 				case addr := <-p.metrics:
 					eventually(t, within, kinds[i]+" is ready", func() bool { return status("http://"+addr+"/readyz") == http.StatusOK })
-				case <-p.done:
+				case <-p.Done():
 					fatalf(t, "%s exited at start", kinds[i])
 				case <-time.After(within):
 					fatalf(t, "%s did not report its internal endpoint within %s", kinds[i], within)

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/child"
 )
 
 // The cluster tier's accounting, without a cluster: which failed attempts
@@ -90,19 +92,14 @@ func TestChaosAccounting(t *testing.T) {
 
 	t.Run("a process that exits by itself died; one the test ended did not", func(t *testing.T) {
 		start := func(script string) *proc {
-			p := &proc{name: "sh", done: make(chan struct{}), cmd: exec.Command("sh", "-c", script)}
-			stderr, err := p.cmd.StderrPipe()
+			cp, err := child.Start(exec.Command("sh", "-c", script), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := p.cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			go p.scan(stderr)
-			return p
+			return &proc{name: "sh", Proc: cp}
 		}
 		crashed := start("echo going >&2; exit 3")
-		<-crashed.done
+		<-crashed.Done()
 		if msg, died := crashed.death(); !died || !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, "going") {
 			t.Errorf("a process that exited with 3: died %v, %q", died, msg)
 		}
@@ -112,7 +109,7 @@ func TestChaosAccounting(t *testing.T) {
 		// The test's own stop or kill of a process that died first does
 		// not hide its death.
 		crashedFirst := start("exit 4")
-		<-crashedFirst.done
+		<-crashedFirst.Done()
 		crashedFirst.kill()
 		if msg, died := crashedFirst.death(); !died || !strings.Contains(msg, "exit status 4") {
 			t.Errorf("a process that exited with 4, then killed by the test: died %v, %q", died, msg)

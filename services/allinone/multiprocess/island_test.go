@@ -190,7 +190,7 @@ func waitReady(t *testing.T, p *proc, what string) string {
 	select {
 	case addr := <-p.metrics:
 		internal = "http://" + addr
-	case <-p.done:
+	case <-p.Done():
 		fatalf(t, "%s exited at start", what)
 	case <-time.After(60 * time.Second):
 		fatalf(t, "%s did not report its internal endpoint", what)
@@ -201,9 +201,7 @@ func waitReady(t *testing.T, p *proc, what string) string {
 
 // logged reports whether p has logged a line containing s.
 func (p *proc) logged(s string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return strings.Contains(p.logs.String(), s)
+	return strings.Contains(p.Logs(), s)
 }
 
 // clientNames are the names of node i's client connections.

@@ -4,8 +4,6 @@
 package multiprocess
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,6 +21,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/child"
 )
 
 var binDir string
@@ -55,20 +53,14 @@ const adminKey = "vak_multiprocess_admin_key_0123456789"
 
 // proc is one running service binary.
 type proc struct {
+	*child.Proc
 	name    string
-	cmd     *exec.Cmd
-	mu      sync.Mutex
-	logs    bytes.Buffer
 	addr    chan string // the gateway's listening address
 	metrics chan string // the internal endpoint's address (/metrics, /healthz, /readyz)
-	done    chan struct{}
 	// ended is set when the test stops or kills the process: its exit is
-	// then expected. exitedAt and exit (its status) are set before done
-	// is closed. told is set once its death has been reported.
-	ended    atomic.Bool
-	exitedAt time.Time
-	exit     string
-	told     atomic.Bool
+	// then expected. told is set once its death has been reported.
+	ended atomic.Bool
+	told  atomic.Bool
 }
 
 // cluster is the shared infrastructure of one test.
@@ -99,23 +91,19 @@ func newCluster(t *testing.T) *cluster {
 func (c *cluster) start(name string, env ...string) *proc {
 	t := c.t
 	t.Helper()
-	p := &proc{name: name, addr: make(chan string, 1), metrics: make(chan string, 1), done: make(chan struct{})}
+	p := &proc{name: name, addr: make(chan string, 1), metrics: make(chan string, 1)}
 	c.started = append(c.started, name)
-	p.cmd = exec.Command(filepath.Join(binDir, name))
-	p.cmd.Env = append(os.Environ(),
+	cmd := exec.Command(filepath.Join(binDir, name))
+	cmd.Env = append(os.Environ(),
 		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=off",
 		"VOICEAI_DATA_DIR="+c.dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
 		"VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey)
-	p.cmd.Env = append(p.cmd.Env, env...)
-	stderr, err := p.cmd.StderrPipe()
+	cmd.Env = append(cmd.Env, env...)
+	cp, err := child.Start(cmd, p.watch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.Stdout = io.Discard
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go p.scan(stderr)
+	p.Proc = cp
 	t.Cleanup(func() {
 		// A service process never exits by itself: it reconnects, waits
 		// for its streams, or rebuilds itself on new connections.
@@ -124,47 +112,35 @@ func (c *cluster) start(name string, env ...string) *proc {
 		}
 		p.stop()
 		if t.Failed() {
-			p.mu.Lock()
-			t.Logf("--- %s logs ---\n%s", p.name, p.logs.String())
-			p.mu.Unlock()
+			t.Logf("--- %s logs ---\n%s", p.name, p.Logs())
 		}
 	})
 	return p
 }
 
-func (p *proc) scan(r io.Reader) {
-	defer close(p.done)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		p.mu.Lock()
-		p.logs.Write(line)
-		p.logs.WriteByte('\n')
-		p.mu.Unlock()
-		var entry struct {
-			Msg         string `json:"msg"`
-			Addr        string `json:"addr"`
-			MetricsAddr string `json:"metrics_addr"`
-		}
-		if json.Unmarshal(line, &entry) != nil {
-			continue
-		}
-		if entry.Msg == "listening" && entry.Addr != "" {
-			select {
-			case p.addr <- entry.Addr:
-			default:
-			}
-		}
-		if entry.MetricsAddr != "" {
-			select {
-			case p.metrics <- entry.MetricsAddr:
-			default:
-			}
+// watch reads a line of the process's log for the addresses it reports
+// once it listens.
+func (p *proc) watch(line []byte) {
+	var entry struct {
+		Msg         string `json:"msg"`
+		Addr        string `json:"addr"`
+		MetricsAddr string `json:"metrics_addr"`
+	}
+	if json.Unmarshal(line, &entry) != nil {
+		return
+	}
+	if entry.Msg == "listening" && entry.Addr != "" {
+		select {
+		case p.addr <- entry.Addr:
+		default:
 		}
 	}
-	_ = p.cmd.Wait()
-	p.exitedAt, p.exit = time.Now(), p.cmd.ProcessState.String()
+	if entry.MetricsAddr != "" {
+		select {
+		case p.metrics <- entry.MetricsAddr:
+		default:
+		}
+	}
 }
 
 // death reports, the first time it is asked, that the process has exited
@@ -172,28 +148,27 @@ func (p *proc) scan(r io.Reader) {
 // with its status and the end of its logs.
 func (p *proc) death() (string, bool) {
 	select {
-	case <-p.done:
+	case <-p.Done():
 	default:
 		return "", false
 	}
 	if p.ended.Load() || p.told.Swap(true) {
 		return "", false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	tail := p.logs.String()
+	tail := p.Logs()
 	if i := len(tail) - 2000; i > 0 {
 		tail = "…" + tail[i:]
 	}
+	at, status := p.Exit()
 	return fmt.Sprintf("%s (pid %d) exited by itself at %s (%s); the end of its logs:\n%s",
-		p.name, p.cmd.Process.Pid, p.exitedAt.Format("15:04:05.000"), p.exit, tail), true
+		p.name, p.Cmd.Process.Pid, at.Format("15:04:05.000"), status, tail), true
 }
 
 // end marks the process as ended by the test, unless it has exited by
 // itself already (its death is still seen after the test stops it).
 func (p *proc) end() {
 	select {
-	case <-p.done:
+	case <-p.Done():
 	default:
 		p.ended.Store(true)
 	}
@@ -202,20 +177,13 @@ func (p *proc) end() {
 // stop ends the process gracefully, or kills it after a deadline.
 func (p *proc) stop() {
 	p.end()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.Stop(syscall.SIGTERM, 10*time.Second)
 }
 
 // kill ends the process abruptly, as a crash would.
 func (p *proc) kill() {
 	p.end()
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	p.Kill()
 }
 
 // gateway starts a gateway process and returns its base URL once ready.
@@ -232,8 +200,8 @@ func (c *cluster) gatewayProc(env ...string) (*proc, string) {
 	var addr string
 	select {
 	case addr = <-p.addr:
-	case <-p.done:
-		c.t.Fatalf("gateway exited: %s", p.logs.String())
+	case <-p.Done():
+		c.t.Fatalf("gateway exited: %s", p.Logs())
 	case <-time.After(60 * time.Second):
 		c.t.Fatal("gateway did not report its address")
 	}

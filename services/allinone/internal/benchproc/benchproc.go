@@ -4,10 +4,7 @@
 package benchproc
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,70 +12,34 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/child"
 )
 
 // Proc is one running binary.
 type Proc struct {
-	Cmd     *exec.Cmd
+	*child.Proc
 	Metrics string // its metrics and profiler address, or "off"
-	done    chan struct{}
-	mu      sync.Mutex
-	logs    bytes.Buffer
 }
 
 // Start runs bin with the environment plus env, and its internal endpoint
 // on metricsAddr ("off" for none).
 func Start(bin string, env []string, metricsAddr string) (*Proc, error) {
-	p := &Proc{Cmd: exec.Command(bin), done: make(chan struct{}), Metrics: metricsAddr}
-	p.Cmd.Env = append(os.Environ(), env...)
-	p.Cmd.Env = append(p.Cmd.Env, "VOICEAI_METRICS_ADDR="+metricsAddr)
-	stderr, err := p.Cmd.StderrPipe()
+	cmd := exec.Command(bin)
+	cmd.Env = append(append(os.Environ(), env...), "VOICEAI_METRICS_ADDR="+metricsAddr)
+	cp, err := child.Start(cmd, nil)
 	if err != nil {
 		return nil, err
 	}
-	p.Cmd.Stdout = io.Discard
-	if err := p.Cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() {
-		defer close(p.done)
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			p.mu.Lock()
-			if p.logs.Len() < 1<<20 {
-				p.logs.Write(sc.Bytes())
-				p.logs.WriteByte('\n')
-			}
-			p.mu.Unlock()
-		}
-		_ = p.Cmd.Wait()
-	}()
-	return p, nil
-}
-
-// Logs is what the process wrote to stderr (its first MiB).
-func (p *Proc) Logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.logs.String()
+	return &Proc{Proc: cp, Metrics: metricsAddr}, nil
 }
 
 // Stop interrupts the process and waits for it, killing it after 15 s.
-func (p *Proc) Stop() {
-	_ = p.Cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.Cmd.Process.Kill()
-		<-p.done
-	}
-}
+func (p *Proc) Stop() { p.Proc.Stop(os.Interrupt, 15*time.Second) }
 
 // PeakRSSKiB is the process's peak resident set (VmHWM).
 func (p *Proc) PeakRSSKiB() int64 {
