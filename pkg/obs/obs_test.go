@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 func TestLoggerWritesJSONWithService(t *testing.T) {
@@ -44,12 +45,7 @@ func TestHTTPMetricsLabelByRouteTemplate(t *testing.T) {
 }
 
 func TestServeMetrics(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var storeDown atomic.Bool

@@ -94,12 +94,7 @@ func eventCount(t *testing.T, reg *prometheus.Registry, event string) float64 {
 // in between. The restarted service answers /readyz on the same address.
 func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	ns := testenv.StartNATSServer(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsAddr := ln.Addr().String()
-	ln.Close() // free for the service
+	metricsAddr := testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	starts := make(chan Deps, 4)
 	stopped := make(chan struct{}, 4)

@@ -93,12 +93,7 @@ func TestRunRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
 // While the first NATS connection is still being retried, the internal
 // endpoint already answers: alive, not ready, saying what it waits for.
 func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := free.Addr().String()
-	free.Close()
+	addr := testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

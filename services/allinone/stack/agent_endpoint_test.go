@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -229,12 +228,7 @@ func TestAgentsOwnEndpointDownOrSlow(t *testing.T) {
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
 		c.Runner.EndpointConcurrency = 2
 	})
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "http://" + closed.Addr().String() + "/v1"
-	closed.Close()
+	down := "http://" + testenv.FreeAddr(t) + "/v1"
 	hours := createTest(t, s.Stack, hoursTest)
 
 	started := time.Now()

@@ -39,12 +39,7 @@ func TestWorkspaceCreateWaitsForNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The command is given an address where nothing listens yet.
-	free, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := free.Addr().String()
-	free.Close()
+	addr := testenv.FreeAddr(t)
 
 	cmd := operator.WorkspaceCommand(func() (string, error) { return "nats://" + addr, nil })
 	var out bytes.Buffer
