@@ -1,10 +1,8 @@
 package api
 
 import (
-	"encoding/json"
 	"sort"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -14,12 +12,6 @@ import (
 // AsyncAPIPath is where the gateway serves the AsyncAPI document.
 const AsyncAPIPath = "/v1/asyncapi.json"
 
-var (
-	asyncOnce  sync.Once
-	asyncBytes []byte
-	asyncErr   error
-)
-
 // AsyncAPI is the AsyncAPI 3.0 document of the event streams subscribers
 // may tap: one channel per stream (its subjects), one message per event
 // type, each with the headers every event carries. Events are stored as
@@ -28,15 +20,9 @@ var (
 // tail --json` prints), made from the registry's message descriptors, so
 // it cannot drift from the .proto files. PLATFORM carries the spec 6
 // JSON envelopes.
-func AsyncAPI() ([]byte, error) {
-	asyncOnce.Do(func() {
-		var doc map[string]any
-		if doc, asyncErr = asyncDocument(); asyncErr == nil {
-			asyncBytes, asyncErr = json.MarshalIndent(doc, "", "  ")
-		}
-	})
-	return asyncBytes, asyncErr
-}
+func AsyncAPI() ([]byte, error) { return asyncAPIJSON() }
+
+var asyncAPIJSON = indentedOnce(asyncDocument)
 
 func asyncDocument() (map[string]any, error) {
 	envelope, err := Schema("EventEnvelope")

@@ -83,22 +83,22 @@ func (op Operation) ErrorStatuses() []int {
 	return slices.Compact(out)
 }
 
-var (
-	docOnce  sync.Once
-	docBytes []byte
-	docErr   error
-)
-
 // OpenAPI is the OpenAPI 3.1 document of the API, made from Operations and
 // schemas.yaml, as JSON.
-func OpenAPI() ([]byte, error) {
-	docOnce.Do(func() {
-		var doc map[string]any
-		if doc, docErr = document(); docErr == nil {
-			docBytes, docErr = json.MarshalIndent(doc, "", "  ")
+func OpenAPI() ([]byte, error) { return openAPIJSON() }
+
+var openAPIJSON = indentedOnce(document)
+
+// indentedOnce is the document build makes, as indented JSON, made at the
+// first call and kept.
+func indentedOnce(build func() (map[string]any, error)) func() ([]byte, error) {
+	return sync.OnceValues(func() ([]byte, error) {
+		doc, err := build()
+		if err != nil {
+			return nil, err
 		}
+		return json.MarshalIndent(doc, "", "  ")
 	})
-	return docBytes, docErr
 }
 
 // sharedComponents is schemas.yaml parsed once, for readers that do not change
