@@ -37,16 +37,19 @@ func subject(t *testing.T, id string) string {
 }
 
 // follower records what a Follow handled; fail decides whether a
-// delivery fails.
+// delivery fails. It follows until stopped, or until the test ends.
 type follower struct {
 	mu      sync.Mutex
 	seen    []string // every delivery's data
 	handled []string // the deliveries handled
+	cancel  context.CancelFunc
 	stopped chan struct{}
 }
 
-func follow(t *testing.T, ctx context.Context, f app.InvocationFeed, fail func(data string, n int) bool) *follower {
-	fl := &follower{stopped: make(chan struct{})}
+func follow(t *testing.T, f app.InvocationFeed, fail func(data string, n int) bool) *follower {
+	ctx, cancel := context.WithCancel(context.Background())
+	fl := &follower{cancel: cancel, stopped: make(chan struct{})}
+	t.Cleanup(fl.stop)
 	go func() {
 		defer close(fl.stopped)
 		err := f.Follow(ctx, func(_ context.Context, rec app.Record, working func()) error {
@@ -74,6 +77,12 @@ func follow(t *testing.T, ctx context.Context, f app.InvocationFeed, fail func(d
 	return fl
 }
 
+// stop ends the Follow and waits for it to return.
+func (fl *follower) stop() {
+	fl.cancel()
+	<-fl.stopped
+}
+
 func (fl *follower) got() (seen, handled []string) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -82,26 +91,20 @@ func (fl *follower) got() (seen, handled []string) {
 
 func inOrder(t *testing.T, open Open) {
 	f, add := open(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	for _, id := range []string{"tinv_1", "tinv_2", "tinv_3"} {
 		add(subject(t, id), []byte(id))
 	}
-	fl := follow(t, ctx, f, nil)
+	fl := follow(t, f, nil)
 	testenv.Eventually(t, 10*time.Second, "three events handled", func() bool { _, h := fl.got(); return len(h) >= 3 })
 	if _, h := fl.got(); !slices.Equal(h[:3], []string{"tinv_1", "tinv_2", "tinv_3"}) {
 		t.Fatalf("handled %v; want in order", h)
 	}
-	cancel()
-	<-fl.stopped
 }
 
 func redelivered(t *testing.T, open Open) {
 	f, add := open(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	add(subject(t, "tinv_1"), []byte("tinv_1"))
-	fl := follow(t, ctx, f, func(d string, n int) bool { return n == 1 }) // every first delivery fails
+	fl := follow(t, f, func(d string, n int) bool { return n == 1 }) // every first delivery fails
 	testenv.Eventually(t, 15*time.Second, "the failed event handled on its next delivery", func() bool {
 		_, h := fl.got()
 		return slices.Contains(h, "tinv_1")
@@ -109,23 +112,17 @@ func redelivered(t *testing.T, open Open) {
 	if s, _ := fl.got(); len(s) < 2 {
 		t.Fatalf("seen %v; want a second delivery", s)
 	}
-	cancel()
-	<-fl.stopped
 }
 
 func durable(t *testing.T, open Open) {
 	f, add := open(t)
-	ctx, cancel := context.WithCancel(context.Background())
 	add(subject(t, "tinv_1"), []byte("tinv_1"))
 	add(subject(t, "tinv_2"), []byte("tinv_2"))
-	fl := follow(t, ctx, f, nil)
+	fl := follow(t, f, nil)
 	testenv.Eventually(t, 10*time.Second, "two events handled", func() bool { _, h := fl.got(); return len(h) >= 2 })
-	cancel()
-	<-fl.stopped
+	fl.stop()
 	add(subject(t, "tinv_3"), []byte("tinv_3"))
-	ctx2, cancel2 := context.WithCancel(context.Background())
-	defer cancel2()
-	again := follow(t, ctx2, f, nil)
+	again := follow(t, f, nil)
 	testenv.Eventually(t, 10*time.Second, "the new event handled", func() bool {
 		_, h := again.got()
 		return slices.Contains(h, "tinv_3")
@@ -133,6 +130,4 @@ func durable(t *testing.T, open Open) {
 	if s, _ := again.got(); s[0] != "tinv_3" {
 		t.Fatalf("the next follow saw %v first; want only what came after", s)
 	}
-	cancel2()
-	<-again.stopped
 }
