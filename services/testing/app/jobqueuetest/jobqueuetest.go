@@ -57,50 +57,48 @@ func enqueue(t *testing.T, q app.JobQueue, inv, prefix string, n int) {
 	}
 }
 
+// wantJobs fails t unless inv has want jobs on the queue.
+func wantJobs(t *testing.T, count func(string) int, inv string, want int, when string) {
+	t.Helper()
+	if n := count(jobsOf(t, inv)); n != want {
+		t.Fatalf("%s: %s has %d jobs; want %d", when, inv, n, want)
+	}
+}
+
+// wantWaiting fails t unless Waiting says want of inv.
+func wantWaiting(t *testing.T, q app.JobQueue, inv string, want bool, when string) {
+	t.Helper()
+	if w, err := q.Waiting(context.Background(), jobsOf(t, inv)); err != nil || w != want {
+		t.Fatalf("%s: %s waiting %v, %v; want %v", when, inv, w, err, want)
+	}
+}
+
 func idempotent(t *testing.T, q app.JobQueue, count func(string) int) {
 	enqueue(t, q, "tinv_a", "run", 3)
 	enqueue(t, q, "tinv_a", "run", 3) // a retried enqueue
-	if n := count(jobsOf(t, "tinv_a")); n != 3 {
-		t.Fatalf("%d jobs after a retried enqueue; want 3", n)
-	}
+	wantJobs(t, count, "tinv_a", 3, "after a retried enqueue")
 	enqueue(t, q, "tinv_a", "again", 1)
-	if n := count(jobsOf(t, "tinv_a")); n != 4 {
-		t.Fatalf("%d jobs after a new id; want 4", n)
-	}
+	wantJobs(t, count, "tinv_a", 4, "after a new id")
 }
 
 func waiting(t *testing.T, q app.JobQueue, _ func(string) int) {
-	ctx := context.Background()
-	if w, err := q.Waiting(ctx, jobsOf(t, "tinv_a")); err != nil || w {
-		t.Fatalf("empty queue: waiting %v, %v", w, err)
-	}
+	wantWaiting(t, q, "tinv_a", false, "an empty queue")
 	enqueue(t, q, "tinv_a", "run", 2)
-	if w, err := q.Waiting(ctx, jobsOf(t, "tinv_a")); err != nil || !w {
-		t.Fatalf("queued invocation: waiting %v, %v", w, err)
-	}
-	if w, err := q.Waiting(ctx, jobsOf(t, "tinv_b")); err != nil || w {
-		t.Fatalf("another invocation: waiting %v, %v", w, err)
-	}
+	wantWaiting(t, q, "tinv_a", true, "queued")
+	wantWaiting(t, q, "tinv_b", false, "another invocation queued")
 }
 
 func purge(t *testing.T, q app.JobQueue, count func(string) int) {
-	ctx := context.Background()
 	enqueue(t, q, "tinv_a", "run", 3)
 	enqueue(t, q, "tinv_b", "run", 2)
-	if err := q.Purge(ctx, jobsOf(t, "tinv_a")); err != nil {
+	if err := q.Purge(context.Background(), jobsOf(t, "tinv_a")); err != nil {
 		t.Fatal(err)
 	}
-	if w, err := q.Waiting(ctx, jobsOf(t, "tinv_a")); err != nil || w {
-		t.Fatalf("purged invocation: waiting %v, %v", w, err)
-	}
-	if n := count(jobsOf(t, "tinv_b")); n != 2 {
-		t.Fatalf("the other invocation keeps %d jobs; want 2", n)
-	}
+	wantWaiting(t, q, "tinv_a", false, "purged")
+	wantJobs(t, count, "tinv_b", 2, "another invocation purged")
 	// A job re-queued after the purge (an enqueuer's retry) stays dropped.
 	enqueue(t, q, "tinv_a", "run", 3)
-	if n := count(jobsOf(t, "tinv_a")); n != 0 {
-		t.Fatalf("%d purged jobs queued again; want 0", n)
-	}
+	wantJobs(t, count, "tinv_a", 0, "re-queued after its purge")
 }
 
 func jobError(t *testing.T, q app.JobQueue, _ func(string) int) {
