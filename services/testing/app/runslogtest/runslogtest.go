@@ -92,13 +92,10 @@ func idempotent(t *testing.T, l app.RunsLog) {
 
 func lastPerSubject(t *testing.T, l app.RunsLog) {
 	ctx := context.Background()
-	a, b := run(t, "tinv_a", "run_1"), run(t, "tinv_a", "run_2")
-	if _, found, err := l.Last(ctx, a); err != nil || found {
+	if _, found, err := l.Last(ctx, run(t, "tinv_a", "run_1")); err != nil || found {
 		t.Fatalf("empty subject: found %v, %v", found, err)
 	}
-	publish(t, l, a, "a1", "a1")
-	publish(t, l, b, "b1", "b1")
-	publish(t, l, a, "a2", "a2")
+	a, b := history(t, l)
 	for subject, want := range map[string]string{a: "a2", b: "b1"} {
 		rec, found, err := l.Last(ctx, subject)
 		if err != nil || !found || string(rec.Data) != want || rec.Subject != subject {
@@ -110,12 +107,21 @@ func lastPerSubject(t *testing.T, l app.RunsLog) {
 	}
 }
 
+// history publishes, in this order, a1 and b1 on runs 1 and 2 of
+// tinv_a, a2 on its run 1, and o1 on a run of another invocation (outside
+// tinv_a's filter); it returns the subjects of tinv_a's runs.
+func history(t *testing.T, l app.RunsLog) (run1, run2 string) {
+	t.Helper()
+	run1, run2 = run(t, "tinv_a", "run_1"), run(t, "tinv_a", "run_2")
+	publish(t, l, run1, "a1", "a1")
+	publish(t, l, run2, "b1", "b1")
+	publish(t, l, run1, "a2", "a2")
+	publish(t, l, run(t, "tinv_other", "run_1"), "o1", "o1")
+	return run1, run2
+}
+
 func eachLast(t *testing.T, l app.RunsLog) {
-	a, b := run(t, "tinv_a", "run_1"), run(t, "tinv_a", "run_2")
-	publish(t, l, a, "a1", "a1")
-	publish(t, l, b, "b1", "b1")
-	publish(t, l, a, "a2", "a2")
-	publish(t, l, run(t, "tinv_other", "run_1"), "o1", "o1") // outside the filter
+	history(t, l)
 	got := collect(t, l.EachLast, filter(t, "tinv_a"))
 	if len(got) != 2 || string(got[0].Data) != "b1" || string(got[1].Data) != "a2" {
 		t.Fatalf("each last: %v; want b1 then a2", got)
@@ -126,11 +132,7 @@ func eachLast(t *testing.T, l app.RunsLog) {
 }
 
 func eachHeader(t *testing.T, l app.RunsLog) {
-	a, b := run(t, "tinv_a", "run_1"), run(t, "tinv_a", "run_2")
-	publish(t, l, a, "a1", "a1")
-	publish(t, l, b, "b1", "b1")
-	publish(t, l, a, "a2", "a2")
-	publish(t, l, run(t, "tinv_other", "run_1"), "o1", "o1")
+	history(t, l)
 	got := collect(t, l.EachHeader, filter(t, "tinv_a"))
 	want := []string{"a1", "b1", "a2"}
 	if len(got) != len(want) {
