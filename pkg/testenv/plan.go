@@ -21,3 +21,14 @@ func FindPlan(t testing.TB, db *mongo.Database, find bson.D) string {
 	}
 	return fmt.Sprint(plan["queryPlanner"])
 }
+
+// PlanDatabase is a fresh database named name on a real MongoDB, for
+// checking query plans; elsewhere the test is skipped, saying how to run
+// it (the embedded store has no query planner).
+func PlanDatabase(t *testing.T, name string) *mongo.Database {
+	t.Helper()
+	if !RealMongo() {
+		t.Skip("query plans are checked on a real MongoDB: run with VOICEAI_TEST_DOCKER=1 (make test-docker)")
+	}
+	return New(t).Mongo(t).Database(name)
+}

@@ -28,13 +28,8 @@ func TestStoreReadModelConforms(t *testing.T) {
 // On a real MongoDB (the container tier) every listing query is answered
 // from an index: the plan has no collection scan.
 func TestStoreQueriesUseAnIndex(t *testing.T) {
-	if !testenv.RealMongo() {
-		t.Skip("query plans are checked on a real MongoDB: run with VOICEAI_TEST_DOCKER=1 (make test-docker)")
-	}
-	env := testenv.New(t)
-	ctx := context.Background()
-	db := env.Mongo(t).Database("identity_plans")
-	if _, err := NewReadModel(ctx, db); err != nil {
+	db := testenv.PlanDatabase(t, "identity_plans")
+	if _, err := NewReadModel(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
 	ws := bson.D{{Key: "workspace_id", Value: "ws"}}
