@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -258,13 +257,6 @@ func newIslandNetns(t *testing.T) (*islandNetns, error) {
 
 // cutRoutes takes the route link down: the node's routes go silent (no
 // reset), its clients' connections are untouched.
-func (n *islandNetns) cutRoutes(t *testing.T) { n.setRoutes(t, "down") }
+func (n *islandNetns) cutRoutes(t *testing.T) { setLink(t, n.routeLink, "down") }
 
-func (n *islandNetns) healRoutes(t *testing.T) { n.setRoutes(t, "up") }
-
-func (n *islandNetns) setRoutes(t *testing.T, state string) {
-	t.Helper()
-	if out, err := exec.Command("ip", "link", "set", n.routeLink, state).CombinedOutput(); err != nil {
-		t.Errorf("ip link set %s %s: %v %s", n.routeLink, state, err, out)
-	}
-}
+func (n *islandNetns) healRoutes(t *testing.T) { setLink(t, n.routeLink, "up") }

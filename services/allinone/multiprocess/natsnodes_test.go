@@ -279,15 +279,16 @@ func makeNetns(t *testing.T, name string, links ...veth) error {
 
 // cut takes the link down: nothing crosses it, and no connection through
 // it is reset (peers find out by silence, as in a real partition).
-func (n *netns) cut(t *testing.T) { n.link(t, "down") }
+func (n *netns) cut(t *testing.T) { setLink(t, n.hostLink, "down") }
 
 // heal brings the link back up.
-func (n *netns) heal(t *testing.T) { n.link(t, "up") }
+func (n *netns) heal(t *testing.T) { setLink(t, n.hostLink, "up") }
 
-func (n *netns) link(t *testing.T, state string) {
+// setLink sets a link "down" or "up".
+func setLink(t *testing.T, link, state string) {
 	t.Helper()
-	if out, err := exec.Command("ip", "link", "set", n.hostLink, state).CombinedOutput(); err != nil {
-		t.Fatalf("ip link set %s %s: %v %s", n.hostLink, state, err, out)
+	if out, err := exec.Command("ip", "link", "set", link, state).CombinedOutput(); err != nil {
+		t.Fatalf("ip link set %s %s: %v %s", link, state, err, out)
 	}
 }
 
