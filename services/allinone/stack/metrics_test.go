@@ -78,10 +78,15 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	// Every voiceai_ metric the alerts and the dashboard name is exported.
 	_, here, _, _ := runtime.Caller(0)
 	deploy := filepath.Join(filepath.Dir(here), "..", "..", "..", "deploy")
-	var exprs []string
-	alerts, err := os.ReadFile(filepath.Join(deploy, "prometheus", "alerts.yml"))
-	if err != nil {
-		t.Fatal(err)
+	// read decodes a deploy file (YAML, or JSON, which YAML reads too).
+	read := func(path string, v any) {
+		b, err := os.ReadFile(filepath.Join(deploy, path))
+		if err == nil {
+			err = yaml.Unmarshal(b, v)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
 	}
 	var rules struct {
 		Groups []struct {
@@ -91,9 +96,19 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 			} `yaml:"rules"`
 		} `yaml:"groups"`
 	}
-	if err := yaml.Unmarshal(alerts, &rules); err != nil || len(rules.Groups) == 0 {
-		t.Fatalf("alerts.yml: %v", err)
+	var dash struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `yaml:"expr"`
+			} `yaml:"targets"`
+		} `yaml:"panels"`
 	}
+	read(filepath.Join("prometheus", "alerts.yml"), &rules)
+	read(filepath.Join("grafana", "voiceai-dashboard.json"), &dash)
+	if len(rules.Groups) == 0 || len(dash.Panels) == 0 {
+		t.Fatalf("%d alert groups, %d dashboard panels", len(rules.Groups), len(dash.Panels))
+	}
+	var exprs []string
 	for _, g := range rules.Groups {
 		for _, r := range g.Rules {
 			if r.Alert == "" || r.Expr == "" {
@@ -101,20 +116,6 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 			}
 			exprs = append(exprs, r.Expr)
 		}
-	}
-	dashboard, err := os.ReadFile(filepath.Join(deploy, "grafana", "voiceai-dashboard.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dash struct {
-		Panels []struct {
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-	}
-	if err := json.Unmarshal(dashboard, &dash); err != nil || len(dash.Panels) == 0 {
-		t.Fatalf("dashboard: %v", err)
 	}
 	for _, p := range dash.Panels {
 		for _, target := range p.Targets {
