@@ -71,33 +71,27 @@ func (s *scripted) Provider() string  { return "scripted" }
 func (s *scripted) ModelName() string { return "scripted-1" }
 
 func (s *scripted) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
-	s.mu.Lock()
-	s.convs = append(s.convs, c)
-	s.mu.Unlock()
-	if s.respond == nil {
-		return Offline{}.Respond(ctx, c)
-	}
-	return s.respond(ctx, c)
+	return answer(ctx, s, &s.convs, c, s.respond, Offline{}.Respond)
 }
 
 func (s *scripted) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error) {
-	s.mu.Lock()
-	s.users = append(s.users, in)
-	s.mu.Unlock()
-	if s.user == nil {
-		return Offline{}.SimulateUser(ctx, in)
-	}
-	return s.user(ctx, in)
+	return answer(ctx, s, &s.users, in, s.user, Offline{}.SimulateUser)
 }
 
 func (s *scripted) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
+	return answer(ctx, s, &s.judgements, in, s.judge, Offline{}.Judge)
+}
+
+// answer records in among seen, and answers with the test's script, or
+// with the offline model where the test scripted none.
+func answer[In, Out any](ctx context.Context, s *scripted, seen *[]In, in In, script, offline func(context.Context, In) (Out, Usage, error)) (Out, Usage, error) {
 	s.mu.Lock()
-	s.judgements = append(s.judgements, in)
+	*seen = append(*seen, in)
 	s.mu.Unlock()
-	if s.judge == nil {
-		return Offline{}.Judge(ctx, in)
+	if script == nil {
+		return offline(ctx, in)
 	}
-	return s.judge(ctx, in)
+	return script(ctx, in)
 }
 
 func replies(calls ...Call) *scripted {
