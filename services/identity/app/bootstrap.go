@@ -41,6 +41,11 @@ type BootstrapResult struct {
 // asks again until ctx ends: a process starting then waits for its
 // cluster instead of exiting.
 func (a *App) Bootstrap(ctx context.Context, configuredSecret, dataDir string) (BootstrapResult, error) {
+	if configuredSecret != "" {
+		if err := domain.CheckConfiguredSecret(configuredSecret); err != nil {
+			return BootstrapResult{}, err
+		}
+	}
 	// One generated secret per start: an attempt whose key was stored but
 	// whose answer was lost finds it again on the next, and still shows it.
 	generated := domain.NewSecret()

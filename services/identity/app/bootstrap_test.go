@@ -59,6 +59,24 @@ func TestBootstrapGeneratesAKeyOnce(t *testing.T) {
 	}
 }
 
+// A configured admin key shorter than 32 characters is refused at start,
+// saying why, and no key is minted: requests with unknown keys are not
+// limited, so an admin key must not be guessable.
+func TestBootstrapRefusesAShortConfiguredKey(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	short := strings.Repeat("k", domain.MinConfiguredSecretLen-1)
+	if _, err := f.app.Bootstrap(ctx, short, t.TempDir()); err == nil || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("a %d-character admin key: %v; want it refused", len(short), err)
+	}
+	if keys := f.adminKeys(t); len(keys) != 0 {
+		t.Fatalf("a refused configured key minted keys: %v", keys)
+	}
+	if _, err := f.app.Bootstrap(ctx, short+"k", t.TempDir()); err != nil {
+		t.Fatalf("a %d-character admin key: %v", len(short)+1, err)
+	}
+}
+
 // A configured key is the same key on every start; a new value revokes
 // the previous one; a generated key is left alone.
 func TestBootstrapConfiguredKey(t *testing.T) {

@@ -27,6 +27,21 @@ const AdminAccountID = "sa_admin"
 // SecretPrefix starts every generated key, so leaked keys are greppable.
 const SecretPrefix = "vak_"
 
+// MinConfiguredSecretLen is the shortest admin key an operator may
+// configure (VOICEAI_BOOTSTRAP_ADMIN_KEY): 32 characters, 128 bits as hex.
+// Requests with unknown keys are not limited (a limit per address would
+// lock out honest users behind one NAT), so a key must not be guessable.
+const MinConfiguredSecretLen = 32
+
+// CheckConfiguredSecret refuses a configured admin key too short to be
+// safe from guessing.
+func CheckConfiguredSecret(s string) error {
+	if n := len(s); n < MinConfiguredSecretLen {
+		return fmt.Errorf("VOICEAI_BOOTSTRAP_ADMIN_KEY is %d characters; an admin key must have at least %d (e.g. openssl rand -hex 24)", n, MinConfiguredSecretLen)
+	}
+	return nil
+}
+
 // NewSecret returns a fresh high-entropy key secret.
 func NewSecret() string {
 	var b [24]byte
