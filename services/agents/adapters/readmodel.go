@@ -61,24 +61,18 @@ func (rm *ReadModel) List(ctx context.Context, q app.Query) ([]app.AgentDoc, err
 	if q.CreatedBy != "" {
 		filter = append(filter, bson.E{Key: "created_by_user_id", Value: q.CreatedBy})
 	}
-	field, dir, cmp := "created_at_unix", 1, "$gt"
+	field := "created_at_unix"
 	if q.SortBy == "name" {
 		field = "name_lower"
-	}
-	if q.Descending {
-		dir, cmp = -1, "$lt"
 	}
 	if q.After != nil {
 		var v any = q.After.Created
 		if q.SortBy == "name" {
 			v = q.After.Name
 		}
-		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
-			bson.D{{Key: field, Value: bson.D{{Key: cmp, Value: v}}}},
-			bson.D{{Key: field, Value: v}, {Key: "_id", Value: bson.D{{Key: cmp, Value: q.After.ID}}}},
-		}})
+		filter = append(filter, mongox.After(q.Descending, mongox.Key{Field: field, Value: v}, mongox.Key{Field: "_id", Value: q.After.ID})...)
 	}
-	opts := options.Find().SetSort(bson.D{{Key: field, Value: dir}, {Key: "_id", Value: dir}}).SetLimit(int64(q.Limit))
+	opts := options.Find().SetSort(mongox.Order(q.Descending, field, "_id")).SetLimit(int64(q.Limit))
 	cur, err := rm.Agents.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, err

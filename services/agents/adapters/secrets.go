@@ -62,12 +62,9 @@ func (rm *SecretReadModel) ListSecrets(ctx context.Context, workspaceID, prefix 
 		filter = append(filter, bson.E{Key: "name_lower", Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(strings.ToLower(prefix))}}})
 	}
 	if after != nil {
-		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
-			bson.D{{Key: "name_lower", Value: bson.D{{Key: "$gt", Value: after.Name}}}},
-			bson.D{{Key: "name_lower", Value: after.Name}, {Key: "_id", Value: bson.D{{Key: "$gt", Value: after.ID}}}},
-		}})
+		filter = append(filter, mongox.After(false, mongox.Key{Field: "name_lower", Value: after.Name}, mongox.Key{Field: "_id", Value: after.ID})...)
 	}
-	opts := options.Find().SetSort(bson.D{{Key: "name_lower", Value: 1}, {Key: "_id", Value: 1}}).SetLimit(int64(limit))
+	opts := options.Find().SetSort(mongox.Order(false, "name_lower", "_id")).SetLimit(int64(limit))
 	cur, err := rm.Secrets.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, err

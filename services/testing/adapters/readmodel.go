@@ -135,14 +135,11 @@ func (rm *ReadModel) ChildCount(ctx context.Context, ws, folderID string) (int, 
 }
 
 // newestFirst is every listing's sort.
-var newestFirst = bson.D{{Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}
+var newestFirst = mongox.Order(true, "created_at_unix", "_id")
 
 // after is the keyset condition: listed after (created, id).
 func after(created int64, id string) bson.D {
-	return bson.D{{Key: "$or", Value: bson.A{
-		bson.D{{Key: "created_at_unix", Value: bson.D{{Key: "$lt", Value: created}}}},
-		bson.D{{Key: "created_at_unix", Value: created}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: id}}}},
-	}}}
+	return mongox.After(true, mongox.Key{Field: "created_at_unix", Value: created}, mongox.Key{Field: "_id", Value: id})
 }
 
 // containsAnyCase matches a substring in any (simple) case.

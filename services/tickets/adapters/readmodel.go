@@ -162,24 +162,18 @@ func Filter(q app.Query) bson.D {
 // Sort is the store order of q: descending position.
 func Sort(q app.Query) bson.D {
 	if q.ByPriority {
-		return bson.D{{Key: "priority_rank", Value: -1}, {Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}}
+		return mongox.Order(true, "priority_rank", "created_at_unix_ms", "_id")
 	}
-	return bson.D{{Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}}
+	return mongox.Order(true, "created_at_unix_ms", "_id")
 }
 
 // before is the keyset condition "strictly after p in descending order".
 func before(p app.Position, byPriority bool) bson.D {
-	byCreated := bson.A{
-		bson.D{{Key: "created_at_unix_ms", Value: bson.D{{Key: "$lt", Value: p.Created}}}},
-		bson.D{{Key: "created_at_unix_ms", Value: p.Created}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: p.ID}}}},
+	keys := []mongox.Key{{Field: "created_at_unix_ms", Value: p.Created}, {Field: "_id", Value: p.ID}}
+	if byPriority {
+		keys = append([]mongox.Key{{Field: "priority_rank", Value: p.Rank}}, keys...)
 	}
-	if !byPriority {
-		return bson.D{{Key: "$or", Value: byCreated}}
-	}
-	return bson.D{{Key: "$or", Value: bson.A{
-		bson.D{{Key: "priority_rank", Value: bson.D{{Key: "$lt", Value: p.Rank}}}},
-		bson.D{{Key: "priority_rank", Value: p.Rank}, {Key: "$or", Value: byCreated}},
-	}}}
+	return mongox.After(true, keys...)
 }
 
 // Page runs the query from the cursor in batches until it has a page and
@@ -231,7 +225,7 @@ func (rm *ReadModel) ActiveTicket(ctx context.Context, workspaceID, agentID, con
 	var d struct {
 		ID string `bson:"_id"`
 	}
-	err := rm.Tickets.FindOne(ctx, filter, options.FindOne().SetSort(bson.D{{Key: "created_at_unix_ms", Value: -1}, {Key: "_id", Value: -1}})).Decode(&d)
+	err := rm.Tickets.FindOne(ctx, filter, options.FindOne().SetSort(mongox.Order(true, "created_at_unix_ms", "_id"))).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return "", nil
 	}
