@@ -15,7 +15,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 )
 
@@ -55,7 +55,7 @@ func run(n, rounds int) error {
 
 	base := "http://" + s.Addr
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	agentID, err := createAgent(client, base, key)
+	agentID, err := benchkit.NewClient(base, key, 1).CreateAgent(`{"name":"bench","system_prompt":"You help."}`, "")
 	if err != nil {
 		return err
 	}
@@ -151,40 +151,13 @@ func run(n, rounds int) error {
 	fmt.Println()
 	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(p50["gateway GET agent"], p50["in-process handler"]))
 	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(p50["gateway GET agent"], rtt))
-	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), verdict(ratio(added, rtt) <= 2))
+	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), benchkit.Verdict(ratio(added, rtt) <= 2))
 	authUS := float64(p50["auth + rate limit"].Nanoseconds()) / 1000
-	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, verdict(authUS < 100))
+	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, benchkit.Verdict(authUS < 100))
 	fmt.Printf("auth + rate limit in bare NATS round trips:  %.2f\n", ratio(p50["auth + rate limit"], rtt))
 	return nil
-}
-
-func createAgent(c *http.Client, base, key string) (string, error) {
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/convai/agents/create", strings.NewReader(`{"name":"bench","system_prompt":"You help."}`))
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
-		return "", fmt.Errorf("create agent: %d %s", resp.StatusCode, b)
-	}
-	i := strings.Index(string(b), `"agent_id":"`)
-	if i < 0 {
-		return "", fmt.Errorf("create agent: no id in %s", b)
-	}
-	rest := string(b)[i+len(`"agent_id":"`):]
-	return rest[:strings.IndexByte(rest, '"')], nil
 }
 
 func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
 func us(d time.Duration) string                  { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
 func ratio(a, b time.Duration) float64           { return float64(a) / float64(b) }
-func verdict(ok bool) string {
-	if ok {
-		return "MET"
-	}
-	return "NOT MET"
-}

@@ -25,11 +25,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +36,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
@@ -72,7 +70,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	}
 	defer os.RemoveAll(dir)
 	fmt.Println("building binaries...")
-	bins, err := build(dir)
+	bins, err := benchproc.Build(dir, "./services/allinone", "./services/testing/cmd/testing-runner", "./services/tickets/cmd/tickets-qa-worker")
 	if err != nil {
 		return err
 	}
@@ -122,7 +120,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 		rates[workers-1] = rate
 		fmt.Printf("(b) %d runner process(es) x %d concurrent runs, 50 ms agent endpoint and 50 ms judge: %.1f runs/s (%d runs)\n", workers, concurrency, rate, testsN*10)
 	}
-	fmt.Printf("(b) scaling: two processes reach %.3fx one (goal >= 1.8) %s\n", rates[1]/rates[0], verdict(rates[1]/rates[0] >= 1.8))
+	fmt.Printf("(b) scaling: two processes reach %.3fx one (goal >= 1.8) %s\n", rates[1]/rates[0], benchkit.Verdict(rates[1]/rates[0] >= 1.8))
 	var inv struct {
 		Latency struct {
 			Turns int    `json:"turns"`
@@ -130,7 +128,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 			P95   *int64 `json:"p95_ms"`
 		} `json:"agent_latency"`
 	}
-	if err := p.call("GET", "/v1/convai/test-invocations/"+p.invID, "", &inv); err != nil {
+	if err := p.api.Call("GET", "/v1/convai/test-invocations/"+p.invID, "", &inv); err != nil {
 		return err
 	}
 	if inv.Latency.P50 == nil {
@@ -138,7 +136,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	}
 	off := *inv.Latency.P50 - 50
 	fmt.Printf("(b) recorded agent turn latency over %d turns: p50 %d ms, p95 %d ms, against the endpoint's 50 ms: p50 off by %d ms (goal within 5) %s\n",
-		inv.Latency.Turns, *inv.Latency.P50, *inv.Latency.P95, off, verdict(off >= -5 && off <= 5))
+		inv.Latency.Turns, *inv.Latency.P50, *inv.Latency.P95, off, benchkit.Verdict(off >= -5 && off <= 5))
 	p.Stop()
 
 	// (a) and (c): the large invocation with the offline model.
@@ -167,7 +165,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	total := tests * repeat
 	fmt.Printf("(c) %d tests x %d repeats = %d runs completed in %s (2 runner processes x %d)\n", tests, repeat, total, elapsed.Round(time.Millisecond), concurrency)
 	fmt.Printf("(a) orchestration ceiling: %.0f runs/s end to end (offline model) vs %.0f raw work-queue msgs/s = %.3f of raw (goal >= 0.25) %s\n",
-		rate, raw, rate/raw, verdict(rate/raw >= 0.25))
+		rate, raw, rate/raw, benchkit.Verdict(rate/raw >= 0.25))
 	peak := func(name string, pr *benchproc.Proc) int64 {
 		kb := pr.PeakRSSKiB()
 		fmt.Printf("(c) peak resident memory, %s: %.0f MiB\n", name, float64(kb)/1024)
@@ -185,7 +183,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	getPeak := p.PeakRSSKiB()
 	fmt.Printf("(c) one GET of the invocation: %s, %.0f MiB of JSON streamed; platform peak resident memory during it %.0f MiB\n",
 		getTime.Round(time.Millisecond), float64(size)/(1<<20), float64(getPeak)/1024)
-	fmt.Printf("(c) every process under 1 GiB resident: %s\n", verdict(max(worst, getPeak) < 1<<20))
+	fmt.Printf("(c) every process under 1 GiB resident: %s\n", benchkit.Verdict(max(worst, getPeak) < 1<<20))
 	p.Stop()
 	for _, r := range runners {
 		r.Stop()
@@ -238,7 +236,7 @@ func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) e
 		state = fmt.Sprintf("NOT drained in 2m: %d of %d runs handled", acked, tests*repeat)
 	}
 	fmt.Printf("(d) every run fails, %d tests x %d: runners %.0f runs/s; one QA worker %.0f failed runs/s (%s; pulling %s after its start) -> %d tickets (want %d) = %.3fx the runners (goal >= 1) %s\n",
-		tests, repeat, runRate, qaRate, state, startup.Round(time.Millisecond), n, tests, qaRate/runRate, verdict(drained && qaRate >= runRate && n == tests))
+		tests, repeat, runRate, qaRate, state, startup.Round(time.Millisecond), n, tests, qaRate/runRate, benchkit.Verdict(drained && qaRate >= runRate && n == tests))
 	return nil
 }
 
@@ -298,7 +296,7 @@ func (p *platform) countTickets(query string) (int, error) {
 		if cursor != "" {
 			path += "&cursor=" + cursor
 		}
-		if err := p.call("GET", path, "", &page); err != nil {
+		if err := p.api.Call("GET", path, "", &page); err != nil {
 			return 0, err
 		}
 		n += len(page.Tickets)
@@ -307,32 +305,6 @@ func (p *platform) countTickets(query string) (int, error) {
 		}
 		cursor = *page.NextCursor
 	}
-}
-
-// verdict prints a goal's outcome; ratios print with three decimals, so
-// that a miss is never rounded into a pass.
-func verdict(met bool) string {
-	if met {
-		return "MET"
-	}
-	return "NOT MET"
-}
-
-func build(dir string) (map[string]string, error) {
-	_, here, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(here), "..", "..", "..")
-	bins := map[string]string{}
-	for name, pkg := range map[string]string{"allinone": "./services/allinone", "testing-runner": "./services/testing/cmd/testing-runner",
-		"tickets-qa-worker": "./services/tickets/cmd/tickets-qa-worker"} {
-		out := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", out, pkg)
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build %s: %v\n%s", name, err, b)
-		}
-		bins[name] = out
-	}
-	return bins, nil
 }
 
 // rawWorkQueueRate publishes n small messages to a work-queue stream of
@@ -388,8 +360,8 @@ func rawWorkQueueRate(dir string, n int) (float64, error) {
 
 type platform struct {
 	*benchproc.Platform
+	api     *benchkit.Client
 	agentID string
-	client  *http.Client
 	invID   string
 	started chan struct{} // closed when the invocation is accepted, if set
 	// testBody is the i-th test created by invoke (default: one the
@@ -397,17 +369,9 @@ type platform struct {
 	testBody func(i int) string
 }
 
-// metricsAddr is a profiler endpoint when profiling, else "off".
-func metricsAddr() (string, error) {
-	if profileDir == "" {
-		return "off", nil
-	}
-	return benchproc.FreePort()
-}
-
 // start runs bin, with a profiler endpoint when profiling.
 func start(bin string, env []string) (*benchproc.Proc, error) {
-	metrics, err := metricsAddr()
+	metrics, err := benchproc.MetricsAddr(profileDir != "")
 	if err != nil {
 		return nil, err
 	}
@@ -415,7 +379,7 @@ func start(bin string, env []string) (*benchproc.Proc, error) {
 }
 
 func startPlatform(bins map[string]string, dataDir string, env ...string) (*platform, error) {
-	metrics, err := metricsAddr()
+	metrics, err := benchproc.MetricsAddr(profileDir != "")
 	if err != nil {
 		return nil, err
 	}
@@ -424,15 +388,12 @@ func startPlatform(bins map[string]string, dataDir string, env ...string) (*plat
 	if err != nil {
 		return nil, err
 	}
-	p := &platform{Platform: bp, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	var created struct {
-		AgentID string `json:"agent_id"`
-	}
-	if err := p.call("POST", "/v1/convai/agents/create", `{"name":"bench","conversation_config":{"agent":{"first_message":"Hello!",
-	  "prompt":{"prompt":"Our opening hours are nine to five every weekday. Bookings can be changed until noon."}}}}`, &created); err != nil {
+	p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, 16)}
+	p.agentID, err = p.api.CreateAgent(`{"name":"bench","conversation_config":{"agent":{"first_message":"Hello!",
+	  "prompt":{"prompt":"Our opening hours are nine to five every weekday. Bookings can be changed until noon."}}}}`, "")
+	if err != nil {
 		return nil, err
 	}
-	p.agentID = created.AgentID
 	return p, nil
 }
 
@@ -442,36 +403,16 @@ func (p *platform) customAgent(url string) error {
 	var secret struct {
 		SecretID string `json:"secret_id"`
 	}
-	if err := p.call("POST", "/v1/convai/secrets", `{"name":"bench endpoint key","value":"sk-bench"}`, &secret); err != nil {
+	if err := p.api.Call("POST", "/v1/convai/secrets", `{"name":"bench endpoint key","value":"sk-bench"}`, &secret); err != nil {
 		return err
 	}
-	var created struct {
-		AgentID string `json:"agent_id"`
-	}
-	if err := p.call("POST", "/v1/convai/agents/create", `{"name":"bench custom","conversation_config":{"agent":{"first_message":"Hello!",
+	id, err := p.api.CreateAgent(`{"name":"bench custom","conversation_config":{"agent":{"first_message":"Hello!",
 	  "prompt":{"prompt":"Our opening hours are nine to five every weekday.","llm":"custom-llm",
-	    "custom_llm":{"url":"`+url+`","model_id":"bench-agent","api_key":{"secret_id":"`+secret.SecretID+`"}}}}}}`, &created); err != nil {
-		return err
-	}
-	p.agentID = created.AgentID
-	return nil
-}
-
-func (p *platform) call(method, path, body string, out any) error {
-	req, _ := http.NewRequest(method, p.Base+path, strings.NewReader(body))
-	req.Header.Set("x-api-key", adminKey)
-	resp, err := p.client.Do(req)
+	    "custom_llm":{"url":"`+url+`","model_id":"bench-agent","api_key":{"secret_id":"`+secret.SecretID+`"}}}}}}`, "")
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %.300s", method, path, resp.StatusCode, b)
-	}
-	if out != nil {
-		return json.Unmarshal(b, out)
-	}
+	p.agentID = id
 	return nil
 }
 
@@ -499,7 +440,7 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 			if p.testBody != nil {
 				body = p.testBody
 			}
-			err := p.call("POST", "/v1/convai/agent-testing/create", body(i), &created)
+			err := p.api.Call("POST", "/v1/convai/agent-testing/create", body(i), &created)
 			ids[i] = created.ID
 			errs <- err
 		}()
@@ -518,9 +459,7 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 	}
 	body := `{"tests":[` + strings.Join(refs, ",") + `],"repeat_count":` + strconv.Itoa(repeat) + `}`
 	started := time.Now()
-	req, _ := http.NewRequest("POST", p.Base+"/v1/convai/agents/"+p.agentID+"/run-tests", strings.NewReader(body))
-	req.Header.Set("x-api-key", adminKey)
-	resp, err := p.client.Do(req)
+	resp, err := p.api.Send("POST", "/v1/convai/agents/"+p.agentID+"/run-tests", body, "")
 	if err != nil {
 		return 0, 0, err
 	}
@@ -549,7 +488,7 @@ func (p *platform) invoke(tests, repeat int, progress bool) (float64, time.Durat
 				Pending int    `json:"pending_count"`
 			} `json:"results"`
 		}
-		if err := p.call("GET", "/v1/convai/test-invocations?page_size=1&agent_id="+p.agentID, "", &page); err != nil {
+		if err := p.api.Call("GET", "/v1/convai/test-invocations?page_size=1&agent_id="+p.agentID, "", &page); err != nil {
 			return 0, 0, err
 		}
 		if len(page.Results) > 0 && page.Results[0].ID == invID && page.Results[0].Status == "completed" {
@@ -579,23 +518,16 @@ func profile(started <-chan struct{}, procs map[string]*benchproc.Proc) {
 	<-started
 	for name, pr := range procs {
 		go func() {
-			resp, err := http.Get("http://" + pr.Metrics + "/debug/pprof/profile?seconds=10")
-			if err != nil {
+			if err := pr.Profile(10*time.Second, filepath.Join(profileDir, name+".pprof")); err != nil {
 				fmt.Fprintln(os.Stderr, "profile", name, err)
-				return
 			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			_ = os.WriteFile(filepath.Join(profileDir, name+".pprof"), b, 0o644)
 		}()
 	}
 }
 
 func (p *platform) getInvocation() (time.Duration, int64, error) {
 	started := time.Now()
-	req, _ := http.NewRequest("GET", p.Base+"/v1/convai/test-invocations/"+p.invID, nil)
-	req.Header.Set("x-api-key", adminKey)
-	resp, err := p.client.Do(req)
+	resp, err := p.api.Send("GET", "/v1/convai/test-invocations/"+p.invID, "", "")
 	if err != nil {
 		return 0, 0, err
 	}

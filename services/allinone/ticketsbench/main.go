@@ -26,8 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +49,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
@@ -88,13 +87,11 @@ func run(creates, largest, requests int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "allinone")
-	_, here, _, _ := runtime.Caller(0)
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = filepath.Join(filepath.Dir(here), "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build allinone: %v\n%s", err, out)
+	bins, err := benchproc.Build(dir, "./services/allinone")
+	if err != nil {
+		return err
 	}
+	bin := bins["allinone"]
 	data := filepath.Join(dir, "data")
 	p, err := startPlatform(bin, data)
 	if err != nil {
@@ -127,7 +124,7 @@ func run(creates, largest, requests int) error {
 		return err
 	}
 	ratio := rate / raw
-	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, verdict(ratio >= 1.0/3))
+	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, benchkit.Verdict(ratio >= 1.0/3))
 	fmt.Printf("    for reference, a bare HTTP server answering each POST with one append: %.0f/s = %.3f of raw; the gateway does %.3f of it\n", floor, floor/raw, rate/floor)
 	lags, err := p.listingLag(1000, 3*time.Second)
 	if err != nil {
@@ -136,7 +133,7 @@ func run(creates, largest, requests int) error {
 	slices.Sort(lags)
 	p99 := lags[len(lags)*99/100]
 	fmt.Printf("(b) listing lag at 1,000 creates/s, ack -> in the listing, %d samples: p50 %s, p99 %s (goal p99 < 1s: %s)\n",
-		len(lags), lags[len(lags)/2].Round(10*time.Microsecond), p99.Round(10*time.Microsecond), verdict(p99 < time.Second))
+		len(lags), lags[len(lags)/2].Round(10*time.Microsecond), p99.Round(10*time.Microsecond), benchkit.Verdict(p99 < time.Second))
 
 	for _, n := range sizes[1:] {
 		if err := p.seedTo(n); err != nil {
@@ -154,7 +151,7 @@ func run(creates, largest, requests int) error {
 		}
 		small, ten, big := lat[sizes[0]][kind.name], lat[10_000][kind.name], lat[largest][kind.name]
 		r := float64(big) / float64(small)
-		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, verdict(r <= 2), verdict(ten < 50*time.Millisecond))
+		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, benchkit.Verdict(r <= 2), benchkit.Verdict(ten < 50*time.Millisecond))
 	}
 
 	// (g) the console's queue page at the largest workspace, in Chromium.
@@ -162,7 +159,7 @@ func run(creates, largest, requests int) error {
 		fmt.Printf("(g) the console's queue page: not measured: %v\n", err)
 	} else {
 		fmt.Printf("(g) the console's queue page at %d tickets, navigation -> first page shown and usable (the browser's clock), %d loads: p50 %dms, max %dms (goal p50 < 1s: %s)\n",
-			largest, q.Runs, q.P50, q.Max, verdict(q.P50 < 1000))
+			largest, q.Runs, q.P50, q.Max, benchkit.Verdict(q.P50 < 1000))
 	}
 
 	// (e) tests and invocations.
@@ -175,8 +172,8 @@ func run(creates, largest, requests int) error {
 		return err
 	}
 	fmt.Printf("(e) listing p50 (page of 100) at 10,000 tests: %s (goal < 50ms: %s); at 10,000 invocations: %s (goal < 50ms: %s)\n",
-		took["tests"].Round(10*time.Microsecond), verdict(took["tests"] < 50*time.Millisecond),
-		took["invocations"].Round(10*time.Microsecond), verdict(took["invocations"] < 50*time.Millisecond))
+		took["tests"].Round(10*time.Microsecond), benchkit.Verdict(took["tests"] < 50*time.Millisecond),
+		took["invocations"].Round(10*time.Microsecond), benchkit.Verdict(took["invocations"] < 50*time.Millisecond))
 
 	// (f) conversations.
 	if err := p.seedConversations(10_000); err != nil {
@@ -191,7 +188,7 @@ func run(creates, largest, requests int) error {
 	}
 	fmt.Printf("(f) at 10,000 conversations, p50: listing (page of 100) %s, filtered by agent and outcome %s (goal < 50ms: %s); one with its transcript %s\n",
 		took["all"].Round(10*time.Microsecond), took["filtered"].Round(10*time.Microsecond),
-		verdict(max(took["all"], took["filtered"]) < 50*time.Millisecond), took["one"].Round(10*time.Microsecond))
+		benchkit.Verdict(max(took["all"], took["filtered"]) < 50*time.Millisecond), took["one"].Round(10*time.Microsecond))
 
 	// (d) restart with the largest workspace.
 	peakBefore := p.PeakRSSKiB()
@@ -205,92 +202,33 @@ func run(creates, largest, requests int) error {
 		return err
 	}
 	fmt.Printf("(d) restart with %d tickets: ready in %s (goal < 10s: %s); peak memory %d MiB before, %d MiB after the restart (goal < 1 GiB: %s)\n",
-		largest, ready.Round(time.Millisecond), verdict(ready < 10*time.Second), peakBefore/1024, p.PeakRSSKiB()/1024,
-		verdict(max(peakBefore, p.PeakRSSKiB()) < 1<<20))
+		largest, ready.Round(time.Millisecond), benchkit.Verdict(ready < 10*time.Second), peakBefore/1024, p.PeakRSSKiB()/1024,
+		benchkit.Verdict(max(peakBefore, p.PeakRSSKiB()) < 1<<20))
 	return nil
-}
-
-func verdict(met bool) string {
-	if met {
-		return "MET"
-	}
-	return "NOT MET"
 }
 
 type platform struct {
 	*benchproc.Platform
+	api     *benchkit.Client
 	agentID string
-	client  *http.Client
 	seeded  int
 }
 
-func metricsAddr() string {
-	if profileFile == "" {
-		return "off"
-	}
-	addr, err := benchproc.FreePort()
-	if err != nil {
-		return "off"
-	}
-	return addr
-}
-
-// profile writes a 5 s CPU profile of the platform to profileFile.
-func (p *platform) profile() {
-	if profileFile == "" || p.Metrics == "off" {
-		return
-	}
-	resp, err := http.Get("http://" + p.Metrics + "/debug/pprof/profile?seconds=5")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "profile:", err)
-		return
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	_ = os.WriteFile(profileFile, b, 0o644)
-}
-
 func startPlatform(bin, data string) (*platform, error) {
-	bp, err := benchproc.StartPlatform(bin, data, adminKey, metricsAddr(), time.Minute)
+	metrics, err := benchproc.MetricsAddr(profileFile != "")
 	if err != nil {
 		return nil, err
 	}
-	p := &platform{Platform: bp, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
-	if p.agentID, err = p.agent(); err != nil {
+	bp, err := benchproc.StartPlatform(bin, data, adminKey, metrics, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, clients)}
+	// The bench's agent, made on the first start.
+	if p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent"); err != nil {
 		return nil, err
 	}
 	return p, nil
-}
-
-// agent is the bench's agent, made on the first start.
-func (p *platform) agent() (string, error) {
-	var out struct {
-		AgentID string `json:"agent_id"`
-	}
-	b, code, err := p.do("POST", "/v1/convai/agents/create", `{"name":"Bench"}`, "bench-agent")
-	if err != nil || code != 201 || json.Unmarshal(b, &out) != nil {
-		return "", fmt.Errorf("create agent: %d %s %v", code, b, err)
-	}
-	return out.AgentID, nil
-}
-
-func (p *platform) do(method, path, body, idempotencyKey string) ([]byte, int, error) {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequest(method, p.Base+path, rd)
-	req.Header.Set("x-api-key", adminKey)
-	if idempotencyKey != "" {
-		req.Header.Set("Idempotency-Key", idempotencyKey)
-	}
-	resp, err := p.client.Do(req)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return b, resp.StatusCode, err
 }
 
 type page struct {
@@ -303,7 +241,7 @@ type listed struct {
 
 func (p *platform) get(path string) (page, error) {
 	var pg page
-	b, code, err := p.do("GET", path, "", "")
+	b, code, err := p.api.Do("GET", path, "", "")
 	if err != nil || code != 200 || json.Unmarshal(b, &pg) != nil {
 		return pg, fmt.Errorf("GET %s: %d %.200s %v", path, code, b, err)
 	}
@@ -362,7 +300,13 @@ func inParallel(n int, work func(i int64) error) (time.Duration, error) {
 // createThroughGateway creates n tickets with 16 clients as fast as they
 // are answered and returns the rate.
 func (p *platform) createThroughGateway(n int) (float64, error) {
-	go p.profile()
+	if profileFile != "" {
+		go func() {
+			if err := p.Profile(5*time.Second, profileFile); err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}()
+	}
 	took, err := inParallel(n, func(i int64) error {
 		_, err := p.create("bench-"+strconv.FormatInt(i, 10), "high")
 		return err
@@ -424,7 +368,7 @@ func (p *platform) create(key, label string) (string, error) {
 	if label != "" {
 		body = `{"title":"Slow answer","qa_comment":"It took long.","priority":"high","labels":["` + label + `"]}`
 	}
-	b, code, err := p.do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", body, key)
+	b, code, err := p.api.Do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", body, key)
 	var t struct {
 		ID string `json:"agentqa_ticket_id"`
 	}
@@ -540,7 +484,7 @@ func (p *platform) measure(requests int, kinds []struct{ name, path string }) (m
 	for range requests {
 		for _, kind := range kinds {
 			start := time.Now()
-			b, code, err := p.do("GET", kind.path, "", "")
+			b, code, err := p.api.Do("GET", kind.path, "", "")
 			if err != nil || code != 200 || len(b) < 200 {
 				return nil, fmt.Errorf("GET %s: %d %.200s %v", kind.path, code, b, err)
 			}
@@ -601,11 +545,11 @@ func (p *platform) seedTesting(n int) error {
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		tests, _, err := p.do("GET", "/v1/convai/agent-testing?page_size=1", "", "")
+		tests, _, err := p.api.Do("GET", "/v1/convai/agent-testing?page_size=1", "", "")
 		if err != nil {
 			return err
 		}
-		invs, _, err := p.do("GET", "/v1/convai/test-invocations?page_size=1", "", "")
+		invs, _, err := p.api.Do("GET", "/v1/convai/test-invocations?page_size=1", "", "")
 		if err != nil {
 			return err
 		}
@@ -694,7 +638,7 @@ func (p *platform) seedConversations(n int) error {
 	last := fmt.Sprintf("conv_seed%06d", n)
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
-		b, _, err := p.do("GET", "/v1/convai/conversations?page_size=1", "", "")
+		b, _, err := p.api.Do("GET", "/v1/convai/conversations?page_size=1", "", "")
 		if err != nil {
 			return err
 		}

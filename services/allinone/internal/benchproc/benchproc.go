@@ -5,11 +5,13 @@ package benchproc
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +58,59 @@ func (p *Proc) PeakRSSKiB() int64 {
 // ResetPeakRSS starts a new peak measurement (clear_refs 5).
 func (p *Proc) ResetPeakRSS() {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0)
+}
+
+// Build builds each package (a path from the repository's root, such as
+// "./services/allinone") into dir, and returns each binary by the
+// package's last path element.
+func Build(dir string, pkgs ...string) (map[string]string, error) {
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..", "..", "..")
+	bins := map[string]string{}
+	for _, pkg := range pkgs {
+		name := filepath.Base(pkg)
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", pkg, err, b)
+		}
+		bins[name] = out
+	}
+	return bins, nil
+}
+
+// MetricsAddr is a free address for a process's metrics and profiler
+// endpoint when profiling, else "off".
+func MetricsAddr(profiling bool) (string, error) {
+	if !profiling {
+		return "off", nil
+	}
+	return FreePort()
+}
+
+// Profile writes a CPU profile of the process over the next d to file.
+func (p *Proc) Profile(d time.Duration, file string) error {
+	if p.Metrics == "off" {
+		return fmt.Errorf("no profiler endpoint: start the process with a metrics address")
+	}
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.Metrics, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile: %s", resp.Status)
+	}
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // FreePort is a loopback address free at the time of the call.
