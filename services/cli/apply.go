@@ -79,23 +79,40 @@ func idOf(def map[string]json.RawMessage, field string) (string, error) {
 }
 
 func (a *app) agentsExportCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
-		Use:   "export <agent_id>",
-		Short: "Print an agent as a file agents apply takes (YAML, or JSON with --format json)",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
-			var got map[string]json.RawMessage
-			if _, err := c.call(cmd.Context(), getAgent, args, nil, nil, &got); err != nil {
-				return err
-			}
+	return a.exportCommand(exported{use: "export <agent_id>", get: getAgent,
+		short: "Print an agent as a file agents apply takes (YAML, or JSON with --format json)",
+		definition: func(got map[string]json.RawMessage) map[string]json.RawMessage {
 			def := map[string]json.RawMessage{}
 			for _, f := range agentFields {
 				if v, ok := got[f]; ok && string(v) != "null" {
 					def[f] = v
 				}
 			}
-			return a.writeDefinition(def, format)
+			return def
+		}})
+}
+
+// exported is what export prints for one kind of definition.
+type exported struct {
+	use, short string
+	get        route
+	// definition keeps of the API's answer what apply takes.
+	definition func(got map[string]json.RawMessage) map[string]json.RawMessage
+}
+
+// exportCommand prints the definition of what its argument names.
+func (a *app) exportCommand(k exported) *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   k.use,
+		Short: k.short,
+		Args:  cobra.ExactArgs(1),
+		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
+			var got map[string]json.RawMessage
+			if _, err := c.call(cmd.Context(), k.get, args, nil, nil, &got); err != nil {
+				return err
+			}
+			return a.writeDefinition(k.definition(got), format)
 		}),
 	}
 	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
@@ -164,24 +181,14 @@ func (a *app) applyCommand(k applied) *cobra.Command {
 }
 
 func (a *app) testsExportCommand() *cobra.Command {
-	var format string
-	cmd := &cobra.Command{
-		Use:   "export <test_id>",
-		Short: "Print a test as a file tests apply takes (YAML, or JSON with --format json)",
-		Args:  cobra.ExactArgs(1),
-		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
-			var def map[string]json.RawMessage
-			if _, err := c.call(cmd.Context(), getTest, args, nil, nil, &def); err != nil {
-				return err
-			}
+	return a.exportCommand(exported{use: "export <test_id>", get: getTest,
+		short: "Print a test as a file tests apply takes (YAML, or JSON with --format json)",
+		definition: func(def map[string]json.RawMessage) map[string]json.RawMessage {
 			for _, f := range testServerFields {
 				delete(def, f)
 			}
-			return a.writeDefinition(def, format)
-		}),
-	}
-	cmd.Flags().StringVar(&format, "format", "yaml", "yaml or json")
-	return cmd
+			return def
+		}})
 }
 
 func (a *app) testsApplyCommand() *cobra.Command {
