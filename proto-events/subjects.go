@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -77,7 +78,15 @@ type StreamSpec struct {
 	Name        string
 	Subjects    []string
 	Description string
+	// DedupWindow is how long the stream remembers an append's command
+	// id; 0 is the event store's default (10 minutes).
+	DedupWindow time.Duration
 }
+
+// TestRunsDedupWindow is TESTRUNS' duplicate window: a run's result is
+// deduplicated as long as the runners' job queue remembers its job, so a
+// redelivered job cannot record a second result.
+const TestRunsDedupWindow = time.Hour
 
 // Streams returns the event streams of the suite, in a stable order. The
 // slice is a fresh copy on every call.
@@ -88,7 +97,8 @@ func Streams() []StreamSpec {
 		{Name: TicketsStream, Subjects: []string{TicketsAll}, Description: "Conversation triage tickets (state-carrying events)"},
 		{Name: PlatformStream, Subjects: []string{PlatformAll}, Description: "Public platform events of spec section 6 (JSON envelopes)"},
 		{Name: TestingStream, Subjects: []string{TestingAll}, Description: "Agent tests, test folders and test invocations (state-carrying events)"},
-		{Name: TestRunsStream, Subjects: []string{TestRunsAll}, Description: "Test run results and result groups, one subject per run"},
+		{Name: TestRunsStream, Subjects: []string{TestRunsAll}, Description: "Test run results and result groups, one subject per run",
+			DedupWindow: TestRunsDedupWindow},
 		{Name: WebhooksStream, Subjects: []string{WebhooksAll}, Description: "Webhooks (state-carrying events)"},
 	}
 }

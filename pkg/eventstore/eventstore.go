@@ -52,7 +52,9 @@ type StreamConfig struct {
 }
 
 // EnsureEventStreams ensures the named streams of the suite's table
-// (events.Streams), with its subjects, as EnsureStream does.
+// (events.Streams), with its subjects and duplicate window, as
+// EnsureStream does. Every process that ensures a stream this way asks
+// for the same settings, so none undoes another's.
 func EnsureEventStreams(ctx context.Context, js jetstream.JetStream, replicas int, names ...string) error {
 	specs := events.Streams()
 	for _, name := range names {
@@ -60,7 +62,8 @@ func EnsureEventStreams(ctx context.Context, js jetstream.JetStream, replicas in
 		if i < 0 {
 			return fmt.Errorf("stream %s: not one of the suite's streams", name)
 		}
-		if _, err := EnsureStream(ctx, js, StreamConfig{Name: name, Subjects: specs[i].Subjects, Replicas: replicas}); err != nil {
+		if _, err := EnsureStream(ctx, js, StreamConfig{Name: name, Subjects: specs[i].Subjects, Replicas: replicas,
+			DedupWindow: specs[i].DedupWindow}); err != nil {
 			return fmt.Errorf("stream %s: %w", name, err)
 		}
 	}

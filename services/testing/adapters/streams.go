@@ -16,7 +16,7 @@ import (
 // message id: a job re-queued, or a counter re-incremented, within it is
 // dropped. It bounds how late a crashed runner's redelivery may come
 // without double counting.
-const JobsDedupWindow = time.Hour
+const JobsDedupWindow = events.TestRunsDedupWindow
 
 // EnqueuerConsumer queues the runs of new and resubmitted invocations.
 const EnqueuerConsumer = "testing-enqueuer"
@@ -27,13 +27,8 @@ const RunnersConsumer = "runners"
 // EnsureStreams creates the testing streams: TESTING and TESTRUNS (event
 // stores), TESTJOBS (the runners' work queue) and TESTCOUNTS (counters).
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
-	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.TestingStream); err != nil {
+	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.TestingStream, events.TestRunsStream); err != nil {
 		return err
-	}
-	// A run's result is deduplicated as long as its job.
-	if _, err := eventstore.EnsureStream(ctx, js, eventstore.StreamConfig{Name: events.TestRunsStream, Subjects: []string{events.TestRunsAll},
-		Replicas: replicas, DedupWindow: JobsDedupWindow}); err != nil {
-		return fmt.Errorf("stream %s: %w", events.TestRunsStream, err)
 	}
 	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
