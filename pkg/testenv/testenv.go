@@ -174,6 +174,17 @@ func JetStreamAt(t testing.TB, url string) jetstream.JetStream {
 	return js
 }
 
+// StreamsAt is JetStream on a fresh embedded server with the streams
+// ensure creates: a service's EnsureStreams, at one replica.
+func StreamsAt(t testing.TB, ensure func(context.Context, jetstream.JetStream, int) error) jetstream.JetStream {
+	t.Helper()
+	js := JetStreamAt(t, StartNATS(t))
+	if err := ensure(context.Background(), js, 1); err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 // Mongo connects a driver client to the environment's store; disconnected
 // when t ends.
 func (e *Env) Mongo(t testing.TB) *mongo.Client {

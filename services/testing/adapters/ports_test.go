@@ -25,11 +25,7 @@ import (
 // jetStream is a fresh embedded server with the testing streams.
 func jetStream(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
-	if err := adapters.EnsureStreams(context.Background(), js, 1); err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return testenv.StreamsAt(t, adapters.EnsureStreams)
 }
 
 func publish(t *testing.T, js jetstream.JetStream, msg *nats.Msg) {

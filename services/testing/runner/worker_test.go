@@ -247,11 +247,8 @@ func must(subject string, err error) string {
 // the test's own, and a context that ends with the test.
 func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
 	t.Helper()
-	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	js := testenv.StreamsAt(t, adapters.EnsureStreams)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if err := adapters.EnsureStreams(ctx, js, 1); err != nil {
-		t.Fatal(err)
-	}
 	return ctx, js
 }

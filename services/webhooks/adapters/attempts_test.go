@@ -19,11 +19,8 @@ func TestMemoryAttemptLog(t *testing.T) {
 
 func TestStreamAttemptLog(t *testing.T) {
 	attemptlogtest.Run(t, func(t *testing.T) (app.AttemptLog, func() app.AttemptLog) {
-		js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+		js := testenv.StreamsAt(t, EnsureStreams)
 		ctx := context.Background()
-		if err := EnsureStreams(ctx, js, 1); err != nil {
-			t.Fatal(err)
-		}
 		log := slog.New(slog.DiscardHandler)
 		// A restart: a new log replaying the stream.
 		reopen := func() app.AttemptLog {

@@ -25,10 +25,7 @@ func TestMemoryQueue(t *testing.T) {
 
 func TestStreamQueue(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) (app.Queue, func() queuetest.Stored) {
-		js := testenv.JetStreamAt(t, testenv.StartNATS(t))
-		if err := EnsureStreams(context.Background(), js, 1); err != nil {
-			t.Fatal(err)
-		}
+		js := testenv.StreamsAt(t, EnsureStreams)
 		return StreamQueue{JS: js}, func() queuetest.Stored {
 			var s queuetest.Stored
 			for _, m := range streamMessages(t, js, events.PlatformStream) {
