@@ -43,15 +43,9 @@ func listCommand[T any](a *app, l listing[T]) *cobra.Command {
 			if show, err := a.fetch(cmd.Context(), l.route, nil, q, nil, &page); !show {
 				return err
 			}
-			var items []T
-			var hasMore bool
-			var next *string
-			for field, into := range map[string]any{l.items: &items, "has_more": &hasMore, "next_cursor": &next} {
-				if raw, ok := page[field]; ok {
-					if err := json.Unmarshal(raw, into); err != nil {
-						return fmt.Errorf("unexpected answer: %s: %w", field, err)
-					}
-				}
+			items, hasMore, next, err := decodePage[T](page, l.items)
+			if err != nil {
+				return err
 			}
 			rows := make([][]string, len(items))
 			for i, it := range items {
@@ -139,4 +133,17 @@ func callCommand[T any](a *app, use, short string, r route, print func(T)) *cobr
 			return nil
 		},
 	}
+}
+
+// decodePage reads one page of a cursor-paged listing: its items (under
+// the listing's own field), whether more follow, and the next cursor.
+func decodePage[T any](page map[string]json.RawMessage, field string) (items []T, hasMore bool, next *string, err error) {
+	for name, into := range map[string]any{field: &items, "has_more": &hasMore, "next_cursor": &next} {
+		if raw, ok := page[name]; ok {
+			if err := json.Unmarshal(raw, into); err != nil {
+				return nil, false, nil, fmt.Errorf("unexpected answer: %s: %w", name, err)
+			}
+		}
+	}
+	return items, hasMore, next, nil
 }

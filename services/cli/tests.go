@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -25,12 +26,6 @@ type testEntry struct {
 	FolderPath []struct {
 		Name string `json:"name"`
 	} `json:"folder_path"`
-}
-
-type testsPage struct {
-	Tests      []testEntry `json:"tests"`
-	HasMore    bool        `json:"has_more"`
-	NextCursor *string     `json:"next_cursor"`
 }
 
 func (a *app) testsListCommand() *cobra.Command {
@@ -242,11 +237,15 @@ func allTests(ctx context.Context, c *client) ([]string, error) {
 	var ids []string
 	q := url.Values{"page_size": {"100"}}
 	for {
-		var page testsPage
+		var page map[string]json.RawMessage
 		if _, err := c.call(ctx, listTests, nil, q, nil, &page); err != nil {
 			return nil, err
 		}
-		for _, t := range page.Tests {
+		tests, hasMore, next, err := decodePage[testEntry](page, "tests")
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tests {
 			if t.EntityType != "folder" {
 				ids = append(ids, t.ID)
 			}
@@ -254,10 +253,10 @@ func allTests(ctx context.Context, c *client) ([]string, error) {
 		if len(ids) > maxTestsPerRun {
 			return nil, fmt.Errorf("the workspace has more than %d tests, more than one run may hold: name them with --test", maxTestsPerRun)
 		}
-		if !page.HasMore || page.NextCursor == nil {
+		if !hasMore || next == nil {
 			break
 		}
-		q.Set("cursor", *page.NextCursor)
+		q.Set("cursor", *next)
 	}
 	if len(ids) == 0 {
 		return nil, errors.New("the workspace has no tests: create one, or name them with --test")
