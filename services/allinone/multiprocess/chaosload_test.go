@@ -94,17 +94,21 @@ func startLoad(name string, pace time.Duration, lb *balancer, try attempt) *load
 				}
 				began := time.Now()
 				id, r := try(lb.next(), key)
-				if id != "" {
-					l.record(ack{key: key, id: id, at: time.Now()})
-					break
-				}
-				if r.code >= 400 && r.code < 500 && r.code != http.StatusTooManyRequests {
-					l.mu.Lock()
+				at := time.Now()
+				refused := id == "" && r.code >= 400 && r.code < 500 && r.code != http.StatusTooManyRequests
+				l.mu.Lock()
+				switch {
+				case id != "":
+					l.acks = append(l.acks, ack{key: key, id: id, at: at})
+				case refused: // no retry can fix it
 					l.refused = append(l.refused, key+": "+strconv.Itoa(r.code)+" "+string(r.body))
-					l.mu.Unlock()
+				default:
+					l.fails = append(l.fails, failure{began: began, at: at, code: r.code, retryAfter: r.header.Get("Retry-After") != ""})
+				}
+				l.mu.Unlock()
+				if id != "" || refused {
 					break
 				}
-				l.fail(failure{began: began, at: time.Now(), code: r.code, retryAfter: r.header.Get("Retry-After") != ""})
 				time.Sleep(20 * time.Millisecond) // a client's back-off before retrying
 			}
 			select {
@@ -115,18 +119,6 @@ func startLoad(name string, pace time.Duration, lb *balancer, try attempt) *load
 		}
 	}()
 	return l
-}
-
-func (l *load) record(a ack) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.acks = append(l.acks, a)
-}
-
-func (l *load) fail(f failure) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.fails = append(l.fails, f)
 }
 
 func (l *load) acked() int {
