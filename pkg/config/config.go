@@ -95,6 +95,14 @@ func (c Infra) WithoutStore() Infra {
 	return c
 }
 
+// NoStore is the infrastructure of a binary that keeps no store (the
+// gateway, the workers that read and write streams only): embedded in
+// its configuration in place of Infra, nothing dials VOICEAI_MONGO_URI.
+type NoStore struct{ Infra }
+
+// Infrastructure is the embedded Infra without its store.
+func (c NoStore) Infrastructure() Infra { return c.Infra.WithoutStore() }
+
 // Validate checks the shared settings.
 func (c Infra) Validate() error {
 	var errs []error

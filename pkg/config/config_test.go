@@ -83,6 +83,28 @@ func TestEmbeddedPartsAreValidated(t *testing.T) {
 	}
 }
 
+// A binary that keeps no store reads the shared settings, and runs on
+// them without a store.
+func TestNoStoreDialsNoStore(t *testing.T) {
+	type worker struct {
+		NoStore
+		WorkerPart
+	}
+	t.Setenv("VOICEAI_NATS_URL", "nats://nats:4222")
+	t.Setenv("VOICEAI_MONGO_URI", "mongodb://mongo:27017")
+	c, err := Load[worker]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if infra := c.Infrastructure(); infra.NATSURL != "nats://nats:4222" || infra.MongoURI != "" {
+		t.Fatalf("a storeless binary runs on %+v", infra)
+	}
+	t.Setenv("VOICEAI_STREAM_REPLICAS", "0")
+	if _, err := Load[worker](); err == nil || !strings.Contains(err.Error(), "VOICEAI_STREAM_REPLICAS") {
+		t.Fatalf("the infrastructure's rule: %v", err)
+	}
+}
+
 // Every typed value that does not parse is named by its variable, once.
 func TestBadValuesNameTheirVariable(t *testing.T) {
 	type nested struct {

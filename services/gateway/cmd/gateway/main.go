@@ -14,22 +14,12 @@ import (
 )
 
 type cfg struct {
-	config.Infra
+	config.NoStore // the gateway has no store
 	gateway.Config
 	// SecretKey seals the console's sessions (optional: without it the
 	// console's sign-in is refused). The same on every replica.
 	SecretKey string `env:"VOICEAI_SECRET_KEY"`
 }
-
-func (c cfg) Validate() error {
-	if err := c.Infra.Validate(); err != nil {
-		return err
-	}
-	return c.Config.Validate()
-}
-
-// Infrastructure keeps no store: the gateway has none.
-func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("gateway", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {

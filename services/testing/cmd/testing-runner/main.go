@@ -13,12 +13,9 @@ import (
 )
 
 type cfg struct {
-	config.Infra
+	config.NoStore // a runner reads and writes streams only
 	testingsvc.RunnerConfig
 }
-
-// Infrastructure keeps no store: a runner reads and writes streams only.
-func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("testing-runner", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {

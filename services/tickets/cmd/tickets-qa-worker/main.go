@@ -14,13 +14,9 @@ import (
 )
 
 type cfg struct {
-	config.Infra
+	config.NoStore // it reads its own index of the TICKETS stream
 	tickets.QAWorkerConfig
 }
-
-// Infrastructure keeps no store: the worker reads its own index of the
-// TICKETS stream.
-func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("tickets-qa-worker", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {

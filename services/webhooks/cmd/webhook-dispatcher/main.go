@@ -15,27 +15,23 @@ import (
 )
 
 type cfg struct {
-	config.Infra
+	config.NoStore // the dispatcher needs none
 	webhooks.Env
 	Workers int           `env:"VOICEAI_WEBHOOK_WORKERS" envDefault:"64"`
 	AckWait time.Duration `env:"VOICEAI_WEBHOOK_ACK_WAIT" envDefault:"30s"`
 }
 
+// Validate checks the dispatcher's own settings (Load checks the embedded
+// parts).
 func (c cfg) Validate() error {
-	if err := c.Env.Validate(); err != nil {
-		return err
-	}
 	if c.Workers < 1 || c.Workers > 4096 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_WORKERS %d: want 1..4096", c.Workers)
 	}
 	if c.AckWait <= c.AttemptTimeout {
 		return fmt.Errorf("VOICEAI_WEBHOOK_ACK_WAIT %s must exceed VOICEAI_WEBHOOK_TIMEOUT %s", c.AckWait, c.AttemptTimeout)
 	}
-	return c.Infra.Validate()
+	return nil
 }
-
-// Infrastructure keeps no store: the dispatcher needs none.
-func (c cfg) Infrastructure() config.Infra { return c.Infra.WithoutStore() }
 
 func main() {
 	runtime.Main("webhook-dispatcher", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
