@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // Operation is one endpoint of the public API.
@@ -44,6 +45,10 @@ type Operation struct {
 	// Timeout, when set, is how long the gateway waits for the answer
 	// instead of its upstream time-out (an operation that works longer).
 	Timeout time.Duration
+	// MaxBody, when set, is the largest body its service reads (413
+	// beyond) instead of httpx.DefaultMaxBody. The gateway's own limit
+	// (VOICEAI_MAX_BODY_BYTES) applies first.
+	MaxBody int64
 }
 
 // Repeatable reports whether the gateway may send r, a request for op,
@@ -118,6 +123,20 @@ func (o Operation) within(d time.Duration) Operation {
 	return o
 }
 
+// BodyLimit is the largest body op's service reads.
+func (op Operation) BodyLimit() int64 {
+	if op.MaxBody > 0 {
+		return op.MaxBody
+	}
+	return httpx.DefaultMaxBody
+}
+
+// bodyUpTo sets the largest body the operation's service reads.
+func (o Operation) bodyUpTo(n int64) Operation {
+	o.MaxBody = n
+	return o
+}
+
 // once marks a write that cannot honour an Idempotency-Key, saying why.
 func (o Operation) once(why string) Operation {
 	o.Once = why
@@ -148,22 +167,27 @@ const (
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
 	accountsPath                = "/v1/service-accounts"
+
+	// Body limits beyond the default: an agent's configuration, a test or
+	// a run of 5,000 tests; a secret (its value at most 8 KiB); an
+	// ingested event.
+	largeBody, secretBody, eventBody = 4 << 20, 64 << 10, 256 << 10
 )
 
 // The operations. Static paths come before templates that would match
 // them (".../agents/list" before ".../agents/{agent_id}").
 var (
-	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite).doc("Create an agent", created, "AgentCreate", "AgentCreated")
+	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite).doc("Create an agent", created, "AgentCreate", "AgentCreated").bodyUpTo(largeBody)
 	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead).doc("List agents", ok, "", "AgentPage").query(agentFilter...)
 	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead).doc("List agents (the same as GET /v1/convai/agents)", ok, "", "AgentPage").query(agentFilter...)
 	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead).doc("Get an agent", ok, "", "Agent")
-	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent")
+	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent").bodyUpTo(largeBody)
 	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Delete an agent", none, "", "")
 
 	ListSecrets  = op("agents.list_secrets", get, secretsPath, "agents", convaiRead).doc("List the workspace's secrets (never their values), by name, with the agents that use each", ok, "", "SecretPage").query("page_size", "cursor", "secret_search", "dependency_limit")
-	CreateSecret = op("agents.create_secret", post, secretsPath, "agents", convaiWrite).doc("Store a workspace secret; its value is encrypted and never shown again", ok, "SecretCreate", "SecretStored")
+	CreateSecret = op("agents.create_secret", post, secretsPath, "agents", convaiWrite).doc("Store a workspace secret; its value is encrypted and never shown again", ok, "SecretCreate", "SecretStored").bodyUpTo(secretBody)
 	GetSecret    = op("agents.get_secret", get, secretsPath+"/{secret_id}", "agents", convaiRead).doc("Get a workspace secret (not its value) and the agents that use it", ok, "", "Secret").query("dependency_limit")
-	UpdateSecret = op("agents.update_secret", patch, secretsPath+"/{secret_id}", "agents", convaiWrite).doc("Rename a workspace secret or replace its value", ok, "SecretUpdate", "SecretStored")
+	UpdateSecret = op("agents.update_secret", patch, secretsPath+"/{secret_id}", "agents", convaiWrite).doc("Rename a workspace secret or replace its value", ok, "SecretUpdate", "SecretStored").bodyUpTo(secretBody)
 	DeleteSecret = op("agents.delete_secret", del, secretsPath+"/{secret_id}", "agents", convaiWrite).doc("Delete a workspace secret that no agent uses", none, "", "").errs(conflict)
 
 	ListTickets       = op("tickets.list", get, ticketsPath, "tickets", convaiRead).doc("List the workspace's conversation triage tickets, newest first", ok, "", "TicketPage").query(append(slices.Clone(ticketFilter), "agent_id")...)
@@ -181,24 +205,24 @@ var (
 	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), "agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix")...)
 	GetConversation   = op("tickets.get_conversation", get, conversationsPath+"/{conversation_id}", "tickets", convaiRead).doc("Get a conversation: its transcript, when its call stack handed one over, and the tickets raised on it", ok, "", "Conversation")
 
-	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated")
+	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated").bodyUpTo(largeBody)
 	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
-	TestSummaries        = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe() // POST for its body
-	BulkMoveTests        = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict)
+	TestSummaries        = op("testing.summaries", post, testsPath+"/summaries", "testing", convaiRead).doc("Get the summaries of tests by id", ok, "TestSummariesRequest", "TestSummaries").safe().bodyUpTo(largeBody) // POST for its body
+	BulkMoveTests        = op("testing.bulk_move", post, testsPath+"/bulk-move", "testing", convaiWrite).doc("Move tests and folders into a folder", ok, "BulkMove", "BulkMoved").errs(conflict).bodyUpTo(largeBody)
 	CreateFolder         = op("testing.create_folder", post, testsPath+"/folders", "testing", convaiWrite).doc("Create a test folder", ok, "FolderInput", "FolderCreated")
 	GetFolder            = op("testing.get_folder", get, testsPath+"/folders/{folder_id}", "testing", convaiRead).doc("Get a test folder", ok, "", "Folder")
 	RenameFolder         = op("testing.rename_folder", patch, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Rename or move a test folder", ok, "FolderInput", "Folder").errs(conflict)
 	DeleteFolder         = op("testing.delete_folder", del, testsPath+"/folders/{folder_id}", "testing", convaiWrite).doc("Delete a test folder: an empty one, or with force=true one and all it holds", none, "", "").query("force").errs(conflict)
 	GetTest              = op("testing.get_test", get, testsPath+"/{test_id}", "testing", convaiRead).doc("Get a test, with its reliability over recent runs", ok, "", "Test").query("k")
-	UpdateTest           = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test")
+	UpdateTest           = op("testing.update_test", put, testsPath+"/{test_id}", "testing", convaiWrite).doc("Replace a test", ok, "TestCreate", "Test").bodyUpTo(largeBody)
 	DeleteTest           = op("testing.delete_test", del, testsPath+"/{test_id}", "testing", convaiWrite).doc("Delete a test", ok, "", "Empty")
 	SimulateConversation = op("testing.simulate_conversation", post, agentsPath+"/{agent_id}/simulate-conversation", "testing-runner", convaiWrite).doc("Play a simulated conversation with the agent now, and judge it against evaluation criteria", ok, "SimulateConversation", "SimulatedConversation").
-				once("each request plays (and pays for) a new conversation").within(SimulationTimeout + 5*time.Second)
-	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite).doc("Run tests on an agent", ok, "RunTests", "Invocation")
+				once("each request plays (and pays for) a new conversation").within(SimulationTimeout + 5*time.Second).bodyUpTo(largeBody)
+	RunTests           = op("testing.run_tests", post, agentsPath+"/{agent_id}/run-tests", "testing", convaiWrite).doc("Run tests on an agent", ok, "RunTests", "Invocation").bodyUpTo(largeBody)
 	ListInvocations    = op("testing.list_invocations", get, invocationsPath, "testing", convaiRead).doc("List test invocations, newest first", ok, "", "InvocationPage").query(append(slices.Clone(shortPage), "agent_id", "branch_id", "test_id", "search", "start_time", "end_time")...)
 	GetInvocation      = op("testing.get_invocation", get, invocationsPath+"/{invocation_id}", "testing", convaiRead).doc("Get a test invocation (JSON, or JUnit XML with format=junit)", ok, "", "Invocation").query("format", "baseline_invocation_id")
 	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite).doc("Cancel the runs of an invocation that have not started", ok, "", "InvocationCancelled").errs(conflict)
-	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict)
+	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict).bodyUpTo(largeBody)
 
 	ListWebhooks      = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
 	CreateWebhook     = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook")
@@ -213,7 +237,7 @@ var (
 	RelayNext         = op("webhooks.relay_next", post, "/v1/voiceai/webhooks/{webhook_id}/relay/next", "webhooks", webhooksWrite).doc("Wait for a relay webhook's next delivery (voiceai webhooks listen polls this)", ok, "RelayPoll", "RelayNext").errs(conflict).takes()
 	RelayResult       = op("webhooks.relay_result", post, "/v1/voiceai/webhooks/{webhook_id}/relay/result", "webhooks", webhooksWrite).doc("Report what the local receiver answered a relayed delivery", none, "RelayResult", "").errs(conflict)
 	RecoverDeliveries = op("webhooks.recover", post, "/v1/voiceai/webhooks/{webhook_id}/recover", "webhooks", webhooksWrite).doc("Resend every delivery that failed for good in a time range and was not delivered since", accepted, "Recover", "Recovered").errs(conflict)
-	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted")
+	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted").bodyUpTo(eventBody)
 
 	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
 	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
@@ -228,7 +252,7 @@ var (
 // CreateTestFromConversation is an extension of the public API: a
 // regression test from a production conversation, one the platform
 // recorded (by its id) or one the caller posts.
-var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound)
+var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound).bodyUpTo(largeBody)
 
 // Operations is every operation, in routing order.
 var Operations = []Operation{

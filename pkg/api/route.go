@@ -34,9 +34,10 @@ type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 // op's permissions (403), every path id must follow the id grammar (else
 // the id's 404, as for an unknown one), an Idempotency-Key must be well
 // formed and the body must follow op's request schema (422), all before h
-// runs.
+// runs; h reads a body of up to op's MaxBody.
 func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		req = httpx.WithBodyLimit(req.WithContext(context.WithValue(req.Context(), opKey{}, op)), op.BodyLimit())
 		err := principal.Require(req, op.Perms...)
 		if err == nil {
 			err = CheckRequest(req)
@@ -48,7 +49,7 @@ func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 			err = CheckBody(req, op)
 		}
 		if err == nil {
-			err = h(w, req.WithContext(context.WithValue(req.Context(), opKey{}, op)))
+			err = h(w, req)
 		}
 		if err != nil {
 			httpx.WriteError(w, req, err)

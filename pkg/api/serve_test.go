@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gorilla/mux"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
@@ -79,4 +81,51 @@ func TestServeBindsOperationsByName(t *testing.T) {
 	mustPanic("an operation without its method", "agents", &members{}, "no method List to serve GET /v1/convai/agents")
 	mustPanic("a method without its operation", "nobody", &members{}, "AddMember serves no operation of nobody")
 	mustPanic("a method of another shape", "identity", &wrongShape{}, "ListMembers is func(http.ResponseWriter, *http.Request), not a HandlerFunc")
+}
+
+// A handler reads a body of up to its operation's limit: a larger one is
+// refused 413 before anything is decoded, and one above the default but
+// within the limit is checked against the schema, then read whole.
+func TestHandlersReadUpToTheirOperationsBodyLimit(t *testing.T) {
+	op := CreateSecret // a secret's body: 64 KiB
+	if op.BodyLimit() >= httpx.DefaultMaxBody {
+		t.Fatalf("%s's limit %d is not below the default", op.Name, op.BodyLimit())
+	}
+	large := RunTests // runs of 5,000 tests: above the default
+	if large.BodyLimit() <= httpx.DefaultMaxBody {
+		t.Fatalf("%s's limit %d is not above the default", large.Name, large.BodyLimit())
+	}
+	serve := func(op Operation, body string) (*httptest.ResponseRecorder, int) {
+		r := mux.NewRouter()
+		read := -1
+		Handle(r, op, func(w http.ResponseWriter, req *http.Request) error {
+			var in map[string]any
+			if err := httpx.DecodeJSON(req, &in); err != nil {
+				return err
+			}
+			read = len(body)
+			return httpx.NoContent(w, nil)
+		})
+		path := strings.ReplaceAll(op.Path, "{agent_id}", "agent_1")
+		req := httptest.NewRequest(op.Method, path, strings.NewReader(body))
+		req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"all"}}))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		return rec, read
+	}
+	pad := func(n int) string { return strings.Repeat(" ", n) }
+	secret := `{"name":"key","value":"v"}`
+	if rec, read := serve(op, secret+pad(int(op.BodyLimit())-len(secret))); rec.Code != http.StatusNoContent || read < 0 {
+		t.Fatalf("a body at the limit: %d %s", rec.Code, rec.Body)
+	}
+	if rec, read := serve(op, secret+pad(int(op.BodyLimit())-len(secret)+1)); rec.Code != http.StatusRequestEntityTooLarge || read >= 0 {
+		t.Fatalf("a body one byte over the limit: %d %s (read %d)", rec.Code, rec.Body, read)
+	}
+	tests := `{"tests":[{"test_id":"test_1"}]}`
+	if rec, read := serve(large, tests+pad(2<<20)); rec.Code != http.StatusNoContent || read < 0 {
+		t.Fatalf("a 2 MiB body within %s's limit: %d %s", large.Name, rec.Code, rec.Body)
+	}
+	if rec, _ := serve(large, `{"tests":"none"}`+pad(2<<20)); rec.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("a 2 MiB body against %s's schema: %d %s", large.Name, rec.Code, rec.Body)
+	}
 }

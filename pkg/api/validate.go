@@ -35,10 +35,6 @@ import (
 
 var compiled sync.Map // schema name -> *jsonschema.Schema
 
-// maxCheckedBody is the largest body CheckBody reads: above every
-// operation's own limit (4 MiB at most), which answers a larger one 413.
-const maxCheckedBody = 4<<20 + 1
-
 // requestSchema is the compiled schema called name.
 func requestSchema(name string) (*jsonschema.Schema, error) {
 	if s, ok := compiled.Load(name); ok {
@@ -83,9 +79,10 @@ func CheckBody(r *http.Request, op Operation) error {
 	if op.Request == "" || r.Body == nil {
 		return nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxCheckedBody+1))
+	limit := op.BodyLimit()
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || len(body) > maxCheckedBody || len(bytes.TrimSpace(body)) == 0 {
+	if err != nil || int64(len(body)) > limit || len(bytes.TrimSpace(body)) == 0 {
 		return nil // the handler's reader answers: unreadable, too large (413), empty
 	}
 	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))

@@ -2,33 +2,55 @@ package httpx
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
-// DefaultMaxBody bounds a request body when a service sets no other limit.
+// DefaultMaxBody bounds a request body where its operation sets no other
+// limit.
 const DefaultMaxBody = 1 << 20
 
-// DecodeJSON reads r's body (at most maxBytes) into dst. Malformed JSON is
-// a 400; a value of the wrong type is a 422 pointing at the field; an
-// oversized body is a 413. Unknown fields are ignored, as the public SDK
-// strips nothing it does not know and clients may be newer than we are.
-func DecodeJSON(r *http.Request, maxBytes int64, dst any) error {
-	body, err := ReadBody(r, maxBytes)
+type bodyLimitKey struct{}
+
+// WithBodyLimit is r with the largest body its handler reads (its
+// operation's, set where the request is routed); n <= 0 leaves the
+// default.
+func WithBodyLimit(r *http.Request, n int64) *http.Request {
+	if n <= 0 {
+		return r
+	}
+	return r.WithContext(context.WithValue(r.Context(), bodyLimitKey{}, n))
+}
+
+// BodyLimit is the largest body r's handler reads: WithBodyLimit's, else
+// DefaultMaxBody.
+func BodyLimit(r *http.Request) int64 {
+	if n, ok := r.Context().Value(bodyLimitKey{}).(int64); ok {
+		return n
+	}
+	return DefaultMaxBody
+}
+
+// DecodeJSON reads r's body (at most BodyLimit(r)) into dst. Malformed
+// JSON is a 400; a value of the wrong type is a 422 pointing at the
+// field; an oversized body is a 413. Unknown fields are ignored, as the
+// public SDK strips nothing it does not know and clients may be newer
+// than we are.
+func DecodeJSON(r *http.Request, dst any) error {
+	body, err := ReadBody(r)
 	if err != nil {
 		return err
 	}
 	return apperr.DecodeJSON(body, dst)
 }
 
-// ReadBody reads r's body (at most maxBytes; 413 beyond, 422 when empty)
-// for handlers that decode it more than once.
-func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
-	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBody
-	}
+// ReadBody reads r's body (at most BodyLimit(r); 413 beyond, 422 when
+// empty) for handlers that decode it more than once.
+func ReadBody(r *http.Request) ([]byte, error) {
+	maxBytes := BodyLimit(r)
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
 	if err != nil {
 		return nil, apperr.UnreadableBody

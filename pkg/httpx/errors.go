@@ -130,12 +130,12 @@ func Reply[T, V any](w http.ResponseWriter, code int, x T, err error, view func(
 }
 
 // Command is the whole of a handler that runs a use case on the request's
-// JSON body: the body (at most DefaultMaxBody) is decoded into an In, do
+// JSON body: the body (at most its BodyLimit) is decoded into an In, do
 // runs with it, and what it gives is answered as view of it with code, or
 // its error returned.
 func Command[In, Out, V any](w http.ResponseWriter, r *http.Request, code int, do func(In) (Out, error), view func(Out) V) error {
 	var in In
-	if err := DecodeJSON(r, 0, &in); err != nil {
+	if err := DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	out, err := do(in)

@@ -26,7 +26,7 @@ func decode(t *testing.T, s string, max int64) error {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(s))
 	var b body
-	return DecodeJSON(r, max, &b)
+	return DecodeJSON(WithBodyLimit(r, max), &b)
 }
 
 func TestDecodeJSON(t *testing.T) {
@@ -130,7 +130,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(data)))
 		var b body
-		err := DecodeJSON(r, 1<<16, &b)
+		err := DecodeJSON(WithBodyLimit(r, 1<<16), &b)
 		if err == nil {
 			return
 		}

@@ -18,20 +18,19 @@ import (
 )
 
 type handlers struct {
-	app    *app.App
-	codec  *cursor.Codec
-	maxReq int64
+	app   *app.App
+	codec *cursor.Codec
 }
 
 // Router serves the agents operations of the table, each by the method of
 // handlers named after it (api.Serve).
 func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	return api.Serve("agents", &handlers{app: a, codec: codec, maxReq: 4 << 20})
+	return api.Serve("agents", &handlers{app: a, codec: codec})
 }
 
 func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
-	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	ag, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
@@ -53,12 +52,9 @@ func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	var in app.UpdateInput
-	if err := httpx.DecodeJSON(r, h.maxReq, &in); err != nil {
-		return err
-	}
-	ag, err := h.app.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
-	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
+	return httpx.Command(w, r, http.StatusOK, func(in app.UpdateInput) (*agentsv1.Agent, error) {
+		return h.app.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
+	}, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
 func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {

@@ -57,25 +57,16 @@ func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
 	return secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()}
 }
 
-// maxSecretBody bounds a secret's body: a value is at most 8 KiB.
-const maxSecretBody = 64 << 10
-
 func (h *handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
-	var in app.SecretInput
-	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
-		return err
-	}
-	s, err := h.app.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
-	return httpx.Reply(w, http.StatusOK, s, err, storedOf)
+	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
+		return h.app.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
+	}, storedOf)
 }
 
 func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
-	var in app.SecretInput
-	if err := httpx.DecodeJSON(r, maxSecretBody, &in); err != nil {
-		return err
-	}
-	s, err := h.app.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
-	return httpx.Reply(w, http.StatusOK, s, err, storedOf)
+	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
+		return h.app.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
+	}, storedOf)
 }
 
 func (h *handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {

@@ -195,7 +195,7 @@ func (h *handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
-	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+	if err := httpx.DecodeJSON(r, &body); err != nil {
 		return err
 	}
 	spec := app.KeySpec{
@@ -220,7 +220,7 @@ func (h *handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
-	if err := httpx.DecodeJSON(r, 0, &body); err != nil {
+	if err := httpx.DecodeJSON(r, &body); err != nil {
 		return err
 	}
 	patch := app.KeyPatch{

@@ -24,13 +24,10 @@ import (
 // error (400/413, or 422 with a loc under "body"), and that whatever is
 // accepted is accepted again after a re-encoding.
 
-// maxBody is the body limit of the testing HTTP handlers (ports.maxBody).
-const maxBody = 4 << 20
-
 // edge checks body against op's schema, as api.Handle does before a
 // handler runs, and returns the request the handler would read.
 func edge(op api.Operation, body []byte) (*http.Request, error) {
-	r := httptest.NewRequest(http.MethodPost, op.Path, bytes.NewReader(body))
+	r := httpx.WithBodyLimit(httptest.NewRequest(http.MethodPost, op.Path, bytes.NewReader(body)), op.BodyLimit())
 	return r, api.CheckBody(r, op)
 }
 
@@ -71,7 +68,7 @@ func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, e
 	if err != nil {
 		return in, false, err
 	}
-	if err = httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err = httpx.DecodeJSON(r, &in); err != nil {
 		return in, false, err
 	}
 	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{Principal: principal.Principal{WorkspaceID: "ws_fuzz"}}, "", in)

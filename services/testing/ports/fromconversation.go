@@ -6,15 +6,10 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
-// maxConversationBody bounds a from-conversation body: a long call's
-// transcript, tool results included. The gateway's own limit
-// (VOICEAI_MAX_BODY_BYTES) usually applies first.
-const maxConversationBody = 4 << 20
-
 // createFromConversation answers 201 {"id"} with the new regression test
 // (an extension of the public API: the creation is a new resource).
 func (h *handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Request) error {
-	body, err := httpx.ReadBody(r, maxConversationBody)
+	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
-// maxBody fits run-tests with 5,000 tests and a configuration override.
-const maxBody = 4 << 20
-
 type handlers struct {
 	app   *app.App
 	codec *cursor.Codec
@@ -40,7 +37,7 @@ func caller(r *http.Request) app.Caller {
 
 func (h *handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	body, err := httpx.ReadBody(r, maxBody)
+	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}
@@ -90,7 +87,7 @@ func (h *handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	body, err := httpx.ReadBody(r, maxBody)
+	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}
@@ -199,7 +196,7 @@ func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		TestIDs []string `json:"test_ids"`
 	}
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	listed, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
@@ -220,7 +217,7 @@ func (h *handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
 		EntityIDs []string `json:"entity_ids"`
 		MoveTo    *string  `json:"move_to"`
 	}
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	moveTo := ""
@@ -252,7 +249,7 @@ type folderInput struct {
 func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	parent := ""
@@ -284,7 +281,7 @@ func (h *handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(in.Name))
@@ -308,7 +305,7 @@ func (h *handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 func (h *handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.RunTestsInput
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	inv, err := h.app.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
@@ -480,18 +477,15 @@ func (h *handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
-	var in app.ResubmitInput
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
-		return err
-	}
-	inv, err := h.app.Resubmit(r.Context(), c, mux.Vars(r)["invocation_id"], in)
-	if err != nil {
-		return err
-	}
+	return httpx.Command(w, r, http.StatusOK, func(in app.ResubmitInput) (*testingv1.Invocation, error) {
+		return h.app.Resubmit(r.Context(), caller(r), mux.Vars(r)["invocation_id"], in)
+	}, resubmittedView)
+}
+
+// resubmittedView answers a resubmission: the invocation and its newest
+// attempt's runs.
+func resubmittedView(inv *testingv1.Invocation) map[string]any {
 	rs := inv.GetResubmissions()
 	last := rs[len(rs)-1]
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(),
-		"attempt": last.GetAttempt(), "test_run_ids": last.GetRunIds()})
-	return nil
+	return map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "attempt": last.GetAttempt(), "test_run_ids": last.GetRunIds()}
 }

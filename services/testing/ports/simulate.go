@@ -56,7 +56,7 @@ type simulateInput struct {
 
 func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request) error {
 	var in simulateInput
-	if err := httpx.DecodeJSON(r, maxBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	c := caller(r)

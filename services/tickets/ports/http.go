@@ -66,7 +66,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) 
 
 func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	t, existing, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))

@@ -24,9 +24,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-// MaxIngestBody bounds an ingested event (256 KiB).
-const MaxIngestBody = 256 << 10
-
 type handlers struct{ app *app.App }
 
 // Router serves the webhooks operations of the table, each by the method of
@@ -162,7 +159,7 @@ func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 		EndTime   *int64  `json:"end_time"`
 		Event     *string `json:"event"`
 	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	// Types, ranges and the event's name are the schema's (Recover),
@@ -194,7 +191,7 @@ func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	wait := app.MaxRelayWait
@@ -220,7 +217,7 @@ func (h *handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 		ResponseBody string  `json:"response_body"`
 		Error        string  `json:"error"`
 	}
-	if err := httpx.DecodeJSON(r, 0, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
@@ -243,7 +240,7 @@ func (h *handlers) Health(w http.ResponseWriter, r *http.Request) error {
 
 func (h *handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 	var in domain.IngestInput
-	if err := httpx.DecodeJSON(r, MaxIngestBody, &in); err != nil {
+	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
 	if err := integerLiterals(in.Event, in.Data); err != nil {
@@ -260,6 +257,6 @@ func (h *handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 // DecodeInput reads a create or update body.
 func DecodeInput(r *http.Request) (domain.Input, error) {
 	var in domain.Input
-	err := httpx.DecodeJSON(r, 0, &in)
+	err := httpx.DecodeJSON(r, &in)
 	return in, err
 }

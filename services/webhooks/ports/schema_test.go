@@ -361,7 +361,7 @@ func FuzzCreateBody(f *testing.F) {
 			return
 		}
 		var in domain.Input
-		if httpx.DecodeJSON(req, 0, &in) != nil {
+		if httpx.DecodeJSON(req, &in) != nil {
 			return
 		}
 		s, err := domain.ValidateCreate(in, func(h string) bool { return h == "127.0.0.1" })
@@ -402,12 +402,12 @@ func FuzzIngestBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req := httptest.NewRequest("POST", "/", strings.NewReader(string(b)))
+		req := httpx.WithBodyLimit(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), api.IngestEvent.BodyLimit())
 		if api.CheckBody(req, api.IngestEvent) != nil {
 			return
 		}
 		var in domain.IngestInput
-		if httpx.DecodeJSON(req, MaxIngestBody, &in) != nil {
+		if httpx.DecodeJSON(req, &in) != nil {
 			return
 		}
 		if integerLiterals(in.Event, in.Data) != nil {
