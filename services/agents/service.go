@@ -75,6 +75,6 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 			d.Logger.Error("call log stopped", "err", err)
 		}
 	}()
-	codec := cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
-	return runtime.Serve(d, Name, a, ports.Router(a, codec))
+	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
+	return runtime.Serve(d, Name, a, ports.Router(a))
 }

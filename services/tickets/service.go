@@ -69,8 +69,8 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
-	codec := cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
-	return runtime.Serve(d, Name, a, ports.Router(a, codec))
+	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
+	return runtime.Serve(d, Name, a, ports.Router(a))
 }
 
 // startTranscripts projects the transcripts call stacks hand over on

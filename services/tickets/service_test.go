@@ -13,7 +13,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -83,11 +82,10 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, rebuilt, adapters.Handler); err != nil {
 		t.Fatal(err)
 	}
-	codec := cursor.NewCodec([]byte("k"))
 	list := func(rm app.ReadModel, sortBy string) string {
 		a := *svc.App
 		a.ReadModel = rm
-		page, err := a.List(ctx, codec, "ws_a", app.ListParams{SortBy: sortBy})
+		page, err := a.List(ctx, "ws_a", app.ListParams{SortBy: sortBy})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 )
@@ -30,7 +31,9 @@ type App struct {
 	HostAllowed func(host string) bool
 	// Calls is when each agent was last called; nil: no call is known.
 	Calls CallLog
-	Now   func() time.Time // the clock
+	// Cursors signs the listings' cursors.
+	Cursors *cursor.Codec
+	Now     func() time.Time // the clock
 }
 
 // New wires the application over the AGENTS stream and the read models.

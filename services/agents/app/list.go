@@ -30,7 +30,7 @@ type ListParams struct {
 }
 
 // List returns one page, newest first by default.
-func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, callerID string, p ListParams) (Page, error) {
+func (a *App) List(ctx context.Context, workspaceID, callerID string, p ListParams) (Page, error) {
 	q := Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: cmp.Or(p.PageSize, 30),
 		SortBy: "created_at", Descending: true, Archived: p.Archived}
 	if p.SortBy == "name" {
@@ -49,7 +49,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 		archived = strconv.FormatBool(*p.Archived)
 	}
 	scope := cursor.Scope("agents", workspaceID, q.Search, q.SortBy, strconv.FormatBool(q.Descending), archived, q.CreatedBy, strings.Join(p.Tags, "\x1f"))
-	after, err := cursor.After[Position](codec, scope, p.Cursor)
+	after, err := cursor.After[Position](a.Cursors, scope, p.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
@@ -63,7 +63,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID, caller
 	page := Page{Agents: docs, HasMore: len(docs) > limit}
 	if page.HasMore {
 		page.Agents = docs[:limit]
-		if page.NextCursor, err = cursor.Next(codec, scope, PositionOf(q, docs[limit-1])); err != nil {
+		if page.NextCursor, err = cursor.Next(a.Cursors, scope, PositionOf(q, docs[limit-1])); err != nil {
 			return Page{}, err
 		}
 	}

@@ -32,6 +32,7 @@ func newFixture(t *testing.T) *fixture {
 		caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Email: "qa@example.com", Permissions: []string{principal.PermissionAll}}}
 	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), testenv.Sealer(t), func(string) bool { return true },
 		slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
+	f.app.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
 	return f
 }
 
@@ -76,7 +77,7 @@ func TestAgentLifecycle(t *testing.T) {
 		t.Fatalf("a replayed delete answers as the first did: %v", err)
 	}
 	wantKind(t, f.app.Delete(ctx, "ws_a", a.AgentId, ""), apperr.NotFound, "deleting a deleted agent anew")
-	page, err := f.app.List(ctx, cursor.NewCodec([]byte("k")), "ws_a", "user_1", app.ListParams{})
+	page, err := f.app.List(ctx, "ws_a", "user_1", app.ListParams{})
 	if err != nil || len(page.Agents) != 1 || page.Agents[0].ID != untitled.AgentId {
 		t.Fatalf("listing after a delete: %+v %v", page.Agents, err)
 	}
@@ -160,7 +161,7 @@ func TestTheListingShowsEachAgentsLastCall(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	page, err := f.app.List(ctx, cursor.NewCodec([]byte("k")), "ws_a", "user_1", app.ListParams{})
+	page, err := f.app.List(ctx, "ws_a", "user_1", app.ListParams{})
 	if err != nil {
 		t.Fatal(err)
 	}

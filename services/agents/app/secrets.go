@@ -152,11 +152,11 @@ type SecretListParams struct {
 // ListSecrets returns one page of the workspace's secrets by name, each
 // with the agents that use it: a page costs one query, and one per
 // secret shown.
-func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID string, p SecretListParams) (SecretPage, error) {
+func (a *App) ListSecrets(ctx context.Context, workspaceID string, p SecretListParams) (SecretPage, error) {
 	limit, deps := cmp.Or(p.PageSize, 100), dependencies(p.DependencyLimit)
 	search := strings.TrimSpace(p.Search)
 	scope := cursor.Scope("secrets", workspaceID, strings.ToLower(search))
-	after, err := cursor.After[SecretPosition](codec, scope, p.Cursor)
+	after, err := cursor.After[SecretPosition](a.Cursors, scope, p.Cursor)
 	if err != nil {
 		return SecretPage{}, err
 	}
@@ -168,7 +168,7 @@ func (a *App) ListSecrets(ctx context.Context, codec *cursor.Codec, workspaceID 
 	if len(docs) > limit {
 		docs = docs[:limit]
 		last := docs[limit-1]
-		if page.NextCursor, err = cursor.Next(codec, scope, SecretPosition{Name: last.NameLower, ID: last.ID}); err != nil {
+		if page.NextCursor, err = cursor.Next(a.Cursors, scope, SecretPosition{Name: last.NameLower, ID: last.ID}); err != nil {
 			return SecretPage{}, err
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
@@ -67,7 +66,6 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 func TestListingPagesAndFilters(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	codec := cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
 	var made []string
 	for _, name := range []string{"Delta", "alpha", "Charlie", "bravo", "Echo"} {
 		a, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr(name), Tags: []string{map[bool]string{true: "eu", false: "us"}[len(made)%2 == 0]}}, "")
@@ -86,7 +84,7 @@ func TestListingPagesAndFilters(t *testing.T) {
 	walk := func(p app.ListParams) []string {
 		var names []string
 		for range 10 {
-			page, err := f.app.List(ctx, codec, "ws_a", "user_1", p)
+			page, err := f.app.List(ctx, "ws_a", "user_1", p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,13 +112,13 @@ func TestListingPagesAndFilters(t *testing.T) {
 		t.Fatalf("searched: %v", got)
 	}
 
-	first, err := f.app.List(ctx, codec, "ws_a", "user_1", app.ListParams{PageSize: 2})
+	first, err := f.app.List(ctx, "ws_a", "user_1", app.ListParams{PageSize: 2})
 	if err != nil || first.NextCursor == nil {
 		t.Fatalf("first page: %+v %v", first, err)
 	}
-	_, err = f.app.List(ctx, codec, "ws_a", "user_1", app.ListParams{PageSize: 2, SortBy: "name", Cursor: *first.NextCursor})
+	_, err = f.app.List(ctx, "ws_a", "user_1", app.ListParams{PageSize: 2, SortBy: "name", Cursor: *first.NextCursor})
 	wantKind(t, err, apperr.Invalid, "a cursor issued for another order")
-	_, err = f.app.List(ctx, codec, "ws_b", "user_1", app.ListParams{PageSize: 2, Cursor: *first.NextCursor})
+	_, err = f.app.List(ctx, "ws_b", "user_1", app.ListParams{PageSize: 2, Cursor: *first.NextCursor})
 	wantKind(t, err, apperr.Invalid, "a cursor issued in another workspace")
 }
 
@@ -153,16 +151,15 @@ func TestSecretRotationAndListing(t *testing.T) {
 	_, err = f.app.UpdateSecret(ctx, "ws_b", s.SecretId, app.SecretInput{Name: ptr("x")}, "")
 	wantKind(t, err, apperr.NotFound, "another workspace's secret")
 
-	codec := cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
-	page, err := f.app.ListSecrets(ctx, codec, "ws_a", app.SecretListParams{PageSize: 1})
+	page, err := f.app.ListSecrets(ctx, "ws_a", app.SecretListParams{PageSize: 1})
 	if err != nil || len(page.Secrets) != 1 || page.Secrets[0].Name != "another key" || page.NextCursor == nil {
 		t.Fatalf("first page: %+v %v", page, err)
 	}
-	page, err = f.app.ListSecrets(ctx, codec, "ws_a", app.SecretListParams{PageSize: 1, Cursor: *page.NextCursor})
+	page, err = f.app.ListSecrets(ctx, "ws_a", app.SecretListParams{PageSize: 1, Cursor: *page.NextCursor})
 	if err != nil || len(page.Secrets) != 1 || page.Secrets[0].Name != "model key" || page.NextCursor != nil {
 		t.Fatalf("second page: %+v %v", page, err)
 	}
-	page, err = f.app.ListSecrets(ctx, codec, "ws_a", app.SecretListParams{Search: "MODEL"})
+	page, err = f.app.ListSecrets(ctx, "ws_a", app.SecretListParams{Search: "MODEL"})
 	if err != nil || len(page.Secrets) != 1 || page.Secrets[0].ID != s.SecretId {
 		t.Fatalf("searched by name prefix: %+v %v", page, err)
 	}

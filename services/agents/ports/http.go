@@ -11,21 +11,17 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
-type handlers struct {
-	app   *app.App
-	codec *cursor.Codec
-}
+type handlers struct{ app *app.App }
 
 // Router serves the agents operations of the table, each by the method of
 // handlers named after it (api.Serve).
-func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	return api.Serve("agents", &handlers{app: a, codec: codec})
+func Router(a *app.App) *mux.Router {
+	return api.Serve("agents", &handlers{app: a})
 }
 
 func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
@@ -66,7 +62,7 @@ func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.List(r.Context(), h.codec, principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
+	page, err := h.app.List(r.Context(), principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func (h *handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.ListSecrets(r.Context(), h.codec, principal.Of(r).WorkspaceID, params)
+	page, err := h.app.ListSecrets(r.Context(), principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -34,7 +35,9 @@ type App struct {
 	// moment ago) is looked up there before a write naming it is refused.
 	Agents   eventlog.Store
 	Identity eventlog.Store
-	Now      func() time.Time
+	// Cursors signs the listings' cursors.
+	Cursors *cursor.Codec
+	Now     func() time.Time
 }
 
 // RequireAgent answers apperr.AgentNotFound unless a live agent belongs

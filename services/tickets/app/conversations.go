@@ -129,7 +129,7 @@ type ConversationPage struct {
 // ListConversations returns one page of the workspace's conversations,
 // newest first. Paging while conversations arrive never repeats or skips
 // one that existed when paging began.
-func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p ConversationParams) (ConversationPage, error) {
+func (a *App) ListConversations(workspaceID string, p ConversationParams) (ConversationPage, error) {
 	q := ConversationQuery{WorkspaceID: workspaceID, AgentID: p.AgentID, CallSuccessful: p.CallSuccessful, Limit: 30,
 		StartedBefore: p.StartedBefore, StartedAfter: p.StartedAfter}
 	if p.PageSize > 0 {
@@ -137,7 +137,7 @@ func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p Conve
 	}
 	scope := cursor.Scope("conversations", workspaceID, p.AgentID, p.CallSuccessful,
 		strconv.FormatInt(p.StartedBefore, 10), strconv.FormatInt(p.StartedAfter, 10))
-	after, err := cursor.After[ConversationPosition](codec, scope, p.Cursor)
+	after, err := cursor.After[ConversationPosition](a.Cursors, scope, p.Cursor)
 	if err != nil {
 		return ConversationPage{}, err
 	}
@@ -145,7 +145,7 @@ func (a *App) ListConversations(codec *cursor.Codec, workspaceID string, p Conve
 	rows, more := a.Conversations.ConversationPage(q)
 	page := ConversationPage{Conversations: rows, HasMore: more}
 	if more {
-		page.NextCursor, err = cursor.Next(codec, scope, rows[len(rows)-1].Position())
+		page.NextCursor, err = cursor.Next(a.Cursors, scope, rows[len(rows)-1].Position())
 	}
 	return page, err
 }

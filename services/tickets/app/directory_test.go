@@ -10,7 +10,6 @@ import (
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -59,7 +58,7 @@ func TestAnAgentIsUsableAsSoonAsItExists(t *testing.T) {
 	// leaves the listings once the directory has seen the agent deleted.
 	listed := func() int {
 		t.Helper()
-		page, err := f.app.List(ctx, cursor.NewCodec([]byte("k")), "ws_a", app.ListParams{AgentID: "agent_new"})
+		page, err := f.app.List(ctx, "ws_a", app.ListParams{AgentID: "agent_new"})
 		if err != nil {
 			t.Fatal(err)
 		}

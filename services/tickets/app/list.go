@@ -56,11 +56,11 @@ type Page struct {
 // agentID is set). Order: newest first by creation (millisecond, then id,
 // both immutable, so paging while tickets are created never repeats or
 // skips one), or by priority, most urgent first, then newest.
-func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string, p ListParams) (Page, error) {
+func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page, error) {
 	limit, byPriority := cmp.Or(p.PageSize, 100), p.SortBy == "priority"
 	scope := cursor.Scope("tickets", workspaceID, p.Status, p.Assignee, p.AgentID, p.ConversationID, p.SortBy, p.OwnerUserID,
 		p.IssueType, p.Label, p.MergedInto, p.Search, strings.Join(p.Sources, ","), strings.Join(p.Priorities, ","))
-	after, err := cursor.After[Position](codec, scope, p.Cursor)
+	after, err := cursor.After[Position](a.Cursors, scope, p.Cursor)
 	if err != nil {
 		return Page{}, err
 	}
@@ -87,7 +87,7 @@ func (a *App) List(ctx context.Context, codec *cursor.Codec, workspaceID string,
 		page.Tickets = append(page.Tickets, row)
 	}
 	if more {
-		page.NextCursor, err = cursor.Next(codec, scope, PositionOf(tickets[len(tickets)-1], byPriority))
+		page.NextCursor, err = cursor.Next(a.Cursors, scope, PositionOf(tickets[len(tickets)-1], byPriority))
 	}
 	return page, err
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -19,7 +18,6 @@ import (
 func TestListPagesNewestFirstWithScopedCursors(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	codec := cursor.NewCodec([]byte("k"))
 	var created []string
 	for _, title := range []string{"one", "two", "three", "four", "five"} {
 		created = append(created, f.manual(t, "agent_1", title).TicketId)
@@ -28,7 +26,7 @@ func TestListPagesNewestFirstWithScopedCursors(t *testing.T) {
 	var seen []string
 	p := app.ListParams{PageSize: 2}
 	for {
-		page, err := f.app.List(ctx, codec, "ws_a", p)
+		page, err := f.app.List(ctx, "ws_a", p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,16 +50,16 @@ func TestListPagesNewestFirstWithScopedCursors(t *testing.T) {
 		t.Fatalf("listed %d of %d", len(seen), len(created))
 	}
 
-	first, _ := f.app.List(ctx, codec, "ws_a", app.ListParams{PageSize: 2})
+	first, _ := f.app.List(ctx, "ws_a", app.ListParams{PageSize: 2})
 	for what, p := range map[string]app.ListParams{
 		"another filter": {PageSize: 2, Status: "open", Cursor: *first.NextCursor},
 		"a forged one":   {PageSize: 2, Cursor: "not-a-cursor"},
 	} {
-		if _, err := f.app.List(ctx, codec, "ws_a", p); !invalidCursor(err) {
+		if _, err := f.app.List(ctx, "ws_a", p); !invalidCursor(err) {
 			t.Errorf("%s: %v; want an invalid cursor", what, err)
 		}
 	}
-	if _, err := f.app.List(ctx, codec, "ws_b", app.ListParams{PageSize: 2, Cursor: *first.NextCursor}); !invalidCursor(err) {
+	if _, err := f.app.List(ctx, "ws_b", app.ListParams{PageSize: 2, Cursor: *first.NextCursor}); !invalidCursor(err) {
 		t.Errorf("another workspace's cursor: %v; want an invalid cursor", err)
 	}
 }
@@ -77,7 +75,6 @@ func invalidCursor(err error) bool {
 func TestListSearchSaysWhereItMatched(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	codec := cursor.NewCodec([]byte("k"))
 	byTitle := f.manual(t, "agent_1", "Refund window wrong")
 	byTurn := f.manual(t, "agent_1", "Greeting")
 	if _, err := f.app.AddTurnComment(ctx, f.qa, byTurn.TicketId, app.TurnCommentInput{TurnIndex: ptr(3), Comment: "quoted the REFUND policy of 2019"}, ""); err != nil {
@@ -85,7 +82,7 @@ func TestListSearchSaysWhereItMatched(t *testing.T) {
 	}
 	f.manual(t, "agent_1", "Unrelated")
 
-	page, err := f.app.List(ctx, codec, "ws_a", app.ListParams{Search: "refund"})
+	page, err := f.app.List(ctx, "ws_a", app.ListParams{Search: "refund"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -77,6 +78,7 @@ func newFixture(t *testing.T) *fixture {
 	f.log = memlog.New()
 	f.app = app.New(f.log, adapters.NewMemoryIndex(), dir, slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
+	f.app.Cursors = cursor.NewCodec([]byte("k"))
 	return f
 }
 

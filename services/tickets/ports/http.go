@@ -10,22 +10,18 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-type handlers struct {
-	app   *app.App
-	codec *cursor.Codec
-}
+type handlers struct{ app *app.App }
 
 // Router serves the tickets operations of the table, each by the method of
 // handlers named after it (api.Serve).
-func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	return api.Serve("tickets", &handlers{app: a, codec: codec})
+func Router(a *app.App) *mux.Router {
+	return api.Serve("tickets", &handlers{app: a})
 }
 
 // answer is a ticket as a command or a get answers it.
@@ -52,7 +48,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) 
 	if agentID != "" {
 		params.AgentID = agentID
 	}
-	page, err := h.app.List(r.Context(), h.codec, principal.Of(r).WorkspaceID, params)
+	page, err := h.app.List(r.Context(), principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
@@ -151,7 +147,7 @@ func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.ListConversations(h.codec, principal.Of(r).WorkspaceID, params)
+	page, err := h.app.ListConversations(principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
