@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
@@ -193,9 +194,11 @@ type Service[A any] struct {
 // Stop drains the endpoint.
 func (s *Service[A]) Stop() error { return s.Endpoint.Stop() }
 
-// Serve serves app's router as service name over NATS (ServeHTTP).
-func Serve[A any](d Deps, name string, app A, router *mux.Router) (*Service[A], error) {
-	ep, h, err := ServeHTTP(d, name, router)
+// Serve serves app as service name over NATS (ServeHTTP): handlers'
+// methods serve the service's operations of the table, each the one named
+// after its operation (api.Serve).
+func Serve[A any](d Deps, name string, app A, handlers any) (*Service[A], error) {
+	ep, h, err := ServeHTTP(d, name, api.Serve(name, handlers))
 	if err != nil {
 		return nil, err
 	}

@@ -76,5 +76,5 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		}
 	}()
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
-	return runtime.Serve(d, Name, a, ports.Router(a))
+	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }

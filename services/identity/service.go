@@ -60,7 +60,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		rm = mem
 	}
 	a := app.New(eventstore.New(d.JS, events.IdentityStream), rm, d.Logger, d.Clock())
-	s, err := runtime.Serve(d, Name, a, ports.Router(a))
+	s, err := runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 	if err != nil {
 		return nil, err
 	}

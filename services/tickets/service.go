@@ -70,7 +70,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
-	return runtime.Serve(d, Name, a, ports.Router(a))
+	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
 
 // startTranscripts projects the transcripts call stacks hand over on

@@ -126,7 +126,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
-	return runtime.Serve(d, Name, a, ports.Router(a))
+	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
 
 // SharedRegistry is the registry a running API follows WEBHOOKS with,

@@ -16,20 +16,16 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
-type handlers struct{ app *app.App }
+// Handlers serve the agents operations of the table: runtime.Serve binds
+// each to the method named after it (api.Serve).
+type Handlers struct{ App *app.App }
 
-// Router serves the agents operations of the table, each by the method of
-// handlers named after it (api.Serve).
-func Router(a *app.App) *mux.Router {
-	return api.Serve("agents", &handlers{app: a})
-}
-
-func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	ag, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	ag, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -40,29 +36,29 @@ func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ListAlias is GET .../agents/list, the same listing.
-func (h *handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { return h.List(w, r) }
+func (h *Handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { return h.List(w, r) }
 
-func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	ag, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
+func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
+	ag, _, err := h.App.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
-func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.UpdateInput) (*agentsv1.Agent, error) {
-		return h.app.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
+		return h.App.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	}, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
-func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)))
+func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)))
 }
 
-func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	var params app.ListParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.List(r.Context(), principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
+	page, err := h.App.List(r.Context(), principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
 	if err != nil {
 		return err
 	}

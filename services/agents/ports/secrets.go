@@ -57,39 +57,39 @@ func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
 	return secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()}
 }
 
-func (h *handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.app.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
+		return h.App.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
 	}, storedOf)
 }
 
-func (h *handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.app.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
+		return h.App.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
 	}, storedOf)
 }
 
-func (h *handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.app.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)))
+func (h *Handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
+	return httpx.NoContent(w, h.App.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)))
 }
 
-func (h *handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {
 	var params struct {
 		DependencyLimit int `json:"dependency_limit"`
 	}
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	s, err := h.app.GetSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], params.DependencyLimit)
+	s, err := h.App.GetSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], params.DependencyLimit)
 	return httpx.Reply(w, http.StatusOK, s, err, func(s app.Secret) secretView { return secretOf(s, principal.Of(r)) })
 }
 
-func (h *handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {
 	var params app.SecretListParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.ListSecrets(r.Context(), principal.Of(r).WorkspaceID, params)
+	page, err := h.App.ListSecrets(r.Context(), principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}

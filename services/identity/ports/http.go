@@ -17,21 +17,17 @@ import (
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
-// Router serves the identity operations of the table, each by the method of
-// handlers named after it (api.Serve).
-func Router(a *app.App) *mux.Router {
-	return api.Serve("identity", &handlers{app: a})
-}
-
-type handlers struct{ app *app.App }
+// Handlers serve the identity operations of the table: runtime.Serve binds
+// each to the method named after it (api.Serve).
+type Handlers struct{ App *app.App }
 
 type accountInput struct {
 	Name string `json:"name"`
 }
 
-func (h *handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in accountInput) (*identityv1.ServiceAccount, error) {
-		return h.app.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, in.Name, api.CommandID(r))
+		return h.App.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, in.Name, api.CommandID(r))
 	}, func(a *identityv1.ServiceAccount) map[string]string {
 		return map[string]string{"service-account-user-id": a.GetUserId()}
 	})
@@ -72,13 +68,13 @@ func viewOfKey(k app.KeyDoc) keyView {
 	return v
 }
 
-func (h *handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
 	ws := principal.Of(r).WorkspaceID
-	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
+	accts, err := h.App.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
 		return err
 	}
-	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, "")
+	keys, err := h.App.ReadModel.ListKeys(r.Context(), ws, "")
 	if err != nil {
 		return err
 	}
@@ -98,12 +94,12 @@ func (h *handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
 	ws, accountID := principal.Of(r).WorkspaceID, mux.Vars(r)["user_id"]
-	if _, err := h.app.Account(r.Context(), ws, accountID); err != nil {
+	if _, err := h.App.Account(r.Context(), ws, accountID); err != nil {
 		return err
 	}
-	keys, err := h.app.ReadModel.ListKeys(r.Context(), ws, accountID)
+	keys, err := h.App.ReadModel.ListKeys(r.Context(), ws, accountID)
 	if err != nil {
 		return err
 	}
@@ -186,7 +182,7 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (h *handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               string           `json:"name"`
 		Permissions        permissionsField `json:"permissions"`
@@ -202,7 +198,7 @@ func (h *handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
 		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
 	}
-	secret, key, err := h.app.CreateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
+	secret, key, err := h.App.CreateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -210,7 +206,7 @@ func (h *handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 	var body struct {
 		Name               *string          `json:"name"`
 		IsEnabled          optionalBool     `json:"is_enabled"`
@@ -237,7 +233,7 @@ func (h *handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		patch.IsDisabled = &disabled
 	}
-	key, err := h.app.UpdateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
+	key, err := h.App.UpdateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -245,9 +241,9 @@ func (h *handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	if err := h.app.RevokeKey(r.Context(), principal.Of(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
+	if err := h.App.RevokeKey(r.Context(), principal.Of(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
@@ -268,13 +264,13 @@ type memberView struct {
 // listMembers lists the workspace's people and, flagged, its service
 // accounts: everyone a ticket can be assigned to. (api.Handle checks the
 // caller's permission, of the operation, before any handler here runs.)
-func (h *handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
 	ws := principal.Of(r).WorkspaceID
-	users, err := h.app.ReadModel.ListUsers(r.Context(), ws)
+	users, err := h.App.ReadModel.ListUsers(r.Context(), ws)
 	if err != nil {
 		return err
 	}
-	accts, err := h.app.ReadModel.ListAccounts(r.Context(), ws)
+	accts, err := h.App.ReadModel.ListAccounts(r.Context(), ws)
 	if err != nil {
 		return err
 	}
@@ -295,9 +291,9 @@ type memberInput struct {
 	Role      string `json:"role"`
 }
 
-func (h *handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusCreated, func(in memberInput) (*identityv1.User, error) {
-		return h.app.AddUser(r.Context(), principal.Of(r).WorkspaceID, in.Email, in.FirstName, in.Role, api.CommandID(r))
+		return h.App.AddUser(r.Context(), principal.Of(r).WorkspaceID, in.Email, in.FirstName, in.Role, api.CommandID(r))
 	}, func(u *identityv1.User) memberView {
 		return memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
 	})

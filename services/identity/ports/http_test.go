@@ -14,6 +14,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -184,5 +185,5 @@ func newRouter(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
-	return principal.Middleware(Router(a))
+	return principal.Middleware(api.Serve("identity", &Handlers{App: a}))
 }

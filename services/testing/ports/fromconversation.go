@@ -8,12 +8,12 @@ import (
 
 // createFromConversation answers 201 {"id"} with the new regression test
 // (an extension of the public API: the creation is a new resource).
-func (h *handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Request) error {
 	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}
-	t, err := h.app.CreateTestFromConversation(r.Context(), caller(r), body)
+	t, err := h.App.CreateTestFromConversation(r.Context(), caller(r), body)
 	if err != nil {
 		return err
 	}

@@ -19,15 +19,11 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
-type handlers struct {
-	app   *app.App
-	codec *cursor.Codec
-}
-
-// Router serves the testing operations of the table, each by the method of
-// handlers named after it (api.Serve).
-func Router(a *app.App, codec *cursor.Codec) *mux.Router {
-	return api.Serve("testing", &handlers{app: a, codec: codec})
+// Handlers serve the testing operations of the table: runtime.Serve binds
+// each to the method named after it (api.Serve).
+type Handlers struct {
+	App   *app.App
+	Codec *cursor.Codec // signs the listings' cursors
 }
 
 // caller is who is calling, with the request's command id.
@@ -35,13 +31,13 @@ func caller(r *http.Request) app.Caller {
 	return app.Caller{Principal: principal.Of(r), CommandID: api.CommandID(r)}
 }
 
-func (h *handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}
-	t, err := h.app.CreateTest(r.Context(), c, body)
+	t, err := h.App.CreateTest(r.Context(), c, body)
 	if err != nil {
 		return err
 	}
@@ -52,7 +48,7 @@ func (h *handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 // getTest answers the test's definition and its reliability over its
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3).
-func (h *handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		K int `json:"k"` // the edge checked it against the parameter's 1..10
@@ -64,11 +60,11 @@ func (h *handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	if q.K > 0 {
 		k = q.K
 	}
-	t, _, err := h.app.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
+	t, _, err := h.App.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
 	if err != nil {
 		return err
 	}
-	overall, per, err := h.app.TestReliability(r.Context(), c.WorkspaceID, t.GetTestId(), k)
+	overall, per, err := h.App.TestReliability(r.Context(), c.WorkspaceID, t.GetTestId(), k)
 	if err != nil {
 		return err
 	}
@@ -85,19 +81,19 @@ func (h *handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
 	}
-	t, err := h.app.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
+	t, err := h.App.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
 	return httpx.Reply(w, http.StatusOK, t, err, TestView)
 }
 
-func (h *handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	if err := h.app.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
+	if err := h.App.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
@@ -124,7 +120,7 @@ type testsQuery struct {
 	Types          []string `json:"types"`
 }
 
-func (h *handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	params := testsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
@@ -149,14 +145,14 @@ func (h *handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 	}
 	scope := cursor.Scope("tests", c.WorkspaceID, params.Search, strings.Join(tq.Types, ","), parent,
 		params.SortMode, tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
-	pos, err := cursor.After[listPosition](h.codec, scope, params.Cursor)
+	pos, err := cursor.After[listPosition](h.Codec, scope, params.Cursor)
 	if err != nil {
 		return err
 	}
 	if pos != nil {
 		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
 	}
-	listed, page, more, err := h.app.ListTests(r.Context(), tq)
+	listed, page, more, err := h.App.ListTests(r.Context(), tq)
 	if err != nil {
 		return err
 	}
@@ -170,10 +166,10 @@ func (h *handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 
 // writePage answers one page of a listing: its rows under key, whether
 // more follow, and the cursor (bound to scope) of the page after last.
-func (h *handlers) writePage(w http.ResponseWriter, key string, rows []map[string]any, more bool, scope string, last *listPosition) error {
+func (h *Handlers) writePage(w http.ResponseWriter, key string, rows []map[string]any, more bool, scope string, last *listPosition) error {
 	out := map[string]any{key: rows, "has_more": more, "next_cursor": nil}
 	if last != nil {
-		next, err := cursor.Next(h.codec, scope, *last)
+		next, err := cursor.Next(h.Codec, scope, *last)
 		if err != nil {
 			return err
 		}
@@ -191,7 +187,7 @@ func mapEach[T, V any](xs []T, f func(T) V) []V {
 	return out
 }
 
-func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		TestIDs []string `json:"test_ids"`
@@ -199,7 +195,7 @@ func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	listed, err := h.app.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
+	listed, err := h.App.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
 	if err != nil {
 		return err
 	}
@@ -211,7 +207,7 @@ func (h *handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in struct {
 		EntityIDs []string `json:"entity_ids"`
@@ -224,7 +220,7 @@ func (h *handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
 	if in.MoveTo != nil {
 		moveTo = *in.MoveTo
 	}
-	n, err := h.app.BulkMove(r.Context(), c, in.EntityIDs, moveTo)
+	n, err := h.App.BulkMove(r.Context(), c, in.EntityIDs, moveTo)
 	if err != nil {
 		return err
 	}
@@ -246,7 +242,7 @@ type folderInput struct {
 	ParentFolderID *string `json:"parent_folder_id"`
 }
 
-func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
@@ -256,7 +252,7 @@ func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 	if in.ParentFolderID != nil {
 		parent = *in.ParentFolderID
 	}
-	f, err := h.app.CreateFolder(r.Context(), c, strings.TrimSpace(in.Name), parent)
+	f, err := h.App.CreateFolder(r.Context(), c, strings.TrimSpace(in.Name), parent)
 	if err != nil {
 		return err
 	}
@@ -264,34 +260,34 @@ func (h *handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
-	d, err := h.app.FolderDetails(r.Context(), ws, f)
+func (h *Handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
+	d, err := h.App.FolderDetails(r.Context(), ws, f)
 	return httpx.Reply(w, http.StatusOK, d, err, folderView)
 }
 
-func (h *handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	f, _, err := h.app.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
+	f, _, err := h.App.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
 		return err
 	}
 	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	f, err := h.app.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(in.Name))
+	f, err := h.App.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(in.Name))
 	if err != nil {
 		return err
 	}
 	return h.writeFolder(w, r, c.WorkspaceID, f)
 }
 
-func (h *handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		Force bool `json:"force"`
@@ -299,16 +295,16 @@ func (h *handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 	if err := api.DecodeQuery(r, &q); err != nil {
 		return err
 	}
-	return httpx.NoContent(w, h.app.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force))
+	return httpx.NoContent(w, h.App.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force))
 }
 
-func (h *handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	inv, err := h.app.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
+	inv, err := h.App.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
 	if err != nil {
 		return err
 	}
@@ -316,12 +312,12 @@ func (h *handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
-	h.stream(w, r, "application/json", func(w io.Writer) error { return writeInvocation(r.Context(), h.app, w, inv, created) })
+func (h *Handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
+	h.stream(w, r, "application/json", func(w io.Writer) error { return writeInvocation(r.Context(), h.App, w, inv, created) })
 }
 
 // stream answers 200 with the body write streams.
-func (h *handlers) stream(w http.ResponseWriter, r *http.Request, contentType string, write func(io.Writer) error) {
+func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, contentType string, write func(io.Writer) error) {
 	w.Header().Set("Content-Type", contentType)
 	w.WriteHeader(http.StatusOK)
 	if err := write(w); err != nil {
@@ -381,7 +377,7 @@ func prefersXML(accept []string) bool {
 	return xmlQ > 0 && xmlQ > jsonQ
 }
 
-func (h *handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	var q struct {
 		Format   string `json:"format"`
@@ -391,7 +387,7 @@ func (h *handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	format := invocationFormat(r, q.Format)
-	inv, _, err := h.app.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	inv, _, err := h.App.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
 	}
@@ -399,18 +395,18 @@ func (h *handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 	// an unknown invocation.
 	var baseline *testingv1.Invocation
 	if q.Baseline != "" {
-		if baseline, _, err = h.app.Invocations.Get(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
+		if baseline, _, err = h.App.Invocations.Get(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
 			return err
 		}
 	}
 	switch {
 	case format == formatJUnit:
 		h.stream(w, r, "application/xml; charset=utf-8", func(w io.Writer) error {
-			return writeInvocationJUnit(r.Context(), h.app, w, inv, baseline)
+			return writeInvocationJUnit(r.Context(), h.App, w, inv, baseline)
 		})
 	case baseline != nil:
 		h.stream(w, r, "application/json", func(w io.Writer) error {
-			return writeInvocationCompared(r.Context(), h.app, w, inv, baseline)
+			return writeInvocationCompared(r.Context(), h.App, w, inv, baseline)
 		})
 	default:
 		h.writeInvocation(w, r, inv, false)
@@ -431,7 +427,7 @@ type invocationsQuery struct {
 	EndTime   *int64 `json:"end_time"`
 }
 
-func (h *handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
 	params := invocationsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
@@ -440,14 +436,14 @@ func (h *handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error
 	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: params.AgentID, BranchID: params.BranchID,
 		TestID: params.TestID, Search: params.Search, Limit: params.PageSize, StartTime: params.StartTime, EndTime: params.EndTime}
 	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, timeParam(q.StartTime), timeParam(q.EndTime))
-	pos, err := cursor.After[listPosition](h.codec, scope, params.Cursor)
+	pos, err := cursor.After[listPosition](h.Codec, scope, params.Cursor)
 	if err != nil {
 		return err
 	}
 	if pos != nil {
 		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
 	}
-	results, at, more, err := h.app.ListInvocations(r.Context(), q)
+	results, at, more, err := h.App.ListInvocations(r.Context(), q)
 	if err != nil {
 		return err
 	}
@@ -466,9 +462,9 @@ func timeParam(t *int64) string {
 	return strconv.FormatInt(*t, 10)
 }
 
-func (h *handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
 	c := caller(r)
-	inv, err := h.app.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
+	inv, err := h.App.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
 	}
@@ -476,9 +472,9 @@ func (h *handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
-func (h *handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.ResubmitInput) (*testingv1.Invocation, error) {
-		return h.app.Resubmit(r.Context(), caller(r), mux.Vars(r)["invocation_id"], in)
+		return h.App.Resubmit(r.Context(), caller(r), mux.Vars(r)["invocation_id"], in)
 	}, resubmittedView)
 }
 

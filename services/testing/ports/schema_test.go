@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -17,7 +18,7 @@ import (
 // router serves over an app that has none.
 func refusing(t *testing.T, method, path, body string) (int, map[string]string) {
 	t.Helper()
-	h := principal.Middleware(Router(&app.App{}, nil))
+	h := principal.Middleware(api.Serve("testing", &Handlers{App: &app.App{}}))
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	principal.Principal{WorkspaceID: "ws_1", UserID: "u_1", Permissions: []string{"all"}}.SetHeaders(req.Header)
 	rec := httptest.NewRecorder()

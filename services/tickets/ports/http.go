@@ -16,31 +16,27 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-type handlers struct{ app *app.App }
-
-// Router serves the tickets operations of the table, each by the method of
-// handlers named after it (api.Serve).
-func Router(a *app.App) *mux.Router {
-	return api.Serve("tickets", &handlers{app: a})
-}
+// Handlers serve the tickets operations of the table: runtime.Serve binds
+// each to the method named after it (api.Serve).
+type Handlers struct{ App *app.App }
 
 // answer is a ticket as a command or a get answers it.
 func answer(t *ticketsv1.Ticket) ticketView { return viewOf(t, nil) }
 
-func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	return h.list(w, r, "")
 }
 
-func (h *handlers) ListAgent(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListAgent(w http.ResponseWriter, r *http.Request) error {
 	agentID := mux.Vars(r)["agent_id"]
-	if err := h.app.RequireAgent(r.Context(), principal.Of(r).WorkspaceID, agentID); err != nil {
+	if err := h.App.RequireAgent(r.Context(), principal.Of(r).WorkspaceID, agentID); err != nil {
 		return err
 	}
 	return h.list(w, r, agentID)
 }
 
 // list serves a listing of the workspace, or of the agent of the path.
-func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) error {
+func (h *Handlers) list(w http.ResponseWriter, r *http.Request, agentID string) error {
 	var params app.ListParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
@@ -48,7 +44,7 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) 
 	if agentID != "" {
 		params.AgentID = agentID
 	}
-	page, err := h.app.List(r.Context(), principal.Of(r).WorkspaceID, params)
+	page, err := h.App.List(r.Context(), principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
@@ -60,12 +56,12 @@ func (h *handlers) list(w http.ResponseWriter, r *http.Request, agentID string) 
 	return nil
 }
 
-func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	var in app.CreateInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	t, existing, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	t, existing, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	code := http.StatusCreated
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
@@ -73,40 +69,40 @@ func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Reply(w, code, t, err, answer)
 }
 
-func (h *handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusCreated, func(in app.ManualInput) (*ticketsv1.Ticket, error) {
-		return h.app.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
+		return h.App.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
 	}, answer)
 }
 
-func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	t, _, err := h.app.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
+func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
+	t, _, err := h.App.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
 	return httpx.Reply(w, http.StatusOK, t, err, answer)
 }
 
-func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.PatchInput) (*ticketsv1.Ticket, error) {
-		return h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+		return h.App.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	}, answer)
 }
 
-func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
+func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
 }
 
 type commentInput struct {
 	Comment string `json:"comment"`
 }
 
-func (h *handlers) Comment(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Comment(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in commentInput) (*ticketsv1.Ticket, error) {
-		return h.app.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
+		return h.App.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
 	}, answer)
 }
 
-func (h *handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.TurnCommentInput) (*ticketsv1.Ticket, error) {
-		return h.app.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+		return h.App.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	}, answer)
 }
 
@@ -114,14 +110,14 @@ type mergeInput struct {
 	SourceTicketIDs []string `json:"source_ticket_ids"`
 }
 
-func (h *handlers) Merge(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Merge(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in mergeInput) (*ticketsv1.Ticket, error) {
-		return h.app.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
+		return h.App.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
 	}, answer)
 }
 
-func (h *handlers) AssignableUsers(w http.ResponseWriter, r *http.Request) error {
-	members, err := h.app.AssignableUsers(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
+func (h *Handlers) AssignableUsers(w http.ResponseWriter, r *http.Request) error {
+	members, err := h.App.AssignableUsers(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err
 	}
@@ -142,12 +138,12 @@ type assignableUser struct {
 	HasAccess        bool    `json:"has_access"`
 }
 
-func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListConversations(w http.ResponseWriter, r *http.Request) error {
 	var params app.ConversationParams
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.app.ListConversations(principal.Of(r).WorkspaceID, params)
+	page, err := h.App.ListConversations(principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
@@ -159,7 +155,7 @@ func (h *handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (h *handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
-	c, err := h.app.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
+func (h *Handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
+	c, err := h.App.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
 	return httpx.Reply(w, http.StatusOK, c, err, detailOf)
 }

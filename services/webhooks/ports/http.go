@@ -24,16 +24,12 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-type handlers struct{ app *app.App }
+// Handlers serve the webhooks operations of the table: runtime.Serve binds
+// each to the method named after it (api.Serve).
+type Handlers struct{ App *app.App }
 
-// Router serves the webhooks operations of the table, each by the method of
-// handlers named after it (api.Serve).
-func Router(a *app.App) *mux.Router {
-	return api.Serve("webhooks", &handlers{app: a})
-}
-
-func (h *handlers) List(w http.ResponseWriter, r *http.Request) error {
-	hooks := h.app.List(principal.Of(r).WorkspaceID)
+func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
+	hooks := h.App.List(principal.Of(r).WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
 		out = append(out, viewOf(wh, nil))
@@ -52,44 +48,44 @@ func reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *stri
 	return nil
 }
 
-func (h *handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.app.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
+func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
+	wh, err := h.App.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) Create(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
 		return err
 	}
-	wh, secret, err := h.app.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	wh, secret, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
 	return reply(w, http.StatusCreated, wh, &secret, err)
 }
 
-func (h *handlers) Update(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	in, err := DecodeInput(r)
 	if err != nil {
 		return err
 	}
-	wh, err := h.app.Update(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
+	wh, err := h.App.Update(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
-func (h *handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.app.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)))
+func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
+	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)))
 }
 
 type testInput struct {
 	EventType string `json:"event_type"`
 }
 
-func (h *handlers) Test(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Test(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in testInput) (*webhooksv1.DeliveryAttempt, error) {
-		return h.app.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
+		return h.App.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
 	}, testViewOf)
 }
 
-func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Logs(w http.ResponseWriter, r *http.Request) error {
 	// The edge has checked the query against the parameters' schemas
 	// (limit's range, the event and status enums, the times' range).
 	var q struct {
@@ -108,7 +104,7 @@ func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
 	}
 	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
 	id := mux.Vars(r)["webhook_id"]
-	atts, err := h.app.Logs(r.Context(), principal.Of(r).WorkspaceID, id, f, limit)
+	atts, err := h.App.Logs(r.Context(), principal.Of(r).WorkspaceID, id, f, limit)
 	if err != nil {
 		return err
 	}
@@ -122,7 +118,7 @@ func (h *handlers) Logs(w http.ResponseWriter, r *http.Request) error {
 
 // catalog lists every subscribable event with the JSON Schema of its
 // data, taken from the API's OpenAPI document.
-func (h *handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 	type entry struct {
 		Name        string         `json:"name"`
 		Group       string         `json:"group"`
@@ -147,13 +143,13 @@ func (h *handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) Resend(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	res, err := h.app.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
+	res, err := h.App.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
 	return httpx.Reply(w, http.StatusAccepted, res, err, resentViewOf)
 }
 
-func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		StartTime *int64  `json:"start_time"`
 		EndTime   *int64  `json:"end_time"`
@@ -174,7 +170,7 @@ func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 	if in.Event != nil {
 		f.Event = *in.Event
 	}
-	resent, more, err := h.app.Recover(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
+	resent, more, err := h.App.Recover(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
 	if err != nil {
 		return err
 	}
@@ -187,7 +183,7 @@ func (h *handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
@@ -198,7 +194,7 @@ func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	if in.WaitMs != nil { // 0 to MaxRelayWait, as the schema (RelayPoll) says
 		wait = time.Duration(*in.WaitMs) * time.Millisecond
 	}
-	d, err := h.app.RelayNext(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], wait)
+	d, err := h.App.RelayNext(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], wait)
 	if err != nil {
 		return err
 	}
@@ -210,7 +206,7 @@ func (h *handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 	var in struct {
 		Token        *string `json:"token"`
 		StatusCode   *int    `json:"status_code"`
@@ -222,11 +218,11 @@ func (h *handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
 	// length, the status 0 or 100 to 599.
-	return httpx.NoContent(w, h.app.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
+	return httpx.NoContent(w, h.App.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
 }
 
-func (h *handlers) Health(w http.ResponseWriter, r *http.Request) error {
-	rows, err := h.app.Health(r.Context(), principal.Of(r).WorkspaceID)
+func (h *Handlers) Health(w http.ResponseWriter, r *http.Request) error {
+	rows, err := h.App.Health(r.Context(), principal.Of(r).WorkspaceID)
 	if err != nil {
 		return err
 	}
@@ -238,7 +234,7 @@ func (h *handlers) Health(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (h *handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 	var in domain.IngestInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
@@ -246,7 +242,7 @@ func (h *handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 	if err := integerLiterals(in.Event, in.Data); err != nil {
 		return err
 	}
-	id, err := h.app.Ingest(r.Context(), principal.Of(r).WorkspaceID, in, api.CommandID(r))
+	id, err := h.App.Ingest(r.Context(), principal.Of(r).WorkspaceID, in, api.CommandID(r))
 	if err != nil {
 		return err
 	}

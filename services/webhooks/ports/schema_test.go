@@ -34,7 +34,7 @@ func router() http.Handler {
 		Ports: app.Ports{Sender: adapters.NewSender(delivery.NewSender(outbound.NewGuard([]string{"127.0.0.1"}), time.Second), adapters.Relay{})},
 		Now:   func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
-	return principal.Middleware(Router(a))
+	return principal.Middleware(api.Serve("webhooks", &Handlers{App: a}))
 }
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, []byte) {
