@@ -1,6 +1,10 @@
 package apitest
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+)
 
 // failures records what a check reports instead of failing the test.
 type failures struct {
@@ -28,5 +32,21 @@ func TestWantIntAndWantStringsReportADifference(t *testing.T) {
 		if (f.errors > 0) != c.fails {
 			t.Errorf("a check reported %d failures, want failing %v", f.errors, c.fails)
 		}
+	}
+}
+
+// Decode refuses what the schema refuses, and decodes what it accepts.
+func TestDecodeIsTheEdgeThenTheHandler(t *testing.T) {
+	type member struct {
+		Email string `json:"email"`
+	}
+	if m, err := Decode[member](api.AddMember, []byte(`{"email":"a@example.com"}`)); err != nil || m.Email != "a@example.com" {
+		t.Fatalf("an accepted body: %+v %v", m, err)
+	}
+	if _, err := Decode[member](api.AddMember, []byte(`{"email":5}`)); err == nil {
+		t.Fatal("a body against the schema was decoded")
+	}
+	if _, err := Decode[member](api.AddMember, []byte(`{"email":`)); err == nil {
+		t.Fatal("malformed JSON was decoded")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -42,7 +43,7 @@ func FuzzFromConversationBody(f *testing.F) {
 		if int64(len(body)) > api.CreateTestFromConversation.BodyLimit() {
 			return // the handler answers 413 before parsing
 		}
-		_, err := edge(api.CreateTestFromConversation, body)
+		_, err := apitest.Edge(api.CreateTestFromConversation, body)
 		if err != nil {
 			checkRejection(t, err)
 			return

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -216,7 +217,7 @@ func TestFromConversationRejects(t *testing.T) {
 		{`{"agent_id":"agent_1"} {}`, ""},
 	}
 	for _, c := range cases {
-		_, err := edge(api.CreateTestFromConversation, []byte(c.body))
+		_, err := apitest.Edge(api.CreateTestFromConversation, []byte(c.body))
 		if err == nil {
 			_, _, err = app.ParseFromConversation([]byte(c.body))
 		}

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -23,13 +23,6 @@ import (
 // check against the operation's schema, then the handler's), and check that they never panic, that every rejection is a client
 // error (400/413, or 422 with a loc under "body"), and that whatever is
 // accepted is accepted again after a re-encoding.
-
-// edge checks body against op's schema, as api.Handle does before a
-// handler runs, and returns the request the handler would read.
-func edge(op api.Operation, body []byte) (*http.Request, error) {
-	r := httpx.WithBodyLimit(httptest.NewRequest(http.MethodPost, op.Path, bytes.NewReader(body)), op.BodyLimit())
-	return r, api.CheckBody(r, op)
-}
 
 // checkRejection fails unless err is a client error a handler would write
 // as a 4xx.
@@ -64,11 +57,7 @@ func checkRejection(t *testing.T, err error) {
 // used: accepted reports exactly that.
 func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, err error) {
 	t.Helper()
-	r, err := edge(api.RunTests, body)
-	if err != nil {
-		return in, false, err
-	}
-	if err = httpx.DecodeJSON(r, &in); err != nil {
+	if in, err = apitest.Decode[app.RunTestsInput](api.RunTests, body); err != nil {
 		return in, false, err
 	}
 	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{Principal: principal.Principal{WorkspaceID: "ws_fuzz"}}, "", in)
@@ -226,7 +215,7 @@ func FuzzTestBody(f *testing.F) {
 // parseTest checks a test body as a create meets it: against the
 // schema at the edge, then by the app.
 func parseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error) {
-	if _, err := edge(api.CreateTest, body); err != nil {
+	if _, err := apitest.Edge(api.CreateTest, body); err != nil {
 		return domain.TestInput{}, nil, err
 	}
 	return app.ParseTest(body)

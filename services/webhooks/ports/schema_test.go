@@ -18,7 +18,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -356,12 +355,8 @@ func FuzzCreateBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req := httptest.NewRequest("POST", "/", strings.NewReader(string(b)))
-		if api.CheckBody(req, api.CreateWebhook) != nil {
-			return
-		}
-		var in domain.Input
-		if httpx.DecodeJSON(req, &in) != nil {
+		in, err := apitest.Decode[domain.Input](api.CreateWebhook, b)
+		if err != nil {
 			return
 		}
 		s, err := domain.ValidateCreate(in, func(h string) bool { return h == "127.0.0.1" })
@@ -402,12 +397,8 @@ func FuzzIngestBody(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		req := httpx.WithBodyLimit(httptest.NewRequest("POST", "/", strings.NewReader(string(b))), api.IngestEvent.BodyLimit())
-		if api.CheckBody(req, api.IngestEvent) != nil {
-			return
-		}
-		var in domain.IngestInput
-		if httpx.DecodeJSON(req, &in) != nil {
+		in, err := apitest.Decode[domain.IngestInput](api.IngestEvent, b)
+		if err != nil {
 			return
 		}
 		if integerLiterals(in.Event, in.Data) != nil {
