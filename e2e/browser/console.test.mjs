@@ -337,6 +337,19 @@ test('a read-only key sees no control that would be refused', async () => {
   assert.deepEqual(roProblems, []);
 });
 
+test('a page for an id that does not exist says so, in place of the page', async () => {
+  for (const [path, said] of [
+    ['ticket.html?id=tkt_nope', 'No triage ticket with that id exists in this workspace.'],
+    ['invocation.html?id=inv_nope', 'No test invocation with that id exists in this workspace.'],
+    ['webhooks.html?id=wh_nope', 'No webhook with that id exists in this workspace.'],
+    ['agents.html?id=agent_nope', 'No agent with that id exists in this workspace.'],
+  ]) {
+    await page.goto('/console/' + path);
+    await page.getByText(said).waitFor();
+    assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page over the failure');
+  }
+});
+
 test('no dialog, CSP violation, script error or third-party request', () => {
   assert.deepEqual(problems, []);
 });

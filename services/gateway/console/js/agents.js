@@ -1,7 +1,7 @@
 // Agents: the list, and one agent with its tickets and test invocations.
 import {get, query, enc} from './api.js';
 import {h, replace, field, say, when, pageParam, onSubmit} from './dom.js';
-import {start, can, failure} from './shell.js';
+import {start, can, shown} from './shell.js';
 import {badge} from './common.js';
 
 const id = pageParam('id') || '';
@@ -33,12 +33,8 @@ async function list(main) {
 }
 
 async function detail(main) {
-  let a;
-  try {
-    a = await get('/v1/convai/agents/' + enc(id));
-  } catch (e) {
-    return failure(main, e);
-  }
+  const a = await shown(main, '/v1/convai/agents/' + enc(id));
+  if (!a) return;
   const tickets = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
   const invocations = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
   replace(main, h('p', {}, h('a', {href: 'agents.html'}, '← Agents')), h('h1', {}, a.name),

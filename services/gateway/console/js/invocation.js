@@ -3,18 +3,14 @@
 // tool calls and the mocked results), pass rates, and its JUnit XML.
 import {get, api, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
-import {start, poll, failure} from './shell.js';
+import {start, poll, shown} from './shell.js';
 import {agentName, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
 start(async (main) => {
-  let inv;
-  try {
-    inv = await get('/v1/convai/test-invocations/' + enc(id));
-  } catch (e) {
-    return failure(main, e);
-  }
+  let inv = await shown(main, '/v1/convai/test-invocations/' + enc(id));
+  if (!inv) return;
   const agent = await agentName(inv.agent_id);
   const msg = h('p', {class: 'msg'});
   const body = h('div', {});

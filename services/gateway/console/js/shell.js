@@ -1,6 +1,6 @@
 // The frame every page shares: navigation, sign-in and sign-out, and the
 // session (who the caller is, which operations its key may call).
-import {api, setCSRF, ApiError} from './api.js';
+import {api, get, setCSRF, ApiError} from './api.js';
 import {h, replace, field, say, onSubmit} from './dom.js';
 
 export let session = null;
@@ -103,4 +103,15 @@ export function failure(el, e) {
   const msg = h('p', {});
   say(msg, e.message || String(e), true);
   replace(el, msg);
+}
+
+// shown is what a page shows, read from path; when it cannot be read, the
+// page says why instead and shown is null.
+export async function shown(main, path) {
+  try {
+    return await get(path);
+  } catch (e) {
+    failure(main, e);
+    return null;
+  }
 }

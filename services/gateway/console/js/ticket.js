@@ -2,18 +2,14 @@
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
 import {h, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
-import {start, can, failure} from './shell.js';
+import {start, can, shown} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
 start(async (main) => {
-  let t;
-  try {
-    t = await get('/v1/convai/triage-tickets/' + enc(id));
-  } catch (e) {
-    return failure(main, e);
-  }
+  let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id));
+  if (!t) return;
   const users = await assignees(t.agent_id);
   const agent = await agentName(t.agent_id);
   const msg = h('p', {class: 'msg'});

@@ -4,7 +4,7 @@
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
 import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit} from './dom.js';
-import {start, can, poll, failure} from './shell.js';
+import {start, can, poll, shown} from './shell.js';
 import {badge, label} from './common.js';
 
 const id = pageParam('id') || '';
@@ -91,12 +91,8 @@ async function createForm(msg, secretBox, reload) {
 }
 
 async function detail(main) {
-  let w;
-  try {
-    w = await get('/v1/convai/webhooks/' + enc(id));
-  } catch (e) {
-    return failure(main, e);
-  }
+  const w = await shown(main, '/v1/convai/webhooks/' + enc(id));
+  if (!w) return;
   const msg = h('p', {class: 'msg'});
   const status = select({name: 'status'}, [['', 'Any'], ['failed', 'Failed'], ['success', 'Delivered']]);
   const logBox = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
