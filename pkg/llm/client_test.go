@@ -629,29 +629,28 @@ func TestMalformedBodyIsRetried(t *testing.T) {
 	}
 }
 
-func TestZeroChoicesIsFinal(t *testing.T) {
-	srv := newServer(t, llmtest.ByAttempt(llmtest.Reply{Body: map[string]any{
-		"id": "x", "object": "chat.completion", "model": "m", "choices": []any{},
-	}}))
-	c := newTestClient(t, srv, nil)
-	_, err := c.Chat(context.Background(), userReq("hi"))
-	if !errors.Is(err, ErrNoChoices) {
-		t.Fatalf("err = %v, want ErrNoChoices", err)
-	}
-	if srv.Len() != 1 {
-		t.Errorf("server saw %d requests, want 1", srv.Len())
-	}
-}
-
-func TestResponseTooLarge(t *testing.T) {
-	srv := newServer(t, llmtest.Fixed(0, strings.Repeat("a", 4096)))
-	c := newTestClient(t, srv, func(c *Config) { c.MaxResponseBytes = 1024 })
-	_, err := c.Chat(context.Background(), userReq("hi"))
-	if !errors.Is(err, ErrResponseTooLarge) {
-		t.Fatalf("err = %v, want ErrResponseTooLarge", err)
-	}
-	if srv.Len() != 1 {
-		t.Errorf("server saw %d requests, want 1", srv.Len())
+// An answer no retry can change is final: one request, its error.
+func TestFinalAnswersAreNotRetried(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		answer llmtest.Handler
+		config func(*Config)
+		want   error
+	}{
+		{"no choices", llmtest.ByAttempt(llmtest.Reply{Body: map[string]any{"id": "x", "object": "chat.completion", "model": "m", "choices": []any{}}}),
+			nil, ErrNoChoices},
+		{"too large", llmtest.Fixed(0, strings.Repeat("a", 4096)), func(c *Config) { c.MaxResponseBytes = 1024 }, ErrResponseTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := newServer(t, c.answer)
+			_, err := newTestClient(t, srv, c.config).Chat(context.Background(), userReq("hi"))
+			if !errors.Is(err, c.want) {
+				t.Fatalf("err = %v, want %v", err, c.want)
+			}
+			if srv.Len() != 1 {
+				t.Errorf("server saw %d requests, want 1", srv.Len())
+			}
+		})
 	}
 }
 
