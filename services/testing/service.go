@@ -83,8 +83,8 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		}
 	}()
 	go a.RunCompletionSweeper(ctx, 5*time.Second)
-	codec := cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
-	return runtime.Serve(d, Name, a, &ports.Handlers{App: a, Codec: codec})
+	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
+	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
 
 // RunnerConfig configures runner workers, from VOICEAI_* variables.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
@@ -30,8 +31,10 @@ type App struct {
 	// Conversations, when set, lets a regression test be made from a
 	// recorded conversation by its id.
 	Conversations StoredConversations
-	Log           *slog.Logger
-	Now           func() time.Time
+	// Cursors signs the listings' cursors.
+	Cursors *cursor.Codec
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read

@@ -13,6 +13,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
@@ -53,6 +54,7 @@ func newWorld(t *testing.T) *world {
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	p := adapters.NewMemoryPorts(clk.Now)
 	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.DiscardHandler), clk.Now)
+	a.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
 	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
 	subject, _ := events.AgentSubject("ws", agentID)
 	meta := esproto.Meta(ctx, "ws", "", clk.Now())

@@ -2,10 +2,13 @@ package app_test
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -108,19 +111,31 @@ func TestListInvocationsProgressAndPaging(t *testing.T) {
 
 	var got []app.InvocationProgress
 	q := app.InvocationFilter{WorkspaceID: "ws", Limit: 2}
+	token := ""
 	for {
-		page, last, more, err := w.a.ListInvocations(ctx, q)
+		page, err := w.a.PageInvocations(ctx, q, token)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page) > 2 {
-			t.Fatalf("a page of %d, limit 2", len(page))
+		if len(page.Rows) > 2 {
+			t.Fatalf("a page of %d, limit 2", len(page.Rows))
 		}
-		got = append(got, page...)
-		if !more {
+		got = append(got, page.Rows...)
+		if !page.HasMore {
 			break
 		}
-		q.After = last
+		if page.NextCursor == nil {
+			t.Fatal("a page with more after it has no cursor")
+		}
+		token = *page.NextCursor
+		// A cursor is bound to its listing: another filter or workspace
+		// refuses it.
+		for _, other := range []app.InvocationFilter{{WorkspaceID: "ws", AgentID: agentID, Limit: 2}, {WorkspaceID: "ws_other", Limit: 2}} {
+			var v apperr.ValidationErrors
+			if _, err := w.a.PageInvocations(ctx, other, token); !errors.As(err, &v) || len(v) != 1 || !slices.Equal(v[0].Loc, []any{"query", "cursor"}) {
+				t.Fatalf("a cursor of another listing (%+v): %v", other, err)
+			}
+		}
 	}
 	type progress struct {
 		id                                 string

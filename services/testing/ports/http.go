@@ -13,7 +13,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -21,10 +20,7 @@ import (
 
 // Handlers serve the testing operations of the table: runtime.Serve binds
 // each to the method named after it (api.Serve).
-type Handlers struct {
-	App   *app.App
-	Codec *cursor.Codec // signs the listings' cursors
-}
+type Handlers struct{ App *app.App }
 
 // caller is who is calling, with the request's command id.
 func caller(r *http.Request) app.Caller {
@@ -100,13 +96,6 @@ func (h *Handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// listPosition is a cursor's content: where the last page ended.
-type listPosition struct {
-	Created int64  `json:"c"`
-	ID      string `json:"i"`
-	Folder  bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
-}
-
 // testsQuery is GET /v1/convai/agent-testing's query, as its operation
 // documents and the edge has checked it.
 type testsQuery struct {
@@ -139,43 +128,17 @@ func (h *Handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
 	default:
 		tq.CreatedBy = by
 	}
-	parent := ""
-	if params.ParentFolderID != nil {
-		parent = *params.ParentFolderID
-	}
-	scope := cursor.Scope("tests", c.WorkspaceID, params.Search, strings.Join(tq.Types, ","), parent,
-		params.SortMode, tq.CreatedBy, strconv.FormatBool(tq.IncludeFolder))
-	pos, err := cursor.After[listPosition](h.Codec, scope, params.Cursor)
+	page, err := h.App.PageTests(r.Context(), tq, params.Cursor)
 	if err != nil {
 		return err
 	}
-	if pos != nil {
-		tq.After = &app.EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
-	}
-	listed, page, more, err := h.App.ListTests(r.Context(), tq)
-	if err != nil {
-		return err
-	}
-	var last *listPosition
-	if more && len(page) > 0 {
-		at := page[len(page)-1].PositionOf()
-		last = &listPosition{Created: at.Created, ID: at.ID, Folder: at.Folder}
-	}
-	return h.writePage(w, "tests", mapEach(listed, entryView), more, scope, last)
+	return writePage(w, "tests", page, entryView)
 }
 
-// writePage answers one page of a listing: its rows under key, whether
-// more follow, and the cursor (bound to scope) of the page after last.
-func (h *Handlers) writePage(w http.ResponseWriter, key string, rows []map[string]any, more bool, scope string, last *listPosition) error {
-	out := map[string]any{key: rows, "has_more": more, "next_cursor": nil}
-	if last != nil {
-		next, err := cursor.Next(h.Codec, scope, *last)
-		if err != nil {
-			return err
-		}
-		out["next_cursor"] = next
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
+// writePage answers one page of a listing, its rows under key, each as
+// view shows it.
+func writePage[T any](w http.ResponseWriter, key string, page app.Page[T], view func(T) map[string]any) error {
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{key: mapEach(page.Rows, view), "has_more": page.HasMore, "next_cursor": page.NextCursor})
 	return nil
 }
 
@@ -435,31 +398,11 @@ func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error
 	}
 	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: params.AgentID, BranchID: params.BranchID,
 		TestID: params.TestID, Search: params.Search, Limit: params.PageSize, StartTime: params.StartTime, EndTime: params.EndTime}
-	scope := cursor.Scope("invocations", c.WorkspaceID, q.AgentID, q.BranchID, q.TestID, q.Search, timeParam(q.StartTime), timeParam(q.EndTime))
-	pos, err := cursor.After[listPosition](h.Codec, scope, params.Cursor)
+	page, err := h.App.PageInvocations(r.Context(), q, params.Cursor)
 	if err != nil {
 		return err
 	}
-	if pos != nil {
-		q.After = &app.InvocationPosition{Created: pos.Created, ID: pos.ID}
-	}
-	results, at, more, err := h.App.ListInvocations(r.Context(), q)
-	if err != nil {
-		return err
-	}
-	var last *listPosition
-	if more && at != nil {
-		last = &listPosition{Created: at.Created, ID: at.ID}
-	}
-	return h.writePage(w, "results", mapEach(results, invocationView), more, scope, last)
-}
-
-// timeParam is a time bound as it was given, for a cursor's scope.
-func timeParam(t *int64) string {
-	if t == nil {
-		return ""
-	}
-	return strconv.FormatInt(*t, 10)
+	return writePage(w, "results", page, invocationView)
 }
 
 func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
