@@ -4,7 +4,6 @@
 package app
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -53,9 +52,4 @@ func New(store eventlog.Store, rm ReadModel, secrets SecretReadModel, sealer *se
 		Project: secrets.Apply, NotFound: apperr.SecretNotFound,
 	}
 	return a
-}
-
-// Get returns a live agent of the workspace and its stream sequence.
-func (a *App) Get(ctx context.Context, workspaceID, agentID string) (*agentsv1.Agent, uint64, error) {
-	return a.Agents.Get(ctx, workspaceID, agentID)
 }

@@ -37,7 +37,7 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 		string(upd.PlatformSettingsJson) != `{"privacy":{"record_voice":false}}` || upd.UpdatedAtUnix != f.clock.Unix() {
 		t.Fatalf("updated: %+v", upd)
 	}
-	got, _, err := f.app.Get(ctx, "ws_a", a.AgentId)
+	got, _, err := f.app.Agents.Get(ctx, "ws_a", a.AgentId)
 	if err != nil || got.SystemPrompt != "Be brief." {
 		t.Fatalf("read back: %+v %v", got, err)
 	}
@@ -55,7 +55,7 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 			t.Fatalf("a %s patch that is not JSON: %v, want a validation error at body.%s", field, err, field)
 		}
 	}
-	if after, _, err := f.app.Get(ctx, "ws_a", a.AgentId); err != nil || after.UpdatedAtUnix != upd.UpdatedAtUnix {
+	if after, _, err := f.app.Agents.Get(ctx, "ws_a", a.AgentId); err != nil || after.UpdatedAtUnix != upd.UpdatedAtUnix {
 		t.Fatalf("a refused patch changed the agent: %+v %v", after, err)
 	}
 }

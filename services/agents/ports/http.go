@@ -39,7 +39,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 func (h *Handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { return h.List(w, r) }
 
 func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	ag, _, err := h.App.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
+	ag, _, err := h.App.Agents.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
 	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
