@@ -16,6 +16,11 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
+// CommentInput is a comment on the ticket.
+type CommentInput struct {
+	Comment string `json:"comment"`
+}
+
 // TurnCommentInput is one turn comment of a request.
 type TurnCommentInput struct {
 	TurnIndex *int   `json:"turn_index"`

@@ -220,7 +220,7 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 		t.Fatalf("a retried create: existing=%v %+v", existing, again)
 	}
 	for range 2 {
-		got, err := f.app.AddComment(ctx, f.qa, first.TicketId, "look at turn 3", "key-comment")
+		got, err := f.app.AddComment(ctx, f.qa, first.TicketId, app.CommentInput{Comment: "look at turn 3"}, "key-comment")
 		if err != nil || len(got.TicketComments) != 1 {
 			t.Fatalf("keyed comment: %d comments, %v", len(got.GetTicketComments()), err)
 		}

@@ -120,9 +120,9 @@ func equalPtr(a, b *string) bool {
 }
 
 // AddComment appends a ticket comment.
-func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID, comment, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID string, in CommentInput, commandID string) (*ticketsv1.Ticket, error) {
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
-		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
+		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: in.Comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
 	})
 }

@@ -90,13 +90,9 @@ func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
 	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
 }
 
-type commentInput struct {
-	Comment string `json:"comment"`
-}
-
 func (h *Handlers) Comment(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in commentInput) (*ticketsv1.Ticket, error) {
-		return h.App.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.Comment, api.CommandID(r))
+	return httpx.Command(w, r, http.StatusOK, func(in app.CommentInput) (*ticketsv1.Ticket, error) {
+		return h.App.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
 	}, answer)
 }
 
