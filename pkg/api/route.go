@@ -144,6 +144,11 @@ func CommandID(r *http.Request) string {
 	return commandID(p.WorkspaceID, op.Name, k)
 }
 
+// CallerOf is who sends r, and its command id (CommandID).
+func CallerOf(r *http.Request) principal.Caller {
+	return principal.Caller{Principal: principal.Of(r), CommandID: CommandID(r)}
+}
+
 func commandID(workspace, operation, key string) string {
 	h := sha256.Sum256([]byte(workspace + "\x00" + operation + "\x00" + key))
 	return "cmd_" + hex.EncodeToString(h[:16])

@@ -46,6 +46,21 @@ type Principal struct {
 	Permissions []string
 }
 
+// Caller is who sends a command, and the command's id: what every use
+// case that writes takes. CommandID is derived from the request's
+// Idempotency-Key ("" without one); a use case that sees it again answers
+// the first result.
+type Caller struct {
+	Principal
+	CommandID string
+}
+
+// In is a caller acting in a workspace for the platform itself (an
+// operator's command, a worker): no user, no key, no command id.
+func In(workspaceID string) Caller {
+	return Caller{Principal: Principal{WorkspaceID: workspaceID}}
+}
+
 // Has reports whether the caller holds perm (or "all").
 func (p Principal) Has(perm string) bool {
 	return slices.Contains(p.Permissions, PermissionAll) || slices.Contains(p.Permissions, perm)

@@ -138,15 +138,15 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	rm := adapters.NewMemoryReadModel()
 	a := app.New(eventstore.New(js, events.IdentityStream), rm, slog.New(slog.DiscardHandler), time.Now)
 	caller := principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
-	acct, err := a.CreateServiceAccount(ctx, "ws_a", "bot", "")
+	acct, err := a.CreateServiceAccount(ctx, principal.In("ws_a"), "bot")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, key, err := a.CreateKey(ctx, caller, acct.GetUserId(), app.KeySpec{Name: "one", Permissions: []string{principal.PermissionAll}}, "")
+	_, key, err := a.CreateKey(ctx, principal.Caller{Principal: caller}, acct.GetUserId(), app.KeySpec{Name: "one", Permissions: []string{principal.PermissionAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AddUser(ctx, "ws_a", "ada@example.com", "Ada", "", ""); err != nil {
+	if _, err := a.AddUser(ctx, principal.In("ws_a"), "ada@example.com", "Ada", ""); err != nil {
 		t.Fatal(err)
 	}
 	accts, _ := rm.ListAccounts(ctx, "ws_a")
@@ -155,7 +155,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	if len(accts) != 1 || len(keys) != 1 || keys[0].ID != key.GetKeyId() || len(users) != 1 {
 		t.Fatalf("after the creates: accounts %v, keys %v, users %v", accts, keys, users)
 	}
-	if err := a.RevokeKey(ctx, caller, acct.GetUserId(), key.GetKeyId(), ""); err != nil {
+	if err := a.RevokeKey(ctx, principal.Caller{Principal: caller}, acct.GetUserId(), key.GetKeyId()); err != nil {
 		t.Fatal(err)
 	}
 	if keys, _ := rm.ListKeys(ctx, "ws_a", ""); len(keys) != 0 {

@@ -31,7 +31,8 @@ const DefaultName = "Untitled agent"
 
 // Create validates in and appends AgentCreated. With a command id (the
 // Idempotency-Key header) a retried create returns the first result.
-func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (*agentsv1.Agent, error) {
+func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInput) (*agentsv1.Agent, error) {
+	commandID := caller.CommandID
 	agent, err := buildAgent(in)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,11 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
+// cmd is the fixture's caller sending a command with that id ("": none).
+func (f *fixture) cmd(commandID string) principal.Caller {
+	return principal.Caller{Principal: f.caller, CommandID: commandID}
+}
+
 var wantKind = testenv.WantKind
 
 func ptr[T any](v T) *T { return &v }
@@ -47,7 +52,7 @@ func customLLM(secretID string) []byte {
 func TestAgentLifecycle(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("  Refunds  "), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}}, "")
+	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("  Refunds  "), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,28 +60,28 @@ func TestAgentLifecycle(t *testing.T) {
 		a.CreatedByEmail != "qa@example.com" || a.CreatedAtUnix != f.clock.Unix() {
 		t.Fatalf("created: %+v", a)
 	}
-	untitled, err := f.app.Create(ctx, f.caller, app.CreateInput{}, "")
+	untitled, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{})
 	if err != nil || untitled.Name != app.DefaultName {
 		t.Fatalf("an unnamed agent: %v %v", untitled.GetName(), err)
 	}
-	_, err = f.app.Create(ctx, f.caller, app.CreateInput{SystemPrompt: ptr("one"), ConversationConfig: []byte(`{"agent":{"prompt":{"prompt":"another"}}}`)}, "")
+	_, err = f.app.Create(ctx, f.cmd(""), app.CreateInput{SystemPrompt: ptr("one"), ConversationConfig: []byte(`{"agent":{"prompt":{"prompt":"another"}}}`)})
 	wantKind(t, err, apperr.Invalid, "a system_prompt contradicting the configuration's")
 
 	f.clock = f.clock.Add(time.Minute)
-	upd, err := f.app.Update(ctx, "ws_a", a.AgentId, app.UpdateInput{ConversationConfig: []byte(`{"agent":{"first_message":"Hi"}}`)}, "")
+	upd, err := f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{ConversationConfig: []byte(`{"agent":{"first_message":"Hi"}}`)})
 	if err != nil || !strings.Contains(string(upd.ConversationConfigJson), `"first_message":"Hi"`) || upd.SystemPrompt != "Be precise." || upd.UpdatedAtUnix != f.clock.Unix() {
 		t.Fatalf("a merge patch keeps what it does not name: %s %v", upd.GetConversationConfigJson(), err)
 	}
-	_, err = f.app.Update(ctx, "ws_b", a.AgentId, app.UpdateInput{Name: ptr("x")}, "")
+	_, err = f.app.Update(ctx, principal.In("ws_b"), a.AgentId, app.UpdateInput{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's agent")
 
-	if err := f.app.Delete(ctx, "ws_a", a.AgentId, "del-1"); err != nil {
+	if err := f.app.Delete(ctx, f.cmd("del-1"), a.AgentId); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.app.Delete(ctx, "ws_a", a.AgentId, "del-1"); err != nil {
+	if err := f.app.Delete(ctx, f.cmd("del-1"), a.AgentId); err != nil {
 		t.Fatalf("a replayed delete answers as the first did: %v", err)
 	}
-	wantKind(t, f.app.Delete(ctx, "ws_a", a.AgentId, ""), apperr.NotFound, "deleting a deleted agent anew")
+	wantKind(t, f.app.Delete(ctx, f.cmd(""), a.AgentId), apperr.NotFound, "deleting a deleted agent anew")
 	page, err := f.app.List(ctx, "ws_a", "user_1", app.ListParams{})
 	if err != nil || len(page.Agents) != 1 || page.Agents[0].ID != untitled.AgentId {
 		t.Fatalf("listing after a delete: %+v %v", page.Agents, err)
@@ -86,18 +91,18 @@ func TestAgentLifecycle(t *testing.T) {
 func TestKeyedAgentWritesApplyOnce(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	first, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("A")}, "create-1")
+	first, err := f.app.Create(ctx, f.cmd("create-1"), app.CreateInput{Name: ptr("A")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("B")}, "create-1")
+	again, err := f.app.Create(ctx, f.cmd("create-1"), app.CreateInput{Name: ptr("B")})
 	if err != nil || again.AgentId != first.AgentId || again.Name != "A" {
 		t.Fatalf("a retried create: %+v %v", again, err)
 	}
-	if _, err := f.app.Update(ctx, "ws_a", first.AgentId, app.UpdateInput{Name: ptr("first body")}, "patch-1"); err != nil {
+	if _, err := f.app.Update(ctx, f.cmd("patch-1"), first.AgentId, app.UpdateInput{Name: ptr("first body")}); err != nil {
 		t.Fatal(err)
 	}
-	replay, err := f.app.Update(ctx, "ws_a", first.AgentId, app.UpdateInput{Name: ptr("second body")}, "patch-1")
+	replay, err := f.app.Update(ctx, f.cmd("patch-1"), first.AgentId, app.UpdateInput{Name: ptr("second body")})
 	if err != nil || replay.Name != "first body" {
 		t.Fatalf("a replayed update applied its own body: %q %v", replay.GetName(), err)
 	}
@@ -108,20 +113,20 @@ func TestKeyedAgentWritesApplyOnce(t *testing.T) {
 func TestSecretsUsedByAgents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s, err := f.app.CreateSecret(ctx, f.caller, app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")}, "")
+	s, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(s.SealedValue), "sk-1") {
 		t.Fatal("the secret's value is stored sealed")
 	}
-	_, err = f.app.Create(ctx, f.caller, app.CreateInput{ConversationConfig: customLLM("secret_unknown")}, "")
+	_, err = f.app.Create(ctx, f.cmd(""), app.CreateInput{ConversationConfig: customLLM("secret_unknown")})
 	wantKind(t, err, apperr.Invalid, "an endpoint key naming no secret")
 	other := f.caller
 	other.WorkspaceID = "ws_b"
-	_, err = f.app.Create(ctx, other, app.CreateInput{ConversationConfig: customLLM(s.SecretId)}, "")
+	_, err = f.app.Create(ctx, principal.Caller{Principal: other}, app.CreateInput{ConversationConfig: customLLM(s.SecretId)})
 	wantKind(t, err, apperr.Invalid, "an endpoint key naming another workspace's secret")
-	a, err := f.app.Create(ctx, f.caller, app.CreateInput{ConversationConfig: customLLM(s.SecretId)}, "")
+	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{ConversationConfig: customLLM(s.SecretId)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +134,11 @@ func TestSecretsUsedByAgents(t *testing.T) {
 	if err != nil || len(got.UsedBy) != 1 || got.UsedBy[0].ID != a.AgentId {
 		t.Fatalf("used by: %+v %v", got, err)
 	}
-	wantKind(t, f.app.DeleteSecret(ctx, "ws_a", s.SecretId, ""), apperr.Conflict, "deleting a secret in use")
-	if err := f.app.Delete(ctx, "ws_a", a.AgentId, ""); err != nil {
+	wantKind(t, f.app.DeleteSecret(ctx, f.cmd(""), s.SecretId), apperr.Conflict, "deleting a secret in use")
+	if err := f.app.Delete(ctx, f.cmd(""), a.AgentId); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.app.DeleteSecret(ctx, "ws_a", s.SecretId, ""); err != nil {
+	if err := f.app.DeleteSecret(ctx, f.cmd(""), s.SecretId); err != nil {
 		t.Fatalf("deleting a secret no agent uses: %v", err)
 	}
 }
@@ -146,11 +151,11 @@ func TestTheListingShowsEachAgentsLastCall(t *testing.T) {
 	ctx := context.Background()
 	calls := adapters.NewMemoryCallLog()
 	f.app.Calls = calls
-	called, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("Called")}, "")
+	called, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Called")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("Quiet")}, "")
+	quiet, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Quiet")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,8 @@ type Secret struct {
 
 // CreateSecret seals the value and appends SecretCreated. With a command
 // id a retried create answers the first one.
-func (a *App) CreateSecret(ctx context.Context, caller principal.Principal, in SecretInput, commandID string) (*agentsv1.WorkspaceSecret, error) {
+func (a *App) CreateSecret(ctx context.Context, caller principal.Caller, in SecretInput) (*agentsv1.WorkspaceSecret, error) {
+	commandID := caller.CommandID
 	var v apperr.Validator
 	v.Check(in.Name != nil && strings.TrimSpace(*in.Name) != "", "Field required", "missing", "body", "name")
 	v.Check(in.Value != nil && *in.Value != "", "Field required", "missing", "body", "value")
@@ -63,7 +64,8 @@ func (a *App) CreateSecret(ctx context.Context, caller principal.Principal, in S
 
 // UpdateSecret renames the secret or replaces its value. With a command
 // id a replay answers the first result.
-func (a *App) UpdateSecret(ctx context.Context, workspaceID, secretID string, in SecretInput, commandID string) (*agentsv1.WorkspaceSecret, error) {
+func (a *App) UpdateSecret(ctx context.Context, caller principal.Caller, secretID string, in SecretInput) (*agentsv1.WorkspaceSecret, error) {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	return a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
 		var changed []string
 		if in.Name != nil {
@@ -89,7 +91,8 @@ func (a *App) UpdateSecret(ctx context.Context, workspaceID, secretID string, in
 }
 
 // DeleteSecret deletes a secret no live agent uses.
-func (a *App) DeleteSecret(ctx context.Context, workspaceID, secretID, commandID string) error {
+func (a *App) DeleteSecret(ctx context.Context, caller principal.Caller, secretID string) error {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	_, err := a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
 		users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, secretID, 6)
 		if err != nil {

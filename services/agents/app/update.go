@@ -12,6 +12,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
 
@@ -29,7 +30,8 @@ type UpdateInput struct {
 
 // Update applies in to the agent. With a command id (an Idempotency-Key)
 // a replay answers the first result, whatever its body.
-func (a *App) Update(ctx context.Context, workspaceID, agentID string, in UpdateInput, commandID string) (*agentsv1.Agent, error) {
+func (a *App) Update(ctx context.Context, caller principal.Caller, agentID string, in UpdateInput) (*agentsv1.Agent, error) {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	// The body's shape is checked at the edge against the operation's
 	// schema.
 	if err := boundConfigs(in.ConversationConfig, in.PlatformSettings, in.Workflow); err != nil {
@@ -116,7 +118,8 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 // Delete removes the agent. The event keeps its last state, so
 // subscribers (tickets, testing) know exactly what went away. With a
 // command id a replay answers as the first did.
-func (a *App) Delete(ctx context.Context, workspaceID, agentID, commandID string) error {
+func (a *App) Delete(ctx context.Context, caller principal.Caller, agentID string) error {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	_, err := a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.Now().Unix()
 		next.DeletedAtUnix = &now

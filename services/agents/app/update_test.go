@@ -9,6 +9,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
@@ -17,19 +18,19 @@ import (
 func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr("Refunds"), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}}, "")
+	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Refunds"), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.clock = f.clock.Add(time.Minute)
-	same, err := f.app.Update(ctx, "ws_a", a.AgentId, app.UpdateInput{Name: ptr(" Refunds "), Tags: &[]string{"prod"}}, "")
+	same, err := f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{Name: ptr(" Refunds "), Tags: &[]string{"prod"}})
 	if err != nil || same.UpdatedAtUnix != a.UpdatedAtUnix {
 		t.Fatalf("an update that changes nothing: updated at %d (created %d), %v", same.GetUpdatedAtUnix(), a.UpdatedAtUnix, err)
 	}
 
-	upd, err := f.app.Update(ctx, "ws_a", a.AgentId, app.UpdateInput{
+	upd, err := f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{
 		SystemPrompt: ptr("Be brief."), Tags: &[]string{"prod", "eu"}, PlatformSettings: []byte(`{"privacy":{"record_voice":false}}`),
-	}, "")
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 	if err != nil || got.SystemPrompt != "Be brief." {
 		t.Fatalf("read back: %+v %v", got, err)
 	}
-	_, err = f.app.Update(ctx, "ws_a", "agent_missing", app.UpdateInput{Name: ptr("x")}, "")
+	_, err = f.app.Update(ctx, f.cmd(""), "agent_missing", app.UpdateInput{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "an unknown agent")
 
 	// A patch that cannot be merged is refused at its field, and changes
@@ -50,7 +51,7 @@ func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 		"conversation_config": {ConversationConfig: []byte(`{"agent":`)},
 		"platform_settings":   {PlatformSettings: []byte(`{"privacy":`)},
 	} {
-		_, err = f.app.Update(ctx, "ws_a", a.AgentId, in, "")
+		_, err = f.app.Update(ctx, f.cmd(""), a.AgentId, in)
 		if ve, ok := err.(apperr.ValidationErrors); !ok || len(ve) != 1 || fmt.Sprint(ve[0].Loc) != fmt.Sprint([]any{"body", field}) {
 			t.Fatalf("a %s patch that is not JSON: %v, want a validation error at body.%s", field, err, field)
 		}
@@ -68,7 +69,7 @@ func TestListingPagesAndFilters(t *testing.T) {
 	ctx := context.Background()
 	var made []string
 	for _, name := range []string{"Delta", "alpha", "Charlie", "bravo", "Echo"} {
-		a, err := f.app.Create(ctx, f.caller, app.CreateInput{Name: ptr(name), Tags: []string{map[bool]string{true: "eu", false: "us"}[len(made)%2 == 0]}}, "")
+		a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr(name), Tags: []string{map[bool]string{true: "eu", false: "us"}[len(made)%2 == 0]}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,7 +78,7 @@ func TestListingPagesAndFilters(t *testing.T) {
 	}
 	other := f.caller
 	other.WorkspaceID = "ws_b"
-	if _, err := f.app.Create(ctx, other, app.CreateInput{Name: ptr("Foreign")}, ""); err != nil {
+	if _, err := f.app.Create(ctx, principal.Caller{Principal: other}, app.CreateInput{Name: ptr("Foreign")}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -127,18 +128,18 @@ func TestListingPagesAndFilters(t *testing.T) {
 func TestSecretRotationAndListing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s, err := f.app.CreateSecret(ctx, f.caller, app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")}, "")
+	s, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.app.CreateSecret(ctx, f.caller, app.SecretInput{Name: ptr("another key"), Value: ptr("sk-2")}, ""); err != nil {
+	if _, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("another key"), Value: ptr("sk-2")}); err != nil {
 		t.Fatal(err)
 	}
-	renamed, err := f.app.UpdateSecret(ctx, "ws_a", s.SecretId, app.SecretInput{Name: ptr("  model key ")}, "")
+	renamed, err := f.app.UpdateSecret(ctx, f.cmd(""), s.SecretId, app.SecretInput{Name: ptr("  model key ")})
 	if err != nil || renamed.Name != "model key" || string(renamed.SealedValue) != string(s.SealedValue) {
 		t.Fatalf("renamed: %+v %v", renamed, err)
 	}
-	rotated, err := f.app.UpdateSecret(ctx, "ws_a", s.SecretId, app.SecretInput{Value: ptr("sk-rotated")}, "")
+	rotated, err := f.app.UpdateSecret(ctx, f.cmd(""), s.SecretId, app.SecretInput{Value: ptr("sk-rotated")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestSecretRotationAndListing(t *testing.T) {
 	if _, err := f.app.Sealer.Open(agentconfig.SecretOwner("ws_b", s.SecretId), rotated.SealedValue); err == nil {
 		t.Fatal("the value opens for another workspace")
 	}
-	_, err = f.app.UpdateSecret(ctx, "ws_b", s.SecretId, app.SecretInput{Name: ptr("x")}, "")
+	_, err = f.app.UpdateSecret(ctx, principal.In("ws_b"), s.SecretId, app.SecretInput{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's secret")
 
 	page, err := f.app.ListSecrets(ctx, "ws_a", app.SecretListParams{PageSize: 1})

@@ -25,7 +25,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	ag, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	ag, err := h.App.Create(r.Context(), api.CallerOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -45,12 +45,12 @@ func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.UpdateInput) (*agentsv1.Agent, error) {
-		return h.App.Update(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], in, api.CommandID(r))
+		return h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"], in)
 	}, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"], api.CommandID(r)))
+	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"]))
 }
 
 func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {

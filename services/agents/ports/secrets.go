@@ -59,18 +59,18 @@ func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
 
 func (h *Handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.App.CreateSecret(r.Context(), principal.Of(r), in, api.CommandID(r))
+		return h.App.CreateSecret(r.Context(), api.CallerOf(r), in)
 	}, storedOf)
 }
 
 func (h *Handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.App.UpdateSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], in, api.CommandID(r))
+		return h.App.UpdateSecret(r.Context(), api.CallerOf(r), mux.Vars(r)["secret_id"], in)
 	}, storedOf)
 }
 
 func (h *Handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.DeleteSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], api.CommandID(r)))
+	return httpx.NoContent(w, h.App.DeleteSecret(r.Context(), api.CallerOf(r), mux.Vars(r)["secret_id"]))
 }
 
 func (h *Handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {

@@ -12,6 +12,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // AccountEmail is the address a service account acts under (tests record
@@ -19,7 +20,8 @@ import (
 func AccountEmail(userID string) string { return userID + "@service-accounts.voiceai.local" }
 
 // CreateServiceAccount adds a service account to the workspace.
-func (a *App) CreateServiceAccount(ctx context.Context, workspaceID, name, commandID string) (*identityv1.ServiceAccount, error) {
+func (a *App) CreateServiceAccount(ctx context.Context, caller principal.Caller, name string) (*identityv1.ServiceAccount, error) {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	// The name's bounds are the schema's (IdentityName), checked at the edge.
 	var v apperr.Validator
 	name = trimName(&v, name)

@@ -34,11 +34,12 @@ type KeySpec struct {
 
 // CreateKey mints a key for a service account. The secret is returned
 // here and never again: only its hash is stored.
-func (a *App) CreateKey(ctx context.Context, caller principal.Principal, accountID string, spec KeySpec, commandID string) (secret string, key *identityv1.ApiKey, err error) {
+func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID string, spec KeySpec) (secret string, key *identityv1.ApiKey, err error) {
+	commandID := caller.CommandID
 	if _, err := a.loadAccount(ctx, caller.WorkspaceID, accountID); err != nil {
 		return "", nil, err
 	}
-	if err := a.checkSpec(&spec, caller); err != nil {
+	if err := a.checkSpec(&spec, caller.Principal); err != nil {
 		return "", nil, err
 	}
 	secret = domain.NewSecret()
@@ -145,12 +146,13 @@ type KeyPatch struct {
 
 // UpdateKey applies patch to a live key. With a command id (an
 // Idempotency-Key) a replay answers the first result, whatever its patch.
-func (a *App) UpdateKey(ctx context.Context, caller principal.Principal, accountID, keyID string, patch KeyPatch, commandID string) (*identityv1.ApiKey, error) {
+func (a *App) UpdateKey(ctx context.Context, caller principal.Caller, accountID, keyID string, patch KeyPatch) (*identityv1.ApiKey, error) {
+	commandID := caller.CommandID
 	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
 		if next.GetServiceAccountUserId() != accountID {
 			return nil, apperr.APIKeyNotFound
 		}
-		changed, err := a.applyPatch(next, patch, caller)
+		changed, err := a.applyPatch(next, patch, caller.Principal)
 		if err != nil || len(changed) == 0 {
 			return nil, err
 		}
@@ -212,7 +214,8 @@ func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Prin
 
 // RevokeKey ends a key for good; gateways drop it as soon as they see the
 // event. With a command id a replay answers as the first did (not 404).
-func (a *App) RevokeKey(ctx context.Context, caller principal.Principal, accountID, keyID, commandID string) error {
+func (a *App) RevokeKey(ctx context.Context, caller principal.Caller, accountID, keyID string) error {
+	commandID := caller.CommandID
 	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
 		if next.GetServiceAccountUserId() != accountID {
 			return nil, apperr.APIKeyNotFound

@@ -39,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f.admin = principal.Principal{WorkspaceID: ws.WorkspaceID, UserID: ws.AdminAccountID, Permissions: []string{principal.PermissionAll}}
-	acct, err := f.app.CreateServiceAccount(ctx, "ws_a", "  ci  ", "")
+	acct, err := f.app.CreateServiceAccount(ctx, principal.In("ws_a"), "  ci  ")
 	if err != nil || acct.Name != "ci" {
 		t.Fatalf("account: %+v %v", acct, err)
 	}
@@ -54,8 +54,8 @@ func ptr[T any](v T) *T { return &v }
 func TestKeyCreation(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	secret, key, err := f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "ci key", Permissions: []string{"convai_read", "convai_write", "convai_read"},
-		AllowedIPs: []string{"10.0.0.1", "10.1.0.0/16"}}, "")
+	secret, key, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "ci key", Permissions: []string{"convai_read", "convai_write", "convai_read"},
+		AllowedIPs: []string{"10.0.0.1", "10.1.0.0/16"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,22 +71,22 @@ func TestKeyCreation(t *testing.T) {
 	}
 
 	past, far := f.clock.Add(-time.Second).Unix(), f.clock.Add(app.MaxKeyLifetime+time.Hour).Unix()
-	_, _, err = f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, ExpiresAtUnix: &past}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, ExpiresAtUnix: &past})
 	wantKind(t, err, apperr.Invalid, "an expiry in the past")
-	_, _, err = f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, ExpiresAtUnix: &far}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, ExpiresAtUnix: &far})
 	wantKind(t, err, apperr.Invalid, "an expiry past ten years")
-	_, _, err = f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "\u00a0\u2003", Permissions: []string{"convai_read"}}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "\u00a0\u2003", Permissions: []string{"convai_read"}})
 	wantKind(t, err, apperr.Invalid, "a name of white space only")
-	_, _, err = f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, AllowedIPs: []string{"10.0.0.300"}}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, AllowedIPs: []string{"10.0.0.300"}})
 	wantKind(t, err, apperr.Invalid, "an address that does not parse")
-	_, _, err = f.app.CreateKey(ctx, f.admin, "sa_nobody", app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, "sa_nobody", app.KeySpec{Name: "k", Permissions: []string{"convai_read"}})
 	wantKind(t, err, apperr.NotFound, "a key for an unknown account")
 
 	reader := principal.Principal{WorkspaceID: "ws_a", UserID: f.acct, Permissions: []string{"convai_read", "service_account_write"}}
-	_, _, err = f.app.CreateKey(ctx, reader, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_write"}}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: reader}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_write"}})
 	wantKind(t, err, apperr.Forbidden, "a key with more than its maker holds")
 	other := principal.Principal{WorkspaceID: "ws_b", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
-	_, _, err = f.app.CreateKey(ctx, other, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}, "")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: other}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}})
 	wantKind(t, err, apperr.NotFound, "a key for another workspace's account")
 }
 
@@ -96,11 +96,11 @@ func TestRetriedKeyCreate(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	spec := app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}
-	_, first, err := f.app.CreateKey(ctx, f.admin, f.acct, spec, "key-1")
+	_, first, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = f.app.CreateKey(ctx, f.admin, f.acct, spec, "key-1")
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
 	wantKind(t, err, apperr.Conflict, "a retried create")
 	if !strings.Contains(err.Error(), first.KeyId) {
 		t.Fatalf("the answer names the key created: %v", err)
@@ -113,41 +113,41 @@ func TestRetriedKeyCreate(t *testing.T) {
 func TestKeyPatch(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	_, key, err := f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, AllowedIPs: []string{"10.0.0.1"}}, "")
+	_, key, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}, AllowedIPs: []string{"10.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := f.app.UpdateKey(ctx, f.admin, f.acct, key.KeyId, app.KeyPatch{Name: ptr(" renamed "), IsDisabled: ptr(true), ClearAllowedIPs: true,
-		RateLimitPerMinute: ptr(int64(60))}, "patch-1")
+	got, err := f.app.UpdateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "patch-1"}, f.acct, key.KeyId, app.KeyPatch{Name: ptr(" renamed "), IsDisabled: ptr(true), ClearAllowedIPs: true,
+		RateLimitPerMinute: ptr(int64(60))})
 	if err != nil || got.Name != "renamed" || !got.IsDisabled || len(got.AllowedIps) != 0 || got.GetRateLimitPerMinute() != 60 {
 		t.Fatalf("patch: %+v %v", got, err)
 	}
-	replay, err := f.app.UpdateKey(ctx, f.admin, f.acct, key.KeyId, app.KeyPatch{Name: ptr("another body")}, "patch-1")
+	replay, err := f.app.UpdateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "patch-1"}, f.acct, key.KeyId, app.KeyPatch{Name: ptr("another body")})
 	if err != nil || replay.Name != "renamed" {
 		t.Fatalf("a replayed patch applied its own body: %q %v", replay.GetName(), err)
 	}
 	reader := principal.Principal{WorkspaceID: "ws_a", UserID: f.acct, Permissions: []string{"convai_read", "service_account_write"}}
-	_, err = f.app.UpdateKey(ctx, reader, f.acct, key.KeyId, app.KeyPatch{Permissions: []string{"all"}}, "")
+	_, err = f.app.UpdateKey(ctx, principal.Caller{Principal: reader}, f.acct, key.KeyId, app.KeyPatch{Permissions: []string{"all"}})
 	wantKind(t, err, apperr.Forbidden, "patching in more than the editor holds")
-	_, err = f.app.UpdateKey(ctx, f.admin, "sa_other", key.KeyId, app.KeyPatch{Name: ptr("x")}, "")
+	_, err = f.app.UpdateKey(ctx, principal.Caller{Principal: f.admin}, "sa_other", key.KeyId, app.KeyPatch{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "a key through another account's path")
 }
 
 func TestKeyRevocation(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	_, key, err := f.app.CreateKey(ctx, f.admin, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}, "")
+	_, key, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, app.KeySpec{Name: "k", Permissions: []string{"convai_read"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.app.RevokeKey(ctx, f.admin, f.acct, key.KeyId, "revoke-1"); err != nil {
+	if err := f.app.RevokeKey(ctx, principal.Caller{Principal: f.admin, CommandID: "revoke-1"}, f.acct, key.KeyId); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.app.RevokeKey(ctx, f.admin, f.acct, key.KeyId, "revoke-1"); err != nil {
+	if err := f.app.RevokeKey(ctx, principal.Caller{Principal: f.admin, CommandID: "revoke-1"}, f.acct, key.KeyId); err != nil {
 		t.Fatalf("a replayed revocation answers as the first did: %v", err)
 	}
-	wantKind(t, f.app.RevokeKey(ctx, f.admin, f.acct, key.KeyId, ""), apperr.NotFound, "revoking a revoked key anew")
-	_, err = f.app.UpdateKey(ctx, f.admin, f.acct, key.KeyId, app.KeyPatch{Name: ptr("x")}, "")
+	wantKind(t, f.app.RevokeKey(ctx, principal.Caller{Principal: f.admin}, f.acct, key.KeyId), apperr.NotFound, "revoking a revoked key anew")
+	_, err = f.app.UpdateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, key.KeyId, app.KeyPatch{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "patching a revoked key")
 	if keys, _ := f.app.ReadModel.ListKeys(ctx, "ws_a", f.acct); len(keys) != 0 {
 		t.Fatalf("a revoked key is still listed: %d", len(keys))

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // Member roles.
@@ -32,7 +33,8 @@ const MaxEmailLen = 254
 // command id, an Idempotency-Key), answered with the member it added. The
 // role and the first name are checked at the edge, against the schema
 // (MemberAdd); the address is parsed here, which no schema can say.
-func (a *App) AddUser(ctx context.Context, workspaceID, email, firstName, role, commandID string) (*identityv1.User, error) {
+func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, firstName, role string) (*identityv1.User, error) {
+	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	addr, err := mail.ParseAddress(strings.TrimSpace(email))
 	if len(email) > MaxEmailLen || err != nil || addr.Name != "" {
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "email"}, Msg: "Input should be a valid e-mail address of at most 254 characters", Type: "value_error"}}

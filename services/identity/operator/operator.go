@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
@@ -53,7 +54,7 @@ func Register(svc micro.Service, a *app.App) error {
 		} else {
 			out = CreateWorkspaceResponse{WorkspaceID: ws.WorkspaceID, ServiceAccountUserID: ws.AdminAccountID, KeyID: ws.KeyID, APIKey: ws.Secret}
 			if in.OwnerEmail != "" {
-				if u, err := a.AddUser(ctx, ws.WorkspaceID, in.OwnerEmail, "", app.RoleAdmin, ""); err != nil {
+				if u, err := a.AddUser(ctx, principal.In(ws.WorkspaceID), in.OwnerEmail, "", app.RoleAdmin); err != nil {
 					out.Error = "workspace created, owner not added: " + err.Error()
 				} else {
 					out.OwnerUserID = u.GetUserId()

@@ -27,7 +27,7 @@ type accountInput struct {
 
 func (h *Handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in accountInput) (*identityv1.ServiceAccount, error) {
-		return h.App.CreateServiceAccount(r.Context(), principal.Of(r).WorkspaceID, in.Name, api.CommandID(r))
+		return h.App.CreateServiceAccount(r.Context(), api.CallerOf(r), in.Name)
 	}, func(a *identityv1.ServiceAccount) map[string]string {
 		return map[string]string{"service-account-user-id": a.GetUserId()}
 	})
@@ -198,7 +198,7 @@ func (h *Handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
 		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
 	}
-	secret, key, err := h.App.CreateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], spec, api.CommandID(r))
+	secret, key, err := h.App.CreateKey(r.Context(), api.CallerOf(r), mux.Vars(r)["user_id"], spec)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 		}
 		patch.IsDisabled = &disabled
 	}
-	key, err := h.App.UpdateKey(r.Context(), principal.Of(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch, api.CommandID(r))
+	key, err := h.App.UpdateKey(r.Context(), api.CallerOf(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch)
 	if err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	if err := h.App.RevokeKey(r.Context(), principal.Of(r), vars["user_id"], vars["key_id"], api.CommandID(r)); err != nil {
+	if err := h.App.RevokeKey(r.Context(), api.CallerOf(r), vars["user_id"], vars["key_id"]); err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
@@ -293,7 +293,7 @@ type memberInput struct {
 
 func (h *Handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusCreated, func(in memberInput) (*identityv1.User, error) {
-		return h.App.AddUser(r.Context(), principal.Of(r).WorkspaceID, in.Email, in.FirstName, in.Role, api.CommandID(r))
+		return h.App.AddUser(r.Context(), api.CallerOf(r), in.Email, in.FirstName, in.Role)
 	}, func(u *identityv1.User) memberView {
 		return memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
 	})

@@ -14,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
 // StoredConversations asks the tickets service, which keeps the
@@ -28,7 +27,7 @@ func NewStoredConversations(nc *nats.Conn) StoredConversations {
 }
 
 // Conversation returns the conversation's agent and transcript.
-func (s StoredConversations) Conversation(ctx context.Context, c app.Caller, conversationID string) (string, []json.RawMessage, error) {
+func (s StoredConversations) Conversation(ctx context.Context, c principal.Caller, conversationID string) (string, []json.RawMessage, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/convai/conversations/"+url.PathEscape(conversationID), nil)
 	if err != nil {
 		return "", nil, err

@@ -14,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // App is the testing application.
@@ -68,11 +67,4 @@ func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 		a.Invocations.Project = rm.ApplyInvocation
 	}
 	return a
-}
-
-// Caller is a command's caller (the one principal type of every service)
-// and the command's id, its Idempotency-Key.
-type Caller struct {
-	principal.Principal
-	CommandID string
 }

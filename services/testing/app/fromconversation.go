@@ -7,6 +7,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -45,7 +46,7 @@ type StoredConversations interface {
 	// Conversation returns the agent and the transcript of a conversation
 	// of the caller's workspace: apperr.ConversationUnknown when there is
 	// none.
-	Conversation(ctx context.Context, c Caller, conversationID string) (agentID string, transcript []json.RawMessage, err error)
+	Conversation(ctx context.Context, c principal.Caller, conversationID string) (agentID string, transcript []json.RawMessage, err error)
 }
 
 // CreateTestFromConversation stores an llm test that replays a production
@@ -55,7 +56,7 @@ type StoredConversations interface {
 // under its conversation_id. The body is checked first, then the agent
 // (404 agent_not_found), then the folder; the test itself passes the
 // rules of any created test.
-func (a *App) CreateTestFromConversation(ctx context.Context, c Caller, body []byte) (*testingv1.Test, error) {
+func (a *App) CreateTestFromConversation(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
 	in, transcript, err := ParseFromConversation(body)
 	if err != nil {
 		return nil, err
@@ -81,7 +82,7 @@ func (a *App) CreateTestFromConversation(ctx context.Context, c Caller, body []b
 // storedConversation completes a request that names a recorded
 // conversation: its transcript, and its agent unless the request names
 // one; the completed request is validated as a posted one is.
-func (a *App) storedConversation(ctx context.Context, c Caller, in domain.FromConversation) (domain.FromConversation, []json.RawMessage, error) {
+func (a *App) storedConversation(ctx context.Context, c principal.Caller, in domain.FromConversation) (domain.FromConversation, []json.RawMessage, error) {
 	if a.Conversations == nil {
 		return in, nil, apperr.ConversationUnknown
 	}

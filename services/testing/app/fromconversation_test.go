@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -246,7 +247,7 @@ func TestFromConversationRejects(t *testing.T) {
 // conversations is the recorded conversations of workspace "ws".
 type conversations map[string][]json.RawMessage
 
-func (c conversations) Conversation(_ context.Context, caller app.Caller, id string) (string, []json.RawMessage, error) {
+func (c conversations) Conversation(_ context.Context, caller principal.Caller, id string) (string, []json.RawMessage, error) {
 	t, ok := c[id]
 	if !ok || caller.WorkspaceID != "ws" {
 		return "", nil, apperr.ConversationUnknown

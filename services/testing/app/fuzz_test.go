@@ -60,7 +60,7 @@ func runTests(t *testing.T, body []byte) (in app.RunTestsInput, accepted bool, e
 	if in, err = apitest.Decode[app.RunTestsInput](api.RunTests, body); err != nil {
 		return in, false, err
 	}
-	_, err = (&app.App{}).RunTests(context.Background(), app.Caller{Principal: principal.Principal{WorkspaceID: "ws_fuzz"}}, "", in)
+	_, err = (&app.App{}).RunTests(context.Background(), principal.In("ws_fuzz"), "", in)
 	var ae *apperr.Error
 	if errors.As(err, &ae) && httpx.StatusOf(ae) == http.StatusNotFound && ae.Status == "agent_not_found" {
 		return in, true, nil

@@ -42,7 +42,7 @@ type world struct {
 	a     *app.App
 	p     *adapters.MemoryPorts
 	clock *clock
-	c     app.Caller
+	c     principal.Caller
 	test  string // a test's id
 }
 
@@ -55,7 +55,7 @@ func newWorld(t *testing.T) *world {
 	p := adapters.NewMemoryPorts(clk.Now)
 	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.DiscardHandler), clk.Now)
 	a.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
-	w := &world{t: t, a: a, p: p, clock: clk, c: app.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
+	w := &world{t: t, a: a, p: p, clock: clk, c: principal.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
 	subject, _ := events.AgentSubject("ws", agentID)
 	meta := esproto.Meta(ctx, "ws", "", clk.Now())
 	if _, err := esproto.Append(ctx, p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,

@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -73,7 +74,7 @@ func (a *App) Agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, e
 
 // RunTests creates an invocation with every run pending; the enqueuer
 // queues its runs.
-func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
+func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
 	// An invocation plans at least one test (the schema's minItems; said
 	// here too, as the title and folder below are the first test's).
@@ -151,7 +152,7 @@ func (a *App) RunTests(ctx context.Context, c Caller, agentID string, in RunTest
 
 // Cancel stops the runs of an invocation that have not started: their
 // queued jobs are purged, and runners skip jobs of a cancelled invocation.
-func (a *App) Cancel(ctx context.Context, c Caller, invocationID string) (*testingv1.Invocation, error) {
+func (a *App) Cancel(ctx context.Context, c principal.Caller, invocationID string) (*testingv1.Invocation, error) {
 	inv, err := a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		switch inv.Status {
 		case domain.InvocationCancelled:
@@ -186,7 +187,7 @@ type ResubmitInput struct {
 }
 
 // Resubmit runs some runs again, as a new attempt.
-func (a *App) Resubmit(ctx context.Context, c Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
+func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
 	checkOverride(&v, in.AgentConfigOverride)
 	if err := v.Err(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -34,7 +35,7 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 }
 
 // CreateTest stores a new test.
-func (a *App) CreateTest(ctx context.Context, c Caller, body []byte) (*testingv1.Test, error) {
+func (a *App) CreateTest(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
 	in, raw, err := ParseTest(body)
 	if err != nil {
 		return nil, err
@@ -48,7 +49,7 @@ func (a *App) CreateTest(ctx context.Context, c Caller, body []byte) (*testingv1
 
 // createTest stores a parsed test whose folder is checked; with an
 // Idempotency-Key its id is stable, so a retry stores nothing new.
-func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw map[string]json.RawMessage) (*testingv1.Test, error) {
+func (a *App) createTest(ctx context.Context, c principal.Caller, in domain.TestInput, raw map[string]json.RawMessage) (*testingv1.Test, error) {
 	parent := deref(in.ParentFolderID)
 	if parent == "root" {
 		parent = "" // the root, as listings and bulk-move spell it
@@ -68,7 +69,7 @@ func (a *App) createTest(ctx context.Context, c Caller, in domain.TestInput, raw
 }
 
 // UpdateTest replaces a test's definition (PUT: the full object).
-func (a *App) UpdateTest(ctx context.Context, c Caller, testID string, body []byte) (*testingv1.Test, error) {
+func (a *App) UpdateTest(ctx context.Context, c principal.Caller, testID string, body []byte) (*testingv1.Test, error) {
 	in, raw, err := ParseTest(body)
 	if err != nil {
 		return nil, err
@@ -89,7 +90,7 @@ func (a *App) UpdateTest(ctx context.Context, c Caller, testID string, body []by
 
 // DeleteTest deletes a test; invocations that ran it keep their pinned
 // version.
-func (a *App) DeleteTest(ctx context.Context, c Caller, testID string) error {
+func (a *App) DeleteTest(ctx context.Context, c principal.Caller, testID string) error {
 	_, err := a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.Now().Unix()
 		t.DeletedAtUnix = &now
@@ -167,7 +168,7 @@ func (a *App) Summaries(ctx context.Context, ws string, testIDs []string) (map[s
 
 // BulkMove moves tests and folders (1 to 1000 ids, as the schema,
 // BulkMove, says) into a folder ("" and "root" are the root).
-func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo string) (int, error) {
+func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []string, moveTo string) (int, error) {
 	var v apperr.Validator
 	if moveTo == "root" {
 		moveTo = ""
@@ -228,7 +229,7 @@ func (a *App) BulkMove(ctx context.Context, c Caller, entityIDs []string, moveTo
 }
 
 // CreateFolder creates a folder.
-func (a *App) CreateFolder(ctx context.Context, c Caller, name, parent string) (*testingv1.Folder, error) {
+func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent string) (*testingv1.Folder, error) {
 	if parent == "root" {
 		parent = ""
 	}
@@ -247,7 +248,7 @@ func (a *App) CreateFolder(ctx context.Context, c Caller, name, parent string) (
 }
 
 // RenameFolder renames a folder.
-func (a *App) RenameFolder(ctx context.Context, c Caller, id, name string) (*testingv1.Folder, error) {
+func (a *App) RenameFolder(ctx context.Context, c principal.Caller, id, name string) (*testingv1.Folder, error) {
 	return a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
 		if f.Name == name {
 			return nil, nil
@@ -261,7 +262,7 @@ func (a *App) RenameFolder(ctx context.Context, c Caller, id, name string) (*tes
 // deletes everything under it. With a command id each deletion carries
 // its own derived from it, and a replay of a deletion done answers as it
 // did.
-func (a *App) DeleteFolder(ctx context.Context, c Caller, id string, force bool) error {
+func (a *App) DeleteFolder(ctx context.Context, c principal.Caller, id string, force bool) error {
 	if _, _, err := a.Folders.Get(ctx, c.WorkspaceID, id); err != nil {
 		if _, _, replay, rerr := a.Folders.Recorded(ctx, c.WorkspaceID, id, c.CommandID); isNotFound(err) && rerr == nil && replay {
 			return nil

@@ -3,6 +3,7 @@ package ports
 import (
 	"net/http"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
@@ -13,7 +14,7 @@ func (h *Handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Req
 	if err != nil {
 		return err
 	}
-	t, err := h.App.CreateTestFromConversation(r.Context(), caller(r), body)
+	t, err := h.App.CreateTestFromConversation(r.Context(), api.CallerOf(r), body)
 	if err != nil {
 		return err
 	}

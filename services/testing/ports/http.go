@@ -14,7 +14,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -22,13 +21,8 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
-// caller is who is calling, with the request's command id.
-func caller(r *http.Request) app.Caller {
-	return app.Caller{Principal: principal.Of(r), CommandID: api.CommandID(r)}
-}
-
 func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
@@ -45,7 +39,7 @@ func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3).
 func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var q struct {
 		K int `json:"k"` // the edge checked it against the parameter's 1..10
 	}
@@ -78,7 +72,7 @@ func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	body, err := httpx.ReadBody(r)
 	if err != nil {
 		return err
@@ -88,7 +82,7 @@ func (h *Handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	if err := h.App.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
 		return err
 	}
@@ -110,7 +104,7 @@ type testsQuery struct {
 }
 
 func (h *Handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	params := testsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
@@ -151,7 +145,7 @@ func mapEach[T, V any](xs []T, f func(T) V) []V {
 }
 
 func (h *Handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var in struct {
 		TestIDs []string `json:"test_ids"`
 	}
@@ -171,7 +165,7 @@ func (h *Handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var in struct {
 		EntityIDs []string `json:"entity_ids"`
 		MoveTo    *string  `json:"move_to"`
@@ -206,7 +200,7 @@ type folderInput struct {
 }
 
 func (h *Handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
@@ -229,7 +223,7 @@ func (h *Handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string
 }
 
 func (h *Handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	f, _, err := h.App.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
 		return err
@@ -238,7 +232,7 @@ func (h *Handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var in folderInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
@@ -251,7 +245,7 @@ func (h *Handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var q struct {
 		Force bool `json:"force"`
 	}
@@ -262,7 +256,7 @@ func (h *Handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var in app.RunTestsInput
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
@@ -341,7 +335,7 @@ func prefersXML(accept []string) bool {
 }
 
 func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	var q struct {
 		Format   string `json:"format"`
 		Baseline string `json:"baseline_invocation_id"`
@@ -391,7 +385,7 @@ type invocationsQuery struct {
 }
 
 func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	params := invocationsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
@@ -406,7 +400,7 @@ func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error
 }
 
 func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := caller(r)
+	c := api.CallerOf(r)
 	inv, err := h.App.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
@@ -417,7 +411,7 @@ func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) erro
 
 func (h *Handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.ResubmitInput) (*testingv1.Invocation, error) {
-		return h.App.Resubmit(r.Context(), caller(r), mux.Vars(r)["invocation_id"], in)
+		return h.App.Resubmit(r.Context(), api.CallerOf(r), mux.Vars(r)["invocation_id"], in)
 	}, resubmittedView)
 }
 

@@ -59,7 +59,7 @@ func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request)
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	c := caller(r)
+	c := api.CallerOf(r)
 	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, mux.Vars(r)["agent_id"])
 	if err != nil {
 		return err

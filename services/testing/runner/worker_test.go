@@ -73,7 +73,7 @@ func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App,
 	log := slog.New(slog.DiscardHandler)
 	a := app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now)
 	const ws = "ws_1"
-	test, err := a.CreateTest(ctx, app.Caller{Principal: principal.Principal{WorkspaceID: ws}}, []byte(`{"type":"llm","name":"hours",
+	test, err := a.CreateTest(ctx, principal.In(ws), []byte(`{"type":"llm","name":"hours",
 	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -61,7 +61,7 @@ func (a *App) ClusterAgent(ctx context.Context, workspaceID, agentID string) err
 		if !byID[dup].NeedsClustering {
 			continue
 		}
-		if _, err := a.Merge(ctx, caller, into, []string{dup}, ""); err != nil {
+		if _, err := a.Merge(ctx, principal.Caller{Principal: caller}, into, []string{dup}); err != nil {
 			return fmt.Errorf("merge duplicate %s into %s: %w", dup, into, err)
 		}
 	}

@@ -57,7 +57,8 @@ type ManualInput struct {
 // has an active ticket, the report is added to that one (its comments,
 // turn comments and priority), as the public API does; existing tells the
 // caller which happened.
-func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateInput, commandID string) (t *ticketsv1.Ticket, existing bool, err error) {
+func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInput) (t *ticketsv1.Ticket, existing bool, err error) {
+	commandID := caller.CommandID
 	// The body's shape (ids, lengths, enums, ranges) is checked at the
 	// edge against the operation's schema; the QA worker's reports are
 	// made from events checked when they were ingested.
@@ -143,7 +144,8 @@ func (a *App) Create(ctx context.Context, caller principal.Principal, in CreateI
 }
 
 // CreateManual raises a manual ticket on an agent.
-func (a *App) CreateManual(ctx context.Context, caller principal.Principal, agentID string, in ManualInput, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID string, in ManualInput) (*ticketsv1.Ticket, error) {
+	commandID := caller.CommandID
 	if err := a.RequireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
 		return nil, err
 	}

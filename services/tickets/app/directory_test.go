@@ -12,6 +12,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -35,7 +36,7 @@ func TestAnAgentIsUsableAsSoonAsItExists(t *testing.T) {
 	put(&agentsv1.AgentCreated{Agent: &agentsv1.Agent{AgentId: "agent_b", WorkspaceId: "ws_b"}}, "ws_b", "agent_b")
 
 	raise := func(agent string) error {
-		_, err := f.app.CreateManual(ctx, f.qa, agent, app.ManualInput{Title: ptr("Wrong price")}, "")
+		_, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, agent, app.ManualInput{Title: ptr("Wrong price")})
 		return err
 	}
 	if err := raise("agent_new"); !errors.Is(err, apperr.AgentNotFound) {
@@ -101,12 +102,12 @@ func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
 	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_new", WorkspaceId: "ws_a"}}, events.UserSubject, "ws_a", "user_new")
 	put(&identityv1.ServiceAccountCreated{Account: &identityv1.ServiceAccount{UserId: "sa_new", WorkspaceId: "ws_a"}}, events.ServiceAccountSubject, "ws_a", "sa_new")
 	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_b", WorkspaceId: "ws_b"}}, events.UserSubject, "ws_b", "user_b")
-	tk, err := f.app.CreateManual(ctx, f.qa, "agent_1", app.ManualInput{Title: ptr("Wrong price")}, "")
+	tk, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, "agent_1", app.ManualInput{Title: ptr("Wrong price")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	assign := func(user string) error {
-		_, err := f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}}, "")
+		_, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}})
 		return err
 	}
 	wantKind(t, assign("user_new"), apperr.Invalid, "without the stream to ask, a member the directory lacks")

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -77,7 +78,7 @@ func TestListSearchSaysWhereItMatched(t *testing.T) {
 	ctx := context.Background()
 	byTitle := f.manual(t, "agent_1", "Refund window wrong")
 	byTurn := f.manual(t, "agent_1", "Greeting")
-	if _, err := f.app.AddTurnComment(ctx, f.qa, byTurn.TicketId, app.TurnCommentInput{TurnIndex: ptr(3), Comment: "quoted the REFUND policy of 2019"}, ""); err != nil {
+	if _, err := f.app.AddTurnComment(ctx, principal.Caller{Principal: f.qa}, byTurn.TicketId, app.TurnCommentInput{TurnIndex: ptr(3), Comment: "quoted the REFUND policy of 2019"}); err != nil {
 		t.Fatal(err)
 	}
 	f.manual(t, "agent_1", "Unrelated")
@@ -108,13 +109,13 @@ func TestTurnComments(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	tk := f.manual(t, "agent_1", "Greeting")
-	_, err := f.app.AddTurnComment(ctx, f.qa, tk.TicketId, app.TurnCommentInput{Comment: "which turn?"}, "")
+	_, err := f.app.AddTurnComment(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.TurnCommentInput{Comment: "which turn?"})
 	wantKind(t, err, apperr.Invalid, "a turn comment without its turn")
-	got, err := f.app.AddTurnComment(ctx, f.qa, tk.TicketId, app.TurnCommentInput{TurnIndex: ptr(0), Comment: "too curt"}, "")
+	got, err := f.app.AddTurnComment(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.TurnCommentInput{TurnIndex: ptr(0), Comment: "too curt"})
 	if err != nil || len(got.TurnComments) != 1 || got.TurnComments[0].TurnIndex != 0 || got.TurnComments[0].GetOwnerUserId() != "user_qa" {
 		t.Fatalf("turn comment: %+v, %v", got.GetTurnComments(), err)
 	}
-	_, err = f.app.AddTurnComment(ctx, f.other, tk.TicketId, app.TurnCommentInput{TurnIndex: ptr(0), Comment: "mine"}, "")
+	_, err = f.app.AddTurnComment(ctx, principal.Caller{Principal: f.other}, tk.TicketId, app.TurnCommentInput{TurnIndex: ptr(0), Comment: "mine"})
 	wantKind(t, err, apperr.NotFound, "another workspace's turn comment")
 }
 

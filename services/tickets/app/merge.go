@@ -29,7 +29,8 @@ import (
 // target as the first attempt left it and completes that attempt's
 // sources, whatever its own body says (checking it would fail: its
 // sources are merged by then).
-func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID string, sourceIDs []string) (*ticketsv1.Ticket, error) {
+	commandID := caller.CommandID
 	var v apperr.Validator
 	v.Check(len(sourceIDs) >= 1, "Give 1 to 100 ticket ids", "value_error", "body", "source_ticket_ids")
 	for i, id := range sourceIDs {
@@ -41,14 +42,14 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 	}
 	ws := caller.WorkspaceID
 	now := a.Now().Unix()
-	if first, done, err := a.mergeReplayed(ctx, caller, targetID, commandID, now); done || err != nil {
+	if first, done, err := a.mergeReplayed(ctx, caller.Principal, targetID, commandID, now); done || err != nil {
 		return first, err
 	}
 	sources, err := a.mergeable(ctx, ws, targetID, sourceIDs)
 	if err != nil {
 		// Another copy of this keyed merge may have won the race since the
 		// check above (its sources are merged now): answer as it did.
-		if first, done, rerr := a.mergeReplayed(ctx, caller, targetID, commandID, now); done || rerr != nil {
+		if first, done, rerr := a.mergeReplayed(ctx, caller.Principal, targetID, commandID, now); done || rerr != nil {
 			return first, rerr
 		}
 		return nil, err
@@ -72,7 +73,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Principal, targetID st
 	if err != nil {
 		return nil, err
 	}
-	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, commandID, now)
+	return merged, a.foldSources(ctx, caller.Principal, targetID, sourceIDs, commandID, now)
 }
 
 // mergeReplayed answers a keyed merge whose command the target already

@@ -202,10 +202,10 @@ type ConversationReport struct {
 func (a *App) RaiseFromConversation(ctx context.Context, r ConversationReport) (*ticketsv1.Ticket, error) {
 	caller := principal.Principal{WorkspaceID: r.WorkspaceID, UserID: QAActor}
 	seen := r.At.Unix()
-	t, _, err := a.Create(ctx, caller, CreateInput{
+	t, _, err := a.Create(ctx, principal.Caller{Principal: caller, CommandID: "qa-worker/" + r.EventID}, CreateInput{
 		ConversationID: &r.ConversationID, AgentID: &r.AgentID, Source: &r.Source,
 		QAComment: proto.String(clip(r.Comment)), FirstSeenUnixSecs: &seen, LastSeenUnixSecs: &seen,
-	}, "qa-worker/"+r.EventID)
+	})
 	return t, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -114,7 +115,7 @@ func TestFailuresPassToTheMergeTarget(t *testing.T) {
 	ctx := context.Background()
 	qa := f.record(t, failing("test_1", run("inv_1", "run_1")))
 	target := f.manual(t, "agent_1", "refunds are wrong")
-	if _, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{qa.TicketId}, ""); err != nil {
+	if _, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{qa.TicketId}); err != nil {
 		t.Fatal(err)
 	}
 	got := f.record(t, failing("test_1", run("inv_2", "run_2")))
@@ -133,7 +134,7 @@ func TestFailuresPassToTheMergeTarget(t *testing.T) {
 func TestDeletedTicketMakesWayForANewOne(t *testing.T) {
 	f := newFixture(t)
 	first := f.record(t, failing("test_1", run("inv_1", "run_1")))
-	if err := f.app.Delete(context.Background(), f.admin, first.TicketId, ""); err != nil {
+	if err := f.app.Delete(context.Background(), principal.Caller{Principal: f.admin}, first.TicketId); err != nil {
 		t.Fatal(err)
 	}
 	next := f.record(t, failing("test_1", run("inv_2", "run_2")))

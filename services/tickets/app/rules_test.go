@@ -92,7 +92,7 @@ func (f *fixture) raise(t *testing.T, conv, comment, priority, key string) (*tic
 	if priority != "" {
 		in.Priority = &priority
 	}
-	tk, existing, err := f.app.Create(context.Background(), f.qa, in, key)
+	tk, existing, err := f.app.Create(context.Background(), principal.Caller{Principal: f.qa, CommandID: key}, in)
 	if err != nil {
 		t.Fatalf("raise on %s: %v", conv, err)
 	}
@@ -101,7 +101,7 @@ func (f *fixture) raise(t *testing.T, conv, comment, priority, key string) (*tic
 
 func (f *fixture) manual(t *testing.T, agent, title string) *ticketsv1.Ticket {
 	t.Helper()
-	tk, err := f.app.CreateManual(context.Background(), f.qa, agent, app.ManualInput{Title: &title, QAComment: ptr("seen in review")}, "")
+	tk, err := f.app.CreateManual(context.Background(), principal.Caller{Principal: f.qa}, agent, app.ManualInput{Title: &title, QAComment: ptr("seen in review")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func (f *fixture) manual(t *testing.T, agent, title string) *ticketsv1.Ticket {
 
 func (f *fixture) setStatus(status string) func(*testing.T, string) (*ticketsv1.Ticket, error) {
 	return func(_ *testing.T, id string) (*ticketsv1.Ticket, error) {
-		return f.app.Update(context.Background(), f.qa, id, app.PatchInput{Status: &status}, "")
+		return f.app.Update(context.Background(), principal.Caller{Principal: f.qa}, id, app.PatchInput{Status: &status})
 	}
 }
 
@@ -153,20 +153,20 @@ func TestPatchRecordsOnlyWhatChanged(t *testing.T) {
 	ctx := context.Background()
 	tk := f.manual(t, "agent_1", "title")
 	f.clock = f.clock.Add(time.Minute)
-	got, err := f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{
+	got, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{
 		Title: ptr("  new title "), AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_dev")}, Priority: app.Nullable{Set: true, Value: ptr("high")},
-	}, "")
+	})
 	if err != nil || got.Title != "new title" || got.GetAssigneeUserId() != "user_dev" || got.Priority != "high" || got.UpdatedAtUnixSecs != f.clock.Unix() {
 		t.Fatalf("patch: %+v %v", got, err)
 	}
 	// Unassign and clear the priority with explicit nulls.
-	got, err = f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true}, Priority: app.Nullable{Set: true}}, "")
+	got, err = f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true}, Priority: app.Nullable{Set: true}})
 	if err != nil || got.AssigneeUserId != nil || got.Priority != "" {
 		t.Fatalf("nulls: %+v %v", got, err)
 	}
-	_, err = f.app.Update(ctx, f.qa, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_stranger")}}, "")
+	_, err = f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr("user_stranger")}})
 	wantKind(t, err, apperr.Invalid, "assigning a non-member")
-	_, err = f.app.Update(ctx, f.other, tk.TicketId, app.PatchInput{Title: ptr("x")}, "")
+	_, err = f.app.Update(ctx, principal.Caller{Principal: f.other}, tk.TicketId, app.PatchInput{Title: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's ticket")
 }
 
@@ -197,15 +197,15 @@ func TestReportsOnAConversationJoinItsActiveTicket(t *testing.T) {
 func TestCreateRefusals(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	_, _, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_unknown"), QAComment: ptr("x")}, "")
+	_, _, err := f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_unknown"), QAComment: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "an unknown conversation without agent_id")
-	_, _, err = f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr("x"), AgentID: ptr("agent_2")}, "")
+	_, _, err = f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr("x"), AgentID: ptr("agent_2")})
 	wantKind(t, err, apperr.Invalid, "agent_id contradicting the conversation's agent")
-	_, _, err = f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_1")}, "")
+	_, _, err = f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_1")})
 	wantKind(t, err, apperr.Invalid, "neither qa_comment nor turn_comments")
-	_, err = f.app.CreateManual(ctx, f.other, "agent_1", app.ManualInput{Title: ptr("x")}, "")
+	_, err = f.app.CreateManual(ctx, principal.Caller{Principal: f.other}, "agent_1", app.ManualInput{Title: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's agent")
-	tk, existing, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_new"), AgentID: ptr("agent_2"), QAComment: ptr("x")}, "")
+	tk, existing, err := f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_new"), AgentID: ptr("agent_2"), QAComment: ptr("x")})
 	if err != nil || existing || tk.AgentId != "agent_2" {
 		t.Fatalf("a conversation not yet seen, with its agent: %+v %v", tk, err)
 	}
@@ -220,16 +220,16 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 		t.Fatalf("a retried create: existing=%v %+v", existing, again)
 	}
 	for range 2 {
-		got, err := f.app.AddComment(ctx, f.qa, first.TicketId, app.CommentInput{Comment: "look at turn 3"}, "key-comment")
+		got, err := f.app.AddComment(ctx, principal.Caller{Principal: f.qa, CommandID: "key-comment"}, first.TicketId, app.CommentInput{Comment: "look at turn 3"})
 		if err != nil || len(got.TicketComments) != 1 {
 			t.Fatalf("keyed comment: %d comments, %v", len(got.GetTicketComments()), err)
 		}
 	}
-	up1, err := f.app.Update(ctx, f.qa, first.TicketId, app.PatchInput{Title: ptr("first body")}, "key-patch")
+	up1, err := f.app.Update(ctx, principal.Caller{Principal: f.qa, CommandID: "key-patch"}, first.TicketId, app.PatchInput{Title: ptr("first body")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	up2, err := f.app.Update(ctx, f.qa, first.TicketId, app.PatchInput{Title: ptr("second body")}, "key-patch")
+	up2, err := f.app.Update(ctx, principal.Caller{Principal: f.qa, CommandID: "key-patch"}, first.TicketId, app.PatchInput{Title: ptr("second body")})
 	if err != nil || up2.Title != up1.Title {
 		t.Fatalf("a replayed patch with another body applied it: %q %v", up2.GetTitle(), err)
 	}
@@ -240,18 +240,18 @@ func TestMerge(t *testing.T) {
 	ctx := context.Background()
 	target := f.manual(t, "agent_1", "target")
 	src1, _ := f.raise(t, "conv_1", "one", "urgent", "")
-	src2, _, err := f.app.Create(ctx, f.qa, app.CreateInput{ConversationID: ptr("conv_2"), AgentID: ptr("agent_1"), QAComment: ptr("two")}, "")
+	src2, _, err := f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_2"), AgentID: ptr("agent_1"), QAComment: ptr("two")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	alien := f.manual(t, "agent_2", "another agent's")
 
-	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{target.TicketId}, "")
+	_, err = f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{target.TicketId})
 	wantKind(t, err, apperr.Invalid, "merging a ticket into itself")
-	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{alien.TicketId}, "")
+	_, err = f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{alien.TicketId})
 	wantKind(t, err, apperr.Invalid, "merging another agent's ticket")
 
-	merged, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId, src2.TicketId}, "key-merge")
+	merged, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa, CommandID: "key-merge"}, target.TicketId, []string{src1.TicketId, src2.TicketId})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,11 +266,11 @@ func TestMerge(t *testing.T) {
 	}
 	// A replay answers the first result; a fresh merge of a merged
 	// source is refused, and merged is final.
-	replay, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId, src2.TicketId}, "key-merge")
+	replay, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa, CommandID: "key-merge"}, target.TicketId, []string{src1.TicketId, src2.TicketId})
 	if err != nil || len(replay.ConversationIds) != 2 {
 		t.Fatalf("replayed merge: %+v %v", replay, err)
 	}
-	_, err = f.app.Merge(ctx, f.qa, target.TicketId, []string{src1.TicketId}, "")
+	_, err = f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{src1.TicketId})
 	wantKind(t, err, apperr.Conflict, "merging a merged ticket")
 	_, err = f.setStatus(domain.StatusOpen)(t, src1.TicketId)
 	wantKind(t, err, apperr.Conflict, "reopening a merged ticket")
@@ -279,10 +279,10 @@ func TestMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := f.manual(t, "agent_1", "late")
-	if _, err := f.app.Merge(ctx, f.qa, target.TicketId, []string{late.TicketId}, ""); err != nil {
+	if _, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{late.TicketId}); err != nil {
 		t.Fatalf("a resolved target absorbs: %v", err)
 	}
-	_, err = f.app.Merge(ctx, f.qa, src1.TicketId, []string{f.manual(t, "agent_1", "x").TicketId}, "")
+	_, err = f.app.Merge(ctx, principal.Caller{Principal: f.qa}, src1.TicketId, []string{f.manual(t, "agent_1", "x").TicketId})
 	wantKind(t, err, apperr.Conflict, "merging into a merged ticket")
 }
 
@@ -291,8 +291,8 @@ func TestDeleteIsForTheOwnerOrAnAdmin(t *testing.T) {
 	ctx := context.Background()
 	tk := f.manual(t, "agent_1", "mine")
 	dev := principal.Principal{WorkspaceID: "ws_a", UserID: "user_dev", Permissions: []string{"convai_write"}}
-	wantKind(t, f.app.Delete(ctx, dev, tk.TicketId, ""), apperr.Forbidden, "deleting another's ticket")
-	if err := f.app.Delete(ctx, f.admin, tk.TicketId, ""); err != nil {
+	wantKind(t, f.app.Delete(ctx, principal.Caller{Principal: dev}, tk.TicketId), apperr.Forbidden, "deleting another's ticket")
+	if err := f.app.Delete(ctx, principal.Caller{Principal: f.admin}, tk.TicketId); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := f.app.Get(ctx, "ws_a", tk.TicketId); !errors.Is(err, apperr.TicketNotFound) {

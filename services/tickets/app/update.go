@@ -46,7 +46,8 @@ type PatchInput struct {
 // machine (409 when illegal); every change is recorded. With a command id
 // (an Idempotency-Key) a replay answers the first result, as for every
 // change below.
-func (a *App) Update(ctx context.Context, caller principal.Principal, ticketID string, in PatchInput, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) Update(ctx context.Context, caller principal.Caller, ticketID string, in PatchInput) (*ticketsv1.Ticket, error) {
+	commandID := caller.CommandID
 	var v apperr.Validator
 	if in.AssigneeUserID.Value != nil {
 		member, err := a.isMember(ctx, caller.WorkspaceID, *in.AssigneeUserID.Value)
@@ -120,7 +121,8 @@ func equalPtr(a, b *string) bool {
 }
 
 // AddComment appends a ticket comment.
-func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticketID string, in CommentInput, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) AddComment(ctx context.Context, caller principal.Caller, ticketID string, in CommentInput) (*ticketsv1.Ticket, error) {
+	commandID := caller.CommandID
 	return a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: in.Comment, CreatedAtUnixSecs: a.Now().Unix(), OwnerUserId: &caller.UserID})
 		return &ticketsv1.TicketCommented{Meta: meta, Ticket: t}, nil
@@ -128,7 +130,8 @@ func (a *App) AddComment(ctx context.Context, caller principal.Principal, ticket
 }
 
 // AddTurnComment appends a comment on one transcript turn.
-func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ticketID string, in TurnCommentInput, commandID string) (*ticketsv1.Ticket, error) {
+func (a *App) AddTurnComment(ctx context.Context, caller principal.Caller, ticketID string, in TurnCommentInput) (*ticketsv1.Ticket, error) {
+	commandID := caller.CommandID
 	turns := turnsOf([]TurnCommentInput{in})
 	if len(turns) == 0 {
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "turn_index"}, Msg: "Field required", Type: "missing"}}
@@ -140,7 +143,8 @@ func (a *App) AddTurnComment(ctx context.Context, caller principal.Principal, ti
 }
 
 // Delete removes a ticket: only its creator or a workspace admin may.
-func (a *App) Delete(ctx context.Context, caller principal.Principal, ticketID, commandID string) error {
+func (a *App) Delete(ctx context.Context, caller principal.Caller, ticketID string) error {
+	commandID := caller.CommandID
 	_, err := a.change(ctx, caller.WorkspaceID, ticketID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 		if t.OwnerUserId != caller.UserID && !caller.IsAdmin() {
 			return nil, apperr.NotTicketOwner

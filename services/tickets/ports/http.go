@@ -61,7 +61,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	t, existing, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	t, existing, err := h.App.Create(r.Context(), api.CallerOf(r), in)
 	code := http.StatusCreated
 	if existing {
 		code = http.StatusOK // the report joined the conversation's open ticket
@@ -71,7 +71,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusCreated, func(in app.ManualInput) (*ticketsv1.Ticket, error) {
-		return h.App.CreateManual(r.Context(), principal.Of(r), mux.Vars(r)["agent_id"], in, api.CommandID(r))
+		return h.App.CreateManual(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"], in)
 	}, answer)
 }
 
@@ -82,23 +82,23 @@ func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.PatchInput) (*ticketsv1.Ticket, error) {
-		return h.App.Update(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+		return h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
 	}, answer)
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], api.CommandID(r)))
+	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"]))
 }
 
 func (h *Handlers) Comment(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.CommentInput) (*ticketsv1.Ticket, error) {
-		return h.App.AddComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+		return h.App.AddComment(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
 	}, answer)
 }
 
 func (h *Handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in app.TurnCommentInput) (*ticketsv1.Ticket, error) {
-		return h.App.AddTurnComment(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in, api.CommandID(r))
+		return h.App.AddTurnComment(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
 	}, answer)
 }
 
@@ -108,7 +108,7 @@ type mergeInput struct {
 
 func (h *Handlers) Merge(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in mergeInput) (*ticketsv1.Ticket, error) {
-		return h.App.Merge(r.Context(), principal.Of(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs, api.CommandID(r))
+		return h.App.Merge(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs)
 	}, answer)
 }
 

@@ -11,6 +11,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -59,12 +60,12 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	w, first := f.create(t, "")
-	rotated, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Secret: ptr("whsec_rotated_secret_value_0123456789")}, "")
+	rotated, err := f.app.Update(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.Input{Secret: ptr("whsec_rotated_secret_value_0123456789")})
 	if err != nil || rotated.SecretHint == w.SecretHint || slices.Equal(rotated.SecretSealed, w.SecretSealed) {
 		t.Fatalf("rotated: %+v %v", rotated, err)
 	}
 	f.sender.status = 503
-	att, err := f.app.Test(ctx, f.caller, w.WebhookId, "call_ended")
+	att, err := f.app.Test(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, "call_ended")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	if rows, _ := f.app.Health(ctx, "ws_a"); rows[0].Health.Attempts != 0 {
 		t.Fatalf("a test counted in health: %+v", rows[0].Health)
 	}
-	_, err = f.app.Test(ctx, f.caller, "whk_missing", "call_ended")
+	_, err = f.app.Test(ctx, principal.Caller{Principal: f.caller}, "whk_missing", "call_ended")
 	wantKind(t, err, apperr.NotFound, "a test of an unknown webhook")
 }
 
@@ -122,11 +123,11 @@ func TestResend(t *testing.T) {
 	first := delivered(w, "evt_1", 0, f.clock.UnixMilli(), false, false)
 	f.attempts.Add(first)
 	f.attempts.Add(delivered(w, "evt_1", 1, f.clock.UnixMilli()+1, false, true))
-	r1, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-1")
+	r1, err := f.app.Resend(ctx, principal.Caller{Principal: f.caller, CommandID: "key-1"}, w.WebhookId, app.DeliveryID(first))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-1")
+	r2, err := f.app.Resend(ctx, principal.Caller{Principal: f.caller, CommandID: "key-1"}, w.WebhookId, app.DeliveryID(first))
 	if err != nil || r2 != r1 || r1.EventID != "evt_1" || r1.DeliveryID == app.DeliveryID(first) {
 		t.Fatalf("resent %+v then %+v (%v)", r1, r2, err)
 	}
@@ -134,22 +135,22 @@ func TestResend(t *testing.T) {
 	if len(jobs) != 1 || jobs[0].EventId != "evt_1" || string(jobs[0].Body) != string(first.RequestBody) || jobs[0].ResendId == "" || jobs[0].PublishedAtUnixMs != f.clock.UnixMilli() {
 		t.Fatalf("jobs: %v", jobs)
 	}
-	if _, err := f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-2"); err != nil || len(f.queue.Jobs()) != 2 {
+	if _, err := f.app.Resend(ctx, principal.Caller{Principal: f.caller, CommandID: "key-2"}, w.WebhookId, app.DeliveryID(first)); err != nil || len(f.queue.Jobs()) != 2 {
 		t.Fatalf("another key queues another delivery: %v, %d jobs", err, len(f.queue.Jobs()))
 	}
 
-	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, "dlv_missing", "")
+	_, err = f.app.Resend(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, "dlv_missing")
 	wantKind(t, err, apperr.NotFound, "an unknown delivery")
-	test, err := f.app.Test(ctx, f.caller, w.WebhookId, "call_ended")
+	test, err := f.app.Test(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, "call_ended")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(test), "")
+	_, err = f.app.Resend(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, app.DeliveryID(test))
 	wantKind(t, err, apperr.NotFound, "a test delivery")
 	if err := app.DisableGone(ctx, f.app.Webhooks, w, 410, f.clock); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.app.Resend(ctx, f.caller, w.WebhookId, app.DeliveryID(first), "key-3")
+	_, err = f.app.Resend(ctx, principal.Caller{Principal: f.caller, CommandID: "key-3"}, w.WebhookId, app.DeliveryID(first))
 	if !errors.Is(err, apperr.WebhookInactive) {
 		t.Fatalf("resend to a disabled webhook: %v", err)
 	}
@@ -170,7 +171,7 @@ func TestRecover(t *testing.T) {
 		delivered(w, "evt_1", 0, at+1, false, true),    // failed, then delivered
 		delivered(w, "evt_0", 0, at-1000, false, true), // before the range
 	}
-	out, more, err := f.app.Recover(ctx, f.caller, w.WebhookId, domain.LogFilter{FromMs: at}, "")
+	out, more, err := f.app.Recover(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.LogFilter{FromMs: at})
 	if err != nil || more || len(out) != 1 || out[0].EventID != "evt_3" {
 		t.Fatalf("recovered %+v more %v: %v", out, more, err)
 	}
@@ -185,15 +186,15 @@ func TestIngest(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	in := domain.IngestInput{Event: "call_ended", Data: json.RawMessage(`{ "call_id": "c1" }`)}
-	id1, err := f.app.Ingest(ctx, "ws_a", in, "key-1")
+	id1, err := f.app.Ingest(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "key-1"}, in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	id2, err := f.app.Ingest(ctx, "ws_a", in, "key-1")
+	id2, err := f.app.Ingest(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "key-1"}, in)
 	if err != nil || id2 != id1 {
 		t.Fatalf("retried ingest: %s vs %s (%v)", id2, id1, err)
 	}
-	if id3, _ := f.app.Ingest(ctx, "ws_b", in, "key-1"); id3 == id1 {
+	if id3, _ := f.app.Ingest(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_b"}, CommandID: "key-1"}, in); id3 == id1 {
 		t.Fatal("the same key in another workspace answered the same id")
 	}
 	evs := f.queue.Events()
@@ -204,7 +205,7 @@ func TestIngest(t *testing.T) {
 	if err := json.Unmarshal(evs[0].Body, &env); err != nil || string(env.Data) != `{"call_id":"c1"}` || env.Timestamp != wire.FormatTimestamp(f.clock) {
 		t.Fatalf("envelope %s: %v", evs[0].Body, err)
 	}
-	_, err = f.app.Ingest(ctx, "ws.a", in, "")
+	_, err = f.app.Ingest(ctx, principal.In("ws.a"), in)
 	wantKind(t, err, apperr.NotFound, "a workspace id that makes no subject")
 }
 
@@ -234,28 +235,28 @@ func TestRelayTokens(t *testing.T) {
 	rl := &relay{waiting: &app.RelayRequest{Reply: "_INBOX.abc", Headers: map[string]string{"X-Service-Event": "call_ended"}, Body: []byte("{}")}}
 	f.app.Relay = rl
 	plain, _ := f.create(t, "")
-	_, err := f.app.RelayNext(ctx, f.caller, plain.WebhookId, 0)
+	_, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, plain.WebhookId, 0)
 	if !errors.Is(err, apperr.NotARelayWebhook) {
 		t.Fatalf("polling a webhook that is not a relay: %v", err)
 	}
-	w, _, err := f.app.Create(ctx, f.caller, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}}, "")
+	w, _, err := f.app.Create(ctx, principal.Caller{Principal: f.caller}, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _, err := f.app.Create(ctx, f.caller, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}}, "")
+	other, _, err := f.app.Create(ctx, principal.Caller{Principal: f.caller}, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.app.RelayNext(ctx, f.caller, w.WebhookId, 0)
+	d, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 0)
 	if err != nil || d == nil || d.Headers["X-Service-Event"] != "call_ended" || d.Token == "" {
 		t.Fatalf("poll: %+v %v", d, err)
 	}
-	if none, err := f.app.RelayNext(ctx, f.caller, w.WebhookId, 0); none != nil || err != nil {
+	if none, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 0); none != nil || err != nil {
 		t.Fatalf("a poll with nothing waiting: %+v %v", none, err)
 	}
-	err = f.app.RelayResult(ctx, f.caller, other.WebhookId, d.Token, 200, nil, "")
+	err = f.app.RelayResult(ctx, principal.Caller{Principal: f.caller}, other.WebhookId, d.Token, 200, nil, "")
 	wantKind(t, err, apperr.Invalid, "another webhook's token")
-	if err := f.app.RelayResult(ctx, f.caller, w.WebhookId, d.Token, 0, nil, "connection refused"); err != nil {
+	if err := f.app.RelayResult(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, d.Token, 0, nil, "connection refused"); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(rl.answers, []string{"_INBOX.abc 0 connection refused"}) {

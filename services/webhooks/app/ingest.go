@@ -9,6 +9,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -17,7 +18,8 @@ import (
 // the tickets service) consume it. The queue stores an event id once: a
 // retry with the same idempotency key is stored once and answers the
 // same id.
-func (a *App) Ingest(ctx context.Context, workspaceID string, in domain.IngestInput, idempotencyKey string) (string, error) {
+func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.IngestInput) (string, error) {
+	workspaceID, idempotencyKey := caller.WorkspaceID, caller.CommandID
 	env, err := domain.ParseIngest(in, a.Now())
 	if err != nil {
 		return "", err

@@ -21,7 +21,8 @@ import (
 // signing secret in plain text (generated when the body has none); the
 // secret is shown here only. A retried create with the same idempotency
 // key answers the first one.
-func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, string, error) {
+func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (*webhooksv1.Webhook, string, error) {
+	idempotencyKey := p.CommandID
 	spec, err := domain.ValidateCreate(in, a.Sender.HostAllowed)
 	if err != nil {
 		return nil, "", err
@@ -65,7 +66,8 @@ func (a *App) Create(ctx context.Context, p principal.Principal, in domain.Input
 // Update applies a PUT: the fields present replace the current ones.
 // Re-activating a webhook the dispatcher disabled clears the reason. With
 // an idempotency key a replay answers the first result, whatever its body.
-func (a *App) Update(ctx context.Context, p principal.Principal, id string, in domain.Input, idempotencyKey string) (*webhooksv1.Webhook, error) {
+func (a *App) Update(ctx context.Context, p principal.Caller, id string, in domain.Input) (*webhooksv1.Webhook, error) {
+	idempotencyKey := p.CommandID
 	return a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
 		spec, err := domain.ValidateUpdate(in, specOf(w), a.Sender.HostAllowed)
 		if err != nil {
@@ -108,7 +110,8 @@ func (a *App) Update(ctx context.Context, p principal.Principal, id string, in d
 
 // Delete removes a webhook; its pending deliveries are dropped. With an
 // idempotency key a replay answers as the first did.
-func (a *App) Delete(ctx context.Context, p principal.Principal, id, idempotencyKey string) error {
+func (a *App) Delete(ctx context.Context, p principal.Caller, id string) error {
+	idempotencyKey := p.CommandID
 	_, err := a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
 		at := a.Now().Unix()
 		w.DeletedAtUnix = &at

@@ -23,7 +23,7 @@ const (
 // the schema, WebhookTest, says) with a sample payload to the webhook,
 // now, and reports the outcome (it is not retried). It is
 // recorded in the delivery log, marked as a test, and left out of health.
-func (a *App) Test(ctx context.Context, p principal.Principal, id, eventType string) (*webhooksv1.DeliveryAttempt, error) {
+func (a *App) Test(ctx context.Context, p principal.Caller, id, eventType string) (*webhooksv1.DeliveryAttempt, error) {
 	w, err := a.Get(p.WorkspaceID, id)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ type RelayDelivery struct {
 // RelayNext waits up to wait for the next delivery of a relay webhook and
 // hands it over (nil when none came). Clients polling one webhook share
 // its deliveries: each goes to one of them.
-func (a *App) RelayNext(ctx context.Context, p principal.Principal, webhookID string, wait time.Duration) (*RelayDelivery, error) {
+func (a *App) RelayNext(ctx context.Context, p principal.Caller, webhookID string, wait time.Duration) (*RelayDelivery, error) {
 	w, err := a.Get(p.WorkspaceID, webhookID)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (a *App) RelayNext(ctx context.Context, p principal.Principal, webhookID st
 // RelayResult reports what the client's local receiver answered a relay
 // delivery (status 0: it could not be reached, errText says why): the
 // dispatcher records it and retries as for any receiver.
-func (a *App) RelayResult(ctx context.Context, p principal.Principal, webhookID, token string, status int, body []byte, errText string) error {
+func (a *App) RelayResult(ctx context.Context, p principal.Caller, webhookID, token string, status int, body []byte, errText string) error {
 	w, err := a.Get(p.WorkspaceID, webhookID)
 	if err != nil {
 		return err

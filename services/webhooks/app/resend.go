@@ -28,7 +28,8 @@ type Resent struct {
 // duplicate, as they would a retry). It is a new delivery, with its own
 // attempts and retries under the webhook's current policy. The same
 // commandID (an Idempotency-Key) queues it once.
-func (a *App) Resend(ctx context.Context, p principal.Principal, webhookID, deliveryID, commandID string) (Resent, error) {
+func (a *App) Resend(ctx context.Context, p principal.Caller, webhookID, deliveryID string) (Resent, error) {
+	commandID := p.CommandID
 	w, err := a.Get(p.WorkspaceID, webhookID)
 	if err != nil {
 		return Resent{}, err
@@ -83,7 +84,8 @@ func (a *App) queue(ctx context.Context, w *webhooksv1.Webhook, att *webhooksv1.
 // [f.FromMs, f.ToMs) and whose event no later delivery to it delivered,
 // each event once, at most MaxRecover; more reports that others remain
 // (call again with from after the last one).
-func (a *App) Recover(ctx context.Context, p principal.Principal, webhookID string, f domain.LogFilter, commandID string) (out []Resent, more bool, err error) {
+func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string, f domain.LogFilter) (out []Resent, more bool, err error) {
+	commandID := p.CommandID
 	w, err := a.Get(p.WorkspaceID, webhookID)
 	if err != nil {
 		return nil, false, err

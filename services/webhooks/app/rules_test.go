@@ -76,7 +76,7 @@ func ptr[T any](v T) *T { return &v }
 
 func (f *fixture) create(t *testing.T, key string) (*webhooksv1.Webhook, string) {
 	t.Helper()
-	w, secret, err := f.app.Create(context.Background(), f.caller, domain.Input{URL: ptr("https://hooks.example.com/qa"), Events: []string{"ticket_created"}}, key)
+	w, secret, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller, CommandID: key}, domain.Input{URL: ptr("https://hooks.example.com/qa"), Events: []string{"ticket_created"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,29 +93,29 @@ func TestWebhookManagement(t *testing.T) {
 	if got, err := f.app.Get("ws_a", w.WebhookId); err != nil || got.GetUrl() != "https://hooks.example.com/qa" {
 		t.Fatalf("read its own write: %v %v", got, err)
 	}
-	_, _, err := f.app.Create(ctx, f.caller, domain.Input{URL: ptr("http://hooks.example.com/qa"), Events: []string{"ticket_created"}}, "")
+	_, _, err := f.app.Create(ctx, principal.Caller{Principal: f.caller}, domain.Input{URL: ptr("http://hooks.example.com/qa"), Events: []string{"ticket_created"}})
 	wantKind(t, err, apperr.Invalid, "a plain-http url")
-	_, _, err = f.app.Create(ctx, f.caller, domain.Input{URL: ptr("https://127.0.0.1/qa"), Events: []string{"ticket_created"}}, "")
+	_, _, err = f.app.Create(ctx, principal.Caller{Principal: f.caller}, domain.Input{URL: ptr("https://127.0.0.1/qa"), Events: []string{"ticket_created"}})
 	wantKind(t, err, apperr.Invalid, "a url the outbound guard refuses")
 
 	f.clock = f.clock.Add(time.Minute)
-	upd, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Events: []string{"ticket_created", "ticket_updated"}}, "put-1")
+	upd, err := f.app.Update(ctx, principal.Caller{Principal: f.caller, CommandID: "put-1"}, w.WebhookId, domain.Input{Events: []string{"ticket_created", "ticket_updated"}})
 	if err != nil || !slices.Equal(upd.Events, []string{"ticket_created", "ticket_updated"}) || upd.Url != w.Url || upd.UpdatedAtUnix != f.clock.Unix() {
 		t.Fatalf("update: %+v %v", upd, err)
 	}
-	replay, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Events: []string{"call_started"}}, "put-1")
+	replay, err := f.app.Update(ctx, principal.Caller{Principal: f.caller, CommandID: "put-1"}, w.WebhookId, domain.Input{Events: []string{"call_started"}})
 	if err != nil || !slices.Equal(replay.Events, upd.Events) {
 		t.Fatalf("a replayed update applied its own body: %v %v", replay.GetEvents(), err)
 	}
 	other := f.caller
 	other.WorkspaceID = "ws_b"
-	_, err = f.app.Update(ctx, other, w.WebhookId, domain.Input{Events: []string{"call_started"}}, "")
+	_, err = f.app.Update(ctx, principal.Caller{Principal: other}, w.WebhookId, domain.Input{Events: []string{"call_started"}})
 	wantKind(t, err, apperr.NotFound, "another workspace's webhook")
 
-	if err := f.app.Delete(ctx, f.caller, w.WebhookId, "del-1"); err != nil {
+	if err := f.app.Delete(ctx, principal.Caller{Principal: f.caller, CommandID: "del-1"}, w.WebhookId); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.app.Delete(ctx, f.caller, w.WebhookId, "del-1"); err != nil {
+	if err := f.app.Delete(ctx, principal.Caller{Principal: f.caller, CommandID: "del-1"}, w.WebhookId); err != nil {
 		t.Fatalf("a replayed delete answers as the first did: %v", err)
 	}
 	_, err = f.app.Get("ws_a", w.WebhookId)
@@ -154,7 +154,7 @@ func TestGoneDisablesAndReactivationClears(t *testing.T) {
 	if again, _ := f.app.Get("ws_a", w.WebhookId); again.GetDisabledAtUnix() != f.clock.Unix() {
 		t.Fatalf("disabling a disabled webhook changed it: %+v", again)
 	}
-	back, err := f.app.Update(ctx, f.caller, w.WebhookId, domain.Input{Active: ptr(true)}, "")
+	back, err := f.app.Update(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.Input{Active: ptr(true)})
 	if err != nil || !back.Active || back.DisabledReason != "" || back.DisabledAtUnix != nil {
 		t.Fatalf("re-activated: %+v %v", back, err)
 	}

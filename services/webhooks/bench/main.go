@@ -126,7 +126,7 @@ func run() error {
 		p := principal.Principal{WorkspaceID: ws, UserID: "bench", Permissions: []string{"all"}}
 		for range n {
 			url := srv.URL + "/hook"
-			if _, _, err := svc.App.Create(ctx, p, domain.Input{URL: &url, Events: []string{"call_started"}}, ""); err != nil {
+			if _, _, err := svc.App.Create(ctx, principal.Caller{Principal: p}, domain.Input{URL: &url, Events: []string{"call_started"}}); err != nil {
 				return err
 			}
 		}

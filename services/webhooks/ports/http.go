@@ -58,7 +58,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, secret, err := h.App.Create(r.Context(), principal.Of(r), in, api.CommandID(r))
+	wh, secret, err := h.App.Create(r.Context(), api.CallerOf(r), in)
 	return reply(w, http.StatusCreated, wh, &secret, err)
 }
 
@@ -67,12 +67,12 @@ func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	wh, err := h.App.Update(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in, api.CommandID(r))
+	wh, err := h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], in)
 	return reply(w, http.StatusOK, wh, nil, err)
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], api.CommandID(r)))
+	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"]))
 }
 
 type testInput struct {
@@ -81,7 +81,7 @@ type testInput struct {
 
 func (h *Handlers) Test(w http.ResponseWriter, r *http.Request) error {
 	return httpx.Command(w, r, http.StatusOK, func(in testInput) (*webhooksv1.DeliveryAttempt, error) {
-		return h.App.Test(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], in.EventType)
+		return h.App.Test(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], in.EventType)
 	}, testViewOf)
 }
 
@@ -145,7 +145,7 @@ func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handlers) Resend(w http.ResponseWriter, r *http.Request) error {
 	vars := mux.Vars(r)
-	res, err := h.App.Resend(r.Context(), principal.Of(r), vars["webhook_id"], vars["delivery_id"], api.CommandID(r))
+	res, err := h.App.Resend(r.Context(), api.CallerOf(r), vars["webhook_id"], vars["delivery_id"])
 	return httpx.Reply(w, http.StatusAccepted, res, err, resentViewOf)
 }
 
@@ -170,7 +170,7 @@ func (h *Handlers) Recover(w http.ResponseWriter, r *http.Request) error {
 	if in.Event != nil {
 		f.Event = *in.Event
 	}
-	resent, more, err := h.App.Recover(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], f, api.CommandID(r))
+	resent, more, err := h.App.Recover(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], f)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func (h *Handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
 	if in.WaitMs != nil { // 0 to MaxRelayWait, as the schema (RelayPoll) says
 		wait = time.Duration(*in.WaitMs) * time.Millisecond
 	}
-	d, err := h.App.RelayNext(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], wait)
+	d, err := h.App.RelayNext(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], wait)
 	if err != nil {
 		return err
 	}
@@ -218,7 +218,7 @@ func (h *Handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
 	// length, the status 0 or 100 to 599.
-	return httpx.NoContent(w, h.App.RelayResult(r.Context(), principal.Of(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
+	return httpx.NoContent(w, h.App.RelayResult(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
 }
 
 func (h *Handlers) Health(w http.ResponseWriter, r *http.Request) error {
@@ -242,7 +242,7 @@ func (h *Handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
 	if err := integerLiterals(in.Event, in.Data); err != nil {
 		return err
 	}
-	id, err := h.App.Ingest(r.Context(), principal.Of(r).WorkspaceID, in, api.CommandID(r))
+	id, err := h.App.Ingest(r.Context(), api.CallerOf(r), in)
 	if err != nil {
 		return err
 	}
