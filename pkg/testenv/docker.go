@@ -57,34 +57,31 @@ func newDocker(t testing.TB) *Env {
 		natsURL, mongoU string
 		natsErr, mgoErr error
 	)
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		// The module runs the server with "-DV -js": JetStream on, store
 		// inside the container (discarded with it).
 		c, err := tcnats.Run(ctx, natsImage, logger)
-		testcontainers.CleanupContainer(t, c)
-		if err != nil {
-			natsErr = fmt.Errorf("start %s: %w", natsImage, err)
-			return
-		}
-		natsURL, natsErr = c.ConnectionString(ctx)
-	}()
-	go func() {
-		defer wg.Done()
+		natsURL, natsErr = serving(t, natsImage, c, err, func() (string, error) { return c.ConnectionString(ctx) })
+	})
+	wg.Go(func() {
 		c, err := mongodb.Run(ctx, mongoImage, logger)
-		testcontainers.CleanupContainer(t, c)
-		if err != nil {
-			mgoErr = fmt.Errorf("start %s: %w", mongoImage, err)
-			return
-		}
-		mongoU, mgoErr = c.ConnectionString(ctx)
-	}()
+		mongoU, mgoErr = serving(t, mongoImage, c, err, func() (string, error) { return c.ConnectionString(ctx) })
+	})
 	wg.Wait()
 	if err := errors.Join(natsErr, mgoErr); err != nil {
 		t.Fatalf("VOICEAI_TEST_DOCKER=1: %v", err)
 	}
 	return &Env{NATSURL: natsURL, MongoURI: mongoU}
+}
+
+// serving is the address of a container's server, once its start (err)
+// succeeded; the container is removed when t ends, started or not.
+func serving(t testing.TB, image string, c testcontainers.Container, err error, address func() (string, error)) (string, error) {
+	testcontainers.CleanupContainer(t, c)
+	if err != nil {
+		return "", fmt.Errorf("start %s: %w", image, err)
+	}
+	return address()
 }
 
 // requireDocker skips t unless p reports a Docker engine that answers
