@@ -44,13 +44,11 @@ func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.UpdateInput) (*agentsv1.Agent, error) {
-		return h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"], in)
-	}, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
+	return api.CommandOn(w, r, http.StatusOK, h.App.Update, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"]))
+	return api.Remove(w, r, h.App.Delete)
 }
 
 func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {

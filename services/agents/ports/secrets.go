@@ -58,19 +58,15 @@ func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
 }
 
 func (h *Handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.App.CreateSecret(r.Context(), api.CallerOf(r), in)
-	}, storedOf)
+	return api.Command(w, r, http.StatusOK, h.App.CreateSecret, storedOf)
 }
 
 func (h *Handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.SecretInput) (*agentsv1.WorkspaceSecret, error) {
-		return h.App.UpdateSecret(r.Context(), api.CallerOf(r), mux.Vars(r)["secret_id"], in)
-	}, storedOf)
+	return api.CommandOn(w, r, http.StatusOK, h.App.UpdateSecret, storedOf)
 }
 
 func (h *Handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.DeleteSecret(r.Context(), api.CallerOf(r), mux.Vars(r)["secret_id"]))
+	return api.Remove(w, r, h.App.DeleteSecret)
 }
 
 func (h *Handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {

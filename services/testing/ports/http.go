@@ -410,9 +410,7 @@ func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (h *Handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.ResubmitInput) (*testingv1.Invocation, error) {
-		return h.App.Resubmit(r.Context(), api.CallerOf(r), mux.Vars(r)["invocation_id"], in)
-	}, resubmittedView)
+	return api.CommandOn(w, r, http.StatusOK, h.App.Resubmit, resubmittedView)
 }
 
 // resubmittedView answers a resubmission: the invocation and its newest

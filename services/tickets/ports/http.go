@@ -70,9 +70,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusCreated, func(in app.ManualInput) (*ticketsv1.Ticket, error) {
-		return h.App.CreateManual(r.Context(), api.CallerOf(r), mux.Vars(r)["agent_id"], in)
-	}, answer)
+	return api.CommandOn(w, r, http.StatusCreated, h.App.CreateManual, answer)
 }
 
 func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
@@ -81,25 +79,19 @@ func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.PatchInput) (*ticketsv1.Ticket, error) {
-		return h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
-	}, answer)
+	return api.CommandOn(w, r, http.StatusOK, h.App.Update, answer)
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"]))
+	return api.Remove(w, r, h.App.Delete)
 }
 
 func (h *Handlers) Comment(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.CommentInput) (*ticketsv1.Ticket, error) {
-		return h.App.AddComment(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
-	}, answer)
+	return api.CommandOn(w, r, http.StatusOK, h.App.AddComment, answer)
 }
 
 func (h *Handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in app.TurnCommentInput) (*ticketsv1.Ticket, error) {
-		return h.App.AddTurnComment(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in)
-	}, answer)
+	return api.CommandOn(w, r, http.StatusOK, h.App.AddTurnComment, answer)
 }
 
 type mergeInput struct {

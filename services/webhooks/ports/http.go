@@ -72,7 +72,7 @@ func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return httpx.NoContent(w, h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"]))
+	return api.Remove(w, r, h.App.Delete)
 }
 
 type testInput struct {
