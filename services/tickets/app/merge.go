@@ -42,14 +42,14 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 	}
 	ws := caller.WorkspaceID
 	now := a.Now().Unix()
-	if first, done, err := a.mergeReplayed(ctx, caller.Principal, targetID, commandID, now); done || err != nil {
+	if first, done, err := a.mergeReplayed(ctx, caller, targetID, now); done || err != nil {
 		return first, err
 	}
 	sources, err := a.mergeable(ctx, ws, targetID, sourceIDs)
 	if err != nil {
 		// Another copy of this keyed merge may have won the race since the
 		// check above (its sources are merged now): answer as it did.
-		if first, done, rerr := a.mergeReplayed(ctx, caller.Principal, targetID, commandID, now); done || rerr != nil {
+		if first, done, rerr := a.mergeReplayed(ctx, caller, targetID, now); done || rerr != nil {
 			return first, rerr
 		}
 		return nil, err
@@ -73,13 +73,14 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 	if err != nil {
 		return nil, err
 	}
-	return merged, a.foldSources(ctx, caller.Principal, targetID, sourceIDs, commandID, now)
+	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, now)
 }
 
 // mergeReplayed answers a keyed merge whose command the target already
 // carries: the target as that attempt left it, that attempt's sources
 // folded in (done). Not done without a command id or such an event.
-func (a *App) mergeReplayed(ctx context.Context, caller principal.Principal, targetID, commandID string, now int64) (*ticketsv1.Ticket, bool, error) {
+func (a *App) mergeReplayed(ctx context.Context, caller principal.Caller, targetID string, now int64) (*ticketsv1.Ticket, bool, error) {
+	commandID := caller.CommandID
 	if commandID == "" {
 		return nil, false, nil
 	}
@@ -91,7 +92,7 @@ func (a *App) mergeReplayed(ctx context.Context, caller principal.Principal, tar
 	if !replay || !ok {
 		return nil, false, nil
 	}
-	return first, true, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), commandID, now)
+	return first, true, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), now)
 }
 
 // mergeable reads the target and the sources and checks they may be
@@ -124,7 +125,8 @@ func (a *App) mergeable(ctx context.Context, ws, targetID string, sourceIDs []st
 
 // foldSources marks each source as merged into the target; one already
 // merged is left as it is.
-func (a *App) foldSources(ctx context.Context, caller principal.Principal, targetID string, sourceIDs []string, commandID string, now int64) error {
+func (a *App) foldSources(ctx context.Context, caller principal.Caller, targetID string, sourceIDs []string, now int64) error {
+	commandID := caller.CommandID
 	for _, id := range sourceIDs {
 		_, err := a.change(ctx, caller.WorkspaceID, id, aggregate.CommandFor(commandID, id), func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
 			if t.Status == domain.StatusMerged {
