@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -247,5 +248,42 @@ func TestListTestsWithTheirFolders(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, []string{"Billing", "Opening hours"}) {
 		t.Fatalf("at the root: %v", names)
+	}
+}
+
+// The tests listing pages by cursor (folders first when asked, then the
+// newest test first), and a cursor is bound to its listing's filters.
+func TestPageTestsByCursor(t *testing.T) {
+	w := newWorld(t) // with the test "Opening hours"
+	ctx := context.Background()
+	top := w.folder("Billing", "")
+	for _, name := range []string{"A", "B", "C"} {
+		w.clock.Add(time.Second)
+		w.testIn(name, top)
+	}
+	q := app.TestQuery{WorkspaceID: "ws", Limit: 2, IncludeFolder: true, FoldersFirst: true}
+	var names []string
+	token := ""
+	for range 10 {
+		page, err := w.a.PageTests(ctx, q, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Rows {
+			names = append(names, e.Name)
+		}
+		if !page.HasMore {
+			break
+		}
+		token = *page.NextCursor
+		other := q
+		other.Search = "A"
+		var v apperr.ValidationErrors
+		if _, err := w.a.PageTests(ctx, other, token); !errors.As(err, &v) || len(v) != 1 || !slices.Equal(v[0].Loc, []any{"query", "cursor"}) {
+			t.Fatalf("a cursor of another listing: %v", err)
+		}
+	}
+	if want := []string{"Billing", "C", "B", "A", "Opening hours"}; !slices.Equal(names, want) {
+		t.Fatalf("pages gave %v, want %v", names, want)
 	}
 }
