@@ -37,7 +37,7 @@ type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
 // runs; h reads a body of up to op's MaxBody.
 func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		req = httpx.WithBodyLimit(req.WithContext(context.WithValue(req.Context(), opKey{}, op)), op.BodyLimit())
+		req = req.WithContext(httpx.ContextWithBodyLimit(context.WithValue(req.Context(), opKey{}, op), op.BodyLimit()))
 		err := principal.Require(req, op.Perms...)
 		if err == nil {
 			err = CheckRequest(req)

@@ -16,13 +16,21 @@ const DefaultMaxBody = 1 << 20
 type bodyLimitKey struct{}
 
 // WithBodyLimit is r with the largest body its handler reads (its
-// operation's, set where the request is routed); n <= 0 leaves the
-// default.
+// operation's); n <= 0 leaves the default.
 func WithBodyLimit(r *http.Request, n int64) *http.Request {
 	if n <= 0 {
 		return r
 	}
-	return r.WithContext(context.WithValue(r.Context(), bodyLimitKey{}, n))
+	return r.WithContext(ContextWithBodyLimit(r.Context(), n))
+}
+
+// ContextWithBodyLimit is ctx carrying a request's body limit, for the
+// router that builds the request's context in one step.
+func ContextWithBodyLimit(ctx context.Context, n int64) context.Context {
+	if n <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, bodyLimitKey{}, n)
 }
 
 // BodyLimit is the largest body r's handler reads: WithBodyLimit's, else

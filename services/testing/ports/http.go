@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -39,7 +40,7 @@ func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3).
 func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	var q struct {
 		K int `json:"k"` // the edge checked it against the parameter's 1..10
 	}
@@ -104,7 +105,7 @@ type testsQuery struct {
 }
 
 func (h *Handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	params := testsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
@@ -145,7 +146,7 @@ func mapEach[T, V any](xs []T, f func(T) V) []V {
 }
 
 func (h *Handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	var in struct {
 		TestIDs []string `json:"test_ids"`
 	}
@@ -223,7 +224,7 @@ func (h *Handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string
 }
 
 func (h *Handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	f, _, err := h.App.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
 	if err != nil {
 		return err
@@ -335,7 +336,7 @@ func prefersXML(accept []string) bool {
 }
 
 func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	var q struct {
 		Format   string `json:"format"`
 		Baseline string `json:"baseline_invocation_id"`
@@ -385,7 +386,7 @@ type invocationsQuery struct {
 }
 
 func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+	c := principal.Of(r)
 	params := invocationsQuery{PageSize: 30}
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
