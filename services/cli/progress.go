@@ -13,12 +13,11 @@ import (
 // terminal, else one plain line per change (CI logs keep no carriage
 // returns).
 type progress struct {
-	w         io.Writer
-	id        string
-	total     int
-	bar       *progressbar.ProgressBar // nil: plain lines
-	last      int
-	announced bool
+	w     io.Writer
+	id    string
+	total int
+	bar   *progressbar.ProgressBar // nil: plain lines
+	last  int
 }
 
 func newProgress(w io.Writer, id string, total int) *progress {

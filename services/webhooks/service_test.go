@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,8 +32,6 @@ import (
 )
 
 const timeUnit = 20 * time.Millisecond // one retry_config second in these tests
-
-func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 type harness struct {
 	t   *testing.T

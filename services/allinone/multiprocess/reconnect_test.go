@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -178,17 +177,15 @@ func checkAcked(t *testing.T, gw string, acked map[string]string) {
 
 // ticketLoad creates tickets one after another until stopped.
 type ticketLoad struct {
-	mu                        sync.Mutex
-	done                      map[string]string // Idempotency-Key → ticket id
-	failures                  map[int]int       // failed attempts by HTTP code
-	firstFailure, lastFailure time.Time
-	quit                      chan struct{}
-	stopped                   chan struct{}
-	once                      sync.Once
+	mu      sync.Mutex
+	done    map[string]string // Idempotency-Key → ticket id
+	quit    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
 }
 
 func newTicketLoad(t *testing.T, gw, agent string) *ticketLoad {
-	l := &ticketLoad{done: map[string]string{}, failures: map[int]int{}, quit: make(chan struct{}), stopped: make(chan struct{})}
+	l := &ticketLoad{done: map[string]string{}, quit: make(chan struct{}), stopped: make(chan struct{})}
 	go func() {
 		defer close(l.stopped)
 		for n := 0; n < 100_000; n++ {
@@ -213,32 +210,11 @@ func newTicketLoad(t *testing.T, gw, agent string) *ticketLoad {
 					t.Errorf("create %s: %d %s", key, r.code, r.body)
 					return
 				}
-				l.failed(r.code)
 				time.Sleep(20 * time.Millisecond) // a client's back-off before retrying the same key
 			}
 		}
 	}()
 	return l
-}
-
-// failed records an attempt that must be retried.
-func (l *ticketLoad) failed(code int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
-	if l.firstFailure.IsZero() {
-		l.firstFailure = now
-	}
-	l.lastFailure = now
-	l.failures[code]++
-}
-
-// failureWindow is the time from the first failed attempt to the last
-// (zero when none failed), and the failures by HTTP code (0: no answer).
-func (l *ticketLoad) failureWindow() (time.Duration, map[int]int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lastFailure.Sub(l.firstFailure), maps.Clone(l.failures)
 }
 
 func (l *ticketLoad) acked() int {

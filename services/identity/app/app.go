@@ -35,9 +35,6 @@ func New(store eventlog.Store, rm ReadModel, log *slog.Logger, now func() time.T
 	return &App{Store: store, ReadModel: rm, Log: log, Now: now}
 }
 
-// conflictAttempts bounds how often a command retries against fresh state.
-const conflictAttempts = 5
-
 // record appends ev and puts its state in the read model as of the
 // append's sequence (the stream feeds the read model too, which covers a
 // crash between the two). A duplicate is not put: ev is this attempt's

@@ -14,10 +14,9 @@ import (
 
 // fe is a compact expected field error.
 type fe struct {
-	loc  []any
-	msg  string
-	typ  string
-	note string
+	loc []any
+	msg string
+	typ string
 }
 
 // validate checks a test body as a create meets it: the schema at the

@@ -68,10 +68,9 @@ type attrDecl struct {
 
 // Schema is a loaded XML Schema.
 type Schema struct {
-	global    map[string]*elemDecl
-	types     map[string]node           // named complex types
-	simple    map[string]*regexp.Regexp // named simple types: their pattern
-	resolving map[string]bool
+	global map[string]*elemDecl
+	types  map[string]node           // named complex types
+	simple map[string]*regexp.Regexp // named simple types: their pattern
 }
 
 // Load reads a schema.
