@@ -17,42 +17,63 @@ import (
 // matching agents: fine for a test's dozens, not for a service's
 // thousands, which MongoDB's indexes serve.
 type MemoryReadModel struct {
-	mu   sync.Mutex
-	docs map[string]stored // agent id → its newest state
+	docs newest[app.AgentDoc] // by agent id
 }
 
-type stored struct {
+// newest keeps each document's newest version by id, as a store's
+// projection does: a version at or below the one held is ignored. It is
+// safe for concurrent use.
+type newest[D any] struct {
+	mu   sync.Mutex
+	docs map[string]versioned[D]
+}
+
+type versioned[D any] struct {
 	seq uint64
-	doc app.AgentDoc
+	doc D
+}
+
+// put records doc as id's at seq, unless a version as new is held.
+func (n *newest[D]) put(id string, seq uint64, doc D) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur, ok := n.docs[id]; ok && cur.seq >= seq {
+		return
+	}
+	if n.docs == nil {
+		n.docs = map[string]versioned[D]{}
+	}
+	n.docs[id] = versioned[D]{seq: seq, doc: doc}
+}
+
+// matching is every document held that keep accepts, in no order.
+func (n *newest[D]) matching(keep func(D) bool) []D {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []D
+	for _, v := range n.docs {
+		if keep(v.doc) {
+			out = append(out, v.doc)
+		}
+	}
+	return out
 }
 
 // NewMemoryReadModel is an empty listing.
-func NewMemoryReadModel() *MemoryReadModel { return &MemoryReadModel{docs: map[string]stored{}} }
+func NewMemoryReadModel() *MemoryReadModel { return &MemoryReadModel{} }
 
 var _ app.ReadModel = (*MemoryReadModel)(nil)
 
 // Apply implements app.ReadModel.
 func (m *MemoryReadModel) Apply(_ context.Context, seq uint64, a *agentsv1.Agent) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.docs[a.GetAgentId()]; ok && cur.seq >= seq {
-		return nil
-	}
-	m.docs[a.GetAgentId()] = stored{seq: seq, doc: app.DocOf(a)}
+	m.docs.put(a.GetAgentId(), seq, app.DocOf(a))
 	return nil
 }
 
 // List implements app.ReadModel with the MongoDB listing's meaning: a
 // case-insensitive substring search on the name, any of the tags.
 func (m *MemoryReadModel) List(_ context.Context, q app.Query) ([]app.AgentDoc, error) {
-	m.mu.Lock()
-	var out []app.AgentDoc
-	for _, s := range m.docs {
-		if d := s.doc; d.WorkspaceID == q.WorkspaceID && !d.Deleted && matches(d, q) {
-			out = append(out, d)
-		}
-	}
-	m.mu.Unlock()
+	out := m.docs.matching(func(d app.AgentDoc) bool { return d.WorkspaceID == q.WorkspaceID && !d.Deleted && matches(d, q) })
 	order := func(a, b app.AgentDoc) int {
 		c := cmp.Compare(a.CreatedAtUnix, b.CreatedAtUnix)
 		if q.SortBy == "name" {
@@ -94,45 +115,28 @@ func matches(d app.AgentDoc, q app.Query) bool {
 type MemorySecrets struct {
 	Agents *MemoryReadModel
 
-	mu   sync.Mutex
-	docs map[string]storedSecret
-}
-
-type storedSecret struct {
-	seq uint64
-	doc app.SecretDoc
+	docs newest[app.SecretDoc] // by secret id
 }
 
 // NewMemorySecrets is an empty secret listing over agents.
 func NewMemorySecrets(agents *MemoryReadModel) *MemorySecrets {
-	return &MemorySecrets{Agents: agents, docs: map[string]storedSecret{}}
+	return &MemorySecrets{Agents: agents}
 }
 
 var _ app.SecretReadModel = (*MemorySecrets)(nil)
 
 // Apply implements app.SecretReadModel.
 func (m *MemorySecrets) Apply(_ context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.docs[s.GetSecretId()]; ok && cur.seq >= seq {
-		return nil
-	}
-	m.docs[s.GetSecretId()] = storedSecret{seq: seq, doc: app.SecretDocOf(s)}
+	m.docs.put(s.GetSecretId(), seq, app.SecretDocOf(s))
 	return nil
 }
 
 // ListSecrets implements app.SecretReadModel.
 func (m *MemorySecrets) ListSecrets(_ context.Context, workspaceID, prefix string, after *app.SecretPosition, limit int) ([]app.SecretDoc, error) {
-	m.mu.Lock()
-	var out []app.SecretDoc
-	for _, s := range m.docs {
-		d := s.doc
-		if d.WorkspaceID == workspaceID && !d.Deleted && strings.HasPrefix(d.NameLower, strings.ToLower(prefix)) &&
-			(after == nil || d.NameLower > after.Name || d.NameLower == after.Name && d.ID > after.ID) {
-			out = append(out, d)
-		}
-	}
-	m.mu.Unlock()
+	out := m.docs.matching(func(d app.SecretDoc) bool {
+		return d.WorkspaceID == workspaceID && !d.Deleted && strings.HasPrefix(d.NameLower, strings.ToLower(prefix)) &&
+			(after == nil || d.NameLower > after.Name || d.NameLower == after.Name && d.ID > after.ID)
+	})
 	slices.SortFunc(out, func(a, b app.SecretDoc) int {
 		return cmp.Or(strings.Compare(a.NameLower, b.NameLower), strings.Compare(a.ID, b.ID))
 	})
@@ -141,14 +145,9 @@ func (m *MemorySecrets) ListSecrets(_ context.Context, workspaceID, prefix strin
 
 // AgentsUsing implements app.SecretReadModel.
 func (m *MemorySecrets) AgentsUsing(_ context.Context, workspaceID, secretID string, limit int) ([]app.AgentDoc, error) {
-	m.Agents.mu.Lock()
-	var out []app.AgentDoc
-	for _, s := range m.Agents.docs {
-		if d := s.doc; d.WorkspaceID == workspaceID && !d.Deleted && slices.Contains(d.SecretIDs, secretID) {
-			out = append(out, d)
-		}
-	}
-	m.Agents.mu.Unlock()
+	out := m.Agents.docs.matching(func(d app.AgentDoc) bool {
+		return d.WorkspaceID == workspaceID && !d.Deleted && slices.Contains(d.SecretIDs, secretID)
+	})
 	slices.SortFunc(out, func(a, b app.AgentDoc) int { return strings.Compare(a.ID, b.ID) })
 	return out[:min(len(out), limit)], nil
 }
