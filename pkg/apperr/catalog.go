@@ -130,6 +130,17 @@ func RateLimitExceeded(limit int64, window string) *Error {
 	return New(RateLimited, "rate_limit_exceeded", fmt.Sprintf("Rate limit exceeded: %d requests per %s.", limit, window))
 }
 
+// A service process's request slots (pkg/natsx).
+var (
+	// ServiceAtCapacity answers a request a service process has no free
+	// slot for.
+	ServiceAtCapacity = New(Unavailable, "service_at_capacity", "The service is handling as many requests as it can; retry in a moment.")
+	// WorkspaceAtCapacity refuses a request of a workspace that already
+	// holds its share of a service's request slots.
+	WorkspaceAtCapacity = New(RateLimited, "too_many_concurrent_requests",
+		"This workspace has as many requests in progress as a service takes from one workspace; retry once some have finished.")
+)
+
 // Every aggregate.
 var (
 	// ConcurrentUpdate answers a write that lost a race with another.
@@ -239,7 +250,7 @@ var Catalog = []*Error{
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
 	ConsoleSignedOut, ConsoleSessionInvalid, ConsoleSessionExpired, ConsoleKeyMissing, CSRFTokenInvalid, CrossOriginRequest,
 	ConsoleUnavailable,
-	RateLimitExceeded(0, "<window>"),
+	RateLimitExceeded(0, "<window>"), ServiceAtCapacity, WorkspaceAtCapacity,
 	ConcurrentUpdate,
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false),
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,

@@ -4,6 +4,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -81,6 +82,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		// A store electing a leader, or restarting: a retry in a moment
 		// succeeds, and nothing was written.
 		LoggerFrom(r.Context()).Warn("store unavailable", "err", err)
+		e = apperr.ServiceUnavailable
+	}
+	if e == nil && r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		// The caller gave up (or its deadline passed) and the work stopped
+		// with it: nobody reads this answer, and nothing failed.
+		LoggerFrom(r.Context()).Debug("request ended before its answer", "cause", context.Cause(r.Context()))
 		e = apperr.ServiceUnavailable
 	}
 	if e == nil && !errors.As(err, &e) {

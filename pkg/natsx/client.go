@@ -3,6 +3,8 @@ package natsx
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net/http"
@@ -113,11 +115,21 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
+	// The service stops at our deadline, drops a hedge of what it is
+	// already serving, and hears when we give up.
+	id := forwardID()
+	msg.Header.Set(hdrRequest, id)
+	if deadline, ok := ctx.Deadline(); ok {
+		msg.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+	}
 	var reply *nats.Msg
 	if repeatable(r) && f.HedgeAfter >= 0 {
 		reply, err = f.hedged(ctx, msg)
 	} else {
 		reply, err = f.NC.RequestMsgWithContext(ctx, msg)
+	}
+	if err != nil && ctx.Err() != nil {
+		_ = f.NC.Publish(CancelSubject(service), []byte(id))
 	}
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -154,6 +166,13 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	if subj := reply.Header.Get(hdrStream); subj != "" {
 		f.pullStream(w, r, service, subj, timeout)
 	}
+}
+
+// forwardID names one forward, the same on each of its attempts.
+func forwardID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // repeatable reports whether r was marked as one Forward may send twice.
@@ -244,7 +263,13 @@ func lostWithConnection(err error) bool {
 // chunk whatever the response size.
 func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, subject string, timeout time.Duration) {
 	flusher, _ := w.(http.Flusher)
+	rc := http.NewResponseController(w)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }() // the connection may serve another request
 	for {
+		// A client that reads nothing for as long as the service waits for
+		// us is cut off, not waited on for ever (ignored where the writer
+		// cannot say).
+		_ = rc.SetWriteDeadline(time.Now().Add(timeout))
 		if flusher != nil {
 			flusher.Flush()
 		}
@@ -255,18 +280,30 @@ func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, 
 			err = errors.New("the service aborted its response")
 		}
 		if err != nil {
+			cancelStream(f.NC, subject)
 			// Headers are gone; all we can do is cut the body short, which
 			// the client sees as a truncated response.
 			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", service, "err", err)
 			panic(http.ErrAbortHandler)
 		}
 		if _, err := w.Write(chunk.Data); err != nil {
+			// The client reads no more: the service stops writing at once,
+			// not after its idle wait.
+			cancelStream(f.NC, subject)
 			return
 		}
 		if chunk.Header.Get(hdrStreamEnd) != "" {
 			return
 		}
 	}
+}
+
+// cancelStream tells the service streaming on subject that nobody reads
+// on.
+func cancelStream(nc *nats.Conn, subject string) {
+	m := nats.NewMsg(subject)
+	m.Header.Set(hdrStreamCancel, "1")
+	_ = nc.PublishMsg(m)
 }
 
 // Call sends r to service as Forward does and returns the answer's status

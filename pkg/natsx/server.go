@@ -2,9 +2,11 @@ package natsx
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,40 +14,94 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
-
-// MaxConcurrent bounds the requests one service process handles at once.
-const MaxConcurrent = 256
 
 // streamIdle is how long a streaming response waits for the caller to ask
 // for its next chunk before giving up.
 const streamIdle = 30 * time.Second
 
+// Service is a service's NATS endpoint.
+type Service struct {
+	micro.Service
+	admission *admission
+	cancels   *nats.Subscription
+}
+
+// Ready fails while the process has had no free request slot for a
+// while (see MaxConcurrent): part of its readiness.
+func (s *Service) Ready(ctx context.Context) error { return s.admission.Ready(ctx) }
+
+// Stop drains the endpoint.
+func (s *Service) Stop() error {
+	_ = s.cancels.Unsubscribe()
+	return s.Service.Stop()
+}
+
 // Serve registers handler as NATS micro service name, answering HTTP
-// requests forwarded to Subject(name). Requests are handled concurrently
-// (up to MaxConcurrent). Close the returned service (Stop) to drain it.
-func Serve(nc *nats.Conn, name, version string, handler http.Handler) (micro.Service, error) {
-	slots := make(chan struct{}, MaxConcurrent)
-	return micro.AddService(nc, micro.Config{
+// requests forwarded to Subject(name). Requests are handled concurrently,
+// up to MaxConcurrent, MaxPerWorkspace of one workspace; past that a
+// request is refused at once (503, or 429 for its workspace), never
+// queued behind the others. Each handler's context ends at the
+// forwarder's deadline (unless its answer is streaming by then), when a
+// streamed answer's reader stops asking for it, and when the forwarder
+// gives up (CancelSubject). Close the returned service (Stop) to drain it.
+func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service, error) {
+	adm := newAdmission(MaxConcurrent, MaxPerWorkspace)
+	cancels, err := nc.Subscribe(CancelSubject(name), func(m *nats.Msg) { adm.cancel(string(m.Data)) })
+	if err != nil {
+		return nil, err
+	}
+	svc, err := micro.AddService(nc, micro.Config{
 		Name:        name,
 		Version:     version,
 		Description: "voiceai " + name + " service (HTTP over NATS)",
 		Endpoint: &micro.EndpointConfig{
 			Subject: Subject(name),
 			Handler: micro.HandlerFunc(func(req micro.Request) {
-				slots <- struct{}{}
-				go func() {
-					defer func() { <-slots }()
-					serveOne(nc, handler, req)
-				}()
+				h := nats.Header(req.Headers())
+				tenant, id := h.Get(principal.HeaderWorkspace), h.Get(hdrRequest)
+				ctx, cancel := context.WithCancelCause(context.Background())
+				switch adm.admit(tenant, id, cancel) {
+				case duplicate: // the first attempt answers
+					cancel(nil)
+				case full:
+					cancel(nil)
+					refuse(req, apperr.ServiceAtCapacity)
+				case overTenant:
+					cancel(nil)
+					refuse(req, apperr.WorkspaceAtCapacity)
+				case admitted:
+					go func() {
+						defer adm.release(tenant, id)
+						defer cancel(nil)
+						serveOne(ctx, cancel, nc, handler, req)
+					}()
+				}
 			}),
 		},
 	})
+	if err != nil {
+		_ = cancels.Unsubscribe()
+		return nil, err
+	}
+	return &Service{Service: svc, admission: adm, cancels: cancels}, nil
 }
 
-func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
+// refuse answers a request no slot was free for; it may be retried in a
+// moment.
+func refuse(req micro.Request, e *apperr.Error) {
+	respond(req, httpx.StatusOf(e), http.Header{"Content-Type": {"application/json"}, "Retry-After": {"1"}},
+		httpx.ErrorJSON(e, nats.Header(req.Headers()).Get(httpx.HeaderRequestID)))
+}
+
+// errDeadline ends a request whose forwarder's deadline passed before
+// its answer began.
+var errDeadline = errors.New("natsx: the caller's deadline passed")
+
+func serveOne(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn, handler http.Handler, req micro.Request) {
 	h := req.Headers()
-	r, err := http.NewRequest(nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
+	r, err := http.NewRequestWithContext(ctx, nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
 	if err != nil {
 		respond(req, httpx.StatusOf(apperr.MalformedForward), http.Header{"Content-Type": {"application/json"}},
 			httpx.ErrorJSON(apperr.MalformedForward, ""))
@@ -58,7 +114,19 @@ func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
 	}
 	r.RemoteAddr = nats.Header(h).Get(hdrRemoteAddr)
 	r.ContentLength = int64(len(req.Data()))
-	rec := &recorder{header: http.Header{}, nc: nc, req: req}
+	rec := &recorder{header: http.Header{}, nc: nc, req: req, cancel: cancel}
+	// Until its answer begins, a request lives as long as its caller
+	// waits; once streaming, as long as the caller keeps asking.
+	if ms, err := strconv.ParseInt(nats.Header(h).Get(hdrTimeout), 10, 64); err == nil && ms > 0 {
+		rec.deadline = time.AfterFunc(time.Duration(ms)*time.Millisecond, func() {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if rec.stream == nil {
+				cancel(errDeadline)
+			}
+		})
+		defer rec.deadline.Stop()
+	}
 	defer func() {
 		// A handler aborts (http.ErrAbortHandler) when it fails after
 		// sending its status: the caller must see a cut response.
@@ -70,6 +138,9 @@ func serveOne(nc *nats.Conn, handler http.Handler, req micro.Request) {
 		}
 	}()
 	handler.ServeHTTP(rec, r)
+	if ctx.Err() != nil && !rec.streaming() {
+		return // the caller stopped waiting: nobody reads an answer
+	}
 	rec.finish()
 }
 
@@ -97,10 +168,13 @@ type recorder struct {
 	status int
 	body   bytes.Buffer
 
-	nc     *nats.Conn
-	req    micro.Request
-	stream *nats.Subscription // set once streaming
-	failed bool
+	nc       *nats.Conn
+	req      micro.Request
+	cancel   context.CancelCauseFunc // ends the handler's context
+	deadline *time.Timer             // the caller's, until streaming
+	mu       sync.Mutex              // guards stream against the deadline
+	stream   *nats.Subscription      // set once streaming
+	failed   bool
 }
 
 func (r *recorder) Header() http.Header { return r.header }
@@ -120,7 +194,9 @@ func (r *recorder) Write(b []byte) (int, error) {
 	n, _ := r.body.Write(b)
 	for r.body.Len() >= streamChunk {
 		if err := r.sendChunk(r.body.Next(streamChunk), false); err != nil {
+			// Nobody reads on: the handler's work ends here too.
 			r.failed = true
+			r.cancel(err)
 			return n, err
 		}
 	}
@@ -145,12 +221,14 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 		if err != nil {
 			return err
 		}
+		r.mu.Lock()
 		r.stream = sub
+		r.mu.Unlock()
 		respond(r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
 		return nil
 	}
 	next, err := r.stream.NextMsg(streamIdle)
-	if err != nil {
+	if err != nil || next.Header.Get(hdrStreamCancel) != "" {
 		return errStreamAbandoned
 	}
 	h := nats.Header{}
@@ -167,11 +245,18 @@ func (r *recorder) abort() {
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
-	if next, err := r.stream.NextMsg(streamIdle); err == nil {
+	if next, err := r.stream.NextMsg(streamIdle); err == nil && next.Header.Get(hdrStreamCancel) == "" {
 		h := nats.Header{}
 		h.Set(hdrStreamAbort, "1")
 		_ = next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h})
 	}
+}
+
+// streaming reports whether the answer has begun (in chunks).
+func (r *recorder) streaming() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stream != nil
 }
 
 // finish sends what is left: the whole response when it was small.

@@ -20,6 +20,16 @@ const (
 	hdrStreamEnd = "Voiceai-Http-Stream-End"
 	// hdrStreamAbort marks a streamed response the service cut short.
 	hdrStreamAbort = "Voiceai-Http-Stream-Abort"
+	// hdrStreamCancel, on a request for the next chunk, says the caller
+	// reads no more.
+	hdrStreamCancel = "Voiceai-Http-Stream-Cancel"
+	// hdrTimeout is how long, in milliseconds, the forwarder waits for the
+	// answer to begin: the handler's deadline.
+	hdrTimeout = "Voiceai-Http-Timeout-Ms"
+	// hdrRequest is the forward's own id, the same on every attempt of
+	// it: a service drops an attempt of a request it is serving, and
+	// cancels the request on the forwarder's word (CancelSubject).
+	hdrRequest = "Voiceai-Http-Request"
 )
 
 // streamChunk is the body size above which a response is streamed in
@@ -29,6 +39,10 @@ const streamChunk = 256 << 10
 
 // Subject is the NATS subject on which service name serves HTTP.
 func Subject(service string) string { return "svc." + service + ".http" }
+
+// CancelSubject is where a forwarder that gave up on a request tells every
+// replica of service (the data is the request's hdrRequest).
+func CancelSubject(service string) string { return "svc." + service + ".cancel" }
 
 // hopByHop headers are meaningful for one connection only.
 var hopByHop = map[string]bool{

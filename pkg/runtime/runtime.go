@@ -168,7 +168,12 @@ func DatabaseName(service string) string { return "voiceai_" + service }
 func ServeHTTP(d Deps, name string, router *mux.Router) (micro.Service, http.Handler, error) {
 	h := Handler(d, name, router)
 	svc, err := natsx.Serve(d.NC, name, Version, h)
-	return svc, h, err
+	if err != nil {
+		return nil, nil, err
+	}
+	// A process whose every request slot stays taken serves nobody new.
+	d.AddReadyCheck(name+"_capacity", svc.Ready)
+	return svc, h, nil
 }
 
 // Handler wraps a service router in the shared middleware.

@@ -237,6 +237,9 @@ func (b *beforeSuccess) WriteHeader(code int) {
 	b.ResponseWriter.WriteHeader(code)
 }
 
+// Unwrap lets http.ResponseController reach the connection.
+func (b *beforeSuccess) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
 func (b *beforeSuccess) Write(p []byte) (int, error) {
 	if !b.done {
 		b.WriteHeader(http.StatusOK)

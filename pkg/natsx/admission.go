@@ -1,0 +1,114 @@
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// MaxConcurrent bounds the requests one service process handles at once.
+const MaxConcurrent = 256
+
+// MaxPerWorkspace bounds the requests of one workspace a process handles
+// at once: whatever one key sends (reads left unread, slow requests), the
+// other half of the slots stay for everyone else.
+const MaxPerWorkspace = MaxConcurrent / 2
+
+// saturatedFor is how long every slot may stay taken before the process
+// reports itself not ready: it cannot take new work.
+const saturatedFor = 2 * time.Second
+
+// verdict is what admission decides for a request.
+type verdict int
+
+const (
+	admitted   verdict = iota
+	duplicate          // another attempt of a request this process is serving
+	overTenant         // its workspace holds its share of the slots
+	full               // every slot is taken
+)
+
+// admission bounds the requests a process serves at once, in all and per
+// workspace, and knows each one in flight by the id its forwarder gave it:
+// a hedge of a request still served here is dropped (the first attempt
+// answers it) and a forwarder that gave up reaches it (cancel).
+type admission struct {
+	max, perTenant int
+	now            func() time.Time
+
+	mu        sync.Mutex
+	total     int
+	byTenant  map[string]int
+	inflight  map[string]context.CancelCauseFunc
+	fullSince time.Time // zero while a slot is free
+}
+
+func newAdmission(max, perTenant int) *admission {
+	return &admission{max: max, perTenant: perTenant, now: time.Now,
+		byTenant: map[string]int{}, inflight: map[string]context.CancelCauseFunc{}}
+}
+
+// admit takes a slot for a request of tenant known by id ("" for none),
+// whose handling cancel ends.
+func (a *admission) admit(tenant, id string, cancel context.CancelCauseFunc) verdict {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if id != "" && a.inflight[id] != nil {
+		return duplicate
+	}
+	if a.total >= a.max {
+		return full
+	}
+	if a.byTenant[tenant] >= a.perTenant {
+		return overTenant
+	}
+	a.total++
+	a.byTenant[tenant]++
+	if id != "" {
+		a.inflight[id] = cancel
+	}
+	if a.total == a.max {
+		a.fullSince = a.now()
+	}
+	return admitted
+}
+
+// release gives back what admit took.
+func (a *admission) release(tenant, id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.total--
+	if a.byTenant[tenant]--; a.byTenant[tenant] <= 0 {
+		delete(a.byTenant, tenant)
+	}
+	if id != "" {
+		delete(a.inflight, id)
+	}
+	a.fullSince = time.Time{}
+}
+
+// errCallerGaveUp ends a request whose forwarder stopped waiting for it.
+var errCallerGaveUp = errors.New("natsx: the caller gave up on the request")
+
+// cancel ends the handling of the request known by id, if it is here.
+func (a *admission) cancel(id string) {
+	a.mu.Lock()
+	stop := a.inflight[id]
+	a.mu.Unlock()
+	if stop != nil {
+		stop(errCallerGaveUp)
+	}
+}
+
+// Ready fails while every slot has been taken for saturatedFor: the
+// process takes no new request, so it should not be sent any.
+func (a *admission) Ready(context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.fullSince.IsZero() && a.now().Sub(a.fullSince) >= saturatedFor {
+		return fmt.Errorf("all %d request slots taken for %s", a.max, a.now().Sub(a.fullSince).Round(time.Second))
+	}
+	return nil
+}
