@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"time"
@@ -71,9 +72,9 @@ func (l *RunsLog) At(ctx context.Context, seq uint64) (app.Record, error) {
 	return l.store.At(ctx, seq)
 }
 
-// EachLast reads the last record per subject through an ordered consumer.
+// EachLast reads the last record per subject.
 func (l *RunsLog) EachLast(ctx context.Context, filter string, fn func(app.Record) error) error {
-	return eachMsg(ctx, l.js, events.TestRunsStream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 2000, fn)
+	return eachMsg(ctx, l.js, events.TestRunsStream, filter, jetstream.DeliverLastPerSubjectPolicy, false, 500, fn)
 }
 
 // EachHeader reads every record, headers only: decoding 250,000 results
@@ -82,9 +83,30 @@ func (l *RunsLog) EachHeader(ctx context.Context, filter string, fn func(app.Rec
 	return eachMsg(ctx, l.js, events.TestRunsStream, filter, jetstream.DeliverAllPolicy, true, 10_000, fn)
 }
 
+// readIdle is how long a read waits for its next message before it asks
+// its consumer whether the rest was lost on the way.
+const readIdle = 2 * time.Second
+
+// readBytes bounds what one read holds in flight: above the largest
+// message the server takes (8 MiB), so any message fits.
+const readBytes = 9 << 20
+
+// errReadLost ends a read that lost messages on the way (the connection
+// dropped them, or broke); read again.
+type errReadLost struct{ why string }
+
+func (e errReadLost) Error() string     { return "runs log read lost messages: " + e.why }
+func (e errReadLost) Unavailable() bool { return true }
+
 // eachMsg calls fn with the messages of stream matching filter from
 // deliver on, in stream order, batch at a time; with headersOnly they
 // carry their headers only (and Nats-Msg-Size), not their data.
+//
+// It ends, whatever happens on the way: with ctx; with an error when a
+// message is missing (a delivery's consumer sequence skips one, or the
+// consumer has delivered more than arrived and has nothing left), since a
+// read that waited for the "nothing pending" of a lost message would wait
+// forever. Its consumer is deleted when it ends.
 func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
 	batch int, fn func(app.Record) error) error {
 	// An ephemeral consumer, deleted when done: a stream holds at most
@@ -108,13 +130,31 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 	if info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
+	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(batch, readBytes))
 	if err != nil {
 		return err
 	}
 	defer it.Stop()
+	var seen uint64 // the consumer sequence of the last message read
+	quiet := 0      // idle waits in a row with the rest delivered and not here
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		m, err := next(ctx, it)
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			lost, err := lostTail(ctx, cons, seen)
+			if err != nil {
+				return err
+			}
+			if !lost {
+				quiet = 0
+				continue
+			}
+			// Twice, so a message merely slow on a loaded machine is not
+			// taken for lost.
+			if quiet++; quiet >= 2 {
+				return errReadLost{fmt.Sprintf("the consumer delivered past %d and has nothing left", seen)}
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -122,6 +162,10 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 		if err != nil {
 			return err
 		}
+		if md.Sequence.Consumer != seen+1 {
+			return errReadLost{fmt.Sprintf("delivery %d came after %d", md.Sequence.Consumer, seen)}
+		}
+		seen, quiet = md.Sequence.Consumer, 0
 		rec, err := eventstore.RecordFromMsg(m)
 		if err != nil {
 			return err
@@ -133,6 +177,23 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 			return nil
 		}
 	}
+}
+
+// next waits readIdle at most for the iterator's next message.
+func next(ctx context.Context, it jetstream.MessagesContext) (jetstream.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, readIdle)
+	defer cancel()
+	return it.Next(jetstream.NextContext(ctx))
+}
+
+// lostTail reports whether a quiet read's consumer has delivered past
+// seen with nothing left to deliver: what it delivered has not arrived.
+func lostTail(ctx context.Context, cons jetstream.Consumer, seen uint64) (bool, error) {
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return false, err
+	}
+	return info.NumPending == 0 && info.Delivered.Consumer > seen, nil
 }
 
 // JobQueue is app.JobQueue on the work-queue stream TESTJOBS.
