@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/slots"
 )
 
 // MaxConcurrent bounds the requests one service process handles at once.
@@ -35,19 +37,14 @@ const (
 // a hedge of a request still served here is dropped (the first attempt
 // answers it) and a forwarder that gave up reaches it (cancel).
 type admission struct {
-	max, perTenant int
-	now            func() time.Time
+	slots *slots.Fair
 
-	mu        sync.Mutex
-	total     int
-	byTenant  map[string]int
-	inflight  map[string]context.CancelCauseFunc
-	fullSince time.Time // zero while a slot is free
+	mu       sync.Mutex
+	inflight map[string]context.CancelCauseFunc
 }
 
 func newAdmission(max, perTenant int) *admission {
-	return &admission{max: max, perTenant: perTenant, now: time.Now,
-		byTenant: map[string]int{}, inflight: map[string]context.CancelCauseFunc{}}
+	return &admission{slots: slots.New(max, perTenant), inflight: map[string]context.CancelCauseFunc{}}
 }
 
 // admit takes a slot for a request of tenant known by id ("" for none),
@@ -58,19 +55,14 @@ func (a *admission) admit(tenant, id string, cancel context.CancelCauseFunc) ver
 	if id != "" && a.inflight[id] != nil {
 		return duplicate
 	}
-	if a.total >= a.max {
+	switch err := a.slots.TryAcquire(tenant); {
+	case errors.Is(err, slots.ErrFull):
 		return full
-	}
-	if a.byTenant[tenant] >= a.perTenant {
+	case err != nil:
 		return overTenant
 	}
-	a.total++
-	a.byTenant[tenant]++
 	if id != "" {
 		a.inflight[id] = cancel
-	}
-	if a.total == a.max {
-		a.fullSince = a.now()
 	}
 	return admitted
 }
@@ -79,14 +71,10 @@ func (a *admission) admit(tenant, id string, cancel context.CancelCauseFunc) ver
 func (a *admission) release(tenant, id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.total--
-	if a.byTenant[tenant]--; a.byTenant[tenant] <= 0 {
-		delete(a.byTenant, tenant)
-	}
+	a.slots.Release(tenant)
 	if id != "" {
 		delete(a.inflight, id)
 	}
-	a.fullSince = time.Time{}
 }
 
 // errCallerGaveUp ends a request whose forwarder stopped waiting for it.
@@ -105,10 +93,8 @@ func (a *admission) cancel(id string) {
 // Ready fails while every slot has been taken for saturatedFor: the
 // process takes no new request, so it should not be sent any.
 func (a *admission) Ready(context.Context) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !a.fullSince.IsZero() && a.now().Sub(a.fullSince) >= saturatedFor {
-		return fmt.Errorf("all %d request slots taken for %s", a.max, a.now().Sub(a.fullSince).Round(time.Second))
+	if d := a.slots.FullFor(); d >= saturatedFor {
+		return fmt.Errorf("all %d request slots taken for %s", MaxConcurrent, d.Round(time.Second))
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package natsx
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -154,7 +156,7 @@ func TestOneWorkspaceCannotTakeEverySlot(t *testing.T) {
 func TestAProcessWithNoFreeSlotRefusesAndIsNotReady(t *testing.T) {
 	a := newAdmission(2, 2)
 	now := time.Unix(1000, 0)
-	a.now = func() time.Time { return now }
+	a.slots.SetClock(func() time.Time { return now })
 	noop := func(error) {}
 	if a.admit("ws", "r1", noop) != admitted || a.admit("ws", "r1", noop) != duplicate || a.admit("ws", "r2", noop) != admitted {
 		t.Fatal("the first two requests were not admitted, or a hedge was")
@@ -183,7 +185,11 @@ func TestAProcessWithNoFreeSlotRefusesAndIsNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	svc.admission.total = MaxConcurrent // every slot taken
+	for range MaxConcurrent { // every slot taken
+		if err := svc.admission.slots.TryAcquire(fmt.Sprint(rand.Int())); err != nil {
+			t.Fatal(err)
+		}
+	}
 	reply, err := nc.RequestMsg(m, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
