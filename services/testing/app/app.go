@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/slots"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -32,14 +33,18 @@ type App struct {
 	Conversations StoredConversations
 	// Cursors signs the listings' cursors.
 	Cursors *cursor.Codec
-	Log     *slog.Logger
+	// Scans bounds the reads of the runs log this process makes at once
+	// (see scan).
+	Scans *slots.Fair
+	Log   *slog.Logger
 	Now     func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read
 // model (runner workers).
 func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
-	a := &App{ReadModel: rm, Agents: p.Agents, Runs: p.Runs, Jobs: p.Jobs, Counters: p.Counts, Feed: p.Invocations, Log: log, Now: now}
+	a := &App{ReadModel: rm, Agents: p.Agents, Runs: p.Runs, Jobs: p.Jobs, Counters: p.Counts, Feed: p.Invocations, Log: log, Now: now,
+		Scans: slots.New(MaxScans, MaxScans/2)}
 	subject := func(kind string) func(string, string) (string, error) {
 		return func(ws, id string) (string, error) { return events.TestingSubject(ws, kind, id) }
 	}

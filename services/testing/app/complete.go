@@ -197,7 +197,7 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 	if err != nil {
 		return 0, 0, err
 	}
-	err = a.Runs.EachHeader(ctx, runs, func(m Record) error {
+	err = a.scan(ctx, inv.GetWorkspaceId(), runs, a.Runs.EachHeader, func(m Record) error {
 		runID := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
 		idx, err := domain.RunIndex(inv.GetInvocationId(), runID)
 		if err != nil || idx >= total {

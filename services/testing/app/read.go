@@ -46,7 +46,7 @@ func (a *App) EachRunResult(ctx context.Context, inv *testingv1.Invocation, fn f
 	if err != nil {
 		return err
 	}
-	return a.Runs.EachLast(ctx, runs,
+	return a.scan(ctx, inv.GetWorkspaceId(), runs, a.Runs.EachLast,
 		func(m Record) error {
 			r, err := runOf(esproto.Decode(m))
 			if err != nil {
@@ -74,7 +74,7 @@ func (a *App) ResultGroups(ctx context.Context, inv *testingv1.Invocation, creat
 		if err != nil {
 			return nil, err
 		}
-		err = a.Runs.EachLast(ctx, subjects, func(m Record) error {
+		err = a.scan(ctx, inv.GetWorkspaceId(), subjects, a.Runs.EachLast, func(m Record) error {
 			msg, err := esproto.Decode(m)
 			if err != nil {
 				return err

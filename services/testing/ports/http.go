@@ -3,6 +3,7 @@
 package ports
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -280,8 +281,13 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, contentType st
 	w.WriteHeader(http.StatusOK)
 	if err := write(w); err != nil {
 		// The status line is sent; cut the body short so the client sees
-		// a truncated response rather than a wrong one.
-		httpx.LoggerFrom(r.Context()).Error("invocation stream failed", "err", err)
+		// a truncated response rather than a wrong one. A caller that
+		// left (or stopped reading) is nobody's error.
+		if log := httpx.LoggerFrom(r.Context()); r.Context().Err() != nil {
+			log.Debug("invocation stream ended with its caller", "cause", context.Cause(r.Context()))
+		} else {
+			log.Error("invocation stream failed", "err", err)
+		}
 		panic(http.ErrAbortHandler)
 	}
 }
