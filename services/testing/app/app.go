@@ -13,8 +13,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/slots"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/slots"
 )
 
 // App is the testing application.
@@ -37,7 +37,7 @@ type App struct {
 	// (see scan).
 	Scans *slots.Fair
 	Log   *slog.Logger
-	Now     func() time.Time
+	Now   func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read
