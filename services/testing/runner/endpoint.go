@@ -36,8 +36,9 @@ type SecretSource interface {
 // another's breaker, take its slots or show it their error text.
 //
 // Every credential value a run sends (the api key and each header value
-// that came from a reference) is redacted from what the endpoint answers,
-// errors and turns alike, before anything else sees it (see redactor).
+// that came from a secret or an environment variable) is redacted from
+// what the endpoint answers, errors and turns alike, before anything else
+// sees it (see redactor).
 type Endpoints struct {
 	Platform AgentModels
 	Secrets  SecretSource
@@ -128,7 +129,11 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 	if err != nil {
 		return nil, &EndpointError{fmt.Errorf("api_key: %w", err)}
 	}
-	sent := []string{key} // the values that came from references: redacted from whatever comes back
+	// The values of secrets and environment variables are redacted from
+	// whatever comes back. A dynamic variable's value is not: it is the
+	// test's own data, readable with the test, and a reply that repeats a
+	// customer's name must reach the judge as it is.
+	sent := []string{key} // api_key is a secret or an env var, never a variable
 	headers := http.Header{}
 	for _, h := range p.Endpoint.Headers {
 		v := h.Value
@@ -136,7 +141,9 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 			if v, err = e.resolve(ctx, workspaceID, h.Ref, vars); err != nil {
 				return nil, &EndpointError{fmt.Errorf("request header %s: %w", h.Name, err)}
 			}
-			sent = append(sent, v)
+			if h.Ref.Variable == "" {
+				sent = append(sent, v)
+			}
 		}
 		headers.Set(h.Name, v)
 	}

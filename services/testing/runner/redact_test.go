@@ -185,3 +185,22 @@ func (s staticSecrets) Open(_ context.Context, ws, id string) (string, error) {
 	}
 	return v, nil
 }
+
+// A dynamic variable sent as a header is the test's own data: an echo of
+// it reaches the run as it is.
+func TestDynamicVariablesAreNotRedacted(t *testing.T) {
+	srv := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
+		return llmtest.OK("Hello " + req.Header.Get("X-Customer"))
+	})
+	defer srv.Close()
+	cfg := ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + srv.URL + `",
+		"request_headers":{"X-Customer":{"variable_name":"customer"}}}}}}`))
+	m, err := endpoints().For(context.Background(), "ws_1", cfg, map[string]string{"customer": "Johnathan Smith"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, _, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p"})
+	if err != nil || turn.Text != "Hello Johnathan Smith" {
+		t.Fatalf("%q %v", turn.Text, err)
+	}
+}
