@@ -155,7 +155,7 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 	ep := e.endpoint(endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)})
 	client, err := llm.New(llm.Config{BaseURL: p.Endpoint.URL, APIKey: key, Model: model, Headers: headers,
 		Timeout: e.timeout(), MaxRetries: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
-		HTTPClient: e.httpClient()})
+		HTTPClient: e.httpClient(), Redact: redact.String})
 	if err != nil {
 		return nil, &EndpointError{redact.Error(err)}
 	}
