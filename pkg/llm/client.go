@@ -396,14 +396,14 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 	return res, false, hint, nil
 }
 
-// hide is an error answer's body without the API key (an endpoint may
-// echo the Authorization header it got) and through Config.Redact.
+// hide is an error answer's body through Config.Redact, then without the
+// API key (an endpoint may echo the Authorization header it got).
 func (c *Client) hide(body []byte) []byte {
-	if len(c.apiKey) >= 8 && bytes.Contains(body, []byte(c.apiKey)) {
-		body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
-	}
 	if c.redact != nil {
 		body = []byte(c.redact(string(body)))
+	}
+	if len(c.apiKey) >= 8 && bytes.Contains(body, []byte(c.apiKey)) {
+		body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
 	}
 	return body
 }
