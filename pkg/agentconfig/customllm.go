@@ -247,6 +247,64 @@ func (p Prompt) SecretIDs() []string {
 	return out
 }
 
+// Binding says where the prompt's endpoint sends values its caller may
+// not know, workspace secrets and runner environment variables: the URL,
+// and each reference with where it goes ("api_key=secret:<id>",
+// "header:<name>=env:<label>"), sorted. It is empty when the endpoint sends
+// none (literal values and dynamic variables are the caller's own).
+func (p Prompt) Binding() (url string, refs []string) {
+	if p.Endpoint == nil {
+		return "", nil
+	}
+	credential := func(r *Ref) string {
+		switch {
+		case r == nil:
+			return ""
+		case r.SecretID != "":
+			return "secret:" + r.SecretID
+		case r.EnvVar != "":
+			return "env:" + r.EnvVar
+		}
+		return ""
+	}
+	if c := credential(p.Endpoint.APIKey); c != "" {
+		refs = append(refs, "api_key="+c)
+	}
+	for _, h := range p.Endpoint.Headers {
+		if c := credential(h.Ref); c != "" {
+			refs = append(refs, "header:"+strings.ToLower(h.Name)+"="+c)
+		}
+	}
+	if len(refs) == 0 {
+		return "", nil
+	}
+	slices.Sort(refs)
+	return p.Endpoint.URL, refs
+}
+
+// Rebinds reports whether the configuration after sends a secret or an
+// environment variable somewhere the configuration before did not: to
+// another URL, or under another field or header. Keeping or dropping
+// bindings is no rebinding. Only a workspace admin may rebind
+// (apperr.SecretBindingForbidden): whoever picks the endpoint receives
+// the value.
+func Rebinds(before, after []byte) bool {
+	url, refs := Parse(after).Binding()
+	if len(refs) == 0 {
+		return false
+	}
+	wasURL, had := Parse(before).Binding()
+	if url != wasURL {
+		return true
+	}
+	for _, r := range refs {
+		if !slices.Contains(had, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // SecretPurpose derives the key that seals workspace secrets from the
 // deployment secret (runtime.SubKey): the agents service seals with it,
 // the runners open with it.

@@ -70,3 +70,34 @@ func joinLoc(loc []any) string {
 	}
 	return strings.Join(s, ".")
 }
+
+// A configuration rebinds a credential when it sends a secret or an
+// environment variable to another URL, or under another field or header;
+// keeping, dropping, literal values and dynamic variables do not.
+func TestRebinds(t *testing.T) {
+	cfg := func(endpoint string) []byte {
+		return []byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":` + endpoint + `}}}`)
+	}
+	bound := cfg(`{"url":"https://team.example/v1","api_key":{"secret_id":"s1"},"request_headers":{"X-Org":{"env_var_label":"ORG"},"X-Lit":"plain"}}`)
+	for name, c := range map[string]struct {
+		before, after []byte
+		want          bool
+	}{
+		"a new agent with a secret":     {nil, bound, true},
+		"a new agent without one":       {nil, cfg(`{"url":"https://x.example/v1","request_headers":{"X-V":{"variable_name":"v"},"X-L":"lit"}}`), false},
+		"unchanged":                     {bound, bound, false},
+		"another url":                   {bound, cfg(`{"url":"https://evil.example/v1","api_key":{"secret_id":"s1"}}`), true},
+		"the secret under a header":     {bound, cfg(`{"url":"https://team.example/v1","request_headers":{"X-Copy":{"secret_id":"s1"}}}`), true},
+		"another secret":                {bound, cfg(`{"url":"https://team.example/v1","api_key":{"secret_id":"s2"}}`), true},
+		"the env var as the key":        {bound, cfg(`{"url":"https://team.example/v1","api_key":{"env_var_label":"ORG"}}`), true},
+		"a binding dropped":             {bound, cfg(`{"url":"https://team.example/v1","api_key":{"secret_id":"s1"}}`), false},
+		"all dropped, url changed":      {bound, cfg(`{"url":"https://evil.example/v1"}`), false},
+		"header name case":              {bound, cfg(`{"url":"https://team.example/v1","request_headers":{"x-org":{"env_var_label":"ORG"}}}`), false},
+		"a literal header added":        {bound, cfg(`{"url":"https://team.example/v1","api_key":{"secret_id":"s1"},"request_headers":{"X-New":"lit"}}`), false},
+		"custom_llm without custom-llm": {nil, []byte(`{"agent":{"prompt":{"llm":"gpt-4o","custom_llm":{"url":"https://e.example","api_key":{"secret_id":"s1"}}}}}`), true},
+	} {
+		if got := Rebinds(c.before, c.after); got != c.want {
+			t.Errorf("%s: Rebinds = %v, want %v", name, got, c.want)
+		}
+	}
+}

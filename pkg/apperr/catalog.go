@@ -152,6 +152,12 @@ var (
 	AgentNotFound = NotFoundError("agent_not_found", "No agent with that id exists in this workspace.")
 	// SecretNotFound answers a secret id not in the caller's workspace.
 	SecretNotFound = NotFoundError("secret_not_found", "No workspace secret with that id exists in this workspace.")
+	// SecretBindingForbidden refuses a caller who is no workspace admin a
+	// configuration that sends a workspace secret, or an environment
+	// variable of the runners, somewhere an admin did not choose: whoever
+	// picks the endpoint receives the value.
+	SecretBindingForbidden = ForbiddenError("secret_binding_forbidden", "Only a workspace admin (workspace_write) may choose where a workspace secret or a runner environment variable is sent: "+
+		"this configuration sends one (custom_llm api_key or request_headers) to an endpoint or header an admin did not set.")
 )
 
 // SecretInUse refuses to delete a secret agents still authenticate with:
@@ -252,7 +258,7 @@ var Catalog = []*Error{
 	ConsoleUnavailable,
 	RateLimitExceeded(0, "<window>"), ServiceAtCapacity, WorkspaceAtCapacity,
 	ConcurrentUpdate,
-	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false),
+	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,

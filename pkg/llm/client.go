@@ -106,6 +106,11 @@ type Config struct {
 	// idle connections per host). Its Timeout, if any, applies in addition
 	// to Config.Timeout.
 	HTTPClient *http.Client
+	// Redact, when set, is applied to an error answer's body before
+	// anything of it becomes an APIError (whose message is cut to 1 KiB:
+	// redacting only after that could leave part of a secret cut in two).
+	// The API key itself is always hidden from it.
+	Redact func(string) string
 }
 
 // String describes the configuration without the API key.
@@ -136,6 +141,7 @@ type Client struct {
 	initialBackoff time.Duration
 	maxBody        int64
 	hc             *http.Client
+	redact         func(string) string
 
 	// Hooks, replaced by tests only.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -163,6 +169,7 @@ func New(c Config) (*Client, error) {
 		initialBackoff: c.InitialBackoff,
 		maxBody:        c.MaxResponseBytes,
 		hc:             c.HTTPClient,
+		redact:         c.Redact,
 		sleep:          sleepCtx,
 		jitter:         fullJitter,
 		now:            time.Now,
@@ -372,7 +379,7 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 	}
 
 	if !ok {
-		ae := parseAPIError(resp.StatusCode, resp.Header, data, c.now())
+		ae := parseAPIError(resp.StatusCode, resp.Header, c.hide(data), c.now())
 		if ae.Temporary() {
 			if d, found := retryAfter(resp.Header, c.now()); found {
 				hint = d
@@ -387,6 +394,18 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 		return res, errors.Is(err, ErrMalformedResponse), hint, err
 	}
 	return res, false, hint, nil
+}
+
+// hide is an error answer's body through Config.Redact, then without the
+// API key (an endpoint may echo the Authorization header it got).
+func (c *Client) hide(body []byte) []byte {
+	if c.redact != nil {
+		body = []byte(c.redact(string(body)))
+	}
+	if len(c.apiKey) >= 8 && bytes.Contains(body, []byte(c.apiKey)) {
+		body = bytes.ReplaceAll(body, []byte(c.apiKey), []byte("[redacted]"))
+	}
+	return body
 }
 
 // transportError classifies an error of Do or of reading the body: the

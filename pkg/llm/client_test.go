@@ -763,3 +763,27 @@ func assertJSONEqual(t *testing.T, got, want []byte) {
 		t.Errorf("JSON differs\n got %s\nwant %s", gb, wb)
 	}
 }
+
+// An endpoint that echoes the Authorization header in its error answer
+// gets no API key into the error; Config.Redact hides other values before
+// the message is cut to 1 KiB, so a value straddling the cut leaves no
+// prefix behind.
+func TestErrorAnswersEchoingCredentialsAreRedacted(t *testing.T) {
+	const other = "zq9Xother-credential-value"
+	srv := newServer(t, func(req llmtest.Request) llmtest.Reply {
+		return llmtest.Error(401, "invalid_request_error", "you sent "+req.Header.Get("Authorization")+strings.Repeat(".", 994)+other)
+	})
+	c, err := New(Config{BaseURL: srv.URL, APIKey: testKey, Model: "m", MaxRetries: -1,
+		Redact: func(s string) string { return strings.ReplaceAll(s, other, "[hidden]") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat(context.Background(), userReq("hi"))
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.StatusCode != 401 || !strings.Contains(ae.Message, "you sent Bearer [redacted]") {
+		t.Fatalf("err = %v", err)
+	}
+	if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "zq9X") {
+		t.Fatalf("error leaks a credential: %v", err)
+	}
+}

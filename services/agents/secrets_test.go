@@ -30,11 +30,33 @@ func TestWorkspaceSecrets(t *testing.T) {
 		return `{"name":"own brain","conversation_config":{"agent":{"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{
 			"url":"http://127.0.0.1:9/v1","model_id":"ft","api_key":{"secret_id":"` + secretID + `"}}}}}}`
 	}
-	code, agent := f.do(t, http.MethodPost, "/v1/convai/agents/create", agentBody(id))
+	// Where a secret is sent is a workspace admin's choice (whoever picks
+	// the endpoint receives the value): a convai_write key may not bind it.
+	if code, m := f.do(t, http.MethodPost, "/v1/convai/agents/create", agentBody(id)); code != 403 || m["detail"].(map[string]any)["status"] != "secret_binding_forbidden" {
+		t.Fatalf("a writer binds a secret: %d %v", code, m)
+	}
+	admin := caller
+	admin.Permissions = append([]string{"workspace_write"}, caller.Permissions...)
+	code, agent := f.doAs(t, admin, http.MethodPost, "/v1/convai/agents/create", agentBody(id))
 	if code != 201 {
 		t.Fatalf("agent with a secret: %d %v", code, agent)
 	}
 	agentID := agent["agent_id"].(string)
+	// The writer may change all else, not where the secret goes.
+	if code, m := f.do(t, http.MethodPatch, "/v1/convai/agents/"+agentID, `{"conversation_config":{"agent":{"prompt":{"prompt":"new words","temperature":0.3}}}}`); code != 200 {
+		t.Fatalf("a writer edits the prompt: %d %v", code, m)
+	}
+	for _, rebind := range []string{
+		`{"custom_llm":{"url":"http://127.0.0.1:8/steal"}}`,
+		`{"custom_llm":{"request_headers":{"X-Copy":{"secret_id":"` + id + `"}}}}`,
+	} {
+		if code, m := f.do(t, http.MethodPatch, "/v1/convai/agents/"+agentID, `{"conversation_config":{"agent":{"prompt":`+rebind+`}}}`); code != 403 {
+			t.Fatalf("a writer rebinds the secret with %s: %d %v", rebind, code, m)
+		}
+	}
+	if code, m := f.doAs(t, admin, http.MethodPatch, "/v1/convai/agents/"+agentID, `{"conversation_config":{"agent":{"prompt":{"custom_llm":{"url":"http://127.0.0.1:8/v1"}}}}}`); code != 200 {
+		t.Fatalf("an admin moves the endpoint: %d %v", code, m)
+	}
 
 	code, got := f.do(t, http.MethodGet, "/v1/convai/secrets/"+id, "")
 	used := got["used_by"].(map[string]any)["agents"].([]any)

@@ -37,7 +37,7 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkModel(ctx, caller.WorkspaceID, agent.ConversationConfigJson); err != nil {
+	if err := a.checkModel(ctx, caller.Principal, nil, agent.ConversationConfigJson); err != nil {
 		return nil, err
 	}
 	agent.AgentId = ids.New("agent")

@@ -38,12 +38,13 @@ func (a *App) Update(ctx context.Context, caller principal.Caller, agentID strin
 		return nil, err
 	}
 	return a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		before := slices.Clone(next.ConversationConfigJson)
 		changed, err := applyUpdate(next, in)
 		if err != nil || len(changed) == 0 {
 			return nil, err
 		}
 		if slices.Contains(changed, "conversation_config") {
-			if err := a.checkModel(ctx, workspaceID, next.ConversationConfigJson); err != nil {
+			if err := a.checkModel(ctx, caller.Principal, before, next.ConversationConfigJson); err != nil {
 				return nil, err
 			}
 		}

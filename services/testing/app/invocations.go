@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -63,6 +64,18 @@ func checkOverride(v *apperr.Validator, o *ConfigOverride) {
 	}
 }
 
+// checkBinding refuses an override that sends a workspace secret or a
+// runner environment variable somewhere the configuration it replaces
+// (vetted when it was written) does not, unless the caller is a
+// workspace admin: the agents service's rule for agents, applied to
+// configurations that are never saved (see agentconfig.Rebinds).
+func checkBinding(p principal.Principal, base []byte, o *ConfigOverride) error {
+	if o == nil || p.IsAdmin() || !agentconfig.Rebinds(base, o.ConversationConfig) {
+		return nil
+	}
+	return apperr.SecretBindingForbidden
+}
+
 // MainBranch is the one branch every agent has.
 const MainBranch = "main"
 
@@ -96,6 +109,9 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 	}
 	ag, err := a.Agent(ctx, c.WorkspaceID, agentID)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c.Principal, ag.GetConversationConfigJson(), in.AgentConfigOverride); err != nil {
 		return nil, err
 	}
 	wanted := make([]string, len(tests))
@@ -195,6 +211,9 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 	}
 	cur, _, err := a.Invocations.Get(ctx, c.WorkspaceID, invocationID)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkBinding(c.Principal, cur.GetAgentConfigJson(), in.AgentConfigOverride); err != nil {
 		return nil, err
 	}
 	if in.AgentID != cur.GetAgentId() {

@@ -2,11 +2,16 @@ package runner
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,9 +30,17 @@ type SecretSource interface {
 
 // Endpoints plays the agents whose prompt says custom-llm through their
 // own OpenAI-compatible endpoint, and every other agent through Platform.
-// Each endpoint (by URL) has a limit of requests in flight from this
-// runner and a circuit breaker: an endpoint that fails BreakAfter calls in
-// a row fails its runs at once, for BreakFor, before it is tried again.
+// Each endpoint has a limit of requests in flight from this runner and a
+// circuit breaker: an endpoint that fails BreakAfter calls in a row fails
+// its runs at once, for BreakFor, before it is tried again. An endpoint
+// here is a workspace's URL with the credentials it is called with, never
+// a URL alone: one workspace's failing calls (a wrong key) never open
+// another's breaker, take its slots or show it their error text.
+//
+// Every credential value a run sends (the api key and each header value
+// that came from a secret or an environment variable) is redacted from
+// what the endpoint answers, errors and turns alike, before anything else
+// sees it (see redactor).
 type Endpoints struct {
 	Platform AgentModels
 	Secrets  SecretSource
@@ -46,11 +59,42 @@ type Endpoints struct {
 	Observe func(took time.Duration, err error)
 
 	mu     sync.Mutex
-	byURL  map[string]*endpoint
+	byKey  map[endpointKey]*endpoint
 	client *http.Client
 }
 
-// endpoint is one agent endpoint's shared limits.
+// endpointKey names an endpoint's limits: the workspace, the URL and a
+// digest of the credentials (never the credentials themselves, which a
+// map key could carry into a dump or a log line).
+type endpointKey struct {
+	workspaceID, url string
+	credentials      [sha256.Size]byte
+}
+
+// digestSalt makes credential digests this process's own: a digest seen
+// anywhere else (a heap dump) cannot be checked against guessed keys.
+var digestSalt = func() []byte {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return b
+}()
+
+// credentialDigest is the digest of what a request is authenticated with.
+func credentialDigest(key string, headers http.Header) [sha256.Size]byte {
+	h := hmac.New(sha256.New, digestSalt)
+	fmt.Fprintf(h, "%d:%s", len(key), key)
+	names := slices.Sorted(maps.Keys(headers))
+	for _, n := range names {
+		for _, v := range headers[n] {
+			fmt.Fprintf(h, "|%d:%s=%d:%s", len(n), n, len(v), v)
+		}
+	}
+	var out [sha256.Size]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// endpoint is one workspace's limits on one endpoint.
 type endpoint struct {
 	url       string
 	slots     chan struct{}
@@ -95,6 +139,11 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 	if err != nil {
 		return nil, &EndpointError{fmt.Errorf("api_key: %w", err)}
 	}
+	// The values of secrets and environment variables are redacted from
+	// whatever comes back. A dynamic variable's value is not: it is the
+	// test's own data, readable with the test, and a reply that repeats a
+	// customer's name must reach the judge as it is.
+	sent := []string{key} // api_key is a secret or an env var, never a variable
 	headers := http.Header{}
 	for _, h := range p.Endpoint.Headers {
 		v := h.Value
@@ -102,25 +151,29 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 			if v, err = e.resolve(ctx, workspaceID, h.Ref, vars); err != nil {
 				return nil, &EndpointError{fmt.Errorf("request header %s: %w", h.Name, err)}
 			}
+			if h.Ref.Variable == "" {
+				sent = append(sent, v)
+			}
 		}
 		headers.Set(h.Name, v)
 	}
+	redact := newRedactor(sent...)
 	model := p.Endpoint.ModelID
 	if model == "" {
 		model = agentconfig.CustomLLM // the field is required on the wire; a one-model endpoint ignores it
 	}
-	ep := e.endpoint(p.Endpoint.URL)
+	ep := e.endpoint(endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)})
 	client, err := llm.New(llm.Config{BaseURL: p.Endpoint.URL, APIKey: key, Model: model, Headers: headers,
 		Timeout: e.timeout(), MaxRetries: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
-		HTTPClient: e.httpClient()})
+		HTTPClient: e.httpClient(), Redact: redact.String})
 	if err != nil {
-		return nil, &EndpointError{err}
+		return nil, &EndpointError{redact.Error(err)}
 	}
 	o := OpenAI{Client: client, Observe: e.Observe, Temperature: p.Temperature, ProviderName: agentconfig.CustomLLM}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
 		o.MaxTokens = *p.MaxTokens
 	}
-	return &customAgent{model: o, ep: ep}, nil
+	return &customAgent{model: o, ep: ep, redact: redact}, nil
 }
 
 // resolve is the value a reference points at.
@@ -171,14 +224,26 @@ func (e *Endpoints) httpClient() *http.Client {
 	return e.client
 }
 
-func (e *Endpoints) endpoint(url string) *endpoint {
+// maxEndpoints bounds the endpoints a runner keeps limits for; past it,
+// the idle ones (no call in flight, breaker closed) are forgotten.
+const maxEndpoints = 4096
+
+func (e *Endpoints) endpoint(k endpointKey) *endpoint {
+	url := k.url
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if ep, ok := e.byURL[url]; ok {
+	if ep, ok := e.byKey[k]; ok {
 		return ep
 	}
-	if e.byURL == nil {
-		e.byURL = map[string]*endpoint{}
+	if e.byKey == nil {
+		e.byKey = map[endpointKey]*endpoint{}
+	}
+	if len(e.byKey) >= maxEndpoints {
+		for key, ep := range e.byKey {
+			if len(ep.slots) == 0 && ep.breaker.State() == gobreaker.StateClosed {
+				delete(e.byKey, key)
+			}
+		}
 	}
 	n, after, open := e.Concurrency, e.BreakAfter, e.BreakFor
 	if n <= 0 {
@@ -192,14 +257,14 @@ func (e *Endpoints) endpoint(url string) *endpoint {
 	}
 	ep := &endpoint{url: url, slots: make(chan struct{}, n), failures: after, pause: open}
 	ep.breaker = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
-		Name:        url,
+		Name:        k.workspaceID + " " + host(url),
 		Timeout:     open,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= after },
 		// The run's own time limit cutting a call short says nothing
 		// about the endpoint.
 		IsExcluded: func(err error) bool { return errors.Is(err, errRunEnded) },
 	})
-	e.byURL[url] = ep
+	e.byKey[k] = ep
 	return ep
 }
 
@@ -209,15 +274,17 @@ var errRunEnded = errors.New("the run ended")
 // customAgent is an agent played by its own endpoint. Its answers are
 // never cached: the endpoint under test is what a run measures.
 type customAgent struct {
-	model OpenAI
-	ep    *endpoint
+	model  OpenAI
+	ep     *endpoint
+	redact *redactor
 }
 
 func (c *customAgent) Provider() string  { return c.model.Provider() }
 func (c *customAgent) ModelName() string { return c.model.ModelName() }
 
 // Respond waits for a slot of the endpoint, then calls it through its
-// breaker. Its failures are EndpointErrors.
+// breaker. Its failures are EndpointErrors. What the endpoint answers,
+// turn or error, is redacted here: nothing after this sees a credential.
 func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usage, error) {
 	queued := time.Now()
 	select {
@@ -236,19 +303,19 @@ func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usa
 		case err != nil && ctx.Err() != nil:
 			return struct{}{}, fmt.Errorf("%w: %w", errRunEnded, err)
 		case err != nil:
-			c.ep.failed(describe(err))
+			c.ep.failed(c.redact.Error(describe(err)))
 		}
 		return struct{}{}, err
 	})
 	switch {
 	case err == nil:
-		return turn, usage, nil
+		return c.redact.Turn(turn), usage, nil
 	case ctx.Err() != nil:
 		return Turn{}, usage, ctx.Err() // the run's time limit: Execute says so
 	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
 		return Turn{}, usage, &EndpointError{c.ep.openError()}
 	}
-	return Turn{}, usage, &EndpointError{describe(err)}
+	return Turn{}, usage, &EndpointError{c.redact.Error(describe(err))}
 }
 
 // describe shortens a transport error to what a reader of a run needs.
