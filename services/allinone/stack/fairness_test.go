@@ -58,6 +58,41 @@ func TestFairRunsBesideADeadEndpoint(t *testing.T) {
 	cancelRuns(t, s, adminKey, second)
 }
 
+// A run waiting for an endpoint's slot holds no runner slot: on a runner
+// of 2 slots whose runs wait for an endpoint taking 1 request at a time,
+// another invocation of the same workspace still runs at once (held in
+// their slots, the waiting runs would have kept it out for a minute).
+func TestRunsWaitingForAnEndpointHoldNoRunnerSlot(t *testing.T) {
+	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
+		administered(c, nil)
+		c.Runner.Concurrency, c.Runner.EndpointConcurrency, c.Runner.EndpointTimeout = 2, 1, 20*time.Second
+	})
+	var calls atomic.Int32
+	release := make(chan struct{})
+	slow := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
+		calls.Add(1)
+		select {
+		case <-time.After(time.Minute):
+		case <-release:
+		case <-req.Context.Done():
+		}
+		return llmtest.OK("We open nine to five.")
+	})
+	t.Cleanup(func() { close(release); slow.Close() })
+	hours := createTest(t, s.Stack, hoursTest)
+	backlog := startRuns(t, s, adminKey, s.teamAgent(t, slow.URL), 20, hours)
+	// The worker took 2 jobs at once: one run calls the endpoint, the
+	// other waits for its slot.
+	eventually(t, 30*time.Second, "the slow endpoint called", func() bool { return calls.Load() >= 1 })
+	started := time.Now()
+	id := startRuns(t, s, adminKey, agentWith(t, s.Stack), 1, hours)
+	eventually(t, fairBound, "the same workspace's other invocation completes", func() bool {
+		return getInvocation(t, s.Stack, id).Status == "completed"
+	})
+	t.Logf("the other invocation completed in %s", time.Since(started).Round(time.Millisecond))
+	cancelRuns(t, s, adminKey, backlog)
+}
+
 // fairStack is a stack with one runner of 8 slots whose agents may call
 // endpoints on this machine, 4 requests at a time per endpoint, and
 // whose platform model answers at once.

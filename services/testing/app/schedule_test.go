@@ -106,8 +106,9 @@ func TestSchedulerInvocationsOfAWorkspaceTakeTurns(t *testing.T) {
 	}
 }
 
-// A run waiting on an endpoint gives its slot back: others run
-// meanwhile, and the jobs held stay bounded (2*slots per workspace).
+// A run waiting on an endpoint gives its slot back: the workspace's other
+// invocations and other workspaces run meanwhile, and the jobs held stay
+// bounded (slots per invocation, 2*slots+headroom in all).
 func TestSchedulerPausedRunsFreeTheirSlots(t *testing.T) {
 	s := app.NewScheduler(4, 1)
 	queues := []app.RunQueue{{Workspace: "ws_a", Invocation: "inv_slow", Waiting: 1000}}
@@ -121,25 +122,38 @@ func TestSchedulerPausedRunsFreeTheirSlots(t *testing.T) {
 		}
 	}
 	running, held := s.Load()
-	if running != 0 || held != 8 {
-		t.Fatalf("%d running and %d held once every run waits; want 0 and 8 (2 x 4 slots)", running, held)
+	if running != 0 || held != 4 {
+		t.Fatalf("%d running and %d held once every run waits; want 0 and 4 (the slots, for one invocation)", running, held)
+	}
+	queues = append(queues, app.RunQueue{Workspace: "ws_a", Invocation: "inv_other", Waiting: 10})
+	if q, n := take(t, s, queues); q.Invocation != "inv_other" || n != 4 {
+		t.Fatalf("the workspace's other invocation got %d jobs (%+v) beside the waiting runs, want the 4 free slots", n, q)
 	}
 	queues = append(queues, app.RunQueue{Workspace: "ws_b", Invocation: "inv_b", Waiting: 10})
 	if q, n := take(t, s, queues); q.Workspace != "ws_b" || n != 1 {
-		t.Fatalf("another workspace got %d jobs (%+v) beside the waiting runs, want 1 at a time", n, q)
+		t.Fatalf("another workspace got %d jobs (%+v), want the headroom's 1", n, q)
+	}
+	if running, held := s.Load(); running != 5 || held != 9 {
+		t.Fatalf("%d running, %d held; want 5 and 9 (the bound: 2 x 4 + 1)", running, held)
 	}
 	// A resumed run takes its slot back even past the bounds; no new job
 	// is taken until the runner is below them again.
-	for range 8 {
+	for range 4 {
 		s.Resumed("ws_a")
 	}
 	if _, n := take(t, s, queues); n != 0 {
 		t.Fatalf("took %d jobs with every slot busy", n)
 	}
-	for range 8 {
+	for range 4 {
 		s.Done("ws_a", "inv_slow")
+		s.Done("ws_a", "inv_other")
 	}
-	if _, n := take(t, s, queues); n == 0 {
-		t.Fatal("no job taken once the slow runs were done")
+	if running, held := s.Load(); running != 1 || held != 1 {
+		t.Fatalf("%d running, %d held once ws_a's runs are done; want ws_b's 1", running, held)
+	}
+	// Three queues wait: each gets a share of the 4 free slots, ws_a first
+	// (it runs fewer than ws_b).
+	if q, n := take(t, s, queues); q.Workspace != "ws_a" || n != 1 {
+		t.Fatalf("after the slow runs: %d jobs of %+v, want 1 of ws_a", n, q)
 	}
 }

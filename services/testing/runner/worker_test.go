@@ -259,3 +259,28 @@ func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
 	t.Cleanup(cancel)
 	return ctx, js
 }
+
+// Jobs left on the work queue without a queue of their invocation (it
+// was deleted, empty, as the invocation was resubmitted) get their queue
+// back from a worker, and are run.
+func TestJobsWithoutAQueueAreRun(t *testing.T) {
+	ctx, js, a, inv, log := batchFixture(t)
+	first := domain.RunID(inv.InvocationId, 0)
+	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.WorkspaceId, InvocationId: inv.InvocationId, Kind: "run",
+		RunId: first, Attempt: 1, RunCount: 5})
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(inv.WorkspaceId, inv.InvocationId, first)), job); err != nil {
+		t.Fatal(err)
+	}
+	startWorker(ctx, t, js, a, log, nil)
+	str, err := js.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the job run and acknowledged", func() bool {
+		info, err := str.Info(ctx)
+		return err == nil && info.State.Msgs == 0
+	})
+	if n := resultsStored(ctx, js, inv); n != 5 {
+		t.Fatalf("%d results stored, want the job's 5", n)
+	}
+}
