@@ -30,6 +30,10 @@ const (
 	// testjobs.<workspace_id>.<invocation_id>.bucketing.<jobs_total>.
 	TestJobsStream = "TESTJOBS"
 	TestJobsAll    = "testjobs.>"
+	// TestJobsQueuedNotify is a core NATS subject (no stream holds it):
+	// the enqueuer publishes an empty message on it after queuing jobs, so
+	// idle runners look at the queues at once instead of polling them.
+	TestJobsQueuedNotify = "testing.jobs.queued"
 
 	// TestCountsStream holds per-invocation counters (NATS message
 	// counters): testcounts.<invocation_id>.<attempt>.<done|passed>.
@@ -120,6 +124,12 @@ func TestBucketingJobSubject(workspaceID, invocationID, round string) (string, e
 // purging them on cancel).
 func TestJobsOfInvocation(workspaceID, invocationID string) (string, error) {
 	return joinChecked("testjobs", "*", workspaceID, invocationID)
+}
+
+// TestJobQueueFilter matches every job of one invocation, runs and
+// bucketing: the filter of the invocation's queue (its consumer).
+func TestJobQueueFilter(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testjobs", ">", workspaceID, invocationID)
 }
 
 // TestCountSubject is a counter of an invocation's attempt (1, then one

@@ -213,12 +213,12 @@ func checkDeployment(t *testing.T, name string, d *appsv1.Deployment) {
 	}
 }
 
-// checkScaledObject asserts the runner scaler reads the queue the runners
-// pull from, by the names the code uses.
+// checkScaledObject asserts the runner scaler reads the backlog of the
+// queue the runners pull from, by the names the code uses: every
+// invocation has a consumer of its own, so it reads the stream.
 func checkScaledObject(t *testing.T, doc map[string]any) {
 	t.Helper()
 	stream := goConstant(t, "TestJobsStream", "proto-events", "testing.go")
-	consumer := goConstant(t, "RunnersConsumer", "services", "testing", "adapters", "streams.go")
 	spec, _ := doc["spec"].(map[string]any)
 	target, _ := spec["scaleTargetRef"].(map[string]any)
 	if name, _ := target["name"].(string); !strings.HasSuffix(name, "-testing-runner") {
@@ -228,11 +228,12 @@ func checkScaledObject(t *testing.T, doc map[string]any) {
 	for _, tr := range triggers {
 		m, _ := tr.(map[string]any)
 		md, _ := m["metadata"].(map[string]any)
-		if m["type"] == "nats-jetstream" && md["stream"] == stream && md["consumer"] == consumer {
+		query, _ := md["query"].(string)
+		if m["type"] == "prometheus" && strings.Contains(query, `voiceai_stream_messages{stream="`+stream+`"}`) && md["serverAddress"] != "" {
 			return
 		}
 	}
-	t.Errorf("no nats-jetstream trigger on stream %s, consumer %s: %v", stream, consumer, triggers)
+	t.Errorf("no prometheus trigger on the messages of stream %s: %v", stream, triggers)
 }
 
 // rendered is one object of the chart's output.

@@ -15,15 +15,16 @@ import (
 // with a backlog and no waiting pull has no worker pulling). A
 // projector's pending messages are its read model's lag.
 type consumerLag struct {
-	js       jetstream.JetStream
-	mu       sync.Mutex
-	watched  map[[2]string]bool
-	streams  map[string]bool
-	messages *prometheus.Desc
-	pending  *prometheus.Desc
-	acking   *prometheus.Desc
-	waiting  *prometheus.Desc
-	scrapeOK *prometheus.Desc
+	js        jetstream.JetStream
+	mu        sync.Mutex
+	watched   map[[2]string]bool
+	streams   map[string]bool
+	messages  *prometheus.Desc
+	consumers *prometheus.Desc
+	pending   *prometheus.Desc
+	acking    *prometheus.Desc
+	waiting   *prometheus.Desc
+	scrapeOK  *prometheus.Desc
 }
 
 func newConsumerLag(js jetstream.JetStream) *consumerLag {
@@ -32,6 +33,8 @@ func newConsumerLag(js jetstream.JetStream) *consumerLag {
 		js: js, watched: map[[2]string]bool{}, streams: map[string]bool{},
 		messages: prometheus.NewDesc("voiceai_stream_messages",
 			"Messages the stream holds (for a work queue: the jobs queued or in flight).", []string{"stream"}, nil),
+		consumers: prometheus.NewDesc("voiceai_stream_consumers",
+			"Consumers of the stream (TESTJOBS: one per invocation with jobs, and a minute more).", []string{"stream"}, nil),
 		pending: prometheus.NewDesc("voiceai_consumer_pending_messages",
 			"Messages of the stream the durable consumer has not delivered yet (its backlog; a projector's lag).", labels, nil),
 		acking: prometheus.NewDesc("voiceai_consumer_ack_pending_messages",
@@ -57,6 +60,7 @@ func (c *consumerLag) watchStream(stream string) {
 
 func (c *consumerLag) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.messages
+	ch <- c.consumers
 	ch <- c.pending
 	ch <- c.acking
 	ch <- c.waiting
@@ -80,6 +84,7 @@ func (c *consumerLag) Collect(ch chan<- prometheus.Metric) {
 		if str, err := c.js.Stream(ctx, name); err == nil {
 			if info := str.CachedInfo(); info != nil {
 				ch <- prometheus.MustNewConstMetric(c.messages, prometheus.GaugeValue, float64(info.State.Msgs), name)
+				ch <- prometheus.MustNewConstMetric(c.consumers, prometheus.GaugeValue, float64(info.State.Consumers), name)
 			}
 		}
 	}

@@ -50,7 +50,6 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	// The service that queues runs exports the queue, so a backlog with no
 	// runner at all is visible too (alert: runs queued, no runner pulling).
 	d.WatchStream(events.TestJobsStream)
-	d.WatchConsumer(events.TestJobsStream, adapters.RunnersConsumer)
 	var err error
 	store := adapters.OpenStore(d.Database(Name))
 	var listings app.ReadModel = store
@@ -278,7 +277,6 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 			return nil, err
 		}
 	}
-	d.WatchConsumer(events.TestJobsStream, adapters.RunnersConsumer)
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), nil, d.Logger, d.Clock())
 	w := &runner.Worker{
 		App: a, JS: d.JS, Exec: exec,

@@ -12,6 +12,9 @@
 //	(c) a 5,000 tests x 50 repeats (250,000 runs) invocation: time to
 //	    complete, peak resident memory of every process, and the time and
 //	    peak memory of one GET of it;
+//	(e) fairness: while (c) runs, another workspace's one-run invocation
+//	    (every few seconds, up to 5 times): its time from run-tests to
+//	    completed, against a few seconds;
 //	(d) ticketing keeps up: an invocation whose every run fails, run
 //	    with no QA worker (runs/s of the runners), then a tickets-qa-worker
 //	    process turns the failed runs into tickets (failed runs/s).
@@ -49,6 +52,9 @@ const benchSecret = "5f1c0d2e9a7b4c3f8e6d1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0
 // profileDir, when set, gives every process a profiler endpoint.
 var profileDir string
 
+// largeOnly skips (a), (b) and (d).
+var largeOnly bool
+
 func main() {
 	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
 	qaTests := flag.Int("qa-tests", 2000, "failing tests of (d), each run 10 times")
@@ -56,6 +62,7 @@ func main() {
 	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
 	scaleRuns := flag.Int("scale-runs", 1600, "runs per measurement of (b)")
 	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c) into this directory")
+	flag.BoolVar(&largeOnly, "large-only", false, "measure only (c) and (e), e.g. with -tests 200 for a short run")
 	flag.Parse()
 	if err := run(*tests, *repeat, *concurrency, *scaleRuns, *qaTests); err != nil {
 		fmt.Fprintln(os.Stderr, "testingbench:", err)
@@ -75,6 +82,9 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 		return err
 	}
 
+	if largeOnly {
+		return large(bins, dir, tests, repeat, concurrency, 0)
+	}
 	raw, err := rawWorkQueueRate(filepath.Join(dir, "raw"), 50_000)
 	if err != nil {
 		return fmt.Errorf("raw baseline: %w", err)
@@ -138,9 +148,17 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	fmt.Printf("(b) recorded agent turn latency over %d turns: p50 %d ms, p95 %d ms, against the endpoint's 50 ms: p50 off by %d ms (goal within 5) %s\n",
 		inv.Latency.Turns, *inv.Latency.P50, *inv.Latency.P95, off, benchkit.Verdict(off >= -5 && off <= 5))
 	p.Stop()
+	if err := large(bins, dir, tests, repeat, concurrency, raw); err != nil {
+		return err
+	}
+	return qaKeepsUp(bins, filepath.Join(dir, "qa"), qaTests, concurrency)
+}
 
-	// (a) and (c): the large invocation with the offline model.
-	p, err = startPlatform(bins, filepath.Join(dir, "large"))
+// large is (a), (c) and (e): the large invocation with the offline model,
+// and another workspace's one-run invocations beside it; (a) only when
+// the raw work queue's rate is known.
+func large(bins map[string]string, dir string, tests, repeat, concurrency int, raw float64) error {
+	p, err := startPlatform(bins, filepath.Join(dir, "large"))
 	if err != nil {
 		return err
 	}
@@ -154,18 +172,40 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 		runners = append(runners, r)
 		defer r.Stop()
 	}
+	p.started = make(chan struct{})
 	if profileDir != "" {
-		p.started = make(chan struct{})
 		go profile(p.started, map[string]*benchproc.Proc{"platform": p.Proc, "runner1": runners[0], "runner2": runners[1]})
 	}
+	other, err := p.newOtherWorkspace()
+	if err != nil {
+		return fmt.Errorf("(e) another workspace: %w", err)
+	}
+	done := make(chan struct{})
+	type samples struct {
+		took []time.Duration
+		err  error
+	}
+	fair := make(chan samples, 1)
+	go func() {
+		took, err := other.fairness(p.started, done, 5)
+		fair <- samples{took, err}
+	}()
 	rate, elapsed, err := p.invoke(tests, repeat, true)
+	close(done)
 	if err != nil {
 		return err
 	}
 	total := tests * repeat
 	fmt.Printf("(c) %d tests x %d repeats = %d runs completed in %s (2 runner processes x %d)\n", tests, repeat, total, elapsed.Round(time.Millisecond), concurrency)
-	fmt.Printf("(a) orchestration ceiling: %.0f runs/s end to end (offline model) vs %.0f raw work-queue msgs/s = %.3f of raw (goal >= 0.25) %s\n",
-		rate, raw, rate/raw, benchkit.Verdict(rate/raw >= 0.25))
+	if raw > 0 {
+		fmt.Printf("(a) orchestration ceiling: %.0f runs/s end to end (offline model) vs %.0f raw work-queue msgs/s = %.3f of raw (goal >= 0.25) %s\n",
+			rate, raw, rate/raw, benchkit.Verdict(rate/raw >= 0.25))
+	}
+	f := <-fair
+	if f.err != nil {
+		return fmt.Errorf("(e) fairness: %w", f.err)
+	}
+	reportFairness(f.took, total)
 	peak := func(name string, pr *benchproc.Proc) int64 {
 		kb := pr.PeakRSSKiB()
 		fmt.Printf("(c) peak resident memory, %s: %.0f MiB\n", name, float64(kb)/1024)
@@ -188,7 +228,7 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	for _, r := range runners {
 		r.Stop()
 	}
-	return qaKeepsUp(bins, filepath.Join(dir, "qa"), qaTests, concurrency)
+	return nil
 }
 
 // qaKeepsUp is (d): the runners' rate on an invocation whose every run

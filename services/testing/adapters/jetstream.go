@@ -203,9 +203,17 @@ type JobQueue struct{ js jetstream.JetStream }
 func NewJobQueue(js jetstream.JetStream) *JobQueue { return &JobQueue{js: js} }
 
 // Enqueue publishes asynchronously, 2,048 acks awaited at a time; the
-// stream's duplicate window (JobsDedupWindow) drops a re-queued id.
+// stream's duplicate window (JobsDedupWindow) drops a re-queued id. Each
+// invocation's queue is created before its first job is published, and
+// idle runners are told (TestJobsQueuedNotify) once the jobs are stored.
 func (q *JobQueue) Enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
 	var futures []jetstream.PubAckFuture
+	queues := map[string]bool{}
+	defer func() {
+		if len(queues) > 0 {
+			_ = q.js.Conn().Publish(events.TestJobsQueuedNotify, nil)
+		}
+	}()
 	flush := func() error {
 		for _, f := range futures {
 			select {
@@ -223,6 +231,12 @@ func (q *JobQueue) Enqueue(ctx context.Context, n int, job func(int) (app.Messag
 		m, err := job(i)
 		if err != nil {
 			return err
+		}
+		if ws, inv, ok := queueOf(m.Subject); ok && !queues[ws+"."+inv] {
+			if err := EnsureRunQueue(ctx, q.js, ws, inv); err != nil {
+				return err
+			}
+			queues[ws+"."+inv] = true
 		}
 		f, err := q.js.PublishMsgAsync(natsMsg(m))
 		if err != nil {

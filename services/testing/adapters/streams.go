@@ -3,7 +3,6 @@ package adapters
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -20,9 +19,6 @@ const JobsDedupWindow = events.TestRunsDedupWindow
 
 // EnqueuerConsumer queues the runs of new and resubmitted invocations.
 const EnqueuerConsumer = "testing-enqueuer"
-
-// RunnersConsumer is the durable consumer all runner workers share.
-const RunnersConsumer = "runners"
 
 // EnsureStreams creates the testing streams: TESTING and TESTRUNS (event
 // stores), TESTJOBS (the runners' work queue) and TESTCOUNTS (counters).
@@ -45,12 +41,4 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		return fmt.Errorf("stream %s: %w", events.TestCountsStream, err)
 	}
 	return nil
-}
-
-// EnsureRunnersConsumer creates the shared work-queue consumer.
-func EnsureRunnersConsumer(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (jetstream.Consumer, error) {
-	return eventstore.EnsureConsumer(ctx, js, events.TestJobsStream, jetstream.ConsumerConfig{
-		Durable: RunnersConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
-		MaxDeliver: -1, MaxAckPending: 100_000, FilterSubject: events.TestJobsAll,
-	})
 }

@@ -289,8 +289,15 @@ func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usa
 	queued := time.Now()
 	select {
 	case c.ep.slots <- struct{}{}:
-	case <-ctx.Done():
-		return Turn{}, Usage{}, ctx.Err()
+	default: // the run gives its worker slot back while it waits
+		resume := releaseSlot(ctx)
+		select {
+		case c.ep.slots <- struct{}{}:
+			resume()
+		case <-ctx.Done():
+			resume()
+			return Turn{}, Usage{}, ctx.Err()
+		}
 	}
 	defer func() { <-c.ep.slots }()
 	addWaited(ctx, time.Since(queued))

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -30,8 +29,8 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// Worker pulls run jobs from TESTJOBS and executes them, Concurrency at a
-// time. Results are events on TESTRUNS; counters on TESTCOUNTS tell the
+// Worker pulls run jobs from the invocations' queues on TESTJOBS and
+// executes them, about Concurrency at a time. Results are events on TESTRUNS; counters on TESTCOUNTS tell the
 // worker that finishes an invocation's last run to complete it.
 type Worker struct {
 	App *app.App
@@ -40,6 +39,10 @@ type Worker struct {
 	JS          jetstream.JetStream
 	Exec        *Executor
 	Concurrency int
+	// Headroom is how many jobs beyond Concurrency the worker runs for
+	// workspaces other than the busiest (default a quarter of Concurrency,
+	// at least 1): see app.Scheduler.
+	Headroom int
 	// AckWait is how long a job may go without a heartbeat before
 	// JetStream redelivers it to another worker.
 	AckWait time.Duration
@@ -98,14 +101,21 @@ type cachedInvocation struct {
 // (its cancellation) may be.
 const invocationFreshness = time.Second
 
-// fetchWait bounds one fetch; a worker with nothing to do asks again.
-const fetchWait = 5 * time.Second
+// listEvery is how often a busy worker lists the queues again; idleEvery
+// how often an idle one does when no enqueuer told it of new jobs.
+const (
+	listEvery = 500 * time.Millisecond
+	idleEvery = 2 * time.Second
+)
 
 // Run works until ctx ends; jobs in progress finish first.
 //
-// A worker fetches only as many jobs as it has free slots, and heartbeats
-// each job from the moment it holds it: a job buffered behind slow runs
-// would otherwise outlive AckWait and be run twice.
+// Every invocation has a queue of its own (adapters.RunQueues); the
+// worker takes jobs by app.Scheduler's rule, so no workspace's backlog
+// delays another's runs. A worker takes only as many jobs as it has free
+// slots, and heartbeats each job from the moment it holds it: a job
+// buffered behind slow runs would otherwise outlive AckWait and be run
+// twice.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Concurrency <= 0 {
 		w.Concurrency = 8
@@ -127,77 +137,76 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
 	w.stored, w.touched, w.watch = make(chan storing, 4096), map[string]*progress{}, map[string]watched{}
-	cons, err := adapters.EnsureRunnersConsumer(ctx, w.JS, w.AckWait)
+	sched := app.NewScheduler(w.Concurrency, w.Headroom)
+	queues := adapters.NewRunQueues(w.JS, w.AckWait, w.Log)
+	// wake: a slot was freed; notified: an enqueuer queued jobs.
+	wake, notified := make(chan struct{}, 1), make(chan struct{}, 1)
+	signal := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	sub, err := w.JS.Conn().Subscribe(events.TestJobsQueuedNotify, func(*nats.Msg) { signal(notified) })
 	if err != nil {
 		return err
 	}
+	defer func() { _ = sub.Unsubscribe() }()
 	storerDone := make(chan struct{})
 	go func() { defer close(storerDone); w.ackStored() }()
 	checkerStop, checkerDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(checkerDone); w.checkLoop(checkerStop) }()
 	defer func() { close(w.stored); <-storerDone; close(checkerStop); <-checkerDone }()
 
-	free := make(chan struct{}, w.Concurrency) // a token per free slot
-	for range w.Concurrency {
-		free <- struct{}{}
-	}
 	var running sync.WaitGroup
 	defer running.Wait()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-free:
-		}
-		n := 1
-	more:
-		for n < w.Concurrency {
-			select {
-			case <-free:
-				n++
-			default:
-				break more
+	list := true
+	for ctx.Err() == nil {
+		if list || time.Since(queues.Listed()) >= listEvery {
+			if err := queues.Refresh(ctx, sched.Held); err != nil {
+				if ctx.Err() == nil {
+					w.Log.Warn("runner: listing the run queues", "err", err)
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				continue
 			}
+			list = false
 		}
-		got, err := w.fetch(ctx, cons, n, func(m jetstream.Msg) {
+		q, n, ok := sched.Next(queues.Queues())
+		if !ok {
+			select {
+			case <-ctx.Done():
+			case <-wake:
+			case <-notified:
+				list = true
+			case <-time.After(idleEvery):
+				list = true
+			}
+			continue
+		}
+		msgs, err := queues.Fetch(ctx, q, n)
+		if err != nil && ctx.Err() == nil {
+			w.Log.Debug("runner: fetching jobs", "invocation", q.Invocation, "err", err)
+		}
+		for _, m := range msgs {
+			sched.Took(q.Workspace, q.Invocation)
 			stop := w.heartbeat(m)
 			running.Add(1)
 			go func() {
-				defer func() { stop(); free <- struct{}{}; running.Done() }()
-				w.handle(context.WithoutCancel(ctx), m)
+				defer func() { stop(); sched.Done(q.Workspace, q.Invocation); signal(wake); running.Done() }()
+				jctx := withSlot(context.WithoutCancel(ctx), func() func() {
+					sched.Paused(q.Workspace)
+					signal(wake)
+					return func() { sched.Resumed(q.Workspace) }
+				})
+				w.handle(jctx, m)
 			}()
-		})
-		for range n - got {
-			free <- struct{}{}
-		}
-		if err != nil && ctx.Err() == nil {
-			w.Log.Warn("runner: fetching jobs", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
 		}
 	}
-}
-
-// fetch asks for up to n jobs and hands each to start as it arrives.
-func (w *Worker) fetch(ctx context.Context, cons jetstream.Consumer, n int, start func(jetstream.Msg)) (int, error) {
-	fctx, cancel := context.WithTimeout(ctx, fetchWait)
-	defer cancel()
-	batch, err := cons.Fetch(n, jetstream.FetchContext(fctx))
-	if err != nil {
-		return 0, err
-	}
-	got := 0
-	for m := range batch.Messages() {
-		got++
-		start(m)
-	}
-	if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) &&
-		!errors.Is(err, nats.ErrTimeout) {
-		return got, err
-	}
-	return got, nil
+	return nil
 }
 
 func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {

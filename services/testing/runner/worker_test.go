@@ -36,6 +36,9 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	// A job of an invocation that does not exist fails on every delivery.
 	const ws, inv = "ws_1", "tinv_missing"
 	runID := domain.RunID(inv, 0)
+	if err := adapters.EnsureRunQueue(ctx, js, ws, inv); err != nil {
+		t.Fatal(err)
+	}
 	data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv, Kind: "run", RunId: runID, Attempt: 1})
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv, runID)), data); err != nil {
 		t.Fatal(err)
@@ -106,7 +109,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	queueFiveRunJob(ctx, t, js, inv)
-	cons, err := adapters.EnsureRunnersConsumer(ctx, js, 30*time.Second)
+	cons, err := js.Consumer(ctx, events.TestJobsStream, adapters.RunQueueName(inv.WorkspaceId, inv.InvocationId))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,9 +182,13 @@ func earlierRun2(inv *testingv1.Invocation) (*testingv1.RunResult, string) {
 	return stored, subject
 }
 
-// queueFiveRunJob queues one job carrying runs 0 to 4 of inv.
+// queueFiveRunJob queues one job carrying runs 0 to 4 of inv, on the
+// invocation's queue, as the enqueuer does.
 func queueFiveRunJob(ctx context.Context, t *testing.T, js jetstream.JetStream, inv *testingv1.Invocation) {
 	t.Helper()
+	if err := adapters.EnsureRunQueue(ctx, js, inv.WorkspaceId, inv.InvocationId); err != nil {
+		t.Fatal(err)
+	}
 	first := domain.RunID(inv.InvocationId, 0)
 	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.WorkspaceId, InvocationId: inv.InvocationId, Kind: "run",
 		RunId: first, Attempt: 1, RunCount: 5})
