@@ -3,8 +3,11 @@
 package architecture
 
 import (
+	"bytes"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -127,5 +130,44 @@ func TestOnlyTheStorePackagesLinkFerretDB(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// executableMagic starts a compiled program: ELF, Mach-O (both byte
+// orders, and universal), PE.
+var executableMagic = [][]byte{{0x7f, 'E', 'L', 'F'}, {0xfe, 0xed, 0xfa, 0xce}, {0xfe, 0xed, 0xfa, 0xcf},
+	{0xce, 0xfa, 0xed, 0xfe}, {0xcf, 0xfa, 0xed, 0xfe}, {0xca, 0xfe, 0xba, 0xbe}, {'M', 'Z'}}
+
+// No compiled program is tracked: every clone would download it, and it
+// is built from the sources anyway (a 34 MB binary of each of three
+// services once was).
+func TestNoCompiledProgramIsTracked(t *testing.T) {
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		t.Skipf("not in a git checkout (%v): nothing tracked to check", err)
+	}
+	root := strings.TrimSpace(string(top))
+	files, err := exec.Command("git", "-C", root, "ls-files", "-z").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, name := range strings.Split(strings.TrimSuffix(string(files), "\x00"), "\x00") {
+		f, err := os.Open(filepath.Join(root, name))
+		if err != nil {
+			continue // deleted in the work tree
+		}
+		head := make([]byte, 4)
+		n, _ := io.ReadFull(f, head)
+		_ = f.Close()
+		checked++
+		for _, magic := range executableMagic {
+			if n >= len(magic) && bytes.Equal(head[:len(magic)], magic) {
+				t.Errorf("%s is a compiled program: untrack it (git rm --cached) and ignore it", name)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("checked %d tracked files; the tree has more", checked)
 	}
 }
