@@ -2,8 +2,10 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +105,106 @@ func TestConsoleSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 	// A key header still works: signing out ends a session, not the key.
 	if r := call(t, two, "GET", "/v1/convai/agents", adminKey, ""); r.Code != 200 {
 		t.Fatalf("the key after its sessions ended: %d %s", r.Code, r.Body)
+	}
+}
+
+// wantInvalid asserts a 422 with an entry of typ at loc (JSON).
+func wantInvalid(t *testing.T, r response, loc, typ string) {
+	t.Helper()
+	if r.Code != 422 {
+		t.Fatalf("got %d %s, want 422 %s at %s", r.Code, r.Body, typ, loc)
+	}
+	var body struct {
+		Detail []struct {
+			Loc  []any  `json:"loc"`
+			Type string `json:"type"`
+			Msg  string `json:"msg"`
+		} `json:"detail"`
+	}
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		t.Fatalf("422 body %s: %v", r.Body, err)
+	}
+	for _, d := range body.Detail {
+		if b, _ := json.Marshal(d.Loc); string(b) == loc && d.Type == typ && d.Msg != "" {
+			return
+		}
+	}
+	t.Fatalf("422 %s, want %s at %s", r.Body, typ, loc)
+}
+
+// Finding 6 of issue 47, and the number, string and timestamp items of
+// finding 8: every edge follows the same rules, ingest included. A
+// number must fit a float64 (1e400 is a 422 naming the field, indices
+// included, never stored); an integer is one whatever its spelling (5.0
+// is 5, and is stored as 5); a lone surrogate is refused, not stored;
+// an event's timestamp is after 1970 and not beyond tomorrow. What is
+// stored reads back, through the API and into a test.
+func TestHostileNumbersStringsAndTimestamps(t *testing.T) {
+	s := startAdmin(t)
+	agent := newAgent(t, s, adminKey, "Numbers")
+	post := func(path, body string) response { return call(t, s, "POST", path, adminKey, body) }
+	const events, tests = "/v1/convai/events", "/v1/convai/agent-testing/create"
+	ended := func(data string) string {
+		return `{"event":"conversation_ended","timestamp":"` + time.Now().UTC().Format(time.RFC3339) + `","data":` + data + `}`
+	}
+
+	// Numbers beyond a float64: refused at ingest, as at test create, at
+	// the value's own loc.
+	wantInvalid(t, post(events, ended(`{"conversation_id":"conv_big","agent_id":"`+agent+`","transcript":[
+		{"role":"user","message":"hi","time_in_call_secs":0},{"role":"agent","message":"hello","time_in_call_secs":1e400}]}`)),
+		`["body","data","transcript",1,"time_in_call_secs"]`, "finite_number")
+	wantInvalid(t, post(events, `{"event":"agent_busy","data":{"agent_id":"`+agent+`","queue_depth":-1`+strings.Repeat("0", 400)+`}}`),
+		`["body","data","queue_depth"]`, "finite_number")
+	testBody := func(at string) string {
+		return `{"name":"Big","agent_id":"` + agent + `","type":"llm","success_condition":"Polite",
+		  "chat_history":[{"role":"user","message":"hi","time_in_call_secs":` + at + `}]}`
+	}
+	wantInvalid(t, post(tests, testBody("1e400")), `["body","chat_history",0,"time_in_call_secs"]`, "finite_number")
+	wantInvalid(t, post(tests, testBody(`"soon"`)), `["body","chat_history",0,"time_in_call_secs"]`, "float_type")
+	if r := call(t, s, "GET", "/v1/convai/conversations/conv_big", adminKey, ""); r.Code != 404 {
+		t.Fatalf("a refused event was stored: %d %s", r.Code, r.Body)
+	}
+
+	// Integers whatever their spelling: taken and stored as integers.
+	if r := post(tests, testBody("2.0")); r.Code != 200 {
+		t.Fatalf("time_in_call_secs 2.0: %d %s", r.Code, r.Body)
+	}
+	if r := post(events, ended(`{"conversation_id":"conv_int","agent_id":"`+agent+`","turn_count":12.0,"call_duration_secs":9e1,
+		"transcript":[{"role":"user","message":"Where is my order?","time_in_call_secs":0.0},
+		{"role":"agent","message":"On its way \ud83d\ude9a","time_in_call_secs":3E0}]}`)); r.Code != 202 {
+		t.Fatalf("integers spelt as decimals: %d %s", r.Code, r.Body)
+	}
+	var conv response
+	eventually(t, 10*time.Second, "the conversation is stored with its transcript", func() bool {
+		conv = call(t, s, "GET", "/v1/convai/conversations/conv_int", adminKey, "")
+		return conv.Code == 200 && strings.Contains(string(conv.Body), "Where is my order?")
+	})
+	var served struct {
+		Transcript []map[string]any `json:"transcript"`
+	}
+	if err := json.Unmarshal(conv.Body, &served); err != nil || len(served.Transcript) != 2 ||
+		served.Transcript[1]["message"] != "On its way 🚚" || !strings.Contains(string(conv.Body), `"time_in_call_secs":3}`) {
+		t.Fatalf("the conversation as served: %s", conv.Body)
+	}
+	if r := post("/v1/convai/agent-testing/from-conversation", `{"conversation_id":"conv_int","turn_index":1}`); r.Code != 201 {
+		t.Fatalf("a test from the conversation: %d %s", r.Code, r.Body)
+	}
+
+	// A lone surrogate, escaped or raw: refused, not stored.
+	wantInvalid(t, post(events, ended(`{"conversation_id":"conv_lone","agent_id":"`+agent+`","transcript":[
+		{"role":"user","message":"half \ud800 a character","time_in_call_secs":0}]}`)),
+		`["body","data","transcript",0,"message"]`, "string_unicode")
+	wantInvalid(t, post(events, ended("{\"conversation_id\":\"conv_lone\",\"call_successful\":\"success\",\"note\":\"\xed\xa0\x80\"}")),
+		`["body","data","note"]`, "string_unicode")
+	wantInvalid(t, post(tests, `{"name":"Half \udc00","agent_id":"`+agent+`","type":"llm","success_condition":"Polite",
+		"chat_history":[{"role":"user","message":"hi","time_in_call_secs":0}]}`), `["body","name"]`, "string_unicode")
+
+	// Timestamps from 1970 to a day ahead.
+	for _, ts := range []string{"0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z", time.Now().Add(49 * time.Hour).UTC().Format(time.RFC3339)} {
+		wantInvalid(t, post(events, `{"event":"conversation_started","timestamp":"`+ts+`","data":{"conversation_id":"conv_when"}}`),
+			`["body","timestamp"]`, "datetime_range")
+	}
+	if r := call(t, s, "GET", "/v1/convai/conversations/conv_lone", adminKey, ""); r.Code != 404 {
+		t.Fatalf("a refused event was stored: %d %s", r.Code, r.Body)
 	}
 }
