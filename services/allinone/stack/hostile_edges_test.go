@@ -208,3 +208,40 @@ func TestHostileNumbersStringsAndTimestamps(t *testing.T) {
 		t.Fatalf("a refused event was stored: %d %s", r.Code, r.Body)
 	}
 }
+
+// Finding 8 of issue 47: the save-time address check refuses the numeric
+// forms resolvers read as loopback (0x7f000001, 2130706433, 0177.0.0.1,
+// 127.1), for webhooks and for agents' own endpoints, even where the
+// dotted quad itself is allowed.
+func TestHostileNumericHosts(t *testing.T) {
+	s := startAdmin(t, localHooks)
+	for _, host := range []string{"0x7f000001", "2130706433", "0177.0.0.1", "127.1", "127.0.0.1."} {
+		wantInvalid(t, call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"https://`+host+`/hook","events":["call_started"]}`),
+			`["body","url"]`, "url_parsing")
+		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Numeric","conversation_config":{"agent":{
+			"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"https://`+host+`/v1","model_id":"m"}}}}}`)
+		if r.Code != 422 || !strings.Contains(string(r.Body), "custom_llm") || !strings.Contains(string(r.Body), "url_parsing") {
+			t.Fatalf("agent endpoint at %s: %d %s", host, r.Code, r.Body)
+		}
+	}
+}
+
+// Finding 8 of issue 47: a refused destination tells the tenant why, not
+// what its host name resolved to.
+func TestHostileRefusalsHideTheNetwork(t *testing.T) {
+	s := startAdmin(t)
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"https://localhost:1/hook","events":["call_started"]}`)
+	if r.Code/100 != 2 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	id, _ := r.JSON(t)["webhook_id"].(string)
+	if id == "" {
+		id, _ = r.JSON(t)["id"].(string)
+	}
+	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+id+"/test", adminKey, `{"event_type":"conversation_ended"}`)
+	body := string(r.Body)
+	if r.Code != 200 || !strings.Contains(body, "localhost resolves to a loopback address") ||
+		strings.Contains(body, "127.0.0.1") || strings.Contains(body, "::1") {
+		t.Fatalf("test delivery to a name that resolves to loopback: %d %s", r.Code, body)
+	}
+}
