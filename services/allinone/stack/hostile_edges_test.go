@@ -60,7 +60,7 @@ func secondGateway(t *testing.T, s *Stack, cfg Config) *Stack {
 // gateway replica at once, not only in the browser that dropped the
 // cookie: the old cookie and its CSRF token are 401 on the API and on
 // /console/session, on the replica signed out of and on another.
-func TestConsoleSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
+func TestHostileSignedOutCookieOnEveryReplica(t *testing.T) {
 	cfg := adminConfig(t, func(c *Config) { c.SecretKey = "deployment-secret-for-two-gateways" })
 	one := run(t, cfg, slog.New(slog.DiscardHandler), nil)
 	two := secondGateway(t, one, cfg)
@@ -105,6 +105,24 @@ func TestConsoleSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 	// A key header still works: signing out ends a session, not the key.
 	if r := call(t, two, "GET", "/v1/convai/agents", adminKey, ""); r.Code != 200 {
 		t.Fatalf("the key after its sessions ended: %d %s", r.Code, r.Body)
+	}
+
+	// A session ends with its key too: revoked through one replica, its
+	// cookie is refused by both.
+	key, account, keyID := newKey(t, one, adminKey, `["convai_read"]`, "")
+	kc, ki, _ := consoleSession(t, two, key)
+	kjar, kcsrf := "voiceai_console="+kc.Value, ki["csrf_token"].(string)
+	if r := call(t, one, "GET", "/v1/convai/agents", "", "", "Cookie", kjar, "X-CSRF-Token", kcsrf); r.Code != 200 {
+		t.Fatalf("the key's session before revocation: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, one, "DELETE", "/v1/service-accounts/"+account+"/api-keys/"+keyID, adminKey, ""); r.Code != 200 {
+		t.Fatalf("revoke: %d %s", r.Code, r.Body)
+	}
+	for _, s := range []*Stack{one, two} {
+		eventually(t, 5*time.Second, "the revoked key's session refused on "+s.Addr, func() bool {
+			return call(t, s, "GET", "/v1/convai/agents", "", "", "Cookie", kjar, "X-CSRF-Token", kcsrf).Code == 401
+		})
+		wantError(t, call(t, s, "GET", api.ConsoleSessionPath, "", "", "Cookie", kjar), 401, "api_key_revoked")
 	}
 }
 
