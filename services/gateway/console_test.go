@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,4 +161,30 @@ func TestSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 	if _, refusal := one.sessions.open(base64.RawURLEncoding.EncodeToString(sealed), time.Now()); refusal != apperr.ConsoleSessionInvalid {
 		t.Errorf("a cookie without an id: %v", refusal)
 	}
+}
+
+// memorySignOuts is the list of one process (tests).
+type memorySignOuts struct {
+	mu    sync.Mutex
+	ended map[string]bool
+	err   error // what every call answers when set
+}
+
+func (s *memorySignOuts) End(_ context.Context, id string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if s.ended == nil {
+		s.ended = map[string]bool{}
+	}
+	s.ended[id] = true
+	return nil
+}
+
+func (s *memorySignOuts) Ended(_ context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[id], s.err
 }

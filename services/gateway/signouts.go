@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -65,30 +64,4 @@ func (s *kvSignOuts) Ended(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	return false, err
-}
-
-// memorySignOuts is the list of one process (tests).
-type memorySignOuts struct {
-	mu    sync.Mutex
-	ended map[string]bool
-	err   error // what every call answers when set
-}
-
-func (s *memorySignOuts) End(_ context.Context, id string, _ time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.err != nil {
-		return s.err
-	}
-	if s.ended == nil {
-		s.ended = map[string]bool{}
-	}
-	s.ended[id] = true
-	return nil
-}
-
-func (s *memorySignOuts) Ended(_ context.Context, id string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ended[id], s.err
 }
