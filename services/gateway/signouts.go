@@ -17,7 +17,7 @@ import (
 // kept as long as a session can live (sessionTTL), after which the cookie
 // it names is refused as expired anyway. File storage: a NATS restart
 // must not bring signed-out sessions back.
-const SignOutBucket = "CONSOLE_SIGNOUTS"
+const SignOutBucket = "gateway_console_signouts"
 
 // signOutCheckTimeout bounds how long a console request waits for the
 // bucket's answer before it is refused as unavailable.
