@@ -414,16 +414,14 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 }
 
 // signOut ends the cookie's session on every replica and clears the
-// cookie. A sign-out that could not be recorded is a 503 (the cookie is
-// cleared all the same): the page says so rather than pretend the
-// session is over.
+// cookie. A sign-out that could not be recorded is a 503 that keeps the
+// cookie, so the page says so and the person can try again, rather than
+// drop a cookie that still works elsewhere.
 func (g *Gateway) signOut(w http.ResponseWriter, r *http.Request) {
 	if !g.sameOrigin(r) {
 		g.deny(w, r, apperr.CrossOriginRequest)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.scheme(r) == "https"})
 	// A cookie that does not open, or has expired, is no session to end.
 	if c, err := r.Cookie(sessionCookie); err == nil && g.sessions != nil {
 		if v, refusal := g.sessions.open(c.Value, g.now()); refusal == nil {
@@ -436,5 +434,7 @@ func (g *Gateway) signOut(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.scheme(r) == "https"})
 	w.WriteHeader(http.StatusNoContent)
 }
