@@ -154,7 +154,10 @@ func (w *walker) value() {
 			w.i++
 		}
 	}
-	if w.find && w.found == nil && int64(w.i) == w.at && start < w.i {
+	// encoding/json reports a literal at its end, an object or an array
+	// given where it does not fit just past its opening bracket.
+	composite := w.body[start] == '{' || w.body[start] == '['
+	if w.find && w.found == nil && (int64(w.i) == w.at || composite && int64(start+1) == w.at) {
 		w.found = slices.Clone(w.loc)
 	}
 }

@@ -86,6 +86,9 @@ func TestDecodeJSONNumberRulesAndLoc(t *testing.T) {
 		`{"chat_history":[{"n":1},{"n":1},{"n":2.5}]}`:                           "[body chat_history 2 n] type_error",
 		`{"chat_history":[{"n":"x"}]}`:                                           "[body chat_history 0 n] type_error",
 		`{"new_turns_limit":5.5}`:                                                "[body new_turns_limit] type_error",
+		`{"chat_history":[{"n":1},{"n":{"a":[1]}}]}`:                             "[body chat_history 1 n] type_error",
+		`{"chat_history":[{"n":1},{"n":[1,2]}]}`:                                 "[body chat_history 1 n] type_error",
+		`{"chat_history":[{"n":1},7]}`:                                           "[body chat_history 1] type_error",
 	} {
 		err := DecodeJSON([]byte(body), &in)
 		var v ValidationErrors
@@ -104,6 +107,11 @@ func FuzzCheckJSONValues(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, at := range []int64{0, 1, int64(len(body) / 2), int64(len(body))} {
+			if loc := LocAt(body, at, "body"); loc != nil && loc[0] != "body" {
+				t.Fatalf("LocAt(%d) = %v", at, loc)
+			}
+		}
 		out, err := CheckJSONValues(body, "body")
 		if !json.Valid(body) {
 			if err != nil || !bytes.Equal(out, body) {
