@@ -208,6 +208,16 @@ func TestHostileNumbersStringsAndTimestamps(t *testing.T) {
 		t.Fatalf("a test from the conversation: %d %s", r.Code, r.Body)
 	}
 
+	// new_turns_limit 5.0 is the integer 5 (it was "not a valid number").
+	simulate := func(limit string) response {
+		return post("/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
+			"simulated_user_config":{"first_message":"Hi","prompt":{"prompt":"You want the opening hours."}}},"new_turns_limit":`+limit+`}`)
+	}
+	if r := simulate("5.0"); r.Code != 200 {
+		t.Fatalf("new_turns_limit 5.0: %d %s", r.Code, r.Body)
+	}
+	wantInvalid(t, simulate("5.5"), `["body","new_turns_limit"]`, "int_type")
+
 	// A lone surrogate, escaped or raw: refused, not stored.
 	wantInvalid(t, post(events, ended(`{"conversation_id":"conv_lone","agent_id":"`+agent+`","transcript":[
 		{"role":"user","message":"half \ud800 a character","time_in_call_secs":0}]}`)),
