@@ -85,6 +85,19 @@ func CheckBody(r *http.Request, op Operation) error {
 	if err != nil || int64(len(body)) > limit || len(bytes.TrimSpace(body)) == 0 {
 		return nil // the handler's reader answers: unreadable, too large (413), empty
 	}
+	// The rules every body follows whatever its schema (numbers that fit
+	// a float64, integers whatever their spelling, strings that are
+	// Unicode): checked first, so the schema and the handler see the
+	// body as it will be stored.
+	checked, err := apperr.CheckJSONValues(body, "body")
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(checked, body) {
+		body = checked
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
 	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
 		return nil

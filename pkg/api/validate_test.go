@@ -136,3 +136,37 @@ func TestHandlersReadOnlyTheMembersTheSchemaChecked(t *testing.T) {
 		})
 	}
 }
+
+// The rules every body follows come before its schema: an integer is one
+// whatever its spelling (the handler reads the body respelt), a number
+// beyond a float64 or a lone surrogate is a 422 at its loc.
+func TestCheckBodyAppliesTheValueRules(t *testing.T) {
+	r := httptest.NewRequest("POST", "/", strings.NewReader(`{"simulation_specification":{"simulated_user_config":{"first_message":"hi"}},"new_turns_limit":5.0}`))
+	if err := CheckBody(r, SimulateConversation); err != nil {
+		t.Fatalf("new_turns_limit 5.0: %v", err)
+	}
+	var in struct {
+		Limit *int `json:"new_turns_limit"`
+	}
+	var rest bytes.Buffer
+	rest.ReadFrom(r.Body)
+	if err := apperr.DecodeJSON(rest.Bytes(), &in); err != nil || in.Limit == nil || *in.Limit != 5 || r.ContentLength != int64(rest.Len()) {
+		t.Fatalf("the handler reads %s: %v", rest.String(), err)
+	}
+	for body, want := range map[string]string{
+		`{"simulation_specification":{"simulated_user_config":{"first_message":"hi"}},"new_turns_limit":5.5}`:   `["body","new_turns_limit"] int_type`,
+		`{"simulation_specification":{"simulated_user_config":{"first_message":"hi"}},"new_turns_limit":1e400}`: `["body","new_turns_limit"] finite_number`,
+		`{"simulation_specification":{"simulated_user_config":{"first_message":"\ud800"}}}`:                     `["body","simulation_specification","simulated_user_config","first_message"] string_unicode`,
+	} {
+		err := CheckBody(httptest.NewRequest("POST", "/", strings.NewReader(body)), SimulateConversation)
+		verrs, ok := err.(apperr.ValidationErrors)
+		if !ok || len(verrs) != 1 {
+			t.Errorf("%s: %v", body, err)
+			continue
+		}
+		loc, _ := json.Marshal(verrs[0].Loc)
+		if got := string(loc) + " " + verrs[0].Type; got != want {
+			t.Errorf("%s: %s, want %s", body, got, want)
+		}
+	}
+}

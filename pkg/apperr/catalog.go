@@ -111,6 +111,7 @@ var (
 	ConsoleSignedOut      = New(Unauthenticated, "console_signed_out", "Sign in to the console with an API key.")
 	ConsoleSessionInvalid = New(Unauthenticated, "console_session_invalid", "The console session is not valid; sign in again.")
 	ConsoleSessionExpired = New(Unauthenticated, "console_session_expired", "The console session has expired; sign in again.")
+	ConsoleSessionEnded   = New(Unauthenticated, "console_session_ended", "The console session was signed out; sign in again.")
 	ConsoleKeyMissing     = InvalidError("console_api_key_missing", "Send the API key to sign in with as api_key.")
 	CSRFTokenInvalid      = ForbiddenError("csrf_token_invalid", "A console request must carry the X-CSRF-Token its sign-in answered.")
 	CrossOriginRequest    = ForbiddenError("cross_origin_request", "The console takes requests from its own origin only.")
@@ -254,7 +255,7 @@ var Catalog = []*Error{
 	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
-	ConsoleSignedOut, ConsoleSessionInvalid, ConsoleSessionExpired, ConsoleKeyMissing, CSRFTokenInvalid, CrossOriginRequest,
+	ConsoleSignedOut, ConsoleSessionInvalid, ConsoleSessionExpired, ConsoleSessionEnded, ConsoleKeyMissing, CSRFTokenInvalid, CrossOriginRequest,
 	ConsoleUnavailable,
 	RateLimitExceeded(0, "<window>"), ServiceAtCapacity, WorkspaceAtCapacity,
 	ConcurrentUpdate,

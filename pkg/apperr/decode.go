@@ -23,13 +23,20 @@ func DecodeJSON(body []byte, dst any) error {
 			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
 		}
 	}
+	body, err := CheckJSONValues(body, "body")
+	if err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			loc := []any{"body"}
-			if typeErr.Field != "" {
+			// The value's own loc, with the indices of the lists it is
+			// in (the error's Field names no index).
+			loc := LocAt(body, typeErr.Offset, "body")
+			if loc == nil && typeErr.Field != "" {
+				loc = []any{"body"}
 				for _, p := range strings.Split(typeErr.Field, ".") {
 					if i, err := strconv.Atoi(p); err == nil {
 						loc = append(loc, i)
@@ -37,6 +44,9 @@ func DecodeJSON(body []byte, dst any) error {
 						loc = append(loc, p)
 					}
 				}
+			}
+			if loc == nil {
+				loc = []any{"body"}
 			}
 			return ValidationErrors{{Loc: loc, Msg: fmt.Sprintf("Input should be a valid %s", jsonKind(typeErr.Type.Kind().String())), Type: "type_error"}}
 		}
@@ -67,6 +77,8 @@ func jsonKind(goKind string) string {
 		return "string"
 	case "bool":
 		return "boolean"
+	case "int", "int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64":
+		return "integer"
 	case "slice", "array":
 		return "array"
 	case "map", "struct", "ptr":

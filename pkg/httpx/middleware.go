@@ -100,30 +100,51 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 		rw := &statusWriter{ResponseWriter: w}
 		facts := &requestFacts{}
 		r = r.WithContext(context.WithValue(r.Context(), factsKey{}, facts))
+		// A response cut short (http.ErrAbortHandler: the client hung up
+		// mid-stream, or the upstream failed) is logged too, then
+		// aborted as it asked.
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					if facts.aborted == "" {
+						facts.aborted = "aborted"
+					}
+					logAccess(r, rw, facts, level, start)
+				}
+				panic(p)
+			}
+		}()
 		next.ServeHTTP(rw, r)
-		log := LoggerFrom(r.Context())
-		level := level
-		if facts.probe {
-			level = slog.LevelDebug
-		}
-		if !log.Enabled(r.Context(), level) {
-			return
-		}
-		attrs := []any{"method", r.Method}
-		if facts.route != "" {
-			attrs = append(attrs, "route", facts.route)
-		} else {
-			attrs = append(attrs, "path", clip(r.URL.Path))
-		}
-		attrs = append(attrs, "status", rw.Status(), "bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
-		if facts.client != "" {
-			attrs = append(attrs, "client_ip", facts.client)
-		}
-		if facts.workspace != "" {
-			attrs = append(attrs, "workspace_id", facts.workspace, "key_id", facts.keyID)
-		}
-		log.Log(r.Context(), level, "http request", attrs...)
+		logAccess(r, rw, facts, level, start)
 	})
+}
+
+// logAccess writes a request's access-log line.
+func logAccess(r *http.Request, rw *statusWriter, facts *requestFacts, level slog.Level, start time.Time) {
+	log := LoggerFrom(r.Context())
+	if facts.probe {
+		level = slog.LevelDebug
+	}
+	if !log.Enabled(r.Context(), level) {
+		return
+	}
+	attrs := []any{"method", r.Method}
+	if facts.route != "" {
+		attrs = append(attrs, "route", facts.route)
+	} else {
+		attrs = append(attrs, "path", clip(r.URL.Path))
+	}
+	attrs = append(attrs, "status", rw.Status(), "bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	if facts.client != "" {
+		attrs = append(attrs, "client_ip", facts.client)
+	}
+	if facts.workspace != "" {
+		attrs = append(attrs, "workspace_id", facts.workspace, "key_id", facts.keyID)
+	}
+	if facts.aborted != "" {
+		attrs = append(attrs, "cut_short", facts.aborted)
+	}
+	log.Log(r.Context(), level, "http request", attrs...)
 }
 
 // requestFacts are what inner handlers learn about a request for its log
@@ -131,9 +152,18 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 type requestFacts struct {
 	route, client, workspace, keyID string
 	probe                           bool
+	aborted                         string // why the response was cut short, if it was
 }
 
 type factsKey struct{}
+
+// NoteAborted records why a response is about to be cut short (before
+// panicking with http.ErrAbortHandler), for its access-log line.
+func NoteAborted(ctx context.Context, why string) {
+	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
+		f.aborted = why
+	}
+}
 
 // NoteRoute records the route template the request matched.
 func NoteRoute(ctx context.Context, route string) {

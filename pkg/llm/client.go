@@ -36,8 +36,8 @@
 //
 // A final non-2xx answer is returned as a bare *APIError (not wrapped), with
 // Attempts set. Other failures are wrapped errors matching the sentinels of
-// this package with errors.Is: ErrTimeout (which also matches
-// context.DeadlineExceeded) when the last attempt timed out,
+// this package with errors.Is: ErrTimeout when the last attempt timed
+// out (not context.DeadlineExceeded, which is the caller's deadline),
 // ErrMalformedResponse, ErrNoChoices, ErrResponseTooLarge,
 // ErrInvalidRequest. When ctx is cancelled or its deadline passes, Chat
 // returns at once with an error wrapping ctx.Err().

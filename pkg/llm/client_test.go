@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -493,8 +494,8 @@ func TestAllAttemptsTimeOut(t *testing.T) {
 	})
 	start := time.Now()
 	_, err := c.Chat(context.Background(), userReq("hi"))
-	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err = %v, want ErrTimeout and context.DeadlineExceeded", err)
+	if !errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want ErrTimeout, not the caller's context.DeadlineExceeded", err)
 	}
 	if !strings.Contains(err.Error(), "after 3 attempt(s)") {
 		t.Errorf("err = %v", err)
@@ -785,5 +786,48 @@ func TestErrorAnswersEchoingCredentialsAreRedacted(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "zq9X") {
 		t.Fatalf("error leaks a credential: %v", err)
+	}
+}
+
+// An endpoint that answers at once and then trickles its body, a byte at
+// a time, never finishing: each attempt ends at the per-attempt time-out
+// and says so (ErrTimeout), not the caller's deadline, which is far off.
+func TestTricklingBodyIsThePerAttemptTimeout(t *testing.T) {
+	stop := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		for i := 0; ; i++ {
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop); srv.Close() })
+	c, err := New(Config{BaseURL: srv.URL, Model: "m", Timeout: 150 * time.Millisecond, MaxRetries: 1,
+		InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := time.Now()
+	_, err = c.Chat(ctx, userReq("hi"))
+	if !errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Fatalf("err = %v (caller's ctx %v), want the per-attempt ErrTimeout", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "after 2 attempt(s)") || !strings.Contains(err.Error(), "150ms") {
+		t.Errorf("err = %v", err)
+	}
+	if e := time.Since(start); e > 30*time.Second {
+		t.Errorf("elapsed %s: the per-attempt time-out did not cut the trickle", e)
 	}
 }

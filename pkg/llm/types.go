@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,9 +18,11 @@ const (
 
 // Sentinel errors; match them with errors.Is.
 var (
-	// ErrTimeout: the last attempt exceeded Config.Timeout. It also matches
-	// context.DeadlineExceeded.
-	ErrTimeout = fmt.Errorf("llm: attempt timed out: %w", context.DeadlineExceeded)
+	// ErrTimeout: the last attempt exceeded Config.Timeout. It does not
+	// match context.DeadlineExceeded: that is the caller's own deadline
+	// (a run's time limit), and an endpoint that answers too slowly, or
+	// trickles its answer, must be told apart from it.
+	ErrTimeout = errors.New("llm: attempt timed out")
 	// ErrMalformedResponse: a 2xx body that is not a chat completion. Retried.
 	ErrMalformedResponse = errors.New("llm: malformed response")
 	// ErrNoChoices: a well-formed completion with zero choices. Not retried.

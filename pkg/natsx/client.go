@@ -282,8 +282,14 @@ func (f *Forwarder) pullStream(w http.ResponseWriter, r *http.Request, service, 
 		if err != nil {
 			cancelStream(f.NC, subject)
 			// Headers are gone; all we can do is cut the body short, which
-			// the client sees as a truncated response.
-			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", service, "err", err)
+			// the client sees as a truncated response. A client that went
+			// away is nobody's error: its access-log line says so.
+			if r.Context().Err() != nil {
+				httpx.NoteAborted(r.Context(), "client went away")
+			} else {
+				httpx.NoteAborted(r.Context(), "upstream stream failed")
+				httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", service, "err", err)
+			}
 			panic(http.ErrAbortHandler)
 		}
 		if _, err := w.Write(chunk.Data); err != nil {

@@ -60,11 +60,18 @@ func (g *Guard) HostAllowed(host string) bool {
 
 // RefusedError is a destination the guard does not allow.
 type RefusedError struct {
-	Addr   string
+	Addr   string // the address refused (for operators: not in Error)
 	Reason string
+	// Host is the URL's host when it is a name: the error then says the
+	// name resolves to such an address, not which address (a tenant
+	// learns nothing of the network it probed).
+	Host string
 }
 
 func (e *RefusedError) Error() string {
+	if e.Host != "" {
+		return fmt.Sprintf("destination refused: %s resolves to a %s address", e.Host, e.Reason)
+	}
 	return fmt.Sprintf("destination refused: %s is a %s address", e.Addr, e.Reason)
 }
 
@@ -100,11 +107,48 @@ func (g *Guard) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil {
 		return nil, err
 	}
+	// What is dialled is checked as the URL was: a numeric form some
+	// resolvers read as an address is no name (a URL stored before the
+	// save-time check refused it).
+	if NumericShorthand(strings.ToLower(host)) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &RefusedError{Addr: host, Reason: "numeric shorthand (not a dotted quad)"}}
+	}
 	d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: control}
 	if g.HostAllowed(host) {
 		d.Control = controlAllowed
 	}
-	return d.DialContext(ctx, network, addr)
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		_, literal := netip.ParseAddr(host)
+		return nil, hideNetwork(err, host, literal == nil)
+	}
+	return conn, nil
+}
+
+// hideNetwork is a dial error as a tenant may read it (outbound errors
+// end up in delivery logs and run results): without the address a name
+// resolved to, the local address or the resolver's address, keeping the
+// error's types (a refusal, a DNS failure, a time-out) for callers that
+// classify it.
+func hideNetwork(err error, host string, literal bool) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		c := *op
+		c.Source, c.Addr = nil, nil
+		c.Err = hideNetwork(op.Err, host, literal)
+		return &c
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		c := *dns
+		c.Server = ""
+		return &c
+	}
+	var refused *RefusedError
+	if errors.As(err, &refused) && !literal {
+		refused.Host = host
+	}
+	return err
 }
 
 // IsRefused reports whether err is (or wraps) a guard refusal.

@@ -2,7 +2,11 @@ package outbound
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/netip"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +45,22 @@ func TestCheckURL(t *testing.T) {
 		{"ftp://example.com/", nil, "url_scheme"},
 		{" https://example.com", nil, "url_parsing"},
 		{"example.com/v1", nil, "url_parsing"},
+		// Numeric forms resolvers read as addresses (all four loopback),
+		// whether or not the dotted quad would be allowed.
+		{"https://0x7f000001/", nil, "url_parsing"},
+		{"https://2130706433/", nil, "url_parsing"},
+		{"https://0177.0.0.1/", nil, "url_parsing"},
+		{"https://127.1/", nil, "url_parsing"},
+		{"https://127.1:8080/", loopback, "url_parsing"},
+		{"https://127.0.0.1./", nil, "url_parsing"},
+		{"https://0X7F.1/", nil, "url_parsing"},
+		{"https://134744072/", nil, "url_parsing"}, // 8.8.8.8, public: still no name
+		{"https://hooks.example.0x/", nil, "url_parsing"},
+		{"https://8.8.8.8/", nil, ""},
+		{"https://1password.com/", nil, ""},
+		{"https://api.0x.org/", nil, ""},
+		{"https://123.example/", nil, ""},
+		{"https://[::1]/", nil, "url_forbidden_address"},
 	} {
 		allowed := tc.allowed
 		if tc.raw == "http://169.254.169.254/latest/meta-data" {
@@ -84,4 +104,70 @@ func TestEnvJoinsBothNames(t *testing.T) {
 			t.Errorf("%s not allowed", h)
 		}
 	}
+}
+
+// The dialer refuses what the save-time check refuses, and its errors
+// tell a tenant neither what a name resolved to nor the resolver.
+func TestGuardDialsWhatWasChecked(t *testing.T) {
+	g := NewGuard([]string{"127.0.0.1"})
+	for _, host := range []string{"0x7f000001", "2130706433", "0177.0.0.1", "127.1"} {
+		_, err := g.DialContext(context.Background(), "tcp", net.JoinHostPort(host, "1"))
+		if !IsRefused(err) {
+			t.Errorf("dial %s: %v", host, err)
+		}
+	}
+	_, err := g.DialContext(context.Background(), "tcp", "localhost:1")
+	if !IsRefused(err) || strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "::1") ||
+		!strings.Contains(err.Error(), "localhost resolves to a loopback address") {
+		t.Errorf("dial localhost: %v", err)
+	}
+	var refused *RefusedError
+	if !errors.As(err, &refused) || refused.Addr == "" {
+		t.Errorf("the refused address is kept for operators: %#v", refused)
+	}
+	_, err = g.DialContext(context.Background(), "tcp", "10.0.0.1:1")
+	if !IsRefused(err) || !strings.Contains(err.Error(), "10.0.0.1 is a private address") {
+		t.Errorf("dial an address literal: %v", err)
+	}
+	// A resolver's failure, as the dialer reports it.
+	dialErr := &net.OpError{Op: "dial", Net: "tcp", Source: &net.TCPAddr{IP: net.IPv4(10, 1, 1, 1), Port: 4000},
+		Addr: &net.TCPAddr{IP: net.IPv4(10, 2, 2, 2), Port: 443},
+		Err:  &net.DNSError{Err: "no such host", Name: "hook.example", Server: "10.0.0.53:53", IsNotFound: true}}
+	hidden := hideNetwork(dialErr, "hook.example", false)
+	var dns *net.DNSError
+	if msg := hidden.Error(); strings.Contains(msg, "10.") || !strings.Contains(msg, "hook.example") || !errors.As(hidden, &dns) || !dns.IsNotFound {
+		t.Errorf("hidden: %q", msg)
+	}
+}
+
+// FuzzCheckURL: whatever the URL, an accepted one (no host allowed) has a
+// host that is a name (its last label not a number) or an address
+// written in full outside every forbidden range.
+func FuzzCheckURL(f *testing.F) {
+	for _, s := range []string{"https://example.com/", "https://0x7f000001/", "https://127.1/", "https://0177.0.0.1/",
+		"https://2130706433/", "https://[::ffff:127.0.0.1]/", "https://127.0.0.1./", "https://a.0x/", "https://1e2/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, problem := CheckURL(raw, nil, "webhooks")
+		if problem != nil {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil {
+			t.Fatalf("accepted %q as %q, which does not parse: %v", raw, got, err)
+		}
+		host := strings.ToLower(u.Hostname())
+		if ip, err := netip.ParseAddr(host); err == nil {
+			if reason, bad := ForbiddenAddr(ip); bad {
+				t.Fatalf("accepted %q: a %s address", raw, reason)
+			}
+			return
+		}
+		h := strings.TrimSuffix(host, ".")
+		last := h[strings.LastIndexByte(h, '.')+1:]
+		if last != "" && strings.Trim(strings.TrimPrefix(last, "0x"), "0123456789abcdef") == "" && (strings.HasPrefix(last, "0x") || strings.Trim(last, "0123456789") == "") {
+			t.Fatalf("accepted %q: host %q ends in a number", raw, host)
+		}
+	})
 }

@@ -49,6 +49,9 @@ func CheckURL(raw string, allowed func(host string) bool, what string) (string, 
 	default:
 		return "", &URLProblem{"URL scheme should be 'https'", "url_scheme"}
 	}
+	if NumericShorthand(host) {
+		return "", &URLProblem{"URL host should be a name or an IP address written in full (e.g. 203.0.113.7), not a numeric form such as 0x7f000001, 2130706433, 0177.0.0.1 or 127.1", "url_parsing"}
+	}
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if reason, bad := ForbiddenAddr(ip); bad && (!isAllowed || IsMetadata(ip)) {
 			return "", &URLProblem{"URL points to a " + reason + " address, which " + what + " may not reach", "url_forbidden_address"}
@@ -56,4 +59,30 @@ func CheckURL(raw string, allowed func(host string) bool, what string) (string, 
 	}
 	u.Fragment, u.RawFragment = "", ""
 	return u.String(), nil
+}
+
+// NumericShorthand reports whether host (a URL's host name, without
+// brackets) is a number in place of a name but not an IPv4 address in
+// dotted-quad form: 0x7f000001, 2130706433, 0177.0.0.1, 127.1 or
+// 127.0.0.1. (a trailing dot). netip reads none of them as an address,
+// so they would pass the address check as names, yet the WHATWG URL
+// parser, libc's inet_aton and some resolvers read each as an IPv4
+// address (these four as loopback). The rule is the URL standard's: a
+// host whose last label is a number (decimal, or hexadecimal after 0x)
+// is an IPv4 address, so it must be one as written.
+func NumericShorthand(host string) bool {
+	if _, err := netip.ParseAddr(host); err == nil {
+		return false // a dotted quad or an IPv6 address, as written
+	}
+	h := strings.TrimSuffix(host, ".")
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	if last == "" {
+		return false
+	}
+	digits := last
+	if len(last) >= 2 && last[0] == '0' && (last[1] == 'x' || last[1] == 'X') {
+		digits = last[2:]
+		return strings.Trim(digits, "0123456789abcdefABCDEF") == ""
+	}
+	return strings.Trim(digits, "0123456789") == ""
 }

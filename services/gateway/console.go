@@ -2,7 +2,9 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
@@ -33,10 +35,13 @@ import (
 // in the binary that call the public API from the browser. A page needs no
 // key to load; nothing in it works without one. Signing in trades a key
 // for a session cookie holding the key sealed under the deployment secret
-// with its expiry, so any replica honours it and none stores it. The
-// cookie alone is no credential: Authenticate takes it only with the CSRF
-// token its sign-in answered (kept in the page's memory) and from the
-// gateway's own origin.
+// with its expiry and a session id, so any replica honours it and none
+// stores it. Signing out records the id in a bucket every replica reads
+// (signOuts), so the cookie ends everywhere, not only in the browser that
+// dropped it; a revoked key ends its sessions too, as the key cache
+// refuses it. The cookie alone is no credential: Authenticate takes it
+// only with the CSRF token its sign-in answered (kept in the page's
+// memory) and from the gateway's own origin.
 const (
 	sessionCookie  = "voiceai_console"
 	sessionTTL     = 8 * time.Hour
@@ -59,6 +64,7 @@ var consoleFiles embed.FS
 type sessions struct {
 	sealer  *seal.Sealer
 	csrfKey []byte
+	ended   signOuts // the sessions signed out; set by New
 }
 
 func newSessions(secret string) (*sessions, error) {
@@ -76,10 +82,17 @@ func newSessions(secret string) (*sessions, error) {
 type sessionValue struct {
 	Key     string `json:"k"`
 	Expires int64  `json:"e"` // unix seconds
+	// ID names the session in the list of signed-out ones: random, so
+	// one sign-out ends one session, not every one of the key.
+	ID string `json:"i"`
 }
 
 func (s *sessions) seal(key string, expires time.Time) (string, error) {
-	b, _ := json.Marshal(sessionValue{Key: key, Expires: expires.Unix()})
+	id := make([]byte, 16)
+	if _, err := rand.Read(id); err != nil {
+		return "", err
+	}
+	b, _ := json.Marshal(sessionValue{Key: key, Expires: expires.Unix(), ID: base64.RawURLEncoding.EncodeToString(id)})
 	sealed, err := s.sealer.Seal(sessionPurpose, string(b))
 	if err != nil {
 		return "", err
@@ -95,11 +108,34 @@ func (s *sessions) open(cookie string, now time.Time) (sessionValue, *apperr.Err
 	}
 	b, err := s.sealer.Open(sessionPurpose, raw)
 	var v sessionValue
-	if err != nil || json.Unmarshal(b, &v) != nil || v.Key == "" {
+	// A cookie without an id (sealed before sessions had one) cannot be
+	// signed out: it asks for a new sign-in.
+	if err != nil || json.Unmarshal(b, &v) != nil || v.Key == "" || v.ID == "" {
 		return sessionValue{}, apperr.ConsoleSessionInvalid
 	}
 	if now.Unix() >= v.Expires {
 		return sessionValue{}, apperr.ConsoleSessionExpired
+	}
+	return v, nil
+}
+
+// session is the live session a cookie holds: open, unexpired and not
+// signed out on any replica. The list of signed-out sessions not
+// answering is a 503: a session that may have ended is not honoured.
+func (g *Gateway) session(r *http.Request, cookie string) (sessionValue, *apperr.Error) {
+	v, refusal := g.sessions.open(cookie, g.now())
+	if refusal != nil {
+		return v, refusal
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), signOutCheckTimeout)
+	defer cancel()
+	ended, err := g.sessions.ended.Ended(ctx, v.ID)
+	switch {
+	case err != nil:
+		httpx.LoggerFrom(r.Context()).Warn("console sign-outs cannot be read", "err", err)
+		return v, apperr.ServiceUnavailable
+	case ended:
+		return v, apperr.ConsoleSessionEnded
 	}
 	return v, nil
 }
@@ -121,9 +157,10 @@ func (g *Gateway) consoleCredential(r *http.Request, c *http.Cookie) (string, *a
 	if g.sessions == nil {
 		return "", apperr.ConsoleSessionInvalid
 	}
-	// A cookie that does not open (forged, sealed under another secret)
-	// or has expired asks for a new sign-in whatever its token.
-	v, refusal := g.sessions.open(c.Value, g.now())
+	// A cookie that does not open (forged, sealed under another secret),
+	// has expired or was signed out asks for a new sign-in whatever its
+	// token.
+	v, refusal := g.session(r, c.Value)
 	if refusal != nil {
 		return "", refusal
 	}
@@ -365,7 +402,7 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		g.deny(w, r, apperr.ConsoleSignedOut)
 		return
 	}
-	v, refusal := g.sessions.open(c.Value, g.now())
+	v, refusal := g.session(r, c.Value)
 	if refusal == nil {
 		var key keycache.Key
 		if key, refusal = g.validKey(r, v.Key); refusal == nil {
@@ -376,11 +413,26 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 	g.deny(w, r, refusal)
 }
 
-// signOut clears the cookie.
+// signOut ends the cookie's session on every replica and clears the
+// cookie. A sign-out that could not be recorded is a 503 that keeps the
+// cookie, so the page says so and the person can try again, rather than
+// drop a cookie that still works elsewhere.
 func (g *Gateway) signOut(w http.ResponseWriter, r *http.Request) {
 	if !g.sameOrigin(r) {
 		g.deny(w, r, apperr.CrossOriginRequest)
 		return
+	}
+	// A cookie that does not open, or has expired, is no session to end.
+	if c, err := r.Cookie(sessionCookie); err == nil && g.sessions != nil {
+		if v, refusal := g.sessions.open(c.Value, g.now()); refusal == nil {
+			ctx, cancel := context.WithTimeout(r.Context(), signOutCheckTimeout)
+			defer cancel()
+			if err := g.sessions.ended.End(ctx, v.ID, time.Unix(v.Expires, 0)); err != nil {
+				httpx.LoggerFrom(r.Context()).Warn("console sign-out not recorded", "err", err)
+				httpx.WriteError(w, r, apperr.ServiceUnavailable)
+				return
+			}
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.scheme(r) == "https"})

@@ -1,10 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -92,4 +98,93 @@ func TestSameOrigin(t *testing.T) {
 			t.Errorf("%+v: same origin %v", c, got)
 		}
 	}
+}
+
+// A sign-out on one replica ends the session on every replica sharing the
+// list, and only that session; a list that cannot be read or written
+// honours no session and says so (503), never a signed-out one.
+func TestSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
+	list := &memorySignOuts{}
+	replica := func() *Gateway {
+		s, err := newSessions("deployment-secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ended = list
+		return &Gateway{sessions: s, now: time.Now}
+	}
+	one, two := replica(), replica()
+	cookie, err := one.sessions.seal("vak_secret_key", time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := one.sessions.seal("vak_secret_key", time.Now().Add(time.Hour))
+	req := func(value string) *http.Request {
+		r := httptest.NewRequest("DELETE", "http://console.example/console/session", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		return r
+	}
+	for _, g := range []*Gateway{one, two} {
+		if _, refusal := g.session(req(cookie), cookie); refusal != nil {
+			t.Fatalf("before sign-out: %v", refusal)
+		}
+	}
+	w := httptest.NewRecorder()
+	one.signOut(w, req(cookie))
+	if w.Code != http.StatusNoContent || !strings.Contains(w.Header().Get("Set-Cookie"), "Max-Age=0") {
+		t.Fatalf("sign out: %d %v", w.Code, w.Header())
+	}
+	for i, g := range []*Gateway{one, two} {
+		if _, refusal := g.session(req(cookie), cookie); refusal != apperr.ConsoleSessionEnded {
+			t.Errorf("replica %d after sign-out: %v", i+1, refusal)
+		}
+		if _, refusal := g.session(req(other), other); refusal != nil {
+			t.Errorf("replica %d: another session of the same key ended too: %v", i+1, refusal)
+		}
+	}
+
+	list.mu.Lock()
+	list.err = errors.New("bucket unavailable")
+	list.mu.Unlock()
+	if _, refusal := two.session(req(other), other); refusal != apperr.ServiceUnavailable {
+		t.Errorf("list unreadable: %v", refusal)
+	}
+	w = httptest.NewRecorder()
+	two.signOut(w, req(other))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("sign-out not recorded: %d %v, want 503 keeping the cookie to try again", w.Code, w.Header())
+	}
+	// A cookie without a session id (sealed before sessions had one)
+	// cannot be signed out, so it is not honoured.
+	b, _ := json.Marshal(map[string]any{"k": "vak_secret_key", "e": time.Now().Add(time.Hour).Unix()})
+	sealed, _ := one.sessions.sealer.Seal(sessionPurpose, string(b))
+	if _, refusal := one.sessions.open(base64.RawURLEncoding.EncodeToString(sealed), time.Now()); refusal != apperr.ConsoleSessionInvalid {
+		t.Errorf("a cookie without an id: %v", refusal)
+	}
+}
+
+// memorySignOuts is the list of one process (tests).
+type memorySignOuts struct {
+	mu    sync.Mutex
+	ended map[string]bool
+	err   error // what every call answers when set
+}
+
+func (s *memorySignOuts) End(_ context.Context, id string, _ time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return s.err
+	}
+	if s.ended == nil {
+		s.ended = map[string]bool{}
+	}
+	s.ended[id] = true
+	return nil
+}
+
+func (s *memorySignOuts) Ended(_ context.Context, id string) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended[id], s.err
 }

@@ -79,6 +79,11 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
+	if sess != nil {
+		if sess.ended, err = newKVSignOuts(ctx, d.JS, d.StreamReplicas); err != nil {
+			return nil, err
+		}
+	}
 	// Not ready until every key is loaded and the shared counters answer:
 	// on the public listener's /readyz and on the internal endpoint's,
 	// which orchestrators probe.

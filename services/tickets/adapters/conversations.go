@@ -10,6 +10,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -55,6 +56,17 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, env.At(rec.Time)
 	if !slices.Contains(app.CallOutcomes, ev.CallSuccessful) {
 		ev.CallSuccessful = ""
+	}
+	// A transcript published straight on the subject has not been
+	// through the API's edge: the same value rules hold (a number beyond
+	// a float64 or a lone surrogate would be served back as no reader
+	// can parse it), and a transcript that breaks them is not kept.
+	if len(ev.Transcript) > 0 {
+		checked, err := apperr.CheckJSONValues(ev.Transcript, "transcript")
+		if err != nil {
+			checked = nil
+		}
+		ev.Transcript = checked
 	}
 	ev.turns = countTurns(ev.Transcript)
 	if ev.turns == 0 {

@@ -115,3 +115,24 @@ func TestConversationEventsAreChecked(t *testing.T) {
 		t.Fatalf("transcript projected as %q %+v", id, doc)
 	}
 }
+
+// A transcript published on the subject directly (not through the API)
+// follows the API's value rules: one with a number beyond a float64 or
+// a lone surrogate is not kept; an integral 3.0 is kept as 3.
+func TestTranscriptFromTheBusFollowsTheValueRules(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	record := func(transcript string) eventstore.Record {
+		return eventstore.Record{Subject: "platform.evt.ws1.conversation_ended", Time: at,
+			Data: []byte(`{"event":"conversation_ended","timestamp":"2027-01-15T08:00:00Z","data":{"conversation_id":"c1","transcript":` + transcript + `}}`)}
+	}
+	for _, bad := range []string{`[{"role":"user","time_in_call_secs":1e400}]`, `[{"role":"user","message":"\ud800"}]`} {
+		ev, ok := parseConversationEvent(record(bad))
+		if !ok || ev.Transcript != nil || ev.turns != 0 {
+			t.Errorf("%s: kept %s (ok %v)", bad, ev.Transcript, ok)
+		}
+	}
+	ev, ok := parseConversationEvent(record(`[{"role":"user","time_in_call_secs":3.0}]`))
+	if !ok || string(ev.Transcript) != `[{"role":"user","time_in_call_secs":3}]` || ev.turns != 1 {
+		t.Errorf("3.0: kept %s (ok %v)", ev.Transcript, ok)
+	}
+}

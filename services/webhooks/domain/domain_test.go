@@ -206,7 +206,13 @@ func TestParseIngest(t *testing.T) {
 	if err != nil || env.Timestamp != "2026-01-02T03:04:05.000Z" {
 		t.Fatalf("%+v %v", env, err)
 	}
-	for _, bad := range []string{"yesterday", "2026-01-02T03:04:05", "2026-02-30T03:04:05Z", ""} {
+	for _, ok := range []string{"1970-01-01T00:00:00Z", "2026-01-03T03:04:05Z", "2026-01-03T05:04:05+02:00"} {
+		if _, err := ParseIngest(IngestInput{Event: "call_ended", Timestamp: ts(ok), Data: json.RawMessage(`{}`)}, now); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"yesterday", "2026-01-02T03:04:05", "2026-02-30T03:04:05Z", "", "0000-01-01T00:00:00Z",
+		"9999-12-31T23:59:59Z", "1969-12-31T23:59:59Z", "1970-01-01T00:30:00+01:00", "2026-01-03T03:04:05.001Z", "2027-01-02T03:04:05Z"} {
 		_, err := ParseIngest(IngestInput{Event: "call_ended", Timestamp: ts(bad), Data: json.RawMessage(`{}`)}, now)
 		if got := locs(t, err); len(got) != 1 || !equalLoc(got[0], []any{"body", "timestamp"}) {
 			t.Errorf("%q: locs %v", bad, got)

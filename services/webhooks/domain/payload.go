@@ -16,6 +16,13 @@ type IngestInput struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// The range of an ingested event's timestamp: from the Unix epoch (what
+// every *_unix_secs field can say) to a day ahead of the receiving clock
+// (a producer's clock may run ahead; an event a year ahead is a bug).
+var EarliestTimestamp = time.Unix(0, 0).UTC()
+
+const LatestTimestampAhead = 24 * time.Hour
+
 // ParseIngest makes the envelope to publish from an ingestion body
 // (already JSON-decoded into in), with the timestamp normalised to UTC
 // (now when absent) and data compacted. The body's shape (the event's
@@ -29,6 +36,13 @@ func ParseIngest(in IngestInput, now time.Time) (wire.Envelope, error) {
 		if err != nil {
 			return wire.Envelope{}, apperr.ValidationErrors{{Loc: []any{"body", "timestamp"},
 				Msg: "Input should be an ISO 8601 date-time with a time zone, e.g. 2026-01-02T15:04:05Z", Type: "datetime_parsing"}}
+		}
+		// Years 0000 and 9999 parse, and every reader would show them,
+		// sort by them and age them: an event happened after the Unix
+		// epoch and not much past now.
+		if t.Before(EarliestTimestamp) || t.After(now.Add(LatestTimestampAhead)) {
+			return wire.Envelope{}, apperr.ValidationErrors{{Loc: []any{"body", "timestamp"},
+				Msg: "Input should be a date-time from 1970-01-01T00:00:00Z to a day from now", Type: "datetime_range"}}
 		}
 		env.Timestamp = wire.FormatTimestamp(t)
 	}

@@ -13,9 +13,10 @@ import (
 
 // integerLiterals checks that the integer fields of an event's data (the
 // ones its data schema types integer) are written as integers that fit
-// in 64 bits. The schema, checked at the edge, takes 12.0, 1e3 and
-// 2^70 for integers, as JSON Schema does; spec 6.2's integers, and the
-// receivers that decode them, are integers as JSON writes them.
+// in 64 bits. The edge has already respelt an integral 12.0 or 1e3 as
+// the integer it is (apperr.CheckJSONValues); the schema takes 2^70 for
+// an integer, as JSON Schema does, but spec 6.2's integers, and the
+// receivers that decode them, are 64-bit.
 func integerLiterals(event string, data json.RawMessage) error {
 	name := dataSchemaOf(event)
 	if name == "" {

@@ -147,8 +147,10 @@ func TestSchemaRefusesWhatTheHandlersDid(t *testing.T) {
 		{"data null", "POST", ingest, `{"event":"call_ended","data":null}`, `["body","data"]`, "model_type"},
 		{"data not an object", "POST", ingest, `{"event":"call_ended","data":[1]}`, `["body","data"]`, "model_type"},
 		{"integer with a fraction", "POST", ingest, `{"event":"call_ended","data":{"duration_seconds":1.5}}`, `["body","data","duration_seconds"]`, "int_type"},
-		{"integer written as a decimal", "POST", ingest, `{"event":"call_ended","data":{"duration_seconds":12.0}}`, `["body","data","duration_seconds"]`, "int_type"},
-		{"integer with an exponent", "POST", ingest, `{"event":"conversation_ended","data":{"turn_count":1e3}}`, `["body","data","turn_count"]`, "int_type"},
+		// (12.0 and 1e3 are the integers 12 and 1000: taken, and stored so.)
+		{"number beyond a float64", "POST", ingest, `{"event":"conversation_ended","data":{"transcript":[{"role":"user","time_in_call_secs":1e400}]}}`, `["body","data","transcript",0,"time_in_call_secs"]`, "finite_number"},
+		{"free-form number beyond a float64", "POST", ingest, `{"event":"agent_busy","data":{"load":-1e999}}`, `["body","data","load"]`, "finite_number"},
+		{"lone surrogate", "POST", ingest, `{"event":"agent_busy","data":{"note":"a\ud800b"}}`, `["body","data","note"]`, "string_unicode"},
 		{"integer beyond 64 bits", "POST", ingest, `{"event":"conversation_ended","data":{"knowledge_base_queries":99999999999999999999}}`, `["body","data","knowledge_base_queries"]`, "int_type"},
 		{"integer a string", "POST", ingest, `{"event":"call_ended","data":{"duration_seconds":"12"}}`, `["body","data","duration_seconds"]`, "int_type"},
 		{"boolean a string", "POST", ingest, `{"event":"call_ended","data":{"transcript_available":"yes"}}`, `["body","data","transcript_available"]`, "bool_type"},
@@ -182,6 +184,8 @@ func TestAppRefusesWhatNoSchemaSays(t *testing.T) {
 		{"max_delay below retry_delay", "POST", hooks, `{"url":"https://example.com/h","events":["call_started"],"retry_config":{"retry_delay":60,"max_delay":30}}`, `["body","retry_config","max_delay"]`, "value_error"},
 		{"timestamp", "POST", ingest, `{"event":"call_ended","timestamp":"yesterday","data":{}}`, `["body","timestamp"]`, "datetime_parsing"},
 		{"timestamp without a zone", "POST", ingest, `{"event":"call_ended","timestamp":"2026-01-02T03:04:05","data":{}}`, `["body","timestamp"]`, "datetime_parsing"},
+		{"timestamp in year 0", "POST", ingest, `{"event":"call_ended","timestamp":"0000-01-01T00:00:00Z","data":{}}`, `["body","timestamp"]`, "datetime_range"},
+		{"timestamp in year 9999", "POST", ingest, `{"event":"call_ended","timestamp":"9999-12-31T23:59:59Z","data":{}}`, `["body","timestamp"]`, "datetime_range"},
 	} {
 		refused(t, c)
 	}

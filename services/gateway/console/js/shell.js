@@ -54,7 +54,16 @@ function frame() {
 }
 
 async function signOut() {
-  await api('DELETE', '/console/session').catch(() => {});
+  try {
+    await api('DELETE', '/console/session');
+  } catch (e) {
+    // Not recorded (the gateway could not reach its list of signed-out
+    // sessions): the session still works, so say so and stay.
+    if (e.code === 503) {
+      alert('Sign-out did not go through: ' + e.message + ' Try again in a moment.');
+      return;
+    }
+  }
   setCSRF('');
   session = null;
   location.assign('index.html');
