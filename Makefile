@@ -102,6 +102,9 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzFromConversationBody -fuzztime 30s ./services/testing/app/
+	$(GO) test -run XXX -fuzz FuzzCheckJSONValues -fuzztime 30s ./pkg/apperr/
+	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./pkg/outbound/
+	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/runner/
 
 ## lint: formatting, vet and proto lint
 lint: fmt-check
