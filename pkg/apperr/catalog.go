@@ -196,6 +196,21 @@ var (
 	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
 )
 
+// QuotaExceeded refuses a run-tests or a resubmit that would take a
+// workspace's quota (what, e.g. "active invocations") over its limit: the
+// request would make it would.
+func QuotaExceeded(quota string, limit, would int64) *Error {
+	return New(RateLimited, "quota_exceeded", fmt.Sprintf("Workspace quota exceeded: %s are limited to %d per workspace, and this request would make them %d. "+
+		"Retry once some of the workspace's invocations have completed, or cancel some.", quota, limit, would))
+}
+
+// InvocationExpired answers an invocation older than the run retention
+// (after, e.g. "90 days"): its runs were deleted.
+func InvocationExpired(after string) *Error {
+	return NotFoundError("invocation_expired", "This test invocation is older than the run retention: its runs were deleted after "+after+
+		". Its summary (counts of passed and failed runs) stays in the invocation listing.")
+}
+
 // FolderNotEmpty refuses to delete a folder holding n children without force.
 func FolderNotEmpty(n int) *Error {
 	return ConflictError("folder_not_empty", fmt.Sprintf("The folder holds %d tests or folders; delete with force=true to delete them too.", n))
@@ -263,7 +278,7 @@ var Catalog = []*Error{
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,
-	FolderNotEmpty(0),
+	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,

@@ -6,11 +6,13 @@ package testing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -42,9 +44,53 @@ const RunnerName = "testing-runner"
 // Service is a running testing service.
 type Service = runtime.Service[*app.App]
 
+// Limits are the workspaces' quotas and the run retention, from VOICEAI_*
+// variables (see app.Limits; 0 is no limit).
+type Limits struct {
+	// MaxActiveInvocations: a workspace's invocations queued or running.
+	MaxActiveInvocations int `env:"VOICEAI_MAX_ACTIVE_INVOCATIONS" envDefault:"20"`
+	// MaxQueuedRuns: a workspace's runs not yet finished (the default is
+	// one largest invocation, 5,000 tests repeated 50 times).
+	MaxQueuedRuns int64 `env:"VOICEAI_MAX_QUEUED_RUNS" envDefault:"250000"`
+	// RunRetention is how long run results are kept in TESTRUNS (its
+	// MaxAge); 0 keeps them forever.
+	RunRetention time.Duration `env:"VOICEAI_RUN_RETENTION" envDefault:"2160h"`
+}
+
+// MinRunRetention is the shortest run retention: an invocation must
+// finish well within it (its queued and completing records live in
+// TESTRUNS too), and it is longer than TESTRUNS' duplicate window.
+const MinRunRetention = 24 * time.Hour
+
+// Validate checks the limits.
+func (l Limits) Validate() error {
+	if l.MaxActiveInvocations < 0 || l.MaxQueuedRuns < 0 {
+		return fmt.Errorf("VOICEAI_MAX_ACTIVE_INVOCATIONS %d and VOICEAI_MAX_QUEUED_RUNS %d: want 0 (no limit) or more", l.MaxActiveInvocations, l.MaxQueuedRuns)
+	}
+	if l.RunRetention != 0 && l.RunRetention < MinRunRetention {
+		return fmt.Errorf("VOICEAI_RUN_RETENTION %s: want 0 (keep runs forever) or at least %s", l.RunRetention, MinRunRetention)
+	}
+	return nil
+}
+
+// Config configures the testing service.
+type Config struct {
+	// Secret is the deployment secret: cursors are signed with a sub-key.
+	Secret string
+	Limits Limits
+}
+
 // Start runs the service until ctx ends.
-func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
+	if err := c.Limits.Validate(); err != nil {
+		return nil, err
+	}
 	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+		return nil, err
+	}
+	// The service owns the runs' retention; runners ensure TESTRUNS
+	// without one, which leaves it as set here.
+	if err := adapters.EnsureRunRetention(ctx, d.JS, c.Limits.RunRetention); err != nil {
 		return nil, err
 	}
 	// The service that queues runs exports the queue, so a backlog with no
@@ -62,6 +108,15 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
+	a.Limits = app.Limits{MaxActiveInvocations: c.Limits.MaxActiveInvocations, MaxQueuedRuns: c.Limits.MaxQueuedRuns,
+		RunRetention: c.Limits.RunRetention}
+	if d.Metrics != nil {
+		refusals, err := quotaRefusals(d.Metrics)
+		if err != nil {
+			return nil, err
+		}
+		a.QuotaRefused = func(quota string) { refusals.WithLabelValues(quota).Inc() }
+	}
 	// The store is the durable copy (and what listings read in store mode),
 	// written off the request path by its projectors; behind the in-memory
 	// index nothing reads it at once, so it is written in large batches.
@@ -82,7 +137,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		}
 	}()
 	go a.RunCompletionSweeper(ctx, 5*time.Second)
-	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "testing/cursor"))
+	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "testing/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
 
@@ -316,4 +371,26 @@ func followTesting(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, 
 		}
 	})
 	return m, err
+}
+
+// quotaRefusals registers the count of requests a quota refused, by
+// quota, each quota shown from zero.
+func quotaRefusals(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "voiceai_testing_quota_refusals_total",
+		Help: "Run-tests and resubmit requests refused 429 quota_exceeded, by the workspace quota they would have exceeded (active_invocations, queued_runs).",
+	}, []string{"quota"})
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if !errors.As(err, &are) {
+			return nil, err
+		}
+		if c, _ = are.ExistingCollector.(*prometheus.CounterVec); c == nil {
+			return nil, err
+		}
+	}
+	for _, q := range []string{app.QuotaActiveInvocations, app.QuotaQueuedRuns} {
+		c.WithLabelValues(q)
+	}
+	return c, nil
 }

@@ -59,3 +59,21 @@ func TestRunnerConfigJudgeModel(t *testing.T) {
 		t.Fatalf("unknown judge provider: %v", err)
 	}
 }
+
+func TestLimitsValidate(t *testing.T) {
+	for _, c := range []struct {
+		l  Limits
+		ok bool
+	}{
+		{Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour}, true},
+		{Limits{}, true}, // no quotas, runs kept forever
+		{Limits{RunRetention: 24 * time.Hour}, true},
+		{Limits{RunRetention: time.Hour}, false}, // an invocation could outlive its runs
+		{Limits{MaxActiveInvocations: -1}, false},
+		{Limits{MaxQueuedRuns: -1}, false},
+	} {
+		if err := c.l.Validate(); (err == nil) != c.ok {
+			t.Errorf("%+v: %v; want ok %v", c.l, err, c.ok)
+		}
+	}
+}

@@ -47,6 +47,9 @@ type Config struct {
 	// own model endpoints may reach although private, and over plain http
 	// (comma-separated host names or IPs, e.g. 127.0.0.1,localhost).
 	Outbound outbound.Env
+	// Testing are the testing service's workspace quotas and run
+	// retention.
+	Testing testingsvc.Limits
 	// Runner configures the in-process test runner workers.
 	Runner testingsvc.RunnerConfig
 	// Runners is how many runner workers run in process (0: none, for a
@@ -102,6 +105,9 @@ func (c Config) Validate() error {
 			return err
 		}
 	}
+	if err := c.Testing.Validate(); err != nil {
+		return err
+	}
 	return c.Config.Validate()
 }
 
@@ -142,6 +148,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1,
+		Testing:  testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour},
 		QAWorker: tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour,
@@ -256,7 +263,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 		cleanup = append(cleanup, func() { <-done })
 	}
-	ts, err := testingsvc.Start(ctx, d, secret)
+	ts, err := testingsvc.Start(ctx, d, testingsvc.Config{Secret: secret, Limits: c.Testing})
 	if err != nil {
 		return fail(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -28,6 +29,7 @@ func TestEnsuringEveryStreamAgainUpdatesNothing(t *testing.T) {
 		return errors.Join(
 			eventstore.EnsureEventStreams(ctx, js, 1, names...),
 			testingadapters.EnsureStreams(ctx, js, 1),
+			testingadapters.EnsureRunRetention(ctx, js, 2160*time.Hour),
 			webhooksadapters.EnsureStreams(ctx, js, 1),
 		)
 	})

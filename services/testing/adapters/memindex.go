@@ -32,6 +32,7 @@ type space struct {
 	invAll      *btree.BTreeG[*invocation]
 	invByAgent  map[string]*btree.BTreeG[*invocation]
 	invByTest   map[string]*btree.BTreeG[*invocation]
+	running     map[string]*invocation // id → running invocation
 }
 
 // orderKey names one ordered set of a workspace's live entries: those in
@@ -75,7 +76,8 @@ func (m *MemoryIndex) space(ws string) *space {
 	if s == nil {
 		s = &space{entries: map[string]*entry{}, entryOrders: map[orderKey]*btree.BTreeG[*entry]{},
 			invocations: map[string]*invocation{}, invAll: btree.NewG(32, invocationLess),
-			invByAgent: map[string]*btree.BTreeG[*invocation]{}, invByTest: map[string]*btree.BTreeG[*invocation]{}}
+			invByAgent: map[string]*btree.BTreeG[*invocation]{}, invByTest: map[string]*btree.BTreeG[*invocation]{},
+			running: map[string]*invocation{}}
 		m.spaces[ws] = s
 	}
 	return s
@@ -147,9 +149,10 @@ func (m *MemoryIndex) ApplyInvocation(_ context.Context, seq uint64, inv *testin
 		}
 	}
 	if key := d.WorkspaceID + "/" + d.ID; d.Status == domain.InvocationRunning {
-		m.running[key] = cur
+		m.running[key], s.running[d.ID] = cur, cur
 	} else {
 		delete(m.running, key)
+		delete(s.running, d.ID)
 	}
 	return nil
 }
@@ -296,6 +299,24 @@ func (m *MemoryIndex) Running(context.Context) ([]app.InvocationSummary, error) 
 	defer m.mu.RUnlock()
 	out := make([]app.InvocationSummary, 0, len(m.running))
 	for _, inv := range m.running {
+		out = append(out, inv.doc)
+	}
+	return out, nil
+}
+
+// Active is up to limit of the workspace's running invocations.
+func (m *MemoryIndex) Active(_ context.Context, ws string, limit int) ([]app.InvocationSummary, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	s := m.spaces[ws]
+	if s == nil || limit <= 0 {
+		return nil, nil
+	}
+	out := make([]app.InvocationSummary, 0, min(limit, len(s.running)))
+	for _, inv := range s.running {
+		if len(out) == limit {
+			break
+		}
 		out = append(out, inv.doc)
 	}
 	return out, nil

@@ -43,7 +43,8 @@ func OpenStore(db *mongo.Database) *ReadModel {
 
 // NewReadModel opens the collections and creates an index for every
 // listing: entries by kind and by parent folder, invocations of the
-// workspace, of an agent and of a test, newest first; running invocations.
+// workspace, of an agent and of a test, newest first; running invocations,
+// in every workspace (the completion sweeper) and in one (the quotas).
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := OpenStore(db)
 	idx := func(keys ...string) mongo.IndexModel {
@@ -66,7 +67,8 @@ func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 		idx("workspace_id", "created_at_unix", "_id"),
 		idx("workspace_id", "agent_id", "created_at_unix", "_id"),
 		idx("workspace_id", "test_ids", "created_at_unix", "_id"),
-		idx("status")); err != nil {
+		idx("status"),
+		idx("workspace_id", "status")); err != nil {
 		return nil, err
 	}
 	return rm, nil
@@ -248,6 +250,21 @@ func find[D any](ctx context.Context, c *mongo.Collection, filter bson.D, limit 
 // Running returns the invocations still running, in every workspace.
 func (rm *ReadModel) Running(ctx context.Context) ([]app.InvocationSummary, error) {
 	cur, err := rm.InvocationStore.Find(ctx, bson.D{{Key: "status", Value: domain.InvocationRunning}})
+	if err != nil {
+		return nil, err
+	}
+	var out []app.InvocationSummary
+	return out, cur.All(ctx, &out)
+}
+
+// Active returns up to limit of the workspace's running invocations, on
+// the workspace and status index.
+func (rm *ReadModel) Active(ctx context.Context, ws string, limit int) ([]app.InvocationSummary, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	cur, err := rm.InvocationStore.Find(ctx, bson.D{{Key: "workspace_id", Value: ws}, {Key: "status", Value: domain.InvocationRunning}},
+		options.Find().SetLimit(int64(limit)))
 	if err != nil {
 		return nil, err
 	}

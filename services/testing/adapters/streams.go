@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,6 +40,26 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		Description: "Per-invocation run counters (done, passed)",
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", events.TestCountsStream, err)
+	}
+	return nil
+}
+
+// EnsureRunRetention sets how long TESTRUNS keeps run results (its
+// MaxAge; 0 keeps them forever), updating the stream only when it keeps
+// them otherwise. The testing service owns this setting: other processes
+// ensure TESTRUNS without a MaxAge, which leaves it as found.
+func EnsureRunRetention(ctx context.Context, js jetstream.JetStream, retention time.Duration) error {
+	s, err := js.Stream(ctx, events.TestRunsStream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", events.TestRunsStream, err)
+	}
+	cfg := s.CachedInfo().Config
+	if cfg.MaxAge == retention {
+		return nil
+	}
+	cfg.MaxAge = retention
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		return fmt.Errorf("stream %s: retention %s: %w", events.TestRunsStream, retention, err)
 	}
 	return nil
 }

@@ -36,8 +36,12 @@ type App struct {
 	// Scans bounds the reads of the runs log this process makes at once
 	// (see scan).
 	Scans *slots.Fair
-	Log   *slog.Logger
-	Now   func() time.Time
+	// Limits are the workspaces' quotas and the run retention.
+	Limits Limits
+	// QuotaRefused, when set, is told of each request a quota refused.
+	QuotaRefused func(quota string)
+	Log          *slog.Logger
+	Now          func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read

@@ -158,8 +158,17 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 	if repeat > 1 {
 		inv.BucketingStatus = domain.BucketingPending
 	}
+	replay := false
 	if c.CommandID != "" {
 		inv.InvocationId = "tinv_" + esproto.StableID("tinv", c.WorkspaceID+"/"+c.CommandID)
+		_, _, err := a.Invocations.Get(ctx, c.WorkspaceID, inv.InvocationId)
+		replay = err == nil // answered as the first time, whatever the quotas say now
+	}
+	// Every copy of a test id is a run, times repeat_count.
+	if !replay {
+		if err := a.checkQuotas(ctx, c.WorkspaceID, inv.JobsTotal); err != nil {
+			return nil, err
+		}
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Invocations.Create(ctx, c.WorkspaceID, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv)
@@ -209,7 +218,8 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 	if err := v.Err(); err != nil {
 		return nil, err
 	}
-	cur, _, err := a.Invocations.Get(ctx, c.WorkspaceID, invocationID)
+	// An expired invocation's runs (those not resubmitted too) are gone.
+	cur, err := a.Invocation(ctx, c.WorkspaceID, invocationID)
 	if err != nil {
 		return nil, err
 	}
@@ -233,6 +243,11 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 	}
 	if err := v.Err(); err != nil {
 		return nil, err
+	}
+	if cur.GetStatus() != domain.InvocationRunning { // a running one is refused below
+		if err := a.checkQuotas(ctx, c.WorkspaceID, int64(len(in.TestRunIDs))); err != nil {
+			return nil, err
+		}
 	}
 	var cfg []byte
 	if in.AgentConfigOverride != nil {

@@ -35,6 +35,10 @@ type ReadModel interface {
 	PageInvocations(ctx context.Context, q InvocationFilter) ([]InvocationSummary, bool, error)
 	// Running is every running invocation, in every workspace.
 	Running(ctx context.Context) ([]InvocationSummary, error)
+	// Active is up to limit of the workspace's running invocations (in
+	// no particular order), read from an index of the workspace's running
+	// ones: the quotas read it on every run-tests.
+	Active(ctx context.Context, workspaceID string, limit int) ([]InvocationSummary, error)
 }
 
 // Kinds of entry.

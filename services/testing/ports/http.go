@@ -351,7 +351,9 @@ func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	format := invocationFormat(r, q.Format)
-	inv, _, err := h.App.Invocations.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	// An invocation older than the run retention answers that its runs
+	// were deleted, rather than every run pending.
+	inv, err := h.App.Invocation(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
 	if err != nil {
 		return err
 	}
@@ -359,7 +361,7 @@ func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
 	// an unknown invocation.
 	var baseline *testingv1.Invocation
 	if q.Baseline != "" {
-		if baseline, _, err = h.App.Invocations.Get(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
+		if baseline, err = h.App.Invocation(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
 			return err
 		}
 	}

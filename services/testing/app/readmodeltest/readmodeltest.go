@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -106,6 +107,45 @@ func (r *reference) running() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// checkActive checks Active in each workspace: every running invocation
+// of it and no other when the limit allows, else exactly limit of them.
+func checkActive(t *testing.T, rm app.ReadModel, ref *reference, spaces ...string) {
+	t.Helper()
+	for _, ws := range spaces {
+		var want []string
+		for _, k := range ref.running() {
+			if strings.HasPrefix(k, ws+"/") {
+				want = append(want, strings.TrimPrefix(k, ws+"/"))
+			}
+		}
+		for _, limit := range []int{0, 1, 2, len(want), 1 << 20} {
+			got, err := rm.Active(context.Background(), ws, limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, s := range got {
+				if s.WorkspaceID != ws || s.Status != domain.InvocationRunning {
+					t.Fatalf("Active(%s) gave %s of %s, %s", ws, s.ID, s.WorkspaceID, s.Status)
+				}
+				if s.AttemptRuns != ref.invocations[ws+"/"+s.ID].AttemptRuns || s.Attempt != ref.invocations[ws+"/"+s.ID].Attempt {
+					t.Fatalf("Active(%s) gave %+v; want %+v", ws, s, ref.invocations[ws+"/"+s.ID])
+				}
+				ids = append(ids, s.ID)
+			}
+			slices.Sort(ids)
+			if len(ids) != min(limit, len(want)) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
+				t.Fatalf("Active(%s, %d) = %v; want %d of %v", ws, limit, ids, min(limit, len(want)), want)
+			}
+			for _, id := range ids {
+				if !slices.Contains(want, id) {
+					t.Fatalf("Active(%s, %d) = %v: %s is not running; want %d of %v", ws, limit, ids, id, min(limit, len(want)), want)
+				}
+			}
+		}
+	}
 }
 
 // history applies the same writes to a read model and the reference.
@@ -325,6 +365,7 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 		if want := h.ref.running(); !slices.Equal(running, want) {
 			t.Fatalf("Running = %v; want %v", running, want)
 		}
+		checkActive(t, h.rm, h.ref, "ws_a", "ws_b", "ws_none")
 	})
 
 	t.Run("paging under concurrent writes never repeats or skips", func(t *testing.T) {

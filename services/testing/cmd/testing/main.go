@@ -11,8 +11,13 @@ import (
 	testingsvc "github.com/voiceai-platform/voiceai/services/testing"
 )
 
+type cfg struct {
+	config.Service
+	testingsvc.Limits
+}
+
 func main() {
-	runtime.MainService(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c config.Service) (*testingsvc.Service, error) {
-		return testingsvc.Start(ctx, d, c.SecretKey)
+	runtime.MainService(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c cfg) (*testingsvc.Service, error) {
+		return testingsvc.Start(ctx, d, testingsvc.Config{Secret: c.SecretKey, Limits: c.Limits})
 	})
 }
