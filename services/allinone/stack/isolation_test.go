@@ -30,6 +30,23 @@ func consumersOn(t *testing.T, js jetstream.JetStream, stream string) int {
 	return info.State.Consumers
 }
 
+// consumerNames lists a stream's consumers with what each has delivered
+// and has pending, for a failure's message.
+func consumerNames(t *testing.T, js jetstream.JetStream, stream string) string {
+	t.Helper()
+	str, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	infos := str.ListConsumers(context.Background())
+	for info := range infos.Info() {
+		out = append(out, fmt.Sprintf("%s (filter %s, delivered %d, pending %d, waiting %d, last active %s)", info.Name, info.Config.FilterSubject,
+			info.Delivered.Consumer, info.NumPending, info.NumWaiting, info.Delivered.Last))
+	}
+	return strings.Join(out, "; ")
+}
+
 // unreadGET sends a GET on a connection with a small receive buffer and
 // never reads the answer: a reader that holds what it asked for.
 func unreadGET(t *testing.T, addr, path, key string) net.Conn {
@@ -135,9 +152,11 @@ func TestAbandonedReadsOfALargeInvocationStarveNoOne(t *testing.T) {
 		_ = c.Close()
 	}
 	conns = nil
-	eventually(t, 30*time.Second, "every read's consumer is gone", func() bool {
-		return consumersOn(t, js, "TESTRUNS") == baseline
-	})
+	for deadline := time.Now().Add(30 * time.Second); consumersOn(t, js, "TESTRUNS") != baseline; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within 30s, every read's consumer gone; left on TESTRUNS: %s", consumerNames(t, js, "TESTRUNS"))
+		}
+	}
 	bServed("after workspace A hung up")
 	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+big, adminKey, ""); r.Code != 200 {
 		t.Fatalf("workspace A's own read afterwards: %d %.200s", r.Code, r.Body)

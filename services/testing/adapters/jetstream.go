@@ -15,6 +15,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -110,19 +111,23 @@ func (e errReadLost) Unavailable() bool { return true }
 func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
 	batch int, fn func(app.Record) error) error {
 	// An ephemeral consumer, deleted when done: a stream holds at most
-	// 1,000 consumers by default, and readers come often.
+	// 1,000 consumers by default, and readers come often. It is named
+	// here, so that one whose creation was cut short by ctx (the server
+	// may have made it all the same) is deleted too, not left to its
+	// inactivity threshold.
+	name := ids.New("read")
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, name)
+	}()
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
-		FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
+		Name: name, FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
 		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
 	})
 	if err != nil {
 		return err
 	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
-	}()
 	info, err := cons.Info(ctx)
 	if err != nil {
 		return err
