@@ -12,7 +12,9 @@
 // The server answers POST /v1/chat/completions by calling the Handler;
 // any other path gets a 404 and any other method a 405 with an OpenAI error
 // body, and a body that is not a JSON object a 400, without calling the
-// Handler. Every request is recorded (see Requests).
+// Handler. Every request is recorded (see Requests). SetStream makes it
+// answer in server-sent events instead, on the chat-completions or the
+// Responses API, with faults to inject (see Stream).
 package llmtest
 
 import (
@@ -220,6 +222,7 @@ type Server struct {
 	reqs     []Request
 	attempts map[[sha256.Size]byte]int
 	noRecord bool
+	stream   *Stream
 }
 
 // NewServer starts a server answering chat requests with h (nil: OK("ok")).
@@ -288,9 +291,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
 		Received: time.Now(), Context: ctx,
 	}
-	isChat := r.URL.Path == ChatPath && r.Method == http.MethodPost
+	plan := s.streamPlan()
+	path := ChatPath
+	if plan != nil && plan.Responses {
+		path = ResponsesPath
+	}
+	isChat := r.URL.Path == path && r.Method == http.MethodPost
 	if isChat && readErr == nil {
-		if err := decodeStrict(body, &req.ChatRequest); err != nil {
+		var err error
+		if path == ResponsesPath {
+			err = responsesRequest(body, &req.ChatRequest)
+		} else {
+			err = decodeStrict(body, &req.ChatRequest)
+		}
+		if err != nil {
 			req.DecodeError = err.Error()
 		}
 	}
@@ -312,7 +326,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case readErr != nil:
 		writeReply(w, Error(http.StatusBadRequest, "invalid_request_error", "could not read body: "+readErr.Error()))
 		return
-	case r.URL.Path != ChatPath:
+	case r.URL.Path != path:
 		writeReply(w, ErrorCode(http.StatusNotFound, "invalid_request_error", "unknown_url",
 			fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path)))
 		return
@@ -348,6 +362,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if b != nil {
 			reply.Body = s.fill(*b, req)
 		}
+	}
+	if c, ok := reply.Body.(Completion); ok && plan != nil && reply.Raw == nil && (reply.Status == 0 || reply.Status == http.StatusOK) {
+		writeStream(ctx, w, plan, c)
+		return
 	}
 	writeReply(w, reply)
 }
