@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -223,6 +224,7 @@ type Server struct {
 	attempts map[[sha256.Size]byte]int
 	noRecord bool
 	stream   *Stream
+	active   map[net.Conn]bool // connections with a request in flight
 }
 
 // NewServer starts a server answering chat requests with h (nil: OK("ok")).
@@ -231,8 +233,18 @@ func NewServer(h Handler) *Server {
 		h = Fixed(0, "ok")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{handler: h, ctx: ctx, cancel: cancel, attempts: map[[sha256.Size]byte]int{}}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{handler: h, ctx: ctx, cancel: cancel, attempts: map[[sha256.Size]byte]int{}, active: map[net.Conn]bool{}}
+	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.ts.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st == http.StateActive {
+			s.active[c] = true
+		} else {
+			delete(s.active, c)
+		}
+	}
+	s.ts.Start()
 	s.URL = s.ts.URL + "/v1"
 	return s
 }
@@ -254,6 +266,14 @@ func (s *Server) Requests() []Request {
 	out := make([]Request, len(s.reqs))
 	copy(out, s.reqs)
 	return out
+}
+
+// Busy returns the number of connections with a request in flight: 0
+// once every answer, streamed or not, has ended or been abandoned.
+func (s *Server) Busy() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
 }
 
 // Len returns the number of requests received (recorded or not).

@@ -26,9 +26,13 @@ const ResponsesPath = "/v1/responses"
 // The other fields inject a fault; chunk counts include the first chunk.
 type Stream struct {
 	Responses bool
-	// First is waited before the first chunk (after the headers), Gap
-	// between chunks.
+	// The first chunk is sent First after the headers, and chunk k (from
+	// 1) at First + (k-1)·Gap: a fixed schedule, so that a late timer does
+	// not delay the chunks after it.
 	First, Gap time.Duration
+	// NoRoleChunk: the first chunk carries the first word (no chunk with
+	// the role and empty content before it).
+	NoRoleChunk bool
 	// NoEnd closes the stream cleanly without "[DONE]" (or
 	// response.completed).
 	NoEnd bool
@@ -89,7 +93,9 @@ func writeStream(ctx context.Context, w http.ResponseWriter, st *Stream, c Compl
 		}
 	}
 	flush()
-	wait := func(d time.Duration) bool {
+	t0 := time.Now()
+	wait := func(until time.Time) bool {
+		d := time.Until(until)
 		if d <= 0 {
 			return ctx.Err() == nil
 		}
@@ -108,13 +114,12 @@ func writeStream(ctx context.Context, w http.ResponseWriter, st *Stream, c Compl
 	} else {
 		events = chatEvents(c)
 	}
+	if st.NoRoleChunk {
+		events = events[1:]
+	}
 	sent := 0
 	send := func(ev string) bool {
-		delay := st.Gap
-		if sent == 0 {
-			delay = st.First
-		}
-		if !wait(delay) {
+		if !wait(t0.Add(st.First + time.Duration(max(sent, 0))*st.Gap)) {
 			return false
 		}
 		switch {
