@@ -255,3 +255,36 @@ func TestBadStreamsFailTheRun(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling, with a deadline
 	}
 }
+
+// An agent's endpoint on a websocket is refused at create, naming what is
+// supported.
+func TestWebsocketEndpointIsRefused(t *testing.T) {
+	s := startWithEndpoints(t, llmtest.Fixed(0, "{}"), nil)
+	body := s.call(t, "POST", "/v1/convai/agents/create", `{"name":"Socket bot","conversation_config":{"agent":{"prompt":{
+		"prompt":"p","llm":"custom-llm","custom_llm":{"url":"https://llm.example.com/v1","api_type":"websocket"}}}}}`, 422)
+	if !strings.Contains(string(body), `"api_type"`) || !strings.Contains(string(body), "'chat_completions' or 'responses'") {
+		t.Fatalf("%s", body)
+	}
+}
+
+// With VOICEAI_LLM_STREAM the platform's own models stream too: an SSE-only
+// server plays the agent (its first token recorded), the simulated user
+// and the judge.
+func TestPlatformModelsStream(t *testing.T) {
+	s := startWithEndpoints(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We open nine to five."),
+		llmtest.Fixed(0, `{"result":"success","rationale":["it gives the hours"],"summary":"streamed verdict"}`)),
+		func(c *Config) { c.Runner.LLMStream = true })
+	s.judge.SetStream(&llmtest.Stream{First: 50 * time.Millisecond, Gap: 5 * time.Millisecond})
+	agent := newAgent(t, s.Stack, adminKey, "Platform bot")
+	runs, _ := s.streamedRuns(t, agent, 1, createTest(t, s.Stack, hoursTest))
+	r := runs[0]
+	if r.Status != "passed" || r.AgentLatency == nil || len(r.AgentLatency.FirstTokenMs) != 1 || r.AgentLatency.FirstTokenMs[0] < 50 ||
+		r.AgentLatency.FirstTokenMs[0] >= r.AgentLatency.TurnMs[0] || r.AgentResponses[0]["message"] != "We open nine to five." {
+		t.Fatalf("run %+v", r)
+	}
+	for _, req := range s.judge.Requests() {
+		if !req.Stream {
+			t.Fatalf("a platform model request did not stream: %s", req.Body)
+		}
+	}
+}
