@@ -98,6 +98,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzIngestBody -fuzztime 30s ./services/webhooks/ports/
 	$(GO) test -run XXX -fuzz FuzzCreateBody -fuzztime 30s ./services/webhooks/ports/
 	$(GO) test -run XXX -fuzz FuzzParseResponse -fuzztime 30s ./pkg/llm/
+	$(GO) test -run XXX -fuzz FuzzStream -fuzztime 30s ./pkg/llm/
 	$(GO) test -run XXX -fuzz FuzzParseAPIError -fuzztime 30s ./pkg/llm/
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/app/
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/app/

@@ -106,6 +106,27 @@ describe("agents", () => {
     assert.equal(none.hasMore, false);
   });
 
+  it("agents.create takes a customLlm on the Responses API (apiType responses)", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const { agentId: id } = await adminClient().conversationalAi.agents.create({
+      name: uniqueName("e2e-agent-responses"),
+      conversationConfig: {
+        agent: {
+          firstMessage: FIRST_MESSAGE,
+          prompt: {
+            prompt: PROMPT,
+            llm: "custom-llm",
+            customLlm: { url: "https://llm.example.com/v1", modelId: "team-responses-1", apiType: "responses" },
+          },
+        },
+      },
+    });
+    assertNonEmptyString(id, "agentId");
+    const got = await adminClient().conversationalAi.agents.get(id);
+    const custom = got.conversationConfig.agent?.prompt?.customLlm;
+    assert.equal(custom?.apiType, "responses");
+    assert.equal(custom?.modelId, "team-responses-1");
+  });
+
   it("agents.get of an unknown id fails with 404", { timeout: TEST_TIMEOUT_MS }, async () => {
     await expectStatus(
       adminClient({ maxRetries: 0 }).conversationalAi.agents.get(`agent_e2e_missing_${randomBytes(8).toString("hex")}`),

@@ -20,6 +20,13 @@ import (
 // own OpenAI-compatible endpoint, described by custom_llm.
 const CustomLLM = "custom-llm"
 
+// API types a custom_llm endpoint may have (api_type; empty: chat
+// completions).
+const (
+	APIChatCompletions = "chat_completions"
+	APIResponses       = "responses"
+)
+
 // Ref points at a value kept elsewhere: a workspace secret, an
 // environment variable of the runner that the operator allowed, or one of
 // the run's dynamic variables.
@@ -162,9 +169,9 @@ func parse(conversationConfig []byte, report func(loc []any, msg, typ string)) P
 		e.URL = *re.URL
 	}
 	switch re.APIType {
-	case "", "chat_completions":
+	case "", APIChatCompletions, APIResponses:
 	default:
-		bad(loc("api_type"), "Only chat_completions endpoints are called by this platform's runners", "value_error")
+		bad(loc("api_type"), "Input should be 'chat_completions' or 'responses': this platform's runners call an endpoint over HTTP, streaming its answer (Chat Completions or Responses API), not over a websocket", "value_error")
 	}
 	if len(re.APIKey) > 0 && string(re.APIKey) != "null" {
 		e.APIKey = parseRef(re.APIKey, false, loc("api_key"), bad)

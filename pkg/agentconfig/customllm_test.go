@@ -58,6 +58,16 @@ func TestCheckRefusesWhatItCannotCall(t *testing.T) {
 	if _, problems := Check(config(`{"llm":"custom-llm","custom_llm":{"url":"http://127.0.0.1:9/v1"}}`), loopback); len(problems) != 0 {
 		t.Fatalf("an allowed host: %+v", problems)
 	}
+	for _, api := range []string{"", "chat_completions", "responses"} {
+		p, problems := Check(config(`{"llm":"custom-llm","custom_llm":{"url":"http://127.0.0.1:9/v1","api_type":"`+api+`"}}`), loopback)
+		if len(problems) != 0 || p.Endpoint == nil || p.Endpoint.APIType != api {
+			t.Fatalf("api_type %q: %+v %+v", api, p.Endpoint, problems)
+		}
+	}
+	_, problems := Check(config(`{"custom_llm":{"url":"https://x.example","api_type":"websocket"}}`), loopback)
+	if len(problems) != 1 || !strings.Contains(problems[0].Msg, "'chat_completions' or 'responses'") {
+		t.Fatalf("websocket: %+v", problems)
+	}
 	if p := Parse([]byte(`{"agent":{"prompt":{"llm":"gpt-4o"}}}`)); p.LLM != "gpt-4o" || p.Endpoint != nil {
 		t.Fatalf("%+v", p)
 	}

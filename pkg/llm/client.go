@@ -3,6 +3,18 @@
 // anything else that answers POST {BaseURL}/chat/completions with a
 // "chat.completion" object.
 //
+// With Config.Stream it asks for the answer as server-sent events and
+// reads them as they come (chat-completion chunks, or the Responses API's
+// events with Config.API = APIResponses), assembling content, tool-call
+// arguments and usage; it records when the first content came
+// (ChatResponse.FirstToken). A streamed answer is bounded in time between
+// chunks (Config.IdleTimeout) and in size (Config.MaxStreamBytes), and a
+// stream that goes wrong once it began is a *StreamError naming the fault,
+// never retried. The reader is this package's own (sse.go, stream.go):
+// openai-go's ssestream ends a stream the same way on "[DONE]" and on a
+// connection closed without it, buffers a line up to 32 MiB, and has no
+// idle time-out, and those are the faults a run must name.
+//
 // # Retries
 //
 // Chat makes one attempt and up to Config.MaxRetries retries. It retries on
@@ -47,6 +59,7 @@
 package llm
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -66,6 +79,8 @@ const (
 	DefaultMaxBackoff       = 30 * time.Second
 	DefaultInitialBackoff   = 500 * time.Millisecond
 	DefaultMaxResponseBytes = 8 << 20 // 8 MiB
+	DefaultIdleTimeout      = 10 * time.Second
+	DefaultMaxStreamBytes   = 1 << 20 // 1 MiB
 
 	// maxErrorBodyBytes bounds how much of a non-2xx body is read and parsed.
 	maxErrorBodyBytes = 64 << 10
@@ -106,6 +121,24 @@ type Config struct {
 	// idle connections per host). Its Timeout, if any, applies in addition
 	// to Config.Timeout.
 	HTTPClient *http.Client
+	// Stream asks for the answer as server-sent events ("stream": true)
+	// and reads it as it comes, content and tool-call deltas assembled; an
+	// endpoint that answers one JSON body anyway is read as before. Once a
+	// 2xx answer has begun, nothing is retried: a fault of the stream is a
+	// *StreamError naming it.
+	Stream bool
+	// API is APIChatCompletions (the default: POST .../chat/completions) or
+	// APIResponses (POST .../responses, the Responses API).
+	API string
+	// IdleTimeout bounds the wait between two chunks of a streamed answer,
+	// once its first chunk came (the wait for that is bounded by Timeout
+	// alone: a model may think long before it speaks). Zero or negative:
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxStreamBytes bounds a streamed answer as assembled: its content,
+	// reasoning, tool names and arguments. Zero or negative:
+	// DefaultMaxStreamBytes.
+	MaxStreamBytes int64
 	// Redact, when set, is applied to an error answer's body before
 	// anything of it becomes an APIError (whose message is cut to 1 KiB:
 	// redacting only after that could leave part of a secret cut in two).
@@ -142,6 +175,10 @@ type Client struct {
 	maxBody        int64
 	hc             *http.Client
 	redact         func(string) string
+	stream         bool
+	api            string
+	idle           time.Duration
+	maxAnswer      int64
 
 	// Hooks, replaced by tests only.
 	sleep  func(ctx context.Context, d time.Duration) error
@@ -154,7 +191,19 @@ func New(c Config) (*Client, error) {
 	if strings.TrimSpace(c.Model) == "" {
 		return nil, errors.New("llm: Config.Model is required")
 	}
-	endpoint, err := chatEndpoint(c.BaseURL)
+	api := c.API
+	switch api {
+	case "":
+		api = APIChatCompletions
+	case APIChatCompletions, APIResponses:
+	default:
+		return nil, fmt.Errorf("llm: Config.API %q: want %q or %q", c.API, APIChatCompletions, APIResponses)
+	}
+	suffix := "/chat/completions"
+	if api == APIResponses {
+		suffix = "/responses"
+	}
+	endpoint, err := apiEndpoint(c.BaseURL, suffix)
 	if err != nil {
 		return nil, err
 	}
@@ -170,6 +219,10 @@ func New(c Config) (*Client, error) {
 		maxBody:        c.MaxResponseBytes,
 		hc:             c.HTTPClient,
 		redact:         c.Redact,
+		stream:         c.Stream,
+		api:            api,
+		idle:           c.IdleTimeout,
+		maxAnswer:      c.MaxStreamBytes,
 		sleep:          sleepCtx,
 		jitter:         fullJitter,
 		now:            time.Now,
@@ -193,6 +246,12 @@ func New(c Config) (*Client, error) {
 	if cl.maxBody <= 0 {
 		cl.maxBody = DefaultMaxResponseBytes
 	}
+	if cl.idle <= 0 {
+		cl.idle = DefaultIdleTimeout
+	}
+	if cl.maxAnswer <= 0 {
+		cl.maxAnswer = DefaultMaxStreamBytes
+	}
 	if cl.hc == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
@@ -201,7 +260,9 @@ func New(c Config) (*Client, error) {
 	return cl, nil
 }
 
-func chatEndpoint(base string) (string, error) {
+func chatEndpoint(base string) (string, error) { return apiEndpoint(base, "/chat/completions") }
+
+func apiEndpoint(base, suffix string) (string, error) {
 	base = strings.TrimSpace(base)
 	if base == "" {
 		return "", errors.New("llm: Config.BaseURL is required")
@@ -222,8 +283,8 @@ func chatEndpoint(base string) (string, error) {
 		return "", errors.New("llm: invalid Config.BaseURL: no host")
 	}
 	p := strings.TrimRight(u.Path, "/")
-	if !strings.HasSuffix(p, "/chat/completions") {
-		p += "/chat/completions"
+	if !strings.HasSuffix(p, suffix) {
+		p += suffix
 	}
 	u.Path, u.RawPath, u.Fragment, u.RawFragment = p, "", "", ""
 	return u.String(), nil
@@ -244,7 +305,7 @@ func (c *Client) GoString() string { return c.String() }
 // request body (the model included, the API key not). Two requests with the
 // same identity are the same request; a response cache keys on it.
 func (c *Client) Identity(req ChatRequest) ([]byte, error) {
-	body, err := encodeRequest(c.model, req)
+	body, err := c.encode(req)
 	if err != nil {
 		return nil, err
 	}
@@ -254,16 +315,17 @@ func (c *Client) Identity(req ChatRequest) ([]byte, error) {
 // Chat sends req and returns the first choice of the completion, retrying as
 // described in the package documentation.
 func (c *Client) Chat(ctx context.Context, req ChatRequest) (ChatResponse, error) {
-	body, err := encodeRequest(c.model, req)
+	body, err := c.encode(req)
 	if err != nil {
 		return ChatResponse{}, err
 	}
+	start := time.Now() // a measurement, not the clock of Retry-After dates
 	var lastErr error
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return ChatResponse{}, cancelled(attempt-1, lastErr, err)
 		}
-		res, retryable, hint, err := c.attempt(ctx, body)
+		res, retryable, hint, err := c.attempt(ctx, body, start)
 		if err == nil {
 			res.Attempts = attempt
 			return res, nil
@@ -293,6 +355,10 @@ func final(attempts int, err error) error {
 	if errors.As(err, &ae) {
 		ae.Attempts = attempts
 		return ae
+	}
+	var se *StreamError
+	if errors.As(err, &se) {
+		return se
 	}
 	return fmt.Errorf("llm: chat failed after %d attempt(s): %w", attempts, err)
 }
@@ -337,12 +403,14 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 // attempt makes one request. It reports whether a failure may be retried
 // and the delay the server asked for (negative: none).
-func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, retryable bool, hint time.Duration, err error) {
+func (c *Client) attempt(ctx context.Context, body []byte, start time.Time) (res ChatResponse, retryable bool, hint time.Duration, err error) {
 	hint = -1
 	actx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
+	sctx, stop := context.WithCancelCause(actx) // stop(errStalled): the idle time-out
+	defer stop(nil)
 
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, c.endpoint, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(sctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return res, false, hint, fmt.Errorf("%w: %v", ErrInvalidRequest, err)
 	}
@@ -351,6 +419,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
+	if c.stream {
+		hreq.Header.Set("Accept", "text/event-stream, application/json")
+	}
 	hreq.Header.Set("User-Agent", "voiceai-testing-llm/1")
 	if c.apiKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.apiKey)
@@ -363,6 +434,9 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 	defer resp.Body.Close()
 
 	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if ok && c.stream {
+		return c.readStreamed(ctx, actx, sctx, stop, resp, start)
+	}
 	limit := c.maxBody
 	if !ok {
 		limit = maxErrorBodyBytes
@@ -389,11 +463,92 @@ func (c *Client) attempt(ctx context.Context, body []byte) (res ChatResponse, re
 		return res, false, hint, ae
 	}
 
-	res, err = parseResponse(data)
+	res, err = c.parse(data)
 	if err != nil {
 		return res, errors.Is(err, ErrMalformedResponse), hint, err
 	}
+	res.FirstToken = time.Since(start)
 	return res, false, hint, nil
+}
+
+func (c *Client) encode(req ChatRequest) ([]byte, error) {
+	if c.api == APIResponses {
+		return encodeResponsesRequest(c.model, req, c.stream)
+	}
+	return encodeRequest(c.model, req, c.stream)
+}
+
+func (c *Client) parse(data []byte) (ChatResponse, error) {
+	if c.api == APIResponses {
+		return parseResponsesBody(data)
+	}
+	return parseResponse(data)
+}
+
+// readStreamed reads a 2xx answer to a streaming request: server-sent
+// events, or (an endpoint that does not stream) one JSON body. Only a
+// failure before its first byte is retried.
+func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.CancelCauseFunc, resp *http.Response, start time.Time) (ChatResponse, bool, time.Duration, error) {
+	const noHint = -1
+	br := bufio.NewReaderSize(resp.Body, 4096)
+	first, err := firstByte(br)
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return ChatResponse{}, false, noHint, fmt.Errorf("%w: an empty body", ErrMalformedResponse)
+		}
+		return ChatResponse{}, true, noHint, c.transportError(ctx, actx, fmt.Errorf("reading response body: %w", err))
+	}
+	sse := strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") || (first != '{' && first != '[')
+	if !sse {
+		data, err := io.ReadAll(io.LimitReader(br, c.maxBody+1))
+		if err != nil {
+			return ChatResponse{}, false, noHint, c.transportError(ctx, actx, fmt.Errorf("reading response body: %w", err))
+		}
+		if int64(len(data)) > c.maxBody {
+			return ChatResponse{}, false, noHint, fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, c.maxBody)
+		}
+		res, err := c.parse(data)
+		if err != nil {
+			return res, false, noHint, err
+		}
+		res.FirstToken = time.Since(start)
+		return res, false, noHint, nil
+	}
+	var firstToken time.Duration
+	a := newAssembler(c.api, c.maxAnswer, func() { firstToken = time.Since(start) })
+	a.hide = c.hide
+	idle := time.AfterFunc(c.idle, func() { stop(errStalled) })
+	idle.Stop() // started by the first chunk: the wait for it is the time-out's
+	defer idle.Stop()
+	// A line may carry the whole answer, JSON-escaped, with room to spare.
+	sr := newSSEReader(br, int(min(2*c.maxAnswer+64<<10, c.maxBody)))
+	res, err := a.read(sr, func() { idle.Reset(c.idle) })
+	if err != nil {
+		var se *StreamError
+		if !errors.As(err, &se) {
+			err = classifyRead(err, ctx.Err(), context.Cause(sctx), a.chunks, c.idle, c.timeout)
+		}
+		return ChatResponse{}, false, noHint, err
+	}
+	if firstToken == 0 {
+		firstToken = time.Since(start) // an answer with no content: its end is its first token
+	}
+	res.FirstToken, res.Streamed = firstToken, true
+	return res, false, noHint, nil
+}
+
+// firstByte answers the first byte of the body that is not white space,
+// leaving it unread.
+func firstByte(br *bufio.Reader) (byte, error) {
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return 0, err
+		}
+		if b != ' ' && b != '\t' && b != '\r' && b != '\n' {
+			return b, br.UnreadByte()
+		}
+	}
 }
 
 // hide is an error answer's body through Config.Redact, then without the

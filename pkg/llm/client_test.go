@@ -213,6 +213,10 @@ func TestChatRequestAndResponseOnTheWire(t *testing.T) {
 		Model:        "test-model-2024-01-01",
 		Attempts:     1,
 	}
+	if res.FirstToken <= 0 {
+		t.Errorf("a JSON answer's first token is its whole time, not %s", res.FirstToken)
+	}
+	res.FirstToken = 0
 	if !reflect.DeepEqual(res, want) {
 		t.Errorf("response\n got %+v\nwant %+v", res, want)
 	}

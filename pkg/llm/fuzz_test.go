@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"bytes"
 	"errors"
 	"net/http"
 	"testing"
@@ -76,5 +77,66 @@ func FuzzParseAPIError(f *testing.F) {
 			t.Fatalf("RetryAfter out of range: %s", e.RetryAfter)
 		}
 		_ = e.Error()
+	})
+}
+
+var streamSeeds = []string{
+	"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n",
+	"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\"\"}}]}}]}\n\ndata: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\":1}\"}}]}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\ndata: [DONE]",
+	"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":99999999}]}}]}\n\n",
+	"event: error\ndata: {\"error\":{\"message\":\"boom\"}}\n\n",
+	": keep-alive\r\n\r\ndata: {\"choices\":[{\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"x\"}]}}]}\r\n\r\n",
+	"data: {not json\n\n",
+	"data: a\ndata: b\n\n",
+	"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n",
+	"data: {\"type\":\"response.output_item.added\",\"output_index\":1,\"item\":{\"type\":\"function_call\",\"id\":\"fc\",\"call_id\":\"c\",\"name\":\"f\"}}\n\ndata: {\"type\":\"response.function_call_arguments.delta\",\"item_id\":\"fc\",\"delta\":\"{}\"}\n\ndata: {\"type\":\"response.function_call_arguments.done\",\"output_index\":1,\"arguments\":\"{\\\"b\\\":2}\"}\n\ndata: {\"type\":\"response.completed\"}\n\n",
+	"data: {\"type\":\"response.failed\",\"response\":{\"error\":{\"message\":\"x\"}}}\n\n",
+	"data: {\"type\":\"error\",\"message\":\"m\"}\n\n",
+	"", "\n\n\n", "data:", "data: [DONE]",
+}
+
+// FuzzStream feeds untrusted event streams to the SSE reader and the
+// assembler of both APIs: they must never panic, fail only with a
+// StreamError, and keep the answer within its bound.
+func FuzzStream(f *testing.F) {
+	for _, s := range streamSeeds {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	const maxAnswer = 256
+	f.Fuzz(func(t *testing.T, body []byte, responses bool) {
+		api := APIChatCompletions
+		if responses {
+			api = APIResponses
+		}
+		firsts := 0
+		a := newAssembler(api, maxAnswer, func() { firsts++ })
+		res, err := a.read(newSSEReader(bytes.NewReader(body), 2*maxAnswer), nil)
+		if firsts > 1 {
+			t.Fatalf("first token reported %d times", firsts)
+		}
+		if err != nil {
+			var se *StreamError
+			if !errors.As(err, &se) || se.Reason == "" || len(se.Reason) > 1024 {
+				t.Fatalf("unexpected error: %v", err)
+			}
+			return
+		}
+		size := len(res.Message.Content) + len(res.Reasoning)
+		for _, tc := range res.Message.ToolCalls {
+			if tc.ID == "" {
+				t.Fatal("tool call without ID")
+			}
+			size += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+		}
+		if size > maxAnswer {
+			t.Fatalf("answer of %d bytes over the bound %d", size, maxAnswer)
+		}
+		if res.Message.Role != RoleAssistant {
+			t.Fatal("no role")
+		}
+		if u := res.Usage; u.PromptTokens < 0 || u.CompletionTokens < 0 || u.TotalTokens < 0 {
+			t.Fatalf("negative usage %+v", u)
+		}
 	})
 }

@@ -93,6 +93,12 @@ type ChatResponse struct {
 	// Reasoning is "reasoning_content" (vLLM, llama.cpp, DeepSeek) or
 	// "reasoning" (Ollama) when the server separates it from Content.
 	Reasoning string
+	// FirstToken is how long after Chat was called (retries included) the
+	// first content or tool-call delta of the answer came; for an answer
+	// read as one JSON body, when that body had been read whole.
+	FirstToken time.Duration
+	// Streamed: the answer came as server-sent events.
+	Streamed bool
 }
 
 // APIError is returned for a non-2xx answer that is final: not retried, or
@@ -152,6 +158,11 @@ type wireRequest struct {
 	ResponseFormat *wireResponseFormat `json:"response_format,omitempty"`
 	Seed           *int                `json:"seed,omitempty"`
 	Stream         bool                `json:"stream"`
+	StreamOptions  *wireStreamOptions  `json:"stream_options,omitempty"`
+}
+
+type wireStreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type wireMessage struct {
@@ -190,7 +201,7 @@ type wireResponseFormat struct {
 
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-func encodeRequest(model string, r ChatRequest) ([]byte, error) {
+func encodeRequest(model string, r ChatRequest, stream bool) ([]byte, error) {
 	if len(r.Messages) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrInvalidRequest)
 	}
@@ -199,6 +210,10 @@ func encodeRequest(model string, r ChatRequest) ([]byte, error) {
 		Messages:    make([]wireMessage, len(r.Messages)),
 		Temperature: r.Temperature,
 		Seed:        r.Seed,
+		Stream:      stream,
+	}
+	if stream {
+		w.StreamOptions = &wireStreamOptions{IncludeUsage: true}
 	}
 	if r.MaxTokens > 0 {
 		w.MaxTokens = r.MaxTokens

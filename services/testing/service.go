@@ -163,6 +163,15 @@ type RunnerConfig struct {
 	outbound.Env
 	EndpointConcurrency int           `env:"VOICEAI_AGENT_ENDPOINT_CONCURRENCY" envDefault:"4"`
 	EndpointTimeout     time.Duration `env:"VOICEAI_AGENT_ENDPOINT_TIMEOUT" envDefault:"30s"`
+	// EndpointIdleTimeout bounds the wait between two chunks of an
+	// endpoint's streamed answer (a stall); EndpointMaxAnswerBytes bounds
+	// the answer (content and tool arguments). Zero: 10s, 1 MiB.
+	EndpointIdleTimeout    time.Duration `env:"VOICEAI_AGENT_ENDPOINT_IDLE_TIMEOUT" envDefault:"10s"`
+	EndpointMaxAnswerBytes int64         `env:"VOICEAI_AGENT_ENDPOINT_MAX_ANSWER_BYTES" envDefault:"1048576"`
+	// LLMStream: the platform's own model clients (VOICEAI_LLM_* and
+	// VOICEAI_JUDGE_*) stream their answers too, so that an agent the
+	// platform's model plays has a real time to first token.
+	LLMStream bool `env:"VOICEAI_LLM_STREAM"`
 	// EnvVars may be named by agents as env_var_label (comma-separated).
 	EnvVars string `env:"VOICEAI_AGENT_ENV_VARS"`
 	// SecretKey opens workspace secrets (the deployment secret); without
@@ -219,6 +228,12 @@ func (c RunnerConfig) Validate() error {
 	if c.EndpointTimeout < time.Second || c.EndpointTimeout > 10*time.Minute {
 		return fmt.Errorf("VOICEAI_AGENT_ENDPOINT_TIMEOUT %s: want 1s..10m", c.EndpointTimeout)
 	}
+	if c.EndpointIdleTimeout != 0 && (c.EndpointIdleTimeout < 100*time.Millisecond || c.EndpointIdleTimeout > 10*time.Minute) {
+		return fmt.Errorf("VOICEAI_AGENT_ENDPOINT_IDLE_TIMEOUT %s: want 100ms..10m", c.EndpointIdleTimeout)
+	}
+	if c.EndpointMaxAnswerBytes != 0 && (c.EndpointMaxAnswerBytes < 1<<10 || c.EndpointMaxAnswerBytes > 64<<20) {
+		return fmt.Errorf("VOICEAI_AGENT_ENDPOINT_MAX_ANSWER_BYTES %d: want 1024..67108864", c.EndpointMaxAnswerBytes)
+	}
 	if c.Concurrency < 1 || c.Concurrency > 1024 {
 		return fmt.Errorf("VOICEAI_RUNNER_CONCURRENCY %d: want 1..1024", c.Concurrency)
 	}
@@ -244,7 +259,7 @@ func (c RunnerConfig) model(provider, baseURL, apiKey, model string) (runner.Mod
 	if provider != "openai" {
 		return runner.Offline{}, nil
 	}
-	client, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Timeout: c.LLMTimeout})
+	client, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Timeout: c.LLMTimeout, Stream: c.LLMStream})
 	if err != nil {
 		return nil, err
 	}
@@ -280,7 +295,8 @@ func (c RunnerConfig) Agents(js jetstream.JetStream, metrics *runner.Metrics) (*
 		platform.Served[c.LLMModel] = platform.Default
 	}
 	e := &runner.Endpoints{Platform: platform, Guard: outbound.NewGuard(c.Hosts()), EnvVars: map[string]bool{},
-		Concurrency: c.EndpointConcurrency, Timeout: c.EndpointTimeout}
+		Concurrency: c.EndpointConcurrency, Timeout: c.EndpointTimeout,
+		IdleTimeout: c.EndpointIdleTimeout, MaxAnswerBytes: c.EndpointMaxAnswerBytes}
 	for _, name := range strings.Split(c.EnvVars, ",") {
 		if name = strings.TrimSpace(name); name != "" {
 			e.EnvVars[name] = true

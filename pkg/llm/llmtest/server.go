@@ -12,7 +12,9 @@
 // The server answers POST /v1/chat/completions by calling the Handler;
 // any other path gets a 404 and any other method a 405 with an OpenAI error
 // body, and a body that is not a JSON object a 400, without calling the
-// Handler. Every request is recorded (see Requests).
+// Handler. Every request is recorded (see Requests). SetStream makes it
+// answer in server-sent events instead, on the chat-completions or the
+// Responses API, with faults to inject (see Stream).
 package llmtest
 
 import (
@@ -21,6 +23,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -220,6 +223,8 @@ type Server struct {
 	reqs     []Request
 	attempts map[[sha256.Size]byte]int
 	noRecord bool
+	stream   *Stream
+	active   map[net.Conn]bool // connections with a request in flight
 }
 
 // NewServer starts a server answering chat requests with h (nil: OK("ok")).
@@ -228,8 +233,18 @@ func NewServer(h Handler) *Server {
 		h = Fixed(0, "ok")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{handler: h, ctx: ctx, cancel: cancel, attempts: map[[sha256.Size]byte]int{}}
-	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s := &Server{handler: h, ctx: ctx, cancel: cancel, attempts: map[[sha256.Size]byte]int{}, active: map[net.Conn]bool{}}
+	s.ts = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.ts.Config.ConnState = func(c net.Conn, st http.ConnState) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if st == http.StateActive {
+			s.active[c] = true
+		} else {
+			delete(s.active, c)
+		}
+	}
+	s.ts.Start()
 	s.URL = s.ts.URL + "/v1"
 	return s
 }
@@ -251,6 +266,14 @@ func (s *Server) Requests() []Request {
 	out := make([]Request, len(s.reqs))
 	copy(out, s.reqs)
 	return out
+}
+
+// Busy returns the number of connections with a request in flight: 0
+// once every answer, streamed or not, has ended or been abandoned.
+func (s *Server) Busy() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.active)
 }
 
 // Len returns the number of requests received (recorded or not).
@@ -288,9 +311,20 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body,
 		Received: time.Now(), Context: ctx,
 	}
-	isChat := r.URL.Path == ChatPath && r.Method == http.MethodPost
+	plan := s.streamPlan()
+	path := ChatPath
+	if plan != nil && plan.Responses {
+		path = ResponsesPath
+	}
+	isChat := r.URL.Path == path && r.Method == http.MethodPost
 	if isChat && readErr == nil {
-		if err := decodeStrict(body, &req.ChatRequest); err != nil {
+		var err error
+		if path == ResponsesPath {
+			err = responsesRequest(body, &req.ChatRequest)
+		} else {
+			err = decodeStrict(body, &req.ChatRequest)
+		}
+		if err != nil {
 			req.DecodeError = err.Error()
 		}
 	}
@@ -312,7 +346,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case readErr != nil:
 		writeReply(w, Error(http.StatusBadRequest, "invalid_request_error", "could not read body: "+readErr.Error()))
 		return
-	case r.URL.Path != ChatPath:
+	case r.URL.Path != path:
 		writeReply(w, ErrorCode(http.StatusNotFound, "invalid_request_error", "unknown_url",
 			fmt.Sprintf("Unknown request URL: %s %s", r.Method, r.URL.Path)))
 		return
@@ -348,6 +382,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if b != nil {
 			reply.Body = s.fill(*b, req)
 		}
+	}
+	if c, ok := reply.Body.(Completion); ok && plan != nil && reply.Raw == nil && (reply.Status == 0 || reply.Status == http.StatusOK) {
+		writeStream(ctx, w, plan, c)
+		return
 	}
 	writeReply(w, reply)
 }

@@ -64,6 +64,11 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	if n := value(families, "voiceai_model_request_duration_seconds", map[string]string{"model": "test-model", "outcome": "ok"}); n != 6 {
 		t.Errorf("model requests timed: %v, want 6 (3 runs, each answered and judged)", n)
 	}
+	for _, name := range []string{"voiceai_runner_agent_turn_seconds", "voiceai_runner_agent_first_token_seconds"} {
+		if n := value(families, name, map[string]string{"provider": "openai", "model": "test-model"}); n != 3 {
+			t.Errorf("%s: %v agent turns, want 3", name, n)
+		}
+	}
 	if n := value(families, "voiceai_model_tokens_total", map[string]string{"kind": "prompt"}); n < 0 {
 		t.Errorf("tokens: %v", n)
 	}

@@ -156,7 +156,7 @@ func usageOf(m runner.ModelUse) any {
 func conversationView(res runner.ConversationResult) simulatedConversation {
 	v := simulatedConversation{
 		Conversation: FullMessages(res.Transcript), Error: res.Error,
-		AgentUsage: usageOf(res.Agent), JudgeUsage: usageOf(res.Judge), AgentLatency: LatencyOf(res.TurnMs),
+		AgentUsage: usageOf(res.Agent), JudgeUsage: usageOf(res.Judge), AgentLatency: LatencyOf(res.TurnMs, res.FirstTokenMs),
 		Analysis: conversationJudged{Results: map[string]runner.CriterionResult{}, ResultsList: res.Criteria,
 			DataCollection: map[string]any{}, CallSuccessful: runner.CallSuccessful(res.Criteria),
 			Summary: res.Summary, Title: "Simulated conversation"},

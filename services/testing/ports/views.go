@@ -49,12 +49,12 @@ var defaultMessage, defaultMessageKeys = func() (map[string]json.RawMessage, []s
 func FullMessages(raw []byte) json.RawMessage { return fullMessages(raw) }
 
 // LatencyOf is latencyOf with a run's turns, for the edge.
-func LatencyOf(ms []int64) any {
+func LatencyOf(ms, firstTokenMs []int64) any {
 	if len(ms) == 0 {
 		return nil
 	}
-	l := latencyOf(ms)
-	l.TurnMs = ms
+	l := latencyOf(ms, firstTokenMs)
+	l.TurnMs, l.FirstTokenMs = ms, firstTokenMs
 	return l
 }
 
@@ -222,29 +222,43 @@ type runJSON struct {
 	AgentLatency    *latencyJSON `json:"agent_latency,omitempty"`
 }
 
-// latencyJSON is how fast an agent answered its turns.
+// latencyJSON is how fast an agent answered its turns, and how fast it
+// began them (time to first token: what a caller waits before the agent
+// speaks).
 type latencyJSON struct {
 	TurnMs []int64 `json:"turn_ms,omitempty"` // a run's turns, in order
 	Turns  int     `json:"turns"`
 	P50Ms  *int64  `json:"p50_ms"`
 	P95Ms  *int64  `json:"p95_ms"`
 	MaxMs  *int64  `json:"max_ms"`
+	// FirstTokenMs are a run's turns' times to first token, in order
+	// (none for runs recorded before they were).
+	FirstTokenMs    []int64 `json:"first_token_ms,omitempty"`
+	FirstTokenP50Ms *int64  `json:"first_token_p50_ms"`
+	FirstTokenP95Ms *int64  `json:"first_token_p95_ms"`
+	FirstTokenMaxMs *int64  `json:"first_token_max_ms"`
 }
 
-// latencyOf summarises turn response times (nearest-rank percentiles);
-// no turns give nulls.
-func latencyOf(ms []int64) latencyJSON {
+// latencyOf summarises turn response times and times to first token
+// (nearest-rank percentiles); none give nulls.
+func latencyOf(ms, firstTokenMs []int64) latencyJSON {
 	l := latencyJSON{Turns: len(ms)}
+	l.P50Ms, l.P95Ms, l.MaxMs = percentiles(ms)
+	l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs = percentiles(firstTokenMs)
+	return l
+}
+
+// percentiles are the nearest-rank p50, p95 and max of ms (nil: none).
+func percentiles(ms []int64) (p50, p95, top *int64) {
 	if len(ms) == 0 {
-		return l
+		return nil, nil, nil
 	}
 	sorted := slices.Sorted(slices.Values(ms))
 	rank := func(p float64) *int64 {
 		v := sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
 		return &v
 	}
-	l.P50Ms, l.P95Ms, l.MaxMs = rank(0.50), rank(0.95), rank(1)
-	return l
+	return rank(0.50), rank(0.95), rank(1)
 }
 
 // UsageView is a model's usage as runs show it (nil: none).
@@ -314,8 +328,9 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 		v.LastUpdatedAtUnix = res.GetFinishedAtUnixMs() / 1000
 		v.ModelUsage, v.AgentModelUsage = usageView(res.GetUsage()), usageView(res.GetAgentUsage())
 		if ms := res.GetAgentTurnMs(); len(ms) > 0 {
-			l := latencyOf(ms)
-			l.TurnMs = ms
+			first := res.GetAgentFirstTokenMs()
+			l := latencyOf(ms, first)
+			l.TurnMs, l.FirstTokenMs = ms, first
 			v.AgentLatency = &l
 		}
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()

@@ -25,9 +25,20 @@ type AgentModels interface {
 // EndpointError is a failure to reach an agent's own endpoint, or one it
 // answered with an error: the run fails with it as it is, not as a
 // failure of the platform's model.
-type EndpointError struct{ Err error }
+type EndpointError struct {
+	Err error
+	// Stream: the endpoint began its answer and its stream went wrong
+	// (Err says how: no [DONE], stalled, too large, malformed, an error
+	// event, cut).
+	Stream bool
+}
 
-func (e *EndpointError) Error() string { return "agent endpoint unreachable: " + e.Err.Error() }
+func (e *EndpointError) Error() string {
+	if e.Stream {
+		return "agent endpoint stream: " + e.Err.Error()
+	}
+	return "agent endpoint unreachable: " + e.Err.Error()
+}
 func (e *EndpointError) Unwrap() error { return e.Err }
 
 // IsEndpointError reports whether err is (or wraps) an EndpointError.
@@ -36,9 +47,23 @@ func IsEndpointError(err error) bool {
 	return errors.As(err, &e)
 }
 
-// TurnTiming is how long the agent took to answer one of its turns.
+// TurnTiming is how long the agent took to answer one of its turns, and
+// to begin it: its first token (what a caller waits before the agent
+// speaks). An answer read whole begins when it ends.
 type TurnTiming struct {
-	Response time.Duration
+	Response   time.Duration
+	FirstToken time.Duration
+}
+
+// firstTokenKey holds, in a turn's context, when the turn's first token
+// came (a *time.Time the model sets; zero: it came with the end).
+type firstTokenKey struct{}
+
+// markFirstToken records at as the first token of the turn ctx belongs to.
+func markFirstToken(ctx context.Context, at time.Time) {
+	if p, ok := ctx.Value(firstTokenKey{}).(*time.Time); ok && p.IsZero() {
+		*p = at
+	}
 }
 
 // waitedKey holds, in a turn's context, how long the turn waited on this
@@ -69,14 +94,20 @@ func (r *roles) ModelName() string { return r.agent.ModelName() } // what produc
 
 func (r *roles) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
 	var waited time.Duration
+	var firstAt time.Time
+	turnCtx := context.WithValue(context.WithValue(ctx, waitedKey{}, &waited), firstTokenKey{}, &firstAt)
 	start := time.Now() // a measurement, not the executor's clock
-	t, u, err := r.agent.Respond(context.WithValue(ctx, waitedKey{}, &waited), c)
+	t, u, err := r.agent.Respond(turnCtx, c)
 	took := time.Since(start) - waited
+	first := took
+	if !firstAt.IsZero() { // the wait for a slot comes before the request
+		first = min(max(firstAt.Sub(start)-waited, 0), took)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.agentUsage.Add(u)
 	if err == nil && u.Cached == 0 { // a cached answer says nothing of the agent's speed
-		r.turns = append(r.turns, TurnTiming{Response: took})
+		r.turns = append(r.turns, TurnTiming{Response: took, FirstToken: first})
 	}
 	return t, u, err
 }

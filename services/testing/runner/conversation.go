@@ -35,6 +35,7 @@ type ConversationResult struct {
 	// (and played the user), and what they did.
 	Agent, Judge ModelUse
 	TurnMs       []int64 // each agent turn's response time
+	FirstTokenMs []int64 // each agent turn's time to first token
 }
 
 // ModelUse is a model and what it did.
@@ -69,6 +70,7 @@ func (e *Executor) SimulateConversation(ctx context.Context, r Run, opening stri
 		out.Agent.Usage, out.Judge.Usage = agentUsage, usage
 		for _, t := range turns {
 			out.TurnMs = append(out.TurnMs, t.Response.Milliseconds())
+			out.FirstTokenMs = append(out.FirstTokenMs, t.FirstToken.Milliseconds())
 		}
 	}()
 	sim, err := e.playSimulation(ctx, m, r, opening, &usage)

@@ -52,9 +52,15 @@ type Endpoints struct {
 	Concurrency int
 	// Timeout bounds one request to an endpoint (default 30s); a failed
 	// request is retried twice, honouring Retry-After (at most 5s).
-	Timeout    time.Duration
-	BreakAfter uint32        // default 5
-	BreakFor   time.Duration // default 30s
+	Timeout time.Duration
+	// IdleTimeout bounds the wait between two chunks of a streamed answer
+	// (default 10s): a stall, told apart from a slow first token.
+	IdleTimeout time.Duration
+	// MaxAnswerBytes bounds one streamed answer: content and tool
+	// arguments (default 1 MiB).
+	MaxAnswerBytes int64
+	BreakAfter     uint32        // default 5
+	BreakFor       time.Duration // default 30s
 	// Observe, when set, is told of every request to an endpoint.
 	Observe func(took time.Duration, err error)
 
@@ -128,16 +134,16 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 		return e.Platform.For(ctx, workspaceID, cfg, vars)
 	}
 	if p.Endpoint == nil {
-		return nil, &EndpointError{errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid")}
+		return nil, &EndpointError{Err: errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid")}
 	}
 	// Checked again here: the allow-list may have changed since the agent
 	// was saved, and an override is not saved at all.
 	if _, bad := outbound.CheckURL(p.Endpoint.URL, e.Guard.HostAllowed, "agent endpoints"); bad != nil {
-		return nil, &EndpointError{fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg)}
+		return nil, &EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg)}
 	}
 	key, err := e.resolve(ctx, workspaceID, p.Endpoint.APIKey, vars)
 	if err != nil {
-		return nil, &EndpointError{fmt.Errorf("api_key: %w", err)}
+		return nil, &EndpointError{Err: fmt.Errorf("api_key: %w", err)}
 	}
 	// The values of secrets and environment variables are redacted from
 	// whatever comes back. A dynamic variable's value is not: it is the
@@ -149,7 +155,7 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 		v := h.Value
 		if h.Ref != nil {
 			if v, err = e.resolve(ctx, workspaceID, h.Ref, vars); err != nil {
-				return nil, &EndpointError{fmt.Errorf("request header %s: %w", h.Name, err)}
+				return nil, &EndpointError{Err: fmt.Errorf("request header %s: %w", h.Name, err)}
 			}
 			if h.Ref.Variable == "" {
 				sent = append(sent, v)
@@ -163,11 +169,17 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 		model = agentconfig.CustomLLM // the field is required on the wire; a one-model endpoint ignores it
 	}
 	ep := e.endpoint(endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)})
+	// Called as ElevenLabs calls it: streaming, on the API it names.
+	api := llm.APIChatCompletions
+	if p.Endpoint.APIType == agentconfig.APIResponses {
+		api = llm.APIResponses
+	}
 	client, err := llm.New(llm.Config{BaseURL: p.Endpoint.URL, APIKey: key, Model: model, Headers: headers,
 		Timeout: e.timeout(), MaxRetries: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
-		HTTPClient: e.httpClient(), Redact: redact.String})
+		HTTPClient: e.httpClient(), Redact: redact.String,
+		Stream: true, API: api, IdleTimeout: e.IdleTimeout, MaxStreamBytes: e.MaxAnswerBytes})
 	if err != nil {
-		return nil, &EndpointError{redact.Error(err)}
+		return nil, &EndpointError{Err: redact.Error(err)}
 	}
 	o := OpenAI{Client: client, Observe: e.Observe, Temperature: p.Temperature, ProviderName: agentconfig.CustomLLM}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
@@ -320,9 +332,13 @@ func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usa
 	case ctx.Err() != nil:
 		return Turn{}, usage, ctx.Err() // the run's time limit: Execute says so
 	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return Turn{}, usage, &EndpointError{c.ep.openError()}
+		return Turn{}, usage, &EndpointError{Err: c.ep.openError()}
 	}
-	return Turn{}, usage, &EndpointError{c.redact.Error(describe(err))}
+	var se *llm.StreamError
+	if errors.As(err, &se) {
+		return Turn{}, usage, &EndpointError{Err: c.redact.Error(errors.New(se.Reason)), Stream: true}
+	}
+	return Turn{}, usage, &EndpointError{Err: c.redact.Error(describe(err))}
 }
 
 // describe shortens a transport error to what a reader of a run needs.

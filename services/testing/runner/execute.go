@@ -114,6 +114,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		ModelCalls: agentUsage.Calls, CachedModelCalls: agentUsage.Cached}
 	for _, t := range turns {
 		res.AgentTurnMs = append(res.AgentTurnMs, t.Response.Milliseconds())
+		res.AgentFirstTokenMs = append(res.AgentFirstTokenMs, t.FirstToken.Milliseconds())
 	}
 	res.FinishedAtUnixMs = e.Now().UnixMilli()
 	switch {

@@ -20,8 +20,10 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	// agentTurn is how fast agents answered their turns.
-	agentTurn *prometheus.HistogramVec
+	// agentTurn is how fast agents answered their turns, agentFirstToken
+	// how fast they began them.
+	agentTurn       *prometheus.HistogramVec
+	agentFirstToken *prometheus.HistogramVec
 }
 
 // register registers c with reg, or answers the collector registered
@@ -68,9 +70,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "How long the agent took to answer one of its turns in a run, by the model that played it (provider custom-llm: the agent's own endpoint).",
 			Buckets: prometheus.ExponentialBuckets(0.025, 2, 12), // 25ms .. ~51s
 		}, []string{"provider", "model"}),
+		agentFirstToken: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "voiceai_runner_agent_first_token_seconds",
+			Help:    "How long after one of its turns was asked for the agent's first content came (time to first token; an answer read whole: its whole time), by the model that played it.",
+			Buckets: prometheus.ExponentialBuckets(0.025, 2, 12), // 25ms .. ~51s
+		}, []string{"provider", "model"}),
 	}
 	var err error
-	for _, h := range []**prometheus.HistogramVec{&m.duration, &m.latency, &m.agentTurn} {
+	for _, h := range []**prometheus.HistogramVec{&m.duration, &m.latency, &m.agentTurn, &m.agentFirstToken} {
 		if *h, err = register(reg, *h); err != nil {
 			return nil, err
 		}
@@ -116,6 +123,10 @@ func (m *Metrics) observe(testType string, res *testingv1.RunResult) {
 		turns := m.agentTurn.WithLabelValues(a.GetProvider(), a.GetModel())
 		for _, ms := range res.GetAgentTurnMs() {
 			turns.Observe((time.Duration(ms) * time.Millisecond).Seconds())
+		}
+		first := m.agentFirstToken.WithLabelValues(a.GetProvider(), a.GetModel())
+		for _, ms := range res.GetAgentFirstTokenMs() {
+			first.Observe((time.Duration(ms) * time.Millisecond).Seconds())
 		}
 	}
 }

@@ -36,6 +36,9 @@ func (o OpenAI) send(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse
 	if o.Observe != nil {
 		o.Observe(time.Since(start), err)
 	}
+	if err == nil && res.FirstToken > 0 {
+		markFirstToken(ctx, start.Add(res.FirstToken)) // an agent turn's: see roles
+	}
 	return res, err
 }
 

@@ -39,7 +39,7 @@ func TestRedactorHidesEveryEchoedForm(t *testing.T) {
 	if strings.Contains(turn.Text, key) || strings.Contains(turn.Calls[0].Arguments, key) || turn.Calls[0].Name != "lookup" {
 		t.Errorf("turn: %+v", turn)
 	}
-	err := r.Error(&EndpointError{errors.Join(llm.ErrTimeout, errors.New("key "+key))})
+	err := r.Error(&EndpointError{Err: errors.Join(llm.ErrTimeout, errors.New("key "+key))})
 	if strings.Contains(err.Error(), key) || !errors.Is(err, llm.ErrTimeout) {
 		t.Errorf("error %q lost its key or its cause", err)
 	}

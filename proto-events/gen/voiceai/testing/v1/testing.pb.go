@@ -876,9 +876,14 @@ type RunResult struct {
 	AgentUsage *ModelUsage `protobuf:"bytes,19,opt,name=agent_usage,json=agentUsage,proto3" json:"agent_usage,omitempty"`
 	// How long the agent took to answer each of its turns, in order, in
 	// milliseconds (answers from the response cache left out).
-	AgentTurnMs   []int64 `protobuf:"varint,20,rep,packed,name=agent_turn_ms,json=agentTurnMs,proto3" json:"agent_turn_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AgentTurnMs []int64 `protobuf:"varint,20,rep,packed,name=agent_turn_ms,json=agentTurnMs,proto3" json:"agent_turn_ms,omitempty"`
+	// How long after each of those turns was asked for the agent's first
+	// content came (time to first token: what a caller waits before the
+	// agent starts speaking), in the same order, in milliseconds. An answer
+	// read whole (a model that does not stream) has its whole time here.
+	AgentFirstTokenMs []int64 `protobuf:"varint,21,rep,packed,name=agent_first_token_ms,json=agentFirstTokenMs,proto3" json:"agent_first_token_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
@@ -1047,6 +1052,13 @@ func (x *RunResult) GetAgentUsage() *ModelUsage {
 func (x *RunResult) GetAgentTurnMs() []int64 {
 	if x != nil {
 		return x.AgentTurnMs
+	}
+	return nil
+}
+
+func (x *RunResult) GetAgentFirstTokenMs() []int64 {
+	if x != nil {
+		return x.AgentFirstTokenMs
 	}
 	return nil
 }
@@ -1390,7 +1402,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12cached_model_calls\x18\a \x01(\x05R\x10cachedModelCalls\"=\n" +
 	"\tJudgeVote\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12\x18\n" +
-	"\asummary\x18\x02 \x01(\tR\asummary\"\x9a\x06\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\"\xcb\x06\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12!\n" +
@@ -1415,7 +1427,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"judgeVotes\x12?\n" +
 	"\vagent_usage\x18\x13 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\n" +
 	"agentUsage\x12\"\n" +
-	"\ragent_turn_ms\x18\x14 \x03(\x03R\vagentTurnMs\"p\n" +
+	"\ragent_turn_ms\x18\x14 \x03(\x03R\vagentTurnMs\x12/\n" +
+	"\x14agent_first_token_ms\x18\x15 \x03(\x03R\x11agentFirstTokenMs\"p\n" +
 	"\x06Bucket\x12 \n" +
 	"\ftest_run_ids\x18\x01 \x03(\tR\n" +
 	"testRunIds\x12\x14\n" +

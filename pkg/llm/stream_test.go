@@ -1,0 +1,215 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+)
+
+func streamingClient(t *testing.T, srv *llmtest.Server, mod func(*Config)) *Client {
+	t.Helper()
+	return newTestClient(t, srv, func(c *Config) {
+		c.Stream = true
+		c.IdleTimeout = 300 * time.Millisecond
+		if mod != nil {
+			mod(c)
+		}
+	})
+}
+
+// waitGoroutines polls until the goroutine count is back to at most n, or
+// fails with the stacks.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, want at most %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond) // polling, not waiting for an outcome
+	}
+}
+
+// A streamed chat completion is assembled: content deltas, tool-call
+// deltas by index with their arguments concatenated, and the final usage;
+// the request said stream: true and asked for usage.
+func TestStreamedChatIsAssembled(t *testing.T) {
+	srv := newServer(t, llmtest.Sequence(
+		llmtest.OK("We open nine to five, Monday to Friday."),
+		llmtest.ToolCall("book", `{"day":"monday","time":"09:00"}`),
+	))
+	srv.SetStream(&llmtest.Stream{})
+	c := streamingClient(t, srv, nil)
+	res, err := c.Chat(context.Background(), userReq("hours?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Streamed || res.Message.Content != "We open nine to five, Monday to Friday." || res.FinishReason != "stop" ||
+		res.Usage.CompletionTokens == 0 || res.Usage.TotalTokens != res.Usage.PromptTokens+res.Usage.CompletionTokens || res.Model != "test-model" {
+		t.Fatalf("assembled %+v", res)
+	}
+	res, err = c.Chat(context.Background(), userReq("book monday"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Message.ToolCalls) != 1 || res.Message.ToolCalls[0].Name != "book" || res.Message.ToolCalls[0].Arguments != `{"day":"monday","time":"09:00"}` ||
+		!strings.HasPrefix(res.Message.ToolCalls[0].ID, "call_llmtest_") || res.FinishReason != "tool_calls" {
+		t.Fatalf("tool call %+v", res)
+	}
+	r := srv.Requests()[0]
+	if !r.Stream || !strings.Contains(string(r.Body), `"stream_options":{"include_usage":true}`) || !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		t.Fatalf("request %s, Accept %q", r.Body, r.Header.Get("Accept"))
+	}
+}
+
+// The Responses API: POST /responses, its events assembled.
+func TestStreamedResponsesAreAssembled(t *testing.T) {
+	srv := newServer(t, llmtest.Sequence(llmtest.OK("Nine to five."), llmtest.ToolCall("book", `{"day":"monday"}`)))
+	srv.SetStream(&llmtest.Stream{Responses: true})
+	c := streamingClient(t, srv, func(c *Config) { c.API = APIResponses })
+	req := userReq("hours?")
+	req.Messages = append([]Message{{Role: RoleSystem, Content: "Be brief."}}, req.Messages...)
+	req.Tools = []Tool{{Name: "book"}}
+	res, err := c.Chat(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Message.Content != "Nine to five." || res.Usage.TotalTokens == 0 || res.FinishReason != "stop" {
+		t.Fatalf("assembled %+v", res)
+	}
+	res, err = c.Chat(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Message.ToolCalls) != 1 || res.Message.ToolCalls[0].Arguments != `{"day":"monday"}` || res.Message.ToolCalls[0].Name != "book" || res.FinishReason != "tool_calls" {
+		t.Fatalf("tool call %+v", res)
+	}
+	r := srv.Requests()[0]
+	if r.Path != llmtest.ResponsesPath || !r.Stream || len(r.Messages) != 2 || r.Messages[0].Role != "system" || len(r.Tools) != 1 {
+		t.Fatalf("request %s %s", r.Path, r.Body)
+	}
+}
+
+// An endpoint that answers one JSON body to a streaming request still
+// works, on both APIs.
+func TestStreamingClientReadsAJSONAnswer(t *testing.T) {
+	srv := newServer(t, llmtest.Fixed(0, "plain JSON"))
+	res, err := streamingClient(t, srv, nil).Chat(context.Background(), userReq("hi"))
+	if err != nil || res.Message.Content != "plain JSON" || res.Streamed || res.FirstToken <= 0 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	rs := newServer(t, func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Raw: []byte(`{"id":"r","object":"response","model":"m","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"plain responses"}]}],"usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}`)}
+	})
+	rs.SetStream(&llmtest.Stream{Responses: true}) // the path; a Raw reply is written as it is
+	res, err = streamingClient(t, rs, func(c *Config) { c.API = APIResponses }).Chat(context.Background(), userReq("hi"))
+	if err != nil || res.Message.Content != "plain responses" || res.Usage.TotalTokens != 5 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// Each bad stream fails at once, not retried, naming its fault; nothing
+// is left running.
+func TestBadStreamsFailNamingTheFault(t *testing.T) {
+	const answer = "one two three four five six seven"
+	for _, tc := range []struct {
+		name      string
+		stream    llmtest.Stream
+		responses bool
+		want      string
+	}{
+		{"no done", llmtest.Stream{NoEnd: true}, false, "no [DONE] before the connection closed (after 10 chunks)"},
+		{"no completed", llmtest.Stream{NoEnd: true, Responses: true}, true, "no response.completed before the connection closed (after 8 chunks)"},
+		{"stall", llmtest.Stream{StallAfter: 3}, false, "stalled 300ms after 3 chunks"},
+		{"stall responses", llmtest.Stream{StallAfter: 3, Responses: true}, true, "stalled 300ms after 3 chunks"},
+		{"too large", llmtest.Stream{Endless: true}, false, "exceeded 1 KiB"},
+		{"too large responses", llmtest.Stream{Endless: true, Responses: true}, true, "exceeded 1 KiB"},
+		{"malformed", llmtest.Stream{MalformedAt: 4}, false, "malformed data line 7: not JSON"},
+		{"error event", llmtest.Stream{ErrorAfter: 2, ErrorMessage: "model melted"}, false, "error event: model melted"},
+		{"error event responses", llmtest.Stream{ErrorAfter: 2, ErrorMessage: "model melted", Responses: true}, true, "error event: model melted"},
+		{"cut", llmtest.Stream{CutAfter: 5}, false, "connection cut after 5 chunks"},
+		{"cut responses", llmtest.Stream{CutAfter: 5, Responses: true}, true, "connection cut after 5 chunks"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			srv := llmtest.NewServer(llmtest.Fixed(0, answer))
+			st := tc.stream
+			srv.SetStream(&st)
+			c := streamingClient(t, srv, func(c *Config) {
+				c.MaxStreamBytes = 1 << 10
+				if tc.responses {
+					c.API = APIResponses
+				}
+			})
+			start := time.Now()
+			_, err := c.Chat(context.Background(), userReq("count"))
+			var se *StreamError
+			if !errors.As(err, &se) || !errors.Is(err, ErrStream) || !strings.Contains(se.Reason, tc.want) {
+				t.Fatalf("got %v, want a stream error naming %q", err, tc.want)
+			}
+			if took := time.Since(start); took > 3*time.Second {
+				t.Fatalf("took %s", took)
+			}
+			if n := srv.Len(); n != 1 {
+				t.Fatalf("%d requests: a stream that began was retried", n)
+			}
+			srv.Close()
+			c.hc.CloseIdleConnections()
+			waitGoroutines(t, before)
+		})
+	}
+}
+
+// A failure before the first byte of the answer is retried; the answer
+// then streams.
+func TestStreamRetriesOnlyBeforeTheFirstByte(t *testing.T) {
+	srv := newServer(t, llmtest.Sequence(llmtest.Error(503, "server_error", "busy"), llmtest.OK("at last")))
+	srv.SetStream(&llmtest.Stream{})
+	res, err := streamingClient(t, srv, nil).Chat(context.Background(), userReq("hi"))
+	if err != nil || res.Message.Content != "at last" || res.Attempts != 2 {
+		t.Fatalf("%+v %v", res, err)
+	}
+}
+
+// Time to first token is the first content delta, not the headers nor the
+// end; a slow first chunk is not a stall.
+func TestStreamFirstToken(t *testing.T) {
+	srv := newServer(t, llmtest.Fixed(0, "a b c d e"))
+	srv.SetStream(&llmtest.Stream{First: 400 * time.Millisecond, Gap: 30 * time.Millisecond})
+	c := streamingClient(t, srv, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
+	start := time.Now()
+	res, err := c.Chat(context.Background(), userReq("hi"))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the role chunk comes at 400ms, "a" 30ms later, then 4 words and the end
+	if res.FirstToken < 430*time.Millisecond || res.FirstToken > 430*time.Millisecond+40*time.Millisecond {
+		t.Fatalf("first token %s, want about 430ms", res.FirstToken)
+	}
+	if took < 400*time.Millisecond+8*30*time.Millisecond {
+		t.Fatalf("whole %s", took)
+	}
+}
+
+// An error event's text is redacted like an error body.
+func TestStreamErrorEventIsRedacted(t *testing.T) {
+	srv := newServer(t, llmtest.Fixed(0, "x y z"))
+	srv.SetStream(&llmtest.Stream{ErrorAfter: 1, ErrorMessage: "bad key " + testKey + " and secret-value-123"})
+	c := streamingClient(t, srv, func(c *Config) {
+		c.Redact = func(s string) string { return strings.ReplaceAll(s, "secret-value-123", "[gone]") }
+	})
+	_, err := c.Chat(context.Background(), userReq("hi"))
+	if err == nil || strings.Contains(err.Error(), testKey) || strings.Contains(err.Error(), "secret-value-123") || !strings.Contains(err.Error(), "[gone]") {
+		t.Fatalf("%v", err)
+	}
+}
+
+var _ = http.StatusOK
