@@ -218,7 +218,7 @@ func large(bins map[string]string, dir string, tests, repeat, concurrency int, r
 	p.ResetPeakRSS()
 	getTime, size, err := p.getInvocation()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w\nthe platform's warnings and errors:\n%s", err, p.Logs())
 	}
 	getPeak := p.PeakRSSKiB()
 	fmt.Printf("(c) one GET of the invocation: %s, %.0f MiB of JSON streamed; platform peak resident memory during it %.0f MiB\n",

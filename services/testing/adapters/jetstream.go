@@ -88,10 +88,6 @@ func (l *RunsLog) EachHeader(ctx context.Context, filter string, fn func(app.Rec
 // its consumer whether the rest was lost on the way.
 const readIdle = 2 * time.Second
 
-// readBytes bounds what one read holds in flight: above the largest
-// message the server takes (8 MiB), so any message fits.
-const readBytes = 9 << 20
-
 // errReadLost ends a read that lost messages on the way (the connection
 // dropped them, or broke); read again.
 type errReadLost struct{ why string }
@@ -135,7 +131,10 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 	if info.NumPending == 0 {
 		return nil
 	}
-	it, err := cons.Messages(jetstream.PullMaxMessagesWithBytesLimit(batch, readBytes))
+	// By count alone: with a byte limit too, the iterator pulled more than
+	// its buffer of batch messages holds, and the client dropped the rest
+	// (a slow consumer) in the middle of a 250,000-run read.
+	it, err := cons.Messages(jetstream.PullMaxMessages(batch))
 	if err != nil {
 		return err
 	}
