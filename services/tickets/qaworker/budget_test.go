@@ -87,7 +87,9 @@ func TestABudgetFailureOpensItsTicket(t *testing.T) {
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	run, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- (&Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}).Run(run) }()
+	go func() {
+		done <- (&Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}).Run(run)
+	}()
 	tickets := func() []*ticketsv1.Ticket {
 		page, _, err := idx.Page(ctx, app.Query{WorkspaceID: ws, Filter: app.Filter{Label: app.TestFailureLabel}, Limit: 100})
 		if err != nil {
