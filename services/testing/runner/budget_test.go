@@ -47,3 +47,27 @@ func TestExecuteHoldsTheRunToItsLatencyBudget(t *testing.T) {
 		t.Fatalf("rationale %q %q, want it to say %q", res.GetRationaleSummary(), msgs, want)
 	}
 }
+
+// A simulation is held to its budget over every agent turn it played:
+// one slow turn among a few is its p95 (nearest rank), and fails it.
+func TestExecuteHoldsASimulationToItsBudgetOverEveryTurn(t *testing.T) {
+	const slowTurn = 80 * time.Millisecond
+	calls := 0
+	agent := &scripted{respond: func(ctx context.Context, c Conversation) (Turn, Usage, error) {
+		if calls++; calls == 2 { // one turn of the conversation, the second
+			time.Sleep(slowTurn)
+		}
+		return Offline{}.Respond(ctx, c)
+	}}
+	res := (&Executor{Model: agent, Now: time.Now}).Execute(context.Background(),
+		newRun(t, domain.TypeSimulation, simTest(","+bookedMock+`,"latency_budget":{"first_token_p95_ms":40}`)))
+	first := res.GetAgentFirstTokenMs()
+	b := res.GetLatencyBudgetBreaches()
+	if res.GetConditionResult() != domain.ConditionSuccess || res.GetStatus() != domain.RunFailed || len(first) < 3 || len(b) != 1 {
+		t.Fatalf("%s %s, first tokens %v, breaches %v: %q", res.GetStatus(), res.GetConditionResult(), first, b, res.GetRationaleSummary())
+	}
+	p95, _ := domain.NearestRankPercentile(first, 0.95)
+	if b[0].GetMeasuredMs() != p95 || p95 < slowTurn.Milliseconds() || b[0].GetBudgetMs() != 40 {
+		t.Fatalf("breach %v, first tokens %v", b[0], first)
+	}
+}
