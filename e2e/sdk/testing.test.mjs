@@ -254,6 +254,32 @@ describe("agent testing", () => {
     assert.equal(before.name, `${prefix} refund draft`);
   });
 
+  it("a test's latency_budget (an extension) goes through additionalBodyParameters and comes back from tests.get", { timeout: TEST_TIMEOUT_MS }, async () => {
+    // The SDK's request shapes do not know the field and strip it; its
+    // answers pass unknown fields through, as sent (snake_case).
+    const budget = { first_token_p95_ms: 800, turn_p95_ms: 2500 };
+    const { id } = await tests.create(
+      { type: "llm", name: uniqueName("e2e-budget"), ...GREETING_TEST },
+      { additionalBodyParameters: { latency_budget: budget } },
+    );
+    try {
+      const got = await tests.get(id);
+      assert.deepEqual(got.latency_budget, budget);
+      assert.equal(got.successCondition, GREETING_TEST.successCondition);
+      const err = await expectStatus(
+        strict.conversationalAi.tests.update(
+          id,
+          { type: "llm", name: "over budget", ...GREETING_TEST },
+          { additionalBodyParameters: { latency_budget: { first_token_p95_ms: 600_001 } } },
+        ),
+        422,
+      );
+      assert.deepEqual(err.body.detail[0].loc, ["body", "latency_budget", "first_token_p95_ms"]);
+    } finally {
+      await tests.delete(id);
+    }
+  });
+
   it("tests.list pages with pageSize 1 and the cursor, and filters by search and type", { timeout: 2 * TEST_TIMEOUT_MS }, async () => {
     const want = new Set([need(ids.greeting, "greeting test"), need(ids.tool, "tool test"), need(ids.refund, "refund test")]);
     const seen = new Map();

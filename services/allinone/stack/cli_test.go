@@ -161,6 +161,7 @@ func TestCLI(t *testing.T) {
 	}
 	delete(testDef, "id")
 	testDef["name"] = "Opening hours, from the repository"
+	testDef["latency_budget"] = map[string]any{"first_token_p95_ms": 800} // an extension, kept both ways
 	b, _ := json.Marshal(testDef)
 	testFile := filepath.Join(dir, "test.json")
 	if err := os.WriteFile(testFile, b, 0o600); err != nil {
@@ -172,8 +173,12 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("tests apply (create): exit %d\n%s\n%s", code, out, errOut)
 	}
 	if got := call(t, s, "GET", "/v1/convai/agent-testing/"+created[1], adminKey, "").JSON(t); got["name"] != "Opening hours, from the repository" ||
-		got["success_condition"] != testDef["success_condition"] {
+		got["success_condition"] != testDef["success_condition"] || fmt.Sprint(got["latency_budget"]) != "map[first_token_p95_ms:800]" {
 		t.Fatalf("the created test: %v", got)
+	}
+	if code, out, errOut := voiceai(adminKey, "tests", "export", created[1]); code != cli.ExitOK ||
+		!regexp.MustCompile(`(?m)^latency_budget:\n\s+first_token_p95_ms: 800$`).MatchString(out) {
+		t.Fatalf("tests export of the applied test: exit %d\n%s\n%s", code, out, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("- a list\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -77,6 +77,12 @@ func TestTestBodiesThatAreValid(t *testing.T) {
 		"simulation with legacy success_condition":         `{"type":"simulation","name":"s","success_condition":"books a table"}`,
 		"simulation with 1 turn":                           `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":1}`,
 		"simulation with 50 turns":                         `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_max_turns":50}`,
+		"llm with both latency budgets at their bounds": `{"type":"llm","name":"x","success_condition":"c",
+			"latency_budget":{"first_token_p95_ms":1,"turn_p95_ms":600000}}`,
+		"llm with a first-token budget only": `{"type":"llm","name":"x","success_condition":"c","latency_budget":{"first_token_p95_ms":800}}`,
+		"llm with a null turn budget":        `{"type":"llm","name":"x","success_condition":"c","latency_budget":{"first_token_p95_ms":800,"turn_p95_ms":null}}`,
+		"simulation with an empty budget":    `{"type":"simulation","name":"s","success_conditions":["c"],"latency_budget":{}}`,
+		"tool with a null budget":            `{"type":"tool","name":"t","tool_call_parameters":{},"latency_budget":null}`,
 		"simulation with tool mocks": `{"type":"simulation","name":"s","success_conditions":["c"],"simulation_scenario":"p",
 			"tool_mock_config":{"mocking_strategy":"selected","fallback_strategy":"call_real_tool","mocked_tool_ids":["tool_1"]},
 			"tool_mock_overrides":{"tool_1":[{"mock_result":"ok"},{"parameter_conditions":[{"path":"a","eval":{"type":"regex","pattern":"^x"}}],
@@ -111,6 +117,12 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 			[]fe{{loc: []any{"body", "type"}, msg: "Input should be 'llm', 'tool' or 'simulation'", typ: "enum"}}},
 		{"type unknown", `{"type":"LLM","name":"x","success_condition":"c"}`,
 			[]fe{{loc: []any{"body", "type"}, msg: "Input should be 'llm', 'tool' or 'simulation'", typ: "enum"}}},
+		{"latency budgets out of range, both named", `{"type":"llm","name":"x","success_condition":"c",
+			"latency_budget":{"first_token_p95_ms":0,"turn_p95_ms":600001}}`,
+			[]fe{{loc: []any{"body", "latency_budget", "first_token_p95_ms"}, msg: "Input should be greater than or equal to 1", typ: "greater_than_equal"},
+				{loc: []any{"body", "latency_budget", "turn_p95_ms"}, msg: "Input should be less than or equal to 600000", typ: "less_than_equal"}}},
+		{"a negative latency budget", `{"type":"llm","name":"x","success_condition":"c","latency_budget":{"turn_p95_ms":-5}}`,
+			[]fe{{loc: []any{"body", "latency_budget", "turn_p95_ms"}, msg: "Input should be greater than or equal to 1", typ: "greater_than_equal"}}},
 		{"name missing", `{"type":"llm","success_condition":"c"}`,
 			[]fe{{loc: []any{"body", "name"}, msg: required, typ: missing}}},
 		{"name null", `{"type":"llm","name":null,"success_condition":"c"}`,
@@ -235,5 +247,23 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A latency budget is read into the typed definition the runners hold
+// runs to, and kept in the stored definition (so GET shows it back and
+// an invocation pins it with the test).
+func TestALatencyBudgetIsReadAndKept(t *testing.T) {
+	in, raw, err := parseTest([]byte(`{"type":"llm","name":"x","success_condition":"c","latency_budget":{"first_token_p95_ms":800,"turn_p95_ms":2500}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := in.LatencyBudget
+	if b == nil || b.FirstTokenP95Ms == nil || *b.FirstTokenP95Ms != 800 || b.TurnP95Ms == nil || *b.TurnP95Ms != 2500 {
+		t.Fatalf("budget %+v", b)
+	}
+	def, err := domain.ParseDefinition(domain.Definition(raw))
+	if err != nil || def.LatencyBudget == nil || *def.LatencyBudget.FirstTokenP95Ms != 800 || *def.LatencyBudget.TurnP95Ms != 2500 {
+		t.Fatalf("stored definition %+v (%v)", def.LatencyBudget, err)
 	}
 }

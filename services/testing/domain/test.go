@@ -133,6 +133,8 @@ type TestInput struct {
 	SimulationMaxTurns           *int                  `json:"simulation_max_turns"`
 	ToolMockConfig               *ToolMockConfig       `json:"tool_mock_config"`
 	ToolMockOverrides            map[string][]ToolMock `json:"tool_mock_overrides"`
+	// LatencyBudget is an extension of the public test (nil: none).
+	LatencyBudget *LatencyBudget `json:"latency_budget"`
 }
 
 // MaxTurns is simulation_max_turns, or its default.

@@ -67,6 +67,16 @@ func TestBadTestingBodiesAreRefusedWhereTheyAreWrong(t *testing.T) {
 			`["body","tool_call_parameters","parameters",0,"eval","expected_value"]`, "missing"},
 		{"regex that does not compile (the app's rule)", "POST", tests + "/create", `{"type":"tool","name":"n","tool_call_parameters":{"parameters":[{"path":"a","eval":{"type":"regex","pattern":"("}}]}}`,
 			`["body","tool_call_parameters","parameters",0,"eval","pattern"]`, "value_error"},
+		{"a first-token budget of 0 ms", "POST", tests + "/create", `{"type":"llm","name":"n","success_condition":"c","latency_budget":{"first_token_p95_ms":0}}`,
+			`["body","latency_budget","first_token_p95_ms"]`, "greater_than_equal"},
+		{"a turn budget over ten minutes", "PUT", tests + "/test_1", `{"type":"llm","name":"n","success_condition":"c","latency_budget":{"turn_p95_ms":600001}}`,
+			`["body","latency_budget","turn_p95_ms"]`, "less_than_equal"},
+		{"a budget in seconds", "POST", tests + "/create", `{"type":"llm","name":"n","success_condition":"c","latency_budget":{"turn_p95_ms":2.5}}`,
+			`["body","latency_budget","turn_p95_ms"]`, "int_type"},
+		{"a budget of a metric there is none of", "POST", tests + "/create", `{"type":"llm","name":"n","success_condition":"c","latency_budget":{"first_token_p50_ms":100}}`,
+			`["body","latency_budget","first_token_p50_ms"]`, "extra_forbidden"},
+		{"a budget that is no object", "POST", tests + "/create", `{"type":"llm","name":"n","success_condition":"c","latency_budget":800}`,
+			`["body","latency_budget"]`, "model_type"},
 		{"no tests to run", "POST", agent, `{"tests":[]}`, `["body","tests"]`, "too_short"},
 		{"a test id that is no id", "POST", agent, `{"tests":[{"test_id":"a b"}]}`, `["body","tests",0,"test_id"]`, "string_pattern_mismatch"},
 		{"repeat count over 50", "POST", agent, `{"tests":[{"test_id":"t"}],"repeat_count":51}`, `["body","repeat_count"]`, "less_than_equal"},
@@ -104,6 +114,8 @@ func TestSchemasSayTheDomainsLimits(t *testing.T) {
 	apitest.WantInt(t, domain.MaxNameLen, "FolderName", "maxLength")
 	apitest.WantInt(t, domain.MaxChatHistory, "TestCreate", "properties", "chat_history", "maxItems")
 	apitest.WantInt(t, domain.MaxSimulationTurns, "TestCreate", "properties", "simulation_max_turns", "maximum")
+	apitest.WantInt(t, domain.MaxLatencyBudgetMs, "LatencyBudget", "properties", "first_token_p95_ms", "maximum")
+	apitest.WantInt(t, domain.MaxLatencyBudgetMs, "LatencyBudget", "properties", "turn_p95_ms", "maximum")
 	apitest.WantInt(t, domain.MaxTestsPerRun, "RunTests", "properties", "tests", "maxItems")
 	apitest.WantInt(t, domain.MaxRepeatCount, "RunTests", "properties", "repeat_count", "maximum")
 	apitest.WantInt(t, domain.MaxTestsPerRun*domain.MaxRepeatCount, "Resubmit", "properties", "test_run_ids", "maxItems")

@@ -220,6 +220,16 @@ type runJSON struct {
 	// judge's), and how fast the agent answered.
 	AgentModelUsage *usageJSON   `json:"agent_model_usage,omitempty"`
 	AgentLatency    *latencyJSON `json:"agent_latency,omitempty"`
+	// Beyond the spec: the test's latency budgets the run went over
+	// (which failed it).
+	LatencyBudgetBreaches []breachJSON `json:"latency_budget_breaches,omitempty"`
+}
+
+// breachJSON is a latency budget a run went over.
+type breachJSON struct {
+	Metric     string `json:"metric"`
+	MeasuredMs int64  `json:"measured_ms"`
+	BudgetMs   int64  `json:"budget_ms"`
 }
 
 // latencyJSON is how fast an agent answered its turns, and how fast it
@@ -248,14 +258,14 @@ func latencyOf(ms, firstTokenMs []int64) latencyJSON {
 	return l
 }
 
-// percentiles are the nearest-rank p50, p95 and max of ms (nil: none).
+// percentiles are the nearest-rank p50, p95 and max of ms (nil: none):
+// domain.NearestRankPercentile, which latency budgets are checked with.
 func percentiles(ms []int64) (p50, p95, top *int64) {
-	if len(ms) == 0 {
-		return nil, nil, nil
-	}
-	sorted := slices.Sorted(slices.Values(ms))
 	rank := func(p float64) *int64 {
-		v := sorted[max(int(math.Ceil(p*float64(len(sorted))))-1, 0)]
+		v, ok := domain.NearestRankPercentile(ms, p)
+		if !ok {
+			return nil
+		}
 		return &v
 	}
 	return rank(0.50), rank(0.95), rank(1)
@@ -332,6 +342,9 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 			l := latencyOf(ms, first)
 			l.TurnMs, l.FirstTokenMs = ms, first
 			v.AgentLatency = &l
+		}
+		for _, b := range res.GetLatencyBudgetBreaches() {
+			v.LatencyBudgetBreaches = append(v.LatencyBudgetBreaches, breachJSON{Metric: b.GetMetric(), MeasuredMs: b.GetMeasuredMs(), BudgetMs: b.GetBudgetMs()})
 		}
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
 		if votes := res.GetJudgeVotes(); len(votes) > 1 {

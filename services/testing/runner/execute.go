@@ -131,14 +131,18 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		res.RationaleSummary = res.Error
 	default:
 		res.ConditionResult = verdict.Result
-		res.RationaleMessages = verdict.Messages
-		res.RationaleSummary = verdict.Summary
 		for _, v := range votes {
 			res.JudgeVotes = append(res.JudgeVotes, &testingv1.JudgeVote{Result: v.Result, Summary: v.Summary})
 		}
-		res.Status = domain.RunFailed
+		judged := domain.Outcome{Status: domain.RunFailed, Messages: verdict.Messages, Summary: verdict.Summary}
 		if verdict.Result == domain.ConditionSuccess {
-			res.Status = domain.RunPassed
+			judged.Status = domain.RunPassed
+		}
+		o := domain.HoldToLatencyBudget(judged, r.Definition.LatencyBudget, res.AgentTurnMs, res.AgentFirstTokenMs)
+		res.Status, res.RationaleMessages, res.RationaleSummary = o.Status, o.Messages, o.Summary
+		for _, b := range o.Breaches {
+			res.LatencyBudgetBreaches = append(res.LatencyBudgetBreaches,
+				&testingv1.LatencyBudgetBreach{Metric: b.Metric, MeasuredMs: b.MeasuredMs, BudgetMs: b.BudgetMs})
 		}
 	}
 	return res

@@ -40,8 +40,7 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 		}
 		done, ok := ev.(*testingv1.RunCompleted)
 		r := done.GetRun()
-		// A run that errored (no verdict) says nothing about the agent.
-		if !ok || r.GetStatus() != runFailed || r.GetConditionResult() != conditionFailure || r.GetError() != "" {
+		if !ok || !ticketed(r) {
 			w.handled.WithLabelValues("runs", "skipped").Inc()
 			continue
 		}
@@ -124,6 +123,17 @@ func testName(inv *testingv1.Invocation, r *testingv1.RunResult) string {
 		}
 	}
 	return r.TestId
+}
+
+// ticketed says whether a failed run is the agent's failure: its judge
+// found the condition not met, or it went over its test's latency budget
+// (whatever the judge said of the reply). A run that errored (no verdict:
+// the time limit, a model or endpoint fault) says nothing about the agent.
+func ticketed(r *testingv1.RunResult) bool {
+	if r.GetStatus() != runFailed || r.GetError() != "" {
+		return false
+	}
+	return r.GetConditionResult() == conditionFailure || len(r.GetLatencyBudgetBreaches()) > 0
 }
 
 func rationale(r *testingv1.RunResult) string {

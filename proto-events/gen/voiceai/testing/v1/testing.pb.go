@@ -35,7 +35,9 @@ type Test struct {
 	// The test definition in the public wire shape (chat_history,
 	// dynamic_variables, success_condition, success_examples,
 	// failure_examples, tool_call_parameters, ...), without id, name, type
-	// and parent_folder_id, which are the fields above.
+	// and parent_folder_id, which are the fields above. Extensions of the
+	// public shape ride here too: latency_budget ({"first_token_p95_ms",
+	// "turn_p95_ms"}), which runners hold each run to.
 	DefinitionJson  []byte `protobuf:"bytes,6,opt,name=definition_json,json=definitionJson,proto3" json:"definition_json,omitempty"`
 	CreatedByUserId string `protobuf:"bytes,7,opt,name=created_by_user_id,json=createdByUserId,proto3" json:"created_by_user_id,omitempty"`
 	CreatedByEmail  string `protobuf:"bytes,8,opt,name=created_by_email,json=createdByEmail,proto3" json:"created_by_email,omitempty"`
@@ -882,8 +884,12 @@ type RunResult struct {
 	// agent starts speaking), in the same order, in milliseconds. An answer
 	// read whole (a model that does not stream) has its whole time here.
 	AgentFirstTokenMs []int64 `protobuf:"varint,21,rep,packed,name=agent_first_token_ms,json=agentFirstTokenMs,proto3" json:"agent_first_token_ms,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The test's latency budgets (its latency_budget) the run went over,
+	// first token first: such a run failed whatever the judge said
+	// (condition_result stays the judge's), and its rationale names each.
+	LatencyBudgetBreaches []*LatencyBudgetBreach `protobuf:"bytes,22,rep,name=latency_budget_breaches,json=latencyBudgetBreaches,proto3" json:"latency_budget_breaches,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *RunResult) Reset() {
@@ -1063,6 +1069,77 @@ func (x *RunResult) GetAgentFirstTokenMs() []int64 {
 	return nil
 }
 
+func (x *RunResult) GetLatencyBudgetBreaches() []*LatencyBudgetBreach {
+	if x != nil {
+		return x.LatencyBudgetBreaches
+	}
+	return nil
+}
+
+// LatencyBudgetBreach is a latency budget a run went over, at the 95th
+// percentile (nearest rank) of its agent turns (agent_turn_ms or
+// agent_first_token_ms: answers from the response cache left out).
+type LatencyBudgetBreach struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "first_token_p95" or "turn_p95".
+	Metric        string `protobuf:"bytes,1,opt,name=metric,proto3" json:"metric,omitempty"`
+	MeasuredMs    int64  `protobuf:"varint,2,opt,name=measured_ms,json=measuredMs,proto3" json:"measured_ms,omitempty"`
+	BudgetMs      int64  `protobuf:"varint,3,opt,name=budget_ms,json=budgetMs,proto3" json:"budget_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LatencyBudgetBreach) Reset() {
+	*x = LatencyBudgetBreach{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LatencyBudgetBreach) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LatencyBudgetBreach) ProtoMessage() {}
+
+func (x *LatencyBudgetBreach) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LatencyBudgetBreach.ProtoReflect.Descriptor instead.
+func (*LatencyBudgetBreach) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LatencyBudgetBreach) GetMetric() string {
+	if x != nil {
+		return x.Metric
+	}
+	return ""
+}
+
+func (x *LatencyBudgetBreach) GetMeasuredMs() int64 {
+	if x != nil {
+		return x.MeasuredMs
+	}
+	return 0
+}
+
+func (x *LatencyBudgetBreach) GetBudgetMs() int64 {
+	if x != nil {
+		return x.BudgetMs
+	}
+	return 0
+}
+
 // Bucket gathers runs of one test with the same outcome and similar
 // responses.
 type Bucket struct {
@@ -1077,7 +1154,7 @@ type Bucket struct {
 
 func (x *Bucket) Reset() {
 	*x = Bucket{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1166,7 @@ func (x *Bucket) String() string {
 func (*Bucket) ProtoMessage() {}
 
 func (x *Bucket) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1179,7 @@ func (x *Bucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bucket.ProtoReflect.Descriptor instead.
 func (*Bucket) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Bucket) GetTestRunIds() []string {
@@ -1147,7 +1224,7 @@ type ResultGroup struct {
 
 func (x *ResultGroup) Reset() {
 	*x = ResultGroup{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1236,7 @@ func (x *ResultGroup) String() string {
 func (*ResultGroup) ProtoMessage() {}
 
 func (x *ResultGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1249,7 @@ func (x *ResultGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroup.ProtoReflect.Descriptor instead.
 func (*ResultGroup) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ResultGroup) GetTestId() string {
@@ -1230,7 +1307,7 @@ type RunJob struct {
 
 func (x *RunJob) Reset() {
 	*x = RunJob{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1319,7 @@ func (x *RunJob) String() string {
 func (*RunJob) ProtoMessage() {}
 
 func (x *RunJob) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1332,7 @@ func (x *RunJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJob.ProtoReflect.Descriptor instead.
 func (*RunJob) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunJob) GetWorkspaceId() string {
@@ -1402,7 +1479,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12cached_model_calls\x18\a \x01(\x05R\x10cachedModelCalls\"=\n" +
 	"\tJudgeVote\x12\x16\n" +
 	"\x06result\x18\x01 \x01(\tR\x06result\x12\x18\n" +
-	"\asummary\x18\x02 \x01(\tR\asummary\"\xcb\x06\n" +
+	"\asummary\x18\x02 \x01(\tR\asummary\"\xac\a\n" +
 	"\tRunResult\x12\x15\n" +
 	"\x06run_id\x18\x01 \x01(\tR\x05runId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12!\n" +
@@ -1428,7 +1505,13 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\vagent_usage\x18\x13 \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\n" +
 	"agentUsage\x12\"\n" +
 	"\ragent_turn_ms\x18\x14 \x03(\x03R\vagentTurnMs\x12/\n" +
-	"\x14agent_first_token_ms\x18\x15 \x03(\x03R\x11agentFirstTokenMs\"p\n" +
+	"\x14agent_first_token_ms\x18\x15 \x03(\x03R\x11agentFirstTokenMs\x12_\n" +
+	"\x17latency_budget_breaches\x18\x16 \x03(\v2'.voiceai.testing.v1.LatencyBudgetBreachR\x15latencyBudgetBreaches\"k\n" +
+	"\x13LatencyBudgetBreach\x12\x16\n" +
+	"\x06metric\x18\x01 \x01(\tR\x06metric\x12\x1f\n" +
+	"\vmeasured_ms\x18\x02 \x01(\x03R\n" +
+	"measuredMs\x12\x1b\n" +
+	"\tbudget_ms\x18\x03 \x01(\x03R\bbudgetMs\"p\n" +
 	"\x06Bucket\x12 \n" +
 	"\ftest_run_ids\x18\x01 \x03(\tR\n" +
 	"testRunIds\x12\x14\n" +
@@ -1465,19 +1548,20 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
-	(*Test)(nil),         // 0: voiceai.testing.v1.Test
-	(*Folder)(nil),       // 1: voiceai.testing.v1.Folder
-	(*PlannedTest)(nil),  // 2: voiceai.testing.v1.PlannedTest
-	(*Resubmission)(nil), // 3: voiceai.testing.v1.Resubmission
-	(*Invocation)(nil),   // 4: voiceai.testing.v1.Invocation
-	(*ModelUsage)(nil),   // 5: voiceai.testing.v1.ModelUsage
-	(*JudgeVote)(nil),    // 6: voiceai.testing.v1.JudgeVote
-	(*RunResult)(nil),    // 7: voiceai.testing.v1.RunResult
-	(*Bucket)(nil),       // 8: voiceai.testing.v1.Bucket
-	(*ResultGroup)(nil),  // 9: voiceai.testing.v1.ResultGroup
-	(*RunJob)(nil),       // 10: voiceai.testing.v1.RunJob
+	(*Test)(nil),                // 0: voiceai.testing.v1.Test
+	(*Folder)(nil),              // 1: voiceai.testing.v1.Folder
+	(*PlannedTest)(nil),         // 2: voiceai.testing.v1.PlannedTest
+	(*Resubmission)(nil),        // 3: voiceai.testing.v1.Resubmission
+	(*Invocation)(nil),          // 4: voiceai.testing.v1.Invocation
+	(*ModelUsage)(nil),          // 5: voiceai.testing.v1.ModelUsage
+	(*JudgeVote)(nil),           // 6: voiceai.testing.v1.JudgeVote
+	(*RunResult)(nil),           // 7: voiceai.testing.v1.RunResult
+	(*LatencyBudgetBreach)(nil), // 8: voiceai.testing.v1.LatencyBudgetBreach
+	(*Bucket)(nil),              // 9: voiceai.testing.v1.Bucket
+	(*ResultGroup)(nil),         // 10: voiceai.testing.v1.ResultGroup
+	(*RunJob)(nil),              // 11: voiceai.testing.v1.RunJob
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	2, // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
@@ -1485,12 +1569,13 @@ var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	5, // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
 	6, // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
 	5, // 4: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
-	8, // 5: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	8, // 5: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
+	9, // 6: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
@@ -1507,7 +1592,7 @@ func file_voiceai_testing_v1_testing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
