@@ -32,3 +32,29 @@ func TestSummaryGroupsRepeatedFailures(t *testing.T) {
 		t.Fatalf("full reason and totals:\n%s", got)
 	}
 }
+
+// The totals end with the agent's latency: first token, then whole turn;
+// figures not recorded say so, and no turn at all prints no line.
+func TestSummaryPrintsTheAgentsLatency(t *testing.T) {
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name string
+		l    *agentLatency
+		want string
+	}{
+		{"both", &agentLatency{Turns: 6, P50Ms: n(842), P95Ms: n(1310), MaxMs: n(1400), FirstTokenP50Ms: n(310), FirstTokenP95Ms: n(402), FirstTokenMaxMs: n(455)},
+			"Agent latency over 6 turn(s): first token p50 310 ms, p95 402 ms, max 455 ms; whole turn p50 842 ms, p95 1310 ms, max 1400 ms\n"},
+		{"runs recorded before first tokens", &agentLatency{Turns: 1, P50Ms: n(5), P95Ms: n(5), MaxMs: n(5)},
+			"Agent latency over 1 turn(s): first token not recorded; whole turn p50 5 ms, p95 5 ms, max 5 ms\n"},
+		{"no turn", &agentLatency{}, ""},
+		{"an older server", nil, ""},
+	} {
+		var out bytes.Buffer
+		inv := invocation{ID: "tinv_1", Status: "completed", TestRuns: []testRun{{Status: "passed"}}, AgentLatency: c.l}
+		(&app{stdout: &out}).summary(inv, 0, "")
+		const totals = "1 passed, 0 failed of 1 run(s); invocation tinv_1 (completed)\n"
+		if got := out.String(); got != totals+c.want {
+			t.Errorf("%s:\n%q\nwant\n%q", c.name, got, totals+c.want)
+		}
+	}
+}

@@ -104,6 +104,38 @@ type invocation struct {
 	Status   string    `json:"status"` // running, completed, cancelled
 	Title    string    `json:"title"`
 	TestRuns []testRun `json:"test_runs"`
+	// AgentLatency is over every agent turn of its runs (nil from a
+	// server that does not report it).
+	AgentLatency *agentLatency `json:"agent_latency"`
+}
+
+// agentLatency is how long the agent took to begin its turns (time to
+// first token: what a caller waits before it speaks) and to finish them,
+// in milliseconds; nil where nothing was recorded.
+type agentLatency struct {
+	Turns           int    `json:"turns"`
+	P50Ms           *int64 `json:"p50_ms"`
+	P95Ms           *int64 `json:"p95_ms"`
+	MaxMs           *int64 `json:"max_ms"`
+	FirstTokenP50Ms *int64 `json:"first_token_p50_ms"`
+	FirstTokenP95Ms *int64 `json:"first_token_p95_ms"`
+	FirstTokenMaxMs *int64 `json:"first_token_max_ms"`
+}
+
+// String is the latency as the summary's totals print it, or "" when no
+// turn was recorded.
+func (l *agentLatency) String() string {
+	if l == nil || l.Turns == 0 {
+		return ""
+	}
+	figures := func(p50, p95, top *int64) string {
+		if p50 == nil || p95 == nil || top == nil {
+			return "not recorded"
+		}
+		return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms", *p50, *p95, *top)
+	}
+	return fmt.Sprintf("Agent latency over %d turn(s): first token %s; whole turn %s", l.Turns,
+		figures(l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs), figures(l.P50Ms, l.P95Ms, l.MaxMs))
 }
 
 type testRun struct {
@@ -295,7 +327,8 @@ func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.
 // summary prints the runs that did not pass, those of one test with the
 // same outcome and reason as one line with their count (a test repeated 20
 // times that fails alike is one line), then each reason the table had to
-// cut, in full, then the totals.
+// cut, in full, then the totals and the agent's latency (first token and
+// whole turn, p50/p95/max).
 func (a *app) summary(inv invocation, took time.Duration, junit string) {
 	passed, failed, _ := inv.counts()
 	type group struct {
@@ -349,6 +382,9 @@ func (a *app) summary(inv invocation, took time.Duration, junit string) {
 		in = " in " + took.Round(100*time.Millisecond).String()
 	}
 	fmt.Fprintf(a.stdout, " of %d run(s)%s; invocation %s (%s)\n", len(inv.TestRuns), in, inv.ID, inv.Status)
+	if l := inv.AgentLatency.String(); l != "" {
+		fmt.Fprintln(a.stdout, l)
+	}
 	if junit != "" {
 		fmt.Fprintf(a.stdout, "JUnit report: %s\n", junit)
 	}
