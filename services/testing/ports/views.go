@@ -248,6 +248,14 @@ func latencyOf(ms, firstTokenMs []int64) latencyJSON {
 	return l
 }
 
+// latencyOfTallies is latencyOf over tallied times.
+func latencyOfTallies(turns, firstTokens *latencyTally) latencyJSON {
+	l := latencyJSON{Turns: turns.n}
+	l.P50Ms, l.P95Ms, l.MaxMs = turns.percentiles()
+	l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs = firstTokens.percentiles()
+	return l
+}
+
 // percentiles are the nearest-rank p50, p95 and max of ms (nil: none).
 func percentiles(ms []int64) (p50, p95, top *int64) {
 	if len(ms) == 0 {
