@@ -65,9 +65,18 @@ type testDetail struct {
 	Created          int64    `json:"created_at_unix_secs"`
 	Updated          int64    `json:"last_updated_at_unix_secs"`
 	Reliability      *struct {
-		Runs     int      `json:"runs"`
-		Passed   int      `json:"passed"`
-		PassRate *float64 `json:"pass_rate"`
+		Runs         int           `json:"runs"`
+		Passed       int           `json:"passed"`
+		PassRate     *float64      `json:"pass_rate"`
+		AgentLatency *agentLatency `json:"agent_latency"`
+		// Invocations are the recent ones that ran the test, newest first.
+		Invocations []struct {
+			InvocationID string        `json:"invocation_id"`
+			CreatedAt    int64         `json:"created_at_unix_secs"`
+			Runs         int           `json:"runs"`
+			Passed       int           `json:"passed"`
+			AgentLatency *agentLatency `json:"agent_latency"`
+		} `json:"invocations"`
 	} `json:"reliability"`
 }
 
@@ -82,10 +91,28 @@ func (a *app) testsShowCommand() *cobra.Command {
 		if t.Scenario != "" {
 			kv = append(kv, "Scenario", clip(t.Scenario, 200))
 		}
-		if r := t.Reliability; r != nil && r.Runs > 0 && r.PassRate != nil {
+		r := t.Reliability
+		if r != nil && r.Runs > 0 && r.PassRate != nil {
 			kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
+			if l := r.AgentLatency; l != nil && l.Turns > 0 {
+				kv = append(kv, "First token", l.firstToken(), "Whole turn", l.turn()+fmt.Sprintf(" (%d agent turns)", l.Turns))
+			}
 		}
 		fields(a.stdout, kv...)
+		if r == nil || len(r.Invocations) == 0 {
+			return
+		}
+		// Its history: each recent invocation's pass count and p95s.
+		rows := make([][]string, len(r.Invocations))
+		for i, inv := range r.Invocations {
+			first, turn := "-", "-"
+			if l := inv.AgentLatency; l != nil {
+				first, turn = millis(l.FirstTokenP95Ms), millis(l.P95Ms)
+			}
+			rows[i] = []string{inv.InvocationID, unixTime(inv.CreatedAt), fmt.Sprintf("%d/%d", inv.Passed, inv.Runs), first, turn}
+		}
+		fmt.Fprintln(a.stdout)
+		table(a.stdout, []string{"INVOCATION", "CREATED", "PASSED", "FIRST TOKEN P95", "TURN P95"}, rows)
 	})
 }
 
@@ -128,14 +155,28 @@ func (l *agentLatency) String() string {
 	if l == nil || l.Turns == 0 {
 		return ""
 	}
-	figures := func(p50, p95, top *int64) string {
-		if p50 == nil || p95 == nil || top == nil {
-			return "not recorded"
-		}
-		return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms", *p50, *p95, *top)
+	return fmt.Sprintf("Agent latency over %d turn(s): first token %s; whole turn %s", l.Turns, l.firstToken(), l.turn())
+}
+
+func (l *agentLatency) firstToken() string {
+	return latencyFigures(l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs)
+}
+
+func (l *agentLatency) turn() string { return latencyFigures(l.P50Ms, l.P95Ms, l.MaxMs) }
+
+func latencyFigures(p50, p95, top *int64) string {
+	if p50 == nil || p95 == nil || top == nil {
+		return "not recorded"
 	}
-	return fmt.Sprintf("Agent latency over %d turn(s): first token %s; whole turn %s", l.Turns,
-		figures(l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs), figures(l.P50Ms, l.P95Ms, l.MaxMs))
+	return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms", *p50, *p95, *top)
+}
+
+// millis is a time in milliseconds, or "-" when there is none.
+func millis(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10) + " ms"
 }
 
 type testRun struct {

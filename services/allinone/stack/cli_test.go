@@ -216,6 +216,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"agents", "show", agent}, "Bookings"},
 		{[]string{"tests", "list"}, "Refund promise"},
 		{[]string{"tests", "show", hours}, "2 of 2 recent runs passed"},
+		{[]string{"tests", "show", hours}, "(2 agent turns)"}, // its latency over them
+		{[]string{"tests", "show", hours}, "FIRST TOKEN P95"}, // and in each of its two invocations
 		{[]string{"keys", "list", "--json"}, `"service-accounts"`},
 		{[]string{"members", "list"}, "SERVICE ACCOUNT"},
 		{[]string{"tickets", "list"}, "ASSIGNEE"},
