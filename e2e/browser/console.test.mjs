@@ -199,6 +199,73 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   assert.match(xml, /<testsuite/);
   assert.equal(xml, expected, 'the download is the API\'s JUnit XML');
 
+  // The invocation's latency: first token and whole turn, as the API has them.
+  const figures = (l, prefix) => `p50 ${l[prefix + 'p50_ms']} ms · p95 ${l[prefix + 'p95_ms']} ms · max ${l[prefix + 'max_ms']} ms`;
+  assert.ok(inv.agent_latency.turns >= 2 && inv.agent_latency.first_token_p95_ms !== null, 'the runs recorded their turns');
+  const fact = (name) => page.locator('dl.facts dt', {hasText: new RegExp('^' + name + '$')}).locator('xpath=following-sibling::dd[1]');
+  assert.equal(await fact('First token').textContent(), figures(inv.agent_latency, 'first_token_'));
+  assert.equal(await fact('Whole turn').textContent(), figures(inv.agent_latency, '') + ` (${inv.agent_latency.turns} agent turns)`);
+
+  // The test's page charts its p95s over its recent invocations: run it
+  // once more, then each invocation is a point of each series, oldest
+  // first, with the values the API reports, and the same in a table.
+  const again = await api('POST', '/v1/convai/agents/' + agentID + '/run-tests', {tests: [{test_id: created.id}]});
+  await eventually('the second invocation completed', async () =>
+    (await api('GET', '/v1/convai/test-invocations/' + again.id)).status === 'completed', 60000);
+  const rel = (await api('GET', '/v1/convai/agent-testing/' + created.id)).reliability;
+  assert.deepEqual(rel.invocations.map((i) => i.invocation_id), [again.id, invID]);
+  await page.goto('/console/tests.html?test=' + encodeURIComponent(created.id));
+  const chart = page.getByRole('img', {name: 'Agent latency p95 per invocation'});
+  await chart.waitFor();
+  for (const [series, prefix] of [['first_token_p95_ms', 'first_token_'], ['p95_ms', '']]) {
+    const points = await chart.locator(`[data-series="${series}"]`).evaluateAll((els) => els.map((e) => [e.dataset.invocation, Number(e.dataset.value)]));
+    assert.deepEqual(points, [[invID, rel.invocations[1].agent_latency[series]], [again.id, rel.invocations[0].agent_latency[series]]], series);
+    assert.equal(await fact(prefix ? 'First token' : 'Whole turn').textContent(), figures(rel.agent_latency, prefix));
+  }
+  assert.match(await chart.getAttribute('aria-describedby').then((id) => page.locator('#' + id).textContent()), /^Over 2 invocations, oldest first: first token p95 from/);
+  // The table behind the chart opens from the keyboard.
+  await page.getByText('The figures as a table').focus();
+  await page.keyboard.press('Enter');
+  const rows = page.getByRole('table', {name: 'Agent latency per invocation, newest first'}).locator('tbody tr');
+  await rows.first().waitFor();
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent)), [again.id, invID]);
+  assert.equal(await rows.first().locator('td[data-label="First token"]').textContent(), figures(rel.invocations[0].agent_latency, 'first_token_'));
+  await accessible(page, 'test');
+  await shoot(page, 'test');
+
+  // The offline model answers in about a millisecond, which says little
+  // of the chart's scale: drawn from known figures, a slower point sits
+  // higher, every point inside the plot, a missing first token left out.
+  const sample = (id, t, first, turn) => ({invocation_id: id, created_at_unix_secs: t, runs: 1, passed: 1, pass_rate: 1,
+    pass_rate_ci95: [0.207, 1], pass_hat_k: {k: 1, value: 1},
+    agent_latency: {turns: 4, p50_ms: turn - 200, p95_ms: turn, max_ms: turn + 40, first_token_p50_ms: first && first - 60, first_token_p95_ms: first, first_token_max_ms: first && first + 10}});
+  const known = [sample('tinv_c', 1767400000, 420, 1310), sample('tinv_b', 1767300000, null, 900), sample('tinv_a', 1767200000, 180, 640)];
+  await page.route('**/v1/convai/agent-testing/' + created.id, async (route) => {
+    const res = await route.fetch();
+    const body = await res.json();
+    body.reliability.invocations = known;
+    await route.fulfill({response: res, json: body});
+  });
+  await page.reload();
+  await chart.waitFor();
+  const drawn = await chart.evaluate((svg) => {
+    const box = svg.viewBox.baseVal;
+    return [...svg.querySelectorAll('.point')].map((p) => ({series: p.dataset.series, value: Number(p.dataset.value), inv: p.dataset.invocation,
+      y: p.tagName === 'circle' ? p.cy.baseVal.value : p.y.baseVal.value + p.height.baseVal.value / 2,
+      x: p.tagName === 'circle' ? p.cx.baseVal.value : p.x.baseVal.value + p.width.baseVal.value / 2, inside: box}))
+      .map((p) => ({...p, inside: p.x > 0 && p.x < p.inside.width && p.y > 0 && p.y < p.inside.height}));
+  });
+  const first = drawn.filter((p) => p.series === 'first_token_p95_ms');
+  const turn = drawn.filter((p) => p.series === 'p95_ms');
+  assert.deepEqual(first.map((p) => p.inv), ['tinv_a', 'tinv_c'], 'no point for a first token not recorded');
+  assert.deepEqual(turn.map((p) => p.inv), ['tinv_a', 'tinv_b', 'tinv_c'], 'oldest first');
+  assert.ok(drawn.every((p) => p.inside), 'every point inside the plot: ' + JSON.stringify(drawn));
+  assert.ok(turn[0].x < turn[1].x && turn[1].x < turn[2].x, 'left to right in time');
+  assert.ok(turn[0].y > turn[1].y && turn[1].y > turn[2].y && first[0].y > first[1].y && first[1].y > turn[2].y, 'slower is higher: ' + JSON.stringify(drawn));
+  await accessible(page, 'test-latency');
+  await shoot(page, 'test-latency');
+  await page.unroute('**/v1/convai/agent-testing/' + created.id);
+
   // A failed run gets its ticket from the QA worker; the ticket links to
   // the failing test and to the invocation.
   if (passed < 2) {

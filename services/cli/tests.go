@@ -65,9 +65,18 @@ type testDetail struct {
 	Created          int64    `json:"created_at_unix_secs"`
 	Updated          int64    `json:"last_updated_at_unix_secs"`
 	Reliability      *struct {
-		Runs     int      `json:"runs"`
-		Passed   int      `json:"passed"`
-		PassRate *float64 `json:"pass_rate"`
+		Runs         int           `json:"runs"`
+		Passed       int           `json:"passed"`
+		PassRate     *float64      `json:"pass_rate"`
+		AgentLatency *agentLatency `json:"agent_latency"`
+		// Invocations are the recent ones that ran the test, newest first.
+		Invocations []struct {
+			InvocationID string        `json:"invocation_id"`
+			CreatedAt    int64         `json:"created_at_unix_secs"`
+			Runs         int           `json:"runs"`
+			Passed       int           `json:"passed"`
+			AgentLatency *agentLatency `json:"agent_latency"`
+		} `json:"invocations"`
 	} `json:"reliability"`
 }
 
@@ -82,10 +91,28 @@ func (a *app) testsShowCommand() *cobra.Command {
 		if t.Scenario != "" {
 			kv = append(kv, "Scenario", clip(t.Scenario, 200))
 		}
-		if r := t.Reliability; r != nil && r.Runs > 0 && r.PassRate != nil {
+		r := t.Reliability
+		if r != nil && r.Runs > 0 && r.PassRate != nil {
 			kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
+			if l := r.AgentLatency; l != nil && l.Turns > 0 {
+				kv = append(kv, "First token", l.firstToken(), "Whole turn", l.turn()+fmt.Sprintf(" (%d agent turns)", l.Turns))
+			}
 		}
 		fields(a.stdout, kv...)
+		if r == nil || len(r.Invocations) == 0 {
+			return
+		}
+		// Its history: each recent invocation's pass count and p95s.
+		rows := make([][]string, len(r.Invocations))
+		for i, inv := range r.Invocations {
+			first, turn := "-", "-"
+			if l := inv.AgentLatency; l != nil {
+				first, turn = millis(l.FirstTokenP95Ms), millis(l.P95Ms)
+			}
+			rows[i] = []string{inv.InvocationID, unixTime(inv.CreatedAt), fmt.Sprintf("%d/%d", inv.Passed, inv.Runs), first, turn}
+		}
+		fmt.Fprintln(a.stdout)
+		table(a.stdout, []string{"INVOCATION", "CREATED", "PASSED", "FIRST TOKEN P95", "TURN P95"}, rows)
 	})
 }
 
@@ -104,6 +131,52 @@ type invocation struct {
 	Status   string    `json:"status"` // running, completed, cancelled
 	Title    string    `json:"title"`
 	TestRuns []testRun `json:"test_runs"`
+	// AgentLatency is over every agent turn of its runs (nil from a
+	// server that does not report it).
+	AgentLatency *agentLatency `json:"agent_latency"`
+}
+
+// agentLatency is how long the agent took to begin its turns (time to
+// first token: what a caller waits before it speaks) and to finish them,
+// in milliseconds; nil where nothing was recorded.
+type agentLatency struct {
+	Turns           int    `json:"turns"`
+	P50Ms           *int64 `json:"p50_ms"`
+	P95Ms           *int64 `json:"p95_ms"`
+	MaxMs           *int64 `json:"max_ms"`
+	FirstTokenP50Ms *int64 `json:"first_token_p50_ms"`
+	FirstTokenP95Ms *int64 `json:"first_token_p95_ms"`
+	FirstTokenMaxMs *int64 `json:"first_token_max_ms"`
+}
+
+// String is the latency as the summary's totals print it, or "" when no
+// turn was recorded.
+func (l *agentLatency) String() string {
+	if l == nil || l.Turns == 0 {
+		return ""
+	}
+	return fmt.Sprintf("Agent latency over %d turn(s): first token %s; whole turn %s", l.Turns, l.firstToken(), l.turn())
+}
+
+func (l *agentLatency) firstToken() string {
+	return latencyFigures(l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs)
+}
+
+func (l *agentLatency) turn() string { return latencyFigures(l.P50Ms, l.P95Ms, l.MaxMs) }
+
+func latencyFigures(p50, p95, top *int64) string {
+	if p50 == nil || p95 == nil || top == nil {
+		return "not recorded"
+	}
+	return fmt.Sprintf("p50 %d ms, p95 %d ms, max %d ms", *p50, *p95, *top)
+}
+
+// millis is a time in milliseconds, or "-" when there is none.
+func millis(v *int64) string {
+	if v == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*v, 10) + " ms"
 }
 
 type testRun struct {
@@ -295,7 +368,8 @@ func (a *app) follow(ctx context.Context, c *client, inv invocation, every time.
 // summary prints the runs that did not pass, those of one test with the
 // same outcome and reason as one line with their count (a test repeated 20
 // times that fails alike is one line), then each reason the table had to
-// cut, in full, then the totals.
+// cut, in full, then the totals and the agent's latency (first token and
+// whole turn, p50/p95/max).
 func (a *app) summary(inv invocation, took time.Duration, junit string) {
 	passed, failed, _ := inv.counts()
 	type group struct {
@@ -349,6 +423,9 @@ func (a *app) summary(inv invocation, took time.Duration, junit string) {
 		in = " in " + took.Round(100*time.Millisecond).String()
 	}
 	fmt.Fprintf(a.stdout, " of %d run(s)%s; invocation %s (%s)\n", len(inv.TestRuns), in, inv.ID, inv.Status)
+	if l := inv.AgentLatency.String(); l != "" {
+		fmt.Fprintln(a.stdout, l)
+	}
 	if junit != "" {
 		fmt.Fprintf(a.stdout, "JUnit report: %s\n", junit)
 	}

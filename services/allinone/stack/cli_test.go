@@ -126,6 +126,31 @@ func TestCLI(t *testing.T) {
 		!regexp.MustCompile(`FAILED\s+3\s+`+refund).MatchString(shown) || !strings.Contains(shown, "0 passed, 3 failed of 3 run(s); invocation "+inv[1]) {
 		t.Fatalf("tests invocation: exit %d\nstdout %s\nstderr %s", code, shown, errOut)
 	}
+	// Both end with the agent's latency, as the invocation's JSON has it.
+	var lat struct {
+		AgentLatency struct {
+			Turns           int    `json:"turns"`
+			P50Ms           *int64 `json:"p50_ms"`
+			P95Ms           *int64 `json:"p95_ms"`
+			MaxMs           *int64 `json:"max_ms"`
+			FirstTokenP50Ms *int64 `json:"first_token_p50_ms"`
+			FirstTokenP95Ms *int64 `json:"first_token_p95_ms"`
+			FirstTokenMaxMs *int64 `json:"first_token_max_ms"`
+		} `json:"agent_latency"`
+	}
+	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+inv[1], adminKey, ""); r.Code != 200 || json.Unmarshal(r.Body, &lat) != nil {
+		t.Fatalf("invocation: %d %s", r.Code, r.Body)
+	}
+	l := lat.AgentLatency
+	if l.Turns < 3 || l.P50Ms == nil || l.FirstTokenP50Ms == nil {
+		t.Fatalf("no latency recorded: %+v", l)
+	}
+	wantLatency := fmt.Sprintf("Agent latency over %d turn(s): first token p50 %d ms, p95 %d ms, max %d ms; whole turn p50 %d ms, p95 %d ms, max %d ms\n",
+		l.Turns, *l.FirstTokenP50Ms, *l.FirstTokenP95Ms, *l.FirstTokenMaxMs, *l.P50Ms, *l.P95Ms, *l.MaxMs)
+	_, shown, _ := voiceai(adminKey, "tests", "invocation", inv[1])
+	if !strings.HasSuffix(out, wantLatency) || !strings.HasSuffix(shown, wantLatency) {
+		t.Fatalf("the totals do not end with %q:\ntests run --wait:\n%s\ntests invocation:\n%s", wantLatency, out, shown)
+	}
 
 	// Errors: exit 2 with the server's message.
 	code, _, errOut = voiceai("vak_not_a_key", "tests", "run", "--agent", agent, "--test", hours, "--wait")
@@ -196,6 +221,8 @@ func TestCLI(t *testing.T) {
 		{[]string{"agents", "show", agent}, "Bookings"},
 		{[]string{"tests", "list"}, "Refund promise"},
 		{[]string{"tests", "show", hours}, "2 of 2 recent runs passed"},
+		{[]string{"tests", "show", hours}, "(2 agent turns)"}, // its latency over them
+		{[]string{"tests", "show", hours}, "FIRST TOKEN P95"}, // and in each of its two invocations
 		{[]string{"keys", "list", "--json"}, `"service-accounts"`},
 		{[]string{"members", "list"}, "SERVICE ACCOUNT"},
 		{[]string{"tickets", "list"}, "ASSIGNEE"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +92,25 @@ func TestJUnitAndBaselineComparison(t *testing.T) {
 	}
 	want := map[string]string{"agent_id": agent, "invocation_id": after, "status": "completed", "repeat_count": "2",
 		"baseline_invocation_id": before, "regressions": "1", "fixes": "0", "new_failures": "0", "still_failing": "0"}
+	// The agent's latency over the invocation's turns, as its JSON says.
+	var lat struct {
+		AgentLatency map[string]any `json:"agent_latency"`
+	}
+	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+after, adminKey, ""); r.Code != 200 || json.Unmarshal(r.Body, &lat) != nil {
+		t.Fatalf("invocation: %d %s", r.Code, r.Body)
+	}
+	for prop, field := range map[string]string{"agent_turns": "turns", "agent_turn_p50_ms": "p50_ms", "agent_turn_p95_ms": "p95_ms",
+		"agent_turn_max_ms": "max_ms", "agent_first_token_p50_ms": "first_token_p50_ms", "agent_first_token_p95_ms": "first_token_p95_ms",
+		"agent_first_token_max_ms": "first_token_max_ms"} {
+		v, ok := lat.AgentLatency[field].(float64)
+		if !ok {
+			t.Fatalf("the invocation's agent_latency has no %s: %v", field, lat.AgentLatency)
+		}
+		want[prop] = strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	if want["agent_turns"] == "0" {
+		t.Fatalf("no agent turn recorded: %v", lat.AgentLatency)
+	}
 	for k, v := range want {
 		if got, _ := suite.Property(k); got != v {
 			t.Errorf("property %s = %q, want %q", k, got, v)

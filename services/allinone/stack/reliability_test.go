@@ -2,6 +2,7 @@ package stack
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,6 +60,36 @@ func TestReliabilityThroughTheGateway(t *testing.T) {
 	if len(rel.Invocations) != 2 || rel.Invocations[0].InvocationID != failing || rel.Invocations[0].PassRate != 0 ||
 		rel.Invocations[1].InvocationID != passing || rel.Invocations[1].PassRate != 1 || rel.Invocations[1].PassHatK.K != 2 {
 		t.Fatalf("per invocation, newest first: %+v", rel.Invocations)
+	}
+	// Each invocation ran this test alone, so the test's latency in it is
+	// the invocation's own; over both, it is over every turn of the two.
+	var lat struct {
+		Reliability struct {
+			AgentLatency map[string]any   `json:"agent_latency"`
+			Invocations  []map[string]any `json:"invocations"`
+		} `json:"reliability"`
+	}
+	if err := json.Unmarshal(r.Body, &lat); err != nil || len(lat.Reliability.Invocations) != 2 {
+		t.Fatalf("latency: %v %s", err, r.Body)
+	}
+	turns := 0.0
+	for i, id := range []string{failing, passing} {
+		var inv struct {
+			AgentLatency map[string]any `json:"agent_latency"`
+		}
+		if r := call(t, s, "GET", "/v1/convai/test-invocations/"+id, adminKey, ""); r.Code != 200 || json.Unmarshal(r.Body, &inv) != nil {
+			t.Fatalf("invocation %s: %d %s", id, r.Code, r.Body)
+		}
+		want := inv.AgentLatency
+		got, _ := lat.Reliability.Invocations[i]["agent_latency"].(map[string]any)
+		n, _ := want["turns"].(float64)
+		if n < 2 || want["p95_ms"] == nil || want["first_token_p95_ms"] == nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("invocation %s: the test's latency %v, the invocation's %v", id, got, want)
+		}
+		turns += n
+	}
+	if all := lat.Reliability.AgentLatency; all["turns"] != turns || all["max_ms"] == nil || all["first_token_max_ms"] == nil {
+		t.Fatalf("over both invocations: %v, want %v turns", all, turns)
 	}
 	r = call(t, s, "GET", "/v1/convai/agent-testing/"+hours+"?k=1", adminKey, "")
 	if err := json.Unmarshal(r.Body, &got); err != nil || got.Reliability.PassHatK.Value != 0.5 {

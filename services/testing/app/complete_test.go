@@ -30,10 +30,13 @@ func newApp(t *testing.T) (*app.App, *adapters.MemoryPorts) {
 
 // storeResult stores a run's result as a runner does, with or without the
 // headers that let it be counted unread.
-func storeResult(t *testing.T, runs app.RunsLog, ws, inv string, idx int, attempt int32, status string, headers bool) {
+func storeResult(t *testing.T, runs app.RunsLog, ws, inv string, idx int, attempt int32, status string, headers bool, edit ...func(*testingv1.RunResult)) {
 	t.Helper()
 	ctx := context.Background()
 	run := &testingv1.RunResult{RunId: domain.RunID(inv, idx), InvocationId: inv, WorkspaceId: ws, Attempt: attempt, Status: status}
+	for _, e := range edit {
+		e(run)
+	}
 	subject, _ := events.RunSubject(ws, inv, run.RunId)
 	meta := &commonv1.EventMeta{EventId: "evt_" + strconv.Itoa(idx) + "_" + strconv.Itoa(int(attempt)), WorkspaceId: ws}
 	ev, err := esproto.Encode(ctx, meta, &testingv1.RunCompleted{Meta: meta, Run: run})

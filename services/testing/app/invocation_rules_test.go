@@ -98,6 +98,13 @@ func (w *world) enqueueLast(id string) {
 // stored, then counted, then the job gone from the queue.
 func (w *world) work(id string, status func(run int) string) []*testingv1.RunJob {
 	w.t.Helper()
+	return w.workWith(id, status, nil)
+}
+
+// workWith is work with each run's result edited (nil: as it is) before it
+// is stored.
+func (w *world) workWith(id string, status func(run int) string, edit func(run int, r *testingv1.RunResult)) []*testingv1.RunJob {
+	w.t.Helper()
 	filter, _ := events.TestJobsOfInvocation("ws", id)
 	var jobs []*testingv1.RunJob
 	for _, m := range w.p.Jobs.Take(filter) {
@@ -112,7 +119,11 @@ func (w *world) work(id string, status func(run int) string) []*testingv1.RunJob
 		first, _ := domain.RunIndex(id, job.GetRunId())
 		for i := first; i < first+int(max(job.GetRunCount(), 1)); i++ {
 			s := status(i)
-			storeResult(w.t, w.p.Runs, "ws", id, i, job.GetAttempt(), s, true)
+			storeResult(w.t, w.p.Runs, "ws", id, i, job.GetAttempt(), s, true, func(r *testingv1.RunResult) {
+				if edit != nil {
+					edit(i, r)
+				}
+			})
 			done, _ := events.TestCountSubject(id, job.GetAttempt(), "done")
 			w.p.Counts.Add(done, 1)
 			if s == domain.RunPassed {

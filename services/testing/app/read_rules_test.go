@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -161,5 +162,40 @@ func TestListInvocationsProgressAndPaging(t *testing.T) {
 	other := app.InvocationFilter{WorkspaceID: "ws_other", Limit: 10}
 	if page, _, _, err := w.a.ListInvocations(ctx, other); err != nil || len(page) != 0 {
 		t.Fatalf("another workspace sees %d invocations (%v)", len(page), err)
+	}
+}
+
+// A test's history carries the agent's latency in each invocation: every
+// turn of its finished runs, whole and to the first token; a run that did
+// not finish says nothing of it.
+func TestReliabilityCarriesEachInvocationsLatency(t *testing.T) {
+	w := newWorld(t)
+	first := w.run(2)
+	w.workWith(first.GetInvocationId(), allPass, func(run int, r *testingv1.RunResult) {
+		r.AgentTurnMs, r.AgentFirstTokenMs = []int64{int64(100 + run), int64(200 + run)}, []int64{int64(10 + run), int64(20 + run)}
+	})
+	w.clock.Add(time.Minute)
+	second := w.run(2)
+	w.workWith(second.GetInvocationId(), func(run int) string {
+		if run == 1 {
+			return domain.RunCancelled
+		}
+		return domain.RunFailed
+	}, func(run int, r *testingv1.RunResult) {
+		r.AgentTurnMs, r.AgentFirstTokenMs = []int64{int64(900 + run)}, []int64{int64(90 + run)}
+	})
+
+	_, per, err := w.a.TestReliability(context.Background(), "ws", w.test, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(per) != 2 || per[0].InvocationID != second.GetInvocationId() || per[1].InvocationID != first.GetInvocationId() {
+		t.Fatalf("per invocation, newest first: %+v", per)
+	}
+	if !slices.Equal(per[0].TurnMs, []int64{900}) || !slices.Equal(per[0].FirstTokenMs, []int64{90}) {
+		t.Fatalf("newest: the cancelled run's turn counted, or the failed one's not: %v %v", per[0].TurnMs, per[0].FirstTokenMs)
+	}
+	if !slices.Equal(per[1].TurnMs, []int64{100, 200, 101, 201}) || !slices.Equal(per[1].FirstTokenMs, []int64{10, 20, 11, 21}) {
+		t.Fatalf("oldest: every turn of both runs, in run order: %v %v", per[1].TurnMs, per[1].FirstTokenMs)
 	}
 }

@@ -17,16 +17,20 @@ const (
 	ReliabilityK           = 3   // pass^k's default k
 )
 
-// InvocationReliability is a test's record in one invocation (its repeats).
+// InvocationReliability is a test's record in one invocation (its repeats):
+// its pass rate, and every agent turn of its finished runs (whole turn and
+// time to first token, in milliseconds), for the latency a caller heard.
 type InvocationReliability struct {
 	InvocationID  string
 	CreatedAtUnix int64
 	domain.Reliability
+	TurnMs, FirstTokenMs []int64
 }
 
 // TestReliability is a test's record over its recent invocations, newest
 // first, and over all of them together. Only passed and failed runs
-// count: pending and cancelled ones say nothing of the test.
+// count: pending and cancelled ones say nothing of the test. The agent's
+// latency comes from the same results, so it costs no further read.
 func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (domain.Reliability, []InvocationReliability, error) {
 	page, _, err := a.ReadModel.PageInvocations(ctx, InvocationFilter{WorkspaceID: ws, TestID: testID, Limit: ReliabilityInvocations})
 	if err != nil {
@@ -42,6 +46,7 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 		}
 		repeat := int(max(inv.GetRepeatCount(), 1))
 		var p, n int64
+		var turnMs, firstTokenMs []int64
 		for i, pt := range inv.GetTests() {
 			if pt.GetTestId() != testID {
 				continue
@@ -68,11 +73,16 @@ func (a *App) TestReliability(ctx context.Context, ws, testID string, k int) (do
 					p, n = p+1, n+1
 				case domain.RunFailed:
 					n++
+				default:
+					continue
 				}
+				turnMs = append(turnMs, run.GetAgentTurnMs()...)
+				firstTokenMs = append(firstTokenMs, run.GetAgentFirstTokenMs()...)
 			}
 		}
 		if n > 0 {
-			per = append(per, InvocationReliability{InvocationID: s.ID, CreatedAtUnix: s.CreatedAtUnix, Reliability: domain.NewReliability(p, n, k)})
+			per = append(per, InvocationReliability{InvocationID: s.ID, CreatedAtUnix: s.CreatedAtUnix, Reliability: domain.NewReliability(p, n, k),
+				TurnMs: turnMs, FirstTokenMs: firstTokenMs})
 			passed, runs = passed+p, runs+n
 		}
 	}

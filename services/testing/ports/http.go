@@ -39,7 +39,8 @@ func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
 
 // getTest answers the test's definition and its reliability over its
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
-// ?k=, default 3).
+// ?k=, default 3, and the agent's latency: turn and first token p50, p95
+// and max), over them all and per invocation.
 func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	c := principal.Of(r)
 	var q struct {
@@ -62,11 +63,15 @@ func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	}
 	rel := ReliabilityView(overall)
 	invocations := make([]map[string]any, len(per))
+	var turnMs, firstTokenMs []int64
 	for i, p := range per {
 		invocations[i] = ReliabilityView(p.Reliability)
 		invocations[i]["invocation_id"], invocations[i]["created_at_unix_secs"] = p.InvocationID, p.CreatedAtUnix
+		invocations[i]["agent_latency"] = latencyOf(p.TurnMs, p.FirstTokenMs)
+		turnMs, firstTokenMs = append(turnMs, p.TurnMs...), append(firstTokenMs, p.FirstTokenMs...)
 	}
 	rel["invocations"] = invocations
+	rel["agent_latency"] = latencyOf(turnMs, firstTokenMs)
 	view := TestView(t)
 	view["reliability"] = rel
 	httpx.WriteJSON(w, http.StatusOK, view)

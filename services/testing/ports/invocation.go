@@ -77,7 +77,7 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	first := true
 	pending := pendingRuns{}
-	var turnMs, firstTokenMs []int64 // every agent turn's response time and first token, for the invocation's latency
+	var turns, firstTokens latencyTally // every agent turn's response time and first token, for the invocation's latency
 	_, err = a.EachRun(ctx, inv, created, nil, func(idx int, runID string, res *testingv1.RunResult, unrun string) error {
 		pt := inv.GetTests()[idx/repeat]
 		ti, err := info(pt)
@@ -94,15 +94,15 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 		if res == nil {
 			return pending.write(bw, inv, idx/repeat, ti, runID, unrun)
 		}
-		turnMs = append(turnMs, res.GetAgentTurnMs()...)
-		firstTokenMs = append(firstTokenMs, res.GetAgentFirstTokenMs()...)
+		turns.add(res.GetAgentTurnMs()...)
+		firstTokens.add(res.GetAgentFirstTokenMs()...)
 		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
 	})
 	if err != nil {
 		return err
 	}
 	bw.WriteString(`],"agent_latency":`)
-	_ = enc.Encode(latencyOf(turnMs, firstTokenMs))
+	_ = enc.Encode(latencyOfTallies(&turns, &firstTokens))
 	if tail != nil {
 		bw.WriteString(`,`)
 		if err := tail(bw); err != nil {

@@ -207,8 +207,11 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	s := JUnitSuite{Name: orDefault(inv.GetTitle(), inv.GetInvocationId()), ID: inv.GetInvocationId(),
 		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0)}
 	now := app.NewTestStatuses(inv)
+	var turns, firstTokens latencyTally
 	had, err := a.EachRun(ctx, inv, false, nil, func(idx int, _ string, res *testingv1.RunResult, unrun string) error {
 		now.Add(idx, app.RunStatus(res, unrun))
+		turns.add(res.GetAgentTurnMs()...)
+		firstTokens.add(res.GetAgentFirstTokenMs()...)
 		c := JUnitCaseOf(inv, idx, res, unrun)
 		s.Tests++
 		s.TimeMs += max(c.TimeMs, 0)
@@ -228,6 +231,7 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 	s.Properties = [][2]string{{"agent_id", inv.GetAgentId()}, {"branch_id", inv.GetBranchId()},
 		{"invocation_id", inv.GetInvocationId()}, {"status", inv.GetStatus()},
 		{"repeat_count", strconv.Itoa(int(max(inv.GetRepeatCount(), 1)))}}
+	s.Properties = append(s.Properties, latencyProperties(&turns, &firstTokens)...)
 	if baseline != nil {
 		c, err := a.CompareWith(ctx, inv, now, baseline)
 		if err != nil {
@@ -246,6 +250,27 @@ func writeInvocationJUnit(ctx context.Context, a *app.App, w io.Writer, inv, bas
 		return err
 	}
 	return j.End()
+}
+
+// latencyProperties are the agent's latency over an invocation's turns as
+// suite properties: agent_turns, then agent_turn_{p50,p95,max}_ms and
+// agent_first_token_{p50,p95,max}_ms, each only when there are such
+// times. junit-10.xsd has no properties on a testcase, so they are the
+// suite's; a run's own times are in its JSON (agent_latency).
+func latencyProperties(turns, firstTokens *latencyTally) [][2]string {
+	out := [][2]string{{"agent_turns", strconv.Itoa(turns.n)}}
+	for _, m := range []struct {
+		name  string
+		tally *latencyTally
+	}{{"agent_turn", turns}, {"agent_first_token", firstTokens}} {
+		p50, p95, top := m.tally.percentiles()
+		if p50 == nil {
+			continue
+		}
+		out = append(out, [2]string{m.name + "_p50_ms", strconv.FormatInt(*p50, 10)},
+			[2]string{m.name + "_p95_ms", strconv.FormatInt(*p95, 10)}, [2]string{m.name + "_max_ms", strconv.FormatInt(*top, 10)})
+	}
+	return out
 }
 
 func orDefault(s, d string) string {

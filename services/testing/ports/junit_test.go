@@ -2,6 +2,8 @@ package ports
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -156,6 +158,73 @@ func TestInvocationFormat(t *testing.T) {
 			if rec.Code != 422 || !strings.Contains(rec.Body.String(), `["query","format"]`) {
 				t.Errorf("?%s: %d %s", c.query, rec.Code, rec.Body)
 			}
+		}
+	}
+}
+
+// The tally's percentiles are those of the values themselves, whatever
+// their order and repeats.
+func TestLatencyTallyMatchesPercentiles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := range 60 {
+		ms := make([]int64, n)
+		for i := range ms {
+			ms[i] = rng.Int64N(int64(1 + n*3)) // repeats, often
+		}
+		var tally latencyTally
+		tally.add(ms[:n/2]...)
+		tally.add(ms[n/2:]...)
+		got50, got95, gotMax := tally.percentiles()
+		want50, want95, wantMax := percentiles(ms)
+		if fmt.Sprint(deref(got50), deref(got95), deref(gotMax)) != fmt.Sprint(deref(want50), deref(want95), deref(wantMax)) {
+			t.Fatalf("%v: tally %v %v %v, want %v %v %v", ms, deref(got50), deref(got95), deref(gotMax), deref(want50), deref(want95), deref(wantMax))
+		}
+	}
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// An invocation's latency goes into its suite's properties, which stay
+// valid against junit-10.xsd; times not recorded give no property.
+func TestJUnitLatencyProperties(t *testing.T) {
+	var turns, first latencyTally
+	if got := latencyProperties(&turns, &first); fmt.Sprint(got) != "[[agent_turns 0]]" {
+		t.Fatalf("no turns: %v", got)
+	}
+	turns.add(900, 100, 400, 200, 300) // p50 = 3rd of 5, p95 = 5th
+	got := latencyProperties(&turns, &first)
+	if want := "[[agent_turns 5] [agent_turn_p50_ms 300] [agent_turn_p95_ms 900] [agent_turn_max_ms 900]]"; fmt.Sprint(got) != want {
+		t.Fatalf("turns without first tokens (runs recorded before them): %v, want %s", got, want)
+	}
+	first.add(50, 10, 20, 40, 30)
+	got = latencyProperties(&turns, &first)
+	var b bytes.Buffer
+	j := NewJUnitWriter(&b)
+	j.Begin(JUnitSuite{Name: "s", ID: "tinv_1", Tests: 1, Timestamp: time.Unix(1_700_000_000, 0),
+		Properties: append([][2]string{{"agent_id", "agent_1"}, {"branch_id", ""}, {"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "1"}}, got...)})
+	if err := j.Case(JUnitCase{Name: "t", Classname: "agent_1.llm", Outcome: JUnitPassed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
+	}
+	d, err := junitxsd.Parse(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"agent_turns": "5", "agent_turn_p50_ms": "300", "agent_turn_p95_ms": "900", "agent_turn_max_ms": "900",
+		"agent_first_token_p50_ms": "30", "agent_first_token_p95_ms": "50", "agent_first_token_max_ms": "50"}
+	for k, v := range want {
+		if p, _ := d.Suites[0].Property(k); p != v {
+			t.Errorf("property %s = %q, want %q", k, p, v)
 		}
 	}
 }

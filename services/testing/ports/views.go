@@ -258,6 +258,14 @@ func latencyOf(ms, firstTokenMs []int64) latencyJSON {
 	return l
 }
 
+// latencyOfTallies is latencyOf over tallied times.
+func latencyOfTallies(turns, firstTokens *latencyTally) latencyJSON {
+	l := latencyJSON{Turns: turns.n}
+	l.P50Ms, l.P95Ms, l.MaxMs = turns.percentiles()
+	l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs = firstTokens.percentiles()
+	return l
+}
+
 // percentiles are the nearest-rank p50, p95 and max of ms (nil: none):
 // domain.NearestRankPercentile, which latency budgets are checked with.
 func percentiles(ms []int64) (p50, p95, top *int64) {
@@ -267,6 +275,44 @@ func percentiles(ms []int64) (p50, p95, top *int64) {
 			return nil
 		}
 		return &v
+	}
+	return rank(0.50), rank(0.95), rank(1)
+}
+
+// latencyTally counts turn times by value, so that percentiles over every
+// turn of a large invocation cost memory per distinct millisecond value
+// (bounded by the run time limit), not per turn; its percentiles are
+// percentiles' exactly.
+type latencyTally struct {
+	counts map[int64]int
+	n      int
+}
+
+func (t *latencyTally) add(ms ...int64) {
+	if t.counts == nil {
+		t.counts = map[int64]int{}
+	}
+	for _, v := range ms {
+		t.counts[v]++
+	}
+	t.n += len(ms)
+}
+
+// percentiles are the nearest-rank p50, p95 and max of the values added
+// (nil: none).
+func (t *latencyTally) percentiles() (p50, p95, top *int64) {
+	if t.n == 0 {
+		return nil, nil, nil
+	}
+	values := slices.Sorted(maps.Keys(t.counts))
+	rank := func(p float64) *int64 {
+		want, seen := max(int(math.Ceil(p*float64(t.n))), 1), 0
+		for _, v := range values {
+			if seen += t.counts[v]; seen >= want {
+				return &v
+			}
+		}
+		return &values[len(values)-1]
 	}
 	return rank(0.50), rank(0.95), rank(1)
 }

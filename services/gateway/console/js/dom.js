@@ -22,6 +22,20 @@ export function h(tag, props, ...children) {
   return el;
 }
 
+// svg builds an SVG element the way h builds an HTML one: attributes and
+// text only (no listeners, links or inline style, which the CSP refuses).
+const SVG_NS = 'http://www.w3.org/2000/svg';
+export function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (/^on|href$|^style$/i.test(k)) throw new Error('dom.js: svg sets plain attributes only, not ' + k);
+    el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
 // Links are relative (console pages, API paths) or blob: (downloads).
 function safeHref(href) {
   return /^(?:[a-z0-9_.-]+\.html(?:[?#].*)?|#.*|\/[^/].*|blob:.*)$/i.test(href);

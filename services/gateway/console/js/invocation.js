@@ -1,10 +1,12 @@
 // One test invocation, followed live until every run has finished: each
 // run's verdict, the judge's rationale, the transcript (agent responses,
-// tool calls and the mocked results), pass rates, and its JUnit XML.
+// tool calls and the mocked results), pass rates, the agent's latency
+// (first token and whole turn), and its JUnit XML.
 import {get, api, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
 import {start, poll, shown} from './shell.js';
 import {agentName, badge, toolBlocks} from './common.js';
+import {latencyText} from './latency.js';
 
 const id = pageParam('id') || '';
 
@@ -36,7 +38,11 @@ start(async (main) => {
           h('dt', {}, 'Started'), h('dd', {}, when(inv.created_at)),
           h('dt', {}, 'Runs'), h('dd', {}, `${runs.length} (each test ${inv.repeat_count}×): ${count('passed')} passed, ${count('failed')} failed, ${count('pending')} pending` +
             (count('cancelled') ? `, ${count('cancelled')} cancelled` : '')),
-          h('dt', {}, 'Pass rate'), h('dd', {}, finished ? `${Math.round(100 * count('passed') / finished)}%` : '—')),
+          h('dt', {}, 'Pass rate'), h('dd', {}, finished ? `${Math.round(100 * count('passed') / finished)}%` : '—'),
+          // What a caller waits before the agent speaks, then its whole turn.
+          h('dt', {}, 'First token'), h('dd', {}, latencyText(inv.agent_latency, 'first_token_')),
+          h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(inv.agent_latency, '') +
+            (inv.agent_latency?.turns ? ` (${inv.agent_latency.turns} agent turn${inv.agent_latency.turns === 1 ? '' : 's'})` : ''))),
         h('label', {for: 'progress'}, 'Progress'),
         h('progress', {id: 'progress', max: runs.length || 1, value: runs.length - count('pending')}),
         done ? button('Download JUnit XML', junit, {class: 'secondary'}) : null),

@@ -4,6 +4,7 @@ import {get, post, query, enc} from './api.js';
 import {h, replace, field, select, say, when, pageParam, checked, onSubmit} from './dom.js';
 import {start, can, failure} from './shell.js';
 import {agentList, badge} from './common.js';
+import {latencyText, latencyChart} from './latency.js';
 
 const folder = pageParam('folder') || '';
 const focus = pageParam('test') || '';
@@ -70,7 +71,8 @@ start(async (main) => {
     h('section', {'aria-labelledby': 'inv-h'}, h('h2', {id: 'inv-h'}, 'Recent invocations'), invocations));
 });
 
-// testCard shows one test: what it asks, what passes, how reliable it is.
+// testCard shows one test: what it asks, what passes, how reliable it is,
+// and how fast its agent answered (first token and whole turn) recently.
 function testCard(id) {
   const card = h('section', {class: 'card', 'aria-labelledby': 'test-h'}, h('h2', {id: 'test-h'}, 'Test'), h('p', {class: 'muted'}, 'Loading…'));
   get('/v1/convai/agent-testing/' + enc(id)).then((t) => {
@@ -80,7 +82,10 @@ function testCard(id) {
         h('dt', {}, 'Type'), h('dd', {}, t.type),
         h('dt', {}, 'Success condition'), h('dd', {}, t.success_condition || '—'),
         h('dt', {}, 'Pass rate'), h('dd', {}, r.runs ? `${Math.round(r.pass_rate * 100)}% of ${r.runs} recent runs` : 'not run yet'),
+        h('dt', {}, 'First token'), h('dd', {}, latencyText(r.agent_latency, 'first_token_')),
+        h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(r.agent_latency, '')),
         h('dt', {}, 'Test id'), h('dd', {}, t.id)),
+      r.runs ? [h('h3', {}, 'Agent latency over its recent invocations'), latencyChart(r.invocations, 'test-latency')] : null,
       (t.chat_history || []).length ? [h('h3', {}, 'Conversation'), h('ol', {class: 'transcript'}, t.chat_history.map((m) =>
         h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')}, h('p', {class: 'who'}, m.role), h('p', {}, m.message ?? ''))))] : null);
   }, (e) => replace(card, h('p', {class: 'msg error'}, e.message)));
