@@ -1,11 +1,16 @@
 package stack
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
 // People label runs' verdicts through the API: a label changes nothing in
@@ -210,5 +215,48 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?judge_model=another", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 || len(report.Judges) != 0 {
 		t.Fatalf("another judge: %s", r.Body)
+	}
+}
+
+// tests run --wait --min-judge-agreement against the stack: a test whose
+// judge has no labels is not gated on (exit 3, saying why); once people
+// have labelled enough of its runs right through the CLI, it gates.
+func TestCLIMinJudgeAgreement(t *testing.T) {
+	s := startForTesting(t)
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	voiceai := func(args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
+		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	gated := []string{"tests", "run", "--agent", agent, "--test", hours, "--repeat", "2", "--wait", "--poll", "50ms",
+		"--min-judge-agreement", "0.8", "--min-judge-labels", "2"}
+	code, out, errOut := voiceai(gated...)
+	if code != cli.ExitUngated || !strings.Contains(out, "2 passed, 0 failed of 2 run(s)") ||
+		!strings.Contains(errOut, "Not gating on these results: the judge of 1 test(s) is below --min-judge-agreement 0.80 (at least 2 labels)") ||
+		!strings.Contains(errOut, hours+" (Opening hours), judge offline-v1: no labels") {
+		t.Fatalf("an unlabelled judge: exit %d\n%s%s", code, out, errOut)
+	}
+	// Label both runs of that invocation right, from the CLI.
+	code, out, _ = voiceai("judge", "queue", "--sample-per-mille", "1000")
+	if code != 0 || strings.Count(out, "sampled_pass") != 2 {
+		t.Fatalf("queue: %d %s", code, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if code, out, errOut := voiceai("judge", "label", f[0], f[1], "--right", "--note", "states nine to five"); code != 0 || !strings.Contains(out, "the judge was right") {
+			t.Fatalf("label: %d %s%s", code, out, errOut)
+		}
+	}
+	if code, out, _ := voiceai("judge", "report"); code != 0 || !strings.Contains(out, "offline/offline-v1") || !strings.Contains(out, "1.00 (0.34–1.00)") {
+		t.Fatalf("report: %d %s", code, out)
+	}
+	if code, out, errOut := voiceai(gated...); code != cli.ExitOK || strings.Contains(errOut, "Not gating") {
+		t.Fatalf("a calibrated judge gates: exit %d\n%s%s", code, out, errOut)
 	}
 }
