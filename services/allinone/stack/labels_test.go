@@ -95,8 +95,19 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 		overturn["reviewer"].(map[string]any)["user_id"] == "" || overturn["labelled_at_unix"].(float64) <= 0 {
 		t.Fatalf("the overturning label: %v", overturn)
 	}
-	for _, run := range passed[:3] {
+	for _, run := range passed[1:3] {
 		label(passing, run, verdicts[run], "")
+	}
+	// A retried label (the same Idempotency-Key) answers the first and
+	// stores nothing new.
+	path := "/v1/convai/test-invocations/" + passing + "/runs/" + passed[0] + "/labels"
+	once := call(t, s, "POST", path, adminKey, `{"verdict_correct":true}`, "Idempotency-Key", "label-once")
+	again := call(t, s, "POST", path, adminKey, `{"verdict_correct":true}`, "Idempotency-Key", "label-once")
+	if once.Code != 201 || again.Code != 201 || once.JSON(t)["label_id"] != again.JSON(t)["label_id"] {
+		t.Fatalf("a retried label: %d %s, then %d %s", once.Code, once.Body, again.Code, again.Body)
+	}
+	if r := call(t, s, "GET", path, adminKey, ""); strings.Count(string(r.Body), `"label_id"`) != 1 {
+		t.Fatalf("a retried label stored twice: %s", r.Body)
 	}
 	for _, run := range failed {
 		label(failing, run, verdicts[run], "")
