@@ -254,6 +254,16 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(await page.locator(`li[data-run="${runs[0].run_id}"]`).count(), 0);
   const report = await api('GET', '/v1/voiceai/judge/report');
   assert.equal(report.labels, 1);
+  // The label shows on the ticket the QA worker raised for the test, when
+  // a run of that invocation failed.
+  if (runs.some((r) => r.status === 'failed' && r.invocation_id === runs[0].invocation_id)) {
+    const ticket = await eventually('the failing test has its ticket', async () =>
+      (await api('GET', '/v1/convai/triage-tickets?search=' + encodeURIComponent(runs[0].test_name))).agent_conversation_tickets
+        .find((t) => t.test_failures?.invocations.some((i) => i.invocation_id === runs[0].invocation_id)), 20000);
+    await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
+    await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
+    await page.getByText('Checked from the keyboard').waitFor();
+  }
 });
 
 test('webhooks: create (secret once), log, resend, recover, disable, delete', async () => {

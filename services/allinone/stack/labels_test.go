@@ -143,6 +143,26 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 			t.Fatalf("the run shows its current label: %v", run.Review)
 		}
 	}
+	// The invocation's current labels, in run order: what a ticket shows.
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/labels", adminKey, "")
+	var current struct {
+		Labels []struct {
+			RunID      string `json:"run_id"`
+			LabelID    string `json:"label_id"`
+			Overturned bool   `json:"overturned"`
+		} `json:"labels"`
+	}
+	if err := json.Unmarshal(r.Body, &current); r.Code != 200 || err != nil || len(current.Labels) != 4 {
+		t.Fatalf("the invocation's labels: %d %s", r.Code, r.Body)
+	}
+	for i, l := range current.Labels {
+		if want := fmt.Sprintf("trun_%s_%d", strings.TrimPrefix(passing, "tinv_"), i); l.RunID != want {
+			t.Fatalf("label %d is of %s, want %s (run order)", i, l.RunID, want)
+		}
+		if l.Overturned != !verdicts[l.RunID] || (l.RunID == passed[3]) != (l.LabelID == overturn["label_id"]) {
+			t.Fatalf("the current label of %s: %+v", l.RunID, l)
+		}
+	}
 	if q := queue("?sample_per_mille=1000"); len(q) != 0 {
 		t.Fatalf("every run is labelled: %+v", q)
 	}

@@ -3,6 +3,7 @@ package ports
 import (
 	"math"
 	"net/http"
+	"sort"
 
 	"github.com/gorilla/mux"
 
@@ -35,6 +36,31 @@ func (h *Handlers) RunLabels(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
+	return nil
+}
+
+// InvocationLabels answers the current label of each labelled run of an
+// invocation, in run order.
+func (h *Handlers) InvocationLabels(w http.ResponseWriter, r *http.Request) error {
+	c := principal.Of(r)
+	inv, err := h.App.Invocation(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	if err != nil {
+		return err
+	}
+	current, err := h.App.CurrentLabels(r.Context(), inv)
+	if err != nil {
+		return err
+	}
+	labels := make([]*testingv1.RunLabel, 0, len(current))
+	for _, l := range current {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool {
+		a, _ := domain.RunIndex(inv.GetInvocationId(), labels[i].GetRunId())
+		b, _ := domain.RunIndex(inv.GetInvocationId(), labels[j].GetRunId())
+		return a < b
+	})
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
 	return nil
 }
