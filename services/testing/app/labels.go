@@ -101,7 +101,7 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 		return nil, apperr.RunNotFinished
 	}
 	if c.CommandID != "" {
-		if first, found, err := a.labelByCommand(ctx, lr.subject, c.CommandID); err != nil || found {
+		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, c.CommandID); err != nil || found {
 			return first, err
 		}
 	}
@@ -172,7 +172,7 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 		return nil, err
 	}
 	if dup { // a retry within the duplicate window raced the look-up above
-		if first, found, err := a.labelByCommand(ctx, lr.subject, id); err != nil || found {
+		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, id); err != nil || found {
 			return first, err
 		}
 	}
@@ -220,9 +220,8 @@ func labelOf(rec Record) (*testingv1.RunLabel, error) {
 }
 
 // labelByCommand is the label commandID stored on subject, if any.
-func (a *App) labelByCommand(ctx context.Context, subject, commandID string) (*testingv1.RunLabel, bool, error) {
+func (a *App) labelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.RunLabel, bool, error) {
 	var found *testingv1.RunLabel
-	ws := strings.Split(subject, ".")[2]
 	err := a.eachLabel(ctx, ws, subject, func(rec Record, l *testingv1.RunLabel) error {
 		if rec.CommandID == commandID {
 			found = l

@@ -21,9 +21,14 @@ import (
 // verdict and votes, the judge model.
 func (w *world) judged(inv string, idx int, status, verdict string, votes ...string) {
 	w.t.Helper()
+	w.judgedBy("judge-m", inv, idx, status, verdict, votes...)
+}
+
+func (w *world) judgedBy(model, inv string, idx int, status, verdict string, votes ...string) {
+	w.t.Helper()
 	ctx := context.Background()
 	run := &testingv1.RunResult{RunId: domain.RunID(inv, idx), InvocationId: inv, WorkspaceId: "ws", Attempt: 1, Status: status,
-		ConditionResult: verdict, Usage: &testingv1.ModelUsage{Provider: "openai", Model: "judge-m"}}
+		TestIndex: 0, RepeatIndex: int32(idx), ConditionResult: verdict, Usage: &testingv1.ModelUsage{Provider: "openai", Model: model}}
 	for _, v := range votes {
 		run.JudgeVotes = append(run.JudgeVotes, &testingv1.JudgeVote{Result: v})
 	}
@@ -103,11 +108,20 @@ func TestLabelsAndTheJudgeReport(t *testing.T) {
 		t.Fatalf("the run's result changed: %v", r)
 	}
 
+	// Another judge re-judged run 3, unanimously, and nobody labelled it.
+	w.judgedBy("other-m", inv, 3, domain.RunFailed, domain.ConditionFailure, "failure", "failure")
+
 	// Current labels: run 0 pass confirmed (true pass), run 1 failure
 	// overturned (false fail), run 2 pass overturned (false pass).
 	rows, total, err := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws"})
-	if err != nil || total != 3 || len(rows) != 2 {
+	if err != nil || total != 3 || len(rows) != 4 {
 		t.Fatalf("report: %d rows, %d labels, %v", len(rows), total, err)
+	}
+	if other := rows[3]; other.JudgeModel != "other-m" || other.Labels != 0 || other.Pairs != 1 || other.Flipped != 0 || other.TestID != w.test {
+		t.Fatalf("a judge with votes and no label: %+v", other)
+	}
+	if rows, _, _ := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws", JudgeModel: "judge-m"}); len(rows) != 2 {
+		t.Fatalf("one judge: %d rows", len(rows))
 	}
 	all3 := rows[0]
 	if all3.TestID != "" || all3.Confusion != (domain.Confusion{TruePass: 1, FalseFail: 1, FalsePass: 1}) || all3.Labels != 3 {
@@ -123,11 +137,11 @@ func TestLabelsAndTheJudgeReport(t *testing.T) {
 	// The queue: run 1 (failed, votes disagreed) is labelled; with
 	// labelled runs kept it shows, with its label.
 	q, err := w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 0})
-	if err != nil || len(q) != 0 {
-		t.Fatalf("every failure is labelled and no pass sampled: %v %v", q, err)
+	if err != nil || len(q) != 1 || q[0].Result.GetRunId() != domain.RunID(inv, 3) {
+		t.Fatalf("the one unlabelled failure, no pass sampled: %v %v", q, err)
 	}
 	q, err = w.a.ReviewQueue(ctx, app.ReviewQuery{WorkspaceID: "ws", Limit: 10, SamplePerMille: 1000, IncludeLabelled: true})
-	if err != nil || len(q) != 3 || q[1].Result.GetRunId() != domain.RunID(inv, 1) || len(q[1].Reasons) != 2 ||
+	if err != nil || len(q) != 4 || q[1].Result.GetRunId() != domain.RunID(inv, 1) || len(q[1].Reasons) != 2 ||
 		q[1].Reasons[0] != app.ReasonFailed || q[1].Reasons[1] != app.ReasonVotesDisagreed || q[1].Label == nil ||
 		q[0].Reasons[0] != app.ReasonSampledPass || q[0].Conditions[0] != "states the hours" {
 		t.Fatalf("queue %+v %v", q, err)

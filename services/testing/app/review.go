@@ -215,7 +215,8 @@ type judgeKey struct{ provider, model, test string }
 // each test: the labels, the agreement with them and Cohen's κ, the
 // true-pass, true-fail and false-pass rates (each run's current label
 // counts once), a day-by-day series, and the flip rate between repeated
-// verdicts of the same transcript in recent runs.
+// verdicts of the same transcript in recent runs (a judge and test with
+// such runs and no label has a row of its own, with no label).
 func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, int64, error) {
 	filter, err := events.RunLabelsOfWorkspace(q.WorkspaceID)
 	if err != nil {
@@ -263,12 +264,16 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 		for i, v := range votes {
 			results[i] = v.GetResult()
 		}
-		f, p := domain.Flips(results)
 		u := res.GetUsage()
-		for _, k := range []judgeKey{{u.GetProvider(), u.GetModel(), ""}, {u.GetProvider(), u.GetModel(), test}} {
-			if r, ok := rows[k]; ok {
-				r.Flipped, r.Pairs, r.FlipRuns = r.Flipped+f, r.Pairs+p, r.FlipRuns+1
-			}
+		if (q.JudgeModel != "" && u.GetModel() != q.JudgeModel) || (q.TestID != "" && test != q.TestID) {
+			return true, nil
+		}
+		// A judge without labels still has a flip rate: its row says so
+		// with no label.
+		f, p := domain.Flips(results)
+		for _, r := range []*JudgeFigures{row(u.GetProvider(), u.GetModel(), "", ""),
+			row(u.GetProvider(), u.GetModel(), test, inv.GetTests()[ti].GetTestName())} {
+			r.Flipped, r.Pairs, r.FlipRuns = r.Flipped+f, r.Pairs+p, r.FlipRuns+1
 		}
 		return true, nil
 	})
@@ -298,6 +303,9 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 func (r *JudgeFigures) add(l *testingv1.RunLabel) {
 	r.Labels++
 	for _, c := range l.GetCriteria() {
+		if r.TestID == "" {
+			break // criteria are a test's own
+		}
 		i := 0
 		for i < len(r.Criteria) && r.Criteria[i].ID != c.GetId() {
 			i++
@@ -309,9 +317,6 @@ func (r *JudgeFigures) add(l *testingv1.RunLabel) {
 		if c.GetCorrect() {
 			r.Criteria[i].Agreed++
 		}
-	}
-	if r.TestID == "" {
-		r.Criteria = nil // criteria are a test's own
 	}
 	judged := l.GetJudgedResult()
 	if judged != domain.ConditionSuccess && judged != domain.ConditionFailure {
