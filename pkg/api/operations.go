@@ -265,13 +265,20 @@ var (
 	JudgeReport      = op("testing.judge_report", get, "/v1/voiceai/judge/report", "testing", convaiRead).doc("How far each judge model agrees with people's labels: agreement, Cohen's kappa, true-pass, true-fail and false-pass rates with 95% intervals, and its flip rate", ok, "", "JudgeReport").query("judge_model", "test_id", "since_unix")
 )
 
+// RunConversationAnalysis re-judges a recorded conversation's evaluation
+// criteria with the runners' current judge (the SDK's
+// conversations.analysis.run path), and answers the analysis.
+var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conversationsPath+"/{conversation_id}/analysis/run", "testing-runner", convaiWrite).
+	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
+	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout + 5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
+
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
 	ListSecrets, CreateSecret, GetSecret, UpdateSecret, DeleteSecret,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
-	ListConversations, GetConversation,
+	ListConversations, GetConversation, RunConversationAnalysis,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	LabelRun, RunLabels, InvocationLabels, ReviewQueue, JudgeReport,
