@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -289,5 +290,59 @@ func TestCLIMinJudgeAgreement(t *testing.T) {
 	}
 	if code, out, errOut := voiceai(gated...); code != cli.ExitOK || strings.Contains(errOut, "Not gating") {
 		t.Fatalf("a calibrated judge gates: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// With a model judge that changes its mind, the run whose votes disagreed
+// is queued for review as such, and the report's flip rate is its votes'
+// pairs that differ; a run judged once adds no pair.
+func TestReviewQueueAndFlipRateOfAModelJudge(t *testing.T) {
+	fail, pass := llmtest.Verdict("failure", "The hours are missing."), llmtest.Verdict("success", "The hours are given.")
+	// Run 1: failure, success, success (passes, 2 of 3 pairs differ);
+	// run 2: success at once (one vote).
+	s, _ := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
+		llmtest.Sequence(fail, pass, pass, pass)))
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	first := runAndWait(t, s, agent, 1, hours)
+	runAndWait(t, s, agent, 1, hours)
+
+	r := call(t, s, "GET", "/v1/voiceai/judge/review-queue?sample_per_mille=0", adminKey, "")
+	var q struct {
+		Runs []struct {
+			InvocationID string   `json:"invocation_id"`
+			Status       string   `json:"status"`
+			Reasons      []string `json:"reasons"`
+			JudgeVotes   []string `json:"judge_votes"`
+			JudgeModel   string   `json:"judge_model"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(r.Body, &q); r.Code != 200 || err != nil || len(q.Runs) != 1 || q.Runs[0].InvocationID != first ||
+		q.Runs[0].Status != "passed" || fmt.Sprint(q.Runs[0].Reasons) != "[votes_disagreed]" ||
+		fmt.Sprint(q.Runs[0].JudgeVotes) != "[failure success success]" || q.Runs[0].JudgeModel != "test-model" {
+		t.Fatalf("queue: %d %s", r.Code, r.Body)
+	}
+	var report struct {
+		Judges []struct {
+			JudgeModel string  `json:"judge_model"`
+			TestID     *string `json:"test_id"`
+			Labels     int     `json:"labels"`
+			FlipRuns   int     `json:"flip_runs"`
+			FlipRate   struct {
+				Value *float64 `json:"value"`
+				Count int      `json:"count"`
+				N     int      `json:"n"`
+			} `json:"flip_rate"`
+		} `json:"judges"`
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || len(report.Judges) != 2 {
+		t.Fatalf("report: %d %s", r.Code, r.Body)
+	}
+	for _, j := range report.Judges {
+		if j.JudgeModel != "test-model" || j.Labels != 0 || j.FlipRuns != 1 || j.FlipRate.Count != 2 || j.FlipRate.N != 3 ||
+			j.FlipRate.Value == nil || *j.FlipRate.Value != 0.6667 {
+			t.Fatalf("flip rate: %s", r.Body)
+		}
 	}
 }
