@@ -96,6 +96,7 @@ var registrations = []registration{
 	{TypeBucketingFailed, TestingStream, func() Event { return &testingv1.BucketingFailed{} }},
 	{TypeRunCompleted, TestRunsStream, func() Event { return &testingv1.RunCompleted{} }},
 	{TypeResultGroupComputed, TestRunsStream, func() Event { return &testingv1.ResultGroupComputed{} }},
+	{TypeRunLabelled, TestRunsStream, func() Event { return &testingv1.RunLabelled{} }},
 }
 
 var (

@@ -57,6 +57,7 @@ var wantTypes = map[string]struct {
 	"testing.bucketing_failed":         {"voiceai.testing.v1.BucketingFailed", "TESTING"},
 	"testing.run_completed":            {"voiceai.testing.v1.RunCompleted", "TESTRUNS"},
 	"testing.result_group_computed":    {"voiceai.testing.v1.ResultGroupComputed", "TESTRUNS"},
+	"testing.run_labelled":             {"voiceai.testing.v1.RunLabelled", "TESTRUNS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -80,7 +81,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeFolderCreated, events.TypeFolderUpdated, events.TypeFolderDeleted,
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
 		events.TypeInvocationCompleted, events.TypeBucketingCompleted, events.TypeBucketingFailed,
-		events.TypeRunCompleted, events.TypeResultGroupComputed,
+		events.TypeRunCompleted, events.TypeResultGroupComputed, events.TypeRunLabelled,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {

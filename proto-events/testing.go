@@ -17,9 +17,11 @@ const (
 	// TestingInvocationsAll matches invocation events of every workspace.
 	TestingInvocationsAll = "testing.evt.*.invocation.*"
 
-	// TestRunsStream holds run results and result groups:
-	// testruns.evt.<workspace_id>.<invocation_id>.<run_id> and
-	// testruns.grp.<workspace_id>.<invocation_id>.<test_index>; and, not
+	// TestRunsStream holds run results, result groups and reviewers'
+	// labels of runs:
+	// testruns.evt.<workspace_id>.<invocation_id>.<run_id>,
+	// testruns.grp.<workspace_id>.<invocation_id>.<test_index> and
+	// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>; and, not
 	// events, the queued-job totals and completion claims
 	// (TestRunsQueuedSubject, TestRunsCompletingSubject).
 	TestRunsStream = "TESTRUNS"
@@ -64,6 +66,7 @@ const (
 	TypeBucketingFailed       = "testing.bucketing_failed"
 	TypeRunCompleted          = "testing.run_completed"
 	TypeResultGroupComputed   = "testing.result_group_computed"
+	TypeRunLabelled           = "testing.run_labelled"
 )
 
 // TestingSubject is the subject of a test, folder or invocation.
@@ -85,6 +88,22 @@ func RunSubject(workspaceID, invocationID, runID string) (string, error) {
 // RunsOfInvocation matches the run results of one invocation.
 func RunsOfInvocation(workspaceID, invocationID string) (string, error) {
 	return joinChecked("testruns.evt", "*", workspaceID, invocationID)
+}
+
+// RunLabelSubject is the subject of a run's labels (a reviewer's
+// judgement of its verdict): every label is kept, the last is current.
+func RunLabelSubject(workspaceID, invocationID, runID string) (string, error) {
+	return joinChecked("testruns.lbl", "", workspaceID, invocationID, runID)
+}
+
+// RunLabelsOfInvocation matches the labels of one invocation's runs.
+func RunLabelsOfInvocation(workspaceID, invocationID string) (string, error) {
+	return joinChecked("testruns.lbl", "*", workspaceID, invocationID)
+}
+
+// RunLabelsOfWorkspace matches the labels of every run of a workspace.
+func RunLabelsOfWorkspace(workspaceID string) (string, error) {
+	return joinChecked("testruns.lbl", ">", workspaceID)
 }
 
 // ResultGroupSubject is the subject of one test's result group.

@@ -280,6 +280,59 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   }
 });
 
+test('review: label a run from the keyboard alone, and the judge report changes', async () => {
+  const runs = (await api('GET', '/v1/voiceai/judge/review-queue?sample_per_mille=1000')).runs;
+  assert.ok(runs.length >= 2, 'the invocation above left runs to review');
+  await page.goto('/console/review.html?sample_per_mille=1000');
+  await page.getByRole('heading', {name: 'Review verdicts'}).waitFor();
+  await page.getByText(`${runs.length} runs to review.`).waitFor();
+  await page.getByText('0 labels counted.').waitFor();
+  const current = () => page.evaluate(() => document.activeElement?.closest('li[data-run]')?.dataset.run);
+  // The first run has the focus; j and k move it.
+  await eventually('the first run has the focus', async () => (await current()) === runs[0].run_id);
+  await page.keyboard.press('j');
+  assert.equal(await current(), runs[1].run_id);
+  assert.equal(await page.locator(`li[data-run="${runs[1].run_id}"]`).getAttribute('aria-current'), 'true');
+  await page.keyboard.press('k');
+  assert.equal(await current(), runs[0].run_id);
+  await accessible(page, 'review');
+  await shoot(page, 'review');
+  // c writes a note, Escape goes back to the run, n marks the verdict wrong.
+  await page.keyboard.press('c');
+  await page.keyboard.type('Checked from the keyboard');
+  await page.keyboard.press('Escape');
+  assert.equal(await current(), runs[0].run_id);
+  await page.keyboard.press('n');
+  await page.getByText(`Labelled ${runs[0].run_id}: the judge was wrong`).waitFor();
+  await page.getByText('1 label counted.').waitFor();
+  await page.getByRole('table', {name: 'Judge report'}).getByRole('cell', {name: '1', exact: true}).first().waitFor();
+  // The label is the API's, and the run's own verdict is unchanged.
+  const labels = (await api('GET', `/v1/convai/test-invocations/${runs[0].invocation_id}/runs/${runs[0].run_id}/labels`)).labels;
+  assert.equal(labels.length, 1);
+  assert.equal(labels[0].verdict_correct, false);
+  assert.equal(labels[0].note, 'Checked from the keyboard');
+  const inv = await api('GET', '/v1/convai/test-invocations/' + runs[0].invocation_id);
+  const run = inv.test_runs.find((r) => r.test_run_id === runs[0].run_id);
+  assert.equal(run.condition_result.result, runs[0].condition_result.result);
+  assert.equal(run.status, runs[0].status);
+  assert.equal(run.review.label_id, labels[0].label_id);
+  // The next run now has the focus; the labelled one left the queue.
+  assert.equal(await current(), runs[1].run_id);
+  assert.equal(await page.locator(`li[data-run="${runs[0].run_id}"]`).count(), 0);
+  const report = await api('GET', '/v1/voiceai/judge/report');
+  assert.equal(report.labels, 1);
+  // The label shows on the ticket the QA worker raised for the test, when
+  // a run of that invocation failed.
+  if (runs.some((r) => r.status === 'failed' && r.invocation_id === runs[0].invocation_id)) {
+    const ticket = await eventually('the failing test has its ticket', async () =>
+      (await api('GET', '/v1/convai/triage-tickets?search=' + encodeURIComponent(runs[0].test_name))).agent_conversation_tickets
+        .find((t) => t.test_failures?.invocations.some((i) => i.invocation_id === runs[0].invocation_id)), 20000);
+    await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
+    await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
+    await page.getByText('Checked from the keyboard').waitFor();
+  }
+});
+
 test('webhooks: create (secret once), log, resend, recover, disable, delete', async () => {
   const {createServer} = await import('node:http');
   let received = 0;

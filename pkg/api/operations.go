@@ -254,15 +254,34 @@ var (
 // recorded (by its id) or one the caller posts.
 var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound).bodyUpTo(largeBody)
 
+// Human review of the judge's verdicts, an extension of the public API:
+// a run's verdict labelled right or wrong, the queue of runs to review,
+// and what the labels say of each judge.
+var (
+	LabelRun         = op("testing.label_run", post, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiWrite).doc("Label a run's verdict (and each criterion's) right or wrong, with a note; the run's own result is not changed", created, "RunLabelCreate", "RunLabel").errs(conflict)
+	RunLabels        = op("testing.run_labels", get, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiRead).doc("Every label of a run, oldest first: the last is current", ok, "", "RunLabels")
+	InvocationLabels = op("testing.invocation_labels", get, invocationsPath+"/{invocation_id}/labels", "testing", convaiRead).doc("The current label of each labelled run of an invocation", ok, "", "RunLabels")
+	ReviewQueue      = op("testing.review_queue", get, "/v1/voiceai/judge/review-queue", "testing", convaiRead).doc("Runs to review: failed runs, runs whose judge votes disagreed and a deterministic sample of passes, newest first", ok, "", "ReviewQueue").query("review_page_size", "agent_id", "sample_per_mille", "include_labelled")
+	JudgeReport      = op("testing.judge_report", get, "/v1/voiceai/judge/report", "testing", convaiRead).doc("How far each judge model agrees with people's labels: agreement, Cohen's kappa, true-pass, true-fail and false-pass rates with 95% intervals, and its flip rate", ok, "", "JudgeReport").query("judge_model", "test_id", "since_unix")
+)
+
+// RunConversationAnalysis re-judges a recorded conversation's evaluation
+// criteria with the runners' current judge (the SDK's
+// conversations.analysis.run path), and answers the analysis.
+var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conversationsPath+"/{conversation_id}/analysis/run", "testing-runner", convaiWrite).
+	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
+	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout + 5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
+
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
 	ListSecrets, CreateSecret, GetSecret, UpdateSecret, DeleteSecret,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
-	ListConversations, GetConversation,
+	ListConversations, GetConversation, RunConversationAnalysis,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
+	LabelRun, RunLabels, InvocationLabels, ReviewQueue, JudgeReport,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
@@ -286,6 +305,7 @@ var IDParams = map[string]IDParam{
 	"test_id":         {apperr.TestNotFound, "test"},
 	"folder_id":       {apperr.FolderNotFound, "test folder"},
 	"invocation_id":   {apperr.InvocationNotFound, "test invocation"},
+	"run_id":          {apperr.TestRunNotFound, "test run"},
 	"webhook_id":      {apperr.WebhookNotFound, "webhook"},
 	"delivery_id":     {apperr.DeliveryNotFound, "delivery"},
 	"user_id":         {apperr.ServiceAccountNotFound, "service account"},

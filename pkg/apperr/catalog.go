@@ -194,6 +194,8 @@ var (
 	InvocationNotFound = NotFoundError("test_invocation_not_found", "No test invocation with that id exists in this workspace.")
 	InvocationFinished = ConflictError("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
 	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+	TestRunNotFound    = NotFoundError("test_run_not_found", "No run with that id exists in this test invocation.")
+	RunNotFinished     = ConflictError("run_not_finished", "This run has no result yet; label it once it has finished.")
 )
 
 // QuotaExceeded refuses a run-tests or a resubmit that would take a
@@ -277,7 +279,7 @@ var Catalog = []*Error{
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
-	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,
+	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),

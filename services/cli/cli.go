@@ -22,6 +22,10 @@ const (
 	ExitOK     = 0 // done; with tests run --wait, every run passed
 	ExitFailed = 1 // tests run --wait: at least one run failed
 	ExitError  = 2 // anything else: bad usage, bad key, unknown id, network, time-out
+	// ExitUngated: tests run --wait --min-judge-agreement: the judge of some
+	// test agrees with people's labels less than asked (or has too few), so
+	// the verdicts were not used to gate.
+	ExitUngated = 3
 )
 
 // DefaultBaseURL is where `make run` serves the API.
@@ -45,6 +49,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	case errors.Is(err, errTestsFailed):
 		return ExitFailed
+	case errors.Is(err, errJudgeUncalibrated):
+		return ExitUngated
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return ExitError
@@ -67,7 +73,9 @@ Configuration: VOICEAI_BASE_URL (default ` + DefaultBaseURL + `) and VOICEAI_API
 or the --base-url and --api-key flags, which take precedence.
 
 Exit codes: 0 success (tests run --wait: every run passed), 1 tests run --wait:
-some run failed, 2 any error (usage, bad key, unknown id, network, time-out).`,
+some run failed, 2 any error (usage, bad key, unknown id, network, time-out),
+3 tests run --wait --min-judge-agreement: a test's judge is below the agreement
+asked for, so its verdicts do not gate.`,
 		SilenceUsage:  true, // an API error is not a usage error
 		SilenceErrors: true, // Run prints errors, once
 	}
@@ -92,6 +100,8 @@ some run failed, 2 any error (usage, bad key, unknown id, network, time-out).`,
 		group("webhooks", "Webhooks: list, create, delivery logs, resend and recover deliveries, listen locally",
 			a.webhooksListCommand(), a.webhooksCreateCommand(), a.webhooksLogsCommand(),
 			a.webhooksResendCommand(), a.webhooksRecoverCommand(), a.webhooksListenCommand()),
+		group("judge", "The judge's verdicts checked by people: label runs, the queue to review, the judge report",
+			a.judgeReportCommand(), a.judgeQueueCommand(), a.judgeLabelCommand()),
 		group("events", "Events on the bus: tail them as they are stored",
 			a.eventsTailCommand()),
 	)

@@ -207,7 +207,7 @@ func invocationServer(t *testing.T, f *fakeAPI, statuses ...string) {
 				s = "pending"
 			}
 			parts[i] = fmt.Sprintf(`{"test_run_id":"trun_%d","test_id":"test_%d","test_name":"T%d","status":%q,
-			  "condition_result":{"result":"x","rationale":{"messages":["m"],"summary":"why %d"}}}`, i, i, i, s, i)
+			  "condition_result":{"result":"x","rationale":{"messages":["m"],"summary":"why %d"}},"model_usage":{"model":"judge-m"}}`, i, i, i, s, i)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	}

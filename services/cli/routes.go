@@ -48,7 +48,11 @@ var (
 	listConversations = route{Method: get, Path: "/v1/convai/conversations"}
 	getConversation   = route{Method: get, Path: "/v1/convai/conversations/{conversation_id}"}
 
-	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
+	judgeReportRoute = route{Method: get, Path: "/v1/voiceai/judge/report"}
+	reviewQueueRoute = route{Method: get, Path: "/v1/voiceai/judge/review-queue"}
+	labelRunRoute    = route{Method: post, Path: "/v1/convai/test-invocations/{invocation_id}/runs/{run_id}/labels"}
+
+	allRoutes = []route{judgeReportRoute, reviewQueueRoute, labelRunRoute, listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
 		listMembers, listConversations, getConversation, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)

@@ -186,6 +186,9 @@ type testRun struct {
 	Status          string               `json:"status"` // pending, passed, failed, cancelled
 	Error           string               `json:"error"`
 	ConditionResult wire.ConditionResult `json:"condition_result"`
+	ModelUsage      struct {
+		Model string `json:"model"`
+	} `json:"model_usage"`
 }
 
 // counts of an invocation's runs by status.
@@ -210,6 +213,7 @@ func (a *app) testsRunCommand() *cobra.Command {
 	var wait bool
 	var timeout, poll time.Duration
 	var repeat int
+	var gate judgeGate
 	cmd := &cobra.Command{
 		Use:   "run --agent <agent_id> [--test <test_id> ...] [--wait] [--junit <file>]",
 		Short: "Run tests on an agent, optionally waiting for the results",
@@ -219,12 +223,24 @@ With --wait it follows the invocation until every run has finished (a progress
 bar on a terminal, progress lines otherwise, on stderr), prints a summary and,
 with --junit, writes the invocation as JUnit XML for a CI test report.
 
+With --min-judge-agreement it also reads the judge report: when the judge of
+a test that ran agrees with people's labels less than that (or has fewer than
+--min-judge-labels labels), the verdicts are not used to gate: it says which
+tests and why, on stderr, and exits 3 whatever the runs gave.
+
 Exit codes: 0 every run passed (or, without --wait, the runs were started),
-1 some run failed, 2 an error (bad key, unknown agent or test, network, time-out).`,
+1 some run failed, 2 an error (bad key, unknown agent or test, network, time-out),
+3 a test's judge is below --min-judge-agreement.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if junit != "" && !wait {
 				return errors.New("--junit needs --wait: the report is written once the runs have finished")
+			}
+			if gate.minAgreement != 0 && !wait {
+				return errors.New("--min-judge-agreement needs --wait: the judges are checked once the runs have finished")
+			}
+			if gate.minAgreement < 0 || gate.minAgreement > 1 || gate.minLabels < 1 {
+				return errors.New("--min-judge-agreement is a share from 0 to 1, --min-judge-labels at least 1")
 			}
 			c, err := a.client()
 			if err != nil {
@@ -286,6 +302,21 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 			if inv.Status == "cancelled" {
 				return fmt.Errorf("invocation %s was cancelled", inv.ID)
 			}
+			if gate.minAgreement > 0 {
+				below, err := gate.check(ctx, c, inv)
+				if err != nil {
+					return err
+				}
+				if len(below) > 0 {
+					fmt.Fprintf(a.stderr, "Not gating on these results: the judge of %d test(s) is below --min-judge-agreement %.2f (at least %d labels):\n",
+						len(below), gate.minAgreement, gate.minLabels)
+					for _, b := range below {
+						fmt.Fprintln(a.stderr, "  "+b)
+					}
+					fmt.Fprintln(a.stderr, "Label more runs (voiceai judge queue, voiceai judge label, or the console's review page) or lower the bar.")
+					return errJudgeUncalibrated
+				}
+			}
 			if _, failed, _ := inv.counts(); failed > 0 {
 				return errTestsFailed
 			}
@@ -300,6 +331,8 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 	f.StringVar(&junit, "junit", "", "with --wait, write the results as JUnit XML to this file")
 	f.DurationVar(&timeout, "timeout", 30*time.Minute, "with --wait, give up after this long (exit 2)")
 	f.DurationVar(&poll, "poll", 2*time.Second, "with --wait, how often to ask for progress")
+	f.Float64Var(&gate.minAgreement, "min-judge-agreement", 0, "with --wait, exit 3 (not gating) when a test's judge agrees with people's labels less than this (0-1; 0 = off)")
+	f.IntVar(&gate.minLabels, "min-judge-labels", 10, "with --min-judge-agreement, the labels a test's judge needs before its agreement counts")
 	_ = cmd.MarkFlagRequired("agent")
 	return cmd
 }

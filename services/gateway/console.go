@@ -235,6 +235,7 @@ var consolePages = map[string]struct{ Title, Script string }{
 	"webhooks.html":   {"Webhooks", "webhooks.js"},
 	"agents.html":     {"Agents", "agents.js"},
 	"keys.html":       {"API keys", "keys.js"},
+	"review.html":     {"Review verdicts", "review.js"},
 }
 
 // consoleAssets serves the embedded files by exact name (no directory

@@ -28,12 +28,8 @@ func NewReliability(passed, runs int64, k int) Reliability {
 	if runs <= 0 {
 		return Reliability{K: max(k, 1)}
 	}
-	n, p := float64(runs), float64(passed)/float64(runs)
-	r.PassRate = p
-	z2 := z95 * z95
-	centre := (p + z2/(2*n)) / (1 + z2/n)
-	half := z95 / (1 + z2/n) * math.Sqrt(p*(1-p)/n+z2/(4*n*n))
-	r.Low, r.High = math.Max(0, centre-half), math.Min(1, centre+half)
+	r.PassRate = float64(passed) / float64(runs)
+	r.Low, r.High = Wilson(passed, runs)
 	r.K = min(max(k, 1), int(runs))
 	// C(c,k)/C(n,k) = prod_{i<k} (c-i)/(n-i), computed as a product so
 	// large counts do not overflow.

@@ -74,6 +74,12 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 		views[pt.GetTestStreamSeq()] = v
 		return v, nil
 	}
+	var labels map[string]*testingv1.RunLabel
+	if !created { // a new invocation has no labels yet
+		if labels, err = a.CurrentLabels(ctx, inv); err != nil {
+			return err
+		}
+	}
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	first := true
 	pending := pendingRuns{}
@@ -96,7 +102,11 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 		}
 		turns.add(res.GetAgentTurnMs()...)
 		firstTokens.add(res.GetAgentFirstTokenMs()...)
-		return writeRun(bw, RunView(inv, pt, ti, runID, res, ""))
+		view := RunView(inv, pt, ti, runID, res, "")
+		if l := labels[runID]; l != nil {
+			view.Review = LabelView(l)
+		}
+		return writeRun(bw, view)
 	})
 	if err != nil {
 		return err

@@ -223,6 +223,8 @@ type runJSON struct {
 	// Beyond the spec: the test's latency budgets the run went over
 	// (which failed it).
 	LatencyBudgetBreaches []breachJSON `json:"latency_budget_breaches,omitempty"`
+	// Review is the run's current label, when people labelled its verdict.
+	Review map[string]any `json:"review,omitempty"`
 }
 
 // breachJSON is a latency budget a run went over.

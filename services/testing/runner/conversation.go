@@ -125,3 +125,41 @@ func CallSuccessful(results []CriterionResult) string {
 	}
 	return out
 }
+
+// JudgeRecorded judges each criterion on its own against a recorded
+// conversation (r's chat history, as it happened: nothing is played),
+// with the judge model as a simulation's criteria are judged.
+func (e *Executor) JudgeRecorded(ctx context.Context, r Run, criteria []Criterion) (out ConversationResult) {
+	limit := e.TimeLimit
+	if limit <= 0 {
+		limit = 2 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	out = ConversationResult{Transcript: json.RawMessage("[]"), Criteria: []CriterionResult{},
+		Judge: ModelUse{Provider: e.Model.Provider(), Model: e.Model.ModelName()}}
+	var usage Usage
+	defer func() { out.Judge.Usage = usage }()
+	conv, _ := e.conversation(r)
+	sim := simulation{conv: conv}
+	agentTurns := 0
+	for _, t := range conv.Turns {
+		if t.Role == "agent" {
+			agentTurns++
+		}
+	}
+	out.Summary = fmt.Sprintf("The recorded conversation: %d turn(s), %d of them the agent's; judged again by %s.", len(conv.Turns), agentTurns, e.Model.ModelName())
+	for _, c := range criteria {
+		v, votes, err := e.judge(ctx, e.Model, sim.judgeInput(JudgeInput{Conditions: []string{c.Goal}}), &usage)
+		if err != nil {
+			out.Error = failure(err, limit)
+			return out
+		}
+		rationale := v.Summary
+		if note := votesNote(votes); note != "" {
+			rationale += note
+		}
+		out.Criteria = append(out.Criteria, CriterionResult{ID: c.ID, Result: v.Result, Rationale: rationale})
+	}
+	return out
+}

@@ -65,6 +65,7 @@ start(async (main) => {
       fact('Invocations', h('ul', {}, tf.invocations.map((inv) =>
         h('li', {}, h('a', {href: 'invocation.html?id=' + enc(inv.invocation_id)}, inv.invocation_id),
           ` · ${inv.failed_runs} failed · ${when(inv.last_failed_at_unix_secs)}`))));
+      fact('Reviewed verdicts', reviewsOf(tf.invocations));
     }
     fact('Created', when(t.created_at_unix_secs));
     fact('Updated', when(t.updated_at_unix_secs));
@@ -74,6 +75,21 @@ start(async (main) => {
     for (const r of rows) if (r.tagName !== 'DIV') facts.append(r);
     return h('section', {class: 'card', 'aria-labelledby': 'facts-h'}, h('h2', {id: 'facts-h'}, 'Details'), controls, facts,
       t.qa_comment ? [h('h3', {}, 'QA comment'), h('p', {}, t.qa_comment)] : null);
+  }
+
+  // reviewsOf lists what people said of the verdicts of the ticket's
+  // failed runs (each run's current label), filled in as it is read.
+  function reviewsOf(invocations) {
+    const list = h('ul', {'aria-label': 'Reviewed verdicts'}, h('li', {class: 'muted'}, 'Reading reviews…'));
+    Promise.all(invocations.map((inv) => get('/v1/convai/test-invocations/' + enc(inv.invocation_id) + '/labels')
+      .then((r) => r.labels).catch(() => []))).then((lists) => {
+      const labels = lists.flat();
+      replace(list, labels.length ? labels.map((l) => h('li', {},
+        `${l.run_id}: ${l.overturned ? 'the judge was wrong' + (l.corrected_result ? ` (should be ${l.corrected_result})` : '') : 'the judge was right'}`,
+        h('span', {class: 'muted'}, ` · ${l.reviewer.name || l.reviewer.email || l.reviewer.user_id} · ${when(l.labelled_at_unix)}`),
+        l.note ? h('div', {}, l.note) : null)) : h('li', {class: 'muted'}, 'No verdict reviewed yet.'));
+    });
+    return list;
   }
 
   function historySection() {

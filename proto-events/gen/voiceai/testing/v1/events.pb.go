@@ -793,6 +793,63 @@ func (x *ResultGroupComputed) GetGroup() *ResultGroup {
 	return nil
 }
 
+// Type "testing.run_labelled", on
+// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>: a reviewer
+// labelled a run's verdict right or wrong. Every label is kept; the last
+// message on the subject is the run's current label. The run's result
+// (testruns.evt...) is not touched.
+type RunLabelled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Label         *RunLabel              `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunLabelled) Reset() {
+	*x = RunLabelled{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunLabelled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunLabelled) ProtoMessage() {}
+
+func (x *RunLabelled) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunLabelled.ProtoReflect.Descriptor instead.
+func (*RunLabelled) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RunLabelled) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *RunLabelled) GetLabel() *RunLabel {
+	if x != nil {
+		return x.Label
+	}
+	return nil
+}
+
 var File_voiceai_testing_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_testing_v1_events_proto_rawDesc = "" +
@@ -854,7 +911,10 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x13ResultGroupComputed\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x125\n" +
-	"\x05group\x18\x03 \x01(\v2\x1f.voiceai.testing.v1.ResultGroupR\x05groupBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
+	"\x05group\x18\x03 \x01(\v2\x1f.voiceai.testing.v1.ResultGroupR\x05group\"s\n" +
+	"\vRunLabelled\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
+	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05labelBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
 
 var (
 	file_voiceai_testing_v1_events_proto_rawDescOnce sync.Once
@@ -868,7 +928,7 @@ func file_voiceai_testing_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_events_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*TestCreated)(nil),           // 0: voiceai.testing.v1.TestCreated
 	(*TestUpdated)(nil),           // 1: voiceai.testing.v1.TestUpdated
@@ -884,47 +944,51 @@ var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*BucketingFailed)(nil),       // 11: voiceai.testing.v1.BucketingFailed
 	(*RunCompleted)(nil),          // 12: voiceai.testing.v1.RunCompleted
 	(*ResultGroupComputed)(nil),   // 13: voiceai.testing.v1.ResultGroupComputed
-	(*v1.EventMeta)(nil),          // 14: voiceai.common.v1.EventMeta
-	(*Test)(nil),                  // 15: voiceai.testing.v1.Test
-	(*Folder)(nil),                // 16: voiceai.testing.v1.Folder
-	(*Invocation)(nil),            // 17: voiceai.testing.v1.Invocation
-	(*RunResult)(nil),             // 18: voiceai.testing.v1.RunResult
-	(*ResultGroup)(nil),           // 19: voiceai.testing.v1.ResultGroup
+	(*RunLabelled)(nil),           // 14: voiceai.testing.v1.RunLabelled
+	(*v1.EventMeta)(nil),          // 15: voiceai.common.v1.EventMeta
+	(*Test)(nil),                  // 16: voiceai.testing.v1.Test
+	(*Folder)(nil),                // 17: voiceai.testing.v1.Folder
+	(*Invocation)(nil),            // 18: voiceai.testing.v1.Invocation
+	(*RunResult)(nil),             // 19: voiceai.testing.v1.RunResult
+	(*ResultGroup)(nil),           // 20: voiceai.testing.v1.ResultGroup
+	(*RunLabel)(nil),              // 21: voiceai.testing.v1.RunLabel
 }
 var file_voiceai_testing_v1_events_proto_depIdxs = []int32{
-	14, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
-	14, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
-	14, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
-	14, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
-	14, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
-	14, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
-	14, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
-	14, // 24: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 25: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
-	14, // 26: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
-	19, // 27: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	15, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
+	15, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
+	15, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
+	15, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	17, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
+	15, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	17, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
+	15, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	17, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
+	15, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
+	15, // 24: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	19, // 25: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
+	15, // 26: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 27: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
+	15, // 28: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	21, // 29: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_events_proto_init() }
@@ -939,7 +1003,7 @@ func file_voiceai_testing_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_events_proto_rawDesc), len(file_voiceai_testing_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1391,6 +1391,308 @@ func (x *RunJob) GetRunCount() int32 {
 	return 0
 }
 
+// RunLabel is a reviewer's judgement of a run's verdict: was the judge
+// right? It names what it reviewed (the result it read, the judge that
+// gave it, its votes) so a report needs nothing else, and it never
+// changes the run's own result: a later label of the same run supersedes
+// it, and both are kept.
+type RunLabel struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	LabelId      string                 `protobuf:"bytes,1,opt,name=label_id,json=labelId,proto3" json:"label_id,omitempty"`
+	WorkspaceId  string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	InvocationId string                 `protobuf:"bytes,3,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	RunId        string                 `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	TestId       string                 `protobuf:"bytes,5,opt,name=test_id,json=testId,proto3" json:"test_id,omitempty"`
+	TestName     string                 `protobuf:"bytes,6,opt,name=test_name,json=testName,proto3" json:"test_name,omitempty"`
+	// The test's type: llm, tool or simulation.
+	TestType string `protobuf:"bytes,7,opt,name=test_type,json=testType,proto3" json:"test_type,omitempty"`
+	// The attempt whose result was reviewed, and that result's sequence in
+	// stream TESTRUNS.
+	Attempt   int32  `protobuf:"varint,8,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	ResultSeq uint64 `protobuf:"varint,9,opt,name=result_seq,json=resultSeq,proto3" json:"result_seq,omitempty"`
+	// What the run recorded: its status (passed or failed) and the judge's
+	// condition_result (success, failure or unknown).
+	RunStatus    string `protobuf:"bytes,10,opt,name=run_status,json=runStatus,proto3" json:"run_status,omitempty"`
+	JudgedResult string `protobuf:"bytes,11,opt,name=judged_result,json=judgedResult,proto3" json:"judged_result,omitempty"`
+	// The judge that gave the verdict (the run's model_usage).
+	JudgeProvider string `protobuf:"bytes,12,opt,name=judge_provider,json=judgeProvider,proto3" json:"judge_provider,omitempty"`
+	JudgeModel    string `protobuf:"bytes,13,opt,name=judge_model,json=judgeModel,proto3" json:"judge_model,omitempty"`
+	// The judge's verdicts when it was asked more than once.
+	JudgeVotes []*JudgeVote `protobuf:"bytes,14,rep,name=judge_votes,json=judgeVotes,proto3" json:"judge_votes,omitempty"`
+	// The reviewer's answer: true when the judge's verdict was right. When
+	// false and judged_result was success or failure, the right result is
+	// the other one (corrected_result).
+	VerdictCorrect bool `protobuf:"varint,15,opt,name=verdict_correct,json=verdictCorrect,proto3" json:"verdict_correct,omitempty"`
+	// "success" or "failure" when the label overturns the verdict; empty
+	// when it stands (or an unknown verdict was marked wrong).
+	CorrectedResult string            `protobuf:"bytes,16,opt,name=corrected_result,json=correctedResult,proto3" json:"corrected_result,omitempty"`
+	Criteria        []*CriterionLabel `protobuf:"bytes,17,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	Note            string            `protobuf:"bytes,18,opt,name=note,proto3" json:"note,omitempty"`
+	// Who labelled it, and when.
+	ReviewerUserId   string `protobuf:"bytes,19,opt,name=reviewer_user_id,json=reviewerUserId,proto3" json:"reviewer_user_id,omitempty"`
+	ReviewerEmail    string `protobuf:"bytes,20,opt,name=reviewer_email,json=reviewerEmail,proto3" json:"reviewer_email,omitempty"`
+	ReviewerName     string `protobuf:"bytes,21,opt,name=reviewer_name,json=reviewerName,proto3" json:"reviewer_name,omitempty"`
+	ReviewerKeyId    string `protobuf:"bytes,22,opt,name=reviewer_key_id,json=reviewerKeyId,proto3" json:"reviewer_key_id,omitempty"`
+	LabelledAtUnixMs int64  `protobuf:"varint,23,opt,name=labelled_at_unix_ms,json=labelledAtUnixMs,proto3" json:"labelled_at_unix_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *RunLabel) Reset() {
+	*x = RunLabel{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunLabel) ProtoMessage() {}
+
+func (x *RunLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunLabel.ProtoReflect.Descriptor instead.
+func (*RunLabel) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *RunLabel) GetLabelId() string {
+	if x != nil {
+		return x.LabelId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetTestId() string {
+	if x != nil {
+		return x.TestId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetTestName() string {
+	if x != nil {
+		return x.TestName
+	}
+	return ""
+}
+
+func (x *RunLabel) GetTestType() string {
+	if x != nil {
+		return x.TestType
+	}
+	return ""
+}
+
+func (x *RunLabel) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RunLabel) GetResultSeq() uint64 {
+	if x != nil {
+		return x.ResultSeq
+	}
+	return 0
+}
+
+func (x *RunLabel) GetRunStatus() string {
+	if x != nil {
+		return x.RunStatus
+	}
+	return ""
+}
+
+func (x *RunLabel) GetJudgedResult() string {
+	if x != nil {
+		return x.JudgedResult
+	}
+	return ""
+}
+
+func (x *RunLabel) GetJudgeProvider() string {
+	if x != nil {
+		return x.JudgeProvider
+	}
+	return ""
+}
+
+func (x *RunLabel) GetJudgeModel() string {
+	if x != nil {
+		return x.JudgeModel
+	}
+	return ""
+}
+
+func (x *RunLabel) GetJudgeVotes() []*JudgeVote {
+	if x != nil {
+		return x.JudgeVotes
+	}
+	return nil
+}
+
+func (x *RunLabel) GetVerdictCorrect() bool {
+	if x != nil {
+		return x.VerdictCorrect
+	}
+	return false
+}
+
+func (x *RunLabel) GetCorrectedResult() string {
+	if x != nil {
+		return x.CorrectedResult
+	}
+	return ""
+}
+
+func (x *RunLabel) GetCriteria() []*CriterionLabel {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
+func (x *RunLabel) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *RunLabel) GetReviewerUserId() string {
+	if x != nil {
+		return x.ReviewerUserId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetReviewerEmail() string {
+	if x != nil {
+		return x.ReviewerEmail
+	}
+	return ""
+}
+
+func (x *RunLabel) GetReviewerName() string {
+	if x != nil {
+		return x.ReviewerName
+	}
+	return ""
+}
+
+func (x *RunLabel) GetReviewerKeyId() string {
+	if x != nil {
+		return x.ReviewerKeyId
+	}
+	return ""
+}
+
+func (x *RunLabel) GetLabelledAtUnixMs() int64 {
+	if x != nil {
+		return x.LabelledAtUnixMs
+	}
+	return 0
+}
+
+// CriterionLabel is a reviewer's judgement of one criterion of a run: for
+// a test run, one of its success conditions ("condition_<index>" in
+// test_info.success_conditions).
+type CriterionLabel struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Correct bool                   `protobuf:"varint,2,opt,name=correct,proto3" json:"correct,omitempty"`
+	// The criterion's text, as the run's test stated it.
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CriterionLabel) Reset() {
+	*x = CriterionLabel{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CriterionLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CriterionLabel) ProtoMessage() {}
+
+func (x *CriterionLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CriterionLabel.ProtoReflect.Descriptor instead.
+func (*CriterionLabel) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CriterionLabel) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CriterionLabel) GetCorrect() bool {
+	if x != nil {
+		return x.Correct
+	}
+	return false
+}
+
+func (x *CriterionLabel) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
 var File_voiceai_testing_v1_testing_proto protoreflect.FileDescriptor
 
 const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
@@ -1534,7 +1836,40 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"test_index\x18\x05 \x01(\x05R\ttestIndex\x12!\n" +
 	"\frepeat_index\x18\x06 \x01(\x05R\vrepeatIndex\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1b\n" +
-	"\trun_count\x18\b \x01(\x05R\brunCountBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
+	"\trun_count\x18\b \x01(\x05R\brunCount\"\xd1\x06\n" +
+	"\bRunLabel\x12\x19\n" +
+	"\blabel_id\x18\x01 \x01(\tR\alabelId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12#\n" +
+	"\rinvocation_id\x18\x03 \x01(\tR\finvocationId\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x17\n" +
+	"\atest_id\x18\x05 \x01(\tR\x06testId\x12\x1b\n" +
+	"\ttest_name\x18\x06 \x01(\tR\btestName\x12\x1b\n" +
+	"\ttest_type\x18\a \x01(\tR\btestType\x12\x18\n" +
+	"\aattempt\x18\b \x01(\x05R\aattempt\x12\x1d\n" +
+	"\n" +
+	"result_seq\x18\t \x01(\x04R\tresultSeq\x12\x1d\n" +
+	"\n" +
+	"run_status\x18\n" +
+	" \x01(\tR\trunStatus\x12#\n" +
+	"\rjudged_result\x18\v \x01(\tR\fjudgedResult\x12%\n" +
+	"\x0ejudge_provider\x18\f \x01(\tR\rjudgeProvider\x12\x1f\n" +
+	"\vjudge_model\x18\r \x01(\tR\n" +
+	"judgeModel\x12>\n" +
+	"\vjudge_votes\x18\x0e \x03(\v2\x1d.voiceai.testing.v1.JudgeVoteR\n" +
+	"judgeVotes\x12'\n" +
+	"\x0fverdict_correct\x18\x0f \x01(\bR\x0everdictCorrect\x12)\n" +
+	"\x10corrected_result\x18\x10 \x01(\tR\x0fcorrectedResult\x12>\n" +
+	"\bcriteria\x18\x11 \x03(\v2\".voiceai.testing.v1.CriterionLabelR\bcriteria\x12\x12\n" +
+	"\x04note\x18\x12 \x01(\tR\x04note\x12(\n" +
+	"\x10reviewer_user_id\x18\x13 \x01(\tR\x0ereviewerUserId\x12%\n" +
+	"\x0ereviewer_email\x18\x14 \x01(\tR\rreviewerEmail\x12#\n" +
+	"\rreviewer_name\x18\x15 \x01(\tR\freviewerName\x12&\n" +
+	"\x0freviewer_key_id\x18\x16 \x01(\tR\rreviewerKeyId\x12-\n" +
+	"\x13labelled_at_unix_ms\x18\x17 \x01(\x03R\x10labelledAtUnixMs\"N\n" +
+	"\x0eCriterionLabel\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acorrect\x18\x02 \x01(\bR\acorrect\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04textBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
 
 var (
 	file_voiceai_testing_v1_testing_proto_rawDescOnce sync.Once
@@ -1548,7 +1883,7 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Test)(nil),                // 0: voiceai.testing.v1.Test
 	(*Folder)(nil),              // 1: voiceai.testing.v1.Folder
@@ -1562,20 +1897,24 @@ var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Bucket)(nil),              // 9: voiceai.testing.v1.Bucket
 	(*ResultGroup)(nil),         // 10: voiceai.testing.v1.ResultGroup
 	(*RunJob)(nil),              // 11: voiceai.testing.v1.RunJob
+	(*RunLabel)(nil),            // 12: voiceai.testing.v1.RunLabel
+	(*CriterionLabel)(nil),      // 13: voiceai.testing.v1.CriterionLabel
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
-	2, // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
-	3, // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
-	5, // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
-	6, // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	5, // 4: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
-	8, // 5: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
-	9, // 6: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	2,  // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
+	3,  // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
+	5,  // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
+	6,  // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	5,  // 4: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
+	8,  // 5: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
+	9,  // 6: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	6,  // 7: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	13, // 8: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
@@ -1592,7 +1931,7 @@ func file_voiceai_testing_v1_testing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

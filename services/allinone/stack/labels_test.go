@@ -1,0 +1,348 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/cli"
+)
+
+// People label runs' verdicts through the API: a label changes nothing in
+// the run's recorded verdict (its history is kept), the review queue
+// lists what is left to review, and the judge report's agreement and κ
+// equal a hand computation on the same labels.
+func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
+	s := startForTesting(t)
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	passing := runAndWait(t, s, agent, 4, hours)
+	if r := call(t, s, "PATCH", "/v1/convai/agents/"+agent, adminKey, `{"conversation_config":{"agent":{"prompt":{"prompt":"You help guests book tables."}}}}`); r.Code != 200 {
+		t.Fatalf("prompt change: %d %s", r.Code, r.Body)
+	}
+	failing := runAndWait(t, s, agent, 4, hours)
+	runsOf := func(inv, want string) []string {
+		var ids []string
+		for _, r := range getInvocation(t, s, inv).TestRuns {
+			if r.Status != want {
+				t.Fatalf("run %s: %s, want %s", r.TestRunID, r.Status, want)
+			}
+			ids = append(ids, r.TestRunID)
+		}
+		return ids
+	}
+	passed, failed := runsOf(passing, "passed"), runsOf(failing, "failed")
+
+	// The queue before any label: every failed run, newest invocation
+	// first; with every pass sampled, the passes too.
+	type queued struct {
+		RunID      string   `json:"run_id"`
+		Reasons    []string `json:"reasons"`
+		Conditions []string `json:"success_conditions"`
+		Label      any      `json:"label"`
+	}
+	queue := func(query string) []queued {
+		t.Helper()
+		r := call(t, s, "GET", "/v1/voiceai/judge/review-queue"+query, adminKey, "")
+		var q struct{ Runs []queued }
+		if err := json.Unmarshal(r.Body, &q); r.Code != 200 || err != nil {
+			t.Fatalf("queue: %d %s", r.Code, r.Body)
+		}
+		return q.Runs
+	}
+	q := queue("?sample_per_mille=0")
+	if len(q) != 4 || q[0].Reasons[0] != "failed" || q[0].Conditions[0] != "The agent states the opening hours nine to five" {
+		t.Fatalf("queue of failures: %+v", q)
+	}
+	if q := queue("?sample_per_mille=1000"); len(q) != 8 || q[7].Reasons[0] != "sampled_pass" {
+		t.Fatalf("every pass sampled: %+v", q)
+	}
+
+	label := func(inv, run string, correct bool, extra string) map[string]any {
+		t.Helper()
+		r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv+"/runs/"+run+"/labels", adminKey,
+			fmt.Sprintf(`{"verdict_correct":%v%s}`, correct, extra))
+		if r.Code != 201 {
+			t.Fatalf("label %s: %d %s", run, r.Code, r.Body)
+		}
+		return r.JSON(t)
+	}
+	// Refusals: an unknown run, a criterion the test does not have, no verdict.
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+passing+"/runs/"+failed[0]+"/labels", adminKey, `{"verdict_correct":true}`); r.Code != 404 ||
+		!strings.Contains(string(r.Body), "test_run_not_found") {
+		t.Fatalf("a run of another invocation: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[0]+"/labels", adminKey,
+		`{"verdict_correct":true,"criteria":[{"id":"condition_1","correct":true}]}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","criteria",0,"id"]`) {
+		t.Fatalf("an unknown criterion: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[0]+"/labels", adminKey, `{"note":"?"}`); r.Code != 422 {
+		t.Fatalf("no verdict_correct: %d %s", r.Code, r.Body)
+	}
+
+	// The labels. Passes: 3 right, 1 wrong (its first label said right).
+	// Failures: 2 right, 2 wrong.
+	verdicts := map[string]bool{passed[0]: true, passed[1]: true, passed[2]: true, passed[3]: false,
+		failed[0]: true, failed[1]: true, failed[2]: false, failed[3]: false}
+	first := label(passing, passed[3], true, `,"note":"looks fine"`)
+	overturn := label(passing, passed[3], false, `,"note":"it never says five","criteria":[{"id":"condition_0","correct":false}]`)
+	if overturn["overturned"] != true || overturn["corrected_result"] != "failure" || overturn["reviewed"].(map[string]any)["condition_result"] != "success" ||
+		overturn["reviewer"].(map[string]any)["user_id"] == "" || overturn["labelled_at_unix"].(float64) <= 0 {
+		t.Fatalf("the overturning label: %v", overturn)
+	}
+	for _, run := range passed[1:3] {
+		label(passing, run, verdicts[run], "")
+	}
+	// A retried label (the same Idempotency-Key) answers the first and
+	// stores nothing new.
+	path := "/v1/convai/test-invocations/" + passing + "/runs/" + passed[0] + "/labels"
+	once := call(t, s, "POST", path, adminKey, `{"verdict_correct":true}`, "Idempotency-Key", "label-once")
+	again := call(t, s, "POST", path, adminKey, `{"verdict_correct":true}`, "Idempotency-Key", "label-once")
+	if once.Code != 201 || again.Code != 201 || once.JSON(t)["label_id"] != again.JSON(t)["label_id"] {
+		t.Fatalf("a retried label: %d %s, then %d %s", once.Code, once.Body, again.Code, again.Body)
+	}
+	if r := call(t, s, "GET", path, adminKey, ""); strings.Count(string(r.Body), `"label_id"`) != 1 {
+		t.Fatalf("a retried label stored twice: %s", r.Body)
+	}
+	for _, run := range failed {
+		label(failing, run, verdicts[run], "")
+	}
+
+	// History is kept, the last label is current, the run's verdict is
+	// what the judge said.
+	r := call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/runs/"+passed[3]+"/labels", adminKey, "")
+	var hist struct{ Labels []map[string]any }
+	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 2 ||
+		hist.Labels[0]["label_id"] != first["label_id"] || hist.Labels[1]["label_id"] != overturn["label_id"] {
+		t.Fatalf("history: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing, adminKey, "")
+	var inv struct {
+		TestRuns []struct {
+			TestRunID       string `json:"test_run_id"`
+			Status          string `json:"status"`
+			ConditionResult struct {
+				Result string `json:"result"`
+			} `json:"condition_result"`
+			Review map[string]any `json:"review"`
+		} `json:"test_runs"`
+	}
+	if err := json.Unmarshal(r.Body, &inv); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range inv.TestRuns {
+		if run.Status != "passed" || run.ConditionResult.Result != "success" || run.Review == nil {
+			t.Fatalf("run %s after labels: %s %s review %v", run.TestRunID, run.Status, run.ConditionResult.Result, run.Review)
+		}
+		if run.TestRunID == passed[3] && run.Review["label_id"] != overturn["label_id"] {
+			t.Fatalf("the run shows its current label: %v", run.Review)
+		}
+	}
+	// The invocation's current labels, in run order: what a ticket shows.
+	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/labels", adminKey, "")
+	var current struct {
+		Labels []struct {
+			RunID      string `json:"run_id"`
+			LabelID    string `json:"label_id"`
+			Overturned bool   `json:"overturned"`
+		} `json:"labels"`
+	}
+	if err := json.Unmarshal(r.Body, &current); r.Code != 200 || err != nil || len(current.Labels) != 4 {
+		t.Fatalf("the invocation's labels: %d %s", r.Code, r.Body)
+	}
+	for i, l := range current.Labels {
+		if want := fmt.Sprintf("trun_%s_%d", strings.TrimPrefix(passing, "tinv_"), i); l.RunID != want {
+			t.Fatalf("label %d is of %s, want %s (run order)", i, l.RunID, want)
+		}
+		if l.Overturned != !verdicts[l.RunID] || (l.RunID == passed[3]) != (l.LabelID == overturn["label_id"]) {
+			t.Fatalf("the current label of %s: %+v", l.RunID, l)
+		}
+	}
+	if q := queue("?sample_per_mille=1000"); len(q) != 0 {
+		t.Fatalf("every run is labelled: %+v", q)
+	}
+
+	// By hand, from the verdicts above: the judge passed the 4 passes and
+	// failed the 4 failures; the truth is the judge's verdict when the
+	// label says right, the other one when it says wrong.
+	var tp, fp, ff, tf float64
+	for run, right := range verdicts {
+		judgePassed := strings.HasPrefix(run, "trun_"+strings.TrimPrefix(passing, "tinv_"))
+		truthPassed := judgePassed == right
+		switch {
+		case judgePassed && truthPassed:
+			tp++
+		case judgePassed:
+			fp++
+		case truthPassed:
+			ff++
+		default:
+			tf++
+		}
+	}
+	n := tp + fp + ff + tf
+	po := (tp + tf) / n
+	pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
+	kappa := (po - pe) / (1 - pe)
+	if n != 8 || po != 0.625 || math.Abs(kappa-0.25) > 1e-12 {
+		t.Fatalf("hand computation: n %v p_o %v κ %v", n, po, kappa)
+	}
+
+	type rate struct {
+		Value *float64  `json:"value"`
+		CI    []float64 `json:"ci95"`
+		Count int       `json:"count"`
+		N     int       `json:"n"`
+	}
+	var report struct {
+		Labels int `json:"labels"`
+		Judges []struct {
+			JudgeModel    string   `json:"judge_model"`
+			TestID        *string  `json:"test_id"`
+			Labels        int      `json:"labels"`
+			Agreement     rate     `json:"agreement"`
+			Kappa         *float64 `json:"cohens_kappa"`
+			TruePassRate  rate     `json:"true_pass_rate"`
+			TrueFailRate  rate     `json:"true_fail_rate"`
+			FalsePassRate rate     `json:"false_pass_rate"`
+			Criteria      []struct {
+				ID        string `json:"id"`
+				Labels    int    `json:"labels"`
+				Agreement rate   `json:"agreement"`
+			} `json:"criteria"`
+			Series []struct {
+				Labels    int      `json:"labels"`
+				Agreement *float64 `json:"agreement"`
+			} `json:"series"`
+		} `json:"judges"`
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 8 || len(report.Judges) != 2 {
+		t.Fatalf("report: %d %s", r.Code, r.Body)
+	}
+	for _, j := range report.Judges {
+		if j.JudgeModel != "offline-v1" || j.Labels != 8 || j.Agreement.Value == nil || *j.Agreement.Value != po ||
+			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 {
+			t.Fatalf("judge figures %+v: want agreement %v κ %v", j, po, kappa)
+		}
+		// TPR 3/(3+2), TNR 2/(2+1), false-pass 1/(3+1); agreement's Wilson 95% of 5/8 is 0.3057–0.8632.
+		if j.TruePassRate.Count != 3 || j.TruePassRate.N != 5 || j.TrueFailRate.Count != 2 || j.TrueFailRate.N != 3 ||
+			j.FalsePassRate.Count != 1 || j.FalsePassRate.N != 4 || j.Agreement.CI[0] != 0.3057 || j.Agreement.CI[1] != 0.8632 {
+			t.Fatalf("rates %+v", j)
+		}
+		if len(j.Series) != 1 || j.Series[0].Labels != 8 {
+			t.Fatalf("series %+v", j.Series)
+		}
+	}
+	if test := report.Judges[1]; test.TestID == nil || *test.TestID != hours || len(test.Criteria) != 1 ||
+		test.Criteria[0].ID != "condition_0" || test.Criteria[0].Labels != 1 || test.Criteria[0].Agreement.Count != 0 {
+		t.Fatalf("the test's row: %+v", test)
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report?judge_model=another", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 || len(report.Judges) != 0 {
+		t.Fatalf("another judge: %s", r.Body)
+	}
+}
+
+// tests run --wait --min-judge-agreement against the stack: a test whose
+// judge has no labels is not gated on (exit 3, saying why); once people
+// have labelled enough of its runs right through the CLI, it gates.
+func TestCLIMinJudgeAgreement(t *testing.T) {
+	s := startForTesting(t)
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	voiceai := func(args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
+		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	gated := []string{"tests", "run", "--agent", agent, "--test", hours, "--repeat", "2", "--wait", "--poll", "50ms",
+		"--min-judge-agreement", "0.8", "--min-judge-labels", "2"}
+	code, out, errOut := voiceai(gated...)
+	if code != cli.ExitUngated || !strings.Contains(out, "2 passed, 0 failed of 2 run(s)") ||
+		!strings.Contains(errOut, "Not gating on these results: the judge of 1 test(s) is below --min-judge-agreement 0.80 (at least 2 labels)") ||
+		!strings.Contains(errOut, hours+" (Opening hours), judge offline-v1: no labels") {
+		t.Fatalf("an unlabelled judge: exit %d\n%s%s", code, out, errOut)
+	}
+	// Label both runs of that invocation right, from the CLI.
+	code, out, _ = voiceai("judge", "queue", "--sample-per-mille", "1000")
+	if code != 0 || strings.Count(out, "sampled_pass") != 2 {
+		t.Fatalf("queue: %d %s", code, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Fields(line)
+		if code, out, errOut := voiceai("judge", "label", f[0], f[1], "--right", "--note", "states nine to five"); code != 0 || !strings.Contains(out, "the judge was right") {
+			t.Fatalf("label: %d %s%s", code, out, errOut)
+		}
+	}
+	if code, out, _ := voiceai("judge", "report"); code != 0 || !strings.Contains(out, "offline/offline-v1") || !strings.Contains(out, "1.00 (0.34–1.00)") {
+		t.Fatalf("report: %d %s", code, out)
+	}
+	if code, out, errOut := voiceai(gated...); code != cli.ExitOK || strings.Contains(errOut, "Not gating") {
+		t.Fatalf("a calibrated judge gates: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// With a model judge that changes its mind, the run whose votes disagreed
+// is queued for review as such, and the report's flip rate is its votes'
+// pairs that differ; a run judged once adds no pair.
+func TestReviewQueueAndFlipRateOfAModelJudge(t *testing.T) {
+	fail, pass := llmtest.Verdict("failure", "The hours are missing."), llmtest.Verdict("success", "The hours are given.")
+	// Run 1: failure, success, success (passes, 2 of 3 pairs differ);
+	// run 2: success at once (one vote).
+	s, _ := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
+		llmtest.Sequence(fail, pass, pass, pass)))
+	agent := agentWith(t, s)
+	hours := createTest(t, s, hoursTest)
+	first := runAndWait(t, s, agent, 1, hours)
+	runAndWait(t, s, agent, 1, hours)
+
+	r := call(t, s, "GET", "/v1/voiceai/judge/review-queue?sample_per_mille=0", adminKey, "")
+	var q struct {
+		Runs []struct {
+			InvocationID string   `json:"invocation_id"`
+			Status       string   `json:"status"`
+			Reasons      []string `json:"reasons"`
+			JudgeVotes   []string `json:"judge_votes"`
+			JudgeModel   string   `json:"judge_model"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(r.Body, &q); r.Code != 200 || err != nil || len(q.Runs) != 1 || q.Runs[0].InvocationID != first ||
+		q.Runs[0].Status != "passed" || fmt.Sprint(q.Runs[0].Reasons) != "[votes_disagreed]" ||
+		fmt.Sprint(q.Runs[0].JudgeVotes) != "[failure success success]" || q.Runs[0].JudgeModel != "test-model" {
+		t.Fatalf("queue: %d %s", r.Code, r.Body)
+	}
+	var report struct {
+		Judges []struct {
+			JudgeModel string  `json:"judge_model"`
+			TestID     *string `json:"test_id"`
+			Labels     int     `json:"labels"`
+			FlipRuns   int     `json:"flip_runs"`
+			FlipRate   struct {
+				Value *float64 `json:"value"`
+				Count int      `json:"count"`
+				N     int      `json:"n"`
+			} `json:"flip_rate"`
+		} `json:"judges"`
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || len(report.Judges) != 2 {
+		t.Fatalf("report: %d %s", r.Code, r.Body)
+	}
+	for _, j := range report.Judges {
+		if j.JudgeModel != "test-model" || j.Labels != 0 || j.FlipRuns != 1 || j.FlipRate.Count != 2 || j.FlipRate.N != 3 ||
+			j.FlipRate.Value == nil || *j.FlipRate.Value != 0.6667 {
+			t.Fatalf("flip rate: %s", r.Body)
+		}
+	}
+}

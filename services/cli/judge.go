@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// errJudgeUncalibrated ends tests run --wait with ExitUngated: a test's
+// judge agrees with people's labels less than --min-judge-agreement asks
+// (or has too few labels to say), so the run's verdicts do not gate CI.
+var errJudgeUncalibrated = errors.New("the judge of some test is below the agreement asked for")
+
+// rate is a share with its 95% interval, as the judge report gives it.
+type rate struct {
+	Value *float64  `json:"value"`
+	CI    []float64 `json:"ci95"`
+	Count int       `json:"count"`
+	N     int       `json:"n"`
+}
+
+func (r rate) String() string {
+	if r.Value == nil {
+		return "-"
+	}
+	if len(r.CI) == 2 {
+		return fmt.Sprintf("%.2f (%.2f–%.2f)", *r.Value, r.CI[0], r.CI[1])
+	}
+	return fmt.Sprintf("%.2f", *r.Value)
+}
+
+// judgeRow is one row of the judge report.
+type judgeRow struct {
+	JudgeProvider string   `json:"judge_provider"`
+	JudgeModel    string   `json:"judge_model"`
+	TestID        *string  `json:"test_id"`
+	TestName      *string  `json:"test_name"`
+	Labels        int      `json:"labels"`
+	Agreement     rate     `json:"agreement"`
+	Kappa         *float64 `json:"cohens_kappa"`
+	TruePassRate  rate     `json:"true_pass_rate"`
+	TrueFailRate  rate     `json:"true_fail_rate"`
+	FalsePassRate rate     `json:"false_pass_rate"`
+	FlipRate      rate     `json:"flip_rate"`
+}
+
+type judgeReport struct {
+	Labels int        `json:"labels"`
+	Judges []judgeRow `json:"judges"`
+}
+
+func (a *app) judgeReportCommand() *cobra.Command {
+	var model, test string
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "How far each judge model agrees with people's labels, on every test and on each",
+		Long: `Prints, for each judge model (on all its tests, then on each test): the labels,
+the agreement with them and Cohen's kappa, the true-pass and true-fail rates, the
+false-pass rate (of the judge's passes, the share people said should fail), each
+with its 95% interval, and the flip rate between repeated verdicts of one transcript.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{}
+			if model != "" {
+				q.Set("judge_model", model)
+			}
+			if test != "" {
+				q.Set("test_id", test)
+			}
+			var rep judgeReport
+			if show, err := a.fetch(cmd.Context(), judgeReportRoute, nil, q, nil, &rep); !show {
+				return err
+			}
+			if len(rep.Judges) == 0 {
+				fmt.Fprintln(a.stdout, "No labels yet: label runs with `voiceai judge label` or in the console's review page.")
+				return nil
+			}
+			var rows [][]string
+			for _, j := range rep.Judges {
+				scope := "(all tests)"
+				if j.TestID != nil {
+					scope = *j.TestID
+					if j.TestName != nil {
+						scope += " " + clip(*j.TestName, 30)
+					}
+				}
+				kappa := "-"
+				if j.Kappa != nil {
+					kappa = fmt.Sprintf("%.2f", *j.Kappa)
+				}
+				rows = append(rows, []string{j.JudgeProvider + "/" + j.JudgeModel, scope, strconv.Itoa(j.Labels), j.Agreement.String(), kappa,
+					j.TruePassRate.String(), j.TrueFailRate.String(), j.FalsePassRate.String(), j.FlipRate.String()})
+			}
+			table(a.stdout, []string{"JUDGE", "TEST", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "FLIPS"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&model, "judge-model", "", "only this judge model")
+	cmd.Flags().StringVar(&test, "test", "", "only this test id")
+	return cmd
+}
+
+type queuedRun struct {
+	InvocationID string   `json:"invocation_id"`
+	RunID        string   `json:"run_id"`
+	TestName     string   `json:"test_name"`
+	Status       string   `json:"status"`
+	Reasons      []string `json:"reasons"`
+	JudgeModel   string   `json:"judge_model"`
+	Condition    struct {
+		Rationale struct {
+			Summary string `json:"summary"`
+		} `json:"rationale"`
+	} `json:"condition_result"`
+}
+
+func (a *app) judgeQueueCommand() *cobra.Command {
+	var agent string
+	var size, sample int
+	cmd := &cobra.Command{
+		Use:   "queue",
+		Short: "Runs to review: failed, judge votes that disagreed, a sample of passes",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			q := url.Values{"page_size": {strconv.Itoa(size)}, "sample_per_mille": {strconv.Itoa(sample)}}
+			if agent != "" {
+				q.Set("agent_id", agent)
+			}
+			var page struct {
+				Runs []queuedRun `json:"runs"`
+			}
+			if show, err := a.fetch(cmd.Context(), reviewQueueRoute, nil, q, nil, &page); !show {
+				return err
+			}
+			var rows [][]string
+			for _, r := range page.Runs {
+				rows = append(rows, []string{r.InvocationID, r.RunID, strings.ToUpper(r.Status), strings.Join(r.Reasons, ","), clip(r.TestName, 30),
+					clip(r.Condition.Rationale.Summary, 60)})
+			}
+			table(a.stdout, []string{"INVOCATION", "RUN", "STATUS", "WHY", "TEST", "JUDGE SAID"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "", "only runs of this agent")
+	cmd.Flags().IntVar(&size, "page-size", 30, "runs to list (1-100)")
+	cmd.Flags().IntVar(&sample, "sample-per-mille", 100, "passed runs drawn for review, per thousand (0-1000)")
+	return cmd
+}
+
+func (a *app) judgeLabelCommand() *cobra.Command {
+	var right, wrong bool
+	var note string
+	var criteria []string
+	cmd := &cobra.Command{
+		Use:   "label <invocation_id> <run_id> (--right | --wrong) [--note TEXT] [--criterion condition_0=wrong ...]",
+		Short: "Label a run's verdict right or wrong (the run's own result is not changed)",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if right == wrong {
+				return errors.New("say whether the judge was right: --right or --wrong")
+			}
+			body := map[string]any{"verdict_correct": right, "note": note}
+			var cs []map[string]any
+			for _, c := range criteria {
+				id, v, ok := strings.Cut(c, "=")
+				if !ok || (v != "right" && v != "wrong") {
+					return fmt.Errorf("--criterion %q: write it as condition_<i>=right or condition_<i>=wrong", c)
+				}
+				cs = append(cs, map[string]any{"id": id, "correct": v == "right"})
+			}
+			if cs != nil {
+				body["criteria"] = cs
+			}
+			var l struct {
+				LabelID    string  `json:"label_id"`
+				Overturned bool    `json:"overturned"`
+				Corrected  *string `json:"corrected_result"`
+			}
+			if show, err := a.fetch(cmd.Context(), labelRunRoute, args, nil, body, &l); !show {
+				return err
+			}
+			if l.Overturned && l.Corrected != nil {
+				fmt.Fprintf(a.stdout, "Labelled %s: the judge was wrong, the right result is %s (label %s).\n", args[1], *l.Corrected, l.LabelID)
+			} else if l.Overturned {
+				fmt.Fprintf(a.stdout, "Labelled %s: the judge was wrong (label %s).\n", args[1], l.LabelID)
+			} else {
+				fmt.Fprintf(a.stdout, "Labelled %s: the judge was right (label %s).\n", args[1], l.LabelID)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&right, "right", false, "the judge's verdict was right")
+	f.BoolVar(&wrong, "wrong", false, "the judge's verdict was wrong")
+	f.StringVar(&note, "note", "", "why")
+	f.StringArrayVar(&criteria, "criterion", nil, "one success condition's verdict: condition_<i>=right|wrong (repeatable)")
+	return cmd
+}
+
+// judgeGate is what --min-judge-agreement asks of the judges of an
+// invocation's tests.
+type judgeGate struct {
+	minAgreement float64
+	minLabels    int
+}
+
+// check reads the judge report and names each test of inv whose judge
+// (the model that judged its runs) is below the gate: too few labels, or
+// an agreement under the minimum.
+func (g judgeGate) check(ctx context.Context, c *client, inv invocation) ([]string, error) {
+	type key struct{ model, test string }
+	seen := map[key]string{}
+	var order []key
+	for _, r := range inv.TestRuns {
+		if r.Status != "passed" && r.Status != "failed" {
+			continue
+		}
+		k := key{r.ModelUsage.Model, r.TestID}
+		if _, ok := seen[k]; !ok {
+			seen[k] = r.TestName
+			order = append(order, k)
+		}
+	}
+	if len(order) == 0 {
+		return nil, nil
+	}
+	var rep judgeReport
+	if _, err := c.call(ctx, judgeReportRoute, nil, nil, nil, &rep); err != nil {
+		return nil, fmt.Errorf("reading the judge report for --min-judge-agreement: %w", err)
+	}
+	rows := map[key]judgeRow{}
+	for _, j := range rep.Judges {
+		if j.TestID != nil {
+			rows[key{j.JudgeModel, *j.TestID}] = j
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].test < order[j].test })
+	var below []string
+	for _, k := range order {
+		j, ok := rows[k]
+		name := fmt.Sprintf("%s (%s), judge %s", k.test, seen[k], k.model)
+		switch {
+		case !ok || j.Agreement.N == 0:
+			below = append(below, name+": no labels")
+		case j.Agreement.N < g.minLabels:
+			below = append(below, fmt.Sprintf("%s: %d label(s), fewer than the %d needed (agreement %s)", name, j.Agreement.N, g.minLabels, j.Agreement))
+		case *j.Agreement.Value < g.minAgreement:
+			below = append(below, fmt.Sprintf("%s: agreement %s over %d label(s), below %.2f", name, j.Agreement, j.Agreement.N, g.minAgreement))
+		}
+	}
+	return below, nil
+}

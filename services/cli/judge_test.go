@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// reportWith is a judge report with one row per test: its labels and
+// agreement (agreed of labels), judged by judge-m.
+func reportWith(rows ...[3]any) string {
+	var js []string
+	for _, r := range rows {
+		test, labels, agreed := r[0].(string), r[1].(int), r[2].(int)
+		b, _ := json.Marshal(map[string]any{"judge_provider": "openai", "judge_model": "judge-m", "test_id": test, "test_name": "T",
+			"labels": labels, "agreement": map[string]any{"value": float64(agreed) / float64(labels), "ci95": []float64{0.1, 0.9}, "count": agreed, "n": labels},
+			"cohens_kappa": 0.5})
+		js = append(js, string(b))
+	}
+	all := `{"judge_provider":"openai","judge_model":"judge-m","test_id":null,"test_name":null,"labels":1,"agreement":{"value":1,"ci95":[0.2,1],"count":1,"n":1},"cohens_kappa":null}`
+	return `{"labels":1,"judges":[` + strings.Join(append([]string{all}, js...), ",") + `]}`
+}
+
+func TestMinJudgeAgreement(t *testing.T) {
+	args := func(base string, extra ...string) []string {
+		return append([]string{"tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms",
+			"--api-key", "k", "--base-url", base}, extra...)
+	}
+	t.Run("an uncalibrated judge is not gated on", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed", "passed")
+		// test_0: 12 labels, 9 agreed (0.75); test_1: none.
+		f.on("GET /v1/voiceai/judge/report", reply(200, reportWith([3]any{"test_0", 12, 9})))
+		r := run(t, args(base, "--min-judge-agreement", "0.8")...)
+		if r.code != 3 { // ExitUngated
+			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
+		}
+		for _, want := range []string{"Not gating on these results: the judge of 2 test(s) is below --min-judge-agreement 0.80",
+			"test_0 (T0), judge judge-m: agreement 0.75 (0.10–0.90) over 12 label(s), below 0.80", "test_1 (T1), judge judge-m: no labels"} {
+			if !strings.Contains(r.stderr, want) {
+				t.Fatalf("stderr lacks %q: %q", want, r.stderr)
+			}
+		}
+		if !strings.Contains(r.stdout, "2 passed, 0 failed of 2 run(s)") {
+			t.Fatalf("the summary is still printed: %q", r.stdout)
+		}
+	})
+	t.Run("too few labels", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed", "failed")
+		f.on("GET /v1/voiceai/judge/report", reply(200, reportWith([3]any{"test_0", 20, 19}, [3]any{"test_1", 3, 3})))
+		r := run(t, args(base, "--min-judge-agreement", "0.8")...)
+		if r.code != ExitUngated || !strings.Contains(r.stderr, "test_1 (T1), judge judge-m: 3 label(s), fewer than the 10 needed") || strings.Contains(r.stderr, "test_0 (") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		if r := run(t, args(base, "--min-judge-agreement", "0.8", "--min-judge-labels", "3")...); r.code != ExitFailed {
+			t.Fatalf("calibrated judges gate: a failed run exits 1, got %d %q", r.code, r.stderr)
+		}
+	})
+	t.Run("calibrated judges gate as usual", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed", "passed")
+		f.on("GET /v1/voiceai/judge/report", reply(200, reportWith([3]any{"test_0", 10, 9}, [3]any{"test_1", 10, 8})))
+		if r := run(t, args(base, "--min-judge-agreement", "0.8")...); r.code != ExitOK {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("usage", func(t *testing.T) {
+		f, base := newFake(t)
+		invocationServer(t, f, "passed")
+		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--min-judge-agreement", "0.8", "--api-key", "k", "--base-url", base)
+		if r.code != ExitError || !strings.Contains(r.stderr, "--min-judge-agreement needs --wait") {
+			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+		}
+		if r := run(t, args(base, "--min-judge-agreement", "1.5")...); r.code != ExitError {
+			t.Fatalf("agreement above 1: exit %d", r.code)
+		}
+	})
+}
+
+func TestJudgeCommands(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/voiceai/judge/report", reply(200, reportWith([3]any{"test_0", 8, 5})))
+	r := run(t, "judge", "report", "--api-key", "k", "--base-url", base)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "openai/judge-m  (all tests)") || !strings.Contains(r.stdout, "test_0 T") ||
+		!strings.Contains(r.stdout, "0.62 (0.10–0.90)") || !strings.Contains(r.stdout, "KAPPA") {
+		t.Fatalf("report: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	f.on("POST /v1/convai/test-invocations/tinv_1/runs/trun_1_0/labels", reply(201,
+		`{"label_id":"rlbl_1","overturned":true,"corrected_result":"failure"}`))
+	r = run(t, "judge", "label", "tinv_1", "trun_1_0", "--wrong", "--note", "no hours", "--criterion", "condition_0=wrong", "--api-key", "k", "--base-url", base)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge was wrong, the right result is failure (label rlbl_1)") {
+		t.Fatalf("label: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	var body map[string]any
+	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
+	if body["verdict_correct"] != false || body["note"] != "no hours" || len(body["criteria"].([]any)) != 1 {
+		t.Fatalf("label body %v", body)
+	}
+	if r := run(t, "judge", "label", "tinv_1", "trun_1_0", "--api-key", "k", "--base-url", base); r.code != ExitError ||
+		!strings.Contains(r.stderr, "--right or --wrong") {
+		t.Fatalf("neither: %d %q", r.code, r.stderr)
+	}
+	f.on("GET /v1/voiceai/judge/review-queue", reply(200, `{"runs":[{"invocation_id":"tinv_1","run_id":"trun_1_0","test_name":"Hours","status":"failed",
+	  "reasons":["failed","votes_disagreed"],"condition_result":{"rationale":{"summary":"no hours given"}}}]}`))
+	r = run(t, "judge", "queue", "--api-key", "k", "--base-url", base)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "failed,votes_disagreed") || !strings.Contains(r.stdout, "no hours given") {
+		t.Fatalf("queue: %d %q", r.code, r.stdout)
+	}
+}

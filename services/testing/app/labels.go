@@ -1,0 +1,264 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// CriterionLabelInput is one criterion of a label's body.
+type CriterionLabelInput struct {
+	ID      string `json:"id"`
+	Correct *bool  `json:"correct"`
+}
+
+// LabelInput is the body of POST …/runs/{run_id}/labels. Its shape
+// (verdict_correct a required boolean, each criterion's id and correct,
+// the note's length) is the API schema's (RunLabelCreate), checked at the
+// edge.
+type LabelInput struct {
+	VerdictCorrect *bool                 `json:"verdict_correct"`
+	Criteria       []CriterionLabelInput `json:"criteria"`
+	Note           string                `json:"note"`
+}
+
+// CriterionID is the id of a test's i-th success condition (its
+// success_condition first, then its success_conditions) in a label.
+func CriterionID(i int) string { return "condition_" + strconv.Itoa(i) }
+
+// Conditions are a test's success conditions as the judge gets them.
+func Conditions(def domain.TestInput) []string {
+	var out []string
+	if c := def.SuccessCondition; c != nil && *c != "" {
+		out = append(out, *c)
+	}
+	return append(out, def.SuccessConditions...)
+}
+
+// labelledRun is a run a label may name: its invocation, planned test and
+// current result (with the result's sequence).
+type labelledRun struct {
+	inv     *testingv1.Invocation
+	test    *testingv1.PlannedTest
+	result  *testingv1.RunResult
+	seq     uint64
+	subject string
+}
+
+// run finds a run of an invocation of the workspace and its current
+// result (nil when it has none).
+func (a *App) run(ctx context.Context, ws, invocationID, runID string) (labelledRun, error) {
+	inv, err := a.Invocation(ctx, ws, invocationID)
+	if err != nil {
+		return labelledRun{}, err
+	}
+	idx, err := domain.RunIndex(invocationID, runID)
+	repeat := int(max(inv.GetRepeatCount(), 1))
+	if err != nil || idx >= len(inv.GetTests())*repeat {
+		return labelledRun{}, apperr.TestRunNotFound
+	}
+	lr := labelledRun{inv: inv, test: inv.GetTests()[idx/repeat]}
+	subject, err := events.RunSubject(ws, invocationID, runID)
+	if err != nil {
+		return labelledRun{}, apperr.TestRunNotFound
+	}
+	rec, found, err := a.Runs.Last(ctx, subject)
+	if err != nil || !found {
+		return lr, err
+	}
+	if lr.result, err = runOf(esproto.Decode(rec)); err != nil {
+		return lr, err
+	}
+	lr.seq = rec.Seq
+	if lr.subject, err = events.RunLabelSubject(ws, invocationID, runID); err != nil {
+		return lr, apperr.TestRunNotFound
+	}
+	return lr, nil
+}
+
+// LabelRun records a reviewer's label of a run's verdict: right or wrong,
+// each criterion's too, and a note. The label names the result it
+// reviewed and who labelled it when; the run's own result is never
+// changed, and a later label supersedes this one without erasing it. A
+// retried request with the same Idempotency-Key answers the first label.
+func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, runID string, in LabelInput) (*testingv1.RunLabel, error) {
+	lr, err := a.run(ctx, c.WorkspaceID, invocationID, runID)
+	if err != nil {
+		return nil, err
+	}
+	if lr.result == nil {
+		return nil, apperr.RunNotFinished
+	}
+	if c.CommandID != "" {
+		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, c.CommandID); err != nil || found {
+			return first, err
+		}
+	}
+	def, err := a.definition(ctx, lr.test)
+	if err != nil {
+		return nil, err
+	}
+	conds := Conditions(def)
+	var v apperr.Validator
+	seen := map[string]bool{}
+	var criteria []*testingv1.CriterionLabel
+	for i, cr := range in.Criteria {
+		n, ok := strings.CutPrefix(cr.ID, "condition_")
+		idx, err := strconv.Atoi(n)
+		switch {
+		case !ok || err != nil || strconv.Itoa(idx) != n || idx < 0 || idx >= len(conds):
+			v.Add(fmt.Sprintf("The run's test has %d success condition(s): criteria are condition_0 … condition_%d", len(conds), len(conds)-1),
+				"value_error", "body", "criteria", i, "id")
+		case seen[cr.ID]:
+			v.Add("Criterion "+cr.ID+" is labelled twice", "value_error", "body", "criteria", i, "id")
+		default:
+			seen[cr.ID] = true
+			criteria = append(criteria, &testingv1.CriterionLabel{Id: cr.ID, Correct: cr.Correct != nil && *cr.Correct, Text: conds[idx]})
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	res := lr.result
+	now := a.Now()
+	label := &testingv1.RunLabel{
+		LabelId: ids.New("rlbl"), WorkspaceId: c.WorkspaceID, InvocationId: invocationID, RunId: runID,
+		TestId: lr.test.GetTestId(), TestName: lr.test.GetTestName(), TestType: lr.test.GetTestType(),
+		Attempt: res.GetAttempt(), ResultSeq: lr.seq, RunStatus: res.GetStatus(), JudgedResult: res.GetConditionResult(),
+		JudgeProvider: res.GetUsage().GetProvider(), JudgeModel: res.GetUsage().GetModel(), JudgeVotes: res.GetJudgeVotes(),
+		VerdictCorrect: in.VerdictCorrect != nil && *in.VerdictCorrect, Criteria: criteria, Note: in.Note,
+		ReviewerUserId: c.UserID, ReviewerEmail: c.Email, ReviewerName: c.Name, ReviewerKeyId: c.KeyID,
+		LabelledAtUnixMs: now.UnixMilli(),
+	}
+	if !label.VerdictCorrect {
+		switch label.JudgedResult {
+		case domain.ConditionSuccess:
+			label.CorrectedResult = domain.ConditionFailure
+		case domain.ConditionFailure:
+			label.CorrectedResult = domain.ConditionSuccess
+		}
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
+	ev, err := esproto.Encode(ctx, meta, &testingv1.RunLabelled{Meta: meta, Label: label})
+	if err != nil {
+		return nil, err
+	}
+	h := eventlog.Header{}
+	for k, v := range ev.Header {
+		h[k] = v
+	}
+	h.Set(events.HeaderEventID, ev.ID)
+	h.Set(events.HeaderEventType, ev.Type)
+	h.Set(events.HeaderSchema, ev.Schema)
+	h.Set(events.HeaderSchemaVersion, ev.SchemaVersion)
+	h.Set(events.HeaderWorkspaceID, ev.Workspace)
+	id := c.CommandID
+	if id == "" {
+		id = label.GetLabelId()
+	}
+	dup, err := a.Runs.Publish(ctx, Message{Subject: lr.subject, ID: id, Header: h, Data: ev.Data})
+	if err != nil {
+		return nil, err
+	}
+	if dup { // a retry within the duplicate window raced the look-up above
+		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, id); err != nil || found {
+			return first, err
+		}
+	}
+	return label, nil
+}
+
+// definition is the version of a planned test the invocation pinned.
+func (a *App) definition(ctx context.Context, pt *testingv1.PlannedTest) (domain.TestInput, error) {
+	t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
+	if err != nil {
+		return domain.TestInput{}, err
+	}
+	return domain.ParseDefinition(t.GetDefinitionJson())
+}
+
+// eachLabel calls fn with every label stored on subject (a filter), in
+// order.
+func (a *App) eachLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.RunLabel) error) error {
+	return a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
+		if len(rec.Data) == 0 {
+			full, err := a.Runs.At(ctx, rec.Seq)
+			if err != nil {
+				return err
+			}
+			rec = full
+		}
+		l, err := labelOf(rec)
+		if err != nil {
+			return err
+		}
+		return fn(rec, l)
+	})
+}
+
+func labelOf(rec Record) (*testingv1.RunLabel, error) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	ev, ok := msg.(*testingv1.RunLabelled)
+	if !ok {
+		return nil, fmt.Errorf("not a run label: %T", msg)
+	}
+	return ev.GetLabel(), nil
+}
+
+// labelByCommand is the label commandID stored on subject, if any.
+func (a *App) labelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.RunLabel, bool, error) {
+	var found *testingv1.RunLabel
+	err := a.eachLabel(ctx, ws, subject, func(rec Record, l *testingv1.RunLabel) error {
+		if rec.CommandID == commandID {
+			found = l
+		}
+		return nil
+	})
+	return found, found != nil, err
+}
+
+// RunLabels are every label of a run, oldest first (the last is current).
+func (a *App) RunLabels(ctx context.Context, ws, invocationID, runID string) ([]*testingv1.RunLabel, error) {
+	lr, err := a.run(ctx, ws, invocationID, runID)
+	if err != nil || lr.subject == "" {
+		return []*testingv1.RunLabel{}, err
+	}
+	out := []*testingv1.RunLabel{}
+	err = a.eachLabel(ctx, ws, lr.subject, func(_ Record, l *testingv1.RunLabel) error {
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+// CurrentLabels are the current label of each labelled run of an
+// invocation, by run id.
+func (a *App) CurrentLabels(ctx context.Context, inv *testingv1.Invocation) (map[string]*testingv1.RunLabel, error) {
+	filter, err := events.RunLabelsOfInvocation(inv.GetWorkspaceId(), inv.GetInvocationId())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*testingv1.RunLabel{}
+	err = a.scan(ctx, inv.GetWorkspaceId(), filter, a.Runs.EachLast, func(rec Record) error {
+		l, err := labelOf(rec)
+		if err == nil {
+			out[l.GetRunId()] = l
+		}
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,338 @@
+package app
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Bounds of the review queue and of the judge report's flip rate: each
+// reads the results of the workspace's recent invocations, so their cost
+// is bounded whatever its history.
+const (
+	ReviewInvocations = 20   // the most recent invocations read
+	ReviewMaxRuns     = 5000 // run results read at most
+	// ReviewSamplePerMille is the share of passed runs drawn for review,
+	// per thousand, unless the request says otherwise.
+	ReviewSamplePerMille = 100
+)
+
+// Why a run is in the review queue.
+const (
+	ReasonFailed         = "failed"
+	ReasonVotesDisagreed = "votes_disagreed"
+	ReasonSampledPass    = "sampled_pass"
+)
+
+// ReviewQuery selects the review queue.
+type ReviewQuery struct {
+	WorkspaceID string
+	AgentID     string
+	Limit       int
+	// SamplePerMille is the share of passes drawn (0..1000).
+	SamplePerMille int
+	// IncludeLabelled keeps runs that already have a label.
+	IncludeLabelled bool
+}
+
+// ReviewItem is a run to review: its result, why it is asked for, and the
+// success conditions its judge was given.
+type ReviewItem struct {
+	Invocation *testingv1.Invocation
+	Test       *testingv1.PlannedTest
+	Result     *testingv1.RunResult
+	Conditions []string
+	Reasons    []string
+	Label      *testingv1.RunLabel // the current label, when IncludeLabelled
+}
+
+// votesDisagree reports whether the judge's verdicts of a run differ.
+func votesDisagree(votes []*testingv1.JudgeVote) bool {
+	for _, v := range votes {
+		if v.GetResult() != votes[0].GetResult() {
+			return true
+		}
+	}
+	return false
+}
+
+// reasons are why res is worth a reviewer's look, nil when it is not.
+func reasons(ws string, res *testingv1.RunResult, perMille int) []string {
+	var out []string
+	if res.GetStatus() == domain.RunFailed {
+		out = append(out, ReasonFailed)
+	}
+	if votesDisagree(res.GetJudgeVotes()) {
+		out = append(out, ReasonVotesDisagreed)
+	}
+	if res.GetStatus() == domain.RunPassed && len(out) == 0 && domain.Sampled(ws, res.GetRunId(), perMille) {
+		out = append(out, ReasonSampledPass)
+	}
+	return out
+}
+
+// recentResults calls fn with each current result of the workspace's
+// recent invocations (newest invocation first, each in stream order),
+// reading at most ReviewMaxRuns; fn returns false to stop. begin, when
+// given, is called with each invocation before its results are read (fn
+// runs inside a read of the runs log, so it must not start another).
+func (a *App) recentResults(ctx context.Context, ws, agentID string, begin func(*testingv1.Invocation) error,
+	fn func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error)) error {
+	page, _, err := a.ReadModel.PageInvocations(ctx, InvocationFilter{WorkspaceID: ws, AgentID: agentID, Limit: ReviewInvocations})
+	if err != nil {
+		return err
+	}
+	budget := ReviewMaxRuns
+	for _, s := range page {
+		inv, _, err := a.Invocations.Get(ctx, ws, s.ID)
+		if err != nil {
+			return err
+		}
+		if a.Expired(inv) {
+			continue
+		}
+		if begin != nil {
+			if err := begin(inv); err != nil {
+				return err
+			}
+		}
+		stop := false
+		err = a.EachRunResult(ctx, inv, func(res *testingv1.RunResult) error {
+			if stop || budget <= 0 {
+				stop = true
+				return nil
+			}
+			budget--
+			more, err := fn(inv, res)
+			stop = !more
+			return err
+		})
+		if err != nil || stop {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReviewQueue lists runs for people to label: failed runs, runs whose
+// judge votes disagreed and a deterministic sample of passes, newest
+// invocation first, runs already labelled left out.
+func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, error) {
+	items := []ReviewItem{}
+	defs := map[uint64][]string{}
+	var labels map[string]*testingv1.RunLabel
+	begin := func(inv *testingv1.Invocation) (err error) {
+		labels, err = a.CurrentLabels(ctx, inv)
+		return err
+	}
+	type found struct {
+		inv *testingv1.Invocation
+		res *testingv1.RunResult
+		why []string
+	}
+	var picked []found
+	err := a.recentResults(ctx, q.WorkspaceID, q.AgentID, begin, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
+		why := reasons(q.WorkspaceID, res, q.SamplePerMille)
+		label := labels[res.GetRunId()]
+		if len(why) == 0 || (label != nil && !q.IncludeLabelled) {
+			return true, nil
+		}
+		if ti := int(res.GetTestIndex()); ti < 0 || ti >= len(inv.GetTests()) {
+			return true, nil
+		}
+		picked = append(picked, found{inv, res, why})
+		if label != nil {
+			items = append(items, ReviewItem{Label: label})
+		} else {
+			items = append(items, ReviewItem{})
+		}
+		return len(picked) < q.Limit, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The tests' conditions, read once the runs log is no longer held.
+	for i, p := range picked {
+		pt := p.inv.GetTests()[p.res.GetTestIndex()]
+		conds, ok := defs[pt.GetTestStreamSeq()]
+		if !ok {
+			def, err := a.definition(ctx, pt)
+			if err != nil {
+				return nil, err
+			}
+			conds = Conditions(def)
+			defs[pt.GetTestStreamSeq()] = conds
+		}
+		items[i] = ReviewItem{Invocation: p.inv, Test: pt, Result: p.res, Conditions: conds, Reasons: p.why, Label: items[i].Label}
+	}
+	return items, nil
+}
+
+// ReportQuery selects the labels a judge report is made of.
+type ReportQuery struct {
+	WorkspaceID string
+	JudgeModel  string // only this judge model
+	TestID      string // only this test
+	SinceUnix   int64  // only labels given since
+}
+
+// CriterionFigures are the labels of one criterion (a success condition).
+type CriterionFigures struct {
+	ID, Text       string
+	Labels, Agreed int64
+}
+
+// DayFigures are a judge's labels of one day (UTC).
+type DayFigures struct {
+	Date      string // YYYY-MM-DD
+	Confusion domain.Confusion
+}
+
+// JudgeFigures are what labels say of one judge model, on one test or
+// (TestID "") on every test.
+type JudgeFigures struct {
+	JudgeProvider, JudgeModel string
+	TestID, TestName          string
+	// Labels counts every current label; Unknown those of verdicts the
+	// judge left unknown, which are in no figure below.
+	Labels, Unknown int64
+	Confusion       domain.Confusion
+	// Flipped of Pairs: pairs of verdicts of one transcript that differ,
+	// over the recent runs the judge was asked more than once (Runs).
+	Flipped, Pairs, FlipRuns int64
+	Criteria                 []CriterionFigures
+	Series                   []DayFigures
+}
+
+type judgeKey struct{ provider, model, test string }
+
+// JudgeReport is, for each judge model, on every test together and on
+// each test: the labels, the agreement with them and Cohen's κ, the
+// true-pass, true-fail and false-pass rates (each run's current label
+// counts once), a day-by-day series, and the flip rate between repeated
+// verdicts of the same transcript in recent runs (a judge and test with
+// such runs and no label has a row of its own, with no label).
+func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, int64, error) {
+	filter, err := events.RunLabelsOfWorkspace(q.WorkspaceID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows := map[judgeKey]*JudgeFigures{}
+	row := func(provider, model, test, name string) *JudgeFigures {
+		k := judgeKey{provider, model, test}
+		if r, ok := rows[k]; ok {
+			return r
+		}
+		r := &JudgeFigures{JudgeProvider: provider, JudgeModel: model, TestID: test, TestName: name}
+		rows[k] = r
+		return r
+	}
+	var total int64
+	err = a.scan(ctx, q.WorkspaceID, filter, a.Runs.EachLast, func(rec Record) error {
+		l, err := labelOf(rec)
+		if err != nil {
+			return err
+		}
+		if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || (q.TestID != "" && l.GetTestId() != q.TestID) ||
+			l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
+			return nil
+		}
+		total++
+		for _, r := range []*JudgeFigures{row(l.GetJudgeProvider(), l.GetJudgeModel(), "", ""),
+			row(l.GetJudgeProvider(), l.GetJudgeModel(), l.GetTestId(), l.GetTestName())} {
+			r.add(l)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	// The flip rate, from the recent runs of the judges and tests above.
+	err = a.recentResults(ctx, q.WorkspaceID, "", nil, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
+		votes := res.GetJudgeVotes()
+		ti := int(res.GetTestIndex())
+		if len(votes) < 2 || ti < 0 || ti >= len(inv.GetTests()) {
+			return true, nil
+		}
+		test := inv.GetTests()[ti].GetTestId()
+		results := make([]string, len(votes))
+		for i, v := range votes {
+			results[i] = v.GetResult()
+		}
+		u := res.GetUsage()
+		if (q.JudgeModel != "" && u.GetModel() != q.JudgeModel) || (q.TestID != "" && test != q.TestID) {
+			return true, nil
+		}
+		// A judge without labels still has a flip rate: its row says so
+		// with no label.
+		f, p := domain.Flips(results)
+		for _, r := range []*JudgeFigures{row(u.GetProvider(), u.GetModel(), "", ""),
+			row(u.GetProvider(), u.GetModel(), test, inv.GetTests()[ti].GetTestName())} {
+			r.Flipped, r.Pairs, r.FlipRuns = r.Flipped+f, r.Pairs+p, r.FlipRuns+1
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*JudgeFigures, 0, len(rows))
+	for _, r := range rows {
+		sort.Slice(r.Series, func(i, j int) bool { return r.Series[i].Date < r.Series[j].Date })
+		sort.Slice(r.Criteria, func(i, j int) bool { return r.Criteria[i].ID < r.Criteria[j].ID })
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.JudgeProvider+"/"+a.JudgeModel != b.JudgeProvider+"/"+b.JudgeModel {
+			return a.JudgeProvider+"/"+a.JudgeModel < b.JudgeProvider+"/"+b.JudgeModel
+		}
+		if (a.TestID == "") != (b.TestID == "") {
+			return a.TestID == ""
+		}
+		return a.TestName+a.TestID < b.TestName+b.TestID
+	})
+	return out, total, nil
+}
+
+// add counts a run's current label.
+func (r *JudgeFigures) add(l *testingv1.RunLabel) {
+	r.Labels++
+	for _, c := range l.GetCriteria() {
+		if r.TestID == "" {
+			break // criteria are a test's own
+		}
+		i := 0
+		for i < len(r.Criteria) && r.Criteria[i].ID != c.GetId() {
+			i++
+		}
+		if i == len(r.Criteria) {
+			r.Criteria = append(r.Criteria, CriterionFigures{ID: c.GetId(), Text: c.GetText()})
+		}
+		r.Criteria[i].Labels++
+		if c.GetCorrect() {
+			r.Criteria[i].Agreed++
+		}
+	}
+	judged := l.GetJudgedResult()
+	if judged != domain.ConditionSuccess && judged != domain.ConditionFailure {
+		r.Unknown++
+		return
+	}
+	passed := judged == domain.ConditionSuccess
+	truth := passed == l.GetVerdictCorrect()
+	r.Confusion.Add(passed, truth)
+	date := time.UnixMilli(l.GetLabelledAtUnixMs()).UTC().Format(time.DateOnly)
+	i := 0
+	for i < len(r.Series) && r.Series[i].Date != date {
+		i++
+	}
+	if i == len(r.Series) {
+		r.Series = append(r.Series, DayFigures{Date: date})
+	}
+	r.Series[i].Confusion.Add(passed, truth)
+}

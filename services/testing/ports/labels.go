@@ -1,0 +1,216 @@
+package ports
+
+import (
+	"math"
+	"net/http"
+	"sort"
+
+	"github.com/gorilla/mux"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// LabelRun records a reviewer's label of a run's verdict (201).
+func (h *Handlers) LabelRun(w http.ResponseWriter, r *http.Request) error {
+	c := api.CallerOf(r)
+	var in app.LabelInput
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	v := mux.Vars(r)
+	l, err := h.App.LabelRun(r.Context(), c, v["invocation_id"], v["run_id"], in)
+	return httpx.Reply(w, http.StatusCreated, l, err, LabelView)
+}
+
+// RunLabels answers every label of a run, oldest first.
+func (h *Handlers) RunLabels(w http.ResponseWriter, r *http.Request) error {
+	c := principal.Of(r)
+	v := mux.Vars(r)
+	labels, err := h.App.RunLabels(r.Context(), c.WorkspaceID, v["invocation_id"], v["run_id"])
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
+	return nil
+}
+
+// InvocationLabels answers the current label of each labelled run of an
+// invocation, in run order.
+func (h *Handlers) InvocationLabels(w http.ResponseWriter, r *http.Request) error {
+	c := principal.Of(r)
+	inv, err := h.App.Invocation(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	if err != nil {
+		return err
+	}
+	current, err := h.App.CurrentLabels(r.Context(), inv)
+	if err != nil {
+		return err
+	}
+	labels := make([]*testingv1.RunLabel, 0, len(current))
+	for _, l := range current {
+		labels = append(labels, l)
+	}
+	sort.Slice(labels, func(i, j int) bool {
+		a, _ := domain.RunIndex(inv.GetInvocationId(), labels[i].GetRunId())
+		b, _ := domain.RunIndex(inv.GetInvocationId(), labels[j].GetRunId())
+		return a < b
+	})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
+	return nil
+}
+
+// ReviewQueue answers the runs to review.
+func (h *Handlers) ReviewQueue(w http.ResponseWriter, r *http.Request) error {
+	c := principal.Of(r)
+	q := struct {
+		PageSize        int    `json:"page_size"`
+		AgentID         string `json:"agent_id"`
+		SamplePerMille  *int   `json:"sample_per_mille"`
+		IncludeLabelled bool   `json:"include_labelled"`
+	}{PageSize: 30}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
+	rq := app.ReviewQuery{WorkspaceID: c.WorkspaceID, AgentID: q.AgentID, Limit: q.PageSize,
+		SamplePerMille: app.ReviewSamplePerMille, IncludeLabelled: q.IncludeLabelled}
+	if q.SamplePerMille != nil {
+		rq.SamplePerMille = *q.SamplePerMille
+	}
+	items, err := h.App.ReviewQueue(r.Context(), rq)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"runs": mapEach(items, reviewItemView)})
+	return nil
+}
+
+// JudgeReport answers what the labels say of each judge model.
+func (h *Handlers) JudgeReport(w http.ResponseWriter, r *http.Request) error {
+	c := principal.Of(r)
+	var q struct {
+		JudgeModel string `json:"judge_model"`
+		TestID     string `json:"test_id"`
+		SinceUnix  int64  `json:"since_unix"`
+	}
+	if err := api.DecodeQuery(r, &q); err != nil {
+		return err
+	}
+	rows, total, err := h.App.JudgeReport(r.Context(), app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": total, "judges": mapEach(rows, judgeView)})
+	return nil
+}
+
+func voteResults(votes []*testingv1.JudgeVote) []string {
+	out := make([]string, len(votes))
+	for i, v := range votes {
+		out[i] = v.GetResult()
+	}
+	return out
+}
+
+// LabelView is a run label as the API shows it.
+func LabelView(l *testingv1.RunLabel) map[string]any {
+	criteria := make([]map[string]any, len(l.GetCriteria()))
+	for i, c := range l.GetCriteria() {
+		criteria[i] = map[string]any{"id": c.GetId(), "correct": c.GetCorrect(), "text": c.GetText()}
+	}
+	var corrected any
+	if c := l.GetCorrectedResult(); c != "" {
+		corrected = c
+	}
+	return map[string]any{
+		"label_id": l.GetLabelId(), "invocation_id": l.GetInvocationId(), "run_id": l.GetRunId(),
+		"test_id": l.GetTestId(), "test_name": l.GetTestName(), "attempt": l.GetAttempt(),
+		"reviewed": map[string]any{"status": l.GetRunStatus(), "condition_result": l.GetJudgedResult(),
+			"judge_provider": l.GetJudgeProvider(), "judge_model": l.GetJudgeModel(), "judge_votes": voteResults(l.GetJudgeVotes())},
+		"verdict_correct": l.GetVerdictCorrect(), "overturned": !l.GetVerdictCorrect(), "corrected_result": corrected,
+		"criteria": criteria, "note": l.GetNote(),
+		"reviewer":         map[string]any{"user_id": l.GetReviewerUserId(), "email": l.GetReviewerEmail(), "name": l.GetReviewerName()},
+		"labelled_at_unix": l.GetLabelledAtUnixMs() / 1000,
+	}
+}
+
+func reviewItemView(it app.ReviewItem) map[string]any {
+	res := it.Result
+	messages := res.GetRationaleMessages()
+	if messages == nil {
+		messages = []string{}
+	}
+	conds := it.Conditions
+	if conds == nil {
+		conds = []string{}
+	}
+	v := map[string]any{
+		"invocation_id": it.Invocation.GetInvocationId(), "run_id": res.GetRunId(), "agent_id": it.Invocation.GetAgentId(),
+		"test_id": it.Test.GetTestId(), "test_name": it.Test.GetTestName(), "test_type": it.Test.GetTestType(),
+		"status": res.GetStatus(),
+		"condition_result": map[string]any{"result": res.GetConditionResult(),
+			"rationale": map[string]any{"messages": messages, "summary": res.GetRationaleSummary()}},
+		"reasons": it.Reasons, "success_conditions": conds, "agent_responses": fullMessages(res.GetAgentResponsesJson()),
+		"judge_model": res.GetUsage().GetModel(), "judge_votes": voteResults(res.GetJudgeVotes()),
+		"created_at_unix_secs": it.Invocation.GetCreatedAtUnix(),
+	}
+	if e := res.GetError(); e != "" {
+		v["error"] = e
+	}
+	if it.Label != nil {
+		v["label"] = LabelView(it.Label)
+	}
+	return v
+}
+
+// round4 keeps four decimals: a figure, not a float's noise.
+func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
+
+func rateView(r domain.Rate) map[string]any {
+	v := map[string]any{"value": nil, "ci95": nil, "count": r.Count, "n": r.N}
+	if r.N > 0 {
+		v["value"], v["ci95"] = round4(r.Value), []float64{round4(r.Low), round4(r.High)}
+	}
+	return v
+}
+
+func kappaView(c domain.Confusion) any {
+	if k, ok := c.Kappa(); ok {
+		return round4(k)
+	}
+	return nil
+}
+
+func judgeView(f *app.JudgeFigures) map[string]any {
+	var test, name any
+	if f.TestID != "" {
+		test, name = f.TestID, f.TestName
+	}
+	criteria := make([]map[string]any, len(f.Criteria))
+	for i, c := range f.Criteria {
+		criteria[i] = map[string]any{"id": c.ID, "text": c.Text, "labels": c.Labels, "agreement": rateView(domain.NewRate(c.Agreed, c.Labels))}
+	}
+	series := make([]map[string]any, len(f.Series))
+	for i, d := range f.Series {
+		var agreement any
+		if d.Confusion.N() > 0 {
+			agreement = round4(d.Confusion.Agreement())
+		}
+		series[i] = map[string]any{"date": d.Date, "labels": d.Confusion.N(), "agreement": agreement, "cohens_kappa": kappaView(d.Confusion)}
+	}
+	c := f.Confusion
+	return map[string]any{
+		"judge_provider": f.JudgeProvider, "judge_model": f.JudgeModel, "test_id": test, "test_name": name,
+		"labels": f.Labels, "unknown_verdicts": f.Unknown,
+		"confusion": map[string]any{"true_pass": c.TruePass, "false_pass": c.FalsePass, "false_fail": c.FalseFail, "true_fail": c.TrueFail},
+		"agreement": rateView(c.AgreementRate()), "cohens_kappa": kappaView(c),
+		"true_pass_rate": rateView(c.TruePassRate()), "true_fail_rate": rateView(c.TrueFailRate()), "false_pass_rate": rateView(c.FalsePassRate()),
+		"flip_rate": rateView(domain.NewRate(f.Flipped, f.Pairs)), "flip_runs": f.FlipRuns,
+		"criteria": criteria, "series": series,
+	}
+}
