@@ -96,6 +96,8 @@ var registrations = []registration{
 	{TypeBucketingFailed, TestingStream, func() Event { return &testingv1.BucketingFailed{} }},
 	{TypeRunCompleted, TestRunsStream, func() Event { return &testingv1.RunCompleted{} }},
 	{TypeResultGroupComputed, TestRunsStream, func() Event { return &testingv1.ResultGroupComputed{} }},
+	{TypeLoadStepCompleted, TestingStream, func() Event { return &testingv1.LoadStepCompleted{} }},
+	{TypeLoadSamplesRecorded, TestRunsStream, func() Event { return &testingv1.LoadSamplesRecorded{} }},
 }
 
 var (

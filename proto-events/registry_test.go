@@ -57,6 +57,8 @@ var wantTypes = map[string]struct {
 	"testing.bucketing_failed":         {"voiceai.testing.v1.BucketingFailed", "TESTING"},
 	"testing.run_completed":            {"voiceai.testing.v1.RunCompleted", "TESTRUNS"},
 	"testing.result_group_computed":    {"voiceai.testing.v1.ResultGroupComputed", "TESTRUNS"},
+	"testing.load_step_completed":      {"voiceai.testing.v1.LoadStepCompleted", "TESTING"},
+	"testing.load_samples_recorded":    {"voiceai.testing.v1.LoadSamplesRecorded", "TESTRUNS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -81,6 +83,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
 		events.TypeInvocationCompleted, events.TypeBucketingCompleted, events.TypeBucketingFailed,
 		events.TypeRunCompleted, events.TypeResultGroupComputed,
+		events.TypeLoadStepCompleted, events.TypeLoadSamplesRecorded,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {

@@ -194,6 +194,7 @@ var (
 	InvocationNotFound = NotFoundError("test_invocation_not_found", "No test invocation with that id exists in this workspace.")
 	InvocationFinished = ConflictError("invocation_finished", "Every run of this invocation has finished; there is nothing to cancel.")
 	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
+	LoadTestNotFound   = NotFoundError("load_test_not_found", "No load test with that id exists in this workspace.")
 )
 
 // QuotaExceeded refuses a run-tests or a resubmit that would take a
@@ -277,7 +278,7 @@ var Catalog = []*Error{
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
-	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning,
+	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
