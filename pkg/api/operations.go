@@ -254,6 +254,13 @@ var (
 // recorded (by its id) or one the caller posts.
 var CreateTestFromConversation = op("testing.create_test_from_conversation", post, testsPath+"/from-conversation", "testing", convaiWrite).doc("Create a regression test from a production conversation", created, "TestFromConversation", "TestCreated").errs(http.StatusNotFound).bodyUpTo(largeBody)
 
+// StartLoadTest and GetLoadTest are an extension of the public API: a
+// test run as a load test, a ramp of simultaneous callers.
+var (
+	StartLoadTest = op("testing.start_load_test", post, agentsPath+"/{agent_id}/load-tests", "testing", convaiWrite).doc("Run a test as a load test: steps of simultaneous callers, one after another", created, "LoadTestCreate", "LoadTest")
+	GetLoadTest   = op("testing.get_load_test", get, "/v1/convai/load-tests/{load_test_id}", "testing", convaiRead).doc("Get a load test: each step's first token and turn p50/p95, failures, the platform's overhead, and the step that broke the budget", ok, "", "LoadTest")
+)
+
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
@@ -263,6 +270,7 @@ var Operations = []Operation{
 	ListConversations, GetConversation,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
+	StartLoadTest, GetLoadTest,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
@@ -286,6 +294,7 @@ var IDParams = map[string]IDParam{
 	"test_id":         {apperr.TestNotFound, "test"},
 	"folder_id":       {apperr.FolderNotFound, "test folder"},
 	"invocation_id":   {apperr.InvocationNotFound, "test invocation"},
+	"load_test_id":    {apperr.LoadTestNotFound, "load test"},
 	"webhook_id":      {apperr.WebhookNotFound, "webhook"},
 	"delivery_id":     {apperr.DeliveryNotFound, "delivery"},
 	"user_id":         {apperr.ServiceAccountNotFound, "service account"},
