@@ -27,6 +27,8 @@ var (
 	getTest       = route{Method: get, Path: "/v1/convai/agent-testing/{test_id}"}
 	runTests      = route{Method: post, Path: "/v1/convai/agents/{agent_id}/run-tests"}
 	getInvocation = route{Method: get, Path: "/v1/convai/test-invocations/{invocation_id}"}
+	startLoadTest = route{Method: post, Path: "/v1/convai/agents/{agent_id}/load-tests"}
+	getLoadTest   = route{Method: get, Path: "/v1/convai/load-tests/{load_test_id}"}
 	listAccounts  = route{Method: get, Path: "/v1/service-accounts"}
 	listKeys      = route{Method: get, Path: "/v1/service-accounts/{user_id}/api-keys"}
 	createKey     = route{Method: post, Path: "/v1/service-accounts/{user_id}/api-keys"}
@@ -48,7 +50,7 @@ var (
 	listConversations = route{Method: get, Path: "/v1/convai/conversations"}
 	getConversation   = route{Method: get, Path: "/v1/convai/conversations/{conversation_id}"}
 
-	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
+	allRoutes = []route{listAgents, getAgent, listTests, getTest, runTests, getInvocation, startLoadTest, getLoadTest, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
 		listMembers, listConversations, getConversation, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)

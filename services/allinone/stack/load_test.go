@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
 // crowdedEndpoint is an agent's endpoint whose time to first token rises
@@ -198,6 +201,16 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	if broken.FailedTurns != 5 || math.Abs(broken.FailedShare-0.1) > 1e-9 || len(broken.Failures) != 1 || broken.Failures[0].Count != 5 ||
 		!strings.HasPrefix(broken.Failures[0].Reason, "agent endpoint stream: no [DONE] before the connection closed") {
 		t.Fatalf("step 3's failures: %+v", broken)
+	}
+	// The CLI starts one and waits for it: both steps within the budget,
+	// exit 0, a line per step.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.Run(ctx, []string{"tests", "load", "--agent", agent, "--test", test, "--steps", "1,2", "--wait", "--poll", "50ms",
+		"--base-url", "http://" + s.Addr, "--api-key", adminKey}, &out, &errOut)
+	if code != cli.ExitOK || !strings.Contains(out.String(), "Every step met the budget.") || !strings.Contains(out.String(), "\n2     2        completed  2") {
+		t.Fatalf("voiceai tests load: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
 	// A load test is not read as an invocation's runs, nor an invocation
 	// as a load test.
