@@ -14,6 +14,7 @@ export function can(operation) {
 const pages = [
   ['index.html', 'Triage', 'tickets.list'],
   ['tests.html', 'Tests', 'testing.list_tests'],
+  ['loadtest.html', 'Load test', 'testing.start_load_test'],
   ['webhooks.html', 'Webhooks', 'webhooks.list'],
   ['agents.html', 'Agents', 'agents.list'],
   ['keys.html', 'API keys', 'identity.list_accounts'],
