@@ -161,3 +161,37 @@ func TestALoadTestIsRefusedOverTheOperatorsMaximumAndCountsAsAnActiveInvocation(
 		t.Fatalf("a second active load test over the quota: %v", err)
 	}
 }
+
+// A cancelled load test's queued jobs are purged, no step of it finishes
+// or is queued after the cancel, and it is not resubmitted.
+func TestACancelledLoadTestStopsAfterItsRunningStep(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv, err := w.a.StartLoadTest(ctx, w.c, agentID, app.LoadTestInput{TestID: w.test, Steps: []int{2, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := inv.GetInvocationId()
+	w.enqueueLast(id)
+	if _, err := w.a.Cancel(ctx, w.c, id); err != nil {
+		t.Fatal(err)
+	}
+	filter, _ := events.TestJobsOfInvocation("ws", id)
+	if waiting, _ := w.p.Jobs.Waiting(ctx, filter); waiting {
+		t.Fatal("a cancelled load test's jobs were left queued")
+	}
+	if done, err := w.a.CheckLoadStep(ctx, "ws", id); err != nil || done {
+		t.Fatalf("a cancelled load test's step finished: %v %v", done, err)
+	}
+	got := w.get(id)
+	if got.GetStatus() != domain.InvocationCancelled || len(got.GetLoad().GetResults()) != 0 {
+		t.Fatalf("cancelled load test: %s, %d results", got.GetStatus(), len(got.GetLoad().GetResults()))
+	}
+	w.enqueueLast(id) // the cancel event queues nothing
+	if waiting, _ := w.p.Jobs.Waiting(ctx, filter); waiting {
+		t.Fatal("jobs queued after the cancel")
+	}
+	if _, err := w.a.Resubmit(ctx, w.c, id, app.ResubmitInput{TestRunIDs: []string{domain.RunID(id, 0)}, AgentID: agentID}); !errors.As(err, new(apperr.ValidationErrors)) {
+		t.Fatalf("a load test resubmitted: %v", err)
+	}
+}
