@@ -20,7 +20,7 @@ import (
 )
 
 // crowdedEndpoint is an agent's endpoint whose time to first token rises
-// with the requests it has in flight: 50 ms + 10 ms × in flight (the
+// with the requests it has in flight: 50 ms + 20 ms × in flight (the
 // request itself included), then three more chunks 10 ms apart. It
 // records, per request in arrival order, what it served: its first-token
 // delay, its whole time, and whether it broke its stream.
@@ -53,27 +53,31 @@ func (e *crowdedEndpoint) serve(w http.ResponseWriter, r *http.Request) {
 	arrival := int(e.arrivals.Add(1)) - 1
 	n := int(e.inFlight.Add(1))
 	defer e.inFlight.Add(-1)
-	delay := 50*time.Millisecond + time.Duration(n)*10*time.Millisecond
+	delay := 50*time.Millisecond + time.Duration(n)*20*time.Millisecond
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	chunk := func(delta string) {
 		fmt.Fprintf(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":%s}]}\n\n", delta)
 		fl.Flush()
 	}
+	// The times served are taken as each write begins: the caller cannot
+	// have what is being written before then.
 	time.Sleep(delay) // the fake's latency under load, not a test's wait
-	chunk(`{"role":"assistant","content":"We open"}`)
 	first := time.Since(begin)
+	chunk(`{"role":"assistant","content":"We open"}`)
 	failed := e.fail != nil && e.fail(arrival)
+	turn := first
 	if !failed {
 		for _, word := range []string{" nine", " to", " five."} {
 			time.Sleep(10 * time.Millisecond)
 			chunk(fmt.Sprintf(`{"content":%q}`, word))
 		}
+		turn = time.Since(begin)
 		fmt.Fprint(w, "data: {\"id\":\"c\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n")
 		fl.Flush()
 	} // a failed one ends its stream without [DONE]
 	e.mu.Lock()
-	e.served = append(e.served, servedTurn{arrival: arrival, inFlight: n, first: first, turn: time.Since(begin), failed: failed})
+	e.served = append(e.served, servedTurn{arrival: arrival, inFlight: n, first: first, turn: turn, failed: failed})
 	e.mu.Unlock()
 }
 
@@ -138,7 +142,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	agent := s.streamAgent(t, team.URL, "chat_completions")
 	test := createTest(t, s.Stack, `{"type":"llm","name":"Opening hours under load",
 	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
-	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":250}}`)
+	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":400}}`)
 
 	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/load-tests", `{"test_id":"`+test+`","steps":[1,10,50]}`, 201)
 	var lt loadTestView
@@ -159,7 +163,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	}
 	// What this side adds to what the endpoint served: the loopback and
 	// the platform's own handling, on a shared, slow (-race) machine.
-	const slack = 150
+	const slack = 200
 	for i, bounds := range [][2]int{{0, 1}, {1, 11}, {11, 61}} {
 		st := lt.Steps[i]
 		served := team.turns(bounds[0], bounds[1])
@@ -194,7 +198,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 			t.Errorf("step 3's callers were at most %d in flight together: not past the endpoint's usual limit", most)
 		}
 		if want := i < 2; *st.MetBudget != want {
-			t.Errorf("step %d met its budget: %v (first token p95 %d ms against 250)", i, *st.MetBudget, st.FirstTokenMs.P95)
+			t.Errorf("step %d met its budget: %v (first token p95 %d ms against 400)", i, *st.MetBudget, st.FirstTokenMs.P95)
 		}
 	}
 	broken := lt.Steps[2]
