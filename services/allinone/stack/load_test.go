@@ -216,8 +216,20 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	if code != cli.ExitOK || !strings.Contains(out.String(), "Every step met the budget.") || !strings.Contains(out.String(), "\n2     2        completed  2") {
 		t.Fatalf("voiceai tests load: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
-	// A load test is not read as an invocation's runs, nor an invocation
-	// as a load test.
+	// As an invocation, a load test has no runs; an invocation is not a
+	// load test.
+	var asInvocation struct {
+		Status   string `json:"status"`
+		Title    string `json:"title"`
+		TestRuns []any  `json:"test_runs"`
+	}
+	if err := json.Unmarshal(s.call(t, "GET", "/v1/convai/test-invocations/"+lt.ID, "", 200), &asInvocation); err != nil ||
+		asInvocation.Status != "completed" || asInvocation.Title != "Load test: Opening hours under load" || len(asInvocation.TestRuns) != 0 {
+		t.Fatalf("the load test as an invocation: %+v %v", asInvocation, err)
+	}
+	if listed := string(s.call(t, "GET", "/v1/convai/test-invocations?agent_id="+agent, "", 200)); !strings.Contains(listed, `"id":"`+lt.ID+`"`) {
+		t.Fatalf("the load test is not listed among the agent's invocations: %s", listed)
+	}
 	plain := runAndWait(t, s.Stack, agent, 1, test)
 	s.call(t, "GET", "/v1/convai/load-tests/"+plain, "", 404)
 }

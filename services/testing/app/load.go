@@ -94,10 +94,9 @@ func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID str
 		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID,
 		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: 1,
 		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.Now().Unix(), Status: domain.InvocationRunning,
-		AgentName: ag.GetName(), Title: "Load test: " + d.Name, FolderId: d.ParentFolderID,
-		Tests: []*testingv1.PlannedTest{{TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq)}},
-		Load:  load,
+		AgentName: ag.GetName(), Title: "Load test: " + d.Name, FolderId: d.ParentFolderID, Load: load,
 	}
+	load.Test = &testingv1.PlannedTest{TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq)}
 	replay := false
 	if c.CommandID != "" {
 		inv.InvocationId = "tinv_" + esproto.StableID("tload", c.WorkspaceID+"/"+c.CommandID)

@@ -46,10 +46,7 @@ func LoadTestView(inv *testingv1.Invocation) map[string]any {
 	if budget != nil {
 		budgetView = map[string]any{"first_token_p95_ms": budget.FirstTokenP95Ms, "turn_p95_ms": budget.TurnP95Ms}
 	}
-	var testID, testName string
-	if len(inv.GetTests()) > 0 {
-		testID, testName = inv.GetTests()[0].GetTestId(), inv.GetTests()[0].GetTestName()
-	}
+	testID, testName := l.GetTest().GetTestId(), l.GetTest().GetTestName()
 	steps := make([]map[string]any, len(l.GetSteps()))
 	var broke, brokeCallers any
 	for i, callers := range l.GetSteps() {

@@ -269,7 +269,7 @@ func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJo
 	}
 	load := inv.GetLoad()
 	step := int(job.GetLoadStep())
-	if load == nil || len(inv.GetTests()) == 0 || step >= len(load.GetSteps()) {
+	if load == nil || load.GetTest() == nil || step >= len(load.GetSteps()) {
 		w.Log.ErrorContext(ctx, "runner: a load job of no load step dropped", "subject", m.Subject())
 		_ = m.Term()
 		return nil
@@ -288,7 +288,7 @@ func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJo
 	} else if found {
 		return w.ackLoad(ctx, m, job)
 	}
-	pt := inv.GetTests()[0]
+	pt := load.GetTest()
 	def, err := w.definition(ctx, pt.GetTestStreamSeq())
 	if err != nil {
 		return err

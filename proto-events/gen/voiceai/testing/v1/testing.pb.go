@@ -719,8 +719,11 @@ type LoadTest struct {
 	TurnP95BudgetMs       int64 `protobuf:"varint,6,opt,name=turn_p95_budget_ms,json=turnP95BudgetMs,proto3" json:"turn_p95_budget_ms,omitempty"`
 	// When the current step's jobs were queued (Unix ms).
 	StepStartedAtUnixMs int64 `protobuf:"varint,7,opt,name=step_started_at_unix_ms,json=stepStartedAtUnixMs,proto3" json:"step_started_at_unix_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The test whose agent turn the callers play, pinned like a run's (the
+	// invocation's tests stay empty: a load test has no runs).
+	Test          *PlannedTest `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LoadTest) Reset() {
@@ -800,6 +803,13 @@ func (x *LoadTest) GetStepStartedAtUnixMs() int64 {
 		return x.StepStartedAtUnixMs
 	}
 	return 0
+}
+
+func (x *LoadTest) GetTest() *PlannedTest {
+	if x != nil {
+		return x.Test
+	}
+	return nil
 }
 
 // LoadFailure counts the failed turns of a step that failed for one
@@ -1953,7 +1963,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x15cache_model_responses\x18\x18 \x01(\bR\x13cacheModelResponses\x120\n" +
 	"\x04load\x18\x19 \x01(\v2\x1c.voiceai.testing.v1.LoadTestR\x04loadB\x14\n" +
 	"\x12_completed_at_unixB\x14\n" +
-	"\x12_cancelled_at_unix\"\xc8\x02\n" +
+	"\x12_cancelled_at_unix\"\xfd\x02\n" +
 	"\bLoadTest\x12\x14\n" +
 	"\x05steps\x18\x01 \x03(\x05R\x05steps\x12(\n" +
 	"\x10turns_per_caller\x18\x02 \x01(\x05R\x0eturnsPerCaller\x12!\n" +
@@ -1961,7 +1971,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\aresults\x18\x04 \x03(\v2\".voiceai.testing.v1.LoadStepResultR\aresults\x128\n" +
 	"\x19first_token_p95_budget_ms\x18\x05 \x01(\x03R\x15firstTokenP95BudgetMs\x12+\n" +
 	"\x12turn_p95_budget_ms\x18\x06 \x01(\x03R\x0fturnP95BudgetMs\x124\n" +
-	"\x17step_started_at_unix_ms\x18\a \x01(\x03R\x13stepStartedAtUnixMs\";\n" +
+	"\x17step_started_at_unix_ms\x18\a \x01(\x03R\x13stepStartedAtUnixMs\x123\n" +
+	"\x04test\x18\b \x01(\v2\x1f.voiceai.testing.v1.PlannedTestR\x04test\";\n" +
 	"\vLoadFailure\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05count\x18\x02 \x01(\x03R\x05count\"\x8b\x05\n" +
@@ -2107,18 +2118,19 @@ var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	3,  // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
 	5,  // 2: voiceai.testing.v1.Invocation.load:type_name -> voiceai.testing.v1.LoadTest
 	7,  // 3: voiceai.testing.v1.LoadTest.results:type_name -> voiceai.testing.v1.LoadStepResult
-	6,  // 4: voiceai.testing.v1.LoadStepResult.failures:type_name -> voiceai.testing.v1.LoadFailure
-	6,  // 5: voiceai.testing.v1.LoadSamples.failures:type_name -> voiceai.testing.v1.LoadFailure
-	9,  // 6: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
-	10, // 7: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	9,  // 8: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
-	12, // 9: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
-	13, // 10: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 4: voiceai.testing.v1.LoadTest.test:type_name -> voiceai.testing.v1.PlannedTest
+	6,  // 5: voiceai.testing.v1.LoadStepResult.failures:type_name -> voiceai.testing.v1.LoadFailure
+	6,  // 6: voiceai.testing.v1.LoadSamples.failures:type_name -> voiceai.testing.v1.LoadFailure
+	9,  // 7: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
+	10, // 8: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	9,  // 9: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
+	12, // 10: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
+	13, // 11: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
