@@ -343,7 +343,8 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		if inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), 1); err == nil {
 			turns = int64(max(inv.GetLoad().GetTurnsPerCaller(), 1))
 		}
-		s.Failures = []*testingv1.LoadFailure{{Reason: reason, Count: int64(job.GetLoadCallers()) * turns}}
+		why := fmt.Sprintf("The load job holding these callers was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
+		s.Failures = []*testingv1.LoadFailure{{Reason: why, Count: int64(job.GetLoadCallers()) * turns}}
 		if err := w.storeLoad(ctx, m, s); err != nil {
 			_ = m.NakWithDelay(w.RetryDelay)
 		}
