@@ -111,12 +111,12 @@ export function chart(steps, budget, broke) {
   const W = 640, H = 300, L = 56, R = 16, T = 16, B = 44;
   const done = steps.filter((x) => x.first_token_ms && x.turn_ms);
   const series = [
-    {name: 'First token p50', key: 'first_token_ms', p: 'p50', cls: 'ft', dash: null, mark: 'circle'},
-    {name: 'First token p95', key: 'first_token_ms', p: 'p95', cls: 'ft', dash: '6 4', mark: 'square'},
-    {name: 'Turn p50', key: 'turn_ms', p: 'p50', cls: 'turn', dash: null, mark: 'circle'},
-    {name: 'Turn p95', key: 'turn_ms', p: 'p95', cls: 'turn', dash: '6 4', mark: 'square'},
+    {name: 'First token p50', key: 'first_token_ms', p: 'p50', cls: 'lt-first', dash: null, mark: 'circle'},
+    {name: 'First token p95', key: 'first_token_ms', p: 'p95', cls: 'lt-first', dash: '6 4', mark: 'square'},
+    {name: 'Turn p50', key: 'turn_ms', p: 'p50', cls: 'lt-turn', dash: null, mark: 'circle'},
+    {name: 'Turn p95', key: 'turn_ms', p: 'p95', cls: 'lt-turn', dash: '6 4', mark: 'square'},
   ];
-  const budgets = [['First token budget', budget.first_token_p95_ms, 'ft'], ['Turn budget', budget.turn_p95_ms, 'turn']].filter(([, v]) => v);
+  const budgets = [['First token budget', budget.first_token_p95_ms, 'lt-first'], ['Turn budget', budget.turn_p95_ms, 'lt-turn']].filter(([, v]) => v);
   const top = Math.max(1, ...done.flatMap((x) => [x.turn_ms.p95, x.first_token_ms.p95]), ...budgets.map(([, v]) => v));
   const yMax = niceCeil(top * 1.1);
   const x = (i) => L + (steps.length === 1 ? (W - L - R) / 2 : (i * (W - L - R)) / (steps.length - 1));
@@ -163,7 +163,7 @@ export function chart(steps, budget, broke) {
 
 function niceCeil(v) {
   const p = Math.pow(10, Math.floor(Math.log10(v)));
-  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= v) return m * p;
+  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * p >= v) return m * p;
   return 10 * p;
 }
 
