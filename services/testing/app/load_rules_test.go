@@ -195,3 +195,21 @@ func TestACancelledLoadTestStopsAfterItsRunningStep(t *testing.T) {
 		t.Fatalf("a load test resubmitted: %v", err)
 	}
 }
+
+// A retried start (same Idempotency-Key) answers the first load test,
+// even with the active-invocation quota now full with it.
+func TestARetriedLoadTestStartAnswersTheFirst(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.a.Limits.MaxActiveInvocations = 1
+	c := w.c
+	c.CommandID = "load-1"
+	first, err := w.a.StartLoadTest(ctx, c, agentID, app.LoadTestInput{TestID: w.test, Steps: []int{1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.a.StartLoadTest(ctx, c, agentID, app.LoadTestInput{TestID: w.test, Steps: []int{1, 2}})
+	if err != nil || again.GetInvocationId() != first.GetInvocationId() || len(again.GetLoad().GetSteps()) != 2 {
+		t.Fatalf("retry answered %v, %v; want %s", again.GetInvocationId(), err, first.GetInvocationId())
+	}
+}
