@@ -97,6 +97,8 @@ var registrations = []registration{
 	{TypeRunCompleted, TestRunsStream, func() Event { return &testingv1.RunCompleted{} }},
 	{TypeResultGroupComputed, TestRunsStream, func() Event { return &testingv1.ResultGroupComputed{} }},
 	{TypeRunLabelled, TestRunsStream, func() Event { return &testingv1.RunLabelled{} }},
+	{TypeLoadStepCompleted, TestingStream, func() Event { return &testingv1.LoadStepCompleted{} }},
+	{TypeLoadSamplesRecorded, TestRunsStream, func() Event { return &testingv1.LoadSamplesRecorded{} }},
 }
 
 var (

@@ -58,6 +58,8 @@ var wantTypes = map[string]struct {
 	"testing.run_completed":            {"voiceai.testing.v1.RunCompleted", "TESTRUNS"},
 	"testing.result_group_computed":    {"voiceai.testing.v1.ResultGroupComputed", "TESTRUNS"},
 	"testing.run_labelled":             {"voiceai.testing.v1.RunLabelled", "TESTRUNS"},
+	"testing.load_step_completed":      {"voiceai.testing.v1.LoadStepCompleted", "TESTING"},
+	"testing.load_samples_recorded":    {"voiceai.testing.v1.LoadSamplesRecorded", "TESTRUNS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -82,6 +84,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
 		events.TypeInvocationCompleted, events.TypeBucketingCompleted, events.TypeBucketingFailed,
 		events.TypeRunCompleted, events.TypeResultGroupComputed, events.TypeRunLabelled,
+		events.TypeLoadStepCompleted, events.TypeLoadSamplesRecorded,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {

@@ -67,6 +67,8 @@ const (
 	TypeRunCompleted          = "testing.run_completed"
 	TypeResultGroupComputed   = "testing.result_group_computed"
 	TypeRunLabelled           = "testing.run_labelled"
+	TypeLoadStepCompleted     = "testing.load_step_completed"
+	TypeLoadSamplesRecorded   = "testing.load_samples_recorded"
 )
 
 // TestingSubject is the subject of a test, folder or invocation.
@@ -149,6 +151,24 @@ func TestJobsOfInvocation(workspaceID, invocationID string) (string, error) {
 // bucketing: the filter of the invocation's queue (its consumer).
 func TestJobQueueFilter(workspaceID, invocationID string) (string, error) {
 	return joinChecked("testjobs", ">", workspaceID, invocationID)
+}
+
+// LoadSamplesSubject is where one job of a load test's step stores what
+// it measured.
+func LoadSamplesSubject(workspaceID, invocationID string, step, job int) (string, error) {
+	return joinChecked("testruns.load", "", workspaceID, invocationID, strconv.Itoa(step), strconv.Itoa(job))
+}
+
+// LoadSamplesOfStep matches the samples of every job of one step.
+func LoadSamplesOfStep(workspaceID, invocationID string, step int) (string, error) {
+	return joinChecked("testruns.load", "*", workspaceID, invocationID, strconv.Itoa(step))
+}
+
+// LoadJobSubject is the work-queue subject of one job of a load test's
+// step: testjobs.<workspace_id>.<invocation_id>.load-<step>-<job>, one
+// token like a run job's, so a cancel purges it and completion sees it.
+func LoadJobSubject(workspaceID, invocationID string, step, job int) (string, error) {
+	return joinChecked("testjobs", "", workspaceID, invocationID, "load-"+strconv.Itoa(step)+"-"+strconv.Itoa(job))
 }
 
 // TestCountSubject is a counter of an invocation's attempt (1, then one

@@ -272,6 +272,13 @@ var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conv
 	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
 	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout + 5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
 
+// StartLoadTest and GetLoadTest are an extension of the public API: a
+// test run as a load test, a ramp of simultaneous callers.
+var (
+	StartLoadTest = op("testing.start_load_test", post, agentsPath+"/{agent_id}/load-tests", "testing", convaiWrite).doc("Run a test as a load test: steps of simultaneous callers, one after another", created, "LoadTestCreate", "LoadTest")
+	GetLoadTest   = op("testing.get_load_test", get, "/v1/convai/load-tests/{load_test_id}", "testing", convaiRead).doc("Get a load test: each step's first token and turn p50/p95, failures, the platform's overhead, and the step that broke the budget", ok, "", "LoadTest")
+)
+
 // Operations is every operation, in routing order.
 var Operations = []Operation{
 	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
@@ -282,6 +289,7 @@ var Operations = []Operation{
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	LabelRun, RunLabels, InvocationLabels, ReviewQueue, JudgeReport,
+	StartLoadTest, GetLoadTest,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
@@ -306,6 +314,7 @@ var IDParams = map[string]IDParam{
 	"folder_id":       {apperr.FolderNotFound, "test folder"},
 	"invocation_id":   {apperr.InvocationNotFound, "test invocation"},
 	"run_id":          {apperr.TestRunNotFound, "test run"},
+	"load_test_id":    {apperr.LoadTestNotFound, "load test"},
 	"webhook_id":      {apperr.WebhookNotFound, "webhook"},
 	"delivery_id":     {apperr.DeliveryNotFound, "delivery"},
 	"user_id":         {apperr.ServiceAccountNotFound, "service account"},

@@ -196,6 +196,7 @@ var (
 	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
 	TestRunNotFound    = NotFoundError("test_run_not_found", "No run with that id exists in this test invocation.")
 	RunNotFinished     = ConflictError("run_not_finished", "This run has no result yet; label it once it has finished.")
+	LoadTestNotFound   = NotFoundError("load_test_not_found", "No load test with that id exists in this workspace.")
 )
 
 // QuotaExceeded refuses a run-tests or a resubmit that would take a
@@ -279,7 +280,7 @@ var Catalog = []*Error{
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
-	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished,
+	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),

@@ -85,9 +85,9 @@ asked for, so its verdicts do not gate.`,
 	f.BoolVar(&a.json, "json", false, "print the API's JSON answer instead of a table")
 	// The command tree: each group and its subcommands.
 	root.AddCommand(
-		group("tests", "Agent tests: list, show, run, show an invocation, export and apply",
+		group("tests", "Agent tests: list, show, run, show an invocation, load tests, export and apply",
 			a.testsListCommand(), a.testsShowCommand(), a.testsRunCommand(), a.testsInvocationCommand(),
-			a.testsExportCommand(), a.testsApplyCommand()),
+			a.testsLoadCommand(), a.testsLoadResultCommand(), a.testsExportCommand(), a.testsApplyCommand()),
 		group("agents", "Agents: list, show, export and apply",
 			a.agentsListCommand(), a.agentsShowCommand(), a.agentsExportCommand(), a.agentsApplyCommand()),
 		group("keys", "API keys of the workspace's service accounts: list, create, revoke",

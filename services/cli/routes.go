@@ -27,6 +27,8 @@ var (
 	getTest       = route{Method: get, Path: "/v1/convai/agent-testing/{test_id}"}
 	runTests      = route{Method: post, Path: "/v1/convai/agents/{agent_id}/run-tests"}
 	getInvocation = route{Method: get, Path: "/v1/convai/test-invocations/{invocation_id}"}
+	startLoadTest = route{Method: post, Path: "/v1/convai/agents/{agent_id}/load-tests"}
+	getLoadTest   = route{Method: get, Path: "/v1/convai/load-tests/{load_test_id}"}
 	listAccounts  = route{Method: get, Path: "/v1/service-accounts"}
 	listKeys      = route{Method: get, Path: "/v1/service-accounts/{user_id}/api-keys"}
 	createKey     = route{Method: post, Path: "/v1/service-accounts/{user_id}/api-keys"}
@@ -52,7 +54,7 @@ var (
 	reviewQueueRoute = route{Method: get, Path: "/v1/voiceai/judge/review-queue"}
 	labelRunRoute    = route{Method: post, Path: "/v1/convai/test-invocations/{invocation_id}/runs/{run_id}/labels"}
 
-	allRoutes = []route{judgeReportRoute, reviewQueueRoute, labelRunRoute, listAgents, getAgent, listTests, getTest, runTests, getInvocation, listAccounts, listKeys, createKey, revokeKey,
+	allRoutes = []route{judgeReportRoute, reviewQueueRoute, labelRunRoute, listAgents, getAgent, listTests, getTest, runTests, getInvocation, startLoadTest, getLoadTest, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
 		listMembers, listConversations, getConversation, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)

@@ -232,6 +232,7 @@ var consolePages = map[string]struct{ Title, Script string }{
 	"ticket.html":     {"Ticket", "ticket.js"},
 	"tests.html":      {"Tests", "tests.js"},
 	"invocation.html": {"Test invocation", "invocation.js"},
+	"loadtest.html":   {"Load test", "loadtest.js"},
 	"webhooks.html":   {"Webhooks", "webhooks.js"},
 	"agents.html":     {"Agents", "agents.js"},
 	"keys.html":       {"API keys", "keys.js"},

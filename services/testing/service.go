@@ -55,6 +55,8 @@ type Limits struct {
 	// RunRetention is how long run results are kept in TESTRUNS (its
 	// MaxAge); 0 keeps them forever.
 	RunRetention time.Duration `env:"VOICEAI_RUN_RETENTION" envDefault:"2160h"`
+	// MaxLoadCallers bounds one load test step's simultaneous callers.
+	MaxLoadCallers int `env:"VOICEAI_MAX_LOAD_CALLERS" envDefault:"500"`
 }
 
 // MinRunRetention is the shortest run retention: an invocation must
@@ -66,6 +68,9 @@ const MinRunRetention = 24 * time.Hour
 func (l Limits) Validate() error {
 	if l.MaxActiveInvocations < 0 || l.MaxQueuedRuns < 0 {
 		return fmt.Errorf("VOICEAI_MAX_ACTIVE_INVOCATIONS %d and VOICEAI_MAX_QUEUED_RUNS %d: want 0 (no limit) or more", l.MaxActiveInvocations, l.MaxQueuedRuns)
+	}
+	if l.MaxLoadCallers < 0 || l.MaxLoadCallers > 10_000 {
+		return fmt.Errorf("VOICEAI_MAX_LOAD_CALLERS %d: want 1..10000 (0: 500)", l.MaxLoadCallers)
 	}
 	if l.RunRetention != 0 && l.RunRetention < MinRunRetention {
 		return fmt.Errorf("VOICEAI_RUN_RETENTION %s: want 0 (keep runs forever) or at least %s", l.RunRetention, MinRunRetention)
@@ -109,7 +114,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
 	a.Limits = app.Limits{MaxActiveInvocations: c.Limits.MaxActiveInvocations, MaxQueuedRuns: c.Limits.MaxQueuedRuns,
-		RunRetention: c.Limits.RunRetention}
+		RunRetention: c.Limits.RunRetention, MaxLoadCallers: c.Limits.MaxLoadCallers}
 	if d.Metrics != nil {
 		refusals, err := quotaRefusals(d.Metrics)
 		if err != nil {
@@ -176,10 +181,13 @@ type RunnerConfig struct {
 	EnvVars string `env:"VOICEAI_AGENT_ENV_VARS"`
 	// SecretKey opens workspace secrets (the deployment secret); without
 	// it, agents whose endpoint key is a workspace secret fail their runs.
-	SecretKey   string        `env:"VOICEAI_SECRET_KEY"`
-	Concurrency int           `env:"VOICEAI_RUNNER_CONCURRENCY" envDefault:"8"`
-	RunTimeout  time.Duration `env:"VOICEAI_RUN_TIMEOUT" envDefault:"2m"`
-	AckWait     time.Duration `env:"VOICEAI_RUNNER_ACK_WAIT" envDefault:"30s"`
+	SecretKey   string `env:"VOICEAI_SECRET_KEY"`
+	Concurrency int    `env:"VOICEAI_RUNNER_CONCURRENCY" envDefault:"8"`
+	// MaxLoadCallers bounds a load test step's endpoint concurrency on
+	// this runner (the testing service bounds the steps by its own).
+	MaxLoadCallers int           `env:"VOICEAI_MAX_LOAD_CALLERS" envDefault:"500"`
+	RunTimeout     time.Duration `env:"VOICEAI_RUN_TIMEOUT" envDefault:"2m"`
+	AckWait        time.Duration `env:"VOICEAI_RUNNER_ACK_WAIT" envDefault:"30s"`
 	// JudgeVotes: a failure verdict of a model judge is judged again, this
 	// many verdicts in all, and the majority decides (1: no re-judging).
 	JudgeVotes int `env:"VOICEAI_JUDGE_VOTES" envDefault:"3"`
@@ -354,7 +362,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	a.Conversations = adapters.NewStoredConversations(d.NC)
 	w := &runner.Worker{
 		App: a, JS: d.JS, Exec: exec,
-		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics,
+		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.

@@ -71,6 +71,8 @@ func TestLimitsValidate(t *testing.T) {
 		{Limits{RunRetention: time.Hour}, false}, // an invocation could outlive its runs
 		{Limits{MaxActiveInvocations: -1}, false},
 		{Limits{MaxQueuedRuns: -1}, false},
+		{Limits{MaxLoadCallers: 500}, true},
+		{Limits{MaxLoadCallers: 10_001}, false},
 	} {
 		if err := c.l.Validate(); (err == nil) != c.ok {
 			t.Errorf("%+v: %v; want ok %v", c.l, err, c.ok)

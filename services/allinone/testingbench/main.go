@@ -18,7 +18,10 @@
 //	    completed, against a few seconds;
 //	(d) ticketing keeps up: an invocation whose every run fails, run
 //	    with no QA worker (runs/s of the runners), then a tickets-qa-worker
-//	    process turns the failed runs into tickets (failed runs/s).
+//	    process turns the failed runs into tickets (failed runs/s);
+//	(f) a load test's step of 500 simultaneous callers over two runner
+//	    processes: each runner's peak resident memory (goal < 256 MiB) and
+//	    the platform's own overhead per turn (goal < 2 ms at p95).
 package main
 
 import (
@@ -53,8 +56,8 @@ const benchSecret = "5f1c0d2e9a7b4c3f8e6d1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0
 // profileDir, when set, gives every process a profiler endpoint.
 var profileDir string
 
-// largeOnly skips (a), (b) and (d).
-var largeOnly bool
+// largeOnly skips (a), (b), (d) and (f); loadOnly runs (f) alone.
+var largeOnly, loadOnly bool
 
 func main() {
 	tests := flag.Int("tests", 5000, "tests in the large invocation (c)")
@@ -64,6 +67,10 @@ func main() {
 	scaleRuns := flag.Int("scale-runs", 1600, "runs per measurement of (b)")
 	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c) into this directory")
 	flag.BoolVar(&largeOnly, "large-only", false, "measure only (c) and (e), e.g. with -tests 200 for a short run")
+	flag.BoolVar(&loadOnly, "load-only", false, "measure only (f), the load step")
+	flag.IntVar(&loadCallers, "load-callers", 500, "simultaneous callers of the load step (f)")
+	flag.IntVar(&loadTurns, "load-turns", 2, "agent turns each caller of (f) plays")
+	flag.IntVar(&loadConcurrency, "load-concurrency", 5, "runner slots per process in (f): 5 makes the 10 jobs of 500 callers spread 5 and 5")
 	flag.Parse()
 	if err := run(*tests, *repeat, *concurrency, *scaleRuns, *qaTests); err != nil {
 		fmt.Fprintln(os.Stderr, "testingbench:", err)
@@ -85,6 +92,9 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 
 	if largeOnly {
 		return large(bins, dir, tests, repeat, concurrency, 0)
+	}
+	if loadOnly {
+		return loadStep(bins, filepath.Join(dir, "load"), loadCallers, loadTurns, loadConcurrency)
 	}
 	raw, err := rawWorkQueueRate(filepath.Join(dir, "raw"), 50_000)
 	if err != nil {
@@ -163,8 +173,14 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	if err := large(bins, dir, tests, repeat, concurrency, raw); err != nil {
 		return err
 	}
-	return qaKeepsUp(bins, filepath.Join(dir, "qa"), qaTests, concurrency)
+	if err := qaKeepsUp(bins, filepath.Join(dir, "qa"), qaTests, concurrency); err != nil {
+		return err
+	}
+	return loadStep(bins, filepath.Join(dir, "load"), loadCallers, loadTurns, loadConcurrency)
 }
+
+// loadCallers, loadTurns and loadConcurrency shape (f).
+var loadCallers, loadTurns, loadConcurrency int
 
 // large is (a), (c) and (e): the large invocation with the offline model,
 // and another workspace's one-run invocations beside it; (a) only when

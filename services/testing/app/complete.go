@@ -102,6 +102,9 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	if err != nil || inv.GetStatus() != domain.InvocationRunning {
 		return false, err
 	}
+	if inv.GetLoad() != nil { // a load test ends with its last step
+		return a.checkLoadStep(ctx, inv)
+	}
 	if q, err := a.queued(ctx, ws, invocationID); err != nil || q < inv.GetJobsTotal() {
 		return false, err
 	}

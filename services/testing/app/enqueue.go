@@ -39,6 +39,9 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 	switch ev := msg.(type) {
 	case *testingv1.InvocationCreated:
 		inv := ev.GetInvocation()
+		if inv.GetLoad() != nil {
+			return a.queueLoadStep(ctx, traceparent, inv)
+		}
 		total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
 		per := domain.RunsPerJob(total)
 		jobs := (total + per - 1) / per
@@ -60,6 +63,8 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 			return err
 		}
 		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
+	case *testingv1.LoadStepCompleted:
+		return a.queueLoadStep(ctx, traceparent, ev.GetInvocation())
 	}
 	return nil
 }

@@ -226,6 +226,10 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 	if err := checkBinding(c.Principal, cur.GetAgentConfigJson(), in.AgentConfigOverride); err != nil {
 		return nil, err
 	}
+	if cur.GetLoad() != nil {
+		v.Add("A load test is not resubmitted: start a new one", "value_error", "body", "test_run_ids")
+		return nil, v.Err()
+	}
 	if in.AgentID != cur.GetAgentId() {
 		v.Add("The invocation ran on agent "+cur.GetAgentId(), "value_error", "body", "agent_id")
 	}

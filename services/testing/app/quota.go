@@ -31,6 +31,9 @@ type Limits struct {
 	// RunRetention is how long run results are kept (the runs log's
 	// maximum age); an invocation older than it answers InvocationExpired.
 	RunRetention time.Duration
+	// MaxLoadCallers bounds one load test step's simultaneous callers
+	// (0: domain.LoadDefaultMaxCallers).
+	MaxLoadCallers int
 }
 
 // Quota names, as refusals and their metric name them.

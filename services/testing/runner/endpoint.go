@@ -75,6 +75,9 @@ type Endpoints struct {
 type endpointKey struct {
 	workspaceID, url string
 	credentials      [sha256.Size]byte
+	// scope, when set, is a load test's step: its calls have limits of
+	// their own (withEndpointLimit), never the endpoint's usual slots.
+	scope string
 }
 
 // digestSalt makes credential digests this process's own: a digest seen
@@ -168,7 +171,11 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 	if model == "" {
 		model = agentconfig.CustomLLM // the field is required on the wire; a one-model endpoint ignores it
 	}
-	ep := e.endpoint(endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)})
+	k, limit := endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)}, 0
+	if l, ok := endpointLimitOf(ctx); ok {
+		k.scope, limit = l.scope, l.n
+	}
+	ep := e.endpoint(k, limit)
 	// Called as ElevenLabs calls it: streaming, on the API it names.
 	api := llm.APIChatCompletions
 	if p.Endpoint.APIType == agentconfig.APIResponses {
@@ -229,7 +236,7 @@ func (e *Endpoints) httpClient() *http.Client {
 		t.Proxy = nil // a proxy would connect for us, past the guard
 		t.DialContext = e.Guard.DialContext
 		t.MaxIdleConnsPerHost = 64
-		e.client = &http.Client{Transport: t, CheckRedirect: func(*http.Request, []*http.Request) error {
+		e.client = &http.Client{Transport: timedTransport{base: t}, CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // a redirect could lead anywhere
 		}}
 	}
@@ -240,7 +247,9 @@ func (e *Endpoints) httpClient() *http.Client {
 // the idle ones (no call in flight, breaker closed) are forgotten.
 const maxEndpoints = 4096
 
-func (e *Endpoints) endpoint(k endpointKey) *endpoint {
+// endpoint is k's limits; limit, when above 0, is its concurrency
+// instead of Concurrency (a load test's).
+func (e *Endpoints) endpoint(k endpointKey, limit int) *endpoint {
 	url := k.url
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -260,6 +269,9 @@ func (e *Endpoints) endpoint(k endpointKey) *endpoint {
 	n, after, open := e.Concurrency, e.BreakAfter, e.BreakFor
 	if n <= 0 {
 		n = 4
+	}
+	if limit > 0 {
+		n = limit
 	}
 	if after == 0 {
 		after = 5

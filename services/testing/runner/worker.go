@@ -54,6 +54,10 @@ type Worker struct {
 	RetryDelay  time.Duration
 	// Metrics, when set, counts the runs and model usage.
 	Metrics *Metrics
+	// MaxLoadCallers bounds the endpoint concurrency of a load test's
+	// step on this worker (VOICEAI_MAX_LOAD_CALLERS; 0: the step's
+	// callers as the testing service accepted them).
+	MaxLoadCallers int
 
 	mu   sync.Mutex
 	invs map[string]cachedInvocation
@@ -233,6 +237,13 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 		w.giveUp(ctx, m, &job, delivered)
 		return
 	}
+	if job.GetKind() == domain.JobLoad {
+		if err := w.load(ctx, m, &job); err != nil {
+			w.Log.WarnContext(ctx, "runner: load job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
+			_ = m.NakWithDelay(w.RetryDelay)
+		}
+		return
+	}
 	if job.GetKind() == "bucketing" {
 		if err := w.bucket(ctx, &job, delivered); err != nil {
 			w.Log.WarnContext(ctx, "runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
@@ -248,11 +259,97 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	}
 }
 
+// load plays a load test's job: its callers at once, then its samples
+// stored, the job acked and the step checked. A redelivered job whose
+// samples were stored is not played again.
+func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
+	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), 1)
+	if err != nil {
+		return err
+	}
+	load := inv.GetLoad()
+	step := int(job.GetLoadStep())
+	if load == nil || load.GetTest() == nil || step >= len(load.GetSteps()) {
+		w.Log.ErrorContext(ctx, "runner: a load job of no load step dropped", "subject", m.Subject())
+		_ = m.Term()
+		return nil
+	}
+	if inv.GetStatus() != domain.InvocationRunning {
+		_ = m.Ack() // cancelled: its callers do not call
+		return nil
+	}
+	subject, err := events.LoadSamplesSubject(job.GetWorkspaceId(), job.GetInvocationId(), step, int(job.GetLoadJob()))
+	if err != nil {
+		_ = m.Term()
+		return nil
+	}
+	if _, found, err := w.App.Runs.Last(ctx, subject); err != nil {
+		return err
+	} else if found {
+		return w.ackLoad(ctx, m, job)
+	}
+	pt := load.GetTest()
+	def, err := w.definition(ctx, pt.GetTestStreamSeq())
+	if err != nil {
+		return err
+	}
+	limit := int(load.GetSteps()[step])
+	if w.MaxLoadCallers > 0 {
+		limit = min(limit, w.MaxLoadCallers)
+	}
+	s := w.Exec.Load(ctx, LoadJob{
+		Run: Run{Invocation: inv, Test: pt, Definition: def, AgentConfig: inv.GetAgentConfigJson(), BranchID: inv.GetBranchId(),
+			RunID: inv.GetInvocationId() + "-load", WorkerID: w.ID},
+		Step: step, Job: int(job.GetLoadJob()), Callers: int(job.GetLoadCallers()), TurnsPerCaller: int(load.GetTurnsPerCaller()),
+		Limit: limit, LimitScope: inv.GetInvocationId() + "#" + strconv.Itoa(step),
+	})
+	return w.storeLoad(ctx, m, s)
+}
+
+// storeLoad stores a load job's samples (once per job), acks the job and
+// checks whether its step is done.
+func (w *Worker) storeLoad(ctx context.Context, m jetstream.Msg, s *testingv1.LoadSamples) error {
+	msg, err := w.App.LoadSamplesMessage(ctx, s)
+	if err != nil {
+		return err
+	}
+	if _, err := w.App.Runs.Publish(ctx, msg); err != nil {
+		return err
+	}
+	return w.ackLoad(ctx, m, &testingv1.RunJob{WorkspaceId: s.GetWorkspaceId(), InvocationId: s.GetInvocationId()})
+}
+
+func (w *Worker) ackLoad(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
+	if err := m.DoubleAck(ctx); err != nil {
+		return err
+	}
+	if _, err := w.App.CheckLoadStep(ctx, job.GetWorkspaceId(), job.GetInvocationId()); err != nil {
+		// The sweeper checks again; nothing is lost.
+		w.Log.WarnContext(ctx, "runner: load step check", "invocation", job.GetInvocationId(), "err", err)
+	}
+	return nil
+}
+
 // giveUp ends a job delivered more than maxAttempts times: a run is
 // recorded failed with the reason, bucketing is recorded failed.
 func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, delivered uint64) {
 	reason := fmt.Sprintf("The run was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
 	w.Log.ErrorContext(ctx, "runner: job given up", "subject", m.Subject(), "deliveries", delivered)
+	if job.GetKind() == domain.JobLoad {
+		// Its callers' turns count as failed, with the reason.
+		s := &testingv1.LoadSamples{WorkspaceId: job.GetWorkspaceId(), InvocationId: job.GetInvocationId(), Step: job.GetLoadStep(),
+			Job: job.GetLoadJob(), Callers: job.GetLoadCallers(), WorkerId: w.ID}
+		turns := int64(1)
+		if inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), 1); err == nil {
+			turns = int64(max(inv.GetLoad().GetTurnsPerCaller(), 1))
+		}
+		why := fmt.Sprintf("The load job holding these callers was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
+		s.Failures = []*testingv1.LoadFailure{{Reason: why, Count: int64(job.GetLoadCallers()) * turns}}
+		if err := w.storeLoad(ctx, m, s); err != nil {
+			_ = m.NakWithDelay(w.RetryDelay)
+		}
+		return
+	}
 	if job.GetKind() == "bucketing" {
 		inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
 		if err == nil {

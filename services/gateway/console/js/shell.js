@@ -15,6 +15,7 @@ const pages = [
   ['index.html', 'Triage', 'tickets.list'],
   ['tests.html', 'Tests', 'testing.list_tests'],
   ['review.html', 'Review', 'testing.review_queue'],
+  ['loadtest.html', 'Load test', 'testing.start_load_test'],
   ['webhooks.html', 'Webhooks', 'webhooks.list'],
   ['agents.html', 'Agents', 'agents.list'],
   ['keys.html', 'API keys', 'identity.list_accounts'],

@@ -676,6 +676,61 @@ func (x *BucketingFailed) GetInvocation() *Invocation {
 	return nil
 }
 
+// Type "testing.load_step_completed": a load test's step finished (its
+// figures are the last of invocation.load.results) and the next one was
+// started. The last step's end is an invocation_completed.
+type LoadStepCompleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Invocation    *Invocation            `protobuf:"bytes,2,opt,name=invocation,proto3" json:"invocation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadStepCompleted) Reset() {
+	*x = LoadStepCompleted{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadStepCompleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadStepCompleted) ProtoMessage() {}
+
+func (x *LoadStepCompleted) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadStepCompleted.ProtoReflect.Descriptor instead.
+func (*LoadStepCompleted) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *LoadStepCompleted) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *LoadStepCompleted) GetInvocation() *Invocation {
+	if x != nil {
+		return x.Invocation
+	}
+	return nil
+}
+
 // Type "testing.run_completed", on
 // testruns.evt.<workspace_id>.<invocation_id>.<run_id>: the last message
 // on a run's subject is its current result.
@@ -689,7 +744,7 @@ type RunCompleted struct {
 
 func (x *RunCompleted) Reset() {
 	*x = RunCompleted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +756,7 @@ func (x *RunCompleted) String() string {
 func (*RunCompleted) ProtoMessage() {}
 
 func (x *RunCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +769,7 @@ func (x *RunCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleted.ProtoReflect.Descriptor instead.
 func (*RunCompleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RunCompleted) GetMeta() *v1.EventMeta {
@@ -744,7 +799,7 @@ type ResultGroupComputed struct {
 
 func (x *ResultGroupComputed) Reset() {
 	*x = ResultGroupComputed{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +811,7 @@ func (x *ResultGroupComputed) String() string {
 func (*ResultGroupComputed) ProtoMessage() {}
 
 func (x *ResultGroupComputed) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +824,7 @@ func (x *ResultGroupComputed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroupComputed.ProtoReflect.Descriptor instead.
 func (*ResultGroupComputed) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{13}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResultGroupComputed) GetMeta() *v1.EventMeta {
@@ -808,7 +863,7 @@ type RunLabelled struct {
 
 func (x *RunLabelled) Reset() {
 	*x = RunLabelled{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +875,7 @@ func (x *RunLabelled) String() string {
 func (*RunLabelled) ProtoMessage() {}
 
 func (x *RunLabelled) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +888,7 @@ func (x *RunLabelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLabelled.ProtoReflect.Descriptor instead.
 func (*RunLabelled) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{14}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunLabelled) GetMeta() *v1.EventMeta {
@@ -846,6 +901,61 @@ func (x *RunLabelled) GetMeta() *v1.EventMeta {
 func (x *RunLabelled) GetLabel() *RunLabel {
 	if x != nil {
 		return x.Label
+	}
+	return nil
+}
+
+// Type "testing.load_samples_recorded", on
+// testruns.load.<workspace_id>.<invocation_id>.<step>.<job>: what one job
+// of a load test's step measured.
+type LoadSamplesRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Samples       *LoadSamples           `protobuf:"bytes,2,opt,name=samples,proto3" json:"samples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadSamplesRecorded) Reset() {
+	*x = LoadSamplesRecorded{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadSamplesRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadSamplesRecorded) ProtoMessage() {}
+
+func (x *LoadSamplesRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadSamplesRecorded.ProtoReflect.Descriptor instead.
+func (*LoadSamplesRecorded) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *LoadSamplesRecorded) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *LoadSamplesRecorded) GetSamples() *LoadSamples {
+	if x != nil {
+		return x.Samples
 	}
 	return nil
 }
@@ -904,6 +1014,11 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12>\n" +
 	"\n" +
 	"invocation\x18\x02 \x01(\v2\x1e.voiceai.testing.v1.InvocationR\n" +
+	"invocation\"\x85\x01\n" +
+	"\x11LoadStepCompleted\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12>\n" +
+	"\n" +
+	"invocation\x18\x02 \x01(\v2\x1e.voiceai.testing.v1.InvocationR\n" +
 	"invocation\"q\n" +
 	"\fRunCompleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12/\n" +
@@ -914,7 +1029,10 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x05group\x18\x03 \x01(\v2\x1f.voiceai.testing.v1.ResultGroupR\x05group\"s\n" +
 	"\vRunLabelled\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05labelBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
+	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05label\"\x82\x01\n" +
+	"\x13LoadSamplesRecorded\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x129\n" +
+	"\asamples\x18\x02 \x01(\v2\x1f.voiceai.testing.v1.LoadSamplesR\asamplesBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
 
 var (
 	file_voiceai_testing_v1_events_proto_rawDescOnce sync.Once
@@ -928,7 +1046,7 @@ func file_voiceai_testing_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_events_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*TestCreated)(nil),           // 0: voiceai.testing.v1.TestCreated
 	(*TestUpdated)(nil),           // 1: voiceai.testing.v1.TestUpdated
@@ -942,53 +1060,60 @@ var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*InvocationCompleted)(nil),   // 9: voiceai.testing.v1.InvocationCompleted
 	(*BucketingCompleted)(nil),    // 10: voiceai.testing.v1.BucketingCompleted
 	(*BucketingFailed)(nil),       // 11: voiceai.testing.v1.BucketingFailed
-	(*RunCompleted)(nil),          // 12: voiceai.testing.v1.RunCompleted
-	(*ResultGroupComputed)(nil),   // 13: voiceai.testing.v1.ResultGroupComputed
-	(*RunLabelled)(nil),           // 14: voiceai.testing.v1.RunLabelled
-	(*v1.EventMeta)(nil),          // 15: voiceai.common.v1.EventMeta
-	(*Test)(nil),                  // 16: voiceai.testing.v1.Test
-	(*Folder)(nil),                // 17: voiceai.testing.v1.Folder
-	(*Invocation)(nil),            // 18: voiceai.testing.v1.Invocation
-	(*RunResult)(nil),             // 19: voiceai.testing.v1.RunResult
-	(*ResultGroup)(nil),           // 20: voiceai.testing.v1.ResultGroup
-	(*RunLabel)(nil),              // 21: voiceai.testing.v1.RunLabel
+	(*LoadStepCompleted)(nil),     // 12: voiceai.testing.v1.LoadStepCompleted
+	(*RunCompleted)(nil),          // 13: voiceai.testing.v1.RunCompleted
+	(*ResultGroupComputed)(nil),   // 14: voiceai.testing.v1.ResultGroupComputed
+	(*RunLabelled)(nil),           // 15: voiceai.testing.v1.RunLabelled
+	(*LoadSamplesRecorded)(nil),   // 16: voiceai.testing.v1.LoadSamplesRecorded
+	(*v1.EventMeta)(nil),          // 17: voiceai.common.v1.EventMeta
+	(*Test)(nil),                  // 18: voiceai.testing.v1.Test
+	(*Folder)(nil),                // 19: voiceai.testing.v1.Folder
+	(*Invocation)(nil),            // 20: voiceai.testing.v1.Invocation
+	(*RunResult)(nil),             // 21: voiceai.testing.v1.RunResult
+	(*ResultGroup)(nil),           // 22: voiceai.testing.v1.ResultGroup
+	(*RunLabel)(nil),              // 23: voiceai.testing.v1.RunLabel
+	(*LoadSamples)(nil),           // 24: voiceai.testing.v1.LoadSamples
 }
 var file_voiceai_testing_v1_events_proto_depIdxs = []int32{
-	15, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
-	15, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
-	15, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
-	15, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
-	15, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
-	15, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	17, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
-	15, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
-	15, // 24: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	19, // 25: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
-	15, // 26: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 27: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
-	15, // 28: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
-	21, // 29: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	17, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
+	17, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
+	17, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	18, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
+	17, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	19, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
+	17, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	19, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
+	17, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	19, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
+	17, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 24: voiceai.testing.v1.LoadStepCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	20, // 25: voiceai.testing.v1.LoadStepCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	17, // 26: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	21, // 27: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
+	17, // 28: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 29: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
+	17, // 30: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 31: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
+	17, // 32: voiceai.testing.v1.LoadSamplesRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	24, // 33: voiceai.testing.v1.LoadSamplesRecorded.samples:type_name -> voiceai.testing.v1.LoadSamples
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_events_proto_init() }
@@ -1003,7 +1128,7 @@ func file_voiceai_testing_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_events_proto_rawDesc), len(file_voiceai_testing_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

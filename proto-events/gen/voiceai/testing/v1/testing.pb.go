@@ -490,8 +490,11 @@ type Invocation struct {
 	// cache_model_responses): runners answer a request identical to one made
 	// before from the shared cache. Resubmissions keep it.
 	CacheModelResponses bool `protobuf:"varint,24,opt,name=cache_model_responses,json=cacheModelResponses,proto3" json:"cache_model_responses,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Set on a load test: the invocation plays its one test's agent turn
+	// for many simulated callers at once, a ramp of steps.
+	Load          *LoadTest `protobuf:"bytes,25,opt,name=load,proto3" json:"load,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Invocation) Reset() {
@@ -692,6 +695,473 @@ func (x *Invocation) GetCacheModelResponses() bool {
 	return false
 }
 
+func (x *Invocation) GetLoad() *LoadTest {
+	if x != nil {
+		return x.Load
+	}
+	return nil
+}
+
+// LoadTest is the plan and the results of a load test: steps run one
+// after another, each with its number of simultaneous callers.
+type LoadTest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Simultaneous callers of each step, in order.
+	Steps []int32 `protobuf:"varint,1,rep,packed,name=steps,proto3" json:"steps,omitempty"`
+	// Agent turns each caller plays, one after another.
+	TurnsPerCaller int32 `protobuf:"varint,2,opt,name=turns_per_caller,json=turnsPerCaller,proto3" json:"turns_per_caller,omitempty"`
+	// The step now running (its index); len(steps) once all are done.
+	CurrentStep int32 `protobuf:"varint,3,opt,name=current_step,json=currentStep,proto3" json:"current_step,omitempty"`
+	// Each finished step's figures, in step order.
+	Results []*LoadStepResult `protobuf:"bytes,4,rep,name=results,proto3" json:"results,omitempty"`
+	// The test's latency budget when the load test began (0: not set).
+	FirstTokenP95BudgetMs int64 `protobuf:"varint,5,opt,name=first_token_p95_budget_ms,json=firstTokenP95BudgetMs,proto3" json:"first_token_p95_budget_ms,omitempty"`
+	TurnP95BudgetMs       int64 `protobuf:"varint,6,opt,name=turn_p95_budget_ms,json=turnP95BudgetMs,proto3" json:"turn_p95_budget_ms,omitempty"`
+	// When the current step's jobs were queued (Unix ms).
+	StepStartedAtUnixMs int64 `protobuf:"varint,7,opt,name=step_started_at_unix_ms,json=stepStartedAtUnixMs,proto3" json:"step_started_at_unix_ms,omitempty"`
+	// The test whose agent turn the callers play, pinned like a run's (the
+	// invocation's tests stay empty: a load test has no runs).
+	Test          *PlannedTest `protobuf:"bytes,8,opt,name=test,proto3" json:"test,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadTest) Reset() {
+	*x = LoadTest{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadTest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadTest) ProtoMessage() {}
+
+func (x *LoadTest) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadTest.ProtoReflect.Descriptor instead.
+func (*LoadTest) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *LoadTest) GetSteps() []int32 {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *LoadTest) GetTurnsPerCaller() int32 {
+	if x != nil {
+		return x.TurnsPerCaller
+	}
+	return 0
+}
+
+func (x *LoadTest) GetCurrentStep() int32 {
+	if x != nil {
+		return x.CurrentStep
+	}
+	return 0
+}
+
+func (x *LoadTest) GetResults() []*LoadStepResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *LoadTest) GetFirstTokenP95BudgetMs() int64 {
+	if x != nil {
+		return x.FirstTokenP95BudgetMs
+	}
+	return 0
+}
+
+func (x *LoadTest) GetTurnP95BudgetMs() int64 {
+	if x != nil {
+		return x.TurnP95BudgetMs
+	}
+	return 0
+}
+
+func (x *LoadTest) GetStepStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StepStartedAtUnixMs
+	}
+	return 0
+}
+
+func (x *LoadTest) GetTest() *PlannedTest {
+	if x != nil {
+		return x.Test
+	}
+	return nil
+}
+
+// LoadFailure counts the failed turns of a step that failed for one
+// reason.
+type LoadFailure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Count         int64                  `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadFailure) Reset() {
+	*x = LoadFailure{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadFailure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadFailure) ProtoMessage() {}
+
+func (x *LoadFailure) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadFailure.ProtoReflect.Descriptor instead.
+func (*LoadFailure) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *LoadFailure) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *LoadFailure) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// LoadStepResult is one finished step: percentiles are nearest-rank
+// over its turns that the endpoint answered.
+type LoadStepResult struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Callers         int32                  `protobuf:"varint,1,opt,name=callers,proto3" json:"callers,omitempty"`
+	Turns           int64                  `protobuf:"varint,2,opt,name=turns,proto3" json:"turns,omitempty"`
+	FailedTurns     int64                  `protobuf:"varint,3,opt,name=failed_turns,json=failedTurns,proto3" json:"failed_turns,omitempty"`
+	Failures        []*LoadFailure         `protobuf:"bytes,4,rep,name=failures,proto3" json:"failures,omitempty"`
+	FirstTokenP50Ms int64                  `protobuf:"varint,5,opt,name=first_token_p50_ms,json=firstTokenP50Ms,proto3" json:"first_token_p50_ms,omitempty"`
+	FirstTokenP95Ms int64                  `protobuf:"varint,6,opt,name=first_token_p95_ms,json=firstTokenP95Ms,proto3" json:"first_token_p95_ms,omitempty"`
+	FirstTokenMaxMs int64                  `protobuf:"varint,7,opt,name=first_token_max_ms,json=firstTokenMaxMs,proto3" json:"first_token_max_ms,omitempty"`
+	TurnP50Ms       int64                  `protobuf:"varint,8,opt,name=turn_p50_ms,json=turnP50Ms,proto3" json:"turn_p50_ms,omitempty"`
+	TurnP95Ms       int64                  `protobuf:"varint,9,opt,name=turn_p95_ms,json=turnP95Ms,proto3" json:"turn_p95_ms,omitempty"`
+	TurnMaxMs       int64                  `protobuf:"varint,10,opt,name=turn_max_ms,json=turnMaxMs,proto3" json:"turn_max_ms,omitempty"`
+	// The platform's own time per turn (the runner's handling of the turn
+	// less the endpoint's time), in microseconds.
+	OverheadP50Us    int64 `protobuf:"varint,11,opt,name=overhead_p50_us,json=overheadP50Us,proto3" json:"overhead_p50_us,omitempty"`
+	OverheadP95Us    int64 `protobuf:"varint,12,opt,name=overhead_p95_us,json=overheadP95Us,proto3" json:"overhead_p95_us,omitempty"`
+	MetBudget        bool  `protobuf:"varint,13,opt,name=met_budget,json=metBudget,proto3" json:"met_budget,omitempty"`
+	StartedAtUnixMs  int64 `protobuf:"varint,14,opt,name=started_at_unix_ms,json=startedAtUnixMs,proto3" json:"started_at_unix_ms,omitempty"`
+	FinishedAtUnixMs int64 `protobuf:"varint,15,opt,name=finished_at_unix_ms,json=finishedAtUnixMs,proto3" json:"finished_at_unix_ms,omitempty"`
+	// Jobs of the step whose samples were stored (of jobs queued).
+	JobsReported  int32 `protobuf:"varint,16,opt,name=jobs_reported,json=jobsReported,proto3" json:"jobs_reported,omitempty"`
+	Jobs          int32 `protobuf:"varint,17,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadStepResult) Reset() {
+	*x = LoadStepResult{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadStepResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadStepResult) ProtoMessage() {}
+
+func (x *LoadStepResult) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadStepResult.ProtoReflect.Descriptor instead.
+func (*LoadStepResult) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *LoadStepResult) GetCallers() int32 {
+	if x != nil {
+		return x.Callers
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetTurns() int64 {
+	if x != nil {
+		return x.Turns
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetFailedTurns() int64 {
+	if x != nil {
+		return x.FailedTurns
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetFailures() []*LoadFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+func (x *LoadStepResult) GetFirstTokenP50Ms() int64 {
+	if x != nil {
+		return x.FirstTokenP50Ms
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetFirstTokenP95Ms() int64 {
+	if x != nil {
+		return x.FirstTokenP95Ms
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetFirstTokenMaxMs() int64 {
+	if x != nil {
+		return x.FirstTokenMaxMs
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetTurnP50Ms() int64 {
+	if x != nil {
+		return x.TurnP50Ms
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetTurnP95Ms() int64 {
+	if x != nil {
+		return x.TurnP95Ms
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetTurnMaxMs() int64 {
+	if x != nil {
+		return x.TurnMaxMs
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetOverheadP50Us() int64 {
+	if x != nil {
+		return x.OverheadP50Us
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetOverheadP95Us() int64 {
+	if x != nil {
+		return x.OverheadP95Us
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetMetBudget() bool {
+	if x != nil {
+		return x.MetBudget
+	}
+	return false
+}
+
+func (x *LoadStepResult) GetStartedAtUnixMs() int64 {
+	if x != nil {
+		return x.StartedAtUnixMs
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetFinishedAtUnixMs() int64 {
+	if x != nil {
+		return x.FinishedAtUnixMs
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetJobsReported() int32 {
+	if x != nil {
+		return x.JobsReported
+	}
+	return 0
+}
+
+func (x *LoadStepResult) GetJobs() int32 {
+	if x != nil {
+		return x.Jobs
+	}
+	return 0
+}
+
+// LoadSamples are what one job of a load step measured: one entry per
+// turn the endpoint answered (first token, whole turn, the platform's
+// overhead), and the failed turns counted by reason.
+type LoadSamples struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId   string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	InvocationId  string                 `protobuf:"bytes,2,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Job           int32                  `protobuf:"varint,4,opt,name=job,proto3" json:"job,omitempty"`
+	Callers       int32                  `protobuf:"varint,5,opt,name=callers,proto3" json:"callers,omitempty"`
+	FirstTokenUs  []int64                `protobuf:"varint,6,rep,packed,name=first_token_us,json=firstTokenUs,proto3" json:"first_token_us,omitempty"`
+	TurnUs        []int64                `protobuf:"varint,7,rep,packed,name=turn_us,json=turnUs,proto3" json:"turn_us,omitempty"`
+	OverheadUs    []int64                `protobuf:"varint,8,rep,packed,name=overhead_us,json=overheadUs,proto3" json:"overhead_us,omitempty"`
+	Failures      []*LoadFailure         `protobuf:"bytes,9,rep,name=failures,proto3" json:"failures,omitempty"`
+	WorkerId      string                 `protobuf:"bytes,10,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadSamples) Reset() {
+	*x = LoadSamples{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadSamples) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadSamples) ProtoMessage() {}
+
+func (x *LoadSamples) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadSamples.ProtoReflect.Descriptor instead.
+func (*LoadSamples) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LoadSamples) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *LoadSamples) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+func (x *LoadSamples) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *LoadSamples) GetJob() int32 {
+	if x != nil {
+		return x.Job
+	}
+	return 0
+}
+
+func (x *LoadSamples) GetCallers() int32 {
+	if x != nil {
+		return x.Callers
+	}
+	return 0
+}
+
+func (x *LoadSamples) GetFirstTokenUs() []int64 {
+	if x != nil {
+		return x.FirstTokenUs
+	}
+	return nil
+}
+
+func (x *LoadSamples) GetTurnUs() []int64 {
+	if x != nil {
+		return x.TurnUs
+	}
+	return nil
+}
+
+func (x *LoadSamples) GetOverheadUs() []int64 {
+	if x != nil {
+		return x.OverheadUs
+	}
+	return nil
+}
+
+func (x *LoadSamples) GetFailures() []*LoadFailure {
+	if x != nil {
+		return x.Failures
+	}
+	return nil
+}
+
+func (x *LoadSamples) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
 // Usage of a model during a run.
 type ModelUsage struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
@@ -710,7 +1180,7 @@ type ModelUsage struct {
 
 func (x *ModelUsage) Reset() {
 	*x = ModelUsage{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +1192,7 @@ func (x *ModelUsage) String() string {
 func (*ModelUsage) ProtoMessage() {}
 
 func (x *ModelUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +1205,7 @@ func (x *ModelUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelUsage.ProtoReflect.Descriptor instead.
 func (*ModelUsage) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{5}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ModelUsage) GetProvider() string {
@@ -799,7 +1269,7 @@ type JudgeVote struct {
 
 func (x *JudgeVote) Reset() {
 	*x = JudgeVote{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +1281,7 @@ func (x *JudgeVote) String() string {
 func (*JudgeVote) ProtoMessage() {}
 
 func (x *JudgeVote) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +1294,7 @@ func (x *JudgeVote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVote.ProtoReflect.Descriptor instead.
 func (*JudgeVote) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *JudgeVote) GetResult() string {
@@ -894,7 +1364,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -906,7 +1376,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -919,7 +1389,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -1091,7 +1561,7 @@ type LatencyBudgetBreach struct {
 
 func (x *LatencyBudgetBreach) Reset() {
 	*x = LatencyBudgetBreach{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1103,7 +1573,7 @@ func (x *LatencyBudgetBreach) String() string {
 func (*LatencyBudgetBreach) ProtoMessage() {}
 
 func (x *LatencyBudgetBreach) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1116,7 +1586,7 @@ func (x *LatencyBudgetBreach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencyBudgetBreach.ProtoReflect.Descriptor instead.
 func (*LatencyBudgetBreach) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LatencyBudgetBreach) GetMetric() string {
@@ -1154,7 +1624,7 @@ type Bucket struct {
 
 func (x *Bucket) Reset() {
 	*x = Bucket{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1636,7 @@ func (x *Bucket) String() string {
 func (*Bucket) ProtoMessage() {}
 
 func (x *Bucket) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1649,7 @@ func (x *Bucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bucket.ProtoReflect.Descriptor instead.
 func (*Bucket) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Bucket) GetTestRunIds() []string {
@@ -1224,7 +1694,7 @@ type ResultGroup struct {
 
 func (x *ResultGroup) Reset() {
 	*x = ResultGroup{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1706,7 @@ func (x *ResultGroup) String() string {
 func (*ResultGroup) ProtoMessage() {}
 
 func (x *ResultGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1719,7 @@ func (x *ResultGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroup.ProtoReflect.Descriptor instead.
 func (*ResultGroup) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResultGroup) GetTestId() string {
@@ -1296,18 +1766,23 @@ type RunJob struct {
 	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
 	// The job's first run (run_id, test_index, repeat_index); a job of a new
 	// invocation carries run_count consecutive runs (0 means 1).
-	RunId         string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
-	TestIndex     int32  `protobuf:"varint,5,opt,name=test_index,json=testIndex,proto3" json:"test_index,omitempty"`
-	RepeatIndex   int32  `protobuf:"varint,6,opt,name=repeat_index,json=repeatIndex,proto3" json:"repeat_index,omitempty"`
-	Attempt       int32  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	RunCount      int32  `protobuf:"varint,8,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	RunId       string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	TestIndex   int32  `protobuf:"varint,5,opt,name=test_index,json=testIndex,proto3" json:"test_index,omitempty"`
+	RepeatIndex int32  `protobuf:"varint,6,opt,name=repeat_index,json=repeatIndex,proto3" json:"repeat_index,omitempty"`
+	Attempt     int32  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	RunCount    int32  `protobuf:"varint,8,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
+	// kind "load": job load_job of a load test's step load_step, holding
+	// load_callers simulated callers.
+	LoadStep      int32 `protobuf:"varint,9,opt,name=load_step,json=loadStep,proto3" json:"load_step,omitempty"`
+	LoadJob       int32 `protobuf:"varint,10,opt,name=load_job,json=loadJob,proto3" json:"load_job,omitempty"`
+	LoadCallers   int32 `protobuf:"varint,11,opt,name=load_callers,json=loadCallers,proto3" json:"load_callers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunJob) Reset() {
 	*x = RunJob{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1319,7 +1794,7 @@ func (x *RunJob) String() string {
 func (*RunJob) ProtoMessage() {}
 
 func (x *RunJob) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1332,7 +1807,7 @@ func (x *RunJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJob.ProtoReflect.Descriptor instead.
 func (*RunJob) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{11}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunJob) GetWorkspaceId() string {
@@ -1391,6 +1866,27 @@ func (x *RunJob) GetRunCount() int32 {
 	return 0
 }
 
+func (x *RunJob) GetLoadStep() int32 {
+	if x != nil {
+		return x.LoadStep
+	}
+	return 0
+}
+
+func (x *RunJob) GetLoadJob() int32 {
+	if x != nil {
+		return x.LoadJob
+	}
+	return 0
+}
+
+func (x *RunJob) GetLoadCallers() int32 {
+	if x != nil {
+		return x.LoadCallers
+	}
+	return 0
+}
+
 // RunLabel is a reviewer's judgement of a run's verdict: was the judge
 // right? It names what it reviewed (the result it read, the judge that
 // gave it, its votes) so a report needs nothing else, and it never
@@ -1440,7 +1936,7 @@ type RunLabel struct {
 
 func (x *RunLabel) Reset() {
 	*x = RunLabel{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1948,7 @@ func (x *RunLabel) String() string {
 func (*RunLabel) ProtoMessage() {}
 
 func (x *RunLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1961,7 @@ func (x *RunLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLabel.ProtoReflect.Descriptor instead.
 func (*RunLabel) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{12}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunLabel) GetLabelId() string {
@@ -1644,7 +2140,7 @@ type CriterionLabel struct {
 
 func (x *CriterionLabel) Reset() {
 	*x = CriterionLabel{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1656,7 +2152,7 @@ func (x *CriterionLabel) String() string {
 func (*CriterionLabel) ProtoMessage() {}
 
 func (x *CriterionLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1669,7 +2165,7 @@ func (x *CriterionLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CriterionLabel.ProtoReflect.Descriptor instead.
 func (*CriterionLabel) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{13}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CriterionLabel) GetId() string {
@@ -1737,7 +2233,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\aat_unix\x18\x03 \x01(\x03R\x06atUnix\x12\"\n" +
 	"\rby_user_email\x18\x04 \x01(\tR\vbyUserEmail\x12*\n" +
 	"\x11agent_config_json\x18\x05 \x01(\fR\x0fagentConfigJson\x12\x1b\n" +
-	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xe4\a\n" +
+	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\x96\b\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12!\n" +
@@ -1766,9 +2262,55 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"agent_name\x18\x15 \x01(\tR\tagentName\x12!\n" +
 	"\fpassed_count\x18\x16 \x01(\x03R\vpassedCount\x12!\n" +
 	"\ffailed_count\x18\x17 \x01(\x03R\vfailedCount\x122\n" +
-	"\x15cache_model_responses\x18\x18 \x01(\bR\x13cacheModelResponsesB\x14\n" +
+	"\x15cache_model_responses\x18\x18 \x01(\bR\x13cacheModelResponses\x120\n" +
+	"\x04load\x18\x19 \x01(\v2\x1c.voiceai.testing.v1.LoadTestR\x04loadB\x14\n" +
 	"\x12_completed_at_unixB\x14\n" +
-	"\x12_cancelled_at_unix\"\x82\x02\n" +
+	"\x12_cancelled_at_unix\"\xfd\x02\n" +
+	"\bLoadTest\x12\x14\n" +
+	"\x05steps\x18\x01 \x03(\x05R\x05steps\x12(\n" +
+	"\x10turns_per_caller\x18\x02 \x01(\x05R\x0eturnsPerCaller\x12!\n" +
+	"\fcurrent_step\x18\x03 \x01(\x05R\vcurrentStep\x12<\n" +
+	"\aresults\x18\x04 \x03(\v2\".voiceai.testing.v1.LoadStepResultR\aresults\x128\n" +
+	"\x19first_token_p95_budget_ms\x18\x05 \x01(\x03R\x15firstTokenP95BudgetMs\x12+\n" +
+	"\x12turn_p95_budget_ms\x18\x06 \x01(\x03R\x0fturnP95BudgetMs\x124\n" +
+	"\x17step_started_at_unix_ms\x18\a \x01(\x03R\x13stepStartedAtUnixMs\x123\n" +
+	"\x04test\x18\b \x01(\v2\x1f.voiceai.testing.v1.PlannedTestR\x04test\";\n" +
+	"\vLoadFailure\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"\x8b\x05\n" +
+	"\x0eLoadStepResult\x12\x18\n" +
+	"\acallers\x18\x01 \x01(\x05R\acallers\x12\x14\n" +
+	"\x05turns\x18\x02 \x01(\x03R\x05turns\x12!\n" +
+	"\ffailed_turns\x18\x03 \x01(\x03R\vfailedTurns\x12;\n" +
+	"\bfailures\x18\x04 \x03(\v2\x1f.voiceai.testing.v1.LoadFailureR\bfailures\x12+\n" +
+	"\x12first_token_p50_ms\x18\x05 \x01(\x03R\x0ffirstTokenP50Ms\x12+\n" +
+	"\x12first_token_p95_ms\x18\x06 \x01(\x03R\x0ffirstTokenP95Ms\x12+\n" +
+	"\x12first_token_max_ms\x18\a \x01(\x03R\x0ffirstTokenMaxMs\x12\x1e\n" +
+	"\vturn_p50_ms\x18\b \x01(\x03R\tturnP50Ms\x12\x1e\n" +
+	"\vturn_p95_ms\x18\t \x01(\x03R\tturnP95Ms\x12\x1e\n" +
+	"\vturn_max_ms\x18\n" +
+	" \x01(\x03R\tturnMaxMs\x12&\n" +
+	"\x0foverhead_p50_us\x18\v \x01(\x03R\roverheadP50Us\x12&\n" +
+	"\x0foverhead_p95_us\x18\f \x01(\x03R\roverheadP95Us\x12\x1d\n" +
+	"\n" +
+	"met_budget\x18\r \x01(\bR\tmetBudget\x12+\n" +
+	"\x12started_at_unix_ms\x18\x0e \x01(\x03R\x0fstartedAtUnixMs\x12-\n" +
+	"\x13finished_at_unix_ms\x18\x0f \x01(\x03R\x10finishedAtUnixMs\x12#\n" +
+	"\rjobs_reported\x18\x10 \x01(\x05R\fjobsReported\x12\x12\n" +
+	"\x04jobs\x18\x11 \x01(\x05R\x04jobs\"\xcf\x02\n" +
+	"\vLoadSamples\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12#\n" +
+	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\x05R\x04step\x12\x10\n" +
+	"\x03job\x18\x04 \x01(\x05R\x03job\x12\x18\n" +
+	"\acallers\x18\x05 \x01(\x05R\acallers\x12$\n" +
+	"\x0efirst_token_us\x18\x06 \x03(\x03R\ffirstTokenUs\x12\x17\n" +
+	"\aturn_us\x18\a \x03(\x03R\x06turnUs\x12\x1f\n" +
+	"\voverhead_us\x18\b \x03(\x03R\n" +
+	"overheadUs\x12;\n" +
+	"\bfailures\x18\t \x03(\v2\x1f.voiceai.testing.v1.LoadFailureR\bfailures\x12\x1b\n" +
+	"\tworker_id\x18\n" +
+	" \x01(\tR\bworkerId\"\x82\x02\n" +
 	"\n" +
 	"ModelUsage\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x14\n" +
@@ -1826,7 +2368,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x10workflow_node_id\x18\x03 \x01(\tR\x0eworkflowNodeId\x124\n" +
 	"\abuckets\x18\x04 \x03(\v2\x1a.voiceai.testing.v1.BucketR\abuckets\x12\x1d\n" +
 	"\n" +
-	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xf4\x01\n" +
+	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xcf\x02\n" +
 	"\x06RunJob\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x12\n" +
@@ -1836,7 +2378,11 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"test_index\x18\x05 \x01(\x05R\ttestIndex\x12!\n" +
 	"\frepeat_index\x18\x06 \x01(\x05R\vrepeatIndex\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1b\n" +
-	"\trun_count\x18\b \x01(\x05R\brunCount\"\xd1\x06\n" +
+	"\trun_count\x18\b \x01(\x05R\brunCount\x12\x1b\n" +
+	"\tload_step\x18\t \x01(\x05R\bloadStep\x12\x19\n" +
+	"\bload_job\x18\n" +
+	" \x01(\x05R\aloadJob\x12!\n" +
+	"\fload_callers\x18\v \x01(\x05R\vloadCallers\"\xd1\x06\n" +
 	"\bRunLabel\x12\x19\n" +
 	"\blabel_id\x18\x01 \x01(\tR\alabelId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12#\n" +
@@ -1883,38 +2429,47 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Test)(nil),                // 0: voiceai.testing.v1.Test
 	(*Folder)(nil),              // 1: voiceai.testing.v1.Folder
 	(*PlannedTest)(nil),         // 2: voiceai.testing.v1.PlannedTest
 	(*Resubmission)(nil),        // 3: voiceai.testing.v1.Resubmission
 	(*Invocation)(nil),          // 4: voiceai.testing.v1.Invocation
-	(*ModelUsage)(nil),          // 5: voiceai.testing.v1.ModelUsage
-	(*JudgeVote)(nil),           // 6: voiceai.testing.v1.JudgeVote
-	(*RunResult)(nil),           // 7: voiceai.testing.v1.RunResult
-	(*LatencyBudgetBreach)(nil), // 8: voiceai.testing.v1.LatencyBudgetBreach
-	(*Bucket)(nil),              // 9: voiceai.testing.v1.Bucket
-	(*ResultGroup)(nil),         // 10: voiceai.testing.v1.ResultGroup
-	(*RunJob)(nil),              // 11: voiceai.testing.v1.RunJob
-	(*RunLabel)(nil),            // 12: voiceai.testing.v1.RunLabel
-	(*CriterionLabel)(nil),      // 13: voiceai.testing.v1.CriterionLabel
+	(*LoadTest)(nil),            // 5: voiceai.testing.v1.LoadTest
+	(*LoadFailure)(nil),         // 6: voiceai.testing.v1.LoadFailure
+	(*LoadStepResult)(nil),      // 7: voiceai.testing.v1.LoadStepResult
+	(*LoadSamples)(nil),         // 8: voiceai.testing.v1.LoadSamples
+	(*ModelUsage)(nil),          // 9: voiceai.testing.v1.ModelUsage
+	(*JudgeVote)(nil),           // 10: voiceai.testing.v1.JudgeVote
+	(*RunResult)(nil),           // 11: voiceai.testing.v1.RunResult
+	(*LatencyBudgetBreach)(nil), // 12: voiceai.testing.v1.LatencyBudgetBreach
+	(*Bucket)(nil),              // 13: voiceai.testing.v1.Bucket
+	(*ResultGroup)(nil),         // 14: voiceai.testing.v1.ResultGroup
+	(*RunJob)(nil),              // 15: voiceai.testing.v1.RunJob
+	(*RunLabel)(nil),            // 16: voiceai.testing.v1.RunLabel
+	(*CriterionLabel)(nil),      // 17: voiceai.testing.v1.CriterionLabel
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	2,  // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
 	3,  // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
-	5,  // 2: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
-	6,  // 3: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	5,  // 4: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
-	8,  // 5: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
-	9,  // 6: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	6,  // 7: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	13, // 8: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	5,  // 2: voiceai.testing.v1.Invocation.load:type_name -> voiceai.testing.v1.LoadTest
+	7,  // 3: voiceai.testing.v1.LoadTest.results:type_name -> voiceai.testing.v1.LoadStepResult
+	2,  // 4: voiceai.testing.v1.LoadTest.test:type_name -> voiceai.testing.v1.PlannedTest
+	6,  // 5: voiceai.testing.v1.LoadStepResult.failures:type_name -> voiceai.testing.v1.LoadFailure
+	6,  // 6: voiceai.testing.v1.LoadSamples.failures:type_name -> voiceai.testing.v1.LoadFailure
+	9,  // 7: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
+	10, // 8: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	9,  // 9: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
+	12, // 10: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
+	13, // 11: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	10, // 12: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	17, // 13: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
@@ -1931,7 +2486,7 @@ func file_voiceai_testing_v1_testing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,47 @@
+package stack
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+)
+
+// The load test page in a real browser (e2e/browser/loadtest.test.mjs):
+// a finished load test against an endpoint that slows with load is drawn
+// and tabled as the API gives it, and the form starts another.
+func TestLoadTestConsoleInBrowser(t *testing.T) {
+	script := e2eSuite(t, "browser")
+	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
+	team := newCrowdedEndpoint(t, nil)
+	agent := s.streamAgent(t, team.URL, "chat_completions")
+	test := createTest(t, s.Stack, `{"type":"llm","name":"Opening hours under load",
+	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
+	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":400}}`)
+	var lt loadTestView
+	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/"+agent+"/load-tests", `{"test_id":"`+test+`","steps":[1,10,50]}`, 201), &lt)
+	eventually(t, 60*time.Second, "the load test completes", func() bool {
+		var cur loadTestView
+		return json.Unmarshal(s.call(t, "GET", "/v1/convai/load-tests/"+lt.ID, "", 200), &cur) == nil && cur.Status == "completed" &&
+			cur.BrokeBudgetAtStep != nil && *cur.BrokeBudgetAtStep == 2
+	})
+	artifacts := os.Getenv("VOICEAI_ARTIFACTS") // screenshots; else a directory that goes with the test
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	cmd := exec.Command("bash", script, "--test", "--test-force-exit", "--test-reporter=spec", "loadtest.test.mjs")
+	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey, "VOICEAI_ARTIFACTS="+artifacts,
+		"VOICEAI_E2E_LOAD_TEST_ID="+lt.ID, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_TEST_ID="+test)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	t.Log(out.String())
+	if err != nil {
+		t.Fatalf("%s failed: %v (screenshots in %s)", filepath.Base(script), err, artifacts)
+	}
+}

@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+)
+
+// countingEndpoint answers a chat completion after 30 ms (or status when
+// set), and records the most requests it had in flight at once.
+type countingEndpoint struct {
+	*httptest.Server
+	now, most, total atomic.Int32
+	status           int
+}
+
+func newCountingEndpoint(t *testing.T, status int) *countingEndpoint {
+	e := &countingEndpoint{status: status}
+	e.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := e.now.Add(1)
+		defer e.now.Add(-1)
+		e.total.Add(1)
+		for m := e.most.Load(); n > m && !e.most.CompareAndSwap(m, n); m = e.most.Load() {
+		}
+		time.Sleep(30 * time.Millisecond) // the endpoint's own latency, not a wait of the test
+		if e.status != 0 {
+			w.WriteHeader(e.status)
+			_, _ = w.Write([]byte(`{"error":{"message":"bad request"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"id":"c","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"We open at nine."},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`))
+	}))
+	t.Cleanup(e.Close)
+	return e
+}
+
+func loadJob(url string, callers, turns, limit int) LoadJob {
+	cfg := `{"agent":{"first_message":"Hi","prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"` + url + `","model_id":"team"}}}}`
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", WorkspaceId: "ws_1", AgentConfigJson: []byte(cfg)}
+	return LoadJob{Run: Run{Invocation: inv, AgentConfig: []byte(cfg), WorkerID: "wrk_1"}, Step: 1, Job: 0, Callers: callers,
+		TurnsPerCaller: turns, Limit: limit, LimitScope: "tinv_1#1"}
+}
+
+// A load job's callers call the endpoint together, past the endpoint's
+// usual limit (2 here), on slots of the load test's own; the usual slots
+// stay as they were for the runs that use them. Every turn is measured:
+// first token within the turn, the platform's overhead within both.
+func TestALoadJobCallsPastTheEndpointsUsualLimit(t *testing.T) {
+	srv := newCountingEndpoint(t, 0)
+	e := endpoints()
+	e.Concurrency = 2
+	ex := &Executor{Model: Offline{}, Agents: e, Now: time.Now}
+	s := ex.Load(context.Background(), loadJob(srv.URL, 12, 2, 12))
+	if len(s.GetFirstTokenUs()) != 24 || len(s.GetTurnUs()) != 24 || len(s.GetOverheadUs()) != 24 || len(s.GetFailures()) != 0 {
+		t.Fatalf("samples: %d first tokens, %d turns, %d overheads, failures %v", len(s.GetFirstTokenUs()), len(s.GetTurnUs()), len(s.GetOverheadUs()), s.GetFailures())
+	}
+	if got := srv.most.Load(); got < 6 {
+		t.Fatalf("at most %d requests in flight: the load job kept to the endpoint's usual limit of 2", got)
+	}
+	for i, turn := range s.GetTurnUs() {
+		if turn < 30_000 || s.GetFirstTokenUs()[i] > turn || s.GetOverheadUs()[i] <= 0 || s.GetOverheadUs()[i] >= turn {
+			t.Fatalf("turn %d: %d µs, first token %d µs, overhead %d µs", i, turn, s.GetFirstTokenUs()[i], s.GetOverheadUs()[i])
+		}
+	}
+	caps := map[string]int{}
+	e.mu.Lock()
+	for k, ep := range e.byKey {
+		caps[k.scope] = cap(ep.slots)
+	}
+	e.mu.Unlock()
+	if caps["tinv_1#1"] != 12 {
+		t.Fatalf("the load test's slots: %v", caps)
+	}
+	// A run on the same endpoint still gets the usual slots.
+	m, err := e.For(context.Background(), "ws_1", ParseAgentConfig(loadJob(srv.URL, 1, 1, 0).Run.AgentConfig), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cap(m.(*customAgent).ep.slots); got != 2 {
+		t.Fatalf("a run's endpoint slots: %d, want the usual 2", got)
+	}
+}
+
+// The operator's bound holds: with a limit of 3, 12 callers are never more
+// than 3 in flight.
+func TestALoadJobKeepsToItsLimit(t *testing.T) {
+	srv := newCountingEndpoint(t, 0)
+	ex := &Executor{Model: Offline{}, Agents: endpoints(), Now: time.Now}
+	s := ex.Load(context.Background(), loadJob(srv.URL, 12, 1, 3))
+	if len(s.GetTurnUs()) != 12 || srv.most.Load() > 3 {
+		t.Fatalf("%d turns, at most %d in flight (limit 3)", len(s.GetTurnUs()), srv.most.Load())
+	}
+}
+
+// Failed turns are counted by reason, none measured.
+func TestALoadJobCountsFailedTurnsByReason(t *testing.T) {
+	srv := newCountingEndpoint(t, http.StatusBadRequest)
+	ex := &Executor{Model: Offline{}, Agents: endpoints(), Now: time.Now}
+	s := ex.Load(context.Background(), loadJob(srv.URL, 3, 1, 3))
+	if len(s.GetTurnUs()) != 0 || len(s.GetFailures()) != 1 || s.GetFailures()[0].GetCount() != 3 ||
+		!strings.HasPrefix(s.GetFailures()[0].GetReason(), "agent endpoint unreachable: ") {
+		t.Fatalf("samples %v", s)
+	}
+	// An agent whose endpoint cannot be set up fails every turn with why.
+	bad := loadJob("http://10.0.0.9/v1", 4, 2, 4)
+	s = ex.Load(context.Background(), bad)
+	if len(s.GetFailures()) != 1 || s.GetFailures()[0].GetCount() != 8 || !strings.Contains(s.GetFailures()[0].GetReason(), "scheme") {
+		t.Fatalf("samples %v", s)
+	}
+}
