@@ -270,7 +270,7 @@ var (
 // conversations.analysis.run path), and answers the analysis.
 var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conversationsPath+"/{conversation_id}/analysis/run", "testing-runner", convaiWrite).
 	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
-	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout + 5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
+	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout+5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
 
 // StartLoadTest and GetLoadTest are an extension of the public API: a
 // test run as a load test, a ramp of simultaneous callers.
