@@ -11,7 +11,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -154,20 +153,11 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	if err != nil {
 		return nil, err
 	}
-	h := eventlog.Header{}
-	for k, v := range ev.Header {
-		h[k] = v
-	}
-	h.Set(events.HeaderEventID, ev.ID)
-	h.Set(events.HeaderEventType, ev.Type)
-	h.Set(events.HeaderSchema, ev.Schema)
-	h.Set(events.HeaderSchemaVersion, ev.SchemaVersion)
-	h.Set(events.HeaderWorkspaceID, ev.Workspace)
 	id := c.CommandID
 	if id == "" {
 		id = label.GetLabelId()
 	}
-	dup, err := a.Runs.Publish(ctx, Message{Subject: lr.subject, ID: id, Header: h, Data: ev.Data})
+	dup, err := a.Runs.Publish(ctx, eventMessage(lr.subject, id, ev))
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -163,16 +162,7 @@ func (a *App) LoadSamplesMessage(ctx context.Context, s *testingv1.LoadSamples) 
 	if err != nil {
 		return Message{}, err
 	}
-	h := eventlog.Header{}
-	for k, v := range e.Header {
-		h[k] = v
-	}
-	h.Set(events.HeaderEventID, e.ID)
-	h.Set(events.HeaderEventType, e.Type)
-	h.Set(events.HeaderSchema, e.Schema)
-	h.Set(events.HeaderSchemaVersion, e.SchemaVersion)
-	h.Set(events.HeaderWorkspaceID, e.Workspace)
-	return Message{Subject: subject, ID: id, Header: h, Data: e.Data}, nil
+	return eventMessage(subject, id, e), nil
 }
 
 // CheckLoadStep finishes a load test's current step once every one of

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -22,6 +24,21 @@ type Message struct {
 	ID      string // what makes a retry a duplicate
 	Header  eventlog.Header
 	Data    []byte
+}
+
+// eventMessage is ev as a message to store on subject under id: its data,
+// and its metadata in the headers every stored event carries.
+func eventMessage(subject, id string, ev eventlog.Event) Message {
+	h := eventlog.Header{}
+	for k, v := range ev.Header {
+		h[k] = v
+	}
+	h.Set(events.HeaderEventID, ev.ID)
+	h.Set(events.HeaderEventType, ev.Type)
+	h.Set(events.HeaderSchema, ev.Schema)
+	h.Set(events.HeaderSchemaVersion, ev.SchemaVersion)
+	h.Set(events.HeaderWorkspaceID, ev.Workspace)
+	return Message{Subject: subject, ID: id, Header: h, Data: ev.Data}
 }
 
 // RunsLog is the runs log: each run's results and each test's result
