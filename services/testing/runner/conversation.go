@@ -80,17 +80,8 @@ func (e *Executor) SimulateConversation(ctx context.Context, r Run, opening stri
 		return out
 	}
 	out.Summary = sim.how(r)
-	for _, c := range criteria {
-		v, votes, err := e.judge(ctx, m, sim.judgeInput(JudgeInput{Conditions: []string{c.Goal}}), &usage)
-		if err != nil {
-			out.Error = failure(err, limit)
-			return out
-		}
-		rationale := v.Summary
-		if note := votesNote(votes); note != "" {
-			rationale += note
-		}
-		out.Criteria = append(out.Criteria, CriterionResult{ID: c.ID, Result: v.Result, Rationale: rationale})
+	if err := e.judgeCriteria(ctx, m, sim, criteria, &usage, &out); err != nil {
+		out.Error = failure(err, limit)
 	}
 	return out
 }
@@ -149,11 +140,20 @@ func (e *Executor) JudgeRecorded(ctx context.Context, r Run, criteria []Criterio
 		}
 	}
 	out.Summary = fmt.Sprintf("The recorded conversation: %d turn(s), %d of them the agent's; judged again by %s.", len(conv.Turns), agentTurns, e.Model.ModelName())
+	if err := e.judgeCriteria(ctx, e.Model, sim, criteria, &usage, &out); err != nil {
+		out.Error = failure(err, limit)
+	}
+	return out
+}
+
+// judgeCriteria judges each criterion on its own against the
+// conversation sim holds, with m, adding each verdict to out's criteria;
+// it stops at the first that cannot be judged.
+func (e *Executor) judgeCriteria(ctx context.Context, m Model, sim simulation, criteria []Criterion, usage *Usage, out *ConversationResult) error {
 	for _, c := range criteria {
-		v, votes, err := e.judge(ctx, e.Model, sim.judgeInput(JudgeInput{Conditions: []string{c.Goal}}), &usage)
+		v, votes, err := e.judge(ctx, m, sim.judgeInput(JudgeInput{Conditions: []string{c.Goal}}), usage)
 		if err != nil {
-			out.Error = failure(err, limit)
-			return out
+			return err
 		}
 		rationale := v.Summary
 		if note := votesNote(votes); note != "" {
@@ -161,5 +161,5 @@ func (e *Executor) JudgeRecorded(ctx context.Context, r Run, criteria []Criterio
 		}
 		out.Criteria = append(out.Criteria, CriterionResult{ID: c.ID, Result: v.Result, Rationale: rationale})
 	}
-	return out
+	return nil
 }
