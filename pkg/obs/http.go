@@ -18,19 +18,20 @@ type HTTPMetrics struct {
 
 // NewHTTPMetrics registers request metrics for service on reg.
 func NewHTTPMetrics(reg prometheus.Registerer, service string) *HTTPMetrics {
-	m := &HTTPMetrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+	// Registered once per process and service: a process serving one
+	// service twice (the all-in-one with several embedded runners) counts
+	// both into the same series instead of failing at start.
+	return &HTTPMetrics{
+		requests: Register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "voiceai_http_requests_total", Help: "HTTP requests served, by route and status.",
 			ConstLabels: prometheus.Labels{"service": service},
-		}, []string{"method", "route", "status"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		}, []string{"method", "route", "status"})),
+		duration: Register(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "voiceai_http_request_duration_seconds", Help: "HTTP request latency, by route.",
 			ConstLabels: prometheus.Labels{"service": service},
 			Buckets:     []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"method", "route"}),
+		}, []string{"method", "route"})),
 	}
-	reg.MustRegister(m.requests, m.duration)
-	return m
 }
 
 // Middleware records every request served by a gorilla/mux router.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -154,4 +155,29 @@ func TestLaterProbesAnswerWhileStarting(t *testing.T) {
 	if code, body := answer(later.ReadyHandler()); code != http.StatusOK || !strings.Contains(body, `"store":"ok"`) {
 		t.Fatalf("/readyz once started: %d %s", code, body)
 	}
+}
+
+// A process serving one service twice (the all-in-one with two embedded
+// runners) starts, and both count into the same series.
+func TestHTTPMetricsOfOneServiceTwiceInAProcessShareTheirSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		r := mux.NewRouter()
+		r.Use(NewHTTPMetrics(reg, "twice").Middleware)
+		r.HandleFunc("/x", func(http.ResponseWriter, *http.Request) {})
+		r.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/x", nil))
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "voiceai_http_requests_total" {
+			if len(f.GetMetric()) != 1 || f.GetMetric()[0].GetCounter().GetValue() != 2 {
+				t.Fatalf("requests: %v", f.GetMetric())
+			}
+			return
+		}
+	}
+	t.Fatal("no voiceai_http_requests_total")
 }
