@@ -106,6 +106,13 @@ func (e errReadLost) Unavailable() bool { return true }
 // forever. Its consumer is deleted when it ends.
 func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string, deliver jetstream.DeliverPolicy, headersOnly bool,
 	batch int, fn func(app.Record) error) error {
+	// Many reads find nothing (the result groups or labels of a new
+	// invocation): one small read says so, with no consumer made.
+	if _, err := eventstore.GetMsg(ctx, js, stream, eventstore.MsgRequest{Seq: 1, NextFor: filter}); errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	// An ephemeral consumer, deleted when done: a stream holds at most
 	// 1,000 consumers by default, and readers come often. It is named
 	// here, so that one whose creation was cut short by ctx (the server
