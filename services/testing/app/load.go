@@ -190,7 +190,7 @@ func (a *App) checkLoadStep(ctx context.Context, inv *testingv1.Invocation) (boo
 		return false, err
 	}
 	var samples []domain.LoadSample
-	err = a.Runs.EachLast(ctx, filter, func(rec Record) error {
+	err = a.scan(ctx, inv.GetWorkspaceId(), filter, a.Runs.EachLast, func(rec Record) error {
 		msg, err := esproto.Decode(rec)
 		if err != nil {
 			return err
