@@ -1,0 +1,125 @@
+package wordnet
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+)
+
+func TestShippedDatabase(t *testing.T) {
+	db := MustDefault()
+	if db.Lemmas() < 140000 || db.Synsets() < 110000 {
+		t.Fatalf("shipped WordNet has %d lemmas and %d synsets; WordNet 3.0 has 147,306 and 117,659", db.Lemmas(), db.Synsets())
+	}
+	// receipt (n, sense 2) is "an acknowledgment that payment has been made".
+	var found bool
+	for _, s := range db.Senses("receipt") {
+		db.Related(s, Hypernym, func(h Synset) { found = found || slices.Contains(db.Words(h), "acknowledgment") })
+	}
+	if !found {
+		t.Error("receipt has no hypernym acknowledgment")
+	}
+	// refund (v) and return share a synset; hyponyms are complete.
+	shared := false
+	for _, s := range db.Senses("refund") {
+		shared = shared || (db.POS(s) == Verb && slices.Contains(db.Words(s), "return"))
+	}
+	if !shared {
+		t.Error("refund (v) does not share a synset with return")
+	}
+}
+
+func TestLemmatize(t *testing.T) {
+	db := MustDefault()
+	for _, c := range []struct {
+		word string
+		pos  POS
+		want string
+	}{
+		{"bought", Verb, "buy"}, {"refunds", Noun, "refund"}, {"churches", Noun, "church"},
+		{"cheaper", Adj, "cheap"}, {"children", Noun, "child"}, {"booking", Verb, "book"},
+		{"went", Verb, "go"}, {"days", Noun, "day"},
+	} {
+		if got := db.Lemmatize(c.word, c.pos); !slices.Contains(got, c.want) {
+			t.Errorf("Lemmatize(%q, %v) = %v, want %q among them", c.word, c.pos, got, c.want)
+		}
+	}
+	if got := db.Lemmatize("xyzzy", Noun); len(got) != 0 {
+		t.Errorf("a non-word lemmatizes to %v", got)
+	}
+}
+
+// TestCompactRoundTrip: a WNDB directory read by LoadDir and written in
+// the compact form reads back the same.
+func TestCompactRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("data.noun", "  1 license line\n"+
+		"00000100 04 n 02 refund 0 repayment 0 001 @ 00000200 n 0000 | money returned\n"+
+		"00000200 04 n 01 payment 0 000 | a sum paid\n")
+	write("index.noun", "payment n 1 1 ~ 1 0 00000200\nrefund n 1 1 @ 1 0 00000100\nrepayment n 1 1 @ 1 0 00000100\n")
+	write("noun.exc", "refunds_x refund\n")
+	for _, p := range []string{"verb", "adj", "adv"} {
+		write("data."+p, "")
+		write("index."+p, "")
+	}
+	db, err := LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := db.Encode(&buf, "test"); err != nil {
+		t.Fatal(err)
+	}
+	back, err := decode(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*DB{db, back} {
+		ss := d.Senses("repayment")
+		if len(ss) != 1 || !slices.Equal(d.Words(ss[0]), []string{"refund", "repayment"}) {
+			t.Fatalf("repayment's senses: %v", ss)
+		}
+		var hyper, hypo []string
+		d.Related(ss[0], Hypernym, func(s Synset) { hyper = append(hyper, d.Words(s)...) })
+		d.Related(d.Senses("payment")[0], Hyponym, func(s Synset) { hypo = append(hypo, d.Words(s)...) })
+		if !slices.Equal(hyper, []string{"payment"}) || !slices.Equal(hypo, []string{"refund", "repayment"}) {
+			t.Fatalf("relations: hypernyms %v, hyponyms of payment %v", hyper, hypo)
+		}
+		if got := d.Lemmatize("refunds x", Noun); !slices.Contains(got, "refund") {
+			t.Fatalf("exception list lost: %v", got)
+		}
+	}
+}
+
+func BenchmarkLoad(b *testing.B) {
+	for b.Loop() {
+		if _, err := decode(bytes.NewReader(embedded)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func TestLoadedSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures memory")
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	db, err := decode(bytes.NewReader(embedded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	t.Logf("loaded WordNet holds %.1f MiB of heap", float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
+	runtime.KeepAlive(db)
+}
