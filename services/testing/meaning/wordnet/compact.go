@@ -11,19 +11,19 @@ import (
 // gzipped (about a tenth of the WNDB files, and loaded in a fraction of
 // the time it takes to parse them).
 type compact struct {
-	Version   string
-	Names     []string // lemmas
-	SenseOff  []uint32 // lemma i's senses are Senses[SenseOff[i]:SenseOff[i+1]]
-	Senses    []uint32
-	POS       []byte // per synset
-	WordOff   []uint32
-	Words     []uint32
-	LinkOff   []uint32
-	LinkRel   []byte
-	LinkTo    []uint32
-	ExcPOS    []byte
-	ExcForm   []string
-	ExcBase   []string
+	Version  string
+	Names    []string // lemmas
+	SenseOff []uint32 // lemma i's senses are Senses[SenseOff[i]:SenseOff[i+1]]
+	Senses   []uint32
+	POS      []byte // per synset
+	WordOff  []uint32
+	Words    []uint32
+	LinkOff  []uint32
+	LinkRel  []byte
+	LinkTo   []uint32
+	ExcPOS   []byte
+	ExcForm  []string
+	ExcBase  []string
 }
 
 // Encode writes db in the compact form.

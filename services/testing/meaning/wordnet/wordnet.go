@@ -39,17 +39,17 @@ type Rel byte
 // The relations kept. WordNet's lexical pointers (between words) are
 // kept as relations of their synsets.
 const (
-	Hypernym    Rel = iota // @ and @i: the more general synset
-	Hyponym                // ~ and ~i: a more specific synset
-	Antonym                // !
-	Similar                // &: an adjective satellite and its head
-	Derivation             // +: derivationally related forms (refund n, refund v)
-	Pertainym              // \: an adjective or adverb and what it pertains to
-	AlsoSee                // ^
-	VerbGroup              // $
-	Attribute              // =: an adjective and the noun it values (heavy, weight)
-	Entailment             // *: a verb and what it entails (buy, pay)
-	Cause                  // >
+	Hypernym   Rel = iota // @ and @i: the more general synset
+	Hyponym               // ~ and ~i: a more specific synset
+	Antonym               // !
+	Similar               // &: an adjective satellite and its head
+	Derivation            // +: derivationally related forms (refund n, refund v)
+	Pertainym             // \: an adjective or adverb and what it pertains to
+	AlsoSee               // ^
+	VerbGroup             // $
+	Attribute             // =: an adjective and the noun it values (heavy, weight)
+	Entailment            // *: a verb and what it entails (buy, pay)
+	Cause                 // >
 	numRel
 )
 
