@@ -14,8 +14,8 @@ type Goals struct {
 	Agreement float64       // at least
 	Kappa     float64       // at least
 	FalsePass float64       // at most: false passes / failing cases
-	P95       time.Duration // under: time per decision
-	Memory    int64         // at most: bytes the judge's resources add
+	P95       time.Duration // under: time per decision (0: no goal)
+	Memory    int64         // at most: bytes the judge's resources add (0: no goal)
 }
 
 // Bar is the platform's bar for a judge: agreement with people ≥ 0.85,
@@ -74,9 +74,15 @@ func (r Report) Write(w io.Writer, g Goals) {
 	fmt.Fprintf(w, "  false pass   %s of failing cases  goal <= %.2f %s\n", rate(f.FalsePass), g.FalsePass, met(f.Failing > 0 && f.FalsePass.Value <= g.FalsePass))
 	fmt.Fprintf(w, "  true pass    %s   true fail %s\n", rate(f.TruePass), rate(f.TrueFail))
 	fmt.Fprintf(w, "  unknown      %d (judge errors %d), each counted a disagreement\n", f.Unknown, r.Errors)
-	fmt.Fprintf(w, "  decision     p50 %s, p95 %s (first %s)  goal p95 < %s %s\n", ms(r.P50), ms(r.P95), ms(r.First), ms(g.P95), met(r.P95 < g.P95))
-	fmt.Fprintf(w, "  memory added %s (live heap %s, from the OS %s)  goal <= %s %s\n",
-		mib(r.MemoryAdded()), mib(r.HeapAdded), mib(r.SysAdded), mib(g.Memory), met(r.MemoryAdded() <= g.Memory))
+	speedGoal, memGoal := "no goal (not in process)", "no goal (not in process)"
+	if g.P95 > 0 {
+		speedGoal = fmt.Sprintf("goal p95 < %s %s", ms(g.P95), met(r.P95 < g.P95))
+	}
+	if g.Memory > 0 {
+		memGoal = fmt.Sprintf("goal <= %s %s", mib(g.Memory), met(r.MemoryAdded() <= g.Memory))
+	}
+	fmt.Fprintf(w, "  decision     p50 %s, p95 %s (first %s)  %s\n", ms(r.P50), ms(r.P95), ms(r.First), speedGoal)
+	fmt.Fprintf(w, "  memory added %s (live heap %s, from the OS %s)  %s\n", mib(r.MemoryAdded()), mib(r.HeapAdded), mib(r.SysAdded), memGoal)
 	fmt.Fprintf(w, "  %-11s %5s  %-28s %-22s %-26s %s\n", "category", "cases", "agreement", "kappa", "false pass", "unknown")
 	for _, c := range r.Categories {
 		fmt.Fprintf(w, "  %-11s %5d  %-28s %-22s %-26s %d\n", c.Category, c.Cases, rate(c.Agreement), kappa(c.Figures), rate(c.FalsePass), c.Unknown)
