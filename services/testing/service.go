@@ -30,6 +30,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/meaning"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
@@ -211,12 +212,22 @@ func (c RunnerConfig) judge() (provider, baseURL, apiKey, model string) {
 func checkProvider(prefix, provider, baseURL, model string) error {
 	switch provider {
 	case "offline":
+		// The offline model reads meaning with WordNet: the shipped one,
+		// or the operator's (VOICEAI_OFFLINE_WORDNET), checked here so a
+		// bad path fails at start, not at the first run.
+		if _, err := meaning.Default(); err != nil {
+			return err
+		}
+	case "offline-lexical":
+		if prefix != "VOICEAI_JUDGE" {
+			return fmt.Errorf("%s_PROVIDER offline-lexical: only the judge can be the lexical offline judge", prefix)
+		}
 	case "openai":
 		if baseURL == "" || model == "" {
 			return fmt.Errorf("%s_PROVIDER=openai needs %[1]s_BASE_URL and %[1]s_MODEL", prefix)
 		}
 	default:
-		return fmt.Errorf("%s_PROVIDER %q: want offline or openai", prefix, provider)
+		return fmt.Errorf("%s_PROVIDER %q: want offline, openai or (for the judge) offline-lexical", prefix, provider)
 	}
 	return nil
 }
@@ -264,7 +275,11 @@ func (c RunnerConfig) Model() (runner.Model, error) {
 }
 
 func (c RunnerConfig) model(provider, baseURL, apiKey, model string) (runner.Model, error) {
-	if provider != "openai" {
+	switch provider {
+	case "offline-lexical": // the first offline judge, to compare with (it reads words, not meaning)
+		return runner.OfflineLexical{}, nil
+	case "openai":
+	default:
 		return runner.Offline{}, nil
 	}
 	client, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Timeout: c.LLMTimeout, Stream: c.LLMStream})

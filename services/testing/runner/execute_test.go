@@ -150,7 +150,7 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" {
 		t.Fatalf("status %q result %q error %q: %s", res.GetStatus(), res.GetConditionResult(), res.GetError(), res.GetRationaleSummary())
 	}
-	if !strings.Contains(res.GetRationaleSummary(), "closer to success example #1") || len(res.GetRationaleMessages()) == 0 {
+	if !strings.Contains(res.GetRationaleSummary(), "closer in meaning to success example #1") || len(res.GetRationaleMessages()) == 0 {
 		t.Fatalf("rationale %q %q", res.GetRationaleSummary(), res.GetRationaleMessages())
 	}
 	// Identity and position: run 5 with repeat 3 is test 1, repetition 2.
@@ -163,7 +163,7 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 	}
 	// The offline model judged and played the agent: one call each.
 	for _, u := range []*testingv1.ModelUsage{res.GetUsage(), res.GetAgentUsage()} {
-		if u.GetProvider() != "offline" || u.GetModel() != "offline-v1" || u.GetModelCalls() != 1 ||
+		if u.GetProvider() != "offline" || u.GetModel() != "offline-v2" || u.GetModelCalls() != 1 ||
 			u.GetTotalTokens() != u.GetPromptTokens()+u.GetCompletionTokens() {
 			t.Fatalf("usage %+v", u)
 		}
@@ -180,7 +180,7 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 	}
 	m := msgs[0]
 	if m.Role != "agent" || m.Message != "Our opening hours are nine to five every weekday." || m.TimeInCallSecs != 4 ||
-		m.ProducingLLM != "offline-v1" || m.SourceMedium != "text" || len(m.ToolCalls) != 0 ||
+		m.ProducingLLM != "offline-v2" || m.SourceMedium != "text" || len(m.ToolCalls) != 0 ||
 		!reflect.DeepEqual(m.AgentMetadata, map[string]string{"agent_id": "agent_1", "branch_id": "br_1", "workflow_node_id": "node_1", "version_id": ""}) {
 		t.Fatalf("agent response %+v", m)
 	}
@@ -192,7 +192,7 @@ func TestExecuteOfflineFailingLLMTest(t *testing.T) {
 	if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionFailure || res.GetError() != "" {
 		t.Fatalf("status %q result %q error %q", res.GetStatus(), res.GetConditionResult(), res.GetError())
 	}
-	if !strings.Contains(res.GetRationaleSummary(), "closer to failure example #1 (1.00)") {
+	if !strings.Contains(res.GetRationaleSummary(), "closer in meaning to failure example #1 (1.00)") {
 		t.Fatalf("rationale %q", res.GetRationaleSummary())
 	}
 	// time_in_call_secs of the reply follows the last turn (2.5 s).
@@ -466,9 +466,9 @@ func TestExecuteToolTests(t *testing.T) {
 		{"object value compared as JSON", toolTest(`{"path":"when","eval":{"type":"exact","expected_value":"{\"day\":\"fri\"}"}}`, ""),
 			replies(book(`{"when":{"day":"fri"}}`)), domain.RunPassed, "matching parameters", ""},
 		{"llm eval asks the judge", toolTest(`{"path":"date","eval":{"type":"llm","description":"a weekday such as friday"}}`, ""),
-			replies(book(`{"date":"friday"}`)), domain.RunPassed, "matching parameters", "Parameter date: Offline judge: the reply contains"},
+			replies(book(`{"date":"friday"}`)), domain.RunPassed, "matching parameters", "Parameter date: Offline judge: the reply meets every success condition"},
 		{"llm eval the judge rejects", toolTest(`{"path":"date","eval":{"type":"llm","description":"a weekday such as friday"}}`, ""),
-			replies(book(`{"date":"tomorrow"}`)), domain.RunFailed, "parameters do not match", "Parameter date: Offline judge: the reply lacks"},
+			replies(book(`{"date":"tomorrow"}`)), domain.RunFailed, "parameters do not match", "Parameter date: Offline judge: the reply does not meet the success condition"},
 		{"llm eval of a missing parameter", toolTest(`{"path":"date","eval":{"type":"llm","description":"a weekday"}}`, ""),
 			replies(book(`{}`)), domain.RunFailed, "parameters do not match", "Parameter date: missing."},
 		{"no call fails", toolTest(exactGuests, ""),

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/meaning"
 )
 
 // Offline is the network-free model, the default: deterministic (no
@@ -76,8 +77,9 @@ type Offline struct{}
 // Provider is "offline".
 func (Offline) Provider() string { return "offline" }
 
-// ModelName is "offline-v1".
-func (Offline) ModelName() string { return "offline-v1" }
+// ModelName is "offline-v2": the judge that reads meaning (offline-v1,
+// OfflineLexical, read shared words).
+func (Offline) ModelName() string { return "offline-v2" }
 
 // Deterministic: the same question always gets the same answer, so one
 // judge vote is enough and nothing is worth caching.
@@ -97,7 +99,10 @@ const maxAnswerSentences = 3
 func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 	last := lastUserText(c.Turns)
 	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
-	turn := offlineAnswer(c, last)
+	turn, err := offlineAnswer(c, last)
+	if err != nil {
+		return Turn{}, Usage{}, err
+	}
 	if len(turn.Calls) > 0 {
 		usage.CompletionTokens = int64(len(turn.Calls[0].Arguments) / 4)
 	} else {
@@ -107,58 +112,55 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 	return turn, usage, nil
 }
 
-func offlineAnswer(c Conversation, last string) Turn {
+func offlineAnswer(c Conversation, last string) (Turn, error) {
 	if n := len(c.Turns); n > 0 && c.Turns[n-1].Role == "tool" {
-		return toolAnswer(c.Turns)
+		return toolAnswer(c.Turns), nil
 	}
 	first := firstAgentLine(c)
-	asked := contentTerms(last, nil)
-	if isGreeting(asked) {
+	if isGreeting(contentTerms(last, nil)) {
 		if first == "" {
 			first = offlineHello
 		}
-		return Turn{Role: "agent", Text: first}
+		return Turn{Role: "agent", Text: first}, nil
+	}
+	m, err := meaning.Default()
+	if err != nil {
+		return Turn{}, err
 	}
 	cands := promptSentences(c.SystemPrompt)
 	if first != "" {
 		cands = append(cands[:len(cands):len(cands)], promptSentences(first)...)
 	}
-	hits := make([][]bool, len(cands))
-	best := 0
+	texts := make([]string, len(cands))
 	for i, s := range cands {
-		hits[i] = make([]bool, len(asked))
-		n := 0
-		for j, t := range asked {
-			if s.stems[t.stem] {
-				hits[i][j] = true
-				n++
-			}
-		}
-		best = max(best, n)
+		texts[i] = s.match
+	}
+	_, hits := m.Cover(last, texts)
+	best := 0
+	for _, h := range hits {
+		best = max(best, count(h))
 	}
 	tool, toolScore := -1, 0
-	for i, t := range c.Tools {
-		n := 0
-		for _, w := range contentTerms(strings.ReplaceAll(t.Name, "_", " ")+" "+t.Description, nil) {
-			for _, a := range asked {
-				if a.stem == w.stem {
-					n++
-					break
-				}
-			}
+	if len(c.Tools) > 0 {
+		descs := make([]string, len(c.Tools))
+		for i, t := range c.Tools {
+			descs[i] = strings.ReplaceAll(t.Name, "_", " ") + ". " + t.Description
 		}
-		if n > toolScore {
-			tool, toolScore = i, n
+		_, th := m.Cover(last, descs)
+		for i, h := range th {
+			if n := count(h); n > toolScore {
+				tool, toolScore = i, n
+			}
 		}
 	}
 	if tool >= 0 && toolScore >= best {
 		t := c.Tools[tool]
-		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: offlineArguments(t.Parameters, last)}}}
+		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: offlineArguments(t.Parameters, last)}}}, nil
 	}
 	if best == 0 {
-		return Turn{Role: "agent", Text: offlineRefusal}
+		return Turn{Role: "agent", Text: offlineRefusal}, nil
 	}
-	return Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}
+	return Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}, nil
 }
 
 // offlineToolFailed prefixes the offline agent's report of a failed tool
@@ -350,17 +352,28 @@ func lowerSameWidth(s string) string {
 	return b.String()
 }
 
-// Judge decides by comparing with examples, or by the conditions' words.
-// In a simulation (in.Simulation) it judges what the agent said in all
-// of its turns of the conversation taken together, not only its last:
-// a simulation meets a condition when the agent said it at some point
-// (and it is a refusal only when every answer the agent gave the user
-// was one).
-// loneExampleSimilarity is how alike a reply must be to an example to be
-// judged by it when the test gives examples of one kind only.
-const loneExampleSimilarity = 0.5
-
+// Judge decides by comparing with examples, or by the conditions'
+// meaning (package meaning: synonyms and derived forms from WordNet,
+// negation, amounts in any unit, conditions of several parts). In a
+// simulation (in.Simulation) it judges what the agent said in all of its
+// turns of the conversation taken together, not only its last: a
+// simulation meets a condition when the agent said it at some point (and
+// it is a refusal only when every answer the agent gave the user was
+// one).
+//
+// With examples of both kinds, the reply passes when it is closer in
+// meaning (meaning.Similarity) to a success example than to every
+// failure example, and fails in the reverse case; with examples of one
+// kind only, they decide when the reply is at least half alike. Else
+// each success condition is decided (meaning.Decide): the verdict fails
+// when one is not met, is unknown when none fails and one cannot be
+// decided (saying what was found and missed), and passes when all are
+// met.
 func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
+	m, err := meaning.Default()
+	if err != nil {
+		return Verdict{}, Usage{}, err
+	}
 	reply, refused, where := replyText(in.Reply), isRefusal(in.Reply), "the reply"
 	if in.Simulation {
 		reply, refused = agentSaid(in.Transcript)
@@ -369,40 +382,44 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	if refused && !asksForRefusal(in) {
 		return notCovered(in), Usage{Calls: 1}, nil
 	}
-	rt := stemSet(reply)
-	bestS, iS := bestMatch(in.SuccessExamples, rt)
-	bestF, iF := bestMatch(in.FailureExamples, rt)
 	v := Verdict{Result: domain.ConditionUnknown}
+	bestS, iS := closest(m, in.SuccessExamples, reply)
+	bestF, iF := closest(m, in.FailureExamples, reply)
 	if iS >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, word-set similarity %.2f.", iS+1, bestS))
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, similarity in meaning %.2f.", iS+1, bestS))
 	}
 	if iF >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, word-set similarity %.2f.", iF+1, bestF))
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, similarity in meaning %.2f.", iF+1, bestF))
 	}
-	// Examples of one kind only decide when the reply truly resembles one:
-	// a word shared with a lone failure example is no failure.
 	oneSided := (iS >= 0) != (iF >= 0)
 	switch {
 	case (iS >= 0 || iF >= 0) && bestS != bestF && (!oneSided || max(bestS, bestF) >= loneExampleSimilarity):
 		if bestS > bestF {
 			v.Result = domain.ConditionSuccess
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
+			v.Summary = fmt.Sprintf("Offline judge: %s is closer in meaning to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
 		} else {
 			v.Result = domain.ConditionFailure
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer to failure example #%d (%.2f) than to any success example (%.2f).", where, iF+1, bestF, bestS)
+			v.Summary = fmt.Sprintf("Offline judge: %s is closer in meaning to failure example #%d (%.2f) than to any success example (%.2f).", where, iF+1, bestF, bestS)
 		}
 	case len(in.Conditions) > 0:
-		if greets(reply) {
-			rt["greet"] = true // "greets the caller" is met by a hello
-		}
-		v.Result = domain.ConditionSuccess
-		v.Summary = "Offline judge: " + where + " contains at least half the content words of every success condition, and every number they state."
+		var failed, unknown string
 		for _, c := range in.Conditions {
-			msg, fail := judgeCondition(c, rt, refused, where)
-			v.Messages = append(v.Messages, msg)
-			if fail != "" && v.Result == domain.ConditionSuccess {
-				v.Result, v.Summary = domain.ConditionFailure, fail
+			d := m.Decide(c, reply)
+			v.Messages = append(v.Messages, fmt.Sprintf("Condition %q: %s: %s.", c, strings.ReplaceAll(string(d.Result), "_", " "), d.Reason))
+			switch {
+			case d.Result == meaning.NotMet && failed == "":
+				failed = fmt.Sprintf("Offline judge: %s does not meet the success condition %q: %s.", where, c, d.Reason)
+			case d.Result == meaning.Unknown && unknown == "":
+				unknown = fmt.Sprintf("Offline judge: cannot decide whether %s meets the success condition %q: %s.", where, c, d.Reason)
 			}
+		}
+		switch {
+		case failed != "":
+			v.Result, v.Summary = domain.ConditionFailure, failed
+		case unknown != "":
+			v.Result, v.Summary = domain.ConditionUnknown, unknown
+		default:
+			v.Result, v.Summary = domain.ConditionSuccess, fmt.Sprintf("Offline judge: %s meets every success condition.", where)
 		}
 	default:
 		v.Summary = "Offline judge: no examples or condition to decide by."
@@ -410,43 +427,18 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	return v, Usage{Calls: 1}, nil
 }
 
-// judgeCondition is the rationale message for one success condition, and
-// the verdict's summary when the reply does not meet it.
-func judgeCondition(c string, reply map[string]bool, refused bool, where string) (msg, fail string) {
-	if refused && refusalWords(c) {
-		return fmt.Sprintf("Condition %q: it asks the agent to decline, and the agent said it cannot find the question in its instructions.", c), ""
-	}
-	var found, missing, numbers []string
-	for _, t := range contentTerms(c, conditionStopwords) {
-		switch {
-		case reply[t.stem]:
-			found = append(found, t.word)
-		case t.number:
-			numbers = append(numbers, t.word)
-			missing = append(missing, t.word)
-		default:
-			missing = append(missing, t.word)
+// closest is the example most alike the reply in meaning, and how alike.
+func closest(m *meaning.Model, examples []string, reply string) (float64, int) {
+	best, at := -1.0, -1
+	for i, e := range examples {
+		if s := m.Similarity(e, reply); s > best {
+			best, at = s, i
 		}
 	}
-	total := len(found) + len(missing)
-	if total == 0 {
-		return fmt.Sprintf("Condition %q: no content words to look for; nothing contradicts it.", c), ""
+	if at < 0 {
+		return 0, -1
 	}
-	msg = fmt.Sprintf("Condition %q: %d of %d content words in %s (found: %s; missing: %s).", c, len(found), total, where, list(found), list(missing))
-	the, are := "number", "is"
-	if len(numbers) > 1 {
-		the, are = "numbers", "are"
-	}
-	if len(numbers) > 0 {
-		msg += fmt.Sprintf(" The %s %s it states %s not in %s; numbers must match exactly.", the, strings.Join(numbers, ", "), are, where)
-	}
-	switch {
-	case len(found)*2 < total:
-		fail = fmt.Sprintf("Offline judge: %s lacks most content words of a success condition (%q): missing %s.", where, c, list(missing))
-	case len(numbers) > 0:
-		fail = fmt.Sprintf("Offline judge: %s lacks the %s %s that a success condition states (%q); numbers must match exactly.", where, the, strings.Join(numbers, ", "), c)
-	}
-	return msg, fail
+	return best, at
 }
 
 func list(words []string) string {

@@ -28,8 +28,11 @@ func userTurn(s string) Turn  { return Turn{Role: "user", Text: s} }
 func agentTurn(s string) Turn { return Turn{Role: "agent", Text: s} }
 
 func TestOfflineIdentity(t *testing.T) {
-	if (Offline{}).Provider() != "offline" || (Offline{}).ModelName() != "offline-v1" {
+	if (Offline{}).Provider() != "offline" || (Offline{}).ModelName() != "offline-v2" {
 		t.Fatal("offline model identity changed")
+	}
+	if (OfflineLexical{}).Provider() != "offline" || (OfflineLexical{}).ModelName() != "offline-v1" {
+		t.Fatal("lexical offline model identity changed")
 	}
 }
 
@@ -143,7 +146,9 @@ func TestOfflineArguments(t *testing.T) {
 	}
 }
 
-func TestOfflineJudge(t *testing.T) {
+// TestOfflineLexicalJudge: the first offline judge, kept to compare
+// with, still judges by shared words.
+func TestOfflineLexicalJudge(t *testing.T) {
 	success := []string{"We are open nine to five every weekday.", "Yes, you will get a full refund right away."}
 	failure := []string{"I do not know.", "Refunds are never given for cancelled bookings."}
 	cases := []struct {
@@ -211,7 +216,7 @@ func TestOfflineJudge(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, u, err := Offline{}.Judge(context.Background(), c.in)
+			v, u, err := OfflineLexical{}.Judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +409,7 @@ func TestOfflineKnowledge(t *testing.T) {
 		{"a lead-in prefixes its list up to a blank line",
 			"Opening hours:\n- Weekdays nine to five.\n- Saturdays ten to two.\n\nWe sell shoes.",
 			[]string{"Opening hours: Weekdays nine to five.", "Opening hours: Saturdays ten to two.", "We sell shoes."},
-			map[int][]string{1: {"open", "hour", "saturday", "10", "2"}, 2: {"sell", "sho"}}},
+			map[int][]string{1: {"open", "hour", "saturday", "ten", "two"}, 2: {"sell", "sho"}}},
 		{"a question lends its words to its answer",
 			"Q: Do you deliver?\nA: Yes, within 5 miles.\nQuestion: Is parking free? Answer: No.",
 			[]string{"Yes, within 5 miles.", "No."},
@@ -420,16 +425,13 @@ func TestOfflineKnowledge(t *testing.T) {
 			if !reflect.DeepEqual(got, c.want) {
 				t.Fatalf("sentences %q, want %q", got, c.want)
 			}
+			// each sentence is matched with the words its heading, lead-in
+			// or question lends it
 			for i, stems := range c.stems {
-				var have []string
-				for st := range ss[i].stems {
-					have = append(have, st)
-				}
-				slices.Sort(have)
-				want := slices.Clone(stems)
-				slices.Sort(want)
-				if !reflect.DeepEqual(have, want) {
-					t.Errorf("sentence %d matches %q, want %q", i, have, want)
+				for _, st := range stems {
+					if !strings.Contains(strings.ToLower(ss[i].match), st) {
+						t.Errorf("sentence %d is matched as %q, which lacks %q", i, ss[i].match, st)
+					}
 				}
 			}
 		})
@@ -471,35 +473,35 @@ func TestOfflineAnswersFromTheConfiguration(t *testing.T) {
 		{"the condition the prompt states passes",
 			llmTest("Can I get a refund?", "The agent explains the refund policy: 30 days with a receipt"),
 			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
-			"at least half the content words of every success condition",
-			`4 of 5 content words in the reply (found: refund, 30, days, receipt; missing: policy).`},
+			"meets every success condition",
+			`met: the reply says it: refund, receipt, 30 days`},
 		{"plurals and other forms of a word match",
 			llmTest("What happens when I cancel an order?", "Says cancellations get refunds"),
-			domain.RunPassed, "Cancelled orders are refunded in full.", "", "(found: cancellations, refunds; missing: none)"},
+			domain.RunPassed, "Cancelled orders are refunded in full.", "", "met: the reply says it: cancellations, refunds"},
 		{"the heading's words find the sentences under it",
 			llmTest("What is your policy?", "states the 30 days refund policy"),
-			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.", "", "3 of 4 content words in the reply (found: 30, days, refund; missing: policy)"},
+			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.", "", "met: the reply says it: refund, 30 days"},
 		{"a number the reply does not state fails",
 			llmTest("Can I get a refund?", "The agent says refunds are possible within 60 days"),
 			domain.RunFailed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
-			`the reply lacks the number 60 that a success condition states ("The agent says refunds are possible within 60 days"); numbers must match exactly.`,
-			"found: refunds, possible, within, days; missing: 60). The number 60 it states is not in the reply"},
+			`does not meet the success condition "The agent says refunds are possible within 60 days": the reply contradicts the condition: "60 days" (reply: "30 days")`,
+			`not met: the reply contradicts the condition: "60 days" (reply: "30 days")`},
 		{"number words are numbers",
 			llmTest("When is the store open?", "says the store opens at 9 and closes at 5"),
-			domain.RunPassed, "Our store is open nine to five on weekdays.", "", "found: store, opens, 9, 5; missing: closes"},
+			domain.RunPassed, "Our store is open nine to five on weekdays.", "", "met: the reply says it: store, opens, 9, 5"},
 		{"a question the configuration does not cover fails, saying so",
 			llmTest("Do you ship to Canada?", "The agent says we ship to Canada"),
 			domain.RunFailed, offlineRefusal,
 			`Offline judge: the agent's configuration does not cover the question "Do you ship to Canada?"`, "(looked for: ship, canada)"},
 		{"a refusal meets a condition that asks for one",
 			llmTest("Can you give me legal advice?", "The agent declines: legal advice is not in its instructions"),
-			domain.RunPassed, offlineRefusal, "", "it asks the agent to decline"},
+			domain.RunPassed, offlineRefusal, "", "the condition asks the agent to decline, and the reply declines"},
 		{"a greeting gets the first message",
 			llmTest("Good morning!", "greets the customer and offers help"),
-			domain.RunPassed, "Hi there, this is Acme support. How can I help?", "", "found: greets, help"},
+			domain.RunPassed, "Hi there, this is Acme support. How can I help?", "", "met: the reply says it: greets, help"},
 		{"an action a tool covers is a tool call",
 			llmTest("Where is my order? order_id A17", "tracks the order"),
-			domain.RunPassed, "", "", "found: tracks, order"},
+			domain.RunPassed, "", "", "met: the reply says it: tracks, order"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -595,7 +597,7 @@ func TestOfflineRespondFromTheConfiguration(t *testing.T) {
 	}
 }
 
-func TestOfflineJudgeNormalises(t *testing.T) {
+func TestOfflineLexicalJudgeNormalises(t *testing.T) {
 	refusal := agentTurn(offlineRefusal)
 	asked := []Turn{userTurn("Do you sell gift cards?")}
 	cases := []struct {
@@ -642,7 +644,7 @@ func TestOfflineJudgeNormalises(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, _, err := Offline{}.Judge(context.Background(), c.in)
+			v, _, err := OfflineLexical{}.Judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -310,11 +310,10 @@ func undouble(w string) string {
 }
 
 // sentence is a candidate answer of the agent's configuration: its text
-// and the stems it matches (its own, and those of the heading, lead-in or
-// question it answers).
+// and what it is matched against.
 type sentence struct {
 	text  string
-	stems map[string]bool
+	match string // what a question is matched against: the sentence and the words its heading, lead-in or FAQ question lend it
 }
 
 // knowledge splits a system prompt into candidate answers. Lines are
@@ -365,11 +364,7 @@ func knowledge(prompt string) []sentence {
 			if !strings.ContainsAny(text[len(text)-1:], ".!?") {
 				text += "."
 			}
-			st := map[string]bool{}
-			for _, t := range contentTerms(s+" "+context, nil) {
-				st[t.stem] = true
-			}
-			out = append(out, sentence{text: text, stems: st})
+			out = append(out, sentence{text: text, match: s + ". " + context})
 		}
 	}
 	return out

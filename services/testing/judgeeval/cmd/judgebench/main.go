@@ -1,6 +1,7 @@
 // Command judgebench measures the judges available here against the
 // human-labelled sets of package judgeeval (make bench runs it): the
-// offline judge, the default with no API key, always; and an
+// offline judge, the default with no API key, and the first, lexical
+// offline judge it replaced, always; and an
 // OpenAI-compatible judge when VOICEAI_JUDGE_EVAL_BASE_URL and
 // VOICEAI_JUDGE_EVAL_MODEL are set (VOICEAI_JUDGE_EVAL_API_KEY if it needs
 // one). For each set it prints agreement and Cohen's κ with 95% intervals,
@@ -43,7 +44,9 @@ type judge struct {
 }
 
 func run(ctx context.Context, list bool, parallel int, timeout time.Duration) error {
-	judges := []judge{{model: runner.Offline{}, goals: judgeeval.Bar, parallel: 1}}
+	// The lexical judge first: the offline judge's memory is measured from
+	// its first decision, when it loads WordNet.
+	judges := []judge{{model: runner.OfflineLexical{}, goals: judgeeval.Bar, parallel: 1}, {model: runner.Offline{}, goals: judgeeval.Bar, parallel: 1}}
 	if base, model := os.Getenv("VOICEAI_JUDGE_EVAL_BASE_URL"), os.Getenv("VOICEAI_JUDGE_EVAL_MODEL"); base != "" && model != "" {
 		client, err := llm.New(llm.Config{BaseURL: base, APIKey: os.Getenv("VOICEAI_JUDGE_EVAL_API_KEY"), Model: model, Timeout: timeout})
 		if err != nil {

@@ -1,0 +1,781 @@
+// Package meaning is the offline judge's and agent's reading of English:
+// whether a reply says what a condition asks, and which sentences of a
+// prompt answer a question, by meaning rather than by shared words. It
+// is deterministic, needs no network, and rests on WordNet (package
+// wordnet) for synonyms, derived forms, more and less specific words and
+// antonyms; numbers and units, negation and conditions of several parts
+// are read by the rules in this package.
+//
+// The rule a condition is judged by (Decide):
+//
+//  1. The condition's content is its words that carry meaning (not
+//     function words, modal words, or the framing of a condition such as
+//     "the agent tells the caller that") and the amounts it states.
+//  2. A content word is supported when a word of the reply relates to it
+//     well enough in WordNet (see relate.go), with the same polarity: a
+//     negated match ("you do not need a receipt" for "with a receipt") or
+//     an antonym ("expensive" for "cheap") contradicts it.
+//  3. An amount is supported by the same amount in any unit ("a month"
+//     for "30 days", "half past nine" for "9:30", "$200" for "two hundred
+//     dollars"); a different amount of the same kind contradicts it.
+//  4. A condition of several parts ("… the date and the time") needs each
+//     part: a part with nothing supported fails it.
+//  5. Met when nothing contradicts, at least 70% of the weighted content
+//     is supported and every part at least half; not met on a
+//     contradiction, a missing part, less than half the content, or a
+//     reply that declines; unknown, with what was found and missed, in
+//     between.
+//  6. A prohibition ("the agent does not promise a refund") is met unless
+//     the reply asserts what it forbids; a condition that asks the agent
+//     to decline is met by a reply that declines.
+package meaning
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/voiceai-platform/voiceai/services/testing/meaning/wordnet"
+)
+
+// Model reads meaning with one WordNet. It is safe for concurrent use.
+type Model struct {
+	db      *wordnet.DB
+	cache   reachCache
+	orgOnce sync.Once
+	orgs    map[wordnet.Synset]bool
+}
+
+// New is a model on db.
+func New(db *wordnet.DB) *Model {
+	return &Model{db: db, cache: reachCache{m: map[string]*reach{}}}
+}
+
+// Default is the model on the shipped WordNet (or the operator's, see
+// wordnet.Default).
+func Default() (*Model, error) {
+	db, err := wordnet.Default()
+	if err != nil {
+		return nil, err
+	}
+	return defaultModel(db), nil
+}
+
+var (
+	modelsMu sync.Mutex
+	models   = map[*wordnet.DB]*Model{}
+)
+
+func defaultModel(db *wordnet.DB) *Model {
+	modelsMu.Lock()
+	defer modelsMu.Unlock()
+	if m, ok := models[db]; ok {
+		return m
+	}
+	m := New(db)
+	models[db] = m
+	return m
+}
+
+// Version names the lexical resource, for a verdict's provenance.
+func (m *Model) Version() string { return m.db.Version }
+
+// Result is a decision's outcome.
+type Result string
+
+// The outcomes.
+const (
+	Met     Result = "met"
+	NotMet  Result = "not_met"
+	Unknown Result = "unknown"
+)
+
+// Decision is whether a reply meets a condition, and why.
+type Decision struct {
+	Result    Result
+	Reason    string   // one sentence
+	Found     []string // the condition's words and amounts the reply supports
+	Missing   []string // those it does not
+	Conflicts []string // what it contradicts, as "X (reply: Y)"
+}
+
+// The thresholds of the rule (see the package comment).
+const (
+	metCoverage  = 0.7
+	partCoverage = 0.5
+	notMetBelow  = 0.5
+	amountWeight = 1.5
+)
+
+// item is one thing a condition asks: a content word or an amount.
+type item struct {
+	tok    *token
+	amount *quantity
+	part   int
+	weight float64
+	kinds  []string // a word naming a kind of amount ("price", "date") is supported by any amount of that kind
+	rate   string   // "monthly": supported by "a month", "per month"
+	topic  bool     // the first thing the condition names: a reply may call it "it"
+}
+
+// asksSomething reports whether a condition is about asking or offering
+// ("asks for the reference", "offers help"): then a reply's question
+// ("How can I help?") may meet it.
+func asksSomething(words []word) bool {
+	for _, w := range words {
+		for _, p := range []string{"ask", "question", "clarif", "request", "enquir", "inquir", "check", "offer"} {
+			if strings.HasPrefix(w.s, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// statements is t without what it says in questions.
+func statements(t text) text {
+	out := t
+	out.tokens, out.amounts = nil, nil
+	for _, tok := range t.tokens {
+		if !tok.asks {
+			out.tokens = append(out.tokens, tok)
+		}
+	}
+	for _, q := range t.amounts {
+		if !q.asks {
+			out.amounts = append(out.amounts, q)
+		}
+	}
+	return out
+}
+
+// resolveTopic lets a reply say "it" for the first thing the condition
+// names ("it's in stock" of "the item"), where the reply says something
+// else of its part in the same sentence, and does not decline.
+func (m *Model) resolveTopic(items []item, sups []support, rep text, refuses bool) {
+	if !rep.refers || refuses {
+		return
+	}
+	for i, it := range items {
+		if !it.topic || len(sups[i].sents) > 0 || sups[i].conflict != "" {
+			continue
+		}
+		// only when it is all that is missing: "it" stands for one thing
+		others := map[int]bool{}
+		alone := true
+		for k, other := range items {
+			if k == i || other.part != it.part {
+				continue
+			}
+			if len(sups[k].sents) == 0 {
+				alone = false
+			}
+			for sent := range sups[k].sents {
+				others[sent] = true
+			}
+		}
+		if alone {
+			for sent := range others {
+				sups[i].sents[sent] = true
+			}
+		}
+	}
+}
+
+func (it item) name() string {
+	if it.amount != nil {
+		return it.amount.surface
+	}
+	return it.tok.surface
+}
+
+// support is where in the reply an item is supported (by sentence; -1:
+// in every sentence), or what contradicts it.
+type support struct {
+	sents    map[int]bool
+	conflict string
+}
+
+func (s support) in(sent int) bool { return s.sents[sent] || s.sents[-1] }
+
+// Decide judges whether reply meets condition.
+func (m *Model) Decide(condition, reply string) Decision {
+	cond, rep := m.analyse(condition, true), m.analyse(reply, false)
+	cw := split(condition)
+	prohibition := isProhibition(cw)
+	decline := !prohibition && asksToDecline(cw)
+	refuses := Refuses(reply)
+
+	if prohibition {
+		// What is forbidden is the plain statement: judge that, and
+		// turn the result round.
+		for i := range cond.tokens {
+			cond.tokens[i].negated = !cond.tokens[i].negated
+		}
+		for i := range cond.amounts {
+			cond.amounts[i].negated = !cond.amounts[i].negated
+		}
+	}
+	items := m.items(cond)
+	// A question states nothing ("would you like me to book Tuesday?"),
+	// unless the condition is about asking.
+	if !asksSomething(cw) {
+		rep = statements(rep)
+	}
+	sups := make([]support, len(items))
+	for i, it := range items {
+		sups[i] = m.supportOf(it, rep, decline)
+	}
+	m.resolveTopic(items, sups, rep, refuses)
+	// "We can't take bookings for groups over 12" declines nothing when
+	// it is what the condition asks the reply to say.
+	if refuses && !decline && saysNegated(items, rep, m) {
+		refuses = false
+	}
+	// A part's content must be said together: the part is judged on the
+	// reply's sentence that supports most of it, so that "the debit card
+	// has no fee; the credit card charges 3%" does not give "the credit
+	// card has no fee".
+	nParts := 0
+	for _, it := range items {
+		nParts = max(nParts, it.part+1)
+	}
+	best := make([]int, nParts)
+	partW, partGot := make([]float64, nParts), make([]float64, nParts)
+	for p := range nParts {
+		best[p], partGot[p] = -2, -1
+		for _, sent := range sentencesOf(rep) {
+			got := 0.0
+			for i, it := range items {
+				if it.part == p && sups[i].in(sent) {
+					got += it.weight
+				}
+			}
+			if got > partGot[p] {
+				best[p], partGot[p] = sent, got
+			}
+		}
+		partGot[p] = max(partGot[p], 0)
+		for _, it := range items {
+			if it.part == p {
+				partW[p] += it.weight
+			}
+		}
+	}
+	var d Decision
+	totalW, supportedW := 0.0, 0.0
+	for i, it := range items {
+		totalW += it.weight
+		switch {
+		case sups[i].in(best[it.part]):
+			d.Found = append(d.Found, it.name())
+			supportedW += it.weight
+		case sups[i].conflict != "":
+			d.Conflicts = append(d.Conflicts, sups[i].conflict)
+		default:
+			if c := m.sibling(it, rep, best[it.part]); c != "" {
+				d.Conflicts = append(d.Conflicts, c)
+			} else {
+				d.Missing = append(d.Missing, it.name())
+			}
+		}
+	}
+	coverage := 1.0
+	if totalW > 0 {
+		coverage = supportedW / totalW
+	}
+	// A thing the condition names (a noun, an amount) that the reply
+	// does not say keeps it from being met, however much else it says: a
+	// refund "with a receipt" is not met by a refund.
+	// So does one the reply says only in another sentence than the rest
+	// of its part: said apart, it may be said of something else ("Pilates
+	// is on Tuesdays, and yoga on Thursdays" for "yoga is on Tuesdays").
+	missingThing, missingKind := "", ""
+	for i, it := range items {
+		if len(it.kinds) > 0 && !sups[i].in(best[it.part]) && sups[i].conflict == "" && missingKind == "" {
+			missingKind = it.name()
+		}
+		if sups[i].in(best[it.part]) || sups[i].conflict != "" {
+			continue
+		}
+		if it.amount != nil || it.tok.pos == wordnet.Noun || len(sups[i].sents) > 0 {
+			missingThing = it.name()
+			break
+		}
+	}
+	minPart, emptyPart := 1.0, false
+	for p := range nParts {
+		if partW[p] > 0 {
+			minPart = math.Min(minPart, partGot[p]/partW[p])
+			emptyPart = emptyPart || partGot[p] == 0
+		}
+	}
+	found := func() string { return list(d.Found) }
+	missing := func() string { return list(d.Missing) }
+	switch {
+	case prohibition:
+		// The reply does what is forbidden when it says most of it
+		// plainly.
+		if totalW > 0 && coverage >= metCoverage && minPart >= partCoverage {
+			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids it, and the reply says it: %s", found())
+		} else {
+			d.Result, d.Reason = Met, "the condition forbids something, and the reply does not say it"
+			d.Conflicts = nil
+		}
+	case decline:
+		// Declining is met by a reply that declines, or that denies the
+		// very thing the condition names ("we only price-match shops, not
+		// online marketplaces").
+		switch {
+		case refuses || (totalW > 0 && deniedShare(items, rep, m) >= partCoverage):
+			d.Result, d.Reason = Met, "the condition asks the agent to decline, and the reply declines"
+		default:
+			d.Result, d.Reason = NotMet, "the condition asks the agent to decline, and the reply does not"
+		}
+		d.Conflicts = nil
+	case len(d.Conflicts) > 0:
+		d.Result, d.Reason = NotMet, "the reply contradicts the condition: "+strings.Join(d.Conflicts, "; ")
+	case refuses && coverage < metCoverage:
+		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply declines instead of saying it (missing %s)", missing())
+	case totalW == 0:
+		d.Result, d.Reason = Met, "the condition names nothing the reply could lack"
+	case missingKind != "":
+		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply does not give the %s the condition asks for", missingKind)
+	case emptyPart && nParts > 1:
+		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply leaves out a part of the condition (missing %s)", missing())
+	case coverage >= metCoverage && minPart >= partCoverage && missingThing == "":
+		d.Result, d.Reason = Met, fmt.Sprintf("the reply says it: %s", found())
+	case coverage < notMetBelow:
+		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply does not say most of it (found %s; missing %s)", found(), missing())
+	default:
+		d.Result, d.Reason = Unknown, fmt.Sprintf("cannot decide: the reply says part of it (found %s; missing %s)", found(), missing())
+	}
+	return d
+}
+
+// sentencesOf is the sentence numbers of a text.
+func sentencesOf(t text) []int {
+	n := 0
+	for _, tok := range t.tokens {
+		n = max(n, tok.sent+1)
+	}
+	for _, q := range t.amounts {
+		n = max(n, q.sent+1)
+	}
+	out := make([]int, max(n, 1))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// saysNegated reports whether the reply says a condition's word under
+// the condition's own negation (the condition states a "not").
+func saysNegated(items []item, rep text, m *Model) bool {
+	for _, it := range items {
+		if it.tok == nil || !it.tok.negated {
+			continue
+		}
+		for _, r := range rep.tokens {
+			if r.content && r.negated && m.relate(*it.tok, r).score >= supported {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// deniedShare is the weighted share of a condition's words the reply
+// says negated.
+func deniedShare(items []item, rep text, m *Model) float64 {
+	got, total := 0.0, 0.0
+	for _, it := range items {
+		if it.tok == nil {
+			continue
+		}
+		total += it.weight
+		for _, r := range rep.tokens {
+			if r.content && r.negated && m.relate(*it.tok, r).score >= supported {
+				got += it.weight
+				break
+			}
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return got / total
+}
+
+// items is what the condition asks, part by part: a condition's parts
+// are cut at "and", commas and semicolons when each side has content.
+func (m *Model) items(cond text) []item {
+	var out []item
+	part := 0
+	partOfClause := map[int]int{}
+	topicSeen := false
+	for i := range cond.tokens {
+		t := &cond.tokens[i]
+		if t.surface == "and" || t.surface == "plus" {
+			part++
+			continue
+		}
+		if _, ok := partOfClause[t.clause]; !ok {
+			if len(partOfClause) > 0 {
+				part++
+			}
+			partOfClause[t.clause] = part
+		}
+		if !t.content || t.amount || declineWord(t) || m.addressee(cond.tokens, i) {
+			continue
+		}
+		it := item{tok: t, part: part, weight: posWeight(t)}
+		if t.pos == wordnet.Noun && !topicSeen {
+			it.topic, topicSeen = true, true
+		}
+		if i > 0 && cond.tokens[i-1].surface == "how" && t.surface == "long" {
+			it.kinds = []string{"duration"} // how long
+		}
+		for _, l := range t.lemmas {
+			if k, ok := amountKinds[l]; ok && t.pos == wordnet.Noun || ok && len(t.lemmas) == 1 {
+				it.kinds = k
+			}
+			if r, ok := rateWords[l]; ok {
+				it.rate = r
+			}
+		}
+		out = append(out, it)
+	}
+	for i := range cond.amounts {
+		q := &cond.amounts[i]
+		out = append(out, item{amount: q, part: partBefore(cond, out, q.from), weight: amountWeight})
+	}
+	// A kind word describing an amount the condition states ("the fee is
+	// £35", "the new departure time, 16:40") is checked by that amount.
+	var kept []item
+	for _, it := range out {
+		if len(it.kinds) > 0 && statesKind(cond.amounts, it.kinds) {
+			continue
+		}
+		kept = append(kept, it)
+	}
+	return mergeEmptyParts(kept)
+}
+
+// addressee reports whether condition token i is who the agent speaks
+// to ("tells the patient to …", "asks the passenger for …"): the caller,
+// whom a reply calls "you" or does not name at all.
+func (m *Model) addressee(toks []token, i int) bool {
+	if !m.isA(toks[i], personAnchors) {
+		return false
+	}
+	for k := i - 1; k >= 0; k-- {
+		s := toks[k].surface
+		if s == "the" || s == "a" || s == "an" || s == "their" || s == "his" || s == "her" {
+			continue
+		}
+		return framing[s] || s == "remind" || s == "reminds" || s == "instruct" || s == "instructs" || s == "direct" || s == "directs" || s == "warn" || s == "warns" || s == "thank" || s == "thanks" || s == "greet" || s == "greets" || s == "welcome" || s == "welcomes"
+	}
+	return false
+}
+
+// partBefore is the part of the last word item before word index at
+// (an amount belongs to the part it is said in).
+func partBefore(cond text, items []item, at int) int {
+	part := 0
+	for _, it := range items {
+		if it.tok != nil && it.tok.at < at {
+			part = it.part
+		}
+	}
+	// "and" before the amount with no word item after it starts a new part
+	for _, t := range cond.tokens {
+		if t.at < at && (t.surface == "and" || t.surface == "plus") {
+			after := false
+			for _, it := range items {
+				after = after || (it.tok != nil && it.tok.at > t.at && it.tok.at < at)
+			}
+			if !after {
+				return part + 1
+			}
+		}
+	}
+	return part
+}
+
+// amountKinds: nouns naming a kind of amount, and the amounts that give
+// one ("the date" is given by "Saturday", "the price" by "£20").
+var amountKinds = map[string][]string{
+	"date": {"weekday", "month"}, "day": {"weekday"}, "time": {"clock"}, "hour": {"clock"},
+	"price": {"money:usd", "money:gbp", "money:eur", "money:any"}, "cost": {"money:usd", "money:gbp", "money:eur", "money:any"},
+	"fee": {"money:usd", "money:gbp", "money:eur", "money:any"}, "charge": {"money:usd", "money:gbp", "money:eur", "money:any"},
+	"amount": {"money:usd", "money:gbp", "money:eur", "money:any", "count"},
+	"length": {"duration"}, "duration": {"duration"}, "period": {"duration"}, "term": {"duration"},
+	"percentage": {"percent"}, "rate": {"percent", "money:usd", "money:gbp", "money:eur"}, "number": {"count"},
+	"allowance": {"count"}, "limit": {"count", "money:usd", "money:gbp", "money:eur"},
+}
+
+// rateWords: adjectives of a rate, and the unit a reply names it by ("a
+// month", "per month").
+var rateWords = map[string]string{
+	"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year", "annual": "year", "annually": "year", "nightly": "night", "hourly": "hour",
+}
+
+func statesKind(amounts []quantity, kinds []string) bool {
+	for _, q := range amounts {
+		for _, k := range kinds {
+			if q.dim == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// declineWord reports whether t is a verb of declining: what a decline
+// condition asks is checked by the reply's declining, not by the word.
+func declineWord(t *token) bool {
+	for _, l := range t.lemmas {
+		if l == "decline" || l == "refuse" {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeEmptyParts renumbers parts so that only parts with content count
+// ("the agent greets and asks": the framing-only piece is no part).
+func mergeEmptyParts(items []item) []item {
+	seen := map[int]int{}
+	for i := range items {
+		p, ok := seen[items[i].part]
+		if !ok {
+			p = len(seen)
+			seen[items[i].part] = p
+		}
+		items[i].part = p
+	}
+	return items
+}
+
+func posWeight(t *token) float64 {
+	switch t.pos {
+	case wordnet.Verb:
+		return 0.75
+	case wordnet.Adv:
+		return 0.5
+	}
+	return 1
+}
+
+// supportOf is where the reply supports item it, or what contradicts it.
+// With anyPolarity, negation does not matter (a condition that asks the
+// agent to decline).
+func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
+	s := support{sents: map[int]bool{}}
+	if it.amount != nil {
+		q := *it.amount
+		var other []string
+		for _, r := range rep.amounts {
+			switch {
+			case q.same(r) && (r.negated == q.negated || anyPolarity):
+				s.sents[r.sent] = true
+			case q.same(r):
+				other = append(other, "not "+fmt.Sprintf("%q", r.surface))
+			case q.comparable(r) && !r.negated:
+				other = append(other, fmt.Sprintf("%q", r.surface))
+			}
+		}
+		if len(s.sents) == 0 && len(other) > 0 {
+			s.conflict = fmt.Sprintf("%q (reply: %s)", q.surface, strings.Join(other, ", "))
+		}
+		return s
+	}
+	c := *it.tok
+	if c.surface == "question" || c.surface == "questions" {
+		for _, r := range rep.tokens {
+			if r.asks {
+				s.sents[r.sent] = true // "asks a question" is met by a question
+			}
+		}
+	}
+	switch {
+	case rep.speaksAsUs && m.isOrganisation(c):
+		s.sents[-1] = true // "we open at 9" for "the store opens at 9"
+	}
+	for _, r := range rep.amounts {
+		for _, k := range it.kinds {
+			if r.dim == k {
+				s.sents[r.sent] = true
+			}
+		}
+	}
+	if it.rate != "" {
+		for i, w := range rep.words {
+			if (w.s == "a" || w.s == "per" || w.s == "each" || w.s == "every" || w.s == "an") && i+1 < len(rep.words) && strings.TrimSuffix(rep.words[i+1].s, "s") == it.rate {
+				s.sents[w.sent] = true
+			}
+		}
+	}
+	// The strongest evidence wins: a reply that says "exchange" and
+	// "refunds are not possible" denies the refund.
+	bestFor, bestAgainst := 0.0, 0.0
+	for _, r := range rep.tokens {
+		if !r.content {
+			continue
+		}
+		rel := m.relate(c, r)
+		switch {
+		case rel.score >= supported && (anyPolarity || r.negated == c.negated):
+			s.sents[r.sent] = true
+			bestFor = max(bestFor, rel.score)
+		case rel.score >= supported:
+			if rel.score > bestAgainst {
+				s.conflict, bestAgainst = fmt.Sprintf("%q (reply: %s)", c.surface, negatedForm(r)), rel.score
+			}
+		case rel.antonym && r.negated == c.negated && !anyPolarity:
+			if bestAgainst < supported {
+				s.conflict, bestAgainst = fmt.Sprintf("%q (reply: %q, its opposite)", c.surface, r.surface), supported
+			}
+		case rel.antonym && !anyPolarity:
+			s.sents[r.sent] = true // "not expensive" for "cheap"
+			bestFor = max(bestFor, supported)
+		}
+	}
+	if bestAgainst > bestFor {
+		s.sents = map[int]bool{}
+	} else if len(s.sents) > 0 {
+		s.conflict = ""
+	}
+	return s
+}
+
+// sibling is the contradiction of a reply that, where the condition
+// names one thing, names another of the same kind in the sentence that
+// says the rest ("the debit card" for "the credit card", "Pilates" for
+// "yoga", "fire damage" for "flood damage"): WordNet's co-hyponyms.
+func (m *Model) sibling(it item, rep text, sent int) string {
+	if it.tok == nil || !it.tok.known {
+		return ""
+	}
+	c := *it.tok
+	parents := map[wordnet.Synset]bool{}
+	for _, l := range c.lemmas {
+		m.senses(l, c.hint, func(s wordnet.Synset, w float64) {
+			if w >= 1 && m.db.POS(s) == wordnet.Noun {
+				m.db.Related(s, wordnet.Hypernym, func(h wordnet.Synset) { parents[h] = true })
+			}
+		})
+	}
+	if len(parents) == 0 {
+		return ""
+	}
+	for _, r := range rep.tokens {
+		if !r.content || !r.known || r.sent != sent {
+			continue
+		}
+		var found bool
+		for _, l := range r.lemmas {
+			m.senses(l, r.hint, func(s wordnet.Synset, w float64) {
+				if w >= 1 && m.db.POS(s) == wordnet.Noun {
+					m.db.Related(s, wordnet.Hypernym, func(h wordnet.Synset) { found = found || parents[h] })
+				}
+			})
+		}
+		if found {
+			return fmt.Sprintf("%q (reply: %q, another of its kind)", c.surface, r.surface)
+		}
+	}
+	return ""
+}
+
+func negatedForm(r token) string {
+	if r.negated {
+		return fmt.Sprintf("not %q", r.surface)
+	}
+	return fmt.Sprintf("%q", r.surface)
+}
+
+// isProhibition reports whether a condition forbids something: it is
+// negated before any content word ("the agent does not promise …",
+// "never asks for the PIN", "avoids giving medical advice").
+func isProhibition(words []word) bool {
+	for i, w := range words {
+		switch {
+		case w.s == "not" || w.s == "never" || w.s == "avoids" || w.s == "avoid" || w.s == "refrains":
+			return i+1 < len(words) && !framingOnly(words[i+1:])
+		case w.s == "no" || w.s == "without":
+			return false
+		case !function[w.s] && !framing[w.s]:
+			return false
+		}
+	}
+	return false
+}
+
+// framingOnly: what follows the negation is no more than framing ("does
+// not say" is followed by what is not said, so it is a prohibition; a
+// condition that ends at "not" is not).
+func framingOnly(rest []word) bool {
+	for _, w := range rest {
+		if !function[w.s] && !framing[w.s] {
+			return false
+		}
+	}
+	return true
+}
+
+// asksToDecline reports whether a condition asks the agent to decline or
+// admit it cannot help.
+func asksToDecline(words []word) bool {
+	for i, w := range words {
+		for _, p := range []string{"declin", "refus", "unable"} {
+			if strings.HasPrefix(w.s, p) {
+				return true
+			}
+		}
+		if (w.s == "not" || w.s == "cannot") && i+1 < len(words) {
+			switch words[i+1].s {
+			case "know", "help", "answer", "assist", "able", "have", "find":
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Refuses reports whether a reply declines or admits it cannot answer:
+// "I don't know", "I can't help with that", "I'm unable to", "I could
+// not find that in my instructions", "we can't switch that off", "I'm
+// not able to share that" — the speaker (I, we) saying what they cannot
+// or will not do.
+func Refuses(reply string) bool {
+	words := split(reply)
+	for i, w := range words {
+		if w.s == "unable" {
+			return true
+		}
+		if w.s != "not" || i < 2 {
+			continue
+		}
+		// I/we + a modal or auxiliary (+ "really") + not
+		j := i - 1
+		if !auxiliaries[words[j].s] {
+			continue
+		}
+		if j >= 1 && (words[j-1].s == "i" || words[j-1].s == "we") {
+			return true
+		}
+	}
+	return false
+}
+
+var auxiliaries = set("can", "could", "will", "would", "do", "did", "am", "are", "may", "shall", "should", "have")
+
+func list(words []string) string {
+	if len(words) == 0 {
+		return "nothing"
+	}
+	return strings.Join(words, ", ")
+}
