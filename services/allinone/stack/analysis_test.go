@@ -56,7 +56,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	}
 	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 ||
 		got.Analysis.Results["hours"].Result != "success" || got.Analysis.Results["refund"].Result != "failure" ||
-		got.Analysis.CallSuccessful != "failure" || got.ModelUsage.Model != "offline-v1" {
+		got.Analysis.CallSuccessful != "failure" || got.ModelUsage.Model != "offline-v2" {
 		t.Fatalf("analysis: %s", r.Body)
 	}
 	// The stored conversation is not changed by it.

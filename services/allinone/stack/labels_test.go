@@ -227,7 +227,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
 	}
 	for _, j := range report.Judges {
-		if j.JudgeModel != "offline-v1" || j.Labels != 8 || j.Agreement.Value == nil || *j.Agreement.Value != po ||
+		if j.JudgeModel != "offline-v2" || j.Labels != 8 || j.Agreement.Value == nil || *j.Agreement.Value != po ||
 			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 {
 			t.Fatalf("judge figures %+v: want agreement %v κ %v", j, po, kappa)
 		}
@@ -271,7 +271,7 @@ func TestCLIMinJudgeAgreement(t *testing.T) {
 	code, out, errOut := voiceai(gated...)
 	if code != cli.ExitUngated || !strings.Contains(out, "2 passed, 0 failed of 2 run(s)") ||
 		!strings.Contains(errOut, "Not gating on these results: the judge of 1 test(s) is below --min-judge-agreement 0.80 (at least 2 labels)") ||
-		!strings.Contains(errOut, hours+" (Opening hours), judge offline-v1: no labels") {
+		!strings.Contains(errOut, hours+" (Opening hours), judge offline-v2: no labels") {
 		t.Fatalf("an unlabelled judge: exit %d\n%s%s", code, out, errOut)
 	}
 	// Label both runs of that invocation right, from the CLI.
@@ -285,7 +285,7 @@ func TestCLIMinJudgeAgreement(t *testing.T) {
 			t.Fatalf("label: %d %s%s", code, out, errOut)
 		}
 	}
-	if code, out, _ := voiceai("judge", "report"); code != 0 || !strings.Contains(out, "offline/offline-v1") || !strings.Contains(out, "1.00 (0.34–1.00)") {
+	if code, out, _ := voiceai("judge", "report"); code != 0 || !strings.Contains(out, "offline/offline-v2") || !strings.Contains(out, "1.00 (0.34–1.00)") {
 		t.Fatalf("report: %d %s", code, out)
 	}
 	if code, out, errOut := voiceai(gated...); code != cli.ExitOK || strings.Contains(errOut, "Not gating") {
