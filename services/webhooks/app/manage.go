@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,6 +46,7 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 	w := &webhooksv1.Webhook{
 		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active, Relay: spec.Relay,
 		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: domain.SecretHint(secret),
+		Name: spec.Name, RequestHeaders: spec.Headers,
 		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
 	}
 	meta := esproto.Meta(ctx, p.WorkspaceID, idempotencyKey, now)
@@ -86,8 +88,19 @@ func (a *App) Update(ctx context.Context, p principal.Caller, id string, in doma
 			w.Active = spec.Active
 			changed = append(changed, "active")
 			if spec.Active {
+				// Enabled again: delivering resumes with a fresh count of
+				// failures (the latest failure stays on show).
 				w.DisabledReason, w.DisabledAtUnix = "", nil
+				w.ConsecutiveFailures, w.FailingSinceUnixMs = 0, 0
 			}
+		}
+		if spec.Name != w.GetName() {
+			w.Name = spec.Name
+			changed = append(changed, "name")
+		}
+		if !maps.Equal(spec.Headers, w.GetRequestHeaders()) {
+			w.RequestHeaders = spec.Headers
+			changed = append(changed, "request_headers")
 		}
 		if rc := retryConfigOf(spec.Retry); !proto.Equal(rc, w.GetRetryConfig()) {
 			w.RetryConfig = rc
@@ -130,7 +143,7 @@ func DisableGone(ctx context.Context, repo *aggregate.Repo[*webhooksv1.Webhook],
 			return nil, nil
 		}
 		unix := at.Unix()
-		next.Active, next.DisabledReason, next.DisabledAtUnix = false, "gone", &unix
+		next.Active, next.DisabledReason, next.DisabledAtUnix = false, domain.DisabledGone, &unix
 		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
 	})
 	return err

@@ -24,6 +24,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 // Durable consumer names, shared by every replica.
@@ -49,6 +50,9 @@ type Options struct {
 	MaxAckPending int
 	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
+	// AutoDisable is when a webhook whose deliveries keep failing for
+	// good is disabled (nil: domain.DefaultAutoDisable).
+	AutoDisable *domain.AutoDisable
 }
 
 // Deps are what a dispatcher runs on.
@@ -90,6 +94,10 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	}
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
+	}
+	if o.AutoDisable == nil {
+		rule := domain.DefaultAutoDisable()
+		o.AutoDisable = &rule
 	}
 	if o.AckWait <= d.Sender.HTTP.Timeout() {
 		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.HTTP.Timeout())
