@@ -124,12 +124,18 @@ func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 		Group       string         `json:"group"`
 		Description string         `json:"description"`
 		DataSchema  map[string]any `json:"data_schema"`
+		// WorkspaceEvent is the workspace webhooks API's event type that
+		// covers it (agent_qa), or null.
+		WorkspaceEvent *string `json:"workspace_event"`
 	}
 	out := struct {
 		Events []entry `json:"events"`
 	}{Events: make([]entry, 0, len(domain.Catalog))}
 	for _, e := range domain.Catalog {
 		x := entry{Name: e.Name, Group: e.Group, Description: e.Description}
+		if t := domain.WorkspaceEventOf(e.Name); t != "" {
+			x.WorkspaceEvent = &t
+		}
 		if e.DataSchema != "" {
 			s, err := api.Schema(e.DataSchema)
 			if err != nil {

@@ -33,6 +33,31 @@ type webhookView struct {
 	// Relay marks a webhook without a url whose deliveries a polling
 	// client takes (an extension).
 	Relay bool `json:"relay"`
+	// What the workspace webhooks API shows too: the display name, the
+	// request headers, whether the dispatcher disabled it, and the latest
+	// delivery that failed for good.
+	Name                       string            `json:"name"`
+	RequestHeaders             map[string]string `json:"request_headers"`
+	IsAutoDisabled             bool              `json:"is_auto_disabled"`
+	MostRecentFailureErrorCode *int32            `json:"most_recent_failure_error_code"`
+	MostRecentFailureTimestamp *int64            `json:"most_recent_failure_timestamp"`
+	ConsecutiveFailures        int32             `json:"consecutive_failures"`
+}
+
+// autoDisabled reports whether the dispatcher, not a user, disabled w
+// (a run of failures, or a receiver answering 410 Gone).
+func autoDisabled(w *webhooksv1.Webhook) bool {
+	return !w.GetActive() && w.GetDisabledReason() != ""
+}
+
+// lastFailure is w's latest delivery that failed for good: its status (0:
+// no answer) and Unix seconds; nil, nil when none did.
+func lastFailure(w *webhooksv1.Webhook) (*int32, *int64) {
+	if w.GetLastFailureAtUnixMs() == 0 {
+		return nil, nil
+	}
+	code, at := w.GetLastFailureCode(), w.GetLastFailureAtUnixMs()/1000
+	return &code, &at
 }
 
 func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
@@ -49,7 +74,12 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 		},
 		Secret: secret, SecretHint: w.GetSecretHint(), DisabledAtUnix: w.DisabledAtUnix,
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
+		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: w.GetConsecutiveFailures(),
 	}
+	if v.RequestHeaders == nil {
+		v.RequestHeaders = map[string]string{}
+	}
+	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w)
 	if r := w.GetDisabledReason(); r != "" {
 		v.DisabledReason = &r
 	}
