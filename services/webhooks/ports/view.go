@@ -76,6 +76,9 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
 		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: w.GetConsecutiveFailures(),
 	}
+	if v.Events == nil {
+		v.Events = []string{}
+	}
 	if v.RequestHeaders == nil {
 		v.RequestHeaders = map[string]string{}
 	}
