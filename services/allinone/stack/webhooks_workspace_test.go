@@ -101,12 +101,17 @@ func TestWorkspaceWebhooks(t *testing.T) {
 		!strings.Contains(string(r.Body), `"ticket_created"`) || strings.Contains(string(r.Body), secret) {
 		t.Fatalf("convai get: %d %s", r.Code, r.Body)
 	}
-	r = call(t, s, "POST", "/v1/convai/webhooks", writer, `{"url":"`+rcv.URL+`/other","events":["call_started"]}`)
+	r = call(t, s, "POST", "/v1/convai/webhooks", writer, `{"url":"`+rcv.URL+`/other","events":["call_started"],"request_headers":{"Host":"evil.example"}}`)
+	if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","request_headers","Host"]`) {
+		t.Fatalf("convai create with a Host header: %d %s", r.Code, r.Body)
+	}
+	r = call(t, s, "POST", "/v1/convai/webhooks", writer, `{"url":"`+rcv.URL+`/other","events":["call_started"],"name":"Calls"}`)
 	if r.Code != 201 {
 		t.Fatalf("convai create: %d %s", r.Code, r.Body)
 	}
 	other := r.JSON(t)["webhook_id"].(string)
-	if r := call(t, s, "GET", "/v1/workspace/webhooks", reader, ""); !strings.Contains(string(r.Body), `"webhook_id":"`+other+`"`) {
+	if r := call(t, s, "GET", "/v1/workspace/webhooks", reader, ""); !strings.Contains(string(r.Body), `"name":"Calls","webhook_id":"`+other+`"`) ||
+		!strings.Contains(string(r.Body), `"webhook_id":"`+other+`","webhook_url":"`+rcv.URL+`/other"`) {
 		t.Fatalf("a convai webhook missing from the workspace list: %s", r.Body)
 	}
 

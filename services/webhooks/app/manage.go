@@ -144,6 +144,7 @@ func DisableGone(ctx context.Context, repo *aggregate.Repo[*webhooksv1.Webhook],
 		}
 		unix := at.Unix()
 		next.Active, next.DisabledReason, next.DisabledAtUnix = false, domain.DisabledGone, &unix
+		next.LastFailureCode, next.LastFailureAtUnixMs = code, at.UnixMilli()
 		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
 	})
 	return err
