@@ -82,8 +82,11 @@ func (e Env) Validate() error {
 	if e.AttemptTimeout < time.Second || e.AttemptTimeout > time.Minute {
 		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", e.AttemptTimeout)
 	}
-	if e.AutoDisable.Failures < 0 || e.AutoDisable.Over < 0 {
-		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES %d and _AFTER %s: want neither negative", e.AutoDisable.Failures, e.AutoDisable.Over)
+	if e.AutoDisable.Failures < 0 || e.AutoDisable.Failures > domain.MaxAutoDisableFailures {
+		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES %d: want 0..%d", e.AutoDisable.Failures, domain.MaxAutoDisableFailures)
+	}
+	if e.AutoDisable.Over < 0 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER %s: want no negative time", e.AutoDisable.Over)
 	}
 	return nil
 }

@@ -13,50 +13,56 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
-// RecordOutcome keeps a webhook's run of deliveries that failed for good
-// after the attempt att ended one (a final attempt; a test delivery
-// counts for nothing), as events every replica sees: a failure adds one
-// to the run (and is the latest failure shown), and disables the webhook
-// when rule trips (WebhookDisabled, reason "failing"): nothing more is
-// queued for it until a user enables it again. A success ends the run.
-// w is the webhook as the caller knows it: with no run known, a success
-// writes nothing (the common case costs no write). It reports whether
-// the webhook was disabled.
-func RecordOutcome(ctx context.Context, repo *aggregate.Repo[*webhooksv1.Webhook], rule domain.AutoDisable, w *webhooksv1.Webhook, att *webhooksv1.DeliveryAttempt) (disabled bool, err error) {
-	if att.GetTest() || !att.GetFinal() {
+// EnabledAt is when w was last enabled (created, or set active again):
+// its run of failures counts from then.
+func EnabledAt(w *webhooksv1.Webhook) time.Time {
+	return time.UnixMilli(max(w.GetEnabledAtUnixMs(), w.GetCreatedAtUnixMs()))
+}
+
+// RunOf is w's run of deliveries that failed for good, and its latest
+// failure, as the delivery log knows them.
+func (a *App) RunOf(w *webhooksv1.Webhook) domain.Run {
+	return a.Attempts.Run(w.GetWebhookId(), EnabledAt(w))
+}
+
+// AutoDisabler applies the auto-disable rule to the attempts of every
+// replica, as a dispatcher sees them: a webhook whose run of deliveries
+// that failed for good trips Rule is disabled, by a WebhookDisabled event
+// (reason "failing") every replica sees, so nothing more is queued for
+// it until a user enables it again. Counting writes nothing: the attempt
+// records are the facts it counts.
+type AutoDisabler struct {
+	Repo     *aggregate.Repo[*webhooksv1.Webhook]
+	Registry interface {
+		Get(workspaceID, id string) (*webhooksv1.Webhook, bool)
+	}
+	Runs FailureRuns
+	Rule domain.AutoDisable
+}
+
+// Observe takes an attempt record and reports whether it disabled its
+// webhook.
+func (d *AutoDisabler) Observe(ctx context.Context, att *webhooksv1.DeliveryAttempt) (bool, error) {
+	d.Runs.Observe(att)
+	if att.GetSuccess() || !att.GetFinal() || att.GetTest() {
 		return false, nil
 	}
-	if att.GetSuccess() {
-		if w.GetConsecutiveFailures() == 0 {
-			return false, nil
-		}
-		_, err := repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
-			if next.GetConsecutiveFailures() == 0 {
-				return nil, nil
-			}
-			next.ConsecutiveFailures, next.FailingSinceUnixMs = 0, 0
-			return &webhooksv1.WebhookUpdated{Meta: meta, Webhook: next, ChangedFields: []string{"consecutive_failures"}}, nil
-		})
-		return false, err
+	w, ok := d.Registry.Get(att.GetWorkspaceId(), att.GetWebhookId())
+	if !ok || !w.GetActive() || !d.Rule.Trips(d.Runs.Run(w.GetWebhookId(), EnabledAt(w))) {
+		return false, nil
 	}
-	at := time.UnixMilli(att.GetAtUnixMs())
-	_, err = repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
-		disabled = false // a retry against fresh state decides again
-		if !next.GetActive() {
-			return nil, nil // disabled meanwhile: its jobs are being dropped
+	disabled := false
+	_, err := d.Repo.Update(ctx, w.GetWorkspaceId(), w.GetWebhookId(), "", func(next *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {
+		// Decided on the stored state: another replica may have disabled
+		// it, or a user enabled it again, meanwhile.
+		run := d.Runs.Run(next.GetWebhookId(), EnabledAt(next))
+		if disabled = next.GetActive() && d.Rule.Trips(run); !disabled {
+			return nil, nil
 		}
-		if next.ConsecutiveFailures == 0 {
-			next.FailingSinceUnixMs = att.GetAtUnixMs()
-		}
-		next.ConsecutiveFailures++
-		next.LastFailureCode, next.LastFailureAtUnixMs = att.GetResponseCode(), att.GetAtUnixMs()
-		if !rule.Trips(int(next.ConsecutiveFailures), time.UnixMilli(next.FailingSinceUnixMs), at) {
-			return &webhooksv1.WebhookUpdated{Meta: meta, Webhook: next, ChangedFields: []string{"consecutive_failures"}}, nil
-		}
-		unix := at.Unix()
+		unix := run.Latest.Unix()
 		next.Active, next.DisabledReason, next.DisabledAtUnix = false, domain.DisabledFailing, &unix
-		disabled = true
-		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: att.GetResponseCode()}, nil
+		next.LastFailureCode, next.LastFailureAtUnixMs = run.LastCode, run.LastAt.UnixMilli()
+		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: run.LastCode}, nil
 	})
 	return disabled && err == nil, err
 }

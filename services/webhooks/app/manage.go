@@ -47,7 +47,7 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active, Relay: spec.Relay,
 		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: domain.SecretHint(secret),
 		Name: spec.Name, RequestHeaders: spec.Headers,
-		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
+		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(), EnabledAtUnixMs: now.UnixMilli(),
 	}
 	meta := esproto.Meta(ctx, p.WorkspaceID, idempotencyKey, now)
 	got, dup, err := a.Webhooks.Create(ctx, p.WorkspaceID, id, meta, &webhooksv1.WebhookCreated{Meta: meta, Webhook: w}, w)
@@ -88,10 +88,10 @@ func (a *App) Update(ctx context.Context, p principal.Caller, id string, in doma
 			w.Active = spec.Active
 			changed = append(changed, "active")
 			if spec.Active {
-				// Enabled again: delivering resumes with a fresh count of
-				// failures (the latest failure stays on show).
+				// Enabled again: delivering resumes, and the failures
+				// that count toward an auto-disable are those from now.
 				w.DisabledReason, w.DisabledAtUnix = "", nil
-				w.ConsecutiveFailures, w.FailingSinceUnixMs = 0, 0
+				w.EnabledAtUnixMs = a.Now().UnixMilli()
 			}
 		}
 		if spec.Name != w.GetName() {

@@ -103,9 +103,6 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 	if _, err := adapters.PublishAttempt(d.JS, att); err != nil {
 		d.Log.WarnContext(ctx, "attempt not recorded", "attempt_id", att.GetAttemptId(), "err", err)
 	}
-	if verdict == domain.Delivered || verdict == domain.GiveUp {
-		d.recordOutcome(ctx, w, att)
-	}
 	switch verdict {
 	case domain.Delivered:
 		d.metrics.attempts.WithLabelValues("delivered").Inc()
@@ -134,23 +131,6 @@ func (d *Dispatcher) disable(ctx context.Context, w *webhooksv1.Webhook, code in
 		return
 	}
 	d.Log.InfoContext(ctx, "webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
-}
-
-// recordOutcome keeps the webhook's run of deliveries failed for good,
-// and disables it when the auto-disable rule trips (app.RecordOutcome).
-func (d *Dispatcher) recordOutcome(ctx context.Context, w *webhooksv1.Webhook, att *webhooksv1.DeliveryAttempt) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	disabled, err := app.RecordOutcome(ctx, d.Repo, *d.opts.AutoDisable, w, att)
-	if err != nil {
-		d.Log.WarnContext(ctx, "the webhook's run of failed deliveries was not updated", "webhook_id", w.GetWebhookId(), "err", err)
-		return
-	}
-	if disabled {
-		d.metrics.attempts.WithLabelValues("auto_disabled").Inc()
-		d.Log.InfoContext(ctx, "webhook disabled automatically: its deliveries kept failing", "webhook_id", w.GetWebhookId(),
-			"workspace_id", w.GetWorkspaceId(), "failures", d.opts.AutoDisable.Failures)
-	}
 }
 
 // traceOf is ctx carrying the trace m's traceparent names, so what is

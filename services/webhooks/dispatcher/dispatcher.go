@@ -24,6 +24,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -112,7 +113,32 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		ds.Stop()
 		return nil, err
 	}
+	if err := ds.startAutoDisable(); err != nil {
+		ds.Stop()
+		return nil, err
+	}
 	return ds, nil
+}
+
+// startAutoDisable follows the attempt records of every replica and
+// disables a webhook whose deliveries keep failing for good
+// (app.AutoDisabler); every replica counts the same records, the first to
+// see the rule trip writes the event.
+func (d *Dispatcher) startAutoDisable() error {
+	if d.opts.AutoDisable.Failures == 0 {
+		return nil
+	}
+	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: adapters.NewRunLog(), Rule: *d.opts.AutoDisable}
+	return adapters.FollowAttempts(d.ctx, d.JS, d.Log, func(att *webhooksv1.DeliveryAttempt) {
+		disabled, err := ad.Observe(d.ctx, att)
+		switch {
+		case err != nil && d.ctx.Err() == nil:
+			d.Log.Warn("could not disable a webhook whose deliveries keep failing", "webhook_id", att.GetWebhookId(), "err", err)
+		case disabled:
+			d.Log.Info("webhook disabled automatically: its deliveries kept failing", "webhook_id", att.GetWebhookId(),
+				"workspace_id", att.GetWorkspaceId(), "failures", d.opts.AutoDisable.Failures, "over", d.opts.AutoDisable.Over)
+		}
+	})
 }
 
 func (d *Dispatcher) onStop(f func()) {

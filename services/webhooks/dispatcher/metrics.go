@@ -26,7 +26,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.attempts = obs.Register(reg, m.attempts)
 	m.duration = obs.Register(reg, m.duration)
-	for _, result := range []string{"delivered", "retry", "failed", "gone", "dropped", "auto_disabled"} {
+	for _, result := range []string{"delivered", "retry", "failed", "gone", "dropped"} {
 		m.attempts.WithLabelValues(result) // exported at 0, so rates and alerts work from the start
 	}
 	return m

@@ -8,6 +8,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 type retryView struct {
@@ -51,16 +52,22 @@ func autoDisabled(w *webhooksv1.Webhook) bool {
 }
 
 // lastFailure is w's latest delivery that failed for good: its status (0:
-// no answer) and Unix seconds; nil, nil when none did.
-func lastFailure(w *webhooksv1.Webhook) (*int32, *int64) {
-	if w.GetLastFailureAtUnixMs() == 0 {
+// no answer) and Unix seconds; nil, nil when none did. The delivery log
+// knows it; a failure it no longer holds is the one the webhook recorded
+// when the dispatcher disabled it.
+func lastFailure(w *webhooksv1.Webhook, run domain.Run) (*int32, *int64) {
+	code, atMs := run.LastCode, run.LastAt.UnixMilli()
+	if run.LastAt.IsZero() {
+		code, atMs = w.GetLastFailureCode(), w.GetLastFailureAtUnixMs()
+	}
+	if atMs <= 0 {
 		return nil, nil
 	}
-	code, at := w.GetLastFailureCode(), w.GetLastFailureAtUnixMs()/1000
+	at := atMs / 1000
 	return &code, &at
 }
 
-func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
+func viewOf(w *webhooksv1.Webhook, secret *string, run domain.Run) webhookView {
 	rc := w.GetRetryConfig()
 	codes := rc.GetRetryOnStatus()
 	if codes == nil {
@@ -74,7 +81,7 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 		},
 		Secret: secret, SecretHint: w.GetSecretHint(), DisabledAtUnix: w.DisabledAtUnix,
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
-		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: w.GetConsecutiveFailures(),
+		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: int32(run.Failures),
 	}
 	if v.Events == nil {
 		v.Events = []string{}
@@ -82,7 +89,7 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 	if v.RequestHeaders == nil {
 		v.RequestHeaders = map[string]string{}
 	}
-	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w)
+	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w, run)
 	if r := w.GetDisabledReason(); r != "" {
 		v.DisabledReason = &r
 	}

@@ -42,7 +42,7 @@ type usage struct {
 // type.
 var usageTypes = map[string]string{"agent_qa": "Agent QA Evaluations"}
 
-func workspaceViewOf(w *webhooksv1.Webhook, usages bool) workspaceWebhook {
+func workspaceViewOf(w *webhooksv1.Webhook, usages bool, run domain.Run) workspaceWebhook {
 	v := workspaceWebhook{
 		Name: w.GetName(), WebhookID: w.GetWebhookId(), WebhookURL: w.GetUrl(),
 		// A user's disabling is is_disabled; the dispatcher's is
@@ -56,7 +56,7 @@ func workspaceViewOf(w *webhooksv1.Webhook, usages bool) workspaceWebhook {
 			v.Usage = append(v.Usage, usage{UsageType: usageTypes[e]})
 		}
 	}
-	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w)
+	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w, run)
 	return v
 }
 
@@ -72,7 +72,7 @@ func (h *Handlers) WorkspaceList(w http.ResponseWriter, r *http.Request) error {
 		Webhooks []workspaceWebhook `json:"webhooks"`
 	}{Webhooks: make([]workspaceWebhook, 0, len(hooks))}
 	for _, wh := range hooks {
-		out.Webhooks = append(out.Webhooks, workspaceViewOf(wh, q.IncludeUsages))
+		out.Webhooks = append(out.Webhooks, workspaceViewOf(wh, q.IncludeUsages, h.App.RunOf(wh)))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil

@@ -76,10 +76,7 @@ func (x *WebhookCreated) GetWebhook() *Webhook {
 }
 
 // Type "webhooks.webhook_updated": url, events, active, retry_config,
-// name, request_headers or a rotated secret (changed by a user); or the
-// run of deliveries that failed for good (changed_fields
-// ["consecutive_failures"], by the dispatcher: one more failure, or a
-// success ending the run).
+// name, request_headers or a rotated secret.
 type WebhookUpdated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`

@@ -142,16 +142,15 @@ type Webhook struct {
 	// Headers sent with every delivery, besides the platform's own (which
 	// they can never replace): at most 20, validated at creation.
 	RequestHeaders map[string]string `protobuf:"bytes,18,rep,name=request_headers,json=requestHeaders,proto3" json:"request_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	// Deliveries that failed for good in a row (retries exhausted or a
-	// status not retried), test deliveries aside; 0 after a success.
-	ConsecutiveFailures int32 `protobuf:"varint,19,opt,name=consecutive_failures,json=consecutiveFailures,proto3" json:"consecutive_failures,omitempty"`
-	// When the first of those failures happened, ms since the epoch (0
-	// with none): the auto-disable rule wants them to span a minimum time.
-	FailingSinceUnixMs int64 `protobuf:"varint,20,opt,name=failing_since_unix_ms,json=failingSinceUnixMs,proto3" json:"failing_since_unix_ms,omitempty"`
-	// The latest delivery that failed for good: the status its receiver
-	// answered (0: no answer) and when, ms since the epoch (0: never).
-	LastFailureCode     int32 `protobuf:"varint,21,opt,name=last_failure_code,json=lastFailureCode,proto3" json:"last_failure_code,omitempty"`
-	LastFailureAtUnixMs int64 `protobuf:"varint,22,opt,name=last_failure_at_unix_ms,json=lastFailureAtUnixMs,proto3" json:"last_failure_at_unix_ms,omitempty"`
+	// When it was last enabled (created, or active set true again), ms
+	// since the epoch: the auto-disable rule counts the deliveries that
+	// failed for good from then on.
+	EnabledAtUnixMs int64 `protobuf:"varint,19,opt,name=enabled_at_unix_ms,json=enabledAtUnixMs,proto3" json:"enabled_at_unix_ms,omitempty"`
+	// When the dispatcher disabled it: the latest delivery that failed for
+	// good, the status its receiver answered (0: no answer) and when, ms
+	// since the epoch (kept when it is enabled again).
+	LastFailureCode     int32 `protobuf:"varint,20,opt,name=last_failure_code,json=lastFailureCode,proto3" json:"last_failure_code,omitempty"`
+	LastFailureAtUnixMs int64 `protobuf:"varint,21,opt,name=last_failure_at_unix_ms,json=lastFailureAtUnixMs,proto3" json:"last_failure_at_unix_ms,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -312,16 +311,9 @@ func (x *Webhook) GetRequestHeaders() map[string]string {
 	return nil
 }
 
-func (x *Webhook) GetConsecutiveFailures() int32 {
+func (x *Webhook) GetEnabledAtUnixMs() int64 {
 	if x != nil {
-		return x.ConsecutiveFailures
-	}
-	return 0
-}
-
-func (x *Webhook) GetFailingSinceUnixMs() int64 {
-	if x != nil {
-		return x.FailingSinceUnixMs
+		return x.EnabledAtUnixMs
 	}
 	return 0
 }
@@ -352,7 +344,7 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"retryDelay\x12/\n" +
 	"\x13exponential_backoff\x18\x03 \x01(\bR\x12exponentialBackoff\x12\x1b\n" +
 	"\tmax_delay\x18\x04 \x01(\x05R\bmaxDelay\x12&\n" +
-	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\x80\b\n" +
+	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\xc7\a\n" +
 	"\aWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12!\n" +
@@ -374,11 +366,10 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x12created_at_unix_ms\x18\x0f \x01(\x03R\x0fcreatedAtUnixMs\x12\x14\n" +
 	"\x05relay\x18\x10 \x01(\bR\x05relay\x12\x12\n" +
 	"\x04name\x18\x11 \x01(\tR\x04name\x12Y\n" +
-	"\x0frequest_headers\x18\x12 \x03(\v20.voiceai.webhooks.v1.Webhook.RequestHeadersEntryR\x0erequestHeaders\x121\n" +
-	"\x14consecutive_failures\x18\x13 \x01(\x05R\x13consecutiveFailures\x121\n" +
-	"\x15failing_since_unix_ms\x18\x14 \x01(\x03R\x12failingSinceUnixMs\x12*\n" +
-	"\x11last_failure_code\x18\x15 \x01(\x05R\x0flastFailureCode\x124\n" +
-	"\x17last_failure_at_unix_ms\x18\x16 \x01(\x03R\x13lastFailureAtUnixMs\x1aA\n" +
+	"\x0frequest_headers\x18\x12 \x03(\v20.voiceai.webhooks.v1.Webhook.RequestHeadersEntryR\x0erequestHeaders\x12+\n" +
+	"\x12enabled_at_unix_ms\x18\x13 \x01(\x03R\x0fenabledAtUnixMs\x12*\n" +
+	"\x11last_failure_code\x18\x14 \x01(\x05R\x0flastFailureCode\x124\n" +
+	"\x17last_failure_at_unix_ms\x18\x15 \x01(\x03R\x13lastFailureAtUnixMs\x1aA\n" +
 	"\x13RequestHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x12\n" +
