@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
@@ -30,12 +31,7 @@ var reservedHeaders = []string{
 // or the transport manages: those, and every X-Service-* and Proxy-*.
 func ReservedHeader(name string) bool {
 	n := strings.ToLower(name)
-	for _, r := range reservedHeaders {
-		if n == r {
-			return true
-		}
-	}
-	return strings.HasPrefix(n, "x-service-") || strings.HasPrefix(n, "proxy-")
+	return slices.Contains(reservedHeaders, n) || strings.HasPrefix(n, "x-service-") || strings.HasPrefix(n, "proxy-")
 }
 
 // CheckRequestHeaders validates request_headers (a null value drops the
