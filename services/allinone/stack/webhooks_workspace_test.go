@@ -49,10 +49,14 @@ func verifyAll(secret string, r *http.Request, body []byte) signedDelivery {
 	}
 	d.sdk = t != "" && hmac.Equal([]byte(v0), []byte(hex.EncodeToString(mac([]byte(secret), t+"."+string(body)))))
 	d.timestamp, _ = strconv.ParseInt(t, 10, 64)
-	// Standard Webhooks: keyed by the base64 after whsec_.
+	// Standard Webhooks: keyed by the base64 after whsec_, else by the
+	// secret's bytes.
 	key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || !strings.HasPrefix(secret, "whsec_") {
+		key = []byte(secret)
+	}
 	want := "v1," + base64.StdEncoding.EncodeToString(mac(key, r.Header.Get("Webhook-Id")+"."+r.Header.Get("Webhook-Timestamp")+"."+string(body)))
-	d.standard = err == nil && r.Header.Get("Webhook-Id") == d.eventID && r.Header.Get("Webhook-Timestamp") == t &&
+	d.standard = r.Header.Get("Webhook-Id") == d.eventID && r.Header.Get("Webhook-Timestamp") == t &&
 		hmac.Equal([]byte(want), []byte(r.Header.Get("Webhook-Signature")))
 	return d
 }
@@ -218,9 +222,15 @@ func TestWebhookAutoDisabled(t *testing.T) {
 	s := startAdmin(t, localHooks, func(c *Config) {
 		c.WebhookAutoDisable = webhooks.AutoDisableEnv{Failures: 3, Over: 0}
 	})
-	var hits, fine atomic.Int32
+	var hits, fine, unsigned atomic.Int32
 	var healthy atomic.Bool
+	var secret atomic.Value
 	dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Every attempt, first ones and recovered ones, is signed three ways.
+		body, _ := io.ReadAll(r.Body)
+		if d := verifyAll(secret.Load().(string), r, body); !d.service || !d.sdk || !d.standard {
+			unsigned.Add(1)
+		}
 		hits.Add(1)
 		if !healthy.Load() {
 			w.WriteHeader(500)
@@ -235,6 +245,7 @@ func TestWebhookAutoDisabled(t *testing.T) {
 		t.Fatalf("create: %d %s", r.Code, r.Body)
 	}
 	id := r.JSON(t)["webhook_id"].(string)
+	secret.Store(r.JSON(t)["secret"].(string))
 	ingest := func(call_id string) {
 		t.Helper()
 		if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"`+call_id+`"}}`); r.Code != 202 {
@@ -289,4 +300,7 @@ func TestWebhookAutoDisabled(t *testing.T) {
 		t.Fatalf("recover: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 10*time.Second, "the failed deliveries replayed", func() bool { return hits.Load() == 7 })
+	if n := unsigned.Load(); n != 0 {
+		t.Fatalf("%d deliveries not signed every way", n)
+	}
 }
