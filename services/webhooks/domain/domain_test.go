@@ -310,3 +310,36 @@ func TestWorkspaceEvents(t *testing.T) {
 		t.Fatalf("a part of agent_qa is not agent_qa: %v", got)
 	}
 }
+
+// A failure log counts the failures since the latest success, whatever
+// order the attempt records arrive in, from when the webhook was last
+// enabled, keeping at most MaxAutoDisableFailures of them.
+func TestFailureLog(t *testing.T) {
+	var l FailureLog
+	for _, at := range []int64{5000, 1000, 3000, 2000} { // out of order
+		l.Observe(false, 500, at)
+	}
+	l.Observe(true, 200, 2500) // ends the failures at 1000 and 2000
+	run := l.Run(time.UnixMilli(0))
+	if run.Failures != 2 || run.First.UnixMilli() != 3000 || run.Latest.UnixMilli() != 5000 || run.LastAt.UnixMilli() != 5000 {
+		t.Fatalf("run: %+v", run)
+	}
+	l.Observe(false, 404, 2200) // before the success: shown as a failure, not counted
+	if run := l.Run(time.UnixMilli(0)); run.Failures != 2 || run.LastCode != 500 {
+		t.Fatalf("a failure older than the success: %+v", run)
+	}
+	if run := l.Run(time.UnixMilli(4000)); run.Failures != 1 || run.First.UnixMilli() != 5000 {
+		t.Fatalf("counted from enabling: %+v", run)
+	}
+	for i := range 2 * MaxAutoDisableFailures {
+		l.Observe(false, 0, int64(10_000+i))
+	}
+	if run := l.Run(time.UnixMilli(0)); run.Failures != MaxAutoDisableFailures || run.LastCode != 0 {
+		t.Fatalf("capped: %d", run.Failures)
+	}
+	rule := AutoDisable{Failures: 3, Over: time.Second}
+	if rule.Trips(Run{Failures: 3, First: time.UnixMilli(0), Latest: time.UnixMilli(999)}) || !rule.Trips(Run{Failures: 3, First: time.UnixMilli(0), Latest: time.UnixMilli(1000)}) ||
+		(AutoDisable{}).Trips(Run{Failures: 1000, Latest: time.UnixMilli(1 << 40)}) {
+		t.Fatal("Trips")
+	}
+}
