@@ -76,6 +76,11 @@ func TestAutoDisableAfterARunOfFailures(t *testing.T) {
 		t.Fatal("a disabled webhook was disabled again")
 	}
 
+	// Disabled by a user meanwhile, it is theirs (no longer automatic).
+	if upd, err := f.app.Update(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.Input{Active: ptr(false)}); err != nil || upd.Active || upd.DisabledReason != "" {
+		t.Fatalf("disabled by a user: %+v %v", upd, err)
+	}
+
 	// Enabled again by a user: deliveries resume, the run starts over.
 	f.clock = f.clock.Add(time.Minute)
 	if _, err := f.app.Update(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.Input{Active: ptr(true)}); err != nil {

@@ -94,6 +94,12 @@ func (a *App) Update(ctx context.Context, p principal.Caller, id string, in doma
 				w.EnabledAtUnixMs = a.Now().UnixMilli()
 			}
 		}
+		if in.Active != nil && !*in.Active && !w.GetActive() && w.GetDisabledReason() != "" {
+			// A user disables what the dispatcher had: theirs from now on
+			// (is_disabled, no longer is_auto_disabled).
+			w.DisabledReason = ""
+			changed = append(changed, "active")
+		}
 		if spec.Name != w.GetName() {
 			w.Name = spec.Name
 			changed = append(changed, "name")
