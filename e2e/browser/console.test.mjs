@@ -333,14 +333,16 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   }
 });
 
-test('webhooks: create (secret once), log, resend, recover, disable, delete', async () => {
+test('webhooks: create (secret once), log, resend, recover, auto-disable, enable, disable, delete', async () => {
   const {createServer} = await import('node:http');
   let received = 0;
+  let failAgain = false;
   const receiver = createServer((req, res) => {
     req.resume();
     req.on('end', () => {
       received++;
-      res.writeHead(received <= 2 ? 500 : 200, {'content-type': 'text/plain'}).end(received <= 2 ? 'not yet' : 'ok');
+      const fail = received <= 2 || failAgain;
+      res.writeHead(fail ? 500 : 200, {'content-type': 'text/plain'}).end(fail ? 'not yet' : 'ok');
     });
   });
   await new Promise((r) => receiver.listen(0, '127.0.0.1', r));
@@ -385,7 +387,23 @@ test('webhooks: create (secret once), log, resend, recover, disable, delete', as
     // The log shows the successes without a reload.
     await page.locator('tbody tr', {hasText: '200'}).nth(1).waitFor();
 
+    // Three deliveries in a row that fail for good (the stack disables a
+    // webhook after 3): the portal shows it disabled automatically, with
+    // its last failure, and enables it again.
+    failAgain = true;
+    for (const call of ['call_c', 'call_d', 'call_e']) await api('POST', '/v1/convai/events', {event: 'call_started', data: {call_id: call}});
+    await eventually('the webhook disabled automatically', async () =>
+      (await api('GET', '/v1/convai/webhooks/' + hook.webhook_id)).is_auto_disabled);
+    failAgain = false;
     await page.getByRole('link', {name: '← Webhooks'}).click();
+    await page.getByText(/^Disabled automatically: its deliveries kept failing/).waitFor();
+    await page.getByText(/^Last failure: HTTP 500/).waitFor();
+    await accessible(page, 'webhooks-auto-disabled');
+    await shoot(page, 'webhooks-auto-disabled');
+    await page.getByRole('button', {name: 'Enable ' + url}).click();
+    await page.getByRole('button', {name: 'Disable ' + url}).waitFor();
+    const enabled = await api('GET', '/v1/convai/webhooks/' + hook.webhook_id);
+    assert.ok(enabled.active && !enabled.is_auto_disabled, 'enabled again');
     await page.getByRole('button', {name: 'Disable ' + url}).click();
     await page.getByRole('button', {name: 'Enable ' + url}).waitFor();
     assert.equal((await api('GET', '/v1/convai/webhooks/' + hook.webhook_id)).active, false);

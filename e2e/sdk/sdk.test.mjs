@@ -38,6 +38,9 @@ test("the SDK module imports and exposes the methods under test", () => {
     assert.equal(typeof client.conversationalAi.secrets[m], "function", `conversationalAi.secrets.${m}`);
   }
   for (const m of ["create", "list"]) assert.equal(typeof client.serviceAccounts[m], "function", `serviceAccounts.${m}`);
+  for (const m of ["create", "list", "update", "delete", "constructEvent"]) {
+    assert.equal(typeof client.webhooks[m], "function", `webhooks.${m}`);
+  }
   const apiKeys = client.serviceAccounts.apiKeys;
   for (const m of ["create", "list", "update", "delete"]) {
     assert.equal(typeof apiKeys[m], "function", `serviceAccounts.apiKeys.${m}`);

@@ -441,7 +441,10 @@ func webhooks() map[string]any {
 		"event": map[string]any{"post": map[string]any{
 			"summary": "An event delivered to a webhook's url",
 			"description": "X-Service-Signature is sha256= and the lowercase hex HMAC-SHA256 of the raw body, keyed with the webhook's secret; " +
-				"compare it in constant time. X-Service-Event-Id names the event: a receiver that has seen it answers 200 again. " +
+				"compare it in constant time. ElevenLabs-Signature (t=<unix seconds>,v0=<hex HMAC-SHA256 of \"<t>.<raw body>\">, keyed with the secret) " +
+				"is what the official SDK's webhooks.constructEvent checks; webhook-id, webhook-timestamp and webhook-signature (v1,<base64 HMAC-SHA256 of " +
+				"\"<id>.<timestamp>.<raw body>\">, keyed with the base64 after whsec_ in the secret, else the secret's bytes) are the Standard Webhooks headers. " +
+				"Each attempt is signed with its own time. X-Service-Event-Id names the event: a receiver that has seen it answers 200 again. " +
 				"Any status but 2xx is retried as the webhook's retry_config says. The data of each event is one of the schemas listed under data.",
 			"parameters": []any{
 				map[string]any{"name": "X-Service-Signature", "in": "header", "required": true, "schema": map[string]any{"type": "string", "pattern": "^sha256=[0-9a-f]{64}$"}},
@@ -450,6 +453,10 @@ func webhooks() map[string]any {
 				map[string]any{"name": "X-Service-Event", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
 				map[string]any{"name": "X-Service-Webhook-Id", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
 				map[string]any{"name": "X-Service-Timestamp", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "ElevenLabs-Signature", "in": "header", "required": true, "schema": map[string]any{"type": "string", "pattern": "^t=[0-9]+,v0=[0-9a-f]{64}$"}},
+				map[string]any{"name": "webhook-id", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "webhook-timestamp", "in": "header", "required": true, "schema": map[string]any{"type": "string"}},
+				map[string]any{"name": "webhook-signature", "in": "header", "required": true, "schema": map[string]any{"type": "string", "pattern": "^v1,[A-Za-z0-9+/]{43}=$"}},
 			},
 			"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{
 				"schema": map[string]any{"allOf": []any{ref("schemas", "EventEnvelope")},

@@ -167,6 +167,7 @@ const (
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
 	accountsPath                = "/v1/service-accounts"
+	workspaceWebhooksPath       = "/v1/workspace/webhooks"
 
 	// Body limits beyond the default: an agent's configuration, a test or
 	// a run of 5,000 tests; a secret (its value at most 8 KiB); an
@@ -238,6 +239,11 @@ var (
 	RelayResult       = op("webhooks.relay_result", post, "/v1/voiceai/webhooks/{webhook_id}/relay/result", "webhooks", webhooksWrite).doc("Report what the local receiver answered a relayed delivery", none, "RelayResult", "").errs(conflict)
 	RecoverDeliveries = op("webhooks.recover", post, "/v1/voiceai/webhooks/{webhook_id}/recover", "webhooks", webhooksWrite).doc("Resend every delivery that failed for good in a time range and was not delivered since", accepted, "Recover", "Recovered").errs(conflict)
 	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted").bodyUpTo(eventBody)
+	// The same webhooks in the official SDK's client.webhooks shapes.
+	ListWorkspaceWebhooks  = op("webhooks.workspace_list", get, workspaceWebhooksPath, "webhooks", webhooksRead).doc("List the workspace's webhooks as the official SDK's webhooks.list reads them", ok, "", "WorkspaceWebhookList").query("include_usages")
+	CreateWorkspaceWebhook = op("webhooks.workspace_create", post, workspaceWebhooksPath, "webhooks", webhooksWrite).doc("Create a webhook (the SDK's webhooks.create), subscribed to agent_qa; its generated secret is in this answer only", ok, "WorkspaceWebhookCreate", "WorkspaceWebhookCreated")
+	UpdateWorkspaceWebhook = op("webhooks.workspace_update", patch, workspaceWebhooksPath+"/{webhook_id}", "webhooks", webhooksWrite).doc("Enable, disable, rename a webhook or set its retries, request headers and workspace-level events (the SDK's webhooks.update)", ok, "WorkspaceWebhookUpdate", "WorkspaceWebhookStatus")
+	DeleteWorkspaceWebhook = op("webhooks.workspace_delete", del, workspaceWebhooksPath+"/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook (the SDK's webhooks.delete); its pending deliveries are dropped", ok, "", "WorkspaceWebhookStatus")
 
 	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
 	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
@@ -292,6 +298,7 @@ var Operations = []Operation{
 	StartLoadTest, GetLoadTest,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
+	ListWorkspaceWebhooks, CreateWorkspaceWebhook, UpdateWorkspaceWebhook, DeleteWorkspaceWebhook,
 	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 	"github.com/voiceai-platform/voiceai/services/webhooks/ports"
 )
 
@@ -49,6 +50,23 @@ type Config struct {
 	AttemptTimeout time.Duration
 	// Dispatcher tunes StartDispatcher.
 	Dispatcher dispatcher.Options
+	// AutoDisable is when the dispatcher disables a webhook whose
+	// deliveries keep failing for good (nil: 20 in a row over an hour),
+	// unless Dispatcher.AutoDisable says otherwise.
+	AutoDisable *domain.AutoDisable
+}
+
+// AutoDisableEnv is the auto-disable rule as the environment gives it.
+type AutoDisableEnv struct {
+	// Failures in a row that disable a webhook (0: never).
+	Failures int `env:"VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES" envDefault:"20"`
+	// The least time from the first of them to the latest.
+	Over time.Duration `env:"VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER" envDefault:"1h"`
+}
+
+// Rule is the rule the environment gives.
+func (e AutoDisableEnv) Rule() *domain.AutoDisable {
+	return &domain.AutoDisable{Failures: e.Failures, Over: e.Over}
 }
 
 // Env is the environment both binaries read (config.Load).
@@ -56,6 +74,7 @@ type Env struct {
 	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 	outbound.Env
 	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
+	AutoDisable    AutoDisableEnv
 }
 
 // Validate checks the attempt time-out.
@@ -63,12 +82,18 @@ func (e Env) Validate() error {
 	if e.AttemptTimeout < time.Second || e.AttemptTimeout > time.Minute {
 		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", e.AttemptTimeout)
 	}
+	if e.AutoDisable.Failures < 0 || e.AutoDisable.Failures > domain.MaxAutoDisableFailures {
+		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES %d: want 0..%d", e.AutoDisable.Failures, domain.MaxAutoDisableFailures)
+	}
+	if e.AutoDisable.Over < 0 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER %s: want no negative time", e.AutoDisable.Over)
+	}
 	return nil
 }
 
 // Config is the configuration the environment gives.
 func (e Env) Config() Config {
-	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout}
+	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout, AutoDisable: e.AutoDisable.Rule()}
 }
 
 func (c Config) sealerAndSender() (*seal.Sealer, *delivery.Sender, error) {
@@ -155,11 +180,15 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 			return nil, err
 		}
 	}
+	opts := c.Dispatcher
+	if opts.AutoDisable == nil {
+		opts.AutoDisable = c.AutoDisable
+	}
 	d.WatchConsumer(events.WebhookDeliveriesStream, dispatcher.DeliverDurable)
 	d.WatchConsumer(events.PlatformStream, dispatcher.FanoutPlatformDurable)
 	d.WatchConsumer(events.TicketsStream, dispatcher.FanoutTicketsDurable)
 	return dispatcher.Start(ctx, dispatcher.Deps{
 		JS: d.JS, Registry: reg, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}), Sealer: sealer,
 		Repo: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, d.Clock()), Log: d.Logger, Metrics: d.Metrics,
-	}, c.Dispatcher)
+	}, opts)
 }

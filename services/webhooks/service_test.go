@@ -2,11 +2,15 @@ package webhooks
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -142,7 +146,8 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter)) *receiv
 		rc.mu.Lock()
 		rc.got = append(rc.got, received{
 			body: body, eventID: r.Header.Get("X-Service-Event-Id"), attempt: r.Header.Get("X-Service-Delivery-Attempt"),
-			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")),
+			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")) &&
+				sdkSigned(rc.secret, body, r.Header.Get("ElevenLabs-Signature"), r.Header.Get("X-Service-Timestamp")),
 		})
 		n := len(rc.got)
 		rc.mu.Unlock()
@@ -152,6 +157,20 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter)) *receiv
 	}))
 	t.Cleanup(rc.Close)
 	return rc
+}
+
+// sdkSigned reports whether header, an ElevenLabs-Signature, signs body
+// at the attempt's time ts (X-Service-Timestamp), within a minute of now:
+// "t=<ts>,v0=" and the hex HMAC-SHA256 of "<ts>.<body>".
+func sdkSigned(secret, body []byte, header, ts string) bool {
+	t, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || time.Since(time.Unix(t, 0)).Abs() > time.Minute {
+		return false
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return hmac.Equal([]byte(header), []byte("t="+ts+",v0="+hex.EncodeToString(m.Sum(nil))))
 }
 
 func (rc *receiver) setSecret(s string) {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks"
 )
 
 // The console in a real browser (e2e/browser): Debian's Chromium driven
@@ -15,7 +17,9 @@ import (
 // root, and fails, never skips, when it cannot.
 func TestConsoleInBrowser(t *testing.T) {
 	script := e2eSuite(t, "browser")
-	s := startAdmin(t, localHooks)
+	// A webhook whose deliveries fail for good 3 times in a row is disabled
+	// (the portal shows it).
+	s := startAdmin(t, localHooks, func(c *Config) { c.WebhookAutoDisable = webhooks.AutoDisableEnv{Failures: 3} })
 	agent := newAgent(t, s, adminKey, "Support bot")
 	var convs []string
 	for i := range 6 {

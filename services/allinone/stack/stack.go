@@ -65,6 +65,9 @@ type Config struct {
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
 	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
 	WebhookTimeUnit time.Duration `env:"-"`
+	// WebhookAutoDisable is when a webhook whose deliveries keep failing
+	// is disabled (VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES, _AFTER).
+	WebhookAutoDisable webhooks.AutoDisableEnv
 	// Store starts the document store in a directory: in-process in the
 	// binary (docstore.Run), a process of its own in the tests (so that no
 	// race-enabled test binary links FerretDB).
@@ -279,7 +282,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 		cleanup = append(cleanup, func() { <-done })
 	}
-	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(),
+	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(), AutoDisable: c.WebhookAutoDisable.Rule(),
 		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
 	wh, err := webhooks.Start(ctx, d, whCfg)
 	if err != nil {

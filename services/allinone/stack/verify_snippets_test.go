@@ -3,18 +3,23 @@ package stack
 import (
 	"bufio"
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
 // The receiver snippets of the webhooks README (Go, Node, Python) verify a
-// real signed delivery of the platform, and refuse a tampered one.
+// real signed delivery of the platform (its ElevenLabs-Signature), and
+// refuse a tampered one, a stale one and a replay.
 func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
 	_, here, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(here), "..", "..", "webhooks", "examples", "verify")
@@ -46,29 +51,55 @@ func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
 				t.Fatalf("a real delivery to the %s snippet: %d %s", snippet.lang, r.Code, r.Body)
 			}
 
-			// A body changed on the way, or a signature made with another
-			// secret, is refused.
+			// A body changed on the way, a signature made with another
+			// secret, a stale one, and a captured delivery sent again are
+			// refused; a fresh one signed with the secret is accepted once.
 			body := []byte(`{"event":"call_ended","timestamp":"2026-01-02T03:04:05.000Z","data":{}}`)
-			for name, sig := range map[string]string{
-				"tampered body": "sha256=" + strings.Repeat("0", 64),
-				"no signature":  "",
-				"short":         "sha256=ab",
-			} {
+			now := time.Now().Unix()
+			post := func(sig string) int {
+				t.Helper()
 				req, _ := http.NewRequest("POST", "http://"+addr+"/hook", bytes.NewReader(body))
 				if sig != "" {
-					req.Header.Set("X-Service-Signature", sig)
+					req.Header.Set("ElevenLabs-Signature", sig)
 				}
 				resp, err := http.DefaultClient.Do(req)
 				if err != nil {
 					t.Fatal(err)
 				}
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusUnauthorized {
-					t.Errorf("%s: the %s snippet answered %d, want 401", name, snippet.lang, resp.StatusCode)
+				return resp.StatusCode
+			}
+			fresh := elevenLabsSignature(secret, body, now)
+			for name, sig := range map[string]string{
+				"tampered body":  elevenLabsSignature(secret, append([]byte(" "), body...), now),
+				"another secret": elevenLabsSignature(secret+"x", body, now),
+				"stale":          elevenLabsSignature(secret, body, now-10*60),
+				"no signature":   "",
+				"no timestamp":   strings.Split(fresh, ",")[1],
+				"short":          "t=1,v0=ab",
+			} {
+				if code := post(sig); code != http.StatusUnauthorized {
+					t.Errorf("%s: the %s snippet answered %d, want 401", name, snippet.lang, code)
 				}
+			}
+			if code := post(fresh); code != http.StatusOK {
+				t.Errorf("a fresh signed delivery: the %s snippet answered %d, want 200", snippet.lang, code)
+			}
+			if code := post(fresh); code != http.StatusUnauthorized {
+				t.Errorf("a replay: the %s snippet answered %d, want 401", snippet.lang, code)
 			}
 		})
 	}
+}
+
+// elevenLabsSignature is an ElevenLabs-Signature header of body at t,
+// made here independently of the platform.
+func elevenLabsSignature(secret string, body []byte, t int64) string {
+	ts := strconv.FormatInt(t, 10)
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(ts + "."))
+	m.Write(body)
+	return "t=" + ts + ",v0=" + hex.EncodeToString(m.Sum(nil))
 }
 
 // startSnippet runs a receiver snippet (tool, with file as its argument

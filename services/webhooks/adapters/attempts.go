@@ -89,22 +89,24 @@ type hookLog struct {
 type AttemptLog struct {
 	mu    sync.RWMutex
 	hooks map[string]*hookLog
+	// runs are the deliveries that failed for good, in a row (what the
+	// auto-disable rule counts).
+	runs *RunLog
 }
 
 // NewAttemptLog returns an empty log.
-func NewAttemptLog() *AttemptLog { return &AttemptLog{hooks: map[string]*hookLog{}} }
+func NewAttemptLog() *AttemptLog { return &AttemptLog{hooks: map[string]*hookLog{}, runs: NewRunLog()} }
 
 // Follow replays the attempts stream and follows it; it returns once the
 // replay is complete.
 func (l *AttemptLog) Follow(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
-	return followReplayed(ctx, js, events.WebhookAttemptsStream, []string{events.WebhookAttemptsAll}, false, func(rec eventstore.Record) {
-		var a webhooksv1.DeliveryAttempt
-		if err := proto.Unmarshal(rec.Data, &a); err != nil {
-			log.Warn("attempt record undecodable", "seq", rec.Seq, "err", err)
-			return
-		}
-		l.Add(&a)
-	})
+	return FollowAttempts(ctx, js, log, l.Add)
+}
+
+// Run is a webhook's run of deliveries that failed for good, counted from
+// enabledAt, and its latest failure.
+func (l *AttemptLog) Run(webhookID string, enabledAt time.Time) domain.Run {
+	return l.runs.Run(webhookID, enabledAt)
 }
 
 // Add records an attempt (a second copy of the same attempt is ignored).
@@ -124,6 +126,7 @@ func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
 	for i > 0 && h.recent[i-1].GetAtUnixMs() > a.GetAtUnixMs() {
 		i--
 	}
+	l.runs.Observe(a)
 	h.recent = slices.Insert(h.recent, i, a)
 	if len(h.recent) > RecentAttempts {
 		h.recent = h.recent[len(h.recent)-RecentAttempts:]

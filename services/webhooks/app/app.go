@@ -6,6 +6,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,5 +122,6 @@ func retryConfigOf(p domain.RetryPolicy) *webhooksv1.RetryConfig {
 }
 
 func specOf(w *webhooksv1.Webhook) domain.Spec {
-	return domain.Spec{URL: w.GetUrl(), Events: slices.Clone(w.GetEvents()), Active: w.GetActive(), Retry: PolicyOf(w), Relay: w.GetRelay()}
+	return domain.Spec{URL: w.GetUrl(), Events: slices.Clone(w.GetEvents()), Active: w.GetActive(), Retry: PolicyOf(w), Relay: w.GetRelay(),
+		Name: w.GetName(), Headers: maps.Clone(w.GetRequestHeaders())}
 }

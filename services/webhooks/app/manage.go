@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -45,7 +46,8 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 	w := &webhooksv1.Webhook{
 		WebhookId: id, WorkspaceId: p.WorkspaceID, Url: spec.URL, Events: spec.Events, Active: spec.Active, Relay: spec.Relay,
 		RetryConfig: retryConfigOf(spec.Retry), SecretSealed: sealed, SecretHint: domain.SecretHint(secret),
-		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
+		Name: spec.Name, RequestHeaders: spec.Headers,
+		CreatedByUserId: p.UserID, CreatedAtUnix: now.Unix(), UpdatedAtUnix: now.Unix(), CreatedAtUnixMs: now.UnixMilli(), EnabledAtUnixMs: now.UnixMilli(),
 	}
 	meta := esproto.Meta(ctx, p.WorkspaceID, idempotencyKey, now)
 	got, dup, err := a.Webhooks.Create(ctx, p.WorkspaceID, id, meta, &webhooksv1.WebhookCreated{Meta: meta, Webhook: w}, w)
@@ -86,8 +88,25 @@ func (a *App) Update(ctx context.Context, p principal.Caller, id string, in doma
 			w.Active = spec.Active
 			changed = append(changed, "active")
 			if spec.Active {
+				// Enabled again: delivering resumes, and the failures
+				// that count toward an auto-disable are those from now.
 				w.DisabledReason, w.DisabledAtUnix = "", nil
+				w.EnabledAtUnixMs = a.Now().UnixMilli()
 			}
+		}
+		if in.Active != nil && !*in.Active && !w.GetActive() && w.GetDisabledReason() != "" {
+			// A user disables what the dispatcher had: theirs from now on
+			// (is_disabled, no longer is_auto_disabled).
+			w.DisabledReason = ""
+			changed = append(changed, "active")
+		}
+		if spec.Name != w.GetName() {
+			w.Name = spec.Name
+			changed = append(changed, "name")
+		}
+		if !maps.Equal(spec.Headers, w.GetRequestHeaders()) {
+			w.RequestHeaders = spec.Headers
+			changed = append(changed, "request_headers")
 		}
 		if rc := retryConfigOf(spec.Retry); !proto.Equal(rc, w.GetRetryConfig()) {
 			w.RetryConfig = rc
@@ -130,7 +149,8 @@ func DisableGone(ctx context.Context, repo *aggregate.Repo[*webhooksv1.Webhook],
 			return nil, nil
 		}
 		unix := at.Unix()
-		next.Active, next.DisabledReason, next.DisabledAtUnix = false, "gone", &unix
+		next.Active, next.DisabledReason, next.DisabledAtUnix = false, domain.DisabledGone, &unix
+		next.LastFailureCode, next.LastFailureAtUnixMs = code, at.UnixMilli()
 		return &webhooksv1.WebhookDisabled{Meta: meta, Webhook: next, ResponseCode: code}, nil
 	})
 	return err

@@ -40,6 +40,7 @@ func (a *App) Test(ctx context.Context, p principal.Caller, id, eventType string
 	eventID := ids.New("evt")
 	res := a.Sender.Send(ctx, w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: body, Event: eventType, EventID: eventID, WebhookID: w.GetWebhookId(), Attempt: 1,
+		Extra: w.GetRequestHeaders(),
 	})
 	verdict := PolicyOf(w).Decide(res.Outcome, 0)
 	att := NewAttempt(&webhooksv1.DeliveryJob{EventId: eventID, Event: eventType, Body: body}, w, 0, now, res, verdict)

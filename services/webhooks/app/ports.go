@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -42,6 +43,20 @@ type AttemptLog interface {
 	Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt
 	// Health summarises a webhook's recent non-test attempts.
 	Health(webhookID string) domain.Health
+	// Run is a webhook's deliveries that failed for good in a row,
+	// counted from enabledAt, and its latest failure.
+	Run(webhookID string, enabledAt time.Time) domain.Run
+}
+
+// FailureRuns keeps each webhook's deliveries that failed for good in a
+// row, from the final attempts of every replica (a dispatcher follows
+// the attempt records to apply the auto-disable rule).
+type FailureRuns interface {
+	// Observe takes an attempt (only a final one, not a test delivery,
+	// counts).
+	Observe(a *webhooksv1.DeliveryAttempt)
+	// Run is a webhook's run counted from enabledAt.
+	Run(webhookID string, enabledAt time.Time) domain.Run
 }
 
 // DeliveryHistory is the durable delivery log: every attempt, beyond what

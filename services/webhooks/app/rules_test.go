@@ -145,7 +145,7 @@ func TestGoneDisablesAndReactivationClears(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ := f.app.Get("ws_a", w.WebhookId)
-	if got.Active || got.DisabledReason != "gone" || got.GetDisabledAtUnix() != f.clock.Unix() {
+	if got.Active || got.DisabledReason != "gone" || got.GetDisabledAtUnix() != f.clock.Unix() || got.LastFailureCode != 410 || got.LastFailureAtUnixMs != f.clock.UnixMilli() {
 		t.Fatalf("disabled: %+v", got)
 	}
 	if err := app.DisableGone(ctx, f.app.Webhooks, got, 410, f.clock.Add(time.Hour)); err != nil {

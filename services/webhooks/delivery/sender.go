@@ -34,6 +34,15 @@ const (
 	// HeaderAttempt is the attempt number, 1 for the first.
 	HeaderAttempt = "X-Service-Delivery-Attempt"
 	UserAgent     = "voiceai-webhooks/1.0"
+
+	// HeaderElevenLabsSignature is what the official SDK's
+	// webhooks.constructEvent verifies: "t=<unix seconds>,v0=<hex>".
+	HeaderElevenLabsSignature = "ElevenLabs-Signature"
+	// The Standard Webhooks headers (standardwebhooks.com): the message id
+	// (the event id), the attempt's Unix seconds, and "v1,<base64>".
+	HeaderStandardID        = "Webhook-Id"
+	HeaderStandardTimestamp = "Webhook-Timestamp"
+	HeaderStandardSignature = "Webhook-Signature"
 )
 
 // maxResponseBody is how much of a receiver's answer is read (and
@@ -95,6 +104,9 @@ type Request struct {
 	Attempt   int // 1 for the first
 	// Traceparent, when set, is sent so the receiver can join the trace.
 	Traceparent string
+	// Extra are the webhook's own request headers (request_headers); the
+	// platform's headers are set after them, so none can be replaced.
+	Extra map[string]string
 }
 
 // Result is what an attempt produced.
@@ -157,17 +169,33 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	return out
 }
 
-// Headers are the headers of an attempt: the signature, the event's id
-// and name, the webhook, the attempt's number and time, and the trace.
+// Headers are the headers of an attempt: the webhook's own request
+// headers, then the platform's (which win): the three signatures, each
+// over the exact body and with this attempt's time, the event's id and
+// name, the webhook, the attempt's number, and the trace.
 func Headers(r Request) http.Header {
-	h := http.Header{}
+	return HeadersAt(r, time.Now())
+}
+
+// HeadersAt are the headers of an attempt made at now.
+func HeadersAt(r Request, now time.Time) http.Header {
+	h := make(http.Header, len(r.Extra)+14)
+	for k, v := range r.Extra {
+		h.Set(k, v)
+	}
+	t := now.Unix()
+	ts := strconv.FormatInt(t, 10)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", UserAgent)
 	h.Set(HeaderSignature, domain.Sign(r.Secret, r.Body))
+	h.Set(HeaderElevenLabsSignature, domain.SignElevenLabs(r.Secret, r.Body, t))
+	h.Set(HeaderStandardID, r.EventID)
+	h.Set(HeaderStandardTimestamp, ts)
+	h.Set(HeaderStandardSignature, domain.SignStandard(domain.StandardKey(r.Secret), r.EventID, t, r.Body))
 	h.Set(HeaderEventID, r.EventID)
 	h.Set(HeaderEvent, r.Event)
 	h.Set(HeaderWebhookID, r.WebhookID)
-	h.Set(HeaderTimestamp, strconv.FormatInt(time.Now().Unix(), 10))
+	h.Set(HeaderTimestamp, ts)
 	h.Set(HeaderAttempt, strconv.Itoa(max(r.Attempt, 1)))
 	if r.Traceparent != "" {
 		h.Set("Traceparent", r.Traceparent)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 func req(url string) Request {
@@ -109,5 +111,56 @@ func TestSendSignsAndClassifies(t *testing.T) {
 	status.Store(0)
 	if res := s.Send(context.Background(), req(srv.URL)); !res.Outcome.NetworkErr || !strings.Contains(res.Error, "timed out") {
 		t.Fatalf("timeout: %+v", res)
+	}
+}
+
+// Every attempt carries the three signatures over the same bytes and with
+// its own time, each checked here as its verifier does; the webhook's
+// request headers come along but replace none of the platform's.
+func TestHeadersCarryEverySignature(t *testing.T) {
+	raw := []byte("0123456789abcdef0123456789abcdef")
+	secret := "whsec_" + base64.StdEncoding.EncodeToString(raw)
+	r := Request{Secret: []byte(secret), Body: []byte(`{"event":"ticket_created"}`), EventID: "evt_9", Event: "ticket_created", WebhookID: "whk_1", Attempt: 2,
+		Extra: map[string]string{"X-Team": "qa", "content-type": "text/plain", "Elevenlabs-Signature": "t=1,v0=00", "Webhook-Id": "forged"}}
+	at := time.Unix(1_800_000_123, 0)
+	h := HeadersAt(r, at)
+	hexMAC := func(key []byte, parts ...string) []byte {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(strings.Join(parts, ".")))
+		return m.Sum(nil)
+	}
+	if got := h.Get(HeaderSignature); got != "sha256="+hex.EncodeToString(hexMAC([]byte(secret), string(r.Body))) {
+		t.Errorf("X-Service-Signature %q", got)
+	}
+	if got := h.Get(HeaderElevenLabsSignature); got != "t=1800000123,v0="+hex.EncodeToString(hexMAC([]byte(secret), "1800000123", string(r.Body))) {
+		t.Errorf("ElevenLabs-Signature %q", got)
+	}
+	if h.Get(HeaderStandardID) != "evt_9" || h.Get(HeaderStandardTimestamp) != "1800000123" || h.Get(HeaderTimestamp) != "1800000123" {
+		t.Errorf("ids and times: %v", h)
+	}
+	if got := h.Get(HeaderStandardSignature); got != "v1,"+base64.StdEncoding.EncodeToString(hexMAC(raw, "evt_9", "1800000123", string(r.Body))) {
+		t.Errorf("webhook-signature %q (keyed with the decoded secret)", got)
+	}
+	if h.Get("X-Team") != "qa" || h.Get("Content-Type") != "application/json" || len(h.Values("Content-Type")) != 1 {
+		t.Errorf("request headers: %v", h)
+	}
+	// A secret that is not whsec_<base64> keys Standard Webhooks with its
+	// own bytes.
+	r.Secret = []byte("plain-secret-0123")
+	h = HeadersAt(r, at)
+	if got := h.Get(HeaderStandardSignature); got != "v1,"+base64.StdEncoding.EncodeToString(hexMAC(r.Secret, "evt_9", "1800000123", string(r.Body))) {
+		t.Errorf("webhook-signature of a custom secret %q", got)
+	}
+}
+
+// The signing a delivery adds beyond X-Service-Signature (ElevenLabs and
+// Standard Webhooks) costs a few microseconds: the bench prints it too.
+func BenchmarkAddedSigning(b *testing.B) {
+	secret, _ := base64.StdEncoding.DecodeString("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	key := []byte("whsec_" + base64.StdEncoding.EncodeToString(secret))
+	body := []byte(strings.Repeat("x", 2048))
+	for b.Loop() {
+		_ = domain.SignElevenLabs(key, body, 1_800_000_000)
+		_ = domain.SignStandard(domain.StandardKey(key), "evt_1", 1_800_000_000, body)
 	}
 }

@@ -83,7 +83,7 @@ func (d *Dispatcher) deliver(m jetstream.Msg) {
 			attribute.Int("voiceai.attempt", attempt)))
 	res := d.Sender.Send(ctx, w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
-		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(ctx),
+		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(ctx), Extra: w.GetRequestHeaders(),
 	})
 	span.SetAttributes(attribute.Int("http.response.status_code", res.Outcome.StatusCode))
 	if res.Error != "" {

@@ -24,6 +24,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 // Durable consumer names, shared by every replica.
@@ -49,6 +51,9 @@ type Options struct {
 	MaxAckPending int
 	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
+	// AutoDisable is when a webhook whose deliveries keep failing for
+	// good is disabled (nil: domain.DefaultAutoDisable).
+	AutoDisable *domain.AutoDisable
 }
 
 // Deps are what a dispatcher runs on.
@@ -91,6 +96,10 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
 	}
+	if o.AutoDisable == nil {
+		rule := domain.DefaultAutoDisable()
+		o.AutoDisable = &rule
+	}
 	if o.AckWait <= d.Sender.HTTP.Timeout() {
 		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.HTTP.Timeout())
 	}
@@ -104,7 +113,32 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		ds.Stop()
 		return nil, err
 	}
+	if err := ds.startAutoDisable(); err != nil {
+		ds.Stop()
+		return nil, err
+	}
 	return ds, nil
+}
+
+// startAutoDisable follows the attempt records of every replica and
+// disables a webhook whose deliveries keep failing for good
+// (app.AutoDisabler); every replica counts the same records, the first to
+// see the rule trip writes the event.
+func (d *Dispatcher) startAutoDisable() error {
+	if d.opts.AutoDisable.Failures == 0 {
+		return nil
+	}
+	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: adapters.NewRunLog(), Rule: *d.opts.AutoDisable}
+	return adapters.FollowAttempts(d.ctx, d.JS, d.Log, func(att *webhooksv1.DeliveryAttempt) {
+		disabled, err := ad.Observe(d.ctx, att)
+		switch {
+		case err != nil && d.ctx.Err() == nil:
+			d.Log.Warn("could not disable a webhook whose deliveries keep failing", "webhook_id", att.GetWebhookId(), "err", err)
+		case disabled:
+			d.Log.Info("webhook disabled automatically: its deliveries kept failing", "webhook_id", att.GetWebhookId(),
+				"workspace_id", att.GetWorkspaceId(), "failures", d.opts.AutoDisable.Failures, "over", d.opts.AutoDisable.Over)
+		}
+	})
 }
 
 func (d *Dispatcher) onStop(f func()) {

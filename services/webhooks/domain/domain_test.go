@@ -3,9 +3,11 @@ package domain
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -230,5 +232,114 @@ func TestCatalogListsEveryEvent(t *testing.T) {
 	}
 	if !slices.Equal(names, KnownEvents()) {
 		t.Fatalf("catalog %v, events %v", names, KnownEvents())
+	}
+}
+
+// request_headers: the platform's headers (signatures, content type,
+// host, transport headers) are refused whatever their case, as are CR/LF
+// and other control characters, names that are not tokens, and too many
+// or too large; a null drops a header.
+func TestRequestHeaders(t *testing.T) {
+	s := func(v string) *string { return &v }
+	var ok apperr.Validator
+	got := CheckRequestHeaders(&ok, map[string]*string{"X-Team": s("qa"), "Authorization": s("Bearer t"), "X-Gone": nil}, "body", "request_headers")
+	if ok.Err() != nil || len(got) != 2 || got["X-Team"] != "qa" || got["Authorization"] != "Bearer t" {
+		t.Fatalf("valid headers: %v %v", got, ok.Err())
+	}
+	for name, in := range map[string]map[string]*string{
+		"content type":        {"content-TYPE": s("text/plain")},
+		"host":                {"Host": s("evil.example")},
+		"platform signature":  {"X-Service-Signature": s("sha256=00")},
+		"sdk signature":       {"ElevenLabs-Signature": s("t=1,v0=00")},
+		"standard signature":  {"webhook-signature": s("v1,AA==")},
+		"standard id":         {"Webhook-Id": s("x")},
+		"transport":           {"Transfer-Encoding": s("chunked")},
+		"CR LF in a value":    {"X-A": s("a\r\nX-Injected: 1")},
+		"LF in a value":       {"X-A": s("a\nb")},
+		"NUL in a value":      {"X-A": s("a\x00b")},
+		"not a token":         {"X A": s("1")},
+		"colon in a name":     {"X-A:": s("1")},
+		"empty name":          {"": s("1")},
+		"oversize value":      {"X-A": s(strings.Repeat("a", 1025))},
+		"same name two cases": {"X-A": s("1"), "x-a": s("2")},
+		"too many":            manyHeaders(21),
+		"too large together":  largeHeaders(),
+	} {
+		var v apperr.Validator
+		CheckRequestHeaders(&v, in, "body", "request_headers")
+		if v.Err() == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func manyHeaders(n int) map[string]*string {
+	out := map[string]*string{}
+	for i := range n {
+		v := "1"
+		out[fmt.Sprintf("X-H%d", i)] = &v
+	}
+	return out
+}
+
+func largeHeaders() map[string]*string {
+	out := map[string]*string{}
+	for i := range 10 {
+		v := strings.Repeat("v", 1000)
+		out[fmt.Sprintf("X-H%d", i)] = &v
+	}
+	return out
+}
+
+// agent_qa stands for every ticket event and test invocation outcome;
+// setting the workspace-level events keeps the events no workspace-level
+// type covers.
+func TestWorkspaceEvents(t *testing.T) {
+	all := WithWorkspaceEvents([]string{"call_started", "ticket_created"}, []string{"agent_qa"})
+	if len(all) != 1+len(TicketEvents)+len(InvocationEvents) || all[0] != "call_started" {
+		t.Fatalf("with agent_qa: %v", all)
+	}
+	if got := WorkspaceEventsOf(all); len(got) != 1 || got[0] != "agent_qa" {
+		t.Fatalf("types of %v: %v", all, got)
+	}
+	none := WithWorkspaceEvents(all, []string{})
+	if len(none) != 1 || none[0] != "call_started" || len(WorkspaceEventsOf(none)) != 0 {
+		t.Fatalf("without: %v", none)
+	}
+	if got := WorkspaceEventsOf([]string{"ticket_created"}); len(got) != 0 {
+		t.Fatalf("a part of agent_qa is not agent_qa: %v", got)
+	}
+}
+
+// A failure log counts the failures since the latest success, whatever
+// order the attempt records arrive in, from when the webhook was last
+// enabled, keeping at most MaxAutoDisableFailures of them.
+func TestFailureLog(t *testing.T) {
+	var l FailureLog
+	for _, at := range []int64{5000, 1000, 3000, 2000} { // out of order
+		l.Observe(false, 500, at)
+	}
+	l.Observe(true, 200, 2500) // ends the failures at 1000 and 2000
+	run := l.Run(time.UnixMilli(0))
+	if run.Failures != 2 || run.First.UnixMilli() != 3000 || run.Latest.UnixMilli() != 5000 || run.LastAt.UnixMilli() != 5000 {
+		t.Fatalf("run: %+v", run)
+	}
+	l.Observe(false, 404, 2200) // before the success: shown as a failure, not counted
+	if run := l.Run(time.UnixMilli(0)); run.Failures != 2 || run.LastCode != 500 {
+		t.Fatalf("a failure older than the success: %+v", run)
+	}
+	if run := l.Run(time.UnixMilli(4000)); run.Failures != 1 || run.First.UnixMilli() != 5000 {
+		t.Fatalf("counted from enabling: %+v", run)
+	}
+	for i := range 2 * MaxAutoDisableFailures {
+		l.Observe(false, 0, int64(10_000+i))
+	}
+	if run := l.Run(time.UnixMilli(0)); run.Failures != MaxAutoDisableFailures || run.LastCode != 0 {
+		t.Fatalf("capped: %d", run.Failures)
+	}
+	rule := AutoDisable{Failures: 3, Over: time.Second}
+	if rule.Trips(Run{Failures: 3, First: time.UnixMilli(0), Latest: time.UnixMilli(999)}) || !rule.Trips(Run{Failures: 3, First: time.UnixMilli(0), Latest: time.UnixMilli(1000)}) ||
+		(AutoDisable{}).Trips(Run{Failures: 1000, Latest: time.UnixMilli(1 << 40)}) {
+		t.Fatal("Trips")
 	}
 }

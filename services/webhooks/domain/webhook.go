@@ -31,6 +31,24 @@ type Input struct {
 	// Relay (create only) makes a webhook without a url whose deliveries
 	// a polling client takes (voiceai webhooks listen).
 	Relay *bool `json:"relay"`
+	// Name is a display name; RequestHeaders are sent with each delivery
+	// (all of them replace the current ones; a null value drops one).
+	Name           *string            `json:"name"`
+	RequestHeaders map[string]*string `json:"request_headers"`
+
+	// What the workspace webhooks API says its own way: RetryEnabled
+	// (false: no retries; true: the default retries when there were
+	// none), WorkspaceEvents (the complete set of workspace-level event
+	// types, see WithWorkspaceEvents), and Within, where these fields are
+	// in its body (create nests them in "settings").
+	RetryEnabled    *bool    `json:"-"`
+	WorkspaceEvents []string `json:"-"`
+	Within          []any    `json:"-"`
+}
+
+// loc is where field is in the body.
+func (in Input) loc(field string) []any {
+	return append(append([]any{"body"}, in.Within...), field)
 }
 
 // Spec is a validated webhook definition.
@@ -41,6 +59,9 @@ type Spec struct {
 	Active bool
 	Retry  RetryPolicy
 	Relay  bool
+	Name   string
+	// Headers are the request headers sent with each delivery.
+	Headers map[string]string
 }
 
 // HostAllowed reports whether the operator allowed a host (lowercase,
@@ -67,7 +88,7 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 	var v apperr.Validator
 	required := func(field string) {
 		if create {
-			v.Add("Field required", "missing", "body", field)
+			v.Add("Field required", "missing", in.loc(field)...)
 		}
 	}
 	if in.Relay != nil {
@@ -84,10 +105,19 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 	case in.URL == nil:
 		required("url")
 	default:
-		s.URL = checkURL(&v, *in.URL, allowed)
+		s.URL = checkURL(&v, *in.URL, allowed, in.loc("url"))
 	}
 	if in.Events != nil {
 		s.Events = distinct(in.Events)
+	}
+	if in.WorkspaceEvents != nil {
+		s.Events = WithWorkspaceEvents(s.Events, in.WorkspaceEvents)
+	}
+	if in.Name != nil {
+		s.Name = *in.Name
+	}
+	if in.RequestHeaders != nil {
+		s.Headers = CheckRequestHeaders(&v, in.RequestHeaders, in.loc("request_headers")...)
 	}
 	if in.Secret != nil {
 		s.Secret = *in.Secret
@@ -98,13 +128,20 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 	if in.RetryConfig != nil {
 		s.Retry = checkRetry(&v, *in.RetryConfig, s.Retry)
 	}
+	switch {
+	case in.RetryEnabled == nil:
+	case !*in.RetryEnabled:
+		s.Retry.MaxRetries = 0
+	case s.Retry.MaxRetries == 0:
+		s.Retry.MaxRetries = DefaultRetryPolicy().MaxRetries
+	}
 	return s, v.Err()
 }
 
-func checkURL(v *apperr.Validator, raw string, allowed HostAllowed) string {
+func checkURL(v *apperr.Validator, raw string, allowed HostAllowed, loc []any) string {
 	u, problem := outbound.CheckURL(raw, allowed, "webhooks")
 	if problem != nil {
-		v.Add(problem.Msg, problem.Type, "body", "url")
+		v.Add(problem.Msg, problem.Type, loc...)
 	}
 	return u
 }

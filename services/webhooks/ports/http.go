@@ -32,7 +32,7 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 	hooks := h.App.List(principal.Of(r).WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
-		out = append(out, viewOf(wh, nil))
+		out = append(out, viewOf(wh, nil, h.App.RunOf(wh)))
 	}
 	httpx.WriteJSON(w, http.StatusOK, listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}})
 	return nil
@@ -40,17 +40,17 @@ func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
 
 // reply writes a webhook (with its secret, when shown), or returns the
 // error.
-func reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *string, err error) error {
+func (h *Handlers) reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *string, err error) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, code, viewOf(wh, secret))
+	httpx.WriteJSON(w, code, viewOf(wh, secret, h.App.RunOf(wh)))
 	return nil
 }
 
 func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	wh, err := h.App.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
-	return reply(w, http.StatusOK, wh, nil, err)
+	return h.reply(w, http.StatusOK, wh, nil, err)
 }
 
 func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
@@ -59,7 +59,7 @@ func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wh, secret, err := h.App.Create(r.Context(), api.CallerOf(r), in)
-	return reply(w, http.StatusCreated, wh, &secret, err)
+	return h.reply(w, http.StatusCreated, wh, &secret, err)
 }
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
@@ -68,7 +68,7 @@ func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wh, err := h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], in)
-	return reply(w, http.StatusOK, wh, nil, err)
+	return h.reply(w, http.StatusOK, wh, nil, err)
 }
 
 func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
@@ -124,12 +124,18 @@ func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 		Group       string         `json:"group"`
 		Description string         `json:"description"`
 		DataSchema  map[string]any `json:"data_schema"`
+		// WorkspaceEvent is the workspace webhooks API's event type that
+		// covers it (agent_qa), or null.
+		WorkspaceEvent *string `json:"workspace_event"`
 	}
 	out := struct {
 		Events []entry `json:"events"`
 	}{Events: make([]entry, 0, len(domain.Catalog))}
 	for _, e := range domain.Catalog {
 		x := entry{Name: e.Name, Group: e.Group, Description: e.Description}
+		if t := domain.WorkspaceEventOf(e.Name); t != "" {
+			x.WorkspaceEvent = &t
+		}
 		if e.DataSchema != "" {
 			s, err := api.Schema(e.DataSchema)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 type retryView struct {
@@ -33,9 +34,40 @@ type webhookView struct {
 	// Relay marks a webhook without a url whose deliveries a polling
 	// client takes (an extension).
 	Relay bool `json:"relay"`
+	// What the workspace webhooks API shows too: the display name, the
+	// request headers, whether the dispatcher disabled it, and the latest
+	// delivery that failed for good.
+	Name                       string            `json:"name"`
+	RequestHeaders             map[string]string `json:"request_headers"`
+	IsAutoDisabled             bool              `json:"is_auto_disabled"`
+	MostRecentFailureErrorCode *int32            `json:"most_recent_failure_error_code"`
+	MostRecentFailureTimestamp *int64            `json:"most_recent_failure_timestamp"`
+	ConsecutiveFailures        int32             `json:"consecutive_failures"`
 }
 
-func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
+// autoDisabled reports whether the dispatcher, not a user, disabled w
+// (a run of failures, or a receiver answering 410 Gone).
+func autoDisabled(w *webhooksv1.Webhook) bool {
+	return !w.GetActive() && w.GetDisabledReason() != ""
+}
+
+// lastFailure is w's latest delivery that failed for good: its status (0:
+// no answer) and Unix seconds; nil, nil when none did. The delivery log
+// knows it; a failure it no longer holds is the one the webhook recorded
+// when the dispatcher disabled it.
+func lastFailure(w *webhooksv1.Webhook, run domain.Run) (*int32, *int64) {
+	code, atMs := run.LastCode, run.LastAt.UnixMilli()
+	if run.LastAt.IsZero() {
+		code, atMs = w.GetLastFailureCode(), w.GetLastFailureAtUnixMs()
+	}
+	if atMs <= 0 {
+		return nil, nil
+	}
+	at := atMs / 1000
+	return &code, &at
+}
+
+func viewOf(w *webhooksv1.Webhook, secret *string, run domain.Run) webhookView {
 	rc := w.GetRetryConfig()
 	codes := rc.GetRetryOnStatus()
 	if codes == nil {
@@ -49,7 +81,15 @@ func viewOf(w *webhooksv1.Webhook, secret *string) webhookView {
 		},
 		Secret: secret, SecretHint: w.GetSecretHint(), DisabledAtUnix: w.DisabledAtUnix,
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
+		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: int32(run.Failures),
 	}
+	if v.Events == nil {
+		v.Events = []string{}
+	}
+	if v.RequestHeaders == nil {
+		v.RequestHeaders = map[string]string{}
+	}
+	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w, run)
 	if r := w.GetDisabledReason(); r != "" {
 		v.DisabledReason = &r
 	}

@@ -51,8 +51,7 @@ async function overview(main) {
       h('td', {'data-label': 'Endpoint'}, h('a', {href: 'webhooks.html?id=' + enc(w.webhook_id)}, name),
         h('div', {class: 'muted'}, 'secret …' + w.secret_hint)),
       h('td', {'data-label': 'Events'}, w.events.map(label).join(', ')),
-      h('td', {'data-label': 'State'}, badge(w.active ? 'active' : 'disabled', w.active ? 'healthy' : 'failed'),
-        w.disabled_reason ? h('div', {class: 'muted'}, w.disabled_reason) : null),
+      h('td', {'data-label': 'State'}, state(w)),
       h('td', {'data-label': 'Health'}, hl ? [badge(hl.status),
         h('div', {class: 'muted'}, `${hl.success_rate === null ? 'no attempts' : Math.round(hl.success_rate * 100) + '% delivered'} · ` +
           `${hl.consecutive_failures} failing in a row · ${hl.backlog} queued`)] : '—'),
@@ -61,6 +60,24 @@ async function overview(main) {
 
   if (can('webhooks.create')) main.append(await createForm(msg, secretBox, load));
   try { await load(); } catch (e) { say(msg, e.message, true); }
+}
+
+// Why the dispatcher disabled a webhook, by its disabled_reason.
+const REASONS = {
+  failing: 'its deliveries kept failing: enable it to resume, then recover what failed',
+  gone: 'its receiver answered 410 Gone',
+};
+
+// state is a webhook's state: active, disabled by a user, or disabled
+// automatically (and why), with its latest delivery that failed for good.
+function state(w) {
+  const auto = w.is_auto_disabled;
+  return [
+    badge(w.active ? 'active' : auto ? 'auto_disabled' : 'disabled', w.active ? 'healthy' : 'failed'),
+    auto ? h('div', {class: 'muted'}, 'Disabled automatically: ' + (REASONS[w.disabled_reason] || w.disabled_reason)) : null,
+    w.most_recent_failure_timestamp ? h('div', {class: 'muted'}, 'Last failure: ' +
+      (w.most_recent_failure_error_code ? 'HTTP ' + w.most_recent_failure_error_code : 'no answer') + ' · ' + when(w.most_recent_failure_timestamp)) : null,
+  ];
 }
 
 async function createForm(msg, secretBox, reload) {
@@ -81,7 +98,7 @@ async function createForm(msg, secretBox, reload) {
       for (const b of boxes) b.checked = false;
       replace(secretBox, h('section', {class: 'card', role: 'status', 'aria-labelledby': 'secret-h'},
         h('h2', {id: 'secret-h'}, 'Signing secret of ' + w.url),
-        h('p', {}, 'Copy it now: it is shown this once. Deliveries are signed with it (X-Service-Signature).'),
+        h('p', {}, 'Copy it now: it is shown this once. Deliveries are signed with it (X-Service-Signature, ElevenLabs-Signature and the Standard Webhooks headers).'),
         h('p', {class: 'secret'}, w.secret)));
       say(msg, 'Webhook created.');
       await reload();
@@ -118,7 +135,8 @@ async function detail(main) {
 
   replace(main, h('p', {}, h('a', {href: 'webhooks.html'}, '← Webhooks')),
     h('h1', {}, w.url || 'Relay webhook'),
-    h('p', {}, badge(w.active ? 'active' : 'disabled', w.active ? 'healthy' : 'failed'), ' ', w.events.map(label).join(', ')),
+    h('div', {}, state(w)),
+    h('p', {}, w.events.map(label).join(', ')),
     msg, recover,
     h('section', {'aria-labelledby': 'log-h'}, h('h2', {id: 'log-h'}, 'Delivery log'), filter, logBox));
 

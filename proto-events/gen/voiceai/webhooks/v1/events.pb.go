@@ -75,8 +75,8 @@ func (x *WebhookCreated) GetWebhook() *Webhook {
 	return nil
 }
 
-// Type "webhooks.webhook_updated": url, events, active, retry_config or a
-// rotated secret.
+// Type "webhooks.webhook_updated": url, events, active, retry_config,
+// name, request_headers or a rotated secret.
 type WebhookUpdated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -190,8 +190,10 @@ func (x *WebhookDeleted) GetWebhook() *Webhook {
 	return nil
 }
 
-// Type "webhooks.webhook_disabled": the dispatcher deactivated the webhook
-// (its receiver answered 410 Gone).
+// Type "webhooks.webhook_disabled": the dispatcher deactivated the webhook:
+// its receiver answered 410 Gone (disabled_reason "gone"), or its
+// deliveries failed for good too many times in a row over too long a time
+// (disabled_reason "failing", auto-disabled).
 type WebhookDisabled struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`

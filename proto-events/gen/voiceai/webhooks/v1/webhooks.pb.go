@@ -136,9 +136,23 @@ type Webhook struct {
 	// A relay webhook has no url: its deliveries are handed to a client
 	// that polls for them (`voiceai webhooks listen`), which forwards them
 	// and reports the answer. Set at creation only.
-	Relay         bool `protobuf:"varint,16,opt,name=relay,proto3" json:"relay,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Relay bool `protobuf:"varint,16,opt,name=relay,proto3" json:"relay,omitempty"`
+	// Display name (the workspace webhooks API's name); "" when none.
+	Name string `protobuf:"bytes,17,opt,name=name,proto3" json:"name,omitempty"`
+	// Headers sent with every delivery, besides the platform's own (which
+	// they can never replace): at most 20, validated at creation.
+	RequestHeaders map[string]string `protobuf:"bytes,18,rep,name=request_headers,json=requestHeaders,proto3" json:"request_headers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// When it was last enabled (created, or active set true again), ms
+	// since the epoch: the auto-disable rule counts the deliveries that
+	// failed for good from then on.
+	EnabledAtUnixMs int64 `protobuf:"varint,19,opt,name=enabled_at_unix_ms,json=enabledAtUnixMs,proto3" json:"enabled_at_unix_ms,omitempty"`
+	// When the dispatcher disabled it: the latest delivery that failed for
+	// good, the status its receiver answered (0: no answer) and when, ms
+	// since the epoch (kept when it is enabled again).
+	LastFailureCode     int32 `protobuf:"varint,20,opt,name=last_failure_code,json=lastFailureCode,proto3" json:"last_failure_code,omitempty"`
+	LastFailureAtUnixMs int64 `protobuf:"varint,21,opt,name=last_failure_at_unix_ms,json=lastFailureAtUnixMs,proto3" json:"last_failure_at_unix_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Webhook) Reset() {
@@ -283,6 +297,41 @@ func (x *Webhook) GetRelay() bool {
 	return false
 }
 
+func (x *Webhook) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Webhook) GetRequestHeaders() map[string]string {
+	if x != nil {
+		return x.RequestHeaders
+	}
+	return nil
+}
+
+func (x *Webhook) GetEnabledAtUnixMs() int64 {
+	if x != nil {
+		return x.EnabledAtUnixMs
+	}
+	return 0
+}
+
+func (x *Webhook) GetLastFailureCode() int32 {
+	if x != nil {
+		return x.LastFailureCode
+	}
+	return 0
+}
+
+func (x *Webhook) GetLastFailureAtUnixMs() int64 {
+	if x != nil {
+		return x.LastFailureAtUnixMs
+	}
+	return 0
+}
+
 var File_voiceai_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
@@ -295,7 +344,7 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"retryDelay\x12/\n" +
 	"\x13exponential_backoff\x18\x03 \x01(\bR\x12exponentialBackoff\x12\x1b\n" +
 	"\tmax_delay\x18\x04 \x01(\x05R\bmaxDelay\x12&\n" +
-	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\x86\x05\n" +
+	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\xc7\a\n" +
 	"\aWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12!\n" +
@@ -315,7 +364,15 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x0fdisabled_reason\x18\r \x01(\tR\x0edisabledReason\x12-\n" +
 	"\x10disabled_at_unix\x18\x0e \x01(\x03H\x01R\x0edisabledAtUnix\x88\x01\x01\x12+\n" +
 	"\x12created_at_unix_ms\x18\x0f \x01(\x03R\x0fcreatedAtUnixMs\x12\x14\n" +
-	"\x05relay\x18\x10 \x01(\bR\x05relayB\x12\n" +
+	"\x05relay\x18\x10 \x01(\bR\x05relay\x12\x12\n" +
+	"\x04name\x18\x11 \x01(\tR\x04name\x12Y\n" +
+	"\x0frequest_headers\x18\x12 \x03(\v20.voiceai.webhooks.v1.Webhook.RequestHeadersEntryR\x0erequestHeaders\x12+\n" +
+	"\x12enabled_at_unix_ms\x18\x13 \x01(\x03R\x0fenabledAtUnixMs\x12*\n" +
+	"\x11last_failure_code\x18\x14 \x01(\x05R\x0flastFailureCode\x124\n" +
+	"\x17last_failure_at_unix_ms\x18\x15 \x01(\x03R\x13lastFailureAtUnixMs\x1aA\n" +
+	"\x13RequestHeadersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x12\n" +
 	"\x10_deleted_at_unixB\x13\n" +
 	"\x11_disabled_at_unixBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
 
@@ -331,18 +388,20 @@ func file_voiceai_webhooks_v1_webhooks_proto_rawDescGZIP() []byte {
 	return file_voiceai_webhooks_v1_webhooks_proto_rawDescData
 }
 
-var file_voiceai_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_voiceai_webhooks_v1_webhooks_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_voiceai_webhooks_v1_webhooks_proto_goTypes = []any{
 	(*RetryConfig)(nil), // 0: voiceai.webhooks.v1.RetryConfig
 	(*Webhook)(nil),     // 1: voiceai.webhooks.v1.Webhook
+	nil,                 // 2: voiceai.webhooks.v1.Webhook.RequestHeadersEntry
 }
 var file_voiceai_webhooks_v1_webhooks_proto_depIdxs = []int32{
 	0, // 0: voiceai.webhooks.v1.Webhook.retry_config:type_name -> voiceai.webhooks.v1.RetryConfig
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	2, // 1: voiceai.webhooks.v1.Webhook.request_headers:type_name -> voiceai.webhooks.v1.Webhook.RequestHeadersEntry
+	2, // [2:2] is the sub-list for method output_type
+	2, // [2:2] is the sub-list for method input_type
+	2, // [2:2] is the sub-list for extension type_name
+	2, // [2:2] is the sub-list for extension extendee
+	0, // [0:2] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_webhooks_v1_webhooks_proto_init() }
@@ -357,7 +416,7 @@ func file_voiceai_webhooks_v1_webhooks_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_webhooks_v1_webhooks_proto_rawDesc), len(file_voiceai_webhooks_v1_webhooks_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
