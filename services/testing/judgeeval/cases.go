@@ -106,18 +106,22 @@ func Parse(r io.Reader) ([]Case, error) {
 	return cases, sc.Err()
 }
 
-//go:embed testdata/labelled.jsonl testdata/heldout.jsonl
+//go:embed testdata/labelled.jsonl testdata/heldout.jsonl testdata/heldout2.jsonl
 var sets embed.FS
 
 // The sets shipped with the package: Labelled is the main set, Heldout
 // was written after it, in other domains and phrasings, so that a judge
-// tuned on the first can be checked on cases it has not seen.
+// tuned on the first can be checked on cases it has not seen; Heldout2
+// was written after the offline judge was rewritten (offline-v2), by a
+// reviewer who had not seen it, in domains and phrasings neither other
+// set uses.
 const (
 	Labelled = "labelled"
 	Heldout  = "heldout"
+	Heldout2 = "heldout2"
 )
 
-// Set loads a shipped set by name (Labelled or Heldout).
+// Set loads a shipped set by name (Labelled, Heldout or Heldout2).
 func Set(name string) ([]Case, error) {
 	b, err := sets.ReadFile("testdata/" + name + ".jsonl")
 	if err != nil {

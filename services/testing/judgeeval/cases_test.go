@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// Every case of both shipped sets is well-formed (Parse checks each:
+// Every case of the shipped sets is well-formed (Parse checks each:
 // known category and label, 1–3 non-empty conditions, a reply, no
-// unknown field); ids are unique across both sets; each set is large
+// unknown field); ids are unique across the sets; each set is large
 // enough and has both labels in every category.
 func TestSetsAreWellFormed(t *testing.T) {
 	ids := map[string]string{}
@@ -15,7 +15,7 @@ func TestSetsAreWellFormed(t *testing.T) {
 		name     string
 		min      int
 		minInCat int
-	}{{Labelled, 170, 12}, {Heldout, 60, 2}} {
+	}{{Labelled, 170, 12}, {Heldout, 60, 2}, {Heldout2, 90, 10}} {
 		cases, err := Set(s.name)
 		if err != nil {
 			t.Fatal(err)
