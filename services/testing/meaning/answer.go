@@ -23,7 +23,7 @@ func (m *Model) Cover(question string, candidates []string) (asked []string, hit
 	}
 	hits = make([][]bool, len(candidates))
 	for i, c := range candidates {
-		ct := m.analyse(c, false)
+		ct := m.analyseQuestion(c) // a prompt's "given", "get", "tell" answer nothing either
 		hits[i] = make([]bool, len(asked))
 		for j, qt := range toks {
 			for _, r := range ct.tokens {

@@ -222,8 +222,10 @@ var (
 func (m *Model) analyseQuestion(s string) text {
 	t := m.analyse(s, false)
 	for i, tok := range t.tokens {
-		if lightVerbs[tok.surface] || (framing[tok.surface] && tok.pos == wordnet.Verb) {
-			t.tokens[i].content = false
+		for _, l := range append([]string{tok.surface}, tok.lemmas...) {
+			if lightVerbs[l] || (framing[l] && m.hasVerb(l)) {
+				t.tokens[i].content = false
+			}
 		}
 	}
 	return t
@@ -505,3 +507,12 @@ func (m *Model) unpaid(words []word, negated []bool) []quantity {
 }
 
 var paidVerbs = set("charge", "charges", "charged", "charging", "cost", "costs", "pay", "pays", "paid", "paying")
+
+func (m *Model) hasVerb(lemma string) bool {
+	for _, s := range m.db.Senses(lemma) {
+		if m.db.POS(s) == wordnet.Verb {
+			return true
+		}
+	}
+	return false
+}
