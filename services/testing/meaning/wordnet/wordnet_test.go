@@ -3,6 +3,7 @@ package wordnet
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -52,9 +53,10 @@ func TestLemmatize(t *testing.T) {
 	}
 }
 
-// TestCompactRoundTrip: a WNDB directory read by LoadDir and written in
-// the compact form reads back the same.
-func TestCompactRoundTrip(t *testing.T) {
+// writeWNDB writes a tiny WordNet in the WNDB format: refund and
+// repayment, a kind of payment.
+func writeWNDB(t *testing.T) string {
+	t.Helper()
 	dir := t.TempDir()
 	write := func(name, body string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -70,7 +72,13 @@ func TestCompactRoundTrip(t *testing.T) {
 		write("data."+p, "")
 		write("index."+p, "")
 	}
-	db, err := LoadDir(dir)
+	return dir
+}
+
+// TestCompactRoundTrip: a WNDB directory read by LoadDir and written in
+// the compact form reads back the same.
+func TestCompactRoundTrip(t *testing.T) {
+	db, err := LoadDir(writeWNDB(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +130,37 @@ func TestLoadedSize(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	t.Logf("loaded WordNet holds %.1f MiB of heap", float64(after.HeapAlloc-before.HeapAlloc)/(1<<20))
 	runtime.KeepAlive(db)
+}
+
+// TestOperatorWordNet: VOICEAI_OFFLINE_WORDNET names a WNDB directory of
+// the operator's, which Default then loads instead of the shipped one; a
+// directory that is not one is an error. Default loads once per process,
+// so each case runs in a child process of this test binary.
+func TestOperatorWordNet(t *testing.T) {
+	if os.Getenv("WORDNET_TEST_CHILD") == "1" {
+		db, err := Default()
+		if err != nil {
+			os.Stdout.WriteString("error: " + err.Error())
+			return
+		}
+		if db.Has("repayment") && db.Lemmas() == 3 {
+			os.Stdout.WriteString("operator's wordnet")
+		}
+		return
+	}
+	child := func(dir string) string {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestOperatorWordNet$")
+		cmd.Env = append(os.Environ(), "WORDNET_TEST_CHILD=1", "VOICEAI_OFFLINE_WORDNET="+dir)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("child: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	if out := child(writeWNDB(t)); !bytes.Contains([]byte(out), []byte("operator's wordnet")) {
+		t.Errorf("with a WNDB directory: %q", out)
+	}
+	if out := child(t.TempDir()); !bytes.Contains([]byte(out), []byte("error: VOICEAI_OFFLINE_WORDNET")) {
+		t.Errorf("with an empty directory: %q", out)
+	}
 }
