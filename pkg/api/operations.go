@@ -267,10 +267,12 @@ var (
 
 // RunConversationAnalysis re-judges a recorded conversation's evaluation
 // criteria with the runners' current judge (the SDK's
-// conversations.analysis.run path), and answers the analysis.
+// conversations.analysis.run path), stores the analysis and answers it.
+// A retry with the same Idempotency-Key answers the analysis first stored
+// under it.
 var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conversationsPath+"/{conversation_id}/analysis/run", "testing-runner", convaiWrite).
-	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
-	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout+5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
+	doc("Judge a recorded conversation's evaluation criteria again with the current judge, and store the analysis (GET of the conversation shows it)", ok, "", "ConversationAnalysis").
+	within(SimulationTimeout+5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
 
 // StartLoadTest and GetLoadTest are an extension of the public API: a
 // test run as a load test, a ramp of simultaneous callers.
