@@ -40,6 +40,50 @@ func (h *Handlers) RunLabels(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// LabelConversation records a reviewer's label of a conversation's
+// analysis (201).
+func (h *Handlers) LabelConversation(w http.ResponseWriter, r *http.Request) error {
+	c := api.CallerOf(r)
+	var in app.LabelInput
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	l, err := h.App.LabelConversation(r.Context(), c, mux.Vars(r)["conversation_id"], in)
+	return httpx.Reply(w, http.StatusCreated, l, err, ConversationLabelView)
+}
+
+// ConversationLabels answers every label of a conversation's analyses,
+// oldest first.
+func (h *Handlers) ConversationLabels(w http.ResponseWriter, r *http.Request) error {
+	labels, err := h.App.ConversationLabels(r.Context(), api.CallerOf(r), mux.Vars(r)["conversation_id"])
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, ConversationLabelView)})
+	return nil
+}
+
+// ConversationLabelView is a conversation label as the API shows it.
+func ConversationLabelView(l *testingv1.ConversationLabel) map[string]any {
+	criteria := make([]map[string]any, len(l.GetCriteria()))
+	for i, c := range l.GetCriteria() {
+		criteria[i] = map[string]any{"id": c.GetId(), "correct": c.GetCorrect(), "text": c.GetText(), "judged_result": c.GetJudgedResult()}
+	}
+	var corrected any
+	if c := l.GetCorrectedResult(); c != "" {
+		corrected = c
+	}
+	return map[string]any{
+		"label_id": l.GetLabelId(), "conversation_id": l.GetConversationId(), "agent_id": l.GetAgentId(),
+		"reviewed": map[string]any{"analysis_id": l.GetAnalysisId(), "call_successful": l.GetJudgedResult(),
+			"judge_provider": l.GetJudgeProvider(), "judge_model": l.GetJudgeModel()},
+		"verdict_correct": l.GetVerdictCorrect(), "overturned": !l.GetVerdictCorrect(), "corrected_result": corrected,
+		"criteria": criteria, "note": l.GetNote(),
+		"reviewer":         map[string]any{"user_id": l.GetReviewerUserId(), "email": l.GetReviewerEmail(), "name": l.GetReviewerName()},
+		"labelled_at_unix": l.GetLabelledAtUnixMs() / 1000,
+	}
+}
+
 // InvocationLabels answers the current label of each labelled run of an
 // invocation, in run order.
 func (h *Handlers) InvocationLabels(w http.ResponseWriter, r *http.Request) error {
@@ -194,6 +238,13 @@ func judgeView(f *app.JudgeFigures) map[string]any {
 	criteria := make([]map[string]any, len(f.Criteria))
 	for i, c := range f.Criteria {
 		criteria[i] = map[string]any{"id": c.ID, "text": c.Text, "labels": c.Labels, "agreement": rateView(domain.NewRate(c.Agreed, c.Labels))}
+		if c.Confusion.N() > 0 {
+			criteria[i]["cohens_kappa"] = kappaView(c.Confusion)
+		}
+	}
+	var agent any
+	if f.AgentID != "" {
+		agent = f.AgentID
 	}
 	series := make([]map[string]any, len(f.Series))
 	for i, d := range f.Series {
@@ -206,6 +257,7 @@ func judgeView(f *app.JudgeFigures) map[string]any {
 	c := f.Confusion
 	return map[string]any{
 		"judge_provider": f.JudgeProvider, "judge_model": f.JudgeModel, "test_id": test, "test_name": name,
+		"scope": f.Scope(), "agent_id": agent,
 		"labels": f.Labels, "unknown_verdicts": f.Unknown,
 		"confusion": map[string]any{"true_pass": c.TruePass, "false_pass": c.FalsePass, "false_fail": c.FalseFail, "true_fail": c.TrueFail},
 		"agreement": rateView(c.AgreementRate()), "cohens_kappa": kappaView(c),

@@ -1,0 +1,255 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// evaluatedAgent is an agent with two evaluation criteria the offline
+// judge can tell apart: the opening hours, and the refund window.
+func evaluatedAgent(t *testing.T, s *Stack) string {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Front desk",
+	  "conversation_config":{"agent":{"prompt":{"prompt":"Our opening hours are nine to five every weekday. Refunds are given within 30 days."}}},
+	  "platform_settings":{"evaluation":{"criteria":[
+	    {"id":"hours","name":"Hours given","type":"prompt","conversation_goal_prompt":"The agent states the opening hours nine to five"},
+	    {"id":"refund","name":"Refund window","type":"prompt","conversation_goal_prompt":"The agent says refunds are given within 30 days"}]}}}`)
+	if r.Code != 201 {
+		t.Fatalf("agent: %d %s", r.Code, r.Body)
+	}
+	return r.JSON(t)["agent_id"].(string)
+}
+
+// recordConversation ingests a finished conversation whose agent says
+// each of lines in turn, and waits until its transcript is kept.
+func recordConversation(t *testing.T, s *Stack, agent, id string, lines ...string) {
+	t.Helper()
+	at := time.Now().Add(-time.Hour)
+	turns := []map[string]any{{"role": "user", "message": "Hello, a few questions.", "time_in_call_secs": 0}}
+	for i, l := range lines {
+		turns = append(turns, map[string]any{"role": "agent", "message": l, "time_in_call_secs": 2 + i})
+	}
+	ingest(t, s, adminKey, "conversation_started", at, map[string]any{"conversation_id": id, "agent_id": agent})
+	ingest(t, s, adminKey, "conversation_ended", at.Add(time.Minute), map[string]any{"conversation_id": id, "agent_id": agent,
+		"call_successful": "success", "transcript": turns})
+	eventually(t, 10*time.Second, "the transcript of "+id+" is kept", func() bool {
+		r := call(t, s, "GET", "/v1/convai/conversations/"+id, adminKey, "")
+		return r.Code == 200 && strings.Contains(string(r.Body), `"message":"Hello, a few questions."`)
+	})
+}
+
+// analyse re-judges a conversation and answers its stored analysis.
+func analyse(t *testing.T, s *Stack, id string) (analysisID, callSuccessful string, criteria map[string]string) {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/conversations/"+id+"/analysis/run", adminKey, "")
+	var got struct {
+		AnalysisID string `json:"analysis_id"`
+		Stored     bool   `json:"stored"`
+		Analysis   struct {
+			CallSuccessful string `json:"call_successful"`
+			List           []struct {
+				ID     string `json:"criteria_id"`
+				Result string `json:"result"`
+			} `json:"evaluation_criteria_results_list"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || !got.Stored {
+		t.Fatalf("analysis of %s: %d %s", id, r.Code, r.Body)
+	}
+	criteria = map[string]string{}
+	for _, c := range got.Analysis.List {
+		criteria[c.ID] = c.Result
+	}
+	return got.AnalysisID, got.Analysis.CallSuccessful, criteria
+}
+
+// A conversation's evaluation is labelled like a run's verdict: the label
+// names the analysis it reviewed, the analysis is not changed, and the
+// judge report counts the labels per judge model and criterion, its
+// agreement and κ equal to a hand computation.
+func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
+	s := startForTesting(t)
+	agent := evaluatedAgent(t, s)
+	hours, refund, neither := "Our opening hours are nine to five every weekday.", "Refunds are given within 30 days.", "I am not sure, sorry."
+	convs := map[string][]string{
+		"conv_eval_1": {hours}, "conv_eval_2": {hours, refund}, "conv_eval_3": {neither},
+		"conv_eval_4": {hours, refund}, "conv_eval_5": {hours},
+	}
+	for id, lines := range convs {
+		recordConversation(t, s, agent, id, lines...)
+	}
+	recordConversation(t, s, agent, "conv_eval_unjudged", neither)
+
+	label := func(id, body string, headers ...string) response {
+		t.Helper()
+		return call(t, s, "POST", "/v1/voiceai/conversations/"+id+"/evaluation/labels", adminKey, body, headers...)
+	}
+	// Before any analysis there is nothing to label; an unknown
+	// conversation, or another workspace's, is not found.
+	wantError(t, label("conv_eval_unjudged", `{"verdict_correct":true}`), 409, "conversation_not_analysed")
+	wantError(t, label("conv_eval_nobody", `{"verdict_correct":true}`), 404, "conversation_not_found")
+
+	judged := map[string]string{}
+	criteria := map[string]map[string]string{}
+	analyses := map[string]string{}
+	for id := range convs {
+		analyses[id], judged[id], criteria[id] = analyse(t, s, id)
+	}
+	if judged["conv_eval_1"] != "failure" || judged["conv_eval_2"] != "success" {
+		t.Fatalf("the offline judge's verdicts: %v %v", judged, criteria)
+	}
+
+	other := createWorkspace(t, s, "Elsewhere")
+	wantError(t, call(t, s, "POST", "/v1/voiceai/conversations/conv_eval_1/evaluation/labels", other.APIKey, `{"verdict_correct":true}`), 404, "conversation_not_found")
+	wantError(t, call(t, s, "GET", "/v1/voiceai/conversations/conv_eval_1/evaluation/labels", other.APIKey, ""), 404, "conversation_not_found")
+	// Malformed bodies.
+	if r := label("conv_eval_1", `{"verdict_correct":`); r.Code != 400 {
+		t.Fatalf("a body that is not JSON: %d %s", r.Code, r.Body)
+	}
+	if r := label("conv_eval_1", `{"note":"?"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","verdict_correct"]`) {
+		t.Fatalf("no verdict_correct: %d %s", r.Code, r.Body)
+	}
+	if r := label("conv_eval_1", `{"verdict_correct":true,"criteria":[{"id":"tone","correct":true}]}`); r.Code != 422 ||
+		!strings.Contains(string(r.Body), `"loc":["body","criteria",0,"id"]`) {
+		t.Fatalf("a criterion the analysis did not judge: %d %s", r.Code, r.Body)
+	}
+
+	// The labels: 1, 2 and 5 right, 3 and 4 wrong; on conv_eval_4 the
+	// refund criterion is marked wrong too.
+	right := map[string]bool{"conv_eval_1": true, "conv_eval_2": true, "conv_eval_3": false, "conv_eval_4": false, "conv_eval_5": true}
+	for id, ok := range right {
+		extra := ""
+		if id == "conv_eval_4" {
+			extra = `,"criteria":[{"id":"refund","correct":false},{"id":"hours","correct":true}],"note":"It never names the window"`
+		}
+		r := label(id, fmt.Sprintf(`{"verdict_correct":%v%s}`, ok, extra))
+		if r.Code != 201 {
+			t.Fatalf("label %s: %d %s", id, r.Code, r.Body)
+		}
+		l := r.JSON(t)
+		reviewed := l["reviewed"].(map[string]any)
+		if reviewed["analysis_id"] != analyses[id] || reviewed["call_successful"] != judged[id] || reviewed["judge_model"] != "offline-v1" ||
+			l["overturned"] != !ok || l["reviewer"].(map[string]any)["user_id"] == "" {
+			t.Fatalf("label of %s: %s", id, r.Body)
+		}
+		if !ok && judged[id] != "unknown" && l["corrected_result"] == judged[id] {
+			t.Fatalf("an overturning label keeps the verdict: %s", r.Body)
+		}
+	}
+	// A retried label (the same Idempotency-Key) answers the first and
+	// stores nothing new; the last label is current, the history kept.
+	once := label("conv_eval_5", `{"verdict_correct":true,"note":"checked twice"}`, "Idempotency-Key", "conv-label-once")
+	again := label("conv_eval_5", `{"verdict_correct":true,"note":"checked twice"}`, "Idempotency-Key", "conv-label-once")
+	if once.Code != 201 || again.Code != 201 || once.JSON(t)["label_id"] != again.JSON(t)["label_id"] {
+		t.Fatalf("a retried label: %d %s, then %d %s", once.Code, once.Body, again.Code, again.Body)
+	}
+	r := call(t, s, "GET", "/v1/voiceai/conversations/conv_eval_5/evaluation/labels", adminKey, "")
+	var hist struct {
+		Labels []map[string]any `json:"labels"`
+	}
+	if err := json.Unmarshal(r.Body, &hist); r.Code != 200 || err != nil || len(hist.Labels) != 2 || hist.Labels[1]["label_id"] != once.JSON(t)["label_id"] {
+		t.Fatalf("history: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/conversations/conv_eval_unjudged/evaluation/labels", adminKey, ""); r.Code != 200 || strings.TrimSpace(string(r.Body)) != `{"labels":[]}` {
+		t.Fatalf("a conversation without labels: %d %s", r.Code, r.Body)
+	}
+	// The analysis itself is unchanged, and the conversation shows its
+	// current label.
+	eventually(t, 10*time.Second, "the conversation shows its label", func() bool {
+		r := call(t, s, "GET", "/v1/convai/conversations/conv_eval_4", adminKey, "")
+		var c struct {
+			Analysis struct {
+				Judge struct {
+					AnalysisID     string `json:"analysis_id"`
+					CallSuccessful string `json:"call_successful"`
+				} `json:"judge"`
+			} `json:"analysis"`
+			Label *struct {
+				Overturned bool   `json:"overturned"`
+				Note       string `json:"note"`
+			} `json:"evaluation_label"`
+		}
+		return json.Unmarshal(r.Body, &c) == nil && c.Label != nil && c.Label.Overturned && c.Label.Note == "It never names the window" &&
+			c.Analysis.Judge.AnalysisID == analyses["conv_eval_4"] && c.Analysis.Judge.CallSuccessful == judged["conv_eval_4"]
+	})
+
+	// By hand: the truth is the judge's verdict when the label says
+	// right, the other one when it says wrong; unknown verdicts are left
+	// out.
+	var tp, fp, ff, tf float64
+	for id, ok := range right {
+		if judged[id] != "success" && judged[id] != "failure" {
+			continue
+		}
+		judgePassed := judged[id] == "success"
+		truthPassed := judgePassed == ok
+		switch {
+		case judgePassed && truthPassed:
+			tp++
+		case judgePassed:
+			fp++
+		case truthPassed:
+			ff++
+		default:
+			tf++
+		}
+	}
+	n := tp + fp + ff + tf
+	po := (tp + tf) / n
+	pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
+	kappa := (po - pe) / (1 - pe)
+	if n < 4 || tp+fp == 0 || ff+tf == 0 {
+		t.Fatalf("the judge gave one answer only (%v): no κ to compare", judged)
+	}
+
+	var report struct {
+		Labels int `json:"labels"`
+		Judges []struct {
+			JudgeModel string  `json:"judge_model"`
+			Scope      string  `json:"scope"`
+			AgentID    *string `json:"agent_id"`
+			TestID     *string `json:"test_id"`
+			Labels     int     `json:"labels"`
+			Agreement  struct {
+				Value *float64 `json:"value"`
+			} `json:"agreement"`
+			Kappa    *float64 `json:"cohens_kappa"`
+			Criteria []struct {
+				ID        string `json:"id"`
+				Text      string `json:"text"`
+				Labels    int    `json:"labels"`
+				Agreement struct {
+					Count int `json:"count"`
+					N     int `json:"n"`
+				} `json:"agreement"`
+			} `json:"criteria"`
+		} `json:"judges"`
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 5 || len(report.Judges) != 2 {
+		t.Fatalf("report: %d %s", r.Code, r.Body)
+	}
+	for i, j := range report.Judges {
+		if j.JudgeModel != "offline-v1" || j.Labels != 5 || j.Agreement.Value == nil || math.Abs(*j.Agreement.Value-po) > 1e-4 ||
+			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 || j.TestID != nil {
+			t.Fatalf("judge row %d %+v: want agreement %v κ %v", i, j, po, kappa)
+		}
+	}
+	all, convRow := report.Judges[0], report.Judges[1]
+	if all.Scope != "all" || all.AgentID != nil || convRow.Scope != "conversations" || convRow.AgentID == nil || *convRow.AgentID != agent {
+		t.Fatalf("rows: %s", r.Body)
+	}
+	if len(convRow.Criteria) != 2 || convRow.Criteria[0].ID != "hours" || convRow.Criteria[0].Labels != 1 || convRow.Criteria[0].Agreement.Count != 1 ||
+		convRow.Criteria[1].ID != "refund" || convRow.Criteria[1].Text != "Refund window" || convRow.Criteria[1].Agreement.Count != 0 || convRow.Criteria[1].Agreement.N != 1 {
+		t.Fatalf("criteria: %+v", convRow.Criteria)
+	}
+	// A report of one test counts no conversation.
+	r = call(t, s, "GET", "/v1/voiceai/judge/report?test_id=test_none", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); err != nil || report.Labels != 0 {
+		t.Fatalf("one test's report: %s", r.Body)
+	}
+}
