@@ -253,3 +253,114 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		t.Fatalf("one test's report: %s", r.Body)
 	}
 }
+
+// ticketLabel is a label as a ticket shows it.
+type ticketLabel struct {
+	Kind            string  `json:"kind"`
+	InvocationID    string  `json:"invocation_id"`
+	RunID           string  `json:"run_id"`
+	ConversationID  string  `json:"conversation_id"`
+	LabelID         string  `json:"label_id"`
+	JudgeModel      string  `json:"judge_model"`
+	JudgedResult    string  `json:"judged_result"`
+	VerdictCorrect  bool    `json:"verdict_correct"`
+	Overturned      bool    `json:"overturned"`
+	CorrectedResult *string `json:"corrected_result"`
+	Criteria        []struct {
+		ID      string `json:"id"`
+		Correct bool   `json:"correct"`
+	} `json:"criteria"`
+	Note     string `json:"note"`
+	Reviewer struct {
+		UserID string `json:"user_id"`
+	} `json:"reviewer"`
+	LabelledAt int64 `json:"labelled_at_unix"`
+}
+
+func ticketLabels(t *testing.T, s *Stack, id string) []ticketLabel {
+	t.Helper()
+	r := call(t, s, "GET", "/v1/convai/triage-tickets/"+id, adminKey, "")
+	var tk struct {
+		Labels []ticketLabel `json:"verdict_labels"`
+	}
+	if err := json.Unmarshal(r.Body, &tk); r.Code != 200 || err != nil {
+		t.Fatalf("get ticket: %d %s", r.Code, r.Body)
+	}
+	return tk.Labels
+}
+
+// A ticket raised on a failed run, or on a conversation, shows the current
+// labels of that run or conversation: who, when, what was overturned. The
+// tickets service projects the label events; it does not ask the testing
+// service on read.
+func TestLabelsShowOnTheTicket(t *testing.T) {
+	s := startForTesting(t)
+	agent := agentWith(t, s)
+	vouchers := createTest(t, s, unknownTest)
+	inv := runAndWait(t, s, agent, 2, vouchers)
+	var tk ticket
+	eventually(t, 30*time.Second, "the failing test's ticket", func() bool {
+		list := agentTickets(t, s, agent, "label=test-failure")
+		if len(list) == 1 {
+			tk = list[0]
+		}
+		return len(list) == 1 && tk.TestFailures != nil && tk.TestFailures.FailedRuns == 2
+	})
+	if l := ticketLabels(t, s, tk.AgentqaTicketID); len(l) != 0 {
+		t.Fatalf("labels before any: %+v", l)
+	}
+	runs := tk.TestFailures.Invocations[0].RunIDs
+	// The first run's verdict is overturned (its first label said right);
+	// the second's stands.
+	for _, body := range []string{`{"verdict_correct":true}`,
+		`{"verdict_correct":false,"note":"Vouchers are on the website","criteria":[{"id":"condition_0","correct":false}]}`} {
+		if r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv+"/runs/"+runs[0]+"/labels", adminKey, body); r.Code != 201 {
+			t.Fatalf("label: %d %s", r.Code, r.Body)
+		}
+	}
+	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv+"/runs/"+runs[1]+"/labels", adminKey, `{"verdict_correct":true}`); r.Code != 201 {
+		t.Fatalf("label: %d %s", r.Code, r.Body)
+	}
+	var labels []ticketLabel
+	eventually(t, 10*time.Second, "the ticket shows the runs' current labels", func() bool {
+		labels = ticketLabels(t, s, tk.AgentqaTicketID)
+		return len(labels) == 2 && labels[0].Note != ""
+	})
+	first, second := labels[0], labels[1]
+	if first.Kind != "run" || first.InvocationID != inv || first.RunID != runs[0] || !first.Overturned || first.VerdictCorrect ||
+		first.JudgedResult != "failure" || first.CorrectedResult == nil || *first.CorrectedResult != "success" || first.JudgeModel != "offline-v1" ||
+		first.Note != "Vouchers are on the website" || first.Reviewer.UserID == "" || first.LabelledAt <= 0 ||
+		len(first.Criteria) != 1 || first.Criteria[0].Correct {
+		t.Fatalf("the overturned run's label: %+v", first)
+	}
+	if second.RunID != runs[1] || second.Overturned || second.CorrectedResult != nil {
+		t.Fatalf("the standing run's label: %+v", second)
+	}
+
+	// A ticket raised on a conversation shows its evaluation's label.
+	convAgent := evaluatedAgent(t, s)
+	recordConversation(t, s, convAgent, "conv_ticketed", "Our opening hours are nine to five every weekday.")
+	analysisID, _, _ := analyse(t, s, "conv_ticketed")
+	r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_ticketed","qa_comment":"The refund window is missing"}`)
+	if r.Code != 201 {
+		t.Fatalf("ticket on the conversation: %d %s", r.Code, r.Body)
+	}
+	convTicket := r.JSON(t)["agentqa_ticket_id"].(string)
+	if r := call(t, s, "POST", "/v1/voiceai/conversations/conv_ticketed/evaluation/labels", adminKey,
+		`{"verdict_correct":true,"criteria":[{"id":"refund","correct":true}],"note":"Right: no refund window"}`); r.Code != 201 {
+		t.Fatalf("label: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the conversation's ticket shows its label", func() bool {
+		labels = ticketLabels(t, s, convTicket)
+		return len(labels) == 1
+	})
+	if l := labels[0]; l.Kind != "conversation" || l.ConversationID != "conv_ticketed" || l.Overturned || l.Note != "Right: no refund window" ||
+		l.JudgeModel != "offline-v1" || len(l.Criteria) != 1 || l.Criteria[0].ID != "refund" {
+		t.Fatalf("the conversation's label on its ticket: %+v (analysis %s)", l, analysisID)
+	}
+	// Another workspace cannot read the ticket.
+	other := createWorkspace(t, s, "Elsewhere")
+	if r := call(t, s, "GET", "/v1/convai/triage-tickets/"+convTicket, other.APIKey, ""); r.Code != 404 {
+		t.Fatalf("another workspace's ticket: %d %s", r.Code, r.Body)
+	}
+}
