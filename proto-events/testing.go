@@ -159,6 +159,12 @@ func RejudgeSubject(workspaceID, model, invocationID, runID string) (string, err
 	return joinChecked("testruns.rjv", "", workspaceID, JudgeModelKey(model), invocationID, runID)
 }
 
+// RejudgesOfWorkspace matches every judge model's votes on a workspace's
+// runs.
+func RejudgesOfWorkspace(workspaceID string) (string, error) {
+	return joinChecked("testruns.rjv", ">", workspaceID)
+}
+
 // RejudgesOfModel matches one judge model's votes on a workspace's runs.
 func RejudgesOfModel(workspaceID, model string) (string, error) {
 	return joinChecked("testruns.rjv", ">", workspaceID, JudgeModelKey(model))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
 // evaluatedAgent is an agent with two evaluation criteria the offline
@@ -362,5 +364,174 @@ func TestLabelsShowOnTheTicket(t *testing.T) {
 	other := createWorkspace(t, s, "Elsewhere")
 	if r := call(t, s, "GET", "/v1/convai/triage-tickets/"+convTicket, other.APIKey, ""); r.Code != 404 {
 		t.Fatalf("another workspace's ticket: %d %s", r.Code, r.Body)
+	}
+}
+
+// runVerdicts is what an invocation records of its runs' verdicts, to
+// compare before and after a re-judging.
+func runVerdicts(t *testing.T, s *Stack, inv string) string {
+	t.Helper()
+	r := call(t, s, "GET", "/v1/convai/test-invocations/"+inv, adminKey, "")
+	var got struct {
+		Runs []struct {
+			ID              string         `json:"test_run_id"`
+			Status          string         `json:"status"`
+			ConditionResult map[string]any `json:"condition_result"`
+			ModelUsage      map[string]any `json:"model_usage"`
+		} `json:"test_runs"`
+	}
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
+		t.Fatalf("invocation: %d %s", r.Code, r.Body)
+	}
+	b, _ := json.Marshal(got)
+	return string(b)
+}
+
+// A labelled set is judged again by another judge model: each vote is
+// recorded, no run's verdict changes, and the report compares both models
+// on the same labels (agreement and κ of each, by hand).
+func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
+	// The platform's judge ("test-model") passes every reply; the
+	// agent always answers with the opening hours. The offline judge
+	// passes the hours test and fails the vouchers one.
+	s, _ := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
+		llmtest.Sequence(llmtest.Verdict("success", "The reply answers."))))
+	agent := agentWith(t, s)
+	hours, vouchers := createTest(t, s, hoursTest), createTest(t, s, unknownTest)
+	inv := runAndWait(t, s, agent, 2, hours, vouchers)
+	before := runVerdicts(t, s, inv)
+
+	// People: the hours runs passed rightly, the vouchers runs wrongly.
+	truth := map[string]bool{}
+	original := map[string]string{}
+	for _, run := range getInvocation(t, s, inv).TestRuns {
+		right := run.TestID == hours
+		if r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv+"/runs/"+run.TestRunID+"/labels", adminKey,
+			fmt.Sprintf(`{"verdict_correct":%v}`, right)); r.Code != 201 {
+			t.Fatalf("label: %d %s", r.Code, r.Body)
+		}
+		original[run.TestRunID] = run.ConditionResult.Result
+		truth[run.TestRunID] = (run.ConditionResult.Result == "success") == right
+	}
+
+	rejudge := func(key, body string, headers ...string) response {
+		t.Helper()
+		if key == "" {
+			key = adminKey
+		}
+		return call(t, s, "POST", "/v1/voiceai/judge/rejudge", key, body, headers...)
+	}
+	// Refusals: a judge the runners do not have, a body that is not JSON,
+	// another workspace's invocation.
+	if r := rejudge("", `{"judge_model":"gpt-9"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","judge_model"]`) ||
+		!strings.Contains(string(r.Body), "offline-v1") {
+		t.Fatalf("an unknown judge: %d %s", r.Code, r.Body)
+	}
+	if r := rejudge("", `{"judge_model":`); r.Code != 400 {
+		t.Fatalf("a body that is not JSON: %d %s", r.Code, r.Body)
+	}
+	other := createWorkspace(t, s, "Elsewhere")
+	wantError(t, rejudge(other.APIKey, fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)), 404, "test_invocation_not_found")
+
+	body := fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)
+	r := rejudge("", body, "Idempotency-Key", "rejudge-once")
+	type vote struct {
+		RunID  string `json:"run_id"`
+		Result string `json:"result"`
+		Error  string `json:"error"`
+	}
+	var got struct {
+		RejudgeID  string `json:"rejudge_id"`
+		JudgeModel string `json:"judge_model"`
+		Runs       int    `json:"runs"`
+		Votes      []vote `json:"votes"`
+	}
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || got.Runs != 4 || got.JudgeModel != "offline-v1" {
+		t.Fatalf("rejudge: %d %s", r.Code, r.Body)
+	}
+	offline := map[string]string{}
+	for _, v := range got.Votes {
+		offline[v.RunID] = v.Result
+		if v.Error != "" {
+			t.Fatalf("vote: %+v", v)
+		}
+	}
+	hoursRun, vouchersRun := "", ""
+	for _, run := range getInvocation(t, s, inv).TestRuns {
+		if run.TestID == hours {
+			hoursRun = run.TestRunID
+		} else {
+			vouchersRun = run.TestRunID
+		}
+	}
+	if offline[hoursRun] != "success" || offline[vouchersRun] != "failure" {
+		t.Fatalf("the offline judge's votes: %v", offline)
+	}
+	// A retry with the same key answers the first votes.
+	again := rejudge("", body, "Idempotency-Key", "rejudge-once")
+	if again.Code != 200 || again.JSON(t)["rejudge_id"] != got.RejudgeID || string(again.Body) != string(r.Body) {
+		t.Fatalf("a retried re-judging: %d %s\nfirst %s", again.Code, again.Body, r.Body)
+	}
+	// No run's recorded verdict changed.
+	if after := runVerdicts(t, s, inv); after != before {
+		t.Fatalf("the runs changed:\nbefore %s\nafter  %s", before, after)
+	}
+
+	// By hand: each model's confusion on the same four labelled runs.
+	figures := func(verdicts map[string]string) (po, kappa float64) {
+		var tp, fp, ff, tf float64
+		for run, passed := range truth {
+			judgePassed := verdicts[run] == "success"
+			switch {
+			case judgePassed && passed:
+				tp++
+			case judgePassed:
+				fp++
+			case passed:
+				ff++
+			default:
+				tf++
+			}
+		}
+		n := tp + fp + ff + tf
+		po = (tp + tf) / n
+		pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
+		return po, (po - pe) / (1 - pe)
+	}
+	wantModel, wantModelK := figures(original)
+	wantOffline, wantOfflineK := figures(offline)
+	if wantModel != 0.5 || wantModelK != 0 || wantOffline != 1 || wantOfflineK != 1 {
+		t.Fatalf("hand figures: test-model %v κ %v, offline %v κ %v", wantModel, wantModelK, wantOffline, wantOfflineK)
+	}
+	var report struct {
+		Compare struct {
+			Models []string `json:"models"`
+			Runs   int      `json:"runs"`
+			Judges []struct {
+				JudgeModel string `json:"judge_model"`
+				Labels     int    `json:"labels"`
+				Agreement  struct {
+					Value *float64 `json:"value"`
+				} `json:"agreement"`
+				Kappa *float64 `json:"cohens_kappa"`
+			} `json:"judges"`
+		} `json:"compare"`
+	}
+	r = call(t, s, "GET", "/v1/voiceai/judge/report?compare=test-model,offline-v1", adminKey, "")
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
+		t.Fatalf("compare: %d %s", r.Code, r.Body)
+	}
+	for _, j := range report.Compare.Judges {
+		want, wantK := wantModel, wantModelK
+		if j.JudgeModel == "offline-v1" {
+			want, wantK = wantOffline, wantOfflineK
+		}
+		if j.Labels != 4 || j.Agreement.Value == nil || *j.Agreement.Value != want || j.Kappa == nil || math.Abs(*j.Kappa-wantK) > 1e-4 {
+			t.Fatalf("compared %s: %s", j.JudgeModel, r.Body)
+		}
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v1", adminKey, ""); r.Code != 422 ||
+		!strings.Contains(string(r.Body), `"loc":["query","compare"]`) {
+		t.Fatalf("one model to compare: %d %s", r.Code, r.Body)
 	}
 }

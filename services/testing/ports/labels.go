@@ -1,9 +1,12 @@
 package ports
 
 import (
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -141,16 +144,50 @@ func (h *Handlers) JudgeReport(w http.ResponseWriter, r *http.Request) error {
 		JudgeModel string `json:"judge_model"`
 		TestID     string `json:"test_id"`
 		SinceUnix  int64  `json:"since_unix"`
+		Compare    string `json:"compare"`
 	}
 	if err := api.DecodeQuery(r, &q); err != nil {
 		return err
 	}
-	rows, total, err := h.App.JudgeReport(r.Context(), app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix})
+	var models []string
+	if q.Compare != "" {
+		for _, m := range strings.Split(q.Compare, ",") {
+			if m = strings.TrimSpace(m); m != "" && !slices.Contains(models, m) {
+				models = append(models, m)
+			}
+		}
+		if len(models) < 2 || len(models) > app.MaxCompared {
+			return httpx.ValidationErrors{{Loc: []any{"query", "compare"}, Type: "value_error",
+				Msg: fmt.Sprintf("Name 2 to %d different judge models, comma-separated", app.MaxCompared)}}
+		}
+	}
+	rq := app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix}
+	rows, total, err := h.App.JudgeReport(r.Context(), rq)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": total, "judges": mapEach(rows, judgeView)})
+	out := map[string]any{"labels": total, "judges": mapEach(rows, judgeView)}
+	if models != nil {
+		cmp, err := h.App.CompareJudges(r.Context(), rq, models)
+		if err != nil {
+			return err
+		}
+		out["compare"] = comparisonView(cmp)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func comparisonView(c *app.Comparison) map[string]any {
+	judges := make([]map[string]any, len(c.Judges))
+	for i, j := range c.Judges {
+		cf := j.Confusion
+		judges[i] = map[string]any{"judge_model": j.JudgeModel, "judged": j.Judged, "labels": cf.N(),
+			"confusion": map[string]any{"true_pass": cf.TruePass, "false_pass": cf.FalsePass, "false_fail": cf.FalseFail, "true_fail": cf.TrueFail},
+			"agreement": rateView(cf.AgreementRate()), "cohens_kappa": kappaView(cf),
+			"true_pass_rate": rateView(cf.TruePassRate()), "true_fail_rate": rateView(cf.TrueFailRate()), "false_pass_rate": rateView(cf.FalsePassRate())}
+	}
+	return map[string]any{"models": c.Models, "runs": c.Runs, "judges": judges}
 }
 
 func voteResults(votes []*testingv1.JudgeVote) []string {

@@ -21,12 +21,13 @@ import (
 // simulate-conversation operation, played by its executor as a simulation
 // test is (the same engine, synchronously, within its time limit).
 func SimulateRouter(a *app.App, exec *runner.Executor) *mux.Router {
-	return api.Serve("testing-runner", &simulator{app: a, exec: exec})
+	return api.Serve("testing-runner", &simulator{app: a, exec: exec, judges: judgesOf(exec)})
 }
 
 type simulator struct {
-	app  *app.App
-	exec *runner.Executor
+	app    *app.App
+	exec   *runner.Executor
+	judges map[string]runner.Model // the models POST /v1/voiceai/judge/rejudge may name
 }
 
 // simulateInput is the public simulate-conversation body (the schema
