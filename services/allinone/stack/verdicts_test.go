@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
 // evaluatedAgent is an agent with two evaluation criteria the offline
@@ -533,5 +536,55 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v1", adminKey, ""); r.Code != 422 ||
 		!strings.Contains(string(r.Body), `"loc":["query","compare"]`) {
 		t.Fatalf("one model to compare: %d %s", r.Code, r.Body)
+	}
+}
+
+// The CLI through the gateway: a conversation analysed and its evaluation
+// labelled, a labelled set judged again by the offline judge, and the
+// report comparing the two judges.
+func TestCLIJudgeConversationsAndRejudge(t *testing.T) {
+	s, _ := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
+		llmtest.Sequence(llmtest.Verdict("success", "The reply answers."))))
+	voiceai := func(args ...string) (int, string, string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var out, errOut bytes.Buffer
+		code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
+		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+		return code, out.String(), errOut.String()
+	}
+	agent := evaluatedAgent(t, s)
+	recordConversation(t, s, agent, "conv_cli", "Our opening hours are nine to five every weekday.")
+	if code, out, _ := voiceai("judge", "analyse", "conv_cli"); code != cli.ExitOK || !strings.Contains(out, "conv_cli judged by test-model: SUCCESS") {
+		t.Fatalf("analyse: %d %s", code, out)
+	}
+	if code, out, _ := voiceai("judge", "label-conversation", "conv_cli", "--wrong", "--criterion", "refund=wrong", "--note", "no refund window"); code != cli.ExitOK ||
+		!strings.Contains(out, "the judge (test-model) was wrong, the right result is failure") {
+		t.Fatalf("label-conversation: %d %s", code, out)
+	}
+	if code, _, errOut := voiceai("judge", "label-conversation", "conv_none", "--right"); code == cli.ExitOK || !strings.Contains(errOut, "conversation_not_found") {
+		t.Fatalf("an unknown conversation: %d %s", code, errOut)
+	}
+
+	tests := createTest(t, s, hoursTest)
+	inv := runAndWait(t, s, agentWith(t, s), 2, tests)
+	before := runVerdicts(t, s, inv)
+	for _, run := range getInvocation(t, s, inv).TestRuns {
+		if code, out, _ := voiceai("judge", "label", inv, run.TestRunID, "--right"); code != cli.ExitOK {
+			t.Fatalf("label: %d %s", code, out)
+		}
+	}
+	if code, out, _ := voiceai("judge", "rejudge", "--judge-model", "offline-v1", "--invocation", inv); code != cli.ExitOK ||
+		!strings.Contains(out, "offline-v1 judged 2 labelled run(s) again") {
+		t.Fatalf("rejudge: %d %s", code, out)
+	}
+	if after := runVerdicts(t, s, inv); after != before {
+		t.Fatalf("the runs changed:\nbefore %s\nafter  %s", before, after)
+	}
+	code, out, _ := voiceai("judge", "report", "--compare", "test-model,offline-v1")
+	if code != cli.ExitOK || !strings.Contains(out, "Compared on the same 2 labelled run(s) (test-model, offline-v1)") ||
+		!strings.Contains(out, "conversations of "+agent) {
+		t.Fatalf("report --compare: %d %s", code, out)
 	}
 }
