@@ -321,12 +321,22 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(await page.locator(`li[data-run="${runs[0].run_id}"]`).count(), 0);
   const report = await api('GET', '/v1/voiceai/judge/report');
   assert.equal(report.labels, 1);
+  // Judges compared on the same labels: the runs' judge against another
+  // model (which has judged none of them again yet).
+  await page.getByLabel('Compare judge models (comma-separated)').fill(`${runs[0].judge_model},gpt-4o`);
+  await page.getByRole('button', {name: 'Compare', exact: true}).click();
+  await page.getByRole('table', {name: 'Judges compared'}).getByRole('cell', {name: runs[0].judge_model, exact: true}).waitFor();
+  await page.getByText('Judges compared on the same 0 labelled runs').waitFor();
   // The label shows on the ticket the QA worker raised for the test, when
   // a run of that invocation failed.
   if (runs.some((r) => r.status === 'failed' && r.invocation_id === runs[0].invocation_id)) {
     const ticket = await eventually('the failing test has its ticket', async () =>
       (await api('GET', '/v1/convai/triage-tickets?search=' + encodeURIComponent(runs[0].test_name))).agent_conversation_tickets
         .find((t) => t.test_failures?.invocations.some((i) => i.invocation_id === runs[0].invocation_id)), 20000);
+    // The ticket carries the label once the tickets service has projected it.
+    await eventually('the ticket carries the label', async () =>
+      (await api('GET', '/v1/convai/triage-tickets/' + encodeURIComponent(ticket.agentqa_ticket_id))).verdict_labels
+        .some((l) => l.run_id === runs[0].run_id), 20000);
     await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
     await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
     await page.getByText('Checked from the keyboard').waitFor();

@@ -65,8 +65,8 @@ start(async (main) => {
       fact('Invocations', h('ul', {}, tf.invocations.map((inv) =>
         h('li', {}, h('a', {href: 'invocation.html?id=' + enc(inv.invocation_id)}, inv.invocation_id),
           ` · ${inv.failed_runs} failed · ${when(inv.last_failed_at_unix_secs)}`))));
-      fact('Reviewed verdicts', reviewsOf(tf.invocations));
     }
+    if (t.test_failures || t.conversation_ids.length) fact('Reviewed verdicts', reviewsOf(t.verdict_labels || []));
     fact('Created', when(t.created_at_unix_secs));
     fact('Updated', when(t.updated_at_unix_secs));
     fact('Ticket id', t.agentqa_ticket_id);
@@ -78,18 +78,16 @@ start(async (main) => {
   }
 
   // reviewsOf lists what people said of the verdicts of the ticket's
-  // failed runs (each run's current label), filled in as it is read.
-  function reviewsOf(invocations) {
-    const list = h('ul', {'aria-label': 'Reviewed verdicts'}, h('li', {class: 'muted'}, 'Reading reviews…'));
-    Promise.all(invocations.map((inv) => get('/v1/convai/test-invocations/' + enc(inv.invocation_id) + '/labels')
-      .then((r) => r.labels).catch(() => []))).then((lists) => {
-      const labels = lists.flat();
-      replace(list, labels.length ? labels.map((l) => h('li', {},
-        `${l.run_id}: ${l.overturned ? 'the judge was wrong' + (l.corrected_result ? ` (should be ${l.corrected_result})` : '') : 'the judge was right'}`,
-        h('span', {class: 'muted'}, ` · ${l.reviewer.name || l.reviewer.email || l.reviewer.user_id} · ${when(l.labelled_at_unix)}`),
-        l.note ? h('div', {}, l.note) : null)) : h('li', {class: 'muted'}, 'No verdict reviewed yet.'));
-    });
-    return list;
+  // failed runs and of its conversations' analyses (each one's current
+  // label), as the ticket carries them (verdict_labels).
+  function reviewsOf(labels) {
+    return h('ul', {'aria-label': 'Reviewed verdicts'}, labels.length ? labels.map((l) => h('li', {},
+      `${l.kind === 'conversation' ? l.conversation_id : l.run_id}: ` +
+        (l.overturned ? 'the judge was wrong' + (l.corrected_result ? ` (should be ${l.corrected_result})` : '') : 'the judge was right'),
+      h('span', {class: 'muted'}, ` · judge ${l.judge_model} · ${l.reviewer.name || l.reviewer.email || l.reviewer.user_id} · ${when(l.labelled_at_unix)}`),
+      l.criteria.filter((c) => !c.correct).length
+        ? h('div', {}, 'Overturned criteria: ' + l.criteria.filter((c) => !c.correct).map((c) => c.text || c.id).join('; ')) : null,
+      l.note ? h('div', {}, l.note) : null)) : h('li', {class: 'muted'}, 'No verdict reviewed yet.'));
   }
 
   function historySection() {
