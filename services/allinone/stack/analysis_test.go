@@ -52,17 +52,21 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		ModelUsage struct {
 			Model string `json:"model"`
 		} `json:"model_usage"`
+		// The answer is the conversation, as the SDK parses it
+		// (GetConversationResponseModel).
+		Status     string `json:"status"`
+		Transcript []any  `json:"transcript"`
 	}
 	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
 		t.Fatalf("analysis: %d %s", r.Code, r.Body)
 	}
-	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 ||
+	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 || got.Status != "done" || len(got.Transcript) != 3 ||
 		got.Analysis.Results["hours"].Result != "success" || got.Analysis.Results["refund"].Result != "failure" ||
 		got.Analysis.CallSuccessful != "failure" || got.ModelUsage.Model != "offline-v1" {
 		t.Fatalf("analysis: %s", r.Body)
 	}
 	// The analysis is stored: the conversation shows it with its judge
-	// model and when; call_successful stays the call stack's report.
+	// model and when; the call stack's report stays beside it.
 	first := r.JSON(t)
 	if first["stored"] != true || first["analysis_id"] == "" {
 		t.Fatalf("not stored: %s", r.Body)
@@ -70,15 +74,15 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	var conv struct {
 		Analysis struct {
 			CallSuccessful string `json:"call_successful"`
+			Reported       string `json:"reported_call_successful"`
 			Results        map[string]struct {
 				Result string `json:"result"`
 			} `json:"evaluation_criteria_results"`
 			List  []map[string]any `json:"evaluation_criteria_results_list"`
 			Judge *struct {
-				AnalysisID     string `json:"analysis_id"`
-				Model          string `json:"judge_model"`
-				CallSuccessful string `json:"call_successful"`
-				At             int64  `json:"analysed_at_unix_secs"`
+				AnalysisID string `json:"analysis_id"`
+				Model      string `json:"judge_model"`
+				At         int64  `json:"analysed_at_unix_secs"`
 			} `json:"judge"`
 		} `json:"analysis"`
 	}
@@ -88,7 +92,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		return json.Unmarshal(r.Body, &conv) == nil && conv.Analysis.Judge != nil && conv.Analysis.Judge.AnalysisID == first["analysis_id"]
 	}
 	eventually(t, 10*time.Second, "the analysis shows on the conversation", shown)
-	if conv.Analysis.CallSuccessful != "success" || conv.Analysis.Judge.Model != "offline-v1" || conv.Analysis.Judge.CallSuccessful != "failure" ||
+	if conv.Analysis.CallSuccessful != "failure" || conv.Analysis.Reported != "success" || conv.Analysis.Judge.Model != "offline-v1" ||
 		conv.Analysis.Judge.At < at.Unix() || len(conv.Analysis.List) != 2 ||
 		conv.Analysis.Results["hours"].Result != "success" || conv.Analysis.Results["refund"].Result != "failure" {
 		t.Fatalf("the conversation's analysis: %+v", conv.Analysis)

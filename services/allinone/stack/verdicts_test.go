@@ -168,9 +168,9 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		r := call(t, s, "GET", "/v1/convai/conversations/conv_eval_4", adminKey, "")
 		var c struct {
 			Analysis struct {
-				Judge struct {
-					AnalysisID     string `json:"analysis_id"`
-					CallSuccessful string `json:"call_successful"`
+				CallSuccessful string `json:"call_successful"`
+				Judge          struct {
+					AnalysisID string `json:"analysis_id"`
 				} `json:"judge"`
 			} `json:"analysis"`
 			Label *struct {
@@ -179,7 +179,7 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 			} `json:"evaluation_label"`
 		}
 		return json.Unmarshal(r.Body, &c) == nil && c.Label != nil && c.Label.Overturned && c.Label.Note == "It never names the window" &&
-			c.Analysis.Judge.AnalysisID == analyses["conv_eval_4"] && c.Analysis.Judge.CallSuccessful == judged["conv_eval_4"]
+			c.Analysis.Judge.AnalysisID == analyses["conv_eval_4"] && c.Analysis.CallSuccessful == judged["conv_eval_4"]
 	})
 
 	// By hand: the truth is the judge's verdict when the label says

@@ -17,45 +17,85 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
+// recordedConversation is what the analysis reads of a conversation's
+// GET: the document itself (answered back with the new analysis), its
+// agent, transcript and the outcome its call stack reported.
+type recordedConversation struct {
+	doc        map[string]json.RawMessage
+	agentID    string
+	transcript []json.RawMessage
+	reported   string
+}
+
+func (s *simulator) recorded(r *http.Request, convID string) (recordedConversation, error) {
+	raw, err := s.app.ConversationDocuments.Document(r.Context(), api.CallerOf(r), convID)
+	if err != nil {
+		return recordedConversation{}, err
+	}
+	var rc recordedConversation
+	var conv struct {
+		AgentID    string            `json:"agent_id"`
+		Transcript []json.RawMessage `json:"transcript"`
+		Analysis   struct {
+			CallSuccessful string  `json:"call_successful"`
+			Reported       *string `json:"reported_call_successful"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal(raw, &rc.doc); err != nil {
+		return rc, fmt.Errorf("conversation %s: %w", convID, err)
+	}
+	if err := json.Unmarshal(raw, &conv); err != nil {
+		return rc, fmt.Errorf("conversation %s: %w", convID, err)
+	}
+	rc.agentID, rc.transcript, rc.reported = conv.AgentID, conv.Transcript, conv.Analysis.CallSuccessful
+	if conv.Analysis.Reported != nil {
+		rc.reported = *conv.Analysis.Reported
+	}
+	return rc, nil
+}
+
 // RunConversationAnalysis judges a recorded conversation's evaluation
 // criteria (the agent's platform_settings.evaluation.criteria of type
 // prompt) again, with the current judge, against its transcript as it
 // was recorded, and stores the analysis (testing.conversation_analysed):
-// the tickets service then shows it on the conversation. An analysis whose
-// judging stopped early (error) is answered but not stored, so a judge
-// that is down never replaces a good analysis. Idempotency: each request
-// without a key judges anew and stores a new analysis (the earlier ones
-// stay in the log); a request repeating an Idempotency-Key answers the
-// analysis first stored under it and judges nothing.
+// the tickets service then shows it on the conversation. The answer is
+// the conversation as its GET shows it, the new analysis in it (the SDK
+// parses a GetConversationResponseModel). An analysis whose judging
+// stopped early (error) is answered but not stored, so a judge that is
+// down never replaces a good analysis. Idempotency: each request without
+// a key judges anew and stores a new analysis (the earlier ones stay in
+// the log); a request repeating an Idempotency-Key answers the analysis
+// first stored under it and judges nothing.
 func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Request) error {
-	if s.app.Conversations == nil {
+	if s.app.ConversationDocuments == nil {
 		return apperr.ServiceUnavailable
 	}
 	c := api.CallerOf(r)
 	convID := mux.Vars(r)["conversation_id"]
+	var first *testingv1.ConversationAnalysis
 	if c.CommandID != "" {
-		first, found, err := s.app.AnalysisByCommand(r.Context(), c.WorkspaceID, convID, c.CommandID)
-		if err != nil {
+		var err error
+		if first, _, err = s.app.AnalysisByCommand(r.Context(), c.WorkspaceID, convID, c.CommandID); err != nil {
 			return err
 		}
-		if found {
-			httpx.WriteJSON(w, http.StatusOK, AnalysisView(first))
-			return nil
-		}
 	}
-	agentID, transcript, err := s.app.Conversations.Conversation(r.Context(), c, convID)
+	rc, err := s.recorded(r, convID)
 	if err != nil {
 		return err
 	}
-	if len(transcript) == 0 {
+	if first != nil {
+		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, first))
+		return nil
+	}
+	if len(rc.transcript) == 0 {
 		return httpx.ValidationErrors{{Loc: []any{"path", "conversation_id"}, Msg: "The conversation was recorded without a transcript: there is nothing to judge.", Type: "value_error"}}
 	}
-	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, agentID)
+	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, rc.agentID)
 	if err != nil {
 		return err
 	}
-	history := make([]domain.Message, 0, len(transcript))
-	for _, raw := range transcript {
+	history := make([]domain.Message, 0, len(rc.transcript))
+	for _, raw := range rc.transcript {
 		var m domain.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return fmt.Errorf("conversation %s: a turn: %w", convID, err)
@@ -63,14 +103,14 @@ func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Reque
 		history = append(history, m)
 	}
 	run := runner.Run{
-		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: c.WorkspaceID, AgentId: agentID, RepeatCount: 1},
+		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: c.WorkspaceID, AgentId: rc.agentID, RepeatCount: 1},
 		Test:       &testingv1.PlannedTest{TestId: "analysis", TestName: "Conversation analysis", TestType: domain.TypeSimulation},
 		Definition: domain.TestInput{ChatHistory: history}, RunID: "analysis",
 	}
 	criteria := agentCriteria(agent.GetPlatformSettingsJson(), nil)
 	res := s.exec.JudgeRecorded(r.Context(), run, criteria)
 	an := &testingv1.ConversationAnalysis{
-		AnalysisId: app.NewAnalysisID(), WorkspaceId: c.WorkspaceID, ConversationId: convID, AgentId: agentID,
+		AnalysisId: app.NewAnalysisID(), WorkspaceId: c.WorkspaceID, ConversationId: convID, AgentId: rc.agentID,
 		CallSuccessful: runner.CallSuccessful(res.Criteria), TranscriptSummary: res.Summary, Error: res.Error,
 		Judge: &testingv1.ModelUsage{Provider: res.Judge.Provider, Model: res.Judge.Model, PromptTokens: res.Judge.PromptTokens,
 			CompletionTokens: res.Judge.CompletionTokens, TotalTokens: res.Judge.TotalTokens, ModelCalls: res.Judge.Calls, CachedModelCalls: res.Judge.Cached},
@@ -85,21 +125,28 @@ func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Reque
 	}
 	if res.Error != "" {
 		an.CallSuccessful = domain.ConditionUnknown
-		httpx.WriteJSON(w, http.StatusOK, AnalysisView(an))
+		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, an))
 		return nil
 	}
 	stored, err := s.app.RecordAnalysis(r.Context(), c, an)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, AnalysisView(stored))
+	httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, stored))
 	return nil
 }
 
-// AnalysisView is a conversation analysis as POST …/analysis/run answers
-// it: the public analysis shape, the judge's usage (model_usage), and what
-// this platform adds (analysis_id, analysed_at_unix_secs, stored).
-func AnalysisView(an *testingv1.ConversationAnalysis) map[string]any {
+// AnalysedConversation is the conversation doc (as its GET answers it)
+// with an in its analysis, as the GET shows it once the analysis is
+// projected: the public analysis shape, the outcome its call stack
+// reported (reported_call_successful) and the judge; and, beyond the
+// public shape, the judge's usage (model_usage), analysis_id,
+// analysed_at_unix_secs, stored, and error when the judging stopped.
+func AnalysedConversation(doc map[string]json.RawMessage, reported string, an *testingv1.ConversationAnalysis) map[string]any {
+	out := make(map[string]any, len(doc)+6)
+	for k, v := range doc {
+		out[k] = v
+	}
 	results := map[string]any{}
 	list := make([]map[string]any, 0, len(an.GetCriteria()))
 	for _, c := range an.GetCriteria() {
@@ -107,12 +154,13 @@ func AnalysisView(an *testingv1.ConversationAnalysis) map[string]any {
 		results[c.GetId()] = v
 		list = append(list, v)
 	}
-	out := map[string]any{
-		"conversation_id": an.GetConversationId(), "agent_id": an.GetAgentId(), "model_usage": UsageView(an.GetJudge()),
-		"analysis": map[string]any{"evaluation_criteria_results": results, "evaluation_criteria_results_list": list,
-			"data_collection_results": map[string]any{}, "call_successful": an.GetCallSuccessful(), "transcript_summary": an.GetTranscriptSummary()},
-		"analysis_id": an.GetAnalysisId(), "analysed_at_unix_secs": an.GetAnalysedAtUnixMs() / 1000, "stored": an.GetError() == "",
-	}
+	out["analysis"] = map[string]any{"evaluation_criteria_results": results, "evaluation_criteria_results_list": list,
+		"data_collection_results": map[string]any{}, "call_successful": an.GetCallSuccessful(), "transcript_summary": an.GetTranscriptSummary(),
+		"reported_call_successful": reported,
+		"judge": map[string]any{"analysis_id": an.GetAnalysisId(), "judge_provider": an.GetJudge().GetProvider(),
+			"judge_model": an.GetJudge().GetModel(), "analysed_at_unix_secs": an.GetAnalysedAtUnixMs() / 1000}}
+	out["model_usage"], out["analysis_id"] = UsageView(an.GetJudge()), an.GetAnalysisId()
+	out["analysed_at_unix_secs"], out["stored"] = an.GetAnalysedAtUnixMs()/1000, an.GetError() == ""
 	if e := an.GetError(); e != "" {
 		out["error"] = e
 	}

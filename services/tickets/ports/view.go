@@ -57,13 +57,14 @@ type conversationMeta struct {
 	CallDurationSecs int64 `json:"call_duration_secs"`
 }
 
-// analysisView is the public analysis. The criteria's results and the
-// summary are the latest re-judged analysis' (POST …/analysis/run), when
-// there is one; call_successful stays what the call stack reported (the
-// listing's filter reads it), the judge's own being under judge (our
-// extension, with its model and when).
+// analysisView is the public analysis: the latest re-judged analysis'
+// (POST …/analysis/run) when there is one, with its judge and when (our
+// extension, judge), else the outcome the call stack reported. That
+// report stays in reported_call_successful (our extension), which the
+// listing's call_successful and its filter read.
 type analysisView struct {
 	CallSuccessful    string                      `json:"call_successful"`
+	Reported          string                      `json:"reported_call_successful"`
 	TranscriptSummary string                      `json:"transcript_summary"`
 	Results           map[string]criterionVerdict `json:"evaluation_criteria_results"`
 	ResultsList       []criterionVerdict          `json:"evaluation_criteria_results_list"`
@@ -81,25 +82,23 @@ type judgeView struct {
 	AnalysisID     string `json:"analysis_id"`
 	Provider       string `json:"judge_provider"`
 	Model          string `json:"judge_model"`
-	CallSuccessful string `json:"call_successful"`
 	AnalysedAtUnix int64  `json:"analysed_at_unix_secs"`
 }
 
 func analysisOf(c app.ConversationDetail) analysisView {
-	v := analysisView{CallSuccessful: c.CallSuccessful, Results: map[string]criterionVerdict{}, ResultsList: []criterionVerdict{},
-		DataCollection: map[string]any{}}
+	v := analysisView{CallSuccessful: c.CallSuccessful, Reported: c.CallSuccessful, Results: map[string]criterionVerdict{},
+		ResultsList: []criterionVerdict{}, DataCollection: map[string]any{}}
 	an := c.Analysis
 	if an == nil {
 		return v
 	}
-	v.TranscriptSummary = an.TranscriptSummary
+	v.CallSuccessful, v.TranscriptSummary = an.CallSuccessful, an.TranscriptSummary
 	for _, cr := range an.Criteria {
 		r := criterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
 		v.Results[cr.ID] = r
 		v.ResultsList = append(v.ResultsList, r)
 	}
-	v.Judge = &judgeView{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel,
-		CallSuccessful: an.CallSuccessful, AnalysedAtUnix: an.AnalysedAtMs / 1000}
+	v.Judge = &judgeView{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
 	return v
 }
 
