@@ -475,6 +475,11 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	if again.Code != 200 || again.JSON(t)["rejudge_id"] != got.RejudgeID || string(again.Body) != string(r.Body) {
 		t.Fatalf("a retried re-judging: %d %s\nfirst %s", again.Code, again.Body, r.Body)
 	}
+	// A filter that selects no labelled run judges nothing.
+	if r := rejudge("", `{"judge_model":"offline-v1","filter":{"test_id":"test_none"}}`); r.Code != 200 ||
+		r.JSON(t)["runs"] != float64(0) || r.JSON(t)["judge_model"] != "offline-v1" {
+		t.Fatalf("nothing to re-judge: %d %s", r.Code, r.Body)
+	}
 	// No run's recorded verdict changed.
 	if after := runVerdicts(t, s, inv); after != before {
 		t.Fatalf("the runs changed:\nbefore %s\nafter  %s", before, after)

@@ -65,7 +65,7 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 			for _, v := range prior {
 				votes = append(votes, v)
 			}
-			httpx.WriteJSON(w, http.StatusOK, rejudgeView(votes))
+			httpx.WriteJSON(w, http.StatusOK, rejudgeView(votes[0].GetRejudgeId(), votes[0].GetJudgeProvider(), votes[0].GetJudgeModel(), votes))
 			return nil
 		}
 		rejudgeID = "rjdg_" + esproto.StableID("rejudge", c.CommandID)
@@ -100,11 +100,11 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, rejudgeView(votes))
+	httpx.WriteJSON(w, http.StatusOK, rejudgeView(rejudgeID, m.Provider(), m.ModelName(), votes))
 	return nil
 }
 
-func rejudgeView(votes []*testingv1.RejudgeVote) map[string]any {
+func rejudgeView(id, provider, model string, votes []*testingv1.RejudgeVote) map[string]any {
 	sort.SliceStable(votes, func(i, j int) bool {
 		if votes[i].GetInvocationId() != votes[j].GetInvocationId() {
 			return votes[i].GetInvocationId() < votes[j].GetInvocationId()
@@ -113,10 +113,9 @@ func rejudgeView(votes []*testingv1.RejudgeVote) map[string]any {
 		b, _ := domain.RunIndex(votes[j].GetInvocationId(), votes[j].GetRunId())
 		return a < b
 	})
-	out := map[string]any{"rejudge_id": "", "judge_provider": "", "judge_model": "", "runs": len(votes)}
+	out := map[string]any{"rejudge_id": id, "judge_provider": provider, "judge_model": model, "runs": len(votes)}
 	list := make([]map[string]any, len(votes))
 	for i, v := range votes {
-		out["rejudge_id"], out["judge_provider"], out["judge_model"] = v.GetRejudgeId(), v.GetJudgeProvider(), v.GetJudgeModel()
 		list[i] = map[string]any{"invocation_id": v.GetInvocationId(), "run_id": v.GetRunId(), "test_id": v.GetTestId(),
 			"test_name": v.GetTestName(), "attempt": v.GetAttempt(), "result": v.GetResult(), "rationale": v.GetRationale()}
 		if e := v.GetError(); e != "" {
