@@ -125,7 +125,7 @@ start(async (main) => {
     const section = h('section', {class: 'card', 'aria-labelledby': 'transcript-h'},
       h('h2', {id: 'transcript-h'}, 'Transcript'), conv ? h('p', {class: 'muted'}, 'Conversation ' + conv) : null, box);
     if (conv) {
-      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c)), (e) => {
+      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c), evaluation(c)), (e) => {
         const gone = e instanceof ApiError && (e.code === 404 || e.code === 405);
         replace(box, h('p', {class: 'muted'}, gone ? 'Transcript not available.' : 'The transcript could not be loaded: ' + e.message),
           turnComments(t.turn_comments));
@@ -159,6 +159,49 @@ start(async (main) => {
     const none = turns.length === 0 ? h('p', {class: 'muted'}, 'No transcript was handed over for this conversation.') : null;
     return [h('p', {class: 'muted'}, `Status ${c.status ?? '—'} · started ${when(meta.start_time_unix_secs)} · ${meta.call_duration_secs ?? '—'} s`),
       none, h('ol', {class: 'transcript'}, items), turnComments(beyond)];
+  }
+
+  // evaluation shows the conversation's re-judged analysis (its judge,
+  // each criterion's verdict) and its current label; a reviewer may have
+  // it judged again, and label it right or wrong.
+  function evaluation(c) {
+    const box = h('div', {});
+    const out = h('p', {class: 'msg', role: 'status'});
+    const path = '/v1/convai/conversations/' + enc(c.conversation_id);
+    const draw = (an, lbl) => {
+      const judged = an && an.judge;
+      const note = h('textarea', {rows: 2, maxlength: 4000, name: 'evaluation_note'});
+      const mark = (right) => async () => {
+        try {
+          const l = await post('/v1/voiceai/conversations/' + enc(c.conversation_id) + '/evaluation/labels', {verdict_correct: right, note: note.value});
+          draw(an, l);
+          say(out, `Labelled: the judge was ${right ? 'right' : 'wrong'}` + (l.corrected_result ? ` (should be ${l.corrected_result}).` : '.'));
+        } catch (e) { say(out, e.message, true); }
+      };
+      const again = async () => {
+        try {
+          const a = await post(path + '/analysis/run');
+          draw(a.analysis, lbl);
+          say(out, a.stored ? 'Judged again.' : 'The judge stopped early: ' + (a.error || 'no verdict') + '.', !a.stored);
+        } catch (e) { say(out, e.message, true); }
+      };
+      replace(box, h('h3', {}, 'Evaluation'),
+        judged ? [h('p', {}, h('strong', {}, `Judged by ${an.judge.judge_model}: ${an.call_successful}.`),
+          h('span', {class: 'muted'}, ` ${when(an.judge.analysed_at_unix_secs)}`)),
+        h('ul', {'aria-label': 'Evaluation criteria'}, an.evaluation_criteria_results_list.map((r) => h('li', {},
+          `${r.criteria_id}: ${r.result}`, r.rationale ? h('span', {class: 'muted'}, ' · ' + r.rationale) : null)))]
+          : h('p', {class: 'muted'}, 'Not judged again yet.'),
+        lbl ? h('p', {}, `Reviewed: the judge was ${lbl.overturned ? 'wrong' : 'right'}`,
+          h('span', {class: 'muted'}, ` · ${lbl.reviewer.name || lbl.reviewer.email || lbl.reviewer.user_id} · ${when(lbl.labelled_at_unix)}`),
+          lbl.note ? h('div', {}, lbl.note) : null) : null,
+        can('testing.run_conversation_analysis') ? h('button', {type: 'button', class: 'secondary', on: {click: again}}, 'Judge this conversation again') : null,
+        judged && can('testing.label_conversation') ? h('div', {class: 'row'}, field('Note on the evaluation', note),
+          h('button', {type: 'button', on: {click: mark(true)}}, 'Evaluation right'),
+          h('button', {type: 'button', class: 'secondary', on: {click: mark(false)}}, 'Evaluation wrong')) : null,
+        out);
+    };
+    draw(c.analysis, c.evaluation_label);
+    return box;
   }
 
   function turnCommentForm(i) {
