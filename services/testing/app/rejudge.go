@@ -121,8 +121,8 @@ func (a *App) RejudgeTargets(ctx context.Context, ws string, f RejudgeFilter, li
 	return out, nil
 }
 
-// RecordRejudge stores a vote. Its message id is the re-judging's id and
-// the run's, so a retried request stores each vote once.
+// RecordRejudge stores a vote. Its message id is the re-judging's id, the
+// model's and the run's, so a retried request stores each vote once.
 func (a *App) RecordRejudge(ctx context.Context, c principal.Caller, v *testingv1.RejudgeVote) error {
 	subject, err := events.RejudgeSubject(c.WorkspaceID, v.GetJudgeModel(), v.GetInvocationId(), v.GetRunId())
 	if err != nil {
@@ -133,7 +133,8 @@ func (a *App) RecordRejudge(ctx context.Context, c principal.Caller, v *testingv
 	if err != nil {
 		return err
 	}
-	_, err = a.Runs.Publish(ctx, eventMessage(subject, v.GetRejudgeId()+"#"+v.GetRunId(), ev))
+	id := v.GetRejudgeId() + "#" + events.JudgeModelKey(v.GetJudgeModel()) + "#" + v.GetRunId()
+	_, err = a.Runs.Publish(ctx, eventMessage(subject, id, ev))
 	return err
 }
 

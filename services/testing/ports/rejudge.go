@@ -37,7 +37,7 @@ const rejudgeParallel = 8
 // Rejudge judges the labelled runs the filter selects again with another
 // judge model, and stores each vote (testing.run_rejudged): no run's own
 // verdict changes. A retry with the same Idempotency-Key answers the
-// votes the first request stored, judging nothing again.
+// votes the first request stored, judging only the runs it left.
 func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 	c := api.CallerOf(r)
 	in := app.RejudgeInput{Limit: 50}
@@ -55,18 +55,11 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 			Msg: "No judge model " + in.JudgeModel + " here: the runners judge with " + strings.Join(names, ", ")}}
 	}
 	rejudgeID := ids.New("rjdg")
+	var prior map[string]*testingv1.RejudgeVote
 	if c.CommandID != "" {
-		prior, err := s.app.RejudgeVotesByCommand(r.Context(), c.WorkspaceID, c.CommandID)
-		if err != nil {
+		var err error
+		if prior, err = s.app.RejudgeVotesByCommand(r.Context(), c.WorkspaceID, c.CommandID); err != nil {
 			return err
-		}
-		if len(prior) > 0 {
-			votes := make([]*testingv1.RejudgeVote, 0, len(prior))
-			for _, v := range prior {
-				votes = append(votes, v)
-			}
-			httpx.WriteJSON(w, http.StatusOK, rejudgeView(votes[0].GetRejudgeId(), votes[0].GetJudgeProvider(), votes[0].GetJudgeModel(), votes))
-			return nil
 		}
 		rejudgeID = "rjdg_" + esproto.StableID("rejudge", c.CommandID)
 	}
@@ -74,10 +67,17 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// A retry answers the votes the first request stored and judges only
+	// the runs it left (a copy sent while the first is still judging
+	// completes the set; each vote is stored once, by its message id).
 	votes := make([]*testingv1.RejudgeVote, len(targets))
 	g, ctx := errgroup.WithContext(r.Context())
 	g.SetLimit(rejudgeParallel)
 	for i, t := range targets {
+		if v, ok := prior[t.Label.GetRunId()]; ok && v.GetJudgeModel() == m.ModelName() {
+			votes[i] = v
+			continue
+		}
 		g.Go(func() error {
 			var responses []domain.Message
 			_ = json.Unmarshal(t.Result.GetAgentResponsesJson(), &responses)
