@@ -97,6 +97,9 @@ var registrations = []registration{
 	{TypeRunCompleted, TestRunsStream, func() Event { return &testingv1.RunCompleted{} }},
 	{TypeResultGroupComputed, TestRunsStream, func() Event { return &testingv1.ResultGroupComputed{} }},
 	{TypeRunLabelled, TestRunsStream, func() Event { return &testingv1.RunLabelled{} }},
+	{TypeConversationAnalysed, TestRunsStream, func() Event { return &testingv1.ConversationAnalysed{} }},
+	{TypeConversationLabelled, TestRunsStream, func() Event { return &testingv1.ConversationLabelled{} }},
+	{TypeRunRejudged, TestRunsStream, func() Event { return &testingv1.RunRejudged{} }},
 	{TypeLoadStepCompleted, TestingStream, func() Event { return &testingv1.LoadStepCompleted{} }},
 	{TypeLoadSamplesRecorded, TestRunsStream, func() Event { return &testingv1.LoadSamplesRecorded{} }},
 }

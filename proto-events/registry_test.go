@@ -58,6 +58,9 @@ var wantTypes = map[string]struct {
 	"testing.run_completed":            {"voiceai.testing.v1.RunCompleted", "TESTRUNS"},
 	"testing.result_group_computed":    {"voiceai.testing.v1.ResultGroupComputed", "TESTRUNS"},
 	"testing.run_labelled":             {"voiceai.testing.v1.RunLabelled", "TESTRUNS"},
+	"testing.conversation_analysed":    {"voiceai.testing.v1.ConversationAnalysed", "TESTRUNS"},
+	"testing.conversation_labelled":    {"voiceai.testing.v1.ConversationLabelled", "TESTRUNS"},
+	"testing.run_rejudged":             {"voiceai.testing.v1.RunRejudged", "TESTRUNS"},
 	"testing.load_step_completed":      {"voiceai.testing.v1.LoadStepCompleted", "TESTING"},
 	"testing.load_samples_recorded":    {"voiceai.testing.v1.LoadSamplesRecorded", "TESTRUNS"},
 }
@@ -84,6 +87,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
 		events.TypeInvocationCompleted, events.TypeBucketingCompleted, events.TypeBucketingFailed,
 		events.TypeRunCompleted, events.TypeResultGroupComputed, events.TypeRunLabelled,
+		events.TypeConversationAnalysed, events.TypeConversationLabelled, events.TypeRunRejudged,
 		events.TypeLoadStepCompleted, events.TypeLoadSamplesRecorded,
 	}
 	for _, c := range consts {

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -21,7 +23,12 @@ const (
 	// labels of runs:
 	// testruns.evt.<workspace_id>.<invocation_id>.<run_id>,
 	// testruns.grp.<workspace_id>.<invocation_id>.<test_index> and
-	// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>; and, not
+	// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>; a recorded
+	// conversation's analyses and labels,
+	// testruns.cnv.<workspace_id>.<conversation_id> and
+	// testruns.clbl.<workspace_id>.<conversation_id>; another judge's votes
+	// on labelled runs,
+	// testruns.rjv.<workspace_id>.<model_key>.<invocation_id>.<run_id>; and, not
 	// events, the queued-job totals and completion claims
 	// (TestRunsQueuedSubject, TestRunsCompletingSubject).
 	TestRunsStream = "TESTRUNS"
@@ -67,6 +74,9 @@ const (
 	TypeRunCompleted          = "testing.run_completed"
 	TypeResultGroupComputed   = "testing.result_group_computed"
 	TypeRunLabelled           = "testing.run_labelled"
+	TypeConversationAnalysed  = "testing.conversation_analysed"
+	TypeConversationLabelled  = "testing.conversation_labelled"
+	TypeRunRejudged           = "testing.run_rejudged"
 	TypeLoadStepCompleted     = "testing.load_step_completed"
 	TypeLoadSamplesRecorded   = "testing.load_samples_recorded"
 )
@@ -106,6 +116,58 @@ func RunLabelsOfInvocation(workspaceID, invocationID string) (string, error) {
 // RunLabelsOfWorkspace matches the labels of every run of a workspace.
 func RunLabelsOfWorkspace(workspaceID string) (string, error) {
 	return joinChecked("testruns.lbl", ">", workspaceID)
+}
+
+// ConversationAnalysisSubject is the subject of a recorded conversation's
+// analyses (its criteria judged again): every one is kept, the last is
+// current.
+func ConversationAnalysisSubject(workspaceID, conversationID string) (string, error) {
+	return joinChecked("testruns.cnv", "", workspaceID, conversationID)
+}
+
+// ConversationAnalysesAll matches every conversation analysis.
+const ConversationAnalysesAll = "testruns.cnv.>"
+
+// ConversationLabelSubject is the subject of a conversation's labels (a
+// reviewer's judgement of its analysis): the last is current.
+func ConversationLabelSubject(workspaceID, conversationID string) (string, error) {
+	return joinChecked("testruns.clbl", "", workspaceID, conversationID)
+}
+
+// ConversationLabelsOfWorkspace matches the labels of every conversation
+// of a workspace.
+func ConversationLabelsOfWorkspace(workspaceID string) (string, error) {
+	return joinChecked("testruns.clbl", ">", workspaceID)
+}
+
+// Every label of every workspace: runs' and conversations'.
+const (
+	RunLabelsAll          = "testruns.lbl.>"
+	ConversationLabelsAll = "testruns.clbl.>"
+)
+
+// JudgeModelKey is a judge model's name as one subject token (a model's
+// name may hold dots): "m" and 16 hex digits of its SHA-256.
+func JudgeModelKey(model string) string {
+	h := sha256.Sum256([]byte(model))
+	return "m" + hex.EncodeToString(h[:8])
+}
+
+// RejudgeSubject is the subject of one judge model's votes on a run it
+// judged again: the last is that model's current vote.
+func RejudgeSubject(workspaceID, model, invocationID, runID string) (string, error) {
+	return joinChecked("testruns.rjv", "", workspaceID, JudgeModelKey(model), invocationID, runID)
+}
+
+// RejudgesOfWorkspace matches every judge model's votes on a workspace's
+// runs.
+func RejudgesOfWorkspace(workspaceID string) (string, error) {
+	return joinChecked("testruns.rjv", ">", workspaceID)
+}
+
+// RejudgesOfModel matches one judge model's votes on a workspace's runs.
+func RejudgesOfModel(workspaceID, model string) (string, error) {
+	return joinChecked("testruns.rjv", ">", workspaceID, JudgeModelKey(model))
 }
 
 // ResultGroupSubject is the subject of one test's result group.

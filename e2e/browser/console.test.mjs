@@ -110,6 +110,16 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await page.getByRole('heading', {name: 'Refund policy answer was wrong'}).waitFor();
   // The conversation's transcript, as its call stack handed it over.
   await page.getByText('Yes, everything is refunded at once.').waitFor();
+  // Its evaluation: judged again by the current judge, then labelled.
+  await page.getByRole('button', {name: 'Judge this conversation again'}).click();
+  await page.getByText(/^Judged by offline-v1: /).waitFor();
+  await page.getByLabel('Note on the evaluation').fill('Nothing in its criteria was missed.');
+  await page.getByRole('button', {name: 'Evaluation right'}).click();
+  await page.getByText('Labelled: the judge was right.').waitFor();
+  const evaluationLabels = (await api('GET', `/v1/voiceai/conversations/${encodeURIComponent(conversations[0])}/evaluation/labels`)).labels;
+  assert.equal(evaluationLabels.length, 1);
+  assert.equal(evaluationLabels[0].note, 'Nothing in its criteria was missed.');
+  assert.equal(evaluationLabels[0].reviewed.judge_model, 'offline-v1');
 
   await page.getByLabel('Comment', {exact: true}).fill('Checked against the refund policy: a knowledge gap.');
   await page.getByRole('button', {name: 'Add comment'}).click();
@@ -286,7 +296,10 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   await page.goto('/console/review.html?sample_per_mille=1000');
   await page.getByRole('heading', {name: 'Review verdicts'}).waitFor();
   await page.getByText(`${runs.length} runs to review.`).waitFor();
-  await page.getByText('0 labels counted.').waitFor();
+  // Labels counted before: the ticket test above labelled a conversation.
+  const counted = (await api('GET', '/v1/voiceai/judge/report')).labels;
+  const countedText = (n) => `${n} label${n === 1 ? '' : 's'} counted.`;
+  await page.getByText(countedText(counted)).waitFor();
   const current = () => page.evaluate(() => document.activeElement?.closest('li[data-run]')?.dataset.run);
   // The first run has the focus; j and k move it.
   await eventually('the first run has the focus', async () => (await current()) === runs[0].run_id);
@@ -304,7 +317,7 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(await current(), runs[0].run_id);
   await page.keyboard.press('n');
   await page.getByText(`Labelled ${runs[0].run_id}: the judge was wrong`).waitFor();
-  await page.getByText('1 label counted.').waitFor();
+  await page.getByText(countedText(counted + 1)).waitFor();
   await page.getByRole('table', {name: 'Judge report'}).getByRole('cell', {name: '1', exact: true}).first().waitFor();
   // The label is the API's, and the run's own verdict is unchanged.
   const labels = (await api('GET', `/v1/convai/test-invocations/${runs[0].invocation_id}/runs/${runs[0].run_id}/labels`)).labels;
@@ -320,13 +333,23 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(await current(), runs[1].run_id);
   assert.equal(await page.locator(`li[data-run="${runs[0].run_id}"]`).count(), 0);
   const report = await api('GET', '/v1/voiceai/judge/report');
-  assert.equal(report.labels, 1);
+  assert.equal(report.labels, counted + 1);
+  // Judges compared on the same labels: the runs' judge against another
+  // model (which has judged none of them again yet).
+  await page.getByLabel('Compare judge models (comma-separated)').fill(`${runs[0].judge_model},gpt-4o`);
+  await page.getByRole('button', {name: 'Compare', exact: true}).click();
+  await page.getByRole('table', {name: 'Judges compared'}).getByRole('cell', {name: runs[0].judge_model, exact: true}).waitFor();
+  await page.getByText('Judges compared on the same 0 labelled runs').waitFor();
   // The label shows on the ticket the QA worker raised for the test, when
   // a run of that invocation failed.
   if (runs.some((r) => r.status === 'failed' && r.invocation_id === runs[0].invocation_id)) {
     const ticket = await eventually('the failing test has its ticket', async () =>
       (await api('GET', '/v1/convai/triage-tickets?search=' + encodeURIComponent(runs[0].test_name))).agent_conversation_tickets
         .find((t) => t.test_failures?.invocations.some((i) => i.invocation_id === runs[0].invocation_id)), 20000);
+    // The ticket carries the label once the tickets service has projected it.
+    await eventually('the ticket carries the label', async () =>
+      (await api('GET', '/v1/convai/triage-tickets/' + encodeURIComponent(ticket.agentqa_ticket_id))).verdict_labels
+        .some((l) => l.run_id === runs[0].run_id), 20000);
     await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
     await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
     await page.getByText('Checked from the keyboard').waitFor();

@@ -81,6 +81,55 @@ describe("conversations", () => {
     assert.equal(listed.lastCallTimeUnixSecs, Math.floor(start.getTime() / 1000));
   });
 
+  it("analysis.run re-judges a recorded conversation, and get shows the stored analysis", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const { agentId } = await client.conversationalAi.agents.create({
+      name: uniqueName("analysis"),
+      conversationConfig: {},
+      platformSettings: {
+        evaluation: {
+          criteria: [{ id: "hours", name: "Hours given", type: "prompt", conversationGoalPrompt: "The agent states the opening hours nine to five" }],
+        },
+      },
+    });
+    const conversationId = uniqueName("conv").replaceAll(/[^A-Za-z0-9_-]/g, "_");
+    const start = new Date(Date.now() - 60_000);
+    await publish("conversation_started", start.toISOString(), { conversation_id: conversationId, agent_id: agentId });
+    await publish("conversation_ended", new Date(start.getTime() + 30_000).toISOString(), {
+      conversation_id: conversationId,
+      agent_id: agentId,
+      call_successful: "success",
+      transcript: [
+        { role: "user", message: "When are you open?", time_in_call_secs: 0 },
+        { role: "agent", message: "Our opening hours are nine to five every weekday.", time_in_call_secs: 3 },
+      ],
+    });
+    for (let i = 0; i < 200; i++) {
+      const c = await client.conversationalAi.conversations.get(conversationId).catch(() => null);
+      if (c?.transcript.length === 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+
+    // The SDK parses the answer as a conversation, the new analysis in it.
+    const analysed = await client.conversationalAi.conversations.analysis.run(conversationId);
+    assert.equal(analysed.conversationId, conversationId);
+    assert.equal(analysed.transcript.length, 2);
+    assert.equal(analysed.analysis.evaluationCriteriaResults.hours.result, "success");
+    assert.equal(analysed.analysis.callSuccessful, "success");
+
+    // It is stored: get shows it (with its judge, our extension) a moment later.
+    let conversation;
+    for (let i = 0; i < 200; i++) {
+      conversation = await client.conversationalAi.conversations.get(conversationId);
+      if (conversation.analysis.evaluationCriteriaResultsList?.length === 1) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(conversation.analysis.evaluationCriteriaResultsList[0].criteriaId, "hours");
+    assert.equal(conversation.analysis.evaluationCriteriaResults.hours.result, "success");
+    assert.equal(conversation.analysis.judge.judge_model, analysed.model_usage.model);
+
+    await expectStatus(client.conversationalAi.conversations.analysis.run("conv_never_seen"), 404);
+  });
+
   it("an unknown conversation is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
     await expectStatus(client.conversationalAi.conversations.get("conv_never_seen"), 404);
   });

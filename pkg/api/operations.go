@@ -264,19 +264,31 @@ var CreateTestFromConversation = op("testing.create_test_from_conversation", pos
 // a run's verdict labelled right or wrong, the queue of runs to review,
 // and what the labels say of each judge.
 var (
-	LabelRun         = op("testing.label_run", post, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiWrite).doc("Label a run's verdict (and each criterion's) right or wrong, with a note; the run's own result is not changed", created, "RunLabelCreate", "RunLabel").errs(conflict)
-	RunLabels        = op("testing.run_labels", get, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiRead).doc("Every label of a run, oldest first: the last is current", ok, "", "RunLabels")
-	InvocationLabels = op("testing.invocation_labels", get, invocationsPath+"/{invocation_id}/labels", "testing", convaiRead).doc("The current label of each labelled run of an invocation", ok, "", "RunLabels")
-	ReviewQueue      = op("testing.review_queue", get, "/v1/voiceai/judge/review-queue", "testing", convaiRead).doc("Runs to review: failed runs, runs whose judge votes disagreed and a deterministic sample of passes, newest first", ok, "", "ReviewQueue").query("review_page_size", "agent_id", "sample_per_mille", "include_labelled")
-	JudgeReport      = op("testing.judge_report", get, "/v1/voiceai/judge/report", "testing", convaiRead).doc("How far each judge model agrees with people's labels: agreement, Cohen's kappa, true-pass, true-fail and false-pass rates with 95% intervals, and its flip rate", ok, "", "JudgeReport").query("judge_model", "test_id", "since_unix")
+	LabelRun           = op("testing.label_run", post, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiWrite).doc("Label a run's verdict (and each criterion's) right or wrong, with a note; the run's own result is not changed", created, "RunLabelCreate", "RunLabel").errs(conflict)
+	RunLabels          = op("testing.run_labels", get, invocationsPath+"/{invocation_id}/runs/{run_id}/labels", "testing", convaiRead).doc("Every label of a run, oldest first: the last is current", ok, "", "RunLabels")
+	InvocationLabels   = op("testing.invocation_labels", get, invocationsPath+"/{invocation_id}/labels", "testing", convaiRead).doc("The current label of each labelled run of an invocation", ok, "", "RunLabels")
+	ReviewQueue        = op("testing.review_queue", get, "/v1/voiceai/judge/review-queue", "testing", convaiRead).doc("Runs to review: failed runs, runs whose judge votes disagreed and a deterministic sample of passes, newest first", ok, "", "ReviewQueue").query("review_page_size", "agent_id", "sample_per_mille", "include_labelled")
+	LabelConversation  = op("testing.label_conversation", post, "/v1/voiceai/conversations/{conversation_id}/evaluation/labels", "testing", convaiWrite).doc("Label a conversation's current analysis (its call_successful, and each criterion's result) right or wrong, with a note; the analysis is not changed", created, "ConversationLabelCreate", "ConversationLabel").errs(http.StatusNotFound, conflict)
+	ConversationLabels = op("testing.conversation_labels", get, "/v1/voiceai/conversations/{conversation_id}/evaluation/labels", "testing", convaiRead).doc("Every label of a conversation's analyses, oldest first: the last is current", ok, "", "ConversationLabels").errs(http.StatusNotFound)
+	JudgeReport        = op("testing.judge_report", get, "/v1/voiceai/judge/report", "testing", convaiRead).doc("How far each judge model agrees with people's labels: agreement, Cohen's kappa, true-pass, true-fail and false-pass rates with 95% intervals, and its flip rate", ok, "", "JudgeReport").query("judge_model", "test_id", "since_unix", "compare")
 )
+
+// Rejudge judges a labelled set of runs again with another judge model
+// (served by the runners, which hold the judges), so the report compares
+// judges on the same labels before anyone switches. No run's verdict
+// changes. A retry with the same Idempotency-Key answers the first votes.
+var Rejudge = op("testing.rejudge", post, "/v1/voiceai/judge/rejudge", "testing-runner", convaiWrite).
+	doc("Judge labelled runs again with another judge model and record its votes (no run's verdict changes)", ok, "RejudgeRequest", "RejudgeResult").
+	within(2 * SimulationTimeout).errs(http.StatusNotFound)
 
 // RunConversationAnalysis re-judges a recorded conversation's evaluation
 // criteria with the runners' current judge (the SDK's
-// conversations.analysis.run path), and answers the analysis.
+// conversations.analysis.run path), stores the analysis and answers it.
+// A retry with the same Idempotency-Key answers the analysis first stored
+// under it.
 var RunConversationAnalysis = op("testing.run_conversation_analysis", post, conversationsPath+"/{conversation_id}/analysis/run", "testing-runner", convaiWrite).
-	doc("Judge a recorded conversation's evaluation criteria again, with the current judge", ok, "", "ConversationAnalysis").
-	once("each request judges the conversation anew (and pays for the judge's calls)").within(SimulationTimeout+5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
+	doc("Judge a recorded conversation's evaluation criteria again with the current judge, and store the analysis (GET of the conversation shows it)", ok, "", "ConversationAnalysis").
+	within(SimulationTimeout+5*time.Second).errs(http.StatusNotFound, http.StatusUnprocessableEntity)
 
 // StartLoadTest and GetLoadTest are an extension of the public API: a
 // test run as a load test, a ramp of simultaneous callers.
@@ -294,7 +306,7 @@ var Operations = []Operation{
 	ListConversations, GetConversation, RunConversationAnalysis,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
-	LabelRun, RunLabels, InvocationLabels, ReviewQueue, JudgeReport,
+	LabelRun, RunLabels, InvocationLabels, LabelConversation, ConversationLabels, ReviewQueue, JudgeReport, Rejudge,
 	StartLoadTest, GetLoadTest,
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,

@@ -196,7 +196,10 @@ var (
 	InvocationRunning  = ConflictError("invocation_running", "Runs of this invocation are still pending; resubmit once it has finished or been cancelled.")
 	TestRunNotFound    = NotFoundError("test_run_not_found", "No run with that id exists in this test invocation.")
 	RunNotFinished     = ConflictError("run_not_finished", "This run has no result yet; label it once it has finished.")
-	LoadTestNotFound   = NotFoundError("load_test_not_found", "No load test with that id exists in this workspace.")
+	// ConversationNotAnalysed refuses a label of a conversation whose
+	// evaluation the judge never analysed: there is no verdict to label.
+	ConversationNotAnalysed = ConflictError("conversation_not_analysed", "This conversation has no analysis to label; run POST /v1/convai/conversations/{conversation_id}/analysis/run first.")
+	LoadTestNotFound        = NotFoundError("load_test_not_found", "No load test with that id exists in this workspace.")
 )
 
 // QuotaExceeded refuses a run-tests or a resubmit that would take a
@@ -280,7 +283,7 @@ var Catalog = []*Error{
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
-	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, LoadTestNotFound,
+	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),

@@ -41,6 +41,7 @@ type judgeRow struct {
 	JudgeModel    string   `json:"judge_model"`
 	TestID        *string  `json:"test_id"`
 	TestName      *string  `json:"test_name"`
+	AgentID       *string  `json:"agent_id"`
 	Labels        int      `json:"labels"`
 	Agreement     rate     `json:"agreement"`
 	Kappa         *float64 `json:"cohens_kappa"`
@@ -51,19 +52,22 @@ type judgeRow struct {
 }
 
 type judgeReport struct {
-	Labels int        `json:"labels"`
-	Judges []judgeRow `json:"judges"`
+	Labels  int         `json:"labels"`
+	Judges  []judgeRow  `json:"judges"`
+	Compare *comparison `json:"compare"`
 }
 
 func (a *app) judgeReportCommand() *cobra.Command {
-	var model, test string
+	var model, test, compare string
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "How far each judge model agrees with people's labels, on every test and on each",
 		Long: `Prints, for each judge model (on all its tests, then on each test): the labels,
 the agreement with them and Cohen's kappa, the true-pass and true-fail rates, the
 false-pass rate (of the judge's passes, the share people said should fail), each
-with its 95% interval, and the flip rate between repeated verdicts of one transcript.`,
+with its 95% interval, and the flip rate between repeated verdicts of one transcript.
+Labels of conversations' evaluations count too, on a row per agent. --compare a,b
+compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			q := url.Values{}
@@ -73,6 +77,7 @@ with its 95% interval, and the flip rate between repeated verdicts of one transc
 			if test != "" {
 				q.Set("test_id", test)
 			}
+			compareQuery(q, compare)
 			var rep judgeReport
 			if show, err := a.fetch(cmd.Context(), judgeReportRoute, nil, q, nil, &rep); !show {
 				return err
@@ -84,6 +89,9 @@ with its 95% interval, and the flip rate between repeated verdicts of one transc
 			var rows [][]string
 			for _, j := range rep.Judges {
 				scope := "(all tests)"
+				if j.AgentID != nil {
+					scope = "conversations of " + *j.AgentID
+				}
 				if j.TestID != nil {
 					scope = *j.TestID
 					if j.TestName != nil {
@@ -98,11 +106,16 @@ with its 95% interval, and the flip rate between repeated verdicts of one transc
 					j.TruePassRate.String(), j.TrueFailRate.String(), j.FalsePassRate.String(), j.FlipRate.String()})
 			}
 			table(a.stdout, []string{"JUDGE", "TEST", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "FLIPS"}, rows)
+			if rep.Compare != nil {
+				fmt.Fprintln(a.stdout)
+				a.printComparison(rep.Compare)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&model, "judge-model", "", "only this judge model")
 	cmd.Flags().StringVar(&test, "test", "", "only this test id")
+	cmd.Flags().StringVar(&compare, "compare", "", "judge models to compare on the same labels, comma-separated (e.g. gpt-4o,offline-v1)")
 	return cmd
 }
 

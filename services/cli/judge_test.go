@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -106,5 +107,64 @@ func TestJudgeCommands(t *testing.T) {
 	r = run(t, "judge", "queue", "--api-key", "k", "--base-url", base)
 	if r.code != ExitOK || !strings.Contains(r.stdout, "failed,votes_disagreed") || !strings.Contains(r.stdout, "no hours given") {
 		t.Fatalf("queue: %d %q", r.code, r.stdout)
+	}
+}
+
+func TestJudgeConversationAndCompareCommands(t *testing.T) {
+	f, base := newFake(t)
+	flags := []string{"--api-key", "k", "--base-url", base}
+	f.on("POST /v1/convai/conversations/conv_1/analysis/run", reply(200, `{"conversation_id":"conv_1","analysis_id":"cana_1","stored":true,
+	  "analysis":{"call_successful":"failure","evaluation_criteria_results_list":[{"criteria_id":"refund","result":"failure","rationale":"no window given"}]},
+	  "model_usage":{"model":"offline-v1"}}`))
+	r := run(t, append([]string{"judge", "analyse", "conv_1"}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "conv_1 judged by offline-v1: FAILURE (analysis cana_1)") || !strings.Contains(r.stdout, "no window given") {
+		t.Fatalf("analyse: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+
+	f.on("POST /v1/voiceai/conversations/conv_1/evaluation/labels", reply(201,
+		`{"label_id":"clbl_1","overturned":true,"corrected_result":"success","reviewed":{"judge_model":"offline-v1"}}`))
+	r = run(t, append([]string{"judge", "label-conversation", "conv_1", "--wrong", "--note", "it did", "--criterion", "refund=wrong"}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge (offline-v1) was wrong, the right result is success (label clbl_1)") {
+		t.Fatalf("label-conversation: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	var body map[string]any
+	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
+	if body["verdict_correct"] != false || body["note"] != "it did" || len(body["criteria"].([]any)) != 1 {
+		t.Fatalf("label body %v", body)
+	}
+	if r := run(t, append([]string{"judge", "label-conversation", "conv_1", "--right", "--criterion", "refund"}, flags...)...); r.code != ExitError ||
+		!strings.Contains(r.stderr, "<criterion_id>=right") {
+		t.Fatalf("a bad criterion: %d %q", r.code, r.stderr)
+	}
+
+	f.on("POST /v1/voiceai/judge/rejudge", reply(200, `{"rejudge_id":"rjdg_1","judge_model":"offline-v1","runs":1,
+	  "votes":[{"invocation_id":"tinv_1","run_id":"trun_1_0","test_name":"Hours","result":"success","rationale":"hours given"}]}`))
+	r = run(t, append([]string{"judge", "rejudge", "--judge-model", "offline-v1", "--invocation", "tinv_1", "--limit", "10"}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "offline-v1 judged 1 labelled run(s) again (rjdg_1); no run's verdict changed.") ||
+		!strings.Contains(r.stdout, "SUCCESS") {
+		t.Fatalf("rejudge: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
+	if body["judge_model"] != "offline-v1" || body["limit"] != float64(10) || body["filter"].(map[string]any)["invocation_id"] != "tinv_1" {
+		t.Fatalf("rejudge body %v", body)
+	}
+	if r := run(t, append([]string{"judge", "rejudge"}, flags...)...); r.code != ExitError || !strings.Contains(r.stderr, "--judge-model") {
+		t.Fatalf("no model: %d %q", r.code, r.stderr)
+	}
+
+	f.on("GET /v1/voiceai/judge/report", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("compare") != "judge-m,offline-v1" {
+			t.Errorf("compare query %q", r.URL.RawQuery)
+		}
+		reply(200, `{"labels":4,"judges":[{"judge_provider":"offline","judge_model":"offline-v1","test_id":null,"agent_id":"agent_1","labels":4,
+		  "agreement":{"value":0.5,"ci95":[0.15,0.85],"count":2,"n":4},"cohens_kappa":0}],
+		  "compare":{"models":["judge-m","offline-v1"],"runs":4,"judges":[
+		    {"judge_model":"judge-m","judged":4,"labels":4,"agreement":{"value":0.5,"ci95":[0.15,0.85],"count":2,"n":4},"cohens_kappa":0},
+		    {"judge_model":"offline-v1","judged":4,"labels":4,"agreement":{"value":1,"ci95":[0.51,1],"count":4,"n":4},"cohens_kappa":1}]}}`)(w, r)
+	})
+	r = run(t, append([]string{"judge", "report", "--compare", "judge-m,offline-v1"}, flags...)...)
+	if r.code != ExitOK || !strings.Contains(r.stdout, "conversations of agent_1") || !strings.Contains(r.stdout, "Compared on the same 4 labelled run(s) (judge-m, offline-v1)") ||
+		!strings.Contains(r.stdout, "1.00 (0.51–1.00)") {
+		t.Fatalf("report --compare: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 }

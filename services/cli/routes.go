@@ -54,7 +54,11 @@ var (
 	reviewQueueRoute = route{Method: get, Path: "/v1/voiceai/judge/review-queue"}
 	labelRunRoute    = route{Method: post, Path: "/v1/convai/test-invocations/{invocation_id}/runs/{run_id}/labels"}
 
-	allRoutes = []route{judgeReportRoute, reviewQueueRoute, labelRunRoute, listAgents, getAgent, listTests, getTest, runTests, getInvocation, startLoadTest, getLoadTest, listAccounts, listKeys, createKey, revokeKey,
+	analyseConversationRoute = route{Method: post, Path: "/v1/convai/conversations/{conversation_id}/analysis/run"}
+	labelConversationRoute   = route{Method: post, Path: "/v1/voiceai/conversations/{conversation_id}/evaluation/labels"}
+	rejudgeRoute             = route{Method: post, Path: "/v1/voiceai/judge/rejudge"}
+
+	allRoutes = []route{judgeReportRoute, reviewQueueRoute, labelRunRoute, analyseConversationRoute, labelConversationRoute, rejudgeRoute, listAgents, getAgent, listTests, getTest, runTests, getInvocation, startLoadTest, getLoadTest, listAccounts, listKeys, createKey, revokeKey,
 		listTickets, getTicket, updateTicket, listWebhooks, createWebhook, webhookLogs, resendDelivery, recoverDeliveries, deleteWebhook, relayNext, relayResult, eventCatalog,
 		listMembers, listConversations, getConversation, createAgentRoute, updateAgentRoute, createTestRoute, replaceTestRoute}
 	pathVar = regexp.MustCompile(`\{[a-z_]+\}`)

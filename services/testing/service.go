@@ -374,7 +374,8 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), nil, d.Logger, d.Clock())
 	// Conversation analysis reads recorded conversations from the tickets
 	// service, on the caller's behalf.
-	a.Conversations = adapters.NewStoredConversations(d.NC)
+	stored := adapters.NewStoredConversations(d.NC)
+	a.Conversations, a.ConversationDocuments = stored, stored
 	w := &runner.Worker{
 		App: a, JS: d.JS, Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -69,6 +70,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
+	a.Verdicts = startVerdicts(ctx, d)
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
@@ -83,6 +85,35 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptHandler)
 	return t
+}
+
+// startVerdicts projects the testing service's analyses of conversations
+// and reviewers' labels of runs and conversations (stream TESTRUNS, once
+// the testing service has made it) into the service's store, and returns
+// their reader.
+func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
+	v := adapters.OpenVerdicts(d.Database(Name))
+	for _, p := range []struct {
+		coll    *mongo.Collection
+		durable string
+		filter  []string
+		handler projection.Handler
+	}{
+		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler},
+		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler},
+	} {
+		pc := projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter, Logger: d.Logger}
+		d.WatchConsumer(pc.Stream, pc.Durable)
+		go func() {
+			if _, err := eventstore.WaitForStream(ctx, d.JS, pc.Stream); err != nil {
+				return // ctx ended
+			}
+			if err := projection.Run(ctx, d.JS, p.coll, pc, p.handler); err != nil && ctx.Err() == nil {
+				d.Logger.Error("projector stopped", "projection", pc.Durable, "err", err)
+			}
+		}()
+	}
+	return v
 }
 
 // followTickets builds the in-memory index from each ticket's last event

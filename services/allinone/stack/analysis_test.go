@@ -9,7 +9,9 @@ import (
 
 // POST /v1/convai/conversations/{id}/analysis/run judges a recorded
 // conversation's evaluation criteria again with the runners' judge: each
-// of the agent's prompt criteria against the transcript as it was.
+// of the agent's prompt criteria against the transcript as it was. The
+// analysis is stored and GET of the conversation shows it, with its judge
+// model and when.
 func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	s := startForTesting(t)
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Front desk",
@@ -50,18 +52,69 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		ModelUsage struct {
 			Model string `json:"model"`
 		} `json:"model_usage"`
+		// The answer is the conversation, as the SDK parses it
+		// (GetConversationResponseModel).
+		Status     string `json:"status"`
+		Transcript []any  `json:"transcript"`
 	}
 	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
 		t.Fatalf("analysis: %d %s", r.Code, r.Body)
 	}
-	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 ||
+	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 || got.Status != "done" || len(got.Transcript) != 3 ||
 		got.Analysis.Results["hours"].Result != "success" || got.Analysis.Results["refund"].Result != "failure" ||
 		got.Analysis.CallSuccessful != "failure" || got.ModelUsage.Model != "offline-v2" {
 		t.Fatalf("analysis: %s", r.Body)
 	}
-	// The stored conversation is not changed by it.
-	if r := call(t, s, "GET", "/v1/convai/conversations/conv_analysis_1", adminKey, ""); !strings.Contains(string(r.Body), `"call_successful":"success"`) {
-		t.Fatalf("the conversation changed: %s", r.Body)
+	// The analysis is stored: the conversation shows it with its judge
+	// model and when; the call stack's report stays beside it.
+	first := r.JSON(t)
+	if first["stored"] != true || first["analysis_id"] == "" {
+		t.Fatalf("not stored: %s", r.Body)
+	}
+	var conv struct {
+		Analysis struct {
+			CallSuccessful string `json:"call_successful"`
+			Reported       string `json:"reported_call_successful"`
+			Results        map[string]struct {
+				Result string `json:"result"`
+			} `json:"evaluation_criteria_results"`
+			List  []map[string]any `json:"evaluation_criteria_results_list"`
+			Judge *struct {
+				AnalysisID string `json:"analysis_id"`
+				Model      string `json:"judge_model"`
+				At         int64  `json:"analysed_at_unix_secs"`
+			} `json:"judge"`
+		} `json:"analysis"`
+	}
+	shown := func() bool {
+		r := call(t, s, "GET", "/v1/convai/conversations/conv_analysis_1", adminKey, "")
+		conv.Analysis.Judge = nil
+		return json.Unmarshal(r.Body, &conv) == nil && conv.Analysis.Judge != nil && conv.Analysis.Judge.AnalysisID == first["analysis_id"]
+	}
+	eventually(t, 10*time.Second, "the analysis shows on the conversation", shown)
+	if conv.Analysis.CallSuccessful != "failure" || conv.Analysis.Reported != "success" || conv.Analysis.Judge.Model != "offline-v1" ||
+		conv.Analysis.Judge.At < at.Unix() || len(conv.Analysis.List) != 2 ||
+		conv.Analysis.Results["hours"].Result != "success" || conv.Analysis.Results["refund"].Result != "failure" {
+		t.Fatalf("the conversation's analysis: %+v", conv.Analysis)
+	}
+
+	// Idempotency: a retry with the same key answers the first analysis;
+	// a request without one judges anew, and the newest is shown (the
+	// earlier stay in the event log).
+	path := "/v1/convai/conversations/conv_analysis_1/analysis/run"
+	keyed := call(t, s, "POST", path, adminKey, "", "Idempotency-Key", "analyse-once")
+	again := call(t, s, "POST", path, adminKey, "", "Idempotency-Key", "analyse-once")
+	if keyed.Code != 200 || again.Code != 200 || keyed.JSON(t)["analysis_id"] != again.JSON(t)["analysis_id"] ||
+		keyed.JSON(t)["analysis_id"] == first["analysis_id"] {
+		t.Fatalf("a retried analysis: %d %s, then %d %s", keyed.Code, keyed.Body, again.Code, again.Body)
+	}
+	first = keyed.JSON(t)
+	eventually(t, 10*time.Second, "the newest analysis shows", shown)
+
+	// Another workspace sees no such conversation.
+	other := createWorkspace(t, s, "Elsewhere")
+	if r := call(t, s, "POST", path, other.APIKey, ""); r.Code != 404 {
+		t.Fatalf("another workspace's conversation: %d %s", r.Code, r.Body)
 	}
 	if r := call(t, s, "POST", "/v1/convai/conversations/conv_analysis_2/analysis/run", adminKey, ""); r.Code != 422 ||
 		!strings.Contains(string(r.Body), `"loc":["path","conversation_id"]`) {

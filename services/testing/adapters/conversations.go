@@ -28,21 +28,9 @@ func NewStoredConversations(nc *nats.Conn) StoredConversations {
 
 // Conversation returns the conversation's agent and transcript.
 func (s StoredConversations) Conversation(ctx context.Context, c principal.Caller, conversationID string) (string, []json.RawMessage, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/convai/conversations/"+url.PathEscape(conversationID), nil)
+	body, err := s.Document(ctx, c, conversationID)
 	if err != nil {
 		return "", nil, err
-	}
-	principal.Principal{WorkspaceID: c.WorkspaceID, UserID: c.UserID, Permissions: []string{"convai_read"}}.SetHeaders(r.Header)
-	r.Header.Set(httpx.HeaderRequestID, httpx.RequestID(ctx))
-	status, body := s.fwd.Call(r, "tickets")
-	switch status {
-	case http.StatusOK:
-	case http.StatusNotFound:
-		return "", nil, apperr.ConversationUnknown
-	case http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusBadGateway:
-		return "", nil, apperr.UpstreamUnavailable("tickets") // 503, Retry-After: the caller may retry
-	default:
-		return "", nil, fmt.Errorf("conversation %s from the tickets service: %d %s", conversationID, status, body)
 	}
 	var conv struct {
 		AgentID    string            `json:"agent_id"`
@@ -52,4 +40,26 @@ func (s StoredConversations) Conversation(ctx context.Context, c principal.Calle
 		return "", nil, fmt.Errorf("conversation %s from the tickets service: %w", conversationID, err)
 	}
 	return conv.AgentID, conv.Transcript, nil
+}
+
+// Document returns the conversation as the public GET answers it (a JSON
+// object).
+func (s StoredConversations) Document(ctx context.Context, c principal.Caller, conversationID string) (json.RawMessage, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodGet, "/v1/convai/conversations/"+url.PathEscape(conversationID), nil)
+	if err != nil {
+		return nil, err
+	}
+	principal.Principal{WorkspaceID: c.WorkspaceID, UserID: c.UserID, Permissions: []string{"convai_read"}}.SetHeaders(r.Header)
+	r.Header.Set(httpx.HeaderRequestID, httpx.RequestID(ctx))
+	status, body := s.fwd.Call(r, "tickets")
+	switch status {
+	case http.StatusOK:
+		return body, nil
+	case http.StatusNotFound:
+		return nil, apperr.ConversationUnknown
+	case http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusBadGateway:
+		return nil, apperr.UpstreamUnavailable("tickets") // 503, Retry-After: the caller may retry
+	default:
+		return nil, fmt.Errorf("conversation %s from the tickets service: %d %s", conversationID, status, body)
+	}
 }

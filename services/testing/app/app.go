@@ -31,6 +31,10 @@ type App struct {
 	// Conversations, when set, lets a regression test be made from a
 	// recorded conversation by its id.
 	Conversations StoredConversations
+	// ConversationDocuments, when set (the runners), reads a recorded
+	// conversation whole, as its GET answers it: a re-judged analysis is
+	// answered in that shape.
+	ConversationDocuments ConversationDocuments
 	// Cursors signs the listings' cursors.
 	Cursors *cursor.Codec
 	// Scans bounds the reads of the runs log this process makes at once

@@ -49,6 +49,14 @@ type StoredConversations interface {
 	Conversation(ctx context.Context, c principal.Caller, conversationID string) (agentID string, transcript []json.RawMessage, err error)
 }
 
+// ConversationDocuments reads recorded conversations whole.
+type ConversationDocuments interface {
+	// Document is the conversation of the caller's workspace as the public
+	// GET answers it (a JSON object): apperr.ConversationUnknown when there
+	// is none.
+	Document(ctx context.Context, c principal.Caller, conversationID string) (json.RawMessage, error)
+}
+
 // CreateTestFromConversation stores an llm test that replays a production
 // conversation up to the agent turn that went wrong (see
 // domain.FromConversation.RegressionTest): the conversation the body

@@ -185,6 +185,9 @@ type ReportQuery struct {
 type CriterionFigures struct {
 	ID, Text       string
 	Labels, Agreed int64
+	// Confusion counts the criterion's own verdicts against the labels,
+	// when the label names the verdict (a conversation's criteria).
+	Confusion domain.Confusion
 }
 
 // DayFigures are a judge's labels of one day (UTC).
@@ -193,11 +196,15 @@ type DayFigures struct {
 	Confusion domain.Confusion
 }
 
-// JudgeFigures are what labels say of one judge model, on one test or
-// (TestID "") on every test.
+// JudgeFigures are what labels say of one judge model: on one test, on
+// the evaluations of one agent's conversations (AgentID), or (neither) on
+// everything it judged.
 type JudgeFigures struct {
 	JudgeProvider, JudgeModel string
 	TestID, TestName          string
+	// AgentID is set on a row of conversation evaluations: the labels of
+	// that agent's re-judged conversation analyses.
+	AgentID string
 	// Labels counts every current label; Unknown those of verdicts the
 	// judge left unknown, which are in no figure below.
 	Labels, Unknown int64
@@ -209,7 +216,7 @@ type JudgeFigures struct {
 	Series                   []DayFigures
 }
 
-type judgeKey struct{ provider, model, test string }
+type judgeKey struct{ provider, model, test, agent string }
 
 // JudgeReport is, for each judge model, on every test together and on
 // each test: the labels, the agreement with them and Cohen's κ, the
@@ -224,11 +231,20 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 	}
 	rows := map[judgeKey]*JudgeFigures{}
 	row := func(provider, model, test, name string) *JudgeFigures {
-		k := judgeKey{provider, model, test}
+		k := judgeKey{provider: provider, model: model, test: test}
 		if r, ok := rows[k]; ok {
 			return r
 		}
 		r := &JudgeFigures{JudgeProvider: provider, JudgeModel: model, TestID: test, TestName: name}
+		rows[k] = r
+		return r
+	}
+	agentRow := func(provider, model, agent string) *JudgeFigures {
+		k := judgeKey{provider: provider, model: model, agent: agent}
+		if r, ok := rows[k]; ok {
+			return r
+		}
+		r := &JudgeFigures{JudgeProvider: provider, JudgeModel: model, AgentID: agent}
 		rows[k] = r
 		return r
 	}
@@ -251,6 +267,31 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 	})
 	if err != nil {
 		return nil, 0, err
+	}
+	// Labels of conversations' evaluations count on the judge's row and on
+	// the agent's conversations' row (they are of no test).
+	if q.TestID == "" {
+		filter, err := events.ConversationLabelsOfWorkspace(q.WorkspaceID)
+		if err != nil {
+			return nil, 0, err
+		}
+		err = a.scan(ctx, q.WorkspaceID, filter, a.Runs.EachLast, func(rec Record) error {
+			l, err := conversationLabelOf(rec)
+			if err != nil {
+				return err
+			}
+			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
+				return nil
+			}
+			total++
+			v := verdictLabel{judged: l.GetJudgedResult(), correct: l.GetVerdictCorrect(), criteria: l.GetCriteria(), at: l.GetLabelledAtUnixMs()}
+			row(l.GetJudgeProvider(), l.GetJudgeModel(), "", "").count(v)
+			agentRow(l.GetJudgeProvider(), l.GetJudgeModel(), l.GetAgentId()).count(v)
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
 	}
 	// The flip rate, from the recent runs of the judges and tests above.
 	err = a.recentResults(ctx, q.WorkspaceID, "", nil, func(inv *testingv1.Invocation, res *testingv1.RunResult) (bool, error) {
@@ -291,20 +332,58 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 		if a.JudgeProvider+"/"+a.JudgeModel != b.JudgeProvider+"/"+b.JudgeModel {
 			return a.JudgeProvider+"/"+a.JudgeModel < b.JudgeProvider+"/"+b.JudgeModel
 		}
-		if (a.TestID == "") != (b.TestID == "") {
-			return a.TestID == ""
+		if a.scope() != b.scope() {
+			return a.scope() < b.scope()
 		}
-		return a.TestName+a.TestID < b.TestName+b.TestID
+		return a.TestName+a.TestID+a.AgentID < b.TestName+b.TestID+b.AgentID
 	})
 	return out, total, nil
 }
 
+// Scopes of a report's row.
+const (
+	ScopeAll           = "all"           // everything the judge model judged
+	ScopeTest          = "test"          // one test's runs
+	ScopeConversations = "conversations" // one agent's conversations' evaluations
+)
+
+// Scope is what the row's labels are of.
+func (r *JudgeFigures) Scope() string {
+	switch {
+	case r.TestID != "":
+		return ScopeTest
+	case r.AgentID != "":
+		return ScopeConversations
+	}
+	return ScopeAll
+}
+
+// scope orders rows: the judge's whole first, then its tests, then its
+// agents' conversations.
+func (r *JudgeFigures) scope() int {
+	return map[string]int{ScopeAll: 0, ScopeTest: 1, ScopeConversations: 2}[r.Scope()]
+}
+
+// verdictLabel is what the report reads of a label, a run's or a
+// conversation's.
+type verdictLabel struct {
+	judged   string
+	correct  bool
+	criteria []*testingv1.CriterionLabel
+	at       int64 // labelled, unix ms
+}
+
 // add counts a run's current label.
 func (r *JudgeFigures) add(l *testingv1.RunLabel) {
+	r.count(verdictLabel{judged: l.GetJudgedResult(), correct: l.GetVerdictCorrect(), criteria: l.GetCriteria(), at: l.GetLabelledAtUnixMs()})
+}
+
+// count counts a current label.
+func (r *JudgeFigures) count(l verdictLabel) {
 	r.Labels++
-	for _, c := range l.GetCriteria() {
-		if r.TestID == "" {
-			break // criteria are a test's own
+	for _, c := range l.criteria {
+		if r.Scope() == ScopeAll {
+			break // criteria are a test's or an agent's own
 		}
 		i := 0
 		for i < len(r.Criteria) && r.Criteria[i].ID != c.GetId() {
@@ -317,16 +396,20 @@ func (r *JudgeFigures) add(l *testingv1.RunLabel) {
 		if c.GetCorrect() {
 			r.Criteria[i].Agreed++
 		}
+		if j := c.GetJudgedResult(); j == domain.ConditionSuccess || j == domain.ConditionFailure {
+			passed := j == domain.ConditionSuccess
+			r.Criteria[i].Confusion.Add(passed, passed == c.GetCorrect())
+		}
 	}
-	judged := l.GetJudgedResult()
+	judged := l.judged
 	if judged != domain.ConditionSuccess && judged != domain.ConditionFailure {
 		r.Unknown++
 		return
 	}
 	passed := judged == domain.ConditionSuccess
-	truth := passed == l.GetVerdictCorrect()
+	truth := passed == l.correct
 	r.Confusion.Add(passed, truth)
-	date := time.UnixMilli(l.GetLabelledAtUnixMs()).UTC().Format(time.DateOnly)
+	date := time.UnixMilli(l.at).UTC().Format(time.DateOnly)
 	i := 0
 	for i < len(r.Series) && r.Series[i].Date != date {
 		i++

@@ -1,9 +1,12 @@
 package ports
 
 import (
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/gorilla/mux"
 
@@ -38,6 +41,50 @@ func (h *Handlers) RunLabels(w http.ResponseWriter, r *http.Request) error {
 	}
 	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
 	return nil
+}
+
+// LabelConversation records a reviewer's label of a conversation's
+// analysis (201).
+func (h *Handlers) LabelConversation(w http.ResponseWriter, r *http.Request) error {
+	c := api.CallerOf(r)
+	var in app.LabelInput
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	l, err := h.App.LabelConversation(r.Context(), c, mux.Vars(r)["conversation_id"], in)
+	return httpx.Reply(w, http.StatusCreated, l, err, ConversationLabelView)
+}
+
+// ConversationLabels answers every label of a conversation's analyses,
+// oldest first.
+func (h *Handlers) ConversationLabels(w http.ResponseWriter, r *http.Request) error {
+	labels, err := h.App.ConversationLabels(r.Context(), api.CallerOf(r), mux.Vars(r)["conversation_id"])
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, ConversationLabelView)})
+	return nil
+}
+
+// ConversationLabelView is a conversation label as the API shows it.
+func ConversationLabelView(l *testingv1.ConversationLabel) map[string]any {
+	criteria := make([]map[string]any, len(l.GetCriteria()))
+	for i, c := range l.GetCriteria() {
+		criteria[i] = map[string]any{"id": c.GetId(), "correct": c.GetCorrect(), "text": c.GetText(), "judged_result": c.GetJudgedResult()}
+	}
+	var corrected any
+	if c := l.GetCorrectedResult(); c != "" {
+		corrected = c
+	}
+	return map[string]any{
+		"label_id": l.GetLabelId(), "conversation_id": l.GetConversationId(), "agent_id": l.GetAgentId(),
+		"reviewed": map[string]any{"analysis_id": l.GetAnalysisId(), "call_successful": l.GetJudgedResult(),
+			"judge_provider": l.GetJudgeProvider(), "judge_model": l.GetJudgeModel()},
+		"verdict_correct": l.GetVerdictCorrect(), "overturned": !l.GetVerdictCorrect(), "corrected_result": corrected,
+		"criteria": criteria, "note": l.GetNote(),
+		"reviewer":         map[string]any{"user_id": l.GetReviewerUserId(), "email": l.GetReviewerEmail(), "name": l.GetReviewerName()},
+		"labelled_at_unix": l.GetLabelledAtUnixMs() / 1000,
+	}
 }
 
 // InvocationLabels answers the current label of each labelled run of an
@@ -97,16 +144,50 @@ func (h *Handlers) JudgeReport(w http.ResponseWriter, r *http.Request) error {
 		JudgeModel string `json:"judge_model"`
 		TestID     string `json:"test_id"`
 		SinceUnix  int64  `json:"since_unix"`
+		Compare    string `json:"compare"`
 	}
 	if err := api.DecodeQuery(r, &q); err != nil {
 		return err
 	}
-	rows, total, err := h.App.JudgeReport(r.Context(), app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix})
+	var models []string
+	if q.Compare != "" {
+		for _, m := range strings.Split(q.Compare, ",") {
+			if m = strings.TrimSpace(m); m != "" && !slices.Contains(models, m) {
+				models = append(models, m)
+			}
+		}
+		if len(models) < 2 || len(models) > app.MaxCompared {
+			return httpx.ValidationErrors{{Loc: []any{"query", "compare"}, Type: "value_error",
+				Msg: fmt.Sprintf("Name 2 to %d different judge models, comma-separated", app.MaxCompared)}}
+		}
+	}
+	rq := app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix}
+	rows, total, err := h.App.JudgeReport(r.Context(), rq)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": total, "judges": mapEach(rows, judgeView)})
+	out := map[string]any{"labels": total, "judges": mapEach(rows, judgeView)}
+	if models != nil {
+		cmp, err := h.App.CompareJudges(r.Context(), rq, models)
+		if err != nil {
+			return err
+		}
+		out["compare"] = comparisonView(cmp)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+func comparisonView(c *app.Comparison) map[string]any {
+	judges := make([]map[string]any, len(c.Judges))
+	for i, j := range c.Judges {
+		cf := j.Confusion
+		judges[i] = map[string]any{"judge_model": j.JudgeModel, "judged": j.Judged, "labels": cf.N(),
+			"confusion": map[string]any{"true_pass": cf.TruePass, "false_pass": cf.FalsePass, "false_fail": cf.FalseFail, "true_fail": cf.TrueFail},
+			"agreement": rateView(cf.AgreementRate()), "cohens_kappa": kappaView(cf),
+			"true_pass_rate": rateView(cf.TruePassRate()), "true_fail_rate": rateView(cf.TrueFailRate()), "false_pass_rate": rateView(cf.FalsePassRate())}
+	}
+	return map[string]any{"models": c.Models, "runs": c.Runs, "judges": judges}
 }
 
 func voteResults(votes []*testingv1.JudgeVote) []string {
@@ -194,6 +275,13 @@ func judgeView(f *app.JudgeFigures) map[string]any {
 	criteria := make([]map[string]any, len(f.Criteria))
 	for i, c := range f.Criteria {
 		criteria[i] = map[string]any{"id": c.ID, "text": c.Text, "labels": c.Labels, "agreement": rateView(domain.NewRate(c.Agreed, c.Labels))}
+		if c.Confusion.N() > 0 {
+			criteria[i]["cohens_kappa"] = kappaView(c.Confusion)
+		}
+	}
+	var agent any
+	if f.AgentID != "" {
+		agent = f.AgentID
 	}
 	series := make([]map[string]any, len(f.Series))
 	for i, d := range f.Series {
@@ -206,6 +294,7 @@ func judgeView(f *app.JudgeFigures) map[string]any {
 	c := f.Confusion
 	return map[string]any{
 		"judge_provider": f.JudgeProvider, "judge_model": f.JudgeModel, "test_id": test, "test_name": name,
+		"scope": f.Scope(), "agent_id": agent,
 		"labels": f.Labels, "unknown_verdicts": f.Unknown,
 		"confusion": map[string]any{"true_pass": c.TruePass, "false_pass": c.FalsePass, "false_fail": c.FalseFail, "true_fail": c.TrueFail},
 		"agreement": rateView(c.AgreementRate()), "cohens_kappa": kappaView(c),

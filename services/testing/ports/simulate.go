@@ -2,7 +2,6 @@ package ports
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -23,12 +21,13 @@ import (
 // simulate-conversation operation, played by its executor as a simulation
 // test is (the same engine, synchronously, within its time limit).
 func SimulateRouter(a *app.App, exec *runner.Executor) *mux.Router {
-	return api.Serve("testing-runner", &simulator{app: a, exec: exec})
+	return api.Serve("testing-runner", &simulator{app: a, exec: exec, judges: judgesOf(exec)})
 }
 
 type simulator struct {
-	app  *app.App
-	exec *runner.Executor
+	app    *app.App
+	exec   *runner.Executor
+	judges map[string]runner.Model // the models POST /v1/voiceai/judge/rejudge may name
 }
 
 // simulateInput is the public simulate-conversation body (the schema
@@ -102,55 +101,6 @@ func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request)
 	}
 	res := s.exec.SimulateConversation(r.Context(), run, opening, criteria)
 	httpx.WriteJSON(w, http.StatusOK, conversationView(res))
-	return nil
-}
-
-// RunConversationAnalysis judges a recorded conversation's evaluation
-// criteria (the agent's platform_settings.evaluation.criteria of type
-// prompt) again, with the current judge, against its transcript as it
-// was recorded. The answer is not stored.
-func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Request) error {
-	if s.app.Conversations == nil {
-		return apperr.ServiceUnavailable
-	}
-	c := api.CallerOf(r)
-	convID := mux.Vars(r)["conversation_id"]
-	agentID, transcript, err := s.app.Conversations.Conversation(r.Context(), c, convID)
-	if err != nil {
-		return err
-	}
-	if len(transcript) == 0 {
-		return httpx.ValidationErrors{{Loc: []any{"path", "conversation_id"}, Msg: "The conversation was recorded without a transcript: there is nothing to judge.", Type: "value_error"}}
-	}
-	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, agentID)
-	if err != nil {
-		return err
-	}
-	history := make([]domain.Message, 0, len(transcript))
-	for _, raw := range transcript {
-		var m domain.Message
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("conversation %s: a turn: %w", convID, err)
-		}
-		history = append(history, m)
-	}
-	run := runner.Run{
-		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: c.WorkspaceID, AgentId: agentID, RepeatCount: 1},
-		Test:       &testingv1.PlannedTest{TestId: "analysis", TestName: "Conversation analysis", TestType: domain.TypeSimulation},
-		Definition: domain.TestInput{ChatHistory: history}, RunID: "analysis",
-	}
-	res := s.exec.JudgeRecorded(r.Context(), run, agentCriteria(agent.GetPlatformSettingsJson(), nil))
-	judged := conversationView(res).Analysis
-	if res.Error != "" {
-		judged.CallSuccessful = domain.ConditionUnknown
-	}
-	out := map[string]any{"conversation_id": convID, "agent_id": agentID, "model_usage": usageOf(res.Judge),
-		"analysis": map[string]any{"evaluation_criteria_results": judged.Results, "evaluation_criteria_results_list": judged.ResultsList,
-			"data_collection_results": map[string]any{}, "call_successful": judged.CallSuccessful, "transcript_summary": res.Summary}}
-	if res.Error != "" {
-		out["error"] = res.Error
-	}
-	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

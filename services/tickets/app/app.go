@@ -27,6 +27,9 @@ type App struct {
 	// worker's application has neither.
 	Conversations Conversations
 	Transcripts   Transcripts
+	// Verdicts, when set, holds the judge's analyses of conversations and
+	// reviewers' labels (see verdicts.go).
+	Verdicts Verdicts
 	// Advisor, when set, clusters through a model instead of the offline
 	// rules (exact duplicates excepted).
 	Advisor ClusterAdvisor

@@ -156,6 +156,10 @@ type ConversationDetail struct {
 	ConversationSummary
 	Transcript json.RawMessage // nil: none handed over
 	Tickets    []*ticketsv1.Ticket
+	// Analysis is its latest re-judged analysis (nil: none), Label the
+	// current label of that analysis (nil: none).
+	Analysis *Analysis
+	Label    *VerdictLabel
 }
 
 // conversationTickets bounds the tickets a conversation shows: one is
@@ -179,5 +183,18 @@ func (a *App) GetConversation(ctx context.Context, workspaceID, conversationID s
 	if err != nil {
 		return ConversationDetail{}, err
 	}
-	return ConversationDetail{ConversationSummary: c, Transcript: transcript, Tickets: tickets}, nil
+	d := ConversationDetail{ConversationSummary: c, Transcript: transcript, Tickets: tickets}
+	if a.Verdicts != nil {
+		if d.Analysis, err = a.Verdicts.Analysis(ctx, workspaceID, conversationID); err != nil {
+			return ConversationDetail{}, err
+		}
+		labels, err := a.Verdicts.Labels(ctx, workspaceID, []LabelKey{{Kind: LabelOfConversation, ConversationID: conversationID}})
+		if err != nil {
+			return ConversationDetail{}, err
+		}
+		if len(labels) > 0 {
+			d.Label = &labels[0]
+		}
+	}
+	return d, nil
 }

@@ -73,9 +73,23 @@ func (h *Handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
 	return api.CommandOn(w, r, http.StatusCreated, h.App.CreateManual, answer)
 }
 
+// Get answers a ticket with the current labels of its runs and
+// conversations.
 func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	t, _, err := h.App.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
-	return httpx.Reply(w, http.StatusOK, t, err, answer)
+	if err != nil {
+		return err
+	}
+	labels, err := h.App.TicketLabels(r.Context(), t)
+	if err != nil {
+		return err
+	}
+	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]labelView, 0, len(labels))}
+	for _, l := range labels {
+		v.VerdictLabels = append(v.VerdictLabels, labelViewOf(l))
+	}
+	httpx.WriteJSON(w, http.StatusOK, v)
+	return nil
 }
 
 func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {

@@ -47,6 +47,9 @@ type conversationView struct {
 	HasAuxiliaryAudio bool             `json:"has_auxiliary_audio"`
 	Transcript        json.RawMessage  `json:"transcript"`
 	TriageTickets     []ticketView     `json:"triage_tickets"`
+	// EvaluationLabel is the current label of the analysis (our
+	// extension), null when it has none.
+	EvaluationLabel *labelView `json:"evaluation_label"`
 }
 
 type conversationMeta struct {
@@ -54,17 +57,120 @@ type conversationMeta struct {
 	CallDurationSecs int64 `json:"call_duration_secs"`
 }
 
+// analysisView is the public analysis: the latest re-judged analysis'
+// (POST …/analysis/run) when there is one, with its judge and when (our
+// extension, judge), else the outcome the call stack reported. That
+// report stays in reported_call_successful (our extension), which the
+// listing's call_successful and its filter read.
 type analysisView struct {
-	CallSuccessful    string `json:"call_successful"`
-	TranscriptSummary string `json:"transcript_summary"`
+	CallSuccessful    string                      `json:"call_successful"`
+	Reported          string                      `json:"reported_call_successful"`
+	TranscriptSummary string                      `json:"transcript_summary"`
+	Results           map[string]criterionVerdict `json:"evaluation_criteria_results"`
+	ResultsList       []criterionVerdict          `json:"evaluation_criteria_results_list"`
+	DataCollection    map[string]any              `json:"data_collection_results"`
+	Judge             *judgeView                  `json:"judge"`
+}
+
+type criterionVerdict struct {
+	ID        string `json:"criteria_id"`
+	Result    string `json:"result"`
+	Rationale string `json:"rationale"`
+}
+
+type judgeView struct {
+	AnalysisID     string `json:"analysis_id"`
+	Provider       string `json:"judge_provider"`
+	Model          string `json:"judge_model"`
+	AnalysedAtUnix int64  `json:"analysed_at_unix_secs"`
+}
+
+func analysisOf(c app.ConversationDetail) analysisView {
+	v := analysisView{CallSuccessful: c.CallSuccessful, Reported: c.CallSuccessful, Results: map[string]criterionVerdict{},
+		ResultsList: []criterionVerdict{}, DataCollection: map[string]any{}}
+	an := c.Analysis
+	if an == nil {
+		return v
+	}
+	v.CallSuccessful, v.TranscriptSummary = an.CallSuccessful, an.TranscriptSummary
+	for _, cr := range an.Criteria {
+		r := criterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
+		v.Results[cr.ID] = r
+		v.ResultsList = append(v.ResultsList, r)
+	}
+	v.Judge = &judgeView{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
+	return v
+}
+
+// labelView is a reviewer's current label of a run's verdict or of a
+// conversation's analysis, as a ticket or a conversation shows it.
+type labelView struct {
+	Kind            string               `json:"kind"`
+	InvocationID    *string              `json:"invocation_id,omitempty"`
+	RunID           *string              `json:"run_id,omitempty"`
+	ConversationID  *string              `json:"conversation_id,omitempty"`
+	LabelID         string               `json:"label_id"`
+	TestName        *string              `json:"test_name,omitempty"`
+	JudgeModel      string               `json:"judge_model"`
+	JudgedResult    string               `json:"judged_result"`
+	VerdictCorrect  bool                 `json:"verdict_correct"`
+	Overturned      bool                 `json:"overturned"`
+	CorrectedResult *string              `json:"corrected_result"`
+	Criteria        []criterionLabelView `json:"criteria"`
+	Note            string               `json:"note"`
+	Reviewer        reviewerView         `json:"reviewer"`
+	LabelledAtUnix  int64                `json:"labelled_at_unix"`
+}
+
+type criterionLabelView struct {
+	ID           string  `json:"id"`
+	Text         string  `json:"text"`
+	Correct      bool    `json:"correct"`
+	JudgedResult *string `json:"judged_result,omitempty"`
+}
+
+type reviewerView struct {
+	UserID string `json:"user_id"`
+	Email  string `json:"email"`
+	Name   string `json:"name"`
+}
+
+func orNil(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func labelViewOf(l app.VerdictLabel) labelView {
+	v := labelView{Kind: l.Kind, InvocationID: orNil(l.InvocationID), RunID: orNil(l.RunID), ConversationID: orNil(l.ConversationID),
+		LabelID: l.LabelID, TestName: orNil(l.TestName), JudgeModel: l.JudgeModel, JudgedResult: l.JudgedResult,
+		VerdictCorrect: l.VerdictCorrect, Overturned: !l.VerdictCorrect, CorrectedResult: orNil(l.CorrectedResult),
+		Criteria: make([]criterionLabelView, 0, len(l.Criteria)), Note: l.Note,
+		Reviewer: reviewerView{UserID: l.Reviewer.UserID, Email: l.Reviewer.Email, Name: l.Reviewer.Name}, LabelledAtUnix: l.LabelledAtMs / 1000}
+	for _, c := range l.Criteria {
+		v.Criteria = append(v.Criteria, criterionLabelView{ID: c.ID, Text: c.Text, Correct: c.Correct, JudgedResult: orNil(c.JudgedResult)})
+	}
+	return v
+}
+
+// ticketDetailView is one ticket as GET answers it: with the current
+// labels of its runs and conversations (our extension).
+type ticketDetailView struct {
+	ticketView
+	VerdictLabels []labelView `json:"verdict_labels"`
 }
 
 func detailOf(c app.ConversationDetail) conversationView {
 	v := conversationView{
 		AgentID: c.AgentID, ConversationID: c.ConversationID, Status: c.Status,
 		Metadata:   conversationMeta{StartTimeUnix: c.StartedAtMs / 1000, CallDurationSecs: c.DurationSecs},
-		Analysis:   analysisView{CallSuccessful: c.CallSuccessful},
+		Analysis:   analysisOf(c),
 		Transcript: c.Transcript, TriageTickets: make([]ticketView, 0, len(c.Tickets)),
+	}
+	if c.Label != nil {
+		l := labelViewOf(*c.Label)
+		v.EvaluationLabel = &l
 	}
 	if v.Transcript == nil {
 		v.Transcript = json.RawMessage("[]")

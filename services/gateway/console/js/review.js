@@ -16,11 +16,17 @@ start(async (main) => {
   const msg = h('p', {class: 'msg', role: 'status'});
   const list = h('ol', {class: 'review', 'aria-label': 'Runs to review'});
   const report = h('section', {'aria-labelledby': 'report-h'});
+  // Judge models to compare on the same labels (after POST
+  // /v1/voiceai/judge/rejudge judged the labelled runs with the other).
+  const models = h('input', {name: 'compare', value: pageParam('compare') || '', placeholder: 'gpt-4o,offline-v1'});
+  const compareForm = h('form', {class: 'card filters', 'aria-label': 'Compare judges'}, field('Compare judge models (comma-separated)', models),
+    h('button', {type: 'submit'}, 'Compare'));
+  compareForm.addEventListener('submit', (e) => { e.preventDefault(); drawReport(); });
   const writable = can('testing.label_run');
   replace(main, h('h1', {}, 'Review verdicts'),
     h('p', {class: 'muted', id: 'review-keys'}, writable ? KEYS : 'Your key may read verdicts and the report, not label them.'),
     h('form', {class: 'card filters', 'aria-label': 'Which runs'}, field('Passed runs drawn for review', sample)),
-    msg, list, report);
+    msg, list, compareForm, report);
 
   let items = []; // {run, el, note}
   let at = 0;
@@ -94,7 +100,7 @@ start(async (main) => {
   async function drawReport() {
     let rep;
     try {
-      rep = await get('/v1/voiceai/judge/report');
+      rep = await get('/v1/voiceai/judge/report' + query(models.value.trim() ? {compare: models.value.trim()} : {}));
     } catch (e) {
       return failure(report, e);
     }
@@ -106,7 +112,7 @@ start(async (main) => {
           .map((c) => h('th', {scope: 'col'}, c)))),
         h('tbody', {}, rep.judges.map((j) => h('tr', {},
           h('td', {'data-label': 'Judge'}, `${j.judge_provider}/${j.judge_model}`),
-          h('td', {'data-label': 'Test'}, j.test_name ?? 'All tests'),
+          h('td', {'data-label': 'Test'}, j.test_name ?? (j.scope === 'conversations' ? `Conversations of ${j.agent_id}` : 'All tests')),
           h('td', {'data-label': 'Labels'}, String(j.labels)),
           h('td', {'data-label': 'Agreement (95%)'}, pct(j.agreement)),
           h('td', {'data-label': 'κ'}, j.cohens_kappa === null ? '—' : j.cohens_kappa.toFixed(2)),
@@ -114,7 +120,26 @@ start(async (main) => {
           h('td', {'data-label': 'True fail'}, pct(j.true_fail_rate)),
           h('td', {'data-label': 'False pass'}, pct(j.false_pass_rate)),
           h('td', {'data-label': 'Flips'}, pct(j.flip_rate)),
-          h('td', {'data-label': 'Over time'}, chart(j)))))) : h('p', {class: 'muted'}, 'No labels yet.'));
+          h('td', {'data-label': 'Over time'}, chart(j)))))) : h('p', {class: 'muted'}, 'No labels yet.'),
+      rep.compare ? compared(rep.compare, pct) : null);
+  }
+
+  // compared draws judge models side by side on the labelled runs all of
+  // them judged.
+  function compared(c, pct) {
+    return [h('h3', {}, `Judges compared on the same ${c.runs} labelled run${c.runs === 1 ? '' : 's'}`),
+      h('table', {class: 'cards', 'aria-label': 'Judges compared'},
+        h('thead', {}, h('tr', {}, ['Judge', 'Labels', 'Agreement (95%)', 'κ', 'True pass', 'True fail', 'False pass', 'Judged']
+          .map((col) => h('th', {scope: 'col'}, col)))),
+        h('tbody', {}, c.judges.map((j) => h('tr', {},
+          h('td', {'data-label': 'Judge'}, j.judge_model),
+          h('td', {'data-label': 'Labels'}, String(j.labels)),
+          h('td', {'data-label': 'Agreement (95%)'}, pct(j.agreement)),
+          h('td', {'data-label': 'κ'}, j.cohens_kappa === null ? '—' : j.cohens_kappa.toFixed(2)),
+          h('td', {'data-label': 'True pass'}, pct(j.true_pass_rate)),
+          h('td', {'data-label': 'True fail'}, pct(j.true_fail_rate)),
+          h('td', {'data-label': 'False pass'}, pct(j.false_pass_rate)),
+          h('td', {'data-label': 'Judged'}, String(j.judged))))))];
   }
 
   // chart draws a judge's daily agreement as a small line (SVG, no library).

@@ -65,8 +65,8 @@ start(async (main) => {
       fact('Invocations', h('ul', {}, tf.invocations.map((inv) =>
         h('li', {}, h('a', {href: 'invocation.html?id=' + enc(inv.invocation_id)}, inv.invocation_id),
           ` · ${inv.failed_runs} failed · ${when(inv.last_failed_at_unix_secs)}`))));
-      fact('Reviewed verdicts', reviewsOf(tf.invocations));
     }
+    if (t.test_failures || t.conversation_ids.length) fact('Reviewed verdicts', reviewsOf(t.verdict_labels || []));
     fact('Created', when(t.created_at_unix_secs));
     fact('Updated', when(t.updated_at_unix_secs));
     fact('Ticket id', t.agentqa_ticket_id);
@@ -78,18 +78,16 @@ start(async (main) => {
   }
 
   // reviewsOf lists what people said of the verdicts of the ticket's
-  // failed runs (each run's current label), filled in as it is read.
-  function reviewsOf(invocations) {
-    const list = h('ul', {'aria-label': 'Reviewed verdicts'}, h('li', {class: 'muted'}, 'Reading reviews…'));
-    Promise.all(invocations.map((inv) => get('/v1/convai/test-invocations/' + enc(inv.invocation_id) + '/labels')
-      .then((r) => r.labels).catch(() => []))).then((lists) => {
-      const labels = lists.flat();
-      replace(list, labels.length ? labels.map((l) => h('li', {},
-        `${l.run_id}: ${l.overturned ? 'the judge was wrong' + (l.corrected_result ? ` (should be ${l.corrected_result})` : '') : 'the judge was right'}`,
-        h('span', {class: 'muted'}, ` · ${l.reviewer.name || l.reviewer.email || l.reviewer.user_id} · ${when(l.labelled_at_unix)}`),
-        l.note ? h('div', {}, l.note) : null)) : h('li', {class: 'muted'}, 'No verdict reviewed yet.'));
-    });
-    return list;
+  // failed runs and of its conversations' analyses (each one's current
+  // label), as the ticket carries them (verdict_labels).
+  function reviewsOf(labels) {
+    return h('ul', {'aria-label': 'Reviewed verdicts'}, labels.length ? labels.map((l) => h('li', {},
+      `${l.kind === 'conversation' ? l.conversation_id : l.run_id}: ` +
+        (l.overturned ? 'the judge was wrong' + (l.corrected_result ? ` (should be ${l.corrected_result})` : '') : 'the judge was right'),
+      h('span', {class: 'muted'}, ` · judge ${l.judge_model} · ${l.reviewer.name || l.reviewer.email || l.reviewer.user_id} · ${when(l.labelled_at_unix)}`),
+      l.criteria.filter((c) => !c.correct).length
+        ? h('div', {}, 'Overturned criteria: ' + l.criteria.filter((c) => !c.correct).map((c) => c.text || c.id).join('; ')) : null,
+      l.note ? h('div', {}, l.note) : null)) : h('li', {class: 'muted'}, 'No verdict reviewed yet.'));
   }
 
   function historySection() {
@@ -127,7 +125,7 @@ start(async (main) => {
     const section = h('section', {class: 'card', 'aria-labelledby': 'transcript-h'},
       h('h2', {id: 'transcript-h'}, 'Transcript'), conv ? h('p', {class: 'muted'}, 'Conversation ' + conv) : null, box);
     if (conv) {
-      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c)), (e) => {
+      get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c), evaluation(c)), (e) => {
         const gone = e instanceof ApiError && (e.code === 404 || e.code === 405);
         replace(box, h('p', {class: 'muted'}, gone ? 'Transcript not available.' : 'The transcript could not be loaded: ' + e.message),
           turnComments(t.turn_comments));
@@ -161,6 +159,49 @@ start(async (main) => {
     const none = turns.length === 0 ? h('p', {class: 'muted'}, 'No transcript was handed over for this conversation.') : null;
     return [h('p', {class: 'muted'}, `Status ${c.status ?? '—'} · started ${when(meta.start_time_unix_secs)} · ${meta.call_duration_secs ?? '—'} s`),
       none, h('ol', {class: 'transcript'}, items), turnComments(beyond)];
+  }
+
+  // evaluation shows the conversation's re-judged analysis (its judge,
+  // each criterion's verdict) and its current label; a reviewer may have
+  // it judged again, and label it right or wrong.
+  function evaluation(c) {
+    const box = h('div', {});
+    const out = h('p', {class: 'msg', role: 'status'});
+    const path = '/v1/convai/conversations/' + enc(c.conversation_id);
+    const draw = (an, lbl) => {
+      const judged = an && an.judge;
+      const note = h('textarea', {rows: 2, maxlength: 4000, name: 'evaluation_note'});
+      const mark = (right) => async () => {
+        try {
+          const l = await post('/v1/voiceai/conversations/' + enc(c.conversation_id) + '/evaluation/labels', {verdict_correct: right, note: note.value});
+          draw(an, l);
+          say(out, `Labelled: the judge was ${right ? 'right' : 'wrong'}` + (l.corrected_result ? ` (should be ${l.corrected_result}).` : '.'));
+        } catch (e) { say(out, e.message, true); }
+      };
+      const again = async () => {
+        try {
+          const a = await post(path + '/analysis/run');
+          draw(a.analysis, lbl);
+          say(out, a.stored ? 'Judged again.' : 'The judge stopped early: ' + (a.error || 'no verdict') + '.', !a.stored);
+        } catch (e) { say(out, e.message, true); }
+      };
+      replace(box, h('h3', {}, 'Evaluation'),
+        judged ? [h('p', {}, h('strong', {}, `Judged by ${an.judge.judge_model}: ${an.call_successful}.`),
+          h('span', {class: 'muted'}, ` ${when(an.judge.analysed_at_unix_secs)}`)),
+        h('ul', {'aria-label': 'Evaluation criteria'}, an.evaluation_criteria_results_list.map((r) => h('li', {},
+          `${r.criteria_id}: ${r.result}`, r.rationale ? h('span', {class: 'muted'}, ' · ' + r.rationale) : null)))]
+          : h('p', {class: 'muted'}, 'Not judged again yet.'),
+        lbl ? h('p', {}, `Reviewed: the judge was ${lbl.overturned ? 'wrong' : 'right'}`,
+          h('span', {class: 'muted'}, ` · ${lbl.reviewer.name || lbl.reviewer.email || lbl.reviewer.user_id} · ${when(lbl.labelled_at_unix)}`),
+          lbl.note ? h('div', {}, lbl.note) : null) : null,
+        can('testing.run_conversation_analysis') ? h('button', {type: 'button', class: 'secondary', on: {click: again}}, 'Judge this conversation again') : null,
+        judged && can('testing.label_conversation') ? h('div', {class: 'row'}, field('Note on the evaluation', note),
+          h('button', {type: 'button', on: {click: mark(true)}}, 'Evaluation right'),
+          h('button', {type: 'button', class: 'secondary', on: {click: mark(false)}}, 'Evaluation wrong')) : null,
+        out);
+    };
+    draw(c.analysis, c.evaluation_label);
+    return box;
   }
 
   function turnCommentForm(i) {

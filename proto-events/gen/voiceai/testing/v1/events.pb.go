@@ -905,6 +905,177 @@ func (x *RunLabelled) GetLabel() *RunLabel {
 	return nil
 }
 
+// Type "testing.conversation_analysed", on
+// testruns.cnv.<workspace_id>.<conversation_id>: a recorded
+// conversation's evaluation criteria were judged again. Every analysis is
+// kept; the last message on the subject is the conversation's current
+// analysis.
+type ConversationAnalysed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Analysis      *ConversationAnalysis  `protobuf:"bytes,2,opt,name=analysis,proto3" json:"analysis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationAnalysed) Reset() {
+	*x = ConversationAnalysed{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationAnalysed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationAnalysed) ProtoMessage() {}
+
+func (x *ConversationAnalysed) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationAnalysed.ProtoReflect.Descriptor instead.
+func (*ConversationAnalysed) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ConversationAnalysed) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationAnalysed) GetAnalysis() *ConversationAnalysis {
+	if x != nil {
+		return x.Analysis
+	}
+	return nil
+}
+
+// Type "testing.conversation_labelled", on
+// testruns.clbl.<workspace_id>.<conversation_id>: a reviewer labelled a
+// conversation's analysis right or wrong. The last message on the subject
+// is the conversation's current label.
+type ConversationLabelled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Label         *ConversationLabel     `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationLabelled) Reset() {
+	*x = ConversationLabelled{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationLabelled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationLabelled) ProtoMessage() {}
+
+func (x *ConversationLabelled) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationLabelled.ProtoReflect.Descriptor instead.
+func (*ConversationLabelled) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ConversationLabelled) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationLabelled) GetLabel() *ConversationLabel {
+	if x != nil {
+		return x.Label
+	}
+	return nil
+}
+
+// Type "testing.run_rejudged", on
+// testruns.rjv.<workspace_id>.<model_key>.<invocation_id>.<run_id>
+// (model_key: events.JudgeModelKey of the judge model): a labelled run's
+// recorded reply judged by another judge model. The last message on the
+// subject is that model's current vote on the run; the run's result is
+// not touched.
+type RunRejudged struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Vote          *RejudgeVote           `protobuf:"bytes,2,opt,name=vote,proto3" json:"vote,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunRejudged) Reset() {
+	*x = RunRejudged{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunRejudged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunRejudged) ProtoMessage() {}
+
+func (x *RunRejudged) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunRejudged.ProtoReflect.Descriptor instead.
+func (*RunRejudged) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RunRejudged) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *RunRejudged) GetVote() *RejudgeVote {
+	if x != nil {
+		return x.Vote
+	}
+	return nil
+}
+
 // Type "testing.load_samples_recorded", on
 // testruns.load.<workspace_id>.<invocation_id>.<step>.<job>: what one job
 // of a load test's step measured.
@@ -918,7 +1089,7 @@ type LoadSamplesRecorded struct {
 
 func (x *LoadSamplesRecorded) Reset() {
 	*x = LoadSamplesRecorded{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1101,7 @@ func (x *LoadSamplesRecorded) String() string {
 func (*LoadSamplesRecorded) ProtoMessage() {}
 
 func (x *LoadSamplesRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1114,7 @@ func (x *LoadSamplesRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSamplesRecorded.ProtoReflect.Descriptor instead.
 func (*LoadSamplesRecorded) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{16}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LoadSamplesRecorded) GetMeta() *v1.EventMeta {
@@ -1029,7 +1200,16 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x05group\x18\x03 \x01(\v2\x1f.voiceai.testing.v1.ResultGroupR\x05group\"s\n" +
 	"\vRunLabelled\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05label\"\x82\x01\n" +
+	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05label\"\x8e\x01\n" +
+	"\x14ConversationAnalysed\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12D\n" +
+	"\banalysis\x18\x02 \x01(\v2(.voiceai.testing.v1.ConversationAnalysisR\banalysis\"\x85\x01\n" +
+	"\x14ConversationLabelled\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12;\n" +
+	"\x05label\x18\x02 \x01(\v2%.voiceai.testing.v1.ConversationLabelR\x05label\"t\n" +
+	"\vRunRejudged\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x123\n" +
+	"\x04vote\x18\x02 \x01(\v2\x1f.voiceai.testing.v1.RejudgeVoteR\x04vote\"\x82\x01\n" +
 	"\x13LoadSamplesRecorded\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x129\n" +
 	"\asamples\x18\x02 \x01(\v2\x1f.voiceai.testing.v1.LoadSamplesR\asamplesBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
@@ -1046,7 +1226,7 @@ func file_voiceai_testing_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_events_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*TestCreated)(nil),           // 0: voiceai.testing.v1.TestCreated
 	(*TestUpdated)(nil),           // 1: voiceai.testing.v1.TestUpdated
@@ -1064,56 +1244,68 @@ var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*RunCompleted)(nil),          // 13: voiceai.testing.v1.RunCompleted
 	(*ResultGroupComputed)(nil),   // 14: voiceai.testing.v1.ResultGroupComputed
 	(*RunLabelled)(nil),           // 15: voiceai.testing.v1.RunLabelled
-	(*LoadSamplesRecorded)(nil),   // 16: voiceai.testing.v1.LoadSamplesRecorded
-	(*v1.EventMeta)(nil),          // 17: voiceai.common.v1.EventMeta
-	(*Test)(nil),                  // 18: voiceai.testing.v1.Test
-	(*Folder)(nil),                // 19: voiceai.testing.v1.Folder
-	(*Invocation)(nil),            // 20: voiceai.testing.v1.Invocation
-	(*RunResult)(nil),             // 21: voiceai.testing.v1.RunResult
-	(*ResultGroup)(nil),           // 22: voiceai.testing.v1.ResultGroup
-	(*RunLabel)(nil),              // 23: voiceai.testing.v1.RunLabel
-	(*LoadSamples)(nil),           // 24: voiceai.testing.v1.LoadSamples
+	(*ConversationAnalysed)(nil),  // 16: voiceai.testing.v1.ConversationAnalysed
+	(*ConversationLabelled)(nil),  // 17: voiceai.testing.v1.ConversationLabelled
+	(*RunRejudged)(nil),           // 18: voiceai.testing.v1.RunRejudged
+	(*LoadSamplesRecorded)(nil),   // 19: voiceai.testing.v1.LoadSamplesRecorded
+	(*v1.EventMeta)(nil),          // 20: voiceai.common.v1.EventMeta
+	(*Test)(nil),                  // 21: voiceai.testing.v1.Test
+	(*Folder)(nil),                // 22: voiceai.testing.v1.Folder
+	(*Invocation)(nil),            // 23: voiceai.testing.v1.Invocation
+	(*RunResult)(nil),             // 24: voiceai.testing.v1.RunResult
+	(*ResultGroup)(nil),           // 25: voiceai.testing.v1.ResultGroup
+	(*RunLabel)(nil),              // 26: voiceai.testing.v1.RunLabel
+	(*ConversationAnalysis)(nil),  // 27: voiceai.testing.v1.ConversationAnalysis
+	(*ConversationLabel)(nil),     // 28: voiceai.testing.v1.ConversationLabel
+	(*RejudgeVote)(nil),           // 29: voiceai.testing.v1.RejudgeVote
+	(*LoadSamples)(nil),           // 30: voiceai.testing.v1.LoadSamples
 }
 var file_voiceai_testing_v1_events_proto_depIdxs = []int32{
-	17, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
-	17, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
-	17, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	18, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
-	17, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	19, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
-	17, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	19, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
-	17, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	19, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
-	17, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 24: voiceai.testing.v1.LoadStepCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	20, // 25: voiceai.testing.v1.LoadStepCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	17, // 26: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	21, // 27: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
-	17, // 28: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
-	22, // 29: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
-	17, // 30: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 31: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
-	17, // 32: voiceai.testing.v1.LoadSamplesRecorded.meta:type_name -> voiceai.common.v1.EventMeta
-	24, // 33: voiceai.testing.v1.LoadSamplesRecorded.samples:type_name -> voiceai.testing.v1.LoadSamples
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	20, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	21, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
+	20, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	21, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
+	20, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	21, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
+	20, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
+	20, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
+	20, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
+	20, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 24: voiceai.testing.v1.LoadStepCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 25: voiceai.testing.v1.LoadStepCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	20, // 26: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	24, // 27: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
+	20, // 28: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 29: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
+	20, // 30: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	26, // 31: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
+	20, // 32: voiceai.testing.v1.ConversationAnalysed.meta:type_name -> voiceai.common.v1.EventMeta
+	27, // 33: voiceai.testing.v1.ConversationAnalysed.analysis:type_name -> voiceai.testing.v1.ConversationAnalysis
+	20, // 34: voiceai.testing.v1.ConversationLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	28, // 35: voiceai.testing.v1.ConversationLabelled.label:type_name -> voiceai.testing.v1.ConversationLabel
+	20, // 36: voiceai.testing.v1.RunRejudged.meta:type_name -> voiceai.common.v1.EventMeta
+	29, // 37: voiceai.testing.v1.RunRejudged.vote:type_name -> voiceai.testing.v1.RejudgeVote
+	20, // 38: voiceai.testing.v1.LoadSamplesRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	30, // 39: voiceai.testing.v1.LoadSamplesRecorded.samples:type_name -> voiceai.testing.v1.LoadSamples
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_events_proto_init() }
@@ -1128,7 +1320,7 @@ func file_voiceai_testing_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_events_proto_rawDesc), len(file_voiceai_testing_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2133,7 +2133,10 @@ type CriterionLabel struct {
 	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Correct bool                   `protobuf:"varint,2,opt,name=correct,proto3" json:"correct,omitempty"`
 	// The criterion's text, as the run's test stated it.
-	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// For a conversation's criterion: the result the judge gave it
+	// (success, failure or unknown). Empty for a run's conditions.
+	JudgedResult  string `protobuf:"bytes,4,opt,name=judged_result,json=judgedResult,proto3" json:"judged_result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2187,6 +2190,576 @@ func (x *CriterionLabel) GetText() string {
 		return x.Text
 	}
 	return ""
+}
+
+func (x *CriterionLabel) GetJudgedResult() string {
+	if x != nil {
+		return x.JudgedResult
+	}
+	return ""
+}
+
+// ConversationAnalysis is a recorded conversation's evaluation criteria
+// judged again by a judge model (POST
+// /v1/convai/conversations/{id}/analysis/run): what it found, which judge
+// found it and when. Every analysis is kept; the last is current.
+type ConversationAnalysis struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	AnalysisId     string                 `protobuf:"bytes,1,opt,name=analysis_id,json=analysisId,proto3" json:"analysis_id,omitempty"`
+	WorkspaceId    string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	ConversationId string                 `protobuf:"bytes,3,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	AgentId        string                 `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Criteria       []*CriterionVerdict    `protobuf:"bytes,5,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	// success when every criterion succeeded, failure when one failed, else
+	// unknown (none, a verdict missing, or judging stopped: error).
+	CallSuccessful    string `protobuf:"bytes,6,opt,name=call_successful,json=callSuccessful,proto3" json:"call_successful,omitempty"`
+	TranscriptSummary string `protobuf:"bytes,7,opt,name=transcript_summary,json=transcriptSummary,proto3" json:"transcript_summary,omitempty"`
+	// Why judging stopped early, when it did.
+	Error string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// The judge model and what it cost.
+	Judge             *ModelUsage `protobuf:"bytes,9,opt,name=judge,proto3" json:"judge,omitempty"`
+	RequestedByUserId string      `protobuf:"bytes,10,opt,name=requested_by_user_id,json=requestedByUserId,proto3" json:"requested_by_user_id,omitempty"`
+	AnalysedAtUnixMs  int64       `protobuf:"varint,11,opt,name=analysed_at_unix_ms,json=analysedAtUnixMs,proto3" json:"analysed_at_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ConversationAnalysis) Reset() {
+	*x = ConversationAnalysis{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationAnalysis) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationAnalysis) ProtoMessage() {}
+
+func (x *ConversationAnalysis) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationAnalysis.ProtoReflect.Descriptor instead.
+func (*ConversationAnalysis) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ConversationAnalysis) GetAnalysisId() string {
+	if x != nil {
+		return x.AnalysisId
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetCriteria() []*CriterionVerdict {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
+func (x *ConversationAnalysis) GetCallSuccessful() string {
+	if x != nil {
+		return x.CallSuccessful
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetTranscriptSummary() string {
+	if x != nil {
+		return x.TranscriptSummary
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetJudge() *ModelUsage {
+	if x != nil {
+		return x.Judge
+	}
+	return nil
+}
+
+func (x *ConversationAnalysis) GetRequestedByUserId() string {
+	if x != nil {
+		return x.RequestedByUserId
+	}
+	return ""
+}
+
+func (x *ConversationAnalysis) GetAnalysedAtUnixMs() int64 {
+	if x != nil {
+		return x.AnalysedAtUnixMs
+	}
+	return 0
+}
+
+// CriterionVerdict is the judge's verdict on one evaluation criterion of
+// a conversation.
+type CriterionVerdict struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The criterion's conversation_goal_prompt, as it was judged.
+	Goal string `protobuf:"bytes,3,opt,name=goal,proto3" json:"goal,omitempty"`
+	// "success", "failure" or "unknown".
+	Result        string `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
+	Rationale     string `protobuf:"bytes,5,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CriterionVerdict) Reset() {
+	*x = CriterionVerdict{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CriterionVerdict) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CriterionVerdict) ProtoMessage() {}
+
+func (x *CriterionVerdict) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CriterionVerdict.ProtoReflect.Descriptor instead.
+func (*CriterionVerdict) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *CriterionVerdict) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CriterionVerdict) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CriterionVerdict) GetGoal() string {
+	if x != nil {
+		return x.Goal
+	}
+	return ""
+}
+
+func (x *CriterionVerdict) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *CriterionVerdict) GetRationale() string {
+	if x != nil {
+		return x.Rationale
+	}
+	return ""
+}
+
+// ConversationLabel is a reviewer's judgement of a conversation's current
+// analysis: was its verdict (call_successful) right, and each criterion's?
+// Like a RunLabel it names what it reviewed and never changes the
+// analysis; a later label of the conversation supersedes it.
+type ConversationLabel struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	LabelId        string                 `protobuf:"bytes,1,opt,name=label_id,json=labelId,proto3" json:"label_id,omitempty"`
+	WorkspaceId    string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	ConversationId string                 `protobuf:"bytes,3,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	AgentId        string                 `protobuf:"bytes,4,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// The analysis reviewed, and its sequence in stream TESTRUNS.
+	AnalysisId  string `protobuf:"bytes,5,opt,name=analysis_id,json=analysisId,proto3" json:"analysis_id,omitempty"`
+	AnalysisSeq uint64 `protobuf:"varint,6,opt,name=analysis_seq,json=analysisSeq,proto3" json:"analysis_seq,omitempty"`
+	// The analysis' call_successful.
+	JudgedResult   string `protobuf:"bytes,7,opt,name=judged_result,json=judgedResult,proto3" json:"judged_result,omitempty"`
+	JudgeProvider  string `protobuf:"bytes,8,opt,name=judge_provider,json=judgeProvider,proto3" json:"judge_provider,omitempty"`
+	JudgeModel     string `protobuf:"bytes,9,opt,name=judge_model,json=judgeModel,proto3" json:"judge_model,omitempty"`
+	VerdictCorrect bool   `protobuf:"varint,10,opt,name=verdict_correct,json=verdictCorrect,proto3" json:"verdict_correct,omitempty"`
+	// "success" or "failure" when the label overturns the verdict.
+	CorrectedResult string `protobuf:"bytes,11,opt,name=corrected_result,json=correctedResult,proto3" json:"corrected_result,omitempty"`
+	// One per labelled criterion: id, correct, text (its name) and the
+	// result the judge gave it.
+	Criteria         []*CriterionLabel `protobuf:"bytes,12,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	Note             string            `protobuf:"bytes,13,opt,name=note,proto3" json:"note,omitempty"`
+	ReviewerUserId   string            `protobuf:"bytes,14,opt,name=reviewer_user_id,json=reviewerUserId,proto3" json:"reviewer_user_id,omitempty"`
+	ReviewerEmail    string            `protobuf:"bytes,15,opt,name=reviewer_email,json=reviewerEmail,proto3" json:"reviewer_email,omitempty"`
+	ReviewerName     string            `protobuf:"bytes,16,opt,name=reviewer_name,json=reviewerName,proto3" json:"reviewer_name,omitempty"`
+	ReviewerKeyId    string            `protobuf:"bytes,17,opt,name=reviewer_key_id,json=reviewerKeyId,proto3" json:"reviewer_key_id,omitempty"`
+	LabelledAtUnixMs int64             `protobuf:"varint,18,opt,name=labelled_at_unix_ms,json=labelledAtUnixMs,proto3" json:"labelled_at_unix_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ConversationLabel) Reset() {
+	*x = ConversationLabel{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationLabel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationLabel) ProtoMessage() {}
+
+func (x *ConversationLabel) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationLabel.ProtoReflect.Descriptor instead.
+func (*ConversationLabel) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ConversationLabel) GetLabelId() string {
+	if x != nil {
+		return x.LabelId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetAgentId() string {
+	if x != nil {
+		return x.AgentId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetAnalysisId() string {
+	if x != nil {
+		return x.AnalysisId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetAnalysisSeq() uint64 {
+	if x != nil {
+		return x.AnalysisSeq
+	}
+	return 0
+}
+
+func (x *ConversationLabel) GetJudgedResult() string {
+	if x != nil {
+		return x.JudgedResult
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetJudgeProvider() string {
+	if x != nil {
+		return x.JudgeProvider
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetJudgeModel() string {
+	if x != nil {
+		return x.JudgeModel
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetVerdictCorrect() bool {
+	if x != nil {
+		return x.VerdictCorrect
+	}
+	return false
+}
+
+func (x *ConversationLabel) GetCorrectedResult() string {
+	if x != nil {
+		return x.CorrectedResult
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetCriteria() []*CriterionLabel {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
+func (x *ConversationLabel) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetReviewerUserId() string {
+	if x != nil {
+		return x.ReviewerUserId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetReviewerEmail() string {
+	if x != nil {
+		return x.ReviewerEmail
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetReviewerName() string {
+	if x != nil {
+		return x.ReviewerName
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetReviewerKeyId() string {
+	if x != nil {
+		return x.ReviewerKeyId
+	}
+	return ""
+}
+
+func (x *ConversationLabel) GetLabelledAtUnixMs() int64 {
+	if x != nil {
+		return x.LabelledAtUnixMs
+	}
+	return 0
+}
+
+// RejudgeVote is a labelled run's recorded reply judged again by another
+// judge model (POST /v1/voiceai/judge/rejudge), so judges can be compared
+// on the same labels. The run's own result is never changed.
+type RejudgeVote struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RejudgeId    string                 `protobuf:"bytes,1,opt,name=rejudge_id,json=rejudgeId,proto3" json:"rejudge_id,omitempty"`
+	WorkspaceId  string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	InvocationId string                 `protobuf:"bytes,3,opt,name=invocation_id,json=invocationId,proto3" json:"invocation_id,omitempty"`
+	RunId        string                 `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	TestId       string                 `protobuf:"bytes,5,opt,name=test_id,json=testId,proto3" json:"test_id,omitempty"`
+	TestName     string                 `protobuf:"bytes,6,opt,name=test_name,json=testName,proto3" json:"test_name,omitempty"`
+	// The run result whose reply was judged, and its sequence in TESTRUNS.
+	Attempt       int32  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	ResultSeq     uint64 `protobuf:"varint,8,opt,name=result_seq,json=resultSeq,proto3" json:"result_seq,omitempty"`
+	JudgeProvider string `protobuf:"bytes,9,opt,name=judge_provider,json=judgeProvider,proto3" json:"judge_provider,omitempty"`
+	JudgeModel    string `protobuf:"bytes,10,opt,name=judge_model,json=judgeModel,proto3" json:"judge_model,omitempty"`
+	// "success", "failure" or "unknown".
+	Result    string `protobuf:"bytes,11,opt,name=result,proto3" json:"result,omitempty"`
+	Rationale string `protobuf:"bytes,12,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// Why the judge gave no verdict, when it failed.
+	Error             string `protobuf:"bytes,13,opt,name=error,proto3" json:"error,omitempty"`
+	RequestedByUserId string `protobuf:"bytes,14,opt,name=requested_by_user_id,json=requestedByUserId,proto3" json:"requested_by_user_id,omitempty"`
+	JudgedAtUnixMs    int64  `protobuf:"varint,15,opt,name=judged_at_unix_ms,json=judgedAtUnixMs,proto3" json:"judged_at_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *RejudgeVote) Reset() {
+	*x = RejudgeVote{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RejudgeVote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RejudgeVote) ProtoMessage() {}
+
+func (x *RejudgeVote) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RejudgeVote.ProtoReflect.Descriptor instead.
+func (*RejudgeVote) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *RejudgeVote) GetRejudgeId() string {
+	if x != nil {
+		return x.RejudgeId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetInvocationId() string {
+	if x != nil {
+		return x.InvocationId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetTestId() string {
+	if x != nil {
+		return x.TestId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetTestName() string {
+	if x != nil {
+		return x.TestName
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *RejudgeVote) GetResultSeq() uint64 {
+	if x != nil {
+		return x.ResultSeq
+	}
+	return 0
+}
+
+func (x *RejudgeVote) GetJudgeProvider() string {
+	if x != nil {
+		return x.JudgeProvider
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetJudgeModel() string {
+	if x != nil {
+		return x.JudgeModel
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetRationale() string {
+	if x != nil {
+		return x.Rationale
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetRequestedByUserId() string {
+	if x != nil {
+		return x.RequestedByUserId
+	}
+	return ""
+}
+
+func (x *RejudgeVote) GetJudgedAtUnixMs() int64 {
+	if x != nil {
+		return x.JudgedAtUnixMs
+	}
+	return 0
 }
 
 var File_voiceai_testing_v1_testing_proto protoreflect.FileDescriptor
@@ -2411,11 +2984,74 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0ereviewer_email\x18\x14 \x01(\tR\rreviewerEmail\x12#\n" +
 	"\rreviewer_name\x18\x15 \x01(\tR\freviewerName\x12&\n" +
 	"\x0freviewer_key_id\x18\x16 \x01(\tR\rreviewerKeyId\x12-\n" +
-	"\x13labelled_at_unix_ms\x18\x17 \x01(\x03R\x10labelledAtUnixMs\"N\n" +
+	"\x13labelled_at_unix_ms\x18\x17 \x01(\x03R\x10labelledAtUnixMs\"s\n" +
 	"\x0eCriterionLabel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\acorrect\x18\x02 \x01(\bR\acorrect\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04textBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
+	"\x04text\x18\x03 \x01(\tR\x04text\x12#\n" +
+	"\rjudged_result\x18\x04 \x01(\tR\fjudgedResult\"\xe4\x03\n" +
+	"\x14ConversationAnalysis\x12\x1f\n" +
+	"\vanalysis_id\x18\x01 \x01(\tR\n" +
+	"analysisId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12'\n" +
+	"\x0fconversation_id\x18\x03 \x01(\tR\x0econversationId\x12\x19\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12@\n" +
+	"\bcriteria\x18\x05 \x03(\v2$.voiceai.testing.v1.CriterionVerdictR\bcriteria\x12'\n" +
+	"\x0fcall_successful\x18\x06 \x01(\tR\x0ecallSuccessful\x12-\n" +
+	"\x12transcript_summary\x18\a \x01(\tR\x11transcriptSummary\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x124\n" +
+	"\x05judge\x18\t \x01(\v2\x1e.voiceai.testing.v1.ModelUsageR\x05judge\x12/\n" +
+	"\x14requested_by_user_id\x18\n" +
+	" \x01(\tR\x11requestedByUserId\x12-\n" +
+	"\x13analysed_at_unix_ms\x18\v \x01(\x03R\x10analysedAtUnixMs\"\x80\x01\n" +
+	"\x10CriterionVerdict\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04goal\x18\x03 \x01(\tR\x04goal\x12\x16\n" +
+	"\x06result\x18\x04 \x01(\tR\x06result\x12\x1c\n" +
+	"\trationale\x18\x05 \x01(\tR\trationale\"\xbb\x05\n" +
+	"\x11ConversationLabel\x12\x19\n" +
+	"\blabel_id\x18\x01 \x01(\tR\alabelId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12'\n" +
+	"\x0fconversation_id\x18\x03 \x01(\tR\x0econversationId\x12\x19\n" +
+	"\bagent_id\x18\x04 \x01(\tR\aagentId\x12\x1f\n" +
+	"\vanalysis_id\x18\x05 \x01(\tR\n" +
+	"analysisId\x12!\n" +
+	"\fanalysis_seq\x18\x06 \x01(\x04R\vanalysisSeq\x12#\n" +
+	"\rjudged_result\x18\a \x01(\tR\fjudgedResult\x12%\n" +
+	"\x0ejudge_provider\x18\b \x01(\tR\rjudgeProvider\x12\x1f\n" +
+	"\vjudge_model\x18\t \x01(\tR\n" +
+	"judgeModel\x12'\n" +
+	"\x0fverdict_correct\x18\n" +
+	" \x01(\bR\x0everdictCorrect\x12)\n" +
+	"\x10corrected_result\x18\v \x01(\tR\x0fcorrectedResult\x12>\n" +
+	"\bcriteria\x18\f \x03(\v2\".voiceai.testing.v1.CriterionLabelR\bcriteria\x12\x12\n" +
+	"\x04note\x18\r \x01(\tR\x04note\x12(\n" +
+	"\x10reviewer_user_id\x18\x0e \x01(\tR\x0ereviewerUserId\x12%\n" +
+	"\x0ereviewer_email\x18\x0f \x01(\tR\rreviewerEmail\x12#\n" +
+	"\rreviewer_name\x18\x10 \x01(\tR\freviewerName\x12&\n" +
+	"\x0freviewer_key_id\x18\x11 \x01(\tR\rreviewerKeyId\x12-\n" +
+	"\x13labelled_at_unix_ms\x18\x12 \x01(\x03R\x10labelledAtUnixMs\"\xea\x03\n" +
+	"\vRejudgeVote\x12\x1d\n" +
+	"\n" +
+	"rejudge_id\x18\x01 \x01(\tR\trejudgeId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12#\n" +
+	"\rinvocation_id\x18\x03 \x01(\tR\finvocationId\x12\x15\n" +
+	"\x06run_id\x18\x04 \x01(\tR\x05runId\x12\x17\n" +
+	"\atest_id\x18\x05 \x01(\tR\x06testId\x12\x1b\n" +
+	"\ttest_name\x18\x06 \x01(\tR\btestName\x12\x18\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x1d\n" +
+	"\n" +
+	"result_seq\x18\b \x01(\x04R\tresultSeq\x12%\n" +
+	"\x0ejudge_provider\x18\t \x01(\tR\rjudgeProvider\x12\x1f\n" +
+	"\vjudge_model\x18\n" +
+	" \x01(\tR\n" +
+	"judgeModel\x12\x16\n" +
+	"\x06result\x18\v \x01(\tR\x06result\x12\x1c\n" +
+	"\trationale\x18\f \x01(\tR\trationale\x12\x14\n" +
+	"\x05error\x18\r \x01(\tR\x05error\x12/\n" +
+	"\x14requested_by_user_id\x18\x0e \x01(\tR\x11requestedByUserId\x12)\n" +
+	"\x11judged_at_unix_ms\x18\x0f \x01(\x03R\x0ejudgedAtUnixMsBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1;testingv1b\x06proto3"
 
 var (
 	file_voiceai_testing_v1_testing_proto_rawDescOnce sync.Once
@@ -2429,26 +3065,30 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
-	(*Test)(nil),                // 0: voiceai.testing.v1.Test
-	(*Folder)(nil),              // 1: voiceai.testing.v1.Folder
-	(*PlannedTest)(nil),         // 2: voiceai.testing.v1.PlannedTest
-	(*Resubmission)(nil),        // 3: voiceai.testing.v1.Resubmission
-	(*Invocation)(nil),          // 4: voiceai.testing.v1.Invocation
-	(*LoadTest)(nil),            // 5: voiceai.testing.v1.LoadTest
-	(*LoadFailure)(nil),         // 6: voiceai.testing.v1.LoadFailure
-	(*LoadStepResult)(nil),      // 7: voiceai.testing.v1.LoadStepResult
-	(*LoadSamples)(nil),         // 8: voiceai.testing.v1.LoadSamples
-	(*ModelUsage)(nil),          // 9: voiceai.testing.v1.ModelUsage
-	(*JudgeVote)(nil),           // 10: voiceai.testing.v1.JudgeVote
-	(*RunResult)(nil),           // 11: voiceai.testing.v1.RunResult
-	(*LatencyBudgetBreach)(nil), // 12: voiceai.testing.v1.LatencyBudgetBreach
-	(*Bucket)(nil),              // 13: voiceai.testing.v1.Bucket
-	(*ResultGroup)(nil),         // 14: voiceai.testing.v1.ResultGroup
-	(*RunJob)(nil),              // 15: voiceai.testing.v1.RunJob
-	(*RunLabel)(nil),            // 16: voiceai.testing.v1.RunLabel
-	(*CriterionLabel)(nil),      // 17: voiceai.testing.v1.CriterionLabel
+	(*Test)(nil),                 // 0: voiceai.testing.v1.Test
+	(*Folder)(nil),               // 1: voiceai.testing.v1.Folder
+	(*PlannedTest)(nil),          // 2: voiceai.testing.v1.PlannedTest
+	(*Resubmission)(nil),         // 3: voiceai.testing.v1.Resubmission
+	(*Invocation)(nil),           // 4: voiceai.testing.v1.Invocation
+	(*LoadTest)(nil),             // 5: voiceai.testing.v1.LoadTest
+	(*LoadFailure)(nil),          // 6: voiceai.testing.v1.LoadFailure
+	(*LoadStepResult)(nil),       // 7: voiceai.testing.v1.LoadStepResult
+	(*LoadSamples)(nil),          // 8: voiceai.testing.v1.LoadSamples
+	(*ModelUsage)(nil),           // 9: voiceai.testing.v1.ModelUsage
+	(*JudgeVote)(nil),            // 10: voiceai.testing.v1.JudgeVote
+	(*RunResult)(nil),            // 11: voiceai.testing.v1.RunResult
+	(*LatencyBudgetBreach)(nil),  // 12: voiceai.testing.v1.LatencyBudgetBreach
+	(*Bucket)(nil),               // 13: voiceai.testing.v1.Bucket
+	(*ResultGroup)(nil),          // 14: voiceai.testing.v1.ResultGroup
+	(*RunJob)(nil),               // 15: voiceai.testing.v1.RunJob
+	(*RunLabel)(nil),             // 16: voiceai.testing.v1.RunLabel
+	(*CriterionLabel)(nil),       // 17: voiceai.testing.v1.CriterionLabel
+	(*ConversationAnalysis)(nil), // 18: voiceai.testing.v1.ConversationAnalysis
+	(*CriterionVerdict)(nil),     // 19: voiceai.testing.v1.CriterionVerdict
+	(*ConversationLabel)(nil),    // 20: voiceai.testing.v1.ConversationLabel
+	(*RejudgeVote)(nil),          // 21: voiceai.testing.v1.RejudgeVote
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	2,  // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
@@ -2465,11 +3105,14 @@ var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
 	13, // 11: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
 	10, // 12: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
 	17, // 13: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	19, // 14: voiceai.testing.v1.ConversationAnalysis.criteria:type_name -> voiceai.testing.v1.CriterionVerdict
+	9,  // 15: voiceai.testing.v1.ConversationAnalysis.judge:type_name -> voiceai.testing.v1.ModelUsage
+	17, // 16: voiceai.testing.v1.ConversationLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_testing_proto_init() }
@@ -2486,7 +3129,7 @@ func file_voiceai_testing_v1_testing_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+// NewAnalysisID is the id of a new conversation analysis.
+func NewAnalysisID() string { return ids.New("cana") }
+
+// RecordAnalysis stores a conversation's re-judged analysis as a
+// testing.conversation_analysed event: every analysis is kept, the last is
+// the conversation's current one. Under an Idempotency-Key the first
+// analysis stored with it is answered instead (a retry that raced the
+// caller's look-up, AnalysisByCommand, lands here).
+func (a *App) RecordAnalysis(ctx context.Context, c principal.Caller, an *testingv1.ConversationAnalysis) (*testingv1.ConversationAnalysis, error) {
+	subject, err := events.ConversationAnalysisSubject(c.WorkspaceID, an.GetConversationId())
+	if err != nil {
+		return nil, apperr.ConversationUnknown
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
+	ev, err := esproto.Encode(ctx, meta, &testingv1.ConversationAnalysed{Meta: meta, Analysis: an})
+	if err != nil {
+		return nil, err
+	}
+	id := c.CommandID
+	if id == "" {
+		id = an.GetAnalysisId()
+	}
+	dup, err := a.Runs.Publish(ctx, eventMessage(subject, id, ev))
+	if err != nil || !dup {
+		return an, err
+	}
+	if first, found, err := a.AnalysisByCommand(ctx, c.WorkspaceID, an.GetConversationId(), id); err != nil || found {
+		return first, err
+	}
+	return an, nil
+}
+
+// AnalysisByCommand is the analysis commandID stored for a conversation,
+// if any.
+func (a *App) AnalysisByCommand(ctx context.Context, ws, conversationID, commandID string) (*testingv1.ConversationAnalysis, bool, error) {
+	subject, err := events.ConversationAnalysisSubject(ws, conversationID)
+	if err != nil {
+		return nil, false, nil
+	}
+	var found *testingv1.ConversationAnalysis
+	err = a.scan(ctx, ws, subject, a.Runs.EachHeader, func(rec Record) error {
+		if rec.CommandID != commandID {
+			return nil
+		}
+		full, err := a.Runs.At(ctx, rec.Seq)
+		if err != nil {
+			return err
+		}
+		found, err = analysisOf(full)
+		return err
+	})
+	return found, found != nil, err
+}
+
+// CurrentAnalysis is a conversation's last stored analysis and its
+// sequence in the runs log; found is false when it has none.
+func (a *App) CurrentAnalysis(ctx context.Context, ws, conversationID string) (an *testingv1.ConversationAnalysis, seq uint64, found bool, err error) {
+	subject, err := events.ConversationAnalysisSubject(ws, conversationID)
+	if err != nil {
+		return nil, 0, false, nil
+	}
+	rec, found, err := a.Runs.Last(ctx, subject)
+	if err != nil || !found {
+		return nil, 0, false, err
+	}
+	an, err = analysisOf(rec)
+	return an, rec.Seq, err == nil, err
+}
+
+func analysisOf(rec Record) (*testingv1.ConversationAnalysis, error) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	ev, ok := msg.(*testingv1.ConversationAnalysed)
+	if !ok {
+		return nil, fmt.Errorf("not a conversation analysis: %T", msg)
+	}
+	return ev.GetAnalysis(), nil
+}

@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// LabelConversation records a reviewer's label of a conversation's
+// current analysis (its verdict, call_successful, and each criterion's),
+// as a run's verdict is labelled: the label names the analysis it
+// reviewed and its judge, never changes it, and a later label supersedes
+// it without erasing it. A retried request with the same Idempotency-Key
+// answers the first label.
+func (a *App) LabelConversation(ctx context.Context, c principal.Caller, conversationID string, in LabelInput) (*testingv1.ConversationLabel, error) {
+	subject, err := events.ConversationLabelSubject(c.WorkspaceID, conversationID)
+	if err != nil {
+		return nil, apperr.ConversationUnknown
+	}
+	if c.CommandID != "" {
+		if first, found, err := a.conversationLabelByCommand(ctx, c.WorkspaceID, subject, c.CommandID); err != nil || found {
+			return first, err
+		}
+	}
+	an, seq, found, err := a.CurrentAnalysis(ctx, c.WorkspaceID, conversationID)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		// No analysis: an unknown conversation, or one never analysed.
+		if a.Conversations != nil {
+			if _, _, err := a.Conversations.Conversation(ctx, c, conversationID); err != nil {
+				return nil, err
+			}
+		}
+		return nil, apperr.ConversationNotAnalysed
+	}
+	verdicts := map[string]*testingv1.CriterionVerdict{}
+	for _, cr := range an.GetCriteria() {
+		verdicts[cr.GetId()] = cr
+	}
+	var v apperr.Validator
+	seen := map[string]bool{}
+	var criteria []*testingv1.CriterionLabel
+	for i, cr := range in.Criteria {
+		judged, ok := verdicts[cr.ID]
+		switch {
+		case !ok:
+			v.Add(fmt.Sprintf("The conversation's analysis has no criterion %q: label one of the criteria it judged", cr.ID),
+				"value_error", "body", "criteria", i, "id")
+		case seen[cr.ID]:
+			v.Add("Criterion "+cr.ID+" is labelled twice", "value_error", "body", "criteria", i, "id")
+		default:
+			seen[cr.ID] = true
+			text := judged.GetName()
+			if text == "" {
+				text = judged.GetGoal()
+			}
+			criteria = append(criteria, &testingv1.CriterionLabel{Id: cr.ID, Correct: cr.Correct != nil && *cr.Correct,
+				Text: text, JudgedResult: judged.GetResult()})
+		}
+	}
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	now := a.Now()
+	label := &testingv1.ConversationLabel{
+		LabelId: ids.New("clbl"), WorkspaceId: c.WorkspaceID, ConversationId: conversationID, AgentId: an.GetAgentId(),
+		AnalysisId: an.GetAnalysisId(), AnalysisSeq: seq, JudgedResult: an.GetCallSuccessful(),
+		JudgeProvider: an.GetJudge().GetProvider(), JudgeModel: an.GetJudge().GetModel(),
+		VerdictCorrect: in.VerdictCorrect != nil && *in.VerdictCorrect, Criteria: criteria, Note: in.Note,
+		ReviewerUserId: c.UserID, ReviewerEmail: c.Email, ReviewerName: c.Name, ReviewerKeyId: c.KeyID,
+		LabelledAtUnixMs: now.UnixMilli(),
+	}
+	if !label.VerdictCorrect {
+		label.CorrectedResult = overturned(label.JudgedResult)
+	}
+	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
+	ev, err := esproto.Encode(ctx, meta, &testingv1.ConversationLabelled{Meta: meta, Label: label})
+	if err != nil {
+		return nil, err
+	}
+	id := c.CommandID
+	if id == "" {
+		id = label.GetLabelId()
+	}
+	dup, err := a.Runs.Publish(ctx, eventMessage(subject, id, ev))
+	if err != nil {
+		return nil, err
+	}
+	if dup { // a retry within the duplicate window raced the look-up above
+		if first, found, err := a.conversationLabelByCommand(ctx, c.WorkspaceID, subject, id); err != nil || found {
+			return first, err
+		}
+	}
+	return label, nil
+}
+
+// overturned is the result a label that says judged was wrong makes right:
+// the other verdict, or "" for an unknown one.
+func overturned(judged string) string {
+	switch judged {
+	case domain.ConditionSuccess:
+		return domain.ConditionFailure
+	case domain.ConditionFailure:
+		return domain.ConditionSuccess
+	}
+	return ""
+}
+
+// ConversationLabels are every label of a conversation, oldest first (the
+// last is current).
+func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conversationID string) ([]*testingv1.ConversationLabel, error) {
+	subject, err := events.ConversationLabelSubject(c.WorkspaceID, conversationID)
+	if err != nil {
+		return nil, apperr.ConversationUnknown
+	}
+	out := []*testingv1.ConversationLabel{}
+	err = a.eachConversationLabel(ctx, c.WorkspaceID, subject, func(_ Record, l *testingv1.ConversationLabel) error {
+		out = append(out, l)
+		return nil
+	})
+	if err != nil || len(out) > 0 {
+		return out, err
+	}
+	// No label: an unknown conversation is a 404, a known one an empty list.
+	if _, _, found, err := a.CurrentAnalysis(ctx, c.WorkspaceID, conversationID); err != nil || found {
+		return out, err
+	}
+	if a.Conversations != nil {
+		if _, _, err := a.Conversations.Conversation(ctx, c, conversationID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (a *App) eachConversationLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.ConversationLabel) error) error {
+	return a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
+		if len(rec.Data) == 0 {
+			full, err := a.Runs.At(ctx, rec.Seq)
+			if err != nil {
+				return err
+			}
+			rec = full
+		}
+		l, err := conversationLabelOf(rec)
+		if err != nil {
+			return err
+		}
+		return fn(rec, l)
+	})
+}
+
+func conversationLabelOf(rec Record) (*testingv1.ConversationLabel, error) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return nil, err
+	}
+	ev, ok := msg.(*testingv1.ConversationLabelled)
+	if !ok {
+		return nil, fmt.Errorf("not a conversation label: %T", msg)
+	}
+	return ev.GetLabel(), nil
+}
+
+func (a *App) conversationLabelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.ConversationLabel, bool, error) {
+	var found *testingv1.ConversationLabel
+	err := a.eachConversationLabel(ctx, ws, subject, func(rec Record, l *testingv1.ConversationLabel) error {
+		if rec.CommandID == commandID {
+			found = l
+		}
+		return nil
+	})
+	return found, found != nil, err
+}

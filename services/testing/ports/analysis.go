@@ -1,0 +1,168 @@
+package ports
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/gorilla/mux"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/runner"
+)
+
+// recordedConversation is what the analysis reads of a conversation's
+// GET: the document itself (answered back with the new analysis), its
+// agent, transcript and the outcome its call stack reported.
+type recordedConversation struct {
+	doc        map[string]json.RawMessage
+	agentID    string
+	transcript []json.RawMessage
+	reported   string
+}
+
+func (s *simulator) recorded(r *http.Request, convID string) (recordedConversation, error) {
+	raw, err := s.app.ConversationDocuments.Document(r.Context(), api.CallerOf(r), convID)
+	if err != nil {
+		return recordedConversation{}, err
+	}
+	var rc recordedConversation
+	var conv struct {
+		AgentID    string            `json:"agent_id"`
+		Transcript []json.RawMessage `json:"transcript"`
+		Analysis   struct {
+			CallSuccessful string  `json:"call_successful"`
+			Reported       *string `json:"reported_call_successful"`
+		} `json:"analysis"`
+	}
+	if err := json.Unmarshal(raw, &rc.doc); err != nil {
+		return rc, fmt.Errorf("conversation %s: %w", convID, err)
+	}
+	if err := json.Unmarshal(raw, &conv); err != nil {
+		return rc, fmt.Errorf("conversation %s: %w", convID, err)
+	}
+	rc.agentID, rc.transcript, rc.reported = conv.AgentID, conv.Transcript, conv.Analysis.CallSuccessful
+	if conv.Analysis.Reported != nil {
+		rc.reported = *conv.Analysis.Reported
+	}
+	return rc, nil
+}
+
+// RunConversationAnalysis judges a recorded conversation's evaluation
+// criteria (the agent's platform_settings.evaluation.criteria of type
+// prompt) again, with the current judge, against its transcript as it
+// was recorded, and stores the analysis (testing.conversation_analysed):
+// the tickets service then shows it on the conversation. The answer is
+// the conversation as its GET shows it, the new analysis in it (the SDK
+// parses a GetConversationResponseModel). An analysis whose judging
+// stopped early (error) is answered but not stored, so a judge that is
+// down never replaces a good analysis. Idempotency: each request without
+// a key judges anew and stores a new analysis (the earlier ones stay in
+// the log); a request repeating an Idempotency-Key answers the analysis
+// first stored under it and judges nothing.
+func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Request) error {
+	if s.app.ConversationDocuments == nil {
+		return apperr.ServiceUnavailable
+	}
+	c := api.CallerOf(r)
+	convID := mux.Vars(r)["conversation_id"]
+	var first *testingv1.ConversationAnalysis
+	if c.CommandID != "" {
+		var err error
+		if first, _, err = s.app.AnalysisByCommand(r.Context(), c.WorkspaceID, convID, c.CommandID); err != nil {
+			return err
+		}
+	}
+	rc, err := s.recorded(r, convID)
+	if err != nil {
+		return err
+	}
+	if first != nil {
+		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, first))
+		return nil
+	}
+	if len(rc.transcript) == 0 {
+		return httpx.ValidationErrors{{Loc: []any{"path", "conversation_id"}, Msg: "The conversation was recorded without a transcript: there is nothing to judge.", Type: "value_error"}}
+	}
+	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, rc.agentID)
+	if err != nil {
+		return err
+	}
+	history := make([]domain.Message, 0, len(rc.transcript))
+	for _, raw := range rc.transcript {
+		var m domain.Message
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("conversation %s: a turn: %w", convID, err)
+		}
+		history = append(history, m)
+	}
+	run := runner.Run{
+		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: c.WorkspaceID, AgentId: rc.agentID, RepeatCount: 1},
+		Test:       &testingv1.PlannedTest{TestId: "analysis", TestName: "Conversation analysis", TestType: domain.TypeSimulation},
+		Definition: domain.TestInput{ChatHistory: history}, RunID: "analysis",
+	}
+	criteria := agentCriteria(agent.GetPlatformSettingsJson(), nil)
+	res := s.exec.JudgeRecorded(r.Context(), run, criteria)
+	an := &testingv1.ConversationAnalysis{
+		AnalysisId: app.NewAnalysisID(), WorkspaceId: c.WorkspaceID, ConversationId: convID, AgentId: rc.agentID,
+		CallSuccessful: runner.CallSuccessful(res.Criteria), TranscriptSummary: res.Summary, Error: res.Error,
+		Judge: &testingv1.ModelUsage{Provider: res.Judge.Provider, Model: res.Judge.Model, PromptTokens: res.Judge.PromptTokens,
+			CompletionTokens: res.Judge.CompletionTokens, TotalTokens: res.Judge.TotalTokens, ModelCalls: res.Judge.Calls, CachedModelCalls: res.Judge.Cached},
+		RequestedByUserId: c.UserID, AnalysedAtUnixMs: s.app.Now().UnixMilli(),
+	}
+	for i, cr := range res.Criteria {
+		v := &testingv1.CriterionVerdict{Id: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
+		if i < len(criteria) && criteria[i].ID == cr.ID {
+			v.Name, v.Goal = criteria[i].Name, criteria[i].Goal
+		}
+		an.Criteria = append(an.Criteria, v)
+	}
+	if res.Error != "" {
+		an.CallSuccessful = domain.ConditionUnknown
+		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, an))
+		return nil
+	}
+	stored, err := s.app.RecordAnalysis(r.Context(), c, an)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, stored))
+	return nil
+}
+
+// AnalysedConversation is the conversation doc (as its GET answers it)
+// with an in its analysis, as the GET shows it once the analysis is
+// projected: the public analysis shape, the outcome its call stack
+// reported (reported_call_successful) and the judge; and, beyond the
+// public shape, the judge's usage (model_usage), analysis_id,
+// analysed_at_unix_secs, stored, and error when the judging stopped.
+func AnalysedConversation(doc map[string]json.RawMessage, reported string, an *testingv1.ConversationAnalysis) map[string]any {
+	out := make(map[string]any, len(doc)+6)
+	for k, v := range doc {
+		out[k] = v
+	}
+	results := map[string]any{}
+	list := make([]map[string]any, 0, len(an.GetCriteria()))
+	for _, c := range an.GetCriteria() {
+		v := map[string]any{"criteria_id": c.GetId(), "result": c.GetResult(), "rationale": c.GetRationale()}
+		results[c.GetId()] = v
+		list = append(list, v)
+	}
+	out["analysis"] = map[string]any{"evaluation_criteria_results": results, "evaluation_criteria_results_list": list,
+		"data_collection_results": map[string]any{}, "call_successful": an.GetCallSuccessful(), "transcript_summary": an.GetTranscriptSummary(),
+		"reported_call_successful": reported,
+		"judge": map[string]any{"analysis_id": an.GetAnalysisId(), "judge_provider": an.GetJudge().GetProvider(),
+			"judge_model": an.GetJudge().GetModel(), "analysed_at_unix_secs": an.GetAnalysedAtUnixMs() / 1000}}
+	out["model_usage"], out["analysis_id"] = UsageView(an.GetJudge()), an.GetAnalysisId()
+	out["analysed_at_unix_secs"], out["stored"] = an.GetAnalysedAtUnixMs()/1000, an.GetError() == ""
+	if e := an.GetError(); e != "" {
+		out["error"] = e
+	}
+	return out
+}

@@ -1,0 +1,92 @@
+package adapters
+
+import (
+	"context"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+func verdictRecord(t *testing.T, seq uint64, typ string, ev proto.Message) eventstore.Record {
+	t.Helper()
+	b, err := proto.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eventstore.Record{Seq: seq, Type: typ, Data: b}
+}
+
+// project applies rec to coll as the projector does.
+func project(t *testing.T, coll *mongo.Collection, h projection.Handler, rec eventstore.Record) {
+	t.Helper()
+	id, doc, err := h(context.Background(), rec)
+	if err != nil || id == "" {
+		t.Fatalf("handler: %q %v", id, err)
+	}
+	if _, err := projection.Upsert(context.Background(), coll, id, rec.Seq, doc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The projections keep each conversation's newest analysis and each run's
+// and conversation's newest label; a read looks labels up by what they
+// name, in the order asked, within the workspace.
+func TestVerdictProjections(t *testing.T) {
+	ctx := context.Background()
+	v := OpenVerdicts(testenv.New(t).Mongo(t).Database("tickets_verdicts"))
+	analysis := func(id, result string) *testingv1.ConversationAnalysed {
+		return &testingv1.ConversationAnalysed{Analysis: &testingv1.ConversationAnalysis{AnalysisId: id, WorkspaceId: "ws", ConversationId: "conv_1",
+			AgentId: "agent_1", CallSuccessful: result, Judge: &testingv1.ModelUsage{Provider: "openai", Model: "gpt-4o"}, AnalysedAtUnixMs: 5000,
+			Criteria: []*testingv1.CriterionVerdict{{Id: "hours", Name: "Hours", Result: result, Rationale: "why"}}}}
+	}
+	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 1, events.TypeConversationAnalysed, analysis("cana_1", "success")))
+	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 3, events.TypeConversationAnalysed, analysis("cana_2", "failure")))
+	an, err := v.Analysis(ctx, "ws", "conv_1")
+	if err != nil || an == nil || an.AnalysisID != "cana_2" || an.JudgeModel != "gpt-4o" || an.AnalysedAtMs != 5000 ||
+		len(an.Criteria) != 1 || an.Criteria[0].Result != "failure" {
+		t.Fatalf("analysis: %+v %v", an, err)
+	}
+	if an, err := v.Analysis(ctx, "other", "conv_1"); an != nil || err != nil {
+		t.Fatalf("another workspace's analysis: %+v %v", an, err)
+	}
+
+	runLabel := func(id string, correct bool) *testingv1.RunLabelled {
+		return &testingv1.RunLabelled{Label: &testingv1.RunLabel{LabelId: id, WorkspaceId: "ws", InvocationId: "tinv_1", RunId: "trun_1_0",
+			TestName: "Hours", JudgeModel: "gpt-4o", JudgedResult: "failure", VerdictCorrect: correct, ReviewerUserId: "u1", LabelledAtUnixMs: 7000,
+			Criteria: []*testingv1.CriterionLabel{{Id: "condition_0", Correct: correct, Text: "states the hours"}}}}
+	}
+	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 2, events.TypeRunLabelled, runLabel("rlbl_1", true)))
+	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 4, events.TypeRunLabelled, runLabel("rlbl_2", false)))
+	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 5, events.TypeConversationLabelled, &testingv1.ConversationLabelled{
+		Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1", JudgeModel: "gpt-4o",
+			JudgedResult: "failure", VerdictCorrect: true, Note: "right"}}))
+	keys := []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}, {Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_1"},
+		{Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_0"}}
+	labels, err := v.Labels(ctx, "ws", keys)
+	if err != nil || len(labels) != 2 {
+		t.Fatalf("labels: %+v %v", labels, err)
+	}
+	if l := labels[0]; l.Kind != app.LabelOfConversation || l.LabelID != "clbl_1" || l.Note != "right" {
+		t.Fatalf("the conversation's label: %+v", l)
+	}
+	if l := labels[1]; l.Kind != app.LabelOfRun || l.LabelID != "rlbl_2" || l.VerdictCorrect || l.Reviewer.UserID != "u1" ||
+		len(l.Criteria) != 1 || l.Criteria[0].Text != "states the hours" {
+		t.Fatalf("the run's current label: %+v", l)
+	}
+	if labels, err := v.Labels(ctx, "other", keys); err != nil || len(labels) != 0 {
+		t.Fatalf("another workspace's labels: %+v %v", labels, err)
+	}
+	// Other events of the stream are skipped.
+	if id, _, err := LabelHandler(ctx, verdictRecord(t, 6, events.TypeRunCompleted, &testingv1.RunCompleted{})); id != "" || err != nil {
+		t.Fatalf("a run result: %q %v", id, err)
+	}
+}
