@@ -115,7 +115,7 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 	}
 	cmd.Flags().StringVar(&model, "judge-model", "", "only this judge model")
 	cmd.Flags().StringVar(&test, "test", "", "only this test id")
-	cmd.Flags().StringVar(&compare, "compare", "", "judge models to compare on the same labels, comma-separated (e.g. gpt-4o,offline-v1)")
+	cmd.Flags().StringVar(&compare, "compare", "", "judge models to compare on the same labels, comma-separated (e.g. gpt-4o,offline-v2)")
 	return cmd
 }
 

@@ -130,7 +130,7 @@ changes. Then compare: voiceai judge report --compare <the runs' judge>,MODEL.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if model == "" {
-				return errors.New("name the judge to ask: --judge-model (offline-v1, or the platform's judge model)")
+				return errors.New("name the judge to ask: --judge-model (offline-v2 or offline-v1, or the platform's judge model)")
 			}
 			filter := map[string]any{}
 			if invocation != "" {

@@ -92,7 +92,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		return json.Unmarshal(r.Body, &conv) == nil && conv.Analysis.Judge != nil && conv.Analysis.Judge.AnalysisID == first["analysis_id"]
 	}
 	eventually(t, 10*time.Second, "the analysis shows on the conversation", shown)
-	if conv.Analysis.CallSuccessful != "failure" || conv.Analysis.Reported != "success" || conv.Analysis.Judge.Model != "offline-v1" ||
+	if conv.Analysis.CallSuccessful != "failure" || conv.Analysis.Reported != "success" || conv.Analysis.Judge.Model != "offline-v2" ||
 		conv.Analysis.Judge.At < at.Unix() || len(conv.Analysis.List) != 2 ||
 		conv.Analysis.Results["hours"].Result != "success" || conv.Analysis.Results["refund"].Result != "failure" {
 		t.Fatalf("the conversation's analysis: %+v", conv.Analysis)

@@ -137,7 +137,7 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		}
 		l := r.JSON(t)
 		reviewed := l["reviewed"].(map[string]any)
-		if reviewed["analysis_id"] != analyses[id] || reviewed["call_successful"] != judged[id] || reviewed["judge_model"] != "offline-v1" ||
+		if reviewed["analysis_id"] != analyses[id] || reviewed["call_successful"] != judged[id] || reviewed["judge_model"] != "offline-v2" ||
 			l["overturned"] != !ok || l["reviewer"].(map[string]any)["user_id"] == "" {
 			t.Fatalf("label of %s: %s", id, r.Body)
 		}
@@ -239,7 +239,7 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
 	}
 	for i, j := range report.Judges {
-		if j.JudgeModel != "offline-v1" || j.Labels != 5 || j.Agreement.Value == nil || math.Abs(*j.Agreement.Value-po) > 1e-4 ||
+		if j.JudgeModel != "offline-v2" || j.Labels != 5 || j.Agreement.Value == nil || math.Abs(*j.Agreement.Value-po) > 1e-4 ||
 			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 || j.TestID != nil {
 			t.Fatalf("judge row %d %+v: want agreement %v κ %v", i, j, po, kappa)
 		}
@@ -333,7 +333,7 @@ func TestLabelsShowOnTheTicket(t *testing.T) {
 	})
 	first, second := labels[0], labels[1]
 	if first.Kind != "run" || first.InvocationID != inv || first.RunID != runs[0] || !first.Overturned || first.VerdictCorrect ||
-		first.JudgedResult != "failure" || first.CorrectedResult == nil || *first.CorrectedResult != "success" || first.JudgeModel != "offline-v1" ||
+		first.JudgedResult != "failure" || first.CorrectedResult == nil || *first.CorrectedResult != "success" || first.JudgeModel != "offline-v2" ||
 		first.Note != "Vouchers are on the website" || first.Reviewer.UserID == "" || first.LabelledAt <= 0 ||
 		len(first.Criteria) != 1 || first.Criteria[0].Correct {
 		t.Fatalf("the overturned run's label: %+v", first)
@@ -360,7 +360,7 @@ func TestLabelsShowOnTheTicket(t *testing.T) {
 		return len(labels) == 1
 	})
 	if l := labels[0]; l.Kind != "conversation" || l.ConversationID != "conv_ticketed" || l.Overturned || l.Note != "Right: no refund window" ||
-		l.JudgeModel != "offline-v1" || len(l.Criteria) != 1 || l.Criteria[0].ID != "refund" {
+		l.JudgeModel != "offline-v2" || len(l.Criteria) != 1 || l.Criteria[0].ID != "refund" {
 		t.Fatalf("the conversation's label on its ticket: %+v (analysis %s)", l, analysisID)
 	}
 	// Another workspace cannot read the ticket.
@@ -427,16 +427,16 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	// Refusals: a judge the runners do not have, a body that is not JSON,
 	// another workspace's invocation.
 	if r := rejudge("", `{"judge_model":"gpt-9"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","judge_model"]`) ||
-		!strings.Contains(string(r.Body), "offline-v1") {
+		!strings.Contains(string(r.Body), "offline-v2") {
 		t.Fatalf("an unknown judge: %d %s", r.Code, r.Body)
 	}
 	if r := rejudge("", `{"judge_model":`); r.Code != 400 {
 		t.Fatalf("a body that is not JSON: %d %s", r.Code, r.Body)
 	}
 	other := createWorkspace(t, s, "Elsewhere")
-	wantError(t, rejudge(other.APIKey, fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)), 404, "test_invocation_not_found")
+	wantError(t, rejudge(other.APIKey, fmt.Sprintf(`{"judge_model":"offline-v2","filter":{"invocation_id":%q}}`, inv)), 404, "test_invocation_not_found")
 
-	body := fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)
+	body := fmt.Sprintf(`{"judge_model":"offline-v2","filter":{"invocation_id":%q}}`, inv)
 	r := rejudge("", body, "Idempotency-Key", "rejudge-once")
 	type vote struct {
 		RunID  string `json:"run_id"`
@@ -449,7 +449,7 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 		Runs       int    `json:"runs"`
 		Votes      []vote `json:"votes"`
 	}
-	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || got.Runs != 4 || got.JudgeModel != "offline-v1" {
+	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || got.Runs != 4 || got.JudgeModel != "offline-v2" {
 		t.Fatalf("rejudge: %d %s", r.Code, r.Body)
 	}
 	offline := map[string]string{}
@@ -476,8 +476,8 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 		t.Fatalf("a retried re-judging: %d %s\nfirst %s", again.Code, again.Body, r.Body)
 	}
 	// A filter that selects no labelled run judges nothing.
-	if r := rejudge("", `{"judge_model":"offline-v1","filter":{"test_id":"test_none"}}`); r.Code != 200 ||
-		r.JSON(t)["runs"] != float64(0) || r.JSON(t)["judge_model"] != "offline-v1" {
+	if r := rejudge("", `{"judge_model":"offline-v2","filter":{"test_id":"test_none"}}`); r.Code != 200 ||
+		r.JSON(t)["runs"] != float64(0) || r.JSON(t)["judge_model"] != "offline-v2" {
 		t.Fatalf("nothing to re-judge: %d %s", r.Code, r.Body)
 	}
 	// No run's recorded verdict changed.
@@ -525,20 +525,29 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 			} `json:"judges"`
 		} `json:"compare"`
 	}
-	r = call(t, s, "GET", "/v1/voiceai/judge/report?compare=test-model,offline-v1", adminKey, "")
+	r = call(t, s, "GET", "/v1/voiceai/judge/report?compare=test-model,offline-v2", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
 		t.Fatalf("compare: %d %s", r.Code, r.Body)
 	}
 	for _, j := range report.Compare.Judges {
 		want, wantK := wantModel, wantModelK
-		if j.JudgeModel == "offline-v1" {
+		if j.JudgeModel == "offline-v2" {
 			want, wantK = wantOffline, wantOfflineK
 		}
 		if j.Labels != 4 || j.Agreement.Value == nil || *j.Agreement.Value != want || j.Kappa == nil || math.Abs(*j.Kappa-wantK) > 1e-4 {
 			t.Fatalf("compared %s: %s", j.JudgeModel, r.Body)
 		}
 	}
-	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v1", adminKey, ""); r.Code != 422 ||
+	// The lexical offline judge that offline-v2 replaced is there to
+	// compare with too, before anyone switches.
+	if r := rejudge("", fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)); r.Code != 200 || r.JSON(t)["judge_model"] != "offline-v1" {
+		t.Fatalf("rejudge with offline-v1: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v1,offline-v2", adminKey, ""); r.Code != 200 ||
+		json.Unmarshal(r.Body, &report) != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
+		t.Fatalf("compare the offline judges: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v2", adminKey, ""); r.Code != 422 ||
 		!strings.Contains(string(r.Body), `"loc":["query","compare"]`) {
 		t.Fatalf("one model to compare: %d %s", r.Code, r.Body)
 	}
@@ -580,15 +589,15 @@ func TestCLIJudgeConversationsAndRejudge(t *testing.T) {
 			t.Fatalf("label: %d %s", code, out)
 		}
 	}
-	if code, out, _ := voiceai("judge", "rejudge", "--judge-model", "offline-v1", "--invocation", inv); code != cli.ExitOK ||
-		!strings.Contains(out, "offline-v1 judged 2 labelled run(s) again") {
+	if code, out, _ := voiceai("judge", "rejudge", "--judge-model", "offline-v2", "--invocation", inv); code != cli.ExitOK ||
+		!strings.Contains(out, "offline-v2 judged 2 labelled run(s) again") {
 		t.Fatalf("rejudge: %d %s", code, out)
 	}
 	if after := runVerdicts(t, s, inv); after != before {
 		t.Fatalf("the runs changed:\nbefore %s\nafter  %s", before, after)
 	}
-	code, out, _ := voiceai("judge", "report", "--compare", "test-model,offline-v1")
-	if code != cli.ExitOK || !strings.Contains(out, "Compared on the same 2 labelled run(s) (test-model, offline-v1)") ||
+	code, out, _ := voiceai("judge", "report", "--compare", "test-model,offline-v2")
+	if code != cli.ExitOK || !strings.Contains(out, "Compared on the same 2 labelled run(s) (test-model, offline-v2)") ||
 		!strings.Contains(out, "conversations of "+agent) {
 		t.Fatalf("report --compare: %d %s", code, out)
 	}

@@ -24,7 +24,7 @@ import (
 // platform's judge (VOICEAI_JUDGE_*) and the offline judge, which needs
 // nothing.
 func judgesOf(exec *runner.Executor) map[string]runner.Model {
-	out := map[string]runner.Model{runner.Offline{}.ModelName(): runner.Offline{}}
+	out := map[string]runner.Model{runner.Offline{}.ModelName(): runner.Offline{}, runner.OfflineLexical{}.ModelName(): runner.OfflineLexical{}}
 	if exec != nil && exec.Model != nil {
 		out[exec.Model.ModelName()] = exec.Model
 	}
