@@ -16,9 +16,9 @@ import (
 // of failing cases) is not met yet; make bench prints each figure against
 // it.
 var floor = map[string]struct{ agreement, kappa, falsePass float64 }{
-	Labelled: {agreement: 0.75, kappa: 0.49, falsePass: 0.10},
+	Labelled: {agreement: 0.745, kappa: 0.49, falsePass: 0.08},
 	Heldout:  {agreement: 0.69, kappa: 0.39, falsePass: 0.14},
-	Heldout2: {agreement: 0.56, kappa: 0.12, falsePass: 0.20},
+	Heldout2: {agreement: 0.55, kappa: 0.10, falsePass: 0.19},
 }
 
 func TestOfflineJudgeAgreement(t *testing.T) {

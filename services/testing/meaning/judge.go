@@ -19,7 +19,9 @@
 //     for "30 days", "half past nine" for "9:30", "$200" for "two hundred
 //     dollars"); a different amount of the same kind contradicts it.
 //  4. A condition of several parts ("… the date and the time") needs each
-//     part: a part with nothing supported fails it.
+//     part, said together in one sentence of the reply: a part with
+//     nothing supported fails it. What the condition says of a thing
+//     ("the unlimited plan") must be said of that thing in the reply.
 //  5. Met when nothing contradicts, at least 70% of the weighted content
 //     is supported and every part at least half; not met on a
 //     contradiction, a missing part, less than half the content, or a
@@ -228,6 +230,7 @@ func (m *Model) Decide(condition, reply string) Decision {
 		sups[i] = m.supportOf(it, rep, decline)
 	}
 	m.resolveTopic(items, sups, rep, refuses)
+	misbound := m.bindModifiers(cond, items, sups, rep, decline)
 	// "We can't take bookings for groups over 12" declines nothing when
 	// it is what the condition asks the reply to say.
 	if refuses && !decline && saysNegated(items, rep, m) {
@@ -336,6 +339,8 @@ func (m *Model) Decide(condition, reply string) Decision {
 		d.Conflicts = nil
 	case len(d.Conflicts) > 0:
 		d.Result, d.Reason = NotMet, "the reply contradicts the condition: "+strings.Join(d.Conflicts, "; ")
+	case len(misbound) > 0 && coverage < metCoverage:
+		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply says %s of something else", strings.Join(misbound, ", "))
 	case refuses && coverage < metCoverage:
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply declines instead of saying it (missing %s)", missing())
 	case totalW == 0:
@@ -352,6 +357,81 @@ func (m *Model) Decide(condition, reply string) Decision {
 		d.Result, d.Reason = Unknown, fmt.Sprintf("cannot decide: the reply says part of it (found %s; missing %s)", found(), missing())
 	}
 	return d
+}
+
+// bindModifiers checks that what a condition says of a thing the reply
+// says of that thing: "the unlimited plan" is not met by "the 5G plan
+// includes unlimited texts", nor "the smart meter installation is free"
+// by "the smart meter itself is free, but installation costs 60 pounds".
+// For each modifier the condition puts before a noun, a reply word that
+// supports the modifier must itself come before a word that supports the
+// noun, or, said after the noun in the same clause ("the plan is
+// unlimited"), not before another noun. A modifier said only of
+// something else loses its support; bindModifiers names those.
+func (m *Model) bindModifiers(cond text, items []item, sups []support, rep text, anyPolarity bool) []string {
+	index := map[*token]int{}
+	for i := range items {
+		if items[i].tok != nil && len(items[i].kinds) == 0 && items[i].rate == "" {
+			index[items[i].tok] = i
+		}
+	}
+	supporting := func(c token) []int {
+		var out []int
+		for k, r := range rep.tokens {
+			if r.content && (anyPolarity || r.negated == c.negated) && m.relate(c, r).score >= supported {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	var misbound []string
+	for ci := 0; ci+1 < len(cond.tokens); ci++ {
+		mod, head := &cond.tokens[ci], &cond.tokens[ci+1]
+		im, okm := index[mod]
+		_, okh := index[head]
+		if !okm || !okh || mod.clause != head.clause || head.pos != wordnet.Noun || (mod.pos != wordnet.Adj && mod.pos != wordnet.Noun) {
+			continue
+		}
+		rm, rh := supporting(*mod), supporting(*head)
+		if len(rm) == 0 || len(rh) == 0 {
+			continue
+		}
+		isHead := map[int]bool{}
+		for _, k := range rh {
+			isHead[k] = true
+		}
+		// the sentences where the modifier is said of the noun
+		boundIn := map[int]bool{}
+		for _, k := range rm {
+			bound := false
+			switch {
+			case isHead[k]: // one collocation says both
+				bound = true
+			case k+1 < len(rep.tokens) && rep.tokens[k+1].clause == rep.tokens[k].clause && rep.tokens[k+1].content:
+				// before a noun, or a compound ("unlimited data plan"): it
+				// is said of the words that follow it
+				for n := k + 1; n < len(rep.tokens) && rep.tokens[n].clause == rep.tokens[k].clause && rep.tokens[n].content; n++ {
+					bound = bound || isHead[n]
+				}
+			default: // after its noun, in the same clause
+				for _, h := range rh {
+					bound = bound || (h < k && rep.tokens[h].clause == rep.tokens[k].clause && k-h <= 5)
+				}
+			}
+			if bound {
+				boundIn[rep.tokens[k].sent] = true
+			}
+		}
+		for sent := range sups[im].sents {
+			if sent >= 0 && !boundIn[sent] {
+				delete(sups[im].sents, sent)
+			}
+		}
+		if len(boundIn) == 0 {
+			misbound = append(misbound, fmt.Sprintf("%q", mod.surface))
+		}
+	}
+	return misbound
 }
 
 // sentencesOf is the sentence numbers of a text.
@@ -672,7 +752,7 @@ func (m *Model) sibling(it item, rep text, sent int) string {
 		return ""
 	}
 	for _, r := range rep.tokens {
-		if !r.content || !r.known || r.sent != sent {
+		if !r.content || !r.known || r.sent != sent || m.relate(c, r).score >= supported {
 			continue
 		}
 		var found bool

@@ -326,6 +326,9 @@ func (m *Model) analyse(s string, condition bool) text {
 		tok.sent, tok.at, tok.asks = w.sent, i, w.asks
 		tok.negated = negated[i]
 		tok.hint = hintAt(words, i)
+		if tok.hint == nounHint && tok.known && m.hasPOS(tok.lemmas, wordnet.Noun) {
+			tok.pos = wordnet.Noun // "the plan", not "to plan"
+		}
 		tok.amount = isCalendarWord(w.s)
 		t.tokens = append(t.tokens, tok)
 	}
@@ -349,7 +352,9 @@ var (
 	verbBefore = set("to", "we", "i", "you", "they", "can", "could", "will", "would", "may", "might", "must", "should", "shall", "not", "please", "also", "never", "always")
 )
 
-// hintAt reads the part of speech of words[i] from the word before it.
+// hintAt reads the part of speech of words[i] from the words before it:
+// a determiner, or a determiner and one more word ("the unlimited
+// plan"), before a noun; "to", a subject pronoun or a modal before a verb.
 func hintAt(words []word, i int) hint {
 	if i == 0 || words[i-1].clause != words[i].clause {
 		return noHint
@@ -360,6 +365,8 @@ func hintAt(words []word, i int) hint {
 		return nounHint
 	case verbBefore[prev]:
 		return verbHint
+	case i >= 2 && words[i-2].clause == words[i].clause && nounBefore[words[i-2].s] && !function[prev]:
+		return nounHint
 	}
 	return noHint
 }
@@ -512,6 +519,17 @@ func (m *Model) hasVerb(lemma string) bool {
 	for _, s := range m.db.Senses(lemma) {
 		if m.db.POS(s) == wordnet.Verb {
 			return true
+		}
+	}
+	return false
+}
+
+func (m *Model) hasPOS(lemmas []string, p wordnet.POS) bool {
+	for _, l := range lemmas {
+		for _, s := range m.db.Senses(l) {
+			if m.db.POS(s) == p {
+				return true
+			}
 		}
 	}
 	return false
