@@ -61,14 +61,21 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
+	// The tags and the conversations' feedback and tags live on TICKETS
+	// beside the tickets: one replay feeds them all.
+	tags := adapters.NewTagIndex()
 	var rm app.ReadModel = store
+	var idx *adapters.MemoryIndex
 	if d.ReadIndex == config.ReadIndexMemory {
-		if rm, err = followTickets(ctx, d); err != nil {
-			return nil, err
-		}
+		idx = adapters.NewMemoryIndex()
+		rm = idx
+	}
+	if err := followTickets(ctx, d, idx, tags, dir.Conversations); err != nil {
+		return nil, err
 	}
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
+	a.ConvWriter, a.Tags = dir.Conversations, tags
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
@@ -85,16 +92,22 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 	return t
 }
 
-// followTickets builds the in-memory index from each ticket's last event
-// and keeps it current; it returns once the replay is applied.
-func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
-	idx := adapters.NewMemoryIndex()
-	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
-		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok {
+// followTickets builds, from each TICKETS subject's last event, the
+// in-memory ticket index (when idx is set), the tags and the
+// conversations' annotations (when set), and keeps them current; it
+// returns once the replay is applied.
+func followTickets(ctx context.Context, d runtime.Deps, idx *adapters.MemoryIndex, tags app.Tags, conv app.ConversationWriter) error {
+	return eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
 			_ = idx.Put(ctx, seq, t)
 		}
+		if t, ok := events.StateOf[*ticketsv1.ConversationTag](msg); ok && tags != nil {
+			_ = tags.Put(ctx, seq, t)
+		}
+		if an, ok := events.StateOf[*ticketsv1.ConversationAnnotations](msg); ok && conv != nil {
+			_ = conv.Annotate(ctx, seq, an)
+		}
 	})
-	return idx, err
 }
 
 // QAWorkerConfig tunes a QA worker.
@@ -192,8 +205,8 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx, err := followTickets(ctx, d)
-	if err != nil {
+	idx := adapters.NewMemoryIndex()
+	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}
 	return newApp(d, idx, dir), nil

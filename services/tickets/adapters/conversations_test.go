@@ -45,7 +45,7 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s %s not parsed", event, conv)
 		}
-		x.apply(ev)
+		_ = x.Record(context.Background(), 0, ev.summaryEvent())
 	}
 	for i := range 5 {
 		apply("ws1", "conversation_started", fmt.Sprintf("c%d", i), "agent_a", base.Add(time.Duration(i/2)*time.Minute), nil)
@@ -58,7 +58,7 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 	var got []string
 	q := app.ConversationQuery{WorkspaceID: "ws1", Limit: 2}
 	for {
-		rows, more := x.ConversationPage(q)
+		rows, more, _ := x.ConversationPage(context.Background(), q)
 		got = append(got, pageIDs(rows))
 		if !more {
 			break
@@ -69,18 +69,18 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 	if fmt.Sprint(got) != "[c4,c3 c2,c1 c0,c5]" {
 		t.Fatalf("pages %v", got)
 	}
-	c5, _ := x.ConversationSummary("ws1", "c5")
+	c5, _ := x.Summary("ws1", "c5")
 	if c5.DurationSecs != 660 || c5.Status != app.ConversationDone || c5.CallSuccessful != "failure" || c5.StartedAtMs != base.Add(-time.Minute).UnixMilli() {
 		t.Fatalf("c5: %+v", c5)
 	}
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", AgentID: "agent_b", Limit: 10}); pageIDs(rows) != "c5" {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws1", AgentID: "agent_b", Limit: 10}); pageIDs(rows) != "c5" {
 		t.Fatalf("agent_b: %s", pageIDs(rows))
 	}
 	before := base.Add(time.Minute).Unix()
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", StartedBefore: before, StartedAfter: base.Unix() - 1, Limit: 10}); pageIDs(rows) != "c1,c0" {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws1", StartedBefore: before, StartedAfter: base.Unix() - 1, Limit: 10}); pageIDs(rows) != "c1,c0" {
 		t.Fatalf("time range: %s", pageIDs(rows))
 	}
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws3", Limit: 10}); len(rows) != 0 {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws3", Limit: 10}); len(rows) != 0 {
 		t.Fatalf("unknown workspace lists %s", pageIDs(rows))
 	}
 }

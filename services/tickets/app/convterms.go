@@ -1,0 +1,126 @@
+package app
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+)
+
+// A conversation's index terms name the sets a listing may walk instead
+// of the whole workspace: its agent, outcome, status, each tool called or
+// errored, each evaluation result, each collected data value, each search
+// word, each tag and its rating. Both read models index them (the memory
+// index keeps a newest-first tree per term; the store a multikey index),
+// and a query's Groups say which sets hold all its matches.
+const (
+	TermAll = "*" // every seen conversation
+	sep     = "\x1f"
+)
+
+// PlatformTerms are c's terms learnt from its platform events.
+func PlatformTerms(c ConversationSummary) []string {
+	if !c.Seen {
+		return nil
+	}
+	terms := []string{TermAll, "s:" + c.CallSuccessful, "st:" + c.Status}
+	if c.AgentID != "" {
+		terms = append(terms, "a:"+c.AgentID)
+	}
+	for _, t := range c.ToolNames {
+		terms = append(terms, "t:"+t)
+	}
+	for _, t := range c.ToolsErrored {
+		terms = append(terms, "e:"+t)
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
+		terms = append(terms, "v:"+id+sep+c.Evaluations[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(c.DataCollection)) {
+		terms = append(terms, "c:"+id, "d:"+id+sep+c.DataCollection[id])
+	}
+	for _, w := range c.Words {
+		terms = append(terms, "w:"+w)
+	}
+	return terms
+}
+
+// AnnotationTerms are c's terms learnt from its annotations.
+func AnnotationTerms(c ConversationSummary) []string {
+	var terms []string
+	if r := c.Rating(); r != 0 {
+		terms = append(terms, "r:"+strconv.Itoa(r))
+	}
+	for _, id := range c.TagIDs {
+		terms = append(terms, "g:"+id)
+	}
+	return terms
+}
+
+// IsAnnotationTerm says which of the two a term is.
+func IsAnnotationTerm(term string) bool {
+	return len(term) > 2 && (term[:2] == "r:" || term[:2] == "g:")
+}
+
+// Groups are sets of terms, one per filter that an index can serve: every
+// conversation q matches holds at least one term of each group. A walk of
+// one group's trees (merged) tested with Matches answers q; the smallest
+// group walks the least. An empty group means nothing can match.
+func (q ConversationQuery) Groups() [][]string {
+	var gs [][]string
+	add := func(terms ...string) { gs = append(gs, terms) }
+	prefixed := func(prefix string, values []string) []string {
+		out := make([]string, len(values))
+		for i, v := range values {
+			out[i] = prefix + v
+		}
+		return out
+	}
+	if q.AgentID != "" {
+		add("a:" + q.AgentID)
+	}
+	if q.CallSuccessful != "" {
+		add("s:" + q.CallSuccessful)
+	}
+	for _, e := range q.Evaluations {
+		add("v:" + e.Criterion + sep + e.Result)
+	}
+	for _, d := range q.DataCollection {
+		switch {
+		case (d.Op == "eq" || d.Op == "in") && !slices.Contains(d.Values, ""):
+			add(prefixed("d:"+d.ID+sep, d.Values)...)
+		case d.Op == "neq" && d.Values[0] == "", d.Op != "eq" && d.Op != "in" && d.Op != "neq":
+			add("c:" + d.ID) // collected
+		}
+	}
+	if len(q.ToolNames) > 0 {
+		add(prefixed("t:", q.ToolNames)...)
+	}
+	if len(q.ToolsErrored) > 0 {
+		add(prefixed("e:", q.ToolsErrored)...)
+	}
+	if len(q.TagIDs) > 0 {
+		add(prefixed("g:", q.TagIDs)...)
+	}
+	for _, w := range q.Words {
+		add("w:" + w)
+	}
+	if len(q.ExcludeStatus) > 0 {
+		var keep []string
+		for _, s := range []string{ConversationInProgress, ConversationDone} {
+			if !slices.Contains(q.ExcludeStatus, s) {
+				keep = append(keep, "st:"+s)
+			}
+		}
+		add(keep...)
+	}
+	if q.RatingMin != 0 || q.RatingMax != 0 {
+		var keep []string
+		for _, r := range []int{1, 5} {
+			if (q.RatingMin == 0 || r >= q.RatingMin) && (q.RatingMax == 0 || r <= q.RatingMax) {
+				keep = append(keep, "r:"+strconv.Itoa(r))
+			}
+		}
+		add(keep...)
+	}
+	return gs
+}
