@@ -9,6 +9,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/app/convmodeltest"
 )
 
 func platformRecord(t *testing.T, ws, event string, at time.Time, data map[string]any) eventstore.Record {
@@ -135,4 +136,10 @@ func TestTranscriptFromTheBusFollowsTheValueRules(t *testing.T) {
 	if !ok || string(ev.Transcript) != `[{"role":"user","time_in_call_secs":3}]` || ev.turns != 1 {
 		t.Errorf("3.0: kept %s (ok %v)", ev.Transcript, ok)
 	}
+}
+
+// The memory index answers every conversations listing as the brute-force
+// filter of the same data does (the conformance suite).
+func TestConversationIndexConformance(t *testing.T) {
+	convmodeltest.Run(t, 600, func(*testing.T) convmodeltest.Model { return NewConversationIndex() })
 }
