@@ -84,6 +84,8 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
 		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,
 		events.TypeTestFailureRecorded, events.TypeTicketClustered,
+		events.TypeConversationTagCreated, events.TypeConversationTagUpdated, events.TypeConversationTagDeleted,
+		events.TypeConversationFeedbackGiven, events.TypeConversationTagsChanged,
 		events.TypeTestCreated, events.TypeTestUpdated, events.TypeTestDeleted,
 		events.TypeFolderCreated, events.TypeFolderUpdated, events.TypeFolderDeleted,
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,
