@@ -199,4 +199,3 @@ func readTranscript(raw json.RawMessage) (int, transcriptShape) {
 	shape.tools, shape.errored = slices.Compact(shape.tools), slices.Compact(shape.errored)
 	return len(turns), shape
 }
-

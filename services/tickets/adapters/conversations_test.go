@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/app/convmodeltest"
 )
@@ -142,4 +145,15 @@ func TestTranscriptFromTheBusFollowsTheValueRules(t *testing.T) {
 // filter of the same data does (the conformance suite).
 func TestConversationIndexConformance(t *testing.T) {
 	convmodeltest.Run(t, 600, func(*testing.T) convmodeltest.Model { return NewConversationIndex() })
+}
+
+// The store read model on the embedded store (and on MongoDB in the
+// container tier, VOICEAI_TEST_DOCKER=1) answers as the memory index does.
+func TestConversationStoreConformance(t *testing.T) {
+	// The embedded store evaluates filters by reading each document: a
+	// smaller fixture.
+	convmodeltest.Run(t, 150, testenv.OnFreshDatabases(t, "conversations_conformance",
+		func(ctx context.Context, db *mongo.Database) (convmodeltest.Model, error) {
+			return NewConversationStore(ctx, db)
+		}))
 }

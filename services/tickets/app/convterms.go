@@ -36,13 +36,20 @@ func PlatformTerms(c ConversationSummary) []string {
 		terms = append(terms, "v:"+id+sep+c.Evaluations[id])
 	}
 	for _, id := range slices.Sorted(maps.Keys(c.DataCollection)) {
-		terms = append(terms, "c:"+id, "d:"+id+sep+c.DataCollection[id])
+		terms = append(terms, CollectedTerm(id), DataTerm(id, c.DataCollection[id]))
 	}
 	for _, w := range c.Words {
 		terms = append(terms, "w:"+w)
 	}
 	return terms
 }
+
+// DataTerm is the term of a data collection value; CollectedTerm, of
+// the field being collected at all.
+func DataTerm(id, value string) string { return "d:" + id + sep + value }
+
+// CollectedTerm: see DataTerm.
+func CollectedTerm(id string) string { return "c:" + id }
 
 // AnnotationTerms are c's terms learnt from its annotations.
 func AnnotationTerms(c ConversationSummary) []string {
@@ -87,9 +94,9 @@ func (q ConversationQuery) Groups() [][]string {
 	for _, d := range q.DataCollection {
 		switch {
 		case (d.Op == "eq" || d.Op == "in") && !slices.Contains(d.Values, ""):
-			add(prefixed("d:"+d.ID+sep, d.Values)...)
+			add(prefixed("d:"+d.ID+sep, d.Values)...) // DataTerm
 		case d.Op == "neq" && d.Values[0] == "", d.Op != "eq" && d.Op != "in" && d.Op != "neq":
-			add("c:" + d.ID) // collected
+			add(CollectedTerm(d.ID))
 		}
 	}
 	if len(q.ToolNames) > 0 {

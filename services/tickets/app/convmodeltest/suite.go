@@ -75,7 +75,7 @@ func (f fixture) ended(ws, id string, at int64) app.ConversationEvent {
 		AtMs: at + 1000*int64(f.rng.IntN(200)), CallSuccessful: f.pick("success", "failure", "unknown", ""),
 		Turns: 1 + f.rng.IntN(5), Summary: f.pick("", "Refund asked", "Rebooked"),
 		ToolNames: f.some("lookup", "refund", "transfer"), ToolsErrored: f.some("lookup", "refund"),
-		Words: app.SearchWords(f.pick("where is my refund", "refund denied sorry", "booking moved to monday", "my bag is lost")),
+		Words:          app.SearchWords(f.pick("where is my refund", "refund denied sorry", "booking moved to monday", "my bag is lost")),
 		Evaluations:    map[string]string{},
 		DataCollection: map[string]string{},
 	}
