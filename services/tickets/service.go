@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
@@ -76,6 +78,13 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	a.ConvWriter, a.Tags = dir.Conversations, tags
+	if d.ReadIndex != config.ReadIndexMemory {
+		convs, err := startConversationStore(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		a.Conversations, a.ConvWriter = convs, convs
+	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
@@ -90,6 +99,53 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptHandler)
 	return t
+}
+
+// startConversationStore opens the store read model of conversations and
+// runs its two projectors: the platform's conversation events and the
+// annotations on TICKETS.
+func startConversationStore(ctx context.Context, d runtime.Deps) (*adapters.ConversationStore, error) {
+	convs, err := adapters.NewConversationStore(ctx, d.Database(Name))
+	if err != nil {
+		return nil, err
+	}
+	feeds := []struct {
+		spec  consume.Spec
+		apply func(context.Context, eventstore.Record) error
+	}{
+		{consume.Spec{Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: events.PlatformConversationFilters},
+			func(ctx context.Context, rec eventstore.Record) error {
+				return adapters.RecordConversation(ctx, convs, rec)
+			}},
+		{consume.Spec{Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll}},
+			func(ctx context.Context, rec eventstore.Record) error {
+				return adapters.AnnotateConversation(ctx, convs, rec)
+			}},
+	}
+	for _, f := range feeds {
+		d.WatchConsumer(f.spec.Stream, f.spec.Durable)
+		f.spec.OnError = func(batch []jetstream.Msg, err error) {
+			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
+		}
+		go func() {
+			err := consume.Batches(ctx, d.JS, f.spec, func(ctx context.Context, batch []jetstream.Msg) error {
+				for _, m := range batch {
+					rec, err := eventstore.RecordFromMsg(m)
+					if err != nil {
+						return err
+					}
+					if err := f.apply(ctx, rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil && ctx.Err() == nil {
+				d.Logger.Error("conversations projection stopped", "durable", f.spec.Durable, "err", err)
+			}
+		}()
+	}
+	return convs, nil
 }
 
 // followTickets builds, from each TICKETS subject's last event, the

@@ -12,8 +12,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -311,4 +314,27 @@ func (s *ConversationStore) ConversationPage(ctx context.Context, q app.Conversa
 	}
 	more := len(rows) > q.Limit
 	return rows[:min(len(rows), q.Limit)], more, nil
+}
+
+// RecordConversation is the projection of one PLATFORM record into w: a
+// conversation event, else nothing.
+func RecordConversation(ctx context.Context, w app.ConversationWriter, rec eventstore.Record) error {
+	ev, ok := parseConversationEvent(rec)
+	if !ok {
+		return nil
+	}
+	return w.Record(ctx, rec.Seq, ev.summaryEvent())
+}
+
+// AnnotateConversation is the projection of one TICKETS record into w:
+// the annotations it carries, else nothing.
+func AnnotateConversation(ctx context.Context, w app.ConversationWriter, rec eventstore.Record) error {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return nil // not ours to judge: the ticket projections log it
+	}
+	if a, ok := events.StateOf[*ticketsv1.ConversationAnnotations](msg); ok {
+		return w.Annotate(ctx, rec.Seq, a)
+	}
+	return nil
 }
