@@ -98,6 +98,19 @@ func testConversationFilters(t *testing.T, index string) {
 		t.Fatalf("create tag: %d %s", r.Code, r.Body)
 	}
 	tag, _ := r.JSON(t)["tag_id"].(string)
+	if r := call(t, s, "PATCH", "/v1/convai/tags/"+tag, adminKey, `{"title":"Wrong refund rule"}`); r.Code != 200 || r.JSON(t)["title"] != "Wrong refund rule" {
+		t.Fatalf("update tag: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/convai/tags/"+tag, adminKey, ""); r.Code != 200 || r.JSON(t)["description"] != "quoted the wrong rule" {
+		t.Fatalf("get tag: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/convai/tags", adminKey, ""); r.Code != 200 || len(r.JSON(t)["conversation_tags"].([]any)) != 1 {
+		t.Fatalf("list tags: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "GET", "/v1/convai/conversations?summary_mode=include&agent_id="+agent+"&page_size=1", adminKey, ""); r.Code != 200 ||
+		r.JSON(t)["conversations"].([]any)[0].(map[string]any)["transcript_summary"] != "About a refund to Denver" {
+		t.Fatalf("summary_mode=include: %d %s", r.Code, r.Body)
+	}
 	if r := call(t, s, "POST", "/v1/convai/conversations/cf_1/tags", adminKey, `{"tag_ids":["`+tag+`"]}`); r.Code != 204 {
 		t.Fatalf("assign: %d %s", r.Code, r.Body)
 	}

@@ -80,14 +80,18 @@ type analysisView struct {
 	DataCollection    map[string]dataView       `json:"data_collection_results,omitempty"`
 }
 
+// evaluationView and dataView are the public results; the rationale is
+// not kept (listings filter on the result and the value): it is empty.
 type evaluationView struct {
 	CriteriaID string `json:"criteria_id"`
 	Result     string `json:"result"`
+	Rationale  string `json:"rationale"`
 }
 
 type dataView struct {
 	DataCollectionID string `json:"data_collection_id"`
 	Value            string `json:"value"`
+	Rationale        string `json:"rationale"`
 }
 
 func detailOf(c app.ConversationDetail) conversationView {
