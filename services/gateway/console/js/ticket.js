@@ -133,7 +133,7 @@ start(async (main) => {
           turnComments(t.turn_comments));
       });
     } else {
-      append(box, turnComments(t.turn_comments)); // none: nothing, never the text "null"
+      append(box, [turnComments(t.turn_comments)]); // none: nothing, never the text "null"
     }
     return section;
   }
