@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
@@ -156,4 +158,31 @@ func TestConversationStoreConformance(t *testing.T) {
 		func(ctx context.Context, db *mongo.Database) (convmodeltest.Model, error) {
 			return NewConversationStore(ctx, db)
 		}))
+}
+
+// On a real MongoDB (the container tier) every conversations listing query
+// is answered from an index: the plan has no collection scan.
+func TestConversationStoreQueriesUseAnIndex(t *testing.T) {
+	db := testenv.PlanDatabase(t, "conversation_plans")
+	if _, err := NewConversationStore(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	after := &app.ConversationPosition{StartedAtMs: 10, ID: "conv_1"}
+	for _, q := range []app.ConversationQuery{
+		{WorkspaceID: "ws", Limit: 100},
+		{WorkspaceID: "ws", Limit: 100, After: after},
+		{WorkspaceID: "ws", Limit: 100, AgentID: "agent_1", CallSuccessful: "failure"},
+		{WorkspaceID: "ws", Limit: 100, Words: []string{"refund", "denied"}, After: after},
+		{WorkspaceID: "ws", Limit: 100, ToolNames: []string{"a", "b"}},
+		{WorkspaceID: "ws", Limit: 100, TagIDs: []string{"ctag_1"}},
+		{WorkspaceID: "ws", Limit: 100, RatingMin: 4},
+		{WorkspaceID: "ws", Limit: 100, DataCollection: []app.DataCond{{ID: "amount", Op: "gt", Number: 3}}},
+	} {
+		filter, _ := ConversationFilter(q)
+		text := testenv.FindPlan(t, db, bson.D{{Key: "find", Value: ConversationsCollection}, {Key: "filter", Value: filter},
+			{Key: "sort", Value: ConversationSort}, {Key: "limit", Value: q.Limit + 1}})
+		if strings.Contains(text, "COLLSCAN") || !strings.Contains(text, "IXSCAN") {
+			t.Errorf("%+v: plan %s", q, text)
+		}
+	}
 }

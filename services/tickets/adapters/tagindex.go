@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"strings"
 	"sync"
 
 	"github.com/google/btree"
@@ -73,9 +72,9 @@ func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.C
 	}
 	var page []*ticketsv1.ConversationTag
 	more := false
-	space.Ascend(func(t *ticketsv1.ConversationTag) bool {
-		if after != "" && strings.Compare(t.TagId, after) >= 0 {
-			return true
+	visit := func(t *ticketsv1.ConversationTag) bool {
+		if t.TagId == after {
+			return true // the cursor's own tag
 		}
 		if len(page) == limit {
 			more = true
@@ -83,6 +82,11 @@ func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.C
 		}
 		page = append(page, t)
 		return true
-	})
+	}
+	if after == "" {
+		space.Ascend(visit)
+	} else {
+		space.AscendGreaterOrEqual(&ticketsv1.ConversationTag{TagId: after}, visit) // from the cursor: older ids
+	}
 	return page, more
 }

@@ -229,6 +229,9 @@ func (a *App) ListConversations(ctx context.Context, workspaceID string, p Conve
 	if err != nil {
 		return ConversationPage{}, err
 	}
+	for i := range rows {
+		rows[i].TagIDs = a.liveTags(workspaceID, rows[i].TagIDs)
+	}
 	page := ConversationPage{Conversations: rows, HasMore: more, WithSummary: p.SummaryMode == "include"}
 	if more {
 		page.NextCursor, err = cursor.Next(a.Cursors, scope, rows[len(rows)-1].Position())
@@ -265,9 +268,13 @@ func (a *App) GetConversation(ctx context.Context, workspaceID, conversationID s
 	if err != nil {
 		return ConversationDetail{}, err
 	}
-	// Tags deleted since they were attached are not shown.
-	c.TagIDs = slices.DeleteFunc(slices.Clone(c.TagIDs), func(id string) bool { _, ok := a.Tags.Tag(workspaceID, id); return !ok })
+	c.TagIDs = a.liveTags(workspaceID, c.TagIDs)
 	return ConversationDetail{ConversationSummary: c, Transcript: transcript, Tickets: tickets}, nil
+}
+
+// liveTags is ids without the tags deleted since they were attached.
+func (a *App) liveTags(workspaceID string, ids []string) []string {
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, ok := a.Tags.Tag(workspaceID, id); return !ok })
 }
 
 // seenConversation is a conversation of the workspace the platform told
