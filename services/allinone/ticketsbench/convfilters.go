@@ -55,6 +55,10 @@ func (p *platform) conversationFilters(n, requests int) error {
 		{"tool_names", "tool_names=refund"},
 		{"tool_names_errored", "tool_names_errored=refund"},
 		{"call_duration", "call_duration_min_secs=300&call_duration_max_secs=400"},
+		// The worst cases: filters no index term serves, matching few (1 in 500 and 1 in 600), walk
+		// every conversation that collected the field, or every conversation.
+		{"data gt (rare)", "data_collection_params=amount:gt:498"},
+		{"duration (rare)", "call_duration_min_secs=599"},
 		{"rating_min", "rating_min=4"},
 		{"rating_max", "rating_max=2"},
 		{"search (rare word)", "search=chargeback"},

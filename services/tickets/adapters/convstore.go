@@ -115,7 +115,7 @@ func (d ConversationDoc) summary() app.ConversationSummary {
 		}
 		c.DataCollection[e.Key] = e.Text
 	}
-	return c
+	return c.WithDataNumbers()
 }
 
 // platformFields are the document fields Record owns.

@@ -43,11 +43,12 @@ type ConversationSummary struct {
 	CallSuccessful   string // one of CallOutcomes
 	// From the last conversation_ended: its analysis and its transcript.
 	Summary        string
-	Evaluations    map[string]string // criterion id → success, failure or unknown
-	DataCollection map[string]string // data collection id → its value as text (DataValue)
-	ToolNames      []string          // tools called, sorted
-	ToolsErrored   []string          // tools whose result was an error, sorted
-	Words          []string          // the transcript's search words (SearchWords), sorted
+	Evaluations    map[string]string  // criterion id → success, failure or unknown
+	DataCollection map[string]string  // data collection id → its value as text
+	DataNumbers    map[string]float64 // those values that are numbers (dataNumbers)
+	ToolNames      []string           // tools called, sorted
+	ToolsErrored   []string           // tools whose result was an error, sorted
+	Words          []string           // the transcript's search words (SearchWords), sorted
 	// From the annotations.
 	Feedback string // "like", "dislike" or ""
 	TagIDs   []string
@@ -123,6 +124,7 @@ func (c ConversationSummary) Applied(ev ConversationEvent) ConversationSummary {
 			c.CallSuccessful = ev.CallSuccessful
 		}
 		c.Summary, c.Evaluations, c.DataCollection = ev.Summary, ev.Evaluations, ev.DataCollection
+		c.DataNumbers = dataNumbers(ev.DataCollection)
 		if ev.Turns > 0 {
 			c.ToolNames, c.ToolsErrored, c.Words = ev.ToolNames, ev.ToolsErrored, ev.Words
 		}
@@ -130,6 +132,13 @@ func (c ConversationSummary) Applied(ev ConversationEvent) ConversationSummary {
 	if c.EndedAtMs != 0 && !c.DurationReported {
 		c.DurationSecs = max(0, (c.EndedAtMs-c.StartedAtMs)/1000)
 	}
+	return c
+}
+
+// WithDataNumbers is c with DataNumbers made from DataCollection (a
+// summary read back from a store).
+func (c ConversationSummary) WithDataNumbers() ConversationSummary {
+	c.DataNumbers = dataNumbers(c.DataCollection)
 	return c
 }
 

@@ -101,17 +101,17 @@ type DataCond struct {
 	Number float64  // gt, gte, lt, lte
 }
 
-// Matches reports whether the data collection results dc meet d.
-func (d DataCond) Matches(dc map[string]string) bool {
-	v, collected := dc[d.ID]
+// Matches reports whether c's data collection results meet d.
+func (d DataCond) Matches(c ConversationSummary) bool {
+	v, collected := c.DataCollection[d.ID]
 	switch d.Op {
 	case "eq", "in":
 		return slices.ContainsFunc(d.Values, func(want string) bool { return want == "" && !collected || collected && want == v })
 	case "neq":
-		return !(DataCond{ID: d.ID, Op: "eq", Values: d.Values}).Matches(dc)
+		return !(DataCond{ID: d.ID, Op: "eq", Values: d.Values}).Matches(c)
 	}
-	n, err := strconv.ParseFloat(v, 64)
-	if !collected || err != nil {
+	n, numeric := c.DataNumbers[d.ID]
+	if !numeric {
 		return false
 	}
 	switch d.Op {
@@ -124,6 +124,21 @@ func (d DataCond) Matches(dc map[string]string) bool {
 	default:
 		return n <= d.Number
 	}
+}
+
+// dataNumbers are the values of dc that are numbers (NaN is none), which
+// gt, gte, lt and lte compare: parsed once, not at every listing.
+func dataNumbers(dc map[string]string) map[string]float64 {
+	var out map[string]float64
+	for k, v := range dc {
+		if n, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(n) {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[k] = n
+		}
+	}
+	return out
 }
 
 // Matches is the meaning of the filters; every read model implements
@@ -152,7 +167,7 @@ func (q ConversationQuery) Matches(c ConversationSummary) bool {
 		}
 	}
 	for _, d := range q.DataCollection {
-		if !d.Matches(c.DataCollection) {
+		if !d.Matches(c) {
 			return false
 		}
 	}
