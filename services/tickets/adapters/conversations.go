@@ -30,7 +30,8 @@ type conversationEvent struct {
 	CallSuccessful string          `json:"call_successful"`
 	DurationSecs   *int64          `json:"call_duration_secs"`
 	Transcript     json.RawMessage `json:"transcript"`
-	Analysis       analysis        `json:"analysis"`
+	RawAnalysis    json.RawMessage `json:"analysis"`
+	analysis       analysis        // RawAnalysis, when in the public shape
 	turns          int             // how many turns Transcript holds; 0 when it is absent or refused
 	shape          transcriptShape // what the listing filters read of it
 }
@@ -65,16 +66,12 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 		return ev, false
 	}
 	if json.Unmarshal(env.Data, &ev) != nil {
-		// An analysis of another shape is dropped, not the event.
-		ev = conversationEvent{}
-		var bare struct {
-			ConversationID string `json:"conversation_id"`
-			AgentID        string `json:"agent_id"`
-		}
-		if json.Unmarshal(env.Data, &bare) != nil {
-			return ev, false
-		}
-		ev.ConversationID, ev.AgentID = bare.ConversationID, bare.AgentID
+		return ev, false
+	}
+	// An analysis of another shape (a producer on the bus) is dropped, not
+	// the event.
+	if len(ev.RawAnalysis) > 0 && json.Unmarshal(ev.RawAnalysis, &ev.analysis) != nil {
+		ev.analysis = analysis{}
 	}
 	if !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
 		return ev, false
@@ -110,10 +107,10 @@ func (ev conversationEvent) summaryEvent() app.ConversationEvent {
 	out := app.ConversationEvent{
 		Name: ev.Name, WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, AgentID: ev.AgentID,
 		AtMs: ev.At.UnixMilli(), TurnCount: ev.TurnCount, CallSuccessful: ev.CallSuccessful, DurationSecs: ev.DurationSecs,
-		Turns: ev.turns, Summary: ev.Analysis.Summary,
+		Turns: ev.turns, Summary: ev.analysis.Summary,
 		ToolNames: ev.shape.tools, ToolsErrored: ev.shape.errored, Words: ev.shape.words,
 	}
-	for id, e := range ev.Analysis.Evaluations {
+	for id, e := range ev.analysis.Evaluations {
 		if slices.Contains(app.CallOutcomes, e.Result) {
 			if out.Evaluations == nil {
 				out.Evaluations = map[string]string{}
@@ -121,7 +118,7 @@ func (ev conversationEvent) summaryEvent() app.ConversationEvent {
 			out.Evaluations[id] = e.Result
 		}
 	}
-	for id, d := range ev.Analysis.DataCollection {
+	for id, d := range ev.analysis.DataCollection {
 		if v, ok := dataValue(d.Value); ok {
 			if out.DataCollection == nil {
 				out.DataCollection = map[string]string{}

@@ -186,3 +186,25 @@ func TestConversationStoreQueriesUseAnIndex(t *testing.T) {
 		}
 	}
 }
+
+// An analysis in the public shape is read (results other than the three
+// outcomes dropped); one of another shape is dropped, not the event.
+func TestConversationAnalysisIsRead(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	ev, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, map[string]any{
+		"conversation_id": "c1", "call_successful": "failure",
+		"analysis": map[string]any{
+			"transcript_summary":          "Refund refused",
+			"evaluation_criteria_results": map[string]any{"accuracy": map[string]any{"result": "failure"}, "tone": map[string]any{"result": "maybe"}},
+			"data_collection_results":     map[string]any{"amount": map[string]any{"value": 12.5}, "city": map[string]any{"value": "Lima"}, "none": map[string]any{"value": nil}},
+		}}))
+	s := ev.summaryEvent()
+	if !ok || s.Summary != "Refund refused" || fmt.Sprint(s.Evaluations) != "map[accuracy:failure]" || fmt.Sprint(s.DataCollection) != "map[amount:12.5 city:Lima]" {
+		t.Fatalf("read %+v (ok %v)", s, ok)
+	}
+	ev, ok = parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, map[string]any{
+		"conversation_id": "c1", "call_successful": "failure", "analysis": []any{"not", "an", "object"}}))
+	if s := ev.summaryEvent(); !ok || s.CallSuccessful != "failure" || s.Evaluations != nil {
+		t.Fatalf("an analysis of another shape: %+v (ok %v)", s, ok)
+	}
+}
