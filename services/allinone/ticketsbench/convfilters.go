@@ -45,7 +45,7 @@ func (p *platform) conversationFilters(n, requests int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("(h) %d conversations seeded and annotated in %s\n", n, time.Since(started).Round(time.Second))
+	fmt.Printf("(h) %d conversations seeded and annotated in %s; the platform's peak memory %d MiB\n", n, time.Since(started).Round(time.Second), p.PeakRSSKiB()/1024)
 	filters := []struct{ name, query string }{
 		{"none", ""},
 		{"call_successful", "call_successful=failure"},
