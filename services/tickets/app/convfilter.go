@@ -212,11 +212,14 @@ func (p ConversationParams) query(workspaceID string) (ConversationQuery, error)
 	if q.RatingMin != 0 && q.RatingMax != 0 {
 		v.Check(q.RatingMin <= q.RatingMax, "rating_min is above rating_max", "value_error", "query", "rating_min")
 	}
-	for name, list := range map[string][]string{"evaluation_params": p.Evaluations, "data_collection_params": p.DataCollection,
-		"tool_names": p.ToolNames, "tool_names_errored": p.ToolsErrored, "tag_ids": p.TagIDs} {
-		v.Check(len(list) <= maxFilterValues, "at most 50 values", "value_error", "query", name)
-		for i, s := range list {
-			v.Check(s != "" && len(s) <= maxNameLen, "must be 1 to 256 characters", "value_error", "query", name, i)
+	for _, l := range []struct {
+		name string
+		list []string
+	}{{"evaluation_params", p.Evaluations}, {"data_collection_params", p.DataCollection},
+		{"tool_names", p.ToolNames}, {"tool_names_errored", p.ToolsErrored}, {"tag_ids", p.TagIDs}} {
+		v.Check(len(l.list) <= maxFilterValues, "at most 50 values", "value_error", "query", l.name)
+		for i, s := range l.list {
+			v.Check(s != "" && len(s) <= maxNameLen, "must be 1 to 256 characters", "value_error", "query", l.name, i)
 		}
 	}
 	for i, id := range p.TagIDs {
