@@ -154,6 +154,10 @@ var (
 	ticketFilter = append(slices.Clone(page), "ticket_status", "assignee_user_id", "owner_user_id", "issue_type", "label",
 		"merged_into_ticket_id", "ticket_sort_by", "search", "sources", "priorities")
 	agentFilter = append(slices.Clone(shortPage), "search", "agent_sort_by", "sort_direction", "archived", "created_by_user_id", "tags")
+	// conversationFilter: the SDK's conversations.list triage filters.
+	conversationFilter = []string{"agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix",
+		"call_duration_min_secs", "call_duration_max_secs", "rating_min", "rating_max", "evaluation_params", "data_collection_params",
+		"tool_names", "tool_names_errored", "tag_ids", "exclude_statuses", "conversation_search", "summary_mode"}
 )
 
 const (
@@ -203,10 +207,8 @@ var (
 	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite).doc("Comment on one turn of a ticket's conversation", ok, "TurnCommentCreate", "Ticket").errs(conflict)
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
 
-	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), "agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix",
-		"call_duration_min_secs", "call_duration_max_secs", "rating_min", "rating_max", "evaluation_params", "data_collection_params",
-		"tool_names", "tool_names_errored", "tag_ids", "exclude_statuses", "conversation_search", "summary_mode")...).errs(http.StatusNotFound)
-	GetConversation = op("tickets.get_conversation", get, conversationsPath+"/{conversation_id}", "tickets", convaiRead).doc("Get a conversation: its transcript, when its call stack handed one over, and the tickets raised on it", ok, "", "Conversation")
+	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), conversationFilter...)...).errs(http.StatusNotFound)
+	GetConversation   = op("tickets.get_conversation", get, conversationsPath+"/{conversation_id}", "tickets", convaiRead).doc("Get a conversation: its transcript, when its call stack handed one over, and the tickets raised on it", ok, "", "Conversation")
 
 	ConversationFeedback    = op("tickets.conversation_feedback", post, conversationsPath+"/{conversation_id}/feedback", "tickets", convaiWrite).doc("Like or dislike a conversation (a later feedback replaces it); rating_min/rating_max see a like as 5, a dislike as 1", ok, "ConversationFeedback", "Empty")
 	AssignConversationTags  = op("tickets.assign_conversation_tags", post, conversationsPath+"/{conversation_id}/tags", "tickets", convaiWrite).doc("Attach tags to a conversation (one already attached is a no-op)", none, "ConversationTagsAssign", "").errs(http.StatusNotFound)

@@ -285,7 +285,8 @@ var Catalog = []*Error{
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
-	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge, ConversationTagNotFound,
+	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
+	ConversationTagNotFound,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,
 }

@@ -228,16 +228,17 @@ func isConsole(r *http.Request, _ *mux.RouteMatch) bool {
 // consolePages are the console's pages: one shell (page.html.tmpl), a
 // title and a script each.
 var consolePages = map[string]struct{ Title, Script string }{
-	"index.html":         {"Triage queue", "queue.js"},
-	"ticket.html":        {"Ticket", "ticket.js"},
+	"index.html":      {"Triage queue", "queue.js"},
+	"ticket.html":     {"Ticket", "ticket.js"},
+	"tests.html":      {"Tests", "tests.js"},
+	"invocation.html": {"Test invocation", "invocation.js"},
+	"loadtest.html":   {"Load test", "loadtest.js"},
+	"webhooks.html":   {"Webhooks", "webhooks.js"},
+	"agents.html":     {"Agents", "agents.js"},
+	"keys.html":       {"API keys", "keys.js"},
+	"review.html":     {"Review verdicts", "review.js"},
+
 	"conversations.html": {"Conversations", "conversations.js"},
-	"tests.html":         {"Tests", "tests.js"},
-	"invocation.html":    {"Test invocation", "invocation.js"},
-	"loadtest.html":      {"Load test", "loadtest.js"},
-	"webhooks.html":      {"Webhooks", "webhooks.js"},
-	"agents.html":        {"Agents", "agents.js"},
-	"keys.html":          {"API keys", "keys.js"},
-	"review.html":        {"Review verdicts", "review.js"},
 }
 
 // consoleAssets serves the embedded files by exact name (no directory
