@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 
@@ -17,18 +18,40 @@ import (
 // term (app.PlatformTerms, app.AnnotationTerms): a page walks the trees
 // of the query's smallest group (app.ConversationQuery.Groups) from its
 // cursor and stops once it has the page, so a selective filter walks its
-// own matches, not the workspace. It is built from the platform stream
-// and the annotations on TICKETS at start, and kept live.
+// own matches, not the workspace. Numeric filters (duration, numeric data
+// values) have trees ordered by value (app.RangeValues): a range that
+// holds few conversations is read whole and sorted instead (rangePage).
+// It is built from the platform stream and the annotations on TICKETS at
+// start, and kept live.
 type ConversationIndex struct {
 	mu       sync.RWMutex
 	byID     map[string]*convEntry // workspace/conversation → entry
 	postings map[string]*btree.BTreeG[posting]
+	ranges   map[string]*btree.BTreeG[ranged] // workspace, range key → by value
+	// rangeFloor is the least bound of rangePage (a test lowers it to
+	// have small workspaces take that path too).
+	rangeFloor int
 }
 
 type convEntry struct {
 	c               app.ConversationSummary
 	terms           []string
+	values          map[string]float64 // app.RangeValues of c
 	platSeq, annSeq uint64
+}
+
+// ranged is one conversation in a range key's tree.
+type ranged struct {
+	v   float64
+	pos app.ConversationPosition
+	e   *convEntry
+}
+
+func byValue(a, b ranged) bool {
+	if a.v != b.v {
+		return a.v < b.v
+	}
+	return a.pos.Compare(b.pos) < 0
 }
 
 // posting is one conversation in a term's tree.
@@ -39,7 +62,7 @@ type posting struct {
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
-	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btree.BTreeG[posting]{}}
+	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btree.BTreeG[posting]{}, ranges: map[string]*btree.BTreeG[ranged]{}, rangeFloor: 1000}
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
@@ -106,6 +129,21 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 		}
 		t.ReplaceOrInsert(now)
 	}
+	for k, v := range e.values {
+		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
+			t.Delete(ranged{v: v, pos: old.pos})
+		}
+	}
+	e.values = app.RangeValues(e.c)
+	for k, v := range e.values {
+		key := postingKey(workspaceID, k)
+		t := x.ranges[key]
+		if t == nil {
+			t = btree.NewG(32, byValue)
+			x.ranges[key] = t
+		}
+		t.ReplaceOrInsert(ranged{v: v, pos: now.pos, e: e})
+	}
 }
 
 // ConversationSummary looks one conversation up.
@@ -145,6 +183,9 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 			best, bestSize = trees, size
 		}
 	}
+	if rows, more, ok := x.rangePage(q, bestSize); ok {
+		return rows, more, nil
+	}
 	// The walk starts at the cursor or just below the "before" bound,
 	// whichever is older, and stops at the "after" bound.
 	from := app.ConversationPosition{StartedAtMs: 1 << 62}
@@ -177,4 +218,48 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 	}
 	more := len(rows) > q.Limit
 	return rows[:min(len(rows), q.Limit)], more, nil
+}
+
+// rangePage answers q from one of its numeric ranges when that range holds
+// fewer conversations than a walk in time order would visit: it reads
+// the range whole (stopping past a bound), keeps the matches and sorts
+// them. The bound, the square root of the page times the workspace, keeps
+// either way below it: a range holding more has matches dense enough in
+// time that the walk reaches a page sooner. ok is false to walk instead.
+func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.ConversationSummary, bool, bool) {
+	all := x.postings[postingKey(q.WorkspaceID, app.TermAll)]
+	if all == nil {
+		return nil, false, false
+	}
+	bound := max(x.rangeFloor, int(math.Sqrt(float64((q.Limit+1)*all.Len()))))
+	if walk <= bound {
+		return nil, false, false // the walk is cheap already
+	}
+	for _, r := range q.Ranges() {
+		t := x.ranges[postingKey(q.WorkspaceID, r.Key)]
+		if t == nil {
+			return nil, false, true // nobody has the value: nothing matches
+		}
+		var in []ranged
+		t.AscendGreaterOrEqual(ranged{v: r.Lo, pos: app.ConversationPosition{StartedAtMs: math.MinInt64}}, func(it ranged) bool {
+			if it.v > r.Hi || len(in) > bound {
+				return false
+			}
+			in = append(in, it)
+			return true
+		})
+		if len(in) > bound {
+			continue
+		}
+		var rows []app.ConversationSummary
+		for _, it := range in {
+			if (q.After == nil || it.pos.Compare(*q.After) < 0) && q.Matches(it.e.c) {
+				rows = append(rows, it.e.c)
+			}
+		}
+		slices.SortFunc(rows, func(a, b app.ConversationSummary) int { return b.Position().Compare(a.Position()) })
+		more := len(rows) > q.Limit
+		return rows[:min(len(rows), q.Limit)], more, true
+	}
+	return nil, false, false
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -130,4 +131,59 @@ func (q ConversationQuery) Groups() [][]string {
 		add(keep...)
 	}
 	return gs
+}
+
+// A Range is a numeric filter an index ordered by value can serve: the
+// conversations whose value of Key lies in [Lo, Hi] hold every match
+// (Matches decides the strict bounds).
+type Range struct {
+	Key    string
+	Lo, Hi float64
+}
+
+// RangeKeyDuration is the key of the call duration; DataRangeKey, of a
+// numeric data collection value.
+const RangeKeyDuration = "dur"
+
+// DataRangeKey: see RangeKeyDuration.
+func DataRangeKey(id string) string { return "num:" + id }
+
+// RangeValues are c's values under every range key.
+func RangeValues(c ConversationSummary) map[string]float64 {
+	if !c.Seen {
+		return nil
+	}
+	out := map[string]float64{RangeKeyDuration: float64(c.DurationSecs)}
+	for id, n := range c.DataNumbers {
+		out[DataRangeKey(id)] = n
+	}
+	return out
+}
+
+// Ranges are q's numeric filters as ranges.
+func (q ConversationQuery) Ranges() []Range {
+	var out []Range
+	if q.DurationMin != nil || q.DurationMax != nil {
+		r := Range{Key: RangeKeyDuration, Lo: math.Inf(-1), Hi: math.Inf(1)}
+		if q.DurationMin != nil {
+			r.Lo = float64(*q.DurationMin)
+		}
+		if q.DurationMax != nil {
+			r.Hi = float64(*q.DurationMax)
+		}
+		out = append(out, r)
+	}
+	for _, d := range q.DataCollection {
+		r := Range{Key: DataRangeKey(d.ID), Lo: math.Inf(-1), Hi: math.Inf(1)}
+		switch d.Op {
+		case "gt", "gte":
+			r.Lo = d.Number
+		case "lt", "lte":
+			r.Hi = d.Number
+		default:
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
