@@ -82,7 +82,7 @@ test-docker:
 ##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s;
 ##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;
 ##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k,
-##   tests, invocations and conversations listings at 10k, the console's queue page at 100k in Chromium;
+##   tests, invocations and conversations listings at 10k, conversations under each triage filter at 100k, the console's queue page at 100k in Chromium;
 ##   judges against the human-labelled sets: agreement, kappa, false passes, p95 per decision, memory
 bench:
 	$(GO) run ./services/allinone/bench

@@ -41,6 +41,12 @@ const (
 	TypeTicketDeleted       = "tickets.ticket_deleted"
 	TypeTestFailureRecorded = "tickets.test_failure_recorded"
 	TypeTicketClustered     = "tickets.ticket_clustered"
+
+	TypeConversationTagCreated    = "tickets.conversation_tag_created"
+	TypeConversationTagUpdated    = "tickets.conversation_tag_updated"
+	TypeConversationTagDeleted    = "tickets.conversation_tag_deleted"
+	TypeConversationFeedbackGiven = "tickets.conversation_feedback_given"
+	TypeConversationTagsChanged   = "tickets.conversation_tags_changed"
 )
 
 // Event is implemented by every registered event message: field 1 of each
@@ -81,6 +87,11 @@ var registrations = []registration{
 	{TypeTicketDeleted, TicketsStream, func() Event { return &ticketsv1.TicketDeleted{} }},
 	{TypeTestFailureRecorded, TicketsStream, func() Event { return &ticketsv1.TestFailureRecorded{} }},
 	{TypeTicketClustered, TicketsStream, func() Event { return &ticketsv1.TicketClustered{} }},
+	{TypeConversationTagCreated, TicketsStream, func() Event { return &ticketsv1.ConversationTagCreated{} }},
+	{TypeConversationTagUpdated, TicketsStream, func() Event { return &ticketsv1.ConversationTagUpdated{} }},
+	{TypeConversationTagDeleted, TicketsStream, func() Event { return &ticketsv1.ConversationTagDeleted{} }},
+	{TypeConversationFeedbackGiven, TicketsStream, func() Event { return &ticketsv1.ConversationFeedbackGiven{} }},
+	{TypeConversationTagsChanged, TicketsStream, func() Event { return &ticketsv1.ConversationTagsChanged{} }},
 
 	{TypeTestCreated, TestingStream, func() Event { return &testingv1.TestCreated{} }},
 	{TypeTestUpdated, TestingStream, func() Event { return &testingv1.TestUpdated{} }},

@@ -63,6 +63,13 @@ var wantTypes = map[string]struct {
 	"testing.run_rejudged":             {"voiceai.testing.v1.RunRejudged", "TESTRUNS"},
 	"testing.load_step_completed":      {"voiceai.testing.v1.LoadStepCompleted", "TESTING"},
 	"testing.load_samples_recorded":    {"voiceai.testing.v1.LoadSamplesRecorded", "TESTRUNS"},
+
+	// Conversation tags and the feedback and tags on a conversation.
+	"tickets.conversation_tag_created":    {"voiceai.tickets.v1.ConversationTagCreated", "TICKETS"},
+	"tickets.conversation_tag_updated":    {"voiceai.tickets.v1.ConversationTagUpdated", "TICKETS"},
+	"tickets.conversation_tag_deleted":    {"voiceai.tickets.v1.ConversationTagDeleted", "TICKETS"},
+	"tickets.conversation_feedback_given": {"voiceai.tickets.v1.ConversationFeedbackGiven", "TICKETS"},
+	"tickets.conversation_tags_changed":   {"voiceai.tickets.v1.ConversationTagsChanged", "TICKETS"},
 }
 
 func TestTypesAreExactlyTheContract(t *testing.T) {
@@ -82,6 +89,8 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
 		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,
 		events.TypeTestFailureRecorded, events.TypeTicketClustered,
+		events.TypeConversationTagCreated, events.TypeConversationTagUpdated, events.TypeConversationTagDeleted,
+		events.TypeConversationFeedbackGiven, events.TypeConversationTagsChanged,
 		events.TypeTestCreated, events.TypeTestUpdated, events.TypeTestDeleted,
 		events.TypeFolderCreated, events.TypeFolderUpdated, events.TypeFolderDeleted,
 		events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeInvocationCancelled,

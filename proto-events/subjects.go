@@ -249,6 +249,16 @@ func TicketSubject(workspaceID, ticketID string) (string, error) {
 	return TicketsSubjectPrefix + "." + workspaceID + "." + ticketID, nil
 }
 
+// ConversationAnnotationsSubject is the subject of the feedback and tags
+// people add to a conversation, beside the tickets on stream TICKETS: the
+// prefix keeps a conversation id from ever meeting a ticket's subject.
+func ConversationAnnotationsSubject(workspaceID, conversationID string) (string, error) {
+	if err := checkIDs("workspace_id", workspaceID, "conversation_id", conversationID); err != nil {
+		return "", err
+	}
+	return TicketsSubjectPrefix + "." + workspaceID + ".cv-" + conversationID, nil
+}
+
 // PlatformSubject is where a platform event is published:
 // platform.evt.<workspace_id>.<event_name>.
 func PlatformSubject(workspaceID, eventName string) (string, error) {

@@ -498,6 +498,43 @@ test('a read-only key sees no control that would be refused', async () => {
   assert.deepEqual(roProblems, []);
 });
 
+test('conversations: the filter bar, feedback and a tag; a ticket with no conversation shows no "null"', async () => {
+  await page.goto('/console/conversations.html');
+  await page.getByRole('heading', {name: 'Conversations'}).waitFor();
+  await page.getByLabel('Outcome').selectOption('failure');
+  await page.getByLabel('Tool used').fill('lookup_order');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByText('1 conversation shown').waitFor();
+  const listed = await api('GET', '/v1/convai/conversations?call_successful=failure&tool_names=lookup_order&exclude_statuses=in-progress');
+  assert.deepEqual(listed.conversations.map((c) => c.conversation_id), [conversations[0]]);
+  await accessible(page, 'conversations');
+  await shoot(page, 'conversations');
+
+  await page.getByRole('button', {name: 'Open ' + conversations[0]}).click();
+  await page.getByText('Yes, everything is refunded at once.').waitFor();
+  await page.getByRole('button', {name: 'Dislike'}).click();
+  await eventually('the feedback reached the API', async () =>
+    (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
+  await page.getByLabel('New tag title').fill('Refund promise');
+  await page.getByRole('button', {name: 'Create and attach'}).click();
+  await page.getByRole('button', {name: 'Detach Refund promise'}).waitFor();
+  const tagged = await api('GET', '/v1/convai/conversations/' + conversations[0]);
+  assert.equal(tagged.tag_ids.length, 1);
+  // The filters the console offers see them.
+  await page.getByLabel('Tool used').fill('');
+  await page.getByLabel('Feedback').selectOption('disliked');
+  await page.getByLabel('Tag', {exact: true}).selectOption({label: 'Refund promise'});
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByText('1 conversation shown').waitFor();
+  await accessible(page, 'conversation');
+
+  // A manual ticket names no conversation: the page says so, and nothing reads "null".
+  const manual = await api('POST', '/v1/convai/agents/' + agentID + '/triage-tickets', {title: 'Tone in general', qa_comment: 'No one call.'});
+  await page.goto('/console/ticket.html?id=' + encodeURIComponent(manual.agentqa_ticket_id));
+  await page.getByText('This ticket names no conversation.').waitFor();
+  assert.ok(!(await page.locator('main').innerText()).includes('null'), 'the ticket page shows "null"');
+});
+
 test('a page for an id that does not exist says so, in place of the page', async () => {
   for (const [path, said] of [
     ['ticket.html?id=tkt_nope', 'No triage ticket with that id exists in this workspace.'],

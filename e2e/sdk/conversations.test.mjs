@@ -130,6 +130,97 @@ describe("conversations", () => {
     await expectStatus(client.conversationalAi.conversations.analysis.run("conv_never_seen"), 404);
   });
 
+  it("list with several triage filters at once, feedback and tags", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const { agentId } = await client.conversationalAi.agents.create({ name: uniqueName("triage"), conversationConfig: {} });
+    const base = Date.now() - 3_600_000;
+    const record = async (suffix, offsetSecs, { outcome, secs, words, tool, accuracy, city }) => {
+      const id = `${uniqueName("triage").replaceAll(/[^A-Za-z0-9_-]/g, "_")}_${suffix}`;
+      const start = new Date(base + offsetSecs * 1000);
+      await publish("conversation_started", start.toISOString(), { conversation_id: id, agent_id: agentId });
+      const turn = { role: "agent", message: words, time_in_call_secs: 1 };
+      if (tool) {
+        turn.tool_calls = [{ request_id: "r1", tool_name: tool.name, params_as_json: "{}", tool_has_been_called: true }];
+        turn.tool_results = [{ request_id: "r1", tool_name: tool.name, result_value: "x", is_error: tool.error, tool_has_been_called: true }];
+      }
+      await publish("conversation_ended", new Date(start.getTime() + secs * 1000).toISOString(), {
+        conversation_id: id,
+        agent_id: agentId,
+        call_successful: outcome,
+        call_duration_secs: secs,
+        transcript: [{ role: "user", message: "Hello there", time_in_call_secs: 0 }, turn],
+        analysis: {
+          transcript_summary: `A refund call from ${city}`,
+          evaluation_criteria_results: { accuracy: { criteria_id: "accuracy", result: accuracy, rationale: "checked" } },
+          data_collection_results: { city: { data_collection_id: "city", value: city } },
+        },
+      });
+      return id;
+    };
+    const denied = await record("a", 0, { outcome: "failure", secs: 120, words: "Your refund is denied", tool: { name: "refund", error: true }, accuracy: "failure", city: "Denver" });
+    const paris = await record("b", 60, { outcome: "failure", secs: 120, words: "Your refund is denied", tool: { name: "refund", error: true }, accuracy: "failure", city: "Paris" });
+    const fine = await record("c", 120, { outcome: "success", secs: 130, words: "Your refund is on its way", tool: { name: "refund", error: false }, accuracy: "success", city: "Denver" });
+    const short = await record("d", 180, { outcome: "failure", secs: 10, words: "Your refund is denied", tool: { name: "refund", error: true }, accuracy: "failure", city: "Denver" });
+
+    let all;
+    for (let i = 0; i < 200; i++) {
+      all = await client.conversationalAi.conversations.list({ agentId, excludeStatuses: ["in-progress"] });
+      if (all.conversations.length === 4) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(all.conversations.map((c) => c.conversationId), [short, fine, paris, denied]);
+
+    const filtered = await client.conversationalAi.conversations.list({
+      agentId,
+      callSuccessful: "failure",
+      evaluationParams: ["accuracy:failure"],
+      dataCollectionParams: ["city:eq:Denver"],
+      toolNames: ["refund"],
+      toolNamesErrored: ["refund"],
+      callDurationMinSecs: 60,
+      callDurationMaxSecs: 600,
+      search: "refund DENIED",
+      excludeStatuses: ["in-progress"],
+      summaryMode: "include",
+    });
+    assert.deepEqual(filtered.conversations.map((c) => c.conversationId), [denied]);
+    assert.equal(filtered.conversations[0].transcriptSummary, "A refund call from Denver");
+    assert.deepEqual(filtered.conversations[0].toolNames, ["refund"]);
+
+    // Feedback: a like is rating 5, a dislike 1.
+    await client.conversationalAi.conversations.feedback.create(fine, { feedback: "like" });
+    await client.conversationalAi.conversations.feedback.create(paris, { feedback: "dislike" });
+    const liked = await client.conversationalAi.conversations.list({ agentId, ratingMin: 4 });
+    assert.deepEqual(liked.conversations.map((c) => [c.conversationId, c.rating]), [[fine, 5]]);
+    const disliked = await client.conversationalAi.conversations.list({ agentId, ratingMax: 2 });
+    assert.deepEqual(disliked.conversations.map((c) => c.conversationId), [paris]);
+    const got = await client.conversationalAi.conversations.get(fine);
+    assert.equal(got.metadata.feedback.overallScore, "like");
+
+    // Tags: create, read, rename, attach, filter, detach, delete.
+    const tags = client.conversationalAi.conversations.tags;
+    const tag = await tags.create({ title: uniqueName("wrong-refund"), description: "quoted the wrong rule" });
+    assert.ok(tag.tagId);
+    assert.equal((await tags.get(tag.tagId)).description, "quoted the wrong rule");
+    assert.equal((await tags.update(tag.tagId, { title: "Wrong refund rule" })).title, "Wrong refund rule");
+    assert.ok((await tags.list({ pageSize: 100 })).conversationTags.some((t) => t.tagId === tag.tagId));
+    await tags.assign(denied, { tagIds: [tag.tagId] });
+    await tags.assign(short, { tagIds: [tag.tagId] });
+    const tagged = await client.conversationalAi.conversations.list({ tagIds: [tag.tagId], callDurationMinSecs: 60 });
+    assert.deepEqual(tagged.conversations.map((c) => [c.conversationId, c.tagIds]), [[denied, [tag.tagId]]]);
+    assert.deepEqual((await client.conversationalAi.conversations.get(denied)).tagIds, [tag.tagId]);
+    await tags.unassign(denied, tag.tagId);
+    const left = await client.conversationalAi.conversations.list({ tagIds: [tag.tagId] });
+    assert.deepEqual(left.conversations.map((c) => c.conversationId), [short]);
+    await tags.delete(tag.tagId);
+    await expectStatus(tags.get(tag.tagId), 404);
+    await expectStatus(client.conversationalAi.conversations.list({ tagIds: [tag.tagId] }), 404);
+
+    // Ill-formed filters are a 422 naming the parameter.
+    await expectStatus(client.conversationalAi.conversations.list({ dataCollectionParams: ["city:like:Denver"] }), 422);
+    await expectStatus(client.conversationalAi.conversations.list({ evaluationParams: ["accuracy"] }), 422);
+    await expectStatus(client.conversationalAi.conversations.feedback.create("conv_never_seen", { feedback: "like" }), 404);
+  });
+
   it("an unknown conversation is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
     await expectStatus(client.conversationalAi.conversations.get("conv_never_seen"), 404);
   });

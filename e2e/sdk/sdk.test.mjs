@@ -37,6 +37,12 @@ test("the SDK module imports and exposes the methods under test", () => {
   for (const m of ["create", "list", "get", "update", "delete"]) {
     assert.equal(typeof client.conversationalAi.secrets[m], "function", `conversationalAi.secrets.${m}`);
   }
+  const conversations = client.conversationalAi.conversations;
+  for (const m of ["list", "get"]) assert.equal(typeof conversations[m], "function", `conversations.${m}`);
+  assert.equal(typeof conversations.feedback.create, "function", "conversations.feedback.create");
+  for (const m of ["create", "list", "get", "update", "delete", "assign", "unassign"]) {
+    assert.equal(typeof conversations.tags[m], "function", `conversations.tags.${m}`);
+  }
   for (const m of ["create", "list"]) assert.equal(typeof client.serviceAccounts[m], "function", `serviceAccounts.${m}`);
   for (const m of ["create", "list", "update", "delete", "constructEvent"]) {
     assert.equal(typeof client.webhooks[m], "function", `webhooks.${m}`);

@@ -154,6 +154,10 @@ var (
 	ticketFilter = append(slices.Clone(page), "ticket_status", "assignee_user_id", "owner_user_id", "issue_type", "label",
 		"merged_into_ticket_id", "ticket_sort_by", "search", "sources", "priorities")
 	agentFilter = append(slices.Clone(shortPage), "search", "agent_sort_by", "sort_direction", "archived", "created_by_user_id", "tags")
+	// conversationFilter: the SDK's conversations.list triage filters.
+	conversationFilter = []string{"agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix",
+		"call_duration_min_secs", "call_duration_max_secs", "rating_min", "rating_max", "evaluation_params", "data_collection_params",
+		"tool_names", "tool_names_errored", "tag_ids", "exclude_statuses", "conversation_search", "summary_mode"}
 )
 
 const (
@@ -164,6 +168,7 @@ const (
 	secretsPath                 = "/v1/convai/secrets"
 	ticketsPath                 = "/v1/convai/triage-tickets"
 	conversationsPath           = "/v1/convai/conversations"
+	tagsPath                    = "/v1/convai/tags"
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
 	accountsPath                = "/v1/service-accounts"
@@ -203,8 +208,17 @@ var (
 	TurnCommentTicket = op("tickets.turn_comment", post, ticketsPath+"/{ticket_id}/turn-comments", "tickets", convaiWrite).doc("Comment on one turn of a ticket's conversation", ok, "TurnCommentCreate", "Ticket").errs(conflict)
 	MergeTickets      = op("tickets.merge", post, ticketsPath+"/{ticket_id}/merge", "tickets", convaiWrite).doc("Merge tickets into this one", ok, "TicketMerge", "Ticket").errs(conflict)
 
-	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), "agent_id", "call_successful", "call_start_before_unix", "call_start_after_unix")...)
+	ListConversations = op("tickets.list_conversations", get, conversationsPath, "tickets", convaiRead).doc("List the workspace's conversations, newest first", ok, "", "ConversationPage").query(append(slices.Clone(shortPage), conversationFilter...)...).errs(http.StatusNotFound)
 	GetConversation   = op("tickets.get_conversation", get, conversationsPath+"/{conversation_id}", "tickets", convaiRead).doc("Get a conversation: its transcript, when its call stack handed one over, and the tickets raised on it", ok, "", "Conversation")
+
+	ConversationFeedback    = op("tickets.conversation_feedback", post, conversationsPath+"/{conversation_id}/feedback", "tickets", convaiWrite).doc("Like or dislike a conversation (a later feedback replaces it); rating_min/rating_max see a like as 5, a dislike as 1", ok, "ConversationFeedback", "Empty")
+	AssignConversationTags  = op("tickets.assign_conversation_tags", post, conversationsPath+"/{conversation_id}/tags", "tickets", convaiWrite).doc("Attach tags to a conversation (one already attached is a no-op)", none, "ConversationTagsAssign", "").errs(http.StatusNotFound)
+	UnassignConversationTag = op("tickets.unassign_conversation_tag", del, conversationsPath+"/{conversation_id}/tags/{tag_id}", "tickets", convaiWrite).doc("Detach a tag from a conversation (one not attached is a no-op)", none, "", "")
+	ListTags                = op("tickets.list_tags", get, tagsPath, "tickets", convaiRead).doc("List the workspace's conversation tags, newest first", ok, "", "ConversationTagPage").query(shortPage...)
+	CreateTag               = op("tickets.create_tag", post, tagsPath, "tickets", convaiWrite).doc("Create a conversation tag", ok, "ConversationTagCreate", "ConversationTag")
+	GetTag                  = op("tickets.get_tag", get, tagsPath+"/{tag_id}", "tickets", convaiRead).doc("Get a conversation tag", ok, "", "ConversationTag")
+	UpdateTag               = op("tickets.update_tag", patch, tagsPath+"/{tag_id}", "tickets", convaiWrite).doc("Change a conversation tag's title or description", ok, "ConversationTagPatch", "ConversationTag")
+	DeleteTag               = op("tickets.delete_tag", del, tagsPath+"/{tag_id}", "tickets", convaiWrite).doc("Delete a conversation tag; conversations stop showing it", none, "", "")
 
 	CreateTest           = op("testing.create_test", post, testsPath+"/create", "testing", convaiWrite).doc("Create an agent test", ok, "TestCreate", "TestCreated").bodyUpTo(largeBody)
 	ListTests            = op("testing.list_tests", get, testsPath, "testing", convaiRead).doc("List tests and folders", ok, "", "TestPage").query(append(slices.Clone(shortPage), "search", "parent_folder_id", "sort_mode", "created_by_user_id", "include_folders", "types")...)
@@ -304,6 +318,7 @@ var Operations = []Operation{
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	ListConversations, GetConversation, RunConversationAnalysis,
+	ConversationFeedback, AssignConversationTags, UnassignConversationTag, ListTags, CreateTag, GetTag, UpdateTag, DeleteTag,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	LabelRun, RunLabels, InvocationLabels, LabelConversation, ConversationLabels, ReviewQueue, JudgeReport, Rejudge,
@@ -329,6 +344,7 @@ var IDParams = map[string]IDParam{
 	"secret_id":       {apperr.SecretNotFound, "workspace secret"},
 	"ticket_id":       {apperr.TicketNotFound, "triage ticket"},
 	"conversation_id": {apperr.ConversationUnknown, "conversation"},
+	"tag_id":          {apperr.ConversationTagNotFound, "conversation tag"},
 	"test_id":         {apperr.TestNotFound, "test"},
 	"folder_id":       {apperr.FolderNotFound, "test folder"},
 	"invocation_id":   {apperr.InvocationNotFound, "test invocation"},

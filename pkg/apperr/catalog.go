@@ -234,6 +234,9 @@ var (
 	NotTicketOwner      = ForbiddenError("not_ticket_owner", "Only the ticket's creator or a workspace admin can delete it.")
 	// TicketMergedOnlyByMerge refuses a PATCH to status merged.
 	TicketMergedOnlyByMerge = ConflictError("invalid_status_transition", "A ticket becomes merged only through the merge operation.")
+	// ConversationTagNotFound answers an unknown (or deleted, or another
+	// workspace's) conversation tag, wherever one is named.
+	ConversationTagNotFound = NotFoundError("conversation_tag_not_found", "No conversation tag with that id exists in this workspace.")
 )
 
 // TicketTransition refuses a status change the workflow does not allow.
@@ -286,6 +289,7 @@ var Catalog = []*Error{
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
+	ConversationTagNotFound,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),
 	WebhookNotFound, DeliveryNotFound, WorkspaceNotFound, WebhookInactive, NotARelayWebhook,
 }

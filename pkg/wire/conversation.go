@@ -10,6 +10,11 @@ type ConversationRow struct {
 	MessageCount     int    `json:"message_count"`
 	Status           string `json:"status"`
 	CallSuccessful   string `json:"call_successful"`
+	// Only with summary_mode=include.
+	TranscriptSummary *string  `json:"transcript_summary,omitempty"`
+	ToolNames         []string `json:"tool_names,omitempty"`
+	Rating            *int     `json:"rating,omitempty"` // once rated: like 5, dislike 1
+	TagIDs            []string `json:"tag_ids,omitempty"`
 }
 
 // ConversationPage is a page of that listing.

@@ -237,6 +237,8 @@ var consolePages = map[string]struct{ Title, Script string }{
 	"agents.html":     {"Agents", "agents.js"},
 	"keys.html":       {"API keys", "keys.js"},
 	"review.html":     {"Review verdicts", "review.js"},
+
+	"conversations.html": {"Conversations", "conversations.js"},
 }
 
 // consoleAssets serves the embedded files by exact name (no directory

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
 
@@ -15,6 +16,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
@@ -62,15 +64,29 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
+	// The tags and the conversations' feedback and tags live on TICKETS
+	// beside the tickets: one replay feeds them all.
+	tags := adapters.NewTagIndex()
 	var rm app.ReadModel = store
+	var idx *adapters.MemoryIndex
 	if d.ReadIndex == config.ReadIndexMemory {
-		if rm, err = followTickets(ctx, d); err != nil {
-			return nil, err
-		}
+		idx = adapters.NewMemoryIndex()
+		rm = idx
+	}
+	if err := followTickets(ctx, d, idx, tags, dir.Conversations); err != nil {
+		return nil, err
 	}
 	a := newApp(d, rm, dir)
 	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
 	a.Verdicts = startVerdicts(ctx, d)
+	a.ConvWriter, a.Tags = dir.Conversations, tags
+	if d.ReadIndex != config.ReadIndexMemory {
+		convs, err := startConversationStore(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		a.Conversations, a.ConvWriter = convs, convs
+	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
@@ -116,16 +132,69 @@ func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
 	return v
 }
 
-// followTickets builds the in-memory index from each ticket's last event
-// and keeps it current; it returns once the replay is applied.
-func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
-	idx := adapters.NewMemoryIndex()
-	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
-		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok {
+// startConversationStore opens the store read model of conversations and
+// runs its two projectors: the platform's conversation events and the
+// annotations on TICKETS.
+func startConversationStore(ctx context.Context, d runtime.Deps) (*adapters.ConversationStore, error) {
+	convs, err := adapters.NewConversationStore(ctx, d.Database(Name))
+	if err != nil {
+		return nil, err
+	}
+	feeds := []struct {
+		spec  consume.Spec
+		apply func(context.Context, eventstore.Record) error
+	}{
+		{consume.Spec{Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: events.PlatformConversationFilters},
+			func(ctx context.Context, rec eventstore.Record) error {
+				return adapters.RecordConversation(ctx, convs, rec)
+			}},
+		{consume.Spec{Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll}},
+			func(ctx context.Context, rec eventstore.Record) error {
+				return adapters.AnnotateConversation(ctx, convs, rec)
+			}},
+	}
+	for _, f := range feeds {
+		d.WatchConsumer(f.spec.Stream, f.spec.Durable)
+		f.spec.OnError = func(batch []jetstream.Msg, err error) {
+			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
+		}
+		go func() {
+			err := consume.Batches(ctx, d.JS, f.spec, func(ctx context.Context, batch []jetstream.Msg) error {
+				for _, m := range batch {
+					rec, err := eventstore.RecordFromMsg(m)
+					if err != nil {
+						return err
+					}
+					if err := f.apply(ctx, rec); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil && ctx.Err() == nil {
+				d.Logger.Error("conversations projection stopped", "durable", f.spec.Durable, "err", err)
+			}
+		}()
+	}
+	return convs, nil
+}
+
+// followTickets builds, from each TICKETS subject's last event, the
+// in-memory ticket index (when idx is set), the tags and the
+// conversations' annotations (when set), and keeps them current; it
+// returns once the replay is applied.
+func followTickets(ctx context.Context, d runtime.Deps, idx *adapters.MemoryIndex, tags app.Tags, conv app.ConversationWriter) error {
+	return eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
 			_ = idx.Put(ctx, seq, t)
 		}
+		if t, ok := events.StateOf[*ticketsv1.ConversationTag](msg); ok && tags != nil {
+			_ = tags.Put(ctx, seq, t)
+		}
+		if an, ok := events.StateOf[*ticketsv1.ConversationAnnotations](msg); ok && conv != nil {
+			_ = conv.Annotate(ctx, seq, an)
+		}
 	})
-	return idx, err
 }
 
 // QAWorkerConfig tunes a QA worker.
@@ -223,8 +292,8 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx, err := followTickets(ctx, d)
-	if err != nil {
+	idx := adapters.NewMemoryIndex()
+	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}
 	return newApp(d, idx, dir), nil

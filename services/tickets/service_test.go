@@ -97,8 +97,8 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	// And the index a memory replica builds from the stream.
-	followed, err := followTickets(ctx, d)
-	if err != nil {
+	followed := adapters.NewMemoryIndex()
+	if err := followTickets(ctx, d, followed, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, sortBy := range []string{"created_at", "priority"} {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -75,12 +76,12 @@ func TestConversationsAPI(t *testing.T) {
 		t.Fatalf("listing %s (more %v), want newest first conv_c,conv_b,conv_a", got, all.HasMore)
 	}
 	want := map[string]wire.ConversationRow{
-		"conv_a": {AgentID: support, ConversationID: "conv_a", StartTimeUnix: base.Unix(), CallDurationSecs: 95, MessageCount: 3, Status: "done", CallSuccessful: "failure"},
+		"conv_a": {AgentID: support, ConversationID: "conv_a", StartTimeUnix: base.Unix(), CallDurationSecs: 95, MessageCount: 3, Status: "done", CallSuccessful: "failure", ToolNames: []string{"lookup_order"}},
 		"conv_b": {AgentID: sales, ConversationID: "conv_b", StartTimeUnix: base.Add(10 * time.Minute).Unix(), CallDurationSecs: 42, MessageCount: 6, Status: "done", CallSuccessful: "success"},
 		"conv_c": {AgentID: support, ConversationID: "conv_c", StartTimeUnix: base.Add(20 * time.Minute).Unix(), CallDurationSecs: 0, MessageCount: 0, Status: "in-progress", CallSuccessful: "unknown"},
 	}
 	for _, c := range all.Conversations {
-		if c != want[c.ConversationID] {
+		if !reflect.DeepEqual(c, want[c.ConversationID]) {
 			t.Errorf("%s listed as %+v, want %+v", c.ConversationID, c, want[c.ConversationID])
 		}
 	}
@@ -191,7 +192,7 @@ func TestConversationsAPI(t *testing.T) {
 	if got := listConversations(t, s, acme.APIKey, "").Conversations[0]; got.AgentID != acmeAgent || got.Status != "in-progress" {
 		t.Fatalf("acme's conv_a: %+v", got)
 	}
-	if got := listConversations(t, s, adminKey, "call_successful=failure").Conversations; len(got) != 1 || got[0] != want["conv_a"] {
+	if got := listConversations(t, s, adminKey, "call_successful=failure").Conversations; len(got) != 1 || !reflect.DeepEqual(got[0], want["conv_a"]) {
 		t.Fatalf("the default workspace's conv_a changed: %+v", got)
 	}
 	reader, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")

@@ -14,7 +14,9 @@
 //	(e) the tests and test-invocations listings at 10,000 of each;
 //	(f) the conversations listing at 10,000 conversations;
 //	(g) the console's queue page at the largest workspace, in headless
-//	    Chromium (the browser's own timing).
+//	    Chromium (the browser's own timing);
+//	(h) the conversations listing under each triage filter at 100,000
+//	    conversations (alone: -section conversations).
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -73,9 +75,23 @@ func main() {
 	creates := flag.Int("creates", 5000, "tickets created through the gateway in (a)")
 	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d)")
 	requests := flag.Int("requests", 60, "requests per listing measurement")
+	conversations := flag.Int("conversations", 100_000, "the conversations of (h)")
+	section := flag.String("section", "", "run one section only: conversations (h)")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file")
 	flag.Parse()
-	if err := run(*creates, *largest, *requests); err != nil {
+	var err error
+	switch *section {
+	case "":
+		err = run(*creates, *largest, *requests)
+		if err == nil {
+			err = runConversationFilters(*conversations, *requests)
+		}
+	case "conversations":
+		err = runConversationFilters(*conversations, *requests)
+	default:
+		err = fmt.Errorf("-section %q: want conversations", *section)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "ticketsbench:", err)
 		os.Exit(1)
 	}

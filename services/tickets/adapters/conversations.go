@@ -1,12 +1,11 @@
 package adapters
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
-	"sync"
+	"strings"
 	"time"
-
-	"github.com/google/btree"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -19,8 +18,8 @@ import (
 
 // conversationEvent is what a conversation_started or conversation_ended
 // event says of its conversation. Beyond the spec's fields, a
-// conversation_ended may hand over the call's outcome, its duration and
-// its transcript (our extension, in the public transcript-turn shape).
+// conversation_ended may hand over the call's outcome, its duration, its
+// analysis and its transcript (our extension, in the public shapes).
 type conversationEvent struct {
 	Name           string
 	WorkspaceID    string
@@ -31,7 +30,27 @@ type conversationEvent struct {
 	CallSuccessful string          `json:"call_successful"`
 	DurationSecs   *int64          `json:"call_duration_secs"`
 	Transcript     json.RawMessage `json:"transcript"`
+	RawAnalysis    json.RawMessage `json:"analysis"`
+	analysis       analysis        // RawAnalysis, when in the public shape
 	turns          int             // how many turns Transcript holds; 0 when it is absent or refused
+	shape          transcriptShape // what the listing filters read of it
+}
+
+// analysis is the public conversation analysis, as far as listings filter
+// on it.
+type analysis struct {
+	Evaluations map[string]struct {
+		Result string `json:"result"`
+	} `json:"evaluation_criteria_results"`
+	DataCollection map[string]struct {
+		Value json.RawMessage `json:"value"`
+	} `json:"data_collection_results"`
+	Summary string `json:"transcript_summary"`
+}
+
+// transcriptShape is what listings filter on in a transcript.
+type transcriptShape struct {
+	words, tools, errored []string
 }
 
 // maxTranscriptTurns bounds a handed-over transcript, as the API's
@@ -46,7 +65,15 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended") {
 		return ev, false
 	}
-	if json.Unmarshal(env.Data, &ev) != nil || !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
+	if json.Unmarshal(env.Data, &ev) != nil {
+		return ev, false
+	}
+	// An analysis of another shape (a producer on the bus) is dropped, not
+	// the event.
+	if len(ev.RawAnalysis) > 0 && json.Unmarshal(ev.RawAnalysis, &ev.analysis) != nil {
+		ev.analysis = analysis{}
+	}
+	if !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
 		return ev, false
 	}
 	ws, _, ok := events.ParsePlatformSubject(rec.Subject)
@@ -68,160 +95,104 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 		}
 		ev.Transcript = checked
 	}
-	ev.turns = countTurns(ev.Transcript)
+	ev.turns, ev.shape = readTranscript(ev.Transcript)
 	if ev.turns == 0 {
 		ev.Transcript = nil
 	}
 	return ev, true
 }
 
-// countTurns is the number of turns of a transcript in the public shape (a
-// JSON array of objects, each with its role), or 0 when it is not one.
-func countTurns(raw json.RawMessage) int {
+// summaryEvent is what the read models apply.
+func (ev conversationEvent) summaryEvent() app.ConversationEvent {
+	out := app.ConversationEvent{
+		Name: ev.Name, WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, AgentID: ev.AgentID,
+		AtMs: ev.At.UnixMilli(), TurnCount: ev.TurnCount, CallSuccessful: ev.CallSuccessful, DurationSecs: ev.DurationSecs,
+		Turns: ev.turns, Summary: ev.analysis.Summary,
+		ToolNames: ev.shape.tools, ToolsErrored: ev.shape.errored, Words: ev.shape.words,
+	}
+	for id, e := range ev.analysis.Evaluations {
+		if slices.Contains(app.CallOutcomes, e.Result) {
+			if out.Evaluations == nil {
+				out.Evaluations = map[string]string{}
+			}
+			out.Evaluations[id] = e.Result
+		}
+	}
+	for id, d := range ev.analysis.DataCollection {
+		if v, ok := dataValue(d.Value); ok {
+			if out.DataCollection == nil {
+				out.DataCollection = map[string]string{}
+			}
+			out.DataCollection[id] = v
+		}
+	}
+	return out
+}
+
+// dataValue is a collected value as data_collection_params compare it: a
+// string as itself, a number or boolean as its JSON text, anything else
+// as its compact JSON; null (or nothing) was not collected.
+func dataValue(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var compact bytes.Buffer
+	if json.Compact(&compact, raw) != nil {
+		return "", false
+	}
+	return compact.String(), true
+}
+
+// readTranscript is the number of turns of a transcript in the public
+// shape (a JSON array of objects, each with its role), or 0 when it is
+// not one, and what listings filter on: the words of its messages, the
+// tools it called and those whose result was an error.
+func readTranscript(raw json.RawMessage) (int, transcriptShape) {
+	var shape transcriptShape
 	if len(raw) == 0 {
-		return 0
+		return 0, shape
 	}
 	var turns []struct {
-		Role string `json:"role"`
+		Role      string `json:"role"`
+		Message   any    `json:"message"`
+		ToolCalls []struct {
+			ToolName string `json:"tool_name"`
+		} `json:"tool_calls"`
+		ToolResults []struct {
+			ToolName string `json:"tool_name"`
+			IsError  bool   `json:"is_error"`
+		} `json:"tool_results"`
 	}
 	if json.Unmarshal(raw, &turns) != nil || len(turns) > maxTranscriptTurns {
-		return 0
+		return 0, shape
 	}
+	var text strings.Builder
 	for _, t := range turns {
 		if t.Role == "" {
-			return 0
+			return 0, transcriptShape{}
+		}
+		if m, ok := t.Message.(string); ok {
+			text.WriteString(m)
+			text.WriteByte(' ')
+		}
+		for _, c := range t.ToolCalls {
+			if c.ToolName != "" {
+				shape.tools = append(shape.tools, c.ToolName)
+			}
+		}
+		for _, r := range t.ToolResults {
+			if r.ToolName != "" && r.IsError {
+				shape.errored = append(shape.errored, r.ToolName)
+			}
 		}
 	}
-	return len(turns)
-}
-
-// ConversationIndex holds a summary of every conversation, per workspace
-// (and per agent) in listing order, newest first, so a page walks from its
-// cursor and stops once it has the page. It is built from the platform
-// stream at start and kept live.
-type ConversationIndex struct {
-	mu     sync.RWMutex
-	byID   map[string]app.ConversationSummary // workspace/conversation → summary
-	spaces map[string]*btree.BTreeG[app.ConversationSummary]
-	agents map[string]*btree.BTreeG[app.ConversationSummary] // workspace/agent → its conversations
-}
-
-// NewConversationIndex returns an empty index.
-func NewConversationIndex() *ConversationIndex {
-	return &ConversationIndex{
-		byID:   map[string]app.ConversationSummary{},
-		spaces: map[string]*btree.BTreeG[app.ConversationSummary]{},
-		agents: map[string]*btree.BTreeG[app.ConversationSummary]{},
-	}
-}
-
-// newestFirst orders a tree so that ascending iteration is the listing.
-func newestFirst(a, b app.ConversationSummary) bool { return a.Position().Compare(b.Position()) > 0 }
-
-func (x *ConversationIndex) apply(ev conversationEvent) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	key := ev.WorkspaceID + "/" + ev.ConversationID
-	prev, known := x.byID[key]
-	c := prev
-	if !known {
-		c = app.ConversationSummary{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, StartedAtMs: ev.At.UnixMilli(),
-			Status: app.ConversationInProgress, CallSuccessful: "unknown"}
-	}
-	if ev.AgentID != "" {
-		c.AgentID = ev.AgentID
-	}
-	switch ev.Name {
-	case "conversation_started":
-		// The start, when it arrives after the end, still dates the call.
-		c.StartedAtMs = min(c.StartedAtMs, ev.At.UnixMilli())
-	case "conversation_ended":
-		c.Status, c.EndedAtMs = app.ConversationDone, ev.At.UnixMilli()
-		if ev.DurationSecs != nil && *ev.DurationSecs >= 0 {
-			c.DurationSecs, c.DurationReported = *ev.DurationSecs, true
-		}
-		switch {
-		case ev.turns > 0:
-			c.MessageCount = ev.turns
-		case ev.TurnCount != nil && *ev.TurnCount >= 0:
-			c.MessageCount = *ev.TurnCount
-		}
-		if ev.CallSuccessful != "" {
-			c.CallSuccessful = ev.CallSuccessful
-		}
-	}
-	if c.EndedAtMs != 0 && !c.DurationReported {
-		c.DurationSecs = max(0, (c.EndedAtMs-c.StartedAtMs)/1000)
-	}
-	if known {
-		x.tree(x.spaces, prev.WorkspaceID).Delete(prev)
-		if prev.AgentID != "" {
-			x.tree(x.agents, prev.WorkspaceID+"/"+prev.AgentID).Delete(prev)
-		}
-	}
-	x.byID[key] = c
-	x.tree(x.spaces, c.WorkspaceID).ReplaceOrInsert(c)
-	if c.AgentID != "" {
-		x.tree(x.agents, c.WorkspaceID+"/"+c.AgentID).ReplaceOrInsert(c)
-	}
-}
-
-func (x *ConversationIndex) tree(m map[string]*btree.BTreeG[app.ConversationSummary], key string) *btree.BTreeG[app.ConversationSummary] {
-	t := m[key]
-	if t == nil {
-		t = btree.NewG(32, newestFirst)
-		m[key] = t
-	}
-	return t
-}
-
-// ConversationSummary looks one conversation up.
-func (x *ConversationIndex) ConversationSummary(workspaceID, conversationID string) (app.ConversationSummary, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	c, ok := x.byID[workspaceID+"/"+conversationID]
-	return c, ok
-}
-
-// ConversationPage walks the workspace's (or the agent's) conversations
-// from the cursor, or from the time bound, newest first.
-func (x *ConversationIndex) ConversationPage(q app.ConversationQuery) ([]app.ConversationSummary, bool) {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	t := x.spaces[q.WorkspaceID]
-	if q.AgentID != "" {
-		t = x.agents[q.WorkspaceID+"/"+q.AgentID]
-	}
-	if t == nil {
-		return nil, false
-	}
-	// The walk starts at the cursor or just below the "before" bound,
-	// whichever is older, and stops at the "after" bound.
-	from := app.ConversationSummary{StartedAtMs: 1 << 62}
-	if q.StartedBefore != 0 {
-		from.StartedAtMs = q.StartedBefore * 1000
-	}
-	if q.After != nil && q.After.Compare(from.Position()) < 0 {
-		from = app.ConversationSummary{StartedAtMs: q.After.StartedAtMs, ConversationID: q.After.ID}
-	}
-	var page []app.ConversationSummary
-	more := false
-	t.AscendGreaterOrEqual(from, func(c app.ConversationSummary) bool {
-		if q.After != nil && c.Position().Compare(*q.After) >= 0 {
-			return true // the cursor's own conversation
-		}
-		if q.StartedAfter != 0 && c.StartedAtMs <= q.StartedAfter*1000+999 {
-			return false // older than the range: nothing further matches
-		}
-		if !q.Matches(c) {
-			return true
-		}
-		if len(page) == q.Limit {
-			more = true
-			return false
-		}
-		page = append(page, c)
-		return true
-	})
-	return page, more
+	shape.words = app.SearchWords(text.String())
+	slices.Sort(shape.tools)
+	slices.Sort(shape.errored)
+	shape.tools, shape.errored = slices.Compact(shape.tools), slices.Compact(shape.errored)
+	return len(turns), shape
 }

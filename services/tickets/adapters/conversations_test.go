@@ -4,11 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/app/convmodeltest"
 )
 
 func platformRecord(t *testing.T, ws, event string, at time.Time, data map[string]any) eventstore.Record {
@@ -45,7 +51,7 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s %s not parsed", event, conv)
 		}
-		x.apply(ev)
+		_ = x.Record(context.Background(), 0, ev.summaryEvent())
 	}
 	for i := range 5 {
 		apply("ws1", "conversation_started", fmt.Sprintf("c%d", i), "agent_a", base.Add(time.Duration(i/2)*time.Minute), nil)
@@ -58,7 +64,7 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 	var got []string
 	q := app.ConversationQuery{WorkspaceID: "ws1", Limit: 2}
 	for {
-		rows, more := x.ConversationPage(q)
+		rows, more, _ := x.ConversationPage(context.Background(), q)
 		got = append(got, pageIDs(rows))
 		if !more {
 			break
@@ -69,18 +75,18 @@ func TestConversationIndexPagesNewestFirst(t *testing.T) {
 	if fmt.Sprint(got) != "[c4,c3 c2,c1 c0,c5]" {
 		t.Fatalf("pages %v", got)
 	}
-	c5, _ := x.ConversationSummary("ws1", "c5")
+	c5, _ := x.Summary("ws1", "c5")
 	if c5.DurationSecs != 660 || c5.Status != app.ConversationDone || c5.CallSuccessful != "failure" || c5.StartedAtMs != base.Add(-time.Minute).UnixMilli() {
 		t.Fatalf("c5: %+v", c5)
 	}
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", AgentID: "agent_b", Limit: 10}); pageIDs(rows) != "c5" {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws1", AgentID: "agent_b", Limit: 10}); pageIDs(rows) != "c5" {
 		t.Fatalf("agent_b: %s", pageIDs(rows))
 	}
 	before := base.Add(time.Minute).Unix()
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws1", StartedBefore: before, StartedAfter: base.Unix() - 1, Limit: 10}); pageIDs(rows) != "c1,c0" {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws1", StartedBefore: before, StartedAfter: base.Unix() - 1, Limit: 10}); pageIDs(rows) != "c1,c0" {
 		t.Fatalf("time range: %s", pageIDs(rows))
 	}
-	if rows, _ := x.ConversationPage(app.ConversationQuery{WorkspaceID: "ws3", Limit: 10}); len(rows) != 0 {
+	if rows, _, _ := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws3", Limit: 10}); len(rows) != 0 {
 		t.Fatalf("unknown workspace lists %s", pageIDs(rows))
 	}
 }
@@ -134,5 +140,80 @@ func TestTranscriptFromTheBusFollowsTheValueRules(t *testing.T) {
 	ev, ok := parseConversationEvent(record(`[{"role":"user","time_in_call_secs":3.0}]`))
 	if !ok || string(ev.Transcript) != `[{"role":"user","time_in_call_secs":3}]` || ev.turns != 1 {
 		t.Errorf("3.0: kept %s (ok %v)", ev.Transcript, ok)
+	}
+}
+
+// The memory index answers every conversations listing as the brute-force
+// filter of the same data does (the conformance suite).
+func TestConversationIndexConformance(t *testing.T) {
+	convmodeltest.Run(t, 600, func(*testing.T) convmodeltest.Model { return NewConversationIndex() })
+	// Numeric filters read from the trees ordered by value whenever that
+	// is the cheaper way, as in a large workspace.
+	t.Run("ranges", func(t *testing.T) {
+		convmodeltest.Run(t, 600, func(*testing.T) convmodeltest.Model {
+			x := NewConversationIndex()
+			x.rangeFloor = 0
+			return x
+		})
+	})
+}
+
+// The store read model on the embedded store (and on MongoDB in the
+// container tier, VOICEAI_TEST_DOCKER=1) answers as the memory index does.
+func TestConversationStoreConformance(t *testing.T) {
+	// The embedded store evaluates filters by reading each document: a
+	// smaller fixture.
+	convmodeltest.Run(t, 150, testenv.OnFreshDatabases(t, "conversations_conformance",
+		func(ctx context.Context, db *mongo.Database) (convmodeltest.Model, error) {
+			return NewConversationStore(ctx, db)
+		}))
+}
+
+// On a real MongoDB (the container tier) every conversations listing query
+// is answered from an index: the plan has no collection scan.
+func TestConversationStoreQueriesUseAnIndex(t *testing.T) {
+	db := testenv.PlanDatabase(t, "conversation_plans")
+	if _, err := NewConversationStore(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	after := &app.ConversationPosition{StartedAtMs: 10, ID: "conv_1"}
+	for _, q := range []app.ConversationQuery{
+		{WorkspaceID: "ws", Limit: 100},
+		{WorkspaceID: "ws", Limit: 100, After: after},
+		{WorkspaceID: "ws", Limit: 100, AgentID: "agent_1", CallSuccessful: "failure"},
+		{WorkspaceID: "ws", Limit: 100, Words: []string{"refund", "denied"}, After: after},
+		{WorkspaceID: "ws", Limit: 100, ToolNames: []string{"a", "b"}},
+		{WorkspaceID: "ws", Limit: 100, TagIDs: []string{"ctag_1"}},
+		{WorkspaceID: "ws", Limit: 100, RatingMin: 4},
+		{WorkspaceID: "ws", Limit: 100, DataCollection: []app.DataCond{{ID: "amount", Op: "gt", Number: 3}}},
+	} {
+		filter, _ := ConversationFilter(q)
+		text := testenv.FindPlan(t, db, bson.D{{Key: "find", Value: ConversationsCollection}, {Key: "filter", Value: filter},
+			{Key: "sort", Value: ConversationSort}, {Key: "limit", Value: q.Limit + 1}})
+		if strings.Contains(text, "COLLSCAN") || !strings.Contains(text, "IXSCAN") {
+			t.Errorf("%+v: plan %s", q, text)
+		}
+	}
+}
+
+// An analysis in the public shape is read (results other than the three
+// outcomes dropped); one of another shape is dropped, not the event.
+func TestConversationAnalysisIsRead(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	ev, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, map[string]any{
+		"conversation_id": "c1", "call_successful": "failure",
+		"analysis": map[string]any{
+			"transcript_summary":          "Refund refused",
+			"evaluation_criteria_results": map[string]any{"accuracy": map[string]any{"result": "failure"}, "tone": map[string]any{"result": "maybe"}},
+			"data_collection_results":     map[string]any{"amount": map[string]any{"value": 12.5}, "city": map[string]any{"value": "Lima"}, "none": map[string]any{"value": nil}},
+		}}))
+	s := ev.summaryEvent()
+	if !ok || s.Summary != "Refund refused" || fmt.Sprint(s.Evaluations) != "map[accuracy:failure]" || fmt.Sprint(s.DataCollection) != "map[amount:12.5 city:Lima]" {
+		t.Fatalf("read %+v (ok %v)", s, ok)
+	}
+	ev, ok = parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, map[string]any{
+		"conversation_id": "c1", "call_successful": "failure", "analysis": []any{"not", "an", "object"}}))
+	if s := ev.summaryEvent(); !ok || s.CallSuccessful != "failure" || s.Evaluations != nil {
+		t.Fatalf("an analysis of another shape: %+v (ok %v)", s, ok)
 	}
 }

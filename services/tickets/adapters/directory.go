@@ -105,7 +105,7 @@ func (d *Directory) applyPlatform(rec eventstore.Record) {
 		d.log.Warn("platform event ignored: not a conversation event with well-formed ids", "subject", rec.Subject, "seq", rec.Seq)
 		return
 	}
-	d.Conversations.apply(ev)
+	_ = d.Conversations.Record(context.Background(), rec.Seq, ev.summaryEvent())
 }
 
 // AgentExists reports whether a live agent belongs to the workspace.
@@ -160,7 +160,7 @@ func (d *Directory) Members(workspaceID string) []app.Member {
 
 // Conversation returns what is known of a conversation in a workspace.
 func (d *Directory) Conversation(workspaceID, conversationID string) (app.Conversation, bool) {
-	c, ok := d.Conversations.ConversationSummary(workspaceID, conversationID)
+	c, ok := d.Conversations.Summary(workspaceID, conversationID)
 	if !ok {
 		return app.Conversation{}, false
 	}

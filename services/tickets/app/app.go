@@ -30,6 +30,15 @@ type App struct {
 	// Verdicts, when set, holds the judge's analyses of conversations and
 	// reviewers' labels (see verdicts.go).
 	Verdicts Verdicts
+	// ConvWriter is where the annotations written here are projected at
+	// once (the conversations read model); Tags, the tags' index.
+	ConvWriter ConversationWriter
+	Tags       Tags
+	// TagRepo and Annotations are the conversation tags and the feedback
+	// and tags on a conversation, aggregates on stream TICKETS beside the
+	// tickets.
+	TagRepo     *aggregate.Repo[*ticketsv1.ConversationTag]
+	Annotations *aggregate.Repo[*ticketsv1.ConversationAnnotations]
 	// Advisor, when set, clusters through a model instead of the offline
 	// rules (exact duplicates excepted).
 	Advisor ClusterAdvisor
@@ -86,6 +95,31 @@ func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, no
 		Gone:    func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:   func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project: rm.Put, NotFound: apperr.TicketNotFound,
+	}
+	a.TagRepo = &aggregate.Repo[*ticketsv1.ConversationTag]{
+		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Subject: events.TicketSubject,
+		Gone:    func(s *ticketsv1.ConversationTag) bool { return s.DeletedAtUnixSecs != nil },
+		Touch:   func(s *ticketsv1.ConversationTag, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
+		Project: func(ctx context.Context, seq uint64, t *ticketsv1.ConversationTag) error {
+			if a.Tags == nil {
+				return nil
+			}
+			return a.Tags.Put(ctx, seq, t)
+		},
+		NotFound: apperr.ConversationTagNotFound,
+	}
+	a.Annotations = &aggregate.Repo[*ticketsv1.ConversationAnnotations]{
+		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Subject: events.ConversationAnnotationsSubject,
+		Touch:   func(s *ticketsv1.ConversationAnnotations, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
+		Project: func(ctx context.Context, seq uint64, an *ticketsv1.ConversationAnnotations) error {
+			if a.ConvWriter == nil {
+				return nil
+			}
+			return a.ConvWriter.Annotate(ctx, seq, an)
+		},
+		NotFound: apperr.ConversationUnknown,
 	}
 	return a
 }

@@ -145,13 +145,13 @@ func (h *Handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 	if err := api.DecodeQuery(r, &params); err != nil {
 		return err
 	}
-	page, err := h.App.ListConversations(principal.Of(r).WorkspaceID, params)
+	page, err := h.App.ListConversations(r.Context(), principal.Of(r).WorkspaceID, params)
 	if err != nil {
 		return err
 	}
 	out := make([]wire.ConversationRow, 0, len(page.Conversations))
 	for _, c := range page.Conversations {
-		out = append(out, rowOf(c))
+		out = append(out, rowOf(c, page.WithSummary))
 	}
 	httpx.WriteJSON(w, http.StatusOK, wire.ConversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
 	return nil
@@ -160,4 +160,56 @@ func (h *Handlers) ListConversations(w http.ResponseWriter, r *http.Request) err
 func (h *Handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
 	c, err := h.App.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
 	return httpx.Reply(w, http.StatusOK, c, err, detailOf)
+}
+
+func (h *Handlers) ConversationFeedback(w http.ResponseWriter, r *http.Request) error {
+	return api.CommandOn(w, r, http.StatusOK, h.App.GiveFeedback, func(app.ConversationSummary) struct{} { return struct{}{} })
+}
+
+func (h *Handlers) AssignConversationTags(w http.ResponseWriter, r *http.Request) error {
+	var in app.AssignTagsInput
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	_, err := h.App.AssignTags(r.Context(), api.CallerOf(r), mux.Vars(r)["conversation_id"], in)
+	return httpx.NoContent(w, err)
+}
+
+func (h *Handlers) UnassignConversationTag(w http.ResponseWriter, r *http.Request) error {
+	vars := mux.Vars(r)
+	return httpx.NoContent(w, h.App.UnassignTag(r.Context(), api.CallerOf(r), vars["conversation_id"], vars["tag_id"]))
+}
+
+func (h *Handlers) ListTags(w http.ResponseWriter, r *http.Request) error {
+	var params app.TagListParams
+	if err := api.DecodeQuery(r, &params); err != nil {
+		return err
+	}
+	page, err := h.App.ListTags(principal.Of(r).WorkspaceID, params)
+	if err != nil {
+		return err
+	}
+	out := make([]tagView, 0, len(page.Tags))
+	for _, t := range page.Tags {
+		out = append(out, tagOf(t))
+	}
+	httpx.WriteJSON(w, http.StatusOK, tagPage{Tags: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
+	return nil
+}
+
+func (h *Handlers) CreateTag(w http.ResponseWriter, r *http.Request) error {
+	return api.Command(w, r, http.StatusOK, h.App.CreateTag, tagOf)
+}
+
+func (h *Handlers) GetTag(w http.ResponseWriter, r *http.Request) error {
+	t, err := h.App.GetTag(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["tag_id"])
+	return httpx.Reply(w, http.StatusOK, t, err, tagOf)
+}
+
+func (h *Handlers) UpdateTag(w http.ResponseWriter, r *http.Request) error {
+	return api.CommandOn(w, r, http.StatusOK, h.App.UpdateTag, tagOf)
+}
+
+func (h *Handlers) DeleteTag(w http.ResponseWriter, r *http.Request) error {
+	return api.Remove(w, r, h.App.DeleteTag)
 }

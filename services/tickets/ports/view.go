@@ -2,6 +2,8 @@ package ports
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -26,11 +28,19 @@ func viewOf(t *ticketsv1.Ticket, m *app.Match) ticketView {
 	return ticketView{Ticket: wire.TicketOf(t), SearchMatch: m}
 }
 
-func rowOf(c app.ConversationSummary) wire.ConversationRow {
-	return wire.ConversationRow{
+func rowOf(c app.ConversationSummary, withSummary bool) wire.ConversationRow {
+	row := wire.ConversationRow{
 		AgentID: c.AgentID, ConversationID: c.ConversationID, StartTimeUnix: c.StartedAtMs / 1000,
 		CallDurationSecs: c.DurationSecs, MessageCount: c.MessageCount, Status: c.Status, CallSuccessful: c.CallSuccessful,
+		ToolNames: c.ToolNames, TagIDs: c.TagIDs,
 	}
+	if r := c.Rating(); r != 0 {
+		row.Rating = &r
+	}
+	if withSummary {
+		row.TranscriptSummary = &c.Summary
+	}
+	return row
 }
 
 // conversationView is one conversation in the public shape, with the
@@ -46,6 +56,7 @@ type conversationView struct {
 	HasResponseAudio  bool             `json:"has_response_audio"`
 	HasAuxiliaryAudio bool             `json:"has_auxiliary_audio"`
 	Transcript        json.RawMessage  `json:"transcript"`
+	TagIDs            []string         `json:"tag_ids"`
 	TriageTickets     []ticketView     `json:"triage_tickets"`
 	// EvaluationLabel is the current label of the analysis (our
 	// extension), null when it has none.
@@ -53,8 +64,18 @@ type conversationView struct {
 }
 
 type conversationMeta struct {
-	StartTimeUnix    int64 `json:"start_time_unix_secs"`
-	CallDurationSecs int64 `json:"call_duration_secs"`
+	StartTimeUnix    int64         `json:"start_time_unix_secs"`
+	CallDurationSecs int64         `json:"call_duration_secs"`
+	Feedback         *feedbackView `json:"feedback,omitempty"`
+}
+
+// feedbackView is the public conversation feedback: one feedback is kept
+// (the last), so likes and dislikes are 0 or 1.
+type feedbackView struct {
+	OverallScore *string `json:"overall_score"`
+	Likes        int     `json:"likes"`
+	Dislikes     int     `json:"dislikes"`
+	Rating       *int    `json:"rating"`
 }
 
 // analysisView is the public analysis: the latest re-judged analysis'
@@ -68,7 +89,7 @@ type analysisView struct {
 	TranscriptSummary string                      `json:"transcript_summary"`
 	Results           map[string]criterionVerdict `json:"evaluation_criteria_results"`
 	ResultsList       []criterionVerdict          `json:"evaluation_criteria_results_list"`
-	DataCollection    map[string]any              `json:"data_collection_results"`
+	DataCollection    map[string]dataView         `json:"data_collection_results"`
 	Judge             *judgeView                  `json:"judge"`
 }
 
@@ -85,14 +106,26 @@ type judgeView struct {
 	AnalysedAtUnix int64  `json:"analysed_at_unix_secs"`
 }
 
+// analysisOf is what the call stack reported at the call's end (its
+// outcome, summary, criteria results and data), replaced, except the
+// data, by the latest re-judged analysis when there is one.
 func analysisOf(c app.ConversationDetail) analysisView {
-	v := analysisView{CallSuccessful: c.CallSuccessful, Reported: c.CallSuccessful, Results: map[string]criterionVerdict{},
-		ResultsList: []criterionVerdict{}, DataCollection: map[string]any{}}
+	v := analysisView{CallSuccessful: c.CallSuccessful, Reported: c.CallSuccessful, TranscriptSummary: c.Summary,
+		Results: map[string]criterionVerdict{}, ResultsList: []criterionVerdict{}, DataCollection: map[string]dataView{}}
+	for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
+		r := criterionVerdict{ID: id, Result: c.Evaluations[id]}
+		v.Results[id] = r
+		v.ResultsList = append(v.ResultsList, r)
+	}
+	for id, value := range c.DataCollection {
+		v.DataCollection[id] = dataView{DataCollectionID: id, Value: value}
+	}
 	an := c.Analysis
 	if an == nil {
 		return v
 	}
 	v.CallSuccessful, v.TranscriptSummary = an.CallSuccessful, an.TranscriptSummary
+	v.Results, v.ResultsList = map[string]criterionVerdict{}, []criterionVerdict{}
 	for _, cr := range an.Criteria {
 		r := criterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
 		v.Results[cr.ID] = r
@@ -161,12 +194,33 @@ type ticketDetailView struct {
 	VerdictLabels []labelView `json:"verdict_labels"`
 }
 
+// dataView is a data collection result; the rationale is not kept: it is
+// empty.
+type dataView struct {
+	DataCollectionID string `json:"data_collection_id"`
+	Value            string `json:"value"`
+	Rationale        string `json:"rationale"`
+}
+
 func detailOf(c app.ConversationDetail) conversationView {
 	v := conversationView{
 		AgentID: c.AgentID, ConversationID: c.ConversationID, Status: c.Status,
 		Metadata:   conversationMeta{StartTimeUnix: c.StartedAtMs / 1000, CallDurationSecs: c.DurationSecs},
 		Analysis:   analysisOf(c),
-		Transcript: c.Transcript, TriageTickets: make([]ticketView, 0, len(c.Tickets)),
+		Transcript: c.Transcript, TagIDs: c.TagIDs, TriageTickets: make([]ticketView, 0, len(c.Tickets)),
+	}
+	if v.TagIDs == nil {
+		v.TagIDs = []string{}
+	}
+	if c.Feedback != "" {
+		f, r := &feedbackView{OverallScore: &c.Feedback}, c.Rating()
+		f.Rating = &r
+		if c.Feedback == "like" {
+			f.Likes = 1
+		} else {
+			f.Dislikes = 1
+		}
+		v.Metadata.Feedback = f
 	}
 	if c.Label != nil {
 		l := labelViewOf(*c.Label)
@@ -179,4 +233,24 @@ func detailOf(c app.ConversationDetail) conversationView {
 		v.TriageTickets = append(v.TriageTickets, viewOf(t, nil))
 	}
 	return v
+}
+
+// tagView is a conversation tag in the public shape.
+type tagView struct {
+	TagID       string  `json:"tag_id"`
+	WorkspaceID string  `json:"workspace_id"`
+	OwnerUserID string  `json:"owner_user_id"`
+	Title       string  `json:"title"`
+	Description *string `json:"description,omitempty"`
+	CreatedAt   int64   `json:"created_at_unix_secs"`
+}
+
+type tagPage struct {
+	Tags       []tagView `json:"conversation_tags"`
+	NextCursor *string   `json:"next_cursor"`
+	HasMore    bool      `json:"has_more"`
+}
+
+func tagOf(t *ticketsv1.ConversationTag) tagView {
+	return tagView{TagID: t.TagId, WorkspaceID: t.WorkspaceId, OwnerUserID: t.OwnerUserId, Title: t.Title, Description: t.Description, CreatedAt: t.CreatedAtUnixSecs}
 }

@@ -13,6 +13,7 @@ export function can(operation) {
 
 const pages = [
   ['index.html', 'Triage', 'tickets.list'],
+  ['conversations.html', 'Conversations', 'tickets.list_conversations'],
   ['tests.html', 'Tests', 'testing.list_tests'],
   ['review.html', 'Review', 'testing.review_queue'],
   ['loadtest.html', 'Load test', 'testing.start_load_test'],

@@ -1,7 +1,7 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
+import {h, append, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
 import {start, can, shown} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
@@ -131,7 +131,7 @@ start(async (main) => {
           turnComments(t.turn_comments));
       });
     } else {
-      box.append(turnComments(t.turn_comments));
+      append(box, [turnComments(t.turn_comments)]); // none: nothing, never the text "null"
     }
     return section;
   }

@@ -567,6 +567,296 @@ func (x *TicketClustered) GetChangedFields() []string {
 	return nil
 }
 
+// Type "tickets.conversation_tag_created", "..._updated" (title or
+// description) and "..._deleted": state-carrying, on the tag's subject.
+type ConversationTagCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tag           *ConversationTag       `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationTagCreated) Reset() {
+	*x = ConversationTagCreated{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationTagCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationTagCreated) ProtoMessage() {}
+
+func (x *ConversationTagCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationTagCreated.ProtoReflect.Descriptor instead.
+func (*ConversationTagCreated) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ConversationTagCreated) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationTagCreated) GetTag() *ConversationTag {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+type ConversationTagUpdated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tag           *ConversationTag       `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	ChangedFields []string               `protobuf:"bytes,3,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationTagUpdated) Reset() {
+	*x = ConversationTagUpdated{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationTagUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationTagUpdated) ProtoMessage() {}
+
+func (x *ConversationTagUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationTagUpdated.ProtoReflect.Descriptor instead.
+func (*ConversationTagUpdated) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ConversationTagUpdated) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationTagUpdated) GetTag() *ConversationTag {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+func (x *ConversationTagUpdated) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
+type ConversationTagDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tag           *ConversationTag       `protobuf:"bytes,2,opt,name=tag,proto3" json:"tag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationTagDeleted) Reset() {
+	*x = ConversationTagDeleted{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationTagDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationTagDeleted) ProtoMessage() {}
+
+func (x *ConversationTagDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationTagDeleted.ProtoReflect.Descriptor instead.
+func (*ConversationTagDeleted) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConversationTagDeleted) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationTagDeleted) GetTag() *ConversationTag {
+	if x != nil {
+		return x.Tag
+	}
+	return nil
+}
+
+// Type "tickets.conversation_feedback_given": a like or dislike on a
+// conversation (a later one replaces it).
+type ConversationFeedbackGiven struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Meta          *v1.EventMeta            `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Annotations   *ConversationAnnotations `protobuf:"bytes,2,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationFeedbackGiven) Reset() {
+	*x = ConversationFeedbackGiven{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationFeedbackGiven) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationFeedbackGiven) ProtoMessage() {}
+
+func (x *ConversationFeedbackGiven) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationFeedbackGiven.ProtoReflect.Descriptor instead.
+func (*ConversationFeedbackGiven) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ConversationFeedbackGiven) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationFeedbackGiven) GetAnnotations() *ConversationAnnotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+// Type "tickets.conversation_tags_changed": tags attached to or detached
+// from a conversation.
+type ConversationTagsChanged struct {
+	state         protoimpl.MessageState   `protogen:"open.v1"`
+	Meta          *v1.EventMeta            `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Annotations   *ConversationAnnotations `protobuf:"bytes,2,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	AddedTagIds   []string                 `protobuf:"bytes,3,rep,name=added_tag_ids,json=addedTagIds,proto3" json:"added_tag_ids,omitempty"`
+	RemovedTagIds []string                 `protobuf:"bytes,4,rep,name=removed_tag_ids,json=removedTagIds,proto3" json:"removed_tag_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConversationTagsChanged) Reset() {
+	*x = ConversationTagsChanged{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationTagsChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationTagsChanged) ProtoMessage() {}
+
+func (x *ConversationTagsChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationTagsChanged.ProtoReflect.Descriptor instead.
+func (*ConversationTagsChanged) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ConversationTagsChanged) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *ConversationTagsChanged) GetAnnotations() *ConversationAnnotations {
+	if x != nil {
+		return x.Annotations
+	}
+	return nil
+}
+
+func (x *ConversationTagsChanged) GetAddedTagIds() []string {
+	if x != nil {
+		return x.AddedTagIds
+	}
+	return nil
+}
+
+func (x *ConversationTagsChanged) GetRemovedTagIds() []string {
+	if x != nil {
+		return x.RemovedTagIds
+	}
+	return nil
+}
+
 var File_voiceai_tickets_v1_events_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
@@ -609,7 +899,25 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12%\n" +
-	"\x0echanged_fields\x18\b \x03(\tR\rchangedFieldsBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
+	"\x0echanged_fields\x18\b \x03(\tR\rchangedFields\"\x81\x01\n" +
+	"\x16ConversationTagCreated\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x125\n" +
+	"\x03tag\x18\x02 \x01(\v2#.voiceai.tickets.v1.ConversationTagR\x03tag\"\xa8\x01\n" +
+	"\x16ConversationTagUpdated\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x125\n" +
+	"\x03tag\x18\x02 \x01(\v2#.voiceai.tickets.v1.ConversationTagR\x03tag\x12%\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"\x81\x01\n" +
+	"\x16ConversationTagDeleted\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x125\n" +
+	"\x03tag\x18\x02 \x01(\v2#.voiceai.tickets.v1.ConversationTagR\x03tag\"\x9c\x01\n" +
+	"\x19ConversationFeedbackGiven\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12M\n" +
+	"\vannotations\x18\x02 \x01(\v2+.voiceai.tickets.v1.ConversationAnnotationsR\vannotations\"\xe6\x01\n" +
+	"\x17ConversationTagsChanged\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12M\n" +
+	"\vannotations\x18\x02 \x01(\v2+.voiceai.tickets.v1.ConversationAnnotationsR\vannotations\x12\"\n" +
+	"\radded_tag_ids\x18\x03 \x03(\tR\vaddedTagIds\x12&\n" +
+	"\x0fremoved_tag_ids\x18\x04 \x03(\tR\rremovedTagIdsBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
 
 var (
 	file_voiceai_tickets_v1_events_proto_rawDescOnce sync.Once
@@ -623,41 +931,58 @@ func file_voiceai_tickets_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_tickets_v1_events_proto_rawDescData
 }
 
-var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_voiceai_tickets_v1_events_proto_goTypes = []any{
-	(*TicketCreated)(nil),       // 0: voiceai.tickets.v1.TicketCreated
-	(*TicketUpdated)(nil),       // 1: voiceai.tickets.v1.TicketUpdated
-	(*TicketStatusChanged)(nil), // 2: voiceai.tickets.v1.TicketStatusChanged
-	(*TicketCommented)(nil),     // 3: voiceai.tickets.v1.TicketCommented
-	(*TicketMerged)(nil),        // 4: voiceai.tickets.v1.TicketMerged
-	(*TicketDeleted)(nil),       // 5: voiceai.tickets.v1.TicketDeleted
-	(*TestFailureRecorded)(nil), // 6: voiceai.tickets.v1.TestFailureRecorded
-	(*TicketClustered)(nil),     // 7: voiceai.tickets.v1.TicketClustered
-	(*v1.EventMeta)(nil),        // 8: voiceai.common.v1.EventMeta
-	(*Ticket)(nil),              // 9: voiceai.tickets.v1.Ticket
+	(*TicketCreated)(nil),             // 0: voiceai.tickets.v1.TicketCreated
+	(*TicketUpdated)(nil),             // 1: voiceai.tickets.v1.TicketUpdated
+	(*TicketStatusChanged)(nil),       // 2: voiceai.tickets.v1.TicketStatusChanged
+	(*TicketCommented)(nil),           // 3: voiceai.tickets.v1.TicketCommented
+	(*TicketMerged)(nil),              // 4: voiceai.tickets.v1.TicketMerged
+	(*TicketDeleted)(nil),             // 5: voiceai.tickets.v1.TicketDeleted
+	(*TestFailureRecorded)(nil),       // 6: voiceai.tickets.v1.TestFailureRecorded
+	(*TicketClustered)(nil),           // 7: voiceai.tickets.v1.TicketClustered
+	(*ConversationTagCreated)(nil),    // 8: voiceai.tickets.v1.ConversationTagCreated
+	(*ConversationTagUpdated)(nil),    // 9: voiceai.tickets.v1.ConversationTagUpdated
+	(*ConversationTagDeleted)(nil),    // 10: voiceai.tickets.v1.ConversationTagDeleted
+	(*ConversationFeedbackGiven)(nil), // 11: voiceai.tickets.v1.ConversationFeedbackGiven
+	(*ConversationTagsChanged)(nil),   // 12: voiceai.tickets.v1.ConversationTagsChanged
+	(*v1.EventMeta)(nil),              // 13: voiceai.common.v1.EventMeta
+	(*Ticket)(nil),                    // 14: voiceai.tickets.v1.Ticket
+	(*ConversationTag)(nil),           // 15: voiceai.tickets.v1.ConversationTag
+	(*ConversationAnnotations)(nil),   // 16: voiceai.tickets.v1.ConversationAnnotations
 }
 var file_voiceai_tickets_v1_events_proto_depIdxs = []int32{
-	8,  // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 12: voiceai.tickets.v1.TestFailureRecorded.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 13: voiceai.tickets.v1.TestFailureRecorded.ticket:type_name -> voiceai.tickets.v1.Ticket
-	8,  // 14: voiceai.tickets.v1.TicketClustered.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 15: voiceai.tickets.v1.TicketClustered.ticket:type_name -> voiceai.tickets.v1.Ticket
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	13, // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 12: voiceai.tickets.v1.TestFailureRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 13: voiceai.tickets.v1.TestFailureRecorded.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 14: voiceai.tickets.v1.TicketClustered.meta:type_name -> voiceai.common.v1.EventMeta
+	14, // 15: voiceai.tickets.v1.TicketClustered.ticket:type_name -> voiceai.tickets.v1.Ticket
+	13, // 16: voiceai.tickets.v1.ConversationTagCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 17: voiceai.tickets.v1.ConversationTagCreated.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	13, // 18: voiceai.tickets.v1.ConversationTagUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 19: voiceai.tickets.v1.ConversationTagUpdated.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	13, // 20: voiceai.tickets.v1.ConversationTagDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 21: voiceai.tickets.v1.ConversationTagDeleted.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	13, // 22: voiceai.tickets.v1.ConversationFeedbackGiven.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 23: voiceai.tickets.v1.ConversationFeedbackGiven.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
+	13, // 24: voiceai.tickets.v1.ConversationTagsChanged.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 25: voiceai.tickets.v1.ConversationTagsChanged.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_tickets_v1_events_proto_init() }
@@ -672,7 +997,7 @@ func file_voiceai_tickets_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_tickets_v1_events_proto_rawDesc), len(file_voiceai_tickets_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -666,6 +666,205 @@ func (x *PriorityChange) GetChangedAtUnixSecs() int64 {
 	return 0
 }
 
+// ConversationTag is a workspace's tag for conversations (the public
+// conversation-tags shape). Subject tickets.evt.<workspace_id>.<tag_id>.
+type ConversationTag struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	TagId             string                 `protobuf:"bytes,1,opt,name=tag_id,json=tagId,proto3" json:"tag_id,omitempty"`
+	WorkspaceId       string                 `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	OwnerUserId       string                 `protobuf:"bytes,3,opt,name=owner_user_id,json=ownerUserId,proto3" json:"owner_user_id,omitempty"`
+	Title             string                 `protobuf:"bytes,4,opt,name=title,proto3" json:"title,omitempty"`
+	Description       *string                `protobuf:"bytes,5,opt,name=description,proto3,oneof" json:"description,omitempty"`
+	CreatedAtUnixSecs int64                  `protobuf:"varint,6,opt,name=created_at_unix_secs,json=createdAtUnixSecs,proto3" json:"created_at_unix_secs,omitempty"`
+	UpdatedAtUnixSecs int64                  `protobuf:"varint,7,opt,name=updated_at_unix_secs,json=updatedAtUnixSecs,proto3" json:"updated_at_unix_secs,omitempty"`
+	// Set when deleted; conversations tagged with it stop showing it.
+	DeletedAtUnixSecs *int64 `protobuf:"varint,8,opt,name=deleted_at_unix_secs,json=deletedAtUnixSecs,proto3,oneof" json:"deleted_at_unix_secs,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ConversationTag) Reset() {
+	*x = ConversationTag{}
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationTag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationTag) ProtoMessage() {}
+
+func (x *ConversationTag) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationTag.ProtoReflect.Descriptor instead.
+func (*ConversationTag) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ConversationTag) GetTagId() string {
+	if x != nil {
+		return x.TagId
+	}
+	return ""
+}
+
+func (x *ConversationTag) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ConversationTag) GetOwnerUserId() string {
+	if x != nil {
+		return x.OwnerUserId
+	}
+	return ""
+}
+
+func (x *ConversationTag) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ConversationTag) GetDescription() string {
+	if x != nil && x.Description != nil {
+		return *x.Description
+	}
+	return ""
+}
+
+func (x *ConversationTag) GetCreatedAtUnixSecs() int64 {
+	if x != nil {
+		return x.CreatedAtUnixSecs
+	}
+	return 0
+}
+
+func (x *ConversationTag) GetUpdatedAtUnixSecs() int64 {
+	if x != nil {
+		return x.UpdatedAtUnixSecs
+	}
+	return 0
+}
+
+func (x *ConversationTag) GetDeletedAtUnixSecs() int64 {
+	if x != nil && x.DeletedAtUnixSecs != nil {
+		return *x.DeletedAtUnixSecs
+	}
+	return 0
+}
+
+// ConversationAnnotations is what people add to a conversation: its
+// feedback and its tags. Subject tickets.evt.<workspace_id>.cv-<conversation_id>.
+type ConversationAnnotations struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId    string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	ConversationId string                 `protobuf:"bytes,2,opt,name=conversation_id,json=conversationId,proto3" json:"conversation_id,omitempty"`
+	// "like", "dislike", or empty for none.
+	Feedback           string  `protobuf:"bytes,3,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	FeedbackUserId     *string `protobuf:"bytes,4,opt,name=feedback_user_id,json=feedbackUserId,proto3,oneof" json:"feedback_user_id,omitempty"`
+	FeedbackAtUnixSecs int64   `protobuf:"varint,5,opt,name=feedback_at_unix_secs,json=feedbackAtUnixSecs,proto3" json:"feedback_at_unix_secs,omitempty"`
+	// In the order they were attached.
+	TagIds            []string `protobuf:"bytes,6,rep,name=tag_ids,json=tagIds,proto3" json:"tag_ids,omitempty"`
+	UpdatedAtUnixSecs int64    `protobuf:"varint,7,opt,name=updated_at_unix_secs,json=updatedAtUnixSecs,proto3" json:"updated_at_unix_secs,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *ConversationAnnotations) Reset() {
+	*x = ConversationAnnotations{}
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConversationAnnotations) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConversationAnnotations) ProtoMessage() {}
+
+func (x *ConversationAnnotations) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_tickets_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConversationAnnotations.ProtoReflect.Descriptor instead.
+func (*ConversationAnnotations) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_tickets_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ConversationAnnotations) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ConversationAnnotations) GetConversationId() string {
+	if x != nil {
+		return x.ConversationId
+	}
+	return ""
+}
+
+func (x *ConversationAnnotations) GetFeedback() string {
+	if x != nil {
+		return x.Feedback
+	}
+	return ""
+}
+
+func (x *ConversationAnnotations) GetFeedbackUserId() string {
+	if x != nil && x.FeedbackUserId != nil {
+		return *x.FeedbackUserId
+	}
+	return ""
+}
+
+func (x *ConversationAnnotations) GetFeedbackAtUnixSecs() int64 {
+	if x != nil {
+		return x.FeedbackAtUnixSecs
+	}
+	return 0
+}
+
+func (x *ConversationAnnotations) GetTagIds() []string {
+	if x != nil {
+		return x.TagIds
+	}
+	return nil
+}
+
+func (x *ConversationAnnotations) GetUpdatedAtUnixSecs() int64 {
+	if x != nil {
+		return x.UpdatedAtUnixSecs
+	}
+	return 0
+}
+
 var File_voiceai_tickets_v1_tickets_proto protoreflect.FileDescriptor
 
 const file_voiceai_tickets_v1_tickets_proto_rawDesc = "" +
@@ -740,7 +939,27 @@ const file_voiceai_tickets_v1_tickets_proto_rawDesc = "" +
 	"\x0ePriorityChange\x12\x1a\n" +
 	"\bpriority\x18\x01 \x01(\tR\bpriority\x12+\n" +
 	"\x12changed_by_user_id\x18\x02 \x01(\tR\x0fchangedByUserId\x12/\n" +
-	"\x14changed_at_unix_secs\x18\x03 \x01(\x03R\x11changedAtUnixSecsBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
+	"\x14changed_at_unix_secs\x18\x03 \x01(\x03R\x11changedAtUnixSecs\"\xed\x02\n" +
+	"\x0fConversationTag\x12\x15\n" +
+	"\x06tag_id\x18\x01 \x01(\tR\x05tagId\x12!\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\"\n" +
+	"\rowner_user_id\x18\x03 \x01(\tR\vownerUserId\x12\x14\n" +
+	"\x05title\x18\x04 \x01(\tR\x05title\x12%\n" +
+	"\vdescription\x18\x05 \x01(\tH\x00R\vdescription\x88\x01\x01\x12/\n" +
+	"\x14created_at_unix_secs\x18\x06 \x01(\x03R\x11createdAtUnixSecs\x12/\n" +
+	"\x14updated_at_unix_secs\x18\a \x01(\x03R\x11updatedAtUnixSecs\x124\n" +
+	"\x14deleted_at_unix_secs\x18\b \x01(\x03H\x01R\x11deletedAtUnixSecs\x88\x01\x01B\x0e\n" +
+	"\f_descriptionB\x17\n" +
+	"\x15_deleted_at_unix_secs\"\xc2\x02\n" +
+	"\x17ConversationAnnotations\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12'\n" +
+	"\x0fconversation_id\x18\x02 \x01(\tR\x0econversationId\x12\x1a\n" +
+	"\bfeedback\x18\x03 \x01(\tR\bfeedback\x12-\n" +
+	"\x10feedback_user_id\x18\x04 \x01(\tH\x00R\x0efeedbackUserId\x88\x01\x01\x121\n" +
+	"\x15feedback_at_unix_secs\x18\x05 \x01(\x03R\x12feedbackAtUnixSecs\x12\x17\n" +
+	"\atag_ids\x18\x06 \x03(\tR\x06tagIds\x12/\n" +
+	"\x14updated_at_unix_secs\x18\a \x01(\x03R\x11updatedAtUnixSecsB\x13\n" +
+	"\x11_feedback_user_idBSZQgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1;ticketsv1b\x06proto3"
 
 var (
 	file_voiceai_tickets_v1_tickets_proto_rawDescOnce sync.Once
@@ -754,15 +973,17 @@ func file_voiceai_tickets_v1_tickets_proto_rawDescGZIP() []byte {
 	return file_voiceai_tickets_v1_tickets_proto_rawDescData
 }
 
-var file_voiceai_tickets_v1_tickets_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_voiceai_tickets_v1_tickets_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_voiceai_tickets_v1_tickets_proto_goTypes = []any{
-	(*Ticket)(nil),           // 0: voiceai.tickets.v1.Ticket
-	(*TestFailures)(nil),     // 1: voiceai.tickets.v1.TestFailures
-	(*FailedInvocation)(nil), // 2: voiceai.tickets.v1.FailedInvocation
-	(*Comment)(nil),          // 3: voiceai.tickets.v1.Comment
-	(*TurnComment)(nil),      // 4: voiceai.tickets.v1.TurnComment
-	(*StatusChange)(nil),     // 5: voiceai.tickets.v1.StatusChange
-	(*PriorityChange)(nil),   // 6: voiceai.tickets.v1.PriorityChange
+	(*Ticket)(nil),                  // 0: voiceai.tickets.v1.Ticket
+	(*TestFailures)(nil),            // 1: voiceai.tickets.v1.TestFailures
+	(*FailedInvocation)(nil),        // 2: voiceai.tickets.v1.FailedInvocation
+	(*Comment)(nil),                 // 3: voiceai.tickets.v1.Comment
+	(*TurnComment)(nil),             // 4: voiceai.tickets.v1.TurnComment
+	(*StatusChange)(nil),            // 5: voiceai.tickets.v1.StatusChange
+	(*PriorityChange)(nil),          // 6: voiceai.tickets.v1.PriorityChange
+	(*ConversationTag)(nil),         // 7: voiceai.tickets.v1.ConversationTag
+	(*ConversationAnnotations)(nil), // 8: voiceai.tickets.v1.ConversationAnnotations
 }
 var file_voiceai_tickets_v1_tickets_proto_depIdxs = []int32{
 	3, // 0: voiceai.tickets.v1.Ticket.ticket_comments:type_name -> voiceai.tickets.v1.Comment
@@ -787,13 +1008,15 @@ func file_voiceai_tickets_v1_tickets_proto_init() {
 	file_voiceai_tickets_v1_tickets_proto_msgTypes[3].OneofWrappers = []any{}
 	file_voiceai_tickets_v1_tickets_proto_msgTypes[4].OneofWrappers = []any{}
 	file_voiceai_tickets_v1_tickets_proto_msgTypes[5].OneofWrappers = []any{}
+	file_voiceai_tickets_v1_tickets_proto_msgTypes[7].OneofWrappers = []any{}
+	file_voiceai_tickets_v1_tickets_proto_msgTypes[8].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_tickets_v1_tickets_proto_rawDesc), len(file_voiceai_tickets_v1_tickets_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,144 @@
+// Conversations: the workspace's calls through a filter bar over the
+// public listing (GET /v1/convai/conversations and its triage filters),
+// and one conversation opened below with its transcript, its feedback
+// (like / dislike) and its tags (attach, detach, create).
+import {get, post, del, query, enc} from './api.js';
+import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
+import {start, can} from './shell.js';
+import {agentList, badge, toolBlocks} from './common.js';
+
+start(async (main) => {
+  const [agents, tags] = await Promise.all([agentList().catch(() => []), allTags().catch(() => [])]);
+  const names = new Map(agents.map((a) => [a.agent_id, a.name]));
+  const tagNames = new Map(tags.map((t) => [t.tag_id, t.title]));
+  const f = {
+    agent: select({name: 'agent_id'}, [['', 'Any'], ...agents.map((a) => [a.agent_id, a.name])], pageParam('agent') || ''),
+    outcome: select({name: 'call_successful'}, [['', 'Any'], ['success', 'success'], ['failure', 'failure'], ['unknown', 'unknown']]),
+    evaluation: h('input', {name: 'evaluation_params', type: 'text', placeholder: 'criterion:failure'}),
+    data: h('input', {name: 'data_collection_params', type: 'text', placeholder: 'city:eq:Denver'}),
+    tool: h('input', {name: 'tool_names', type: 'text'}),
+    errored: h('input', {name: 'tool_names_errored', type: 'text'}),
+    minSecs: h('input', {name: 'call_duration_min_secs', type: 'number', min: 0}),
+    maxSecs: h('input', {name: 'call_duration_max_secs', type: 'number', min: 0}),
+    rating: select({name: 'rating'}, [['', 'Any'], ['liked', 'Liked'], ['disliked', 'Disliked']]),
+    tag: select({name: 'tag_ids'}, [['', 'Any'], ...tags.map((t) => [t.tag_id, t.title])]),
+    search: h('input', {name: 'search', type: 'search'}),
+    done: h('input', {name: 'exclude_statuses', type: 'checkbox', value: 'in-progress', checked: true}),
+    summaries: h('input', {name: 'summary_mode', type: 'checkbox', value: 'include'}),
+  };
+  const form = h('form', {class: 'card filters', role: 'search', 'aria-label': 'Filter conversations'},
+    field('Agent', f.agent), field('Outcome', f.outcome), field('Evaluation', f.evaluation, 'criterion_id:result'),
+    field('Data collected', f.data, 'id:op:value (eq, neq, gt, gte, lt, lte, in)'), field('Tool used', f.tool),
+    field('Tool errored', f.errored), field('Min seconds', f.minSecs), field('Max seconds', f.maxSecs),
+    field('Feedback', f.rating), field('Tag', f.tag), field('Transcript words', f.search),
+    field('Finished only', f.done), field('Show summaries', f.summaries),
+    h('button', {type: 'submit'}, 'Apply filters'));
+  const msg = h('p', {class: 'msg'});
+  const body = h('tbody', {});
+  const more = button('Load more', () => load(false), {class: 'secondary', hidden: true});
+  const detail = h('div', {});
+  const table = h('table', {class: 'cards', 'aria-label': 'Conversations'},
+    h('thead', {}, h('tr', {}, ['Started', 'Agent', 'Seconds', 'Messages', 'Outcome', 'Feedback', 'Tags', ''].map((c) => h('th', {scope: 'col'}, c)))),
+    body);
+  replace(main, h('h1', {}, 'Conversations'), form, msg, table, more, detail);
+
+  let cursor = '';
+  let shown = 0;
+  const params = () => ({
+    agent_id: f.agent.value, call_successful: f.outcome.value,
+    evaluation_params: f.evaluation.value.trim(), data_collection_params: f.data.value.trim(),
+    tool_names: f.tool.value.trim(), tool_names_errored: f.errored.value.trim(),
+    call_duration_min_secs: f.minSecs.value, call_duration_max_secs: f.maxSecs.value,
+    rating_min: f.rating.value === 'liked' ? 4 : '', rating_max: f.rating.value === 'disliked' ? 2 : '',
+    tag_ids: f.tag.value, search: f.search.value.trim(),
+    exclude_statuses: f.done.checked ? 'in-progress' : '', summary_mode: f.summaries.checked ? 'include' : '',
+  });
+
+  async function load(first) {
+    try {
+      const page = await get('/v1/convai/conversations' + query({...params(), page_size: 50, cursor: first ? '' : cursor}));
+      if (first) { body.replaceChildren(); shown = 0; }
+      for (const c of page.conversations) body.append(...render(c));
+      shown += page.conversations.length;
+      cursor = page.has_more ? page.next_cursor : '';
+      more.hidden = !cursor;
+      say(msg, shown ? `${shown} conversation${shown === 1 ? '' : 's'} shown` : 'No conversation matches.');
+    } catch (e) {
+      say(msg, e.message, true);
+    }
+  }
+
+  function render(c) {
+    const rows = [h('tr', {},
+      h('td', {'data-label': 'Started'}, when(c.start_time_unix_secs)),
+      h('td', {'data-label': 'Agent'}, names.get(c.agent_id) ?? c.agent_id),
+      h('td', {'data-label': 'Seconds'}, String(c.call_duration_secs)),
+      h('td', {'data-label': 'Messages'}, String(c.message_count)),
+      h('td', {'data-label': 'Outcome'}, badge(c.call_successful)),
+      h('td', {'data-label': 'Feedback'}, c.rating === 5 ? 'liked' : c.rating === 1 ? 'disliked' : '—'),
+      h('td', {'data-label': 'Tags'}, (c.tag_ids || []).map((id) => tagNames.get(id) ?? id).join(', ') || '—'),
+      h('td', {}, button('Open', () => open(c.conversation_id), {class: 'secondary', 'aria-label': 'Open ' + c.conversation_id})))];
+    if (c.transcript_summary) rows.push(h('tr', {class: 'summary'}, h('td', {colspan: 8, class: 'muted'}, c.transcript_summary)));
+    return rows;
+  }
+
+  async function open(id) {
+    replace(detail, h('p', {class: 'muted'}, 'Loading…'));
+    try {
+      const c = await get('/v1/convai/conversations/' + enc(id));
+      replace(detail, conversation(c));
+      detail.scrollIntoView({block: 'nearest'});
+    } catch (e) {
+      replace(detail, h('p', {class: 'msg error', role: 'alert'}, e.message));
+    }
+  }
+
+  function conversation(c) {
+    const note = h('p', {class: 'msg'});
+    const act = (fn) => async () => {
+      try { await fn(); await open(c.conversation_id); load(true); } catch (e) { say(note, e.message, true); }
+    };
+    const feedback = c.metadata?.feedback?.overall_score;
+    const writable = can('tickets.conversation_feedback');
+    const attach = select({'aria-label': 'Tag to attach'}, tags.filter((t) => !(c.tag_ids || []).includes(t.tag_id)).map((t) => [t.tag_id, t.title]));
+    const newTag = h('input', {type: 'text', 'aria-label': 'New tag title', placeholder: 'New tag'});
+    const turns = c.transcript || [];
+    return h('section', {class: 'card', 'aria-labelledby': 'conversation-h'},
+      h('h2', {id: 'conversation-h'}, 'Conversation ' + c.conversation_id),
+      h('p', {class: 'muted'}, `${names.get(c.agent_id) ?? c.agent_id} · started ${when(c.metadata?.start_time_unix_secs)} · ${c.metadata?.call_duration_secs ?? '—'} s · ${c.analysis?.call_successful ?? '—'}`),
+      c.analysis?.transcript_summary ? h('p', {}, c.analysis.transcript_summary) : null,
+      h('p', {}, 'Feedback: ', feedback ?? 'none',
+        writable ? [' ', button('Like', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'like'})), {'aria-pressed': String(feedback === 'like')}),
+          ' ', button('Dislike', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/feedback', {feedback: 'dislike'})), {'aria-pressed': String(feedback === 'dislike')})] : null),
+      h('ul', {'aria-label': 'Tags'}, (c.tag_ids || []).map((id) => h('li', {}, tagNames.get(id) ?? id,
+        writable ? [' ', button('Detach', act(() => del('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags/' + enc(id))), {class: 'secondary', 'aria-label': 'Detach ' + (tagNames.get(id) ?? id)})] : null))),
+      writable ? h('p', {}, attach.options.length ? [attach, ' ', button('Attach tag', act(() => post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [attach.value]})))] : null,
+        ' ', newTag, ' ', button('Create and attach', act(async () => {
+          const t = await post('/v1/convai/tags', {title: newTag.value.trim()});
+          tags.push(t);
+          tagNames.set(t.tag_id, t.title);
+          f.tag.append(h('option', {value: t.tag_id}, t.title));
+          await post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [t.tag_id]});
+        }))) : null,
+      note,
+      turns.length ? h('ol', {class: 'transcript'}, turns.map((turn, i) => h('li', {class: 'turn ' + (turn.role === 'agent' ? 'agent' : 'user')},
+        h('p', {class: 'who'}, `${turn.role === 'agent' ? 'Agent' : 'User'} · turn ${i}`),
+        turn.message ? h('p', {}, turn.message) : null, toolBlocks(turn))))
+        : h('p', {class: 'muted'}, 'No transcript was handed over for this conversation.'));
+  }
+
+  onSubmit(form, () => load(true));
+  await load(true);
+});
+
+// allTags is every tag of the workspace (a few pages at most).
+async function allTags() {
+  const out = [];
+  let cursor = '';
+  do {
+    const page = await get('/v1/convai/tags' + query({page_size: 100, cursor}));
+    out.push(...page.conversation_tags);
+    cursor = page.has_more ? page.next_cursor : '';
+  } while (cursor && out.length < 1000);
+  return out;
+}

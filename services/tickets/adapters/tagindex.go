@@ -1,0 +1,92 @@
+package adapters
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google/btree"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+)
+
+// TagIndex keeps every conversation tag in memory, per workspace in id
+// order (ids sort by creation), fed from stream TICKETS and the service's
+// own writes. Tags are few: a workspace's whole set is small.
+type TagIndex struct {
+	mu     sync.RWMutex
+	seq    map[string]uint64 // tag id → last sequence applied
+	tags   map[string]*ticketsv1.ConversationTag
+	spaces map[string]*btree.BTreeG[*ticketsv1.ConversationTag]
+}
+
+// NewTagIndex returns an empty index.
+func NewTagIndex() *TagIndex {
+	return &TagIndex{seq: map[string]uint64{}, tags: map[string]*ticketsv1.ConversationTag{}, spaces: map[string]*btree.BTreeG[*ticketsv1.ConversationTag]{}}
+}
+
+func newestTagFirst(a, b *ticketsv1.ConversationTag) bool { return a.TagId > b.TagId }
+
+// Put records t as of seq; an older or equal seq is ignored.
+func (x *TagIndex) Put(_ context.Context, seq uint64, t *ticketsv1.ConversationTag) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if seq <= x.seq[t.TagId] {
+		return nil
+	}
+	x.seq[t.TagId] = seq
+	space := x.spaces[t.WorkspaceId]
+	if space == nil {
+		space = btree.NewG(16, newestTagFirst)
+		x.spaces[t.WorkspaceId] = space
+	}
+	if prev := x.tags[t.TagId]; prev != nil {
+		space.Delete(prev)
+		delete(x.tags, t.TagId)
+	}
+	if t.DeletedAtUnixSecs == nil {
+		x.tags[t.TagId] = t
+		space.ReplaceOrInsert(t)
+	}
+	return nil
+}
+
+// Tag is a live tag of the workspace.
+func (x *TagIndex) Tag(workspaceID, tagID string) (*ticketsv1.ConversationTag, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	t, ok := x.tags[tagID]
+	if !ok || t.WorkspaceId != workspaceID {
+		return nil, false
+	}
+	return t, true
+}
+
+// TagPage is up to limit tags of the workspace, newest first, after the
+// tag id after ("" from the start).
+func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.ConversationTag, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	space := x.spaces[workspaceID]
+	if space == nil {
+		return nil, false
+	}
+	var page []*ticketsv1.ConversationTag
+	more := false
+	visit := func(t *ticketsv1.ConversationTag) bool {
+		if t.TagId == after {
+			return true // the cursor's own tag
+		}
+		if len(page) == limit {
+			more = true
+			return false
+		}
+		page = append(page, t)
+		return true
+	}
+	if after == "" {
+		space.Ascend(visit)
+	} else {
+		space.AscendGreaterOrEqual(&ticketsv1.ConversationTag{TagId: after}, visit) // from the cursor: older ids
+	}
+	return page, more
+}
