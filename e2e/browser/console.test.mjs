@@ -112,14 +112,14 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await page.getByText('Yes, everything is refunded at once.').waitFor();
   // Its evaluation: judged again by the current judge, then labelled.
   await page.getByRole('button', {name: 'Judge this conversation again'}).click();
-  await page.getByText(/^Judged by offline-v1: /).waitFor();
+  await page.getByText(/^Judged by offline-v2: /).waitFor();
   await page.getByLabel('Note on the evaluation').fill('Nothing in its criteria was missed.');
   await page.getByRole('button', {name: 'Evaluation right'}).click();
   await page.getByText('Labelled: the judge was right.').waitFor();
   const evaluationLabels = (await api('GET', `/v1/voiceai/conversations/${encodeURIComponent(conversations[0])}/evaluation/labels`)).labels;
   assert.equal(evaluationLabels.length, 1);
   assert.equal(evaluationLabels[0].note, 'Nothing in its criteria was missed.');
-  assert.equal(evaluationLabels[0].reviewed.judge_model, 'offline-v1');
+  assert.equal(evaluationLabels[0].reviewed.judge_model, 'offline-v2');
 
   await page.getByLabel('Comment', {exact: true}).fill('Checked against the refund policy: a knowledge gap.');
   await page.getByRole('button', {name: 'Add comment'}).click();

@@ -120,7 +120,7 @@ func clusterItem(t *ticketsv1.Ticket) domain.ClusterItem {
 	for _, c := range t.TurnComments {
 		text.WriteString("\n" + c.Comment)
 	}
-	return domain.ClusterItem{ID: t.TicketId, CreatedAtMs: t.CreatedAtUnixMs, Headline: headline, Text: text.String()}
+	return domain.ClusterItem{ID: t.TicketId, CreatedAtMs: t.CreatedAtUnixMs, Headline: headline, Text: text.String(), Settled: !t.NeedsClustering}
 }
 
 // clusterOne labels one ticket with its group (if any), sets its issue

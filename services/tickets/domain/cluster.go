@@ -35,6 +35,11 @@ type ClusterItem struct {
 	CreatedAtMs int64
 	Headline    string // title and QA comment: what exact duplicates share
 	Text        string // everything the ticket says: headline, comments, rationales
+	// Settled: the ticket was already clustered. Of duplicates created in
+	// the same millisecond, a settled one is the elder: it stays, and the
+	// one still to cluster merges into it (the other way round, neither
+	// would ever merge, as only a ticket that needs clustering is merged).
+	Settled bool
 }
 
 // ClusterPlan is what clustering decided.
@@ -52,6 +57,12 @@ func Cluster(items []ClusterItem) ClusterPlan {
 	slices.SortFunc(sorted, func(a, b ClusterItem) int {
 		if a.CreatedAtMs != b.CreatedAtMs {
 			return int(a.CreatedAtMs - b.CreatedAtMs)
+		}
+		if a.Settled != b.Settled {
+			if a.Settled {
+				return -1
+			}
+			return 1
 		}
 		return strings.Compare(a.ID, b.ID)
 	})

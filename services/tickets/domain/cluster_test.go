@@ -187,3 +187,22 @@ func TestCandidatesRankByLikeness(t *testing.T) {
 		t.Fatalf("candidates %v, want %v", ids, want)
 	}
 }
+
+// Two exact duplicates created in the same millisecond, one already
+// clustered (its pass ran before the other was seen): the settled one is
+// the elder whatever the ids, so the other merges into it.
+func TestClusterSameMillisecondDuplicatesMergeIntoTheSettledOne(t *testing.T) {
+	for _, settledID := range []string{"tkt_a", "tkt_z"} {
+		other := "tkt_z"
+		if settledID == "tkt_z" {
+			other = "tkt_a"
+		}
+		plan := Cluster([]ClusterItem{
+			{ID: other, CreatedAtMs: 5, Headline: "Caller insisted on a human"},
+			{ID: settledID, CreatedAtMs: 5, Headline: "Caller insisted on a human", Settled: true},
+		})
+		if len(plan.Duplicates) != 1 || plan.Duplicates[other] != settledID {
+			t.Fatalf("settled %s: duplicates %v, want %s merged into it", settledID, plan.Duplicates, other)
+		}
+	}
+}
