@@ -16,6 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
@@ -185,5 +186,5 @@ func newRouter(t *testing.T) http.Handler {
 		t.Fatal(err)
 	}
 	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
-	return principal.Middleware(api.Serve("identity", &Handlers{App: a}))
+	return httpx.WithPrincipal(api.Serve("identity", &Handlers{App: a}))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -47,7 +48,7 @@ func TestAnExpiredInvocationAnswers404(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := inv.GetInvocationId()
-	h := principal.Middleware(api.Serve("testing", &Handlers{App: a}))
+	h := httpx.WithPrincipal(api.Serve("testing", &Handlers{App: a}))
 	send := func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		c.Principal.SetHeaders(req.Header)
