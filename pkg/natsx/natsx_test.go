@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func TestForwardRoundTrip(t *testing.T) {
@@ -94,7 +95,7 @@ func TestForwardClientGoneIsNotAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
-	var logs testenv.LogBuffer
+	var logs testkit.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-arrived; cancel() }()
 	rec := httptest.NewRecorder()
@@ -249,7 +250,7 @@ func TestForwardNeverRepeatsAnUnmarkedWrite(t *testing.T) {
 // waitFor polls cond until it holds, for at most 10 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, 10*time.Second, what, cond)
+	testkit.Eventually(t, 10*time.Second, what, cond)
 }
 
 // A request marked Repeatable that was written to a connection which then

@@ -14,6 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -25,7 +26,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // waitWithin polls cond until it holds or within passes.
-var waitWithin = testenv.Eventually
+var waitWithin = testkit.Eventually
 
 // A connection the server drops reconnects by itself, and its
 // subscriptions keep receiving; the drop is counted.
@@ -94,7 +95,7 @@ func eventCount(t *testing.T, reg *prometheus.Registry, event string) float64 {
 // in between. The restarted service answers /readyz on the same address.
 func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	ns := testenv.StartNATSServer(t)
-	metricsAddr := testenv.FreeAddr(t)
+	metricsAddr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	starts := make(chan Deps, 4)
 	stopped := make(chan struct{}, 4)

@@ -16,6 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // serveProbes serves p's /readyz on a random loopback port and returns the
@@ -93,7 +94,7 @@ func TestRunRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
 // While the first NATS connection is still being retried, the internal
 // endpoint already answers: alive, not ready, saying what it waits for.
 func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
-	addr := testenv.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -111,5 +112,5 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 
 func eventually(t *testing.T, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, 5*time.Second, "the condition", cond)
+	testkit.Eventually(t, 5*time.Second, "the condition", cond)
 }

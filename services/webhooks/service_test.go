@@ -28,6 +28,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -146,7 +147,7 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter)) *receiv
 		rc.mu.Lock()
 		rc.got = append(rc.got, received{
 			body: body, eventID: r.Header.Get("X-Service-Event-Id"), attempt: r.Header.Get("X-Service-Delivery-Attempt"),
-			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")) &&
+			sigValid: testkit.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")) &&
 				sdkSigned(rc.secret, body, r.Header.Get("ElevenLabs-Signature"), r.Header.Get("X-Service-Timestamp")),
 		})
 		n := len(rc.got)
@@ -188,7 +189,7 @@ func (rc *receiver) all() []received {
 // eventually polls cond until it holds, for at most 15 s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, 15*time.Second, what, cond)
+	testkit.Eventually(t, 15*time.Second, what, cond)
 }
 
 // settled waits until the webhook's deliveries have all reached a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // The call log follows PLATFORM: a call_started or conversation_started
@@ -47,7 +48,7 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 	ids := []string{"agent_1", "agent_2", "agent 3", "agent_4"}
 	// ws_b's call is the last message: once it is recorded, so is
 	// everything before it (one consumer, in stream order).
-	testenv.Eventually(t, 10*time.Second, "ws_b's call recorded", func() bool {
+	testkit.Eventually(t, 10*time.Second, "ws_b's call recorded", func() bool {
 		b, _ := log.LastCalls(ctx, "ws_b", ids)
 		return len(b) == 1
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

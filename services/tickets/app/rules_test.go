@@ -14,7 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
@@ -82,7 +82,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

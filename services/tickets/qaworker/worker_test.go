@@ -16,6 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -126,5 +127,5 @@ func connect(t *testing.T, url string) jetstream.JetStream { return testenv.JetS
 // waitFor polls cond until it holds, failing after 30 s.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, 30*time.Second, what, cond)
+	testkit.Eventually(t, 30*time.Second, what, cond)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
@@ -65,12 +65,12 @@ func newFixture(t *testing.T) *fixture {
 	}
 	f.app = app.New(memlog.New(), app.Ports{
 		Registry: adapters.NewRegistry(nil, log), Attempts: f.attempts, Backlog: backlog{},
-		Queue: f.queue, Sender: f.sender, Sealer: testenv.Sealer(t),
+		Queue: f.queue, Sender: f.sender, Sealer: testkit.Sealer(t),
 	}, []byte("relay-key"), log, func() time.Time { return f.clock })
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 
