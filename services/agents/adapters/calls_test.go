@@ -12,6 +12,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 )
 
 // The call log follows PLATFORM: a call_started or conversation_started
@@ -42,7 +43,7 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 	publish("ws_a", "call_started", `{"event":"call_started","timestamp":"2029-01-01T00:00:00Z","data":"agent_4"}`)
 	publish("ws_b", "call_started", `{"event":"call_started","timestamp":"2027-01-02T03:04:06Z","data":{"agent_id":"agent_1"}}`)
 
-	log := NewMemoryCallLog()
+	log := memory.NewCallLog()
 	done := make(chan error, 1)
 	go func() { done <- FollowCalls(ctx, js, log, slog.New(slog.DiscardHandler)) }()
 	ids := []string{"agent_1", "agent_2", "agent 3", "agent_4"}
