@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/ports"
 	"github.com/voiceai-platform/voiceai/services/tickets/qaworker"
@@ -118,8 +119,8 @@ func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
 
 // followTickets builds the in-memory index from each ticket's last event
 // and keeps it current; it returns once the replay is applied.
-func followTickets(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
-	idx := adapters.NewMemoryIndex()
+func followTickets(ctx context.Context, d runtime.Deps) (*memory.Index, error) {
+	idx := memory.NewIndex()
 	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok {
 			_ = idx.Put(ctx, seq, t)

@@ -14,7 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -83,7 +83,7 @@ func TestABudgetFailureOpensItsTicket(t *testing.T) {
 	}
 
 	log := slog.New(slog.DiscardHandler)
-	idx := adapters.NewMemoryIndex()
+	idx := memory.NewIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	run, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -17,7 +17,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -75,7 +75,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	}
 
 	log := slog.New(slog.DiscardHandler)
-	idx := adapters.NewMemoryIndex()
+	idx := memory.NewIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	worker := func(ctx context.Context) <-chan error {
 		w := &Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}
