@@ -18,18 +18,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
-func init() {
-	// The registration hook of the WEBHOOKS contracts (see
-	// proto-events/webhooks.go): every binary linking this service can
-	// decode webhook events through the shared registry.
-	events.RegisterWebhookTypes(
-		func() events.Event { return &webhooksv1.WebhookCreated{} },
-		func() events.Event { return &webhooksv1.WebhookUpdated{} },
-		func() events.Event { return &webhooksv1.WebhookDeleted{} },
-		func() events.Event { return &webhooksv1.WebhookDisabled{} },
-	)
-}
-
 type entry struct {
 	seq uint64
 	w   *webhooksv1.Webhook // never mutated once stored
