@@ -29,7 +29,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
@@ -232,7 +232,7 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 	})
 	eventually(t, "the final attempt of every event of "+id+" recorded", func() bool {
 		final := map[string]bool{}
-		for _, a := range recent(h.svc.App.Attempts, id, adapters.RecentAttempts) {
+		for _, a := range recent(h.svc.App.Attempts, id, memory.RecentAttempts) {
 			if !a.GetTest() {
 				final[a.GetEventId()] = final[a.GetEventId()] || a.GetFinal()
 			}
