@@ -114,7 +114,7 @@ func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, "the internal endpoint answers", func() bool { code, _ := get("/healthz"); return code == http.StatusOK })
+	testkit.Eventually(t, 10*time.Second, "the internal endpoint answers", func() bool { code, _ := get("/healthz"); return code == http.StatusOK })
 	code, body := get("/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"nats":"connecting"`) || !strings.Contains(body, `"store":"connecting"`) ||
 		!strings.Contains(body, `"started":"starting"`) {

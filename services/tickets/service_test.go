@@ -65,7 +65,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		}
 		return m
 	}
-	eventually(t, func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
+	testkit.Eventually(t, 5*time.Second, "the condition", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
 	var ids []string
 	for i := range 8 {
 		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d","priority":"%s"}`, i, []string{"low", "high"}[i%2]))
@@ -108,9 +108,4 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 			t.Fatalf("sort_by=%s: a rebuilt listing differs or is wrong:\n  live %s\n again %s\nmemory %s", sortBy, live, again, memory)
 		}
 	}
-}
-
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, 5*time.Second, "the condition", cond)
 }
