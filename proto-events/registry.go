@@ -13,6 +13,7 @@ import (
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 )
 
 // Event types: the value of HeaderEventType, "<context>.<snake_case_name>".
@@ -113,6 +114,11 @@ var registrations = []registration{
 	{TypeRunRejudged, TestRunsStream, func() Event { return &testingv1.RunRejudged{} }},
 	{TypeLoadStepCompleted, TestingStream, func() Event { return &testingv1.LoadStepCompleted{} }},
 	{TypeLoadSamplesRecorded, TestRunsStream, func() Event { return &testingv1.LoadSamplesRecorded{} }},
+
+	{TypeWebhookCreated, WebhooksStream, func() Event { return &webhooksv1.WebhookCreated{} }},
+	{TypeWebhookUpdated, WebhooksStream, func() Event { return &webhooksv1.WebhookUpdated{} }},
+	{TypeWebhookDeleted, WebhooksStream, func() Event { return &webhooksv1.WebhookDeleted{} }},
+	{TypeWebhookDisabled, WebhooksStream, func() Event { return &webhooksv1.WebhookDisabled{} }},
 }
 
 var (

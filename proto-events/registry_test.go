@@ -63,6 +63,10 @@ var wantTypes = map[string]struct {
 	"testing.run_rejudged":             {"voiceai.testing.v1.RunRejudged", "TESTRUNS"},
 	"testing.load_step_completed":      {"voiceai.testing.v1.LoadStepCompleted", "TESTING"},
 	"testing.load_samples_recorded":    {"voiceai.testing.v1.LoadSamplesRecorded", "TESTRUNS"},
+	"webhooks.webhook_created":         {"voiceai.webhooks.v1.WebhookCreated", "WEBHOOKS"},
+	"webhooks.webhook_updated":         {"voiceai.webhooks.v1.WebhookUpdated", "WEBHOOKS"},
+	"webhooks.webhook_deleted":         {"voiceai.webhooks.v1.WebhookDeleted", "WEBHOOKS"},
+	"webhooks.webhook_disabled":        {"voiceai.webhooks.v1.WebhookDisabled", "WEBHOOKS"},
 
 	// Conversation tags and the feedback and tags on a conversation.
 	"tickets.conversation_tag_created":    {"voiceai.tickets.v1.ConversationTagCreated", "TICKETS"},
@@ -98,6 +102,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 		events.TypeRunCompleted, events.TypeResultGroupComputed, events.TypeRunLabelled,
 		events.TypeConversationAnalysed, events.TypeConversationLabelled, events.TypeRunRejudged,
 		events.TypeLoadStepCompleted, events.TypeLoadSamplesRecorded,
+		events.TypeWebhookCreated, events.TypeWebhookUpdated, events.TypeWebhookDeleted, events.TypeWebhookDisabled,
 	}
 	for _, c := range consts {
 		if _, ok := wantTypes[c]; !ok {
@@ -117,6 +122,16 @@ func populated(t *testing.T, m protoreflect.Message) {
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
 		switch {
+		case fd.IsMap(): // a webhook's request headers
+			mp := m.Mutable(fd).Map()
+			key := scalar(t, fd.MapKey(), "key").MapKey()
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				v := mp.NewValue()
+				populated(t, v.Message())
+				mp.Set(key, v)
+			} else {
+				mp.Set(key, scalar(t, fd.MapValue(), "value"))
+			}
 		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
 			l := m.Mutable(fd).List()
 			for range 2 {

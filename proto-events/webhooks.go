@@ -1,9 +1,5 @@
 package events
 
-import (
-	"fmt"
-)
-
 // Streams and subjects of the webhooks service.
 const (
 	// WebhooksStream holds the webhook aggregates' events (state-carrying):
@@ -68,29 +64,4 @@ func webhookScoped(prefix, workspaceID, webhookID string) (string, error) {
 		return "", err
 	}
 	return prefix + "." + workspaceID + "." + webhookID, nil
-}
-
-// RegisterWebhookTypes is the registration hook of the webhooks contracts:
-// the webhooks service calls it from its package initialisation with the
-// generated messages, so every binary that links the service decodes
-// WEBHOOKS events through New/Decode. It must run during package
-// initialisation (it is not safe for concurrent use with lookups), and a
-// second call is a no-op.
-func RegisterWebhookTypes(created, updated, deleted, disabled func() Event) {
-	if _, done := byType[TypeWebhookCreated]; done {
-		return
-	}
-	for _, r := range []registration{
-		{TypeWebhookCreated, WebhooksStream, created},
-		{TypeWebhookUpdated, WebhooksStream, updated},
-		{TypeWebhookDeleted, WebhooksStream, deleted},
-		{TypeWebhookDisabled, WebhooksStream, disabled},
-	} {
-		name := r.empty().ProtoReflect().Descriptor().FullName()
-		if _, dup := bySchema[name]; dup {
-			panic(fmt.Sprintf("events: message %s registered twice", name))
-		}
-		byType[r.eventType] = r
-		bySchema[name] = r.eventType
-	}
 }

@@ -16,9 +16,9 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/requestid"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
@@ -31,7 +31,7 @@ func Meta(ctx context.Context, workspaceID, commandID string, now time.Time) *co
 		WorkspaceId:      workspaceID,
 		ActorUserId:      p.UserID,
 		CommandId:        commandID,
-		RequestId:        httpx.RequestID(ctx),
+		RequestId:        requestid.From(ctx),
 	}
 }
 

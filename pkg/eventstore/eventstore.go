@@ -22,23 +22,14 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
-// The port's types, named here too for the JetStream-side code.
+// The port's names the JetStream-side code uses, named here too.
 type (
-	Event    = eventlog.Event
-	Appended = eventlog.Appended
-	Record   = eventlog.Record
+	Event  = eventlog.Event
+	Record = eventlog.Record
 )
-
-// ErrConflict is eventlog.ErrConflict.
-var ErrConflict = eventlog.ErrConflict
 
 // AnySeq is eventlog.AnySeq.
 const AnySeq = eventlog.AnySeq
-
-// Retry is eventlog.Retry.
-func Retry(ctx context.Context, attempts int, fn func() error) error {
-	return eventlog.Retry(ctx, attempts, fn)
-}
 
 // StreamConfig describes a bounded context's stream.
 type StreamConfig struct {
@@ -136,7 +127,7 @@ func NewMsg(subject, commandID string, ev Event) *nats.Msg {
 // Append writes ev to subject if the subject's last sequence is still
 // expectedSeq (0: the subject must be empty). A non-empty commandID makes
 // the append idempotent: a retry answers the first append's sequence.
-func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, commandID string, ev Event) (Appended, error) {
+func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, commandID string, ev Event) (eventlog.Appended, error) {
 	msg := NewMsg(subject, commandID, ev)
 	opts := []jetstream.PublishOpt{jetstream.WithExpectStream(s.stream)}
 	if expectedSeq != AnySeq {
@@ -150,20 +141,20 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 			// already on the subject, answer as a duplicate.
 			if commandID != "" {
 				if rec, found, ferr := s.FindCommand(ctx, subject, commandID); ferr == nil && found {
-					return Appended{Seq: rec.Seq, Duplicate: true}, nil
+					return eventlog.Appended{Seq: rec.Seq, Duplicate: true}, nil
 				}
 			}
-			return Appended{}, fmt.Errorf("%w: %s at %d", ErrConflict, subject, expectedSeq)
+			return eventlog.Appended{}, fmt.Errorf("%w: %s at %d", eventlog.ErrConflict, subject, expectedSeq)
 		}
-		return Appended{}, fmt.Errorf("append to %s: %w", subject, classify(err))
+		return eventlog.Appended{}, fmt.Errorf("append to %s: %w", subject, classify(err))
 	}
-	return Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+	return eventlog.Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
 // IsConflict reports whether err is JetStream refusing an append because
 // the subject's last sequence differs, judged by error code alone.
 func IsConflict(err error) bool {
-	if errors.Is(err, ErrConflict) {
+	if errors.Is(err, eventlog.ErrConflict) {
 		return true
 	}
 	var apiErr *jetstream.APIError

@@ -15,6 +15,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/requestid"
 )
 
 // Error is an application error of the catalog (package apperr); the
@@ -100,7 +101,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if code == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}
-	WriteJSON(w, code, errorBodyOf(e, RequestID(r.Context())))
+	WriteJSON(w, code, errorBodyOf(e, requestid.From(r.Context())))
 }
 
 // ErrorJSON is e in the spec's error shape, for an answer written without

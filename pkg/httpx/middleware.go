@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/requestid"
 )
 
 // HeaderRequestID is echoed on every response.
@@ -21,18 +22,9 @@ const HeaderRequestID = "X-Request-Id"
 
 type ctxKey int
 
-const (
-	requestIDKey ctxKey = iota
-	loggerKey
-)
+const loggerKey ctxKey = 0
 
 var wellFormedRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
-
-// RequestID returns the request id carried by ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
 
 // LoggerFrom returns the request-scoped logger, or the default logger.
 func LoggerFrom(ctx context.Context) *slog.Logger {
@@ -60,7 +52,7 @@ func WithRequestID(base *slog.Logger, next http.Handler) http.Handler {
 			r.Header.Set(HeaderRequestID, id)
 		}
 		w.Header().Set(HeaderRequestID, id)
-		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		ctx := requestid.With(r.Context(), id)
 		ctx = context.WithValue(ctx, loggerKey, base.With("request_id", id))
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

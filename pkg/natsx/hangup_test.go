@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // Finding 8 of issue 47: a client that hangs up on a streamed GET (an
@@ -31,7 +32,7 @@ func TestStreamedResponseClientHangUpIsOneAccessLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
-	var logs testenv.LogBuffer
+	var logs testkit.LogBuffer
 	f := &Forwarder{NC: nc, Timeout: 30 * time.Second}
 	srv := httptest.NewServer(httpx.WithRequestID(slog.New(slog.NewTextHandler(&logs, nil)),
 		httpx.Recover(httpx.AccessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "big") })))))
@@ -51,7 +52,7 @@ func TestStreamedResponseClientHangUpIsOneAccessLine(t *testing.T) {
 	}
 	conn.Close() // hang up mid-stream
 
-	testenv.Eventually(t, 10*time.Second, "the access-log line", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the access-log line", func() bool {
 		return strings.Contains(logs.String(), "http request")
 	})
 	out := logs.String()

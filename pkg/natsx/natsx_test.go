@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func TestForwardRoundTrip(t *testing.T) {
@@ -94,7 +95,7 @@ func TestForwardClientGoneIsNotAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
-	var logs testenv.LogBuffer
+	var logs testkit.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-arrived; cancel() }()
 	rec := httptest.NewRecorder()
@@ -229,12 +230,12 @@ func TestForwardNeverRepeatsAnUnmarkedWrite(t *testing.T) {
 		f.Forward(rec, keyed("k"), "lossy")
 		done <- rec.Code
 	}()
-	waitFor(t, "the first attempt", func() bool { return seen.Load() == 1 })
+	testkit.Eventually(t, 10*time.Second, "the first attempt", func() bool { return seen.Load() == 1 })
 	reconnects := gateway.Stats().Reconnects
 	if err := gateway.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the reconnection", func() bool { return gateway.Stats().Reconnects > reconnects && gateway.IsConnected() })
+	testkit.Eventually(t, 10*time.Second, "the reconnection", func() bool { return gateway.Stats().Reconnects > reconnects && gateway.IsConnected() })
 	// Lost with its connection, its outcome is unknown: an error, never a
 	// second copy. Forward has returned, so nothing of it is left to send;
 	// the round trips see what was sent delivered.
@@ -244,12 +245,6 @@ func TestForwardNeverRepeatsAnUnmarkedWrite(t *testing.T) {
 	if code < 500 || seen.Load() != 1 {
 		t.Fatalf("answered %d after %d attempts, want an error after 1", code, seen.Load())
 	}
-}
-
-// waitFor polls cond until it holds, for at most 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 10*time.Second, what, cond)
 }
 
 // A request marked Repeatable that was written to a connection which then
@@ -266,7 +261,7 @@ func TestForwardResendsOnReconnect(t *testing.T) {
 		f.Forward(rec, Repeatable(keyed("k")), "lossy")
 		done <- rec.Code
 	}()
-	waitFor(t, "the first attempt", func() bool { return seen.Load() > 0 })
+	testkit.Eventually(t, 10*time.Second, "the first attempt", func() bool { return seen.Load() > 0 })
 	if err := gateway.ForceReconnect(); err != nil {
 		t.Fatal(err)
 	}

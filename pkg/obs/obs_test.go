@@ -18,8 +18,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func TestLoggerWritesJSONWithService(t *testing.T) {
@@ -46,7 +45,7 @@ func TestHTTPMetricsLabelByRouteTemplate(t *testing.T) {
 }
 
 func TestServeMetrics(t *testing.T) {
-	addr := testenv.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	var storeDown atomic.Bool

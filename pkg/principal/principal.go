@@ -2,7 +2,9 @@
 // the services. The gateway resolves the API key and forwards who the
 // caller is in Voiceai-* headers over NATS; services trust those headers
 // because only the gateway reaches them, and the gateway strips any
-// Voiceai-* header a client sends.
+// Voiceai-* header a client sends. The middleware that reads them into a
+// request's context is the edge's (httpx.WithPrincipal): this package
+// holds the types and the context key, and links no HTTP toolkit.
 package principal
 
 import (
@@ -12,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/permission"
 )
 
@@ -122,26 +123,11 @@ func From(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// Of is the caller of r, as Middleware put it in its context (the zero
+// Of is the caller of r, as httpx.WithPrincipal put it in its context (the zero
 // principal for none).
 func Of(r *http.Request) Principal {
 	p, _ := From(r.Context())
 	return p
-}
-
-// Middleware puts the forwarded principal into the request context and
-// refuses requests that arrive without one (they did not come through the
-// gateway).
-func Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := FromHeaders(r.Header)
-		if !ok {
-			httpx.WriteError(w, r, apperr.NotAuthenticated)
-			return
-		}
-		httpx.NoteCaller(r.Context(), p.WorkspaceID, p.KeyID)
-		next.ServeHTTP(w, r.WithContext(With(r.Context(), p)))
-	})
 }
 
 // Require answers 403 unless the caller in ctx holds one of perms.

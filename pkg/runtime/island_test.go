@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // A connection whose server has lost its cluster (alive, answering pings,
@@ -35,7 +36,7 @@ func TestLinkLeavesAnIsland(t *testing.T) {
 	if got := link.NC.ConnectedUrl(); got != island.ClientURL() {
 		t.Fatalf("connected to %s, want the first server %s", got, island.ClientURL())
 	}
-	waitForLong(t, "ready on a healthy cluster (its server has served)", func() bool { return link.Ready(context.Background()) == nil })
+	testkit.Eventually(t, 60*time.Second, "ready on a healthy cluster (its server has served)", func() bool { return link.Ready(context.Background()) == nil })
 
 	// Its two peers go: the first server stays up, its clients with it,
 	// and has no quorum.
@@ -44,7 +45,7 @@ func TestLinkLeavesAnIsland(t *testing.T) {
 		peer.WaitForShutdown()
 	}
 	notReady := false
-	waitForLong(t, "the link to move off the island", func() bool {
+	testkit.Eventually(t, 60*time.Second, "the link to move off the island", func() bool {
 		notReady = notReady || link.Ready(context.Background()) != nil
 		return link.NC.ConnectedUrl() == elsewhere.ClientURL() && link.Ready(context.Background()) == nil
 	})
@@ -71,7 +72,7 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 	defer nc.Close()
 	w := &islandWatch{log: quietLog(), moved: func() {}}
 	healthy := serverView{reach: 3}
-	waitForLong(t, "JetStream and every route through the cluster", func() bool { return probe(nc, 0) == healthy })
+	testkit.Eventually(t, 60*time.Second, "JetStream and every route through the cluster", func() bool { return probe(nc, 0) == healthy })
 	// What this server was just seen to be, not a second probe of it: one
 	// probe of a starved machine may count fewer answers within its
 	// window, and the watch acts only on suspect probes in a row.
@@ -86,7 +87,7 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 		peer.Shutdown()
 		peer.WaitForShutdown()
 	}
-	waitForLong(t, "the first server to report no quorum", func() bool { return probeJetStream(nc) != nil })
+	testkit.Eventually(t, 60*time.Second, "the first server to report no quorum", func() bool { return probeJetStream(nc) != nil })
 	if got, wider := w.servingPeer(nc, nc.ConnectedUrl(), probe(nc, 0)); got != "" || wider {
 		t.Fatalf("a serving peer %q (wider %v) with every other server down", got, wider)
 	}
@@ -102,10 +103,10 @@ func TestReachCountsTheServersRouted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	waitForLong(t, "three servers reached", func() bool { return reach(nc, 0) == 3 })
+	testkit.Eventually(t, 60*time.Second, "three servers reached", func() bool { return reach(nc, 0) == 3 })
 	// One count may miss answers on a starved machine (its window is
 	// short); none may pass the number it stops at.
-	waitForLong(t, "reach stopping at 2", func() bool {
+	testkit.Eventually(t, 60*time.Second, "reach stopping at 2", func() bool {
 		got := reach(nc, 2)
 		if got > 2 {
 			t.Fatalf("reach stopping at 2 counted %d", got)
@@ -114,7 +115,7 @@ func TestReachCountsTheServersRouted(t *testing.T) {
 	})
 	cluster[2].Shutdown()
 	cluster[2].WaitForShutdown()
-	waitForLong(t, "two servers reached", func() bool { return reach(nc, 0) == 2 })
+	testkit.Eventually(t, 60*time.Second, "two servers reached", func() bool { return reach(nc, 0) == 2 })
 }
 
 // Where to move: only to a server whose JetStream answers, never to one
@@ -148,12 +149,7 @@ func waitForQuorum(t *testing.T, url string) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	waitForLong(t, "a JetStream quorum", func() bool { return probeJetStream(nc) == nil })
-}
-
-func waitForLong(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, 60*time.Second, what, cond)
+	testkit.Eventually(t, 60*time.Second, "a JetStream quorum", func() bool { return probeJetStream(nc) == nil })
 }
 
 // startCluster starts n in-process servers as one JetStream cluster.

@@ -14,18 +14,10 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func quietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	waitWithin(t, 10*time.Second, what, cond)
-}
-
-// waitWithin polls cond until it holds or within passes.
-var waitWithin = testenv.Eventually
 
 // A connection the server drops reconnects by itself, and its
 // subscriptions keep receiving; the drop is counted.
@@ -48,7 +40,7 @@ func TestLinkReconnectsAfterTheServerDropsIt(t *testing.T) {
 	if n := testenv.KickClients(t, ns, "voiceai-linktest"); n != 1 {
 		t.Fatalf("kicked %d connections, want 1", n)
 	}
-	waitFor(t, "the reconnection", func() bool { return reconnected() == 1 && link.Ready(context.Background()) == nil })
+	testkit.Eventually(t, 10*time.Second, "the reconnection", func() bool { return reconnected() == 1 && link.Ready(context.Background()) == nil })
 	if err := link.Alive(context.Background()); err != nil {
 		t.Fatalf("a dropped connection is not lost: %v", err)
 	}
@@ -57,7 +49,7 @@ func TestLinkReconnectsAfterTheServerDropsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	waitFor(t, "the subscription after reconnecting", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the subscription after reconnecting", func() bool {
 		_ = other.Publish("ping", []byte("after"))
 		select {
 		case m := <-got:
@@ -94,7 +86,7 @@ func eventCount(t *testing.T, reg *prometheus.Registry, event string) float64 {
 // in between. The restarted service answers /readyz on the same address.
 func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	ns := testenv.StartNATSServer(t)
-	metricsAddr := testenv.FreeAddr(t)
+	metricsAddr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	starts := make(chan Deps, 4)
 	stopped := make(chan struct{}, 4)
@@ -126,8 +118,8 @@ func TestRunRebuildsAConnectionLostForGood(t *testing.T) {
 	if second.NC == first.NC {
 		t.Fatal("the service was started again on the lost connection")
 	}
-	waitFor(t, "the new connection ready", func() bool { return second.Probes().Ready["nats"](ctx) == nil })
-	waitFor(t, "/readyz of the restarted service", func() bool { return Probe(ctx, metricsAddr) == nil })
+	testkit.Eventually(t, 10*time.Second, "the new connection ready", func() bool { return second.Probes().Ready["nats"](ctx) == nil })
+	testkit.Eventually(t, 10*time.Second, "/readyz of the restarted service", func() bool { return Probe(ctx, metricsAddr) == nil })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run after shutdown: %v", err)
@@ -151,7 +143,7 @@ func TestLinkIsNotReadyWhileTheServerIsDown(t *testing.T) {
 	t.Cleanup(link.Close)
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	waitFor(t, "not ready while the server is down", func() bool { return link.Ready(context.Background()) != nil })
+	testkit.Eventually(t, 10*time.Second, "not ready while the server is down", func() bool { return link.Ready(context.Background()) != nil })
 	if err := link.Alive(context.Background()); err != nil {
 		t.Fatalf("a connection that is reconnecting is alive: %v", err)
 	}
@@ -160,5 +152,5 @@ func TestLinkIsNotReadyWhileTheServerIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { again.Shutdown(); again.WaitForShutdown() })
-	waitFor(t, "ready once the server is back", func() bool { return link.Ready(context.Background()) == nil })
+	testkit.Eventually(t, 10*time.Second, "ready once the server is back", func() bool { return link.Ready(context.Background()) == nil })
 }

@@ -14,7 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
-	"github.com/voiceai-platform/voiceai/pkg/tracing"
+	"github.com/voiceai-platform/voiceai/pkg/tracing/otlp"
 )
 
 // StartFunc starts a service on d and returns how to stop it. ctx ends
@@ -75,7 +75,7 @@ func Run(name string, infra config.Infra, start StartFunc) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log := obs.NewLogger(os.Stderr, level, name)
-	stopTracing, err := tracing.Setup(ctx, name)
+	stopTracing, err := otlp.Setup(ctx, name)
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // serveProbes serves p's /readyz on a random loopback port and returns the
@@ -93,7 +94,7 @@ func TestRunRefusesAMetricsAddressItCannotListenOn(t *testing.T) {
 // While the first NATS connection is still being retried, the internal
 // endpoint already answers: alive, not ready, saying what it waits for.
 func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
-	addr := testenv.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -113,7 +114,7 @@ func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, "the internal endpoint answers", func() bool { code, _ := get("/healthz"); return code == http.StatusOK })
+	testkit.Eventually(t, 10*time.Second, "the internal endpoint answers", func() bool { code, _ := get("/healthz"); return code == http.StatusOK })
 	code, body := get("/readyz")
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"nats":"connecting"`) || !strings.Contains(body, `"store":"connecting"`) ||
 		!strings.Contains(body, `"started":"starting"`) {

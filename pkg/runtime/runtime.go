@@ -23,7 +23,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // Deps are the connections a service runs on. The all-in-one binary
@@ -185,7 +184,7 @@ func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
 	// The gateway logs each request at info; behind it, a service's line is
 	// debug, so a request is logged once.
-	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLogAt(slog.LevelDebug, principal.Middleware(router)))))
+	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLogAt(slog.LevelDebug, httpx.WithPrincipal(router)))))
 }
 
 // Service is a use-case application served over NATS: what each

@@ -1,6 +1,8 @@
 // Package testenv gives tests a real NATS JetStream server and a real
 // Mongo-wire store: embedded by default (nats-server in-process, FerretDB
-// on SQLite), or official containers when VOICEAI_TEST_DOCKER=1.
+// on SQLite), or official containers when VOICEAI_TEST_DOCKER=1. It is
+// infrastructure; the pure helpers (Eventually, WantKind, ...) are
+// package testkit's, so a test that needs only them links none of it.
 package testenv
 
 import (

@@ -1,49 +1,18 @@
 // Package tracing records OpenTelemetry spans: from the gateway, across
 // NATS (the W3C traceparent travels in message headers), into every
-// service, runner and dispatcher. Spans are exported by OTLP/HTTP when
-// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is
-// set, configured by the standard OTEL_* variables; otherwise nothing is
-// recorded, and the trace context still flows, so logs and events carry
-// trace ids either way.
+// service, runner and dispatcher. It names only the OpenTelemetry API;
+// the process installs the SDK that records and exports spans (package
+// otlp, at start). Without it nothing is recorded, and the trace context
+// still flows, so logs and events carry trace ids either way.
 package tracing
 
 import (
 	"context"
-	"os"
 
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 )
-
-// Enabled reports whether the environment asks for spans to be exported.
-func Enabled() bool {
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-}
-
-// Setup installs the process's tracer provider and the W3C trace-context
-// propagator, and returns what flushes and stops it at exit.
-func Setup(ctx context.Context, service string) (shutdown func(context.Context) error, err error) {
-	otel.SetTextMapPropagator(propagation.TraceContext{})
-	if !Enabled() {
-		return func(context.Context) error { return nil }, nil
-	}
-	exporter, err := otlptracehttp.New(ctx)
-	if err != nil {
-		return nil, err
-	}
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(semconv.ServiceName("voiceai-"+service)))
-	if err != nil {
-		return nil, err
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
-	return tp.Shutdown, nil
-}
 
 // Tracer is the platform's tracer (of whichever provider is installed).
 func Tracer() trace.Tracer { return otel.Tracer("github.com/voiceai-platform/voiceai") }

@@ -20,7 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
-	"github.com/voiceai-platform/voiceai/pkg/tracing"
+	"github.com/voiceai-platform/voiceai/pkg/tracing/otlp"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
@@ -54,7 +54,7 @@ func serve(ctx context.Context) error {
 		return err
 	}
 	log := obs.NewLogger(os.Stderr, level, "allinone")
-	stopTracing, err := tracing.Setup(ctx, "allinone")
+	stopTracing, err := otlp.Setup(ctx, "allinone")
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
 	}

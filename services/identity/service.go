@@ -15,6 +15,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 	"github.com/voiceai-platform/voiceai/services/identity/ports"
@@ -73,8 +74,8 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 
 // followIdentity builds the in-memory read model from each subject's last
 // event and keeps it current; it returns once the replay is applied.
-func followIdentity(ctx context.Context, d runtime.Deps) (*adapters.MemoryReadModel, error) {
-	rm := adapters.NewMemoryReadModel()
+func followIdentity(ctx context.Context, d runtime.Deps) (*memory.ReadModel, error) {
+	rm := memory.NewReadModel()
 	err := eventstore.FollowState(ctx, d.JS, events.IdentityStream, []string{events.IdentityAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if doc := app.DocOf(msg); doc != nil {
 			_ = rm.Put(ctx, seq, doc) // in memory: never fails

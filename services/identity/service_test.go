@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
@@ -135,7 +136,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.IdentityStream); err != nil {
 		t.Fatal(err)
 	}
-	rm := adapters.NewMemoryReadModel()
+	rm := memory.NewReadModel()
 	a := app.New(eventstore.New(js, events.IdentityStream), rm, slog.New(slog.DiscardHandler), time.Now)
 	caller := principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
 	acct, err := a.CreateServiceAccount(ctx, principal.In("ws_a"), "bot")

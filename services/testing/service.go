@@ -29,6 +29,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/meaning"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
@@ -401,8 +402,8 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 // followTesting builds the in-memory read model from the last event of
 // every test, folder and invocation and keeps it current; it returns once
 // the replay is applied.
-func followTesting(ctx context.Context, d runtime.Deps) (*adapters.MemoryIndex, error) {
-	m := adapters.NewMemoryIndex()
+func followTesting(ctx context.Context, d runtime.Deps) (*memory.Index, error) {
+	m := memory.NewIndex()
 	err := eventstore.FollowState(ctx, d.JS, events.TestingStream, []string{events.TestingAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		switch s := app.StateOf(msg).(type) {
 		case *testingv1.Test:

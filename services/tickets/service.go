@@ -23,6 +23,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/ports"
 	"github.com/voiceai-platform/voiceai/services/tickets/qaworker"
@@ -68,9 +69,9 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	// beside the tickets: one replay feeds them all.
 	tags := adapters.NewTagIndex()
 	var rm app.ReadModel = store
-	var idx *adapters.MemoryIndex
+	var idx *memory.Index
 	if d.ReadIndex == config.ReadIndexMemory {
-		idx = adapters.NewMemoryIndex()
+		idx = memory.NewIndex()
 		rm = idx
 	}
 	if err := followTickets(ctx, d, idx, tags, dir.Conversations); err != nil {
@@ -183,7 +184,7 @@ func startConversationStore(ctx context.Context, d runtime.Deps) (*adapters.Conv
 // in-memory ticket index (when idx is set), the tags and the
 // conversations' annotations (when set), and keeps them current; it
 // returns once the replay is applied.
-func followTickets(ctx context.Context, d runtime.Deps, idx *adapters.MemoryIndex, tags app.Tags, conv app.ConversationWriter) error {
+func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags app.Tags, conv app.ConversationWriter) error {
 	return eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
 			_ = idx.Put(ctx, seq, t)
@@ -292,7 +293,7 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx := adapters.NewMemoryIndex()
+	idx := memory.NewIndex()
 	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}

@@ -20,7 +20,9 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -64,7 +66,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		}
 		return m
 	}
-	eventually(t, func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
+	testkit.Eventually(t, 5*time.Second, "the condition", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
 	var ids []string
 	for i := range 8 {
 		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d","priority":"%s"}`, i, []string{"low", "high"}[i%2]))
@@ -97,7 +99,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		return strings.Join(out, "\n")
 	}
 	// And the index a memory replica builds from the stream.
-	followed := adapters.NewMemoryIndex()
+	followed := memory.NewIndex()
 	if err := followTickets(ctx, d, followed, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +109,4 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 			t.Fatalf("sort_by=%s: a rebuilt listing differs or is wrong:\n  live %s\n again %s\nmemory %s", sortBy, live, again, memory)
 		}
 	}
-}
-
-func eventually(t *testing.T, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 5*time.Second, "the condition", cond)
 }

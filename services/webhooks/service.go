@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
@@ -133,8 +134,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := reg.Follow(ctx); err != nil {
 		return nil, err
 	}
-	attempts := adapters.NewAttemptLog()
-	if err := attempts.Follow(ctx, d.JS, d.Logger); err != nil {
+	attempts := memory.NewAttemptLog()
+	if err := adapters.FollowAttemptLog(ctx, d.JS, attempts, d.Logger); err != nil {
 		return nil, err
 	}
 	db := d.Database(Name)

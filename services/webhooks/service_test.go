@@ -28,7 +28,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
@@ -146,7 +147,7 @@ func newReceiver(t *testing.T, reply func(n int, w http.ResponseWriter)) *receiv
 		rc.mu.Lock()
 		rc.got = append(rc.got, received{
 			body: body, eventID: r.Header.Get("X-Service-Event-Id"), attempt: r.Header.Get("X-Service-Delivery-Attempt"),
-			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")) &&
+			sigValid: testkit.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")) &&
 				sdkSigned(rc.secret, body, r.Header.Get("ElevenLabs-Signature"), r.Header.Get("X-Service-Timestamp")),
 		})
 		n := len(rc.got)
@@ -185,12 +186,6 @@ func (rc *receiver) all() []received {
 	return append([]received(nil), rc.got...)
 }
 
-// eventually polls cond until it holds, for at most 15 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 15*time.Second, what, cond)
-}
-
 // settled waits until the webhook's deliveries have all reached a
 // terminal state, after which nothing more can reach its receiver:
 //   - every event stored on PLATFORM so far has been fanned out (the
@@ -213,7 +208,7 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, fmt.Sprintf("PLATFORM fanned out up to %d", last), func() bool {
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("PLATFORM fanned out up to %d", last), func() bool {
 		info, err := fanout.Info(h.ctx)
 		return err == nil && info.AckFloor.Stream >= last
 	})
@@ -225,13 +220,13 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "every job of "+id+" settled", func() bool {
+	testkit.Eventually(t, 15*time.Second, "every job of "+id+" settled", func() bool {
 		info, err := jobs.Info(h.ctx, jetstream.WithSubjectFilter(subject))
 		return err == nil && info.State.Subjects[subject] == 0
 	})
-	eventually(t, "the final attempt of every event of "+id+" recorded", func() bool {
+	testkit.Eventually(t, 15*time.Second, "the final attempt of every event of "+id+" recorded", func() bool {
 		final := map[string]bool{}
-		for _, a := range recent(h.svc.App.Attempts, id, adapters.RecentAttempts) {
+		for _, a := range recent(h.svc.App.Attempts, id, memory.RecentAttempts) {
 			if !a.GetTest() {
 				final[a.GetEventId()] = final[a.GetEventId()] || a.GetFinal()
 			}
@@ -390,7 +385,7 @@ func TestDeliveries(t *testing.T) {
 		rc.setSecret(secret)
 		ev := h.ingest("ws_sig", `{"event":"call_started","timestamp":"2026-01-02T03:04:05Z","data":{"call_id":"c1","metadata":{"call_queue":"q"}}}`)
 		h.ingest("ws_sig", `{"event":"agent_busy","data":{}}`) // not subscribed
-		eventually(t, "delivery", func() bool { return len(rc.all()) >= 1 })
+		testkit.Eventually(t, 15*time.Second, "delivery", func() bool { return len(rc.all()) >= 1 })
 		got := rc.all()[0]
 		if !got.sigValid || got.eventID != ev {
 			t.Fatalf("delivery %+v (event %s)", got, ev)
@@ -400,7 +395,7 @@ func TestDeliveries(t *testing.T) {
 		if env["event"] != "call_started" || env["timestamp"] != "2026-01-02T03:04:05.000Z" || env["data"].(map[string]any)["call_id"] != "c1" {
 			t.Fatalf("envelope %s", got.body)
 		}
-		eventually(t, "log entry", func() bool { return len(h.logs("ws_sig", id)) == 1 })
+		testkit.Eventually(t, 15*time.Second, "log entry", func() bool { return len(h.logs("ws_sig", id)) == 1 })
 		e := h.logs("ws_sig", id)[0]
 		if e["status"] != "success" || e["event"] != "call_started" || e["response_code"] != float64(200) || e["delivery_time_ms"] == nil || e["error"] != nil || e["retry_count"] != nil {
 			t.Fatalf("log entry %v", e)
@@ -428,7 +423,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r1", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":2,"retry_delay":1,"exponential_backoff":true,"max_delay":4,"retry_on_status":[503]}`))
 		rc.setSecret(secret)
 		ev := h.ingest("ws_r1", `{"event":"call_ended","data":{"call_id":"c"}}`)
-		eventually(t, "3 attempts", func() bool { return len(h.logs("ws_r1", id)) == 3 })
+		testkit.Eventually(t, 15*time.Second, "3 attempts", func() bool { return len(h.logs("ws_r1", id)) == 3 })
 		for i, r := range rc.all() {
 			if r.eventID != ev || !r.sigValid || r.attempt != fmt.Sprint(i+1) {
 				t.Fatalf("attempt %d: %+v", i, r)
@@ -460,7 +455,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r2", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":3,"retry_delay":1,"retry_on_status":[503]}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r2", `{"event":"call_ended","data":{}}`)
-		eventually(t, "1 attempt", func() bool { return len(h.logs("ws_r2", id)) == 1 })
+		testkit.Eventually(t, 15*time.Second, "1 attempt", func() bool { return len(h.logs("ws_r2", id)) == 1 })
 		h.settled(t, "ws_r2", id)
 		if n, l := len(rc.all()), len(h.logs("ws_r2", id)); n != 1 || l != 1 {
 			t.Fatalf("%d attempts received, %d logged, want 1", n, l)
@@ -481,7 +476,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r3", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":2,"retry_delay":1,"retry_on_status":[]}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r3", `{"event":"call_ended","data":{}}`)
-		eventually(t, "success after a time-out", func() bool {
+		testkit.Eventually(t, 15*time.Second, "success after a time-out", func() bool {
 			l := h.logs("ws_r3", id)
 			return len(l) == 2 && l[0]["status"] == "success"
 		})
@@ -509,7 +504,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r4", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":1,"retry_delay":1,"exponential_backoff":false,"max_delay":30,"retry_on_status":[429]}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r4", `{"event":"call_ended","data":{}}`)
-		eventually(t, "retry", func() bool { return len(h.logs("ws_r4", id)) == 2 })
+		testkit.Eventually(t, 15*time.Second, "retry", func() bool { return len(h.logs("ws_r4", id)) == 2 })
 		mu.Lock()
 		gap := times[1].Sub(times[0])
 		mu.Unlock()
@@ -523,7 +518,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r5", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":5,"retry_delay":1,"retry_on_status":[410,503]}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r5", `{"event":"call_ended","data":{}}`)
-		eventually(t, "disabled", func() bool {
+		testkit.Eventually(t, 15*time.Second, "disabled", func() bool {
 			_, m := h.do("ws_r5", "GET", "/v1/convai/webhooks/"+id, "")
 			return m["active"] == false && m["disabled_reason"] == "gone"
 		})
@@ -552,7 +547,7 @@ func TestDeliveries(t *testing.T) {
 		id, secret := h.create("ws_r6", hookBody(rc.URL, `["call_ended"]`, `{"max_retries":2,"retry_delay":1}`))
 		rc.setSecret(secret)
 		h.ingest("ws_r6", `{"event":"call_ended","data":{}}`)
-		eventually(t, "attempt", func() bool { return len(h.logs("ws_r6", id)) == 1 })
+		testkit.Eventually(t, 15*time.Second, "attempt", func() bool { return len(h.logs("ws_r6", id)) == 1 })
 		e := h.logs("ws_r6", id)[0]
 		if e["response_code"] != float64(307) || !strings.Contains(e["error"].(string), "redirect") {
 			t.Fatalf("log %v", e)
@@ -572,7 +567,7 @@ func TestDeliveries(t *testing.T) {
 			t.Fatalf("test: %d %v", code, m)
 		}
 		h.ingest("ws_ssrf", `{"event":"call_ended","data":{}}`)
-		eventually(t, "refusal logged", func() bool { return len(h.logs("ws_ssrf", id)) == 2 })
+		testkit.Eventually(t, 15*time.Second, "refusal logged", func() bool { return len(h.logs("ws_ssrf", id)) == 2 })
 		h.settled(t, "ws_ssrf", id)
 		if len(rc.all()) != 0 || len(h.logs("ws_ssrf", id)) != 2 {
 			t.Fatal("refused destination reached or retried")
@@ -609,7 +604,7 @@ func TestDispatcherKilledMidDeliveryLosesNothing(t *testing.T) {
 	for i := range n {
 		want[h.ingest("ws_k", fmt.Sprintf(`{"event":"call_started","data":{"call_id":"c%d"}}`, i))] = true
 	}
-	eventually(t, "replica A holding deliveries", func() bool { return len(rc.all()) >= 4 })
+	testkit.Eventually(t, 15*time.Second, "replica A holding deliveries", func() bool { return len(rc.all()) >= 4 })
 	ncA.Close() // killed: no ack, no nak
 	cancelA()
 	close(release)
@@ -622,7 +617,7 @@ func TestDispatcherKilledMidDeliveryLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(b.Stop)
-	eventually(t, fmt.Sprintf("every event delivered (%d received)", len(rc.all())), func() bool {
+	testkit.Eventually(t, 15*time.Second, fmt.Sprintf("every event delivered (%d received)", len(rc.all())), func() bool {
 		seen := map[string]bool{}
 		for _, r := range rc.all() {
 			seen[r.eventID] = true
@@ -688,7 +683,7 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	for i := range n {
 		h.ingest("ws_r", fmt.Sprintf(`{"event":"call_started","data":{"call_id":"c%d"}}`, i))
 	}
-	eventually(t, "every event delivered", func() bool { return len(rc.all()) >= n })
+	testkit.Eventually(t, 15*time.Second, "every event delivered", func() bool { return len(rc.all()) >= n })
 	h.settled(t, "ws_r", id)
 	seen := map[string]string{} // event id: its attempt number
 	for _, r := range rc.all() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -90,40 +89,6 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 	out := make(map[string]int64, len(docs))
 	for _, d := range docs {
 		out[d.AgentID] = d.LastCallUnix
-	}
-	return out, nil
-}
-
-// MemoryCallLog is the call log in memory, for the use-case tests.
-type MemoryCallLog struct {
-	mu   sync.Mutex
-	last map[string]int64 // workspace/agent → its latest call
-}
-
-// NewMemoryCallLog is an empty call log.
-func NewMemoryCallLog() *MemoryCallLog { return &MemoryCallLog{last: map[string]int64{}} }
-
-// Record implements app.CallLog.
-func (l *MemoryCallLog) Record(_ context.Context, calls []app.Call) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for k, c := range latest(calls) {
-		if cur, ok := l.last[k]; !ok || c.AtUnix > cur {
-			l.last[k] = c.AtUnix
-		}
-	}
-	return nil
-}
-
-// LastCalls implements app.CallLog.
-func (l *MemoryCallLog) LastCalls(_ context.Context, workspaceID string, agentIDs []string) (map[string]int64, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := map[string]int64{}
-	for _, id := range agentIDs {
-		if at, ok := l.last[callKey(workspaceID, id)]; ok {
-			out[id] = at
-		}
 	}
 	return out, nil
 }

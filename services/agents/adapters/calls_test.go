@@ -11,6 +11,8 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 )
 
 // The call log follows PLATFORM: a call_started or conversation_started
@@ -41,13 +43,13 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 	publish("ws_a", "call_started", `{"event":"call_started","timestamp":"2029-01-01T00:00:00Z","data":"agent_4"}`)
 	publish("ws_b", "call_started", `{"event":"call_started","timestamp":"2027-01-02T03:04:06Z","data":{"agent_id":"agent_1"}}`)
 
-	log := NewMemoryCallLog()
+	log := memory.NewCallLog()
 	done := make(chan error, 1)
 	go func() { done <- FollowCalls(ctx, js, log, slog.New(slog.DiscardHandler)) }()
 	ids := []string{"agent_1", "agent_2", "agent 3", "agent_4"}
 	// ws_b's call is the last message: once it is recorded, so is
 	// everything before it (one consumer, in stream order).
-	testenv.Eventually(t, 10*time.Second, "ws_b's call recorded", func() bool {
+	testkit.Eventually(t, 10*time.Second, "ws_b's call recorded", func() bool {
 		b, _ := log.LastCalls(ctx, "ws_b", ids)
 		return len(b) == 1
 	})

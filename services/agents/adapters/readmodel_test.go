@@ -10,18 +10,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-func TestMemoryReadModelConforms(t *testing.T) {
-	readmodeltest.Run(t, func(*testing.T) app.ReadModel { return NewMemoryReadModel() })
-}
-
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {
 	readmodeltest.Run(t, testenv.OnFreshDatabases(t, "agents_conformance", storeReadModel))
-}
-
-func TestMemoryCallLogConforms(t *testing.T) {
-	readmodeltest.RunCallLog(t, func(*testing.T) app.CallLog { return NewMemoryCallLog() })
 }
 
 func TestStoreCallLogConforms(t *testing.T) {

@@ -11,8 +11,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
@@ -27,10 +27,10 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	agents := adapters.NewMemoryReadModel()
+	agents := memory.NewReadModel()
 	f := &fixture{clock: time.Unix(1_800_000_000, 0),
 		caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Email: "qa@example.com", Permissions: []string{principal.PermissionAll}}}
-	f.app = app.New(memlog.New(), agents, adapters.NewMemorySecrets(agents), testenv.Sealer(t), func(string) bool { return true },
+	f.app = app.New(memlog.New(), agents, memory.NewSecrets(agents), testkit.Sealer(t), func(string) bool { return true },
 		slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
 	f.app.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
 	return f
@@ -41,7 +41,7 @@ func (f *fixture) cmd(commandID string) principal.Caller {
 	return principal.Caller{Principal: f.caller, CommandID: commandID}
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 
@@ -149,7 +149,7 @@ func TestSecretsUsedByAgents(t *testing.T) {
 func TestTheListingShowsEachAgentsLastCall(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	calls := adapters.NewMemoryCallLog()
+	calls := memory.NewCallLog()
 	f.app.Calls = calls
 	called, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Called")})
 	if err != nil {

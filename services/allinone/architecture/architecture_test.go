@@ -8,18 +8,48 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// infrastructure is what a use-case layer must not link: it declares the
-// ports it needs and adapters bring NATS and MongoDB.
-var infrastructure = []string{"github.com/nats-io/", "go.mongodb.org/"}
+// forbidden is what a use-case layer must not link, with or without its
+// tests: it declares the ports it needs and adapters bring NATS and
+// MongoDB; the edge brings HTTP (gorilla/mux, httpx), metrics
+// (Prometheus) and the telemetry SDK and exporters (the OpenTelemetry
+// API, which only carries a trace context, is allowed).
+var forbidden = []string{
+	"github.com/nats-io/",
+	"go.mongodb.org/",
+	"github.com/gorilla/",
+	module + "pkg/httpx",
+	"github.com/prometheus/",
+	"go.opentelemetry.io/otel/sdk",
+	"go.opentelemetry.io/otel/exporters/",
+	"go.opentelemetry.io/contrib/",
+}
 
-const services = "github.com/voiceai-platform/voiceai/services/"
+const (
+	module   = "github.com/voiceai-platform/voiceai/"
+	services = module + "services/"
+)
 
-// Every services/*/app package is a pure use-case layer: no NATS, no
-// MongoDB among its dependencies, direct or not.
+// isForbidden reports whether dep (an import path, maybe a test variant
+// "p [q.test]") is or lies under a forbidden prefix.
+func isForbidden(dep string) bool {
+	dep, _, _ = strings.Cut(dep, " ")
+	for _, prefix := range forbidden {
+		if dep == prefix || strings.HasPrefix(dep, prefix) && (strings.HasSuffix(prefix, "/") || strings.HasPrefix(dep[len(prefix):], "/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// Every services/*/app package is a pure use-case layer: nothing
+// forbidden among its dependencies, direct or not, nor among its tests'
+// (memory adapters live in adapters/memory, pure test helpers in
+// pkg/testkit, tests of the edge in ports).
 func TestAppsLinkNoInfrastructure(t *testing.T) {
 	apps := appPackages(t)
 	if len(apps) < 5 {
@@ -27,23 +57,101 @@ func TestAppsLinkNoInfrastructure(t *testing.T) {
 	}
 	for _, pkg := range apps {
 		t.Run(strings.TrimPrefix(pkg, services), func(t *testing.T) {
-			out, err := exec.Command("go", "list", "-deps", pkg).CombinedOutput()
+			out, err := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}", pkg).CombinedOutput()
 			if err != nil {
-				t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+				t.Fatalf("go list -deps -test %s: %v\n%s", pkg, err, out)
+			}
+			imports := map[string][]string{}
+			for line := range strings.Lines(string(out)) {
+				path, deps, _ := strings.Cut(strings.TrimSuffix(line, "\n"), "\t")
+				imports[path] = strings.Fields(deps)
 			}
 			var linked []string
-			for dep := range strings.Lines(string(out)) {
-				for _, prefix := range infrastructure {
-					if strings.HasPrefix(dep, prefix) {
-						linked = append(linked, strings.TrimSpace(dep))
-					}
+			for dep := range imports {
+				if isForbidden(dep) && enteredFromOutside(imports, dep) {
+					linked = append(linked, chainTo(imports, pkg, dep))
 				}
 			}
 			if len(linked) > 0 {
-				t.Errorf("%s links infrastructure; declare a port in app and implement it in adapters:\n  %s", pkg, strings.Join(linked, "\n  "))
+				slices.Sort(linked)
+				t.Errorf("%s (with its tests) links what a use-case layer must not; declare a port in app and implement it in adapters, "+
+					"keep memory adapters in adapters/memory and tests of the edge in ports:\n  %s", pkg, strings.Join(linked, "\n  "))
 			}
 		})
 	}
+}
+
+// The check sees what it forbids: the graph of a package that links NATS,
+// Mongo, HTTP, Prometheus and the telemetry SDK (the process wiring) is
+// found wanting.
+func TestTheCheckFindsWhatItForbids(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"pkg/runtime").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps pkg/runtime: %v\n%s", err, out)
+	}
+	found := map[string]bool{}
+	for dep := range strings.Lines(string(out)) {
+		for _, prefix := range forbidden {
+			if dep = strings.TrimSpace(dep); isForbidden(dep) && strings.HasPrefix(dep, prefix) {
+				found[prefix] = true
+			}
+		}
+	}
+	for _, prefix := range []string{"github.com/nats-io/", "go.mongodb.org/", "github.com/gorilla/", module + "pkg/httpx", "github.com/prometheus/", "go.opentelemetry.io/otel/sdk", "go.opentelemetry.io/otel/exporters/"} {
+		if !found[prefix] {
+			t.Errorf("pkg/runtime links nothing under %s: the check would not see it either", prefix)
+		}
+	}
+	for _, ok := range []string{"go.opentelemetry.io/otel/trace", "go.opentelemetry.io/otel/sdkx", module + "pkg/httpxtra", "net/http"} {
+		if isForbidden(ok) {
+			t.Errorf("%s is forbidden; only the listed packages and those under them are", ok)
+		}
+	}
+}
+
+// enteredFromOutside reports whether a package that is not forbidden
+// imports dep: the failure names where the forbidden graph is entered,
+// not all of it.
+func enteredFromOutside(imports map[string][]string, dep string) bool {
+	for path, deps := range imports {
+		if !isForbidden(path) && slices.Contains(deps, dep) {
+			return true
+		}
+	}
+	return false
+}
+
+// chainTo is how from reaches to: the import path, shortest first found.
+func chainTo(imports map[string][]string, from, to string) string {
+	prev := map[string]string{}
+	queue := []string{}
+	// The roots: the package and its test variants.
+	for path := range imports {
+		if path == from || strings.HasPrefix(path, from+" [") || strings.HasPrefix(path, from+"_test ") || path == from+".test" {
+			prev[path] = ""
+			queue = append(queue, path)
+		}
+	}
+	slices.Sort(queue)
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if cur == to {
+			var chain []string
+			for p := cur; p != ""; p = prev[p] {
+				chain = append(chain, strings.TrimPrefix(p, module))
+			}
+			slices.Reverse(chain)
+			return strings.Join(chain, " -> ")
+		}
+		for _, next := range imports[cur] {
+			if _, seen := prev[next]; !seen {
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return to
 }
 
 // appPackages are the services' use-case packages (services/<name>/app),

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // One key, two gateway processes, one minute window: exactly 100 requests
@@ -27,7 +27,7 @@ func TestRateLimitIsExactAcrossTwoGatewayProcesses(t *testing.T) {
 	eventually(t, 30*time.Second, "both gateways know the keys", func() bool { return accepts(t, gwA, probe) && accepts(t, gwB, probe) })
 	// The requests all fall in one minute's window (with 20 s to spare,
 	// however slow the setup above was), so exactly its limit passes.
-	testenv.WaitForFreshMinute(t, 20*time.Second)
+	testkit.WaitForFreshMinute(t, 20*time.Second)
 	minute := time.Now().Truncate(time.Minute)
 
 	var mu sync.Mutex

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // natsNodes is a JetStream cluster of nats-server processes, so a test can
@@ -103,7 +103,7 @@ func (nn *natsNodes) start(i int) {
 	}
 	// What the node says is shown if the test fails (a node that cannot
 	// start says why only there).
-	out := &testenv.LogBuffer{}
+	out := &testkit.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	nn.t.Cleanup(func() {
 		if nn.t.Failed() {

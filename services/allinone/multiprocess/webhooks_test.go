@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // hit is one request the webhook receiver saw.
@@ -45,7 +46,7 @@ func newGatedReceiver(t *testing.T) *gatedReceiver {
 		h := &hit{
 			eventID: r.Header.Get("X-Service-Event-Id"), webhookID: r.Header.Get("X-Service-Webhook-Id"),
 			event: r.Header.Get("X-Service-Event"), attempt: r.Header.Get("X-Service-Delivery-Attempt"), body: body,
-			sigValid: testenv.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")), open: true,
+			sigValid: testkit.SignedBy(rc.secret, body, r.Header.Get("X-Service-Signature")), open: true,
 		}
 		rc.hits = append(rc.hits, h)
 		rc.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 const teamKey = "sk-team-endpoint-key-7c41"
@@ -35,7 +36,7 @@ type endpointRun struct {
 type endpointStack struct {
 	*Stack
 	judge *llmtest.Server
-	logs  *testenv.LogBuffer
+	logs  *testkit.LogBuffer
 	seen  []string // every API answer's body
 }
 
@@ -228,7 +229,7 @@ func TestAgentsOwnEndpointDownOrSlow(t *testing.T) {
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
 		c.Runner.EndpointConcurrency = 2
 	})
-	down := "http://" + testenv.FreeAddr(t) + "/v1"
+	down := "http://" + testkit.FreeAddr(t) + "/v1"
 	hours := createTest(t, s.Stack, hoursTest)
 
 	started := time.Now()

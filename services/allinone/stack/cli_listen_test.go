@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
@@ -53,7 +53,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr testenv.LogBuffer
+	var stdout, stderr testkit.LogBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"webhooks", "listen", "--forward-to", rcv.URL + "/hook", "--event", "call_started", "--secret", secret,
@@ -146,7 +146,7 @@ func TestWebhookRelayProtocol(t *testing.T) {
 		}
 	}
 	d := next.Delivery
-	if d.Headers["X-Service-Event-Id"] != eventID || !testenv.SignedBy([]byte(secret), []byte(d.Body), d.Headers["X-Service-Signature"]) {
+	if d.Headers["X-Service-Event-Id"] != eventID || !testkit.SignedBy([]byte(secret), []byte(d.Body), d.Headers["X-Service-Signature"]) {
 		t.Fatalf("relayed delivery: %+v", d)
 	}
 	result := `{"token":"` + d.Token + `","status_code":500,"response_body":"local app crashed"}`

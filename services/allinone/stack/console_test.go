@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -148,7 +148,7 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 // counts as the key only with its CSRF token and from the same origin.
 func TestConsoleSession(t *testing.T) {
 	cfg := adminConfig(t, func(c *Config) { c.TrustedProxies = []string{"127.0.0.1", "::1"} })
-	logs := &testenv.LogBuffer{} // every log line, at debug: none may hold a key or a session
+	logs := &testkit.LogBuffer{} // every log line, at debug: none may hold a key or a session
 	s := run(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)
 	var answers []response // every answer: none may hold a key in plain form
 	keep := func(r response) response { answers = append(answers, r); return r }

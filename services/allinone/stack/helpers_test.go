@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // start runs a stack in dir with cfg tweaks and stops it when t ends.
@@ -24,7 +25,7 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 	}
 	// The stack's warnings and errors are shown when the test fails: what
 	// went wrong inside is most of a diagnosis.
-	var logs testenv.LogBuffer
+	var logs testkit.LogBuffer
 	var logTo io.Writer = &logs
 	level := slog.LevelWarn
 	if os.Getenv("VOICEAI_TEST_LOG") != "" { // show all the stack's logs when debugging a test
@@ -40,9 +41,9 @@ func start(t *testing.T, dir string, tweak func(*Config)) *Stack {
 
 // startLogging is startAdmin with the stack's log lines at level and
 // above kept in logs, for a test that reads them.
-func startLogging(t *testing.T, level slog.Level, tweaks ...func(*Config)) (s *Stack, logs *testenv.LogBuffer) {
+func startLogging(t *testing.T, level slog.Level, tweaks ...func(*Config)) (s *Stack, logs *testkit.LogBuffer) {
 	t.Helper()
-	logs = &testenv.LogBuffer{}
+	logs = &testkit.LogBuffer{}
 	return run(t, adminConfig(t, tweaks...), slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level})), nil), logs
 }
 
@@ -127,7 +128,7 @@ func wantError(t *testing.T, r response, code int, status string) {
 }
 
 // eventually polls cond until it holds or within passes.
-var eventually = testenv.Eventually
+var eventually = testkit.Eventually
 
 // newKey creates a service account and a key with perms (and extra JSON
 // fields) using admin, returning the secret, account id and key id.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // Finding 7 of the abuse review: one run-tests of 5,000 copies of a test
@@ -44,7 +45,7 @@ func TestWorkspaceQuotasOnRunTests(t *testing.T) {
 		c.Runner.Provider, c.Runner.BaseURL, c.Runner.LLMModel = "openai", model.URL, "platform-model"
 		c.Testing.MaxActiveInvocations, c.Testing.MaxQueuedRuns, c.Testing.RunRetention = 2, 12, 48*time.Hour
 	})
-	s := run(t, cfg, slog.New(slog.NewTextHandler(&testenv.LogBuffer{}, nil)), reg)
+	s := run(t, cfg, slog.New(slog.NewTextHandler(&testkit.LogBuffer{}, nil)), reg)
 
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)

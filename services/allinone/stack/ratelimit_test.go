@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/gateway/ratelimit"
 )
 
@@ -15,7 +16,7 @@ import (
 func startLimited(t *testing.T) *Stack {
 	t.Helper()
 	s := startAdmin(t, func(c *Config) { c.RateLimitPerMinute, c.RateLimitPerHour = 50, 1000 })
-	testenv.WaitForFreshMinute(t, 15*time.Second)
+	testkit.WaitForFreshMinute(t, 15*time.Second)
 	return s
 }
 

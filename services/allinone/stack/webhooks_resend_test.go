@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // hookReceiver records every delivery it gets, and answers 503 with a
@@ -37,7 +37,7 @@ func newFailableReceiver(t *testing.T) *hookReceiver {
 	rcv := &hookReceiver{}
 	rcv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		signed := testenv.SignedBy([]byte(rcv.secret), body, r.Header.Get("X-Service-Signature"))
+		signed := testkit.SignedBy([]byte(rcv.secret), body, r.Header.Get("X-Service-Signature"))
 		code := http.StatusOK
 		if rcv.failing.Load() {
 			code = http.StatusServiceUnavailable

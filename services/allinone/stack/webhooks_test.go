@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // Webhooks through the gateway: permissions, management, ingestion of a
@@ -32,7 +32,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		ok := testenv.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
+		ok := testkit.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
 		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok, body})
 	}))
 	t.Cleanup(rcv.Close)

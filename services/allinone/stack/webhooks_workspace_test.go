@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
 )
 
@@ -36,7 +36,7 @@ func verifyAll(secret string, r *http.Request, body []byte) signedDelivery {
 		return m.Sum(nil)
 	}
 	d := signedDelivery{event: r.Header.Get("X-Service-Event"), eventID: r.Header.Get("X-Service-Event-Id"), team: r.Header.Get("X-Team")}
-	d.service = testenv.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
+	d.service = testkit.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
 	// ElevenLabs-Signature: t=<unix>,v0=<hex HMAC of "<t>.<body>">.
 	var t, v0 string
 	for _, part := range strings.Split(r.Header.Get("ElevenLabs-Signature"), ",") {

@@ -13,10 +13,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/identity/app/readmodeltest"
 )
 
-func TestMemoryReadModelConforms(t *testing.T) {
-	readmodeltest.Run(t, 2000, func(*testing.T) app.ReadModel { return NewMemoryReadModel() })
-}
-
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
-	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
 )
@@ -178,7 +178,7 @@ func TestBootstrapWaitsForTheLog(t *testing.T) {
 	for _, lose := range []bool{false, true} {
 		t.Run(fmt.Sprintf("answer lost %v", lose), func(t *testing.T) {
 			log := &flakyLog{Store: memlog.New(), failures: 3, lose: lose}
-			a := app.New(log, adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
+			a := app.New(log, memory.NewReadModel(), slog.New(slog.DiscardHandler), time.Now)
 			dir := t.TempDir()
 			res, err := a.Bootstrap(context.Background(), "", dir)
 			if err != nil || res.GeneratedSecret == "" {
@@ -198,7 +198,7 @@ func TestBootstrapWaitsForTheLog(t *testing.T) {
 		})
 	}
 	// What a retry cannot cure ends the start at once.
-	a := app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
+	a := app.New(memlog.New(), memory.NewReadModel(), slog.New(slog.DiscardHandler), time.Now)
 	notADir := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(notADir, nil, 0o600); err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 	"github.com/voiceai-platform/voiceai/services/identity/domain"
 )
@@ -31,7 +31,7 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{clock: time.Unix(1_800_000_000, 0)}
-	f.app = app.New(memlog.New(), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler),
+	f.app = app.New(memlog.New(), memory.NewReadModel(), slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
 	ctx := context.Background()
 	ws, err := f.app.CreateWorkspace(ctx, "ws_a", "A")
@@ -47,7 +47,7 @@ func newFixture(t *testing.T) *fixture {
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
 
@@ -39,18 +40,18 @@ func TestWorkspaceCreateWaitsForNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The command is given an address where nothing listens yet.
-	addr := testenv.FreeAddr(t)
+	addr := testkit.FreeAddr(t)
 
 	cmd := operator.WorkspaceCommand(func() (string, error) { return "nats://" + addr, nil })
 	var out bytes.Buffer
-	var errOut testenv.LogBuffer // read while the command writes it
+	var errOut testkit.LogBuffer // read while the command writes it
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	cmd.SetArgs([]string{"create", "--name", "Acme"})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(context.Background()) }()
 
-	testenv.Eventually(t, operator.DialTimeout, "the command retrying", func() bool {
+	testkit.Eventually(t, operator.DialTimeout, "the command retrying", func() bool {
 		return strings.Contains(errOut.String(), "nats not reachable yet")
 	})
 	proxy(t, addr, strings.TrimPrefix(ns.ClientURL(), "nats://"))

@@ -16,9 +16,10 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/identity/adapters"
+	"github.com/voiceai-platform/voiceai/services/identity/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
@@ -184,6 +185,6 @@ func newRouter(t *testing.T) http.Handler {
 	if _, err := eventstore.EnsureStream(context.Background(), js, cfg); err != nil {
 		t.Fatal(err)
 	}
-	a := app.New(eventstore.New(js, events.IdentityStream), adapters.NewMemoryReadModel(), slog.New(slog.DiscardHandler), time.Now)
-	return principal.Middleware(api.Serve("identity", &Handlers{App: a}))
+	a := app.New(eventstore.New(js, events.IdentityStream), memory.NewReadModel(), slog.New(slog.DiscardHandler), time.Now)
+	return httpx.WithPrincipal(api.Serve("identity", &Handlers{App: a}))
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/requestid"
 )
 
 // StoredConversations asks the tickets service, which keeps the
@@ -50,7 +51,7 @@ func (s StoredConversations) Document(ctx context.Context, c principal.Caller, c
 		return nil, err
 	}
 	principal.Principal{WorkspaceID: c.WorkspaceID, UserID: c.UserID, Permissions: []string{"convai_read"}}.SetHeaders(r.Header)
-	r.Header.Set(httpx.HeaderRequestID, httpx.RequestID(ctx))
+	r.Header.Set(httpx.HeaderRequestID, requestid.From(ctx))
 	status, body := s.fwd.Call(r, "tickets")
 	switch status {
 	case http.StatusOK:

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -39,10 +38,6 @@ func TestRunsLogJetStream(t *testing.T) {
 	runslogtest.Run(t, func(t *testing.T) app.RunsLog { return adapters.NewRunsLog(jetStream(t)) })
 }
 
-func TestRunsLogMemory(t *testing.T) {
-	runslogtest.Run(t, func(*testing.T) app.RunsLog { return adapters.NewMemoryRunsLog(time.Now) })
-}
-
 func TestJobQueueJetStream(t *testing.T) {
 	jobqueuetest.Run(t, func(t *testing.T) (app.JobQueue, func(string) int) {
 		js := jetStream(t)
@@ -64,21 +59,6 @@ func TestJobQueueJetStream(t *testing.T) {
 	})
 }
 
-func TestJobQueueMemory(t *testing.T) {
-	jobqueuetest.Run(t, func(*testing.T) (app.JobQueue, func(string) int) {
-		q := adapters.NewMemoryJobQueue()
-		return q, func(filter string) int {
-			n := 0
-			for _, j := range q.Snapshot() {
-				if events.SubjectMatches(filter, j.Subject) {
-					n++
-				}
-			}
-			return n
-		}
-	})
-}
-
 func TestCountersJetStream(t *testing.T) {
 	counterstest.Run(t, func(t *testing.T) (app.Counters, func(string, int64)) {
 		js := jetStream(t)
@@ -90,25 +70,11 @@ func TestCountersJetStream(t *testing.T) {
 	})
 }
 
-func TestCountersMemory(t *testing.T) {
-	counterstest.Run(t, func(*testing.T) (app.Counters, func(string, int64)) {
-		c := adapters.NewMemoryCounters()
-		return c, c.Add
-	})
-}
-
 func TestInvocationFeedJetStream(t *testing.T) {
 	feedtest.Run(t, func(t *testing.T) (app.InvocationFeed, func(string, []byte)) {
 		js := jetStream(t)
 		return adapters.NewInvocationFeed(js, slog.New(slog.DiscardHandler)), func(subject string, data []byte) {
 			publish(t, js, &nats.Msg{Subject: subject, Data: data})
 		}
-	})
-}
-
-func TestInvocationFeedMemory(t *testing.T) {
-	feedtest.Run(t, func(*testing.T) (app.InvocationFeed, func(string, []byte)) {
-		f := adapters.NewMemoryFeed()
-		return f, func(subject string, data []byte) { f.Append(app.Record{Subject: subject, Data: data}) }
 	})
 }

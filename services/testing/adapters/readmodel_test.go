@@ -10,10 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-func TestMemoryIndexConforms(t *testing.T) {
-	readmodeltest.Run(t, 1, func(*testing.T) app.ReadModel { return NewMemoryIndex() })
-}
-
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {

@@ -15,16 +15,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // newApp is the app on memory adapters, at a fixed time.
-func newApp(t *testing.T) (*app.App, *adapters.MemoryPorts) {
+func newApp(t *testing.T) (*app.App, *memory.Ports) {
 	t.Helper()
 	now := func() time.Time { return time.Unix(1_700_000_000, 0) }
-	p := adapters.NewMemoryPorts(now)
+	p := memory.NewPorts(now)
 	return app.New(p.Ports(), nil, slog.New(slog.DiscardHandler), now), p
 }
 

@@ -9,32 +9,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/app/conversationtest"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
-
-// production is a transcript as the hosted platform's GET conversation
-// answers it: the user asks, the agent calls a tool, gets its result in a
-// message of its own, and then states the wrong day.
-const production = `[
- {"role":"agent","message":"Hi, this is Acme support.","time_in_call_secs":0,"tool_calls":[],"source_medium":"audio"},
- {"role":"user","message":"Where is my order 4521?","time_in_call_secs":4,"tool_calls":[],"conversation_turn_metrics":{"metrics":{}}},
- {"role":"agent","message":null,"time_in_call_secs":6,"agent_metadata":{"agent_id":"agent_1","workflow_node_id":"node_orders"},
-  "tool_calls":[{"type":"webhook","request_id":"call_1","tool_name":"get_order_status","params_as_json":"{\"order_id\":\"4521\"}","tool_has_been_called":true}]},
- {"role":"agent","message":null,"time_in_call_secs":7,
-  "tool_results":[{"request_id":"call_1","tool_name":"get_order_status","result_value":"Order 4521 shipped Monday, arrives Thursday.","is_error":false,"tool_has_been_called":true,"type":"webhook"}]},
- {"role":"agent","message":"Your order arrives tomorrow.","time_in_call_secs":8,"agent_metadata":{"agent_id":"agent_1","workflow_node_id":"node_orders"}},
- {"role":"user","message":"Tomorrow? Thanks.","time_in_call_secs":12}
-]`
-
-func fromConversation(turn int, extra string) string {
-	return fmt.Sprintf(`{"agent_id":"agent_1","conversation_id":"conv_9","transcript":%s,"turn_index":%d%s}`, production, turn, extra)
-}
 
 // regression converts body as the service does and returns the created
 // test's body, after checking it passes the rules of any created test.
@@ -83,16 +63,16 @@ func jsonEqual(t *testing.T, what string, got any, want string) {
 }
 
 func TestRegressionFromTheFailingReply(t *testing.T) {
-	test := regression(t, fromConversation(4, `,"ticket_id":"tkt_42"`))
+	test := regression(t, conversationtest.FromConversation(4, `,"ticket_id":"tkt_42"`))
 	if test["type"] != "llm" || test["name"] != `Regression: "Where is my order 4521?" (conv_9, turn 4)` {
 		t.Fatalf("type %v name %v", test["type"], test["name"])
 	}
 	// The chat history is every message before the turn, as posted.
-	if got, want := test["chat_history"], messagesOf(t, production, 0, 1, 2, 3); !reflect.DeepEqual(got, want) {
+	if got, want := test["chat_history"], messagesOf(t, conversationtest.Production, 0, 1, 2, 3); !reflect.DeepEqual(got, want) {
 		t.Fatalf("chat_history %v\nwant %v", got, want)
 	}
 	meta := test["from_conversation_metadata"].(map[string]any)
-	if want := messagesOf(t, production, 4); !reflect.DeepEqual(meta["original_agent_reply"], want) {
+	if want := messagesOf(t, conversationtest.Production, 4); !reflect.DeepEqual(meta["original_agent_reply"], want) {
 		t.Fatalf("original_agent_reply %v", meta["original_agent_reply"])
 	}
 	delete(meta, "original_agent_reply")
@@ -114,12 +94,12 @@ func TestRegressionFromTheFailingReply(t *testing.T) {
 // every agent message up to the user's next one: the call, its result and
 // what the agent said; the mock comes from that result.
 func TestRegressionFromTheToolCall(t *testing.T) {
-	test := regression(t, fromConversation(2, `,"name":"Order day","success_condition":"The agent says the order arrives Thursday","parent_folder_id":"tfld_1"`))
-	if got, want := test["chat_history"], messagesOf(t, production, 0, 1); !reflect.DeepEqual(got, want) {
+	test := regression(t, conversationtest.FromConversation(2, `,"name":"Order day","success_condition":"The agent says the order arrives Thursday","parent_folder_id":"tfld_1"`))
+	if got, want := test["chat_history"], messagesOf(t, conversationtest.Production, 0, 1); !reflect.DeepEqual(got, want) {
 		t.Fatalf("chat_history %v", got)
 	}
 	meta := test["from_conversation_metadata"].(map[string]any)
-	if want := messagesOf(t, production, 2, 3, 4); !reflect.DeepEqual(meta["original_agent_reply"], want) {
+	if want := messagesOf(t, conversationtest.Production, 2, 3, 4); !reflect.DeepEqual(meta["original_agent_reply"], want) {
 		t.Fatalf("original_agent_reply %v", meta["original_agent_reply"])
 	}
 	if _, ok := meta["ticket_id"]; ok {
@@ -180,70 +160,6 @@ func TestProductionMocks(t *testing.T) {
 	  "weather":[{"parameter_conditions":[],"mock_result":"rain","is_error":false}]}`)
 }
 
-// Every bad input is a client error at its loc (the schema's at the
-// edge, or the app's), before anything is read.
-func TestFromConversationRejects(t *testing.T) {
-	long := strings.Repeat("x", domain.MaxTextLen+1)
-	many := "[" + strings.TrimSuffix(strings.Repeat(`{"role":"user","time_in_call_secs":1},`, 502), ",") + `,{"role":"agent","time_in_call_secs":2}]`
-	cases := []struct {
-		body string
-		loc  string // "" for a 400
-	}{
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[],"turn_index":0}`, `["body","transcript"]`},
-		{fromConversation(6, ""), `["body","turn_index"]`},
-		{fromConversation(-1, ""), `["body","turn_index"]`},
-		{fromConversation(1, ""), `["body","turn_index"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":` + production + `}`, `["body","turn_index"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":` + many + `,"turn_index":502}`, `["body","turn_index"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":` + production + `,"turn_index":"4"}`, `["body","turn_index"]`},
-		{`{"conversation_id":"c","transcript":` + production + `,"turn_index":4}`, `["body","agent_id"]`},
-		{`{"agent_id":"a b","conversation_id":"c","transcript":` + production + `,"turn_index":4}`, `["body","agent_id"]`},
-		{`{"agent_id":"agent_1","transcript":` + production + `,"turn_index":4}`, `["body","conversation_id"]`},
-		{fromConversation(4, `,"ticket_id":"../x"`), `["body","ticket_id"]`},
-		{fromConversation(4, `,"name":""`), `["body","name"]`},
-		{fromConversation(4, `,"name":"`+strings.Repeat("n", 201)+`"`), `["body","name"]`},
-		{fromConversation(4, `,"success_condition":" "`), `["body","success_condition"]`},
-		{fromConversation(4, `,"success_condition":"`+long+`"`), `["body","success_condition"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[{"role":"bot","time_in_call_secs":1},{"role":"agent","time_in_call_secs":1}],"turn_index":1}`,
-			`["body","transcript",0,"role"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[{"role":"user"},{"role":"agent","time_in_call_secs":1}],"turn_index":1}`,
-			`["body","transcript",0,"time_in_call_secs"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[{"role":"agent","time_in_call_secs":1,"tool_calls":[{"request_id":"r"}]}],"turn_index":0}`,
-			`["body","transcript",0,"tool_calls",0,"tool_name"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[{"role":"agent","time_in_call_secs":1,"tool_results":{"a":1}}],"turn_index":0}`,
-			`["body","transcript",0,"tool_results"]`},
-		{`{"agent_id":"agent_1","conversation_id":"c","transcript":[null],"turn_index":0}`, `["body","transcript",0]`},
-		{`[]`, `["body"]`},
-		{`{"agent_id":"agent_1",`, ""},
-		{`{"agent_id":"agent_1"} {}`, ""},
-	}
-	for _, c := range cases {
-		_, err := apitest.Edge(api.CreateTestFromConversation, []byte(c.body))
-		if err == nil {
-			_, _, err = app.ParseFromConversation([]byte(c.body))
-		}
-		var ve apperr.ValidationErrors
-		var he *apperr.Error
-		switch {
-		case c.loc == "":
-			if !errors.As(err, &he) || httpx.StatusOf(he) != 400 {
-				t.Errorf("%.120s: %v, want a 400", c.body, err)
-			}
-		case errors.As(err, &ve):
-			found := false
-			for _, fe := range ve {
-				loc, _ := json.Marshal(fe.Loc)
-				found = found || string(loc) == c.loc
-			}
-			if !found {
-				t.Errorf("%.120s: %v, want an error at %s", c.body, ve, c.loc)
-			}
-		default:
-			t.Errorf("%.120s: %v, want a 422 at %s", c.body, err, c.loc)
-		}
-	}
-}
-
 // conversations is the recorded conversations of workspace "ws".
 type conversations map[string][]json.RawMessage
 
@@ -261,12 +177,12 @@ func TestCreateTestFromConversation(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
 	var recorded []json.RawMessage
-	if err := json.Unmarshal([]byte(production), &recorded); err != nil {
+	if err := json.Unmarshal([]byte(conversationtest.Production), &recorded); err != nil {
 		t.Fatal(err)
 	}
 	w.a.Conversations = conversations{"conv_9": recorded, "conv_empty": nil}
 
-	posted, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(fromConversation(4, "")))
+	posted, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(conversationtest.FromConversation(4, "")))
 	if err != nil || posted.GetType() != domain.TypeLLM {
 		t.Fatalf("from a posted transcript: %v, %v", posted, err)
 	}
@@ -282,7 +198,7 @@ func TestCreateTestFromConversation(t *testing.T) {
 		body string
 		want error
 	}{
-		"an unknown agent":        {strings.Replace(fromConversation(4, ""), "agent_1", "agent_404", 1), apperr.AgentNotFound},
+		"an unknown agent":        {strings.Replace(conversationtest.FromConversation(4, ""), "agent_1", "agent_404", 1), apperr.AgentNotFound},
 		"an unknown conversation": {`{"conversation_id":"conv_404","turn_index":4}`, apperr.ConversationUnknown},
 	} {
 		if _, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(c.body)); !errors.Is(err, c.want) {

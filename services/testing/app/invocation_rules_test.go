@@ -16,7 +16,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -40,7 +40,7 @@ func (c *clock) Add(d time.Duration) {
 type world struct {
 	t     *testing.T
 	a     *app.App
-	p     *adapters.MemoryPorts
+	p     *memory.Ports
 	clock *clock
 	c     principal.Caller
 	test  string // a test's id
@@ -52,8 +52,8 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
-	p := adapters.NewMemoryPorts(clk.Now)
-	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.DiscardHandler), clk.Now)
+	p := memory.NewPorts(clk.Now)
+	a := app.New(p.Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), clk.Now)
 	a.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
 	w := &world{t: t, a: a, p: p, clock: clk, c: principal.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
 	subject, _ := events.AgentSubject("ws", agentID)

@@ -7,7 +7,7 @@ import (
 )
 
 // The rules of a test body, the schema's and the domain's together, are
-// tested where a request meets both: app/testbody_test.go.
+// tested where a request meets both, at the edge: ports/testbody_test.go.
 
 func TestDefinitionDropsRecordFieldsAndNulls(t *testing.T) {
 	body := `{"id":"test_1","name":"N","type":"llm","parent_folder_id":"tfld_1","access_info":{"a":1},

@@ -15,8 +15,9 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -28,8 +29,8 @@ func TestAnExpiredInvocationAnswers404(t *testing.T) {
 	ctx := context.Background()
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
-	p := adapters.NewMemoryPorts(clock)
-	a := app.New(p.Ports(), adapters.NewMemoryIndex(), slog.New(slog.DiscardHandler), clock)
+	p := memory.NewPorts(clock)
+	a := app.New(p.Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), clock)
 	a.Limits.RunRetention = 30 * 24 * time.Hour
 	c := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_1", UserID: "u_1", Permissions: []string{"all"}}}
 	subject, _ := events.AgentSubject("ws_1", "agent_1")
@@ -47,7 +48,7 @@ func TestAnExpiredInvocationAnswers404(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := inv.GetInvocationId()
-	h := principal.Middleware(api.Serve("testing", &Handlers{App: a}))
+	h := httpx.WithPrincipal(api.Serve("testing", &Handlers{App: a}))
 	send := func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
 		c.Principal.SetHeaders(req.Header)

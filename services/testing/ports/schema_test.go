@@ -9,6 +9,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -18,7 +19,7 @@ import (
 // router serves over an app that has none.
 func refusing(t *testing.T, method, path, body string) (int, map[string]string) {
 	t.Helper()
-	h := principal.Middleware(api.Serve("testing", &Handlers{App: &app.App{}}))
+	h := httpx.WithPrincipal(api.Serve("testing", &Handlers{App: &app.App{}}))
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	principal.Principal{WorkspaceID: "ws_1", UserID: "u_1", Permissions: []string{"all"}}.SetHeaders(req.Header)
 	rec := httptest.NewRecorder()

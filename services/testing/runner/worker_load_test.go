@@ -20,7 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -121,7 +121,7 @@ func TestALoadStepIsPlayedOnceAndFinished(t *testing.T) {
 	}
 	w, _ := startWorker(ctx, t, js, a, log, nil)
 	waitQueueEmpty(ctx, t, js)
-	testenv.Eventually(t, 10*time.Second, "the load test completes", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the load test completes", func() bool {
 		got, _, err := a.Invocations.Get(ctx, ws, inv.InvocationId)
 		return err == nil && got.GetStatus() == domain.InvocationCompleted
 	})
@@ -194,7 +194,7 @@ func TestALoadStepIsSpreadAcrossWorkers(t *testing.T) {
 	for i, n := range domain.LoadJobs(20) {
 		queueLoadJob(t, js, inv.WorkspaceId, inv.InvocationId, 0, i, n)
 	}
-	testenv.Eventually(t, 20*time.Second, "the load test completes", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the load test completes", func() bool {
 		got, _, err := a.Invocations.Get(ctx, inv.WorkspaceId, inv.InvocationId)
 		return err == nil && got.GetStatus() == domain.InvocationCompleted
 	})

@@ -14,7 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/obs"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -22,7 +22,7 @@ import (
 )
 
 // logSink is a log the test reads while the worker writes.
-type logSink struct{ testenv.LogBuffer }
+type logSink struct{ testkit.LogBuffer }
 
 // lines are the JSON lines logged so far whose msg starts with prefix.
 func (s *logSink) lines(t *testing.T, prefix string) []map[string]any {
@@ -61,7 +61,7 @@ func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 20*time.Second, "the job given up", func() bool { return len(logs.lines(t, "runner: job given up")) > 0 })
+	testkit.Eventually(t, 20*time.Second, "the job given up", func() bool { return len(logs.lines(t, "runner: job given up")) > 0 })
 	stop()
 	failed, gaveUp := logs.lines(t, "runner: job failed"), logs.lines(t, "runner: job given up")
 	if len(failed) == 0 {

@@ -19,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -236,7 +237,7 @@ func waitQueueEmpty(ctx context.Context, t *testing.T, js jetstream.JetStream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "every job acknowledged", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every job acknowledged", func() bool {
 		info, err := str.Info(ctx)
 		return err == nil && info.State.Msgs == 0
 	})
@@ -276,7 +277,7 @@ func TestJobsWithoutAQueueAreRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 30*time.Second, "the job run and acknowledged", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the job run and acknowledged", func() bool {
 		info, err := str.Info(ctx)
 		return err == nil && info.State.Msgs == 0
 	})

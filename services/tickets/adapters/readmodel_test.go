@@ -14,10 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/app/readmodeltest"
 )
 
-func TestMemoryIndexConforms(t *testing.T) {
-	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return NewMemoryIndex() })
-}
-
 // The store read model on the embedded store (and on MongoDB in the
 // container tier, VOICEAI_TEST_DOCKER=1).
 func TestStoreReadModelConforms(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package app holds the ticket use cases. Commands go through the
 // aggregate repository (state from the ticket's last event, optimistic
 // concurrency, inline projection) and the domain rules; listings read the
-// Mongo read model.
+// ReadModel port (Mongo, or the memory index).
 package app
 
 import (

@@ -14,8 +14,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -76,13 +76,13 @@ func newFixture(t *testing.T) *fixture {
 		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
 	}
 	f.log = memlog.New()
-	f.app = app.New(f.log, adapters.NewMemoryIndex(), dir, slog.New(slog.DiscardHandler),
+	f.app = app.New(f.log, memory.NewIndex(), dir, slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
 	f.app.Cursors = cursor.NewCodec([]byte("k"))
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

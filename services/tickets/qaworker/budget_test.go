@@ -14,7 +14,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -83,7 +84,7 @@ func TestABudgetFailureOpensItsTicket(t *testing.T) {
 	}
 
 	log := slog.New(slog.DiscardHandler)
-	idx := adapters.NewMemoryIndex()
+	idx := memory.NewIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	run, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -97,10 +98,10 @@ func TestABudgetFailureOpensItsTicket(t *testing.T) {
 		}
 		return page
 	}
-	waitFor(t, "the budget failure's ticket", func() bool { return len(tickets()) > 0 })
+	testkit.Eventually(t, 30*time.Second, "the budget failure's ticket", func() bool { return len(tickets()) > 0 })
 	// Counted once the worker has acknowledged both runs (a ticket is
 	// written before its run is acknowledged), not after a pause.
-	waitFor(t, "every run handled", func() bool {
+	testkit.Eventually(t, 30*time.Second, "every run handled", func() bool {
 		c, err := js.Consumer(ctx, events.TestRunsStream, RunsDurable)
 		if err != nil {
 			return false

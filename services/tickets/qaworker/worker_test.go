@@ -16,7 +16,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -74,7 +75,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	}
 
 	log := slog.New(slog.DiscardHandler)
-	idx := adapters.NewMemoryIndex()
+	idx := memory.NewIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	worker := func(ctx context.Context) <-chan error {
 		w := &Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}
@@ -93,7 +94,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	// The first replica is killed once it has written some tickets.
 	killed, kill := context.WithCancel(ctx)
 	done := worker(killed)
-	waitFor(t, "the first replica writes tickets", func() bool { return len(tickets()) >= 8 })
+	testkit.Eventually(t, 30*time.Second, "the first replica writes tickets", func() bool { return len(tickets()) >= 8 })
 	kill()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -103,7 +104,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	next, stop := context.WithCancel(ctx)
 	defer stop()
 	done = worker(next)
-	waitFor(t, "every failing test has its ticket", func() bool { return len(tickets()) == tests })
+	testkit.Eventually(t, 30*time.Second, "every failing test has its ticket", func() bool { return len(tickets()) == tests })
 	// The clustering step has nothing to merge (every test differs), and
 	// a redelivered failure changes nothing.
 	if _, err := a.RecordTestFailures(ctx, app.FailingTest{WorkspaceID: ws, AgentID: agent, TestID: "test_07", TestName: "Test 7",
@@ -122,9 +123,3 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 }
 
 func connect(t *testing.T, url string) jetstream.JetStream { return testenv.JetStreamAt(t, url) }
-
-// waitFor polls cond until it holds, failing after 30 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testenv.Eventually(t, 30*time.Second, what, cond)
-}

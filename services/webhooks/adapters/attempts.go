@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -20,26 +18,23 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
-)
-
-// Sizes of the in-memory delivery log of each webhook.
-const (
-	// RecentAttempts is how many attempts of each webhook the log keeps
-	// (the logs endpoint's maximum limit).
-	RecentAttempts = app.MaxLogLimit
-	// HealthWindow is how many recent non-test attempts the success rate
-	// covers.
-	HealthWindow = 100
 )
 
 // StreamAttemptLog is app.AttemptLog on the WEBHOOK_ATTEMPTS stream:
 // Record adds the attempt to the in-memory log and publishes it, and the
 // log follows the stream for the attempts other processes record.
 type StreamAttemptLog struct {
-	*AttemptLog
+	*memory.AttemptLog
 	JS jetstream.JetStream
+}
+
+// FollowAttemptLog replays the attempts stream into l and follows it; it
+// returns once the replay is complete.
+func FollowAttemptLog(ctx context.Context, js jetstream.JetStream, l *memory.AttemptLog, log *slog.Logger) error {
+	return FollowAttempts(ctx, js, log, l.Add)
 }
 
 // Record adds a to the log and publishes it, without waiting for the
@@ -66,167 +61,6 @@ func PublishAttempt(js jetstream.JetStream, a *webhooksv1.DeliveryAttempt) (jets
 	msg.Header.Set(events.HeaderWorkspaceID, a.GetWorkspaceId())
 	msg.Header.Set(events.HeaderEventID, a.GetEventId())
 	return js.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
-}
-
-// BodyBudget bounds the request bodies the in-memory log keeps per
-// webhook; older bodies are read from the durable log when needed.
-const BodyBudget = 1 << 20
-
-type hookLog struct {
-	recent      []*webhooksv1.DeliveryAttempt // oldest first, at most RecentAttempts
-	outcomes    []bool                        // recent non-test attempts, oldest first
-	consecutive int
-	lastSuccess int64 // unix ms
-	lastFailure int64
-	lastError   string
-	lastCode    int32
-}
-
-// AttemptLog is every webhook's recent delivery attempts and health,
-// kept in memory and fed by the WEBHOOK_ATTEMPTS stream (which keeps the
-// newest AttemptsPerWebhook attempts of each webhook, so a restart
-// rebuilds it).
-type AttemptLog struct {
-	mu    sync.RWMutex
-	hooks map[string]*hookLog
-	// runs are the deliveries that failed for good, in a row (what the
-	// auto-disable rule counts).
-	runs *RunLog
-}
-
-// NewAttemptLog returns an empty log.
-func NewAttemptLog() *AttemptLog { return &AttemptLog{hooks: map[string]*hookLog{}, runs: NewRunLog()} }
-
-// Follow replays the attempts stream and follows it; it returns once the
-// replay is complete.
-func (l *AttemptLog) Follow(ctx context.Context, js jetstream.JetStream, log *slog.Logger) error {
-	return FollowAttempts(ctx, js, log, l.Add)
-}
-
-// Run is a webhook's run of deliveries that failed for good, counted from
-// enabledAt, and its latest failure.
-func (l *AttemptLog) Run(webhookID string, enabledAt time.Time) domain.Run {
-	return l.runs.Run(webhookID, enabledAt)
-}
-
-// Add records an attempt (a second copy of the same attempt is ignored).
-func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	h := l.hooks[a.GetWebhookId()]
-	if h == nil {
-		h = &hookLog{}
-		l.hooks[a.GetWebhookId()] = h
-	}
-	if slices.ContainsFunc(h.recent, func(x *webhooksv1.DeliveryAttempt) bool { return x.GetAttemptId() == a.GetAttemptId() }) {
-		return
-	}
-	// Keep the list in time order even when a record arrives late.
-	i := len(h.recent)
-	for i > 0 && h.recent[i-1].GetAtUnixMs() > a.GetAtUnixMs() {
-		i--
-	}
-	l.runs.Observe(a)
-	h.recent = slices.Insert(h.recent, i, a)
-	if len(h.recent) > RecentAttempts {
-		h.recent = h.recent[len(h.recent)-RecentAttempts:]
-	}
-	h.keepBodies()
-	if a.GetTest() {
-		return
-	}
-	h.outcomes = append(h.outcomes, a.GetSuccess())
-	if len(h.outcomes) > HealthWindow {
-		h.outcomes = h.outcomes[len(h.outcomes)-HealthWindow:]
-	}
-	if a.GetSuccess() {
-		h.consecutive = 0
-		h.lastSuccess = max(h.lastSuccess, a.GetAtUnixMs())
-	} else {
-		h.consecutive++
-		if a.GetAtUnixMs() >= h.lastFailure {
-			h.lastFailure, h.lastError, h.lastCode = a.GetAtUnixMs(), a.GetError(), a.GetResponseCode()
-		}
-	}
-}
-
-// Record adds a: the in-memory log is app.AttemptLog on its own, for
-// tests.
-func (l *AttemptLog) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
-	l.Add(a)
-	return nil
-}
-
-// keepBodies drops the request bodies of the oldest attempts beyond
-// BodyBudget (the attempts stay).
-func (h *hookLog) keepBodies() {
-	total := 0
-	for i := len(h.recent) - 1; i >= 0; i-- {
-		a := h.recent[i]
-		if total += len(a.GetRequestBody()); total > BodyBudget && a.RequestBody != nil {
-			a.RequestBody = nil
-		}
-	}
-}
-
-// Recent returns up to limit attempts of a webhook that f selects, newest
-// first, and when the oldest attempt the memory holds was made (0 when
-// it holds none): every later attempt is in memory, earlier ones only in
-// the durable log.
-func (l *AttemptLog) Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt, oldestMs int64) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	h := l.hooks[webhookID]
-	if h == nil || len(h.recent) == 0 {
-		return nil, 0
-	}
-	for i := len(h.recent) - 1; i >= 0 && len(out) < limit; i-- {
-		if a := h.recent[i]; f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
-			out = append(out, a)
-		}
-	}
-	return out, h.recent[0].GetAtUnixMs()
-}
-
-// Find returns the newest attempt of a webhook that pred selects, if the
-// log still holds one.
-func (l *AttemptLog) Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	h := l.hooks[webhookID]
-	if h == nil {
-		return nil
-	}
-	for i := len(h.recent) - 1; i >= 0; i-- {
-		if pred(h.recent[i]) {
-			return h.recent[i]
-		}
-	}
-	return nil
-}
-
-// Health summarises a webhook's recent non-test attempts.
-func (l *AttemptLog) Health(webhookID string) domain.Health {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	h := l.hooks[webhookID]
-	if h == nil {
-		return domain.Health{}
-	}
-	ok := 0
-	for _, s := range h.outcomes {
-		if s {
-			ok++
-		}
-	}
-	out := domain.Health{
-		Attempts: len(h.outcomes), ConsecutiveFailures: h.consecutive,
-		LastSuccessUnixMs: h.lastSuccess, LastFailureUnixMs: h.lastFailure, LastError: h.lastError, LastResponseCode: h.lastCode,
-	}
-	if len(h.outcomes) > 0 {
-		out.SuccessRate = float64(ok) / float64(len(h.outcomes))
-	}
-	return out
 }
 
 // attemptDoc is one attempt in the Mongo delivery log.

@@ -6,16 +6,10 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/attemptlogtest"
 )
-
-func TestMemoryAttemptLog(t *testing.T) {
-	attemptlogtest.Run(t, func(*testing.T) (app.AttemptLog, func() app.AttemptLog) {
-		l := NewAttemptLog()
-		return l, func() app.AttemptLog { return l } // memory is all it has
-	})
-}
 
 func TestStreamAttemptLog(t *testing.T) {
 	attemptlogtest.Run(t, func(t *testing.T) (app.AttemptLog, func() app.AttemptLog) {
@@ -26,8 +20,8 @@ func TestStreamAttemptLog(t *testing.T) {
 		reopen := func() app.AttemptLog {
 			ctx, cancel := context.WithCancel(ctx)
 			defer cancel()
-			l := NewAttemptLog()
-			if err := l.Follow(ctx, js, log); err != nil {
+			l := memory.NewAttemptLog()
+			if err := FollowAttemptLog(ctx, js, l, log); err != nil {
 				t.Fatal(err)
 			}
 			return StreamAttemptLog{AttemptLog: l, JS: js}

@@ -55,17 +55,7 @@ func (q StreamQueue) QueueDelivery(ctx context.Context, job *webhooksv1.Delivery
 	msg.Data = data
 	msg.Header.Set(events.HeaderEventID, job.GetEventId())
 	msg.Header.Set(events.HeaderWorkspaceID, job.GetWorkspaceId())
-	msg.Header.Set(events.HeaderMsgID, JobID(job))
+	msg.Header.Set(events.HeaderMsgID, app.JobID(job))
 	_, err = q.JS.PublishMsg(ctx, msg)
 	return err
-}
-
-// JobID is a delivery job's message id: event, webhook and, for a
-// resend, resend id.
-func JobID(job *webhooksv1.DeliveryJob) string {
-	id := job.GetEventId() + ":" + job.GetWebhookId()
-	if job.GetResendId() != "" {
-		id += ":" + job.GetResendId()
-	}
-	return id
 }

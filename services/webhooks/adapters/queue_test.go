@@ -16,13 +16,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/queuetest"
 )
 
-func TestMemoryQueue(t *testing.T) {
-	queuetest.Run(t, func(*testing.T) (app.Queue, func() queuetest.Stored) {
-		q := NewMemoryQueue()
-		return q, func() queuetest.Stored { return queuetest.Stored{Events: q.Events(), Jobs: q.Jobs()} }
-	})
-}
-
 func TestStreamQueue(t *testing.T) {
 	queuetest.Run(t, func(t *testing.T) (app.Queue, func() queuetest.Stored) {
 		js := testenv.StreamsAt(t, EnsureStreams)

@@ -1,11 +1,8 @@
 package adapters
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -13,36 +10,18 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
-func init() {
-	// The registration hook of the WEBHOOKS contracts (see
-	// proto-events/webhooks.go): every binary linking this service can
-	// decode webhook events through the shared registry.
-	events.RegisterWebhookTypes(
-		func() events.Event { return &webhooksv1.WebhookCreated{} },
-		func() events.Event { return &webhooksv1.WebhookUpdated{} },
-		func() events.Event { return &webhooksv1.WebhookDeleted{} },
-		func() events.Event { return &webhooksv1.WebhookDisabled{} },
-	)
-}
-
-type entry struct {
-	seq uint64
-	w   *webhooksv1.Webhook // never mutated once stored
-}
-
-// Registry is the set of webhooks, kept in memory: it replays the
-// WEBHOOKS stream (the newest event of each webhook) at start and follows
-// it live, as the gateway's key cache does. The dispatcher matches events
-// against it without touching a store.
+// Registry is the set of webhooks (memory.Registry) kept current from the
+// WEBHOOKS stream: it replays the stream (the newest event of each
+// webhook) at start and follows it live, as the gateway's key cache does.
 type Registry struct {
+	*memory.Registry
 	mu      sync.RWMutex
-	byID    map[string]entry
-	byWS    map[string]map[string]struct{}
 	applied uint64        // every stream event up to here was applied
 	changed chan struct{} // closed and replaced when applied advances
 	js      jetstream.JetStream
@@ -53,9 +32,9 @@ type Registry struct {
 	freshMu   sync.Mutex
 }
 
-// NewRegistry returns an empty registry.
+// NewRegistry returns an empty registry following js.
 func NewRegistry(js jetstream.JetStream, log *slog.Logger) *Registry {
-	return &Registry{byID: map[string]entry{}, byWS: map[string]map[string]struct{}{}, changed: make(chan struct{}), js: js, log: log}
+	return &Registry{Registry: memory.NewRegistry(), changed: make(chan struct{}), js: js, log: log}
 }
 
 // Follow replays WEBHOOKS and follows it; it returns once the replay is
@@ -78,79 +57,6 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 		r.changed = make(chan struct{})
 	}
 	r.mu.Unlock()
-}
-
-// Put records the state of a webhook at stream sequence seq, unless a
-// newer one is known. The command handlers call it inline so a caller
-// reads its own writes.
-func (r *Registry) Put(seq uint64, w *webhooksv1.Webhook) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id := w.GetWebhookId()
-	if cur, ok := r.byID[id]; ok && cur.seq >= seq {
-		return
-	}
-	ws := w.GetWorkspaceId()
-	if w.DeletedAtUnix != nil {
-		r.byID[id] = entry{seq: seq} // keep the sequence: an older event must not resurrect it
-		delete(r.byWS[ws], id)
-		return
-	}
-	r.byID[id] = entry{seq: seq, w: w}
-	if r.byWS[ws] == nil {
-		r.byWS[ws] = map[string]struct{}{}
-	}
-	r.byWS[ws][id] = struct{}{}
-}
-
-// Get returns a live webhook of the workspace.
-func (r *Registry) Get(workspaceID, id string) (*webhooksv1.Webhook, bool) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	e, ok := r.byID[id]
-	if !ok || e.w == nil || e.w.GetWorkspaceId() != workspaceID {
-		return nil, false
-	}
-	return e.w, true
-}
-
-// Known reports whether the registry has applied any event of webhook id,
-// deleted ones included: catching up with the stream cannot make such a
-// webhook appear in Get where it does not already.
-func (r *Registry) Known(id string) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	_, ok := r.byID[id]
-	return ok
-}
-
-// List returns the workspace's live webhooks, oldest first.
-func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
-	r.mu.RLock()
-	out := make([]*webhooksv1.Webhook, 0, len(r.byWS[workspaceID]))
-	for id := range r.byWS[workspaceID] {
-		out = append(out, r.byID[id].w)
-	}
-	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *webhooksv1.Webhook) int {
-		return cmp.Or(cmp.Compare(a.GetCreatedAtUnixMs(), b.GetCreatedAtUnixMs()), strings.Compare(a.GetWebhookId(), b.GetWebhookId()))
-	})
-	return out
-}
-
-// Match returns the active webhooks of the workspace subscribed to event
-// that existed when the event was stored (at storedAt).
-func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []*webhooksv1.Webhook
-	for id := range r.byWS[workspaceID] {
-		w := r.byID[id].w
-		if w.GetActive() && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // WaitCurrent returns once every webhook event stored before an event

@@ -9,7 +9,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -22,8 +22,8 @@ import (
 func TestAutoDisableAfterARunOfFailures(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	reg := f.app.Registry.(*adapters.Registry)
-	ad := &app.AutoDisabler{Repo: f.app.Webhooks, Registry: reg, Runs: adapters.NewRunLog(), Rule: domain.AutoDisable{Failures: 3, Over: 10 * time.Minute}}
+	reg := f.app.Registry.(*memory.Registry)
+	ad := &app.AutoDisabler{Repo: f.app.Webhooks, Registry: reg, Runs: memory.NewRunLog(), Rule: domain.AutoDisable{Failures: 3, Over: 10 * time.Minute}}
 	w, _ := f.create(t, "")
 	n := 0
 	// outcome records an attempt at the fixture's clock, as the dispatcher

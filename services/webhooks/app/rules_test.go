@@ -14,8 +14,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
-	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -49,8 +49,8 @@ func (s *sender) HostAllowed(string) bool { return false }
 
 type fixture struct {
 	app      *app.App
-	attempts *adapters.AttemptLog
-	queue    *adapters.MemoryQueue
+	attempts *memory.AttemptLog
+	queue    *memory.Queue
 	sender   *sender
 	clock    time.Time
 	caller   principal.Principal
@@ -60,17 +60,17 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	f := &fixture{
-		attempts: adapters.NewAttemptLog(), queue: adapters.NewMemoryQueue(), sender: &sender{status: 200},
+		attempts: memory.NewAttemptLog(), queue: memory.NewQueue(), sender: &sender{status: 200},
 		clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}},
 	}
 	f.app = app.New(memlog.New(), app.Ports{
-		Registry: adapters.NewRegistry(nil, log), Attempts: f.attempts, Backlog: backlog{},
-		Queue: f.queue, Sender: f.sender, Sealer: testenv.Sealer(t),
+		Registry: memory.NewRegistry(), Attempts: f.attempts, Backlog: backlog{},
+		Queue: f.queue, Sender: f.sender, Sealer: testkit.Sealer(t),
 	}, []byte("relay-key"), log, func() time.Time { return f.clock })
 	return f
 }
 
-var wantKind = testenv.WantKind
+var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
 

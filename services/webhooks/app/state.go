@@ -12,3 +12,13 @@ import (
 func DeliveryID(a *webhooksv1.DeliveryAttempt) string {
 	return "dlv_" + esproto.StableID("delivery", a.GetEventId()+"\x00"+a.GetWebhookId()+"\x00"+a.GetResendId())
 }
+
+// JobID is a delivery job's id, by which a Queue keeps it once: event,
+// webhook and, for a resend, resend id.
+func JobID(job *webhooksv1.DeliveryJob) string {
+	id := job.GetEventId() + ":" + job.GetWebhookId()
+	if job.GetResendId() != "" {
+		id += ":" + job.GetResendId()
+	}
+	return id
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -128,7 +129,7 @@ func (d *Dispatcher) startAutoDisable() error {
 	if d.opts.AutoDisable.Failures == 0 {
 		return nil
 	}
-	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: adapters.NewRunLog(), Rule: *d.opts.AutoDisable}
+	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: memory.NewRunLog(), Rule: *d.opts.AutoDisable}
 	return adapters.FollowAttempts(d.ctx, d.JS, d.Log, func(att *webhooksv1.DeliveryAttempt) {
 		disabled, err := ad.Observe(d.ctx, att)
 		switch {

@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -33,7 +34,7 @@ func router() http.Handler {
 		Ports: app.Ports{Sender: adapters.NewSender(delivery.NewSender(outbound.NewGuard([]string{"127.0.0.1"}), time.Second), adapters.Relay{})},
 		Now:   func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) },
 	}
-	return principal.Middleware(api.Serve("webhooks", &Handlers{App: a}))
+	return httpx.WithPrincipal(api.Serve("webhooks", &Handlers{App: a}))
 }
 
 func do(t *testing.T, h http.Handler, method, path, body string) (int, []byte) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func TestAChildsLogIsKeptAndItsExitSeen(t *testing.T) {
@@ -48,7 +48,7 @@ func TestStopSignalsThenKills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 10*time.Second, "the trap is set", func() bool { return strings.Contains(p.Logs(), "ready") })
+	testkit.Eventually(t, 10*time.Second, "the trap is set", func() bool { return strings.Contains(p.Logs(), "ready") })
 	p.Stop(syscall.SIGTERM, 100*time.Millisecond)
 	if _, status := p.Exit(); status != "signal: killed" {
 		t.Fatalf("a process ignoring SIGTERM: %q", status)

@@ -12,7 +12,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -95,7 +95,7 @@ func inOrder(t *testing.T, open Open) {
 		add(subject(t, id), []byte(id))
 	}
 	fl := follow(t, f, nil)
-	testenv.Eventually(t, 10*time.Second, "three events handled", func() bool { _, h := fl.got(); return len(h) >= 3 })
+	testkit.Eventually(t, 10*time.Second, "three events handled", func() bool { _, h := fl.got(); return len(h) >= 3 })
 	if _, h := fl.got(); !slices.Equal(h[:3], []string{"tinv_1", "tinv_2", "tinv_3"}) {
 		t.Fatalf("handled %v; want in order", h)
 	}
@@ -105,7 +105,7 @@ func redelivered(t *testing.T, open Open) {
 	f, add := open(t)
 	add(subject(t, "tinv_1"), []byte("tinv_1"))
 	fl := follow(t, f, func(d string, n int) bool { return n == 1 }) // every first delivery fails
-	testenv.Eventually(t, 15*time.Second, "the failed event handled on its next delivery", func() bool {
+	testkit.Eventually(t, 15*time.Second, "the failed event handled on its next delivery", func() bool {
 		_, h := fl.got()
 		return slices.Contains(h, "tinv_1")
 	})
@@ -119,11 +119,11 @@ func durable(t *testing.T, open Open) {
 	add(subject(t, "tinv_1"), []byte("tinv_1"))
 	add(subject(t, "tinv_2"), []byte("tinv_2"))
 	fl := follow(t, f, nil)
-	testenv.Eventually(t, 10*time.Second, "two events handled", func() bool { _, h := fl.got(); return len(h) >= 2 })
+	testkit.Eventually(t, 10*time.Second, "two events handled", func() bool { _, h := fl.got(); return len(h) >= 2 })
 	fl.stop()
 	add(subject(t, "tinv_3"), []byte("tinv_3"))
 	again := follow(t, f, nil)
-	testenv.Eventually(t, 10*time.Second, "the new event handled", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the new event handled", func() bool {
 		_, h := again.got()
 		return slices.Contains(h, "tinv_3")
 	})

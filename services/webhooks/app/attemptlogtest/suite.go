@@ -14,7 +14,7 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -124,7 +124,7 @@ func Run(t *testing.T, open Opener) {
 		l, reopen := open(t)
 		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, false))
 		var got []string
-		testenv.Eventually(t, 5*time.Second, "the reopened log holds both attempts", func() bool {
+		testkit.Eventually(t, 5*time.Second, "the reopened log holds both attempts", func() bool {
 			out, _ := reopen().Recent("whk_1", domain.LogFilter{}, 10)
 			got = ids(out)
 			return slices.Equal(got, []string{"evt_2", "evt_1"})

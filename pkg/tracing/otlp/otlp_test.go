@@ -1,4 +1,4 @@
-package tracing
+package otlp
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
 // Without OTEL_EXPORTER_OTLP_ENDPOINT no span is recorded (the trace
@@ -37,9 +39,9 @@ func TestSpansAreExportedOnlyWhenAnEndpointIsSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, span := Start(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "unrecorded", trace.SpanKindServer)
-	if span.IsRecording() || Traceparent(ctx) == "" || trace.SpanContextFromContext(ctx).TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
-		t.Fatalf("without an endpoint: recording %v, traceparent %q", span.IsRecording(), Traceparent(ctx))
+	ctx, span := tracing.Start(context.Background(), "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "unrecorded", trace.SpanKindServer)
+	if span.IsRecording() || tracing.Traceparent(ctx) == "" || trace.SpanContextFromContext(ctx).TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" {
+		t.Fatalf("without an endpoint: recording %v, traceparent %q", span.IsRecording(), tracing.Traceparent(ctx))
 	}
 	span.End()
 	_ = shutdown(context.Background())
@@ -49,7 +51,7 @@ func TestSpansAreExportedOnlyWhenAnEndpointIsSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, span = Start(context.Background(), "", "the exported span", trace.SpanKindServer)
+	_, span = tracing.Start(context.Background(), "", "the exported span", trace.SpanKindServer)
 	if !span.IsRecording() {
 		t.Fatal("with an endpoint the span is not recorded")
 	}

@@ -1,4 +1,4 @@
-package app_test
+package ports_test
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package app_test
+package ports_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/app/conversationtest"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -19,10 +20,10 @@ import (
 // chat history ends just before an agent turn.
 func FuzzFromConversationBody(f *testing.F) {
 	for _, s := range []string{
-		fromConversation(4, `,"ticket_id":"tkt_1","name":"n","success_condition":"c","parent_folder_id":"root"`),
-		fromConversation(2, ""),
-		fromConversation(1, ""),
-		fromConversation(9, ""),
+		conversationtest.FromConversation(4, `,"ticket_id":"tkt_1","name":"n","success_condition":"c","parent_folder_id":"root"`),
+		conversationtest.FromConversation(2, ""),
+		conversationtest.FromConversation(1, ""),
+		conversationtest.FromConversation(9, ""),
 		`{"agent_id":"agent_1","conversation_id":"c","turn_index":0,"transcript":[{"role":"agent","time_in_call_secs":0,
 		  "tool_calls":[{"request_id":"r","tool_name":"t","params_as_json":"{\"a\":1,\"b\":\"x\",\"c\":[1]}"}],
 		  "tool_results":[{"request_id":"r","tool_name":"t","result_value":"v","is_error":true}]}]}`,

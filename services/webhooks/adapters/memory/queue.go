@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -10,20 +10,20 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
-// MemoryQueue is app.Queue in memory, for the use-case tests: what was
+// Queue is app.Queue in memory, for the use-case tests: what was
 // published, in order, each id once.
-type MemoryQueue struct {
+type Queue struct {
 	mu     sync.Mutex
 	seen   map[string]bool
 	events []app.PlatformEvent
 	jobs   []*webhooksv1.DeliveryJob
 }
 
-// NewMemoryQueue returns an empty queue.
-func NewMemoryQueue() *MemoryQueue { return &MemoryQueue{seen: map[string]bool{}} }
+// NewQueue returns an empty queue.
+func NewQueue() *Queue { return &Queue{seen: map[string]bool{}} }
 
 // PublishEvent keeps e unless its id was published already.
-func (q *MemoryQueue) PublishEvent(_ context.Context, e app.PlatformEvent) error {
+func (q *Queue) PublishEvent(_ context.Context, e app.PlatformEvent) error {
 	// The subject must be one the stream would accept.
 	if _, err := events.PlatformSubject(e.WorkspaceID, e.Event); err != nil {
 		return err
@@ -38,13 +38,13 @@ func (q *MemoryQueue) PublishEvent(_ context.Context, e app.PlatformEvent) error
 }
 
 // QueueDelivery keeps job unless its id was queued already.
-func (q *MemoryQueue) QueueDelivery(_ context.Context, job *webhooksv1.DeliveryJob) error {
+func (q *Queue) QueueDelivery(_ context.Context, job *webhooksv1.DeliveryJob) error {
 	if _, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId()); err != nil {
 		return err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if id := "job|" + JobID(job); !q.seen[id] {
+	if id := "job|" + app.JobID(job); !q.seen[id] {
 		q.seen[id] = true
 		q.jobs = append(q.jobs, job)
 	}
@@ -52,14 +52,14 @@ func (q *MemoryQueue) QueueDelivery(_ context.Context, job *webhooksv1.DeliveryJ
 }
 
 // Events returns the events published, oldest first.
-func (q *MemoryQueue) Events() []app.PlatformEvent {
+func (q *Queue) Events() []app.PlatformEvent {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return append([]app.PlatformEvent(nil), q.events...)
 }
 
 // Jobs returns the jobs queued, oldest first.
-func (q *MemoryQueue) Jobs() []*webhooksv1.DeliveryJob {
+func (q *Queue) Jobs() []*webhooksv1.DeliveryJob {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return append([]*webhooksv1.DeliveryJob(nil), q.jobs...)

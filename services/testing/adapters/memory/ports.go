@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -14,26 +14,26 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
-// MemoryPorts are the testing app's ports in memory, for tests; the
+// Ports are the testing app's ports in memory, for tests; the
 // returned parts let a test play the runners (take jobs, add counts) and
 // the invocation log's feed.
-type MemoryPorts struct {
+type Ports struct {
 	Testing *memlog.Store
 	Agents  *memlog.Store
-	Runs    *MemoryRunsLog
-	Jobs    *MemoryJobQueue
-	Counts  *MemoryCounters
-	Feed    *MemoryFeed
+	Runs    *RunsLog
+	Jobs    *JobQueue
+	Counts  *Counters
+	Feed    *Feed
 }
 
-// NewMemoryPorts makes empty memory ports.
-func NewMemoryPorts(now func() time.Time) *MemoryPorts {
-	return &MemoryPorts{Testing: memlog.New(), Agents: memlog.New(), Runs: NewMemoryRunsLog(now),
-		Jobs: NewMemoryJobQueue(), Counts: NewMemoryCounters(), Feed: NewMemoryFeed()}
+// NewPorts makes empty memory ports.
+func NewPorts(now func() time.Time) *Ports {
+	return &Ports{Testing: memlog.New(), Agents: memlog.New(), Runs: NewRunsLog(now),
+		Jobs: NewJobQueue(), Counts: NewCounters(), Feed: NewFeed()}
 }
 
 // Ports are m as app.New takes them.
-func (m *MemoryPorts) Ports() app.Ports {
+func (m *Ports) Ports() app.Ports {
 	return app.Ports{Testing: m.Testing, Agents: m.Agents, Runs: m.Runs, Jobs: m.Jobs, Counts: m.Counts, Invocations: m.Feed}
 }
 
@@ -44,20 +44,20 @@ func recordOf(seq uint64, m app.Message, at time.Time) app.Record {
 		CommandID: m.ID, Type: h.Get(events.HeaderEventType)}
 }
 
-// MemoryRunsLog is app.RunsLog in memory; ids are remembered forever.
-type MemoryRunsLog struct {
+// RunsLog is app.RunsLog in memory; ids are remembered forever.
+type RunsLog struct {
 	now  func() time.Time
 	mu   sync.Mutex
 	recs []app.Record
 	ids  map[string]bool
 }
 
-// NewMemoryRunsLog is an empty runs log stamping records with now.
-func NewMemoryRunsLog(now func() time.Time) *MemoryRunsLog {
-	return &MemoryRunsLog{now: now, ids: map[string]bool{}}
+// NewRunsLog is an empty runs log stamping records with now.
+func NewRunsLog(now func() time.Time) *RunsLog {
+	return &RunsLog{now: now, ids: map[string]bool{}}
 }
 
-func (l *MemoryRunsLog) Publish(_ context.Context, m app.Message) (bool, error) {
+func (l *RunsLog) Publish(_ context.Context, m app.Message) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if m.ID != "" && l.ids[m.ID] {
@@ -68,7 +68,7 @@ func (l *MemoryRunsLog) Publish(_ context.Context, m app.Message) (bool, error) 
 	return false, nil
 }
 
-func (l *MemoryRunsLog) Last(_ context.Context, subject string) (app.Record, bool, error) {
+func (l *RunsLog) Last(_ context.Context, subject string) (app.Record, bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i := len(l.recs) - 1; i >= 0; i-- {
@@ -79,7 +79,7 @@ func (l *MemoryRunsLog) Last(_ context.Context, subject string) (app.Record, boo
 	return app.Record{}, false, nil
 }
 
-func (l *MemoryRunsLog) At(_ context.Context, seq uint64) (app.Record, error) {
+func (l *RunsLog) At(_ context.Context, seq uint64) (app.Record, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if seq == 0 || seq > uint64(len(l.recs)) {
@@ -89,7 +89,7 @@ func (l *MemoryRunsLog) At(_ context.Context, seq uint64) (app.Record, error) {
 }
 
 // matching is a copy of the records matching filter, in order.
-func (l *MemoryRunsLog) matching(filter string) []app.Record {
+func (l *RunsLog) matching(filter string) []app.Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []app.Record
@@ -101,7 +101,7 @@ func (l *MemoryRunsLog) matching(filter string) []app.Record {
 	return out
 }
 
-func (l *MemoryRunsLog) EachLast(_ context.Context, filter string, fn func(app.Record) error) error {
+func (l *RunsLog) EachLast(_ context.Context, filter string, fn func(app.Record) error) error {
 	recs := l.matching(filter)
 	last := map[string]uint64{}
 	for _, r := range recs {
@@ -118,7 +118,7 @@ func (l *MemoryRunsLog) EachLast(_ context.Context, filter string, fn func(app.R
 }
 
 // EachHeader leaves the data out, as the JetStream adapter does.
-func (l *MemoryRunsLog) EachHeader(_ context.Context, filter string, fn func(app.Record) error) error {
+func (l *RunsLog) EachHeader(_ context.Context, filter string, fn func(app.Record) error) error {
 	for _, r := range l.matching(filter) {
 		r.Data = nil
 		if err := fn(r); err != nil {
@@ -128,17 +128,17 @@ func (l *MemoryRunsLog) EachHeader(_ context.Context, filter string, fn func(app
 	return nil
 }
 
-// MemoryJobQueue is app.JobQueue in memory; ids are remembered forever.
-type MemoryJobQueue struct {
+// JobQueue is app.JobQueue in memory; ids are remembered forever.
+type JobQueue struct {
 	mu   sync.Mutex
 	jobs []app.Message
 	ids  map[string]bool
 }
 
-// NewMemoryJobQueue is an empty queue.
-func NewMemoryJobQueue() *MemoryJobQueue { return &MemoryJobQueue{ids: map[string]bool{}} }
+// NewJobQueue is an empty queue.
+func NewJobQueue() *JobQueue { return &JobQueue{ids: map[string]bool{}} }
 
-func (q *MemoryJobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message, error)) error {
+func (q *JobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message, error)) error {
 	for i := range n {
 		m, err := job(i)
 		if err != nil {
@@ -154,12 +154,12 @@ func (q *MemoryJobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Me
 	return nil
 }
 
-func (q *MemoryJobQueue) Purge(_ context.Context, filter string) error {
+func (q *JobQueue) Purge(_ context.Context, filter string) error {
 	q.Take(filter)
 	return nil
 }
 
-func (q *MemoryJobQueue) Waiting(_ context.Context, filter string) (bool, error) {
+func (q *JobQueue) Waiting(_ context.Context, filter string) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, j := range q.jobs {
@@ -172,7 +172,7 @@ func (q *MemoryJobQueue) Waiting(_ context.Context, filter string) (bool, error)
 
 // Take removes and returns the jobs matching filter, in queue order: a
 // runner that did them.
-func (q *MemoryJobQueue) Take(filter string) []app.Message {
+func (q *JobQueue) Take(filter string) []app.Message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var taken, kept []app.Message
@@ -187,42 +187,42 @@ func (q *MemoryJobQueue) Take(filter string) []app.Message {
 	return taken
 }
 
-// MemoryCounters is app.Counters in memory.
-type MemoryCounters struct {
+// Counters is app.Counters in memory.
+type Counters struct {
 	mu     sync.Mutex
 	counts map[string]int64
 }
 
-// NewMemoryCounters are counters all at 0.
-func NewMemoryCounters() *MemoryCounters { return &MemoryCounters{counts: map[string]int64{}} }
+// NewCounters are counters all at 0.
+func NewCounters() *Counters { return &Counters{counts: map[string]int64{}} }
 
-func (c *MemoryCounters) Count(_ context.Context, subject string) (int64, error) {
+func (c *Counters) Count(_ context.Context, subject string) (int64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.counts[subject], nil
 }
 
 // Add adds n to subject's count, as a runner does.
-func (c *MemoryCounters) Add(subject string, n int64) {
+func (c *Counters) Add(subject string, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.counts[subject] += n
 }
 
-// MemoryFeed is app.InvocationFeed in memory: one durable reader over
+// Feed is app.InvocationFeed in memory: one durable reader over
 // the events appended to it. A failed event goes to the back of the
 // line and is delivered again.
-type MemoryFeed struct {
+type Feed struct {
 	mu      sync.Mutex
 	pending []app.Record
 	wake    chan struct{}
 }
 
-// NewMemoryFeed is a feed with nothing to deliver.
-func NewMemoryFeed() *MemoryFeed { return &MemoryFeed{wake: make(chan struct{}, 1)} }
+// NewFeed is a feed with nothing to deliver.
+func NewFeed() *Feed { return &Feed{wake: make(chan struct{}, 1)} }
 
 // Append adds an event to deliver.
-func (f *MemoryFeed) Append(rec app.Record) {
+func (f *Feed) Append(rec app.Record) {
 	f.mu.Lock()
 	f.pending = append(f.pending, rec)
 	f.mu.Unlock()
@@ -232,7 +232,7 @@ func (f *MemoryFeed) Append(rec app.Record) {
 	}
 }
 
-func (f *MemoryFeed) next() (app.Record, bool) {
+func (f *Feed) next() (app.Record, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.pending) == 0 {
@@ -243,7 +243,7 @@ func (f *MemoryFeed) next() (app.Record, bool) {
 	return rec, true
 }
 
-func (f *MemoryFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
+func (f *Feed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
 	retry := time.NewTicker(10 * time.Millisecond) // a failed event's next try
 	defer retry.Stop()
 	for {
@@ -274,7 +274,7 @@ func (f *MemoryFeed) Follow(ctx context.Context, handle func(context.Context, ap
 }
 
 // Snapshot is a copy of the jobs on the queue, in order.
-func (q *MemoryJobQueue) Snapshot() []app.Message {
+func (q *JobQueue) Snapshot() []app.Message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return append([]app.Message(nil), q.jobs...)

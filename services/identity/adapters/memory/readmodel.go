@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -8,14 +8,14 @@ import (
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
 
-// MemoryReadModel is the read model kept in memory: each workspace's
+// ReadModel is the read model kept in memory: each workspace's
 // accounts, members and live keys, and each account's live keys, in
 // slices sorted in listing order, so a listing copies what it returns
 // and a write moves one slot. It is fed from the IDENTITY stream (each
 // subject's last event at start, then live) and by the service's own
 // writes, and serves where the store cannot index (the embedded FerretDB
 // scans every document of a filtered query).
-type MemoryReadModel struct {
+type ReadModel struct {
 	mu     sync.RWMutex
 	latest map[docKey]stored
 	spaces map[string]*listings
@@ -41,13 +41,13 @@ type listings struct {
 	accountKeys map[string]*sorted[app.KeyDoc]
 }
 
-// NewMemoryReadModel returns an empty read model.
-func NewMemoryReadModel() *MemoryReadModel {
-	return &MemoryReadModel{latest: map[docKey]stored{}, spaces: map[string]*listings{}}
+// NewReadModel returns an empty read model.
+func NewReadModel() *ReadModel {
+	return &ReadModel{latest: map[docKey]stored{}, spaces: map[string]*listings{}}
 }
 
 // Put records doc as of seq; older or equal sequences are ignored.
-func (m *MemoryReadModel) Put(_ context.Context, seq uint64, doc app.Doc) error {
+func (m *ReadModel) Put(_ context.Context, seq uint64, doc app.Doc) error {
 	key, doc := keyOf(doc), cloneDoc(doc) // callers keep theirs
 	if key.kind == "" {
 		return nil
@@ -161,7 +161,7 @@ func (s *sorted[T]) remove(d T) {
 }
 
 // list copies a listing out from under the lock.
-func list[T app.Doc](m *MemoryReadModel, pick func(*listings) *sorted[T], workspaceID string) []T {
+func list[T app.Doc](m *ReadModel, pick func(*listings) *sorted[T], workspaceID string) []T {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	ws := m.spaces[workspaceID]
@@ -175,13 +175,13 @@ func list[T app.Doc](m *MemoryReadModel, pick func(*listings) *sorted[T], worksp
 }
 
 // ListAccounts returns a workspace's service accounts, oldest first.
-func (m *MemoryReadModel) ListAccounts(_ context.Context, workspaceID string) ([]app.AccountDoc, error) {
+func (m *ReadModel) ListAccounts(_ context.Context, workspaceID string) ([]app.AccountDoc, error) {
 	return list(m, func(ws *listings) *sorted[app.AccountDoc] { return &ws.accounts }, workspaceID), nil
 }
 
 // ListKeys returns the live keys of a workspace, or of one account when
 // accountID is set, oldest first.
-func (m *MemoryReadModel) ListKeys(_ context.Context, workspaceID, accountID string) ([]app.KeyDoc, error) {
+func (m *ReadModel) ListKeys(_ context.Context, workspaceID, accountID string) ([]app.KeyDoc, error) {
 	return list(m, func(ws *listings) *sorted[app.KeyDoc] {
 		if accountID == "" {
 			return &ws.keys
@@ -191,6 +191,6 @@ func (m *MemoryReadModel) ListKeys(_ context.Context, workspaceID, accountID str
 }
 
 // ListUsers returns a workspace's members (people), oldest first.
-func (m *MemoryReadModel) ListUsers(_ context.Context, workspaceID string) ([]app.UserDoc, error) {
+func (m *ReadModel) ListUsers(_ context.Context, workspaceID string) ([]app.UserDoc, error) {
 	return list(m, func(ws *listings) *sorted[app.UserDoc] { return &ws.users }, workspaceID), nil
 }

@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"cmp"
@@ -12,11 +12,11 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
-// MemoryReadModel is the agent listing kept in memory, for the use-case
+// ReadModel is the agent listing kept in memory, for the use-case
 // tests and tools that run without a store. A page sorts the workspace's
 // matching agents: fine for a test's dozens, not for a service's
 // thousands, which MongoDB's indexes serve.
-type MemoryReadModel struct {
+type ReadModel struct {
 	docs newest[app.AgentDoc] // by agent id
 }
 
@@ -59,20 +59,20 @@ func (n *newest[D]) matching(keep func(D) bool) []D {
 	return out
 }
 
-// NewMemoryReadModel is an empty listing.
-func NewMemoryReadModel() *MemoryReadModel { return &MemoryReadModel{} }
+// NewReadModel is an empty listing.
+func NewReadModel() *ReadModel { return &ReadModel{} }
 
-var _ app.ReadModel = (*MemoryReadModel)(nil)
+var _ app.ReadModel = (*ReadModel)(nil)
 
 // Apply implements app.ReadModel.
-func (m *MemoryReadModel) Apply(_ context.Context, seq uint64, a *agentsv1.Agent) error {
+func (m *ReadModel) Apply(_ context.Context, seq uint64, a *agentsv1.Agent) error {
 	m.docs.put(a.GetAgentId(), seq, app.DocOf(a))
 	return nil
 }
 
 // List implements app.ReadModel with the MongoDB listing's meaning: a
 // case-insensitive substring search on the name, any of the tags.
-func (m *MemoryReadModel) List(_ context.Context, q app.Query) ([]app.AgentDoc, error) {
+func (m *ReadModel) List(_ context.Context, q app.Query) ([]app.AgentDoc, error) {
 	out := m.docs.matching(func(d app.AgentDoc) bool { return d.WorkspaceID == q.WorkspaceID && !d.Deleted && matches(d, q) })
 	order := func(a, b app.AgentDoc) int {
 		c := cmp.Compare(a.CreatedAtUnix, b.CreatedAtUnix)
@@ -110,29 +110,29 @@ func matches(d app.AgentDoc, q app.Query) bool {
 	return true
 }
 
-// MemorySecrets is the secret listing kept in memory, beside the agents
-// of a MemoryReadModel (for the agents that use a secret).
-type MemorySecrets struct {
-	Agents *MemoryReadModel
+// Secrets is the secret listing kept in memory, beside the agents
+// of a ReadModel (for the agents that use a secret).
+type Secrets struct {
+	Agents *ReadModel
 
 	docs newest[app.SecretDoc] // by secret id
 }
 
-// NewMemorySecrets is an empty secret listing over agents.
-func NewMemorySecrets(agents *MemoryReadModel) *MemorySecrets {
-	return &MemorySecrets{Agents: agents}
+// NewSecrets is an empty secret listing over agents.
+func NewSecrets(agents *ReadModel) *Secrets {
+	return &Secrets{Agents: agents}
 }
 
-var _ app.SecretReadModel = (*MemorySecrets)(nil)
+var _ app.SecretReadModel = (*Secrets)(nil)
 
 // Apply implements app.SecretReadModel.
-func (m *MemorySecrets) Apply(_ context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error {
+func (m *Secrets) Apply(_ context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error {
 	m.docs.put(s.GetSecretId(), seq, app.SecretDocOf(s))
 	return nil
 }
 
 // ListSecrets implements app.SecretReadModel.
-func (m *MemorySecrets) ListSecrets(_ context.Context, workspaceID, prefix string, after *app.SecretPosition, limit int) ([]app.SecretDoc, error) {
+func (m *Secrets) ListSecrets(_ context.Context, workspaceID, prefix string, after *app.SecretPosition, limit int) ([]app.SecretDoc, error) {
 	out := m.docs.matching(func(d app.SecretDoc) bool {
 		return d.WorkspaceID == workspaceID && !d.Deleted && strings.HasPrefix(d.NameLower, strings.ToLower(prefix)) &&
 			(after == nil || d.NameLower > after.Name || d.NameLower == after.Name && d.ID > after.ID)
@@ -144,7 +144,7 @@ func (m *MemorySecrets) ListSecrets(_ context.Context, workspaceID, prefix strin
 }
 
 // AgentsUsing implements app.SecretReadModel.
-func (m *MemorySecrets) AgentsUsing(_ context.Context, workspaceID, secretID string, limit int) ([]app.AgentDoc, error) {
+func (m *Secrets) AgentsUsing(_ context.Context, workspaceID, secretID string, limit int) ([]app.AgentDoc, error) {
 	out := m.Agents.docs.matching(func(d app.AgentDoc) bool {
 		return d.WorkspaceID == workspaceID && !d.Deleted && slices.Contains(d.SecretIDs, secretID)
 	})

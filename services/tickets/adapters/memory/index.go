@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -13,14 +13,14 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// MemoryIndex is the read model kept in memory: every live ticket in
+// Index is the read model kept in memory: every live ticket in
 // B-trees ordered as the listings are (newest first, most urgent first),
 // per workspace and per agent, so a page walks from its cursor and stops
 // once it has the page. It is fed from the TICKETS stream (each ticket's
 // last event at start, then live) and by the service's own writes, and
 // serves where the store cannot index (the embedded FerretDB scans every
 // document of a filtered query).
-type MemoryIndex struct {
+type Index struct {
 	mu      sync.RWMutex
 	tickets map[string]stored          // ticket id → its newest state
 	spaces  map[string]*workspaceIndex // workspace id → its orders
@@ -65,13 +65,13 @@ type workspaceIndex struct {
 	active map[string]map[string]bool
 }
 
-// NewMemoryIndex returns an empty index.
-func NewMemoryIndex() *MemoryIndex {
-	return &MemoryIndex{tickets: map[string]stored{}, spaces: map[string]*workspaceIndex{}}
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{tickets: map[string]stored{}, spaces: map[string]*workspaceIndex{}}
 }
 
 // Put records t as of seq; older or equal sequences are ignored.
-func (m *MemoryIndex) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
+func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	t = proto.Clone(t).(*ticketsv1.Ticket) // callers keep theirs
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -96,7 +96,7 @@ func (m *MemoryIndex) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) er
 	return nil
 }
 
-func (m *MemoryIndex) space(id string) *workspaceIndex {
+func (m *Index) space(id string) *workspaceIndex {
 	ws := m.spaces[id]
 	if ws == nil {
 		ws = &workspaceIndex{all: newOrders(), agents: map[string]*orders{}, active: map[string]map[string]bool{}}
@@ -136,7 +136,7 @@ func (ws *workspaceIndex) setActive(t *ticketsv1.Ticket, on bool) {
 
 // Page walks the query's order from its cursor, testing each ticket,
 // until it has the page and one more.
-func (m *MemoryIndex) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
+func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	ws := m.spaces[q.WorkspaceID]
@@ -178,7 +178,7 @@ func (m *MemoryIndex) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket,
 }
 
 // ActiveTicket is the newest active ticket of an agent on a conversation.
-func (m *MemoryIndex) ActiveTicket(_ context.Context, workspaceID, agentID, conversationID string) (string, error) {
+func (m *Index) ActiveTicket(_ context.Context, workspaceID, agentID, conversationID string) (string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	ws := m.spaces[workspaceID]

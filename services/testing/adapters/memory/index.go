@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// MemoryIndex is the read model in memory, fed from the TESTING stream
+// Index is the read model in memory, fed from the TESTING stream
 // (each aggregate's last event at start, then live) and by the service's
 // own writes. Every listing walks an ordered index from its keyset
 // position and stops at a page of matches, so a page costs the page (plus
 // what residual filters skip), not the workspace.
-type MemoryIndex struct {
+type Index struct {
 	mu      sync.RWMutex
 	spaces  map[string]*space
 	running map[string]*invocation // workspace/invocation id → running invocation
@@ -66,12 +66,12 @@ func invocationLess(a, b *invocation) bool {
 	return a.doc.ID > b.doc.ID
 }
 
-// NewMemoryIndex returns an empty index.
-func NewMemoryIndex() *MemoryIndex {
-	return &MemoryIndex{spaces: map[string]*space{}, running: map[string]*invocation{}}
+// NewIndex returns an empty index.
+func NewIndex() *Index {
+	return &Index{spaces: map[string]*space{}, running: map[string]*invocation{}}
 }
 
-func (m *MemoryIndex) space(ws string) *space {
+func (m *Index) space(ws string) *space {
 	s := m.spaces[ws]
 	if s == nil {
 		s = &space{entries: map[string]*entry{}, entryOrders: map[orderKey]*btree.BTreeG[*entry]{},
@@ -84,18 +84,18 @@ func (m *MemoryIndex) space(ws string) *space {
 }
 
 // ApplyTest records a test as of seq.
-func (m *MemoryIndex) ApplyTest(_ context.Context, seq uint64, t *testingv1.Test) error {
+func (m *Index) ApplyTest(_ context.Context, seq uint64, t *testingv1.Test) error {
 	m.putEntry(seq, app.TestEntry(t))
 	return nil
 }
 
 // ApplyFolder records a folder as of seq.
-func (m *MemoryIndex) ApplyFolder(_ context.Context, seq uint64, f *testingv1.Folder) error {
+func (m *Index) ApplyFolder(_ context.Context, seq uint64, f *testingv1.Folder) error {
 	m.putEntry(seq, app.FolderEntry(f))
 	return nil
 }
 
-func (m *MemoryIndex) putEntry(seq uint64, d app.Entry) {
+func (m *Index) putEntry(seq uint64, d app.Entry) {
 	d.Seq = int64(seq)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -128,7 +128,7 @@ func (s *space) eachOrder(d app.Entry, fn func(*btree.BTreeG[*entry])) {
 
 // ApplyInvocation records an invocation as of seq. Its position, agent
 // and tests never change, so it joins its ordered sets once.
-func (m *MemoryIndex) ApplyInvocation(_ context.Context, seq uint64, inv *testingv1.Invocation) error {
+func (m *Index) ApplyInvocation(_ context.Context, seq uint64, inv *testingv1.Invocation) error {
 	d := app.SummaryOf(inv)
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -167,7 +167,7 @@ func joinOrder(orders map[string]*btree.BTreeG[*invocation], key string, inv *in
 }
 
 // Entries returns the live entries among ids.
-func (m *MemoryIndex) Entries(_ context.Context, ws string, ids []string) (map[string]app.Entry, error) {
+func (m *Index) Entries(_ context.Context, ws string, ids []string) (map[string]app.Entry, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make(map[string]app.Entry, len(ids))
@@ -184,7 +184,7 @@ func (m *MemoryIndex) Entries(_ context.Context, ws string, ids []string) (map[s
 }
 
 // ChildCount is the size of the folder's ordered set.
-func (m *MemoryIndex) ChildCount(_ context.Context, ws, folderID string) (int, error) {
+func (m *Index) ChildCount(_ context.Context, ws, folderID string) (int, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if s := m.spaces[ws]; s != nil {
@@ -198,7 +198,7 @@ func (m *MemoryIndex) ChildCount(_ context.Context, ws, folderID string) (int, e
 // PageEntries walks the ordered set the query's parent and kinds select
 // (folders-first walks the folders' set, then the tests'), from the
 // keyset position, until a page and one more match.
-func (m *MemoryIndex) PageEntries(_ context.Context, q app.EntryQuery) ([]app.Entry, bool, error) {
+func (m *Index) PageEntries(_ context.Context, q app.EntryQuery) ([]app.Entry, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.spaces[q.WorkspaceID]
@@ -252,7 +252,7 @@ func (m *MemoryIndex) PageEntries(_ context.Context, q app.EntryQuery) ([]app.En
 // PageInvocations walks the newest-first set of the workspace, agent or
 // test, from the keyset position or the end of the time range, and stops
 // at a page and one more match, or at the start of the time range.
-func (m *MemoryIndex) PageInvocations(_ context.Context, q app.InvocationFilter) ([]app.InvocationSummary, bool, error) {
+func (m *Index) PageInvocations(_ context.Context, q app.InvocationFilter) ([]app.InvocationSummary, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.spaces[q.WorkspaceID]
@@ -294,7 +294,7 @@ func (m *MemoryIndex) PageInvocations(_ context.Context, q app.InvocationFilter)
 }
 
 // Running is every running invocation.
-func (m *MemoryIndex) Running(context.Context) ([]app.InvocationSummary, error) {
+func (m *Index) Running(context.Context) ([]app.InvocationSummary, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	out := make([]app.InvocationSummary, 0, len(m.running))
@@ -305,7 +305,7 @@ func (m *MemoryIndex) Running(context.Context) ([]app.InvocationSummary, error) 
 }
 
 // Active is up to limit of the workspace's running invocations.
-func (m *MemoryIndex) Active(_ context.Context, ws string, limit int) ([]app.InvocationSummary, error) {
+func (m *Index) Active(_ context.Context, ws string, limit int) ([]app.InvocationSummary, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	s := m.spaces[ws]

@@ -1,0 +1,104 @@
+package memory
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+)
+
+type entry struct {
+	seq uint64
+	w   *webhooksv1.Webhook // never mutated once stored
+}
+
+// Registry is the set of webhooks, kept in memory: app.Registry on its
+// own, and what the service's registry (adapters.Registry) keeps current
+// from the WEBHOOKS stream. The dispatcher matches events against it
+// without touching a store.
+type Registry struct {
+	mu   sync.RWMutex
+	byID map[string]entry
+	byWS map[string]map[string]struct{}
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byID: map[string]entry{}, byWS: map[string]map[string]struct{}{}}
+}
+
+// Put records the state of a webhook at stream sequence seq, unless a
+// newer one is known. The command handlers call it inline so a caller
+// reads its own writes.
+func (r *Registry) Put(seq uint64, w *webhooksv1.Webhook) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := w.GetWebhookId()
+	if cur, ok := r.byID[id]; ok && cur.seq >= seq {
+		return
+	}
+	ws := w.GetWorkspaceId()
+	if w.DeletedAtUnix != nil {
+		r.byID[id] = entry{seq: seq} // keep the sequence: an older event must not resurrect it
+		delete(r.byWS[ws], id)
+		return
+	}
+	r.byID[id] = entry{seq: seq, w: w}
+	if r.byWS[ws] == nil {
+		r.byWS[ws] = map[string]struct{}{}
+	}
+	r.byWS[ws][id] = struct{}{}
+}
+
+// Get returns a live webhook of the workspace.
+func (r *Registry) Get(workspaceID, id string) (*webhooksv1.Webhook, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byID[id]
+	if !ok || e.w == nil || e.w.GetWorkspaceId() != workspaceID {
+		return nil, false
+	}
+	return e.w, true
+}
+
+// Known reports whether the registry has applied any event of webhook id,
+// deleted ones included: catching up with the stream cannot make such a
+// webhook appear in Get where it does not already.
+func (r *Registry) Known(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.byID[id]
+	return ok
+}
+
+// List returns the workspace's live webhooks, oldest first.
+func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
+	r.mu.RLock()
+	out := make([]*webhooksv1.Webhook, 0, len(r.byWS[workspaceID]))
+	for id := range r.byWS[workspaceID] {
+		out = append(out, r.byID[id].w)
+	}
+	r.mu.RUnlock()
+	slices.SortFunc(out, func(a, b *webhooksv1.Webhook) int {
+		return cmp.Or(cmp.Compare(a.GetCreatedAtUnixMs(), b.GetCreatedAtUnixMs()), strings.Compare(a.GetWebhookId(), b.GetWebhookId()))
+	})
+	return out
+}
+
+// Match returns the active webhooks of the workspace subscribed to event
+// that existed when the event was stored (at storedAt).
+func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*webhooksv1.Webhook
+	for id := range r.byWS[workspaceID] {
+		w := r.byID[id].w
+		if w.GetActive() && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
