@@ -16,6 +16,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require github.com/hashicorp/golang-lru/v2 v2.0.7
+
 require (
 	dario.cat/mergo v1.0.2 // indirect
 	github.com/Azure/go-ansiterm v0.0.0-20250102033503-faa5f7b0171c // indirect

@@ -1,5 +1,7 @@
 package meaning
 
+import "crypto/sha256"
+
 // Cover reads which of a question's content words and amounts each
 // candidate answer covers, by meaning: a candidate covers a word when
 // one of its words relates to it in WordNet ("Refunds are possible
@@ -23,7 +25,7 @@ func (m *Model) Cover(question string, candidates []string) (asked []string, hit
 	}
 	hits = make([][]bool, len(candidates))
 	for i, c := range candidates {
-		ct := m.analyseQuestion(c) // a prompt's "given", "get", "tell" answer nothing either
+		ct := m.candidate(c)
 		hits[i] = make([]bool, len(asked))
 		for j, qt := range toks {
 			for _, r := range ct.tokens {
@@ -49,6 +51,16 @@ func (m *Model) Cover(question string, candidates []string) (asked []string, hit
 // mean of the share of each one's content (words and amounts) that the
 // other supports with the same polarity.
 func (m *Model) Similarity(a, b string) float64 {
+	key := sha256.Sum256([]byte("similarity\x00" + a + "\x00" + b))
+	if v, ok := m.similar.Get(key); ok {
+		return v
+	}
+	v := m.similarity(a, b)
+	m.similar.Add(key, v)
+	return v
+}
+
+func (m *Model) similarity(a, b string) float64 {
 	ta, tb := m.analyse(a, false), m.analyse(b, false)
 	ta.refuses, tb.refuses = Refuses(a), Refuses(b)
 	return (m.supportShare(ta, tb) + m.supportShare(tb, ta)) / 2
@@ -81,4 +93,16 @@ func (m *Model) supportShare(from, to text) float64 {
 		return 0
 	}
 	return float64(got) / float64(n)
+}
+
+// candidate is a candidate answer read as a question is (a prompt's
+// "given", "get", "tell" answer nothing either), memoised: every run of
+// an invocation reads its agent's prompt again.
+func (m *Model) candidate(s string) text {
+	if t, ok := m.candidates.Get(s); ok {
+		return t
+	}
+	t := m.analyseQuestion(s)
+	m.candidates.Add(s, t)
+	return t
 }

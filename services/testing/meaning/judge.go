@@ -33,10 +33,13 @@
 package meaning
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 	"strings"
 	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/voiceai-platform/voiceai/services/testing/meaning/wordnet"
 )
@@ -47,11 +50,24 @@ type Model struct {
 	cache   reachCache
 	orgOnce sync.Once
 	orgs    map[wordnet.Synset]bool
+	// decided memoises decisions: a test's condition is judged on the
+	// same reply once per repeat of an invocation.
+	decided *lru.Cache[[sha256.Size]byte, Decision]
+	// candidates memoises the analyses of prompts' sentences (read only);
+	// similar, the similarities of replies to a test's examples.
+	candidates *lru.Cache[string, text]
+	similar    *lru.Cache[[sha256.Size]byte, float64]
 }
+
+// maxDecided bounds the memo of decisions.
+const maxDecided = 16384
 
 // New is a model on db.
 func New(db *wordnet.DB) *Model {
-	return &Model{db: db, cache: reachCache{m: map[string]*reach{}}}
+	decided, _ := lru.New[[sha256.Size]byte, Decision](maxDecided)
+	candidates, _ := lru.New[string, text](maxDecided)
+	similar, _ := lru.New[[sha256.Size]byte, float64](maxDecided)
+	return &Model{db: db, cache: reachCache{m: map[string]*reach{}}, decided: decided, candidates: candidates, similar: similar}
 }
 
 // Default is the model on the shipped WordNet (or the operator's, see
@@ -201,8 +217,19 @@ type support struct {
 
 func (s support) in(sent int) bool { return s.sents[sent] || s.sents[-1] }
 
-// Decide judges whether reply meets condition.
+// Decide judges whether reply meets condition. The decision's slices are
+// shared with later calls on the same texts: read them, do not change them.
 func (m *Model) Decide(condition, reply string) Decision {
+	key := sha256.Sum256([]byte(condition + "\x00" + reply))
+	if d, ok := m.decided.Get(key); ok {
+		return d
+	}
+	d := m.decide(condition, reply)
+	m.decided.Add(key, d)
+	return d
+}
+
+func (m *Model) decide(condition, reply string) Decision {
 	cond, rep := m.analyse(condition, true), m.analyse(reply, false)
 	cw := split(condition)
 	prohibition := isProhibition(cw)

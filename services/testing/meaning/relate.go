@@ -77,34 +77,25 @@ func (m *Model) reachOf(lemma string, h hint) *reach {
 // senses weighed down.
 func (m *Model) senses(lemma string, h hint, f func(s wordnet.Synset, w float64)) {
 	all := m.db.Senses(lemma)
-	want := map[hint]wordnet.POS{nounHint: wordnet.Noun, verbHint: wordnet.Verb}
-	filter := false
-	if p, ok := want[h]; ok {
-		for _, s := range all {
-			filter = filter || m.db.POS(s) == p
-		}
-		if h == nounHint { // "a cheap table": the adjective before a noun
-			filter = false
-			for _, s := range all {
-				filter = filter || m.db.POS(s) == wordnet.Noun
-			}
-			if filter {
-				hasAdj := false
-				for _, s := range all {
-					hasAdj = hasAdj || m.db.POS(s) == wordnet.Adj
-				}
-				if hasAdj {
-					filter = false
-				}
-			}
-		}
+	var has [4]bool
+	for _, s := range all {
+		has[m.db.POS(s)] = true
 	}
-	rank := map[wordnet.POS]int{}
+	// Only the part of speech the neighbours say, when the word has it;
+	// after a determiner an adjective may come too ("a cheap table").
+	only := wordnet.POS(255)
+	switch {
+	case h == nounHint && has[wordnet.Noun] && !has[wordnet.Adj]:
+		only = wordnet.Noun
+	case h == verbHint && has[wordnet.Verb]:
+		only = wordnet.Verb
+	}
+	var rank [4]int
 	for _, s := range all {
 		p := m.db.POS(s)
 		r := rank[p]
 		rank[p]++
-		if filter && p != want[h] {
+		if only != 255 && p != only {
 			continue
 		}
 		f(s, senseWeight(r))

@@ -55,9 +55,9 @@ type word struct {
 // conjunctions ("but", "however", "although", "whereas"), since a
 // negation or a contrast does not reach past them.
 func split(s string) []word {
-	s = strings.NewReplacer("’", "'", "‘", "'", "–", " - ", "—", " - ").Replace(strings.ToLower(s))
+	s = quotesAndDashes.Replace(strings.ToLower(s))
 	s = expandContractions(s)
-	s = strings.NewReplacer("a.m.", "am", "p.m.", "pm", "a.m", "am", "p.m", "pm").Replace(s)
+	s = meridiems.Replace(s)
 	var out []word
 	clause := 0
 	var b strings.Builder
@@ -160,12 +160,17 @@ var contrastive = set("but", "however", "although", "though", "whereas", "except
 
 // expandContractions writes negations and auxiliaries out: can't →
 // can not, won't → will not, isn't → is not, we'll → we will.
-func expandContractions(s string) string {
-	return strings.NewReplacer(
+func expandContractions(s string) string { return contractions.Replace(s) }
+
+// The replacers split uses, built once (a replacer is costly to build).
+var (
+	quotesAndDashes = strings.NewReplacer("’", "'", "‘", "'", "–", " - ", "—", " - ")
+	meridiems       = strings.NewReplacer("a.m.", "am", "p.m.", "pm", "a.m", "am", "p.m", "pm")
+	contractions    = strings.NewReplacer(
 		"can't", "can not", "cannot", "can not", "won't", "will not", "shan't", "shall not",
 		"n't", " not", "'ll", " will", "'re", " are", "'ve", " have", "'m", " am", "'d", " would",
-	).Replace(s)
-}
+	)
+)
 
 func set(words ...string) map[string]bool {
 	m := make(map[string]bool, len(words))
@@ -383,6 +388,9 @@ func joinWords(ws []word) string {
 // lemma starting at words[i] (its last word may be inflected), and the
 // lemma; 0 when there is none.
 func (m *Model) collocation(words []word, i int) (int, string) {
+	if !m.startsCollocation(words[i].s) {
+		return 0, ""
+	}
 	for n := 4; n >= 2; n-- {
 		if i+n > len(words) || words[i+n-1].clause != words[i].clause {
 			continue
@@ -530,6 +538,20 @@ func (m *Model) hasPOS(lemmas []string, p wordnet.POS) bool {
 			if m.db.POS(s) == p {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// startsCollocation: word, or one of its verb bases ("brought" → bring),
+// begins a multi-word lemma.
+func (m *Model) startsCollocation(w string) bool {
+	if m.db.StartsCollocation(w) {
+		return true
+	}
+	for _, b := range m.db.Lemmatize(w, wordnet.Verb) {
+		if m.db.StartsCollocation(b) {
+			return true
 		}
 	}
 	return false

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/meaning"
@@ -112,10 +115,45 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 	return turn, usage, nil
 }
 
+// answers memoises the offline agent's answers: it is deterministic, and
+// an invocation asks the same agent the same question once per repeat.
+// Bounded: a key is a digest, a turn a few sentences.
+var answers, _ = lru.New[[sha256.Size]byte, Turn](8192)
+
 func offlineAnswer(c Conversation, last string) (Turn, error) {
 	if n := len(c.Turns); n > 0 && c.Turns[n-1].Role == "tool" {
 		return toolAnswer(c.Turns), nil
 	}
+	key := answerKey(c, last)
+	if t, ok := answers.Get(key); ok {
+		return t, nil
+	}
+	t, err := answerByMeaning(c, last)
+	if err == nil {
+		answers.Add(key, t)
+	}
+	return t, err
+}
+
+// answerKey digests what the offline agent's answer depends on: its
+// prompt, first message and tools, and the user's last message.
+func answerKey(c Conversation, last string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, s := range []string{c.SystemPrompt, firstAgentLine(c), last} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	for _, t := range c.Tools {
+		h.Write([]byte(t.Name + "\x00" + t.Description + "\x00"))
+		h.Write(t.Parameters)
+		h.Write([]byte{0})
+	}
+	var k [sha256.Size]byte
+	h.Sum(k[:0])
+	return k
+}
+
+func answerByMeaning(c Conversation, last string) (Turn, error) {
 	first := firstAgentLine(c)
 	if isGreeting(contentTerms(last, nil)) {
 		if first == "" {

@@ -71,6 +71,9 @@ type DB struct {
 	names   []string          // per lemma
 	rels    [][]link          // per synset
 	exc     [numPOS]map[string][]string
+
+	firstOnce sync.Once
+	first     map[string]bool // the first words of the multi-word lemmas
 }
 
 type link struct {
@@ -122,6 +125,21 @@ func (db *DB) Synsets() int { return len(db.pos) }
 // Has reports whether lemma (lower case, words separated by spaces) is
 // a WordNet lemma as written.
 func (db *DB) Has(lemma string) bool { _, ok := db.lemma[lemma]; return ok }
+
+// StartsCollocation reports whether some multi-word lemma ("credit
+// card", "bring back") starts with word (lower case): only then is a
+// collocation worth looking up.
+func (db *DB) StartsCollocation(word string) bool {
+	db.firstOnce.Do(func() {
+		db.first = map[string]bool{}
+		for _, n := range db.names {
+			if i := strings.IndexByte(n, ' '); i > 0 {
+				db.first[n[:i]] = true
+			}
+		}
+	})
+	return db.first[word]
+}
 
 // Senses is lemma's synsets, nouns first, each part of speech in
 // WordNet's order (most frequent sense first). The slice is shared.
