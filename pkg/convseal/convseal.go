@@ -17,6 +17,7 @@
 package convseal
 
 import (
+	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -221,4 +222,23 @@ func (m *MemoryKeys) Shred(_ context.Context, workspaceID, conversationID string
 	defer m.mu.Unlock()
 	m.keys[workspaceID+"/"+conversationID] = nil
 	return nil
+}
+
+// WithoutSealed is an event's data (a JSON object) without its sealed
+// transcript, for copies that must not carry even the ciphertext (a
+// webhook delivery). Data without one is answered as it is.
+func WithoutSealed(data json.RawMessage) json.RawMessage {
+	if !bytes.Contains(data, []byte(`"`+FieldSealed+`"`)) {
+		return data
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return data
+	}
+	delete(fields, FieldSealed)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return data
+	}
+	return out
 }
