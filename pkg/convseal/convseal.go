@@ -123,8 +123,17 @@ func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawM
 	if json.Unmarshal(data, &fields) != nil {
 		return data, nil
 	}
+	// Only this function writes the sealed fields: a producer's own
+	// are dropped.
+	_, forged := fields[FieldSealed]
+	_, forgedTurns := fields[FieldTurns]
+	delete(fields, FieldSealed)
+	delete(fields, FieldTurns)
 	transcript, ok := fields[FieldTranscript]
 	if !ok {
+		if forged || forgedTurns {
+			return json.Marshal(fields)
+		}
 		return data, nil
 	}
 	delete(fields, FieldTranscript)

@@ -100,6 +100,10 @@ func TestSealDataAndADestroyedKey(t *testing.T) {
 		t.Fatalf("after delete, SealData = %s, %v; want the data without any transcript", again, err)
 	}
 
+	forged := json.RawMessage(`{"conversation_id":"conv_2","transcript_sealed":"AAAA","transcript_turns":9}`)
+	if out, err := convseal.SealData(ctx, keys, "ws_1", forged); err != nil || string(out) != `{"conversation_id":"conv_2"}` {
+		t.Errorf("a producer's own sealed fields: %s, %v; want them dropped", out, err)
+	}
 	plain := json.RawMessage(`{"conversation_id":"conv_2"}`)
 	if out, err := convseal.SealData(ctx, keys, "ws_1", plain); err != nil || string(out) != string(plain) {
 		t.Errorf("no transcript: %s, %v; want it unchanged", out, err)

@@ -15,6 +15,8 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
@@ -68,22 +70,32 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, err
 		}
 	}
+	keys, err := kvkeys.Open(ctx, d.JS, d.StreamReplicas, secret)
+	if err != nil {
+		return nil, err
+	}
 	a := newApp(d, rm, dir)
-	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
-	a.Verdicts = startVerdicts(ctx, d)
+	transcripts := startTranscripts(ctx, d, keys)
+	verdicts := startVerdicts(ctx, d, dir.Conversations.ConversationDeleted)
+	a.Conversations, a.Transcripts, a.Verdicts = dir.Conversations, transcripts, verdicts
+	a.Deletion = app.ConversationDeletion{
+		Removal:    adapters.StreamRemoval{JS: d.JS, Keys: keys},
+		ReadModels: []app.ConversationForgetter{dir.Conversations, transcripts, verdicts},
+		Deleted:    dir.Conversations.ConversationDeleted,
+	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }
 
 // startTranscripts projects the transcripts call stacks hand over on
 // conversation_ended into the service's store, and returns their reader.
-func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts {
+func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) adapters.Transcripts {
 	t := adapters.OpenTranscripts(d.Database(Name))
 	pc := projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
 	}
 	d.WatchConsumer(pc.Stream, pc.Durable)
-	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptHandler)
+	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptProjection(keys))
 	return t
 }
 
@@ -91,7 +103,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 // and reviewers' labels of runs and conversations (stream TESTRUNS, once
 // the testing service has made it) into the service's store, and returns
 // their reader.
-func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
+func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
 	v := adapters.OpenVerdicts(d.Database(Name))
 	for _, p := range []struct {
 		coll    *mongo.Collection
@@ -108,7 +120,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
 			if _, err := eventstore.WaitForStream(ctx, d.JS, pc.Stream); err != nil {
 				return // ctx ended
 			}
-			if err := projection.Run(ctx, d.JS, p.coll, pc, p.handler); err != nil && ctx.Err() == nil {
+			if err := projection.Run(ctx, d.JS, p.coll, pc, adapters.SkippingDeleted(p.handler, deleted)); err != nil && ctx.Err() == nil {
 				d.Logger.Error("projector stopped", "projection", pc.Durable, "err", err)
 			}
 		}()

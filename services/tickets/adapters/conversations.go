@@ -31,7 +31,12 @@ type conversationEvent struct {
 	CallSuccessful string          `json:"call_successful"`
 	DurationSecs   *int64          `json:"call_duration_secs"`
 	Transcript     json.RawMessage `json:"transcript"`
-	turns          int             // how many turns Transcript holds; 0 when it is absent or refused
+	// Sealed is the transcript as the API writes it to the stream,
+	// sealed under the conversation's key (pkg/convseal), with its
+	// turn count; only a transcript reader opens it.
+	Sealed      string `json:"transcript_sealed"`
+	SealedTurns *int   `json:"transcript_turns"`
+	turns       int    // how many turns the transcript holds; 0 when it is absent or refused
 }
 
 // maxTranscriptTurns bounds a handed-over transcript, as the API's
@@ -43,7 +48,7 @@ const maxTranscriptTurns = 5000
 // than the gateway publish on the stream).
 func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok bool) {
 	var env wire.Envelope
-	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended") {
+	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended" && env.Event != ConversationDeletedEvent) {
 		return ev, false
 	}
 	if json.Unmarshal(env.Data, &ev) != nil || !ids.Valid(ev.ConversationID) || (ev.AgentID != "" && !ids.Valid(ev.AgentID)) {
@@ -71,6 +76,9 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	ev.turns = countTurns(ev.Transcript)
 	if ev.turns == 0 {
 		ev.Transcript = nil
+	}
+	if ev.Transcript == nil && ev.Sealed != "" && ev.SealedTurns != nil {
+		ev.turns = min(max(*ev.SealedTurns, 0), maxTranscriptTurns)
 	}
 	return ev, true
 }
@@ -101,6 +109,7 @@ func countTurns(raw json.RawMessage) int {
 // stream at start and kept live.
 type ConversationIndex struct {
 	mu     sync.RWMutex
+	erased map[string]bool                    // workspace/conversation deleted: never listed again (deletion.go)
 	byID   map[string]app.ConversationSummary // workspace/conversation → summary
 	spaces map[string]*btree.BTreeG[app.ConversationSummary]
 	agents map[string]*btree.BTreeG[app.ConversationSummary] // workspace/agent → its conversations
@@ -122,6 +131,13 @@ func (x *ConversationIndex) apply(ev conversationEvent) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	key := ev.WorkspaceID + "/" + ev.ConversationID
+	if x.erased[key] {
+		return
+	}
+	if ev.Name == ConversationDeletedEvent {
+		x.forget(key)
+		return
+	}
 	prev, known := x.byID[key]
 	c := prev
 	if !known {

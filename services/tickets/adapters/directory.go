@@ -48,7 +48,7 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 	}{
 		{events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent},
 		{events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount},
-		{events.PlatformStream, events.PlatformConversationFilters, false, d.applyPlatform},
+		{events.PlatformStream, conversationFeed, false, d.applyPlatform},
 	}
 	for _, f := range feeds {
 		// The streams belong to other services, which may start later.

@@ -159,6 +159,8 @@ func labelViewOf(l app.VerdictLabel) labelView {
 type ticketDetailView struct {
 	ticketView
 	VerdictLabels []labelView `json:"verdict_labels"`
+	// DeletedConversations are the ticket's deleted conversations.
+	DeletedConversations []string `json:"deleted_conversation_ids"`
 }
 
 func detailOf(c app.ConversationDetail) conversationView {
