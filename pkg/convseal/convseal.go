@@ -251,3 +251,15 @@ func WithoutSealed(data json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// DeletedEvent is the PLATFORM record of a conversation's deletion,
+// platform.evt.<workspace>.conversation_deleted with data
+// {"conversation_id"} (our extension, not a spec 6 event: no webhook can
+// subscribe to it, and the API's ingest refuses it). The tickets service
+// writes it once the key is destroyed; whoever refers to conversations
+// (the tickets' index and projections, the testing service's tests made
+// from one) learns the deletion there.
+const DeletedEvent = "conversation_deleted"
+
+// DeletedFilter matches those records of every workspace.
+const DeletedFilter = "platform.evt.*." + DeletedEvent

@@ -244,3 +244,44 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 		t.Fatalf("files of the NATS store hold the transcript: %v", got)
 	}
 }
+
+// A regression test made from a recorded conversation says, once the
+// conversation is deleted, that it was (from_conversation_metadata's
+// conversation_deleted); the turns it was made from are the test's own.
+func TestDeletedConversationShowsOnItsTest(t *testing.T) {
+	s := startAdmin(t)
+	agent := newAgent(t, s, adminKey, "Support")
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	ingest(t, s, adminKey, "conversation_started", at, map[string]any{"conversation_id": "conv_src", "agent_id": agent})
+	ingest(t, s, adminKey, "conversation_ended", at.Add(time.Minute), map[string]any{"conversation_id": "conv_src", "agent_id": agent,
+		"transcript": []map[string]any{{"role": "user", "message": "Are you open on Sunday?", "time_in_call_secs": 0},
+			{"role": "agent", "message": "We are closed on Sundays.", "time_in_call_secs": 2}}})
+	var testID string
+	eventually(t, 10*time.Second, "a test is made from the recorded conversation", func() bool {
+		r := call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", adminKey, `{"conversation_id":"conv_src","turn_index":1}`)
+		if r.Code == 201 {
+			testID, _ = r.JSON(t)["id"].(string)
+		}
+		return testID != ""
+	})
+	deleted := func() any {
+		r := call(t, s, "GET", "/v1/convai/agent-testing/"+testID, adminKey, "")
+		if r.Code != 200 {
+			t.Fatalf("get test: %d %s", r.Code, r.Body)
+		}
+		meta, _ := r.JSON(t)["from_conversation_metadata"].(map[string]any)
+		if meta["conversation_id"] != "conv_src" {
+			t.Fatalf("from_conversation_metadata %v", meta)
+		}
+		return meta["conversation_deleted"]
+	}
+	if got := deleted(); got != false {
+		t.Fatalf("before the delete, conversation_deleted = %v", got)
+	}
+	if r := call(t, s, "DELETE", "/v1/convai/conversations/conv_src", adminKey, ""); r.Code != 200 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the test says its conversation was deleted", func() bool { return deleted() == true })
+	wantError(t, call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", adminKey, `{"conversation_id":"conv_src","turn_index":1}`),
+		404, "conversation_not_found")
+}

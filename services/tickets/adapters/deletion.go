@@ -19,15 +19,14 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-// ConversationDeletedEvent records on the PLATFORM stream that a
-// conversation was deleted (our extension, not a spec 6 event: no
-// webhook can subscribe to it, and the API's ingest refuses it). Every
-// replica's index, every projection and every replay learns the deletion
-// there, in order with the conversation's own events.
-const ConversationDeletedEvent = "conversation_deleted"
+// ConversationDeletedEvent records on PLATFORM that a conversation was
+// deleted (convseal.DeletedEvent): every replica's index, every
+// projection and every replay learns the deletion there, in order with
+// the conversation's own events.
+const ConversationDeletedEvent = convseal.DeletedEvent
 
 // ConversationDeletedFilter matches those records of every workspace.
-const ConversationDeletedFilter = "platform.evt.*." + ConversationDeletedEvent
+const ConversationDeletedFilter = convseal.DeletedFilter
 
 // conversationFeed is what the index follows on PLATFORM.
 var conversationFeed = append(append([]string{}, events.PlatformConversationFilters...), ConversationDeletedFilter)
