@@ -153,6 +153,14 @@ func TranscriptProjection(keys convseal.Keys) projection.Handler {
 		case ev.Name == ConversationDeletedEvent:
 			return id, gone, nil
 		case ev.Transcript != nil:
+			// Handed over in the clear (before sealing, or published
+			// straight on the stream): kept unless the conversation's
+			// key says it was deleted since.
+			if _, err := keys.Key(ctx, ev.WorkspaceID, ev.ConversationID, false); errors.Is(err, convseal.ErrShredded) {
+				return id, gone, nil
+			} else if err != nil && !errors.Is(err, convseal.ErrNoKey) {
+				return "", nil, err
+			}
 			return id, TranscriptDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Turns: string(ev.Transcript)}, nil
 		case ev.Sealed == "" || ev.turns == 0:
 			return "", nil, nil

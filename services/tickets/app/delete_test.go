@@ -190,3 +190,53 @@ func TestDeleteConversationShredsAndForgets(t *testing.T) {
 		t.Error("a later event brings the deleted conversation back")
 	}
 }
+
+// A conversation recorded in the clear (before transcripts were sealed,
+// or published straight on the stream) leaves every read model and every
+// replay when deleted; its old message keeps the text, the documented
+// limit of an append-only log that denies deletes.
+func TestDeleteConversationRecordedInTheClear(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	log := &platformLog{t: t, keys: keys}
+	index := adapters.NewConversationIndex()
+	transcripts := &memTranscripts{handle: adapters.TranscriptProjection(keys), docs: map[string]adapters.TranscriptDoc{}}
+	f.app.Conversations, f.app.Transcripts = index, transcripts
+	f.app.Deletion = app.ConversationDeletion{
+		Removal:    removal{MemoryRemoval: adapters.MemoryRemoval{Keys: keys, Index: index}, log: log},
+		ReadModels: []app.ConversationForgetter{index, transcripts},
+		Deleted:    index.ConversationDeleted,
+	}
+	at := time.Unix(1_700_000_000, 0)
+	plain := eventstore.Record{Subject: "platform.evt.ws_a.conversation_ended", Time: at, Seq: 1,
+		Data: []byte(`{"event":"conversation_ended","timestamp":"2023-11-14T22:13:20Z","data":{"conversation_id":"conv_old","agent_id":"agent_1","transcript":[{"role":"user","message":"` + spoken + `"}]}}`)}
+	log.records = append(log.records, plain)
+	index.Apply(plain)
+	transcripts.apply(t, plain)
+	if got, _ := transcripts.Transcript(ctx, "ws_a", "conv_old"); !strings.Contains(string(got), spoken) {
+		t.Fatalf("before delete: %s", got)
+	}
+	if err := f.app.DeleteConversation(ctx, "ws_a", "conv_old"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.app.GetConversation(ctx, "ws_a", "conv_old")
+	wantKind(t, err, apperr.NotFound, "the deleted conversation's get")
+	for _, upTo := range []int{1, len(log.records)} { // a projector behind the record, and a full rebuild
+		replayed := adapters.NewConversationIndex()
+		rebuilt := &memTranscripts{handle: adapters.TranscriptProjection(keys), docs: map[string]adapters.TranscriptDoc{}}
+		for _, rec := range log.records[:upTo] {
+			replayed.Apply(rec)
+			rebuilt.apply(t, rec)
+		}
+		if got, _ := rebuilt.Transcript(ctx, "ws_a", "conv_old"); got != nil {
+			t.Errorf("replaying %d records projects the deleted transcript: %s", upTo, got)
+		}
+		if _, ok := replayed.ConversationSummary("ws_a", "conv_old"); ok != (upTo == 1) {
+			t.Errorf("replaying %d records: listed %v", upTo, ok)
+		}
+	}
+	if !strings.Contains(string(log.records[0].Data), spoken) {
+		t.Fatal("the old message was rewritten: the README's limit is out of date")
+	}
+}
