@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -87,6 +90,41 @@ func filesHolding(t *testing.T, dir, text string) []string {
 	return out
 }
 
+// storeHolding are the read-model collections (every database of the
+// stack's store) holding a document whose content holds text.
+func storeHolding(t *testing.T, mc *mongo.Client, text string) []string {
+	t.Helper()
+	ctx := context.Background()
+	dbs, err := mc.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, db := range dbs {
+		colls, err := mc.Database(db).ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, coll := range colls {
+			cur, err := mc.Database(db).Collection(coll).Find(ctx, bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var docs []bson.Raw
+			if err := cur.All(ctx, &docs); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range docs {
+				if js, err := bson.MarshalExtJSON(d, false, false); err == nil && bytes.Contains(js, []byte(text)) {
+					out = append(out, db+"."+coll)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
 // replayTranscripts runs the tickets service's transcript projection over
 // every PLATFORM message, as a rebuild does, and answers the documents
 // it would write.
@@ -148,6 +186,10 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 		t.Fatalf("before the delete: %s", r.Body)
 	}
 	tk := decodeTicket(t, call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, `{"conversation_id":"conv_gone","qa_comment":"leaked a document number"}`))
+	mc := (&testenv.Env{MongoURI: s.MongoURI}).Mongo(t)
+	if got := storeHolding(t, mc, "ZX-4471"); strings.Join(got, ",") != "voiceai_tickets.conversation_transcripts" {
+		t.Fatalf("before the delete the transcript is in %v, want the transcripts collection alone", got)
+	}
 
 	js := testenv.JetStreamAt(t, s.NATSURL)
 	secret, err := os.ReadFile(filepath.Join(dir, "secret.key"))
@@ -219,6 +261,30 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 	}
 	if doc := docs[ws+"/conv_kept"]; !strings.Contains(doc.Turns, kept) {
 		t.Fatalf("a rebuilt projection lost the other transcript: %+v", doc)
+	}
+
+	// No collection of the store holds it, and the transcripts collection
+	// rebuilt from the stream by the service's own projection lacks it.
+	eventually(t, 10*time.Second, "the projectors have written the deletion", func() bool {
+		return len(storeHolding(t, mc, "ZX-4471")) == 0
+	})
+	keys, err := kvkeys.Open(context.Background(), js, 1, strings.TrimSpace(string(secret)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt := mc.Database("voiceai_tickets").Collection("conversation_transcripts_rebuilt")
+	if n, err := projection.Rebuild(context.Background(), js, "PLATFORM", adapters.TranscriptsFilter, rebuilt, adapters.TranscriptProjection(keys)); err != nil || n == 0 {
+		t.Fatalf("rebuild: %d records, %v", n, err)
+	}
+	var gone, kept2 adapters.TranscriptDoc
+	if err := rebuilt.FindOne(context.Background(), bson.D{{Key: "_id", Value: "ws_default/conv_gone"}}).Decode(&gone); err != nil || !gone.Deleted || gone.Turns != "" {
+		t.Fatalf("the rebuilt transcripts hold %+v (%v), want a tombstone", gone, err)
+	}
+	if err := rebuilt.FindOne(context.Background(), bson.D{{Key: "_id", Value: "ws_default/conv_kept"}}).Decode(&kept2); err != nil || !strings.Contains(kept2.Turns, kept) {
+		t.Fatalf("the rebuilt transcripts lost the other conversation: %+v (%v)", kept2, err)
+	}
+	if got := storeHolding(t, mc, "ZX-4471"); len(got) > 0 {
+		t.Fatalf("after a rebuild, collections hold the transcript: %v", got)
 	}
 
 	// Without the record of the deletion (a projector behind it, or a
