@@ -11,6 +11,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -41,7 +42,7 @@ type conversationEvent struct {
 
 // maxTranscriptTurns bounds a handed-over transcript, as the API's
 // conversation_ended schema does.
-const maxTranscriptTurns = 5000
+const maxTranscriptTurns = convseal.MaxTurns
 
 // parseConversationEvent reads a platform record; ok is false for any
 // other event, or one whose ids could never be asked for (producers other
@@ -83,25 +84,9 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	return ev, true
 }
 
-// countTurns is the number of turns of a transcript in the public shape (a
-// JSON array of objects, each with its role), or 0 when it is not one.
-func countTurns(raw json.RawMessage) int {
-	if len(raw) == 0 {
-		return 0
-	}
-	var turns []struct {
-		Role string `json:"role"`
-	}
-	if json.Unmarshal(raw, &turns) != nil || len(turns) > maxTranscriptTurns {
-		return 0
-	}
-	for _, t := range turns {
-		if t.Role == "" {
-			return 0
-		}
-	}
-	return len(turns)
-}
+// countTurns is the number of turns of a transcript in the public shape,
+// or 0 when it is not one (the rule the API's ingest counts by).
+func countTurns(raw json.RawMessage) int { return convseal.CountTurns(raw) }
 
 // ConversationIndex holds a summary of every conversation, per workspace
 // (and per agent) in listing order, newest first, so a page walks from its

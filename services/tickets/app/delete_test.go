@@ -85,9 +85,10 @@ func (r removal) RecordDeleted(ctx context.Context, ws, conv string, at time.Tim
 	return r.MemoryRemoval.RecordDeleted(ctx, ws, conv, at)
 }
 
-func TestDeleteConversationShredsAndForgets(t *testing.T) {
+// newDeletionFixture is the ticket fixture whose conversations are kept
+// by memory adapters: a log, the index, the transcripts, a key store.
+func newDeletionFixture(t *testing.T) (*fixture, *convseal.MemoryKeys, *platformLog, *adapters.ConversationIndex, *memTranscripts) {
 	f := newFixture(t)
-	ctx := context.Background()
 	keys := convseal.NewMemoryKeys()
 	log := &platformLog{t: t, keys: keys}
 	index := adapters.NewConversationIndex()
@@ -98,6 +99,12 @@ func TestDeleteConversationShredsAndForgets(t *testing.T) {
 		ReadModels: []app.ConversationForgetter{index, transcripts},
 		Deleted:    index.ConversationDeleted,
 	}
+	return f, keys, log, index, transcripts
+}
+
+func TestDeleteConversationShredsAndForgets(t *testing.T) {
+	f, keys, log, index, transcripts := newDeletionFixture(t)
+	ctx := context.Background()
 	at := time.Unix(1_700_000_000, 0)
 	for _, conv := range []string{"conv_1", "conv_2"} {
 		for _, rec := range []eventstore.Record{
@@ -196,18 +203,8 @@ func TestDeleteConversationShredsAndForgets(t *testing.T) {
 // replay when deleted; its old message keeps the text, the documented
 // limit of an append-only log that denies deletes.
 func TestDeleteConversationRecordedInTheClear(t *testing.T) {
-	f := newFixture(t)
+	f, keys, log, index, transcripts := newDeletionFixture(t)
 	ctx := context.Background()
-	keys := convseal.NewMemoryKeys()
-	log := &platformLog{t: t, keys: keys}
-	index := adapters.NewConversationIndex()
-	transcripts := &memTranscripts{handle: adapters.TranscriptProjection(keys), docs: map[string]adapters.TranscriptDoc{}}
-	f.app.Conversations, f.app.Transcripts = index, transcripts
-	f.app.Deletion = app.ConversationDeletion{
-		Removal:    removal{MemoryRemoval: adapters.MemoryRemoval{Keys: keys, Index: index}, log: log},
-		ReadModels: []app.ConversationForgetter{index, transcripts},
-		Deleted:    index.ConversationDeleted,
-	}
 	at := time.Unix(1_700_000_000, 0)
 	plain := eventstore.Record{Subject: "platform.evt.ws_a.conversation_ended", Time: at, Seq: 1,
 		Data: []byte(`{"event":"conversation_ended","timestamp":"2023-11-14T22:13:20Z","data":{"conversation_id":"conv_old","agent_id":"agent_1","transcript":[{"role":"user","message":"` + spoken + `"}]}}`)}
