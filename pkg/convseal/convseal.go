@@ -26,6 +26,8 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
 // Data fields of a sealed conversation_ended event.
@@ -138,7 +140,7 @@ func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawM
 	}
 	delete(fields, FieldTranscript)
 	var conversationID string
-	if json.Unmarshal(fields["conversation_id"], &conversationID) != nil || conversationID == "" || string(transcript) == "null" {
+	if json.Unmarshal(fields["conversation_id"], &conversationID) != nil || !ids.Valid(conversationID) || string(transcript) == "null" {
 		// No conversation to key it to, or nothing to keep: no
 		// reader keeps such a transcript, so it is not written.
 		return json.Marshal(fields)

@@ -100,6 +100,11 @@ func TestSealDataAndADestroyedKey(t *testing.T) {
 		t.Fatalf("after delete, SealData = %s, %v; want the data without any transcript", again, err)
 	}
 
+	for _, bad := range []string{`{"transcript":[{"role":"user"}]}`, `{"conversation_id":"a b","transcript":[{"role":"user"}]}`, `{"conversation_id":7,"transcript":[{"role":"user"}]}`} {
+		if out, err := convseal.SealData(ctx, keys, "ws_1", json.RawMessage(bad)); err != nil || strings.Contains(string(out), "transcript") {
+			t.Errorf("%s: %s, %v; want no transcript kept (no conversation to key it to)", bad, out, err)
+		}
+	}
 	forged := json.RawMessage(`{"conversation_id":"conv_2","transcript_sealed":"AAAA","transcript_turns":9}`)
 	if out, err := convseal.SealData(ctx, keys, "ws_1", forged); err != nil || string(out) != `{"conversation_id":"conv_2"}` {
 		t.Errorf("a producer's own sealed fields: %s, %v; want them dropped", out, err)
