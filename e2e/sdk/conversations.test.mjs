@@ -225,3 +225,37 @@ describe("conversations", () => {
     await expectStatus(client.conversationalAi.conversations.get("conv_never_seen"), 404);
   });
 });
+
+describe("conversations.delete", () => {
+  const client = adminClient({ maxRetries: 0 });
+
+  it("deletes a conversation for good: get and list no longer show it, a second delete is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const { agentId } = await client.conversationalAi.agents.create({ name: uniqueName("delete"), conversationConfig: {} });
+    const conversationId = uniqueName("conv").replaceAll(/[^A-Za-z0-9_-]/g, "_");
+    const start = new Date(Date.now() - 60_000);
+    await publish("conversation_started", start.toISOString(), { conversation_id: conversationId, agent_id: agentId });
+    await publish("conversation_ended", new Date(start.getTime() + 20_000).toISOString(), {
+      conversation_id: conversationId,
+      agent_id: agentId,
+      transcript: [
+        { role: "user", message: "My date of birth is 1 April 1990.", time_in_call_secs: 0 },
+        { role: "agent", message: "Thank you.", time_in_call_secs: 2 },
+      ],
+    });
+    let conversation;
+    for (let i = 0; i < 200; i++) {
+      conversation = await client.conversationalAi.conversations.get(conversationId).catch(() => null);
+      if (conversation?.transcript.length === 2) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(conversation.transcript[0].message, "My date of birth is 1 April 1990.");
+
+    const answer = await client.conversationalAi.conversations.delete(conversationId);
+    assert.deepEqual(answer, {});
+    await expectStatus(client.conversationalAi.conversations.get(conversationId), 404);
+    const page = await client.conversationalAi.conversations.list({ agentId });
+    assert.equal(page.conversations.length, 0);
+    await expectStatus(client.conversationalAi.conversations.delete(conversationId), 404);
+    await expectStatus(client.conversationalAi.conversations.delete("conv_never_seen"), 404);
+  });
+});

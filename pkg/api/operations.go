@@ -269,6 +269,12 @@ var (
 	AddMember     = op("identity.add_member", post, "/v1/workspace/members", "identity", membersWrite).doc("Add a member to the workspace", created, "MemberAdd", "Member").errs(conflict)
 )
 
+// DeleteConversation deletes a recorded conversation for good: it leaves
+// every read model, and its transcript, sealed in the event streams under
+// a key of its own, becomes unreadable there as the key is destroyed. A
+// second delete, like another workspace's, is a 404.
+var DeleteConversation = op("tickets.delete_conversation", del, conversationsPath+"/{conversation_id}", "tickets", convaiWrite).doc("Delete a conversation: it leaves every listing and read model, and its transcript becomes unreadable in the event streams", ok, "", "Empty")
+
 // CreateTestFromConversation is an extension of the public API: a
 // regression test from a production conversation, one the platform
 // recorded (by its id) or one the caller posts.
@@ -318,7 +324,7 @@ var Operations = []Operation{
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,
 	ListConversations, GetConversation, RunConversationAnalysis,
-	ConversationFeedback, AssignConversationTags, UnassignConversationTag, ListTags, CreateTag, GetTag, UpdateTag, DeleteTag,
+	ConversationFeedback, AssignConversationTags, UnassignConversationTag, ListTags, CreateTag, GetTag, UpdateTag, DeleteTag, DeleteConversation,
 	CreateTest, CreateTestFromConversation, ListTests, TestSummaries, BulkMoveTests, CreateFolder, GetFolder, RenameFolder, DeleteFolder,
 	GetTest, UpdateTest, DeleteTest, RunTests, SimulateConversation, ListInvocations, GetInvocation, CancelInvocation, ResubmitInvocation,
 	LabelRun, RunLabels, InvocationLabels, LabelConversation, ConversationLabels, ReviewQueue, JudgeReport, Rejudge,

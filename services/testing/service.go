@@ -115,6 +115,9 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
+	deleted := adapters.NewDeletedConversations()
+	deleted.Follow(ctx, d.JS, d.Logger)
+	a.ConversationDeleted = deleted.Deleted
 	a.Limits = app.Limits{MaxActiveInvocations: c.Limits.MaxActiveInvocations, MaxQueuedRuns: c.Limits.MaxQueuedRuns,
 		RunRetention: c.Limits.RunRetention, MaxLoadCallers: c.Limits.MaxLoadCallers}
 	if d.Metrics != nil {

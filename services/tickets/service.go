@@ -17,6 +17,8 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
@@ -50,7 +52,15 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 			return nil, err
 		}
 	}
+	// Transcripts are sealed under a key per conversation: the directory
+	// opens them to index their words and tools, and a deletion destroys
+	// the key.
+	keys, err := kvkeys.Open(ctx, d.JS, d.StreamReplicas, secret)
+	if err != nil {
+		return nil, err
+	}
 	dir := adapters.NewDirectory(d.Logger)
+	dir.Keys = keys
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
@@ -78,15 +88,23 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 		return nil, err
 	}
 	a := newApp(d, rm, dir)
-	a.Conversations, a.Transcripts = dir.Conversations, startTranscripts(ctx, d)
-	a.Verdicts = startVerdicts(ctx, d)
+	transcripts := startTranscripts(ctx, d, keys)
+	verdicts := startVerdicts(ctx, d, dir.Conversations.ConversationDeleted)
+	a.Conversations, a.Transcripts, a.Verdicts = dir.Conversations, transcripts, verdicts
 	a.ConvWriter, a.Tags = dir.Conversations, tags
+	forgetters := []app.ConversationForgetter{dir.Conversations, transcripts, verdicts}
 	if d.ReadIndex != config.ReadIndexMemory {
-		convs, err := startConversationStore(ctx, d)
+		convs, err := startConversationStore(ctx, d, keys)
 		if err != nil {
 			return nil, err
 		}
 		a.Conversations, a.ConvWriter = convs, convs
+		forgetters = append(forgetters, convs)
+	}
+	a.Deletion = app.ConversationDeletion{
+		Removal:    adapters.StreamRemoval{JS: d.JS, Keys: keys},
+		ReadModels: forgetters,
+		Deleted:    dir.Conversations.ConversationDeleted,
 	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
@@ -94,13 +112,13 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 
 // startTranscripts projects the transcripts call stacks hand over on
 // conversation_ended into the service's store, and returns their reader.
-func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts {
+func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) adapters.Transcripts {
 	t := adapters.OpenTranscripts(d.Database(Name))
 	pc := projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
 	}
 	d.WatchConsumer(pc.Stream, pc.Durable)
-	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptHandler)
+	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptProjection(keys))
 	return t
 }
 
@@ -108,7 +126,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps) adapters.Transcripts 
 // and reviewers' labels of runs and conversations (stream TESTRUNS, once
 // the testing service has made it) into the service's store, and returns
 // their reader.
-func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
+func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
 	v := adapters.OpenVerdicts(d.Database(Name))
 	for _, p := range []struct {
 		coll    *mongo.Collection
@@ -125,7 +143,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
 			if _, err := eventstore.WaitForStream(ctx, d.JS, pc.Stream); err != nil {
 				return // ctx ended
 			}
-			if err := projection.Run(ctx, d.JS, p.coll, pc, p.handler); err != nil && ctx.Err() == nil {
+			if err := projection.Run(ctx, d.JS, p.coll, pc, adapters.SkippingDeleted(p.handler, deleted)); err != nil && ctx.Err() == nil {
 				d.Logger.Error("projector stopped", "projection", pc.Durable, "err", err)
 			}
 		}()
@@ -136,7 +154,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps) adapters.Verdicts {
 // startConversationStore opens the store read model of conversations and
 // runs its two projectors: the platform's conversation events and the
 // annotations on TICKETS.
-func startConversationStore(ctx context.Context, d runtime.Deps) (*adapters.ConversationStore, error) {
+func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.Keys) (*adapters.ConversationStore, error) {
 	convs, err := adapters.NewConversationStore(ctx, d.Database(Name))
 	if err != nil {
 		return nil, err
@@ -145,9 +163,9 @@ func startConversationStore(ctx context.Context, d runtime.Deps) (*adapters.Conv
 		spec  consume.Spec
 		apply func(context.Context, eventstore.Record) error
 	}{
-		{consume.Spec{Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: events.PlatformConversationFilters},
+		{consume.Spec{Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: adapters.ConversationFeed},
 			func(ctx context.Context, rec eventstore.Record) error {
-				return adapters.RecordConversation(ctx, convs, rec)
+				return adapters.RecordConversation(ctx, convs, keys, rec)
 			}},
 		{consume.Spec{Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll}},
 			func(ctx context.Context, rec eventstore.Record) error {

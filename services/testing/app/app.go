@@ -35,6 +35,9 @@ type App struct {
 	// conversation whole, as its GET answers it: a re-judged analysis is
 	// answered in that shape.
 	ConversationDocuments ConversationDocuments
+	// ConversationDeleted, when set, tells a deleted conversation: a test
+	// made from one says so.
+	ConversationDeleted func(workspaceID, conversationID string) bool
 	// Cursors signs the listings' cursors.
 	Cursors *cursor.Codec
 	// Scans bounds the reads of the runs log this process makes at once

@@ -74,6 +74,7 @@ func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	rel["agent_latency"] = latencyOf(turnMs, firstTokenMs)
 	view := TestView(t)
 	view["reliability"] = rel
+	markDeletedConversation(view, c.WorkspaceID, h.App.ConversationDeleted)
 	httpx.WriteJSON(w, http.StatusOK, view)
 	return nil
 }

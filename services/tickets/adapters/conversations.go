@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"context"
 	"bytes"
 	"encoding/json"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -31,9 +33,14 @@ type conversationEvent struct {
 	DurationSecs   *int64          `json:"call_duration_secs"`
 	Transcript     json.RawMessage `json:"transcript"`
 	RawAnalysis    json.RawMessage `json:"analysis"`
-	analysis       analysis        // RawAnalysis, when in the public shape
-	turns          int             // how many turns Transcript holds; 0 when it is absent or refused
-	shape          transcriptShape // what the listing filters read of it
+	// Sealed is the transcript as the API writes it to the stream,
+	// sealed under the conversation's key (pkg/convseal), with its turn
+	// count; only a holder of the keys opens it (openSealed).
+	Sealed      string          `json:"transcript_sealed"`
+	SealedTurns *int            `json:"transcript_turns"`
+	analysis    analysis        // RawAnalysis, when in the public shape
+	turns       int             // how many turns the transcript holds; 0 when it is absent or refused
+	shape       transcriptShape // what the listing filters read of it
 }
 
 // analysis is the public conversation analysis, as far as listings filter
@@ -55,14 +62,14 @@ type transcriptShape struct {
 
 // maxTranscriptTurns bounds a handed-over transcript, as the API's
 // conversation_ended schema does.
-const maxTranscriptTurns = 5000
+const maxTranscriptTurns = convseal.MaxTurns
 
 // parseConversationEvent reads a platform record; ok is false for any
 // other event, or one whose ids could never be asked for (producers other
 // than the gateway publish on the stream).
 func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok bool) {
 	var env wire.Envelope
-	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended") {
+	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended" && env.Event != ConversationDeletedEvent) {
 		return ev, false
 	}
 	if json.Unmarshal(env.Data, &ev) != nil {
@@ -99,7 +106,34 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	if ev.turns == 0 {
 		ev.Transcript = nil
 	}
+	if ev.Transcript == nil && ev.Sealed != "" && ev.SealedTurns != nil {
+		ev.turns = min(max(*ev.SealedTurns, 0), maxTranscriptTurns)
+	}
 	return ev, true
+}
+
+// openSealed reads what the listing filters need (its words, the tools
+// it called) from a sealed transcript, with the conversation's key; the
+// transcript itself is not kept. Without keys, or once the key is
+// destroyed (a deleted conversation), it reads nothing.
+func (ev *conversationEvent) openSealed(ctx context.Context, keys convseal.Keys) {
+	if keys == nil || ev.Sealed == "" || ev.Transcript != nil {
+		return
+	}
+	turns, err := convseal.OpenTranscript(ctx, keys, ev.WorkspaceID, ev.ConversationID, ev.Sealed)
+	if err != nil {
+		return
+	}
+	if n, shape := readTranscript(turns); n > 0 {
+		ev.turns, ev.shape = n, shape
+	}
+}
+
+// countTurns is the number of turns of a transcript in the public shape,
+// or 0 when it is not one.
+func countTurns(raw json.RawMessage) int {
+	n, _ := readTranscript(raw)
+	return n
 }
 
 // summaryEvent is what the read models apply.

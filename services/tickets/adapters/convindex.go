@@ -25,6 +25,7 @@ import (
 // start, and kept live.
 type ConversationIndex struct {
 	mu       sync.RWMutex
+	erased   map[string]bool       // workspace/conversation deleted: never listed again (deletion.go)
 	byID     map[string]*convEntry // workspace/conversation → entry
 	postings map[string]*btree.BTreeG[posting]
 	ranges   map[string]*btree.BTreeG[ranged] // workspace, range key → by value
@@ -70,8 +71,15 @@ func newestFirst(a, b posting) bool { return a.pos.Compare(b.pos) > 0 }
 
 func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" + term }
 
-// Record applies a platform event of stream sequence seq.
+// Record applies a platform event of stream sequence seq; a deletion
+// drops the conversation for good.
 func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.ConversationEvent) error {
+	if ev.Name == ConversationDeletedEvent {
+		x.mu.Lock()
+		x.forget(ev.WorkspaceID, ev.ConversationID)
+		x.mu.Unlock()
+		return nil
+	}
 	x.change(ev.WorkspaceID, ev.ConversationID, func(e *convEntry) bool {
 		if seq != 0 && seq <= e.platSeq {
 			return false
@@ -101,6 +109,9 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	key := workspaceID + "/" + conversationID
+	if x.erased[key] {
+		return // deleted: what a replay or a late event says of it is not kept
+	}
 	e := x.byID[key]
 	if e == nil {
 		e = &convEntry{c: app.ConversationSummary{WorkspaceID: workspaceID, ConversationID: conversationID}}

@@ -15,6 +15,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
@@ -162,6 +163,9 @@ const recordAttempts = 20
 // conversation, applies the event and writes the platform part back on
 // the condition that nobody wrote it meanwhile.
 func (s *ConversationStore) Record(ctx context.Context, seq uint64, ev app.ConversationEvent) error {
+	if ev.Name == ConversationDeletedEvent {
+		return s.ForgetConversation(ctx, ev.WorkspaceID, ev.ConversationID)
+	}
 	id := convKey(ev.WorkspaceID, ev.ConversationID)
 	for range recordAttempts {
 		var d ConversationDoc
@@ -193,6 +197,20 @@ func (s *ConversationStore) Record(ctx context.Context, seq uint64, ev app.Conve
 		}
 	}
 	return errors.New("conversation read model: too many concurrent writes to " + id)
+}
+
+// ForgetConversation replaces a deleted conversation's document with a
+// tombstone: never seen (so never listed nor looked up), without its
+// summary, words or terms, and with sequences no event passes, so a
+// redelivery or a replay writes nothing of it again.
+func (s *ConversationStore) ForgetConversation(ctx context.Context, workspaceID, conversationID string) error {
+	tomb := bson.D{
+		{Key: "_id", Value: convKey(workspaceID, conversationID)}, {Key: "workspace_id", Value: workspaceID},
+		{Key: "conversation_id", Value: conversationID}, {Key: "seen", Value: false}, {Key: "deleted", Value: true},
+		{Key: "plat_seq", Value: int64(math.MaxInt64)}, {Key: "ann_seq", Value: int64(math.MaxInt64)},
+	}
+	_, err := s.Coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: convKey(workspaceID, conversationID)}}, tomb, options.Replace().SetUpsert(true))
+	return err
 }
 
 // Annotate writes the annotations of TICKETS sequence seq, unless a newer
@@ -317,12 +335,14 @@ func (s *ConversationStore) ConversationPage(ctx context.Context, q app.Conversa
 }
 
 // RecordConversation is the projection of one PLATFORM record into w: a
-// conversation event, else nothing.
-func RecordConversation(ctx context.Context, w app.ConversationWriter, rec eventstore.Record) error {
+// conversation event (its sealed transcript read with keys), its
+// deletion, else nothing.
+func RecordConversation(ctx context.Context, w app.ConversationWriter, keys convseal.Keys, rec eventstore.Record) error {
 	ev, ok := parseConversationEvent(rec)
 	if !ok {
 		return nil
 	}
+	ev.openSealed(ctx, keys)
 	return w.Record(ctx, rec.Seq, ev.summaryEvent())
 }
 

@@ -13,6 +13,7 @@ import (
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -30,6 +31,9 @@ type Directory struct {
 	log     *slog.Logger
 	// Conversations holds every conversation the platform stream told of.
 	Conversations *ConversationIndex
+	// Keys open sealed transcripts, to index their words and tools (nil:
+	// sealed transcripts are not indexed).
+	Keys convseal.Keys
 }
 
 // NewDirectory returns an empty directory.
@@ -48,7 +52,7 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 	}{
 		{events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent},
 		{events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount},
-		{events.PlatformStream, events.PlatformConversationFilters, false, d.applyPlatform},
+		{events.PlatformStream, ConversationFeed, false, d.applyPlatform},
 	}
 	for _, f := range feeds {
 		// The streams belong to other services, which may start later.
@@ -105,6 +109,7 @@ func (d *Directory) applyPlatform(rec eventstore.Record) {
 		d.log.Warn("platform event ignored: not a conversation event with well-formed ids", "subject", rec.Subject, "seq", rec.Seq)
 		return
 	}
+	ev.openSealed(context.Background(), d.Keys)
 	_ = d.Conversations.Record(context.Background(), rec.Seq, ev.summaryEvent())
 }
 

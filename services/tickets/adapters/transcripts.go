@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
@@ -18,8 +19,9 @@ const TranscriptsCollection = "conversation_transcripts"
 // TranscriptsDurable is the durable consumer that writes it.
 const TranscriptsDurable = "tickets-transcripts"
 
-// TranscriptsFilter is the only platform event that carries transcripts.
-var TranscriptsFilter = []string{"platform.evt.*.conversation_ended"}
+// TranscriptsFilter is the only platform event that carries transcripts,
+// and the record of a conversation's deletion.
+var TranscriptsFilter = []string{"platform.evt.*.conversation_ended", ConversationDeletedFilter}
 
 // TranscriptDoc is a conversation's transcript. The turns are kept as the
 // JSON text they came in: the service serves them, never reads into them.
@@ -27,6 +29,8 @@ type TranscriptDoc struct {
 	WorkspaceID    string `bson:"workspace_id"`
 	ConversationID string `bson:"conversation_id"`
 	Turns          string `bson:"transcript_json"`
+	// Deleted marks a deleted conversation's tombstone: no turns.
+	Deleted bool `bson:"deleted,omitempty"`
 }
 
 // Transcripts reads the transcripts collection.
@@ -52,17 +56,16 @@ func (t Transcripts) Transcript(ctx context.Context, workspaceID, conversationID
 	if err != nil {
 		return nil, err
 	}
+	if doc.Deleted || doc.Turns == "" {
+		return nil, nil
+	}
 	return json.RawMessage(doc.Turns), nil
 }
 
-// TranscriptHandler is the projection of conversation_ended events that
-// carry a transcript; a later one for the same conversation replaces it.
-func TranscriptHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	ev, ok := parseConversationEvent(rec)
-	if !ok || ev.Transcript == nil {
-		return "", nil, nil
-	}
-	return transcriptID(ev.WorkspaceID, ev.ConversationID), TranscriptDoc{
-		WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Turns: string(ev.Transcript),
-	}, nil
+// TranscriptHandler is the projection of transcripts handed over in the
+// clear (with no key store: a sealed one is skipped); a later one for
+// the same conversation replaces it. The service projects with
+// TranscriptProjection.
+func TranscriptHandler(ctx context.Context, rec eventstore.Record) (string, any, error) {
+	return TranscriptProjection(convseal.NewMemoryKeys())(ctx, rec)
 }

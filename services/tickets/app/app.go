@@ -27,6 +27,8 @@ type App struct {
 	// worker's application has neither.
 	Conversations Conversations
 	Transcripts   Transcripts
+	// Deletion deletes conversations for good (delete.go).
+	Deletion ConversationDeletion
 	// Verdicts, when set, holds the judge's analyses of conversations and
 	// reviewers' labels (see verdicts.go).
 	Verdicts Verdicts

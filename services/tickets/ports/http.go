@@ -84,7 +84,8 @@ func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]labelView, 0, len(labels))}
+	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]labelView, 0, len(labels)),
+		DeletedConversations: h.deletedConversations(t)}
 	for _, l := range labels {
 		v.VerdictLabels = append(v.VerdictLabels, labelViewOf(l))
 	}

@@ -192,6 +192,8 @@ func labelViewOf(l app.VerdictLabel) labelView {
 type ticketDetailView struct {
 	ticketView
 	VerdictLabels []labelView `json:"verdict_labels"`
+	// DeletedConversations are the ticket's deleted conversations.
+	DeletedConversations []string `json:"deleted_conversation_ids"`
 }
 
 // dataView is a data collection result; the rationale is not kept: it is

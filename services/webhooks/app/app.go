@@ -17,6 +17,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -27,8 +28,12 @@ type App struct {
 	Ports
 	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
 	RelayKey []byte // signs relay tokens
-	Log      *slog.Logger
-	Now      func() time.Time
+	// TranscriptKeys, when set, seals the transcript a conversation_ended
+	// hands over under its conversation's key before it is published
+	// (see ingest.go); nil publishes it as sent.
+	TranscriptKeys convseal.Keys
+	Log            *slog.Logger
+	Now            func() time.Time
 }
 
 // Ports are what the use cases run on.

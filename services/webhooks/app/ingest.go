@@ -7,6 +7,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -31,6 +32,14 @@ func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.Ing
 	// The workspace and event must make a subject the stream accepts.
 	if _, err := events.PlatformSubject(workspaceID, env.Event); err != nil {
 		return "", apperr.WorkspaceNotFound
+	}
+	// A transcript goes on the stream sealed under its conversation's
+	// own key, so that deleting the conversation (the tickets service's
+	// DELETE) makes every copy unreadable by destroying that key.
+	if env.Event == "conversation_ended" && a.TranscriptKeys != nil {
+		if env.Data, err = convseal.SealData(ctx, a.TranscriptKeys, workspaceID, env.Data); err != nil {
+			return "", err
+		}
 	}
 	body, err := json.Marshal(env)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -168,6 +169,9 @@ func (d *Dispatcher) fanoutPlatform(m jetstream.Msg) {
 	if len(env.Data) == 0 || env.Data[0] != '{' {
 		env.Data = json.RawMessage(`{}`)
 	}
+	// A sealed transcript is for the conversation's reader alone: a
+	// delivery (queued on a stream, logged) carries none.
+	env.Data = convseal.WithoutSealed(env.Data)
 	body := func() ([]byte, error) { return json.Marshal(env) }
 	d.fanout(m, ws, name, eventIDOf(m.Headers(), events.PlatformStream, meta.Sequence.Stream), body, meta.Timestamp)
 }

@@ -1,0 +1,267 @@
+// Package convseal seals a conversation's transcript under a data key of
+// its own before it is written to an event stream, so that deleting the
+// conversation can make every copy in the append-only log unreadable by
+// destroying that one key (crypto-shredding).
+//
+// A conversation_ended event's data carries, instead of `transcript`, the
+// fields
+//
+//	"transcript_sealed": base64(nonce || AES-256-GCM(transcript)),
+//	"transcript_turns":  the number of turns it holds,
+//
+// the ciphertext bound to its workspace and conversation (it cannot be
+// moved to another). The data keys live in a Keys store (kvkeys keeps
+// them in a JetStream key-value bucket, each sealed under the deployment
+// secret); a destroyed key is remembered as destroyed, so a conversation
+// once deleted never gets a key again.
+package convseal
+
+import (
+	"bytes"
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/voiceai-platform/voiceai/pkg/ids"
+)
+
+// Data fields of a sealed conversation_ended event.
+const (
+	FieldTranscript = "transcript"
+	FieldSealed     = "transcript_sealed"
+	FieldTurns      = "transcript_turns"
+)
+
+// KeySize is a data key's size: AES-256.
+const KeySize = 32
+
+// ErrShredded means the conversation's key was destroyed: it was deleted.
+var ErrShredded = errors.New("the conversation's transcript key was destroyed (the conversation was deleted)")
+
+// ErrNoKey means the conversation has no key (it never had a sealed
+// transcript).
+var ErrNoKey = errors.New("the conversation has no transcript key")
+
+// ErrTampered means a sealed transcript does not open under its key: it
+// was changed, or moved from another conversation.
+var ErrTampered = errors.New("sealed transcript does not open: changed or not this conversation's")
+
+// Keys keeps one data key per conversation.
+type Keys interface {
+	// Key is the conversation's data key. Without one, create makes it,
+	// else the answer is ErrNoKey; a destroyed key answers ErrShredded.
+	Key(ctx context.Context, workspaceID, conversationID string, create bool) ([]byte, error)
+	// Shred destroys the conversation's key for good (and remembers that
+	// it did); shredding again, or a conversation without a key, is fine.
+	Shred(ctx context.Context, workspaceID, conversationID string) error
+}
+
+// owner binds a sealed transcript to its conversation.
+func owner(workspaceID, conversationID string) []byte {
+	return []byte("transcript\x00" + workspaceID + "\x00" + conversationID)
+}
+
+func aead(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// Seal encrypts a transcript under key, bound to its conversation.
+func Seal(key []byte, workspaceID, conversationID string, transcript []byte) (string, error) {
+	a, err := aead(key)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, a.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(a.Seal(nonce, nonce, transcript, owner(workspaceID, conversationID))), nil
+}
+
+// Open decrypts what Seal made for the same conversation.
+func Open(key []byte, workspaceID, conversationID, sealed string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(sealed)
+	if err != nil {
+		return nil, ErrTampered
+	}
+	a, err := aead(key)
+	if err != nil {
+		return nil, err
+	}
+	n := a.NonceSize()
+	if len(raw) < n+a.Overhead() {
+		return nil, ErrTampered
+	}
+	out, err := a.Open(nil, raw[:n], raw[n:], owner(workspaceID, conversationID))
+	if err != nil {
+		return nil, ErrTampered
+	}
+	return out, nil
+}
+
+// NewKey is a fresh random data key.
+func NewKey() ([]byte, error) {
+	k := make([]byte, KeySize)
+	_, err := rand.Read(k)
+	return k, err
+}
+
+// SealData replaces the transcript of a conversation_ended event's data
+// (a JSON object) with its sealed form and its turn count, making the
+// conversation's key if it has none. Data without a transcript is
+// answered as it is. A deleted conversation's transcript is dropped:
+// what was deleted is not recorded again.
+func SealData(ctx context.Context, keys Keys, workspaceID string, data json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return data, nil
+	}
+	// Only this function writes the sealed fields: a producer's own
+	// are dropped.
+	_, forged := fields[FieldSealed]
+	_, forgedTurns := fields[FieldTurns]
+	delete(fields, FieldSealed)
+	delete(fields, FieldTurns)
+	transcript, ok := fields[FieldTranscript]
+	if !ok {
+		if forged || forgedTurns {
+			return json.Marshal(fields)
+		}
+		return data, nil
+	}
+	delete(fields, FieldTranscript)
+	var conversationID string
+	if json.Unmarshal(fields["conversation_id"], &conversationID) != nil || !ids.Valid(conversationID) || string(transcript) == "null" {
+		// No conversation to key it to, or nothing to keep: no
+		// reader keeps such a transcript, so it is not written.
+		return json.Marshal(fields)
+	}
+	key, err := keys.Key(ctx, workspaceID, conversationID, true)
+	switch {
+	case errors.Is(err, ErrShredded):
+		return json.Marshal(fields)
+	case err != nil:
+		return nil, err
+	}
+	sealed, err := Seal(key, workspaceID, conversationID, transcript)
+	if err != nil {
+		return nil, err
+	}
+	fields[FieldSealed], _ = json.Marshal(sealed)
+	fields[FieldTurns], _ = json.Marshal(CountTurns(transcript))
+	return json.Marshal(fields)
+}
+
+// OpenTranscript is the transcript an event's sealed field holds:
+// ErrShredded once the conversation was deleted.
+func OpenTranscript(ctx context.Context, keys Keys, workspaceID, conversationID, sealed string) (json.RawMessage, error) {
+	key, err := keys.Key(ctx, workspaceID, conversationID, false)
+	if err != nil {
+		return nil, err
+	}
+	return Open(key, workspaceID, conversationID, sealed)
+}
+
+// MaxTurns bounds a transcript, as the API's conversation_ended schema
+// does.
+const MaxTurns = 5000
+
+// CountTurns is the number of turns of a transcript in the public shape
+// (a JSON array of objects, each with its role), or 0 when it is not one.
+func CountTurns(raw json.RawMessage) int {
+	if len(raw) == 0 {
+		return 0
+	}
+	var turns []struct {
+		Role string `json:"role"`
+	}
+	if json.Unmarshal(raw, &turns) != nil || len(turns) > MaxTurns {
+		return 0
+	}
+	for _, t := range turns {
+		if t.Role == "" {
+			return 0
+		}
+	}
+	return len(turns)
+}
+
+// MemoryKeys keeps the keys in memory, for tests and the use cases'
+// memory adapters.
+type MemoryKeys struct {
+	mu   sync.Mutex
+	keys map[string][]byte // nil value: destroyed
+}
+
+// NewMemoryKeys is an empty store.
+func NewMemoryKeys() *MemoryKeys { return &MemoryKeys{keys: map[string][]byte{}} }
+
+// Key implements Keys.
+func (m *MemoryKeys) Key(_ context.Context, workspaceID, conversationID string, create bool) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := workspaceID + "/" + conversationID
+	k, ok := m.keys[id]
+	switch {
+	case ok && k == nil:
+		return nil, ErrShredded
+	case ok:
+		return k, nil
+	case !create:
+		return nil, ErrNoKey
+	}
+	k, err := NewKey()
+	if err != nil {
+		return nil, err
+	}
+	m.keys[id] = k
+	return k, nil
+}
+
+// Shred implements Keys.
+func (m *MemoryKeys) Shred(_ context.Context, workspaceID, conversationID string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.keys[workspaceID+"/"+conversationID] = nil
+	return nil
+}
+
+// WithoutSealed is an event's data (a JSON object) without its sealed
+// transcript, for copies that must not carry even the ciphertext (a
+// webhook delivery). Data without one is answered as it is.
+func WithoutSealed(data json.RawMessage) json.RawMessage {
+	if !bytes.Contains(data, []byte(`"`+FieldSealed+`"`)) {
+		return data
+	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) != nil {
+		return data
+	}
+	delete(fields, FieldSealed)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// DeletedEvent is the PLATFORM record of a conversation's deletion,
+// platform.evt.<workspace>.conversation_deleted with data
+// {"conversation_id"} (our extension, not a spec 6 event: no webhook can
+// subscribe to it, and the API's ingest refuses it). The tickets service
+// writes it once the key is destroyed; whoever refers to conversations
+// (the tickets' index and projections, the testing service's tests made
+// from one) learns the deletion there.
+const DeletedEvent = "conversation_deleted"
+
+// DeletedFilter matches those records of every workspace.
+const DeletedFilter = "platform.evt.*." + DeletedEvent

@@ -1,0 +1,116 @@
+package convseal_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/convsealtest"
+)
+
+const secretLine = "my card number is 4111 1111"
+
+var transcript = json.RawMessage(`[{"role":"user","message":"` + secretLine + `"},{"role":"agent","message":"noted"}]`)
+
+func TestSealOpensOnlyUnchangedForItsConversation(t *testing.T) {
+	key, err := convseal.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := convseal.Seal(key, "ws_1", "conv_1", transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sealed, "card") {
+		t.Fatal("sealed text holds the plaintext")
+	}
+	got, err := convseal.Open(key, "ws_1", "conv_1", sealed)
+	if err != nil || string(got) != string(transcript) {
+		t.Fatalf("Open = %s, %v; want the transcript", got, err)
+	}
+
+	raw, _ := base64.StdEncoding.DecodeString(sealed)
+	raw[len(raw)-1] ^= 1
+	tampered := base64.StdEncoding.EncodeToString(raw)
+	if _, err := convseal.Open(key, "ws_1", "conv_1", tampered); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("a changed byte: err = %v, want ErrTampered", err)
+	}
+	for _, c := range []struct{ ws, conv string }{{"ws_2", "conv_1"}, {"ws_1", "conv_2"}} {
+		if _, err := convseal.Open(key, c.ws, c.conv, sealed); !errors.Is(err, convseal.ErrTampered) {
+			t.Errorf("moved to %s/%s: err = %v, want ErrTampered", c.ws, c.conv, err)
+		}
+	}
+	other, _ := convseal.NewKey()
+	if _, err := convseal.Open(other, "ws_1", "conv_1", sealed); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("another key: err = %v, want ErrTampered", err)
+	}
+	if _, err := convseal.Open(key, "ws_1", "conv_1", "not base64!"); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("not base64: err = %v, want ErrTampered", err)
+	}
+	if _, err := convseal.Open(key, "ws_1", "conv_1", "AAAA"); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("too short: err = %v, want ErrTampered", err)
+	}
+}
+
+func TestMemoryKeys(t *testing.T) { convsealtest.Keys(t, convseal.NewMemoryKeys()) }
+
+func TestSealDataAndADestroyedKey(t *testing.T) {
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	data := json.RawMessage(`{"conversation_id":"conv_1","agent_id":"agent_1","transcript":` + string(transcript) + `}`)
+	sealed, err := convseal.SealData(ctx, keys, "ws_1", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed), "card") {
+		t.Fatalf("sealed data holds the plaintext: %s", sealed)
+	}
+	var fields struct {
+		ConversationID string `json:"conversation_id"`
+		AgentID        string `json:"agent_id"`
+		Sealed         string `json:"transcript_sealed"`
+		Turns          int    `json:"transcript_turns"`
+		Transcript     any    `json:"transcript"`
+	}
+	if err := json.Unmarshal(sealed, &fields); err != nil {
+		t.Fatal(err)
+	}
+	if fields.ConversationID != "conv_1" || fields.AgentID != "agent_1" || fields.Turns != 2 || fields.Transcript != nil || fields.Sealed == "" {
+		t.Fatalf("sealed data = %s", sealed)
+	}
+	got, err := convseal.OpenTranscript(ctx, keys, "ws_1", "conv_1", fields.Sealed)
+	if err != nil || string(got) != string(transcript) {
+		t.Fatalf("OpenTranscript = %s, %v", got, err)
+	}
+
+	if err := keys.Shred(ctx, "ws_1", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convseal.OpenTranscript(ctx, keys, "ws_1", "conv_1", fields.Sealed); !errors.Is(err, convseal.ErrShredded) {
+		t.Fatalf("after the key's destruction: err = %v, want ErrShredded", err)
+	}
+	// A transcript handed over again for the deleted conversation is
+	// not written at all.
+	again, err := convseal.SealData(ctx, keys, "ws_1", data)
+	if err != nil || strings.Contains(string(again), "transcript") || !strings.Contains(string(again), "agent_1") {
+		t.Fatalf("after delete, SealData = %s, %v; want the data without any transcript", again, err)
+	}
+
+	for _, bad := range []string{`{"transcript":[{"role":"user"}]}`, `{"conversation_id":"a b","transcript":[{"role":"user"}]}`, `{"conversation_id":7,"transcript":[{"role":"user"}]}`} {
+		if out, err := convseal.SealData(ctx, keys, "ws_1", json.RawMessage(bad)); err != nil || strings.Contains(string(out), "transcript") {
+			t.Errorf("%s: %s, %v; want no transcript kept (no conversation to key it to)", bad, out, err)
+		}
+	}
+	forged := json.RawMessage(`{"conversation_id":"conv_2","transcript_sealed":"AAAA","transcript_turns":9}`)
+	if out, err := convseal.SealData(ctx, keys, "ws_1", forged); err != nil || string(out) != `{"conversation_id":"conv_2"}` {
+		t.Errorf("a producer's own sealed fields: %s, %v; want them dropped", out, err)
+	}
+	plain := json.RawMessage(`{"conversation_id":"conv_2"}`)
+	if out, err := convseal.SealData(ctx, keys, "ws_1", plain); err != nil || string(out) != string(plain) {
+		t.Errorf("no transcript: %s, %v; want it unchanged", out, err)
+	}
+}

@@ -1,0 +1,136 @@
+// Package kvkeys keeps the conversations' transcript keys (convseal.Keys)
+// in a JetStream key-value bucket every process of the suite shares: one
+// entry per conversation, `<workspace>.<conversation>`, the data key
+// sealed under the deployment secret. Unlike an event stream, the bucket
+// lets one entry be erased: a shredded key's message is securely deleted
+// from the bucket's stream (overwritten, not just unlinked) and replaced
+// by a marker saying it was destroyed, so no key is ever made again for a
+// deleted conversation.
+package kvkeys
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/seal"
+)
+
+// Bucket is the key-value bucket of the transcript keys.
+const Bucket = "conversation_keys"
+
+// Purpose derives the key that seals the data keys from the deployment
+// secret (runtime.SubKey).
+const Purpose = "conversations/transcript-keys"
+
+// destroyed is the entry of a shredded key.
+var destroyed = []byte("destroyed")
+
+// Keys is the bucket.
+type Keys struct {
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+	sealer *seal.Sealer
+}
+
+// Open creates or opens the bucket (file storage, one value per key).
+func Open(ctx context.Context, js jetstream.JetStream, replicas int, secret string) (*Keys, error) {
+	sealer, err := seal.New(runtime.SubKey(secret, Purpose))
+	if err != nil {
+		return nil, err
+	}
+	// The bucket's stream is made here rather than by the client's
+	// key-value create, which denies deleting a message: erasing one
+	// key's message is the point of this bucket.
+	stream, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
+		Name:              "KV_" + Bucket,
+		Description:       "Each conversation's transcript key, sealed under the deployment secret; a deleted conversation's is destroyed.",
+		Subjects:          []string{"$KV." + Bucket + ".>"},
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(replicas, 1),
+		MaxMsgsPerSubject: 1,
+		MaxMsgs:           -1,
+		MaxBytes:          -1,
+		MaxMsgSize:        -1,
+		MaxConsumers:      -1,
+		Discard:           jetstream.DiscardNew,
+		AllowRollup:       true,
+		AllowDirect:       true,
+		Duplicates:        2 * time.Minute,
+	})
+	if err != nil {
+		return nil, err
+	}
+	kv, err := js.KeyValue(ctx, Bucket)
+	if err != nil {
+		return nil, err
+	}
+	return &Keys{kv: kv, stream: stream, sealer: sealer}, nil
+}
+
+func name(workspaceID, conversationID string) string { return workspaceID + "." + conversationID }
+
+// Key implements convseal.Keys.
+func (k *Keys) Key(ctx context.Context, workspaceID, conversationID string, create bool) ([]byte, error) {
+	id := name(workspaceID, conversationID)
+	for {
+		e, err := k.kv.Get(ctx, id)
+		switch {
+		case err == nil && bytes.Equal(e.Value(), destroyed):
+			return nil, convseal.ErrShredded
+		case err == nil:
+			return k.sealer.Open(id, e.Value())
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return nil, err
+		case !create:
+			return nil, convseal.ErrNoKey
+		}
+		key, err := convseal.NewKey()
+		if err != nil {
+			return nil, err
+		}
+		sealed, err := k.sealer.Seal(id, string(key))
+		if err != nil {
+			return nil, err
+		}
+		if _, err := k.kv.Create(ctx, id, sealed); err == nil {
+			return key, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, err
+		}
+		// Another process made it first: use theirs.
+	}
+}
+
+// Shred implements convseal.Keys: the key's message is overwritten in
+// the bucket's stream, then the entry says it was destroyed.
+func (k *Keys) Shred(ctx context.Context, workspaceID, conversationID string) error {
+	id := name(workspaceID, conversationID)
+	for range 10 {
+		e, err := k.kv.Get(ctx, id)
+		switch {
+		case err == nil && bytes.Equal(e.Value(), destroyed):
+			return nil
+		case err == nil:
+			if err := k.stream.SecureDeleteMsg(ctx, e.Revision()); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return err
+			}
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return err
+		}
+		if _, err := k.kv.Create(ctx, id, destroyed); err == nil {
+			return nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return err
+		}
+		// A key was made meanwhile: destroy it too.
+	}
+	return fmt.Errorf("shred %s: the key keeps being made again", id)
+}

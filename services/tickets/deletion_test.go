@@ -1,0 +1,105 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
+)
+
+// A conversation deleted through one replica is gone from the other's
+// index and from the transcripts they share, once the deletion's record
+// reaches it.
+func TestDeletionReachesEveryReplica(t *testing.T) {
+	env := testenv.New(t)
+	mc := env.Mongo(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var replicas []*Service
+	for range 2 {
+		d := runtimetest.Deps(t, env.Conn(t), mc)
+		for name, subject := range map[string]string{events.AgentsStream: events.AgentsAll, events.IdentityStream: events.IdentityAll} {
+			if _, err := eventstore.EnsureStream(ctx, d.JS, eventstore.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		svc, err := Start(ctx, d, "secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = svc.Stop() })
+		replicas = append(replicas, svc)
+	}
+	do := func(svc *Service, method, path string) (int, string) {
+		req := httptest.NewRequest(method, path, nil)
+		caller.SetHeaders(req.Header)
+		rec := httptest.NewRecorder()
+		svc.Handler.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+
+	// The conversation, its transcript sealed as the API's ingest seals it.
+	d := runtimetest.Deps(t, env.Conn(t), mc)
+	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().Add(-time.Hour)
+	for _, ev := range []struct {
+		name string
+		at   time.Time
+		data string
+	}{
+		{"conversation_started", at, `{"conversation_id":"conv_1","agent_id":"agent_1"}`},
+		{"conversation_ended", at.Add(time.Minute), `{"conversation_id":"conv_1","agent_id":"agent_1","transcript":[{"role":"user","message":"my PIN is 4321"}]}`},
+	} {
+		data, err := convseal.SealData(ctx, keys, "ws_a", json.RawMessage(ev.data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": ev.at.UTC().Format(time.RFC3339), "data": data})
+		msg := nats.NewMsg("platform.evt.ws_a." + ev.name)
+		msg.Data = body
+		if _, err := eventstore.Publish(ctx, d.JS, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, svc := range replicas {
+		testkit.Eventually(t, 10*time.Second, "the deletion reaches it", func() bool {
+			code, body := do(svc, "GET", "/v1/convai/conversations/conv_1")
+			return code == 200 && strings.Contains(body, "my PIN is 4321")
+		})
+	}
+
+	if code, body := do(replicas[0], "DELETE", "/v1/convai/conversations/conv_1"); code != 200 || body != "{}\n" && body != "{}" {
+		t.Fatalf("delete: %d %s", code, body)
+	}
+	for i, svc := range replicas {
+		testkit.Eventually(t, 10*time.Second, "the deletion reaches it", func() bool {
+			code, _ := do(svc, "GET", "/v1/convai/conversations/conv_1")
+			_, list := do(svc, "GET", "/v1/convai/conversations")
+			return code == 404 && !strings.Contains(list, "conv_1")
+		})
+		if code, _ := do(svc, "DELETE", "/v1/convai/conversations/conv_1"); code != 404 {
+			t.Errorf("replica %d: a second delete answers %d", i, code)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "the deletion reaches it", func() bool {
+		got, err := adapters.OpenTranscripts(d.Database(Name)).Transcript(ctx, "ws_a", "conv_1")
+		return err == nil && got == nil
+	})
+}
