@@ -284,8 +284,13 @@ func TestWebhookAutoDisabled(t *testing.T) {
 		t.Fatalf("health: %s", r.Body)
 	}
 
+	// The event it missed is in its delivery log, not sent.
+	eventually(t, 10*time.Second, "the missed event logged", func() bool {
+		return strings.Contains(string(call(t, s, "GET", "/v1/voiceai/webhooks/"+id+"/logs", adminKey, "").Body), "not sent: the webhook was disabled")
+	})
+
 	// Enabled again (the SDK's way): new events arrive, and recover replays
-	// the three that failed.
+	// the three that failed and the one it missed.
 	healthy.Store(true)
 	if r := call(t, s, "PATCH", "/v1/workspace/webhooks/"+id, adminKey, `{"is_disabled":false,"name":""}`); r.Code != 200 {
 		t.Fatalf("enable: %d %s", r.Code, r.Body)
@@ -296,10 +301,10 @@ func TestWebhookAutoDisabled(t *testing.T) {
 	ingest("c4")
 	eventually(t, 10*time.Second, "a new event delivered", func() bool { return hits.Load() == 4 })
 	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+id+"/recover", adminKey, fmt.Sprintf(`{"start_time":%d}`, start))
-	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(3) {
+	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(4) {
 		t.Fatalf("recover: %d %s", r.Code, r.Body)
 	}
-	eventually(t, 10*time.Second, "the failed deliveries replayed", func() bool { return hits.Load() == 7 })
+	eventually(t, 10*time.Second, "the failed and missed deliveries replayed", func() bool { return hits.Load() == 8 })
 	if n := unsigned.Load(); n != 0 {
 		t.Fatalf("%d deliveries not signed every way", n)
 	}

@@ -1,8 +1,8 @@
 package adapters
 
 import (
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
 )
 
 // ConversationRemoval is how a conversation leaves the event streams.

@@ -97,6 +97,10 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 
 // NewAttempt is the record of attempt retryCount+1 of delivering eventID
 // to w, judged verdict; it is final unless a retry follows.
+// NotSentDisabled is the error of a delivery logged, not sent, for a
+// webhook the dispatcher had disabled: recover replays it.
+const NotSentDisabled = "not sent: the webhook was disabled after its deliveries kept failing; recover replays this event once it is enabled"
+
 func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount int, at time.Time, res delivery.Result, verdict domain.Verdict) *webhooksv1.DeliveryAttempt {
 	id := job.GetEventId() + ":" + w.GetWebhookId() + ":"
 	if job.GetResendId() != "" {

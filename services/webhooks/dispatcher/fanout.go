@@ -21,6 +21,9 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -271,8 +274,8 @@ func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode fu
 		_ = m.NakWithDelay(time.Second)
 		return
 	}
-	hooks := d.Registry.Match(ws, name, storedAt)
-	if len(hooks) == 0 {
+	hooks, missed := d.Registry.Match(ws, name, storedAt), d.Registry.MatchMissed(ws, name, storedAt)
+	if len(hooks) == 0 && len(missed) == 0 {
 		_ = m.Ack()
 		return
 	}
@@ -281,6 +284,18 @@ func (d *Dispatcher) fanout(m jetstream.Msg, ws, name, eventID string, encode fu
 		d.Log.ErrorContext(traceOf(d.ctx, m), "event cannot be encoded; not delivered", "event_id", eventID, "err", err)
 		_ = m.Term()
 		return
+	}
+	// An auto-disabled webhook is sent nothing, nor queued anything: the
+	// event is logged for it as a delivery not sent (with its body), which
+	// recover replays once it is enabled again.
+	for _, w := range missed {
+		job := &webhooksv1.DeliveryJob{EventId: eventID, WorkspaceId: ws, WebhookId: w.GetWebhookId(), Event: name, Body: body, PublishedAtUnixMs: storedAt.UnixMilli()}
+		att := app.NewAttempt(job, w, 0, d.Repo.Now(), delivery.Result{Error: app.NotSentDisabled}, domain.GiveUp)
+		if _, err := adapters.PublishAttempt(d.JS, att); err != nil {
+			d.Log.WarnContext(traceOf(d.ctx, m), "fan-out failed; the event will be redelivered", "event_id", eventID, "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
 	}
 	futures := make([]jetstream.PubAckFuture, 0, len(hooks))
 	var failed error

@@ -90,6 +90,24 @@ func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 
 // Match returns the active webhooks of the workspace subscribed to event
 // that existed when the event was stored (at storedAt).
+// MatchMissed is the webhooks of the workspace subscribed to event that
+// the dispatcher disabled (their deliveries kept failing, or the receiver
+// was gone) when it was stored: they are sent nothing, but the event is
+// logged for them as not sent, so that recover replays it once they are
+// enabled again.
+func (r *Registry) MatchMissed(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*webhooksv1.Webhook
+	for id := range r.byWS[workspaceID] {
+		w := r.byID[id].w
+		if !w.GetActive() && w.GetDisabledReason() != "" && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
 func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
 	r.mu.RLock()
 	defer r.mu.RUnlock()

@@ -6,6 +6,7 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -19,9 +20,11 @@ type RunLog struct {
 // NewRunLog returns an empty log.
 func NewRunLog() *RunLog { return &RunLog{logs: map[string]*domain.FailureLog{}} }
 
-// Observe takes an attempt: a final one, not a test delivery, counts.
+// Observe takes an attempt: a final one, not a test delivery, counts;
+// an event logged as not sent to a disabled webhook is no failure of its
+// receiver.
 func (r *RunLog) Observe(a *webhooksv1.DeliveryAttempt) {
-	if !a.GetFinal() || a.GetTest() {
+	if !a.GetFinal() || a.GetTest() || a.GetError() == app.NotSentDisabled {
 		return
 	}
 	r.mu.Lock()
