@@ -498,7 +498,7 @@ test('a read-only key sees no control that would be refused', async () => {
   assert.deepEqual(roProblems, []);
 });
 
-test('conversations: the filter bar, feedback and a tag; a ticket with no conversation shows no "null"', async () => {
+test('conversations: the filter bar, feedback and a tag; a ticket with no conversation shows no "null", one whose conversation was deleted says so', async () => {
   await page.goto('/console/conversations.html');
   await page.getByRole('heading', {name: 'Conversations'}).waitFor();
   await page.getByLabel('Outcome').selectOption('failure');
@@ -533,6 +533,13 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(manual.agentqa_ticket_id));
   await page.getByText('This ticket names no conversation.').waitFor();
   assert.ok(!(await page.locator('main').innerText()).includes('null'), 'the ticket page shows "null"');
+
+  // A ticket on a conversation deleted since says so, in place of its transcript.
+  const doomed = conversations[conversations.length - 1];
+  const reported = await api('POST', '/v1/convai/triage-tickets', {conversation_id: doomed, qa_comment: 'Wrong refund answer.'});
+  await api('DELETE', '/v1/convai/conversations/' + encodeURIComponent(doomed));
+  await page.goto('/console/ticket.html?id=' + encodeURIComponent(reported.agentqa_ticket_id));
+  await page.getByText('The conversation was deleted: its transcript is gone for good.').waitFor();
 });
 
 test('a page for an id that does not exist says so, in place of the page', async () => {

@@ -124,7 +124,9 @@ start(async (main) => {
     const box = h('div', {}, h('p', {class: 'muted'}, conv ? 'Loading the transcript…' : 'This ticket names no conversation.'));
     const section = h('section', {class: 'card', 'aria-labelledby': 'transcript-h'},
       h('h2', {id: 'transcript-h'}, 'Transcript'), conv ? h('p', {class: 'muted'}, 'Conversation ' + conv) : null, box);
-    if (conv) {
+    if (conv && (t.deleted_conversation_ids || []).includes(conv)) {
+      replace(box, h('p', {class: 'muted'}, 'The conversation was deleted: its transcript is gone for good.'));
+    } else if (conv) {
       get('/v1/convai/conversations/' + enc(conv)).then((c) => replace(box, transcript(c), evaluation(c)), (e) => {
         const gone = e instanceof ApiError && (e.code === 404 || e.code === 405);
         replace(box, h('p', {class: 'muted'}, gone ? 'Transcript not available.' : 'The transcript could not be loaded: ' + e.message),
