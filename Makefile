@@ -107,7 +107,8 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzFromConversationBody -fuzztime 30s ./services/testing/ports/
 	$(GO) test -run XXX -fuzz FuzzCheckJSONValues -fuzztime 30s ./pkg/apperr/
 	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./pkg/outbound/
-	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/runner/
+	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/offline/
+	$(GO) test -run XXX -fuzz FuzzDecide -fuzztime 30s ./services/testing/meaning/
 
 ## lint: formatting, vet and proto lint
 lint: fmt-check

@@ -32,6 +32,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/meaning"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
@@ -281,10 +282,10 @@ func (c RunnerConfig) Model() (runner.Model, error) {
 func (c RunnerConfig) model(provider, baseURL, apiKey, model string) (runner.Model, error) {
 	switch provider {
 	case "offline-lexical": // the first offline judge, to compare with (it reads words, not meaning)
-		return runner.OfflineLexical{}, nil
+		return offline.Lexical{}, nil
 	case "openai":
 	default:
-		return runner.Offline{}, nil
+		return offline.Model{}, nil
 	}
 	client, err := llm.New(llm.Config{BaseURL: baseURL, APIKey: apiKey, Model: model, Timeout: c.LLMTimeout, Stream: c.LLMStream})
 	if err != nil {

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/services/testing/runner"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
-// floor is what the default judge (no API key: runner.Offline, reading
+// floor is what the default judge (no API key: offline.Model, reading
 // meaning with WordNet) was measured at on each set when it was written,
 // less a margin of one case: a change that makes it agree less with
 // people, or pass more of what people fail, fails this test. The bar the
@@ -28,11 +28,11 @@ func TestOfflineJudgeAgreement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := Run(context.Background(), runner.Offline{}, set, cases, Options{})
+			r, err := Run(context.Background(), offline.Model{}, set, cases, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			lex, err := Run(context.Background(), runner.OfflineLexical{}, set, cases, Options{})
+			lex, err := Run(context.Background(), offline.Lexical{}, set, cases, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
@@ -24,7 +25,7 @@ import (
 // platform's judge (VOICEAI_JUDGE_*) and the offline judge, which needs
 // nothing.
 func judgesOf(exec *runner.Executor) map[string]runner.Model {
-	out := map[string]runner.Model{runner.Offline{}.ModelName(): runner.Offline{}, runner.OfflineLexical{}.ModelName(): runner.OfflineLexical{}}
+	out := map[string]runner.Model{offline.Model{}.ModelName(): offline.Model{}, offline.Lexical{}.ModelName(): offline.Lexical{}}
 	if exec != nil && exec.Model != nil {
 		out[exec.Model.ModelName()] = exec.Model
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // withBudget is hoursTest carrying a latency budget.
@@ -57,7 +58,7 @@ func TestExecuteHoldsASimulationToItsBudgetOverEveryTurn(t *testing.T) {
 		if calls++; calls == 2 { // one turn of the conversation, the second
 			time.Sleep(slowTurn)
 		}
-		return Offline{}.Respond(ctx, c)
+		return offline.Model{}.Respond(ctx, c)
 	}}
 	res := (&Executor{Model: agent, Now: time.Now}).Execute(context.Background(),
 		newRun(t, domain.TypeSimulation, simTest(","+bookedMock+`,"latency_budget":{"first_token_p95_ms":40}`)))

@@ -7,10 +7,11 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // platformOnly is the platform's model, recognisable.
-type platformOnly struct{ Offline }
+type platformOnly struct{ offline.Model }
 
 func (platformOnly) ModelName() string { return "platform" }
 

@@ -13,6 +13,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // agentConfig is the bookings agent of the platform's end-to-end test.
@@ -71,15 +72,15 @@ func (s *scripted) Provider() string  { return "scripted" }
 func (s *scripted) ModelName() string { return "scripted-1" }
 
 func (s *scripted) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
-	return answer(ctx, s, &s.convs, c, s.respond, Offline{}.Respond)
+	return answer(ctx, s, &s.convs, c, s.respond, offline.Model{}.Respond)
 }
 
 func (s *scripted) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error) {
-	return answer(ctx, s, &s.users, in, s.user, Offline{}.SimulateUser)
+	return answer(ctx, s, &s.users, in, s.user, offline.Model{}.SimulateUser)
 }
 
 func (s *scripted) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
-	return answer(ctx, s, &s.judgements, in, s.judge, Offline{}.Judge)
+	return answer(ctx, s, &s.judgements, in, s.judge, offline.Model{}.Judge)
 }
 
 // answer records in among seen, and answers with the test's script, or
@@ -144,7 +145,7 @@ const refundTest = `{"type":"llm","name":"Refund promise",
 	"failure_examples":[{"response":"Refunds are never given for cancelled bookings.","type":"failure"}]}`
 
 func TestExecuteOfflinePassingLLMTest(t *testing.T) {
-	e := &Executor{Model: Offline{}, Now: fixedClock()}
+	e := &Executor{Model: offline.Model{}, Now: fixedClock()}
 	res := e.Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 
 	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" {
@@ -187,7 +188,7 @@ func TestExecuteOfflinePassingLLMTest(t *testing.T) {
 }
 
 func TestExecuteOfflineFailingLLMTest(t *testing.T) {
-	e := &Executor{Now: time.Now, Model: Offline{}}
+	e := &Executor{Now: time.Now, Model: offline.Model{}}
 	res := e.Execute(context.Background(), newRun(t, domain.TypeLLM, refundTest))
 	if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionFailure || res.GetError() != "" {
 		t.Fatalf("status %q result %q error %q", res.GetStatus(), res.GetConditionResult(), res.GetError())
@@ -202,7 +203,7 @@ func TestExecuteOfflineFailingLLMTest(t *testing.T) {
 }
 
 func TestExecuteIsDeterministicOffline(t *testing.T) {
-	e := &Executor{Model: Offline{}, Now: func() time.Time { return time.Unix(1, 0) }}
+	e := &Executor{Model: offline.Model{}, Now: func() time.Time { return time.Unix(1, 0) }}
 	for _, body := range []string{hoursTest, refundTest} {
 		first := e.Execute(context.Background(), newRun(t, domain.TypeLLM, body))
 		for i := 0; i < 10; i++ {
@@ -284,7 +285,7 @@ func TestExecuteBuildsTheConversation(t *testing.T) {
 }
 
 func TestExecuteFirstMessageIsTheReplyWhenNothingElseAnswers(t *testing.T) {
-	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeLLM,
+	res := (&Executor{Now: time.Now, Model: offline.Model{}}).Execute(context.Background(), newRun(t, domain.TypeLLM,
 		`{"type":"llm","name":"x","dynamic_variables":{"customer":"Ann"},"success_condition":"greets Ann and offers help"}`))
 	m := responses(t, res)
 	if len(m) != 1 || m[0].Message != "Hello Ann, how can I help?" || m[0].TimeInCallSecs != 1 {
@@ -443,7 +444,7 @@ func TestExecuteToolTests(t *testing.T) {
 		messagesHas string
 	}{
 		{"exact tool and parameters pass (offline agent)",
-			toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, ""), Offline{},
+			toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, ""), offline.Model{},
 			domain.RunPassed, `The agent called book_table with matching parameters {"date":"friday","guests":4}.`, `Parameter guests: "4" matches exactly.`},
 		{"exact string parameter", toolTest(`{"path":"date","eval":{"type":"exact","expected_value":"friday"}}`, ""),
 			replies(book(`{"date":"friday"}`)), domain.RunPassed, "matching parameters", `Parameter date: "friday" matches exactly.`},
@@ -528,7 +529,7 @@ func TestExecuteToolTests(t *testing.T) {
 }
 
 func TestExecuteToolTestRecordsTheCalls(t *testing.T) {
-	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
+	res := (&Executor{Now: time.Now, Model: offline.Model{}}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
 	m := responses(t, res)
 	if len(m) != 1 || m[0].Message != "" || len(m[0].ToolCalls) != 1 {
 		t.Fatalf("responses %s", res.GetAgentResponsesJson())
@@ -567,7 +568,7 @@ func TestExecuteOfflineToolTestWithUnicodeMessage(t *testing.T) {
 	  "chat_history":[{"role":"user","message":"ȺȺȺȺȺȺȺȺȺȺȺȺ book a table for guests, date Friday","time_in_call_secs":1}],
 	  "tool_call_parameters":{"referenced_tool":{"id":"book_table","type":"client"},
 	    "parameters":[{"path":"date","eval":{"type":"exact","expected_value":"Friday"}}]}}`
-	res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), newRun(t, domain.TypeTool, body))
+	res := (&Executor{Now: time.Now, Model: offline.Model{}}).Execute(context.Background(), newRun(t, domain.TypeTool, body))
 	if res.GetStatus() != domain.RunPassed {
 		t.Fatalf("status %q: %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 const hoursReply = "We are open nine to five every weekday."
@@ -90,7 +91,7 @@ func TestOneVoteWhenDisabledOrDeterministic(t *testing.T) {
 // Offline does.
 type deterministic struct{ *scripted }
 
-func (deterministic) Deterministic() bool { return Offline{}.Deterministic() }
+func (deterministic) Deterministic() bool { return offline.Model{}.Deterministic() }
 
 // Without a majority (failure, unknown, success) there is no verdict.
 func TestJudgeWithoutMajorityIsUnknown(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // countingEndpoint answers a chat completion after 30 ms (or status when
@@ -56,7 +57,7 @@ func TestALoadJobCallsPastTheEndpointsUsualLimit(t *testing.T) {
 	srv := newCountingEndpoint(t, 0)
 	e := endpoints()
 	e.Concurrency = 2
-	ex := &Executor{Model: Offline{}, Agents: e, Now: time.Now}
+	ex := &Executor{Model: offline.Model{}, Agents: e, Now: time.Now}
 	s := ex.Load(context.Background(), loadJob(srv.URL, 12, 2, 12))
 	if len(s.GetFirstTokenUs()) != 24 || len(s.GetTurnUs()) != 24 || len(s.GetOverheadUs()) != 24 || len(s.GetFailures()) != 0 {
 		t.Fatalf("samples: %d first tokens, %d turns, %d overheads, failures %v", len(s.GetFirstTokenUs()), len(s.GetTurnUs()), len(s.GetOverheadUs()), s.GetFailures())
@@ -92,7 +93,7 @@ func TestALoadJobCallsPastTheEndpointsUsualLimit(t *testing.T) {
 // than 3 in flight.
 func TestALoadJobKeepsToItsLimit(t *testing.T) {
 	srv := newCountingEndpoint(t, 0)
-	ex := &Executor{Model: Offline{}, Agents: endpoints(), Now: time.Now}
+	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
 	s := ex.Load(context.Background(), loadJob(srv.URL, 12, 1, 3))
 	if len(s.GetTurnUs()) != 12 || srv.most.Load() > 3 {
 		t.Fatalf("%d turns, at most %d in flight (limit 3)", len(s.GetTurnUs()), srv.most.Load())
@@ -102,7 +103,7 @@ func TestALoadJobKeepsToItsLimit(t *testing.T) {
 // Failed turns are counted by reason, none measured.
 func TestALoadJobCountsFailedTurnsByReason(t *testing.T) {
 	srv := newCountingEndpoint(t, http.StatusBadRequest)
-	ex := &Executor{Model: Offline{}, Agents: endpoints(), Now: time.Now}
+	ex := &Executor{Model: offline.Model{}, Agents: endpoints(), Now: time.Now}
 	s := ex.Load(context.Background(), loadJob(srv.URL, 3, 1, 3))
 	if len(s.GetTurnUs()) != 0 || len(s.GetFailures()) != 1 || s.GetFailures()[0].GetCount() != 3 ||
 		!strings.HasPrefix(s.GetFailures()[0].GetReason(), "agent endpoint unreachable: ") {

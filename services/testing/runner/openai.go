@@ -188,10 +188,10 @@ func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error
 	if in.Simulation {
 		b.WriteString("This is a whole simulated conversation, and all of it is under test: a success condition is met if the agent met it at any point of the conversation.\n\n")
 		b.WriteString(transcriptText(in.Transcript))
-		fmt.Fprintf(&b, "\nThe agent's last turn: %s\n", replyText(in.Reply))
+		fmt.Fprintf(&b, "\nThe agent's last turn: %s\n", in.Reply.Said())
 	} else {
 		b.WriteString(transcriptText(in.Transcript))
-		fmt.Fprintf(&b, "\nReply under test: %s\n", replyText(in.Reply))
+		fmt.Fprintf(&b, "\nReply under test: %s\n", in.Reply.Said())
 	}
 	for i, c := range in.Conditions {
 		fmt.Fprintf(&b, "Success condition %d: %s\n", i+1, c)

@@ -289,7 +289,7 @@ func transcriptText(turns []Turn) string {
 			}
 			fmt.Fprintf(&b, "tool %s %s: %s\n", t.ToolName, status, t.Text)
 		default:
-			fmt.Fprintf(&b, "%s: %s\n", t.Role, replyText(t))
+			fmt.Fprintf(&b, "%s: %s\n", t.Role, t.Said())
 		}
 	}
 	return b.String()

@@ -13,6 +13,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // lines is a transcript as "role: text" lines, tool calls as
@@ -22,7 +23,7 @@ import (
 // transcript, a line a message.
 func offlineRun(t *testing.T, typ, body, status string) (*testingv1.RunResult, []string) {
 	t.Helper()
-	e := &Executor{Model: Offline{}, Now: fixedClock()}
+	e := &Executor{Model: offline.Model{}, Now: fixedClock()}
 	res := e.Execute(context.Background(), newRun(t, typ, body))
 	got := lines(responses(t, res))
 	if res.GetStatus() != status || res.GetError() != "" {
@@ -145,7 +146,7 @@ func TestSimulationOffline(t *testing.T) {
 }
 
 func TestSimulationTranscriptShape(t *testing.T) {
-	e := &Executor{Model: Offline{}, Now: fixedClock()}
+	e := &Executor{Model: offline.Model{}, Now: fixedClock()}
 	res := e.Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(","+bookedMock)))
 	msgs := responses(t, res)
 	for i, m := range msgs {
@@ -168,7 +169,7 @@ func TestSimulationTranscriptShape(t *testing.T) {
 func TestSimulationIsDeterministicOffline(t *testing.T) {
 	var first *testingv1.RunResult
 	for i := range 5 {
-		e := &Executor{Model: Offline{}, Now: fixedClock()}
+		e := &Executor{Model: offline.Model{}, Now: fixedClock()}
 		res := e.Execute(context.Background(), newRun(t, domain.TypeSimulation, simTest(","+bookedMock)))
 		if i == 0 {
 			first = res
@@ -237,29 +238,6 @@ func TestSimulationWithScriptedModels(t *testing.T) {
 			t.Fatalf("%s %q %s", res.GetStatus(), res.GetError(), res.GetAgentResponsesJson())
 		}
 	})
-}
-
-func TestOfflineRequests(t *testing.T) {
-	cases := []struct {
-		scenario string
-		want     []string
-	}{
-		{bookingScenario, []string{"I want to know the opening hours.", "Can you tell me about refunds for cancelled bookings?",
-			"Could you book a table for 4 guests, date friday?"}},
-		{"The caller wants to cancel her booking for friday and asks whether she gets a refund.",
-			[]string{"I want to cancel my booking for friday.", "Can you tell me whether I get a refund?"}},
-		{"You are a busy nurse.\n- Ask: \"Do you have parking?\"\n- asks for a refund\nGoal: book a table",
-			[]string{"Book a table.", "Do you have parking?", "Could I get a refund?"}},
-		{"You are looking for a vegan restaurant. You need it for tonight.",
-			[]string{"I'm looking for a vegan restaurant. I need it for tonight."}},
-		{"Opening hours. Refund policy", []string{"Opening hours.", "Refund policy."}},
-		{"", nil},
-	}
-	for _, c := range cases {
-		if got := offlineRequests(c.scenario); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%q:\n got  %q\n want %q", c.scenario, got, c.want)
-		}
-	}
 }
 
 func TestMockMatches(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
 // An agent's streaming endpoint: its turn is timed whole and to its first
@@ -25,7 +26,7 @@ func TestStreamingEndpointTurns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &roles{agent: m, judge: Offline{}}
+	r := &roles{agent: m, judge: offline.Model{}}
 	turn, _, err := r.Respond(context.Background(), Conversation{Turns: []Turn{{Role: "user", Text: "hours?"}}})
 	if err != nil || turn.Text != "we open at nine" {
 		t.Fatalf("%+v %v", turn, err)
@@ -55,7 +56,7 @@ func TestStreamingEndpointTurns(t *testing.T) {
 // The offline model (and any answer read whole) has its whole time as its
 // first token.
 func TestWholeAnswerFirstTokenIsItsTime(t *testing.T) {
-	r := &roles{agent: Offline{}, judge: Offline{}}
+	r := &roles{agent: offline.Model{}, judge: offline.Model{}}
 	if _, _, err := r.Respond(context.Background(), Conversation{Turns: []Turn{{Role: "user", Text: "hi"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/services/testing/judgeeval"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
@@ -46,7 +47,7 @@ type judge struct {
 func run(ctx context.Context, list bool, parallel int, timeout time.Duration) error {
 	// The lexical judge first: the offline judge's memory is measured from
 	// its first decision, when it loads WordNet.
-	judges := []judge{{model: runner.OfflineLexical{}, goals: judgeeval.Bar, parallel: 1}, {model: runner.Offline{}, goals: judgeeval.Bar, parallel: 1}}
+	judges := []judge{{model: offline.Lexical{}, goals: judgeeval.Bar, parallel: 1}, {model: offline.Model{}, goals: judgeeval.Bar, parallel: 1}}
 	if base, model := os.Getenv("VOICEAI_JUDGE_EVAL_BASE_URL"), os.Getenv("VOICEAI_JUDGE_EVAL_MODEL"); base != "" && model != "" {
 		client, err := llm.New(llm.Config{BaseURL: base, APIKey: os.Getenv("VOICEAI_JUDGE_EVAL_API_KEY"), Model: model, Timeout: timeout})
 		if err != nil {

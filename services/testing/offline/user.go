@@ -1,4 +1,4 @@
-package runner
+package offline
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // The offline simulated user plays a simulation_scenario without
@@ -44,16 +46,16 @@ const offlineUserDone = "Thank you, that's all."
 const offlineRepeat = "Sorry, that doesn't answer my question. "
 
 // SimulateUser plays the user of a simulation test.
-func (Offline) SimulateUser(_ context.Context, in UserInput) (UserTurn, Usage, error) {
+func (Model) SimulateUser(_ context.Context, in model.UserInput) (model.UserTurn, model.Usage, error) {
 	reqs := offlineRequests(in.Scenario)
-	usage := Usage{PromptTokens: int64(len(strings.Fields(in.Scenario))), Calls: 1}
+	usage := model.Usage{PromptTokens: int64(len(strings.Fields(in.Scenario))), Calls: 1}
 	out := offlineUserTurn(reqs, in.Transcript)
 	usage.CompletionTokens = int64(len(strings.Fields(out.Text)))
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
 	return out, usage, nil
 }
 
-func offlineUserTurn(reqs []string, turns []Turn) UserTurn {
+func offlineUserTurn(reqs []string, turns []model.Turn) model.UserTurn {
 	// Where the user is: the last request it made, and whether it was
 	// a repetition.
 	cur, repeated, last := -1, false, -1
@@ -72,9 +74,9 @@ func offlineUserTurn(reqs []string, turns []Turn) UserTurn {
 	}
 	if cur < 0 {
 		if len(reqs) == 0 {
-			return UserTurn{Text: offlineUserDone, Done: true}
+			return model.UserTurn{Text: offlineUserDone, Done: true}
 		}
-		return UserTurn{Text: reqs[0]}
+		return model.UserTurn{Text: reqs[0]}
 	}
 	var said strings.Builder
 	for _, t := range turns[last+1:] {
@@ -84,12 +86,12 @@ func offlineUserTurn(reqs []string, turns []Turn) UserTurn {
 		}
 	}
 	if !covers(said.String(), reqs[cur]) && !repeated {
-		return UserTurn{Text: offlineRepeat + reqs[cur]}
+		return model.UserTurn{Text: offlineRepeat + reqs[cur]}
 	}
 	if cur+1 < len(reqs) {
-		return UserTurn{Text: reqs[cur+1]}
+		return model.UserTurn{Text: reqs[cur+1]}
 	}
-	return UserTurn{Text: offlineUserDone, Done: true}
+	return model.UserTurn{Text: offlineUserDone, Done: true}
 }
 
 // covers reports whether text contains at least half of the request's

@@ -1,9 +1,11 @@
-package runner
+package offline
 
 import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -13,61 +15,61 @@ import (
 // their meaning, every condition decided, the first that fails or
 // cannot be decided named in the summary.
 func TestOfflineJudgeReadsMeaning(t *testing.T) {
-	asked := []Turn{userTurn("Do you sell gift cards?")}
+	asked := []model.Turn{userTurn("Do you sell gift cards?")}
 	cases := []struct {
 		name        string
-		in          JudgeInput
+		in          model.JudgeInput
 		result      string
 		summaryHas  string
 		messagesHas string
 	}{
 		{"a paraphrase meets the condition",
-			JudgeInput{Conditions: []string{"The agent says the parcel was delivered"}, Reply: agentTurn("Your package was delivered this morning.")},
+			model.JudgeInput{Conditions: []string{"The agent says the parcel was delivered"}, Reply: agentTurn("Your package was delivered this morning.")},
 			domain.ConditionSuccess, "meets every success condition", `Condition "The agent says the parcel was delivered": met`},
 		{"a negation of the condition's words fails",
-			JudgeInput{Conditions: []string{"The agent says a refund is possible within 30 days with a receipt"}, Reply: agentTurn("Refunds are possible within 30 days, and you do not need a receipt.")},
+			model.JudgeInput{Conditions: []string{"The agent says a refund is possible within 30 days with a receipt"}, Reply: agentTurn("Refunds are possible within 30 days, and you do not need a receipt.")},
 			domain.ConditionFailure, `contradicts the condition: "receipt" (reply: not "receipt")`, ""},
 		{"another number fails",
-			JudgeInput{Conditions: []string{"refunds within 60 days with a receipt"}, Reply: agentTurn("Refunds within 30 days with a receipt.")},
+			model.JudgeInput{Conditions: []string{"refunds within 60 days with a receipt"}, Reply: agentTurn("Refunds within 30 days with a receipt.")},
 			domain.ConditionFailure, `"60 days" (reply: "30 days")`, ""},
 		{"the same amount in other units passes",
-			JudgeInput{Conditions: []string{"The agent says returns are accepted within 30 days"}, Reply: agentTurn("You can return it within a month.")},
+			model.JudgeInput{Conditions: []string{"The agent says returns are accepted within 30 days"}, Reply: agentTurn("You can return it within a month.")},
 			domain.ConditionSuccess, "", "met"},
 		{"every condition must hold",
-			JudgeInput{Conditions: []string{"The agent says the store opens at 9", "The agent explains the refund policy"}, Reply: agentTurn("We open at 9.")},
+			model.JudgeInput{Conditions: []string{"The agent says the store opens at 9", "The agent explains the refund policy"}, Reply: agentTurn("We open at 9.")},
 			domain.ConditionFailure, `"The agent explains the refund policy"`, `Condition "The agent says the store opens at 9": met`},
 		{"what cannot be decided is unknown, saying what was found and missed",
-			JudgeInput{Conditions: []string{"The agent says a refund is possible within 30 days with a receipt"}, Reply: agentTurn("Yes, you can get a refund within 30 days.")},
+			model.JudgeInput{Conditions: []string{"The agent says a refund is possible within 30 days with a receipt"}, Reply: agentTurn("Yes, you can get a refund within 30 days.")},
 			domain.ConditionUnknown, "cannot decide", "missing receipt"},
 		{"a refusal fails: the configuration does not cover the question",
-			JudgeInput{Conditions: []string{"sells gift cards"}, Transcript: asked, Reply: agentTurn(offlineRefusal)},
+			model.JudgeInput{Conditions: []string{"sells gift cards"}, Transcript: asked, Reply: agentTurn(Refusal)},
 			domain.ConditionFailure, `the agent's configuration does not cover the question "Do you sell gift cards?"`, ""},
 		{"a refusal a condition asks for passes",
-			JudgeInput{Conditions: []string{"The agent declines: gift cards are not in its instructions"}, Transcript: asked, Reply: agentTurn(offlineRefusal)},
+			model.JudgeInput{Conditions: []string{"The agent declines: gift cards are not in its instructions"}, Transcript: asked, Reply: agentTurn(Refusal)},
 			domain.ConditionSuccess, "", "declines"},
 		{"examples decide by meaning",
-			JudgeInput{SuccessExamples: []string{"Your parcel is on its way."}, FailureExamples: []string{"I do not know."}, Reply: agentTurn("The package is on its way.")},
+			model.JudgeInput{SuccessExamples: []string{"Your parcel is on its way."}, FailureExamples: []string{"I do not know."}, Reply: agentTurn("The package is on its way.")},
 			domain.ConditionSuccess, "closer in meaning to success example #1", "Closest success example #1, similarity in meaning"},
 		{"a refusal an example of not knowing asks for is judged by the examples",
-			JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: agentTurn(offlineRefusal)},
+			model.JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: agentTurn(Refusal)},
 			domain.ConditionSuccess, "closer in meaning to success example #1", ""},
 		{"tool calls count as what the reply says",
-			JudgeInput{Conditions: []string{"books a table for 4 guests"}, Reply: Turn{Role: "agent", Calls: []Call{{Name: "book_table", Arguments: `{"guests":4}`}}}},
+			model.JudgeInput{Conditions: []string{"books a table for 4 guests"}, Reply: model.Turn{Role: "agent", Calls: []model.Call{{Name: "book_table", Arguments: `{"guests":4}`}}}},
 			domain.ConditionSuccess, "", "met"},
 		{"nothing to decide by is unknown",
-			JudgeInput{Reply: agentTurn("anything")},
+			model.JudgeInput{Reply: agentTurn("anything")},
 			domain.ConditionUnknown, "no examples or condition to decide by", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, u, err := Offline{}.Judge(context.Background(), c.in)
+			v, u, err := Model{}.Judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if v.Result != c.result || !strings.Contains(v.Summary, c.summaryHas) || !strings.Contains(strings.Join(v.Messages, "\n"), c.messagesHas) {
 				t.Fatalf("verdict %+v\nwant %s, summary with %q, messages with %q", v, c.result, c.summaryHas, c.messagesHas)
 			}
-			if u != (Usage{Calls: 1}) {
+			if u != (model.Usage{Calls: 1}) {
 				t.Fatalf("usage %+v", u)
 			}
 		})
@@ -79,18 +81,18 @@ func TestOfflineJudgeReadsMeaning(t *testing.T) {
 // days" answers with that sentence (return and refund share a WordNet
 // synset), and the offline judge passes it.
 func TestOfflineAgentAnswersByMeaning(t *testing.T) {
-	conv := Conversation{
+	conv := model.Conversation{
 		SystemPrompt: "You are the support agent of a clothes shop. Our store is open nine to five. Refunds are possible within 30 days.",
-		Turns:        []Turn{userTurn("Can I return the jacket I bought last week?")},
+		Turns:        []model.Turn{userTurn("Can I return the jacket I bought last week?")},
 	}
-	turn, _, err := Offline{}.Respond(context.Background(), conv)
+	turn, _, err := Model{}.Respond(context.Background(), conv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if turn.Text != "Refunds are possible within 30 days." {
 		t.Fatalf("reply %q, want the refund sentence", turn.Text)
 	}
-	v, _, err := Offline{}.Judge(context.Background(), JudgeInput{
+	v, _, err := Model{}.Judge(context.Background(), model.JudgeInput{
 		Conditions: []string{"The agent says a refund is possible within 30 days"}, Transcript: conv.Turns, Reply: turn,
 	})
 	if err != nil || v.Result != domain.ConditionSuccess {
@@ -98,7 +100,7 @@ func TestOfflineAgentAnswersByMeaning(t *testing.T) {
 	}
 	// The first judge read shared words only: it found none of "return"
 	// in the answer, and its agent did not find the sentence at all.
-	lex, _, _ := OfflineLexical{}.Judge(context.Background(), JudgeInput{Conditions: []string{"The agent says the jacket can be returned"}, Transcript: conv.Turns, Reply: turn})
+	lex, _, _ := Lexical{}.Judge(context.Background(), model.JudgeInput{Conditions: []string{"The agent says the jacket can be returned"}, Transcript: conv.Turns, Reply: turn})
 	if lex.Result == domain.ConditionSuccess {
 		t.Fatalf("the lexical judge passed a paraphrase it cannot read: %+v", lex)
 	}

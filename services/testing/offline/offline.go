@@ -1,4 +1,4 @@
-package runner
+package offline
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -75,22 +77,22 @@ import (
 // and ask sentences (offline_user.go); after a tool call it says the
 // results as they came; and its judge checks each condition against all
 // of the agent's turns of the conversation (see Judge).
-type Offline struct{}
+type Model struct{}
 
 // Provider is "offline".
-func (Offline) Provider() string { return "offline" }
+func (Model) Provider() string { return "offline" }
 
 // ModelName is "offline-v2": the judge that reads meaning (offline-v1,
 // OfflineLexical, read shared words).
-func (Offline) ModelName() string { return "offline-v2" }
+func (Model) ModelName() string { return "offline-v2" }
 
 // Deterministic: the same question always gets the same answer, so one
 // judge vote is enough and nothing is worth caching.
-func (Offline) Deterministic() bool { return true }
+func (Model) Deterministic() bool { return true }
 
 // offlineRefusal is the agent's answer to a message nothing in its
 // configuration covers; the judge recognises it.
-const offlineRefusal = "I'm sorry, I can't find anything about that in my instructions."
+const Refusal = "I'm sorry, I can't find anything about that in my instructions."
 
 // offlineHello greets for an agent without a first message.
 const offlineHello = "Hello! How can I help you?"
@@ -99,12 +101,12 @@ const offlineHello = "Hello! How can I help you?"
 const maxAnswerSentences = 3
 
 // Respond plays the agent's next turn.
-func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
+func (Model) Respond(_ context.Context, c model.Conversation) (model.Turn, model.Usage, error) {
 	last := lastUserText(c.Turns)
-	usage := Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
+	usage := model.Usage{PromptTokens: int64(len(strings.Fields(c.SystemPrompt)) + len(strings.Fields(last))), Calls: 1}
 	turn, err := offlineAnswer(c, last)
 	if err != nil {
-		return Turn{}, Usage{}, err
+		return model.Turn{}, model.Usage{}, err
 	}
 	if len(turn.Calls) > 0 {
 		usage.CompletionTokens = int64(len(turn.Calls[0].Arguments) / 4)
@@ -118,9 +120,19 @@ func (Offline) Respond(_ context.Context, c Conversation) (Turn, Usage, error) {
 // answers memoises the offline agent's answers: it is deterministic, and
 // an invocation asks the same agent the same question once per repeat.
 // Bounded: a key is a digest, a turn a few sentences.
-var answers, _ = lru.New[[sha256.Size]byte, Turn](8192)
+var answers, _ = lru.New[[sha256.Size]byte, model.Turn](8192)
 
-func offlineAnswer(c Conversation, last string) (Turn, error) {
+// ResetCaches forgets the memoised answers and the split prompts, so that
+// the next run works everything out again (a test compares such a run
+// with one answered from memory).
+func ResetCaches() {
+	answers.Purge()
+	prompts.Lock()
+	prompts.byText = nil
+	prompts.Unlock()
+}
+
+func offlineAnswer(c model.Conversation, last string) (model.Turn, error) {
 	if n := len(c.Turns); n > 0 && c.Turns[n-1].Role == "tool" {
 		return toolAnswer(c.Turns), nil
 	}
@@ -137,7 +149,7 @@ func offlineAnswer(c Conversation, last string) (Turn, error) {
 
 // answerKey digests what the offline agent's answer depends on: its
 // prompt, first message and tools, and the user's last message.
-func answerKey(c Conversation, last string) [sha256.Size]byte {
+func answerKey(c model.Conversation, last string) [sha256.Size]byte {
 	h := sha256.New()
 	for _, s := range []string{c.SystemPrompt, firstAgentLine(c), last} {
 		h.Write([]byte(s))
@@ -153,17 +165,17 @@ func answerKey(c Conversation, last string) [sha256.Size]byte {
 	return k
 }
 
-func answerByMeaning(c Conversation, last string) (Turn, error) {
+func answerByMeaning(c model.Conversation, last string) (model.Turn, error) {
 	first := firstAgentLine(c)
 	if isGreeting(contentTerms(last, nil)) {
 		if first == "" {
 			first = offlineHello
 		}
-		return Turn{Role: "agent", Text: first}, nil
+		return model.Turn{Role: "agent", Text: first}, nil
 	}
 	m, err := meaning.Default()
 	if err != nil {
-		return Turn{}, err
+		return model.Turn{}, err
 	}
 	cands := promptSentences(c.SystemPrompt)
 	if first != "" {
@@ -193,12 +205,12 @@ func answerByMeaning(c Conversation, last string) (Turn, error) {
 	}
 	if tool >= 0 && toolScore >= best {
 		t := c.Tools[tool]
-		return Turn{Role: "agent", Calls: []Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: offlineArguments(t.Parameters, last)}}}, nil
+		return model.Turn{Role: "agent", Calls: []model.Call{{ID: "call_" + t.Name, Name: t.Name, Arguments: offlineArguments(t.Parameters, last)}}}, nil
 	}
 	if best == 0 {
-		return Turn{Role: "agent", Text: offlineRefusal}, nil
+		return model.Turn{Role: "agent", Text: Refusal}, nil
 	}
-	return Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}, nil
+	return model.Turn{Role: "agent", Text: strings.Join(pick(cands, hits, best), " ")}, nil
 }
 
 // offlineToolFailed prefixes the offline agent's report of a failed tool
@@ -208,7 +220,7 @@ const offlineToolFailed = "I'm sorry, that did not work: "
 // toolAnswer reports the results of the agent's last tool calls (the
 // tool turns that end the conversation): each result as it came, an
 // error after offlineToolFailed.
-func toolAnswer(turns []Turn) Turn {
+func toolAnswer(turns []model.Turn) model.Turn {
 	i := len(turns)
 	for i > 0 && turns[i-1].Role == "tool" {
 		i--
@@ -223,7 +235,7 @@ func toolAnswer(turns []Turn) Turn {
 			parts = append(parts, text)
 		}
 	}
-	return Turn{Role: "agent", Text: strings.Join(parts, " ")}
+	return model.Turn{Role: "agent", Text: strings.Join(parts, " ")}
 }
 
 // pick is the texts of the candidates that match the most asked words,
@@ -293,7 +305,7 @@ func isGreeting(asked []term) bool {
 	return true
 }
 
-func lastUserText(turns []Turn) string {
+func lastUserText(turns []model.Turn) string {
 	for i := len(turns) - 1; i >= 0; i-- {
 		if turns[i].Role == "user" {
 			return turns[i].Text
@@ -302,7 +314,7 @@ func lastUserText(turns []Turn) string {
 	return ""
 }
 
-func firstAgentLine(c Conversation) string {
+func firstAgentLine(c model.Conversation) string {
 	for _, t := range c.Turns {
 		if t.Role == "agent" && t.Text != "" {
 			return t.Text
@@ -407,20 +419,20 @@ func lowerSameWidth(s string) string {
 // when one is not met, is unknown when none fails and one cannot be
 // decided (saying what was found and missed), and passes when all are
 // met.
-func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
+func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model.Usage, error) {
 	m, err := meaning.Default()
 	if err != nil {
-		return Verdict{}, Usage{}, err
+		return model.Verdict{}, model.Usage{}, err
 	}
-	reply, refused, where := replyText(in.Reply), isRefusal(in.Reply), "the reply"
+	reply, refused, where := in.Reply.Said(), isRefusal(in.Reply), "the reply"
 	if in.Simulation {
 		reply, refused = agentSaid(in.Transcript)
 		where = "what the agent said"
 	}
 	if refused && !asksForRefusal(in) {
-		return notCovered(in), Usage{Calls: 1}, nil
+		return notCovered(in), model.Usage{Calls: 1}, nil
 	}
-	v := Verdict{Result: domain.ConditionUnknown}
+	v := model.Verdict{Result: domain.ConditionUnknown}
 	bestS, iS := closest(m, in.SuccessExamples, reply)
 	bestF, iF := closest(m, in.FailureExamples, reply)
 	if iS >= 0 {
@@ -462,7 +474,7 @@ func (Offline) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
 	default:
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
-	return v, Usage{Calls: 1}, nil
+	return v, model.Usage{Calls: 1}, nil
 }
 
 // closest is the example most alike the reply in meaning, and how alike.
@@ -490,7 +502,7 @@ func list(words []string) string {
 // of every agent turn and each of its tool calls (name and arguments)
 // whose result was not an error; and whether every answer the agent gave
 // the user (its turns after the first user message) was a refusal.
-func agentSaid(turns []Turn) (string, bool) {
+func agentSaid(turns []model.Turn) (string, bool) {
 	var b strings.Builder
 	answers, refusals, asked := 0, 0, false
 	for i, t := range turns {
@@ -525,11 +537,11 @@ func agentSaid(turns []Turn) (string, bool) {
 
 // isRefusal reports whether the reply is the offline agent's answer to a
 // question its configuration does not cover.
-func isRefusal(t Turn) bool { return len(t.Calls) == 0 && t.Text == offlineRefusal }
+func isRefusal(t model.Turn) bool { return len(t.Calls) == 0 && t.Text == Refusal }
 
 // asksForRefusal reports whether a success condition or example expects
 // the agent to decline.
-func asksForRefusal(in JudgeInput) bool {
+func asksForRefusal(in model.JudgeInput) bool {
 	for _, s := range append(in.Conditions[:len(in.Conditions):len(in.Conditions)], in.SuccessExamples...) {
 		if refusalWords(s) {
 			return true
@@ -575,7 +587,7 @@ func greets(reply string) bool {
 
 // notCovered fails a reply that is the agent's refusal: nothing in its
 // configuration matched the question.
-func notCovered(in JudgeInput) Verdict {
+func notCovered(in model.JudgeInput) model.Verdict {
 	q := lastUserText(in.Transcript)
 	if in.Simulation { // the user's last message closes the conversation: name the first
 		for _, t := range in.Transcript {
@@ -589,7 +601,7 @@ func notCovered(in JudgeInput) Verdict {
 	for _, t := range contentTerms(q, nil) {
 		words = append(words, t.word)
 	}
-	v := Verdict{Result: domain.ConditionFailure, Messages: []string{fmt.Sprintf(
+	v := model.Verdict{Result: domain.ConditionFailure, Messages: []string{fmt.Sprintf(
 		"The reply is the offline agent's refusal: no sentence of the agent's system prompt or first message and no tool shares a content word with the question (looked for: %s).", list(words))}}
 	for _, c := range in.Conditions {
 		v.Messages = append(v.Messages, fmt.Sprintf("Condition %q: not met, the agent did not answer.", c))
@@ -600,18 +612,6 @@ func notCovered(in JudgeInput) Verdict {
 	}
 	v.Summary = fmt.Sprintf("Offline judge: the agent's configuration does not cover %s: nothing in its system prompt, first message or tools matches it, so the agent answered that it cannot find it in its instructions.", question)
 	return v
-}
-
-func replyText(t Turn) string {
-	var b strings.Builder
-	b.WriteString(t.Text)
-	for _, c := range t.Calls {
-		b.WriteString(" ")
-		b.WriteString(c.Name)
-		b.WriteString(" ")
-		b.WriteString(c.Arguments)
-	}
-	return b.String()
 }
 
 func bestMatch(examples []string, reply map[string]bool) (float64, int) {

@@ -1,9 +1,11 @@
-package runner
+package offline
 
 import (
 	"context"
 	"fmt"
 	"strings"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -13,10 +15,10 @@ import (
 // it judges by shared words, not meaning. A reply passes a condition
 // when it contains at least half the condition's content words (stemmed)
 // and every number it states, exactly. It plays the agent as Offline.
-type OfflineLexical struct{ Offline }
+type Lexical struct{ Model }
 
 // ModelName is "offline-v1".
-func (OfflineLexical) ModelName() string { return "offline-v1" }
+func (Lexical) ModelName() string { return "offline-v1" }
 
 // Judge decides by comparing with examples, or by the conditions' words.
 // In a simulation (in.Simulation) it judges what the agent said in all
@@ -28,19 +30,19 @@ func (OfflineLexical) ModelName() string { return "offline-v1" }
 // judged by it when the test gives examples of one kind only.
 const loneExampleSimilarity = 0.5
 
-func (OfflineLexical) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, error) {
-	reply, refused, where := replyText(in.Reply), isRefusal(in.Reply), "the reply"
+func (Lexical) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model.Usage, error) {
+	reply, refused, where := in.Reply.Said(), isRefusal(in.Reply), "the reply"
 	if in.Simulation {
 		reply, refused = agentSaid(in.Transcript)
 		where = "what the agent said"
 	}
 	if refused && !asksForRefusal(in) {
-		return notCovered(in), Usage{Calls: 1}, nil
+		return notCovered(in), model.Usage{Calls: 1}, nil
 	}
 	rt := stemSet(reply)
 	bestS, iS := bestMatch(in.SuccessExamples, rt)
 	bestF, iF := bestMatch(in.FailureExamples, rt)
-	v := Verdict{Result: domain.ConditionUnknown}
+	v := model.Verdict{Result: domain.ConditionUnknown}
 	if iS >= 0 {
 		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, word-set similarity %.2f.", iS+1, bestS))
 	}
@@ -75,7 +77,7 @@ func (OfflineLexical) Judge(_ context.Context, in JudgeInput) (Verdict, Usage, e
 	default:
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
-	return v, Usage{Calls: 1}, nil
+	return v, model.Usage{Calls: 1}, nil
 }
 
 // judgeCondition is the rationale message for one success condition, and

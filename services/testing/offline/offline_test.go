@@ -1,7 +1,6 @@
-package runner
+package offline
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,29 +8,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"google.golang.org/protobuf/proto"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 
-	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
-
-	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 const hoursPrompt = "You help Ann book tables. Our opening hours are nine to five every weekday. Refunds are never given for cancelled bookings."
 
-var bookTable = Tool{ID: "tool_book", Name: "book_table", Description: "Book a table reservation for guests",
+var bookTable = model.Tool{ID: "tool_book", Name: "book_table", Description: "Book a table reservation for guests",
 	Parameters: json.RawMessage(`{"type":"object","properties":{"guests":{"type":"number"},"date":{"type":"string"}}}`)}
 
-func userTurn(s string) Turn  { return Turn{Role: "user", Text: s} }
-func agentTurn(s string) Turn { return Turn{Role: "agent", Text: s} }
+func userTurn(s string) model.Turn  { return model.Turn{Role: "user", Text: s} }
+func agentTurn(s string) model.Turn { return model.Turn{Role: "agent", Text: s} }
 
 func TestOfflineIdentity(t *testing.T) {
-	if (Offline{}).Provider() != "offline" || (Offline{}).ModelName() != "offline-v2" {
+	if (Model{}).Provider() != "offline" || (Model{}).ModelName() != "offline-v2" {
 		t.Fatal("offline model identity changed")
 	}
-	if (OfflineLexical{}).Provider() != "offline" || (OfflineLexical{}).ModelName() != "offline-v1" {
+	if (Lexical{}).Provider() != "offline" || (Lexical{}).ModelName() != "offline-v1" {
 		t.Fatal("lexical offline model identity changed")
 	}
 }
@@ -39,41 +34,41 @@ func TestOfflineIdentity(t *testing.T) {
 func TestOfflineRespond(t *testing.T) {
 	cases := []struct {
 		name string
-		conv Conversation
-		want Turn
+		conv model.Conversation
+		want model.Turn
 	}{
 		{"answers with the prompt sentence sharing most words with the question",
-			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{agentTurn("Hello Ann!"), userTurn("What are your opening hours?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{agentTurn("Hello Ann!"), userTurn("What are your opening hours?")}},
 			agentTurn("Our opening hours are nine to five every weekday.")},
 		{"another question picks another sentence",
-			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{userTurn("Do I get refunds for cancelled bookings?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{userTurn("Do I get refunds for cancelled bookings?")}},
 			agentTurn("Refunds are never given for cancelled bookings.")},
 		{"the last user message decides",
-			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{userTurn("Refunds?"), agentTurn("..."), userTurn("And the opening hours?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{userTurn("Refunds?"), agentTurn("..."), userTurn("And the opening hours?")}},
 			agentTurn("Our opening hours are nine to five every weekday.")},
 		{"without a user message the first message is used",
-			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{agentTurn("Hello Ann, how can I help?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{agentTurn("Hello Ann, how can I help?")}},
 			agentTurn("Hello Ann, how can I help?")},
 		{"a question nothing in the configuration answers gets the refusal",
-			Conversation{SystemPrompt: hoursPrompt, Turns: []Turn{agentTurn("Hello Ann, how can I help?"), userTurn("Quantum chromodynamics?")}},
-			agentTurn(offlineRefusal)},
+			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{agentTurn("Hello Ann, how can I help?"), userTurn("Quantum chromodynamics?")}},
+			agentTurn(Refusal)},
 		{"the first agent line with text is used",
-			Conversation{Turns: []Turn{{Role: "agent", Calls: []Call{{Name: "x"}}}, agentTurn("First words."), agentTurn("Second."), userTurn("Hi!")}},
+			model.Conversation{Turns: []model.Turn{{Role: "agent", Calls: []model.Call{{Name: "x"}}}, agentTurn("First words."), agentTurn("Second."), userTurn("Hi!")}},
 			agentTurn("First words.")},
 		{"no prompt and no first message: the question is not covered",
-			Conversation{Turns: []Turn{userTurn("What are your opening hours?")}},
-			agentTurn(offlineRefusal)},
+			model.Conversation{Turns: []model.Turn{userTurn("What are your opening hours?")}},
+			agentTurn(Refusal)},
 		{"calls the tool whose name and description match the request",
-			Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{{Name: "end_call", Description: "Hang up"}, bookTable},
-				Turns: []Turn{userTurn("Please book a table for 4 guests, date friday")}},
-			Turn{Role: "agent", Calls: []Call{{ID: "call_book_table", Name: "book_table", Arguments: `{"date":"friday","guests":4}`}}}},
+			model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{{Name: "end_call", Description: "Hang up"}, bookTable},
+				Turns: []model.Turn{userTurn("Please book a table for 4 guests, date friday")}},
+			model.Turn{Role: "agent", Calls: []model.Call{{ID: "call_book_table", Name: "book_table", Arguments: `{"date":"friday","guests":4}`}}}},
 		{"tools that match nothing are not called",
-			Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{bookTable}, Turns: []Turn{userTurn("What are your opening hours?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{bookTable}, Turns: []model.Turn{userTurn("What are your opening hours?")}},
 			agentTurn("Our opening hours are nine to five every weekday.")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, u, err := Offline{}.Respond(context.Background(), c.conv)
+			got, u, err := Model{}.Respond(context.Background(), c.conv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,16 +83,16 @@ func TestOfflineRespond(t *testing.T) {
 }
 
 func TestOfflineIsDeterministic(t *testing.T) {
-	conv := Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{bookTable, {Name: "lookup_hours", Description: "Opening hours lookup",
+	conv := model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{bookTable, {Name: "lookup_hours", Description: "Opening hours lookup",
 		Parameters: json.RawMessage(`{"properties":{"day":{"type":"string"},"zone":{"type":"string"}}}`)}},
-		Turns: []Turn{userTurn("What opening hours on day monday, zone CET?")}}
-	judge := JudgeInput{Conditions: []string{"states the opening hours"}, SuccessExamples: []string{"Open nine to five.", "We open at nine."},
+		Turns: []model.Turn{userTurn("What opening hours on day monday, zone CET?")}}
+	judge := model.JudgeInput{Conditions: []string{"states the opening hours"}, SuccessExamples: []string{"Open nine to five.", "We open at nine."},
 		FailureExamples: []string{"I do not know.", "We are closed."}, Reply: agentTurn("We open at nine to five.")}
-	firstT, firstU, _ := Offline{}.Respond(context.Background(), conv)
-	firstV, _, _ := Offline{}.Judge(context.Background(), judge)
+	firstT, firstU, _ := Model{}.Respond(context.Background(), conv)
+	firstV, _, _ := Model{}.Judge(context.Background(), judge)
 	for i := 0; i < 50; i++ {
-		tu, u, _ := Offline{}.Respond(context.Background(), conv)
-		v, _, _ := Offline{}.Judge(context.Background(), judge)
+		tu, u, _ := Model{}.Respond(context.Background(), conv)
+		v, _, _ := Model{}.Judge(context.Background(), judge)
 		if !reflect.DeepEqual(tu, firstT) || u != firstU || !reflect.DeepEqual(v, firstV) {
 			t.Fatalf("run %d differs:\n%+v %+v %+v\n%+v %+v %+v", i, tu, u, v, firstT, firstU, firstV)
 		}
@@ -153,70 +148,70 @@ func TestOfflineLexicalJudge(t *testing.T) {
 	failure := []string{"I do not know.", "Refunds are never given for cancelled bookings."}
 	cases := []struct {
 		name        string
-		in          JudgeInput
+		in          model.JudgeInput
 		result      string
 		summaryHas  []string
 		messagesHas []string
 	}{
 		{"closest to a success example passes",
-			JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("We are open nine to five on every weekday.")},
+			model.JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("We are open nine to five on every weekday.")},
 			domain.ConditionSuccess,
 			[]string{"closer to success example #1", "than to any failure example"},
 			[]string{"Closest success example #1, word-set similarity", "Closest failure example #"}},
 		{"the second success example can be the closest",
-			JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("Yes, you will get a full refund.")},
+			model.JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("Yes, you will get a full refund.")},
 			domain.ConditionSuccess, []string{"success example #2"}, []string{"Closest success example #2"}},
 		{"closest to a failure example fails",
-			JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("Refunds are never given for cancelled bookings!")},
+			model.JudgeInput{SuccessExamples: success, FailureExamples: failure, Reply: agentTurn("Refunds are never given for cancelled bookings!")},
 			domain.ConditionFailure,
 			[]string{"closer to failure example #2 (1.00)", "than to any success example"},
 			[]string{"Closest failure example #2, word-set similarity 1.00."}},
 		{"failure examples alone decide",
-			JudgeInput{FailureExamples: failure, Reply: agentTurn("I do not know.")},
+			model.JudgeInput{FailureExamples: failure, Reply: agentTurn("I do not know.")},
 			domain.ConditionFailure, []string{"failure example #1 (1.00)"}, nil},
 		{"a word shared with a lone failure example is no failure: the conditions decide",
-			JudgeInput{Conditions: []string{"states the opening hours nine to five"}, FailureExamples: []string{"I do not know."},
+			model.JudgeInput{Conditions: []string{"states the opening hours nine to five"}, FailureExamples: []string{"I do not know."},
 				Reply: agentTurn("Our opening hours are nine to five, did you know?")},
 			domain.ConditionSuccess, []string{"at least half the content words"}, []string{"Closest failure example #1"}},
 		{"a word shared with a lone success example is no success",
-			JudgeInput{Conditions: []string{"states the refund policy"}, SuccessExamples: []string{"We are open nine to five."},
+			model.JudgeInput{Conditions: []string{"states the refund policy"}, SuccessExamples: []string{"We are open nine to five."},
 				Reply: agentTurn("We are sorry.")},
 			domain.ConditionFailure, []string{"lacks most content words"}, nil},
 		{"success examples alone decide",
-			JudgeInput{SuccessExamples: success, Reply: agentTurn("We are open nine to five.")},
+			model.JudgeInput{SuccessExamples: success, Reply: agentTurn("We are open nine to five.")},
 			domain.ConditionSuccess, []string{"success example #1"}, nil},
 		{"examples win over conditions",
-			JudgeInput{Conditions: []string{"mentions quantum physics"}, SuccessExamples: success, Reply: agentTurn("We are open nine to five.")},
+			model.JudgeInput{Conditions: []string{"mentions quantum physics"}, SuccessExamples: success, Reply: agentTurn("We are open nine to five.")},
 			domain.ConditionSuccess, []string{"success example #1"}, nil},
 		{"a tie between examples falls back to the conditions",
-			JudgeInput{Conditions: []string{"states the opening hours nine to five"}, SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"},
+			model.JudgeInput{Conditions: []string{"states the opening hours nine to five"}, SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"},
 				Reply: agentTurn("Our opening hours are nine to five.")},
 			domain.ConditionSuccess, []string{"at least half the content words"}, []string{`Condition "states the opening hours nine to five": 4 of 4 content words in the reply (found: opening, hours, nine, five; missing: none).`}},
 		{"a condition with half its words passes",
-			JudgeInput{Conditions: []string{"opening hours weekday evening"}, Reply: agentTurn("the hours are on weekdays")},
+			model.JudgeInput{Conditions: []string{"opening hours weekday evening"}, Reply: agentTurn("the hours are on weekdays")},
 			domain.ConditionSuccess, nil, []string{"2 of 4 content words"}},
 		{"a condition with fewer than half its words fails",
-			JudgeInput{Conditions: []string{"The agent states the opening hours nine to five"}, Reply: agentTurn("I do not know the schedule.")},
+			model.JudgeInput{Conditions: []string{"The agent states the opening hours nine to five"}, Reply: agentTurn("I do not know the schedule.")},
 			domain.ConditionFailure, []string{"lacks most content words of a success condition"}, []string{"0 of 4 content words"}},
 		{"a condition with one word of three fails",
-			JudgeInput{Conditions: []string{"opening hours weekday"}, Reply: agentTurn("the hours are long")},
+			model.JudgeInput{Conditions: []string{"opening hours weekday"}, Reply: agentTurn("the hours are long")},
 			domain.ConditionFailure, []string{"lacks most content words"}, []string{"1 of 3 content words"}},
 		{"every condition must hold",
-			JudgeInput{Conditions: []string{"opening hours", "refund policy"}, Reply: agentTurn("Our opening hours are long.")},
+			model.JudgeInput{Conditions: []string{"opening hours", "refund policy"}, Reply: agentTurn("Our opening hours are long.")},
 			domain.ConditionFailure, nil, []string{`Condition "opening hours": 2 of 2`, `Condition "refund policy": 0 of 2`}},
 		{"tool calls count as reply words",
-			JudgeInput{Conditions: []string{"book table guests"}, Reply: Turn{Role: "agent", Calls: []Call{{Name: "book_table", Arguments: `{"guests":4}`}}}},
+			model.JudgeInput{Conditions: []string{"book table guests"}, Reply: model.Turn{Role: "agent", Calls: []model.Call{{Name: "book_table", Arguments: `{"guests":4}`}}}},
 			domain.ConditionSuccess, nil, []string{"3 of 3"}},
 		{"nothing to decide by is unknown",
-			JudgeInput{Reply: agentTurn("anything")},
+			model.JudgeInput{Reply: agentTurn("anything")},
 			domain.ConditionUnknown, []string{"no examples or condition to decide by"}, nil},
 		{"a tie without conditions is unknown",
-			JudgeInput{SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"}, Reply: agentTurn("gamma")},
+			model.JudgeInput{SuccessExamples: []string{"alpha"}, FailureExamples: []string{"beta"}, Reply: agentTurn("gamma")},
 			domain.ConditionUnknown, []string{"no examples or condition"}, []string{"Closest success example #1, word-set similarity 0.00."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, u, err := OfflineLexical{}.Judge(context.Background(), c.in)
+			v, u, err := Lexical{}.Judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,63 +232,10 @@ func TestOfflineLexicalJudge(t *testing.T) {
 					t.Fatalf("messages %q lack %q", v.Messages, s)
 				}
 			}
-			if u != (Usage{Calls: 1}) {
+			if u != (model.Usage{Calls: 1}) {
 				t.Fatalf("usage %+v", u)
 			}
 		})
-	}
-}
-
-func TestSubstitute(t *testing.T) {
-	vars := map[string]string{"customer": "Ann", "n": "3", "a.b": "dotted", "empty": ""}
-	cases := []struct{ in, want string }{
-		{"Hello {{customer}}!", "Hello Ann!"},
-		{"Hello {{ customer }}, {{n}} guests", "Hello Ann, 3 guests"},
-		{"{{customer}}{{customer}}", "AnnAnn"},
-		{"{{a.b}} and {{empty}}.", "dotted and ."},
-		{"Unknown {{nobody}} stays", "Unknown {{nobody}} stays"},
-		{"Not a {placeholder} or {{ two words }}", "Not a {placeholder} or {{ two words }}"},
-		{"", ""},
-	}
-	for _, c := range cases {
-		if got := Substitute(c.in, vars); got != c.want {
-			t.Errorf("Substitute(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
-func TestParseAgentConfig(t *testing.T) {
-	cfg := ParseAgentConfig([]byte(`{"agent":{"first_message":"Hi {{customer}}",
-		"dynamic_variables":{"dynamic_variable_placeholders":{"customer":"guest","n":3,"vip":true,"none":null,"obj":{"a":1}}},
-		"prompt":{"prompt":"Be kind.","llm":"gpt-4o-mini","tools":[
-			{"id":"t1","name":"book_table","description":"Book","parameters":{"type":"object"}},
-			{"name":"webhook","api_schema":{"request_body_schema":{"properties":{"x":{}}}}},
-			{"description":"nameless, skipped"},
-			"not an object"]}}}`))
-	want := AgentConfig{
-		SystemPrompt: "Be kind.", FirstMessage: "Hi {{customer}}", LLM: "gpt-4o-mini",
-		DynamicVariables: map[string]string{"customer": "guest", "n": "3", "vip": "true", "none": "", "obj": `{"a":1}`},
-		Tools: []Tool{
-			{ID: "t1", Name: "book_table", Description: "Book", Parameters: json.RawMessage(`{"type":"object"}`)},
-			{Name: "webhook", Parameters: json.RawMessage(`{"properties":{"x":{}}}`)},
-		},
-		Model: agentconfig.Prompt{LLM: "gpt-4o-mini"},
-	}
-	if !reflect.DeepEqual(cfg, want) {
-		t.Fatalf("config\n got  %+v\n want %+v", cfg, want)
-	}
-	for _, bad := range [][]byte{nil, []byte("not json"), []byte(`{"agent":"x"}`)} {
-		if c := ParseAgentConfig(bad); c.SystemPrompt != "" || c.DynamicVariables == nil || len(c.Tools) != 0 {
-			t.Fatalf("ParseAgentConfig(%q) = %+v", bad, c)
-		}
-	}
-}
-
-func TestUsageAdd(t *testing.T) {
-	u := Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3, Calls: 1}
-	u.Add(Usage{PromptTokens: 10, CompletionTokens: 20, TotalTokens: 30, Calls: 2})
-	if u != (Usage{PromptTokens: 11, CompletionTokens: 22, TotalTokens: 33, Calls: 3}) {
-		t.Fatalf("%+v", u)
 	}
 }
 
@@ -438,155 +380,39 @@ func TestOfflineKnowledge(t *testing.T) {
 	}
 }
 
-// refundAgent is the new user's agent: its prompt states the refund
-// policy, and nothing about shipping.
-const refundAgent = `{"agent":{"first_message":"Hi {{customer}}, this is Acme support. How can I help?",
-	"dynamic_variables":{"dynamic_variable_placeholders":{"customer":"there"}},
-	"prompt":{"prompt":"You are the support agent of {{shop}}, a shoe shop.\n\n## Refund policy\n- Refunds are possible within 30 days with a receipt.\n- Cancelled orders are refunded in full.\n\nOur store is open nine to five on weekdays.",
-	  "tools":[{"name":"track_order","description":"Look up where an order is","parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}}]}}}`
-
-func refundRun(t *testing.T, body string) Run {
-	t.Helper()
-	return Run{
-		Invocation: &testingv1.Invocation{InvocationId: "tinv_r", WorkspaceId: "ws_1", AgentId: "agent_r", RepeatCount: 1},
-		Test:       &testingv1.PlannedTest{TestId: "test_r", TestType: domain.TypeLLM},
-		Definition: testDef(t, body), AgentConfig: []byte(refundAgent), RunID: domain.RunID("tinv_r", 0), WorkerID: "wrk_1",
-	}
-}
-
-func llmTest(question, condition string) string {
-	return fmt.Sprintf(`{"type":"llm","name":"t","dynamic_variables":{"shop":"Acme"},
-	  "chat_history":[{"role":"user","message":%q,"time_in_call_secs":1}],"success_condition":%q}`, question, condition)
-}
-
-// TestOfflineAnswersFromTheConfiguration runs llm tests against an agent
-// whose prompt states a refund policy, end to end through the executor.
-func TestOfflineAnswersFromTheConfiguration(t *testing.T) {
-	cases := []struct {
-		name        string
-		body        string
-		status      string
-		reply       string
-		summaryHas  string
-		messagesHas string
-	}{
-		{"the condition the prompt states passes",
-			llmTest("Can I get a refund?", "The agent explains the refund policy: 30 days with a receipt"),
-			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
-			"meets every success condition",
-			`met: the reply says it: refund, receipt, 30 days`},
-		{"plurals and other forms of a word match",
-			llmTest("What happens when I cancel an order?", "Says cancellations get refunds"),
-			domain.RunPassed, "Cancelled orders are refunded in full.", "", "met: the reply says it: cancellations, refunds"},
-		{"the heading's words find the sentences under it",
-			llmTest("What is your policy?", "states the 30 days refund policy"),
-			domain.RunPassed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.", "", "met: the reply says it: refund, 30 days"},
-		{"a number the reply does not state fails",
-			llmTest("Can I get a refund?", "The agent says refunds are possible within 60 days"),
-			domain.RunFailed, "Refunds are possible within 30 days with a receipt. Cancelled orders are refunded in full.",
-			`does not meet the success condition "The agent says refunds are possible within 60 days": the reply contradicts the condition: "60 days" (reply: "30 days")`,
-			`not met: the reply contradicts the condition: "60 days" (reply: "30 days")`},
-		{"number words are numbers",
-			llmTest("When is the store open?", "says the store opens at 9 and closes at 5"),
-			domain.RunPassed, "Our store is open nine to five on weekdays.", "", "met: the reply says it: store, opens, 9, 5"},
-		{"a question the configuration does not cover fails, saying so",
-			llmTest("Do you ship to Canada?", "The agent says we ship to Canada"),
-			domain.RunFailed, offlineRefusal,
-			`Offline judge: the agent's configuration does not cover the question "Do you ship to Canada?"`, "(looked for: ship, canada)"},
-		{"a refusal meets a condition that asks for one",
-			llmTest("Can you give me legal advice?", "The agent declines: legal advice is not in its instructions"),
-			domain.RunPassed, offlineRefusal, "", "the condition asks the agent to decline, and the reply declines"},
-		{"a greeting gets the first message",
-			llmTest("Good morning!", "greets the customer and offers help"),
-			domain.RunPassed, "Hi there, this is Acme support. How can I help?", "", "met: the reply says it: greets, help"},
-		{"an action a tool covers is a tool call",
-			llmTest("Where is my order? order_id A17", "tracks the order"),
-			domain.RunPassed, "", "", "met: the reply says it: tracks, order"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			res := (&Executor{Now: time.Now, Model: Offline{}}).Execute(context.Background(), refundRun(t, c.body))
-			if res.GetStatus() != c.status || res.GetError() != "" {
-				t.Fatalf("status %q (want %q) error %q: %s %q", res.GetStatus(), c.status, res.GetError(), res.GetRationaleSummary(), res.GetRationaleMessages())
-			}
-			if m := responses(t, res); len(m) != 1 || m[0].Message != c.reply {
-				t.Fatalf("reply %s, want %q", res.GetAgentResponsesJson(), c.reply)
-			}
-			if !strings.Contains(res.GetRationaleSummary(), c.summaryHas) {
-				t.Fatalf("summary %q lacks %q", res.GetRationaleSummary(), c.summaryHas)
-			}
-			if all := strings.Join(res.GetRationaleMessages(), "\n"); !strings.Contains(all, c.messagesHas) {
-				t.Fatalf("messages %q lack %q", res.GetRationaleMessages(), c.messagesHas)
-			}
-		})
-	}
-}
-
-// The same test on the same agent gives byte-identical results.
-func TestOfflineResultsAreByteIdentical(t *testing.T) {
-	e := &Executor{Model: Offline{}, Now: func() time.Time { return time.Unix(1, 0) }}
-	for _, body := range []string{
-		llmTest("Can I get a refund?", "The agent explains the refund policy: 30 days with a receipt"),
-		llmTest("Can I get a refund?", "refunds within 60 days, with receipts, for cancelled orders, on weekdays"),
-		llmTest("Do you ship to Canada?", "ships to Canada"),
-		llmTest("Hello", "greets"),
-	} {
-		var first []byte
-		for i := range 2 {
-			prompts.Lock()
-			prompts.byText = nil // the second run splits the prompt again
-			prompts.Unlock()
-			res := e.Execute(context.Background(), refundRun(t, body))
-			if len(res.AgentTurnMs) != 1 {
-				t.Fatalf("turn timings %v", res.AgentTurnMs)
-			}
-			res.AgentTurnMs = nil // measured: the one thing that may differ
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(res)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if i == 0 {
-				first = b
-			} else if !bytes.Equal(b, first) {
-				t.Fatalf("%s: the second result differs", body)
-			}
-		}
-	}
-}
-
 func TestOfflineRespondFromTheConfiguration(t *testing.T) {
 	const prompt = "# Refunds\n- Refunds are possible within 30 days with a receipt.\n- Refunds go back to the card you paid with.\n\n" +
 		"Opening hours:\n- Weekdays nine to five.\n- Saturdays ten to two.\n\nQ: Do you deliver?\nA: Yes, within 5 miles."
 	cases := []struct {
 		name string
-		conv Conversation
-		want Turn
+		conv model.Conversation
+		want model.Turn
 	}{
 		{"every sentence that matches best, in prompt order",
-			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("How do refunds work?")}},
+			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{userTurn("How do refunds work?")}},
 			agentTurn("Refunds are possible within 30 days with a receipt. Refunds go back to the card you paid with.")},
 		{"sentences adding words the best one lacks",
-			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Are you open on Saturdays, and do you deliver?")}},
+			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{userTurn("Are you open on Saturdays, and do you deliver?")}},
 			agentTurn("Opening hours: Saturdays ten to two. Yes, within 5 miles.")},
 		{"an FAQ's answer",
-			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Can you deliver my order?")}},
+			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{userTurn("Can you deliver my order?")}},
 			agentTurn("Yes, within 5 miles.")},
 		{"a greeting without a first message",
-			Conversation{SystemPrompt: prompt, Turns: []Turn{userTurn("Hey there!")}},
+			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{userTurn("Hey there!")}},
 			agentTurn(offlineHello)},
 		{"a message without a content word gets the first message",
-			Conversation{SystemPrompt: prompt, Turns: []Turn{agentTurn("Hi, Acme here."), userTurn("OK, thanks.")}},
+			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{agentTurn("Hi, Acme here."), userTurn("OK, thanks.")}},
 			agentTurn("Hi, Acme here.")},
 		{"the first message answers too",
-			Conversation{Turns: []Turn{agentTurn("Hi, this is Ava from Acme Dental."), userTurn("Is this Acme Dental?")}},
+			model.Conversation{Turns: []model.Turn{agentTurn("Hi, this is Ava from Acme Dental."), userTurn("Is this Acme Dental?")}},
 			agentTurn("Hi, this is Ava from Acme Dental.")},
 		{"a tool sharing fewer words than a sentence is not called",
-			Conversation{SystemPrompt: hoursPrompt, Tools: []Tool{bookTable}, Turns: []Turn{userTurn("Do I get refunds for cancelled bookings?")}},
+			model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{bookTable}, Turns: []model.Turn{userTurn("Do I get refunds for cancelled bookings?")}},
 			agentTurn("Refunds are never given for cancelled bookings.")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, _, err := Offline{}.Respond(context.Background(), c.conv)
+			got, _, err := Model{}.Respond(context.Background(), c.conv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -598,53 +424,53 @@ func TestOfflineRespondFromTheConfiguration(t *testing.T) {
 }
 
 func TestOfflineLexicalJudgeNormalises(t *testing.T) {
-	refusal := agentTurn(offlineRefusal)
-	asked := []Turn{userTurn("Do you sell gift cards?")}
+	refusal := agentTurn(Refusal)
+	asked := []model.Turn{userTurn("Do you sell gift cards?")}
 	cases := []struct {
 		name        string
-		in          JudgeInput
+		in          model.JudgeInput
 		result      string
 		summaryHas  string
 		messagesHas string
 	}{
 		{"stems match",
-			JudgeInput{Conditions: []string{"confirms the cancellation and the refund"}, Reply: agentTurn("Your booking is cancelled; we refunded you.")},
+			model.JudgeInput{Conditions: []string{"confirms the cancellation and the refund"}, Reply: agentTurn("Your booking is cancelled; we refunded you.")},
 			domain.ConditionSuccess, "", "found: cancellation, refund; missing: confirms"},
 		{"number words and digits are the same number",
-			JudgeInput{Conditions: []string{"thirty days"}, Reply: agentTurn("Within 30 days.")}, domain.ConditionSuccess, "", "2 of 2"},
+			model.JudgeInput{Conditions: []string{"thirty days"}, Reply: agentTurn("Within 30 days.")}, domain.ConditionSuccess, "", "2 of 2"},
 		{"a different number fails even when every other word is there",
-			JudgeInput{Conditions: []string{"refunds within 60 days with a receipt"}, Reply: agentTurn("Refunds within 30 days with a receipt.")},
+			model.JudgeInput{Conditions: []string{"refunds within 60 days with a receipt"}, Reply: agentTurn("Refunds within 30 days with a receipt.")},
 			domain.ConditionFailure, "lacks the number 60", "The number 60 it states is not in the reply"},
 		{"numbers are named together",
-			JudgeInput{Conditions: []string{"open on weekdays 8 to 6"}, Reply: agentTurn("Open on weekdays nine to five.")},
+			model.JudgeInput{Conditions: []string{"open on weekdays 8 to 6"}, Reply: agentTurn("Open on weekdays nine to five.")},
 			domain.ConditionFailure, "lacks the numbers 8, 6", "The numbers 8, 6 it states are not in the reply"},
 		{"the words are named in the summary",
-			JudgeInput{Conditions: []string{"offers a discount voucher"}, Reply: agentTurn("No.")},
+			model.JudgeInput{Conditions: []string{"offers a discount voucher"}, Reply: agentTurn("No.")},
 			domain.ConditionFailure, `("offers a discount voucher"): missing discount, voucher.`, "0 of 2"},
 		{"a refusal fails: the configuration does not cover the question",
-			JudgeInput{Conditions: []string{"sells gift cards"}, Transcript: asked, Reply: refusal},
+			model.JudgeInput{Conditions: []string{"sells gift cards"}, Transcript: asked, Reply: refusal},
 			domain.ConditionFailure, `the agent's configuration does not cover the question "Do you sell gift cards?"`, `Condition "sells gift cards": not met`},
 		{"a refusal fails whatever the examples",
-			JudgeInput{SuccessExamples: []string{"Yes, we sell gift cards."}, FailureExamples: []string{"I'm sorry, I can't find that."}, Transcript: asked, Reply: refusal},
+			model.JudgeInput{SuccessExamples: []string{"Yes, we sell gift cards."}, FailureExamples: []string{"I'm sorry, I can't find that."}, Transcript: asked, Reply: refusal},
 			domain.ConditionFailure, "does not cover the question", "looked for: sell, gift, cards"},
 		{"a refusal a success example asks for is judged by the examples",
-			JudgeInput{SuccessExamples: []string{"I'm sorry, I can't find anything about that."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
+			model.JudgeInput{SuccessExamples: []string{"I'm sorry, I can't find anything about that."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
 			domain.ConditionSuccess, "closer to success example #1", ""},
 		{"examples compare normalised words",
-			JudgeInput{SuccessExamples: []string{"Refunds are POSSIBLE within thirty days."}, FailureExamples: []string{"No refund."}, Reply: agentTurn("refund are possible within 30 day")},
+			model.JudgeInput{SuccessExamples: []string{"Refunds are POSSIBLE within thirty days."}, FailureExamples: []string{"No refund."}, Reply: agentTurn("refund are possible within 30 day")},
 			domain.ConditionSuccess, "success example #1 (1.00)", ""},
 		{"a refusal an example of not knowing asks for is judged by the examples",
-			JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
+			model.JudgeInput{SuccessExamples: []string{"I do not know."}, FailureExamples: []string{"Yes, we sell gift cards."}, Transcript: asked, Reply: refusal},
 			domain.ConditionSuccess, "closer to success example #1", ""},
 		{"a condition without content words has nothing to check",
-			JudgeInput{Conditions: []string{"The agent responds."}, Reply: agentTurn("Anything.")},
+			model.JudgeInput{Conditions: []string{"The agent responds."}, Reply: agentTurn("Anything.")},
 			domain.ConditionSuccess, "", "no content words to look for"},
 		{"a hello meets greets",
-			JudgeInput{Conditions: []string{"greets the caller"}, Reply: agentTurn("Hello, Acme here.")}, domain.ConditionSuccess, "", "found: greets"},
+			model.JudgeInput{Conditions: []string{"greets the caller"}, Reply: agentTurn("Hello, Acme here.")}, domain.ConditionSuccess, "", "found: greets"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, _, err := OfflineLexical{}.Judge(context.Background(), c.in)
+			v, _, err := Lexical{}.Judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -668,17 +494,17 @@ func FuzzOffline(f *testing.F) {
 	f.Add("Mr. J. e.g. 1,000 9:00 a) b) 1. - * ", "can't 1,00 9am ȺȺ’s", "")
 	f.Add("Opening hours:\n\n:\n#\n?\n", "?", "declines")
 	f.Fuzz(func(t *testing.T, prompt, msg, cond string) {
-		conv := Conversation{SystemPrompt: prompt, Tools: []Tool{bookTable}, Turns: []Turn{agentTurn(prompt), userTurn(msg)}}
-		in := JudgeInput{Conditions: []string{cond}, SuccessExamples: []string{msg}, Transcript: conv.Turns}
-		var first Verdict
-		var firstT Turn
+		conv := model.Conversation{SystemPrompt: prompt, Tools: []model.Tool{bookTable}, Turns: []model.Turn{agentTurn(prompt), userTurn(msg)}}
+		in := model.JudgeInput{Conditions: []string{cond}, SuccessExamples: []string{msg}, Transcript: conv.Turns}
+		var first model.Verdict
+		var firstT model.Turn
 		for i := range 2 {
-			turn, _, err := Offline{}.Respond(context.Background(), conv)
+			turn, _, err := Model{}.Respond(context.Background(), conv)
 			if err != nil {
 				t.Fatal(err)
 			}
 			in.Reply = turn
-			v, _, err := Offline{}.Judge(context.Background(), in)
+			v, _, err := Model{}.Judge(context.Background(), in)
 			if err != nil || v.Summary == "" {
 				t.Fatalf("verdict %+v, %v", v, err)
 			}
