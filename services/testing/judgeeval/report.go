@@ -74,6 +74,7 @@ func (r Report) Write(w io.Writer, g Goals) {
 	fmt.Fprintf(w, "  false pass   %s of failing cases  goal <= %.2f %s\n", rate(f.FalsePass), g.FalsePass, met(f.Failing > 0 && f.FalsePass.Value <= g.FalsePass))
 	fmt.Fprintf(w, "  true pass    %s   true fail %s\n", rate(f.TruePass), rate(f.TrueFail))
 	fmt.Fprintf(w, "  unknown      %d (judge errors %d), each counted a disagreement\n", f.Unknown, r.Errors)
+	fmt.Fprintf(w, "  decided      %s of the cases; agreement on those %s\n", rate(f.Decided), rate(f.DecidedAgreement))
 	speedGoal, memGoal := "no goal (not in process)", "no goal (not in process)"
 	if g.P95 > 0 {
 		speedGoal = fmt.Sprintf("goal p95 < %s %s", ms(g.P95), met(r.P95 < g.P95))

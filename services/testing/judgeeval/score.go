@@ -51,6 +51,10 @@ type Figures struct {
 	// divides by the judge's passes (how far a green result is trusted).
 	// An unknown is not a pass, so it is not a false pass.
 	FalsePass domain.Rate
+	// Decided is the share of cases the judge decided (not unknown), and
+	// DecidedAgreement its agreement on those alone: how far a verdict it
+	// gives can be trusted, the unknowns going to a person.
+	Decided, DecidedAgreement domain.Rate
 }
 
 // Figures scores the tally.
@@ -70,6 +74,8 @@ func (t Tally) Figures() Figures {
 		TrueFail:  scored.TrueFailRate(),
 	}
 	f.FalsePass = domain.NewRate(c.FalsePass, f.Failing)
+	f.Decided = domain.NewRate(c.N(), f.Cases)
+	f.DecidedAgreement = c.AgreementRate()
 	f.Kappa, f.KappaOK = scored.Kappa()
 	if f.KappaOK {
 		n := float64(scored.N())

@@ -56,6 +56,10 @@ func TestFiguresMatchAHandComputation(t *testing.T) {
 	if !f.KappaOK {
 		t.Error("kappa undefined")
 	}
+	// Decided: 9 of 10; on those, 4 true passes and 2 true fails agree: 6/9.
+	if f.Decided.Count != 9 || f.Decided.N != 10 || f.DecidedAgreement.Count != 6 || f.DecidedAgreement.N != 9 {
+		t.Errorf("decided %+v, agreement when decided %+v; want 9/10 and 6/9", f.Decided, f.DecidedAgreement)
+	}
 	if f.TruePass.Count != 4 || f.TruePass.N != 5 || !near(f.TruePass.Value, 0.8) {
 		t.Errorf("true pass %+v, want 4/5", f.TruePass)
 	}
