@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -52,19 +51,8 @@ func (a *App) AnalysisByCommand(ctx context.Context, ws, conversationID, command
 	if err != nil {
 		return nil, false, nil
 	}
-	var found *testingv1.ConversationAnalysis
-	err = a.scan(ctx, ws, subject, a.Runs.EachHeader, func(rec Record) error {
-		if rec.CommandID != commandID {
-			return nil
-		}
-		full, err := a.Runs.At(ctx, rec.Seq)
-		if err != nil {
-			return err
-		}
-		found, err = analysisOf(full)
-		return err
-	})
-	return found, found != nil, err
+	ev, found, err := storedByCommand[*testingv1.ConversationAnalysed](ctx, a, ws, subject, commandID)
+	return ev.GetAnalysis(), found, err
 }
 
 // CurrentAnalysis is a conversation's last stored analysis and its
@@ -83,13 +71,6 @@ func (a *App) CurrentAnalysis(ctx context.Context, ws, conversationID string) (a
 }
 
 func analysisOf(rec Record) (*testingv1.ConversationAnalysis, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return nil, err
-	}
-	ev, ok := msg.(*testingv1.ConversationAnalysed)
-	if !ok {
-		return nil, fmt.Errorf("not a conversation analysis: %T", msg)
-	}
-	return ev.GetAnalysis(), nil
+	ev, err := decodeAs[*testingv1.ConversationAnalysed](rec)
+	return ev.GetAnalysis(), err
 }

@@ -144,41 +144,15 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 }
 
 func (a *App) eachConversationLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.ConversationLabel) error) error {
-	return a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
-		if len(rec.Data) == 0 {
-			full, err := a.Runs.At(ctx, rec.Seq)
-			if err != nil {
-				return err
-			}
-			rec = full
-		}
-		l, err := conversationLabelOf(rec)
-		if err != nil {
-			return err
-		}
-		return fn(rec, l)
-	})
+	return eachStored(ctx, a, ws, filter, func(rec Record, ev *testingv1.ConversationLabelled) error { return fn(rec, ev.GetLabel()) })
 }
 
 func conversationLabelOf(rec Record) (*testingv1.ConversationLabel, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return nil, err
-	}
-	ev, ok := msg.(*testingv1.ConversationLabelled)
-	if !ok {
-		return nil, fmt.Errorf("not a conversation label: %T", msg)
-	}
-	return ev.GetLabel(), nil
+	ev, err := decodeAs[*testingv1.ConversationLabelled](rec)
+	return ev.GetLabel(), err
 }
 
 func (a *App) conversationLabelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.ConversationLabel, bool, error) {
-	var found *testingv1.ConversationLabel
-	err := a.eachConversationLabel(ctx, ws, subject, func(rec Record, l *testingv1.ConversationLabel) error {
-		if rec.CommandID == commandID {
-			found = l
-		}
-		return nil
-	})
-	return found, found != nil, err
+	ev, found, err := storedByCommand[*testingv1.ConversationLabelled](ctx, a, ws, subject, commandID)
+	return ev.GetLabel(), found, err
 }

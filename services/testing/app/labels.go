@@ -181,44 +181,18 @@ func (a *App) definition(ctx context.Context, pt *testingv1.PlannedTest) (domain
 // eachLabel calls fn with every label stored on subject (a filter), in
 // order.
 func (a *App) eachLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.RunLabel) error) error {
-	return a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
-		if len(rec.Data) == 0 {
-			full, err := a.Runs.At(ctx, rec.Seq)
-			if err != nil {
-				return err
-			}
-			rec = full
-		}
-		l, err := labelOf(rec)
-		if err != nil {
-			return err
-		}
-		return fn(rec, l)
-	})
+	return eachStored(ctx, a, ws, filter, func(rec Record, ev *testingv1.RunLabelled) error { return fn(rec, ev.GetLabel()) })
 }
 
 func labelOf(rec Record) (*testingv1.RunLabel, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return nil, err
-	}
-	ev, ok := msg.(*testingv1.RunLabelled)
-	if !ok {
-		return nil, fmt.Errorf("not a run label: %T", msg)
-	}
-	return ev.GetLabel(), nil
+	ev, err := decodeAs[*testingv1.RunLabelled](rec)
+	return ev.GetLabel(), err
 }
 
 // labelByCommand is the label commandID stored on subject, if any.
 func (a *App) labelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.RunLabel, bool, error) {
-	var found *testingv1.RunLabel
-	err := a.eachLabel(ctx, ws, subject, func(rec Record, l *testingv1.RunLabel) error {
-		if rec.CommandID == commandID {
-			found = l
-		}
-		return nil
-	})
-	return found, found != nil, err
+	ev, found, err := storedByCommand[*testingv1.RunLabelled](ctx, a, ws, subject, commandID)
+	return ev.GetLabel(), found, err
 }
 
 // RunLabels are every label of a run, oldest first (the last is current).

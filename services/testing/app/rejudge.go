@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -171,15 +170,8 @@ func (a *App) RejudgeVotesByCommand(ctx context.Context, ws, commandID string) (
 }
 
 func voteOf(rec Record) (*testingv1.RejudgeVote, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return nil, err
-	}
-	ev, ok := msg.(*testingv1.RunRejudged)
-	if !ok {
-		return nil, fmt.Errorf("not a re-judge vote: %T", msg)
-	}
-	return ev.GetVote(), nil
+	ev, err := decodeAs[*testingv1.RunRejudged](rec)
+	return ev.GetVote(), err
 }
 
 // MaxCompared bounds the judge models one report compares.

@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+)
+
+// The review events (labels, analyses, re-judged votes) are read back from
+// the runs log the same way, whatever their type.
+
+// decodeAs decodes a record of the runs log as the event type E.
+func decodeAs[E proto.Message](rec Record) (E, error) {
+	var zero E
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return zero, err
+	}
+	ev, ok := msg.(E)
+	if !ok {
+		return zero, fmt.Errorf("not a %T: %T", zero, msg)
+	}
+	return ev, nil
+}
+
+// eachStored calls fn with every event of type E stored on filter, in
+// order. The scan gives headers: a body is read where it was left out.
+func eachStored[E proto.Message](ctx context.Context, a *App, ws, filter string, fn func(Record, E) error) error {
+	return a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
+		if len(rec.Data) == 0 {
+			full, err := a.Runs.At(ctx, rec.Seq)
+			if err != nil {
+				return err
+			}
+			rec = full
+		}
+		ev, err := decodeAs[E](rec)
+		if err != nil {
+			return err
+		}
+		return fn(rec, ev)
+	})
+}
+
+// storedByCommand is the event of type E that commandID stored on
+// subject, if any (the last, should there be several): only its body is
+// read.
+func storedByCommand[E proto.Message](ctx context.Context, a *App, ws, subject, commandID string) (E, bool, error) {
+	var found E
+	var seq uint64
+	ok := false
+	err := a.scan(ctx, ws, subject, a.Runs.EachHeader, func(rec Record) error {
+		if rec.CommandID == commandID {
+			seq, ok = rec.Seq, true
+		}
+		return nil
+	})
+	if err != nil || !ok {
+		return found, false, err
+	}
+	rec, err := a.Runs.At(ctx, seq)
+	if err != nil {
+		return found, false, err
+	}
+	found, err = decodeAs[E](rec)
+	return found, err == nil, err
+}
