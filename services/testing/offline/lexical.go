@@ -26,41 +26,16 @@ func (Lexical) ModelName() string { return "offline-v1" }
 // a simulation meets a condition when the agent said it at some point
 // (and it is a refusal only when every answer the agent gave the user
 // was one).
-// loneExampleSimilarity is how alike a reply must be to an example to be
-// judged by it when the test gives examples of one kind only.
-const loneExampleSimilarity = 0.5
-
 func (Lexical) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model.Usage, error) {
-	reply, refused, where := in.Reply.Said(), isRefusal(in.Reply), "the reply"
-	if in.Simulation {
-		reply, refused = agentSaid(in.Transcript)
-		where = "what the agent said"
-	}
+	reply, refused, where := said(in)
 	if refused && !asksForRefusal(in) {
 		return notCovered(in), model.Usage{Calls: 1}, nil
 	}
 	rt := stemSet(reply)
-	bestS, iS := bestMatch(in.SuccessExamples, rt)
-	bestF, iF := bestMatch(in.FailureExamples, rt)
-	v := model.Verdict{Result: domain.ConditionUnknown}
-	if iS >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, word-set similarity %.2f.", iS+1, bestS))
-	}
-	if iF >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, word-set similarity %.2f.", iF+1, bestF))
-	}
-	// Examples of one kind only decide when the reply truly resembles one:
-	// a word shared with a lone failure example is no failure.
-	oneSided := (iS >= 0) != (iF >= 0)
+	similar := func(example string) float64 { return domain.Jaccard(stemSet(example), rt) }
+	v, decided := byExamples(in, similar, "word-set similarity", "closer to", where)
 	switch {
-	case (iS >= 0 || iF >= 0) && bestS != bestF && (!oneSided || max(bestS, bestF) >= loneExampleSimilarity):
-		if bestS > bestF {
-			v.Result = domain.ConditionSuccess
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
-		} else {
-			v.Result = domain.ConditionFailure
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer to failure example #%d (%.2f) than to any success example (%.2f).", where, iF+1, bestF, bestS)
-		}
+	case decided:
 	case len(in.Conditions) > 0:
 		if greets(reply) {
 			rt["greet"] = true // "greets the caller" is met by a hello

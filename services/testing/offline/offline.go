@@ -424,33 +424,14 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 	if err != nil {
 		return model.Verdict{}, model.Usage{}, err
 	}
-	reply, refused, where := in.Reply.Said(), isRefusal(in.Reply), "the reply"
-	if in.Simulation {
-		reply, refused = agentSaid(in.Transcript)
-		where = "what the agent said"
-	}
+	reply, refused, where := said(in)
 	if refused && !asksForRefusal(in) {
 		return notCovered(in), model.Usage{Calls: 1}, nil
 	}
-	v := model.Verdict{Result: domain.ConditionUnknown}
-	bestS, iS := closest(m, in.SuccessExamples, reply)
-	bestF, iF := closest(m, in.FailureExamples, reply)
-	if iS >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, similarity in meaning %.2f.", iS+1, bestS))
-	}
-	if iF >= 0 {
-		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, similarity in meaning %.2f.", iF+1, bestF))
-	}
-	oneSided := (iS >= 0) != (iF >= 0)
+	similar := func(example string) float64 { return m.Similarity(example, reply) }
+	v, decided := byExamples(in, similar, "similarity in meaning", "closer in meaning to", where)
 	switch {
-	case (iS >= 0 || iF >= 0) && bestS != bestF && (!oneSided || max(bestS, bestF) >= loneExampleSimilarity):
-		if bestS > bestF {
-			v.Result = domain.ConditionSuccess
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer in meaning to success example #%d (%.2f) than to any failure example (%.2f).", where, iS+1, bestS, bestF)
-		} else {
-			v.Result = domain.ConditionFailure
-			v.Summary = fmt.Sprintf("Offline judge: %s is closer in meaning to failure example #%d (%.2f) than to any success example (%.2f).", where, iF+1, bestF, bestS)
-		}
+	case decided:
 	case len(in.Conditions) > 0:
 		var failed, unknown string
 		for _, c := range in.Conditions {
@@ -475,20 +456,6 @@ func (Model) Judge(_ context.Context, in model.JudgeInput) (model.Verdict, model
 		v.Summary = "Offline judge: no examples or condition to decide by."
 	}
 	return v, model.Usage{Calls: 1}, nil
-}
-
-// closest is the example most alike the reply in meaning, and how alike.
-func closest(m *meaning.Model, examples []string, reply string) (float64, int) {
-	best, at := -1.0, -1
-	for i, e := range examples {
-		if s := m.Similarity(e, reply); s > best {
-			best, at = s, i
-		}
-	}
-	if at < 0 {
-		return 0, -1
-	}
-	return best, at
 }
 
 func list(words []string) string {
@@ -614,15 +581,57 @@ func notCovered(in model.JudgeInput) model.Verdict {
 	return v
 }
 
-func bestMatch(examples []string, reply map[string]bool) (float64, int) {
-	best, at := -1.0, -1
-	for i, e := range examples {
-		if s := domain.Jaccard(stemSet(e), reply); s > best {
-			best, at = s, i
+// said is what a judge reads of the reply: its text and calls, or in a
+// simulation all the agent said; whether that was the offline agent's
+// refusal; and how the verdict names it.
+func said(in model.JudgeInput) (reply string, refused bool, where string) {
+	if in.Simulation {
+		reply, refused = agentSaid(in.Transcript)
+		return reply, refused, "what the agent said"
+	}
+	return in.Reply.Said(), isRefusal(in.Reply), "the reply"
+}
+
+// loneExampleSimilarity is how alike a reply must be to an example to be
+// judged by it when the test gives examples of one kind only.
+const loneExampleSimilarity = 0.5
+
+// byExamples judges by the test's examples, as both offline judges do,
+// with their measure of likeness: the reply passes when it is closer to a
+// success example than to every failure example, and fails in the
+// reverse case; examples of one kind only decide when the reply truly
+// resembles one (a word shared with a lone failure example is no
+// failure). decided is false for a tie or no deciding example: the
+// conditions decide. The verdict names the closest examples either way.
+func byExamples(in model.JudgeInput, similar func(example string) float64, measure, closer, where string) (v model.Verdict, decided bool) {
+	closest := func(examples []string) (float64, int) {
+		best, at := -1.0, -1
+		for i, e := range examples {
+			if s := similar(e); s > best {
+				best, at = s, i
+			}
 		}
+		return max(best, 0), at
 	}
-	if at < 0 {
-		return 0, -1
+	bestS, iS := closest(in.SuccessExamples)
+	bestF, iF := closest(in.FailureExamples)
+	v.Result = domain.ConditionUnknown
+	if iS >= 0 {
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest success example #%d, %s %.2f.", iS+1, measure, bestS))
 	}
-	return best, at
+	if iF >= 0 {
+		v.Messages = append(v.Messages, fmt.Sprintf("Closest failure example #%d, %s %.2f.", iF+1, measure, bestF))
+	}
+	oneSided := (iS >= 0) != (iF >= 0)
+	if (iS < 0 && iF < 0) || bestS == bestF || (oneSided && max(bestS, bestF) < loneExampleSimilarity) {
+		return v, false
+	}
+	if bestS > bestF {
+		v.Result = domain.ConditionSuccess
+		v.Summary = fmt.Sprintf("Offline judge: %s is %s success example #%d (%.2f) than to any failure example (%.2f).", where, closer, iS+1, bestS, bestF)
+	} else {
+		v.Result = domain.ConditionFailure
+		v.Summary = fmt.Sprintf("Offline judge: %s is %s failure example #%d (%.2f) than to any success example (%.2f).", where, closer, iF+1, bestF, bestS)
+	}
+	return v, true
 }
