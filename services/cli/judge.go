@@ -179,13 +179,9 @@ func (a *app) judgeLabelCommand() *cobra.Command {
 				return errors.New("say whether the judge was right: --right or --wrong")
 			}
 			body := map[string]any{"verdict_correct": right, "note": note}
-			var cs []map[string]any
-			for _, c := range criteria {
-				id, v, ok := strings.Cut(c, "=")
-				if !ok || (v != "right" && v != "wrong") {
-					return fmt.Errorf("--criterion %q: write it as condition_<i>=right or condition_<i>=wrong", c)
-				}
-				cs = append(cs, map[string]any{"id": id, "correct": v == "right"})
+			cs, err := criterionLabels(criteria, "condition_<i>")
+			if err != nil {
+				return err
 			}
 			if cs != nil {
 				body["criteria"] = cs
