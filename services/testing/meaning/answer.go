@@ -52,12 +52,7 @@ func (m *Model) Cover(question string, candidates []string) (asked []string, hit
 // other supports with the same polarity.
 func (m *Model) Similarity(a, b string) float64 {
 	key := sha256.Sum256([]byte("similarity\x00" + a + "\x00" + b))
-	if v, ok := m.similar.Get(key); ok {
-		return v
-	}
-	v := m.similarity(a, b)
-	m.similar.Add(key, v)
-	return v
+	return memoised(m.similar, key, func() float64 { return m.similarity(a, b) })
 }
 
 func (m *Model) similarity(a, b string) float64 {
@@ -99,10 +94,5 @@ func (m *Model) supportShare(from, to text) float64 {
 // "given", "get", "tell" answer nothing either), memoised: every run of
 // an invocation reads its agent's prompt again.
 func (m *Model) candidate(s string) text {
-	if t, ok := m.candidates.Get(s); ok {
-		return t
-	}
-	t := m.analyseQuestion(s)
-	m.candidates.Add(s, t)
-	return t
+	return memoised(m.candidates, s, func() text { return m.analyseQuestion(s) })
 }

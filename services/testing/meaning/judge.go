@@ -71,30 +71,24 @@ func New(db *wordnet.DB) *Model {
 }
 
 // Default is the model on the shipped WordNet (or the operator's, see
-// wordnet.Default).
+// wordnet.Default), made once.
 func Default() (*Model, error) {
-	db, err := wordnet.Default()
-	if err != nil {
-		return nil, err
-	}
-	return defaultModel(db), nil
+	defaultOnce.Do(func() {
+		db, err := wordnet.Default()
+		if err != nil {
+			defaultErr = err
+			return
+		}
+		defaultModel = New(db)
+	})
+	return defaultModel, defaultErr
 }
 
 var (
-	modelsMu sync.Mutex
-	models   = map[*wordnet.DB]*Model{}
+	defaultOnce  sync.Once
+	defaultModel *Model
+	defaultErr   error
 )
-
-func defaultModel(db *wordnet.DB) *Model {
-	modelsMu.Lock()
-	defer modelsMu.Unlock()
-	if m, ok := models[db]; ok {
-		return m
-	}
-	m := New(db)
-	models[db] = m
-	return m
-}
 
 // Version names the lexical resource, for a verdict's provenance.
 func (m *Model) Version() string { return m.db.Version }
@@ -221,12 +215,18 @@ func (s support) in(sent int) bool { return s.sents[sent] || s.sents[-1] }
 // shared with later calls on the same texts: read them, do not change them.
 func (m *Model) Decide(condition, reply string) Decision {
 	key := sha256.Sum256([]byte(condition + "\x00" + reply))
-	if d, ok := m.decided.Get(key); ok {
-		return d
+	return memoised(m.decided, key, func() Decision { return m.decide(condition, reply) })
+}
+
+// memoised is f's value for key, from c when c holds it. The model is
+// deterministic, so a value once worked out stands.
+func memoised[K comparable, V any](c *lru.Cache[K, V], key K, f func() V) V {
+	if v, ok := c.Get(key); ok {
+		return v
 	}
-	d := m.decide(condition, reply)
-	m.decided.Add(key, d)
-	return d
+	v := f()
+	c.Add(key, v)
+	return v
 }
 
 func (m *Model) decide(condition, reply string) Decision {

@@ -1,7 +1,6 @@
 package meaning
 
 import (
-	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -375,8 +374,6 @@ func index(list []string, s string) int {
 	}
 	return -1
 }
-
-func (q quantity) describe() string { return fmt.Sprintf("%q", q.surface) }
 
 // dayPart is "am" or "pm" when words[j:] say the part of the day ("in
 // the morning", "in the evening", "at night", "tonight").
