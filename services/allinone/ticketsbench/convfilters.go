@@ -6,10 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
@@ -123,36 +120,11 @@ func (p *platform) seedTriageConversations(n int) error {
 					"amount": map[string]any{"data_collection_id": "amount", "value": i % 500}},
 			},
 		}
-		for _, ev := range []struct {
-			name string
-			data map[string]any
-		}{
-			{"conversation_started", map[string]any{"conversation_id": conv, "agent_id": p.agentID}},
-			{"conversation_ended", ended},
-		} {
-			body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": at.UTC().Format(time.RFC3339Nano), "data": ev.data})
-			msg := nats.NewMsg("platform.evt." + workspace + "." + ev.name)
-			msg.Data = body
-			if err := pub.publish(msg, i == n && ev.name == "conversation_ended"); err != nil {
-				return err
-			}
-		}
-	}
-	last := fmt.Sprintf("conv_tri%06d", n)
-	deadline := time.Now().Add(10 * time.Minute)
-	for {
-		b, _, err := p.api.Do("GET", "/v1/convai/conversations?page_size=1", "", "")
-		if err != nil {
+		if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
 			return err
 		}
-		if strings.Contains(string(b), last) && strings.Contains(string(b), `"done"`) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the seeded conversations are not listed after 10 minutes: %.300s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	return p.waitListed(fmt.Sprintf("conv_tri%06d", n), 10*time.Minute)
 }
 
 // annotateConversations gives feedback (a like or a dislike) to one

@@ -636,35 +636,13 @@ func (p *platform) seedConversations(n int) error {
 	for i := 1; i <= n; i++ {
 		conv, at := fmt.Sprintf("conv_seed%06d", i), base.Add(time.Duration(i)*time.Millisecond)
 		outcome := []string{"success", "success", "failure"}[i%3]
-		for _, ev := range []struct {
-			name string
-			data map[string]any
-		}{
-			{"conversation_started", map[string]any{"conversation_id": conv, "agent_id": p.agentID}},
-			{"conversation_ended", map[string]any{"conversation_id": conv, "agent_id": p.agentID, "call_successful": outcome, "transcript": turns}},
-		} {
-			body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": at.UTC().Format(time.RFC3339Nano), "data": ev.data})
-			msg := nats.NewMsg("platform.evt." + workspace + "." + ev.name)
-			msg.Data = body
-			if err := pub.publish(msg, i == n && ev.name == "conversation_ended"); err != nil {
-				return err
-			}
-		}
-	}
-	last := fmt.Sprintf("conv_seed%06d", n)
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		b, _, err := p.api.Do("GET", "/v1/convai/conversations?page_size=1", "", "")
-		if err != nil {
+		ended := map[string]any{"conversation_id": conv, "agent_id": p.agentID, "call_successful": outcome, "transcript": turns}
+		if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
 			return err
 		}
-		if strings.Contains(string(b), last) && strings.Contains(string(b), `"done"`) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the seeded conversations are not listed after 5 minutes: %.300s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	if err := p.waitListed(fmt.Sprintf("conv_seed%06d", n), 5*time.Minute); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -696,4 +674,42 @@ func (p *pipeline) publish(msg *nats.Msg, last bool) error {
 	}
 	p.pending = p.pending[:0]
 	return nil
+}
+
+// publishConversation publishes a conversation's start and end on
+// PLATFORM as a call stack does; last waits for every ack.
+func (p *platform) publishConversation(pub *pipeline, conv string, at time.Time, ended map[string]any, last bool) error {
+	for _, ev := range []struct {
+		name string
+		data map[string]any
+	}{
+		{"conversation_started", map[string]any{"conversation_id": conv, "agent_id": p.agentID}},
+		{"conversation_ended", ended},
+	} {
+		body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": at.UTC().Format(time.RFC3339Nano), "data": ev.data})
+		msg := nats.NewMsg("platform.evt." + workspace + "." + ev.name)
+		msg.Data = body
+		if err := pub.publish(msg, last && ev.name == "conversation_ended"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitListed waits until the newest conversation listed is conv, ended.
+func (p *platform) waitListed(conv string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		b, _, err := p.api.Do("GET", "/v1/convai/conversations?page_size=1", "", "")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), conv) && strings.Contains(string(b), `"done"`) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the seeded conversations are not listed after %s: %.300s", within, b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
