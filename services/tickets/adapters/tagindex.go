@@ -16,12 +16,13 @@ type TagIndex struct {
 	mu     sync.RWMutex
 	seq    map[string]uint64 // tag id → last sequence applied
 	tags   map[string]*ticketsv1.ConversationTag
+	gone   map[string]bool // workspace/tag deleted
 	spaces map[string]*btree.BTreeG[*ticketsv1.ConversationTag]
 }
 
 // NewTagIndex returns an empty index.
 func NewTagIndex() *TagIndex {
-	return &TagIndex{seq: map[string]uint64{}, tags: map[string]*ticketsv1.ConversationTag{}, spaces: map[string]*btree.BTreeG[*ticketsv1.ConversationTag]{}}
+	return &TagIndex{seq: map[string]uint64{}, tags: map[string]*ticketsv1.ConversationTag{}, gone: map[string]bool{}, spaces: map[string]*btree.BTreeG[*ticketsv1.ConversationTag]{}}
 }
 
 func newestTagFirst(a, b *ticketsv1.ConversationTag) bool { return a.TagId > b.TagId }
@@ -46,8 +47,18 @@ func (x *TagIndex) Put(_ context.Context, seq uint64, t *ticketsv1.ConversationT
 	if t.DeletedAtUnixSecs == nil {
 		x.tags[t.TagId] = t
 		space.ReplaceOrInsert(t)
+	} else {
+		x.gone[t.WorkspaceId+"/"+t.TagId] = true
 	}
 	return nil
+}
+
+// Deleted reports whether the workspace's tag is known deleted (a tag
+// this replica has not heard of yet is not).
+func (x *TagIndex) Deleted(workspaceID, tagID string) bool {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.gone[workspaceID+"/"+tagID]
 }
 
 // Tag is a live tag of the workspace.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // Tags page newest first from the cursor; a deleted one leaves, a stale
@@ -36,5 +37,28 @@ func TestTagIndexPages(t *testing.T) {
 	}
 	if _, ok := x.Tag("ws_1", "ctag_9"); ok {
 		t.Fatal("another workspace's tag is found")
+	}
+}
+
+// A tag this replica has not heard of is not deleted (another replica
+// may have made it a moment ago); one it saw deleted is, in its own
+// workspace only.
+func TestTagIndexKnowsDeletedFromUnheardOf(t *testing.T) {
+	x := NewTagIndex()
+	ctx := context.Background()
+	if x.Deleted("ws_a", "ctag_new") {
+		t.Fatal("a tag not heard of reads as deleted")
+	}
+	live := &ticketsv1.ConversationTag{TagId: "ctag_1", WorkspaceId: "ws_a", Title: "Refund"}
+	_ = x.Put(ctx, 1, live)
+	if x.Deleted("ws_a", "ctag_1") {
+		t.Fatal("a live tag reads as deleted")
+	}
+	gone := proto.Clone(live).(*ticketsv1.ConversationTag)
+	at := int64(5)
+	gone.DeletedAtUnixSecs = &at
+	_ = x.Put(ctx, 2, gone)
+	if !x.Deleted("ws_a", "ctag_1") || x.Deleted("ws_b", "ctag_1") {
+		t.Fatal("the deleted tag is not known deleted in its workspace only")
 	}
 }

@@ -225,7 +225,12 @@ func (a *App) ListConversations(ctx context.Context, workspaceID string, p Conve
 	}
 	for _, id := range q.TagIDs {
 		if _, ok := a.Tags.Tag(workspaceID, id); !ok {
-			return ConversationPage{}, apperr.ConversationTagNotFound
+			// Not in this replica's index (yet): the tag's own events
+			// say whether it lives, so a tag made on another replica a
+			// moment ago filters at once.
+			if _, err := a.GetTag(ctx, workspaceID, id); err != nil {
+				return ConversationPage{}, err
+			}
 		}
 	}
 	scope := cursor.Scope("conversations", workspaceID, p.scope())
@@ -298,9 +303,11 @@ func (a *App) GetConversation(ctx context.Context, workspaceID, conversationID s
 	return d, nil
 }
 
-// liveTags is ids without the tags deleted since they were attached.
+// liveTags is ids without the tags deleted since they were attached. A
+// tag this replica has not heard of yet (made on another one a moment
+// ago) is kept: attaching it checked that it lived.
 func (a *App) liveTags(workspaceID string, ids []string) []string {
-	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { _, ok := a.Tags.Tag(workspaceID, id); return !ok })
+	return slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return a.Tags.Deleted(workspaceID, id) })
 }
 
 // seenConversation is a conversation of the workspace the platform told

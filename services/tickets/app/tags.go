@@ -28,6 +28,9 @@ type Tags interface {
 	Put(ctx context.Context, seq uint64, t *ticketsv1.ConversationTag) error
 	// Tag is a live tag of the workspace.
 	Tag(workspaceID, tagID string) (*ticketsv1.ConversationTag, bool)
+	// Deleted reports whether the tag is known deleted: a tag another
+	// replica created a moment ago is neither live here yet nor deleted.
+	Deleted(workspaceID, tagID string) bool
 	// TagPage is up to limit live tags of the workspace, newest first,
 	// strictly after the tag id after (tag ids sort by creation).
 	TagPage(workspaceID, after string, limit int) (page []*ticketsv1.ConversationTag, more bool)
