@@ -58,8 +58,11 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 		for _, f := range got {
 			families[f.GetName()] = f
 		}
+		// A run is counted when its result is stored, its job acked just
+		// after: the work queue is empty once the last ack has landed.
 		return value(families, "voiceai_runner_runs_total", map[string]string{"outcome": "passed"}) == 3 &&
-			value(families, "voiceai_qa_worker_messages_total", map[string]string{"source": "runs", "outcome": "skipped"}) == 3
+			value(families, "voiceai_qa_worker_messages_total", map[string]string{"source": "runs", "outcome": "skipped"}) == 3 &&
+			value(families, "voiceai_stream_messages", map[string]string{"stream": "TESTJOBS"}) == 0
 	})
 	if n := value(families, "voiceai_model_request_duration_seconds", map[string]string{"model": "test-model", "outcome": "ok"}); n != 6 {
 		t.Errorf("model requests timed: %v, want 6 (3 runs, each answered and judged)", n)
