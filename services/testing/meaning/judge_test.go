@@ -1,6 +1,7 @@
 package meaning
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -90,13 +91,23 @@ func TestQuantities(t *testing.T) {
 		{"quarter to ten", "clock", 9*60 + 45}, {"7pm", "clock", 19 * 60}, {"7 in the evening", "clock", 19 * 60},
 		{"9:30 a.m.", "clock", 9*60 + 30}, {"thirty-five", "count", 35}, {"1,000", "count", 1000},
 		{"5 business days", "workdays", 5}, {"free of charge", "money:any", 0}, {"24/7", "always", 1},
+		{"half an hour", "duration", 0.5 / 24}, {"half a day", "duration", 0.5}, {"a quarter of an hour", "duration", 0.25 / 24},
+		{"three quarters of an hour", "duration", 0.75 / 24}, {"an hour and a half", "duration", 1.5 / 24},
+		{"four and a half", "count", 4.5}, {"2 and a half hours", "duration", 2.5 * (1.0 / 24)},
+		{"a hundred twenty-nine", "count", 129}, {"half seven", "clock", 7*60 + 30},
+		{"half seven in the evening", "clock", 19*60 + 30}, {"twice a year", "frequency", 2.0 / 365},
+		{"every 6 months", "frequency", 1.0 / (6 * 30)}, {"three times a week", "frequency", 3.0 / 7},
 	} {
 		qs := quantities(split(c.text))
-		if len(qs) != 1 || qs[0].dim != c.dim || !slices.Contains(qs[0].values, c.value) {
+		if len(qs) != 1 || qs[0].dim != c.dim || !slices.ContainsFunc(qs[0].values, func(v float64) bool { return math.Abs(v-c.value) < 1e-9 }) {
 			t.Errorf("quantities(%q) = %+v, want one %s of %v", c.text, qs, c.dim, c.value)
 		}
 	}
-	for _, text := range []string{"feel free to call", "the one you bought", "may I help"} {
+	// a range of days of a month is not a range of hours
+	if qs := quantities(split("from 3 to 10 August")); len(qs) != 3 || qs[0].dim != "count" || qs[1].dim != "count" {
+		t.Errorf("quantities(3 to 10 August) = %+v, want two counts and a month", dims(qs))
+	}
+	for _, text := range []string{"feel free to call", "the one you bought", "may I help", "open every day", "once you have paid"} {
 		if qs := quantities(split(text)); len(qs) != 0 {
 			t.Errorf("quantities(%q) = %+v, want none", text, qs)
 		}
@@ -171,4 +182,12 @@ func BenchmarkDecide(b *testing.B) {
 	for b.Loop() {
 		m.Decide("The agent says a refund is possible within 30 days with a receipt", "Sure - bring it back within a month with your till slip and we'll refund you.")
 	}
+}
+
+func dims(qs []quantity) []string {
+	var out []string
+	for _, q := range qs {
+		out = append(out, q.dim+" "+q.surface)
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 // unit, a clock time in minutes after midnight (9:00 without am or pm is
 // also 21:00), a percentage, a weekday or month by number, a count.
 type quantity struct {
-	dim      string    // duration, workdays, money:usd (money:any for "free"), percent, clock, weekday, month, always, count
+	dim      string    // duration, workdays, money:usd (money:any for "free"), percent, clock, weekday, month, always, frequency (times a day), count
 	values   []float64 // the values it may mean (each ±tol)
 	from, to int       // the words it spans
 	surface  string
@@ -43,7 +43,7 @@ func (q quantity) same(o quantity) bool {
 		return false
 	}
 	tol := 0.0
-	if q.dim == "duration" || q.dim == "workdays" {
+	if q.dim == "duration" || q.dim == "workdays" || q.dim == "frequency" {
 		tol = tolerance
 	}
 	for _, a := range q.values {
@@ -138,7 +138,57 @@ func quantities(words []word) []quantity {
 			add("clock", i, i+1, 0)
 			i++
 			continue
+		case "once", "twice", "thrice":
+			if n, per := frequency(words, i+1); n > 0 {
+				times := map[string]float64{"once": 1, "twice": 2, "thrice": 3}[w]
+				add("frequency", i, i+1+n, perDay(times, per)...)
+				i += 1 + n
+				continue
+			}
+		case "every", "each":
+			// every 12 months, every year: once in that time
+			// (a bare "every day" says how often something is open, not a
+			// period, and stays no amount)
+			if v, n := number(words, i+1); n > 0 && durations[at(i+1+n)] != nil {
+				d := durations[at(i+1+n)]
+				add("frequency", i, i+2+n, perDay(1, scaled(d, v))...)
+				i += 2 + n
+				continue
+			}
 		case "half", "quarter":
+			// half an hour, half a day, a quarter of an hour
+			k := i + 1
+			if at(k) == "of" {
+				k++
+			}
+			if (at(k) == "a" || at(k) == "an") && durations[at(k+1)] != nil {
+				part := 0.5
+				if w == "quarter" {
+					part = 0.25
+				}
+				from := i
+				if at(i-1) == "a" {
+					from = i - 1
+				}
+				add("duration", from, k+2, scaled(durations[at(k+1)], part)...)
+				i = k + 2
+				continue
+			}
+			// British "half seven" is 7:30
+			if w == "half" {
+				if h, n := number(words, i+1); n > 0 && h >= 1 && h <= 12 && h == math.Trunc(h) && !isUnit(at(i+1+n)) && at(i+1+n) != "of" {
+					ap, extra := dayPart(words, i+1+n), 0
+					if ap != "" {
+						extra = 3
+						if at(i+1+n) == "tonight" {
+							extra = 1
+						}
+					}
+					add("clock", i, i+1+n+extra, clock(int(h), 30, ap)...)
+					i += 1 + n + extra
+					continue
+				}
+			}
 			if (at(i+1) == "past" || at(i+1) == "to") && i+2 < len(words) {
 				if h, n := number(words, i+2); n > 0 && h >= 1 && h <= 12 {
 					off := 30.0
@@ -223,12 +273,23 @@ func quantities(words []word) []quantity {
 			add("workdays", i, j+2, v)
 			i = j + 2
 		case durations[unit] != nil:
-			vals := make([]float64, len(durations[unit]))
-			for k, d := range durations[unit] {
-				vals[k] = v * d
+			end := j + 1
+			if at(end) == "and" && at(end+1) == "a" && at(end+2) == "half" {
+				v, end = v+0.5, end+3 // an hour and a half
 			}
-			add("duration", i, j+1, vals...)
-			i = j + 1
+			add("duration", i, end, scaled(durations[unit], v)...)
+			i = end
+		case (unit == "quarter" || unit == "quarters") && at(j+1) == "of" && (at(j+2) == "a" || at(j+2) == "an") && durations[at(j+3)] != nil:
+			add("duration", i, j+4, scaled(durations[at(j+3)], v/4)...) // three quarters of an hour
+			i = j + 4
+		case unit == "times" || unit == "time":
+			if n, per := frequency(words, j+1); n > 0 {
+				add("frequency", i, j+1+n, perDay(v, per)...)
+				i = j + 1 + n
+				continue
+			}
+			add("count", i, j, v)
+			i = j
 		case unit == "o'clock" || unit == "am" || unit == "pm":
 			ap := unit
 			if unit == "o'clock" {
@@ -243,12 +304,15 @@ func quantities(words []word) []quantity {
 			}
 			add("clock", i, j+n, clock(int(v), 0, dayPart(words, j))...)
 			i = j + n
-		case v >= 1 && v <= 24 && v == math.Trunc(v) && (unit == "to" || unit == "until" || unit == "till" || unit == "-") && isHourRange(words, j+1):
+		case v >= 1 && v <= 24 && v == math.Trunc(v) && (unit == "to" || unit == "until" || unit == "till" || unit == "-") && isHourRange(words, j+1) && !isDateRange(words, j+1):
 			// "nine to five", "9 until 17": a range of the clock
 			end, n2 := number(words, j+1)
 			add("clock", i, j, clock(int(v), 0, "")...)
 			add("clock", j+1, j+1+n2, clock(int(end), 0, "")...)
 			i = j + 1 + n2
+		case v >= 1 && v <= 31 && v == math.Trunc(v) && (isDateRange(words, i) || (unit == "to" || unit == "until" || unit == "till" || unit == "-") && isDateRange(words, j+1)):
+			add("count", i, j, v) // a day of a month: "by 10 August", "3 to 10 August"
+			i = j
 		case v >= 0 && v <= 24 && v == math.Trunc(v) && timePrepositions[at(i-1)]:
 			add("clock", i, j, clock(int(v), 0, "")...) // "at 9", "until 5"
 			i = j
@@ -299,6 +363,9 @@ func number(words []word, i int) (float64, int) {
 			v *= scales[words[i+1].s]
 			n++
 		}
+		if i+n+2 < len(words) && words[i+n].s == "and" && words[i+n+1].s == "a" && words[i+n+2].s == "half" {
+			v, n = v+0.5, n+3 // 2 and a half
+		}
 		return v, n
 	}
 	// words: "two hundred and fifty", "thirty five", "a dozen"
@@ -325,6 +392,11 @@ func number(words []word, i int) (float64, int) {
 			}
 			n = j - i + 1
 			continue
+		}
+		if s == "and" && n > 0 && j+2 < len(words) && words[j+1].s == "a" && words[j+2].s == "half" {
+			cur += 0.5 // four and a half
+			n = j + 3 - i
+			break
 		}
 		if s == "and" && n > 0 && j+1 < len(words) {
 			if _, ok := smallNums[words[j+1].s]; ok {
@@ -410,4 +482,54 @@ func isHourRange(words []word, j int) bool {
 		}
 	}
 	return true
+}
+
+// scaled is each of a unit's values (in days) times v.
+func scaled(unit []float64, v float64) []float64 {
+	out := make([]float64, len(unit))
+	for k, d := range unit {
+		out[k] = v * d
+	}
+	return out
+}
+
+// frequency reads the period of "a year", "per month", "every week" at
+// words[i:]: the words it took and the period in days.
+func frequency(words []word, i int) (int, []float64) {
+	if i+1 >= len(words) {
+		return 0, nil
+	}
+	switch words[i].s {
+	case "a", "an", "per", "every", "each":
+		if d := durations[words[i+1].s]; d != nil {
+			return 2, d
+		}
+	}
+	return 0, nil
+}
+
+// perDay is times in each period, as times a day: "twice a year" and
+// "every six months" are the same frequency.
+func perDay(times float64, period []float64) []float64 {
+	out := make([]float64, len(period))
+	for k, d := range period {
+		out[k] = times / d
+	}
+	return out
+}
+
+// isUnit reports whether s names a unit an amount is counted in.
+func isUnit(s string) bool {
+	return durations[s] != nil || currencies[s] != "" || subunits[s] != "" || s == "%" || s == "percent" || s == "times"
+}
+
+// isDateRange reports whether the number at words[j:] ends a range of
+// days of a month ("3 to 10 August"), not of hours.
+func isDateRange(words []word, j int) bool {
+	_, n := number(words, j)
+	k := j + n
+	if k < len(words) && words[k].s == "of" {
+		k++
+	}
+	return k < len(words) && index(months, words[k].s) >= 0
 }
