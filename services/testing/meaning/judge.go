@@ -28,8 +28,15 @@
 //     reply that declines; unknown, with what was found and missed, in
 //     between.
 //  6. A prohibition ("the agent does not promise a refund") is met unless
-//     the reply asserts what it forbids; a condition that asks the agent
-//     to decline is met by a reply that declines.
+//     the reply asserts what it forbids (a price, where it forbids a
+//     charge); a condition that asks the agent to decline is met by a
+//     reply that declines.
+//  7. What the reply says can be weaker than what the condition states:
+//     a hedge ("it should be ready later", "it may be cancelled") says
+//     only that it may be so, and a qualifier makes an absolute hold only
+//     sometimes ("free if you spend £20; otherwise £3", "at any time
+//     during opening hours"); either is not met, unless the condition
+//     hedges too (see qualify.go).
 package meaning
 
 import (
@@ -341,13 +348,32 @@ func (m *Model) decide(condition, reply string) Decision {
 			emptyPart = emptyPart || partGot[p] == 0
 		}
 	}
+	// A hedge or a qualifier weakens what the sentences that say it say.
+	var saying []int
+	for _, b := range best {
+		if b >= 0 {
+			saying = append(saying, b)
+		}
+	}
+	hedged := ""
+	if len(hedgedSentences(cw)) == 0 {
+		hs := hedgedSentences(rep.words)
+		for _, b := range saying {
+			if hs[b] {
+				hedged = "the reply says only that it may be so"
+			}
+		}
+	}
+	qualifier := qualified(cw, cond, rep, saying)
 	found := func() string { return list(d.Found) }
 	missing := func() string { return list(d.Missing) }
 	switch {
 	case prohibition:
 		// The reply does what is forbidden when it says most of it
-		// plainly.
-		if totalW > 0 && coverage >= metCoverage && minPart >= partCoverage {
+		// plainly, or names a price where a charge is forbidden.
+		if charge := chargeNamed(rep); charge != "" && forbidsCharge(cw) {
+			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids a charge, and the reply names one: %s", charge)
+		} else if totalW > 0 && coverage >= metCoverage && minPart >= partCoverage {
 			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids it, and the reply says it: %s", found())
 		} else {
 			d.Result, d.Reason = Met, "the condition forbids something, and the reply does not say it"
@@ -376,6 +402,10 @@ func (m *Model) decide(condition, reply string) Decision {
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply does not give the %s the condition asks for", missingKind)
 	case emptyPart && nParts > 1:
 		d.Result, d.Reason = NotMet, fmt.Sprintf("the reply leaves out a part of the condition (missing %s)", missing())
+	case hedged != "" && coverage >= notMetBelow:
+		d.Result, d.Reason = NotMet, hedged
+	case qualifier != "" && coverage >= notMetBelow:
+		d.Result, d.Reason = NotMet, "the reply makes it hold only sometimes: "+qualifier
 	case coverage >= metCoverage && minPart >= partCoverage && missingThing == "":
 		d.Result, d.Reason = Met, fmt.Sprintf("the reply says it: %s", found())
 	case coverage < notMetBelow:

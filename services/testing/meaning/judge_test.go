@@ -50,6 +50,16 @@ func TestDecide(t *testing.T) {
 		{"a prohibition is not met when the reply does it", "The agent does not ask for the full card number", "Please read me the full 16-digit card number.", NotMet, "forbids"},
 		{"we speak for the business", "The agent says the store opens at 9", "We open at 9.", Met, "store"},
 		{"a condition naming nothing", "The agent responds.", "Hello.", Met, ""},
+		{"a hedge says only that it may be so", "The agent says the order has shipped", "Your order should be shipped by tonight, I think.", NotMet, "may be so"},
+		{"leave given to the caller is no hedge", "The agent says the caller can bring a guest", "You may bring a guest with you.", Met, ""},
+		{"a hedged condition is met by a hedge", "The agent says the train may be delayed", "The train might be delayed by the storm.", Met, ""},
+		{"free only under a condition is not free", "The agent says parking is free", "Parking is free if you spend over £20 in store; otherwise it's £3 an hour.", NotMet, "only sometimes"},
+		{"free beside another price is still free", "The agent says delivery is free", "Delivery is free, and assembly costs £40.", Met, ""},
+		{"any time restricted to hours", "The agent says the caller can visit at any time", "You can visit at any time during opening hours.", NotMet, "only sometimes"},
+		{"every day is not restricted by hours", "The agent says the pool is open every day", "The pool is open every day from 7am to 9pm.", Met, ""},
+		{"every day but one", "The agent says the pool is open every day", "The pool is open every day except Mondays.", NotMet, ""},
+		{"a forbidden charge named", "The agent does not charge the caller a late fee", "No problem, that's just a £5 admin charge on your next bill.", NotMet, "forbids a charge"},
+		{"a forbidden charge not named", "The agent does not charge the caller a late fee", "No problem, I've moved the payment date for you.", Met, "forbids"},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
