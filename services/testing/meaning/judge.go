@@ -33,7 +33,8 @@
 //     reply that declines.
 //  7. What the reply says can be weaker than what the condition states:
 //     a hedge ("it should be ready later", "it may be cancelled") says
-//     only that it may be so, and a qualifier makes an absolute hold only
+//     only that it may be so, a promise ("it will be paid once …") only
+//     that a thing the condition says is done will be, and a qualifier makes an absolute hold only
 //     sometimes ("free if you spend £20; otherwise £3", "at any time
 //     during opening hours"); either is not met, unless the condition
 //     hedges too (see qualify.go).
@@ -171,14 +172,31 @@ func statements(t text) text {
 
 // resolveTopic lets a reply say "it" for the first thing the condition
 // names ("it's in stock" of "the item"), where the reply says something
-// else of its part in the same sentence, and does not decline.
+// else of its part in the same sentence, and does not decline. Where the
+// reply named the thing in an earlier sentence, "it" is that thing ("the
+// tandem is booked on Saturday, but it's free on Sunday").
 func (m *Model) resolveTopic(items []item, sups []support, rep text, refuses bool) {
 	if !rep.refers || refuses {
 		return
 	}
+	refersIn, first := map[int]bool{}, -1
+	for _, w := range rep.words {
+		if pronouns[w.s] {
+			refersIn[w.sent] = true
+		}
+	}
 	for i, it := range items {
-		if !it.topic || len(sups[i].sents) > 0 || sups[i].conflict != "" {
+		if !it.topic || sups[i].conflict != "" {
 			continue
+		}
+		named := len(sups[i].sents) > 0
+		if named {
+			first = -1
+			for sent := range sups[i].sents {
+				if first < 0 || sent < first {
+					first = sent
+				}
+			}
 		}
 		// only when it is all that is missing: "it" stands for one thing
 		others := map[int]bool{}
@@ -196,7 +214,9 @@ func (m *Model) resolveTopic(items []item, sups []support, rep text, refuses boo
 		}
 		if alone {
 			for sent := range others {
-				sups[i].sents[sent] = true
+				if !named || (first >= 0 && sent > first && refersIn[sent] && !sups[i].sents[sent]) {
+					sups[i].sents[sent] = true
+				}
 			}
 		}
 	}
@@ -364,6 +384,9 @@ func (m *Model) decide(condition, reply string) Decision {
 			}
 		}
 	}
+	if hedged == "" && onlyPromised(cw, rep, saying) {
+		hedged = "the condition says it is done, and the reply only that it will be"
+	}
 	qualifier := qualified(cw, cond, rep, saying)
 	found := func() string { return list(d.Found) }
 	missing := func() string { return list(d.Missing) }
@@ -415,6 +438,9 @@ func (m *Model) decide(condition, reply string) Decision {
 	}
 	return d
 }
+
+// pronouns stand for a thing named before.
+var pronouns = set("it", "they", "them", "its", "their", "she", "he", "her", "his")
 
 // bindModifiers checks that what a condition says of a thing the reply
 // says of that thing: "the unlimited plan" is not met by "the 5G plan

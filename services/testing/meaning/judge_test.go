@@ -60,6 +60,9 @@ func TestDecide(t *testing.T) {
 		{"every day but one", "The agent says the pool is open every day", "The pool is open every day except Mondays.", NotMet, ""},
 		{"a forbidden charge named", "The agent does not charge the caller a late fee", "No problem, that's just a £5 admin charge on your next bill.", NotMet, "forbids a charge"},
 		{"a forbidden charge not named", "The agent does not charge the caller a late fee", "No problem, I've moved the payment date for you.", Met, "forbids"},
+		{"done is not promised", "The agent says the refund has been issued", "Your refund will be issued once we receive the item.", NotMet, "only that it will be"},
+		{"done, with what follows", "The agent says the refund has been issued", "I have issued your refund, and you will see it within 3 days.", Met, ""},
+		{"it is what was named before", "The agent says the kayak is available on Sunday", "The kayak is booked on Saturday, but it's available on Sunday.", Met, ""},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {

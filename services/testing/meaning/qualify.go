@@ -152,3 +152,46 @@ func chargeNamed(rep text) string {
 	}
 	return ""
 }
+
+// pastMarkers say a thing is done ("has been paid", "was sent");
+// futureMarkers that it is yet to be ("will be paid once …").
+var (
+	pastMarkers   = set("has", "have", "was", "were", "already", "had", "done")
+	futureMarkers = set("will", "shall", "once", "soon", "going")
+)
+
+// onlyPromised reports whether a condition states that a thing is done
+// and the sentences that say it say only that it will be: "it will be
+// paid once your details are checked" does not say it has been paid.
+func onlyPromised(condWords []word, rep text, sents []int) bool {
+	past := false
+	for i, w := range condWords {
+		// "has been", "was sent": an auxiliary of the past, not "has a fee"
+		if (w.s == "has" || w.s == "have" || w.s == "had") && i+1 < len(condWords) && condWords[i+1].s == "been" || w.s == "was" || w.s == "were" || w.s == "already" {
+			past = true
+		}
+		if futureMarkers[w.s] {
+			return false
+		}
+	}
+	if !past {
+		return false
+	}
+	in := map[int]bool{}
+	for _, s := range sents {
+		in[s] = true
+	}
+	future := map[int]bool{}
+	for _, w := range rep.words {
+		if !in[w.sent] {
+			continue
+		}
+		if pastMarkers[w.s] {
+			return false
+		}
+		if futureMarkers[w.s] {
+			future[w.sent] = true
+		}
+	}
+	return len(future) > 0
+}
