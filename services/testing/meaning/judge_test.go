@@ -63,6 +63,10 @@ func TestDecide(t *testing.T) {
 		{"done is not promised", "The agent says the refund has been issued", "Your refund will be issued once we receive the item.", NotMet, "only that it will be"},
 		{"done, with what follows", "The agent says the refund has been issued", "I have issued your refund, and you will see it within 3 days.", Met, ""},
 		{"it is what was named before", "The agent says the kayak is available on Sunday", "The kayak is booked on Saturday, but it's available on Sunday.", Met, ""},
+		{"not paying a penny is free", "The agent says the eye test is free for the caller", "You won't pay a penny for the eye test.", Met, ""},
+		{"no fee for a thing does not deny the thing", "The agent says there is no late cancellation fee", "We won't charge you anything for cancelling late.", Met, ""},
+		{"a price per period in other words", "The agent says the locker costs £50 a year", "The locker is fifty pounds annually.", Met, ""},
+		{"another period contradicts", "The agent says the locker costs £50 a year", "The locker is £50 a month.", NotMet, "a year"},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
@@ -110,10 +114,17 @@ func TestQuantities(t *testing.T) {
 		{"a hundred twenty-nine", "count", 129}, {"half seven", "clock", 7*60 + 30},
 		{"half seven in the evening", "clock", 19*60 + 30}, {"twice a year", "frequency", 2.0 / 365},
 		{"every 6 months", "frequency", 1.0 / (6 * 30)}, {"three times a week", "frequency", 3.0 / 7},
+		{"one and a half thousand", "count", 1500},
 	} {
 		qs := quantities(split(c.text))
 		if len(qs) != 1 || qs[0].dim != c.dim || !slices.ContainsFunc(qs[0].values, func(v float64) bool { return math.Abs(v-c.value) < 1e-9 }) {
 			t.Errorf("quantities(%q) = %+v, want one %s of %v", c.text, qs, c.dim, c.value)
+		}
+	}
+	// a price per a period
+	for _, text := range []string{"$60 a year", "60 dollars per year", "sixty dollars annually"} {
+		if qs := quantities(split(text)); len(qs) != 2 || qs[1].dim != "per" || !slices.Contains(qs[1].values, 365) {
+			t.Errorf("quantities(%q) = %v, want money and per year", text, dims(qs))
 		}
 	}
 	// a range of days of a month is not a range of hours

@@ -12,7 +12,7 @@ import (
 // unit, a clock time in minutes after midnight (9:00 without am or pm is
 // also 21:00), a percentage, a weekday or month by number, a count.
 type quantity struct {
-	dim      string    // duration, workdays, money:usd (money:any for "free"), percent, clock, weekday, month, always, frequency (times a day), count
+	dim      string    // duration, workdays, money:usd (money:any for "free"), per (the period a price is for, in days), percent, clock, weekday, month, always, frequency (times a day), count
 	values   []float64 // the values it may mean (each ±tol)
 	from, to int       // the words it spans
 	surface  string
@@ -43,7 +43,7 @@ func (q quantity) same(o quantity) bool {
 		return false
 	}
 	tol := 0.0
-	if q.dim == "duration" || q.dim == "workdays" || q.dim == "frequency" {
+	if q.dim == "duration" || q.dim == "workdays" || q.dim == "frequency" || q.dim == "per" {
 		tol = tolerance
 	}
 	for _, a := range q.values {
@@ -104,6 +104,19 @@ func quantities(words []word) []quantity {
 			return words[i].s
 		}
 		return ""
+	}
+	// perAfter reads the period a price is per ("£60 a year", "€120 per
+	// night", "$60 annually") at k: the word after it.
+	perAfter := func(k int) int {
+		switch {
+		case (at(k) == "a" || at(k) == "an" || at(k) == "per" || at(k) == "each" || at(k) == "every") && durations[at(k+1)] != nil && !strings.HasSuffix(at(k+1), "s"):
+			add("per", k, k+2, durations[at(k+1)]...)
+			return k + 2
+		case rateWords[at(k)] != "":
+			add("per", k, k+1, durations[rateWords[at(k)]]...)
+			return k + 1
+		}
+		return k
 	}
 	for i := 0; i < len(words); {
 		w := words[i].s
@@ -241,7 +254,7 @@ func quantities(words []word) []quantity {
 		if cur, ok := currencies[w]; ok && (w == "$" || w == "£" || w == "€") {
 			if v, n := number(words, i+1); n > 0 {
 				add("money:"+cur, i, i+1+n, v)
-				i += 1 + n
+				i = perAfter(i + 1 + n)
 				continue
 			}
 		}
@@ -265,10 +278,10 @@ func quantities(words []word) []quantity {
 			i = end
 		case currencies[unit] != "":
 			add("money:"+currencies[unit], i, j+1, v)
-			i = j + 1
+			i = perAfter(j + 1)
 		case subunits[unit] != "":
 			add("money:"+subunits[unit], i, j+1, v/100)
-			i = j + 1
+			i = perAfter(j + 1)
 		case (unit == "business" || unit == "working") && (at(j+1) == "day" || at(j+1) == "days"):
 			add("workdays", i, j+2, v)
 			i = j + 2
@@ -317,7 +330,7 @@ func quantities(words []word) []quantity {
 			add("clock", i, j, clock(int(v), 0, "")...) // "at 9", "until 5"
 			i = j
 		default:
-			if w == "one" || w == "half" || w == "couple" || w == "dozen" {
+			if n == 1 && (w == "one" || w == "half" || w == "couple" || w == "dozen") {
 				i++ // "the one you bought", "half of them": not a count worth checking
 				continue
 			}
@@ -396,6 +409,10 @@ func number(words []word, i int) (float64, int) {
 		if s == "and" && n > 0 && j+2 < len(words) && words[j+1].s == "a" && words[j+2].s == "half" {
 			cur += 0.5 // four and a half
 			n = j + 3 - i
+			if j+3 < len(words) && scales[words[j+3].s] > 0 {
+				cur *= scales[words[j+3].s] // one and a half thousand
+				n++
+			}
 			break
 		}
 		if s == "and" && n > 0 && j+1 < len(words) {

@@ -206,7 +206,7 @@ var framing = set(
 	"agent", "assistant", "bot", "ai", "caller", "customer", "user", "client", "person", "reply", "response", "answer", "respond", "responds",
 	"say", "says", "said", "tell", "tells", "told", "explain", "explains", "mention", "mentions", "state", "states", "inform", "informs",
 	"confirm", "confirms", "note", "notes", "advise", "advises", "clarify", "clarifies", "describe", "describes", "provide", "provides", "give", "gives",
-	"offer", "offers", "ask", "asks", "request", "requests", "ensure", "ensures", "acknowledge", "acknowledges", "share", "shares", "communicate", "communicates", "indicate", "indicates",
+	"offer", "offers", "ask", "asks", "request", "requests", "ensure", "ensures", "quote", "quotes", "quoted", "acknowledge", "acknowledges", "share", "shares", "communicate", "communicates", "indicate", "indicates",
 	"policy", "policies", "procedure", "procedures", "process", "rule", "rules",
 	"correctly", "clearly", "accurately", "politely", "information", "detail", "details", "correct", "accurate", "appropriate", "appropriately", "relevant",
 )
@@ -256,6 +256,21 @@ func (m *Model) analyse(s string, condition bool) text {
 			amountWord[i] = true
 		}
 	}
+	// "no early termination fee": the fee is nothing, and early
+	// termination is not denied.
+	zeroFee := map[int]bool{}
+	for i, w := range words {
+		if w.s != "no" && w.s != "without" || w.sep || amountWord[i] {
+			continue
+		}
+		for k := i + 2; k < len(words) && k <= i+3 && words[k].clause == w.clause && !function[words[k-1].s]; k++ {
+			if feeNouns[words[k].s] {
+				t.amounts = append(t.amounts, quantity{dim: "money:any", values: []float64{0}, from: i, to: k + 1, surface: joinWords(words[i : k+1])})
+				amountWord[i], amountWord[k], zeroFee[i] = true, true, true
+				break
+			}
+		}
+	}
 	if n := len(words); n > 0 {
 		t.clauses = words[n-1].clause + 1
 	}
@@ -279,7 +294,7 @@ func (m *Model) analyse(s string, condition bool) text {
 		negated[i] = clauseNeg[w.clause]
 	}
 	for i, w := range words {
-		if !nounNegators[w.s] || (w.s == "no" && w.sep) || requirement[i] { // "No, you can …" answers, it does not negate
+		if !nounNegators[w.s] || (w.s == "no" && w.sep) || requirement[i] || zeroFee[i] { // "No, you can …" answers, it does not negate
 			continue
 		}
 		// up to the next "and", "or", or a preposition after the negated
@@ -299,7 +314,21 @@ func (m *Model) analyse(s string, condition bool) text {
 		q.sent, q.negated, q.asks = words[q.from].sent, negated[q.from] && !nounNegators[words[q.from].s], words[q.from].asks
 	}
 	if !condition {
-		t.amounts = append(t.amounts, m.unpaid(words, negated)...)
+		for _, q := range m.unpaid(words, negated) {
+			// "you won't pay a penny for the check-up": the negation is
+			// the amount 0, and does not deny the check-up.
+			for k := q.from; k < q.to; k++ {
+				amountWord[k] = true
+			}
+			if clauseNeg[words[q.from].clause] {
+				for k := range words {
+					if words[k].clause == words[q.from].clause {
+						negated[k] = false
+					}
+				}
+			}
+			t.amounts = append(t.amounts, q)
+		}
 	}
 	for i := 0; i < len(words); i++ {
 		w := words[i]
@@ -515,11 +544,15 @@ func (m *Model) unpaid(words []word, negated []bool) []quantity {
 			next = words[i+1].s
 		}
 		if negated[i] || next == "nothing" {
-			out = append(out, quantity{dim: "money:any", values: []float64{0}, from: i, to: i + 1, surface: w.s + " nothing", sent: w.sent})
+			to := i + 1 + matchSeq(words, i+1, nothingToPay)
+			out = append(out, quantity{dim: "money:any", values: []float64{0}, from: i, to: to, surface: w.s + " nothing", sent: w.sent})
 		}
 	}
 	return out
 }
+
+// nothingToPay is what is not paid in "not pay a penny".
+var nothingToPay = [][]string{{"a", "penny"}, {"a", "cent"}, {"a", "dime"}, {"a", "thing"}, {"anything"}, {"nothing"}, {"extra"}, {"a", "single", "penny"}}
 
 var paidVerbs = set("charge", "charges", "charged", "charging", "cost", "costs", "pay", "pays", "paid", "paying")
 
