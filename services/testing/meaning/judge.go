@@ -28,8 +28,8 @@
 //     reply that declines; unknown, with what was found and missed, in
 //     between.
 //  6. A prohibition ("the agent does not promise a refund") is met unless
-//     the reply asserts what it forbids (a price, where it forbids a
-//     charge); a condition that asks the agent to decline is met by a
+//     the reply asserts what it forbids (a price where it forbids a
+//     charge, a date where it forbids a date); a condition that asks the agent to decline is met by a
 //     reply that declines.
 //  7. What the reply says can be weaker than what the condition states:
 //     a hedge ("it should be ready later", "it may be cancelled") says
@@ -396,6 +396,8 @@ func (m *Model) decide(condition, reply string) Decision {
 		// plainly, or names a price where a charge is forbidden.
 		if charge := chargeNamed(rep); charge != "" && forbidsCharge(cw) {
 			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids a charge, and the reply names one: %s", charge)
+		} else if kind, given := kindGiven(items, rep); given != "" {
+			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids giving a %s, and the reply gives one: %s", kind, given)
 		} else if totalW > 0 && coverage >= metCoverage && minPart >= partCoverage {
 			d.Result, d.Reason = NotMet, fmt.Sprintf("the condition forbids it, and the reply says it: %s", found())
 		} else {
@@ -683,6 +685,27 @@ var amountKinds = map[string][]string{
 // month", "per month").
 var rateWords = map[string]string{
 	"daily": "day", "weekly": "week", "monthly": "month", "yearly": "year", "annual": "year", "annually": "year", "nightly": "night", "hourly": "hour",
+}
+
+// kindGiven is a kind of amount a condition names ("a delivery date")
+// and the amount of that kind the reply states plainly ("by Thursday"),
+// or "".
+func kindGiven(items []item, rep text) (kind, given string) {
+	for _, it := range items {
+		for _, q := range rep.amounts {
+			if q.negated || q.asks {
+				continue
+			}
+			for _, k := range it.kinds {
+				// a count is too common to be what is forbidden ("the
+				// card ending 4421" gives no card number)
+				if q.dim == k && k != "count" {
+					return it.name(), q.surface
+				}
+			}
+		}
+	}
+	return "", ""
 }
 
 func statesKind(amounts []quantity, kinds []string) bool {

@@ -67,6 +67,8 @@ func TestDecide(t *testing.T) {
 		{"no fee for a thing does not deny the thing", "The agent says there is no late cancellation fee", "We won't charge you anything for cancelling late.", Met, ""},
 		{"a price per period in other words", "The agent says the locker costs £50 a year", "The locker is fifty pounds annually.", Met, ""},
 		{"another period contradicts", "The agent says the locker costs £50 a year", "The locker is £50 a month.", NotMet, "a year"},
+		{"a forbidden date given", "The agent does not promise a delivery date", "It will definitely arrive on Friday.", NotMet, "forbids giving a date"},
+		{"a forbidden date not given", "The agent does not promise a delivery date", "I can't promise a date yet, but I'll email you when it ships.", Met, "forbids"},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
