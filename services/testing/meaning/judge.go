@@ -21,7 +21,9 @@
 //  4. A condition of several parts ("… the date and the time") needs each
 //     part, said together in one sentence of the reply: a part with
 //     nothing supported fails it. What the condition says of a thing
-//     ("the unlimited plan") must be said of that thing in the reply.
+//     ("the unlimited plan") must be said of that thing in the reply;
+//     another amount of its kind, or another word in a modifier's place,
+//     in the sentence that says the rest contradicts it.
 //  5. Met when nothing contradicts, at least 70% of the weighted content
 //     is supported and every part at least half; not met on a
 //     contradiction, a missing part, less than half the content, or a
@@ -332,6 +334,8 @@ func (m *Model) decide(condition, reply string) Decision {
 			d.Conflicts = append(d.Conflicts, sups[i].conflict)
 		default:
 			if c := m.sibling(it, rep, best[it.part]); c != "" {
+				d.Conflicts = append(d.Conflicts, c)
+			} else if c := m.inItsPlace(it, sups[i], cond, rep, best[it.part]); c != "" {
 				d.Conflicts = append(d.Conflicts, c)
 			} else {
 				d.Missing = append(d.Missing, it.name())
@@ -842,6 +846,16 @@ func (m *Model) supportOf(it item, rep text, anyPolarity bool) support {
 // says the rest ("the debit card" for "the credit card", "Pilates" for
 // "yoga", "fire damage" for "flood damage"): WordNet's co-hyponyms.
 func (m *Model) sibling(it item, rep text, sent int) string {
+	if it.amount != nil {
+		// another amount of its kind where the rest is said ("the 6pm
+		// showing has seats; the 8pm one is sold out" for the 8pm one)
+		for _, r := range rep.amounts {
+			if r.sent == sent && it.amount.comparable(r) && !it.amount.same(r) && !r.negated {
+				return fmt.Sprintf("%q (reply: %q, where it says the rest)", it.amount.surface, r.surface)
+			}
+		}
+		return ""
+	}
 	if it.tok == nil || !it.tok.known {
 		return ""
 	}
@@ -871,6 +885,47 @@ func (m *Model) sibling(it item, rep text, sent int) string {
 		}
 		if found {
 			return fmt.Sprintf("%q (reply: %q, another of its kind)", c.surface, r.surface)
+		}
+	}
+	return ""
+}
+
+// inItsPlace is the contradiction of a reply that says a condition's
+// modifier only apart from the rest, and in the sentence that says the
+// rest puts another word before the same thing: "Pilates classes are on
+// Tuesdays, and yoga is on Thursdays" for "yoga classes are on
+// Tuesdays", "the day crossing" for "the overnight crossing".
+func (m *Model) inItsPlace(it item, sup support, cond, rep text, sent int) string {
+	if it.tok == nil {
+		return ""
+	}
+	apart := len(sup.sents) > 0
+	for _, r := range rep.tokens {
+		apart = apart || (r.content && r.sent != sent && m.relate(*it.tok, r).score >= supported)
+	}
+	if !apart {
+		return ""
+	}
+	ci := -1
+	for k := range cond.tokens {
+		if &cond.tokens[k] == it.tok {
+			ci = k
+		}
+	}
+	if ci < 0 || ci+1 >= len(cond.tokens) {
+		return ""
+	}
+	head := cond.tokens[ci+1]
+	if head.clause != it.tok.clause || !head.content || head.pos != wordnet.Noun {
+		return ""
+	}
+	for k := 1; k < len(rep.tokens); k++ {
+		r, before := rep.tokens[k], rep.tokens[k-1]
+		if r.sent != sent || !r.content || m.relate(head, r).score < supported {
+			continue
+		}
+		if before.content && before.clause == r.clause && before.at == r.at-1 && m.relate(*it.tok, before).score < supported && m.relate(head, before).score < supported {
+			return fmt.Sprintf("%q (reply: %q, in its place)", it.tok.surface, before.surface)
 		}
 	}
 	return ""

@@ -69,6 +69,8 @@ func TestDecide(t *testing.T) {
 		{"another period contradicts", "The agent says the locker costs £50 a year", "The locker is £50 a month.", NotMet, "a year"},
 		{"a forbidden date given", "The agent does not promise a delivery date", "It will definitely arrive on Friday.", NotMet, "forbids giving a date"},
 		{"a forbidden date not given", "The agent does not promise a delivery date", "I can't promise a date yet, but I'll email you when it ships.", Met, "forbids"},
+		{"another amount where the rest is said", "The agent says the 10am tour has spaces", "The 9am tour has spaces; the 10am one is full.", NotMet, "where it says the rest"},
+		{"another modifier in its place", "The agent says the pet insurance covers dental treatment", "The pet insurance covers emergency treatment; dental work is excluded.", NotMet, "in its place"},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
