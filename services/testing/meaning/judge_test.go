@@ -71,6 +71,7 @@ func TestDecide(t *testing.T) {
 		{"a forbidden date not given", "The agent does not promise a delivery date", "I can't promise a date yet, but I'll email you when it ships.", Met, "forbids"},
 		{"another amount where the rest is said", "The agent says the 10am tour has spaces", "The 9am tour has spaces; the 10am one is full.", NotMet, "where it says the rest"},
 		{"another modifier in its place", "The agent says the pet insurance covers dental treatment", "The pet insurance covers emergency treatment; dental work is excluded.", NotMet, "in its place"},
+		{"the subject's verb is no noun", "The agent says the library closes at 8pm", "The library opens at 10am and closes at 8pm on weekdays.", Met, ""},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {

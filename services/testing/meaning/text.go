@@ -360,6 +360,9 @@ func (m *Model) analyse(s string, condition bool) text {
 		tok.sent, tok.at, tok.asks = w.sent, i, w.asks
 		tok.negated = negated[i]
 		tok.hint = hintAt(words, i)
+		if tok.hint == nounHint && m.verbAfterSubject(words, i, tok.lemmas) {
+			tok.hint = verbHint // "the store closes", not "the credit cards"
+		}
 		if tok.hint == nounHint && tok.known && m.hasPOS(tok.lemmas, wordnet.Noun) {
 			tok.pos = wordnet.Noun // "the plan", not "to plan"
 		}
@@ -555,6 +558,29 @@ func (m *Model) unpaid(words []word, negated []bool) []quantity {
 var nothingToPay = [][]string{{"a", "penny"}, {"a", "cent"}, {"a", "dime"}, {"a", "thing"}, {"anything"}, {"nothing"}, {"extra"}, {"a", "single", "penny"}}
 
 var paidVerbs = set("charge", "charges", "charged", "charging", "cost", "costs", "pay", "pays", "paid", "paying")
+
+// verbAfterSubject reports whether words[i], read as a noun only for
+// following "the X", is rather the verb of X: it ends in -s after a
+// singular noun, and WordNet knows its base more as a verb ("the store
+// opens", "the clinic accepts") than as a noun ("the gift cards").
+func (m *Model) verbAfterSubject(words []word, i int, lemmas []string) bool {
+	w := words[i].s
+	if i < 2 || nounBefore[words[i-1].s] || !strings.HasSuffix(w, "s") || strings.HasSuffix(w, "ss") || strings.HasSuffix(words[i-1].s, "s") {
+		return false
+	}
+	verbs, nouns := 0, 0
+	for _, l := range lemmas {
+		for _, s := range m.db.Senses(l) {
+			switch m.db.POS(s) {
+			case wordnet.Verb:
+				verbs++
+			case wordnet.Noun:
+				nouns++
+			}
+		}
+	}
+	return verbs > nouns
+}
 
 func (m *Model) hasVerb(lemma string) bool {
 	for _, s := range m.db.Senses(lemma) {
