@@ -72,6 +72,8 @@ func TestDecide(t *testing.T) {
 		{"another amount where the rest is said", "The agent says the 10am tour has spaces", "The 9am tour has spaces; the 10am one is full.", NotMet, "where it says the rest"},
 		{"another modifier in its place", "The agent says the pet insurance covers dental treatment", "The pet insurance covers emergency treatment; dental work is excluded.", NotMet, "in its place"},
 		{"the subject's verb is no noun", "The agent says the library closes at 8pm", "The library opens at 10am and closes at 8pm on weekdays.", Met, ""},
+		{"whenever you like is at any time", "The agent says the caller can leave the course at any time", "You can leave the course whenever you like.", Met, ""},
+		{"on weekdays but one", "The agent says the desk is staffed on weekdays", "The desk is staffed on weekdays - except Fridays.", NotMet, "only sometimes"},
 		{"greeting: hello is a greeting", "The agent greets the caller", "Hello! How can I help you today?", Met, "greets"},
 	} {
 		t.Run(c.rule, func(t *testing.T) {

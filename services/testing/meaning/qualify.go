@@ -61,10 +61,13 @@ var restrictors = set("otherwise", "except", "unless", "excluding", "only", "pro
 // — you just pay the insurance", "free, plus £5 delivery").
 var feeRestrictors = set("otherwise", "except", "unless", "only", "just", "when", "if", "provided", "providing", "plus", "apart")
 
-// absolutes are the words of a condition that allow no exception; an
-// absolute of days is not restricted by hours ("open every day from 9").
+// absolutes are the words of a condition that allow no exception ("on
+// weekdays" is every weekday); an absolute of days is not restricted by
+// hours ("open every day from 9").
 var (
-	absolutes     = [][]string{{"any", "time"}, {"anytime"}, {"whenever"}, {"always"}, {"unlimited"}, {"at", "all", "times"}, {"every", "day"}}
+	absolutes = [][]string{{"any", "time"}, {"anytime"}, {"whenever"}, {"always"}, {"unlimited"}, {"at", "all", "times"},
+		{"every", "day"}, {"weekdays"}, {"weekends"}, {"mondays"}, {"tuesdays"}, {"wednesdays"}, {"thursdays"}, {"fridays"}, {"saturdays"}, {"sundays"}}
+	dayAbsolutes  = set("every day", "weekdays", "weekends", "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "saturdays", "sundays")
 	dayRestrictor = set("otherwise", "except", "unless", "excluding", "only", "apart")
 )
 
@@ -111,7 +114,7 @@ func qualified(condWords []word, cond, rep text, sents []int) string {
 	}
 	if absolute != "" {
 		for _, w := range rep.words {
-			if in[w.sent] && restrictors[w.s] && !w.asks && (absolute != "every day" || dayRestrictor[w.s]) {
+			if in[w.sent] && restrictors[w.s] && !w.asks && (!dayAbsolutes[absolute] || dayRestrictor[w.s]) {
 				return fmt.Sprintf("%q only %s", absolute, w.s+" …")
 			}
 		}

@@ -12,7 +12,7 @@ import (
 // unit, a clock time in minutes after midnight (9:00 without am or pm is
 // also 21:00), a percentage, a weekday or month by number, a count.
 type quantity struct {
-	dim      string    // duration, workdays, money:usd (money:any for "free"), per (the period a price is for, in days), percent, clock, weekday, month, always, frequency (times a day), count
+	dim      string    // duration, workdays, money:usd (money:any for "free"), per (the period a price is for, in days), percent, clock, weekday, month, always, anytime, frequency (times a day), count
 	values   []float64 // the values it may mean (each ±tol)
 	from, to int       // the words it spans
 	surface  string
@@ -86,6 +86,10 @@ var (
 	timePrepositions = set("at", "from", "until", "till", "by", "before", "after", "around")
 	feeNouns         = set("charge", "charges", "fee", "fees", "cost", "costs", "payment")
 	alwaysSet        = [][]string{{"24/7"}, {"around", "the", "clock"}, {"round", "the", "clock"}, {"24", "hours", "a", "day"}, {"day", "and", "night"}, {"all", "day", "every", "day"}}
+	// anytimeSet: whenever the caller chooses ("cancel at any time",
+	// "stop whenever you want")
+	anytimeSet = [][]string{{"at", "any", "time"}, {"any", "time"}, {"anytime"}, {"at", "any", "point"}, {"at", "any", "moment"},
+		{"whenever", "you", "want"}, {"whenever", "you", "like"}, {"whenever", "you", "wish"}, {"whenever", "suits", "you"}, {"whenever", "you", "choose"}}
 )
 
 // quantities finds the amounts in words, left to right, each word in at
@@ -122,6 +126,11 @@ func quantities(words []word) []quantity {
 		w := words[i].s
 		if n := matchSeq(words, i, alwaysSet); n > 0 {
 			add("always", i, i+n, 1)
+			i += n
+			continue
+		}
+		if n := matchSeq(words, i, anytimeSet); n > 0 {
+			add("anytime", i, i+n, 1)
 			i += n
 			continue
 		}
