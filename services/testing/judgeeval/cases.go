@@ -106,7 +106,7 @@ func Parse(r io.Reader) ([]Case, error) {
 	return cases, sc.Err()
 }
 
-//go:embed testdata/labelled.jsonl testdata/heldout.jsonl testdata/heldout2.jsonl
+//go:embed testdata/labelled.jsonl testdata/heldout.jsonl testdata/heldout2.jsonl testdata/heldout3.jsonl
 var sets embed.FS
 
 // The sets shipped with the package: Labelled is the main set, Heldout
@@ -114,14 +114,17 @@ var sets embed.FS
 // tuned on the first can be checked on cases it has not seen; Heldout2
 // was written after the offline judge was rewritten (offline-v2), by a
 // reviewer who had not seen it, in domains and phrasings neither other
-// set uses.
+// set uses; Heldout3 was written before the offline judge's next change,
+// by a reviewer who had not seen it, in domains and phrasings none of the
+// other sets uses.
 const (
 	Labelled = "labelled"
 	Heldout  = "heldout"
 	Heldout2 = "heldout2"
+	Heldout3 = "heldout3"
 )
 
-// Set loads a shipped set by name (Labelled, Heldout or Heldout2).
+// Set loads a shipped set by name (Labelled, Heldout, Heldout2 or Heldout3).
 func Set(name string) ([]Case, error) {
 	b, err := sets.ReadFile("testdata/" + name + ".jsonl")
 	if err != nil {

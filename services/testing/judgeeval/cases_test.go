@@ -15,7 +15,7 @@ func TestSetsAreWellFormed(t *testing.T) {
 		name     string
 		min      int
 		minInCat int
-	}{{Labelled, 170, 12}, {Heldout, 60, 2}, {Heldout2, 90, 10}} {
+	}{{Labelled, 170, 12}, {Heldout, 60, 2}, {Heldout2, 90, 10}, {Heldout3, 100, 10}} {
 		cases, err := Set(s.name)
 		if err != nil {
 			t.Fatal(err)

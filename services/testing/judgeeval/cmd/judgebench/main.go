@@ -61,7 +61,7 @@ func run(ctx context.Context, list bool, parallel int, timeout time.Duration) er
 	} else {
 		fmt.Println("judge eval: set VOICEAI_JUDGE_EVAL_BASE_URL and VOICEAI_JUDGE_EVAL_MODEL to measure an OpenAI-compatible judge too")
 	}
-	for _, set := range []string{judgeeval.Labelled, judgeeval.Heldout, judgeeval.Heldout2} {
+	for _, set := range []string{judgeeval.Labelled, judgeeval.Heldout, judgeeval.Heldout2, judgeeval.Heldout3} {
 		cases, err := judgeeval.Set(set)
 		if err != nil {
 			return err
