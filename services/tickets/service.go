@@ -61,7 +61,15 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	dir := adapters.NewDirectory(d.Logger)
 	dir.Keys = keys
-	if err := dir.Follow(ctx, d.JS); err != nil {
+	// The directory's replay opens every sealed transcript: their keys
+	// are read in one pass of the bucket, not asked for one by one.
+	release, err := keys.Warm(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = dir.Follow(ctx, d.JS)
+	release()
+	if err != nil {
 		return nil, err
 	}
 	// The store is the durable copy, written off the request path by its

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,6 +39,55 @@ type Keys struct {
 	kv     jetstream.KeyValue
 	stream jetstream.Stream
 	sealer *seal.Sealer
+
+	// warm holds every sealed entry, read in one pass of the bucket,
+	// while a replay opens every conversation's transcript (see Warm).
+	mu   sync.RWMutex
+	warm map[string][]byte
+}
+
+// Warm reads every entry of the bucket in one pass and answers Key from
+// it until release is called: a process replaying a million sealed
+// conversations reads the bucket's stream once rather than asking for a
+// million keys one by one. The entries stay sealed in memory; a key made
+// after the pass is asked for as usual, and Shred drops its entry at
+// once. Call release when the replay is done.
+func (k *Keys) Warm(ctx context.Context) (release func(), err error) {
+	w, err := k.kv.WatchAll(ctx, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	warm := map[string][]byte{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, errors.New("kvkeys: the bucket's watch ended before its entries were read")
+			}
+			if e == nil { // every entry present at the start has been read
+				k.mu.Lock()
+				k.warm = warm
+				k.mu.Unlock()
+				return func() {
+					k.mu.Lock()
+					k.warm = nil
+					k.mu.Unlock()
+				}, nil
+			}
+			warm[e.Key()] = bytes.Clone(e.Value())
+		}
+	}
+}
+
+// warmEntry is id's sealed entry from the warm pass, if there is one.
+func (k *Keys) warmEntry(id string) ([]byte, bool) {
+	k.mu.RLock()
+	defer k.mu.RUnlock()
+	v, ok := k.warm[id]
+	return v, ok
 }
 
 // Open creates or opens the bucket (file storage, one value per key).
@@ -80,6 +130,12 @@ func name(workspaceID, conversationID string) string { return workspaceID + "." 
 // Key implements convseal.Keys.
 func (k *Keys) Key(ctx context.Context, workspaceID, conversationID string, create bool) ([]byte, error) {
 	id := name(workspaceID, conversationID)
+	if v, ok := k.warmEntry(id); ok {
+		if bytes.Equal(v, destroyed) {
+			return nil, convseal.ErrShredded
+		}
+		return k.sealer.Open(id, v)
+	}
 	for {
 		e, err := k.kv.Get(ctx, id)
 		switch {
@@ -113,6 +169,11 @@ func (k *Keys) Key(ctx context.Context, workspaceID, conversationID string, crea
 // the bucket's stream, then the entry says it was destroyed.
 func (k *Keys) Shred(ctx context.Context, workspaceID, conversationID string) error {
 	id := name(workspaceID, conversationID)
+	k.mu.Lock()
+	if k.warm != nil {
+		k.warm[id] = destroyed
+	}
+	k.mu.Unlock()
 	for range 10 {
 		e, err := k.kv.Get(ctx, id)
 		switch {

@@ -3,6 +3,8 @@ package kvkeys_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,4 +95,120 @@ func inFiles(t *testing.T, dir string, b []byte) bool {
 		return nil
 	})
 	return found
+}
+
+// A replay reads the bucket once: after Warm, keys present at the pass
+// are answered without the server, a shredded one stays shredded, and a
+// key made after the pass is asked for as usual.
+func TestWarmReadsTheBucketOnce(t *testing.T) {
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	connect := func() (*nats.Conn, *kvkeys.Keys) {
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		js, _ := jetstream.New(nc)
+		keys, err := kvkeys.Open(context.Background(), js, 1, "deployment-secret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc, keys
+	}
+	ctx := context.Background()
+	_, writer := connect()
+	made := map[string][]byte{}
+	for i := range 50 {
+		id := fmt.Sprintf("conv_%d", i)
+		key, err := writer.Key(ctx, "ws_1", id, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		made[id] = key
+	}
+	if err := writer.Shred(ctx, "ws_1", "conv_7"); err != nil {
+		t.Fatal(err)
+	}
+
+	nc, replayer := connect()
+	release, err := replayer.Warm(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := writer.Key(ctx, "ws_1", "conv_later", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := replayer.Key(ctx, "ws_1", "conv_later", false); err != nil || !bytes.Equal(got, later) {
+		t.Fatalf("a key made after the pass: %x, %v; want %x", got, err, later)
+	}
+	nc.Close() // from here the replayer has no server: what it answers comes from the pass
+	for id, want := range made {
+		got, err := replayer.Key(ctx, "ws_1", id, false)
+		switch {
+		case id == "conv_7" && !errors.Is(err, convseal.ErrShredded):
+			t.Errorf("%s: err = %v, want ErrShredded", id, err)
+		case id != "conv_7" && (err != nil || !bytes.Equal(got, want)):
+			t.Errorf("%s: %x, %v; want %x", id, got, err, want)
+		}
+	}
+	release()
+	if _, err := replayer.Key(ctx, "ws_1", "conv_1", false); err == nil {
+		t.Error("after release a key was answered without the server")
+	}
+}
+
+// BenchmarkReplay opens the keys of 10,000 sealed conversations as a
+// replay does: one by one, and after a warm pass of the bucket.
+//
+//	go test ./pkg/convseal/kvkeys -run - -bench Replay -benchtime 3x
+func BenchmarkReplay(b *testing.B) {
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: b.TempDir(), Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ns.Shutdown()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	keys, err := kvkeys.Open(ctx, js, 1, "deployment-secret")
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n = 10_000
+	for i := range n {
+		if _, err := keys.Key(ctx, "ws_1", fmt.Sprintf("conv_%d", i), true); err != nil {
+			b.Fatal(err)
+		}
+	}
+	replay := func(b *testing.B) {
+		for i := range n {
+			if _, err := keys.Key(ctx, "ws_1", fmt.Sprintf("conv_%d", i), false); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("one-by-one", func(b *testing.B) {
+		for b.Loop() {
+			replay(b)
+		}
+	})
+	b.Run("warm", func(b *testing.B) {
+		for b.Loop() {
+			release, err := keys.Warm(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			replay(b)
+			release()
+		}
+	})
 }
