@@ -103,7 +103,7 @@ func Run(t *testing.T, open Opener) {
 		}
 		tell(member("ws_a", "user_c", "Cleo", false), member("ws_a", "sa_bot", "Triage bot", true), member("ws_a", "user_a", "Ada", false),
 			member("ws_b", "user_b", "Bo", false))
-		eventually(t, "the members are learnt", func() bool { return len(dir.Members("ws_a")) == 3 })
+		eventually(t, "the members are learnt", func() bool { return len(dir.Members("ws_a")) == 3 && len(dir.Members("ws_b")) == 1 })
 		if got, want := userIDs(dir.Members("ws_a")), []string{"sa_bot", "user_a", "user_c"}; !slices.Equal(got, want) {
 			t.Fatalf("members %v, want %v", got, want)
 		}
