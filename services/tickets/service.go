@@ -291,10 +291,14 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerCo
 		own.Advisor = advisor
 		a = &own
 	}
-	w := &qaworker.Worker{App: a, JS: d.JS, Log: d.Logger, Metrics: d.Metrics, AckWait: c.AckWait, Batch: c.Batch}
-	d.WatchConsumer(events.TestRunsStream, qaworker.RunsDurable)
-	d.WatchConsumer(events.PlatformStream, qaworker.PlatformDurable)
-	d.WatchConsumer(events.TicketsStream, qaworker.ClusteringDurable)
+	w := &qaworker.Worker{
+		App: a, Feed: adapters.QAFeed{JS: d.JS, AckWait: c.AckWait, Batch: c.Batch},
+		Testing: eventstore.New(d.JS, events.TestingStream), Log: d.Logger, Metrics: d.Metrics,
+	}
+	streams, durables := adapters.QAConsumers()
+	for i := range streams {
+		d.WatchConsumer(streams[i], durables[i])
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -28,25 +28,13 @@ import (
 // transcripts projection and a memory key store. (Here, not in app: app's
 // tests link no infrastructure, and these adapters read JetStream records.)
 
-// directory is the agents and members the tickets' rules ask about.
-type directory struct{ conversations map[string]app.Conversation }
-
-func (directory) AgentExists(ws, agent string) bool { return ws == "ws_a" && agent == "agent_1" }
-func (directory) AgentDeleted(string) bool          { return false }
-func (directory) Member(string, string) (app.Member, bool) {
-	return app.Member{}, false
-}
-func (directory) Members(string) []app.Member { return nil }
-func (d directory) Conversation(ws, conv string) (app.Conversation, bool) {
-	c, ok := d.conversations[ws+"/"+conv]
-	return c, ok
-}
-
 type fixture struct{ app *app.App }
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := directory{conversations: map[string]app.Conversation{"ws_a/conv_1": {AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060}}}
+	dir := memory.NewDirectory()
+	dir.PutAgent("ws_a", "agent_1")
+	dir.PutConversation("ws_a", "conv_1", app.Conversation{AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060})
 	clock := time.Unix(1_800_000_000, 0)
 	a := app.New(memlog.New(), memory.NewIndex(), dir, slog.New(slog.DiscardHandler), func() time.Time { return clock })
 	a.Cursors = cursor.NewCodec([]byte("k"))

@@ -3,8 +3,6 @@ package adapters
 import (
 	"context"
 	"log/slog"
-	"slices"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -24,11 +23,9 @@ import (
 // streams at start and followed live; it never reads another service's
 // collections.
 type Directory struct {
-	mu      sync.RWMutex
-	agents  map[string]string                // agent_id → workspace_id (live agents only)
-	deleted map[string]bool                  // agents seen deleted
-	members map[string]map[string]app.Member // workspace → user_id → member
-	log     *slog.Logger
+	// Directory holds the agents and members learnt.
+	*memory.Directory
+	log *slog.Logger
 	// Conversations holds every conversation the platform stream told of.
 	Conversations *ConversationIndex
 	// Keys open sealed transcripts, to index their words and tools (nil:
@@ -38,7 +35,7 @@ type Directory struct {
 
 // NewDirectory returns an empty directory.
 func NewDirectory(log *slog.Logger) *Directory {
-	return &Directory{agents: map[string]string{}, deleted: map[string]bool{}, members: map[string]map[string]app.Member{}, log: log, Conversations: NewConversationIndex()}
+	return &Directory{Directory: memory.NewDirectory(), log: log, Conversations: NewConversationIndex()}
 }
 
 // Follow starts following the agents, identity and platform streams and
@@ -78,13 +75,10 @@ func (d *Directory) applyAgent(rec eventstore.Record) {
 	if !ok {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
 	if a.DeletedAtUnix != nil {
-		delete(d.agents, a.GetAgentId())
-		d.deleted[a.GetAgentId()] = true
+		d.DeleteAgent(a.GetAgentId())
 	} else {
-		d.agents[a.GetAgentId()] = a.GetWorkspaceId()
+		d.PutAgent(a.GetWorkspaceId(), a.GetAgentId())
 	}
 }
 
@@ -111,56 +105,6 @@ func (d *Directory) applyPlatform(rec eventstore.Record) {
 	}
 	ev.openSealed(context.Background(), d.Keys)
 	_ = d.Conversations.Record(context.Background(), rec.Seq, ev.summaryEvent())
-}
-
-// AgentExists reports whether a live agent belongs to the workspace.
-func (d *Directory) AgentExists(workspaceID, agentID string) bool {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	ws, ok := d.agents[agentID]
-	return ok && ws == workspaceID
-}
-
-// AgentDeleted reports an agent seen deleted.
-func (d *Directory) AgentDeleted(agentID string) bool {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return d.deleted[agentID]
-}
-
-// PutMember records a workspace member.
-func (d *Directory) PutMember(workspaceID string, m app.Member) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.members[workspaceID] == nil {
-		d.members[workspaceID] = map[string]app.Member{}
-	}
-	d.members[workspaceID][m.UserID] = m
-}
-
-// Member looks up a member of a workspace.
-func (d *Directory) Member(workspaceID, userID string) (app.Member, bool) {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	m, ok := d.members[workspaceID][userID]
-	return m, ok
-}
-
-// Members lists a workspace's members by user id.
-func (d *Directory) Members(workspaceID string) []app.Member {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	out := make([]app.Member, 0, len(d.members[workspaceID]))
-	for _, m := range d.members[workspaceID] {
-		out = append(out, m)
-	}
-	slices.SortFunc(out, func(a, b app.Member) int {
-		if a.UserID < b.UserID {
-			return -1
-		}
-		return 1
-	})
-	return out
 }
 
 // Conversation returns what is known of a conversation in a workspace.

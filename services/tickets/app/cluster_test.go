@@ -5,12 +5,12 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -107,19 +107,9 @@ func TestRulesClusterAnAgentsTickets(t *testing.T) {
 	}
 }
 
-// advisor is a model that groups refunds with money-back requests, and
+// triage is a model that groups refunds with money-back requests, and
 // refuses to judge parking.
-type advisor struct {
-	mu    sync.Mutex
-	asked []string
-}
-
-func (m *advisor) Name() string { return "test/triage" }
-
-func (m *advisor) Advise(_ context.Context, it domain.ClusterItem, candidates []domain.ClusterItem) (app.ClusterAdvice, error) {
-	m.mu.Lock()
-	m.asked = append(m.asked, it.ID)
-	m.mu.Unlock()
+func triage(it domain.ClusterItem, candidates []domain.ClusterItem) (app.ClusterAdvice, error) {
 	if strings.Contains(it.Text, "parking") {
 		return app.ClusterAdvice{}, errors.New("400 invalid_request_error: this model does not do parking")
 	}
@@ -137,7 +127,7 @@ func (m *advisor) Advise(_ context.Context, it domain.ClusterItem, candidates []
 // word; a ticket it refuses is still clustered, by the rules, and says so.
 func TestAModelClustersAndARefusedTicketFallsBackToTheRules(t *testing.T) {
 	f := newFixture(t)
-	model := &advisor{}
+	model := &memory.Advisor{Model: "test/triage", Judge: triage}
 	f.app.Advisor = model
 	f.report(t, "conv_refund", "The caller asked for a refund of a cancelled booking")
 	f.report(t, "conv_money", "Customer wants their money back after cancelling")
@@ -154,7 +144,7 @@ func TestAModelClustersAndARefusedTicketFallsBackToTheRules(t *testing.T) {
 	if clusterLabel(parking) != "" || !saidByQA(parking, "the model could not answer") {
 		t.Fatalf("the refused ticket: labels %v, comments %+v", parking.Labels, parking.TicketComments)
 	}
-	if len(model.asked) != 3 {
-		t.Fatalf("the model was asked about %d tickets, want each of the 3 once", len(model.asked))
+	if asked := model.Asked(); len(asked) != 3 {
+		t.Fatalf("the model was asked about %d tickets, want each of the 3 once", len(asked))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -68,20 +69,10 @@ func TestAnAgentIsUsableAsSoonAsItExists(t *testing.T) {
 	if n := listed(); n != 1 {
 		t.Fatalf("tickets of an agent the directory has not seen yet: %d listed, want 1", n)
 	}
-	f.app.Directory = deletedAgents{f.app.Directory, "agent_new"}
+	f.app.Directory.(*memory.Directory).DeleteAgent("agent_new")
 	if n := listed(); n != 0 {
 		t.Fatalf("tickets of a deleted agent: %d listed, want 0", n)
 	}
-}
-
-// deletedAgents is a directory that has also seen one agent deleted.
-type deletedAgents struct {
-	app.Directory
-	agent string
-}
-
-func (d deletedAgents) AgentDeleted(agent string) bool {
-	return agent == d.agent || d.Directory.AgentDeleted(agent)
 }
 
 // A member added a moment ago, a person or a service account, which the

@@ -23,34 +23,6 @@ import (
 // The ticket rules, on the in-memory event log and read model: no NATS,
 // no store.
 
-// directory is the Directory port as a fixed table.
-type directory struct {
-	agents        map[string]bool // workspace/agent
-	deleted       map[string]bool // agent
-	members       map[string]app.Member
-	conversations map[string]app.Conversation // workspace/conversation
-}
-
-func (d directory) AgentExists(ws, agent string) bool { return d.agents[ws+"/"+agent] }
-func (d directory) AgentDeleted(agent string) bool    { return d.deleted[agent] }
-func (d directory) Member(ws, user string) (app.Member, bool) {
-	m, ok := d.members[ws+"/"+user]
-	return m, ok
-}
-func (d directory) Members(ws string) []app.Member {
-	var out []app.Member
-	for k, m := range d.members {
-		if len(k) > len(ws) && k[:len(ws)+1] == ws+"/" {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-func (d directory) Conversation(ws, conv string) (app.Conversation, bool) {
-	c, ok := d.conversations[ws+"/"+conv]
-	return c, ok
-}
-
 type fixture struct {
 	app   *app.App
 	log   *memlog.Store // the tickets' events
@@ -62,13 +34,13 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	dir := directory{
-		agents:  map[string]bool{"ws_a/agent_1": true, "ws_a/agent_2": true, "ws_b/agent_9": true},
-		members: map[string]app.Member{"ws_a/user_qa": {UserID: "user_qa"}, "ws_a/user_dev": {UserID: "user_dev"}},
-		conversations: map[string]app.Conversation{
-			"ws_a/conv_1": {AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060},
-		},
-	}
+	dir := memory.NewDirectory()
+	dir.PutAgent("ws_a", "agent_1")
+	dir.PutAgent("ws_a", "agent_2")
+	dir.PutAgent("ws_b", "agent_9")
+	dir.PutMember("ws_a", app.Member{UserID: "user_qa"})
+	dir.PutMember("ws_a", app.Member{UserID: "user_dev"})
+	dir.PutConversation("ws_a", "conv_1", app.Conversation{AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060})
 	f := &fixture{
 		clock: time.Unix(1_800_000_000, 0),
 		qa:    principal.Principal{WorkspaceID: "ws_a", UserID: "user_qa", Permissions: []string{"convai_write"}},

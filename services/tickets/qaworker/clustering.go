@@ -3,12 +3,10 @@ package qaworker
 import (
 	"context"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
@@ -16,29 +14,24 @@ import (
 // needs clustering. The states the batch carries go into the read model
 // first (it keeps the newest by stream sequence), so the pass sees them
 // even before the read model's own follower does.
-func (w *Worker) handleTickets(ctx context.Context, batch []jetstream.Msg) error {
+func (w *Worker) handleTickets(ctx context.Context, batch []app.QAMessage) error {
 	type agentKey struct{ ws, agent string }
 	seen := map[agentKey]string{} // the traceparent of the ticket that asked
 	var order []agentKey
 	for _, m := range batch {
-		ev, err := eventstore.DecodeMsg(m)
-		if err != nil {
+		if m.Err != nil {
 			continue
 		}
-		t, ok := events.StateOf[*ticketsv1.Ticket](ev)
+		t, ok := events.StateOf[*ticketsv1.Ticket](m.Event)
 		if !ok || !t.NeedsClustering || !domain.IsActive(t.Status) || t.DeletedAtUnixSecs != nil {
 			continue
 		}
-		meta, err := m.Metadata()
-		if err != nil {
-			continue
-		}
-		if err := w.App.ReadModel.Put(ctx, meta.Sequence.Stream, t); err != nil {
+		if err := w.App.ReadModel.Put(ctx, m.Seq, t); err != nil {
 			return err
 		}
 		k := agentKey{t.WorkspaceId, t.AgentId}
 		if _, asked := seen[k]; !asked {
-			seen[k] = traceparentOf(m)
+			seen[k] = m.Traceparent
 			order = append(order, k)
 		}
 	}

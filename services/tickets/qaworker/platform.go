@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -44,14 +42,14 @@ type endedData struct {
 
 // handlePlatform raises (or joins) a conversation's ticket for each
 // escalation and each conversation that ended badly, in stream order.
-func (w *Worker) handlePlatform(ctx context.Context, batch []jetstream.Msg) error {
+func (w *Worker) handlePlatform(ctx context.Context, batch []app.QAMessage) error {
 	for _, m := range batch {
 		r, ok := w.reportOf(m)
 		if !ok {
 			w.handled.WithLabelValues("platform", "skipped").Inc()
 			continue
 		}
-		err := inTrace(ctx, traceparentOf(m), "qa ticket from conversation", func(ctx context.Context) error {
+		err := inTrace(ctx, m.Traceparent, "qa ticket from conversation", func(ctx context.Context) error {
 			_, err := w.App.RaiseFromConversation(ctx, r)
 			return err
 		})
@@ -68,17 +66,16 @@ func (w *Worker) handlePlatform(ctx context.Context, batch []jetstream.Msg) erro
 }
 
 // reportOf is the ticket report a platform event calls for, if any.
-func (w *Worker) reportOf(m jetstream.Msg) (app.ConversationReport, bool) {
-	ws, name, ok := events.ParsePlatformSubject(m.Subject())
-	meta, err := m.Metadata()
-	if !ok || err != nil {
+func (w *Worker) reportOf(m app.QAMessage) (app.ConversationReport, bool) {
+	ws, name, ok := events.ParsePlatformSubject(m.Subject)
+	if !ok || m.Err != nil {
 		return app.ConversationReport{}, false
 	}
 	var env wire.Envelope
-	if err := json.Unmarshal(m.Data(), &env); err != nil {
+	if err := json.Unmarshal(m.Data, &env); err != nil {
 		return app.ConversationReport{}, false
 	}
-	r := app.ConversationReport{WorkspaceID: ws, At: env.At(meta.Timestamp), EventID: "platform/" + strconv.FormatUint(meta.Sequence.Stream, 10)}
+	r := app.ConversationReport{WorkspaceID: ws, At: env.At(m.Stored), EventID: "platform/" + strconv.FormatUint(m.Seq, 10)}
 	switch name {
 	case "escalation_triggered":
 		var d escalationData

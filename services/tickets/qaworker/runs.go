@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/errgroup"
@@ -15,7 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -28,17 +27,16 @@ const (
 
 // handleRuns records a batch's failed runs, one ticket write per agent and
 // test, several tests at once.
-func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
+func (w *Worker) handleRuns(ctx context.Context, batch []app.QAMessage) error {
 	groups := map[[3]string]*app.FailingTest{}
 	traces := map[[3]string]string{} // a group's first run's traceparent
 	var order [][3]string
 	for _, m := range batch {
-		ev, err := eventstore.DecodeMsg(m)
-		if err != nil {
-			w.skip("runs", "undecodable run event", m, err)
+		if m.Err != nil {
+			w.skip("runs", "undecodable run event", m, m.Err)
 			continue
 		}
-		done, ok := ev.(*testingv1.RunCompleted)
+		done, ok := m.Event.(*testingv1.RunCompleted)
 		r := done.GetRun()
 		if !ok || !ticketed(r) {
 			w.handled.WithLabelValues("runs", "skipped").Inc()
@@ -57,7 +55,7 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 		if g == nil {
 			g = &app.FailingTest{WorkspaceID: r.WorkspaceId, AgentID: inv.AgentId, TestID: r.TestId, TestName: testName(inv, r)}
 			groups[key] = g
-			traces[key] = traceparentOf(m)
+			traces[key] = m.Traceparent
 			order = append(order, key)
 		}
 		g.Failures = append(g.Failures, app.RunFailure{
@@ -85,18 +83,11 @@ func (w *Worker) handleRuns(ctx context.Context, batch []jetstream.Msg) error {
 	return eg.Wait()
 }
 
-func (w *Worker) skip(source, why string, m jetstream.Msg, err error) {
+// skip counts m skipped and logs why, in the trace m names.
+func (w *Worker) skip(source, why string, m app.QAMessage, err error) {
 	w.handled.WithLabelValues(source, "skipped").Inc()
-	w.Log.WarnContext(traceOf(context.Background(), m), "qa worker: "+why, "subject", m.Subject(), "err", err)
+	w.Log.WarnContext(tracing.Extract(context.Background(), m.Traceparent), "qa worker: "+why, "subject", m.Subject, "err", err)
 }
-
-// traceOf is ctx carrying the trace m's traceparent names, so what is
-// logged about m names it.
-func traceOf(ctx context.Context, m jetstream.Msg) context.Context {
-	return tracing.Extract(ctx, traceparentOf(m))
-}
-
-func traceparentOf(m jetstream.Msg) string { return m.Headers().Get(events.HeaderTraceparent) }
 
 // inTrace does what the worker does about a message (or a group of them)
 // as a consumer span of the trace that asked (traceparent), so the lines
@@ -146,7 +137,7 @@ func rationale(r *testingv1.RunResult) string {
 // invocationCache holds the invocations runs belong to: an invocation's
 // agent and planned tests never change, and a large one has many runs.
 type invocationCache struct {
-	store *eventstore.Store
+	store eventlog.Store
 	mu    sync.Mutex
 	byID  map[string]*testingv1.Invocation
 }
@@ -154,11 +145,12 @@ type invocationCache struct {
 // maxCachedInvocations bounds the cache; it is emptied when full.
 const maxCachedInvocations = 10_000
 
-func newInvocationCache(store *eventstore.Store) *invocationCache {
+func newInvocationCache(store eventlog.Store) *invocationCache {
 	return &invocationCache{store: store, byID: map[string]*testingv1.Invocation{}}
 }
 
-// get reads the invocation from its last event on TESTING (nil: none).
+// get reads the invocation from its last event on the testing log (nil:
+// none).
 func (c *invocationCache) get(ctx context.Context, ws, id string) (*testingv1.Invocation, error) {
 	c.mu.Lock()
 	inv, ok := c.byID[id]

@@ -1,8 +1,11 @@
 // Package qaworker turns what goes wrong into triage tickets, and clusters
-// them. It follows three streams through durable consumers shared by
-// every replica, so workers scale out and a killed one loses nothing: a
-// message is acked only once its ticket is written, and every write is
-// idempotent, so a redelivered message changes nothing twice.
+// them. It follows three sources through app.QAFeed, whose position every
+// replica shares, so workers scale out and a killed one loses nothing: a
+// batch is done only once its tickets are written, and every write is
+// idempotent, so a batch delivered again changes nothing twice. It is a
+// driving adapter without a transport of its own: the feed (adapters on
+// the streams, memory in its tests) brings the messages, the tickets
+// application does the writes.
 //
 //   - TESTRUNS: failed runs (the judge said failure) keep one ticket per
 //     agent and failing test (app.RecordTestFailures).
@@ -18,42 +21,27 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
-	events "github.com/voiceai-platform/voiceai/proto-events"
-
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/consume"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
-)
-
-// Durable consumer names, one per source.
-const (
-	RunsDurable       = "tickets-qa-runs"
-	PlatformDurable   = "tickets-qa-platform"
-	ClusteringDurable = "tickets-qa-clustering"
 )
 
 // Worker is one QA worker replica.
 type Worker struct {
-	App *app.App
-	JS  jetstream.JetStream
-	Log *slog.Logger
-	// Batch bounds the messages handled as one batch (default 256).
-	Batch int
+	App  *app.App
+	Feed app.QAFeed
+	// Testing is the testing service's event log, where the invocations
+	// runs belong to are.
+	Testing eventlog.Store
+	Log     *slog.Logger
 	// Parallel bounds the tickets written at once within a batch
 	// (default 32: a write is two round trips to the stream, so the
 	// worker waits more than it computes).
 	Parallel int
-	// AckWait is how long a batch a replica took may go unacknowledged
-	// before another replica gets it (a killed replica's batch; default 1
-	// minute).
-	AckWait time.Duration
 	// Metrics, when set, receives the worker's counters.
 	Metrics prometheus.Registerer
 
@@ -63,17 +51,11 @@ type Worker struct {
 
 // Run follows the three sources until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
-	if w.Batch <= 0 {
-		w.Batch = 256
-	}
 	if w.Parallel <= 0 {
 		w.Parallel = 32
 	}
 	if w.Log == nil {
 		w.Log = slog.Default()
-	}
-	if w.AckWait <= 0 {
-		w.AckWait = time.Minute
 	}
 	w.handled = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "voiceai_qa_worker_messages_total",
@@ -88,38 +70,28 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.handled = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
-	w.invs = newInvocationCache(eventstore.New(w.JS, events.TestingStream))
+	w.invs = newInvocationCache(w.Testing)
 	g, ctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		return w.follow(ctx, "runs", events.TestRunsStream, RunsDurable, []string{"testruns.evt.>"}, w.handleRuns)
-	})
-	g.Go(func() error {
-		return w.follow(ctx, "platform", events.PlatformStream, PlatformDurable,
-			[]string{"platform.evt.*.escalation_triggered", "platform.evt.*.conversation_ended"}, w.handlePlatform)
-	})
-	g.Go(func() error {
-		return w.follow(ctx, "clustering", events.TicketsStream, ClusteringDurable, []string{events.TicketsAll}, w.handleTickets)
-	})
+	for source, h := range map[app.QASource]handler{app.QARuns: w.handleRuns, app.QAPlatform: w.handlePlatform, app.QATickets: w.handleTickets} {
+		g.Go(func() error { return w.Feed.Follow(ctx, source, w.counted(source, h)) })
+	}
 	return g.Wait()
 }
 
-// follow feeds batches of the durable consumer to h until ctx ends (see
-// package consume): a batch is acked once handled and redelivered with
-// back-off when h fails.
-func (w *Worker) follow(ctx context.Context, source, stream, durable string, filters []string, h consume.Handler) error {
-	if _, err := eventstore.WaitForStream(ctx, w.JS, stream); err != nil {
-		if ctx.Err() != nil {
-			return nil
+// handler handles one batch of a source; an error has it delivered again.
+type handler func(ctx context.Context, batch []app.QAMessage) error
+
+// counted is h that logs and counts a batch it fails, which the feed
+// delivers again (unless the worker is stopping).
+func (w *Worker) counted(source app.QASource, h handler) handler {
+	return func(ctx context.Context, batch []app.QAMessage) error {
+		err := h(ctx, batch)
+		if err != nil && ctx.Err() == nil {
+			w.Log.Warn("qa worker: batch failed; redelivering", "source", source, "messages", len(batch), "err", err)
+			w.handled.WithLabelValues(string(source), "retried").Add(float64(len(batch)))
 		}
 		return err
 	}
-	return consume.Batches(ctx, w.JS, consume.Spec{
-		Stream: stream, Durable: durable, FilterSubjects: filters, AckWait: w.AckWait, MaxBatch: w.Batch,
-		OnError: func(batch []jetstream.Msg, err error) {
-			w.Log.Warn("qa worker: batch failed; redelivering", "source", source, "messages", len(batch), "err", err)
-			w.handled.WithLabelValues(source, "retried").Add(float64(len(batch)))
-		},
-	}, h)
 }
 
 // permanent reports an error no retry can fix: the request itself is

@@ -17,13 +17,14 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
 const ws, agent, invocation = "ws_a", "agent_1", "inv_1"
 
-// A worker killed mid-way loses no ticket and counts no run twice: the
+// On JetStream (adapters.QAFeed): a worker killed mid-way loses no ticket and counts no run twice: the
 // next replica gets the unacknowledged batches, and what the killed one
 // had already written is recognised. Each failing test has exactly one
 // ticket with exactly its one failed run.
@@ -78,7 +79,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	idx := memory.NewIndex()
 	a := app.New(eventstore.New(js, events.TicketsStream), idx, nil, log, time.Now)
 	worker := func(ctx context.Context) <-chan error {
-		w := &Worker{App: a, JS: js, Log: log, Batch: 4, Parallel: 2, AckWait: time.Second}
+		w := &Worker{App: a, Feed: adapters.QAFeed{JS: js, Batch: 4, AckWait: time.Second}, Testing: eventstore.New(js, events.TestingStream), Log: log, Parallel: 2}
 		done := make(chan error, 1)
 		go func() { done <- w.Run(ctx) }()
 		return done

@@ -97,8 +97,8 @@ func (rl Relay) Take(ctx context.Context, workspaceID, webhookID string) (*app.R
 		return nil, err
 	}
 	msg, err := sub.NextMsgWithContext(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil, nil
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, nil // the wait ended, or the client went away: nothing came
 	}
 	if err != nil {
 		return nil, err

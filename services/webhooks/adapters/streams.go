@@ -74,6 +74,11 @@ type StreamBacklog struct{ JS jetstream.JetStream }
 
 // Waiting implements app.Backlog.
 func (b StreamBacklog) Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error) {
+	// A workspace id that makes no subject token ("*", "a.b") would
+	// widen the filter to other workspaces: it has no deliveries.
+	if _, err := events.WebhookDeliverySubject(workspaceID, "whk_0"); err != nil {
+		return map[string]uint64{}, nil
+	}
 	str, err := eventstore.StreamOf(ctx, b.JS, events.WebhookDeliveriesStream)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,108 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/app/directorytest"
+)
+
+// The directory learns from the AGENTS, IDENTITY and PLATFORM streams,
+// what they held when it started and what comes later.
+func TestDirectoryConforms(t *testing.T) {
+	directorytest.Run(t, func(t *testing.T) (app.Directory, func(...directorytest.Fact)) {
+		js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
+			return eventstore.EnsureEventStreams(ctx, js, replicas, events.AgentsStream, events.IdentityStream, events.PlatformStream)
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		s := &streamSources{t: t, js: js, last: map[string]uint64{}}
+		dir := NewDirectory(slog.New(slog.DiscardHandler))
+		if err := dir.Follow(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+		return dir, s.tell
+	})
+}
+
+// streamSources tells facts as the other services do: events on their
+// streams.
+type streamSources struct {
+	t    *testing.T
+	js   jetstream.JetStream
+	last map[string]uint64 // each subject's last sequence
+}
+
+func (s *streamSources) tell(facts ...directorytest.Fact) {
+	s.t.Helper()
+	for _, f := range facts {
+		switch {
+		case f.Agent != nil:
+			a := &agentsv1.Agent{AgentId: f.Agent.AgentID, WorkspaceId: f.Agent.WorkspaceID, Name: "Support"}
+			var ev events.Event = &agentsv1.AgentCreated{Agent: a}
+			if f.Agent.Deleted {
+				at := time.Now().Unix()
+				a.DeletedAtUnix = &at
+				ev = &agentsv1.AgentDeleted{Agent: a}
+			}
+			s.append(events.AgentsStream, events.AgentSubject, f.Agent.WorkspaceID, f.Agent.AgentID, ev)
+		case f.Member != nil && f.Member.IsServiceAccount:
+			m := f.Member
+			s.append(events.IdentityStream, events.ServiceAccountSubject, m.WorkspaceID, m.UserID, &identityv1.ServiceAccountCreated{
+				Account: &identityv1.ServiceAccount{UserId: m.UserID, WorkspaceId: m.WorkspaceID, Name: m.Name, Email: m.Email}})
+		case f.Member != nil:
+			m := f.Member
+			s.append(events.IdentityStream, events.UserSubject, m.WorkspaceID, m.UserID, &identityv1.UserAdded{
+				User: &identityv1.User{UserId: m.UserID, WorkspaceId: m.WorkspaceID, FirstName: m.Name, Email: m.Email}})
+		case f.Conversation != nil:
+			c := f.Conversation
+			data := map[string]any{"conversation_id": c.ConversationID, "agent_id": c.AgentID}
+			s.platform(c.WorkspaceID, "conversation_started", time.Unix(c.StartedAt, 0), data)
+			if c.EndedAt != 0 {
+				s.platform(c.WorkspaceID, "conversation_ended", time.Unix(c.EndedAt, 0), data)
+			}
+		}
+	}
+}
+
+func (s *streamSources) append(stream string, subjectOf func(string, string) (string, error), ws, id string, ev events.Event) {
+	s.t.Helper()
+	ctx := context.Background()
+	subject, err := subjectOf(ws, id)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	meta := esproto.Meta(ctx, ws, "", time.Now())
+	done, err := esproto.Append(ctx, eventstore.New(s.js, stream), subject, s.last[subject], meta, ev)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.last[subject] = done.Seq
+}
+
+func (s *streamSources) platform(ws, event string, at time.Time, data map[string]any) {
+	s.t.Helper()
+	subject, err := events.PlatformSubject(ws, event)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	raw, _ := json.Marshal(data)
+	body, _ := json.Marshal(wire.Envelope{Event: event, Timestamp: wire.FormatTimestamp(at), Data: raw})
+	if _, err := s.js.Publish(context.Background(), subject, body); err != nil {
+		s.t.Fatal(err)
+	}
+}

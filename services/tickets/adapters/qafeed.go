@@ -1,0 +1,119 @@
+package adapters
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+// The QA worker's durable consumers, one per source, shared by every
+// replica.
+const (
+	QARunsDurable       = "tickets-qa-runs"
+	QAPlatformDurable   = "tickets-qa-platform"
+	QAClusteringDurable = "tickets-qa-clustering"
+)
+
+// QAFeed is app.QAFeed on JetStream: each source is a durable consumer
+// worked through in batches (package consume); a batch is acknowledged
+// once handled and redelivered with back-off when the handler fails.
+type QAFeed struct {
+	JS jetstream.JetStream
+	// Batch bounds the messages of a batch (default 256).
+	Batch int
+	// AckWait is how long a batch a replica took may go unacknowledged
+	// before another replica gets it (a killed replica's batch; default
+	// 1 minute).
+	AckWait time.Duration
+}
+
+var _ app.QAFeed = QAFeed{}
+
+// qaSource is where a source's messages are and how they are read.
+type qaSource struct {
+	stream, durable string
+	filters         []string
+	protobuf        bool // its bodies are protobuf events
+}
+
+func qaSourceOf(s app.QASource) (qaSource, bool) {
+	switch s {
+	case app.QARuns:
+		return qaSource{events.TestRunsStream, QARunsDurable, []string{"testruns.evt.>"}, true}, true
+	case app.QAPlatform:
+		var filters []string
+		for _, name := range app.QAPlatformEvents {
+			filters = append(filters, "platform.evt.*."+name)
+		}
+		return qaSource{events.PlatformStream, QAPlatformDurable, filters, false}, true
+	case app.QATickets:
+		return qaSource{events.TicketsStream, QAClusteringDurable, []string{events.TicketsAll}, true}, true
+	}
+	return qaSource{}, false
+}
+
+// QAConsumers are the streams and durables of the sources, for the
+// process's consumer metrics.
+func QAConsumers() (streams, durables []string) {
+	for _, s := range []app.QASource{app.QARuns, app.QAPlatform, app.QATickets} {
+		src, _ := qaSourceOf(s)
+		streams, durables = append(streams, src.stream), append(durables, src.durable)
+	}
+	return streams, durables
+}
+
+// Follow implements app.QAFeed. The streams belong to other services,
+// which may start later: it waits for the stream first.
+func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.Context, []app.QAMessage) error) error {
+	src, ok := qaSourceOf(source)
+	if !ok {
+		return fmt.Errorf("qa feed: no source %q", source)
+	}
+	if _, err := eventstore.WaitForStream(ctx, f.JS, src.stream); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	batch, ackWait := f.Batch, f.AckWait
+	if batch <= 0 {
+		batch = 256
+	}
+	if ackWait <= 0 {
+		ackWait = time.Minute
+	}
+	spec := consume.Spec{Stream: src.stream, Durable: src.durable, FilterSubjects: src.filters, AckWait: ackWait, MaxBatch: batch}
+	return consume.Batches(ctx, f.JS, spec, func(ctx context.Context, msgs []jetstream.Msg) error {
+		out := make([]app.QAMessage, len(msgs))
+		for i, m := range msgs {
+			out[i] = qaMessage(m, src.protobuf)
+		}
+		return h(ctx, out)
+	})
+}
+
+// qaMessage is m as the QA worker reads it.
+func qaMessage(m jetstream.Msg, protobuf bool) app.QAMessage {
+	out := app.QAMessage{Subject: m.Subject(), Data: m.Data(), Traceparent: m.Headers().Get(events.HeaderTraceparent)}
+	if protobuf {
+		out.Event, out.Err = eventstore.DecodeMsg(m)
+		if out.Err != nil {
+			return out
+		}
+	}
+	meta, err := m.Metadata()
+	if err != nil {
+		out.Event, out.Err = nil, err
+		return out
+	}
+	out.Seq, out.Stored = meta.Sequence.Stream, meta.Timestamp
+	return out
+}

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// QASource is a stream the QA worker follows.
+type QASource string
+
+// The QA worker's sources.
+const (
+	// QARuns is the testing service's completed runs.
+	QARuns QASource = "runs"
+	// QAPlatform is the platform events of QAPlatformEvents.
+	QAPlatform QASource = "platform"
+	// QATickets is the tickets' own states, for clustering.
+	QATickets QASource = "clustering"
+)
+
+// QAPlatformEvents are the platform events the QA worker reads: the
+// others can raise no ticket.
+var QAPlatformEvents = []string{"escalation_triggered", "conversation_ended"}
+
+// QAMessage is one message of a source as the QA worker reads it.
+type QAMessage struct {
+	Subject string
+	// Seq is its sequence in its stream, Stored when the stream took it.
+	Seq    uint64
+	Stored time.Time
+	// Traceparent names the trace that produced it ("": none).
+	Traceparent string
+	// Data is the body as stored: a JSON envelope on QAPlatform.
+	Data []byte
+	// Event is the body decoded, on the sources of protobuf events
+	// (QARuns, QATickets); nil when Err says why it could not be.
+	Event proto.Message
+	Err   error
+}
+
+// QAFeed is the sources the QA worker follows. Every replica shares each
+// source's position, so replicas split the work and a killed one loses
+// nothing.
+type QAFeed interface {
+	// Follow feeds the source's messages, in batches in stream order, to
+	// h until ctx ends (then it returns nil). A batch h handles is done
+	// for every replica; one h fails is delivered again later, with
+	// back-off, as is the batch in hand when ctx ends.
+	Follow(ctx context.Context, source QASource, h func(ctx context.Context, batch []QAMessage) error) error
+}
