@@ -30,8 +30,9 @@ func (m Msg) InProgress() error { return m.raw.InProgress() }
 // Outcome is what a per-message handler decided for its message: Done,
 // Retry or GiveUp.
 type Outcome struct {
-	settle settle
-	after  time.Duration
+	settle  settle
+	after   time.Duration
+	backoff bool
 }
 
 type settle int
@@ -45,9 +46,13 @@ const (
 // Done acknowledges the message: it is never delivered again.
 func Done() Outcome { return Outcome{settle: ack} }
 
-// Retry has the message delivered again after the delay (0 or less: the
-// standard back-off for its delivery count, Backoff).
-func Retry(after time.Duration) Outcome { return Outcome{settle: retry, after: after} }
+// Retry has the message delivered again after the delay (0: at once).
+func Retry(after time.Duration) Outcome { return Outcome{settle: retry, after: max(after, 0)} }
+
+// RetryWithBackoff has the message delivered again after the standard
+// back-off for its delivery count (Backoff): for a failure whose cure is
+// not known to come at a given time (a store unavailable).
+func RetryWithBackoff() Outcome { return Outcome{settle: retry, backoff: true} }
 
 // GiveUp drops the message for good (it cannot be handled, or its retries
 // are exhausted): it is never delivered again.
@@ -59,6 +64,9 @@ func (o Outcome) String() string {
 	case ack:
 		return "done"
 	case retry:
+		if o.backoff {
+			return "retry with back-off"
+		}
 		return fmt.Sprintf("retry after %s", o.after)
 	default:
 		return "give up"
@@ -68,8 +76,13 @@ func (o Outcome) String() string {
 // IsDone, IsRetry and IsGiveUp tell a test which outcome it holds.
 func (o Outcome) IsDone() bool { return o.settle == ack }
 
-// IsRetry reports a retry and its delay (0: the standard back-off).
-func (o Outcome) IsRetry() (bool, time.Duration) { return o.settle == retry, o.after }
+// IsRetry reports a retry and its delay (RetryWithBackoff's: -1).
+func (o Outcome) IsRetry() (bool, time.Duration) {
+	if o.backoff {
+		return o.settle == retry, -1
+	}
+	return o.settle == retry, o.after
+}
 
 // IsGiveUp reports a message dropped for good.
 func (o Outcome) IsGiveUp() bool { return o.settle == term }
@@ -91,13 +104,26 @@ type MsgHandler func(ctx context.Context, m Msg) Outcome
 // A handler that must finish what it started even so (an HTTP attempt
 // under way) detaches from ctx (context.WithoutCancel) and bounds itself.
 func Messages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler) error {
+	wait, err := StartMessages(ctx, js, s, h)
+	if err != nil {
+		return err
+	}
+	wait()
+	return nil
+}
+
+// StartMessages is Messages returning once the durable exists (or could
+// not be made: its error), for a process that must not start without its
+// consumers. The messages are handled in the background until ctx ends;
+// wait returns once the last handler in flight has settled its message.
+func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler) (wait func(), err error) {
 	workers := max(s.Workers, 1)
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = workers
 	}
 	cons, err := ensure(ctx, js, s)
 	if cons == nil {
-		return err
+		return func() {}, err
 	}
 	msgs := make(chan jetstream.Msg)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -108,7 +134,7 @@ func Messages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler)
 		}
 	}, jetstream.PullMaxMessages(s.MaxBatch))
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
 	var wg sync.WaitGroup
 	for range workers {
@@ -127,11 +153,15 @@ func Messages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler)
 			}
 		})
 	}
-	<-ctx.Done()
-	cc.Drain() // what the client holds reaches the callback, which naks it
-	<-cc.Closed()
-	wg.Wait()
-	return nil
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		cc.Drain() // what the client holds reaches the callback, which naks it
+		<-cc.Closed()
+		wg.Wait()
+	}()
+	return func() { <-stopped }, nil
 }
 
 // handleOne runs h on m and settles m by its outcome.
@@ -148,7 +178,7 @@ func handleOne(ctx context.Context, m jetstream.Msg, h MsgHandler) {
 		_ = m.Ack()
 	case retry:
 		delay := o.after
-		if delay <= 0 {
+		if o.backoff {
 			delay = Backoff(meta.NumDelivered)
 		}
 		_ = m.NakWithDelay(delay)
