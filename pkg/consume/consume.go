@@ -1,9 +1,18 @@
-// Package consume works through a JetStream durable consumer in batches:
-// each batch is what has arrived (optionally lingering for more), handled
-// as one, then acknowledged; a batch whose handling fails is redelivered
-// with back-off, so nothing is skipped. Projectors and workers share it,
-// and every replica of a process shares the durable, so a killed one
-// loses nothing: its unacknowledged batch goes to another.
+// Package consume is the one way the platform works through a JetStream
+// durable consumer, in two modes on the same Spec:
+//
+//   - Batches: each batch is what has arrived (optionally lingering for
+//     more), handled as one, then acknowledged; a batch whose handling
+//     fails is redelivered with back-off, so nothing is skipped
+//     (projectors, stores that write many documents at once).
+//   - Messages: each message is handled on its own, by a pool of workers,
+//     and the handler says what becomes of it: Done, Retry after a delay,
+//     or GiveUp (job queues: webhook deliveries, test runs).
+//
+// Every replica of a process shares the durable, so a killed one loses
+// nothing: what it held unacknowledged goes to another after AckWait.
+// Ending ctx stops either mode without failing: what was not handled is
+// left to be redelivered, never acknowledged.
 package consume
 
 import (
@@ -25,13 +34,18 @@ type Spec struct {
 	MaxDeliver     int           // default unlimited: nothing may be skipped
 	MaxBatch       int           // default 256
 	// MaxAckPending bounds the messages out at once (default 4 batches).
+	// A message waiting for a Retry counts: a job queue whose jobs wait
+	// long for their retries sets it high.
 	MaxAckPending int
 	// Linger, when set, holds a batch open this long after its first
 	// message so that more join it, up to MaxBatch.
 	Linger time.Duration
 	// OnError is told of a batch that failed before it is redelivered
-	// (logging, metrics); optional.
+	// (logging, metrics); optional. Batches only.
 	OnError func(batch []jetstream.Msg, err error)
+	// Workers is how many messages Messages handles at once (default 1,
+	// in stream order). Messages only.
+	Workers int
 }
 
 // Handler handles one batch; an error has the whole batch redelivered.
@@ -41,27 +55,12 @@ type Handler func(ctx context.Context, batch []jetstream.Msg) error
 // ctx ends. Ending ctx is not a failure: the batch in hand, unacked, is
 // redelivered to whoever comes next.
 func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) error {
-	if s.AckWait <= 0 {
-		s.AckWait = 30 * time.Second
-	}
-	if s.MaxDeliver == 0 {
-		s.MaxDeliver = -1
-	}
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 256
 	}
-	if s.MaxAckPending <= 0 {
-		s.MaxAckPending = 4 * s.MaxBatch
-	}
-	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, jetstream.ConsumerConfig{
-		Durable: s.Durable, FilterSubjects: s.FilterSubjects, DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, MaxAckPending: s.MaxAckPending,
-	})
-	if ctx.Err() != nil {
-		return nil // stopped while starting
-	}
-	if err != nil {
-		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+	cons, err := ensure(ctx, js, s)
+	if cons == nil {
+		return err
 	}
 	msgs := make(chan jetstream.Msg, s.MaxBatch)
 	cc, err := cons.Consume(func(m jetstream.Msg) {
@@ -106,6 +105,32 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 			_ = m.Ack()
 		}
 	}
+}
+
+// ensure creates or updates the durable s names, with the defaults both
+// modes share (s.MaxBatch set). A nil consumer with a nil error means ctx
+// ended while starting: not a failure.
+func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Consumer, error) {
+	if s.AckWait <= 0 {
+		s.AckWait = 30 * time.Second
+	}
+	if s.MaxDeliver == 0 {
+		s.MaxDeliver = -1
+	}
+	if s.MaxAckPending <= 0 {
+		s.MaxAckPending = 4 * s.MaxBatch
+	}
+	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, jetstream.ConsumerConfig{
+		Durable: s.Durable, FilterSubjects: s.FilterSubjects, DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, MaxAckPending: s.MaxAckPending,
+	})
+	if ctx.Err() != nil {
+		return nil, nil // stopped while starting
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	return cons, nil
 }
 
 // Backoff is the wait before the next delivery of a message delivered

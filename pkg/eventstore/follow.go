@@ -45,19 +45,39 @@ func (f *Follower) markReady() {
 // stream order, until ctx ends. lastPerSubject replays only each
 // subject's newest event. It waits for the stream to exist, so services
 // may start in any order.
+//
+// Following is reading, not consuming: an ordered consumer the server
+// keeps no state for, nothing acknowledged, every process its own copy.
+// Work that must be done once across replicas and survive a crash goes
+// through a durable consumer instead (pkg/consume).
 func Follow(ctx context.Context, js jetstream.JetStream, stream string, filters []string, lastPerSubject bool, apply func(Record)) (*Follower, error) {
-	str, err := WaitForStream(ctx, js, stream)
-	if err != nil {
-		return nil, err
-	}
 	policy := jetstream.DeliverAllPolicy
 	if lastPerSubject {
 		policy = jetstream.DeliverLastPerSubjectPolicy
 	}
+	return follow(ctx, js, stream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}, apply)
+}
+
+// FollowFrom is Follow from a point in time: the records stored since
+// then (a zero since: only those stored from now on), then new ones live.
+// It is ready at once when nothing stored since then is left to apply.
+func FollowFrom(ctx context.Context, js jetstream.JetStream, stream string, filters []string, since time.Time, apply func(Record)) (*Follower, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverNewPolicy}
+	if !since.IsZero() {
+		cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+	}
+	return follow(ctx, js, stream, cfg, apply)
+}
+
+func follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig, apply func(Record)) (*Follower, error) {
+	str, err := WaitForStream(ctx, js, stream)
+	if err != nil {
+		return nil, err
+	}
 	// The stream may lose its leader between answering and these requests
 	// (a process started as a partition heals): ask again, not exit.
 	cons, err := untilAvailable(ctx, "follower of "+stream, func(ctx context.Context) (jetstream.Consumer, error) {
-		return str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy})
+		return str.OrderedConsumer(ctx, cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("follow %s: %w", stream, err)

@@ -82,6 +82,10 @@ func (s *Store) At(ctx context.Context, seq uint64) (Record, error) {
 // Load returns subject's whole history in order and its last sequence
 // (0 for an empty subject). It reads up to the last sequence as of the
 // call, so it never waits for events that may never come.
+//
+// It reads rather than consume (pkg/consume): a bounded read to a known
+// sequence on an ordered consumer, nothing acknowledged, nothing left on
+// the server when it returns.
 func (s *Store) Load(ctx context.Context, subject string) ([]Record, uint64, error) {
 	last, found, err := s.Last(ctx, subject)
 	if err != nil || !found {

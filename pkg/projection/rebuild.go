@@ -15,6 +15,11 @@ import (
 // collection) and returns once it has applied everything up to the
 // stream's last sequence as of the call. A service switches its reads to
 // the rebuilt collection afterwards; the old one can then be dropped.
+//
+// It reads the stream rather than consume it (pkg/consume): a bounded
+// replay up to a known sequence, on an ordered consumer the server keeps
+// no state for, with nothing to acknowledge or redeliver; a failure
+// fails the rebuild, which is started again from the first event.
 func Rebuild(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, coll *mongo.Collection, h Handler) (int, error) {
 	str, err := js.Stream(ctx, stream)
 	if err != nil {

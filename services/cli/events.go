@@ -18,6 +18,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // DefaultNATSURL is where `make run` serves its embedded NATS.
@@ -104,37 +106,31 @@ func natsAddress(flag string) (url, from string) {
 	return DefaultNATSURL, "the default"
 }
 
-// tail follows each stream with an ordered consumer (no state on the
-// server) and prints events until ctx ends.
+// tail follows each stream (eventstore.FollowFrom: an ordered consumer,
+// no state on the server) and prints events until ctx ends.
 func (a *app) tail(ctx context.Context, nc *nats.Conn, streams []string, workspace string, since time.Duration) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()     // stops every follower
+	var from time.Time // zero: from now on
+	if since > 0 {
+		from = time.Now().Add(-since)
+	}
 	var mu sync.Mutex // one line at a time
-	var ccs []jetstream.ConsumeContext
-	defer func() {
-		for _, cc := range ccs {
-			cc.Stop()
-		}
-	}()
+	followed := 0
 	for _, name := range streams {
-		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverNewPolicy}
-		if since > 0 {
-			start := time.Now().Add(-since)
-			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &start
-		}
-		cons, err := js.OrderedConsumer(ctx, name, cfg)
-		if errors.Is(err, jetstream.ErrStreamNotFound) {
+		if _, err := js.Stream(ctx, name); errors.Is(err, jetstream.ErrStreamNotFound) {
 			fmt.Fprintf(a.stderr, "stream %s does not exist (yet); not followed\n", name)
 			continue
-		}
-		if err != nil {
+		} else if err != nil {
 			return fmt.Errorf("follow %s: %w", name, err)
 		}
-		cc, err := cons.Consume(func(m jetstream.Msg) {
-			ev, ok := decodeTailed(name, m)
-			if !ok || (workspace != "" && ev.WorkspaceID != workspace) {
+		_, err := eventstore.FollowFrom(ctx, js, name, nil, from, func(rec eventstore.Record) {
+			ev := decodeTailed(name, rec)
+			if workspace != "" && ev.WorkspaceID != workspace {
 				return
 			}
 			mu.Lock()
@@ -144,41 +140,35 @@ func (a *app) tail(ctx context.Context, nc *nats.Conn, streams []string, workspa
 		if err != nil {
 			return fmt.Errorf("follow %s: %w", name, err)
 		}
-		ccs = append(ccs, cc)
+		followed++
 	}
-	if len(ccs) == 0 {
+	if followed == 0 {
 		return errors.New("no stream to follow")
 	}
 	<-ctx.Done()
 	return nil
 }
 
-// decodeTailed turns a stored message into what tail prints: its
+// decodeTailed turns a stored record into what tail prints: its
 // protobuf decoded by the type header, or a PLATFORM event's envelope.
-func decodeTailed(stream string, m jetstream.Msg) (tailedEvent, bool) {
-	meta, err := m.Metadata()
-	if err != nil {
-		return tailedEvent{}, false
-	}
-	h := m.Headers()
+func decodeTailed(stream string, rec eventstore.Record) tailedEvent {
 	ev := tailedEvent{
-		Stream: stream, Seq: meta.Sequence.Stream, Subject: m.Subject(), Type: h.Get(events.HeaderEventType),
-		EventID: h.Get(events.HeaderEventID), WorkspaceID: h.Get(events.HeaderWorkspaceID),
-		StoredAt: meta.Timestamp.UTC().Format(time.RFC3339Nano),
+		Stream: stream, Seq: rec.Seq, Subject: rec.Subject, Type: rec.Type, EventID: rec.EventID, WorkspaceID: rec.Workspace,
+		StoredAt: rec.Time.UTC().Format(time.RFC3339Nano),
 	}
 	if stream == events.PlatformStream {
-		if ws, name, ok := events.ParsePlatformSubject(m.Subject()); ok {
+		if ws, name, ok := events.ParsePlatformSubject(rec.Subject); ok {
 			ev.WorkspaceID, ev.Type = ws, name
 		}
-		if json.Valid(m.Data()) {
-			ev.Data = m.Data()
-			return ev, true
+		if json.Valid(rec.Data) {
+			ev.Data = rec.Data
+			return ev
 		}
 	}
-	msg, err := events.Decode(ev.Type, m.Data())
+	msg, err := events.Decode(ev.Type, rec.Data)
 	if err != nil {
 		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
-		return ev, true
+		return ev
 	}
 	if ev.WorkspaceID == "" {
 		ev.WorkspaceID = events.MetaOf(msg).GetWorkspaceId()
@@ -187,7 +177,7 @@ func decodeTailed(stream string, m jetstream.Msg) (tailedEvent, bool) {
 	if err != nil {
 		ev.Data, _ = json.Marshal(map[string]string{"undecodable": err.Error()})
 	}
-	return ev, true
+	return ev
 }
 
 func (a *app) printTailed(ev tailedEvent) {

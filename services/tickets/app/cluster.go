@@ -179,6 +179,7 @@ func (a *App) clusterOne(ctx context.Context, ws, id string, group []string, byI
 		if ev.ChangedFields = clusteringChanges(before, t); len(ev.ChangedFields) == 0 {
 			return nil, nil // an anchor that already carries its label
 		}
+		ev.Public = publicOf(domain.Clustered(ev.ChangedFields))
 		if len(why) == 0 {
 			// Nothing to say on the ticket: the event alone records it.
 			ev.Reason = "no similar ticket, issue type not clear"

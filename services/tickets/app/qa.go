@@ -173,6 +173,7 @@ func (a *App) applyFailures(t *ticketsv1.Ticket, f FailingTest, own bool, meta *
 		t.StatusChanges = append(t.StatusChanges, &ticketsv1.StatusChange{Status: domain.StatusOpen, ChangedByUserId: proto.String(QAActor), ChangedAtUnixSecs: now})
 		t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{Comment: "Reopened: the test failed again after the ticket was resolved.", CreatedAtUnixSecs: now, OwnerUserId: proto.String(QAActor)})
 	}
+	ev.Public = publicOf(domain.FailuresRecorded(ev.Reopened, len(ev.InvocationIds) > 0))
 	return ev, nil
 }
 

@@ -38,3 +38,26 @@ func TestDeriveTitle(t *testing.T) {
 		t.Fatalf("long title: %d runes", len([]rune(long)))
 	}
 }
+
+func TestPublicChangeOfRecordedFailures(t *testing.T) {
+	for _, c := range []struct {
+		reopened, newInvocation bool
+		want                    string
+	}{
+		{true, true, EventTicketStatusChanged},
+		{true, false, EventTicketStatusChanged},
+		{false, true, EventTicketCommented},
+		{false, false, EventTicketUpdated},
+	} {
+		got := FailuresRecorded(c.reopened, c.newInvocation)
+		if got.Event != c.want {
+			t.Errorf("reopened %v, new invocation %v: %s; want %s", c.reopened, c.newInvocation, got.Event, c.want)
+		}
+		if (got.PreviousStatus == StatusResolved) != c.reopened {
+			t.Errorf("reopened %v: previous status %q", c.reopened, got.PreviousStatus)
+		}
+	}
+	if got := Clustered([]string{"labels"}); got.Event != EventTicketUpdated || len(got.ChangedFields) != 1 {
+		t.Errorf("clustered: %+v", got)
+	}
+}

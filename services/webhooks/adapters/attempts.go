@@ -16,7 +16,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -39,28 +39,34 @@ func FollowAttemptLog(ctx context.Context, js jetstream.JetStream, l *memory.Att
 
 // Record adds a to the log and publishes it, without waiting for the
 // stream's answer.
-func (l StreamAttemptLog) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
+func (l StreamAttemptLog) Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
 	l.Add(a)
-	_, err := PublishAttempt(l.JS, a)
-	return err
+	return AttemptPublisher{JS: l.JS}.Record(ctx, a)
 }
 
-// PublishAttempt records an attempt on the WEBHOOK_ATTEMPTS stream,
-// deduplicated by attempt id. It does not wait for the stream's answer.
-func PublishAttempt(js jetstream.JetStream, a *webhooksv1.DeliveryAttempt) (jetstream.PubAckFuture, error) {
+// AttemptPublisher is app.AttemptRecorder on the WEBHOOK_ATTEMPTS stream
+// alone: a dispatcher records its attempts there for every process that
+// follows the stream (the API's delivery log, the auto-disable rule, the
+// durable log in Mongo), keeping none itself.
+type AttemptPublisher struct{ JS jetstream.JetStream }
+
+// Record publishes a, deduplicated by its attempt id, without waiting for
+// the stream's answer.
+func (p AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
 	subject, err := events.WebhookAttemptSubject(a.GetWorkspaceId(), a.GetWebhookId())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	data, err := proto.Marshal(a)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = data
 	msg.Header.Set(events.HeaderWorkspaceID, a.GetWorkspaceId())
 	msg.Header.Set(events.HeaderEventID, a.GetEventId())
-	return js.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
+	_, err = p.JS.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
+	return err
 }
 
 // attemptDoc is one attempt in the Mongo delivery log.
@@ -158,10 +164,17 @@ func (s AttemptStore) FirstAttempt(ctx context.Context, webhookID, deliveryID st
 	return d.attempt(), nil
 }
 
+// AttemptsStoreDurable is the consumer that copies attempts to Mongo. It
+// replaced "webhooks-attempts-store" (ack-all, which a consumer cannot
+// change to explicit acks in place): StoreAttempts deletes that one, and
+// the new one copies the stream again, each attempt stored once.
+const AttemptsStoreDurable = "webhooks-attempts-mongo"
+
 // StoreAttempts copies every attempt record into coll (the durable
 // delivery log, kept beyond the stream's retention) through the durable
-// consumer "webhooks-attempts-store", in batches: one InsertMany per
-// fetch, then one ack for the batch. It runs until ctx ends.
+// consumer AttemptsStoreDurable, in batches: one InsertMany per batch,
+// then the batch acknowledged (redelivered with back-off when the write
+// fails). It runs until ctx ends.
 func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, log *slog.Logger) error {
 	if err := mongox.EnsureIndexes(ctx, coll,
 		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "at_unix_ms", Value: -1}}},
@@ -170,52 +183,42 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Coll
 	); err != nil {
 		return err
 	}
-	cons, err := eventstore.EnsureConsumer(ctx, js, events.WebhookAttemptsStream, jetstream.ConsumerConfig{
-		Durable:       "webhooks-attempts-store",
-		FilterSubject: events.WebhookAttemptsAll,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckAllPolicy,
-		AckWait:       time.Minute,
-		MaxAckPending: 10000,
-	})
-	if err != nil {
-		return err
+	if err := js.DeleteConsumer(ctx, events.WebhookAttemptsStream, "webhooks-attempts-store"); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		log.Warn("the replaced attempts consumer is left behind", "err", err)
+	}
+	spec := consume.Spec{
+		Stream: events.WebhookAttemptsStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsAll},
+		AckWait: time.Minute, MaxBatch: 500, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
+		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}
 	go func() {
-		for ctx.Err() == nil {
-			batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
-			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-					log.Warn("attempt log fetch", "err", err)
-					sleep(ctx, time.Second)
-				}
-				continue
-			}
-			var docs []any
-			var last jetstream.Msg
-			for m := range batch.Messages() {
-				last = m
-				var a webhooksv1.DeliveryAttempt
-				if proto.Unmarshal(m.Data(), &a) != nil {
-					continue
-				}
-				docs = append(docs, docOf(&a))
-			}
-			if last == nil {
-				continue
-			}
-			if len(docs) > 0 {
-				_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-				if err != nil && !onlyDuplicates(err) {
-					log.Warn("attempt log write failed; will retry", "err", err)
-					_ = last.Nak()
-					sleep(ctx, time.Second)
-					continue
-				}
-			}
-			_ = last.Ack()
+		if err := consume.Batches(ctx, js, spec, func(ctx context.Context, batch []jetstream.Msg) error {
+			return storeBatch(ctx, coll, batch)
+		}); err != nil {
+			log.Error("attempts are not copied to the durable log", "err", err)
 		}
 	}()
+	return nil
+}
+
+// storeBatch inserts the attempts of batch; an undecodable record is
+// skipped, one already stored (a redelivery) is no failure.
+func storeBatch(ctx context.Context, coll *mongo.Collection, batch []jetstream.Msg) error {
+	docs := make([]any, 0, len(batch))
+	for _, m := range batch {
+		var a webhooksv1.DeliveryAttempt
+		if proto.Unmarshal(m.Data(), &a) != nil {
+			continue
+		}
+		docs = append(docs, docOf(&a))
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	if err != nil && !onlyDuplicates(err) {
+		return err
+	}
 	return nil
 }
 
@@ -235,13 +238,4 @@ func onlyDuplicates(err error) bool {
 		return true
 	}
 	return mongo.IsDuplicateKeyError(err)
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -2,7 +2,9 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,21 +43,49 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 	return nil
 }
 
-// QueueDelivery publishes job on its webhook's delivery subject.
-func (q StreamQueue) QueueDelivery(ctx context.Context, job *webhooksv1.DeliveryJob) error {
-	subject, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId())
-	if err != nil {
-		return err
+// QueueDelivery publishes each job on its webhook's delivery subject, at
+// once, and returns once the stream stored every one (within
+// jobStoreWait), with the trace of what queued them.
+func (q StreamQueue) QueueDelivery(ctx context.Context, jobs ...*webhooksv1.DeliveryJob) error {
+	tp := tracing.RequestTrace(ctx)
+	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
+	for _, job := range jobs {
+		subject, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId())
+		if err != nil {
+			return err
+		}
+		data, err := proto.Marshal(job)
+		if err != nil {
+			return err
+		}
+		msg := nats.NewMsg(subject)
+		msg.Data = data
+		msg.Header.Set(events.HeaderEventID, job.GetEventId())
+		msg.Header.Set(events.HeaderWorkspaceID, job.GetWorkspaceId())
+		if tp != "" {
+			msg.Header.Set(events.HeaderTraceparent, tp) // the delivery continues the event's trace
+		}
+		f, err := q.JS.PublishMsgAsync(msg, jetstream.WithMsgID(app.JobID(job)))
+		if err != nil {
+			return err
+		}
+		futures = append(futures, f)
 	}
-	data, err := proto.Marshal(job)
-	if err != nil {
-		return err
+	timeout := time.NewTimer(jobStoreWait)
+	defer timeout.Stop()
+	for _, f := range futures {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			return err
+		case <-timeout.C:
+			return errors.New("delivery job publish timed out")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = data
-	msg.Header.Set(events.HeaderEventID, job.GetEventId())
-	msg.Header.Set(events.HeaderWorkspaceID, job.GetWorkspaceId())
-	msg.Header.Set(events.HeaderMsgID, app.JobID(job))
-	_, err = q.JS.PublishMsg(ctx, msg)
-	return err
+	return nil
 }
+
+// jobStoreWait bounds the wait for the stream to store a fan-out's jobs.
+const jobStoreWait = 10 * time.Second

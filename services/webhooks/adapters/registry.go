@@ -11,9 +11,16 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+var (
+	_ app.Subscriptions   = (*Registry)(nil)
+	_ app.AttemptRecorder = AttemptPublisher{}
+	_ app.Queue           = StreamQueue{}
 )
 
 // Registry is the set of webhooks (memory.Registry) kept current from the

@@ -27,13 +27,38 @@ type Registry interface {
 	List(workspaceID string) []*webhooksv1.Webhook
 }
 
-// AttemptLog is the delivery log of every webhook: its recent attempts
-// and their health.
-type AttemptLog interface {
+// Subscriptions is the registry as the dispatcher reads it: which
+// webhooks an event reaches, and whether what it knows is current.
+type Subscriptions interface {
+	// Get returns a live webhook of the workspace.
+	Get(workspaceID, id string) (*webhooksv1.Webhook, bool)
+	// Known reports whether any change of webhook id was applied, its
+	// deletion included: catching up cannot make such a webhook appear.
+	Known(id string) bool
+	// WaitCurrent returns once every webhook change stored before an
+	// event stored at storedAt has been applied.
+	WaitCurrent(ctx context.Context, storedAt time.Time) error
+	// Match returns the active webhooks of the workspace subscribed to
+	// event that existed when it was stored.
+	Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook
+	// MatchMissed returns the webhooks of the workspace subscribed to
+	// event that the dispatcher had disabled (failing, gone) when it was
+	// stored: the event is logged for them as not sent.
+	MatchMissed(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook
+}
+
+// AttemptRecorder records delivery attempts, as the dispatcher does.
+type AttemptRecorder interface {
 	// Record adds an attempt (the same attempt id twice is kept once)
 	// and makes it durable; it is readable here when Record returns,
 	// even if it fails to be made durable (the error says so).
 	Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error
+}
+
+// AttemptLog is the delivery log of every webhook: its recent attempts
+// and their health.
+type AttemptLog interface {
+	AttemptRecorder
 	// Recent returns up to limit attempts of a webhook that f selects,
 	// newest first, and when the oldest attempt held was made (0: none
 	// held); older attempts are in the DeliveryHistory only.
@@ -90,9 +115,10 @@ type Queue interface {
 	// PublishEvent stores a platform event for the fan-out, once per
 	// e.ID.
 	PublishEvent(ctx context.Context, e PlatformEvent) error
-	// QueueDelivery queues a delivery job, once per job id (event,
-	// webhook and resend ids).
-	QueueDelivery(ctx context.Context, job *webhooksv1.DeliveryJob) error
+	// QueueDelivery queues delivery jobs, each once per job id (event,
+	// webhook and resend ids), and returns once every one is stored (an
+	// error: some may be, and queueing them again stores them once).
+	QueueDelivery(ctx context.Context, jobs ...*webhooksv1.DeliveryJob) error
 }
 
 // Sender makes one attempt of a delivery to a webhook: an HTTP POST, or

@@ -1,28 +1,34 @@
-// Package dispatcher fans platform and domain events out to the webhooks
-// subscribed to them and delivers each (event, webhook) pair as a job of
-// the WEBHOOK_DELIVERIES work queue: signed POSTs, retries scheduled by
-// JetStream (NakWithDelay), every attempt recorded. Replicas share the
-// durable consumers, so they share the work; a replica killed mid-delivery
-// leaves its jobs unacknowledged and JetStream hands them to another after
-// AckWait.
+// Package dispatcher is the driving adapter of the webhook dispatcher: it
+// consumes platform and domain events and delivery jobs (pkg/consume,
+// per message), hands each to its use case in app (app.Dispatch: fan-out,
+// delivery) and settles the message as the use case says. Retries are
+// scheduled by the stream (a message given back with a delay). Replicas
+// share the durable consumers, so they share the work; a replica killed
+// mid-delivery leaves its jobs unacknowledged and they go to another
+// after AckWait.
 package dispatcher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -37,12 +43,19 @@ const (
 	DeliverDurable        = "webhooks-deliver"
 )
 
+// Fan-out consumers pull events fanoutBatch at a time and hold at most
+// fanoutMaxAckPending unacknowledged.
+const (
+	fanoutBatch         = 256
+	fanoutMaxAckPending = 1000
+)
+
 // Options tune a dispatcher.
 type Options struct {
 	// Workers is how many deliveries run at once (default 64).
 	Workers int
-	// AckWait is how long a job may be held before JetStream gives it to
-	// another replica (default: the attempt time-out plus 20s).
+	// AckWait is how long a job may be held before it goes to another
+	// replica (default: the attempt time-out plus 20s).
 	AckWait time.Duration
 	// TimeUnit is the length of one retry_config second (default 1s).
 	// Tests shorten it; production never sets it.
@@ -59,7 +72,7 @@ type Options struct {
 
 // Deps are what a dispatcher runs on.
 type Deps struct {
-	JS       jetstream.JetStream
+	JS       jetstream.JetStream // the streams it consumes and publishes on
 	Registry *adapters.Registry
 	Sender   adapters.Sender
 	Sealer   *seal.Sealer
@@ -72,13 +85,11 @@ type Deps struct {
 type Dispatcher struct {
 	Deps
 	opts    Options
-	ctx     context.Context
+	use     *app.Dispatch
+	ctx     context.Context // ends after the work: the followers
 	cancel  context.CancelFunc
-	mu      sync.Mutex
-	stops   []func()
-	stopped bool
-	slots   chan struct{}
-	wg      sync.WaitGroup
+	stop    context.CancelFunc // ends the work: the consumers
+	work    sync.WaitGroup
 	metrics *metrics
 }
 
@@ -91,9 +102,6 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if o.AckWait <= 0 {
 		o.AckWait = d.Sender.HTTP.Timeout() + 20*time.Second
 	}
-	if o.TimeUnit <= 0 {
-		o.TimeUnit = time.Second
-	}
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
 	}
@@ -105,20 +113,58 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.HTTP.Timeout())
 	}
 	dctx, cancel := context.WithCancel(ctx)
-	ds := &Dispatcher{Deps: d, opts: o, ctx: dctx, cancel: cancel, slots: make(chan struct{}, o.Workers), metrics: newMetrics(d.Metrics)}
-	if err := ds.startDelivery(); err != nil {
-		ds.Stop()
-		return nil, err
+	work, stop := context.WithCancel(dctx)
+	ds := &Dispatcher{Deps: d, opts: o, ctx: dctx, cancel: cancel, stop: stop, metrics: newMetrics(d.Metrics),
+		use: &app.Dispatch{
+			Subscriptions: d.Registry, Queue: adapters.StreamQueue{JS: d.JS}, Attempts: adapters.AttemptPublisher{JS: d.JS},
+			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
+		}}
+	// Deliveries: a pool of workers, each job settled as its attempt says
+	// (MaxDeliver unlimited: a job's attempts are bounded by its
+	// webhook's retry_config instead).
+	deliver := consume.Spec{Stream: events.WebhookDeliveriesStream, Durable: DeliverDurable, FilterSubjects: []string{events.WebhookDeliveriesAll},
+		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers}
+	platform := ds.fanoutSpec(events.PlatformStream, FanoutPlatformDurable, events.PlatformAll)
+	for _, c := range []struct {
+		spec consume.Spec
+		h    consume.MsgHandler
+	}{{deliver, ds.deliver}, {platform, ds.fanoutPlatform}} {
+		wait, err := consume.StartMessages(work, d.JS, c.spec, c.h)
+		ds.work.Go(wait)
+		if err != nil {
+			ds.Stop()
+			return nil, err
+		}
 	}
-	if err := ds.startFanout(); err != nil {
-		ds.Stop()
-		return nil, err
+	if !o.NoTickets {
+		// TICKETS and TESTING belong to other services, which may start
+		// later.
+		ds.consumeWhenThere(work, ds.fanoutSpec(events.TicketsStream, FanoutTicketsDurable, events.TicketsAll), ds.fanoutTicket)
+		ds.consumeWhenThere(work, ds.fanoutSpec(events.TestingStream, FanoutTestingDurable, events.TestingInvocationsAll), ds.fanoutInvocation)
 	}
 	if err := ds.startAutoDisable(); err != nil {
 		ds.Stop()
 		return nil, err
 	}
 	return ds, nil
+}
+
+// fanoutSpec is a fan-out's consumer: one event at a time, in order.
+func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
+	return consume.Spec{Stream: stream, Durable: durable, FilterSubjects: []string{filter}, AckWait: d.opts.AckWait,
+		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending}
+}
+
+// consumeWhenThere consumes s once its stream exists.
+func (d *Dispatcher) consumeWhenThere(ctx context.Context, s consume.Spec, h consume.MsgHandler) {
+	d.work.Go(func() {
+		if _, err := eventstore.WaitForStream(ctx, d.JS, s.Stream); err != nil {
+			return
+		}
+		if err := consume.Messages(ctx, d.JS, s, h); err != nil {
+			d.Log.Error("domain events will not reach webhooks", "stream", s.Stream, "err", err)
+		}
+	})
 }
 
 // startAutoDisable follows the attempt records of every replica and
@@ -142,64 +188,97 @@ func (d *Dispatcher) startAutoDisable() error {
 	})
 }
 
-func (d *Dispatcher) onStop(f func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.stops = append(d.stops, f)
-}
-
 // Stop stops taking work and waits for the deliveries in flight (each
-// bounded by the attempt time-out) to finish and be acknowledged.
+// bounded by the attempt time-out) to finish and be settled.
 func (d *Dispatcher) Stop() {
-	d.mu.Lock()
-	stops := d.stops
-	d.stops = nil
-	d.stopped = true
-	d.mu.Unlock()
-	for _, s := range stops {
-		s()
-	}
-	d.wg.Wait()
+	d.stop()
+	d.work.Wait()
 	d.cancel()
 }
 
-// track counts one delivery as work Stop waits for (the caller calls
-// wg.Done when it ends); false once the dispatcher stopped.
-func (d *Dispatcher) track() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.stopped {
-		return false
+// deliver makes one attempt of a job (app.Dispatch.Deliver) and settles
+// it as the attempt says.
+func (d *Dispatcher) deliver(ctx context.Context, m consume.Msg) consume.Outcome {
+	// An attempt under way finishes even when the replica is stopping;
+	// the sender bounds it by the attempt time-out. What is logged about
+	// the job names the event's trace.
+	ctx = traceOf(context.WithoutCancel(ctx), m)
+	var job webhooksv1.DeliveryJob
+	if err := proto.Unmarshal(m.Data, &job); err != nil {
+		d.Log.ErrorContext(ctx, "delivery job undecodable; dropped", "seq", m.Seq, "err", err)
+		return consume.GiveUp()
 	}
-	d.wg.Add(1)
-	return true
+	h := d.use.Deliver(ctx, &job, int(m.Delivered))
+	if h.Result != "" {
+		d.metrics.attempts.WithLabelValues(h.Result).Inc()
+	}
+	if h.Result != "" && h.Result != app.ResultDropped {
+		d.metrics.duration.Observe(h.Took.Seconds())
+	}
+	return settle(h)
 }
 
-// consume runs h on the durable consumer of stream shared by every
-// replica: explicit acks, redelivered after AckWait, never given up on
-// (a job's attempts are bounded by its webhook's retry_config instead).
-func (d *Dispatcher) consume(stream, durable, filter string, maxAckPending, batch int, h jetstream.MessageHandler) error {
-	cfg := jetstream.ConsumerConfig{
-		Durable:       durable,
-		FilterSubject: filter,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       d.opts.AckWait,
-		MaxDeliver:    -1,
-		MaxAckPending: maxAckPending,
+// fanoutPlatform fans out a spec 6.1 envelope stored at
+// platform.evt.<ws>.<event>.
+func (d *Dispatcher) fanoutPlatform(ctx context.Context, m consume.Msg) consume.Outcome {
+	ws, name, ok := events.ParsePlatformSubject(m.Subject)
+	if !ok {
+		return consume.Done() // not an event anyone can subscribe to
 	}
-	cons, err := eventstore.EnsureConsumer(d.ctx, d.JS, stream, cfg)
+	return settle(d.use.FanoutPlatform(traceOf(ctx, m), name, m.Data, stored(m, ws, events.PlatformStream)))
+}
+
+// fanoutTicket fans out a TICKETS event. A message of a type this build
+// cannot decode (a newer one) is done with, as one of no public event.
+func (d *Dispatcher) fanoutTicket(ctx context.Context, m consume.Msg) consume.Outcome {
+	msg, err := esproto.Decode(m.Record)
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", cfg.Durable, err)
+		return consume.Done()
 	}
-	cc, err := cons.Consume(h, jetstream.PullMaxMessages(batch), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if !errors.Is(err, jetstream.ErrNoHeartbeat) && d.ctx.Err() == nil {
-			d.Log.Debug("consume", "consumer", cfg.Durable, "err", err)
-		}
-	}))
+	return settle(d.use.FanoutTicket(traceOf(ctx, m), m.Type, msg, stored(m, m.Workspace, events.TicketsStream)))
+}
+
+// fanoutInvocation fans out a TESTING invocation's outcome.
+func (d *Dispatcher) fanoutInvocation(ctx context.Context, m consume.Msg) consume.Outcome {
+	if !app.IsInvocationEvent(m.Type) {
+		return consume.Done()
+	}
+	msg, err := esproto.Decode(m.Record)
 	if err != nil {
-		return fmt.Errorf("consume %s: %w", cfg.Durable, err)
+		return consume.Done()
 	}
-	d.onStop(cc.Stop)
-	return nil
+	return settle(d.use.FanoutInvocation(traceOf(ctx, m), m.Type, msg, stored(m, m.Workspace, events.TestingStream)))
+}
+
+// settle is the consume outcome of a use case's verdict.
+func settle(h app.Handled) consume.Outcome {
+	switch h.Next {
+	case app.Done:
+		return consume.Done()
+	case app.RetryLater:
+		return consume.Retry(h.After)
+	default:
+		return consume.GiveUp()
+	}
+}
+
+// stored is where m was stored, with its id, stable across redeliveries:
+// its Voiceai-Event-Id, else its Nats-Msg-Id, else derived from its
+// position in stream.
+func stored(m consume.Msg, workspaceID, stream string) app.Stored {
+	id := m.Header.Get(events.HeaderEventID)
+	if id == "" {
+		id = m.Header.Get(events.HeaderMsgID)
+	}
+	if id == "" {
+		id = "evt_" + esproto.StableID(stream, strconv.FormatUint(m.Seq, 10))
+	}
+	return app.Stored{WorkspaceID: workspaceID, EventID: id, At: m.Time}
+}
+
+// traceOf is ctx carrying the trace m's traceparent names: what is logged
+// about m names it, and the jobs it queues continue it.
+func traceOf(ctx context.Context, m consume.Msg) context.Context {
+	tp := m.Header.Get(events.HeaderTraceparent)
+	return tracing.WithRequestTrace(tracing.Extract(ctx, tp), tp)
 }

@@ -37,16 +37,19 @@ func (q *Queue) PublishEvent(_ context.Context, e app.PlatformEvent) error {
 	return nil
 }
 
-// QueueDelivery keeps job unless its id was queued already.
-func (q *Queue) QueueDelivery(_ context.Context, job *webhooksv1.DeliveryJob) error {
-	if _, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId()); err != nil {
-		return err
-	}
+// QueueDelivery keeps each job unless its id was queued already; a job
+// that would make no subject is refused, with the jobs before it kept.
+func (q *Queue) QueueDelivery(_ context.Context, jobs ...*webhooksv1.DeliveryJob) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if id := "job|" + app.JobID(job); !q.seen[id] {
-		q.seen[id] = true
-		q.jobs = append(q.jobs, job)
+	for _, job := range jobs {
+		if _, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId()); err != nil {
+			return err
+		}
+		if id := "job|" + app.JobID(job); !q.seen[id] {
+			q.seen[id] = true
+			q.jobs = append(q.jobs, job)
+		}
 	}
 	return nil
 }

@@ -2,13 +2,18 @@ package memory
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
+
+var _ app.Subscriptions = (*Registry)(nil)
 
 type entry struct {
 	seq uint64
@@ -73,6 +78,11 @@ func (r *Registry) Known(id string) bool {
 	_, ok := r.byID[id]
 	return ok
 }
+
+// WaitCurrent returns at once: every change is put here inline, so the
+// registry is always current (adapters.Registry, which follows a stream,
+// waits).
+func (r *Registry) WaitCurrent(context.Context, time.Time) error { return nil }
 
 // List returns the workspace's live webhooks, oldest first.
 func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {

@@ -85,4 +85,21 @@ func Run(t *testing.T, open Opener) {
 			t.Fatalf("queued %v, want %v", ids, want)
 		}
 	})
+
+	t.Run("jobs: several at once, each once", func(t *testing.T) {
+		q, stored := open(t)
+		if err := q.QueueDelivery(ctx, job("evt_1", "whk_1", ""), job("evt_1", "whk_2", ""), job("evt_1", "whk_1", "")); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.QueueDelivery(ctx, job("evt_1", "whk_2", ""), job("evt_1", "whk_3", "")); err != nil { // a redelivered fan-out
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, j := range stored().Jobs {
+			ids = append(ids, j.GetEventId()+":"+j.GetWebhookId())
+		}
+		if want := []string{"evt_1:whk_1", "evt_1:whk_2", "evt_1:whk_3"}; !slices.Equal(ids, want) {
+			t.Fatalf("queued %v, want %v", ids, want)
+		}
+	})
 }

@@ -374,12 +374,80 @@ func (x *TicketDeleted) GetTicket() *Ticket {
 	return nil
 }
 
+// PublicChange is what subscribers of the public ticket events hear of an
+// internal event of the tickets service (a QA worker's or clustering
+// step's own event type): the public event it amounts to and what that
+// event adds beside the ticket, as the tickets service decided when it
+// recorded the event. Webhooks deliver it under that name as is.
+type PublicChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "ticket_updated", "ticket_status_changed" or "ticket_commented".
+	Event string `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// As TicketStatusChanged's previous_status.
+	PreviousStatus string `protobuf:"bytes,2,opt,name=previous_status,json=previousStatus,proto3" json:"previous_status,omitempty"`
+	// As TicketUpdated's changed_fields.
+	ChangedFields []string `protobuf:"bytes,3,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PublicChange) Reset() {
+	*x = PublicChange{}
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PublicChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PublicChange) ProtoMessage() {}
+
+func (x *PublicChange) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PublicChange.ProtoReflect.Descriptor instead.
+func (*PublicChange) Descriptor() ([]byte, []int) {
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *PublicChange) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *PublicChange) GetPreviousStatus() string {
+	if x != nil {
+		return x.PreviousStatus
+	}
+	return ""
+}
+
+func (x *PublicChange) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
 // Type "tickets.test_failure_recorded": the QA worker recorded failed runs
 // of a test on the agent's ticket for it (reopened or updated; the first
-// failures open it with a TicketCreated). Webhooks hear of it as
-// ticket_status_changed when it reopened the ticket, else as
-// ticket_commented when it added a failing invocation's comment, else as
-// ticket_updated.
+// failures open it with a TicketCreated). Subscribers hear of it as its
+// public change says: ticket_status_changed when it reopened the ticket,
+// else ticket_commented when it added a failing invocation's comment,
+// else ticket_updated.
 type TestFailureRecorded struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Meta   *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
@@ -388,14 +456,16 @@ type TestFailureRecorded struct {
 	InvocationIds []string `protobuf:"bytes,3,rep,name=invocation_ids,json=invocationIds,proto3" json:"invocation_ids,omitempty"`
 	RunIds        []string `protobuf:"bytes,4,rep,name=run_ids,json=runIds,proto3" json:"run_ids,omitempty"`
 	// The ticket was resolved and the failure reopened it.
-	Reopened      bool `protobuf:"varint,5,opt,name=reopened,proto3" json:"reopened,omitempty"`
+	Reopened bool `protobuf:"varint,5,opt,name=reopened,proto3" json:"reopened,omitempty"`
+	// What subscribers hear of it.
+	Public        *PublicChange `protobuf:"bytes,6,opt,name=public,proto3" json:"public,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TestFailureRecorded) Reset() {
 	*x = TestFailureRecorded{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +477,7 @@ func (x *TestFailureRecorded) String() string {
 func (*TestFailureRecorded) ProtoMessage() {}
 
 func (x *TestFailureRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[6]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +490,7 @@ func (x *TestFailureRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TestFailureRecorded.ProtoReflect.Descriptor instead.
 func (*TestFailureRecorded) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TestFailureRecorded) GetMeta() *v1.EventMeta {
@@ -458,6 +528,13 @@ func (x *TestFailureRecorded) GetReopened() bool {
 	return false
 }
 
+func (x *TestFailureRecorded) GetPublic() *PublicChange {
+	if x != nil {
+		return x.Public
+	}
+	return nil
+}
+
 // Type "tickets.ticket_clustered": the clustering step grouped the ticket
 // with similar tickets of its agent (cluster_label, also in labels), may
 // have set its issue type, and cleared needs_clustering (a group's oldest
@@ -474,16 +551,17 @@ type TicketClustered struct {
 	// What decided: "rules" (the offline rules) or "model <provider>/<model>".
 	DecidedBy string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	// The ticket's fields the step changed, as TicketUpdated's
-	// changed_fields (issue_type, labels, needs_clustering): webhooks hear
-	// of the step as ticket_updated.
+	// changed_fields (issue_type, labels, needs_clustering).
 	ChangedFields []string `protobuf:"bytes,8,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	// What subscribers hear of it: ticket_updated with these fields.
+	Public        *PublicChange `protobuf:"bytes,9,opt,name=public,proto3" json:"public,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TicketClustered) Reset() {
 	*x = TicketClustered{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -495,7 +573,7 @@ func (x *TicketClustered) String() string {
 func (*TicketClustered) ProtoMessage() {}
 
 func (x *TicketClustered) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[7]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -508,7 +586,7 @@ func (x *TicketClustered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TicketClustered.ProtoReflect.Descriptor instead.
 func (*TicketClustered) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TicketClustered) GetMeta() *v1.EventMeta {
@@ -567,6 +645,13 @@ func (x *TicketClustered) GetChangedFields() []string {
 	return nil
 }
 
+func (x *TicketClustered) GetPublic() *PublicChange {
+	if x != nil {
+		return x.Public
+	}
+	return nil
+}
+
 // Type "tickets.conversation_tag_created", "..._updated" (title or
 // description) and "..._deleted": state-carrying, on the tag's subject.
 type ConversationTagCreated struct {
@@ -579,7 +664,7 @@ type ConversationTagCreated struct {
 
 func (x *ConversationTagCreated) Reset() {
 	*x = ConversationTagCreated{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -591,7 +676,7 @@ func (x *ConversationTagCreated) String() string {
 func (*ConversationTagCreated) ProtoMessage() {}
 
 func (x *ConversationTagCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[8]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -604,7 +689,7 @@ func (x *ConversationTagCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationTagCreated.ProtoReflect.Descriptor instead.
 func (*ConversationTagCreated) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ConversationTagCreated) GetMeta() *v1.EventMeta {
@@ -632,7 +717,7 @@ type ConversationTagUpdated struct {
 
 func (x *ConversationTagUpdated) Reset() {
 	*x = ConversationTagUpdated{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -644,7 +729,7 @@ func (x *ConversationTagUpdated) String() string {
 func (*ConversationTagUpdated) ProtoMessage() {}
 
 func (x *ConversationTagUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[9]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -657,7 +742,7 @@ func (x *ConversationTagUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationTagUpdated.ProtoReflect.Descriptor instead.
 func (*ConversationTagUpdated) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConversationTagUpdated) GetMeta() *v1.EventMeta {
@@ -691,7 +776,7 @@ type ConversationTagDeleted struct {
 
 func (x *ConversationTagDeleted) Reset() {
 	*x = ConversationTagDeleted{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +788,7 @@ func (x *ConversationTagDeleted) String() string {
 func (*ConversationTagDeleted) ProtoMessage() {}
 
 func (x *ConversationTagDeleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[10]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +801,7 @@ func (x *ConversationTagDeleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationTagDeleted.ProtoReflect.Descriptor instead.
 func (*ConversationTagDeleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConversationTagDeleted) GetMeta() *v1.EventMeta {
@@ -745,7 +830,7 @@ type ConversationFeedbackGiven struct {
 
 func (x *ConversationFeedbackGiven) Reset() {
 	*x = ConversationFeedbackGiven{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -757,7 +842,7 @@ func (x *ConversationFeedbackGiven) String() string {
 func (*ConversationFeedbackGiven) ProtoMessage() {}
 
 func (x *ConversationFeedbackGiven) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[11]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -770,7 +855,7 @@ func (x *ConversationFeedbackGiven) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationFeedbackGiven.ProtoReflect.Descriptor instead.
 func (*ConversationFeedbackGiven) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConversationFeedbackGiven) GetMeta() *v1.EventMeta {
@@ -801,7 +886,7 @@ type ConversationTagsChanged struct {
 
 func (x *ConversationTagsChanged) Reset() {
 	*x = ConversationTagsChanged{}
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +898,7 @@ func (x *ConversationTagsChanged) String() string {
 func (*ConversationTagsChanged) ProtoMessage() {}
 
 func (x *ConversationTagsChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_tickets_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +911,7 @@ func (x *ConversationTagsChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationTagsChanged.ProtoReflect.Descriptor instead.
 func (*ConversationTagsChanged) Descriptor() ([]byte, []int) {
-	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_voiceai_tickets_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConversationTagsChanged) GetMeta() *v1.EventMeta {
@@ -883,13 +968,18 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x11source_ticket_ids\x18\x04 \x03(\tR\x0fsourceTicketIds\"u\n" +
 	"\rTicketDeleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\"\xd7\x01\n" +
+	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\"t\n" +
+	"\fPublicChange\x12\x14\n" +
+	"\x05event\x18\x01 \x01(\tR\x05event\x12'\n" +
+	"\x0fprevious_status\x18\x02 \x01(\tR\x0epreviousStatus\x12%\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"\x91\x02\n" +
 	"\x13TestFailureRecorded\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12%\n" +
 	"\x0einvocation_ids\x18\x03 \x03(\tR\rinvocationIds\x12\x17\n" +
 	"\arun_ids\x18\x04 \x03(\tR\x06runIds\x12\x1a\n" +
-	"\breopened\x18\x05 \x01(\bR\breopened\"\xce\x02\n" +
+	"\breopened\x18\x05 \x01(\bR\breopened\x128\n" +
+	"\x06public\x18\x06 \x01(\v2 .voiceai.tickets.v1.PublicChangeR\x06public\"\x88\x03\n" +
 	"\x0fTicketClustered\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
 	"\x06ticket\x18\x02 \x01(\v2\x1a.voiceai.tickets.v1.TicketR\x06ticket\x12#\n" +
@@ -899,7 +989,8 @@ const file_voiceai_tickets_v1_events_proto_rawDesc = "" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12%\n" +
-	"\x0echanged_fields\x18\b \x03(\tR\rchangedFields\"\x81\x01\n" +
+	"\x0echanged_fields\x18\b \x03(\tR\rchangedFields\x128\n" +
+	"\x06public\x18\t \x01(\v2 .voiceai.tickets.v1.PublicChangeR\x06public\"\x81\x01\n" +
 	"\x16ConversationTagCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x125\n" +
 	"\x03tag\x18\x02 \x01(\v2#.voiceai.tickets.v1.ConversationTagR\x03tag\"\xa8\x01\n" +
@@ -931,7 +1022,7 @@ func file_voiceai_tickets_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_tickets_v1_events_proto_rawDescData
 }
 
-var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_voiceai_tickets_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_voiceai_tickets_v1_events_proto_goTypes = []any{
 	(*TicketCreated)(nil),             // 0: voiceai.tickets.v1.TicketCreated
 	(*TicketUpdated)(nil),             // 1: voiceai.tickets.v1.TicketUpdated
@@ -939,50 +1030,53 @@ var file_voiceai_tickets_v1_events_proto_goTypes = []any{
 	(*TicketCommented)(nil),           // 3: voiceai.tickets.v1.TicketCommented
 	(*TicketMerged)(nil),              // 4: voiceai.tickets.v1.TicketMerged
 	(*TicketDeleted)(nil),             // 5: voiceai.tickets.v1.TicketDeleted
-	(*TestFailureRecorded)(nil),       // 6: voiceai.tickets.v1.TestFailureRecorded
-	(*TicketClustered)(nil),           // 7: voiceai.tickets.v1.TicketClustered
-	(*ConversationTagCreated)(nil),    // 8: voiceai.tickets.v1.ConversationTagCreated
-	(*ConversationTagUpdated)(nil),    // 9: voiceai.tickets.v1.ConversationTagUpdated
-	(*ConversationTagDeleted)(nil),    // 10: voiceai.tickets.v1.ConversationTagDeleted
-	(*ConversationFeedbackGiven)(nil), // 11: voiceai.tickets.v1.ConversationFeedbackGiven
-	(*ConversationTagsChanged)(nil),   // 12: voiceai.tickets.v1.ConversationTagsChanged
-	(*v1.EventMeta)(nil),              // 13: voiceai.common.v1.EventMeta
-	(*Ticket)(nil),                    // 14: voiceai.tickets.v1.Ticket
-	(*ConversationTag)(nil),           // 15: voiceai.tickets.v1.ConversationTag
-	(*ConversationAnnotations)(nil),   // 16: voiceai.tickets.v1.ConversationAnnotations
+	(*PublicChange)(nil),              // 6: voiceai.tickets.v1.PublicChange
+	(*TestFailureRecorded)(nil),       // 7: voiceai.tickets.v1.TestFailureRecorded
+	(*TicketClustered)(nil),           // 8: voiceai.tickets.v1.TicketClustered
+	(*ConversationTagCreated)(nil),    // 9: voiceai.tickets.v1.ConversationTagCreated
+	(*ConversationTagUpdated)(nil),    // 10: voiceai.tickets.v1.ConversationTagUpdated
+	(*ConversationTagDeleted)(nil),    // 11: voiceai.tickets.v1.ConversationTagDeleted
+	(*ConversationFeedbackGiven)(nil), // 12: voiceai.tickets.v1.ConversationFeedbackGiven
+	(*ConversationTagsChanged)(nil),   // 13: voiceai.tickets.v1.ConversationTagsChanged
+	(*v1.EventMeta)(nil),              // 14: voiceai.common.v1.EventMeta
+	(*Ticket)(nil),                    // 15: voiceai.tickets.v1.Ticket
+	(*ConversationTag)(nil),           // 16: voiceai.tickets.v1.ConversationTag
+	(*ConversationAnnotations)(nil),   // 17: voiceai.tickets.v1.ConversationAnnotations
 }
 var file_voiceai_tickets_v1_events_proto_depIdxs = []int32{
-	13, // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 12: voiceai.tickets.v1.TestFailureRecorded.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 13: voiceai.tickets.v1.TestFailureRecorded.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 14: voiceai.tickets.v1.TicketClustered.meta:type_name -> voiceai.common.v1.EventMeta
-	14, // 15: voiceai.tickets.v1.TicketClustered.ticket:type_name -> voiceai.tickets.v1.Ticket
-	13, // 16: voiceai.tickets.v1.ConversationTagCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 17: voiceai.tickets.v1.ConversationTagCreated.tag:type_name -> voiceai.tickets.v1.ConversationTag
-	13, // 18: voiceai.tickets.v1.ConversationTagUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 19: voiceai.tickets.v1.ConversationTagUpdated.tag:type_name -> voiceai.tickets.v1.ConversationTag
-	13, // 20: voiceai.tickets.v1.ConversationTagDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	15, // 21: voiceai.tickets.v1.ConversationTagDeleted.tag:type_name -> voiceai.tickets.v1.ConversationTag
-	13, // 22: voiceai.tickets.v1.ConversationFeedbackGiven.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 23: voiceai.tickets.v1.ConversationFeedbackGiven.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
-	13, // 24: voiceai.tickets.v1.ConversationTagsChanged.meta:type_name -> voiceai.common.v1.EventMeta
-	16, // 25: voiceai.tickets.v1.ConversationTagsChanged.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	14, // 0: voiceai.tickets.v1.TicketCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 1: voiceai.tickets.v1.TicketCreated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 2: voiceai.tickets.v1.TicketUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 3: voiceai.tickets.v1.TicketUpdated.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 4: voiceai.tickets.v1.TicketStatusChanged.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 5: voiceai.tickets.v1.TicketStatusChanged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 6: voiceai.tickets.v1.TicketCommented.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 7: voiceai.tickets.v1.TicketCommented.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 8: voiceai.tickets.v1.TicketMerged.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 9: voiceai.tickets.v1.TicketMerged.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 10: voiceai.tickets.v1.TicketDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 11: voiceai.tickets.v1.TicketDeleted.ticket:type_name -> voiceai.tickets.v1.Ticket
+	14, // 12: voiceai.tickets.v1.TestFailureRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 13: voiceai.tickets.v1.TestFailureRecorded.ticket:type_name -> voiceai.tickets.v1.Ticket
+	6,  // 14: voiceai.tickets.v1.TestFailureRecorded.public:type_name -> voiceai.tickets.v1.PublicChange
+	14, // 15: voiceai.tickets.v1.TicketClustered.meta:type_name -> voiceai.common.v1.EventMeta
+	15, // 16: voiceai.tickets.v1.TicketClustered.ticket:type_name -> voiceai.tickets.v1.Ticket
+	6,  // 17: voiceai.tickets.v1.TicketClustered.public:type_name -> voiceai.tickets.v1.PublicChange
+	14, // 18: voiceai.tickets.v1.ConversationTagCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 19: voiceai.tickets.v1.ConversationTagCreated.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	14, // 20: voiceai.tickets.v1.ConversationTagUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 21: voiceai.tickets.v1.ConversationTagUpdated.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	14, // 22: voiceai.tickets.v1.ConversationTagDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	16, // 23: voiceai.tickets.v1.ConversationTagDeleted.tag:type_name -> voiceai.tickets.v1.ConversationTag
+	14, // 24: voiceai.tickets.v1.ConversationFeedbackGiven.meta:type_name -> voiceai.common.v1.EventMeta
+	17, // 25: voiceai.tickets.v1.ConversationFeedbackGiven.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
+	14, // 26: voiceai.tickets.v1.ConversationTagsChanged.meta:type_name -> voiceai.common.v1.EventMeta
+	17, // 27: voiceai.tickets.v1.ConversationTagsChanged.annotations:type_name -> voiceai.tickets.v1.ConversationAnnotations
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_tickets_v1_events_proto_init() }
@@ -997,7 +1091,7 @@ func file_voiceai_tickets_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_tickets_v1_events_proto_rawDesc), len(file_voiceai_tickets_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,213 @@
+package consume_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+)
+
+// The two modes against a real JetStream server: what a handler does not
+// finish is never acknowledged, what fails comes back, what is given up
+// does not.
+
+const stream = "JOBS"
+
+func jobs(t *testing.T, n int) jetstream.JetStream {
+	t.Helper()
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"jobs.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if _, err := js.Publish(ctx, "jobs."+strconv.Itoa(i), []byte(strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return js
+}
+
+// run runs a consumer until stop is called; stop waits for it to return.
+func run(t *testing.T, f func(ctx context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- f(ctx) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("consumer ended with %v; want nil", err)
+		}
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// settled is the durable's state (a zero one before it exists: every
+// count 0, NumPending included, so callers also check what was handled).
+func settled(t *testing.T, js jetstream.JetStream, durable string) *jetstream.ConsumerInfo {
+	t.Helper()
+	c, err := js.Consumer(context.Background(), stream, durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return &jetstream.ConsumerInfo{}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// log is what handlers saw: each message's data and delivery count.
+type log struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *log) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seen = append(l.seen, s)
+}
+
+func (l *log) count(s string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, x := range l.seen {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func (l *log) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.seen)
+}
+
+func TestMessagesRetriesAndGivesUpAsTheHandlerSays(t *testing.T) {
+	js := jobs(t, 3)
+	var seen log
+	spec := consume.Spec{Stream: stream, Durable: "per-message", Workers: 2, AckWait: 5 * time.Second}
+	run(t, func(ctx context.Context) error {
+		return consume.Messages(ctx, js, spec, func(_ context.Context, m consume.Msg) consume.Outcome {
+			seen.add(string(m.Data) + "#" + strconv.FormatUint(m.Delivered, 10))
+			switch {
+			case string(m.Data) == "0" && m.Delivered == 1:
+				return consume.Retry(10 * time.Millisecond)
+			case string(m.Data) == "1":
+				return consume.GiveUp()
+			}
+			return consume.Done()
+		})
+	})
+	testkit.Eventually(t, 10*time.Second, "every job settled", func() bool {
+		info := settled(t, js, "per-message")
+		return info.NumPending == 0 && info.NumAckPending == 0 && seen.count("0#2") == 1 && seen.count("1#1") == 1 && seen.count("2#1") == 1
+	})
+	// Redelivered once after its retry, given up once and never again,
+	// done at once.
+	if seen.count("0#1") != 1 || seen.count("0#2") != 1 || seen.count("1#1") != 1 || seen.count("1#2") != 0 || seen.count("2#1") != 1 {
+		t.Fatalf("handled %v", seen.seen)
+	}
+}
+
+func TestMessagesGivesBackWhatItDidNotHandleWhenStopped(t *testing.T) {
+	js := jobs(t, 5)
+	spec := consume.Spec{Stream: stream, Durable: "stopping", MaxBatch: 5, AckWait: time.Minute}
+	var first log
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := consume.Messages(ctx, js, spec, func(hctx context.Context, m consume.Msg) consume.Outcome {
+		first.add(string(m.Data))
+		cancel() // the process stops while the first job is handled...
+		if hctx.Err() == nil {
+			t.Error("the handler's ctx did not end with the consumer's")
+		}
+		return consume.Done() // ...which finishes, and is acknowledged
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.len() != 1 || first.count("0") != 1 {
+		t.Fatalf("handled before stopping: %v; want the first job alone", first.seen)
+	}
+	// The four jobs pulled but not handled were given back at once (an
+	// AckWait of a minute would hold them otherwise), the first never
+	// comes again.
+	var second log
+	stop := run(t, func(ctx context.Context) error {
+		return consume.Messages(ctx, js, spec, func(_ context.Context, m consume.Msg) consume.Outcome {
+			second.add(string(m.Data))
+			return consume.Done()
+		})
+	})
+	testkit.Eventually(t, 10*time.Second, "the other jobs handled", func() bool { return second.len() >= 4 })
+	stop()
+	if second.count("0") != 0 || second.len() != 4 {
+		t.Fatalf("handled after the restart: %v; want jobs 1..4 once each", second.seen)
+	}
+}
+
+func TestBatchesRedeliversAFailedBatch(t *testing.T) {
+	js := jobs(t, 3)
+	var seen log
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "batches", Linger: 50 * time.Millisecond},
+			func(_ context.Context, batch []jetstream.Msg) error {
+				// A batch fails while it holds a first delivery.
+				fail := false
+				for _, m := range batch {
+					seen.add(string(m.Data()))
+					if meta, _ := m.Metadata(); meta.NumDelivered == 1 {
+						fail = true
+					}
+				}
+				if fail {
+					return errors.New("store unavailable")
+				}
+				return nil
+			})
+	})
+	testkit.Eventually(t, 10*time.Second, "the batch handled again and acknowledged", func() bool {
+		info := settled(t, js, "batches")
+		return info.NumPending == 0 && info.NumAckPending == 0 && seen.count("0") >= 2 && seen.count("1") >= 2 && seen.count("2") >= 2
+	})
+}
+
+func TestBatchesAcknowledgesNothingWhenStoppedMidBatch(t *testing.T) {
+	js := jobs(t, 3)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "batches-stop", AckWait: time.Minute},
+		func(ctx context.Context, _ []jetstream.Msg) error {
+			cancel()
+			return ctx.Err() // the handler gives up half-way
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info := settled(t, js, "batches-stop"); info.AckFloor.Stream != 0 {
+		t.Fatalf("acknowledged up to %d after a batch that was not handled", info.AckFloor.Stream)
+	}
+}

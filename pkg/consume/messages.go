@@ -1,0 +1,188 @@
+package consume
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+)
+
+// Msg is one message of the per-message mode: the stored record
+// (subject, headers, data, stream sequence, when it was stored) and how
+// many times it was delivered. A handler reads it without naming
+// JetStream, and settles it by what it returns, never by hand.
+type Msg struct {
+	eventstore.Record
+	// Delivered is 1 on the first delivery, 2 on the first redelivery...
+	Delivered uint64
+	raw       jetstream.Msg
+}
+
+// InProgress tells the server the handler is still at work, so the
+// message is not handed to another consumer when AckWait runs out (a long
+// job calls it more often than AckWait).
+func (m Msg) InProgress() error { return m.raw.InProgress() }
+
+// Outcome is what a per-message handler decided for its message: Done,
+// Retry or GiveUp.
+type Outcome struct {
+	settle  settle
+	after   time.Duration
+	backoff bool
+}
+
+type settle int
+
+const (
+	ack settle = iota
+	retry
+	term
+)
+
+// Done acknowledges the message: it is never delivered again.
+func Done() Outcome { return Outcome{settle: ack} }
+
+// Retry has the message delivered again after the delay (0: at once).
+func Retry(after time.Duration) Outcome { return Outcome{settle: retry, after: max(after, 0)} }
+
+// RetryWithBackoff has the message delivered again after the standard
+// back-off for its delivery count (Backoff): for a failure whose cure is
+// not known to come at a given time (a store unavailable).
+func RetryWithBackoff() Outcome { return Outcome{settle: retry, backoff: true} }
+
+// GiveUp drops the message for good (it cannot be handled, or its retries
+// are exhausted): it is never delivered again.
+func GiveUp() Outcome { return Outcome{settle: term} }
+
+// String names the outcome, for logs and tests.
+func (o Outcome) String() string {
+	switch o.settle {
+	case ack:
+		return "done"
+	case retry:
+		if o.backoff {
+			return "retry with back-off"
+		}
+		return fmt.Sprintf("retry after %s", o.after)
+	default:
+		return "give up"
+	}
+}
+
+// IsDone, IsRetry and IsGiveUp tell a test which outcome it holds.
+func (o Outcome) IsDone() bool { return o.settle == ack }
+
+// IsRetry reports a retry and its delay (RetryWithBackoff's: -1).
+func (o Outcome) IsRetry() (bool, time.Duration) {
+	if o.backoff {
+		return o.settle == retry, -1
+	}
+	return o.settle == retry, o.after
+}
+
+// IsGiveUp reports a message dropped for good.
+func (o Outcome) IsGiveUp() bool { return o.settle == term }
+
+// MsgHandler handles one message and says what becomes of it.
+type MsgHandler func(ctx context.Context, m Msg) Outcome
+
+// Messages is the per-message mode: it creates or updates the durable as
+// Batches does (explicit acks, redelivered after AckWait, never skipped
+// unless a handler gives up) and hands its messages one at a time to h,
+// on Spec.Workers goroutines (default 1: in stream order). Each message
+// is settled by h's Outcome. MaxBatch is how many messages are pulled
+// from the server at once (default: Workers).
+//
+// Ending ctx is not a failure: Messages stops taking messages, waits for
+// the handlers in flight and settles each by its outcome, and returns
+// nil. A message pulled but not yet handled is given back (nak) for the
+// next consumer; nothing is acknowledged that a handler did not finish.
+// A handler that must finish what it started even so (an HTTP attempt
+// under way) detaches from ctx (context.WithoutCancel) and bounds itself.
+func Messages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler) error {
+	wait, err := StartMessages(ctx, js, s, h)
+	if err != nil {
+		return err
+	}
+	wait()
+	return nil
+}
+
+// StartMessages is Messages returning once the durable exists (or could
+// not be made: its error), for a process that must not start without its
+// consumers. The messages are handled in the background until ctx ends;
+// wait returns once the last handler in flight has settled its message.
+func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler) (wait func(), err error) {
+	workers := max(s.Workers, 1)
+	if s.MaxBatch <= 0 {
+		s.MaxBatch = workers
+	}
+	cons, err := ensure(ctx, js, s)
+	if cons == nil {
+		return func() {}, err
+	}
+	msgs := make(chan jetstream.Msg)
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select {
+		case msgs <- m:
+		case <-ctx.Done():
+			_ = m.Nak() // not handled: straight to the next consumer
+		}
+	}, jetstream.PullMaxMessages(s.MaxBatch))
+	if err != nil {
+		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case m := <-msgs:
+					if ctx.Err() != nil {
+						_ = m.Nak()
+						return
+					}
+					handleOne(ctx, m, h)
+				}
+			}
+		})
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		cc.Drain() // what the client holds reaches the callback, which naks it
+		<-cc.Closed()
+		wg.Wait()
+	}()
+	return func() { <-stopped }, nil
+}
+
+// handleOne runs h on m and settles m by its outcome.
+func handleOne(ctx context.Context, m jetstream.Msg, h MsgHandler) {
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Term() // not a stream message: nothing to retry
+		return
+	}
+	rec, _ := eventstore.RecordFromMsg(m)
+	o := h(ctx, Msg{Record: rec, Delivered: meta.NumDelivered, raw: m})
+	switch o.settle {
+	case ack:
+		_ = m.Ack()
+	case retry:
+		delay := o.after
+		if o.backoff {
+			delay = Backoff(meta.NumDelivered)
+		}
+		_ = m.NakWithDelay(delay)
+	default:
+		_ = m.Term()
+	}
+}

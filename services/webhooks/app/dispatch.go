@@ -1,0 +1,231 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Dispatch holds the dispatcher's use cases: fanning an event out to the
+// webhooks subscribed to it (Fanout and the event mappings of
+// fanout_events.go) and making one attempt of a delivery job (Deliver).
+// They run on ports alone; package dispatcher drives them from the
+// streams and settles each message as the use case says (Handled).
+type Dispatch struct {
+	Subscriptions Subscriptions
+	Queue         Queue
+	Attempts      AttemptRecorder
+	Sender        Sender
+	Sealer        Sealer
+	// Webhooks writes WebhookDisabled when a receiver answers 410 Gone.
+	Webhooks *aggregate.Repo[*webhooksv1.Webhook]
+	Log      *slog.Logger
+	Now      func() time.Time
+	// TimeUnit is the length of one retry_config second (default 1s;
+	// tests shorten it).
+	TimeUnit time.Duration
+}
+
+// Next is what becomes of a handled message.
+type Next int
+
+const (
+	// Done: handled; never delivered again.
+	Done Next = iota
+	// RetryLater: delivered again after Handled.After.
+	RetryLater
+	// Drop: given up for good (undeliverable, retries exhausted).
+	Drop
+)
+
+// Delivery results, as the dispatcher counts its attempts.
+const (
+	ResultDelivered = "delivered"
+	ResultRetry     = "retry"
+	ResultFailed    = "failed"
+	ResultGone      = "gone"
+	ResultDropped   = "dropped" // the webhook was deleted or deactivated
+)
+
+// Handled is a use case's verdict on the message it was given.
+type Handled struct {
+	Next  Next
+	After time.Duration // RetryLater's delay
+	// Result is a delivery's outcome (Result* constants; "": no attempt
+	// was counted), and Took how long its attempt took (0: none made).
+	Result string
+	Took   time.Duration
+}
+
+func done() Handled                        { return Handled{Next: Done} }
+func retryAfter(d time.Duration) Handled   { return Handled{Next: RetryLater, After: d} }
+func drop() Handled                        { return Handled{Next: Drop} }
+func (h Handled) counted(r string) Handled { h.Result = r; return h }
+
+// fanoutRetry is how soon a fan-out that could not be stored is tried
+// again.
+const fanoutRetry = time.Second
+
+// FanoutEvent is an event as webhooks name it, ready to fan out.
+type FanoutEvent struct {
+	WorkspaceID string
+	Name        string // its public name: "call_ended", "ticket_created"...
+	// ID is the event's id, the same on every redelivery: it names the
+	// jobs, so a redelivered event queues nothing twice.
+	ID       string
+	StoredAt time.Time
+	// Body encodes the envelope a receiver gets; called only when some
+	// webhook wants the event (most events of a busy workspace match
+	// none).
+	Body func() ([]byte, error)
+}
+
+// Fanout queues one delivery job per active webhook of the workspace
+// subscribed to e (which existed when e was stored), and logs e as not
+// sent for each one the dispatcher disabled, which recover replays once
+// it is enabled again. Done once every job is stored; a failure to store
+// is retried, an event that cannot be encoded is dropped.
+func (d *Dispatch) Fanout(ctx context.Context, e FanoutEvent) Handled {
+	if err := d.Subscriptions.WaitCurrent(ctx, e.StoredAt); err != nil {
+		return retryAfter(fanoutRetry)
+	}
+	hooks, missed := d.Subscriptions.Match(e.WorkspaceID, e.Name, e.StoredAt), d.Subscriptions.MatchMissed(e.WorkspaceID, e.Name, e.StoredAt)
+	if len(hooks) == 0 && len(missed) == 0 {
+		return done()
+	}
+	body, err := e.Body()
+	if err != nil {
+		d.Log.ErrorContext(ctx, "event cannot be encoded; not delivered", "event_id", e.ID, "err", err)
+		return drop()
+	}
+	job := func(w *webhooksv1.Webhook) *webhooksv1.DeliveryJob {
+		return &webhooksv1.DeliveryJob{EventId: e.ID, WorkspaceId: e.WorkspaceID, WebhookId: w.GetWebhookId(), Event: e.Name, Body: body,
+			PublishedAtUnixMs: e.StoredAt.UnixMilli()}
+	}
+	for _, w := range missed {
+		att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
+		if err := d.Attempts.Record(ctx, att); err != nil {
+			d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+			return retryAfter(fanoutRetry)
+		}
+	}
+	jobs := make([]*webhooksv1.DeliveryJob, len(hooks))
+	for i, w := range hooks {
+		jobs[i] = job(w)
+	}
+	if err := d.Queue.QueueDelivery(ctx, jobs...); err != nil {
+		d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+		return retryAfter(fanoutRetry)
+	}
+	return done()
+}
+
+// secretRetry is how soon a job whose webhook secret cannot be opened is
+// tried again.
+const secretRetry = 30 * time.Second
+
+// catchUpWait bounds waiting for the registry to catch up with a webhook
+// created elsewhere.
+const catchUpWait = 10 * time.Second
+
+// goneTimeout bounds writing that a webhook's receiver is gone.
+const goneTimeout = 10 * time.Second
+
+// Deliver makes attempt number attempt (1: the first) of job and says
+// what becomes of it: Done when delivered, RetryLater on the webhook's
+// retry schedule, Drop when given up, the receiver is gone (410: the
+// webhook is disabled) or the webhook was deleted or deactivated. Every
+// attempt is recorded. ctx should outlive the dispatcher's stopping: an
+// attempt under way finishes (the Sender bounds it).
+func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, attempt int) Handled {
+	w, ok := d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
+	if !ok && !d.Subscriptions.Known(job.GetWebhookId()) {
+		// Created on another replica a moment ago? Catch up once. (Jobs of
+		// a deleted webhook skip this: it stays deleted.) Bounded: ctx
+		// outlives the replica's stopping.
+		wctx, cancel := context.WithTimeout(ctx, catchUpWait)
+		_ = d.Subscriptions.WaitCurrent(wctx, d.Now())
+		cancel()
+		w, ok = d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
+	}
+	if !ok || !w.GetActive() {
+		return drop().counted(ResultDropped) // deleted or deactivated: its pending deliveries are dropped
+	}
+	secret, err := d.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
+	if err != nil {
+		d.Log.ErrorContext(ctx, "cannot open the webhook secret; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
+		return retryAfter(secretRetry)
+	}
+	retryCount := attempt - 1
+	// The attempt is a client span of the event's trace, passed on to the
+	// receiver.
+	sctx, span := tracing.Start(ctx, "", "webhook delivery", trace.SpanKindClient,
+		trace.WithAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
+			attribute.Int("voiceai.attempt", attempt)))
+	res := d.Sender.Send(sctx, w, delivery.Request{
+		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
+		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(sctx), Extra: w.GetRequestHeaders(),
+	})
+	span.SetAttributes(attribute.Int("http.response.status_code", res.Outcome.StatusCode))
+	if res.Error != "" {
+		span.SetStatus(codes.Error, res.Error)
+	}
+	span.End()
+
+	policy := PolicyOf(w)
+	verdict := policy.Decide(res.Outcome, retryCount)
+	now := d.Now()
+	att := NewAttempt(job, w, retryCount, now, res, verdict)
+	var delay time.Duration
+	if verdict == domain.Retry {
+		delay = policy.Delay(retryCount, res.Outcome.RetryAfter, d.timeUnit(), nil)
+		att.NextAttemptAtUnixMs = now.Add(delay).UnixMilli()
+	}
+	if err := d.Attempts.Record(sctx, att); err != nil {
+		d.Log.WarnContext(ctx, "attempt not recorded", "attempt_id", att.GetAttemptId(), "err", err)
+	}
+	var out Handled
+	switch verdict {
+	case domain.Delivered:
+		out = done().counted(ResultDelivered)
+	case domain.Retry:
+		out = retryAfter(delay).counted(ResultRetry)
+	case domain.Gone:
+		d.disableGone(ctx, w, int32(res.Outcome.StatusCode))
+		out = drop().counted(ResultGone)
+	default:
+		out = drop().counted(ResultFailed)
+	}
+	out.Took = res.Duration
+	return out
+}
+
+func (d *Dispatch) timeUnit() time.Duration {
+	if d.TimeUnit <= 0 {
+		return time.Second
+	}
+	return d.TimeUnit
+}
+
+// disableGone deactivates a webhook whose receiver answered 410 Gone: a
+// WebhookDisabled event every replica sees.
+func (d *Dispatch) disableGone(ctx context.Context, w *webhooksv1.Webhook, code int32) {
+	ctx, cancel := context.WithTimeout(ctx, goneTimeout)
+	defer cancel()
+	if err := DisableGone(ctx, d.Webhooks, w, code, d.Now()); err != nil {
+		d.Log.ErrorContext(ctx, "could not disable a webhook whose receiver is gone", "webhook_id", w.GetWebhookId(), "err", err)
+		return
+	}
+	d.Log.InfoContext(ctx, "webhook disabled: the receiver answered 410 Gone", "webhook_id", w.GetWebhookId(), "workspace_id", w.GetWorkspaceId())
+}

@@ -1,0 +1,429 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// The dispatcher's rules, fan-out and delivery, on the in-memory
+// registry, queue and attempt log: which webhooks get which event, and
+// what becomes of each attempt. No NATS: package dispatcher only drives
+// these from the streams.
+
+// receiver is the Sender port as a receiver answering each attempt with
+// the next of its answers (the last one over and over), keeping the
+// headers it was sent.
+type receiver struct {
+	mu      sync.Mutex
+	answers []delivery.Result
+	got     []delivery.Request
+	headers []map[string]string
+}
+
+func answering(codes ...int) *receiver {
+	r := &receiver{}
+	for _, c := range codes {
+		res := delivery.Result{Outcome: domain.Outcome{StatusCode: c}, Duration: 3 * time.Millisecond}
+		if c >= 300 {
+			res.Error = "HTTP " + strconv.Itoa(c)
+		}
+		r.answers = append(r.answers, res)
+	}
+	return r
+}
+
+func (r *receiver) Send(_ context.Context, _ *webhooksv1.Webhook, req delivery.Request) delivery.Result {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, req)
+	h := map[string]string{}
+	for k := range delivery.Headers(req) {
+		h[k] = delivery.Headers(req).Get(k)
+	}
+	r.headers = append(r.headers, h)
+	return r.answers[min(len(r.got), len(r.answers))-1]
+}
+
+func (r *receiver) HostAllowed(string) bool { return false }
+
+// failingQueue refuses every job.
+type failingQueue struct{ app.Queue }
+
+func (failingQueue) QueueDelivery(context.Context, ...*webhooksv1.DeliveryJob) error {
+	return errors.New("stream unavailable")
+}
+
+type dispatchFixture struct {
+	*fixture
+	reg      *memory.Registry
+	dispatch *app.Dispatch
+	recv     *receiver
+}
+
+func newDispatch(t *testing.T, recv *receiver) *dispatchFixture {
+	t.Helper()
+	f := newFixture(t)
+	reg := f.app.Registry.(*memory.Registry)
+	d := &dispatchFixture{fixture: f, reg: reg, recv: recv, dispatch: &app.Dispatch{
+		Subscriptions: reg, Queue: f.queue, Attempts: f.attempts, Sender: recv, Sealer: f.app.Sealer, Webhooks: f.app.Webhooks,
+		Log: f.app.Log, Now: func() time.Time { return f.clock }, TimeUnit: time.Millisecond,
+	}}
+	return d
+}
+
+// hook creates a webhook of the caller's workspace subscribed to evs.
+func (d *dispatchFixture) hook(t *testing.T, ws string, evs []string, retry *domain.RetryConfigInput) *webhooksv1.Webhook {
+	t.Helper()
+	p := d.caller
+	p.WorkspaceID = ws
+	w, _, err := d.app.Create(context.Background(), principal.Caller{Principal: p}, domain.Input{
+		URL: ptr("https://hooks.example.com/" + ws), Events: evs, RetryConfig: retry, Secret: ptr("whsec_fixture_secret_0123456789abcdef"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (d *dispatchFixture) set(t *testing.T, w *webhooksv1.Webhook, in domain.Input) {
+	t.Helper()
+	p := d.caller
+	p.WorkspaceID = w.WorkspaceId
+	if _, err := d.app.Update(context.Background(), principal.Caller{Principal: p}, w.WebhookId, in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jobIDs(q *memory.Queue) []string {
+	var out []string
+	for _, j := range q.Jobs() {
+		out = append(out, j.GetEventId()+"→"+j.GetWebhookId())
+	}
+	return out
+}
+
+func event(ws, name, id string, at time.Time, encoded *int) app.FanoutEvent {
+	return app.FanoutEvent{WorkspaceID: ws, Name: name, ID: id, StoredAt: at, Body: func() ([]byte, error) {
+		*encoded++
+		return []byte(`{"event":"` + name + `"}`), nil
+	}}
+}
+
+func TestFanoutReachesTheSubscribedWebhooksOfTheWorkspace(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	calls := d.hook(t, "ws_a", []string{"call_ended", "call_started"}, nil)
+	d.hook(t, "ws_a", []string{"ticket_created"}, nil)       // another event
+	d.hook(t, "ws_b", []string{"call_ended"}, nil)           // another workspace
+	paused := d.hook(t, "ws_a", []string{"call_ended"}, nil) // deactivated by its user
+	d.set(t, paused, domain.Input{Active: ptr(false)})
+	failing := d.hook(t, "ws_a", []string{"call_ended"}, nil) // disabled by the dispatcher
+	if err := app.DisableGone(ctx, d.app.Webhooks, failing, 410, d.clock); err != nil {
+		t.Fatal(err)
+	}
+	stored := d.clock.Add(time.Second)
+	d.clock = d.clock.Add(time.Minute)
+	later := d.hook(t, "ws_a", []string{"call_ended"}, nil) // created after the event was stored
+
+	encoded := 0
+	e := event("ws_a", "call_ended", "evt_1", stored, &encoded)
+	for range 2 { // the second time, a redelivered event
+		if h := d.dispatch.Fanout(ctx, e); h.Next != app.Done {
+			t.Fatalf("fan-out: %+v", h)
+		}
+	}
+	if got, want := jobIDs(d.queue), []string{"evt_1→" + calls.WebhookId}; !slices.Equal(got, want) {
+		t.Fatalf("jobs %v, want %v (not %s, created later)", got, want, later.WebhookId)
+	}
+	job := d.queue.Jobs()[0]
+	if string(job.Body) != `{"event":"call_ended"}` || job.Event != "call_ended" || job.WorkspaceId != "ws_a" || job.PublishedAtUnixMs != stored.UnixMilli() {
+		t.Fatalf("job %v", job)
+	}
+	// The webhook the dispatcher disabled has the event logged as not
+	// sent (recover replays it), once; the user's paused one nothing.
+	logged, _ := d.attempts.Recent(failing.WebhookId, domain.LogFilter{}, 10)
+	if len(logged) != 1 || logged[0].Error != app.NotSentDisabled || !logged[0].Final || logged[0].Success || string(logged[0].RequestBody) != `{"event":"call_ended"}` {
+		t.Fatalf("logged for the disabled webhook: %v", logged)
+	}
+	if n, _ := d.attempts.Recent(paused.WebhookId, domain.LogFilter{}, 10); len(n) != 0 {
+		t.Fatalf("logged for the paused webhook: %v", n)
+	}
+
+	// An event no webhook wants is not even encoded.
+	encoded = 0
+	if h := d.dispatch.Fanout(ctx, event("ws_a", "agent_created", "evt_2", stored, &encoded)); h.Next != app.Done || encoded != 0 || len(d.queue.Jobs()) != 1 {
+		t.Fatalf("an event nobody wants: %+v, encoded %d times", h, encoded)
+	}
+}
+
+func TestFanoutRetriesWhatItCouldNotStoreAndDropsWhatItCannotEncode(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	at := d.clock.Add(time.Second)
+	broken := app.FanoutEvent{WorkspaceID: "ws_a", Name: "call_ended", ID: "evt_1", StoredAt: at, Body: func() ([]byte, error) {
+		return nil, errors.New("not encodable")
+	}}
+	if h := d.dispatch.Fanout(ctx, broken); h.Next != app.Drop {
+		t.Fatalf("an event that cannot be encoded: %+v", h)
+	}
+	d.dispatch.Queue = failingQueue{}
+	n := 0
+	if h := d.dispatch.Fanout(ctx, event("ws_a", "call_ended", "evt_2", at, &n)); h.Next != app.RetryLater || h.After <= 0 {
+		t.Fatalf("jobs not stored: %+v", h)
+	}
+}
+
+func TestFanoutPlatformEventsAsEnvelopes(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	at := d.clock.Add(time.Second)
+	s := app.Stored{WorkspaceID: "ws_a", EventID: "evt_1", At: at}
+	if h := d.dispatch.FanoutPlatform(ctx, "call_ended", []byte(`not json`), s); h.Next != app.Drop {
+		t.Fatalf("not an envelope: %+v", h)
+	}
+	if h := d.dispatch.FanoutPlatform(ctx, "no_such_event", []byte(`{}`), s); h.Next != app.Done || len(d.queue.Jobs()) != 0 {
+		t.Fatalf("an event nobody may subscribe to: %+v", h)
+	}
+	// Timestamp and data filled in when the producer left them out.
+	if h := d.dispatch.FanoutPlatform(ctx, "call_ended", []byte(`{"event":"other","timestamp":"yesterday","data":[1]}`), s); h.Next != app.Done {
+		t.Fatalf("fan-out: %+v", h)
+	}
+	var env wire.Envelope
+	if err := json.Unmarshal(d.queue.Jobs()[0].Body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Event != "call_ended" || env.Timestamp != wire.FormatTimestamp(at) || string(env.Data) != `{}` {
+		t.Fatalf("envelope %+v", env)
+	}
+}
+
+// Every ticket event reaches webhooks as the public event it is, with
+// the API's data for it: the tickets service's own event types say which
+// one they amount to (their internal fields stay internal).
+func TestTicketEventsArePublicAsTheTicketsServiceSays(t *testing.T) {
+	meta := &commonv1.EventMeta{EventId: "evt_1", WorkspaceId: "ws_a"}
+	tk := &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_a", Status: "open", Source: "qa"}
+	for _, c := range []struct {
+		typ       string
+		msg       proto.Message
+		name      string
+		wantExtra map[string]any
+	}{
+		{events.TypeTicketCreated, &ticketsv1.TicketCreated{Meta: meta, Ticket: tk}, "ticket_created", map[string]any{}},
+		{events.TypeTicketUpdated, &ticketsv1.TicketUpdated{Meta: meta, Ticket: tk, ChangedFields: []string{"title"}}, "ticket_updated",
+			map[string]any{"changed_fields": []any{"title"}}},
+		{events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, InvocationIds: []string{"inv_2"}, RunIds: []string{"run_3"},
+			Public: &ticketsv1.PublicChange{Event: "ticket_commented"}}, "ticket_commented", map[string]any{}},
+		{events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, RunIds: []string{"run_4"},
+			Public: &ticketsv1.PublicChange{Event: "ticket_updated", ChangedFields: []string{"test_failures"}}},
+			"ticket_updated", map[string]any{"changed_fields": []any{"test_failures"}}},
+		{events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, InvocationIds: []string{"inv_3"}, RunIds: []string{"run_5"}, Reopened: true,
+			Public: &ticketsv1.PublicChange{Event: "ticket_status_changed", PreviousStatus: "resolved"}},
+			"ticket_status_changed", map[string]any{"previous_status": "resolved"}},
+		{events.TypeTicketClustered, &ticketsv1.TicketClustered{Meta: meta, Ticket: tk, ClusterLabel: "cluster-x", IssueTypeSet: "knowledge_gap",
+			Reason: "similar", DecidedBy: "rules", ChangedFields: []string{"issue_type", "labels", "needs_clustering"},
+			Public: &ticketsv1.PublicChange{Event: "ticket_updated", ChangedFields: []string{"issue_type", "labels", "needs_clustering"}}},
+			"ticket_updated", map[string]any{"changed_fields": []any{"issue_type", "labels", "needs_clustering"}}},
+	} {
+		name, extra := app.PublicTicketEvent(c.typ, c.msg)
+		if name != c.name || !domain.IsTicketEvent(name) {
+			t.Fatalf("%s %v: public as %q, want %q", c.typ, c.msg, name, c.name)
+		}
+		data, err := app.TicketEventData(c.msg, extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatal(err)
+		}
+		ticket, _ := got["ticket"].(map[string]any)
+		if ticket["agentqa_ticket_id"] != "tkt_1" {
+			t.Fatalf("%s: ticket %v", c.typ, got["ticket"])
+		}
+		delete(got, "ticket")
+		if !reflect.DeepEqual(got, c.wantExtra) {
+			t.Fatalf("%s as %s: data beside the ticket %v, want %v", c.typ, name, got, c.wantExtra)
+		}
+	}
+	// An event of the tickets service's own that says nothing public is
+	// not delivered.
+	if name, _ := app.PublicTicketEvent(events.TypeTestFailureRecorded, &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk}); domain.IsTicketEvent(name) {
+		t.Fatalf("an unmarked failure is public as %s", name)
+	}
+}
+
+func TestFanoutTicketUsesTheEventsTimeAndWorkspace(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	w := d.hook(t, "ws_a", []string{"ticket_status_changed"}, nil)
+	occurred := d.clock.Add(-time.Hour)
+	msg := &ticketsv1.TestFailureRecorded{Meta: &commonv1.EventMeta{WorkspaceId: "ws_a", OccurredAtUnixMs: occurred.UnixMilli()},
+		Ticket: &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_a"}, Public: &ticketsv1.PublicChange{Event: "ticket_status_changed", PreviousStatus: "resolved"}}
+	h := d.dispatch.FanoutTicket(context.Background(), events.TypeTestFailureRecorded, msg, app.Stored{EventID: "evt_9", At: d.clock.Add(time.Second)})
+	if h.Next != app.Done || len(d.queue.Jobs()) != 1 || d.queue.Jobs()[0].WebhookId != w.WebhookId {
+		t.Fatalf("%+v, jobs %v", h, jobIDs(d.queue))
+	}
+	var env wire.Envelope
+	if err := json.Unmarshal(d.queue.Jobs()[0].Body, &env); err != nil || env.Event != "ticket_status_changed" || env.Timestamp != wire.FormatTimestamp(occurred) {
+		t.Fatalf("envelope %+v %v", env, err)
+	}
+}
+
+// job is a delivery job of event evt_1 for w.
+func job(w *webhooksv1.Webhook) *webhooksv1.DeliveryJob {
+	return &webhooksv1.DeliveryJob{EventId: "evt_1", WorkspaceId: w.WorkspaceId, WebhookId: w.WebhookId, Event: "call_ended", Body: []byte(`{"event":"call_ended"}`)}
+}
+
+func retries(most, delay int64, exponential bool) *domain.RetryConfigInput {
+	return &domain.RetryConfigInput{MaxRetries: &most, RetryDelay: &delay, ExponentialBackoff: &exponential, MaxDelay: ptr(int64(300)),
+		RetryOnStatus: []int64{500, 503}}
+}
+
+func TestDeliveryIsSignedAndRecorded(t *testing.T) {
+	d := newDispatch(t, answering(204))
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	h := d.dispatch.Deliver(context.Background(), job(w), 1)
+	if h.Next != app.Done || h.Result != app.ResultDelivered || h.Took != 3*time.Millisecond {
+		t.Fatalf("%+v", h)
+	}
+	sent, headers := d.recv.got[0], d.recv.headers[0]
+	if sent.URL != w.Url || sent.Attempt != 1 || sent.EventID != "evt_1" {
+		t.Fatalf("sent %+v", sent)
+	}
+	if !testkit.SignedBy([]byte("whsec_fixture_secret_0123456789abcdef"), sent.Body, headers[delivery.HeaderSignature]) ||
+		headers[delivery.HeaderEventID] != "evt_1" || headers[delivery.HeaderWebhookID] != w.WebhookId || headers[delivery.HeaderAttempt] != "1" {
+		t.Fatalf("headers %v", headers)
+	}
+	got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	if len(got) != 1 || !got[0].Success || !got[0].Final || got[0].ResponseCode != 204 || got[0].RetryCount != 0 || string(got[0].RequestBody) != `{"event":"call_ended"}` {
+		t.Fatalf("recorded %v", got)
+	}
+}
+
+func TestDeliveryRetriesOnTheWebhooksScheduleThenGivesUp(t *testing.T) {
+	d := newDispatch(t, answering(503))
+	w := d.hook(t, "ws_a", []string{"call_ended"}, retries(2, 5, false))
+	ctx := context.Background()
+	for attempt := 1; attempt <= 2; attempt++ {
+		h := d.dispatch.Deliver(ctx, job(w), attempt)
+		if h.Next != app.RetryLater || h.After != 5*time.Millisecond || h.Result != app.ResultRetry {
+			t.Fatalf("attempt %d: %+v; want a retry in 5 retry_config seconds", attempt, h)
+		}
+	}
+	if h := d.dispatch.Deliver(ctx, job(w), 3); h.Next != app.Drop || h.Result != app.ResultFailed {
+		t.Fatalf("the last retry: %+v; want given up", h)
+	}
+	got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	if len(got) != 3 || !got[0].Final || got[1].Final || got[2].Final || got[1].NextAttemptAtUnixMs != d.clock.Add(5*time.Millisecond).UnixMilli() {
+		t.Fatalf("recorded, newest first: %v", got)
+	}
+	if d.recv.headers[2][delivery.HeaderAttempt] != "3" {
+		t.Fatalf("the third attempt says %q", d.recv.headers[2][delivery.HeaderAttempt])
+	}
+
+	// A status not retried on is given up at once; a receiver's
+	// Retry-After beyond the schedule is honoured.
+	d.recv.answers = []delivery.Result{{Outcome: domain.Outcome{StatusCode: 400}}}
+	if h := d.dispatch.Deliver(ctx, job(w), 1); h.Next != app.Drop || h.Result != app.ResultFailed {
+		t.Fatalf("a 400: %+v", h)
+	}
+	d.recv.got, d.recv.answers = nil, []delivery.Result{{Outcome: domain.Outcome{StatusCode: 503, RetryAfter: 40 * time.Millisecond}}}
+	if h := d.dispatch.Deliver(ctx, job(w), 1); h.Next != app.RetryLater || h.After != 40*time.Millisecond {
+		t.Fatalf("a 503 with Retry-After: %+v", h)
+	}
+}
+
+func TestDeliveryToAGoneReceiverDisablesTheWebhook(t *testing.T) {
+	d := newDispatch(t, answering(410))
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	if h := d.dispatch.Deliver(context.Background(), job(w), 1); h.Next != app.Drop || h.Result != app.ResultGone {
+		t.Fatalf("%+v", h)
+	}
+	now, ok := d.reg.Get("ws_a", w.WebhookId)
+	if !ok || now.Active || now.DisabledReason != domain.DisabledGone || now.LastFailureCode != 410 {
+		t.Fatalf("after a 410: %v", now)
+	}
+	// Its jobs still queued are dropped unsent.
+	if h := d.dispatch.Deliver(context.Background(), job(w), 1); h.Next != app.Drop || h.Result != app.ResultDropped || len(d.recv.got) != 1 {
+		t.Fatalf("a job of the disabled webhook: %+v, %d sent", h, len(d.recv.got))
+	}
+}
+
+func TestDeliveryOfADeletedWebhookIsDropped(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	if err := d.app.Delete(context.Background(), principal.Caller{Principal: d.caller}, w.WebhookId); err != nil {
+		t.Fatal(err)
+	}
+	if h := d.dispatch.Deliver(context.Background(), job(w), 1); h.Next != app.Drop || h.Result != app.ResultDropped || len(d.recv.got) != 0 {
+		t.Fatalf("%+v, %d sent", h, len(d.recv.got))
+	}
+}
+
+// recordAndObserve is the AttemptRecorder as the dispatchers together
+// are: each attempt recorded reaches the auto-disable rule.
+type recordAndObserve struct {
+	app.AttemptRecorder
+	ad *app.AutoDisabler
+}
+
+func (r recordAndObserve) Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	if err := r.AttemptRecorder.Record(ctx, a); err != nil {
+		return err
+	}
+	_, err := r.ad.Observe(ctx, a)
+	return err
+}
+
+// Deliveries that keep failing for good disable the webhook; what comes
+// after is logged as not sent rather than queued.
+func TestFailingDeliveriesAutoDisableTheWebhook(t *testing.T) {
+	d := newDispatch(t, answering(500))
+	ctx := context.Background()
+	w := d.hook(t, "ws_a", []string{"call_ended"}, retries(0, 1, false))
+	ad := &app.AutoDisabler{Repo: d.app.Webhooks, Registry: d.reg, Runs: memory.NewRunLog(), Rule: domain.AutoDisable{Failures: 3}}
+	d.dispatch.Attempts = recordAndObserve{AttemptRecorder: d.attempts, ad: ad}
+	for i, id := range []string{"evt_1", "evt_2", "evt_3"} {
+		d.clock = d.clock.Add(time.Second)
+		j := job(w)
+		j.EventId = id
+		if h := d.dispatch.Deliver(ctx, j, 1); h.Next != app.Drop || h.Result != app.ResultFailed {
+			t.Fatalf("delivery %d: %+v", i+1, h)
+		}
+	}
+	now, _ := d.reg.Get("ws_a", w.WebhookId)
+	if now.Active || now.DisabledReason != domain.DisabledFailing {
+		t.Fatalf("after 3 failures in a row: %v", now)
+	}
+	n := 0
+	if h := d.dispatch.Fanout(ctx, event("ws_a", "call_ended", "evt_4", d.clock.Add(time.Second), &n)); h.Next != app.Done || len(d.queue.Jobs()) != 0 {
+		t.Fatalf("fan-out to the disabled webhook: %+v, jobs %v", h, jobIDs(d.queue))
+	}
+	if got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 1); got[0].EventId != "evt_4" || got[0].Error != app.NotSentDisabled {
+		t.Fatalf("the event after: %v", got)
+	}
+}

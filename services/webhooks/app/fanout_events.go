@@ -1,0 +1,191 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// The events the dispatcher fans out, each mapped to what a receiver
+// gets: platform events (spec 6.1 envelopes), the tickets service's
+// ticket events and the testing service's invocation outcomes.
+
+// Stored is where an event was found: its workspace (when the stream
+// says it), its id, stable across redeliveries, and when it was stored.
+type Stored struct {
+	WorkspaceID string
+	EventID     string
+	At          time.Time
+}
+
+// FanoutPlatform fans out a platform event: data is the envelope stored
+// at platform.evt.<workspace>.<name>. An event nobody may subscribe to is
+// done with; one that is not a JSON envelope is dropped.
+func (d *Dispatch) FanoutPlatform(ctx context.Context, name string, data []byte, s Stored) Handled {
+	if !domain.IsPlatformEvent(name) {
+		return done() // not an event anyone can subscribe to
+	}
+	var env wire.Envelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		d.Log.WarnContext(ctx, "platform event is not a JSON envelope; not delivered", "event", name, "event_id", s.EventID, "err", err)
+		return drop()
+	}
+	env.Event = name
+	if _, err := time.Parse(time.RFC3339Nano, env.Timestamp); err != nil {
+		env.Timestamp = wire.FormatTimestamp(s.At)
+	}
+	if len(env.Data) == 0 || env.Data[0] != '{' {
+		env.Data = json.RawMessage(`{}`)
+	}
+	// A sealed transcript is for the conversation's reader alone: a
+	// delivery (queued on a stream, logged) carries none.
+	env.Data = convseal.WithoutSealed(env.Data)
+	return d.Fanout(ctx, FanoutEvent{WorkspaceID: s.WorkspaceID, Name: name, ID: s.EventID, StoredAt: s.At,
+		Body: func() ([]byte, error) { return json.Marshal(env) }})
+}
+
+// FanoutTicket fans out an event of the tickets service as the public
+// ticket event it is (PublicTicketEvent), with the ticket and what the
+// event adds as data. Any other event is done with.
+func (d *Dispatch) FanoutTicket(ctx context.Context, typ string, msg proto.Message, s Stored) Handled {
+	name, extra := PublicTicketEvent(typ, msg)
+	if !domain.IsTicketEvent(name) {
+		return done()
+	}
+	meta := events.MetaOf(msg)
+	ws := meta.GetWorkspaceId()
+	if ws == "" {
+		ws = s.WorkspaceID
+	}
+	at := s.At
+	if ms := meta.GetOccurredAtUnixMs(); ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	return d.Fanout(ctx, FanoutEvent{WorkspaceID: ws, Name: name, ID: s.EventID, StoredAt: s.At, Body: func() ([]byte, error) {
+		data, err := TicketEventData(msg, extra)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
+	}})
+}
+
+// PublicTicketEvent is the public name of a TICKETS event of type typ and
+// the message holding what that event adds beside the ticket. The tickets
+// service decides it: an event of its own (the QA worker's, the
+// clustering step's) carries the public change it amounts to; the API's
+// changes are the public events themselves ("<type without tickets.>").
+func PublicTicketEvent(typ string, msg proto.Message) (string, proto.Message) {
+	if p, ok := msg.(publicChanger); ok {
+		if c := p.GetPublic(); c.GetEvent() != "" {
+			return c.GetEvent(), &ticketsv1.PublicChange{PreviousStatus: c.GetPreviousStatus(), ChangedFields: c.GetChangedFields()}
+		}
+	}
+	return strings.TrimPrefix(typ, "tickets."), msg
+}
+
+// publicChanger is an event of the tickets service's own, which says
+// what it amounts to for subscribers.
+type publicChanger interface {
+	GetPublic() *ticketsv1.PublicChange
+}
+
+// TicketEventData is a ticket event's data: the ticket of msg as the API
+// answers it, so a receiver decodes the same shape as from GET, beside
+// what extra adds (changed_fields, previous_status, target_ticket_id,
+// source_ticket_ids, in proto field names; none is a 64-bit integer).
+// extra's meta and ticket, if any, are left out.
+func TicketEventData(msg, extra proto.Message) (json.RawMessage, error) {
+	holder, ok := msg.(interface{ GetTicket() *ticketsv1.Ticket })
+	if !ok || holder.GetTicket() == nil {
+		return nil, errors.New("a ticket event without its ticket")
+	}
+	rest := proto.Clone(extra)
+	r := rest.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	for _, name := range []string{"meta", "ticket"} { // the EventMeta is internal
+		if f := fields.ByName(protoreflect.Name(name)); f != nil {
+			r.Clear(f)
+		}
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	data := map[string]json.RawMessage{}
+	if err := json.Unmarshal(b, &data); err != nil {
+		return nil, err
+	}
+	if data["ticket"], err = json.Marshal(wire.TicketOf(holder.GetTicket())); err != nil {
+		return nil, err
+	}
+	return json.Marshal(data)
+}
+
+// invocationEvents maps the TESTING event types exposed to webhooks to
+// their public names.
+var invocationEvents = map[string]string{
+	events.TypeInvocationCompleted: "test_invocation_completed",
+	events.TypeInvocationCancelled: "test_invocation_cancelled",
+}
+
+// IsInvocationEvent reports whether a TESTING event of type typ reaches
+// webhooks.
+func IsInvocationEvent(typ string) bool { _, ok := invocationEvents[typ]; return ok }
+
+// FanoutInvocation fans out an invocation's completion or cancellation
+// with its summary as data. Any other event is done with.
+func (d *Dispatch) FanoutInvocation(ctx context.Context, typ string, msg proto.Message, s Stored) Handled {
+	name, ok := invocationEvents[typ]
+	if !ok {
+		return done()
+	}
+	var inv *testingv1.Invocation
+	switch e := msg.(type) {
+	case *testingv1.InvocationCompleted:
+		if e.GetInvocation() != nil {
+			inv = proto.Clone(e.GetInvocation()).(*testingv1.Invocation)
+			inv.PassedCount, inv.FailedCount = e.GetPassedCount(), e.GetFailedCount()
+		}
+	case *testingv1.InvocationCancelled:
+		inv = e.GetInvocation()
+	}
+	if inv == nil {
+		return done()
+	}
+	at := s.At
+	if ms := events.MetaOf(msg).GetOccurredAtUnixMs(); ms > 0 {
+		at = time.UnixMilli(ms)
+	}
+	return d.Fanout(ctx, FanoutEvent{WorkspaceID: inv.GetWorkspaceId(), Name: name, ID: s.EventID, StoredAt: s.At, Body: func() ([]byte, error) {
+		data, err := json.Marshal(invocationData(inv))
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
+	}})
+}
+
+func invocationData(inv *testingv1.Invocation) domain.InvocationData {
+	return domain.InvocationData{
+		InvocationID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), AgentName: inv.GetAgentName(), BranchID: inv.GetBranchId(),
+		FolderID: inv.GetFolderId(), Title: inv.GetTitle(), Status: inv.GetStatus(), RepeatCount: inv.GetRepeatCount(),
+		TestRunCount: inv.GetJobsTotal(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(),
+		RanByUserEmail: inv.GetRanByUserEmail(), CreatedAtUnixSecs: inv.GetCreatedAtUnix(),
+		CompletedAtUnixSecs: inv.CompletedAtUnix, CancelledAtUnixSecs: inv.CancelledAtUnix,
+	}
+}
