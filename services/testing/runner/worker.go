@@ -27,6 +27,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // Worker pulls run jobs from the invocations' queues on TESTJOBS and
@@ -201,7 +202,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			running.Add(1)
 			go func() {
 				defer func() { stop(); sched.Done(q.Workspace, q.Invocation); signal(wake); running.Done() }()
-				jctx := withSlot(context.WithoutCancel(ctx), func() func() {
+				jctx := model.WithSlot(context.WithoutCancel(ctx), func() func() {
 					sched.Paused(q.Workspace)
 					signal(wake)
 					return func() { sched.Resumed(q.Workspace) }
