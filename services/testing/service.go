@@ -383,7 +383,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	stored := adapters.NewStoredConversations(d.NC)
 	a.Conversations, a.ConversationDocuments = stored, stored
 	w := &runner.Worker{
-		App: a, JS: d.JS, Exec: exec,
+		App: a, Ports: adapters.NewRunnerPorts(d.JS, c.AckWait, d.Logger), Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
