@@ -21,7 +21,7 @@ import (
 // App: the queues it takes run jobs from, the runs log it stores results
 // in without waiting for each, and the counters it adds its progress to.
 // adapters implements them on JetStream (adapters.NewRunnerPorts) and in
-// memory (memory.RunnerPorts).
+// memory (memory.Ports.RunnerPorts); both pass runnerportstest.
 
 // TakenJob is a job a runner took from an invocation's queue: it is the
 // runner's until the runner says how it ended (Done, Retry or Drop), or

@@ -27,7 +27,7 @@ import (
 // about Concurrency at a time. Results go to the runs log; the progress
 // counters tell the worker that finishes an invocation's last run to
 // complete it. It drives the App and the runner's ports app declares
-// (adapters.NewRunnerPorts on JetStream, memory.RunnerPorts in tests).
+// (adapters.NewRunnerPorts on JetStream, memory.Ports.RunnerPorts in tests).
 type Worker struct {
 	App         *app.App
 	Ports       app.RunnerPorts
@@ -186,11 +186,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		msgs, err := queues.Take(ctx, q, n)
+		jobs, err := queues.Take(ctx, q, n)
 		if err != nil && ctx.Err() == nil {
-			w.Log.Debug("runner: fetching jobs", "invocation", q.Invocation, "err", err)
+			w.Log.Debug("runner: taking jobs", "invocation", q.Invocation, "err", err)
 		}
-		for _, m := range msgs {
+		for _, m := range jobs {
 			sched.Took(q.Workspace, q.Invocation)
 			stop := w.heartbeat(m)
 			running.Add(1)
