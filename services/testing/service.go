@@ -32,6 +32,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/meaning"
+	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/ports"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
@@ -291,16 +292,16 @@ func (c RunnerConfig) model(provider, baseURL, apiKey, model string) (runner.Mod
 	if err != nil {
 		return nil, err
 	}
-	return runner.OpenAI{Client: client}, nil
+	return modelclient.OpenAI{Client: client}, nil
 }
 
 // Agents builds what plays the agents: their own endpoints, else the
 // platform's provider (its models observed by metrics when given).
-func (c RunnerConfig) Agents(js jetstream.JetStream, metrics *runner.Metrics) (*runner.Endpoints, error) {
-	platform := runner.PlatformAgents{Served: map[string]runner.Model{}}
+func (c RunnerConfig) Agents(js jetstream.JetStream, metrics *runner.Metrics) (*modelclient.Endpoints, error) {
+	platform := modelclient.PlatformAgents{Served: map[string]runner.Model{}}
 	var err error
 	observe := func(m runner.Model) runner.Model {
-		if o, ok := m.(runner.OpenAI); ok && metrics != nil {
+		if o, ok := m.(modelclient.OpenAI); ok && metrics != nil {
 			o.Observe = metrics.ObserveModel(o.Provider(), o.ModelName())
 			return o
 		}
@@ -322,7 +323,7 @@ func (c RunnerConfig) Agents(js jetstream.JetStream, metrics *runner.Metrics) (*
 		}
 		platform.Served[c.LLMModel] = platform.Default
 	}
-	e := &runner.Endpoints{Platform: platform, Guard: outbound.NewGuard(c.Hosts()), EnvVars: map[string]bool{},
+	e := &modelclient.Endpoints{Platform: platform, Guard: outbound.NewGuard(c.Hosts()), EnvVars: map[string]bool{},
 		Concurrency: c.EndpointConcurrency, Timeout: c.EndpointTimeout,
 		IdleTimeout: c.EndpointIdleTimeout, MaxAnswerBytes: c.EndpointMaxAnswerBytes}
 	for _, name := range strings.Split(c.EnvVars, ",") {
@@ -361,7 +362,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 		if metrics, err = runner.NewMetrics(d.Metrics); err != nil {
 			return nil, err
 		}
-		if o, ok := model.(runner.OpenAI); ok {
+		if o, ok := model.(modelclient.OpenAI); ok {
 			o.Observe = metrics.ObserveModel(o.Provider(), o.ModelName())
 			model = o
 		}
@@ -372,7 +373,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	}
 	exec := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: c.RunTimeout, JudgeVotes: c.JudgeVotes}
 	if _, ok := model.(runner.Cacheable); ok { // the offline model has nothing worth caching
-		if exec.Cache, err = runner.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
+		if exec.Cache, err = adapters.OpenKVCache(ctx, d.JS, c.ModelCacheTTL, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -382,7 +383,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	stored := adapters.NewStoredConversations(d.NC)
 	a.Conversations, a.ConversationDocuments = stored, stored
 	w := &runner.Worker{
-		App: a, JS: d.JS, Exec: exec,
+		App: a, Ports: adapters.NewRunnerPorts(d.JS, c.AckWait, d.Logger), Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,

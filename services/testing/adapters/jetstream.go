@@ -14,6 +14,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -318,39 +319,21 @@ func NewInvocationFeed(js jetstream.JetStream, log *slog.Logger) *InvocationFeed
 	return &InvocationFeed{js: js, log: log}
 }
 
-// Follow acks an event handled, and redelivers a failed one a second
-// later; one not acked within a minute (its process died) is redelivered
-// too.
+// Follow acks an event handled, and redelivers a failed one with
+// pkg/consume's back-off; one not acked within a minute (its process
+// died) is redelivered too. Events come one at a time: each is a batch of
+// one.
 func (f *InvocationFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
-	cons, err := eventstore.EnsureConsumer(ctx, f.js, events.TestingStream, jetstream.ConsumerConfig{
-		Durable: EnqueuerConsumer, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute,
-		FilterSubject: events.TestingInvocationsAll, MaxAckPending: 16,
-	})
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages(jetstream.PullMaxMessages(16))
-	if err != nil {
-		return err
-	}
-	go func() { <-ctx.Done(); it.Stop() }()
-	for {
-		m, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			f.log.Warn("enqueuer: next", "err", err)
-			continue
-		}
+	return consume.Batches(ctx, f.js, consume.Spec{
+		Stream: events.TestingStream, Durable: EnqueuerConsumer, FilterSubjects: []string{events.TestingInvocationsAll},
+		AckWait: time.Minute, MaxBatch: 1, MaxAckPending: 16, // the enqueuer logs its failures
+	}, func(ctx context.Context, batch []jetstream.Msg) error {
+		m := batch[0]
 		rec, err := eventstore.RecordFromMsg(m)
-		if err == nil {
-			err = handle(ctx, rec, func() { _ = m.InProgress() })
+		if err != nil { // the enqueuer never sees it: say so here
+			f.log.Warn("enqueuer: an unreadable invocation event, will retry", "subject", m.Subject(), "err", err)
+			return err
 		}
-		if err != nil {
-			_ = m.NakWithDelay(time.Second)
-			continue
-		}
-		_ = m.Ack()
-	}
+		return handle(ctx, rec, func() { _ = m.InProgress() })
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/app/counterstest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/feedtest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/jobqueuetest"
+	"github.com/voiceai-platform/voiceai/services/testing/app/runnerportstest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/runslogtest"
 )
 
@@ -67,6 +69,14 @@ func TestCountersJetStream(t *testing.T) {
 			msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10)) // as runners add
 			publish(t, js, msg)
 		}
+	})
+}
+
+func TestRunnerPortsJetStream(t *testing.T) {
+	runnerportstest.Run(t, func(t *testing.T) runnerportstest.Ports {
+		js := jetStream(t)
+		return runnerportstest.Ports{Runner: adapters.NewRunnerPorts(js, time.Second, slog.New(slog.DiscardHandler)),
+			Jobs: adapters.NewJobQueue(js), Runs: adapters.NewRunsLog(js), Counts: adapters.NewCounters(js)}
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -248,10 +249,15 @@ func idleFor(info *jetstream.ConsumerInfo) time.Duration {
 	return info.TimeStamp.Sub(last)
 }
 
-// Fetch takes up to n of the queue's waiting jobs without waiting for
+// Take takes up to n of the queue's waiting jobs without waiting for
 // more, and counts them off the queue's listing (all of them when it had
 // fewer: another runner took them).
-func (r *RunQueues) Fetch(ctx context.Context, q app.RunQueue, n int) ([]jetstream.Msg, error) {
+//
+// This is the one pull-by-capacity site of the tree: a runner takes only
+// as many jobs as it has free slots (app.Scheduler), from the queue the
+// scheduler chose, so it pulls with FetchNoWait rather than through
+// pkg/consume, which keeps a consumer's messages flowing.
+func (r *RunQueues) Take(ctx context.Context, q app.RunQueue, n int) ([]app.TakenJob, error) {
 	name := RunQueueName(q.Workspace, q.Invocation)
 	r.mu.Lock()
 	cons := r.handles[name]
@@ -271,16 +277,45 @@ func (r *RunQueues) Fetch(ctx context.Context, q app.RunQueue, n int) ([]jetstre
 		r.taken(q, n, 0)
 		return nil, err
 	}
-	var msgs []jetstream.Msg
+	var jobs []app.TakenJob
 	for m := range batch.Messages() {
-		msgs = append(msgs, m)
+		jobs = append(jobs, takenJob{m})
 	}
-	r.taken(q, n, len(msgs))
-	if err := batch.Error(); err != nil && len(msgs) == 0 && !errors.Is(err, jetstream.ErrNoMessages) {
+	r.taken(q, n, len(jobs))
+	if err := batch.Error(); err != nil && len(jobs) == 0 && !errors.Is(err, jetstream.ErrNoMessages) {
 		return nil, err
 	}
-	return msgs, nil
+	return jobs, nil
 }
+
+// Notify calls queued on every notice an enqueuer publishes when it
+// queued jobs (a plain NATS subject: a missed notice costs a runner at
+// most its idle listing interval).
+func (r *RunQueues) Notify(queued func()) (stop func(), err error) {
+	sub, err := r.js.Conn().Subscribe(events.TestJobsQueuedNotify, func(*nats.Msg) { queued() })
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// takenJob is a job delivered by its queue's consumer.
+type takenJob struct{ m jetstream.Msg }
+
+func (j takenJob) Subject() string     { return j.m.Subject() }
+func (j takenJob) Data() []byte        { return j.m.Data() }
+func (j takenJob) Traceparent() string { return j.m.Headers().Get(events.HeaderTraceparent) }
+func (j takenJob) Delivered() uint64 {
+	if md, _ := j.m.Metadata(); md != nil {
+		return md.NumDelivered
+	}
+	return 1
+}
+func (j takenJob) Done() error                             { return j.m.Ack() }
+func (j takenJob) DoneConfirmed(ctx context.Context) error { return j.m.DoubleAck(ctx) }
+func (j takenJob) Retry(delay time.Duration) error         { return j.m.NakWithDelay(delay) }
+func (j takenJob) Drop() error                             { return j.m.Term() }
+func (j takenJob) Working() error                          { return j.m.InProgress() }
 
 // probeEvery is how often a runner asks a queue whose jobs are all taken
 // whether one was given back.

@@ -2,43 +2,44 @@ package runner
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-func kvCache(t *testing.T) *KVCache {
-	t.Helper()
-	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
-	c, err := OpenKVCache(context.Background(), js, time.Hour, 1, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+// memCache is a ResponseCache in memory, shared like the runners' bucket
+// (adapters.KVCache) by every executor given it.
+type memCache struct {
+	mu      sync.Mutex
+	entries map[string][]byte
 }
 
-func cacheEntries(t *testing.T, c *KVCache) int {
-	t.Helper()
-	keys, err := c.KV.Keys(context.Background())
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return 0
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(keys)
+func (c *memCache) Get(_ context.Context, key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.entries[key]
+	return v, ok
+}
+
+func (c *memCache) Put(_ context.Context, key string, value []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[key] = value
+}
+
+func (c *memCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.entries)
 }
 
 // cachedRun is a run of an invocation that asked for caching.
@@ -54,7 +55,7 @@ func cachedRun(t *testing.T, on bool) Run {
 // prompt, the model) or another repeat calls the model; without the flag
 // nothing is cached.
 func TestModelResponseCache(t *testing.T) {
-	cache := kvCache(t)
+	cache := &memCache{entries: map[string][]byte{}}
 	// A flaky judge: every first judgement of a request fails, the next
 	// ones pass; cached, the rerun must replay that exactly.
 	m, srv := newOpenAI(t, llmtest.AgentAndJudge(llmtest.Fixed(0, hoursReply),
@@ -66,11 +67,11 @@ func TestModelResponseCache(t *testing.T) {
 	if first.GetStatus() != domain.RunPassed || calls != 4 || len(first.GetJudgeVotes()) != 3 || totalCalls(first) != 4 {
 		t.Fatalf("first run: %s, %d calls, votes %v", first.GetStatus(), calls, first.GetJudgeVotes())
 	}
-	if n := cacheEntries(t, cache); n != 4 {
+	if n := cache.len(); n != 4 {
 		t.Fatalf("%d cache entries, want 4 (agent turn and 3 verdicts)", n)
 	}
 
-	// Another runner (a new executor, the shared bucket) runs it again.
+	// Another runner (a new executor, the shared cache) runs it again.
 	again := (&Executor{Model: m, JudgeVotes: 3, Cache: cache, Now: fixedClock()}).Execute(context.Background(), cachedRun(t, true))
 	if srv.Len() != calls {
 		t.Fatalf("the rerun made %d model calls", srv.Len()-calls)
@@ -113,12 +114,12 @@ func TestModelResponseCache(t *testing.T) {
 	}
 
 	// Without the flag: every request goes out, nothing is stored.
-	entries := cacheEntries(t, cache)
+	entries := cache.len()
 	calls = srv.Len()
 	for range 2 {
 		exec.Execute(context.Background(), cachedRun(t, false))
 	}
-	if srv.Len()-calls < 4 || cacheEntries(t, cache) != entries {
-		t.Fatalf("uncached: %d calls, %d entries (was %d)", srv.Len()-calls, cacheEntries(t, cache), entries)
+	if srv.Len()-calls < 4 || cache.len() != entries {
+		t.Fatalf("uncached: %d calls, %d entries (was %d)", srv.Len()-calls, cache.len(), entries)
 	}
 }

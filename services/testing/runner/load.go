@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
 	"sync"
 	"time"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // A load test's job plays its test's agent turn for many callers at
@@ -73,7 +72,7 @@ func (e *Executor) Load(ctx context.Context, j LoadJob) *testingv1.LoadSamples {
 	}
 	// The job keeps its worker slot while its callers wait: a caller is a
 	// goroutine, not a run, and gives nothing back.
-	mctx := withEndpointLimit(context.WithValue(ctx, slotKey{}, nil), j.LimitScope, n)
+	mctx := model.WithEndpointLimit(model.WithoutSlot(ctx), model.EndpointLimit{Scope: j.LimitScope, N: n})
 	var agent AgentModel = e.Model
 	if e.Agents != nil {
 		var err error
@@ -116,21 +115,19 @@ func (e *Executor) Load(ctx context.Context, j LoadJob) *testingv1.LoadSamples {
 func loadTurn(ctx context.Context, agent AgentModel, conv Conversation, limit time.Duration) (first, turn, overhead time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	var firstAt time.Time
-	var waited time.Duration
-	clock := &endpointClock{}
-	tctx := context.WithValue(context.WithValue(context.WithValue(ctx, firstTokenKey{}, &firstAt), waitedKey{}, &waited), endpointClockKey{}, clock)
+	tctx, clock := model.WithTurnClock(ctx)
+	tctx, wire := model.WithWireClock(tctx)
 	begin := time.Now()
 	_, _, err = agent.Respond(tctx, conv)
-	turn = time.Since(begin) - waited
+	turn = time.Since(begin) - clock.Waited
 	if err != nil {
 		return 0, 0, 0, err
 	}
 	first = turn
-	if !firstAt.IsZero() {
-		first = min(max(firstAt.Sub(begin)-waited, 0), turn)
+	if !clock.FirstToken.IsZero() {
+		first = min(max(clock.FirstToken.Sub(begin)-clock.Waited, 0), turn)
 	}
-	if on, ok := clock.total(); ok {
+	if on, ok := wire.Total(); ok {
 		overhead = max(turn-on, 0)
 	}
 	return first, turn, overhead, nil
@@ -145,84 +142,4 @@ func loadReason(err error, limit time.Duration) string {
 		return err.Error()
 	}
 	return "The model failed: " + err.Error()
-}
-
-// endpointLimitKey holds, in a load test's context, the endpoint
-// concurrency its calls use instead of the endpoint's usual limit.
-type endpointLimitKey struct{}
-
-type endpointLimit struct {
-	scope string // the load test: its calls share one limit per runner
-	n     int
-}
-
-func withEndpointLimit(ctx context.Context, scope string, n int) context.Context {
-	return context.WithValue(ctx, endpointLimitKey{}, endpointLimit{scope: scope, n: n})
-}
-
-func endpointLimitOf(ctx context.Context) (endpointLimit, bool) {
-	l, ok := ctx.Value(endpointLimitKey{}).(endpointLimit)
-	return l, ok && l.n > 0
-}
-
-// endpointClock adds up the time a turn's requests to the endpoint were
-// on the wire: from sending each to the end of its answer's body.
-type endpointClockKey struct{}
-
-type endpointClock struct {
-	mu  sync.Mutex
-	sum time.Duration
-	n   int
-}
-
-func (c *endpointClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.sum += d
-	c.n++
-	c.mu.Unlock()
-}
-
-func (c *endpointClock) total() (time.Duration, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.sum, c.n > 0
-}
-
-// timedTransport times the requests of a turn that carries an
-// endpointClock.
-type timedTransport struct{ base http.RoundTripper }
-
-func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	clock, ok := r.Context().Value(endpointClockKey{}).(*endpointClock)
-	if !ok {
-		return t.base.RoundTrip(r)
-	}
-	begin := time.Now()
-	resp, err := t.base.RoundTrip(r)
-	if err != nil {
-		clock.add(time.Since(begin))
-		return resp, err
-	}
-	resp.Body = &timedBody{ReadCloser: resp.Body, done: func() { clock.add(time.Since(begin)) }}
-	return resp, nil
-}
-
-// timedBody calls done once: when its end is read, or it is closed.
-type timedBody struct {
-	io.ReadCloser
-	once sync.Once
-	done func()
-}
-
-func (b *timedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.once.Do(b.done)
-	}
-	return n, err
-}
-
-func (b *timedBody) Close() error {
-	b.once.Do(b.done)
-	return b.ReadCloser.Close()
 }

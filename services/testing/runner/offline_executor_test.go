@@ -21,9 +21,6 @@ import (
 
 const hoursPrompt = "You help Ann book tables. Our opening hours are nine to five every weekday. Refunds are never given for cancelled bookings."
 
-var bookTable = Tool{ID: "tool_book", Name: "book_table", Description: "Book a table reservation for guests",
-	Parameters: json.RawMessage(`{"type":"object","properties":{"guests":{"type":"number"},"date":{"type":"string"}}}`)}
-
 func userTurn(s string) Turn  { return Turn{Role: "user", Text: s} }
 func agentTurn(s string) Turn { return Turn{Role: "agent", Text: s} }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -275,22 +274,4 @@ func simulationTranscript(r Run, turns []Turn, model string) []byte {
 	}
 	b, _ := json.Marshal(out)
 	return b
-}
-
-// transcriptText is a conversation as plain lines, for a prompt.
-func transcriptText(turns []Turn) string {
-	var b strings.Builder
-	for _, t := range turns {
-		switch t.Role {
-		case "tool":
-			status := "result"
-			if t.IsError {
-				status = "error"
-			}
-			fmt.Fprintf(&b, "tool %s %s: %s\n", t.ToolName, status, t.Text)
-		default:
-			fmt.Fprintf(&b, "%s: %s\n", t.Role, t.Said())
-		}
-	}
-	return b.String()
 }

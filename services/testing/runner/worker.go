@@ -2,49 +2,44 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
-	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
-	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
-// Worker pulls run jobs from the invocations' queues on TESTJOBS and
-// executes them, about Concurrency at a time. Results are events on TESTRUNS; counters on TESTCOUNTS tell the
-// worker that finishes an invocation's last run to complete it.
+// Worker takes run jobs from the invocations' queues and executes them,
+// about Concurrency at a time. Results go to the runs log; the progress
+// counters tell the worker that finishes an invocation's last run to
+// complete it. It drives the App and the runner's ports app declares
+// (adapters.NewRunnerPorts on JetStream, memory.Ports.RunnerPorts in tests).
 type Worker struct {
-	App *app.App
-	// JS holds the work queue, and the results and counters the worker
-	// stores (the worker is a JetStream client, the app is not).
-	JS          jetstream.JetStream
+	App         *app.App
+	Ports       app.RunnerPorts
 	Exec        *Executor
 	Concurrency int
 	// Headroom is how many jobs beyond Concurrency the worker runs for
 	// workspaces other than the busiest (default a quarter of Concurrency,
 	// at least 1): see app.Scheduler.
 	Headroom int
-	// AckWait is how long a job may go without a heartbeat before
-	// JetStream redelivers it to another worker.
+	// AckWait is how long a job may go without a heartbeat before its
+	// queue delivers it to another worker (the queues' own, given the
+	// same value).
 	AckWait time.Duration
 	ID      string
 	Log     *slog.Logger
@@ -68,12 +63,12 @@ type Worker struct {
 	watch   map[string]watched   // invocations checked for completion (check loop only)
 }
 
-// storing is a run result on its way to the stream (ack set), or, with
-// ack nil, the end of a job's results: the job is acked once the stream
+// storing is a run result on its way to the runs log (ack set), or, with
+// ack nil, the end of a job's results: the job is done once the log
 // has all of them.
 type storing struct {
 	job     *jobAck
-	ack     jetstream.PubAckFuture
+	ack     app.StoredResult
 	ws      string
 	inv     string
 	attempt int32
@@ -83,7 +78,7 @@ type storing struct {
 // jobAck is a job whose results are being stored; failed when one of
 // them could not be (the job is then redelivered).
 type jobAck struct {
-	msg    jetstream.Msg
+	msg    app.TakenJob
 	trace  string // the job's traceparent, for log lines
 	failed bool
 }
@@ -142,7 +137,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.invs, w.defs = map[string]cachedInvocation{}, map[uint64]domain.TestInput{}
 	w.stored, w.touched, w.watch = make(chan storing, 4096), map[string]*progress{}, map[string]watched{}
 	sched := app.NewScheduler(w.Concurrency, w.Headroom)
-	queues := adapters.NewRunQueues(w.JS, w.AckWait, w.Log)
+	queues := w.Ports.Queues
 	// wake: a slot was freed; notified: an enqueuer queued jobs.
 	wake, notified := make(chan struct{}, 1), make(chan struct{}, 1)
 	signal := func(c chan struct{}) {
@@ -151,11 +146,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		default:
 		}
 	}
-	sub, err := w.JS.Conn().Subscribe(events.TestJobsQueuedNotify, func(*nats.Msg) { signal(notified) })
+	stopNotices, err := queues.Notify(func() { signal(notified) })
 	if err != nil {
 		return err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
+	defer stopNotices()
 	storerDone := make(chan struct{})
 	go func() { defer close(storerDone); w.ackStored() }()
 	checkerStop, checkerDone := make(chan struct{}), make(chan struct{})
@@ -191,17 +186,17 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		msgs, err := queues.Fetch(ctx, q, n)
+		jobs, err := queues.Take(ctx, q, n)
 		if err != nil && ctx.Err() == nil {
-			w.Log.Debug("runner: fetching jobs", "invocation", q.Invocation, "err", err)
+			w.Log.Debug("runner: taking jobs", "invocation", q.Invocation, "err", err)
 		}
-		for _, m := range msgs {
+		for _, m := range jobs {
 			sched.Took(q.Workspace, q.Invocation)
 			stop := w.heartbeat(m)
 			running.Add(1)
 			go func() {
 				defer func() { stop(); sched.Done(q.Workspace, q.Invocation); signal(wake); running.Done() }()
-				jctx := withSlot(context.WithoutCancel(ctx), func() func() {
+				jctx := model.WithSlot(context.WithoutCancel(ctx), func() func() {
 					sched.Paused(q.Workspace)
 					signal(wake)
 					return func() { sched.Resumed(q.Workspace) }
@@ -213,14 +208,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
-	delivered := uint64(1)
-	if md, _ := m.Metadata(); md != nil {
-		delivered = md.NumDelivered
-	}
+func (w *Worker) handle(ctx context.Context, m app.TakenJob) {
+	delivered := m.Delivered()
 	// The job continues the trace of the request that invoked the tests;
 	// its results carry the job's span on, and its log lines name it.
-	ctx, span := tracing.Start(ctx, m.Headers().Get(events.HeaderTraceparent), "run job", trace.SpanKindConsumer,
+	ctx, span := tracing.Start(ctx, m.Traceparent(), "run job", trace.SpanKindConsumer,
 		trace.WithAttributes(attribute.Int("voiceai.delivery", int(delivered))))
 	defer span.End()
 	if tp := tracing.Traceparent(ctx); tp != "" {
@@ -229,7 +221,7 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	var job testingv1.RunJob
 	if err := proto.Unmarshal(m.Data(), &job); err != nil {
 		w.Log.ErrorContext(ctx, "runner: undecodable job dropped", "subject", m.Subject(), "err", err)
-		_ = m.Term()
+		_ = m.Drop()
 		return
 	}
 	span.SetAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))))
@@ -240,29 +232,29 @@ func (w *Worker) handle(ctx context.Context, m jetstream.Msg) {
 	if job.GetKind() == domain.JobLoad {
 		if err := w.load(ctx, m, &job); err != nil {
 			w.Log.WarnContext(ctx, "runner: load job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
-			_ = m.NakWithDelay(w.RetryDelay)
+			_ = m.Retry(w.RetryDelay)
 		}
 		return
 	}
 	if job.GetKind() == "bucketing" {
-		if err := w.bucket(ctx, &job, delivered); err != nil {
+		if err := w.App.GroupResults(ctx, job.GetWorkspaceId(), job.GetInvocationId(), delivered); err != nil {
 			w.Log.WarnContext(ctx, "runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
-			_ = m.NakWithDelay(w.RetryDelay)
+			_ = m.Retry(w.RetryDelay)
 			return
 		}
-		_ = m.Ack()
+		_ = m.Done()
 		return
 	}
 	if err := w.run(ctx, m, &job, delivered > 1); err != nil {
 		w.Log.WarnContext(ctx, "runner: job failed, will retry", "subject", m.Subject(), "attempt", delivered, "err", err)
-		_ = m.NakWithDelay(w.RetryDelay)
+		_ = m.Retry(w.RetryDelay)
 	}
 }
 
 // load plays a load test's job: its callers at once, then its samples
 // stored, the job acked and the step checked. A redelivered job whose
 // samples were stored is not played again.
-func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
+func (w *Worker) load(ctx context.Context, m app.TakenJob, job *testingv1.RunJob) error {
 	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), 1)
 	if err != nil {
 		return err
@@ -271,16 +263,16 @@ func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJo
 	step := int(job.GetLoadStep())
 	if load == nil || load.GetTest() == nil || step >= len(load.GetSteps()) {
 		w.Log.ErrorContext(ctx, "runner: a load job of no load step dropped", "subject", m.Subject())
-		_ = m.Term()
+		_ = m.Drop()
 		return nil
 	}
 	if inv.GetStatus() != domain.InvocationRunning {
-		_ = m.Ack() // cancelled: its callers do not call
+		_ = m.Done() // cancelled: its callers do not call
 		return nil
 	}
 	subject, err := events.LoadSamplesSubject(job.GetWorkspaceId(), job.GetInvocationId(), step, int(job.GetLoadJob()))
 	if err != nil {
-		_ = m.Term()
+		_ = m.Drop()
 		return nil
 	}
 	if _, found, err := w.App.Runs.Last(ctx, subject); err != nil {
@@ -308,7 +300,7 @@ func (w *Worker) load(ctx context.Context, m jetstream.Msg, job *testingv1.RunJo
 
 // storeLoad stores a load job's samples (once per job), acks the job and
 // checks whether its step is done.
-func (w *Worker) storeLoad(ctx context.Context, m jetstream.Msg, s *testingv1.LoadSamples) error {
+func (w *Worker) storeLoad(ctx context.Context, m app.TakenJob, s *testingv1.LoadSamples) error {
 	msg, err := w.App.LoadSamplesMessage(ctx, s)
 	if err != nil {
 		return err
@@ -319,8 +311,8 @@ func (w *Worker) storeLoad(ctx context.Context, m jetstream.Msg, s *testingv1.Lo
 	return w.ackLoad(ctx, m, &testingv1.RunJob{WorkspaceId: s.GetWorkspaceId(), InvocationId: s.GetInvocationId()})
 }
 
-func (w *Worker) ackLoad(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob) error {
-	if err := m.DoubleAck(ctx); err != nil {
+func (w *Worker) ackLoad(ctx context.Context, m app.TakenJob, job *testingv1.RunJob) error {
+	if err := m.DoneConfirmed(ctx); err != nil {
 		return err
 	}
 	if _, err := w.App.CheckLoadStep(ctx, job.GetWorkspaceId(), job.GetInvocationId()); err != nil {
@@ -332,7 +324,7 @@ func (w *Worker) ackLoad(ctx context.Context, m jetstream.Msg, job *testingv1.Ru
 
 // giveUp ends a job delivered more than maxAttempts times: a run is
 // recorded failed with the reason, bucketing is recorded failed.
-func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, delivered uint64) {
+func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, delivered uint64) {
 	reason := fmt.Sprintf("The run was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
 	w.Log.ErrorContext(ctx, "runner: job given up", "subject", m.Subject(), "deliveries", delivered)
 	if job.GetKind() == domain.JobLoad {
@@ -346,20 +338,16 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		why := fmt.Sprintf("The load job holding these callers was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
 		s.Failures = []*testingv1.LoadFailure{{Reason: why, Count: int64(job.GetLoadCallers()) * turns}}
 		if err := w.storeLoad(ctx, m, s); err != nil {
-			_ = m.NakWithDelay(w.RetryDelay)
+			_ = m.Retry(w.RetryDelay)
 		}
 		return
 	}
 	if job.GetKind() == "bucketing" {
-		inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
-		if err == nil {
-			err = w.finishBucketing(ctx, inv, "Grouping the results failed on every attempt.")
-		}
-		if err != nil {
-			_ = m.NakWithDelay(w.RetryDelay)
+		if err := w.App.GiveUpGrouping(ctx, job.GetWorkspaceId(), job.GetInvocationId(), "Grouping the results failed on every attempt."); err != nil {
+			_ = m.Retry(w.RetryDelay)
 			return
 		}
-		_ = m.Ack()
+		_ = m.Done()
 		return
 	}
 	// A job whose run id or subject is malformed never gets a result.
@@ -368,7 +356,7 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		_, err = events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), job.GetRunId())
 	}
 	if err != nil {
-		_ = m.Term()
+		_ = m.Drop()
 		return
 	}
 	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
@@ -387,30 +375,29 @@ func (w *Worker) giveUp(ctx context.Context, m jetstream.Msg, job *testingv1.Run
 		return res, nil
 	})
 	if err != nil {
-		_ = m.NakWithDelay(w.RetryDelay)
+		_ = m.Retry(w.RetryDelay)
 	}
 }
 
-// ackStored acks each job once the stream has stored its results, in the
+// ackStored has each job done once the runs log has stored its results, in the
 // order they were published (the futures complete in that order), so a
-// worker never waits on the stream between runs.
+// worker never waits on the log between runs.
 func (w *Worker) ackStored() {
 	for s := range w.stored {
 		stored := false // a result stored now, not a duplicate of one stored before
 		if s.ack != nil {
-			select {
-			case pa := <-s.ack.Ok():
-				stored = !pa.Duplicate
-			case err := <-s.ack.Err():
+			duplicate, err := s.ack.Wait()
+			if err != nil {
 				w.Log.WarnContext(tracing.Extract(context.Background(), s.job.trace), "runner: storing a result failed, will retry",
 					"subject", s.job.msg.Subject(), "err", err)
 				s.job.failed = true
 				continue
 			}
+			stored = !duplicate
 		} else if s.job.failed {
-			_ = s.job.msg.NakWithDelay(w.RetryDelay)
+			_ = s.job.msg.Retry(w.RetryDelay)
 		} else {
-			_ = s.job.msg.Ack()
+			_ = s.job.msg.Done()
 		}
 		w.mu.Lock()
 		p := w.touched[s.inv]
@@ -547,7 +534,7 @@ func (w *Worker) definition(ctx context.Context, seq uint64) (domain.TestInput, 
 
 // run executes the job's runs; redelivered: an earlier delivery may have
 // stored some of their results.
-func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, redelivered bool) error {
+func (w *Worker) run(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, redelivered bool) error {
 	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
 	if err != nil {
 		return err
@@ -592,21 +579,20 @@ func (w *Worker) run(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob
 }
 
 // storeRuns stores a result for each of the job's runs first to
-// first+count-1, then has the job acked once the stream holds them all.
+// first+count-1, then has the job done once the runs log holds them all.
 // With skipStored (a redelivery) a run whose result of the job's attempt
 // is stored already is skipped. result makes a run's result, or nil to
 // stop.
-func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.RunJob, first, count int, skipStored bool,
+func (w *Worker) storeRuns(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, first, count int, skipStored bool,
 	result func(idx int, runID string) (*testingv1.RunResult, error)) error {
 	ja := &jobAck{msg: m, trace: tracing.RequestTrace(ctx)}
 	for idx := first; idx < first+count; idx++ {
 		runID := domain.RunID(job.GetInvocationId(), idx)
-		subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID)
-		if err != nil {
+		if _, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), runID); err != nil {
 			return err
 		}
 		if skipStored {
-			if stored, err := w.recorded(ctx, subject, job.GetAttempt()); err != nil {
+			if stored, err := w.App.RunRecorded(ctx, job.GetWorkspaceId(), job.GetInvocationId(), runID, job.GetAttempt()); err != nil {
 				return err
 			} else if stored {
 				continue
@@ -619,7 +605,7 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 		if res == nil {
 			break
 		}
-		if err := w.publishResult(ctx, ja, subject, job, res); err != nil {
+		if err := w.publishResult(ctx, ja, job, res); err != nil {
 			return err
 		}
 	}
@@ -629,15 +615,12 @@ func (w *Worker) storeRuns(ctx context.Context, m jetstream.Msg, job *testingv1.
 
 // publishResult stores a run's result; the job is acked once all of its
 // results are stored.
-func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, job *testingv1.RunJob, res *testingv1.RunResult) error {
-	meta := esproto.Meta(ctx, job.GetWorkspaceId(), res.GetRunId()+"#"+strconv.Itoa(int(job.GetAttempt())), w.App.Now())
-	msg, err := eventstore.NewEventMsg(ctx, subject, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
+func (w *Worker) publishResult(ctx context.Context, ja *jobAck, job *testingv1.RunJob, res *testingv1.RunResult) error {
+	msg, err := w.App.RunResultMessage(ctx, job, res)
 	if err != nil {
 		return err
 	}
-	msg.Header.Set(events.HeaderRunStatus, res.GetStatus())
-	msg.Header.Set(events.HeaderRunAttempt, strconv.Itoa(int(res.GetAttempt())))
-	fut, err := w.JS.PublishMsgAsync(msg)
+	fut, err := w.Ports.Results.Store(ctx, msg)
 	if err != nil {
 		return err
 	}
@@ -647,7 +630,7 @@ func (w *Worker) publishResult(ctx context.Context, ja *jobAck, subject string, 
 }
 
 // heartbeat keeps a long run's job from being redelivered.
-func (w *Worker) heartbeat(m jetstream.Msg) (stop func()) {
+func (w *Worker) heartbeat(m app.TakenJob) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(w.AckWait / 3)
@@ -657,22 +640,11 @@ func (w *Worker) heartbeat(m jetstream.Msg) (stop func()) {
 			case <-done:
 				return
 			case <-t.C:
-				_ = m.InProgress()
+				_ = m.Working()
 			}
 		}
 	}()
 	return func() { close(done) }
-}
-
-// recorded reports whether the run's result for attempt (or a later one)
-// is stored.
-func (w *Worker) recorded(ctx context.Context, subject string, attempt int32) (bool, error) {
-	msg, _, found, err := esproto.Last(ctx, eventstore.New(w.JS, events.TestRunsStream), subject)
-	if err != nil || !found {
-		return false, err
-	}
-	ev, ok := msg.(*testingv1.RunCompleted)
-	return ok && ev.GetRun().GetAttempt() >= attempt && ev.GetRun().GetStatus() != "", nil
 }
 
 // incr adds n to a progress counter.
@@ -681,102 +653,5 @@ func (w *Worker) incr(ctx context.Context, invocationID string, attempt int32, c
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Header.Set("Nats-Incr", strconv.FormatInt(n, 10))
-	_, err = w.JS.PublishMsg(ctx, msg)
-	return err
-}
-
-// bucket groups a finished invocation's runs per test and records the
-// groups; after repeated failures it records bucketing as failed.
-func (w *Worker) bucket(ctx context.Context, job *testingv1.RunJob, delivered uint64) error {
-	inv, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
-	if err != nil {
-		return err
-	}
-	if inv.GetBucketingStatus() != domain.BucketingPending || inv.GetStatus() != domain.InvocationCompleted {
-		return nil
-	}
-	groups, err := w.groups(ctx, inv)
-	if err != nil {
-		if delivered >= 3 {
-			return w.finishBucketing(ctx, inv, "Grouping the results failed: "+err.Error())
-		}
-		return err
-	}
-	store := eventstore.New(w.JS, events.TestRunsStream)
-	for _, g := range groups {
-		meta := esproto.Meta(ctx, inv.GetWorkspaceId(), fmt.Sprintf("%s#group#%d#%d", inv.GetInvocationId(), g.GetTestIndex(), inv.GetJobsTotal()), w.App.Now())
-		subject, err := events.ResultGroupSubject(inv.GetWorkspaceId(), inv.GetInvocationId(), strconv.Itoa(int(g.GetTestIndex())))
-		if err != nil {
-			return err
-		}
-		if _, err := esproto.Append(ctx, store, subject, eventstore.AnySeq, meta, &testingv1.ResultGroupComputed{Meta: meta, InvocationId: inv.GetInvocationId(), Group: g}); err != nil {
-			return err
-		}
-	}
-	return w.finishBucketing(ctx, inv, "")
-}
-
-func (w *Worker) finishBucketing(ctx context.Context, inv *testingv1.Invocation, failure string) error {
-	total := inv.GetJobsTotal()
-	_, err := w.App.Invocations.Update(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), "", func(cur *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
-		if cur.BucketingStatus != domain.BucketingPending || cur.JobsTotal != total {
-			return nil, nil // a resubmission started a new round
-		}
-		if failure != "" {
-			cur.BucketingStatus, cur.BucketingError = domain.BucketingFailed, failure
-			return &testingv1.BucketingFailed{Meta: meta, Invocation: cur}, nil
-		}
-		cur.BucketingStatus = domain.BucketingCompleted
-		return &testingv1.BucketingCompleted{Meta: meta, Invocation: cur}, nil
-	})
-	return err
-}
-
-func (w *Worker) groups(ctx context.Context, inv *testingv1.Invocation) ([]*testingv1.ResultGroup, error) {
-	repeat := int(max(inv.GetRepeatCount(), 1))
-	perTest := make([][]domain.BucketRun, len(inv.GetTests()))
-	err := w.App.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
-		idx, err := domain.RunIndex(inv.GetInvocationId(), r.GetRunId())
-		if err != nil || idx/repeat >= len(perTest) {
-			return nil
-		}
-		perTest[idx/repeat] = append(perTest[idx/repeat], domain.BucketRun{
-			RunID: r.GetRunId(), Status: r.GetStatus(), Response: responseText(r.GetAgentResponsesJson()), Reason: r.GetRationaleSummary(),
-		})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*testingv1.ResultGroup, 0, len(perTest))
-	for i, runs := range perTest {
-		pt := inv.GetTests()[i]
-		g := &testingv1.ResultGroup{TestId: pt.GetTestId(), TestName: pt.GetTestName(), WorkflowNodeId: pt.GetWorkflowNodeId(), TestIndex: int32(i)}
-		for _, b := range domain.BucketRuns(runs) {
-			g.Buckets = append(g.Buckets, &testingv1.Bucket{TestRunIds: b.RunIDs, Title: b.Title, Reason: b.Reason, Status: b.Status})
-		}
-		out = append(out, g)
-	}
-	return out, nil
-}
-
-func responseText(raw []byte) string {
-	var msgs []struct {
-		Message   string `json:"message"`
-		ToolCalls []struct {
-			ToolName string `json:"tool_name"`
-			Params   string `json:"params_as_json"`
-		} `json:"tool_calls"`
-	}
-	_ = json.Unmarshal(raw, &msgs)
-	s := ""
-	for _, m := range msgs {
-		s += m.Message
-		for _, c := range m.ToolCalls {
-			s += " " + c.ToolName + " " + c.Params
-		}
-	}
-	return s
+	return w.Ports.Counts.Incr(ctx, subject, n)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
@@ -185,7 +186,7 @@ func TestALoadStepIsSpreadAcrossWorkers(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	ctx, js, a, inv, log := loadFixture(t, 20, 1, `{"agent":{"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"`+srv.URL+`","model_id":"team"}}}}`)
-	agents := &runner.Endpoints{Platform: runner.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
+	agents := &modelclient.Endpoints{Platform: modelclient.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
 	one := func(w *runner.Worker) {
 		w.Concurrency, w.Headroom = 1, 1
 		w.Exec = &runner.Executor{Now: time.Now, Model: offline.Model{}, Agents: agents}

@@ -211,7 +211,7 @@ func resultsStored(ctx context.Context, js jetstream.JetStream, inv *testingv1.I
 func startWorker(ctx context.Context, t *testing.T, js jetstream.JetStream, a *app.App, log *slog.Logger, tune func(*runner.Worker)) (w *runner.Worker, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(ctx)
-	w = &runner.Worker{JS: js, App: a, Exec: &runner.Executor{Now: time.Now, Model: offline.Model{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
+	w = &runner.Worker{Ports: adapters.NewRunnerPorts(js, 0, log), App: a, Exec: &runner.Executor{Now: time.Now, Model: offline.Model{}}, Concurrency: 2, Log: log, RetryDelay: 10 * time.Millisecond}
 	if tune != nil {
 		tune(w)
 	}

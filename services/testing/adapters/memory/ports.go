@@ -128,15 +128,24 @@ func (l *RunsLog) EachHeader(_ context.Context, filter string, fn func(app.Recor
 	return nil
 }
 
-// JobQueue is app.JobQueue in memory; ids are remembered forever.
+// JobQueue is app.JobQueue in memory; ids are remembered forever. Its
+// RunQueues are the runners' view of it (runner.go).
 type JobQueue struct {
 	mu   sync.Mutex
-	jobs []app.Message
+	jobs []app.Message // waiting, in order
 	ids  map[string]bool
+
+	out       map[string]app.Message // taken by a runner, not done, by id
+	delivered map[string]uint64      // deliveries so far, by id
+	notBefore map[string]time.Time   // a job given back waits until then
+	dropped   []app.Message          // taken off undone
+	queued    []func()               // runners told of new jobs
 }
 
 // NewJobQueue is an empty queue.
-func NewJobQueue() *JobQueue { return &JobQueue{ids: map[string]bool{}} }
+func NewJobQueue() *JobQueue {
+	return &JobQueue{ids: map[string]bool{}, out: map[string]app.Message{}, delivered: map[string]uint64{}, notBefore: map[string]time.Time{}}
+}
 
 func (q *JobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message, error)) error {
 	for i := range n {
@@ -151,11 +160,21 @@ func (q *JobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message,
 		}
 		q.mu.Unlock()
 	}
+	q.tellQueued()
 	return nil
 }
 
+// Purge drops the waiting jobs and those runners hold, as a purge of the
+// stream does: a runner's word on a purged job is lost.
 func (q *JobQueue) Purge(_ context.Context, filter string) error {
 	q.Take(filter)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for id, j := range q.out {
+		if events.SubjectMatches(filter, j.Subject) {
+			delete(q.out, id)
+		}
+	}
 	return nil
 }
 
@@ -163,6 +182,11 @@ func (q *JobQueue) Waiting(_ context.Context, filter string) (bool, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, j := range q.jobs {
+		if events.SubjectMatches(filter, j.Subject) {
+			return true, nil
+		}
+	}
+	for _, j := range q.out {
 		if events.SubjectMatches(filter, j.Subject) {
 			return true, nil
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/app/feedtest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/jobqueuetest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/readmodeltest"
+	"github.com/voiceai-platform/voiceai/services/testing/app/runnerportstest"
 	"github.com/voiceai-platform/voiceai/services/testing/app/runslogtest"
 )
 
@@ -44,6 +45,13 @@ func TestCountersConforms(t *testing.T) {
 	counterstest.Run(t, func(*testing.T) (app.Counters, func(string, int64)) {
 		c := NewCounters()
 		return c, c.Add
+	})
+}
+
+func TestRunnerPortsConform(t *testing.T) {
+	runnerportstest.Run(t, func(*testing.T) runnerportstest.Ports {
+		p := NewPorts(time.Now)
+		return runnerportstest.Ports{Runner: p.RunnerPorts(), Jobs: p.Jobs, Runs: p.Runs, Counts: p.Counts}
 	})
 }
 

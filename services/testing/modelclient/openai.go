@@ -1,4 +1,10 @@
-package runner
+// Package modelclient holds the model clients of agent testing, behind
+// package model's interfaces: the chat-completions client (OpenAI: the
+// judge, the simulated user and the platform's agents), an agent's own
+// endpoint (Endpoints: its limits, circuit breaker and the redaction of
+// the credentials sent to it) and the platform's agents (PlatformAgents).
+// A run talks to them only through model's context hooks.
+package modelclient
 
 import (
 	"context"
@@ -9,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // OpenAI plays the agent and judges through any OpenAI-compatible
@@ -37,42 +44,42 @@ func (o OpenAI) send(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse
 		o.Observe(time.Since(start), err)
 	}
 	if err == nil && res.FirstToken > 0 {
-		markFirstToken(ctx, start.Add(res.FirstToken)) // an agent turn's: see roles
+		model.MarkFirstToken(ctx, start.Add(res.FirstToken)) // an agent turn's: see model.TurnClock
 	}
 	return res, err
 }
 
 // WithCache answers one run (repeat index) through c: a request identical
 // to one made before in the same place of a run is answered from c.
-func (o OpenAI) WithCache(c ResponseCache, repeatIndex int) Model {
+func (o OpenAI) WithCache(c model.ResponseCache, repeatIndex int) model.Model {
 	o.cache = newCacheScope(c, o.Provider(), repeatIndex)
 	return o
 }
 
 // chat sends req, or answers it from the cache. Only a successful answer
 // is cached: a failure is worth trying again.
-func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, Usage, error) {
+func (o OpenAI) chat(ctx context.Context, req llm.ChatRequest) (llm.ChatResponse, model.Usage, error) {
 	if o.cache == nil {
 		res, err := o.send(ctx, req)
 		if err != nil {
-			return res, Usage{}, err
+			return res, model.Usage{}, err
 		}
 		return res, usageOf(res.Usage), nil
 	}
 	identity, err := o.Client.Identity(req)
 	if err != nil {
-		return llm.ChatResponse{}, Usage{}, err
+		return llm.ChatResponse{}, model.Usage{}, err
 	}
 	key := o.cache.key(identity)
 	if b, ok := o.cache.store.Get(ctx, key); ok {
 		var res llm.ChatResponse
 		if json.Unmarshal(b, &res) == nil {
-			return res, Usage{Cached: 1}, nil
+			return res, model.Usage{Cached: 1}, nil
 		}
 	}
 	res, err := o.send(ctx, req)
 	if err != nil {
-		return res, Usage{}, err
+		return res, model.Usage{}, err
 	}
 	if b, err := json.Marshal(res); err == nil {
 		o.cache.store.Put(ctx, key, b)
@@ -91,12 +98,12 @@ func (o OpenAI) Provider() string {
 // ModelName is the configured model.
 func (o OpenAI) ModelName() string { return o.Client.Model() }
 
-func usageOf(u llm.Usage) Usage {
-	return Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens), Calls: 1}
+func usageOf(u llm.Usage) model.Usage {
+	return model.Usage{PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), TotalTokens: int64(u.TotalTokens), Calls: 1}
 }
 
 // Respond sends the system prompt, the conversation and the tools.
-func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error) {
+func (o OpenAI) Respond(ctx context.Context, c model.Conversation) (model.Turn, model.Usage, error) {
 	req := llm.ChatRequest{Messages: []llm.Message{{Role: llm.RoleSystem, Content: c.SystemPrompt}}, MaxTokens: o.MaxTokens}
 	zero := 0.0
 	req.Temperature = &zero
@@ -126,11 +133,11 @@ func (o OpenAI) Respond(ctx context.Context, c Conversation) (Turn, Usage, error
 	}
 	res, u, err := o.chat(ctx, req)
 	if err != nil {
-		return Turn{}, Usage{}, err
+		return model.Turn{}, model.Usage{}, err
 	}
-	out := Turn{Role: "agent", Text: res.Message.Content}
+	out := model.Turn{Role: "agent", Text: res.Message.Content}
 	for _, tc := range res.Message.ToolCalls {
-		out.Calls = append(out.Calls, Call{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		out.Calls = append(out.Calls, model.Call{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 	}
 	return out, u, nil
 }
@@ -148,7 +155,7 @@ Persona and scenario:
 // SimulateUser asks the model for the user's next message; the model
 // plays the persona, sees the agent's turns as the other party's, and
 // ends the conversation with UserDone.
-func (o OpenAI) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage, error) {
+func (o OpenAI) SimulateUser(ctx context.Context, in model.UserInput) (model.UserTurn, model.Usage, error) {
 	scenario := in.Scenario
 	if strings.TrimSpace(scenario) == "" {
 		scenario = "(none given: a caller with a short, ordinary question for this agent)"
@@ -168,14 +175,14 @@ func (o OpenAI) SimulateUser(ctx context.Context, in UserInput) (UserTurn, Usage
 	}
 	res, u, err := o.chat(ctx, req)
 	if err != nil {
-		return UserTurn{}, Usage{}, err
+		return model.UserTurn{}, model.Usage{}, err
 	}
 	text := strings.TrimSpace(res.Message.Content)
 	done := strings.Contains(text, UserDone)
 	if done {
 		text = strings.TrimSpace(strings.ReplaceAll(text, UserDone, ""))
 	}
-	return UserTurn{Text: text, Done: done}, u, nil
+	return model.UserTurn{Text: text, Done: done}, u, nil
 }
 
 const judgePrompt = `You evaluate a voice agent's reply in a test. Decide whether the reply satisfies every success condition, and compare it with the example replies: replies like the success examples pass, replies like the failure examples fail.
@@ -183,7 +190,7 @@ Answer with a JSON object only: {"result": "success" or "failure", "rationale": 
 
 // Judge asks the model for a JSON verdict; a reply that is not one is
 // "unknown" and says so.
-func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error) {
+func (o OpenAI) Judge(ctx context.Context, in model.JudgeInput) (model.Verdict, model.Usage, error) {
 	var b strings.Builder
 	if in.Simulation {
 		b.WriteString("This is a whole simulated conversation, and all of it is under test: a success condition is met if the agent met it at any point of the conversation.\n\n")
@@ -207,14 +214,14 @@ func (o OpenAI) Judge(ctx context.Context, in JudgeInput) (Verdict, Usage, error
 		{Role: llm.RoleSystem, Content: judgePrompt}, {Role: llm.RoleUser, Content: b.String()},
 	}})
 	if err != nil {
-		return Verdict{}, Usage{}, err
+		return model.Verdict{}, model.Usage{}, err
 	}
 	var out struct {
 		Result    string   `json:"result"`
 		Rationale []string `json:"rationale"`
 		Summary   string   `json:"summary"`
 	}
-	v := Verdict{Result: domain.ConditionUnknown}
+	v := model.Verdict{Result: domain.ConditionUnknown}
 	if json.Unmarshal([]byte(res.Message.Content), &out) != nil || (out.Result != domain.ConditionSuccess && out.Result != domain.ConditionFailure) {
 		v.Summary = "The judge model did not answer with a verdict: " + truncate(res.Message.Content, 200)
 		return v, u, nil
@@ -228,4 +235,22 @@ func truncate(s string, n int) string {
 		return string(r[:n]) + "..."
 	}
 	return s
+}
+
+// transcriptText is a conversation as plain lines, for a prompt.
+func transcriptText(turns []model.Turn) string {
+	var b strings.Builder
+	for _, t := range turns {
+		switch t.Role {
+		case "tool":
+			status := "result"
+			if t.IsError {
+				status = "error"
+			}
+			fmt.Fprintf(&b, "tool %s %s: %s\n", t.ToolName, status, t.Text)
+		default:
+			fmt.Fprintf(&b, "%s: %s\n", t.Role, t.Said())
+		}
+	}
+	return b.String()
 }

@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // Finding 8 of issue 47: an endpoint that answers at once and then
@@ -36,7 +38,7 @@ func TestTricklingEndpointIsItsOwnTimeout(t *testing.T) {
 	t.Cleanup(func() { close(stop); srv.Close() })
 	e := endpoints()
 	e.Timeout = 100 * time.Millisecond
-	m, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(
+	m, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"`+srv.URL+`","model_id":"team"}}}}`)), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -44,14 +46,14 @@ func TestTricklingEndpointIsItsOwnTimeout(t *testing.T) {
 	const limit = 2 * time.Minute
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	_, _, err = m.Respond(ctx, Conversation{Turns: []Turn{{Role: "user", Text: "hi"}}})
+	_, _, err = m.Respond(ctx, model.Conversation{Turns: []model.Turn{{Role: "user", Text: "hi"}}})
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("err %v, run ctx %v", err, ctx.Err())
 	}
-	if !IsEndpointError(err) || errors.Is(err, context.DeadlineExceeded) {
+	if !model.IsEndpointError(err) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v: want an endpoint error, not the run's deadline", err)
 	}
-	if got := failure(err, limit); strings.Contains(got, "time limit") || !strings.Contains(got, "timed out") || !strings.Contains(got, "100ms") {
+	if got := err.Error(); strings.Contains(got, "time limit") || !strings.Contains(got, "timed out") || !strings.Contains(got, "100ms") {
 		t.Fatalf("the run's error reads %q", got)
 	}
 }

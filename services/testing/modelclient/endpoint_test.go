@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
@@ -33,7 +34,7 @@ func TestEndpointsPickTheAgentsModel(t *testing.T) {
 		`{"agent":{"prompt":{"prompt":"p"}}}`:                     "platform",
 	}
 	for config, want := range cases {
-		m, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(config)), nil)
+		m, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(config)), nil)
 		if err != nil || m.ModelName() != want {
 			t.Errorf("%s: %v %v, want %s", config, m, err, want)
 		}
@@ -52,14 +53,39 @@ func TestEndpointsRefuseWhatTheyCannotResolve(t *testing.T) {
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"env_var_label":"OTHER_KEY"}}}}}`:               "OTHER_KEY is not one the operator allows",
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","request_headers":{"X-Call":{"variable_name":"nope"}}}}}}`: "dynamic variable nope has no value",
 	} {
-		_, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(config)), map[string]string{})
-		if err == nil || !IsEndpointError(err) || !strings.HasPrefix(err.Error(), "agent endpoint unreachable: ") || !strings.Contains(err.Error(), want) {
+		_, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(config)), map[string]string{})
+		if err == nil || !model.IsEndpointError(err) || !strings.HasPrefix(err.Error(), "agent endpoint unreachable: ") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", config, err, want)
 		}
 	}
-	m, err := e.For(context.Background(), "ws_1", ParseAgentConfig([]byte(
+	m, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(
 		`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"https://x.example","api_key":{"env_var_label":"TEAM_KEY"}}}}}`)), nil)
 	if err != nil || m.Provider() != "custom-llm" {
 		t.Fatalf("an allowed env var: %v %v", m, err)
+	}
+}
+
+// A load test's calls share slots of their own on an endpoint, as many as
+// its limit; a run's calls to the same endpoint keep the usual slots.
+func TestAnEndpointLimitIsALoadTestsOwn(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Fixed(0, "hi"))
+	defer srv.Close()
+	e := endpoints()
+	e.Concurrency = 2
+	cfg := model.ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + srv.URL + `","model_id":"team"}}}}`))
+	load := model.WithEndpointLimit(context.Background(), model.EndpointLimit{Scope: "tinv_1#1", N: 12})
+	slots := func(ctx context.Context) int {
+		t.Helper()
+		m, err := e.For(ctx, "ws_1", cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cap(m.(*customAgent).ep.slots)
+	}
+	if got := slots(load); got != 12 {
+		t.Fatalf("the load test's slots: %d, want 12", got)
+	}
+	if got := slots(context.Background()); got != 2 {
+		t.Fatalf("a run's endpoint slots: %d, want the usual 2", got)
 	}
 }

@@ -1,18 +1,22 @@
-package runner
+package modelclient
 
-import "context"
+import (
+	"context"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
+)
 
 // PlatformAgents plays agents through the platform's own model provider
 // (VOICEAI_LLM_*): an agent whose llm the provider serves gets that model,
 // any other the provider's default. The agent's temperature and max
 // tokens apply to its turns.
 type PlatformAgents struct {
-	Default Model
-	Served  map[string]Model // by the llm an agent names
+	Default model.Model
+	Served  map[string]model.Model // by the llm an agent names
 }
 
 // For answers the model that plays the agent.
-func (p PlatformAgents) For(_ context.Context, _ string, cfg AgentConfig, _ map[string]string) (AgentModel, error) {
+func (p PlatformAgents) For(_ context.Context, _ string, cfg model.AgentConfig, _ map[string]string) (model.AgentModel, error) {
 	m, ok := p.Served[cfg.LLM]
 	if !ok {
 		m = p.Default

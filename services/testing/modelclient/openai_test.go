@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // newOpenAI starts an llmtest server answering with h and returns a model
@@ -39,13 +40,13 @@ func withUsage(r llmtest.Reply, prompt, completion int) llmtest.Reply {
 	return r
 }
 
-var conversation = Conversation{
+var conversation = model.Conversation{
 	SystemPrompt: "You help Ann book tables.",
-	Tools:        []Tool{bookTable},
-	Turns: []Turn{
+	Tools:        []model.Tool{bookTable},
+	Turns: []model.Turn{
 		agentTurn("Hello Ann!"),
 		userTurn("Book a table for 4"),
-		{Role: "agent", Calls: []Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
+		{Role: "agent", Calls: []model.Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
 		{Role: "tool", Text: `{"ok":true}`, ToolCallID: "call_1"},
 		userTurn("Thanks, what time?"),
 	},
@@ -67,7 +68,7 @@ func TestOpenAIRespondCompletion(t *testing.T) {
 	if turn.Role != "agent" || turn.Text != "We open at nine." || len(turn.Calls) != 0 {
 		t.Fatalf("turn %+v", turn)
 	}
-	if u != (Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127, Calls: 1}) {
+	if u != (model.Usage{PromptTokens: 120, CompletionTokens: 7, TotalTokens: 127, Calls: 1}) {
 		t.Fatalf("usage %+v", u)
 	}
 
@@ -119,7 +120,7 @@ func jsonEqual(a, b []byte) bool {
 
 func TestOpenAIRespondToolCall(t *testing.T) {
 	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
-	turn, u, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Tools: []Tool{bookTable}, Turns: []Turn{userTurn("book")}})
+	turn, u, err := m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Tools: []model.Tool{bookTable}, Turns: []model.Turn{userTurn("book")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestOpenAIRetries(t *testing.T) {
 			m, srv := newOpenAI(t, llmtest.Sequence(c.replies...), c.cfg)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a guard, never reached when the test passes
 			defer cancel()
-			turn, u, err := m.Respond(ctx, Conversation{SystemPrompt: "p", Turns: []Turn{userTurn("hi")}})
+			turn, u, err := m.Respond(ctx, model.Conversation{SystemPrompt: "p", Turns: []model.Turn{userTurn("hi")}})
 			if err != nil {
 				t.Fatalf("Respond: %v", err)
 			}
@@ -176,7 +177,7 @@ func TestOpenAIRetries(t *testing.T) {
 				t.Fatalf("turn %+v", turn)
 			}
 			// Usage is that of the successful answer only.
-			if u != (Usage{PromptTokens: 11, CompletionTokens: 2, TotalTokens: 13, Calls: 1}) {
+			if u != (model.Usage{PromptTokens: 11, CompletionTokens: 2, TotalTokens: 13, Calls: 1}) {
 				t.Fatalf("usage %+v", u)
 			}
 			reqs := srv.Requests()
@@ -207,60 +208,45 @@ func TestOpenAIGivesUp(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, srv := newOpenAI(t, llmtest.Sequence(c.reply), func(cfg *llm.Config) { cfg.MaxRetries = 2 })
-			_, u, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{userTurn("hi")}})
+			_, u, err := m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Turns: []model.Turn{userTurn("hi")}})
 			var ae *llm.APIError
 			if !errors.As(err, &ae) || ae.StatusCode != c.status || ae.Attempts != c.requests {
 				t.Fatalf("error %v (%T)", err, err)
 			}
-			if u != (Usage{}) {
+			if u != (model.Usage{}) {
 				t.Fatalf("usage of a failed call %+v", u)
 			}
 			if n := srv.Len(); n != c.requests {
 				t.Fatalf("%d requests, want %d", n, c.requests)
-			}
-
-			// Through the executor the run fails and says why.
-			srv.Reset()
-			res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
-			if res.GetStatus() != domain.RunFailed || res.GetConditionResult() != domain.ConditionUnknown ||
-				!strings.HasPrefix(res.GetError(), "The model failed: llm: API error: HTTP ") || res.GetRationaleSummary() != res.GetError() {
-				t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
-			}
-			if res.GetUsage().GetProvider() != "openai" || res.GetUsage().GetModel() != "test-model" || res.GetAgentResponsesJson() == nil ||
-				string(res.GetAgentResponsesJson()) != "[]" {
-				t.Fatalf("result %+v", res)
-			}
-			if n := srv.Len(); n != c.requests {
-				t.Fatalf("executor made %d requests, want %d", n, c.requests)
 			}
 		})
 	}
 }
 
 func TestOpenAIJudge(t *testing.T) {
-	in := JudgeInput{
+	in := model.JudgeInput{
 		Conditions:      []string{"states the hours"},
 		SuccessExamples: []string{"Open nine to five."},
 		FailureExamples: []string{"I do not know."},
-		Transcript:      []Turn{agentTurn("Hello!"), userTurn("Hours?")},
-		Reply:           Turn{Role: "agent", Text: "Nine to five.", Calls: []Call{{Name: "lookup", Arguments: `{"d":1}`}}},
+		Transcript:      []model.Turn{agentTurn("Hello!"), userTurn("Hours?")},
+		Reply:           model.Turn{Role: "agent", Text: "Nine to five.", Calls: []model.Call{{Name: "lookup", Arguments: `{"d":1}`}}},
 	}
 	long := strings.Repeat("é", 250)
 	cases := []struct {
 		name    string
 		content string
-		want    Verdict
+		want    model.Verdict
 	}{
 		{"success verdict", `{"result":"success","rationale":["states nine to five"],"summary":"The hours are given."}`,
-			Verdict{Result: domain.ConditionSuccess, Messages: []string{"states nine to five"}, Summary: "The hours are given."}},
+			model.Verdict{Result: domain.ConditionSuccess, Messages: []string{"states nine to five"}, Summary: "The hours are given."}},
 		{"failure verdict", `{"result":"failure","rationale":[],"summary":"No hours."}`,
-			Verdict{Result: domain.ConditionFailure, Messages: []string{}, Summary: "No hours."}},
+			model.Verdict{Result: domain.ConditionFailure, Messages: []string{}, Summary: "No hours."}},
 		{"not JSON is unknown", `I think it passes`,
-			Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: I think it passes"}},
+			model.Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: I think it passes"}},
 		{"another result is unknown", `{"result":"maybe","summary":"hmm"}`,
-			Verdict{Result: domain.ConditionUnknown, Summary: `The judge model did not answer with a verdict: {"result":"maybe","summary":"hmm"}`}},
+			model.Verdict{Result: domain.ConditionUnknown, Summary: `The judge model did not answer with a verdict: {"result":"maybe","summary":"hmm"}`}},
 		{"a long answer is cut at 200 runes", long,
-			Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: " + strings.Repeat("é", 200) + "..."}},
+			model.Verdict{Result: domain.ConditionUnknown, Summary: "The judge model did not answer with a verdict: " + strings.Repeat("é", 200) + "..."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -273,7 +259,7 @@ func TestOpenAIJudge(t *testing.T) {
 				strings.Join(v.Messages, "|") != strings.Join(c.want.Messages, "|") {
 				t.Fatalf("verdict %+v, want %+v", v, c.want)
 			}
-			if u != (Usage{PromptTokens: 50, CompletionTokens: 9, TotalTokens: 59, Calls: 1}) {
+			if u != (model.Usage{PromptTokens: 50, CompletionTokens: 9, TotalTokens: 59, Calls: 1}) {
 				t.Fatalf("usage %+v", u)
 			}
 			r := srv.Requests()[0]
@@ -294,92 +280,31 @@ func TestOpenAIJudge(t *testing.T) {
 
 func TestOpenAIJudgeError(t *testing.T) {
 	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.Error(400, "invalid_request_error", "bad")), nil)
-	if _, _, err := m.Judge(context.Background(), JudgeInput{Reply: agentTurn("x")}); err == nil {
+	if _, _, err := m.Judge(context.Background(), model.JudgeInput{Reply: agentTurn("x")}); err == nil {
 		t.Fatal("no error")
 	}
 }
 
-func TestExecuteOverOpenAI(t *testing.T) {
-	m, srv := newOpenAI(t, llmtest.Sequence(
-		llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("Retry-After", "0"),
-		withUsage(llmtest.OK("We are open nine to five every weekday."), 100, 10),
-		withUsage(llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`), 200, 20),
-	), nil)
-	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
-	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" ||
-		res.GetRationaleSummary() != "The agent gives the hours." || strings.Join(res.GetRationaleMessages(), "|") != "gives the hours" {
-		t.Fatalf("result %+v", res)
-	}
-	u, a := res.GetUsage(), res.GetAgentUsage()
-	if u.GetProvider() != "openai" || u.GetModel() != "test-model" || u.GetPromptTokens() != 200 || u.GetCompletionTokens() != 20 ||
-		u.GetTotalTokens() != 220 || u.GetModelCalls() != 1 {
-		t.Fatalf("judge usage %+v", u)
-	}
-	if a.GetProvider() != "openai" || a.GetModel() != "test-model" || a.GetPromptTokens() != 100 || a.GetCompletionTokens() != 10 ||
-		a.GetTotalTokens() != 110 || a.GetModelCalls() != 1 {
-		t.Fatalf("agent usage %+v", a)
-	}
-	if m := responses(t, res); len(m) != 1 || m[0].Message != "We are open nine to five every weekday." || m[0].ProducingLLM != "test-model" {
-		t.Fatalf("responses %s", res.GetAgentResponsesJson())
-	}
-	if srv.Len() != 3 {
-		t.Fatalf("%d requests", srv.Len())
-	}
-	// The agent's turn went out with the substituted prompt and first message.
-	first := srv.Requests()[0]
-	if !strings.HasPrefix(first.Messages[0].Content, "You help guest book tables in Paris.") || first.Messages[1].Content != "Hello guest, how can I help?" {
-		t.Fatalf("agent request %s", first.Body)
-	}
-}
-
-func TestExecuteOverOpenAITimeLimit(t *testing.T) {
-	// The server would answer in an hour; the run's limit cuts it short.
-	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("late").WithDelay(time.Hour)), nil)
-	res := (&Executor{Now: time.Now, Model: m, TimeLimit: 20 * time.Millisecond}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
-	if res.GetStatus() != domain.RunFailed || res.GetError() != "The run exceeded its time limit of 20ms." {
-		t.Fatalf("status %q error %q", res.GetStatus(), res.GetError())
-	}
-	// Not retried once the limit struck. (On a busy machine the limit may
-	// strike before the one request reaches the server: none is fine.)
-	if srv.Len() > 1 {
-		t.Fatalf("%d requests, want at most 1", srv.Len())
-	}
-}
-
-func TestExecuteOverOpenAIToolTest(t *testing.T) {
-	m, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":4,"date":"friday"}`)), nil)
-	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeTool,
-		toolTest(exactGuests+`,{"path":"date","eval":{"type":"regex","pattern":"^fri"}}`, "")))
-	if res.GetStatus() != domain.RunPassed || res.GetAgentUsage().GetModelCalls() != 1 || res.GetUsage().GetModelCalls() != 0 {
-		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
-	}
-	wrong, _ := newOpenAI(t, llmtest.Sequence(llmtest.ToolCall("book_table", `{"guests":2,"date":"friday"}`)), nil)
-	res = (&Executor{Now: time.Now, Model: wrong}).Execute(context.Background(), newRun(t, domain.TypeTool, toolTest(exactGuests, "")))
-	if res.GetStatus() != domain.RunFailed || !strings.Contains(strings.Join(res.GetRationaleMessages(), "\n"), `got "2", expected exactly "4"`) {
-		t.Fatalf("status %q %s %q", res.GetStatus(), res.GetRationaleSummary(), res.GetRationaleMessages())
-	}
-}
-
 func TestOpenAISimulateUser(t *testing.T) {
-	in := UserInput{Scenario: "You are Ann. You want to book a table.", Transcript: []Turn{
+	in := model.UserInput{Scenario: "You are Ann. You want to book a table.", Transcript: []model.Turn{
 		agentTurn("Hello Ann!"), userTurn("Book a table for 4"),
-		{Role: "agent", Calls: []Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
+		{Role: "agent", Calls: []model.Call{{ID: "call_1", Name: "book_table", Arguments: `{"guests":4}`}}},
 		{Role: "tool", Text: `{"ok":true}`, ToolCallID: "call_1", ToolName: "book_table"},
 		agentTurn("Booked. Anything else?"),
 	}}
 	cases := []struct {
 		name, content string
-		want          UserTurn
+		want          model.UserTurn
 	}{
-		{"a message", " What time is it for? ", UserTurn{Text: "What time is it for?"}},
-		{"closing words and the stop token", "Thanks, bye! " + UserDone, UserTurn{Text: "Thanks, bye!", Done: true}},
-		{"the stop token alone", UserDone, UserTurn{Done: true}},
+		{"a message", " What time is it for? ", model.UserTurn{Text: "What time is it for?"}},
+		{"closing words and the stop token", "Thanks, bye! " + UserDone, model.UserTurn{Text: "Thanks, bye!", Done: true}},
+		{"the stop token alone", UserDone, model.UserTurn{Done: true}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK(c.content), 30, 4)), nil)
 			got, u, err := m.SimulateUser(context.Background(), in)
-			if err != nil || got != c.want || u != (Usage{PromptTokens: 30, CompletionTokens: 4, TotalTokens: 34, Calls: 1}) {
+			if err != nil || got != c.want || u != (model.Usage{PromptTokens: 30, CompletionTokens: 4, TotalTokens: 34, Calls: 1}) {
 				t.Fatalf("%+v %+v %v, want %+v", got, u, err, c.want)
 			}
 			r := srv.Requests()[0]
@@ -399,7 +324,7 @@ func TestOpenAISimulateUser(t *testing.T) {
 	}
 	t.Run("the user speaks first", func(t *testing.T) {
 		m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("Hi, I'd like a table.")), nil)
-		if _, _, err := m.SimulateUser(context.Background(), UserInput{}); err != nil {
+		if _, _, err := m.SimulateUser(context.Background(), model.UserInput{}); err != nil {
 			t.Fatal(err)
 		}
 		r := srv.Requests()[0]
@@ -411,7 +336,7 @@ func TestOpenAISimulateUser(t *testing.T) {
 
 func TestOpenAIToolErrorsAndSimulationJudge(t *testing.T) {
 	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("Sorry."), llmtest.OK(`{"result":"success","rationale":[],"summary":"ok"}`)), nil)
-	conv := Conversation{Turns: []Turn{userTurn("Book"), {Role: "agent", Calls: []Call{{ID: "c", Name: "book_table", Arguments: "{}"}}},
+	conv := model.Conversation{Turns: []model.Turn{userTurn("Book"), {Role: "agent", Calls: []model.Call{{ID: "c", Name: "book_table", Arguments: "{}"}}},
 		{Role: "tool", Text: "no mock matched", ToolCallID: "c", ToolName: "book_table", IsError: true}}}
 	if _, _, err := m.Respond(context.Background(), conv); err != nil {
 		t.Fatal(err)
@@ -419,7 +344,7 @@ func TestOpenAIToolErrorsAndSimulationJudge(t *testing.T) {
 	if got := srv.Requests()[0].Messages[3]; got.Role != "tool" || got.Content != "Error: no mock matched" {
 		t.Fatalf("tool message %+v", got)
 	}
-	in := JudgeInput{Simulation: true, Conditions: []string{"books"}, Reply: agentTurn("Sorry."),
+	in := model.JudgeInput{Simulation: true, Conditions: []string{"books"}, Reply: agentTurn("Sorry."),
 		Transcript: append(conv.Turns, agentTurn("Sorry."), userTurn("Bye."))}
 	if _, _, err := m.Judge(context.Background(), in); err != nil {
 		t.Fatal(err)
@@ -432,42 +357,8 @@ func TestOpenAIToolErrorsAndSimulationJudge(t *testing.T) {
 	}
 }
 
-// A chat history with tool calls goes out as a chat-completions API
-// accepts it: every assistant tool call is followed at once by the tool
-// message that answers it (OpenAI refuses the request otherwise).
-func TestExecuteOverOpenAIAnswersTheHistorysToolCalls(t *testing.T) {
-	m, srv := newOpenAI(t, func(req llmtest.Request) llmtest.Reply {
-		if err := toolCallsAnswered(req.Messages); err != nil {
-			return llmtest.Error(400, "invalid_request_error", err.Error())
-		}
-		if req.ResponseFormat != nil {
-			return llmtest.OK(`{"result":"success","rationale":["confirms"],"summary":"The agent confirms the booking."}`)
-		}
-		return llmtest.OK("Your table for two is booked.")
-	}, nil)
-	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, `{"type":"llm","name":"x","success_condition":"confirms the booking",
-	  "chat_history":[{"role":"user","message":"Book for two","time_in_call_secs":1},
-	    {"role":"agent","time_in_call_secs":2,"tool_calls":[{"request_id":"r1","tool_name":"book_table","params_as_json":"{\"guests\":2}"}]},
-	    {"role":"agent","time_in_call_secs":3,"tool_results":[{"request_id":"r1","tool_name":"book_table","result_value":"booked","is_error":false}]},
-	    {"role":"user","message":"Is it booked?","time_in_call_secs":4}]}`))
-	if res.GetStatus() != domain.RunPassed || res.GetError() != "" {
-		t.Fatalf("status %q error %q (%s)", res.GetStatus(), res.GetError(), res.GetRationaleSummary())
-	}
-	agent := srv.Requests()[0].Messages
-	if len(agent) != 6 || agent[4].Role != "tool" || agent[4].ToolCallID != "r1" || agent[4].Content != "booked" {
-		t.Fatalf("agent request %s", srv.Requests()[0].Body)
-	}
-}
+var bookTable = model.Tool{ID: "tool_book", Name: "book_table", Description: "Book a table reservation for guests",
+	Parameters: json.RawMessage(`{"type":"object","properties":{"guests":{"type":"number"},"date":{"type":"string"}}}`)}
 
-// toolCallsAnswered applies the chat-completions rule on tool calls.
-func toolCallsAnswered(msgs []llmtest.Message) error {
-	for i, m := range msgs {
-		for j, c := range m.ToolCalls {
-			k := i + 1 + j
-			if k >= len(msgs) || msgs[k].Role != "tool" || msgs[k].ToolCallID != c.ID {
-				return errors.New("an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'")
-			}
-		}
-	}
-	return nil
-}
+func userTurn(s string) model.Turn  { return model.Turn{Role: "user", Text: s} }
+func agentTurn(s string) model.Turn { return model.Turn{Role: "agent", Text: s} }

@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // Every form of a credential an endpoint is likely to echo is hidden; a
@@ -35,15 +36,15 @@ func TestRedactorHidesEveryEchoedForm(t *testing.T) {
 	if nilR.String("x") != "x" || nilR.Error(nil) != nil {
 		t.Error("a nil redactor changes text")
 	}
-	turn := r.Turn(Turn{Role: "agent", Text: "key " + key, Calls: []Call{{ID: "c1", Name: "lookup", Arguments: `{"k":"` + key + `"}`}}})
+	turn := r.Turn(model.Turn{Role: "agent", Text: "key " + key, Calls: []model.Call{{ID: "c1", Name: "lookup", Arguments: `{"k":"` + key + `"}`}}})
 	if strings.Contains(turn.Text, key) || strings.Contains(turn.Calls[0].Arguments, key) || turn.Calls[0].Name != "lookup" {
 		t.Errorf("turn: %+v", turn)
 	}
-	err := r.Error(&EndpointError{Err: errors.Join(llm.ErrTimeout, errors.New("key "+key))})
+	err := r.Error(&model.EndpointError{Err: errors.Join(llm.ErrTimeout, errors.New("key "+key))})
 	if strings.Contains(err.Error(), key) || !errors.Is(err, llm.ErrTimeout) {
 		t.Errorf("error %q lost its key or its cause", err)
 	}
-	var ee *EndpointError
+	var ee *model.EndpointError
 	if errors.As(err, &ee) {
 		t.Error("errors.As reaches the unredacted error beneath")
 	}
@@ -64,8 +65,8 @@ func echo(right string) llmtest.Handler {
 	}
 }
 
-func customConfig(url, keyRef string) AgentConfig {
-	return ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + url + `","model_id":"team",
+func customConfig(url, keyRef string) model.AgentConfig {
+	return model.ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + url + `","model_id":"team",
 		"api_key":` + keyRef + `,"request_headers":{"X-Team-Token":{"env_var_label":"TEAM_TOKEN"}}}}}}`))
 }
 
@@ -83,11 +84,11 @@ func TestEndpointEchoesAreRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn, _, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{{Role: "user", Text: "hi"}}})
+	turn, _, err := m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Turns: []model.Turn{{Role: "user", Text: "hi"}}})
 	if err != nil || turn.Text != "you called me with Bearer "+RedactedSecret+" "+RedactedSecret {
 		t.Fatalf("reply %q, %v", turn.Text, err)
 	}
-	turn, _, err = m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{{Role: "user", Text: "use a tool"}}})
+	turn, _, err = m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Turns: []model.Turn{{Role: "user", Text: "use a tool"}}})
 	if err != nil || len(turn.Calls) != 1 || strings.Contains(turn.Calls[0].Arguments, key) || strings.Contains(turn.Calls[0].Arguments, token) ||
 		!strings.Contains(turn.Calls[0].Arguments, RedactedSecret) {
 		t.Fatalf("tool call %+v, %v", turn.Calls, err)
@@ -98,8 +99,8 @@ func TestEndpointEchoesAreRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{{Role: "user", Text: "hi"}}})
-	if err == nil || !IsEndpointError(err) || strings.Contains(err.Error(), "sk-wrong-key") || strings.Contains(err.Error(), token) ||
+	_, _, err = m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Turns: []model.Turn{{Role: "user", Text: "hi"}}})
+	if err == nil || !model.IsEndpointError(err) || strings.Contains(err.Error(), "sk-wrong-key") || strings.Contains(err.Error(), token) ||
 		!strings.Contains(err.Error(), "HTTP 401") || !strings.Contains(err.Error(), RedactedSecret) {
 		t.Fatalf("error: %v", err)
 	}
@@ -117,13 +118,13 @@ func TestEndpointBreakersAreNotSharedAcrossWorkspaces(t *testing.T) {
 	e.EnvVars["TEAM_TOKEN"] = true
 	e.Secrets = staticSecrets{"ws_a/s": wrong, "ws_b/s": right, "ws_a/s2": right}
 	cfg := customConfig(srv.URL, `{"secret_id":"s"}`)
-	ask := func(ws string, cfg AgentConfig) (Turn, error) {
+	ask := func(ws string, cfg model.AgentConfig) (model.Turn, error) {
 		t.Helper()
 		m, err := e.For(context.Background(), ws, cfg, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		turn, _, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p", Turns: []Turn{{Role: "user", Text: "hi"}}})
+		turn, _, err := m.Respond(context.Background(), model.Conversation{SystemPrompt: "p", Turns: []model.Turn{{Role: "user", Text: "hi"}}})
 		return turn, err
 	}
 	if _, err := ask("ws_a", cfg); err == nil || strings.Contains(err.Error(), "in a row") {
@@ -167,7 +168,7 @@ func TestEndpointBreakersAreNotSharedAcrossWorkspaces(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	mb, _ := e.For(ctx, "ws_b", customConfig(slow.URL, `{"secret_id":"s"}`), nil)
-	if _, _, err := mb.Respond(ctx, Conversation{SystemPrompt: "p"}); err != nil {
+	if _, _, err := mb.Respond(ctx, model.Conversation{SystemPrompt: "p"}); err != nil {
 		t.Fatalf("B waited on A's slot: %v", err)
 	}
 	hold <- struct{}{}
@@ -193,13 +194,13 @@ func TestDynamicVariablesAreNotRedacted(t *testing.T) {
 		return llmtest.OK("Hello " + req.Header.Get("X-Customer"))
 	})
 	defer srv.Close()
-	cfg := ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + srv.URL + `",
+	cfg := model.ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + srv.URL + `",
 		"request_headers":{"X-Customer":{"variable_name":"customer"}}}}}}`))
 	m, err := endpoints().For(context.Background(), "ws_1", cfg, map[string]string{"customer": "Johnathan Smith"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	turn, _, err := m.Respond(context.Background(), Conversation{SystemPrompt: "p"})
+	turn, _, err := m.Respond(context.Background(), model.Conversation{SystemPrompt: "p"})
 	if err != nil || turn.Text != "Hello Johnathan Smith" {
 		t.Fatalf("%q %v", turn.Text, err)
 	}

@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"encoding/base64"
@@ -6,6 +6,8 @@ import (
 	"errors"
 	"slices"
 	"strings"
+
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // RedactedSecret stands wherever a credential a run sent to an agent's
@@ -82,15 +84,15 @@ func (r *redactor) String(s string) string {
 }
 
 // Turn is t with its text and tool calls redacted.
-func (r *redactor) Turn(t Turn) Turn {
+func (r *redactor) Turn(t model.Turn) model.Turn {
 	if r == nil || len(r.forms) == 0 {
 		return t
 	}
 	t.Text = r.String(t.Text)
 	if len(t.Calls) > 0 {
-		calls := make([]Call, len(t.Calls))
+		calls := make([]model.Call, len(t.Calls))
 		for i, c := range t.Calls {
-			calls[i] = Call{ID: r.String(c.ID), Name: r.String(c.Name), Arguments: r.String(c.Arguments)}
+			calls[i] = model.Call{ID: r.String(c.ID), Name: r.String(c.Name), Arguments: r.String(c.Arguments)}
 		}
 		t.Calls = calls
 	}

@@ -1,4 +1,4 @@
-package runner
+package modelclient
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // SecretSource opens a workspace's secrets.
@@ -42,7 +43,7 @@ type SecretSource interface {
 // what the endpoint answers, errors and turns alike, before anything else
 // sees it (see redactor).
 type Endpoints struct {
-	Platform AgentModels
+	Platform model.AgentModels
 	Secrets  SecretSource
 	Guard    *outbound.Guard
 	// EnvVars are the environment variables an agent may name as
@@ -76,7 +77,7 @@ type endpointKey struct {
 	workspaceID, url string
 	credentials      [sha256.Size]byte
 	// scope, when set, is a load test's step: its calls have limits of
-	// their own (withEndpointLimit), never the endpoint's usual slots.
+	// their own (model.WithEndpointLimit), never the endpoint's usual slots.
 	scope string
 }
 
@@ -131,22 +132,22 @@ func (ep *endpoint) openError() error {
 // For answers the agent's own endpoint when its llm is custom-llm (a
 // custom_llm block under another llm is not used, as in the public API),
 // else Platform's model.
-func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig, vars map[string]string) (AgentModel, error) {
+func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg model.AgentConfig, vars map[string]string) (model.AgentModel, error) {
 	p := cfg.Model
 	if p.LLM != agentconfig.CustomLLM {
 		return e.Platform.For(ctx, workspaceID, cfg, vars)
 	}
 	if p.Endpoint == nil {
-		return nil, &EndpointError{Err: errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid")}
+		return nil, &model.EndpointError{Err: errors.New("the agent's llm is custom-llm but its custom_llm is missing or invalid")}
 	}
 	// Checked again here: the allow-list may have changed since the agent
 	// was saved, and an override is not saved at all.
 	if _, bad := outbound.CheckURL(p.Endpoint.URL, e.Guard.HostAllowed, "agent endpoints"); bad != nil {
-		return nil, &EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg)}
+		return nil, &model.EndpointError{Err: fmt.Errorf("%s: %s", p.Endpoint.URL, bad.Msg)}
 	}
 	key, err := e.resolve(ctx, workspaceID, p.Endpoint.APIKey, vars)
 	if err != nil {
-		return nil, &EndpointError{Err: fmt.Errorf("api_key: %w", err)}
+		return nil, &model.EndpointError{Err: fmt.Errorf("api_key: %w", err)}
 	}
 	// The values of secrets and environment variables are redacted from
 	// whatever comes back. A dynamic variable's value is not: it is the
@@ -158,7 +159,7 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 		v := h.Value
 		if h.Ref != nil {
 			if v, err = e.resolve(ctx, workspaceID, h.Ref, vars); err != nil {
-				return nil, &EndpointError{Err: fmt.Errorf("request header %s: %w", h.Name, err)}
+				return nil, &model.EndpointError{Err: fmt.Errorf("request header %s: %w", h.Name, err)}
 			}
 			if h.Ref.Variable == "" {
 				sent = append(sent, v)
@@ -167,13 +168,13 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 		headers.Set(h.Name, v)
 	}
 	redact := newRedactor(sent...)
-	model := p.Endpoint.ModelID
-	if model == "" {
-		model = agentconfig.CustomLLM // the field is required on the wire; a one-model endpoint ignores it
+	modelID := p.Endpoint.ModelID
+	if modelID == "" {
+		modelID = agentconfig.CustomLLM // the field is required on the wire; a one-model endpoint ignores it
 	}
 	k, limit := endpointKey{workspaceID: workspaceID, url: p.Endpoint.URL, credentials: credentialDigest(key, headers)}, 0
-	if l, ok := endpointLimitOf(ctx); ok {
-		k.scope, limit = l.scope, l.n
+	if l, ok := model.EndpointLimitOf(ctx); ok {
+		k.scope, limit = l.Scope, l.N
 	}
 	ep := e.endpoint(k, limit)
 	// Called as ElevenLabs calls it: streaming, on the API it names.
@@ -181,12 +182,12 @@ func (e *Endpoints) For(ctx context.Context, workspaceID string, cfg AgentConfig
 	if p.Endpoint.APIType == agentconfig.APIResponses {
 		api = llm.APIResponses
 	}
-	client, err := llm.New(llm.Config{BaseURL: p.Endpoint.URL, APIKey: key, Model: model, Headers: headers,
+	client, err := llm.New(llm.Config{BaseURL: p.Endpoint.URL, APIKey: key, Model: modelID, Headers: headers,
 		Timeout: e.timeout(), MaxRetries: 2, InitialBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 		HTTPClient: e.httpClient(), Redact: redact.String,
 		Stream: true, API: api, IdleTimeout: e.IdleTimeout, MaxStreamBytes: e.MaxAnswerBytes})
 	if err != nil {
-		return nil, &EndpointError{Err: redact.Error(err)}
+		return nil, &model.EndpointError{Err: redact.Error(err)}
 	}
 	o := OpenAI{Client: client, Observe: e.Observe, Temperature: p.Temperature, ProviderName: agentconfig.CustomLLM}
 	if p.MaxTokens != nil && *p.MaxTokens > 0 {
@@ -309,24 +310,24 @@ func (c *customAgent) ModelName() string { return c.model.ModelName() }
 // Respond waits for a slot of the endpoint, then calls it through its
 // breaker. Its failures are EndpointErrors. What the endpoint answers,
 // turn or error, is redacted here: nothing after this sees a credential.
-func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usage, error) {
+func (c *customAgent) Respond(ctx context.Context, conv model.Conversation) (model.Turn, model.Usage, error) {
 	queued := time.Now()
 	select {
 	case c.ep.slots <- struct{}{}:
 	default: // the run gives its worker slot back while it waits
-		resume := releaseSlot(ctx)
+		resume := model.ReleaseSlot(ctx)
 		select {
 		case c.ep.slots <- struct{}{}:
 			resume()
 		case <-ctx.Done():
 			resume()
-			return Turn{}, Usage{}, ctx.Err()
+			return model.Turn{}, model.Usage{}, ctx.Err()
 		}
 	}
 	defer func() { <-c.ep.slots }()
-	addWaited(ctx, time.Since(queued))
-	var turn Turn
-	var usage Usage
+	model.AddWaited(ctx, time.Since(queued))
+	var turn model.Turn
+	var usage model.Usage
 	_, err := c.ep.breaker.Execute(func() (struct{}, error) {
 		var err error
 		turn, usage, err = c.model.Respond(ctx, conv)
@@ -342,15 +343,15 @@ func (c *customAgent) Respond(ctx context.Context, conv Conversation) (Turn, Usa
 	case err == nil:
 		return c.redact.Turn(turn), usage, nil
 	case ctx.Err() != nil:
-		return Turn{}, usage, ctx.Err() // the run's time limit: Execute says so
+		return model.Turn{}, usage, ctx.Err() // the run's time limit: Execute says so
 	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return Turn{}, usage, &EndpointError{Err: c.ep.openError()}
+		return model.Turn{}, usage, &model.EndpointError{Err: c.ep.openError()}
 	}
 	var se *llm.StreamError
 	if errors.As(err, &se) {
-		return Turn{}, usage, &EndpointError{Err: c.redact.Error(errors.New(se.Reason)), Stream: true}
+		return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(errors.New(se.Reason)), Stream: true}
 	}
-	return Turn{}, usage, &EndpointError{Err: c.redact.Error(describe(err))}
+	return model.Turn{}, usage, &model.EndpointError{Err: c.redact.Error(describe(err))}
 }
 
 // describe shortens a transport error to what a reader of a run needs.

@@ -1,0 +1,34 @@
+package adapters_test
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters"
+)
+
+// The model cache keeps an answer by key in the runners' shared bucket;
+// a key never put is a miss.
+func TestModelCacheKeepsAnswersByKey(t *testing.T) {
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	ctx := context.Background()
+	c, err := adapters.OpenKVCache(ctx, js, time.Hour, 1, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get(ctx, "k1"); ok {
+		t.Fatal("a key never put was found")
+	}
+	c.Put(ctx, "k1", []byte("answer"))
+	// Another runner opening the bucket reads what the first one put.
+	other, err := adapters.OpenKVCache(ctx, js, time.Hour, 1, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := other.Get(ctx, "k1"); !ok || string(v) != "answer" {
+		t.Fatalf("got %q %v", v, ok)
+	}
+}

@@ -1,0 +1,290 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/offline"
+	"github.com/voiceai-platform/voiceai/services/testing/runner"
+)
+
+// The rules of a runner's jobs (run, store, retry, give up, cancel, drop),
+// on the memory adapters: a worker drives the app and the runner ports of
+// memory.Ports, as it drives JetStream's in a runner process.
+
+// memWorld is the testing service in memory, its enqueuer following the
+// invocation events.
+type memWorld struct {
+	t      *testing.T
+	ctx    context.Context
+	p      *memory.Ports
+	a      *app.App
+	caller principal.Caller
+	test   string
+}
+
+func newMemWorld(t *testing.T) *memWorld {
+	t.Helper()
+	return newMemWorldWith(t, nil)
+}
+
+// newMemWorldWith is newMemWorld with the app's ports edited first.
+func newMemWorldWith(t *testing.T, edit func(*app.Ports)) *memWorld {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p := memory.NewPorts(time.Now)
+	ports := p.Ports()
+	if edit != nil {
+		edit(&ports)
+	}
+	a := app.New(ports, memory.NewIndex(), slog.New(slog.DiscardHandler), time.Now)
+	w := &memWorld{t: t, ctx: ctx, p: p, a: a,
+		caller: principal.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
+	subject, _ := events.AgentSubject("ws", "agent_1")
+	meta := esproto.Meta(ctx, "ws", "", time.Now())
+	if _, err := esproto.Append(ctx, p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,
+		Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws", Name: "Front desk"}}); err != nil {
+		t.Fatal(err)
+	}
+	test, err := a.CreateTest(ctx, w.caller, []byte(`{"type":"llm","name":"Opening hours","success_condition":"states the hours"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.test = test.GetTestId()
+	go func() { _ = a.RunEnqueuer(ctx) }()
+	return w
+}
+
+// invoke runs the test repeat times and waits for its jobs to be queued.
+func (w *memWorld) invoke(repeat int) *testingv1.Invocation {
+	w.t.Helper()
+	inv, err := w.a.RunTests(w.ctx, w.caller, "agent_1", app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}, RepeatCount: &repeat})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, inv.GetInvocationId())
+	rec, _, err := w.p.Testing.Last(w.ctx, subject)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.p.Feed.Append(rec)
+	testkit.Eventually(w.t, 10*time.Second, "the invocation's jobs queued", func() bool { return w.waiting(inv) })
+	return inv
+}
+
+func (w *memWorld) waiting(inv *testingv1.Invocation) bool {
+	filter, _ := events.TestJobsOfInvocation("ws", inv.GetInvocationId())
+	ok, err := w.p.Jobs.Waiting(w.ctx, filter)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return ok
+}
+
+// start runs a worker on the memory ports until the test ends.
+func (w *memWorld) start(ports app.RunnerPorts, tune func(*runner.Worker)) {
+	w.t.Helper()
+	w.startWith(ports, offline.Model{}, tune)
+}
+
+func (w *memWorld) startWith(ports app.RunnerPorts, m runner.Model, tune func(*runner.Worker)) {
+	w.t.Helper()
+	wk := &runner.Worker{App: w.a, Ports: ports, Exec: &runner.Executor{Now: time.Now, Model: m},
+		Concurrency: 2, Log: slog.New(slog.DiscardHandler), RetryDelay: time.Millisecond}
+	if tune != nil {
+		tune(wk)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = wk.Run(ctx) }()
+	w.t.Cleanup(func() { cancel(); <-done })
+}
+
+func (w *memWorld) get(inv *testingv1.Invocation) *testingv1.Invocation {
+	w.t.Helper()
+	got, _, err := w.a.Invocations.Get(w.ctx, "ws", inv.GetInvocationId())
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return got
+}
+
+// results are the invocation's stored results, by run id (the last of each).
+func (w *memWorld) results(inv *testingv1.Invocation) map[string]*testingv1.RunResult {
+	w.t.Helper()
+	out := map[string]*testingv1.RunResult{}
+	if err := w.a.EachRunResult(w.ctx, w.get(inv), func(r *testingv1.RunResult) error { out[r.GetRunId()] = r; return nil }); err != nil {
+		w.t.Fatal(err)
+	}
+	return out
+}
+
+// takeBack delivers the invocation's jobs once more than they were,
+// as a runner that died holding them would have.
+func (w *memWorld) takeBack(inv *testingv1.Invocation) {
+	w.t.Helper()
+	q := w.p.RunnerPorts().Queues
+	jobs, err := q.Take(w.ctx, app.RunQueue{Workspace: "ws", Invocation: inv.GetInvocationId()}, 100)
+	if err != nil || len(jobs) == 0 {
+		w.t.Fatalf("took %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		_ = j.Retry(0)
+	}
+}
+
+// Every run of an invocation gets one result, each job is done, the
+// counters complete the invocation and its results are grouped.
+func TestAWorkerRunsAnInvocationToItsEnd(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(3)
+	w.start(w.p.RunnerPorts(), nil)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed and grouped", func() bool {
+		got := w.get(inv)
+		return got.GetStatus() == domain.InvocationCompleted && got.GetBucketingStatus() == domain.BucketingCompleted
+	})
+	got := w.get(inv)
+	if res := w.results(inv); len(res) != 3 || got.GetPassedCount()+got.GetFailedCount() != 3 {
+		t.Fatalf("%d results, passed %d failed %d", len(res), got.GetPassedCount(), got.GetFailedCount())
+	}
+	if w.waiting(inv) || w.p.Jobs.Out() != 0 || len(w.p.Jobs.Dropped()) != 0 {
+		t.Fatalf("jobs left: waiting %v, held %d, dropped %d", w.waiting(inv), w.p.Jobs.Out(), len(w.p.Jobs.Dropped()))
+	}
+}
+
+// countingModel is the offline model counting the agent turns it plays.
+type countingModel struct {
+	offline.Model
+	turns *atomic.Int32
+}
+
+func (m countingModel) Respond(ctx context.Context, c runner.Conversation) (runner.Turn, runner.Usage, error) {
+	m.turns.Add(1)
+	return m.Model.Respond(ctx, c)
+}
+
+// A job delivered again (its runner died) runs only the runs with no
+// result of its attempt: a run is never run twice.
+func TestARedeliveredJobSkipsTheRunsItStored(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(2) // two jobs of one run each
+	// The first runner stored run 0's result before it died.
+	runID := domain.RunID(inv.GetInvocationId(), 0)
+	earlier := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 1,
+		Status: domain.RunPassed, WorkerId: "wrk_dead", AgentResponsesJson: []byte("[]")}
+	msg, err := w.a.RunResultMessage(w.ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 1}, earlier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.p.Runs.Publish(w.ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	w.takeBack(inv)
+	var turns atomic.Int32
+	w.startWith(w.p.RunnerPorts(), countingModel{turns: &turns}, nil)
+	testkit.Eventually(t, 10*time.Second, "the redelivered job done", func() bool { return !w.waiting(inv) })
+	res := w.results(inv)
+	if len(res) != 2 || res[runID].GetWorkerId() != "wrk_dead" || turns.Load() != 1 {
+		t.Fatalf("%d results, run 0 by %q, %d runs played; want run 1 alone played", len(res), res[runID].GetWorkerId(), turns.Load())
+	}
+}
+
+// A job delivered more than MaxAttempts times ends: its runs are
+// recorded failed with the reason, and the invocation completes.
+func TestAJobDeliveredTooOftenIsGivenUp(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(2)
+	w.takeBack(inv)
+	w.takeBack(inv)
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 2 })
+	testkit.Eventually(t, 10*time.Second, "the invocation completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+	res := w.results(inv)
+	for _, r := range res {
+		if r.GetStatus() != domain.RunFailed || !strings.Contains(r.GetError(), "started 2 times without finishing") {
+			t.Fatalf("run %s: %s %q", r.GetRunId(), r.GetStatus(), r.GetError())
+		}
+	}
+	if len(res) != 2 || w.get(inv).GetFailedCount() != 2 {
+		t.Fatalf("%d results, %d failed", len(res), w.get(inv).GetFailedCount())
+	}
+}
+
+// A job whose result the runs log refused is given back and run again;
+// its runs end with one result each.
+func TestAJobWhoseResultWasNotStoredIsRetried(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(1)
+	ports := w.p.RunnerPorts()
+	var refused atomic.Int32
+	ports.Results.(*memory.ResultStore).Fail = func(app.Message) error {
+		if refused.Add(1) == 1 {
+			return errors.New("the log is down")
+		}
+		return nil
+	}
+	w.start(ports, nil)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+	filter, _ := events.TestJobsOfInvocation("ws", inv.GetInvocationId())
+	jobs := 0
+	for _, m := range append(w.p.Jobs.Snapshot(), w.p.Jobs.Dropped()...) {
+		if events.SubjectMatches(filter, m.Subject) {
+			jobs++
+		}
+	}
+	if refused.Load() < 2 || len(w.results(inv)) != 1 || jobs != 0 {
+		t.Fatalf("stores tried %d, results %d, jobs left %d", refused.Load(), len(w.results(inv)), jobs)
+	}
+}
+
+// heldThroughPurge is a job queue whose purge misses the jobs: what a
+// runner holding them when the invocation is cancelled sees.
+type heldThroughPurge struct{ app.JobQueue }
+
+func (heldThroughPurge) Purge(context.Context, string) error { return nil }
+
+// A cancelled invocation's job runs none of its runs not started, and is
+// done.
+func TestACancelledInvocationsJobRunsNothing(t *testing.T) {
+	w := newMemWorldWith(t, func(p *app.Ports) { p.Jobs = heldThroughPurge{p.Jobs} })
+	inv := w.invoke(2)
+	if _, err := w.a.Cancel(w.ctx, w.caller, inv.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+	w.start(w.p.RunnerPorts(), nil)
+	testkit.Eventually(t, 10*time.Second, "the jobs done", func() bool { return !w.waiting(inv) && w.p.Jobs.Out() == 0 })
+	if res := w.results(inv); len(res) != 0 {
+		t.Fatalf("%d runs of a cancelled invocation ran", len(res))
+	}
+}
+
+// A job that is no run job (undecodable) is dropped, never retried.
+func TestAnUndecodableJobIsDropped(t *testing.T) {
+	w := newMemWorld(t)
+	subject, _ := events.TestJobSubject("ws", "tinv_junk", "run-0")
+	if err := w.p.Jobs.Enqueue(w.ctx, 1, func(int) (app.Message, error) {
+		return app.Message{Subject: subject, ID: "junk", Data: []byte{0xff, 0xff, 0xff}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.start(w.p.RunnerPorts(), nil)
+	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
+	if n := w.p.Jobs.Deliveries("junk"); n != 1 {
+		t.Fatalf("delivered %d times", n)
+	}
+}
