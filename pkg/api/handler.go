@@ -144,6 +144,10 @@ func answer(w http.ResponseWriter, r *http.Request, op Operation, out any) {
 	code := op.Success[0]
 	switch a := out.(type) {
 	case stream:
+		if !slices.Contains(op.Success, http.StatusOK) {
+			httpx.WriteError(w, r, fmt.Errorf("api: %s streamed, but 200 is not one of its success statuses %v", op.Name, op.Success))
+			return
+		}
 		w.Header().Set("Content-Type", a.contentType)
 		w.WriteHeader(http.StatusOK)
 		if err := a.write(w); err != nil {
