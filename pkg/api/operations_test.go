@@ -60,8 +60,8 @@ func TestEveryOperationRoutesToItself(t *testing.T) {
 func TestHandleChecksPermissionIDsAndIdempotencyKey(t *testing.T) {
 	var got string
 	r := mux.NewRouter()
-	Handle(r, GetAgent, func(w http.ResponseWriter, req *http.Request) error { got = CommandID(req); return nil })
-	Handle(r, CreateAgent, func(w http.ResponseWriter, req *http.Request) error { got = CommandID(req); return nil })
+	Handle(r, GetAgent, func(c *Call) (any, error) { got = c.Caller().CommandID; return nil, nil })
+	Handle(r, CreateAgent, func(c *Call) (any, error) { got = c.Caller().CommandID; return nil, nil })
 	call := func(method, path, key string, perms ...string) *httptest.ResponseRecorder {
 		got = "not called"
 		req := httptest.NewRequest(method, path, nil)
@@ -136,8 +136,8 @@ func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
 // A handler's returned error is answered in the spec's error shape.
 func TestHandleAnswersTheHandlersError(t *testing.T) {
 	r := mux.NewRouter()
-	Handle(r, GetAgent, func(http.ResponseWriter, *http.Request) error {
-		return apperr.AgentNotFound
+	Handle(r, GetAgent, func(*Call) (any, error) {
+		return nil, apperr.AgentNotFound
 	})
 	req := httptest.NewRequest("GET", "/v1/convai/agents/agent_01m86ww2r90bbq1x2gamt6cq1w", nil)
 	req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"convai_read"}}))

@@ -3,7 +3,6 @@ package api
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -68,9 +67,9 @@ func TestDecodeQuery(t *testing.T) {
 	}
 	var seen error
 	r := mux.NewRouter()
-	Handle(r, ListAgents, func(w http.ResponseWriter, req *http.Request) error {
-		seen = DecodeQuery(req, &got)
-		return seen
+	Handle(r, ListAgents, func(c *Call) (any, error) {
+		seen = c.Query(&got)
+		return nil, seen
 	})
 	req := httptest.NewRequest("GET", "/v1/convai/agents?page_size=7&archived=false&tags=a&tags=b&sort_by=name&cursor=", nil)
 	r.ServeHTTP(httptest.NewRecorder(), req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws", Permissions: []string{"all"}})))

@@ -25,16 +25,12 @@ func Route(r *mux.Router, op Operation) *mux.Route {
 	return r.Path(op.Path).Methods(methods...)
 }
 
-// HandlerFunc serves an operation. It writes its success itself and
-// returns its failure, which Handle answers in the spec's error shape:
-// the one place a handler's error becomes HTTP.
-type HandlerFunc func(w http.ResponseWriter, r *http.Request) error
-
 // Handle serves op on a service's router: the caller must hold one of
 // op's permissions (403), every path id must follow the id grammar (else
 // the id's 404, as for an unknown one), an Idempotency-Key must be well
 // formed and the body must follow op's request schema (422), all before h
-// runs; h reads a body of up to op's MaxBody.
+// runs; h reads a body of up to op's MaxBody. What h returns is answered
+// here, the one place a handler's answer or error becomes HTTP.
 func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		req = req.WithContext(httpx.ContextWithBodyLimit(context.WithValue(req.Context(), opKey{}, op), op.BodyLimit()))
@@ -48,12 +44,15 @@ func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 		if err == nil {
 			err = CheckBody(req, op)
 		}
+		var out any
 		if err == nil {
-			err = h(w, req)
+			out, err = h(&Call{r: req, op: op})
 		}
 		if err != nil {
 			httpx.WriteError(w, req, err)
+			return
 		}
+		answer(w, req, op, out)
 	})
 }
 

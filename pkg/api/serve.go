@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 
@@ -30,7 +29,7 @@ func Serve(service string, h any) *mux.Router {
 		if !m.IsValid() || !m.CanInterface() {
 			panic(fmt.Sprintf("api: %s has no method %s to serve %s %s (%s)", v.Type(), name, op.Method, op.Path, op.Name))
 		}
-		f, ok := m.Interface().(func(http.ResponseWriter, *http.Request) error)
+		f, ok := m.Interface().(func(*Call) (any, error))
 		if !ok {
 			panic(fmt.Sprintf("api: %s.%s is %s, not a HandlerFunc", v.Type(), name, m.Type()))
 		}

@@ -15,20 +15,20 @@ import (
 // ran; it stands in for a service's handlers.
 type members struct{ ran string }
 
-func (m *members) ListMembers(w http.ResponseWriter, r *http.Request) error {
+func (m *members) ListMembers(*Call) (any, error) {
 	m.ran = "list"
-	return nil
+	return nil, nil
 }
 
-func (m *members) AddMember(w http.ResponseWriter, r *http.Request) error {
+func (m *members) AddMember(*Call) (any, error) {
 	m.ran = "add"
-	return nil
+	return nil, nil
 }
 
 // wrongShape has the name of a handler, not its shape.
 type wrongShape struct{}
 
-func (wrongShape) ListMembers(http.ResponseWriter, *http.Request) {}
+func (wrongShape) ListMembers(http.ResponseWriter, *http.Request) error { return nil }
 
 func TestHandlerNames(t *testing.T) {
 	for op, want := range map[string]string{"tickets.turn_comment": "TurnComment", "agents.list": "List", "testing.create_test_from_conversation": "CreateTestFromConversation"} {
@@ -80,7 +80,7 @@ func TestServeBindsOperationsByName(t *testing.T) {
 	}
 	mustPanic("an operation without its method", "agents", &members{}, "no method List to serve GET /v1/convai/agents")
 	mustPanic("a method without its operation", "nobody", &members{}, "AddMember serves no operation of nobody")
-	mustPanic("a method of another shape", "identity", &wrongShape{}, "ListMembers is func(http.ResponseWriter, *http.Request), not a HandlerFunc")
+	mustPanic("a method of another shape", "identity", &wrongShape{}, "ListMembers is func(http.ResponseWriter, *http.Request) error, not a HandlerFunc")
 }
 
 // A handler reads a body of up to its operation's limit: a larger one is
@@ -98,13 +98,13 @@ func TestHandlersReadUpToTheirOperationsBodyLimit(t *testing.T) {
 	serve := func(op Operation, body string) (*httptest.ResponseRecorder, int) {
 		r := mux.NewRouter()
 		read := -1
-		Handle(r, op, func(w http.ResponseWriter, req *http.Request) error {
+		Handle(r, op, func(c *Call) (any, error) {
 			var in map[string]any
-			if err := httpx.DecodeJSON(req, &in); err != nil {
-				return err
+			if err := c.Body(&in); err != nil {
+				return nil, err
 			}
 			read = len(body)
-			return httpx.NoContent(w, nil)
+			return in, nil
 		})
 		path := strings.ReplaceAll(op.Path, "{agent_id}", "agent_1")
 		req := httptest.NewRequest(op.Method, path, strings.NewReader(body))
@@ -115,14 +115,14 @@ func TestHandlersReadUpToTheirOperationsBodyLimit(t *testing.T) {
 	}
 	pad := func(n int) string { return strings.Repeat(" ", n) }
 	secret := `{"name":"key","value":"v"}`
-	if rec, read := serve(op, secret+pad(int(op.BodyLimit())-len(secret))); rec.Code != http.StatusNoContent || read < 0 {
+	if rec, read := serve(op, secret+pad(int(op.BodyLimit())-len(secret))); rec.Code != http.StatusOK || read < 0 {
 		t.Fatalf("a body at the limit: %d %s", rec.Code, rec.Body)
 	}
 	if rec, read := serve(op, secret+pad(int(op.BodyLimit())-len(secret)+1)); rec.Code != http.StatusRequestEntityTooLarge || read >= 0 {
 		t.Fatalf("a body one byte over the limit: %d %s (read %d)", rec.Code, rec.Body, read)
 	}
 	tests := `{"tests":[{"test_id":"test_1"}]}`
-	if rec, read := serve(large, tests+pad(2<<20)); rec.Code != http.StatusNoContent || read < 0 {
+	if rec, read := serve(large, tests+pad(2<<20)); rec.Code != http.StatusOK || read < 0 {
 		t.Fatalf("a 2 MiB body within %s's limit: %d %s", large.Name, rec.Code, rec.Body)
 	}
 	if rec, _ := serve(large, `{"tests":"none"}`+pad(2<<20)); rec.Code != http.StatusUnprocessableEntity {

@@ -1,6 +1,8 @@
 // Package httpx holds the HTTP conventions every service shares: the
 // spec's error bodies (section 7), 422 validation bodies with loc paths,
 // JSON decoding with a size limit, request ids, and panic recovery.
+// Handlers are written with package api's family (api.HandlerFunc);
+// this file writes errors only.
 package httpx
 
 import (
@@ -117,47 +119,6 @@ func errorBodyOf(e *Error, requestID string) errorBody {
 		rid = &requestID
 	}
 	return errorBody{Detail: errorDetail{Status: e.Status, Message: e.Message, RequestID: rid}}
-}
-
-// WriteJSON writes v as a JSON response.
-func WriteJSON(w http.ResponseWriter, httpStatus int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(httpStatus)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// Reply answers view(x) as JSON with code once the use case that gave x
-// succeeded, or returns its error for the handler to return: a handler's
-// last line.
-func Reply[T, V any](w http.ResponseWriter, code int, x T, err error, view func(T) V) error {
-	if err != nil {
-		return err
-	}
-	WriteJSON(w, code, view(x))
-	return nil
-}
-
-// Command is the whole of a handler that runs a use case on the request's
-// JSON body: the body (at most its BodyLimit) is decoded into an In, do
-// runs with it, and what it gives is answered as view of it with code, or
-// its error returned.
-func Command[In, Out, V any](w http.ResponseWriter, r *http.Request, code int, do func(In) (Out, error), view func(Out) V) error {
-	var in In
-	if err := DecodeJSON(r, &in); err != nil {
-		return err
-	}
-	out, err := do(in)
-	return Reply(w, code, out, err, view)
-}
-
-// NoContent answers 204 once the use case a handler ran succeeded, or
-// returns its error for the handler to return: a handler's last line.
-func NoContent(w http.ResponseWriter, err error) error {
-	if err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // NotFoundHandler answers unknown routes in the spec's error shape.

@@ -389,7 +389,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.
 	simulations := &runner.Executor{Now: d.Clock(), Model: model, Agents: agents, TimeLimit: min(c.RunTimeout, api.SimulationTimeout), JudgeVotes: c.JudgeVotes}
-	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, ports.SimulateRouter(a, simulations))
+	endpoint, _, err := runtime.ServeHTTP(d, RunnerName, api.Serve(RunnerName, ports.NewSimulator(a, simulations)))
 	if err != nil {
 		return nil, err
 	}

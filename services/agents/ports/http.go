@@ -4,14 +4,10 @@ package ports
 
 import (
 	"encoding/json"
-	"net/http"
-
-	"github.com/gorilla/mux"
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -20,52 +16,51 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
-func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Create(c *api.Call) (any, error) {
 	var in app.CreateInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	ag, err := h.App.Create(r.Context(), api.CallerOf(r), in)
+	ag, err := h.App.Create(c.Context(), c.Caller(), in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, map[string]any{
+	return map[string]any{
 		"agent_id": ag.GetAgentId(), "id": ag.GetAgentId(), "name": ag.GetName(), "created_at_unix": ag.GetCreatedAtUnix(),
-	})
-	return nil
+	}, nil
 }
 
 // ListAlias is GET .../agents/list, the same listing.
-func (h *Handlers) ListAlias(w http.ResponseWriter, r *http.Request) error { return h.List(w, r) }
+func (h *Handlers) ListAlias(c *api.Call) (any, error) { return h.List(c) }
 
-func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	ag, _, err := h.App.Agents.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
-	return httpx.Reply(w, http.StatusOK, ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
+func (h *Handlers) Get(c *api.Call) (any, error) {
+	ag, _, err := h.App.Agents.Get(c.Context(), c.Caller().WorkspaceID, c.ID())
+	return api.View(ag, err, func(a *agentsv1.Agent) agentResponse { return agentView(a, c.Caller().Principal) })
 }
 
-func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.Update, func(a *agentsv1.Agent) agentResponse { return agentView(a, principal.Of(r)) })
+func (h *Handlers) Update(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.Update, func(a *agentsv1.Agent) agentResponse { return agentView(a, c.Caller().Principal) })
 }
 
-func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return api.Remove(w, r, h.App.Delete)
+func (h *Handlers) Delete(c *api.Call) (any, error) {
+	return api.Remove(c, h.App.Delete)
 }
 
-func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) List(c *api.Call) (any, error) {
 	var params app.ListParams
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	page, err := h.App.List(r.Context(), principal.Of(r).WorkspaceID, principal.Of(r).UserID, params)
+	p := c.Caller().Principal
+	page, err := h.App.List(c.Context(), p.WorkspaceID, p.UserID, params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]summary, 0, len(page.Agents))
 	for _, d := range page.Agents {
-		out = append(out, summaryOf(d, principal.Of(r)))
+		out = append(out, summaryOf(d, p))
 	}
-	httpx.WriteJSON(w, http.StatusOK, listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
-	return nil
+	return listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore}, nil
 }
 
 type accessInfo struct {

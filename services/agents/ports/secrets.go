@@ -1,14 +1,9 @@
 package ports
 
 import (
-	"net/http"
-
-	"github.com/gorilla/mux"
-
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -57,45 +52,46 @@ func storedOf(s *agentsv1.WorkspaceSecret) secretStored {
 	return secretStored{Type: "stored", SecretID: s.GetSecretId(), Name: s.GetName()}
 }
 
-func (h *Handlers) CreateSecret(w http.ResponseWriter, r *http.Request) error {
-	return api.Command(w, r, http.StatusOK, h.App.CreateSecret, storedOf)
+func (h *Handlers) CreateSecret(c *api.Call) (any, error) {
+	return api.Command(c, h.App.CreateSecret, storedOf)
 }
 
-func (h *Handlers) UpdateSecret(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.UpdateSecret, storedOf)
+func (h *Handlers) UpdateSecret(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.UpdateSecret, storedOf)
 }
 
-func (h *Handlers) DeleteSecret(w http.ResponseWriter, r *http.Request) error {
-	return api.Remove(w, r, h.App.DeleteSecret)
+func (h *Handlers) DeleteSecret(c *api.Call) (any, error) {
+	return api.Remove(c, h.App.DeleteSecret)
 }
 
-func (h *Handlers) GetSecret(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) GetSecret(c *api.Call) (any, error) {
 	var params struct {
 		DependencyLimit int `json:"dependency_limit"`
 	}
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	s, err := h.App.GetSecret(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["secret_id"], params.DependencyLimit)
-	return httpx.Reply(w, http.StatusOK, s, err, func(s app.Secret) secretView { return secretOf(s, principal.Of(r)) })
+	p := c.Caller().Principal
+	s, err := h.App.GetSecret(c.Context(), p.WorkspaceID, c.ID(), params.DependencyLimit)
+	return api.View(s, err, func(s app.Secret) secretView { return secretOf(s, p) })
 }
 
-func (h *Handlers) ListSecrets(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListSecrets(c *api.Call) (any, error) {
 	var params app.SecretListParams
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	page, err := h.App.ListSecrets(r.Context(), principal.Of(r).WorkspaceID, params)
+	p := c.Caller().Principal
+	page, err := h.App.ListSecrets(c.Context(), p.WorkspaceID, params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := struct {
 		Secrets    []secretView `json:"secrets"`
 		NextCursor *string      `json:"next_cursor"`
 	}{Secrets: make([]secretView, 0, len(page.Secrets)), NextCursor: page.NextCursor}
 	for _, s := range page.Secrets {
-		out.Secrets = append(out.Secrets, secretOf(s, principal.Of(r)))
+		out.Secrets = append(out.Secrets, secretOf(s, p))
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }

@@ -3,16 +3,14 @@
 package ports
 
 import (
+	"context"
 	"encoding/json"
-	"net/http"
 	"reflect"
-
-	"github.com/gorilla/mux"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/identity/app"
 )
@@ -25,9 +23,9 @@ type accountInput struct {
 	Name string `json:"name"`
 }
 
-func (h *Handlers) CreateAccount(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in accountInput) (*identityv1.ServiceAccount, error) {
-		return h.App.CreateServiceAccount(r.Context(), api.CallerOf(r), in.Name)
+func (h *Handlers) CreateAccount(c *api.Call) (any, error) {
+	return api.Command(c, func(ctx context.Context, caller principal.Caller, in accountInput) (*identityv1.ServiceAccount, error) {
+		return h.App.CreateServiceAccount(ctx, caller, in.Name)
 	}, func(a *identityv1.ServiceAccount) map[string]string {
 		return map[string]string{"service-account-user-id": a.GetUserId()}
 	})
@@ -68,15 +66,15 @@ func viewOfKey(k app.KeyDoc) keyView {
 	return v
 }
 
-func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
-	ws := principal.Of(r).WorkspaceID
-	accts, err := h.App.ReadModel.ListAccounts(r.Context(), ws)
+func (h *Handlers) ListAccounts(c *api.Call) (any, error) {
+	ws := c.Caller().WorkspaceID
+	accts, err := h.App.ReadModel.ListAccounts(c.Context(), ws)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	keys, err := h.App.ReadModel.ListKeys(r.Context(), ws, "")
+	keys, err := h.App.ReadModel.ListKeys(c.Context(), ws, "")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	byAccount := map[string][]keyView{}
 	for _, k := range keys {
@@ -90,25 +88,23 @@ func (h *Handlers) ListAccounts(w http.ResponseWriter, r *http.Request) error {
 		}
 		out = append(out, accountView{ServiceAccountUserID: a.ID, Name: a.Name, CreatedAtUnix: a.CreatedAtUnix, APIKeys: ks})
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"service-accounts": out})
-	return nil
+	return map[string]any{"service-accounts": out}, nil
 }
 
-func (h *Handlers) ListKeys(w http.ResponseWriter, r *http.Request) error {
-	ws, accountID := principal.Of(r).WorkspaceID, mux.Vars(r)["user_id"]
-	if _, err := h.App.Account(r.Context(), ws, accountID); err != nil {
-		return err
+func (h *Handlers) ListKeys(c *api.Call) (any, error) {
+	ws, accountID := c.Caller().WorkspaceID, c.PathID("user_id")
+	if _, err := h.App.Account(c.Context(), ws, accountID); err != nil {
+		return nil, err
 	}
-	keys, err := h.App.ReadModel.ListKeys(r.Context(), ws, accountID)
+	keys, err := h.App.ReadModel.ListKeys(c.Context(), ws, accountID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]keyView, 0, len(keys))
 	for _, k := range keys {
 		out = append(out, viewOfKey(k))
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"api-keys": out})
-	return nil
+	return map[string]any{"api-keys": out}, nil
 }
 
 // permissionsField is "all" or a list of permission names.
@@ -182,7 +178,7 @@ func (a *allowedIPsField) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (h *Handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) CreateKey(c *api.Call) (any, error) {
 	var body struct {
 		Name               string           `json:"name"`
 		Permissions        permissionsField `json:"permissions"`
@@ -191,22 +187,21 @@ func (h *Handlers) CreateKey(w http.ResponseWriter, r *http.Request) error {
 		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
-	if err := httpx.DecodeJSON(r, &body); err != nil {
-		return err
+	if err := c.Body(&body); err != nil {
+		return nil, err
 	}
 	spec := app.KeySpec{
 		Name: body.Name, Permissions: body.Permissions, AllowedIPs: body.AllowedIPs, ExpiresAtUnix: body.ExpiresAtUnix,
 		RateLimitPerMinute: body.RateLimitPerMinute, RateLimitPerHour: body.RateLimitPerHour,
 	}
-	secret, key, err := h.App.CreateKey(r.Context(), api.CallerOf(r), mux.Vars(r)["user_id"], spec)
+	secret, key, err := h.App.CreateKey(c.Context(), c.Caller(), c.PathID("user_id"), spec)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"xi-api-key": secret, "key_id": key.GetKeyId()})
-	return nil
+	return map[string]string{"xi-api-key": secret, "key_id": key.GetKeyId()}, nil
 }
 
-func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) UpdateKey(c *api.Call) (any, error) {
 	var body struct {
 		Name               *string          `json:"name"`
 		IsEnabled          optionalBool     `json:"is_enabled"`
@@ -216,8 +211,8 @@ func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 		RateLimitPerMinute *int64           `json:"rate_limit_per_minute"`
 		RateLimitPerHour   *int64           `json:"rate_limit_per_hour"`
 	}
-	if err := httpx.DecodeJSON(r, &body); err != nil {
-		return err
+	if err := c.Body(&body); err != nil {
+		return nil, err
 	}
 	patch := app.KeyPatch{
 		Name: body.Name, IsDisabled: body.IsDisabled.v, Permissions: body.Permissions,
@@ -229,25 +224,22 @@ func (h *Handlers) UpdateKey(w http.ResponseWriter, r *http.Request) error {
 	if body.IsEnabled.v != nil {
 		disabled := !*body.IsEnabled.v
 		if body.IsDisabled.v != nil && *body.IsDisabled.v != disabled {
-			return httpx.ValidationErrors{{Loc: []any{"body", "is_enabled"}, Msg: "is_enabled and is_disabled contradict each other", Type: "value_error"}}
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "is_enabled"}, Msg: "is_enabled and is_disabled contradict each other", Type: "value_error"}}
 		}
 		patch.IsDisabled = &disabled
 	}
-	key, err := h.App.UpdateKey(r.Context(), api.CallerOf(r), mux.Vars(r)["user_id"], mux.Vars(r)["key_id"], patch)
+	key, err := h.App.UpdateKey(c.Context(), c.Caller(), c.PathID("user_id"), c.PathID("key_id"), patch)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, viewOfKey(app.KeyDocOf(key)))
-	return nil
+	return viewOfKey(app.KeyDocOf(key)), nil
 }
 
-func (h *Handlers) RevokeKey(w http.ResponseWriter, r *http.Request) error {
-	vars := mux.Vars(r)
-	if err := h.App.RevokeKey(r.Context(), api.CallerOf(r), vars["user_id"], vars["key_id"]); err != nil {
-		return err
+func (h *Handlers) RevokeKey(c *api.Call) (any, error) {
+	if err := h.App.RevokeKey(c.Context(), c.Caller(), c.PathID("user_id"), c.PathID("key_id")); err != nil {
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"key_id": vars["key_id"], "revoked": true})
-	return nil
+	return map[string]any{"key_id": c.PathID("key_id"), "revoked": true}, nil
 }
 
 var typeOfStrings = reflect.TypeOf([]string{})
@@ -264,15 +256,15 @@ type memberView struct {
 // listMembers lists the workspace's people and, flagged, its service
 // accounts: everyone a ticket can be assigned to. (api.Handle checks the
 // caller's permission, of the operation, before any handler here runs.)
-func (h *Handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
-	ws := principal.Of(r).WorkspaceID
-	users, err := h.App.ReadModel.ListUsers(r.Context(), ws)
+func (h *Handlers) ListMembers(c *api.Call) (any, error) {
+	ws := c.Caller().WorkspaceID
+	users, err := h.App.ReadModel.ListUsers(c.Context(), ws)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	accts, err := h.App.ReadModel.ListAccounts(r.Context(), ws)
+	accts, err := h.App.ReadModel.ListAccounts(c.Context(), ws)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]memberView, 0, len(users)+len(accts))
 	for _, u := range users {
@@ -281,8 +273,7 @@ func (h *Handlers) ListMembers(w http.ResponseWriter, r *http.Request) error {
 	for _, a := range accts {
 		out = append(out, memberView{UserID: a.ID, Email: a.Email, FirstName: a.Name, Role: app.RoleMember, IsServiceAccount: true, CreatedAtUnix: a.CreatedAtUnix})
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
-	return nil
+	return map[string]any{"members": out}, nil
 }
 
 type memberInput struct {
@@ -291,9 +282,9 @@ type memberInput struct {
 	Role      string `json:"role"`
 }
 
-func (h *Handlers) AddMember(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusCreated, func(in memberInput) (*identityv1.User, error) {
-		return h.App.AddUser(r.Context(), api.CallerOf(r), in.Email, in.FirstName, in.Role)
+func (h *Handlers) AddMember(c *api.Call) (any, error) {
+	return api.Command(c, func(ctx context.Context, caller principal.Caller, in memberInput) (*identityv1.User, error) {
+		return h.App.AddUser(ctx, caller, in.Email, in.FirstName, in.Role)
 	}, func(u *identityv1.User) memberView {
 		return memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
 	})

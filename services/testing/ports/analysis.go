@@ -3,15 +3,11 @@ package ports
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
-
-	"github.com/gorilla/mux"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
@@ -27,8 +23,8 @@ type recordedConversation struct {
 	reported   string
 }
 
-func (s *simulator) recorded(r *http.Request, convID string) (recordedConversation, error) {
-	raw, err := s.app.ConversationDocuments.Document(r.Context(), api.CallerOf(r), convID)
+func (s *Simulator) recorded(c *api.Call, convID string) (recordedConversation, error) {
+	raw, err := s.app.ConversationDocuments.Document(c.Context(), c.Caller(), convID)
 	if err != nil {
 		return recordedConversation{}, err
 	}
@@ -66,55 +62,53 @@ func (s *simulator) recorded(r *http.Request, convID string) (recordedConversati
 // a key judges anew and stores a new analysis (the earlier ones stay in
 // the log); a request repeating an Idempotency-Key answers the analysis
 // first stored under it and judges nothing.
-func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Request) error {
+func (s *Simulator) RunConversationAnalysis(c *api.Call) (any, error) {
 	if s.app.ConversationDocuments == nil {
-		return apperr.ServiceUnavailable
+		return nil, apperr.ServiceUnavailable
 	}
-	c := api.CallerOf(r)
-	convID := mux.Vars(r)["conversation_id"]
+	caller, convID := c.Caller(), c.ID()
 	var first *testingv1.ConversationAnalysis
-	if c.CommandID != "" {
+	if caller.CommandID != "" {
 		var err error
-		if first, _, err = s.app.AnalysisByCommand(r.Context(), c.WorkspaceID, convID, c.CommandID); err != nil {
-			return err
+		if first, _, err = s.app.AnalysisByCommand(c.Context(), caller.WorkspaceID, convID, caller.CommandID); err != nil {
+			return nil, err
 		}
 	}
-	rc, err := s.recorded(r, convID)
+	rc, err := s.recorded(c, convID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if first != nil {
-		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, first))
-		return nil
+		return AnalysedConversation(rc.doc, rc.reported, first), nil
 	}
 	if len(rc.transcript) == 0 {
-		return httpx.ValidationErrors{{Loc: []any{"path", "conversation_id"}, Msg: "The conversation was recorded without a transcript: there is nothing to judge.", Type: "value_error"}}
+		return nil, apperr.ValidationErrors{{Loc: []any{"path", "conversation_id"}, Msg: "The conversation was recorded without a transcript: there is nothing to judge.", Type: "value_error"}}
 	}
-	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, rc.agentID)
+	agent, err := s.app.Agent(c.Context(), caller.WorkspaceID, rc.agentID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	history := make([]domain.Message, 0, len(rc.transcript))
 	for _, raw := range rc.transcript {
 		var m domain.Message
 		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("conversation %s: a turn: %w", convID, err)
+			return nil, fmt.Errorf("conversation %s: a turn: %w", convID, err)
 		}
 		history = append(history, m)
 	}
 	run := runner.Run{
-		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: c.WorkspaceID, AgentId: rc.agentID, RepeatCount: 1},
+		Invocation: &testingv1.Invocation{InvocationId: "analysis", WorkspaceId: caller.WorkspaceID, AgentId: rc.agentID, RepeatCount: 1},
 		Test:       &testingv1.PlannedTest{TestId: "analysis", TestName: "Conversation analysis", TestType: domain.TypeSimulation},
 		Definition: domain.TestInput{ChatHistory: history}, RunID: "analysis",
 	}
 	criteria := agentCriteria(agent.GetPlatformSettingsJson(), nil)
-	res := s.exec.JudgeRecorded(r.Context(), run, criteria)
+	res := s.exec.JudgeRecorded(c.Context(), run, criteria)
 	an := &testingv1.ConversationAnalysis{
-		AnalysisId: app.NewAnalysisID(), WorkspaceId: c.WorkspaceID, ConversationId: convID, AgentId: rc.agentID,
+		AnalysisId: app.NewAnalysisID(), WorkspaceId: caller.WorkspaceID, ConversationId: convID, AgentId: rc.agentID,
 		CallSuccessful: runner.CallSuccessful(res.Criteria), TranscriptSummary: res.Summary, Error: res.Error,
 		Judge: &testingv1.ModelUsage{Provider: res.Judge.Provider, Model: res.Judge.Model, PromptTokens: res.Judge.PromptTokens,
 			CompletionTokens: res.Judge.CompletionTokens, TotalTokens: res.Judge.TotalTokens, ModelCalls: res.Judge.Calls, CachedModelCalls: res.Judge.Cached},
-		RequestedByUserId: c.UserID, AnalysedAtUnixMs: s.app.Now().UnixMilli(),
+		RequestedByUserId: caller.UserID, AnalysedAtUnixMs: s.app.Now().UnixMilli(),
 	}
 	for i, cr := range res.Criteria {
 		v := &testingv1.CriterionVerdict{Id: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
@@ -125,15 +119,13 @@ func (s *simulator) RunConversationAnalysis(w http.ResponseWriter, r *http.Reque
 	}
 	if res.Error != "" {
 		an.CallSuccessful = domain.ConditionUnknown
-		httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, an))
-		return nil
+		return AnalysedConversation(rc.doc, rc.reported, an), nil
 	}
-	stored, err := s.app.RecordAnalysis(r.Context(), c, an)
+	stored, err := s.app.RecordAnalysis(c.Context(), caller, an)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, AnalysedConversation(rc.doc, rc.reported, stored))
-	return nil
+	return AnalysedConversation(rc.doc, rc.reported, stored), nil
 }
 
 // AnalysedConversation is the conversation doc (as its GET answers it)

@@ -1,23 +1,19 @@
 package ports
 
 import (
-	"net/http"
-
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // createFromConversation answers 201 {"id"} with the new regression test
 // (an extension of the public API: the creation is a new resource).
-func (h *Handlers) CreateTestFromConversation(w http.ResponseWriter, r *http.Request) error {
-	body, err := httpx.ReadBody(r)
+func (h *Handlers) CreateTestFromConversation(c *api.Call) (any, error) {
+	body, err := c.RawBody()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := h.App.CreateTestFromConversation(r.Context(), api.CallerOf(r), body)
+	t, err := h.App.CreateTestFromConversation(c.Context(), c.Caller(), body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, map[string]any{"id": t.GetTestId()})
-	return nil
+	return map[string]any{"id": t.GetTestId()}, nil
 }

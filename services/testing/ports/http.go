@@ -5,17 +5,12 @@ package ports
 import (
 	"context"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
-
-	"github.com/gorilla/mux"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -23,43 +18,41 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
-func (h *Handlers) CreateTest(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	body, err := httpx.ReadBody(r)
+func (h *Handlers) CreateTest(c *api.Call) (any, error) {
+	body, err := c.RawBody()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := h.App.CreateTest(r.Context(), c, body)
+	t, err := h.App.CreateTest(c.Context(), c.Caller(), body)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": t.GetTestId()})
-	return nil
+	return map[string]any{"id": t.GetTestId()}, nil
 }
 
 // getTest answers the test's definition and its reliability over its
 // recent invocations (pass rate, Wilson 95% interval, pass^k with k from
 // ?k=, default 3, and the agent's latency: turn and first token p50, p95
 // and max), over them all and per invocation.
-func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) GetTest(c *api.Call) (any, error) {
+	ws := c.Caller().WorkspaceID
 	var q struct {
 		K int `json:"k"` // the edge checked it against the parameter's 1..10
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
 	k := app.ReliabilityK
 	if q.K > 0 {
 		k = q.K
 	}
-	t, _, err := h.App.Tests.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["test_id"])
+	t, _, err := h.App.Tests.Get(c.Context(), ws, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	overall, per, err := h.App.TestReliability(r.Context(), c.WorkspaceID, t.GetTestId(), k)
+	overall, per, err := h.App.TestReliability(c.Context(), ws, t.GetTestId(), k)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rel := ReliabilityView(overall)
 	invocations := make([]map[string]any, len(per))
@@ -74,28 +67,24 @@ func (h *Handlers) GetTest(w http.ResponseWriter, r *http.Request) error {
 	rel["agent_latency"] = latencyOf(turnMs, firstTokenMs)
 	view := TestView(t)
 	view["reliability"] = rel
-	markDeletedConversation(view, c.WorkspaceID, h.App.ConversationDeleted)
-	httpx.WriteJSON(w, http.StatusOK, view)
-	return nil
+	markDeletedConversation(view, ws, h.App.ConversationDeleted)
+	return view, nil
 }
 
-func (h *Handlers) UpdateTest(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	body, err := httpx.ReadBody(r)
+func (h *Handlers) UpdateTest(c *api.Call) (any, error) {
+	body, err := c.RawBody()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := h.App.UpdateTest(r.Context(), c, mux.Vars(r)["test_id"], body)
-	return httpx.Reply(w, http.StatusOK, t, err, TestView)
+	t, err := h.App.UpdateTest(c.Context(), c.Caller(), c.ID(), body)
+	return api.View(t, err, TestView)
 }
 
-func (h *Handlers) DeleteTest(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	if err := h.App.DeleteTest(r.Context(), c, mux.Vars(r)["test_id"]); err != nil {
-		return err
+func (h *Handlers) DeleteTest(c *api.Call) (any, error) {
+	if err := h.App.DeleteTest(c.Context(), c.Caller(), c.ID()); err != nil {
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
 // testsQuery is GET /v1/convai/agent-testing's query, as its operation
@@ -111,37 +100,36 @@ type testsQuery struct {
 	Types          []string `json:"types"`
 }
 
-func (h *Handlers) ListTests(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) ListTests(c *api.Call) (any, error) {
+	p := c.Caller().Principal
 	params := testsQuery{PageSize: 30}
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	if params.ParentFolderID == nil && r.URL.Query().Has("parent_folder_id") {
+	if params.ParentFolderID == nil && c.HasQuery("parent_folder_id") {
 		root := "" // an empty value, the root, is one DecodeQuery leaves out
 		params.ParentFolderID = &root
 	}
-	tq := app.TestQuery{WorkspaceID: c.WorkspaceID, Search: params.Search, Types: params.Types, Limit: params.PageSize,
+	tq := app.TestQuery{WorkspaceID: p.WorkspaceID, Search: params.Search, Types: params.Types, Limit: params.PageSize,
 		IncludeFolder: params.IncludeFolders, FoldersFirst: params.SortMode == "folders_first", ParentFolder: params.ParentFolderID}
 	switch by := params.CreatedBy; by {
 	case "":
 	case "@me":
-		tq.CreatedBy = c.UserID
+		tq.CreatedBy = p.UserID
 	default:
 		tq.CreatedBy = by
 	}
-	page, err := h.App.PageTests(r.Context(), tq, params.Cursor)
+	page, err := h.App.PageTests(c.Context(), tq, params.Cursor)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writePage(w, "tests", page, entryView)
+	return pageView("tests", page, entryView), nil
 }
 
-// writePage answers one page of a listing, its rows under key, each as
-// view shows it.
-func writePage[T any](w http.ResponseWriter, key string, page app.Page[T], view func(T) map[string]any) error {
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{key: mapEach(page.Rows, view), "has_more": page.HasMore, "next_cursor": page.NextCursor})
-	return nil
+// pageView is one page of a listing, its rows under key, each as view
+// shows it.
+func pageView[T any](key string, page app.Page[T], view func(T) map[string]any) map[string]any {
+	return map[string]any{key: mapEach(page.Rows, view), "has_more": page.HasMore, "next_cursor": page.NextCursor}
 }
 
 func mapEach[T, V any](xs []T, f func(T) V) []V {
@@ -152,45 +140,41 @@ func mapEach[T, V any](xs []T, f func(T) V) []V {
 	return out
 }
 
-func (h *Handlers) Summaries(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) Summaries(c *api.Call) (any, error) {
 	var in struct {
 		TestIDs []string `json:"test_ids"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	listed, err := h.App.Summaries(r.Context(), c.WorkspaceID, in.TestIDs)
+	listed, err := h.App.Summaries(c.Context(), c.Caller().WorkspaceID, in.TestIDs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make(map[string]map[string]any, len(listed))
 	for id, e := range listed {
 		out[id] = entryView(e)
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"tests": out})
-	return nil
+	return map[string]any{"tests": out}, nil
 }
 
-func (h *Handlers) BulkMove(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) BulkMove(c *api.Call) (any, error) {
 	var in struct {
 		EntityIDs []string `json:"entity_ids"`
 		MoveTo    *string  `json:"move_to"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	moveTo := ""
 	if in.MoveTo != nil {
 		moveTo = *in.MoveTo
 	}
-	n, err := h.App.BulkMove(r.Context(), c, in.EntityIDs, moveTo)
+	n, err := h.App.BulkMove(c.Context(), c.Caller(), in.EntityIDs, moveTo)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"moved_count": n, "move_to": nullable(moveTo)})
-	return nil
+	return map[string]any{"moved_count": n, "move_to": nullable(moveTo)}, nil
 }
 
 func nullable(s string) any {
@@ -207,95 +191,74 @@ type folderInput struct {
 	ParentFolderID *string `json:"parent_folder_id"`
 }
 
-func (h *Handlers) CreateFolder(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) CreateFolder(c *api.Call) (any, error) {
 	var in folderInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	parent := ""
 	if in.ParentFolderID != nil {
 		parent = *in.ParentFolderID
 	}
-	f, err := h.App.CreateFolder(r.Context(), c, strings.TrimSpace(in.Name), parent)
+	f, err := h.App.CreateFolder(c.Context(), c.Caller(), strings.TrimSpace(in.Name), parent)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": f.GetFolderId(), "name": f.GetName()})
-	return nil
+	return map[string]any{"id": f.GetFolderId(), "name": f.GetName()}, nil
 }
 
-func (h *Handlers) writeFolder(w http.ResponseWriter, r *http.Request, ws string, f *testingv1.Folder) error {
-	d, err := h.App.FolderDetails(r.Context(), ws, f)
-	return httpx.Reply(w, http.StatusOK, d, err, folderView)
+func (h *Handlers) folder(ctx context.Context, ws string, f *testingv1.Folder) (any, error) {
+	d, err := h.App.FolderDetails(ctx, ws, f)
+	return api.View(d, err, folderView)
 }
 
-func (h *Handlers) GetFolder(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
-	f, _, err := h.App.Folders.Get(r.Context(), c.WorkspaceID, mux.Vars(r)["folder_id"])
+func (h *Handlers) GetFolder(c *api.Call) (any, error) {
+	ws := c.Caller().WorkspaceID
+	f, _, err := h.App.Folders.Get(c.Context(), ws, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return h.writeFolder(w, r, c.WorkspaceID, f)
+	return h.folder(c.Context(), ws, f)
 }
 
-func (h *Handlers) RenameFolder(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) RenameFolder(c *api.Call) (any, error) {
 	var in folderInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	f, err := h.App.RenameFolder(r.Context(), c, mux.Vars(r)["folder_id"], strings.TrimSpace(in.Name))
+	f, err := h.App.RenameFolder(c.Context(), c.Caller(), c.ID(), strings.TrimSpace(in.Name))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return h.writeFolder(w, r, c.WorkspaceID, f)
+	return h.folder(c.Context(), c.Caller().WorkspaceID, f)
 }
 
-func (h *Handlers) DeleteFolder(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) DeleteFolder(c *api.Call) (any, error) {
 	var q struct {
 		Force bool `json:"force"`
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
-	return httpx.NoContent(w, h.App.DeleteFolder(r.Context(), c, mux.Vars(r)["folder_id"], q.Force))
+	return nil, h.App.DeleteFolder(c.Context(), c.Caller(), c.ID(), q.Force)
 }
 
-func (h *Handlers) RunTests(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) RunTests(c *api.Call) (any, error) {
 	var in app.RunTestsInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	inv, err := h.App.RunTests(r.Context(), c, mux.Vars(r)["agent_id"], in)
+	inv, err := h.App.RunTests(c.Context(), c.Caller(), c.ID(), in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h.writeInvocation(w, r, inv, true)
-	return nil
+	return h.invocation(c.Context(), inv, true), nil
 }
 
-func (h *Handlers) writeInvocation(w http.ResponseWriter, r *http.Request, inv *testingv1.Invocation, created bool) {
-	h.stream(w, r, "application/json", func(w io.Writer) error { return writeInvocation(r.Context(), h.App, w, inv, created) })
-}
-
-// stream answers 200 with the body write streams.
-func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, contentType string, write func(io.Writer) error) {
-	w.Header().Set("Content-Type", contentType)
-	w.WriteHeader(http.StatusOK)
-	if err := write(w); err != nil {
-		// The status line is sent; cut the body short so the client sees
-		// a truncated response rather than a wrong one. A caller that
-		// left (or stopped reading) is nobody's error.
-		if log := httpx.LoggerFrom(r.Context()); r.Context().Err() != nil {
-			log.Debug("invocation stream ended with its caller", "cause", context.Cause(r.Context()))
-		} else {
-			log.Error("invocation stream failed", "err", err)
-		}
-		panic(http.ErrAbortHandler)
-	}
+// invocation answers inv as JSON, streamed: an invocation of thousands
+// of runs is never held in memory whole.
+func (h *Handlers) invocation(ctx context.Context, inv *testingv1.Invocation, created bool) any {
+	return api.Stream("application/json", func(w io.Writer) error { return writeInvocation(ctx, h.App, w, inv, created) })
 }
 
 // Invocation formats.
@@ -308,11 +271,11 @@ const (
 // format query parameter (json or junit) when given, else JUnit XML when
 // Accept prefers application/xml or text/xml to application/json, else
 // JSON.
-func invocationFormat(r *http.Request, format string) string {
+func invocationFormat(accept []string, format string) string {
 	if format != "" {
 		return format // json or junit: the edge checked it
 	}
-	if prefersXML(r.Header.Values("Accept")) {
+	if prefersXML(accept) {
 		return formatJUnit
 	}
 	return formatJSON
@@ -347,43 +310,41 @@ func prefersXML(accept []string) bool {
 	return xmlQ > 0 && xmlQ > jsonQ
 }
 
-func (h *Handlers) GetInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) GetInvocation(c *api.Call) (any, error) {
+	ws, ctx := c.Caller().WorkspaceID, c.Context()
 	var q struct {
 		Format   string `json:"format"`
 		Baseline string `json:"baseline_invocation_id"`
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
-	format := invocationFormat(r, q.Format)
+	format := invocationFormat(c.Header("Accept"), q.Format)
 	// An invocation older than the run retention answers that its runs
 	// were deleted, rather than every run pending.
-	inv, err := h.App.Invocation(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+	inv, err := h.App.Invocation(ctx, ws, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A baseline of another workspace, unknown or malformed is answered as
 	// an unknown invocation.
 	var baseline *testingv1.Invocation
 	if q.Baseline != "" {
-		if baseline, err = h.App.Invocation(r.Context(), c.WorkspaceID, q.Baseline); err != nil {
-			return err
+		if baseline, err = h.App.Invocation(ctx, ws, q.Baseline); err != nil {
+			return nil, err
 		}
 	}
 	switch {
 	case format == formatJUnit:
-		h.stream(w, r, "application/xml; charset=utf-8", func(w io.Writer) error {
-			return writeInvocationJUnit(r.Context(), h.App, w, inv, baseline)
-		})
+		return api.Stream("application/xml; charset=utf-8", func(w io.Writer) error {
+			return writeInvocationJUnit(ctx, h.App, w, inv, baseline)
+		}), nil
 	case baseline != nil:
-		h.stream(w, r, "application/json", func(w io.Writer) error {
-			return writeInvocationCompared(r.Context(), h.App, w, inv, baseline)
-		})
-	default:
-		h.writeInvocation(w, r, inv, false)
+		return api.Stream("application/json", func(w io.Writer) error {
+			return writeInvocationCompared(ctx, h.App, w, inv, baseline)
+		}), nil
 	}
-	return nil
+	return h.invocation(ctx, inv, false), nil
 }
 
 // invocationsQuery is GET /v1/convai/test-invocations' query, as its
@@ -399,33 +360,30 @@ type invocationsQuery struct {
 	EndTime   *int64 `json:"end_time"`
 }
 
-func (h *Handlers) ListInvocations(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) ListInvocations(c *api.Call) (any, error) {
 	params := invocationsQuery{PageSize: 30}
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	q := app.InvocationFilter{WorkspaceID: c.WorkspaceID, AgentID: params.AgentID, BranchID: params.BranchID,
+	q := app.InvocationFilter{WorkspaceID: c.Caller().WorkspaceID, AgentID: params.AgentID, BranchID: params.BranchID,
 		TestID: params.TestID, Search: params.Search, Limit: params.PageSize, StartTime: params.StartTime, EndTime: params.EndTime}
-	page, err := h.App.PageInvocations(r.Context(), q, params.Cursor)
+	page, err := h.App.PageInvocations(c.Context(), q, params.Cursor)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writePage(w, "results", page, invocationView)
+	return pageView("results", page, invocationView), nil
 }
 
-func (h *Handlers) CancelInvocation(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	inv, err := h.App.Cancel(r.Context(), c, mux.Vars(r)["invocation_id"])
+func (h *Handlers) CancelInvocation(c *api.Call) (any, error) {
+	inv, err := h.App.Cancel(c.Context(), c.Caller(), c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "cancelled": true})
-	return nil
+	return map[string]any{"id": inv.GetInvocationId(), "status": inv.GetStatus(), "cancelled": true}, nil
 }
 
-func (h *Handlers) ResubmitInvocation(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.Resubmit, resubmittedView)
+func (h *Handlers) ResubmitInvocation(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.Resubmit, resubmittedView)
 }
 
 // resubmittedView answers a resubmission: the invocation and its newest

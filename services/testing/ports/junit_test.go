@@ -147,7 +147,7 @@ func TestInvocationFormat(t *testing.T) {
 		err := api.CheckQuery(r, api.GetInvocation)
 		got := ""
 		if err == nil {
-			got = invocationFormat(r, r.URL.Query().Get("format"))
+			got = invocationFormat(r.Header.Values("Accept"), r.URL.Query().Get("format"))
 		}
 		if (err != nil) != c.invalid || (!c.invalid && got != c.want) {
 			t.Errorf("?%s Accept %q: %q %v, want %q (invalid %v)", c.query, c.accept, got, err, c.want, c.invalid)

@@ -3,67 +3,51 @@ package ports
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/gorilla/mux"
-
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // LabelRun records a reviewer's label of a run's verdict (201).
-func (h *Handlers) LabelRun(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (h *Handlers) LabelRun(c *api.Call) (any, error) {
 	var in app.LabelInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	v := mux.Vars(r)
-	l, err := h.App.LabelRun(r.Context(), c, v["invocation_id"], v["run_id"], in)
-	return httpx.Reply(w, http.StatusCreated, l, err, LabelView)
+	l, err := h.App.LabelRun(c.Context(), c.Caller(), c.PathID("invocation_id"), c.PathID("run_id"), in)
+	return api.View(l, err, LabelView)
 }
 
 // RunLabels answers every label of a run, oldest first.
-func (h *Handlers) RunLabels(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
-	v := mux.Vars(r)
-	labels, err := h.App.RunLabels(r.Context(), c.WorkspaceID, v["invocation_id"], v["run_id"])
+func (h *Handlers) RunLabels(c *api.Call) (any, error) {
+	labels, err := h.App.RunLabels(c.Context(), c.Caller().WorkspaceID, c.PathID("invocation_id"), c.PathID("run_id"))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
-	return nil
+	return map[string]any{"labels": mapEach(labels, LabelView)}, nil
 }
 
 // LabelConversation records a reviewer's label of a conversation's
 // analysis (201).
-func (h *Handlers) LabelConversation(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	var in app.LabelInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
-	}
-	l, err := h.App.LabelConversation(r.Context(), c, mux.Vars(r)["conversation_id"], in)
-	return httpx.Reply(w, http.StatusCreated, l, err, ConversationLabelView)
+func (h *Handlers) LabelConversation(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.LabelConversation, ConversationLabelView)
 }
 
 // ConversationLabels answers every label of a conversation's analyses,
 // oldest first.
-func (h *Handlers) ConversationLabels(w http.ResponseWriter, r *http.Request) error {
-	labels, err := h.App.ConversationLabels(r.Context(), api.CallerOf(r), mux.Vars(r)["conversation_id"])
+func (h *Handlers) ConversationLabels(c *api.Call) (any, error) {
+	labels, err := h.App.ConversationLabels(c.Context(), c.Caller(), c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, ConversationLabelView)})
-	return nil
+	return map[string]any{"labels": mapEach(labels, ConversationLabelView)}, nil
 }
 
 // ConversationLabelView is a conversation label as the API shows it.
@@ -89,15 +73,14 @@ func ConversationLabelView(l *testingv1.ConversationLabel) map[string]any {
 
 // InvocationLabels answers the current label of each labelled run of an
 // invocation, in run order.
-func (h *Handlers) InvocationLabels(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
-	inv, err := h.App.Invocation(r.Context(), c.WorkspaceID, mux.Vars(r)["invocation_id"])
+func (h *Handlers) InvocationLabels(c *api.Call) (any, error) {
+	inv, err := h.App.Invocation(c.Context(), c.Caller().WorkspaceID, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	current, err := h.App.CurrentLabels(r.Context(), inv)
+	current, err := h.App.CurrentLabels(c.Context(), inv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	labels := make([]*testingv1.RunLabel, 0, len(current))
 	for _, l := range current {
@@ -108,46 +91,42 @@ func (h *Handlers) InvocationLabels(w http.ResponseWriter, r *http.Request) erro
 		b, _ := domain.RunIndex(inv.GetInvocationId(), labels[j].GetRunId())
 		return a < b
 	})
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"labels": mapEach(labels, LabelView)})
-	return nil
+	return map[string]any{"labels": mapEach(labels, LabelView)}, nil
 }
 
 // ReviewQueue answers the runs to review.
-func (h *Handlers) ReviewQueue(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) ReviewQueue(c *api.Call) (any, error) {
 	q := struct {
 		PageSize        int    `json:"page_size"`
 		AgentID         string `json:"agent_id"`
 		SamplePerMille  *int   `json:"sample_per_mille"`
 		IncludeLabelled bool   `json:"include_labelled"`
 	}{PageSize: 30}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
-	rq := app.ReviewQuery{WorkspaceID: c.WorkspaceID, AgentID: q.AgentID, Limit: q.PageSize,
+	rq := app.ReviewQuery{WorkspaceID: c.Caller().WorkspaceID, AgentID: q.AgentID, Limit: q.PageSize,
 		SamplePerMille: app.ReviewSamplePerMille, IncludeLabelled: q.IncludeLabelled}
 	if q.SamplePerMille != nil {
 		rq.SamplePerMille = *q.SamplePerMille
 	}
-	items, err := h.App.ReviewQueue(r.Context(), rq)
+	items, err := h.App.ReviewQueue(c.Context(), rq)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"runs": mapEach(items, reviewItemView)})
-	return nil
+	return map[string]any{"runs": mapEach(items, reviewItemView)}, nil
 }
 
 // JudgeReport answers what the labels say of each judge model.
-func (h *Handlers) JudgeReport(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
+func (h *Handlers) JudgeReport(c *api.Call) (any, error) {
 	var q struct {
 		JudgeModel string `json:"judge_model"`
 		TestID     string `json:"test_id"`
 		SinceUnix  int64  `json:"since_unix"`
 		Compare    string `json:"compare"`
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
 	var models []string
 	if q.Compare != "" {
@@ -157,25 +136,24 @@ func (h *Handlers) JudgeReport(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 		if len(models) < 2 || len(models) > app.MaxCompared {
-			return httpx.ValidationErrors{{Loc: []any{"query", "compare"}, Type: "value_error",
+			return nil, apperr.ValidationErrors{{Loc: []any{"query", "compare"}, Type: "value_error",
 				Msg: fmt.Sprintf("Name 2 to %d different judge models, comma-separated", app.MaxCompared)}}
 		}
 	}
-	rq := app.ReportQuery{WorkspaceID: c.WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix}
-	rows, total, err := h.App.JudgeReport(r.Context(), rq)
+	rq := app.ReportQuery{WorkspaceID: c.Caller().WorkspaceID, JudgeModel: q.JudgeModel, TestID: q.TestID, SinceUnix: q.SinceUnix}
+	rows, total, err := h.App.JudgeReport(c.Context(), rq)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := map[string]any{"labels": total, "judges": mapEach(rows, judgeView)}
 	if models != nil {
-		cmp, err := h.App.CompareJudges(r.Context(), rq, models)
+		cmp, err := h.App.CompareJudges(c.Context(), rq, models)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out["compare"] = comparisonView(cmp)
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 func comparisonView(c *app.Comparison) map[string]any {

@@ -1,41 +1,20 @@
 package ports
 
 import (
-	"net/http"
-
-	"github.com/gorilla/mux"
-
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-func (h *Handlers) StartLoadTest(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
-	var in app.LoadTestInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
-	}
-	inv, err := h.App.StartLoadTest(r.Context(), c, mux.Vars(r)["agent_id"], in)
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusCreated, LoadTestView(inv))
-	return nil
+func (h *Handlers) StartLoadTest(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.StartLoadTest, LoadTestView)
 }
 
-func (h *Handlers) GetLoadTest(w http.ResponseWriter, r *http.Request) error {
-	c := principal.Of(r)
-	inv, err := h.App.LoadTest(r.Context(), c.WorkspaceID, mux.Vars(r)["load_test_id"])
-	if err != nil {
-		return err
-	}
-	httpx.WriteJSON(w, http.StatusOK, LoadTestView(inv))
-	return nil
+func (h *Handlers) GetLoadTest(c *api.Call) (any, error) {
+	inv, err := h.App.LoadTest(c.Context(), c.Caller().WorkspaceID, c.ID())
+	return api.View(inv, err, LoadTestView)
 }
 
 // LoadTestView is a load test in its wire shape (schema LoadTest).

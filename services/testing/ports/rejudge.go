@@ -2,7 +2,6 @@ package ports
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"sort"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -39,11 +38,11 @@ const rejudgeParallel = 8
 // judge model, and stores each vote (testing.run_rejudged): no run's own
 // verdict changes. A retry with the same Idempotency-Key answers the
 // votes the first request stored, judging only the runs it left.
-func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
-	c := api.CallerOf(r)
+func (s *Simulator) Rejudge(c *api.Call) (any, error) {
+	caller := c.Caller()
 	in := app.RejudgeInput{Limit: 50}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	m, ok := s.judges[in.JudgeModel]
 	if !ok {
@@ -52,27 +51,27 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 			names = append(names, n)
 		}
 		slices.Sort(names)
-		return httpx.ValidationErrors{{Loc: []any{"body", "judge_model"}, Type: "value_error",
+		return nil, apperr.ValidationErrors{{Loc: []any{"body", "judge_model"}, Type: "value_error",
 			Msg: "No judge model " + in.JudgeModel + " here: the runners judge with " + strings.Join(names, ", ")}}
 	}
 	rejudgeID := ids.New("rjdg")
 	var prior map[string]*testingv1.RejudgeVote
-	if c.CommandID != "" {
+	if caller.CommandID != "" {
 		var err error
-		if prior, err = s.app.RejudgeVotesByCommand(r.Context(), c.WorkspaceID, c.CommandID); err != nil {
-			return err
+		if prior, err = s.app.RejudgeVotesByCommand(c.Context(), caller.WorkspaceID, caller.CommandID); err != nil {
+			return nil, err
 		}
-		rejudgeID = "rjdg_" + esproto.StableID("rejudge", c.CommandID)
+		rejudgeID = "rjdg_" + esproto.StableID("rejudge", caller.CommandID)
 	}
-	targets, err := s.app.RejudgeTargets(r.Context(), c.WorkspaceID, in.Filter, in.Limit)
+	targets, err := s.app.RejudgeTargets(c.Context(), caller.WorkspaceID, in.Filter, in.Limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A retry answers the votes the first request stored and judges only
 	// the runs it left (a copy sent while the first is still judging
 	// completes the set; each vote is stored once, by its message id).
 	votes := make([]*testingv1.RejudgeVote, len(targets))
-	g, ctx := errgroup.WithContext(r.Context())
+	g, ctx := errgroup.WithContext(c.Context())
 	g.SetLimit(rejudgeParallel)
 	for i, t := range targets {
 		if v, ok := prior[t.Label.GetRunId()]; ok && v.GetJudgeModel() == m.ModelName() {
@@ -86,23 +85,22 @@ func (s *simulator) Rejudge(w http.ResponseWriter, r *http.Request) error {
 				BranchID: t.Invocation.GetBranchId(), RunID: t.Label.GetRunId(), Attempt: t.Result.GetAttempt()}
 			verdict, _, err := s.exec.Rejudge(ctx, m, run, responses)
 			v := &testingv1.RejudgeVote{
-				RejudgeId: rejudgeID, WorkspaceId: c.WorkspaceID, InvocationId: t.Label.GetInvocationId(), RunId: t.Label.GetRunId(),
+				RejudgeId: rejudgeID, WorkspaceId: caller.WorkspaceID, InvocationId: t.Label.GetInvocationId(), RunId: t.Label.GetRunId(),
 				TestId: t.Label.GetTestId(), TestName: t.Label.GetTestName(), Attempt: t.Label.GetAttempt(), ResultSeq: t.Label.GetResultSeq(),
 				JudgeProvider: m.Provider(), JudgeModel: m.ModelName(), Result: verdict.Result, Rationale: verdict.Summary,
-				RequestedByUserId: c.UserID, JudgedAtUnixMs: s.app.Now().UnixMilli(),
+				RequestedByUserId: caller.UserID, JudgedAtUnixMs: s.app.Now().UnixMilli(),
 			}
 			if err != nil {
 				v.Result, v.Error = domain.ConditionUnknown, err.Error()
 			}
 			votes[i] = v
-			return s.app.RecordRejudge(ctx, c, v)
+			return s.app.RecordRejudge(ctx, caller, v)
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, rejudgeView(rejudgeID, m.Provider(), m.ModelName(), votes))
-	return nil
+	return rejudgeView(rejudgeID, m.Provider(), m.ModelName(), votes), nil
 }
 
 func rejudgeView(id, provider, model string, votes []*testingv1.RejudgeVote) map[string]any {

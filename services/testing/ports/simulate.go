@@ -2,29 +2,27 @@ package ports
 
 import (
 	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/gorilla/mux"
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
-// SimulateRouter is what a runner process serves: the public
-// simulate-conversation operation, played by its executor as a simulation
-// test is (the same engine, synchronously, within its time limit).
-func SimulateRouter(a *app.App, exec *runner.Executor) *mux.Router {
-	return api.Serve("testing-runner", &simulator{app: a, exec: exec, judges: judgesOf(exec)})
+// NewSimulator is the handlers a runner process serves (api.Serve of
+// "testing-runner"): the public simulate-conversation operation, played
+// by its executor as a simulation test is (the same engine,
+// synchronously, within its time limit), and the judge's operations.
+func NewSimulator(a *app.App, exec *runner.Executor) *Simulator {
+	return &Simulator{app: a, exec: exec, judges: judgesOf(exec)}
 }
 
-type simulator struct {
+// Simulator serves the runner's operations; NewSimulator makes one.
+type Simulator struct {
 	app    *app.App
 	exec   *runner.Executor
 	judges map[string]runner.Model // the models POST /v1/voiceai/judge/rejudge may name
@@ -55,15 +53,15 @@ type simulateInput struct {
 	NewTurnsLimit *int `json:"new_turns_limit"`
 }
 
-func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request) error {
+func (s *Simulator) SimulateConversation(c *api.Call) (any, error) {
 	var in simulateInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	c := api.CallerOf(r)
-	agent, err := s.app.Agent(r.Context(), c.WorkspaceID, mux.Vars(r)["agent_id"])
+	ws := c.Caller().WorkspaceID
+	agent, err := s.app.Agent(c.Context(), ws, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	def := domain.TestInput{ChatHistory: in.Spec.History, DynamicVariables: in.Spec.Variables, SimulationMaxTurns: in.NewTurnsLimit}
 	typ := domain.TypeSimulation
@@ -95,13 +93,12 @@ func (s *simulator) SimulateConversation(w http.ResponseWriter, r *http.Request)
 		opening = strings.TrimSpace(*fm)
 	}
 	run := runner.Run{
-		Invocation: &testingv1.Invocation{InvocationId: "simulation", WorkspaceId: c.WorkspaceID, AgentId: agent.GetAgentId(), RepeatCount: 1},
+		Invocation: &testingv1.Invocation{InvocationId: "simulation", WorkspaceId: ws, AgentId: agent.GetAgentId(), RepeatCount: 1},
 		Test:       &testingv1.PlannedTest{TestId: "simulation", TestName: "Simulated conversation", TestType: domain.TypeSimulation},
 		Definition: def, AgentConfig: agent.GetConversationConfigJson(), RunID: "simulation",
 	}
-	res := s.exec.SimulateConversation(r.Context(), run, opening, criteria)
-	httpx.WriteJSON(w, http.StatusOK, conversationView(res))
-	return nil
+	res := s.exec.SimulateConversation(c.Context(), run, opening, criteria)
+	return conversationView(res), nil
 }
 
 // agentCriteria are the agent's own evaluation criteria

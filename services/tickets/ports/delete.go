@@ -1,24 +1,18 @@
 package ports
 
 import (
-	"net/http"
-
-	"github.com/gorilla/mux"
-
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/api"
 )
 
 // DeleteConversation answers {} as the public API's delete does; a
 // second delete is a 404, the conversation being gone.
-func (h *Handlers) DeleteConversation(w http.ResponseWriter, r *http.Request) error {
-	if err := h.App.DeleteConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"]); err != nil {
-		return err
+func (h *Handlers) DeleteConversation(c *api.Call) (any, error) {
+	if err := h.App.DeleteConversation(c.Context(), c.Caller().WorkspaceID, c.ID()); err != nil {
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{})
-	return nil
+	return map[string]any{}, nil
 }
 
 // deletedConversations are those of the ticket's conversations that were

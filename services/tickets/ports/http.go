@@ -3,14 +3,12 @@
 package ports
 
 import (
+	"context"
 	"net/http"
-
-	"github.com/gorilla/mux"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -23,114 +21,113 @@ type Handlers struct{ App *app.App }
 // answer is a ticket as a command or a get answers it.
 func answer(t *ticketsv1.Ticket) ticketView { return viewOf(t, nil) }
 
-func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
-	return h.list(w, r, "")
+func (h *Handlers) List(c *api.Call) (any, error) {
+	return h.list(c, "")
 }
 
-func (h *Handlers) ListAgent(w http.ResponseWriter, r *http.Request) error {
-	agentID := mux.Vars(r)["agent_id"]
-	if err := h.App.RequireAgent(r.Context(), principal.Of(r).WorkspaceID, agentID); err != nil {
-		return err
+func (h *Handlers) ListAgent(c *api.Call) (any, error) {
+	agentID := c.ID()
+	if err := h.App.RequireAgent(c.Context(), c.Caller().WorkspaceID, agentID); err != nil {
+		return nil, err
 	}
-	return h.list(w, r, agentID)
+	return h.list(c, agentID)
 }
 
 // list serves a listing of the workspace, or of the agent of the path.
-func (h *Handlers) list(w http.ResponseWriter, r *http.Request, agentID string) error {
+func (h *Handlers) list(c *api.Call, agentID string) (any, error) {
 	var params app.ListParams
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
 	if agentID != "" {
 		params.AgentID = agentID
 	}
-	page, err := h.App.List(r.Context(), principal.Of(r).WorkspaceID, params)
+	page, err := h.App.List(c.Context(), c.Caller().WorkspaceID, params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]ticketView, 0, len(page.Tickets))
 	for _, row := range page.Tickets {
 		out = append(out, viewOf(row.Ticket, row.Match))
 	}
-	httpx.WriteJSON(w, http.StatusOK, pageView{Tickets: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
-	return nil
+	return pageView{Tickets: out, NextCursor: page.NextCursor, HasMore: page.HasMore}, nil
 }
 
-func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Create(c *api.Call) (any, error) {
 	var in app.CreateInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	t, existing, err := h.App.Create(r.Context(), api.CallerOf(r), in)
-	code := http.StatusCreated
+	t, existing, err := h.App.Create(c.Context(), c.Caller(), in)
+	if err != nil {
+		return nil, err
+	}
 	if existing {
-		code = http.StatusOK // the report joined the conversation's open ticket
+		return api.Status(http.StatusOK, answer(t)), nil // the report joined the conversation's open ticket
 	}
-	return httpx.Reply(w, code, t, err, answer)
+	return answer(t), nil
 }
 
-func (h *Handlers) CreateAgent(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusCreated, h.App.CreateManual, answer)
+func (h *Handlers) CreateAgent(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.CreateManual, answer)
 }
 
 // Get answers a ticket with the current labels of its runs and
 // conversations.
-func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	t, _, err := h.App.Get(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["ticket_id"])
+func (h *Handlers) Get(c *api.Call) (any, error) {
+	t, _, err := h.App.Get(c.Context(), c.Caller().WorkspaceID, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	labels, err := h.App.TicketLabels(r.Context(), t)
+	labels, err := h.App.TicketLabels(c.Context(), t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]labelView, 0, len(labels)),
 		DeletedConversations: h.deletedConversations(t)}
 	for _, l := range labels {
 		v.VerdictLabels = append(v.VerdictLabels, labelViewOf(l))
 	}
-	httpx.WriteJSON(w, http.StatusOK, v)
-	return nil
+	return v, nil
 }
 
-func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.Update, answer)
+func (h *Handlers) Update(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.Update, answer)
 }
 
-func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return api.Remove(w, r, h.App.Delete)
+func (h *Handlers) Delete(c *api.Call) (any, error) {
+	return api.Remove(c, h.App.Delete)
 }
 
-func (h *Handlers) Comment(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.AddComment, answer)
+func (h *Handlers) Comment(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.AddComment, answer)
 }
 
-func (h *Handlers) TurnComment(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.AddTurnComment, answer)
+func (h *Handlers) TurnComment(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.AddTurnComment, answer)
 }
 
 type mergeInput struct {
 	SourceTicketIDs []string `json:"source_ticket_ids"`
 }
 
-func (h *Handlers) Merge(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in mergeInput) (*ticketsv1.Ticket, error) {
-		return h.App.Merge(r.Context(), api.CallerOf(r), mux.Vars(r)["ticket_id"], in.SourceTicketIDs)
+func (h *Handlers) Merge(c *api.Call) (any, error) {
+	return api.CommandOn(c, func(ctx context.Context, caller principal.Caller, target string, in mergeInput) (*ticketsv1.Ticket, error) {
+		return h.App.Merge(ctx, caller, target, in.SourceTicketIDs)
 	}, answer)
 }
 
-func (h *Handlers) AssignableUsers(w http.ResponseWriter, r *http.Request) error {
-	members, err := h.App.AssignableUsers(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["agent_id"])
+func (h *Handlers) AssignableUsers(c *api.Call) (any, error) {
+	members, err := h.App.AssignableUsers(c.Context(), c.Caller().WorkspaceID, c.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]assignableUser, 0, len(members))
 	for _, m := range members {
 		name := m.Name
 		out = append(out, assignableUser{UserID: m.UserID, Email: m.Email, FirstName: &name, IsServiceAccount: m.IsServiceAccount, HasAccess: true})
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 type assignableUser struct {
@@ -141,76 +138,73 @@ type assignableUser struct {
 	HasAccess        bool    `json:"has_access"`
 }
 
-func (h *Handlers) ListConversations(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListConversations(c *api.Call) (any, error) {
 	var params app.ConversationParams
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	page, err := h.App.ListConversations(r.Context(), principal.Of(r).WorkspaceID, params)
+	page, err := h.App.ListConversations(c.Context(), c.Caller().WorkspaceID, params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]wire.ConversationRow, 0, len(page.Conversations))
-	for _, c := range page.Conversations {
-		out = append(out, rowOf(c, page.WithSummary))
+	for _, conv := range page.Conversations {
+		out = append(out, rowOf(conv, page.WithSummary))
 	}
-	httpx.WriteJSON(w, http.StatusOK, wire.ConversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
-	return nil
+	return wire.ConversationPage{Conversations: out, NextCursor: page.NextCursor, HasMore: page.HasMore}, nil
 }
 
-func (h *Handlers) GetConversation(w http.ResponseWriter, r *http.Request) error {
-	c, err := h.App.GetConversation(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["conversation_id"])
-	return httpx.Reply(w, http.StatusOK, c, err, detailOf)
+func (h *Handlers) GetConversation(c *api.Call) (any, error) {
+	conv, err := h.App.GetConversation(c.Context(), c.Caller().WorkspaceID, c.ID())
+	return api.View(conv, err, detailOf)
 }
 
-func (h *Handlers) ConversationFeedback(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.GiveFeedback, func(app.ConversationSummary) struct{} { return struct{}{} })
+func (h *Handlers) ConversationFeedback(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.GiveFeedback, func(app.ConversationSummary) struct{} { return struct{}{} })
 }
 
-func (h *Handlers) AssignConversationTags(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) AssignConversationTags(c *api.Call) (any, error) {
 	var in app.AssignTagsInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	_, err := h.App.AssignTags(r.Context(), api.CallerOf(r), mux.Vars(r)["conversation_id"], in)
-	return httpx.NoContent(w, err)
+	_, err := h.App.AssignTags(c.Context(), c.Caller(), c.ID(), in)
+	return nil, err
 }
 
-func (h *Handlers) UnassignConversationTag(w http.ResponseWriter, r *http.Request) error {
-	vars := mux.Vars(r)
-	return httpx.NoContent(w, h.App.UnassignTag(r.Context(), api.CallerOf(r), vars["conversation_id"], vars["tag_id"]))
+func (h *Handlers) UnassignConversationTag(c *api.Call) (any, error) {
+	return nil, h.App.UnassignTag(c.Context(), c.Caller(), c.PathID("conversation_id"), c.PathID("tag_id"))
 }
 
-func (h *Handlers) ListTags(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) ListTags(c *api.Call) (any, error) {
 	var params app.TagListParams
-	if err := api.DecodeQuery(r, &params); err != nil {
-		return err
+	if err := c.Query(&params); err != nil {
+		return nil, err
 	}
-	page, err := h.App.ListTags(principal.Of(r).WorkspaceID, params)
+	page, err := h.App.ListTags(c.Caller().WorkspaceID, params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := make([]tagView, 0, len(page.Tags))
 	for _, t := range page.Tags {
 		out = append(out, tagOf(t))
 	}
-	httpx.WriteJSON(w, http.StatusOK, tagPage{Tags: out, NextCursor: page.NextCursor, HasMore: page.HasMore})
-	return nil
+	return tagPage{Tags: out, NextCursor: page.NextCursor, HasMore: page.HasMore}, nil
 }
 
-func (h *Handlers) CreateTag(w http.ResponseWriter, r *http.Request) error {
-	return api.Command(w, r, http.StatusOK, h.App.CreateTag, tagOf)
+func (h *Handlers) CreateTag(c *api.Call) (any, error) {
+	return api.Command(c, h.App.CreateTag, tagOf)
 }
 
-func (h *Handlers) GetTag(w http.ResponseWriter, r *http.Request) error {
-	t, err := h.App.GetTag(r.Context(), principal.Of(r).WorkspaceID, mux.Vars(r)["tag_id"])
-	return httpx.Reply(w, http.StatusOK, t, err, tagOf)
+func (h *Handlers) GetTag(c *api.Call) (any, error) {
+	t, err := h.App.GetTag(c.Context(), c.Caller().WorkspaceID, c.ID())
+	return api.View(t, err, tagOf)
 }
 
-func (h *Handlers) UpdateTag(w http.ResponseWriter, r *http.Request) error {
-	return api.CommandOn(w, r, http.StatusOK, h.App.UpdateTag, tagOf)
+func (h *Handlers) UpdateTag(c *api.Call) (any, error) {
+	return api.CommandOn(c, h.App.UpdateTag, tagOf)
 }
 
-func (h *Handlers) DeleteTag(w http.ResponseWriter, r *http.Request) error {
-	return api.Remove(w, r, h.App.DeleteTag)
+func (h *Handlers) DeleteTag(c *api.Call) (any, error) {
+	return api.Remove(c, h.App.DeleteTag)
 }

@@ -9,15 +9,13 @@
 package ports
 
 import (
-	"net/http"
+	"context"
 	"time"
-
-	"github.com/gorilla/mux"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -28,64 +26,62 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
-func (h *Handlers) List(w http.ResponseWriter, r *http.Request) error {
-	hooks := h.App.List(principal.Of(r).WorkspaceID)
+func (h *Handlers) List(c *api.Call) (any, error) {
+	hooks := h.App.List(c.Caller().WorkspaceID)
 	out := make([]webhookView, 0, len(hooks))
 	for _, wh := range hooks {
 		out = append(out, viewOf(wh, nil, h.App.RunOf(wh)))
 	}
-	httpx.WriteJSON(w, http.StatusOK, listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}})
-	return nil
+	return listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}}, nil
 }
 
 // reply writes a webhook (with its secret, when shown), or returns the
 // error.
-func (h *Handlers) reply(w http.ResponseWriter, code int, wh *webhooksv1.Webhook, secret *string, err error) error {
+func (h *Handlers) reply(wh *webhooksv1.Webhook, secret *string, err error) (any, error) {
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, code, viewOf(wh, secret, h.App.RunOf(wh)))
-	return nil
+	return viewOf(wh, secret, h.App.RunOf(wh)), nil
 }
 
-func (h *Handlers) Get(w http.ResponseWriter, r *http.Request) error {
-	wh, err := h.App.Get(principal.Of(r).WorkspaceID, mux.Vars(r)["webhook_id"])
-	return h.reply(w, http.StatusOK, wh, nil, err)
+func (h *Handlers) Get(c *api.Call) (any, error) {
+	wh, err := h.App.Get(c.Caller().WorkspaceID, c.ID())
+	return h.reply(wh, nil, err)
 }
 
-func (h *Handlers) Create(w http.ResponseWriter, r *http.Request) error {
-	in, err := DecodeInput(r)
-	if err != nil {
-		return err
+func (h *Handlers) Create(c *api.Call) (any, error) {
+	var in domain.Input
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	wh, secret, err := h.App.Create(r.Context(), api.CallerOf(r), in)
-	return h.reply(w, http.StatusCreated, wh, &secret, err)
+	wh, secret, err := h.App.Create(c.Context(), c.Caller(), in)
+	return h.reply(wh, &secret, err)
 }
 
-func (h *Handlers) Update(w http.ResponseWriter, r *http.Request) error {
-	in, err := DecodeInput(r)
-	if err != nil {
-		return err
+func (h *Handlers) Update(c *api.Call) (any, error) {
+	var in domain.Input
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
-	wh, err := h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], in)
-	return h.reply(w, http.StatusOK, wh, nil, err)
+	wh, err := h.App.Update(c.Context(), c.Caller(), c.ID(), in)
+	return h.reply(wh, nil, err)
 }
 
-func (h *Handlers) Delete(w http.ResponseWriter, r *http.Request) error {
-	return api.Remove(w, r, h.App.Delete)
+func (h *Handlers) Delete(c *api.Call) (any, error) {
+	return api.Remove(c, h.App.Delete)
 }
 
 type testInput struct {
 	EventType string `json:"event_type"`
 }
 
-func (h *Handlers) Test(w http.ResponseWriter, r *http.Request) error {
-	return httpx.Command(w, r, http.StatusOK, func(in testInput) (*webhooksv1.DeliveryAttempt, error) {
-		return h.App.Test(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], in.EventType)
+func (h *Handlers) Test(c *api.Call) (any, error) {
+	return api.CommandOn(c, func(ctx context.Context, caller principal.Caller, id string, in testInput) (*webhooksv1.DeliveryAttempt, error) {
+		return h.App.Test(ctx, caller, id, in.EventType)
 	}, testViewOf)
 }
 
-func (h *Handlers) Logs(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Logs(c *api.Call) (any, error) {
 	// The edge has checked the query against the parameters' schemas
 	// (limit's range, the event and status enums, the times' range).
 	var q struct {
@@ -95,30 +91,29 @@ func (h *Handlers) Logs(w http.ResponseWriter, r *http.Request) error {
 		StartTime int64  `json:"start_time"` // unix seconds
 		EndTime   int64  `json:"end_time"`
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
 	limit := app.DefaultLogLimit
 	if q.Limit > 0 {
 		limit = q.Limit
 	}
 	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
-	id := mux.Vars(r)["webhook_id"]
-	atts, err := h.App.Logs(r.Context(), principal.Of(r).WorkspaceID, id, f, limit)
+	id := c.ID()
+	atts, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, limit)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := logsView{WebhookID: id, RecentDeliveries: make([]logEntry, 0, len(atts))}
 	for _, a := range atts {
 		out.RecentDeliveries = append(out.RecentDeliveries, logEntryOf(a))
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // catalog lists every subscribable event with the JSON Schema of its
 // data, taken from the API's OpenAPI document.
-func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) EventCatalog(*api.Call) (any, error) {
 	type entry struct {
 		Name        string         `json:"name"`
 		Group       string         `json:"group"`
@@ -139,126 +134,113 @@ func (h *Handlers) EventCatalog(w http.ResponseWriter, r *http.Request) error {
 		if e.DataSchema != "" {
 			s, err := api.Schema(e.DataSchema)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			x.DataSchema = s
 		}
 		out.Events = append(out.Events, x)
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
-func (h *Handlers) Resend(w http.ResponseWriter, r *http.Request) error {
-	vars := mux.Vars(r)
-	res, err := h.App.Resend(r.Context(), api.CallerOf(r), vars["webhook_id"], vars["delivery_id"])
-	return httpx.Reply(w, http.StatusAccepted, res, err, resentViewOf)
+func (h *Handlers) Resend(c *api.Call) (any, error) {
+	res, err := h.App.Resend(c.Context(), c.Caller(), c.PathID("webhook_id"), c.PathID("delivery_id"))
+	return api.View(res, err, resentViewOf)
 }
 
-func (h *Handlers) Recover(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Recover(c *api.Call) (any, error) {
 	var in struct {
 		StartTime *int64  `json:"start_time"`
 		EndTime   *int64  `json:"end_time"`
 		Event     *string `json:"event"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	// Types, ranges and the event's name are the schema's (Recover),
 	// checked at the edge; the order of the two times is this handler's.
 	f := domain.LogFilter{FromMs: *in.StartTime * 1000}
 	if in.EndTime != nil {
 		if *in.EndTime <= *in.StartTime {
-			return httpx.ValidationErrors{{Loc: []any{"body", "end_time"}, Msg: "Input should be a Unix time in seconds after start_time", Type: "value_error"}}
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "end_time"}, Msg: "Input should be a Unix time in seconds after start_time", Type: "value_error"}}
 		}
 		f.ToMs = *in.EndTime * 1000
 	}
 	if in.Event != nil {
 		f.Event = *in.Event
 	}
-	resent, more, err := h.App.Recover(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], f)
+	resent, more, err := h.App.Recover(c.Context(), c.Caller(), c.ID(), f)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := recoveredView{Deliveries: make([]resentView, 0, len(resent)), HasMore: more}
 	for _, x := range resent {
 		out.Deliveries = append(out.Deliveries, resentViewOf(x))
 	}
 	out.RecoveredCount = len(out.Deliveries)
-	httpx.WriteJSON(w, http.StatusAccepted, out)
-	return nil
+	return out, nil
 }
 
-func (h *Handlers) RelayNext(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RelayNext(c *api.Call) (any, error) {
 	var in struct {
 		WaitMs *int64 `json:"wait_ms"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	wait := app.MaxRelayWait
 	if in.WaitMs != nil { // 0 to MaxRelayWait, as the schema (RelayPoll) says
 		wait = time.Duration(*in.WaitMs) * time.Millisecond
 	}
-	d, err := h.App.RelayNext(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], wait)
+	d, err := h.App.RelayNext(c.Context(), c.Caller(), c.ID(), wait)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var out wire.RelayNext
 	if d != nil {
 		out.Delivery = &wire.RelayDelivery{Token: d.Token, Headers: d.Headers, Body: string(d.Body)}
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
-func (h *Handlers) RelayResult(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) RelayResult(c *api.Call) (any, error) {
 	var in struct {
 		Token        *string `json:"token"`
 		StatusCode   *int    `json:"status_code"`
 		ResponseBody string  `json:"response_body"`
 		Error        string  `json:"error"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	// The schema (RelayResult) requires both, and bounds them: the token's
 	// length, the status 0 or 100 to 599.
-	return httpx.NoContent(w, h.App.RelayResult(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error))
+	return nil, h.App.RelayResult(c.Context(), c.Caller(), c.ID(), *in.Token, *in.StatusCode, []byte(in.ResponseBody), in.Error)
 }
 
-func (h *Handlers) Health(w http.ResponseWriter, r *http.Request) error {
-	rows, err := h.App.Health(r.Context(), principal.Of(r).WorkspaceID)
+func (h *Handlers) Health(c *api.Call) (any, error) {
+	rows, err := h.App.Health(c.Context(), c.Caller().WorkspaceID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	out := healthView{Webhooks: make([]webhookHealth, 0, len(rows))}
 	for _, row := range rows {
 		out.Webhooks = append(out.Webhooks, healthOf(row))
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
-func (h *Handlers) Ingest(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) Ingest(c *api.Call) (any, error) {
 	var in domain.IngestInput
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	if err := integerLiterals(in.Event, in.Data); err != nil {
-		return err
+		return nil, err
 	}
-	id, err := h.App.Ingest(r.Context(), api.CallerOf(r), in)
+	id, err := h.App.Ingest(c.Context(), c.Caller(), in)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusAccepted, map[string]string{"event_id": id})
-	return nil
-}
-
-// DecodeInput reads a create or update body.
-func DecodeInput(r *http.Request) (domain.Input, error) {
-	var in domain.Input
-	err := httpx.DecodeJSON(r, &in)
-	return in, err
+	return map[string]string{"event_id": id}, nil
 }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -26,7 +26,7 @@ func integerLiterals(event string, data json.RawMessage) error {
 	if err != nil {
 		return err
 	}
-	var errs httpx.ValidationErrors
+	var errs apperr.ValidationErrors
 	checkIntegers(s, data, []any{"body", "data"}, &errs)
 	if len(errs) > 0 {
 		return errs
@@ -44,7 +44,7 @@ func dataSchemaOf(event string) string {
 	return ""
 }
 
-func checkIntegers(schema map[string]any, raw json.RawMessage, loc []any, errs *httpx.ValidationErrors) {
+func checkIntegers(schema map[string]any, raw json.RawMessage, loc []any, errs *apperr.ValidationErrors) {
 	if hasType(schema, "integer") {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -54,7 +54,7 @@ func checkIntegers(schema map[string]any, raw json.RawMessage, loc []any, errs *
 		}
 		if n, ok := v.(json.Number); ok {
 			if _, err := strconv.ParseInt(n.String(), 10, 64); err != nil {
-				*errs = append(*errs, httpx.FieldError{Loc: loc, Msg: "Input should be a valid integer", Type: "int_type"})
+				*errs = append(*errs, apperr.FieldError{Loc: loc, Msg: "Input should be a valid integer", Type: "int_type"})
 			}
 		}
 		return

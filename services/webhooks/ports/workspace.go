@@ -1,15 +1,9 @@
 package ports
 
 import (
-	"net/http"
-
-	"github.com/gorilla/mux"
-
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -60,28 +54,27 @@ func workspaceViewOf(w *webhooksv1.Webhook, usages bool, run domain.Run) workspa
 	return v
 }
 
-func (h *Handlers) WorkspaceList(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) WorkspaceList(c *api.Call) (any, error) {
 	var q struct {
 		IncludeUsages bool `json:"include_usages"`
 	}
-	if err := api.DecodeQuery(r, &q); err != nil {
-		return err
+	if err := c.Query(&q); err != nil {
+		return nil, err
 	}
-	hooks := h.App.List(principal.Of(r).WorkspaceID)
+	hooks := h.App.List(c.Caller().WorkspaceID)
 	out := struct {
 		Webhooks []workspaceWebhook `json:"webhooks"`
 	}{Webhooks: make([]workspaceWebhook, 0, len(hooks))}
 	for _, wh := range hooks {
 		out.Webhooks = append(out.Webhooks, workspaceViewOf(wh, q.IncludeUsages, h.App.RunOf(wh)))
 	}
-	httpx.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // WorkspaceCreate makes a webhook subscribed to agent_qa (the one
 // workspace-level event type produced here; update's events changes
 // that) with a generated secret, shown in this answer only.
-func (h *Handlers) WorkspaceCreate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) WorkspaceCreate(c *api.Call) (any, error) {
 	var in struct {
 		Settings struct {
 			Name           *string            `json:"name"`
@@ -89,22 +82,21 @@ func (h *Handlers) WorkspaceCreate(w http.ResponseWriter, r *http.Request) error
 			RequestHeaders map[string]*string `json:"request_headers"`
 		} `json:"settings"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	s := in.Settings
-	wh, secret, err := h.App.Create(r.Context(), api.CallerOf(r), domain.Input{
+	wh, secret, err := h.App.Create(c.Context(), c.Caller(), domain.Input{
 		URL: s.WebhookURL, Name: s.Name, RequestHeaders: s.RequestHeaders,
 		Events: []string{}, WorkspaceEvents: []string{"agent_qa"}, Within: []any{"settings"},
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"webhook_id": wh.GetWebhookId(), "webhook_secret": secret})
-	return nil
+	return map[string]string{"webhook_id": wh.GetWebhookId(), "webhook_secret": secret}, nil
 }
 
-func (h *Handlers) WorkspaceUpdate(w http.ResponseWriter, r *http.Request) error {
+func (h *Handlers) WorkspaceUpdate(c *api.Call) (any, error) {
 	var in struct {
 		IsDisabled     *bool              `json:"is_disabled"`
 		Name           *string            `json:"name"`
@@ -112,25 +104,23 @@ func (h *Handlers) WorkspaceUpdate(w http.ResponseWriter, r *http.Request) error
 		RequestHeaders map[string]*string `json:"request_headers"`
 		Events         []string           `json:"events"`
 	}
-	if err := httpx.DecodeJSON(r, &in); err != nil {
-		return err
+	if err := c.Body(&in); err != nil {
+		return nil, err
 	}
 	upd := domain.Input{Name: in.Name, RetryEnabled: in.RetryEnabled, RequestHeaders: in.RequestHeaders, WorkspaceEvents: in.Events}
 	if in.IsDisabled != nil {
 		active := !*in.IsDisabled
 		upd.Active = &active
 	}
-	if _, err := h.App.Update(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"], upd); err != nil {
-		return err
+	if _, err := h.App.Update(c.Context(), c.Caller(), c.ID(), upd); err != nil {
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
+	return map[string]string{"status": "ok"}, nil
 }
 
-func (h *Handlers) WorkspaceDelete(w http.ResponseWriter, r *http.Request) error {
-	if err := h.App.Delete(r.Context(), api.CallerOf(r), mux.Vars(r)["webhook_id"]); err != nil {
-		return err
+func (h *Handlers) WorkspaceDelete(c *api.Call) (any, error) {
+	if err := h.App.Delete(c.Context(), c.Caller(), c.ID()); err != nil {
+		return nil, err
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	return nil
+	return map[string]string{"status": "ok"}, nil
 }
