@@ -31,15 +31,15 @@
 //     between.
 //  6. A prohibition ("the agent does not promise a refund") is met unless
 //     the reply asserts what it forbids (a price where it forbids a
-//     charge, a date where it forbids a date); a condition that asks the agent to decline is met by a
-//     reply that declines.
+//     charge, a date where it forbids a date); a condition that asks the
+//     agent to decline is met by a reply that declines.
 //  7. What the reply says can be weaker than what the condition states:
 //     a hedge ("it should be ready later", "it may be cancelled") says
 //     only that it may be so, a promise ("it will be paid once …") only
-//     that a thing the condition says is done will be, and a qualifier makes an absolute hold only
-//     sometimes ("free if you spend £20; otherwise £3", "at any time
-//     during opening hours"); either is not met, unless the condition
-//     hedges too (see qualify.go).
+//     that what the condition says is done will be, and a qualifier
+//     makes an absolute hold only sometimes ("free if you spend £20;
+//     otherwise £3", "at any time during opening hours"); none is met,
+//     unless the condition hedges too (see qualify.go).
 package meaning
 
 import (
@@ -181,7 +181,7 @@ func (m *Model) resolveTopic(items []item, sups []support, rep text, refuses boo
 	if !rep.refers || refuses {
 		return
 	}
-	refersIn, first := map[int]bool{}, -1
+	refersIn := map[int]bool{}
 	for _, w := range rep.words {
 		if pronouns[w.s] {
 			refersIn[w.sent] = true
@@ -191,9 +191,8 @@ func (m *Model) resolveTopic(items []item, sups []support, rep text, refuses boo
 		if !it.topic || sups[i].conflict != "" {
 			continue
 		}
-		named := len(sups[i].sents) > 0
+		named, first := len(sups[i].sents) > 0, -1
 		if named {
-			first = -1
 			for sent := range sups[i].sents {
 				if first < 0 || sent < first {
 					first = sent

@@ -260,7 +260,7 @@ func (m *Model) analyse(s string, condition bool) text {
 	// termination is not denied.
 	zeroFee := map[int]bool{}
 	for i, w := range words {
-		if w.s != "no" && w.s != "without" || w.sep || amountWord[i] {
+		if (w.s != "no" && w.s != "without") || w.sep || amountWord[i] {
 			continue
 		}
 		for k := i + 2; k < len(words) && k <= i+3 && words[k].clause == w.clause && !function[words[k-1].s]; k++ {
