@@ -6,14 +6,19 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -64,20 +69,24 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	if err != nil || rotated.SecretHint == w.SecretHint || slices.Equal(rotated.SecretSealed, w.SecretSealed) {
 		t.Fatalf("rotated: %+v %v", rotated, err)
 	}
-	f.sender.status = 503
+	f.status = 503
 	att, err := f.app.Test(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, "call_ended")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sent := f.sender.sent[0]
-	if string(sent.Secret) == first || string(sent.Secret) != "whsec_rotated_secret_value_0123456789" || sent.Event != "call_ended" || sent.Attempt != 1 {
-		t.Fatalf("sent: %+v", sent)
+	sent := f.received[0]
+	signature := sent.header.Get(delivery.HeaderSignature)
+	if domain.Verify([]byte(first), sent.body, signature) || !domain.Verify([]byte("whsec_rotated_secret_value_0123456789"), sent.body, signature) {
+		t.Fatalf("the test delivery is not signed with the rotated secret alone: %q", signature)
+	}
+	if sent.header.Get(delivery.HeaderEvent) != "call_ended" || sent.header.Get(delivery.HeaderAttempt) != "1" {
+		t.Fatalf("sent headers: %v", sent.header)
 	}
 	var env wire.Envelope
-	if err := json.Unmarshal(sent.Body, &env); err != nil || env.Event != "call_ended" || env.Timestamp != wire.FormatTimestamp(f.clock) {
-		t.Fatalf("body %s: %v", sent.Body, err)
+	if err := json.Unmarshal(sent.body, &env); err != nil || env.Event != "call_ended" || env.Timestamp != wire.FormatTimestamp(f.clock) {
+		t.Fatalf("body %s: %v", sent.body, err)
 	}
-	if !att.Test || !att.Final || att.Success || att.ResponseCode != 503 || att.AtUnixMs != f.clock.UnixMilli() || att.EventId != sent.EventID {
+	if !att.Test || !att.Final || att.Success || att.ResponseCode != 503 || att.AtUnixMs != f.clock.UnixMilli() || att.EventId != sent.header.Get(delivery.HeaderEventID) {
 		t.Fatalf("attempt: %+v", att)
 	}
 	logs, err := f.app.Logs(ctx, "ws_a", w.WebhookId, domain.LogFilter{}, app.DefaultLogLimit)
@@ -209,30 +218,12 @@ func TestIngest(t *testing.T) {
 	wantKind(t, err, apperr.NotFound, "a workspace id that makes no subject")
 }
 
-// relay is the Relay port with one delivery waiting, and the answers it
-// was given.
-type relay struct {
-	waiting *app.RelayRequest
-	answers []string
-}
-
-func (r *relay) Take(context.Context, string, string) (*app.RelayRequest, error) {
-	w := r.waiting
-	r.waiting = nil
-	return w, nil
-}
-
-func (r *relay) Answer(_ context.Context, reply string, status int, _ []byte, errText string) error {
-	r.answers = append(r.answers, reply+" "+strconv.Itoa(status)+" "+errText)
-	return nil
-}
-
 // A relay poll hands out a token only that webhook's result can use, and
 // the result reaches the reply it was handed out for.
 func TestRelayTokens(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	rl := &relay{waiting: &app.RelayRequest{Reply: "_INBOX.abc", Headers: map[string]string{"X-Service-Event": "call_ended"}, Body: []byte("{}")}}
+	rl := memory.NewRelay()
 	f.app.Relay = rl
 	plain, _ := f.create(t, "")
 	_, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, plain.WebhookId, 0)
@@ -247,9 +238,26 @@ func TestRelayTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 0)
-	if err != nil || d == nil || d.Headers["X-Service-Event"] != "call_ended" || d.Token == "" {
-		t.Fatalf("poll: %+v %v", d, err)
+	// The client polls; a delivery to its webhook goes to the poll and
+	// waits for the client's answer.
+	type poll struct {
+		d   *app.RelayDelivery
+		err error
+	}
+	polled := make(chan poll, 1)
+	go func() {
+		d, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 5*time.Second)
+		polled <- poll{d, err}
+	}()
+	testkit.Eventually(t, 5*time.Second, "the client polls", func() bool { return rl.Polling("ws_a", w.WebhookId) == 1 })
+	sent := make(chan delivery.Result, 1)
+	go func() {
+		sent <- rl.Send(ctx, "ws_a", delivery.Request{WebhookID: w.WebhookId, EventID: "evt_1", Event: "call_ended", Body: []byte("{}"), Secret: []byte("whsec_x")})
+	}()
+	got := <-polled
+	d := got.d
+	if got.err != nil || d == nil || d.Headers[delivery.HeaderEvent] != "call_ended" || d.Token == "" {
+		t.Fatalf("poll: %+v %v", d, got.err)
 	}
 	if none, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 0); none != nil || err != nil {
 		t.Fatalf("a poll with nothing waiting: %+v %v", none, err)
@@ -259,7 +267,7 @@ func TestRelayTokens(t *testing.T) {
 	if err := f.app.RelayResult(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, d.Token, 0, nil, "connection refused"); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(rl.answers, []string{"_INBOX.abc 0 connection refused"}) {
-		t.Fatalf("answers: %q", rl.answers)
+	if res := <-sent; !res.Outcome.NetworkErr || !strings.Contains(res.Error, "connection refused") {
+		t.Fatalf("the relayed attempt's result: %+v", res)
 	}
 }

@@ -32,9 +32,11 @@ import (
 // what becomes of each attempt. No NATS: package dispatcher only drives
 // these from the streams.
 
-// receiver is the Sender port as a receiver answering each attempt with
-// the next of its answers (the last one over and over), keeping the
-// headers it was sent.
+// receiver is the Sender port as a script: each attempt gets the next of
+// its answers (the last one over and over), and the headers it was sent
+// are kept. A script, not memory.Sender, because the retry rules are
+// tested on outcomes no receiver over HTTP states so exactly (a Retry-After
+// of 40 ms); memory.Sender passes the Sender suite for the rest.
 type receiver struct {
 	mu      sync.Mutex
 	answers []delivery.Result

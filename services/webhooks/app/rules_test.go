@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,55 +18,48 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
-	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 // The webhook management rules, on the in-memory event log, registry and
 // attempt log: no NATS, no store.
 
-// backlog is the Backlog port as a fixed table.
-type backlog map[string]uint64
-
-func (b backlog) Waiting(context.Context, string) (map[string]uint64, error) { return b, nil }
-
-// sender is the Sender port as a receiver that answers status and keeps
-// what it was sent; the operator allowed no host.
-type sender struct {
-	status int
-	sent   []delivery.Request
+// received is what the receiver of the fixture's webhooks was sent.
+type received struct {
+	header http.Header
+	body   []byte
 }
-
-func (s *sender) Send(_ context.Context, _ *webhooksv1.Webhook, r delivery.Request) delivery.Result {
-	s.sent = append(s.sent, r)
-	out := delivery.Result{Outcome: domain.Outcome{StatusCode: s.status}, Duration: time.Millisecond}
-	if s.status >= 300 {
-		out.Error = "HTTP " + strconv.Itoa(s.status)
-	}
-	return out
-}
-
-func (s *sender) HostAllowed(string) bool { return false }
 
 type fixture struct {
 	app      *app.App
 	attempts *memory.AttemptLog
 	queue    *memory.Queue
-	sender   *sender
+	// the receiver at hookURL answers status and keeps what it was sent;
+	// the operator allowed no host
+	status   int
+	received []received
 	clock    time.Time
 	caller   principal.Principal
 }
+
+// hookURL is where the fixture's webhooks deliver.
+const hookURL = "https://hooks.example.com/qa"
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	f := &fixture{
-		attempts: memory.NewAttemptLog(), queue: memory.NewQueue(), sender: &sender{status: 200},
+		attempts: memory.NewAttemptLog(), queue: memory.NewQueue(), status: 200,
 		clock: time.Unix(1_800_000_000, 0), caller: principal.Principal{WorkspaceID: "ws_a", UserID: "user_1", Permissions: []string{principal.PermissionAll}},
 	}
+	sender := memory.NewSender()
+	sender.Listen(hookURL, func(h http.Header, body []byte) memory.EndpointAnswer {
+		f.received = append(f.received, received{header: h, body: body})
+		return memory.EndpointAnswer{Status: f.status}
+	})
 	f.app = app.New(memlog.New(), app.Ports{
-		Registry: memory.NewRegistry(), Attempts: f.attempts, Backlog: backlog{},
-		Queue: f.queue, Sender: f.sender, Sealer: testkit.Sealer(t),
+		Registry: memory.NewRegistry(), Attempts: f.attempts, Backlog: memory.NewBacklog(f.queue),
+		Queue: f.queue, Sender: sender, Sealer: testkit.Sealer(t),
 	}, []byte("relay-key"), log, func() time.Time { return f.clock })
 	return f
 }
@@ -76,7 +70,7 @@ func ptr[T any](v T) *T { return &v }
 
 func (f *fixture) create(t *testing.T, key string) (*webhooksv1.Webhook, string) {
 	t.Helper()
-	w, secret, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller, CommandID: key}, domain.Input{URL: ptr("https://hooks.example.com/qa"), Events: []string{"ticket_created"}})
+	w, secret, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller, CommandID: key}, domain.Input{URL: ptr(hookURL), Events: []string{"ticket_created"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +159,12 @@ func TestGoneDisablesAndReactivationClears(t *testing.T) {
 func TestHealth(t *testing.T) {
 	f := newFixture(t)
 	w, _ := f.create(t, "")
-	f.app.Backlog = backlog{w.WebhookId: 3}
+	for i := range 3 {
+		job := &webhooksv1.DeliveryJob{WorkspaceId: "ws_a", WebhookId: w.WebhookId, EventId: "evt_waiting_" + strconv.Itoa(i)}
+		if err := f.queue.QueueDelivery(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
 	at := f.clock.UnixMilli()
 	for i, ok := range []bool{true, false, false} {
 		f.attempts.Add(&webhooksv1.DeliveryAttempt{AttemptId: "a" + string(rune('0'+i)), EventId: "evt_" + string(rune('0'+i)), WebhookId: w.WebhookId,

@@ -66,6 +66,14 @@ func (rl *Relay) Take(ctx context.Context, workspaceID, webhookID string) (*app.
 	return <-poll, nil // handed a delivery as ctx ended: it is this poll's
 }
 
+// Polling is how many clients poll the webhook at this moment: a test
+// sends once one does.
+func (rl *Relay) Polling(workspaceID, webhookID string) int {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	return len(rl.polls[workspaceID+"/"+webhookID])
+}
+
 // Answer implements app.Relay: an answer nobody waits for any more is
 // dropped.
 func (rl *Relay) Answer(_ context.Context, reply string, status int, body []byte, errText string) error {
