@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/google/btree"
@@ -25,21 +26,28 @@ import (
 // start, and kept live.
 type ConversationIndex struct {
 	mu       sync.RWMutex
-	erased   map[string]bool       // workspace/conversation deleted: never listed again (deletion.go)
-	byID     map[string]*convEntry // workspace/conversation → entry
-	postings map[string]*btree.BTreeG[posting]
+	erased   map[string]bool                  // workspace/conversation deleted: never listed again (deletion.go)
+	byID     map[string]*convEntry            // workspace/conversation → entry
+	postings map[string]*btreePostings        // workspace, term (other than a search word) → newest first
 	ranges   map[string]*btree.BTreeG[ranged] // workspace, range key → by value
+	words    map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
+	entries  []*convEntry                     // by ordinal (convEntry.ord), for the word lists
+	interned map[string]string                // the terms every entry shares
 	// rangeFloor is the least bound of rangePage (a test lowers it to
 	// have small workspaces take that path too).
 	rangeFloor int
 }
 
 type convEntry struct {
-	c               app.ConversationSummary
-	terms           []string
-	values          map[string]float64 // app.RangeValues of c
+	c               app.ConversationSummary // without its Words: they are in the word lists
+	ord             uint32                  // its index in entries
+	hasWords        bool                    // it is in word lists
+	terms           []string                // its terms, but the search words
+	values          map[string]float64      // app.RangeValues of c
 	platSeq, annSeq uint64
 }
+
+type btreePostings = btree.BTreeG[posting]
 
 // ranged is one conversation in a range key's tree.
 type ranged struct {
@@ -63,7 +71,8 @@ type posting struct {
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
-	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btree.BTreeG[posting]{}, ranges: map[string]*btree.BTreeG[ranged]{}, rangeFloor: 1000}
+	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btreePostings{}, ranges: map[string]*btree.BTreeG[ranged]{},
+		words: map[string]map[string]*wordList{}, interned: map[string]string{}, rangeFloor: 1000}
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
@@ -80,7 +89,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 		x.mu.Unlock()
 		return nil
 	}
-	x.change(ev.WorkspaceID, ev.ConversationID, func(e *convEntry) bool {
+	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, func(e *convEntry) bool {
 		if seq != 0 && seq <= e.platSeq {
 			return false
 		}
@@ -92,7 +101,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 
 // Annotate applies the annotations of TICKETS sequence seq.
 func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1.ConversationAnnotations) error {
-	x.change(a.WorkspaceId, a.ConversationId, func(e *convEntry) bool {
+	x.change(a.WorkspaceId, a.ConversationId, false, func(e *convEntry) bool {
 		if seq <= e.annSeq {
 			return false
 		}
@@ -103,9 +112,11 @@ func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1
 }
 
 // change runs apply on the conversation's entry and moves it in the
-// trees: out of every one under its old position and terms, into those of
-// its new ones.
-func (x *ConversationIndex) change(workspaceID, conversationID string, apply func(*convEntry) bool) {
+// trees: out of those of the terms it lost, into those of the terms it
+// gained (out of and into every one when its position changed), and into
+// the lists of its transcript's words when apply handed one over
+// (newWords).
+func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, apply func(*convEntry) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	key := workspaceID + "/" + conversationID
@@ -114,24 +125,50 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 	}
 	e := x.byID[key]
 	if e == nil {
-		e = &convEntry{c: app.ConversationSummary{WorkspaceID: workspaceID, ConversationID: conversationID}}
+		e = &convEntry{c: app.ConversationSummary{WorkspaceID: x.intern(workspaceID), ConversationID: conversationID}, ord: uint32(len(x.entries))}
 		x.byID[key] = e
+		x.entries = append(x.entries, e)
 	}
-	old := posting{pos: e.c.Position(), e: e}
-	if !apply(e) {
+	// apply runs on a copy: the word lists are ordered by the entries'
+	// positions, so e keeps its old one until it is out of them.
+	next := *e
+	if !apply(&next) {
 		return
 	}
+	words := next.c.Words
+	next.c.Words = nil
+	old, now := posting{pos: e.c.Position(), e: e}, posting{pos: next.c.Position(), e: e}
+	moved := old.pos != now.pos
+	var keepWords []string
+	if moved || newWords {
+		keepWords = x.dropWords(workspaceID, e, old.pos)
+	}
+	terms := append(app.PlatformTerms(next.c), app.AnnotationTerms(next.c)...)
+	if !next.c.Seen {
+		terms = nil // annotations replayed before the conversation: unlisted until it is seen
+	}
+	for i, term := range terms {
+		terms[i] = x.intern(term)
+	}
 	for _, term := range e.terms {
-		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-			t.Delete(old)
+		if moved || !slices.Contains(terms, term) {
+			if t := x.postings[postingKey(workspaceID, term)]; t != nil {
+				t.Delete(old)
+			}
 		}
 	}
-	e.terms = append(app.PlatformTerms(e.c), app.AnnotationTerms(e.c)...)
-	if !e.c.Seen {
-		e.terms = nil // annotations replayed before the conversation: unlisted until it is seen
+	gained := terms
+	if !moved {
+		gained = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return slices.Contains(e.terms, t) })
 	}
-	now := posting{pos: e.c.Position(), e: e}
-	for _, term := range e.terms {
+	for k, v := range e.values {
+		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
+			t.Delete(ranged{v: v, pos: old.pos})
+		}
+	}
+	next.terms, next.values = terms, app.RangeValues(next.c)
+	*e = next
+	for _, term := range gained {
 		k := postingKey(workspaceID, term)
 		t := x.postings[k]
 		if t == nil {
@@ -140,12 +177,12 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 		}
 		t.ReplaceOrInsert(now)
 	}
-	for k, v := range e.values {
-		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, pos: old.pos})
-		}
+	if !newWords {
+		words = keepWords
 	}
-	e.values = app.RangeValues(e.c)
+	if e.c.Seen {
+		x.addWords(workspaceID, e, words)
+	}
 	for k, v := range e.values {
 		key := postingKey(workspaceID, k)
 		t := x.ranges[key]
@@ -155,6 +192,16 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 		}
 		t.ReplaceOrInsert(ranged{v: v, pos: now.pos, e: e})
 	}
+}
+
+// intern is s, shared by every entry that holds it.
+func (x *ConversationIndex) intern(s string) string {
+	if v, ok := x.interned[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	x.interned[s] = s
+	return s
 }
 
 // ConversationSummary looks one conversation up.
@@ -181,13 +228,17 @@ func (x *ConversationIndex) Summary(workspaceID, conversationID string) (app.Con
 func (x *ConversationIndex) ConversationPage(_ context.Context, q app.ConversationQuery) ([]app.ConversationSummary, bool, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var best []*btree.BTreeG[posting]
+	var best []walker
 	bestSize := -1
 	for _, g := range append(q.Groups(), []string{app.TermAll}) {
-		trees, size := make([]*btree.BTreeG[posting], 0, len(g)), 0
+		trees, size := make([]walker, 0, len(g)), 0
 		for _, term := range g {
-			if t := x.postings[postingKey(q.WorkspaceID, term)]; t != nil {
-				trees, size = append(trees, t), size+t.Len()
+			if w, ok := isWordTerm(term); ok {
+				if l := x.words[q.WorkspaceID][w]; l != nil {
+					trees, size = append(trees, l), size+l.Len()
+				}
+			} else if t := x.postings[postingKey(q.WorkspaceID, term)]; t != nil {
+				trees, size = append(trees, termTree{t}), size+t.Len()
 			}
 		}
 		if bestSize < 0 || size < bestSize {
@@ -209,17 +260,18 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 	var rows []app.ConversationSummary
 	for _, t := range best {
 		found := 0
-		t.AscendGreaterOrEqual(posting{pos: from}, func(p posting) bool {
-			if q.After != nil && p.pos.Compare(*q.After) >= 0 {
+		t.walk(x, from, func(e *convEntry) bool {
+			pos := e.c.Position()
+			if q.After != nil && pos.Compare(*q.After) >= 0 {
 				return true // the cursor's own conversation
 			}
-			if q.StartedAfter != 0 && p.pos.StartedAtMs <= q.StartedAfter*1000+999 {
+			if q.StartedAfter != 0 && pos.StartedAtMs <= q.StartedAfter*1000+999 {
 				return false // older than the range: nothing further matches
 			}
-			if !q.Matches(p.e.c) {
+			if !x.matches(q, e) {
 				return true
 			}
-			rows, found = append(rows, p.e.c), found+1
+			rows, found = append(rows, e.c), found+1
 			return found <= q.Limit
 		})
 	}
@@ -264,7 +316,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 		}
 		var rows []app.ConversationSummary
 		for _, it := range in {
-			if (q.After == nil || it.pos.Compare(*q.After) < 0) && q.Matches(it.e.c) {
+			if (q.After == nil || it.pos.Compare(*q.After) < 0) && x.matches(q, it.e) {
 				rows = append(rows, it.e.c)
 			}
 		}

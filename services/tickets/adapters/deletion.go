@@ -46,6 +46,8 @@ func (x *ConversationIndex) forget(workspaceID, conversationID string) {
 	}
 	delete(x.byID, key)
 	at := posting{pos: e.c.Position(), e: e}
+	x.dropWords(workspaceID, e, at.pos)
+	x.entries[e.ord] = nil // in no list now
 	for _, term := range e.terms {
 		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
 			t.Delete(at)
