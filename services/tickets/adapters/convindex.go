@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -33,6 +34,7 @@ type ConversationIndex struct {
 	words    map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
 	entries  []*convEntry                     // by ordinal (convEntry.ord), for the word lists
 	interned map[string]string                // the terms every entry shares
+	shared   map[string]any                   // the maps and lists entries share (compact)
 	// rangeFloor is the least bound of rangePage (a test lowers it to
 	// have small workspaces take that path too).
 	rangeFloor int
@@ -42,41 +44,43 @@ type convEntry struct {
 	c               app.ConversationSummary // without its Words: they are in the word lists
 	ord             uint32                  // its index in entries
 	hasWords        bool                    // it is in word lists
-	terms           []string                // its terms, but the search words
-	values          map[string]float64      // app.RangeValues of c
 	platSeq, annSeq uint64
 }
 
 type btreePostings = btree.BTreeG[posting]
 
-// ranged is one conversation in a range key's tree.
+// ranged is one conversation in a range key's tree. Like a posting, it
+// reads its position from its entry, which keeps it while in a tree
+// (change takes an entry out of its trees before it moves).
 type ranged struct {
-	v   float64
-	pos app.ConversationPosition
-	e   *convEntry
+	v float64
+	e *convEntry
 }
 
 func byValue(a, b ranged) bool {
 	if a.v != b.v {
 		return a.v < b.v
 	}
-	return a.pos.Compare(b.pos) < 0
+	return a.e.c.Position().Compare(b.e.c.Position()) < 0
 }
 
-// posting is one conversation in a term's tree.
-type posting struct {
-	pos app.ConversationPosition
-	e   *convEntry
+// posting is one conversation in a term's tree: a pointer (8 bytes, for
+// each of a conversation's terms), its position read from the entry.
+type posting struct{ e *convEntry }
+
+// pivot is an entry standing at pos, to start a walk from.
+func pivot(pos app.ConversationPosition) *convEntry {
+	return &convEntry{c: app.ConversationSummary{StartedAtMs: pos.StartedAtMs, ConversationID: pos.ID}}
 }
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
 	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btreePostings{}, ranges: map[string]*btree.BTreeG[ranged]{},
-		words: map[string]map[string]*wordList{}, interned: map[string]string{}, rangeFloor: 1000}
+		words: map[string]map[string]*wordList{}, interned: map[string]string{}, shared: map[string]any{}, rangeFloor: 1000}
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
-func newestFirst(a, b posting) bool { return a.pos.Compare(b.pos) > 0 }
+func newestFirst(a, b posting) bool { return a.e.c.Position().Compare(b.e.c.Position()) > 0 }
 
 func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" + term }
 
@@ -137,36 +141,29 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	}
 	words := next.c.Words
 	next.c.Words = nil
-	old, now := posting{pos: e.c.Position(), e: e}, posting{pos: next.c.Position(), e: e}
-	moved := old.pos != now.pos
+	moved := e.c.Position() != next.c.Position()
 	var keepWords []string
 	if moved || newWords {
-		keepWords = x.dropWords(workspaceID, e, old.pos)
+		keepWords = x.dropWords(workspaceID, e, e.c.Position())
 	}
-	terms := append(app.PlatformTerms(next.c), app.AnnotationTerms(next.c)...)
-	if !next.c.Seen {
-		terms = nil // annotations replayed before the conversation: unlisted until it is seen
-	}
-	for i, term := range terms {
-		terms[i] = x.intern(term)
-	}
-	for _, term := range e.terms {
+	x.compact(&next.c)
+	oldTerms, terms := entryTerms(e.c), entryTerms(next.c)
+	for _, term := range oldTerms {
 		if moved || !slices.Contains(terms, term) {
 			if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-				t.Delete(old)
+				t.Delete(posting{e})
 			}
 		}
 	}
 	gained := terms
 	if !moved {
-		gained = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return slices.Contains(e.terms, t) })
+		gained = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return slices.Contains(oldTerms, t) })
 	}
-	for k, v := range e.values {
+	for k, v := range app.RangeValues(e.c) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, pos: old.pos})
+			t.Delete(ranged{v: v, e: e})
 		}
 	}
-	next.terms, next.values = terms, app.RangeValues(next.c)
 	*e = next
 	for _, term := range gained {
 		k := postingKey(workspaceID, term)
@@ -175,7 +172,7 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 			t = btree.NewG(32, newestFirst)
 			x.postings[k] = t
 		}
-		t.ReplaceOrInsert(now)
+		t.ReplaceOrInsert(posting{e})
 	}
 	if !newWords {
 		words = keepWords
@@ -183,15 +180,71 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	if e.c.Seen {
 		x.addWords(workspaceID, e, words)
 	}
-	for k, v := range e.values {
+	for k, v := range app.RangeValues(e.c) {
 		key := postingKey(workspaceID, k)
 		t := x.ranges[key]
 		if t == nil {
 			t = btree.NewG(32, byValue)
 			x.ranges[key] = t
 		}
-		t.ReplaceOrInsert(ranged{v: v, pos: now.pos, e: e})
+		t.ReplaceOrInsert(ranged{v: v, e: e})
 	}
+}
+
+// entryTerms are the terms c is indexed under, but its search words (an
+// entry holds none): recomputed when it changes rather than kept.
+func entryTerms(c app.ConversationSummary) []string {
+	if !c.Seen {
+		return nil // annotations replayed before the conversation: unlisted until it is seen
+	}
+	return append(app.PlatformTerms(c), app.AnnotationTerms(c)...)
+}
+
+// maxShared bounds the values entries share: past it, a new value is
+// kept by its entry alone.
+const maxShared = 1 << 18
+
+// compact makes c share what many conversations say alike (ids, outcomes,
+// evaluations, collected values, tools) with the entries that say it:
+// the index holds the values once, not once per conversation. Shared
+// values are never changed in place (a summary's maps and lists are
+// replaced, not edited).
+func (x *ConversationIndex) compact(c *app.ConversationSummary) {
+	c.WorkspaceID, c.AgentID = x.intern(c.WorkspaceID), x.intern(c.AgentID)
+	c.Status, c.CallSuccessful = x.intern(c.Status), x.intern(c.CallSuccessful)
+	c.Evaluations = share(x, "v", c.Evaluations, mapKey(c.Evaluations))
+	key := mapKey(c.DataCollection)
+	c.DataCollection, c.DataNumbers = share(x, "d", c.DataCollection, key), share(x, "n", c.DataNumbers, key)
+	c.ToolNames = share(x, "t", c.ToolNames, strings.Join(c.ToolNames, "\x1f"))
+	c.ToolsErrored = share(x, "e", c.ToolsErrored, strings.Join(c.ToolsErrored, "\x1f"))
+}
+
+// share is the value already shared under kind and key, else v (shared
+// from now on while there is room).
+func share[T any](x *ConversationIndex, kind string, v T, key string) T {
+	if key == "" {
+		return v // none: nil or empty, as it came
+	}
+	k := kind + "\x1e" + key
+	if s, ok := x.shared[k]; ok {
+		return s.(T)
+	}
+	if len(x.shared) < maxShared {
+		x.shared[k] = v
+	}
+	return v
+}
+
+// mapKey is a canonical text of a map of strings.
+func mapKey(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString(k)
+		b.WriteByte(0x1f)
+		b.WriteString(m[k])
+		b.WriteByte(0x1e)
+	}
+	return b.String()
 }
 
 // intern is s, shared by every entry that holds it.
@@ -304,7 +357,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 			return nil, false, true // nobody has the value: nothing matches
 		}
 		var in []ranged
-		t.AscendGreaterOrEqual(ranged{v: r.Lo, pos: app.ConversationPosition{StartedAtMs: math.MinInt64}}, func(it ranged) bool {
+		t.AscendGreaterOrEqual(ranged{v: r.Lo, e: pivot(app.ConversationPosition{StartedAtMs: math.MinInt64})}, func(it ranged) bool {
 			if it.v > r.Hi || len(in) > bound {
 				return false
 			}
@@ -316,7 +369,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 		}
 		var rows []app.ConversationSummary
 		for _, it := range in {
-			if (q.After == nil || it.pos.Compare(*q.After) < 0) && x.matches(q, it.e) {
+			if (q.After == nil || it.e.c.Position().Compare(*q.After) < 0) && x.matches(q, it.e) {
 				rows = append(rows, it.e.c)
 			}
 		}

@@ -121,7 +121,7 @@ type termTree struct{ t *btreePostings }
 func (t termTree) Len() int { return t.t.Len() }
 
 func (t termTree) walk(_ *ConversationIndex, from app.ConversationPosition, fn func(*convEntry) bool) {
-	t.t.AscendGreaterOrEqual(posting{pos: from}, func(p posting) bool { return fn(p.e) })
+	t.t.AscendGreaterOrEqual(posting{pivot(from)}, func(p posting) bool { return fn(p.e) })
 }
 
 func (l *wordList) Len() int { return len(l.ords) }
