@@ -29,7 +29,24 @@ const (
 	millionOneGoal     = 20 * time.Millisecond
 	millionRestartGoal = 30 * time.Second
 	millionMemoryGoal  = 2 << 20 // KiB: 2 GiB
+	millionGoMemLimit  = "1536MiB"
 )
+
+// profileStart writes a CPU profile of a starting platform's first 30 s
+// (its replay) to file, once its profiler answers.
+func profileStart(metrics, file string) {
+	for range 500 {
+		if resp, err := http.Get("http://" + metrics + "/healthz"); err == nil {
+			resp.Body.Close()
+			p := &benchproc.Proc{Metrics: metrics}
+			if err := p.Profile(30*time.Second, file); err != nil {
+				fmt.Fprintln(os.Stderr, "restart profile:", err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // (m) n conversations with realistic transcripts (10 to 40 turns, tool
 // calls in some, an analysis), ingested as a call stack sends them: a
@@ -51,11 +68,17 @@ func runMillion(n, requests int, readIndex string) error {
 		return err
 	}
 	bin, data := bins["allinone"], filepath.Join(dir, "data")
-	env := []string{"VOICEAI_READ_INDEX=" + readIndex}
-	start := func() (*platform, error) {
+	// The Go runtime may hold the heap up to the memory goal before it
+	// collects harder (the all-in-one default, 640 MiB, is for a small
+	// deployment: past it the collector would take the CPU the ingest needs).
+	env := []string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}
+	start := func(profile string) (*platform, error) {
 		metrics, err := benchproc.FreePort() // the profiler's endpoint, for -profile
 		if err != nil {
 			return nil, err
+		}
+		if profile != "" {
+			go profileStart(metrics, profile)
 		}
 		bp, err := benchproc.StartPlatform(bin, data, adminKey, metrics, 10*time.Minute, env...)
 		if err != nil {
@@ -65,7 +88,7 @@ func runMillion(n, requests int, readIndex string) error {
 		p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent")
 		return p, err
 	}
-	p, err := start()
+	p, err := start("")
 	if err != nil {
 		return err
 	}
@@ -78,7 +101,7 @@ func runMillion(n, requests int, readIndex string) error {
 		}
 		agents = append(agents, id)
 	}
-	fmt.Printf("(m) %d conversations, realistic transcripts (10-40 turns), read index %q (platform as its own process, 2 cores shared with this client)\n", n, readIndex)
+	fmt.Printf("(m) %d conversations, realistic transcripts (10-40 turns), read index %q, GOMEMLIMIT=%s (platform as its own process, 2 cores shared with this client)\n", n, readIndex, millionGoMemLimit)
 
 	base := time.Now().Add(-time.Duration(n) * 5 * time.Millisecond).Add(-time.Hour)
 	bodies := func(i int) (started, ended string) {
@@ -188,7 +211,11 @@ func runMillion(n, requests int, readIndex string) error {
 	// answers with the newest conversation.
 	p.Kill()
 	restarted := time.Now()
-	if p, err = start(); err != nil {
+	restartProfile := ""
+	if profileFile != "" {
+		restartProfile = profileFile + ".restart"
+	}
+	if p, err = start(restartProfile); err != nil {
 		return err
 	}
 	if err := p.waitListed(newest, 10*time.Minute); err != nil {
