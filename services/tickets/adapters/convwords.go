@@ -52,12 +52,17 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 			l = &wordList{}
 			lists[strings.Clone(w)] = l // not a slice of the transcript's text
 		}
+		// The usual case (a replay, a live call): the newest of the list,
+		// found without a search.
+		if n := len(l.ords); n == 0 || x.position(l.ords[n-1]).Compare(pos) < 0 {
+			l.ords = append(l.ords, e.ord)
+			continue
+		}
 		if x.at(l, e, pos) >= 0 {
 			continue
 		}
-		i := x.after(l, pos)
-		if i == len(l.ords) {
-			l.ords = append(l.ords, e.ord) // the usual case: the newest
+		if i := x.after(l, pos); i == len(l.ords) {
+			l.ords = append(l.ords, e.ord)
 		} else {
 			l.ords = append(l.ords[:i+1], l.ords[i:]...)
 			l.ords[i] = e.ord
