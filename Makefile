@@ -6,7 +6,7 @@ PKGS  := ./pkg/... ./proto-events/... $(foreach s,$(SERVICES),./services/$(s)/..
 STORE_PKGS := ./pkg/embedded/docstore/... ./services/allinone ./services/allinone/bench ./services/webhooks/bench
 LONG_PKGS  := ./services/allinone/stack ./services/allinone/multiprocess
 
-.PHONY: run cli test test-cluster chaos deploy-check test-unit test-docker bench lint proto proto-check fmt-check images up down fuzz
+.PHONY: run cli test test-cluster chaos deploy-check test-unit test-docker bench bench-million lint proto proto-check fmt-check images up down fuzz
 
 ## run: the whole platform in one process on embedded NATS + FerretDB (http://127.0.0.1:8080)
 run:
@@ -90,6 +90,15 @@ bench:
 	$(GO) run ./services/allinone/testingbench
 	$(GO) run ./services/allinone/ticketsbench
 	$(GO) run ./services/testing/judgeeval/cmd/judgebench
+
+## bench-million: a million conversations with realistic transcripts (10-40 turns) ingested as call stacks
+##   send them (POST /v1/convai/events) into the embedded default: the ingest rate against raw appends, disk per
+##   conversation, peak memory, listing p50 with and without filters, one conversation, restart after a crash.
+##   Not in `bench`: it takes about an hour on 2 cores. MILLION_N sets the size, MILLION_INDEX the read index.
+MILLION_N ?= 1000000
+MILLION_INDEX ?= memory
+bench-million:
+	$(GO) run ./services/allinone/ticketsbench -section million -conversations $(MILLION_N) -read-index $(MILLION_INDEX)
 
 ## fuzz: a short run of every fuzz target over untrusted input
 fuzz:

@@ -16,7 +16,11 @@
 //	(g) the console's queue page at the largest workspace, in headless
 //	    Chromium (the browser's own timing);
 //	(h) the conversations listing under each triage filter at 100,000
-//	    conversations (alone: -section conversations).
+//	    conversations (alone: -section conversations);
+//	(m) only with -section million: -conversations conversations with
+//	    realistic transcripts ingested as call stacks send them, against
+//	    raw appends; disk and memory per conversation, listing and one
+//	    conversation's p50, restart after a crash (million.go).
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -75,8 +79,9 @@ func main() {
 	creates := flag.Int("creates", 5000, "tickets created through the gateway in (a)")
 	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d)")
 	requests := flag.Int("requests", 60, "requests per listing measurement")
-	conversations := flag.Int("conversations", 100_000, "the conversations of (h)")
-	section := flag.String("section", "", "run one section only: conversations (h)")
+	conversations := flag.Int("conversations", 100_000, "the conversations of (h), or of (m)")
+	section := flag.String("section", "", "run one section only: conversations (h), or million (m: not in the default run)")
+	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file")
 	flag.Parse()
 	var err error
@@ -88,8 +93,10 @@ func main() {
 		}
 	case "conversations":
 		err = runConversationFilters(*conversations, *requests)
+	case "million":
+		err = runMillion(*conversations, *requests, *readIndex)
 	default:
-		err = fmt.Errorf("-section %q: want conversations", *section)
+		err = fmt.Errorf("-section %q: want conversations or million", *section)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ticketsbench:", err)

@@ -2,8 +2,10 @@ package adapters
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/google/btree"
@@ -25,49 +27,60 @@ import (
 // start, and kept live.
 type ConversationIndex struct {
 	mu       sync.RWMutex
-	erased   map[string]bool       // workspace/conversation deleted: never listed again (deletion.go)
-	byID     map[string]*convEntry // workspace/conversation → entry
-	postings map[string]*btree.BTreeG[posting]
+	erased   map[string]bool                  // workspace/conversation deleted: never listed again (deletion.go)
+	byID     map[string]*convEntry            // workspace/conversation → entry
+	postings map[string]*btreePostings        // workspace, term (other than a search word) → newest first
 	ranges   map[string]*btree.BTreeG[ranged] // workspace, range key → by value
+	words    map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
+	entries  []*convEntry                     // by ordinal (convEntry.ord), for the word lists
+	interned map[string]string                // the terms every entry shares
+	shared   map[string]any                   // the maps and lists entries share (compact)
 	// rangeFloor is the least bound of rangePage (a test lowers it to
 	// have small workspaces take that path too).
 	rangeFloor int
 }
 
 type convEntry struct {
-	c               app.ConversationSummary
-	terms           []string
-	values          map[string]float64 // app.RangeValues of c
+	c               app.ConversationSummary // without its Words: they are in the word lists
+	ord             uint32                  // its index in entries
+	hasWords        bool                    // it is in word lists
 	platSeq, annSeq uint64
 }
 
-// ranged is one conversation in a range key's tree.
+type btreePostings = btree.BTreeG[posting]
+
+// ranged is one conversation in a range key's tree. Like a posting, it
+// reads its position from its entry, which keeps it while in a tree
+// (change takes an entry out of its trees before it moves).
 type ranged struct {
-	v   float64
-	pos app.ConversationPosition
-	e   *convEntry
+	v float64
+	e *convEntry
 }
 
 func byValue(a, b ranged) bool {
 	if a.v != b.v {
 		return a.v < b.v
 	}
-	return a.pos.Compare(b.pos) < 0
+	return a.e.c.Position().Compare(b.e.c.Position()) < 0
 }
 
-// posting is one conversation in a term's tree.
-type posting struct {
-	pos app.ConversationPosition
-	e   *convEntry
+// posting is one conversation in a term's tree: a pointer (8 bytes, for
+// each of a conversation's terms), its position read from the entry.
+type posting struct{ e *convEntry }
+
+// pivot is an entry standing at pos, to start a walk from.
+func pivot(pos app.ConversationPosition) *convEntry {
+	return &convEntry{c: app.ConversationSummary{StartedAtMs: pos.StartedAtMs, ConversationID: pos.ID}}
 }
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
-	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btree.BTreeG[posting]{}, ranges: map[string]*btree.BTreeG[ranged]{}, rangeFloor: 1000}
+	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btreePostings{}, ranges: map[string]*btree.BTreeG[ranged]{},
+		words: map[string]map[string]*wordList{}, interned: map[string]string{}, shared: map[string]any{}, rangeFloor: 1000}
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
-func newestFirst(a, b posting) bool { return a.pos.Compare(b.pos) > 0 }
+func newestFirst(a, b posting) bool { return a.e.c.Position().Compare(b.e.c.Position()) > 0 }
 
 func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" + term }
 
@@ -80,7 +93,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 		x.mu.Unlock()
 		return nil
 	}
-	x.change(ev.WorkspaceID, ev.ConversationID, func(e *convEntry) bool {
+	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, func(e *convEntry) bool {
 		if seq != 0 && seq <= e.platSeq {
 			return false
 		}
@@ -92,7 +105,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 
 // Annotate applies the annotations of TICKETS sequence seq.
 func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1.ConversationAnnotations) error {
-	x.change(a.WorkspaceId, a.ConversationId, func(e *convEntry) bool {
+	x.change(a.WorkspaceId, a.ConversationId, false, func(e *convEntry) bool {
 		if seq <= e.annSeq {
 			return false
 		}
@@ -103,9 +116,11 @@ func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1
 }
 
 // change runs apply on the conversation's entry and moves it in the
-// trees: out of every one under its old position and terms, into those of
-// its new ones.
-func (x *ConversationIndex) change(workspaceID, conversationID string, apply func(*convEntry) bool) {
+// trees: out of those of the terms it lost, into those of the terms it
+// gained (out of and into every one when its position changed), and into
+// the lists of its transcript's words when apply handed one over
+// (newWords).
+func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, apply func(*convEntry) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	key := workspaceID + "/" + conversationID
@@ -114,47 +129,132 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, apply fun
 	}
 	e := x.byID[key]
 	if e == nil {
-		e = &convEntry{c: app.ConversationSummary{WorkspaceID: workspaceID, ConversationID: conversationID}}
+		e = &convEntry{c: app.ConversationSummary{WorkspaceID: x.intern(workspaceID), ConversationID: conversationID}, ord: uint32(len(x.entries))}
 		x.byID[key] = e
+		x.entries = append(x.entries, e)
 	}
-	old := posting{pos: e.c.Position(), e: e}
-	if !apply(e) {
+	// apply runs on a copy: the word lists are ordered by the entries'
+	// positions, so e keeps its old one until it is out of them.
+	next := *e
+	if !apply(&next) {
 		return
 	}
-	for _, term := range e.terms {
-		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-			t.Delete(old)
+	words := next.c.Words
+	next.c.Words = nil
+	moved := e.c.Position() != next.c.Position()
+	var keepWords []string
+	if moved || newWords {
+		keepWords = x.dropWords(workspaceID, e, e.c.Position())
+	}
+	x.compact(&next.c)
+	oldTerms, terms := entryTerms(e.c), entryTerms(next.c)
+	for _, term := range oldTerms {
+		if moved || !slices.Contains(terms, term) {
+			if t := x.postings[postingKey(workspaceID, term)]; t != nil {
+				t.Delete(posting{e})
+			}
 		}
 	}
-	e.terms = append(app.PlatformTerms(e.c), app.AnnotationTerms(e.c)...)
-	if !e.c.Seen {
-		e.terms = nil // annotations replayed before the conversation: unlisted until it is seen
+	gained := terms
+	if !moved {
+		gained = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return slices.Contains(oldTerms, t) })
 	}
-	now := posting{pos: e.c.Position(), e: e}
-	for _, term := range e.terms {
+	for k, v := range app.RangeValues(e.c) {
+		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
+			t.Delete(ranged{v: v, e: e})
+		}
+	}
+	*e = next
+	for _, term := range gained {
 		k := postingKey(workspaceID, term)
 		t := x.postings[k]
 		if t == nil {
 			t = btree.NewG(32, newestFirst)
 			x.postings[k] = t
 		}
-		t.ReplaceOrInsert(now)
+		t.ReplaceOrInsert(posting{e})
 	}
-	for k, v := range e.values {
-		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, pos: old.pos})
-		}
+	if !newWords {
+		words = keepWords
 	}
-	e.values = app.RangeValues(e.c)
-	for k, v := range e.values {
+	if e.c.Seen {
+		x.addWords(workspaceID, e, words)
+	}
+	for k, v := range app.RangeValues(e.c) {
 		key := postingKey(workspaceID, k)
 		t := x.ranges[key]
 		if t == nil {
 			t = btree.NewG(32, byValue)
 			x.ranges[key] = t
 		}
-		t.ReplaceOrInsert(ranged{v: v, pos: now.pos, e: e})
+		t.ReplaceOrInsert(ranged{v: v, e: e})
 	}
+}
+
+// entryTerms are the terms c is indexed under, but its search words (an
+// entry holds none): recomputed when it changes rather than kept.
+func entryTerms(c app.ConversationSummary) []string {
+	if !c.Seen {
+		return nil // annotations replayed before the conversation: unlisted until it is seen
+	}
+	return append(app.PlatformTerms(c), app.AnnotationTerms(c)...)
+}
+
+// maxShared bounds the values entries share: past it, a new value is
+// kept by its entry alone.
+const maxShared = 1 << 18
+
+// compact makes c share what many conversations say alike (ids, outcomes,
+// evaluations, collected values, tools) with the entries that say it:
+// the index holds the values once, not once per conversation. Shared
+// values are never changed in place (a summary's maps and lists are
+// replaced, not edited).
+func (x *ConversationIndex) compact(c *app.ConversationSummary) {
+	c.WorkspaceID, c.AgentID = x.intern(c.WorkspaceID), x.intern(c.AgentID)
+	c.Status, c.CallSuccessful = x.intern(c.Status), x.intern(c.CallSuccessful)
+	c.Evaluations = share(x, "v", c.Evaluations, mapKey(c.Evaluations))
+	key := mapKey(c.DataCollection)
+	c.DataCollection, c.DataNumbers = share(x, "d", c.DataCollection, key), share(x, "n", c.DataNumbers, key)
+	c.ToolNames = share(x, "t", c.ToolNames, strings.Join(c.ToolNames, "\x1f"))
+	c.ToolsErrored = share(x, "e", c.ToolsErrored, strings.Join(c.ToolsErrored, "\x1f"))
+}
+
+// share is the value already shared under kind and key, else v (shared
+// from now on while there is room).
+func share[T any](x *ConversationIndex, kind string, v T, key string) T {
+	if key == "" {
+		return v // none: nil or empty, as it came
+	}
+	k := kind + "\x1e" + key
+	if s, ok := x.shared[k]; ok {
+		return s.(T)
+	}
+	if len(x.shared) < maxShared {
+		x.shared[k] = v
+	}
+	return v
+}
+
+// mapKey is a canonical text of a map of strings.
+func mapKey(m map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		b.WriteString(k)
+		b.WriteByte(0x1f)
+		b.WriteString(m[k])
+		b.WriteByte(0x1e)
+	}
+	return b.String()
+}
+
+// intern is s, shared by every entry that holds it.
+func (x *ConversationIndex) intern(s string) string {
+	if v, ok := x.interned[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	x.interned[s] = s
+	return s
 }
 
 // ConversationSummary looks one conversation up.
@@ -181,13 +281,17 @@ func (x *ConversationIndex) Summary(workspaceID, conversationID string) (app.Con
 func (x *ConversationIndex) ConversationPage(_ context.Context, q app.ConversationQuery) ([]app.ConversationSummary, bool, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	var best []*btree.BTreeG[posting]
+	var best []walker
 	bestSize := -1
 	for _, g := range append(q.Groups(), []string{app.TermAll}) {
-		trees, size := make([]*btree.BTreeG[posting], 0, len(g)), 0
+		trees, size := make([]walker, 0, len(g)), 0
 		for _, term := range g {
-			if t := x.postings[postingKey(q.WorkspaceID, term)]; t != nil {
-				trees, size = append(trees, t), size+t.Len()
+			if w, ok := isWordTerm(term); ok {
+				if l := x.words[q.WorkspaceID][w]; l != nil {
+					trees, size = append(trees, l), size+l.Len()
+				}
+			} else if t := x.postings[postingKey(q.WorkspaceID, term)]; t != nil {
+				trees, size = append(trees, termTree{t}), size+t.Len()
 			}
 		}
 		if bestSize < 0 || size < bestSize {
@@ -209,17 +313,18 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 	var rows []app.ConversationSummary
 	for _, t := range best {
 		found := 0
-		t.AscendGreaterOrEqual(posting{pos: from}, func(p posting) bool {
-			if q.After != nil && p.pos.Compare(*q.After) >= 0 {
+		t.walk(x, from, func(e *convEntry) bool {
+			pos := e.c.Position()
+			if q.After != nil && pos.Compare(*q.After) >= 0 {
 				return true // the cursor's own conversation
 			}
-			if q.StartedAfter != 0 && p.pos.StartedAtMs <= q.StartedAfter*1000+999 {
+			if q.StartedAfter != 0 && pos.StartedAtMs <= q.StartedAfter*1000+999 {
 				return false // older than the range: nothing further matches
 			}
-			if !q.Matches(p.e.c) {
+			if !x.matches(q, e) {
 				return true
 			}
-			rows, found = append(rows, p.e.c), found+1
+			rows, found = append(rows, e.c), found+1
 			return found <= q.Limit
 		})
 	}
@@ -252,7 +357,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 			return nil, false, true // nobody has the value: nothing matches
 		}
 		var in []ranged
-		t.AscendGreaterOrEqual(ranged{v: r.Lo, pos: app.ConversationPosition{StartedAtMs: math.MinInt64}}, func(it ranged) bool {
+		t.AscendGreaterOrEqual(ranged{v: r.Lo, e: pivot(app.ConversationPosition{StartedAtMs: math.MinInt64})}, func(it ranged) bool {
 			if it.v > r.Hi || len(in) > bound {
 				return false
 			}
@@ -264,7 +369,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 		}
 		var rows []app.ConversationSummary
 		for _, it := range in {
-			if (q.After == nil || it.pos.Compare(*q.After) < 0) && q.Matches(it.e.c) {
+			if (q.After == nil || it.e.c.Position().Compare(*q.After) < 0) && x.matches(q, it.e) {
 				rows = append(rows, it.e.c)
 			}
 		}

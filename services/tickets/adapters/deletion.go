@@ -45,15 +45,16 @@ func (x *ConversationIndex) forget(workspaceID, conversationID string) {
 		return
 	}
 	delete(x.byID, key)
-	at := posting{pos: e.c.Position(), e: e}
-	for _, term := range e.terms {
+	x.dropWords(workspaceID, e, e.c.Position())
+	x.entries[e.ord] = nil // in no list now
+	for _, term := range entryTerms(e.c) {
 		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-			t.Delete(at)
+			t.Delete(posting{e})
 		}
 	}
-	for k, v := range e.values {
+	for k, v := range app.RangeValues(e.c) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, pos: at.pos})
+			t.Delete(ranged{v: v, e: e})
 		}
 	}
 }

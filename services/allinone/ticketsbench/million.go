@@ -1,0 +1,354 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+)
+
+// The goals of (m), issue 46.
+const (
+	millionListingGoal = 5 * time.Millisecond
+	millionOneGoal     = 20 * time.Millisecond
+	millionRestartGoal = 30 * time.Second
+	millionMemoryGoal  = 2 << 20 // KiB: 2 GiB
+	millionGoMemLimit  = "1536MiB"
+)
+
+// profileStart writes a CPU profile of a starting platform's first 30 s
+// (its replay) to file, once its profiler answers.
+func profileStart(metrics, file string) {
+	for range 500 {
+		if resp, err := http.Get("http://" + metrics + "/healthz"); err == nil {
+			resp.Body.Close()
+			p := &benchproc.Proc{Metrics: metrics}
+			if err := p.Profile(30*time.Second, file); err != nil {
+				fmt.Fprintln(os.Stderr, "restart profile:", err)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// (m) n conversations with realistic transcripts (10 to 40 turns, tool
+// calls in some, an analysis), ingested as a call stack sends them: a
+// conversation_started then a conversation_ended through POST
+// /v1/convai/events, by 16 clients as fast as the platform answers;
+// against raw JetStream appends of the same bodies in the same run. Then
+// the disk used, the platform's peak memory, the listing and one
+// conversation's p50, and a restart after a crash on the same data. Alone:
+// `go run ./services/allinone/ticketsbench -section million
+// -conversations N [-read-index memory|store]`.
+func runMillion(n, requests int, readIndex string) error {
+	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-million-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bins, err := benchproc.Build(dir, "./services/allinone")
+	if err != nil {
+		return err
+	}
+	bin, data := bins["allinone"], filepath.Join(dir, "data")
+	// The Go runtime may hold the heap up to the memory goal before it
+	// collects harder (the all-in-one default, 640 MiB, is for a small
+	// deployment: past it the collector would take the CPU the ingest needs).
+	env := []string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}
+	start := func(profile string) (*platform, error) {
+		metrics, err := benchproc.FreePort() // the profiler's endpoint, for -profile
+		if err != nil {
+			return nil, err
+		}
+		if profile != "" {
+			go profileStart(metrics, profile)
+		}
+		bp, err := benchproc.StartPlatform(bin, data, adminKey, metrics, 10*time.Minute, env...)
+		if err != nil {
+			return nil, err
+		}
+		p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, clients)}
+		p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent")
+		return p, err
+	}
+	p, err := start("")
+	if err != nil {
+		return err
+	}
+	defer func() { p.Stop() }()
+	agents := []string{p.agentID}
+	for i := 1; i < 5; i++ {
+		id, err := p.api.CreateAgent(`{"name":"Bench `+strconv.Itoa(i)+`"}`, "bench-agent-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		agents = append(agents, id)
+	}
+	fmt.Printf("(m) %d conversations, realistic transcripts (10-40 turns), read index %q, GOMEMLIMIT=%s (platform as its own process, 2 cores shared with this client)\n", n, readIndex, millionGoMemLimit)
+
+	base := time.Now().Add(-time.Duration(n) * 5 * time.Millisecond).Add(-time.Hour)
+	bodies := func(i int) (started, ended string) {
+		return millionEvents(i, agents, base)
+	}
+	raw, err := rawEventAppends(p.NATSURL, min(n, 20_000), bodies)
+	if err != nil {
+		return err
+	}
+	if profileFile != "" {
+		go func() {
+			if err := p.Profile(30*time.Second, profileFile); err != nil {
+				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}()
+	}
+	began := time.Now()
+	took, err := inParallel(n, func(i int64) error {
+		started, ended := bodies(int(i))
+		for _, body := range []string{started, ended} {
+			b, code, err := p.api.Do("POST", "/v1/convai/events", body, "")
+			if err != nil || code != http.StatusAccepted {
+				return fmt.Errorf("POST /v1/convai/events: %d %.300s %v", code, b, err)
+			}
+		}
+		if i%100_000 == 0 {
+			fmt.Printf("    %d conversations sent after %s\n", i, time.Since(began).Round(time.Second))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	accepted := float64(2*n) / took.Seconds()
+	newest := millionID(n)
+	if err := p.waitListed(newest, time.Hour); err != nil {
+		return err
+	}
+	js, closeJS, err := p.JetStream()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	durables := []string{"tickets-transcripts"}
+	if readIndex == "store" {
+		durables = append(durables, "tickets-conversations")
+	}
+	for _, d := range durables {
+		if err = projection.WaitCaughtUp(wctx, js, events.PlatformStream, d); err != nil {
+			break
+		}
+	}
+	cancel()
+	closeJS()
+	if err != nil {
+		return err
+	}
+	caughtUp := time.Since(began)
+	fmt.Printf("    ingest: %d events accepted in %s = %.0f events/s (%.0f conversations/s) vs raw JetStream appends of the same bodies %.0f/s = %.3f (goal >= 0.333: %s)\n",
+		2*n, took.Round(time.Second), accepted, accepted/2, raw, accepted/raw, benchkit.Verdict(accepted/raw >= 1.0/3))
+	fmt.Printf("    listed and every transcript projected %s after the first event: %.0f conversations/s end to end\n",
+		caughtUp.Round(time.Second), float64(n)/caughtUp.Seconds())
+	if profileFile != "" {
+		if err := heapProfile(p, profileFile+".heap"); err != nil {
+			fmt.Fprintln(os.Stderr, "heap profile:", err)
+		}
+	}
+	size, err := dirSize(data)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    disk: %.2f GiB in the data directory = %.1f KiB per conversation (NATS %.1f, store %.1f)\n",
+		float64(size)/(1<<30), float64(size)/1024/float64(n), subSize(data, "nats")/1024/float64(n), subSize(data, "mongo")/1024/float64(n))
+	peak := p.PeakRSSKiB()
+
+	filters := []struct{ name, query string }{
+		{"none", ""},
+		{"agent", "agent_id=" + agents[2]},
+		{"call_successful", "call_successful=failure"},
+		{"tool_names", "tool_names=issue_refund"},
+		{"evaluation", "evaluation_params=resolved:failure"},
+		{"search (common)", "search=refund"},
+		{"search (rare)", "search=chargeback+fraud"},
+		{"several at once", "agent_id=" + agents[1] + "&call_successful=failure&tool_names=lookup_order&search=order"},
+	}
+	kinds := make([]struct{ name, path string }, 0, len(filters)+1)
+	for _, f := range filters {
+		kinds = append(kinds, struct{ name, path string }{f.name, "/v1/convai/conversations?page_size=100&" + f.query})
+	}
+	lat, err := p.measure(requests, kinds)
+	if err != nil {
+		return err
+	}
+	one, err := p.oneConversations(n, requests)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    listing p50 (page of 100), goal < %s:\n", millionListingGoal)
+	for _, f := range filters {
+		d := lat[f.name]
+		fmt.Printf("      %-17s %9s  %s\n", f.name, d.Round(10*time.Microsecond), benchkit.Verdict(d < millionListingGoal))
+	}
+	fmt.Printf("    one conversation with its transcript (random ones), p50 %s (goal < %s: %s)\n",
+		one.Round(10*time.Microsecond), millionOneGoal, benchkit.Verdict(one < millionOneGoal))
+
+	// A crash, then a start on the same data: ready once the first listing
+	// answers with the newest conversation.
+	p.Kill()
+	restarted := time.Now()
+	restartProfile := ""
+	if profileFile != "" {
+		restartProfile = profileFile + ".restart"
+	}
+	if p, err = start(restartProfile); err != nil {
+		return err
+	}
+	if err := p.waitListed(newest, 10*time.Minute); err != nil {
+		return err
+	}
+	ready := time.Since(restarted)
+	after := p.PeakRSSKiB()
+	fmt.Printf("    restart after a crash: first listing answered in %s (goal < %s: %s)\n",
+		ready.Round(time.Millisecond), millionRestartGoal, benchkit.Verdict(ready < millionRestartGoal))
+	fmt.Printf("    platform peak memory (RSS): %d MiB through the ingest and reads, %d MiB after the restart (goal < 2 GiB: %s)\n",
+		peak/1024, after/1024, benchkit.Verdict(max(peak, after) < millionMemoryGoal))
+	return nil
+}
+
+func millionID(i int) string { return fmt.Sprintf("conv_m%07d", i) }
+
+// millionEvents are conversation i's two ingest bodies: its start, and
+// its end with the transcript, the outcome, the duration and an analysis
+// (an evaluation, two collected values).
+func millionEvents(i int, agents []string, base time.Time) (started, ended string) {
+	r := rand.New(rand.NewPCG(uint64(i), 7))
+	conv, agent := millionID(i), agents[i%len(agents)]
+	at := base.Add(time.Duration(i) * 5 * time.Millisecond)
+	turns, tools := transcriptOf(i)
+	duration := turns[len(turns)-1]["time_in_call_secs"].(int) + 5
+	resolved := "success"
+	if r.IntN(4) == 0 {
+		resolved = "failure"
+	}
+	data := map[string]any{
+		"conversation_id": conv, "agent_id": agent, "call_successful": []string{"success", "success", "failure", "unknown"}[r.IntN(4)],
+		"call_duration_secs": duration, "transcript": turns,
+		"analysis": map[string]any{
+			"transcript_summary": fmt.Sprintf("The caller talked to the agent for %d turns; tools used: %v.", len(turns), tools),
+			"evaluation_criteria_results": map[string]any{
+				"resolved": map[string]any{"criteria_id": "resolved", "result": resolved, "rationale": "Whether the caller's issue was solved."},
+				"polite":   map[string]any{"criteria_id": "polite", "result": "success", "rationale": "The agent stayed polite."},
+			},
+			"data_collection_results": map[string]any{
+				"city":   map[string]any{"data_collection_id": "city", "value": slots["city"][r.IntN(len(slots["city"]))]},
+				"amount": map[string]any{"data_collection_id": "amount", "value": r.IntN(1000)},
+			},
+		},
+	}
+	s, _ := json.Marshal(map[string]any{"event": "conversation_started", "timestamp": at.UTC().Format(time.RFC3339Nano),
+		"data": map[string]any{"conversation_id": conv, "agent_id": agent}})
+	e, _ := json.Marshal(map[string]any{"event": "conversation_ended", "timestamp": at.Add(time.Duration(duration) * time.Second).UTC().Format(time.RFC3339Nano), "data": data})
+	return string(s), string(e)
+}
+
+// rawEventAppends is the ingest's baseline: m conversations' two bodies
+// appended by 16 publishers, each acknowledged, to a file stream on the
+// platform's server, in appends per second.
+func rawEventAppends(natsURL string, m int, bodies func(int) (string, string)) (float64, error) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCHRAW", Subjects: []string{"benchraw.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return 0, err
+	}
+	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
+	took, err := inParallel(m, func(i int64) error {
+		s, e := bodies(int(i))
+		for _, b := range []string{s, e} {
+			if _, err := js.Publish(ctx, "benchraw.ws_default.conversation", []byte(b)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return float64(2*m) / took.Seconds(), err
+}
+
+// oneConversations is the p50 of GET one conversation (with its
+// transcript), for conversations drawn at random across the n.
+func (p *platform) oneConversations(n, requests int) (time.Duration, error) {
+	r := rand.New(rand.NewPCG(1, 2))
+	ds := make([]time.Duration, 0, 2*requests)
+	for range 2 * requests {
+		conv := millionID(1 + r.IntN(n))
+		at := time.Now()
+		b, code, err := p.api.Do("GET", "/v1/convai/conversations/"+conv, "", "")
+		if err != nil || code != 200 || len(b) < 500 {
+			return 0, fmt.Errorf("GET %s: %d %.200s %v", conv, code, b, err)
+		}
+		ds = append(ds, time.Since(at))
+	}
+	return median(ds), nil
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// heapProfile writes the platform's live heap to file.
+func heapProfile(p *platform, file string) error {
+	resp, err := http.Get("http://" + p.Metrics + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	out, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, resp.Body); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// dirSize is the bytes the files under dir take on disk.
+func dirSize(dir string) (int64, error) {
+	var size int64
+	err := filepath.Walk(dir, func(_ string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		if !info.IsDir() {
+			size += info.Size()
+		}
+		return nil
+	})
+	return size, err
+}
+
+func subSize(data, sub string) float64 {
+	n, _ := dirSize(filepath.Join(data, sub))
+	return float64(n)
+}
