@@ -97,7 +97,7 @@ func ParseAgentConfig(conversationConfig []byte) AgentConfig {
 		DynamicVariables: map[string]string{}, Model: agentconfig.Parse(conversationConfig),
 	}
 	for k, v := range cc.Agent.DynamicVariables.Placeholders {
-		out.DynamicVariables[k] = scalarString(v)
+		out.DynamicVariables[k] = ScalarString(v)
 	}
 	for _, raw := range cc.Agent.Prompt.Tools {
 		var t struct {
@@ -121,7 +121,9 @@ func ParseAgentConfig(conversationConfig []byte) AgentConfig {
 	return out
 }
 
-func scalarString(v any) string {
+// ScalarString is a JSON value as text: a string as it is, null as
+// nothing, anything else as its JSON.
+func ScalarString(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x

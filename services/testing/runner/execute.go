@@ -14,6 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // Run is everything one run attempt needs.
@@ -178,7 +179,7 @@ func (e *Executor) cast(ctx context.Context, r Run, repeatIndex int) (*roles, er
 func (e *Executor) variables(r Run) map[string]string {
 	vars := maps.Clone(e.agentConfig(r.AgentConfig).DynamicVariables) // the parsed configuration is shared
 	for k, v := range r.Definition.DynamicVariables {
-		vars[k] = scalarString(v)
+		vars[k] = model.ScalarString(v)
 	}
 	return vars
 }
@@ -369,7 +370,7 @@ func (e *Executor) checkParams(ctx context.Context, m Model, tp *domain.ToolExpe
 	for _, p := range tp.Parameters {
 		path := deref(p.Path)
 		val, present := lookup(args, path)
-		got := scalarString(val)
+		got := model.ScalarString(val)
 		switch p.Eval.Type {
 		case "anything":
 			if !present {

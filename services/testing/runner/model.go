@@ -6,7 +6,6 @@
 package runner
 
 import (
-	"encoding/json"
 	"regexp"
 	"strings"
 
@@ -59,18 +58,4 @@ func Substitute(s string, vars map[string]string) string {
 		}
 		return m
 	})
-}
-
-// scalarString is a JSON value as text: a string as it is, null as
-// nothing, anything else as its JSON.
-func scalarString(v any) string {
-	switch x := v.(type) {
-	case string:
-		return x
-	case nil:
-		return ""
-	default:
-		b, _ := json.Marshal(x)
-		return string(b)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
 
 // maxToolCallsPerTurn bounds the tool calls the agent makes in one turn
@@ -228,7 +229,7 @@ func mockMatches(conds []domain.ToolParam, arguments string) bool {
 		if !present || p.Eval == nil {
 			return false
 		}
-		got := scalarString(val)
+		got := model.ScalarString(val)
 		switch p.Eval.Type {
 		case "exact":
 			if got != deref(p.Eval.ExpectedValue) {
