@@ -275,6 +275,19 @@ func (p *platform) get(path string) (page, error) {
 // messages the size of a ticket event, by 16 publishers, to a file stream
 // on the platform's server.
 func rawAppends(natsURL string, n int) (float64, error) {
+	payload := make([]byte, 600)
+	took, err := onRawStream(natsURL, n, func(ctx context.Context, js jetstream.JetStream, i int64) error {
+		id := "t" + strconv.FormatInt(i, 10)
+		_, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id))
+		return err
+	})
+	return float64(n) / took.Seconds(), err
+}
+
+// onRawStream runs work(1) … work(n) on the bench's clients against a
+// file stream of its own (benchraw.>) on the platform's server, deleted
+// after, and returns how long the work took.
+func onRawStream(natsURL string, n int, work func(ctx context.Context, js jetstream.JetStream, i int64) error) (time.Duration, error) {
 	nc, err := nats.Connect(natsURL)
 	if err != nil {
 		return 0, err
@@ -286,13 +299,7 @@ func rawAppends(natsURL string, n int) (float64, error) {
 		return 0, err
 	}
 	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
-	payload := make([]byte, 600)
-	took, err := inParallel(n, func(i int64) error {
-		id := "t" + strconv.FormatInt(i, 10)
-		_, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id))
-		return err
-	})
-	return float64(n) / took.Seconds(), err
+	return inParallel(n, func(i int64) error { return work(ctx, js, i) })
 }
 
 // inParallel runs work(1) … work(n) on the bench's clients, stopping at

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -165,7 +163,7 @@ func runMillion(n, requests int, readIndex string) error {
 	fmt.Printf("    listed and every transcript projected %s after the first event: %.0f conversations/s end to end\n",
 		caughtUp.Round(time.Second), float64(n)/caughtUp.Seconds())
 	if profileFile != "" {
-		if err := heapProfile(p, profileFile+".heap"); err != nil {
+		if err := p.HeapProfile(profileFile + ".heap"); err != nil {
 			fmt.Fprintln(os.Stderr, "heap profile:", err)
 		}
 	}
@@ -270,18 +268,7 @@ func millionEvents(i int, agents []string, base time.Time) (started, ended strin
 // appended by 16 publishers, each acknowledged, to a file stream on the
 // platform's server, in appends per second.
 func rawEventAppends(natsURL string, m int, bodies func(int) (string, string)) (float64, error) {
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCHRAW", Subjects: []string{"benchraw.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return 0, err
-	}
-	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
-	took, err := inParallel(m, func(i int64) error {
+	took, err := onRawStream(natsURL, m, func(ctx context.Context, js jetstream.JetStream, i int64) error {
 		s, e := bodies(int(i))
 		for _, b := range []string{s, e} {
 			if _, err := js.Publish(ctx, "benchraw.ws_default.conversation", []byte(b)); err != nil {
@@ -313,24 +300,6 @@ func (p *platform) oneConversations(n, requests int) (time.Duration, error) {
 func median(ds []time.Duration) time.Duration {
 	slices.Sort(ds)
 	return ds[len(ds)/2]
-}
-
-// heapProfile writes the platform's live heap to file.
-func heapProfile(p *platform, file string) error {
-	resp, err := http.Get("http://" + p.Metrics + "/debug/pprof/heap?gc=1")
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	out, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, resp.Body); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
 
 // dirSize is the bytes the files under dir take on disk.

@@ -91,10 +91,18 @@ func MetricsAddr(profiling bool) (string, error) {
 
 // Profile writes a CPU profile of the process over the next d to file.
 func (p *Proc) Profile(d time.Duration, file string) error {
+	return p.pprof(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), file)
+}
+
+// HeapProfile writes the process's live heap (after a collection) to file.
+func (p *Proc) HeapProfile(file string) error { return p.pprof("heap?gc=1", file) }
+
+// pprof saves the process's /debug/pprof/<what> to file.
+func (p *Proc) pprof(what, file string) error {
 	if p.Metrics == "off" {
 		return fmt.Errorf("no profiler endpoint: start the process with a metrics address")
 	}
-	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.Metrics, int(d.Seconds())))
+	resp, err := http.Get("http://" + p.Metrics + "/debug/pprof/" + what)
 	if err != nil {
 		return err
 	}
