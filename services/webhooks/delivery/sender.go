@@ -155,16 +155,23 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	kept, _ := io.ReadAll(io.LimitReader(resp.Body, MaxKeptResponse))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody))
 	_ = resp.Body.Close()
-	out := Result{Outcome: domain.Outcome{StatusCode: resp.StatusCode}, ResponseBody: kept}
+	return Answered(resp.StatusCode, resp.Header, kept, s.TimeUnit)
+}
+
+// Answered is the result of an attempt the receiver answered with status,
+// header and (the kept part of) body: an error unless 2xx (redirects are
+// not followed), and the Retry-After of a 429 or 5xx, read in unit.
+func Answered(status int, header http.Header, kept []byte, unit time.Duration) Result {
+	out := Result{Outcome: domain.Outcome{StatusCode: status}, ResponseBody: kept}
 	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		out.Error = fmt.Sprintf("HTTP %d: redirects are not followed", resp.StatusCode)
+	case status >= 200 && status < 300:
+	case status >= 300 && status < 400:
+		out.Error = fmt.Sprintf("HTTP %d: redirects are not followed", status)
 	default:
-		out.Error = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		out.Error = fmt.Sprintf("HTTP %d", status)
 	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" && (resp.StatusCode == 429 || resp.StatusCode >= 500) {
-		out.Outcome.RetryAfter = domain.ParseRetryAfter(ra, time.Now(), s.TimeUnit)
+	if ra := header.Get("Retry-After"); ra != "" && (status == 429 || status >= 500) {
+		out.Outcome.RetryAfter = domain.ParseRetryAfter(ra, time.Now(), unit)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package memory
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"sync"
@@ -91,16 +90,5 @@ func (s *Sender) send(r delivery.Request) delivery.Result {
 		return delivery.Result{Outcome: domain.Outcome{NetworkErr: true}, Error: "connection failed: dial tcp: connection refused"}
 	}
 	a := e(delivery.Headers(r), bytes.Clone(r.Body))
-	out := delivery.Result{Outcome: domain.Outcome{StatusCode: a.Status}, ResponseBody: a.Body[:min(len(a.Body), delivery.MaxKeptResponse)]}
-	switch {
-	case a.Status >= 200 && a.Status < 300:
-	case a.Status >= 300 && a.Status < 400:
-		out.Error = fmt.Sprintf("HTTP %d: redirects are not followed", a.Status)
-	default:
-		out.Error = fmt.Sprintf("HTTP %d", a.Status)
-	}
-	if ra := a.Header.Get("Retry-After"); ra != "" && (a.Status == 429 || a.Status >= 500) {
-		out.Outcome.RetryAfter = domain.ParseRetryAfter(ra, time.Now(), time.Second)
-	}
-	return out
+	return delivery.Answered(a.Status, a.Header, a.Body[:min(len(a.Body), delivery.MaxKeptResponse)], time.Second)
 }
