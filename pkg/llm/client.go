@@ -260,8 +260,6 @@ func New(c Config) (*Client, error) {
 	return cl, nil
 }
 
-func chatEndpoint(base string) (string, error) { return apiEndpoint(base, "/chat/completions") }
-
 func apiEndpoint(base, suffix string) (string, error) {
 	base = strings.TrimSpace(base)
 	if base == "" {

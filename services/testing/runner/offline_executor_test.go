@@ -19,9 +19,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 )
 
-const hoursPrompt = "You help Ann book tables. Our opening hours are nine to five every weekday. Refunds are never given for cancelled bookings."
-
-func userTurn(s string) Turn  { return Turn{Role: "user", Text: s} }
 func agentTurn(s string) Turn { return Turn{Role: "agent", Text: s} }
 
 func TestSubstitute(t *testing.T) {
