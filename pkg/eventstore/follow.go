@@ -58,6 +58,16 @@ func Follow(ctx context.Context, js jetstream.JetStream, stream string, filters 
 	return follow(ctx, js, stream, jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: policy}, apply)
 }
 
+// FollowAfter is Follow (all records) from the record after seq: for a
+// read model restored from a snapshot taken at seq.
+func FollowAfter(ctx context.Context, js jetstream.JetStream, stream string, filters []string, seq uint64, apply func(Record)) (*Follower, error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if seq > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, seq+1
+	}
+	return follow(ctx, js, stream, cfg, apply)
+}
+
 // FollowFrom is Follow from a point in time: the records stored since
 // then (a zero since: only those stored from now on), then new ones live.
 // It is ready at once when nothing stored since then is left to apply.

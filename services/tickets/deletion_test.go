@@ -37,7 +37,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		svc, err := Start(ctx, d, "secret")
+		svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
 		if err != nil {
 			t.Fatal(err)
 		}

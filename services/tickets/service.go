@@ -37,9 +37,25 @@ const Name = "tickets"
 // Service is a running tickets service.
 type Service = runtime.Service[*app.App]
 
+// Config is the service's own configuration.
+type Config struct {
+	// Secret is the deployment secret (config.Service.SecretKey).
+	Secret    string
+	Snapshots SnapshotConfig
+}
+
+// SnapshotConfig tunes the conversation index's snapshots, what a restart
+// reads instead of replaying the platform stream whole.
+type SnapshotConfig struct {
+	// Every is how many platform records call for a new snapshot; 0
+	// writes none (a restart replays the stream whole).
+	Every uint64 `env:"VOICEAI_TICKETS_SNAPSHOT_EVERY" envDefault:"20000"`
+}
+
 // Start runs the service until ctx ends. It serves once the directory has
 // caught up with the agents, identity and platform streams.
-func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error) {
+func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
+	secret := c.Secret
 	// PLATFORM is published on by producers outside the suite: whoever
 	// starts first creates it.
 	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.TicketsStream, events.PlatformStream); err != nil {
@@ -61,14 +77,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	dir := adapters.NewDirectory(d.Logger)
 	dir.Keys = keys
-	// The directory's replay opens every sealed transcript: their keys
-	// are read in one pass of the bucket, not asked for one by one.
-	release, err := keys.Warm(ctx)
-	if err != nil {
-		return nil, err
-	}
-	err = dir.Follow(ctx, d.JS)
-	release()
+	snapshots, err := startConversationIndex(ctx, d, c.Snapshots, dir, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +109,7 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	verdicts := startVerdicts(ctx, d, dir.Conversations.ConversationDeleted)
 	a.Conversations, a.Transcripts, a.Verdicts = dir.Conversations, transcripts, verdicts
 	a.ConvWriter, a.Tags = dir.Conversations, tags
-	forgetters := []app.ConversationForgetter{dir.Conversations, transcripts, verdicts}
+	forgetters := []app.ConversationForgetter{dir.Conversations, snapshots, transcripts, verdicts}
 	if d.ReadIndex != config.ReadIndexMemory {
 		convs, err := startConversationStore(ctx, d, keys)
 		if err != nil {
@@ -116,6 +125,42 @@ func Start(ctx context.Context, d runtime.Deps, secret string) (*Service, error)
 	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
+}
+
+// startConversationIndex fills the directory's conversation index from
+// its stored snapshot and the platform records after it (or from the
+// whole stream when there is none to read), and keeps snapshots stored
+// from then on.
+func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfig, dir *adapters.Directory, keys *kvkeys.Keys) (*adapters.IndexSnapshotter, error) {
+	store, err := adapters.OpenIndexSnapshots(ctx, d.JS, d.StreamReplicas, keys)
+	if err != nil {
+		return nil, err
+	}
+	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every, Log: d.Logger}
+	start := time.Now()
+	st, loaded, err := store.Load(ctx, dir.Conversations)
+	if err != nil {
+		return nil, err
+	}
+	if loaded {
+		snapshotter.Loaded(st)
+		d.Logger.Info("conversation index read from its snapshot", "platform_seq", st.PlatformSeq, "conversations", st.Conversations, "took", time.Since(start))
+	}
+	// A replay from the first record opens every sealed transcript: their
+	// keys are read in one pass of the bucket, not asked for one by one.
+	release := func() {}
+	if !loaded {
+		if release, err = keys.Warm(ctx); err != nil {
+			return nil, err
+		}
+	}
+	err = dir.Follow(ctx, d.JS)
+	release()
+	if err != nil {
+		return nil, err
+	}
+	go snapshotter.Run(ctx)
+	return snapshotter, nil
 }
 
 // startTranscripts projects the transcripts call stacks hand over on

@@ -49,7 +49,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		&agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws_a", Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := Start(ctx, d, "secret")
+	svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
 	if err != nil {
 		t.Fatal(err)
 	}

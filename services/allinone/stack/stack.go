@@ -60,6 +60,8 @@ type Config struct {
 	// deployment whose tickets-qa-worker processes are separate).
 	QAWorkers int `env:"VOICEAI_EMBEDDED_QA_WORKERS" envDefault:"1"`
 	QAWorker  tickets.QAWorkerConfig
+	// Snapshots tune the conversation index's snapshots.
+	Snapshots tickets.SnapshotConfig
 	// ReadIndex is what listings read (config.ReadIndexMemory by default:
 	// the embedded store scans every document of a filtered query).
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
@@ -151,8 +153,9 @@ func TestConfig(dir string, store StoreFunc) Config {
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1,
-		Testing:  testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
-		QAWorker: tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
+		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
+		QAWorker:  tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
+		Snapshots: tickets.SnapshotConfig{Every: 20_000},
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour,
 			EndpointConcurrency: 4, EndpointTimeout: 30 * time.Second},
@@ -254,7 +257,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { _ = ag.Stop() })
-	tk, err := tickets.Start(ctx, d, secret)
+	tk, err := tickets.Start(ctx, d, tickets.Config{Secret: secret, Snapshots: c.Snapshots})
 	if err != nil {
 		return fail(err)
 	}

@@ -35,6 +35,9 @@ type ConversationIndex struct {
 	entries  []*convEntry                     // by ordinal (convEntry.ord), for the word lists
 	interned map[string]string                // the terms every entry shares
 	shared   map[string]any                   // the maps and lists entries share (compact)
+	// platformSeq is the last PLATFORM record applied, deletionSeq the
+	// last deletion's (what a snapshot is taken at, convsnapshot.go).
+	platformSeq, deletionSeq uint64
 	// rangeFloor is the least bound of rangePage (a test lowers it to
 	// have small workspaces take that path too).
 	rangeFloor int
@@ -75,8 +78,9 @@ func pivot(pos app.ConversationPosition) *convEntry {
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
-	return &ConversationIndex{byID: map[string]*convEntry{}, postings: map[string]*btreePostings{}, ranges: map[string]*btree.BTreeG[ranged]{},
-		words: map[string]map[string]*wordList{}, interned: map[string]string{}, shared: map[string]any{}, rangeFloor: 1000}
+	x := &ConversationIndex{rangeFloor: 1000}
+	x.reset()
+	return x
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
@@ -90,10 +94,14 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 	if ev.Name == ConversationDeletedEvent {
 		x.mu.Lock()
 		x.forget(ev.WorkspaceID, ev.ConversationID)
+		x.applied(seq)
+		if seq > x.deletionSeq {
+			x.deletionSeq = seq
+		}
 		x.mu.Unlock()
 		return nil
 	}
-	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, func(e *convEntry) bool {
+	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, seq, func(e *convEntry) bool {
 		if seq != 0 && seq <= e.platSeq {
 			return false
 		}
@@ -105,7 +113,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 
 // Annotate applies the annotations of TICKETS sequence seq.
 func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1.ConversationAnnotations) error {
-	x.change(a.WorkspaceId, a.ConversationId, false, func(e *convEntry) bool {
+	x.change(a.WorkspaceId, a.ConversationId, false, 0, func(e *convEntry) bool {
 		if seq <= e.annSeq {
 			return false
 		}
@@ -119,10 +127,11 @@ func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1
 // trees: out of those of the terms it lost, into those of the terms it
 // gained (out of and into every one when its position changed), and into
 // the lists of its transcript's words when apply handed one over
-// (newWords).
-func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, apply func(*convEntry) bool) {
+// (newWords). platSeq, when not 0, is the PLATFORM record it applies.
+func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, platSeq uint64, apply func(*convEntry) bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.applied(platSeq)
 	key := workspaceID + "/" + conversationID
 	if x.erased[key] {
 		return // deleted: what a replay or a late event says of it is not kept
@@ -188,6 +197,15 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 			x.ranges[key] = t
 		}
 		t.ReplaceOrInsert(ranged{v: v, e: e})
+	}
+}
+
+// applied notes that the PLATFORM record seq (0: none) was applied; x.mu
+// is held. The platform feed applies its records in order, so the
+// greatest is the last.
+func (x *ConversationIndex) applied(seq uint64) {
+	if seq > x.platformSeq {
+		x.platformSeq = seq
 	}
 }
 

@@ -42,19 +42,27 @@ func NewDirectory(log *slog.Logger) *Directory {
 // returns once the directory holds everything stored so far.
 func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 	feeds := []struct {
-		stream  string
-		filters []string
-		last    bool
-		apply   func(eventstore.Record)
+		stream string
+		follow func() (*eventstore.Follower, error)
 	}{
-		{events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent},
-		{events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount},
-		{events.PlatformStream, ConversationFeed, false, d.applyPlatform},
+		{events.AgentsStream, func() (*eventstore.Follower, error) {
+			return eventstore.Follow(ctx, js, events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent)
+		}},
+		{events.IdentityStream, func() (*eventstore.Follower, error) {
+			return eventstore.Follow(ctx, js, events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount)
+		}},
+		{events.PlatformStream, func() (*eventstore.Follower, error) {
+			after, err := d.platformStart(ctx, js)
+			if err != nil {
+				return nil, err
+			}
+			return eventstore.FollowAfter(ctx, js, events.PlatformStream, ConversationFeed, after, d.applyPlatform)
+		}},
 	}
 	for _, f := range feeds {
 		// The streams belong to other services, which may start later.
 		d.log.Info("following stream", "stream", f.stream)
-		fl, err := eventstore.Follow(ctx, js, f.stream, f.filters, f.last, f.apply)
+		fl, err := f.follow()
 		if err != nil {
 			return err
 		}
@@ -63,6 +71,27 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 		}
 	}
 	return nil
+}
+
+// platformStart is the PLATFORM record the conversations' index has
+// applied up to: its snapshot's, or 0 for a replay from the first. A
+// snapshot taken past the stream's last record is of another stream (it
+// was deleted and made again): the index is emptied and replayed.
+func (d *Directory) platformStart(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	seq := d.Conversations.State().PlatformSeq
+	if seq == 0 {
+		return 0, nil
+	}
+	str, err := eventstore.WaitForStream(ctx, js, events.PlatformStream)
+	if err != nil {
+		return 0, err
+	}
+	if last := str.CachedInfo().State.LastSeq; last < seq {
+		d.log.Warn("conversation index snapshot is ahead of the platform stream; replaying it whole", "snapshot_seq", seq, "stream_last_seq", last)
+		d.Conversations.Reset()
+		return 0, nil
+	}
+	return seq, nil
 }
 
 func (d *Directory) applyAgent(rec eventstore.Record) {

@@ -10,8 +10,13 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets"
 )
 
+type cfg struct {
+	config.Service
+	tickets.SnapshotConfig
+}
+
 func main() {
-	runtime.MainService(tickets.Name, func(ctx context.Context, d runtime.Deps, c config.Service) (*tickets.Service, error) {
-		return tickets.Start(ctx, d, c.SecretKey)
+	runtime.MainService(tickets.Name, func(ctx context.Context, d runtime.Deps, c cfg) (*tickets.Service, error) {
+		return tickets.Start(ctx, d, tickets.Config{Secret: c.SecretKey, Snapshots: c.SnapshotConfig})
 	})
 }

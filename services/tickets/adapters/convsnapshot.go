@@ -1,0 +1,290 @@
+package adapters
+
+import (
+	"encoding/binary"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/google/btree"
+
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+)
+
+// A snapshot of the conversation index is what a restart reads instead of
+// replaying PLATFORM from its first record and opening every sealed
+// transcript again: every entry, the search words' lists and the
+// deletions, as of one PLATFORM sequence; the records after it are then
+// replayed as usual. Entries and lists are streamed one by one (gob), so
+// writing or reading one costs no second copy of the index in memory.
+//
+// It holds transcripts' words, so it is only ever stored sealed (see
+// IndexSnapshots), under a key that a deletion destroys.
+
+// snapshotVersion names the layout; a snapshot of another one is not read
+// (the index is replayed from the stream instead).
+const snapshotVersion = 1
+
+// snapshotHeader opens a snapshot.
+type snapshotHeader struct {
+	Version int
+	// PlatformSeq is the last PLATFORM record applied; DeletionSeq the
+	// last deletion's (its epoch, see IndexSnapshots).
+	PlatformSeq, DeletionSeq uint64
+	Entries                  int
+	Erased                   []string // workspace/conversation deleted
+}
+
+type snapshotEntry struct {
+	C               app.ConversationSummary
+	PlatSeq, AnnSeq uint64
+	HasWords        bool
+}
+
+// snapshotWords is one workspace's word lists, or a part of them (a
+// workspace's lists come in chunks of at most wordsPerChunk words); an
+// empty WorkspaceID ends the snapshot.
+type snapshotWords struct {
+	WorkspaceID string
+	Words       []string
+	Lists       [][]byte // each word's ordinals, as varint deltas
+}
+
+const wordsPerChunk = 4096
+
+// SnapshotState is what a snapshot was taken at.
+type SnapshotState struct {
+	PlatformSeq, DeletionSeq uint64
+	Conversations            int
+}
+
+// Snapshot calls save with the index's state and a function that writes
+// the index as of that state. The index is read-locked meanwhile: reads
+// go on, new records wait.
+func (x *ConversationIndex) Snapshot(save func(SnapshotState, func(io.Writer) error) error) error {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return save(x.state(), x.writeSnapshot)
+}
+
+// WriteSnapshot writes the index to w.
+func (x *ConversationIndex) WriteSnapshot(w io.Writer) (SnapshotState, error) {
+	var st SnapshotState
+	err := x.Snapshot(func(s SnapshotState, write func(io.Writer) error) error {
+		st = s
+		return write(w)
+	})
+	return st, err
+}
+
+// State is what a snapshot taken now would be taken at.
+func (x *ConversationIndex) State() SnapshotState {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.state()
+}
+
+func (x *ConversationIndex) state() SnapshotState {
+	return SnapshotState{PlatformSeq: x.platformSeq, DeletionSeq: x.deletionSeq, Conversations: len(x.byID)}
+}
+
+// writeSnapshot writes the index to w; x.mu is held.
+func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
+	// Deleted conversations leave holes in entries: the snapshot numbers
+	// the live ones densely, and the lists say the new numbers.
+	dense := make([]uint32, len(x.entries))
+	live := 0
+	for ord, e := range x.entries {
+		if e != nil {
+			dense[ord] = uint32(live)
+			live++
+		}
+	}
+	enc := gob.NewEncoder(w)
+	h := snapshotHeader{Version: snapshotVersion, PlatformSeq: x.platformSeq, DeletionSeq: x.deletionSeq, Entries: live,
+		Erased: slices.Sorted(maps.Keys(x.erased))}
+	if err := enc.Encode(h); err != nil {
+		return err
+	}
+	for _, e := range x.entries {
+		if e == nil {
+			continue
+		}
+		if err := enc.Encode(snapshotEntry{C: e.c, PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}); err != nil {
+			return err
+		}
+	}
+	for _, ws := range slices.Sorted(maps.Keys(x.words)) {
+		lists := x.words[ws]
+		chunk := snapshotWords{WorkspaceID: ws}
+		for _, word := range slices.Sorted(maps.Keys(lists)) {
+			chunk.Words = append(chunk.Words, word)
+			chunk.Lists = append(chunk.Lists, deltas(lists[word].ords, dense))
+			if len(chunk.Words) == wordsPerChunk {
+				if err := enc.Encode(chunk); err != nil {
+					return err
+				}
+				chunk.Words, chunk.Lists = chunk.Words[:0], chunk.Lists[:0]
+			}
+		}
+		if len(chunk.Words) > 0 {
+			if err := enc.Encode(chunk); err != nil {
+				return err
+			}
+		}
+	}
+	return enc.Encode(snapshotWords{})
+}
+
+// deltas is a list's ordinals, renumbered, as varint differences (a list
+// is in listing order, which is nearly the order conversations arrived
+// in: most differences take a byte or two).
+func deltas(ords []uint32, dense []uint32) []byte {
+	out := make([]byte, 0, len(ords)*2)
+	prev := int64(0)
+	for _, o := range ords {
+		n := int64(dense[o])
+		out = binary.AppendVarint(out, n-prev)
+		prev = n
+	}
+	return out
+}
+
+// errSnapshot says a snapshot is not one this index reads.
+var errSnapshot = errors.New("conversation index snapshot unreadable")
+
+// ReadSnapshot fills an empty index from a snapshot WriteSnapshot wrote.
+// On an error the index is left empty, to be replayed from the stream.
+func (x *ConversationIndex) ReadSnapshot(r io.Reader) (SnapshotState, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.entries) != 0 || len(x.erased) != 0 {
+		return SnapshotState{}, fmt.Errorf("%w: the index is not empty", errSnapshot)
+	}
+	st, err := x.readSnapshot(gob.NewDecoder(r))
+	if err != nil {
+		x.reset()
+		return SnapshotState{}, err
+	}
+	return st, nil
+}
+
+func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error) {
+	var h snapshotHeader
+	if err := dec.Decode(&h); err != nil {
+		return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
+	}
+	if h.Version != snapshotVersion || h.Entries < 0 {
+		return SnapshotState{}, fmt.Errorf("%w: version %d", errSnapshot, h.Version)
+	}
+	x.erased = make(map[string]bool, len(h.Erased))
+	for _, k := range h.Erased {
+		x.erased[k] = true
+	}
+	x.entries = make([]*convEntry, 0, h.Entries)
+	for range h.Entries {
+		var se snapshotEntry
+		if err := dec.Decode(&se); err != nil {
+			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
+		}
+		x.load(se)
+	}
+	for {
+		var chunk snapshotWords
+		if err := dec.Decode(&chunk); err != nil {
+			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
+		}
+		if chunk.WorkspaceID == "" {
+			break
+		}
+		if len(chunk.Lists) != len(chunk.Words) {
+			return SnapshotState{}, fmt.Errorf("%w: %d words, %d lists", errSnapshot, len(chunk.Words), len(chunk.Lists))
+		}
+		lists := x.words[chunk.WorkspaceID]
+		if lists == nil {
+			lists = map[string]*wordList{}
+			x.words[chunk.WorkspaceID] = lists
+		}
+		for i, word := range chunk.Words {
+			ords, err := undeltas(chunk.Lists[i], len(x.entries))
+			if err != nil {
+				return SnapshotState{}, err
+			}
+			lists[word] = &wordList{ords: ords}
+		}
+	}
+	x.platformSeq, x.deletionSeq = h.PlatformSeq, h.DeletionSeq
+	return SnapshotState{PlatformSeq: h.PlatformSeq, DeletionSeq: h.DeletionSeq, Conversations: len(x.entries)}, nil
+}
+
+// load adds one entry of a snapshot, in its trees; its words come after.
+func (x *ConversationIndex) load(se snapshotEntry) {
+	c := se.C
+	c.Words = nil
+	x.compact(&c)
+	key := c.WorkspaceID + "/" + c.ConversationID
+	e := &convEntry{c: c, ord: uint32(len(x.entries)), hasWords: se.HasWords, platSeq: se.PlatSeq, annSeq: se.AnnSeq}
+	x.byID[key] = e
+	x.entries = append(x.entries, e)
+	for _, term := range entryTerms(c) {
+		k := postingKey(c.WorkspaceID, term)
+		t := x.postings[k]
+		if t == nil {
+			t = btree.NewG(32, newestFirst)
+			x.postings[k] = t
+		}
+		t.ReplaceOrInsert(posting{e})
+	}
+	for k, v := range app.RangeValues(c) {
+		key := postingKey(c.WorkspaceID, k)
+		t := x.ranges[key]
+		if t == nil {
+			t = btree.NewG(32, byValue)
+			x.ranges[key] = t
+		}
+		t.ReplaceOrInsert(ranged{v: v, e: e})
+	}
+}
+
+// undeltas reads a list deltas wrote, exactly sized; every ordinal must
+// name one of the n entries.
+func undeltas(b []byte, n int) ([]uint32, error) {
+	count := 0
+	for i := 0; i < len(b); i++ {
+		if b[i] < 0x80 {
+			count++
+		}
+	}
+	ords := make([]uint32, 0, count)
+	prev := int64(0)
+	for len(b) > 0 {
+		d, k := binary.Varint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("%w: a word list does not parse", errSnapshot)
+		}
+		prev += d
+		if prev < 0 || prev >= int64(n) {
+			return nil, fmt.Errorf("%w: a word list names entry %d of %d", errSnapshot, prev, n)
+		}
+		ords = append(ords, uint32(prev))
+		b = b[k:]
+	}
+	return ords, nil
+}
+
+// Reset empties the index, to be replayed from the stream's first record.
+func (x *ConversationIndex) Reset() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.reset()
+}
+
+// reset empties the index; x.mu is held.
+func (x *ConversationIndex) reset() {
+	x.byID, x.postings, x.ranges = map[string]*convEntry{}, map[string]*btreePostings{}, map[string]*btree.BTreeG[ranged]{}
+	x.words, x.interned, x.shared = map[string]map[string]*wordList{}, map[string]string{}, map[string]any{}
+	x.entries, x.erased, x.platformSeq, x.deletionSeq = nil, nil, 0, 0
+}

@@ -1,0 +1,250 @@
+package adapters
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/app/convmodeltest"
+)
+
+// restored is an index written to a snapshot and read back before every
+// read: what a restart answers.
+type restored struct {
+	t     *testing.T
+	live  *ConversationIndex
+	read  *ConversationIndex
+	dirty bool
+}
+
+func (r *restored) Record(ctx context.Context, seq uint64, ev app.ConversationEvent) error {
+	r.dirty = true
+	return r.live.Record(ctx, seq, ev)
+}
+
+func (r *restored) Annotate(ctx context.Context, seq uint64, a *ticketsv1.ConversationAnnotations) error {
+	r.dirty = true
+	return r.live.Annotate(ctx, seq, a)
+}
+
+func (r *restored) index() *ConversationIndex {
+	if r.dirty || r.read == nil {
+		r.read, r.dirty = roundTrip(r.t, r.live), false
+	}
+	return r.read
+}
+
+func (r *restored) ConversationPage(ctx context.Context, q app.ConversationQuery) ([]app.ConversationSummary, bool, error) {
+	return r.index().ConversationPage(ctx, q)
+}
+
+func (r *restored) ConversationSummary(ctx context.Context, ws, id string) (app.ConversationSummary, bool, error) {
+	return r.index().ConversationSummary(ctx, ws, id)
+}
+
+func roundTrip(t *testing.T, x *ConversationIndex) *ConversationIndex {
+	t.Helper()
+	var buf bytes.Buffer
+	st, err := x.WriteSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := NewConversationIndex()
+	got, err := y.ReadSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != st {
+		t.Fatalf("read %+v, wrote %+v", got, st)
+	}
+	return y
+}
+
+// An index read from its snapshot answers every listing as the index it
+// was taken of (the conversations' conformance suite, read after a
+// round trip).
+func TestConversationIndexSnapshotConforms(t *testing.T) {
+	convmodeltest.Run(t, 600, func(t *testing.T) convmodeltest.Model {
+		return &restored{t: t, live: NewConversationIndex()}
+	})
+}
+
+func recordConversation(t *testing.T, x *ConversationIndex, seq uint64, ws, id, text string) {
+	t.Helper()
+	at := int64(1_800_000_000_000) + int64(seq)*1000
+	if err := x.Record(context.Background(), seq, app.ConversationEvent{Name: "conversation_ended", WorkspaceID: ws, ConversationID: id,
+		AgentID: "agent_a", AtMs: at, Turns: 2, Words: app.SearchWords(text)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func searchIDs(t *testing.T, x *ConversationIndex, ws string, words ...string) string {
+	t.Helper()
+	rows, _, err := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: ws, Words: words, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pageIDs(rows)
+}
+
+// A snapshot keeps the deletions (a late event of a deleted conversation
+// stays out after a restart) and none of a deleted conversation's words;
+// it carries on from where it was taken: the records after it apply, the
+// ones before it change nothing.
+func TestConversationIndexSnapshotKeepsDeletionsNotWords(t *testing.T) {
+	ctx := context.Background()
+	x := NewConversationIndex()
+	recordConversation(t, x, 1, "ws_1", "conv_a", "my parcel never arrived")
+	recordConversation(t, x, 2, "ws_1", "conv_b", "the secret password is swordfish")
+	recordConversation(t, x, 3, "ws_1", "conv_c", "my parcel arrived broken")
+	if err := x.Record(ctx, 4, app.ConversationEvent{Name: ConversationDeletedEvent, WorkspaceID: "ws_1", ConversationID: "conv_b"}); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	st, err := x.WriteSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st != (SnapshotState{PlatformSeq: 4, DeletionSeq: 4, Conversations: 2}) {
+		t.Fatalf("state %+v", st)
+	}
+	if bytes.Contains(buf.Bytes(), []byte("swordfish")) {
+		t.Fatal("the snapshot holds a deleted conversation's word")
+	}
+	y := NewConversationIndex()
+	if _, err := y.ReadSnapshot(bytes.NewReader(buf.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if got := searchIDs(t, y, "ws_1", "parcel"); got != "conv_c,conv_a" {
+		t.Fatalf("parcel: %s", got)
+	}
+	// Records at or before the snapshot's change nothing; a late record
+	// of the deleted conversation stays out; later ones apply.
+	recordConversation(t, y, 2, "ws_1", "conv_b", "the secret password is swordfish")
+	recordConversation(t, y, 3, "ws_1", "conv_c", "something else entirely")
+	recordConversation(t, y, 5, "ws_1", "conv_b", "swordfish again")
+	recordConversation(t, y, 6, "ws_1", "conv_d", "parcel lost")
+	if got := searchIDs(t, y, "ws_1", "swordfish"); got != "" {
+		t.Fatalf("swordfish after restore: %s", got)
+	}
+	if got := searchIDs(t, y, "ws_1", "parcel"); got != "conv_d,conv_c,conv_a" {
+		t.Fatalf("parcel after restore: %s", got)
+	}
+	if !y.ConversationDeleted("ws_1", "conv_b") {
+		t.Fatal("the deletion was not kept")
+	}
+	// A damaged snapshot is refused whole: the index stays empty, to be
+	// replayed.
+	z := NewConversationIndex()
+	if _, err := z.ReadSnapshot(bytes.NewReader(buf.Bytes()[:buf.Len()-10])); err == nil {
+		t.Fatal("a truncated snapshot was read")
+	}
+	if st := z.State(); st != (SnapshotState{}) || searchIDs(t, z, "ws_1", "parcel") != "" {
+		t.Fatalf("a refused snapshot left %+v", st)
+	}
+}
+
+func openSnapshots(t *testing.T) (*IndexSnapshots, jetstream.JetStream) {
+	t.Helper()
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	s, err := OpenIndexSnapshots(context.Background(), js, 1, convseal.NewMemoryKeys())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, js
+}
+
+// The stored snapshot is sealed: its bytes hold no word of a transcript,
+// and once its epoch's key is destroyed it is not read (the index is
+// replayed instead).
+func TestIndexSnapshotsAreSealedAndShredded(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openSnapshots(t)
+	x := NewConversationIndex()
+	for i := range 300 {
+		recordConversation(t, x, uint64(i+1), "ws_1", fmt.Sprintf("conv_%03d", i), fmt.Sprintf("order %d swordfish parcel", i))
+	}
+	st, err := s.Save(ctx, x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.Obj.GetBytes(ctx, snapshotObject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(stored, []byte("swordfish")) || bytes.Contains(stored, []byte("conv_001")) {
+		t.Fatal("the stored snapshot is readable without its key")
+	}
+	y := NewConversationIndex()
+	got, ok, err := s.Load(ctx, y)
+	if err != nil || !ok || got != st {
+		t.Fatalf("load: %+v %v %v, want %+v", got, ok, err, st)
+	}
+	if ids := searchIDs(t, y, "ws_1", "swordfish", "7"); ids != "conv_007" {
+		t.Fatalf("after load: %q", ids)
+	}
+	if err := s.ShredEpoch(ctx, st.DeletionSeq); err != nil {
+		t.Fatal(err)
+	}
+	z := NewConversationIndex()
+	if _, ok, err := s.Load(ctx, z); ok || err != nil {
+		t.Fatalf("a snapshot of a destroyed epoch was read (%v)", err)
+	}
+	// A new epoch's snapshot needs a new key: the destroyed one is never
+	// made again.
+	if _, err := s.Save(ctx, x); err == nil {
+		t.Fatal("a snapshot was stored under a destroyed epoch's key")
+	}
+}
+
+// A deletion destroys, before it is answered, the key of the snapshot
+// that holds the conversation; the snapshotter then stores a new one of
+// the next epoch, which a restart reads, without the conversation.
+func TestSnapshotterFollowsDeletions(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openSnapshots(t)
+	x := NewConversationIndex()
+	sn := &IndexSnapshotter{Index: x, Store: s, Every: 2, Log: slog.New(slog.DiscardHandler)}
+	now := time.Unix(1_800_000_000, 0)
+	recordConversation(t, x, 1, "ws_1", "conv_a", "swordfish parcel")
+	recordConversation(t, x, 2, "ws_1", "conv_b", "parcel")
+	sn.Step(ctx, now)
+	if _, ok, _ := s.Load(ctx, NewConversationIndex()); !ok {
+		t.Fatal("no snapshot after Every records")
+	}
+	// The request path forgets at once (the stream's record comes later).
+	if err := x.ForgetConversation(ctx, "ws_1", "conv_a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sn.ForgetConversation(ctx, "ws_1", "conv_a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := s.Load(ctx, NewConversationIndex()); ok {
+		t.Fatal("the snapshot holding a deleted conversation is still readable")
+	}
+	if err := x.Record(ctx, 3, app.ConversationEvent{Name: ConversationDeletedEvent, WorkspaceID: "ws_1", ConversationID: "conv_a"}); err != nil {
+		t.Fatal(err)
+	}
+	sn.Step(ctx, now.Add(time.Minute))
+	y := NewConversationIndex()
+	st, ok, err := s.Load(ctx, y)
+	if err != nil || !ok || st.DeletionSeq != 3 || st.Conversations != 1 {
+		t.Fatalf("after the deletion: %+v %v %v", st, ok, err)
+	}
+	if got := searchIDs(t, y, "ws_1", "parcel"); got != "conv_b" {
+		t.Fatalf("parcel: %s", got)
+	}
+	if got := searchIDs(t, y, "ws_1", "swordfish"); got != "" {
+		t.Fatalf("swordfish: %s", got)
+	}
+}
