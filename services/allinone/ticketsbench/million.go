@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -19,6 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // The goals of (m), issue 46.
@@ -207,6 +209,7 @@ func runMillion(n, requests int, readIndex string) error {
 
 	// A crash, then a start on the same data: ready once the first listing
 	// answers with the newest conversation.
+	fmt.Printf("    at the crash: %s\n", snapshotAge(p.NATSURL))
 	p.Kill()
 	restarted := time.Now()
 	restartProfile := ""
@@ -278,6 +281,37 @@ func rawEventAppends(natsURL string, m int, bodies func(int) (string, string)) (
 		return nil
 	})
 	return float64(2*m) / took.Seconds(), err
+}
+
+// snapshotAge says how far behind the platform stream the conversation
+// index's stored snapshot is: what a restart replays.
+func snapshotAge(natsURL string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return err.Error()
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	str, err := js.Stream(ctx, events.PlatformStream)
+	if err != nil {
+		return err.Error()
+	}
+	last := str.CachedInfo().State.LastSeq
+	obj, err := js.ObjectStore(ctx, ticketsadapters.SnapshotBucket)
+	if err != nil {
+		return fmt.Sprintf("no index snapshot (%v); the platform stream holds %d records", err, last)
+	}
+	info, err := obj.GetInfo(ctx, "conversation-index")
+	if err != nil {
+		return fmt.Sprintf("no index snapshot (%v); the platform stream holds %d records", err, last)
+	}
+	return fmt.Sprintf("the index snapshot (%d MiB sealed, %s conversations) is at platform record %s of %d",
+		info.Size>>20, info.Metadata["conversations"], info.Metadata["platform_seq"], last)
 }
 
 // oneConversations is the p50 of GET one conversation (with its
