@@ -188,6 +188,16 @@ func (a *app) waitingClient(ctx context.Context, wait bool, timeout time.Duratio
 	return c, ctx, cancel, nil
 }
 
+// started says what a command that does not wait started: the server's
+// answer with --json, else the message.
+func (a *app) started(raw []byte, format string, args ...any) {
+	if a.json {
+		a.printJSON(raw)
+		return
+	}
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
 // stoppedWaiting says why following what (still running on the server)
 // stopped: the --timeout, or an interrupt; any other err is itself.
 func stoppedWaiting(err error, timeout time.Duration, what string) error {

@@ -91,11 +91,7 @@ over the operator's maximum, network, time-out).`,
 				return err
 			}
 			if !wait {
-				if a.json {
-					a.printJSON(raw)
-				} else {
-					fmt.Fprintf(a.stdout, "Started load test %s: steps %s of test %s on agent %s.\n", lt.ID, steps, test, agent)
-				}
+				a.started(raw, "Started load test %s: steps %s of test %s on agent %s.\n", lt.ID, steps, test, agent)
 				return nil
 			}
 			tick := time.NewTicker(poll)

@@ -262,11 +262,7 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 				return err
 			}
 			if !wait {
-				if a.json {
-					a.printJSON(raw)
-				} else {
-					fmt.Fprintf(a.stdout, "Started invocation %s: %d run(s) of %d test(s) on agent %s.\n", inv.ID, len(inv.TestRuns), len(tests), agent)
-				}
+				a.started(raw, "Started invocation %s: %d run(s) of %d test(s) on agent %s.\n", inv.ID, len(inv.TestRuns), len(tests), agent)
 				return nil
 			}
 			start := time.Now()
