@@ -70,18 +70,34 @@ func (s *endpointStack) call(t *testing.T, method, path, body string, want int) 
 // whose turns its own endpoint plays.
 func (s *endpointStack) teamAgent(t *testing.T, url string) string {
 	t.Helper()
+	return s.customAgent(t, map[string]any{"temperature": 0.4, "max_tokens": 200},
+		map[string]any{"url": url, "request_headers": map[string]string{"X-Team": "qa"}})
+}
+
+// customAgent stores the key as a workspace secret and creates the agent
+// "Team bot" whose turns the endpoint customLLM says (its url, ...) plays,
+// model team-ft with the secret as its key; prompt adds settings to its
+// prompt.
+func (s *endpointStack) customAgent(t *testing.T, prompt, customLLM map[string]any) string {
+	t.Helper()
 	var secret struct {
 		SecretID string `json:"secret_id"`
 	}
 	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/secrets", `{"name":"team key","value":"`+teamKey+`"}`, 200), &secret)
+	customLLM["model_id"] = "team-ft"
+	customLLM["api_key"] = map[string]string{"secret_id": secret.SecretID}
+	prompt["prompt"] = "You are Team Bot. We open nine to five."
+	prompt["llm"] = "custom-llm"
+	prompt["custom_llm"] = customLLM
+	body, err := json.Marshal(map[string]any{"name": "Team bot", "conversation_config": map[string]any{
+		"agent": map[string]any{"first_message": "Hello, Team Bot here.", "prompt": prompt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var agent struct {
 		AgentID string `json:"agent_id"`
 	}
-	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/create", `{"name":"Team bot","conversation_config":{"agent":{
-		"first_message":"Hello, Team Bot here.",
-		"prompt":{"prompt":"You are Team Bot. We open nine to five.","llm":"custom-llm","temperature":0.4,"max_tokens":200,
-		  "custom_llm":{"url":"`+url+`","model_id":"team-ft","api_key":{"secret_id":"`+secret.SecretID+`"},
-		    "request_headers":{"X-Team":"qa"}}}}}}`, 201), &agent)
+	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/create", string(body), 201), &agent)
 	return agent.AgentID
 }
 
