@@ -101,6 +101,21 @@ func (s *endpointStack) customAgent(t *testing.T, prompt, customLLM map[string]a
 	return agent.AgentID
 }
 
+// simulateHours has agent simulate a conversation with a caller asking
+// its opening hours (criterion "hours": it gives them), and reads the
+// answer into out; it returns the answer as sent.
+func (s *endpointStack) simulateHours(t *testing.T, agent string, out any) []byte {
+	t.Helper()
+	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
+	    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
+	  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
+	  "new_turns_limit":3}`, 200)
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 func (s *endpointStack) runs(t *testing.T, agent string, repeat int, tests ...string) ([]endpointRun, map[string]any) {
 	t.Helper()
 	id := runAndWait(t, s.Stack, agent, repeat, tests...)
@@ -193,13 +208,7 @@ func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
 		AgentUsage modelUsage `json:"agent_model_usage"`
 		JudgeUsage modelUsage `json:"model_usage"`
 	}
-	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
-	    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
-	  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
-	  "new_turns_limit":3}`, 200)
-	if err := json.Unmarshal(body, &simulated); err != nil {
-		t.Fatal(err)
-	}
+	body := s.simulateHours(t, agent, &simulated)
 	conv := simulated.Conversation
 	if len(conv) < 3 || conv[0]["message"] != "Hello, Team Bot here." || conv[1]["role"] != "user" || conv[1]["message"] != "Hi, when are you open?" ||
 		conv[2]["message"] != "Team endpoint says: we open nine to five." || simulated.Analysis.CallSuccessful != "success" ||

@@ -128,13 +128,7 @@ func TestStreamingEndpointPlaysTheAgent(t *testing.T) {
 				} `json:"analysis"`
 				AgentLatency *streamedLatency `json:"agent_latency"`
 			}
-			body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
-			    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
-			  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
-			  "new_turns_limit":3}`, 200)
-			if err := json.Unmarshal(body, &simulated); err != nil {
-				t.Fatal(err)
-			}
+			body := s.simulateHours(t, agent, &simulated)
 			conv := simulated.Conversation
 			if len(conv) < 3 || conv[2]["message"] != teamAnswer || simulated.Analysis.CallSuccessful != "success" ||
 				simulated.AgentLatency == nil || len(simulated.AgentLatency.FirstTokenMs) == 0 {

@@ -16,8 +16,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
@@ -46,15 +44,7 @@ func loadSamples(t *testing.T, js jetstream.JetStream, ws, inv string) []*testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := eventstore.RecordFromMsg(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, msg.(*testingv1.LoadSamplesRecorded).GetSamples())
+		out = append(out, eventOf(t, m).(*testingv1.LoadSamplesRecorded).GetSamples())
 	}
 	return out
 }

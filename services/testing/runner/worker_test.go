@@ -54,6 +54,17 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no result recorded for a job failing on every delivery: %v", err)
 	}
+	run := eventOf(t, m).(*testingv1.RunCompleted).GetRun()
+	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") {
+		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
+	}
+	// The job leaves the queue once its result is stored.
+	waitQueueEmpty(ctx, t, js)
+}
+
+// eventOf is the event a stream message holds.
+func eventOf(t *testing.T, m jetstream.Msg) proto.Message {
+	t.Helper()
 	rec, err := eventstore.RecordFromMsg(m)
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +73,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := msg.(*testingv1.RunCompleted).GetRun()
-	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") {
-		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
-	}
-	// The job leaves the queue once its result is stored.
-	waitQueueEmpty(ctx, t, js)
+	return msg
 }
 
 // batchFixture is an invocation of one test repeated 5 times, with no
