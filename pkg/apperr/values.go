@@ -94,6 +94,18 @@ func (w *walker) fail(loc []any, msg, typ string) {
 	w.errs = append(w.errs, FieldError{Loc: slices.Clone(loc), Msg: msg, Type: typ})
 }
 
+// member reads the value at key (an object member's name or an array
+// element's index) and the comma after it.
+func (w *walker) member(key any) {
+	w.loc = append(w.loc, key)
+	w.value()
+	w.loc = w.loc[:len(w.loc)-1]
+	w.space()
+	if w.body[w.i] == ',' {
+		w.i++
+	}
+}
+
 // value reads the value at w.i (after white space) and what it holds.
 func (w *walker) value() {
 	w.space()
@@ -121,13 +133,7 @@ func (w *walker) value() {
 			}
 			w.space()
 			w.i++ // ':'
-			w.loc = append(w.loc, key)
-			w.value()
-			w.loc = w.loc[:len(w.loc)-1]
-			w.space()
-			if w.body[w.i] == ',' {
-				w.i++
-			}
+			w.member(key)
 		}
 	case c == '[':
 		w.i++
@@ -137,13 +143,7 @@ func (w *walker) value() {
 				w.i++
 				break
 			}
-			w.loc = append(w.loc, n)
-			w.value()
-			w.loc = w.loc[:len(w.loc)-1]
-			w.space()
-			if w.body[w.i] == ',' {
-				w.i++
-			}
+			w.member(n)
 		}
 	case c == '"':
 		w.str(w.loc)

@@ -3,7 +3,6 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // The Responses API request (POST /v1/responses), as custom LLM servers
@@ -73,22 +72,13 @@ func encodeResponsesRequest(model string, r ChatRequest, stream bool) ([]byte, e
 			w.Input = append(w.Input, wireInputMessage{Role: m.Role, Content: m.Content})
 		}
 		for _, tc := range m.ToolCalls {
-			args := tc.Arguments
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
-			w.Input = append(w.Input, wireFunctionCallItem{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: args})
+			w.Input = append(w.Input, wireFunctionCallItem{Type: "function_call", CallID: tc.ID, Name: tc.Name, Arguments: tc.arguments()})
 		}
 	}
 	for i, t := range r.Tools {
-		if t.Name == "" {
-			return nil, fmt.Errorf("%w: tool %d has no name", ErrInvalidRequest, i)
-		}
-		params := t.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = emptyObjectSchema
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Name)
+		params, err := toolParameters(i, t)
+		if err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireResponsesTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params})
 	}

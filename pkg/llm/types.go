@@ -201,6 +201,30 @@ type wireResponseFormat struct {
 
 var emptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
+// toolParameters is tool i's parameters schema as sent (an empty object
+// schema when it has none); a tool without a name, or whose parameters are
+// not JSON, is refused.
+func toolParameters(i int, t Tool) (json.RawMessage, error) {
+	if t.Name == "" {
+		return nil, fmt.Errorf("%w: tool %d has no name", ErrInvalidRequest, i)
+	}
+	if len(t.Parameters) == 0 || string(t.Parameters) == "null" {
+		return emptyObjectSchema, nil
+	}
+	if !json.Valid(t.Parameters) {
+		return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Name)
+	}
+	return t.Parameters, nil
+}
+
+// arguments are the call's arguments as sent: "{}" when it has none.
+func (tc ToolCall) arguments() string {
+	if strings.TrimSpace(tc.Arguments) == "" {
+		return "{}"
+	}
+	return tc.Arguments
+}
+
 func encodeRequest(model string, r ChatRequest, stream bool) ([]byte, error) {
 	if len(r.Messages) == 0 {
 		return nil, fmt.Errorf("%w: no messages", ErrInvalidRequest)
@@ -231,25 +255,16 @@ func encodeRequest(model string, r ChatRequest, stream bool) ([]byte, error) {
 			wm.Content = &content
 		}
 		for _, tc := range m.ToolCalls {
-			args := tc.Arguments
-			if strings.TrimSpace(args) == "" {
-				args = "{}"
-			}
 			wm.ToolCalls = append(wm.ToolCalls, wireToolCall{
-				ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: args},
+				ID: tc.ID, Type: "function", Function: wireFunction{Name: tc.Name, Arguments: tc.arguments()},
 			})
 		}
 		w.Messages[i] = wm
 	}
 	for i, t := range r.Tools {
-		if t.Name == "" {
-			return nil, fmt.Errorf("%w: tool %d has no name", ErrInvalidRequest, i)
-		}
-		params := t.Parameters
-		if len(params) == 0 || string(params) == "null" {
-			params = emptyObjectSchema
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("%w: parameters of tool %q are not valid JSON", ErrInvalidRequest, t.Name)
+		params, err := toolParameters(i, t)
+		if err != nil {
+			return nil, err
 		}
 		w.Tools = append(w.Tools, wireTool{
 			Type:     "function",

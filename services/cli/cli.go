@@ -173,6 +173,43 @@ func (a *app) moreHint(hasMore bool, next *string) {
 // fetch calls r for a command: with --json it prints the answer as it
 // came and reports there is nothing left to show; else it decodes the
 // answer into out for the command to render.
+// waitingClient is the API client and the context of a command that
+// starts something on the server and, with --wait, follows it: the wait is
+// bounded by --timeout. cancel is never nil.
+func (a *app) waitingClient(ctx context.Context, wait bool, timeout time.Duration) (*client, context.Context, context.CancelFunc, error) {
+	c, err := a.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !wait {
+		return c, ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	return c, ctx, cancel, nil
+}
+
+// started says what a command that does not wait started: the server's
+// answer with --json, else the message.
+func (a *app) started(raw []byte, format string, args ...any) {
+	if a.json {
+		a.printJSON(raw)
+		return
+	}
+	fmt.Fprintf(a.stdout, format, args...)
+}
+
+// stoppedWaiting says why following what (still running on the server)
+// stopped: the --timeout, or an interrupt; any other err is itself.
+func stoppedWaiting(err error, timeout time.Duration, what string) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("timed out after %s waiting for %s; it goes on running on the server", timeout, what)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted while waiting for %s; it goes on running on the server", what)
+	}
+	return err
+}
+
 func (a *app) fetch(ctx context.Context, r route, ids []string, query url.Values, body, out any) (show bool, err error) {
 	c, err := a.client()
 	if err != nil {

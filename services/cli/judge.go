@@ -167,19 +167,43 @@ func (a *app) judgeQueueCommand() *cobra.Command {
 }
 
 func (a *app) judgeLabelCommand() *cobra.Command {
+	return a.labelCommand(labelKind{
+		use:           "label <invocation_id> <run_id> (--right | --wrong) [--note TEXT] [--criterion condition_0=wrong ...]",
+		short:         "Label a run's verdict right or wrong (the run's own result is not changed)",
+		ids:           2,
+		route:         labelRunRoute,
+		verdict:       "the judge's verdict",
+		criterion:     "condition_<i>",
+		criterionHelp: "one success condition's verdict",
+	})
+}
+
+// labelKind is what differs between labelling a run's verdict and a
+// conversation's analysis: the rest of the command is the same.
+type labelKind struct {
+	use, short    string
+	ids           int   // the path's ids; the last names what is labelled
+	route         route // the labels route
+	verdict       string
+	criterion     string // how a criterion id is written, for the help
+	criterionHelp string
+	namesJudge    bool // the answer names the judge model reviewed
+}
+
+func (a *app) labelCommand(k labelKind) *cobra.Command {
 	var right, wrong bool
 	var note string
 	var criteria []string
 	cmd := &cobra.Command{
-		Use:   "label <invocation_id> <run_id> (--right | --wrong) [--note TEXT] [--criterion condition_0=wrong ...]",
-		Short: "Label a run's verdict right or wrong (the run's own result is not changed)",
-		Args:  cobra.ExactArgs(2),
+		Use:   k.use,
+		Short: k.short,
+		Args:  cobra.ExactArgs(k.ids),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if right == wrong {
 				return errors.New("say whether the judge was right: --right or --wrong")
 			}
 			body := map[string]any{"verdict_correct": right, "note": note}
-			cs, err := criterionLabels(criteria, "condition_<i>")
+			cs, err := criterionLabels(criteria, k.criterion)
 			if err != nil {
 				return err
 			}
@@ -190,25 +214,34 @@ func (a *app) judgeLabelCommand() *cobra.Command {
 				LabelID    string  `json:"label_id"`
 				Overturned bool    `json:"overturned"`
 				Corrected  *string `json:"corrected_result"`
+				Reviewed   struct {
+					JudgeModel string `json:"judge_model"`
+				} `json:"reviewed"`
 			}
-			if show, err := a.fetch(cmd.Context(), labelRunRoute, args, nil, body, &l); !show {
+			if show, err := a.fetch(cmd.Context(), k.route, args, nil, body, &l); !show {
 				return err
 			}
-			if l.Overturned && l.Corrected != nil {
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge was wrong, the right result is %s (label %s).\n", args[1], *l.Corrected, l.LabelID)
-			} else if l.Overturned {
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge was wrong (label %s).\n", args[1], l.LabelID)
-			} else {
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge was right (label %s).\n", args[1], l.LabelID)
+			judge := "the judge"
+			if k.namesJudge {
+				judge += " (" + l.Reviewed.JudgeModel + ")"
+			}
+			labelled := args[len(args)-1]
+			switch {
+			case l.Overturned && l.Corrected != nil:
+				fmt.Fprintf(a.stdout, "Labelled %s: %s was wrong, the right result is %s (label %s).\n", labelled, judge, *l.Corrected, l.LabelID)
+			case l.Overturned:
+				fmt.Fprintf(a.stdout, "Labelled %s: %s was wrong (label %s).\n", labelled, judge, l.LabelID)
+			default:
+				fmt.Fprintf(a.stdout, "Labelled %s: %s was right (label %s).\n", labelled, judge, l.LabelID)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&right, "right", false, "the judge's verdict was right")
-	f.BoolVar(&wrong, "wrong", false, "the judge's verdict was wrong")
+	f.BoolVar(&right, "right", false, k.verdict+" was right")
+	f.BoolVar(&wrong, "wrong", false, k.verdict+" was wrong")
 	f.StringVar(&note, "note", "", "why")
-	f.StringArrayVar(&criteria, "criterion", nil, "one success condition's verdict: condition_<i>=right|wrong (repeatable)")
+	f.StringArrayVar(&criteria, "criterion", nil, k.criterionHelp+": "+k.criterion+"=right|wrong (repeatable)")
 	return cmd
 }
 

@@ -68,53 +68,16 @@ func (a *app) judgeAnalyseCommand() *cobra.Command {
 }
 
 func (a *app) judgeLabelConversationCommand() *cobra.Command {
-	var right, wrong bool
-	var note string
-	var criteria []string
-	cmd := &cobra.Command{
-		Use:   "label-conversation <conversation_id> (--right | --wrong) [--note TEXT] [--criterion <criterion_id>=wrong ...]",
-		Short: "Label a conversation's analysis right or wrong (the analysis is not changed)",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if right == wrong {
-				return errors.New("say whether the judge was right: --right or --wrong")
-			}
-			body := map[string]any{"verdict_correct": right, "note": note}
-			cs, err := criterionLabels(criteria, "<criterion_id>")
-			if err != nil {
-				return err
-			}
-			if cs != nil {
-				body["criteria"] = cs
-			}
-			var l struct {
-				LabelID    string  `json:"label_id"`
-				Overturned bool    `json:"overturned"`
-				Corrected  *string `json:"corrected_result"`
-				Reviewed   struct {
-					JudgeModel string `json:"judge_model"`
-				} `json:"reviewed"`
-			}
-			if show, err := a.fetch(cmd.Context(), labelConversationRoute, args, nil, body, &l); !show {
-				return err
-			}
-			switch {
-			case l.Overturned && l.Corrected != nil:
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge (%s) was wrong, the right result is %s (label %s).\n", args[0], l.Reviewed.JudgeModel, *l.Corrected, l.LabelID)
-			case l.Overturned:
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge (%s) was wrong (label %s).\n", args[0], l.Reviewed.JudgeModel, l.LabelID)
-			default:
-				fmt.Fprintf(a.stdout, "Labelled %s: the judge (%s) was right (label %s).\n", args[0], l.Reviewed.JudgeModel, l.LabelID)
-			}
-			return nil
-		},
-	}
-	f := cmd.Flags()
-	f.BoolVar(&right, "right", false, "the analysis' verdict was right")
-	f.BoolVar(&wrong, "wrong", false, "the analysis' verdict was wrong")
-	f.StringVar(&note, "note", "", "why")
-	f.StringArrayVar(&criteria, "criterion", nil, "one criterion's verdict: <criterion_id>=right|wrong (repeatable)")
-	return cmd
+	return a.labelCommand(labelKind{
+		use:           "label-conversation <conversation_id> (--right | --wrong) [--note TEXT] [--criterion <criterion_id>=wrong ...]",
+		short:         "Label a conversation's analysis right or wrong (the analysis is not changed)",
+		ids:           1,
+		route:         labelConversationRoute,
+		verdict:       "the analysis' verdict",
+		criterion:     "<criterion_id>",
+		criterionHelp: "one criterion's verdict",
+		namesJudge:    true,
+	})
 }
 
 func (a *app) judgeRejudgeCommand() *cobra.Command {

@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -82,27 +80,18 @@ over the operator's maximum, network, time-out).`,
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			c, ctx, cancel, err := a.waitingClient(cmd.Context(), wait, timeout)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if wait {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
+			defer cancel()
 			var lt loadTest
 			raw, err := c.call(ctx, startLoadTest, []string{agent}, nil, map[string]any{"test_id": test, "steps": ns, "turns_per_caller": turns}, &lt)
 			if err != nil {
 				return err
 			}
 			if !wait {
-				if a.json {
-					a.printJSON(raw)
-				} else {
-					fmt.Fprintf(a.stdout, "Started load test %s: steps %s of test %s on agent %s.\n", lt.ID, steps, test, agent)
-				}
+				a.started(raw, "Started load test %s: steps %s of test %s on agent %s.\n", lt.ID, steps, test, agent)
 				return nil
 			}
 			tick := time.NewTicker(poll)
@@ -112,10 +101,7 @@ over the operator's maximum, network, time-out).`,
 				select {
 				case <-tick.C:
 				case <-ctx.Done():
-					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-						return fmt.Errorf("timed out after %s waiting for load test %s; it goes on running on the server", timeout, lt.ID)
-					}
-					return fmt.Errorf("interrupted while waiting for load test %s; it goes on running on the server", lt.ID)
+					return stoppedWaiting(ctx.Err(), timeout, "load test "+lt.ID)
 				}
 				if raw, err = c.call(ctx, getLoadTest, []string{lt.ID}, nil, nil, &lt); err != nil {
 					return err

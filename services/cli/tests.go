@@ -242,16 +242,11 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 			if gate.minAgreement < 0 || gate.minAgreement > 1 || gate.minLabels < 1 {
 				return errors.New("--min-judge-agreement is a share from 0 to 1, --min-judge-labels at least 1")
 			}
-			c, err := a.client()
+			c, ctx, cancel, err := a.waitingClient(cmd.Context(), wait, timeout)
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if wait {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
+			defer cancel()
 			if len(tests) == 0 {
 				if tests, err = allTests(ctx, c); err != nil {
 					return err
@@ -267,23 +262,13 @@ Exit codes: 0 every run passed (or, without --wait, the runs were started),
 				return err
 			}
 			if !wait {
-				if a.json {
-					a.printJSON(raw)
-				} else {
-					fmt.Fprintf(a.stdout, "Started invocation %s: %d run(s) of %d test(s) on agent %s.\n", inv.ID, len(inv.TestRuns), len(tests), agent)
-				}
+				a.started(raw, "Started invocation %s: %d run(s) of %d test(s) on agent %s.\n", inv.ID, len(inv.TestRuns), len(tests), agent)
 				return nil
 			}
 			start := time.Now()
 			raw, inv, err = a.follow(ctx, c, inv, poll)
 			if err != nil {
-				switch {
-				case errors.Is(err, context.DeadlineExceeded):
-					return fmt.Errorf("timed out after %s waiting for invocation %s; it goes on running on the server", timeout, inv.ID)
-				case errors.Is(err, context.Canceled):
-					return fmt.Errorf("interrupted while waiting for invocation %s; it goes on running on the server", inv.ID)
-				}
-				return err
+				return stoppedWaiting(err, timeout, "invocation "+inv.ID)
 			}
 			if junit != "" {
 				xml, err := c.call(ctx, getInvocation, []string{inv.ID}, url.Values{"format": {"junit"}}, nil, nil)

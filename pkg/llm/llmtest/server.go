@@ -115,6 +115,15 @@ func (r Reply) WithDelay(d time.Duration) Reply {
 	return r
 }
 
+// WithUsage returns a copy of r, whose Body is a Completion, reporting
+// these token counts (the server fills in an estimate otherwise).
+func (r Reply) WithUsage(prompt, completion int) Reply {
+	c := r.Body.(Completion)
+	c.Usage = &Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	r.Body = c
+	return r
+}
+
 // OK is a valid chat.completion whose assistant message is content, with
 // finish_reason "stop" and usage.
 func OK(content string) Reply {

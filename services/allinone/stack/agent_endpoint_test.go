@@ -70,19 +70,50 @@ func (s *endpointStack) call(t *testing.T, method, path, body string, want int) 
 // whose turns its own endpoint plays.
 func (s *endpointStack) teamAgent(t *testing.T, url string) string {
 	t.Helper()
+	return s.customAgent(t, map[string]any{"temperature": 0.4, "max_tokens": 200},
+		map[string]any{"url": url, "request_headers": map[string]string{"X-Team": "qa"}})
+}
+
+// customAgent stores the key as a workspace secret and creates the agent
+// "Team bot" whose turns the endpoint customLLM says (its url, ...) plays,
+// model team-ft with the secret as its key; prompt adds settings to its
+// prompt.
+func (s *endpointStack) customAgent(t *testing.T, prompt, customLLM map[string]any) string {
+	t.Helper()
 	var secret struct {
 		SecretID string `json:"secret_id"`
 	}
 	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/secrets", `{"name":"team key","value":"`+teamKey+`"}`, 200), &secret)
+	customLLM["model_id"] = "team-ft"
+	customLLM["api_key"] = map[string]string{"secret_id": secret.SecretID}
+	prompt["prompt"] = "You are Team Bot. We open nine to five."
+	prompt["llm"] = "custom-llm"
+	prompt["custom_llm"] = customLLM
+	body, err := json.Marshal(map[string]any{"name": "Team bot", "conversation_config": map[string]any{
+		"agent": map[string]any{"first_message": "Hello, Team Bot here.", "prompt": prompt}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var agent struct {
 		AgentID string `json:"agent_id"`
 	}
-	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/create", `{"name":"Team bot","conversation_config":{"agent":{
-		"first_message":"Hello, Team Bot here.",
-		"prompt":{"prompt":"You are Team Bot. We open nine to five.","llm":"custom-llm","temperature":0.4,"max_tokens":200,
-		  "custom_llm":{"url":"`+url+`","model_id":"team-ft","api_key":{"secret_id":"`+secret.SecretID+`"},
-		    "request_headers":{"X-Team":"qa"}}}}}}`, 201), &agent)
+	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/create", string(body), 201), &agent)
 	return agent.AgentID
+}
+
+// simulateHours has agent simulate a conversation with a caller asking
+// its opening hours (criterion "hours": it gives them), and reads the
+// answer into out; it returns the answer as sent.
+func (s *endpointStack) simulateHours(t *testing.T, agent string, out any) []byte {
+	t.Helper()
+	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
+	    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
+	  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
+	  "new_turns_limit":3}`, 200)
+	if err := json.Unmarshal(body, out); err != nil {
+		t.Fatal(err)
+	}
+	return body
 }
 
 func (s *endpointStack) runs(t *testing.T, agent string, repeat int, tests ...string) ([]endpointRun, map[string]any) {
@@ -177,13 +208,7 @@ func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
 		AgentUsage modelUsage `json:"agent_model_usage"`
 		JudgeUsage modelUsage `json:"model_usage"`
 	}
-	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
-	    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
-	  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
-	  "new_turns_limit":3}`, 200)
-	if err := json.Unmarshal(body, &simulated); err != nil {
-		t.Fatal(err)
-	}
+	body := s.simulateHours(t, agent, &simulated)
 	conv := simulated.Conversation
 	if len(conv) < 3 || conv[0]["message"] != "Hello, Team Bot here." || conv[1]["role"] != "user" || conv[1]["message"] != "Hi, when are you open?" ||
 		conv[2]["message"] != "Team endpoint says: we open nine to five." || simulated.Analysis.CallSuccessful != "success" ||

@@ -11,21 +11,11 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 )
 
-// streamAgent is teamAgent on an endpoint of the given api_type.
+// streamAgent is an agent played by an endpoint of the given api_type,
+// with no other settings.
 func (s *endpointStack) streamAgent(t *testing.T, url, apiType string) string {
 	t.Helper()
-	var secret struct {
-		SecretID string `json:"secret_id"`
-	}
-	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/secrets", `{"name":"team key","value":"`+teamKey+`"}`, 200), &secret)
-	var agent struct {
-		AgentID string `json:"agent_id"`
-	}
-	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/create", `{"name":"Team bot","conversation_config":{"agent":{
-		"first_message":"Hello, Team Bot here.",
-		"prompt":{"prompt":"You are Team Bot. We open nine to five.","llm":"custom-llm",
-		  "custom_llm":{"url":"`+url+`","model_id":"team-ft","api_type":"`+apiType+`","api_key":{"secret_id":"`+secret.SecretID+`"}}}}}}`, 201), &agent)
-	return agent.AgentID
+	return s.customAgent(t, map[string]any{}, map[string]any{"url": url, "api_type": apiType})
 }
 
 // streamedLatency is what these tests read of agent_latency.
@@ -138,13 +128,7 @@ func TestStreamingEndpointPlaysTheAgent(t *testing.T) {
 				} `json:"analysis"`
 				AgentLatency *streamedLatency `json:"agent_latency"`
 			}
-			body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/simulate-conversation", `{"simulation_specification":{
-			    "simulated_user_config":{"first_message":"Hi, when are you open?","prompt":{"prompt":"You want the opening hours."}}},
-			  "extra_evaluation_criteria":[{"id":"hours","name":"Hours","type":"prompt","conversation_goal_prompt":"The agent gives the opening hours"}],
-			  "new_turns_limit":3}`, 200)
-			if err := json.Unmarshal(body, &simulated); err != nil {
-				t.Fatal(err)
-			}
+			body := s.simulateHours(t, agent, &simulated)
 			conv := simulated.Conversation
 			if len(conv) < 3 || conv[2]["message"] != teamAnswer || simulated.Analysis.CallSuccessful != "success" ||
 				simulated.AgentLatency == nil || len(simulated.AgentLatency.FirstTokenMs) == 0 {

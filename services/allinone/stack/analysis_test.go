@@ -14,15 +14,7 @@ import (
 // model and when.
 func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	s := startForTesting(t)
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Front desk",
-	  "conversation_config":{"agent":{"prompt":{"prompt":"Our opening hours are nine to five every weekday."}}},
-	  "platform_settings":{"evaluation":{"criteria":[
-	    {"id":"hours","name":"Hours given","type":"prompt","conversation_goal_prompt":"The agent states the opening hours nine to five"},
-	    {"id":"refund","name":"Refund window","type":"prompt","conversation_goal_prompt":"The agent says refunds are given within 30 days"}]}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	agent := r.JSON(t)["agent_id"].(string)
+	agent := evaluatedAgent(t, s)
 	at := time.Now().Add(-time.Hour)
 	ingest(t, s, adminKey, "conversation_started", at, map[string]any{"conversation_id": "conv_analysis_1", "agent_id": agent})
 	ingest(t, s, adminKey, "conversation_ended", at.Add(time.Minute), map[string]any{"conversation_id": "conv_analysis_1", "agent_id": agent,
@@ -38,7 +30,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		return call(t, s, "GET", "/v1/convai/conversations/conv_analysis_2", adminKey, "").Code == 200
 	})
 
-	r = call(t, s, "POST", "/v1/convai/conversations/conv_analysis_1/analysis/run", adminKey, "")
+	r := call(t, s, "POST", "/v1/convai/conversations/conv_analysis_1/analysis/run", adminKey, "")
 	var got struct {
 		ConversationID string `json:"conversation_id"`
 		AgentID        string `json:"agent_id"`

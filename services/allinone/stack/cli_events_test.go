@@ -16,17 +16,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
-// voiceaiCLI runs the CLI in-process against s.
-func voiceaiCLI(t *testing.T, s *Stack, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
-	t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
-	return code, out.String(), errOut.String()
-}
-
 // events tail --json prints each stored event decoded, one JSON object a
 // line; webhooks logs filters and webhooks resend delivers again.
 func TestCLIEventsTailAndWebhookResend(t *testing.T) {

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -9,11 +10,13 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
 // start runs a stack in dir with cfg tweaks and stops it when t ends.
@@ -189,3 +192,45 @@ func administered(c *Config, tweaks []func(*Config)) {
 
 // localHooks lets webhooks deliver to this machine: a test's receiver.
 func localHooks(c *Config) { c.Outbound.AllowHosts = "127.0.0.1" }
+
+// voiceaiCLI runs the CLI in-process against s.
+func voiceaiCLI(t *testing.T, s *Stack, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
+	t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
+	return code, out.String(), errOut.String()
+}
+
+// confusion counts a judge's verdicts against the truth, for its
+// agreement and Cohen's κ computed by hand.
+type confusion struct{ tp, fp, ff, tf float64 }
+
+// add counts one verdict: whether the judge passed it, and whether it
+// truly passed.
+func (c *confusion) add(judgePassed, truthPassed bool) {
+	switch {
+	case judgePassed && truthPassed:
+		c.tp++
+	case judgePassed:
+		c.fp++
+	case truthPassed:
+		c.ff++
+	default:
+		c.tf++
+	}
+}
+
+func (c confusion) n() float64 { return c.tp + c.fp + c.ff + c.tf }
+
+// agreement is p_o, the share of verdicts that are the truth.
+func (c confusion) agreement() float64 { return (c.tp + c.tf) / c.n() }
+
+// kappa is Cohen's κ: the agreement beyond what chance would give.
+func (c confusion) kappa() float64 {
+	n := c.n()
+	pe := ((c.tp+c.fp)/n)*((c.tp+c.ff)/n) + ((c.ff+c.tf)/n)*((c.fp+c.tf)/n)
+	return (c.agreement() - pe) / (1 - pe)
+}

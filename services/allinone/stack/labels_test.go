@@ -1,14 +1,11 @@
 package stack
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/cli"
@@ -171,25 +168,12 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	// By hand, from the verdicts above: the judge passed the 4 passes and
 	// failed the 4 failures; the truth is the judge's verdict when the
 	// label says right, the other one when it says wrong.
-	var tp, fp, ff, tf float64
+	var hand confusion
 	for run, right := range verdicts {
 		judgePassed := strings.HasPrefix(run, "trun_"+strings.TrimPrefix(passing, "tinv_"))
-		truthPassed := judgePassed == right
-		switch {
-		case judgePassed && truthPassed:
-			tp++
-		case judgePassed:
-			fp++
-		case truthPassed:
-			ff++
-		default:
-			tf++
-		}
+		hand.add(judgePassed, judgePassed == right)
 	}
-	n := tp + fp + ff + tf
-	po := (tp + tf) / n
-	pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
-	kappa := (po - pe) / (1 - pe)
+	n, po, kappa := hand.n(), hand.agreement(), hand.kappa()
 	if n != 8 || po != 0.625 || math.Abs(kappa-0.25) > 1e-12 {
 		t.Fatalf("hand computation: n %v p_o %v κ %v", n, po, kappa)
 	}
@@ -259,12 +243,7 @@ func TestCLIMinJudgeAgreement(t *testing.T) {
 	hours := createTest(t, s, hoursTest)
 	voiceai := func(args ...string) (int, string, string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var out, errOut bytes.Buffer
-		code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
-		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
-		return code, out.String(), errOut.String()
+		return voiceaiCLI(t, s, args...)
 	}
 	gated := []string{"tests", "run", "--agent", agent, "--test", hours, "--repeat", "2", "--wait", "--poll", "50ms",
 		"--min-judge-agreement", "0.8", "--min-judge-labels", "2"}

@@ -1,8 +1,6 @@
 package stack
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -185,29 +183,16 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 	// By hand: the truth is the judge's verdict when the label says
 	// right, the other one when it says wrong; unknown verdicts are left
 	// out.
-	var tp, fp, ff, tf float64
+	var hand confusion
 	for id, ok := range right {
 		if judged[id] != "success" && judged[id] != "failure" {
 			continue
 		}
 		judgePassed := judged[id] == "success"
-		truthPassed := judgePassed == ok
-		switch {
-		case judgePassed && truthPassed:
-			tp++
-		case judgePassed:
-			fp++
-		case truthPassed:
-			ff++
-		default:
-			tf++
-		}
+		hand.add(judgePassed, judgePassed == ok)
 	}
-	n := tp + fp + ff + tf
-	po := (tp + tf) / n
-	pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
-	kappa := (po - pe) / (1 - pe)
-	if n < 4 || tp+fp == 0 || ff+tf == 0 {
+	po, kappa := hand.agreement(), hand.kappa()
+	if hand.n() < 4 || hand.tp+hand.fp == 0 || hand.ff+hand.tf == 0 {
 		t.Fatalf("the judge gave one answer only (%v): no κ to compare", judged)
 	}
 
@@ -487,24 +472,11 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 
 	// By hand: each model's confusion on the same four labelled runs.
 	figures := func(verdicts map[string]string) (po, kappa float64) {
-		var tp, fp, ff, tf float64
+		var hand confusion
 		for run, passed := range truth {
-			judgePassed := verdicts[run] == "success"
-			switch {
-			case judgePassed && passed:
-				tp++
-			case judgePassed:
-				fp++
-			case passed:
-				ff++
-			default:
-				tf++
-			}
+			hand.add(verdicts[run] == "success", passed)
 		}
-		n := tp + fp + ff + tf
-		po = (tp + tf) / n
-		pe := ((tp+fp)/n)*((tp+ff)/n) + ((ff+tf)/n)*((fp+tf)/n)
-		return po, (po - pe) / (1 - pe)
+		return hand.agreement(), hand.kappa()
 	}
 	wantModel, wantModelK := figures(original)
 	wantOffline, wantOfflineK := figures(offline)
@@ -561,12 +533,7 @@ func TestCLIJudgeConversationsAndRejudge(t *testing.T) {
 		llmtest.Sequence(llmtest.Verdict("success", "The reply answers."))))
 	voiceai := func(args ...string) (int, string, string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var out, errOut bytes.Buffer
-		code := cli.Run(ctx, append(args, "--base-url", "http://"+s.Addr, "--api-key", adminKey), &out, &errOut)
-		t.Logf("voiceai %v: exit %d\n%s%s", args, code, out.String(), errOut.String())
-		return code, out.String(), errOut.String()
+		return voiceaiCLI(t, s, args...)
 	}
 	agent := evaluatedAgent(t, s)
 	recordConversation(t, s, agent, "conv_cli", "Our opening hours are nine to five every weekday.")

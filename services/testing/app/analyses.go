@@ -26,22 +26,8 @@ func (a *App) RecordAnalysis(ctx context.Context, c principal.Caller, an *testin
 		return nil, apperr.ConversationUnknown
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	ev, err := esproto.Encode(ctx, meta, &testingv1.ConversationAnalysed{Meta: meta, Analysis: an})
-	if err != nil {
-		return nil, err
-	}
-	id := c.CommandID
-	if id == "" {
-		id = an.GetAnalysisId()
-	}
-	dup, err := a.Runs.Publish(ctx, eventMessage(subject, id, ev))
-	if err != nil || !dup {
-		return an, err
-	}
-	if first, found, err := a.AnalysisByCommand(ctx, c.WorkspaceID, an.GetConversationId(), id); err != nil || found {
-		return first, err
-	}
-	return an, nil
+	stored, err := storeOnce(ctx, a, c, subject, an.GetAnalysisId(), meta, &testingv1.ConversationAnalysed{Meta: meta, Analysis: an})
+	return stored.GetAnalysis(), err
 }
 
 // AnalysisByCommand is the analysis commandID stored for a conversation,

@@ -26,8 +26,8 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 		return nil, apperr.ConversationUnknown
 	}
 	if c.CommandID != "" {
-		if first, found, err := a.conversationLabelByCommand(ctx, c.WorkspaceID, subject, c.CommandID); err != nil || found {
-			return first, err
+		if first, found, err := storedByCommand[*testingv1.ConversationLabelled](ctx, a, c.WorkspaceID, subject, c.CommandID); err != nil || found {
+			return first.GetLabel(), err
 		}
 	}
 	an, seq, found, err := a.CurrentAnalysis(ctx, c.WorkspaceID, conversationID)
@@ -84,24 +84,8 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 		label.CorrectedResult = overturned(label.JudgedResult)
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
-	ev, err := esproto.Encode(ctx, meta, &testingv1.ConversationLabelled{Meta: meta, Label: label})
-	if err != nil {
-		return nil, err
-	}
-	id := c.CommandID
-	if id == "" {
-		id = label.GetLabelId()
-	}
-	dup, err := a.Runs.Publish(ctx, eventMessage(subject, id, ev))
-	if err != nil {
-		return nil, err
-	}
-	if dup { // a retry within the duplicate window raced the look-up above
-		if first, found, err := a.conversationLabelByCommand(ctx, c.WorkspaceID, subject, id); err != nil || found {
-			return first, err
-		}
-	}
-	return label, nil
+	stored, err := storeOnce(ctx, a, c, subject, label.GetLabelId(), meta, &testingv1.ConversationLabelled{Meta: meta, Label: label})
+	return stored.GetLabel(), err
 }
 
 // overturned is the result a label that says judged was wrong makes right:
@@ -124,8 +108,8 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 		return nil, apperr.ConversationUnknown
 	}
 	out := []*testingv1.ConversationLabel{}
-	err = a.eachConversationLabel(ctx, c.WorkspaceID, subject, func(_ Record, l *testingv1.ConversationLabel) error {
-		out = append(out, l)
+	err = eachStored(ctx, a, c.WorkspaceID, subject, func(_ Record, ev *testingv1.ConversationLabelled) error {
+		out = append(out, ev.GetLabel())
 		return nil
 	})
 	if err != nil || len(out) > 0 {
@@ -143,16 +127,8 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 	return out, nil
 }
 
-func (a *App) eachConversationLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.ConversationLabel) error) error {
-	return eachStored(ctx, a, ws, filter, func(rec Record, ev *testingv1.ConversationLabelled) error { return fn(rec, ev.GetLabel()) })
-}
-
+// conversationLabelOf is the label a conversation_labelled record holds.
 func conversationLabelOf(rec Record) (*testingv1.ConversationLabel, error) {
 	ev, err := decodeAs[*testingv1.ConversationLabelled](rec)
 	return ev.GetLabel(), err
-}
-
-func (a *App) conversationLabelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.ConversationLabel, bool, error) {
-	ev, found, err := storedByCommand[*testingv1.ConversationLabelled](ctx, a, ws, subject, commandID)
-	return ev.GetLabel(), found, err
 }

@@ -100,8 +100,8 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 		return nil, apperr.RunNotFinished
 	}
 	if c.CommandID != "" {
-		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, c.CommandID); err != nil || found {
-			return first, err
+		if first, found, err := storedByCommand[*testingv1.RunLabelled](ctx, a, c.WorkspaceID, lr.subject, c.CommandID); err != nil || found {
+			return first.GetLabel(), err
 		}
 	}
 	def, err := a.definition(ctx, lr.test)
@@ -141,32 +141,11 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 		LabelledAtUnixMs: now.UnixMilli(),
 	}
 	if !label.VerdictCorrect {
-		switch label.JudgedResult {
-		case domain.ConditionSuccess:
-			label.CorrectedResult = domain.ConditionFailure
-		case domain.ConditionFailure:
-			label.CorrectedResult = domain.ConditionSuccess
-		}
+		label.CorrectedResult = overturned(label.JudgedResult)
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
-	ev, err := esproto.Encode(ctx, meta, &testingv1.RunLabelled{Meta: meta, Label: label})
-	if err != nil {
-		return nil, err
-	}
-	id := c.CommandID
-	if id == "" {
-		id = label.GetLabelId()
-	}
-	dup, err := a.Runs.Publish(ctx, eventMessage(lr.subject, id, ev))
-	if err != nil {
-		return nil, err
-	}
-	if dup { // a retry within the duplicate window raced the look-up above
-		if first, found, err := a.labelByCommand(ctx, c.WorkspaceID, lr.subject, id); err != nil || found {
-			return first, err
-		}
-	}
-	return label, nil
+	stored, err := storeOnce(ctx, a, c, lr.subject, label.GetLabelId(), meta, &testingv1.RunLabelled{Meta: meta, Label: label})
+	return stored.GetLabel(), err
 }
 
 // definition is the version of a planned test the invocation pinned.
@@ -178,21 +157,10 @@ func (a *App) definition(ctx context.Context, pt *testingv1.PlannedTest) (domain
 	return domain.ParseDefinition(t.GetDefinitionJson())
 }
 
-// eachLabel calls fn with every label stored on subject (a filter), in
-// order.
-func (a *App) eachLabel(ctx context.Context, ws, filter string, fn func(Record, *testingv1.RunLabel) error) error {
-	return eachStored(ctx, a, ws, filter, func(rec Record, ev *testingv1.RunLabelled) error { return fn(rec, ev.GetLabel()) })
-}
-
+// labelOf is the label a run_labelled record holds.
 func labelOf(rec Record) (*testingv1.RunLabel, error) {
 	ev, err := decodeAs[*testingv1.RunLabelled](rec)
 	return ev.GetLabel(), err
-}
-
-// labelByCommand is the label commandID stored on subject, if any.
-func (a *App) labelByCommand(ctx context.Context, ws, subject, commandID string) (*testingv1.RunLabel, bool, error) {
-	ev, found, err := storedByCommand[*testingv1.RunLabelled](ctx, a, ws, subject, commandID)
-	return ev.GetLabel(), found, err
 }
 
 // RunLabels are every label of a run, oldest first (the last is current).
@@ -202,8 +170,8 @@ func (a *App) RunLabels(ctx context.Context, ws, invocationID, runID string) ([]
 		return []*testingv1.RunLabel{}, err
 	}
 	out := []*testingv1.RunLabel{}
-	err = a.eachLabel(ctx, ws, lr.subject, func(_ Record, l *testingv1.RunLabel) error {
-		out = append(out, l)
+	err = eachStored(ctx, a, ws, lr.subject, func(_ Record, ev *testingv1.RunLabelled) error {
+		out = append(out, ev.GetLabel())
 		return nil
 	})
 	return out, err

@@ -6,7 +6,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
 // The review events (labels, analyses, re-judged votes) are read back from
@@ -67,4 +70,30 @@ func storedByCommand[E proto.Message](ctx context.Context, a *App, ws, subject, 
 	}
 	found, err = decodeAs[E](rec)
 	return found, err == nil, err
+}
+
+// storeOnce stores ev (made with meta) on subject, its message id the
+// caller's command id, else ownID. A retry of the command within the runs
+// log's duplicate window that raced the caller's look-up stores nothing:
+// the event the first try stored is answered instead.
+func storeOnce[E proto.Message](ctx context.Context, a *App, c principal.Caller, subject, ownID string, meta *commonv1.EventMeta, ev E) (E, error) {
+	var zero E
+	e, err := esproto.Encode(ctx, meta, ev)
+	if err != nil {
+		return zero, err
+	}
+	id := c.CommandID
+	if id == "" {
+		id = ownID
+	}
+	dup, err := a.Runs.Publish(ctx, eventMessage(subject, id, e))
+	if err != nil {
+		return zero, err
+	}
+	if dup {
+		if first, found, err := storedByCommand[E](ctx, a, c.WorkspaceID, subject, id); err != nil || found {
+			return first, err
+		}
+	}
+	return ev, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest/testclient"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/model"
 )
@@ -19,25 +20,8 @@ import (
 // over it. Back-off waits are one millisecond unless cfg changes them.
 func newOpenAI(t *testing.T, h llmtest.Handler, cfg func(*llm.Config)) (OpenAI, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(h)
-	t.Cleanup(srv.Close)
-	c := llm.Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "test-model", Timeout: time.Minute,
-		MaxRetries: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
-	if cfg != nil {
-		cfg(&c)
-	}
-	cl, err := llm.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, srv := testclient.New(t, h, cfg)
 	return OpenAI{Client: cl}, srv
-}
-
-func withUsage(r llmtest.Reply, prompt, completion int) llmtest.Reply {
-	c := r.Body.(llmtest.Completion)
-	c.Usage = &llmtest.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-	r.Body = c
-	return r
 }
 
 var conversation = model.Conversation{
@@ -60,7 +44,7 @@ func TestOpenAIIdentity(t *testing.T) {
 }
 
 func TestOpenAIRespondCompletion(t *testing.T) {
-	m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK("We open at nine."), 120, 7)), nil)
+	m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK("We open at nine.").WithUsage(120, 7)), nil)
 	turn, u, err := m.Respond(context.Background(), conversation)
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +119,7 @@ func TestOpenAIRespondToolCall(t *testing.T) {
 }
 
 func TestOpenAIRetries(t *testing.T) {
-	ok := withUsage(llmtest.OK("fine"), 11, 2)
+	ok := llmtest.OK("fine").WithUsage(11, 2)
 	cases := []struct {
 		name     string
 		replies  []llmtest.Reply
@@ -250,7 +234,7 @@ func TestOpenAIJudge(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK(c.content), 50, 9)), nil)
+			m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK(c.content).WithUsage(50, 9)), nil)
 			v, u, err := m.Judge(context.Background(), in)
 			if err != nil {
 				t.Fatal(err)
@@ -302,7 +286,7 @@ func TestOpenAISimulateUser(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m, srv := newOpenAI(t, llmtest.Sequence(withUsage(llmtest.OK(c.content), 30, 4)), nil)
+			m, srv := newOpenAI(t, llmtest.Sequence(llmtest.OK(c.content).WithUsage(30, 4)), nil)
 			got, u, err := m.SimulateUser(context.Background(), in)
 			if err != nil || got != c.want || u != (model.Usage{PromptTokens: 30, CompletionTokens: 4, TotalTokens: 34, Calls: 1}) {
 				t.Fatalf("%+v %+v %v, want %+v", got, u, err, c.want)

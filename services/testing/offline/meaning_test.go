@@ -16,13 +16,7 @@ import (
 // cannot be decided named in the summary.
 func TestOfflineJudgeReadsMeaning(t *testing.T) {
 	asked := []model.Turn{userTurn("Do you sell gift cards?")}
-	cases := []struct {
-		name        string
-		in          model.JudgeInput
-		result      string
-		summaryHas  string
-		messagesHas string
-	}{
+	checkVerdicts(t, Model{}.Judge, []judgeCase{
 		{"a paraphrase meets the condition",
 			model.JudgeInput{Conditions: []string{"The agent says the parcel was delivered"}, Reply: agentTurn("Your package was delivered this morning.")},
 			domain.ConditionSuccess, "meets every success condition", `Condition "The agent says the parcel was delivered": met`},
@@ -59,10 +53,26 @@ func TestOfflineJudgeReadsMeaning(t *testing.T) {
 		{"nothing to decide by is unknown",
 			model.JudgeInput{Reply: agentTurn("anything")},
 			domain.ConditionUnknown, "no examples or condition to decide by", ""},
-	}
+	})
+}
+
+// judgeCase is a judge's input and what its verdict must say.
+type judgeCase struct {
+	name        string
+	in          model.JudgeInput
+	result      string
+	summaryHas  string
+	messagesHas string
+}
+
+// checkVerdicts judges each case with judge: the verdict has the case's
+// result, its summary and messages the case's words, and it took one
+// call.
+func checkVerdicts(t *testing.T, judge func(context.Context, model.JudgeInput) (model.Verdict, model.Usage, error), cases []judgeCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v, u, err := Model{}.Judge(context.Background(), c.in)
+			v, u, err := judge(context.Background(), c.in)
 			if err != nil {
 				t.Fatal(err)
 			}

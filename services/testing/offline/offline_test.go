@@ -32,11 +32,7 @@ func TestOfflineIdentity(t *testing.T) {
 }
 
 func TestOfflineRespond(t *testing.T) {
-	cases := []struct {
-		name string
-		conv model.Conversation
-		want model.Turn
-	}{
+	checkReplies(t, []replyCase{
 		{"answers with the prompt sentence sharing most words with the question",
 			model.Conversation{SystemPrompt: hoursPrompt, Turns: []model.Turn{agentTurn("Hello Ann!"), userTurn("What are your opening hours?")}},
 			agentTurn("Our opening hours are nine to five every weekday.")},
@@ -65,7 +61,20 @@ func TestOfflineRespond(t *testing.T) {
 		{"tools that match nothing are not called",
 			model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{bookTable}, Turns: []model.Turn{userTurn("What are your opening hours?")}},
 			agentTurn("Our opening hours are nine to five every weekday.")},
-	}
+	})
+}
+
+// replyCase is a conversation and the offline model's reply to it.
+type replyCase struct {
+	name string
+	conv model.Conversation
+	want model.Turn
+}
+
+// checkReplies has the offline model answer each case: the reply is the
+// case's, in one call whose usage counts at least the prompt's words.
+func checkReplies(t *testing.T, cases []replyCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, u, err := Model{}.Respond(context.Background(), c.conv)
@@ -383,11 +392,7 @@ func TestOfflineKnowledge(t *testing.T) {
 func TestOfflineRespondFromTheConfiguration(t *testing.T) {
 	const prompt = "# Refunds\n- Refunds are possible within 30 days with a receipt.\n- Refunds go back to the card you paid with.\n\n" +
 		"Opening hours:\n- Weekdays nine to five.\n- Saturdays ten to two.\n\nQ: Do you deliver?\nA: Yes, within 5 miles."
-	cases := []struct {
-		name string
-		conv model.Conversation
-		want model.Turn
-	}{
+	checkReplies(t, []replyCase{
 		{"every sentence that matches best, in prompt order",
 			model.Conversation{SystemPrompt: prompt, Turns: []model.Turn{userTurn("How do refunds work?")}},
 			agentTurn("Refunds are possible within 30 days with a receipt. Refunds go back to the card you paid with.")},
@@ -409,30 +414,13 @@ func TestOfflineRespondFromTheConfiguration(t *testing.T) {
 		{"a tool sharing fewer words than a sentence is not called",
 			model.Conversation{SystemPrompt: hoursPrompt, Tools: []model.Tool{bookTable}, Turns: []model.Turn{userTurn("Do I get refunds for cancelled bookings?")}},
 			agentTurn("Refunds are never given for cancelled bookings.")},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, _, err := Model{}.Respond(context.Background(), c.conv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Fatalf("reply %+v, want %+v", got, c.want)
-			}
-		})
-	}
+	})
 }
 
 func TestOfflineLexicalJudgeNormalises(t *testing.T) {
 	refusal := agentTurn(Refusal)
 	asked := []model.Turn{userTurn("Do you sell gift cards?")}
-	cases := []struct {
-		name        string
-		in          model.JudgeInput
-		result      string
-		summaryHas  string
-		messagesHas string
-	}{
+	checkVerdicts(t, Lexical{}.Judge, []judgeCase{
 		{"stems match",
 			model.JudgeInput{Conditions: []string{"confirms the cancellation and the refund"}, Reply: agentTurn("Your booking is cancelled; we refunded you.")},
 			domain.ConditionSuccess, "", "found: cancellation, refund; missing: confirms"},
@@ -467,24 +455,7 @@ func TestOfflineLexicalJudgeNormalises(t *testing.T) {
 			domain.ConditionSuccess, "", "no content words to look for"},
 		{"a hello meets greets",
 			model.JudgeInput{Conditions: []string{"greets the caller"}, Reply: agentTurn("Hello, Acme here.")}, domain.ConditionSuccess, "", "found: greets"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			v, _, err := Lexical{}.Judge(context.Background(), c.in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if v.Result != c.result {
-				t.Fatalf("result %q, want %q (%+v)", v.Result, c.result, v)
-			}
-			if !strings.Contains(v.Summary, c.summaryHas) {
-				t.Fatalf("summary %q lacks %q", v.Summary, c.summaryHas)
-			}
-			if all := strings.Join(v.Messages, "\n"); !strings.Contains(all, c.messagesHas) {
-				t.Fatalf("messages %q lack %q", v.Messages, c.messagesHas)
-			}
-		})
-	}
+	})
 }
 
 // FuzzOffline: any prompt, message and condition give an answer and a

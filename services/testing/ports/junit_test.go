@@ -26,6 +26,31 @@ func schema(t *testing.T) *junitxsd.Schema {
 	return s
 }
 
+// validJUnit writes a document of one suite and its cases, fails unless it
+// is valid against junit-10.xsd, and returns it parsed.
+func validJUnit(t *testing.T, suite JUnitSuite, cases ...JUnitCase) *junitxsd.Document {
+	t.Helper()
+	var b bytes.Buffer
+	j := NewJUnitWriter(&b)
+	j.Begin(suite)
+	for _, c := range cases {
+		if err := j.Case(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.End(); err != nil {
+		t.Fatal(err)
+	}
+	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
+	}
+	d, err := junitxsd.Parse(b.Bytes())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.Bytes())
+	}
+	return d
+}
+
 // A document with every outcome and hostile names, rationales and
 // properties is valid against junit-10.xsd and its counts add up.
 func TestJUnitDocumentValidatesAgainstTheXSD(t *testing.T) {
@@ -43,26 +68,13 @@ func TestJUnitDocumentValidatesAgainstTheXSD(t *testing.T) {
 		{&testingv1.RunResult{Status: domain.RunFailed, Error: "The run exceeded its time limit of 2m0s.\n" + hostile, StartedAtUnixMs: 5, FinishedAtUnixMs: 7}, ""},
 		{nil, domain.RunCancelled},
 	}
-	var b bytes.Buffer
-	j := NewJUnitWriter(&b)
-	j.Begin(JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
-		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0), Properties: [][2]string{{"agent_id", "agent_1"}, {"branch_id", ""},
-			{"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "2"}, {"regressions", "1"}}})
+	var cases []JUnitCase
 	for i, r := range runs {
-		if err := j.Case(JUnitCaseOf(inv, i, r.res, r.unrun)); err != nil {
-			t.Fatal(err)
-		}
+		cases = append(cases, JUnitCaseOf(inv, i, r.res, r.unrun))
 	}
-	if err := j.End(); err != nil {
-		t.Fatal(err)
-	}
-	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
-		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
-	}
-	d, err := junitxsd.Parse(b.Bytes())
-	if err != nil {
-		t.Fatalf("%v\n%s", err, b.Bytes())
-	}
+	d := validJUnit(t, JUnitSuite{Name: inv.GetTitle(), ID: inv.GetInvocationId(), Tests: 4, Failures: 1, Errors: 1, Skipped: 1, TimeMs: 1_752,
+		Timestamp: time.Unix(inv.GetCreatedAtUnix(), 0), Properties: [][2]string{{"agent_id", "agent_1"}, {"branch_id", ""},
+			{"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "2"}, {"regressions", "1"}}}, cases...)
 	s := d.Suites[0]
 	if s.Tests != "4" || s.Failures != "1" || s.Errors != "1" || s.Skipped != "1" || s.Time != "1.752" || s.Timestamp != "2023-11-14T22:13:20Z" {
 		t.Fatalf("suite: %+v", s)
@@ -203,23 +215,9 @@ func TestJUnitLatencyProperties(t *testing.T) {
 	}
 	first.add(50, 10, 20, 40, 30)
 	got = latencyProperties(&turns, &first)
-	var b bytes.Buffer
-	j := NewJUnitWriter(&b)
-	j.Begin(JUnitSuite{Name: "s", ID: "tinv_1", Tests: 1, Timestamp: time.Unix(1_700_000_000, 0),
-		Properties: append([][2]string{{"agent_id", "agent_1"}, {"branch_id", ""}, {"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "1"}}, got...)})
-	if err := j.Case(JUnitCase{Name: "t", Classname: "agent_1.llm", Outcome: JUnitPassed}); err != nil {
-		t.Fatal(err)
-	}
-	if err := j.End(); err != nil {
-		t.Fatal(err)
-	}
-	if err := schema(t).Validate(bytes.NewReader(b.Bytes())); err != nil {
-		t.Fatalf("not valid against junit-10.xsd: %v\n%s", err, b.Bytes())
-	}
-	d, err := junitxsd.Parse(b.Bytes())
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := validJUnit(t, JUnitSuite{Name: "s", ID: "tinv_1", Tests: 1, Timestamp: time.Unix(1_700_000_000, 0),
+		Properties: append([][2]string{{"agent_id", "agent_1"}, {"branch_id", ""}, {"invocation_id", "tinv_1"}, {"status", "completed"}, {"repeat_count", "1"}}, got...)},
+		JUnitCase{Name: "t", Classname: "agent_1.llm", Outcome: JUnitPassed})
 	want := map[string]string{"agent_turns": "5", "agent_turn_p50_ms": "300", "agent_turn_p95_ms": "900", "agent_turn_max_ms": "900",
 		"agent_first_token_p50_ms": "30", "agent_first_token_p95_ms": "50", "agent_first_token_max_ms": "50"}
 	for k, v := range want {

@@ -49,14 +49,10 @@ type ModelUse struct {
 // criterion on its own against the whole conversation: the same engine,
 // one verdict per criterion.
 func (e *Executor) SimulateConversation(ctx context.Context, r Run, opening string, criteria []Criterion) (out ConversationResult) {
-	limit := e.TimeLimit
-	if limit <= 0 {
-		limit = 2 * time.Minute
-	}
+	limit := e.timeLimit()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	out = ConversationResult{Transcript: json.RawMessage("[]"), Criteria: []CriterionResult{},
-		Judge: ModelUse{Provider: e.Model.Provider(), Model: e.Model.ModelName()}}
+	out = e.emptyConversationResult()
 	m, err := e.cast(ctx, r, 0)
 	if err != nil {
 		out.Error = err.Error()
@@ -84,6 +80,14 @@ func (e *Executor) SimulateConversation(ctx context.Context, r Run, opening stri
 		out.Error = failure(err, limit)
 	}
 	return out
+}
+
+// emptyConversationResult is what a conversation's result says before
+// anything is played or judged: an empty transcript, no criteria, and
+// the judge.
+func (e *Executor) emptyConversationResult() ConversationResult {
+	return ConversationResult{Transcript: json.RawMessage("[]"), Criteria: []CriterionResult{},
+		Judge: ModelUse{Provider: e.Model.Provider(), Model: e.Model.ModelName()}}
 }
 
 // failure says why a run stopped, as a run's error does.
@@ -121,14 +125,10 @@ func CallSuccessful(results []CriterionResult) string {
 // conversation (r's chat history, as it happened: nothing is played),
 // with the judge model as a simulation's criteria are judged.
 func (e *Executor) JudgeRecorded(ctx context.Context, r Run, criteria []Criterion) (out ConversationResult) {
-	limit := e.TimeLimit
-	if limit <= 0 {
-		limit = 2 * time.Minute
-	}
+	limit := e.timeLimit()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	out = ConversationResult{Transcript: json.RawMessage("[]"), Criteria: []CriterionResult{},
-		Judge: ModelUse{Provider: e.Model.Provider(), Model: e.Model.ModelName()}}
+	out = e.emptyConversationResult()
 	var usage Usage
 	defer func() { out.Judge.Usage = usage }()
 	conv, _ := e.conversation(r)

@@ -37,7 +37,7 @@ type Executor struct {
 	Model Model
 	// Agents picks the model that plays each run's agent (nil: Model).
 	Agents    AgentModels
-	TimeLimit time.Duration
+	TimeLimit time.Duration    // a run's (0: two minutes)
 	Now       func() time.Time // the clock runs are timed by (runtime.Deps.Clock)
 	// JudgeVotes is how many verdicts a failure is judged with in all, the
 	// majority deciding (0 or 1: the first verdict stands).
@@ -48,6 +48,14 @@ type Executor struct {
 
 	mu      sync.Mutex
 	configs map[string]AgentConfig // parsed agent configurations, by their JSON
+}
+
+// timeLimit is how long a run may take: TimeLimit, or two minutes.
+func (e *Executor) timeLimit() time.Duration {
+	if e.TimeLimit <= 0 {
+		return 2 * time.Minute
+	}
+	return e.TimeLimit
 }
 
 // agentConfig parses a configuration once: every run of an invocation
@@ -77,10 +85,7 @@ func (e *Executor) Execute(ctx context.Context, r Run) *testingv1.RunResult {
 		StartedAtUnixMs: e.Now().UnixMilli(), WorkerId: r.WorkerID,
 		Usage: &testingv1.ModelUsage{Provider: e.Model.Provider(), Model: e.Model.ModelName()},
 	}
-	limit := e.TimeLimit
-	if limit <= 0 {
-		limit = 2 * time.Minute
-	}
+	limit := e.timeLimit()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 

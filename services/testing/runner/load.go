@@ -61,10 +61,7 @@ func (e *Executor) Load(ctx context.Context, j LoadJob) *testingv1.LoadSamples {
 		}
 	}()
 
-	limit := e.TimeLimit
-	if limit <= 0 {
-		limit = 2 * time.Minute
-	}
+	limit := e.timeLimit()
 	conv, _ := e.conversation(j.Run)
 	n := j.Limit
 	if n <= 0 {

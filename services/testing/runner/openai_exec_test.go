@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest/testclient"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
 )
@@ -22,25 +23,8 @@ import (
 // over it. Back-off waits are one millisecond unless cfg changes them.
 func newOpenAI(t *testing.T, h llmtest.Handler, cfg func(*llm.Config)) (modelclient.OpenAI, *llmtest.Server) {
 	t.Helper()
-	srv := llmtest.NewServer(h)
-	t.Cleanup(srv.Close)
-	c := llm.Config{BaseURL: srv.URL, APIKey: "sk-test", Model: "test-model", Timeout: time.Minute,
-		MaxRetries: 3, InitialBackoff: time.Millisecond, MaxBackoff: time.Millisecond}
-	if cfg != nil {
-		cfg(&c)
-	}
-	cl, err := llm.New(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, srv := testclient.New(t, h, cfg)
 	return modelclient.OpenAI{Client: cl}, srv
-}
-
-func withUsage(r llmtest.Reply, prompt, completion int) llmtest.Reply {
-	c := r.Body.(llmtest.Completion)
-	c.Usage = &llmtest.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
-	r.Body = c
-	return r
 }
 
 // A model that gives up fails the run, which says why.
@@ -69,8 +53,8 @@ func TestExecuteOverOpenAIGivingUp(t *testing.T) {
 func TestExecuteOverOpenAI(t *testing.T) {
 	m, srv := newOpenAI(t, llmtest.Sequence(
 		llmtest.Error(429, "rate_limit_exceeded", "slow down").WithHeader("Retry-After", "0"),
-		withUsage(llmtest.OK("We are open nine to five every weekday."), 100, 10),
-		withUsage(llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`), 200, 20),
+		llmtest.OK("We are open nine to five every weekday.").WithUsage(100, 10),
+		llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`).WithUsage(200, 20),
 	), nil)
 	res := (&Executor{Now: time.Now, Model: m}).Execute(context.Background(), newRun(t, domain.TypeLLM, hoursTest))
 	if res.GetStatus() != domain.RunPassed || res.GetConditionResult() != domain.ConditionSuccess || res.GetError() != "" ||

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -21,10 +20,7 @@ func (e *Executor) Rejudge(ctx context.Context, m Model, r Run, responses []doma
 	if r.Test.GetTestType() == domain.TypeTool {
 		return Verdict{}, usage, ErrNotJudged
 	}
-	limit := e.TimeLimit
-	if limit <= 0 {
-		limit = 2 * time.Minute
-	}
+	limit := e.timeLimit()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	recorded := r

@@ -16,10 +16,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -47,15 +44,7 @@ func loadSamples(t *testing.T, js jetstream.JetStream, ws, inv string) []*testin
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec, err := eventstore.RecordFromMsg(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, msg.(*testingv1.LoadSamplesRecorded).GetSamples())
+		out = append(out, eventOf(t, m).(*testingv1.LoadSamplesRecorded).GetSamples())
 	}
 	return out
 }
@@ -76,28 +65,11 @@ func queueLoadJob(t *testing.T, js jetstream.JetStream, ws, inv string, step, jo
 // whose agent is config, with no job queued yet.
 func loadFixture(t *testing.T, callers, turns int, config string) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
 	t.Helper()
-	ctx, js := testingStreams(t)
-	log := slog.New(slog.DiscardHandler)
-	a := app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now)
-	const ws = "ws_1"
-	test, err := a.CreateTest(ctx, principal.In(ws), []byte(`{"type":"llm","name":"hours",
-	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, _, err := eventstore.New(js, events.TestingStream).Last(ctx, must(events.TestingSubject(ws, events.TestingKindTest, test.GetTestId())))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inv := &testingv1.Invocation{InvocationId: "tinv_load", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1,
-		Status: domain.InvocationRunning, AgentConfigJson: []byte(config),
-		Load: &testingv1.LoadTest{Steps: []int32{int32(callers)}, TurnsPerCaller: int32(turns),
-			Test: &testingv1.PlannedTest{TestId: test.GetTestId(), TestName: "hours", TestType: "llm", TestStreamSeq: rec.Seq}}}
-	meta := esproto.Meta(ctx, ws, "", time.Now())
-	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
-		t.Fatal(err)
-	}
-	return ctx, js, a, inv, log
+	return invocationFixture(t, func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation {
+		return &testingv1.Invocation{InvocationId: "tinv_load", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1,
+			Status: domain.InvocationRunning, AgentConfigJson: []byte(config),
+			Load: &testingv1.LoadTest{Steps: []int32{int32(callers)}, TurnsPerCaller: int32(turns), Test: test}}
+	})
 }
 
 // A load step's jobs are played by a worker, their samples stored, and

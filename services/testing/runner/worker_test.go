@@ -54,6 +54,17 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no result recorded for a job failing on every delivery: %v", err)
 	}
+	run := eventOf(t, m).(*testingv1.RunCompleted).GetRun()
+	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") {
+		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
+	}
+	// The job leaves the queue once its result is stored.
+	waitQueueEmpty(ctx, t, js)
+}
+
+// eventOf is the event a stream message holds.
+func eventOf(t *testing.T, m jetstream.Msg) proto.Message {
+	t.Helper()
 	rec, err := eventstore.RecordFromMsg(m)
 	if err != nil {
 		t.Fatal(err)
@@ -62,17 +73,23 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := msg.(*testingv1.RunCompleted).GetRun()
-	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") {
-		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
-	}
-	// The job leaves the queue once its result is stored.
-	waitQueueEmpty(ctx, t, js)
+	return msg
 }
 
 // batchFixture is an invocation of one test repeated 5 times, with no
 // job queued yet.
 func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
+	t.Helper()
+	return invocationFixture(t, func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation {
+		return &testingv1.Invocation{InvocationId: "tinv_batch", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 5, JobsTotal: 5,
+			Status: domain.InvocationRunning, AgentConfigJson: []byte(`{"agent":{"prompt":{"prompt":"We are open nine to five."}}}`),
+			Tests: []*testingv1.PlannedTest{test}}
+	})
+}
+
+// invocationFixture stores the test "hours" in workspace ws_1 and the
+// running invocation of it that invocation makes, with no job queued yet.
+func invocationFixture(t *testing.T, invocation func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation) (context.Context, jetstream.JetStream, *app.App, *testingv1.Invocation, *slog.Logger) {
 	t.Helper()
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.DiscardHandler)
@@ -83,14 +100,11 @@ func batchFixture(t *testing.T) (context.Context, jetstream.JetStream, *app.App,
 	if err != nil {
 		t.Fatal(err)
 	}
-	testSubject, _ := events.TestingSubject(ws, events.TestingKindTest, test.GetTestId())
-	rec, _, err := eventstore.New(js, events.TestingStream).Last(ctx, testSubject)
+	rec, _, err := eventstore.New(js, events.TestingStream).Last(ctx, must(events.TestingSubject(ws, events.TestingKindTest, test.GetTestId())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := &testingv1.Invocation{InvocationId: "tinv_batch", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 5, JobsTotal: 5,
-		Status: domain.InvocationRunning, AgentConfigJson: []byte(`{"agent":{"prompt":{"prompt":"We are open nine to five."}}}`),
-		Tests: []*testingv1.PlannedTest{{TestId: test.GetTestId(), TestName: "hours", TestType: "llm", TestStreamSeq: rec.Seq}}}
+	inv := invocation(ws, &testingv1.PlannedTest{TestId: test.GetTestId(), TestName: "hours", TestType: "llm", TestStreamSeq: rec.Seq})
 	meta := esproto.Meta(ctx, ws, "", time.Now())
 	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
 		t.Fatal(err)

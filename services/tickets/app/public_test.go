@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 
@@ -14,14 +13,7 @@ import (
 // lastPublic is the public change the newest event of ticket id carries.
 func (f *fixture) lastPublic(t *testing.T, id string) *ticketsv1.PublicChange {
 	t.Helper()
-	subject, err := events.TicketSubject("ws_a", id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, _, err := f.log.Load(context.Background(), subject)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := f.history(t, id)
 	last := recs[len(recs)-1]
 	msg, err := events.Decode(last.Type, last.Data)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
@@ -26,8 +27,8 @@ func run(inv, id string) app.RunFailure {
 	return app.RunFailure{InvocationID: inv, RunID: id, Rationale: "quoted 60 days", At: time.Unix(1_799_999_000, 0)}
 }
 
-// eventTypes are the types of the events stored on ticket id, oldest first.
-func (f *fixture) eventTypes(t *testing.T, id string) []string {
+// history is the events stored on ticket id of ws_a, oldest first.
+func (f *fixture) history(t *testing.T, id string) []eventlog.Record {
 	t.Helper()
 	subject, err := events.TicketSubject("ws_a", id)
 	if err != nil {
@@ -37,8 +38,14 @@ func (f *fixture) eventTypes(t *testing.T, id string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return recs
+}
+
+// eventTypes are the types of the events stored on ticket id, oldest first.
+func (f *fixture) eventTypes(t *testing.T, id string) []string {
+	t.Helper()
 	var types []string
-	for _, r := range recs {
+	for _, r := range f.history(t, id) {
 		types = append(types, r.Type)
 	}
 	return types

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -57,14 +56,10 @@ func (p AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttemp
 	if err != nil {
 		return err
 	}
-	data, err := proto.Marshal(a)
+	msg, err := protoMsg(subject, a, a.GetWorkspaceId(), a.GetEventId())
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = data
-	msg.Header.Set(events.HeaderWorkspaceID, a.GetWorkspaceId())
-	msg.Header.Set(events.HeaderEventID, a.GetEventId())
 	_, err = p.JS.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
 	return err
 }

@@ -18,6 +18,25 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
+// streamMsg is a message of the webhooks' streams on subject: data, with
+// the workspace and the event it is about in its headers.
+func streamMsg(subject string, data []byte, workspaceID, eventID string) *nats.Msg {
+	msg := nats.NewMsg(subject)
+	msg.Data = data
+	msg.Header.Set(events.HeaderWorkspaceID, workspaceID)
+	msg.Header.Set(events.HeaderEventID, eventID)
+	return msg
+}
+
+// protoMsg is streamMsg with m, marshalled, as its data.
+func protoMsg(subject string, m proto.Message, workspaceID, eventID string) (*nats.Msg, error) {
+	data, err := proto.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	return streamMsg(subject, data, workspaceID, eventID), nil
+}
+
 // StreamQueue is app.Queue on JetStream: events on the PLATFORM stream at
 // platform.evt.<workspace>.<event>, jobs on WEBHOOK_DELIVERIES, each
 // deduplicated by its Nats-Msg-Id.
@@ -30,10 +49,7 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = e.Body
-	msg.Header.Set(events.HeaderEventID, e.ID)
-	msg.Header.Set(events.HeaderWorkspaceID, e.WorkspaceID)
+	msg := streamMsg(subject, e.Body, e.WorkspaceID, e.ID)
 	if tp := tracing.RequestTrace(ctx); tp != "" {
 		msg.Header.Set(events.HeaderTraceparent, tp)
 	}
@@ -54,14 +70,10 @@ func (q StreamQueue) QueueDelivery(ctx context.Context, jobs ...*webhooksv1.Deli
 		if err != nil {
 			return err
 		}
-		data, err := proto.Marshal(job)
+		msg, err := protoMsg(subject, job, job.GetWorkspaceId(), job.GetEventId())
 		if err != nil {
 			return err
 		}
-		msg := nats.NewMsg(subject)
-		msg.Data = data
-		msg.Header.Set(events.HeaderEventID, job.GetEventId())
-		msg.Header.Set(events.HeaderWorkspaceID, job.GetWorkspaceId())
 		if tp != "" {
 			msg.Header.Set(events.HeaderTraceparent, tp) // the delivery continues the event's trace
 		}

@@ -7,18 +7,23 @@ export const STATUSES = ['open', 'in_progress', 'resolved'];
 export const PRIORITIES = ['low', 'medium', 'high', 'urgent'];
 export const label = (s) => String(s ?? '').replaceAll('_', ' ');
 
+// allPages is the items (page[field]) of every page of a listing at path,
+// the first 1,000 at most.
+export async function allPages(path, field) {
+  const out = [];
+  let cursor = '';
+  do {
+    const page = await get(path + query({page_size: 100, cursor}));
+    out.push(...page[field]);
+    cursor = page.has_more ? page.next_cursor : '';
+  } while (cursor && out.length < 1000);
+  return out;
+}
+
 let agents = null;
 // agentList is every agent (the first 1,000), newest first.
 export async function agentList() {
-  if (!agents) {
-    agents = [];
-    let cursor = '';
-    do {
-      const page = await get('/v1/convai/agents' + query({page_size: 100, cursor}));
-      agents.push(...page.agents);
-      cursor = page.has_more ? page.next_cursor : '';
-    } while (cursor && agents.length < 1000);
-  }
+  if (!agents) agents = await allPages('/v1/convai/agents', 'agents');
   return agents;
 }
 

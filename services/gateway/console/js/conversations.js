@@ -5,7 +5,7 @@
 import {get, post, del, query, enc} from './api.js';
 import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
 import {start, can} from './shell.js';
-import {agentList, badge, toolBlocks} from './common.js';
+import {agentList, allPages, badge, toolBlocks} from './common.js';
 
 start(async (main) => {
   const [agents, tags] = await Promise.all([agentList().catch(() => []), allTags().catch(() => [])]);
@@ -132,13 +132,6 @@ start(async (main) => {
 });
 
 // allTags is every tag of the workspace (a few pages at most).
-async function allTags() {
-  const out = [];
-  let cursor = '';
-  do {
-    const page = await get('/v1/convai/tags' + query({page_size: 100, cursor}));
-    out.push(...page.conversation_tags);
-    cursor = page.has_more ? page.next_cursor : '';
-  } while (cursor && out.length < 1000);
-  return out;
+function allTags() {
+  return allPages('/v1/convai/tags', 'conversation_tags');
 }

@@ -4,7 +4,7 @@
 // (first token and whole turn), and its JUnit XML.
 import {get, api, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
-import {start, poll, shown} from './shell.js';
+import {start, followLive, shown} from './shell.js';
 import {agentName, badge, toolBlocks} from './common.js';
 import {latencyText} from './latency.js';
 
@@ -69,18 +69,10 @@ start(async (main) => {
   }
 
   render();
-  if (inv.status !== 'running') say(msg, 'Finished: ' + inv.status + '.');
-  else {
-    say(msg, 'Running: this page follows it live.');
-    const stop = poll(async () => {
-      inv = await get('/v1/convai/test-invocations/' + enc(id));
-      render();
-      if (inv.status !== 'running') {
-        stop();
-        say(msg, 'Finished: ' + inv.status + '.');
-      }
-    }, 1500);
-  }
+  followLive(msg, () => inv.status, async () => {
+    inv = await get('/v1/convai/test-invocations/' + enc(id));
+    render();
+  });
 });
 
 function runCard(r) {

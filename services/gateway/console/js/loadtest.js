@@ -5,7 +5,7 @@
 // the budget broke. Without an id, a form starts one.
 import {get, api, enc} from './api.js';
 import {h, replace, say, when, pageParam, field, onSubmit} from './dom.js';
-import {start, poll, shown, can} from './shell.js';
+import {start, followLive, shown, can} from './shell.js';
 import {agentList, agentName, badge} from './common.js';
 
 const id = pageParam('id') || '';
@@ -39,18 +39,10 @@ start(async (main) => {
   }
 
   render();
-  if (lt.status !== 'running') say(msg, 'Finished: ' + lt.status + '.');
-  else {
-    say(msg, 'Running: this page follows it live.');
-    const stop = poll(async () => {
-      lt = await get('/v1/convai/load-tests/' + enc(id));
-      render();
-      if (lt.status !== 'running') {
-        stop();
-        say(msg, 'Finished: ' + lt.status + '.');
-      }
-    }, 1500);
-  }
+  followLive(msg, () => lt.status, async () => {
+    lt = await get('/v1/convai/load-tests/' + enc(id));
+    render();
+  });
 });
 
 function budgetText(b) {

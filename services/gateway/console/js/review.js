@@ -113,15 +113,22 @@ start(async (main) => {
         h('tbody', {}, rep.judges.map((j) => h('tr', {},
           h('td', {'data-label': 'Judge'}, `${j.judge_provider}/${j.judge_model}`),
           h('td', {'data-label': 'Test'}, j.test_name ?? (j.scope === 'conversations' ? `Conversations of ${j.agent_id}` : 'All tests')),
-          h('td', {'data-label': 'Labels'}, String(j.labels)),
-          h('td', {'data-label': 'Agreement (95%)'}, pct(j.agreement)),
-          h('td', {'data-label': 'κ'}, j.cohens_kappa === null ? '—' : j.cohens_kappa.toFixed(2)),
-          h('td', {'data-label': 'True pass'}, pct(j.true_pass_rate)),
-          h('td', {'data-label': 'True fail'}, pct(j.true_fail_rate)),
-          h('td', {'data-label': 'False pass'}, pct(j.false_pass_rate)),
+          ...agreementCells(j, pct),
           h('td', {'data-label': 'Flips'}, pct(j.flip_rate)),
           h('td', {'data-label': 'Over time'}, chart(j)))))) : h('p', {class: 'muted'}, 'No labels yet.'),
       rep.compare ? compared(rep.compare, pct) : null);
+  }
+
+  // agreementCells are a judge's labels and how it agrees with them: the
+  // columns the report and the comparison share.
+  function agreementCells(j, pct) {
+    return [
+      h('td', {'data-label': 'Labels'}, String(j.labels)),
+      h('td', {'data-label': 'Agreement (95%)'}, pct(j.agreement)),
+      h('td', {'data-label': 'κ'}, j.cohens_kappa === null ? '—' : j.cohens_kappa.toFixed(2)),
+      h('td', {'data-label': 'True pass'}, pct(j.true_pass_rate)),
+      h('td', {'data-label': 'True fail'}, pct(j.true_fail_rate)),
+      h('td', {'data-label': 'False pass'}, pct(j.false_pass_rate))];
   }
 
   // compared draws judge models side by side on the labelled runs all of
@@ -133,12 +140,7 @@ start(async (main) => {
           .map((col) => h('th', {scope: 'col'}, col)))),
         h('tbody', {}, c.judges.map((j) => h('tr', {},
           h('td', {'data-label': 'Judge'}, j.judge_model),
-          h('td', {'data-label': 'Labels'}, String(j.labels)),
-          h('td', {'data-label': 'Agreement (95%)'}, pct(j.agreement)),
-          h('td', {'data-label': 'κ'}, j.cohens_kappa === null ? '—' : j.cohens_kappa.toFixed(2)),
-          h('td', {'data-label': 'True pass'}, pct(j.true_pass_rate)),
-          h('td', {'data-label': 'True fail'}, pct(j.true_fail_rate)),
-          h('td', {'data-label': 'False pass'}, pct(j.false_pass_rate)),
+          ...agreementCells(j, pct),
           h('td', {'data-label': 'Judged'}, String(j.judged))))))];
   }
 

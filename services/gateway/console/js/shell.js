@@ -110,6 +110,22 @@ export function poll(fn, ms) {
   return () => clearInterval(id);
 }
 
+// followLive keeps a page on something that runs (an invocation, a load
+// test) up to date: while status() is running, refresh fetches and shows
+// it again every 1.5 s; msg says it is followed, then how it finished.
+export function followLive(msg, status, refresh) {
+  const finished = () => say(msg, 'Finished: ' + status() + '.');
+  if (status() !== 'running') return finished();
+  say(msg, 'Running: this page follows it live.');
+  const stop = poll(async () => {
+    await refresh();
+    if (status() !== 'running') {
+      stop();
+      finished();
+    }
+  }, 1500);
+}
+
 // failure renders an error where a page's content would be.
 export function failure(el, e) {
   const msg = h('p', {});

@@ -100,31 +100,30 @@ func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 
 // Match returns the active webhooks of the workspace subscribed to event
 // that existed when the event was stored (at storedAt).
+func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
+	return r.subscribed(workspaceID, event, storedAt, func(w *webhooksv1.Webhook) bool { return w.GetActive() })
+}
+
 // MatchMissed is the webhooks of the workspace subscribed to event that
 // the dispatcher disabled (their deliveries kept failing, or the receiver
 // was gone) when it was stored: they are sent nothing, but the event is
 // logged for them as not sent, so that recover replays it once they are
 // enabled again.
 func (r *Registry) MatchMissed(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	var out []*webhooksv1.Webhook
-	for id := range r.byWS[workspaceID] {
-		w := r.byID[id].w
-		if !w.GetActive() && w.GetDisabledReason() != "" && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
-			out = append(out, w)
-		}
-	}
-	return out
+	return r.subscribed(workspaceID, event, storedAt, func(w *webhooksv1.Webhook) bool {
+		return !w.GetActive() && w.GetDisabledReason() != ""
+	})
 }
 
-func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
+// subscribed is the webhooks of the workspace subscribed to event that
+// existed when it was stored (at storedAt) and are as state wants.
+func (r *Registry) subscribed(workspaceID, event string, storedAt time.Time, state func(*webhooksv1.Webhook) bool) []*webhooksv1.Webhook {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []*webhooksv1.Webhook
 	for id := range r.byWS[workspaceID] {
 		w := r.byID[id].w
-		if w.GetActive() && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
+		if state(w) && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
 			out = append(out, w)
 		}
 	}
