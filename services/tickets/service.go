@@ -136,7 +136,8 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	if err != nil {
 		return nil, err
 	}
-	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every, Log: d.Logger}
+	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every,
+		Deletions: adapters.PlatformDeletions(d.JS), Log: d.Logger}
 	start := time.Now()
 	st, loaded, err := store.Load(ctx, dir.Conversations)
 	if err != nil {

@@ -89,16 +89,16 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 		}
 		return body
 	}
+	snapshots, err := adapters.OpenIndexSnapshots(ctx, d.JS, 1, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	snapshotAt := func() uint64 {
-		obj, err := d.JS.ObjectStore(ctx, adapters.SnapshotBucket)
-		if err != nil {
+		newest, err := snapshots.Newest(ctx)
+		if err != nil || newest == nil {
 			return 0
 		}
-		info, err := obj.GetInfo(ctx, "conversation-index")
-		if err != nil {
-			return 0
-		}
-		seq, _ := strconv.ParseUint(info.Metadata["platform_seq"], 10, 64)
+		seq, _ := strconv.ParseUint(newest.Metadata["platform_seq"], 10, 64)
 		return seq
 	}
 
@@ -126,13 +126,11 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 	if code, body := do(second, "DELETE", "/v1/convai/conversations/conv_2"); code != 200 {
 		t.Fatalf("delete: %d %s", code, body)
 	}
-	store, err := adapters.OpenIndexSnapshots(ctx, d.JS, 1, keys)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := snapshots
 	if _, ok, err := store.Load(ctx, adapters.NewConversationIndex()); ok || err != nil {
 		t.Fatalf("the snapshot holding the deleted conversation is readable (%v)", err)
 	}
+	defer func() { t.Log(log.String()) }() // the snapshotter's account, shown when it fails
 	testkit.Eventually(t, 10*time.Second, "a snapshot of the next epoch", func() bool {
 		x := adapters.NewConversationIndex()
 		st, ok, err := store.Load(ctx, x)

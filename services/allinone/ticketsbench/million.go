@@ -306,8 +306,8 @@ func snapshotAge(natsURL string) string {
 	if err != nil {
 		return fmt.Sprintf("no index snapshot (%v); the platform stream holds %d records", err, last)
 	}
-	info, err := obj.GetInfo(ctx, "conversation-index")
-	if err != nil {
+	info, err := (&ticketsadapters.IndexSnapshots{Obj: obj}).Newest(ctx)
+	if err != nil || info == nil {
 		return fmt.Sprintf("no index snapshot (%v); the platform stream holds %d records", err, last)
 	}
 	return fmt.Sprintf("the index snapshot (%d MiB sealed, %s conversations) is at platform record %s of %d",

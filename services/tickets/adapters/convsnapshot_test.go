@@ -178,7 +178,11 @@ func TestIndexSnapshotsAreSealedAndShredded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := s.Obj.GetBytes(ctx, snapshotObject)
+	newest, err := s.Newest(ctx)
+	if err != nil || newest == nil {
+		t.Fatalf("no snapshot stored (%v)", err)
+	}
+	stored, err := s.Obj.GetBytes(ctx, newest.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +218,8 @@ func TestSnapshotterFollowsDeletions(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openSnapshots(t)
 	x := NewConversationIndex()
-	sn := &IndexSnapshotter{Index: x, Store: s, Every: 2, Log: slog.New(slog.DiscardHandler)}
+	sn := &IndexSnapshotter{Index: x, Store: s, Every: 2, Log: slog.New(slog.DiscardHandler),
+		Deletions: func(context.Context, string) (uint64, error) { return 3, nil }}
 	now := time.Unix(1_800_000_000, 0)
 	recordConversation(t, x, 1, "ws_1", "conv_a", "swordfish parcel")
 	recordConversation(t, x, 2, "ws_1", "conv_b", "parcel")
@@ -246,5 +251,46 @@ func TestSnapshotterFollowsDeletions(t *testing.T) {
 	}
 	if got := searchIDs(t, y, "ws_1", "swordfish"); got != "" {
 		t.Fatalf("swordfish: %s", got)
+	}
+	// A replica whose index applied the record before the request's own
+	// forget (the usual order on the replica that deleted) keeps the new
+	// epoch's snapshot: it holds nothing of the conversation.
+	if err := sn.ForgetConversation(ctx, "ws_1", "conv_a"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := s.Load(ctx, NewConversationIndex()); !ok || err != nil {
+		t.Fatalf("the next epoch's snapshot was destroyed too (%v)", err)
+	}
+}
+
+// Replicas storing snapshots at the same time each store theirs whole and
+// remove the older ones: the newest remains, alone, and is what a start
+// reads.
+func TestIndexSnapshotsKeepTheNewest(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openSnapshots(t)
+	behind, ahead := NewConversationIndex(), NewConversationIndex()
+	for i := range 5 {
+		recordConversation(t, ahead, uint64(i+1), "ws_1", fmt.Sprintf("conv_%d", i), "parcel")
+		if i < 3 {
+			recordConversation(t, behind, uint64(i+1), "ws_1", fmt.Sprintf("conv_%d", i), "parcel")
+		}
+	}
+	if _, err := s.Save(ctx, ahead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Save(ctx, behind); err != nil { // a replica still behind
+		t.Fatal(err)
+	}
+	if _, err := s.Save(ctx, ahead); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.stored(ctx)
+	if err != nil || len(all) != 1 || metaSeq(all[0], "platform_seq") != 5 {
+		t.Fatalf("stored: %d objects (%v)", len(all), err)
+	}
+	y := NewConversationIndex()
+	if st, ok, err := s.Load(ctx, y); !ok || err != nil || st.Conversations != 5 {
+		t.Fatalf("load: %+v %v %v", st, ok, err)
 	}
 }

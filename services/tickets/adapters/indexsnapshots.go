@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/hkdf"
 	"crypto/rand"
@@ -11,11 +12,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/minio/sio"
 	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 )
@@ -25,7 +31,10 @@ import (
 const SnapshotBucket = "tickets_snapshots"
 
 const (
-	snapshotObject = "conversation-index"
+	// snapshotPrefix begins every snapshot's object name; the name goes on
+	// with its PLATFORM sequence and a random part, so that replicas
+	// writing at once each write their own (see Save).
+	snapshotPrefix = "conversation-index-"
 	// snapshotKeyOwner is the convseal.Keys "workspace" of the snapshots'
 	// keys (no workspace id has its shape).
 	snapshotKeyOwner = "_snapshots"
@@ -42,9 +51,14 @@ const (
 // (convseal.Keys) and is destroyed once a later deletion happens. So a
 // snapshot never outlives, readable, a deletion of a conversation whose
 // words it holds: the deleting request destroys the key of its own
-// index's epoch and of the stored snapshot's at once (ForgetConversation),
-// and every replica destroys the key of the epoch it leaves when the
-// deletion's record reaches it.
+// index's epoch and of every stored snapshot's at once
+// (ForgetConversation), and every replica destroys the key of the epoch
+// it leaves when the deletion's record reaches it.
+//
+// Each snapshot is an object of its own: two replicas storing one at the
+// same moment each store theirs whole, then each removes all but the
+// newest (by PLATFORM sequence, then name), so one remains and no half
+// is left behind.
 type IndexSnapshots struct {
 	Obj  jetstream.ObjectStore
 	Keys convseal.Keys
@@ -76,9 +90,43 @@ func sealConfig(epochKey, salt []byte) (sio.Config, error) {
 	return sio.Config{Key: key, MinVersion: sio.Version20}, nil
 }
 
-// Save stores x's snapshot in place of the previous one.
+// stored are the snapshots stored, newest (greatest PLATFORM sequence)
+// first.
+func (s *IndexSnapshots) stored(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
+	all, err := s.Obj.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	all = slices.DeleteFunc(all, func(o *jetstream.ObjectInfo) bool { return !strings.HasPrefix(o.Name, snapshotPrefix) })
+	slices.SortFunc(all, func(a, b *jetstream.ObjectInfo) int {
+		return cmp.Or(cmp.Compare(metaSeq(b, "platform_seq"), metaSeq(a, "platform_seq")), strings.Compare(b.Name, a.Name))
+	})
+	return all, nil
+}
+
+// metaSeq reads a sequence from a snapshot's metadata (0 when absent).
+func metaSeq(o *jetstream.ObjectInfo, field string) uint64 {
+	n, _ := strconv.ParseUint(o.Metadata[field], 10, 64)
+	return n
+}
+
+// Newest is the newest snapshot stored (nil: none); its metadata says
+// its "platform_seq", "epoch" and "conversations".
+func (s *IndexSnapshots) Newest(ctx context.Context) (*jetstream.ObjectInfo, error) {
+	all, err := s.stored(ctx)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	return all[0], nil
+}
+
+// Save stores x's snapshot, then removes all but the newest stored.
 func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (SnapshotState, error) {
 	var st SnapshotState
+	var name string
 	err := x.Snapshot(func(state SnapshotState, write func(io.Writer) error) error {
 		st = state
 		epochKey, err := s.Keys.Key(ctx, snapshotKeyOwner, epochKeyID(state.DeletionSeq), true)
@@ -108,7 +156,8 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 			}
 			pw.CloseWithError(err)
 		}()
-		meta := jetstream.ObjectMeta{Name: snapshotObject, Metadata: map[string]string{
+		name = fmt.Sprintf("%s%020d-%s", snapshotPrefix, state.PlatformSeq, hex.EncodeToString(salt[:8]))
+		meta := jetstream.ObjectMeta{Name: name, Metadata: map[string]string{
 			"epoch":         strconv.FormatUint(state.DeletionSeq, 10),
 			"salt":          hex.EncodeToString(salt),
 			"platform_seq":  strconv.FormatUint(state.PlatformSeq, 10),
@@ -118,28 +167,44 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 		_ = pr.CloseWithError(errors.New("snapshot put ended")) // unblocks the writer if Put stopped early
 		return err
 	})
-	return st, err
+	if err != nil {
+		return st, err
+	}
+	all, err := s.stored(ctx)
+	if err != nil {
+		return st, err
+	}
+	// Every writer keeps the newest alone (its own, or one another
+	// replica stored meanwhile), so writers that overlap agree.
+	for _, older := range all[min(1, len(all)):] {
+		if err := s.Obj.Delete(ctx, older.Name); err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			return st, err
+		}
+	}
+	return st, nil
 }
 
-// Load fills the empty index x from the stored snapshot. ok is false when
-// there is none, or it cannot be read (a deletion destroyed its key, it
-// is of another layout, it is damaged): x is then empty, to be replayed.
+// Load fills the empty index x from the newest snapshot it can read. ok
+// is false when there is none (none stored, or a deletion destroyed their
+// keys, or of another layout, or damaged): x is then empty, to be
+// replayed.
 func (s *IndexSnapshots) Load(ctx context.Context, x *ConversationIndex) (st SnapshotState, ok bool, err error) {
-	res, err := s.Obj.Get(ctx, snapshotObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return st, false, nil
-	}
+	all, err := s.stored(ctx)
 	if err != nil {
 		return st, false, err
 	}
-	defer res.Close()
-	info, err := res.Info()
-	if err != nil {
-		return st, false, err
+	for _, o := range all {
+		if st, ok, err = s.load(ctx, x, o); ok || err != nil {
+			return st, ok, err
+		}
 	}
-	epoch, err1 := strconv.ParseUint(info.Metadata["epoch"], 10, 64)
-	salt, err2 := hex.DecodeString(info.Metadata["salt"])
-	if err := errors.Join(err1, err2); err != nil {
+	return SnapshotState{}, false, nil
+}
+
+func (s *IndexSnapshots) load(ctx context.Context, x *ConversationIndex, o *jetstream.ObjectInfo) (st SnapshotState, ok bool, err error) {
+	epoch := metaSeq(o, "epoch")
+	salt, err := hex.DecodeString(o.Metadata["salt"])
+	if err != nil || len(salt) == 0 {
 		return st, false, nil // not one Save wrote
 	}
 	epochKey, err := s.Keys.Key(ctx, snapshotKeyOwner, epochKeyID(epoch), false)
@@ -153,6 +218,14 @@ func (s *IndexSnapshots) Load(ctx context.Context, x *ConversationIndex) (st Sna
 	if err != nil {
 		return st, false, err
 	}
+	res, err := s.Obj.Get(ctx, o.Name)
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return st, false, nil // removed meanwhile: a newer one was stored
+	}
+	if err != nil {
+		return st, false, err
+	}
+	defer res.Close()
 	plain, err := sio.DecryptReader(bufio.NewReaderSize(res, 1<<20), cfg)
 	if err != nil {
 		return st, false, nil
@@ -170,22 +243,6 @@ func (s *IndexSnapshots) ShredEpoch(ctx context.Context, epoch uint64) error {
 	return s.Keys.Shred(ctx, snapshotKeyOwner, epochKeyID(epoch))
 }
 
-// shredStored destroys the key of the stored snapshot's epoch.
-func (s *IndexSnapshots) shredStored(ctx context.Context) error {
-	info, err := s.Obj.GetInfo(ctx, snapshotObject)
-	if errors.Is(err, jetstream.ErrObjectNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	epoch, err := strconv.ParseUint(info.Metadata["epoch"], 10, 64)
-	if err != nil {
-		return nil // not one Save wrote, so not sealed under an epoch key
-	}
-	return s.ShredEpoch(ctx, epoch)
-}
-
 // IndexSnapshotter keeps a recent snapshot of the index stored: after
 // every Every records applied, and soon after a deletion (the stored one
 // is then unreadable), never spending more than a quarter of its time at
@@ -197,7 +254,11 @@ type IndexSnapshotter struct {
 	// Every is how many PLATFORM records call for a new snapshot (0:
 	// none is written; deletions still destroy the stored one's key).
 	Every uint64
-	Log   *slog.Logger
+	// Deletions is the PLATFORM sequence of the last deletion recorded in
+	// a workspace (PlatformDeletions); nil: a deletion destroys the key of
+	// every epoch there is.
+	Deletions func(ctx context.Context, workspaceID string) (uint64, error)
+	Log       *slog.Logger
 
 	last    SnapshotState // the last snapshot stored or loaded
 	took    time.Duration // how long it took
@@ -210,9 +271,60 @@ func (s *IndexSnapshotter) Loaded(st SnapshotState) {
 	s.last, s.epoch = st, st.DeletionSeq
 }
 
-// ForgetConversation implements app.ConversationForgetter.
-func (s *IndexSnapshotter) ForgetConversation(ctx context.Context, _, _ string) error {
-	return errors.Join(s.Store.ShredEpoch(ctx, s.Index.State().DeletionSeq), s.Store.shredStored(ctx))
+// ForgetConversation implements app.ConversationForgetter. It runs once
+// the deletion is recorded, and destroys the keys of the epochs before
+// that record: this index's (if it has not applied the record yet) and
+// those of the snapshots stored. A snapshot of a later epoch, taken after
+// the record, holds nothing of the conversation and stays readable.
+func (s *IndexSnapshotter) ForgetConversation(ctx context.Context, workspaceID, _ string) error {
+	before := uint64(math.MaxUint64)
+	if s.Deletions != nil {
+		seq, err := s.Deletions(ctx, workspaceID)
+		if err != nil {
+			return err
+		}
+		before = seq
+	}
+	stored, err := s.Store.stored(ctx)
+	if err != nil {
+		return err
+	}
+	epochs := []uint64{s.Index.State().DeletionSeq}
+	for _, o := range stored {
+		if _, ok := o.Metadata["epoch"]; ok {
+			epochs = append(epochs, metaSeq(o, "epoch"))
+		}
+	}
+	var errs []error
+	for _, e := range epochs {
+		if e < before {
+			errs = append(errs, s.Store.ShredEpoch(ctx, e))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PlatformDeletions reads the last deletion recorded in a workspace from
+// the PLATFORM stream (IndexSnapshotter.Deletions).
+func PlatformDeletions(js jetstream.JetStream) func(ctx context.Context, workspaceID string) (uint64, error) {
+	return func(ctx context.Context, workspaceID string) (uint64, error) {
+		subject, err := events.PlatformSubject(workspaceID, ConversationDeletedEvent)
+		if err != nil {
+			return 0, err
+		}
+		str, err := js.Stream(ctx, events.PlatformStream)
+		if err != nil {
+			return 0, err
+		}
+		msg, err := str.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return math.MaxUint64, nil // not found: every epoch may hold it
+		}
+		if err != nil {
+			return 0, err
+		}
+		return msg.Sequence, nil
+	}
 }
 
 // Run writes snapshots until ctx ends.
