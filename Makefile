@@ -83,12 +83,15 @@ test-docker:
 ##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;
 ##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k,
 ##   tests, invocations and conversations listings at 10k, conversations under each triage filter at 100k, the console's queue page at 100k in Chromium;
-##   judges against the human-labelled sets: agreement, kappa, false passes, p95 per decision, memory
+##   judges against the human-labelled sets: agreement, kappa, false passes, p95 per decision, memory;
+##   the cluster: creates and webhook deliveries on the cluster tier's three nodes at R3 vs raw R3 appends,
+##   the same on one node at R1, and the cost of replication as one ratio (about 30 s)
 bench:
 	$(GO) run ./services/allinone/bench
 	$(GO) run ./services/webhooks/bench
 	$(GO) run ./services/allinone/testingbench
 	$(GO) run ./services/allinone/ticketsbench
+	$(GO) run ./services/allinone/clusterbench
 	$(GO) run ./services/testing/judgeeval/cmd/judgebench
 
 ## bench-million: a million conversations with realistic transcripts (10-40 turns) ingested as call stacks

@@ -195,7 +195,7 @@ type serviceProc struct {
 
 func newPlatform(t *testing.T, nodes *natsNodes) *platform {
 	p := &platform{t: t, nodes: nodes, procs: map[string][]*serviceProc{}, lb: &balancer{},
-		c: &cluster{t: t, natsURL: nodes.urls(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}}
+		c: &cluster{t: t, natsURL: nodes.URLs(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}}
 	p.env = []string{"VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0",
 		"VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1", "VOICEAI_WEBHOOK_TIMEOUT=2s", "VOICEAI_WEBHOOK_ACK_WAIT=5s",
 		"VOICEAI_RUNNER_ACK_WAIT=5s", "VOICEAI_RATE_LIMIT_PER_MINUTE=1000000", "VOICEAI_RATE_LIMIT_PER_HOUR=1000000",
@@ -312,11 +312,11 @@ var streams = []string{events.TicketsStream, "TESTING", "TESTJOBS", "TESTRUNS", 
 // streamLeader is the leader of stream name that a running node other
 // than except reports ("" when none knows one).
 func (p *platform) streamLeader(name, except string) string {
-	for i, node := range p.nodes.names {
-		if node == except || p.nodes.procs[i] == nil {
+	for i, node := range p.nodes.Names {
+		if node == except || p.nodes.Proc(i) == nil {
 			continue
 		}
-		if l := p.nodes.streamLeaders(i)[name]; l != "" {
+		if l := p.nodes.StreamLeaders(i)[name]; l != "" {
 			return l
 		}
 	}
@@ -326,8 +326,8 @@ func (p *platform) streamLeader(name, except string) string {
 func (p *platform) metaLeader() string {
 	var leader string
 	eventually(p.t, 30*time.Second, "a meta leader is known", func() bool {
-		for i := range p.nodes.names {
-			if leader = p.nodes.metaLeader(i); leader != "" {
+		for i := range p.nodes.Names {
+			if leader = p.nodes.MetaLeader(i); leader != "" {
 				return true
 			}
 		}
@@ -351,11 +351,11 @@ func (p *platform) elections(lost string, ledStreams []string, ledMeta bool, at 
 	}
 	if ledMeta {
 		eventually(p.t, 60*time.Second, "a new meta leader", func() bool {
-			for i, name := range p.nodes.names {
+			for i, name := range p.nodes.Names {
 				if name == lost {
 					continue
 				}
-				if l := p.nodes.metaLeader(i); l != "" && l != lost {
+				if l := p.nodes.MetaLeader(i); l != "" && l != lost {
 					return true
 				}
 			}
@@ -381,10 +381,10 @@ func (p *platform) led(node string) ([]string, bool) {
 // it causes, waits for the writes to go on, and restarts it (its catching
 // up is part of the scenario's recovery). It returns the longest election.
 func (p *platform) killNode(i int, loads map[string]*load, writes []string) time.Duration {
-	name := p.nodes.names[i]
+	name := p.nodes.Names[i]
 	ledStreams, ledMeta := p.led(name)
 	at := time.Now()
-	p.nodes.kill(i)
+	p.nodes.Kill(i)
 	elected := p.elections(name, ledStreams, ledMeta, at)
 	p.waitProgress(loads, writes, 5, 60*time.Second, "writes go on without "+name)
 	p.nodes.start(i)
@@ -396,8 +396,8 @@ func (p *platform) killNode(i int, loads map[string]*load, writes []string) time
 // measures the elections, waits for writes to go on, and heals the link
 // (the node's catching up is part of the scenario's recovery).
 func (p *platform) partition(ns *netns, loads map[string]*load, writes []string) time.Duration {
-	i := len(p.nodes.names) - 1
-	name := p.nodes.names[i]
+	i := len(p.nodes.Names) - 1
+	name := p.nodes.Names[i]
 	ledStreams, ledMeta := p.led(name)
 	at := time.Now()
 	ns.cut(p.t)
@@ -421,13 +421,13 @@ func (p *platform) partition(ns *netns, loads map[string]*load, writes []string)
 // returns how long that took.
 func (p *platform) settle(i int, at time.Time) time.Duration {
 	p.t.Helper()
-	eventually(p.t, 90*time.Second, p.nodes.names[i]+" rejoins: every group has a leader and it has caught up", func() bool {
+	eventually(p.t, 90*time.Second, p.nodes.Names[i]+" rejoins: every group has a leader and it has caught up", func() bool {
 		for _, s := range streams {
 			if p.streamLeader(s, "") == "" {
 				return false
 			}
 		}
-		return p.nodes.metaLeader(0) != "" && p.nodes.current(i)
+		return p.nodes.MetaLeader(0) != "" && p.nodes.Current(i)
 	})
 	return time.Since(at)
 }
@@ -555,8 +555,8 @@ func (c *checker) failingLoads() string {
 // notCurrent names the running nodes that do not report current.
 func (c *checker) notCurrent() []string {
 	var out []string
-	for i, name := range c.p.nodes.names {
-		if c.p.nodes.procs[i] != nil && !c.p.nodes.current(i) {
+	for i, name := range c.p.nodes.Names {
+		if c.p.nodes.Proc(i) != nil && !c.p.nodes.Current(i) {
 			out = append(out, name)
 		}
 	}
@@ -574,10 +574,10 @@ func (c *checker) deaths() {
 			errorf(c.t, "a process died: %s", msg)
 		}
 	}
-	for i, cmd := range c.p.nodes.procs {
-		if cmd != nil && exited(cmd) && !c.deadNodes[cmd] {
+	for i := range c.p.nodes.Names {
+		if cmd := c.p.nodes.Proc(i); cmd != nil && exited(cmd) && !c.deadNodes[cmd] {
 			c.deadNodes[cmd] = true
-			errorf(c.t, "a process died: NATS node %s (pid %d) exited by itself", c.p.nodes.names[i], cmd.Process.Pid)
+			errorf(c.t, "a process died: NATS node %s (pid %d) exited by itself", c.p.nodes.Names[i], cmd.Process.Pid)
 		}
 	}
 }
@@ -826,7 +826,7 @@ func TestClusterFreshStartTenOfTen(t *testing.T) {
 		t.Run(fmt.Sprintf("round-%d", round+1), func(t *testing.T) {
 			repeatFailuresLast(t)
 			nodes := startNATSNodes(t, 3)
-			c := &cluster{t: t, natsURL: nodes.urls(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
+			c := &cluster{t: t, natsURL: nodes.URLs(), mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
 			started := time.Now()
 			var procs []*proc
 			for _, kind := range kinds {

@@ -39,8 +39,8 @@ func TestClusterIslandClientsMove(t *testing.T) {
 	island := 2
 	c := &cluster{t: t, mongoURI: testenv.StartMongo(t), dataDir: t.TempDir()}
 	env := []string{"VOICEAI_STREAM_REPLICAS=3", "VOICEAI_METRICS_ADDR=127.0.0.1:0", "VOICEAI_NATS_PREFER_FIRST=true"}
-	mainland := "VOICEAI_NATS_URL=" + nodes.url(0) + "," + nodes.url(1) + "," + nodes.url(island)
-	onIsland := "VOICEAI_NATS_URL=" + nodes.url(island) + "," + nodes.url(0) + "," + nodes.url(1)
+	mainland := "VOICEAI_NATS_URL=" + nodes.URL(0) + "," + nodes.URL(1) + "," + nodes.URL(island)
+	onIsland := "VOICEAI_NATS_URL=" + nodes.URL(island) + "," + nodes.URL(0) + "," + nodes.URL(1)
 	for _, kind := range []string{"identity", "agents", "tickets"} {
 		waitReady(t, c.start(kind, append(env, mainland)...), kind)
 	}
@@ -48,7 +48,7 @@ func TestClusterIslandClientsMove(t *testing.T) {
 	ticketsInternal := waitReady(t, tickets, "the island's tickets")
 	gwProc, gw := c.gatewayProc(append(env, onIsland)...)
 	gwInternal := waitReady(t, gwProc, "the island's gateway")
-	islandClients := func() []string { return nodes.clientNames(island) }
+	islandClients := func() []string { return nodes.ClientNames(island) }
 	eventually(t, 30*time.Second, "the island's gateway and tickets are on node-3", func() bool {
 		names := strings.Join(islandClients(), " ")
 		return strings.Contains(names, "voiceai-gateway") && strings.Contains(names, "voiceai-tickets")
@@ -82,14 +82,14 @@ func TestClusterIslandClientsMove(t *testing.T) {
 	}()
 
 	// What node 3 leads, the other two must elect anew.
-	islandName := nodes.names[island]
+	islandName := nodes.Names[island]
 	var led []string
-	for stream, leader := range nodes.streamLeaders(0) {
+	for stream, leader := range nodes.StreamLeaders(0) {
 		if leader == islandName {
 			led = append(led, stream)
 		}
 	}
-	ledMeta := nodes.metaLeader(0) == islandName
+	ledMeta := nodes.MetaLeader(0) == islandName
 	cut := time.Now()
 	ns.cutRoutes(t)
 	t.Cleanup(func() { ns.healRoutes(t) })
@@ -104,10 +104,10 @@ func TestClusterIslandClientsMove(t *testing.T) {
 	}
 	eventually(t, 60*time.Second, "the other nodes elect what node-3 led", func() bool {
 		left()
-		if l := nodes.metaLeader(0); l == "" || l == islandName {
+		if l := nodes.MetaLeader(0); l == "" || l == islandName {
 			return false
 		}
-		leaders := nodes.streamLeaders(0)
+		leaders := nodes.StreamLeaders(0)
 		for _, s := range led {
 			if l := leaders[s]; l == "" || l == islandName {
 				return false
@@ -201,29 +201,6 @@ func waitReady(t *testing.T, p *proc, what string) string {
 // logged reports whether p has logged a line containing s.
 func (p *proc) logged(s string) bool {
 	return strings.Contains(p.Logs(), s)
-}
-
-// clientNames are the names of node i's client connections.
-func (nn *natsNodes) clientNames(i int) []string {
-	var connz struct {
-		Conns []struct {
-			Name string `json:"name"`
-		} `json:"connections"`
-	}
-	client := http.Client{Timeout: time.Second}
-	resp, err := client.Get(fmt.Sprintf("http://%s:%d/connz?limit=1000", nn.hosts[i], nn.monitors[i]))
-	if err != nil {
-		return []string{"(unreachable)"}
-	}
-	defer resp.Body.Close()
-	if json.NewDecoder(resp.Body).Decode(&connz) != nil {
-		return []string{"(unreadable)"}
-	}
-	var out []string
-	for _, c := range connz.Conns {
-		out = append(out, c.Name)
-	}
-	return out
 }
 
 // islandNetns is a network namespace joined to the host by two veth

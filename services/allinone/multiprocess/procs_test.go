@@ -22,25 +22,17 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/child"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/clustertier"
 )
 
 var binDir string
-
-// binaries are the packages TestMain builds, from the repository's root.
-var binaries = []string{
-	"./services/gateway/cmd/gateway", "./services/identity/cmd/identity", "./services/agents/cmd/agents",
-	"./services/tickets/cmd/tickets", "./services/tickets/cmd/tickets-qa-worker",
-	"./services/testing/cmd/testing", "./services/testing/cmd/testing-runner",
-	"./services/webhooks/cmd/webhooks", "./services/webhooks/cmd/webhook-dispatcher",
-	"github.com/nats-io/nats-server/v2", "./services/allinone",
-}
 
 // TestMain builds the binaries once for the package: the service
 // commands, the NATS server itself (cluster nodes a test can kill -9) and
 // the all-in-one binary; one go command shares its work between them. The
 // store is testenv's, a process of its own too.
 func TestMain(m *testing.M) {
-	dir, err := testenv.Binaries(binaries...)
+	dir, err := testenv.Binaries(clustertier.Binaries...)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build the binaries: %v\n", err)
 		os.Exit(1)
@@ -94,11 +86,7 @@ func (c *cluster) start(name string, env ...string) *proc {
 	p := &proc{name: name, addr: make(chan string, 1), metrics: make(chan string, 1)}
 	c.started = append(c.started, name)
 	cmd := exec.Command(filepath.Join(binDir, name))
-	cmd.Env = append(os.Environ(),
-		"VOICEAI_NATS_URL="+c.natsURL, "VOICEAI_MONGO_URI="+c.mongoURI, "VOICEAI_METRICS_ADDR=off",
-		"VOICEAI_DATA_DIR="+c.dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
-		"VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey)
-	cmd.Env = append(cmd.Env, env...)
+	cmd.Env = append(append(os.Environ(), clustertier.ServiceEnv(c.natsURL, c.mongoURI, c.dataDir, adminKey)...), env...)
 	cp, err := child.Start(cmd, p.watch)
 	if err != nil {
 		t.Fatal(err)

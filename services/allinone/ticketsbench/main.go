@@ -40,7 +40,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -305,26 +304,7 @@ func onRawStream(natsURL string, n int, work func(ctx context.Context, js jetstr
 // inParallel runs work(1) … work(n) on the bench's clients, stopping at
 // the first error, and returns how long it took.
 func inParallel(n int, work func(i int64) error) (time.Duration, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errc := make(chan error, clients)
-	start := time.Now()
-	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				if err := work(i); err != nil {
-					errc <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
-	close(errc)
-	return took, <-errc
+	return benchkit.InParallel(clients, n, work)
 }
 
 // createThroughGateway creates n tickets with 16 clients as fast as they

@@ -9,6 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Verdict prints a goal's outcome. The figures beside it print with
@@ -95,4 +98,30 @@ func (c *Client) CreateAgent(definition, idempotencyKey string) (string, error) 
 		return "", err
 	}
 	return created.AgentID, nil
+}
+
+// InParallel runs work(1) … work(n) on clients goroutines, each taking
+// the next i as it finishes one, stopping at the first error, and returns
+// how long it took.
+func InParallel(clients, n int, work func(i int64) error) (time.Duration, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, clients)
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if err := work(i); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	close(errc)
+	return took, <-errc
 }
