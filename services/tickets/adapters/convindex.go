@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/btree"
 
@@ -26,15 +27,25 @@ import (
 // It is built from the platform stream and the annotations on TICKETS at
 // start, and kept live.
 type ConversationIndex struct {
-	mu       sync.RWMutex
-	erased   map[string]bool                  // workspace/conversation deleted: never listed again (deletion.go)
-	byID     map[string]*convEntry            // workspace/conversation → entry
-	postings map[string]*btreePostings        // workspace, term (other than a search word) → newest first
-	ranges   map[string]*btree.BTreeG[ranged] // workspace, range key → by value
-	words    map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
-	entries  []*convEntry                     // by ordinal (convEntry.ord), for the word lists
-	interned map[string]string                // the terms every entry shares
-	shared   map[string]any                   // the maps and lists entries share (compact)
+	// mu guards the index. Changes take it through lockToChange, which
+	// waits, off mu, while a snapshot is written (read-locked for
+	// seconds at a million conversations): a change queued on mu would
+	// stop every read until the snapshot ends (a waiting writer blocks new
+	// readers).
+	mu sync.RWMutex
+	// gate is held to start a change or a snapshot; snapshotDone, while a
+	// snapshot is being written, closes when it ends.
+	gate         sync.Mutex
+	snapshotDone chan struct{}
+	waiting      atomic.Int32                     // changes waiting for a snapshot (for tests)
+	erased       map[string]bool                  // workspace/conversation deleted: never listed again (deletion.go)
+	byID         map[string]*convEntry            // workspace/conversation → entry
+	postings     map[string]*btreePostings        // workspace, term (other than a search word) → newest first
+	ranges       map[string]*btree.BTreeG[ranged] // workspace, range key → by value
+	words        map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
+	entries      []*convEntry                     // by ordinal (convEntry.ord), for the word lists
+	interned     map[string]string                // the terms every entry shares
+	shared       map[string]any                   // the maps and lists entries share (compact)
 	// platformSeq is the last PLATFORM record applied, deletionSeq the
 	// last deletion's (what a snapshot is taken at, convsnapshot.go).
 	platformSeq, deletionSeq uint64
@@ -92,13 +103,13 @@ func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" +
 // drops the conversation for good.
 func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.ConversationEvent) error {
 	if ev.Name == ConversationDeletedEvent {
-		x.mu.Lock()
+		x.lockToChange()
 		x.forget(ev.WorkspaceID, ev.ConversationID)
 		x.applied(seq)
 		if seq > x.deletionSeq {
 			x.deletionSeq = seq
 		}
-		x.mu.Unlock()
+		x.unlockChanged()
 		return nil
 	}
 	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, seq, func(e *convEntry) bool {
@@ -129,8 +140,8 @@ func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1
 // the lists of its transcript's words when apply handed one over
 // (newWords). platSeq, when not 0, is the PLATFORM record it applies.
 func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, platSeq uint64, apply func(*convEntry) bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.lockToChange()
+	defer x.unlockChanged()
 	x.applied(platSeq)
 	key := workspaceID + "/" + conversationID
 	if x.erased[key] {
@@ -198,6 +209,28 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 		}
 		t.ReplaceOrInsert(ranged{v: v, e: e})
 	}
+}
+
+// lockToChange locks the index to change it, once no snapshot is being
+// written; unlockChanged undoes it.
+func (x *ConversationIndex) lockToChange() {
+	for {
+		x.gate.Lock()
+		done := x.snapshotDone
+		if done == nil {
+			x.mu.Lock()
+			return
+		}
+		x.gate.Unlock()
+		x.waiting.Add(1)
+		<-done
+		x.waiting.Add(-1)
+	}
+}
+
+func (x *ConversationIndex) unlockChanged() {
+	x.mu.Unlock()
+	x.gate.Unlock()
 }
 
 // applied notes that the PLATFORM record seq (0: none) was applied; x.mu

@@ -63,8 +63,18 @@ type SnapshotState struct {
 
 // Snapshot calls save with the index's state and a function that writes
 // the index as of that state. The index is read-locked meanwhile: reads
-// go on, new records wait.
+// go on, changes wait (lockToChange).
 func (x *ConversationIndex) Snapshot(save func(SnapshotState, func(io.Writer) error) error) error {
+	done := make(chan struct{})
+	x.gate.Lock()
+	x.snapshotDone = done
+	x.gate.Unlock()
+	defer func() {
+		x.gate.Lock()
+		x.snapshotDone = nil
+		close(done)
+		x.gate.Unlock()
+	}()
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	return save(x.state(), x.writeSnapshot)
@@ -159,8 +169,8 @@ var errSnapshot = errors.New("conversation index snapshot unreadable")
 // ReadSnapshot fills an empty index from a snapshot WriteSnapshot wrote.
 // On an error the index is left empty, to be replayed from the stream.
 func (x *ConversationIndex) ReadSnapshot(r io.Reader) (SnapshotState, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.lockToChange()
+	defer x.unlockChanged()
 	if len(x.entries) != 0 || len(x.erased) != 0 {
 		return SnapshotState{}, fmt.Errorf("%w: the index is not empty", errSnapshot)
 	}
@@ -277,8 +287,8 @@ func undeltas(b []byte, n int) ([]uint32, error) {
 
 // Reset empties the index, to be replayed from the stream's first record.
 func (x *ConversationIndex) Reset() {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.lockToChange()
+	defer x.unlockChanged()
 	x.reset()
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/app/convmodeltest"
 )
@@ -292,5 +294,36 @@ func TestIndexSnapshotsKeepTheNewest(t *testing.T) {
 	y := NewConversationIndex()
 	if st, ok, err := s.Load(ctx, y); !ok || err != nil || st.Conversations != 5 {
 		t.Fatalf("load: %+v %v %v", st, ok, err)
+	}
+}
+
+// While a snapshot is written, reads go on: a change waits for the
+// snapshot without blocking them, and applies once it is stored.
+func TestSnapshotLetsReadsThroughWhileChangesWait(t *testing.T) {
+	ctx := context.Background()
+	x := NewConversationIndex()
+	recordConversation(t, x, 1, "ws_1", "conv_a", "parcel")
+	changed := make(chan struct{})
+	err := x.Snapshot(func(st SnapshotState, write func(io.Writer) error) error {
+		go func() {
+			defer close(changed)
+			_ = x.Record(ctx, 2, app.ConversationEvent{Name: "conversation_ended", WorkspaceID: "ws_1", ConversationID: "conv_b",
+				AgentID: "agent_a", AtMs: 1_800_000_002_000, Turns: 2, Words: app.SearchWords("parcel")})
+		}()
+		testkit.Eventually(t, 10*time.Second, "the change waits for the snapshot", func() bool { return x.waiting.Load() == 1 })
+		if got := searchIDs(t, x, "ws_1", "parcel"); got != "conv_a" {
+			return fmt.Errorf("read during the snapshot: %q", got)
+		}
+		if _, ok, err := x.ConversationSummary(ctx, "ws_1", "conv_a"); !ok || err != nil {
+			return fmt.Errorf("summary during the snapshot: %v %v", ok, err)
+		}
+		return write(io.Discard)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if got := searchIDs(t, x, "ws_1", "parcel"); got != "conv_b,conv_a" {
+		t.Fatalf("after the snapshot: %q", got)
 	}
 }

@@ -63,8 +63,8 @@ func (x *ConversationIndex) forget(workspaceID, conversationID string) {
 // its deletion on the stream does the same a moment later, on every
 // replica).
 func (x *ConversationIndex) ForgetConversation(_ context.Context, workspaceID, conversationID string) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.lockToChange()
+	defer x.unlockChanged()
 	x.forget(workspaceID, conversationID)
 	return nil
 }
