@@ -3,14 +3,11 @@ package tickets
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
@@ -32,11 +29,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 	var replicas []*Service
 	for range 2 {
 		d := runtimetest.Deps(t, env.Conn(t), mc)
-		for name, subject := range map[string]string{events.AgentsStream: events.AgentsAll, events.IdentityStream: events.IdentityAll} {
-			if _, err := eventstore.EnsureStream(ctx, d.JS, eventstore.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ensureOtherStreams(t, ctx, d.JS)
 		svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
 		if err != nil {
 			t.Fatal(err)
@@ -44,13 +37,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 		t.Cleanup(func() { _ = svc.Stop() })
 		replicas = append(replicas, svc)
 	}
-	do := func(svc *Service, method, path string) (int, string) {
-		req := httptest.NewRequest(method, path, nil)
-		caller.SetHeaders(req.Header)
-		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
-		return rec.Code, rec.Body.String()
-	}
+	do := func(svc *Service, method, path string) (int, string) { return serve(svc, method, path, "") }
 
 	// The conversation, its transcript sealed as the API's ingest seals it.
 	d := runtimetest.Deps(t, env.Conn(t), mc)

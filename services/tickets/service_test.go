@@ -38,11 +38,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	t.Cleanup(cancel)
 
 	// The agent the tickets belong to, as the agents service would publish it.
-	for name, subject := range map[string]string{events.AgentsStream: events.AgentsAll, events.IdentityStream: events.IdentityAll} {
-		if _, err := eventstore.EnsureStream(ctx, d.JS, eventstore.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ensureOtherStreams(t, ctx, d.JS)
 	subject, _ := events.AgentSubject("ws_a", "agent_1")
 	meta := esproto.Meta(ctx, "ws_a", "", time.Now())
 	if _, err := esproto.Append(ctx, eventstore.New(d.JS, events.AgentsStream), subject, 0, meta,

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
@@ -36,11 +33,7 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 	t.Cleanup(cancel)
 	deps := func() runtime.Deps {
 		d := runtimetest.Deps(t, env.Conn(t), mc)
-		for name, subject := range map[string]string{events.AgentsStream: events.AgentsAll, events.IdentityStream: events.IdentityAll} {
-			if _, err := eventstore.EnsureStream(ctx, d.JS, eventstore.StreamConfig{Name: name, Subjects: []string{subject}}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ensureOtherStreams(t, ctx, d.JS)
 		return d
 	}
 	start := func(log *testkit.LogBuffer) *Service {
@@ -54,13 +47,7 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 		t.Cleanup(func() { stop(); _ = svc.Stop() })
 		return svc
 	}
-	do := func(svc *Service, method, path string) (int, string) {
-		req := httptest.NewRequest(method, path, nil)
-		caller.SetHeaders(req.Header)
-		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
-		return rec.Code, rec.Body.String()
-	}
+	do := func(svc *Service, method, path string) (int, string) { return serve(svc, method, path, "") }
 	d := deps()
 	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
 	if err != nil {
