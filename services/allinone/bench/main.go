@@ -12,11 +12,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
+	"runtime/trace"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -33,7 +32,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "interleaved rounds")
 	var prof profiles
 	flag.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
-	flag.StringVar(&prof.allocs, "memprofile", "", "write an allocation profile to this file (counts since the start; the measured rounds dominate them)")
+	flag.StringVar(&prof.allocs, "memprofile", "", "write an allocation profile to this file, and to FILE.start the one before the measured rounds (go tool pprof -base FILE.start FILE)")
 	flag.StringVar(&prof.mutex, "mutexprofile", "", "write a mutex contention profile of the measured rounds to this file")
 	flag.StringVar(&prof.block, "blockprofile", "", "write a blocking profile of the measured rounds to this file")
 	flag.StringVar(&prof.trace, "trace", "", "write a runtime/trace of the measured rounds to this file (go tool trace)")
@@ -55,15 +54,14 @@ func run(n, rounds int, prof profiles) error {
 	cfg.BootstrapAdminKey = key
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 1<<40, 1<<40 // measure the limiter, never trip it
 	log := slog.New(slog.DiscardHandler)
-	s, err := stack.Start(context.Background(), cfg, log, nil)
+	ctx := context.Background()
+	s, err := stack.Start(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	base := "http://" + s.Addr
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	agentID, err := benchkit.NewClient(base, key, 1).CreateAgent(`{"name":"bench","system_prompt":"You help."}`, "")
+	agentID, err := benchkit.NewClient("http://"+s.Addr, key, 1).CreateAgent(`{"name":"bench","system_prompt":"You help."}`, "")
 	if err != nil {
 		return err
 	}
@@ -84,44 +82,53 @@ func run(n, rounds int, prof profiles) error {
 	inproc := s.AgentsHandler()
 	authOnly := s.Gateway().Authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 
+	gw, err := dialWire(s.Addr, http.MethodGet, "/v1/convai/agents/"+agentID, http.Header{"X-Api-Key": {key}})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	// The in-process measurements build their request as a server would
+	// hand it over, and answer into a writer that keeps nothing.
+	local := func(withHeaders func(http.Header)) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.RemoteAddr, req.RequestURI, req.Body = "192.0.2.1:1234", req.URL.RequestURI(), http.NoBody
+		withHeaders(req.Header)
+		return req, nil
+	}
+	rec := &discardWriter{header: http.Header{}}
+	serveLocal := func(h http.Handler, withHeaders func(http.Header), what string) error {
+		req, err := local(withHeaders)
+		if err != nil {
+			return err
+		}
+		rec.reset()
+		h.ServeHTTP(rec, req)
+		if rec.code != 0 && rec.code != 200 { // 0: nothing written, a 200
+			return fmt.Errorf("%s: %d", what, rec.code)
+		}
+		return nil
+	}
+
 	measures := map[string]func() error{
 		"gateway GET agent": func() error {
-			req, _ := http.NewRequest(http.MethodGet, base+"/v1/convai/agents/"+agentID, nil)
-			req.Header.Set("x-api-key", key)
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
+			code, err := gw.do()
+			if err == nil && code != 200 {
+				err = fmt.Errorf("gateway GET: %d", code)
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("gateway GET: %d", resp.StatusCode)
-			}
-			return nil
+			return err
 		},
 		"in-process handler": func() error {
-			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
-			caller.SetHeaders(req.Header)
-			rec := httptest.NewRecorder()
-			inproc.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				return fmt.Errorf("in-process GET: %d %s", rec.Code, rec.Body)
-			}
-			return nil
+			return serveLocal(inproc, caller.SetHeaders, "in-process GET")
 		},
 		"bare NATS round trip": func() error {
 			_, err := nc.Request("bench.echo", []byte("ping"), 5*time.Second)
 			return err
 		},
 		"auth + rate limit": func() error {
-			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
-			req.Header.Set("x-api-key", key)
-			rec := httptest.NewRecorder()
-			authOnly.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				return fmt.Errorf("auth: %d %s", rec.Code, rec.Body)
-			}
-			return nil
+			return serveLocal(authOnly, func(h http.Header) { h.Set("X-Api-Key", key) }, "auth")
 		},
 	}
 	order := []string{"gateway GET agent", "in-process handler", "bare NATS round trip", "auth + rate limit"}
@@ -146,7 +153,10 @@ func run(n, rounds int, prof profiles) error {
 			before := readCost()
 			for range n / rounds {
 				start := time.Now()
-				if err := measures[name](); err != nil {
+				region := trace.StartRegion(ctx, name) // a request, in -trace
+				err := measures[name]()
+				region.End()
+				if err != nil {
 					_ = stop()
 					return err
 				}
@@ -179,12 +189,12 @@ func run(n, rounds int, prof profiles) error {
 		lat[name].histogram(os.Stdout, name)
 	}
 
-	gw, in, rtt := lat["gateway GET agent"], lat["in-process handler"], lat["bare NATS round trip"].at(.5)
-	added := gw.at(.5) - in.at(.5)
-	tail := ratio(gw.at(.99), gw.at(.5))
+	gwLat, in, rtt := lat["gateway GET agent"], lat["in-process handler"], lat["bare NATS round trip"].at(.5)
+	added := gwLat.at(.5) - in.at(.5)
+	tail := ratio(gwLat.at(.99), gwLat.at(.5))
 	fmt.Println()
-	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(gw.at(.5), in.at(.5)))
-	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(gw.at(.5), rtt))
+	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(gwLat.at(.5), in.at(.5)))
+	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(gwLat.at(.5), rtt))
 	fmt.Printf("gateway p99 / p50:                           %.2fx  (goal <= 3.00x) %s\n", tail, benchkit.Verdict(tail <= 3))
 	addedUS := float64(added.Nanoseconds()) / 1000
 	fmt.Printf("gateway overhead at p50 (vs in-process):     %.1f µs (goal <= 100 µs) %s\n", addedUS, benchkit.Verdict(addedUS <= 100))

@@ -42,7 +42,12 @@ func (p profiles) start() (stop func() error, err error) {
 	}
 	none := func(*os.File) error { return nil }
 	writeProfile := func(name string) func(*os.File) error {
-		return func(f *os.File) error { return pprof.Lookup(name).WriteTo(f, 0) }
+		return func(f *os.File) error {
+			if name == "allocs" {
+				runtime.GC() // the profile is as of the last collection
+			}
+			return pprof.Lookup(name).WriteTo(f, 0)
+		}
 	}
 	if p.mutex != "" {
 		runtime.SetMutexProfileFraction(1)
@@ -51,7 +56,12 @@ func (p profiles) start() (stop func() error, err error) {
 		runtime.SetBlockProfileRate(int(10 * time.Microsecond))
 	}
 	if p.allocs != "" {
-		runtime.GC() // the profile's in-use figures start clean; its allocation counts are cumulative
+		// Allocation counts are cumulative: FILE.start, written now, is
+		// the base that leaves the measured rounds alone
+		// (go tool pprof -base FILE.start FILE).
+		if err := writeFile(p.allocs+".start", writeProfile("allocs")); err != nil {
+			return nil, err
+		}
 	}
 	for _, b := range []struct {
 		path        string
@@ -68,6 +78,14 @@ func (p profiles) start() (stop func() error, err error) {
 		}
 	}
 	return stop, nil
+}
+
+func writeFile(path string, write func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	return errors.Join(write(f), f.Close())
 }
 
 // cost is what the process spent on memory during a measurement.
