@@ -83,10 +83,13 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	if maxBody <= 0 {
 		maxBody = httpx.DefaultMaxBody
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		httpx.WriteError(w, r, apperr.UnreadableBody)
-		return
+	var body []byte // none for a request without one (most reads): nothing to read or keep
+	if r.Body != nil && r.Body != http.NoBody {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1)); err != nil {
+			httpx.WriteError(w, r, apperr.UnreadableBody)
+			return
+		}
 	}
 	// A request must also fit in one NATS message with its headers.
 	if limit := f.NC.MaxPayload() - headerAllowance; limit < maxBody {
@@ -123,6 +126,7 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 		msg.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
 	}
 	var reply *nats.Msg
+	var err error
 	if repeatable(r) && f.HedgeAfter >= 0 {
 		reply, err = f.hedged(ctx, msg)
 	} else {
