@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -32,11 +33,11 @@ type Forwarder struct {
 }
 
 // reconnectWatch tells of the connection's reconnections: next is closed
-// at the next one.
+// at the next one. It is read by every repeatable request, so without a
+// lock; only a reconnection writes it.
 type reconnectWatch struct {
 	once sync.Once
-	mu   sync.Mutex
-	next chan struct{}
+	next atomic.Pointer[chan struct{}]
 }
 
 // reconnected is closed when the connection next reconnects. A request
@@ -46,24 +47,21 @@ type reconnectWatch struct {
 func (f *Forwarder) reconnected() <-chan struct{} {
 	w := &f.reconnects
 	w.once.Do(func() {
-		w.next = make(chan struct{})
+		first := make(chan struct{})
+		w.next.Store(&first)
 		events := f.NC.StatusChanged(nats.CONNECTED, nats.CLOSED)
 		go func() {
 			defer f.NC.RemoveStatusListener(events)
 			for status := range events {
-				w.mu.Lock()
-				close(w.next)
-				w.next = make(chan struct{})
-				w.mu.Unlock()
+				next := make(chan struct{})
+				close(*w.next.Swap(&next))
 				if status == nats.CLOSED {
 					return
 				}
 			}
 		}()
 	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.next
+	return *w.next.Load()
 }
 
 // maxHedges bounds the extra attempts of one request.
