@@ -97,17 +97,6 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 		httpx.WriteError(w, r, apperr.BodyTooLarge(maxBody))
 		return
 	}
-	msg := nats.NewMsg(Subject(service))
-	for k, vs := range r.Header {
-		if !isTransportHeader(k) {
-			msg.Header[k] = vs
-		}
-	}
-	msg.Header.Set(hdrMethod, r.Method)
-	msg.Header.Set(hdrURI, r.URL.RequestURI())
-	msg.Header.Set(hdrRemoteAddr, r.RemoteAddr)
-	msg.Data = body
-
 	if timeout <= 0 {
 		timeout = f.Timeout
 	}
@@ -119,9 +108,21 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	// The service stops at our deadline, drops a hedge of what it is
 	// already serving, and hears when we give up.
 	id := forwardID()
-	msg.Header.Set(hdrRequest, id)
+	left := timeout
 	if deadline, ok := ctx.Deadline(); ok {
-		msg.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+		left = time.Until(deadline)
+	}
+	// Every forwarded request builds this message: its header map is
+	// made at its final size and the five values of ours share one slice.
+	msg := &nats.Msg{Subject: Subject(service), Header: make(nats.Header, len(r.Header)+5), Data: body}
+	for k, vs := range r.Header {
+		if !isTransportHeader(k) {
+			msg.Header[k] = vs
+		}
+	}
+	ours := []string{r.Method, r.URL.RequestURI(), r.RemoteAddr, id, strconv.FormatInt(max(left.Milliseconds(), 1), 10)}
+	for i, k := range [...]string{hdrMethod, hdrURI, hdrRemoteAddr, hdrRequest, hdrTimeout} {
+		msg.Header[k] = ours[i : i+1 : i+1]
 	}
 	var reply *nats.Msg
 	var err error
