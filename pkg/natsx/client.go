@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,14 +30,15 @@ type Forwarder struct {
 	HedgeAfter time.Duration
 
 	reconnects reconnectWatch
+	replies    replies
 }
 
 // reconnectWatch tells of the connection's reconnections: next is closed
-// at the next one.
+// at the next one. It is read by every repeatable request, so without a
+// lock; only a reconnection writes it.
 type reconnectWatch struct {
 	once sync.Once
-	mu   sync.Mutex
-	next chan struct{}
+	next atomic.Pointer[chan struct{}]
 }
 
 // reconnected is closed when the connection next reconnects. A request
@@ -46,24 +48,21 @@ type reconnectWatch struct {
 func (f *Forwarder) reconnected() <-chan struct{} {
 	w := &f.reconnects
 	w.once.Do(func() {
-		w.next = make(chan struct{})
+		first := make(chan struct{})
+		w.next.Store(&first)
 		events := f.NC.StatusChanged(nats.CONNECTED, nats.CLOSED)
 		go func() {
 			defer f.NC.RemoveStatusListener(events)
 			for status := range events {
-				w.mu.Lock()
-				close(w.next)
-				w.next = make(chan struct{})
-				w.mu.Unlock()
+				next := make(chan struct{})
+				close(*w.next.Swap(&next))
 				if status == nats.CLOSED {
 					return
 				}
 			}
 		}()
 	})
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.next
+	return *w.next.Load()
 }
 
 // maxHedges bounds the extra attempts of one request.
@@ -83,10 +82,13 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	if maxBody <= 0 {
 		maxBody = httpx.DefaultMaxBody
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	if err != nil {
-		httpx.WriteError(w, r, apperr.UnreadableBody)
-		return
+	var body []byte // none for a request without one (most reads): nothing to read or keep
+	if r.Body != nil && r.Body != http.NoBody {
+		var err error
+		if body, err = io.ReadAll(io.LimitReader(r.Body, maxBody+1)); err != nil {
+			httpx.WriteError(w, r, apperr.UnreadableBody)
+			return
+		}
 	}
 	// A request must also fit in one NATS message with its headers.
 	if limit := f.NC.MaxPayload() - headerAllowance; limit < maxBody {
@@ -96,17 +98,6 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 		httpx.WriteError(w, r, apperr.BodyTooLarge(maxBody))
 		return
 	}
-	msg := nats.NewMsg(Subject(service))
-	for k, vs := range r.Header {
-		if !isTransportHeader(k) {
-			msg.Header[k] = vs
-		}
-	}
-	msg.Header.Set(hdrMethod, r.Method)
-	msg.Header.Set(hdrURI, r.URL.RequestURI())
-	msg.Header.Set(hdrRemoteAddr, r.RemoteAddr)
-	msg.Data = body
-
 	if timeout <= 0 {
 		timeout = f.Timeout
 	}
@@ -118,11 +109,24 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	// The service stops at our deadline, drops a hedge of what it is
 	// already serving, and hears when we give up.
 	id := forwardID()
-	msg.Header.Set(hdrRequest, id)
+	left := timeout
 	if deadline, ok := ctx.Deadline(); ok {
-		msg.Header.Set(hdrTimeout, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 1), 10))
+		left = time.Until(deadline)
+	}
+	// Every forwarded request builds this message: its header map is
+	// made at its final size and the five values of ours share one slice.
+	msg := &nats.Msg{Subject: Subject(service), Header: make(nats.Header, len(r.Header)+5), Data: body}
+	for k, vs := range r.Header {
+		if !isTransportHeader(k) {
+			msg.Header[k] = vs
+		}
+	}
+	ours := []string{r.Method, r.URL.RequestURI(), r.RemoteAddr, id, strconv.FormatInt(max(left.Milliseconds(), 1), 10)}
+	for i, k := range [...]string{hdrMethod, hdrURI, hdrRemoteAddr, hdrRequest, hdrTimeout} {
+		msg.Header[k] = ours[i : i+1 : i+1]
 	}
 	var reply *nats.Msg
+	var err error
 	if repeatable(r) && f.HedgeAfter >= 0 {
 		reply, err = f.hedged(ctx, msg)
 	} else {
@@ -194,63 +198,94 @@ func Repeatable(r *http.Request) *http.Request {
 
 // hedged sends msg and, while no answer has come, sends it again after
 // HedgeAfter (at most maxHedges times) and whenever the connection has
-// just reconnected, every attempt waiting: the first answer wins. A
-// request lost with a NATS node or a service replica that died holding it
-// would otherwise wait for the whole time-out (the client long gone); a
-// slow one is still answered by its first attempt.
+// just reconnected: the first answer wins. A request lost with a NATS
+// node or a service replica that died holding it would otherwise wait
+// for the whole time-out (the client long gone); a slow one is still
+// answered by its first attempt. Every attempt asks for its answer on
+// the same inbox of the forwarder's own (replies), so the caller's
+// goroutine waits for all of them: no goroutine, channel pair and
+// hand-off per request, as one RequestMsg per attempt needed.
 func (f *Forwarder) hedged(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
 	after := f.HedgeAfter
 	if after == 0 {
 		after = 2 * time.Second
 	}
-	type answer struct {
-		msg *nats.Msg
-		err error
+	in, err := f.replyInbox()
+	if err != nil {
+		return nil, err
 	}
-	answers := make(chan answer)
-	done := make(chan struct{})
-	defer close(done)
-	send := func() {
-		m, err := f.NC.RequestMsgWithContext(ctx, msg)
-		select {
-		case answers <- answer{m, err}:
-		case <-done: // answered by another attempt
-		}
-	}
+	token, answer := in.expect()
+	defer in.forget(token)
+	msg.Reply = in.prefix + token
 	reconnected := f.reconnected()
-	go send()
+	if err := f.NC.PublishMsg(msg); err != nil {
+		return nil, err
+	}
 	timer := time.NewTimer(after)
 	defer timer.Stop()
-	pending := 1
 	for hedges := 0; ; {
 		select {
+		case m := <-answer:
+			// No responders is an answer: nobody serves it.
+			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+				return nil, nats.ErrNoResponders
+			}
+			return m, nil
 		case <-reconnected:
 			reconnected = f.reconnected()
-			pending++
-			go send()
-		case a := <-answers:
-			pending--
-			// No responders is an answer (nobody serves it); a time-out of
-			// one attempt is not while another still waits, and an attempt
-			// lost with its connection is not while the connection may
-			// come back (it is sent again then).
-			timedOut := errors.Is(a.err, context.DeadlineExceeded) || errors.Is(a.err, nats.ErrTimeout)
-			lost := lostWithConnection(a.err)
-			if a.err == nil || !(timedOut || lost) || (pending == 0 && !lost) {
-				return a.msg, a.err
+			if err := f.NC.PublishMsg(msg); err != nil {
+				return nil, err
 			}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
 			if hedges < maxHedges {
 				hedges++
-				pending++
-				go send()
+				if err := f.NC.PublishMsg(msg); err != nil {
+					return nil, err
+				}
 				timer.Reset(after)
 			}
 		}
 	}
 }
+
+// replies is a forwarder's inbox for the answers of repeatable requests:
+// one subscription, on which each request waits under a token of its own.
+type replies struct {
+	once    sync.Once
+	err     error
+	prefix  string
+	next    atomic.Uint64
+	waiting sync.Map // token → chan *nats.Msg
+}
+
+// replyInbox subscribes the forwarder's inbox on first use; it lives as
+// long as the connection.
+func (f *Forwarder) replyInbox() (*replies, error) {
+	in := &f.replies
+	in.once.Do(func() {
+		in.prefix = f.NC.NewInbox() + "."
+		_, in.err = f.NC.Subscribe(in.prefix+"*", func(m *nats.Msg) {
+			if ch, ok := in.waiting.Load(m.Subject[len(in.prefix):]); ok {
+				select {
+				case ch.(chan *nats.Msg) <- m:
+				default: // another attempt's answer came first
+				}
+			}
+		})
+	})
+	return in, in.err
+}
+
+func (in *replies) expect() (string, chan *nats.Msg) {
+	token := strconv.FormatUint(in.next.Add(1), 36)
+	ch := make(chan *nats.Msg, 1)
+	in.waiting.Store(token, ch)
+	return token, ch
+}
+
+func (in *replies) forget(token string) { in.waiting.Delete(token) }
 
 // lostWithConnection reports an attempt lost with its NATS connection: the
 // connection broke, or moved to another server, while it waited.

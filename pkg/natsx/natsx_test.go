@@ -63,10 +63,18 @@ func TestForwardRoundTrip(t *testing.T) {
 
 func TestForwardNoRespondersIs503(t *testing.T) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
-	rec := httptest.NewRecorder()
-	(&Forwarder{NC: nc}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "absent")
-	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), `"status":"service_unavailable"`) {
-		t.Fatalf("got %d %s", rec.Code, rec.Body)
+	f := &Forwarder{NC: nc, Timeout: 20 * time.Second}
+	// Repeatable or not, nobody serving it is an answer, not a wait.
+	for _, r := range []*http.Request{httptest.NewRequest("GET", "/v1/x", nil), Repeatable(httptest.NewRequest("GET", "/v1/x", nil))} {
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		f.Forward(rec, r, "absent")
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" || !strings.Contains(rec.Body.String(), `"status":"service_unavailable"`) {
+			t.Fatalf("repeatable %v: got %d %s", repeatable(r), rec.Code, rec.Body)
+		}
+		if waited := time.Since(start); waited > 10*time.Second {
+			t.Fatalf("repeatable %v: answered after %s", repeatable(r), waited)
+		}
 	}
 }
 

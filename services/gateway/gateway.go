@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -128,8 +130,31 @@ func (g *Gateway) KeysReady() <-chan struct{} { return g.feed.Ready() }
 
 // Handler is the public HTTP handler.
 func (g *Gateway) Handler() http.Handler {
-	top, _ := g.routes()
-	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(g.noteClient(top)))))
+	top, operations := g.routes()
+	authenticated := g.Authenticate(operations)
+	// An operation's request goes to authentication at once: the top
+	// router would only try each of its other routes first and copy the
+	// request twice, on the path of every call.
+	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isOperationPath(r.URL.Path) {
+			authenticated.ServeHTTP(w, r)
+			return
+		}
+		top.ServeHTTP(w, r)
+	})
+	return httpx.WithRequestID(g.log, httpx.WithTraceparent(httpx.Recover(httpx.AccessLog(g.noteClient(route)))))
+}
+
+// isOperationPath reports whether the top router would hand path to its
+// catch-all, the operations: under /v1/ but not one of the API's
+// documents, and clean (the router redirects an unclean path, say
+// /v1/../healthz, before anything else).
+func isOperationPath(p string) bool {
+	if !strings.HasPrefix(p, "/v1/") || p == api.OpenAPIPath || p == api.AsyncAPIPath {
+		return false
+	}
+	clean := path.Clean(p) // as the router cleans it: a trailing slash is kept
+	return clean == p || strings.HasSuffix(p, "/") && clean == p[:len(p)-1]
 }
 
 // noteClient puts the client's address on the request's access log line:

@@ -3,18 +3,19 @@
 // called in-process and against a bare NATS request/reply round trip, and
 // the per-request cost of auth plus rate limiting. Rounds interleave the
 // measurements so machine noise hits them alike; ratios are the result.
+// The tail is shown as a latency histogram with p50 to p99.9, beside what
+// each request allocates and the garbage collections it caused; the
+// profile switches cover the measured rounds only.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
-	"slices"
+	"runtime/trace"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,14 +30,20 @@ import (
 func main() {
 	n := flag.Int("n", 3000, "requests per measurement")
 	rounds := flag.Int("rounds", 5, "interleaved rounds")
+	var prof profiles
+	flag.StringVar(&prof.cpu, "cpuprofile", "", "write a CPU profile of the measured rounds to this file")
+	flag.StringVar(&prof.allocs, "memprofile", "", "write an allocation profile to this file, and to FILE.start the one before the measured rounds (go tool pprof -base FILE.start FILE)")
+	flag.StringVar(&prof.mutex, "mutexprofile", "", "write a mutex contention profile of the measured rounds to this file")
+	flag.StringVar(&prof.block, "blockprofile", "", "write a blocking profile of the measured rounds to this file")
+	flag.StringVar(&prof.trace, "trace", "", "write a runtime/trace of the measured rounds to this file (go tool trace)")
 	flag.Parse()
-	if err := run(*n, *rounds); err != nil {
+	if err := run(*n, *rounds, prof); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(n, rounds int) error {
+func run(n, rounds int, prof profiles) error {
 	dir, err := os.MkdirTemp("", "voiceai-bench-")
 	if err != nil {
 		return err
@@ -47,15 +54,14 @@ func run(n, rounds int) error {
 	cfg.BootstrapAdminKey = key
 	cfg.RateLimitPerMinute, cfg.RateLimitPerHour = 1<<40, 1<<40 // measure the limiter, never trip it
 	log := slog.New(slog.DiscardHandler)
-	s, err := stack.Start(context.Background(), cfg, log, nil)
+	ctx := context.Background()
+	s, err := stack.Start(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 
-	base := "http://" + s.Addr
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
-	agentID, err := benchkit.NewClient(base, key, 1).CreateAgent(`{"name":"bench","system_prompt":"You help."}`, "")
+	agentID, err := benchkit.NewClient("http://"+s.Addr, key, 1).CreateAgent(`{"name":"bench","system_prompt":"You help."}`, "")
 	if err != nil {
 		return err
 	}
@@ -76,48 +82,56 @@ func run(n, rounds int) error {
 	inproc := s.AgentsHandler()
 	authOnly := s.Gateway().Authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 
+	gw, err := dialWire(s.Addr, http.MethodGet, "/v1/convai/agents/"+agentID, http.Header{"X-Api-Key": {key}})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	// The in-process measurements build their request as a server would
+	// hand it over, and answer into a writer that keeps nothing.
+	local := func(withHeaders func(http.Header)) (*http.Request, error) {
+		req, err := http.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.RemoteAddr, req.RequestURI, req.Body = "192.0.2.1:1234", req.URL.RequestURI(), http.NoBody
+		withHeaders(req.Header)
+		return req, nil
+	}
+	rec := &discardWriter{header: http.Header{}}
+	serveLocal := func(h http.Handler, withHeaders func(http.Header), what string) error {
+		req, err := local(withHeaders)
+		if err != nil {
+			return err
+		}
+		rec.reset()
+		h.ServeHTTP(rec, req)
+		if rec.code != 0 && rec.code != 200 { // 0: nothing written, a 200
+			return fmt.Errorf("%s: %d", what, rec.code)
+		}
+		return nil
+	}
+
 	measures := map[string]func() error{
 		"gateway GET agent": func() error {
-			req, _ := http.NewRequest(http.MethodGet, base+"/v1/convai/agents/"+agentID, nil)
-			req.Header.Set("x-api-key", key)
-			resp, err := client.Do(req)
-			if err != nil {
-				return err
+			code, err := gw.do()
+			if err == nil && code != 200 {
+				err = fmt.Errorf("gateway GET: %d", code)
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 {
-				return fmt.Errorf("gateway GET: %d", resp.StatusCode)
-			}
-			return nil
+			return err
 		},
 		"in-process handler": func() error {
-			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
-			caller.SetHeaders(req.Header)
-			rec := httptest.NewRecorder()
-			inproc.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				return fmt.Errorf("in-process GET: %d %s", rec.Code, rec.Body)
-			}
-			return nil
+			return serveLocal(inproc, caller.SetHeaders, "in-process GET")
 		},
 		"bare NATS round trip": func() error {
 			_, err := nc.Request("bench.echo", []byte("ping"), 5*time.Second)
 			return err
 		},
 		"auth + rate limit": func() error {
-			req := httptest.NewRequest(http.MethodGet, "/v1/convai/agents/"+agentID, nil)
-			req.Header.Set("x-api-key", key)
-			rec := httptest.NewRecorder()
-			authOnly.ServeHTTP(rec, req)
-			if rec.Code != 200 {
-				return fmt.Errorf("auth: %d %s", rec.Code, rec.Body)
-			}
-			return nil
+			return serveLocal(authOnly, func(h http.Header) { h.Set("X-Api-Key", key) }, "auth")
 		},
 	}
 	order := []string{"gateway GET agent", "in-process handler", "bare NATS round trip", "auth + rate limit"}
-	samples := map[string][]time.Duration{}
 	for _, name := range order { // warm up
 		for range 200 {
 			if err := measures[name](); err != nil {
@@ -125,39 +139,72 @@ func run(n, rounds int) error {
 			}
 		}
 	}
+	stop, err := prof.start()
+	if err != nil {
+		return err
+	}
+	samples := map[string][]time.Duration{}
+	costs := map[string]*cost{}
+	for _, name := range order {
+		costs[name] = &cost{}
+	}
 	for range rounds {
 		for _, name := range order {
+			before := readCost()
 			for range n / rounds {
 				start := time.Now()
-				if err := measures[name](); err != nil {
+				region := trace.StartRegion(ctx, name) // a request, in -trace
+				err := measures[name]()
+				region.End()
+				if err != nil {
+					_ = stop()
 					return err
 				}
 				samples[name] = append(samples[name], time.Since(start))
 			}
+			costs[name].add(readCost().minus(before))
 		}
+	}
+	if err := stop(); err != nil {
+		return err
 	}
 
 	fmt.Printf("gateway bench: %d requests per measurement in %d interleaved rounds\n\n", n, rounds)
-	fmt.Printf("%-22s %10s %10s %10s\n", "measurement", "p50", "p90", "p99")
-	p50 := map[string]time.Duration{}
+	fmt.Printf("%-22s %10s %10s %10s %10s %8s\n", "measurement", "p50", "p90", "p99", "p99.9", "p99/p50")
+	lat := map[string]latencies{}
 	for _, name := range order {
-		s := samples[name]
-		slices.Sort(s)
-		p50[name] = pct(s, 50)
-		fmt.Printf("%-22s %10s %10s %10s\n", name, us(pct(s, 50)), us(pct(s, 90)), us(pct(s, 99)))
+		l := sorted(samples[name])
+		lat[name] = l
+		fmt.Printf("%-22s %10s %10s %10s %10s %7.2fx\n", name, us(l.at(.5)), us(l.at(.9)), us(l.at(.99)), us(l.at(.999)), ratio(l.at(.99), l.at(.5)))
 	}
-	rtt := p50["bare NATS round trip"]
-	added := p50["gateway GET agent"] - p50["in-process handler"]
 	fmt.Println()
-	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(p50["gateway GET agent"], p50["in-process handler"]))
-	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(p50["gateway GET agent"], rtt))
+	fmt.Println("per request, the whole process (client, gateway, NATS server, service):")
+	fmt.Printf("%-22s %10s %10s %8s %12s\n", "measurement", "allocs", "bytes", "GCs", "GC pauses")
+	for _, name := range order {
+		c, reqs := costs[name], float64(len(samples[name]))
+		fmt.Printf("%-22s %10.1f %10.0f %8d %12s\n", name, float64(c.mallocs)/reqs, float64(c.bytes)/reqs, c.gcs, us(c.pause))
+	}
+	for _, name := range []string{"gateway GET agent", "in-process handler"} {
+		fmt.Println()
+		lat[name].histogram(os.Stdout, name)
+	}
+
+	gwLat, in, rtt := lat["gateway GET agent"], lat["in-process handler"], lat["bare NATS round trip"].at(.5)
+	added := gwLat.at(.5) - in.at(.5)
+	tail := ratio(gwLat.at(.99), gwLat.at(.5))
+	fmt.Println()
+	fmt.Printf("gateway / in-process handler (p50):          %.2fx\n", ratio(gwLat.at(.5), in.at(.5)))
+	fmt.Printf("gateway / bare NATS round trip (p50):        %.2fx\n", ratio(gwLat.at(.5), rtt))
+	fmt.Printf("gateway p99 / p50:                           %.2fx  (goal <= 3.00x) %s\n", tail, benchkit.Verdict(tail <= 3))
+	addedUS := float64(added.Nanoseconds()) / 1000
+	fmt.Printf("gateway overhead at p50 (vs in-process):     %.1f µs (goal <= 100 µs) %s\n", addedUS, benchkit.Verdict(addedUS <= 100))
 	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), benchkit.Verdict(ratio(added, rtt) <= 2))
-	authUS := float64(p50["auth + rate limit"].Nanoseconds()) / 1000
+	auth := lat["auth + rate limit"].at(.5)
+	authUS := float64(auth.Nanoseconds()) / 1000
 	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, benchkit.Verdict(authUS < 100))
-	fmt.Printf("auth + rate limit in bare NATS round trips:  %.2f\n", ratio(p50["auth + rate limit"], rtt))
+	fmt.Printf("auth + rate limit in bare NATS round trips:  %.2f\n", ratio(auth, rtt))
 	return nil
 }
 
-func pct(s []time.Duration, p int) time.Duration { return s[(len(s)-1)*p/100] }
-func us(d time.Duration) string                  { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
-func ratio(a, b time.Duration) float64           { return float64(a) / float64(b) }
+func us(d time.Duration) string        { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -13,7 +14,7 @@ import (
 // data.{noun,verb,adj,adv} and index.{noun,verb,adj,adv} files and, when
 // present, the {noun,verb,adj,adv}.exc exception lists.
 func LoadDir(dir string) (*DB, error) {
-	db := &DB{Version: "wndb:" + filepath.Base(filepath.Clean(dir)), lemma: map[string]uint32{}}
+	db := &builder{lemma: map[string]uint32{}}
 	files := [numPOS]string{"noun", "verb", "adj", "adv"}
 	offsets := [numPOS]map[int64]Synset{}
 	type pending struct {
@@ -135,12 +136,59 @@ func LoadDir(dir string) (*DB, error) {
 		}
 	}
 	db.sortSenses()
-	return db, nil
+	c := db.compact("wndb:" + filepath.Base(filepath.Clean(dir)))
+	return c.db()
+}
+
+// builder is a DB while LoadDir reads it: lists that grow, and a map
+// from each lemma to its number.
+type builder struct {
+	lemma  map[string]uint32 // lemma ("bring back") → index in senses
+	names  []string          // per lemma
+	senses [][]Synset        // per lemma
+	pos    []POS             // per synset
+	words  [][]uint32        // per synset: its lemmas
+	rels   [][]link          // per synset
+	exc    [numPOS]map[string][]string
+}
+
+// sortSenses orders each lemma's senses: nouns first, then verbs,
+// adjectives, adverbs; within a part of speech WordNet's order is kept.
+func (db *builder) sortSenses() {
+	for _, ss := range db.senses {
+		sort.SliceStable(ss, func(i, j int) bool { return db.pos[ss[i]] < db.pos[ss[j]] })
+	}
+}
+
+// compact is what the builder read, in the flat form.
+func (db *builder) compact(version string) *compact {
+	c := &compact{Version: version, Names: db.names}
+	c.SenseOff = append(c.SenseOff, 0)
+	for _, ss := range db.senses {
+		for _, s := range ss {
+			c.Senses = append(c.Senses, uint32(s))
+		}
+		c.SenseOff = append(c.SenseOff, uint32(len(c.Senses)))
+	}
+	c.WordOff = append(c.WordOff, 0)
+	c.LinkOff = append(c.LinkOff, 0)
+	for s := range db.pos {
+		c.POS = append(c.POS, byte(db.pos[s]))
+		c.Words = append(c.Words, db.words[s]...)
+		c.WordOff = append(c.WordOff, uint32(len(c.Words)))
+		for _, l := range db.rels[s] {
+			c.LinkRel = append(c.LinkRel, byte(l.rel))
+			c.LinkTo = append(c.LinkTo, uint32(l.to))
+		}
+		c.LinkOff = append(c.LinkOff, uint32(len(c.LinkTo)))
+	}
+	c.addExceptions(db.exc)
+	return c
 }
 
 // addLink records a relation and, for a hypernym, its inverse, so that
 // hyponyms are complete even where a source lists only one direction.
-func (db *DB) addLink(from Synset, rel Rel, to Synset) {
+func (db *builder) addLink(from Synset, rel Rel, to Synset) {
 	has := func(s Synset, r Rel, t Synset) bool {
 		for _, l := range db.rels[s] {
 			if l.rel == r && l.to == t {
@@ -158,7 +206,7 @@ func (db *DB) addLink(from Synset, rel Rel, to Synset) {
 	}
 }
 
-func (db *DB) intern(lemma string) uint32 {
+func (db *builder) intern(lemma string) uint32 {
 	if id, ok := db.lemma[lemma]; ok {
 		return id
 	}

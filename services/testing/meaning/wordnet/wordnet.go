@@ -13,6 +13,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"sort"
 	"strings"
@@ -62,23 +63,60 @@ var relSymbols = map[string]Rel{
 type Synset uint32
 
 // DB is a loaded WordNet. It is immutable and safe for concurrent use.
+//
+// It holds no pointers but a few: lemmas are one string cut by offsets,
+// each list one flat array cut by offsets, and the index from a lemma to
+// its number is keyed by the lemma's hash. The garbage collector has
+// next to nothing to scan in it. (As maps of strings and slices of
+// slices it was most of an all-in-one process's live heap and marking it
+// most of every collection's work, which every request the process
+// served waited on in its tail.)
 type DB struct {
 	Version string
-	lemma   map[string]uint32 // lemma ("bring back") → index in senses
-	senses  [][]Synset        // per lemma: its synsets, nouns first, each POS in WordNet's sense order
-	pos     []POS             // per synset
-	words   [][]uint32        // per synset: its lemmas
-	names   []string          // per lemma
-	rels    [][]link          // per synset
-	exc     [numPOS]map[string][]string
+	text    string   // the lemmas ("bring back"), one after another
+	nameEnd []uint32 // lemma i is text[nameEnd[i-1]:nameEnd[i]]
+	seed    maphash.Seed
+	ids     map[uint64]uint32 // a lemma's hash → its number
+	clashes map[string]uint32 // lemmas whose hash an earlier lemma has (none in WordNet 3.0)
+
+	senseEnd []uint32 // lemma i's synsets are senses[senseEnd[i-1]:senseEnd[i]]
+	senses   []Synset // per lemma, nouns first, each POS in WordNet's sense order
+	pos      []POS    // per synset
+	wordEnd  []uint32 // synset s's lemmas are words[wordEnd[s-1]:wordEnd[s]]
+	words    []uint32
+	linkEnd  []uint32 // synset s's relations are links[linkEnd[s-1]:linkEnd[s]]
+	links    []link
+	exc      [numPOS]map[string][]string
 
 	firstOnce sync.Once
-	first     map[string]bool // the first words of the multi-word lemmas
+	first     map[uint64]bool // hashes of the first words of the multi-word lemmas
 }
 
 type link struct {
 	rel Rel
 	to  Synset
+}
+
+// span is the i-th of the ranges ends cuts an array into.
+func span(ends []uint32, i int) (start, end uint32) {
+	if i > 0 {
+		start = ends[i-1]
+	}
+	return start, ends[i]
+}
+
+func (db *DB) name(i uint32) string {
+	start, end := span(db.nameEnd, int(i))
+	return db.text[start:end]
+}
+
+// id is lemma's number.
+func (db *DB) id(lemma string) (uint32, bool) {
+	if i, ok := db.ids[maphash.String(db.seed, lemma)]; ok && db.name(i) == lemma {
+		return i, true
+	}
+	i, ok := db.clashes[lemma]
+	return i, ok
 }
 
 //go:embed data/wordnet-3.0.bin.gz
@@ -117,35 +155,38 @@ func MustDefault() *DB {
 }
 
 // Lemmas is the number of lemmas.
-func (db *DB) Lemmas() int { return len(db.names) }
+func (db *DB) Lemmas() int { return len(db.nameEnd) }
 
 // Synsets is the number of synsets.
 func (db *DB) Synsets() int { return len(db.pos) }
 
 // Has reports whether lemma (lower case, words separated by spaces) is
 // a WordNet lemma as written.
-func (db *DB) Has(lemma string) bool { _, ok := db.lemma[lemma]; return ok }
+func (db *DB) Has(lemma string) bool { _, ok := db.id(lemma); return ok }
 
 // StartsCollocation reports whether some multi-word lemma ("credit
 // card", "bring back") starts with word (lower case): only then is a
-// collocation worth looking up.
+// collocation worth looking up. (Two words of one hash would make it
+// say yes for nothing: a lookup more, never a wrong answer.)
 func (db *DB) StartsCollocation(word string) bool {
 	db.firstOnce.Do(func() {
-		db.first = map[string]bool{}
-		for _, n := range db.names {
-			if i := strings.IndexByte(n, ' '); i > 0 {
-				db.first[n[:i]] = true
+		db.first = map[uint64]bool{}
+		for i := range db.nameEnd {
+			n := db.name(uint32(i))
+			if j := strings.IndexByte(n, ' '); j > 0 {
+				db.first[maphash.String(db.seed, n[:j])] = true
 			}
 		}
 	})
-	return db.first[word]
+	return db.first[maphash.String(db.seed, word)]
 }
 
 // Senses is lemma's synsets, nouns first, each part of speech in
 // WordNet's order (most frequent sense first). The slice is shared.
 func (db *DB) Senses(lemma string) []Synset {
-	if i, ok := db.lemma[lemma]; ok {
-		return db.senses[i]
+	if i, ok := db.id(lemma); ok {
+		start, end := span(db.senseEnd, int(i))
+		return db.senses[start:end:end]
 	}
 	return nil
 }
@@ -155,16 +196,17 @@ func (db *DB) POS(s Synset) POS { return db.pos[s] }
 
 // Words is the synset's lemmas.
 func (db *DB) Words(s Synset) []string {
-	out := make([]string, len(db.words[s]))
-	for i, w := range db.words[s] {
-		out[i] = db.names[w]
+	start, end := span(db.wordEnd, int(s))
+	out := make([]string, 0, end-start)
+	for _, w := range db.words[start:end] {
+		out = append(out, db.name(w))
 	}
 	return out
 }
 
 // Related calls f for each synset that s has relation r to.
 func (db *DB) Related(s Synset, r Rel, f func(Synset)) {
-	for _, l := range db.rels[s] {
+	for _, l := range db.linksOf(s) {
 		if l.rel == r {
 			f(l.to)
 		}
@@ -173,9 +215,14 @@ func (db *DB) Related(s Synset, r Rel, f func(Synset)) {
 
 // Links calls f for each relation of s.
 func (db *DB) Links(s Synset, f func(Rel, Synset)) {
-	for _, l := range db.rels[s] {
+	for _, l := range db.linksOf(s) {
 		f(l.rel, l.to)
 	}
+}
+
+func (db *DB) linksOf(s Synset) []link {
+	start, end := span(db.linkEnd, int(s))
+	return db.links[start:end]
 }
 
 // Lemmatize is WordNet's morphy: the base forms of word as part of
@@ -221,14 +268,6 @@ var detach = [numPOS][]struct{ suffix, ending string }{
 	Noun: {{"s", ""}, {"ses", "s"}, {"xes", "x"}, {"zes", "z"}, {"ches", "ch"}, {"shes", "sh"}, {"men", "man"}, {"ies", "y"}},
 	Verb: {{"s", ""}, {"ies", "y"}, {"es", "e"}, {"es", ""}, {"ed", "e"}, {"ed", ""}, {"ing", "e"}, {"ing", ""}},
 	Adj:  {{"er", ""}, {"est", ""}, {"er", "e"}, {"est", "e"}},
-}
-
-// sortSenses orders each lemma's senses: nouns first, then verbs,
-// adjectives, adverbs; within a part of speech WordNet's order is kept.
-func (db *DB) sortSenses() {
-	for _, ss := range db.senses {
-		sort.SliceStable(ss, func(i, j int) bool { return db.pos[ss[i]] < db.pos[ss[j]] })
-	}
 }
 
 func sortStrings(s []string) { sort.Strings(s) }

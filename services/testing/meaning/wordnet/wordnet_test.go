@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 )
@@ -162,5 +163,28 @@ func TestOperatorWordNet(t *testing.T) {
 	}
 	if out := child(t.TempDir()); !bytes.Contains([]byte(out), []byte("error: VOICEAI_OFFLINE_WORDNET")) {
 		t.Errorf("with an empty directory: %q", out)
+	}
+}
+
+// The loaded database is most of an all-in-one process's live heap: the
+// collector, which marks everything that holds pointers on every cycle,
+// must find next to nothing to scan in it.
+func TestLoadedDatabaseGivesTheCollectorLittleToScan(t *testing.T) {
+	scannable := func() uint64 {
+		runtime.GC()
+		s := []metrics.Sample{{Name: "/gc/scan/heap:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	before := scannable()
+	db, err := decode(bytes.NewReader(embedded))
+	if err != nil {
+		t.Fatal(err)
+	}
+	added := scannable() - before
+	runtime.KeepAlive(db)
+	t.Logf("loaded WordNet adds %.1f MiB of heap to scan", float64(added)/(1<<20))
+	if added > 1<<20 {
+		t.Errorf("loaded WordNet adds %.1f MiB of heap to scan, want under 1 MiB", float64(added)/(1<<20))
 	}
 }
