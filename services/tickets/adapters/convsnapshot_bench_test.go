@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -16,21 +17,7 @@ import (
 // conversation (go test ./services/tickets/adapters -run - -bench Snapshot).
 func BenchmarkConversationIndexSnapshot(b *testing.B) {
 	const n = 50_000
-	rng := rand.New(rand.NewPCG(1, 2))
-	x := NewConversationIndex()
-	vocabulary := make([]string, 20_000)
-	for i := range vocabulary {
-		vocabulary[i] = fmt.Sprintf("w%d", i)
-	}
-	for i := range n {
-		words := []string{fmt.Sprintf("order%07d", i)}
-		for range 120 {
-			words = append(words, vocabulary[int(rng.ExpFloat64()*2000)%len(vocabulary)])
-		}
-		_ = x.Record(context.Background(), uint64(i+1), app.ConversationEvent{Name: "conversation_ended", WorkspaceID: "ws_1",
-			ConversationID: fmt.Sprintf("conv_%07d", i), AgentID: "agent_a", AtMs: 1_800_000_000_000 + int64(i)*1000, Turns: 20,
-			CallSuccessful: "success", Evaluations: map[string]string{"resolved": "success"}, Words: app.SearchWords(fmt.Sprint(words))})
-	}
+	x := benchIndex(n)
 	var buf bytes.Buffer
 	b.Run("write", func(b *testing.B) {
 		for b.Loop() {
@@ -51,4 +38,42 @@ func BenchmarkConversationIndexSnapshot(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/conversation")
 	})
+}
+
+// benchIndex is an index of n conversations of about 120 distinct words
+// each (a call of 10 to 40 turns), from a vocabulary of 20,000 words and
+// two order numbers of 900,000, as the million bench's transcripts say.
+func benchIndex(n int) *ConversationIndex {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := NewConversationIndex()
+	vocabulary := make([]string, 20_000)
+	for i := range vocabulary {
+		vocabulary[i] = fmt.Sprintf("w%d", i)
+	}
+	for i := range n {
+		words := []string{fmt.Sprint(100_000 + rng.IntN(900_000)), fmt.Sprint(100_000 + rng.IntN(900_000))}
+		for range 120 {
+			words = append(words, vocabulary[int(rng.ExpFloat64()*2000)%len(vocabulary)])
+		}
+		_ = x.Record(context.Background(), uint64(i+1), app.ConversationEvent{Name: "conversation_ended", WorkspaceID: "ws_1",
+			ConversationID: fmt.Sprintf("conv_%07d", i), AgentID: "agent_a", AtMs: 1_800_000_000_000 + int64(i)*1000, Turns: 20,
+			CallSuccessful: "success", Evaluations: map[string]string{"resolved": "success"}, Words: app.SearchWords(fmt.Sprint(words))})
+	}
+	return x
+}
+
+// The index's live heap per conversation, as ingested (go test
+// ./services/tickets/adapters -run - -bench IndexMemory).
+func BenchmarkConversationIndexMemory(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		x := benchIndex(n)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "heap-bytes/conversation")
+		runtime.KeepAlive(x)
+	}
 }

@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -55,20 +56,36 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 		// The usual case (a replay, a live call): the newest of the list,
 		// found without a search.
 		if n := len(l.ords); n == 0 || x.position(l.ords[n-1]).Compare(pos) < 0 {
-			l.ords = append(l.ords, e.ord)
+			l.ords = appendOrd(l.ords, e.ord)
 			continue
 		}
 		if x.at(l, e, pos) >= 0 {
 			continue
 		}
 		if i := x.after(l, pos); i == len(l.ords) {
-			l.ords = append(l.ords, e.ord)
+			l.ords = appendOrd(l.ords, e.ord)
 		} else {
-			l.ords = append(l.ords[:i+1], l.ords[i:]...)
-			l.ords[i] = e.ord
+			l.ords = slices.Insert(roomForOne(l.ords), i, e.ord)
 		}
 	}
 	e.hasWords = e.hasWords || len(words) > 0
+}
+
+// appendOrd appends ord to a list, which when full grows by an eighth
+// rather than by append's half to double: the lists are most of the
+// index's memory, and a common word's grows to a million.
+func appendOrd(ords []uint32, ord uint32) []uint32 {
+	return append(roomForOne(ords), ord)
+}
+
+// roomForOne is ords with room for one more.
+func roomForOne(ords []uint32) []uint32 {
+	if len(ords) < cap(ords) {
+		return ords
+	}
+	grown := make([]uint32, len(ords), len(ords)+max(1, len(ords)/8))
+	copy(grown, ords)
+	return grown
 }
 
 // dropWords takes e, which stood at pos, out of every word list of its
