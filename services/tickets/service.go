@@ -136,6 +136,7 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	if err != nil {
 		return nil, err
 	}
+	store.Log = d.Logger
 	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every,
 		Deletions: adapters.PlatformDeletions(d.JS), Log: d.Logger}
 	start := time.Now()

@@ -62,7 +62,14 @@ const (
 type IndexSnapshots struct {
 	Obj  jetstream.ObjectStore
 	Keys convseal.Keys
+	// Log tells why a stored snapshot was not read (nil: nobody is told).
+	Log *slog.Logger
 }
+
+// snapshotTimeout bounds storing or reading one snapshot (hundreds of
+// MiB at a million conversations). Without a deadline of its own the
+// client gives an object's whole read its default 5 s.
+const snapshotTimeout = 10 * time.Minute
 
 // OpenIndexSnapshots opens (making it if need be) the snapshots' bucket.
 func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas int, keys convseal.Keys) (*IndexSnapshots, error) {
@@ -75,7 +82,7 @@ func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas in
 	if err != nil {
 		return nil, fmt.Errorf("snapshot bucket: %w", err)
 	}
-	return &IndexSnapshots{Obj: obj, Keys: keys}, nil
+	return &IndexSnapshots{Obj: obj, Keys: keys, Log: slog.New(slog.DiscardHandler)}, nil
 }
 
 func epochKeyID(epoch uint64) string { return "conversation_index_" + strconv.FormatUint(epoch, 10) }
@@ -125,6 +132,10 @@ func (s *IndexSnapshots) Newest(ctx context.Context) (*jetstream.ObjectInfo, err
 
 // Save stores x's snapshot, then removes all but the newest stored.
 func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (SnapshotState, error) {
+	// Changes to the index wait while it is written: a stalled store must
+	// not hold them for ever.
+	ctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
 	var st SnapshotState
 	var name string
 	err := x.Snapshot(func(state SnapshotState, write func(io.Writer) error) error {
@@ -218,6 +229,8 @@ func (s *IndexSnapshots) load(ctx context.Context, x *ConversationIndex, o *jets
 	if err != nil {
 		return st, false, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer cancel()
 	res, err := s.Obj.Get(ctx, o.Name)
 	if errors.Is(err, jetstream.ErrObjectNotFound) {
 		return st, false, nil // removed meanwhile: a newer one was stored
@@ -227,12 +240,15 @@ func (s *IndexSnapshots) load(ctx context.Context, x *ConversationIndex, o *jets
 	}
 	defer res.Close()
 	plain, err := sio.DecryptReader(bufio.NewReaderSize(res, 1<<20), cfg)
-	if err != nil {
-		return st, false, nil
+	if err == nil {
+		st, err = x.ReadSnapshot(bufio.NewReaderSize(plain, 1<<16))
 	}
-	st, err = x.ReadSnapshot(bufio.NewReaderSize(plain, 1<<16))
-	if err != nil || st.DeletionSeq != epoch {
+	if err == nil && st.DeletionSeq != epoch {
+		err = fmt.Errorf("of epoch %d, stored as of %d", st.DeletionSeq, epoch)
+	}
+	if err != nil {
 		x.Reset()
+		s.Log.Warn("conversation index snapshot not read", "object", o.Name, "err", err)
 		return SnapshotState{}, false, nil
 	}
 	return st, true, nil
