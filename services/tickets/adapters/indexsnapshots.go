@@ -71,6 +71,12 @@ type IndexSnapshots struct {
 // client gives an object's whole read its default 5 s.
 const snapshotTimeout = 10 * time.Minute
 
+// snapshotChunk is the size of a snapshot's messages. The client keeps up
+// to 4,000 of an object's messages unacknowledged: at the default 128
+// KiB that is 500 MiB more in memory, at a million conversations, while
+// one is stored; at 16 KiB it is 64 MiB.
+const snapshotChunk = 16 << 10
+
 // OpenIndexSnapshots opens (making it if need be) the snapshots' bucket.
 func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas int, keys convseal.Keys) (*IndexSnapshots, error) {
 	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -168,7 +174,7 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 			pw.CloseWithError(err)
 		}()
 		name = fmt.Sprintf("%s%020d-%s", snapshotPrefix, state.PlatformSeq, hex.EncodeToString(salt[:8]))
-		meta := jetstream.ObjectMeta{Name: name, Metadata: map[string]string{
+		meta := jetstream.ObjectMeta{Name: name, Opts: &jetstream.ObjectMetaOptions{ChunkSize: snapshotChunk}, Metadata: map[string]string{
 			"epoch":         strconv.FormatUint(state.DeletionSeq, 10),
 			"salt":          hex.EncodeToString(salt),
 			"platform_seq":  strconv.FormatUint(state.PlatformSeq, 10),
