@@ -33,7 +33,7 @@ func TestNATSClusterConfig(t *testing.T) {
 		t.Errorf("sync_interval %s: the README documents 2m", o.SyncInterval)
 	}
 	// The cluster tier runs its nodes with the same failure detection.
-	tier := readRepoFile(t, "services", "allinone", "multiprocess", "natsnodes_test.go")
+	tier := readRepoFile(t, "services", "allinone", "internal", "clustertier", "natsnodes.go")
 	m := regexp.MustCompile(`ping_interval: \\"(\w+)\\"\\nping_max: (\d+)`).FindStringSubmatch(tier)
 	if m == nil {
 		t.Fatal("the cluster tier's node configuration has no ping settings")
