@@ -119,41 +119,59 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 	if err := enc.Encode(h); err != nil {
 		return err
 	}
+	// One entry and one chunk are reused throughout, and a chunk's lists
+	// share one buffer: at a million conversations, values made afresh
+	// for each would be about a gigabyte of garbage while the index
+	// holds its own memory.
+	var se snapshotEntry
 	for _, e := range x.entries {
 		if e == nil {
 			continue
 		}
-		if err := enc.Encode(snapshotEntry{C: e.c, PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}); err != nil {
+		se = snapshotEntry{C: e.c, PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}
+		if err := enc.Encode(&se); err != nil {
 			return err
 		}
 	}
+	var chunk snapshotWords
+	var buf []byte
+	flush := func() error {
+		if len(chunk.Words) == 0 {
+			return nil
+		}
+		err := enc.Encode(&chunk)
+		chunk.Words, chunk.Lists, buf = chunk.Words[:0], chunk.Lists[:0], buf[:0]
+		return err
+	}
 	for _, ws := range slices.Sorted(maps.Keys(x.words)) {
 		lists := x.words[ws]
-		chunk := snapshotWords{WorkspaceID: ws}
+		chunk.WorkspaceID = ws
 		for _, word := range slices.Sorted(maps.Keys(lists)) {
+			start := len(buf)
+			buf = appendDeltas(buf, lists[word].ords, dense)
 			chunk.Words = append(chunk.Words, word)
-			chunk.Lists = append(chunk.Lists, deltas(lists[word].ords, dense))
-			if len(chunk.Words) == wordsPerChunk {
-				if err := enc.Encode(chunk); err != nil {
+			chunk.Lists = append(chunk.Lists, buf[start:len(buf):len(buf)])
+			if len(chunk.Words) == wordsPerChunk || len(buf) >= chunkBytes {
+				if err := flush(); err != nil {
 					return err
 				}
-				chunk.Words, chunk.Lists = chunk.Words[:0], chunk.Lists[:0]
 			}
 		}
-		if len(chunk.Words) > 0 {
-			if err := enc.Encode(chunk); err != nil {
-				return err
-			}
+		if err := flush(); err != nil {
+			return err
 		}
 	}
 	return enc.Encode(snapshotWords{})
 }
 
-// deltas is a list's ordinals, renumbered, as varint differences (a list
-// is in listing order, which is nearly the order conversations arrived
-// in: most differences take a byte or two).
-func deltas(ords []uint32, dense []uint32) []byte {
-	out := make([]byte, 0, len(ords)*2)
+// chunkBytes bounds a chunk's lists: a common word's list alone is a few
+// MiB at a million conversations.
+const chunkBytes = 1 << 20
+
+// appendDeltas appends a list's ordinals, renumbered, as varint
+// differences (a list is in listing order, which is nearly the order
+// conversations arrived in: most differences take a byte or two).
+func appendDeltas(out []byte, ords []uint32, dense []uint32) []byte {
 	prev := int64(0)
 	for _, o := range ords {
 		n := int64(dense[o])
