@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -43,7 +42,7 @@ func main() {
 }
 
 func serve(ctx context.Context) error {
-	tuneGC()
+	stack.TuneGC()
 	c, err := config.Load[stack.Config]()
 	if err != nil {
 		return err
@@ -133,18 +132,4 @@ func trimNewline(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// tuneGC trades memory for CPU where the operator has not chosen: the
-// all-in-one process holds its read indexes in memory and allocates per
-// request, so the collector runs less often (GOGC 200) under a soft
-// memory limit (640 MiB, GOMEMLIMIT) that makes it work harder before the
-// process would outgrow a small machine.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(640 << 20)
-	}
 }

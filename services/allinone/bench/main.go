@@ -37,6 +37,7 @@ func main() {
 	flag.StringVar(&prof.block, "blockprofile", "", "write a blocking profile of the measured rounds to this file")
 	flag.StringVar(&prof.trace, "trace", "", "write a runtime/trace of the measured rounds to this file (go tool trace)")
 	flag.Parse()
+	stack.TuneGC() // the collector as the all-in-one binary sets it
 	if err := run(*n, *rounds, prof); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
