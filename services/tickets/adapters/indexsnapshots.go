@@ -77,6 +77,12 @@ const snapshotTimeout = 10 * time.Minute
 // one is stored; at 16 KiB it is 64 MiB.
 const snapshotChunk = 16 << 10
 
+// listTries and listTimeout bound listing the snapshots stored.
+const (
+	listTries   = 3
+	listTimeout = 5 * time.Second
+)
+
 // OpenIndexSnapshots opens (making it if need be) the snapshots' bucket.
 func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas int, keys convseal.Keys) (*IndexSnapshots, error) {
 	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
@@ -106,12 +112,24 @@ func sealConfig(epochKey, salt []byte) (sio.Config, error) {
 // stored are the snapshots stored, newest (greatest PLATFORM sequence)
 // first.
 func (s *IndexSnapshots) stored(ctx context.Context) ([]*jetstream.ObjectInfo, error) {
-	all, err := s.Obj.List(ctx)
+	var all []*jetstream.ObjectInfo
+	var err error
+	// A listing waits for its watcher's end-of-data mark, which a bucket
+	// made a moment ago on a cluster still electing its leaders may never
+	// send: each try has its own deadline.
+	for range listTries {
+		listCtx, cancel := context.WithTimeout(ctx, listTimeout)
+		all, err = s.Obj.List(listCtx)
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+			break
+		}
+	}
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listing the index snapshots: %w", err)
 	}
 	all = slices.DeleteFunc(all, func(o *jetstream.ObjectInfo) bool { return !strings.HasPrefix(o.Name, snapshotPrefix) })
 	slices.SortFunc(all, func(a, b *jetstream.ObjectInfo) int {
@@ -208,7 +226,9 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 func (s *IndexSnapshots) Load(ctx context.Context, x *ConversationIndex) (st SnapshotState, ok bool, err error) {
 	all, err := s.stored(ctx)
 	if err != nil {
-		return st, false, err
+		// A start that cannot list them replays the stream instead.
+		s.Log.Warn("conversation index snapshots not listed; replaying the platform stream", "err", err)
+		return st, false, nil
 	}
 	for _, o := range all {
 		if st, ok, err = s.load(ctx, x, o); ok || err != nil {
