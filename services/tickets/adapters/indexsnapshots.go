@@ -399,14 +399,15 @@ func (s *IndexSnapshotter) Step(ctx context.Context, now time.Time) {
 	}
 	start := time.Now()
 	saved, err := s.Store.Save(ctx, s.Index)
-	s.lastEnd = time.Now()
+	took := time.Since(start)
+	s.lastEnd = now.Add(took) // on now's clock, which due reads
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Log.Warn("conversation index snapshot not stored; will retry", "err", err)
 		}
 		return
 	}
-	s.last, s.took = saved, s.lastEnd.Sub(start)
+	s.last, s.took = saved, took
 	s.Log.Info("conversation index snapshot stored", "platform_seq", saved.PlatformSeq, "conversations", saved.Conversations, "took", s.took)
 }
 
