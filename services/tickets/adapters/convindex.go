@@ -44,7 +44,8 @@ type ConversationIndex struct {
 	ranges       map[string]*btree.BTreeG[ranged] // workspace, range key → by value
 	words        map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
 	entries      []*convEntry                     // by ordinal (convEntry.ord), for the word lists
-	interned     map[string]string                // the terms every entry shares
+	names        []string                         // the names entries share, by number (convpacked.go)
+	nameIDs      map[string]uint32                // name → its number
 	shared       map[string]any                   // the maps and lists entries share (compact)
 	// platformSeq is the last PLATFORM record applied, deletionSeq the
 	// last deletion's (what a snapshot is taken at, convsnapshot.go).
@@ -55,9 +56,9 @@ type ConversationIndex struct {
 }
 
 type convEntry struct {
-	c               app.ConversationSummary // without its Words: they are in the word lists
-	ord             uint32                  // its index in entries
-	hasWords        bool                    // it is in word lists
+	c               packedSummary // without its Words: they are in the word lists
+	ord             uint32        // its index in entries
+	hasWords        bool          // it is in word lists
 	platSeq, annSeq uint64
 }
 
@@ -75,7 +76,7 @@ func byValue(a, b ranged) bool {
 	if a.v != b.v {
 		return a.v < b.v
 	}
-	return a.e.c.Position().Compare(b.e.c.Position()) < 0
+	return a.e.c.position().Compare(b.e.c.position()) < 0
 }
 
 // posting is one conversation in a term's tree: a pointer (8 bytes, for
@@ -84,7 +85,7 @@ type posting struct{ e *convEntry }
 
 // pivot is an entry standing at pos, to start a walk from.
 func pivot(pos app.ConversationPosition) *convEntry {
-	return &convEntry{c: app.ConversationSummary{StartedAtMs: pos.StartedAtMs, ConversationID: pos.ID}}
+	return &convEntry{c: packedSummary{startedAtMs: pos.StartedAtMs, id: pos.ID}}
 }
 
 // NewConversationIndex returns an empty index.
@@ -95,7 +96,7 @@ func NewConversationIndex() *ConversationIndex {
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
-func newestFirst(a, b posting) bool { return a.e.c.Position().Compare(b.e.c.Position()) > 0 }
+func newestFirst(a, b posting) bool { return a.e.c.position().Compare(b.e.c.position()) > 0 }
 
 func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" + term }
 
@@ -112,11 +113,11 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 		x.unlockChanged()
 		return nil
 	}
-	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, seq, func(e *convEntry) bool {
+	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, seq, func(e *convEntry, c *app.ConversationSummary) bool {
 		if seq != 0 && seq <= e.platSeq {
 			return false
 		}
-		e.platSeq, e.c = seq, e.c.Applied(ev)
+		e.platSeq, *c = seq, c.Applied(ev)
 		return true
 	})
 	return nil
@@ -124,22 +125,23 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 
 // Annotate applies the annotations of TICKETS sequence seq.
 func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1.ConversationAnnotations) error {
-	x.change(a.WorkspaceId, a.ConversationId, false, 0, func(e *convEntry) bool {
+	x.change(a.WorkspaceId, a.ConversationId, false, 0, func(e *convEntry, c *app.ConversationSummary) bool {
 		if seq <= e.annSeq {
 			return false
 		}
-		e.annSeq, e.c = seq, e.c.Annotated(a)
+		e.annSeq, *c = seq, c.Annotated(a)
 		return true
 	})
 	return nil
 }
 
-// change runs apply on the conversation's entry and moves it in the
+// change runs apply on the conversation's entry (its sequences) and
+// summary, and moves it in the
 // trees: out of those of the terms it lost, into those of the terms it
 // gained (out of and into every one when its position changed), and into
 // the lists of its transcript's words when apply handed one over
 // (newWords). platSeq, when not 0, is the PLATFORM record it applies.
-func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, platSeq uint64, apply func(*convEntry) bool) {
+func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, platSeq uint64, apply func(*convEntry, *app.ConversationSummary) bool) {
 	x.lockToChange()
 	defer x.unlockChanged()
 	x.applied(platSeq)
@@ -149,25 +151,27 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	}
 	e := x.byID[key]
 	if e == nil {
-		e = &convEntry{c: app.ConversationSummary{WorkspaceID: x.intern(workspaceID), ConversationID: conversationID}, ord: uint32(len(x.entries))}
+		e = &convEntry{c: packedSummary{workspace: x.nameID(workspaceID), id: key[len(workspaceID)+1:]}, ord: uint32(len(x.entries))}
 		x.byID[key] = e
 		x.entries = append(x.entries, e)
 	}
 	// apply runs on a copy: the word lists are ordered by the entries'
 	// positions, so e keeps its old one until it is out of them.
-	next := *e
-	if !apply(&next) {
+	next, old := *e, x.summaryOf(e)
+	c := old
+	if !apply(&next, &c) {
 		return
 	}
-	words := next.c.Words
-	next.c.Words = nil
-	moved := e.c.Position() != next.c.Position()
+	words := c.Words
+	c.Words = nil
+	moved := old.Position() != c.Position()
 	var keepWords []string
 	if moved || newWords {
-		keepWords = x.dropWords(workspaceID, e, e.c.Position())
+		keepWords = x.dropWords(workspaceID, e, old.Position())
 	}
-	x.compact(&next.c)
-	oldTerms, terms := entryTerms(e.c), entryTerms(next.c)
+	next.c = x.pack(c)
+	next.c.id = e.c.id // the key's bytes, not another copy
+	oldTerms, terms := entryTerms(old), entryTerms(c)
 	for _, term := range oldTerms {
 		if moved || !slices.Contains(terms, term) {
 			if t := x.postings[postingKey(workspaceID, term)]; t != nil {
@@ -179,7 +183,7 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	if !moved {
 		gained = slices.DeleteFunc(slices.Clone(terms), func(t string) bool { return slices.Contains(oldTerms, t) })
 	}
-	for k, v := range app.RangeValues(e.c) {
+	for k, v := range app.RangeValues(old) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
 			t.Delete(ranged{v: v, e: e})
 		}
@@ -197,10 +201,10 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	if !newWords {
 		words = keepWords
 	}
-	if e.c.Seen {
+	if c.Seen {
 		x.addWords(workspaceID, e, words)
 	}
-	for k, v := range app.RangeValues(e.c) {
+	for k, v := range app.RangeValues(c) {
 		key := postingKey(workspaceID, k)
 		t := x.ranges[key]
 		if t == nil {
@@ -255,21 +259,6 @@ func entryTerms(c app.ConversationSummary) []string {
 // kept by its entry alone.
 const maxShared = 1 << 18
 
-// compact makes c share what many conversations say alike (ids, outcomes,
-// evaluations, collected values, tools) with the entries that say it:
-// the index holds the values once, not once per conversation. Shared
-// values are never changed in place (a summary's maps and lists are
-// replaced, not edited).
-func (x *ConversationIndex) compact(c *app.ConversationSummary) {
-	c.WorkspaceID, c.AgentID = x.intern(c.WorkspaceID), x.intern(c.AgentID)
-	c.Status, c.CallSuccessful = x.intern(c.Status), x.intern(c.CallSuccessful)
-	c.Evaluations = share(x, "v", c.Evaluations, mapKey(c.Evaluations))
-	key := mapKey(c.DataCollection)
-	c.DataCollection, c.DataNumbers = share(x, "d", c.DataCollection, key), share(x, "n", c.DataNumbers, key)
-	c.ToolNames = share(x, "t", c.ToolNames, strings.Join(c.ToolNames, "\x1f"))
-	c.ToolsErrored = share(x, "e", c.ToolsErrored, strings.Join(c.ToolsErrored, "\x1f"))
-}
-
 // share is the value already shared under kind and key, else v (shared
 // from now on while there is room).
 func share[T any](x *ConversationIndex, kind string, v T, key string) T {
@@ -298,25 +287,15 @@ func mapKey(m map[string]string) string {
 	return b.String()
 }
 
-// intern is s, shared by every entry that holds it.
-func (x *ConversationIndex) intern(s string) string {
-	if v, ok := x.interned[s]; ok {
-		return v
-	}
-	s = strings.Clone(s)
-	x.interned[s] = s
-	return s
-}
-
 // ConversationSummary looks one conversation up.
 func (x *ConversationIndex) ConversationSummary(_ context.Context, workspaceID, conversationID string) (app.ConversationSummary, bool, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	e, ok := x.byID[workspaceID+"/"+conversationID]
-	if !ok || !e.c.Seen {
+	if !ok || !e.c.seen {
 		return app.ConversationSummary{}, false, nil
 	}
-	return e.c, true, nil
+	return x.summaryOf(e), true, nil
 }
 
 // Summary is ConversationSummary for callers with no context (the
@@ -365,7 +344,7 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 	for _, t := range best {
 		found := 0
 		t.walk(x, from, func(e *convEntry) bool {
-			pos := e.c.Position()
+			pos := e.c.position()
 			if q.After != nil && pos.Compare(*q.After) >= 0 {
 				return true // the cursor's own conversation
 			}
@@ -375,7 +354,7 @@ func (x *ConversationIndex) ConversationPage(_ context.Context, q app.Conversati
 			if !x.matches(q, e) {
 				return true
 			}
-			rows, found = append(rows, e.c), found+1
+			rows, found = append(rows, x.summaryOf(e)), found+1
 			return found <= q.Limit
 		})
 	}
@@ -420,8 +399,8 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 		}
 		var rows []app.ConversationSummary
 		for _, it := range in {
-			if (q.After == nil || it.e.c.Position().Compare(*q.After) < 0) && x.matches(q, it.e) {
-				rows = append(rows, it.e.c)
+			if (q.After == nil || it.e.c.position().Compare(*q.After) < 0) && x.matches(q, it.e) {
+				rows = append(rows, x.summaryOf(it.e))
 			}
 		}
 		slices.SortFunc(rows, func(a, b app.ConversationSummary) int { return b.Position().Compare(a.Position()) })

@@ -128,13 +128,14 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 		if e == nil {
 			continue
 		}
-		se = snapshotEntry{C: e.c, PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}
+		se = snapshotEntry{C: x.summaryOf(e), PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}
 		if err := enc.Encode(&se); err != nil {
 			return err
 		}
 	}
 	var chunk snapshotWords
 	var buf []byte
+	var ords []uint32 // one list's, reused
 	flush := func() error {
 		if len(chunk.Words) == 0 {
 			return nil
@@ -148,7 +149,8 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 		chunk.WorkspaceID = ws
 		for _, word := range slices.Sorted(maps.Keys(lists)) {
 			start := len(buf)
-			buf = appendDeltas(buf, lists[word].ords, dense)
+			ords = lists[word].ords.AppendTo(ords[:0])
+			buf = appendDeltas(buf, ords, dense)
 			chunk.Words = append(chunk.Words, word)
 			chunk.Lists = append(chunk.Lists, buf[start:len(buf):len(buf)])
 			if len(chunk.Words) == wordsPerChunk || len(buf) >= chunkBytes {
@@ -220,6 +222,7 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 		}
 		x.load(se)
 	}
+	var ords []uint32 // one list's, reused
 	for {
 		var chunk snapshotWords
 		if err := dec.Decode(&chunk); err != nil {
@@ -237,11 +240,15 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 			x.words[chunk.WorkspaceID] = lists
 		}
 		for i, word := range chunk.Words {
-			ords, err := undeltas(chunk.Lists[i], len(x.entries))
-			if err != nil {
+			var err error
+			if ords, err = undeltas(ords[:0], chunk.Lists[i], len(x.entries)); err != nil {
 				return SnapshotState{}, err
 			}
-			lists[word] = &wordList{ords: ords}
+			l := &wordList{}
+			for _, o := range ords {
+				l.ords.Append(o)
+			}
+			lists[word] = l
 		}
 	}
 	x.platformSeq, x.deletionSeq = h.PlatformSeq, h.DeletionSeq
@@ -252,9 +259,9 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 func (x *ConversationIndex) load(se snapshotEntry) {
 	c := se.C
 	c.Words = nil
-	x.compact(&c)
 	key := c.WorkspaceID + "/" + c.ConversationID
-	e := &convEntry{c: c, ord: uint32(len(x.entries)), hasWords: se.HasWords, platSeq: se.PlatSeq, annSeq: se.AnnSeq}
+	e := &convEntry{c: x.pack(c), ord: uint32(len(x.entries)), hasWords: se.HasWords, platSeq: se.PlatSeq, annSeq: se.AnnSeq}
+	e.c.id = key[len(c.WorkspaceID)+1:] // the key's bytes, not another copy
 	x.byID[key] = e
 	x.entries = append(x.entries, e)
 	for _, term := range entryTerms(c) {
@@ -277,16 +284,9 @@ func (x *ConversationIndex) load(se snapshotEntry) {
 	}
 }
 
-// undeltas reads a list deltas wrote, exactly sized; every ordinal must
+// undeltas appends to ords a list appendDeltas wrote; every ordinal must
 // name one of the n entries.
-func undeltas(b []byte, n int) ([]uint32, error) {
-	count := 0
-	for i := 0; i < len(b); i++ {
-		if b[i] < 0x80 {
-			count++
-		}
-	}
-	ords := make([]uint32, 0, count)
+func undeltas(ords []uint32, b []byte, n int) ([]uint32, error) {
 	prev := int64(0)
 	for len(b) > 0 {
 		d, k := binary.Varint(b)
@@ -313,6 +313,7 @@ func (x *ConversationIndex) Reset() {
 // reset empties the index; x.mu is held.
 func (x *ConversationIndex) reset() {
 	x.byID, x.postings, x.ranges = map[string]*convEntry{}, map[string]*btreePostings{}, map[string]*btree.BTreeG[ranged]{}
-	x.words, x.interned, x.shared = map[string]map[string]*wordList{}, map[string]string{}, map[string]any{}
+	x.words, x.shared = map[string]map[string]*wordList{}, map[string]any{}
+	x.names, x.nameIDs = []string{""}, map[string]uint32{"": 0} // a new entry's zero names none
 	x.entries, x.erased, x.platformSeq, x.deletionSeq = nil, nil, 0, 0
 }

@@ -77,3 +77,22 @@ func BenchmarkConversationIndexMemory(b *testing.B) {
 		runtime.KeepAlive(x)
 	}
 }
+
+// A page of 100 from an index of 100,000 conversations: the newest, those
+// saying a common word, a rare one, two words at once, and a word with an
+// outcome (go test ./services/tickets/adapters -run - -bench IndexPage).
+func BenchmarkConversationIndexPage(b *testing.B) {
+	x := benchIndex(100_000)
+	for _, q := range []struct {
+		name  string
+		words []string
+	}{{"newest", nil}, {"common word", []string{"w10"}}, {"rare word", []string{"w9000"}}, {"two words", []string{"w10", "w2000"}}} {
+		b.Run(q.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := x.ConversationPage(context.Background(), app.ConversationQuery{WorkspaceID: "ws_1", Words: q.words, Limit: 100}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1,8 +1,6 @@
 package adapters
 
 import (
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -10,33 +8,33 @@ import (
 
 // The search words are most of a conversation's index terms (a call of 25
 // turns says 100 to 200 distinct words), so they are kept apart and
-// compact: per workspace and word, the ordinals (4 bytes) of the
-// conversations saying it, ordered by their listing position; an entry
-// keeps no words of its own (a search tests membership in the lists), and
-// no list shares memory with a transcript's text.
+// compact: per workspace and word, the ordinals of the conversations
+// saying it, ordered by their listing position, compressed (ordlist.go:
+// a byte or two each); an entry keeps no words of its own (a search tests
+// membership in the lists), and no list shares memory with a transcript's
+// text.
 
 // wordList is one word's conversations, as ordinals into
 // ConversationIndex.entries, oldest listing position first.
-type wordList struct{ ords []uint32 }
+type wordList struct{ ords ordList }
 
 func (x *ConversationIndex) position(ord uint32) app.ConversationPosition {
-	return x.entries[ord].c.Position()
+	return x.entries[ord].c.position()
 }
 
-// after is the first index of l whose conversation stands after pos.
-func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) int {
-	return sort.Search(len(l.ords), func(i int) bool { return x.position(l.ords[i]).Compare(pos) > 0 })
+// after is the cursor of l's first conversation that stands after pos.
+func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) ordCursor {
+	return l.ords.Search(func(o uint32) bool { return x.position(o).Compare(pos) > 0 })
 }
 
-// at is the index of e in l at the position pos, or -1.
-func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) int {
-	i := sort.Search(len(l.ords), func(i int) bool { return x.position(l.ords[i]).Compare(pos) >= 0 })
-	for ; i < len(l.ords) && x.position(l.ords[i]) == pos; i++ {
-		if l.ords[i] == e.ord {
-			return i
-		}
-	}
-	return -1
+// at is the cursor of e in l at the position pos, if it is there.
+func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) (ordCursor, bool) {
+	found := false
+	c := l.ords.Seek(func(o uint32) bool { return x.position(o).Compare(pos) >= 0 }, func(o uint32) bool {
+		found = o == e.ord
+		return !found && x.position(o) == pos
+	})
+	return c, found
 }
 
 // addWords puts e (at its current position) in the lists of words.
@@ -46,7 +44,7 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 		lists = map[string]*wordList{}
 		x.words[workspaceID] = lists
 	}
-	pos := e.c.Position()
+	pos := e.c.position()
 	for _, w := range words {
 		l := lists[w]
 		if l == nil {
@@ -55,37 +53,16 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 		}
 		// The usual case (a replay, a live call): the newest of the list,
 		// found without a search.
-		if n := len(l.ords); n == 0 || x.position(l.ords[n-1]).Compare(pos) < 0 {
-			l.ords = appendOrd(l.ords, e.ord)
+		if l.ords.Len() == 0 || x.position(l.ords.last).Compare(pos) < 0 {
+			l.ords.Append(e.ord)
 			continue
 		}
-		if x.at(l, e, pos) >= 0 {
+		if _, ok := x.at(l, e, pos); ok {
 			continue
 		}
-		if i := x.after(l, pos); i == len(l.ords) {
-			l.ords = appendOrd(l.ords, e.ord)
-		} else {
-			l.ords = slices.Insert(roomForOne(l.ords), i, e.ord)
-		}
+		l.ords.Insert(x.after(l, pos), e.ord)
 	}
 	e.hasWords = e.hasWords || len(words) > 0
-}
-
-// appendOrd appends ord to a list, which when full grows by an eighth
-// rather than by append's half to double: the lists are most of the
-// index's memory, and a common word's grows to a million.
-func appendOrd(ords []uint32, ord uint32) []uint32 {
-	return append(roomForOne(ords), ord)
-}
-
-// roomForOne is ords with room for one more.
-func roomForOne(ords []uint32) []uint32 {
-	if len(ords) < cap(ords) {
-		return ords
-	}
-	grown := make([]uint32, len(ords), len(ords)+max(1, len(ords)/8))
-	copy(grown, ords)
-	return grown
 }
 
 // dropWords takes e, which stood at pos, out of every word list of its
@@ -98,10 +75,10 @@ func (x *ConversationIndex) dropWords(workspaceID string, e *convEntry, pos app.
 	}
 	var had []string
 	for w, l := range x.words[workspaceID] {
-		if i := x.at(l, e, pos); i >= 0 {
-			l.ords = append(l.ords[:i], l.ords[i+1:]...)
+		if c, ok := x.at(l, e, pos); ok {
+			l.ords.Remove(c)
 			had = append(had, w)
-			if len(l.ords) == 0 {
+			if l.ords.Len() == 0 {
 				delete(x.words[workspaceID], w)
 			}
 		}
@@ -112,11 +89,14 @@ func (x *ConversationIndex) dropWords(workspaceID string, e *convEntry, pos app.
 
 // saysWords reports whether e's transcript holds every word.
 func (x *ConversationIndex) saysWords(e *convEntry, words []string) bool {
-	lists := x.words[e.c.WorkspaceID]
-	pos := e.c.Position()
+	lists := x.words[x.names[e.c.workspace]]
+	pos := e.c.position()
 	for _, w := range words {
 		l := lists[w]
-		if l == nil || x.at(l, e, pos) < 0 {
+		if l == nil {
+			return false
+		}
+		if _, ok := x.at(l, e, pos); !ok {
 			return false
 		}
 	}
@@ -127,7 +107,7 @@ func (x *ConversationIndex) saysWords(e *convEntry, words []string) bool {
 func (x *ConversationIndex) matches(q app.ConversationQuery, e *convEntry) bool {
 	words := q.Words
 	q.Words = nil
-	return q.Matches(e.c) && (len(words) == 0 || x.saysWords(e, words))
+	return q.Matches(x.summaryOf(e)) && (len(words) == 0 || x.saysWords(e, words))
 }
 
 // walker is a set of conversations walked newest first: a term's tree or
@@ -146,14 +126,10 @@ func (t termTree) walk(_ *ConversationIndex, from app.ConversationPosition, fn f
 	t.t.AscendGreaterOrEqual(posting{pivot(from)}, func(p posting) bool { return fn(p.e) })
 }
 
-func (l *wordList) Len() int { return len(l.ords) }
+func (l *wordList) Len() int { return l.ords.Len() }
 
 func (l *wordList) walk(x *ConversationIndex, from app.ConversationPosition, fn func(*convEntry) bool) {
-	for i := x.after(l, from) - 1; i >= 0; i-- {
-		if !fn(x.entries[l.ords[i]]) {
-			return
-		}
-	}
+	l.ords.Backward(x.after(l, from), func(o uint32) bool { return fn(x.entries[o]) })
 }
 
 // isWordTerm says a term is a search word's ("w:" + word).

@@ -45,14 +45,15 @@ func (x *ConversationIndex) forget(workspaceID, conversationID string) {
 		return
 	}
 	delete(x.byID, key)
-	x.dropWords(workspaceID, e, e.c.Position())
+	c := x.summaryOf(e)
+	x.dropWords(workspaceID, e, c.Position())
 	x.entries[e.ord] = nil // in no list now
-	for _, term := range entryTerms(e.c) {
+	for _, term := range entryTerms(c) {
 		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
 			t.Delete(posting{e})
 		}
 	}
-	for k, v := range app.RangeValues(e.c) {
+	for k, v := range app.RangeValues(c) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
 			t.Delete(ranged{v: v, e: e})
 		}

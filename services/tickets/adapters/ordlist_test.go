@@ -1,0 +1,153 @@
+package adapters
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// listModel drives an ordList and a plain slice with the same changes
+// and checks that they hold the same ordinals, and that a search, a
+// forward and a backward walk from every position agree with the slice.
+type listModel struct {
+	t    testing.TB
+	l    ordList
+	want []uint32
+	next uint32
+}
+
+// fresh is an ordinal not in the list: the list's ordinals stay distinct,
+// so a search can be told the model's index to stop at.
+func (m *listModel) fresh(rng *rand.Rand) uint32 {
+	m.next += 1 + uint32(rng.IntN(3))
+	if rng.IntN(8) == 0 {
+		m.next += uint32(rng.IntN(1 << 20)) // a rare word's gap
+	}
+	return m.next
+}
+
+func (m *listModel) step(rng *rand.Rand) {
+	switch op := rng.IntN(10); {
+	case op < 6 || len(m.want) == 0:
+		o := m.fresh(rng)
+		m.l.Append(o)
+		m.want = append(m.want, o)
+	case op < 8:
+		i := rng.IntN(len(m.want) + 1)
+		if rng.IntN(2) == 0 {
+			i = max(0, len(m.want)-1-rng.IntN(min(len(m.want), 70))) // a call that ended out of order
+		}
+		o := m.fresh(rng)
+		m.l.Insert(m.cursor(i), o)
+		m.want = slices.Insert(m.want, i, o)
+	default:
+		i := rng.IntN(len(m.want))
+		m.l.Remove(m.cursor(i))
+		m.want = slices.Delete(m.want, i, i+1)
+	}
+}
+
+// cursor is the list's cursor for the model's index i, found by Search.
+func (m *listModel) cursor(i int) ordCursor {
+	index := make(map[uint32]int, len(m.want))
+	for j, o := range m.want {
+		index[o] = j
+	}
+	return m.l.Search(func(o uint32) bool { return index[o] >= i })
+}
+
+func (m *listModel) check() {
+	m.t.Helper()
+	if got := m.l.AppendTo(nil); !slices.Equal(got, m.want) || m.l.Len() != len(m.want) {
+		m.t.Fatalf("the list holds %d %v, want %d %v", m.l.Len(), got, len(m.want), m.want)
+	}
+	if len(m.want) > 0 && m.l.last != m.want[len(m.want)-1] {
+		m.t.Fatalf("last %d, want %d", m.l.last, m.want[len(m.want)-1])
+	}
+	for i := 0; i <= len(m.want); i += 1 + len(m.want)/50 {
+		c := m.cursor(i)
+		var fwd, back []uint32
+		m.l.Forward(c, func(o uint32) bool { fwd = append(fwd, o); return true })
+		m.l.Backward(c, func(o uint32) bool { back = append(back, o); return true })
+		slices.Reverse(back)
+		index := map[uint32]int{}
+		for j, o := range m.want {
+			index[o] = j
+		}
+		var sought []uint32
+		m.l.Seek(func(o uint32) bool { return index[o] >= i }, func(o uint32) bool { sought = append(sought, o); return true })
+		if !slices.Equal(sought, fwd) {
+			m.t.Fatalf("seek from %d: %v, want %v", i, sought, fwd)
+		}
+		if !slices.Equal(fwd, m.want[i:]) || !slices.Equal(back, m.want[:i]) {
+			m.t.Fatalf("from %d: forward %v, backward %v, want %v | %v", i, fwd, back, m.want[i:], m.want[:i])
+		}
+	}
+}
+
+func TestOrdListAgreesWithASlice(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		m := &listModel{t: t}
+		for range 3000 {
+			m.step(rng)
+			if rng.IntN(50) == 0 {
+				m.check()
+			}
+		}
+		m.check()
+		for len(m.want) > 0 { // emptied to the last
+			i := rng.IntN(len(m.want))
+			m.l.Remove(m.cursor(i))
+			m.want = slices.Delete(m.want, i, i+1)
+		}
+		m.check()
+		m.step(rng) // and used again
+		m.check()
+	}
+}
+
+func TestOrdListStopsWhereToldTo(t *testing.T) {
+	var l ordList
+	for o := range uint32(300) {
+		l.Append(o * 2)
+	}
+	c := l.Search(func(o uint32) bool { return o >= 200 })
+	stop := l.Forward(c, func(o uint32) bool { return o < 210 })
+	var at uint32
+	l.Forward(stop, func(o uint32) bool { at = o; return false })
+	if at != 210 {
+		t.Fatalf("forward stopped before %d, want 210", at)
+	}
+	var seen []uint32
+	l.Backward(c, func(o uint32) bool { seen = append(seen, o); return len(seen) < 3 })
+	if !slices.Equal(seen, []uint32{198, 196, 194}) {
+		t.Fatalf("backward saw %v", seen)
+	}
+}
+
+// A list in arrival order keeps a byte or two per ordinal, not four.
+func TestOrdListIsCompact(t *testing.T) {
+	var l ordList
+	rng := rand.New(rand.NewPCG(3, 4))
+	o := uint32(0)
+	for range 100_000 {
+		o += 1 + uint32(rng.IntN(100))
+		l.Append(o)
+	}
+	if per := float64(cap(l.data)+8*cap(*l.blocks)) / 100_000; per > 2 {
+		t.Fatalf("%.2f bytes per ordinal", per)
+	}
+}
+
+func FuzzOrdList(f *testing.F) {
+	f.Add(uint64(1), uint16(500))
+	f.Fuzz(func(t *testing.T, seed uint64, steps uint16) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		m := &listModel{t: t}
+		for range int(steps) % 2000 {
+			m.step(rng)
+		}
+		m.check()
+	})
+}
