@@ -20,7 +20,11 @@
 //	(m) only with -section million: -conversations conversations with
 //	    realistic transcripts ingested as call stacks send them, against
 //	    raw appends; disk and memory per conversation, listing and one
-//	    conversation's p50, restart after a crash (million.go).
+//	    conversation's p50, restart after a crash (million.go);
+//	(t) only with -section million-tickets: -tickets tickets created,
+//	    changed and commented on through the gateway, against raw appends;
+//	    disk and memory per ticket, the listing's p50 under each filter,
+//	    one ticket's, restart after a crash (milliontickets.go).
 //
 // Tickets beyond those created in (a) are appended straight to the
 // TICKETS stream, as the service would write them.
@@ -76,10 +80,10 @@ func main() {
 		return
 	}
 	creates := flag.Int("creates", 5000, "tickets created through the gateway in (a)")
-	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d)")
+	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d), or the tickets of (t)")
 	requests := flag.Int("requests", 60, "requests per listing measurement")
 	conversations := flag.Int("conversations", 100_000, "the conversations of (h), or of (m)")
-	section := flag.String("section", "", "run one section only: conversations (h), or million (m: not in the default run)")
+	section := flag.String("section", "", "run one section only: conversations (h), or million (m) or million-tickets (t), which are not in the default run")
 	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file")
 	flag.Parse()
@@ -94,8 +98,10 @@ func main() {
 		err = runConversationFilters(*conversations, *requests)
 	case "million":
 		err = runMillion(*conversations, *requests, *readIndex)
+	case "million-tickets":
+		err = runMillionTickets(*largest, *requests)
 	default:
-		err = fmt.Errorf("-section %q: want conversations or million", *section)
+		err = fmt.Errorf("-section %q: want conversations, million or million-tickets", *section)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ticketsbench:", err)
@@ -104,17 +110,11 @@ func main() {
 }
 
 func run(creates, largest, requests int) error {
-	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-")
+	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := benchproc.Build(dir, "./services/allinone")
-	if err != nil {
-		return err
-	}
-	bin := bins["allinone"]
-	data := filepath.Join(dir, "data")
+	defer cleanup()
 	p, err := startPlatform(bin, data)
 	if err != nil {
 		return err
@@ -254,7 +254,8 @@ func startPlatform(bin, data string) (*platform, error) {
 }
 
 type page struct {
-	Tickets []listed `json:"agent_conversation_tickets"`
+	Tickets    []listed `json:"agent_conversation_tickets"`
+	NextCursor string   `json:"next_cursor"`
 }
 
 type listed struct {
@@ -490,12 +491,17 @@ func (p *platform) listings(requests int) (map[string]time.Duration, error) {
 
 // measure is the p50 of each listing, the listings interleaved.
 func (p *platform) measure(requests int, kinds []struct{ name, path string }) (map[string]time.Duration, error) {
+	return p.measureAtLeast(requests, kinds, 200)
+}
+
+// measureAtLeast is measure, an answer shorter than minBytes an error.
+func (p *platform) measureAtLeast(requests int, kinds []struct{ name, path string }, minBytes int) (map[string]time.Duration, error) {
 	took := map[string][]time.Duration{}
 	for range requests {
 		for _, kind := range kinds {
 			start := time.Now()
 			b, code, err := p.api.Do("GET", kind.path, "", "")
-			if err != nil || code != 200 || len(b) < 200 {
+			if err != nil || code != 200 || len(b) < minBytes {
 				return nil, fmt.Errorf("GET %s: %d %.200s %v", kind.path, code, b, err)
 			}
 			took[kind.name] = append(took[kind.name], time.Since(start))
@@ -503,8 +509,7 @@ func (p *platform) measure(requests int, kinds []struct{ name, path string }) (m
 	}
 	out := map[string]time.Duration{}
 	for name, ds := range took {
-		slices.Sort(ds)
-		out[name] = ds[len(ds)/2]
+		out[name] = median(ds)
 	}
 	return out, nil
 }

@@ -58,36 +58,12 @@ func profileStart(metrics, file string) {
 // `go run ./services/allinone/ticketsbench -section million
 // -conversations N [-read-index memory|store]`.
 func runMillion(n, requests int, readIndex string) error {
-	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-million-")
+	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-million-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	bins, err := benchproc.Build(dir, "./services/allinone")
-	if err != nil {
-		return err
-	}
-	bin, data := bins["allinone"], filepath.Join(dir, "data")
-	// The Go runtime may hold the heap up to the memory goal before it
-	// collects harder (the all-in-one default, 640 MiB, is for a small
-	// deployment: past it the collector would take the CPU the ingest needs).
-	env := []string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}
-	start := func(profile string) (*platform, error) {
-		metrics, err := benchproc.FreePort() // the profiler's endpoint, for -profile
-		if err != nil {
-			return nil, err
-		}
-		if profile != "" {
-			go profileStart(metrics, profile)
-		}
-		bp, err := benchproc.StartPlatform(bin, data, adminKey, metrics, 10*time.Minute, env...)
-		if err != nil {
-			return nil, err
-		}
-		p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, clients)}
-		p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent")
-		return p, err
-	}
+	defer cleanup()
+	start := func(profile string) (*platform, error) { return startLarge(bin, data, readIndex, profile) }
 	p, err := start("")
 	if err != nil {
 		return err

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
+	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+)
+
+// A QA team's tickets, as the million-ticket bench writes them: a title
+// and a comment drawn from what reviewers write, the call's specifics in
+// them (an order number, an amount, a city), a priority, an issue type,
+// labels (one a team uses for every tenth ticket, one for a handful), and
+// the life a ticket has: some are worked on, some resolved,
+// some commented on.
+var (
+	ticketTitles = []string{
+		"Agent quoted the wrong refund window for order {order}",
+		"Caller in {city} was transferred twice",
+		"Booking change to {day} not confirmed",
+		"Agent promised a {amount} dollar voucher it cannot give",
+		"Long silence before the agent answered",
+		"The {product} warranty answer is outdated",
+		"Agent did not verify the caller before sharing the balance",
+		"Escalation to the {team} team was not needed",
+		"Tool {tool} failed and the agent did not say so",
+		"Caller asked for a supervisor three times",
+	}
+	ticketComments = []string{
+		"The agent said refunds take thirty days; the policy says five business days. Order {order}.",
+		"Listen from the second minute: the caller repeats the {product} problem and the agent changes the subject.",
+		"The agent charged {amount} dollars without reading the amount back.",
+		"Good call overall, but the greeting still names the old brand.",
+		"The caller from {city} was asked for the same details twice after the transfer.",
+		"The knowledge base article on the {plan} plan is missing the new fee.",
+	}
+	issueTypes = []string{"knowledge_gap", "incorrect_information", "documentation_gap", "product_feedback", "platform_bug", "tool_issue", "unnecessary_escalation", "wrong_action"}
+)
+
+// fillTicket replaces a ticket line's slots, a tool's name among them.
+func fillTicket(line string, r *rand.Rand) string {
+	return fill(strings.ReplaceAll(line, "{tool}", toolNames[r.IntN(len(toolNames))]), r)
+}
+
+// millionTicket is ticket i's create body.
+func millionTicket(i int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 11))
+	labels := []string{[]string{"billing", "delivery", "booking", "tone", "latency"}[r.IntN(5)]}
+	if i%10 == 0 {
+		labels = append(labels, "weekly-review")
+	}
+	if i%100_000 == 7 {
+		labels = append(labels, "audit") // a label a handful of tickets carry
+	}
+	b, _ := json.Marshal(map[string]any{
+		"title":      fillTicket(ticketTitles[r.IntN(len(ticketTitles))], r),
+		"qa_comment": fillTicket(ticketComments[r.IntN(len(ticketComments))], r),
+		"priority":   []string{"low", "medium", "medium", "high", "urgent"}[r.IntN(5)],
+		"issue_type": issueTypes[r.IntN(len(issueTypes))],
+		"labels":     labels,
+	})
+	return string(b)
+}
+
+// (t) n tickets, each created through the gateway as a QA team does
+// (16 clients), a third then moved on (in progress, resolved)
+// and one in ten commented on; against raw JetStream appends of the same
+// size. Then the disk used, the platform's peak memory, the listing's
+// p50 under each filter, one ticket's, and a restart after a crash.
+// Alone: `go run ./services/allinone/ticketsbench -section million-tickets
+// -tickets N`.
+func runMillionTickets(n, requests int) error {
+	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-million-tickets-")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	start := func() (*platform, error) { return startLarge(bin, data, "memory", "") }
+	p, err := start()
+	if err != nil {
+		return err
+	}
+	defer func() { p.Stop() }()
+	agents := []string{p.agentID}
+	for i := 1; i < 5; i++ {
+		id, err := p.api.CreateAgent(`{"name":"Bench `+strconv.Itoa(i)+`"}`, "bench-agent-"+strconv.Itoa(i))
+		if err != nil {
+			return err
+		}
+		agents = append(agents, id)
+	}
+	fmt.Printf("(t) %d tickets through the gateway, a third then changed and a tenth commented on, GOMEMLIMIT=%s (platform as its own process, 2 cores shared with this client)\n", n, millionGoMemLimit)
+
+	raw, err := rawAppends(p.NATSURL, min(n, 20_000))
+	if err != nil {
+		return err
+	}
+	began := time.Now()
+	var writes atomic.Int64
+	took, err := inParallel(n, func(i int64) error {
+		id, err := p.createTicket(agents[int(i)%len(agents)], millionTicket(int(i)))
+		if err != nil {
+			return err
+		}
+		writes.Add(1)
+		path := "/v1/convai/triage-tickets/" + id
+		var changes []struct{ method, path, body string }
+		switch i % 6 {
+		case 1:
+			changes = append(changes, struct{ method, path, body string }{"PATCH", path, `{"status":"in_progress"}`})
+		case 3:
+			changes = append(changes, struct{ method, path, body string }{"PATCH", path, `{"status":"resolved"}`})
+		}
+		if i%10 == 5 {
+			changes = append(changes, struct{ method, path, body string }{"POST", path + "/comments", `{"comment":"Checked the recording: confirmed, the agent needs the updated policy."}`})
+		}
+		for _, c := range changes {
+			if err := p.write(c.method, c.path, c.body); err != nil {
+				return err
+			}
+			writes.Add(1)
+		}
+		if i%100_000 == 0 {
+			fmt.Printf("    %d tickets created after %s\n", i, time.Since(began).Round(time.Second))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	rate := float64(writes.Load()) / took.Seconds()
+	js, closeJS, err := p.JetStream()
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	err = projection.WaitCaughtUp(wctx, js, events.TicketsStream, storeProjector)
+	cancel()
+	closeJS()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    ingest: about %d writes in %s = %.0f/s (%.0f tickets/s) vs raw optimistic appends %.0f/s = %.3f; the store's copy caught up %s after the first\n",
+		writes.Load(), took.Round(time.Second), rate, float64(n)/took.Seconds(), raw, rate/raw, time.Since(began).Round(time.Second))
+	size, err := dirSize(data)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    disk: %.2f GiB in the data directory = %.2f KiB per ticket (NATS %.2f, store %.2f)\n",
+		float64(size)/(1<<30), float64(size)/1024/float64(n), subSize(data, "nats")/1024/float64(n), subSize(data, "mongo")/1024/float64(n))
+	peak := p.PeakRSSKiB()
+
+	filters := []struct{ name, query string }{
+		{"none", ""},
+		{"by priority", "sort_by=priority"},
+		{"agent", "agent_id=" + agents[2]},
+		{"status+priority", "status=in_progress&priorities=urgent"},
+		{"issue_type", "issue_type=tool_issue"},
+		{"label (a tenth)", "label=weekly-review"},
+		{"label (a handful)", "label=audit"},
+		{"unassigned", "assignee_user_id=unassigned&status=open"},
+		{"search (common)", "search=refund"},
+		{"search (rare)", "search=supervisor+Osaka"},
+		{"several at once", "agent_id=" + agents[1] + "&status=open&priorities=high&label=billing"},
+	}
+	kinds := make([]struct{ name, path string }, 0, len(filters))
+	for _, f := range filters {
+		kinds = append(kinds, struct{ name, path string }{f.name, "/v1/convai/triage-tickets?page_size=100&" + f.query})
+	}
+	lat, err := p.measureAtLeast(requests, kinds, 0) // a filter few tickets match answers a short page
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    listing p50 (page of 100), goal < %s:\n", millionListingGoal)
+	for _, f := range filters {
+		d := lat[f.name]
+		fmt.Printf("      %-17s %9s  %s\n", f.name, d.Round(10*time.Microsecond), benchkit.Verdict(d < millionListingGoal))
+	}
+	one, err := p.oneTickets(requests)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("    one ticket (random ones), p50 %s (goal < %s: %s)\n", one.Round(10*time.Microsecond), millionOneGoal, benchkit.Verdict(one < millionOneGoal))
+
+	// A crash, then a start on the same data: ready once the first listing
+	// answers with the newest ticket.
+	newest, err := p.get("/v1/convai/triage-tickets?page_size=1")
+	if err != nil || len(newest.Tickets) != 1 {
+		return fmt.Errorf("the newest ticket: %v", err)
+	}
+	p.Kill()
+	restarted := time.Now()
+	if p, err = start(); err != nil {
+		return err
+	}
+	for {
+		pg, err := p.get("/v1/convai/triage-tickets?page_size=1")
+		if err != nil {
+			return err
+		}
+		if len(pg.Tickets) == 1 && pg.Tickets[0].ID == newest.Tickets[0].ID {
+			break
+		}
+		if time.Since(restarted) > 10*time.Minute {
+			return fmt.Errorf("the newest ticket is not listed 10 minutes after the restart")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ready := time.Since(restarted)
+	after := p.PeakRSSKiB()
+	fmt.Printf("    restart after a crash: the newest ticket listed in %s (goal < %s: %s)\n",
+		ready.Round(time.Millisecond), millionRestartGoal, benchkit.Verdict(ready < millionRestartGoal))
+	fmt.Printf("    platform peak memory (RSS): %d MiB through the ingest and reads, %d MiB after the restart (goal < 2 GiB: %s)\n",
+		peak/1024, after/1024, benchkit.Verdict(max(peak, after) < millionMemoryGoal))
+	return nil
+}
+
+// createTicket opens a ticket on an agent and returns its id.
+func (p *platform) createTicket(agentID, body string) (string, error) {
+	b, code, err := p.api.Do("POST", "/v1/convai/agents/"+agentID+"/triage-tickets", body, "")
+	var t struct {
+		ID string `json:"agentqa_ticket_id"`
+	}
+	if err != nil || code != http.StatusCreated || json.Unmarshal(b, &t) != nil {
+		return "", fmt.Errorf("create: %d %.200s %v", code, b, err)
+	}
+	return t.ID, nil
+}
+
+// write sends one change and wants a 200.
+func (p *platform) write(method, path, body string) error {
+	b, code, err := p.api.Do(method, path, body, "")
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("%s %s: %d %.200s %v", method, path, code, b, err)
+	}
+	return nil
+}
+
+// oneTickets is the p50 of GET one ticket, for tickets drawn from pages
+// across the workspace.
+func (p *platform) oneTickets(requests int) (time.Duration, error) {
+	var ids []string
+	cursor := ""
+	for len(ids) < 2*requests {
+		pg, err := p.get("/v1/convai/triage-tickets?page_size=100&cursor=" + url.QueryEscape(cursor))
+		if err != nil {
+			return 0, err
+		}
+		for _, t := range pg.Tickets {
+			ids = append(ids, t.ID)
+		}
+		if pg.NextCursor == "" {
+			break
+		}
+		cursor = pg.NextCursor
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	ds := make([]time.Duration, 0, 2*requests)
+	for range 2 * requests {
+		id := ids[r.IntN(len(ids))]
+		at := time.Now()
+		if b, code, err := p.api.Do("GET", "/v1/convai/triage-tickets/"+id, "", ""); err != nil || code != http.StatusOK {
+			return 0, fmt.Errorf("GET %s: %d %.200s %v", id, code, b, err)
+		}
+		ds = append(ds, time.Since(at))
+	}
+	return median(ds), nil
+}
+
+// buildPlatform builds the all-in-one binary into a temporary directory
+// and names its data directory there; cleanup removes both.
+func buildPlatform(prefix string) (bin, data string, cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", "", nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	bins, err := benchproc.Build(dir, "./services/allinone")
+	if err != nil {
+		cleanup()
+		return "", "", nil, err
+	}
+	return bins["allinone"], filepath.Join(dir, "data"), cleanup, nil
+}
+
+// startLarge starts the platform for a million-record section: its read
+// index, the memory limit of millionGoMemLimit, a CPU profile of its
+// start to profile when set; and makes (or finds again) the bench's agent.
+func startLarge(bin, data, readIndex, profile string) (*platform, error) {
+	// The Go runtime may hold the heap up to the memory goal before it
+	// collects harder (the all-in-one default, 640 MiB, is for a small
+	// deployment: past it the collector would take the CPU the ingest needs).
+	env := []string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}
+	metrics, err := benchproc.FreePort() // the profiler's endpoint, for -profile
+	if err != nil {
+		return nil, err
+	}
+	if profile != "" {
+		go profileStart(metrics, profile)
+	}
+	bp, err := benchproc.StartPlatform(bin, data, adminKey, metrics, 10*time.Minute, env...)
+	if err != nil {
+		return nil, err
+	}
+	p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, clients)}
+	p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent")
+	return p, err
+}
