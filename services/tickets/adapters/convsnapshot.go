@@ -215,14 +215,17 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 		x.erased[k] = true
 	}
 	x.entries = make([]*convEntry, 0, h.Entries)
+	ld := loading{postings: map[string][]posting{}, ranges: map[string][]ranged{}}
 	for range h.Entries {
 		var se snapshotEntry
 		if err := dec.Decode(&se); err != nil {
 			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
 		}
-		x.load(se)
+		x.load(se, &ld)
 	}
-	var ords []uint32 // one list's, reused
+	x.plant(&ld)
+	var ords []uint32  // one list's, reused
+	var scratch []byte // one list's bytes, reused
 	for {
 		var chunk snapshotWords
 		if err := dec.Decode(&chunk); err != nil {
@@ -245,9 +248,7 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 				return SnapshotState{}, err
 			}
 			l := &wordList{}
-			for _, o := range ords {
-				l.ords.Append(o)
-			}
+			l.ords, scratch = ordListOf(ords, scratch)
 			lists[word] = l
 		}
 	}
@@ -255,8 +256,19 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	return SnapshotState{PlatformSeq: h.PlatformSeq, DeletionSeq: h.DeletionSeq, Conversations: len(x.entries)}, nil
 }
 
-// load adds one entry of a snapshot, in its trees; its words come after.
-func (x *ConversationIndex) load(se snapshotEntry) {
+// loading is what a snapshot's entries put in each tree, while it is
+// read: plant builds each tree from its items sorted. Inserted in order,
+// items walk one path of a tree, in cache; in the entries' order, each
+// walked a path of its own out of a gigabyte (most of a restart at a
+// million conversations).
+type loading struct {
+	postings map[string][]posting
+	ranges   map[string][]ranged
+}
+
+// load adds one entry of a snapshot, its trees' items to ld; its words
+// come after.
+func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
 	c := se.C
 	c.Words = nil
 	key := c.WorkspaceID + "/" + c.ConversationID
@@ -266,22 +278,43 @@ func (x *ConversationIndex) load(se snapshotEntry) {
 	x.entries = append(x.entries, e)
 	for _, term := range entryTerms(c) {
 		k := postingKey(c.WorkspaceID, term)
-		t := x.postings[k]
-		if t == nil {
-			t = btree.NewG(32, newestFirst)
-			x.postings[k] = t
-		}
-		t.ReplaceOrInsert(posting{e})
+		ld.postings[k] = append(ld.postings[k], posting{e})
 	}
 	for k, v := range app.RangeValues(c) {
-		key := postingKey(c.WorkspaceID, k)
-		t := x.ranges[key]
-		if t == nil {
-			t = btree.NewG(32, byValue)
-			x.ranges[key] = t
-		}
-		t.ReplaceOrInsert(ranged{v: v, e: e})
+		k = postingKey(c.WorkspaceID, k)
+		ld.ranges[k] = append(ld.ranges[k], ranged{v: v, e: e})
 	}
+}
+
+// plant builds the trees of what load gathered, each from its items
+// sorted, and lets go of each list once its tree is built.
+func (x *ConversationIndex) plant(ld *loading) {
+	for k, items := range ld.postings {
+		x.postings[k] = treeOf(items, newestFirst)
+		delete(ld.postings, k)
+	}
+	for k, items := range ld.ranges {
+		x.ranges[k] = treeOf(items, byValue)
+		delete(ld.ranges, k)
+	}
+}
+
+// treeOf is a tree of items, inserted in its order.
+func treeOf[T any](items []T, less btree.LessFunc[T]) *btree.BTreeG[T] {
+	slices.SortFunc(items, func(a, b T) int {
+		switch {
+		case less(a, b):
+			return -1
+		case less(b, a):
+			return 1
+		}
+		return 0
+	})
+	t := btree.NewG(32, less)
+	for _, it := range items {
+		t.ReplaceOrInsert(it)
+	}
+	return t
 }
 
 // undeltas appends to ords a list appendDeltas wrote; every ordinal must

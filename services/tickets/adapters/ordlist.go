@@ -113,6 +113,32 @@ func (l *ordList) Append(o uint32) {
 	l.last = o
 }
 
+// ordListOf is the list of ords, its bytes exactly sized (a snapshot's
+// lists are read whole: appended one by one, each would grow many times),
+// encoded in scratch first, which it returns for the next list.
+func ordListOf(ords []uint32, scratch []byte) (ordList, []byte) {
+	if len(ords) == 0 {
+		return ordList{}, scratch
+	}
+	var blocks []ordBlock
+	if len(ords) > fullBlock {
+		blocks = make([]ordBlock, 0, (len(ords)+fullBlock-1)/fullBlock)
+	}
+	scratch = scratch[:0]
+	for start := 0; start < len(ords); start += fullBlock {
+		end := min(start+fullBlock, len(ords))
+		if blocks != nil {
+			blocks = append(blocks, ordBlock{off: uint32(len(scratch)), n: uint32(end - start)})
+		}
+		scratch = encodeBlock(scratch, ords[start:end])
+	}
+	l := ordList{n: uint32(len(ords)), last: ords[len(ords)-1], data: slices.Clone(scratch)}
+	if blocks != nil {
+		l.blocks = &blocks
+	}
+	return l, scratch
+}
+
 // appendGrowing appends b to data, growing a full data by an eighth rather
 // than by append's half to double: a common word's list holds a million.
 func appendGrowing(data, b []byte) []byte {

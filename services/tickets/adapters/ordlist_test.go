@@ -94,6 +94,10 @@ func TestOrdListAgreesWithASlice(t *testing.T) {
 			if rng.IntN(50) == 0 {
 				m.check()
 			}
+			if rng.IntN(400) == 0 { // read back whole, as a snapshot is, then changed further
+				m.l, _ = ordListOf(m.l.AppendTo(nil), nil)
+				m.check()
+			}
 		}
 		m.check()
 		for len(m.want) > 0 { // emptied to the last
