@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,7 +102,11 @@ var errDeadline = errors.New("natsx: the caller's deadline passed")
 
 func serveOne(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn, handler http.Handler, req micro.Request) {
 	h := req.Headers()
-	r, err := http.NewRequestWithContext(ctx, nats.Header(h).Get(hdrMethod), nats.Header(h).Get(hdrURI), bytes.NewReader(req.Data()))
+	// The path is copied out of the header block (one string for every
+	// header): its ids end up kept (a ticket's agent, in a read model held
+	// in memory), and would keep the block with them. The caller's ids are
+	// copied where they are read (principal.FromHeaders).
+	r, err := http.NewRequestWithContext(ctx, nats.Header(h).Get(hdrMethod), strings.Clone(nats.Header(h).Get(hdrURI)), bytes.NewReader(req.Data()))
 	if err != nil {
 		respond(req, httpx.StatusOf(apperr.MalformedForward), http.Header{"Content-Type": {"application/json"}},
 			httpx.ErrorJSON(apperr.MalformedForward, ""))

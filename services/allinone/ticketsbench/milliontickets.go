@@ -95,13 +95,9 @@ func runMillionTickets(n, requests int) error {
 		return err
 	}
 	defer func() { p.Stop() }()
-	agents := []string{p.agentID}
-	for i := 1; i < 5; i++ {
-		id, err := p.api.CreateAgent(`{"name":"Bench `+strconv.Itoa(i)+`"}`, "bench-agent-"+strconv.Itoa(i))
-		if err != nil {
-			return err
-		}
-		agents = append(agents, id)
+	agents, err := p.agents(5)
+	if err != nil {
+		return err
 	}
 	fmt.Printf("(t) %d tickets through the gateway, a third then changed and a tenth commented on, GOMEMLIMIT=%s (platform as its own process, 2 cores shared with this client)\n", n, millionGoMemLimit)
 
@@ -156,12 +152,9 @@ func runMillionTickets(n, requests int) error {
 	}
 	fmt.Printf("    ingest: about %d writes in %s = %.0f/s (%.0f tickets/s) vs raw optimistic appends %.0f/s = %.3f; the store's copy caught up %s after the first\n",
 		writes.Load(), took.Round(time.Second), rate, float64(n)/took.Seconds(), raw, rate/raw, time.Since(began).Round(time.Second))
-	size, err := dirSize(data)
-	if err != nil {
+	if err := printDisk(data, n, "ticket"); err != nil {
 		return err
 	}
-	fmt.Printf("    disk: %.2f GiB in the data directory = %.2f KiB per ticket (NATS %.2f, store %.2f)\n",
-		float64(size)/(1<<30), float64(size)/1024/float64(n), subSize(data, "nats")/1024/float64(n), subSize(data, "mongo")/1024/float64(n))
 	peak := p.PeakRSSKiB()
 
 	filters := []struct{ name, query string }{
@@ -177,18 +170,9 @@ func runMillionTickets(n, requests int) error {
 		{"search (rare)", "search=supervisor+Osaka"},
 		{"several at once", "agent_id=" + agents[1] + "&status=open&priorities=high&label=billing"},
 	}
-	kinds := make([]struct{ name, path string }, 0, len(filters))
-	for _, f := range filters {
-		kinds = append(kinds, struct{ name, path string }{f.name, "/v1/convai/triage-tickets?page_size=100&" + f.query})
-	}
-	lat, err := p.measureAtLeast(requests, kinds, 0) // a filter few tickets match answers a short page
-	if err != nil {
+	// A filter few tickets match answers a short page.
+	if err := p.listingsUnder(requests, "/v1/convai/triage-tickets?page_size=100&", filters, 0); err != nil {
 		return err
-	}
-	fmt.Printf("    listing p50 (page of 100), goal < %s:\n", millionListingGoal)
-	for _, f := range filters {
-		d := lat[f.name]
-		fmt.Printf("      %-17s %9s  %s\n", f.name, d.Round(10*time.Microsecond), benchkit.Verdict(d < millionListingGoal))
 	}
 	one, err := p.oneTickets(requests)
 	if err != nil {
@@ -220,13 +204,21 @@ func runMillionTickets(n, requests int) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	ready := time.Since(restarted)
-	after := p.PeakRSSKiB()
-	fmt.Printf("    restart after a crash: the newest ticket listed in %s (goal < %s: %s)\n",
-		ready.Round(time.Millisecond), millionRestartGoal, benchkit.Verdict(ready < millionRestartGoal))
-	fmt.Printf("    platform peak memory (RSS): %d MiB through the ingest and reads, %d MiB after the restart (goal < 2 GiB: %s)\n",
-		peak/1024, after/1024, benchkit.Verdict(max(peak, after) < millionMemoryGoal))
+	printRestart("the newest ticket listed", time.Since(restarted), peak, p.PeakRSSKiB())
 	return nil
+}
+
+// agents are the bench's agent and n-1 more, made on the first call.
+func (p *platform) agents(n int) ([]string, error) {
+	agents := []string{p.agentID}
+	for i := 1; i < n; i++ {
+		id, err := p.api.CreateAgent(`{"name":"Bench `+strconv.Itoa(i)+`"}`, "bench-agent-"+strconv.Itoa(i))
+		if err != nil {
+			return nil, err
+		}
+		agents = append(agents, id)
+	}
+	return agents, nil
 }
 
 // createTicket opens a ticket on an agent and returns its id.
