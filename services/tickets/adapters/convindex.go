@@ -46,7 +46,7 @@ type ConversationIndex struct {
 	entries      []*convEntry                     // by ordinal (convEntry.ord), for the word lists
 	names        []string                         // the names entries share, by number (convpacked.go)
 	nameIDs      map[string]uint32                // name → its number
-	shared       map[string]any                   // the maps and lists entries share (compact)
+	shared       map[string]any                   // the maps and lists entries share (pack)
 	// platformSeq is the last PLATFORM record applied, deletionSeq the
 	// last deletion's (what a snapshot is taken at, convsnapshot.go).
 	platformSeq, deletionSeq uint64
@@ -135,12 +135,12 @@ func (x *ConversationIndex) Annotate(_ context.Context, seq uint64, a *ticketsv1
 	return nil
 }
 
-// change runs apply on the conversation's entry (its sequences) and
-// summary, and moves it in the
-// trees: out of those of the terms it lost, into those of the terms it
-// gained (out of and into every one when its position changed), and into
-// the lists of its transcript's words when apply handed one over
-// (newWords). platSeq, when not 0, is the PLATFORM record it applies.
+// change runs apply on the conversation's entry (its sequences) and its
+// summary, and moves it in the trees: out of those of the terms it lost,
+// into those of the terms it gained (out of and into every one when its
+// position changed), and into the lists of its transcript's words when
+// apply handed one over (newWords). platSeq, when not 0, is the PLATFORM
+// record it applies.
 func (x *ConversationIndex) change(workspaceID, conversationID string, newWords bool, platSeq uint64, apply func(*convEntry, *app.ConversationSummary) bool) {
 	x.lockToChange()
 	defer x.unlockChanged()

@@ -21,7 +21,7 @@ import (
 type ordList struct {
 	n, last uint32      // how many; the last ordinal
 	data    []byte      // the blocks
-	blocks  *[]ordBlock // where each block starts; nil while there is only one (a pointer: most lists are a word or two, and 16 bytes a list count)
+	blocks  *[]ordBlock // where each block starts; nil while there is only one (a pointer: most lists hold an ordinal or two, and 16 bytes a list count)
 }
 
 // ordBlock is where a block starts in data, and how many ordinals it holds.
