@@ -6,8 +6,6 @@ package tickets
 import (
 	"context"
 	"fmt"
-	"math"
-	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -141,13 +139,6 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	store.Log = d.Logger
 	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every,
 		Deletions: adapters.PlatformDeletions(d.JS), Log: d.Logger}
-	// The load and the replay build an index of a gigabyte at a million
-	// conversations out of twice that in short-lived values. Under a memory
-	// limit the collector waits for the limit to near rather than marking
-	// the growing index again and again (half a restart's CPU otherwise).
-	if debug.SetMemoryLimit(-1) < math.MaxInt64 {
-		defer debug.SetGCPercent(debug.SetGCPercent(-1))
-	}
 	start := time.Now()
 	st, loaded, err := store.Load(ctx, dir.Conversations)
 	if err != nil {

@@ -25,8 +25,8 @@ import (
 // and a comment drawn from what reviewers write, the call's specifics in
 // them (an order number, an amount, a city), a priority, an issue type,
 // labels (one a team uses for every tenth ticket, one for a handful), and
-// the life a ticket has: some are worked on, some resolved,
-// some commented on.
+// the life a ticket has: some are worked on, some resolved, some commented
+// on. No ticket says "supervisor Osaka": the rare search matches none.
 var (
 	ticketTitles = []string{
 		"Agent quoted the wrong refund window for order {order}",
