@@ -259,8 +259,8 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 // loading is what a snapshot's entries put in each tree, while it is
 // read: plant builds each tree from its items sorted. Inserted in order,
 // items walk one path of a tree, in cache; in the entries' order, each
-// walked a path of its own out of a gigabyte (most of a restart at a
-// million conversations).
+// walked a path of its own through a gigabyte (5 of the 22 CPU seconds of
+// reading a million conversations' snapshot).
 type loading struct {
 	postings map[string][]posting
 	ranges   map[string][]ranged
