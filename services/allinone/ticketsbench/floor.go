@@ -32,7 +32,14 @@ func floorRate(n int) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	cmd := exec.Command(self, floorArg)
+	// The floor's data directory is made and removed here: the process
+	// is killed, so it never removes anything itself.
+	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-floor-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	cmd := exec.Command(self, floorArg, dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -65,14 +72,9 @@ func floorRate(n int) (float64, error) {
 	return float64(n) / took.Seconds(), err
 }
 
-// serveFloor runs the floor process: it prints its HTTP address, then
-// serves until killed.
-func serveFloor() error {
-	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-floor-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
+// serveFloor runs the floor process on the data directory dir: it prints
+// its HTTP address, then serves until killed.
+func serveFloor(dir string) error {
 	ns, err := server.NewServer(&server.Options{Port: -1, JetStream: true, StoreDir: dir})
 	if err != nil {
 		return err

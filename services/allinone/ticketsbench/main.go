@@ -72,8 +72,8 @@ const (
 )
 
 func main() {
-	if len(os.Args) == 2 && os.Args[1] == floorArg {
-		if err := serveFloor(); err != nil {
+	if len(os.Args) == 3 && os.Args[1] == floorArg {
+		if err := serveFloor(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "ticketsbench floor:", err)
 			os.Exit(1)
 		}
