@@ -151,9 +151,7 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	}
 	e := x.byID[key]
 	if e == nil {
-		e = &convEntry{c: packedSummary{workspace: x.nameID(workspaceID), id: key[len(workspaceID)+1:]}, ord: uint32(len(x.entries))}
-		x.byID[key] = e
-		x.entries = append(x.entries, e)
+		e = x.addEntry(key, workspaceID, packedSummary{workspace: x.nameID(workspaceID)})
 	}
 	// apply runs on a copy: the word lists are ordered by the entries'
 	// positions, so e keeps its old one until it is out of them.
@@ -213,6 +211,16 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 		}
 		t.ReplaceOrInsert(ranged{v: v, e: e})
 	}
+}
+
+// addEntry adds the entry of key (workspace/conversation) with the
+// summary p, its id the key's bytes rather than another copy; x.mu is held.
+func (x *ConversationIndex) addEntry(key, workspaceID string, p packedSummary) *convEntry {
+	p.id = key[len(workspaceID)+1:]
+	e := &convEntry{c: p, ord: uint32(len(x.entries))}
+	x.byID[key] = e
+	x.entries = append(x.entries, e)
+	return e
 }
 
 // lockToChange locks the index to change it, once no snapshot is being

@@ -271,11 +271,8 @@ type loading struct {
 func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
 	c := se.C
 	c.Words = nil
-	key := c.WorkspaceID + "/" + c.ConversationID
-	e := &convEntry{c: x.pack(c), ord: uint32(len(x.entries)), hasWords: se.HasWords, platSeq: se.PlatSeq, annSeq: se.AnnSeq}
-	e.c.id = key[len(c.WorkspaceID)+1:] // the key's bytes, not another copy
-	x.byID[key] = e
-	x.entries = append(x.entries, e)
+	e := x.addEntry(c.WorkspaceID+"/"+c.ConversationID, c.WorkspaceID, x.pack(c))
+	e.hasWords, e.platSeq, e.annSeq = se.HasWords, se.PlatSeq, se.AnnSeq
 	for _, term := range entryTerms(c) {
 		k := postingKey(c.WorkspaceID, term)
 		ld.postings[k] = append(ld.postings[k], posting{e})

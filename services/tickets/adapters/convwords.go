@@ -27,7 +27,8 @@ func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) ord
 	return l.ords.Search(func(o uint32) bool { return x.position(o).Compare(pos) > 0 })
 }
 
-// at is the cursor of e in l at the position pos, if it is there.
+// at is the cursor of e in l at the position pos, if it is there; if not,
+// the cursor of the first conversation after pos (where e would go).
 func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) (ordCursor, bool) {
 	found := false
 	c := l.ords.Seek(func(o uint32) bool { return x.position(o).Compare(pos) >= 0 }, func(o uint32) bool {
@@ -57,10 +58,9 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 			l.ords.Append(e.ord)
 			continue
 		}
-		if _, ok := x.at(l, e, pos); ok {
-			continue
+		if c, ok := x.at(l, e, pos); !ok {
+			l.ords.Insert(c, e.ord)
 		}
-		l.ords.Insert(x.after(l, pos), e.ord)
 	}
 	e.hasWords = e.hasWords || len(words) > 0
 }

@@ -253,9 +253,10 @@ func (l *ordList) Insert(c ordCursor, o uint32) {
 		l.materialize()
 		half := len(ords) / 2
 		l.rewrite(c.b, ords[:half]) // the block's bytes shrink: the second half's go after them
-		off := l.block(c.b).off + uint32(len(encodeBlock(nil, ords[:half])))
+		off := l.block(c.b).off + uint32(l.blockLen(c.b))
 		*l.blocks = slices.Insert(*l.blocks, c.b+1, ordBlock{off: off, n: 0})
-		l.splice(c.b+1, 0, encodeBlock(nil, ords[half:]), uint32(len(ords)-half))
+		var scratch [maxBlock * binary.MaxVarintLen32]byte
+		l.splice(c.b+1, 0, encodeBlock(scratch[:0], ords[half:]), uint32(len(ords)-half))
 	}
 	l.n++
 }
@@ -284,7 +285,7 @@ func (l *ordList) Remove(c ordCursor) {
 
 // rewrite replaces block k's ordinals with ords.
 func (l *ordList) rewrite(k int, ords []uint32) {
-	var scratch [maxBlock * 5]byte
+	var scratch [maxBlock * binary.MaxVarintLen32]byte
 	l.splice(k, l.blockLen(k), encodeBlock(scratch[:0], ords), uint32(len(ords)))
 }
 
