@@ -36,6 +36,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -379,11 +380,17 @@ func (p *platform) create(key, label string) (string, error) {
 	if label != "" {
 		body = `{"title":"Slow answer","qa_comment":"It took long.","priority":"high","labels":["` + label + `"]}`
 	}
-	b, code, err := p.api.Do("POST", "/v1/convai/agents/"+p.agentID+"/triage-tickets", body, key)
+	return p.createTicket(p.agentID, body, key)
+}
+
+// createTicket opens a ticket on an agent (key: its Idempotency-Key, or
+// none) and returns its id.
+func (p *platform) createTicket(agentID, body, key string) (string, error) {
+	b, code, err := p.api.Do("POST", "/v1/convai/agents/"+agentID+"/triage-tickets", body, key)
 	var t struct {
 		ID string `json:"agentqa_ticket_id"`
 	}
-	if err != nil || code != 201 || json.Unmarshal(b, &t) != nil {
+	if err != nil || code != http.StatusCreated || json.Unmarshal(b, &t) != nil {
 		return "", fmt.Errorf("create: %d %.200s %v", code, b, err)
 	}
 	return t.ID, nil
@@ -697,17 +704,24 @@ func (p *platform) publishConversation(pub *pipeline, conv string, at time.Time,
 
 // waitListed waits until the newest conversation listed is conv, ended.
 func (p *platform) waitListed(conv string, within time.Duration) error {
+	return p.waitFor("/v1/convai/conversations?page_size=1", within, func(b []byte) bool {
+		return strings.Contains(string(b), conv) && strings.Contains(string(b), `"done"`)
+	})
+}
+
+// waitFor asks GET path until its answer is ready, for at most within.
+func (p *platform) waitFor(path string, within time.Duration, ready func([]byte) bool) error {
 	deadline := time.Now().Add(within)
 	for {
-		b, _, err := p.api.Do("GET", "/v1/convai/conversations?page_size=1", "", "")
+		b, _, err := p.api.Do("GET", path, "", "")
 		if err != nil {
 			return err
 		}
-		if strings.Contains(string(b), conv) && strings.Contains(string(b), `"done"`) {
+		if ready(b) {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the seeded conversations are not listed after %s: %.300s", within, b)
+			return fmt.Errorf("GET %s: not as awaited after %s: %.300s", path, within, b)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
