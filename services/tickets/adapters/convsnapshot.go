@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/btree"
 
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/ordlist"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -248,7 +249,7 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 				return SnapshotState{}, err
 			}
 			l := &wordList{}
-			l.ords, scratch = ordListOf(ords, scratch)
+			l.ords, scratch = ordlist.Of(ords, scratch)
 			lists[word] = l
 		}
 	}

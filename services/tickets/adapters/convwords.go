@@ -3,6 +3,7 @@ package adapters
 import (
 	"strings"
 
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/ordlist"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -16,20 +17,20 @@ import (
 
 // wordList is one word's conversations, as ordinals into
 // ConversationIndex.entries, oldest listing position first.
-type wordList struct{ ords ordList }
+type wordList struct{ ords ordlist.List }
 
 func (x *ConversationIndex) position(ord uint32) app.ConversationPosition {
 	return x.entries[ord].c.position()
 }
 
 // after is the cursor of l's first conversation that stands after pos.
-func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) ordCursor {
+func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) ordlist.Cursor {
 	return l.ords.Search(func(o uint32) bool { return x.position(o).Compare(pos) > 0 })
 }
 
 // at is the cursor of e in l at the position pos, if it is there; if not,
 // the cursor of the first conversation after pos (where e would go).
-func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) (ordCursor, bool) {
+func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) (ordlist.Cursor, bool) {
 	found := false
 	c := l.ords.Seek(func(o uint32) bool { return x.position(o).Compare(pos) >= 0 }, func(o uint32) bool {
 		found = o == e.ord
@@ -54,7 +55,7 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 		}
 		// The usual case (a replay, a live call): the newest of the list,
 		// found without a search.
-		if l.ords.Len() == 0 || x.position(l.ords.last).Compare(pos) < 0 {
+		if l.ords.Len() == 0 || x.position(l.ords.Last()).Compare(pos) < 0 {
 			l.ords.Append(e.ord)
 			continue
 		}

@@ -1,4 +1,4 @@
-package adapters
+package ordlist
 
 import (
 	"math/rand/v2"
@@ -6,12 +6,12 @@ import (
 	"testing"
 )
 
-// listModel drives an ordList and a plain slice with the same changes
+// listModel drives an List and a plain slice with the same changes
 // and checks that they hold the same ordinals, and that a search, a
 // forward and a backward walk from every position agree with the slice.
 type listModel struct {
 	t    testing.TB
-	l    ordList
+	l    List
 	want []uint32
 	next uint32
 }
@@ -48,7 +48,7 @@ func (m *listModel) step(rng *rand.Rand) {
 }
 
 // cursor is the list's cursor for the model's index i, found by Search.
-func (m *listModel) cursor(i int) ordCursor {
+func (m *listModel) cursor(i int) Cursor {
 	index := make(map[uint32]int, len(m.want))
 	for j, o := range m.want {
 		index[o] = j
@@ -95,7 +95,7 @@ func TestOrdListAgreesWithASlice(t *testing.T) {
 				m.check()
 			}
 			if rng.IntN(400) == 0 { // read back whole, as a snapshot is, then changed further
-				m.l, _ = ordListOf(m.l.AppendTo(nil), nil)
+				m.l, _ = Of(m.l.AppendTo(nil), nil)
 				m.check()
 			}
 		}
@@ -112,7 +112,7 @@ func TestOrdListAgreesWithASlice(t *testing.T) {
 }
 
 func TestOrdListStopsWhereToldTo(t *testing.T) {
-	var l ordList
+	var l List
 	for o := range uint32(300) {
 		l.Append(o * 2)
 	}
@@ -132,7 +132,7 @@ func TestOrdListStopsWhereToldTo(t *testing.T) {
 
 // A list in arrival order keeps a byte or two per ordinal, not four.
 func TestOrdListIsCompact(t *testing.T) {
-	var l ordList
+	var l List
 	rng := rand.New(rand.NewPCG(3, 4))
 	o := uint32(0)
 	for range 100_000 {

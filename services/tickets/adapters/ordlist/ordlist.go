@@ -1,4 +1,7 @@
-package adapters
+// Package ordlist keeps sorted sets of ordinals compressed: the posting
+// lists of the tickets service's in-memory indexes (a conversation's
+// search words, a ticket's terms and trigrams).
+package ordlist
 
 import (
 	"encoding/binary"
@@ -6,11 +9,11 @@ import (
 	"sort"
 )
 
-// ordList is a sequence of conversation ordinals kept compressed: a word
-// list holds its conversations in listing order, which is nearly the
-// order they arrived in, so most differences between neighbours take a
-// byte where a plain []uint32 takes four (the word lists are most of the
-// index's memory at a million conversations).
+// List is a sequence of ordinals kept compressed: an index's list holds
+// its items in listing order, which is nearly the order they arrived in,
+// so most differences between neighbours take a byte where a plain
+// []uint32 takes four (the lists are most of an index's memory at a
+// million items).
 //
 // The ordinals are cut into blocks of up to maxBlock: each block is its
 // first ordinal as a uvarint, then the differences to the one before as
@@ -18,28 +21,31 @@ import (
 // binary search over the blocks' first ordinals, then a decode of one
 // block; an insertion or a removal re-encodes one block and moves the
 // bytes after it, so the usual change (at the newest end) costs a block.
-type ordList struct {
-	n, last uint32      // how many; the last ordinal
-	data    []byte      // the blocks
-	blocks  *[]ordBlock // where each block starts; nil while there is only one (a pointer: most lists hold an ordinal or two, and 16 bytes a list count)
+type List struct {
+	n, last uint32  // how many; the last ordinal
+	data    []byte  // the blocks
+	blocks  *[]span // where each block starts; nil while there is only one (a pointer: most lists hold an ordinal or two, and 16 bytes a list count)
 }
 
-// ordBlock is where a block starts in data, and how many ordinals it holds.
-type ordBlock struct{ off, n uint32 }
+// span is where a block starts in data, and how many ordinals it holds.
+type span struct{ off, n uint32 }
 
 const (
 	fullBlock = 64            // an appended ordinal past this many starts a new block
 	maxBlock  = 2 * fullBlock // an insertion past this many splits a block
 )
 
-// ordCursor is the position of an ordinal: its block, and its index in
+// Cursor is the position of an ordinal: its block, and its index in
 // that block. The end of the list is the block past the last, index 0.
-type ordCursor struct{ b, i int }
+type Cursor struct{ b, i int }
+
+// Last is the last ordinal; 0 in an empty list.
+func (l *List) Last() uint32 { return l.last }
 
 // Len is how many ordinals the list holds.
-func (l *ordList) Len() int { return int(l.n) }
+func (l *List) Len() int { return int(l.n) }
 
-func (l *ordList) numBlocks() int {
+func (l *List) numBlocks() int {
 	if l.blocks == nil {
 		if l.n == 0 {
 			return 0
@@ -49,24 +55,24 @@ func (l *ordList) numBlocks() int {
 	return len(*l.blocks)
 }
 
-func (l *ordList) block(k int) ordBlock {
+func (l *List) block(k int) span {
 	if l.blocks == nil {
-		return ordBlock{0, l.n}
+		return span{0, l.n}
 	}
 	return (*l.blocks)[k]
 }
 
-// end is the cursor past the last ordinal.
-func (l *ordList) end() ordCursor { return ordCursor{l.numBlocks(), 0} }
+// End is the cursor past the last ordinal.
+func (l *List) End() Cursor { return Cursor{l.numBlocks(), 0} }
 
 // first is block k's first ordinal.
-func (l *ordList) first(k int) uint32 {
+func (l *List) first(k int) uint32 {
 	v, _ := binary.Uvarint(l.data[l.block(k).off:])
 	return uint32(v)
 }
 
 // decode writes block k's ordinals into buf and returns them.
-func (l *ordList) decode(k int, buf *[maxBlock + 1]uint32) []uint32 {
+func (l *List) decode(k int, buf *[maxBlock + 1]uint32) []uint32 {
 	blk := l.block(k)
 	b := l.data[blk.off:]
 	v, w := binary.Uvarint(b)
@@ -91,7 +97,7 @@ func encodeBlock(out []byte, ords []uint32) []byte {
 }
 
 // Append adds o after the last ordinal.
-func (l *ordList) Append(o uint32) {
+func (l *List) Append(o uint32) {
 	switch {
 	case l.n == 0:
 		l.data = binary.AppendUvarint(l.data[:0], uint64(o))
@@ -105,7 +111,7 @@ func (l *ordList) Append(o uint32) {
 		} // else the one block's count is l.n
 	default:
 		l.materialize()
-		*l.blocks = append(*l.blocks, ordBlock{off: uint32(len(l.data)), n: 1})
+		*l.blocks = append(*l.blocks, span{off: uint32(len(l.data)), n: 1})
 		var b [binary.MaxVarintLen64]byte
 		l.data = appendGrowing(l.data, binary.AppendUvarint(b[:0], uint64(o)))
 	}
@@ -113,26 +119,26 @@ func (l *ordList) Append(o uint32) {
 	l.last = o
 }
 
-// ordListOf is the list of ords, its bytes exactly sized (a snapshot's
+// Of is the list of ords, its bytes exactly sized (a snapshot's
 // lists are read whole: appended one by one, each would grow many times),
 // encoded in scratch first, which it returns for the next list.
-func ordListOf(ords []uint32, scratch []byte) (ordList, []byte) {
+func Of(ords []uint32, scratch []byte) (List, []byte) {
 	if len(ords) == 0 {
-		return ordList{}, scratch
+		return List{}, scratch
 	}
-	var blocks []ordBlock
+	var blocks []span
 	if len(ords) > fullBlock {
-		blocks = make([]ordBlock, 0, (len(ords)+fullBlock-1)/fullBlock)
+		blocks = make([]span, 0, (len(ords)+fullBlock-1)/fullBlock)
 	}
 	scratch = scratch[:0]
 	for start := 0; start < len(ords); start += fullBlock {
 		end := min(start+fullBlock, len(ords))
 		if blocks != nil {
-			blocks = append(blocks, ordBlock{off: uint32(len(scratch)), n: uint32(end - start)})
+			blocks = append(blocks, span{off: uint32(len(scratch)), n: uint32(end - start)})
 		}
 		scratch = encodeBlock(scratch, ords[start:end])
 	}
-	l := ordList{n: uint32(len(ords)), last: ords[len(ords)-1], data: slices.Clone(scratch)}
+	l := List{n: uint32(len(ords)), last: ords[len(ords)-1], data: slices.Clone(scratch)}
 	if blocks != nil {
 		l.blocks = &blocks
 	}
@@ -151,15 +157,15 @@ func appendGrowing(data, b []byte) []byte {
 }
 
 // materialize gives a one-block list its blocks slice.
-func (l *ordList) materialize() {
+func (l *List) materialize() {
 	if l.blocks == nil {
-		l.blocks = &[]ordBlock{{0, l.n}}
+		l.blocks = &[]span{{0, l.n}}
 	}
 }
 
 // Search is the cursor of the first ordinal for which after is true,
 // after being false then true along the list; the end if none.
-func (l *ordList) Search(after func(uint32) bool) ordCursor {
+func (l *List) Search(after func(uint32) bool) Cursor {
 	var buf [maxBlock + 1]uint32
 	c, _ := l.find(after, &buf)
 	return c
@@ -168,7 +174,7 @@ func (l *ordList) Search(after func(uint32) bool) ordCursor {
 // Seek calls fn, as Forward does, from the first ordinal for which after
 // is true (Search's), and returns the cursor fn stopped at: Forward after
 // Search, decoding the block they share once.
-func (l *ordList) Seek(after func(uint32) bool, fn func(uint32) bool) ordCursor {
+func (l *List) Seek(after func(uint32) bool, fn func(uint32) bool) Cursor {
 	var buf [maxBlock + 1]uint32
 	c, ords := l.find(after, &buf)
 	return l.forward(c, ords, fn)
@@ -176,34 +182,34 @@ func (l *ordList) Seek(after func(uint32) bool, fn func(uint32) bool) ordCursor 
 
 // find is Search, with the block of the cursor decoded into buf (none at
 // the end).
-func (l *ordList) find(after func(uint32) bool, buf *[maxBlock + 1]uint32) (ordCursor, []uint32) {
+func (l *List) find(after func(uint32) bool, buf *[maxBlock + 1]uint32) (Cursor, []uint32) {
 	nb := l.numBlocks()
 	k := sort.Search(nb, func(k int) bool { return after(l.first(k)) })
 	if k > 0 {
 		ords := l.decode(k-1, buf)
 		// A binary search here too: each test reads an entry elsewhere in memory.
 		if i := 1 + sort.Search(len(ords)-1, func(i int) bool { return after(ords[i+1]) }); i < len(ords) {
-			return ordCursor{k - 1, i}, ords
+			return Cursor{k - 1, i}, ords
 		}
 	}
 	if k == nb {
-		return ordCursor{k, 0}, nil
+		return Cursor{k, 0}, nil
 	}
-	return ordCursor{k, 0}, l.decode(k, buf)
+	return Cursor{k, 0}, l.decode(k, buf)
 }
 
 // Forward calls fn with each ordinal from c on until fn returns false,
 // and returns the cursor fn stopped at (or the end).
-func (l *ordList) Forward(c ordCursor, fn func(uint32) bool) ordCursor {
+func (l *List) Forward(c Cursor, fn func(uint32) bool) Cursor {
 	if c.b >= l.numBlocks() {
-		return l.end()
+		return l.End()
 	}
 	var buf [maxBlock + 1]uint32
 	return l.forward(c, l.decode(c.b, &buf), fn)
 }
 
 // forward is Forward with c's block decoded already (ords).
-func (l *ordList) forward(c ordCursor, ords []uint32, fn func(uint32) bool) ordCursor {
+func (l *List) forward(c Cursor, ords []uint32, fn func(uint32) bool) Cursor {
 	var buf [maxBlock + 1]uint32
 	for k := c.b; k < l.numBlocks(); k++ {
 		i := 0
@@ -214,16 +220,16 @@ func (l *ordList) forward(c ordCursor, ords []uint32, fn func(uint32) bool) ordC
 		}
 		for ; i < len(ords); i++ {
 			if !fn(ords[i]) {
-				return ordCursor{k, i}
+				return Cursor{k, i}
 			}
 		}
 	}
-	return l.end()
+	return l.End()
 }
 
 // Backward calls fn with each ordinal before c, the nearest first, until
 // fn returns false.
-func (l *ordList) Backward(c ordCursor, fn func(uint32) bool) {
+func (l *List) Backward(c Cursor, fn func(uint32) bool) {
 	var buf [maxBlock + 1]uint32
 	for k := min(c.b, l.numBlocks()-1); k >= 0; k-- {
 		ords := l.decode(k, &buf)
@@ -240,7 +246,7 @@ func (l *ordList) Backward(c ordCursor, fn func(uint32) bool) {
 }
 
 // Insert puts o before the ordinal at c (at the end, after the last).
-func (l *ordList) Insert(c ordCursor, o uint32) {
+func (l *List) Insert(c Cursor, o uint32) {
 	if c.b >= l.numBlocks() {
 		l.Append(o)
 		return
@@ -254,7 +260,7 @@ func (l *ordList) Insert(c ordCursor, o uint32) {
 		half := len(ords) / 2
 		l.rewrite(c.b, ords[:half]) // the block's bytes shrink: the second half's go after them
 		off := l.block(c.b).off + uint32(l.blockLen(c.b))
-		*l.blocks = slices.Insert(*l.blocks, c.b+1, ordBlock{off: off, n: 0})
+		*l.blocks = slices.Insert(*l.blocks, c.b+1, span{off: off, n: 0})
 		var scratch [maxBlock * binary.MaxVarintLen32]byte
 		l.splice(c.b+1, 0, encodeBlock(scratch[:0], ords[half:]), uint32(len(ords)-half))
 	}
@@ -262,7 +268,7 @@ func (l *ordList) Insert(c ordCursor, o uint32) {
 }
 
 // Remove takes out the ordinal at c, which must not be the end.
-func (l *ordList) Remove(c ordCursor) {
+func (l *List) Remove(c Cursor) {
 	var buf [maxBlock + 1]uint32
 	ords := l.decode(c.b, &buf)
 	ords = append(ords[:c.i], ords[c.i+1:]...)
@@ -284,13 +290,13 @@ func (l *ordList) Remove(c ordCursor) {
 }
 
 // rewrite replaces block k's ordinals with ords.
-func (l *ordList) rewrite(k int, ords []uint32) {
+func (l *List) rewrite(k int, ords []uint32) {
 	var scratch [maxBlock * binary.MaxVarintLen32]byte
 	l.splice(k, l.blockLen(k), encodeBlock(scratch[:0], ords), uint32(len(ords)))
 }
 
 // blockLen is how many bytes block k takes.
-func (l *ordList) blockLen(k int) int {
+func (l *List) blockLen(k int) int {
 	if k+1 < l.numBlocks() {
 		return int(l.block(k+1).off - l.block(k).off)
 	}
@@ -299,7 +305,7 @@ func (l *ordList) blockLen(k int) int {
 
 // splice replaces block k's old bytes with b, sets its count to n (a
 // list of one block counts by l.n), and moves the blocks after it.
-func (l *ordList) splice(k, old int, b []byte, n uint32) {
+func (l *List) splice(k, old int, b []byte, n uint32) {
 	off := int(l.block(k).off)
 	l.data = slices.Replace(l.data, off, off+old, b...)
 	if l.blocks == nil {
@@ -315,7 +321,7 @@ func (l *ordList) splice(k, old int, b []byte, n uint32) {
 }
 
 // AppendTo appends every ordinal, in order, to dst.
-func (l *ordList) AppendTo(dst []uint32) []uint32 {
+func (l *List) AppendTo(dst []uint32) []uint32 {
 	var buf [maxBlock + 1]uint32
 	for k := range l.numBlocks() {
 		dst = append(dst, l.decode(k, &buf)...)
