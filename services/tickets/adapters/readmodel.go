@@ -201,7 +201,7 @@ func (rm *ReadModel) Page(ctx context.Context, q app.Query) ([]*ticketsv1.Ticket
 			if err := proto.Unmarshal(d.State, t); err != nil {
 				return nil, false, err
 			}
-			if q.Keep == nil || q.Keep(t) {
+			if q.Residual(t) {
 				out = append(out, t)
 				if len(out) > q.Limit {
 					return out[:q.Limit], true, nil

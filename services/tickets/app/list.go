@@ -65,15 +65,12 @@ func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page,
 		return Page{}, err
 	}
 
-	search := p.Search
 	tickets, more, err := a.ReadModel.Page(ctx, Query{
 		WorkspaceID: workspaceID, ByPriority: byPriority, After: after, Limit: limit,
 		Filter: Filter{AgentID: p.AgentID, Status: p.Status, Assignee: p.Assignee, ConversationID: p.ConversationID,
 			OwnerUserID: p.OwnerUserID, IssueType: p.IssueType, Label: p.Label, MergedInto: p.MergedInto,
-			Sources: p.Sources, Priorities: p.Priorities},
-		Keep: func(t *ticketsv1.Ticket) bool {
-			return !a.Directory.AgentDeleted(t.AgentId) && (search == "" || searchIn(t, search) != nil)
-		},
+			Sources: p.Sources, Priorities: p.Priorities, Search: p.Search},
+		Keep: func(t *ticketsv1.Ticket) bool { return !a.Directory.AgentDeleted(t.AgentId) },
 	})
 	if err != nil {
 		return Page{}, err
@@ -81,8 +78,8 @@ func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page,
 	page := Page{Tickets: make([]Listed, 0, len(tickets)), HasMore: more}
 	for _, t := range tickets {
 		row := Listed{Ticket: t}
-		if search != "" {
-			row.Match = searchIn(t, search)
+		if p.Search != "" {
+			row.Match = SearchIn(t, p.Search)
 		}
 		page.Tickets = append(page.Tickets, row)
 	}
@@ -92,10 +89,11 @@ func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page,
 	return page, err
 }
 
-// searchIn looks for q, case-insensitively, in the title, the QA comment
+// SearchIn looks for q, case-insensitively, in the title, the QA comment
 // (the public "description"), the comments and the turn comments, in that
-// order, and says where it matched.
-func searchIn(t *ticketsv1.Ticket, q string) *Match {
+// order, and says where it matched. Each text is searched with its white
+// space folded (SearchText), so a match lies inside one text.
+func SearchIn(t *ticketsv1.Ticket, q string) *Match {
 	if m := matchIn("title", t.Title, q); m != nil {
 		return m
 	}
@@ -122,7 +120,7 @@ func searchIn(t *ticketsv1.Ticket, q string) *Match {
 // the snippet), or nil.
 func matchIn(field, text, q string) *Match {
 	text = strings.Join(strings.Fields(text), " ")
-	lower, lq := strings.ToLower(text), strings.ToLower(strings.Join(strings.Fields(q), " "))
+	lower, lq := strings.ToLower(text), SearchText(q)
 	i := strings.Index(lower, lq)
 	if lq == "" || i < 0 {
 		return nil
@@ -147,6 +145,11 @@ func matchIn(field, text, q string) *Match {
 	}
 	return &Match{Field: field, Snippet: snippet, HighlightStart: offset + i - start, HighlightEnd: offset + i - start + len(lq)}
 }
+
+// SearchText is text as a search compares it: white space folded to one
+// space, lower case. A search for q matches a text whose SearchText holds
+// SearchText(q).
+func SearchText(text string) string { return strings.ToLower(strings.Join(strings.Fields(text), " ")) }
 
 // isBoundary reports whether i starts a UTF-8 character.
 func isBoundary(s string, i int) bool { return i >= len(s) || s[i] < 0x80 || s[i] >= 0xC0 }

@@ -37,9 +37,15 @@ type Query struct {
 	ByPriority  bool      // most urgent first, then newest; else newest first
 	After       *Position // the last ticket of the previous page
 	Limit       int
-	// Keep is a residual test the read model applies after Filter (a
-	// search, the caller's view of which agents exist); nil keeps all.
+	// Keep is a residual test the read model applies after Filter (the
+	// caller's view of which agents exist); nil keeps all.
 	Keep func(*ticketsv1.Ticket) bool
+}
+
+// Residual is what of q a store that filters by fields tests on each
+// ticket it reads: the search and Keep.
+func (q Query) Residual(t *ticketsv1.Ticket) bool {
+	return (q.Filter.Search == "" || SearchIn(t, q.Filter.Search) != nil) && (q.Keep == nil || q.Keep(t))
 }
 
 // Filter is what a listing's query parameters select; empty fields select
@@ -47,6 +53,8 @@ type Query struct {
 type Filter struct {
 	AgentID, Status, Assignee, ConversationID, OwnerUserID, IssueType, Label, MergedInto string
 	Sources, Priorities                                                                  []string
+	// Search keeps the tickets whose text holds it (SearchIn).
+	Search string
 }
 
 // Matches is the meaning of every filter; each read model implements
@@ -64,7 +72,8 @@ func (f Filter) Matches(t *ticketsv1.Ticket) bool {
 		f.OwnerUserID != "" && f.OwnerUserID != "agent" && t.OwnerUserId != f.OwnerUserID,
 		f.IssueType != "" && t.IssueType != f.IssueType,
 		f.Label != "" && !slices.Contains(t.Labels, f.Label),
-		f.MergedInto != "" && t.GetMergedIntoTicketId() != f.MergedInto:
+		f.MergedInto != "" && t.GetMergedIntoTicketId() != f.MergedInto,
+		f.Search != "" && SearchIn(t, f.Search) == nil:
 		return false
 	}
 	return true

@@ -2,195 +2,320 @@ package memory
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
-	"github.com/google/btree"
 	"google.golang.org/protobuf/proto"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/ordlist"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// Index is the read model kept in memory: every live ticket in
-// B-trees ordered as the listings are (newest first, most urgent first),
-// per workspace and per agent, so a page walks from its cursor and stops
-// once it has the page. It is fed from the TICKETS stream (each ticket's
-// last event at start, then live) and by the service's own writes, and
-// serves where the store cannot index (the embedded FerretDB scans every
-// document of a filtered query).
+// Index is the read model kept in memory. It is fed from the TICKETS
+// stream (each ticket's last event at start, then live) and by the
+// service's own writes, and serves where the store cannot index (the
+// embedded FerretDB scans every document of a filtered query).
+//
+// It is built to hold a million tickets within the platform's memory
+// and to answer every listing by walking what can match:
+//   - a ticket is kept marshaled (one block of bytes the collector need
+//     not look into) beside the few fields the filters test, as numbers
+//     into a table of names (terms.go);
+//   - per workspace, each filter value (an agent, a status, a label, a
+//     conversation…) and each three-byte piece of the searchable text
+//     has a list of its tickets, compressed (package ordlist) and kept in
+//     the listing's order;
+//   - a page walks the shortest list among its query's, newest first
+//     from the cursor (the priority order walks one priority after the
+//     other), tests the rest on the fields, and decodes only the tickets
+//     that pass: a rare label, a search of words no ticket holds, or
+//     several filters at once cost their matches, not the workspace.
 type Index struct {
 	mu      sync.RWMutex
-	tickets map[string]stored          // ticket id → its newest state
-	spaces  map[string]*workspaceIndex // workspace id → its orders
+	tickets map[string]*entry // ticket id → its newest state
+	spaces  map[string]*space // workspace id → its lists
+	names   []string          // the names the entries' fields number; names[0] is ""
+	nameIDs map[string]uint32
 }
 
-type stored struct {
-	seq uint64
-	t   *ticketsv1.Ticket // nil once deleted
-}
-
-// orders are the two listing orders of one set of tickets.
-type orders struct{ newest, urgent *btree.BTreeG[entry] }
-
+// entry is one ticket. Its position in the newest-first order (created,
+// then id) is fixed at creation, so its ordinal keeps its place in every
+// list it is in while the ticket changes.
 type entry struct {
-	pos app.Position
-	t   *ticketsv1.Ticket
+	id      string
+	created int64
+	seq     uint64
+	ord     uint32 // its index in its workspace's entries
+	state   []byte // the ticket, marshaled; nil once deleted
+	fields
 }
 
-// A tree holds descending positions: ascending iteration is the listing's
-// order.
-func descending(a, b entry) bool { return a.pos.Compare(b.pos) > 0 }
-
-func newOrders() *orders {
-	return &orders{newest: btree.NewG(32, descending), urgent: btree.NewG(32, descending)}
-}
-
-func (o *orders) put(t *ticketsv1.Ticket) {
-	o.newest.ReplaceOrInsert(entry{app.PositionOf(t, false), t})
-	o.urgent.ReplaceOrInsert(entry{app.PositionOf(t, true), t})
-}
-
-func (o *orders) remove(t *ticketsv1.Ticket) {
-	o.newest.Delete(entry{pos: app.PositionOf(t, false)})
-	o.urgent.Delete(entry{pos: app.PositionOf(t, true)})
-}
-
-type workspaceIndex struct {
-	all    *orders
-	agents map[string]*orders
-	// active holds the active tickets of each agent's conversations:
-	// agent/conversation → ticket ids.
-	active map[string]map[string]bool
+// space is one workspace's tickets and lists.
+type space struct {
+	entries []*entry                 // by ordinal
+	all     ordlist.List             // every live ticket
+	terms   map[string]*ordlist.List // filter term (terms.go) → its tickets
+	grams   map[uint32]*ordlist.List // three bytes of search text → its tickets
 }
 
 // NewIndex returns an empty index.
 func NewIndex() *Index {
-	return &Index{tickets: map[string]stored{}, spaces: map[string]*workspaceIndex{}}
+	return &Index{tickets: map[string]*entry{}, spaces: map[string]*space{}, names: []string{""}, nameIDs: map[string]uint32{"": 0}}
 }
 
 // Put records t as of seq; older or equal sequences are ignored.
 func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
-	t = proto.Clone(t).(*ticketsv1.Ticket) // callers keep theirs
+	state, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
+	if err != nil {
+		return err
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	prev, known := m.tickets[t.TicketId]
-	if known && prev.seq >= seq {
+	e := m.tickets[t.TicketId]
+	if e != nil && e.seq >= seq {
 		return nil
 	}
-	ws := m.space(t.WorkspaceId)
-	if prev.t != nil {
-		ws.all.remove(prev.t)
-		ws.agent(prev.t.AgentId).remove(prev.t)
-		ws.setActive(prev.t, false)
+	if e != nil && e.state != nil {
+		prev := &ticketsv1.Ticket{}
+		if err := proto.Unmarshal(e.state, prev); err != nil {
+			return err
+		}
+		if prev.WorkspaceId != t.WorkspaceId || prev.CreatedAtUnixMs != t.CreatedAtUnixMs || t.DeletedAtUnixSecs != nil {
+			sp := m.spaces[prev.WorkspaceId]
+			sp.remove(&sp.all, e)
+			m.unlist(sp, e, m.termsOf(prev), gramsOf(prev), nil, nil)
+			e.state = nil // and listed again below when it moved
+		} else {
+			// The usual change (a status, a comment): lists are left and
+			// joined by what changed only.
+			sp := m.spaces[t.WorkspaceId]
+			oldTerms, newTerms := m.termsOf(prev), m.termsOf(t)
+			oldGrams, newGrams := gramsOf(prev), gramsOf(t)
+			m.unlist(sp, e, oldTerms, oldGrams, newTerms, newGrams)
+			m.list(sp, e, newTerms, newGrams, oldTerms, oldGrams, false)
+			e.seq, e.state, e.fields = seq, state, m.fieldsOf(t)
+			return nil
+		}
 	}
+	if e == nil {
+		e = &entry{id: t.TicketId}
+		m.tickets[t.TicketId] = e
+	}
+	e.seq = seq
 	if t.DeletedAtUnixSecs != nil {
-		m.tickets[t.TicketId] = stored{seq: seq}
 		return nil
 	}
-	m.tickets[t.TicketId] = stored{seq: seq, t: t}
-	ws.all.put(t)
-	ws.agent(t.AgentId).put(t)
-	ws.setActive(t, true)
+	sp := m.space(t.WorkspaceId)
+	e.created, e.state, e.fields = t.CreatedAtUnixMs, state, m.fieldsOf(t)
+	e.ord = uint32(len(sp.entries))
+	sp.entries = append(sp.entries, e)
+	m.list(sp, e, m.termsOf(t), gramsOf(t), nil, nil, true)
 	return nil
 }
 
-func (m *Index) space(id string) *workspaceIndex {
-	ws := m.spaces[id]
-	if ws == nil {
-		ws = &workspaceIndex{all: newOrders(), agents: map[string]*orders{}, active: map[string]map[string]bool{}}
-		m.spaces[id] = ws
+func (m *Index) space(id string) *space {
+	sp := m.spaces[id]
+	if sp == nil {
+		sp = &space{terms: map[string]*ordlist.List{}, grams: map[uint32]*ordlist.List{}}
+		m.spaces[id] = sp
 	}
-	return ws
+	return sp
 }
 
-func (ws *workspaceIndex) agent(id string) *orders {
-	o := ws.agents[id]
-	if o == nil {
-		o = newOrders()
-		ws.agents[id] = o
+// list adds e to the lists of terms and grams it is not in yet (those not
+// in hadTerms, hadGrams), and to the list of all when new.
+func (m *Index) list(sp *space, e *entry, terms []string, grams []uint32, hadTerms []string, hadGrams []uint32, isNew bool) {
+	if isNew {
+		sp.insert(&sp.all, e)
 	}
-	return o
-}
-
-func (ws *workspaceIndex) setActive(t *ticketsv1.Ticket, on bool) {
-	if !domain.IsActive(t.Status) {
-		return
-	}
-	for _, conv := range t.ConversationIds {
-		key := t.AgentId + "/" + conv
-		if on {
-			if ws.active[key] == nil {
-				ws.active[key] = map[string]bool{}
+	for _, term := range terms {
+		if !slices.Contains(hadTerms, term) {
+			l := sp.terms[term]
+			if l == nil {
+				l = &ordlist.List{}
+				sp.terms[strings.Clone(term)] = l
 			}
-			ws.active[key][t.TicketId] = true
-		} else if set := ws.active[key]; set != nil {
-			delete(set, t.TicketId)
-			if len(set) == 0 {
-				delete(ws.active, key)
+			sp.insert(l, e)
+		}
+	}
+	for _, g := range grams {
+		if _, had := slices.BinarySearch(hadGrams, g); !had {
+			l := sp.grams[g]
+			if l == nil {
+				l = &ordlist.List{}
+				sp.grams[g] = l
+			}
+			sp.insert(l, e)
+		}
+	}
+}
+
+// unlist takes e out of the lists of terms and grams it is to leave (those
+// not in keepTerms, keepGrams).
+func (m *Index) unlist(sp *space, e *entry, terms []string, grams []uint32, keepTerms []string, keepGrams []uint32) {
+	for _, term := range terms {
+		if !slices.Contains(keepTerms, term) {
+			if l := sp.terms[term]; l != nil && sp.remove(l, e) && l.Len() == 0 {
+				delete(sp.terms, term)
+			}
+		}
+	}
+	for _, g := range grams {
+		if _, keep := slices.BinarySearch(keepGrams, g); !keep {
+			if l := sp.grams[g]; l != nil && sp.remove(l, e) && l.Len() == 0 {
+				delete(sp.grams, g)
 			}
 		}
 	}
 }
 
-// Page walks the query's order from its cursor, testing each ticket,
-// until it has the page and one more.
+// before reports whether ordinal o stands before e in the newest-first
+// order's reverse (lists run oldest first).
+func (sp *space) before(o uint32, created int64, id string) bool {
+	x := sp.entries[o]
+	if x.created != created {
+		return x.created < created
+	}
+	return x.id < id
+}
+
+// insert puts e in l at its place.
+func (sp *space) insert(l *ordlist.List, e *entry) {
+	// The usual case (a replay, a new ticket): the newest of the list.
+	if l.Len() == 0 || sp.before(l.Last(), e.created, e.id) {
+		l.Append(e.ord)
+		return
+	}
+	c := l.Search(func(o uint32) bool { return !sp.before(o, e.created, e.id) })
+	l.Insert(c, e.ord)
+}
+
+// remove takes e out of l, and reports whether it was there.
+func (sp *space) remove(l *ordlist.List, e *entry) bool {
+	if c, ok := sp.find(l, e); ok {
+		l.Remove(c)
+		return true
+	}
+	return false
+}
+
+// find is the cursor of e in l, if l holds it. Positions are unique (a
+// ticket id is), so e is where its position would go.
+func (sp *space) find(l *ordlist.List, e *entry) (ordlist.Cursor, bool) {
+	found := false
+	c := l.Seek(func(o uint32) bool { return !sp.before(o, e.created, e.id) }, func(o uint32) bool {
+		found = o == e.ord
+		return false
+	})
+	return c, found
+}
+
+// walk calls fn with l's tickets newest first, from the first that stands
+// strictly after pos in that order (from the newest when pos is nil),
+// until fn returns false.
+func (sp *space) walk(l *ordlist.List, pos *app.Position, fn func(*entry) bool) {
+	c := l.End()
+	if pos != nil {
+		c = l.Search(func(o uint32) bool { return !sp.before(o, pos.Created, pos.ID) })
+	}
+	l.Backward(c, func(o uint32) bool { return fn(sp.entries[o]) })
+}
+
+// Page walks the query's shortest list from its cursor, testing each
+// ticket, until it has the page and one more.
 func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	ws := m.spaces[q.WorkspaceID]
-	if ws == nil {
+	sp := m.spaces[q.WorkspaceID]
+	if sp == nil {
 		return nil, false, nil
 	}
-	o := ws.all
-	if q.Filter.AgentID != "" {
-		if o = ws.agents[q.Filter.AgentID]; o == nil {
-			return nil, false, nil
-		}
-	}
-	tree := o.newest
-	if q.ByPriority {
-		tree = o.urgent
+	p, ok := m.plan(sp, q.Filter)
+	if !ok {
+		return nil, false, nil
 	}
 	var out []*ticketsv1.Ticket
 	more := false
-	visit := func(e entry) bool {
-		if q.After != nil && e.pos == *q.After {
+	var err error
+	visit := func(source *ordlist.List) func(*entry) bool {
+		return func(e *entry) bool {
+			if !p.passes(sp, e, source) {
+				return true
+			}
+			t := &ticketsv1.Ticket{}
+			if err = proto.Unmarshal(e.state, t); err != nil {
+				return false
+			}
+			if !q.Filter.Matches(t) || (q.Keep != nil && !q.Keep(t)) {
+				return true
+			}
+			if len(out) == q.Limit {
+				more = true
+				return false
+			}
+			out = append(out, t)
 			return true
 		}
-		if !q.Filter.Matches(e.t) || (q.Keep != nil && !q.Keep(e.t)) {
-			return true
-		}
-		if len(out) == q.Limit {
-			more = true
-			return false
-		}
-		out = append(out, e.t)
-		return true
 	}
-	if q.After != nil {
-		tree.AscendGreaterOrEqual(entry{pos: *q.After}, visit)
-	} else {
-		tree.Ascend(visit)
+	if !q.ByPriority {
+		source := p.shortest(&sp.all)
+		sp.walk(source, after(q.After), visit(source))
+		return out, more, err
 	}
-	return out, more, nil
+	// Most urgent first: each priority's tickets newest first, the
+	// cursor's priority from the cursor, the ones after it whole.
+	for rank := len(domain.Priorities); rank >= 0 && !more && err == nil; rank-- {
+		if q.After != nil && rank > q.After.Rank || !p.allowsRank(rank) {
+			continue
+		}
+		rankList := sp.terms[rankTerm(rank)]
+		if rankList == nil {
+			continue
+		}
+		var from *app.Position
+		if q.After != nil && rank == q.After.Rank {
+			from = q.After
+		}
+		p.rank = rank
+		source := p.shortest(rankList)
+		sp.walk(source, from, visit(source))
+	}
+	return out, more, err
 }
 
-// ActiveTicket is the newest active ticket of an agent on a conversation.
+// after is a cursor's place in the newest-first order, or nil.
+func after(pos *app.Position) *app.Position {
+	if pos == nil {
+		return nil
+	}
+	return &app.Position{Created: pos.Created, ID: pos.ID}
+}
+
+// ActiveTicket is the newest active ticket of an agent on a conversation:
+// a walk of the conversation's list, which holds a handful.
 func (m *Index) ActiveTicket(_ context.Context, workspaceID, agentID, conversationID string) (string, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	ws := m.spaces[workspaceID]
-	if ws == nil {
+	sp := m.spaces[workspaceID]
+	if sp == nil {
 		return "", nil
 	}
-	best := ""
-	var bestPos app.Position
-	for id := range ws.active[agentID+"/"+conversationID] {
-		if pos := app.PositionOf(m.tickets[id].t, false); best == "" || pos.Compare(bestPos) > 0 {
-			best, bestPos = id, pos
-		}
+	l := sp.terms[convTerm(conversationID)]
+	if l == nil {
+		return "", nil
 	}
+	agent, known := m.nameIDs[agentID]
+	best := ""
+	sp.walk(l, nil, func(e *entry) bool {
+		if known && e.agent == agent && domain.IsActive(m.names[e.status]) {
+			best = e.id
+			return false
+		}
+		return true
+	})
 	return best, nil
 }

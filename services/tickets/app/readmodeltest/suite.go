@@ -94,7 +94,17 @@ func (f *fixture) ticket(ws string) *ticketsv1.Ticket {
 		Labels:          []string{pick("billing", "tone", "latency")},
 		ConversationIds: []string{pick("conv_1", "conv_2", "conv_3", "conv_4")},
 		CreatedAtUnixMs: 1_700_000_000_000 + int64(f.rng.IntN(40)),
-		Title:           pick("Wrong price", "Rude reply", "Slow answer"),
+		Title:           pick("Wrong price", "Rude  REPLY", "Slow answer", "Réponse lente", "ok"),
+	}
+	if f.rng.IntN(2) == 0 {
+		qa := pick("Quoted the old\tprice list", "Asked twice for the card number")
+		t.QaComment = &qa
+	}
+	if f.rng.IntN(3) == 0 {
+		t.TicketComments = []*ticketsv1.Comment{{Comment: pick("Call back later", "escalated")}}
+	}
+	if f.rng.IntN(4) == 0 {
+		t.TurnComments = []*ticketsv1.TurnComment{{TurnIndex: 3, Comment: pick("wrong greeting", "Too slow")}}
 	}
 	if f.rng.IntN(3) > 0 {
 		a := pick("user_1", "user_2")
@@ -108,7 +118,8 @@ func (f *fixture) ticket(ws string) *ticketsv1.Ticket {
 }
 
 // queries are the listings the suite checks: every filter alone, some
-// together, both orders, and a residual Keep.
+// together, searches (short, across folded white space, in every text, in
+// a change's new comment, of nothing), both orders, and a residual Keep.
 func queries() []app.Query {
 	filters := []app.Filter{
 		{}, {AgentID: "agent_a"}, {Status: domain.StatusOpen}, {Assignee: "unassigned"}, {Assignee: "user_1"},
@@ -116,6 +127,9 @@ func queries() []app.Query {
 		{OwnerUserID: "agent"}, {OwnerUserID: "user_2"}, {IssueType: "hallucination"}, {Label: "tone"}, {MergedInto: "tkt_x"},
 		{AgentID: "agent_b", Status: domain.StatusInProgress, Label: "billing"},
 		{AgentID: "agent_nobody"},
+		{Search: "price"}, {Search: " old   PRICE "}, {Search: "rude reply"}, {Search: "ÉPONSE"}, {Search: "call back"},
+		{Search: "greeting"}, {Search: "refund promised"}, {Search: "ow"}, {Search: "o"}, {Search: "no such words"},
+		{Search: "price", AgentID: "agent_a", Status: domain.StatusOpen}, {Search: "slow", Priorities: []string{"high"}},
 	}
 	var out []app.Query
 	for _, f := range filters {
@@ -165,6 +179,9 @@ func Run(t *testing.T, n int, open func(t *testing.T) app.ReadModel) {
 			case 2:
 				next.AssigneeUserId = nil
 				next.Labels = append(next.Labels, "tone")
+			case 3:
+				next.TicketComments = append(next.TicketComments, &ticketsv1.Comment{Comment: "Refund  promised"})
+				next.Title = "Wrong price"
 			default:
 				continue
 			}

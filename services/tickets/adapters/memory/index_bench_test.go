@@ -1,0 +1,102 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// benchTicket is ticket i of a QA team's workspace, shaped as the
+// million-ticket bench writes them (ticketsbench): a title and a comment
+// with the call's specifics, a priority, an issue type, a common label
+// and, on every 10th and 100,000th ticket, one more; a third worked on.
+func benchTicket(i int) *ticketsv1.Ticket {
+	r := rand.New(rand.NewPCG(uint64(i), 11))
+	titles := []string{"Agent quoted the wrong refund window for order %d", "Caller in city %d was transferred twice",
+		"Booking change to day %d not confirmed", "Agent promised a %d dollar voucher it cannot give",
+		"Long silence before the agent answered (%d s)", "Tool lookup_%d failed and the agent did not say so"}
+	comments := []string{"The agent said refunds take thirty days; the policy says five business days. Order %d.",
+		"The agent charged %d dollars without reading the amount back.",
+		"Good call overall, but the greeting still names the old brand (%d).",
+		"The knowledge base article on plan %d is missing the new fee."}
+	qa := fmt.Sprintf(comments[r.IntN(len(comments))], r.IntN(100_000))
+	labels := []string{[]string{"billing", "delivery", "booking", "tone", "latency"}[r.IntN(5)]}
+	if i%10 == 0 {
+		labels = append(labels, "weekly-review")
+	}
+	if i%100_000 == 7 {
+		labels = append(labels, "audit")
+	}
+	t := &ticketsv1.Ticket{
+		TicketId: fmt.Sprintf("tkt_%016x", r.Uint64()), WorkspaceId: "ws_1", AgentId: fmt.Sprintf("agent_%d", i%8),
+		Title: fmt.Sprintf(titles[r.IntN(len(titles))], r.IntN(100_000)), QaComment: &qa,
+		Status: domain.StatusOpen, Priority: []string{"low", "medium", "medium", "high", "urgent"}[r.IntN(5)],
+		Source: domain.SourceQA, OwnerUserId: "user_1", IssueType: domain.IssueTypes[r.IntN(len(domain.IssueTypes))],
+		Labels: labels, ConversationIds: []string{fmt.Sprintf("conv_%d", i)},
+		CreatedAtUnixMs: 1_700_000_000_000 + int64(i)*10,
+	}
+	if i%3 == 0 {
+		t.Status = []string{domain.StatusInProgress, domain.StatusResolved}[r.IntN(2)]
+	}
+	return t
+}
+
+func benchIndex(b *testing.B, n int) *Index {
+	b.Helper()
+	m := NewIndex()
+	for i := range n {
+		if err := m.Put(context.Background(), uint64(i+1), benchTicket(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m
+}
+
+// The index's heap per ticket (go test -bench IndexMemory).
+func BenchmarkIndexMemory(b *testing.B) {
+	const n = 100_000
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m := benchIndex(b, n)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "B/ticket")
+		runtime.KeepAlive(m)
+	}
+}
+
+// A page of 100 under the listings the million-ticket bench measures.
+func BenchmarkIndexPage(b *testing.B) {
+	m := benchIndex(b, 100_000)
+	for _, c := range []struct {
+		name string
+		q    app.Query
+	}{
+		{"none", app.Query{}},
+		{"urgent_first", app.Query{ByPriority: true}},
+		{"rare_label", app.Query{Filter: app.Filter{Label: "audit"}}},
+		{"common_label", app.Query{Filter: app.Filter{Label: "weekly-review"}}},
+		{"several", app.Query{Filter: app.Filter{AgentID: "agent_3", Status: domain.StatusOpen, Priorities: []string{"urgent"}, Label: "weekly-review"}}},
+		{"search_common", app.Query{Filter: app.Filter{Search: "refund window"}}},
+		{"search_none", app.Query{Filter: app.Filter{Search: "supervisor Osaka"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			q := c.q
+			q.WorkspaceID, q.Limit = "ws_1", 100
+			for b.Loop() {
+				if _, _, err := m.Page(context.Background(), q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

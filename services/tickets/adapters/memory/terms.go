@@ -1,0 +1,298 @@
+package memory
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/ordlist"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
+	"github.com/voiceai-platform/voiceai/services/tickets/domain"
+)
+
+// fields are what the filters test of a ticket, each a number into the
+// index's names (a few dozen agents, users, labels and statuses stand for
+// a million tickets).
+type fields struct {
+	agent, status, priority, source, owner, issueType, assignee, merged uint32
+	labels                                                              uint32 // the set of its labels (labelSet)
+	assigned                                                            bool
+}
+
+// name is s's number, s added to the names when new.
+func (m *Index) name(s string) uint32 {
+	id, ok := m.nameIDs[s]
+	if !ok {
+		id = uint32(len(m.names))
+		s = strings.Clone(s) // not a slice of a decoded event
+		m.names = append(m.names, s)
+		m.nameIDs[s] = id
+	}
+	return id
+}
+
+// labelSet is the number of a ticket's labels as one name: their numbers
+// joined, so a ticket keeps one number, not a slice.
+func (m *Index) labelSet(labels []string) uint32 {
+	if len(labels) == 0 {
+		return 0
+	}
+	var b strings.Builder
+	for _, l := range labels {
+		b.WriteString(strconv.FormatUint(uint64(m.name(l)), 36))
+		b.WriteByte(',')
+	}
+	return m.name(b.String())
+}
+
+// hasLabel reports whether the label set numbered set holds label.
+func (m *Index) hasLabel(set, label uint32) bool {
+	if set == 0 {
+		return false
+	}
+	want := strconv.FormatUint(uint64(label), 36)
+	for id := range strings.SplitSeq(m.names[set], ",") {
+		if id == want {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Index) fieldsOf(t *ticketsv1.Ticket) fields {
+	return fields{
+		agent: m.name(t.AgentId), status: m.name(t.Status), priority: m.name(t.Priority), source: m.name(t.Source),
+		owner: m.name(t.OwnerUserId), issueType: m.name(t.IssueType), assignee: m.name(t.GetAssigneeUserId()),
+		assigned: t.AssigneeUserId != nil, merged: m.name(t.GetMergedIntoTicketId()), labels: m.labelSet(t.Labels),
+	}
+}
+
+// The terms a ticket is listed under: one per filter value it has.
+func agentTerm(id string) string    { return "a:" + id }
+func statusTerm(s string) string    { return "s:" + s }
+func rankTerm(rank int) string      { return "r:" + strconv.Itoa(rank) }
+func sourceTerm(s string) string    { return "o:" + s }
+func ownerTerm(id string) string    { return "u:" + id }
+func issueTerm(s string) string     { return "t:" + s }
+func assigneeTerm(id string) string { return "as:" + id }
+func labelTerm(l string) string     { return "l:" + l }
+func convTerm(id string) string     { return "c:" + id }
+func mergedTerm(id string) string   { return "m:" + id }
+
+const unassignedTerm = "as-"
+
+// termsOf are t's terms, sorted, each once.
+func (m *Index) termsOf(t *ticketsv1.Ticket) []string {
+	terms := []string{agentTerm(t.AgentId), statusTerm(t.Status), rankTerm(domain.PriorityRank(t.Priority)),
+		sourceTerm(t.Source), ownerTerm(t.OwnerUserId), unassignedTerm}
+	if t.AssigneeUserId != nil {
+		terms[len(terms)-1] = assigneeTerm(*t.AssigneeUserId)
+	}
+	if t.IssueType != "" {
+		terms = append(terms, issueTerm(t.IssueType))
+	}
+	if merged := t.GetMergedIntoTicketId(); merged != "" {
+		terms = append(terms, mergedTerm(merged))
+	}
+	for _, l := range t.Labels {
+		terms = append(terms, labelTerm(l))
+	}
+	for _, c := range t.ConversationIds {
+		terms = append(terms, convTerm(c))
+	}
+	slices.Sort(terms)
+	return slices.Compact(terms)
+}
+
+// gramsOf are the three-byte pieces of t's searchable texts as a search
+// compares them (app.SearchText), sorted, each once: a search's matches
+// hold every piece of its text.
+func gramsOf(t *ticketsv1.Ticket) []uint32 {
+	grams := appendGrams(nil, t.Title)
+	grams = appendGrams(grams, t.GetQaComment())
+	for _, c := range t.TicketComments {
+		grams = appendGrams(grams, c.Comment)
+	}
+	for _, c := range t.TurnComments {
+		grams = appendGrams(grams, c.Comment)
+	}
+	slices.Sort(grams)
+	return slices.Compact(grams)
+}
+
+func appendGrams(grams []uint32, text string) []uint32 {
+	s := app.SearchText(text)
+	for i := 0; i+3 <= len(s); i++ {
+		grams = append(grams, uint32(s[i])<<16|uint32(s[i+1])<<8|uint32(s[i+2]))
+	}
+	return grams
+}
+
+// plan is a query made ready for one workspace: its filter's values as
+// numbers, and the lists a walk may read.
+type plan struct {
+	m                                                        *Index
+	agent, status, owner, issueType, assignee, merged, label want
+	unassigned, agentSource                                  bool
+	sources, priorities                                      []uint32 // nil: any
+	ranks                                                    []int    // nil: any
+	rank                                                     int      // the priority walked (the priority order), or -1
+	conv                                                     *ordlist.List
+	lists                                                    []*ordlist.List // every list a match is in (but its priority's)
+	grams                                                    []*ordlist.List // the search's, shortest first
+}
+
+// want is a field's wanted value, when the filter sets it.
+type want struct {
+	on bool
+	id uint32
+}
+
+func (w want) allows(id uint32) bool { return !w.on || w.id == id }
+
+// plan prepares f for sp; false when nothing can match (a value no
+// ticket of the workspace has).
+func (m *Index) plan(sp *space, f app.Filter) (*plan, bool) {
+	p := &plan{m: m, rank: -1}
+	ok := true
+	// need notes that matches are in the list of term, and returns the
+	// number of value.
+	need := func(value, term string) want {
+		l := sp.terms[term]
+		id, known := m.nameIDs[value]
+		if l == nil || !known {
+			ok = false
+			return want{}
+		}
+		p.lists = append(p.lists, l)
+		return want{on: true, id: id}
+	}
+	if f.AgentID != "" {
+		p.agent = need(f.AgentID, agentTerm(f.AgentID))
+	}
+	if f.Status != "" {
+		p.status = need(f.Status, statusTerm(f.Status))
+	}
+	switch f.Assignee {
+	case "":
+	case "unassigned":
+		p.unassigned = true
+		need("", unassignedTerm)
+	default:
+		p.assignee = need(f.Assignee, assigneeTerm(f.Assignee))
+	}
+	if f.ConversationID != "" {
+		need("", convTerm(f.ConversationID))
+		p.conv = sp.terms[convTerm(f.ConversationID)]
+	}
+	switch f.OwnerUserID {
+	case "":
+	case "agent":
+		p.agentSource = true
+		need("", sourceTerm(domain.SourceAgent))
+	default:
+		p.owner = need(f.OwnerUserID, ownerTerm(f.OwnerUserID))
+	}
+	if f.IssueType != "" {
+		p.issueType = need(f.IssueType, issueTerm(f.IssueType))
+	}
+	if f.Label != "" {
+		p.label = need(f.Label, labelTerm(f.Label))
+	}
+	if f.MergedInto != "" {
+		p.merged = need(f.MergedInto, mergedTerm(f.MergedInto))
+	}
+	if len(f.Sources) > 0 {
+		p.sources = m.known(f.Sources)
+		if len(f.Sources) == 1 {
+			need(f.Sources[0], sourceTerm(f.Sources[0]))
+		}
+		ok = ok && len(p.sources) > 0
+	}
+	if len(f.Priorities) > 0 {
+		p.priorities = m.known(f.Priorities)
+		for _, pr := range f.Priorities {
+			p.ranks = append(p.ranks, domain.PriorityRank(pr))
+		}
+		if len(f.Priorities) == 1 {
+			need("", rankTerm(p.ranks[0]))
+		}
+		ok = ok && len(p.priorities) > 0
+	}
+	if f.Search != "" {
+		text := app.SearchText(f.Search)
+		ok = ok && text != "" // a search of white space matches nothing
+		grams := appendGrams(nil, f.Search)
+		slices.Sort(grams)
+		for _, g := range slices.Compact(grams) {
+			l := sp.grams[g]
+			if l == nil {
+				return nil, false
+			}
+			p.grams = append(p.grams, l)
+		}
+		slices.SortFunc(p.grams, func(a, b *ordlist.List) int { return a.Len() - b.Len() })
+	}
+	return p, ok
+}
+
+// known are the numbers of the names values holds that the index knows.
+func (m *Index) known(values []string) []uint32 {
+	var ids []uint32
+	for _, v := range values {
+		if id, ok := m.nameIDs[v]; ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func (p *plan) allowsRank(rank int) bool { return p.ranks == nil || slices.Contains(p.ranks, rank) }
+
+// shortest is the shortest of the plan's lists and base.
+func (p *plan) shortest(base *ordlist.List) *ordlist.List {
+	best := base
+	for _, l := range p.lists {
+		if l.Len() < best.Len() {
+			best = l
+		}
+	}
+	if len(p.grams) > 0 && p.grams[0].Len() < best.Len() {
+		best = p.grams[0]
+	}
+	return best
+}
+
+// passes tests e, read from the list source, on its fields and on the
+// lists a field does not tell: what fails here cannot match, what passes
+// is decoded and tested whole (app.Filter.Matches).
+func (p *plan) passes(sp *space, e *entry, source *ordlist.List) bool {
+	m := p.m
+	switch {
+	case !p.agent.allows(e.agent), !p.status.allows(e.status), !p.owner.allows(e.owner),
+		!p.issueType.allows(e.issueType), !p.merged.allows(e.merged),
+		p.assignee.on && (!e.assigned || e.assignee != p.assignee.id),
+		p.unassigned && e.assigned,
+		p.agentSource && m.names[e.source] != domain.SourceAgent,
+		p.label.on && !m.hasLabel(e.labels, p.label.id),
+		p.sources != nil && !slices.Contains(p.sources, e.source),
+		p.priorities != nil && !slices.Contains(p.priorities, e.priority),
+		p.rank >= 0 && domain.PriorityRank(m.names[e.priority]) != p.rank:
+		return false
+	}
+	if p.conv != nil && p.conv != source {
+		if _, ok := sp.find(p.conv, e); !ok {
+			return false
+		}
+	}
+	for _, l := range p.grams {
+		if l != source {
+			if _, ok := sp.find(l, e); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
