@@ -226,7 +226,10 @@ type result struct {
 	body   []byte
 }
 
-func do(t *testing.T, method, url, key, body string) result {
+// do sends one request, with key as its x-api-key unless empty and
+// headers as name, value pairs; a transport error fails the test and
+// answers code 0.
+func do(t *testing.T, method, url, key, body string, headers ...string) result {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -235,6 +238,9 @@ func do(t *testing.T, method, url, key, body string) result {
 	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
 	if key != "" {
 		req.Header.Set("x-api-key", key)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
