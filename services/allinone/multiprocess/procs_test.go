@@ -252,6 +252,17 @@ func do(t *testing.T, method, url, key, body string, headers ...string) result {
 	return result{code: resp.StatusCode, header: resp.Header, body: b}
 }
 
+// createAgent creates an agent through the gateway gw from body, wants
+// 201, and answers its id: the start of most tests here.
+func createAgent(t *testing.T, gw, body string) string {
+	t.Helper()
+	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, body)
+	if r.code != 201 {
+		t.Fatalf("create agent: %d %s", r.code, r.body)
+	}
+	return createdID(t, r, "agent_id")
+}
+
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
