@@ -24,6 +24,16 @@ func agentWith(t *testing.T, s *Stack) string {
 	        "parameters":{"type":"object","properties":{"guests":{"type":"number"},"date":{"type":"string"}}}}]}}}}`)
 }
 
+// dropOpeningHours changes agentWith's prompt to one without the opening
+// hours, so that the hours test passes before and fails after: the known
+// mix the reliability and label tests measure.
+func dropOpeningHours(t *testing.T, s *Stack, agent string) {
+	t.Helper()
+	if r := call(t, s, "PATCH", "/v1/convai/agents/"+agent, adminKey, `{"conversation_config":{"agent":{"prompt":{"prompt":"You help guests book tables."}}}}`); r.Code != 200 {
+		t.Fatalf("prompt change: %d %s", r.Code, r.Body)
+	}
+}
+
 // startForTesting starts a stack whose admin key is not rate-limited in
 // practice: tests poll invocations.
 func startForTesting(t *testing.T) *Stack {
