@@ -1,19 +1,11 @@
 package tickets
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -22,15 +14,10 @@ import (
 // index and from the transcripts they share, once the deletion's record
 // reaches it.
 func TestDeletionReachesEveryReplica(t *testing.T) {
-	env := testenv.New(t)
-	mc := env.Mongo(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
+	ctx, deps := replicaDeps(t)
 	var replicas []*Service
 	for range 2 {
-		d := runtimetest.Deps(t, env.Conn(t), mc)
-		ensureOtherStreams(t, ctx, d.JS)
-		svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
+		svc, err := Start(ctx, deps(), Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +27,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 	do := func(svc *Service, method, path string) (int, string) { return serve(svc, method, path, "") }
 
 	// The conversation, its transcript sealed as the API's ingest seals it.
-	d := runtimetest.Deps(t, env.Conn(t), mc)
+	d := deps()
 	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
 	if err != nil {
 		t.Fatal(err)
@@ -54,16 +41,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 		{"conversation_started", at, `{"conversation_id":"conv_1","agent_id":"agent_1"}`},
 		{"conversation_ended", at.Add(time.Minute), `{"conversation_id":"conv_1","agent_id":"agent_1","transcript":[{"role":"user","message":"my PIN is 4321"}]}`},
 	} {
-		data, err := convseal.SealData(ctx, keys, "ws_a", json.RawMessage(ev.data))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := json.Marshal(map[string]any{"event": ev.name, "timestamp": ev.at.UTC().Format(time.RFC3339), "data": data})
-		msg := nats.NewMsg("platform.evt.ws_a." + ev.name)
-		msg.Data = body
-		if _, err := eventstore.Publish(ctx, d.JS, msg); err != nil {
-			t.Fatal(err)
-		}
+		publishSealed(t, ctx, d.JS, keys, ev.name, ev.at, ev.data)
 	}
 	for _, svc := range replicas {
 		testkit.Eventually(t, 10*time.Second, "the deletion reaches it", func() bool {

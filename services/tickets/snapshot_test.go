@@ -2,7 +2,6 @@ package tickets
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -10,14 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/runtime"
-	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -27,15 +19,7 @@ import (
 // deletion destroys the snapshot's key before it is answered, so the next
 // restart does not bring the conversation's words back from it.
 func TestRestartReadsTheIndexSnapshot(t *testing.T) {
-	env := testenv.New(t)
-	mc := env.Mongo(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	deps := func() runtime.Deps {
-		d := runtimetest.Deps(t, env.Conn(t), mc)
-		ensureOtherStreams(t, ctx, d.JS)
-		return d
-	}
+	ctx, deps := replicaDeps(t)
 	start := func(log *testkit.LogBuffer) *Service {
 		svcCtx, stop := context.WithCancel(ctx)
 		d := deps()
@@ -55,19 +39,8 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 	}
 	publish := func(id, said string, at time.Time) uint64 {
 		t.Helper()
-		data, err := convseal.SealData(ctx, keys, "ws_a", json.RawMessage(fmt.Sprintf(
-			`{"conversation_id":%q,"agent_id":"agent_1","transcript":[{"role":"user","message":%q}]}`, id, said)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := json.Marshal(map[string]any{"event": "conversation_ended", "timestamp": at.UTC().Format(time.RFC3339), "data": data})
-		msg := nats.NewMsg("platform.evt.ws_a.conversation_ended")
-		msg.Data = body
-		ack, err := eventstore.Publish(ctx, d.JS, msg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
+		return publishSealed(t, ctx, d.JS, keys, "conversation_ended", at, fmt.Sprintf(
+			`{"conversation_id":%q,"agent_id":"agent_1","transcript":[{"role":"user","message":%q}]}`, id, said))
 	}
 	search := func(svc *Service, words string) string {
 		code, body := do(svc, "GET", "/v1/convai/conversations?search="+words)

@@ -23,14 +23,7 @@ import (
 func TestAcknowledgedCreatesSurviveKillNine(t *testing.T) {
 	data := t.TempDir()
 	p, gw := startAllInOne(t, data)
-	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"durable"}`)
-	if r.code != 201 {
-		t.Fatalf("create agent: %d %s", r.code, r.body)
-	}
-	var agent struct {
-		AgentID string `json:"agent_id"`
-	}
-	_ = json.Unmarshal(r.body, &agent)
+	agent := createAgent(t, gw, `{"name":"durable"}`)
 
 	const clients, each = 16, 25
 	var mu sync.Mutex
@@ -40,7 +33,7 @@ func TestAcknowledgedCreatesSurviveKillNine(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				body := fmt.Sprintf(`{"title":"durable %d-%d","qa_comment":"acknowledged means stored"}`, c, i)
-				r := doQuiet("POST", gw+"/v1/convai/agents/"+agent.AgentID+"/triage-tickets", fmt.Sprintf("durable-%d-%d", c, i), body)
+				r := doQuiet("POST", gw+"/v1/convai/agents/"+agent+"/triage-tickets", fmt.Sprintf("durable-%d-%d", c, i), body)
 				if r.code != 201 {
 					continue // not acknowledged: nothing is promised
 				}

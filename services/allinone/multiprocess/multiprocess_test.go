@@ -124,17 +124,10 @@ func TestServiceProcessKilledAndReplaced(t *testing.T) {
 	c.start("identity")
 	agents := c.start("agents")
 	gw := c.gateway()
-	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"survivor"}`)
-	if r.code != 201 {
-		t.Fatalf("create: %d %s", r.code, r.body)
-	}
-	var created struct {
-		AgentID string `json:"agent_id"`
-	}
-	_ = json.Unmarshal(r.body, &created)
+	agent := createAgent(t, gw, `{"name":"survivor"}`)
 
 	agents.kill()
-	r = do(t, "GET", gw+"/v1/convai/agents/"+created.AgentID, adminKey, "")
+	r := do(t, "GET", gw+"/v1/convai/agents/"+agent, adminKey, "")
 	if r.code != 503 || !strings.Contains(string(r.body), `"status":"service_unavailable"`) {
 		t.Fatalf("with no agents process: %d %s", r.code, r.body)
 	}
@@ -142,7 +135,7 @@ func TestServiceProcessKilledAndReplaced(t *testing.T) {
 	c.start("agents")
 	c.start("agents") // and a second replica sharing the queue group
 	eventually(t, 30*time.Second, "a new agents process answers", func() bool {
-		return do(t, "GET", gw+"/v1/convai/agents/"+created.AgentID, adminKey, "").code == 200
+		return do(t, "GET", gw+"/v1/convai/agents/"+agent, adminKey, "").code == 200
 	})
 	for i := range 10 {
 		if r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"replica `+strconv.Itoa(i)+`"}`); r.code != 201 {

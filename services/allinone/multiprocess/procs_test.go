@@ -226,7 +226,10 @@ type result struct {
 	body   []byte
 }
 
-func do(t *testing.T, method, url, key, body string) result {
+// do sends one request, with key as its x-api-key unless empty and
+// headers as name, value pairs; a transport error fails the test and
+// answers code 0.
+func do(t *testing.T, method, url, key, body string, headers ...string) result {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -236,6 +239,9 @@ func do(t *testing.T, method, url, key, body string) result {
 	if key != "" {
 		req.Header.Set("x-api-key", key)
 	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Error(err)
@@ -244,6 +250,17 @@ func do(t *testing.T, method, url, key, body string) result {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return result{code: resp.StatusCode, header: resp.Header, body: b}
+}
+
+// createAgent creates an agent through the gateway gw from body, wants
+// 201, and answers its id: the start of most tests here.
+func createAgent(t *testing.T, gw, body string) string {
+	t.Helper()
+	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, body)
+	if r.code != 201 {
+		t.Fatalf("create agent: %d %s", r.code, r.body)
+	}
+	return createdID(t, r, "agent_id")
 }
 
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {

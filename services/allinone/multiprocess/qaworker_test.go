@@ -30,13 +30,7 @@ func TestQAWorkerKilledWhileTicketing(t *testing.T) {
 	doomed := c.start("tickets-qa-worker", workerEnv...)
 	gw := c.gateway()
 
-	r := do(t, "POST", gw+"/v1/convai/agents/create", adminKey, `{"name":"hours","conversation_config":{"agent":{"prompt":{"prompt":"We are open nine to five."}}}}`)
-	var agent struct {
-		AgentID string `json:"agent_id"`
-	}
-	if err := json.Unmarshal(r.body, &agent); err != nil || r.code != 201 {
-		t.Fatalf("create agent: %d %s", r.code, r.body)
-	}
+	agent := createAgent(t, gw, `{"name":"hours","conversation_config":{"agent":{"prompt":{"prompt":"We are open nine to five."}}}}`)
 	var refs []string
 	for i := range tests {
 		// The offline model fails it: nothing in the prompt covers vouchers.
@@ -51,7 +45,7 @@ func TestQAWorkerKilledWhileTicketing(t *testing.T) {
 		}
 		refs = append(refs, `{"test_id":"`+created.ID+`"}`)
 	}
-	r = do(t, "POST", gw+"/v1/convai/agents/"+agent.AgentID+"/run-tests", adminKey,
+	r := do(t, "POST", gw+"/v1/convai/agents/"+agent+"/run-tests", adminKey,
 		fmt.Sprintf(`{"tests":[%s],"repeat_count":%d}`, strings.Join(refs, ","), repeat))
 	var inv struct {
 		ID     string `json:"id"`
@@ -62,7 +56,7 @@ func TestQAWorkerKilledWhileTicketing(t *testing.T) {
 	}
 
 	list := func() []qaTicketJSON {
-		r := do(t, "GET", gw+"/v1/convai/agents/"+agent.AgentID+"/triage-tickets?page_size=100&label=test-failure", adminKey, "")
+		r := do(t, "GET", gw+"/v1/convai/agents/"+agent+"/triage-tickets?page_size=100&label=test-failure", adminKey, "")
 		var page struct {
 			Tickets []qaTicketJSON `json:"agent_conversation_tickets"`
 		}

@@ -105,6 +105,17 @@ func call(t *testing.T, s *Stack, method, path, key, body string, headers ...str
 	return response{Code: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
+// createAgent creates an agent from body with key, wants 201 and answers
+// its id: the helpers that make each test's agent differ only in the body.
+func createAgent(t *testing.T, s *Stack, key, body string) string {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/agents/create", key, body)
+	if r.Code != 201 {
+		t.Fatalf("create agent: %d %s", r.Code, r.Body)
+	}
+	return r.JSON(t)["agent_id"].(string)
+}
+
 // wantError asserts an application error: code, status and the spec's body.
 func wantError(t *testing.T, r response, code int, status string) {
 	t.Helper()

@@ -77,12 +77,8 @@ func TestWorkspaceQuotasOnRunTests(t *testing.T) {
 
 	// Another workspace is not affected.
 	other := createWorkspace(t, s, "Other team")
-	r := call(t, s, "POST", "/v1/convai/agents/create", other.APIKey, `{"name":"Front desk"}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	otherAgent := r.JSON(t)["agent_id"].(string)
-	r = call(t, s, "POST", "/v1/convai/agent-testing/create", other.APIKey, hoursTest)
+	otherAgent := createAgent(t, s, other.APIKey, `{"name":"Front desk"}`)
+	r := call(t, s, "POST", "/v1/convai/agent-testing/create", other.APIKey, hoursTest)
 	if r.Code != 200 {
 		t.Fatalf("test: %d %s", r.Code, r.Body)
 	}

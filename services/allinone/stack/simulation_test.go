@@ -16,15 +16,11 @@ import (
 // more, with the order-status tool, and returns its id.
 func acmeSupportAgent(t *testing.T, s *Stack, more string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Acme support",
+	return createAgent(t, s, adminKey, `{"name":"Acme support",
 	  "conversation_config":{"agent":{"first_message":"Hi, this is Acme support.",
 	    "prompt":{"prompt":"You are the support agent of Acme Shop. Orders ship within 2 business days.`+more+`",
 	      "tools":[{"id":"tool_order_status","type":"webhook","name":"get_order_status","description":"Look up the delivery status of an order",
 	        "parameters":{"type":"object","properties":{"order_id":{"type":"string"}}}}]}}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["agent_id"].(string)
 }
 
 func TestSimulationThroughTheGateway(t *testing.T) {

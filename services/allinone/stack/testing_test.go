@@ -16,16 +16,22 @@ import (
 // answers from.
 func agentWith(t *testing.T, s *Stack) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Bookings",
+	return createAgent(t, s, adminKey, `{"name":"Bookings",
 	  "conversation_config":{"agent":{"first_message":"Hello {{customer}}, how can I help?",
 	    "dynamic_variables":{"dynamic_variable_placeholders":{"customer":"guest"}},
 	    "prompt":{"prompt":"You help {{customer}} book tables. Our opening hours are nine to five every weekday. Refunds are never given for cancelled bookings.",
 	      "tools":[{"type":"client","name":"book_table","description":"Book a table reservation for guests",
 	        "parameters":{"type":"object","properties":{"guests":{"type":"number"},"date":{"type":"string"}}}}]}}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
+}
+
+// dropOpeningHours changes agentWith's prompt to one without the opening
+// hours, so that the hours test passes before and fails after: the known
+// mix the reliability and label tests measure.
+func dropOpeningHours(t *testing.T, s *Stack, agent string) {
+	t.Helper()
+	if r := call(t, s, "PATCH", "/v1/convai/agents/"+agent, adminKey, `{"conversation_config":{"agent":{"prompt":{"prompt":"You help guests book tables."}}}}`); r.Code != 200 {
+		t.Fatalf("prompt change: %d %s", r.Code, r.Body)
 	}
-	return r.JSON(t)["agent_id"].(string)
 }
 
 // startForTesting starts a stack whose admin key is not rate-limited in

@@ -55,11 +55,7 @@ func publishConversation(t *testing.T, s *Stack, ws, event, conv, agent string, 
 
 func newAgent(t *testing.T, s *Stack, key, name string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/create", key, `{"name":"`+name+`"}`)
-	if r.Code != 201 {
-		t.Fatalf("create agent: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["agent_id"].(string)
+	return createAgent(t, s, key, `{"name":"`+name+`"}`)
 }
 
 func TestTicketLifecycle(t *testing.T) {

@@ -16,15 +16,11 @@ import (
 // judge can tell apart: the opening hours, and the refund window.
 func evaluatedAgent(t *testing.T, s *Stack) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Front desk",
+	return createAgent(t, s, adminKey, `{"name":"Front desk",
 	  "conversation_config":{"agent":{"prompt":{"prompt":"Our opening hours are nine to five every weekday. Refunds are given within 30 days."}}},
 	  "platform_settings":{"evaluation":{"criteria":[
 	    {"id":"hours","name":"Hours given","type":"prompt","conversation_goal_prompt":"The agent states the opening hours nine to five"},
 	    {"id":"refund","name":"Refund window","type":"prompt","conversation_goal_prompt":"The agent says refunds are given within 30 days"}]}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["agent_id"].(string)
 }
 
 // recordConversation ingests a finished conversation whose agent says

@@ -111,23 +111,11 @@ func runMillion(n, requests int, readIndex string) error {
 	if err := p.waitListed(newest, time.Hour); err != nil {
 		return err
 	}
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	durables := []string{"tickets-transcripts"}
 	if readIndex == "store" {
 		durables = append(durables, "tickets-conversations")
 	}
-	for _, d := range durables {
-		if err = projection.WaitCaughtUp(wctx, js, events.PlatformStream, d); err != nil {
-			break
-		}
-	}
-	cancel()
-	closeJS()
-	if err != nil {
+	if err := p.waitProjected(events.PlatformStream, durables...); err != nil {
 		return err
 	}
 	caughtUp := time.Since(began)
@@ -192,6 +180,25 @@ func printRestart(what string, ready time.Duration, peak, after int64) {
 		what, ready.Round(time.Millisecond), millionRestartGoal, benchkit.Verdict(ready < millionRestartGoal))
 	fmt.Printf("    platform peak memory (RSS): %d MiB through the ingest and reads, %d MiB after the restart (goal < 2 GiB: %s)\n",
 		peak/1024, after/1024, benchkit.Verdict(max(peak, after) < millionMemoryGoal))
+}
+
+// waitProjected waits, for an hour at the most, until each of stream's
+// durable projectors has caught up with it: how both million benches know
+// that all they ingested has reached the stores they read.
+func (p *platform) waitProjected(stream string, durables ...string) error {
+	js, closeJS, err := p.JetStream()
+	if err != nil {
+		return err
+	}
+	defer closeJS()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, d := range durables {
+		if err := projection.WaitCaughtUp(ctx, js, stream, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listingsUnder measures the p50 of a listing (prefix, ending in ? or &)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -16,7 +15,6 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
-	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
@@ -142,15 +140,7 @@ func runMillionTickets(n, requests int) error {
 		return err
 	}
 	rate := float64(writes.Load()) / took.Seconds()
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	wctx, cancel := context.WithTimeout(context.Background(), time.Hour)
-	err = projection.WaitCaughtUp(wctx, js, events.TicketsStream, storeProjector)
-	cancel()
-	closeJS()
-	if err != nil {
+	if err := p.waitProjected(events.TicketsStream, storeProjector); err != nil {
 		return err
 	}
 	fmt.Printf("    ingest: about %d writes in %s = %.0f/s (%.0f tickets/s) vs raw optimistic appends %.0f/s = %.3f; the store's copy caught up %s after the first\n",

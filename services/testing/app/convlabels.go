@@ -47,28 +47,18 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 	for _, cr := range an.GetCriteria() {
 		verdicts[cr.GetId()] = cr
 	}
-	var v apperr.Validator
-	seen := map[string]bool{}
-	var criteria []*testingv1.CriterionLabel
-	for i, cr := range in.Criteria {
-		judged, ok := verdicts[cr.ID]
-		switch {
-		case !ok:
-			v.Add(fmt.Sprintf("The conversation's analysis has no criterion %q: label one of the criteria it judged", cr.ID),
-				"value_error", "body", "criteria", i, "id")
-		case seen[cr.ID]:
-			v.Add("Criterion "+cr.ID+" is labelled twice", "value_error", "body", "criteria", i, "id")
-		default:
-			seen[cr.ID] = true
-			text := judged.GetName()
-			if text == "" {
-				text = judged.GetGoal()
-			}
-			criteria = append(criteria, &testingv1.CriterionLabel{Id: cr.ID, Correct: cr.Correct != nil && *cr.Correct,
-				Text: text, JudgedResult: judged.GetResult()})
+	criteria, err := criterionLabels(in.Criteria, func(id string) (*testingv1.CriterionLabel, string) {
+		judged, ok := verdicts[id]
+		if !ok {
+			return nil, fmt.Sprintf("The conversation's analysis has no criterion %q: label one of the criteria it judged", id)
 		}
-	}
-	if err := v.Err(); err != nil {
+		text := judged.GetName()
+		if text == "" {
+			text = judged.GetGoal()
+		}
+		return &testingv1.CriterionLabel{Text: text, JudgedResult: judged.GetResult()}, ""
+	})
+	if err != nil {
 		return nil, err
 	}
 	now := a.Now()

@@ -109,24 +109,15 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 		return nil, err
 	}
 	conds := Conditions(def)
-	var v apperr.Validator
-	seen := map[string]bool{}
-	var criteria []*testingv1.CriterionLabel
-	for i, cr := range in.Criteria {
-		n, ok := strings.CutPrefix(cr.ID, "condition_")
+	criteria, err := criterionLabels(in.Criteria, func(id string) (*testingv1.CriterionLabel, string) {
+		n, ok := strings.CutPrefix(id, "condition_")
 		idx, err := strconv.Atoi(n)
-		switch {
-		case !ok || err != nil || strconv.Itoa(idx) != n || idx < 0 || idx >= len(conds):
-			v.Add(fmt.Sprintf("The run's test has %d success condition(s): criteria are condition_0 … condition_%d", len(conds), len(conds)-1),
-				"value_error", "body", "criteria", i, "id")
-		case seen[cr.ID]:
-			v.Add("Criterion "+cr.ID+" is labelled twice", "value_error", "body", "criteria", i, "id")
-		default:
-			seen[cr.ID] = true
-			criteria = append(criteria, &testingv1.CriterionLabel{Id: cr.ID, Correct: cr.Correct != nil && *cr.Correct, Text: conds[idx]})
+		if !ok || err != nil || strconv.Itoa(idx) != n || idx < 0 || idx >= len(conds) {
+			return nil, fmt.Sprintf("The run's test has %d success condition(s): criteria are condition_0 … condition_%d", len(conds), len(conds)-1)
 		}
-	}
-	if err := v.Err(); err != nil {
+		return &testingv1.CriterionLabel{Text: conds[idx]}, ""
+	})
+	if err != nil {
 		return nil, err
 	}
 	res := lr.result
@@ -146,6 +137,30 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
 	stored, err := storeOnce(ctx, a, c, lr.subject, label.GetLabelId(), meta, &testingv1.RunLabelled{Meta: meta, Label: label})
 	return stored.GetLabel(), err
+}
+
+// criterionLabels checks a label's criteria and makes them, for a run's
+// label and a conversation's alike: judged answers what an id labels (its
+// text and judged result), or why no criterion has it; an unknown id and
+// one labelled twice are each a 422 at body.criteria[i].id.
+func criterionLabels(in []CriterionLabelInput, judged func(id string) (*testingv1.CriterionLabel, string)) ([]*testingv1.CriterionLabel, error) {
+	var v apperr.Validator
+	seen := map[string]bool{}
+	var criteria []*testingv1.CriterionLabel
+	for i, cr := range in {
+		label, unknown := judged(cr.ID)
+		switch {
+		case unknown != "":
+			v.Add(unknown, "value_error", "body", "criteria", i, "id")
+		case seen[cr.ID]:
+			v.Add("Criterion "+cr.ID+" is labelled twice", "value_error", "body", "criteria", i, "id")
+		default:
+			seen[cr.ID] = true
+			label.Id, label.Correct = cr.ID, cr.Correct != nil && *cr.Correct
+			criteria = append(criteria, label)
+		}
+	}
+	return criteria, v.Err()
 }
 
 // definition is the version of a planned test the invocation pinned.
