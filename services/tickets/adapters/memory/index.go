@@ -57,6 +57,7 @@ type entry struct {
 // space is one workspace's tickets and lists.
 type space struct {
 	entries []*entry                 // by ordinal
+	created []int64                  // by ordinal, the entry's: what most comparisons read, in one dense block
 	all     ordlist.List             // every live ticket
 	terms   map[string]*ordlist.List // filter term (terms.go) → its tickets
 	grams   map[uint32]*ordlist.List // three bytes of search text → its tickets
@@ -112,7 +113,7 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	sp := m.space(t.WorkspaceId)
 	e.created, e.state, e.fields = t.CreatedAtUnixMs, state, m.fieldsOf(t)
 	e.ord = uint32(len(sp.entries))
-	sp.entries = append(sp.entries, e)
+	sp.entries, sp.created = append(sp.entries, e), append(sp.created, e.created)
 	m.list(sp, e, m.termsOf(t), gramsOf(t), nil, nil, true)
 	return nil
 }
@@ -176,12 +177,14 @@ func (m *Index) unlist(sp *space, e *entry, terms []string, grams []uint32, keep
 // before reports whether ordinal o stands before e in the newest-first
 // order's reverse (lists run oldest first).
 func (sp *space) before(o uint32, created int64, id string) bool {
-	x := sp.entries[o]
-	if x.created != created {
-		return x.created < created
+	if c := sp.created[o]; c != created {
+		return c < created
 	}
-	return x.id < id
+	return sp.entries[o].id < id
 }
+
+// after reports whether ordinal o stands after e in the lists' order.
+func (sp *space) after(o uint32, e *entry) bool { return o != e.ord && !sp.before(o, e.created, e.id) }
 
 // insert puts e in l at its place.
 func (sp *space) insert(l *ordlist.List, e *entry) {
@@ -242,8 +245,9 @@ func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool,
 	more := false
 	var err error
 	visit := func(source *ordlist.List) func(*entry) bool {
+		in := p.readers(source)
 		return func(e *entry) bool {
-			if !p.passes(sp, e, source) {
+			if !p.passes(sp, e, in) {
 				return true
 			}
 			t := &ticketsv1.Ticket{}

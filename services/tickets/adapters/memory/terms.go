@@ -265,10 +265,25 @@ func (p *plan) shortest(base *ordlist.List) *ordlist.List {
 	return best
 }
 
-// passes tests e, read from the list source, on its fields and on the
-// lists a field does not tell: what fails here cannot match, what passes
-// is decoded and tested whole (app.Filter.Matches).
-func (p *plan) passes(sp *space, e *entry, source *ordlist.List) bool {
+// readers read the lists a walk of source tests its candidates' membership
+// in: the conversation's and the search's, but source.
+func (p *plan) readers(source *ordlist.List) []*ordlist.Reverse {
+	var in []*ordlist.Reverse
+	if p.conv != nil && p.conv != source {
+		in = append(in, p.conv.Reverse())
+	}
+	for _, l := range p.grams {
+		if l != source {
+			in = append(in, l.Reverse())
+		}
+	}
+	return in
+}
+
+// passes tests e on its fields, then on its membership in the lists in:
+// what fails here cannot match, what passes is decoded and tested whole
+// (app.Filter.Matches). Candidates come newest first, as in reads.
+func (p *plan) passes(sp *space, e *entry, in []*ordlist.Reverse) bool {
 	m := p.m
 	switch {
 	case !p.agent.allows(e.agent), !p.status.allows(e.status), !p.owner.allows(e.owner),
@@ -282,16 +297,9 @@ func (p *plan) passes(sp *space, e *entry, source *ordlist.List) bool {
 		p.rank >= 0 && domain.PriorityRank(m.names[e.priority]) != p.rank:
 		return false
 	}
-	if p.conv != nil && p.conv != source {
-		if _, ok := sp.find(p.conv, e); !ok {
+	for _, r := range in {
+		if o, ok := r.Find(func(o uint32) bool { return sp.after(o, e) }); !ok || o != e.ord {
 			return false
-		}
-	}
-	for _, l := range p.grams {
-		if l != source {
-			if _, ok := sp.find(l, e); !ok {
-				return false
-			}
 		}
 	}
 	return true

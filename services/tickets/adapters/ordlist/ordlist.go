@@ -328,3 +328,43 @@ func (l *List) AppendTo(dst []uint32) []uint32 {
 	}
 	return dst
 }
+
+// Reverse reads a list from its last ordinal toward its first, for tests
+// of membership of ordinals that come in the list's order backward (a
+// listing's candidates, newest first): each test goes on from where the
+// last stopped, skipping whole blocks by their first ordinal, so testing
+// a list against another costs about a pass over both, not a search each.
+type Reverse struct {
+	l       *List
+	k, i    int // the block in ords, and the index of the ordinal last found
+	decoded bool
+	ords    []uint32
+	buf     [maxBlock + 1]uint32
+}
+
+// Reverse is a reader at the list's end.
+func (l *List) Reverse() *Reverse { return &Reverse{l: l, k: l.numBlocks() - 1} }
+
+// Find moves back to the last ordinal for which after is false (after
+// being false then true along the list, as Search takes it) and returns
+// it; false when every ordinal left is after. Each call's after must be
+// true of all that the previous call's was.
+func (r *Reverse) Find(after func(uint32) bool) (uint32, bool) {
+	for r.k >= 0 {
+		if !r.decoded {
+			if after(r.l.first(r.k)) {
+				r.k--
+				continue
+			}
+			r.ords, r.i, r.decoded = r.l.decode(r.k, &r.buf), int(r.l.block(r.k).n)-1, true
+		}
+		for r.i >= 0 && after(r.ords[r.i]) {
+			r.i--
+		}
+		if r.i >= 0 {
+			return r.ords[r.i], true
+		}
+		r.k, r.decoded = r.k-1, false
+	}
+	return 0, false
+}

@@ -83,6 +83,25 @@ func (m *listModel) check() {
 			m.t.Fatalf("from %d: forward %v, backward %v, want %v | %v", i, fwd, back, m.want[i:], m.want[:i])
 		}
 	}
+	// A reader finds, for targets going back in steps of every size, the
+	// last ordinal standing at or before each.
+	index := map[uint32]int{}
+	for j, o := range m.want {
+		index[o] = j
+	}
+	r := m.l.Reverse()
+	for target, step := len(m.want)-1, 1; target >= -1; target, step = target-step, step%7+1 {
+		o, ok := r.Find(func(o uint32) bool { return index[o] > target })
+		if target < 0 {
+			if ok {
+				m.t.Fatalf("reverse found %d before the first", o)
+			}
+			break
+		}
+		if !ok || o != m.want[target] {
+			m.t.Fatalf("reverse to %d: %d %v, want %d", target, o, ok, m.want[target])
+		}
+	}
 }
 
 func TestOrdListAgreesWithASlice(t *testing.T) {
