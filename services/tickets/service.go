@@ -98,7 +98,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	var rm app.ReadModel = store
 	var idx *memory.Index
 	if d.ReadIndex == config.ReadIndexMemory {
-		idx = memory.NewIndex()
+		idx = memory.NewLoadingIndex()
 		rm = idx
 	}
 	if err := followTickets(ctx, d, idx, tags, dir.Conversations); err != nil {
@@ -254,11 +254,11 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 }
 
 // followTickets builds, from each TICKETS subject's last event, the
-// in-memory ticket index (when idx is set), the tags and the
-// conversations' annotations (when set), and keeps them current; it
-// returns once the replay is applied.
+// in-memory ticket index (when idx is set: a loading one, listed once the
+// replay is applied), the tags and the conversations' annotations (when
+// set), and keeps them current; it returns once the replay is applied.
 func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags app.Tags, conv app.ConversationWriter) error {
-	return eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
 			_ = idx.Put(ctx, seq, t)
 		}
@@ -269,6 +269,12 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 			_ = conv.Annotate(ctx, seq, an)
 		}
 	})
+	if err == nil && idx != nil {
+		start := time.Now()
+		err = idx.Loaded()
+		d.Logger.Info("ticket index listed", "took", time.Since(start))
+	}
+	return err
 }
 
 // QAWorkerConfig tunes a QA worker.
@@ -370,7 +376,7 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx := memory.NewIndex()
+	idx := memory.NewLoadingIndex()
 	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}

@@ -99,7 +99,7 @@ func runMillionTickets(n, requests int, keep string) error {
 	if keep != "" {
 		data = keep
 		if newest, err := os.ReadFile(filepath.Join(keep, newestFile)); err == nil {
-			return restartTickets(start, restartProfile, string(newest), 0)
+			return restartTickets(start, restartProfile, string(newest), 0, requests)
 		}
 	}
 	p, err := start("")
@@ -163,7 +163,28 @@ func runMillionTickets(n, requests int, keep string) error {
 		return err
 	}
 	peak := p.PeakRSSKiB()
+	if err := p.ticketReads(agents, requests); err != nil {
+		return err
+	}
 
+	// A crash, then a start on the same data: ready once the first listing
+	// answers with the newest ticket.
+	newest, err := p.get("/v1/convai/triage-tickets?page_size=1")
+	if err != nil || len(newest.Tickets) != 1 {
+		return fmt.Errorf("the newest ticket: %v", err)
+	}
+	p.Kill()
+	if keep != "" {
+		if err := os.WriteFile(filepath.Join(keep, newestFile), []byte(newest.Tickets[0].ID), 0o600); err != nil {
+			return err
+		}
+	}
+	return restartTickets(start, restartProfile, newest.Tickets[0].ID, peak, 0)
+}
+
+// ticketReads measures the listing's p50 under each filter and search,
+// and one ticket's.
+func (p *platform) ticketReads(agents []string, requests int) error {
 	filters := []struct{ name, query string }{
 		{"none", ""},
 		{"by priority", "sort_by=priority"},
@@ -186,20 +207,7 @@ func runMillionTickets(n, requests int, keep string) error {
 		return err
 	}
 	fmt.Printf("    one ticket (random ones), p50 %s (goal < %s: %s)\n", one.Round(10*time.Microsecond), millionOneGoal, benchkit.Verdict(one < millionOneGoal))
-
-	// A crash, then a start on the same data: ready once the first listing
-	// answers with the newest ticket.
-	newest, err := p.get("/v1/convai/triage-tickets?page_size=1")
-	if err != nil || len(newest.Tickets) != 1 {
-		return fmt.Errorf("the newest ticket: %v", err)
-	}
-	p.Kill()
-	if keep != "" {
-		if err := os.WriteFile(filepath.Join(keep, newestFile), []byte(newest.Tickets[0].ID), 0o600); err != nil {
-			return err
-		}
-	}
-	return restartTickets(start, restartProfile, newest.Tickets[0].ID, peak)
+	return nil
 }
 
 // newestFile, in a kept data directory, names the newest ticket.
@@ -207,8 +215,9 @@ const newestFile = "ticketsbench-newest"
 
 // restartTickets starts the platform on the data of a run stopped by a
 // crash, and measures how long until the first listing answers with the
-// newest ticket.
-func restartTickets(start func(profile string) (*platform, error), profile, newest string, peak int64) error {
+// newest ticket; then, given requests, the reads (a restart measured
+// alone, on a kept run's data).
+func restartTickets(start func(profile string) (*platform, error), profile, newest string, peak int64, requests int) error {
 	restarted := time.Now()
 	p, err := start(profile)
 	if err != nil {
@@ -222,7 +231,14 @@ func restartTickets(start func(profile string) (*platform, error), profile, newe
 		return err
 	}
 	printRestart("the newest ticket listed", time.Since(restarted), peak, p.PeakRSSKiB())
-	return nil
+	if requests == 0 {
+		return nil
+	}
+	agents, err := p.agents(5)
+	if err != nil {
+		return err
+	}
+	return p.ticketReads(agents, requests)
 }
 
 // agents are the bench's agent and n-1 more, made on the first call.

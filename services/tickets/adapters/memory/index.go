@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -40,6 +41,10 @@ type Index struct {
 	spaces  map[string]*space // workspace id → its lists
 	names   []string          // the names the entries' fields number; names[0] is ""
 	nameIDs map[string]uint32
+	// loading, until Loaded, holds what Put is given unlisted: staged
+	// (each ticket once).
+	loading bool
+	staged  []*entry
 }
 
 // entry is one ticket. Its position in the newest-first order (created,
@@ -51,13 +56,19 @@ type entry struct {
 	seq     uint64
 	ord     uint32 // its index in its workspace's entries
 	state   []byte // the ticket, marshaled; nil once deleted
+	staged  bool   // waiting for Loaded
 	fields
 }
 
 // space is one workspace's tickets and lists.
 type space struct {
-	entries []*entry                 // by ordinal
-	created []int64                  // by ordinal, the entry's: what most comparisons read, in one dense block
+	entries []*entry // by ordinal
+	created []int64  // by ordinal, the entry's: what most comparisons read, in one dense block
+	// records marks, by ordinal, the entries that stood after every entry
+	// before them when they came (all of a replay's, most live ones): two
+	// of them compare by ordinal alone, no entry read (see less).
+	records []uint64
+	newest  uint32                   // the ordinal standing last of all so far
 	all     ordlist.List             // every live ticket
 	terms   map[string]*ordlist.List // filter term (terms.go) → its tickets
 	grams   map[uint32]*ordlist.List // three bytes of search text → its tickets
@@ -66,6 +77,49 @@ type space struct {
 // NewIndex returns an empty index.
 func NewIndex() *Index {
 	return &Index{tickets: map[string]*entry{}, spaces: map[string]*space{}, names: []string{""}, nameIDs: map[string]uint32{"": 0}}
+}
+
+// NewLoadingIndex returns an empty index that lists what Put gives it
+// only at Loaded, for a replay: a stream's last event per ticket comes in
+// the order of each ticket's last change, not of the listing, and listing
+// them as they come would insert most of them inside the lists (a
+// million tickets changed at random took more than half of a restart's
+// CPU so). Until Loaded, the index answers no listing.
+func NewLoadingIndex() *Index {
+	m := NewIndex()
+	m.loading = true
+	return m
+}
+
+// Loaded lists what was put since NewLoadingIndex, in the listing's order
+// (so every list is appended to, never inserted in), and from then on
+// lists each Put at once.
+func (m *Index) Loaded() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.loading {
+		return nil
+	}
+	staged := m.staged
+	m.loading, m.staged = false, nil
+	slices.SortFunc(staged, func(a, b *entry) int {
+		if a.created != b.created {
+			return cmp.Compare(a.created, b.created)
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, e := range staged {
+		e.staged = false
+		if e.state == nil {
+			continue
+		}
+		t := &ticketsv1.Ticket{}
+		if err := proto.Unmarshal(e.state, t); err != nil {
+			return err
+		}
+		m.add(e, t)
+	}
+	return nil
 }
 
 // Put records t as of seq; older or equal sequences are ignored.
@@ -78,6 +132,21 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	defer m.mu.Unlock()
 	e := m.tickets[t.TicketId]
 	if e != nil && e.seq >= seq {
+		return nil
+	}
+	if m.loading {
+		if e == nil {
+			e = &entry{id: t.TicketId}
+			m.tickets[t.TicketId] = e
+		}
+		e.seq, e.state, e.created, e.fields = seq, state, t.CreatedAtUnixMs, m.fieldsOf(t)
+		if t.DeletedAtUnixSecs != nil {
+			e.state = nil
+		}
+		if !e.staged {
+			e.staged = true
+			m.staged = append(m.staged, e)
+		}
 		return nil
 	}
 	if e != nil && e.state != nil {
@@ -110,12 +179,25 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	if t.DeletedAtUnixSecs != nil {
 		return nil
 	}
+	e.state = state
+	m.add(e, t)
+	return nil
+}
+
+// add lists e, a ticket new to its workspace's lists, as t.
+func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
 	sp := m.space(t.WorkspaceId)
-	e.created, e.state, e.fields = t.CreatedAtUnixMs, state, m.fieldsOf(t)
+	e.created, e.fields = t.CreatedAtUnixMs, m.fieldsOf(t)
 	e.ord = uint32(len(sp.entries))
 	sp.entries, sp.created = append(sp.entries, e), append(sp.created, e.created)
+	if e.ord%64 == 0 {
+		sp.records = append(sp.records, 0)
+	}
+	if e.ord == 0 || sp.before(sp.newest, e.created, e.id) {
+		sp.records[e.ord/64] |= 1 << (e.ord % 64)
+		sp.newest = e.ord
+	}
 	m.list(sp, e, m.termsOf(t), gramsOf(t), nil, nil, true)
-	return nil
 }
 
 func (m *Index) space(id string) *space {
@@ -183,8 +265,19 @@ func (sp *space) before(o uint32, created int64, id string) bool {
 	return sp.entries[o].id < id
 }
 
-// after reports whether ordinal o stands after e in the lists' order.
-func (sp *space) after(o uint32, e *entry) bool { return o != e.ord && !sp.before(o, e.created, e.id) }
+func (sp *space) isRecord(o uint32) bool { return sp.records[o/64]&(1<<(o%64)) != 0 }
+
+// less reports whether ordinal a stands before ordinal b in the lists'
+// order: mostly a read of the dense creation times.
+func (sp *space) less(a, b uint32) bool {
+	if sp.isRecord(a) && sp.isRecord(b) {
+		return a < b // each stood after all before it: ordinals are in order
+	}
+	if ca, cb := sp.created[a], sp.created[b]; ca != cb {
+		return ca < cb
+	}
+	return sp.entries[a].id < sp.entries[b].id
+}
 
 // insert puts e in l at its place.
 func (sp *space) insert(l *ordlist.List, e *entry) {
@@ -217,15 +310,15 @@ func (sp *space) find(l *ordlist.List, e *entry) (ordlist.Cursor, bool) {
 	return c, found
 }
 
-// walk calls fn with l's tickets newest first, from the first that stands
-// strictly after pos in that order (from the newest when pos is nil),
-// until fn returns false.
-func (sp *space) walk(l *ordlist.List, pos *app.Position, fn func(*entry) bool) {
+// walk calls fn with the ordinals of l's tickets newest first, from the
+// first that stands strictly after pos in that order (from the newest when
+// pos is nil), until fn returns false.
+func (sp *space) walk(l *ordlist.List, pos *app.Position, fn func(o uint32) bool) {
 	c := l.End()
 	if pos != nil {
 		c = l.Search(func(o uint32) bool { return !sp.before(o, pos.Created, pos.ID) })
 	}
-	l.Backward(c, func(o uint32) bool { return fn(sp.entries[o]) })
+	l.Backward(c, fn)
 }
 
 // Page walks the query's shortest list from its cursor, testing each
@@ -244,12 +337,13 @@ func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool,
 	var out []*ticketsv1.Ticket
 	more := false
 	var err error
-	visit := func(source *ordlist.List) func(*entry) bool {
+	visit := func(source *ordlist.List) func(uint32) bool {
 		in := p.readers(source)
-		return func(e *entry) bool {
-			if !p.passes(sp, e, in) {
+		return func(o uint32) bool {
+			if !p.passes(sp, o, in) {
 				return true
 			}
+			e := sp.entries[o]
 			t := &ticketsv1.Ticket{}
 			if err = proto.Unmarshal(e.state, t); err != nil {
 				return false
@@ -284,7 +378,7 @@ func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool,
 		if q.After != nil && rank == q.After.Rank {
 			from = q.After
 		}
-		p.rank = rank
+		p.rank, p.byFields = rank, true
 		source := p.shortest(rankList)
 		sp.walk(source, from, visit(source))
 	}
@@ -314,8 +408,8 @@ func (m *Index) ActiveTicket(_ context.Context, workspaceID, agentID, conversati
 	}
 	agent, known := m.nameIDs[agentID]
 	best := ""
-	sp.walk(l, nil, func(e *entry) bool {
-		if known && e.agent == agent && domain.IsActive(m.names[e.status]) {
+	sp.walk(l, nil, func(o uint32) bool {
+		if e := sp.entries[o]; known && e.agent == agent && domain.IsActive(m.names[e.status]) {
 			best = e.id
 			return false
 		}

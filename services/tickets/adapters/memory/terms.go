@@ -139,6 +139,7 @@ type plan struct {
 	sources, priorities                                      []uint32 // nil: any
 	ranks                                                    []int    // nil: any
 	rank                                                     int      // the priority walked (the priority order), or -1
+	byFields                                                 bool     // some field is tested (a search alone tests none)
 	conv                                                     *ordlist.List
 	lists                                                    []*ordlist.List // every list a match is in (but its priority's)
 	grams                                                    []*ordlist.List // the search's, shortest first
@@ -221,6 +222,8 @@ func (m *Index) plan(sp *space, f app.Filter) (*plan, bool) {
 		}
 		ok = ok && len(p.priorities) > 0
 	}
+	p.byFields = f.AgentID != "" || f.Status != "" || f.Assignee != "" || f.OwnerUserID != "" || f.IssueType != "" ||
+		f.Label != "" || f.MergedInto != "" || len(f.Sources) > 0 || len(f.Priorities) > 0
 	if f.Search != "" {
 		text := app.SearchText(f.Search)
 		ok = ok && text != "" // a search of white space matches nothing
@@ -280,10 +283,25 @@ func (p *plan) readers(source *ordlist.List) []*ordlist.Reverse {
 	return in
 }
 
-// passes tests e on its fields, then on its membership in the lists in:
-// what fails here cannot match, what passes is decoded and tested whole
-// (app.Filter.Matches). Candidates come newest first, as in reads.
-func (p *plan) passes(sp *space, e *entry, in []*ordlist.Reverse) bool {
+// passes tests the ticket of ordinal o on its fields, then on its
+// membership in the lists in: what fails here cannot match, what passes
+// is decoded and tested whole (app.Filter.Matches). Candidates come newest
+// first, as in reads. A search alone reads no entry: the walk's lists and
+// the dense creation times tell.
+func (p *plan) passes(sp *space, o uint32, in []*ordlist.Reverse) bool {
+	if p.byFields && !p.fieldsAllow(sp.entries[o]) {
+		return false
+	}
+	for _, r := range in {
+		if found, ok := r.Find(func(x uint32) bool { return x != o && !sp.less(x, o) }); !ok || found != o {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldsAllow tests e's fields.
+func (p *plan) fieldsAllow(e *entry) bool {
 	m := p.m
 	switch {
 	case !p.agent.allows(e.agent), !p.status.allows(e.status), !p.owner.allows(e.owner),
@@ -296,11 +314,6 @@ func (p *plan) passes(sp *space, e *entry, in []*ordlist.Reverse) bool {
 		p.priorities != nil && !slices.Contains(p.priorities, e.priority),
 		p.rank >= 0 && domain.PriorityRank(m.names[e.priority]) != p.rank:
 		return false
-	}
-	for _, r := range in {
-		if o, ok := r.Find(func(o uint32) bool { return sp.after(o, e) }); !ok || o != e.ord {
-			return false
-		}
 	}
 	return true
 }
