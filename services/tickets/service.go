@@ -376,7 +376,7 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx := memory.NewLoadingIndex()
+	idx := memory.NewLoadingIndex(memory.WithoutSearch())
 	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func main() {
 	repeat := flag.Int("repeat", 50, "repeat_count of the large invocation (c)")
 	concurrency := flag.Int("concurrency", 16, "runs in flight per runner process")
 	scaleRuns := flag.Int("scale-runs", 1600, "runs per measurement of (b)")
-	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c) into this directory")
+	flag.StringVar(&profileDir, "profile", "", "write 10 s CPU profiles of every process during (c), and one of the QA worker's first 2 s in (d), into this directory")
 	flag.BoolVar(&largeOnly, "large-only", false, "measure only (c) and (e), e.g. with -tests 200 for a short run")
 	flag.BoolVar(&loadOnly, "load-only", false, "measure only (f), the load step")
 	flag.IntVar(&loadCallers, "load-callers", 500, "simultaneous callers of the load step (f)")
@@ -287,6 +287,16 @@ func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) e
 		return err
 	}
 	defer w.Stop()
+	if profileDir != "" {
+		profiled := make(chan struct{})
+		defer func() { <-profiled }() // before the worker stops
+		go func() {
+			defer close(profiled)
+			if err := w.ProfileWhenUp(2*time.Second, filepath.Join(profileDir, "qaworker.pprof")); err != nil {
+				fmt.Fprintln(os.Stderr, "profile qaworker", err)
+			}
+		}()
+	}
 	acked, pulling, drained, err := p.waitQADrained(2 * time.Minute)
 	if err != nil {
 		return err

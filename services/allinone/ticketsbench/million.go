@@ -34,16 +34,8 @@ const (
 // profileStart writes a CPU profile of a starting platform's first 30 s
 // (its replay) to file, once its profiler answers.
 func profileStart(metrics, file string) {
-	for range 500 {
-		if resp, err := http.Get("http://" + metrics + "/healthz"); err == nil {
-			resp.Body.Close()
-			p := &benchproc.Proc{Metrics: metrics}
-			if err := p.Profile(30*time.Second, file); err != nil {
-				fmt.Fprintln(os.Stderr, "restart profile:", err)
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if err := (&benchproc.Proc{Metrics: metrics}).ProfileWhenUp(30*time.Second, file); err != nil {
+		fmt.Fprintln(os.Stderr, "restart profile:", err)
 	}
 }
 

@@ -23,7 +23,8 @@ type ReadModel interface {
 	Put(ctx context.Context, seq uint64, t *ticketsv1.Ticket) error
 	// Page returns up to q.Limit live tickets of q.WorkspaceID matching
 	// q.Filter and q.Keep, strictly after q.After in q's order, and
-	// whether more follow.
+	// whether more follow. The tickets may be the read model's own:
+	// callers read them, never change them.
 	Page(ctx context.Context, q Query) (tickets []*ticketsv1.Ticket, more bool, err error)
 	// ActiveTicket is the id of the active (open or in progress) ticket of
 	// an agent raised on a conversation, or "".

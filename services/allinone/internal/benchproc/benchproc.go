@@ -94,6 +94,19 @@ func (p *Proc) Profile(d time.Duration, file string) error {
 	return p.pprof(fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), file)
 }
 
+// ProfileWhenUp is Profile for a process just started: it waits, for 5 s
+// at the most, until the profiler answers.
+func (p *Proc) ProfileWhenUp(d time.Duration, file string) error {
+	for range 500 {
+		if resp, err := http.Get("http://" + p.Metrics + "/healthz"); err == nil {
+			resp.Body.Close()
+			return p.Profile(d, file)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("the profiler at %s never answered", p.Metrics)
+}
+
 // HeapProfile writes the process's live heap (after a collection) to file.
 func (p *Proc) HeapProfile(file string) error { return p.pprof("heap?gc=1", file) }
 

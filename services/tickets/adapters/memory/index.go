@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"google.golang.org/protobuf/proto"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
@@ -45,7 +46,22 @@ type Index struct {
 	// (each ticket once).
 	loading bool
 	staged  []*entry
+	// decoded keeps the tickets pages decoded last: a QA worker lists an
+	// agent's active tickets (up to 2,000) on every clustering pass.
+	decoded *lru.Cache[*entry, decodedTicket]
+	// noSearch: no search lists (WithoutSearch).
+	noSearch bool
 }
+
+// decodedTicket is an entry's ticket as of seq.
+type decodedTicket struct {
+	seq uint64
+	t   *ticketsv1.Ticket
+}
+
+// decodedTickets is how many decoded tickets an index keeps: a QA
+// worker's clustering set and a few pages more (a few MiB).
+const decodedTickets = 4096
 
 // entry is one ticket. Its position in the newest-first order (created,
 // then id) is fixed at creation, so its ordinal keeps its place in every
@@ -75,8 +91,44 @@ type space struct {
 }
 
 // NewIndex returns an empty index.
-func NewIndex() *Index {
-	return &Index{tickets: map[string]*entry{}, spaces: map[string]*space{}, names: []string{""}, nameIDs: map[string]uint32{"": 0}}
+func NewIndex(opts ...Option) *Index {
+	decoded, _ := lru.New[*entry, decodedTicket](decodedTickets) // errs only on a size < 1
+	m := &Index{tickets: map[string]*entry{}, spaces: map[string]*space{}, names: []string{""}, nameIDs: map[string]uint32{"": 0},
+		decoded: decoded}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
+
+// Option tunes an index.
+type Option func(*Index)
+
+// WithoutSearch keeps no search lists: a search walks its listing and
+// tests each ticket. For a QA worker, which never searches and makes its
+// tickets out of the listing's order (each at its run's time), where the
+// lists would cost most of each write.
+func WithoutSearch() Option { return func(m *Index) { m.noSearch = true } }
+
+// gramsOf are t's search pieces, none without search.
+func (m *Index) gramsOf(t *ticketsv1.Ticket) []uint32 {
+	if m.noSearch {
+		return nil
+	}
+	return gramsOf(t)
+}
+
+// ticket is e's ticket, decoded or from the cache of the last decoded.
+func (m *Index) ticket(e *entry) (*ticketsv1.Ticket, error) {
+	if d, ok := m.decoded.Get(e); ok && d.seq == e.seq {
+		return d.t, nil
+	}
+	t := &ticketsv1.Ticket{}
+	if err := proto.Unmarshal(e.state, t); err != nil {
+		return nil, err
+	}
+	m.decoded.Add(e, decodedTicket{e.seq, t})
+	return t, nil
 }
 
 // NewLoadingIndex returns an empty index that lists what Put gives it
@@ -85,8 +137,8 @@ func NewIndex() *Index {
 // them as they come would insert most of them inside the lists (a
 // million tickets changed at random took more than half of a restart's
 // CPU so). Until Loaded, the index answers no listing.
-func NewLoadingIndex() *Index {
-	m := NewIndex()
+func NewLoadingIndex(opts ...Option) *Index {
+	m := NewIndex(opts...)
 	m.loading = true
 	return m
 }
@@ -124,15 +176,15 @@ func (m *Index) Loaded() error {
 
 // Put records t as of seq; older or equal sequences are ignored.
 func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
-	state, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
-	if err != nil {
-		return err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.tickets[t.TicketId]
 	if e != nil && e.seq >= seq {
-		return nil
+		return nil // the service's own write, then the stream's copy of it
+	}
+	state, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
+	if err != nil {
+		return err
 	}
 	if m.loading {
 		if e == nil {
@@ -157,16 +209,10 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 		if prev.WorkspaceId != t.WorkspaceId || prev.CreatedAtUnixMs != t.CreatedAtUnixMs || t.DeletedAtUnixSecs != nil {
 			sp := m.spaces[prev.WorkspaceId]
 			sp.remove(&sp.all, e)
-			m.unlist(sp, e, m.termsOf(prev), gramsOf(prev), nil, nil)
+			m.unlist(sp, e, m.termsOf(prev), m.gramsOf(prev), nil, nil)
 			e.state = nil // and listed again below when it moved
 		} else {
-			// The usual change (a status, a comment): lists are left and
-			// joined by what changed only.
-			sp := m.spaces[t.WorkspaceId]
-			oldTerms, newTerms := m.termsOf(prev), m.termsOf(t)
-			oldGrams, newGrams := gramsOf(prev), gramsOf(t)
-			m.unlist(sp, e, oldTerms, oldGrams, newTerms, newGrams)
-			m.list(sp, e, newTerms, newGrams, oldTerms, oldGrams, false)
+			m.change(m.spaces[t.WorkspaceId], e, prev, t)
 			e.seq, e.state, e.fields = seq, state, m.fieldsOf(t)
 			return nil
 		}
@@ -197,7 +243,7 @@ func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
 		sp.records[e.ord/64] |= 1 << (e.ord % 64)
 		sp.newest = e.ord
 	}
-	m.list(sp, e, m.termsOf(t), gramsOf(t), nil, nil, true)
+	m.list(sp, e, m.termsOf(t), m.gramsOf(t), nil, nil, true)
 }
 
 func (m *Index) space(id string) *space {
@@ -207,6 +253,36 @@ func (m *Index) space(id string) *space {
 		m.spaces[id] = sp
 	}
 	return sp
+}
+
+// change moves e, listed as prev, to t's lists: the usual change (a
+// status, a label, a comment) leaves and joins the lists of what changed
+// only. Comments added, the usual change of text, add their pieces to the
+// lists that lack e; a text changed otherwise has its pieces diffed whole.
+func (m *Index) change(sp *space, e *entry, prev, t *ticketsv1.Ticket) {
+	oldTerms, newTerms := m.termsOf(prev), m.termsOf(t)
+	m.unlist(sp, e, oldTerms, nil, newTerms, nil)
+	m.list(sp, e, newTerms, nil, oldTerms, nil, false)
+	added, appended := addedTexts(prev, t)
+	if m.noSearch {
+		return
+	}
+	if appended {
+		for _, g := range gramsOfTexts(added) {
+			l := sp.grams[g]
+			if l == nil {
+				l = &ordlist.List{}
+				sp.grams[g] = l
+			}
+			if _, in := sp.find(l, e); !in {
+				sp.insert(l, e)
+			}
+		}
+		return
+	}
+	oldGrams, newGrams := m.gramsOf(prev), m.gramsOf(t)
+	m.unlist(sp, e, nil, oldGrams, nil, newGrams)
+	m.list(sp, e, nil, newGrams, nil, oldGrams, false)
 }
 
 // list adds e to the lists of terms and grams it is not in yet (those not
@@ -343,9 +419,8 @@ func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool,
 			if !p.passes(sp, o, in) {
 				return true
 			}
-			e := sp.entries[o]
-			t := &ticketsv1.Ticket{}
-			if err = proto.Unmarshal(e.state, t); err != nil {
+			var t *ticketsv1.Ticket
+			if t, err = m.ticket(sp.entries[o]); err != nil {
 				return false
 			}
 			if !q.Filter.Matches(t) || (q.Keep != nil && !q.Keep(t)) {

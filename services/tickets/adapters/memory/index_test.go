@@ -17,6 +17,11 @@ func TestIndexConforms(t *testing.T) {
 	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return NewIndex() })
 }
 
+// An index without search lists answers searches by testing each ticket.
+func TestIndexWithoutSearchConforms(t *testing.T) {
+	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return NewIndex(WithoutSearch()) })
+}
+
 // A loading index given the suite's tickets (new ones, changes, stale
 // redeliveries, deletions) lists them at Loaded exactly as an index that
 // listed each at once, and goes on live after.

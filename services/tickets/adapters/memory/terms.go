@@ -110,16 +110,52 @@ func (m *Index) termsOf(t *ticketsv1.Ticket) []string {
 // compares them (app.SearchText), sorted, each once: a search's matches
 // hold every piece of its text.
 func gramsOf(t *ticketsv1.Ticket) []uint32 {
-	grams := appendGrams(nil, t.Title)
-	grams = appendGrams(grams, t.GetQaComment())
+	texts := []string{t.Title, t.GetQaComment()}
 	for _, c := range t.TicketComments {
-		grams = appendGrams(grams, c.Comment)
+		texts = append(texts, c.Comment)
 	}
 	for _, c := range t.TurnComments {
-		grams = appendGrams(grams, c.Comment)
+		texts = append(texts, c.Comment)
+	}
+	return gramsOfTexts(texts)
+}
+
+// gramsOfTexts are the pieces of texts, sorted, each once.
+func gramsOfTexts(texts []string) []uint32 {
+	var grams []uint32
+	for _, text := range texts {
+		grams = appendGrams(grams, text)
 	}
 	slices.Sort(grams)
 	return slices.Compact(grams)
+}
+
+// addedTexts are the comments t adds to prev, when all that changed of
+// the searchable text is comments added (none, when none changed); false
+// when a text changed otherwise.
+func addedTexts(prev, t *ticketsv1.Ticket) ([]string, bool) {
+	if prev.Title != t.Title || prev.GetQaComment() != t.GetQaComment() ||
+		len(t.TicketComments) < len(prev.TicketComments) || len(t.TurnComments) < len(prev.TurnComments) {
+		return nil, false
+	}
+	var added []string
+	for i, c := range t.TicketComments {
+		if i < len(prev.TicketComments) && prev.TicketComments[i].Comment != c.Comment {
+			return nil, false
+		}
+		if i >= len(prev.TicketComments) {
+			added = append(added, c.Comment)
+		}
+	}
+	for i, c := range t.TurnComments {
+		if i < len(prev.TurnComments) && prev.TurnComments[i].Comment != c.Comment {
+			return nil, false
+		}
+		if i >= len(prev.TurnComments) {
+			added = append(added, c.Comment)
+		}
+	}
+	return added, true
 }
 
 func appendGrams(grams []uint32, text string) []uint32 {
@@ -224,7 +260,7 @@ func (m *Index) plan(sp *space, f app.Filter) (*plan, bool) {
 	}
 	p.byFields = f.AgentID != "" || f.Status != "" || f.Assignee != "" || f.OwnerUserID != "" || f.IssueType != "" ||
 		f.Label != "" || f.MergedInto != "" || len(f.Sources) > 0 || len(f.Priorities) > 0
-	if f.Search != "" {
+	if f.Search != "" && !m.noSearch {
 		text := app.SearchText(f.Search)
 		ok = ok && text != "" // a search of white space matches nothing
 		grams := appendGrams(nil, f.Search)
