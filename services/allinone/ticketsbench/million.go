@@ -48,18 +48,31 @@ func profileStart(metrics, file string) {
 // conversation's p50, and a restart after a crash on the same data. Alone:
 // `go run ./services/allinone/ticketsbench -section million
 // -conversations N [-read-index memory|store]`.
-func runMillion(n, requests int, readIndex string) error {
+//
+// With a data directory (keep), as in (t): the data stays there, and a
+// run on it measures the restart alone.
+func runMillion(n, requests int, readIndex, keep string) error {
 	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-million-")
 	if err != nil {
 		return err
 	}
 	defer cleanup()
 	start := func(profile string) (*platform, error) { return startLarge(bin, data, readIndex, profile) }
+	restartProfile := ""
+	if profileFile != "" {
+		restartProfile = profileFile + ".restart"
+	}
+	if keep != "" {
+		data = keep
+		if newest, err := os.ReadFile(filepath.Join(keep, newestFile)); err == nil {
+			return restartConversations(start, restartProfile, string(newest), 0)
+		}
+	}
 	p, err := start("")
 	if err != nil {
 		return err
 	}
-	defer func() { p.Stop() }()
+	defer p.Stop()
 	agents, err := p.agents(5)
 	if err != nil {
 		return err
@@ -149,19 +162,28 @@ func runMillion(n, requests int, readIndex string) error {
 	// answers with the newest conversation.
 	fmt.Printf("    at the crash: %s\n", snapshotAge(p.NATSURL))
 	p.Kill()
-	restarted := time.Now()
-	restartProfile := ""
-	if profileFile != "" {
-		restartProfile = profileFile + ".restart"
+	if keep != "" {
+		if err := os.WriteFile(filepath.Join(keep, newestFile), []byte(newest), 0o600); err != nil {
+			return err
+		}
 	}
-	if p, err = start(restartProfile); err != nil {
+	return restartConversations(start, restartProfile, newest, peak)
+}
+
+// restartConversations starts the platform on the data of a run stopped
+// by a crash, and measures how long until the first listing answers with
+// the newest conversation.
+func restartConversations(start func(profile string) (*platform, error), profile, newest string, peak int64) error {
+	restarted := time.Now()
+	p, err := start(profile)
+	if err != nil {
 		return err
 	}
+	defer p.Stop()
 	if err := p.waitListed(newest, 10*time.Minute); err != nil {
 		return err
 	}
-	ready := time.Since(restarted)
-	printRestart("first listing answered", ready, peak, p.PeakRSSKiB())
+	printRestart("first listing answered", time.Since(restarted), peak, p.PeakRSSKiB())
 	return nil
 }
 
