@@ -41,6 +41,7 @@ func NewDirectory(log *slog.Logger) *Directory {
 // Follow starts following the agents, identity and platform streams and
 // returns once the directory holds everything stored so far.
 func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
+	platform := newPlatformFeed(ctx, d, nil)
 	feeds := []struct {
 		stream string
 		follow func() (*eventstore.Follower, error)
@@ -56,7 +57,9 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 			if err != nil {
 				return nil, err
 			}
-			return eventstore.FollowAfter(ctx, js, events.PlatformStream, ConversationFeed, after, d.applyPlatform)
+			return eventstore.FollowAfter(ctx, js, events.PlatformStream, ConversationFeed, after, func(rec eventstore.Record) {
+				platform.add(ctx, rec)
+			})
 		}},
 	}
 	for _, f := range feeds {
@@ -70,7 +73,8 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 			return err
 		}
 	}
-	return nil
+	// Every platform record stored is handed over: wait until applied.
+	return platform.drain(ctx)
 }
 
 // platformStart is the PLATFORM record the conversations' index has
@@ -124,16 +128,6 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 		u := ev.GetUser()
 		d.PutMember(u.GetWorkspaceId(), app.Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
 	}
-}
-
-func (d *Directory) applyPlatform(rec eventstore.Record) {
-	ev, ok := parseConversationEvent(rec)
-	if !ok {
-		d.log.Warn("platform event ignored: not a conversation event with well-formed ids", "subject", rec.Subject, "seq", rec.Seq)
-		return
-	}
-	ev.openSealed(context.Background(), d.Keys)
-	_ = d.Conversations.Record(context.Background(), rec.Seq, ev.summaryEvent())
 }
 
 // Conversation returns what is known of a conversation in a workspace.
