@@ -15,8 +15,8 @@ import (
 type platformFeed struct {
 	d     *Directory
 	apply func(context.Context, *pendingRecord) // each record, in order
-	work  chan *pendingRecord // to the readers
-	order chan *pendingRecord // to the applier, in the records' order
+	work  chan *pendingRecord                   // to the readers
+	order chan *pendingRecord                   // to the applier, in the records' order
 
 	mu        sync.Mutex
 	progress  *sync.Cond
