@@ -52,23 +52,15 @@ func profileStart(metrics, file string) {
 // With a data directory (keep), as in (t): the data stays there, and a
 // run on it measures the restart alone.
 func runMillion(n, requests int, readIndex, keep string) error {
-	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-million-")
+	run, cleanup, err := newLargeRun("voiceai-ticketsbench-million-", readIndex, keep)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	start := func(profile string) (*platform, error) { return startLarge(bin, data, readIndex, profile) }
-	restartProfile := ""
-	if profileFile != "" {
-		restartProfile = profileFile + ".restart"
+	if run.kept != "" {
+		return restartConversations(run.start, run.restartProfile, run.kept, 0)
 	}
-	if keep != "" {
-		data = keep
-		if newest, err := os.ReadFile(filepath.Join(keep, newestFile)); err == nil {
-			return restartConversations(start, restartProfile, string(newest), 0)
-		}
-	}
-	p, err := start("")
+	p, err := run.start("")
 	if err != nil {
 		return err
 	}
@@ -133,7 +125,7 @@ func runMillion(n, requests int, readIndex, keep string) error {
 			fmt.Fprintln(os.Stderr, "heap profile:", err)
 		}
 	}
-	if err := printDisk(data, n, "conversation"); err != nil {
+	if err := printDisk(run.data, n, "conversation"); err != nil {
 		return err
 	}
 	peak := p.PeakRSSKiB()
@@ -162,12 +154,10 @@ func runMillion(n, requests int, readIndex, keep string) error {
 	// answers with the newest conversation.
 	fmt.Printf("    at the crash: %s\n", snapshotAge(p.NATSURL))
 	p.Kill()
-	if keep != "" {
-		if err := os.WriteFile(filepath.Join(keep, newestFile), []byte(newest), 0o600); err != nil {
-			return err
-		}
+	if err := run.crashed(newest); err != nil {
+		return err
 	}
-	return restartConversations(start, restartProfile, newest, peak)
+	return restartConversations(run.start, run.restartProfile, newest, peak)
 }
 
 // restartConversations starts the platform on the data of a run stopped

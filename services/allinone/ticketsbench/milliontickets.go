@@ -86,23 +86,15 @@ func millionTicket(i int) string {
 // section measures the restart alone (with -profile, its profile): the
 // way to work on a restart without an ingest each time.
 func runMillionTickets(n, requests int, keep string) error {
-	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-million-tickets-")
+	run, cleanup, err := newLargeRun("voiceai-ticketsbench-million-tickets-", "memory", keep)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	start := func(profile string) (*platform, error) { return startLarge(bin, data, "memory", profile) }
-	restartProfile := ""
-	if profileFile != "" {
-		restartProfile = profileFile + ".restart"
+	if run.kept != "" {
+		return restartTickets(run.start, run.restartProfile, run.kept, 0, requests)
 	}
-	if keep != "" {
-		data = keep
-		if newest, err := os.ReadFile(filepath.Join(keep, newestFile)); err == nil {
-			return restartTickets(start, restartProfile, string(newest), 0, requests)
-		}
-	}
-	p, err := start("")
+	p, err := run.start("")
 	if err != nil {
 		return err
 	}
@@ -159,7 +151,7 @@ func runMillionTickets(n, requests int, keep string) error {
 	}
 	fmt.Printf("    ingest: about %d writes in %s = %.0f/s (%.0f tickets/s) vs raw optimistic appends %.0f/s = %.3f; the store's copy caught up %s after the first\n",
 		writes.Load(), took.Round(time.Second), rate, float64(n)/took.Seconds(), raw, rate/raw, time.Since(began).Round(time.Second))
-	if err := printDisk(data, n, "ticket"); err != nil {
+	if err := printDisk(run.data, n, "ticket"); err != nil {
 		return err
 	}
 	peak := p.PeakRSSKiB()
@@ -174,12 +166,10 @@ func runMillionTickets(n, requests int, keep string) error {
 		return fmt.Errorf("the newest ticket: %v", err)
 	}
 	p.Kill()
-	if keep != "" {
-		if err := os.WriteFile(filepath.Join(keep, newestFile), []byte(newest.Tickets[0].ID), 0o600); err != nil {
-			return err
-		}
+	if err := run.crashed(newest.Tickets[0].ID); err != nil {
+		return err
 	}
-	return restartTickets(start, restartProfile, newest.Tickets[0].ID, peak, 0)
+	return restartTickets(run.start, run.restartProfile, newest.Tickets[0].ID, peak, 0)
 }
 
 // ticketReads measures the listing's p50 under each filter and search,
@@ -308,6 +298,44 @@ func buildPlatform(prefix string) (bin, data string, cleanup func(), err error) 
 		return "", "", nil, err
 	}
 	return bins["allinone"], filepath.Join(dir, "data"), cleanup, nil
+}
+
+// largeRun is what a million section starts its platform with: the
+// binary, built once; the data, in a temporary directory or in keep
+// (-data); a restart's CPU profile when -profile is set. kept is the
+// newest record of a finished run found in keep: the restart alone is to
+// be measured.
+type largeRun struct {
+	start                            func(profile string) (*platform, error)
+	data, keep, kept, restartProfile string
+}
+
+func newLargeRun(prefix, readIndex, keep string) (run largeRun, cleanup func(), err error) {
+	bin, data, cleanup, err := buildPlatform(prefix)
+	if err != nil {
+		return run, nil, err
+	}
+	if keep != "" {
+		data = keep
+		if newest, err := os.ReadFile(filepath.Join(keep, newestFile)); err == nil {
+			run.kept = string(newest)
+		}
+	}
+	run.data, run.keep = data, keep
+	run.start = func(profile string) (*platform, error) { return startLarge(bin, data, readIndex, profile) }
+	if profileFile != "" {
+		run.restartProfile = profileFile + ".restart"
+	}
+	return run, cleanup, nil
+}
+
+// crashed notes, in a kept data directory, the newest record of the run
+// just killed.
+func (r largeRun) crashed(newest string) error {
+	if r.keep == "" {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(r.keep, newestFile), []byte(newest), 0o600)
 }
 
 // startLarge starts the platform for a million-record section: its read
