@@ -3,6 +3,7 @@ package memory
 import (
 	"cmp"
 	"context"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -160,18 +161,76 @@ func (m *Index) Loaded() error {
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	for _, e := range staged {
-		e.staged = false
-		if e.state == nil {
-			continue
+	return m.listStaged(staged)
+}
+
+// prepared is a staged entry read for listing: its workspace, terms and
+// search pieces.
+type prepared struct {
+	e         *entry
+	workspace string
+	terms     []string
+	grams     []uint32
+	err       error
+}
+
+// loadWindow is how many staged entries are read at once.
+const loadWindow = 4096
+
+// listStaged lists staged entries, in their order: each window of them
+// is read (decoded, its terms and pieces found) on every core while the
+// window before is listed, which only appends.
+func (m *Index) listStaged(staged []*entry) error {
+	windows := make(chan []prepared, 1)
+	go func() {
+		defer close(windows)
+		workers := runtime.GOMAXPROCS(0)
+		sets := make([]gramSet, workers)
+		for start := 0; start < len(staged); start += loadWindow {
+			part := staged[start:min(start+loadWindow, len(staged))]
+			out := make([]prepared, len(part))
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Go(func() {
+					for i := w; i < len(part); i += workers {
+						out[i] = m.prepare(part[i], &sets[w])
+					}
+				})
+			}
+			wg.Wait()
+			windows <- out
 		}
-		t := &ticketsv1.Ticket{}
-		if err := proto.Unmarshal(e.state, t); err != nil {
-			return err
+	}()
+	var err error
+	for out := range windows {
+		for _, p := range out {
+			p.e.staged = false
+			switch {
+			case err != nil || p.e.state == nil:
+			case p.err != nil:
+				err = p.err
+			default:
+				m.listNew(m.space(p.workspace), p.e, p.terms, p.grams)
+			}
 		}
-		m.add(e, t)
 	}
-	return nil
+	return err
+}
+
+// prepare reads a staged entry (on any goroutine: it changes nothing).
+func (m *Index) prepare(e *entry, set *gramSet) prepared {
+	if e.state == nil {
+		return prepared{e: e}
+	}
+	t := &ticketsv1.Ticket{}
+	if err := proto.Unmarshal(e.state, t); err != nil {
+		return prepared{e: e, err: err}
+	}
+	p := prepared{e: e, workspace: t.WorkspaceId, terms: m.termsOf(t)}
+	if !m.noSearch {
+		p.grams = set.distinct(searchTexts(t))
+	}
+	return p
 }
 
 // Put records t as of seq; older or equal sequences are ignored.
@@ -232,8 +291,12 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 
 // add lists e, a ticket new to its workspace's lists, as t.
 func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
-	sp := m.space(t.WorkspaceId)
 	e.created, e.fields = t.CreatedAtUnixMs, m.fieldsOf(t)
+	m.listNew(m.space(t.WorkspaceId), e, m.termsOf(t), m.gramsOf(t))
+}
+
+// listNew gives e its ordinal in sp and lists it under terms and grams.
+func (m *Index) listNew(sp *space, e *entry, terms []string, grams []uint32) {
 	e.ord = uint32(len(sp.entries))
 	sp.entries, sp.created = append(sp.entries, e), append(sp.created, e.created)
 	if e.ord%64 == 0 {
@@ -243,7 +306,7 @@ func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
 		sp.records[e.ord/64] |= 1 << (e.ord % 64)
 		sp.newest = e.ord
 	}
-	m.list(sp, e, m.termsOf(t), m.gramsOf(t), nil, nil, true)
+	m.list(sp, e, terms, grams, nil, nil, true)
 }
 
 func (m *Index) space(id string) *space {

@@ -104,3 +104,26 @@ func BenchmarkIndexPage(b *testing.B) {
 		})
 	}
 }
+
+// A restart's replay: tickets put in the order of their last change (a
+// random one here), then listed at once (go test -bench IndexLoad).
+func BenchmarkIndexLoad(b *testing.B) {
+	const n = 200_000
+	tickets := make([]*ticketsv1.Ticket, n)
+	for i := range tickets {
+		tickets[i] = benchTicket(i)
+	}
+	order := rand.New(rand.NewPCG(1, 2)).Perm(n)
+	for b.Loop() {
+		m := NewLoadingIndex()
+		for seq, i := range order {
+			if err := m.Put(context.Background(), uint64(seq+1), tickets[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if err := m.Loaded(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/ticket")
+}

@@ -109,7 +109,10 @@ func (m *Index) termsOf(t *ticketsv1.Ticket) []string {
 // gramsOf are the three-byte pieces of t's searchable texts as a search
 // compares them (app.SearchText), sorted, each once: a search's matches
 // hold every piece of its text.
-func gramsOf(t *ticketsv1.Ticket) []uint32 {
+func gramsOf(t *ticketsv1.Ticket) []uint32 { return gramsOfTexts(searchTexts(t)) }
+
+// searchTexts are the texts a search reads.
+func searchTexts(t *ticketsv1.Ticket) []string {
 	texts := []string{t.Title, t.GetQaComment()}
 	for _, c := range t.TicketComments {
 		texts = append(texts, c.Comment)
@@ -117,7 +120,31 @@ func gramsOf(t *ticketsv1.Ticket) []uint32 {
 	for _, c := range t.TurnComments {
 		texts = append(texts, c.Comment)
 	}
-	return gramsOfTexts(texts)
+	return texts
+}
+
+// gramSet finds the distinct pieces of texts without sorting them: a
+// bit per possible piece (2 MiB, made at first use), cleared after each
+// call. For a replay's listing, which needs them each once, in no order.
+type gramSet struct{ bits []uint64 }
+
+func (s *gramSet) distinct(texts []string) []uint32 {
+	if s.bits == nil {
+		s.bits = make([]uint64, 1<<24/64)
+	}
+	var grams []uint32
+	for _, text := range texts {
+		for _, g := range appendGrams(nil, text) {
+			if w, bit := g/64, uint64(1)<<(g%64); s.bits[w]&bit == 0 {
+				s.bits[w] |= bit
+				grams = append(grams, g)
+			}
+		}
+	}
+	for _, g := range grams {
+		s.bits[g/64] = 0
+	}
+	return grams
 }
 
 // gramsOfTexts are the pieces of texts, sorted, each once.
