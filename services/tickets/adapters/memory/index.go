@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"runtime"
@@ -81,6 +82,7 @@ type entry struct {
 type space struct {
 	entries []*entry // by ordinal
 	created []int64  // by ordinal, the entry's: what most comparisons read, in one dense block
+	ids     []byte   // by ordinal, the entry's id in idStride bytes: what breaks ties of created
 	// records marks, by ordinal, the entries that stood after every entry
 	// before them when they came (all of a replay's, most live ones): two
 	// of them compare by ordinal alone, no entry read (see less).
@@ -299,6 +301,9 @@ func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
 func (m *Index) listNew(sp *space, e *entry, terms []string, grams []uint32) {
 	e.ord = uint32(len(sp.entries))
 	sp.entries, sp.created = append(sp.entries, e), append(sp.created, e.created)
+	var id [idStride]byte
+	copy(id[:], e.id)
+	sp.ids = append(sp.ids, id[:]...)
 	if e.ord%64 == 0 {
 		sp.records = append(sp.records, 0)
 	}
@@ -414,6 +419,20 @@ func (sp *space) less(a, b uint32) bool {
 	}
 	if ca, cb := sp.created[a], sp.created[b]; ca != cb {
 		return ca < cb
+	}
+	return sp.idLess(a, b)
+}
+
+// idStride is how many bytes of an id sp.ids keeps (a ticket id takes 30).
+const idStride = 32
+
+// idLess compares the ids of two ordinals in the dense copy, zero-padded
+// (which orders a prefix first, as strings compare); ids that fill it
+// whole and agree in it are read from their entries.
+func (sp *space) idLess(a, b uint32) bool {
+	x, y := sp.ids[a*idStride:(a+1)*idStride], sp.ids[b*idStride:(b+1)*idStride]
+	if c := bytes.Compare(x, y); c != 0 || x[idStride-1] == 0 {
+		return c < 0
 	}
 	return sp.entries[a].id < sp.entries[b].id
 }

@@ -52,3 +52,21 @@ func (l *loadedOnFirstRead) ActiveTicket(ctx context.Context, workspaceID, agent
 	l.loaded()
 	return l.Index.ActiveTicket(ctx, workspaceID, agentID, conversationID)
 }
+
+// The dense copy of ids orders them as strings do: prefixes first, and
+// ids longer than it by their entries.
+func TestDenseIDsOrderAsStrings(t *testing.T) {
+	ids := []string{"", "a", "ab", "tkt_01", "tkt_01m8jqgc17mph3bqs6gz6fzr4d", "tkt_01m8jqgc17mph3bqs6gz6fzr4e",
+		"tkt_01m8jqgc17mph3bqs6gz6fzr4d_and_more", "tkt_01m8jqgc17mph3bqs6gz6fzr4d_and_less", "tkt_01m8jqgc17mph3bqs6gz6fz"}
+	m, sp := NewIndex(), &space{}
+	for _, id := range ids {
+		m.listNew(sp, &entry{id: id}, nil, nil)
+	}
+	for a := range ids {
+		for b := range ids {
+			if got, want := sp.idLess(uint32(a), uint32(b)), ids[a] < ids[b]; got != want {
+				t.Errorf("idLess(%q, %q) = %v, want %v", ids[a], ids[b], got, want)
+			}
+		}
+	}
+}
