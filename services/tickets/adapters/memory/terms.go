@@ -161,25 +161,28 @@ func gramsOfTexts(texts []string) []uint32 {
 // the searchable text is comments added (none, when none changed); false
 // when a text changed otherwise.
 func addedTexts(prev, t *ticketsv1.Ticket) ([]string, bool) {
-	if prev.Title != t.Title || prev.GetQaComment() != t.GetQaComment() ||
-		len(t.TicketComments) < len(prev.TicketComments) || len(t.TurnComments) < len(prev.TurnComments) {
+	if prev.Title != t.Title || prev.GetQaComment() != t.GetQaComment() {
 		return nil, false
 	}
-	var added []string
-	for i, c := range t.TicketComments {
-		if i < len(prev.TicketComments) && prev.TicketComments[i].Comment != c.Comment {
-			return nil, false
-		}
-		if i >= len(prev.TicketComments) {
-			added = append(added, c.Comment)
-		}
+	comments, ok := appendedComments(nil, prev.TicketComments, t.TicketComments)
+	if !ok {
+		return nil, false
 	}
-	for i, c := range t.TurnComments {
-		if i < len(prev.TurnComments) && prev.TurnComments[i].Comment != c.Comment {
+	return appendedComments(comments, prev.TurnComments, t.TurnComments)
+}
+
+// appendedComments appends to added the comments of next past those of
+// prev, when next begins with prev's; false when it does not.
+func appendedComments[C interface{ GetComment() string }](added []string, prev, next []C) ([]string, bool) {
+	if len(next) < len(prev) {
+		return nil, false
+	}
+	for i, c := range next {
+		switch {
+		case i >= len(prev):
+			added = append(added, c.GetComment())
+		case prev[i].GetComment() != c.GetComment():
 			return nil, false
-		}
-		if i >= len(prev.TurnComments) {
-			added = append(added, c.Comment)
 		}
 	}
 	return added, true
