@@ -224,6 +224,20 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 		info, err := jobs.Info(h.ctx, jetstream.WithSubjectFilter(subject))
 		return err == nil && info.State.Subjects[subject] == 0
 	})
+	// Every attempt record stored (the fan-out stores a not-sent one
+	// before it acknowledges its event) has reached the API's log.
+	attemptSubject, err := events.WebhookAttemptSubject(ws, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts, err := js.Stream(h.ctx, events.WebhookAttemptsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 15*time.Second, "every attempt record of "+id+" in the API's log", func() bool {
+		info, err := attempts.Info(h.ctx, jetstream.WithSubjectFilter(attemptSubject))
+		return err == nil && len(recent(h.svc.App.Attempts, id, memory.RecentAttempts)) >= min(int(info.State.Subjects[attemptSubject]), memory.RecentAttempts)
+	})
 	testkit.Eventually(t, 15*time.Second, "the final attempt of every event of "+id+" recorded", func() bool {
 		final := map[string]bool{}
 		for _, a := range recent(h.svc.App.Attempts, id, memory.RecentAttempts) {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -43,6 +44,13 @@ func (l StreamAttemptLog) Record(ctx context.Context, a *webhooksv1.DeliveryAtte
 	return AttemptPublisher{JS: l.JS}.Record(ctx, a)
 }
 
+// RecordDurable adds a to the log and publishes it, waiting for the
+// stream's answer.
+func (l StreamAttemptLog) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	l.Add(a)
+	return AttemptPublisher{JS: l.JS}.RecordDurable(ctx, a)
+}
+
 // AttemptPublisher is app.AttemptRecorder on the WEBHOOK_ATTEMPTS stream
 // alone: a dispatcher records its attempts there for every process that
 // follows the stream (the API's delivery log, the auto-disable rule, the
@@ -52,16 +60,32 @@ type AttemptPublisher struct{ JS jetstream.JetStream }
 // Record publishes a, deduplicated by its attempt id, without waiting for
 // the stream's answer.
 func (p AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
-	subject, err := events.WebhookAttemptSubject(a.GetWorkspaceId(), a.GetWebhookId())
-	if err != nil {
-		return err
-	}
-	msg, err := protoMsg(subject, a, a.GetWorkspaceId(), a.GetEventId())
+	msg, err := attemptMsg(a)
 	if err != nil {
 		return err
 	}
 	_, err = p.JS.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
 	return err
+}
+
+// RecordDurable publishes a, deduplicated by its attempt id, and waits
+// for the stream to store it.
+func (p AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	msg, err := attemptMsg(a)
+	if err != nil {
+		return err
+	}
+	_, err = p.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(a.GetAttemptId()))
+	return err
+}
+
+// attemptMsg is a as a WEBHOOK_ATTEMPTS record.
+func attemptMsg(a *webhooksv1.DeliveryAttempt) (*nats.Msg, error) {
+	subject, err := events.WebhookAttemptSubject(a.GetWorkspaceId(), a.GetWebhookId())
+	if err != nil {
+		return nil, err
+	}
+	return protoMsg(subject, a, a.GetWorkspaceId(), a.GetEventId())
 }
 
 // attemptDoc is one attempt in the Mongo delivery log.

@@ -115,7 +115,7 @@ func (d *Dispatch) Fanout(ctx context.Context, e FanoutEvent) Handled {
 	}
 	for _, w := range missed {
 		att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
-		if err := d.Attempts.Record(ctx, att); err != nil {
+		if err := d.Attempts.RecordDurable(ctx, att); err != nil {
 			d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
 			return retryAfter(fanoutRetry)
 		}

@@ -401,6 +401,14 @@ func (r recordAndObserve) Record(ctx context.Context, a *webhooksv1.DeliveryAtte
 	return err
 }
 
+func (r recordAndObserve) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	if err := r.AttemptRecorder.RecordDurable(ctx, a); err != nil {
+		return err
+	}
+	_, err := r.ad.Observe(ctx, a)
+	return err
+}
+
 // Deliveries that keep failing for good disable the webhook; what comes
 // after is logged as not sent rather than queued.
 func TestFailingDeliveriesAutoDisableTheWebhook(t *testing.T) {

@@ -50,9 +50,15 @@ type Subscriptions interface {
 // AttemptRecorder records delivery attempts, as the dispatcher does.
 type AttemptRecorder interface {
 	// Record adds an attempt (the same attempt id twice is kept once)
-	// and makes it durable; it is readable here when Record returns,
-	// even if it fails to be made durable (the error says so).
+	// and makes it durable without waiting for that: it is readable here
+	// when Record returns, and a record lost on the way loses a line of
+	// the log, never a delivery.
 	Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error
+	// RecordDurable is Record returning once the attempt is durable (or
+	// with the error that it is not): for a record that is the only trace
+	// of work left undone, an event logged as not sent that recover
+	// replays.
+	RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error
 }
 
 // AttemptLog is the delivery log of every webhook: its recent attempts

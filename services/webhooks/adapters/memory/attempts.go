@@ -105,6 +105,11 @@ func (l *AttemptLog) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) er
 	return nil
 }
 
+// RecordDurable is Record: memory is all the durability this log has.
+func (l *AttemptLog) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	return l.Record(ctx, a)
+}
+
 // keepBodies drops the request bodies of the oldest attempts beyond
 // BodyBudget (the attempts stay).
 func (h *hookLog) keepBodies() {

@@ -120,6 +120,22 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("what was recorded durably is there for a reopen at once", func(t *testing.T) {
+		l, reopen := open(t)
+		a := attempt("whk_1", 1, false)
+		for range 2 {
+			if err := l.RecordDurable(context.Background(), a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, _ := l.Recent("whk_1", domain.LogFilter{}, 10); !slices.Equal(ids(got), []string{"evt_1"}) {
+			t.Fatalf("recorded twice: %v", ids(got))
+		}
+		if got, _ := reopen().Recent("whk_1", domain.LogFilter{}, 10); !slices.Equal(ids(got), []string{"evt_1"}) {
+			t.Fatalf("the reopened log holds %v, want [evt_1]", ids(got))
+		}
+	})
+
 	t.Run("what was recorded survives a reopen", func(t *testing.T) {
 		l, reopen := open(t)
 		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, false))
