@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"runtime"
@@ -81,16 +80,13 @@ type entry struct {
 // space is one workspace's tickets and lists.
 type space struct {
 	entries []*entry // by ordinal
-	created []int64  // by ordinal, the entry's: what most comparisons read, in one dense block
-	ids     []byte   // by ordinal, the entry's id in idStride bytes: what breaks ties of created
-	// records marks, by ordinal, the entries that stood after every entry
-	// before them when they came (all of a replay's, most live ones): two
-	// of them compare by ordinal alone, no entry read (see less).
-	records []uint64
-	newest  uint32                   // the ordinal standing last of all so far
-	all     ordlist.List             // every live ticket
-	terms   map[string]*ordlist.List // filter term (terms.go) → its tickets
-	grams   map[uint32]*ordlist.List // three bytes of search text → its tickets
+	created []int64  // by ordinal, the entry's: what a search by position reads, in one dense block
+	// labels number, by ordinal, the listed entries in the listing's order
+	// (labels.go): two compare by one read, however they came.
+	labels []uint64
+	all    ordlist.List             // every live ticket
+	terms  map[string]*ordlist.List // filter term (terms.go) → its tickets
+	grams  map[uint32]*ordlist.List // three bytes of search text → its tickets
 }
 
 // NewIndex returns an empty index.
@@ -300,17 +296,7 @@ func (m *Index) add(e *entry, t *ticketsv1.Ticket) {
 // listNew gives e its ordinal in sp and lists it under terms and grams.
 func (m *Index) listNew(sp *space, e *entry, terms []string, grams []uint32) {
 	e.ord = uint32(len(sp.entries))
-	sp.entries, sp.created = append(sp.entries, e), append(sp.created, e.created)
-	var id [idStride]byte
-	copy(id[:], e.id)
-	sp.ids = append(sp.ids, id[:]...)
-	if e.ord%64 == 0 {
-		sp.records = append(sp.records, 0)
-	}
-	if e.ord == 0 || sp.before(sp.newest, e.created, e.id) {
-		sp.records[e.ord/64] |= 1 << (e.ord % 64)
-		sp.newest = e.ord
-	}
+	sp.entries, sp.created, sp.labels = append(sp.entries, e), append(sp.created, e.created), append(sp.labels, 0)
 	m.list(sp, e, terms, grams, nil, nil, true)
 }
 
@@ -357,7 +343,7 @@ func (m *Index) change(sp *space, e *entry, prev, t *ticketsv1.Ticket) {
 // in hadTerms, hadGrams), and to the list of all when new.
 func (m *Index) list(sp *space, e *entry, terms []string, grams []uint32, hadTerms []string, hadGrams []uint32, isNew bool) {
 	if isNew {
-		sp.insert(&sp.all, e)
+		sp.place(e)
 	}
 	for _, term := range terms {
 		if !slices.Contains(hadTerms, term) {
@@ -409,32 +395,12 @@ func (sp *space) before(o uint32, created int64, id string) bool {
 	return sp.entries[o].id < id
 }
 
-func (sp *space) isRecord(o uint32) bool { return sp.records[o/64]&(1<<(o%64)) != 0 }
-
-// less reports whether ordinal a stands before ordinal b in the lists'
-// order: mostly a read of the dense creation times.
+// less reports whether listed ordinal a stands before listed ordinal b in
+// the lists' order. (A shortcut for entries known to have come in order,
+// comparing ordinals, cost a live index a third more than this one read:
+// the branch mispredicted wherever the two kinds mix.)
 func (sp *space) less(a, b uint32) bool {
-	if sp.isRecord(a) && sp.isRecord(b) {
-		return a < b // each stood after all before it: ordinals are in order
-	}
-	if ca, cb := sp.created[a], sp.created[b]; ca != cb {
-		return ca < cb
-	}
-	return sp.idLess(a, b)
-}
-
-// idStride is how many bytes of an id sp.ids keeps (a ticket id takes 30).
-const idStride = 32
-
-// idLess compares the ids of two ordinals in the dense copy, zero-padded
-// (which orders a prefix first, as strings compare); ids that fill it
-// whole and agree in it are read from their entries.
-func (sp *space) idLess(a, b uint32) bool {
-	x, y := sp.ids[a*idStride:(a+1)*idStride], sp.ids[b*idStride:(b+1)*idStride]
-	if c := bytes.Compare(x, y); c != 0 || x[idStride-1] == 0 {
-		return c < 0
-	}
-	return sp.entries[a].id < sp.entries[b].id
+	return sp.labels[a] < sp.labels[b]
 }
 
 // insert puts e in l at its place.

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -78,9 +79,47 @@ func BenchmarkIndexMemory(b *testing.B) {
 	}
 }
 
-// A page of 100 under the listings the million-ticket bench measures.
+// benchTickets is the size of BenchmarkIndexPage's workspaces
+// (-index-tickets 1000000 for the million-ticket bench's).
+var benchTickets = flag.Int("index-tickets", 100_000, "tickets in BenchmarkIndexPage's workspaces")
+
+// benchLiveIndex is benchIndex as a live platform writes it: tickets
+// created three to a millisecond by concurrent clients, each put up to
+// 16 places away from its listing order.
+func benchLiveIndex(b *testing.B, n int) *Index {
+	b.Helper()
+	r := rand.New(rand.NewPCG(3, 4))
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	for i := range order {
+		j := min(n-1, i+r.IntN(16))
+		order[i], order[j] = order[j], order[i]
+	}
+	m := NewIndex()
+	for seq, i := range order {
+		t := benchTicket(i)
+		t.CreatedAtUnixMs = 1_700_000_000_000 + int64(i)/3
+		if err := m.Put(context.Background(), uint64(seq+1), t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return m
+}
+
+// A page of 100 under the listings the million-ticket bench measures, on
+// an index written in order (a replay's) and on one written live.
 func BenchmarkIndexPage(b *testing.B) {
-	m := benchIndex(b, 100_000)
+	for _, idx := range []struct {
+		name  string
+		build func(*testing.B, int) *Index
+	}{{"replayed", benchIndex}, {"live", benchLiveIndex}} {
+		b.Run(idx.name, func(b *testing.B) { benchPages(b, idx.build(b, *benchTickets)) })
+	}
+}
+
+func benchPages(b *testing.B, m *Index) {
 	for _, c := range []struct {
 		name string
 		q    app.Query
@@ -126,4 +165,29 @@ func BenchmarkIndexLoad(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/ticket")
+}
+
+// Writes as a live platform makes them (benchLiveIndex), and as a QA
+// worker does, each ticket at its run's time, anywhere among the others
+// (go test -bench IndexPut).
+func BenchmarkIndexPut(b *testing.B) {
+	const n = 100_000
+	b.Run("live", func(b *testing.B) {
+		for b.Loop() {
+			benchLiveIndex(b, n)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/ticket")
+	})
+	b.Run("anywhere", func(b *testing.B) {
+		order := rand.New(rand.NewPCG(5, 6)).Perm(n)
+		for b.Loop() {
+			m := NewIndex(WithoutSearch())
+			for seq, i := range order {
+				if err := m.Put(context.Background(), uint64(seq+1), benchTicket(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/ticket")
+	})
 }

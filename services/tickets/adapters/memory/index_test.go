@@ -2,6 +2,8 @@ package memory
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 
@@ -53,20 +55,42 @@ func (l *loadedOnFirstRead) ActiveTicket(ctx context.Context, workspaceID, agent
 	return l.Index.ActiveTicket(ctx, workspaceID, agentID, conversationID)
 }
 
-// The dense copy of ids orders them as strings do: prefixes first, and
-// ids longer than it by their entries.
-func TestDenseIDsOrderAsStrings(t *testing.T) {
-	ids := []string{"", "a", "ab", "tkt_01", "tkt_01m8jqgc17mph3bqs6gz6fzr4d", "tkt_01m8jqgc17mph3bqs6gz6fzr4e",
-		"tkt_01m8jqgc17mph3bqs6gz6fzr4d_and_more", "tkt_01m8jqgc17mph3bqs6gz6fzr4d_and_less", "tkt_01m8jqgc17mph3bqs6gz6fz"}
-	m, sp := NewIndex(), &space{}
-	for _, id := range ids {
-		m.listNew(sp, &entry{id: id}, nil, nil)
-	}
-	for a := range ids {
-		for b := range ids {
-			if got, want := sp.idLess(uint32(a), uint32(b)), ids[a] < ids[b]; got != want {
-				t.Errorf("idLess(%q, %q) = %v, want %v", ids[a], ids[b], got, want)
+// Labels keep the listing's order however entries come: in order, in
+// random order, each just after the same one (which exhausts the room
+// between two and spreads windows out), and each first of all.
+func TestLabelsKeepTheListingsOrder(t *testing.T) {
+	const n = 3000
+	for _, c := range []struct {
+		name    string
+		created func(i int) int64
+	}{
+		{"in order", func(i int) int64 { return int64(i) }},
+		{"at random", func(i int) int64 { return rand.New(rand.NewPCG(uint64(i), 5)).Int64N(1000) }},
+		{"each after the same one", func(i int) int64 { return 1 + int64(n-i) }}, // 0 stays before all
+		{"each first", func(i int) int64 { return int64(n - i) }},
+		{"each at the start of the second half", func(i int) int64 { return map[bool]int64{true: int64(n + i), false: int64(2*n - i)}[i < n/2] }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, sp := NewIndex(), &space{}
+			if c.name == "each after the same one" {
+				m.listNew(sp, &entry{id: "tkt_first", created: 0}, nil, nil)
 			}
-		}
+			for i := range n {
+				m.listNew(sp, &entry{id: fmt.Sprintf("tkt_%05d", i), created: c.created(i)}, nil, nil)
+				if i%97 != 0 && i != n-1 {
+					continue
+				}
+				ords := sp.all.AppendTo(nil)
+				for j := 1; j < len(ords); j++ {
+					a, b := sp.entries[ords[j-1]], sp.entries[ords[j]]
+					if a.created > b.created || a.created == b.created && a.id >= b.id {
+						t.Fatalf("after %d entries, the list holds %s@%d before %s@%d", i+1, a.id, a.created, b.id, b.created)
+					}
+					if sp.labels[ords[j-1]] >= sp.labels[ords[j]] || !sp.less(ords[j-1], ords[j]) || sp.less(ords[j], ords[j-1]) {
+						t.Fatalf("after %d entries, %s (label %d) does not stand before %s (label %d)", i+1, a.id, sp.labels[ords[j-1]], b.id, sp.labels[ords[j]])
+					}
+				}
+			}
+		})
 	}
 }
