@@ -86,7 +86,7 @@ func main() {
 	conversations := flag.Int("conversations", 100_000, "the conversations of (h), or of (m)")
 	section := flag.String("section", "", "run one section only: conversations (h), or million (m) or million-tickets (t), which are not in the default run")
 	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
-	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file")
+	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file, and what it allocates meanwhile to this file.allocs")
 	keep := flag.String("data", "", "(m), (t): the platform's data directory, kept after the run; when it holds a finished run's data, only the restart is measured")
 	flag.Parse()
 	var err error
@@ -318,6 +318,11 @@ func (p *platform) createThroughGateway(n int) (float64, error) {
 		go func() {
 			if err := p.Profile(5*time.Second, profileFile); err != nil {
 				fmt.Fprintln(os.Stderr, "profile:", err)
+			}
+		}()
+		go func() {
+			if err := p.AllocProfile(5*time.Second, profileFile+".allocs"); err != nil {
+				fmt.Fprintln(os.Stderr, "allocation profile:", err)
 			}
 		}()
 	}

@@ -107,6 +107,12 @@ func (p *Proc) ProfileWhenUp(d time.Duration, file string) error {
 	return fmt.Errorf("the profiler at %s never answered", p.Metrics)
 }
 
+// AllocProfile writes what the process allocates over the next d to
+// file (where a GC's work comes from).
+func (p *Proc) AllocProfile(d time.Duration, file string) error {
+	return p.pprof(fmt.Sprintf("allocs?seconds=%d", int(d.Seconds())), file)
+}
+
 // HeapProfile writes the process's live heap (after a collection) to file.
 func (p *Proc) HeapProfile(file string) error { return p.pprof("heap?gc=1", file) }
 
