@@ -87,6 +87,7 @@ func main() {
 	section := flag.String("section", "", "run one section only: conversations (h), or million (m) or million-tickets (t), which are not in the default run")
 	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file, and what it allocates meanwhile to this file.allocs")
+	tail := flag.Int("tail", 0, "(m) on a kept run's data (-data): ingest this many conversations more with no snapshot written, then crash and measure the restart")
 	keep := flag.String("data", "", "(m), (t): the platform's data directory, kept after the run; when it holds a finished run's data, only the restart is measured")
 	flag.Parse()
 	var err error
@@ -99,7 +100,7 @@ func main() {
 	case "conversations":
 		err = runConversationFilters(*conversations, *requests)
 	case "million":
-		err = runMillion(*conversations, *requests, *readIndex, *keep)
+		err = runMillion(*conversations, *requests, *readIndex, *keep, *tail)
 	case "million-tickets":
 		err = runMillionTickets(*largest, *requests, *keep)
 	default:

@@ -51,12 +51,23 @@ func profileStart(metrics, file string) {
 //
 // With a data directory (keep), as in (t): the data stays there, and a
 // run on it measures the restart alone.
-func runMillion(n, requests int, readIndex, keep string) error {
+//
+// With tail, on a kept run's data, the restart is measured after tail more
+// conversations ingested with no snapshot written: a crash at the worst
+// moment, long after the last snapshot.
+func runMillion(n, requests int, readIndex, keep string, tail int) error {
 	run, cleanup, err := newLargeRun("voiceai-ticketsbench-million-", readIndex, keep)
 	if err != nil {
 		return err
 	}
 	defer cleanup()
+	if run.kept != "" && tail > 0 {
+		newest, err := ingestTail(run, tail)
+		if err != nil {
+			return err
+		}
+		return restartConversations(run.start, run.restartProfile, newest, 0)
+	}
 	if run.kept != "" {
 		return restartConversations(run.start, run.restartProfile, run.kept, 0)
 	}
@@ -160,10 +171,50 @@ func runMillion(n, requests int, readIndex, keep string) error {
 	return restartConversations(run.start, run.restartProfile, newest, peak)
 }
 
+// ingestTail starts the platform on a kept run's data with snapshots off,
+// ingests tail conversations after the run's newest, and kills it; it
+// returns the newest conversation now.
+func ingestTail(run largeRun, tail int) (string, error) {
+	var from int
+	if _, err := fmt.Sscanf(run.kept, "conv_m%d", &from); err != nil {
+		return "", fmt.Errorf("the kept run's newest record %q is no conversation of (m): %w", run.kept, err)
+	}
+	p, err := run.start("", "VOICEAI_TICKETS_SNAPSHOT_EVERY=0")
+	if err != nil {
+		return "", err
+	}
+	defer p.Stop()
+	agents, err := p.agents(5)
+	if err != nil {
+		return "", err
+	}
+	base := time.Now().Add(-time.Duration(tail) * 5 * time.Millisecond).Add(-time.Hour)
+	took, err := inParallel(tail, func(i int64) error {
+		started, ended := millionEvents(from+int(i), agents, base)
+		for _, body := range []string{started, ended} {
+			if b, code, err := p.api.Do("POST", "/v1/convai/events", body, ""); err != nil || code != http.StatusAccepted {
+				return fmt.Errorf("POST /v1/convai/events: %d %.300s %v", code, b, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	newest := millionID(from + tail)
+	if err := p.waitListed(newest, time.Hour); err != nil {
+		return "", err
+	}
+	fmt.Printf("(m) a tail of %d conversations after the kept run's, snapshots off: ingested in %s\n", tail, took.Round(time.Second))
+	fmt.Printf("    at the crash: %s\n", snapshotAge(p.NATSURL))
+	p.Kill()
+	return newest, run.crashed(newest)
+}
+
 // restartConversations starts the platform on the data of a run stopped
 // by a crash, and measures how long until the first listing answers with
 // the newest conversation.
-func restartConversations(start func(profile string) (*platform, error), profile, newest string, peak int64) error {
+func restartConversations(start func(profile string, env ...string) (*platform, error), profile, newest string, peak int64) error {
 	restarted := time.Now()
 	p, err := start(profile)
 	if err != nil {

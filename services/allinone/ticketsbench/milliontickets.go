@@ -207,7 +207,7 @@ const newestFile = "ticketsbench-newest"
 // crash, and measures how long until the first listing answers with the
 // newest ticket; then, given requests, the reads (a restart measured
 // alone, on a kept run's data).
-func restartTickets(start func(profile string) (*platform, error), profile, newest string, peak int64, requests int) error {
+func restartTickets(start func(profile string, env ...string) (*platform, error), profile, newest string, peak int64, requests int) error {
 	restarted := time.Now()
 	p, err := start(profile)
 	if err != nil {
@@ -306,7 +306,7 @@ func buildPlatform(prefix string) (bin, data string, cleanup func(), err error) 
 // newest record of a finished run found in keep: the restart alone is to
 // be measured.
 type largeRun struct {
-	start                            func(profile string) (*platform, error)
+	start                            func(profile string, env ...string) (*platform, error)
 	data, keep, kept, restartProfile string
 }
 
@@ -322,7 +322,7 @@ func newLargeRun(prefix, readIndex, keep string) (run largeRun, cleanup func(), 
 		}
 	}
 	run.data, run.keep = data, keep
-	run.start = func(profile string) (*platform, error) { return startLarge(bin, data, readIndex, profile) }
+	run.start = func(profile string, env ...string) (*platform, error) { return startLarge(bin, data, readIndex, profile, env...) }
 	if profileFile != "" {
 		run.restartProfile = profileFile + ".restart"
 	}
@@ -341,11 +341,11 @@ func (r largeRun) crashed(newest string) error {
 // startLarge starts the platform for a million-record section: its read
 // index, the memory limit of millionGoMemLimit, a CPU profile of its
 // start to profile when set; and makes (or finds again) the bench's agent.
-func startLarge(bin, data, readIndex, profile string) (*platform, error) {
+func startLarge(bin, data, readIndex, profile string, extra ...string) (*platform, error) {
 	// The Go runtime may hold the heap up to the memory goal before it
 	// collects harder (the all-in-one default, 640 MiB, is for a small
 	// deployment: past it the collector would take the CPU the ingest needs).
-	env := []string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}
+	env := append([]string{"VOICEAI_READ_INDEX=" + readIndex, "GOMEMLIMIT=" + millionGoMemLimit}, extra...)
 	metrics, err := benchproc.FreePort() // the profiler's endpoint, for -profile
 	if err != nil {
 		return nil, err
