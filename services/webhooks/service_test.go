@@ -212,31 +212,36 @@ func (h *harness) settled(t *testing.T, ws, id string) {
 		info, err := fanout.Info(h.ctx)
 		return err == nil && info.AckFloor.Stream >= last
 	})
-	subject, err := events.WebhookDeliverySubject(ws, id)
-	if err != nil {
-		t.Fatal(err)
+	// onSubject counts the messages stream holds on subject (ok false
+	// when the stream cannot say).
+	onSubject := func(stream string, subject func(ws, id string) (string, error)) func() (n int, ok bool) {
+		str, err := js.Stream(h.ctx, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subj, err := subject(ws, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func() (int, bool) {
+			info, err := str.Info(h.ctx, jetstream.WithSubjectFilter(subj))
+			if err != nil {
+				return 0, false
+			}
+			return int(info.State.Subjects[subj]), true
+		}
 	}
-	jobs, err := js.Stream(h.ctx, events.WebhookDeliveriesStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	jobs := onSubject(events.WebhookDeliveriesStream, events.WebhookDeliverySubject)
 	testkit.Eventually(t, 15*time.Second, "every job of "+id+" settled", func() bool {
-		info, err := jobs.Info(h.ctx, jetstream.WithSubjectFilter(subject))
-		return err == nil && info.State.Subjects[subject] == 0
+		n, ok := jobs()
+		return ok && n == 0
 	})
 	// Every attempt record stored (the fan-out stores a not-sent one
 	// before it acknowledges its event) has reached the API's log.
-	attemptSubject, err := events.WebhookAttemptSubject(ws, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	attempts, err := js.Stream(h.ctx, events.WebhookAttemptsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	records := onSubject(events.WebhookAttemptsStream, events.WebhookAttemptSubject)
 	testkit.Eventually(t, 15*time.Second, "every attempt record of "+id+" in the API's log", func() bool {
-		info, err := attempts.Info(h.ctx, jetstream.WithSubjectFilter(attemptSubject))
-		return err == nil && len(recent(h.svc.App.Attempts, id, memory.RecentAttempts)) >= min(int(info.State.Subjects[attemptSubject]), memory.RecentAttempts)
+		n, ok := records()
+		return ok && len(recent(h.svc.App.Attempts, id, memory.RecentAttempts)) >= min(n, memory.RecentAttempts)
 	})
 	testkit.Eventually(t, 15*time.Second, "the final attempt of every event of "+id+" recorded", func() bool {
 		final := map[string]bool{}
