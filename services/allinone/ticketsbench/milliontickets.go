@@ -322,7 +322,9 @@ func newLargeRun(prefix, readIndex, keep string) (run largeRun, cleanup func(), 
 		}
 	}
 	run.data, run.keep = data, keep
-	run.start = func(profile string, env ...string) (*platform, error) { return startLarge(bin, data, readIndex, profile, env...) }
+	run.start = func(profile string, env ...string) (*platform, error) {
+		return startLarge(bin, data, readIndex, profile, env...)
+	}
 	if profileFile != "" {
 		run.restartProfile = profileFile + ".restart"
 	}
