@@ -61,15 +61,14 @@ func runMillion(n, requests int, readIndex, keep string, tail int) error {
 		return err
 	}
 	defer cleanup()
-	if run.kept != "" && tail > 0 {
-		newest, err := ingestTail(run, tail)
-		if err != nil {
-			return err
+	if run.kept != "" {
+		newest := run.kept
+		if tail > 0 {
+			if newest, err = ingestTail(run, tail); err != nil {
+				return err
+			}
 		}
 		return restartConversations(run.start, run.restartProfile, newest, 0)
-	}
-	if run.kept != "" {
-		return restartConversations(run.start, run.restartProfile, run.kept, 0)
 	}
 	p, err := run.start("")
 	if err != nil {
@@ -99,12 +98,8 @@ func runMillion(n, requests int, readIndex, keep string, tail int) error {
 	}
 	began := time.Now()
 	took, err := inParallel(n, func(i int64) error {
-		started, ended := bodies(int(i))
-		for _, body := range []string{started, ended} {
-			b, code, err := p.api.Do("POST", "/v1/convai/events", body, "")
-			if err != nil || code != http.StatusAccepted {
-				return fmt.Errorf("POST /v1/convai/events: %d %.300s %v", code, b, err)
-			}
+		if err := p.sendConversation(bodies(int(i))); err != nil {
+			return err
 		}
 		if i%100_000 == 0 {
 			fmt.Printf("    %d conversations sent after %s\n", i, time.Since(began).Round(time.Second))
@@ -190,13 +185,7 @@ func ingestTail(run largeRun, tail int) (string, error) {
 	}
 	base := time.Now().Add(-time.Duration(tail) * 5 * time.Millisecond).Add(-time.Hour)
 	took, err := inParallel(tail, func(i int64) error {
-		started, ended := millionEvents(from+int(i), agents, base)
-		for _, body := range []string{started, ended} {
-			if b, code, err := p.api.Do("POST", "/v1/convai/events", body, ""); err != nil || code != http.StatusAccepted {
-				return fmt.Errorf("POST /v1/convai/events: %d %.300s %v", code, b, err)
-			}
-		}
-		return nil
+		return p.sendConversation(millionEvents(from+int(i), agents, base))
 	})
 	if err != nil {
 		return "", err
@@ -209,6 +198,17 @@ func ingestTail(run largeRun, tail int) (string, error) {
 	fmt.Printf("    at the crash: %s\n", snapshotAge(p.NATSURL))
 	p.Kill()
 	return newest, run.crashed(newest)
+}
+
+// sendConversation ingests one conversation as a call stack sends it: its
+// start, then its end.
+func (p *platform) sendConversation(started, ended string) error {
+	for _, body := range []string{started, ended} {
+		if b, code, err := p.api.Do("POST", "/v1/convai/events", body, ""); err != nil || code != http.StatusAccepted {
+			return fmt.Errorf("POST /v1/convai/events: %d %.300s %v", code, b, err)
+		}
+	}
+	return nil
 }
 
 // restartConversations starts the platform on the data of a run stopped

@@ -57,22 +57,29 @@ func (l *loadedOnFirstRead) ActiveTicket(ctx context.Context, workspaceID, agent
 
 // Labels keep the listing's order however entries come: in order, in
 // random order, each just after the same one (which exhausts the room
-// between two and spreads windows out), and each first of all.
+// between two and spreads windows out), each first of all, and each at
+// the start of the second half.
 func TestLabelsKeepTheListingsOrder(t *testing.T) {
 	const n = 3000
 	for _, c := range []struct {
 		name    string
 		created func(i int) int64
+		first   bool // a ticket created at 0 is listed before the others
 	}{
-		{"in order", func(i int) int64 { return int64(i) }},
-		{"at random", func(i int) int64 { return rand.New(rand.NewPCG(uint64(i), 5)).Int64N(1000) }},
-		{"each after the same one", func(i int) int64 { return 1 + int64(n-i) }}, // 0 stays before all
-		{"each first", func(i int) int64 { return int64(n - i) }},
-		{"each at the start of the second half", func(i int) int64 { return map[bool]int64{true: int64(n + i), false: int64(2*n - i)}[i < n/2] }},
+		{name: "in order", created: func(i int) int64 { return int64(i) }},
+		{name: "at random", created: func(i int) int64 { return rand.New(rand.NewPCG(uint64(i), 5)).Int64N(1000) }},
+		{name: "each after the same one", created: func(i int) int64 { return int64(1 + n - i) }, first: true},
+		{name: "each first", created: func(i int) int64 { return int64(n - i) }},
+		{name: "each at the start of the second half", created: func(i int) int64 {
+			if i < n/2 {
+				return int64(n + i) // the first half, in order
+			}
+			return int64(2*n - i) // then each just before the one before, among the first half
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			m, sp := NewIndex(), &space{}
-			if c.name == "each after the same one" {
+			if c.first {
 				m.listNew(sp, &entry{id: "tkt_first", created: 0}, nil, nil)
 			}
 			for i := range n {

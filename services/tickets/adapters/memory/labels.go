@@ -116,10 +116,7 @@ func (sp *space) spread(e *entry) {
 
 // relabelAll labels every listed entry labelGap apart.
 func (sp *space) relabelAll() {
-	label := uint64(0)
-	sp.all.Forward(sp.all.Search(func(uint32) bool { return true }), func(o uint32) bool {
-		label += labelGap
-		sp.labels[o] = label
-		return true
-	})
+	for i, o := range sp.all.AppendTo(nil) {
+		sp.labels[o] = uint64(i+1) * labelGap
+	}
 }
