@@ -45,6 +45,20 @@ func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.K
 	})
 }
 
+// OpenKeyValue opens the key-value bucket whose stream the caller has just
+// ensured, asking again while the cluster cannot answer or the server
+// asked does not know the new stream yet: on a fresh replicated cluster,
+// a lookup right after another process made it may find no bucket.
+func OpenKeyValue(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	return untilAvailable(ctx, "bucket "+bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
+		kv, err := js.KeyValue(ctx, bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, unavailable{err}
+		}
+		return kv, err
+	})
+}
+
 // untilAvailable calls op until it succeeds, fails for a reason a retry
 // cannot cure, or ctx ends, backing off between attempts. An attempt
 // waits 1 s for its answer at first (a stream or consumer without a

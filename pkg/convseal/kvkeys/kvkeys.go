@@ -118,7 +118,7 @@ func Open(ctx context.Context, js jetstream.JetStream, replicas int, secret stri
 	if err != nil {
 		return nil, err
 	}
-	kv, err := js.KeyValue(ctx, Bucket)
+	kv, err := eventstore.OpenKeyValue(ctx, js, Bucket)
 	if err != nil {
 		return nil, err
 	}
