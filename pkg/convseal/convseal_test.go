@@ -56,6 +56,29 @@ func TestSealOpensOnlyUnchangedForItsConversation(t *testing.T) {
 	}
 }
 
+// Opened in place, the sealed bytes become the transcript's, and a
+// changed byte is refused as by Open.
+func TestOpenInPlace(t *testing.T) {
+	key, _ := convseal.NewKey()
+	sealed, err := convseal.Seal(key, "ws_1", "conv_1", transcript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.StdEncoding.DecodeString(sealed)
+	got, err := convseal.OpenInPlace(key, "ws_1", "conv_1", raw)
+	if err != nil || string(got) != string(transcript) {
+		t.Fatalf("OpenInPlace = %s, %v; want the transcript", got, err)
+	}
+	if &got[0] != &raw[12] { // after the GCM nonce
+		t.Error("the transcript is not in the sealed bytes' memory")
+	}
+	raw, _ = base64.StdEncoding.DecodeString(sealed)
+	raw[len(raw)-1] ^= 1
+	if _, err := convseal.OpenInPlace(key, "ws_1", "conv_1", raw); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("a changed byte: err = %v, want ErrTampered", err)
+	}
+}
+
 func TestMemoryKeys(t *testing.T) { convsealtest.Keys(t, convseal.NewMemoryKeys()) }
 
 func TestSealDataAndADestroyedKey(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -36,7 +36,7 @@ type conversationEvent struct {
 	// Sealed is the transcript as the API writes it to the stream,
 	// sealed under the conversation's key (pkg/convseal), with its turn
 	// count; only a holder of the keys opens it (openSealed).
-	Sealed      string          `json:"transcript_sealed"`
+	Sealed      sealedBytes     `json:"transcript_sealed"`
 	SealedTurns *int            `json:"transcript_turns"`
 	analysis    analysis        // RawAnalysis, when in the public shape
 	turns       int             // how many turns the transcript holds; 0 when it is absent or refused
@@ -55,6 +55,28 @@ type analysis struct {
 	Summary string `json:"transcript_summary"`
 }
 
+// sealedBytes is transcript_sealed read straight into its bytes: the
+// JSON decoder decodes its base64 once, where a string was kept and then
+// decoded into a second copy. set is false when there is none (absent,
+// null or ""); a string that is no base64 is set with no bytes, which no
+// key opens, as a tampered one.
+type sealedBytes struct {
+	b   []byte
+	set bool
+}
+
+func (s *sealedBytes) UnmarshalJSON(raw []byte) error {
+	var text string
+	if err := json.Unmarshal(raw, &s.b); err != nil {
+		if json.Unmarshal(raw, &text) != nil {
+			return err // not a string: the event does not parse
+		}
+		s.b = nil
+	}
+	s.set = string(raw) != "null" && string(raw) != `""`
+	return nil
+}
+
 // transcriptShape is what listings filter on in a transcript.
 type transcriptShape struct {
 	words, tools, errored []string
@@ -68,12 +90,17 @@ const maxTranscriptTurns = convseal.MaxTurns
 // other event, or one whose ids could never be asked for (producers other
 // than the gateway publish on the stream).
 func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok bool) {
-	var env wire.Envelope
-	if json.Unmarshal(rec.Data, &env) != nil || (env.Event != "conversation_started" && env.Event != "conversation_ended" && env.Event != ConversationDeletedEvent) {
-		return ev, false
+	// The envelope and its data in one pass: the data is not copied out
+	// of the record first.
+	var env struct {
+		Event     string             `json:"event"`
+		Timestamp string             `json:"timestamp"`
+		Data      *conversationEvent `json:"data"`
 	}
-	if json.Unmarshal(env.Data, &ev) != nil {
-		return ev, false
+	env.Data = &ev
+	if json.Unmarshal(rec.Data, &env) != nil || env.Data == nil ||
+		(env.Event != "conversation_started" && env.Event != "conversation_ended" && env.Event != ConversationDeletedEvent) {
+		return conversationEvent{}, false
 	}
 	// An analysis of another shape (a producer on the bus) is dropped, not
 	// the event.
@@ -87,7 +114,7 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	if !ok {
 		return ev, false
 	}
-	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, env.At(rec.Time)
+	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, wire.Envelope{Timestamp: env.Timestamp}.At(rec.Time)
 	if !slices.Contains(app.CallOutcomes, ev.CallSuccessful) {
 		ev.CallSuccessful = ""
 	}
@@ -106,7 +133,7 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 	if ev.turns == 0 {
 		ev.Transcript = nil
 	}
-	if ev.Transcript == nil && ev.Sealed != "" && ev.SealedTurns != nil {
+	if ev.Transcript == nil && ev.Sealed.set && ev.SealedTurns != nil {
 		ev.turns = min(max(*ev.SealedTurns, 0), maxTranscriptTurns)
 	}
 	return ev, true
@@ -117,16 +144,30 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 // transcript itself is not kept. Without keys, or once the key is
 // destroyed (a deleted conversation), it reads nothing.
 func (ev *conversationEvent) openSealed(ctx context.Context, keys convseal.Keys) {
-	if keys == nil || ev.Sealed == "" || ev.Transcript != nil {
+	if keys == nil || !ev.Sealed.set || ev.Transcript != nil {
 		return
 	}
-	turns, err := convseal.OpenTranscript(ctx, keys, ev.WorkspaceID, ev.ConversationID, ev.Sealed)
+	turns, err := ev.Sealed.open(ctx, keys, ev.WorkspaceID, ev.ConversationID)
 	if err != nil {
 		return
 	}
 	if n, shape := readTranscript(turns); n > 0 {
 		ev.turns, ev.shape = n, shape
 	}
+}
+
+// open opens the sealed transcript once: it is decrypted in place, so its
+// bytes are the transcript's afterwards, and a second open is refused.
+func (s *sealedBytes) open(ctx context.Context, keys convseal.Keys, workspaceID, conversationID string) (json.RawMessage, error) {
+	b := s.b
+	s.b = nil
+	if b == nil {
+		if _, err := keys.Key(ctx, workspaceID, conversationID, false); err != nil {
+			return nil, err
+		}
+		return nil, convseal.ErrTampered
+	}
+	return convseal.OpenTranscriptInPlace(ctx, keys, workspaceID, conversationID, b)
 }
 
 // countTurns is the number of turns of a transcript in the public shape,
@@ -190,43 +231,64 @@ func readTranscript(raw json.RawMessage) (int, transcriptShape) {
 	if len(raw) == 0 {
 		return 0, shape
 	}
-	var turns []struct {
-		Role      string `json:"role"`
-		Message   any    `json:"message"`
-		ToolCalls []struct {
-			ToolName string `json:"tool_name"`
-		} `json:"tool_calls"`
-		ToolResults []struct {
-			ToolName string `json:"tool_name"`
-			IsError  bool   `json:"is_error"`
-		} `json:"tool_results"`
-	}
-	if json.Unmarshal(raw, &turns) != nil || len(turns) > maxTranscriptTurns {
+	r := transcriptReaders.Get().(*transcriptReader)
+	defer r.release()
+	if json.Unmarshal(raw, &r.turns) != nil || len(r.turns) > maxTranscriptTurns {
 		return 0, shape
 	}
-	var text strings.Builder
-	for _, t := range turns {
+	for _, t := range r.turns {
 		if t.Role == "" {
 			return 0, transcriptShape{}
 		}
 		if m, ok := t.Message.(string); ok {
-			text.WriteString(m)
-			text.WriteByte(' ')
+			r.words.Add(m)
 		}
 		for _, c := range t.ToolCalls {
 			if c.ToolName != "" {
 				shape.tools = append(shape.tools, c.ToolName)
 			}
 		}
-		for _, r := range t.ToolResults {
-			if r.ToolName != "" && r.IsError {
-				shape.errored = append(shape.errored, r.ToolName)
+		for _, res := range t.ToolResults {
+			if res.ToolName != "" && res.IsError {
+				shape.errored = append(shape.errored, res.ToolName)
 			}
 		}
 	}
-	shape.words = app.SearchWords(text.String())
+	shape.words = r.words.Sorted()
 	slices.Sort(shape.tools)
 	slices.Sort(shape.errored)
 	shape.tools, shape.errored = slices.Compact(shape.tools), slices.Compact(shape.errored)
-	return len(turns), shape
+	return len(r.turns), shape
+}
+
+// transcriptReader is what readTranscript reads a transcript into,
+// reused: a replay reads tens of thousands in a row, and the turns' slice
+// grown afresh for each, with the words' buffers, was garbage the
+// collector chased through an index of a million conversations.
+type transcriptReader struct {
+	turns []transcriptTurn
+	words app.Words
+}
+
+type transcriptTurn struct {
+	Role      string `json:"role"`
+	Message   any    `json:"message"`
+	ToolCalls []struct {
+		ToolName string `json:"tool_name"`
+	} `json:"tool_calls"`
+	ToolResults []struct {
+		ToolName string `json:"tool_name"`
+		IsError  bool   `json:"is_error"`
+	} `json:"tool_results"`
+}
+
+var transcriptReaders = sync.Pool{New: func() any { return new(transcriptReader) }}
+
+// release empties r, holding on to none of the transcript's values, and
+// returns it to the pool.
+func (r *transcriptReader) release() {
+	clear(r.turns)
+	r.turns = r.turns[:0]
+	r.words.Reset()
+	transcriptReaders.Put(r)
 }

@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -215,5 +217,49 @@ func TestConversationAnalysisIsRead(t *testing.T) {
 		"conversation_id": "c1", "call_successful": "failure", "analysis": []any{"not", "an", "object"}}))
 	if s := ev.summaryEvent(); !ok || s.CallSuccessful != "failure" || s.Evaluations != nil {
 		t.Fatalf("an analysis of another shape: %+v (ok %v)", s, ok)
+	}
+}
+
+// A sealed transcript is opened once, with its conversation's key, into
+// its words; one that is no base64 keeps the event and its turn count
+// but says no words (as a tampered one); one that is no string is no
+// event the platform publishes.
+func TestSealedTranscriptIsRead(t *testing.T) {
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	at := time.Unix(1_800_000_000, 0)
+	sealed, err := convseal.SealData(ctx, keys, "ws1", json.RawMessage(`{"conversation_id":"c1","transcript":[{"role":"user","message":"Where is my Refund?","time_in_call_secs":1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var data map[string]any
+	if err := json.Unmarshal(sealed, &data); err != nil {
+		t.Fatal(err)
+	}
+	ev, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, data))
+	if !ok {
+		t.Fatal("a sealed transcript's event not parsed")
+	}
+	ev.openSealed(ctx, keys)
+	if ev.turns != 1 || strings.Join(ev.shape.words, " ") != "is my refund where" {
+		t.Errorf("opened: %d turns, words %q", ev.turns, ev.shape.words)
+	}
+	if _, err := ev.Sealed.open(ctx, keys, "ws1", "c1"); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("opened twice: %v, want ErrTampered (it is decrypted in place)", err)
+	}
+
+	data["transcript_sealed"] = "not base64!"
+	ev, ok = parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, data))
+	if !ok || !ev.Sealed.set || ev.turns != 1 {
+		t.Fatalf("not base64: ok %v, set %v, %d turns", ok, ev.Sealed.set, ev.turns)
+	}
+	ev.openSealed(ctx, keys)
+	if ev.shape.words != nil {
+		t.Errorf("not base64: words %q", ev.shape.words)
+	}
+
+	data["transcript_sealed"] = 42
+	if _, ok := parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, data)); ok {
+		t.Error("a sealed transcript that is no string parsed")
 	}
 }

@@ -174,10 +174,10 @@ func TranscriptProjection(keys convseal.Keys) projection.Handler {
 				return "", nil, err
 			}
 			return id, TranscriptDoc{WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, Turns: string(ev.Transcript)}, nil
-		case ev.Sealed == "" || ev.turns == 0:
+		case !ev.Sealed.set || ev.turns == 0:
 			return "", nil, nil
 		}
-		turns, err := convseal.OpenTranscript(ctx, keys, ev.WorkspaceID, ev.ConversationID, ev.Sealed)
+		turns, err := ev.Sealed.open(ctx, keys, ev.WorkspaceID, ev.ConversationID)
 		switch {
 		case errors.Is(err, convseal.ErrShredded):
 			return id, gone, nil

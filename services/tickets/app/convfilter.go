@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -291,8 +290,7 @@ const maxWordLen = 40
 // search matches a conversation whose transcript messages hold every word
 // of the search (whole words, in any order and any turn).
 func SearchWords(text string) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-	words = slices.DeleteFunc(words, func(w string) bool { return len(w) > maxWordLen })
-	slices.Sort(words)
-	return slices.Compact(words)
+	var w Words
+	w.Add(text)
+	return w.Sorted()
 }
