@@ -44,6 +44,7 @@ type ConversationIndex struct {
 	ranges       map[string]*btree.BTreeG[ranged] // workspace, range key → by value
 	words        map[string]map[string]*wordList  // workspace → search word → its conversations (convwords.go)
 	entries      []*convEntry                     // by ordinal (convEntry.ord), for the word lists
+	starts       []int64                          // each entry's start (ms), by ordinal: what orders a second's postings
 	names        []string                         // the names entries share, by number (convpacked.go)
 	nameIDs      map[string]uint32                // name → its number
 	shared       map[string]any                   // the maps and lists entries share (pack)
@@ -64,29 +65,42 @@ type convEntry struct {
 
 type btreePostings = btree.BTreeG[posting]
 
-// ranged is one conversation in a range key's tree. Like a posting, it
-// reads its position from its entry, which keeps it while in a tree
-// (change takes an entry out of its trees before it moves).
+// ranged is one conversation in a range key's tree, by value, then by
+// ordinal (a range is read whole and sorted, so equal values need only
+// some order): 16 bytes holding no pointer, which the collector never
+// reads, and compared in the node.
 type ranged struct {
-	v float64
-	e *convEntry
+	v   float64
+	ord uint32
 }
 
 func byValue(a, b ranged) bool {
 	if a.v != b.v {
 		return a.v < b.v
 	}
-	return a.e.c.position().Compare(b.e.c.position()) < 0
+	return a.ord < b.ord
 }
 
-// posting is one conversation in a term's tree: a pointer (8 bytes, for
-// each of a conversation's terms), its position read from the entry.
-type posting struct{ e *convEntry }
+// posting is one conversation in a term's tree (a dozen per
+// conversation: ten million at a million), in 8 bytes holding no pointer
+// the collector would have to follow: the second it started in
+// (secondOf) and its ordinal. Two postings of different seconds compare
+// in the node; within a second, the entries' starts and ids decide.
+type posting struct{ sec, ord uint32 }
 
-// pivot is an entry standing at pos, to start a walk from.
-func pivot(pos app.ConversationPosition) *convEntry {
-	return &convEntry{c: packedSummary{startedAtMs: pos.StartedAtMs, id: pos.ID}}
+// pivotOrd marks a posting that stands for a position to walk from
+// (termTree.walk): it comes before, newer than, every conversation of
+// its second.
+const pivotOrd = math.MaxUint32
+
+// secondOf is the second of a start, as the 32 bits of a posting hold it:
+// clamped, so a start before 1970 or after 2106 shares the first or the
+// last second, and the order within it decides.
+func secondOf(startedAtMs int64) uint32 {
+	return uint32(min(max(startedAtMs/1000, 0), math.MaxUint32))
 }
+
+func postingOf(e *convEntry) posting { return posting{sec: secondOf(e.c.startedAtMs), ord: e.ord} }
 
 // NewConversationIndex returns an empty index.
 func NewConversationIndex() *ConversationIndex {
@@ -96,7 +110,17 @@ func NewConversationIndex() *ConversationIndex {
 }
 
 // newestFirst orders a tree so that ascending iteration is the listing.
-func newestFirst(a, b posting) bool { return a.e.c.position().Compare(b.e.c.position()) > 0 }
+func (x *ConversationIndex) newestFirst(a, b posting) bool {
+	switch {
+	case a.sec != b.sec:
+		return a.sec > b.sec
+	case a.ord == pivotOrd || b.ord == pivotOrd:
+		return b.ord != pivotOrd
+	case x.starts[a.ord] != x.starts[b.ord]:
+		return x.starts[a.ord] > x.starts[b.ord]
+	}
+	return x.entries[a.ord].c.id > x.entries[b.ord].c.id
+}
 
 func postingKey(workspaceID, term string) string { return workspaceID + "\x1e" + term }
 
@@ -173,7 +197,7 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	for _, term := range oldTerms {
 		if moved || !slices.Contains(terms, term) {
 			if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-				t.Delete(posting{e})
+				t.Delete(postingOf(e))
 			}
 		}
 	}
@@ -183,18 +207,19 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 	}
 	for k, v := range app.RangeValues(old) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, e: e})
+			t.Delete(ranged{v: v, ord: e.ord})
 		}
 	}
 	*e = next
+	x.starts[e.ord] = e.c.startedAtMs
 	for _, term := range gained {
 		k := postingKey(workspaceID, term)
 		t := x.postings[k]
 		if t == nil {
-			t = btree.NewG(32, newestFirst)
+			t = btree.NewG(32, x.newestFirst)
 			x.postings[k] = t
 		}
-		t.ReplaceOrInsert(posting{e})
+		t.ReplaceOrInsert(postingOf(e))
 	}
 	if !newWords {
 		words = keepWords
@@ -209,7 +234,7 @@ func (x *ConversationIndex) change(workspaceID, conversationID string, newWords 
 			t = btree.NewG(32, byValue)
 			x.ranges[key] = t
 		}
-		t.ReplaceOrInsert(ranged{v: v, e: e})
+		t.ReplaceOrInsert(ranged{v: v, ord: e.ord})
 	}
 }
 
@@ -220,6 +245,7 @@ func (x *ConversationIndex) addEntry(key, workspaceID string, p packedSummary) *
 	e := &convEntry{c: p, ord: uint32(len(x.entries))}
 	x.byID[key] = e
 	x.entries = append(x.entries, e)
+	x.starts = append(x.starts, p.startedAtMs)
 	return e
 }
 
@@ -395,7 +421,7 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 			return nil, false, true // nobody has the value: nothing matches
 		}
 		var in []ranged
-		t.AscendGreaterOrEqual(ranged{v: r.Lo, e: pivot(app.ConversationPosition{StartedAtMs: math.MinInt64})}, func(it ranged) bool {
+		t.AscendGreaterOrEqual(ranged{v: r.Lo}, func(it ranged) bool {
 			if it.v > r.Hi || len(in) > bound {
 				return false
 			}
@@ -407,8 +433,9 @@ func (x *ConversationIndex) rangePage(q app.ConversationQuery, walk int) ([]app.
 		}
 		var rows []app.ConversationSummary
 		for _, it := range in {
-			if (q.After == nil || it.e.c.position().Compare(*q.After) < 0) && x.matches(q, it.e) {
-				rows = append(rows, x.summaryOf(it.e))
+			e := x.entries[it.ord]
+			if (q.After == nil || e.c.position().Compare(*q.After) < 0) && x.matches(q, e) {
+				rows = append(rows, x.summaryOf(e))
 			}
 		}
 		slices.SortFunc(rows, func(a, b app.ConversationSummary) int { return b.Position().Compare(a.Position()) })

@@ -215,7 +215,7 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	for _, k := range h.Erased {
 		x.erased[k] = true
 	}
-	x.entries = make([]*convEntry, 0, h.Entries)
+	x.entries, x.starts = make([]*convEntry, 0, h.Entries), make([]int64, 0, h.Entries)
 	ld := loading{postings: map[string][]posting{}, ranges: map[string][]ranged{}}
 	for range h.Entries {
 		var se snapshotEntry
@@ -276,11 +276,11 @@ func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
 	e.hasWords, e.platSeq, e.annSeq = se.HasWords, se.PlatSeq, se.AnnSeq
 	for _, term := range entryTerms(c) {
 		k := postingKey(c.WorkspaceID, term)
-		ld.postings[k] = append(ld.postings[k], posting{e})
+		ld.postings[k] = append(ld.postings[k], postingOf(e))
 	}
 	for k, v := range app.RangeValues(c) {
 		k = postingKey(c.WorkspaceID, k)
-		ld.ranges[k] = append(ld.ranges[k], ranged{v: v, e: e})
+		ld.ranges[k] = append(ld.ranges[k], ranged{v: v, ord: e.ord})
 	}
 }
 
@@ -288,7 +288,7 @@ func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
 // sorted, and lets go of each list once its tree is built.
 func (x *ConversationIndex) plant(ld *loading) {
 	for k, items := range ld.postings {
-		x.postings[k] = treeOf(items, newestFirst)
+		x.postings[k] = treeOf(items, x.newestFirst)
 		delete(ld.postings, k)
 	}
 	for k, items := range ld.ranges {
@@ -346,5 +346,5 @@ func (x *ConversationIndex) reset() {
 	x.byID, x.postings, x.ranges = map[string]*convEntry{}, map[string]*btreePostings{}, map[string]*btree.BTreeG[ranged]{}
 	x.words, x.shared = map[string]map[string]*wordList{}, map[string]any{}
 	x.names, x.nameIDs = []string{""}, map[string]uint32{"": 0} // a new entry's zero names none
-	x.entries, x.erased, x.platformSeq, x.deletionSeq = nil, nil, 0, 0
+	x.entries, x.starts, x.erased, x.platformSeq, x.deletionSeq = nil, nil, nil, 0, 0
 }

@@ -123,8 +123,13 @@ type termTree struct{ t *btreePostings }
 
 func (t termTree) Len() int { return t.t.Len() }
 
-func (t termTree) walk(_ *ConversationIndex, from app.ConversationPosition, fn func(*convEntry) bool) {
-	t.t.AscendGreaterOrEqual(posting{pivot(from)}, func(p posting) bool { return fn(p.e) })
+func (t termTree) walk(x *ConversationIndex, from app.ConversationPosition, fn func(*convEntry) bool) {
+	// The pivot stands before from's whole second: what of that second
+	// is newer than from is skipped.
+	t.t.AscendGreaterOrEqual(posting{sec: secondOf(from.StartedAtMs), ord: pivotOrd}, func(p posting) bool {
+		e := x.entries[p.ord]
+		return e.c.position().Compare(from) > 0 || fn(e)
+	})
 }
 
 func (l *wordList) Len() int { return l.ords.Len() }

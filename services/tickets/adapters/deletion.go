@@ -47,17 +47,17 @@ func (x *ConversationIndex) forget(workspaceID, conversationID string) {
 	delete(x.byID, key)
 	c := x.summaryOf(e)
 	x.dropWords(workspaceID, e, c.Position())
-	x.entries[e.ord] = nil // in no list now
 	for _, term := range entryTerms(c) {
 		if t := x.postings[postingKey(workspaceID, term)]; t != nil {
-			t.Delete(posting{e})
+			t.Delete(postingOf(e))
 		}
 	}
 	for k, v := range app.RangeValues(c) {
 		if t := x.ranges[postingKey(workspaceID, k)]; t != nil {
-			t.Delete(ranged{v: v, e: e})
+			t.Delete(ranged{v: v, ord: e.ord})
 		}
 	}
+	x.entries[e.ord] = nil // in no list or tree now
 }
 
 // ForgetConversation drops a deleted conversation at once (the record of
