@@ -161,6 +161,7 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	if err != nil {
 		return nil, err
 	}
+	d.Logger.Info("conversation index caught up", "records_replayed", dir.Conversations.State().PlatformSeq-st.PlatformSeq, "took", time.Since(start))
 	go snapshotter.Run(ctx)
 	return snapshotter, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -216,7 +217,7 @@ func (p *platform) sendConversation(started, ended string) error {
 // the newest conversation.
 func restartConversations(start func(profile string, env ...string) (*platform, error), profile, newest string, peak int64) error {
 	restarted := time.Now()
-	p, err := start(profile)
+	p, err := start(profile, "VOICEAI_LOG_LEVEL=info") // for the index's own account of its start
 	if err != nil {
 		return err
 	}
@@ -224,8 +225,37 @@ func restartConversations(start func(profile string, env ...string) (*platform, 
 	if err := p.waitListed(newest, 10*time.Minute); err != nil {
 		return err
 	}
-	printRestart("first listing answered", time.Since(restarted), peak, p.PeakRSSKiB())
+	ready := time.Since(restarted)
+	fmt.Printf("    the restart's parts, as the platform logs them: %s\n", indexStart(p.Logs()))
+	printRestart("first listing answered", ready, peak, p.PeakRSSKiB())
 	return nil
+}
+
+// indexStart reads, from the platform's log, how its conversation index
+// started: the snapshot read, then the records replayed after it.
+func indexStart(logs string) string {
+	var parts []string
+	for line := range strings.Lines(logs) {
+		var l struct {
+			Msg             string
+			Took            time.Duration
+			Conversations   int
+			RecordsReplayed uint64 `json:"records_replayed"`
+		}
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue
+		}
+		switch l.Msg {
+		case "conversation index read from its snapshot":
+			parts = append(parts, fmt.Sprintf("a snapshot of %d conversations read in %s", l.Conversations, l.Took.Round(time.Millisecond)))
+		case "conversation index caught up":
+			parts = append(parts, fmt.Sprintf("%d records replayed after it, caught up %s after the start", l.RecordsReplayed, l.Took.Round(time.Millisecond)))
+		}
+	}
+	if len(parts) == 0 {
+		return "none logged"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // printRestart says how long a restart took to what, and the platform's
