@@ -216,13 +216,14 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 		x.erased[k] = true
 	}
 	x.entries, x.starts = make([]*convEntry, 0, h.Entries), make([]int64, 0, h.Entries)
-	ld := loading{postings: map[string][]posting{}, ranges: map[string][]ranged{}}
+	ld := loading{postings: map[string]map[string][]posting{}, ranges: map[string]map[string][]ranged{}}
+	se := new(snapshotEntry) // one for all: a million made afresh were garbage
 	for range h.Entries {
-		var se snapshotEntry
-		if err := dec.Decode(&se); err != nil {
+		*se = snapshotEntry{} // gob leaves what an entry does not say as it was
+		if err := dec.Decode(se); err != nil {
 			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
 		}
-		x.load(se, &ld)
+		x.load(*se, &ld)
 	}
 	x.plant(&ld)
 	var ords []uint32  // one list's, reused
@@ -257,14 +258,15 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	return SnapshotState{PlatformSeq: h.PlatformSeq, DeletionSeq: h.DeletionSeq, Conversations: len(x.entries)}, nil
 }
 
-// loading is what a snapshot's entries put in each tree, while it is
-// read: plant builds each tree from its items sorted. Inserted in order,
-// items walk one path of a tree, in cache; in the entries' order, each
-// walked a path of its own through a gigabyte (5 of the 22 CPU seconds of
-// reading a million conversations' snapshot).
+// loading is what a snapshot's entries put in each tree, by workspace
+// and term (or range key), while it is read: plant builds each tree from
+// its items sorted. Inserted in order, items walk one path of a tree, in
+// cache; in the entries' order, each walked a path of its own through a
+// gigabyte (5 of the 22 CPU seconds of reading a million conversations'
+// snapshot).
 type loading struct {
-	postings map[string][]posting
-	ranges   map[string][]ranged
+	postings map[string]map[string][]posting
+	ranges   map[string]map[string][]ranged
 }
 
 // load adds one entry of a snapshot, its trees' items to ld; its words
@@ -274,26 +276,39 @@ func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
 	c.Words = nil
 	e := x.addEntry(c.WorkspaceID+"/"+c.ConversationID, c.WorkspaceID, x.pack(c))
 	e.hasWords, e.platSeq, e.annSeq = se.HasWords, se.PlatSeq, se.AnnSeq
+	ws := x.names[e.c.workspace] // the workspace's one string, not the entry's
+	terms := ld.postings[ws]
+	if terms == nil {
+		terms = map[string][]posting{}
+		ld.postings[ws] = terms
+	}
 	for _, term := range entryTerms(c) {
-		k := postingKey(c.WorkspaceID, term)
-		ld.postings[k] = append(ld.postings[k], postingOf(e))
+		terms[term] = append(terms[term], postingOf(e))
+	}
+	keys := ld.ranges[ws]
+	if keys == nil {
+		keys = map[string][]ranged{}
+		ld.ranges[ws] = keys
 	}
 	for k, v := range app.RangeValues(c) {
-		k = postingKey(c.WorkspaceID, k)
-		ld.ranges[k] = append(ld.ranges[k], ranged{v: v, ord: e.ord})
+		keys[k] = append(keys[k], ranged{v: v, ord: e.ord})
 	}
 }
 
 // plant builds the trees of what load gathered, each from its items
 // sorted, and lets go of each list once its tree is built.
 func (x *ConversationIndex) plant(ld *loading) {
-	for k, items := range ld.postings {
-		x.postings[k] = treeOf(items, x.newestFirst)
-		delete(ld.postings, k)
+	for ws, terms := range ld.postings {
+		for term, items := range terms {
+			x.postings[postingKey(ws, term)] = treeOf(items, x.newestFirst)
+			delete(terms, term)
+		}
 	}
-	for k, items := range ld.ranges {
-		x.ranges[k] = treeOf(items, byValue)
-		delete(ld.ranges, k)
+	for ws, keys := range ld.ranges {
+		for k, items := range keys {
+			x.ranges[postingKey(ws, k)] = treeOf(items, byValue)
+			delete(keys, k)
+		}
 	}
 }
 
