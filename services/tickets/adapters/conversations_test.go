@@ -248,6 +248,18 @@ func TestSealedTranscriptIsRead(t *testing.T) {
 		t.Errorf("opened twice: %v, want ErrTampered (it is decrypted in place)", err)
 	}
 
+	// The same, its first character written as a JSON escape.
+	good := data["transcript_sealed"].(string)
+	rec := platformRecord(t, "ws1", "conversation_ended", at, data)
+	rec.Data = []byte(strings.Replace(string(rec.Data), `"`+good, fmt.Sprintf(`"\u%04x`, good[0])+good[1:], 1))
+	if ev, ok = parseConversationEvent(rec); !ok {
+		t.Fatalf("escaped: not parsed: %s", rec.Data)
+	}
+	ev.openSealed(ctx, keys)
+	if ev.turns != 1 || len(ev.shape.words) != 4 {
+		t.Errorf("escaped: %d turns, words %q", ev.turns, ev.shape.words)
+	}
+
 	data["transcript_sealed"] = "not base64!"
 	ev, ok = parseConversationEvent(platformRecord(t, "ws1", "conversation_ended", at, data))
 	if !ok || !ev.Sealed.set || ev.turns != 1 {
