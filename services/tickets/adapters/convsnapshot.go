@@ -27,7 +27,7 @@ import (
 
 // snapshotVersion names the layout; a snapshot of another one is not read
 // (the index is replayed from the stream instead).
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // snapshotHeader opens a snapshot.
 type snapshotHeader struct {
@@ -37,12 +37,7 @@ type snapshotHeader struct {
 	PlatformSeq, DeletionSeq uint64
 	Entries                  int
 	Erased                   []string // workspace/conversation deleted
-}
-
-type snapshotEntry struct {
-	C               app.ConversationSummary
-	PlatSeq, AnnSeq uint64
-	HasWords        bool
+	Names                    []string // the index's name table (convpacked.go), which entries number into
 }
 
 // snapshotWords is one workspace's word lists, or a part of them (a
@@ -116,7 +111,7 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 	}
 	enc := gob.NewEncoder(w)
 	h := snapshotHeader{Version: snapshotVersion, PlatformSeq: x.platformSeq, DeletionSeq: x.deletionSeq, Entries: live,
-		Erased: slices.Sorted(maps.Keys(x.erased))}
+		Erased: slices.Sorted(maps.Keys(x.erased)), Names: x.names}
 	if err := enc.Encode(h); err != nil {
 		return err
 	}
@@ -124,13 +119,12 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 	// share one buffer: at a million conversations, values made afresh
 	// for each would be about a gigabyte of garbage while the index
 	// holds its own memory.
-	var se snapshotEntry
+	ew := newEntryWriter(x)
 	for _, e := range x.entries {
 		if e == nil {
 			continue
 		}
-		se = snapshotEntry{C: x.summaryOf(e), PlatSeq: e.platSeq, AnnSeq: e.annSeq, HasWords: e.hasWords}
-		if err := enc.Encode(&se); err != nil {
+		if err := enc.Encode(ew.entry(e)); err != nil {
 			return err
 		}
 	}
@@ -211,6 +205,13 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	if h.Version != snapshotVersion || h.Entries < 0 {
 		return SnapshotState{}, fmt.Errorf("%w: version %d", errSnapshot, h.Version)
 	}
+	if len(h.Names) == 0 || h.Names[0] != "" {
+		return SnapshotState{}, fmt.Errorf("%w: a name table that does not start with none", errSnapshot)
+	}
+	x.names, x.nameIDs = h.Names, make(map[string]uint32, len(h.Names))
+	for i, name := range h.Names {
+		x.nameIDs[name] = uint32(i)
+	}
 	x.erased = make(map[string]bool, len(h.Erased))
 	for _, k := range h.Erased {
 		x.erased[k] = true
@@ -218,12 +219,20 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	x.entries, x.starts = make([]*convEntry, 0, h.Entries), make([]int64, 0, h.Entries)
 	ld := loading{postings: map[string]map[string][]posting{}, ranges: map[string]map[string][]ranged{}}
 	se := new(snapshotEntry) // one for all: a million made afresh were garbage
+	er := &entryReader{x: x}
 	for range h.Entries {
 		*se = snapshotEntry{} // gob leaves what an entry does not say as it was
 		if err := dec.Decode(se); err != nil {
 			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
 		}
-		x.load(*se, &ld)
+		key, p, err := er.packed(se)
+		if err != nil {
+			return SnapshotState{}, err
+		}
+		if x.byID[key] != nil {
+			return SnapshotState{}, fmt.Errorf("%w: entry %q twice", errSnapshot, key)
+		}
+		x.load(key, p, se, &ld)
 	}
 	x.plant(&ld)
 	var ords []uint32  // one list's, reused
@@ -271,12 +280,11 @@ type loading struct {
 
 // load adds one entry of a snapshot, its trees' items to ld; its words
 // come after.
-func (x *ConversationIndex) load(se snapshotEntry, ld *loading) {
-	c := se.C
-	c.Words = nil
-	e := x.addEntry(c.WorkspaceID+"/"+c.ConversationID, c.WorkspaceID, x.pack(c))
+func (x *ConversationIndex) load(key string, p packedSummary, se *snapshotEntry, ld *loading) {
+	ws := x.names[p.workspace]
+	e := x.addEntry(key, ws, p)
 	e.hasWords, e.platSeq, e.annSeq = se.HasWords, se.PlatSeq, se.AnnSeq
-	ws := x.names[e.c.workspace] // the workspace's one string, not the entry's
+	c := x.summaryOf(e)
 	terms := ld.postings[ws]
 	if terms == nil {
 		terms = map[string][]posting{}

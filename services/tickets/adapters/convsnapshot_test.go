@@ -3,6 +3,7 @@ package adapters
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -325,5 +326,34 @@ func TestSnapshotLetsReadsThroughWhileChangesWait(t *testing.T) {
 	<-changed
 	if got := searchIDs(t, x, "ws_1", "parcel"); got != "conv_b,conv_a" {
 		t.Fatalf("after the snapshot: %q", got)
+	}
+}
+
+// An entry that names a value or a name its snapshot never defined, or
+// that is filed under another workspace, makes the snapshot unreadable
+// (the index is then replayed from the stream), not an entry with a nil
+// it should not have.
+func TestSnapshotEntryRefusesWhatItNeverDefined(t *testing.T) {
+	x := NewConversationIndex()
+	ws := x.nameID("ws_1")
+	good := snapshotEntry{Key: "ws_1/conv_1", Names: [5]uint32{ws}, New: snapshotValues{StringMaps: []map[string]string{{"a": "b"}}}}
+	good.Values[slotEvaluations] = 1
+	for name, se := range map[string]snapshotEntry{
+		"a value not defined": func() snapshotEntry { se := good; se.Values[slotData] = 2; return se }(),
+		"a value skipped":     func() snapshotEntry { se := good; se.Values[slotEvaluations] = 2; return se }(),
+		"a list not defined":  func() snapshotEntry { se := good; se.Values[slotTags] = 1; return se }(),
+		"a name not defined":  func() snapshotEntry { se := good; se.Names[1] = 99; return se }(),
+		"another workspace":   func() snapshotEntry { se := good; se.Key = "ws_2/conv_1"; return se }(),
+	} {
+		r := &entryReader{x: x}
+		if _, _, err := r.packed(&se); !errors.Is(err, errSnapshot) {
+			t.Errorf("%s: err = %v, want errSnapshot", name, err)
+		}
+	}
+	r := &entryReader{x: x}
+	se := good
+	key, p, err := r.packed(&se)
+	if err != nil || key != "ws_1/conv_1" || p.id != "conv_1" || p.evaluations["a"] != "b" {
+		t.Fatalf("the good entry: %q %+v %v", key, p, err)
 	}
 }
