@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/ordlist"
@@ -19,22 +20,27 @@ import (
 // ConversationIndex.entries, oldest listing position first.
 type wordList struct{ ords ordlist.List }
 
-func (x *ConversationIndex) position(ord uint32) app.ConversationPosition {
-	return x.entries[ord].c.position()
+// compareAt compares the position of the entry ord with pos: its start
+// from the dense starts, its id (read from the entry) only on a tie.
+func (x *ConversationIndex) compareAt(ord uint32, pos app.ConversationPosition) int {
+	if s := x.starts[ord]; s != pos.StartedAtMs {
+		return cmp.Compare(s, pos.StartedAtMs)
+	}
+	return strings.Compare(x.entries[ord].c.id, pos.ID)
 }
 
 // after is the cursor of l's first conversation that stands after pos.
 func (x *ConversationIndex) after(l *wordList, pos app.ConversationPosition) ordlist.Cursor {
-	return l.ords.Search(func(o uint32) bool { return x.position(o).Compare(pos) > 0 })
+	return l.ords.Search(func(o uint32) bool { return x.compareAt(o, pos) > 0 })
 }
 
 // at is the cursor of e in l at the position pos, if it is there; if not,
 // the cursor of the first conversation after pos (where e would go).
 func (x *ConversationIndex) at(l *wordList, e *convEntry, pos app.ConversationPosition) (ordlist.Cursor, bool) {
 	found := false
-	c := l.ords.Seek(func(o uint32) bool { return x.position(o).Compare(pos) >= 0 }, func(o uint32) bool {
+	c := l.ords.Seek(func(o uint32) bool { return x.compareAt(o, pos) >= 0 }, func(o uint32) bool {
 		found = o == e.ord
-		return !found && x.position(o) == pos
+		return !found && x.compareAt(o, pos) == 0
 	})
 	return c, found
 }
@@ -55,7 +61,7 @@ func (x *ConversationIndex) addWords(workspaceID string, e *convEntry, words []s
 		}
 		// The usual case (a replay, a live call): the newest of the list,
 		// found without a search.
-		if l.ords.Len() == 0 || x.position(l.ords.Last()).Compare(pos) < 0 {
+		if l.ords.Len() == 0 || x.compareAt(l.ords.Last(), pos) < 0 {
 			l.ords.Append(e.ord)
 			continue
 		}
