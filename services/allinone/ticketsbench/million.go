@@ -35,7 +35,7 @@ const (
 // profileStart writes a CPU profile of a starting platform's first 30 s
 // (its replay) to file, once its profiler answers.
 func profileStart(metrics, file string) {
-	if err := (&benchproc.Proc{Metrics: metrics}).ProfileWhenUp(30*time.Second, file); err != nil {
+	if err := (&benchproc.Proc{Metrics: metrics}).ProfileWhenUp(20*time.Second, file); err != nil {
 		fmt.Fprintln(os.Stderr, "restart profile:", err)
 	}
 }
@@ -222,21 +222,25 @@ func restartConversations(start func(profile string, env ...string) (*platform, 
 		return err
 	}
 	defer p.Stop()
+	up := time.Since(restarted) // ready, and the bench's agent found again
 	if err := p.waitListed(newest, 10*time.Minute); err != nil {
 		return err
 	}
 	ready := time.Since(restarted)
-	fmt.Printf("    the restart's parts, as the platform logs them: %s\n", indexStart(p.Logs()))
+	fmt.Printf("    the restart's steps, as the platform logs them: %s; the bench's agent found at %s\n",
+		indexStart(p.Logs(), restarted), up.Round(100*time.Millisecond))
 	printRestart("first listing answered", ready, peak, p.PeakRSSKiB())
 	return nil
 }
 
-// indexStart reads, from the platform's log, how its conversation index
-// started: the snapshot read, then the records replayed after it.
-func indexStart(logs string) string {
+// indexStart reads, from the platform's log, how its start went, each
+// step at its time since restarted: its conversation index's snapshot
+// read, the records replayed after it, the platform ready to serve.
+func indexStart(logs string, restarted time.Time) string {
 	var parts []string
 	for line := range strings.Lines(logs) {
 		var l struct {
+			Time            time.Time
 			Msg             string
 			Took            time.Duration
 			Conversations   int
@@ -245,11 +249,14 @@ func indexStart(logs string) string {
 		if json.Unmarshal([]byte(line), &l) != nil {
 			continue
 		}
+		at := l.Time.Sub(restarted).Round(100 * time.Millisecond)
 		switch l.Msg {
 		case "conversation index read from its snapshot":
-			parts = append(parts, fmt.Sprintf("a snapshot of %d conversations read in %s", l.Conversations, l.Took.Round(time.Millisecond)))
+			parts = append(parts, fmt.Sprintf("a snapshot of %d conversations read in %s (at %s)", l.Conversations, l.Took.Round(100*time.Millisecond), at))
 		case "conversation index caught up":
-			parts = append(parts, fmt.Sprintf("%d records replayed after it, caught up %s after the start", l.RecordsReplayed, l.Took.Round(time.Millisecond)))
+			parts = append(parts, fmt.Sprintf("%d records replayed after it (at %s)", l.RecordsReplayed, at))
+		case "ready":
+			parts = append(parts, fmt.Sprintf("ready to serve at %s", at))
 		}
 	}
 	if len(parts) == 0 {
