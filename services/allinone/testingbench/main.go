@@ -305,9 +305,16 @@ func qaKeepsUp(bins map[string]string, dataDir string, tests, concurrency int) e
 	// measured warm too); its start-up is reported on its own.
 	startup := pulling.Sub(started)
 	qaRate := float64(acked) / time.Since(pulling).Seconds()
-	n, err := p.countTickets("label=test-failure")
-	if err != nil {
-		return err
+	// The listing follows the stream the worker appends to: a ticket
+	// acknowledged a moment ago may not be listed yet. A lost one never is.
+	var n int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if n, err = p.countTickets("label=test-failure"); err != nil {
+			return err
+		}
+		if n >= tests || time.Now().After(deadline) {
+			break
+		}
 	}
 	state := "drained"
 	if !drained {
