@@ -218,21 +218,20 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	}
 	x.entries, x.starts = make([]*convEntry, 0, h.Entries), make([]int64, 0, h.Entries)
 	ld := loading{postings: map[string]map[string][]posting{}, ranges: map[string]map[string][]ranged{}}
-	se := new(snapshotEntry) // one for all: a million made afresh were garbage
 	er := &entryReader{x: x}
-	for range h.Entries {
-		*se = snapshotEntry{} // gob leaves what an entry does not say as it was
-		if err := dec.Decode(se); err != nil {
-			return SnapshotState{}, fmt.Errorf("%w: %w", errSnapshot, err)
-		}
+	err := decodeEntries(dec, h.Entries, func(se *snapshotEntry) error {
 		key, p, err := er.packed(se)
 		if err != nil {
-			return SnapshotState{}, err
+			return err
 		}
 		if x.byID[key] != nil {
-			return SnapshotState{}, fmt.Errorf("%w: entry %q twice", errSnapshot, key)
+			return fmt.Errorf("%w: entry %q twice", errSnapshot, key)
 		}
 		x.load(key, p, se, &ld)
+		return nil
+	})
+	if err != nil {
+		return SnapshotState{}, err
 	}
 	x.plant(&ld)
 	var ords []uint32  // one list's, reused
@@ -265,6 +264,62 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	}
 	x.platformSeq, x.deletionSeq = h.PlatformSeq, h.DeletionSeq
 	return SnapshotState{PlatformSeq: h.PlatformSeq, DeletionSeq: h.DeletionSeq, Conversations: len(x.entries)}, nil
+}
+
+// decodeEntries decodes n entries and hands each to load, in order. The
+// decoding runs on a goroutine of its own, a batch or two ahead: it was
+// half of a snapshot's read, and a restart has a second core. The batches
+// are reused (an entry made afresh for each of a million was garbage).
+// It returns once that goroutine has stopped: dec is read on after.
+func decodeEntries(dec *gob.Decoder, n int, load func(*snapshotEntry) error) error {
+	const batchSize, batches = 256, 3
+	type batch struct {
+		entries []snapshotEntry
+		err     error
+	}
+	full, free, stop := make(chan *batch, batches), make(chan *batch, batches), make(chan struct{})
+	for range batches {
+		free <- &batch{entries: make([]snapshotEntry, 0, batchSize)}
+	}
+	go func() {
+		defer close(full)
+		for left := n; left > 0; {
+			var b *batch
+			select {
+			case <-stop:
+				return
+			case b = <-free:
+			}
+			b.entries, b.err = b.entries[:min(batchSize, left)], nil
+			for i := range b.entries {
+				b.entries[i] = snapshotEntry{} // gob leaves what an entry does not say as it was
+				if err := dec.Decode(&b.entries[i]); err != nil {
+					b.entries, b.err = b.entries[:i], fmt.Errorf("%w: %w", errSnapshot, err)
+					full <- b
+					return
+				}
+			}
+			left -= len(b.entries)
+			full <- b
+		}
+	}()
+	var err error
+	for b := range full { // to its end, so the decoder never waits on a reader gone
+		failed := err != nil
+		for i := range b.entries {
+			if err == nil {
+				err = load(&b.entries[i])
+			}
+		}
+		if err == nil {
+			err = b.err
+		}
+		if err != nil && !failed {
+			close(stop)
+		}
+		free <- b
+	}
+	return err
 }
 
 // loading is what a snapshot's entries put in each tree, by workspace

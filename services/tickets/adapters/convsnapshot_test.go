@@ -3,6 +3,7 @@ package adapters
 import (
 	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"io"
@@ -355,5 +356,59 @@ func TestSnapshotEntryRefusesWhatItNeverDefined(t *testing.T) {
 	key, p, err := r.packed(&se)
 	if err != nil || key != "ws_1/conv_1" || p.id != "conv_1" || p.evaluations["a"] != "b" {
 		t.Fatalf("the good entry: %q %+v %v", key, p, err)
+	}
+}
+
+// A snapshot cut short, or one whose entries fail to load, is refused
+// whole and leaves the index empty, its decoding stopped.
+func TestSnapshotCutShortIsRefused(t *testing.T) {
+	x := NewConversationIndex()
+	for i := range 2000 {
+		recordConversation(t, x, uint64(i+1), "ws_1", fmt.Sprintf("conv_%04d", i), "where is my refund")
+	}
+	var buf bytes.Buffer
+	if _, err := x.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []int{buf.Len() / 3, buf.Len() / 2, buf.Len() - 10} {
+		y := NewConversationIndex()
+		if _, err := y.ReadSnapshot(bytes.NewReader(buf.Bytes()[:size])); !errors.Is(err, errSnapshot) {
+			t.Errorf("cut at %d of %d: err = %v, want errSnapshot", size, buf.Len(), err)
+		}
+		if st := y.State(); st.Conversations != 0 || st.PlatformSeq != 0 {
+			t.Errorf("cut at %d: the index holds %+v", size, st)
+		}
+	}
+}
+
+// Entries reach load in order; when load fails, the decoding stops and
+// the error is returned, with nothing left waiting.
+func TestDecodeEntriesStopsWhenALoadFails(t *testing.T) {
+	var buf bytes.Buffer
+	enc := gob.NewEncoder(&buf)
+	for i := range 2000 {
+		if err := enc.Encode(&snapshotEntry{Key: fmt.Sprintf("ws_1/conv_%04d", i), PlatSeq: uint64(i + 1)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seen []uint64
+	err := decodeEntries(gob.NewDecoder(&buf), 2000, func(se *snapshotEntry) error {
+		seen = append(seen, se.PlatSeq)
+		if len(seen) == 700 {
+			return errSnapshot
+		}
+		return nil
+	})
+	if !errors.Is(err, errSnapshot) || len(seen) != 700 || seen[699] != 700 {
+		t.Fatalf("err %v after %d entries (last %d)", err, len(seen), seen[len(seen)-1])
+	}
+	seen = nil
+	buf.Reset()
+	enc = gob.NewEncoder(&buf)
+	for i := range 1000 {
+		_ = enc.Encode(&snapshotEntry{Key: "k", PlatSeq: uint64(i + 1)})
+	}
+	if err := decodeEntries(gob.NewDecoder(&buf), 1000, func(se *snapshotEntry) error { seen = append(seen, se.PlatSeq); return nil }); err != nil || len(seen) != 1000 || seen[999] != 1000 {
+		t.Fatalf("all: err %v, %d entries", err, len(seen))
 	}
 }
