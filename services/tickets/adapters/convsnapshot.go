@@ -268,7 +268,8 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 
 // decodeEntries decodes n entries and hands each to load, in order. The
 // decoding runs on a goroutine of its own, a batch or two ahead: it was
-// half of a snapshot's read, and a restart has a second core. The batches
+// half of a snapshot's read in BenchmarkConversationIndexSnapshot (less
+// in a restart after a kill, where other work holds the second core). The batches
 // are reused (an entry made afresh for each of a million was garbage).
 // It returns once that goroutine has stopped: dec is read on after.
 func decodeEntries(dec *gob.Decoder, n int, load func(*snapshotEntry) error) error {

@@ -77,43 +77,34 @@ func (w *entryWriter) entry(e *convEntry) *snapshotEntry {
 		Seen:  p.seen, DurationReported: p.durationReported, HasWords: e.hasWords,
 		PlatSeq: e.platSeq, AnnSeq: e.annSeq,
 	}
-	// In the slots' order: a reader defines new values in it.
+	// In the slots' order: a reader defines new values in it. An empty
+	// value is none (0), as a summary without it reads.
 	v, n := &w.se.Values, &w.se.New
-	v[slotEvaluations] = refOf(w.stringMaps, p.evaluations, &n.StringMaps)
-	v[slotData] = refOf(w.stringMaps, p.data, &n.StringMaps)
-	v[slotNumbers] = refOf(w.numberMaps, p.numbers, &n.NumberMaps)
-	v[slotTools] = w.list(p.tools)
-	v[slotToolsErrored] = w.list(p.toolsErrored)
-	v[slotTags] = w.list(p.tags)
+	mapRef := func(m map[string]string) uint32 {
+		return numbered(w.stringMaps, reflect.ValueOf(m).UnsafePointer(), len(m) == 0, m, &n.StringMaps)
+	}
+	listRef := func(l *[]string) uint32 { return numbered(w.lists, l, l == nil || len(*l) == 0, deref(l), &n.Lists) }
+	v[slotEvaluations] = mapRef(p.evaluations)
+	v[slotData] = mapRef(p.data)
+	v[slotNumbers] = numbered(w.numberMaps, reflect.ValueOf(p.numbers).UnsafePointer(), len(p.numbers) == 0, p.numbers, &n.NumberMaps)
+	v[slotTools] = listRef(p.tools)
+	v[slotToolsErrored] = listRef(p.toolsErrored)
+	v[slotTags] = listRef(p.tags)
 	return &w.se
 }
 
-// refOf is m's number, and adds m to news when it is new; an empty map
-// is none (0), as a summary without it reads.
-func refOf[V any](refs map[unsafe.Pointer]uint32, m map[string]V, news *[]map[string]V) uint32 {
-	if len(m) == 0 {
+// numbered is the number of the value whose identity is id (0 when the
+// value is empty), added to news when the snapshot has not written it.
+func numbered[K comparable, V any](refs map[K]uint32, id K, empty bool, v V, news *[]V) uint32 {
+	if empty {
 		return 0
 	}
-	id := reflect.ValueOf(m).UnsafePointer()
 	if ref, ok := refs[id]; ok {
 		return ref
 	}
 	ref := uint32(len(refs) + 1)
 	refs[id] = ref
-	*news = append(*news, m)
-	return ref
-}
-
-func (w *entryWriter) list(l *[]string) uint32 {
-	if l == nil || len(*l) == 0 {
-		return 0
-	}
-	if ref, ok := w.lists[l]; ok {
-		return ref
-	}
-	ref := uint32(len(w.lists) + 1)
-	w.lists[l] = ref
-	w.se.New.Lists = append(w.se.New.Lists, *l)
+	*news = append(*news, v)
 	return ref
 }
 
@@ -147,19 +138,23 @@ func (r *entryReader) packed(se *snapshotEntry) (string, packedSummary, error) {
 		seen: se.Seen, durationReported: se.DurationReported,
 	}
 	x, n, v := r.x, &se.New, se.Values
+	mapOf := func(slot int) (map[string]string, error) {
+		return tableValue(&r.stringMaps, &n.StringMaps, v[slot], func(m map[string]string) map[string]string {
+			return share(x, slotKinds[slot], m, mapKey(m))
+		})
+	}
+	listOf := func(slot int) (*[]string, error) {
+		return tableValue(&r.lists, &n.Lists, v[slot], func(l []string) *[]string { return x.shareList(slotKinds[slot], l) })
+	}
 	var errs [6]error
-	p.evaluations, errs[0] = tableValue(&r.stringMaps, &n.StringMaps, v[slotEvaluations], func(m map[string]string) map[string]string {
-		return share(x, slotKinds[slotEvaluations], m, mapKey(m))
-	})
-	p.data, errs[1] = tableValue(&r.stringMaps, &n.StringMaps, v[slotData], func(m map[string]string) map[string]string {
-		return share(x, slotKinds[slotData], m, mapKey(m))
-	})
+	p.evaluations, errs[0] = mapOf(slotEvaluations)
+	p.data, errs[1] = mapOf(slotData)
 	p.numbers, errs[2] = tableValue(&r.numberMaps, &n.NumberMaps, v[slotNumbers], func(m map[string]float64) map[string]float64 {
 		return share(x, slotKinds[slotNumbers], m, mapKey(p.data)) // under its data's key, as pack shares it
 	})
-	p.tools, errs[3] = tableValue(&r.lists, &n.Lists, v[slotTools], func(l []string) *[]string { return x.shareList(slotKinds[slotTools], l) })
-	p.toolsErrored, errs[4] = tableValue(&r.lists, &n.Lists, v[slotToolsErrored], func(l []string) *[]string { return x.shareList(slotKinds[slotToolsErrored], l) })
-	p.tags, errs[5] = tableValue(&r.lists, &n.Lists, v[slotTags], func(l []string) *[]string { return x.shareList(slotKinds[slotTags], l) })
+	p.tools, errs[3] = listOf(slotTools)
+	p.toolsErrored, errs[4] = listOf(slotToolsErrored)
+	p.tags, errs[5] = listOf(slotTags)
 	return se.Key, p, errors.Join(errs[:]...)
 }
 
