@@ -6,8 +6,6 @@ import (
 	"net/url"
 	"testing"
 	"time"
-
-	"github.com/voiceai-platform/voiceai/pkg/config"
 )
 
 // The SDK's triage filters, feedback and tags through the gateway: several
@@ -15,13 +13,10 @@ import (
 // the conversation and filter it, and hostile input is refused.
 // Both read models: the memory index and the store.
 func TestConversationFiltersFeedbackAndTags(t *testing.T) {
-	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
-		t.Run(index, func(t *testing.T) { testConversationFilters(t, index) })
-	}
+	onEachReadIndex(t, testConversationFilters)
 }
 
-func testConversationFilters(t *testing.T, index string) {
-	s := startAdmin(t, func(c *Config) { c.ReadIndex = index })
+func testConversationFilters(t *testing.T, s *Stack) {
 	agent := newAgent(t, s, adminKey, "Refunds")
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
 	end := func(id string, at time.Time, outcome string, dur int, words string, tool map[string]any, analysis map[string]any) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/cli"
@@ -183,6 +184,15 @@ func lastAgentEvent(t *testing.T, s *Stack, agentID string) *jetstream.RawStream
 func startAdmin(t *testing.T, tweaks ...func(*Config)) *Stack {
 	t.Helper()
 	return start(t, t.TempDir(), func(c *Config) { administered(c, tweaks) })
+}
+
+// onEachReadIndex runs test, as a subtest named after the read model, on
+// a startAdmin stack of its own for each: the memory index and the store
+// must answer listings alike.
+func onEachReadIndex(t *testing.T, test func(t *testing.T, s *Stack)) {
+	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
+		t.Run(index, func(t *testing.T) { test(t, startAdmin(t, func(c *Config) { c.ReadIndex = index })) })
+	}
 }
 
 // adminConfig is the configuration startAdmin runs, for a test that

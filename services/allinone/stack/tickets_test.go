@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
@@ -230,13 +229,10 @@ func TestTicketLifecycle(t *testing.T) {
 }
 
 func TestTicketListingRulesAndStablePaging(t *testing.T) {
-	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
-		t.Run(index, func(t *testing.T) { testTicketListingRulesAndStablePaging(t, index) })
-	}
+	onEachReadIndex(t, testTicketListingRulesAndStablePaging)
 }
 
-func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
-	s := startAdmin(t, func(c *Config) { c.ReadIndex = index })
+func testTicketListingRulesAndStablePaging(t *testing.T, s *Stack) {
 	agent := newAgent(t, s, adminKey, "Paging")
 	create := func(i int) string {
 		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, fmt.Sprintf(`{"qa_comment":"ticket %d"}`, i))
@@ -342,13 +338,10 @@ func testTicketListingRulesAndStablePaging(t *testing.T, index string) {
 }
 
 func TestTicketListingFilters(t *testing.T) {
-	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
-		t.Run(index, func(t *testing.T) { testTicketListingFilters(t, index) })
-	}
+	onEachReadIndex(t, testTicketListingFilters)
 }
 
-func testTicketListingFilters(t *testing.T, index string) {
-	s := startAdmin(t, func(c *Config) { c.ReadIndex = index })
+func testTicketListingFilters(t *testing.T, s *Stack) {
 	a1, a2 := newAgent(t, s, adminKey, "One"), newAgent(t, s, adminKey, "Two")
 	mk := func(agent, body string) ticket {
 		r := call(t, s, "POST", "/v1/convai/triage-tickets", adminKey, body[:len(body)-1]+`,"agent_id":"`+agent+`"}`)
