@@ -52,6 +52,20 @@ func (f *fakeAPI) on(route string, h http.HandlerFunc) {
 	f.routes[route] = h
 }
 
+// lastBody is the body of the last request the fake received.
+func (f *fakeAPI) lastBody() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.bodies[len(f.bodies)-1]
+}
+
+// lastJSON is lastBody decoded as a JSON object (nil if it is none).
+func (f *fakeAPI) lastJSON() map[string]any {
+	var body map[string]any
+	_ = json.Unmarshal([]byte(f.lastBody()), &body)
+	return body
+}
+
 // reply answers a fixed status and body.
 func reply(code int, body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, _ *http.Request) {
@@ -190,9 +204,7 @@ func TestRetriesA503WithTheSameIdempotencyKey(t *testing.T) {
 	if len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
 		t.Fatalf("idempotency keys %q", keys)
 	}
-	var body map[string]any
-	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
-	if body["url"] != "https://example.com/h" || body["active"] != true || fmt.Sprint(body["events"]) != "[call_ended]" {
+	if body := f.lastJSON(); body["url"] != "https://example.com/h" || body["active"] != true || fmt.Sprint(body["events"]) != "[call_ended]" {
 		t.Fatalf("body %v", body)
 	}
 }
@@ -319,7 +331,7 @@ func TestTestsRunAllTests(t *testing.T) {
 	if r.code != ExitOK {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
-	if got := f.bodies[len(f.bodies)-1]; got != `{"repeat_count":1,"tests":[{"test_id":"test_old"},{"test_id":"test_new"}]}` {
+	if got := f.lastBody(); got != `{"repeat_count":1,"tests":[{"test_id":"test_old"},{"test_id":"test_new"}]}` {
 		t.Fatalf("run-tests body %s", got)
 	}
 
@@ -343,7 +355,7 @@ func TestTicketsAssign(t *testing.T) {
 	if r := run(t, "tickets", "assign", "tkt_1", "none", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Ticket tkt_1 is unassigned.\n" {
 		t.Fatalf("unassign: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if got := f.bodies[len(f.bodies)-1]; got != `{"assignee_user_id":null}` {
+	if got := f.lastBody(); got != `{"assignee_user_id":null}` {
 		t.Fatalf("unassign body %s", got)
 	}
 }
@@ -379,12 +391,12 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("revoke unknown: %d %q", r.code, r.stderr)
 	}
 	r := run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "all", "--api-key", "k", "--base-url", base)
-	if r.code != 0 || !strings.Contains(r.stdout, "vak_secret") || f.bodies[len(f.bodies)-1] != `{"name":"n","permissions":"all"}` {
-		t.Fatalf("create: %d %q %q body %s", r.code, r.stdout, r.stderr, f.bodies[len(f.bodies)-1])
+	if body := f.lastBody(); r.code != 0 || !strings.Contains(r.stdout, "vak_secret") || body != `{"name":"n","permissions":"all"}` {
+		t.Fatalf("create: %d %q %q body %s", r.code, r.stdout, r.stderr, body)
 	}
 	r = run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "convai_read,convai_write", "--api-key", "k", "--base-url", base)
-	if r.code != 0 || f.bodies[len(f.bodies)-1] != `{"name":"n","permissions":["convai_read","convai_write"]}` {
-		t.Fatalf("create: %d %q body %s", r.code, r.stderr, f.bodies[len(f.bodies)-1])
+	if body := f.lastBody(); r.code != 0 || body != `{"name":"n","permissions":["convai_read","convai_write"]}` {
+		t.Fatalf("create: %d %q body %s", r.code, r.stderr, body)
 	}
 }
 

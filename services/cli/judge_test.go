@@ -93,9 +93,7 @@ func TestJudgeCommands(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge was wrong, the right result is failure (label rlbl_1)") {
 		t.Fatalf("label: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	var body map[string]any
-	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
-	if body["verdict_correct"] != false || body["note"] != "no hours" || len(body["criteria"].([]any)) != 1 {
+	if body := f.lastJSON(); body["verdict_correct"] != false || body["note"] != "no hours" || len(body["criteria"].([]any)) != 1 {
 		t.Fatalf("label body %v", body)
 	}
 	if r := run(t, "judge", "label", "tinv_1", "trun_1_0", "--api-key", "k", "--base-url", base); r.code != ExitError ||
@@ -127,9 +125,7 @@ func TestJudgeConversationAndCompareCommands(t *testing.T) {
 	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge (offline-v1) was wrong, the right result is success (label clbl_1)") {
 		t.Fatalf("label-conversation: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	var body map[string]any
-	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
-	if body["verdict_correct"] != false || body["note"] != "it did" || len(body["criteria"].([]any)) != 1 {
+	if body := f.lastJSON(); body["verdict_correct"] != false || body["note"] != "it did" || len(body["criteria"].([]any)) != 1 {
 		t.Fatalf("label body %v", body)
 	}
 	if r := run(t, append([]string{"judge", "label-conversation", "conv_1", "--right", "--criterion", "refund"}, flags...)...); r.code != ExitError ||
@@ -144,8 +140,7 @@ func TestJudgeConversationAndCompareCommands(t *testing.T) {
 		!strings.Contains(r.stdout, "SUCCESS") {
 		t.Fatalf("rejudge: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	_ = json.Unmarshal([]byte(f.bodies[len(f.bodies)-1]), &body)
-	if body["judge_model"] != "offline-v1" || body["limit"] != float64(10) || body["filter"].(map[string]any)["invocation_id"] != "tinv_1" {
+	if body := f.lastJSON(); body["judge_model"] != "offline-v1" || body["limit"] != float64(10) || body["filter"].(map[string]any)["invocation_id"] != "tinv_1" {
 		t.Fatalf("rejudge body %v", body)
 	}
 	if r := run(t, append([]string{"judge", "rejudge"}, flags...)...); r.code != ExitError || !strings.Contains(r.stderr, "--judge-model") {
