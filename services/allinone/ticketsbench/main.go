@@ -312,6 +312,22 @@ func inParallel(n int, work func(i int64) error) (time.Duration, error) {
 	return benchkit.InParallel(clients, n, work)
 }
 
+// inParallelShowingProgress is inParallel for the runs of a million,
+// which take most of an hour: it prints how many of what are done, and
+// since when, at every 100,000th.
+func inParallelShowingProgress(n int, what string, work func(i int64) error) (time.Duration, error) {
+	began := time.Now()
+	return inParallel(n, func(i int64) error {
+		if err := work(i); err != nil {
+			return err
+		}
+		if i%100_000 == 0 {
+			fmt.Printf("    %d %s after %s\n", i, what, time.Since(began).Round(time.Second))
+		}
+		return nil
+	})
+}
+
 // createThroughGateway creates n tickets with 16 clients as fast as they
 // are answered and returns the rate.
 func (p *platform) createThroughGateway(n int) (float64, error) {

@@ -98,14 +98,8 @@ func runMillion(n, requests int, readIndex, keep string, tail int) error {
 		}()
 	}
 	began := time.Now()
-	took, err := inParallel(n, func(i int64) error {
-		if err := p.sendConversation(bodies(int(i))); err != nil {
-			return err
-		}
-		if i%100_000 == 0 {
-			fmt.Printf("    %d conversations sent after %s\n", i, time.Since(began).Round(time.Second))
-		}
-		return nil
+	took, err := inParallelShowingProgress(n, "conversations sent", func(i int64) error {
+		return p.sendConversation(bodies(int(i)))
 	})
 	if err != nil {
 		return err

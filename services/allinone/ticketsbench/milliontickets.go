@@ -111,7 +111,7 @@ func runMillionTickets(n, requests int, keep string) error {
 	}
 	began := time.Now()
 	var writes atomic.Int64
-	took, err := inParallel(n, func(i int64) error {
+	took, err := inParallelShowingProgress(n, "tickets created", func(i int64) error {
 		id, err := p.createTicket(agents[int(i)%len(agents)], millionTicket(int(i)), "")
 		if err != nil {
 			return err
@@ -134,13 +134,7 @@ func runMillionTickets(n, requests int, keep string) error {
 		if i%10 == 5 {
 			write("POST", path+"/comments", `{"comment":"Checked the recording: confirmed, the agent needs the updated policy."}`)
 		}
-		if err != nil {
-			return err
-		}
-		if i%100_000 == 0 {
-			fmt.Printf("    %d tickets created after %s\n", i, time.Since(began).Round(time.Second))
-		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return err
