@@ -35,20 +35,36 @@ func (r rate) String() string {
 	return fmt.Sprintf("%.2f", *r.Value)
 }
 
-// judgeRow is one row of the judge report.
-type judgeRow struct {
-	JudgeProvider string   `json:"judge_provider"`
-	JudgeModel    string   `json:"judge_model"`
-	TestID        *string  `json:"test_id"`
-	TestName      *string  `json:"test_name"`
-	AgentID       *string  `json:"agent_id"`
+// agreementFigures are how far a judge agrees with people's labels, as
+// the report gives them on each of its rows and each judge it compares.
+type agreementFigures struct {
 	Labels        int      `json:"labels"`
 	Agreement     rate     `json:"agreement"`
 	Kappa         *float64 `json:"cohens_kappa"`
 	TruePassRate  rate     `json:"true_pass_rate"`
 	TrueFailRate  rate     `json:"true_fail_rate"`
 	FalsePassRate rate     `json:"false_pass_rate"`
-	FlipRate      rate     `json:"flip_rate"`
+}
+
+// cells are the figures under the columns LABELS, AGREEMENT (95%),
+// KAPPA, TRUE PASS, TRUE FAIL and FALSE PASS.
+func (f agreementFigures) cells() []string {
+	kappa := "-"
+	if f.Kappa != nil {
+		kappa = fmt.Sprintf("%.2f", *f.Kappa)
+	}
+	return []string{strconv.Itoa(f.Labels), f.Agreement.String(), kappa, f.TruePassRate.String(), f.TrueFailRate.String(), f.FalsePassRate.String()}
+}
+
+// judgeRow is one row of the judge report.
+type judgeRow struct {
+	JudgeProvider string  `json:"judge_provider"`
+	JudgeModel    string  `json:"judge_model"`
+	TestID        *string `json:"test_id"`
+	TestName      *string `json:"test_name"`
+	AgentID       *string `json:"agent_id"`
+	agreementFigures
+	FlipRate rate `json:"flip_rate"`
 }
 
 type judgeReport struct {
@@ -98,12 +114,8 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 						scope += " " + clip(*j.TestName, 30)
 					}
 				}
-				kappa := "-"
-				if j.Kappa != nil {
-					kappa = fmt.Sprintf("%.2f", *j.Kappa)
-				}
-				rows = append(rows, []string{j.JudgeProvider + "/" + j.JudgeModel, scope, strconv.Itoa(j.Labels), j.Agreement.String(), kappa,
-					j.TruePassRate.String(), j.TrueFailRate.String(), j.FalsePassRate.String(), j.FlipRate.String()})
+				row := append([]string{j.JudgeProvider + "/" + j.JudgeModel, scope}, j.cells()...)
+				rows = append(rows, append(row, j.FlipRate.String()))
 			}
 			table(a.stdout, []string{"JUDGE", "TEST", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "FLIPS"}, rows)
 			if rep.Compare != nil {

@@ -148,14 +148,9 @@ type comparison struct {
 	Models []string `json:"models"`
 	Runs   int      `json:"runs"`
 	Judges []struct {
-		JudgeModel    string   `json:"judge_model"`
-		Judged        int      `json:"judged"`
-		Labels        int      `json:"labels"`
-		Agreement     rate     `json:"agreement"`
-		Kappa         *float64 `json:"cohens_kappa"`
-		TruePassRate  rate     `json:"true_pass_rate"`
-		TrueFailRate  rate     `json:"true_fail_rate"`
-		FalsePassRate rate     `json:"false_pass_rate"`
+		JudgeModel string `json:"judge_model"`
+		Judged     int    `json:"judged"`
+		agreementFigures
 	} `json:"judges"`
 }
 
@@ -164,12 +159,8 @@ func (a *app) printComparison(c *comparison) {
 	fmt.Fprintf(a.stdout, "Compared on the same %d labelled run(s) (%s):\n", c.Runs, strings.Join(c.Models, ", "))
 	var rows [][]string
 	for _, j := range c.Judges {
-		kappa := "-"
-		if j.Kappa != nil {
-			kappa = fmt.Sprintf("%.2f", *j.Kappa)
-		}
-		rows = append(rows, []string{j.JudgeModel, strconv.Itoa(j.Labels), j.Agreement.String(), kappa,
-			j.TruePassRate.String(), j.TrueFailRate.String(), j.FalsePassRate.String(), strconv.Itoa(j.Judged)})
+		row := append([]string{j.JudgeModel}, j.cells()...)
+		rows = append(rows, append(row, strconv.Itoa(j.Judged)))
 	}
 	table(a.stdout, []string{"JUDGE", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "JUDGED"}, rows)
 }
