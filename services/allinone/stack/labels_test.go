@@ -176,34 +176,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 		t.Fatalf("hand computation: n %v p_o %v κ %v", n, po, kappa)
 	}
 
-	type rate struct {
-		Value *float64  `json:"value"`
-		CI    []float64 `json:"ci95"`
-		Count int       `json:"count"`
-		N     int       `json:"n"`
-	}
-	var report struct {
-		Labels int `json:"labels"`
-		Judges []struct {
-			JudgeModel    string   `json:"judge_model"`
-			TestID        *string  `json:"test_id"`
-			Labels        int      `json:"labels"`
-			Agreement     rate     `json:"agreement"`
-			Kappa         *float64 `json:"cohens_kappa"`
-			TruePassRate  rate     `json:"true_pass_rate"`
-			TrueFailRate  rate     `json:"true_fail_rate"`
-			FalsePassRate rate     `json:"false_pass_rate"`
-			Criteria      []struct {
-				ID        string `json:"id"`
-				Labels    int    `json:"labels"`
-				Agreement rate   `json:"agreement"`
-			} `json:"criteria"`
-			Series []struct {
-				Labels    int      `json:"labels"`
-				Agreement *float64 `json:"agreement"`
-			} `json:"series"`
-		} `json:"judges"`
-	}
+	var report judgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 8 || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
@@ -299,19 +272,7 @@ func TestReviewQueueAndFlipRateOfAModelJudge(t *testing.T) {
 		fmt.Sprint(q.Runs[0].JudgeVotes) != "[failure success success]" || q.Runs[0].JudgeModel != "test-model" {
 		t.Fatalf("queue: %d %s", r.Code, r.Body)
 	}
-	var report struct {
-		Judges []struct {
-			JudgeModel string  `json:"judge_model"`
-			TestID     *string `json:"test_id"`
-			Labels     int     `json:"labels"`
-			FlipRuns   int     `json:"flip_runs"`
-			FlipRate   struct {
-				Value *float64 `json:"value"`
-				Count int      `json:"count"`
-				N     int      `json:"n"`
-			} `json:"flip_rate"`
-		} `json:"judges"`
-	}
+	var report judgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)

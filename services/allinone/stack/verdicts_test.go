@@ -192,29 +192,7 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		t.Fatalf("the judge gave one answer only (%v): no κ to compare", judged)
 	}
 
-	var report struct {
-		Labels int `json:"labels"`
-		Judges []struct {
-			JudgeModel string  `json:"judge_model"`
-			Scope      string  `json:"scope"`
-			AgentID    *string `json:"agent_id"`
-			TestID     *string `json:"test_id"`
-			Labels     int     `json:"labels"`
-			Agreement  struct {
-				Value *float64 `json:"value"`
-			} `json:"agreement"`
-			Kappa    *float64 `json:"cohens_kappa"`
-			Criteria []struct {
-				ID        string `json:"id"`
-				Text      string `json:"text"`
-				Labels    int    `json:"labels"`
-				Agreement struct {
-					Count int `json:"count"`
-					N     int `json:"n"`
-				} `json:"agreement"`
-			} `json:"criteria"`
-		} `json:"judges"`
-	}
+	var report judgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 5 || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
@@ -479,20 +457,7 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	if wantModel != 0.5 || wantModelK != 0 || wantOffline != 1 || wantOfflineK != 1 {
 		t.Fatalf("hand figures: test-model %v κ %v, offline %v κ %v", wantModel, wantModelK, wantOffline, wantOfflineK)
 	}
-	var report struct {
-		Compare struct {
-			Models []string `json:"models"`
-			Runs   int      `json:"runs"`
-			Judges []struct {
-				JudgeModel string `json:"judge_model"`
-				Labels     int    `json:"labels"`
-				Agreement  struct {
-					Value *float64 `json:"value"`
-				} `json:"agreement"`
-				Kappa *float64 `json:"cohens_kappa"`
-			} `json:"judges"`
-		} `json:"compare"`
-	}
+	var report judgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?compare=test-model,offline-v2", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
 		t.Fatalf("compare: %d %s", r.Code, r.Body)
