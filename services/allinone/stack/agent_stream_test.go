@@ -18,12 +18,14 @@ func (s *endpointStack) streamAgent(t *testing.T, url, apiType string) string {
 	return s.customAgent(t, map[string]any{}, map[string]any{"url": url, "api_type": apiType})
 }
 
-// streamedLatency is what these tests read of agent_latency.
+// streamedLatency is what the tests read of agent_latency.
 type streamedLatency struct {
 	TurnMs          []int64 `json:"turn_ms"`
 	FirstTokenMs    []int64 `json:"first_token_ms"`
 	Turns           int     `json:"turns"`
 	P50Ms           *int64  `json:"p50_ms"`
+	P95Ms           *int64  `json:"p95_ms"`
+	MaxMs           *int64  `json:"max_ms"`
 	FirstTokenP50Ms *int64  `json:"first_token_p50_ms"`
 	FirstTokenP95Ms *int64  `json:"first_token_p95_ms"`
 	FirstTokenMaxMs *int64  `json:"first_token_max_ms"`

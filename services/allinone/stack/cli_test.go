@@ -128,15 +128,7 @@ func TestCLI(t *testing.T) {
 	}
 	// Both end with the agent's latency, as the invocation's JSON has it.
 	var lat struct {
-		AgentLatency struct {
-			Turns           int    `json:"turns"`
-			P50Ms           *int64 `json:"p50_ms"`
-			P95Ms           *int64 `json:"p95_ms"`
-			MaxMs           *int64 `json:"max_ms"`
-			FirstTokenP50Ms *int64 `json:"first_token_p50_ms"`
-			FirstTokenP95Ms *int64 `json:"first_token_p95_ms"`
-			FirstTokenMaxMs *int64 `json:"first_token_max_ms"`
-		} `json:"agent_latency"`
+		AgentLatency streamedLatency `json:"agent_latency"`
 	}
 	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+inv[1], adminKey, ""); r.Code != 200 || json.Unmarshal(r.Body, &lat) != nil {
 		t.Fatalf("invocation: %d %s", r.Code, r.Body)
