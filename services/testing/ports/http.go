@@ -11,6 +11,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -19,11 +20,17 @@ import (
 type Handlers struct{ App *app.App }
 
 func (h *Handlers) CreateTest(c *api.Call) (any, error) {
+	return createTest(c, h.App.CreateTest)
+}
+
+// createTest answers 201 {"id"} with the test create makes of the
+// request's body.
+func createTest(c *api.Call, create func(context.Context, principal.Caller, []byte) (*testingv1.Test, error)) (any, error) {
 	body, err := c.RawBody()
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.App.CreateTest(c.Context(), c.Caller(), body)
+	t, err := create(c.Context(), c.Caller(), body)
 	if err != nil {
 		return nil, err
 	}
