@@ -94,7 +94,7 @@ func TestALoadStepIsPlayedOnceAndFinished(t *testing.T) {
 		queueLoadJob(t, js, ws, inv.InvocationId, 0, i, n)
 	}
 	w, _ := startWorker(ctx, t, js, a, log, nil)
-	waitQueueEmpty(ctx, t, js)
+	waitQueueEmpty(ctx, t, js, 10*time.Second)
 	testkit.Eventually(t, 10*time.Second, "the load test completes", func() bool {
 		got, _, err := a.Invocations.Get(ctx, ws, inv.InvocationId)
 		return err == nil && got.GetStatus() == domain.InvocationCompleted
@@ -127,7 +127,7 @@ func TestALoadJobIsGivenUp(t *testing.T) {
 	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 	const ws, inv = "ws_1", "tinv_missing"
 	queueLoadJob(t, js, ws, inv, 0, 0, 7) // its invocation does not exist: every delivery fails
-	waitQueueEmpty(ctx, t, js)
+	waitQueueEmpty(ctx, t, js, 10*time.Second)
 	samples := loadSamples(t, js, ws, inv)
 	if len(samples) != 1 || len(samples[0].GetFailures()) != 1 || samples[0].GetFailures()[0].GetCount() != 7 ||
 		!strings.Contains(samples[0].GetFailures()[0].GetReason(), "started 3 times") {

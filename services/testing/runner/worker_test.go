@@ -59,7 +59,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
 	}
 	// The job leaves the queue once its result is stored.
-	waitQueueEmpty(ctx, t, js)
+	waitQueueEmpty(ctx, t, js, 10*time.Second)
 }
 
 // eventOf is the event a stream message holds.
@@ -139,7 +139,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 
 	w, stop := startWorker(ctx, t, js, a, log, nil)
 	// The job is acked once all its results are stored: wait for that.
-	waitQueueEmpty(ctx, t, js)
+	waitQueueEmpty(ctx, t, js, 10*time.Second)
 	perRun := map[string][]*testingv1.RunResult{}
 	if err := a.EachRunResult(ctx, inv, func(r *testingv1.RunResult) error {
 		perRun[r.GetRunId()] = append(perRun[r.GetRunId()], r)
@@ -181,7 +181,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	}
 	queueFiveRunJob(ctx, t, js, inv)
 	_, stop := startWorker(ctx, t, js, a, log, nil)
-	waitQueueEmpty(ctx, t, js)
+	waitQueueEmpty(ctx, t, js, 10*time.Second)
 	stop()
 	storedCount := resultsStored(ctx, js, inv)
 	if n, _, err := a.Counts(context.Background(), inv.InvocationId, 1); err != nil || n != 4 || storedCount != 5 {
@@ -244,15 +244,15 @@ func startWorker(ctx context.Context, t *testing.T, js jetstream.JetStream, a *a
 	return w, stop
 }
 
-// waitQueueEmpty waits until every job has left the work queue: each is
-// acknowledged once all its results are stored.
-func waitQueueEmpty(ctx context.Context, t *testing.T, js jetstream.JetStream) {
+// waitQueueEmpty waits, up to within, until every job has left the work
+// queue: each is acknowledged once all its results are stored.
+func waitQueueEmpty(ctx context.Context, t *testing.T, js jetstream.JetStream, within time.Duration) {
 	t.Helper()
 	str, err := js.Stream(ctx, events.TestJobsStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 10*time.Second, "every job acknowledged", func() bool {
+	testkit.Eventually(t, within, "every job acknowledged", func() bool {
 		info, err := str.Info(ctx)
 		return err == nil && info.State.Msgs == 0
 	})
@@ -288,14 +288,7 @@ func TestJobsWithoutAQueueAreRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	startWorker(ctx, t, js, a, log, nil)
-	str, err := js.Stream(ctx, events.TestJobsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 30*time.Second, "the job run and acknowledged", func() bool {
-		info, err := str.Info(ctx)
-		return err == nil && info.State.Msgs == 0
-	})
+	waitQueueEmpty(ctx, t, js, 30*time.Second)
 	if n := resultsStored(ctx, js, inv); n != 5 {
 		t.Fatalf("%d results stored, want the job's 5", n)
 	}
