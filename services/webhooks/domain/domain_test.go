@@ -262,8 +262,8 @@ func TestRequestHeaders(t *testing.T) {
 		"empty name":          {"": s("1")},
 		"oversize value":      {"X-A": s(strings.Repeat("a", 1025))},
 		"same name two cases": {"X-A": s("1"), "x-a": s("2")},
-		"too many":            manyHeaders(21),
-		"too large together":  largeHeaders(),
+		"too many":            headers(21, "1"),
+		"too large together":  headers(10, strings.Repeat("v", 1000)),
 	} {
 		var v apperr.Validator
 		CheckRequestHeaders(&v, in, "body", "request_headers")
@@ -273,19 +273,10 @@ func TestRequestHeaders(t *testing.T) {
 	}
 }
 
-func manyHeaders(n int) map[string]*string {
+// headers are n headers X-H0, X-H1, … each of value v.
+func headers(n int, v string) map[string]*string {
 	out := map[string]*string{}
 	for i := range n {
-		v := "1"
-		out[fmt.Sprintf("X-H%d", i)] = &v
-	}
-	return out
-}
-
-func largeHeaders() map[string]*string {
-	out := map[string]*string{}
-	for i := range 10 {
-		v := strings.Repeat("v", 1000)
 		out[fmt.Sprintf("X-H%d", i)] = &v
 	}
 	return out
