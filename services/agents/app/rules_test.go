@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
@@ -41,6 +43,16 @@ func (f *fixture) cmd(commandID string) principal.Caller {
 	return principal.Caller{Principal: f.caller, CommandID: commandID}
 }
 
+// create makes an agent of in, as the fixture's caller with no command id.
+func (f *fixture) create(t *testing.T, in app.CreateInput) *agentsv1.Agent {
+	t.Helper()
+	a, err := f.app.Create(t.Context(), f.cmd(""), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 var wantKind = testkit.WantKind
 
 func ptr[T any](v T) *T { return &v }
@@ -52,10 +64,7 @@ func customLLM(secretID string) []byte {
 func TestAgentLifecycle(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("  Refunds  "), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := f.create(t, app.CreateInput{Name: ptr("  Refunds  "), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
 	if a.Name != "Refunds" || a.SystemPrompt != "Be precise." || !strings.Contains(string(a.ConversationConfigJson), "Be precise.") ||
 		a.CreatedByEmail != "qa@example.com" || a.CreatedAtUnix != f.clock.Unix() {
 		t.Fatalf("created: %+v", a)
@@ -126,10 +135,7 @@ func TestSecretsUsedByAgents(t *testing.T) {
 	other.WorkspaceID = "ws_b"
 	_, err = f.app.Create(ctx, principal.Caller{Principal: other}, app.CreateInput{ConversationConfig: customLLM(s.SecretId)})
 	wantKind(t, err, apperr.Invalid, "an endpoint key naming another workspace's secret")
-	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{ConversationConfig: customLLM(s.SecretId)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := f.create(t, app.CreateInput{ConversationConfig: customLLM(s.SecretId)})
 	got, err := f.app.GetSecret(ctx, "ws_a", s.SecretId, 0)
 	if err != nil || len(got.UsedBy) != 1 || got.UsedBy[0].ID != a.AgentId {
 		t.Fatalf("used by: %+v %v", got, err)
@@ -151,14 +157,8 @@ func TestTheListingShowsEachAgentsLastCall(t *testing.T) {
 	ctx := context.Background()
 	calls := memory.NewCallLog()
 	f.app.Calls = calls
-	called, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Called")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	quiet, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Quiet")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	called := f.create(t, app.CreateInput{Name: ptr("Called")})
+	quiet := f.create(t, app.CreateInput{Name: ptr("Quiet")})
 	if err := calls.Record(ctx, []app.Call{
 		{WorkspaceID: "ws_a", AgentID: called.GetAgentId(), AtUnix: 1_800_000_300},
 		{WorkspaceID: "ws_a", AgentID: called.GetAgentId(), AtUnix: 1_800_000_100},

@@ -18,10 +18,7 @@ import (
 func TestAnUpdateChangesOnlyWhatItNames(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr("Refunds"), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := f.create(t, app.CreateInput{Name: ptr("Refunds"), SystemPrompt: ptr("Be precise."), Tags: []string{"prod"}})
 	f.clock = f.clock.Add(time.Minute)
 	same, err := f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{Name: ptr(" Refunds "), Tags: &[]string{"prod"}})
 	if err != nil || same.UpdatedAtUnix != a.UpdatedAtUnix {
@@ -69,10 +66,7 @@ func TestListingPagesAndFilters(t *testing.T) {
 	ctx := context.Background()
 	var made []string
 	for _, name := range []string{"Delta", "alpha", "Charlie", "bravo", "Echo"} {
-		a, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{Name: ptr(name), Tags: []string{map[bool]string{true: "eu", false: "us"}[len(made)%2 == 0]}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		a := f.create(t, app.CreateInput{Name: ptr(name), Tags: []string{map[bool]string{true: "eu", false: "us"}[len(made)%2 == 0]}})
 		made = append(made, a.AgentId)
 		f.clock = f.clock.Add(time.Second)
 	}
