@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/trace"
 	"time"
 
@@ -169,6 +170,10 @@ func run(n, rounds int, prof profiles) error {
 	if err := stop(); err != nil {
 		return err
 	}
+	onOne, err := onOneCPU(n, measures, "gateway GET agent", "bare NATS round trip")
+	if err != nil {
+		return err
+	}
 
 	fmt.Printf("gateway bench: %d requests per measurement in %d interleaved rounds\n\n", n, rounds)
 	fmt.Printf("%-22s %10s %10s %10s %10s %8s\n", "measurement", "p50", "p90", "p99", "p99.9", "p99/p50")
@@ -200,11 +205,38 @@ func run(n, rounds int, prof profiles) error {
 	addedUS := float64(added.Nanoseconds()) / 1000
 	fmt.Printf("gateway overhead at p50 (vs in-process):     %.1f µs (goal <= 100 µs) %s\n", addedUS, benchkit.Verdict(addedUS <= 100))
 	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), benchkit.Verdict(ratio(added, rtt) <= 2))
+	// Where the tail comes from: the machine's own round trip has one as
+	// long, and on one CPU, where no hand-off between goroutines has to
+	// wake the other CPU, most of it goes.
+	rawTrip := lat["bare NATS round trip"]
+	gwOne, echoOne := sorted(onOne["gateway GET agent"]), sorted(onOne["bare NATS round trip"])
+	fmt.Printf("bare NATS round trip p99 / p50:              %.2fx  (the machine's own tail, same rounds)\n", ratio(rawTrip.at(.99), rawTrip.at(.5)))
+	fmt.Printf("on one CPU (GOMAXPROCS=1), %d requests each: gateway p50 %s p99 %s = %.2fx; bare NATS round trip %.2fx\n",
+		len(gwOne), us(gwOne.at(.5)), us(gwOne.at(.99)), ratio(gwOne.at(.99), gwOne.at(.5)), ratio(echoOne.at(.99), echoOne.at(.5)))
 	auth := lat["auth + rate limit"].at(.5)
 	authUS := float64(auth.Nanoseconds()) / 1000
 	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, benchkit.Verdict(authUS < 100))
 	fmt.Printf("auth + rate limit in bare NATS round trips:  %.2f\n", ratio(auth, rtt))
 	return nil
+}
+
+// onOneCPU measures the named requests again with one P: every goroutine
+// hand-off on a request's path (client, gateway, NATS server, service) is
+// then a switch on the same thread, never a wake-up of an idle CPU, which
+// on a virtual machine costs tens of microseconds when it comes.
+func onOneCPU(n int, measures map[string]func() error, names ...string) (map[string][]time.Duration, error) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	samples := map[string][]time.Duration{}
+	for _, name := range names {
+		for range n {
+			start := time.Now()
+			if err := measures[name](); err != nil {
+				return nil, err
+			}
+			samples[name] = append(samples[name], time.Since(start))
+		}
+	}
+	return samples, nil
 }
 
 func us(d time.Duration) string        { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
