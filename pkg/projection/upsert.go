@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // SeqField holds the stream sequence a document reflects.
@@ -67,7 +68,7 @@ func Upsert(ctx context.Context, coll *mongo.Collection, id string, seq uint64, 
 // replaceIfNewer lets the store judge: the filter matches only an older
 // version; when a newer one exists the upsert tries to insert a second
 // document with the same _id, and the unique _id index refuses it.
-func replaceIfNewer(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+func replaceIfNewer(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.Raw) (bool, error) {
 	filter := bson.D{{Key: "_id", Value: id}, {Key: SeqField, Value: bson.D{{Key: "$lt", Value: int64(seq)}}}}
 	for attempt := 1; ; attempt++ {
 		_, err := coll.ReplaceOne(ctx, filter, replacement, options.Replace().SetUpsert(true))
@@ -90,7 +91,7 @@ func replaceIfNewer(ctx context.Context, coll *mongo.Collection, id string, seq 
 // may be inserted before our upsert inserts it: the duplicate key says so,
 // and the comparison is made again against what the other writer stored.
 // Documents are never deleted, so the second attempt finds it.
-func replaceIfNewerLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.D) (bool, error) {
+func replaceIfNewerLocked(ctx context.Context, coll *mongo.Collection, id string, seq uint64, replacement bson.Raw) (bool, error) {
 	for attempt := 1; ; attempt++ {
 		stored, found, err := storedSeq(ctx, coll, id)
 		if err != nil {
@@ -118,24 +119,30 @@ func storedSeq(ctx context.Context, coll *mongo.Collection, id string) (seq int6
 	return stored.LastSeq, err == nil, err
 }
 
-// withSeq marshals doc and sets its _id and last_seq.
-func withSeq(id string, seq uint64, doc any) (bson.D, error) {
-	raw, err := bson.Marshal(doc)
+// withSeq is doc as stored: its _id and last_seq first, then doc's own
+// fields (any _id or last_seq of its own left out). doc is marshalled
+// once and its fields copied as they are: decoding them into values to
+// encode them again cost more than the store's write of a small
+// document.
+func withSeq(id string, seq uint64, doc any) (bson.Raw, error) {
+	fields, err := bson.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("marshal %T: %w", doc, err)
 	}
-	var d bson.D
-	if err := bson.Unmarshal(raw, &d); err != nil {
-		return nil, err
+	elems, err := bsoncore.Document(fields).Elements()
+	if err != nil {
+		return nil, fmt.Errorf("marshal %T: %w", doc, err)
 	}
-	out := make(bson.D, 0, len(d)+2)
-	out = append(out, bson.E{Key: "_id", Value: id}, bson.E{Key: SeqField, Value: int64(seq)})
-	for _, e := range d {
-		if e.Key != "_id" && e.Key != SeqField {
-			out = append(out, e)
+	i, out := bsoncore.AppendDocumentStart(make([]byte, 0, len(fields)+len(id)+32))
+	out = bsoncore.AppendStringElement(out, "_id", id)
+	out = bsoncore.AppendInt64Element(out, SeqField, int64(seq))
+	for _, e := range elems {
+		if k := e.Key(); k != "_id" && k != SeqField {
+			out = append(out, e...)
 		}
 	}
-	return out, nil
+	out, err = bsoncore.AppendDocumentEnd(out, i)
+	return bson.Raw(out), err
 }
 
 // docLocks serialise writes of one document within the process; a fixed
