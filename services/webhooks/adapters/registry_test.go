@@ -1,0 +1,116 @@
+package adapters
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// WaitCurrent holds an event back until the webhooks stored before it
+// are in the registry, and returns at once for one stored before what it
+// last learnt.
+func TestWaitCurrentWaitsForTheWebhooksStoredBefore(t *testing.T) {
+	ctx, js := registryStream(t)
+	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	storedAt := createWebhook(ctx, t, js, "ws_a", "whk_1")
+
+	// Not following the stream, the registry cannot catch up: it waits.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := r.WaitCurrent(short, storedAt); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an event after a webhook the registry has not applied: %v, want it held back", err)
+	}
+	if err := r.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WaitCurrent(ctx, storedAt); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Get("ws_a", "whk_1"); !ok {
+		t.Fatal("WaitCurrent returned before the webhook stored earlier was applied")
+	}
+}
+
+// Events that each need the stream asked share the questions: at most one
+// per checkSpacing, however many events come.
+func TestWaitCurrentAsksTheStreamAtMostOncePerSpacing(t *testing.T) {
+	ctx, js := registryStream(t)
+	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := r.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := apiRequests(ctx, t, js)
+	began := time.Now()
+	calls := 0
+	for time.Since(began) < 100*time.Millisecond {
+		// Each event is stored after the last answer: each needs one.
+		if err := r.WaitCurrent(ctx, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		calls++
+	}
+	asked := apiRequests(ctx, t, js) - before - 1 // the second count is a request too
+	if most := uint64(time.Since(began)/checkSpacing) + 1; asked > most || asked == 0 {
+		t.Fatalf("%d events asked the stream %d times in %s, want 1 to %d", calls, asked, time.Since(began), most)
+	}
+}
+
+func registryStream(t *testing.T) (context.Context, jetstream.JetStream) {
+	t.Helper()
+	ctx := t.Context()
+	js, err := jetstream.New(testenv.ConnAt(t, testenv.StartNATS(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.WebhooksStream); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, js
+}
+
+// createWebhook appends a webhook's creation and returns when the stream
+// stored it.
+func createWebhook(ctx context.Context, t *testing.T, js jetstream.JetStream, ws, id string) time.Time {
+	t.Helper()
+	subject, err := events.WebhookSubject(ws, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := esproto.Meta(ctx, ws, "", time.Now())
+	w := &webhooksv1.Webhook{WebhookId: id, WorkspaceId: ws, Active: true}
+	res, err := esproto.Append(ctx, eventstore.New(js, events.WebhooksStream), subject, 0, meta, &webhooksv1.WebhookCreated{Meta: meta, Webhook: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, events.WebhooksStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := str.GetMsg(ctx, res.Seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return msg.Time
+}
+
+// apiRequests is how many JetStream API requests the account has made.
+func apiRequests(ctx context.Context, t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	info, err := js.AccountInfo(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.API.Total
+}
