@@ -3,12 +3,14 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
@@ -16,7 +18,25 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
 )
+
+// The registry following WEBHOOKS passes the suite the memory one passes:
+// each change is the event the repository appends, and the registry
+// learns it from the stream.
+func TestRegistryConforms(t *testing.T) {
+	subscriptionstest.Run(t, func(t *testing.T) (app.Subscriptions, subscriptionstest.Record) {
+		ctx, js := registryStream(t)
+		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := r.Follow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return r, func(c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+			return storeWebhookChange(ctx, js, c, w)
+		}
+	})
+}
 
 // WaitCurrent holds an event back until the webhooks stored before it
 // are in the registry, and returns at once for one stored before what it
@@ -84,25 +104,49 @@ func registryStream(t *testing.T) (context.Context, jetstream.JetStream) {
 // stored it.
 func createWebhook(ctx context.Context, t *testing.T, js jetstream.JetStream, ws, id string) time.Time {
 	t.Helper()
-	subject, err := events.WebhookSubject(ws, id)
+	storedAt, err := storeWebhookChange(ctx, js, subscriptionstest.Created, &webhooksv1.Webhook{WebhookId: id, WorkspaceId: ws, Active: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	meta := esproto.Meta(ctx, ws, "", time.Now())
-	w := &webhooksv1.Webhook{WebhookId: id, WorkspaceId: ws, Active: true}
-	res, err := esproto.Append(ctx, eventstore.New(js, events.WebhooksStream), subject, 0, meta, &webhooksv1.WebhookCreated{Meta: meta, Webhook: w})
+	return storedAt
+}
+
+// storeWebhookChange appends the event the repository writes for change
+// c of a webhook (w: its state after it) and returns when the stream
+// stored it.
+func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+	ws := w.GetWorkspaceId()
+	subject, err := events.WebhookSubject(ws, w.GetWebhookId())
 	if err != nil {
-		t.Fatal(err)
+		return time.Time{}, err
+	}
+	meta := esproto.Meta(ctx, ws, "", time.Now())
+	var ev proto.Message
+	switch c {
+	case subscriptionstest.Created:
+		ev = &webhooksv1.WebhookCreated{Meta: meta, Webhook: w}
+	case subscriptionstest.Updated:
+		ev = &webhooksv1.WebhookUpdated{Meta: meta, Webhook: w}
+	case subscriptionstest.Disabled:
+		ev = &webhooksv1.WebhookDisabled{Meta: meta, Webhook: w, ResponseCode: w.GetLastFailureCode()}
+	case subscriptionstest.Deleted:
+		ev = &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}
+	default:
+		return time.Time{}, fmt.Errorf("no webhook event for change %d", c)
+	}
+	res, err := esproto.Append(ctx, eventstore.New(js, events.WebhooksStream), subject, eventstore.AnySeq, meta, ev)
+	if err != nil {
+		return time.Time{}, err
 	}
 	str, err := js.Stream(ctx, events.WebhooksStream)
 	if err != nil {
-		t.Fatal(err)
+		return time.Time{}, err
 	}
 	msg, err := str.GetMsg(ctx, res.Seq)
 	if err != nil {
-		t.Fatal(err)
+		return time.Time{}, err
 	}
-	return msg.Time
+	return msg.Time, nil
 }
 
 // apiRequests is how many JetStream API requests the account has made.

@@ -13,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/backlogtest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/relaytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/sendertest"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
 )
 
 // The memory sender, relay and backlog pass the suites the HTTP, NATS
@@ -54,5 +55,17 @@ func TestBacklogConforms(t *testing.T) {
 		q := NewQueue()
 		b := NewBacklog(q)
 		return b, q, b.Delivered
+	})
+}
+
+func TestRegistryConforms(t *testing.T) {
+	subscriptionstest.Run(t, func(*testing.T) (app.Subscriptions, subscriptionstest.Record) {
+		r := NewRegistry()
+		var seq atomic.Uint64
+		// The repository puts each change inline, at its log sequence.
+		return r, func(_ subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+			r.Put(seq.Add(1), w)
+			return time.Now(), nil
+		}
 	})
 }
