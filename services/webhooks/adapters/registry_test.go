@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,13 +20,14 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/registrytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
 )
 
-// The registry following WEBHOOKS passes the suite the memory one passes:
-// each change is the event the repository appends, and the registry
-// learns it from the stream.
-func TestRegistryConforms(t *testing.T) {
+// The registry following WEBHOOKS passes the suites the memory one
+// passes. As the dispatcher's Subscriptions, it learns each change from
+// the event the repository appends.
+func TestRegistryConformsAsSubscriptions(t *testing.T) {
 	subscriptionstest.Run(t, func(t *testing.T) (app.Subscriptions, subscriptionstest.Record) {
 		ctx, js := registryStream(t)
 		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
@@ -35,6 +37,41 @@ func TestRegistryConforms(t *testing.T) {
 		return r, func(c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
 			return storeWebhookChange(ctx, js, c, w)
 		}
+	})
+}
+
+// As the management side's Registry, the repository puts each change it
+// appended inline, and the follower applies it again.
+func TestRegistryConforms(t *testing.T) {
+	registrytest.Run(t, func(t *testing.T) (app.Registry, registrytest.Store, func(*testing.T)) {
+		ctx, js := registryStream(t)
+		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		if err := r.Follow(ctx); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		store := func(w *webhooksv1.Webhook) (uint64, error) {
+			mu.Lock()
+			c := subscriptionstest.Updated
+			if w.DeletedAtUnix != nil {
+				c = subscriptionstest.Deleted
+			} else if !seen[w.GetWebhookId()] {
+				c = subscriptionstest.Created
+			}
+			seen[w.GetWebhookId()] = true
+			mu.Unlock()
+			return appendWebhookChange(ctx, js, c, w)
+		}
+		settle := func(t *testing.T) {
+			t.Helper()
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			if err := r.WaitCurrent(wctx, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r, store, settle
 	})
 }
 
@@ -115,10 +152,28 @@ func createWebhook(ctx context.Context, t *testing.T, js jetstream.JetStream, ws
 // c of a webhook (w: its state after it) and returns when the stream
 // stored it.
 func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+	seq, err := appendWebhookChange(ctx, js, c, w)
+	if err != nil {
+		return time.Time{}, err
+	}
+	str, err := js.Stream(ctx, events.WebhooksStream)
+	if err != nil {
+		return time.Time{}, err
+	}
+	msg, err := str.GetMsg(ctx, seq)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return msg.Time, nil
+}
+
+// appendWebhookChange appends the event the repository writes for change
+// c of a webhook (w: its state after it) and returns its sequence.
+func appendWebhookChange(ctx context.Context, js jetstream.JetStream, c subscriptionstest.Change, w *webhooksv1.Webhook) (uint64, error) {
 	ws := w.GetWorkspaceId()
 	subject, err := events.WebhookSubject(ws, w.GetWebhookId())
 	if err != nil {
-		return time.Time{}, err
+		return 0, err
 	}
 	meta := esproto.Meta(ctx, ws, "", time.Now())
 	var ev proto.Message
@@ -132,21 +187,10 @@ func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c subscript
 	case subscriptionstest.Deleted:
 		ev = &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}
 	default:
-		return time.Time{}, fmt.Errorf("no webhook event for change %d", c)
+		return 0, fmt.Errorf("no webhook event for change %d", c)
 	}
 	res, err := esproto.Append(ctx, eventstore.New(js, events.WebhooksStream), subject, eventstore.AnySeq, meta, ev)
-	if err != nil {
-		return time.Time{}, err
-	}
-	str, err := js.Stream(ctx, events.WebhooksStream)
-	if err != nil {
-		return time.Time{}, err
-	}
-	msg, err := str.GetMsg(ctx, res.Seq)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return msg.Time, nil
+	return res.Seq, err
 }
 
 // apiRequests is how many JetStream API requests the account has made.

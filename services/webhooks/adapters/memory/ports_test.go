@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/backlogtest"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/registrytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/relaytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/sendertest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
@@ -58,7 +59,7 @@ func TestBacklogConforms(t *testing.T) {
 	})
 }
 
-func TestRegistryConforms(t *testing.T) {
+func TestRegistryConformsAsSubscriptions(t *testing.T) {
 	subscriptionstest.Run(t, func(*testing.T) (app.Subscriptions, subscriptionstest.Record) {
 		r := NewRegistry()
 		var seq atomic.Uint64
@@ -67,5 +68,14 @@ func TestRegistryConforms(t *testing.T) {
 			r.Put(seq.Add(1), w)
 			return time.Now(), nil
 		}
+	})
+}
+
+func TestRegistryConforms(t *testing.T) {
+	registrytest.Run(t, func(*testing.T) (app.Registry, registrytest.Store, func(*testing.T)) {
+		r := NewRegistry()
+		var seq atomic.Uint64
+		store := func(*webhooksv1.Webhook) (uint64, error) { return seq.Add(1), nil } // no log: the sequence alone
+		return r, store, func(*testing.T) {}
 	})
 }
