@@ -100,6 +100,24 @@ func TestWaitCurrentWaitsForTheWebhooksStoredBefore(t *testing.T) {
 	}
 }
 
+// An answer covers only what was stored before it: an event stored after
+// the last answer is held back until the webhooks before it are applied.
+// (The conformance suite cannot see this: its follower keeps up.)
+func TestWaitCurrentCoversOnlyWhatItsLastAnswerSaw(t *testing.T) {
+	ctx, js := registryStream(t)
+	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// Not following: the empty stream is all it has applied.
+	if err := r.WaitCurrent(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	storedAt := createWebhook(ctx, t, js, "ws_a", "whk_1")
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := r.WaitCurrent(short, storedAt); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("an event after a webhook the registry has not applied, stored after its last answer: %v, want it held back", err)
+	}
+}
+
 // Events that each need the stream asked share the questions: at most one
 // per checkSpacing, however many events come.
 func TestWaitCurrentAsksTheStreamAtMostOncePerSpacing(t *testing.T) {
