@@ -100,20 +100,19 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 	})
 }
 
-// qaMessage is m as the QA worker reads it.
+// qaMessage is m as the QA worker reads it. Its sequence and store time
+// come first: a body that does not decode is still a message of the
+// stream, which the worker skips by its sequence like any other.
 func qaMessage(m jetstream.Msg, protobuf bool) app.QAMessage {
 	out := app.QAMessage{Subject: m.Subject(), Data: m.Data(), Traceparent: m.Headers().Get(events.HeaderTraceparent)}
-	if protobuf {
-		out.Event, out.Err = eventstore.DecodeMsg(m)
-		if out.Err != nil {
-			return out
-		}
-	}
 	meta, err := m.Metadata()
 	if err != nil {
-		out.Event, out.Err = nil, err
+		out.Err = err
 		return out
 	}
 	out.Seq, out.Stored = meta.Sequence.Stream, meta.Timestamp
+	if protobuf {
+		out.Event, out.Err = eventstore.DecodeMsg(m)
+	}
 	return out
 }
