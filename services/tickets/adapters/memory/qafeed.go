@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 // pushed to a source is fed in batches, in order, and a batch the
 // handler fails is fed again after Retry, as a stream's consumer
 // redelivers it. Sequences and store times are given as a stream gives
-// them.
+// them. Follow calls on one source split it as replicas on a durable
+// consumer do: a message one holds is fed to no other, and one it held
+// when its ctx ended goes back to the source.
 type QAFeed struct {
 	// Batch bounds a batch (default 256); Retry is the wait before a
 	// failed batch is fed again (default 10 ms).
@@ -20,14 +23,20 @@ type QAFeed struct {
 	Retry time.Duration
 
 	mu      sync.Mutex
-	pending map[app.QASource][]app.QAMessage
+	pending map[app.QASource][]*queued
 	seq     map[app.QASource]uint64
-	pushed  chan struct{} // closed and replaced on each push
+	changed chan struct{} // closed and replaced on each push or give-back
+}
+
+// queued is a message not handled yet; inHand while a Follow holds it.
+type queued struct {
+	msg    app.QAMessage
+	inHand bool
 }
 
 // NewQAFeed is a feed with nothing pushed.
 func NewQAFeed() *QAFeed {
-	return &QAFeed{pending: map[app.QASource][]app.QAMessage{}, seq: map[app.QASource]uint64{}, pushed: make(chan struct{})}
+	return &QAFeed{pending: map[app.QASource][]*queued{}, seq: map[app.QASource]uint64{}, changed: make(chan struct{})}
 }
 
 var _ app.QAFeed = (*QAFeed)(nil)
@@ -45,10 +54,15 @@ func (f *QAFeed) Push(source app.QASource, msgs ...app.QAMessage) {
 		if m.Stored.IsZero() {
 			m.Stored = time.Now()
 		}
-		f.pending[source] = append(f.pending[source], m)
+		f.pending[source] = append(f.pending[source], &queued{msg: m})
 	}
-	close(f.pushed)
-	f.pushed = make(chan struct{})
+	f.signal()
+}
+
+// signal wakes the Follow calls waiting for messages; f.mu is held.
+func (f *QAFeed) signal() {
+	close(f.changed)
+	f.changed = make(chan struct{})
 }
 
 // Pending is how many messages of the source are not handled yet (a
@@ -57,6 +71,41 @@ func (f *QAFeed) Pending(source app.QASource) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.pending[source])
+}
+
+// take puts the first limit messages of source no Follow holds in hand;
+// with none, it returns what is closed when that may change.
+func (f *QAFeed) take(source app.QASource, limit int) ([]*queued, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var batch []*queued
+	for _, q := range f.pending[source] {
+		if len(batch) == limit {
+			break
+		}
+		if !q.inHand {
+			q.inHand = true
+			batch = append(batch, q)
+		}
+	}
+	return batch, f.changed
+}
+
+// done removes a handled batch from its source.
+func (f *QAFeed) done(source app.QASource, batch []*queued) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending[source] = slices.DeleteFunc(f.pending[source], func(q *queued) bool { return slices.Contains(batch, q) })
+}
+
+// giveBack returns a batch not handled to its source, for any Follow.
+func (f *QAFeed) giveBack(batch []*queued) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, q := range batch {
+		q.inHand = false
+	}
+	f.signal()
 }
 
 // Follow implements app.QAFeed.
@@ -68,29 +117,31 @@ func (f *QAFeed) Follow(ctx context.Context, source app.QASource, h func(context
 	if retry <= 0 {
 		retry = 10 * time.Millisecond
 	}
-	for {
-		f.mu.Lock()
-		batch := append([]app.QAMessage(nil), f.pending[source][:min(limit, len(f.pending[source]))]...)
-		pushed := f.pushed
-		f.mu.Unlock()
+	for ctx.Err() == nil {
+		batch, changed := f.take(source, limit)
 		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
-				return nil
-			case <-pushed:
-				continue
+			case <-changed:
 			}
+			continue
 		}
-		if err := h(ctx, batch); err != nil {
+		for {
+			msgs := make([]app.QAMessage, len(batch))
+			for i, q := range batch {
+				msgs[i] = q.msg
+			}
+			if h(ctx, msgs) == nil {
+				f.done(source, batch)
+				break
+			}
 			select {
 			case <-ctx.Done():
+				f.giveBack(batch)
 				return nil
 			case <-time.After(retry):
-				continue
 			}
 		}
-		f.mu.Lock()
-		f.pending[source] = f.pending[source][len(batch):]
-		f.mu.Unlock()
 	}
+	return nil
 }
