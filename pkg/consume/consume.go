@@ -12,12 +12,15 @@
 // Every replica of a process shares the durable, so a killed one loses
 // nothing: what it held unacknowledged goes to another after AckWait.
 // Ending ctx stops either mode without failing: what was not handled is
-// left to be redelivered, never acknowledged.
+// given back at once to be redelivered, never acknowledged.
 package consume
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -52,8 +55,10 @@ type Spec struct {
 type Handler func(ctx context.Context, batch []jetstream.Msg) error
 
 // Batches creates or updates the durable and feeds its batches to h until
-// ctx ends. Ending ctx is not a failure: the batch in hand, unacked, is
-// redelivered to whoever comes next.
+// ctx ends. Ending ctx is not a failure: the batch in hand, if h did not
+// finish it, and what was pulled but not handled are given back at once
+// (nak, in stream order) to whoever comes next, not held until AckWait
+// runs out.
 func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) error {
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 256
@@ -63,18 +68,31 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		return err
 	}
 	msgs := make(chan jetstream.Msg, s.MaxBatch)
+	var lateMu sync.Mutex
+	var late []jetstream.Msg // pulled once stopping
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
+		if ctx.Err() == nil {
+			select {
+			case msgs <- m:
+				return
+			case <-ctx.Done():
+			}
 		}
+		lateMu.Lock()
+		late = append(late, m)
+		lateMu.Unlock()
 	})
 	if err != nil {
 		return fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
+	var unhandled []jetstream.Msg // the batch in hand when stopping
 	defer func() {
-		cc.Drain()
+		cc.Drain() // what the client holds reaches the callback
 		<-cc.Closed()
+		for len(msgs) > 0 {
+			unhandled = append(unhandled, <-msgs)
+		}
+		giveBack(append(unhandled, late...))
 	}()
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
 	for {
@@ -87,7 +105,8 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		batch = fill(ctx, batch, msgs, s.MaxBatch, s.Linger)
 		if err := h(ctx, batch); err != nil {
 			if ctx.Err() != nil {
-				return nil // stopping: the unacked batch is redelivered
+				unhandled = slices.Clone(batch) // stopping: given back
+				return nil
 			}
 			if s.OnError != nil {
 				s.OnError(batch, err)
@@ -104,6 +123,21 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		for _, m := range batch {
 			_ = m.Ack()
 		}
+	}
+}
+
+// giveBack naks msgs in stream order, the order the server then
+// redelivers them in.
+func giveBack(msgs []jetstream.Msg) {
+	seq := func(m jetstream.Msg) uint64 {
+		if meta, err := m.Metadata(); err == nil {
+			return meta.Sequence.Stream
+		}
+		return 0
+	}
+	slices.SortFunc(msgs, func(a, b jetstream.Msg) int { return cmp.Compare(seq(a), seq(b)) })
+	for _, m := range msgs {
+		_ = m.Nak()
 	}
 }
 

@@ -210,4 +210,19 @@ func TestBatchesAcknowledgesNothingWhenStoppedMidBatch(t *testing.T) {
 	if info := settled(t, js, "batches-stop"); info.AckFloor.Stream != 0 {
 		t.Fatalf("acknowledged up to %d after a batch that was not handled", info.AckFloor.Stream)
 	}
+	// The batch was given back at once: the next consumer has it long
+	// before an AckWait of a minute would let it go.
+	var next log
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "batches-stop", AckWait: time.Minute},
+			func(_ context.Context, batch []jetstream.Msg) error {
+				for _, m := range batch {
+					next.add(string(m.Data()))
+				}
+				return nil
+			})
+	})
+	testkit.Eventually(t, 10*time.Second, "the next consumer handles every job", func() bool {
+		return next.count("0") == 1 && next.count("1") == 1 && next.count("2") == 1
+	})
 }

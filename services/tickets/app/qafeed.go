@@ -47,6 +47,7 @@ type QAFeed interface {
 	// Follow feeds the source's messages, in batches in stream order, to
 	// h until ctx ends (then it returns nil). A batch h handles is done
 	// for every replica; one h fails is delivered again later, with
-	// back-off, as is the batch in hand when ctx ends.
+	// back-off, and the batch in hand when ctx ends at once, to whichever
+	// replica comes next. What is delivered again may come in any order.
 	Follow(ctx context.Context, source QASource, h func(ctx context.Context, batch []QAMessage) error) error
 }
