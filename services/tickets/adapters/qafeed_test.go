@@ -22,15 +22,15 @@ import (
 // The feed on JetStream passes the suite the memory one passes: messages
 // are stored as their producers store them, protobuf events appended
 // through the event store, platform envelopes published as they are.
-// AckWait is short so that a batch a stopped Follow held comes back to
-// the next one within the suite's patience, and long beside a handler's
-// work, so nothing is redelivered while it is being handled.
+// The feed runs as the service runs it (a minute's AckWait): a batch a
+// stopped Follow held comes back to the next one because it is given
+// back, not because it timed out.
 func TestQAFeedConforms(t *testing.T) {
 	qafeedtest.Run(t, func(t *testing.T, batch int) (app.QAFeed, qafeedtest.Put) {
 		js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
 			return eventstore.EnsureEventStreams(ctx, js, replicas, events.TestRunsStream, events.TicketsStream, events.PlatformStream)
 		})
-		return QAFeed{JS: js, Batch: batch, AckWait: 2 * time.Second}, func(source app.QASource, msgs ...qafeedtest.Message) {
+		return QAFeed{JS: js, Batch: batch}, func(source app.QASource, msgs ...qafeedtest.Message) {
 			t.Helper()
 			for _, m := range msgs {
 				storeQAMessage(t, js, source, m)

@@ -21,20 +21,19 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/registrytest"
-	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
 )
 
 // The registry following WEBHOOKS passes the suites the memory one
 // passes. As the dispatcher's Subscriptions, it learns each change from
 // the event the repository appends.
 func TestRegistryConformsAsSubscriptions(t *testing.T) {
-	subscriptionstest.Run(t, func(t *testing.T) (app.Subscriptions, subscriptionstest.Record) {
+	registrytest.RunSubscriptions(t, func(t *testing.T) (app.Subscriptions, registrytest.Record) {
 		ctx, js := registryStream(t)
 		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err := r.Follow(ctx); err != nil {
 			t.Fatal(err)
 		}
-		return r, func(c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+		return r, func(c registrytest.Change, w *webhooksv1.Webhook) (time.Time, error) {
 			return storeWebhookChange(ctx, js, c, w)
 		}
 	})
@@ -53,11 +52,11 @@ func TestRegistryConforms(t *testing.T) {
 		seen := map[string]bool{}
 		store := func(w *webhooksv1.Webhook) (uint64, error) {
 			mu.Lock()
-			c := subscriptionstest.Updated
+			c := registrytest.Updated
 			if w.DeletedAtUnix != nil {
-				c = subscriptionstest.Deleted
+				c = registrytest.Deleted
 			} else if !seen[w.GetWebhookId()] {
-				c = subscriptionstest.Created
+				c = registrytest.Created
 			}
 			seen[w.GetWebhookId()] = true
 			mu.Unlock()
@@ -159,7 +158,7 @@ func registryStream(t *testing.T) (context.Context, jetstream.JetStream) {
 // stored it.
 func createWebhook(ctx context.Context, t *testing.T, js jetstream.JetStream, ws, id string) time.Time {
 	t.Helper()
-	storedAt, err := storeWebhookChange(ctx, js, subscriptionstest.Created, &webhooksv1.Webhook{WebhookId: id, WorkspaceId: ws, Active: true})
+	storedAt, err := storeWebhookChange(ctx, js, registrytest.Created, &webhooksv1.Webhook{WebhookId: id, WorkspaceId: ws, Active: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +168,7 @@ func createWebhook(ctx context.Context, t *testing.T, js jetstream.JetStream, ws
 // storeWebhookChange appends the event the repository writes for change
 // c of a webhook (w: its state after it) and returns when the stream
 // stored it.
-func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c registrytest.Change, w *webhooksv1.Webhook) (time.Time, error) {
 	seq, err := appendWebhookChange(ctx, js, c, w)
 	if err != nil {
 		return time.Time{}, err
@@ -187,7 +186,7 @@ func storeWebhookChange(ctx context.Context, js jetstream.JetStream, c subscript
 
 // appendWebhookChange appends the event the repository writes for change
 // c of a webhook (w: its state after it) and returns its sequence.
-func appendWebhookChange(ctx context.Context, js jetstream.JetStream, c subscriptionstest.Change, w *webhooksv1.Webhook) (uint64, error) {
+func appendWebhookChange(ctx context.Context, js jetstream.JetStream, c registrytest.Change, w *webhooksv1.Webhook) (uint64, error) {
 	ws := w.GetWorkspaceId()
 	subject, err := events.WebhookSubject(ws, w.GetWebhookId())
 	if err != nil {
@@ -196,13 +195,13 @@ func appendWebhookChange(ctx context.Context, js jetstream.JetStream, c subscrip
 	meta := esproto.Meta(ctx, ws, "", time.Now())
 	var ev proto.Message
 	switch c {
-	case subscriptionstest.Created:
+	case registrytest.Created:
 		ev = &webhooksv1.WebhookCreated{Meta: meta, Webhook: w}
-	case subscriptionstest.Updated:
+	case registrytest.Updated:
 		ev = &webhooksv1.WebhookUpdated{Meta: meta, Webhook: w}
-	case subscriptionstest.Disabled:
+	case registrytest.Disabled:
 		ev = &webhooksv1.WebhookDisabled{Meta: meta, Webhook: w, ResponseCode: w.GetLastFailureCode()}
-	case subscriptionstest.Deleted:
+	case registrytest.Deleted:
 		ev = &webhooksv1.WebhookDeleted{Meta: meta, Webhook: w}
 	default:
 		return 0, fmt.Errorf("no webhook event for change %d", c)

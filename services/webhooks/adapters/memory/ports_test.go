@@ -14,7 +14,6 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/registrytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/relaytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/sendertest"
-	"github.com/voiceai-platform/voiceai/services/webhooks/app/subscriptionstest"
 )
 
 // The memory sender, relay and backlog pass the suites the HTTP, NATS
@@ -60,11 +59,11 @@ func TestBacklogConforms(t *testing.T) {
 }
 
 func TestRegistryConformsAsSubscriptions(t *testing.T) {
-	subscriptionstest.Run(t, func(*testing.T) (app.Subscriptions, subscriptionstest.Record) {
+	registrytest.RunSubscriptions(t, func(*testing.T) (app.Subscriptions, registrytest.Record) {
 		r := NewRegistry()
 		var seq atomic.Uint64
 		// The repository puts each change inline, at its log sequence.
-		return r, func(_ subscriptionstest.Change, w *webhooksv1.Webhook) (time.Time, error) {
+		return r, func(_ registrytest.Change, w *webhooksv1.Webhook) (time.Time, error) {
 			r.Put(seq.Add(1), w)
 			return time.Now(), nil
 		}

@@ -1,10 +1,4 @@
-// Package subscriptionstest is the conformance suite of
-// app.Subscriptions: every implementation (memory, given each change
-// inline; the one following the WEBHOOKS stream) shows, once WaitCurrent
-// returns, every webhook change stored before, matches an event to the
-// webhooks of its workspace as they were when it was stored, and keeps
-// what it learnt of deleted webhooks.
-package subscriptionstest
+package registrytest
 
 import (
 	"context"
@@ -13,8 +7,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/proto"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -38,41 +30,14 @@ const (
 // Fan-outs run side by side: it may be called from several goroutines.
 type Record func(c Change, w *webhooksv1.Webhook) (storedAt time.Time, err error)
 
-// Opener opens Subscriptions over fresh storage, and record, which
-// stores the changes it learns of.
-type Opener func(t *testing.T) (app.Subscriptions, Record)
-
-const ticketCreated, callEnded = "ticket_created", "call_ended"
-
-// t0 is when the suite's webhooks are created (ms): events are matched
-// at times around it, however long ago the changes were really stored.
-const t0 = 1_800_000_000_000
-
-func hook(ws, id string, createdMs int64, events ...string) *webhooksv1.Webhook {
-	return &webhooksv1.Webhook{
-		WebhookId: id, WorkspaceId: ws, Url: "https://receiver.example/" + id, Events: events, Active: true,
-		CreatedAtUnixMs: createdMs, EnabledAtUnixMs: createdMs,
-	}
-}
-
-// changed is w's next state (w itself is left as it was stored).
-func changed(w *webhooksv1.Webhook, change func(*webhooksv1.Webhook)) *webhooksv1.Webhook {
-	next := proto.CloneOf(w)
-	change(next)
-	return next
-}
+// SubscriptionsOpener opens Subscriptions over fresh storage, and
+// record, which stores the changes it learns of.
+type SubscriptionsOpener func(t *testing.T) (app.Subscriptions, Record)
 
 func disabled(w *webhooksv1.Webhook, reason string) *webhooksv1.Webhook {
 	return changed(w, func(n *webhooksv1.Webhook) {
 		at := int64(t0/1000 + 60)
 		n.Active, n.DisabledReason, n.DisabledAtUnix = false, reason, &at
-	})
-}
-
-func deleted(w *webhooksv1.Webhook) *webhooksv1.Webhook {
-	return changed(w, func(n *webhooksv1.Webhook) {
-		at := int64(t0/1000 + 120)
-		n.DeletedAtUnix = &at
 	})
 }
 
@@ -85,8 +50,8 @@ func ids(ws []*webhooksv1.Webhook) []string {
 	return out
 }
 
-// Run checks open against what app.Subscriptions promises.
-func Run(t *testing.T, open Opener) {
+// RunSubscriptions checks open against what app.Subscriptions promises.
+func RunSubscriptions(t *testing.T, open SubscriptionsOpener) {
 	// current waits, within a failure limit, until s shows every change
 	// stored up to storedAt.
 	current := func(t *testing.T, s app.Subscriptions, storedAt time.Time) {
@@ -104,19 +69,6 @@ func Run(t *testing.T, open Opener) {
 		}
 		if got := ids(s.MatchMissed(ws, event, at)); !slices.Equal(got, missed) {
 			t.Errorf("MatchMissed(%s, %s): %v, want %v", ws, event, got, missed)
-		}
-	}
-	wantGet := func(t *testing.T, s app.Subscriptions, want *webhooksv1.Webhook) {
-		t.Helper()
-		got, ok := s.Get(want.GetWorkspaceId(), want.GetWebhookId())
-		if !ok || !proto.Equal(got, want) {
-			t.Errorf("Get(%s, %s): %v %v, want %v", want.GetWorkspaceId(), want.GetWebhookId(), got, ok, want)
-		}
-	}
-	wantGone := func(t *testing.T, s app.Subscriptions, ws, id string) {
-		t.Helper()
-		if got, ok := s.Get(ws, id); ok {
-			t.Errorf("Get(%s, %s): %v, want not found", ws, id, got)
 		}
 	}
 

@@ -1,16 +1,19 @@
-// Package registrytest is the conformance suite of app.Registry, the
-// management side's view of the webhooks: every implementation (memory;
-// the registry following WEBHOOKS, whose follower applies each change
-// again) shows a change once it is put, keeps a webhook's newest change
-// whatever order its changes come in, and lists a workspace's live
-// webhooks oldest first.
+// Package registrytest holds the conformance suites of the webhook
+// registry's two views, run on every implementation (memory; the
+// registry following WEBHOOKS, whose follower applies each change again):
+//
+//   - Run, app.Registry, the management side's: a change shows once it is
+//     put, a webhook keeps its newest change whatever order its changes
+//     come in, and a workspace's live webhooks are listed oldest first.
+//   - RunSubscriptions, app.Subscriptions, the dispatcher's: once
+//     WaitCurrent returns, every webhook change stored before shows; an
+//     event is matched to the webhooks of its workspace as they were when
+//     it was stored; what was learnt of deleted webhooks is kept.
 package registrytest
 
 import (
 	"slices"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -27,30 +30,6 @@ type Store func(w *webhooksv1.Webhook) (seq uint64, err error)
 // memory, nothing).
 type Opener func(t *testing.T) (reg app.Registry, store Store, settle func(t *testing.T))
 
-// t0 is when the suite's webhooks are created (ms).
-const t0 = 1_800_000_000_000
-
-func hook(ws, id string, createdMs int64) *webhooksv1.Webhook {
-	return &webhooksv1.Webhook{
-		WebhookId: id, WorkspaceId: ws, Url: "https://receiver.example/" + id, Events: []string{"ticket_created"}, Active: true,
-		CreatedAtUnixMs: createdMs, EnabledAtUnixMs: createdMs,
-	}
-}
-
-// changed is w's next state (w itself is left as it was put).
-func changed(w *webhooksv1.Webhook, change func(*webhooksv1.Webhook)) *webhooksv1.Webhook {
-	next := proto.CloneOf(w)
-	change(next)
-	return next
-}
-
-func deleted(w *webhooksv1.Webhook) *webhooksv1.Webhook {
-	return changed(w, func(n *webhooksv1.Webhook) {
-		at := int64(t0/1000 + 120)
-		n.DeletedAtUnix = &at
-	})
-}
-
 // Run checks open against what app.Registry promises.
 func Run(t *testing.T, open Opener) {
 	stored := func(t *testing.T, store Store, w *webhooksv1.Webhook) uint64 {
@@ -60,19 +39,6 @@ func Run(t *testing.T, open Opener) {
 			t.Fatalf("storing %s: %v", w.GetWebhookId(), err)
 		}
 		return seq
-	}
-	wantGet := func(t *testing.T, reg app.Registry, want *webhooksv1.Webhook) {
-		t.Helper()
-		got, ok := reg.Get(want.GetWorkspaceId(), want.GetWebhookId())
-		if !ok || !proto.Equal(got, want) {
-			t.Errorf("Get(%s, %s): %v %v, want %v", want.GetWorkspaceId(), want.GetWebhookId(), got, ok, want)
-		}
-	}
-	wantGone := func(t *testing.T, reg app.Registry, ws, id string) {
-		t.Helper()
-		if got, ok := reg.Get(ws, id); ok {
-			t.Errorf("Get(%s, %s): %v, want not found", ws, id, got)
-		}
 	}
 	wantList := func(t *testing.T, reg app.Registry, ws string, want ...string) {
 		t.Helper()
@@ -89,7 +55,7 @@ func Run(t *testing.T, open Opener) {
 	// writes before any follower of the log got there.
 	t.Run("a change shows as soon as it is put", func(t *testing.T) {
 		reg, store, _ := open(t)
-		w := hook("ws_a", "whk_1", t0)
+		w := hook("ws_a", "whk_1", t0, ticketCreated)
 		reg.Put(stored(t, store, w), w)
 		wantGet(t, reg, w)
 		wantList(t, reg, "ws_a", "whk_1")
@@ -107,7 +73,7 @@ func Run(t *testing.T, open Opener) {
 	// put theirs in either order.
 	t.Run("the newest change wins whatever order they are put in", func(t *testing.T) {
 		reg, store, settle := open(t)
-		created := hook("ws_a", "whk_1", t0)
+		created := hook("ws_a", "whk_1", t0, ticketCreated)
 		updated := changed(created, func(n *webhooksv1.Webhook) { n.Events = []string{"call_ended"} })
 		createdAt, updatedAt := stored(t, store, created), stored(t, store, updated)
 		reg.Put(updatedAt, updated)
@@ -133,12 +99,12 @@ func Run(t *testing.T, open Opener) {
 			reg.Put(stored(t, store, w), w)
 			return w
 		}
-		put(hook("ws_a", "whk_third", t0+3000))
-		put(hook("ws_a", "whk_first", t0+1000))
-		put(hook("ws_a", "whk_second", t0+2000))
-		put(changed(hook("ws_a", "whk_inactive", t0+4000), func(n *webhooksv1.Webhook) { n.Active = false })) // live, not deleted
-		put(deleted(put(hook("ws_a", "whk_deleted", t0+500))))
-		other := put(hook("ws_b", "whk_other", t0))
+		put(hook("ws_a", "whk_third", t0+3000, ticketCreated))
+		put(hook("ws_a", "whk_first", t0+1000, ticketCreated))
+		put(hook("ws_a", "whk_second", t0+2000, ticketCreated))
+		put(changed(hook("ws_a", "whk_inactive", t0+4000, ticketCreated), func(n *webhooksv1.Webhook) { n.Active = false })) // live, not deleted
+		put(deleted(put(hook("ws_a", "whk_deleted", t0+500, ticketCreated))))
+		other := put(hook("ws_b", "whk_other", t0, ticketCreated))
 		settle(t)
 		wantList(t, reg, "ws_a", "whk_first", "whk_second", "whk_third", "whk_inactive")
 		wantList(t, reg, "ws_b", "whk_other")
