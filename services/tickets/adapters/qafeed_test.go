@@ -2,6 +2,8 @@ package adapters
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,5 +67,49 @@ func storeQAMessage(t *testing.T, js jetstream.JetStream, source app.QASource, m
 	}
 	if _, err := eventstore.New(js, src.stream).Append(ctx, m.Subject, eventlog.AnySeq, "", e); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Of the platform's events, the QA worker is fed only those that can
+// raise a ticket (app.QAPlatformEvents); the others are never pulled.
+func TestQAFeedReadsOnlyThePlatformEventsThatRaiseTickets(t *testing.T) {
+	js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
+		return eventstore.EnsureEventStreams(ctx, js, replicas, events.PlatformStream)
+	})
+	store := func(name string) {
+		subject, err := events.PlatformSubject("ws_a", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		storeQAMessage(t, js, app.QAPlatform, qafeedtest.Message{Subject: subject, Body: []byte(`{"event":"` + name + `"}`)})
+	}
+	for _, name := range []string{"call_started", "conversation_ended", "agent_response", "escalation_triggered", "call_ended"} {
+		store(name)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	fed := make(chan string, 10)
+	go func() {
+		_ = QAFeed{JS: js}.Follow(ctx, app.QAPlatform, func(_ context.Context, batch []app.QAMessage) error {
+			for _, m := range batch {
+				fed <- m.Subject
+			}
+			return nil
+		})
+	}()
+	next := func() string {
+		select {
+		case s := <-fed:
+			return s[strings.LastIndexByte(s, '.')+1:]
+		case <-time.After(10 * time.Second):
+			t.Fatal("nothing more fed within 10s")
+			return ""
+		}
+	}
+	// A wanted event stored last shows nothing unwanted was fed in between.
+	got := []string{next(), next()}
+	store("conversation_ended")
+	if got = append(got, next()); !slices.Equal(got, []string{"conversation_ended", "escalation_triggered", "conversation_ended"}) {
+		t.Fatalf("fed %v; want conversation_ended, escalation_triggered, conversation_ended", got)
 	}
 }
