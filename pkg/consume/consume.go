@@ -92,6 +92,8 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		for len(msgs) > 0 {
 			unhandled = append(unhandled, <-msgs)
 		}
+		lateMu.Lock()
+		defer lateMu.Unlock()
 		giveBack(append(unhandled, late...))
 	}()
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
