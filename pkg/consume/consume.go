@@ -3,8 +3,9 @@
 //
 //   - Batches: each batch is what has arrived (optionally lingering for
 //     more), handled as one, then acknowledged; a batch whose handling
-//     fails is redelivered with back-off, so nothing is skipped
-//     (projectors, stores that write many documents at once).
+//     fails is redelivered with back-off (or only the messages the
+//     handler names, Failed), so nothing is skipped (projectors, stores
+//     that write many documents at once, the webhook fan-out).
 //   - Messages: each message is handled on its own, by a pool of workers,
 //     and the handler says what becomes of it: Done, Retry after a delay,
 //     or GiveUp (job queues: webhook deliveries, test runs).
@@ -18,6 +19,7 @@ package consume
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -51,8 +53,28 @@ type Spec struct {
 	Workers int
 }
 
-// Handler handles one batch; an error has the whole batch redelivered.
+// Handler handles one batch; an error has the whole batch redelivered,
+// unless it is Failed's, which names the messages to redeliver.
 type Handler func(ctx context.Context, batch []jetstream.Msg) error
+
+// Failed is what a Handler returns when it handled its batch but for the
+// messages at the indices given: those are redelivered with back-off, the
+// others acknowledged. One message that cannot be handled thus does not
+// hold up the rest of its batch, batch after batch.
+func Failed(err error, indices ...int) error {
+	return &partial{err: err, failed: indices}
+}
+
+type partial struct {
+	err    error
+	failed []int
+}
+
+func (p *partial) Error() string {
+	return fmt.Sprintf("%d messages of the batch failed: %v", len(p.failed), p.err)
+}
+
+func (p *partial) Unwrap() error { return p.err }
 
 // Batches creates or updates the durable and feeds its batches to h until
 // ctx ends. Ending ctx is not a failure: the batch in hand, if h did not
@@ -60,12 +82,25 @@ type Handler func(ctx context.Context, batch []jetstream.Msg) error
 // (nak, in stream order) to whoever comes next, not held until AckWait
 // runs out.
 func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) error {
+	wait, err := StartBatches(ctx, js, s, h)
+	if err != nil {
+		return err
+	}
+	wait()
+	return nil
+}
+
+// StartBatches is Batches returning once the durable exists (or could not
+// be made: its error), for a process that must not start without its
+// consumers. The batches are handled in the background until ctx ends;
+// wait returns once what was not handled has been given back.
+func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) (wait func(), err error) {
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 256
 	}
 	cons, err := ensure(ctx, js, s)
 	if cons == nil {
-		return err
+		return func() {}, err
 	}
 	msgs := make(chan jetstream.Msg, s.MaxBatch)
 	var lateMu sync.Mutex
@@ -83,11 +118,13 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		lateMu.Unlock()
 	})
 	if err != nil {
-		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
-	var unhandled []jetstream.Msg // the batch in hand when stopping
-	defer func() {
-		cc.Drain() // what the client holds reaches the callback
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		unhandled := handleBatches(ctx, s, msgs, h) // the batch in hand when stopping
+		cc.Drain()                                  // what the client holds reaches the callback
 		<-cc.Closed()
 		for len(msgs) > 0 {
 			unhandled = append(unhandled, <-msgs)
@@ -96,6 +133,12 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		defer lateMu.Unlock()
 		giveBack(append(unhandled, late...))
 	}()
+	return func() { <-stopped }, nil
+}
+
+// handleBatches feeds h the batches msgs brings until ctx ends, and
+// returns the batch it held then, unfinished.
+func handleBatches(ctx context.Context, s Spec, msgs <-chan jetstream.Msg, h Handler) (unhandled []jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
 	for {
 		select {
@@ -107,13 +150,23 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 		batch = fill(ctx, batch, msgs, s.MaxBatch, s.Linger)
 		if err := h(ctx, batch); err != nil {
 			if ctx.Err() != nil {
-				unhandled = slices.Clone(batch) // stopping: given back
-				return nil
+				return slices.Clone(batch) // stopping: given back
 			}
+			redo := failedOf(len(batch), err)
 			if s.OnError != nil {
-				s.OnError(batch, err)
+				var failed []jetstream.Msg
+				for i, m := range batch {
+					if redo(i) {
+						failed = append(failed, m)
+					}
+				}
+				s.OnError(failed, err)
 			}
-			for _, m := range batch {
+			for i, m := range batch {
+				if !redo(i) {
+					_ = m.Ack()
+					continue
+				}
 				delay := time.Second
 				if meta, _ := m.Metadata(); meta != nil {
 					delay = Backoff(meta.NumDelivered)
@@ -126,6 +179,22 @@ func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) err
 			_ = m.Ack()
 		}
 	}
+}
+
+// failedOf tells which messages of a batch of n a handler's err has
+// redelivered: all of them, or those Failed names.
+func failedOf(n int, err error) func(i int) bool {
+	var p *partial
+	if !errors.As(err, &p) {
+		return func(int) bool { return true }
+	}
+	failed := make([]bool, n)
+	for _, i := range p.failed {
+		if i >= 0 && i < n {
+			failed[i] = true
+		}
+	}
+	return func(i int) bool { return failed[i] }
 }
 
 // giveBack naks msgs in stream order, the order the server then

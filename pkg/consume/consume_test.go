@@ -195,6 +195,38 @@ func TestBatchesRedeliversAFailedBatch(t *testing.T) {
 	})
 }
 
+// A handler that fails one message of its batch has that one
+// redelivered alone; the others are acknowledged and never seen again.
+func TestBatchesRedeliversOnlyWhatFailedSays(t *testing.T) {
+	js := jobs(t, 4)
+	var seen log
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "partial", Linger: 50 * time.Millisecond},
+			func(_ context.Context, batch []jetstream.Msg) error {
+				var failed []int
+				for i, m := range batch {
+					seen.add(string(m.Data()))
+					if meta, _ := m.Metadata(); string(m.Data()) == "2" && meta.NumDelivered < 3 {
+						failed = append(failed, i) // job 2 fails twice
+					}
+				}
+				if len(failed) > 0 {
+					return consume.Failed(errors.New("job 2 cannot be stored yet"), failed...)
+				}
+				return nil
+			})
+	})
+	testkit.Eventually(t, 20*time.Second, "job 2 handled on its third delivery, the rest once", func() bool {
+		info := settled(t, js, "partial")
+		return info.NumPending == 0 && info.NumAckPending == 0 && seen.count("2") == 3
+	})
+	for _, job := range []string{"0", "1", "3"} {
+		if n := seen.count(job); n != 1 {
+			t.Errorf("job %s handled %d times; want once", job, n)
+		}
+	}
+}
+
 func TestBatchesAcknowledgesNothingWhenStoppedMidBatch(t *testing.T) {
 	js := jobs(t, 3)
 	ctx, cancel := context.WithCancel(context.Background())
