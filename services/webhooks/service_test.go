@@ -660,6 +660,61 @@ var _ = delivery.HeaderEventID
 
 // Two dispatcher replicas share the deliveries, and in normal operation
 // no event reaches the receiver twice.
+// An event whose jobs can never be stored (here: too large for one
+// message once wrapped in a job) is retried on its own: the events fanned
+// out in the same batches are delivered.
+func TestAnEventThatCannotBeQueuedHoldsUpNoOther(t *testing.T) {
+	h := newHarness(t, false)
+	rc := newReceiver(t, nil)
+	_, secret := h.create("ws_p", hookBody(rc.URL, `["call_started"]`, ""))
+	rc.setSecret(secret)
+	subject, err := events.PlatformSubject("ws_p", "call_started")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := h.env.Conn(t)
+	publish := func(callID, pad string) {
+		t.Helper()
+		data := `{"event":"call_started","data":{"call_id":"` + callID + `","pad":"` + pad + `"}}`
+		if _, err := h.js.Publish(h.ctx, subject, []byte(data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Stored before any dispatcher runs, so that they reach it together.
+	const each = 20
+	for i := range each {
+		publish(fmt.Sprintf("before_%d", i), "")
+	}
+	publish("huge", strings.Repeat("x", int(nc.MaxPayload())-200))
+	for i := range each {
+		publish(fmt.Sprintf("after_%d", i), "")
+	}
+	d, _ := deps(t, h.env, false)
+	ds, err := StartDispatcher(h.ctx, d, h.cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ds.Stop)
+	testkit.Eventually(t, 15*time.Second, "every other event delivered", func() bool { return len(rc.all()) >= 2*each })
+	for _, r := range rc.all() {
+		if strings.Contains(string(r.body), `"huge"`) {
+			t.Fatal("the event too large to queue was delivered")
+		}
+	}
+	// It is still there, to be tried again: not acknowledged.
+	c, err := h.js.Consumer(h.ctx, events.PlatformStream, dispatcher.FanoutPlatformDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := c.Info(h.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 1 || info.AckFloor.Stream >= uint64(each+1) {
+		t.Fatalf("fan-out consumer: %d unacknowledged, acknowledged up to %d; want the huge event (%d) pending", info.NumAckPending, info.AckFloor.Stream, each+1)
+	}
+}
+
 func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 	h := newHarness(t, false)
 	rc := newReceiver(t, func(int, http.ResponseWriter) {})

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
-	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -60,12 +59,12 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 }
 
 // QueueDelivery publishes each job on its webhook's delivery subject, at
-// once, and returns once the stream stored every one (within
-// jobStoreWait), with the trace of what queued them.
-func (q StreamQueue) QueueDelivery(ctx context.Context, jobs ...*webhooksv1.DeliveryJob) error {
-	tp := tracing.RequestTrace(ctx)
-	futures := make([]jetstream.PubAckFuture, 0, len(jobs))
-	for _, job := range jobs {
+// once and in order, and returns once the stream stored every one
+// (within jobStoreWait), each with its trace.
+func (q StreamQueue) QueueDelivery(ctx context.Context, queued ...app.Queued) error {
+	futures := make([]jetstream.PubAckFuture, 0, len(queued))
+	for _, qd := range queued {
+		job := qd.Job
 		subject, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId())
 		if err != nil {
 			return err
@@ -74,8 +73,8 @@ func (q StreamQueue) QueueDelivery(ctx context.Context, jobs ...*webhooksv1.Deli
 		if err != nil {
 			return err
 		}
-		if tp != "" {
-			msg.Header.Set(events.HeaderTraceparent, tp) // the delivery continues the event's trace
+		if qd.Traceparent != "" {
+			msg.Header.Set(events.HeaderTraceparent, qd.Traceparent) // the delivery continues the event's trace
 		}
 		f, err := q.JS.PublishMsgAsync(msg, jetstream.WithMsgID(app.JobID(job)))
 		if err != nil {

@@ -32,7 +32,7 @@ func TestStreamQueue(t *testing.T) {
 				if err := proto.Unmarshal(m.Data, &j); err != nil {
 					t.Fatal(err)
 				}
-				s.Jobs = append(s.Jobs, &j)
+				s.Jobs = append(s.Jobs, app.Queued{Job: &j, Traceparent: m.Header.Get(events.HeaderTraceparent)})
 			}
 			return s
 		}

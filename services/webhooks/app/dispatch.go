@@ -85,6 +85,9 @@ type FanoutEvent struct {
 	// jobs, so a redelivered event queues nothing twice.
 	ID       string
 	StoredAt time.Time
+	// Traceparent is the trace the event's deliveries continue ("":
+	// none).
+	Traceparent string
 	// Body encodes the envelope a receiver gets; called only when some
 	// webhook wants the event (most events of a busy workspace match
 	// none).
@@ -92,41 +95,60 @@ type FanoutEvent struct {
 }
 
 // Fanout queues one delivery job per active webhook of the workspace
-// subscribed to e (which existed when e was stored), and logs e as not
-// sent for each one the dispatcher disabled, which recover replays once
-// it is enabled again. Done once every job is stored; a failure to store
-// is retried, an event that cannot be encoded is dropped.
-func (d *Dispatch) Fanout(ctx context.Context, e FanoutEvent) Handled {
-	if err := d.Subscriptions.WaitCurrent(ctx, e.StoredAt); err != nil {
+// subscribed to each event (which existed when it was stored), and logs
+// an event as not sent for each one the dispatcher disabled, which
+// recover replays once it is enabled again. The jobs of all the events
+// are queued at once, in the events' order: a consumer hands over what
+// has arrived and waits for the stream once. Done once every job is
+// stored; a failure to store is retried (all of them: nothing is queued
+// twice); an event that cannot be encoded is dropped, and when it was
+// the only one, so is the fan-out.
+func (d *Dispatch) Fanout(ctx context.Context, evs ...FanoutEvent) Handled {
+	var latest time.Time
+	for _, e := range evs {
+		if e.StoredAt.After(latest) {
+			latest = e.StoredAt
+		}
+	}
+	if err := d.Subscriptions.WaitCurrent(ctx, latest); err != nil {
 		return retryAfter(fanoutRetry)
 	}
-	hooks, missed := d.Subscriptions.Match(e.WorkspaceID, e.Name, e.StoredAt), d.Subscriptions.MatchMissed(e.WorkspaceID, e.Name, e.StoredAt)
-	if len(hooks) == 0 && len(missed) == 0 {
-		return done()
+	var jobs []Queued
+	dropped := 0
+	for _, e := range evs {
+		hooks, missed := d.Subscriptions.Match(e.WorkspaceID, e.Name, e.StoredAt), d.Subscriptions.MatchMissed(e.WorkspaceID, e.Name, e.StoredAt)
+		if len(hooks) == 0 && len(missed) == 0 {
+			continue
+		}
+		body, err := e.Body()
+		if err != nil {
+			d.Log.ErrorContext(ctx, "event cannot be encoded; not delivered", "event_id", e.ID, "err", err)
+			dropped++
+			continue
+		}
+		job := func(w *webhooksv1.Webhook) *webhooksv1.DeliveryJob {
+			return &webhooksv1.DeliveryJob{EventId: e.ID, WorkspaceId: e.WorkspaceID, WebhookId: w.GetWebhookId(), Event: e.Name, Body: body,
+				PublishedAtUnixMs: e.StoredAt.UnixMilli()}
+		}
+		for _, w := range missed {
+			att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
+			if err := d.Attempts.RecordDurable(ctx, att); err != nil {
+				d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+				return retryAfter(fanoutRetry)
+			}
+		}
+		for _, w := range hooks {
+			jobs = append(jobs, Queued{Job: job(w), Traceparent: e.Traceparent})
+		}
 	}
-	body, err := e.Body()
-	if err != nil {
-		d.Log.ErrorContext(ctx, "event cannot be encoded; not delivered", "event_id", e.ID, "err", err)
-		return drop()
-	}
-	job := func(w *webhooksv1.Webhook) *webhooksv1.DeliveryJob {
-		return &webhooksv1.DeliveryJob{EventId: e.ID, WorkspaceId: e.WorkspaceID, WebhookId: w.GetWebhookId(), Event: e.Name, Body: body,
-			PublishedAtUnixMs: e.StoredAt.UnixMilli()}
-	}
-	for _, w := range missed {
-		att := NewAttempt(job(w), w, 0, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
-		if err := d.Attempts.RecordDurable(ctx, att); err != nil {
-			d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
+	if len(jobs) > 0 {
+		if err := d.Queue.QueueDelivery(ctx, jobs...); err != nil {
+			d.Log.WarnContext(ctx, "fan-out failed; the events will be redelivered", "events", len(evs), "first_event_id", evs[0].ID, "err", err)
 			return retryAfter(fanoutRetry)
 		}
 	}
-	jobs := make([]*webhooksv1.DeliveryJob, len(hooks))
-	for i, w := range hooks {
-		jobs[i] = job(w)
-	}
-	if err := d.Queue.QueueDelivery(ctx, jobs...); err != nil {
-		d.Log.WarnContext(ctx, "fan-out failed; the event will be redelivered", "event_id", e.ID, "err", err)
-		return retryAfter(fanoutRetry)
+	if dropped > 0 && dropped == len(evs) {
+		return drop()
 	}
 	return done()
 }

@@ -73,7 +73,7 @@ func (r *receiver) HostAllowed(string) bool { return false }
 // failingQueue refuses every job.
 type failingQueue struct{ app.Queue }
 
-func (failingQueue) QueueDelivery(context.Context, ...*webhooksv1.DeliveryJob) error {
+func (failingQueue) QueueDelivery(context.Context, ...app.Queued) error {
 	return errors.New("stream unavailable")
 }
 
@@ -198,20 +198,75 @@ func TestFanoutRetriesWhatItCouldNotStoreAndDropsWhatItCannotEncode(t *testing.T
 	}
 }
 
+// Events fanned out together have their jobs queued in their order, each
+// continuing its own trace; one that cannot be encoded does not hold up
+// the others, and when the jobs cannot be stored every event is tried
+// again (a job queued before is not queued twice).
+func TestFanoutOfSeveralEventsAtOnce(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	first := d.hook(t, "ws_a", []string{"call_ended", "call_started"}, nil)
+	second := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	other := d.hook(t, "ws_b", []string{"call_started"}, nil)
+	at := d.clock.Add(time.Second)
+	n := 0
+	traced := func(ws, name, id, tp string) app.FanoutEvent {
+		e := event(ws, name, id, at, &n)
+		e.Traceparent = tp
+		return e
+	}
+	broken := traced("ws_a", "call_ended", "evt_broken", "")
+	broken.Body = func() ([]byte, error) { return nil, errors.New("not encodable") }
+	const tp1, tp2 = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-5bf92f3577b34da6a3ce929d0e0e4736-10f067aa0ba902b7-01"
+	evs := []app.FanoutEvent{
+		traced("ws_a", "call_started", "evt_1", tp1), broken, traced("ws_b", "call_started", "evt_2", tp2), traced("ws_a", "call_ended", "evt_3", ""),
+	}
+	d.dispatch.Queue = failingQueue{}
+	if h := d.dispatch.Fanout(ctx, evs...); h.Next != app.RetryLater {
+		t.Fatalf("jobs not stored: %+v", h)
+	}
+	d.dispatch.Queue = d.queue
+	for range 2 { // the second time, a redelivered batch
+		if h := d.dispatch.Fanout(ctx, evs...); h.Next != app.Done {
+			t.Fatalf("fan-out: %+v", h)
+		}
+	}
+	var got, order []string
+	for _, q := range d.queue.Queued() {
+		got = append(got, q.Job.EventId+"→"+q.Job.WebhookId+" "+q.Traceparent)
+		order = append(order, q.Job.EventId)
+	}
+	// The events' order; an event's webhooks in any.
+	if want := []string{"evt_1", "evt_2", "evt_3", "evt_3"}; !slices.Equal(order, want) {
+		t.Fatalf("jobs queued for %v; want %v", order, want)
+	}
+	want := []string{"evt_1→" + first.WebhookId + " " + tp1, "evt_2→" + other.WebhookId + " " + tp2,
+		"evt_3→" + first.WebhookId + " ", "evt_3→" + second.WebhookId + " "}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("queued\n%q\nwant\n%q", got, want)
+	}
+}
+
 func TestFanoutPlatformEventsAsEnvelopes(t *testing.T) {
 	d := newDispatch(t, answering(200))
 	ctx := context.Background()
 	d.hook(t, "ws_a", []string{"call_ended"}, nil)
 	at := d.clock.Add(time.Second)
 	s := app.Stored{WorkspaceID: "ws_a", EventID: "evt_1", At: at}
-	if h := d.dispatch.FanoutPlatform(ctx, "call_ended", []byte(`not json`), s); h.Next != app.Drop {
-		t.Fatalf("not an envelope: %+v", h)
+	if _, ok := d.dispatch.PlatformFanout(ctx, "call_ended", []byte(`not json`), s); ok {
+		t.Fatal("not an envelope, fanned out")
 	}
-	if h := d.dispatch.FanoutPlatform(ctx, "no_such_event", []byte(`{}`), s); h.Next != app.Done || len(d.queue.Jobs()) != 0 {
-		t.Fatalf("an event nobody may subscribe to: %+v", h)
+	if _, ok := d.dispatch.PlatformFanout(ctx, "no_such_event", []byte(`{}`), s); ok {
+		t.Fatal("an event nobody may subscribe to, fanned out")
 	}
 	// Timestamp and data filled in when the producer left them out.
-	if h := d.dispatch.FanoutPlatform(ctx, "call_ended", []byte(`{"event":"other","timestamp":"yesterday","data":[1]}`), s); h.Next != app.Done {
+	e, ok := d.dispatch.PlatformFanout(ctx, "call_ended", []byte(`{"event":"other","timestamp":"yesterday","data":[1]}`), s)
+	if !ok {
+		t.Fatal("a call_ended envelope is not fanned out")
+	}
+	if h := d.dispatch.Fanout(ctx, e); h.Next != app.Done {
 		t.Fatalf("fan-out: %+v", h)
 	}
 	var env wire.Envelope
@@ -285,7 +340,11 @@ func TestFanoutTicketUsesTheEventsTimeAndWorkspace(t *testing.T) {
 	occurred := d.clock.Add(-time.Hour)
 	msg := &ticketsv1.TestFailureRecorded{Meta: &commonv1.EventMeta{WorkspaceId: "ws_a", OccurredAtUnixMs: occurred.UnixMilli()},
 		Ticket: &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_a"}, Public: &ticketsv1.PublicChange{Event: "ticket_status_changed", PreviousStatus: "resolved"}}
-	h := d.dispatch.FanoutTicket(context.Background(), events.TypeTestFailureRecorded, msg, app.Stored{EventID: "evt_9", At: d.clock.Add(time.Second)})
+	e, ok := app.TicketFanout(events.TypeTestFailureRecorded, msg, app.Stored{EventID: "evt_9", At: d.clock.Add(time.Second)})
+	if !ok {
+		t.Fatal("a public ticket event is not fanned out")
+	}
+	h := d.dispatch.Fanout(context.Background(), e)
 	if h.Next != app.Done || len(d.queue.Jobs()) != 1 || d.queue.Jobs()[0].WebhookId != w.WebhookId {
 		t.Fatalf("%+v, jobs %v", h, jobIDs(d.queue))
 	}

@@ -25,24 +25,27 @@ import (
 // ticket events and the testing service's invocation outcomes.
 
 // Stored is where an event was found: its workspace (when the stream
-// says it), its id, stable across redeliveries, and when it was stored.
+// says it), its id, stable across redeliveries, when it was stored, and
+// the trace it belongs to.
 type Stored struct {
 	WorkspaceID string
 	EventID     string
 	At          time.Time
+	Traceparent string
 }
 
-// FanoutPlatform fans out a platform event: data is the envelope stored
-// at platform.evt.<workspace>.<name>. An event nobody may subscribe to is
-// done with; one that is not a JSON envelope is dropped.
-func (d *Dispatch) FanoutPlatform(ctx context.Context, name string, data []byte, s Stored) Handled {
+// PlatformFanout is the fan-out of a platform event: data is the envelope
+// stored at platform.evt.<workspace>.<name>. ok is false for an event
+// nobody may subscribe to, and for one that is not a JSON envelope
+// (logged): there is nothing to fan out.
+func (d *Dispatch) PlatformFanout(ctx context.Context, name string, data []byte, s Stored) (e FanoutEvent, ok bool) {
 	if !domain.IsPlatformEvent(name) {
-		return done() // not an event anyone can subscribe to
+		return FanoutEvent{}, false // not an event anyone can subscribe to
 	}
 	var env wire.Envelope
 	if err := json.Unmarshal(data, &env); err != nil {
 		d.Log.WarnContext(ctx, "platform event is not a JSON envelope; not delivered", "event", name, "event_id", s.EventID, "err", err)
-		return drop()
+		return FanoutEvent{}, false
 	}
 	env.Event = name
 	if _, err := time.Parse(time.RFC3339Nano, env.Timestamp); err != nil {
@@ -54,17 +57,17 @@ func (d *Dispatch) FanoutPlatform(ctx context.Context, name string, data []byte,
 	// A sealed transcript is for the conversation's reader alone: a
 	// delivery (queued on a stream, logged) carries none.
 	env.Data = convseal.WithoutSealed(env.Data)
-	return d.Fanout(ctx, FanoutEvent{WorkspaceID: s.WorkspaceID, Name: name, ID: s.EventID, StoredAt: s.At,
-		Body: func() ([]byte, error) { return json.Marshal(env) }})
+	return FanoutEvent{WorkspaceID: s.WorkspaceID, Name: name, ID: s.EventID, StoredAt: s.At, Traceparent: s.Traceparent,
+		Body: func() ([]byte, error) { return json.Marshal(env) }}, true
 }
 
-// FanoutTicket fans out an event of the tickets service as the public
-// ticket event it is (PublicTicketEvent), with the ticket and what the
-// event adds as data. Any other event is done with.
-func (d *Dispatch) FanoutTicket(ctx context.Context, typ string, msg proto.Message, s Stored) Handled {
+// TicketFanout is the fan-out of an event of the tickets service as the
+// public ticket event it is (PublicTicketEvent), with the ticket and what
+// the event adds as data. ok is false for any other event.
+func TicketFanout(typ string, msg proto.Message, s Stored) (e FanoutEvent, ok bool) {
 	name, extra := PublicTicketEvent(typ, msg)
 	if !domain.IsTicketEvent(name) {
-		return done()
+		return FanoutEvent{}, false
 	}
 	meta := events.MetaOf(msg)
 	ws := meta.GetWorkspaceId()
@@ -75,13 +78,13 @@ func (d *Dispatch) FanoutTicket(ctx context.Context, typ string, msg proto.Messa
 	if ms := meta.GetOccurredAtUnixMs(); ms > 0 {
 		at = time.UnixMilli(ms)
 	}
-	return d.Fanout(ctx, FanoutEvent{WorkspaceID: ws, Name: name, ID: s.EventID, StoredAt: s.At, Body: func() ([]byte, error) {
+	return FanoutEvent{WorkspaceID: ws, Name: name, ID: s.EventID, StoredAt: s.At, Traceparent: s.Traceparent, Body: func() ([]byte, error) {
 		data, err := TicketEventData(msg, extra)
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
-	}})
+	}}, true
 }
 
 // PublicTicketEvent is the public name of a TICKETS event of type typ and
@@ -147,12 +150,13 @@ var invocationEvents = map[string]string{
 // webhooks.
 func IsInvocationEvent(typ string) bool { _, ok := invocationEvents[typ]; return ok }
 
-// FanoutInvocation fans out an invocation's completion or cancellation
-// with its summary as data. Any other event is done with.
-func (d *Dispatch) FanoutInvocation(ctx context.Context, typ string, msg proto.Message, s Stored) Handled {
+// InvocationFanout is the fan-out of an invocation's completion or
+// cancellation, with its summary as data. ok is false for any other
+// event.
+func InvocationFanout(typ string, msg proto.Message, s Stored) (e FanoutEvent, ok bool) {
 	name, ok := invocationEvents[typ]
 	if !ok {
-		return done()
+		return FanoutEvent{}, false
 	}
 	var inv *testingv1.Invocation
 	switch e := msg.(type) {
@@ -165,19 +169,19 @@ func (d *Dispatch) FanoutInvocation(ctx context.Context, typ string, msg proto.M
 		inv = e.GetInvocation()
 	}
 	if inv == nil {
-		return done()
+		return FanoutEvent{}, false
 	}
 	at := s.At
 	if ms := events.MetaOf(msg).GetOccurredAtUnixMs(); ms > 0 {
 		at = time.UnixMilli(ms)
 	}
-	return d.Fanout(ctx, FanoutEvent{WorkspaceID: inv.GetWorkspaceId(), Name: name, ID: s.EventID, StoredAt: s.At, Body: func() ([]byte, error) {
+	return FanoutEvent{WorkspaceID: inv.GetWorkspaceId(), Name: name, ID: s.EventID, StoredAt: s.At, Traceparent: s.Traceparent, Body: func() ([]byte, error) {
 		data, err := json.Marshal(invocationData(inv))
 		if err != nil {
 			return nil, err
 		}
 		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
-	}})
+	}}, true
 }
 
 func invocationData(inv *testingv1.Invocation) domain.InvocationData {

@@ -122,9 +122,17 @@ type Queue interface {
 	// e.ID.
 	PublishEvent(ctx context.Context, e PlatformEvent) error
 	// QueueDelivery queues delivery jobs, each once per job id (event,
-	// webhook and resend ids), and returns once every one is stored (an
-	// error: some may be, and queueing them again stores them once).
-	QueueDelivery(ctx context.Context, jobs ...*webhooksv1.DeliveryJob) error
+	// webhook and resend ids), in the order given, and returns once every
+	// one is stored (an error: some may be, and queueing them again
+	// stores them once).
+	QueueDelivery(ctx context.Context, jobs ...Queued) error
+}
+
+// Queued is a delivery job to queue and the trace its delivery continues
+// (a W3C traceparent; "": none).
+type Queued struct {
+	Job         *webhooksv1.DeliveryJob
+	Traceparent string
 }
 
 // Sender makes one attempt of a delivery to a webhook: an HTTP POST, or

@@ -10,6 +10,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
@@ -73,7 +74,7 @@ func (a *App) queue(ctx context.Context, w *webhooksv1.Webhook, att *webhooksv1.
 		EventId: att.GetEventId(), WorkspaceId: w.GetWorkspaceId(), WebhookId: w.GetWebhookId(), Event: att.GetEvent(),
 		Body: att.GetRequestBody(), PublishedAtUnixMs: a.Now().UnixMilli(), ResendId: resendID,
 	}
-	if err := a.Queue.QueueDelivery(ctx, job); err != nil {
+	if err := a.Queue.QueueDelivery(ctx, Queued{Job: job, Traceparent: tracing.RequestTrace(ctx)}); err != nil {
 		return Resent{}, err
 	}
 	next := &webhooksv1.DeliveryAttempt{EventId: job.GetEventId(), WebhookId: job.GetWebhookId(), ResendId: resendID}

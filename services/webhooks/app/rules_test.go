@@ -161,7 +161,7 @@ func TestHealth(t *testing.T) {
 	w, _ := f.create(t, "")
 	for i := range 3 {
 		job := &webhooksv1.DeliveryJob{WorkspaceId: "ws_a", WebhookId: w.WebhookId, EventId: "evt_waiting_" + strconv.Itoa(i)}
-		if err := f.queue.QueueDelivery(context.Background(), job); err != nil {
+		if err := f.queue.QueueDelivery(context.Background(), app.Queued{Job: job}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -67,24 +67,30 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 func main() {
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (dispatcher, NATS, store and receiver share the process) to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the 1-webhook throughput run (dispatcher, NATS, store and receiver share the process) to this file")
 	flag.Parse()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-			os.Exit(1)
-		}
-		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-	}
-	if err := run(); err != nil {
-		pprof.StopCPUProfile()
+	if err := run(*cpuProfile); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// profiled runs f under a CPU profile written to path (none when path is
+// empty).
+func profiled(path string, f func() error) error {
+	if path == "" {
+		return f()
+	}
+	out, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if err := pprof.StartCPUProfile(out); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return f()
 }
 
 // addedSigning is the time per delivery of the signatures added to
@@ -103,7 +109,7 @@ func addedSigning(n int) time.Duration {
 	return time.Duration(r.NsPerOp())
 }
 
-func run() error {
+func run(cpuProfile string) error {
 	small, large := addedSigning(1<<10), addedSigning(16<<10)
 	fmt.Printf("added signing per delivery: %s (1 KiB body), %s (16 KiB); goal < 10µs at 1 KiB: %v\n",
 		small.Round(10*time.Nanosecond), large.Round(10*time.Nanosecond), small < 10*time.Microsecond)
@@ -204,8 +210,11 @@ func run() error {
 	if _, err := throughput("ws_warm", 1, 200); err != nil {
 		return err
 	}
-	r1, err := throughput("ws_one", 1, 20000)
-	if err != nil {
+	var r1 float64
+	if err := profiled(cpuProfile, func() (err error) {
+		r1, err = throughput("ws_one", 1, 20000)
+		return err
+	}); err != nil {
 		return err
 	}
 	met := map[bool]string{true: "MET", false: "NOT MET"}

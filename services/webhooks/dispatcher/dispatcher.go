@@ -1,8 +1,9 @@
 // Package dispatcher is the driving adapter of the webhook dispatcher: it
-// consumes platform and domain events and delivery jobs (pkg/consume,
-// per message), hands each to its use case in app (app.Dispatch: fan-out,
-// delivery) and settles the message as the use case says. Retries are
-// scheduled by the stream (a message given back with a delay). Replicas
+// consumes platform and domain events (pkg/consume, in batches) and
+// delivery jobs (per message), hands them to their use cases in app
+// (app.Dispatch: fan-out, delivery) and settles the messages as the use
+// case says. Retries are scheduled by the stream (a message given back
+// with a delay). Replicas
 // share the durable consumers, so they share the work; a replica killed
 // mid-delivery leaves its jobs unacknowledged and they go to another
 // after AckWait.
@@ -10,6 +11,7 @@ package dispatcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -43,8 +45,9 @@ const (
 	DeliverDurable        = "webhooks-deliver"
 )
 
-// Fan-out consumers pull events fanoutBatch at a time and hold at most
-// fanoutMaxAckPending unacknowledged.
+// Fan-out consumers fan out up to fanoutBatch events at once (what has
+// arrived: the jobs of all of them are stored with one wait) and hold at
+// most fanoutMaxAckPending unacknowledged.
 const (
 	fanoutBatch         = 256
 	fanoutMaxAckPending = 1000
@@ -125,11 +128,11 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	deliver := consume.Spec{Stream: events.WebhookDeliveriesStream, Durable: DeliverDurable, FilterSubjects: []string{events.WebhookDeliveriesAll},
 		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers}
 	platform := ds.fanoutSpec(events.PlatformStream, FanoutPlatformDurable, events.PlatformAll)
-	for _, c := range []struct {
-		spec consume.Spec
-		h    consume.MsgHandler
-	}{{deliver, ds.deliver}, {platform, ds.fanoutPlatform}} {
-		wait, err := consume.StartMessages(work, d.JS, c.spec, c.h)
+	for _, start := range []func() (func(), error){
+		func() (func(), error) { return consume.StartMessages(work, d.JS, deliver, ds.deliver) },
+		func() (func(), error) { return consume.StartBatches(work, d.JS, platform, ds.fanout(ds.platformEvent)) },
+	} {
+		wait, err := start()
 		ds.work.Go(wait)
 		if err != nil {
 			ds.Stop()
@@ -139,8 +142,8 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if !o.NoTickets {
 		// TICKETS and TESTING belong to other services, which may start
 		// later.
-		ds.consumeWhenThere(work, ds.fanoutSpec(events.TicketsStream, FanoutTicketsDurable, events.TicketsAll), ds.fanoutTicket)
-		ds.consumeWhenThere(work, ds.fanoutSpec(events.TestingStream, FanoutTestingDurable, events.TestingInvocationsAll), ds.fanoutInvocation)
+		ds.consumeWhenThere(work, ds.fanoutSpec(events.TicketsStream, FanoutTicketsDurable, events.TicketsAll), ds.fanout(ticketEvent))
+		ds.consumeWhenThere(work, ds.fanoutSpec(events.TestingStream, FanoutTestingDurable, events.TestingInvocationsAll), ds.fanout(invocationEvent))
 	}
 	if err := ds.startAutoDisable(); err != nil {
 		ds.Stop()
@@ -149,19 +152,22 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	return ds, nil
 }
 
-// fanoutSpec is a fan-out's consumer: one event at a time, in order.
+// fanoutSpec is a fan-out's consumer: batches of events, in order.
 func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
 	return consume.Spec{Stream: stream, Durable: durable, FilterSubjects: []string{filter}, AckWait: d.opts.AckWait,
-		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending}
+		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending,
+		OnError: func(batch []jetstream.Msg, err error) {
+			d.Log.Warn("fan-out failed; the events will be delivered again", "stream", stream, "events", len(batch), "err", err)
+		}}
 }
 
 // consumeWhenThere consumes s once its stream exists.
-func (d *Dispatcher) consumeWhenThere(ctx context.Context, s consume.Spec, h consume.MsgHandler) {
+func (d *Dispatcher) consumeWhenThere(ctx context.Context, s consume.Spec, h consume.Handler) {
 	d.work.Go(func() {
 		if _, err := eventstore.WaitForStream(ctx, d.JS, s.Stream); err != nil {
 			return
 		}
-		if err := consume.Messages(ctx, d.JS, s, h); err != nil {
+		if err := consume.Batches(ctx, d.JS, s, h); err != nil {
 			d.Log.Error("domain events will not reach webhooks", "stream", s.Stream, "err", err)
 		}
 	})
@@ -218,36 +224,78 @@ func (d *Dispatcher) deliver(ctx context.Context, m consume.Msg) consume.Outcome
 	return settle(h)
 }
 
-// fanoutPlatform fans out a spec 6.1 envelope stored at
+// errFanoutNotStored has events of a fan-out's batch delivered again:
+// their jobs were not stored (the use case logged why).
+var errFanoutNotStored = errors.New("delivery jobs not stored")
+
+// fanout is a fan-out consumer's batch handler: each message is read as
+// the event it fans out (of), and the events of the batch are fanned out
+// at once, in stream order. When that fails, each is fanned out on its
+// own, and only those that fail again are delivered again: an event whose
+// jobs cannot be stored does not hold up the others.
+func (d *Dispatcher) fanout(of func(ctx context.Context, r eventstore.Record) (app.FanoutEvent, bool)) consume.Handler {
+	return func(ctx context.Context, batch []jetstream.Msg) error {
+		evs := make([]app.FanoutEvent, 0, len(batch))
+		at := make([]int, 0, len(batch)) // each event's message in batch
+		for i, m := range batch {
+			r, err := eventstore.RecordFromMsg(m)
+			if err != nil {
+				continue // not a stream message: nothing to fan out
+			}
+			if e, ok := of(ctx, r); ok {
+				evs, at = append(evs, e), append(at, i)
+			}
+		}
+		if len(evs) == 0 || d.use.Fanout(ctx, evs...).Next != app.RetryLater {
+			return nil
+		}
+		if len(evs) == 1 {
+			return errFanoutNotStored
+		}
+		var failed []int
+		for i, e := range evs {
+			if ctx.Err() == nil && d.use.Fanout(ctx, e).Next != app.RetryLater {
+				continue
+			}
+			failed = append(failed, at[i])
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		return consume.Failed(errFanoutNotStored, failed...)
+	}
+}
+
+// platformEvent reads a spec 6.1 envelope stored at
 // platform.evt.<ws>.<event>.
-func (d *Dispatcher) fanoutPlatform(ctx context.Context, m consume.Msg) consume.Outcome {
-	ws, name, ok := events.ParsePlatformSubject(m.Subject)
+func (d *Dispatcher) platformEvent(ctx context.Context, r eventstore.Record) (app.FanoutEvent, bool) {
+	ws, name, ok := events.ParsePlatformSubject(r.Subject)
 	if !ok {
-		return consume.Done() // not an event anyone can subscribe to
+		return app.FanoutEvent{}, false // not an event anyone can subscribe to
 	}
-	return settle(d.use.FanoutPlatform(traceOf(ctx, m), name, m.Data, stored(m, ws, events.PlatformStream)))
+	return d.use.PlatformFanout(ctx, name, r.Data, stored(r, ws, events.PlatformStream))
 }
 
-// fanoutTicket fans out a TICKETS event. A message of a type this build
-// cannot decode (a newer one) is done with, as one of no public event.
-func (d *Dispatcher) fanoutTicket(ctx context.Context, m consume.Msg) consume.Outcome {
-	msg, err := esproto.Decode(m.Record)
+// ticketEvent reads a TICKETS event. A message of a type this build
+// cannot decode (a newer one) is passed over, as one of no public event.
+func ticketEvent(_ context.Context, r eventstore.Record) (app.FanoutEvent, bool) {
+	msg, err := esproto.Decode(r)
 	if err != nil {
-		return consume.Done()
+		return app.FanoutEvent{}, false
 	}
-	return settle(d.use.FanoutTicket(traceOf(ctx, m), m.Type, msg, stored(m, m.Workspace, events.TicketsStream)))
+	return app.TicketFanout(r.Type, msg, stored(r, r.Workspace, events.TicketsStream))
 }
 
-// fanoutInvocation fans out a TESTING invocation's outcome.
-func (d *Dispatcher) fanoutInvocation(ctx context.Context, m consume.Msg) consume.Outcome {
-	if !app.IsInvocationEvent(m.Type) {
-		return consume.Done()
+// invocationEvent reads a TESTING invocation's outcome.
+func invocationEvent(_ context.Context, r eventstore.Record) (app.FanoutEvent, bool) {
+	if !app.IsInvocationEvent(r.Type) {
+		return app.FanoutEvent{}, false
 	}
-	msg, err := esproto.Decode(m.Record)
+	msg, err := esproto.Decode(r)
 	if err != nil {
-		return consume.Done()
+		return app.FanoutEvent{}, false
 	}
-	return settle(d.use.FanoutInvocation(traceOf(ctx, m), m.Type, msg, stored(m, m.Workspace, events.TestingStream)))
+	return app.InvocationFanout(r.Type, msg, stored(r, r.Workspace, events.TestingStream))
 }
 
 // settle is the consume outcome of a use case's verdict.
@@ -262,18 +310,18 @@ func settle(h app.Handled) consume.Outcome {
 	}
 }
 
-// stored is where m was stored, with its id, stable across redeliveries:
-// its Voiceai-Event-Id, else its Nats-Msg-Id, else derived from its
-// position in stream.
-func stored(m consume.Msg, workspaceID, stream string) app.Stored {
-	id := m.Header.Get(events.HeaderEventID)
+// stored is where r was stored, with its id, stable across redeliveries
+// (its Voiceai-Event-Id, else its Nats-Msg-Id, else derived from its
+// position in stream), and its trace.
+func stored(r eventstore.Record, workspaceID, stream string) app.Stored {
+	id := r.Header.Get(events.HeaderEventID)
 	if id == "" {
-		id = m.Header.Get(events.HeaderMsgID)
+		id = r.Header.Get(events.HeaderMsgID)
 	}
 	if id == "" {
-		id = "evt_" + esproto.StableID(stream, strconv.FormatUint(m.Seq, 10))
+		id = "evt_" + esproto.StableID(stream, strconv.FormatUint(r.Seq, 10))
 	}
-	return app.Stored{WorkspaceID: workspaceID, EventID: id, At: m.Time}
+	return app.Stored{WorkspaceID: workspaceID, EventID: id, At: r.Time, Traceparent: r.Header.Get(events.HeaderTraceparent)}
 }
 
 // traceOf is ctx carrying the trace m's traceparent names: what is logged

@@ -21,6 +21,6 @@ func TestAttemptLogConforms(t *testing.T) {
 func TestQueueConforms(t *testing.T) {
 	queuetest.Run(t, func(*testing.T) (app.Queue, func() queuetest.Stored) {
 		q := NewQueue()
-		return q, func() queuetest.Stored { return queuetest.Stored{Events: q.Events(), Jobs: q.Jobs()} }
+		return q, func() queuetest.Stored { return queuetest.Stored{Events: q.Events(), Jobs: q.Queued()} }
 	})
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -16,7 +17,7 @@ type Queue struct {
 	mu     sync.Mutex
 	seen   map[string]bool
 	events []app.PlatformEvent
-	jobs   []*webhooksv1.DeliveryJob
+	jobs   []app.Queued
 }
 
 // NewQueue returns an empty queue.
@@ -39,16 +40,17 @@ func (q *Queue) PublishEvent(_ context.Context, e app.PlatformEvent) error {
 
 // QueueDelivery keeps each job unless its id was queued already; a job
 // that would make no subject is refused, with the jobs before it kept.
-func (q *Queue) QueueDelivery(_ context.Context, jobs ...*webhooksv1.DeliveryJob) error {
+func (q *Queue) QueueDelivery(_ context.Context, queued ...app.Queued) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, job := range jobs {
+	for _, qd := range queued {
+		job := qd.Job
 		if _, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId()); err != nil {
 			return err
 		}
 		if id := "job|" + app.JobID(job); !q.seen[id] {
 			q.seen[id] = true
-			q.jobs = append(q.jobs, job)
+			q.jobs = append(q.jobs, qd)
 		}
 	}
 	return nil
@@ -65,5 +67,16 @@ func (q *Queue) Events() []app.PlatformEvent {
 func (q *Queue) Jobs() []*webhooksv1.DeliveryJob {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return append([]*webhooksv1.DeliveryJob(nil), q.jobs...)
+	jobs := make([]*webhooksv1.DeliveryJob, len(q.jobs))
+	for i, qd := range q.jobs {
+		jobs[i] = qd.Job
+	}
+	return jobs
+}
+
+// Queued returns the jobs queued with their traces, oldest first.
+func (q *Queue) Queued() []app.Queued {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return slices.Clone(q.jobs)
 }

@@ -39,7 +39,7 @@ func Run(t *testing.T, open Opener) {
 	queue := func(t *testing.T, q app.Queue, jobs ...*webhooksv1.DeliveryJob) {
 		t.Helper()
 		for _, j := range jobs {
-			if err := q.QueueDelivery(ctx, j); err != nil {
+			if err := q.QueueDelivery(ctx, app.Queued{Job: j}); err != nil {
 				t.Fatal(err)
 			}
 		}

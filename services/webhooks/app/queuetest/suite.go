@@ -17,7 +17,7 @@ import (
 // Stored is what a queue holds, oldest first.
 type Stored struct {
 	Events []app.PlatformEvent
-	Jobs   []*webhooksv1.DeliveryJob
+	Jobs   []app.Queued
 }
 
 // Opener opens a queue over fresh storage, and a reader of what it
@@ -27,6 +27,12 @@ type Opener func(t *testing.T) (q app.Queue, stored func() Stored)
 func event(id, ws, name string) app.PlatformEvent {
 	return app.PlatformEvent{ID: id, WorkspaceID: ws, Event: name, Body: []byte(`{"event":"` + name + `","id":"` + id + `"}`)}
 }
+
+// Two traces, as W3C traceparents.
+const (
+	trace1 = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	trace2 = "00-5bf92f3577b34da6a3ce929d0e0e4736-10f067aa0ba902b7-01"
+)
 
 func job(eventID, webhookID, resendID string) *webhooksv1.DeliveryJob {
 	return &webhooksv1.DeliveryJob{EventId: eventID, WorkspaceId: "ws_a", WebhookId: webhookID, Event: "ticket_created", Body: []byte(`{}`), ResendId: resendID}
@@ -73,33 +79,39 @@ func Run(t *testing.T, open Opener) {
 			job("evt_1", "whk_2", "rsd_1"), // the same resend id, another webhook
 			job("evt_2", "whk_1", "rsd_1"),
 		} {
-			if err := q.QueueDelivery(ctx, j); err != nil {
+			if err := q.QueueDelivery(ctx, app.Queued{Job: j}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var ids []string
 		for _, j := range stored().Jobs {
-			ids = append(ids, j.GetEventId()+":"+j.GetWebhookId()+":"+j.GetResendId())
+			ids = append(ids, j.Job.GetEventId()+":"+j.Job.GetWebhookId()+":"+j.Job.GetResendId())
 		}
 		if want := []string{"evt_1:whk_1:rsd_1", "evt_1:whk_1:rsd_2", "evt_1:whk_2:rsd_1", "evt_2:whk_1:rsd_1"}; !slices.Equal(ids, want) {
 			t.Fatalf("queued %v, want %v", ids, want)
 		}
 	})
 
-	t.Run("jobs: several at once, each once", func(t *testing.T) {
+	t.Run("jobs: several at once, in order, each once, each with its trace", func(t *testing.T) {
 		q, stored := open(t)
-		if err := q.QueueDelivery(ctx, job("evt_1", "whk_1", ""), job("evt_1", "whk_2", ""), job("evt_1", "whk_1", "")); err != nil {
+		traced := func(eventID, webhookID, traceparent string) app.Queued {
+			return app.Queued{Job: job(eventID, webhookID, ""), Traceparent: traceparent}
+		}
+		// A fan-out of two events, each continuing its own trace, the
+		// second delivered again: nothing is queued twice.
+		if err := q.QueueDelivery(ctx, traced("evt_1", "whk_2", trace1), traced("evt_1", "whk_1", trace1), traced("evt_2", "whk_1", trace2), traced("evt_1", "whk_2", trace1)); err != nil {
 			t.Fatal(err)
 		}
-		if err := q.QueueDelivery(ctx, job("evt_1", "whk_2", ""), job("evt_1", "whk_3", "")); err != nil { // a redelivered fan-out
+		if err := q.QueueDelivery(ctx, traced("evt_2", "whk_1", trace2), traced("evt_2", "whk_3", "")); err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
+		var got []string
 		for _, j := range stored().Jobs {
-			ids = append(ids, j.GetEventId()+":"+j.GetWebhookId())
+			got = append(got, j.Job.GetEventId()+":"+j.Job.GetWebhookId()+" "+j.Traceparent)
 		}
-		if want := []string{"evt_1:whk_1", "evt_1:whk_2", "evt_1:whk_3"}; !slices.Equal(ids, want) {
-			t.Fatalf("queued %v, want %v", ids, want)
+		want := []string{"evt_1:whk_2 " + trace1, "evt_1:whk_1 " + trace1, "evt_2:whk_1 " + trace2, "evt_2:whk_3 "}
+		if !slices.Equal(got, want) {
+			t.Fatalf("queued %q, want %q", got, want)
 		}
 	})
 }
