@@ -82,7 +82,12 @@ func (p *partial) Unwrap() error { return p.err }
 // (nak, in stream order) to whoever comes next, not held until AckWait
 // runs out.
 func Batches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler) error {
-	wait, err := StartBatches(ctx, js, s, h)
+	return untilStopped(StartBatches(ctx, js, s, h))
+}
+
+// untilStopped waits for a consumer started in the background to stop
+// (StartBatches, StartMessages), or returns why it could not start.
+func untilStopped(wait func(), err error) error {
 	if err != nil {
 		return err
 	}

@@ -104,12 +104,7 @@ type MsgHandler func(ctx context.Context, m Msg) Outcome
 // A handler that must finish what it started even so (an HTTP attempt
 // under way) detaches from ctx (context.WithoutCancel) and bounds itself.
 func Messages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHandler) error {
-	wait, err := StartMessages(ctx, js, s, h)
-	if err != nil {
-		return err
-	}
-	wait()
-	return nil
+	return untilStopped(StartMessages(ctx, js, s, h))
 }
 
 // StartMessages is Messages returning once the durable exists (or could
