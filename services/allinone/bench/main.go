@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/trace"
 	"time"
 
@@ -170,7 +171,15 @@ func run(n, rounds int, prof profiles) error {
 	if err := stop(); err != nil {
 		return err
 	}
-	onOne, err := onOneCPU(n, measures, "gateway GET agent", "bare NATS round trip")
+	onOne, err := remeasure(n, measures, oneCPU, "gateway GET agent", "bare NATS round trip")
+	if err != nil {
+		return err
+	}
+	noGC, err := remeasure(n, measures, noCollector, "gateway GET agent")
+	if err != nil {
+		return err
+	}
+	noGCOne, err := remeasure(n, measures, both(noCollector, oneCPU), "gateway GET agent")
 	if err != nil {
 		return err
 	}
@@ -213,6 +222,10 @@ func run(n, rounds int, prof profiles) error {
 	fmt.Printf("bare NATS round trip p99 / p50:              %.2fx  (the machine's own tail, same rounds)\n", ratio(rawTrip.at(.99), rawTrip.at(.5)))
 	fmt.Printf("on one CPU (GOMAXPROCS=1), %d requests each: gateway p50 %s p99 %s = %.2fx; bare NATS round trip %.2fx\n",
 		len(gwOne), us(gwOne.at(.5)), us(gwOne.at(.99)), ratio(gwOne.at(.99), gwOne.at(.5)), ratio(echoOne.at(.99), echoOne.at(.5)))
+	// And the collector's share: the same requests with it off.
+	gwNoGC, gwNoGCOne := sorted(noGC["gateway GET agent"]), sorted(noGCOne["gateway GET agent"])
+	fmt.Printf("with the collector off (GOGC=off), %d requests each: gateway p99/p50 %.2fx; on one CPU %.2fx\n",
+		len(gwNoGC), ratio(gwNoGC.at(.99), gwNoGC.at(.5)), ratio(gwNoGCOne.at(.99), gwNoGCOne.at(.5)))
 	auth := lat["auth + rate limit"].at(.5)
 	authUS := float64(auth.Nanoseconds()) / 1000
 	fmt.Printf("auth + rate limit per request (p50):         %.1f µs (goal < 100 µs) %s\n", authUS, benchkit.Verdict(authUS < 100))
@@ -220,12 +233,38 @@ func run(n, rounds int, prof profiles) error {
 	return nil
 }
 
-// onOneCPU measures the named requests again with one P: every goroutine
-// hand-off on a request's path (client, gateway, NATS server, service) is
-// then a switch on the same thread, never a wake-up of an idle CPU, which
-// on a virtual machine costs tens of microseconds when it comes.
-func onOneCPU(n int, measures map[string]func() error, names ...string) (map[string][]time.Duration, error) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+// A setting a re-measurement runs under, and how it is undone.
+type setting func() (restore func())
+
+// oneCPU runs with one P: every goroutine hand-off on a request's path
+// (client, gateway, NATS server, service) is then a switch on the same
+// thread, never a wake-up of an idle CPU, which on a virtual machine
+// costs tens of microseconds when it comes.
+func oneCPU() func() {
+	prev := runtime.GOMAXPROCS(1)
+	return func() { runtime.GOMAXPROCS(prev) }
+}
+
+// noCollector runs with the garbage collector off (from a fresh heap):
+// no request meets a collection's assists, write barriers or the CPU its
+// workers take.
+func noCollector() func() {
+	runtime.GC()
+	prev := debug.SetGCPercent(-1)
+	return func() { debug.SetGCPercent(prev) }
+}
+
+// both is a and b at once.
+func both(a, b setting) setting {
+	return func() func() {
+		undoA, undoB := a(), b()
+		return func() { undoB(); undoA() }
+	}
+}
+
+// remeasure measures the named requests again, n each, under s.
+func remeasure(n int, measures map[string]func() error, s setting, names ...string) (map[string][]time.Duration, error) {
+	defer s()()
 	samples := map[string][]time.Duration{}
 	for _, name := range names {
 		for range n {
