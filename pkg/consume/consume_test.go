@@ -169,25 +169,32 @@ func TestMessagesGivesBackWhatItDidNotHandleWhenStopped(t *testing.T) {
 	}
 }
 
+// lingering runs a batch consumer on durable whose batches linger 50 ms,
+// so that the jobs published before it starts come as one batch.
+func lingering(t *testing.T, js jetstream.JetStream, durable string, h func(batch []jetstream.Msg) error) {
+	t.Helper()
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: durable, Linger: 50 * time.Millisecond},
+			func(_ context.Context, batch []jetstream.Msg) error { return h(batch) })
+	})
+}
+
 func TestBatchesRedeliversAFailedBatch(t *testing.T) {
 	js := jobs(t, 3)
 	var seen log
-	run(t, func(ctx context.Context) error {
-		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "batches", Linger: 50 * time.Millisecond},
-			func(_ context.Context, batch []jetstream.Msg) error {
-				// A batch fails while it holds a first delivery.
-				fail := false
-				for _, m := range batch {
-					seen.add(string(m.Data()))
-					if meta, _ := m.Metadata(); meta.NumDelivered == 1 {
-						fail = true
-					}
-				}
-				if fail {
-					return errors.New("store unavailable")
-				}
-				return nil
-			})
+	lingering(t, js, "batches", func(batch []jetstream.Msg) error {
+		// A batch fails while it holds a first delivery.
+		fail := false
+		for _, m := range batch {
+			seen.add(string(m.Data()))
+			if meta, _ := m.Metadata(); meta.NumDelivered == 1 {
+				fail = true
+			}
+		}
+		if fail {
+			return errors.New("store unavailable")
+		}
+		return nil
 	})
 	testkit.Eventually(t, 10*time.Second, "the batch handled again and acknowledged", func() bool {
 		info := settled(t, js, "batches")
@@ -200,21 +207,18 @@ func TestBatchesRedeliversAFailedBatch(t *testing.T) {
 func TestBatchesRedeliversOnlyWhatFailedSays(t *testing.T) {
 	js := jobs(t, 4)
 	var seen log
-	run(t, func(ctx context.Context) error {
-		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "partial", Linger: 50 * time.Millisecond},
-			func(_ context.Context, batch []jetstream.Msg) error {
-				var failed []int
-				for i, m := range batch {
-					seen.add(string(m.Data()))
-					if meta, _ := m.Metadata(); string(m.Data()) == "2" && meta.NumDelivered < 3 {
-						failed = append(failed, i) // job 2 fails twice
-					}
-				}
-				if len(failed) > 0 {
-					return consume.Failed(errors.New("job 2 cannot be stored yet"), failed...)
-				}
-				return nil
-			})
+	lingering(t, js, "partial", func(batch []jetstream.Msg) error {
+		var failed []int
+		for i, m := range batch {
+			seen.add(string(m.Data()))
+			if meta, _ := m.Metadata(); string(m.Data()) == "2" && meta.NumDelivered < 3 {
+				failed = append(failed, i) // job 2 fails twice
+			}
+		}
+		if len(failed) > 0 {
+			return consume.Failed(errors.New("job 2 cannot be stored yet"), failed...)
+		}
+		return nil
 	})
 	testkit.Eventually(t, 20*time.Second, "job 2 handled on its third delivery, the rest once", func() bool {
 		info := settled(t, js, "partial")
