@@ -1,6 +1,7 @@
 package httpx
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -160,6 +165,37 @@ func TestTraceparentKeptOrStarted(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), r)
 	if !wellFormedTraceparent(seen) || seen == tp {
 		t.Fatalf("no fresh trace started: %q", seen)
+	}
+}
+
+// A trace the gateway starts is sampled only when its span is recorded:
+// with no tracer installed nobody records it, and the traceparent passed
+// on says so; with one, it is sampled. A caller's decision is kept.
+func TestAStartedTraceIsSampledOnlyWhenRecorded(t *testing.T) {
+	var seen string
+	h := WithTraceparent(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = Traceparent(r.Context()) }))
+	started := func() string {
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+		return seen
+	}
+	if tp := started(); !wellFormedTraceparent(tp) || !strings.HasSuffix(tp, "-00") {
+		t.Fatalf("no tracer installed: started %q, want an unsampled trace", tp)
+	}
+	const callers = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("traceparent", callers)
+	if h.ServeHTTP(httptest.NewRecorder(), r); seen != callers {
+		t.Fatalf("the caller's sampled trace became %q", seen)
+	}
+
+	provider := sdktrace.NewTracerProvider()
+	otel.SetTracerProvider(provider)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(noop.NewTracerProvider())
+		_ = provider.Shutdown(context.Background())
+	})
+	if tp := started(); !wellFormedTraceparent(tp) || !strings.HasSuffix(tp, "-01") {
+		t.Fatalf("a recording tracer: started %q, want a sampled trace", tp)
 	}
 }
 

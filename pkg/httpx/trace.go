@@ -21,10 +21,16 @@ const HeaderTraceparent = "Traceparent"
 // the request in a server span, child of that trace context (see package
 // tracing), whose traceparent is what the request passes on (forwarded
 // requests, events); and names the trace in the request's log lines.
+//
+// A trace it starts is sampled only if its span is recorded: with no
+// tracer installed, nobody records it, and saying so keeps the services'
+// samplers consistent and spares the NATS server, which reads every
+// header of a message whose traceparent is sampled.
 func WithTraceparent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp := r.Header.Get(HeaderTraceparent)
-		if !wellFormedTraceparent(tp) {
+		started := !wellFormedTraceparent(tp)
+		if started {
 			tp = NewTraceparent()
 		}
 		ctx, span := tracing.Start(r.Context(), tp, r.Method, trace.SpanKindServer,
@@ -32,6 +38,9 @@ func WithTraceparent(next http.Handler) http.Handler {
 		defer span.End()
 		if own := tracing.Traceparent(ctx); own != "" {
 			tp = own
+		}
+		if started && !span.IsRecording() {
+			tp = tp[:53] + "00" // not sampled
 		}
 		r.Header.Set(HeaderTraceparent, tp)
 		ctx = tracing.WithRequestTrace(ctx, tp)
@@ -68,7 +77,8 @@ func wellFormedTraceparent(tp string) bool {
 	return true
 }
 
-// NewTraceparent starts a new sampled trace.
+// NewTraceparent starts a new trace, sampled: its first span decides
+// whether it is recorded.
 func NewTraceparent() string {
 	var b [24]byte
 	_, _ = rand.Read(b[:])
