@@ -42,7 +42,9 @@ func WithTraceparent(next http.Handler) http.Handler {
 		if started && !span.IsRecording() {
 			tp = tp[:53] + "00" // not sampled
 		}
-		r.Header.Set(HeaderTraceparent, tp)
+		if r.Header.Get(HeaderTraceparent) != tp {
+			r.Header.Set(HeaderTraceparent, tp)
+		}
 		ctx = tracing.WithRequestTrace(ctx, tp)
 		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[3:35]))
 		sw := &statusWriter{ResponseWriter: w}
