@@ -94,7 +94,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
 	// The tags and the conversations' feedback and tags live on TICKETS
 	// beside the tickets: one replay feeds them all.
-	tags := adapters.NewTagIndex()
+	tags := memory.NewTagIndex()
 	var rm app.ReadModel = store
 	var idx *memory.Index
 	if d.ReadIndex == config.ReadIndexMemory {

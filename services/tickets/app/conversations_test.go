@@ -11,6 +11,7 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -115,7 +116,7 @@ func TestATagThisReplicaHasNotHeardOfFiltersAndShows(t *testing.T) {
 	f := newConvFixture(t)
 	tg := f.tag(t, "fresh").TagId
 	f.assign(t, "", tg)
-	f.app.Tags = newTagIndex() // this replica: nothing heard yet
+	f.app.Tags = memory.NewTagIndex() // this replica: nothing heard yet
 	ids, page := f.list(t, app.ConversationParams{TagIDs: []string{tg}})
 	if !slices.Equal(ids, []string{"conv_1"}) || !slices.Equal(page.Conversations[0].TagIDs, []string{tg}) {
 		t.Fatalf("filtered by a tag not heard of: %v", page.Conversations)

@@ -1,7 +1,6 @@
 package app_test
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"slices"
@@ -11,15 +10,16 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-// The conversations read model, the tags' index, the transcripts, the
-// removal and the verdicts the conversation use cases run on. The
-// service's own (adapters.ConversationIndex, adapters.TagIndex, ...) live
-// in package adapters, which links NATS and MongoDB, and adapters/memory
-// has none: so these are each port's meaning in a few lines, the read
-// model a brute-force filter by ConversationQuery.Matches (what the
+// The conversations read model, the transcripts, the removal and the
+// verdicts the conversation use cases run on (the tags' index is the
+// service's own, memory.TagIndex). The service's conversation index
+// (adapters.ConversationIndex) lives in package adapters, which links
+// NATS and MongoDB: so these are each port's meaning in a few lines, the
+// read model a brute-force filter by ConversationQuery.Matches (what the
 // index and the store are checked against in convmodeltest).
 
 type convKey = [2]string // workspace, conversation
@@ -73,49 +73,6 @@ func (m *convModel) ForgetConversation(_ context.Context, workspaceID, conversat
 	delete(m.byID, convKey{workspaceID, conversationID})
 	m.erased[convKey{workspaceID, conversationID}] = true
 	return nil
-}
-
-// tagIndex is app.Tags in a map: newest first is descending ids.
-type tagIndex struct {
-	seq  map[string]uint64
-	live map[string]*ticketsv1.ConversationTag
-	gone map[string]bool // workspace/tag
-}
-
-func newTagIndex() *tagIndex {
-	return &tagIndex{seq: map[string]uint64{}, live: map[string]*ticketsv1.ConversationTag{}, gone: map[string]bool{}}
-}
-
-func (x *tagIndex) Put(_ context.Context, seq uint64, t *ticketsv1.ConversationTag) error {
-	if seq <= x.seq[t.TagId] {
-		return nil
-	}
-	x.seq[t.TagId] = seq
-	delete(x.live, t.TagId)
-	if t.DeletedAtUnixSecs != nil {
-		x.gone[t.WorkspaceId+"/"+t.TagId] = true
-	} else {
-		x.live[t.TagId] = t
-	}
-	return nil
-}
-
-func (x *tagIndex) Tag(workspaceID, tagID string) (*ticketsv1.ConversationTag, bool) {
-	t, ok := x.live[tagID]
-	return t, ok && t.WorkspaceId == workspaceID
-}
-
-func (x *tagIndex) Deleted(workspaceID, tagID string) bool { return x.gone[workspaceID+"/"+tagID] }
-
-func (x *tagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.ConversationTag, bool) {
-	var rows []*ticketsv1.ConversationTag
-	for _, t := range x.live {
-		if t.WorkspaceId == workspaceID && (after == "" || t.TagId < after) {
-			rows = append(rows, t)
-		}
-	}
-	slices.SortFunc(rows, func(a, b *ticketsv1.ConversationTag) int { return cmp.Compare(b.TagId, a.TagId) })
-	return rows[:min(len(rows), limit)], len(rows) > limit
 }
 
 type transcripts map[convKey]json.RawMessage
@@ -174,14 +131,14 @@ func (v *verdicts) Labels(_ context.Context, workspaceID string, keys []app.Labe
 type convFixture struct {
 	*fixture
 	convs       *convModel
-	tags        *tagIndex
+	tags        *memory.TagIndex
 	transcripts transcripts
 	removal     *removal
 }
 
 func newConvFixture(t *testing.T) *convFixture {
 	t.Helper()
-	f := &convFixture{fixture: newFixture(t), convs: newConvModel(), tags: newTagIndex(), transcripts: transcripts{}, removal: &removal{}}
+	f := &convFixture{fixture: newFixture(t), convs: newConvModel(), tags: memory.NewTagIndex(), transcripts: transcripts{}, removal: &removal{}}
 	a := f.app
 	a.Conversations, a.ConvWriter, a.Tags, a.Transcripts = f.convs, f.convs, f.tags, f.transcripts
 	a.Deletion = app.ConversationDeletion{Removal: f.removal, ReadModels: []app.ConversationForgetter{f.convs},

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -31,9 +32,31 @@ type Tags interface {
 	// Deleted reports whether the tag is known deleted: a tag another
 	// replica created a moment ago is neither live here yet nor deleted.
 	Deleted(workspaceID, tagID string) bool
-	// TagPage is up to limit live tags of the workspace, newest first,
-	// strictly after the tag id after (tag ids sort by creation).
-	TagPage(workspaceID, after string, limit int) (page []*ticketsv1.ConversationTag, more bool)
+	// TagPage is up to limit live tags of the workspace, newest first
+	// (TagPosition order), strictly after the position after (nil: from
+	// the newest).
+	TagPage(workspaceID string, after *TagPosition, limit int) (page []*ticketsv1.ConversationTag, more bool)
+}
+
+// TagPosition is where a tag stands in its workspace's listing, newest
+// first: by creation, then by id. Ids alone do not sort by creation: a
+// tag created under an Idempotency-Key has an id derived from the key.
+type TagPosition struct {
+	CreatedAt int64  `json:"c"`
+	ID        string `json:"i"`
+}
+
+// PositionOfTag is t's place in the listing.
+func PositionOfTag(t *ticketsv1.ConversationTag) TagPosition {
+	return TagPosition{CreatedAt: t.GetCreatedAtUnixSecs(), ID: t.GetTagId()}
+}
+
+// Compare orders positions newest first: negative when p lists before q.
+func (p TagPosition) Compare(q TagPosition) int {
+	if c := cmp.Compare(q.CreatedAt, p.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(q.ID, p.ID)
 }
 
 // maxTagsPerConversation bounds the tags on one conversation.
@@ -136,18 +159,14 @@ func (a *App) ListTags(workspaceID string, p TagListParams) (TagPage, error) {
 		limit = 30
 	}
 	scope := cursor.Scope("conversation-tags", workspaceID)
-	after, err := cursor.After[string](a.Cursors, scope, p.Cursor)
+	after, err := cursor.After[TagPosition](a.Cursors, scope, p.Cursor)
 	if err != nil {
 		return TagPage{}, err
 	}
-	from := ""
-	if after != nil {
-		from = *after
-	}
-	rows, more := a.Tags.TagPage(workspaceID, from, limit)
+	rows, more := a.Tags.TagPage(workspaceID, after, limit)
 	page := TagPage{Tags: rows, HasMore: more}
 	if more {
-		page.NextCursor, err = cursor.Next(a.Cursors, scope, rows[len(rows)-1].TagId)
+		page.NextCursor, err = cursor.Next(a.Cursors, scope, PositionOfTag(rows[len(rows)-1]))
 	}
 	return page, err
 }

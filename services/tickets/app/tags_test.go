@@ -118,8 +118,17 @@ func TestDeletedTagIsGoneEverywhere(t *testing.T) {
 func TestTagListingIsNewestFirstInPages(t *testing.T) {
 	f := newConvFixture(t)
 	var want []string
-	for _, title := range []string{"a", "b", "c", "d", "e"} {
-		want = slices.Insert(want, 0, f.tag(t, title).Title)
+	for i, title := range []string{"a", "b", "c", "d", "e"} {
+		f.clock = f.clock.Add(time.Second)
+		key := "" // b and d made under an Idempotency-Key: ids from the key, not in creation order
+		if i%2 == 1 {
+			key = "key-" + title
+		}
+		tg, err := f.app.CreateTag(context.Background(), as(f.qa, key), app.TagInput{Title: title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = slices.Insert(want, 0, tg.Title)
 	}
 	if page, err := f.app.ListTags("ws_a", app.TagListParams{}); err != nil || len(page.Tags) != 5 || page.HasMore || page.NextCursor != nil {
 		t.Fatalf("a listing with the default page size: %d tags, more %v, %v", len(page.Tags), page.HasMore, err)

@@ -1,4 +1,4 @@
-package adapters
+package memory
 
 import (
 	"context"
@@ -7,11 +7,13 @@ import (
 	"github.com/google/btree"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-// TagIndex keeps every conversation tag in memory, per workspace in id
-// order (ids sort by creation), fed from stream TICKETS and the service's
-// own writes. Tags are few: a workspace's whole set is small.
+// TagIndex is app.Tags: every conversation tag in memory, per workspace
+// in listing order (app.TagPosition), fed from stream TICKETS and the
+// service's own writes. Tags are few: a workspace's whole set is small.
 type TagIndex struct {
 	mu     sync.RWMutex
 	seq    map[string]uint64 // tag id → last sequence applied
@@ -25,7 +27,9 @@ func NewTagIndex() *TagIndex {
 	return &TagIndex{seq: map[string]uint64{}, tags: map[string]*ticketsv1.ConversationTag{}, gone: map[string]bool{}, spaces: map[string]*btree.BTreeG[*ticketsv1.ConversationTag]{}}
 }
 
-func newestTagFirst(a, b *ticketsv1.ConversationTag) bool { return a.TagId > b.TagId }
+func newestTagFirst(a, b *ticketsv1.ConversationTag) bool {
+	return app.PositionOfTag(a).Compare(app.PositionOfTag(b)) < 0
+}
 
 // Put records t as of seq; an older or equal seq is ignored.
 func (x *TagIndex) Put(_ context.Context, seq uint64, t *ticketsv1.ConversationTag) error {
@@ -73,8 +77,8 @@ func (x *TagIndex) Tag(workspaceID, tagID string) (*ticketsv1.ConversationTag, b
 }
 
 // TagPage is up to limit tags of the workspace, newest first, after the
-// tag id after ("" from the start).
-func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.ConversationTag, bool) {
+// position after (nil: from the newest).
+func (x *TagIndex) TagPage(workspaceID string, after *app.TagPosition, limit int) ([]*ticketsv1.ConversationTag, bool) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	space := x.spaces[workspaceID]
@@ -84,7 +88,7 @@ func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.C
 	var page []*ticketsv1.ConversationTag
 	more := false
 	visit := func(t *ticketsv1.ConversationTag) bool {
-		if t.TagId == after {
+		if after != nil && app.PositionOfTag(t) == *after {
 			return true // the cursor's own tag
 		}
 		if len(page) == limit {
@@ -94,10 +98,10 @@ func (x *TagIndex) TagPage(workspaceID, after string, limit int) ([]*ticketsv1.C
 		page = append(page, t)
 		return true
 	}
-	if after == "" {
+	if after == nil {
 		space.Ascend(visit)
 	} else {
-		space.AscendGreaterOrEqual(&ticketsv1.ConversationTag{TagId: after}, visit) // from the cursor: older ids
+		space.AscendGreaterOrEqual(&ticketsv1.ConversationTag{TagId: after.ID, CreatedAtUnixSecs: after.CreatedAt}, visit) // from the cursor: older
 	}
 	return page, more
 }
