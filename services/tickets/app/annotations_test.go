@@ -128,7 +128,8 @@ func TestAssignRefusals(t *testing.T) {
 }
 
 // A conversation holds at most 50 tags: the 51st is refused and the 50
-// stay; assigning one it holds still answers.
+// stay; assigning one it holds still answers; a deleted tag frees its
+// place.
 func TestAConversationHoldsAtMost50Tags(t *testing.T) {
 	f := newConvFixture(t)
 	var ids []string
@@ -143,6 +144,17 @@ func TestAConversationHoldsAtMost50Tags(t *testing.T) {
 		t.Fatalf("holds %d tags", len(c.TagIDs))
 	}
 	if got := f.detail(t, "conv_1").TagIDs; !slices.Equal(got, ids[:50]) {
+		t.Fatalf("GET shows %d tags", len(got))
+	}
+	// A deleted tag frees its place: the 51st fits once one is deleted.
+	if err := f.app.DeleteTag(context.Background(), as(f.qa, ""), ids[7]); err != nil {
+		t.Fatal(err)
+	}
+	want := append(slices.Delete(slices.Clone(ids[:50]), 7, 8), ids[50])
+	if c := f.assign(t, "", ids[50]); !slices.Equal(c.TagIDs, want) {
+		t.Fatalf("after a tag's deletion the conversation holds %d tags, want the 49 others and the 51st", len(c.TagIDs))
+	}
+	if got := f.detail(t, "conv_1").TagIDs; !slices.Equal(got, want) {
 		t.Fatalf("GET shows %d tags", len(got))
 	}
 }

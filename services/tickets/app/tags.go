@@ -229,6 +229,9 @@ func (a *App) AssignTags(ctx context.Context, caller principal.Caller, conversat
 		if len(added) == 0 {
 			return nil, nil
 		}
+		// A deleted tag no longer shows on the conversation, nor takes a
+		// place: it leaves the list with this change.
+		an.TagIds = slices.DeleteFunc(an.TagIds, func(id string) bool { return a.Tags.Deleted(caller.WorkspaceID, id) })
 		an.TagIds = append(an.TagIds, added...)
 		if len(an.TagIds) > maxTagsPerConversation {
 			var v apperr.Validator
