@@ -15,6 +15,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -494,5 +495,58 @@ func TestFailingDeliveriesAutoDisableTheWebhook(t *testing.T) {
 	}
 	if got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 1); got[0].EventId != "evt_4" || got[0].Error != app.NotSentDisabled {
 		t.Fatalf("the event after: %v", got)
+	}
+}
+
+// An invocation's completion reaches webhooks as test_invocation_completed
+// with the invocation's summary (the event's counts, not the stale ones
+// the invocation carried) and the event's time; a cancellation as
+// test_invocation_cancelled; any other TESTING event, or one without its
+// invocation, is nothing to fan out.
+func TestInvocationOutcomesFanOutWithTheirSummary(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	w := d.hook(t, "ws_a", []string{"test_invocation_completed", "test_invocation_cancelled"}, nil)
+	occurred := d.clock.Add(-time.Minute)
+	meta := &commonv1.EventMeta{WorkspaceId: "ws_a", OccurredAtUnixMs: occurred.UnixMilli()}
+	inv := &testingv1.Invocation{InvocationId: "tinv_1", WorkspaceId: "ws_a", AgentId: "agent_1", Status: "completed", JobsTotal: 5, PassedCount: 1}
+	s := func(id string) app.Stored { return app.Stored{EventID: id, At: d.clock.Add(time.Second)} }
+
+	for _, c := range []struct {
+		typ string
+		msg proto.Message
+	}{
+		{events.TypeInvocationCreated, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}},
+		{events.TypeInvocationCompleted, &testingv1.InvocationCompleted{Meta: meta}},
+	} {
+		if _, ok := app.InvocationFanout(c.typ, c.msg, s("evt_0")); ok {
+			t.Fatalf("%s fanned out", c.typ)
+		}
+	}
+	completed, ok := app.InvocationFanout(events.TypeInvocationCompleted, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 3, FailedCount: 2}, s("evt_1"))
+	cancelled, ok2 := app.InvocationFanout(events.TypeInvocationCancelled, &testingv1.InvocationCancelled{Meta: meta, Invocation: inv}, s("evt_2"))
+	if !ok || !ok2 {
+		t.Fatalf("an outcome is not fanned out: completed %v, cancelled %v", ok, ok2)
+	}
+	if h := d.dispatch.Fanout(context.Background(), completed, cancelled); h.Next != app.Done {
+		t.Fatalf("fan-out: %+v", h)
+	}
+	jobs := d.queue.Jobs()
+	if len(jobs) != 2 || jobs[0].WebhookId != w.WebhookId || jobs[0].Event != "test_invocation_completed" || jobs[1].Event != "test_invocation_cancelled" {
+		t.Fatalf("jobs %v", jobIDs(d.queue))
+	}
+	var env struct {
+		Event     string                `json:"event"`
+		Timestamp string                `json:"timestamp"`
+		Data      domain.InvocationData `json:"data"`
+	}
+	if err := json.Unmarshal(jobs[0].Body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.Event != "test_invocation_completed" || env.Timestamp != wire.FormatTimestamp(occurred) ||
+		env.Data.InvocationID != "tinv_1" || env.Data.TestRunCount != 5 || env.Data.PassedCount != 3 || env.Data.FailedCount != 2 {
+		t.Fatalf("envelope %+v", env)
+	}
+	if inv.PassedCount != 1 {
+		t.Fatal("the event's invocation was changed in place")
 	}
 }
