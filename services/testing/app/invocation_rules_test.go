@@ -50,24 +50,33 @@ const agentID = "agent_1"
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
-	ctx := context.Background()
 	clk := &clock{t: time.Unix(1_700_000_000, 0)}
 	p := memory.NewPorts(clk.Now)
 	a := app.New(p.Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), clk.Now)
 	a.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
-	w := &world{t: t, a: a, p: p, clock: clk, c: principal.Caller{Principal: principal.Principal{WorkspaceID: "ws", UserID: "u1", Email: "u1@example.com"}}}
-	subject, _ := events.AgentSubject("ws", agentID)
-	meta := esproto.Meta(ctx, "ws", "", clk.Now())
-	if _, err := esproto.Append(ctx, p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,
-		Agent: &agentsv1.Agent{AgentId: agentID, WorkspaceId: "ws", Name: "Front desk"}}); err != nil {
-		t.Fatal(err)
+	w := &world{t: t, a: a, p: p, clock: clk}
+	return w.inWorkspace("ws")
+}
+
+// inWorkspace is w's app and ports seen from workspace ws, which gets an
+// agent and a test of its own.
+func (w *world) inWorkspace(ws string) *world {
+	w.t.Helper()
+	ctx := context.Background()
+	o := *w
+	o.c = principal.Caller{Principal: principal.Principal{WorkspaceID: ws, UserID: "u1", Email: "u1@example.com"}}
+	subject, _ := events.AgentSubject(ws, agentID)
+	meta := esproto.Meta(ctx, ws, "", w.clock.Now())
+	if _, err := esproto.Append(ctx, w.p.Agents, subject, 0, meta, &agentsv1.AgentCreated{Meta: meta,
+		Agent: &agentsv1.Agent{AgentId: agentID, WorkspaceId: ws, Name: "Front desk"}}); err != nil {
+		w.t.Fatal(err)
 	}
-	test, err := a.CreateTest(ctx, w.c, []byte(`{"type":"llm","name":"Opening hours","success_condition":"states the hours"}`))
+	test, err := w.a.CreateTest(ctx, o.c, []byte(`{"type":"llm","name":"Opening hours","success_condition":"states the hours"}`))
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
-	w.test = test.GetTestId()
-	return w
+	o.test = test.GetTestId()
+	return &o
 }
 
 // run invokes the test repeat times and has the enqueuer queue its runs.
@@ -81,15 +90,21 @@ func (w *world) run(repeat int) *testingv1.Invocation {
 	return inv
 }
 
-// enqueueLast hands the invocation's last event to the enqueuer.
-func (w *world) enqueueLast(id string) {
+// lastEvent is the invocation's last event, as the feed delivers it.
+func (w *world) lastEvent(id string) app.Record {
 	w.t.Helper()
-	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, id)
+	subject, _ := events.TestingSubject(w.c.WorkspaceID, events.TestingKindInvocation, id)
 	rec, found, err := w.p.Testing.Last(context.Background(), subject)
 	if err != nil || !found {
 		w.t.Fatalf("invocation event: found %v, %v", found, err)
 	}
-	if err := app.Enqueue(w.a, context.Background(), rec, func() {}); err != nil {
+	return rec
+}
+
+// enqueueLast hands the invocation's last event to the enqueuer.
+func (w *world) enqueueLast(id string) {
+	w.t.Helper()
+	if err := app.Enqueue(w.a, context.Background(), w.lastEvent(id), func() {}); err != nil {
 		w.t.Fatal(err)
 	}
 }
@@ -105,7 +120,7 @@ func (w *world) work(id string, status func(run int) string) []*testingv1.RunJob
 // is stored.
 func (w *world) workWith(id string, status func(run int) string, edit func(run int, r *testingv1.RunResult)) []*testingv1.RunJob {
 	w.t.Helper()
-	filter, _ := events.TestJobsOfInvocation("ws", id)
+	filter, _ := events.TestJobsOfInvocation(w.c.WorkspaceID, id)
 	var jobs []*testingv1.RunJob
 	for _, m := range w.p.Jobs.Take(filter) {
 		job := &testingv1.RunJob{}
@@ -119,7 +134,7 @@ func (w *world) workWith(id string, status func(run int) string, edit func(run i
 		first, _ := domain.RunIndex(id, job.GetRunId())
 		for i := first; i < first+int(max(job.GetRunCount(), 1)); i++ {
 			s := status(i)
-			storeResult(w.t, w.p.Runs, "ws", id, i, job.GetAttempt(), s, true, func(r *testingv1.RunResult) {
+			storeResult(w.t, w.p.Runs, w.c.WorkspaceID, id, i, job.GetAttempt(), s, true, func(r *testingv1.RunResult) {
 				if edit != nil {
 					edit(i, r)
 				}
@@ -137,7 +152,7 @@ func (w *world) workWith(id string, status func(run int) string, edit func(run i
 
 func (w *world) get(id string) *testingv1.Invocation {
 	w.t.Helper()
-	inv, _, err := w.a.Invocations.Get(context.Background(), "ws", id)
+	inv, _, err := w.a.Invocations.Get(context.Background(), w.c.WorkspaceID, id)
 	if err != nil {
 		w.t.Fatal(err)
 	}
@@ -146,7 +161,7 @@ func (w *world) get(id string) *testingv1.Invocation {
 
 func (w *world) complete(id string) bool {
 	w.t.Helper()
-	done, err := w.a.CheckCompletion(context.Background(), "ws", id)
+	done, err := w.a.CheckCompletion(context.Background(), w.c.WorkspaceID, id)
 	if err != nil {
 		w.t.Fatal(err)
 	}

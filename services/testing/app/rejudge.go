@@ -3,12 +3,14 @@ package app
 import (
 	"context"
 	"sort"
+	"strings"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -137,16 +139,31 @@ func (a *App) RecordRejudge(ctx context.Context, c principal.Caller, v *testingv
 	return err
 }
 
+// RejudgeIDOf is the id of a re-judging requested under commandID: the
+// same for a retry with the same Idempotency-Key, a new one without.
+func RejudgeIDOf(commandID string) string {
+	if commandID == "" {
+		return ids.New("rjdg")
+	}
+	return "rjdg_" + esproto.StableID("rejudge", commandID)
+}
+
 // RejudgeVotesByCommand are the votes a request with commandID stored, by
-// run id: a retry answers them instead of judging again.
+// run id: a retry answers them instead of judging again. A vote's message
+// id (RecordRejudge) begins with its re-judging's id, RejudgeIDOf(commandID).
 func (a *App) RejudgeVotesByCommand(ctx context.Context, ws, commandID string) (map[string]*testingv1.RejudgeVote, error) {
 	filter, err := events.RejudgesOfWorkspace(ws)
 	if err != nil {
 		return nil, err
 	}
+	out := map[string]*testingv1.RejudgeVote{}
+	if commandID == "" {
+		return out, nil
+	}
+	prefix := RejudgeIDOf(commandID) + "#"
 	var seqs []uint64
 	err = a.scan(ctx, ws, filter, a.Runs.EachHeader, func(rec Record) error {
-		if rec.CommandID == commandID {
+		if strings.HasPrefix(rec.CommandID, prefix) {
 			seqs = append(seqs, rec.Seq)
 		}
 		return nil
@@ -154,7 +171,6 @@ func (a *App) RejudgeVotesByCommand(ctx context.Context, ws, commandID string) (
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*testingv1.RejudgeVote{}
 	for _, seq := range seqs {
 		rec, err := a.Runs.At(ctx, seq)
 		if err != nil {

@@ -12,8 +12,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
@@ -54,14 +52,13 @@ func (s *Simulator) Rejudge(c *api.Call) (any, error) {
 		return nil, apperr.ValidationErrors{{Loc: []any{"body", "judge_model"}, Type: "value_error",
 			Msg: "No judge model " + in.JudgeModel + " here: the runners judge with " + strings.Join(names, ", ")}}
 	}
-	rejudgeID := ids.New("rjdg")
+	rejudgeID := app.RejudgeIDOf(caller.CommandID)
 	var prior map[string]*testingv1.RejudgeVote
 	if caller.CommandID != "" {
 		var err error
 		if prior, err = s.app.RejudgeVotesByCommand(c.Context(), caller.WorkspaceID, caller.CommandID); err != nil {
 			return nil, err
 		}
-		rejudgeID = "rjdg_" + esproto.StableID("rejudge", caller.CommandID)
 	}
 	targets, err := s.app.RejudgeTargets(c.Context(), caller.WorkspaceID, in.Filter, in.Limit)
 	if err != nil {

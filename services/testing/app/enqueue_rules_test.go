@@ -1,0 +1,341 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Rule tests of the enqueuer (RunEnqueuer) on the memory feed and queue:
+// the test appends invocation events to the feed and reads the queue.
+
+// invoke runs copies of the world's test repeat times; nothing is queued
+// until the enqueuer handles the event.
+func (w *world) invoke(copies, repeat int) *testingv1.Invocation {
+	w.t.Helper()
+	tests := make([]app.TestRef, copies)
+	for i := range tests {
+		tests[i] = app.TestRef{TestID: w.test}
+	}
+	inv, err := w.a.RunTests(context.Background(), w.c, agentID, app.RunTestsInput{Tests: tests, RepeatCount: &repeat})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return inv
+}
+
+// startEnqueuer runs the enqueuer on the world's feed; it is stopped (and
+// must return nil) when the test ends.
+func (w *world) startEnqueuer() {
+	w.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.a.RunEnqueuer(ctx) }()
+	w.t.Cleanup(func() {
+		cancel()
+		var err error
+		testkit.Eventually(w.t, 5*time.Second, "the enqueuer returns once its context ends", func() bool {
+			select {
+			case err = <-done:
+				return true
+			default:
+				return false
+			}
+		})
+		if err != nil {
+			w.t.Errorf("the enqueuer returned %v", err)
+		}
+	})
+}
+
+// queuedMark is the jobs total the enqueuer recorded as queued for the
+// invocation ("" before any).
+func (w *world) queuedMark(id string) string {
+	w.t.Helper()
+	subject, _ := events.TestRunsQueuedSubject(w.c.WorkspaceID, id)
+	rec, found, err := w.p.Runs.Last(context.Background(), subject)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if !found {
+		return ""
+	}
+	return string(rec.Data)
+}
+
+// awaitQueued waits until the enqueuer has recorded want as the
+// invocation's queued total: every event before it on the feed is handled.
+func (w *world) awaitQueued(id, want string) {
+	w.t.Helper()
+	testkit.Eventually(w.t, 5*time.Second, "invocation "+id+" queued up to "+want, func() bool { return w.queuedMark(id) == want })
+}
+
+// queuedJob is a job on the queue and the run job it carries.
+type queuedJob struct {
+	msg app.Message
+	job *testingv1.RunJob
+}
+
+// jobsOf are the invocation's jobs on the queue, in queue order.
+func (w *world) jobsOf(id string) []queuedJob {
+	w.t.Helper()
+	filter, _ := events.TestJobsOfInvocation(w.c.WorkspaceID, id)
+	var out []queuedJob
+	for _, m := range w.p.Jobs.Snapshot() {
+		if !events.SubjectMatches(filter, m.Subject) {
+			continue
+		}
+		job := &testingv1.RunJob{}
+		if err := protoUnmarshal(m.Data, job); err != nil {
+			w.t.Fatal(err)
+		}
+		out = append(out, queuedJob{m, job})
+	}
+	return out
+}
+
+// wantRunJobs checks the invocation's queued jobs are its runs in index
+// order, each run in exactly one job: per runs a job, the last job the
+// rest, each named by its first run and attempt, on that run's subject.
+func wantRunJobs(t *testing.T, inv *testingv1.Invocation, jobs []queuedJob, per int) {
+	t.Helper()
+	id, repeat := inv.GetInvocationId(), int(inv.GetRepeatCount())
+	total := len(inv.GetTests()) * repeat
+	if want := (total + per - 1) / per; len(jobs) != want {
+		t.Fatalf("%d jobs queued for %d runs; want %d of %d runs", len(jobs), total, want, per)
+	}
+	next := 0
+	for i, q := range jobs {
+		j := q.job
+		runs := min(per, total-next)
+		subject, _ := events.TestJobSubject(inv.GetWorkspaceId(), id, domain.RunID(id, next))
+		if j.GetKind() != "run" || j.GetRunId() != domain.RunID(id, next) || int(j.GetRunCount()) != runs || j.GetAttempt() != 1 ||
+			int(j.GetTestIndex()) != next/repeat || int(j.GetRepeatIndex()) != next%repeat ||
+			j.GetWorkspaceId() != inv.GetWorkspaceId() || j.GetInvocationId() != id ||
+			q.msg.ID != domain.RunID(id, next)+"#1" || q.msg.Subject != subject {
+			t.Fatalf("job %d: %v (id %s, subject %s); want runs %d..%d (test %d, repeat %d)", i, j, q.msg.ID, q.msg.Subject,
+				next, next+runs-1, next/repeat, next%repeat)
+		}
+		next += runs
+	}
+}
+
+// A new invocation's runs are queued in index order, one job each, then
+// recorded as queued; an event delivered again (the feed delivers at
+// least once) queues nothing twice.
+func TestTheEnqueuerQueuesEachRunOfANewInvocationOnce(t *testing.T) {
+	w := newWorld(t)
+	w.startEnqueuer()
+	inv := w.invoke(2, 3)
+	id := inv.GetInvocationId()
+	w.p.Feed.Append(w.lastEvent(id))
+	w.awaitQueued(id, "6")
+	wantRunJobs(t, inv, w.jobsOf(id), 1)
+
+	// Delivered again, then another invocation: once that one is queued,
+	// the copy was handled.
+	w.p.Feed.Append(w.lastEvent(id))
+	other := w.invoke(1, 1)
+	w.p.Feed.Append(w.lastEvent(other.GetInvocationId()))
+	w.awaitQueued(other.GetInvocationId(), "1")
+	wantRunJobs(t, inv, w.jobsOf(id), 1)
+}
+
+// A large invocation's runs are grouped, RunsPerJob(total) to a job, the
+// last job taking what is left; its queued total is its jobs total.
+func TestTheEnqueuerGroupsTheRunsOfALargeInvocation(t *testing.T) {
+	w := newWorld(t)
+	w.startEnqueuer()
+	inv := w.invoke(211, 49) // 10,339 runs: 2 a job, 5,170 jobs
+	if per := domain.RunsPerJob(211 * 49); per != 2 {
+		t.Fatalf("RunsPerJob(10339) = %d; the case wants 2", per)
+	}
+	id := inv.GetInvocationId()
+	w.p.Feed.Append(w.lastEvent(id))
+	w.awaitQueued(id, "10339")
+	wantRunJobs(t, inv, w.jobsOf(id), 2)
+}
+
+// A resubmission queues only the runs its latest round names, one job
+// each, as that round's attempt, and records the new jobs total.
+func TestTheEnqueuerQueuesTheLatestResubmission(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.startEnqueuer()
+	inv := w.invoke(2, 3)
+	id := inv.GetInvocationId()
+	w.p.Feed.Append(w.lastEvent(id))
+	w.awaitQueued(id, "6")
+	for _, round := range []struct {
+		runs  []int
+		total string
+	}{
+		{[]int{4, 1}, "8"},
+		{[]int{5}, "9"},
+	} {
+		w.work(id, passEven)
+		if !w.complete(id) {
+			t.Fatal("not completed with every job done")
+		}
+		in := app.ResubmitInput{AgentID: agentID}
+		for _, r := range round.runs {
+			in.TestRunIDs = append(in.TestRunIDs, domain.RunID(id, r))
+		}
+		got, err := w.a.Resubmit(ctx, w.c, id, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		attempt := got.GetResubmissions()[len(got.GetResubmissions())-1].GetAttempt()
+		w.p.Feed.Append(w.lastEvent(id))
+		w.awaitQueued(id, round.total)
+		jobs := w.jobsOf(id)
+		if len(jobs) != len(round.runs) {
+			t.Fatalf("resubmitting runs %v queued %d jobs", round.runs, len(jobs))
+		}
+		for i, r := range round.runs {
+			j := jobs[i].job
+			if j.GetRunId() != domain.RunID(id, r) || j.GetAttempt() != attempt || j.GetRunCount() != 1 ||
+				int(j.GetTestIndex()) != r/3 || int(j.GetRepeatIndex()) != r%3 || jobs[i].msg.ID != domain.RunID(id, r)+"#"+strconv.Itoa(int(attempt)) {
+				t.Fatalf("job %d of the resubmission of %v: %v (id %s); want run %d, attempt %d", i, round.runs, j, jobs[i].msg.ID, r, attempt)
+			}
+		}
+	}
+}
+
+// The jobs continue the invoking request's trace: each carries the
+// event's traceparent, and none is made up for an event without one.
+func TestTheEnqueuedRunsCarryTheInvokingTrace(t *testing.T) {
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct{ name, traceparent string }{{"traced", traceparent}, {"untraced", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			w.startEnqueuer()
+			inv := w.invoke(1, 2)
+			rec := w.lastEvent(inv.GetInvocationId())
+			rec.Header = maps.Clone(rec.Header)
+			if rec.Header == nil {
+				rec.Header = eventlog.Header{}
+			}
+			delete(rec.Header, events.HeaderTraceparent)
+			if tc.traceparent != "" {
+				rec.Header.Set(events.HeaderTraceparent, tc.traceparent)
+			}
+			w.p.Feed.Append(rec)
+			w.awaitQueued(inv.GetInvocationId(), "2")
+			for _, q := range w.jobsOf(inv.GetInvocationId()) {
+				if got := q.msg.Header[events.HeaderTraceparent]; len(got) != len(nonEmpty(tc.traceparent)) ||
+					(len(got) == 1 && got[0] != tc.traceparent) {
+					t.Fatalf("job %s carries traceparent %q; want %q", q.msg.ID, got, tc.traceparent)
+				}
+			}
+		})
+	}
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// Events other than a creation or a resubmission queue nothing.
+func TestTheEnqueuerIgnoresOtherInvocationEvents(t *testing.T) {
+	w := newWorld(t)
+	w.startEnqueuer()
+	cancelled := w.invoke(1, 2)
+	if _, err := w.a.Cancel(context.Background(), w.c, cancelled.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+	w.p.Feed.Append(w.lastEvent(cancelled.GetInvocationId())) // invocation_cancelled
+	next := w.invoke(1, 1)
+	w.p.Feed.Append(w.lastEvent(next.GetInvocationId()))
+	w.awaitQueued(next.GetInvocationId(), "1")
+	if jobs, mark := w.jobsOf(cancelled.GetInvocationId()), w.queuedMark(cancelled.GetInvocationId()); len(jobs) != 0 || mark != "" {
+		t.Fatalf("a cancellation queued %d jobs and recorded %q queued", len(jobs), mark)
+	}
+}
+
+// flakyJobs is the memory queue failing its first enqueues, as a queue
+// briefly unreachable does.
+type flakyJobs struct {
+	app.JobQueue
+	mu    sync.Mutex
+	fails int
+}
+
+func (q *flakyJobs) Enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
+	q.mu.Lock()
+	fail := q.fails > 0
+	q.fails--
+	q.mu.Unlock()
+	if fail {
+		return errors.New("queue unreachable")
+	}
+	return q.JobQueue.Enqueue(ctx, n, job)
+}
+
+// An event the enqueuer failed to queue is handed back to the feed,
+// which delivers it again: its runs are queued then.
+func TestAnEventTheEnqueuerFailedIsQueuedOnItsRedelivery(t *testing.T) {
+	w := newWorld(t)
+	w.a.Jobs = &flakyJobs{JobQueue: w.p.Jobs, fails: 2}
+	w.startEnqueuer()
+	inv := w.invoke(1, 3)
+	w.p.Feed.Append(w.lastEvent(inv.GetInvocationId()))
+	w.awaitQueued(inv.GetInvocationId(), "3")
+	wantRunJobs(t, inv, w.jobsOf(inv.GetInvocationId()), 1)
+}
+
+// Queuing a large invocation tells the feed the event is still being
+// worked on at least every 10 seconds (so it is not redelivered as
+// abandoned); a quick one never does.
+func TestTheEnqueuerBeatsWhileQueuingALargeInvocation(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		copies, repeat int
+		beats          bool
+	}{
+		{"quick", 2, 3, false},
+		{"large", 211, 49, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t)
+			inv := w.invoke(tc.copies, tc.repeat)
+			rec := w.lastEvent(inv.GetInvocationId())
+			// Every reading of the clock is a second later.
+			w.a.Now = func() time.Time { w.clock.Add(time.Second); return w.clock.Now() }
+			start := w.clock.Now()
+			var beats []time.Time
+			if err := app.Enqueue(w.a, context.Background(), rec, func() { beats = append(beats, w.clock.Now()) }); err != nil {
+				t.Fatal(err)
+			}
+			end := w.clock.Now()
+			if !tc.beats {
+				if len(beats) != 0 {
+					t.Fatalf("queuing %d runs over %s beat %d times", tc.copies*tc.repeat, end.Sub(start), len(beats))
+				}
+				return
+			}
+			last := start
+			for _, b := range append(beats, end) {
+				if gap := b.Sub(last); gap > 12*time.Second {
+					t.Fatalf("%s without a beat while queuing (%d beats over %s)", gap, len(beats), end.Sub(start))
+				}
+				last = b
+			}
+		})
+	}
+}

@@ -1,0 +1,260 @@
+package app_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/domain"
+)
+
+// Rule tests of the review reads (re-judged votes and analyses replayed by
+// command id, conversation labels, criterion ids) and of the small read
+// rules (a pending group, an unrun run's status, an event's state).
+
+// as is w's caller retrying under an Idempotency-Key (commandID).
+func (w *world) as(commandID string) principal.Caller {
+	c := w.c
+	c.CommandID = commandID
+	return c
+}
+
+// A retried re-judging answers the votes its first request stored, by
+// run id: not another request's, nor another workspace's under the same
+// key. The request names its votes' re-judging by its command id
+// (RejudgeIDOf), as the port does.
+func TestRejudgeVotesByCommandAnswersTheFirstRequestsVotes(t *testing.T) {
+	w := newWorld(t)
+	other := w.inWorkspace("ws_other")
+	ctx := context.Background()
+	record := w.recordRejudge
+	record(w.as("cmd_1"), "model-a", "tinv_1", "trun_1_0", domain.ConditionSuccess)
+	record(w.as("cmd_1"), "model-a", "tinv_1", "trun_1_1", domain.ConditionFailure)
+	record(w.as("cmd_2"), "model-a", "tinv_1", "trun_1_2", domain.ConditionSuccess)
+	record(other.as("cmd_1"), "model-a", "tinv_9", "trun_9_0", domain.ConditionSuccess)
+	record(w.c, "model-a", "tinv_1", "trun_1_3", domain.ConditionSuccess) // no key
+
+	got, err := w.a.RejudgeVotesByCommand(ctx, "ws", "cmd_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["trun_1_0"].GetResult() != domain.ConditionSuccess || got["trun_1_1"].GetResult() != domain.ConditionFailure {
+		t.Fatalf("cmd_1's votes: %v; want runs 0 (success) and 1 (failure)", got)
+	}
+	if got, _ := w.a.RejudgeVotesByCommand(ctx, "ws", "cmd_3"); len(got) != 0 {
+		t.Fatalf("a key never used answered %v", got)
+	}
+}
+
+// recordRejudge stores a vote as the re-judging port does for caller.
+func (w *world) recordRejudge(c principal.Caller, model, inv, run, result string) {
+	w.t.Helper()
+	id := app.RejudgeIDOf(c.CommandID)
+	v := &testingv1.RejudgeVote{RejudgeId: id, WorkspaceId: c.WorkspaceID, InvocationId: inv, RunId: run, JudgeModel: model, Result: result}
+	if err := w.a.RecordRejudge(context.Background(), c, v); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// A re-judging's id is stable under a key, new without one.
+func TestRejudgeIDOf(t *testing.T) {
+	if a, b := app.RejudgeIDOf("cmd_1"), app.RejudgeIDOf("cmd_1"); a != b || !strings.HasPrefix(a, "rjdg_") {
+		t.Fatalf("under one key: %q and %q", a, b)
+	}
+	if a, b := app.RejudgeIDOf("cmd_1"), app.RejudgeIDOf("cmd_2"); a == b {
+		t.Fatalf("two keys share %q", a)
+	}
+	if a, b := app.RejudgeIDOf(""), app.RejudgeIDOf(""); a == b || !strings.HasPrefix(a, "rjdg_") {
+		t.Fatalf("without a key: %q and %q", a, b)
+	}
+}
+
+// An analysis id is new each time, prefixed cana_.
+func TestNewAnalysisID(t *testing.T) {
+	a, b := app.NewAnalysisID(), app.NewAnalysisID()
+	if a == b || !strings.HasPrefix(a, "cana_") || !strings.HasPrefix(b, "cana_") {
+		t.Fatalf("analysis ids %q and %q", a, b)
+	}
+}
+
+// AnalysisByCommand answers the analysis a command stored for that
+// conversation, and nothing for another command or conversation.
+func TestAnalysisByCommand(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	store := func(c principal.Caller, conv string) *testingv1.ConversationAnalysis {
+		t.Helper()
+		an := &testingv1.ConversationAnalysis{AnalysisId: app.NewAnalysisID(), WorkspaceId: c.WorkspaceID, ConversationId: conv,
+			AgentId: agentID, CallSuccessful: domain.ConditionSuccess}
+		stored, err := w.a.RecordAnalysis(ctx, c, an)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return stored
+	}
+	first := store(w.as("cmd_1"), "conv_1")
+	store(w.as("cmd_2"), "conv_1")
+	store(w.as("cmd_1"), "conv_2")
+	for _, tc := range []struct {
+		conv, cmd string
+		want      string // analysis id, "" for none
+	}{
+		{"conv_1", "cmd_1", first.GetAnalysisId()},
+		{"conv_1", "cmd_3", ""},
+		{"conv_3", "cmd_1", ""},
+		{"conv.bad", "cmd_1", ""}, // no subject names it
+	} {
+		an, found, err := w.a.AnalysisByCommand(ctx, "ws", tc.conv, tc.cmd)
+		if err != nil || found != (tc.want != "") || an.GetAnalysisId() != tc.want {
+			t.Fatalf("%s under %s: %v, found %v, %v; want %q", tc.conv, tc.cmd, an.GetAnalysisId(), found, err, tc.want)
+		}
+	}
+}
+
+// A conversation's labels are listed oldest first; a conversation
+// analysed but never labelled has none, and an unknown one is a 404.
+func TestConversationLabels(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.a.Conversations = conversations{"conv_known": nil}
+	an := &testingv1.ConversationAnalysis{AnalysisId: "cana_1", WorkspaceId: "ws", ConversationId: "conv_1", AgentId: agentID,
+		CallSuccessful: domain.ConditionFailure}
+	if _, err := w.a.RecordAnalysis(ctx, w.c, an); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.a.ConversationLabels(ctx, w.c, "conv_1"); err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("an analysed conversation without labels: %v, %v; want an empty list", got, err)
+	}
+	var notes []string
+	for _, note := range []string{"first", "second"} {
+		if _, err := w.a.LabelConversation(ctx, w.c, "conv_1", app.LabelInput{VerdictCorrect: yes(), Note: note}); err != nil {
+			t.Fatal(err)
+		}
+		notes = append(notes, note)
+	}
+	got, err := w.a.ConversationLabels(ctx, w.c, "conv_1")
+	if err != nil || len(got) != 2 || got[0].GetNote() != notes[0] || got[1].GetNote() != notes[1] {
+		t.Fatalf("labels %v, %v; want %v, oldest first", got, err, notes)
+	}
+	if got, err := w.a.ConversationLabels(ctx, w.c, "conv_known"); err != nil || len(got) != 0 {
+		t.Fatalf("a recorded conversation never analysed: %v, %v; want an empty list", got, err)
+	}
+	for _, conv := range []string{"conv_unknown", "conv.bad"} {
+		if _, err := w.a.ConversationLabels(ctx, w.c, conv); !errors.Is(err, apperr.ConversationUnknown) {
+			t.Fatalf("labels of %s: %v; want conversation unknown", conv, err)
+		}
+	}
+	other := w.inWorkspace("ws_other")
+	if _, err := other.a.ConversationLabels(ctx, other.c, "conv_1"); !errors.Is(err, apperr.ConversationUnknown) {
+		t.Fatalf("another workspace's conversation: %v; want conversation unknown", err)
+	}
+}
+
+// CriterionID(i) names a test's i-th success condition in a run's label:
+// its success_condition first, then its success_conditions; an id past
+// them is refused.
+func TestCriterionIDNamesTheTestsConditionsInOrder(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	test, err := w.a.CreateTest(ctx, w.c, []byte(`{"type":"llm","name":"Refunds","success_condition":"offers a refund",`+
+		`"success_conditions":["stays polite","names the policy"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.test = test.GetTestId()
+	inv := w.run(1).GetInvocationId()
+	w.judged(inv, 0, domain.RunPassed, domain.ConditionSuccess)
+	want := []string{"offers a refund", "stays polite", "names the policy"}
+	in := app.LabelInput{VerdictCorrect: yes()}
+	for i := range want {
+		in.Criteria = append(in.Criteria, app.CriterionLabelInput{ID: app.CriterionID(i), Correct: yes()})
+	}
+	l, err := w.a.LabelRun(ctx, w.c, inv, domain.RunID(inv, 0), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, cr := range l.GetCriteria() {
+		if cr.GetId() != app.CriterionID(i) || cr.GetText() != want[i] {
+			t.Fatalf("criterion %d: %s %q; want %s %q", i, cr.GetId(), cr.GetText(), app.CriterionID(i), want[i])
+		}
+	}
+	past := app.LabelInput{VerdictCorrect: yes(), Criteria: []app.CriterionLabelInput{{ID: app.CriterionID(len(want)), Correct: yes()}}}
+	if _, err := w.a.LabelRun(ctx, w.c, inv, domain.RunID(inv, 0), past); apperr.KindOf(err) != apperr.Invalid {
+		t.Fatalf("criterion %s of a test with %d conditions: %v; want refused", app.CriterionID(len(want)), len(want), err)
+	}
+}
+
+// A test's pending group is one pending bucket of all its runs (test i's
+// repeat_count runs, in order), named after the planned test.
+func TestPendingGroupHoldsEveryRunOfTheTest(t *testing.T) {
+	inv := &testingv1.Invocation{InvocationId: "tinv_p", RepeatCount: 3, Tests: []*testingv1.PlannedTest{
+		{TestId: "test_a", TestName: "A"}, {TestId: "test_b", TestName: "B", WorkflowNodeId: "node_2"}}}
+	g := app.PendingGroup(inv, 1)
+	if g.GetTestId() != "test_b" || g.GetTestName() != "B" || g.GetWorkflowNodeId() != "node_2" || g.GetTestIndex() != 1 || len(g.GetBuckets()) != 1 {
+		t.Fatalf("group %v", g)
+	}
+	b := g.GetBuckets()[0]
+	want := []string{domain.RunID("tinv_p", 3), domain.RunID("tinv_p", 4), domain.RunID("tinv_p", 5)}
+	if b.GetStatus() != domain.RunPending || strings.Join(b.GetTestRunIds(), ",") != strings.Join(want, ",") || b.GetTitle() == "" {
+		t.Fatalf("bucket %v; want pending with runs %v", b, want)
+	}
+	// Without repeat_count, a test has its one run.
+	if ids := app.PendingGroup(&testingv1.Invocation{InvocationId: "tinv_p", Tests: inv.GetTests()}, 1).GetBuckets()[0].GetTestRunIds(); len(ids) != 1 || ids[0] != domain.RunID("tinv_p", 1) {
+		t.Fatalf("a run once: %v", ids)
+	}
+}
+
+// A run without a result is pending while it may still run: cancelled
+// once its invocation is cancelled or completed, or when a resubmission
+// is running that does not name it.
+func TestUnrunStatusRules(t *testing.T) {
+	resubmitted := []*testingv1.Resubmission{{Attempt: 2, RunIds: []string{"trun_i_0"}}}
+	for _, tc := range []struct {
+		status        string
+		resubmissions []*testingv1.Resubmission
+		inLatest      bool
+		want          string
+	}{
+		{domain.InvocationRunning, nil, false, domain.RunPending},
+		{domain.InvocationRunning, nil, true, domain.RunPending},
+		{domain.InvocationCancelled, nil, true, domain.RunCancelled},
+		{domain.InvocationCompleted, nil, false, domain.RunCancelled},
+		{domain.InvocationCompleted, resubmitted, true, domain.RunCancelled},
+		{domain.InvocationRunning, resubmitted, true, domain.RunPending},
+		{domain.InvocationRunning, resubmitted, false, domain.RunCancelled},
+	} {
+		inv := &testingv1.Invocation{Status: tc.status, Resubmissions: tc.resubmissions}
+		if got := app.UnrunStatus(inv, tc.inLatest); got != tc.want {
+			t.Errorf("%s, %d resubmissions, in the latest round %v: %s; want %s", tc.status, len(tc.resubmissions), tc.inLatest, got, tc.want)
+		}
+	}
+}
+
+// StateOf is the test, folder or invocation a TESTING event carries, and
+// nil for an event carrying none of them.
+func TestStateOfATestingEvent(t *testing.T) {
+	test, folder, inv := &testingv1.Test{TestId: "test_1"}, &testingv1.Folder{FolderId: "fld_1"}, &testingv1.Invocation{InvocationId: "tinv_1"}
+	for _, tc := range []struct {
+		event proto.Message
+		want  proto.Message
+	}{
+		{&testingv1.TestCreated{Test: test}, test},
+		{&testingv1.FolderCreated{Folder: folder}, folder},
+		{&testingv1.InvocationCreated{Invocation: inv}, inv},
+		{&testingv1.InvocationCancelled{Invocation: inv}, inv},
+		{&testingv1.RunCompleted{Run: &testingv1.RunResult{RunId: "trun_1_0"}}, nil},
+	} {
+		got := app.StateOf(tc.event)
+		if (got == nil) != (tc.want == nil) || (got != nil && !proto.Equal(got, tc.want)) {
+			t.Errorf("state of %T: %v; want %v", tc.event, got, tc.want)
+		}
+	}
+}
