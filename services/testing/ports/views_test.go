@@ -44,27 +44,3 @@ func TestPendingRunTemplateMatchesTheView(t *testing.T) {
 		}
 	}
 }
-
-// A run without a result is pending while it may still run, and
-// cancelled once it cannot: its invocation was cancelled, or completed
-// after a resubmission that did not name it.
-func TestUnrunStatus(t *testing.T) {
-	resubmitted := []*testingv1.Resubmission{{Attempt: 2, RunIds: []string{"trun_i_0"}}}
-	for _, c := range []struct {
-		status        string
-		resubmissions []*testingv1.Resubmission
-		inLatest      bool
-		want          string
-	}{
-		{domain.InvocationRunning, nil, false, domain.RunPending},
-		{domain.InvocationCancelled, nil, false, domain.RunCancelled},
-		{domain.InvocationCompleted, resubmitted, false, domain.RunCancelled},
-		{domain.InvocationRunning, resubmitted, true, domain.RunPending},
-		{domain.InvocationRunning, resubmitted, false, domain.RunCancelled},
-	} {
-		inv := &testingv1.Invocation{Status: c.status, Resubmissions: c.resubmissions}
-		if got := app.UnrunStatus(inv, c.inLatest); got != c.want {
-			t.Errorf("%s, %d resubmissions, in latest round %v: %s, want %s", c.status, len(c.resubmissions), c.inLatest, got, c.want)
-		}
-	}
-}
