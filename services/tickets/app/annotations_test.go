@@ -204,3 +204,21 @@ func TestKeyedAnnotationsApplyOnce(t *testing.T) {
 		t.Fatalf("after three commands, each repeated: %q %v, %d events", got.Feedback, got.TagIDs, f.appended()-events)
 	}
 }
+
+// A repeated assignment answers the first result even once a tag it
+// attached was deleted, not that tag's 404, and writes nothing again.
+func TestAKeyedAssignmentReplaysAfterItsTagIsDeleted(t *testing.T) {
+	f := newConvFixture(t)
+	ctx := context.Background()
+	kept, gone := f.tag(t, "kept").TagId, f.tag(t, "gone").TagId
+	first := f.assign(t, "key-assign", kept, gone)
+	if err := f.app.DeleteTag(ctx, as(f.qa, ""), gone); err != nil {
+		t.Fatal(err)
+	}
+	events := f.appended()
+	if again := f.assign(t, "key-assign", kept, gone); !slices.Equal(again.TagIDs, first.TagIDs) || f.appended() != events {
+		t.Fatalf("the replay answered %v (first %v) and wrote %d events", again.TagIDs, first.TagIDs, f.appended()-events)
+	}
+	_, err := f.app.AssignTags(ctx, as(f.qa, "key-other"), "conv_1", app.AssignTagsInput{TagIDs: []string{gone}})
+	wantKind(t, err, apperr.NotFound, "a new assignment of the deleted tag")
+}

@@ -214,6 +214,15 @@ func (a *App) AssignTags(ctx context.Context, caller principal.Caller, conversat
 	if err := v.Err(); err != nil {
 		return ConversationSummary{}, err
 	}
+	// A replay answers what the first attempt left, though a tag it
+	// attached was deleted since.
+	if _, an, found, err := a.Annotations.Recorded(ctx, caller.WorkspaceID, conversationID, caller.CommandID); err != nil || found {
+		if err != nil {
+			return ConversationSummary{}, err
+		}
+		c, err := a.seenConversation(ctx, caller.WorkspaceID, conversationID)
+		return c.Annotated(an), err
+	}
 	for _, id := range in.TagIDs {
 		if _, err := a.GetTag(ctx, caller.WorkspaceID, id); err != nil {
 			return ConversationSummary{}, err
