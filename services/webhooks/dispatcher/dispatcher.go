@@ -152,13 +152,11 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	return ds, nil
 }
 
-// fanoutSpec is a fan-out's consumer: batches of events, in order.
+// fanoutSpec is a fan-out's consumer: batches of events, in order. A
+// batch that fails is logged by the use case, which knows why.
 func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
 	return consume.Spec{Stream: stream, Durable: durable, FilterSubjects: []string{filter}, AckWait: d.opts.AckWait,
-		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending,
-		OnError: func(batch []jetstream.Msg, err error) {
-			d.Log.Warn("fan-out failed; the events will be delivered again", "stream", stream, "events", len(batch), "err", err)
-		}}
+		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending}
 }
 
 // consumeWhenThere consumes s once its stream exists.

@@ -126,11 +126,11 @@ func (f *QAFeed) Follow(ctx context.Context, source app.QASource, h func(context
 			}
 			continue
 		}
+		msgs := make([]app.QAMessage, len(batch))
+		for i, q := range batch {
+			msgs[i] = q.msg
+		}
 		for {
-			msgs := make([]app.QAMessage, len(batch))
-			for i, q := range batch {
-				msgs[i] = q.msg
-			}
 			if h(ctx, msgs) == nil {
 				f.done(source, batch)
 				break
