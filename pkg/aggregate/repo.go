@@ -136,16 +136,21 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 	}
 	res, err := r.record(ctx, subject, 0, meta, ev, state)
 	if errors.Is(err, eventlog.ErrConflict) && meta.GetCommandId() != "" {
-		res.Duplicate, err = true, nil // the first attempt won: answer with it
+		// A concurrent first attempt made the aggregate: answer with it.
+		got, seq, err := r.Get(ctx, workspaceID, id)
+		if err == nil {
+			r.project(ctx, subject, seq, got)
+		}
+		return got, true, err
 	}
 	if err != nil {
 		return zero, false, err
 	}
 	if res.Duplicate {
-		got, seq, err := r.Get(ctx, workspaceID, id)
-		if err == nil {
-			r.project(ctx, subject, seq, got)
-		}
+		// The store knew the command: answer what its first attempt
+		// stored, which is another aggregate's creation when the key was
+		// reused on another id, as Update answers a replay.
+		got, err := r.first(ctx, workspaceID, id, res.Seq)
 		return got, true, err
 	}
 	return state, false, nil

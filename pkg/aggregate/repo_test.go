@@ -59,6 +59,7 @@ func runRepoCases(t *testing.T, open openStore) {
 	}{
 		{"CreateGetUpdateDelete", testCreateGetUpdateDelete},
 		{"RetriedCreateAnswersTheFirst", testRetriedCreateAnswersTheFirst},
+		{"KeyReusedOnAnotherIDAnswersTheFirstCreate", testKeyReusedOnAnotherIDAnswersTheFirstCreate},
 		{"ConcurrentUpdatesRetryAgainstFreshState", testConcurrentUpdatesRetryAgainstFreshState},
 		{"KeyedUpdateReplayAnswersTheFirstResult", testKeyedUpdateReplayAnswersTheFirstResult},
 		{"ConcurrentCopiesOfAKeyedUpdateApplyOnce", testConcurrentCopiesOfAKeyedUpdateApplyOnce},
@@ -155,6 +156,27 @@ func testRetriedCreateAnswersTheFirst(t *testing.T, open openStore) {
 	}
 	if _, ok := projected.Load("agent_1"); !ok {
 		t.Fatal("a retried create answered as a duplicate must be projected, so listings show it at once")
+	}
+}
+
+// A command id sent again to create another aggregate answers the first
+// create, even after that aggregate is gone, and makes nothing.
+func testKeyReusedOnAnotherIDAnswersTheFirstCreate(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	first, _ := create(t, r, "agent_1", "cmd-1")
+	if _, err := r.Update(context.Background(), "ws", "agent_1", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		now := int64(1)
+		next.DeletedAtUnix = &now
+		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	again, dup := create(t, r, "agent_2", "cmd-1")
+	if !dup || !proto.Equal(first, again) {
+		t.Fatalf("the key on agent_2 answered dup=%v %v, want the first create %v", dup, again, first)
+	}
+	if _, _, err := r.Get(context.Background(), "ws", "agent_2"); !errors.Is(err, errNotFound) {
+		t.Fatalf("agent_2 was made by a replayed key: %v", err)
 	}
 }
 

@@ -125,6 +125,19 @@ func testConversationFilters(t *testing.T, s *Stack) {
 	if tags := call(t, s, "GET", "/v1/convai/conversations/cf_1", adminKey, "").JSON(t)["tag_ids"]; fmt.Sprint(tags) != "["+tag+"]" {
 		t.Fatalf("tags shown as %v", tags)
 	}
+	// A key is the workspace's for one operation: sent again for another
+	// conversation, it answers the first result and changes nothing there.
+	for _, conv := range []string{"cf_2", "cf_4"} {
+		if r := call(t, s, "POST", "/v1/convai/conversations/"+conv+"/feedback", adminKey, `{"feedback":"dislike"}`, "Idempotency-Key", "fb-once"); r.Code != 200 {
+			t.Fatalf("keyed feedback on %s: %d %s", conv, r.Code, r.Body)
+		}
+	}
+	if md := call(t, s, "GET", "/v1/convai/conversations/cf_4", adminKey, "").JSON(t)["metadata"].(map[string]any); md["feedback"] != nil {
+		t.Fatalf("cf_4 got feedback from a replayed key: %v", md["feedback"])
+	}
+	if md := call(t, s, "GET", "/v1/convai/conversations/cf_2", adminKey, "").JSON(t)["metadata"].(map[string]any); fmt.Sprint(md["feedback"]) != "map[dislikes:1 likes:0 overall_score:dislike rating:1]" {
+		t.Fatalf("cf_2's keyed feedback shown as %v", md["feedback"])
+	}
 	if r := call(t, s, "DELETE", "/v1/convai/conversations/cf_1/tags/"+tag, adminKey, ""); r.Code != 204 {
 		t.Fatalf("unassign: %d %s", r.Code, r.Body)
 	}

@@ -222,3 +222,27 @@ func TestAKeyedAssignmentReplaysAfterItsTagIsDeleted(t *testing.T) {
 	_, err := f.app.AssignTags(ctx, as(f.qa, "key-other"), "conv_1", app.AssignTagsInput{TagIDs: []string{gone}})
 	wantKind(t, err, apperr.NotFound, "a new assignment of the deleted tag")
 }
+
+// An Idempotency-Key is the workspace's for one operation: sent again for
+// another conversation, it answers what its first request did and changes
+// nothing on the second conversation, as every keyed write does.
+func TestAKeyReusedOnAnotherConversationAnswersTheFirstResult(t *testing.T) {
+	f := newConvFixture(t)
+	ctx := context.Background()
+	f.hear(call{ws: "ws_a", id: "conv_2", agent: "agent_1", start: 1_700_000_100, secs: 30})
+	f.feedback(t, "key-feedback", "like")
+	events := f.appended()
+	dislike := "dislike"
+	if _, err := f.app.GiveFeedback(ctx, as(f.qa, "key-feedback"), "conv_2", app.FeedbackInput{Feedback: &dislike}); err != nil {
+		t.Fatalf("the key sent again for conv_2: %v, want the first result", err)
+	}
+	if f.appended() != events {
+		t.Fatalf("the replay wrote %d events", f.appended()-events)
+	}
+	if got := f.detail(t, "conv_2"); got.Feedback != "" {
+		t.Fatalf("conv_2 got feedback %q from a replayed key", got.Feedback)
+	}
+	if got := f.detail(t, "conv_1"); got.Feedback != "like" {
+		t.Fatalf("conv_1 has feedback %q", got.Feedback)
+	}
+}
