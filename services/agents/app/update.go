@@ -16,8 +16,10 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
 )
 
-// UpdateInput is a partial update: absent fields stay; the nested
-// configurations are JSON merge patches (RFC 7386), as in the public API.
+// UpdateInput is a partial update: absent fields stay; the conversation
+// configuration and platform settings are JSON merge patches (RFC 7386),
+// as in the public API. A workflow is a graph whose nodes and edges only
+// make sense together, so a given one replaces the agent's whole.
 type UpdateInput struct {
 	Name               *string         `json:"name"`
 	SystemPrompt       *string         `json:"system_prompt"`
