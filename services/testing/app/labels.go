@@ -34,7 +34,17 @@ type LabelInput struct {
 
 // CriterionID is the id of a test's i-th success condition (its
 // success_condition first, then its success_conditions) in a label.
-func CriterionID(i int) string { return "condition_" + strconv.Itoa(i) }
+func CriterionID(i int) string { return criterionPrefix + strconv.Itoa(i) }
+
+const criterionPrefix = "condition_"
+
+// criterionIndex reads a CriterionID back: the index of one of n
+// conditions, written as CriterionID writes it.
+func criterionIndex(id string, n int) (int, bool) {
+	digits, ok := strings.CutPrefix(id, criterionPrefix)
+	i, err := strconv.Atoi(digits)
+	return i, ok && err == nil && CriterionID(i) == id && i >= 0 && i < n
+}
 
 // Conditions are a test's success conditions as the judge gets them.
 func Conditions(def domain.TestInput) []string {
@@ -110,10 +120,9 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	}
 	conds := Conditions(def)
 	criteria, err := criterionLabels(in.Criteria, func(id string) (*testingv1.CriterionLabel, string) {
-		n, ok := strings.CutPrefix(id, "condition_")
-		idx, err := strconv.Atoi(n)
-		if !ok || err != nil || strconv.Itoa(idx) != n || idx < 0 || idx >= len(conds) {
-			return nil, fmt.Sprintf("The run's test has %d success condition(s): criteria are condition_0 … condition_%d", len(conds), len(conds)-1)
+		idx, ok := criterionIndex(id, len(conds))
+		if !ok {
+			return nil, fmt.Sprintf("The run's test has %d success condition(s): criteria are %s … %s", len(conds), CriterionID(0), CriterionID(len(conds)-1))
 		}
 		return &testingv1.CriterionLabel{Text: conds[idx]}, ""
 	})
