@@ -48,7 +48,7 @@ func (s *Service) Stop() error {
 // streamed answer's reader stops asking for it, and when the forwarder
 // gives up (CancelSubject). Close the returned service (Stop) to drain it.
 func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service, error) {
-	adm := newAdmission(MaxConcurrent, MaxPerWorkspace)
+	adm, pool := newAdmission(MaxConcurrent, MaxPerWorkspace), newWorkers()
 	cancels, err := nc.Subscribe(CancelSubject(name), func(m *nats.Msg) { adm.cancel(string(m.Data)) })
 	if err != nil {
 		return nil, err
@@ -73,11 +73,11 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 					cancel(nil)
 					refuse(req, apperr.WorkspaceAtCapacity)
 				case admitted:
-					go func() {
+					pool.do(func() {
 						defer adm.release(tenant, id)
 						defer cancel(nil)
 						serveOne(ctx, cancel, nc, handler, req)
-					}()
+					})
 				}
 			}),
 		},
