@@ -182,19 +182,21 @@ func TestStreamRetriesOnlyBeforeTheFirstByte(t *testing.T) {
 // end; a slow first chunk is not a stall.
 func TestStreamFirstToken(t *testing.T) {
 	srv := newServer(t, llmtest.Fixed(0, "a b c d e"))
-	srv.SetStream(&llmtest.Stream{First: 400 * time.Millisecond, Gap: 30 * time.Millisecond})
-	c := streamingClient(t, srv, func(c *Config) { c.IdleTimeout = 200 * time.Millisecond })
+	// Chunks 100 ms apart: a loaded machine's delays stay within one.
+	srv.SetStream(&llmtest.Stream{First: 400 * time.Millisecond, Gap: 100 * time.Millisecond})
+	c := streamingClient(t, srv, func(c *Config) { c.IdleTimeout = 300 * time.Millisecond })
 	start := time.Now()
 	res, err := c.Chat(context.Background(), userReq("hi"))
 	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the role chunk comes at 400ms, "a" 30ms later, then 4 words and the end
-	if res.FirstToken < 430*time.Millisecond || res.FirstToken > 430*time.Millisecond+40*time.Millisecond {
-		t.Fatalf("first token %s, want about 430ms", res.FirstToken)
+	// the role chunk comes at 400ms, "a" 100ms later (before "b" at
+	// 600ms), then 4 words and the end
+	if res.FirstToken < 490*time.Millisecond || res.FirstToken >= 600*time.Millisecond {
+		t.Fatalf("first token %s, want from 500ms to before the next chunk's 600ms", res.FirstToken)
 	}
-	if took < 400*time.Millisecond+8*30*time.Millisecond {
+	if took < 400*time.Millisecond+8*100*time.Millisecond {
 		t.Fatalf("whole %s", took)
 	}
 }

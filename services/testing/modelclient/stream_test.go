@@ -17,9 +17,10 @@ func TestStreamingEndpointTurns(t *testing.T) {
 	t.Setenv("TEAM_KEY", "sk-team-streaming-0123")
 	srv := llmtest.NewServer(llmtest.Fixed(0, "we open at nine"))
 	defer srv.Close()
-	srv.SetStream(&llmtest.Stream{First: 150 * time.Millisecond, Gap: 20 * time.Millisecond})
+	// Chunks 100 ms apart: a loaded machine's delays stay within one.
+	srv.SetStream(&llmtest.Stream{First: 150 * time.Millisecond, Gap: 100 * time.Millisecond})
 	e := endpoints()
-	e.IdleTimeout = 100 * time.Millisecond
+	e.IdleTimeout = 300 * time.Millisecond
 	cfg := model.ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"` + srv.URL +
 		`","model_id":"team","api_key":{"env_var_label":"TEAM_KEY"}}}}}`))
 	m, err := e.For(context.Background(), "ws_1", cfg, nil)
@@ -33,10 +34,11 @@ func TestStreamingEndpointTurns(t *testing.T) {
 	if err != nil || turn.Text != "we open at nine" {
 		t.Fatalf("%+v %v", turn, err)
 	}
-	// role chunk at 150ms, "we" 20ms later, three more words, the end and usage chunks, [DONE]
+	// role chunk at 150ms, "we" 100ms later (the first token, before the
+	// next word at 350ms), three more words, the end and usage chunks, [DONE]
 	first := clock.FirstToken.Sub(start)
-	if clock.FirstToken.IsZero() || first < 170*time.Millisecond || first > 250*time.Millisecond ||
-		took < 150*time.Millisecond+7*20*time.Millisecond || took <= first {
+	if clock.FirstToken.IsZero() || first < 240*time.Millisecond || first >= 350*time.Millisecond ||
+		took < 150*time.Millisecond+7*100*time.Millisecond || took <= first {
 		t.Fatalf("first token after %s, whole turn %s", first, took)
 	}
 	if !srv.Requests()[0].Stream {
@@ -50,7 +52,7 @@ func TestStreamingEndpointTurns(t *testing.T) {
 	}
 	srv.SetStream(&llmtest.Stream{StallAfter: 2})
 	_, _, err = m.Respond(context.Background(), model.Conversation{Turns: []model.Turn{{Role: "user", Text: "and again"}}})
-	if err == nil || !strings.HasPrefix(err.Error(), "agent endpoint stream: stalled 100ms after 2 chunks") {
+	if err == nil || !strings.HasPrefix(err.Error(), "agent endpoint stream: stalled 300ms after 2 chunks") {
 		t.Fatalf("%v", err)
 	}
 }
