@@ -42,7 +42,7 @@ func TestAppendDecodeLast(t *testing.T) {
 	if _, err := Decode(eventlog.Record{Type: "nope"}); err == nil {
 		t.Fatal("unknown type decoded")
 	}
-	if StableID("ws", "c") != StableID("ws", "c") || StableID("ws", "c") == StableID("ws2", "c") {
+	if once, again := StableID("ws", "c"), StableID("ws", "c"); once != again || once == StableID("ws2", "c") {
 		t.Fatal("StableID must be deterministic and scoped")
 	}
 }

@@ -154,7 +154,7 @@ func TestForwardStreamsLargeResponses(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/octet-stream" {
 		t.Fatalf("status %d, headers %v", rec.Code, rec.Header())
 	}
-	if rec.Body.Len() != size || string(rec.Body.Bytes()) != string(big) {
+	if rec.Body.Len() != size || rec.Body.String() != string(big) {
 		t.Fatalf("body of %d bytes differs from the %d sent", rec.Body.Len(), size)
 	}
 	small := httptest.NewRecorder()

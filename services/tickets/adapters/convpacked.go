@@ -97,6 +97,3 @@ func (x *ConversationIndex) nameID(s string) uint32 {
 	x.nameIDs[s] = id
 	return id
 }
-
-// intern is s, shared by every entry that holds it.
-func (x *ConversationIndex) intern(s string) string { return x.names[x.nameID(s)] }
