@@ -13,11 +13,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/trace"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&prof.mutex, "mutexprofile", "", "write a mutex contention profile of the measured rounds to this file")
 	flag.StringVar(&prof.block, "blockprofile", "", "write a blocking profile of the measured rounds to this file")
 	flag.StringVar(&prof.trace, "trace", "", "write a runtime/trace of the measured rounds to this file (go tool trace)")
+	flag.StringVar(&prof.only, "only", "", "measure (and profile) this measurement alone, e.g. \"gateway GET agent\", and print its latencies only")
 	flag.Parse()
 	stack.TuneGC() // the collector as the all-in-one binary sets it
 	if err := run(*n, *rounds, prof); err != nil {
@@ -80,6 +83,22 @@ func run(n, rounds int, prof profiles) error {
 		return err
 	}
 	defer echo.Stop()
+
+	// The HTTP floor: a net/http server that answers at once, reached by
+	// the same client over the same loopback, so the gateway's overhead
+	// can be told apart from what any HTTP hop costs on this machine.
+	bareLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	bareSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{}`)) })}
+	go func() { _ = bareSrv.Serve(bareLn) }()
+	defer bareSrv.Close()
+	bare, err := dialWire(bareLn.Addr().String(), http.MethodGet, "/", http.Header{})
+	if err != nil {
+		return err
+	}
+	defer bare.Close()
 
 	caller := principal.Principal{WorkspaceID: "ws_default", UserID: "sa_admin", KeyID: "bench", Permissions: []string{"all"}}
 	inproc := s.AgentsHandler()
@@ -126,6 +145,10 @@ func run(n, rounds int, prof profiles) error {
 		"in-process handler": func() error {
 			return serveLocal(inproc, caller.SetHeaders, "in-process GET")
 		},
+		"bare HTTP round trip": func() error {
+			_, err := bare.do()
+			return err
+		},
 		"bare NATS round trip": func() error {
 			_, err := nc.Request("bench.echo", []byte("ping"), 5*time.Second)
 			return err
@@ -134,7 +157,7 @@ func run(n, rounds int, prof profiles) error {
 			return serveLocal(authOnly, func(h http.Header) { h.Set("X-Api-Key", key) }, "auth")
 		},
 	}
-	order := []string{"gateway GET agent", "in-process handler", "bare NATS round trip", "auth + rate limit"}
+	order := []string{"gateway GET agent", "in-process handler", "bare HTTP round trip", "bare NATS round trip", "auth + rate limit"}
 	for _, name := range order { // warm up
 		for range 200 {
 			if err := measures[name](); err != nil {
@@ -150,6 +173,13 @@ func run(n, rounds int, prof profiles) error {
 	costs := map[string]*cost{}
 	for _, name := range order {
 		costs[name] = &cost{}
+	}
+	if prof.only != "" {
+		if measures[prof.only] == nil {
+			_ = stop()
+			return fmt.Errorf("-only: no measurement %q (%s)", prof.only, strings.Join(order, ", "))
+		}
+		order = []string{prof.only}
 	}
 	for range rounds {
 		for _, name := range order {
@@ -170,6 +200,12 @@ func run(n, rounds int, prof profiles) error {
 	}
 	if err := stop(); err != nil {
 		return err
+	}
+	if prof.only != "" {
+		l := sorted(samples[prof.only])
+		fmt.Printf("%s: p50 %s p99 %s, %.1f allocs and %.0f bytes per request\n", prof.only, us(l.at(.5)), us(l.at(.99)),
+			float64(costs[prof.only].mallocs)/float64(len(l)), float64(costs[prof.only].bytes)/float64(len(l)))
+		return nil
 	}
 	onOne, err := remeasure(n, measures, oneCPU, "gateway GET agent", "bare NATS round trip")
 	if err != nil {
@@ -214,6 +250,12 @@ func run(n, rounds int, prof profiles) error {
 	addedUS := float64(added.Nanoseconds()) / 1000
 	fmt.Printf("gateway overhead at p50 (vs in-process):     %.1f µs (goal <= 100 µs) %s\n", addedUS, benchkit.Verdict(addedUS <= 100))
 	fmt.Printf("gateway overhead in bare NATS round trips:   %.2f   (goal <= 2.00) %s\n", ratio(added, rtt), benchkit.Verdict(ratio(added, rtt) <= 2))
+	// What is left of the overhead once this machine's HTTP and NATS round
+	// trips, which any gateway in front of a service over NATS pays, are
+	// taken out: the gateway's own work.
+	httpRTT := lat["bare HTTP round trip"].at(.5)
+	fmt.Printf("of which a bare HTTP round trip (p50):       %.1f µs, a bare NATS round trip %.1f µs; the gateway's own work %.1f µs\n",
+		float64(httpRTT.Nanoseconds())/1000, float64(rtt.Nanoseconds())/1000, float64((added-httpRTT-rtt).Nanoseconds())/1000)
 	// Where the tail comes from: the machine's own round trip has one as
 	// long, and on one CPU, where no hand-off between goroutines has to
 	// wake the other CPU, most of it goes.

@@ -12,6 +12,7 @@ import (
 // profiles are the files the profile switches asked for ("" for none).
 type profiles struct {
 	cpu, allocs, mutex, block, trace string
+	only                             string // one measurement alone
 }
 
 // start begins what was asked for; the returned stop ends it and writes
