@@ -136,6 +136,7 @@ func (s *endpointStack) runs(t *testing.T, agent string, repeat int, tests ...st
 // across a multi-turn simulation. The secret appears in no answer, log
 // line or event.
 func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
+	t.Parallel()
 	var userTurns atomic.Int32
 	s := startWithEndpoints(t, llmtest.AgentAndJudge(
 		func(llmtest.Request) llmtest.Reply { // the simulated user: two turns, then done
@@ -251,6 +252,7 @@ func TestAgentsOwnEndpointPlaysTheAgent(t *testing.T) {
 // and the invocation completes; a slow one never has more requests in
 // flight than its limit.
 func TestAgentsOwnEndpointDownOrSlow(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
 		c.Runner.EndpointConcurrency = 2
 	})

@@ -60,6 +60,7 @@ const teamAnswer = "Team endpoint says: we open nine to five, Monday to Friday."
 // stream, and the whole streamed answer is what the judge judged and what
 // the transcript holds.
 func TestStreamingEndpointPlaysTheAgent(t *testing.T) {
+	t.Parallel()
 	for _, api := range []string{"chat_completions", "responses"} {
 		t.Run(api, func(t *testing.T) {
 			var userTurns atomic.Int32
@@ -151,6 +152,7 @@ func TestStreamingEndpointPlaysTheAgent(t *testing.T) {
 // before. Each window ends where the next chunk's time begins, so a
 // loaded machine's delays (tens of ms under -race) cannot fail it.
 func TestStreamingEndpointTimeToFirstToken(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
 	team := llmtest.NewServer(llmtest.Fixed(0, "We open at nine sharp."))
 	t.Cleanup(team.Close)
@@ -184,6 +186,7 @@ func TestStreamingEndpointTimeToFirstToken(t *testing.T) {
 // naming the fault, never retried once it began, the key redacted; after
 // them no stream reader, fake handler or request is left.
 func TestBadStreamsFailTheRun(t *testing.T) {
+	// Not in parallel with the other tests: it reads every goroutine's stack, the other tests' streams included.
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
 		c.Runner.EndpointIdleTimeout = 300 * time.Millisecond
 		c.Runner.EndpointMaxAnswerBytes = 64 << 10
@@ -251,6 +254,7 @@ func TestBadStreamsFailTheRun(t *testing.T) {
 // An agent's endpoint on a websocket is refused at create, naming what is
 // supported.
 func TestWebsocketEndpointIsRefused(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, "{}"), nil)
 	body := s.call(t, "POST", "/v1/convai/agents/create", `{"name":"Socket bot","conversation_config":{"agent":{"prompt":{
 		"prompt":"p","llm":"custom-llm","custom_llm":{"url":"https://llm.example.com/v1","api_type":"websocket"}}}}}`, 422)
@@ -263,6 +267,7 @@ func TestWebsocketEndpointIsRefused(t *testing.T) {
 // server plays the agent (its first token recorded), the simulated user
 // and the judge.
 func TestPlatformModelsStream(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We open nine to five."),
 		llmtest.Fixed(0, `{"result":"success","rationale":["it gives the hours"],"summary":"streamed verdict"}`)),
 		func(c *Config) { c.Runner.LLMStream = true })

@@ -9,6 +9,7 @@ import (
 )
 
 func TestAgentsThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey,
@@ -96,6 +97,7 @@ func TestAgentsThroughTheGateway(t *testing.T) {
 }
 
 func TestAgentListingPagination(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	var ids []string
 	for i := range 23 {
@@ -179,6 +181,7 @@ func TestAgentListingPagination(t *testing.T) {
 
 // The trace of the request that caused an event travels with the event.
 func TestEventsCarryTheRequestTrace(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
 	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"traced"}`, "traceparent", tp)

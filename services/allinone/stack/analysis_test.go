@@ -13,6 +13,7 @@ import (
 // analysis is stored and GET of the conversation shows it, with its judge
 // model and when.
 func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := evaluatedAgent(t, s)
 	at := time.Now().Add(-time.Hour)

@@ -16,6 +16,7 @@ const adminKey = "vak_test_admin_0123456789abcdef0123456789"
 
 // The auth rules of spec section 5, case by case, through the gateway.
 func TestAuthMatrix(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
 	const list = "/v1/convai/agents"
 
@@ -180,6 +181,7 @@ func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspa
 // People are workspace members beside service accounts; tickets can be
 // assigned to either, and other workspaces see neither.
 func TestWorkspaceMembers(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
 	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"Ada@Example.com","first_name":"Ada"}`)
 	if r.Code != 201 || r.JSON(t)["email"] != "ada@example.com" || r.JSON(t)["is_service_account"] != false {

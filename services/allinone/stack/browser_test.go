@@ -16,6 +16,7 @@ import (
 // run.sh installs Chromium with apt-get when it is missing and it runs as
 // root, and fails, never skips, when it cannot.
 func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	script := e2eSuite(t, "browser")
 	// A webhook whose deliveries fail for good 3 times in a row is disabled
 	// (the portal shows it).

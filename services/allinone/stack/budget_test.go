@@ -22,6 +22,7 @@ func hoursWithBudget(name, budget string) string {
 // test opens its QA ticket, whose text names the budget. Budgets out of
 // range are refused at their field, and a budget is shown back by GET.
 func TestLatencyBudgetFailsASlowAgent(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["The hours are given."],"summary":"The agent states the hours."}`), nil)
 	team := llmtest.NewServer(llmtest.Fixed(0, "We open nine to five."))
 	t.Cleanup(team.Close)

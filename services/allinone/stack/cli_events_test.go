@@ -19,6 +19,7 @@ import (
 // events tail --json prints each stored event decoded, one JSON object a
 // line; webhooks logs filters and webhooks resend delivers again.
 func TestCLIEventsTailAndWebhookResend(t *testing.T) {
+	// Not in parallel with the other tests: it sets the environment.
 	dir := t.TempDir()
 	s := start(t, dir, func(c *Config) {
 		c.BootstrapAdminKey = adminKey

@@ -21,6 +21,7 @@ import (
 // receiver's answer is the delivery's outcome, and stopping deletes the
 // relay webhook.
 func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, func(c *Config) {
 		c.Outbound.AllowHosts = "" // the local receiver is not allowed as a destination
 	})
@@ -115,6 +116,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 // signed headers, the reported answer is its outcome, and a token is
 // good only for its own webhook.
 func TestWebhookRelayProtocol(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"relay":true,"url":"https://example.com","events":["call_ended"]}`)
 	if r.Code != 422 {

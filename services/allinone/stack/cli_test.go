@@ -29,6 +29,7 @@ const refundPromiseTest = `{"type":"llm","name":"Refund promise",
 // model: tests run --wait exits 0 when every run passes, 1 when one fails,
 // 2 on a bad key or an unknown agent, and its JUnit file has the failures.
 func TestCLI(t *testing.T) {
+	t.Parallel()
 	// Every operation the CLI calls is one of the API's.
 	for _, r := range cli.Routes() {
 		if !slices.ContainsFunc(api.Operations, func(op api.Operation) bool { return op.Method == r[0] && op.Path == r[1] }) {

@@ -36,6 +36,7 @@ func wantConsoleHeaders(t *testing.T, what string, r response) {
 // The console's pages load without a key, from the binary, with a strict
 // CSP on every answer (refusals included), and ask nothing of a third party.
 func TestConsoleServesItsPages(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := noFollow.Get("http://" + s.Addr + "/console")
@@ -147,6 +148,7 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 // The console's session: a sealed, HttpOnly, SameSite=Strict cookie that
 // counts as the key only with its CSRF token and from the same origin.
 func TestConsoleSession(t *testing.T) {
+	t.Parallel()
 	cfg := adminConfig(t, func(c *Config) { c.TrustedProxies = []string{"127.0.0.1", "::1"} })
 	logs := &testkit.LogBuffer{} // every log line, at debug: none may hold a key or a session
 	s := run(t, cfg, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), nil)

@@ -128,6 +128,7 @@ func TestMain(m *testing.M) {
 // reference page without a key, the page needs nothing from elsewhere,
 // and every route the gateway serves is in the document.
 func TestOpenAPIServedAndComplete(t *testing.T) {
+	t.Parallel()
 	s := start(t, t.TempDir(), nil)
 	r := call(t, s, "GET", api.OpenAPIPath, "", "")
 	if r.Code != 200 || r.Header.Get("Content-Type") != "application/json" {

@@ -13,6 +13,7 @@ import (
 // the conversation and filter it, and hostile input is refused.
 // Both read models: the memory index and the store.
 func TestConversationFiltersFeedbackAndTags(t *testing.T) {
+	t.Parallel()
 	onEachReadIndex(t, testConversationFilters)
 }
 

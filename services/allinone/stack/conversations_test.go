@@ -48,6 +48,7 @@ func ids(p wire.ConversationPage) string {
 // sends; they are listed newest first with the public filters, and read
 // with their transcript and the tickets raised on them.
 func TestConversationsAPI(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	support, sales := newAgent(t, s, adminKey, "Support"), newAgent(t, s, adminKey, "Sales")
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)

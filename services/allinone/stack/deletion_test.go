@@ -161,6 +161,7 @@ func replayTranscripts(t *testing.T, js jetstream.JetStream, msgs []*jetstream.R
 // from the stream) still knows it deleted. Another workspace's delete is
 // a 404, a read key's a 403, a second delete a 404.
 func TestDeleteConversationShredsItsTranscript(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir, func(c *Config) { administered(c, nil) })
 	agent := newAgent(t, s, adminKey, "Support")
@@ -315,6 +316,7 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 // conversation is deleted, that it was (from_conversation_metadata's
 // conversation_deleted); the turns it was made from are the test's own.
 func TestDeletedConversationShowsOnItsTest(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	at := time.Now().Add(-time.Hour).Truncate(time.Second)

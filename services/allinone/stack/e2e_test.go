@@ -6,8 +6,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 )
+
+// e2eRuns holds one lock per suite: the tests run in parallel, and two runs
+// of one suite on a fresh clone would both install its node_modules.
+var e2eRuns sync.Map // script -> *sync.Mutex
 
 // e2eSuite is the script that runs the Node suite e2e/<name> (run.sh). A
 // machine without Node skips the test, saying so.
@@ -24,6 +29,9 @@ func e2eSuite(t *testing.T, name string) string {
 // printed, and fails the test when it fails.
 func runE2E(t *testing.T, script string, s *Stack, env ...string) {
 	t.Helper()
+	mu, _ := e2eRuns.LoadOrStore(script, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	cmd := exec.Command("bash", script)
 	cmd.Env = append(append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey), env...)
 	var out bytes.Buffer

@@ -22,6 +22,7 @@ const fairBound = 10 * time.Second
 // invocation, on an agent the platform's model plays, completes within a
 // few seconds.
 func TestFairRunsBesideASlowEndpoint(t *testing.T) {
+	t.Parallel()
 	s := fairStack(t)
 	var calls atomic.Int32
 	release := make(chan struct{})
@@ -47,6 +48,7 @@ func TestFairRunsBesideASlowEndpoint(t *testing.T) {
 // answers) that two invocations of the workspace share by URL: their
 // runs wait for its slots, and not in the runner's.
 func TestFairRunsBesideADeadEndpoint(t *testing.T) {
+	t.Parallel()
 	s := fairStack(t)
 	dead := deadEndpoint(t)
 	hours := createTest(t, s.Stack, hoursTest)
@@ -63,6 +65,7 @@ func TestFairRunsBesideADeadEndpoint(t *testing.T) {
 // another invocation of the same workspace still runs at once (held in
 // their slots, the waiting runs would have kept it out for a minute).
 func TestRunsWaitingForAnEndpointHoldNoRunnerSlot(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), func(c *Config) {
 		administered(c, nil)
 		c.Runner.Concurrency, c.Runner.EndpointConcurrency, c.Runner.EndpointTimeout = 2, 1, 20*time.Second

@@ -31,6 +31,7 @@ const prodConversation = `[
 // model and checks the agent's tool call was answered with the result
 // production saw.
 func TestRegressionFromConversationThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := acmeSupportAgent(t, s, "")
 	body := func(agentID string, turn int, extra string) string {

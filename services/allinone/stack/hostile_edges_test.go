@@ -61,6 +61,7 @@ func secondGateway(t *testing.T, s *Stack, cfg Config) *Stack {
 // cookie: the old cookie and its CSRF token are 401 on the API and on
 // /console/session, on the replica signed out of and on another.
 func TestHostileSignedOutCookieOnEveryReplica(t *testing.T) {
+	t.Parallel()
 	cfg := adminConfig(t, func(c *Config) { c.SecretKey = "deployment-secret-for-two-gateways" })
 	one := run(t, cfg, slog.New(slog.DiscardHandler), nil)
 	two := secondGateway(t, one, cfg)
@@ -158,6 +159,7 @@ func wantInvalid(t *testing.T, r response, loc, typ string) {
 // an event's timestamp is after 1970 and not beyond tomorrow. What is
 // stored reads back, through the API and into a test.
 func TestHostileNumbersStringsAndTimestamps(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	agent := newAgent(t, s, adminKey, "Numbers")
 	post := func(path, body string) response { return call(t, s, "POST", path, adminKey, body) }
@@ -242,6 +244,7 @@ func TestHostileNumbersStringsAndTimestamps(t *testing.T) {
 // 127.1), for webhooks and for agents' own endpoints, even where the
 // dotted quad itself is allowed.
 func TestHostileNumericHosts(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks)
 	for _, host := range []string{"0x7f000001", "2130706433", "0177.0.0.1", "127.1", "127.0.0.1."} {
 		wantInvalid(t, call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"https://`+host+`/hook","events":["call_started"]}`),
@@ -257,6 +260,7 @@ func TestHostileNumericHosts(t *testing.T) {
 // Finding 8 of issue 47: a refused destination tells the tenant why, not
 // what its host name resolved to.
 func TestHostileRefusalsHideTheNetwork(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"https://localhost:1/hook","events":["call_started"]}`)
 	if r.Code/100 != 2 {

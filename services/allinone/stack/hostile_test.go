@@ -41,6 +41,7 @@ var pathVar = regexp.MustCompile(`\{([a-z_]+)\}`)
 // every hostile id (the others well formed), answers the id's 404 in the
 // spec's shape, and the platform keeps serving.
 func TestHostilePathIDs(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	agentID := newAgent(t, s, adminKey, "Target")
 	for _, op := range api.Operations {
@@ -76,6 +77,7 @@ func TestHostilePathIDs(t *testing.T) {
 // The outage that was seen: one GET with a 5,000-character id took the
 // platform down until a restart. Now it is a 404 and nothing else changes.
 func TestOverlongIDIsA404AndTheStackServesOn(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	agentID := newAgent(t, s, adminKey, "Target")
 	long := strings.Repeat("x", 5000)
@@ -95,6 +97,7 @@ func TestOverlongIDIsA404AndTheStackServesOn(t *testing.T) {
 
 // Ids inside bodies meet the same grammar: 422 with the field's loc.
 func TestHostileBodyIDs(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	agentID := newAgent(t, s, adminKey, "Target")
 	ticket := call(t, s, "POST", "/v1/convai/agents/"+agentID+"/triage-tickets", adminKey, `{"title":"t","qa_comment":"c"}`)
@@ -139,6 +142,7 @@ func TestHostileBodyIDs(t *testing.T) {
 // Malformed, non-object and oversized bodies on every write operation
 // are 4xx in the spec's shape; nothing is written by them.
 func TestHostileBodies(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	agentID := newAgent(t, s, adminKey, "Target")
 	huge := `{"name":"` + strings.Repeat("n", 900_000) + `","title":"` + strings.Repeat("t", 100_000) + `"}`
@@ -162,6 +166,7 @@ func TestHostileBodies(t *testing.T) {
 
 // The smaller findings: each is a clean 4xx now, and HEAD works.
 func TestHostileValuesAndHEAD(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	agentID := newAgent(t, s, adminKey, "Target")
 	wantValidation := func(r response, loc string) {
@@ -202,6 +207,7 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 // workspaces using it each get their own resource, and within one
 // workspace a retry answers the first result.
 func TestIdempotencyKeysArePerWorkspace(t *testing.T) {
+	t.Parallel()
 	s := startHostile(t)
 	other := createWorkspace(t, s, "Other").APIKey
 	const key = "K-shared-123"

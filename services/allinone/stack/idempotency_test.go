@@ -118,6 +118,7 @@ func ticketNow(t *testing.T, s *Stack, id string) ticket {
 // body, answers the first comment's ticket. Without a key the gateway
 // sends a write once, and two requests are two comments.
 func TestIdempotentComments(t *testing.T) {
+	t.Parallel()
 	s, copies := startHedging(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	// The gateway hedges a request whose answer has not come when it
@@ -175,6 +176,7 @@ func TestIdempotentComments(t *testing.T) {
 // change illegal; a keyed merge replayed answers the merged target, not a
 // 409 for sources merged by then, and merges nothing again.
 func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
+	t.Parallel()
 	s, _ := startHedging(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	tk := manualTicket(t, s, agent, "Wrong price")
@@ -233,6 +235,7 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 // replayed answer as the first did, not 404; a member added with a key is
 // answered again, not 409.
 func TestIdempotentUpdatesAcrossServices(t *testing.T) {
+	t.Parallel()
 	s, _ := startHedging(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	first := write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent", `{"name":"Billing"}`)
@@ -295,6 +298,7 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 // keyed bulk move replayed to another folder moves nothing again (its
 // answer echoes the replay's folder: no answer is stored).
 func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
+	t.Parallel()
 	s, _ := startHedging(t)
 	folder := func(name string) string {
 		r := call(t, s, "POST", "/v1/convai/agent-testing/folders", adminKey, `{"name":"`+name+`"}`)

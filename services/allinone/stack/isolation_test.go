@@ -85,6 +85,7 @@ func heapInUse() uint64 {
 // memory is back, and the platform is ready and serves the first
 // workspace too.
 func TestAbandonedReadsOfALargeInvocationStarveNoOne(t *testing.T) {
+	// Not in parallel with the other tests: it reads the process heap, which the other tests' stacks would grow.
 	s := startHostile(t)
 	other := createWorkspace(t, s, "Other").APIKey
 	agent := agentWith(t, s)

@@ -65,6 +65,7 @@ func judgedRuns(t *testing.T, s *Stack, id string) (map[string]any, []judgedRun)
 // A judge that changes its mind: a failure is judged again and the
 // majority decides; the run shows every vote and the agreement.
 func TestFlakyJudgeThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	fail, pass := llmtest.Verdict("failure", "The hours are missing."), llmtest.Verdict("success", "The hours are given.")
 	s, srv := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
 		// The first run's verdicts, then the second's (which stop at a majority).
@@ -102,6 +103,7 @@ func TestFlakyJudgeThroughTheGateway(t *testing.T) {
 // resubmitting) answers every model request from the cache; without it,
 // every request goes to the model.
 func TestModelResponseCacheThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s, srv := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
 		llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`)))
 	agent := agentWith(t, s)
@@ -173,6 +175,7 @@ func TestModelResponseCacheThroughTheGateway(t *testing.T) {
 // pending; once they finish, the buckets are the real ones. A
 // resubmission makes its tests' buckets pending again, and only theirs.
 func TestBucketsPendingThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	var gate atomic.Pointer[chan struct{}] // the agent answers once it is closed
 	hold := func() chan struct{} { ch := make(chan struct{}); gate.Store(&ch); return ch }
 	release := hold()

@@ -34,6 +34,7 @@ func runAndWait(t *testing.T, s *Stack, agent string, repeat int, tests ...strin
 // compares it with a baseline: a test whose answer the agent's prompt no
 // longer covers is one regression, by name.
 func TestJUnitAndBaselineComparison(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)

@@ -16,6 +16,7 @@ import (
 // lists what is left to review, and the judge report's agreement and κ
 // equal a hand computation on the same labels.
 func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)
@@ -209,6 +210,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 // judge has no labels is not gated on (exit 3, saying why); once people
 // have labelled enough of its runs right through the CLI, it gates.
 func TestCLIMinJudgeAgreement(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)
@@ -247,6 +249,7 @@ func TestCLIMinJudgeAgreement(t *testing.T) {
 // is queued for review as such, and the report's flip rate is its votes'
 // pairs that differ; a run judged once adds no pair.
 func TestReviewQueueAndFlipRateOfAModelJudge(t *testing.T) {
+	t.Parallel()
 	fail, pass := llmtest.Verdict("failure", "The hours are missing."), llmtest.Verdict("success", "The hours are given.")
 	// Run 1: failure, success, success (passes, 2 of 3 pairs differ);
 	// run 2: success at once (one vote).

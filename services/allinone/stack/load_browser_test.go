@@ -16,6 +16,7 @@ import (
 // a finished load test against an endpoint that slows with load is drawn
 // and tabled as the API gives it, and the form starts another.
 func TestLoadTestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
 	script := e2eSuite(t, "browser")
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
 	team := newCrowdedEndpoint(t, nil)

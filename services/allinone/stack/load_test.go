@@ -135,6 +135,7 @@ type loadTestView struct {
 // by their reason, and the step that broke the first-token budget is
 // named.
 func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T) {
+	t.Parallel()
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
 	// Arrivals: step 1 is request 0, step 2 requests 1..10, step 3
 	// requests 11..60; every tenth of step 3 breaks its stream.

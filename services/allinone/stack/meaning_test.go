@@ -15,6 +15,7 @@ import (
 // passes a condition worded in other words than the prompt's; a reply
 // that negates the condition's words fails, naming why.
 func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Outfitters",
 	  "conversation_config":{"agent":{"first_message":"Hello, Outfitters here.",

@@ -23,6 +23,7 @@ import (
 // and tokens, queue backlog and consumer lag), and every metric the
 // shipped alert rules and dashboard use is one the platform exports.
 func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
+	t.Parallel()
 	model := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
 		if req.ResponseFormat != nil { // the judge
 			return llmtest.OK(`{"result":"success","rationale":["gives the hours"],"summary":"The agent gives the hours."}`)

@@ -45,6 +45,7 @@ const unknownTest = `{"type":"llm","name":"Gift vouchers",
 // reopens it; the clustering step sets the issue type the rationale
 // states and clears needs_clustering. A passing test opens nothing.
 func TestFailingTestsBecomeOneTicket(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours, vouchers := createTest(t, s, hoursTest), createTest(t, s, unknownTest)
@@ -107,6 +108,7 @@ func TestFailingTestsBecomeOneTicket(t *testing.T) {
 // Escalations and conversations that went badly raise tickets; the
 // clustering step merges exact duplicates and groups similar tickets.
 func TestPlatformEventsRaiseAndClusterTickets(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	ingest := func(event, data string) { t.Helper(); ingestEvent(t, s, event, data) }

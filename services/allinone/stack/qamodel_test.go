@@ -17,6 +17,7 @@ import (
 // problem, and their issue type. A model that cannot answer leaves the
 // rules to decide, and the ticket says so.
 func TestModelClustersTickets(t *testing.T) {
+	t.Parallel()
 	candidate := regexp.MustCompile(`(?m)^- (\S+): (.*)$`)
 	model := llmtest.NewServer(func(req llmtest.Request) llmtest.Reply {
 		prompt := req.Messages[len(req.Messages)-1].Content

@@ -16,6 +16,7 @@ import (
 // neither, and the orchestrator's probes stay out of the info log. (A
 // client that hangs up: natsx's TestForwardClientGoneIsNotAnError.)
 func TestACleanRunLogsNoWarning(t *testing.T) {
+	t.Parallel()
 	s, logs := startLogging(t, slog.LevelInfo, localHooks)
 
 	var delivered atomic.Int32

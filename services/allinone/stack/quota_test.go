@@ -27,6 +27,7 @@ import (
 // another workspace is unaffected, and the quota is freed when an
 // invocation completes or is cancelled.
 func TestWorkspaceQuotasOnRunTests(t *testing.T) {
+	t.Parallel()
 	// Every model call (the agent's turn, the judge) waits until release:
 	// runs stay queued or running until then.
 	release := make(chan struct{})

@@ -21,6 +21,7 @@ func startLimited(t *testing.T) *Stack {
 }
 
 func TestRateLimitHeadersAndRefusal(t *testing.T) {
+	t.Parallel()
 	s := startLimited(t)
 	limited, acct, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":3`)
 
@@ -54,6 +55,7 @@ func TestRateLimitHeadersAndRefusal(t *testing.T) {
 // so every increment is refused), the gateway serves on and limits each
 // key by its own count; once they answer again it uses them again.
 func TestRateLimitsHoldWhileTheSharedCountersAreDown(t *testing.T) {
+	t.Parallel()
 	s := startLimited(t)
 	limited, _, _ := newKey(t, s, adminKey, `["convai_read"]`, `,"rate_limit_per_minute":2`)
 	// One request counted in the shared counters: the local count, which

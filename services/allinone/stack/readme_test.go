@@ -67,6 +67,7 @@ func readmeCommands(t *testing.T, readme []byte) []readmeCommand {
 // fails here. Commands that run until stopped (listen, tail) must still be
 // running after a few seconds.
 func TestReadmeExamplesRun(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed: " + err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 // A test's reliability over a known mix: two passing repeats, then, with
 // the agent's prompt no longer covering the question, two failing ones.
 func TestReliabilityThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, hoursTest)

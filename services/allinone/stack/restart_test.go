@@ -15,6 +15,7 @@ import (
 // Everything written survives a restart of the all-in-one process, and
 // the bootstrap key is generated exactly once.
 func TestDataSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir, nil)
 	if s.AdminKey == "" {
@@ -77,6 +78,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 // VOICEAI_BOOTSTRAP_ADMIN_KEY is idempotent across restarts, and a new
 // value replaces the old one.
 func TestConfiguredBootstrapKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const first, second = "vak_first_configured_admin_key_0001", "vak_second_configured_admin_key_002"
 	s := start(t, dir, func(c *Config) { c.BootstrapAdminKey = first })
@@ -105,6 +107,7 @@ func TestConfiguredBootstrapKey(t *testing.T) {
 // stack with runtime.ErrConnectionLost instead of leaving a process that
 // answers 503 forever; `make run` then starts it again on the same data.
 func TestStackStopsWhenItsConnectionIsLostAndStartsAgain(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir, func(c *Config) { c.BootstrapAdminKey = adminKey })
 	agent := newAgent(t, s, adminKey, "Kept")

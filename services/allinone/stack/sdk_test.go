@@ -10,6 +10,7 @@ import (
 // webhooks.constructEvent verifies the deliveries it receives (at
 // 127.0.0.1, which the stack lets webhooks reach).
 func TestOfficialSDK(t *testing.T) {
+	t.Parallel()
 	script := e2eSuite(t, "sdk")
 	s := startAdmin(t, localHooks)
 	// A conversation the platform has seen, for creating tickets on it.

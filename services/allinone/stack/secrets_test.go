@@ -11,6 +11,7 @@ import (
 // included); an agent that uses a secret shows in its used_by and keeps it
 // from deletion.
 func TestWorkspaceSecretsThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s, logs := startLogging(t, slog.LevelDebug, localHooks)
 
 	const value = "sk-gateway-secret-value-9d1e"

@@ -24,6 +24,7 @@ func acmeSupportAgent(t *testing.T, s *Stack, more string) string {
 }
 
 func TestSimulationThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	agent := acmeSupportAgent(t, s, " Returns are accepted within 30 days of delivery.")
 

@@ -21,6 +21,7 @@ import (
 // ensures them again. Doing all of it twice must update no stream: an
 // update races in the server with consumers being created.
 func TestEnsuringEveryStreamAgainUpdatesNothing(t *testing.T) {
+	t.Parallel()
 	var names []string
 	for _, s := range events.Streams() {
 		names = append(names, s.Name)

@@ -144,6 +144,7 @@ func scanStreams(t *testing.T, s *Stack, values ...string) int {
 // value is in any API answer, JUnit file, event of any stream or log line,
 // and where the endpoint echoed it the reader sees [redacted secret].
 func TestEchoingEndpointLeaksNoSecret(t *testing.T) {
+	t.Parallel()
 	const key, token, wrong = "sk-tenant-echo-5d0c1e9a7b", "hdr-tenant-token-31f7aa", "sk-tenant-wrong-8e2b44c1"
 	s := startWithEndpoints(t, llmtest.AgentAndJudge(
 		func(req llmtest.Request) llmtest.Reply { // the simulated user: asks until the agent has answered
@@ -227,6 +228,7 @@ func TestEchoingEndpointLeaksNoSecret(t *testing.T) {
 // key and fails until its breaker opens; B's agent on the same URL, with
 // its own key, keeps passing at once, and never sees A's error text.
 func TestEndpointBreakerOfAnotherWorkspaceStaysClosed(t *testing.T) {
+	t.Parallel()
 	const bKey, aKey = "sk-workspace-b-right-4c1d", "sk-workspace-a-wrong-90fe"
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
 	endpoint := llmtest.NewServer(echoing(bKey, nil))
@@ -278,6 +280,7 @@ func TestEndpointBreakerOfAnotherWorkspaceStaysClosed(t *testing.T) {
 // admin chose. Each refusal is a 403 secret_binding_forbidden in the
 // spec's shape, and the thief's endpoint is never called.
 func TestAWriterCannotRebindAnAdminsSecret(t *testing.T) {
+	t.Parallel()
 	const key = "sk-admins-only-key-61be0f"
 	s := startWithEndpoints(t, llmtest.Fixed(0, `{"result":"success","rationale":["ok"],"summary":"ok"}`), nil)
 	team := llmtest.NewServer(echoing(key, nil))

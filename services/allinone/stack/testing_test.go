@@ -89,6 +89,7 @@ func getInvocation(t *testing.T, s *Stack, id string) invocation {
 }
 
 func TestAgentTestingThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	hours := createTest(t, s, `{"type":"llm","name":"Opening hours",
@@ -246,6 +247,7 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 }
 
 func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	// 422s for bad tests.
 	for body, loc := range map[string]string{
@@ -348,6 +350,7 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 // Cancel stops runs that have not started: with no runner working, every
 // queued run is dropped from the work queue and shows cancelled.
 func TestCancelStopsRunsNotStarted(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, func(c *Config) { c.Runners = 0 })
 	agent := agentWith(t, s)
 	id := createTest(t, s, `{"type":"llm","name":"t","success_condition":"hours"}`)

@@ -58,6 +58,7 @@ func newAgent(t *testing.T, s *Stack, key, name string) string {
 }
 
 func TestTicketLifecycle(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t)
 	agent := newAgent(t, s, adminKey, "Support")
 	started := time.Now().Add(-time.Hour).Truncate(time.Second)
@@ -229,6 +230,7 @@ func TestTicketLifecycle(t *testing.T) {
 }
 
 func TestTicketListingRulesAndStablePaging(t *testing.T) {
+	t.Parallel()
 	onEachReadIndex(t, testTicketListingRulesAndStablePaging)
 }
 
@@ -338,6 +340,7 @@ func testTicketListingRulesAndStablePaging(t *testing.T, s *Stack) {
 }
 
 func TestTicketListingFilters(t *testing.T) {
+	t.Parallel()
 	onEachReadIndex(t, testTicketListingFilters)
 }
 

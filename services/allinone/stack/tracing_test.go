@@ -20,6 +20,7 @@ import (
 // that serves it and the events it causes, on to the runner that runs
 // what it invoked; every log line of the request names the trace.
 func TestSpansFollowARequestAcrossNATS(t *testing.T) {
+	// Not in parallel with the other tests: it sets the process's tracer, which the other tests' stacks would use.
 	spans := tracetest.NewInMemoryExporter()
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)))
 	otel.SetTextMapPropagator(propagation.TraceContext{})

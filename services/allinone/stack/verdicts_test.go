@@ -71,6 +71,7 @@ func analyse(t *testing.T, s *Stack, id string) (analysisID, callSuccessful stri
 // judge report counts the labels per judge model and criterion, its
 // agreement and κ equal to a hand computation.
 func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := evaluatedAgent(t, s)
 	hours, refund, neither := "Our opening hours are nine to five every weekday.", "Refunds are given within 30 days.", "I am not sure, sorry."
@@ -258,6 +259,7 @@ func ticketLabels(t *testing.T, s *Stack, id string) []ticketLabel {
 // tickets service projects the label events; it does not ask the testing
 // service on read.
 func TestLabelsShowOnTheTicket(t *testing.T) {
+	t.Parallel()
 	s := startForTesting(t)
 	agent := agentWith(t, s)
 	vouchers := createTest(t, s, unknownTest)
@@ -353,6 +355,7 @@ func runVerdicts(t *testing.T, s *Stack, inv string) string {
 // recorded, no run's verdict changes, and the report compares both models
 // on the same labels (agreement and κ of each, by hand).
 func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
+	t.Parallel()
 	// The platform's judge ("test-model") passes every reply; the
 	// agent always answers with the opening hours. The offline judge
 	// passes the hours test and fails the vouchers one.
@@ -490,6 +493,7 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 // labelled, a labelled set judged again by the offline judge, and the
 // report comparing the two judges.
 func TestCLIJudgeConversationsAndRejudge(t *testing.T) {
+	t.Parallel()
 	s, _ := startWithModel(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We are open nine to five every weekday."),
 		llmtest.Sequence(llmtest.Verdict("success", "The reply answers."))))
 	voiceai := func(args ...string) (int, string, string) {

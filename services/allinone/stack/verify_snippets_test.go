@@ -21,6 +21,7 @@ import (
 // real signed delivery of the platform (its ElevenLabs-Signature), and
 // refuse a tampered one, a stale one and a replay.
 func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
+	t.Parallel()
 	_, here, _, _ := runtime.Caller(0)
 	dir := filepath.Join(filepath.Dir(here), "..", "..", "webhooks", "examples", "verify")
 	s := startAdmin(t, localHooks)

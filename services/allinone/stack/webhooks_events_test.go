@@ -15,6 +15,7 @@ import (
 // subscribed to test_invocation_completed hears of a finished invocation
 // with its counts, so CI need not poll.
 func TestEventCatalogAndInvocationEvents(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks)
 	r := call(t, s, "GET", "/v1/voiceai/webhooks/events", adminKey, "")
 	var catalog struct {

@@ -108,6 +108,7 @@ func sameShape(t *testing.T, s *Stack, ev ticketEvent) {
 // next failure (ticket_commented: one comment per failing invocation) and
 // a failure after it was resolved (ticket_status_changed, reopened).
 func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
+	t.Parallel()
 	s, rcv := startWithTicketHook(t)
 	agent := agentWith(t, s)
 	vouchers := createTest(t, s, unknownTest)
@@ -159,6 +160,7 @@ func TestWebhooksHearOfTicketsFailingTestsOpen(t *testing.T) {
 // it as ticket_updated, and an escalation of the same conversation, which
 // joins that ticket, as ticket_commented.
 func TestWebhooksHearOfTicketsConversationsRaise(t *testing.T) {
+	t.Parallel()
 	s, rcv := startWithTicketHook(t)
 	agent := agentWith(t, s)
 	ingest := func(event, data string) { t.Helper(); ingestEvent(t, s, event, data) }

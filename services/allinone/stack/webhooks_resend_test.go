@@ -93,6 +93,7 @@ func hookLog(t *testing.T, s *Stack, id, query string) logPage {
 // recover resends each event that failed for good in a range and was not
 // delivered since.
 func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks)
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_resend_test_secret_0123456789"

@@ -19,6 +19,7 @@ import (
 // platform event, a signed delivery, the tickets domain event, the log
 // and health.
 func TestWebhooksEndToEnd(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks)
 	var mu sync.Mutex
 	var secret string

@@ -67,6 +67,7 @@ func verifyAll(secret string, r *http.Request, body []byte) signedDelivery {
 // ways, request headers sent along, permissions, and hostile headers
 // refused with 422.
 func TestWorkspaceWebhooks(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks)
 	var mu sync.Mutex
 	var secret string
@@ -219,6 +220,7 @@ func manyHeadersJSON(n int) string {
 // no further attempt reaches it; enabled again, new events are delivered
 // and recover replays the deliveries that failed.
 func TestWebhookAutoDisabled(t *testing.T) {
+	t.Parallel()
 	s := startAdmin(t, localHooks, func(c *Config) {
 		c.WebhookAutoDisable = webhooks.AutoDisableEnv{Failures: 3, Over: 0}
 	})
