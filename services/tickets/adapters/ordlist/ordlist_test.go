@@ -14,6 +14,26 @@ type listModel struct {
 	l    List
 	want []uint32
 	next uint32
+	// places is each ordinal's index in want, made again after want changes
+	// (nil until then).
+	places map[uint32]int
+}
+
+// placesOf is each ordinal's index in want.
+func (m *listModel) placesOf() map[uint32]int {
+	if m.places == nil {
+		m.places = make(map[uint32]int, len(m.want))
+		for j, o := range m.want {
+			m.places[o] = j
+		}
+	}
+	return m.places
+}
+
+// removeAt removes the model's i-th ordinal from the list and the slice.
+func (m *listModel) removeAt(i int) {
+	m.l.Remove(m.cursor(i))
+	m.want, m.places = slices.Delete(m.want, i, i+1), nil
 }
 
 // fresh is an ordinal not in the list: the list's ordinals stay distinct,
@@ -31,7 +51,7 @@ func (m *listModel) step(rng *rand.Rand) {
 	case op < 6 || len(m.want) == 0:
 		o := m.fresh(rng)
 		m.l.Append(o)
-		m.want = append(m.want, o)
+		m.want, m.places = append(m.want, o), nil
 	case op < 8:
 		i := rng.IntN(len(m.want) + 1)
 		if rng.IntN(2) == 0 {
@@ -39,20 +59,15 @@ func (m *listModel) step(rng *rand.Rand) {
 		}
 		o := m.fresh(rng)
 		m.l.Insert(m.cursor(i), o)
-		m.want = slices.Insert(m.want, i, o)
+		m.want, m.places = slices.Insert(m.want, i, o), nil
 	default:
-		i := rng.IntN(len(m.want))
-		m.l.Remove(m.cursor(i))
-		m.want = slices.Delete(m.want, i, i+1)
+		m.removeAt(rng.IntN(len(m.want)))
 	}
 }
 
 // cursor is the list's cursor for the model's index i, found by Search.
 func (m *listModel) cursor(i int) Cursor {
-	index := make(map[uint32]int, len(m.want))
-	for j, o := range m.want {
-		index[o] = j
-	}
+	index := m.placesOf()
 	return m.l.Search(func(o uint32) bool { return index[o] >= i })
 }
 
@@ -64,16 +79,13 @@ func (m *listModel) check() {
 	if len(m.want) > 0 && m.l.last != m.want[len(m.want)-1] {
 		m.t.Fatalf("last %d, want %d", m.l.last, m.want[len(m.want)-1])
 	}
+	index := m.placesOf()
 	for i := 0; i <= len(m.want); i += 1 + len(m.want)/50 {
 		c := m.cursor(i)
 		var fwd, back []uint32
 		m.l.Forward(c, func(o uint32) bool { fwd = append(fwd, o); return true })
 		m.l.Backward(c, func(o uint32) bool { back = append(back, o); return true })
 		slices.Reverse(back)
-		index := map[uint32]int{}
-		for j, o := range m.want {
-			index[o] = j
-		}
 		var sought []uint32
 		m.l.Seek(func(o uint32) bool { return index[o] >= i }, func(o uint32) bool { sought = append(sought, o); return true })
 		if !slices.Equal(sought, fwd) {
@@ -85,10 +97,6 @@ func (m *listModel) check() {
 	}
 	// A reader finds, for targets going back in steps of every size, the
 	// last ordinal standing at or before each.
-	index := map[uint32]int{}
-	for j, o := range m.want {
-		index[o] = j
-	}
 	r := m.l.Reverse()
 	for target, step := len(m.want)-1, 1; target >= -1; target, step = target-step, step%7+1 {
 		o, ok := r.Find(func(o uint32) bool { return index[o] > target })
@@ -120,9 +128,7 @@ func TestOrdListAgreesWithASlice(t *testing.T) {
 		}
 		m.check()
 		for len(m.want) > 0 { // emptied to the last
-			i := rng.IntN(len(m.want))
-			m.l.Remove(m.cursor(i))
-			m.want = slices.Delete(m.want, i, i+1)
+			m.removeAt(rng.IntN(len(m.want)))
 		}
 		m.check()
 		m.step(rng) // and used again
