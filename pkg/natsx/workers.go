@@ -12,9 +12,10 @@ const workerIdle = 10 * time.Second
 // workers runs each admitted request on a goroutine kept for the next
 // one. A fresh goroutine per request grew its stack through the handler
 // chain (routing, decoding, the use case) every time: copying stacks was
-// 7% of a GET's CPU and 4% of a create's. A kept worker has grown its
-// stack already. There are as many workers as requests in flight at the
-// busiest moment of the last workerIdle, bounded by the admission.
+// 3-7% of the gateway bench's CPU and 4% of a create's. A kept worker has
+// grown its stack already. There are as many workers as requests in
+// flight at the busiest moment of the last workerIdle, bounded by the
+// admission.
 type workers struct {
 	work chan func()
 	idle time.Duration
