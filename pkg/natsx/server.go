@@ -27,16 +27,20 @@ type Service struct {
 	micro.Service
 	admission *admission
 	cancels   *nats.Subscription
+	workers   *workers
 }
 
 // Ready fails while the process has had no free request slot for a
 // while (see MaxConcurrent): part of its readiness.
 func (s *Service) Ready(ctx context.Context) error { return s.admission.Ready(ctx) }
 
-// Stop drains the endpoint.
+// Stop drains the endpoint; its idle request workers end at once, and
+// busy ones when their request does.
 func (s *Service) Stop() error {
 	_ = s.cancels.Unsubscribe()
-	return s.Service.Stop()
+	err := s.Service.Stop()
+	s.workers.stop()
+	return err
 }
 
 // Serve registers handler as NATS micro service name, answering HTTP
@@ -86,7 +90,7 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 		_ = cancels.Unsubscribe()
 		return nil, err
 	}
-	return &Service{Service: svc, admission: adm, cancels: cancels}, nil
+	return &Service{Service: svc, admission: adm, cancels: cancels, workers: pool}, nil
 }
 
 // refuse answers a request no slot was free for; it may be retried in a

@@ -1,6 +1,7 @@
 package natsx
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -17,12 +18,19 @@ const workerIdle = 10 * time.Second
 // flight at the busiest moment of the last workerIdle, bounded by the
 // admission.
 type workers struct {
-	work chan func()
-	idle time.Duration
-	live atomic.Int32 // workers running
+	work    chan func()
+	idle    time.Duration
+	live    atomic.Int32  // workers running
+	stopped chan struct{} // closed by stop
+	once    sync.Once
 }
 
-func newWorkers() *workers { return &workers{work: make(chan func()), idle: workerIdle} }
+func newWorkers() *workers {
+	return &workers{work: make(chan func()), idle: workerIdle, stopped: make(chan struct{})}
+}
+
+// stop ends the idle workers, and each busy one after its request.
+func (w *workers) stop() { w.once.Do(func() { close(w.stopped) }) }
 
 // do runs f on an idle worker, or on a new one when none is idle.
 func (w *workers) do(f func()) {
@@ -44,6 +52,8 @@ func (w *workers) loop(f func()) {
 		select {
 		case f = <-w.work:
 		case <-idle.C:
+			return
+		case <-w.stopped:
 			return
 		}
 	}
