@@ -94,6 +94,25 @@ type FanoutEvent struct {
 	Body func() ([]byte, error)
 }
 
+// FanoutBatch fans out the events a consumer handed over at once (Fanout)
+// and, when their jobs could not all be stored, each on its own. It
+// returns the indices of the events that failed again, to be delivered
+// again: an event whose jobs can never be stored holds up no other.
+func (d *Dispatch) FanoutBatch(ctx context.Context, evs []FanoutEvent) (retry []int) {
+	if len(evs) == 0 || d.Fanout(ctx, evs...).Next != RetryLater {
+		return nil
+	}
+	if len(evs) == 1 {
+		return []int{0}
+	}
+	for i, e := range evs {
+		if ctx.Err() != nil || d.Fanout(ctx, e).Next == RetryLater {
+			retry = append(retry, i)
+		}
+	}
+	return retry
+}
+
 // Fanout queues one delivery job per active webhook of the workspace
 // subscribed to each event (which existed when it was stored), and logs
 // an event as not sent for each one the dispatcher disabled, which

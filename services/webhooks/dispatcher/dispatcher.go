@@ -228,9 +228,8 @@ var errFanoutNotStored = errors.New("delivery jobs not stored")
 
 // fanout is a fan-out consumer's batch handler: each message is read as
 // the event it fans out (of), and the events of the batch are fanned out
-// at once, in stream order. When that fails, each is fanned out on its
-// own, and only those that fail again are delivered again: an event whose
-// jobs cannot be stored does not hold up the others.
+// together (app.Dispatch.FanoutBatch); only those whose jobs could not be
+// stored are delivered again.
 func (d *Dispatcher) fanout(of func(ctx context.Context, r eventstore.Record) (app.FanoutEvent, bool)) consume.Handler {
 	return func(ctx context.Context, batch []jetstream.Msg) error {
 		evs := make([]app.FanoutEvent, 0, len(batch))
@@ -244,23 +243,14 @@ func (d *Dispatcher) fanout(of func(ctx context.Context, r eventstore.Record) (a
 				evs, at = append(evs, e), append(at, i)
 			}
 		}
-		if len(evs) == 0 || d.use.Fanout(ctx, evs...).Next != app.RetryLater {
+		retry := d.use.FanoutBatch(ctx, evs)
+		if len(retry) == 0 {
 			return nil
 		}
-		if len(evs) == 1 {
-			return errFanoutNotStored
+		for i, e := range retry {
+			retry[i] = at[e]
 		}
-		var failed []int
-		for i, e := range evs {
-			if ctx.Err() == nil && d.use.Fanout(ctx, e).Next != app.RetryLater {
-				continue
-			}
-			failed = append(failed, at[i])
-		}
-		if len(failed) == 0 {
-			return nil
-		}
-		return consume.Failed(errFanoutNotStored, failed...)
+		return consume.Failed(errFanoutNotStored, retry...)
 	}
 }
 
