@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/singleflight"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -54,9 +55,10 @@ type Worker struct {
 	// callers as the testing service accepted them).
 	MaxLoadCallers int
 
-	mu   sync.Mutex
-	invs map[string]cachedInvocation
-	defs map[uint64]domain.TestInput
+	mu       sync.Mutex
+	invs     map[string]cachedInvocation
+	invReads singleflight.Group
+	defs     map[uint64]domain.TestInput
 
 	stored  chan storing         // results being stored, in order
 	touched map[string]*progress // invocations with stored results since the last check
@@ -97,7 +99,7 @@ type cachedInvocation struct {
 }
 
 // invocationFreshness bounds how stale a worker's view of an invocation
-// (its cancellation) may be.
+// (its cancellation) may be, in real time.
 const invocationFreshness = time.Second
 
 // listEvery is how often a busy worker lists the queues again; idleEvery
@@ -490,23 +492,50 @@ const countAfter = 5 * checkInterval
 // invocation returns the invocation, re-read when older than the
 // freshness bound or when the job is of an attempt it does not know.
 func (w *Worker) invocation(ctx context.Context, ws, id string, attempt int32) (*testingv1.Invocation, error) {
-	w.mu.Lock()
-	c, ok := w.invs[id]
-	w.mu.Unlock()
-	if ok && time.Since(c.read) < invocationFreshness && int32(len(c.inv.GetResubmissions())+1) >= attempt {
-		return c.inv, nil
+	if inv := w.freshInvocation(id, attempt); inv != nil {
+		return inv, nil
 	}
-	inv, _, err := w.App.Invocations.Get(ctx, ws, id)
+	// The runs in flight of one invocation find it stale at the same
+	// moment: one of them reads (and decodes) it for all.
+	v, err, _ := w.invReads.Do(ws+"/"+id, func() (any, error) {
+		inv, _, err := w.App.Invocations.Get(ctx, ws, id)
+		if err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		if len(w.invs) > 10_000 {
+			clear(w.invs)
+		}
+		w.invs[id] = cachedInvocation{inv: inv, read: time.Now()}
+		w.mu.Unlock()
+		return inv, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	w.mu.Lock()
-	if len(w.invs) > 10_000 {
-		clear(w.invs)
+	if inv := v.(*testingv1.Invocation); resubmitted(inv, attempt) {
+		return inv, nil
 	}
-	w.invs[id] = cachedInvocation{inv: inv, read: w.App.Now()}
+	// A read already under way when this job's resubmission was stored.
+	inv, _, err := w.App.Invocations.Get(ctx, ws, id)
+	return inv, err
+}
+
+// freshInvocation is the invocation as cached, when it is fresh and knows
+// the attempt; nil otherwise.
+func (w *Worker) freshInvocation(id string, attempt int32) *testingv1.Invocation {
+	w.mu.Lock()
+	c, ok := w.invs[id]
 	w.mu.Unlock()
-	return inv, nil
+	if ok && time.Since(c.read) < invocationFreshness && resubmitted(c.inv, attempt) {
+		return c.inv
+	}
+	return nil
+}
+
+// resubmitted: inv knows the attempt (its first run or a resubmission).
+func resubmitted(inv *testingv1.Invocation, attempt int32) bool {
+	return int32(len(inv.GetResubmissions())+1) >= attempt
 }
 
 func (w *Worker) definition(ctx context.Context, seq uint64) (domain.TestInput, error) {
