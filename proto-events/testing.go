@@ -243,11 +243,18 @@ func TestCountSubject(invocationID string, attempt int32, counter string) (strin
 // a run's outcome is readable without decoding the event (a reader can
 // take them with a headers-only consumer).
 const (
-	// HeaderRunStatus is the run's status: passed or failed.
+	// HeaderRunStatus is the run's status: RunStatusPassed or
+	// RunStatusFailed.
 	HeaderRunStatus = "Voiceai-Run-Status"
 	// HeaderRunAttempt is the attempt the result is of: 1, then one per
 	// resubmission.
 	HeaderRunAttempt = "Voiceai-Run-Attempt"
+)
+
+// The values of HeaderRunStatus.
+const (
+	RunStatusPassed = "passed"
+	RunStatusFailed = "failed"
 )
 
 // joinChecked is prefix.<token>… (then .wildcard when not empty), every

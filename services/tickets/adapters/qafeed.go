@@ -94,7 +94,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 	return consume.Batches(ctx, f.JS, spec, func(ctx context.Context, msgs []jetstream.Msg) error {
 		out := make([]app.QAMessage, len(msgs))
 		for i, m := range msgs {
-			out[i] = qaMessage(m, src.protobuf)
+			out[i] = qaMessage(m, source, src.protobuf)
 		}
 		return h(ctx, out)
 	})
@@ -103,7 +103,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 // qaMessage is m as the QA worker reads it. Its sequence and store time
 // come first: a body that does not decode is still a message of the
 // stream, which the worker skips by its sequence like any other.
-func qaMessage(m jetstream.Msg, protobuf bool) app.QAMessage {
+func qaMessage(m jetstream.Msg, source app.QASource, protobuf bool) app.QAMessage {
 	out := app.QAMessage{Subject: m.Subject(), Data: m.Data(), Traceparent: m.Headers().Get(events.HeaderTraceparent)}
 	meta, err := m.Metadata()
 	if err != nil {
@@ -111,7 +111,10 @@ func qaMessage(m jetstream.Msg, protobuf bool) app.QAMessage {
 		return out
 	}
 	out.Seq, out.Stored = meta.Sequence.Stream, meta.Timestamp
-	if protobuf {
+	if source == app.QARuns {
+		out.RunStatus = m.Headers().Get(events.HeaderRunStatus)
+	}
+	if protobuf && (source != app.QARuns || app.DecodesRun(out.RunStatus)) {
 		out.Event, out.Err = eventstore.DecodeMsg(m)
 	}
 	return out

@@ -65,6 +65,12 @@ func storeQAMessage(t *testing.T, js jetstream.JetStream, source app.QASource, m
 	if m.Body != nil {
 		e.Data = m.Body
 	}
+	if m.RunStatus != "" {
+		if e.Header == nil {
+			e.Header = eventlog.Header{}
+		}
+		e.Header.Set(events.HeaderRunStatus, m.RunStatus)
+	}
 	if _, err := eventstore.New(js, src.stream).Append(ctx, m.Subject, eventlog.AnySeq, "", e); err != nil {
 		t.Fatal(err)
 	}

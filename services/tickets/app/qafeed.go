@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 )
 
 // QASource is a stream the QA worker follows.
@@ -35,9 +37,20 @@ type QAMessage struct {
 	// Data is the body as stored: a JSON envelope on QAPlatform.
 	Data []byte
 	// Event is the body decoded, on the sources of protobuf events
-	// (QARuns, QATickets); nil when Err says why it could not be.
+	// (QARuns, QATickets); nil when Err says why it could not be, and on
+	// a run that DecodesRun leaves undecoded.
 	Event proto.Message
 	Err   error
+	// RunStatus is, on QARuns, the run's status as its producer stated it
+	// beside the body (events.HeaderRunStatus; "" where it did not).
+	RunStatus string
+}
+
+// DecodesRun tells whether a feed decodes a run stated status: only a
+// failed run (or one of no stated status) can raise a ticket, so the
+// passing runs of a large invocation cost no decoding.
+func DecodesRun(status string) bool {
+	return status == "" || status == events.RunStatusFailed
 }
 
 // QAFeed is the sources the QA worker follows. Every replica shares each

@@ -19,11 +19,8 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
-// Run statuses and condition results of the testing service's runs.
-const (
-	runFailed        = "failed"
-	conditionFailure = "failure"
-)
+// conditionFailure is the condition result of a run that failed its test.
+const conditionFailure = "failure"
 
 // handleRuns records a batch's failed runs, one ticket write per agent and
 // test, several tests at once.
@@ -32,6 +29,10 @@ func (w *Worker) handleRuns(ctx context.Context, batch []app.QAMessage) error {
 	traces := map[[3]string]string{} // a group's first run's traceparent
 	var order [][3]string
 	for _, m := range batch {
+		if !app.DecodesRun(m.RunStatus) {
+			w.handled.WithLabelValues("runs", "skipped").Inc()
+			continue
+		}
 		if m.Err != nil {
 			w.skip("runs", "undecodable run event", m, m.Err)
 			continue
@@ -121,7 +122,7 @@ func testName(inv *testingv1.Invocation, r *testingv1.RunResult) string {
 // (whatever the judge said of the reply). A run that errored (no verdict:
 // the time limit, a model or endpoint fault) says nothing about the agent.
 func ticketed(r *testingv1.RunResult) bool {
-	if r.GetStatus() != runFailed || r.GetError() != "" {
+	if r.GetStatus() != events.RunStatusFailed || r.GetError() != "" {
 		return false
 	}
 	return r.GetConditionResult() == conditionFailure || len(r.GetLatencyBudgetBreaches()) > 0

@@ -32,7 +32,7 @@ func TestQAFeedConforms(t *testing.T) {
 // received is m as a consumer of its stream reads it.
 func received(t *testing.T, m qafeedtest.Message) app.QAMessage {
 	t.Helper()
-	out := app.QAMessage{Subject: m.Subject, Traceparent: m.Traceparent, Data: m.Body}
+	out := app.QAMessage{Subject: m.Subject, Traceparent: m.Traceparent, Data: m.Body, RunStatus: m.RunStatus}
 	if m.Event == nil {
 		return out
 	}
@@ -45,6 +45,9 @@ func received(t *testing.T, m qafeedtest.Message) app.QAMessage {
 		e.Data = m.Body
 	}
 	out.Data = e.Data
+	if !app.DecodesRun(m.RunStatus) {
+		return out
+	}
 	out.Event, out.Err = esproto.Decode(eventlog.Record{Subject: m.Subject, Type: e.Type, Data: e.Data})
 	return out
 }

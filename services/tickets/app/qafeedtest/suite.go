@@ -41,6 +41,9 @@ type Message struct {
 	Body []byte
 	// Traceparent is the trace of the command that stored it.
 	Traceparent string
+	// RunStatus is, on QARuns, the status its producer states beside the
+	// body (events.HeaderRunStatus).
+	RunStatus string
 }
 
 // Put stores messages on a source, in order, as their producers do.
@@ -75,7 +78,8 @@ func message(source app.QASource, n int) Message {
 		id := fmt.Sprintf("run_%03d", n)
 		subject, err = events.RunSubject(ws, invocation, id)
 		m.Event = &testingv1.RunCompleted{Run: &testingv1.RunResult{RunId: id, InvocationId: invocation, WorkspaceId: ws, TestId: "test_1",
-			Status: "failed", ConditionResult: "failure", RationaleSummary: "Quoted the wrong refund window."}}
+			Status: events.RunStatusFailed, ConditionResult: "failure", RationaleSummary: "Quoted the wrong refund window."}}
+		m.RunStatus = events.RunStatusFailed
 	case app.QATickets:
 		id := fmt.Sprintf("tkt_%03d", n)
 		subject, err = events.TicketSubject(ws, id)
@@ -100,6 +104,15 @@ func message(source app.QASource, n int) Message {
 func garbled(source app.QASource, n int) Message {
 	m := message(source, n)
 	m.Body = []byte("\x0a\x40too short")
+	return m
+}
+
+// passed is the n-th run, which passed: its producer says so beside it.
+func passed(n int) Message {
+	m := message(app.QARuns, n)
+	run := m.Event.(*testingv1.RunCompleted).GetRun()
+	run.Status, run.ConditionResult, run.RationaleSummary = events.RunStatusPassed, "success", ""
+	m.RunStatus = events.RunStatusPassed
 	return m
 }
 
@@ -258,6 +271,9 @@ func checkMessage(t *testing.T, source app.QASource, got app.QAMessage, sent Mes
 	if got.Seq == 0 || got.Stored.IsZero() {
 		t.Errorf("%s: seq %d stored %v; want both set", id, got.Seq, got.Stored)
 	}
+	if got.RunStatus != sent.RunStatus {
+		t.Errorf("%s: run status %q; want %q", id, got.RunStatus, sent.RunStatus)
+	}
 	switch {
 	case source == app.QAPlatform:
 		if string(got.Data) != string(sent.Body) || got.Event != nil || got.Err != nil {
@@ -332,6 +348,25 @@ func Run(t *testing.T, open Opener) {
 					t.Errorf("seqs %d %d %d; want increasing", handled[0].Seq, handled[1].Seq, handled[2].Seq)
 				}
 			})
+		}
+	})
+
+	t.Run("a run stated passed is fed in its place with its status, undecoded", func(t *testing.T) {
+		feed, put := open(t, bound)
+		sent := []Message{message(app.QARuns, 1), passed(2), message(app.QARuns, 3)}
+		put(app.QARuns, sent...)
+		var f fed
+		follow(t, feed, app.QARuns, f.handler(nil))
+		eventually(t, "3 messages handled", func() bool { return len(f.handled()) >= 3 })
+		handled := f.handled()
+		if got, want := idsOf(handled), sentIDs(app.QARuns, 1, 3); !slices.Equal(got, want) {
+			t.Fatalf("handled %v; want %v", got, want)
+		}
+		checkMessage(t, app.QARuns, handled[0], sent[0], true)
+		checkMessage(t, app.QARuns, handled[2], sent[2], true)
+		if m := handled[1]; m.RunStatus != events.RunStatusPassed || m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
+			t.Errorf("the passed run: status %q event %v err %v seq %d; want passed, undecoded, after seq %d",
+				m.RunStatus, m.Event, m.Err, m.Seq, handled[0].Seq)
 		}
 	})
 
