@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,6 +25,29 @@ type Metrics struct {
 	// how fast they began them.
 	agentTurn       *prometheus.HistogramVec
 	agentFirstToken *prometheus.HistogramVec
+
+	// usage holds each model's counters once looked up: a run counts
+	// four of them, and a label lookup costs more than the count.
+	usage sync.Map // provider + "\x00" + model -> *usageCounters
+}
+
+// usageCounters are the counters of one provider's model.
+type usageCounters struct {
+	calls, cachedCalls, promptTokens, completionTokens prometheus.Counter
+}
+
+// usageOf is the counters of u's model.
+func (m *Metrics) usageOf(u *testingv1.ModelUsage) *usageCounters {
+	key := u.GetProvider() + "\x00" + u.GetModel()
+	if c, ok := m.usage.Load(key); ok {
+		return c.(*usageCounters)
+	}
+	p, model := u.GetProvider(), u.GetModel()
+	c, _ := m.usage.LoadOrStore(key, &usageCounters{
+		calls: m.calls.WithLabelValues(p, model, "false"), cachedCalls: m.calls.WithLabelValues(p, model, "true"),
+		promptTokens: m.tokens.WithLabelValues(p, model, "prompt"), completionTokens: m.tokens.WithLabelValues(p, model, "completion"),
+	})
+	return c.(*usageCounters)
 }
 
 // register registers c with reg, or answers the collector registered
@@ -114,10 +138,11 @@ func (m *Metrics) observe(testType string, res *testingv1.RunResult) {
 		if u == nil {
 			continue
 		}
-		m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "false").Add(float64(u.GetModelCalls()))
-		m.calls.WithLabelValues(u.GetProvider(), u.GetModel(), "true").Add(float64(u.GetCachedModelCalls()))
-		m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "prompt").Add(float64(u.GetPromptTokens()))
-		m.tokens.WithLabelValues(u.GetProvider(), u.GetModel(), "completion").Add(float64(u.GetCompletionTokens()))
+		c := m.usageOf(u)
+		c.calls.Add(float64(u.GetModelCalls()))
+		c.cachedCalls.Add(float64(u.GetCachedModelCalls()))
+		c.promptTokens.Add(float64(u.GetPromptTokens()))
+		c.completionTokens.Add(float64(u.GetCompletionTokens()))
 	}
 	if a := res.GetAgentUsage(); a != nil && len(res.GetAgentTurnMs()) > 0 {
 		turns := m.agentTurn.WithLabelValues(a.GetProvider(), a.GetModel())
