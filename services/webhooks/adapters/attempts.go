@@ -197,10 +197,14 @@ const AttemptsStoreDurable = "webhooks-attempts-mongo"
 func StoreAttempts(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, log *slog.Logger) error {
 	if err := mongox.EnsureIndexes(ctx, coll,
 		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "at_unix_ms", Value: -1}}},
-		mongo.IndexModel{Keys: bson.D{{Key: "event_id", Value: 1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "delivery_id", Value: 1}}},
 	); err != nil {
 		return err
+	}
+	// Earlier versions indexed event_id, which no query reads: every
+	// attempt written paid for it.
+	if err := coll.Indexes().DropOne(ctx, unusedEventIndex); err != nil && !indexNotFound(err) {
+		log.Warn("the unused event_id index of the attempts is left behind", "err", err)
 	}
 	if err := js.DeleteConsumer(ctx, events.WebhookAttemptsStream, "webhooks-attempts-store"); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		log.Warn("the replaced attempts consumer is left behind", "err", err)
@@ -239,6 +243,15 @@ func storeBatch(ctx context.Context, coll *mongo.Collection, batch []jetstream.M
 		return err
 	}
 	return nil
+}
+
+// unusedEventIndex is the index on event_id that earlier versions made.
+const unusedEventIndex = "event_id_1"
+
+// indexNotFound reports a dropIndexes of an index that is not there.
+func indexNotFound(err error) bool {
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && ce.HasErrorCode(27) // IndexNotFound
 }
 
 // onlyDuplicates reports whether a bulk insert failed only because some
