@@ -40,13 +40,13 @@ func WithTraceparent(next http.Handler) http.Handler {
 			tp = own
 		}
 		if started && !span.IsRecording() {
-			tp = tp[:53] + "00" // not sampled
+			tp = tp[:flagsAt] + "00" // not sampled
 		}
 		if r.Header.Get(HeaderTraceparent) != tp {
 			r.Header.Set(HeaderTraceparent, tp)
 		}
 		ctx = tracing.WithRequestTrace(ctx, tp)
-		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[3:35]))
+		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[traceIDAt:spanIDAt-1]))
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
@@ -62,14 +62,22 @@ func WithTraceparentValue(ctx context.Context, traceparent string) context.Conte
 	return tracing.WithRequestTrace(ctx, traceparent)
 }
 
+// Where the fields of a traceparent begin: 00-<trace id>-<span id>-<flags>,
+// 55 characters in all.
+const (
+	traceIDAt = 3
+	spanIDAt  = traceIDAt + 32 + 1
+	flagsAt   = spanIDAt + 16 + 1
+)
+
 // wellFormedTraceparent checks the W3C shape: version-trace id-span id-flags
 // in lower-case hex (a hand-written check: it runs twice a request).
 func wellFormedTraceparent(tp string) bool {
-	if len(tp) != 55 || tp[2] != '-' || tp[35] != '-' || tp[52] != '-' {
+	if len(tp) != flagsAt+2 || tp[traceIDAt-1] != '-' || tp[spanIDAt-1] != '-' || tp[flagsAt-1] != '-' {
 		return false
 	}
 	for i := 0; i < len(tp); i++ {
-		if i == 2 || i == 35 || i == 52 {
+		if i == traceIDAt-1 || i == spanIDAt-1 || i == flagsAt-1 {
 			continue
 		}
 		if c := tp[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
