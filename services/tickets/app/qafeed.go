@@ -46,9 +46,9 @@ type QAMessage struct {
 	RunStatus string
 }
 
-// DecodesRun tells whether a feed decodes a run stated status: only a
-// failed run (or one of no stated status) can raise a ticket, so the
-// passing runs of a large invocation cost no decoding.
+// DecodesRun tells whether a feed decodes a run whose producer stated
+// status: only a failed run (or one with no stated status) can raise a
+// ticket, so the passing runs of a large invocation cost no decoding.
 func DecodesRun(status string) bool {
 	return status == "" || status == events.RunStatusFailed
 }
