@@ -284,8 +284,10 @@ type QAWorkerConfig struct {
 	// before another replica gets it: a killed worker's batches wait this
 	// long.
 	AckWait time.Duration `env:"VOICEAI_QA_ACK_WAIT" envDefault:"1m"`
-	// Batch bounds the messages a worker handles at once.
-	Batch int `env:"VOICEAI_QA_BATCH" envDefault:"256"`
+	// Batch bounds the messages a worker handles at once: large enough
+	// that a batch of failed runs names many tests, whose tickets are
+	// written at once.
+	Batch int `env:"VOICEAI_QA_BATCH" envDefault:"1024"`
 	// Clustering is what groups tickets and sets their issue type:
 	// "rules" (offline, deterministic) or "model" (the OpenAI-compatible
 	// model the VOICEAI_LLM_* variables name, one request per new ticket;

@@ -39,8 +39,9 @@ type Worker struct {
 	Testing eventlog.Store
 	Log     *slog.Logger
 	// Parallel bounds the tickets written at once within a batch
-	// (default 32: a write is two round trips to the stream, so the
-	// worker waits more than it computes).
+	// (default 128: a write is two round trips to the stream, which take
+	// tens of milliseconds while the runners keep the platform busy, so
+	// the worker waits far more than it computes).
 	Parallel int
 	// Metrics, when set, receives the worker's counters.
 	Metrics prometheus.Registerer
@@ -52,7 +53,7 @@ type Worker struct {
 // Run follows the three sources until ctx ends.
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Parallel <= 0 {
-		w.Parallel = 32
+		w.Parallel = 128
 	}
 	if w.Log == nil {
 		w.Log = slog.Default()
