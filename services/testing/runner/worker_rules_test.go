@@ -14,6 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
@@ -286,5 +287,36 @@ func TestAnUndecodableJobIsDropped(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
 	if n := w.p.Jobs.Deliveries("junk"); n != 1 {
 		t.Fatalf("delivered %d times", n)
+	}
+}
+
+// slowInvocations is the testing log with slow reads of invocations,
+// counted: a store under load.
+type slowInvocations struct {
+	eventlog.Store
+	reads *atomic.Int32
+}
+
+func (s slowInvocations) Last(ctx context.Context, subject string) (eventlog.Record, bool, error) {
+	if strings.Contains(subject, "."+events.TestingKindInvocation+".") {
+		s.reads.Add(1)
+		time.Sleep(50 * time.Millisecond) // the store's pace, not a wait for an outcome
+	}
+	return s.Store.Last(ctx, subject)
+}
+
+// The runs a worker starts together all need their invocation at once:
+// one of them reads it for all, however many there are.
+func TestRunsStartedTogetherReadTheirInvocationOnce(t *testing.T) {
+	var reads atomic.Int32
+	w := newMemWorldWith(t, func(p *app.Ports) { p.Testing = slowInvocations{Store: p.Testing, reads: &reads} })
+	inv := w.invoke(16) // sixteen jobs of one run
+	before := reads.Load()
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.Concurrency = 16 })
+	// Waited for without reading the invocation: only the worker does.
+	testkit.Eventually(t, 10*time.Second, "every job done", func() bool { return !w.waiting(inv) && w.p.Jobs.Out() == 0 })
+	// The runs' one read, and the few of finishing the invocation.
+	if n := reads.Load() - before; n > 6 {
+		t.Fatalf("the invocation was read %d times for 16 runs started together", n)
 	}
 }
