@@ -72,10 +72,10 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 					cancel(nil)
 				case full:
 					cancel(nil)
-					refuse(req, apperr.ServiceAtCapacity)
+					refuse(nc, req, apperr.ServiceAtCapacity)
 				case overTenant:
 					cancel(nil)
-					refuse(req, apperr.WorkspaceAtCapacity)
+					refuse(nc, req, apperr.WorkspaceAtCapacity)
 				case admitted:
 					pool.do(func() {
 						defer adm.release(tenant, id)
@@ -95,8 +95,8 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 
 // refuse answers a request no slot was free for; it may be retried in a
 // moment.
-func refuse(req micro.Request, e *apperr.Error) {
-	respond(req, httpx.StatusOf(e), http.Header{"Content-Type": {"application/json"}, "Retry-After": {"1"}},
+func refuse(nc *nats.Conn, req micro.Request, e *apperr.Error) {
+	respond(nc, req, httpx.StatusOf(e), http.Header{"Content-Type": {"application/json"}, "Retry-After": {"1"}},
 		httpx.ErrorJSON(e, nats.Header(req.Headers()).Get(httpx.HeaderRequestID)))
 }
 
@@ -112,7 +112,7 @@ func serveOne(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn
 	// copied where they are read (principal.FromHeaders).
 	r, err := http.NewRequestWithContext(ctx, nats.Header(h).Get(hdrMethod), strings.Clone(nats.Header(h).Get(hdrURI)), bytes.NewReader(req.Data()))
 	if err != nil {
-		respond(req, httpx.StatusOf(apperr.MalformedForward), http.Header{"Content-Type": {"application/json"}},
+		respond(nc, req, httpx.StatusOf(apperr.MalformedForward), http.Header{"Content-Type": {"application/json"}},
 			httpx.ErrorJSON(apperr.MalformedForward, ""))
 		return
 	}
@@ -153,8 +153,16 @@ func serveOne(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn
 	rec.finish()
 }
 
-func respond(req micro.Request, status int, header http.Header, body []byte, extra ...string) {
-	out := micro.Headers{}
+// respond answers req on its reply subject. It publishes on nc, not
+// through req.Respond: micro's request handler reads what Respond records
+// of a failure once our handler returns, and our answer comes later, from
+// a worker (the two raced when an answer failed as the service stopped).
+func respond(nc *nats.Conn, req micro.Request, status int, header http.Header, body []byte, extra ...string) {
+	reply := req.Reply()
+	if reply == "" {
+		return // a publish, not a request: nobody waits for an answer
+	}
+	out := make(nats.Header, len(header)+1+len(extra)/2)
 	for k, vs := range header {
 		out[k] = vs
 	}
@@ -162,7 +170,7 @@ func respond(req micro.Request, status int, header http.Header, body []byte, ext
 	for i := 0; i+1 < len(extra); i += 2 {
 		out[extra[i]] = []string{extra[i+1]}
 	}
-	_ = req.Respond(body, micro.WithHeaders(out))
+	_ = nc.PublishMsg(&nats.Msg{Subject: reply, Header: out, Data: body})
 }
 
 // errStreamAbandoned is returned by Write when the caller stopped asking
@@ -233,7 +241,7 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 		r.mu.Lock()
 		r.stream = sub
 		r.mu.Unlock()
-		respond(r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
+		respond(r.nc, r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
 		return nil
 	}
 	next, err := r.stream.NextMsg(streamIdle)
@@ -250,7 +258,7 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 // abort tells the caller the response is cut short.
 func (r *recorder) abort() {
 	if r.stream == nil {
-		respond(r.req, httpx.StatusOf(apperr.ResponseAborted), http.Header{"Content-Type": {"application/json"}}, httpx.ErrorJSON(apperr.ResponseAborted, ""))
+		respond(r.nc, r.req, httpx.StatusOf(apperr.ResponseAborted), http.Header{"Content-Type": {"application/json"}}, httpx.ErrorJSON(apperr.ResponseAborted, ""))
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
@@ -271,7 +279,7 @@ func (r *recorder) streaming() bool {
 // finish sends what is left: the whole response when it was small.
 func (r *recorder) finish() {
 	if r.stream == nil {
-		respond(r.req, r.statusOrOK(), r.header, r.body.Bytes())
+		respond(r.nc, r.req, r.statusOrOK(), r.header, r.body.Bytes())
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
