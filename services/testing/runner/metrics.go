@@ -28,7 +28,7 @@ type Metrics struct {
 
 	// usage holds each model's counters once looked up: a run counts
 	// four of them, and a label lookup costs more than the count.
-	usage sync.Map // provider + "\x00" + model -> *usageCounters
+	usage sync.Map // [provider, model] -> *usageCounters
 }
 
 // usageCounters are the counters of one provider's model.
@@ -38,11 +38,11 @@ type usageCounters struct {
 
 // usageOf is the counters of u's model.
 func (m *Metrics) usageOf(u *testingv1.ModelUsage) *usageCounters {
-	key := u.GetProvider() + "\x00" + u.GetModel()
+	p, model := u.GetProvider(), u.GetModel()
+	key := [2]string{p, model}
 	if c, ok := m.usage.Load(key); ok {
 		return c.(*usageCounters)
 	}
-	p, model := u.GetProvider(), u.GetModel()
 	c, _ := m.usage.LoadOrStore(key, &usageCounters{
 		calls: m.calls.WithLabelValues(p, model, "false"), cachedCalls: m.calls.WithLabelValues(p, model, "true"),
 		promptTokens: m.tokens.WithLabelValues(p, model, "prompt"), completionTokens: m.tokens.WithLabelValues(p, model, "completion"),

@@ -42,20 +42,21 @@ type qaSource struct {
 	stream, durable string
 	filters         []string
 	protobuf        bool // its bodies are protobuf events
+	runs            bool // its messages state their run's status (events.HeaderRunStatus)
 }
 
 func qaSourceOf(s app.QASource) (qaSource, bool) {
 	switch s {
 	case app.QARuns:
-		return qaSource{events.TestRunsStream, QARunsDurable, []string{"testruns.evt.>"}, true}, true
+		return qaSource{events.TestRunsStream, QARunsDurable, []string{"testruns.evt.>"}, true, true}, true
 	case app.QAPlatform:
 		var filters []string
 		for _, name := range app.QAPlatformEvents {
 			filters = append(filters, "platform.evt.*."+name)
 		}
-		return qaSource{events.PlatformStream, QAPlatformDurable, filters, false}, true
+		return qaSource{events.PlatformStream, QAPlatformDurable, filters, false, false}, true
 	case app.QATickets:
-		return qaSource{events.TicketsStream, QAClusteringDurable, []string{events.TicketsAll}, true}, true
+		return qaSource{events.TicketsStream, QAClusteringDurable, []string{events.TicketsAll}, true, false}, true
 	}
 	return qaSource{}, false
 }
@@ -94,7 +95,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 	return consume.Batches(ctx, f.JS, spec, func(ctx context.Context, msgs []jetstream.Msg) error {
 		out := make([]app.QAMessage, len(msgs))
 		for i, m := range msgs {
-			out[i] = qaMessage(m, source, src.protobuf)
+			out[i] = qaMessage(m, src)
 		}
 		return h(ctx, out)
 	})
@@ -103,7 +104,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 // qaMessage is m as the QA worker reads it. Its sequence and store time
 // come first: a body that does not decode is still a message of the
 // stream, which the worker skips by its sequence like any other.
-func qaMessage(m jetstream.Msg, source app.QASource, protobuf bool) app.QAMessage {
+func qaMessage(m jetstream.Msg, src qaSource) app.QAMessage {
 	out := app.QAMessage{Subject: m.Subject(), Data: m.Data(), Traceparent: m.Headers().Get(events.HeaderTraceparent)}
 	meta, err := m.Metadata()
 	if err != nil {
@@ -111,10 +112,10 @@ func qaMessage(m jetstream.Msg, source app.QASource, protobuf bool) app.QAMessag
 		return out
 	}
 	out.Seq, out.Stored = meta.Sequence.Stream, meta.Timestamp
-	if source == app.QARuns {
+	if src.runs {
 		out.RunStatus = m.Headers().Get(events.HeaderRunStatus)
 	}
-	if protobuf && (source != app.QARuns || app.DecodesRun(out.RunStatus)) {
+	if src.protobuf && (!src.runs || app.DecodesRun(out.RunStatus)) {
 		out.Event, out.Err = eventstore.DecodeMsg(m)
 	}
 	return out
