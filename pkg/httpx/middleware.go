@@ -6,8 +6,8 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -20,16 +20,95 @@ import (
 // HeaderRequestID is echoed on every response.
 const HeaderRequestID = "X-Request-Id"
 
-type ctxKey int
+// request is what the middlewares know of one request, kept in one value
+// of its context rather than a context copy each: the attributes its
+// logger carries (request_id, trace_id; the logger is built when first
+// asked for, and a service behind the gateway mostly logs nothing of a
+// request) and the facts inner handlers learn for its access-log line.
+type request struct {
+	id string // its request id
 
-const loggerKey ctxKey = 0
+	mu    sync.Mutex
+	base  *slog.Logger // nil: slog.Default()
+	attrs []slog.Attr
+	log   *slog.Logger // built from base and attrs on first use
 
-var wellFormedRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+	facts requestFacts
+}
+
+type requestKey struct{}
+
+// requestOf is the request state in ctx, or nil.
+func requestOf(ctx context.Context) *request {
+	q, _ := ctx.Value(requestKey{}).(*request)
+	return q
+}
+
+// stateOf is r's request state, and r carrying it: a new one where r has
+// none.
+func stateOf(r *http.Request) (*request, *http.Request) {
+	if q := requestOf(r.Context()); q != nil {
+		return q, r
+	}
+	q := &request{}
+	return q, r.WithContext(context.WithValue(r.Context(), requestKey{}, q))
+}
+
+// newRequest is the state of a request whose logger is base carrying a.
+func newRequest(id string, base *slog.Logger, a slog.Attr) *request {
+	q := &request{id: id, base: base}
+	q.attrs = append(make([]slog.Attr, 0, 2), a) // room for the trace id
+	return q
+}
+
+// logger is the request's logger, built once.
+func (q *request) logger() *slog.Logger {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.log == nil {
+		q.log = q.baseLogger()
+		if len(q.attrs) > 0 {
+			q.log = slog.New(q.log.Handler().WithAttrs(q.attrs))
+		}
+	}
+	return q.log
+}
+
+func (q *request) baseLogger() *slog.Logger {
+	if q.base != nil {
+		return q.base
+	}
+	return slog.Default()
+}
+
+// enabled reports whether the request's logger writes at level, without
+// building it.
+func (q *request) enabled(ctx context.Context, level slog.Level) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.baseLogger().Enabled(ctx, level)
+}
+
+// addAttr has the request's logger carry a (once: a key it carries is
+// kept).
+func (q *request) addAttr(a slog.Attr) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, have := range q.attrs {
+		if have.Key == a.Key {
+			return
+		}
+	}
+	q.attrs = append(q.attrs, a)
+	if q.log != nil {
+		q.log = slog.New(q.log.Handler().WithAttrs([]slog.Attr{a}))
+	}
+}
 
 // LoggerFrom returns the request-scoped logger, or the default logger.
 func LoggerFrom(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
-		return l
+	if q := requestOf(ctx); q != nil {
+		return q.logger()
 	}
 	return slog.Default()
 }
@@ -41,20 +120,38 @@ func NewRequestID() string {
 	return "req_" + hex.EncodeToString(b[:])
 }
 
+// wellFormedRequestID reports whether id is 1 to 128 of A-Z a-z 0-9 . _ : -
+// (a hand-written check: it runs at the gateway and again at the service).
+func wellFormedRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // WithRequestID accepts a well-formed incoming X-Request-Id or makes one,
 // sets it on the response before anything else writes, and puts it and a
 // logger carrying it into the request context.
 func WithRequestID(base *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(HeaderRequestID)
-		if !wellFormedRequestID.MatchString(id) {
+		if !wellFormedRequestID(id) {
 			id = NewRequestID()
 			r.Header.Set(HeaderRequestID, id)
 		}
 		w.Header().Set(HeaderRequestID, id)
-		ctx := requestid.With(r.Context(), id)
-		ctx = context.WithValue(ctx, loggerKey, base.With("request_id", id))
-		next.ServeHTTP(w, r.WithContext(ctx))
+		ctx := r.Context()
+		if q := requestOf(ctx); q == nil || q.id != id { // the same id twice: a chain within a chain
+			ctx = context.WithValue(ctx, requestKey{}, newRequest(id, base, slog.String("request_id", id)))
+		}
+		next.ServeHTTP(w, r.WithContext(requestid.With(ctx, id)))
 	})
 }
 
@@ -62,7 +159,7 @@ func WithRequestID(base *slog.Logger, next http.Handler) http.Handler {
 // never drops the connection or leaks a stack to the caller.
 func Recover(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rw := &statusWriter{ResponseWriter: w}
+		rw := statusWriterOf(w)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -89,54 +186,55 @@ func AccessLog(next http.Handler) http.Handler { return AccessLogAt(slog.LevelIn
 func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rw := &statusWriter{ResponseWriter: w}
-		facts := &requestFacts{}
-		r = r.WithContext(context.WithValue(r.Context(), factsKey{}, facts))
+		rw := statusWriterOf(w)
+		q, r := stateOf(r)
 		// A response cut short (http.ErrAbortHandler: the client hung up
 		// mid-stream, or the upstream failed) is logged too, then
 		// aborted as it asked.
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
-					if facts.aborted == "" {
-						facts.aborted = "aborted"
+					if q.facts.aborted == "" {
+						q.facts.aborted = "aborted"
 					}
-					logAccess(r, rw, facts, level, start)
+					logAccess(r, rw, q, level, start)
 				}
 				panic(p)
 			}
 		}()
 		next.ServeHTTP(rw, r)
-		logAccess(r, rw, facts, level, start)
+		logAccess(r, rw, q, level, start)
 	})
 }
 
 // logAccess writes a request's access-log line.
-func logAccess(r *http.Request, rw *statusWriter, facts *requestFacts, level slog.Level, start time.Time) {
-	log := LoggerFrom(r.Context())
+func logAccess(r *http.Request, rw *statusWriter, q *request, level slog.Level, start time.Time) {
+	facts := &q.facts
 	if facts.probe {
 		level = slog.LevelDebug
 	}
-	if !log.Enabled(r.Context(), level) {
-		return
+	if !q.enabled(r.Context(), level) {
+		return // a service's line, at debug: its logger is not even built
 	}
-	attrs := []any{"method", r.Method}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs, slog.String("method", r.Method))
 	if facts.route != "" {
-		attrs = append(attrs, "route", facts.route)
+		attrs = append(attrs, slog.String("route", facts.route))
 	} else {
-		attrs = append(attrs, "path", clip(r.URL.Path))
+		attrs = append(attrs, slog.String("path", clip(r.URL.Path)))
 	}
-	attrs = append(attrs, "status", rw.Status(), "bytes", rw.bytes, "duration_ms", float64(time.Since(start).Microseconds())/1000)
+	attrs = append(attrs, slog.Int("status", rw.Status()), slog.Int("bytes", rw.bytes),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	if facts.client != "" {
-		attrs = append(attrs, "client_ip", facts.client)
+		attrs = append(attrs, slog.String("client_ip", facts.client))
 	}
 	if facts.workspace != "" {
-		attrs = append(attrs, "workspace_id", facts.workspace, "key_id", facts.keyID)
+		attrs = append(attrs, slog.String("workspace_id", facts.workspace), slog.String("key_id", facts.keyID))
 	}
 	if facts.aborted != "" {
-		attrs = append(attrs, "cut_short", facts.aborted)
+		attrs = append(attrs, slog.String("cut_short", facts.aborted))
 	}
-	log.Log(r.Context(), level, "http request", attrs...)
+	q.logger().LogAttrs(r.Context(), level, "http request", attrs...)
 }
 
 // requestFacts are what inner handlers learn about a request for its log
@@ -147,20 +245,18 @@ type requestFacts struct {
 	aborted                         string // why the response was cut short, if it was
 }
 
-type factsKey struct{}
-
 // NoteAborted records why a response is about to be cut short (before
 // panicking with http.ErrAbortHandler), for its access-log line.
 func NoteAborted(ctx context.Context, why string) {
-	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
-		f.aborted = why
+	if q := requestOf(ctx); q != nil {
+		q.facts.aborted = why
 	}
 }
 
 // NoteRoute records the route template the request matched.
 func NoteRoute(ctx context.Context, route string) {
-	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
-		f.route = route
+	if q := requestOf(ctx); q != nil {
+		q.facts.route = route
 	}
 }
 
@@ -184,8 +280,8 @@ func RouteNamer(next http.Handler) http.Handler {
 // log stays what people did.
 func Probe(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if f, ok := r.Context().Value(factsKey{}).(*requestFacts); ok {
-			f.probe = true
+		if q := requestOf(r.Context()); q != nil {
+			q.facts.probe = true
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -194,24 +290,34 @@ func Probe(h http.Handler) http.Handler {
 // NoteClient records the address the request came from (behind trusted
 // proxies, the client's, not the proxy's).
 func NoteClient(ctx context.Context, addr string) {
-	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
-		f.client = addr
+	if q := requestOf(ctx); q != nil {
+		q.facts.client = addr
 	}
 }
 
 // NoteCaller records who the request is from.
 func NoteCaller(ctx context.Context, workspaceID, keyID string) {
-	if f, ok := ctx.Value(factsKey{}).(*requestFacts); ok {
-		f.workspace, f.keyID = workspaceID, keyID
+	if q := requestOf(ctx); q != nil {
+		q.facts.workspace, q.facts.keyID = workspaceID, keyID
 	}
 }
 
 // statusWriter remembers the status and size of a response.
+// Middlewares share one (statusWriterOf).
 type statusWriter struct {
 	http.ResponseWriter
 	status      int
 	bytes       int
 	wroteHeader bool
+}
+
+// statusWriterOf is w when it is a statusWriter already, else w wrapped
+// in one: the middlewares of a request share one writer.
+func statusWriterOf(w http.ResponseWriter) *statusWriter {
+	if sw, ok := w.(*statusWriter); ok {
+		return sw
+	}
+	return &statusWriter{ResponseWriter: w}
 }
 
 func (w *statusWriter) WriteHeader(code int) {

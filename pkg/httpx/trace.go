@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -33,9 +34,11 @@ func WithTraceparent(next http.Handler) http.Handler {
 		if started {
 			tp = NewTraceparent()
 		}
-		ctx, span := tracing.Start(r.Context(), tp, r.Method, trace.SpanKindServer,
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", clip(r.URL.Path))))
+		ctx, span := tracing.Start(r.Context(), tp, r.Method, trace.SpanKindServer)
 		defer span.End()
+		if span.IsRecording() { // else the attributes would be made for nobody, twice a request
+			span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", clip(r.URL.Path)))
+		}
 		if own := tracing.Traceparent(ctx); own != "" {
 			tp = own
 		}
@@ -46,8 +49,13 @@ func WithTraceparent(next http.Handler) http.Handler {
 			r.Header.Set(HeaderTraceparent, tp)
 		}
 		ctx = tracing.WithRequestTrace(ctx, tp)
-		ctx = context.WithValue(ctx, loggerKey, LoggerFrom(ctx).With("trace_id", tp[traceIDAt:spanIDAt-1]))
-		sw := &statusWriter{ResponseWriter: w}
+		traceID := slog.String("trace_id", tp[traceIDAt:spanIDAt-1])
+		if q := requestOf(ctx); q != nil {
+			q.addAttr(traceID)
+		} else {
+			ctx = context.WithValue(ctx, requestKey{}, newRequest("", nil, traceID))
+		}
+		sw := statusWriterOf(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
 		if sw.Status() >= 500 {

@@ -8,6 +8,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
@@ -31,7 +32,58 @@ func Extract(ctx context.Context, traceparent string) context.Context {
 	if traceparent == "" {
 		return ctx
 	}
+	if sc, ok := parseVersion0(traceparent); ok {
+		return trace.ContextWithRemoteSpanContext(ctx, sc)
+	}
 	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
+}
+
+// parseVersion0 reads a version-00 traceparent, what every hop of the
+// platform writes, as the W3C propagator does but without its carrier
+// map: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lower case,
+// ids not all zero, no reserved flag bit. Anything else is left to the
+// propagator (ok false), whose reading is the reference.
+func parseVersion0(tp string) (trace.SpanContext, bool) {
+	const traceAt, spanAt, flagsAt = 3, 36, 53
+	if len(tp) != flagsAt+2 || tp[:traceAt] != "00-" || tp[spanAt-1] != '-' || tp[flagsAt-1] != '-' {
+		return trace.SpanContext{}, false
+	}
+	var scc trace.SpanContextConfig
+	var flags [1]byte
+	if !lowerHex(scc.TraceID[:], tp[traceAt:spanAt-1]) || !lowerHex(scc.SpanID[:], tp[spanAt:flagsAt-1]) ||
+		!lowerHex(flags[:], tp[flagsAt:]) || flags[0] > 3 {
+		return trace.SpanContext{}, false
+	}
+	scc.TraceFlags = trace.TraceFlags(flags[0]) & (trace.FlagsSampled | trace.FlagsRandom)
+	scc.Remote = true
+	sc := trace.NewSpanContext(scc)
+	return sc, sc.IsValid()
+}
+
+// lowerHex decodes s, lower-case hex of exactly len(dst) bytes, into dst.
+func lowerHex(dst []byte, s string) bool {
+	if len(s) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := hexDigit(s[2*i])
+		lo, ok2 := hexDigit(s[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
 }
 
 // IDs are the trace and span ids (lower-case hex) of ctx's span, or of
@@ -52,10 +104,22 @@ func IDs(ctx context.Context) (traceID, spanID string) {
 }
 
 // Traceparent is the W3C traceparent of ctx's span ("" when none).
+// It is what the W3C propagator's Inject writes, without its carrier map.
 func Traceparent(ctx context.Context) string {
-	c := propagation.MapCarrier{}
-	propagation.TraceContext{}.Inject(ctx, c)
-	return c["traceparent"]
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	traceID, spanID := sc.TraceID(), sc.SpanID()
+	flags := byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))
+	var b [55]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], traceID[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], spanID[:])
+	b[52] = '-'
+	hex.Encode(b[53:55], []byte{flags})
+	return string(b[:])
 }
 
 type requestTraceKey struct{}
