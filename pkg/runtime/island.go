@@ -43,11 +43,15 @@ import (
 // the meta leader that another already reaches, and moving every process
 // off it would only add reconnections to a fresh start.
 const (
-	probeEvery    = time.Second
-	probeTimeout  = time.Second
-	reachTimeout  = 500 * time.Millisecond // the wait for the last servers' STATZ answers
-	islandAfter   = 2                      // suspect probes in a row before the peers are asked
-	unformedAfter = 30                     // the same for a server that has not answered yet since the connection was made
+	probeEvery   = time.Second
+	probeTimeout = time.Second
+	reachTimeout = 500 * time.Millisecond // the wait for the last servers' STATZ answers
+	// maxReachAnswers bounds the STATZ answers a probe counts: one a
+	// server, far above any cluster's size (NATS clusters are a few
+	// nodes; superclusters answer through their gateways).
+	maxReachAnswers = 1024
+	islandAfter     = 2  // suspect probes in a row before the peers are asked
+	unformedAfter   = 30 // the same for a server that has not answered yet since the connection was made
 )
 
 // errNoQuorum is a server's answer that its JetStream has no meta leader.
@@ -273,7 +277,11 @@ const accountPing = "$SYS.REQ.ACCOUNT.PING.STATZ"
 // servers run without a system account (nothing answers).
 func reach(nc *nats.Conn, enough int) int {
 	inbox := nc.NewInbox()
-	sub, err := nc.SubscribeSync(inbox)
+	// A channel of its own, sized for a cluster's answers: SubscribeSync
+	// makes one of the connection's default 65,536 slots (512 KiB), every
+	// second, for a handful of messages.
+	answers := make(chan *nats.Msg, maxReachAnswers)
+	sub, err := nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return 0
 	}
@@ -282,10 +290,15 @@ func reach(nc *nats.Conn, enough int) int {
 		return 0
 	}
 	seen := map[string]bool{}
-	deadline := time.Now().Add(reachTimeout)
+	deadline := time.NewTimer(reachTimeout)
+	defer deadline.Stop()
 	for enough <= 0 || len(seen) < enough {
-		msg, err := sub.NextMsg(time.Until(deadline))
-		if err != nil {
+		var msg *nats.Msg
+		select {
+		case msg = <-answers:
+		case <-deadline.C:
+		}
+		if msg == nil {
 			break // the deadline: every server that can answer has
 		}
 		var resp struct {
