@@ -115,6 +115,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzCheck -fuzztime 30s ./pkg/ids/
 	$(GO) test -run XXX -fuzz FuzzSubjectBuilders -fuzztime 30s ./proto-events/
 	$(GO) test -run XXX -fuzz FuzzDecodeJSON -fuzztime 30s ./pkg/httpx/
+	$(GO) test -run XXX -fuzz FuzzTraceparentsAsThePropagator -fuzztime 30s ./pkg/tracing/
 	$(GO) test -run XXX -fuzz FuzzDecode -fuzztime 30s ./pkg/cursor/
 	$(GO) test -run XXX -fuzz FuzzIngestBody -fuzztime 30s ./services/webhooks/ports/
 	$(GO) test -run XXX -fuzz FuzzCreateBody -fuzztime 30s ./services/webhooks/ports/
