@@ -225,7 +225,7 @@ func probeServer(base nats.Options, url string, enough int) serverView {
 	o.ClosedCB, o.DisconnectedCB, o.DisconnectedErrCB, o.ConnectedCB = nil, nil, nil, nil
 	o.ReconnectedCB, o.DiscoveredServersCB, o.AsyncErrorCB, o.LameDuckModeHandler = nil, nil, nil, nil
 	o.ReconnectErrCB, o.ReconnectToServerCB = nil, nil
-	o.InProcessServer = nil
+	o.InProcessServer, o.FlusherTimeout = nil, nats.DefaultFlusherTimeout // a socket, which a deadline guards
 	nc, err := o.Connect()
 	if err != nil {
 		return serverView{js: err}
