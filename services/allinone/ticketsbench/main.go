@@ -5,7 +5,7 @@
 //	(a) creates through the gateway with 16 concurrent clients, against raw
 //	    optimistic JetStream appends by 16 publishers on the same server
 //	    (and, for reference, against a bare HTTP server doing one append
-//	    per POST: the floor of any HTTP front);
+//	    per POST: the floor of any HTTP front) (alone: -section creates);
 //	(b) listing lag at 1,000 creates/s: a create's acknowledgement to the
 //	    ticket in a listing;
 //	(c) listing p50 of a default page, a filtered page and a priority-sorted
@@ -84,7 +84,7 @@ func main() {
 	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d), or the tickets of (t)")
 	requests := flag.Int("requests", 60, "requests per listing measurement")
 	conversations := flag.Int("conversations", 100_000, "the conversations of (h), or of (m)")
-	section := flag.String("section", "", "run one section only: conversations (h), or million (m) or million-tickets (t), which are not in the default run")
+	section := flag.String("section", "", "run one section only: creates (a), conversations (h), or million (m) or million-tickets (t), which are not in the default run")
 	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file, and what it allocates meanwhile to this file.allocs")
 	tail := flag.Int("tail", 0, "(m) on a kept run's data (-data): ingest this many conversations more with no snapshot written, then crash and measure the restart")
@@ -97,6 +97,8 @@ func main() {
 		if err == nil {
 			err = runConversationFilters(*conversations, *requests)
 		}
+	case "creates":
+		err = runCreates(*creates)
 	case "conversations":
 		err = runConversationFilters(*conversations, *requests)
 	case "million":
@@ -104,7 +106,7 @@ func main() {
 	case "million-tickets":
 		err = runMillionTickets(*largest, *requests, *keep)
 	default:
-		err = fmt.Errorf("-section %q: want conversations, million or million-tickets", *section)
+		err = fmt.Errorf("-section %q: want creates, conversations, million or million-tickets", *section)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ticketsbench:", err)
@@ -136,22 +138,9 @@ func run(creates, largest, requests int) error {
 	}
 
 	// (a) and (b).
-	raw, err := rawAppends(p.NATSURL, creates)
-	if err != nil {
+	if err := p.creates(creates); err != nil {
 		return err
 	}
-	rate, err := p.createThroughGateway(creates)
-	if err != nil {
-		return err
-	}
-	floor, err := floorRate(creates)
-	if err != nil {
-		return err
-	}
-	ratio := rate / raw
-	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, benchkit.Verdict(ratio >= 1.0/3))
-	fmt.Printf("    the floor, a bare HTTP server answering each POST with one append: %.0f/s = %.3f of raw; the gateway does %.3f of it (goal >= 0.333: %s)\n",
-		floor, floor/raw, rate/floor, benchkit.Verdict(rate/floor >= 1.0/3))
 	lags, err := p.listingLag(1000, 3*time.Second)
 	if err != nil {
 		return err
@@ -230,6 +219,47 @@ func run(creates, largest, requests int) error {
 	fmt.Printf("(d) restart with %d tickets: ready in %s (goal < 10s: %s); peak memory %d MiB before, %d MiB after the restart (goal < 1 GiB: %s)\n",
 		largest, ready.Round(time.Millisecond), benchkit.Verdict(ready < 10*time.Second), peakBefore/1024, p.PeakRSSKiB()/1024,
 		benchkit.Verdict(max(peakBefore, p.PeakRSSKiB()) < 1<<20))
+	return nil
+}
+
+// runCreates is (a) alone, on a workspace of 1,000 tickets as in the
+// full run.
+func runCreates(creates int) error {
+	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	p, err := startPlatform(bin, data)
+	if err != nil {
+		return err
+	}
+	defer func() { p.Stop() }()
+	if err := p.seedTo(1000); err != nil {
+		return err
+	}
+	return p.creates(creates)
+}
+
+// creates is (a): n tickets created through the gateway by 16 clients,
+// against raw appends and against the HTTP floor.
+func (p *platform) creates(n int) error {
+	raw, err := rawAppends(p.NATSURL, n)
+	if err != nil {
+		return err
+	}
+	rate, err := p.createThroughGateway(n)
+	if err != nil {
+		return err
+	}
+	floor, err := floorRate(n)
+	if err != nil {
+		return err
+	}
+	ratio := rate / raw
+	fmt.Printf("(a) creates: gateway %.0f/s vs raw optimistic appends %.0f/s = %.3f (goal >= 0.333: %s)\n", rate, raw, ratio, benchkit.Verdict(ratio >= 1.0/3))
+	fmt.Printf("    the floor, a bare HTTP server answering each POST with one append: %.0f/s = %.3f of raw; the gateway does %.3f of it (goal >= 0.333: %s)\n",
+		floor, floor/raw, rate/floor, benchkit.Verdict(rate/floor >= 1.0/3))
 	return nil
 }
 
