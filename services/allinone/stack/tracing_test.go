@@ -48,6 +48,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	if service.Parent().SpanID() != gateway.SpanContext().SpanID() || gateway.SpanKind() != trace.SpanKindServer {
 		t.Fatalf("the service's span is not the gateway's child: service parent %s, gateway %s", service.Parent().SpanID(), gateway.SpanContext().SpanID())
 	}
+	wantAttrs(t, gateway, map[string]string{"http.request.method": "POST", "url.path": "/v1/convai/agents/create", "http.response.status_code": "201"})
 
 	// The event carries the service span's context on.
 	msg := lastAgentEvent(t, s, agent)
@@ -77,6 +78,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 30*time.Second, "the runner's span joins the trace", func() bool { return hasSpan(spans, runTrace, "run job", trace.SpanKindConsumer) })
+	wantAttrs(t, spanNamed(spans, runTrace, "run job"), map[string]string{"voiceai.delivery": "1"})
 	// …as a descendant of the gateway's span: every link from the runner
 	// up to the caller's span was recorded (gateway → service → runner).
 	chain := ancestry(spans, runTrace, "run job")
@@ -113,6 +115,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 	eventually(t, 10*time.Second, "the delivery's span joins the trace", func() bool {
 		return hasSpan(spans, eventTrace, "webhook delivery", trace.SpanKindClient)
 	})
+	wantAttrs(t, spanNamed(spans, eventTrace, "webhook delivery"), map[string]string{"voiceai.event": "call_started", "voiceai.attempt": "1", "http.response.status_code": "200"})
 
 	// A ticket the QA worker raises from a conversation event is in the
 	// event's trace, under the request that ingested it.
@@ -149,6 +152,33 @@ func ancestry(spans *tracetest.InMemoryExporter, traceID, name string) []string 
 		chain = append(chain, sp.Name())
 	}
 	return chain
+}
+
+// spanNamed is the recorded span of the trace called name (nil: none).
+func spanNamed(spans *tracetest.InMemoryExporter, traceID, name string) sdktrace.ReadOnlySpan {
+	for _, sp := range spans.GetSpans().Snapshots() {
+		if sp.SpanContext().TraceID().String() == traceID && sp.Name() == name {
+			return sp
+		}
+	}
+	return nil
+}
+
+// wantAttrs fails unless sp has each of want's attributes, with its value.
+func wantAttrs(t *testing.T, sp sdktrace.ReadOnlySpan, want map[string]string) {
+	t.Helper()
+	if sp == nil {
+		t.Fatal("no such span")
+	}
+	got := map[string]string{}
+	for _, a := range sp.Attributes() {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("span %q: %s = %q, want %q (all: %v)", sp.Name(), k, got[k], v, got)
+		}
+	}
 }
 
 func hasSpan(spans *tracetest.InMemoryExporter, traceID, name string, kind trace.SpanKind) bool {

@@ -214,9 +214,11 @@ func (w *Worker) handle(ctx context.Context, m app.TakenJob) {
 	delivered := m.Delivered()
 	// The job continues the trace of the request that invoked the tests;
 	// its results carry the job's span on, and its log lines name it.
-	ctx, span := tracing.Start(ctx, m.Traceparent(), "run job", trace.SpanKindConsumer,
-		trace.WithAttributes(attribute.Int("voiceai.delivery", int(delivered))))
+	ctx, span := tracing.Start(ctx, m.Traceparent(), "run job", trace.SpanKindConsumer)
 	defer span.End()
+	if span.IsRecording() { // attributes made for a span nobody records are made for nothing, every run
+		span.SetAttributes(attribute.Int("voiceai.delivery", int(delivered)))
+	}
 	if tp := tracing.Traceparent(ctx); tp != "" {
 		ctx = httpx.WithTraceparentValue(ctx, tp)
 	}

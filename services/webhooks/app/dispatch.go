@@ -211,9 +211,11 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 	retryCount := attempt - 1
 	// The attempt is a client span of the event's trace, passed on to the
 	// receiver.
-	sctx, span := tracing.Start(ctx, "", "webhook delivery", trace.SpanKindClient,
-		trace.WithAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
-			attribute.Int("voiceai.attempt", attempt)))
+	sctx, span := tracing.Start(ctx, "", "webhook delivery", trace.SpanKindClient)
+	if span.IsRecording() { // attributes made for a span nobody records are made for nothing, every delivery
+		span.SetAttributes(attribute.String("voiceai.webhook_id", w.GetWebhookId()), attribute.String("voiceai.event", job.GetEvent()),
+			attribute.Int("voiceai.attempt", attempt))
+	}
 	res := d.Sender.Send(sctx, w, delivery.Request{
 		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
 		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(sctx), Extra: w.GetRequestHeaders(),
