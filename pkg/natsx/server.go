@@ -191,7 +191,6 @@ type recorder struct {
 	deadline *time.Timer             // the caller's, until streaming
 	mu       sync.Mutex              // guards stream against the deadline
 	stream   *nats.Subscription      // set once streaming
-	asks     chan *nats.Msg          // the caller's messages on stream
 	failed   bool
 }
 
@@ -235,10 +234,7 @@ func (r *recorder) statusOrOK() int {
 // others each as the answer to the caller's request for more.
 func (r *recorder) sendChunk(chunk []byte, last bool) error {
 	if r.stream == nil {
-		// The caller asks for one chunk at a time (and may cancel): a
-		// small channel of its own, not SubscribeSync's 512 KiB one.
-		r.asks = make(chan *nats.Msg, 8)
-		sub, err := r.nc.ChanSubscribe(r.nc.NewInbox(), r.asks)
+		sub, err := r.nc.SubscribeSync(r.nc.NewInbox())
 		if err != nil {
 			return err
 		}
@@ -248,7 +244,7 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 		respond(r.nc, r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
 		return nil
 	}
-	next, err := r.nextAsk()
+	next, err := r.stream.NextMsg(streamIdle)
 	if err != nil || next.Header.Get(hdrStreamCancel) != "" {
 		return errStreamAbandoned
 	}
@@ -259,19 +255,6 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 	return next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h, Data: chunk})
 }
 
-// nextAsk is the caller's next message on the stream, waited for up to
-// streamIdle.
-func (r *recorder) nextAsk() (*nats.Msg, error) {
-	idle := time.NewTimer(streamIdle)
-	defer idle.Stop()
-	select {
-	case m := <-r.asks:
-		return m, nil
-	case <-idle.C:
-		return nil, nats.ErrTimeout
-	}
-}
-
 // abort tells the caller the response is cut short.
 func (r *recorder) abort() {
 	if r.stream == nil {
@@ -279,7 +262,7 @@ func (r *recorder) abort() {
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
-	if next, err := r.nextAsk(); err == nil && next.Header.Get(hdrStreamCancel) == "" {
+	if next, err := r.stream.NextMsg(streamIdle); err == nil && next.Header.Get(hdrStreamCancel) == "" {
 		h := nats.Header{}
 		h.Set(hdrStreamAbort, "1")
 		_ = next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h})
