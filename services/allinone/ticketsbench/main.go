@@ -115,16 +115,12 @@ func main() {
 }
 
 func run(creates, largest, requests int) error {
-	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-")
+	p, bin, data, cleanup, err := startFresh()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	p, err := startPlatform(bin, data)
-	if err != nil {
-		return err
-	}
-	defer func() { p.Stop() }()
+	defer func() { p.Stop() }() // p is the restarted platform by then
 	fmt.Println("tickets data path (platform as its own process, in-memory read index, 2 cores shared with this client)")
 
 	// (c) at 1,000 first, before the creates of (a) grow the workspace.
@@ -225,16 +221,12 @@ func run(creates, largest, requests int) error {
 // runCreates is (a) alone, on a workspace of 1,000 tickets as in the
 // full run.
 func runCreates(creates int) error {
-	bin, data, cleanup, err := buildPlatform("voiceai-ticketsbench-")
+	p, _, _, cleanup, err := startFresh()
 	if err != nil {
 		return err
 	}
 	defer cleanup()
-	p, err := startPlatform(bin, data)
-	if err != nil {
-		return err
-	}
-	defer func() { p.Stop() }()
+	defer p.Stop()
 	if err := p.seedTo(1000); err != nil {
 		return err
 	}
@@ -261,6 +253,19 @@ func (p *platform) creates(n int) error {
 	fmt.Printf("    the floor, a bare HTTP server answering each POST with one append: %.0f/s = %.3f of raw; the gateway does %.3f of it (goal >= 0.333: %s)\n",
 		floor, floor/raw, rate/floor, benchkit.Verdict(rate/floor >= 1.0/3))
 	return nil
+}
+
+// startFresh builds the platform and starts it on a data directory of
+// its own, which cleanup removes.
+func startFresh() (p *platform, bin, data string, cleanup func(), err error) {
+	if bin, data, cleanup, err = buildPlatform("voiceai-ticketsbench-"); err != nil {
+		return nil, "", "", nil, err
+	}
+	if p, err = startPlatform(bin, data); err != nil {
+		cleanup()
+		return nil, "", "", nil, err
+	}
+	return p, bin, data, cleanup, nil
 }
 
 type platform struct {
