@@ -51,10 +51,27 @@ func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
 	})
 }
 
+// statusRecorder keeps the status the response went out with: the first
+// final one written (net/http drops a later one as superfluous), or 200
+// when the body began without one. An informational 1xx precedes it.
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
+	sent   bool
 }
 
-func (s *statusRecorder) WriteHeader(code int)        { s.status = code; s.ResponseWriter.WriteHeader(code) }
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.sent && code >= 200 {
+		s.status, s.sent = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.sent {
+		s.status, s.sent = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

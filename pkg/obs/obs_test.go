@@ -44,6 +44,35 @@ func TestHTTPMetricsLabelByRouteTemplate(t *testing.T) {
 	}
 }
 
+// A request is counted under the status it went out with: not a second
+// status written once the body began (net/http drops it), nor an
+// informational 1xx that came before the answer.
+func TestHTTPMetricsCountTheStatusSent(t *testing.T) {
+	reg := NewRegistry()
+	m := NewHTTPMetrics(reg, "agents")
+	r := mux.NewRouter()
+	r.Use(m.Middleware)
+	r.HandleFunc("/late-error", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("partial"))
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	r.HandleFunc("/early-hints", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusEarlyHints)
+		_, _ = w.Write([]byte("body"))
+	})
+	r.HandleFunc("/created", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		w.WriteHeader(http.StatusConflict)
+	})
+	for path, want := range map[string]string{"/late-error": "200", "/early-hints": "200", "/created": "201"} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if got := testutil.ToFloat64(m.requests.WithLabelValues("GET", path, want)); got != 1 {
+			t.Errorf("%s: %v requests counted as %s (the recorder answered %d)", path, got, want, rec.Code)
+		}
+	}
+}
+
 func TestServeMetrics(t *testing.T) {
 	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
