@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/requestid"
 )
 
@@ -28,8 +29,9 @@ const HeaderRequestID = "X-Request-Id"
 type request struct {
 	id string // its request id
 
-	mu    sync.Mutex
-	base  *slog.Logger // nil: slog.Default()
+	base *slog.Logger // nil: slog.Default(); set once, at creation
+
+	mu    sync.Mutex // guards attrs and log
 	attrs []slog.Attr
 	log   *slog.Logger // built from base and attrs on first use
 
@@ -82,10 +84,8 @@ func (q *request) baseLogger() *slog.Logger {
 }
 
 // enabled reports whether the request's logger writes at level, without
-// building it.
+// building it (its base is set once, at creation).
 func (q *request) enabled(ctx context.Context, level slog.Level) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
 	return q.baseLogger().Enabled(ctx, level)
 }
 
@@ -159,14 +159,14 @@ func WithRequestID(base *slog.Logger, next http.Handler) http.Handler {
 // never drops the connection or leaks a stack to the caller.
 func Recover(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rw := statusWriterOf(w)
+		rw := obs.RecorderOf(w)
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
 					panic(p)
 				}
 				LoggerFrom(r.Context()).Error("panic serving request", "panic", p, "stack", string(debug.Stack()))
-				if !rw.wroteHeader {
+				if !rw.Started() {
 					WriteError(rw, r, apperr.InternalError)
 				}
 			}
@@ -186,7 +186,7 @@ func AccessLog(next http.Handler) http.Handler { return AccessLogAt(slog.LevelIn
 func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rw := statusWriterOf(w)
+		rw := obs.RecorderOf(w)
 		q, r := stateOf(r)
 		// A response cut short (http.ErrAbortHandler: the client hung up
 		// mid-stream, or the upstream failed) is logged too, then
@@ -208,7 +208,7 @@ func AccessLogAt(level slog.Level, next http.Handler) http.Handler {
 }
 
 // logAccess writes a request's access-log line.
-func logAccess(r *http.Request, rw *statusWriter, q *request, level slog.Level, start time.Time) {
+func logAccess(r *http.Request, rw *obs.Recorder, q *request, level slog.Level, start time.Time) {
 	facts := &q.facts
 	if facts.probe {
 		level = slog.LevelDebug
@@ -223,7 +223,7 @@ func logAccess(r *http.Request, rw *statusWriter, q *request, level slog.Level, 
 	} else {
 		attrs = append(attrs, slog.String("path", clip(r.URL.Path)))
 	}
-	attrs = append(attrs, slog.Int("status", rw.Status()), slog.Int("bytes", rw.bytes),
+	attrs = append(attrs, slog.Int("status", rw.Status()), slog.Int("bytes", rw.Bytes()),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	if facts.client != "" {
 		attrs = append(attrs, slog.String("client_ip", facts.client))
@@ -299,63 +299,5 @@ func NoteClient(ctx context.Context, addr string) {
 func NoteCaller(ctx context.Context, workspaceID, keyID string) {
 	if q := requestOf(ctx); q != nil {
 		q.facts.workspace, q.facts.keyID = workspaceID, keyID
-	}
-}
-
-// statusWriter remembers the status and size of a response.
-// Middlewares share one (statusWriterOf).
-type statusWriter struct {
-	http.ResponseWriter
-	status      int
-	bytes       int
-	wroteHeader bool
-}
-
-// statusWriterOf is w when it is a statusWriter already, else w wrapped
-// in one: the middlewares of a request share one writer.
-func statusWriterOf(w http.ResponseWriter) *statusWriter {
-	if sw, ok := w.(*statusWriter); ok {
-		return sw
-	}
-	return &statusWriter{ResponseWriter: w}
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.wroteHeader {
-		// The response is under way (a handler failing mid-body, say after
-		// a client stopped reading): a second status changes nothing, and
-		// Go would log it as superfluous, an ERROR-looking line no one can
-		// act on.
-		return
-	}
-	if code >= 200 { // an informational 1xx may precede the status
-		w.status, w.wroteHeader = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if !w.wroteHeader {
-		w.WriteHeader(http.StatusOK)
-	}
-	n, err := w.ResponseWriter.Write(b)
-	w.bytes += n
-	return n, err
-}
-
-// Status is the status written, 200 when the handler wrote none.
-func (w *statusWriter) Status() int {
-	if w.status == 0 {
-		return http.StatusOK
-	}
-	return w.status
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Flush lets streaming handlers push partial output.
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
 	}
 }

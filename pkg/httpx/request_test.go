@@ -14,6 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
 const someTraceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -141,7 +143,7 @@ func TestTheMiddlewaresShareOneStatusWriter(t *testing.T) {
 	})))))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-	sw, ok := seen.(*statusWriter)
+	sw, ok := seen.(*obs.Recorder)
 	if !ok || sw.ResponseWriter != rec {
 		t.Fatalf("the handler writes to %T, not one status writer over the response", seen)
 	}

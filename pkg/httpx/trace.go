@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
@@ -55,7 +56,7 @@ func WithTraceparent(next http.Handler) http.Handler {
 		} else {
 			ctx = context.WithValue(ctx, requestKey{}, newRequest("", nil, traceID))
 		}
-		sw := statusWriterOf(w)
+		sw := obs.RecorderOf(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
 		if sw.Status() >= 500 {

@@ -38,7 +38,7 @@ func NewHTTPMetrics(reg prometheus.Registerer, service string) *HTTPMetrics {
 func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		sw := RecorderOf(w) // the request's own, when the httpx middlewares run first
 		next.ServeHTTP(sw, r)
 		route := "unmatched"
 		if cr := mux.CurrentRoute(r); cr != nil {
@@ -46,32 +46,72 @@ func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
 				route = tpl
 			}
 		}
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.status)).Inc()
+		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.Status())).Inc()
 		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
 	})
 }
 
-// statusRecorder keeps the status the response went out with: the first
-// final one written (net/http drops a later one as superfluous), or 200
-// when the body began without one. An informational 1xx precedes it.
-type statusRecorder struct {
+// Recorder is a response writer that remembers what went out: the status
+// and the size of the body. A request's middlewares share one (RecorderOf):
+// its access line, its span and its metrics read the same status.
+type Recorder struct {
 	http.ResponseWriter
-	status int
-	sent   bool
+	status  int
+	bytes   int
+	started bool
 }
 
-func (s *statusRecorder) WriteHeader(code int) {
-	if !s.sent && code >= 200 {
-		s.status, s.sent = code, true
+// RecorderOf is w when it is a Recorder already, else w wrapped in one.
+func RecorderOf(w http.ResponseWriter) *Recorder {
+	if r, ok := w.(*Recorder); ok {
+		return r
 	}
-	s.ResponseWriter.WriteHeader(code)
+	return &Recorder{ResponseWriter: w}
 }
 
-func (s *statusRecorder) Write(b []byte) (int, error) {
-	if !s.sent {
-		s.status, s.sent = http.StatusOK, true
+func (r *Recorder) WriteHeader(code int) {
+	if r.started {
+		// The response is under way (a handler failing mid-body, say after
+		// a client stopped reading): a second status changes nothing, and
+		// Go would log it as superfluous, an ERROR-looking line no one can
+		// act on.
+		return
 	}
-	return s.ResponseWriter.Write(b)
+	if code >= 200 { // an informational 1xx may precede the status
+		r.status, r.started = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
 }
 
-func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+func (r *Recorder) Write(b []byte) (int, error) {
+	if !r.started {
+		r.WriteHeader(http.StatusOK)
+	}
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += n
+	return n, err
+}
+
+// Status is the status the response went out with: the first final one
+// written, 200 when the handler wrote none.
+func (r *Recorder) Status() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+// Bytes is the size of the body written.
+func (r *Recorder) Bytes() int { return r.bytes }
+
+// Started reports whether the response's status went out.
+func (r *Recorder) Started() bool { return r.started }
+
+func (r *Recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// Flush lets streaming handlers push partial output.
+func (r *Recorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}

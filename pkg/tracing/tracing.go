@@ -38,14 +38,22 @@ func Extract(ctx context.Context, traceparent string) context.Context {
 	return propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": traceparent})
 }
 
+// Where the fields of a version-00 traceparent begin:
+// 00-<trace id>-<span id>-<flags>.
+const (
+	traceAt        = 3
+	spanAt         = traceAt + 32 + 1
+	flagsAt        = spanAt + 16 + 1
+	traceparentLen = flagsAt + 2
+)
+
 // parseVersion0 reads a version-00 traceparent, what every hop of the
 // platform writes, as the W3C propagator does but without its carrier
 // map: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lower case,
 // ids not all zero, no reserved flag bit. Anything else is left to the
 // propagator (ok false), whose reading is the reference.
 func parseVersion0(tp string) (trace.SpanContext, bool) {
-	const traceAt, spanAt, flagsAt = 3, 36, 53
-	if len(tp) != flagsAt+2 || tp[:traceAt] != "00-" || tp[spanAt-1] != '-' || tp[flagsAt-1] != '-' {
+	if len(tp) != traceparentLen || tp[:traceAt] != "00-" || tp[spanAt-1] != '-' || tp[flagsAt-1] != '-' {
 		return trace.SpanContext{}, false
 	}
 	var scc trace.SpanContextConfig
@@ -112,13 +120,13 @@ func Traceparent(ctx context.Context) string {
 	}
 	traceID, spanID := sc.TraceID(), sc.SpanID()
 	flags := byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))
-	var b [55]byte
+	var b [traceparentLen]byte
 	copy(b[:], "00-")
-	hex.Encode(b[3:35], traceID[:])
-	b[35] = '-'
-	hex.Encode(b[36:52], spanID[:])
-	b[52] = '-'
-	hex.Encode(b[53:55], []byte{flags})
+	hex.Encode(b[traceAt:spanAt-1], traceID[:])
+	b[spanAt-1] = '-'
+	hex.Encode(b[spanAt:flagsAt-1], spanID[:])
+	b[flagsAt-1] = '-'
+	hex.Encode(b[flagsAt:], []byte{flags})
 	return string(b[:])
 }
 

@@ -515,7 +515,7 @@ func (w *Worker) invocation(ctx context.Context, ws, id string, attempt int32) (
 	if err != nil {
 		return nil, err
 	}
-	if inv := v.(*testingv1.Invocation); resubmitted(inv, attempt) {
+	if inv := v.(*testingv1.Invocation); knowsAttempt(inv, attempt) {
 		return inv, nil
 	}
 	// A read already under way when this job's resubmission was stored.
@@ -529,14 +529,15 @@ func (w *Worker) freshInvocation(id string, attempt int32) *testingv1.Invocation
 	w.mu.Lock()
 	c, ok := w.invs[id]
 	w.mu.Unlock()
-	if ok && time.Since(c.read) < invocationFreshness && resubmitted(c.inv, attempt) {
+	if ok && time.Since(c.read) < invocationFreshness && knowsAttempt(c.inv, attempt) {
 		return c.inv
 	}
 	return nil
 }
 
-// resubmitted: inv knows the attempt (its first run or a resubmission).
-func resubmitted(inv *testingv1.Invocation, attempt int32) bool {
+// knowsAttempt reports whether inv knows the attempt: its first run, or
+// one of its resubmissions.
+func knowsAttempt(inv *testingv1.Invocation, attempt int32) bool {
 	return int32(len(inv.GetResubmissions())+1) >= attempt
 }
 

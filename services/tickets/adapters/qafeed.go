@@ -48,15 +48,15 @@ type qaSource struct {
 func qaSourceOf(s app.QASource) (qaSource, bool) {
 	switch s {
 	case app.QARuns:
-		return qaSource{events.TestRunsStream, QARunsDurable, []string{"testruns.evt.>"}, true, true}, true
+		return qaSource{stream: events.TestRunsStream, durable: QARunsDurable, filters: []string{"testruns.evt.>"}, protobuf: true, runs: true}, true
 	case app.QAPlatform:
 		var filters []string
 		for _, name := range app.QAPlatformEvents {
 			filters = append(filters, "platform.evt.*."+name)
 		}
-		return qaSource{events.PlatformStream, QAPlatformDurable, filters, false, false}, true
+		return qaSource{stream: events.PlatformStream, durable: QAPlatformDurable, filters: filters}, true
 	case app.QATickets:
-		return qaSource{events.TicketsStream, QAClusteringDurable, []string{events.TicketsAll}, true, false}, true
+		return qaSource{stream: events.TicketsStream, durable: QAClusteringDurable, filters: []string{events.TicketsAll}, protobuf: true}, true
 	}
 	return qaSource{}, false
 }
