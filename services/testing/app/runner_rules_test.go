@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -85,6 +86,28 @@ func TestARunIsRecordedForItsAttempt(t *testing.T) {
 	for attempt, want := range map[int32]bool{1: true, 2: true, 3: false} {
 		if got, err := w.a.RunRecorded(ctx, "ws", inv.GetInvocationId(), runID, attempt); err != nil || got != want {
 			t.Fatalf("attempt %d recorded %v, %v; want %v", attempt, got, err, want)
+		}
+	}
+}
+
+// A stored result states its run's status and attempt in headers, by the
+// names the readers that skip the body compare with (events): the QA
+// worker, which files tickets on failed runs, and the outcome count.
+func TestAResultsHeadersStateItsOutcome(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(1)
+	runID := domain.RunID(inv.GetInvocationId(), 0)
+	for status, want := range map[string]string{domain.RunPassed: events.RunStatusPassed, domain.RunFailed: events.RunStatusFailed} {
+		res := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 3, Status: status}
+		msg, err := w.a.RunResultMessage(context.Background(), &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 3}, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := msg.Header.Get(events.HeaderRunStatus); got != want {
+			t.Errorf("a %s run's status header is %q; its readers look for %q", status, got, want)
+		}
+		if got := msg.Header.Get(events.HeaderRunAttempt); got != "3" {
+			t.Errorf("attempt header %q; want 3", got)
 		}
 	}
 }
