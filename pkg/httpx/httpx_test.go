@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 )
 
 type body struct {
@@ -163,7 +164,7 @@ func TestTraceparentKeptOrStarted(t *testing.T) {
 	r = httptest.NewRequest("GET", "/", nil)
 	r.Header.Set("traceparent", "garbage")
 	h.ServeHTTP(httptest.NewRecorder(), r)
-	if !wellFormedTraceparent(seen) || seen == tp {
+	if !tracing.WellFormed(seen) || seen == tp {
 		t.Fatalf("no fresh trace started: %q", seen)
 	}
 }
@@ -178,7 +179,7 @@ func TestAStartedTraceIsSampledOnlyWhenRecorded(t *testing.T) {
 		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 		return seen
 	}
-	if tp := started(); !wellFormedTraceparent(tp) || !strings.HasSuffix(tp, "-00") {
+	if tp := started(); !tracing.WellFormed(tp) || !strings.HasSuffix(tp, "-00") {
 		t.Fatalf("no tracer installed: started %q, want an unsampled trace", tp)
 	}
 	const callers = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -194,7 +195,7 @@ func TestAStartedTraceIsSampledOnlyWhenRecorded(t *testing.T) {
 		otel.SetTracerProvider(noop.NewTracerProvider())
 		_ = provider.Shutdown(context.Background())
 	})
-	if tp := started(); !wellFormedTraceparent(tp) || !strings.HasSuffix(tp, "-01") {
+	if tp := started(); !tracing.WellFormed(tp) || !strings.HasSuffix(tp, "-01") {
 		t.Fatalf("a recording tracer: started %q, want a sampled trace", tp)
 	}
 }

@@ -2,8 +2,6 @@ package httpx
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"net/http"
 
@@ -31,9 +29,9 @@ const HeaderTraceparent = "Traceparent"
 func WithTraceparent(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tp := r.Header.Get(HeaderTraceparent)
-		started := !wellFormedTraceparent(tp)
+		started := !tracing.WellFormed(tp)
 		if started {
-			tp = NewTraceparent()
+			tp = tracing.NewTraceparent()
 		}
 		ctx, span := tracing.Start(r.Context(), tp, r.Method, trace.SpanKindServer)
 		defer span.End()
@@ -44,13 +42,13 @@ func WithTraceparent(next http.Handler) http.Handler {
 			tp = own
 		}
 		if started && !span.IsRecording() {
-			tp = tp[:flagsAt] + "00" // not sampled
+			tp = tracing.Unsampled(tp)
 		}
 		if r.Header.Get(HeaderTraceparent) != tp {
 			r.Header.Set(HeaderTraceparent, tp)
 		}
 		ctx = tracing.WithRequestTrace(ctx, tp)
-		traceID := slog.String("trace_id", tp[traceIDAt:spanIDAt-1])
+		traceID := slog.String("trace_id", tracing.TraceID(tp))
 		if q := requestOf(ctx); q != nil {
 			q.addAttr(traceID)
 		} else {
@@ -69,39 +67,6 @@ func WithTraceparent(next http.Handler) http.Handler {
 // (events, forwarded requests), as a request's context does.
 func WithTraceparentValue(ctx context.Context, traceparent string) context.Context {
 	return tracing.WithRequestTrace(ctx, traceparent)
-}
-
-// Where the fields of a traceparent begin: 00-<trace id>-<span id>-<flags>,
-// 55 characters in all.
-const (
-	traceIDAt = 3
-	spanIDAt  = traceIDAt + 32 + 1
-	flagsAt   = spanIDAt + 16 + 1
-)
-
-// wellFormedTraceparent checks the W3C shape: version-trace id-span id-flags
-// in lower-case hex (a hand-written check: it runs twice a request).
-func wellFormedTraceparent(tp string) bool {
-	if len(tp) != flagsAt+2 || tp[traceIDAt-1] != '-' || tp[spanIDAt-1] != '-' || tp[flagsAt-1] != '-' {
-		return false
-	}
-	for i := 0; i < len(tp); i++ {
-		if i == traceIDAt-1 || i == spanIDAt-1 || i == flagsAt-1 {
-			continue
-		}
-		if c := tp[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-// NewTraceparent starts a new trace, sampled: its first span decides
-// whether it is recorded.
-func NewTraceparent() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return "00-" + hex.EncodeToString(b[:16]) + "-" + hex.EncodeToString(b[16:]) + "-01"
 }
 
 // Traceparent returns the request's traceparent, or "".

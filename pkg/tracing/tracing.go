@@ -8,6 +8,7 @@ package tracing
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
 
 	"go.opentelemetry.io/otel"
@@ -46,6 +47,41 @@ const (
 	flagsAt        = spanAt + 16 + 1
 	traceparentLen = flagsAt + 2
 )
+
+// WellFormed reports whether tp has the shape of a W3C traceparent that
+// a hop keeps rather than starting a trace of its own:
+// <version>-<trace id>-<span id>-<flags>, 2, 32, 16 and 2 lower-case hex
+// digits (a hand-written check: it runs twice a request).
+func WellFormed(tp string) bool {
+	if len(tp) != traceparentLen || tp[traceAt-1] != '-' || tp[spanAt-1] != '-' || tp[flagsAt-1] != '-' {
+		return false
+	}
+	for i := 0; i < len(tp); i++ {
+		if i == traceAt-1 || i == spanAt-1 || i == flagsAt-1 {
+			continue
+		}
+		if _, ok := hexDigit(tp[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// TraceID is the trace id of a well-formed traceparent, as log lines
+// name the trace.
+func TraceID(wellFormed string) string { return wellFormed[traceAt : spanAt-1] }
+
+// Unsampled is a well-formed traceparent with its flags cleared: a trace
+// nobody records.
+func Unsampled(wellFormed string) string { return wellFormed[:flagsAt] + "00" }
+
+// NewTraceparent starts a new trace, sampled: its first span decides
+// whether it is recorded.
+func NewTraceparent() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return "00-" + hex.EncodeToString(b[:16]) + "-" + hex.EncodeToString(b[16:]) + "-01"
+}
 
 // parseVersion0 reads a version-00 traceparent, what every hop of the
 // platform writes, as the W3C propagator does but without its carrier

@@ -80,3 +80,30 @@ func TestAStartedSpanContinuesTheTrace(t *testing.T) {
 		t.Fatalf("IDs of a request trace: %q", id)
 	}
 }
+
+// A hop keeps a traceparent of the W3C shape (any version, lower-case
+// hex) and starts a trace in place of anything else; what it keeps names
+// its trace id and can be marked unsampled.
+func TestWellFormedTraceparents(t *testing.T) {
+	malformed := map[string]bool{}
+	for _, i := range []int{5, 8, 9, 11, 12, 13, 14, 15} { // upper case, extra fields, a non-hex digit, '_', short, garbage, ""
+		malformed[traceparents[i]] = true
+	}
+	// The rest have the shape, all-zero ids and version ff included (the
+	// propagator then refuses them: a new span starts a trace).
+	for _, tp := range traceparents {
+		if got := WellFormed(tp); got == malformed[tp] {
+			t.Errorf("WellFormed(%q) = %v", tp, got)
+		}
+	}
+	tp := NewTraceparent()
+	if !WellFormed(tp) || tp[len(tp)-3:] != "-01" {
+		t.Fatalf("a new trace %q: want well-formed and sampled", tp)
+	}
+	if TraceID(traceparents[0]) != "0af7651916cd43dd8448eb211c80319c" {
+		t.Errorf("trace id %q", TraceID(traceparents[0]))
+	}
+	if got := Unsampled(traceparents[0]); got != "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00" {
+		t.Errorf("unsampled %q", got)
+	}
+}
