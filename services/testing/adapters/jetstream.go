@@ -273,14 +273,51 @@ func (q *JobQueue) Purge(ctx context.Context, filter string) error {
 	return stream.Purge(ctx, jetstream.WithPurgeSubject(filter))
 }
 
-// Waiting is one small read: the first job matching filter, if any (a
-// job leaves the work queue only once acked).
+// Waiting reports whether a job matching filter is on the queue (a job
+// leaves the work queue only once acked).
+//
+// Whether an invocation has jobs left is what completion checks ask, ten
+// times a second per runner, and the answer is almost always yes. The
+// invocation's queue (its consumer, made before its first job) counts the
+// jobs not yet taken and those taken and not yet acked, so asking it is
+// one small read, where asking the stream for the first of the jobs makes
+// the server walk the subject of every job left: for an invocation of
+// 250,000 runs, the largest single cost of completing it. The queue learns
+// of a new job a moment after the stream stored it, so only its "yes" is
+// taken (at worst a moment stale, which puts a completion off until the
+// next check); "none" is the stream's to say, which then has few jobs, if
+// any, to walk.
 func (q *JobQueue) Waiting(ctx context.Context, filter string) (bool, error) {
+	if ws, inv, ok := invocationJobs(filter); ok && q.queueHolds(ctx, ws, inv) > 0 {
+		return true, nil
+	}
 	_, err := eventstore.GetMsg(ctx, q.js, events.TestJobsStream, eventstore.MsgRequest{Seq: 1, NextFor: filter})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// queueHolds is how many jobs the invocation's queue counts, waiting or
+// taken; 0 when it cannot say (no queue, no answer): the stream decides.
+func (q *JobQueue) queueHolds(ctx context.Context, ws, inv string) uint64 {
+	cons, err := q.js.Consumer(ctx, events.TestJobsStream, RunQueueName(ws, inv)) // one consumer info
+	if err != nil {
+		return 0
+	}
+	info := cons.CachedInfo()
+	return info.NumPending + uint64(info.NumAckPending)
+}
+
+// invocationJobs is the workspace and invocation of filter when it is
+// every job of one invocation (events.TestJobsOfInvocation).
+func invocationJobs(filter string) (ws, inv string, ok bool) {
+	ws, inv, ok = queueOf(filter)
+	if !ok {
+		return "", "", false
+	}
+	want, err := events.TestJobsOfInvocation(ws, inv)
+	return ws, inv, err == nil && want == filter
 }
 
 // Counters is app.Counters on the counter stream TESTCOUNTS.

@@ -43,22 +43,27 @@ func TestRunsLogJetStream(t *testing.T) {
 func TestJobQueueJetStream(t *testing.T) {
 	jobqueuetest.Run(t, func(t *testing.T) (app.JobQueue, func(string) int) {
 		js := jetStream(t)
-		return adapters.NewJobQueue(js), func(filter string) int {
-			s, err := eventstore.StreamOf(context.Background(), js, events.TestJobsStream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(filter))
-			if err != nil {
-				t.Fatal(err)
-			}
-			n := 0
-			for _, c := range info.State.Subjects {
-				n += int(c)
-			}
-			return n
-		}
+		return adapters.NewJobQueue(js), countJobs(t, js)
 	})
+}
+
+// countJobs counts the jobs on TESTJOBS whose subject matches a filter.
+func countJobs(t *testing.T, js jetstream.JetStream) func(filter string) int {
+	return func(filter string) int {
+		s, err := eventstore.StreamOf(context.Background(), js, events.TestJobsStream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(context.Background(), jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, c := range info.State.Subjects {
+			n += int(c)
+		}
+		return n
+	}
 }
 
 func TestCountersJetStream(t *testing.T) {

@@ -29,14 +29,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	}
 	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
-		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow,
+		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, AllowDirect: true,
 		Description: "Run jobs for testing-runner workers (work queue)",
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", events.TestJobsStream, err)
 	}
 	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
 		Name: events.TestCountsStream, Subjects: []string{events.TestCountsAll}, AllowMsgCounter: true,
-		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, MaxMsgsPerSubject: 1,
+		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, MaxMsgsPerSubject: 1, AllowDirect: true,
 		Description: "Per-invocation run counters (done, passed)",
 	}); err != nil {
 		return fmt.Errorf("stream %s: %w", events.TestCountsStream, err)
