@@ -125,6 +125,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzRunTestsBody -fuzztime 30s ./services/testing/ports/
 	$(GO) test -run XXX -fuzz FuzzTestBody -fuzztime 30s ./services/testing/ports/
 	$(GO) test -run XXX -fuzz FuzzFromConversationBody -fuzztime 30s ./services/testing/ports/
+	$(GO) test -run XXX -fuzz FuzzFullMessagesAsBefore -fuzztime 30s ./services/testing/ports/
 	$(GO) test -run XXX -fuzz FuzzCheckJSONValues -fuzztime 30s ./pkg/apperr/
 	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./pkg/outbound/
 	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/offline/
