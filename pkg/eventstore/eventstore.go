@@ -47,18 +47,28 @@ type StreamConfig struct {
 // EnsureStream does. Every process that ensures a stream this way asks
 // for the same settings, so none undoes another's.
 func EnsureEventStreams(ctx context.Context, js jetstream.JetStream, replicas int, names ...string) error {
-	specs := events.Streams()
 	for _, name := range names {
-		i := slices.IndexFunc(specs, func(s events.StreamSpec) bool { return s.Name == name })
-		if i < 0 {
-			return fmt.Errorf("stream %s: not one of the suite's streams", name)
-		}
-		if _, err := EnsureStream(ctx, js, StreamConfig{Name: name, Subjects: specs[i].Subjects, Replicas: replicas,
-			DedupWindow: specs[i].DedupWindow}); err != nil {
-			return fmt.Errorf("stream %s: %w", name, err)
+		if _, err := EnsureEventStream(ctx, js, replicas, name, 0); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// EnsureEventStream ensures one stream of the suite's table, keeping its
+// messages maxAge (0: as found, or for ever when it makes the stream).
+func EnsureEventStream(ctx context.Context, js jetstream.JetStream, replicas int, name string, maxAge time.Duration) (jetstream.Stream, error) {
+	specs := events.Streams()
+	i := slices.IndexFunc(specs, func(s events.StreamSpec) bool { return s.Name == name })
+	if i < 0 {
+		return nil, fmt.Errorf("stream %s: not one of the suite's streams", name)
+	}
+	s, err := EnsureStream(ctx, js, StreamConfig{Name: name, Subjects: specs[i].Subjects, Replicas: replicas,
+		DedupWindow: specs[i].DedupWindow, MaxAge: maxAge})
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", name, err)
+	}
+	return s, nil
 }
 
 // EnsureStream creates or updates the stream: file storage, no deletes or

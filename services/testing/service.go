@@ -94,12 +94,12 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := c.Limits.Validate(); err != nil {
 		return nil, err
 	}
-	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
+	// The service owns the runs' retention, set first: runners ensure
+	// TESTRUNS without one, which leaves it as set here.
+	if err := adapters.EnsureRunRetention(ctx, d.JS, d.StreamReplicas, c.Limits.RunRetention); err != nil {
 		return nil, err
 	}
-	// The service owns the runs' retention; runners ensure TESTRUNS
-	// without one, which leaves it as set here.
-	if err := adapters.EnsureRunRetention(ctx, d.JS, c.Limits.RunRetention); err != nil {
+	if err := adapters.EnsureStreams(ctx, d.JS, d.StreamReplicas); err != nil {
 		return nil, err
 	}
 	// The service that queues runs exports the queue, so a backlog with no

@@ -18,8 +18,10 @@ import (
 
 // Every process ensures its streams when it starts, several ensure the
 // same ones (PLATFORM: agents, tickets and webhooks), and every restart
-// ensures them again. Doing all of it twice must update no stream: an
-// update races in the server with consumers being created.
+// ensures them again. Neither the first start nor the next may update a
+// stream: an update races in the server with consumers being created.
+// The testing service sets TESTRUNS's retention before anything else
+// makes TESTRUNS, as it starts before the runners.
 func TestEnsuringEveryStreamAgainUpdatesNothing(t *testing.T) {
 	t.Parallel()
 	var names []string
@@ -28,9 +30,9 @@ func TestEnsuringEveryStreamAgainUpdatesNothing(t *testing.T) {
 	}
 	testenv.EnsuringAgainUpdatesNothing(t, func(ctx context.Context, js jetstream.JetStream) error {
 		return errors.Join(
+			testingadapters.EnsureRunRetention(ctx, js, 1, 2160*time.Hour),
 			eventstore.EnsureEventStreams(ctx, js, 1, names...),
 			testingadapters.EnsureStreams(ctx, js, 1),
-			testingadapters.EnsureRunRetention(ctx, js, 2160*time.Hour),
 			webhooksadapters.EnsureStreams(ctx, js, 1),
 		)
 	})

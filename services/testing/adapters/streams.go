@@ -44,20 +44,24 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	return nil
 }
 
-// EnsureRunRetention sets how long TESTRUNS keeps run results (its
-// MaxAge; 0 keeps them forever), updating the stream only when it keeps
-// them otherwise. The testing service owns this setting: other processes
-// ensure TESTRUNS without a MaxAge, which leaves it as found.
-func EnsureRunRetention(ctx context.Context, js jetstream.JetStream, retention time.Duration) error {
-	s, err := js.Stream(ctx, events.TestRunsStream)
+// EnsureRunRetention makes TESTRUNS keep run results for retention (its
+// MaxAge; 0 keeps them for ever). The testing service owns this setting
+// and ensures it before its other streams: a stream it makes has it from
+// the start, where setting it just after would be an update racing, in
+// nats-server, with the consumers the tickets service creates on TESTRUNS
+// as soon as it exists. Other processes ensure TESTRUNS without a MaxAge,
+// which leaves it as found; a stream one of them made first is updated
+// here once.
+func EnsureRunRetention(ctx context.Context, js jetstream.JetStream, replicas int, retention time.Duration) error {
+	s, err := eventstore.EnsureEventStream(ctx, js, replicas, events.TestRunsStream, retention)
 	if err != nil {
-		return fmt.Errorf("stream %s: %w", events.TestRunsStream, err)
+		return err
 	}
 	cfg := s.CachedInfo().Config
 	if cfg.MaxAge == retention {
 		return nil
 	}
-	cfg.MaxAge = retention
+	cfg.MaxAge = retention // for ever, where it was kept less
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		return fmt.Errorf("stream %s: retention %s: %w", events.TestRunsStream, retention, err)
 	}
