@@ -37,11 +37,32 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	})
 }
 
-// EnsureKeyValue creates or updates the key-value bucket cfg.Bucket,
-// asking again while the cluster cannot answer.
+// EnsureKeyValue creates the key-value bucket cfg.Bucket, or updates it
+// when it lacks a setting of cfg, asking again while the cluster cannot
+// answer. A bucket that has them is left alone: CreateOrUpdateKeyValue
+// updated it at every start, and an update races in the server with
+// consumers (watchers) being created.
 func EnsureKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	return untilAvailable(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, cfg)
+		kv, err := js.KeyValue(ctx, cfg.Bucket)
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			kv, err = js.CreateKeyValue(ctx, cfg)
+			if !errors.Is(err, jetstream.ErrBucketExists) {
+				return kv, err
+			}
+			kv, err = js.KeyValue(ctx, cfg.Bucket) // made meanwhile by another process
+		}
+		if err != nil {
+			return nil, err
+		}
+		status, err := kv.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st, ok := status.(*jetstream.KeyValueBucketStatus); ok && covers(st.Config(), cfg) {
+			return kv, nil
+		}
+		return js.UpdateKeyValue(ctx, cfg)
 	})
 }
 
@@ -98,7 +119,7 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, want jetstream.Stre
 
 // covers reports whether have already has every setting want sets (its
 // non-zero fields); the server fills in defaults for the rest.
-func covers(have, want jetstream.StreamConfig) bool {
+func covers[Config any](have, want Config) bool {
 	h, w := reflect.ValueOf(&have).Elem(), reflect.ValueOf(want)
 	for i := range w.NumField() {
 		if f := w.Field(i); !f.IsZero() && !reflect.DeepEqual(f.Interface(), h.Field(i).Interface()) {

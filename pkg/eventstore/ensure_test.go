@@ -55,6 +55,47 @@ func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
 	}
 }
 
+// Ensuring a bucket whose settings already match updates nothing (its
+// stream would race with the watchers being created on it); a changed
+// setting is applied.
+func TestEnsureKeyValueUpdatesOnlyWhatDiffers(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	nc := env.Conn(t)
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.KV_SESSIONS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	want := jetstream.KeyValueConfig{Bucket: "SESSIONS", Description: "signed out", TTL: time.Hour, History: 1,
+		Storage: jetstream.FileStorage, Replicas: 1}
+	for range 3 {
+		if _, err := EnsureKeyValue(ctx, js, want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want.TTL = 2 * time.Hour
+	kv, err := EnsureKeyValue(ctx, js, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := kv.Status(ctx); err != nil || st.TTL() != 2*time.Hour {
+		t.Fatalf("TTL after a change: %v, %v", st, err)
+	}
+	if _, err := updates.NextMsg(5 * time.Second); err != nil {
+		t.Fatalf("no advisory for the change: %v", err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := updates.Pending(); n != 0 {
+		t.Fatalf("%d more bucket updates than the one change", n)
+	}
+}
+
 // notAnswering is a JetStream whose stream lookups time out a few times,
 // as a new replicated stream does before its first leader.
 type notAnswering struct {
