@@ -19,14 +19,8 @@ import (
 // Ensuring a stream whose settings already match sends no update; a
 // changed setting is applied.
 func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
-	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
-	nc := env.Conn(t)
-	js, _ := jetstream.New(nc)
+	js, oneUpdate := watchUpdates(t, "WQ")
 	ctx := context.Background()
-	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.WQ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := jetstream.StreamConfig{Name: "WQ", Subjects: []string{"wq.>"}, Retention: jetstream.WorkQueuePolicy,
 		Storage: jetstream.FileStorage, Duplicates: time.Minute, Description: "jobs"}
 	for range 3 {
@@ -42,16 +36,36 @@ func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
 	if got := s.CachedInfo().Config.Description; got != "run jobs" {
 		t.Fatalf("description after a change: %q", got)
 	}
-	// The server sends advisories in order: the first update advisory is
-	// the change's only if the unchanged ensures sent none.
-	if _, err := updates.NextMsg(5 * time.Second); err != nil {
-		t.Fatalf("no advisory for the change: %v", err)
+	oneUpdate()
+}
+
+// watchUpdates is a fresh server's JetStream, and a check that stream
+// was updated exactly once since: the server sends advisories in order,
+// so the first update advisory is the change's only if the unchanged
+// ensures sent none.
+func watchUpdates(t *testing.T, stream string) (js jetstream.JetStream, oneUpdate func()) {
+	t.Helper()
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	nc := env.Conn(t)
+	js, _ = jetstream.New(nc)
+	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED." + stream)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if n, _, _ := updates.Pending(); n != 0 {
-		t.Fatalf("%d more stream updates than the one change", n)
+	return js, func() {
+		t.Helper()
+		if _, err := updates.NextMsg(5 * time.Second); err != nil {
+			t.Fatalf("no advisory for the change: %v", err)
+		}
+		if err := nc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if n, _, _ := updates.Pending(); n != 0 {
+			t.Fatalf("%d more updates of %s than the one change", n, stream)
+		}
 	}
 }
 
@@ -59,17 +73,8 @@ func TestEnsureConfigUpdatesOnlyWhatDiffers(t *testing.T) {
 // stream would race with the watchers being created on it); a changed
 // setting is applied.
 func TestEnsureKeyValueUpdatesOnlyWhatDiffers(t *testing.T) {
-	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
-	nc := env.Conn(t)
-	js, _ := jetstream.New(nc)
+	js, oneUpdate := watchUpdates(t, "KV_SESSIONS")
 	ctx := context.Background()
-	updates, err := nc.SubscribeSync("$JS.EVENT.ADVISORY.STREAM.UPDATED.KV_SESSIONS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
 	want := jetstream.KeyValueConfig{Bucket: "SESSIONS", Description: "signed out", TTL: time.Hour, History: 1,
 		Storage: jetstream.FileStorage, Replicas: 1}
 	for range 3 {
@@ -85,15 +90,7 @@ func TestEnsureKeyValueUpdatesOnlyWhatDiffers(t *testing.T) {
 	if st, err := kv.Status(ctx); err != nil || st.TTL() != 2*time.Hour {
 		t.Fatalf("TTL after a change: %v, %v", st, err)
 	}
-	if _, err := updates.NextMsg(5 * time.Second); err != nil {
-		t.Fatalf("no advisory for the change: %v", err)
-	}
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, _ := updates.Pending(); n != 0 {
-		t.Fatalf("%d more bucket updates than the one change", n)
-	}
+	oneUpdate()
 }
 
 // notAnswering is a JetStream whose stream lookups time out a few times,

@@ -56,9 +56,11 @@ func WithTraceparent(next http.Handler) http.Handler {
 		}
 		sw := obs.RecorderOf(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
-		if sw.Status() >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(sw.Status()))
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
+			if sw.Status() >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(sw.Status()))
+			}
 		}
 	})
 }

@@ -78,9 +78,23 @@ func Unsampled(wellFormed string) string { return wellFormed[:flagsAt] + "00" }
 // NewTraceparent starts a new trace, sampled: its first span decides
 // whether it is recorded.
 func NewTraceparent() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return "00-" + hex.EncodeToString(b[:16]) + "-" + hex.EncodeToString(b[16:]) + "-01"
+	var traceID trace.TraceID
+	var spanID trace.SpanID
+	_, _ = rand.Read(traceID[:])
+	_, _ = rand.Read(spanID[:])
+	return formatTraceparent(traceID, spanID, byte(trace.FlagsSampled))
+}
+
+// formatTraceparent writes a version-00 traceparent.
+func formatTraceparent(traceID trace.TraceID, spanID trace.SpanID, flags byte) string {
+	var b [traceparentLen]byte
+	copy(b[:], "00-")
+	hex.Encode(b[traceAt:spanAt-1], traceID[:])
+	b[spanAt-1] = '-'
+	hex.Encode(b[spanAt:flagsAt-1], spanID[:])
+	b[flagsAt-1] = '-'
+	hex.Encode(b[flagsAt:], []byte{flags})
+	return string(b[:])
 }
 
 // parseVersion0 reads a version-00 traceparent, what every hop of the
@@ -154,16 +168,7 @@ func Traceparent(ctx context.Context) string {
 	if !sc.IsValid() {
 		return ""
 	}
-	traceID, spanID := sc.TraceID(), sc.SpanID()
-	flags := byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))
-	var b [traceparentLen]byte
-	copy(b[:], "00-")
-	hex.Encode(b[traceAt:spanAt-1], traceID[:])
-	b[spanAt-1] = '-'
-	hex.Encode(b[spanAt:flagsAt-1], spanID[:])
-	b[flagsAt-1] = '-'
-	hex.Encode(b[flagsAt:], []byte{flags})
-	return string(b[:])
+	return formatTraceparent(sc.TraceID(), sc.SpanID(), byte(sc.TraceFlags()&(trace.FlagsSampled|trace.FlagsRandom)))
 }
 
 type requestTraceKey struct{}

@@ -228,7 +228,9 @@ func (w *Worker) handle(ctx context.Context, m app.TakenJob) {
 		_ = m.Drop()
 		return
 	}
-	span.SetAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))))
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("voiceai.invocation_id", job.GetInvocationId()), attribute.Int("voiceai.runs", int(max(job.GetRunCount(), 1))))
+	}
 	if delivered > w.MaxAttempts {
 		w.giveUp(ctx, m, &job, delivered)
 		return

@@ -220,9 +220,11 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 		URL: w.GetUrl(), Secret: secret, Body: job.GetBody(), Event: job.GetEvent(), EventID: job.GetEventId(),
 		WebhookID: w.GetWebhookId(), Attempt: attempt, Traceparent: tracing.Traceparent(sctx), Extra: w.GetRequestHeaders(),
 	})
-	span.SetAttributes(attribute.Int("http.response.status_code", res.Outcome.StatusCode))
-	if res.Error != "" {
-		span.SetStatus(codes.Error, res.Error)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Int("http.response.status_code", res.Outcome.StatusCode))
+		if res.Error != "" {
+			span.SetStatus(codes.Error, res.Error)
+		}
 	}
 	span.End()
 
