@@ -140,7 +140,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	db := d.Database(Name)
-	if err := adapters.StoreAttempts(ctx, d.JS, db.Collection("attempts"), d.Logger); err != nil {
+	history, err := adapters.OpenAttemptPages(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	if err := adapters.StoreAttempts(ctx, d.JS, history, d.Logger); err != nil {
 		return nil, err
 	}
 	d.WatchConsumer(events.WebhooksStream, "webhooks-readmodel")
@@ -149,7 +153,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}, adapters.ProjectWebhook)
 	a := app.New(eventstore.New(d.JS, events.WebhooksStream), app.Ports{
 		Registry: reg, Attempts: adapters.StreamAttemptLog{AttemptLog: attempts, JS: d.JS},
-		History: adapters.AttemptStore{Coll: db.Collection("attempts")}, Backlog: adapters.StreamBacklog{JS: d.JS},
+		History: history, Backlog: adapters.StreamBacklog{JS: d.JS},
 		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())

@@ -67,6 +67,20 @@ func (r *hookReceiver) deliveries(eventID string) []receivedDelivery {
 	return out
 }
 
+// receivingHook is a webhook of call_started and call_ended, never
+// retried, and the receiver it delivers to.
+func receivingHook(t *testing.T, s *Stack) (*hookReceiver, string) {
+	t.Helper()
+	rcv := newFailableReceiver(t)
+	rcv.secret = "whsec_resend_test_secret_0123456789"
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,
+		`{"url":"`+rcv.URL+`/hook","secret":"`+rcv.secret+`","events":["call_started","call_ended"],"retry_config":{"max_retries":0}}`)
+	if r.Code != 201 {
+		t.Fatalf("create: %d %s", r.Code, r.Body)
+	}
+	return rcv, r.JSON(t)["webhook_id"].(string)
+}
+
 type logPage struct {
 	RecentDeliveries []struct {
 		EventID      string          `json:"event_id"`
@@ -95,14 +109,7 @@ func hookLog(t *testing.T, s *Stack, id, query string) logPage {
 func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
-	rcv := newFailableReceiver(t)
-	rcv.secret = "whsec_resend_test_secret_0123456789"
-	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,
-		`{"url":"`+rcv.URL+`/hook","secret":"`+rcv.secret+`","events":["call_started","call_ended"],"retry_config":{"max_retries":0}}`)
-	if r.Code != 201 {
-		t.Fatalf("create: %d %s", r.Code, r.Body)
-	}
-	hook := r.JSON(t)["webhook_id"].(string)
+	rcv, hook := receivingHook(t, s)
 	ingest := func(event, callID string) string {
 		r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"`+event+`","data":{"call_id":"`+callID+`"}}`)
 		if r.Code != 202 {
@@ -151,7 +158,7 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	// Resend: the same bytes and event id, a new delivery, once per key.
 	rcv.failing.Store(false)
 	resend := "/v1/voiceai/webhooks/" + hook + "/deliveries/" + delivery + "/resend"
-	r = call(t, s, "POST", resend, adminKey, "", "Idempotency-Key", "resend-1")
+	r := call(t, s, "POST", resend, adminKey, "", "Idempotency-Key", "resend-1")
 	if r.Code != 202 || r.JSON(t)["event_id"] != first || r.JSON(t)["delivery_id"] == delivery {
 		t.Fatalf("resend: %d %s", r.Code, r.Body)
 	}
@@ -220,4 +227,60 @@ func compactJSON(t *testing.T, b []byte) []byte {
 		t.Fatalf("not JSON: %v: %s", err, b)
 	}
 	return out.Bytes()
+}
+
+// The log and a resend reach past what the API keeps of a webhook in
+// memory (its newest 100 attempts): older deliveries are listed, and
+// resent, from the durable delivery log in the store.
+func TestWebhookLogAndResendReachTheDurableLog(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, localHooks)
+	rcv, hook := receivingHook(t, s)
+	ingest := func(event string, n int) []string {
+		var ids []string
+		for i := range n {
+			r := call(t, s, "POST", "/v1/convai/events", adminKey, fmt.Sprintf(`{"event":%q,"data":{"call_id":"call_%d"}}`, event, i))
+			if r.Code != 202 {
+				t.Fatalf("ingest: %d %s", r.Code, r.Body)
+			}
+			ids = append(ids, r.JSON(t)["event_id"].(string))
+		}
+		eventually(t, 30*time.Second, fmt.Sprintf("%d %s delivered", n, event), func() bool {
+			for _, id := range ids {
+				if len(rcv.deliveries(id)) == 0 {
+					return false
+				}
+			}
+			return true
+		})
+		return ids
+	}
+	// 20 call_ended deliveries, then 100 call_started ones, which are
+	// all the memory keeps.
+	old := ingest("call_ended", 20)
+	ingest("call_started", 100)
+
+	var listed logPage
+	eventually(t, 10*time.Second, "the 20 older deliveries listed from the durable log", func() bool {
+		listed = hookLog(t, s, hook, "event=call_ended&limit=100")
+		return len(listed.RecentDeliveries) == len(old)
+	})
+	for i, e := range listed.RecentDeliveries { // newest first
+		if want := old[len(old)-1-i]; e.EventID != want || e.Status != "success" {
+			t.Fatalf("entry %d: %+v; want event %s", i, e, want)
+		}
+	}
+	oldest := listed.RecentDeliveries[len(old)-1]
+	if len(oldest.RequestBody) == 0 {
+		t.Fatalf("the oldest entry has no request body: %+v", oldest)
+	}
+
+	r := call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/deliveries/"+oldest.DeliveryID+"/resend", adminKey, "")
+	if r.Code != 202 || r.JSON(t)["event_id"] != old[0] {
+		t.Fatalf("resend of the oldest delivery: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 10*time.Second, "the resend arrives", func() bool { return len(rcv.deliveries(old[0])) == 2 })
+	if sent := rcv.deliveries(old[0]); !sent[1].signed || !bytes.Equal(sent[0].body, sent[1].body) {
+		t.Fatalf("resent %+v; first sent %+v", sent[1], sent[0])
+	}
 }

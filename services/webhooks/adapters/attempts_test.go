@@ -1,14 +1,9 @@
 package adapters
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"slices"
 	"testing"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -51,40 +46,5 @@ func TestRecordDurableWaitsForTheStream(t *testing.T) {
 	}
 	if err := (AttemptPublisher{JS: js}).RecordDurable(ctx, a); err == nil {
 		t.Fatal("recorded durably with no stream to store it")
-	}
-}
-
-// The delivery log keeps only the indexes its queries read: the event_id
-// index earlier versions made is dropped at start-up, and a log that
-// never had it starts without a word.
-func TestStoreAttemptsDropsTheUnusedEventIndex(t *testing.T) {
-	js := testenv.StreamsAt(t, EnsureStreams)
-	coll := testenv.New(t).Mongo(t).Database("attempts_indexes").Collection("webhook_attempts")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "event_id", Value: 1}}}); err != nil {
-		t.Fatal(err)
-	}
-	var logged bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logged, nil))
-	for range 2 { // the upgrade, then a restart
-		if err := StoreAttempts(ctx, js, coll, log); err != nil {
-			t.Fatal(err)
-		}
-	}
-	specs, err := coll.Indexes().ListSpecifications(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, s := range specs {
-		names = append(names, s.Name)
-	}
-	slices.Sort(names)
-	if want := []string{"_id_", "webhook_id_1_at_unix_ms_-1", "webhook_id_1_delivery_id_1"}; !slices.Equal(names, want) {
-		t.Errorf("indexes %v; want %v", names, want)
-	}
-	if logged.Len() != 0 {
-		t.Errorf("logged %q; want nothing", logged.String())
 	}
 }

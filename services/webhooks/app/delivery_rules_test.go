@@ -26,28 +26,6 @@ import (
 // The delivery rules (test deliveries, the log, resends, ingestion and
 // the relay) on the same in-memory ports.
 
-// history is the DeliveryHistory port over a fixed list, newest first.
-type history []*webhooksv1.DeliveryAttempt
-
-func (h history) Older(_ context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
-	var out []*webhooksv1.DeliveryAttempt
-	for _, a := range h {
-		if a.GetWebhookId() == webhookID && (beforeMs == 0 || a.GetAtUnixMs() < beforeMs) && f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) && len(out) < limit {
-			out = append(out, a)
-		}
-	}
-	return out, nil
-}
-
-func (h history) FirstAttempt(_ context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
-	for _, a := range h {
-		if a.GetWebhookId() == webhookID && a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
-			return a, nil
-		}
-	}
-	return nil, nil
-}
-
 // delivered is attempt retry+1 of delivering eventID to w at atMs.
 func delivered(w *webhooksv1.Webhook, eventID string, retry int32, atMs int64, ok, final bool) *webhooksv1.DeliveryAttempt {
 	a := &webhooksv1.DeliveryAttempt{
@@ -109,7 +87,7 @@ func TestLogsReachIntoHistory(t *testing.T) {
 	at := f.clock.UnixMilli()
 	f.attempts.Add(delivered(w, "evt_3", 0, at+3, true, true))
 	f.attempts.Add(delivered(w, "evt_2", 0, at+2, false, true))
-	f.app.History = history{delivered(w, "evt_3", 0, at+3, true, true), delivered(w, "evt_2", 0, at+2, false, true), delivered(w, "evt_1", 0, at+1, false, true)}
+	f.app.History = memory.NewHistory(delivered(w, "evt_3", 0, at+3, true, true), delivered(w, "evt_2", 0, at+2, false, true), delivered(w, "evt_1", 0, at+1, false, true))
 	logs, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 10)
 	var got []string
 	for _, a := range logs {
@@ -173,14 +151,16 @@ func TestRecover(t *testing.T) {
 	ctx := context.Background()
 	w, _ := f.create(t, "")
 	at := f.clock.UnixMilli()
-	f.app.History = history{
-		delivered(w, "evt_4", 0, at+6, false, false),   // still being retried
-		delivered(w, "evt_1", 0, at+5, true, true),     // a later delivery of evt_1 delivered it
+	resent := delivered(w, "evt_1", 0, at+5, true, true) // a resend of evt_1 delivered it
+	resent.AttemptId, resent.ResendId = "evt_1:"+w.WebhookId+":rsd_1:1", "rsd_1"
+	f.app.History = memory.NewHistory(
+		delivered(w, "evt_4", 0, at+6, false, false), // still being retried
+		resent,
 		delivered(w, "evt_3", 0, at+4, false, true),    // failed for good
 		delivered(w, "evt_2", 0, at+3, true, true),     // delivered
-		delivered(w, "evt_1", 0, at+1, false, true),    // failed, then delivered
+		delivered(w, "evt_1", 0, at+1, false, true),    // failed, then resent and delivered
 		delivered(w, "evt_0", 0, at-1000, false, true), // before the range
-	}
+	)
 	out, more, err := f.app.Recover(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, domain.LogFilter{FromMs: at})
 	if err != nil || more || len(out) != 1 || out[0].EventID != "evt_3" {
 		t.Fatalf("recovered %+v more %v: %v", out, more, err)

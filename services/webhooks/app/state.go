@@ -1,6 +1,8 @@
 package app
 
 import (
+	"cmp"
+
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -21,4 +23,10 @@ func JobID(job *webhooksv1.DeliveryJob) string {
 		id += ":" + job.GetResendId()
 	}
 	return id
+}
+
+// NewestFirst orders attempts as the delivery log lists them: newest
+// first, attempts of the same millisecond by attempt id, descending.
+func NewestFirst(a, b *webhooksv1.DeliveryAttempt) int {
+	return cmp.Or(cmp.Compare(b.GetAtUnixMs(), a.GetAtUnixMs()), cmp.Compare(b.GetAttemptId(), a.GetAttemptId()))
 }

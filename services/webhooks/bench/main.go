@@ -31,8 +31,11 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
@@ -40,6 +43,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -91,6 +95,57 @@ func profiled(path string, f func() error) error {
 	}
 	defer pprof.StopCPUProfile()
 	return f()
+}
+
+// durableLogKeptUp reports how long after the last delivery of the
+// throughput run every attempt recorded was in the durable delivery log,
+// and how many of the run's attempts it holds: a copy that fell more than
+// the stream's attempts per webhook behind would lose some.
+func durableLogKeptUp(ctx context.Context, js jetstream.JetStream, log *adapters.AttemptPages, ws string, want int) error {
+	t0 := time.Now()
+	for {
+		str, err := js.Stream(ctx, events.WebhookAttemptsStream)
+		if err != nil {
+			return err
+		}
+		c, err := str.Consumer(ctx, adapters.AttemptsStoreDurable)
+		if err != nil {
+			return err
+		}
+		if c.CachedInfo().AckFloor.Stream >= str.CachedInfo().State.LastSeq {
+			break
+		}
+		if time.Since(t0) > 60*time.Second {
+			return fmt.Errorf("the durable log is not caught up after 60s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	caughtUp := time.Since(t0)
+	cur, err := log.Bodies.Find(ctx, bson.D{})
+	if err != nil {
+		return err
+	}
+	held := map[string]bool{}
+	for cur.Next(ctx) {
+		var body struct {
+			Attempts []byte `bson:"attempts"`
+		}
+		var page webhooksv1.DeliveryAttemptPage
+		if err := cur.Decode(&body); err != nil || proto.Unmarshal(body.Attempts, &page) != nil {
+			return fmt.Errorf("a page of the durable log: %v", err)
+		}
+		for _, a := range page.GetAttempts() {
+			if a.GetWorkspaceId() == ws {
+				held[a.GetAttemptId()] = true
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	fmt.Printf("             the durable log held every attempt %s after the last delivery: %d of the run's %d\n",
+		caughtUp.Round(time.Millisecond), len(held), want)
+	return nil
 }
 
 // addedSigning is the time per delivery of the signatures added to
@@ -219,6 +274,9 @@ func run(cpuProfile string) error {
 	}
 	met := map[bool]string{true: "MET", false: "NOT MET"}
 	fmt.Printf("1 webhook:   %8.0f deliveries/s (20,000 events; goal >= 5,000 signed deliveries/s: %s)\n", r1, met[r1 >= 5000])
+	if err := durableLogKeptUp(ctx, d.JS, svc.App.History.(*adapters.AttemptPages), "ws_one", 20000); err != nil {
+		return err
+	}
 	r10, err := throughput("ws_ten", 10, 500)
 	if err != nil {
 		return err

@@ -3,8 +3,11 @@ package memory
 import (
 	"testing"
 
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/attemptlogtest"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app/historytest"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/queuetest"
 )
 
@@ -22,5 +25,12 @@ func TestQueueConforms(t *testing.T) {
 	queuetest.Run(t, func(*testing.T) (app.Queue, func() queuetest.Stored) {
 		q := NewQueue()
 		return q, func() queuetest.Stored { return queuetest.Stored{Events: q.Events(), Jobs: q.Queued()} }
+	})
+}
+
+func TestHistoryConforms(t *testing.T) {
+	historytest.Run(t, func(*testing.T) (app.DeliveryHistory, func(...*webhooksv1.DeliveryAttempt)) {
+		h := NewHistory()
+		return h, h.Store
 	})
 }

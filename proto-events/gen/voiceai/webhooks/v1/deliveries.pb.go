@@ -311,6 +311,54 @@ func (x *DeliveryAttempt) GetResendId() string {
 	return ""
 }
 
+// DeliveryAttemptPage is a run of one webhook's attempts, oldest first:
+// how the durable delivery log stores them, many to a document, so that
+// keeping every attempt costs a store write per page, not per attempt.
+// It is not a stream message.
+type DeliveryAttemptPage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Attempts      []*DeliveryAttempt     `protobuf:"bytes,1,rep,name=attempts,proto3" json:"attempts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeliveryAttemptPage) Reset() {
+	*x = DeliveryAttemptPage{}
+	mi := &file_voiceai_webhooks_v1_deliveries_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeliveryAttemptPage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeliveryAttemptPage) ProtoMessage() {}
+
+func (x *DeliveryAttemptPage) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_webhooks_v1_deliveries_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeliveryAttemptPage.ProtoReflect.Descriptor instead.
+func (*DeliveryAttemptPage) Descriptor() ([]byte, []int) {
+	return file_voiceai_webhooks_v1_deliveries_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DeliveryAttemptPage) GetAttempts() []*DeliveryAttempt {
+	if x != nil {
+		return x.Attempts
+	}
+	return nil
+}
+
 var File_voiceai_webhooks_v1_deliveries_proto protoreflect.FileDescriptor
 
 const file_voiceai_webhooks_v1_deliveries_proto_rawDesc = "" +
@@ -348,7 +396,9 @@ const file_voiceai_webhooks_v1_deliveries_proto_rawDesc = "" +
 	"\x04test\x18\x0e \x01(\bR\x04test\x12!\n" +
 	"\frequest_body\x18\x0f \x01(\fR\vrequestBody\x12#\n" +
 	"\rresponse_body\x18\x10 \x01(\tR\fresponseBody\x12\x1b\n" +
-	"\tresend_id\x18\x11 \x01(\tR\bresendIdBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
+	"\tresend_id\x18\x11 \x01(\tR\bresendId\"W\n" +
+	"\x13DeliveryAttemptPage\x12@\n" +
+	"\battempts\x18\x01 \x03(\v2$.voiceai.webhooks.v1.DeliveryAttemptR\battemptsBUZSgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1;webhooksv1b\x06proto3"
 
 var (
 	file_voiceai_webhooks_v1_deliveries_proto_rawDescOnce sync.Once
@@ -362,17 +412,19 @@ func file_voiceai_webhooks_v1_deliveries_proto_rawDescGZIP() []byte {
 	return file_voiceai_webhooks_v1_deliveries_proto_rawDescData
 }
 
-var file_voiceai_webhooks_v1_deliveries_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_voiceai_webhooks_v1_deliveries_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_voiceai_webhooks_v1_deliveries_proto_goTypes = []any{
-	(*DeliveryJob)(nil),     // 0: voiceai.webhooks.v1.DeliveryJob
-	(*DeliveryAttempt)(nil), // 1: voiceai.webhooks.v1.DeliveryAttempt
+	(*DeliveryJob)(nil),         // 0: voiceai.webhooks.v1.DeliveryJob
+	(*DeliveryAttempt)(nil),     // 1: voiceai.webhooks.v1.DeliveryAttempt
+	(*DeliveryAttemptPage)(nil), // 2: voiceai.webhooks.v1.DeliveryAttemptPage
 }
 var file_voiceai_webhooks_v1_deliveries_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1, // 0: voiceai.webhooks.v1.DeliveryAttemptPage.attempts:type_name -> voiceai.webhooks.v1.DeliveryAttempt
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_webhooks_v1_deliveries_proto_init() }
@@ -386,7 +438,7 @@ func file_voiceai_webhooks_v1_deliveries_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_webhooks_v1_deliveries_proto_rawDesc), len(file_voiceai_webhooks_v1_deliveries_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
