@@ -183,8 +183,14 @@ func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.Log
 		return nil, err
 	}
 	defer cur.Close(ctx)
+	// An attempt is listed once, though stored in more than one page.
+	listed := map[string]bool{}
 	selects := func(a *webhooksv1.DeliveryAttempt) bool {
-		return (beforeMs == 0 || a.GetAtUnixMs() < beforeMs) && f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs())
+		if listed[a.GetAttemptId()] || beforeMs != 0 && a.GetAtUnixMs() >= beforeMs || !f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
+			return false
+		}
+		listed[a.GetAttemptId()] = true
+		return true
 	}
 	var out []*webhooksv1.DeliveryAttempt
 	for cur.Next(ctx) {
@@ -218,10 +224,10 @@ func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.Log
 }
 
 // merge adds the attempts of more that selects takes to list (newest
-// first, at most limit), each attempt id once.
+// first, at most limit).
 func merge(list, more []*webhooksv1.DeliveryAttempt, selects func(*webhooksv1.DeliveryAttempt) bool, limit int) []*webhooksv1.DeliveryAttempt {
 	for _, a := range more {
-		if selects(a) && !slices.ContainsFunc(list, func(x *webhooksv1.DeliveryAttempt) bool { return x.GetAttemptId() == a.GetAttemptId() }) {
+		if selects(a) {
 			list = append(list, a)
 		}
 	}

@@ -79,6 +79,28 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	wantKind(t, err, apperr.NotFound, "a test of an unknown webhook")
 }
 
+// An attempt memory let go of is listed from the durable history though
+// memory still holds others of the same millisecond, and each once.
+func TestLogsReachIntoHistoryWithinAMillisecond(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.create(t, "")
+	at := f.clock.UnixMilli()
+	evicted, kept, newest := delivered(w, "evt_1", 0, at, true, true), delivered(w, "evt_2", 0, at, true, true), delivered(w, "evt_3", 0, at+1, true, true)
+	f.attempts.Add(kept)
+	f.attempts.Add(newest)
+	f.app.History = memory.NewHistory(evicted, kept, newest)
+	for limit, want := range map[int][]string{3: {"evt_3", "evt_2", "evt_1"}, 10: {"evt_3", "evt_2", "evt_1"}, 2: {"evt_3", "evt_2"}} {
+		logs, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, limit)
+		var got []string
+		for _, a := range logs {
+			got = append(got, a.EventId)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("limit %d: %v %v; want %v", limit, got, err, want)
+		}
+	}
+}
+
 // The log serves memory first, then the durable history older than the
 // oldest attempt memory holds.
 func TestLogsReachIntoHistory(t *testing.T) {

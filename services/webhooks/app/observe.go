@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"slices"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -61,11 +62,28 @@ func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilt
 	if len(out) == limit || a.History == nil {
 		return out, nil
 	}
-	older, err := a.History.Older(ctx, id, f, oldest, limit-len(out))
+	// The durable log is read from the oldest millisecond memory holds
+	// on, not before it: memory may have let go of some attempts of that
+	// millisecond and kept others.
+	before, held := oldest, 0
+	if oldest != 0 {
+		before = oldest + 1
+		for _, x := range out {
+			if x.GetAtUnixMs() == oldest {
+				held++
+			}
+		}
+	}
+	older, err := a.History.Older(ctx, id, f, before, limit-len(out)+held)
 	if err != nil {
 		return nil, err
 	}
-	return append(out, older...), nil
+	for _, x := range older {
+		if !slices.ContainsFunc(out, func(y *webhooksv1.DeliveryAttempt) bool { return y.GetAttemptId() == x.GetAttemptId() }) {
+			out = append(out, x)
+		}
+	}
+	return out[:min(len(out), limit)], nil
 }
 
 // HealthRow is the health of one webhook.
