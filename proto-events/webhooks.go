@@ -21,6 +21,13 @@ const (
 	WebhookAttemptsStream        = "WEBHOOK_ATTEMPTS"
 	WebhookAttemptsSubjectPrefix = "webhooks.attempt"
 	WebhookAttemptsAll           = "webhooks.attempt.>"
+
+	// WebhookAttemptsLogStream is the work queue the durable delivery log
+	// is copied from: it sources every record of WebhookAttemptsStream,
+	// under the same subjects, and a record leaves it once the log holds
+	// it. A copy behind by more than WEBHOOK_ATTEMPTS keeps of a webhook
+	// thus loses nothing.
+	WebhookAttemptsLogStream = "WEBHOOK_ATTEMPTS_LOG"
 )
 
 // Event types of stream WEBHOOKS.

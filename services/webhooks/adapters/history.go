@@ -281,19 +281,21 @@ func (p *AttemptPages) body(ctx context.Context, id string) ([]*webhooksv1.Deliv
 	return page.GetAttempts(), nil
 }
 
-// AttemptsStoreDurable is the consumer that copies attempts into the
-// pages.
+// AttemptsStoreDurable is the consumer of WEBHOOK_ATTEMPTS_LOG that
+// copies attempts into the pages.
 const AttemptsStoreDurable = "webhooks-attempt-pages"
 
-// replacedStoreDurables copied attempts one document each (the first
-// with ack-all, which a consumer cannot change in place). The pages'
-// consumer copies the stream again from its start, each attempt stored
-// once.
+// replacedStoreDurables copied WEBHOOK_ATTEMPTS itself one document an
+// attempt (the first with ack-all, which a consumer cannot change in
+// place); a copy behind by more than the stream keeps of a webhook lost
+// attempts. WEBHOOK_ATTEMPTS_LOG sources the stream from its start, so
+// the pages get every attempt it holds again, each listed once.
 var replacedStoreDurables = []string{"webhooks-attempts-store", "webhooks-attempts-mongo"}
 
 // StoreAttempts copies every attempt record into p through the durable
-// consumer AttemptsStoreDurable, a batch at a time: its pages written,
-// then the batch acknowledged (redelivered with back-off when the write
+// consumer AttemptsStoreDurable of the work queue WEBHOOK_ATTEMPTS_LOG,
+// a batch at a time: its pages written, then the batch acknowledged,
+// which takes it off the queue (redelivered with back-off when the write
 // fails). It runs until ctx ends.
 func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages, log *slog.Logger) error {
 	for _, name := range replacedStoreDurables {
@@ -302,7 +304,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 		}
 	}
 	spec := consume.Spec{
-		Stream: events.WebhookAttemptsStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsAll},
+		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsAll},
 		AckWait: time.Minute, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}

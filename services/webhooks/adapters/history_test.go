@@ -128,9 +128,11 @@ func TestPagesOf(t *testing.T) {
 	}
 }
 
-// StoreAttempts copies what the attempts stream records into the pages
-// through its consumer, and removes the consumers it replaced.
-func TestStoreAttemptsCopiesTheStream(t *testing.T) {
+// StoreAttempts copies every attempt record into the pages through the
+// work queue WEBHOOK_ATTEMPTS_LOG, and removes the consumers it replaced.
+// A copy that starts late loses nothing, though WEBHOOK_ATTEMPTS has let
+// go of a webhook's oldest attempts meanwhile.
+func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 	js := testenv.StreamsAt(t, EnsureStreams)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -143,27 +145,49 @@ func TestStoreAttemptsCopiesTheStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := AttemptsPerWebhook + 30
 	var recorded []string
-	for n := range 30 {
-		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%02d:whk_1:1", n), EventId: fmt.Sprintf("evt_%02d", n),
-			WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + n), Success: true, Final: true}
-		if err := (AttemptPublisher{JS: js}).RecordDurable(ctx, a); err != nil {
+	for i := range n {
+		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+			WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
+		if err := (AttemptPublisher{JS: js}).Record(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 		recorded = append([]string{a.GetAttemptId()}, recorded...)
 	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-ctx.Done():
+	}
+	if info, err := js.Stream(ctx, events.WebhookAttemptsStream); err != nil || info.CachedInfo().State.Msgs != AttemptsPerWebhook {
+		t.Fatalf("WEBHOOK_ATTEMPTS holds %v records (%v); want the newest %d", info.CachedInfo().State.Msgs, err, AttemptsPerWebhook)
+	}
 	if err := StoreAttempts(ctx, js, p, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
+	var held []string
 	testkit.Eventually(t, 15*time.Second, "every attempt in the pages", func() bool {
-		got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100)
-		return err == nil && slices.Equal(historyIDs(got), recorded)
+		held = nil
+		before := int64(0)
+		for {
+			page, err := p.Older(ctx, "whk_1", domain.LogFilter{}, before, 100)
+			if err != nil || len(page) == 0 {
+				break
+			}
+			held = append(held, historyIDs(page)...)
+			before = page[len(page)-1].GetAtUnixMs()
+		}
+		return slices.Equal(held, recorded)
 	})
 	for _, name := range replacedStoreDurables {
 		if _, err := js.Consumer(ctx, events.WebhookAttemptsStream, name); err == nil {
 			t.Errorf("consumer %s left behind", name)
 		}
 	}
+	testkit.Eventually(t, 5*time.Second, "the copied records off the work queue", func() bool {
+		str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
+		return err == nil && str.CachedInfo().State.Msgs == 0
+	})
 }
 
 func historyIDs(as []*webhooksv1.DeliveryAttempt) []string {

@@ -23,7 +23,8 @@ const AttemptsPerWebhook = 1000
 
 // EnsureStreams creates or updates every stream the webhooks service
 // uses: WEBHOOKS (its event store), PLATFORM (shared with producers),
-// WEBHOOK_DELIVERIES (the work queue) and WEBHOOK_ATTEMPTS.
+// WEBHOOK_DELIVERIES (the work queue), WEBHOOK_ATTEMPTS and
+// WEBHOOK_ATTEMPTS_LOG.
 func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) error {
 	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.WebhooksStream, events.PlatformStream); err != nil {
 		return err
@@ -50,6 +51,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		MaxAge:            30 * 24 * time.Hour,
 		Duplicates:        10 * time.Minute,
 		AllowDirect:       true,
+	}, {
+		Name:        events.WebhookAttemptsLogStream,
+		Description: "Every webhook delivery attempt, until the durable delivery log holds it",
+		Sources:     []*jetstream.StreamSource{{Name: events.WebhookAttemptsStream}},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		MaxAge:      30 * 24 * time.Hour,
 	}} {
 		if _, err := eventstore.EnsureConfig(ctx, js, c); err != nil {
 			return fmt.Errorf("stream %s: %w", c.Name, err)
