@@ -25,8 +25,10 @@ const (
 	// WebhookAttemptsLogStream is the work queue the durable delivery log
 	// is copied from: it sources every record of WebhookAttemptsStream,
 	// under the same subjects, and a record leaves it once the log holds
-	// it. A copy behind by more than WEBHOOK_ATTEMPTS keeps of a webhook
-	// thus loses nothing.
+	// it. The copy may fall behind by any amount (down, or slower than a
+	// burst) and lose nothing; only the sourcing, inside the server, has
+	// to keep within the 1,000 attempts WEBHOOK_ATTEMPTS keeps of a
+	// webhook, which it does by far.
 	WebhookAttemptsLogStream = "WEBHOOK_ATTEMPTS_LOG"
 )
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -145,22 +146,35 @@ func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := AttemptsPerWebhook + 30
+	// The first 30 attempts reach the queue; then 1,000 more make the
+	// stream let go of those 30, before the copy has started.
 	var recorded []string
-	for i := range n {
-		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
-			WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
-		if err := (AttemptPublisher{JS: js}).Record(ctx, a); err != nil {
-			t.Fatal(err)
+	record := func(from, to int) {
+		for i := from; i < to; i++ {
+			a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+				WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
+			if err := (AttemptPublisher{JS: js}).RecordDurable(ctx, a); err != nil {
+				t.Fatal(err)
+			}
+			recorded = append([]string{a.GetAttemptId()}, recorded...)
 		}
-		recorded = append([]string{a.GetAttemptId()}, recorded...)
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-ctx.Done():
+	queued := func() uint64 {
+		str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
+		if err != nil {
+			return math.MaxUint64
+		}
+		return str.CachedInfo().State.Msgs
 	}
-	if info, err := js.Stream(ctx, events.WebhookAttemptsStream); err != nil || info.CachedInfo().State.Msgs != AttemptsPerWebhook {
-		t.Fatalf("WEBHOOK_ATTEMPTS holds %v records (%v); want the newest %d", info.CachedInfo().State.Msgs, err, AttemptsPerWebhook)
+	record(0, 30)
+	testkit.Eventually(t, 10*time.Second, "the first 30 attempts on the queue", func() bool { return queued() == 30 })
+	record(30, 30+AttemptsPerWebhook)
+	str, err := js.Stream(ctx, events.WebhookAttemptsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held := str.CachedInfo().State.Msgs; held != AttemptsPerWebhook {
+		t.Fatalf("WEBHOOK_ATTEMPTS holds %d records; want the newest %d", held, AttemptsPerWebhook)
 	}
 	if err := StoreAttempts(ctx, js, p, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
@@ -184,10 +198,7 @@ func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 			t.Errorf("consumer %s left behind", name)
 		}
 	}
-	testkit.Eventually(t, 5*time.Second, "the copied records off the work queue", func() bool {
-		str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
-		return err == nil && str.CachedInfo().State.Msgs == 0
-	})
+	testkit.Eventually(t, 5*time.Second, "the copied records off the queue", func() bool { return queued() == 0 })
 }
 
 func historyIDs(as []*webhooksv1.DeliveryAttempt) []string {
