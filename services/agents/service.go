@@ -8,9 +8,13 @@ import (
 	"context"
 	"errors"
 
+	"google.golang.org/protobuf/proto"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
@@ -18,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 	"github.com/voiceai-platform/voiceai/services/agents/ports"
 )
@@ -47,11 +52,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	db := d.Database(Name)
-	rm, err := adapters.NewReadModel(ctx, db)
+	store, err := adapters.NewReadModel(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	secrets, err := adapters.NewSecretReadModel(ctx, db)
+	storeSecrets, err := adapters.NewSecretReadModel(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -59,15 +64,26 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Listings read the store, or in memory mode an index built from the
+	// stream before the service answers: the embedded store cannot index,
+	// and would read every agent of every workspace for a page.
+	var rm app.ReadModel = store
+	var secrets app.SecretReadModel = storeSecrets
+	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger}
+	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger}
+	if d.ReadIndex == config.ReadIndexMemory {
+		if rm, secrets, err = followAgents(ctx, d); err != nil {
+			return nil, err
+		}
+		agents, secretsCopy = agents.UnreadCopy(), secretsCopy.UnreadCopy()
+	}
 	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, secrets, sealer, outbound.NewGuard(c.AllowHosts).HostAllowed, d.Logger, d.Clock())
-	d.WatchConsumer(events.AgentsStream, "agents-readmodel")
-	projection.Start(ctx, d.JS, rm.Agents, projection.Config{
-		Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger,
-	}, adapters.Handler)
-	d.WatchConsumer(events.AgentsStream, "agents-secrets")
-	projection.Start(ctx, d.JS, secrets.Secrets, projection.Config{
-		Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger,
-	}, adapters.SecretsHandler)
+	// The store is the durable copy (and what listings read in store
+	// mode), written off the request path by its projectors.
+	d.WatchConsumer(agents.Stream, agents.Durable)
+	projection.Start(ctx, d.JS, store.Agents, agents, adapters.Handler)
+	d.WatchConsumer(secretsCopy.Stream, secretsCopy.Durable)
+	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
 	a.Calls = adapters.NewCallLog(db)
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
@@ -77,4 +93,23 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}()
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
+}
+
+// followAgents builds the in-memory listings of agents and secrets from
+// the AGENTS stream (each one's last event), then keeps them live; it
+// returns once the replay is applied. The service's own writes are
+// applied at once as well (the repositories' projection), so a caller
+// lists what it has just written.
+func followAgents(ctx context.Context, d runtime.Deps) (*memory.ReadModel, *memory.Secrets, error) {
+	agents := memory.NewReadModel()
+	secrets := memory.NewSecrets(agents)
+	err := eventstore.FollowState(ctx, d.JS, events.AgentsStream, []string{events.AgentsAll, events.SecretsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+		// In memory: Apply never fails.
+		if a, ok := events.StateOf[*agentsv1.Agent](msg); ok {
+			_ = agents.Apply(ctx, seq, a)
+		} else if s, ok := events.StateOf[*agentsv1.WorkspaceSecret](msg); ok {
+			_ = secrets.Apply(ctx, seq, s)
+		}
+	})
+	return agents, secrets, err
 }

@@ -88,7 +88,14 @@ func Run(t *testing.T, open func(*testing.T) app.ReadModel) {
 			t.Fatal(err)
 		}
 	}
-	// A deleted agent leaves every listing; an older state is ignored.
+	// A deleted agent leaves every listing; an older state is ignored; a
+	// renamed agent moves in the name order and leaves a search for its
+	// old name.
+	renamed := fixture()[12]
+	renamed.Name = "Aardvark"
+	if err := rm.Apply(ctx, 101, renamed); err != nil {
+		t.Fatal(err)
+	}
 	gone := fixture()[7]
 	deleted := int64(1)
 	gone.DeletedAtUnix = &deleted
@@ -101,6 +108,7 @@ func Run(t *testing.T, open func(*testing.T) app.ReadModel) {
 		t.Fatal(err)
 	}
 	live := slices.DeleteFunc(fixture(), func(a *agentsv1.Agent) bool { return a.AgentId == gone.AgentId })
+	live[slices.IndexFunc(live, func(a *agentsv1.Agent) bool { return a.AgentId == renamed.AgentId })] = renamed
 	for _, q := range queries() {
 		expected := reference(live, q)
 		if len(expected) == 0 && q.WorkspaceID != "ws_none" {

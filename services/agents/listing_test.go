@@ -1,0 +1,105 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// The agent and secret listings show a write as soon as it is answered
+// and are the same after a restart, on either read index: rebuilt from
+// the stream in memory mode, read from the durable copy in store mode.
+func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
+	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
+		t.Run(index, func(t *testing.T) { testListings(t, index) })
+	}
+}
+
+func testListings(t *testing.T, index string) {
+	env := testenv.New(t)
+	conn, mc := env.Conn(t), env.Mongo(t)
+	start := func() (*Service, func()) {
+		d := runtimetest.Deps(t, conn, mc) // each start registers its metrics afresh
+		d.ReadIndex = index
+		ctx, cancel := context.WithCancel(context.Background())
+		svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svc, func() { _ = svc.Stop(); cancel() }
+	}
+	svc, stop := start()
+	defer func() { stop() }()
+	admin := caller // binding a secret takes a workspace admin
+	admin.Permissions = append([]string{"workspace_write"}, caller.Permissions...)
+	do := func(svc *Service, method, path, body string) map[string]any {
+		t.Helper()
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		admin.SetHeaders(req.Header)
+		rec := httptest.NewRecorder()
+		svc.Handler.ServeHTTP(rec, req)
+		if rec.Code >= 300 {
+			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		}
+		var m map[string]any
+		if rec.Body.Len() > 0 {
+			if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
+	}
+	secret := do(svc, http.MethodPost, "/v1/convai/secrets", `{"type":"new","name":"crm_token","value":"s3cret"}`)["secret_id"].(string)
+	var ids []string
+	for i := range 5 {
+		body := fmt.Sprintf(`{"name":"Agent %d"}`, i)
+		if i%2 == 0 {
+			body = fmt.Sprintf(`{"name":"Agent %d","conversation_config":{"agent":{"prompt":{"prompt":"p","llm":"custom-llm",
+				"custom_llm":{"url":"http://127.0.0.1:9/v1","model_id":"ft","api_key":{"secret_id":%q}}}}}}`, i, secret)
+		}
+		ids = append(ids, do(svc, http.MethodPost, "/v1/convai/agents/create", body)["agent_id"].(string))
+	}
+	do(svc, http.MethodPatch, "/v1/convai/agents/"+ids[3], `{"name":"Aardvark"}`)
+	do(svc, http.MethodDelete, "/v1/convai/agents/"+ids[4], "")
+
+	names := func(svc *Service, query string) []string {
+		var out []string
+		for _, a := range do(svc, http.MethodGet, "/v1/convai/agents?"+query, "")["agents"].([]any) {
+			out = append(out, a.(map[string]any)["name"].(string))
+		}
+		return out
+	}
+	using := func(svc *Service) []string {
+		var out []string
+		for _, u := range do(svc, http.MethodGet, "/v1/convai/secrets/"+secret, "")["used_by"].(map[string]any)["agents"].([]any) {
+			out = append(out, u.(map[string]any)["id"].(string))
+		}
+		slices.Sort(out)
+		return out
+	}
+	check := func(svc *Service, when string) {
+		t.Helper()
+		if got, want := names(svc, "sort_by=name"), []string{"Aardvark", "Agent 0", "Agent 1", "Agent 2"}; !slices.Equal(got, want) {
+			t.Errorf("%s: by name %v; want %v", when, got, want)
+		}
+		if got, want := names(svc, "search=agent&page_size=2"), []string{"Agent 2", "Agent 1"}; !slices.Equal(got, want) {
+			t.Errorf("%s: a search, newest first %v; want %v", when, got, want)
+		}
+		if got, want := using(svc), []string{ids[0], ids[2]}; !slices.Equal(got, want) {
+			t.Errorf("%s: agents using the secret %v; want %v", when, got, want)
+		}
+	}
+	check(svc, "at once")
+	stop()
+	svc, stop = start()
+	check(svc, "after a restart")
+}
