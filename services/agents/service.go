@@ -84,7 +84,9 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, store.Agents, agents, adapters.Handler)
 	d.WatchConsumer(secretsCopy.Stream, secretsCopy.Durable)
 	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
-	a.Calls = adapters.NewCallLog(db)
+	calls := adapters.NewCallLog(db)
+	calls.ByID = d.ReadIndex == config.ReadIndexMemory // the embedded store
+	a.Calls = calls
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
 		if err := adapters.FollowCalls(ctx, d.JS, a.Calls, d.Logger); err != nil && ctx.Err() == nil {

@@ -60,6 +60,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
@@ -666,8 +667,9 @@ func (p *platform) seedTesting(n int) error {
 	return nil
 }
 
-// seedAgents appends n agents to the AGENTS stream, and waits until the
-// listing shows the last one and the store's copy has them all.
+// seedAgents appends n agents to the AGENTS stream and a call of each to
+// PLATFORM, and waits until the listing shows the last agent and the
+// store has them all and their calls.
 func (p *platform) seedAgents(n int) error {
 	js, closeJS, err := p.JetStream()
 	if err != nil {
@@ -691,7 +693,16 @@ func (p *platform) seedAgents(n int) error {
 		if err != nil {
 			return err
 		}
-		if err := pub.publish(msg, i == n); err != nil {
+		if err := pub.publish(msg, false); err != nil {
+			return err
+		}
+		// A call of each: a page of the listing shows each agent's last.
+		if subject, err = events.PlatformSubject(workspace, "call_started"); err != nil {
+			return err
+		}
+		call := nats.NewMsg(subject)
+		call.Data = fmt.Appendf(nil, `{"event":"call_started","timestamp":%q,"data":{"agent_id":%q,"call_id":"call_%06d"}}`, at.UTC().Format(time.RFC3339), id, i)
+		if err := pub.publish(call, i == n); err != nil {
 			return err
 		}
 	}
@@ -712,7 +723,10 @@ func (p *platform) seedAgents(n int) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	return projection.WaitCaughtUp(wctx, js, events.AgentsStream, "agents-readmodel")
+	if err := projection.WaitCaughtUp(wctx, js, events.AgentsStream, "agents-readmodel"); err != nil {
+		return err
+	}
+	return projection.WaitCaughtUp(wctx, js, events.PlatformStream, agentsadapters.CallsDurable)
 }
 
 // queueTiming is what e2e/browser/queuebench.mjs prints.
