@@ -184,6 +184,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) a
 // their reader.
 func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
 	v := adapters.OpenVerdicts(d.Database(Name))
+	v.LabelsByID = d.ReadIndex == config.ReadIndexMemory // the embedded store
 	for _, p := range []struct {
 		coll    *mongo.Collection
 		durable string

@@ -3,20 +3,18 @@ package adapters
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-	"golang.org/x/sync/errgroup"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -34,19 +32,13 @@ var CallsFilter = []string{"platform.evt.*.call_started", "platform.evt.*.conver
 // read by id for a page of the listing.
 type CallLog struct {
 	Calls *mongo.Collection
-	// ByID looks a page's agents up one by one, a few at once, where a
-	// single query would ask for them all ($in). The embedded store
-	// serves a lookup by _id from an index but answers any other query,
-	// $in on _id included, by reading the whole collection: over a
-	// second for a page at 10,000 called agents, against milliseconds.
+	// ByID looks a page's agents up one by one (mongox.ByIDs): on the
+	// embedded store one query for them all reads every agent's calls.
 	ByID bool
 }
 
 // NewCallLog opens the collection (its _id is its only index).
 func NewCallLog(db *mongo.Database) *CallLog { return &CallLog{Calls: db.Collection(CallsCollection)} }
-
-// lookups is how many lookups by id a page runs at once.
-const lookups = 8
 
 type callDoc struct {
 	ID           string `bson:"_id"` // workspace/agent
@@ -92,15 +84,8 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 	for i, id := range agentIDs {
 		keys[i] = callKey(workspaceID, id)
 	}
-	if l.ByID {
-		return l.lastCallsByID(ctx, keys)
-	}
-	cur, err := l.Calls.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: keys}}}})
+	docs, err := mongox.ByIDs[callDoc](ctx, l.Calls, keys, l.ByID)
 	if err != nil {
-		return nil, err
-	}
-	var docs []callDoc
-	if err := cur.All(ctx, &docs); err != nil {
 		return nil, err
 	}
 	out := make(map[string]int64, len(docs))
@@ -108,31 +93,6 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 		out[d.AgentID] = d.LastCallUnix
 	}
 	return out, nil
-}
-
-// lastCallsByID is LastCalls as one lookup by _id per key.
-func (l *CallLog) lastCallsByID(ctx context.Context, keys []string) (map[string]int64, error) {
-	var mu sync.Mutex
-	out := make(map[string]int64, len(keys))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(lookups)
-	for _, k := range keys {
-		g.Go(func() error {
-			var d callDoc
-			err := l.Calls.FindOne(ctx, bson.D{{Key: "_id", Value: k}}).Decode(&d)
-			if errors.Is(err, mongo.ErrNoDocuments) {
-				return nil // never called
-			}
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			out[d.AgentID] = d.LastCallUnix
-			mu.Unlock()
-			return nil
-		})
-	}
-	return out, g.Wait()
 }
 
 // FollowCalls records the platform's calls in log through the durable

@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -149,6 +150,9 @@ func LabelHandler(_ context.Context, rec eventstore.Record) (string, any, error)
 // Verdicts reads the two projections.
 type Verdicts struct {
 	AnalysesColl, LabelsColl *mongo.Collection
+	// LabelsByID looks labels up one by one (mongox.ByIDs): on the
+	// embedded store one query for several reads every label.
+	LabelsByID bool
 }
 
 // OpenVerdicts opens the collections.
@@ -180,15 +184,11 @@ func (v Verdicts) Labels(ctx context.Context, workspaceID string, keys []app.Lab
 	for i, k := range keys {
 		idsOf[i] = labelDocID(workspaceID, k)
 	}
-	cur, err := v.LabelsColl.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: idsOf}}}})
-	if err != nil {
-		return nil, err
-	}
-	var docs []struct {
+	docs, err := mongox.ByIDs[struct {
 		ID       string `bson:"_id"`
 		LabelDoc `bson:",inline"`
-	}
-	if err := cur.All(ctx, &docs); err != nil {
+	}](ctx, v.LabelsColl, idsOf, v.LabelsByID)
+	if err != nil {
 		return nil, err
 	}
 	byID := make(map[string]LabelDoc, len(docs))

@@ -71,19 +71,22 @@ func TestVerdictProjections(t *testing.T) {
 			JudgedResult: "failure", VerdictCorrect: true, Note: "right"}}))
 	keys := []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}, {Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_1"},
 		{Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_0"}}
-	labels, err := v.Labels(ctx, "ws", keys)
-	if err != nil || len(labels) != 2 {
-		t.Fatalf("labels: %+v %v", labels, err)
-	}
-	if l := labels[0]; l.Kind != app.LabelOfConversation || l.LabelID != "clbl_1" || l.Note != "right" {
-		t.Fatalf("the conversation's label: %+v", l)
-	}
-	if l := labels[1]; l.Kind != app.LabelOfRun || l.LabelID != "rlbl_2" || l.VerdictCorrect || l.Reviewer.UserID != "u1" ||
-		len(l.Criteria) != 1 || l.Criteria[0].Text != "states the hours" {
-		t.Fatalf("the run's current label: %+v", l)
-	}
-	if labels, err := v.Labels(ctx, "other", keys); err != nil || len(labels) != 0 {
-		t.Fatalf("another workspace's labels: %+v %v", labels, err)
+	for _, byID := range []bool{false, true} { // one query, or a lookup each
+		v.LabelsByID = byID
+		labels, err := v.Labels(ctx, "ws", keys)
+		if err != nil || len(labels) != 2 {
+			t.Fatalf("labels (by id %v): %+v %v", byID, labels, err)
+		}
+		if l := labels[0]; l.Kind != app.LabelOfConversation || l.LabelID != "clbl_1" || l.Note != "right" {
+			t.Fatalf("the conversation's label (by id %v): %+v", byID, l)
+		}
+		if l := labels[1]; l.Kind != app.LabelOfRun || l.LabelID != "rlbl_2" || l.VerdictCorrect || l.Reviewer.UserID != "u1" ||
+			len(l.Criteria) != 1 || l.Criteria[0].Text != "states the hours" {
+			t.Fatalf("the run's current label (by id %v): %+v", byID, l)
+		}
+		if labels, err := v.Labels(ctx, "other", keys); err != nil || len(labels) != 0 {
+			t.Fatalf("another workspace's labels (by id %v): %+v %v", byID, labels, err)
+		}
 	}
 	// Other events of the stream are skipped.
 	if id, _, err := LabelHandler(ctx, verdictRecord(t, 6, events.TypeRunCompleted, &testingv1.RunCompleted{})); id != "" || err != nil {
