@@ -10,28 +10,21 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // The agent and secret listings show a write as soon as it is answered
 // and are the same after a restart, on either read index: rebuilt from
 // the stream in memory mode, read from the durable copy in store mode.
 func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
-	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
-		t.Run(index, func(t *testing.T) { testListings(t, index) })
-	}
+	runtimetest.OnEachReadIndex(t, testListings)
 }
 
 func testListings(t *testing.T, index string) {
-	env := testenv.New(t)
-	conn, mc := env.Conn(t), env.Mongo(t)
+	deps := runtimetest.Restarts(t, index)
 	start := func() (*Service, func()) {
-		d := runtimetest.Deps(t, conn, mc) // each start registers its metrics afresh
-		d.ReadIndex = index
 		ctx, cancel := context.WithCancel(context.Background())
-		svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
+		svc, err := Start(ctx, deps(), Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,6 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
-	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -29,18 +28,14 @@ import (
 // admin account apart, and are the same after a restart (rebuilt from the
 // stream in memory mode, read from the durable copy in store mode).
 func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
-	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
-		t.Run(index, func(t *testing.T) { testListings(t, index) })
-	}
+	runtimetest.OnEachReadIndex(t, testListings)
 }
 
 func testListings(t *testing.T, index string) {
-	env := testenv.New(t)
-	conn, mc := env.Conn(t), env.Mongo(t)
+	deps := runtimetest.Restarts(t, index)
 	var d runtime.Deps
 	start := func() (*Service, context.CancelFunc) {
-		d = runtimetest.Deps(t, conn, mc) // each start registers its metrics afresh
-		d.ReadIndex = index
+		d = deps()
 		ctx, cancel := context.WithCancel(context.Background())
 		svc, err := Start(ctx, d)
 		if err != nil {

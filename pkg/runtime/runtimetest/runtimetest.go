@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // Deps are one replica's dependencies on nc and mc (nil: no store), with
@@ -22,4 +24,25 @@ func Deps(t testing.TB, nc *nats.Conn, mc *mongo.Client) runtime.Deps {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// OnEachReadIndex runs test as a subtest for each read index a service's
+// listings may read: memory (built from the streams) and store.
+func OnEachReadIndex(t *testing.T, test func(t *testing.T, index string)) {
+	for _, index := range []string{config.ReadIndexMemory, config.ReadIndexStore} {
+		t.Run(index, func(t *testing.T) { test(t, index) })
+	}
+}
+
+// Restarts returns one replica's dependencies on a fresh environment
+// (NATS and the store) with the read index given, anew at each call: a
+// service started on each is that replica restarted.
+func Restarts(t *testing.T, index string) func() runtime.Deps {
+	env := testenv.New(t)
+	conn, mc := env.Conn(t), env.Mongo(t)
+	return func() runtime.Deps {
+		d := Deps(t, conn, mc)
+		d.ReadIndex = index
+		return d
+	}
 }
