@@ -9,8 +9,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // The agent and secret listings show a write as soon as it is answered
@@ -22,9 +26,12 @@ func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
 
 func testListings(t *testing.T, index string) {
 	deps := runtimetest.Restarts(t, index)
+	var js jetstream.JetStream
 	start := func() (*Service, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		svc, err := Start(ctx, deps(), Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
+		d := deps()
+		js = d.JS
+		svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -62,6 +69,19 @@ func testListings(t *testing.T, index string) {
 		ids = append(ids, do(svc, http.MethodPost, "/v1/convai/agents/create", body)["agent_id"].(string))
 	}
 	do(svc, http.MethodPatch, "/v1/convai/agents/"+ids[3], `{"name":"Aardvark"}`)
+	// A call of Agent 1, as the platform reports it.
+	if _, err := js.Publish(context.Background(), "platform.evt.ws_a.call_started",
+		fmt.Appendf(nil, `{"event":"call_started","timestamp":"2027-01-02T03:04:05Z","data":{"agent_id":%q}}`, ids[1])); err != nil {
+		t.Fatal(err)
+	}
+	lastCall := func(svc *Service) any {
+		for _, a := range do(svc, http.MethodGet, "/v1/convai/agents?search=agent%201", "")["agents"].([]any) {
+			return a.(map[string]any)["last_call_time_unix_secs"]
+		}
+		return nil
+	}
+	called := float64(time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC).Unix())
+	testkit.Eventually(t, 10*time.Second, "Agent 1's call listed", func() bool { return lastCall(svc) == called })
 	do(svc, http.MethodDelete, "/v1/convai/agents/"+ids[4], "")
 
 	names := func(svc *Service, query string) []string {
@@ -95,4 +115,7 @@ func testListings(t *testing.T, index string) {
 	stop()
 	svc, stop = start()
 	check(svc, "after a restart")
+	if got := lastCall(svc); got != called {
+		t.Errorf("after a restart: Agent 1's last call %v; want %v", got, called)
+	}
 }

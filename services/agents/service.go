@@ -84,12 +84,20 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, store.Agents, agents, adapters.Handler)
 	d.WatchConsumer(secretsCopy.Stream, secretsCopy.Durable)
 	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
+	// The calls are copied into the store; in memory mode each replica
+	// also keeps them all in memory, which the listing reads.
 	calls := adapters.NewCallLog(db)
-	calls.ByID = d.ReadIndex == config.ReadIndexMemory // the embedded store
 	a.Calls = calls
+	if d.ReadIndex == config.ReadIndexMemory {
+		mem := memory.NewCallLog()
+		if err := adapters.FollowCallsInto(ctx, d.JS, calls, mem, d.Logger); err != nil {
+			return nil, err
+		}
+		a.Calls = mem
+	}
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
-		if err := adapters.FollowCalls(ctx, d.JS, a.Calls, d.Logger); err != nil && ctx.Err() == nil {
+		if err := adapters.FollowCalls(ctx, d.JS, calls, d.Logger); err != nil && ctx.Err() == nil {
 			d.Logger.Error("call log stopped", "err", err)
 		}
 	}()

@@ -3,7 +3,9 @@ package adapters
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,6 +15,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -30,12 +33,7 @@ var CallsFilter = []string{"platform.evt.*.call_started", "platform.evt.*.conver
 
 // CallLog is the call log in the store: one document per called agent,
 // read by id for a page of the listing.
-type CallLog struct {
-	Calls *mongo.Collection
-	// ByID looks a page's agents up one by one (mongox.ByIDs): on the
-	// embedded store one query for them all reads every agent's calls.
-	ByID bool
-}
+type CallLog struct{ Calls *mongo.Collection }
 
 // NewCallLog opens the collection (its _id is its only index).
 func NewCallLog(db *mongo.Database) *CallLog { return &CallLog{Calls: db.Collection(CallsCollection)} }
@@ -84,7 +82,10 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 	for i, id := range agentIDs {
 		keys[i] = callKey(workspaceID, id)
 	}
-	docs, err := mongox.ByIDs[callDoc](ctx, l.Calls, keys, l.ByID)
+	// One query: MongoDB reads $in from the _id index. (The embedded
+	// store would read every document: there the memory read index keeps
+	// the calls, FollowCallsInto.)
+	docs, err := mongox.ByIDs[callDoc](ctx, l.Calls, keys, false)
 	if err != nil {
 		return nil, err
 	}
@@ -117,17 +118,66 @@ func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, l
 
 // callOf is the call a call_started or conversation_started event reports.
 func callOf(m jetstream.Msg) (app.Call, bool) {
-	ws, _, ok := events.ParsePlatformSubject(m.Subject())
 	meta, err := m.Metadata()
-	if !ok || err != nil || !ids.Valid(ws) {
+	if err != nil {
+		return app.Call{}, false
+	}
+	return callIn(m.Subject(), m.Data(), meta.Timestamp)
+}
+
+// callIn is the call an event on subject reports, stored at storedAt.
+func callIn(subject string, body []byte, storedAt time.Time) (app.Call, bool) {
+	ws, _, ok := events.ParsePlatformSubject(subject)
+	if !ok || !ids.Valid(ws) {
 		return app.Call{}, false
 	}
 	var env wire.Envelope
 	var data struct {
 		AgentID string `json:"agent_id"`
 	}
-	if json.Unmarshal(m.Data(), &env) != nil || json.Unmarshal(env.Data, &data) != nil || !ids.Valid(data.AgentID) {
+	if json.Unmarshal(body, &env) != nil || json.Unmarshal(env.Data, &data) != nil || !ids.Valid(data.AgentID) {
 		return app.Call{}, false
 	}
-	return app.Call{WorkspaceID: ws, AgentID: data.AgentID, AtUnix: env.At(meta.Timestamp).Unix()}, true
+	return app.Call{WorkspaceID: ws, AgentID: data.AgentID, AtUnix: env.At(storedAt).Unix()}, true
+}
+
+// FollowCallsInto keeps log (a replica's own, in memory) current with
+// every call: the calls the store holds, read once, and from PLATFORM
+// those its copy had not acknowledged yet, then each new one. The copy's
+// durable consumer shares calls out among replicas; this follower sees
+// them all. It returns once what PLATFORM held is applied.
+func FollowCallsInto(ctx context.Context, js jetstream.JetStream, store *CallLog, log app.CallLog, logger *slog.Logger) error {
+	var copied uint64 // every call at or below is in the store
+	c, err := js.Consumer(ctx, events.PlatformStream, CallsDurable)
+	switch {
+	case err == nil:
+		copied = c.CachedInfo().AckFloor.Stream
+	case !errors.Is(err, jetstream.ErrConsumerNotFound):
+		return err
+	}
+	f, err := eventstore.FollowAfter(ctx, js, events.PlatformStream, CallsFilter, copied, func(rec eventstore.Record) {
+		if c, ok := callIn(rec.Subject, rec.Data, rec.Time); ok {
+			_ = log.Record(ctx, []app.Call{c}) // in memory: never fails
+		}
+	})
+	if err != nil {
+		return err
+	}
+	cur, err := store.Calls.Find(ctx, bson.D{})
+	if err != nil {
+		return err
+	}
+	var docs []callDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return err
+	}
+	calls := make([]app.Call, len(docs))
+	for i, d := range docs {
+		calls[i] = app.Call{WorkspaceID: d.WorkspaceID, AgentID: d.AgentID, AtUnix: d.LastCallUnix}
+	}
+	if err := log.Record(ctx, calls); err != nil {
+		return err
+	}
+	logger.Debug("call log loaded", "agents", len(docs), "after", copied)
+	return f.Wait(ctx)
 }

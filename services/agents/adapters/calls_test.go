@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"maps"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
+	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
 // The call log follows PLATFORM: a call_started or conversation_started
@@ -66,4 +68,54 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the follower stopped with %v", err)
 	}
+}
+
+// A replica's own call log in memory holds every call: those the store's
+// copy holds (read from the store: the stream is not read before what the
+// copy acknowledged), those the copy has not stored yet (from the
+// stream), and each new one.
+func TestFollowCallsIntoHoldsTheStoreAndTheStream(t *testing.T) {
+	env := testenv.New(t)
+	js := testenv.JetStreamAt(t, env.NATSURL)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.PlatformStream); err != nil {
+		t.Fatal(err)
+	}
+	call := func(agent string, at int) {
+		t.Helper()
+		body := fmt.Sprintf(`{"event":"call_started","timestamp":%q,"data":{"agent_id":%q}}`, time.Unix(int64(at), 0).UTC().Format(time.RFC3339), agent)
+		if _, err := js.Publish(ctx, "platform.evt.ws_a.call_started", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := NewCallLog(env.Mongo(t).Database("agents_calls_into"))
+	last := func(l app.CallLog) map[string]int64 {
+		got, err := l.LastCalls(ctx, "ws_a", []string{"agent_1", "agent_2", "agent_3"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	log := slog.New(slog.DiscardHandler)
+	copyCtx, stopCopy := context.WithCancel(ctx)
+	copied := make(chan error, 1)
+	go func() { copied <- FollowCalls(copyCtx, js, store, log) }()
+	call("agent_1", 100)
+	call("agent_2", 200)
+	testkit.Eventually(t, 10*time.Second, "the first two calls in the store", func() bool { return len(last(store)) == 2 })
+	stopCopy()
+	<-copied
+	call("agent_2", 300) // not copied: the copy has stopped
+	call("agent_3", 400)
+
+	mem := memory.NewCallLog()
+	if err := FollowCallsInto(ctx, js, store, mem, log); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := last(mem), map[string]int64{"agent_1": 100, "agent_2": 300, "agent_3": 400}; !maps.Equal(got, want) {
+		t.Fatalf("at start: %v; want %v", got, want)
+	}
+	call("agent_1", 500)
+	testkit.Eventually(t, 10*time.Second, "a new call", func() bool { return last(mem)["agent_1"] == 500 })
 }

@@ -2,7 +2,6 @@ package adapters
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -19,15 +18,9 @@ func TestStoreReadModelConforms(t *testing.T) {
 }
 
 func TestStoreCallLogConforms(t *testing.T) {
-	for _, byID := range []bool{false, true} {
-		t.Run(fmt.Sprintf("by id %v", byID), func(t *testing.T) {
-			readmodeltest.RunCallLog(t, testenv.OnFreshDatabases(t, "agents_calls", func(_ context.Context, db *mongo.Database) (app.CallLog, error) {
-				l := NewCallLog(db)
-				l.ByID = byID
-				return l, nil
-			}))
-		})
-	}
+	readmodeltest.RunCallLog(t, testenv.OnFreshDatabases(t, "agents_calls", func(_ context.Context, db *mongo.Database) (app.CallLog, error) {
+		return NewCallLog(db), nil
+	}))
 }
 
 // The secrets' read model and the agent listing it reads share one

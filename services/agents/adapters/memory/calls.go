@@ -7,7 +7,9 @@ import (
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
-// CallLog is the call log in memory, for the use-case tests.
+// CallLog is the call log in memory: each replica's own with the memory
+// read index (adapters.FollowCallsInto keeps it), and the use-case
+// tests' double.
 type CallLog struct {
 	mu   sync.Mutex
 	last map[callKey]int64 // an agent's latest call
