@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
@@ -23,13 +25,9 @@ import (
 // are not envelopes and agent ids that are not ids are skipped, and the
 // follower goes on past them.
 func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
-	env := testenv.New(t)
-	js := testenv.JetStreamAt(t, env.NATSURL)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.PlatformStream); err != nil {
-		t.Fatal(err)
-	}
+	_, js, ctx := platform(t)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	publish := func(ws, event, body string) {
 		t.Helper()
 		if _, err := js.Publish(ctx, "platform.evt."+ws+"."+event, []byte(body)); err != nil {
@@ -75,13 +73,7 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 // copy acknowledged), those the copy has not stored yet (from the
 // stream), and each new one.
 func TestFollowCallsIntoHoldsTheStoreAndTheStream(t *testing.T) {
-	env := testenv.New(t)
-	js := testenv.JetStreamAt(t, env.NATSURL)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.PlatformStream); err != nil {
-		t.Fatal(err)
-	}
+	env, js, ctx := platform(t)
 	call := func(agent string, at int) {
 		t.Helper()
 		body := fmt.Sprintf(`{"event":"call_started","timestamp":%q,"data":{"agent_id":%q}}`, time.Unix(int64(at), 0).UTC().Format(time.RFC3339), agent)
@@ -118,4 +110,17 @@ func TestFollowCallsIntoHoldsTheStoreAndTheStream(t *testing.T) {
 	}
 	call("agent_1", 500)
 	testkit.Eventually(t, 10*time.Second, "a new call", func() bool { return last(mem)["agent_1"] == 500 })
+}
+
+// platform is an environment with the PLATFORM stream, and a context
+// that ends with the test.
+func platform(t *testing.T) (*testenv.Env, jetstream.JetStream, context.Context) {
+	env := testenv.New(t)
+	js := testenv.JetStreamAt(t, env.NATSURL)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.PlatformStream); err != nil {
+		t.Fatal(err)
+	}
+	return env, js, ctx
 }
