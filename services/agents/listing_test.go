@@ -2,12 +2,9 @@ package agents
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -43,20 +40,7 @@ func testListings(t *testing.T, index string) {
 	admin.Permissions = append([]string{"workspace_write"}, caller.Permissions...)
 	do := func(svc *Service, method, path, body string) map[string]any {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		admin.SetHeaders(req.Header)
-		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
-		if rec.Code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-		var m map[string]any
-		if rec.Body.Len() > 0 {
-			if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return m
+		return runtimetest.Do(t, svc.Handler, admin, method, path, body)
 	}
 	secret := do(svc, http.MethodPost, "/v1/convai/secrets", `{"type":"new","name":"crm_token","value":"s3cret"}`)["secret_id"].(string)
 	var ids []string

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -57,18 +56,7 @@ func testListings(t *testing.T, index string) {
 	caller := principal.Principal{WorkspaceID: "ws_a", UserID: "sa_admin", Permissions: []string{principal.PermissionAll}}
 	do := func(svc *Service, method, path, body string) map[string]any {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		caller.SetHeaders(req.Header)
-		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
-		if rec.Code >= 300 {
-			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-		var m map[string]any
-		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
-			t.Fatal(err)
-		}
-		return m
+		return runtimetest.Do(t, svc.Handler, caller, method, path, body)
 	}
 	keyNames := func(svc *Service, account string) string {
 		t.Helper()

@@ -2,7 +2,11 @@
 package runtimetest
 
 import (
+	"encoding/json"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -10,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
@@ -45,4 +50,25 @@ func Restarts(t *testing.T, index string) func() runtime.Deps {
 		d.ReadIndex = index
 		return d
 	}
+}
+
+// Do serves a request to h in-process as p would send it through the
+// gateway, and returns the answer's JSON (nil when empty); an answer of
+// 300 or more fails the test.
+func Do(t testing.TB, h http.Handler, p principal.Principal, method, path, body string) map[string]any {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	p.SetHeaders(req.Header)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code >= 300 {
+		t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+	}
+	var m map[string]any
+	if rec.Body.Len() > 0 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
 }
