@@ -46,7 +46,7 @@ func (h *History) Older(_ context.Context, webhookID string, f domain.LogFilter,
 	}
 	h.mu.RUnlock()
 	slices.SortFunc(out, app.NewestFirst)
-	return out[:min(len(out), limit)], nil
+	return out[:max(0, min(len(out), limit))], nil
 }
 
 // FirstAttempt returns the first attempt of a delivery, or nil.
