@@ -10,21 +10,31 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
+// Lookup is how ByIDs asks for documents. The embedded store serves a
+// lookup by _id from an index, but answers any other query, $in on _id
+// included, by reading and matching every document of the collection:
+// over a second at 10,000 documents, where the lookups take
+// milliseconds. MongoDB answers $in from the index in one round trip.
+type Lookup bool
+
+const (
+	// OneQuery asks for every id in one query ($in): for MongoDB.
+	OneQuery Lookup = false
+	// EachByID looks each id up by itself, ByIDLookups at once: for the
+	// embedded store.
+	EachByID Lookup = true
+)
+
 // ByIDLookups is how many lookups by id ByIDs runs at once.
 const ByIDLookups = 8
 
 // ByIDs returns the documents of coll whose _id is one of ids (those
-// found, in no order): in one query ($in), or with oneByOne a lookup by
-// _id for each, ByIDLookups at once. The embedded store serves a lookup
-// by _id from an index, but answers any other query, $in on _id
-// included, by reading and matching every document of the collection:
-// over a second at 10,000 documents, where the lookups take
-// milliseconds. MongoDB answers $in from the index in one round trip.
-func ByIDs[D any](ctx context.Context, coll *mongo.Collection, ids []string, oneByOne bool) ([]D, error) {
+// found, in no order), asked for as how says.
+func ByIDs[D any](ctx context.Context, coll *mongo.Collection, ids []string, how Lookup) ([]D, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	if !oneByOne {
+	if how == OneQuery {
 		cur, err := coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
 		if err != nil {
 			return nil, err

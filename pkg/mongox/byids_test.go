@@ -30,8 +30,8 @@ func TestByIDsFindsTheSameEitherWay(t *testing.T) {
 	for _, ids := range [][]string{nil, {"id_03"}, {"id_19", "id_00", "missing", "id_07"}, {"missing"}} {
 		want := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == "missing" })
 		slices.Sort(want)
-		for _, oneByOne := range []bool{false, true} {
-			got, err := ByIDs[doc](ctx, coll, ids, oneByOne)
+		for _, how := range []Lookup{OneQuery, EachByID} {
+			got, err := ByIDs[doc](ctx, coll, ids, how)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,7 +44,7 @@ func TestByIDsFindsTheSameEitherWay(t *testing.T) {
 			}
 			slices.Sort(gotIDs)
 			if !slices.Equal(gotIDs, want) {
-				t.Errorf("ids %v, one by one %v: %v; want %v", ids, oneByOne, gotIDs, want)
+				t.Errorf("ids %v, each by id %v: %v; want %v", ids, how, gotIDs, want)
 			}
 		}
 	}

@@ -64,40 +64,39 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Listings read the store, or in memory mode an index built from the
-	// stream before the service answers: the embedded store cannot index,
-	// and would read every agent of every workspace for a page.
+	// Listings read the store, or in memory mode indexes built from the
+	// streams before the service answers: the embedded store cannot
+	// index, and would read every agent of every workspace for a page.
+	// The calls are copied into the store either way; in memory mode each
+	// replica also keeps them all.
 	var rm app.ReadModel = store
 	var secrets app.SecretReadModel = storeSecrets
+	storeCalls := adapters.NewCallLog(db)
+	var calls app.CallLog = storeCalls
 	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger}
 	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger}
 	if d.ReadIndex == config.ReadIndexMemory {
 		if rm, secrets, err = followAgents(ctx, d); err != nil {
 			return nil, err
 		}
+		mem := memory.NewCallLog()
+		if err := adapters.FollowCallsInto(ctx, d.JS, storeCalls, mem, d.Logger); err != nil {
+			return nil, err
+		}
+		calls = mem
 		agents, secretsCopy = agents.UnreadCopy(), secretsCopy.UnreadCopy()
 	}
 	a := app.New(eventstore.New(d.JS, events.AgentsStream), rm, secrets, sealer, outbound.NewGuard(c.AllowHosts).HostAllowed, d.Logger, d.Clock())
+	a.Calls = calls
 	// The store is the durable copy (and what listings read in store
 	// mode), written off the request path by its projectors.
 	d.WatchConsumer(agents.Stream, agents.Durable)
 	projection.Start(ctx, d.JS, store.Agents, agents, adapters.Handler)
 	d.WatchConsumer(secretsCopy.Stream, secretsCopy.Durable)
 	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
-	// The calls are copied into the store; in memory mode each replica
-	// also keeps them all in memory, which the listing reads.
-	calls := adapters.NewCallLog(db)
-	a.Calls = calls
-	if d.ReadIndex == config.ReadIndexMemory {
-		mem := memory.NewCallLog()
-		if err := adapters.FollowCallsInto(ctx, d.JS, calls, mem, d.Logger); err != nil {
-			return nil, err
-		}
-		a.Calls = mem
-	}
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
-		if err := adapters.FollowCalls(ctx, d.JS, calls, d.Logger); err != nil && ctx.Err() == nil {
+		if err := adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger); err != nil && ctx.Err() == nil {
 			d.Logger.Error("call log stopped", "err", err)
 		}
 	}()

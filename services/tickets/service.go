@@ -22,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
@@ -184,7 +185,9 @@ func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) a
 // their reader.
 func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
 	v := adapters.OpenVerdicts(d.Database(Name))
-	v.LabelsByID = d.ReadIndex == config.ReadIndexMemory // the embedded store
+	if d.ReadIndex == config.ReadIndexMemory { // the embedded store
+		v.LabelsLookup = mongox.EachByID
+	}
 	for _, p := range []struct {
 		coll    *mongo.Collection
 		durable string

@@ -144,9 +144,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := adapters.StoreAttempts(ctx, d.JS, history, d.Logger); err != nil {
-		return nil, err
-	}
+	adapters.StoreAttempts(ctx, d.JS, history, d.Logger)
 	d.WatchConsumer(events.WebhooksStream, "webhooks-readmodel")
 	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
 		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,

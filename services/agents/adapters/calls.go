@@ -82,10 +82,10 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 	for i, id := range agentIDs {
 		keys[i] = callKey(workspaceID, id)
 	}
-	// One query: MongoDB reads $in from the _id index. (The embedded
-	// store would read every document: there the memory read index keeps
-	// the calls, FollowCallsInto.)
-	docs, err := mongox.ByIDs[callDoc](ctx, l.Calls, keys, false)
+	// The store's call log is read in store mode, on MongoDB; the
+	// embedded store's memory read index keeps the calls in memory
+	// (FollowCallsInto).
+	docs, err := mongox.ByIDs[callDoc](ctx, l.Calls, keys, mongox.OneQuery)
 	if err != nil {
 		return nil, err
 	}

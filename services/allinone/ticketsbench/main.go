@@ -636,24 +636,13 @@ func (p *platform) seedTesting(n int) error {
 			return err
 		}
 	}
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		tests, _, err := p.api.Do("GET", "/v1/convai/agent-testing?page_size=1", "", "")
-		if err != nil {
-			return err
-		}
-		invs, _, err := p.api.Do("GET", "/v1/convai/test-invocations?page_size=1", "", "")
-		if err != nil {
-			return err
-		}
-		last := fmt.Sprintf("seed%06d", n)
-		if strings.Contains(string(tests), last) && strings.Contains(string(invs), last) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the seeded tests and invocations are not listed after 5 minutes: %.300s %.300s", tests, invs)
-		}
-		time.Sleep(50 * time.Millisecond)
+	last := fmt.Sprintf("seed%06d", n)
+	listsLast := func(b []byte) bool { return strings.Contains(string(b), last) }
+	if err := p.waitFor("/v1/convai/agent-testing?page_size=1", 5*time.Minute, listsLast); err != nil {
+		return err
+	}
+	if err := p.waitFor("/v1/convai/test-invocations?page_size=1", 5*time.Minute, listsLast); err != nil {
+		return err
 	}
 	// Measured on a quiet platform, as the tickets are. WaitCaughtUp waits
 	// for a projector that has not made its consumer yet, so a bounded wait.
@@ -707,19 +696,8 @@ func (p *platform) seedAgents(n int) error {
 		}
 	}
 	last := fmt.Sprintf("agent_seed%06d", n)
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		page, _, err := p.api.Do("GET", "/v1/convai/agents?page_size=1", "", "")
-		if err != nil {
-			return err
-		}
-		if strings.Contains(string(page), last) {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the seeded agents are not listed after 5 minutes: %.300s", page)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := p.waitFor("/v1/convai/agents?page_size=1", 5*time.Minute, func(b []byte) bool { return strings.Contains(string(b), last) }); err != nil {
+		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()

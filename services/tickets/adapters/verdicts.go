@@ -150,9 +150,10 @@ func LabelHandler(_ context.Context, rec eventstore.Record) (string, any, error)
 // Verdicts reads the two projections.
 type Verdicts struct {
 	AnalysesColl, LabelsColl *mongo.Collection
-	// LabelsByID looks labels up one by one (mongox.ByIDs): on the
-	// embedded store one query for several reads every label.
-	LabelsByID bool
+	// LabelsLookup is how labels are asked for (mongox.ByIDs): each by
+	// id on the embedded store, where one query for several reads every
+	// label.
+	LabelsLookup mongox.Lookup
 }
 
 // OpenVerdicts opens the collections.
@@ -187,7 +188,7 @@ func (v Verdicts) Labels(ctx context.Context, workspaceID string, keys []app.Lab
 	docs, err := mongox.ByIDs[struct {
 		ID       string `bson:"_id"`
 		LabelDoc `bson:",inline"`
-	}](ctx, v.LabelsColl, idsOf, v.LabelsByID)
+	}](ctx, v.LabelsColl, idsOf, v.LabelsLookup)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -71,21 +72,21 @@ func TestVerdictProjections(t *testing.T) {
 			JudgedResult: "failure", VerdictCorrect: true, Note: "right"}}))
 	keys := []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}, {Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_1"},
 		{Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_0"}}
-	for _, byID := range []bool{false, true} { // one query, or a lookup each
-		v.LabelsByID = byID
+	for _, how := range []mongox.Lookup{mongox.OneQuery, mongox.EachByID} {
+		v.LabelsLookup = how
 		labels, err := v.Labels(ctx, "ws", keys)
 		if err != nil || len(labels) != 2 {
-			t.Fatalf("labels (by id %v): %+v %v", byID, labels, err)
+			t.Fatalf("labels (each by id %v): %+v %v", how, labels, err)
 		}
 		if l := labels[0]; l.Kind != app.LabelOfConversation || l.LabelID != "clbl_1" || l.Note != "right" {
-			t.Fatalf("the conversation's label (by id %v): %+v", byID, l)
+			t.Fatalf("the conversation's label (each by id %v): %+v", how, l)
 		}
 		if l := labels[1]; l.Kind != app.LabelOfRun || l.LabelID != "rlbl_2" || l.VerdictCorrect || l.Reviewer.UserID != "u1" ||
 			len(l.Criteria) != 1 || l.Criteria[0].Text != "states the hours" {
-			t.Fatalf("the run's current label (by id %v): %+v", byID, l)
+			t.Fatalf("the run's current label (each by id %v): %+v", how, l)
 		}
 		if labels, err := v.Labels(ctx, "other", keys); err != nil || len(labels) != 0 {
-			t.Fatalf("another workspace's labels (by id %v): %+v %v", byID, labels, err)
+			t.Fatalf("another workspace's labels (each by id %v): %+v %v", how, labels, err)
 		}
 	}
 	// Other events of the stream are skipped.

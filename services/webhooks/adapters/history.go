@@ -296,8 +296,8 @@ var replacedStoreDurables = []string{"webhooks-attempts-store", "webhooks-attemp
 // consumer AttemptsStoreDurable of the work queue WEBHOOK_ATTEMPTS_LOG,
 // a batch at a time: its pages written, then the batch acknowledged,
 // which takes it off the queue (redelivered with back-off when the write
-// fails). It runs until ctx ends.
-func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages, log *slog.Logger) error {
+// fails), until ctx ends.
+func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages, log *slog.Logger) {
 	for _, name := range replacedStoreDurables {
 		if err := js.DeleteConsumer(ctx, events.WebhookAttemptsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			log.Warn("a replaced attempts consumer is left behind", "consumer", name, "err", err)
@@ -322,7 +322,6 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 			log.Error("attempts are not copied to the durable log", "err", err)
 		}
 	}()
-	return nil
 }
 
 // onlyDuplicates reports whether a bulk insert failed only because some
