@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -274,11 +275,39 @@ func (p *AttemptPages) body(ctx context.Context, id string) ([]*webhooksv1.Deliv
 	if err != nil {
 		return nil, err
 	}
+	return b.attempts()
+}
+
+func (b pageBody) attempts() ([]*webhooksv1.DeliveryAttempt, error) {
 	var page webhooksv1.DeliveryAttemptPage
 	if err := proto.Unmarshal(b.Attempts, &page); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("attempt page %s: %w", b.ID, err)
 	}
 	return page.GetAttempts(), nil
+}
+
+// Each hands f every attempt the pages hold, page after page (an attempt
+// stored in two pages, twice): for tools that check the whole log.
+func (p *AttemptPages) Each(ctx context.Context, f func(*webhooksv1.DeliveryAttempt)) error {
+	cur, err := p.Bodies.Find(ctx, bson.D{})
+	if err != nil {
+		return err
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		var b pageBody
+		if err := cur.Decode(&b); err != nil {
+			return err
+		}
+		as, err := b.attempts()
+		if err != nil {
+			return err
+		}
+		for _, a := range as {
+			f(a)
+		}
+	}
+	return cur.Err()
 }
 
 // AttemptsStoreDurable is the consumer of WEBHOOK_ATTEMPTS_LOG that

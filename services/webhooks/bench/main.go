@@ -31,8 +31,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.mongodb.org/mongo-driver/v2/bson"
-	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
@@ -117,26 +115,12 @@ func durableLogKeptUp(ctx context.Context, js jetstream.JetStream, log *adapters
 		time.Sleep(10 * time.Millisecond)
 	}
 	caughtUp := time.Since(t0)
-	cur, err := log.Bodies.Find(ctx, bson.D{})
-	if err != nil {
-		return err
-	}
 	held := map[string]bool{}
-	for cur.Next(ctx) {
-		var body struct {
-			Attempts []byte `bson:"attempts"`
+	if err := log.Each(ctx, func(a *webhooksv1.DeliveryAttempt) {
+		if a.GetWorkspaceId() == ws {
+			held[a.GetAttemptId()] = true
 		}
-		var page webhooksv1.DeliveryAttemptPage
-		if err := cur.Decode(&body); err != nil || proto.Unmarshal(body.Attempts, &page) != nil {
-			return fmt.Errorf("a page of the durable log: %v", err)
-		}
-		for _, a := range page.GetAttempts() {
-			if a.GetWorkspaceId() == ws {
-				held[a.GetAttemptId()] = true
-			}
-		}
-	}
-	if err := cur.Err(); err != nil {
+	}); err != nil {
 		return err
 	}
 	fmt.Printf("             the durable log held every attempt %s after the last delivery: %d of the run's %d\n",
