@@ -79,7 +79,8 @@ test-docker:
 
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
 ##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
-##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s;
+##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s,
+##   durable delivery log reads at 6,000 and 60,000 attempts;
 ##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;
 ##   tickets: creates vs raw appends, listing lag, listing p50 at 1k/10k/100k, restart at 100k,
 ##   tests, invocations and conversations listings at 10k, conversations under each triage filter at 100k, the console's queue page at 100k in Chromium;

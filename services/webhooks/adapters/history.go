@@ -20,7 +20,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -33,19 +32,12 @@ import (
 // costs about 100 µs of CPU whatever its size, a fifth of a delivery's
 // whole budget at 5,000 deliveries a second on two cores.
 //
-// A page is two documents: a small one in Pages (the webhook, the time
-// its attempts span, the delivery ids of the first attempts in it), which
-// queries select and sort, and its attempts in Bodies, read by id. The
-// embedded store answers a query on any field but _id by reading every
-// document of the collection, and sorts in memory: the attempts, request
-// bodies and all, stay out of that read.
+// Pages are read by id only: each webhook's are found through its
+// pageIndex, which summarises them (time, events, outcomes, deliveries),
+// so a read skips what cannot hold what it looks for.
 type AttemptPages struct {
-	Pages  *mongo.Collection
-	Bodies *mongo.Collection
-	// Legacy holds attempts one document each, as versions before pages
-	// stored them; nil when there are none. It is read after the pages,
-	// and written no more.
-	Legacy *mongo.Collection
+	Bodies *mongo.Collection // the pages, by id
+	index  *pageIndex
 }
 
 // Bounds of a page: a stream batch (the copy's MaxBatch) and, whatever
@@ -55,80 +47,52 @@ const (
 	maxPageBytes    = 4 << 20
 )
 
-// pageDoc is a page as queries select it.
-type pageDoc struct {
-	ID        string `bson:"_id"`
-	WebhookID string `bson:"webhook_id"`
-	FirstMs   int64  `bson:"first_ms"`
-	LastMs    int64  `bson:"last_ms"`
-	// Deliveries are app.DeliveryID of the page's first attempts (the
-	// ones that keep the request body a resend sends again).
-	Deliveries []string `bson:"deliveries,omitempty"`
-}
-
 // pageBody is a page's attempts.
 type pageBody struct {
 	ID       string `bson:"_id"`
 	Attempts []byte `bson:"attempts"` // a DeliveryAttemptPage
 }
 
-// OpenAttemptPages opens the delivery log in db, making its indexes.
+// OpenAttemptPages opens the delivery log in db, moving into it what
+// earlier versions stored (see upgrade).
 func OpenAttemptPages(ctx context.Context, db *mongo.Database) (*AttemptPages, error) {
-	p := &AttemptPages{Pages: db.Collection("attempt_pages"), Bodies: db.Collection("attempt_page_bodies")}
-	if err := mongox.EnsureIndexes(ctx, p.Pages,
-		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "last_ms", Value: -1}}},
-		mongo.IndexModel{Keys: bson.D{{Key: "webhook_id", Value: 1}, {Key: "deliveries", Value: 1}}},
-	); err != nil {
-		return nil, err
-	}
-	legacy := db.Collection("attempts")
-	err := legacy.FindOne(ctx, bson.D{}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
-	switch {
-	case err == nil:
-		p.Legacy = legacy
-	case !errors.Is(err, mongo.ErrNoDocuments):
-		return nil, err
+	p := &AttemptPages{Bodies: db.Collection("attempt_page_bodies"), index: newPageIndex(db.Collection("attempt_page_index"))}
+	if err := p.upgrade(ctx, db); err != nil {
+		return nil, fmt.Errorf("delivery log: %w", err)
 	}
 	return p, nil
 }
 
 // Store makes a batch of attempts durable: each webhook's as pages,
 // oldest first. A page's id is its attempts' ids hashed, so a batch
-// stored again (a redelivery) stores nothing new, and one cut at other
-// bounds stores pages that repeat attempts, which reads list once.
+// stored again (a redelivery) stores no new page, and one cut at other
+// bounds stores pages that repeat attempts; reads list each attempt once.
 func (p *AttemptPages) Store(ctx context.Context, batch []*webhooksv1.DeliveryAttempt) error {
-	var pages []any
-	var bodies []any
-	for _, run := range pagesOf(batch) {
+	runs := pagesOf(batch)
+	if len(runs) == 0 {
+		return nil
+	}
+	bodies := make([]any, len(runs))
+	slots := make([]placed, len(runs))
+	for i, run := range runs {
 		data, err := proto.Marshal(&webhooksv1.DeliveryAttemptPage{Attempts: run})
 		if err != nil {
 			return err
 		}
 		ids := make([]string, len(run))
-		doc := pageDoc{WebhookID: run[0].GetWebhookId(), FirstMs: run[0].GetAtUnixMs(), LastMs: run[len(run)-1].GetAtUnixMs()}
-		for i, a := range run {
-			ids[i] = a.GetAttemptId()
-			if a.GetRetryCount() == 0 {
-				doc.Deliveries = append(doc.Deliveries, app.DeliveryID(a))
-			}
+		for j, a := range run {
+			ids[j] = a.GetAttemptId()
 		}
-		doc.ID = esproto.StableID("attempt-page", strings.Join(ids, "\x00"))
-		pages = append(pages, doc)
-		bodies = append(bodies, pageBody{ID: doc.ID, Attempts: data})
+		id := esproto.StableID("attempt-page", strings.Join(ids, "\x00"))
+		bodies[i], slots[i] = pageBody{ID: id, Attempts: data}, placed{run[0].GetWebhookId(), slotOf(id, run)}
 	}
-	if len(pages) == 0 {
-		return nil
+	// Bodies first: a page the index finds has its attempts. A page
+	// stored again takes a slot again (its first slot may have been
+	// taken just before a crash, or not): reads list its attempts once.
+	if _, err := p.Bodies.InsertMany(ctx, bodies, options.InsertMany().SetOrdered(false)); err != nil && !onlyDuplicates(err) {
+		return err
 	}
-	// Bodies first: a page that queries find has its attempts.
-	for _, w := range []struct {
-		coll *mongo.Collection
-		docs []any
-	}{{p.Bodies, bodies}, {p.Pages, pages}} {
-		if _, err := w.coll.InsertMany(ctx, w.docs, options.InsertMany().SetOrdered(false)); err != nil && !onlyDuplicates(err) {
-			return err
-		}
-	}
-	return nil
+	return p.index.add(ctx, slots)
 }
 
 // pagesOf groups a batch by webhook, in time order, and cuts each group
@@ -167,23 +131,6 @@ func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.Log
 	if limit <= 0 {
 		return nil, nil
 	}
-	filter := bson.D{{Key: "webhook_id", Value: webhookID}}
-	to := f.ToMs
-	if beforeMs != 0 && (to == 0 || beforeMs < to) {
-		to = beforeMs
-	}
-	if to != 0 {
-		filter = append(filter, bson.E{Key: "first_ms", Value: bson.D{{Key: "$lt", Value: to}}})
-	}
-	if f.FromMs != 0 {
-		filter = append(filter, bson.E{Key: "last_ms", Value: bson.D{{Key: "$gte", Value: f.FromMs}}})
-	}
-	cur, err := p.Pages.Find(ctx, filter, options.Find().
-		SetSort(bson.D{{Key: "last_ms", Value: -1}}).SetProjection(bson.D{{Key: "deliveries", Value: 0}}))
-	if err != nil {
-		return nil, err
-	}
-	defer cur.Close(ctx)
 	// An attempt is listed once, though stored in more than one page.
 	listed := map[string]bool{}
 	selects := func(a *webhooksv1.DeliveryAttempt) bool {
@@ -194,34 +141,18 @@ func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.Log
 		return true
 	}
 	var out []*webhooksv1.DeliveryAttempt
-	for cur.Next(ctx) {
-		var d pageDoc
-		if err := cur.Decode(&d); err != nil {
-			return nil, err
-		}
-		// Pages are in order of their newest attempt: once one's newest
-		// is older than the oldest of a full list, no page after it
-		// holds an attempt the list lacks.
-		if len(out) == limit && d.LastMs < out[limit-1].GetAtUnixMs() {
-			break
-		}
-		page, err := p.body(ctx, d.ID)
-		if err != nil {
-			return nil, err
-		}
-		out = merge(out, page, selects, limit)
-	}
-	if err := cur.Err(); err != nil {
-		return nil, err
-	}
-	if p.Legacy == nil {
-		return out, nil
-	}
-	legacy, err := legacyOlder(ctx, p.Legacy, webhookID, f, beforeMs, limit)
-	if err != nil {
-		return nil, err
-	}
-	return merge(out, legacy, selects, limit), nil
+	err := p.index.walk(ctx, webhookID, walker{
+		mayHold: selecting(f, beforeMs),
+		// Full of attempts newer than any up to here: nothing older can
+		// enter the list.
+		doneAt: func(high int64) bool { return len(out) == limit && high < out[limit-1].GetAtUnixMs() },
+		visit: func(slot indexDoc) (bool, error) {
+			page, err := p.body(ctx, slot.Page)
+			out = merge(out, page, selects, limit)
+			return false, err
+		},
+	})
+	return out, err
 }
 
 // merge adds the attempts of more that selects takes to list (newest
@@ -239,30 +170,22 @@ func merge(list, more []*webhooksv1.DeliveryAttempt, selects func(*webhooksv1.De
 // FirstAttempt returns the first attempt of a delivery of a webhook (the
 // one that keeps the request body), or nil.
 func (p *AttemptPages) FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
-	cur, err := p.Pages.Find(ctx, bson.D{{Key: "webhook_id", Value: webhookID}, {Key: "deliveries", Value: deliveryID}},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).SetLimit(4))
-	if err != nil {
-		return nil, err
-	}
-	var docs []pageDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, err
-	}
-	for _, d := range docs {
-		page, err := p.body(ctx, d.ID)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range page {
-			if a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
-				return a, nil
+	var found *webhooksv1.DeliveryAttempt
+	err := p.index.walk(ctx, webhookID, walker{
+		mayHold: holdingDelivery(deliveryID),
+		doneAt:  func(int64) bool { return false },
+		visit: func(slot indexDoc) (bool, error) {
+			page, err := p.body(ctx, slot.Page)
+			for _, a := range page {
+				if a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
+					found = a
+					return true, nil
+				}
 			}
-		}
-	}
-	if p.Legacy == nil {
-		return nil, nil
-	}
-	return legacyFirstAttempt(ctx, p.Legacy, webhookID, deliveryID)
+			return false, err
+		},
+	})
+	return found, err
 }
 
 // body returns the attempts of page id (none if it is gone).

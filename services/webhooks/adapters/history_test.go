@@ -7,12 +7,17 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
@@ -23,44 +28,261 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
+// The pages conform with whole batches stored at once, as the copy does,
+// and with a page or two a store on an index of fanout 2, whose tree is
+// many levels deep even over the suite's small logs.
 func TestAttemptPagesConform(t *testing.T) {
-	open := testenv.OnFreshDatabases(t, "attempt_pages", OpenAttemptPages)
-	historytest.Run(t, func(t *testing.T) (app.DeliveryHistory, func(...*webhooksv1.DeliveryAttempt)) {
-		p := open(t)
-		return p, func(batch ...*webhooksv1.DeliveryAttempt) {
-			if err := p.Store(context.Background(), batch); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
+	for _, c := range []struct {
+		name   string
+		fanout int64
+		cut    int
+	}{{"batches whole", defaultFanout, 0}, {"fanout 2, three attempts a store", 2, 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			open := testenv.OnFreshDatabases(t, "attempt_pages", OpenAttemptPages)
+			historytest.Run(t, func(t *testing.T) (app.DeliveryHistory, func(...*webhooksv1.DeliveryAttempt)) {
+				p := open(t)
+				p.index.fanout = c.fanout
+				return p, func(batch ...*webhooksv1.DeliveryAttempt) {
+					for len(batch) > 0 {
+						n := len(batch)
+						if c.cut > 0 {
+							n = min(n, c.cut)
+						}
+						if err := p.Store(context.Background(), batch[:n]); err != nil {
+							t.Fatal(err)
+						}
+						batch = batch[n:]
+					}
+				}
+			})
+		})
+	}
 }
 
-// An upgraded deployment reads the attempts earlier versions stored one
-// document each after its pages, as one log: the first batch of every
-// suite case goes to the legacy documents, the rest (which repeat some
-// of it, as the pages' consumer copies the stream again) to pages.
-func TestAttemptPagesOverLegacyDocumentsConform(t *testing.T) {
-	open := testenv.OnFreshDatabases(t, "attempt_pages_legacy", func(ctx context.Context, db *mongo.Database) (*AttemptPages, error) {
-		p, err := OpenAttemptPages(ctx, db)
-		if err == nil {
-			p.Legacy = db.Collection("attempts")
-		}
-		return p, err
-	})
-	historytest.Run(t, func(t *testing.T) (app.DeliveryHistory, func(...*webhooksv1.DeliveryAttempt)) {
-		p := open(t)
-		batches := 0
-		return p, func(batch ...*webhooksv1.DeliveryAttempt) {
-			batches++
-			if batches == 1 {
-				storeLegacy(t, p.Legacy, batch...)
-				return
+// lookups counts the documents a store client's finds ask for.
+type lookups struct{ n atomic.Int64 }
+
+func (l *lookups) client(t *testing.T, uri string) *mongo.Client {
+	t.Helper()
+	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(&event.CommandMonitor{
+		Started: func(_ context.Context, e *event.CommandStartedEvent) {
+			if e.CommandName == "find" {
+				l.n.Add(1)
 			}
-			if err := p.Store(context.Background(), batch); err != nil {
+		},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// A read costs the page it answers, not the log: with 3,000 pages of 20
+// webhooks stored, the newest attempts, the next page back, a rare
+// outcome and an old delivery's first attempt each take a few dozen
+// lookups by id.
+func TestAttemptPagesReadsCostThePage(t *testing.T) {
+	var count lookups
+	env := testenv.New(t)
+	ctx := context.Background()
+	p, err := OpenAttemptPages(ctx, count.client(t, env.MongoURI).Database("attempt_pages_cost"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const hooks, n = 20, 6000
+	var all []*webhooksv1.DeliveryAttempt
+	for i := range n {
+		all = append(all, &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%05d:whk_%d:1", i, i%hooks), EventId: fmt.Sprintf("evt_%05d", i),
+			WebhookId: fmt.Sprintf("whk_%d", i%hooks), Event: "call_ended", AtUnixMs: int64(1_000_000 + i), Success: i != 40, Final: true})
+	}
+	for i := 0; i < n; i += 2 * hooks { // two attempts a webhook a page
+		if err := p.Store(ctx, all[i:i+2*hooks]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		read func() (int, error)
+		want int
+		most int64
+	}{
+		{"the newest 50", func() (int, error) {
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, 0, 50)
+			return len(got), err
+		}, 50, 60},
+		{"50 from the middle back", func() (int, error) {
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, 1_000_000+n/2, 50)
+			return len(got), err
+		}, 50, 80},
+		{"the one failure", func() (int, error) {
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{Status: domain.LogFailed}, 0, 50)
+			return len(got), err
+		}, 1, 40},
+		{"the oldest delivery's first attempt", func() (int, error) {
+			got, err := p.FirstAttempt(ctx, "whk_0", app.DeliveryID(all[0]))
+			if got == nil {
+				return 0, err
+			}
+			return 1, err
+		}, 1, 40},
+	} {
+		before := count.n.Load()
+		got, err := c.read()
+		asked := count.n.Load() - before
+		if err != nil || got != c.want {
+			t.Errorf("%s: %d attempts, %v; want %d", c.name, got, err, c.want)
+		}
+		if asked > c.most {
+			t.Errorf("%s: %d lookups; want at most %d", c.name, asked, c.most)
+		}
+		t.Logf("%s: %d lookups", c.name, asked)
+	}
+}
+
+// Writers of two replicas storing one webhook's pages at once each take
+// slots of their own, and every attempt is listed once.
+func TestAttemptPagesWritersShareTheIndex(t *testing.T) {
+	open := testenv.OnFreshDatabases(t, "attempt_pages_shared", func(ctx context.Context, db *mongo.Database) ([2]*AttemptPages, error) {
+		a, err := OpenAttemptPages(ctx, db)
+		if err != nil {
+			return [2]*AttemptPages{}, err
+		}
+		b, err := OpenAttemptPages(ctx, db)
+		a.index.fanout, b.index.fanout = 3, 3
+		return [2]*AttemptPages{a, b}, err
+	})
+	replicas := open(t)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var all []*webhooksv1.DeliveryAttempt
+	for r, p := range replicas {
+		var mine []*webhooksv1.DeliveryAttempt
+		for i := range 60 {
+			mine = append(mine, &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%d_%02d:whk_1:1", r, i), EventId: fmt.Sprintf("evt_%d_%02d", r, i),
+				WebhookId: "whk_1", Event: "call_ended", AtUnixMs: int64(1000 + 2*i + r), Success: true, Final: true})
+		}
+		all = append(all, mine...)
+		wg.Go(func() {
+			for _, a := range mine {
+				if err := p.Store(ctx, []*webhooksv1.DeliveryAttempt{a}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	slices.SortFunc(all, app.NewestFirst)
+	for _, p := range replicas {
+		got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 1000)
+		if err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
+			t.Fatalf("listed %d of %d attempts, %v", len(got), len(all), err)
+		}
+	}
+	for s := range int64(len(all)) {
+		if _, ok, err := replicas[0].index.get(ctx, indexID("whk_1", 0, s)); !ok || err != nil {
+			t.Errorf("slot %d missing: %v", s, err)
+		}
+	}
+}
+
+// A node its writer died before inserting is read through its children,
+// and made again by the writer that completes the node above it.
+func TestAttemptPagesReadThroughAMissingNode(t *testing.T) {
+	open := testenv.OnFreshDatabases(t, "attempt_pages_missing", OpenAttemptPages)
+	p := open(t)
+	p.index.fanout = 2
+	ctx := context.Background()
+	var all []*webhooksv1.DeliveryAttempt
+	store := func(from, to int) {
+		for i := from; i < to; i++ {
+			a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%02d:whk_1:1", i), EventId: fmt.Sprintf("evt_%02d", i),
+				WebhookId: "whk_1", Event: "call_ended", AtUnixMs: int64(1000 + i), Success: i != 1, Final: true}
+			all = append([]*webhooksv1.DeliveryAttempt{a}, all...)
+			if err := p.Store(ctx, []*webhooksv1.DeliveryAttempt{a}); err != nil {
 				t.Fatal(err)
 			}
 		}
-	})
+	}
+	store(0, 6) // slots 0-5; nodes 1/0, 1/1, 1/2, 2/0
+	for _, id := range []string{indexID("whk_1", 1, 0), indexID("whk_1", 2, 0)} {
+		if _, err := p.index.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.index.wrote = map[string]map[string]indexDoc{} // a writer started anew
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{Status: domain.LogFailed}, 0, 10); err != nil || len(got) != 1 || got[0].GetAttemptId() != "evt_01:whk_1:1" {
+		t.Errorf("the failure under a missing node: %v %v", got, err)
+	}
+	if got, err := p.FirstAttempt(ctx, "whk_1", app.DeliveryID(all[len(all)-1])); err != nil || got == nil {
+		t.Errorf("the first delivery under a missing node: %v %v", got, err)
+	}
+	store(6, 8) // slot 7 completes node 2/1, then 3/0 over 2/0, made again
+	for _, id := range []string{indexID("whk_1", 2, 0), indexID("whk_1", 3, 0)} {
+		if _, ok, err := p.index.get(ctx, id); !ok || err != nil {
+			t.Errorf("node %s not there: %v", id, err)
+		}
+	}
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
+		t.Errorf("listed %v, %v; want %v", historyIDs(got), err, historyIDs(all))
+	}
+}
+
+// The logs of earlier versions, pages found by query and attempts a
+// document each, are moved into the index at the first start, once.
+func TestOpenAttemptPagesMovesEarlierLogs(t *testing.T) {
+	client := testenv.New(t).Mongo(t)
+	ctx := context.Background()
+	db := client.Database("attempt_pages_upgraded")
+	attempt := func(i int) *webhooksv1.DeliveryAttempt {
+		return &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%02d:whk_1:1", i), EventId: fmt.Sprintf("evt_%02d", i),
+			WebhookId: "whk_1", Event: "call_ended", AtUnixMs: int64(1000 + i), Success: true, Final: true, RequestBody: []byte("{}")}
+	}
+	var all []*webhooksv1.DeliveryAttempt
+	for i := range 20 {
+		all = append([]*webhooksv1.DeliveryAttempt{attempt(i)}, all...)
+	}
+	// Attempts 0-9, a document each; 10-19 in two pages found by query.
+	storeLegacy(t, db.Collection("attempts"), all[10:]...)
+	for _, page := range [][]*webhooksv1.DeliveryAttempt{all[5:10], all[:5]} {
+		data, err := proto.Marshal(&webhooksv1.DeliveryAttemptPage{Attempts: page})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := page[0].GetAttemptId()
+		if _, err := db.Collection("attempt_page_bodies").InsertOne(ctx, pageBody{ID: id, Attempts: data}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Collection("attempt_pages").InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "webhook_id", Value: "whk_1"},
+			{Key: "first_ms", Value: page[len(page)-1].GetAtUnixMs()}, {Key: "last_ms", Value: page[0].GetAtUnixMs()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := OpenAttemptPages(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
+		t.Errorf("listed %v, %v; want %v", historyIDs(got), err, historyIDs(all))
+	}
+	if got, err := p.FirstAttempt(ctx, "whk_1", app.DeliveryID(all[19])); err != nil || got.GetAttemptId() != all[19].GetAttemptId() {
+		t.Errorf("a first attempt stored a document each: %v %v", got, err)
+	}
+	names, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(names, "attempts") || slices.Contains(names, "attempt_pages") {
+		t.Errorf("the earlier logs are still there: %v", names)
+	}
+	again, err := OpenAttemptPages(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := again.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || len(got) != len(all) {
+		t.Errorf("after a second start: %d attempts, %v", len(got), err)
+	}
 }
 
 // storeLegacy writes attempts as versions before pages did.
@@ -75,27 +297,8 @@ func storeLegacy(t *testing.T, coll *mongo.Collection, as ...*webhooksv1.Deliver
 			DeliveryID: app.DeliveryID(a), ResendID: a.GetResendId(), RequestBody: a.GetRequestBody(), ResponseBody: a.GetResponseBody(),
 		}
 	}
-	if _, err := coll.InsertMany(context.Background(), docs, options.InsertMany().SetOrdered(false)); err != nil && !onlyDuplicates(err) {
+	if _, err := coll.InsertMany(context.Background(), docs); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// The legacy documents are read only where some are left.
-func TestOpenAttemptPagesFindsLegacyDocuments(t *testing.T) {
-	client := testenv.New(t).Mongo(t)
-	ctx := context.Background()
-	fresh, err := OpenAttemptPages(ctx, client.Database("attempt_pages_fresh"))
-	if err != nil || fresh.Legacy != nil {
-		t.Fatalf("a fresh log: legacy %v, %v", fresh.Legacy, err)
-	}
-	db := client.Database("attempt_pages_upgraded")
-	storeLegacy(t, db.Collection("attempts"), &webhooksv1.DeliveryAttempt{AttemptId: "evt_1:whk_1:1", EventId: "evt_1", WebhookId: "whk_1", AtUnixMs: 1})
-	upgraded, err := OpenAttemptPages(ctx, db)
-	if err != nil || upgraded.Legacy == nil {
-		t.Fatalf("an upgraded log: legacy %v, %v", upgraded.Legacy, err)
-	}
-	if got, err := upgraded.Older(ctx, "whk_1", domain.LogFilter{}, 0, 10); err != nil || len(got) != 1 {
-		t.Fatalf("older: %v %v", got, err)
 	}
 }
 

@@ -100,6 +100,14 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 	if err != nil {
 		return nil, false, err
 	}
+	// The first attempts the window holds: most of what is resent is
+	// among them, with no lookup of its own.
+	firsts := map[string]*webhooksv1.DeliveryAttempt{}
+	for _, att := range atts {
+		if att.GetRetryCount() == 0 && len(att.GetRequestBody()) > 0 && !att.GetTest() {
+			firsts[DeliveryID(att)] = att
+		}
+	}
 	seen := map[string]bool{}
 	for _, att := range atts {
 		if seen[att.GetEventId()] || att.GetTest() {
@@ -112,12 +120,15 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 		if len(out) == MaxRecover {
 			return out, true, nil
 		}
-		first, err := a.firstAttempt(ctx, webhookID, DeliveryID(att))
-		if errors.Is(err, apperr.DeliveryNotFound) {
-			continue // its body is no longer kept
-		}
-		if err != nil {
-			return out, false, err
+		first := firsts[DeliveryID(att)]
+		if first == nil {
+			first, err = a.firstAttempt(ctx, webhookID, DeliveryID(att))
+			if errors.Is(err, apperr.DeliveryNotFound) {
+				continue // its body is no longer kept
+			}
+			if err != nil {
+				return out, false, err
+			}
 		}
 		r, err := a.queue(ctx, w, first, commandID)
 		if err != nil {

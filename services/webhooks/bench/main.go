@@ -3,7 +3,8 @@
 // webhooks subscribed to the same events, and the latency from event
 // publish to delivery received at a steady 200 events per second; and
 // first, what the ElevenLabs and Standard Webhooks signatures add to each
-// delivery beyond X-Service-Signature (goal < 10 µs).
+// delivery beyond X-Service-Signature (goal < 10 µs); last, reads of the
+// durable delivery log at two sizes (see durableLogReads).
 //
 //	go run ./services/webhooks/bench
 package main
@@ -295,5 +296,5 @@ func run(cpuProfile string) error {
 	fmt.Printf("latency at %d events/s (%d deliveries): p50 %s  p95 %s  p99 %s\n", rate, len(lat),
 		q(0.50).Round(100*time.Microsecond), q(0.95).Round(100*time.Microsecond), q(0.99).Round(100*time.Microsecond))
 	fmt.Printf("goals: >= 1,000 deliveries/s: %v; p95 < 50ms: %v\n", min(r1, r10) >= 1000, q(0.95) < 50*time.Millisecond)
-	return nil
+	return durableLogReads(ctx, store.URI)
 }

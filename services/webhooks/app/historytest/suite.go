@@ -156,6 +156,62 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
+	t.Run("a long log of small batches: rare outcomes, deep pages and old deliveries are found", func(t *testing.T) {
+		h, store := open(t)
+		var all []*webhooksv1.DeliveryAttempt
+		for n := range 300 {
+			a := attempt("whk_1", n, 0)
+			a.Success = n%97 != 5 // four failures: 5, 102, 199, 296
+			all = append(all, a)
+		}
+		other := attempts("whk_2", 0, 10)
+		for i := 0; i < len(all); i += 2 {
+			store(all[i : i+2]...)
+			if i%30 == 0 {
+				store(other[i/30])
+			}
+		}
+		for _, c := range []struct {
+			name   string
+			f      domain.LogFilter
+			before int64
+			limit  int
+		}{
+			{"newest", domain.LogFilter{}, 0, 50},
+			{"the rare failures", domain.LogFilter{Status: domain.LogFailed}, 0, 100},
+			{"one rare failure before a time", domain.LogFilter{Status: domain.LogFailed}, t0 + 200_000, 1},
+			{"deep back", domain.LogFilter{}, t0 + 9_000, 5},
+			{"a window far back", domain.LogFilter{FromMs: t0 + 30_000, ToMs: t0 + 40_000}, 0, 100},
+			{"one event, failed", domain.LogFilter{Event: "call_ended", Status: domain.LogFailed}, 0, 100},
+		} {
+			if got, want := older(t, h, "whk_1", c.f, c.before, c.limit), want(all, "whk_1", c.f, c.before, c.limit); !slices.Equal(got, want) {
+				t.Errorf("%s: %v; want %v", c.name, got, want)
+			}
+		}
+		var paged []string
+		before := int64(0)
+		for range len(all) {
+			page, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, before, 40)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			paged = append(paged, ids(page)...)
+			before = page[len(page)-1].GetAtUnixMs()
+		}
+		if want := want(all, "whk_1", domain.LogFilter{}, 0, len(all)); !slices.Equal(paged, want) {
+			t.Errorf("paged back: %d attempts; want %d", len(paged), len(want))
+		}
+		for _, a := range []*webhooksv1.DeliveryAttempt{all[0], all[151], all[299], other[0]} {
+			got, err := h.FirstAttempt(context.Background(), a.GetWebhookId(), app.DeliveryID(a))
+			if err != nil || got.GetAttemptId() != a.GetAttemptId() {
+				t.Errorf("first attempt of %s: %v %v", a.GetAttemptId(), got, err)
+			}
+		}
+	})
+
 	t.Run("a delivery's first attempt is found by its delivery id", func(t *testing.T) {
 		h, store := open(t)
 		first, retry := attempt("whk_1", 7, 0), attempt("whk_1", 7, 1)

@@ -1,0 +1,107 @@
+package adapters
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+)
+
+// attemptDoc is one attempt of the delivery log as versions before pages
+// stored it, a document each.
+type attemptDoc struct {
+	ID           string `bson:"_id"`
+	EventID      string `bson:"event_id"`
+	WorkspaceID  string `bson:"workspace_id"`
+	WebhookID    string `bson:"webhook_id"`
+	Event        string `bson:"event"`
+	AtUnixMs     int64  `bson:"at_unix_ms"`
+	Success      bool   `bson:"success"`
+	ResponseCode int32  `bson:"response_code"`
+	DurationMs   int64  `bson:"duration_ms"`
+	RetryCount   int32  `bson:"retry_count"`
+	Error        string `bson:"error,omitempty"`
+	Final        bool   `bson:"final"`
+	Test         bool   `bson:"test,omitempty"`
+	DeliveryID   string `bson:"delivery_id"`
+	ResendID     string `bson:"resend_id,omitempty"`
+	RequestBody  []byte `bson:"request_body,omitempty"`
+	ResponseBody string `bson:"response_body,omitempty"`
+}
+
+func (d attemptDoc) attempt() *webhooksv1.DeliveryAttempt {
+	return &webhooksv1.DeliveryAttempt{
+		AttemptId: d.ID, EventId: d.EventID, WorkspaceId: d.WorkspaceID, WebhookId: d.WebhookID, Event: d.Event,
+		AtUnixMs: d.AtUnixMs, Success: d.Success, ResponseCode: d.ResponseCode, DurationMs: d.DurationMs, RetryCount: d.RetryCount,
+		Error: d.Error, Final: d.Final, Test: d.Test, ResendId: d.ResendID, RequestBody: d.RequestBody, ResponseBody: d.ResponseBody,
+	}
+}
+
+// upgrade moves into the index, once, the delivery logs of earlier
+// versions, and drops them:
+//   - attempt_pages, where queries found the pages (their bodies stay
+//     where they are), read in time order;
+//   - attempts, one document an attempt, which become pages.
+//
+// Each is read whole once, at the first start after the upgrade. One
+// stopped midway moves it all again at the next start; the pages it
+// repeats are listed once.
+func (p *AttemptPages) upgrade(ctx context.Context, db *mongo.Database) error {
+	headers := db.Collection("attempt_pages")
+	cur, err := headers.Find(ctx, bson.D{}, options.Find().
+		SetSort(bson.D{{Key: "last_ms", Value: 1}}).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	for cur.Next(ctx) {
+		var h struct {
+			ID string `bson:"_id"`
+		}
+		if err := cur.Decode(&h); err != nil {
+			return err
+		}
+		page, err := p.body(ctx, h.ID)
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 {
+			if err := p.index.add(ctx, []placed{{page[0].GetWebhookId(), slotOf(h.ID, page)}}); err != nil {
+				return err
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	if err := headers.Drop(ctx); err != nil {
+		return err
+	}
+	legacy := db.Collection("attempts")
+	cur, err = legacy.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "at_unix_ms", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	batch := make([]*webhooksv1.DeliveryAttempt, 0, maxPageAttempts)
+	for more := true; more; {
+		if more = cur.Next(ctx); more {
+			var d attemptDoc
+			if err := cur.Decode(&d); err != nil {
+				return err
+			}
+			batch = append(batch, d.attempt())
+		}
+		if len(batch) == maxPageAttempts || !more {
+			if err := p.Store(ctx, batch); err != nil {
+				return err
+			}
+			batch = batch[:0]
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	return legacy.Drop(ctx)
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
+
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/app"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
+)
+
+// Durable log reads: what the logs endpoint reads past the attempts kept
+// in memory (the newest, a page further back, a rare outcome) and what a
+// resend of an old delivery reads, on the embedded store, with the log of
+// 20 webhooks at 6,000 and then 60,000 attempts (two a page, as light
+// traffic stores them). A read that costs the page takes about as long at
+// both sizes; one that reads the collection, ten times as long.
+const (
+	logHooks    = 20
+	logPerPage  = 2
+	logSmall    = 6_000
+	logLarge    = 60_000
+	logReadsRun = 7
+)
+
+func durableLogReads(ctx context.Context, uri string) error {
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err != nil {
+		return err
+	}
+	defer client.Disconnect(ctx)
+	db := client.Database("bench_delivery_log")
+	log, err := adapters.OpenAttemptPages(ctx, db)
+	if err != nil {
+		return err
+	}
+	const t0 = 1_800_000_000_000
+	attempt := func(i int) *webhooksv1.DeliveryAttempt {
+		return &webhooksv1.DeliveryAttempt{
+			AttemptId: fmt.Sprintf("evt_%06d:whk_%02d:1", i, i%logHooks), EventId: fmt.Sprintf("evt_%06d", i), WorkspaceId: "ws_log",
+			WebhookId: fmt.Sprintf("whk_%02d", i%logHooks), Event: "call_ended", AtUnixMs: t0 + int64(i), Success: i%5000 != 0, Final: true,
+			ResponseCode: 200, RequestBody: []byte(`{"event":"call_ended","data":{"conversation_id":"conv_0123456789"}}`),
+		}
+	}
+	store := func(from, to int) error {
+		const batch = logHooks * logPerPage
+		for i := from; i < to; i += batch {
+			as := make([]*webhooksv1.DeliveryAttempt, 0, batch)
+			for j := i; j < min(i+batch, to); j++ {
+				as = append(as, attempt(j))
+			}
+			if err := log.Store(ctx, as); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	median := func(read func() error) (time.Duration, error) {
+		var took []time.Duration
+		for range logReadsRun {
+			start := time.Now()
+			if err := read(); err != nil {
+				return 0, err
+			}
+			took = append(took, time.Since(start))
+		}
+		slices.Sort(took)
+		return took[len(took)/2], nil
+	}
+	type read struct {
+		name string
+		do   func(size int) error
+	}
+	expect := func(got []*webhooksv1.DeliveryAttempt, err error, want int) error {
+		if err == nil && len(got) != want {
+			err = fmt.Errorf("%d attempts; want %d", len(got), want)
+		}
+		return err
+	}
+	reads := []read{
+		{"the newest 50", func(int) error {
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, 0, 50)
+			return expect(got, err, 50)
+		}},
+		{"50 from the middle back", func(size int) error {
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, t0+int64(size/2), 50)
+			return expect(got, err, 50)
+		}},
+		{"the newest failure", func(int) error {
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{Status: domain.LogFailed}, 0, 1)
+			return expect(got, err, 1)
+		}},
+		{"the first delivery's first attempt", func(int) error {
+			got, err := log.FirstAttempt(ctx, "whk_00", app.DeliveryID(attempt(0)))
+			if err == nil && got == nil {
+				err = fmt.Errorf("not found")
+			}
+			return err
+		}},
+	}
+	lookup := func() error {
+		return db.Collection("attempt_page_bodies").FindOne(ctx, bson.D{{Key: "_id", Value: "none"}}).Err()
+	}
+	measure := func(size int) ([]time.Duration, time.Duration, error) {
+		one, err := median(func() error {
+			if err := lookup(); err != mongo.ErrNoDocuments {
+				return err
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		var out []time.Duration
+		for _, r := range reads {
+			d, err := median(func() error { return r.do(size) })
+			if err != nil {
+				return nil, 0, fmt.Errorf("%s: %w", r.name, err)
+			}
+			out = append(out, d)
+		}
+		return out, one, nil
+	}
+	if err := store(0, logSmall); err != nil {
+		return err
+	}
+	small, _, err := measure(logSmall)
+	if err != nil {
+		return err
+	}
+	if err := store(logSmall, logLarge); err != nil {
+		return err
+	}
+	large, one, err := measure(logLarge)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("durable log reads, %d webhooks, %d attempts a page (one lookup by id: %s):\n", logHooks, logPerPage, one.Round(time.Microsecond))
+	worst := 0.0
+	for i, r := range reads {
+		ratio := large[i].Seconds() / small[i].Seconds()
+		worst = max(worst, ratio)
+		fmt.Printf("  %-36s %7.1f ms at %d attempts, %7.1f ms at %d = %.2fx (%.0f lookups' time)\n", r.name,
+			float64(small[i].Microseconds())/1000, logSmall, float64(large[i].Microseconds())/1000, logLarge, ratio, large[i].Seconds()/one.Seconds())
+	}
+	fmt.Printf("  ten times the log, worst read %.2fx (goal <= 2x: reads cost the page, not the log): %s\n", worst, map[bool]string{true: "MET", false: "NOT MET"}[worst <= 2])
+	return nil
+}
