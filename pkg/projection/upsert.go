@@ -19,6 +19,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 )
 
 // SeqField holds the stream sequence a document reflects.
@@ -196,19 +198,12 @@ func UpsertBatch(ctx context.Context, coll *mongo.Collection, writes []Write) er
 	if len(docs) == 0 {
 		return nil
 	}
-	_, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	if err == nil {
-		return nil
-	}
-	var bulk mongo.BulkWriteException
-	if !errors.As(err, &bulk) || bulk.WriteConcernError != nil {
+	there, err := mongox.InsertNew(ctx, coll, docs)
+	if err != nil {
 		return fmt.Errorf("insert batch into %s: %w", coll.Name(), err)
 	}
-	for _, we := range bulk.WriteErrors {
-		if !mongo.IsDuplicateKeyError(we) {
-			return fmt.Errorf("insert batch into %s: %w", coll.Name(), we)
-		}
-		w := newest[order[we.Index]]
+	for _, i := range there {
+		w := newest[order[i]]
 		if _, err := Upsert(ctx, coll, w.ID, w.Seq, w.Doc); err != nil {
 			return err
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -89,7 +89,7 @@ func (p *AttemptPages) Store(ctx context.Context, batch []*webhooksv1.DeliveryAt
 	// Bodies first: a page the index finds has its attempts. A page
 	// stored again takes a slot again (its first slot may have been
 	// taken just before a crash, or not): reads list its attempts once.
-	if _, err := p.Bodies.InsertMany(ctx, bodies, options.InsertMany().SetOrdered(false)); err != nil && !onlyDuplicates(err) {
+	if _, err := mongox.InsertNew(ctx, p.Bodies, bodies); err != nil {
 		return err
 	}
 	return p.index.add(ctx, slots)
@@ -274,22 +274,4 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 			log.Error("attempts are not copied to the durable log", "err", err)
 		}
 	}()
-}
-
-// onlyDuplicates reports whether a bulk insert failed only because some
-// documents were already there (a redelivered batch).
-func onlyDuplicates(err error) bool {
-	var bwe mongo.BulkWriteException
-	if errors.As(err, &bwe) {
-		if bwe.WriteConcernError != nil {
-			return false
-		}
-		for _, we := range bwe.WriteErrors {
-			if we.Code != 11000 {
-				return false
-			}
-		}
-		return true
-	}
-	return mongo.IsDuplicateKeyError(err)
 }

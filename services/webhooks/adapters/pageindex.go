@@ -14,6 +14,7 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -178,7 +179,7 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 			d.ID, d.High = indexID(w, 0, at[i]), max(prev.slot.High, d.LastMs)
 			round[i] = d
 		}
-		dup, err := insertAll(ctx, x.coll, round)
+		there, err := mongox.InsertNew(ctx, x.coll, round)
 		if err != nil {
 			return err
 		}
@@ -187,7 +188,7 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 		for i, w := range order {
 			x.known(w, at[i]+1)
 			delete(x.last, w)
-			if !dup[i] {
+			if !slices.Contains(there, i) {
 				// (Else another writer took the slot: the next may be free.)
 				x.last[w] = taken{at[i], round[i].(indexDoc)}
 				x.remember(w, round[i].(indexDoc))
@@ -208,26 +209,6 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 	return nil
 }
 
-// insertAll inserts docs, and reports which were there already.
-func insertAll(ctx context.Context, coll *mongo.Collection, docs []any) (dup map[int]bool, err error) {
-	if len(docs) == 0 {
-		return nil, nil
-	}
-	_, err = coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
-	var bwe mongo.BulkWriteException
-	if err == nil || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
-		return nil, err
-	}
-	dup = map[int]bool{}
-	for _, we := range bwe.WriteErrors {
-		if we.Code != 11000 {
-			return nil, err
-		}
-		dup[we.Index] = true
-	}
-	return dup, nil
-}
-
 // complete inserts the nodes from their children, then the nodes above
 // them they complete, and lets go of what this writer remembered of the
 // children.
@@ -243,7 +224,7 @@ func (x *pageIndex) complete(ctx context.Context, nodes []node) error {
 		}
 		// A node there already was built by another writer from the same
 		// slots: the same node.
-		if _, err := insertAll(ctx, x.coll, docs); err != nil {
+		if _, err := mongox.InsertNew(ctx, x.coll, docs); err != nil {
 			return err
 		}
 		var above []node
