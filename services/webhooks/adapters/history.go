@@ -172,6 +172,7 @@ func merge(list, more []*webhooksv1.DeliveryAttempt, selects func(*webhooksv1.De
 func (p *AttemptPages) FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
 	var found *webhooksv1.DeliveryAttempt
 	err := p.index.walk(ctx, webhookID, walker{
+		filters: true,
 		mayHold: holdingDelivery(deliveryID),
 		doneAt:  func(int64) bool { return false },
 		visit: func(slot indexDoc) (bool, error) {

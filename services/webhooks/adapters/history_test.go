@@ -211,15 +211,15 @@ func TestAttemptPagesReadThroughAMissingNode(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.index.wrote = map[string]map[string]indexDoc{} // a writer started anew
+	p.index.slots, p.index.last = map[string]map[int64]indexDoc{}, map[string]taken{} // a writer started anew
 	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{Status: domain.LogFailed}, 0, 10); err != nil || len(got) != 1 || got[0].GetAttemptId() != "evt_01:whk_1:1" {
 		t.Errorf("the failure under a missing node: %v %v", got, err)
 	}
 	if got, err := p.FirstAttempt(ctx, "whk_1", app.DeliveryID(all[len(all)-1])); err != nil || got == nil {
 		t.Errorf("the first delivery under a missing node: %v %v", got, err)
 	}
-	store(6, 8) // slot 7 completes node 2/1, then 3/0 over 2/0, made again
-	for _, id := range []string{indexID("whk_1", 2, 0), indexID("whk_1", 3, 0)} {
+	store(6, 8) // slot 7 completes nodes 1/3, 2/1 and 3/0, over 2/0 and 1/0 made again
+	for _, id := range []string{indexID("whk_1", 1, 0), indexID("whk_1", 2, 0), indexID("whk_1", 3, 0)} {
 		if _, ok, err := p.index.get(ctx, id); !ok || err != nil {
 			t.Errorf("node %s not there: %v", id, err)
 		}

@@ -55,14 +55,14 @@ type pageIndex struct {
 	endsMu sync.Mutex
 	ends   map[string]int64 // per webhook, slots known taken: a lower bound of its n
 
-	// writeMu makes this process's appends one at a time. wrote holds,
-	// per webhook, the slots and nodes of its nodes not yet complete that
-	// this writer inserted or read, so completing a node rarely reads its
-	// children again; last, the slot it took last, if the webhook's next
-	// slot is likely free (no other writer took one since, as far as it
-	// knows): a find costs the embedded store more than an insert.
+	// writeMu makes this process's appends one at a time. slots holds,
+	// per webhook, the slots of its level-1 node not yet complete that
+	// this writer took or read, so completing the node rarely reads them
+	// again; last, the slot it took last, if the webhook's next slot is
+	// likely free (no other writer took one since, as far as it knows): a
+	// find costs the embedded store more than an insert.
 	writeMu sync.Mutex
-	wrote   map[string]map[string]indexDoc
+	slots   map[string]map[int64]indexDoc
 	last    map[string]taken
 }
 
@@ -99,7 +99,7 @@ type indexDoc struct {
 }
 
 func newPageIndex(coll *mongo.Collection) *pageIndex {
-	return &pageIndex{coll: coll, fanout: defaultFanout, ends: map[string]int64{}, wrote: map[string]map[string]indexDoc{}, last: map[string]taken{}}
+	return &pageIndex{coll: coll, fanout: defaultFanout, ends: map[string]int64{}, slots: map[string]map[int64]indexDoc{}, last: map[string]taken{}}
 }
 
 func indexID(webhookID string, level int, k int64) string {
@@ -169,7 +169,7 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 				}
 				prev.s = s - 1
 				if s > 0 {
-					if prev.slot, err = x.written(ctx, w, 0, s-1); err != nil {
+					if prev.slot, err = x.slot(ctx, w, s-1); err != nil {
 						return err
 					}
 				}
@@ -191,7 +191,7 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 			if !slices.Contains(there, i) {
 				// (Else another writer took the slot: the next may be free.)
 				x.last[w] = taken{at[i], round[i].(indexDoc)}
-				x.remember(w, round[i].(indexDoc))
+				x.remember(w, at[i], round[i].(indexDoc))
 				queue[w] = queue[w][1:]
 				if s := at[i]; (s+1)%x.fanout == 0 {
 					completed = append(completed, node{w, 1, (s+1)/x.fanout - 1})
@@ -210,8 +210,7 @@ func (x *pageIndex) add(ctx context.Context, slots []placed) error {
 }
 
 // complete inserts the nodes from their children, then the nodes above
-// them they complete, and lets go of what this writer remembered of the
-// children.
+// them they complete.
 func (x *pageIndex) complete(ctx context.Context, nodes []node) error {
 	for len(nodes) > 0 {
 		docs := make([]any, len(nodes))
@@ -228,13 +227,12 @@ func (x *pageIndex) complete(ctx context.Context, nodes []node) error {
 			return err
 		}
 		var above []node
-		for i, n := range nodes {
-			d := docs[i].(indexDoc)
-			for c := n.k * x.fanout; c < (n.k+1)*x.fanout; c++ {
-				delete(x.wrote[n.webhookID], indexID(n.webhookID, n.level-1, c))
+		for _, n := range nodes {
+			if n.level == 1 {
+				for c := n.k * x.fanout; c < (n.k+1)*x.fanout; c++ {
+					delete(x.slots[n.webhookID], c)
+				}
 			}
-			d.Bloom = nil // a parent needs the summary and Wide only
-			x.remember(n.webhookID, d)
 			if (n.k+1)%x.fanout == 0 {
 				above = append(above, node{n.webhookID, n.level + 1, (n.k+1)/x.fanout - 1})
 			}
@@ -244,13 +242,21 @@ func (x *pageIndex) complete(ctx context.Context, nodes []node) error {
 	return nil
 }
 
-// build makes node n from its children.
+// build makes node n from its children: a level-1 node from the slots
+// this writer remembers (else reads), one above from its children read
+// (a read of fanout documents every fanout² slots or more).
 func (x *pageIndex) build(ctx context.Context, n node) (indexDoc, error) {
 	d := indexDoc{ID: indexID(n.webhookID, n.level, n.k)}
 	var deliveries []string
 	wide := bloom.New(wideBits, wideHashes)
 	for c := n.k * x.fanout; c < (n.k+1)*x.fanout; c++ {
-		child, err := x.written(ctx, n.webhookID, n.level-1, c)
+		var child indexDoc
+		var err error
+		if n.level == 1 {
+			child, err = x.slot(ctx, n.webhookID, c)
+		} else {
+			child, err = x.node(ctx, node{n.webhookID, n.level - 1, c})
+		}
 		if err != nil {
 			return d, err
 		}
@@ -292,41 +298,49 @@ const (
 	wideHashes = 4
 )
 
-func (x *pageIndex) remember(webhookID string, d indexDoc) {
-	if x.wrote[webhookID] == nil {
-		x.wrote[webhookID] = map[string]indexDoc{}
+func (x *pageIndex) remember(webhookID string, s int64, slot indexDoc) {
+	if x.slots[webhookID] == nil {
+		x.slots[webhookID] = map[int64]indexDoc{}
 	}
-	x.wrote[webhookID][d.ID] = d
+	x.slots[webhookID][s] = slot
 }
 
-// written is a slot or node this writer remembers, else reads (and
-// remembers): it is there, as its slots are.
-func (x *pageIndex) written(ctx context.Context, webhookID string, level int, k int64) (indexDoc, error) {
-	id := indexID(webhookID, level, k)
-	if d, ok := x.wrote[webhookID][id]; ok {
+// slot is slot s, which this writer remembers or reads (and remembers):
+// it is there, as all below the slots taken are.
+func (x *pageIndex) slot(ctx context.Context, webhookID string, s int64) (indexDoc, error) {
+	if d, ok := x.slots[webhookID][s]; ok {
 		return d, nil
 	}
-	d, ok, err := x.get(ctx, id)
-	if err == nil && !ok && level > 0 {
-		// Its writer died before inserting it: made again from below.
-		if err = x.complete(ctx, []node{{webhookID, level, k}}); err == nil {
-			return x.written(ctx, webhookID, level, k)
-		}
-	}
+	d, ok, err := x.get(ctx, indexID(webhookID, 0, s))
 	if err == nil && !ok {
-		err = fmt.Errorf("attempt index: slot %s is missing", id)
+		err = fmt.Errorf("attempt index: slot %d of %s is missing", s, webhookID)
 	}
-	if err != nil {
-		return indexDoc{}, err
+	if err == nil {
+		x.remember(webhookID, s, d)
 	}
-	d.Bloom = nil
-	x.remember(webhookID, d)
-	return d, nil
+	return d, err
 }
 
-func (x *pageIndex) get(ctx context.Context, id string) (indexDoc, bool, error) {
+// node reads node n, made again from below if its writer died before
+// inserting it.
+func (x *pageIndex) node(ctx context.Context, n node) (indexDoc, error) {
+	d, ok, err := x.get(ctx, indexID(n.webhookID, n.level, n.k))
+	if err != nil || ok {
+		return d, err
+	}
+	if d, err = x.build(ctx, n); err != nil {
+		return d, err
+	}
+	_, err = mongox.InsertNew(ctx, x.coll, []any{d})
+	return d, err
+}
+
+// withoutFilters leaves a node's delivery filters out of a read.
+var withoutFilters = options.FindOne().SetProjection(bson.D{{Key: "bloom", Value: 0}, {Key: "wide", Value: 0}})
+
+func (x *pageIndex) get(ctx context.Context, id string, opts ...options.Lister[options.FindOneOptions]) (indexDoc, bool, error) {
 	var d indexDoc
-	err := x.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	err := x.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, opts...).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return d, false, nil
 	}
@@ -387,6 +401,7 @@ func (x *pageIndex) known(webhookID string, n int64) {
 // and whether the read is done before one whose newest attempt of all up
 // to it is high.
 type walker struct {
+	filters bool // whether mayHold reads the nodes' delivery filters
 	mayHold func(d *indexDoc, level int) bool
 	doneAt  func(high int64) bool
 	visit   func(slot indexDoc) (done bool, err error)
@@ -414,7 +429,11 @@ func (x *pageIndex) walkNode(ctx context.Context, webhookID string, n int64, lev
 		return false, nil
 	}
 	if level == 0 || first+span <= n { // a slot, or a node complete
-		d, ok, err := x.get(ctx, indexID(webhookID, level, k))
+		var opts []options.Lister[options.FindOneOptions]
+		if !w.filters {
+			opts = append(opts, withoutFilters)
+		}
+		d, ok, err := x.get(ctx, indexID(webhookID, level, k), opts...)
 		switch {
 		case err != nil:
 			return false, err
