@@ -79,18 +79,55 @@ func older(t *testing.T, h app.DeliveryHistory, webhookID string, f domain.LogFi
 	return ids(got)
 }
 
+// query is a call of Older the suite checks.
+type query struct {
+	name   string
+	f      domain.LogFilter
+	before int64
+	limit  int
+}
+
+// listsAsAll checks that h lists whk_1's attempts as a history of all
+// does, for each query.
+func listsAsAll(t *testing.T, h app.DeliveryHistory, all []*webhooksv1.DeliveryAttempt, queries []query) {
+	t.Helper()
+	for _, q := range queries {
+		if got, want := older(t, h, "whk_1", q.f, q.before, q.limit), want(all, "whk_1", q.f, q.before, q.limit); !slices.Equal(got, want) {
+			t.Errorf("%s: %v; want %v", q.name, got, want)
+		}
+	}
+}
+
+// pagesBackThroughAll checks that paging back through whk_1's log, as the
+// logs endpoint does past what memory holds, pageSize at a time, reaches
+// every attempt once, newest first.
+func pagesBackThroughAll(t *testing.T, h app.DeliveryHistory, all []*webhooksv1.DeliveryAttempt, pageSize int) {
+	t.Helper()
+	var paged []string
+	before := int64(0)
+	for range len(all) {
+		page, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, before, pageSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		paged = append(paged, ids(page)...)
+		before = page[len(page)-1].GetAtUnixMs()
+	}
+	if want := want(all, "whk_1", domain.LogFilter{}, 0, len(all)); !slices.Equal(paged, want) {
+		t.Errorf("paged back %d at a time: %v; want %v", pageSize, paged, want)
+	}
+}
+
 // Run checks open against what app.DeliveryHistory promises.
 func Run(t *testing.T, open Opener) {
 	t.Run("older is newest first, filtered, limited and before a time", func(t *testing.T) {
 		h, store := open(t)
 		all := append(attempts("whk_1", 0, 40), attempts("whk_2", 0, 10)...)
 		store(all...)
-		for _, c := range []struct {
-			name   string
-			f      domain.LogFilter
-			before int64
-			limit  int
-		}{
+		listsAsAll(t, h, all, []query{
 			{"all", domain.LogFilter{}, 0, 100},
 			{"limited", domain.LogFilter{}, 0, 7},
 			{"before", domain.LogFilter{}, t0 + 20_000, 5},
@@ -100,11 +137,7 @@ func Run(t *testing.T, open Opener) {
 			{"a window", domain.LogFilter{FromMs: t0 + 10_000, ToMs: t0 + 15_000}, 0, 100},
 			{"a window and before", domain.LogFilter{FromMs: t0 + 10_000, ToMs: t0 + 30_000}, t0 + 12_000, 100},
 			{"nothing selected", domain.LogFilter{Event: "call_started"}, 0, 100},
-		} {
-			if got, want := older(t, h, "whk_1", c.f, c.before, c.limit), want(all, "whk_1", c.f, c.before, c.limit); !slices.Equal(got, want) {
-				t.Errorf("%s: %v; want %v", c.name, got, want)
-			}
-		}
+		})
 		if got := older(t, h, "whk_3", domain.LogFilter{}, 0, 100); len(got) != 0 {
 			t.Errorf("a webhook with no attempts lists %v", got)
 		}
@@ -131,29 +164,13 @@ func Run(t *testing.T, open Opener) {
 		store(mixed[50:]...)
 		store(mixed[10:40]...)
 		store(mixed[:1]...)
-		for _, limit := range []int{1, 5, 30, 100} {
-			if got, want := older(t, h, "whk_1", domain.LogFilter{}, 0, limit), want(all, "whk_1", domain.LogFilter{}, 0, limit); !slices.Equal(got, want) {
-				t.Errorf("limit %d: %v; want %v", limit, got, want)
-			}
-		}
-		// Paging back through the whole log, as the logs endpoint does
-		// past what memory holds, reaches every attempt once.
-		var paged []string
-		before := int64(0)
-		for range len(all) {
-			page, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, before, 7)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			paged = append(paged, ids(page)...)
-			before = page[len(page)-1].GetAtUnixMs()
-		}
-		if want := want(all, "whk_1", domain.LogFilter{}, 0, len(all)); !slices.Equal(paged, want) {
-			t.Errorf("paged back: %v; want %v", paged, want)
-		}
+		listsAsAll(t, h, all, []query{
+			{"limit 1", domain.LogFilter{}, 0, 1},
+			{"limit 5", domain.LogFilter{}, 0, 5},
+			{"limit 30", domain.LogFilter{}, 0, 30},
+			{"limit 100", domain.LogFilter{}, 0, 100},
+		})
+		pagesBackThroughAll(t, h, all, 7)
 	})
 
 	t.Run("a long log of small batches: rare outcomes, deep pages and old deliveries are found", func(t *testing.T) {
@@ -171,39 +188,15 @@ func Run(t *testing.T, open Opener) {
 				store(other[i/30])
 			}
 		}
-		for _, c := range []struct {
-			name   string
-			f      domain.LogFilter
-			before int64
-			limit  int
-		}{
+		listsAsAll(t, h, all, []query{
 			{"newest", domain.LogFilter{}, 0, 50},
 			{"the rare failures", domain.LogFilter{Status: domain.LogFailed}, 0, 100},
 			{"one rare failure before a time", domain.LogFilter{Status: domain.LogFailed}, t0 + 200_000, 1},
 			{"deep back", domain.LogFilter{}, t0 + 9_000, 5},
 			{"a window far back", domain.LogFilter{FromMs: t0 + 30_000, ToMs: t0 + 40_000}, 0, 100},
 			{"one event, failed", domain.LogFilter{Event: "call_ended", Status: domain.LogFailed}, 0, 100},
-		} {
-			if got, want := older(t, h, "whk_1", c.f, c.before, c.limit), want(all, "whk_1", c.f, c.before, c.limit); !slices.Equal(got, want) {
-				t.Errorf("%s: %v; want %v", c.name, got, want)
-			}
-		}
-		var paged []string
-		before := int64(0)
-		for range len(all) {
-			page, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, before, 40)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(page) == 0 {
-				break
-			}
-			paged = append(paged, ids(page)...)
-			before = page[len(page)-1].GetAtUnixMs()
-		}
-		if want := want(all, "whk_1", domain.LogFilter{}, 0, len(all)); !slices.Equal(paged, want) {
-			t.Errorf("paged back: %d attempts; want %d", len(paged), len(want))
-		}
+		})
+		pagesBackThroughAll(t, h, all, 40)
 		for _, a := range []*webhooksv1.DeliveryAttempt{all[0], all[151], all[299], other[0]} {
 			got, err := h.FirstAttempt(context.Background(), a.GetWebhookId(), app.DeliveryID(a))
 			if err != nil || got.GetAttemptId() != a.GetAttemptId() {
