@@ -51,26 +51,35 @@ func (d attemptDoc) attempt() *webhooksv1.DeliveryAttempt {
 // repeats are listed once.
 func (p *AttemptPages) upgrade(ctx context.Context, db *mongo.Database) error {
 	headers := db.Collection("attempt_pages")
-	cur, err := headers.Find(ctx, bson.D{}, options.Find().
+	// Sorted whole, beyond MongoDB's 100 MB for a sort in memory.
+	cur, err := headers.Find(ctx, bson.D{}, options.Find().SetAllowDiskUse(true).
 		SetSort(bson.D{{Key: "last_ms", Value: 1}}).SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
 		return err
 	}
-	for cur.Next(ctx) {
-		var h struct {
-			ID string `bson:"_id"`
-		}
-		if err := cur.Decode(&h); err != nil {
-			return err
-		}
-		page, err := p.body(ctx, h.ID)
-		if err != nil {
-			return err
-		}
-		if len(page) > 0 {
-			if err := p.index.add(ctx, []placed{{page[0].GetWebhookId(), slotOf(h.ID, page)}}); err != nil {
+	defer cur.Close(ctx)
+	slots := make([]placed, 0, maxPageAttempts)
+	for more := true; more; {
+		if more = cur.Next(ctx); more {
+			var h struct {
+				ID string `bson:"_id"`
+			}
+			if err := cur.Decode(&h); err != nil {
 				return err
 			}
+			page, err := p.body(ctx, h.ID)
+			if err != nil {
+				return err
+			}
+			if len(page) > 0 {
+				slots = append(slots, placed{page[0].GetWebhookId(), slotOf(h.ID, page)})
+			}
+		}
+		if len(slots) == cap(slots) || !more {
+			if err := p.index.add(ctx, slots); err != nil {
+				return err
+			}
+			slots = slots[:0]
 		}
 	}
 	if err := cur.Err(); err != nil {
@@ -80,10 +89,11 @@ func (p *AttemptPages) upgrade(ctx context.Context, db *mongo.Database) error {
 		return err
 	}
 	legacy := db.Collection("attempts")
-	cur, err = legacy.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "at_unix_ms", Value: 1}}))
+	cur, err = legacy.Find(ctx, bson.D{}, options.Find().SetAllowDiskUse(true).SetSort(bson.D{{Key: "at_unix_ms", Value: 1}}))
 	if err != nil {
 		return err
 	}
+	defer cur.Close(ctx)
 	batch := make([]*webhooksv1.DeliveryAttempt, 0, maxPageAttempts)
 	for more := true; more; {
 		if more = cur.Next(ctx); more {
