@@ -410,6 +410,17 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     // The log shows the successes without a reload.
     await page.locator('tbody tr', {hasText: '200'}).nth(1).waitFor();
 
+    // More attempts than a page (100): the first delivery's failed attempt
+    // drops off the page the log shows, and is a click away.
+    for (let i = 0; i < 100; i++) await api('POST', '/v1/convai/events', {event: 'call_started', data: {call_id: 'call_many_' + i}});
+    await eventually('the first failure past the newest page', async () =>
+      !(await api('GET', logPath + '?limit=100')).recent_deliveries.some((d) => d.delivery_id === first.delivery_id), 30000);
+    const firstAttempt = page.getByRole('button', {name: 'Resend delivery ' + first.delivery_id});
+    await firstAttempt.waitFor({state: 'detached'});
+    await page.getByRole('button', {name: 'Show older attempts'}).click();
+    await firstAttempt.waitFor();
+    assert.ok(await page.locator('table[aria-label="Delivery attempts"] tbody tr').count() > 100, 'the older page follows the newest');
+
     // Three deliveries in a row that fail for good (the stack disables a
     // webhook after 3): the portal shows it disabled automatically, with
     // its last failure, and enables it again.

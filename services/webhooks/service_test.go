@@ -775,6 +775,6 @@ func TestReplicasShareDeliveriesWithoutDuplicates(t *testing.T) {
 
 // recent is the in-memory log's newest attempts of a webhook.
 func recent(l app.AttemptLog, id string, limit int) []*webhooksv1.DeliveryAttempt {
-	out, _ := l.Recent(id, domain.LogFilter{}, limit)
+	out := l.Recent(id, domain.LogFilter{}, limit)
 	return out
 }

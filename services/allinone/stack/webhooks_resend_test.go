@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,6 +93,8 @@ type logPage struct {
 		RequestBody  json.RawMessage `json:"request_body"`
 		ResponseBody string          `json:"response_body"`
 	} `json:"recent_deliveries"`
+	NextCursor *string `json:"next_cursor"`
+	HasMore    bool    `json:"has_more"`
 }
 
 func hookLog(t *testing.T, s *Stack, id, query string) logPage {
@@ -260,7 +264,29 @@ func TestWebhookLogAndResendReachTheDurableLog(t *testing.T) {
 	// 20 call_ended deliveries, then 100 call_started ones, which are
 	// all the memory keeps.
 	old := ingest("call_ended", 20)
-	ingest("call_started", 100)
+	recent := ingest("call_started", 100)
+
+	// Paged 25 at a time with the cursors, memory's and the durable
+	// log's: every delivery once, and a last page that says so.
+	eventually(t, 10*time.Second, "every delivery paged through", func() bool {
+		var got []string
+		query := "limit=25"
+		for range 10 {
+			page := hookLog(t, s, hook, query)
+			for _, e := range page.RecentDeliveries {
+				got = append(got, e.EventID)
+			}
+			if !page.HasMore || page.NextCursor == nil {
+				break
+			}
+			query = "limit=25&cursor=" + url.QueryEscape(*page.NextCursor)
+		}
+		slices.Sort(got)
+		return slices.Equal(got, slices.Sorted(slices.Values(append(slices.Clone(old), recent...))))
+	})
+	if r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hook+"/logs?cursor=forged", adminKey, ""); r.Code != 422 || !strings.Contains(string(r.Body), `"cursor"`) {
+		t.Fatalf("a forged cursor: %d %s", r.Code, r.Body)
+	}
 
 	var listed logPage
 	eventually(t, 10*time.Second, "the 20 older deliveries listed from the durable log", func() bool {

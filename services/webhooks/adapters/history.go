@@ -125,16 +125,16 @@ func pagesOf(batch []*webhooksv1.DeliveryAttempt) [][]*webhooksv1.DeliveryAttemp
 	return out
 }
 
-// Older returns up to limit attempts of a webhook that f selects, made
-// before beforeMs (0: any time), newest first.
-func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+// Older returns up to limit attempts of a webhook that f selects, below
+// position before (nil: from the newest), newest first.
+func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.LogFilter, before *app.LogPosition, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	// An attempt is listed once, though stored in more than one page.
 	listed := map[string]bool{}
 	selects := func(a *webhooksv1.DeliveryAttempt) bool {
-		if listed[a.GetAttemptId()] || beforeMs != 0 && a.GetAtUnixMs() >= beforeMs || !f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
+		if listed[a.GetAttemptId()] || before != nil && !before.Below(a) || !f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
 			return false
 		}
 		listed[a.GetAttemptId()] = true
@@ -142,7 +142,7 @@ func (p *AttemptPages) Older(ctx context.Context, webhookID string, f domain.Log
 	}
 	var out []*webhooksv1.DeliveryAttempt
 	err := p.index.walk(ctx, webhookID, walker{
-		mayHold: selecting(f, beforeMs),
+		mayHold: selecting(f, before),
 		// Full of attempts newer than any up to here: nothing older can
 		// enter the list.
 		doneAt: func(high int64) bool { return len(out) == limit && high < out[limit-1].GetAtUnixMs() },

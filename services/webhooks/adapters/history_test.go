@@ -108,15 +108,15 @@ func TestAttemptPagesReadsCostThePage(t *testing.T) {
 		most int64
 	}{
 		{"the newest 50", func() (int, error) {
-			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, 0, 50)
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, nil, 50)
 			return len(got), err
 		}, 50, 60},
 		{"50 from the middle back", func() (int, error) {
-			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, 1_000_000+n/2, 50)
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, &app.LogPosition{AtMs: 1_000_000 + n/2}, 50)
 			return len(got), err
 		}, 50, 80},
 		{"the one failure", func() (int, error) {
-			got, err := p.Older(ctx, "whk_0", domain.LogFilter{Status: domain.LogFailed}, 0, 50)
+			got, err := p.Older(ctx, "whk_0", domain.LogFilter{Status: domain.LogFailed}, nil, 50)
 			return len(got), err
 		}, 1, 40},
 		{"the oldest delivery's first attempt", func() (int, error) {
@@ -175,7 +175,7 @@ func TestAttemptPagesWritersShareTheIndex(t *testing.T) {
 	wg.Wait()
 	slices.SortFunc(all, app.NewestFirst)
 	for _, p := range replicas {
-		got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 1000)
+		got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, nil, 1000)
 		if err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
 			t.Fatalf("listed %d of %d attempts, %v", len(got), len(all), err)
 		}
@@ -212,7 +212,7 @@ func TestAttemptPagesReadThroughAMissingNode(t *testing.T) {
 		}
 	}
 	p.index.slots, p.index.last = map[string]map[int64]indexDoc{}, map[string]taken{} // a writer started anew
-	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{Status: domain.LogFailed}, 0, 10); err != nil || len(got) != 1 || got[0].GetAttemptId() != "evt_01:whk_1:1" {
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{Status: domain.LogFailed}, nil, 10); err != nil || len(got) != 1 || got[0].GetAttemptId() != "evt_01:whk_1:1" {
 		t.Errorf("the failure under a missing node: %v %v", got, err)
 	}
 	if got, err := p.FirstAttempt(ctx, "whk_1", app.DeliveryID(all[len(all)-1])); err != nil || got == nil {
@@ -224,7 +224,7 @@ func TestAttemptPagesReadThroughAMissingNode(t *testing.T) {
 			t.Errorf("node %s not there: %v", id, err)
 		}
 	}
-	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, nil, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
 		t.Errorf("listed %v, %v; want %v", historyIDs(got), err, historyIDs(all))
 	}
 }
@@ -263,7 +263,7 @@ func TestOpenAttemptPagesMovesEarlierLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
+	if got, err := p.Older(ctx, "whk_1", domain.LogFilter{}, nil, 100); err != nil || !slices.Equal(historyIDs(got), historyIDs(all)) {
 		t.Errorf("listed %v, %v; want %v", historyIDs(got), err, historyIDs(all))
 	}
 	if got, err := p.FirstAttempt(ctx, "whk_1", app.DeliveryID(all[19])); err != nil || got.GetAttemptId() != all[19].GetAttemptId() {
@@ -280,7 +280,7 @@ func TestOpenAttemptPagesMovesEarlierLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := again.Older(ctx, "whk_1", domain.LogFilter{}, 0, 100); err != nil || len(got) != len(all) {
+	if got, err := again.Older(ctx, "whk_1", domain.LogFilter{}, nil, 100); err != nil || len(got) != len(all) {
 		t.Errorf("after a second start: %d attempts, %v", len(got), err)
 	}
 }
@@ -383,14 +383,15 @@ func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 	var held []string
 	testkit.Eventually(t, 15*time.Second, "every attempt in the pages", func() bool {
 		held = nil
-		before := int64(0)
+		var before *app.LogPosition
 		for {
 			page, err := p.Older(ctx, "whk_1", domain.LogFilter{}, before, 100)
 			if err != nil || len(page) == 0 {
 				break
 			}
 			held = append(held, historyIDs(page)...)
-			before = page[len(page)-1].GetAtUnixMs()
+			last := app.PositionOf(page[len(page)-1])
+			before = &last
 		}
 		return slices.Equal(held, recorded)
 	})

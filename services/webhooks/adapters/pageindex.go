@@ -458,10 +458,10 @@ func (x *pageIndex) walkNode(ctx context.Context, webhookID string, n int64, lev
 
 // selecting is a summary test of f and before: whether a slot or node
 // may hold an attempt they select.
-func selecting(f domain.LogFilter, beforeMs int64) func(d *indexDoc, level int) bool {
-	to := f.ToMs
-	if beforeMs != 0 && (to == 0 || beforeMs < to) {
-		to = beforeMs
+func selecting(f domain.LogFilter, before *app.LogPosition) func(d *indexDoc, level int) bool {
+	to := f.ToMs // attempts before it
+	if before != nil && (to == 0 || before.AtMs+1 < to) {
+		to = before.AtMs + 1 // an attempt of its millisecond may stand below it
 	}
 	return func(d *indexDoc, _ int) bool {
 		switch {

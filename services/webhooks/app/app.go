@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/webhooks/delivery"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
@@ -32,8 +33,10 @@ type App struct {
 	// hands over under its conversation's key before it is published
 	// (see ingest.go); nil publishes it as sent.
 	TranscriptKeys convseal.Keys
-	Log            *slog.Logger
-	Now            func() time.Time
+	// Cursors signs the delivery log's cursors.
+	Cursors *cursor.Codec
+	Log     *slog.Logger
+	Now     func() time.Time
 }
 
 // Ports are what the use cases run on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,9 +69,9 @@ func TestTestDeliveryAfterSecretRotation(t *testing.T) {
 	if !att.Test || !att.Final || att.Success || att.ResponseCode != 503 || att.AtUnixMs != f.clock.UnixMilli() || att.EventId != sent.header.Get(delivery.HeaderEventID) {
 		t.Fatalf("attempt: %+v", att)
 	}
-	logs, err := f.app.Logs(ctx, "ws_a", w.WebhookId, domain.LogFilter{}, app.DefaultLogLimit)
-	if err != nil || len(logs) != 1 || logs[0].AttemptId != att.AttemptId {
-		t.Fatalf("logs: %v %v", logs, err)
+	logs, err := f.app.Logs(ctx, "ws_a", w.WebhookId, domain.LogFilter{}, app.DefaultLogLimit, "")
+	if err != nil || len(logs.Attempts) != 1 || logs.Attempts[0].AttemptId != att.AttemptId || logs.HasMore {
+		t.Fatalf("logs: %+v %v", logs, err)
 	}
 	if rows, _ := f.app.Health(ctx, "ws_a"); rows[0].Health.Attempts != 0 {
 		t.Fatalf("a test counted in health: %+v", rows[0].Health)
@@ -90,15 +91,75 @@ func TestLogsReachIntoHistoryWithinAMillisecond(t *testing.T) {
 	f.attempts.Add(newest)
 	f.app.History = memory.NewHistory(evicted, kept, newest)
 	for limit, want := range map[int][]string{3: {"evt_3", "evt_2", "evt_1"}, 10: {"evt_3", "evt_2", "evt_1"}, 2: {"evt_3", "evt_2"}} {
-		logs, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, limit)
-		var got []string
-		for _, a := range logs {
-			got = append(got, a.EventId)
-		}
-		if err != nil || !slices.Equal(got, want) {
+		if got, err := eventIDs(f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, limit, "")); err != nil || !slices.Equal(got, want) {
 			t.Errorf("limit %d: %v %v; want %v", limit, got, err, want)
 		}
 	}
+}
+
+func eventIDs(page app.LogPage, err error) ([]string, error) {
+	var out []string
+	for _, a := range page.Attempts {
+		out = append(out, a.EventId)
+	}
+	return out, err
+}
+
+// Paging with the cursors reaches every attempt once, newest first, from
+// memory and the durable history alike, though many share a millisecond
+// (which the log's end_time, in seconds, cannot step between); the last
+// page says so, and a cursor is good for the filters it was made for only.
+func TestLogsPageWithCursors(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.create(t, "")
+	at := f.clock.UnixMilli()
+	var all []*webhooksv1.DeliveryAttempt
+	for i := range 250 {
+		a := delivered(w, fmt.Sprintf("evt_%03d", i), 0, at+int64(i/50), i%7 != 0, true) // 50 a millisecond
+		all = append(all, a)
+		if i >= 200 {
+			f.attempts.Add(a) // memory holds the newest 50
+		}
+	}
+	f.app.History = memory.NewHistory(all[:220]...) // the durable log lags the newest 30
+	slices.SortFunc(all, app.NewestFirst)
+	for _, c := range []struct {
+		f     domain.LogFilter
+		limit int
+	}{{domain.LogFilter{}, 30}, {domain.LogFilter{}, 100}, {domain.LogFilter{Status: domain.LogFailed}, 7}} {
+		var want, got []string
+		for _, a := range all {
+			if c.f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
+				want = append(want, a.GetAttemptId())
+			}
+		}
+		cursor := ""
+		for pages := 0; ; pages++ {
+			page, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, c.f, c.limit, cursor)
+			if err != nil || pages > len(all) {
+				t.Fatalf("page %d: %v", pages, err)
+			}
+			for _, a := range page.Attempts {
+				got = append(got, a.GetAttemptId())
+			}
+			if !page.HasMore {
+				if page.NextCursor != nil {
+					t.Errorf("the last page has a cursor")
+				}
+				break
+			}
+			cursor = *page.NextCursor
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%+v, %d a page: %d attempts listed, want %d (%v)", c.f, c.limit, len(got), len(want), got)
+		}
+	}
+	first, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 10, "")
+	if err != nil || first.NextCursor == nil {
+		t.Fatalf("first page: %+v %v", first, err)
+	}
+	_, err = f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 10, *first.NextCursor)
+	wantKind(t, err, apperr.Invalid, "a cursor of other filters")
 }
 
 // The log serves memory first, then the durable history older than the
@@ -110,16 +171,11 @@ func TestLogsReachIntoHistory(t *testing.T) {
 	f.attempts.Add(delivered(w, "evt_3", 0, at+3, true, true))
 	f.attempts.Add(delivered(w, "evt_2", 0, at+2, false, true))
 	f.app.History = memory.NewHistory(delivered(w, "evt_3", 0, at+3, true, true), delivered(w, "evt_2", 0, at+2, false, true), delivered(w, "evt_1", 0, at+1, false, true))
-	logs, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 10)
-	var got []string
-	for _, a := range logs {
-		got = append(got, a.EventId)
-	}
-	if err != nil || !slices.Equal(got, []string{"evt_3", "evt_2", "evt_1"}) {
+	if got, err := eventIDs(f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 10, "")); err != nil || !slices.Equal(got, []string{"evt_3", "evt_2", "evt_1"}) {
 		t.Fatalf("logs: %v %v", got, err)
 	}
-	if logs, _ := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 1); len(logs) != 1 || logs[0].EventId != "evt_2" {
-		t.Fatalf("one failed: %v", logs)
+	if got, _ := eventIDs(f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 1, "")); !slices.Equal(got, []string{"evt_2"}) {
+		t.Fatalf("one failed: %v", got)
 	}
 }
 

@@ -166,11 +166,11 @@ func TestFanoutReachesTheSubscribedWebhooksOfTheWorkspace(t *testing.T) {
 	}
 	// The webhook the dispatcher disabled has the event logged as not
 	// sent (recover replays it), once; the user's paused one nothing.
-	logged, _ := d.attempts.Recent(failing.WebhookId, domain.LogFilter{}, 10)
+	logged := d.attempts.Recent(failing.WebhookId, domain.LogFilter{}, 10)
 	if len(logged) != 1 || logged[0].Error != app.NotSentDisabled || !logged[0].Final || logged[0].Success || string(logged[0].RequestBody) != `{"event":"call_ended"}` {
 		t.Fatalf("logged for the disabled webhook: %v", logged)
 	}
-	if n, _ := d.attempts.Recent(paused.WebhookId, domain.LogFilter{}, 10); len(n) != 0 {
+	if n := d.attempts.Recent(paused.WebhookId, domain.LogFilter{}, 10); len(n) != 0 {
 		t.Fatalf("logged for the paused webhook: %v", n)
 	}
 
@@ -380,7 +380,7 @@ func TestDeliveryIsSignedAndRecorded(t *testing.T) {
 		headers[delivery.HeaderEventID] != "evt_1" || headers[delivery.HeaderWebhookID] != w.WebhookId || headers[delivery.HeaderAttempt] != "1" {
 		t.Fatalf("headers %v", headers)
 	}
-	got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	got := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
 	if len(got) != 1 || !got[0].Success || !got[0].Final || got[0].ResponseCode != 204 || got[0].RetryCount != 0 || string(got[0].RequestBody) != `{"event":"call_ended"}` {
 		t.Fatalf("recorded %v", got)
 	}
@@ -399,7 +399,7 @@ func TestDeliveryRetriesOnTheWebhooksScheduleThenGivesUp(t *testing.T) {
 	if h := d.dispatch.Deliver(ctx, job(w), 3); h.Next != app.Drop || h.Result != app.ResultFailed {
 		t.Fatalf("the last retry: %+v; want given up", h)
 	}
-	got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	got := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
 	if len(got) != 3 || !got[0].Final || got[1].Final || got[2].Final || got[1].NextAttemptAtUnixMs != d.clock.Add(5*time.Millisecond).UnixMilli() {
 		t.Fatalf("recorded, newest first: %v", got)
 	}
@@ -493,7 +493,7 @@ func TestFailingDeliveriesAutoDisableTheWebhook(t *testing.T) {
 	if h := d.dispatch.Fanout(ctx, event("ws_a", "call_ended", "evt_4", d.clock.Add(time.Second), &n)); h.Next != app.Done || len(d.queue.Jobs()) != 0 {
 		t.Fatalf("fan-out to the disabled webhook: %+v, jobs %v", h, jobIDs(d.queue))
 	}
-	if got, _ := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 1); got[0].EventId != "evt_4" || got[0].Error != app.NotSentDisabled {
+	if got := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 1); got[0].EventId != "evt_4" || got[0].Error != app.NotSentDisabled {
 		t.Fatalf("the event after: %v", got)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -52,29 +54,56 @@ func (a *App) Test(ctx context.Context, p principal.Caller, id, eventType string
 	return att, nil
 }
 
-// Logs returns a webhook's newest attempts that f selects, newest first:
-// from memory, then, when memory has too few, from the durable log.
-func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilter, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+// LogPage is a page of a webhook's delivery log.
+type LogPage struct {
+	Attempts   []*webhooksv1.DeliveryAttempt // newest first
+	NextCursor *string                       // the page after it; nil on the last
+	HasMore    bool
+}
+
+// Logs returns a page of a webhook's attempts that f selects, newest
+// first, from the position the cursor (from the page before; "" for the
+// first) holds.
+func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilter, limit int, cursorToken string) (LogPage, error) {
 	if _, err := a.Get(workspaceID, id); err != nil {
-		return nil, err
+		return LogPage{}, err
 	}
-	out, oldest := a.Attempts.Recent(id, f, limit)
-	if len(out) == limit || a.History == nil {
-		return out, nil
+	scope := cursor.Scope("webhook-logs", workspaceID, id, f.Event, f.Status, strconv.FormatInt(f.FromMs, 10), strconv.FormatInt(f.ToMs, 10))
+	after, err := cursor.After[LogPosition](a.Cursors, scope, cursorToken)
+	if err != nil {
+		return LogPage{}, err
 	}
-	// The durable log is read from the oldest millisecond memory holds
-	// on, not before it: memory may have let go of some attempts of that
-	// millisecond and kept others.
-	before, held := oldest, 0
-	if oldest != 0 {
-		before = oldest + 1
-		for _, x := range out {
-			if x.GetAtUnixMs() == oldest {
-				held++
-			}
+	atts, err := a.logs(ctx, id, f, after, limit+1)
+	if err != nil {
+		return LogPage{}, err
+	}
+	page := LogPage{Attempts: atts[:min(len(atts), limit)]}
+	if len(atts) > limit {
+		page.HasMore = true
+		if page.NextCursor, err = cursor.Next(a.Cursors, scope, PositionOf(atts[limit-1])); err != nil {
+			return LogPage{}, err
 		}
 	}
-	older, err := a.History.Older(ctx, id, f, before, limit-len(out)+held)
+	return page, nil
+}
+
+// logs returns up to n of a webhook's attempts that f selects, below
+// position after (nil: from the newest), newest first: those memory holds
+// and, where they are too few, the durable log's. The durable log holds
+// what memory let go of, and may lag behind it a moment: the two are
+// merged, each attempt listed once.
+func (a *App) logs(ctx context.Context, id string, f domain.LogFilter, after *LogPosition, n int) ([]*webhooksv1.DeliveryAttempt, error) {
+	var out []*webhooksv1.DeliveryAttempt
+	for _, x := range a.Attempts.Recent(id, f, MaxLogLimit) {
+		if after == nil || after.Below(x) {
+			out = append(out, x)
+		}
+	}
+	slices.SortFunc(out, NewestFirst)
+	if len(out) >= n || a.History == nil {
+		return out[:min(len(out), n)], nil
+	}
+	older, err := a.History.Older(ctx, id, f, after, n+len(out))
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +112,8 @@ func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilt
 			out = append(out, x)
 		}
 	}
-	return out[:min(len(out), limit)], nil
+	slices.SortFunc(out, NewestFirst)
+	return out[:min(len(out), n)], nil
 }
 
 // HealthRow is the health of one webhook.

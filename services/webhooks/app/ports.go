@@ -65,10 +65,10 @@ type AttemptRecorder interface {
 // and their health.
 type AttemptLog interface {
 	AttemptRecorder
-	// Recent returns up to limit attempts of a webhook that f selects,
-	// newest first, and when the oldest attempt held was made (0: none
-	// held); older attempts are in the DeliveryHistory only.
-	Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt, oldestMs int64)
+	// Recent returns up to limit of the attempts held of a webhook that f
+	// selects, the last recorded first; older attempts are in the
+	// DeliveryHistory only.
+	Recent(webhookID string, f domain.LogFilter, limit int) []*webhooksv1.DeliveryAttempt
 	// Find returns the newest attempt held of a webhook that pred
 	// selects, or nil.
 	Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt
@@ -94,8 +94,8 @@ type FailureRuns interface {
 // the AttemptLog holds.
 type DeliveryHistory interface {
 	// Older returns up to limit attempts of a webhook that f selects,
-	// made before beforeMs (0: any time), newest first.
-	Older(ctx context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error)
+	// below position before (nil: from the newest), newest first.
+	Older(ctx context.Context, webhookID string, f domain.LogFilter, before *LogPosition, limit int) ([]*webhooksv1.DeliveryAttempt, error)
 	// FirstAttempt returns the first attempt of a delivery, or nil.
 	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
 }

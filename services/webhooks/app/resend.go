@@ -96,7 +96,7 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 	}
 	// Newest first: the first attempt seen of an event is its latest.
 	window := domain.LogFilter{FromMs: f.FromMs}
-	atts, err := a.Logs(ctx, p.WorkspaceID, webhookID, window, 10*MaxRecover)
+	atts, err := a.logs(ctx, webhookID, window, nil, 10*MaxRecover)
 	if err != nil {
 		return nil, false, err
 	}

@@ -13,6 +13,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
@@ -61,6 +62,7 @@ func newFixture(t *testing.T) *fixture {
 		Registry: memory.NewRegistry(), Attempts: f.attempts, Backlog: memory.NewBacklog(f.queue),
 		Queue: f.queue, Sender: sender, Sealer: testkit.Sealer(t),
 	}, []byte("relay-key"), log, func() time.Time { return f.clock })
+	f.app.Cursors = cursor.NewCodec([]byte("cursor-key"))
 	return f
 }
 

@@ -30,3 +30,22 @@ func JobID(job *webhooksv1.DeliveryJob) string {
 func NewestFirst(a, b *webhooksv1.DeliveryAttempt) int {
 	return cmp.Or(cmp.Compare(b.GetAtUnixMs(), a.GetAtUnixMs()), cmp.Compare(b.GetAttemptId(), a.GetAttemptId()))
 }
+
+// LogPosition is where an attempt stands in a delivery log, newest first
+// (NewestFirst): by time, then by attempt id.
+type LogPosition struct {
+	AtMs      int64  `json:"at"`
+	AttemptID string `json:"id"`
+}
+
+// PositionOf is where a stands.
+func PositionOf(a *webhooksv1.DeliveryAttempt) LogPosition {
+	return LogPosition{AtMs: a.GetAtUnixMs(), AttemptID: a.GetAttemptId()}
+}
+
+// Below reports whether a stands below p (after it, newest first). A
+// position without an attempt id stands above every attempt of its
+// millisecond: below it is what was made before.
+func (p LogPosition) Below(a *webhooksv1.DeliveryAttempt) bool {
+	return a.GetAtUnixMs() < p.AtMs || a.GetAtUnixMs() == p.AtMs && a.GetAttemptId() < p.AttemptID
+}

@@ -89,15 +89,15 @@ func durableLogReads(ctx context.Context, uri string) error {
 	}
 	reads := []read{
 		{"the newest 50", func(int) error {
-			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, 0, 50)
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, nil, 50)
 			return expect(got, err, 50)
 		}},
 		{"50 from the middle back", func(size int) error {
-			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, t0+int64(size/2), 50)
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{}, &app.LogPosition{AtMs: t0 + int64(size/2)}, 50)
 			return expect(got, err, 50)
 		}},
 		{"the newest failure", func(int) error {
-			got, err := log.Older(ctx, "whk_00", domain.LogFilter{Status: domain.LogFailed}, 0, 1)
+			got, err := log.Older(ctx, "whk_00", domain.LogFilter{Status: domain.LogFailed}, nil, 1)
 			return expect(got, err, 1)
 		}},
 		{"the first delivery's first attempt", func(int) error {

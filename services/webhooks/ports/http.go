@@ -90,6 +90,7 @@ func (h *Handlers) Logs(c *api.Call) (any, error) {
 		Status    string `json:"status"`
 		StartTime int64  `json:"start_time"` // unix seconds
 		EndTime   int64  `json:"end_time"`
+		Cursor    string `json:"cursor"`
 	}
 	if err := c.Query(&q); err != nil {
 		return nil, err
@@ -100,12 +101,12 @@ func (h *Handlers) Logs(c *api.Call) (any, error) {
 	}
 	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
 	id := c.ID()
-	atts, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, limit)
+	page, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, limit, q.Cursor)
 	if err != nil {
 		return nil, err
 	}
-	out := logsView{WebhookID: id, RecentDeliveries: make([]logEntry, 0, len(atts))}
-	for _, a := range atts {
+	out := logsView{WebhookID: id, RecentDeliveries: make([]logEntry, 0, len(page.Attempts)), NextCursor: page.NextCursor, HasMore: page.HasMore}
+	for _, a := range page.Attempts {
 		out.RecentDeliveries = append(out.RecentDeliveries, logEntryOf(a))
 	}
 	return out, nil

@@ -150,6 +150,8 @@ func logEntryOf(a *webhooksv1.DeliveryAttempt) logEntry {
 type logsView struct {
 	WebhookID        string     `json:"webhook_id"`
 	RecentDeliveries []logEntry `json:"recent_deliveries"`
+	NextCursor       *string    `json:"next_cursor"`
+	HasMore          bool       `json:"has_more"`
 }
 
 type resentView struct {

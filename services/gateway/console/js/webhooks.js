@@ -114,8 +114,13 @@ async function detail(main) {
   const status = select({name: 'status'}, [['', 'Any'], ['failed', 'Failed'], ['success', 'Delivered']]);
   const logBox = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
   const filter = h('form', {class: 'row', 'aria-label': 'Filter the log'}, field('Outcome', status));
-  status.addEventListener('change', () => load());
-  onSubmit(filter, () => load());
+  // The newest page follows the log (polled); once older pages are
+  // shown, the log stays as it is until the filter changes.
+  let rows = [];
+  let older = false;
+  const fresh = () => { older = false; return load(); };
+  status.addEventListener('change', fresh);
+  onSubmit(filter, fresh);
 
   let recover = null;
   if (can('webhooks.recover')) {
@@ -128,7 +133,7 @@ async function detail(main) {
       try {
         const r = await post('/v1/voiceai/webhooks/' + enc(id) + '/recover', {start_time: Math.floor(new Date(since.value).getTime() / 1000)});
         say(msg, `${r.recovered_count} deliver${r.recovered_count === 1 ? 'y' : 'ies'} resent${r.has_more ? '; more remain: recover again' : ''}.`);
-        await load();
+        await fresh();
       } catch (e) { say(msg, e.message, true); }
     });
   }
@@ -140,13 +145,30 @@ async function detail(main) {
     msg, recover,
     h('section', {'aria-labelledby': 'log-h'}, h('h2', {id: 'log-h'}, 'Delivery log'), filter, logBox));
 
+  const page = (cursor) => get('/v1/voiceai/webhooks/' + enc(id) + '/logs' + query({limit: 100, status: status.value, cursor}));
+
   async function load() {
-    const log = await get('/v1/voiceai/webhooks/' + enc(id) + '/logs' + query({limit: 100, status: status.value}));
-    if (logBox.contains(document.activeElement) && logBox.querySelector('details[open]')) return; // someone is reading
-    replace(logBox, log.recent_deliveries.length ? h('table', {class: 'cards', 'aria-label': 'Delivery attempts'},
+    if (older) return;
+    const log = await page();
+    if (older || logBox.contains(document.activeElement) && logBox.querySelector('details[open]')) return; // someone is reading
+    rows = log.recent_deliveries;
+    show(log);
+  }
+
+  // show draws the rows, and a button for the page after log, if any.
+  function show(log) {
+    const more = log.has_more ? button('Show older attempts', async () => {
+      try {
+        older = true;
+        const next = await page(log.next_cursor);
+        rows = rows.concat(next.recent_deliveries);
+        show(next);
+      } catch (e) { say(msg, e.message, true); }
+    }, {class: 'secondary'}) : null;
+    replace(logBox, rows.length ? h('table', {class: 'cards', 'aria-label': 'Delivery attempts'},
       h('thead', {}, h('tr', {}, ['Time', 'Event', 'Outcome', 'Attempt', 'Delivery', ''].map((c) => h('th', {scope: 'col'}, c)))),
-      h('tbody', {}, log.recent_deliveries.map(attempt)))
-      : h('p', {class: 'muted'}, 'No delivery attempt yet.'));
+      h('tbody', {}, rows.map(attempt)))
+      : h('p', {class: 'muted'}, 'No delivery attempt yet.'), more);
   }
 
   function attempt(a) {
@@ -156,7 +178,7 @@ async function detail(main) {
         try {
           const r = await post('/v1/voiceai/webhooks/' + enc(id) + '/deliveries/' + enc(a.delivery_id) + '/resend');
           say(msg, `Resent as delivery ${r.delivery_id}.`);
-          await load();
+          await fresh();
         } catch (e) { say(msg, e.message, true); }
       }, {class: 'secondary', 'aria-label': `Resend delivery ${a.delivery_id}`});
     }

@@ -122,23 +122,22 @@ func (h *hookLog) keepBodies() {
 	}
 }
 
-// Recent returns up to limit attempts of a webhook that f selects, newest
-// first, and when the oldest attempt the memory holds was made (0 when
-// it holds none): every later attempt is in memory, earlier ones only in
-// the durable log.
-func (l *AttemptLog) Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt, oldestMs int64) {
+// Recent returns up to limit of the attempts held of a webhook that f
+// selects, the last recorded first; older attempts are in the durable
+// log only.
+func (l *AttemptLog) Recent(webhookID string, f domain.LogFilter, limit int) (out []*webhooksv1.DeliveryAttempt) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	h := l.hooks[webhookID]
-	if h == nil || len(h.recent) == 0 {
-		return nil, 0
+	if h == nil {
+		return nil
 	}
 	for i := len(h.recent) - 1; i >= 0 && len(out) < limit; i-- {
 		if a := h.recent[i]; f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
 			out = append(out, a)
 		}
 	}
-	return out, h.recent[0].GetAtUnixMs()
+	return out
 }
 
 // Find returns the newest attempt of a webhook that pred selects, if the

@@ -34,13 +34,13 @@ func (h *History) Store(as ...*webhooksv1.DeliveryAttempt) {
 	}
 }
 
-// Older returns up to limit attempts of a webhook that f selects, made
-// before beforeMs (0: any time), newest first.
-func (h *History) Older(_ context.Context, webhookID string, f domain.LogFilter, beforeMs int64, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+// Older returns up to limit attempts of a webhook that f selects, below
+// position before (nil: from the newest), newest first.
+func (h *History) Older(_ context.Context, webhookID string, f domain.LogFilter, before *app.LogPosition, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
 	h.mu.RLock()
 	var out []*webhooksv1.DeliveryAttempt
 	for _, a := range h.attempts {
-		if a.GetWebhookId() == webhookID && (beforeMs == 0 || a.GetAtUnixMs() < beforeMs) && f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
+		if a.GetWebhookId() == webhookID && (before == nil || before.Below(a)) && f.Matches(a.GetEvent(), a.GetSuccess(), a.GetAtUnixMs()) {
 			out = append(out, a)
 		}
 	}

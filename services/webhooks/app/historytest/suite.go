@@ -72,7 +72,11 @@ func want(all []*webhooksv1.DeliveryAttempt, webhookID string, f domain.LogFilte
 
 func older(t *testing.T, h app.DeliveryHistory, webhookID string, f domain.LogFilter, beforeMs int64, limit int) []string {
 	t.Helper()
-	got, err := h.Older(context.Background(), webhookID, f, beforeMs, limit)
+	var before *app.LogPosition
+	if beforeMs != 0 {
+		before = &app.LogPosition{AtMs: beforeMs}
+	}
+	got, err := h.Older(context.Background(), webhookID, f, before, limit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +108,7 @@ func listsAsAll(t *testing.T, h app.DeliveryHistory, all []*webhooksv1.DeliveryA
 func pagesBackThroughAll(t *testing.T, h app.DeliveryHistory, all []*webhooksv1.DeliveryAttempt, pageSize int) {
 	t.Helper()
 	var paged []string
-	before := int64(0)
+	var before *app.LogPosition
 	for range len(all) {
 		page, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, before, pageSize)
 		if err != nil {
@@ -114,7 +118,8 @@ func pagesBackThroughAll(t *testing.T, h app.DeliveryHistory, all []*webhooksv1.
 			break
 		}
 		paged = append(paged, ids(page)...)
-		before = page[len(page)-1].GetAtUnixMs()
+		last := app.PositionOf(page[len(page)-1])
+		before = &last
 	}
 	if want := want(all, "whk_1", domain.LogFilter{}, 0, len(all)); !slices.Equal(paged, want) {
 		t.Errorf("paged back %d at a time: %v; want %v", pageSize, paged, want)
@@ -203,6 +208,25 @@ func Run(t *testing.T, open Opener) {
 				t.Errorf("first attempt of %s: %v %v", a.GetAttemptId(), got, err)
 			}
 		}
+	})
+
+	t.Run("positions step between attempts of one millisecond", func(t *testing.T) {
+		h, store := open(t)
+		var all []*webhooksv1.DeliveryAttempt
+		for n := range 40 {
+			a := attempt("whk_1", n, 0)
+			a.AtUnixMs = t0 + int64(n/20) // 20 a millisecond
+			all = append(all, a)
+		}
+		store(all[:25]...)
+		store(all[25:]...)
+		slices.SortFunc(all, app.NewestFirst)
+		at := app.PositionOf(all[5])
+		got, err := h.Older(context.Background(), "whk_1", domain.LogFilter{}, &at, 3)
+		if err != nil || !slices.Equal(ids(got), ids(all[6:9])) {
+			t.Errorf("below %v: %v %v; want %v", at, ids(got), err, ids(all[6:9]))
+		}
+		pagesBackThroughAll(t, h, all, 7)
 	})
 
 	t.Run("a delivery's first attempt is found by its delivery id", func(t *testing.T) {
