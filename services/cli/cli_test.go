@@ -433,6 +433,21 @@ func TestTestsRunInterrupted(t *testing.T) {
 	}
 }
 
+// The delivery log tells how to get older attempts, and sends the cursor
+// back with the filters.
+func TestWebhookLogsPages(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/voiceai/webhooks/whk_1/logs", reply(200, `{"webhook_id":"whk_1","recent_deliveries":[{"timestamp":"2026-11-30T03:00:00.000Z","event":"call_ended","status":"failed","response_code":500,"retry_count":0,"error":"HTTP 500","delivery_id":"dlv_1"}],"has_more":true,"next_cursor":"l2"}`))
+	r := run(t, "webhooks", "logs", "whk_1", "--status", "failed", "--limit", "1", "--api-key", "k", "--base-url", base)
+	if r.code != 0 || !strings.Contains(r.stdout, "dlv_1") || r.stderr != "more results: add --cursor l2\n" {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
+	}
+	run(t, "webhooks", "logs", "whk_1", "--status", "failed", "--cursor", "l2", "--api-key", "k", "--base-url", base)
+	if q := f.requests[1].URL.Query(); q.Get("cursor") != "l2" || q.Get("status") != "failed" {
+		t.Fatalf("second query %v", q)
+	}
+}
+
 // A listing tells on stderr how to get its next page, and sends the
 // cursor it is given back with the page size.
 func TestListingPages(t *testing.T) {

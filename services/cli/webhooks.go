@@ -83,11 +83,11 @@ func (a *app) webhooksCreateCommand() *cobra.Command {
 
 func (a *app) webhooksLogsCommand() *cobra.Command {
 	var limit int
-	var event, status string
+	var event, status, cursor string
 	var since time.Duration
 	cmd := &cobra.Command{
 		Use:   "logs <webhook_id>",
-		Short: "Show a webhook's recent delivery attempts, newest first",
+		Short: "Show a webhook's delivery attempts, newest first, a page at a time",
 		Args:  cobra.ExactArgs(1),
 		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
 			var out struct {
@@ -102,9 +102,11 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 					Retries    int    `json:"retry_count"`
 					Error      string `json:"error"`
 				} `json:"recent_deliveries"`
+				NextCursor *string `json:"next_cursor"`
+				HasMore    bool    `json:"has_more"`
 			}
 			q := url.Values{"limit": {strconv.Itoa(limit)}}
-			for k, v := range map[string]string{"event": event, "status": status} {
+			for k, v := range map[string]string{"event": event, "status": status, "cursor": cursor} {
 				if v != "" {
 					q.Set(k, v)
 				}
@@ -129,11 +131,13 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 				rows[i] = []string{d.Timestamp, d.Event, d.Status, strconv.Itoa(d.Code), strconv.Itoa(d.Retries), d.DeliveryID, clip(detail, 80)}
 			}
 			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DELIVERY", "DETAIL"}, rows)
+			a.moreHint(out.HasMore, out.NextCursor)
 			return nil
 		}),
 	}
 	f := cmd.Flags()
 	f.IntVar(&limit, "limit", 50, "attempts to show (1-100)")
+	f.StringVar(&cursor, "cursor", "", "the page after the one that named this cursor (the same filters)")
 	f.StringVar(&event, "event", "", "only attempts of this event, e.g. call_ended")
 	f.StringVar(&status, "status", "", "only success or failed attempts")
 	f.DurationVar(&since, "since", 0, "only attempts made in this last while, e.g. 1h")

@@ -108,7 +108,7 @@ func eventIDs(page app.LogPage, err error) ([]string, error) {
 // Paging with the cursors reaches every attempt once, newest first, from
 // memory and the durable history alike, though many share a millisecond
 // (which the log's end_time, in seconds, cannot step between); the last
-// page says so, and a cursor is good for the filters it was made for only.
+// page says so. A cursor is a place in its webhook's log only.
 func TestLogsPageWithCursors(t *testing.T) {
 	f := newFixture(t)
 	w, _ := f.create(t, "")
@@ -158,8 +158,13 @@ func TestLogsPageWithCursors(t *testing.T) {
 	if err != nil || first.NextCursor == nil {
 		t.Fatalf("first page: %+v %v", first, err)
 	}
-	_, err = f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 10, *first.NextCursor)
-	wantKind(t, err, apperr.Invalid, "a cursor of other filters")
+	failed, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{Status: domain.LogFailed}, 10, *first.NextCursor)
+	if err != nil || len(failed.Attempts) == 0 || !app.PositionOf(first.Attempts[9]).Below(failed.Attempts[0]) {
+		t.Fatalf("failed attempts below the first page: %+v %v", failed, err)
+	}
+	other, _ := f.create(t, "")
+	_, err = f.app.Logs(context.Background(), "ws_a", other.WebhookId, domain.LogFilter{}, 10, *first.NextCursor)
+	wantKind(t, err, apperr.Invalid, "a cursor of another webhook's log")
 }
 
 // The log serves memory first, then the durable history older than the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strconv"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -62,13 +61,17 @@ type LogPage struct {
 }
 
 // Logs returns a page of a webhook's attempts that f selects, newest
-// first, from the position the cursor (from the page before; "" for the
+// first, below the place the cursor (from the page before; "" for the
 // first) holds.
 func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilter, limit int, cursorToken string) (LogPage, error) {
 	if _, err := a.Get(workspaceID, id); err != nil {
 		return LogPage{}, err
 	}
-	scope := cursor.Scope("webhook-logs", workspaceID, id, f.Event, f.Status, strconv.FormatInt(f.FromMs, 10), strconv.FormatInt(f.ToMs, 10))
+	// A cursor is a place in the webhook's log, which has one order:
+	// whatever filters the next page asks for, it lists what stands below.
+	// So a time window taken from the clock (the CLI's --since) may move
+	// between pages.
+	scope := cursor.Scope("webhook-logs", workspaceID, id)
 	after, err := cursor.After[LogPosition](a.Cursors, scope, cursorToken)
 	if err != nil {
 		return LogPage{}, err
