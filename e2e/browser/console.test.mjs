@@ -420,6 +420,10 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     await page.getByRole('button', {name: 'Show older attempts'}).click();
     await firstAttempt.waitFor();
     assert.ok(await page.locator('table[aria-label="Delivery attempts"] tbody tr').count() > 100, 'the older page follows the newest');
+    await accessible(page, 'webhook-log-older');
+    await shoot(page, 'webhook-log-older');
+    await page.getByRole('button', {name: 'Show newest attempts'}).click();
+    await firstAttempt.waitFor({state: 'detached'});
 
     // Three deliveries in a row that fail for good (the stack disables a
     // webhook after 3): the portal shows it disabled automatically, with

@@ -165,7 +165,10 @@ async function detail(main) {
         show(next);
       } catch (e) { say(msg, e.message, true); }
     }, {class: 'secondary'}) : null;
-    replace(logBox, rows.length ? h('table', {class: 'cards', 'aria-label': 'Delivery attempts'},
+    // Older pages shown, the log no longer follows new attempts: say so.
+    const newest = older ? h('p', {class: 'muted'}, 'New attempts are not shown while older ones are. ',
+      button('Show newest attempts', fresh, {class: 'secondary'})) : null;
+    replace(logBox, newest, rows.length ? h('table', {class: 'cards', 'aria-label': 'Delivery attempts'},
       h('thead', {}, h('tr', {}, ['Time', 'Event', 'Outcome', 'Attempt', 'Delivery', ''].map((c) => h('th', {scope: 'col'}, c)))),
       h('tbody', {}, rows.map(attempt)))
       : h('p', {class: 'muted'}, 'No delivery attempt yet.'), more);
