@@ -228,11 +228,7 @@ func (x *pageIndex) complete(ctx context.Context, nodes []node) error {
 		}
 		var above []node
 		for _, n := range nodes {
-			if n.level == 1 {
-				for c := n.k * x.fanout; c < (n.k+1)*x.fanout; c++ {
-					delete(x.slots[n.webhookID], c)
-				}
-			}
+			x.forgetSlots(n)
 			if (n.k+1)%x.fanout == 0 {
 				above = append(above, node{n.webhookID, n.level + 1, (n.k+1)/x.fanout - 1})
 			}
@@ -331,8 +327,19 @@ func (x *pageIndex) node(ctx context.Context, n node) (indexDoc, error) {
 	if d, err = x.build(ctx, n); err != nil {
 		return d, err
 	}
+	x.forgetSlots(n)
 	_, err = mongox.InsertNew(ctx, x.coll, []any{d})
 	return d, err
+}
+
+// forgetSlots lets go of the slots of n, a level-1 node built: they are
+// needed no more.
+func (x *pageIndex) forgetSlots(n node) {
+	if n.level == 1 {
+		for c := n.k * x.fanout; c < (n.k+1)*x.fanout; c++ {
+			delete(x.slots[n.webhookID], c)
+		}
+	}
 }
 
 // withoutFilters leaves a node's delivery filters out of a read.
