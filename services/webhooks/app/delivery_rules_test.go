@@ -167,6 +167,43 @@ func TestLogsPageWithCursors(t *testing.T) {
 	wantKind(t, err, apperr.Invalid, "a cursor of another webhook's log")
 }
 
+// asking records what the log asks the durable history for.
+type asking struct {
+	app.DeliveryHistory
+	limits []int
+}
+
+func (h *asking) Older(ctx context.Context, webhookID string, f domain.LogFilter, before *app.LogPosition, limit int) ([]*webhooksv1.DeliveryAttempt, error) {
+	h.limits = append(h.limits, limit)
+	return h.DeliveryHistory.Older(ctx, webhookID, f, before, limit)
+}
+
+// The durable history is asked only for what memory does not hold: the
+// newest page of 100 (the console's, every 2 s) asks it for the attempt
+// that says whether more follow, and for memory's oldest millisecond
+// again (memory may have let go of others of it), not for the 100 memory
+// listed.
+func TestLogsAskTheHistoryForWhatMemoryLacks(t *testing.T) {
+	f := newFixture(t)
+	w, _ := f.create(t, "")
+	at := f.clock.UnixMilli()
+	var all []*webhooksv1.DeliveryAttempt
+	for i := range 300 {
+		a := delivered(w, fmt.Sprintf("evt_%03d", i), 0, at+int64(i), true, true)
+		all = append(all, a)
+		f.attempts.Add(a) // memory keeps the newest 100
+	}
+	history := &asking{DeliveryHistory: memory.NewHistory(all...)}
+	f.app.History = history
+	page, err := f.app.Logs(context.Background(), "ws_a", w.WebhookId, domain.LogFilter{}, 100, "")
+	if err != nil || len(page.Attempts) != 100 || !page.HasMore || page.Attempts[99].EventId != "evt_200" {
+		t.Fatalf("the newest page: %d attempts, more %v, %v", len(page.Attempts), page.HasMore, err)
+	}
+	if !slices.Equal(history.limits, []int{2}) {
+		t.Errorf("the durable history was asked for %v attempts; want [2]", history.limits)
+	}
+}
+
 // The log serves memory first, then the durable history older than the
 // oldest attempt memory holds.
 func TestLogsReachIntoHistory(t *testing.T) {

@@ -92,9 +92,10 @@ func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilt
 
 // logs returns up to n of a webhook's attempts that f selects, below
 // position after (nil: from the newest), newest first: those memory holds
-// and, where they are too few, the durable log's. The durable log holds
-// what memory let go of, and may lag behind it a moment: the two are
-// merged, each attempt listed once.
+// and, where they are too few, the durable log's below them. Memory
+// holds every attempt made after its oldest, and may have let go of some
+// of that millisecond: the durable log is read from the top of it (or
+// from after, if lower), each attempt listed once.
 func (a *App) logs(ctx context.Context, id string, f domain.LogFilter, after *LogPosition, n int) ([]*webhooksv1.DeliveryAttempt, error) {
 	var out []*webhooksv1.DeliveryAttempt
 	for _, x := range a.Attempts.Recent(id, f, MaxLogLimit) {
@@ -106,7 +107,17 @@ func (a *App) logs(ctx context.Context, id string, f domain.LogFilter, after *Lo
 	if len(out) >= n || a.History == nil {
 		return out[:min(len(out), n)], nil
 	}
-	older, err := a.History.Older(ctx, id, f, after, n+len(out))
+	from := after
+	if since := a.Attempts.HeldSince(id); since != 0 && (from == nil || from.AtMs > since) {
+		from = &LogPosition{AtMs: since + 1} // above every attempt of that millisecond
+	}
+	again := 0 // of what memory listed, what the durable log lists too
+	for _, x := range out {
+		if from != nil && from.Below(x) {
+			again++
+		}
+	}
+	older, err := a.History.Older(ctx, id, f, from, n-len(out)+again)
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,10 @@ type AttemptLog interface {
 	// selects, the last recorded first; older attempts are in the
 	// DeliveryHistory only.
 	Recent(webhookID string, f domain.LogFilter, limit int) []*webhooksv1.DeliveryAttempt
+	// HeldSince is when the oldest attempt held of a webhook was made (0:
+	// none held). Every attempt made later is held; of that millisecond
+	// some may have gone.
+	HeldSince(webhookID string) int64
 	// Find returns the newest attempt held of a webhook that pred
 	// selects, or nil.
 	Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt

@@ -140,6 +140,17 @@ func (l *AttemptLog) Recent(webhookID string, f domain.LogFilter, limit int) (ou
 	return out
 }
 
+// HeldSince is when the oldest attempt held of a webhook was made (0:
+// none held).
+func (l *AttemptLog) HeldSince(webhookID string) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if h := l.hooks[webhookID]; h != nil && len(h.recent) > 0 {
+		return h.recent[0].GetAtUnixMs()
+	}
+	return 0
+}
+
 // Find returns the newest attempt of a webhook that pred selects, if the
 // log still holds one.
 func (l *AttemptLog) Find(webhookID string, pred func(*webhooksv1.DeliveryAttempt) bool) *webhooksv1.DeliveryAttempt {

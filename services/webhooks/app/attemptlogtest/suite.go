@@ -56,7 +56,7 @@ func record(t *testing.T, l app.AttemptLog, as ...*webhooksv1.DeliveryAttempt) {
 
 // Run checks open against what app.AttemptLog promises.
 func Run(t *testing.T, open Opener) {
-	t.Run("recent is newest first, filtered and limited", func(t *testing.T) {
+	t.Run("recent is newest first, filtered and limited, and says how far back it holds", func(t *testing.T) {
 		l, _ := open(t)
 		// Recorded out of order: 3 arrives after 4.
 		record(t, l, attempt("whk_1", 1, true), attempt("whk_1", 2, false), attempt("whk_1", 4, true), attempt("whk_1", 3, false), attempt("whk_2", 5, true))
@@ -77,6 +77,9 @@ func Run(t *testing.T, open Opener) {
 		}
 		if got := l.Recent("whk_none", domain.LogFilter{}, 10); len(got) != 0 {
 			t.Fatalf("a webhook without attempts: %v", ids(got))
+		}
+		if since, none := l.HeldSince("whk_1"), l.HeldSince("whk_none"); since != t0+1000 || none != 0 {
+			t.Fatalf("held since %d, and %d with none held; want %d and 0", since, none, t0+1000)
 		}
 	})
 
