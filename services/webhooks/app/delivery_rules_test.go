@@ -97,6 +97,16 @@ func TestLogsReachIntoHistoryWithinAMillisecond(t *testing.T) {
 	}
 }
 
+// deliveredMany is n first attempts of events evt_000…, perMs a
+// millisecond from atMs, ok(i) saying which succeeded.
+func deliveredMany(w *webhooksv1.Webhook, n int, atMs int64, perMs int, ok func(i int) bool) []*webhooksv1.DeliveryAttempt {
+	out := make([]*webhooksv1.DeliveryAttempt, n)
+	for i := range out {
+		out[i] = delivered(w, fmt.Sprintf("evt_%03d", i), 0, atMs+int64(i/perMs), ok(i), true)
+	}
+	return out
+}
+
 func eventIDs(page app.LogPage, err error) ([]string, error) {
 	var out []string
 	for _, a := range page.Attempts {
@@ -112,14 +122,9 @@ func eventIDs(page app.LogPage, err error) ([]string, error) {
 func TestLogsPageWithCursors(t *testing.T) {
 	f := newFixture(t)
 	w, _ := f.create(t, "")
-	at := f.clock.UnixMilli()
-	var all []*webhooksv1.DeliveryAttempt
-	for i := range 250 {
-		a := delivered(w, fmt.Sprintf("evt_%03d", i), 0, at+int64(i/50), i%7 != 0, true) // 50 a millisecond
-		all = append(all, a)
-		if i >= 200 {
-			f.attempts.Add(a) // memory holds the newest 50
-		}
+	all := deliveredMany(w, 250, f.clock.UnixMilli(), 50, func(i int) bool { return i%7 != 0 })
+	for _, a := range all[200:] {
+		f.attempts.Add(a) // memory holds the newest 50
 	}
 	f.app.History = memory.NewHistory(all[:220]...) // the durable log lags the newest 30
 	slices.SortFunc(all, app.NewestFirst)
@@ -186,11 +191,8 @@ func (h *asking) Older(ctx context.Context, webhookID string, f domain.LogFilter
 func TestLogsAskTheHistoryForWhatMemoryLacks(t *testing.T) {
 	f := newFixture(t)
 	w, _ := f.create(t, "")
-	at := f.clock.UnixMilli()
-	var all []*webhooksv1.DeliveryAttempt
-	for i := range 300 {
-		a := delivered(w, fmt.Sprintf("evt_%03d", i), 0, at+int64(i), true, true)
-		all = append(all, a)
+	all := deliveredMany(w, 300, f.clock.UnixMilli(), 1, func(int) bool { return true })
+	for _, a := range all {
 		f.attempts.Add(a) // memory keeps the newest 100
 	}
 	history := &asking{DeliveryHistory: memory.NewHistory(all...)}
