@@ -59,7 +59,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
-	"github.com/voiceai-platform/voiceai/pkg/projection"
 	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
@@ -646,14 +645,7 @@ func (p *platform) seedTesting(n int) error {
 	}
 	// Measured on a quiet platform, as the tickets are. WaitCaughtUp waits
 	// for a projector that has not made its consumer yet, so a bounded wait.
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	for _, durable := range []string{"testing-entries", "testing-invocations"} {
-		if err := projection.WaitCaughtUp(wctx, js, events.TestingStream, durable); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.waitProjected(5*time.Minute, events.TestingStream, "testing-entries", "testing-invocations")
 }
 
 // seedAgents appends n agents to the AGENTS stream and a call of each to
@@ -699,12 +691,10 @@ func (p *platform) seedAgents(n int) error {
 	if err := p.waitFor("/v1/convai/agents?page_size=1", 5*time.Minute, func(b []byte) bool { return strings.Contains(string(b), last) }); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	if err := projection.WaitCaughtUp(wctx, js, events.AgentsStream, "agents-readmodel"); err != nil {
+	if err := p.waitProjected(5*time.Minute, events.AgentsStream, "agents-readmodel"); err != nil {
 		return err
 	}
-	return projection.WaitCaughtUp(wctx, js, events.PlatformStream, agentsadapters.CallsDurable)
+	return p.waitProjected(5*time.Minute, events.PlatformStream, agentsadapters.CallsDurable)
 }
 
 // queueTiming is what e2e/browser/queuebench.mjs prints.
@@ -761,9 +751,7 @@ func (p *platform) seedConversations(n int) error {
 	if err := p.waitListed(fmt.Sprintf("conv_seed%06d", n), 5*time.Minute); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	return projection.WaitCaughtUp(wctx, js, events.PlatformStream, "tickets-transcripts")
+	return p.waitProjected(5*time.Minute, events.PlatformStream, "tickets-transcripts")
 }
 
 // pipeline publishes asynchronously, waiting for the acks every 1,024

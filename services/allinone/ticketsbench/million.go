@@ -113,7 +113,7 @@ func runMillion(n, requests int, readIndex, keep string, tail int) error {
 	if readIndex == "store" {
 		durables = append(durables, "tickets-conversations")
 	}
-	if err := p.waitProjected(events.PlatformStream, durables...); err != nil {
+	if err := p.waitProjected(time.Hour, events.PlatformStream, durables...); err != nil {
 		return err
 	}
 	caughtUp := time.Since(began)
@@ -272,16 +272,17 @@ func printRestart(what string, ready time.Duration, peak, after int64) {
 		peak/1024, after/1024, benchkit.Verdict(max(peak, after) < millionMemoryGoal))
 }
 
-// waitProjected waits, for an hour at the most, until each of stream's
-// durable projectors has caught up with it: how both million benches know
-// that all they ingested has reached the stores they read.
-func (p *platform) waitProjected(stream string, durables ...string) error {
+// waitProjected waits, for within at the most, until each of stream's
+// durable projectors has caught up with it: how the benches know that all
+// they seeded or ingested has reached the stores they read, and measure
+// on a quiet platform.
+func (p *platform) waitProjected(within time.Duration, stream string, durables ...string) error {
 	js, closeJS, err := p.JetStream()
 	if err != nil {
 		return err
 	}
 	defer closeJS()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	for _, d := range durables {
 		if err := projection.WaitCaughtUp(ctx, js, stream, d); err != nil {

@@ -140,7 +140,7 @@ func runMillionTickets(n, requests int, keep string) error {
 		return err
 	}
 	rate := float64(writes.Load()) / took.Seconds()
-	if err := p.waitProjected(events.TicketsStream, storeProjector); err != nil {
+	if err := p.waitProjected(time.Hour, events.TicketsStream, storeProjector); err != nil {
 		return err
 	}
 	fmt.Printf("    ingest: about %d writes in %s = %.0f/s (%.0f tickets/s) vs raw optimistic appends %.0f/s = %.3f; the store's copy caught up %s after the first\n",

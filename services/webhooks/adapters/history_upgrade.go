@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -46,11 +47,29 @@ func (d attemptDoc) attempt() *webhooksv1.DeliveryAttempt {
 //     where they are), read in time order;
 //   - attempts, one document an attempt, which become pages.
 //
-// Each is read whole once, at the first start after the upgrade. One
+// Each is read whole once, at the first start after the upgrade; later
+// starts find neither (one listing of the database's collections). One
 // stopped midway moves it all again at the next start; the pages it
 // repeats are listed once.
 func (p *AttemptPages) upgrade(ctx context.Context, db *mongo.Database) error {
-	headers := db.Collection("attempt_pages")
+	earlier, err := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: bson.D{{Key: "$in", Value: []string{"attempt_pages", "attempts"}}}}})
+	if err != nil {
+		return err
+	}
+	if slices.Contains(earlier, "attempt_pages") {
+		if err := p.indexEarlierPages(ctx, db.Collection("attempt_pages")); err != nil {
+			return err
+		}
+	}
+	if slices.Contains(earlier, "attempts") {
+		return p.pageEarlierAttempts(ctx, db.Collection("attempts"))
+	}
+	return nil
+}
+
+// indexEarlierPages puts in the index, in time order, the pages headers
+// found by query, then drops headers.
+func (p *AttemptPages) indexEarlierPages(ctx context.Context, headers *mongo.Collection) error {
 	// Sorted whole, beyond MongoDB's 100 MB for a sort in memory.
 	cur, err := headers.Find(ctx, bson.D{}, options.Find().SetAllowDiskUse(true).
 		SetSort(bson.D{{Key: "last_ms", Value: 1}}).SetProjection(bson.D{{Key: "_id", Value: 1}}))
@@ -85,11 +104,13 @@ func (p *AttemptPages) upgrade(ctx context.Context, db *mongo.Database) error {
 	if err := cur.Err(); err != nil {
 		return err
 	}
-	if err := headers.Drop(ctx); err != nil {
-		return err
-	}
-	legacy := db.Collection("attempts")
-	cur, err = legacy.Find(ctx, bson.D{}, options.Find().SetAllowDiskUse(true).SetSort(bson.D{{Key: "at_unix_ms", Value: 1}}))
+	return headers.Drop(ctx)
+}
+
+// pageEarlierAttempts stores the attempts of legacy, a document each, as
+// pages, in time order, then drops legacy.
+func (p *AttemptPages) pageEarlierAttempts(ctx context.Context, legacy *mongo.Collection) error {
+	cur, err := legacy.Find(ctx, bson.D{}, options.Find().SetAllowDiskUse(true).SetSort(bson.D{{Key: "at_unix_ms", Value: 1}}))
 	if err != nil {
 		return err
 	}
