@@ -217,6 +217,7 @@ func builders(tok string) map[string]func() (string, error) {
 		"WebhookSubject":            func() (string, error) { return events.WebhookSubject(tok, tok) },
 		"WebhookDeliverySubject":    func() (string, error) { return events.WebhookDeliverySubject(tok, tok) },
 		"WebhookAttemptSubject":     func() (string, error) { return events.WebhookAttemptSubject(tok, tok) },
+		"WebhookAttemptLogSubject":  func() (string, error) { return events.WebhookAttemptLogSubject(tok, tok) },
 	}
 }
 

@@ -23,13 +23,16 @@ const (
 	WebhookAttemptsAll           = "webhooks.attempt.>"
 
 	// WebhookAttemptsLogStream is the work queue the durable delivery log
-	// is copied from: it sources every record of WebhookAttemptsStream,
-	// under the same subjects, and a record leaves it once the log holds
-	// it. The copy may fall behind by any amount (down, or slower than a
-	// burst) and lose nothing; only the sourcing, inside the server, has
-	// to keep within the 1,000 attempts WEBHOOK_ATTEMPTS keeps of a
-	// webhook, which it does by far.
-	WebhookAttemptsLogStream = "WEBHOOK_ATTEMPTS_LOG"
+	// is copied from: every attempt record is published here too, on
+	// webhooks.attemptlog.<workspace_id>.<webhook_id>, and leaves once the
+	// log holds it. The copy may fall behind by any amount (down, or
+	// slower than a burst) and lose nothing. (It sourced WEBHOOK_ATTEMPTS
+	// before: a sourcing paused by a leader election fell behind the
+	// 1,000 attempts that stream keeps of a webhook, and lost the rest.
+	// Records sourced then keep their webhooks.attempt subjects.)
+	WebhookAttemptsLogStream        = "WEBHOOK_ATTEMPTS_LOG"
+	WebhookAttemptsLogSubjectPrefix = "webhooks.attemptlog"
+	WebhookAttemptsLogAll           = "webhooks.attemptlog.>"
 )
 
 // Event types of stream WEBHOOKS.
@@ -64,6 +67,12 @@ func WebhookRelaySubject(workspaceID, webhookID string) (string, error) {
 // WebhookAttemptSubject is the subject of webhookID's attempt records.
 func WebhookAttemptSubject(workspaceID, webhookID string) (string, error) {
 	return webhookScoped(WebhookAttemptsSubjectPrefix, workspaceID, webhookID)
+}
+
+// WebhookAttemptLogSubject is the subject of webhookID's attempt records
+// on the durable log's work queue.
+func WebhookAttemptLogSubject(workspaceID, webhookID string) (string, error) {
+	return webhookScoped(WebhookAttemptsLogSubjectPrefix, workspaceID, webhookID)
 }
 
 // webhookScoped is <prefix>.<workspaceID>.<webhookID>, with both ids

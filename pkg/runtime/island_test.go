@@ -3,13 +3,9 @@ package runtime
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -21,7 +17,7 @@ import (
 // but without a JetStream quorum) moves to a server that has one, and is
 // not ready while it sits on the island.
 func TestLinkLeavesAnIsland(t *testing.T) {
-	cluster := startCluster(t, 3)
+	cluster := testenv.StartCluster(t, "islandtest", 3)
 	elsewhere := testenv.StartNATSServer(t) // a server whose JetStream answers
 	island := cluster[0]
 	waitForQuorum(t, island.ClientURL())
@@ -64,7 +60,7 @@ func TestLinkLeavesAnIsland(t *testing.T) {
 // island: with no other server answering, there is nowhere to move. Nor
 // is a healthy cluster: no server serves better than another.
 func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
-	cluster := startCluster(t, 3)
+	cluster := testenv.StartCluster(t, "islandtest", 3)
 	nc, err := nats.Connect(cluster[0].ClientURL()+","+cluster[1].ClientURL(), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +93,7 @@ func TestNoServingPeerWhenNoServerAnswers(t *testing.T) {
 // falls at once on an island, while a cut-off meta leader still answers
 // JetStream as leader.
 func TestReachCountsTheServersRouted(t *testing.T) {
-	cluster := startCluster(t, 3)
+	cluster := testenv.StartCluster(t, "islandtest", 3)
 	nc, err := nats.Connect(cluster[0].ClientURL())
 	if err != nil {
 		t.Fatal(err)
@@ -150,45 +146,4 @@ func waitForQuorum(t *testing.T, url string) {
 	}
 	defer nc.Close()
 	testkit.Eventually(t, 60*time.Second, "a JetStream quorum", func() bool { return probeJetStream(nc) == nil })
-}
-
-// startCluster starts n in-process servers as one JetStream cluster.
-func startCluster(t *testing.T, n int) []*server.Server {
-	t.Helper()
-	ports := make([]int, n)
-	var routes []*url.URL
-	for i := range ports {
-		ports[i] = freePort(t)
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
-	}
-	out := make([]*server.Server, n)
-	for i := range n {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("node-%d", i+1), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "islandtest", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  routes,
-		}
-		ns, err := server.NewServer(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		if !ns.ReadyForConnections(10 * time.Second) {
-			t.Fatalf("node %d did not start", i+1)
-		}
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		out[i] = ns
-	}
-	return out
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
 }

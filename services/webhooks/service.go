@@ -150,8 +150,12 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
 		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
 	}, adapters.ProjectWebhook)
+	publisher, err := adapters.NewAttemptPublisher(ctx, d.JS, d.Logger)
+	if err != nil {
+		return nil, err
+	}
 	a := app.New(eventstore.New(d.JS, events.WebhooksStream), app.Ports{
-		Registry: reg, Attempts: adapters.StreamAttemptLog{AttemptLog: attempts, JS: d.JS},
+		Registry: reg, Attempts: adapters.StreamAttemptLog{AttemptLog: attempts, Publisher: publisher},
 		History: history, Backlog: adapters.StreamBacklog{JS: d.JS},
 		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},

@@ -3,9 +3,11 @@ package adapters
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
@@ -13,12 +15,13 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 )
 
-// StreamAttemptLog is app.AttemptLog on the WEBHOOK_ATTEMPTS stream:
-// Record adds the attempt to the in-memory log and publishes it, and the
-// log follows the stream for the attempts other processes record.
+// StreamAttemptLog is app.AttemptLog on the attempt streams: Record adds
+// the attempt to the in-memory log and publishes it (AttemptPublisher),
+// and the log follows WEBHOOK_ATTEMPTS for the attempts other processes
+// record.
 type StreamAttemptLog struct {
 	*memory.AttemptLog
-	JS jetstream.JetStream
+	Publisher *AttemptPublisher
 }
 
 // FollowAttemptLog replays the attempts stream into l and follows it; it
@@ -28,52 +31,173 @@ func FollowAttemptLog(ctx context.Context, js jetstream.JetStream, l *memory.Att
 }
 
 // Record adds a to the log and publishes it, without waiting for the
-// stream's answer.
+// streams' answers.
 func (l StreamAttemptLog) Record(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
 	l.Add(a)
-	return AttemptPublisher{JS: l.JS}.Record(ctx, a)
+	return l.Publisher.Record(ctx, a)
 }
 
 // RecordDurable adds a to the log and publishes it, waiting for the
-// stream's answer.
+// streams' answers.
 func (l StreamAttemptLog) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
 	l.Add(a)
-	return AttemptPublisher{JS: l.JS}.RecordDurable(ctx, a)
+	return l.Publisher.RecordDurable(ctx, a)
 }
 
-// AttemptPublisher is app.AttemptRecorder on the WEBHOOK_ATTEMPTS stream
-// alone: a dispatcher records its attempts there for every process that
-// follows the stream (the API's delivery log, the auto-disable rule, the
-// durable log in Mongo), keeping none itself.
-type AttemptPublisher struct{ JS jetstream.JetStream }
+// How a record a stream did not take is published again: for up to
+// attemptRetryFor (well within the streams' 10-minute duplicate window,
+// so a record taken after all is kept once), every attemptRetryWait at
+// first, then up to attemptRetryMaxWait apart; at most
+// attemptRetriesHeld records wait at once.
+const (
+	attemptRetryFor     = 5 * time.Minute
+	attemptRetryWait    = 100 * time.Millisecond
+	attemptRetryMaxWait = 5 * time.Second
+	attemptRetriesHeld  = 100_000
+	// attemptAckTimeout is how long a record's acknowledgement is waited
+	// for before it is published again: longer than a stream leader
+	// election, which answers no one.
+	attemptAckTimeout = 15 * time.Second
+	// attemptsInFlight bounds the records published and not yet
+	// acknowledged: two for each attempt.
+	attemptsInFlight = 16_384
+)
 
-// Record publishes a, deduplicated by its attempt id, without waiting for
-// the stream's answer.
-func (p AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
-	msg, err := attemptMsg(a)
-	if err != nil {
-		return err
-	}
-	_, err = p.JS.PublishMsgAsync(msg, jetstream.WithMsgID(a.GetAttemptId()))
-	return err
+// AttemptPublisher is app.AttemptRecorder on the attempt streams: each
+// attempt is published to WEBHOOK_ATTEMPTS, which every process follows
+// (the API's delivery log, the auto-disable rule), and to
+// WEBHOOK_ATTEMPTS_LOG, the queue the durable delivery log is copied
+// from; each stream keeps an attempt id once. A dispatcher keeps none
+// itself. A record a stream did not take (no leader while one is
+// elected, the connection down, no answer) is published again until it
+// is, or attemptRetryFor has passed: a stream changing leaders loses no
+// line of the log.
+type AttemptPublisher struct {
+	async   jetstream.JetStream // what it does not take comes back to failed
+	sync    jetstream.JetStream // the retries
+	retries chan heldRecord
+	log     *slog.Logger
+	ctx     context.Context
 }
 
-// RecordDurable publishes a, deduplicated by its attempt id, and waits
-// for the stream to store it.
-func (p AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
-	msg, err := attemptMsg(a)
-	if err != nil {
-		return err
-	}
-	_, err = p.JS.PublishMsg(ctx, msg, jetstream.WithMsgID(a.GetAttemptId()))
-	return err
+// heldRecord is a record waiting to be published again.
+type heldRecord struct {
+	msg   *nats.Msg
+	since time.Time
 }
 
-// attemptMsg is a as a WEBHOOK_ATTEMPTS record.
-func attemptMsg(a *webhooksv1.DeliveryAttempt) (*nats.Msg, error) {
-	subject, err := events.WebhookAttemptSubject(a.GetWorkspaceId(), a.GetWebhookId())
+// NewAttemptPublisher publishes on js's connection, retrying until ctx
+// ends.
+func NewAttemptPublisher(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*AttemptPublisher, error) {
+	p := &AttemptPublisher{sync: js, retries: make(chan heldRecord, attemptRetriesHeld), log: log, ctx: ctx}
+	async, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncErrHandler(p.failed),
+		jetstream.WithPublishAsyncTimeout(attemptAckTimeout), jetstream.WithPublishAsyncMaxPending(attemptsInFlight))
 	if err != nil {
 		return nil, err
 	}
-	return protoMsg(subject, a, a.GetWorkspaceId(), a.GetEventId())
+	p.async = async
+	go p.retry()
+	return p, nil
+}
+
+// Record publishes a to both streams without waiting for their answers.
+func (p *AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
+	msgs, err := attemptMsgs(a)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if _, err := p.async.PublishMsgAsync(m); err != nil {
+			p.failed(p.async, m, err) // too many in flight: held like a refusal
+		}
+	}
+	return nil
+}
+
+// RecordDurable publishes a to both streams and waits for them to store
+// it.
+func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
+	msgs, err := attemptMsgs(a)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if _, err := p.sync.PublishMsg(ctx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// failed holds a record a stream did not take, to publish it again.
+func (p *AttemptPublisher) failed(_ jetstream.JetStream, m *nats.Msg, err error) {
+	select {
+	case p.retries <- heldRecord{msg: m, since: time.Now()}:
+	default:
+		p.log.Error("attempt record lost: too many wait to be published again", "subject", m.Subject, "err", err)
+	}
+}
+
+// retry publishes the held records again, one at a time and in the order
+// they failed, each until a stream takes it or attemptRetryFor has
+// passed, waiting longer after each refusal.
+func (p *AttemptPublisher) retry() {
+	wait := attemptRetryWait
+	failing := false // told, until a record is taken again
+	for {
+		var r heldRecord
+		select {
+		case r = <-p.retries:
+		case <-p.ctx.Done():
+			return
+		}
+		for {
+			ctx, cancel := context.WithTimeout(p.ctx, attemptAckTimeout)
+			_, err := p.sync.PublishMsg(ctx, &nats.Msg{Subject: r.msg.Subject, Header: r.msg.Header, Data: r.msg.Data})
+			cancel()
+			if err == nil {
+				if failing {
+					p.log.Info("attempt records are taken again", "waiting", len(p.retries))
+				}
+				wait, failing = attemptRetryWait, false
+				break
+			}
+			if !failing {
+				p.log.Warn("attempt records are not taken; publishing them again", "subject", r.msg.Subject, "waiting", len(p.retries)+1, "err", err)
+				failing = true
+			}
+			if time.Since(r.since) > attemptRetryFor {
+				p.log.Error("attempt record lost: no stream took it", "subject", r.msg.Subject, "for", attemptRetryFor, "err", err)
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-p.ctx.Done():
+				t.Stop()
+				return
+			}
+			wait = min(2*wait, attemptRetryMaxWait)
+		}
+	}
+}
+
+// attemptMsgs are a's records: on WEBHOOK_ATTEMPTS, and on
+// WEBHOOK_ATTEMPTS_LOG, each deduplicated by the attempt id.
+func attemptMsgs(a *webhooksv1.DeliveryAttempt) ([]*nats.Msg, error) {
+	data, err := proto.Marshal(a)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]*nats.Msg, 0, 2)
+	for _, subjectOf := range []func(string, string) (string, error){events.WebhookAttemptSubject, events.WebhookAttemptLogSubject} {
+		subject, err := subjectOf(a.GetWorkspaceId(), a.GetWebhookId())
+		if err != nil {
+			return nil, err
+		}
+		m := streamMsg(subject, data, a.GetWorkspaceId(), a.GetEventId())
+		m.Header.Set(jetstream.MsgIDHeader, a.GetAttemptId())
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
 }

@@ -2,15 +2,22 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/attemptlogtest"
+	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
 func TestStreamAttemptLog(t *testing.T) {
@@ -18,6 +25,7 @@ func TestStreamAttemptLog(t *testing.T) {
 		js := testenv.StreamsAt(t, EnsureStreams)
 		ctx := context.Background()
 		log := slog.New(slog.DiscardHandler)
+		publisher := newPublisher(t, js)
 		// A restart: a new log replaying the stream.
 		reopen := func() app.AttemptLog {
 			ctx, cancel := context.WithCancel(ctx)
@@ -26,25 +34,203 @@ func TestStreamAttemptLog(t *testing.T) {
 			if err := FollowAttemptLog(ctx, js, l, log); err != nil {
 				t.Fatal(err)
 			}
-			return StreamAttemptLog{AttemptLog: l, JS: js}
+			return StreamAttemptLog{AttemptLog: l, Publisher: publisher}
 		}
 		return reopen(), reopen
 	})
 }
 
-// RecordDurable waits for the stream's answer: with no stream to store
+// newPublisher is an AttemptPublisher on js, retrying until t ends.
+func newPublisher(t *testing.T, js jetstream.JetStream) *AttemptPublisher {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	p, err := NewAttemptPublisher(ctx, js, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// RecordDurable waits for the streams' answers: with no stream to store
 // the attempt it fails, where Record (which does not wait) succeeds.
 func TestRecordDurableWaitsForTheStream(t *testing.T) {
 	js := testenv.StreamsAt(t, EnsureStreams)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, events.WebhookAttemptsStream); err != nil {
+	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
 		t.Fatal(err)
 	}
+	p := newPublisher(t, js)
 	a := &webhooksv1.DeliveryAttempt{AttemptId: "evt_1:whk_1:1", EventId: "evt_1", WorkspaceId: "ws_a", WebhookId: "whk_1"}
-	if err := (AttemptPublisher{JS: js}).Record(ctx, a); err != nil {
+	if err := p.Record(ctx, a); err != nil {
 		t.Fatalf("record: %v", err)
 	}
-	if err := (AttemptPublisher{JS: js}).RecordDurable(ctx, a); err == nil {
+	if err := p.RecordDurable(ctx, a); err == nil {
 		t.Fatal("recorded durably with no stream to store it")
 	}
+}
+
+// A record a stream did not take is published again until it does: the
+// durable log's queue, away while more attempts of a webhook were made
+// than WEBHOOK_ATTEMPTS keeps (as while its leader is elected), gets
+// every one of them once it is back, and WEBHOOK_ATTEMPTS the newest
+// it keeps. (When the queue sourced WEBHOOK_ATTEMPTS, it got the newest
+// 1,000 only.)
+func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
+	js := testenv.StreamsAt(t, EnsureStreams)
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, js)
+	const n = AttemptsPerWebhook + 500
+	for i := range n {
+		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+			WorkspaceId: "ws_a", WebhookId: "whk_1", AtUnixMs: int64(1000 + i)}
+		if err := p.Record(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(stream string) uint64 {
+		str, err := js.Stream(ctx, stream)
+		if err != nil {
+			return 0
+		}
+		return str.CachedInfo().State.Msgs
+	}
+	testkit.Eventually(t, 10*time.Second, "WEBHOOK_ATTEMPTS holding the newest attempts", func() bool {
+		return held(events.WebhookAttemptsStream) == AttemptsPerWebhook
+	})
+	// The client's own retries (two, 250 ms apart) are over: every record
+	// the queue did not take waits here (one of them in the retry loop).
+	testkit.Eventually(t, 10*time.Second, "the records the queue did not take held", func() bool { return len(p.retries) >= n-1 })
+	if err := EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "every attempt on the durable log's queue", func() bool {
+		return held(events.WebhookAttemptsLogStream) == n
+	})
+	// Published again, a record the stream already took is kept once.
+	a := &webhooksv1.DeliveryAttempt{AttemptId: "evt_0000:whk_1:1", EventId: "evt_0000", WorkspaceId: "ws_a", WebhookId: "whk_1"}
+	if err := p.RecordDurable(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(events.WebhookAttemptsLogStream); got != n {
+		t.Errorf("the queue holds %d records after one was published twice; want %d", got, n)
+	}
+}
+
+// A deployment whose durable log's queue sourced WEBHOOK_ATTEMPTS is
+// updated in place: the queue keeps what it had sourced and takes the
+// records published to it from then on, and the copy stores both.
+func TestTheSourcedQueueIsUpdatedInPlace(t *testing.T) {
+	js := testenv.StreamsAt(t, EnsureStreams)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.WebhookAttemptsLogStream, Retention: jetstream.WorkQueuePolicy,
+		Sources: []*jetstream.StreamSource{{Name: events.WebhookAttemptsStream}}}); err != nil {
+		t.Fatal(err)
+	}
+	attempt := func(i int) *webhooksv1.DeliveryAttempt {
+		return &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+			WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
+	}
+	// Before: records published to WEBHOOK_ATTEMPTS alone, and sourced.
+	for i := range 20 {
+		msgs, err := attemptMsgs(attempt(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msgs[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queued := func() uint64 {
+		str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
+		if err != nil {
+			return 0
+		}
+		return str.CachedInfo().State.Msgs
+	}
+	testkit.Eventually(t, 10*time.Second, "the sourced records on the queue", func() bool { return queued() == 20 })
+
+	if err := EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := str.CachedInfo().Config; len(cfg.Sources) != 0 {
+		t.Errorf("the queue still sources %v", cfg.Sources)
+	}
+	p := newPublisher(t, js)
+	for i := 20; i < 30; i++ {
+		if err := p.RecordDurable(ctx, attempt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := queued(); got != 30 {
+		t.Fatalf("the queue holds %d records; want 30 (no record sourced twice)", got)
+	}
+	pages, err := OpenAttemptPages(ctx, testenv.New(t).Mongo(t).Database("attempt_pages_upgrade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	StoreAttempts(ctx, js, pages, slog.New(slog.DiscardHandler))
+	testkit.Eventually(t, 15*time.Second, "all 30 attempts in the pages", func() bool {
+		page, err := pages.Older(ctx, "whk_1", domain.LogFilter{}, nil, 100)
+		return err == nil && len(page) == 30
+	})
+}
+
+// In a three-node cluster, the attempt streams changing leaders while a
+// webhook's attempts are recorded (as when a node restarts) lose none of
+// them: the durable log's queue gets every one, WEBHOOK_ATTEMPTS the
+// newest it keeps.
+func TestAttemptsOutliveLeaderChanges(t *testing.T) {
+	nodes := testenv.StartCluster(t, "attempts", 3)
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.ClientURL())
+	}
+	js := testenv.JetStreamAt(t, strings.Join(urls, ","))
+	ctx := context.Background()
+	if err := EnsureStreams(ctx, js, 3); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, js)
+	stepDown := func(stream string) {
+		t.Helper()
+		if _, err := js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, nil, 10*time.Second); err != nil {
+			t.Fatalf("step down %s: %v", stream, err)
+		}
+	}
+	const n = 3 * AttemptsPerWebhook
+	for i := range n {
+		switch i {
+		case n / 6:
+			stepDown(events.WebhookAttemptsLogStream)
+		case n / 2:
+			stepDown(events.WebhookAttemptsStream)
+		}
+		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+			WorkspaceId: "ws_a", WebhookId: "whk_1", AtUnixMs: int64(1000 + i)}
+		if err := p.Record(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := func(stream string) uint64 {
+		str, err := js.Stream(ctx, stream)
+		if err != nil {
+			return 0
+		}
+		return str.CachedInfo().State.Msgs
+	}
+	testkit.Eventually(t, 60*time.Second, "every attempt on the durable log's queue, the newest on WEBHOOK_ATTEMPTS", func() bool {
+		return held(events.WebhookAttemptsLogStream) == n && held(events.WebhookAttemptsStream) == AttemptsPerWebhook
+	})
 }

@@ -241,12 +241,14 @@ const AttemptsStoreDurable = "webhooks-attempt-pages"
 // replacedStoreDurables copied WEBHOOK_ATTEMPTS itself one document an
 // attempt (the first with ack-all, which a consumer cannot change in
 // place); a copy behind by more than the stream keeps of a webhook lost
-// attempts. WEBHOOK_ATTEMPTS_LOG sources the stream from its start, so
-// the pages get every attempt it holds again, each listed once.
+// attempts. What they stored is moved into the pages at the first start
+// (history_upgrade.go).
 var replacedStoreDurables = []string{"webhooks-attempts-store", "webhooks-attempts-mongo"}
 
 // StoreAttempts copies every attempt record into p through the durable
-// consumer AttemptsStoreDurable of the work queue WEBHOOK_ATTEMPTS_LOG,
+// consumer AttemptsStoreDurable of the work queue WEBHOOK_ATTEMPTS_LOG
+// (the records published there, and those it sourced from
+// WEBHOOK_ATTEMPTS before: events.WebhookAttemptsLogStream),
 // a batch at a time: its pages written, then the batch acknowledged,
 // which takes it off the queue (redelivered with back-off when the write
 // fails), until ctx ends.
@@ -257,7 +259,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 		}
 	}
 	spec := consume.Spec{
-		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsAll},
+		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsLogAll, events.WebhookAttemptsAll},
 		AckWait: time.Minute, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}

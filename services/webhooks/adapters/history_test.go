@@ -352,11 +352,12 @@ func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 	// The first 30 attempts reach the queue; then 1,000 more make the
 	// stream let go of those 30, before the copy has started.
 	var recorded []string
+	publisher := newPublisher(t, js)
 	record := func(from, to int) {
 		for i := from; i < to; i++ {
 			a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
 				WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
-			if err := (AttemptPublisher{JS: js}).RecordDurable(ctx, a); err != nil {
+			if err := publisher.RecordDurable(ctx, a); err != nil {
 				t.Fatal(err)
 			}
 			recorded = append([]string{a.GetAttemptId()}, recorded...)

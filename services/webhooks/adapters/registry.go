@@ -19,7 +19,7 @@ import (
 
 var (
 	_ app.Subscriptions   = (*Registry)(nil)
-	_ app.AttemptRecorder = AttemptPublisher{}
+	_ app.AttemptRecorder = (*AttemptPublisher)(nil)
 	_ app.Queue           = StreamQueue{}
 )
 

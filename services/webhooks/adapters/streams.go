@@ -54,11 +54,14 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	}, {
 		Name:        events.WebhookAttemptsLogStream,
 		Description: "Every webhook delivery attempt, until the durable delivery log holds it",
-		Sources:     []*jetstream.StreamSource{{Name: events.WebhookAttemptsStream}},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-		MaxAge:      30 * 24 * time.Hour,
+		// Not sourced from WEBHOOK_ATTEMPTS any more: an update drops the
+		// source (covers sees the subjects differ).
+		Subjects:   []string{events.WebhookAttemptsLogAll},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   replicas,
+		MaxAge:     30 * 24 * time.Hour,
+		Duplicates: 10 * time.Minute,
 	}} {
 		if _, err := eventstore.EnsureConfig(ctx, js, c); err != nil {
 			return fmt.Errorf("stream %s: %w", c.Name, err)

@@ -116,10 +116,15 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		return nil, fmt.Errorf("dispatcher: AckWait %s must exceed the attempt time-out %s", o.AckWait, d.Sender.HTTP.Timeout())
 	}
 	dctx, cancel := context.WithCancel(ctx)
+	attempts, err := adapters.NewAttemptPublisher(dctx, d.JS, d.Log)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
 	work, stop := context.WithCancel(dctx)
 	ds := &Dispatcher{Deps: d, opts: o, ctx: dctx, cancel: cancel, stop: stop, metrics: newMetrics(d.Metrics),
 		use: &app.Dispatch{
-			Subscriptions: d.Registry, Queue: adapters.StreamQueue{JS: d.JS}, Attempts: adapters.AttemptPublisher{JS: d.JS},
+			Subscriptions: d.Registry, Queue: adapters.StreamQueue{JS: d.JS}, Attempts: attempts,
 			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
 		}}
 	// Deliveries: a pool of workers, each job settled as its attempt says
