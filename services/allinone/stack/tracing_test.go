@@ -172,7 +172,7 @@ func wantAttrs(t *testing.T, sp sdktrace.ReadOnlySpan, want map[string]string) {
 	}
 	got := map[string]string{}
 	for _, a := range sp.Attributes() {
-		got[string(a.Key)] = a.Value.Emit()
+		got[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range want {
 		if got[k] != v {
