@@ -302,6 +302,19 @@ func newHookReceiver(t *testing.T) *hookReceiver {
 	return h
 }
 
+// eventIDs are the ids of the events of calls delivered.
+func (h *hookReceiver) eventIDs(calls []string) map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ids := map[string]bool{}
+	for _, call := range calls {
+		for id := range h.events[call] {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
 // count is how many distinct events of call were delivered, and how many
 // deliveries repeated one.
 func (h *hookReceiver) count(call string) (events, redelivered int) {
