@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -76,6 +77,7 @@ type AttemptPublisher struct {
 	async   jetstream.JetStream // what it does not take comes back to failed
 	sync    jetstream.JetStream // the retries
 	retries chan heldRecord
+	held    atomic.Int64 // records held, from failed until taken or given up
 	log     *slog.Logger
 	ctx     context.Context
 }
@@ -129,11 +131,34 @@ func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.Deli
 	return nil
 }
 
+// Flush returns once every record published so far has been taken by its
+// stream or given up, or when ctx ends: a dispatcher stopping waits for
+// it, so a restart loses no record a stream was slow to take.
+func (p *AttemptPublisher) Flush(ctx context.Context) error {
+	select {
+	case <-p.async.PublishAsyncComplete():
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for p.held.Load() > 0 || p.async.PublishAsyncPending() > 0 {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
 // failed holds a record a stream did not take, to publish it again.
 func (p *AttemptPublisher) failed(_ jetstream.JetStream, m *nats.Msg, err error) {
+	p.held.Add(1)
 	select {
 	case p.retries <- heldRecord{msg: m, since: time.Now()}:
 	default:
+		p.held.Add(-1)
 		p.log.Error("attempt record lost: too many wait to be published again", "subject", m.Subject, "err", err)
 	}
 }
@@ -160,6 +185,7 @@ func (p *AttemptPublisher) retry() {
 					p.log.Info("attempt records are taken again", "waiting", len(p.retries))
 				}
 				wait, failing = attemptRetryWait, false
+				p.held.Add(-1)
 				break
 			}
 			if !failing {
@@ -168,6 +194,7 @@ func (p *AttemptPublisher) retry() {
 			}
 			if time.Since(r.since) > attemptRetryFor {
 				p.log.Error("attempt record lost: no stream took it", "subject", r.msg.Subject, "for", attemptRetryFor, "err", err)
+				p.held.Add(-1)
 				break
 			}
 			t := time.NewTimer(wait)

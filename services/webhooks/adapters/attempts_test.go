@@ -120,6 +120,45 @@ func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
 	}
 }
 
+// Flush waits for the records a stream has not taken: while the durable
+// log's queue is away it does not return, and once the queue is back it
+// returns with every record there.
+func TestFlushWaitsForTheRecordsHeld(t *testing.T) {
+	js := testenv.StreamsAt(t, EnsureStreams)
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, js)
+	const n = 50
+	for i := range n {
+		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%02d:whk_1:1", i), EventId: fmt.Sprintf("evt_%02d", i), WorkspaceId: "ws_a", WebhookId: "whk_1"}
+		if err := p.Record(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	short, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := p.Flush(short); err == nil {
+		t.Fatal("flushed with the queue away")
+	}
+	if err := EnsureStreams(ctx, js, 1); err != nil {
+		t.Fatal(err)
+	}
+	long, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := p.Flush(long); err != nil {
+		t.Fatal(err)
+	}
+	str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := str.CachedInfo().State.Msgs; got != n {
+		t.Errorf("flushed with %d records on the queue; want %d", got, n)
+	}
+}
+
 // A deployment whose durable log's queue sourced WEBHOOK_ATTEMPTS is
 // updated in place: the queue keeps what it had sourced and takes the
 // records published to it from then on, and the copy stores both.

@@ -87,13 +87,14 @@ type Deps struct {
 // Dispatcher is a running dispatcher replica.
 type Dispatcher struct {
 	Deps
-	opts    Options
-	use     *app.Dispatch
-	ctx     context.Context // ends after the work: the followers
-	cancel  context.CancelFunc
-	stop    context.CancelFunc // ends the work: the consumers
-	work    sync.WaitGroup
-	metrics *metrics
+	opts     Options
+	use      *app.Dispatch
+	attempts *adapters.AttemptPublisher
+	ctx      context.Context // ends after the work: the followers
+	cancel   context.CancelFunc
+	stop     context.CancelFunc // ends the work: the consumers
+	work     sync.WaitGroup
+	metrics  *metrics
 }
 
 // Start runs a dispatcher until Stop or ctx ends. The registry must be
@@ -122,7 +123,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	work, stop := context.WithCancel(dctx)
-	ds := &Dispatcher{Deps: d, opts: o, ctx: dctx, cancel: cancel, stop: stop, metrics: newMetrics(d.Metrics),
+	ds := &Dispatcher{Deps: d, opts: o, attempts: attempts, ctx: dctx, cancel: cancel, stop: stop, metrics: newMetrics(d.Metrics),
 		use: &app.Dispatch{
 			Subscriptions: d.Registry, Queue: adapters.StreamQueue{JS: d.JS}, Attempts: attempts,
 			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
@@ -202,8 +203,19 @@ func (d *Dispatcher) startAutoDisable() error {
 func (d *Dispatcher) Stop() {
 	d.stop()
 	d.work.Wait()
+	// The attempts' records a stream has not taken yet are published
+	// again for a while before they would be lost with the process.
+	ctx, cancel := context.WithTimeout(context.Background(), flushWithin)
+	if err := d.attempts.Flush(ctx); err != nil {
+		d.Log.Warn("attempt records not taken before the stop; lost", "err", err)
+	}
+	cancel()
 	d.cancel()
 }
+
+// flushWithin bounds a stopping dispatcher's wait for its attempt
+// records.
+const flushWithin = 5 * time.Second
 
 // deliver makes one attempt of a job (app.Dispatch.Deliver) and settles
 // it as the attempt says.
