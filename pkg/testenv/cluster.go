@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // StartCluster starts n in-process nats-servers as one JetStream cluster
@@ -16,18 +19,18 @@ import (
 // test can step one down (or shut a server down) under load.
 func StartCluster(t testing.TB, name string, n int) []*server.Server {
 	t.Helper()
-	ports := make([]int, n)
+	addrs := make([]string, n)
 	var routes []*url.URL
-	for i := range ports {
-		ports[i] = freePort(t)
-		routes = append(routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])})
+	for i := range addrs {
+		addrs[i] = testkit.FreeAddr(t)
+		routes = append(routes, &url.URL{Scheme: "nats", Host: addrs[i]})
 	}
 	out := make([]*server.Server, n)
 	for i := range n {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("node-%d", i+1), Host: "127.0.0.1", Port: -1,
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: ports[i]},
+			Cluster: server.ClusterOpts{Name: name, Host: "127.0.0.1", Port: portOf(t, addrs[i])},
 			Routes:  routes,
 		}
 		ns, err := server.NewServer(o)
@@ -44,13 +47,16 @@ func StartCluster(t testing.TB, name string, n int) []*server.Server {
 	return out
 }
 
-// freePort is a loopback port free when asked.
-func freePort(t testing.TB) int {
+// portOf is the port of a host:port address.
+func portOf(t testing.TB, addr string) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

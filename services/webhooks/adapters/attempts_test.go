@@ -52,16 +52,23 @@ func newPublisher(t *testing.T, js jetstream.JetStream) *AttemptPublisher {
 	return p
 }
 
+// queueAway is the streams without the durable log's queue, and a
+// publisher on them.
+func queueAway(t *testing.T) (jetstream.JetStream, *AttemptPublisher) {
+	t.Helper()
+	js := testenv.StreamsAt(t, EnsureStreams)
+	if err := js.DeleteStream(context.Background(), events.WebhookAttemptsLogStream); err != nil {
+		t.Fatal(err)
+	}
+	return js, newPublisher(t, js)
+}
+
 // RecordDurable waits for the streams' answers: with no stream to store
 // the attempt it fails, where Record (which does not wait) succeeds.
 func TestRecordDurableWaitsForTheStream(t *testing.T) {
-	js := testenv.StreamsAt(t, EnsureStreams)
+	_, p := queueAway(t)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
-		t.Fatal(err)
-	}
-	p := newPublisher(t, js)
-	a := &webhooksv1.DeliveryAttempt{AttemptId: "evt_1:whk_1:1", EventId: "evt_1", WorkspaceId: "ws_a", WebhookId: "whk_1"}
+	a := attemptAt(1)
 	if err := p.Record(ctx, a); err != nil {
 		t.Fatalf("record: %v", err)
 	}
@@ -77,27 +84,11 @@ func TestRecordDurableWaitsForTheStream(t *testing.T) {
 // it keeps. (When the queue sourced WEBHOOK_ATTEMPTS, it got the newest
 // 1,000 only.)
 func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
-	js := testenv.StreamsAt(t, EnsureStreams)
+	js, p := queueAway(t)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
-		t.Fatal(err)
-	}
-	p := newPublisher(t, js)
 	const n = AttemptsPerWebhook + 500
-	for i := range n {
-		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
-			WorkspaceId: "ws_a", WebhookId: "whk_1", AtUnixMs: int64(1000 + i)}
-		if err := p.Record(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	held := func(stream string) uint64 {
-		str, err := js.Stream(ctx, stream)
-		if err != nil {
-			return 0
-		}
-		return str.CachedInfo().State.Msgs
-	}
+	recordAll(t, p, n, nil)
+	held := func(stream string) uint64 { return streamMsgs(js, stream) }
 	testkit.Eventually(t, 10*time.Second, "WEBHOOK_ATTEMPTS holding the newest attempts", func() bool {
 		return held(events.WebhookAttemptsStream) == AttemptsPerWebhook
 	})
@@ -111,8 +102,7 @@ func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
 		return held(events.WebhookAttemptsLogStream) == n
 	})
 	// Published again, a record the stream already took is kept once.
-	a := &webhooksv1.DeliveryAttempt{AttemptId: "evt_0000:whk_1:1", EventId: "evt_0000", WorkspaceId: "ws_a", WebhookId: "whk_1"}
-	if err := p.RecordDurable(ctx, a); err != nil {
+	if err := p.RecordDurable(ctx, attemptAt(0)); err != nil {
 		t.Fatal(err)
 	}
 	if got := held(events.WebhookAttemptsLogStream); got != n {
@@ -124,19 +114,10 @@ func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
 // log's queue is away it does not return, and once the queue is back it
 // returns with every record there.
 func TestFlushWaitsForTheRecordsHeld(t *testing.T) {
-	js := testenv.StreamsAt(t, EnsureStreams)
+	js, p := queueAway(t)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, events.WebhookAttemptsLogStream); err != nil {
-		t.Fatal(err)
-	}
-	p := newPublisher(t, js)
 	const n = 50
-	for i := range n {
-		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%02d:whk_1:1", i), EventId: fmt.Sprintf("evt_%02d", i), WorkspaceId: "ws_a", WebhookId: "whk_1"}
-		if err := p.Record(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
+	recordAll(t, p, n, nil)
 	short, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := p.Flush(short); err == nil {
@@ -150,11 +131,7 @@ func TestFlushWaitsForTheRecordsHeld(t *testing.T) {
 	if err := p.Flush(long); err != nil {
 		t.Fatal(err)
 	}
-	str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := str.CachedInfo().State.Msgs; got != n {
+	if got := streamMsgs(js, events.WebhookAttemptsLogStream); got != n {
 		t.Errorf("flushed with %d records on the queue; want %d", got, n)
 	}
 }
@@ -173,13 +150,9 @@ func TestTheSourcedQueueIsUpdatedInPlace(t *testing.T) {
 		Sources: []*jetstream.StreamSource{{Name: events.WebhookAttemptsStream}}}); err != nil {
 		t.Fatal(err)
 	}
-	attempt := func(i int) *webhooksv1.DeliveryAttempt {
-		return &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
-			WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
-	}
 	// Before: records published to WEBHOOK_ATTEMPTS alone, and sourced.
 	for i := range 20 {
-		msgs, err := attemptMsgs(attempt(i))
+		msgs, err := attemptMsgs(attemptAt(i))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -187,13 +160,7 @@ func TestTheSourcedQueueIsUpdatedInPlace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	queued := func() uint64 {
-		str, err := js.Stream(ctx, events.WebhookAttemptsLogStream)
-		if err != nil {
-			return 0
-		}
-		return str.CachedInfo().State.Msgs
-	}
+	queued := func() uint64 { return streamMsgs(js, events.WebhookAttemptsLogStream) }
 	testkit.Eventually(t, 10*time.Second, "the sourced records on the queue", func() bool { return queued() == 20 })
 
 	if err := EnsureStreams(ctx, js, 1); err != nil {
@@ -208,7 +175,7 @@ func TestTheSourcedQueueIsUpdatedInPlace(t *testing.T) {
 	}
 	p := newPublisher(t, js)
 	for i := 20; i < 30; i++ {
-		if err := p.RecordDurable(ctx, attempt(i)); err != nil {
+		if err := p.RecordDurable(ctx, attemptAt(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,27 +216,45 @@ func TestAttemptsOutliveLeaderChanges(t *testing.T) {
 		}
 	}
 	const n = 3 * AttemptsPerWebhook
-	for i := range n {
+	recordAll(t, p, n, func(i int) {
 		switch i {
 		case n / 6:
 			stepDown(events.WebhookAttemptsLogStream)
 		case n / 2:
 			stepDown(events.WebhookAttemptsStream)
 		}
-		a := &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
-			WorkspaceId: "ws_a", WebhookId: "whk_1", AtUnixMs: int64(1000 + i)}
-		if err := p.Record(ctx, a); err != nil {
-			t.Fatal(err)
-		}
-	}
-	held := func(stream string) uint64 {
-		str, err := js.Stream(ctx, stream)
-		if err != nil {
-			return 0
-		}
-		return str.CachedInfo().State.Msgs
-	}
+	})
+	held := func(stream string) uint64 { return streamMsgs(js, stream) }
 	testkit.Eventually(t, 60*time.Second, "every attempt on the durable log's queue, the newest on WEBHOOK_ATTEMPTS", func() bool {
 		return held(events.WebhookAttemptsLogStream) == n && held(events.WebhookAttemptsStream) == AttemptsPerWebhook
 	})
+}
+
+// attemptAt is the i-th attempt of the tests' webhook.
+func attemptAt(i int) *webhooksv1.DeliveryAttempt {
+	return &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%04d:whk_1:1", i), EventId: fmt.Sprintf("evt_%04d", i),
+		WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_started", AtUnixMs: int64(1000 + i), Success: true, Final: true}
+}
+
+// recordAll records attempts 0 to n-1 with p, calling before (if set)
+// ahead of each.
+func recordAll(t *testing.T, p *AttemptPublisher, n int, before func(i int)) {
+	t.Helper()
+	for i := range n {
+		if before != nil {
+			before(i)
+		}
+		if err := p.Record(context.Background(), attemptAt(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// streamMsgs is how many messages stream holds (0 when it is not there).
+func streamMsgs(js jetstream.JetStream, stream string) uint64 {
+	str, err := js.Stream(context.Background(), stream)
+	if err != nil {
+		return 0
+	}
+	return str.CachedInfo().State.Msgs
 }
