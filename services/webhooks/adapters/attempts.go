@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -152,8 +153,14 @@ func (p *AttemptPublisher) Flush(ctx context.Context) error {
 	return nil
 }
 
-// failed holds a record a stream did not take, to publish it again.
+// failed holds a record a stream did not take, to publish it again; one
+// no stream could ever take (too large, a malformed message) is lost at
+// once, rather than hold up the others behind it.
 func (p *AttemptPublisher) failed(_ jetstream.JetStream, m *nats.Msg, err error) {
+	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrBadHeaderMsg) {
+		p.log.Error("attempt record lost: no stream can take it", "subject", m.Subject, "bytes", len(m.Data), "err", err)
+		return
+	}
 	p.held.Add(1)
 	select {
 	case p.retries <- heldRecord{msg: m, since: time.Now()}:

@@ -258,3 +258,29 @@ func streamMsgs(js jetstream.JetStream, stream string) uint64 {
 	}
 	return str.CachedInfo().State.Msgs
 }
+
+// A record no stream could ever take (here: larger than the server
+// allows) is not held, so it holds up no other record.
+func TestARecordNoStreamCanTakeIsNotHeld(t *testing.T) {
+	js := testenv.StreamsAt(t, EnsureStreams)
+	p := newPublisher(t, js)
+	a := attemptAt(1)
+	a.ResponseBody = strings.Repeat("x", int(js.Conn().MaxPayload()))
+	if err := p.Record(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	if held := p.held.Load(); held != 0 {
+		t.Fatalf("%d records held", held)
+	}
+	if err := p.Record(context.Background(), attemptAt(2)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := streamMsgs(js, events.WebhookAttemptsLogStream); got != 1 {
+		t.Errorf("the queue holds %d records; want the one that fits", got)
+	}
+}
