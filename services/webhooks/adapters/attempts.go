@@ -105,7 +105,7 @@ func NewAttemptPublisher(ctx context.Context, js jetstream.JetStream, log *slog.
 
 // Record publishes a to both streams without waiting for their answers.
 func (p *AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttempt) error {
-	msgs, err := attemptMsgs(a)
+	msgs, err := attemptMsgs(p.fit(a))
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (p *AttemptPublisher) Record(_ context.Context, a *webhooksv1.DeliveryAttem
 // RecordDurable publishes a to both streams and waits for them to store
 // it.
 func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAttempt) error {
-	msgs, err := attemptMsgs(a)
+	msgs, err := attemptMsgs(p.fit(a))
 	if err != nil {
 		return err
 	}
@@ -153,11 +153,27 @@ func (p *AttemptPublisher) Flush(ctx context.Context) error {
 	return nil
 }
 
+// recordHeadroom is what a record's headers may take beside its body.
+const recordHeadroom = 1 << 10
+
+// fit is a, or a copy without the bodies it carries (what was posted,
+// the first bytes of the answer) when with them it would be larger than
+// a message may be: the log keeps the line, and a delivery whose body is
+// not kept cannot be resent.
+func (p *AttemptPublisher) fit(a *webhooksv1.DeliveryAttempt) *webhooksv1.DeliveryAttempt {
+	if int64(proto.Size(a))+recordHeadroom <= p.sync.Conn().MaxPayload() {
+		return a
+	}
+	slim := proto.Clone(a).(*webhooksv1.DeliveryAttempt)
+	slim.RequestBody, slim.ResponseBody = nil, ""
+	return slim
+}
+
 // failed holds a record a stream did not take, to publish it again; one
-// no stream could ever take (too large, a malformed message) is lost at
+// no stream could ever take (larger than a message may be) is lost at
 // once, rather than hold up the others behind it.
 func (p *AttemptPublisher) failed(_ jetstream.JetStream, m *nats.Msg, err error) {
-	if errors.Is(err, nats.ErrMaxPayload) || errors.Is(err, nats.ErrBadSubject) || errors.Is(err, nats.ErrBadHeaderMsg) {
+	if errors.Is(err, nats.ErrMaxPayload) {
 		p.log.Error("attempt record lost: no stream can take it", "subject", m.Subject, "bytes", len(m.Data), "err", err)
 		return
 	}

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
@@ -259,20 +261,14 @@ func streamMsgs(js jetstream.JetStream, stream string) uint64 {
 	return str.CachedInfo().State.Msgs
 }
 
-// A record no stream could ever take (here: larger than the server
-// allows) is not held, so it holds up no other record.
-func TestARecordNoStreamCanTakeIsNotHeld(t *testing.T) {
+// A record larger than a message may be is kept without the bodies it
+// carries: the line stays in the log.
+func TestARecordTooLargeIsKeptWithoutItsBodies(t *testing.T) {
 	js := testenv.StreamsAt(t, EnsureStreams)
 	p := newPublisher(t, js)
 	a := attemptAt(1)
-	a.ResponseBody = strings.Repeat("x", int(js.Conn().MaxPayload()))
+	a.RequestBody = []byte(strings.Repeat("x", int(js.Conn().MaxPayload())))
 	if err := p.Record(context.Background(), a); err != nil {
-		t.Fatal(err)
-	}
-	if held := p.held.Load(); held != 0 {
-		t.Fatalf("%d records held", held)
-	}
-	if err := p.Record(context.Background(), attemptAt(2)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -280,7 +276,23 @@ func TestARecordNoStreamCanTakeIsNotHeld(t *testing.T) {
 	if err := p.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := streamMsgs(js, events.WebhookAttemptsLogStream); got != 1 {
-		t.Errorf("the queue holds %d records; want the one that fits", got)
+	msg, err := js.Conn().Request("$JS.API.DIRECT.GET."+events.WebhookAttemptsStream, []byte(`{"last_by_subj":"webhooks.attempt.ws_a.whk_1"}`), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got webhooksv1.DeliveryAttempt
+	if err := proto.Unmarshal(msg.Data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.GetAttemptId() != a.GetAttemptId() || len(got.GetRequestBody()) != 0 {
+		t.Errorf("stored %q with a body of %d bytes; want %q without it", got.GetAttemptId(), len(got.GetRequestBody()), a.GetAttemptId())
+	}
+	if n := streamMsgs(js, events.WebhookAttemptsLogStream); n != 1 {
+		t.Errorf("%d records on the durable log's queue; want 1", n)
+	}
+	// A record the server refuses for its size is not held for later.
+	p.failed(nil, nats.NewMsg("webhooks.attempt.ws_a.whk_1"), nats.ErrMaxPayload)
+	if held := p.held.Load(); held != 0 {
+		t.Errorf("%d records held", held)
 	}
 }
