@@ -7,14 +7,12 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // Both ways find the same documents: those of the ids given that exist,
 // each once.
 func TestByIDsFindsTheSameEitherWay(t *testing.T) {
-	coll := testenv.New(t).Mongo(t).Database("mongox").Collection("by_ids")
+	coll := collection(t, "by_ids")
 	ctx := context.Background()
 	var docs []any
 	for i := range 20 {

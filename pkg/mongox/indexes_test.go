@@ -6,13 +6,11 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A restart re-creates every index: that must succeed, repeatedly.
 func TestEnsureIndexesIsIdempotent(t *testing.T) {
-	coll := testenv.New(t).Mongo(t).Database("mongox").Collection("items")
+	coll := collection(t, "items")
 	models := []mongo.IndexModel{
 		{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at", Value: -1}, {Key: "_id", Value: -1}}},
 		{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "name", Value: 1}}},

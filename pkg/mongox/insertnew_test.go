@@ -6,14 +6,12 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // A bulk insert over documents partly there already inserts the others
 // and names those, by their place in the batch.
 func TestInsertNewNamesWhatWasThere(t *testing.T) {
-	coll := testenv.New(t).Mongo(t).Database("mongox").Collection("insert_new")
+	coll := collection(t, "insert_new")
 	ctx := context.Background()
 	doc := func(id string) any { return bson.D{{Key: "_id", Value: id}} }
 	if there, err := InsertNew(ctx, coll, []any{doc("a"), doc("c")}); err != nil || there != nil {

@@ -8,8 +8,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 type keyed struct {
@@ -23,7 +21,7 @@ type keyed struct {
 // query, ties on the leading fields included.
 func TestKeysetPagesVisitEveryDocumentInOrder(t *testing.T) {
 	ctx := context.Background()
-	coll := testenv.New(t).Mongo(t).Database("mongox").Collection("keyset")
+	coll := collection(t, "keyset")
 	var docs []any
 	for i := range 23 {
 		// Few ranks and times: most documents tie on the leading keys.

@@ -77,31 +77,20 @@ func (p *AttemptPages) indexEarlierPages(ctx context.Context, headers *mongo.Col
 		return err
 	}
 	defer cur.Close(ctx)
-	slots := make([]placed, 0, maxPageAttempts)
-	for more := true; more; {
-		if more = cur.Next(ctx); more {
-			var h struct {
-				ID string `bson:"_id"`
-			}
-			if err := cur.Decode(&h); err != nil {
-				return err
-			}
-			page, err := p.body(ctx, h.ID)
-			if err != nil {
-				return err
-			}
-			if len(page) > 0 {
-				slots = append(slots, placed{page[0].GetWebhookId(), slotOf(h.ID, page)})
-			}
+	err = eachBatch(ctx, cur, maxPageAttempts, func(cur *mongo.Cursor) (placed, bool, error) {
+		var h struct {
+			ID string `bson:"_id"`
 		}
-		if len(slots) == cap(slots) || !more {
-			if err := p.index.add(ctx, slots); err != nil {
-				return err
-			}
-			slots = slots[:0]
+		if err := cur.Decode(&h); err != nil {
+			return placed{}, false, err
 		}
-	}
-	if err := cur.Err(); err != nil {
+		page, err := p.body(ctx, h.ID)
+		if err != nil || len(page) == 0 {
+			return placed{}, false, err
+		}
+		return placed{page[0].GetWebhookId(), slotOf(h.ID, page)}, true, nil
+	}, func(slots []placed) error { return p.index.add(ctx, slots) })
+	if err != nil {
 		return err
 	}
 	return headers.Drop(ctx)
@@ -115,17 +104,33 @@ func (p *AttemptPages) pageEarlierAttempts(ctx context.Context, legacy *mongo.Co
 		return err
 	}
 	defer cur.Close(ctx)
-	batch := make([]*webhooksv1.DeliveryAttempt, 0, maxPageAttempts)
-	for more := true; more; {
-		if more = cur.Next(ctx); more {
-			var d attemptDoc
-			if err := cur.Decode(&d); err != nil {
-				return err
-			}
-			batch = append(batch, d.attempt())
+	err = eachBatch(ctx, cur, maxPageAttempts, func(cur *mongo.Cursor) (*webhooksv1.DeliveryAttempt, bool, error) {
+		var d attemptDoc
+		if err := cur.Decode(&d); err != nil {
+			return nil, false, err
 		}
-		if len(batch) == maxPageAttempts || !more {
-			if err := p.Store(ctx, batch); err != nil {
+		return d.attempt(), true, nil
+	}, func(batch []*webhooksv1.DeliveryAttempt) error { return p.Store(ctx, batch) })
+	if err != nil {
+		return err
+	}
+	return legacy.Drop(ctx)
+}
+
+// eachBatch hands flush what item makes of cur's documents (those it
+// keeps), n at a time, the last batch as the cursor ends.
+func eachBatch[T any](ctx context.Context, cur *mongo.Cursor, n int, item func(*mongo.Cursor) (T, bool, error), flush func([]T) error) error {
+	batch := make([]T, 0, n)
+	for cur.Next(ctx) {
+		v, keep, err := item(cur)
+		if err != nil {
+			return err
+		}
+		if keep {
+			batch = append(batch, v)
+		}
+		if len(batch) == n {
+			if err := flush(batch); err != nil {
 				return err
 			}
 			batch = batch[:0]
@@ -134,5 +139,8 @@ func (p *AttemptPages) pageEarlierAttempts(ctx context.Context, legacy *mongo.Co
 	if err := cur.Err(); err != nil {
 		return err
 	}
-	return legacy.Drop(ctx)
+	if len(batch) == 0 {
+		return nil
+	}
+	return flush(batch)
 }

@@ -98,7 +98,7 @@ func (a *App) Logs(ctx context.Context, workspaceID, id string, f domain.LogFilt
 // from after, if lower), each attempt listed once.
 func (a *App) logs(ctx context.Context, id string, f domain.LogFilter, after *LogPosition, n int) ([]*webhooksv1.DeliveryAttempt, error) {
 	var out []*webhooksv1.DeliveryAttempt
-	for _, x := range a.Attempts.Recent(id, f, MaxLogLimit) {
+	for _, x := range a.Attempts.Recent(id, f, MaxLogLimit) { // every one held (AttemptLog)
 		if after == nil || after.Below(x) {
 			out = append(out, x)
 		}

@@ -62,7 +62,9 @@ type AttemptRecorder interface {
 }
 
 // AttemptLog is the delivery log of every webhook: its recent attempts
-// and their health.
+// and their health. It holds at most MaxLogLimit attempts of a webhook,
+// so that one Recent of MaxLogLimit lists every attempt held (what a page
+// of the log below a cursor relies on).
 type AttemptLog interface {
 	AttemptRecorder
 	// Recent returns up to limit of the attempts held of a webhook that f
