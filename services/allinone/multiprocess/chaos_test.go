@@ -16,6 +16,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 )
 
 // The cluster tier (make test-cluster, part of make test): the production
@@ -718,8 +719,9 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 	// between a delivery and its record loses that line of the log.
 	if elected >= 0 {
 		acks, _ := c.loads["events"].between(from, to)
+		began := time.Now()
 		delivered, missing := c.unlogged(acks, from)
-		lines = append(lines, fmt.Sprintf("  delivery log: %d of the %d events delivered logged", delivered-len(missing), delivered))
+		lines = append(lines, fmt.Sprintf("  delivery log: %d of the %d events delivered logged (waited %s)", delivered-len(missing), delivered, time.Since(began).Round(time.Second)))
 		if len(missing) > 0 {
 			errorf(t, "%s: %d of %d events delivered are not in the delivery log (the first: %s)", name, len(missing), delivered, missing[0])
 		}
@@ -727,15 +729,23 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 	return lines, windows
 }
 
+// logComplete bounds how late an attempt can reach the delivery log
+// after a node is lost: the log lists the newest attempts of a webhook
+// from memory and the older ones from its durable copy, and a batch of
+// records the lost node handed to the copy but never delivered is handed
+// out again after the copy's AckWait; then recoverWithin for the rest.
+const logComplete = adapters.AttemptsStoreAckWait + recoverWithin
+
 // unlogged returns how many events of acks' calls the receiver got, and
-// those of them the webhook's delivery log has no attempt of 30 s on.
+// those of them the webhook's delivery log has no attempt of logComplete
+// on.
 func (c *checker) unlogged(acks []ack, since time.Time) (delivered int, missing []string) {
 	var calls []string
 	for _, a := range acks {
 		calls = append(calls, a.key)
 	}
 	got := c.receiver.eventIDs(calls)
-	eventuallyQuiet(30*time.Second, func() bool {
+	eventuallyQuiet(logComplete, func() bool {
 		logged := c.deliveryLog(since.Add(-time.Minute))
 		missing = missing[:0]
 		for id := range got {

@@ -238,6 +238,13 @@ func (p *AttemptPages) Each(ctx context.Context, f func(*webhooksv1.DeliveryAtte
 // copies attempts into the pages.
 const AttemptsStoreDurable = "webhooks-attempt-pages"
 
+// AttemptsStoreAckWait is how long a batch of records handed to the copy
+// waits for its acknowledgement before it is handed out again. It also
+// bounds how late a record can reach the durable log after a NATS node
+// is lost: a batch the lost node delivered that never reached the copy
+// is handed out again only then.
+const AttemptsStoreAckWait = time.Minute
+
 // replacedStoreDurables copied WEBHOOK_ATTEMPTS itself one document an
 // attempt (the first with ack-all, which a consumer cannot change in
 // place); a copy behind by more than the stream keeps of a webhook lost
@@ -260,7 +267,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 	}
 	spec := consume.Spec{
 		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsLogAll, events.WebhookAttemptsAll},
-		AckWait: time.Minute, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
+		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}
 	go func() {
