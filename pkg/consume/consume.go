@@ -51,6 +51,11 @@ type Spec struct {
 	// Workers is how many messages Messages handles at once (default 1,
 	// in stream order). Messages only.
 	Workers int
+	// Existing, when set, works through the durable as it stands and
+	// never creates or updates it: jetstream.ErrConsumerNotFound when it
+	// is not there (a durable being retired, which a replica that is done
+	// with it deletes: another must not make it anew).
+	Existing bool
 }
 
 // Handler handles one batch; an error has the whole batch redelivered,
@@ -221,6 +226,16 @@ func giveBack(msgs []jetstream.Msg) {
 // modes share (s.MaxBatch set). A nil consumer with a nil error means ctx
 // ended while starting: not a failure.
 func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Consumer, error) {
+	if s.Existing {
+		cons, err := js.Consumer(ctx, s.Stream, s.Durable)
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
+		}
+		return cons, nil
+	}
 	if s.AckWait <= 0 {
 		s.AckWait = 30 * time.Second
 	}

@@ -262,3 +262,37 @@ func TestBatchesAcknowledgesNothingWhenStoppedMidBatch(t *testing.T) {
 		return next.count("0") == 1 && next.count("1") == 1 && next.count("2") == 1
 	})
 }
+
+// A durable being retired is worked through as it stands and never made
+// anew: once one replica deleted it, another's Existing spec finds it
+// gone instead of creating it again from the stream's first message.
+func TestExistingNeverCreatesTheDurable(t *testing.T) {
+	js := jobs(t, 3)
+	ctx := context.Background()
+	spec := consume.Spec{Stream: stream, Durable: "retired", Existing: true}
+	h := func(context.Context, []jetstream.Msg) error { return nil }
+	if err := consume.Batches(ctx, js, spec, h); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("Batches on a missing durable: %v; want ErrConsumerNotFound", err)
+	}
+	if err := consume.Messages(ctx, js, spec, func(context.Context, consume.Msg) consume.Outcome { return consume.Done() }); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("Messages on a missing durable: %v; want ErrConsumerNotFound", err)
+	}
+	if _, err := js.Consumer(ctx, stream, "retired"); !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		t.Fatalf("the durable was made: %v", err)
+	}
+	// One that stands is worked through.
+	if _, err := js.CreateOrUpdateConsumer(ctx, stream, jetstream.ConsumerConfig{Durable: "retired", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	var got log
+	stop := run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, spec, func(_ context.Context, batch []jetstream.Msg) error {
+			for _, m := range batch {
+				got.add(string(m.Data()))
+			}
+			return nil
+		})
+	})
+	testkit.Eventually(t, 10*time.Second, "the standing durable worked through", func() bool { return got.len() == 3 })
+	stop()
+}
