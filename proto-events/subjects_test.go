@@ -206,6 +206,7 @@ func builders(tok string) map[string]func() (string, error) {
 		"TestingSubject":            func() (string, error) { return events.TestingSubject(tok, events.TestingKindTest, tok) },
 		"RunSubject":                func() (string, error) { return events.RunSubject(tok, tok, tok) },
 		"RunsOfInvocation":          func() (string, error) { return events.RunsOfInvocation(tok, tok) },
+		"RunFailureSubject":         func() (string, error) { return events.RunFailureSubject(tok, tok, tok) },
 		"ResultGroupSubject":        func() (string, error) { return events.ResultGroupSubject(tok, tok, tok) },
 		"ResultGroupsOfInvocation":  func() (string, error) { return events.ResultGroupsOfInvocation(tok, tok) },
 		"TestRunsQueuedSubject":     func() (string, error) { return events.TestRunsQueuedSubject(tok, tok) },

@@ -23,7 +23,9 @@ const (
 	// labels of runs:
 	// testruns.evt.<workspace_id>.<invocation_id>.<run_id>,
 	// testruns.grp.<workspace_id>.<invocation_id>.<test_index> and
-	// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>; a recorded
+	// testruns.lbl.<workspace_id>.<invocation_id>.<run_id>; a failed run's
+	// result again, testruns.fail.<workspace_id>.<invocation_id>.<run_id>
+	// (RunFailureSubject); a recorded
 	// conversation's analyses and labels,
 	// testruns.cnv.<workspace_id>.<conversation_id> and
 	// testruns.clbl.<workspace_id>.<conversation_id>; another judge's votes
@@ -101,6 +103,18 @@ func RunSubject(workspaceID, invocationID, runID string) (string, error) {
 func RunsOfInvocation(workspaceID, invocationID string) (string, error) {
 	return joinChecked("testruns.evt", "*", workspaceID, invocationID)
 }
+
+// RunFailureSubject is where a failed run's result is published a second
+// time, beside RunSubject, for the readers of failed runs alone (the QA
+// worker): a JetStream consumer filters on subjects, not on headers, so
+// it would otherwise be handed every passing run of a large invocation to
+// skip.
+func RunFailureSubject(workspaceID, invocationID, runID string) (string, error) {
+	return joinChecked("testruns.fail", "", workspaceID, invocationID, runID)
+}
+
+// RunFailuresAll matches every failed run of every workspace.
+const RunFailuresAll = "testruns.fail.>"
 
 // RunLabelSubject is the subject of a run's labels (a reviewer's
 // judgement of its verdict): every label is kept, the last is current.

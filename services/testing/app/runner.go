@@ -14,6 +14,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -88,42 +89,84 @@ type RunnerPorts struct {
 	Counts  CounterAdder
 }
 
-// RunResultMessage is the message storing a run's result of the job's
-// attempt: it is stored once per run and attempt.
-func (a *App) RunResultMessage(ctx context.Context, job *testingv1.RunJob, res *testingv1.RunResult) (Message, error) {
-	subject, err := events.RunSubject(job.GetWorkspaceId(), job.GetInvocationId(), res.GetRunId())
+// RunResultMessages are the messages storing a run's result of the
+// job's attempt, each stored once per run and attempt: the result on the
+// run's subject and, for a failed run, the same again on its failure
+// subject (events.RunFailureSubject), for the readers of failed runs
+// alone.
+func (a *App) RunResultMessages(ctx context.Context, job *testingv1.RunJob, res *testingv1.RunResult) ([]Message, error) {
+	ws, inv, run := job.GetWorkspaceId(), job.GetInvocationId(), res.GetRunId()
+	subject, err := events.RunSubject(ws, inv, run)
 	if err != nil {
-		return Message{}, err
+		return nil, err
 	}
-	id := res.GetRunId() + "#" + strconv.Itoa(int(job.GetAttempt()))
-	meta := esproto.Meta(ctx, job.GetWorkspaceId(), id, a.Now())
+	id := resultID(run, job.GetAttempt())
+	meta := esproto.Meta(ctx, ws, id, a.Now())
 	e, err := esproto.Encode(ctx, meta, &testingv1.RunCompleted{Meta: meta, Run: res})
 	if err != nil {
-		return Message{}, err
+		return nil, err
 	}
 	m := eventMessage(subject, id, e)
 	m.Header.Set(events.HeaderRunStatus, res.GetStatus())
 	m.Header.Set(events.HeaderRunAttempt, strconv.Itoa(int(res.GetAttempt())))
-	return m, nil
+	if res.GetStatus() != domain.RunFailed {
+		return []Message{m}, nil
+	}
+	notice, err := failureNotice(m, ws, inv, run)
+	return []Message{m, notice}, err
 }
 
-// RunRecorded reports whether the run has a result of attempt (or a
-// later one) stored.
-func (a *App) RunRecorded(ctx context.Context, ws, invocationID, runID string, attempt int32) (bool, error) {
+// resultID is the id a run's result of attempt is stored under.
+func resultID(runID string, attempt int32) string {
+	return runID + "#" + strconv.Itoa(int(attempt))
+}
+
+// failureNotice is a failed run's result message again, on the run's
+// failure subject under an id of its own.
+func failureNotice(result Message, ws, invocationID, runID string) (Message, error) {
+	subject, err := events.RunFailureSubject(ws, invocationID, runID)
+	if err != nil {
+		return Message{}, err
+	}
+	h := eventlog.Header{}
+	for k, v := range result.Header {
+		h[k] = v
+	}
+	h.Set(events.HeaderRunStatus, events.RunStatusFailed)
+	return Message{Subject: subject, ID: result.ID + "#failed", Header: h, Data: result.Data}, nil
+}
+
+// RecordedRun says whether the run has a result of attempt (or a later
+// one) stored. For a failed one, notice is its failure notice, which a
+// redelivered job stores again: the runner before it may have died
+// between the two (a second store of it is a duplicate).
+func (a *App) RecordedRun(ctx context.Context, ws, invocationID, runID string, attempt int32) (recorded bool, notice *Message, err error) {
 	subject, err := events.RunSubject(ws, invocationID, runID)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	rec, found, err := a.Runs.Last(ctx, subject)
 	if err != nil || !found {
-		return false, err
+		return false, nil, err
 	}
 	msg, err := esproto.Decode(rec)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	ev, ok := msg.(*testingv1.RunCompleted)
-	return ok && ev.GetRun().GetAttempt() >= attempt && ev.GetRun().GetStatus() != "", nil
+	run := ev.GetRun()
+	if !ok || run.GetAttempt() < attempt || run.GetStatus() == "" {
+		return false, nil, nil
+	}
+	if run.GetStatus() != domain.RunFailed {
+		return true, nil, nil
+	}
+	stored := Message{Subject: rec.Subject, ID: resultID(runID, run.GetAttempt()), Header: rec.Header, Data: rec.Data}
+	n, err := failureNotice(stored, ws, invocationID, runID)
+	if err != nil {
+		return false, nil, err
+	}
+	return true, &n, nil
 }
 
 // GroupResults groups a finished invocation's runs per test and records

@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -73,10 +74,11 @@ func TestARunIsRecordedForItsAttempt(t *testing.T) {
 	ctx := context.Background()
 	runID := domain.RunID(inv.GetInvocationId(), 0)
 	res := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 2, Status: domain.RunPassed}
-	msg, err := w.a.RunResultMessage(ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 2}, res)
+	msgs, err := w.a.RunResultMessages(ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 2}, res)
 	if err != nil {
 		t.Fatal(err)
 	}
+	msg := msgs[0]
 	if msg.ID != runID+"#2" {
 		t.Fatalf("id %q: a retried store of the attempt must be a duplicate", msg.ID)
 	}
@@ -84,8 +86,8 @@ func TestARunIsRecordedForItsAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	for attempt, want := range map[int32]bool{1: true, 2: true, 3: false} {
-		if got, err := w.a.RunRecorded(ctx, "ws", inv.GetInvocationId(), runID, attempt); err != nil || got != want {
-			t.Fatalf("attempt %d recorded %v, %v; want %v", attempt, got, err, want)
+		if got, notice, err := w.a.RecordedRun(ctx, "ws", inv.GetInvocationId(), runID, attempt); err != nil || got != want || notice != nil {
+			t.Fatalf("attempt %d recorded %v (notice %v), %v; want %v without a notice (it passed)", attempt, got, notice, err, want)
 		}
 	}
 }
@@ -99,15 +101,54 @@ func TestAResultsHeadersStateItsOutcome(t *testing.T) {
 	runID := domain.RunID(inv.GetInvocationId(), 0)
 	for status, want := range map[string]string{domain.RunPassed: events.RunStatusPassed, domain.RunFailed: events.RunStatusFailed} {
 		res := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 3, Status: status}
-		msg, err := w.a.RunResultMessage(context.Background(), &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 3}, res)
+		msgs, err := w.a.RunResultMessages(context.Background(), &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 3}, res)
 		if err != nil {
 			t.Fatal(err)
 		}
+		msg := msgs[0]
 		if got := msg.Header.Get(events.HeaderRunStatus); got != want {
 			t.Errorf("a %s run's status header is %q; its readers look for %q", status, got, want)
 		}
 		if got := msg.Header.Get(events.HeaderRunAttempt); got != "3" {
 			t.Errorf("attempt header %q; want 3", got)
 		}
+	}
+}
+
+// A failed run's result is stored twice: on the run's subject, and as
+// the same event on its failure subject under an id of its own, for the
+// readers of failed runs alone (the QA worker). A passed run's is stored
+// once. Once stored, the failed run's notice can be made again from the
+// log, for a redelivered job to store.
+func TestAFailedRunsResultIsAlsoANotice(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(1)
+	ctx := context.Background()
+	runID := domain.RunID(inv.GetInvocationId(), 0)
+	job := &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 1}
+	passed := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 1, Status: domain.RunPassed}
+	if msgs, err := w.a.RunResultMessages(ctx, job, passed); err != nil || len(msgs) != 1 {
+		t.Fatalf("a passed run: %d messages, %v; want its result alone", len(msgs), err)
+	}
+	failed := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 1, Status: domain.RunFailed}
+	msgs, err := w.a.RunResultMessages(ctx, job, failed)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("a failed run: %d messages, %v; want its result and its notice", len(msgs), err)
+	}
+	wantSubject, _ := events.RunFailureSubject("ws", inv.GetInvocationId(), runID)
+	result, notice := msgs[0], msgs[1]
+	if notice.Subject != wantSubject || notice.ID == result.ID || !bytes.Equal(notice.Data, result.Data) ||
+		notice.Header.Get(events.HeaderRunStatus) != events.RunStatusFailed || notice.Header.Get(events.HeaderEventType) != result.Header.Get(events.HeaderEventType) {
+		t.Fatalf("notice %s %q %v; want the result (%q) again on %s", notice.Subject, notice.ID, notice.Header, result.ID, wantSubject)
+	}
+	if _, err := w.p.Runs.Publish(ctx, result); err != nil {
+		t.Fatal(err)
+	}
+	recorded, again, err := w.a.RecordedRun(ctx, "ws", inv.GetInvocationId(), runID, 1)
+	if err != nil || !recorded || again == nil {
+		t.Fatalf("recorded %v, notice %v, %v; want the notice made again", recorded, again, err)
+	}
+	if again.Subject != notice.Subject || again.ID != notice.ID || !bytes.Equal(again.Data, notice.Data) {
+		t.Fatalf("made again: %s %q; want %s %q with the same event", again.Subject, again.ID, notice.Subject, notice.ID)
 	}
 }

@@ -74,6 +74,7 @@ type storing struct {
 	ws      string
 	inv     string
 	attempt int32
+	counted bool // a run's result, which counts once stored (not a failure notice)
 	passed  bool
 }
 
@@ -399,7 +400,7 @@ func (w *Worker) ackStored() {
 				s.job.failed = true
 				continue
 			}
-			stored = !duplicate
+			stored = !duplicate && s.counted
 		} else if s.job.failed {
 			_ = s.job.msg.Retry(w.RetryDelay)
 		} else {
@@ -626,9 +627,16 @@ func (w *Worker) storeRuns(ctx context.Context, m app.TakenJob, job *testingv1.R
 			return err
 		}
 		if skipStored {
-			if stored, err := w.App.RunRecorded(ctx, job.GetWorkspaceId(), job.GetInvocationId(), runID, job.GetAttempt()); err != nil {
+			stored, notice, err := w.App.RecordedRun(ctx, job.GetWorkspaceId(), job.GetInvocationId(), runID, job.GetAttempt())
+			if err != nil {
 				return err
-			} else if stored {
+			}
+			if stored {
+				if notice != nil {
+					if err := w.store(ctx, ja, job, *notice, false, false); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 		}
@@ -647,19 +655,31 @@ func (w *Worker) storeRuns(ctx context.Context, m app.TakenJob, job *testingv1.R
 	return nil
 }
 
-// publishResult stores a run's result; the job is acked once all of its
-// results are stored.
+// publishResult stores a run's result (and a failed run's notice); the
+// job is acked once all of its results are stored.
 func (w *Worker) publishResult(ctx context.Context, ja *jobAck, job *testingv1.RunJob, res *testingv1.RunResult) error {
-	msg, err := w.App.RunResultMessage(ctx, job, res)
+	msgs, err := w.App.RunResultMessages(ctx, job, res)
 	if err != nil {
 		return err
 	}
-	fut, err := w.Ports.Results.Store(ctx, msg)
+	for i, m := range msgs {
+		if err := w.store(ctx, ja, job, m, i == 0, res.GetStatus() == domain.RunPassed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// store sends m to the runs log, for ackStored to wait for: counted, a
+// run's result counts towards its invocation's progress once stored (a
+// failure notice does not).
+func (w *Worker) store(ctx context.Context, ja *jobAck, job *testingv1.RunJob, m app.Message, counted, passed bool) error {
+	fut, err := w.Ports.Results.Store(ctx, m)
 	if err != nil {
 		return err
 	}
 	w.stored <- storing{job: ja, ack: fut, ws: job.GetWorkspaceId(), inv: job.GetInvocationId(), attempt: job.GetAttempt(),
-		passed: res.GetStatus() == domain.RunPassed}
+		counted: counted, passed: passed}
 	return nil
 }
 

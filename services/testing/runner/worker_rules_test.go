@@ -189,11 +189,11 @@ func TestARedeliveredJobSkipsTheRunsItStored(t *testing.T) {
 	runID := domain.RunID(inv.GetInvocationId(), 0)
 	earlier := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 1,
 		Status: domain.RunPassed, WorkerId: "wrk_dead", AgentResponsesJson: []byte("[]")}
-	msg, err := w.a.RunResultMessage(w.ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 1}, earlier)
+	msgs, err := w.a.RunResultMessages(w.ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 1}, earlier)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.p.Runs.Publish(w.ctx, msg); err != nil {
+	if _, err := w.p.Runs.Publish(w.ctx, msgs[0]); err != nil {
 		t.Fatal(err)
 	}
 	w.takeBack(inv)
@@ -204,6 +204,45 @@ func TestARedeliveredJobSkipsTheRunsItStored(t *testing.T) {
 	if len(res) != 2 || res[runID].GetWorkerId() != "wrk_dead" || turns.Load() != 1 {
 		t.Fatalf("%d results, run 0 by %q, %d runs played; want run 1 alone played", len(res), res[runID].GetWorkerId(), turns.Load())
 	}
+}
+
+// A runner that died between storing a failed run's result and its
+// failure notice left the notice unstored: the job delivered again
+// stores it, without running the run again or counting it twice.
+func TestARedeliveredJobStoresTheFailureNoticeItsRunnerDidNot(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(2)
+	runID := domain.RunID(inv.GetInvocationId(), 0)
+	earlier := &testingv1.RunResult{RunId: runID, InvocationId: inv.GetInvocationId(), WorkspaceId: "ws", Attempt: 1,
+		Status: domain.RunFailed, ConditionResult: domain.ConditionFailure, WorkerId: "wrk_dead", AgentResponsesJson: []byte("[]")}
+	msgs, err := w.a.RunResultMessages(w.ctx, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: inv.GetInvocationId(), Attempt: 1}, earlier)
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("%d messages, %v", len(msgs), err)
+	}
+	if _, err := w.p.Runs.Publish(w.ctx, msgs[0]); err != nil { // the result alone
+		t.Fatal(err)
+	}
+	w.takeBack(inv)
+	var turns atomic.Int32
+	w.startWith(w.p.RunnerPorts(), countingModel{turns: &turns}, nil)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+	if !w.noticed(inv, runID) || turns.Load() != 1 {
+		t.Fatalf("notice of run 0 stored: %v; %d runs played (want run 1 alone)", w.noticed(inv, runID), turns.Load())
+	}
+	if got := w.get(inv); got.GetPassedCount()+got.GetFailedCount() != 2 || got.GetFailedCount() < 1 {
+		t.Fatalf("passed %d failed %d; want two runs counted, run 0 failed", got.GetPassedCount(), got.GetFailedCount())
+	}
+}
+
+// noticed says whether the run's failure notice is stored.
+func (w *memWorld) noticed(inv *testingv1.Invocation, runID string) bool {
+	w.t.Helper()
+	subject, _ := events.RunFailureSubject("ws", inv.GetInvocationId(), runID)
+	_, found, err := w.p.Runs.Last(w.ctx, subject)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	return found
 }
 
 // A job delivered more than MaxAttempts times ends: its runs are
@@ -223,6 +262,11 @@ func TestAJobDeliveredTooOftenIsGivenUp(t *testing.T) {
 	}
 	if len(res) != 2 || w.get(inv).GetFailedCount() != 2 {
 		t.Fatalf("%d results, %d failed", len(res), w.get(inv).GetFailedCount())
+	}
+	for runID := range res {
+		if !w.noticed(inv, runID) {
+			t.Fatalf("run %s failed with no failure notice stored", runID)
+		}
 	}
 }
 
