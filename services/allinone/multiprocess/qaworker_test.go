@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // A QA worker process killed (SIGKILL) while it turns failed runs into
@@ -126,7 +127,7 @@ func qaRunsConsumer(t *testing.T, natsURL string) jetstream.Consumer {
 	js := testenv.JetStreamAt(t, natsURL)
 	var cons jetstream.Consumer
 	eventually(t, 30*time.Second, "the QA workers' consumer exists", func() bool {
-		c, err := js.Consumer(context.Background(), "TESTRUNS", "tickets-qa-runs")
+		c, err := js.Consumer(context.Background(), "TESTRUNS", ticketsadapters.QARunsDurable)
 		cons = c
 		return err == nil
 	})

@@ -45,6 +45,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 const adminKey = "vak_testingbench_admin_key_0123456789"
@@ -346,7 +347,7 @@ func (p *platform) waitQADrained(limit time.Duration) (acked uint64, pulling tim
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	for {
-		if c, err := js.Consumer(ctx, "TESTRUNS", "tickets-qa-runs"); err == nil {
+		if c, err := js.Consumer(ctx, "TESTRUNS", ticketsadapters.QARunsDurable); err == nil {
 			if info, err := c.Info(ctx); err == nil {
 				acked = info.AckFloor.Consumer
 				if pulling.IsZero() && info.Delivered.Stream > 0 {

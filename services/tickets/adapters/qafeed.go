@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,10 +18,17 @@ import (
 // The QA worker's durable consumers, one per source, shared by every
 // replica.
 const (
-	QARunsDurable       = "tickets-qa-runs"
+	QARunsDurable       = "tickets-qa-failed-runs"
 	QAPlatformDurable   = "tickets-qa-platform"
 	QAClusteringDurable = "tickets-qa-clustering"
 )
+
+// replacedRunsDurable read every run's result (testruns.evt.>) to find
+// the failed ones, before the runners published those again on their
+// failure subjects: it cost the runners a quarter of their rate on a large
+// invocation. A replica works through what it still holds, then deletes
+// it (drainReplacedRuns).
+const replacedRunsDurable = "tickets-qa-runs"
 
 // QAFeed is app.QAFeed on JetStream: each source is a durable consumer
 // worked through in batches (package consume); a batch is acknowledged
@@ -48,7 +56,7 @@ type qaSource struct {
 func qaSourceOf(s app.QASource) (qaSource, bool) {
 	switch s {
 	case app.QARuns:
-		return qaSource{stream: events.TestRunsStream, durable: QARunsDurable, filters: []string{"testruns.evt.>"}, protobuf: true, runs: true}, true
+		return qaSource{stream: events.TestRunsStream, durable: QARunsDurable, filters: []string{events.RunFailuresAll}, protobuf: true, runs: true}, true
 	case app.QAPlatform:
 		var filters []string
 		for _, name := range app.QAPlatformEvents {
@@ -92,14 +100,74 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 		ackWait = time.Minute
 	}
 	spec := consume.Spec{Stream: src.stream, Durable: src.durable, FilterSubjects: src.filters, AckWait: ackWait, MaxBatch: batch}
-	return consume.Batches(ctx, f.JS, spec, func(ctx context.Context, msgs []jetstream.Msg) error {
+	handle := func(ctx context.Context, msgs []jetstream.Msg) error {
 		out := make([]app.QAMessage, len(msgs))
 		for i, m := range msgs {
 			out[i] = qaMessage(m, src)
 		}
 		return h(ctx, out)
-	})
+	}
+	if source == app.QARuns {
+		retired := spec
+		retired.Durable, retired.FilterSubjects, retired.Existing = replacedRunsDurable, nil, true
+		if err := drainRetired(ctx, f.JS, retired, handle); err != nil {
+			return err
+		}
+	}
+	return consume.Batches(ctx, f.JS, spec, handle)
 }
+
+// drainRetired works through what the retired durable s names still
+// holds (nothing when it is gone), then deletes it, before the source is
+// read from its new durable: a failed run the runners stored before they
+// published failure notices is still ticketed, and one handled from both
+// is recorded once (app.RecordTestFailures keeps a run once). Replicas
+// share it as any durable; the first to find it empty deletes it.
+//
+// The runners of a deployment split into processes are upgraded first:
+// a failed run stored by a runner without notices once the durable is
+// gone raises no ticket.
+func drainRetired(ctx context.Context, js jetstream.JetStream, s consume.Spec, h consume.Handler) error {
+	cons, err := js.Consumer(ctx, s.Stream, s.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	dctx, done := context.WithCancel(ctx)
+	defer done()
+	go func() { // done once nothing is left to pull nor held
+		defer done()
+		t := time.NewTicker(retiredCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-dctx.Done():
+				return
+			case <-t.C:
+			}
+			info, err := cons.Info(dctx)
+			if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return
+			}
+		}
+	}()
+	if err := consume.Batches(dctx, js, s, h); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err := js.DeleteConsumer(ctx, s.Stream, s.Durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	return nil
+}
+
+// retiredCheck is how often a retired durable is checked for being
+// drained.
+const retiredCheck = 500 * time.Millisecond
 
 // qaMessage is m as the QA worker reads it. Its sequence and store time
 // come first: a body that does not decode is still a message of the

@@ -14,7 +14,9 @@ type QASource string
 
 // The QA worker's sources.
 const (
-	// QARuns is the testing service's completed runs.
+	// QARuns is the testing service's failed runs: each failed run's
+	// result, which the runners store a second time for its readers alone
+	// (events.RunFailureSubject).
 	QARuns QASource = "runs"
 	// QAPlatform is the platform events of QAPlatformEvents.
 	QAPlatform QASource = "platform"

@@ -71,6 +71,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.handled = are.ExistingCollector.(*prometheus.CounterVec)
 		}
 	}
+	// Each source's outcomes are exported from the start, at 0: a
+	// dashboard then shows none where there were none (a source may see
+	// nothing for long: failed runs), not "no data".
+	for source, outcomes := range map[app.QASource][]string{
+		app.QARuns: {"ticketed", "skipped", "retried"}, app.QAPlatform: {"ticketed", "skipped", "retried"}, app.QATickets: {"clustered", "retried"},
+	} {
+		for _, outcome := range outcomes {
+			w.handled.WithLabelValues(string(source), outcome)
+		}
+	}
 	w.invs = newInvocationCache(w.Testing)
 	g, ctx := errgroup.WithContext(ctx)
 	for source, h := range map[app.QASource]handler{app.QARuns: w.handleRuns, app.QAPlatform: w.handlePlatform, app.QATickets: w.handleTickets} {

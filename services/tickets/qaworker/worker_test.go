@@ -56,11 +56,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 	for i, pt := range inv.Tests {
 		run := &testingv1.RunResult{RunId: fmt.Sprintf("run_%02d", i), InvocationId: invocation, WorkspaceId: ws, TestId: pt.TestId, TestIndex: int32(i),
 			Status: "failed", ConditionResult: "failure", RationaleSummary: "The agent does not cover it", FinishedAtUnixMs: time.Now().UnixMilli()}
-		subject, _ := events.RunSubject(ws, invocation, run.RunId)
-		meta := esproto.Meta(ctx, ws, "", time.Now())
-		if _, err := esproto.Append(ctx, runs, subject, 0, meta, &testingv1.RunCompleted{Meta: meta, Run: run}); err != nil {
-			t.Fatal(err)
-		}
+		storeRun(t, runs, run)
 	}
 	// One more that passed, and one that errored: neither is a ticket.
 	for i, r := range []*testingv1.RunResult{
@@ -68,11 +64,7 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 		{Status: "failed", ConditionResult: "unknown", Error: "model unreachable"},
 	} {
 		r.RunId, r.InvocationId, r.WorkspaceId, r.TestId = fmt.Sprintf("run_x%d", i), invocation, ws, "test_00"
-		subject, _ := events.RunSubject(ws, invocation, r.RunId)
-		meta := esproto.Meta(ctx, ws, "", time.Now())
-		if _, err := esproto.Append(ctx, runs, subject, 0, meta, &testingv1.RunCompleted{Meta: meta, Run: r}); err != nil {
-			t.Fatal(err)
-		}
+		storeRun(t, runs, r)
 	}
 
 	log := slog.New(slog.DiscardHandler)
@@ -124,3 +116,21 @@ func TestAKilledWorkerLosesNoTicket(t *testing.T) {
 }
 
 func connect(t *testing.T, url string) jetstream.JetStream { return testenv.JetStreamAt(t, url) }
+
+// storeRun stores a run's result as the runners do: on the run's subject,
+// and a failed one again on its failure subject.
+func storeRun(t *testing.T, runs *eventstore.Store, r *testingv1.RunResult) {
+	t.Helper()
+	ctx := context.Background()
+	subjects := []func(string, string, string) (string, error){events.RunSubject}
+	if r.Status == events.RunStatusFailed {
+		subjects = append(subjects, events.RunFailureSubject)
+	}
+	for _, subjectOf := range subjects {
+		subject, _ := subjectOf(r.WorkspaceId, r.InvocationId, r.RunId)
+		meta := esproto.Meta(ctx, r.WorkspaceId, "", time.Now())
+		if _, err := esproto.Append(ctx, runs, subject, 0, meta, &testingv1.RunCompleted{Meta: meta, Run: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -76,7 +76,7 @@ func message(source app.QASource, n int) Message {
 	switch source {
 	case app.QARuns:
 		id := fmt.Sprintf("run_%03d", n)
-		subject, err = events.RunSubject(ws, invocation, id)
+		subject, err = events.RunFailureSubject(ws, invocation, id)
 		m.Event = &testingv1.RunCompleted{Run: &testingv1.RunResult{RunId: id, InvocationId: invocation, WorkspaceId: ws, TestId: "test_1",
 			Status: events.RunStatusFailed, ConditionResult: "failure", RationaleSummary: "Quoted the wrong refund window."}}
 		m.RunStatus = events.RunStatusFailed
