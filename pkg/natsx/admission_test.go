@@ -228,7 +228,7 @@ func TestAStreamNobodyReadsEndsTheHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = resp.Body.Close() // the client hangs up mid-answer
-	if err := endsWithin(t, ended, streamIdle/2); !errors.Is(err, errStreamAbandoned) {
+	if err := endsWithin(t, ended, StreamIdle/2); !errors.Is(err, errStreamAbandoned) {
 		t.Fatalf("the handler ended with %v", err)
 	}
 }

@@ -18,9 +18,9 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
-// streamIdle is how long a streaming response waits for the caller to ask
+// StreamIdle is how long a streaming response waits for the caller to ask
 // for its next chunk before giving up.
-const streamIdle = 30 * time.Second
+const StreamIdle = 30 * time.Second
 
 // Service is a service's NATS endpoint.
 type Service struct {
@@ -244,7 +244,7 @@ func (r *recorder) sendChunk(chunk []byte, last bool) error {
 		respond(r.nc, r.req, r.statusOrOK(), r.header, chunk, hdrStream, sub.Subject)
 		return nil
 	}
-	next, err := r.stream.NextMsg(streamIdle)
+	next, err := r.stream.NextMsg(StreamIdle)
 	if err != nil || next.Header.Get(hdrStreamCancel) != "" {
 		return errStreamAbandoned
 	}
@@ -262,7 +262,7 @@ func (r *recorder) abort() {
 		return
 	}
 	defer func() { _ = r.stream.Unsubscribe() }()
-	if next, err := r.stream.NextMsg(streamIdle); err == nil && next.Header.Get(hdrStreamCancel) == "" {
+	if next, err := r.stream.NextMsg(StreamIdle); err == nil && next.Header.Get(hdrStreamCancel) == "" {
 		h := nats.Header{}
 		h.Set(hdrStreamAbort, "1")
 		_ = next.RespondMsg(&nats.Msg{Subject: next.Reply, Header: h})

@@ -12,7 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	testingadapters "github.com/voiceai-platform/voiceai/services/testing/adapters"
 	testingapp "github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -153,11 +155,19 @@ func TestAbandonedReadsOfALargeInvocationStarveNoOne(t *testing.T) {
 		_ = c.Close()
 	}
 	conns = nil
-	for deadline := time.Now().Add(30 * time.Second); consumersOn(t, js, "TESTRUNS") != baseline; time.Sleep(10 * time.Millisecond) {
+	// A hang-up reaches its read at once, or, where its cancel missed the
+	// read, once the read has waited StreamIdle for its next chunk to be
+	// asked for; the read then deletes its consumer, or, where that
+	// delete timed out on the loaded server, the server does once the
+	// consumer has been inactive for ReadConsumerInactive.
+	within := natsx.StreamIdle + testingadapters.ReadConsumerInactive + 5*time.Second
+	hungUp := time.Now()
+	for deadline := hungUp.Add(within); consumersOn(t, js, "TESTRUNS") != baseline; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("not within 30s, every read's consumer gone; left on TESTRUNS: %s", consumerNames(t, js, "TESTRUNS"))
+			t.Fatalf("not within %s, every read's consumer gone; left on TESTRUNS: %s", within, consumerNames(t, js, "TESTRUNS"))
 		}
 	}
+	t.Logf("every read's consumer gone %s after the readers hung up", time.Since(hungUp).Round(time.Millisecond))
 	bServed("after workspace A hung up")
 	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+big, adminKey, ""); r.Code != 200 {
 		t.Fatalf("workspace A's own read afterwards: %d %.200s", r.Code, r.Body)

@@ -96,6 +96,11 @@ type errReadLost struct{ why string }
 func (e errReadLost) Error() string     { return "runs log read lost messages: " + e.why }
 func (e errReadLost) Unavailable() bool { return true }
 
+// ReadConsumerInactive is how long after its last pull the server deletes
+// a read's consumer that its reader did not (the delete timed out on a
+// loaded server, or the process died mid-read).
+const ReadConsumerInactive = 30 * time.Second
+
 // eachMsg calls fn with the messages of stream matching filter from
 // deliver on, in stream order, batch at a time; with headersOnly they
 // carry their headers only (and Nats-Msg-Size), not their data.
@@ -127,7 +132,7 @@ func eachMsg(ctx context.Context, js jetstream.JetStream, stream, filter string,
 	}()
 	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
 		Name: name, FilterSubject: filter, DeliverPolicy: deliver, AckPolicy: jetstream.AckNonePolicy,
-		InactiveThreshold: 30 * time.Second, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
+		InactiveThreshold: ReadConsumerInactive, MemoryStorage: true, Replicas: 1, HeadersOnly: headersOnly,
 	})
 	if err != nil {
 		return err
