@@ -28,6 +28,7 @@ type verdict int
 const (
 	admitted   verdict = iota
 	duplicate          // another attempt of a request this process is serving
+	abandoned          // its forwarder gave up on it before it arrived
 	overTenant         // its workspace holds its share of the slots
 	full               // every slot is taken
 )
@@ -41,10 +42,22 @@ type admission struct {
 
 	mu       sync.Mutex
 	inflight map[string]context.CancelCauseFunc
+	// gaveUp are the requests cancelled before they arrived, by when: a
+	// request waits in its subscription's queue behind others, and its
+	// forwarder's cancel, on another subscription, can overtake it.
+	gaveUp map[string]time.Time
 }
 
+// Bounds of what admission remembers of requests cancelled before they
+// arrived: for how long (a request waits in the queue far less), and how
+// many (the cancels of every replica's requests reach each replica).
+const (
+	gaveUpFor  = time.Minute
+	gaveUpKept = 10_000
+)
+
 func newAdmission(max, perTenant int) *admission {
-	return &admission{slots: slots.New(max, perTenant), inflight: map[string]context.CancelCauseFunc{}}
+	return &admission{slots: slots.New(max, perTenant), inflight: map[string]context.CancelCauseFunc{}, gaveUp: map[string]time.Time{}}
 }
 
 // admit takes a slot for a request of tenant known by id ("" for none),
@@ -54,6 +67,12 @@ func (a *admission) admit(tenant, id string, cancel context.CancelCauseFunc) ver
 	defer a.mu.Unlock()
 	if id != "" && a.inflight[id] != nil {
 		return duplicate
+	}
+	if at, ok := a.gaveUp[id]; ok && id != "" {
+		delete(a.gaveUp, id)
+		if time.Since(at) <= gaveUpFor {
+			return abandoned
+		}
 	}
 	switch err := a.slots.TryAcquire(tenant); {
 	case errors.Is(err, slots.ErrFull):
@@ -80,14 +99,37 @@ func (a *admission) release(tenant, id string) {
 // errCallerGaveUp ends a request whose forwarder stopped waiting for it.
 var errCallerGaveUp = errors.New("natsx: the caller gave up on the request")
 
-// cancel ends the handling of the request known by id, if it is here.
+// cancel ends the handling of the request known by id, if it is here,
+// and otherwise has it dropped if it arrives later.
 func (a *admission) cancel(id string) {
 	a.mu.Lock()
 	stop := a.inflight[id]
+	if stop == nil && id != "" {
+		a.rememberGaveUp(id, time.Now())
+	}
 	a.mu.Unlock()
 	if stop != nil {
 		stop(errCallerGaveUp)
 	}
+}
+
+// rememberGaveUp records id as given up at now, within the bounds; a.mu
+// is held.
+func (a *admission) rememberGaveUp(id string, now time.Time) {
+	if len(a.gaveUp) >= gaveUpKept {
+		for k, at := range a.gaveUp {
+			if now.Sub(at) > gaveUpFor {
+				delete(a.gaveUp, k)
+			}
+		}
+		for k := range a.gaveUp { // still full: the oldest are as good as any
+			if len(a.gaveUp) < gaveUpKept/2 {
+				break
+			}
+			delete(a.gaveUp, k)
+		}
+	}
+	a.gaveUp[id] = now
 }
 
 // Ready fails while every slot has been taken for saturatedFor: the

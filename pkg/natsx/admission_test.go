@@ -232,3 +232,64 @@ func TestAStreamNobodyReadsEndsTheHandler(t *testing.T) {
 		t.Fatalf("the handler ended with %v", err)
 	}
 }
+
+// A forwarder's cancel can overtake its request (they travel on two
+// subscriptions, and the request may wait behind others): the request
+// arriving after it is dropped, not served for nobody.
+func TestARequestCancelledBeforeItArrivesIsNotServed(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	served := make(chan string, 4)
+	svc, err := Serve(nc, "late", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served <- r.URL.Path
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	if err := nc.Publish(CancelSubject("late"), []byte("fwd_gone")); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	request := func(id, path string) {
+		m := nats.NewMsg(Subject("late"))
+		m.Header.Set(hdrMethod, "GET")
+		m.Header.Set(hdrURI, path)
+		m.Header.Set(hdrRequest, id)
+		m.Reply = nc.NewInbox()
+		if err := nc.PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The service takes its requests in order: once the second is served,
+	// the first was decided on.
+	request("fwd_gone", "/v1/cancelled")
+	request("fwd_next", "/v1/next")
+	if got := <-served; got != "/v1/next" {
+		t.Fatalf("served %s; the request cancelled before it arrived must not be", got)
+	}
+	a := newAdmission(4, 4)
+	a.cancel("fwd_x")
+	if v := a.admit("ws", "fwd_x", func(error) {}); v != abandoned {
+		t.Fatalf("a request cancelled before it arrived: verdict %d; want abandoned", v)
+	}
+	if v := a.admit("ws", "fwd_x", func(error) {}); v != admitted {
+		t.Fatalf("its next attempt: verdict %d; want admitted (the cancel is used once)", v)
+	}
+}
+
+// What is remembered of requests cancelled before they arrived stays
+// bounded, whatever the rate of cancels.
+func TestCancelsOfRequestsNotHereStayBounded(t *testing.T) {
+	a := newAdmission(4, 4)
+	for i := range 3 * gaveUpKept {
+		a.cancel(fmt.Sprintf("fwd_%d", i))
+	}
+	if n := len(a.gaveUp); n > gaveUpKept {
+		t.Fatalf("%d cancels remembered; want at most %d", n, gaveUpKept)
+	}
+	if v := a.admit("ws", fmt.Sprintf("fwd_%d", 3*gaveUpKept-1), func(error) {}); v != abandoned {
+		t.Fatalf("the newest cancel forgotten: verdict %d", v)
+	}
+}

@@ -70,6 +70,8 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 				switch adm.admit(tenant, id, cancel) {
 				case duplicate: // the first attempt answers
 					cancel(nil)
+				case abandoned: // nobody waits for an answer
+					cancel(nil)
 				case full:
 					cancel(nil)
 					refuse(nc, req, apperr.ServiceAtCapacity)
