@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,9 +34,13 @@ type Spec struct {
 	Stream         string
 	Durable        string
 	FilterSubjects []string
-	AckWait        time.Duration // default 30s
-	MaxDeliver     int           // default unlimited: nothing may be skipped
-	MaxBatch       int           // default 256
+	// AckWait is how long what nobody holds waits to be delivered again
+	// (default 30s): what a killed replica held, or what a lost node
+	// delivered to no one. Batches says of what it holds that it is in
+	// hand, so it may be short.
+	AckWait    time.Duration
+	MaxDeliver int // default unlimited: nothing may be skipped
+	MaxBatch   int // default 256
 	// MaxAckPending bounds the messages out at once (default 4 batches).
 	// A message waiting for a Retry counts: a job queue whose jobs wait
 	// long for their retries sets it high.
@@ -112,52 +115,41 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	if cons == nil {
 		return func() {}, err
 	}
-	msgs := make(chan jetstream.Msg, s.MaxBatch)
-	var lateMu sync.Mutex
-	var late []jetstream.Msg // pulled once stopping
+	in, inHand := newInbox(), newHeld()
 	cc, err := cons.Consume(func(m jetstream.Msg) {
-		if ctx.Err() == nil {
-			select {
-			case msgs <- m:
-				return
-			case <-ctx.Done():
-			}
-		}
-		lateMu.Lock()
-		late = append(late, m)
-		lateMu.Unlock()
-	})
+		inHand.add(m)
+		in.put(m)
+	}, pullExpiry)
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
+	go inHand.keep(ctx, keepEvery(cons.CachedInfo().Config.AckWait))
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		unhandled := handleBatches(ctx, s, msgs, h) // the batch in hand when stopping
-		cc.Drain()                                  // what the client holds reaches the callback
+		unhandled := handleBatches(ctx, s, in, inHand, h) // the batch in hand when stopping
+		cc.Drain()                                        // what the client holds reaches the inbox
 		<-cc.Closed()
-		for len(msgs) > 0 {
-			unhandled = append(unhandled, <-msgs)
-		}
-		lateMu.Lock()
-		defer lateMu.Unlock()
-		giveBack(append(unhandled, late...))
+		giveBack(append(unhandled, in.rest()...))
 	}()
 	return func() { <-stopped }, nil
 }
 
 // handleBatches feeds h the batches msgs brings until ctx ends, and
 // returns the batch it held then, unfinished.
-func handleBatches(ctx context.Context, s Spec, msgs <-chan jetstream.Msg, h Handler) (unhandled []jetstream.Msg) {
+func handleBatches(ctx context.Context, s Spec, in *inbox, inHand *held, h Handler) (unhandled []jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
 	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case m := <-msgs:
-			batch = append(batch[:0], m)
+		batch = in.take(batch[:0], s.MaxBatch)
+		if len(batch) == 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-in.ready:
+				continue
+			}
 		}
-		batch = fill(ctx, batch, msgs, s.MaxBatch, s.Linger)
+		batch = fill(ctx, batch, in, s.MaxBatch, s.Linger)
 		if err := h(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return slices.Clone(batch) // stopping: given back
@@ -183,12 +175,31 @@ func handleBatches(ctx context.Context, s Spec, msgs <-chan jetstream.Msg, h Han
 				}
 				_ = m.NakWithDelay(delay)
 			}
+			inHand.settled(batch...)
 			continue
 		}
 		for _, m := range batch {
 			_ = m.Ack()
 		}
+		inHand.settled(batch...)
 	}
+}
+
+// pullExpiry is how long each of a consumer's pull requests lasts, and so
+// how soon the client finds one lost (it misses two heartbeats, half as
+// far apart) and asks again: a pull request the lost node held, or the
+// lost leader of the consumer, is dead, and the client library's default
+// (30 s) held a consumer that long without a message after a node was
+// lost.
+var pullExpiry = jetstream.PullExpiry(5 * time.Second)
+
+// keepEvery is how often the messages held are said to be in hand, for a
+// consumer whose AckWait is ackWait: three times within it.
+func keepEvery(ackWait time.Duration) time.Duration {
+	if ackWait <= 0 {
+		ackWait = 30 * time.Second // the server's default
+	}
+	return ackWait / 3
 }
 
 // failedOf tells which messages of a batch of n a handler's err has
@@ -265,29 +276,20 @@ func Backoff(delivered uint64) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-// fill adds to batch what msgs holds, up to limit; with a linger it waits
-// that long for more before giving up.
-func fill(ctx context.Context, batch []jetstream.Msg, msgs <-chan jetstream.Msg, limit int, linger time.Duration) []jetstream.Msg {
-	var deadline <-chan time.Time
-	if linger > 0 {
-		t := time.NewTimer(linger)
-		defer t.Stop()
-		deadline = t.C
+// fill adds to batch what the inbox holds, up to limit; with a linger it
+// waits that long for more before giving up.
+func fill(ctx context.Context, batch []jetstream.Msg, in *inbox, limit int, linger time.Duration) []jetstream.Msg {
+	batch = in.take(batch, limit)
+	if linger <= 0 || len(batch) >= limit {
+		return batch
 	}
+	t := time.NewTimer(linger)
+	defer t.Stop()
 	for len(batch) < limit {
 		select {
-		case m := <-msgs:
-			batch = append(batch, m)
-			continue
-		default:
-		}
-		if deadline == nil {
-			return batch
-		}
-		select {
-		case m := <-msgs:
-			batch = append(batch, m)
-		case <-deadline:
+		case <-in.ready:
+			batch = in.take(batch, limit)
+		case <-t.C:
 			return batch
 		case <-ctx.Done():
 			return batch

@@ -296,3 +296,41 @@ func TestExistingNeverCreatesTheDurable(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the standing durable worked through", func() bool { return got.len() == 3 })
 	stop()
 }
+
+// What a replica holds is not delivered again while it holds it, however
+// short AckWait is: a slow batch, and the messages waiting behind it, are
+// said to be in hand. So AckWait can be short, and what nobody holds (a
+// killed replica's, or what a lost node delivered to no one) comes back
+// soon.
+func TestBatchesKeepsWhatItHoldsPastAckWait(t *testing.T) {
+	const ackWait = time.Second
+	js := jobs(t, 12)
+	var got log
+	first := true
+	stop := run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "slow", AckWait: ackWait, MaxBatch: 4},
+			func(ctx context.Context, batch []jetstream.Msg) error {
+				if first { // slow work, three times AckWait, with the rest waiting behind it
+					first = false
+					select {
+					case <-time.After(3 * ackWait):
+					case <-ctx.Done():
+					}
+				}
+				for _, m := range batch {
+					got.add(string(m.Data()))
+				}
+				return nil
+			})
+	})
+	testkit.Eventually(t, 30*time.Second, "every job handled", func() bool { return got.len() >= 12 })
+	stop()
+	for i := range 12 {
+		if n := got.count(strconv.Itoa(i)); n != 1 {
+			t.Errorf("job %d handled %d times; want once (it was held, not lost)", i, n)
+		}
+	}
+	if info := settled(t, js, "slow"); info.NumRedelivered != 0 {
+		t.Errorf("%d messages delivered again while held", info.NumRedelivered)
+	}
+}

@@ -2,6 +2,7 @@ package consume
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,36 +10,62 @@ import (
 )
 
 func TestFillTakesOnlyWhatHasArrivedWithoutALinger(t *testing.T) {
-	msgs := make(chan jetstream.Msg, 10)
-	msgs <- nil
-	msgs <- nil
-	got := fill(context.Background(), make([]jetstream.Msg, 1), msgs, 10, 0)
-	if len(got) != 3 || len(msgs) != 0 {
-		t.Fatalf("batch of %d, %d left; want 3 and 0", len(got), len(msgs))
+	in := newInbox()
+	in.put(nil)
+	in.put(nil)
+	got := fill(context.Background(), make([]jetstream.Msg, 1), in, 10, 0)
+	if left := len(in.rest()); len(got) != 3 || left != 0 {
+		t.Fatalf("batch of %d, %d left; want 3 and 0", len(got), left)
 	}
 }
 
 func TestFillWaitsForLateMessagesUpToTheLimit(t *testing.T) {
-	msgs := make(chan jetstream.Msg) // every message arrives after fill started
-	go func() {
+	in := newInbox()
+	arrived := make(chan struct{})
+	go func() { // every message arrives after fill started
+		<-arrived
 		for range 5 {
-			msgs <- nil
+			in.put(nil)
 		}
 	}()
+	close(arrived)
 	// An hour's linger: fill must return because the batch is full, not
 	// because the linger ran out.
-	got := fill(context.Background(), make([]jetstream.Msg, 1), msgs, 4, time.Hour)
+	got := fill(context.Background(), make([]jetstream.Msg, 1), in, 4, time.Hour)
 	if len(got) != 4 {
 		t.Fatalf("batch of %d; want 4", len(got))
 	}
-	<-msgs // the fifth stays for the next batch
 }
 
 func TestFillStopsLingeringWhenTheContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	got := fill(ctx, make([]jetstream.Msg, 1), make(chan jetstream.Msg), 4, time.Hour)
+	got := fill(ctx, make([]jetstream.Msg, 1), newInbox(), 4, time.Hour)
 	if len(got) != 1 {
 		t.Fatalf("batch of %d; want 1", len(got))
+	}
+}
+
+// numbered is a message known by its number.
+type numbered struct {
+	jetstream.Msg
+	n int
+}
+
+// The inbox hands messages out in the order they came, and what a batch
+// did not take stays for the next.
+func TestTheInboxKeepsItsOrder(t *testing.T) {
+	in := newInbox()
+	for n := range 5 {
+		in.put(numbered{n: n})
+	}
+	var order []int
+	for _, batch := range [][]jetstream.Msg{in.take(nil, 3), in.take(make([]jetstream.Msg, 0, 3), 1), in.rest()} {
+		for _, m := range batch {
+			order = append(order, m.(numbered).n)
+		}
+	}
+	if !slices.Equal(order, []int{0, 1, 2, 3, 4}) {
+		t.Fatalf("handed out %v; want 0 to 4 in order", order)
 	}
 }

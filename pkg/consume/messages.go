@@ -127,7 +127,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 		case <-ctx.Done():
 			_ = m.Nak() // not handled: straight to the next consumer
 		}
-	}, jetstream.PullMaxMessages(s.MaxBatch))
+	}, jetstream.PullMaxMessages(s.MaxBatch), pullExpiry)
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}

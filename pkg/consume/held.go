@@ -1,0 +1,118 @@
+package consume
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// held are the messages a consumer has been handed and has not yet
+// acknowledged or given back. A keeper tells the server of each one held
+// for a third of AckWait that it is still in hand (InProgress), so that
+// only what nobody holds comes back after AckWait: what a node that was
+// lost delivered and nobody received, or what a killed replica held. A
+// message merely waiting here behind a slow batch is not delivered
+// again, so AckWait can be short, and a node's loss costs seconds, not a
+// long AckWait, of the messages it had on the way.
+type held struct {
+	mu    sync.Mutex
+	since map[jetstream.Msg]time.Time // when each was delivered, or last said to be in hand
+}
+
+func newHeld() *held { return &held{since: map[jetstream.Msg]time.Time{}} }
+
+// add records m, just delivered.
+func (h *held) add(m jetstream.Msg) {
+	h.mu.Lock()
+	h.since[m] = time.Now()
+	h.mu.Unlock()
+}
+
+// settled forgets msgs, acknowledged or given back.
+func (h *held) settled(msgs ...jetstream.Msg) {
+	h.mu.Lock()
+	for _, m := range msgs {
+		delete(h.since, m)
+	}
+	h.mu.Unlock()
+}
+
+// keep says, every interval until ctx ends, that each message held for
+// interval or longer is still in hand.
+func (h *held) keep(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var due []jetstream.Msg
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		due = due[:0]
+		h.mu.Lock()
+		for m, at := range h.since {
+			if now.Sub(at) >= interval {
+				due = append(due, m)
+				h.since[m] = now
+			}
+		}
+		h.mu.Unlock()
+		for _, m := range due {
+			_ = m.InProgress()
+		}
+	}
+}
+
+// inbox is what a consumer was handed and has not yet put in a batch, in
+// the order it came. The client's callback only adds to it, never waits:
+// a message the client library kept behind a waiting callback would be
+// out of the keeper's sight, and delivered again after AckWait. The
+// server bounds it (MaxAckPending).
+type inbox struct {
+	mu    sync.Mutex
+	queue []jetstream.Msg
+	ready chan struct{} // holds a value while the queue may not be empty
+}
+
+func newInbox() *inbox { return &inbox{ready: make(chan struct{}, 1)} }
+
+// put adds m.
+func (b *inbox) put(m jetstream.Msg) {
+	b.mu.Lock()
+	b.queue = append(b.queue, m)
+	b.mu.Unlock()
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
+}
+
+// take moves the oldest messages into batch, up to limit in all.
+func (b *inbox) take(batch []jetstream.Msg, limit int) []jetstream.Msg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := min(limit-len(batch), len(b.queue))
+	if n <= 0 {
+		return batch
+	}
+	batch = append(batch, b.queue[:n]...)
+	clear(b.queue[:n])
+	b.queue = b.queue[n:]
+	if len(b.queue) == 0 {
+		b.queue = nil // let the emptied array go
+	}
+	return batch
+}
+
+// rest takes every message left.
+func (b *inbox) rest() []jetstream.Msg {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := b.queue
+	b.queue = nil
+	return out
+}
