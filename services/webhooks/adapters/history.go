@@ -242,8 +242,10 @@ const AttemptsStoreDurable = "webhooks-attempt-pages"
 // waits for its acknowledgement before it is handed out again. It also
 // bounds how late a record can reach the durable log after a NATS node
 // is lost: a batch the lost node delivered that never reached the copy
-// is handed out again only then.
-const AttemptsStoreAckWait = time.Minute
+// is handed out again only then. Short, because what the copy holds is
+// said to be in hand while it holds it (package consume); at a minute,
+// the delivery log lacked such records for as long.
+const AttemptsStoreAckWait = 10 * time.Second
 
 // replacedStoreDurables copied WEBHOOK_ATTEMPTS itself one document an
 // attempt (the first with ack-all, which a consumer cannot change in
