@@ -135,7 +135,7 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	return func() { <-stopped }, nil
 }
 
-// handleBatches feeds h the batches msgs brings until ctx ends, and
+// handleBatches feeds h the batches the inbox brings until ctx ends, and
 // returns the batch it held then, unfinished.
 func handleBatches(ctx context.Context, s Spec, in *inbox, inHand *held, h Handler) (unhandled []jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)

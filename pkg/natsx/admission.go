@@ -122,7 +122,7 @@ func (a *admission) rememberGaveUp(id string, now time.Time) {
 				delete(a.gaveUp, k)
 			}
 		}
-		for k := range a.gaveUp { // still full: the oldest are as good as any
+		for k := range a.gaveUp { // still full, all of it recent: half goes, whichever
 			if len(a.gaveUp) < gaveUpKept/2 {
 				break
 			}

@@ -27,7 +27,7 @@ const (
 // the failed ones, before the runners published those again on their
 // failure subjects: it cost the runners a quarter of their rate on a large
 // invocation. A replica works through what it still holds, then deletes
-// it (drainReplacedRuns).
+// it (drainRetired).
 const replacedRunsDurable = "tickets-qa-runs"
 
 // QAFeed is app.QAFeed on JetStream: each source is a durable consumer
