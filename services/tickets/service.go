@@ -286,8 +286,9 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 type QAWorkerConfig struct {
 	// AckWait is how long a batch a worker took may go unacknowledged
 	// before another replica gets it: a killed worker's batches wait this
-	// long.
-	AckWait time.Duration `env:"VOICEAI_QA_ACK_WAIT" envDefault:"1m"`
+	// long (a live worker says of what it holds that it is in hand, so
+	// a slow batch is not handed out twice).
+	AckWait time.Duration `env:"VOICEAI_QA_ACK_WAIT" envDefault:"10s"`
 	// Batch bounds the messages a worker handles at once: large enough
 	// that a batch of failed runs names many tests, whose tickets are
 	// written at once.

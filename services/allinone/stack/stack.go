@@ -154,7 +154,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1,
 		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
-		QAWorker:  tickets.QAWorkerConfig{AckWait: time.Minute, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
+		QAWorker:  tickets.QAWorkerConfig{AckWait: 10 * time.Second, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Snapshots: tickets.SnapshotConfig{Every: 20_000},
 		Runner: testingsvc.RunnerConfig{Provider: "offline", Concurrency: 8, RunTimeout: 2 * time.Minute,
 			AckWait: 30 * time.Second, LLMTimeout: time.Minute, JudgeVotes: 3, ModelCacheTTL: time.Hour,

@@ -362,13 +362,14 @@ func NewInvocationFeed(js jetstream.JetStream, log *slog.Logger) *InvocationFeed
 }
 
 // Follow acks an event handled, and redelivers a failed one with
-// pkg/consume's back-off; one not acked within a minute (its process
-// died) is redelivered too. Events come one at a time: each is a batch of
+// pkg/consume's back-off; one not acked within 10 s (its process died,
+// or a lost node delivered it to no one) is redelivered too: one being
+// handled, however long, is kept in hand (package consume). Events come one at a time: each is a batch of
 // one.
 func (f *InvocationFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
 	return consume.Batches(ctx, f.js, consume.Spec{
 		Stream: events.TestingStream, Durable: EnqueuerConsumer, FilterSubjects: []string{events.TestingInvocationsAll},
-		AckWait: time.Minute, MaxBatch: 1, MaxAckPending: 16, // the enqueuer logs its failures
+		AckWait: 10 * time.Second, MaxBatch: 1, MaxAckPending: 16, // the enqueuer logs its failures
 	}, func(ctx context.Context, batch []jetstream.Msg) error {
 		m := batch[0]
 		rec, err := eventstore.RecordFromMsg(m)

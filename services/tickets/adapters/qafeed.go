@@ -38,8 +38,9 @@ type QAFeed struct {
 	// Batch bounds the messages of a batch (default 256).
 	Batch int
 	// AckWait is how long a batch a replica took may go unacknowledged
-	// before another replica gets it (a killed replica's batch; default
-	// 1 minute).
+	// before another replica gets it (a killed replica's batch, or one a
+	// lost node delivered to no one; default 10 s). What a live replica
+	// holds is kept in hand meanwhile (package consume).
 	AckWait time.Duration
 }
 
@@ -97,7 +98,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 		batch = 256
 	}
 	if ackWait <= 0 {
-		ackWait = time.Minute
+		ackWait = 10 * time.Second
 	}
 	spec := consume.Spec{Stream: src.stream, Durable: src.durable, FilterSubjects: src.filters, AckWait: ackWait, MaxBatch: batch}
 	handle := func(ctx context.Context, msgs []jetstream.Msg) error {
