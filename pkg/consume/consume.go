@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/fifo"
 )
 
 // Spec is the durable consumer and how batches are formed.
@@ -115,10 +116,14 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	if cons == nil {
 		return func() {}, err
 	}
-	in, inHand := newInbox(), newHeld()
+	// What it was handed and has not yet put in a batch, in order: the
+	// callback only adds to it, never waits, so that no message sits in
+	// the client library's buffer out of the keeper's sight (it would be
+	// delivered again after AckWait). The server bounds it (MaxAckPending).
+	in, inHand := fifo.New[jetstream.Msg](0), newHeld()
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		inHand.add(m)
-		in.put(m)
+		in.Push(m)
 	}, pullExpiry)
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
@@ -130,22 +135,22 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 		unhandled := handleBatches(ctx, s, in, inHand, h) // the batch in hand when stopping
 		cc.Drain()                                        // what the client holds reaches the inbox
 		<-cc.Closed()
-		giveBack(append(unhandled, in.rest()...))
+		giveBack(append(unhandled, in.TakeAll()...))
 	}()
 	return func() { <-stopped }, nil
 }
 
 // handleBatches feeds h the batches the inbox brings until ctx ends, and
 // returns the batch it held then, unfinished.
-func handleBatches(ctx context.Context, s Spec, in *inbox, inHand *held, h Handler) (unhandled []jetstream.Msg) {
+func handleBatches(ctx context.Context, s Spec, in *fifo.Queue[jetstream.Msg], inHand *held, h Handler) (unhandled []jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
 	for {
-		batch = in.take(batch[:0], s.MaxBatch)
+		batch = in.TakeUpTo(batch[:0], s.MaxBatch)
 		if len(batch) == 0 {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-in.ready:
+			case <-in.Ready():
 				continue
 			}
 		}
@@ -278,8 +283,8 @@ func Backoff(delivered uint64) time.Duration {
 
 // fill adds to batch what the inbox holds, up to limit; with a linger it
 // waits that long for more before giving up.
-func fill(ctx context.Context, batch []jetstream.Msg, in *inbox, limit int, linger time.Duration) []jetstream.Msg {
-	batch = in.take(batch, limit)
+func fill(ctx context.Context, batch []jetstream.Msg, in *fifo.Queue[jetstream.Msg], limit int, linger time.Duration) []jetstream.Msg {
+	batch = in.TakeUpTo(batch, limit)
 	if linger <= 0 || len(batch) >= limit {
 		return batch
 	}
@@ -287,8 +292,8 @@ func fill(ctx context.Context, batch []jetstream.Msg, in *inbox, limit int, ling
 	defer t.Stop()
 	for len(batch) < limit {
 		select {
-		case <-in.ready:
-			batch = in.take(batch, limit)
+		case <-in.Ready():
+			batch = in.TakeUpTo(batch, limit)
 		case <-t.C:
 			return batch
 		case <-ctx.Done():

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/fifo"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 )
 
@@ -76,10 +76,10 @@ const (
 // is, or attemptRetryFor has passed: a stream changing leaders loses no
 // line of the log.
 type AttemptPublisher struct {
-	async   jetstream.JetStream // what it does not take comes back to failed
-	sync    jetstream.JetStream // the retries
-	retries retryQueue
-	held    atomic.Int64 // records held, from failed until taken or given up
+	async   jetstream.JetStream     // what it does not take comes back to failed
+	sync    jetstream.JetStream     // the retries
+	retries *fifo.Queue[heldRecord] // in the order they failed, at most attemptRetriesHeld
+	held    atomic.Int64            // records held, from failed until taken or given up
 	log     *slog.Logger
 	ctx     context.Context
 }
@@ -90,65 +90,10 @@ type heldRecord struct {
 	since time.Time
 }
 
-// retryQueue holds the records waiting to be published again, in the
-// order they failed, up to attemptRetriesHeld: it takes memory only for
-// what it holds (a channel of that capacity took megabytes in every
-// process, held or not).
-type retryQueue struct {
-	mu    sync.Mutex
-	held  []heldRecord
-	ready chan struct{} // has a value while held may be non-empty
-}
-
-// push adds r, unless attemptRetriesHeld are held already.
-func (q *retryQueue) push(r heldRecord) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.held) >= attemptRetriesHeld {
-		return false
-	}
-	q.held = append(q.held, r)
-	select {
-	case q.ready <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// pop takes the oldest record held, waiting for one until ctx ends.
-func (q *retryQueue) pop(ctx context.Context) (heldRecord, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.held) > 0 {
-			r := q.held[0]
-			q.held[0] = heldRecord{}
-			q.held = q.held[1:]
-			if len(q.held) == 0 {
-				q.held = nil // let the emptied array go
-			}
-			q.mu.Unlock()
-			return r, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-q.ready:
-		case <-ctx.Done():
-			return heldRecord{}, false
-		}
-	}
-}
-
-// len is how many records are held.
-func (q *retryQueue) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.held)
-}
-
 // NewAttemptPublisher publishes on js's connection, retrying until ctx
 // ends.
 func NewAttemptPublisher(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*AttemptPublisher, error) {
-	p := &AttemptPublisher{sync: js, retries: retryQueue{ready: make(chan struct{}, 1)}, log: log, ctx: ctx}
+	p := &AttemptPublisher{sync: js, retries: fifo.New[heldRecord](attemptRetriesHeld), log: log, ctx: ctx}
 	async, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncErrHandler(p.failed),
 		jetstream.WithPublishAsyncTimeout(attemptAckTimeout), jetstream.WithPublishAsyncMaxPending(attemptsInFlight))
 	if err != nil {
@@ -234,7 +179,7 @@ func (p *AttemptPublisher) failed(_ jetstream.JetStream, m *nats.Msg, err error)
 		return
 	}
 	p.held.Add(1)
-	if !p.retries.push(heldRecord{msg: m, since: time.Now()}) {
+	if !p.retries.Push(heldRecord{msg: m, since: time.Now()}) {
 		p.held.Add(-1)
 		p.log.Error("attempt record lost: too many wait to be published again", "subject", m.Subject, "err", err)
 	}
@@ -247,24 +192,30 @@ func (p *AttemptPublisher) retry() {
 	wait := attemptRetryWait
 	failing := false // told, until a record is taken again
 	for {
-		r, ok := p.retries.pop(p.ctx)
-		if !ok {
-			return
+		next := p.retries.TakeUpTo(nil, 1)
+		if len(next) == 0 {
+			select {
+			case <-p.retries.Ready():
+				continue
+			case <-p.ctx.Done():
+				return
+			}
 		}
+		r := next[0]
 		for {
 			ctx, cancel := context.WithTimeout(p.ctx, attemptAckTimeout)
 			_, err := p.sync.PublishMsg(ctx, &nats.Msg{Subject: r.msg.Subject, Header: r.msg.Header, Data: r.msg.Data})
 			cancel()
 			if err == nil {
 				if failing {
-					p.log.Info("attempt records are taken again", "waiting", p.retries.len())
+					p.log.Info("attempt records are taken again", "waiting", p.retries.Len())
 				}
 				wait, failing = attemptRetryWait, false
 				p.held.Add(-1)
 				break
 			}
 			if !failing {
-				p.log.Warn("attempt records are not taken; publishing them again", "subject", r.msg.Subject, "waiting", p.retries.len()+1, "err", err)
+				p.log.Warn("attempt records are not taken; publishing them again", "subject", r.msg.Subject, "waiting", p.retries.Len()+1, "err", err)
 				failing = true
 			}
 			if time.Since(r.since) > attemptRetryFor {

@@ -96,7 +96,7 @@ func TestRecordsNotTakenArePublishedAgain(t *testing.T) {
 	})
 	// The client's own retries (two, 250 ms apart) are over: every record
 	// the queue did not take waits here (one of them in the retry loop).
-	testkit.Eventually(t, 10*time.Second, "the records the queue did not take held", func() bool { return p.retries.len() >= n-1 })
+	testkit.Eventually(t, 10*time.Second, "the records the queue did not take held", func() bool { return p.retries.Len() >= n-1 })
 	if err := EnsureStreams(ctx, js, 1); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
+	"github.com/voiceai-platform/voiceai/pkg/fifo"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -237,54 +238,32 @@ func (c *Counters) Add(subject string, n int64) {
 // the events appended to it. A failed event goes to the back of the
 // line and is delivered again.
 type Feed struct {
-	mu      sync.Mutex
-	pending []app.Record
-	wake    chan struct{}
+	pending *fifo.Queue[app.Record]
 }
 
 // NewFeed is a feed with nothing to deliver.
-func NewFeed() *Feed { return &Feed{wake: make(chan struct{}, 1)} }
+func NewFeed() *Feed { return &Feed{pending: fifo.New[app.Record](0)} }
 
 // Append adds an event to deliver.
-func (f *Feed) Append(rec app.Record) {
-	f.mu.Lock()
-	f.pending = append(f.pending, rec)
-	f.mu.Unlock()
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (f *Feed) next() (app.Record, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.pending) == 0 {
-		return app.Record{}, false
-	}
-	rec := f.pending[0]
-	f.pending = f.pending[1:]
-	return rec, true
-}
+func (f *Feed) Append(rec app.Record) { f.pending.Push(rec) }
 
 func (f *Feed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
 	retry := time.NewTicker(10 * time.Millisecond) // a failed event's next try
 	defer retry.Stop()
 	for {
-		rec, ok := f.next()
-		if !ok {
+		next := f.pending.TakeUpTo(nil, 1)
+		if len(next) == 0 {
 			select {
 			case <-ctx.Done():
 				return nil
-			case <-f.wake:
+			case <-f.pending.Ready():
 			case <-retry.C:
 			}
 			continue
 		}
+		rec := next[0]
 		if err := handle(ctx, rec, func() {}); err != nil {
-			f.mu.Lock()
-			f.pending = append(f.pending, rec)
-			f.mu.Unlock()
+			f.pending.Push(rec)
 			select {
 			case <-ctx.Done():
 				return nil
