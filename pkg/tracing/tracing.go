@@ -21,9 +21,26 @@ func Tracer() trace.Tracer { return otel.Tracer("github.com/voiceai-platform/voi
 
 // Start starts a span as a child of the trace context a traceparent
 // carries ("" or malformed: a new trace).
+//
+// With no provider installed the span is the parent's context under
+// another name, recording nothing, as OpenTelemetry's own stand-in makes
+// it: Start hands back the parent's span itself, without the stand-in's
+// context, options and span made for nobody (a dozen allocations a
+// request, which runs through two or three spans).
 func Start(ctx context.Context, traceparent, name string, kind trace.SpanKind, attrs ...trace.SpanStartOption) (context.Context, trace.Span) {
-	return Tracer().Start(Extract(ctx, traceparent), name, append(attrs, trace.WithSpanKind(kind))...)
+	ctx = Extract(ctx, traceparent)
+	if !installed() {
+		return ctx, trace.SpanFromContext(ctx)
+	}
+	return Tracer().Start(ctx, name, append(attrs, trace.WithSpanKind(kind))...)
 }
+
+// standIn is the provider OpenTelemetry answers with before one is
+// installed (otel.SetTracerProvider replaces it).
+var standIn = otel.GetTracerProvider()
+
+// installed reports whether a provider that may record spans is installed.
+func installed() bool { return otel.GetTracerProvider() != standIn }
 
 // Extract is ctx carrying the trace context traceparent names, as a
 // remote parent, without starting a span: what a worker logs about a

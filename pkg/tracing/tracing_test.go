@@ -107,3 +107,31 @@ func TestWellFormedTraceparents(t *testing.T) {
 		t.Errorf("unsampled %q", got)
 	}
 }
+
+// With no provider installed, Start's span is what OpenTelemetry's
+// stand-in makes: the parent's trace context, recording nothing, and so
+// the same traceparent passed on.
+func TestStartWithoutAProviderIsTheStandIns(t *testing.T) {
+	if installed() {
+		t.Fatal("a provider is installed before any test installed one")
+	}
+	parent := Extract(context.Background(), traceparents[0])
+	for _, tp := range traceparents {
+		for _, ctx := range []context.Context{context.Background(), parent} {
+			got, span := Start(ctx, tp, "request", trace.SpanKindServer)
+			want, standInSpan := standIn.Tracer("test").Start(Extract(ctx, tp), "request", trace.WithSpanKind(trace.SpanKindServer))
+			if span.IsRecording() || standInSpan.IsRecording() {
+				t.Fatalf("%q: a span records with no provider installed", tp)
+			}
+			if g, w := trace.SpanContextFromContext(got), trace.SpanContextFromContext(want); !g.Equal(w) {
+				t.Errorf("%q: span context %v, the stand-in's %v", tp, g, w)
+			}
+			if g, w := span.SpanContext(), standInSpan.SpanContext(); !g.Equal(w) {
+				t.Errorf("%q: span's context %v, the stand-in's %v", tp, g, w)
+			}
+			if g, w := Traceparent(got), Traceparent(want); g != w {
+				t.Errorf("%q: passes on %q, the stand-in %q", tp, g, w)
+			}
+		}
+	}
+}
