@@ -21,6 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -58,8 +59,19 @@ type Spec struct {
 	// Existing, when set, works through the durable as it stands and
 	// never creates or updates it: jetstream.ErrConsumerNotFound when it
 	// is not there (a durable being retired, which a replica that is done
-	// with it deletes: another must not make it anew).
+	// with it deletes: another must not make it anew). Its deletion ends
+	// the consumption.
 	Existing bool
+	// Log is told when the durable is deleted and made again (default
+	// slog.Default()).
+	Log *slog.Logger
+}
+
+func (s Spec) logger() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
 }
 
 // Handler handles one batch; an error has the whole batch redelivered,
@@ -121,10 +133,11 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	// the client library's buffer out of the keeper's sight (it would be
 	// delivered again after AckWait). The server bounds it (MaxAckPending).
 	in, inHand := fifo.New[jetstream.Msg](0), newHeld()
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	take := func(m jetstream.Msg) {
 		inHand.add(m)
 		in.Push(m)
-	}, pullExpiry)
+	}
+	ss, err := consumeSession(ctx, js, s, cons, func(*session) jetstream.MessageHandler { return take })
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
@@ -132,19 +145,62 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		unhandled := handleBatches(ctx, s, in, inHand, h) // the batch in hand when stopping
-		cc.Drain()                                        // what the client holds reaches the inbox
-		<-cc.Closed()
-		giveBack(append(unhandled, in.TakeAll()...))
+		for {
+			sctx, cancel := context.WithCancel(ctx)
+			go func() {
+				select {
+				case <-ss.gone:
+					cancel()
+				case <-sctx.Done():
+				}
+			}()
+			unhandled := handleBatches(sctx, s, in, inHand, h) // the batch in hand when stopping
+			cancel()
+			if ctx.Err() != nil {
+				ss.cc.Drain() // what the client holds reaches the inbox
+				<-ss.cc.Closed()
+				giveBack(append(unhandled, in.TakeAll()...))
+				return
+			}
+			// The durable is gone: what it handed out and was not handled
+			// comes again from the one made in its place.
+			ss.cc.Stop()
+			inHand.settled(append(unhandled, in.TakeAll()...)...)
+			if ss = remade(ctx, js, s, ss.floor.Load(), func(*session) jetstream.MessageHandler { return take }); ss == nil {
+				return
+			}
+		}
 	}()
 	return func() { <-stopped }, nil
+}
+
+// remade makes s's deleted durable again after floor (remake) and
+// consumes it as consumeSession does; nil when ctx ended first, or the
+// durable was one being retired.
+func remade(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) *session {
+	for {
+		cons := remake(ctx, js, s, floor)
+		if cons == nil {
+			return nil
+		}
+		ss, err := consumeSession(ctx, js, s, cons, handler, opts...)
+		if err == nil {
+			return ss
+		}
+		s.logger().Error("cannot consume the durable made again; making it again", "stream", s.Stream, "durable", s.Durable, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // handleBatches feeds h the batches the inbox brings until ctx ends, and
 // returns the batch it held then, unfinished.
 func handleBatches(ctx context.Context, s Spec, in *fifo.Queue[jetstream.Msg], inHand *held, h Handler) (unhandled []jetstream.Msg) {
 	batch := make([]jetstream.Msg, 0, s.MaxBatch)
-	for {
+	for ctx.Err() == nil {
 		batch = in.TakeUpTo(batch[:0], s.MaxBatch)
 		if len(batch) == 0 {
 			select {
@@ -188,6 +244,7 @@ func handleBatches(ctx context.Context, s Spec, in *fifo.Queue[jetstream.Msg], i
 		}
 		inHand.settled(batch...)
 	}
+	return nil
 }
 
 // pullExpiry is how long each of a consumer's pull requests lasts, and so
@@ -252,6 +309,27 @@ func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Cons
 		}
 		return cons, nil
 	}
+	cfg := configOf(s)
+	// A durable made again after a deletion starts after the floor it
+	// had (remake); the server refuses to change where a durable starts,
+	// so an update keeps it.
+	if cur, err := js.Consumer(ctx, s.Stream, s.Durable); err == nil {
+		was := cur.CachedInfo().Config
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = was.DeliverPolicy, was.OptStartSeq, was.OptStartTime
+	}
+	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, cfg)
+	if ctx.Err() != nil {
+		return nil, nil // stopped while starting
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
+	}
+	return cons, nil
+}
+
+// configOf is the durable s names, with the defaults both modes share
+// (s.MaxBatch set), delivering the stream from its start.
+func configOf(s Spec) jetstream.ConsumerConfig {
 	if s.AckWait <= 0 {
 		s.AckWait = 30 * time.Second
 	}
@@ -261,17 +339,10 @@ func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Cons
 	if s.MaxAckPending <= 0 {
 		s.MaxAckPending = 4 * s.MaxBatch
 	}
-	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, jetstream.ConsumerConfig{
+	return jetstream.ConsumerConfig{
 		Durable: s.Durable, FilterSubjects: s.FilterSubjects, DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: s.AckWait, MaxDeliver: s.MaxDeliver, MaxAckPending: s.MaxAckPending,
-	})
-	if ctx.Err() != nil {
-		return nil, nil // stopped while starting
 	}
-	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
-	}
-	return cons, nil
 }
 
 // Backoff is the wait before the next delivery of a message delivered

@@ -120,17 +120,28 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	if cons == nil {
 		return func() {}, err
 	}
-	msgs := make(chan jetstream.Msg)
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		select {
-		case msgs <- m:
-		case <-ctx.Done():
-			_ = m.Nak() // not handled: straight to the next consumer
+	// Each message comes with the session that handed it out: one whose
+	// durable is gone is not handled, its successor hands it out again.
+	type delivered struct {
+		m  jetstream.Msg
+		ss *session
+	}
+	msgs := make(chan delivered)
+	take := func(ss *session) jetstream.MessageHandler {
+		return func(m jetstream.Msg) {
+			select {
+			case msgs <- delivered{m, ss}:
+			case <-ctx.Done():
+				_ = m.Nak() // not handled: straight to the next consumer
+			case <-ss.gone:
+			}
 		}
-	}, jetstream.PullMaxMessages(s.MaxBatch), pullExpiry)
+	}
+	ss, err := consumeSession(ctx, js, s, cons, take, jetstream.PullMaxMessages(s.MaxBatch))
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
+	quit := make(chan struct{}) // the durable, being retired, was deleted
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
@@ -138,12 +149,16 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 				select {
 				case <-ctx.Done():
 					return
-				case m := <-msgs:
+				case <-quit:
+					return
+				case d := <-msgs:
 					if ctx.Err() != nil {
-						_ = m.Nak()
+						_ = d.m.Nak()
 						return
 					}
-					handleOne(ctx, m, h)
+					if !d.ss.isGone() {
+						handleOne(ctx, d.m, h)
+					}
 				}
 			}
 		})
@@ -151,10 +166,28 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		<-ctx.Done()
-		cc.Drain() // what the client holds reaches the callback, which naks it
-		<-cc.Closed()
-		wg.Wait()
+		for {
+			select {
+			case <-ss.gone:
+				// The durable is gone: what it handed out and was not
+				// handled comes again from the one made in its place.
+				ss.cc.Stop()
+				if next := remade(ctx, js, s, ss.floor.Load(), take, jetstream.PullMaxMessages(s.MaxBatch)); next != nil {
+					ss = next
+					continue
+				}
+				if ctx.Err() == nil {
+					close(quit) // a durable being retired: done with it
+					wg.Wait()
+					return
+				}
+			case <-ctx.Done():
+			}
+			ss.cc.Drain() // what the client holds reaches the callback, which naks it
+			<-ss.cc.Closed()
+			wg.Wait()
+			return
+		}
 	}()
 	return func() { <-stopped }, nil
 }

@@ -50,7 +50,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	// idle projector writes at once, a busy one in batches).
 	return consume.Batches(ctx, js, consume.Spec{
 		Stream: c.Stream, Durable: c.Durable, FilterSubjects: c.FilterSubjects, AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
-		MaxBatch: c.MaxBatch, MaxAckPending: max(1000, 2*c.MaxBatch), Linger: c.Linger,
+		MaxBatch: c.MaxBatch, MaxAckPending: max(1000, 2*c.MaxBatch), Linger: c.Linger, Log: log,
 		OnError: func(batch []jetstream.Msg, err error) {
 			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
 		},

@@ -234,6 +234,7 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 	}
 	for _, f := range feeds {
 		d.WatchConsumer(f.spec.Stream, f.spec.Durable)
+		f.spec.Log = d.Logger
 		f.spec.OnError = func(batch []jetstream.Msg, err error) {
 			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
 		}

@@ -101,7 +101,7 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 // is retried. An event that names no well-formed agent is skipped.
 func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, logger *slog.Logger) error {
 	return consume.Batches(ctx, js, consume.Spec{
-		Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter,
+		Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Log: logger,
 		OnError: func(batch []jetstream.Msg, err error) {
 			logger.Error("call log write failed; will retry", "messages", len(batch), "err", err)
 		},

@@ -369,7 +369,7 @@ func NewInvocationFeed(js jetstream.JetStream, log *slog.Logger) *InvocationFeed
 func (f *InvocationFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
 	return consume.Batches(ctx, f.js, consume.Spec{
 		Stream: events.TestingStream, Durable: EnqueuerConsumer, FilterSubjects: []string{events.TestingInvocationsAll},
-		AckWait: 10 * time.Second, MaxBatch: 1, MaxAckPending: 16, // the enqueuer logs its failures
+		AckWait: 10 * time.Second, MaxBatch: 1, MaxAckPending: 16, Log: f.log, // the enqueuer logs its failures
 	}, func(ctx context.Context, batch []jetstream.Msg) error {
 		m := batch[0]
 		rec, err := eventstore.RecordFromMsg(m)

@@ -269,7 +269,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 	}
 	spec := consume.Spec{
 		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsLogAll, events.WebhookAttemptsAll},
-		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond,
+		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond, Log: log,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}
 	go func() {

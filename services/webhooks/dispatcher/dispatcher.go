@@ -132,7 +132,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	// (MaxDeliver unlimited: a job's attempts are bounded by its
 	// webhook's retry_config instead).
 	deliver := consume.Spec{Stream: events.WebhookDeliveriesStream, Durable: DeliverDurable, FilterSubjects: []string{events.WebhookDeliveriesAll},
-		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers}
+		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers, Log: d.Log}
 	platform := ds.fanoutSpec(events.PlatformStream, FanoutPlatformDurable, events.PlatformAll)
 	for _, start := range []func() (func(), error){
 		func() (func(), error) { return consume.StartMessages(work, d.JS, deliver, ds.deliver) },
@@ -162,7 +162,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 // batch that fails is logged by the use case, which knows why.
 func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
 	return consume.Spec{Stream: stream, Durable: durable, FilterSubjects: []string{filter}, AckWait: d.opts.AckWait,
-		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending}
+		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending, Log: d.Log}
 }
 
 // consumeWhenThere consumes s once its stream exists.

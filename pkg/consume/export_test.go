@@ -1,0 +1,14 @@
+package consume
+
+import "time"
+
+// ReadFloorsEvery has durables' acknowledgement floors read every d until
+// the returned function restores the default.
+func ReadFloorsEvery(d time.Duration) (restore func()) {
+	was := floorEvery
+	floorEvery = d
+	return func() { floorEvery = was }
+}
+
+// FloorsRead is how many floors have been read so far.
+func FloorsRead() uint64 { return floorsRead.Load() }

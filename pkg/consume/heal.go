@@ -1,0 +1,163 @@
+package consume
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A durable deleted while it is consumed (by an operator, a restore from
+// backup, a JetStream mishap) is made again, as the client library does
+// for an ordered consumer; left gone, its messages would wait, unseen and
+// unannounced, forever. The new one starts after the acknowledgement
+// floor the old one had when last read: nothing left unacknowledged is
+// skipped and the stream's history is not handled again. What was
+// acknowledged above that floor, or since it was read, comes again (at
+// least once, as after any crash).
+
+// floorEvery is how often a consumed durable's acknowledgement floor is
+// read: at most this much acknowledged work is handled again when the
+// durable has to be made anew.
+var floorEvery = 5 * time.Second
+
+// floorsRead counts the floors read, for tests to wait on.
+var floorsRead atomic.Uint64
+
+// remakeBackoff bounds the wait between attempts to make a deleted
+// durable again (its stream may be gone too, until it is restored).
+const remakeBackoff = 30 * time.Second
+
+// session is one consumption of a durable: the client library's pull
+// loop on it, and what tells that the durable is gone.
+type session struct {
+	cc       jetstream.ConsumeContext
+	gone     chan struct{} // closed when the durable is found deleted
+	once     sync.Once
+	floor    atomic.Uint64 // the durable's acknowledgement floor (a stream sequence) as last read
+	checking atomic.Bool   // an existence check is under way
+}
+
+func (ss *session) lost() { ss.once.Do(func() { close(ss.gone) }) }
+
+// isGone reports whether the durable this session consumed is gone: what
+// it handed out is not to be handled, its successor hands it out again.
+func (ss *session) isGone() bool {
+	select {
+	case <-ss.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// consumeSession starts consuming cons, handing each message to the
+// handler handler makes for the session (made before any message comes), and
+// watches for the durable's deletion: told by the server (a pull answered
+// "consumer deleted"), or found when pulls go unanswered (a deletion while
+// this process was away from the server). It follows the durable's
+// acknowledgement floor until the session is gone or ctx ends.
+func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
+	ss := &session{gone: make(chan struct{})}
+	ss.floor.Store(cons.CachedInfo().AckFloor.Stream)
+	onError := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		switch {
+		case errors.Is(err, jetstream.ErrConsumerDeleted):
+			ss.lost()
+		case errors.Is(err, nats.ErrNoResponders), errors.Is(err, jetstream.ErrNoHeartbeat):
+			if ss.checking.CompareAndSwap(false, true) {
+				go func() {
+					defer ss.checking.Store(false)
+					if _, err := js.Consumer(ctx, s.Stream, s.Durable); errors.Is(err, jetstream.ErrConsumerNotFound) {
+						ss.lost()
+					}
+				}()
+			}
+		}
+	})
+	cc, err := cons.Consume(handler(ss), append(opts, pullExpiry, onError)...)
+	if err != nil {
+		return nil, err
+	}
+	ss.cc = cc
+	go ss.follow(ctx, cons)
+	return ss, nil
+}
+
+// follow reads the durable's acknowledgement floor every floorEvery, and
+// takes a pull loop the client library ended on its own (a terminal
+// error) for a durable gone: made again, or found again, it is consumed
+// anew.
+func (ss *session) follow(ctx context.Context, cons jetstream.Consumer) {
+	t := time.NewTicker(floorEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ss.gone:
+			return
+		case <-ss.cc.Closed():
+			if ctx.Err() == nil {
+				ss.lost()
+			}
+			return
+		case <-t.C:
+			if info, err := cons.Info(ctx); err == nil {
+				ss.floor.Store(info.AckFloor.Stream)
+				floorsRead.Add(1)
+			}
+		}
+	}
+}
+
+// remake makes s's durable again, to start after stream sequence floor,
+// or binds to the one another replica made again first; it asks until it
+// succeeds or ctx ends (nil then). A durable being retired (Existing) is
+// not made again: nil.
+func remake(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) jetstream.Consumer {
+	if s.Existing {
+		return nil
+	}
+	log := s.logger().With("stream", s.Stream, "durable", s.Durable)
+	log.Warn("the durable consumer was deleted; making it again after its acknowledgement floor", "from_sequence", floor+1)
+	for attempt := uint64(1); ; attempt++ {
+		cons, err := createAfter(ctx, js, s, floor)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			cons, err = js.Consumer(ctx, s.Stream, s.Durable) // made again by another replica
+		}
+		if err == nil {
+			log.Info("the durable consumer is back")
+			return cons
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := min(Backoff(attempt), remakeBackoff)
+		log.Error("cannot make the deleted durable consumer again; retrying", "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+}
+
+// createAfter creates s's durable to start after stream sequence floor.
+// A work queue keeps only what is not yet acknowledged, and its consumers
+// must deliver all of it: one starts there from what is left.
+func createAfter(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) (jetstream.Consumer, error) {
+	str, err := js.Stream(ctx, s.Stream)
+	if err != nil {
+		return nil, err
+	}
+	cfg := configOf(s)
+	if str.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	}
+	return js.CreateConsumer(ctx, s.Stream, cfg)
+}
