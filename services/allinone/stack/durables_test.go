@@ -1,0 +1,100 @@
+package stack
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// Every durable consumer of the platform deleted at once (an operator's
+// slip, a restore from backup) is made again by the processes consuming
+// it: the platform's work goes on through the gateway. A webhook is
+// delivered (fan-out, delivery queue, delivery log), a ticket is raised
+// and a test runs to completion, and every durable is back with nothing
+// left to handle (the store copies, the QA worker's, the call log...).
+// Nothing stored before is handled again: the receiver gets the new
+// event alone.
+func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, localHooks)
+	var delivered atomic.Int32
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
+	t.Cleanup(rcv.Close)
+	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
+	if hook.Code != 201 {
+		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
+	}
+	hookID := hook.JSON(t)["webhook_id"].(string)
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the first event delivered", func() bool { return delivered.Load() == 1 })
+	logLines := func() int {
+		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hookID+"/logs", adminKey, "")
+		lines, _ := r.JSON(t)["recent_deliveries"].([]any)
+		return len(lines)
+	}
+	eventually(t, 30*time.Second, "the first delivery logged", func() bool { return logLines() == 1 })
+
+	js := testenv.JetStreamAt(t, s.NATSURL)
+	ctx := context.Background()
+	deleted := 0
+	for name := range js.StreamNames(ctx).Name() {
+		str, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for info := range str.ListConsumers(ctx).Info() {
+			if info.Config.Durable == "" {
+				continue // ordered consumers: the client library makes them again
+			}
+			if err := js.DeleteConsumer(ctx, name, info.Name); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted < 10 {
+		t.Fatalf("deleted %d durables; the platform has more", deleted)
+	}
+
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the event after the deletion delivered and logged", func() bool { return delivered.Load() >= 2 && logLines() >= 2 })
+	agent := agentWith(t, s)
+	ticket := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`)
+	if ticket.Code != 201 {
+		t.Fatalf("ticket: %d %s", ticket.Code, ticket.Body)
+	}
+	test := createTest(t, s, hoursTest)
+	inv := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`).JSON(t)["id"].(string)
+	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
+	eventually(t, 30*time.Second, "the durables back, each with nothing left to handle", func() bool {
+		back := 0
+		for name := range js.StreamNames(ctx).Name() {
+			str, err := js.Stream(ctx, name)
+			if err != nil {
+				return false
+			}
+			for info := range str.ListConsumers(ctx).Info() {
+				if info.Config.Durable == "" {
+					continue
+				}
+				if info.NumPending > 0 || info.NumAckPending > 0 {
+					return false
+				}
+				back++
+			}
+		}
+		return back >= deleted
+	})
+	if n := delivered.Load(); n != 2 {
+		t.Fatalf("the receiver got %d deliveries; want 2 (the history was delivered again)", n)
+	}
+}
