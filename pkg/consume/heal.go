@@ -3,6 +3,7 @@ package consume
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,8 +30,12 @@ var floorEvery = 5 * time.Second
 var floorsRead atomic.Uint64
 
 // remakeBackoff bounds the wait between attempts to make a deleted
-// durable again (its stream may be gone too, until it is restored).
-const remakeBackoff = 30 * time.Second
+// durable again (its stream may be gone too, until it is restored);
+// remakeSettle is the least wait before the first (see remake).
+const (
+	remakeBackoff = 30 * time.Second
+	remakeSettle  = 250 * time.Millisecond
+)
 
 // session is one consumption of a durable: the client library's pull
 // loop on it, and what tells that the durable is gone.
@@ -125,25 +130,41 @@ func remake(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) j
 	}
 	log := s.logger().With("stream", s.Stream, "durable", s.Durable)
 	log.Warn("the durable consumer was deleted; making it again after its acknowledgement floor", "from_sequence", floor+1)
+	// The server removes a deleted consumer's files after telling its
+	// pulls, and removed those of one made at once under the same name
+	// (which then could not be updated: a restart failed). Waiting a
+	// moment lets it finish, and sets replicas apart.
+	wait := remakeSettle + rand.N(remakeSettle)
 	for attempt := uint64(1); ; attempt++ {
-		cons, err := createAfter(ctx, js, s, floor)
-		if errors.Is(err, jetstream.ErrConsumerExists) {
-			cons, err = js.Consumer(ctx, s.Stream, s.Durable) // made again by another replica
-		}
-		if err == nil {
-			log.Info("the durable consumer is back")
-			return cons
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := min(Backoff(attempt), remakeBackoff)
-		log.Error("cannot make the deleted durable consumer again; retrying", "err", err, "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(wait):
 		}
+		cons, err := js.Consumer(ctx, s.Stream, s.Durable) // made again by another replica?
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			cons, err = createAfter(ctx, js, s, floor)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				cons, err = js.Consumer(ctx, s.Stream, s.Durable)
+			}
+		}
+		if err == nil {
+			// Its settings written once more: one whose files went with
+			// its predecessor's is refused by the server here, and is made
+			// again.
+			if _, err = js.UpdateConsumer(ctx, s.Stream, cons.CachedInfo().Config); err == nil {
+				log.Info("the durable consumer is back")
+				return cons
+			}
+			if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) {
+				_ = js.DeleteConsumer(ctx, s.Stream, s.Durable)
+			}
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait = min(Backoff(attempt), remakeBackoff)
+		log.Error("cannot make the deleted durable consumer again; retrying", "err", err, "retry_in", wait)
 	}
 }
 
