@@ -166,7 +166,7 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 			// comes again from the one made in its place.
 			ss.cc.Stop()
 			inHand.settled(append(unhandled, in.TakeAll()...)...)
-			if ss = remade(ctx, js, s, ss.floor.Load(), func(*session) jetstream.MessageHandler { return take }); ss == nil {
+			if ss = remade(ctx, js, s, ss.position(), func(*session) jetstream.MessageHandler { return take }); ss == nil {
 				return
 			}
 		}
@@ -174,12 +174,12 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	return func() { <-stopped }, nil
 }
 
-// remade makes s's deleted durable again after floor (remake) and
+// remade makes s's deleted durable again after at (remake) and
 // consumes it as consumeSession does; nil when ctx ended first, or the
 // durable was one being retired.
-func remade(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) *session {
+func remade(ctx context.Context, js jetstream.JetStream, s Spec, at position, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) *session {
 	for {
-		cons := remake(ctx, js, s, floor)
+		cons := remake(ctx, js, s, at)
 		if cons == nil {
 			return nil
 		}

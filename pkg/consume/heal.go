@@ -44,8 +44,18 @@ type session struct {
 	gone     chan struct{} // closed when the durable is found deleted
 	once     sync.Once
 	floor    atomic.Uint64 // the durable's acknowledgement floor (a stream sequence) as last read
+	stream   time.Time     // when the stream the floor is of was made (zero: unknown)
 	checking atomic.Bool   // an existence check is under way
 }
+
+// position is where a durable made again starts: after floor, in the
+// stream made at stream.
+type position struct {
+	floor  uint64
+	stream time.Time
+}
+
+func (ss *session) position() position { return position{ss.floor.Load(), ss.stream} }
 
 func (ss *session) lost() { ss.once.Do(func() { close(ss.gone) }) }
 
@@ -69,6 +79,9 @@ func (ss *session) isGone() bool {
 func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
 	ss := &session{gone: make(chan struct{})}
 	ss.floor.Store(cons.CachedInfo().AckFloor.Stream)
+	if str, err := js.Stream(ctx, s.Stream); err == nil {
+		ss.stream = str.CachedInfo().Created
+	}
 	onError := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, jetstream.ErrConsumerDeleted):
@@ -120,16 +133,16 @@ func (ss *session) follow(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// remake makes s's durable again, to start after stream sequence floor,
-// or binds to the one another replica made again first; it asks until it
+// remake makes s's durable again, to start after at (createAfter), or
+// binds to the one another replica made again first; it asks until it
 // succeeds or ctx ends (nil then). A durable being retired (Existing) is
 // not made again: nil.
-func remake(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) jetstream.Consumer {
+func remake(ctx context.Context, js jetstream.JetStream, s Spec, at position) jetstream.Consumer {
 	if s.Existing {
 		return nil
 	}
 	log := s.logger().With("stream", s.Stream, "durable", s.Durable)
-	log.Warn("the durable consumer was deleted; making it again after its acknowledgement floor", "from_sequence", floor+1)
+	log.Warn("the durable consumer was deleted; making it again after its acknowledgement floor", "from_sequence", at.floor+1)
 	// The server removes a deleted consumer's files after telling its
 	// pulls, and removed those of one made at once under the same name
 	// (which then could not be updated: a restart failed). Waiting a
@@ -143,7 +156,7 @@ func remake(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) j
 		}
 		cons, err := js.Consumer(ctx, s.Stream, s.Durable) // made again by another replica?
 		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			cons, err = createAfter(ctx, js, s, floor)
+			cons, err = createAfter(ctx, js, s, at)
 			if errors.Is(err, jetstream.ErrConsumerExists) {
 				cons, err = js.Consumer(ctx, s.Stream, s.Durable)
 			}
@@ -168,17 +181,22 @@ func remake(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) j
 	}
 }
 
-// createAfter creates s's durable to start after stream sequence floor.
-// A work queue keeps only what is not yet acknowledged, and its consumers
-// must deliver all of it: one starts there from what is left.
-func createAfter(ctx context.Context, js jetstream.JetStream, s Spec, floor uint64) (jetstream.Consumer, error) {
+// createAfter creates s's durable to start after at's floor. It starts
+// from the stream's first message instead when the floor means nothing
+// there: in a work queue, which keeps only what is not yet acknowledged
+// (and whose consumers must deliver all of it), and in a stream made
+// anew since the floor was read (deleted with its durables, then made
+// again by a service's start: its sequences begin again at 1).
+func createAfter(ctx context.Context, js jetstream.JetStream, s Spec, at position) (jetstream.Consumer, error) {
 	str, err := js.Stream(ctx, s.Stream)
 	if err != nil {
 		return nil, err
 	}
+	info := str.CachedInfo()
+	sameStream := info.Created.Equal(at.stream) || at.stream.IsZero() && info.State.LastSeq >= at.floor
 	cfg := configOf(s)
-	if str.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, floor+1
+	if info.Config.Retention != jetstream.WorkQueuePolicy && sameStream {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, at.floor+1
 	}
 	return js.CreateConsumer(ctx, s.Stream, cfg)
 }

@@ -161,3 +161,38 @@ func TestARetiredDurableDeletedIsNotMadeAgain(t *testing.T) {
 		}
 	}
 }
+
+// A stream deleted with its durables and made anew (a service's start
+// makes its streams) numbers its messages from 1 again: the durable made
+// again reads it from its first message, not after the old floor.
+func TestADurableOfAStreamMadeAnewStartsAtItsFirstMessage(t *testing.T) {
+	defer consume.ReadFloorsEvery(50 * time.Millisecond)()
+	js := jobs(t, 30)
+	var got log
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "projector"}, func(_ context.Context, batch []jetstream.Msg) error {
+			for _, m := range batch {
+				got.add(string(m.Data()))
+			}
+			return nil
+		})
+	})
+	testkit.Eventually(t, 10*time.Second, "the old stream handled", func() bool { return got.len() == 30 })
+	floorRead(t, js, "projector", 30, 1)
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"jobs.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, 100, 110)
+	testkit.Eventually(t, 20*time.Second, "the new stream's messages handled", func() bool {
+		for i := 100; i < 110; i++ {
+			if got.count(strconv.Itoa(i)) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+}

@@ -172,7 +172,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 				// The durable is gone: what it handed out and was not
 				// handled comes again from the one made in its place.
 				ss.cc.Stop()
-				if next := remade(ctx, js, s, ss.floor.Load(), take, jetstream.PullMaxMessages(s.MaxBatch)); next != nil {
+				if next := remade(ctx, js, s, ss.position(), take, jetstream.PullMaxMessages(s.MaxBatch)); next != nil {
 					ss = next
 					continue
 				}
