@@ -11,7 +11,8 @@
 //     or GiveUp (job queues: webhook deliveries, test runs).
 //
 // Every replica of a process shares the durable, so a killed one loses
-// nothing: what it held unacknowledged goes to another after AckWait.
+// nothing: what it held unacknowledged goes to another after AckWait. A
+// durable deleted while consumed is made again (heal.go).
 // Ending ctx stops either mode without failing: what was not handled is
 // given back at once to be redelivered, never acknowledged.
 package consume
