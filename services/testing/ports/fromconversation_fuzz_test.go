@@ -16,8 +16,8 @@ import (
 
 // FuzzFromConversationBody feeds untrusted bodies to the parser: it never
 // panics, a rejection is a client error at a loc under "body", and what it
-// accepts becomes a test that passes the rules of any created test, whose
-// chat history ends just before an agent turn.
+// accepts with a transcript becomes a test that passes the rules of any
+// created test, whose chat history ends just before an agent turn.
 func FuzzFromConversationBody(f *testing.F) {
 	for _, s := range []string{
 		conversationtest.FromConversation(4, `,"ticket_id":"tkt_1","name":"n","success_condition":"c","parent_folder_id":"root"`),
@@ -52,6 +52,16 @@ func FuzzFromConversationBody(f *testing.F) {
 		in, transcript, err := app.ParseFromConversation(body)
 		if err != nil {
 			checkRejection(t, err)
+			return
+		}
+		if transcript == nil {
+			// No transcript: the request names a recorded conversation,
+			// completed and checked as a posted one once it is read
+			// (app's TestCreateTestFromConversation; through the gateway,
+			// the stack's TestConversationsAPI).
+			if in.ConversationID == nil || in.TurnIndex == nil {
+				t.Fatalf("accepted a request that names no recorded conversation and turn: %s", body)
+			}
 			return
 		}
 		at := *in.TurnIndex
