@@ -310,15 +310,9 @@ func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Cons
 		}
 		return cons, nil
 	}
-	cfg := configOf(s)
-	// A durable made again after a deletion starts after the floor it
-	// had (remake); the server refuses to change where a durable starts,
-	// so an update keeps it.
-	if cur, err := js.Consumer(ctx, s.Stream, s.Durable); err == nil {
-		was := cur.CachedInfo().Config
-		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = was.DeliverPolicy, was.OptStartSeq, was.OptStartTime
-	}
-	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, cfg)
+	// One made again after a deletion keeps where it starts (remake,
+	// eventstore.EnsureConsumer).
+	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, configOf(s))
 	if ctx.Err() != nil {
 		return nil, nil // stopped while starting
 	}

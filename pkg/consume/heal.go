@@ -44,18 +44,18 @@ type session struct {
 	gone     chan struct{} // closed when the durable is found deleted
 	once     sync.Once
 	floor    atomic.Uint64 // the durable's acknowledgement floor (a stream sequence) as last read
-	stream   time.Time     // when the stream the floor is of was made (zero: unknown)
+	made     time.Time     // when the durable was made: its stream is older
 	checking atomic.Bool   // an existence check is under way
 }
 
-// position is where a durable made again starts: after floor, in the
-// stream made at stream.
+// position is where a durable made again starts: after floor, in a
+// stream made before made (a later one is a stream made anew).
 type position struct {
-	floor  uint64
-	stream time.Time
+	floor uint64
+	made  time.Time
 }
 
-func (ss *session) position() position { return position{ss.floor.Load(), ss.stream} }
+func (ss *session) position() position { return position{ss.floor.Load(), ss.made} }
 
 func (ss *session) lost() { ss.once.Do(func() { close(ss.gone) }) }
 
@@ -77,11 +77,9 @@ func (ss *session) isGone() bool {
 // this process was away from the server). It follows the durable's
 // acknowledgement floor until the session is gone or ctx ends.
 func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
-	ss := &session{gone: make(chan struct{})}
-	ss.floor.Store(cons.CachedInfo().AckFloor.Stream)
-	if str, err := js.Stream(ctx, s.Stream); err == nil {
-		ss.stream = str.CachedInfo().Created
-	}
+	info := cons.CachedInfo()
+	ss := &session{gone: make(chan struct{}), made: info.Created}
+	ss.floor.Store(info.AckFloor.Stream)
 	onError := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		switch {
 		case errors.Is(err, jetstream.ErrConsumerDeleted):
@@ -185,15 +183,15 @@ func remake(ctx context.Context, js jetstream.JetStream, s Spec, at position) je
 // from the stream's first message instead when the floor means nothing
 // there: in a work queue, which keeps only what is not yet acknowledged
 // (and whose consumers must deliver all of it), and in a stream made
-// anew since the floor was read (deleted with its durables, then made
-// again by a service's start: its sequences begin again at 1).
+// anew after the durable the floor is of (deleted with its durables,
+// then made again by a service's start: its sequences begin again at 1).
 func createAfter(ctx context.Context, js jetstream.JetStream, s Spec, at position) (jetstream.Consumer, error) {
 	str, err := js.Stream(ctx, s.Stream)
 	if err != nil {
 		return nil, err
 	}
 	info := str.CachedInfo()
-	sameStream := info.Created.Equal(at.stream) || at.stream.IsZero() && info.State.LastSeq >= at.floor
+	sameStream := !info.Created.After(at.made)
 	cfg := configOf(s)
 	if info.Config.Retention != jetstream.WorkQueuePolicy && sameStream {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, at.floor+1

@@ -31,8 +31,27 @@ func EnsureConfig(ctx context.Context, js jetstream.JetStream, want jetstream.St
 // EnsureConsumer creates or updates the durable consumer cfg.Durable of
 // stream, asking again while the cluster cannot answer (a new replicated
 // consumer elects a leader of its own before the server answers).
+//
+// Where a durable starts is cfg's only when it is created: the server
+// refuses to change it, and one made again after a deletion starts after
+// its old floor (package consume), so an update it refuses for a durable
+// that starts elsewhere is sent again keeping that start.
 func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
 	return untilAvailable(ctx, "consumer "+cfg.Durable, func(ctx context.Context) (jetstream.Consumer, error) {
+		c, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
+		var refused *jetstream.APIError
+		if !errors.As(err, &refused) {
+			return c, err
+		}
+		cur, lerr := js.Consumer(ctx, stream, cfg.Durable)
+		if lerr != nil {
+			return c, err
+		}
+		was := cur.CachedInfo().Config
+		if was.DeliverPolicy == cfg.DeliverPolicy && was.OptStartSeq == cfg.OptStartSeq && reflect.DeepEqual(was.OptStartTime, cfg.OptStartTime) {
+			return c, err // refused for another reason
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq, cfg.OptStartTime = was.DeliverPolicy, was.OptStartSeq, was.OptStartTime
 		return js.CreateOrUpdateConsumer(ctx, stream, cfg)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -129,9 +130,7 @@ func failureNotice(result Message, ws, invocationID, runID string) (Message, err
 		return Message{}, err
 	}
 	h := eventlog.Header{}
-	for k, v := range result.Header {
-		h[k] = v
-	}
+	maps.Copy(h, result.Header)
 	h.Set(events.HeaderRunStatus, events.RunStatusFailed)
 	return Message{Subject: subject, ID: result.ID + "#failed", Header: h, Data: result.Data}, nil
 }
