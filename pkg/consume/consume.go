@@ -12,7 +12,8 @@
 //
 // Every replica of a process shares the durable, so a killed one loses
 // nothing: what it held unacknowledged goes to another after AckWait. A
-// durable deleted while consumed is made again (heal.go).
+// durable deleted while consumed is made again (heal.go), and one deleted
+// while none ran is made again where it was (floors.go).
 // Ending ctx stops either mode without failing: what was not handled is
 // given back at once to be redelivered, never acknowledged.
 package consume
@@ -125,7 +126,7 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = 256
 	}
-	cons, err := ensure(ctx, js, s)
+	cons, floors, err := ensure(ctx, js, s)
 	if cons == nil {
 		return func() {}, err
 	}
@@ -138,7 +139,7 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 		inHand.add(m)
 		in.Push(m)
 	}
-	ss, err := consumeSession(ctx, js, s, cons, func(*session) jetstream.MessageHandler { return take })
+	ss, err := consumeSession(ctx, js, s, floors, cons, func(*session) jetstream.MessageHandler { return take })
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
@@ -167,7 +168,7 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 			// comes again from the one made in its place.
 			ss.cc.Stop()
 			inHand.settled(append(unhandled, in.TakeAll()...)...)
-			if ss = remade(ctx, js, s, ss.position(), func(*session) jetstream.MessageHandler { return take }); ss == nil {
+			if ss = remade(ctx, js, s, floors, ss.position(), func(*session) jetstream.MessageHandler { return take }); ss == nil {
 				return
 			}
 		}
@@ -178,13 +179,13 @@ func StartBatches(ctx context.Context, js jetstream.JetStream, s Spec, h Handler
 // remade makes s's deleted durable again after at (remake) and
 // consumes it as consumeSession does; nil when ctx ended first, or the
 // durable was one being retired.
-func remade(ctx context.Context, js jetstream.JetStream, s Spec, at position, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) *session {
+func remade(ctx context.Context, js jetstream.JetStream, s Spec, floors *floorBook, at position, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) *session {
 	for {
 		cons := remake(ctx, js, s, at)
 		if cons == nil {
 			return nil
 		}
-		ss, err := consumeSession(ctx, js, s, cons, handler, opts...)
+		ss, err := consumeSession(ctx, js, s, floors, cons, handler, opts...)
 		if err == nil {
 			return ss
 		}
@@ -297,29 +298,32 @@ func giveBack(msgs []jetstream.Msg) {
 }
 
 // ensure creates or updates the durable s names, with the defaults both
-// modes share (s.MaxBatch set). A nil consumer with a nil error means ctx
-// ended while starting: not a failure.
-func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Consumer, error) {
+// modes share (s.MaxBatch set), and opens the book its floors are kept
+// in (none for a durable being retired). A nil consumer with a nil error
+// means ctx ended while starting: not a failure.
+func ensure(ctx context.Context, js jetstream.JetStream, s Spec) (jetstream.Consumer, *floorBook, error) {
 	if s.Existing {
 		cons, err := js.Consumer(ctx, s.Stream, s.Durable)
 		if ctx.Err() != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
+			return nil, nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
 		}
-		return cons, nil
+		return cons, nil, nil
 	}
-	// One made again after a deletion keeps where it starts (remake,
+	// One missing at start is made after its kept floor (floors.go); one
+	// made again after a deletion keeps where it starts (remake,
 	// eventstore.EnsureConsumer).
-	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, configOf(s))
+	floors := openFloors(ctx, js, s)
+	cons, err := eventstore.EnsureConsumer(ctx, js, s.Stream, floors.startOf(ctx, js, s, configOf(s)))
 	if ctx.Err() != nil {
-		return nil, nil // stopped while starting
+		return nil, nil, nil // stopped while starting
 	}
 	if err != nil {
-		return nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
+		return nil, nil, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
-	return cons, nil
+	return cons, floors, nil
 }
 
 // configOf is the durable s names, with the defaults both modes share

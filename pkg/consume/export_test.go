@@ -12,3 +12,6 @@ func ReadFloorsEvery(d time.Duration) (restore func()) {
 
 // FloorsRead is how many floors have been read so far.
 func FloorsRead() uint64 { return floorsRead.Load() }
+
+// FloorsSaved is how many floors have been kept in FloorsBucket so far.
+func FloorsSaved() uint64 { return floorsSaved.Load() }

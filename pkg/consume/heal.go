@@ -26,8 +26,9 @@ import (
 // durable has to be made anew.
 var floorEvery = 5 * time.Second
 
-// floorsRead counts the floors read, for tests to wait on.
-var floorsRead atomic.Uint64
+// floorsRead and floorsSaved count the floors read and kept
+// (floors.go), for tests to wait on.
+var floorsRead, floorsSaved atomic.Uint64
 
 // remakeBackoff bounds the wait between attempts to make a deleted
 // durable again (its stream may be gone too, until it is restored);
@@ -46,6 +47,7 @@ type session struct {
 	floor    atomic.Uint64 // the durable's acknowledgement floor (a stream sequence) as last read
 	made     time.Time     // when the durable was made: its stream is older
 	checking atomic.Bool   // an existence check is under way
+	floors   *floorBook    // where the floor read is kept
 }
 
 // position is where a durable made again starts: after floor, in a
@@ -75,10 +77,11 @@ func (ss *session) isGone() bool {
 // watches for the durable's deletion: told by the server (a pull answered
 // "consumer deleted"), or found when pulls go unanswered (a deletion while
 // this process was away from the server). It follows the durable's
-// acknowledgement floor until the session is gone or ctx ends.
-func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
+// acknowledgement floor (kept in floors) until the session is gone or ctx
+// ends.
+func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, floors *floorBook, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
 	info := cons.CachedInfo()
-	ss := &session{gone: make(chan struct{}), made: info.Created}
+	ss := &session{gone: make(chan struct{}), made: info.Created, floors: floors}
 	ss.floor.Store(info.AckFloor.Stream)
 	onError := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		switch {
@@ -126,6 +129,7 @@ func (ss *session) follow(ctx context.Context, cons jetstream.Consumer) {
 			if info, err := cons.Info(ctx); err == nil {
 				ss.floor.Store(info.AckFloor.Stream)
 				floorsRead.Add(1)
+				ss.floors.save(ctx, ss.position())
 			}
 		}
 	}
@@ -179,22 +183,26 @@ func remake(ctx context.Context, js jetstream.JetStream, s Spec, at position) je
 	}
 }
 
-// createAfter creates s's durable to start after at's floor. It starts
-// from the stream's first message instead when the floor means nothing
-// there: in a work queue, which keeps only what is not yet acknowledged
-// (and whose consumers must deliver all of it), and in a stream made
-// anew after the durable the floor is of (deleted with its durables,
-// then made again by a service's start: its sequences begin again at 1).
+// createAfter creates s's durable to start after at's floor (configAfter).
 func createAfter(ctx context.Context, js jetstream.JetStream, s Spec, at position) (jetstream.Consumer, error) {
 	str, err := js.Stream(ctx, s.Stream)
 	if err != nil {
 		return nil, err
 	}
-	info := str.CachedInfo()
+	return js.CreateConsumer(ctx, s.Stream, configAfter(str.CachedInfo(), configOf(s), at))
+}
+
+// configAfter is cfg made to start after at's floor in the stream info
+// describes. It starts from the stream's first message instead when the
+// floor means nothing there: in a work queue, which keeps only what is
+// not yet acknowledged (and whose consumers must deliver all of it), and
+// in a stream made anew after the durable the floor is of (deleted with
+// its durables, then made again by a service's start: its sequences begin
+// again at 1).
+func configAfter(info *jetstream.StreamInfo, cfg jetstream.ConsumerConfig, at position) jetstream.ConsumerConfig {
 	sameStream := !info.Created.After(at.made)
-	cfg := configOf(s)
 	if info.Config.Retention != jetstream.WorkQueuePolicy && sameStream {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, at.floor+1
 	}
-	return js.CreateConsumer(ctx, s.Stream, cfg)
+	return cfg
 }

@@ -116,7 +116,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	if s.MaxBatch <= 0 {
 		s.MaxBatch = workers
 	}
-	cons, err := ensure(ctx, js, s)
+	cons, floors, err := ensure(ctx, js, s)
 	if cons == nil {
 		return func() {}, err
 	}
@@ -137,7 +137,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 			}
 		}
 	}
-	ss, err := consumeSession(ctx, js, s, cons, take, jetstream.PullMaxMessages(s.MaxBatch))
+	ss, err := consumeSession(ctx, js, s, floors, cons, take, jetstream.PullMaxMessages(s.MaxBatch))
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
@@ -172,7 +172,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 				// The durable is gone: what it handed out and was not
 				// handled comes again from the one made in its place.
 				ss.cc.Stop()
-				if next := remade(ctx, js, s, ss.position(), take, jetstream.PullMaxMessages(s.MaxBatch)); next != nil {
+				if next := remade(ctx, js, s, floors, ss.position(), take, jetstream.PullMaxMessages(s.MaxBatch)); next != nil {
 					ss = next
 					continue
 				}

@@ -2,13 +2,21 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
 // Every durable consumer of the platform deleted at once (an operator's
@@ -43,22 +51,7 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 
 	js := testenv.JetStreamAt(t, s.NATSURL)
 	ctx := context.Background()
-	deleted := 0
-	for name := range js.StreamNames(ctx).Name() {
-		str, err := js.Stream(ctx, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for info := range str.ListConsumers(ctx).Info() {
-			if info.Config.Durable == "" {
-				continue // ordered consumers: the client library makes them again
-			}
-			if err := js.DeleteConsumer(ctx, name, info.Name); err != nil {
-				t.Fatal(err)
-			}
-			deleted++
-		}
-	}
+	deleted := deleteDurables(t, js)
 	if deleted < 10 {
 		t.Fatalf("deleted %d durables; the platform has more", deleted)
 	}
@@ -97,4 +90,103 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	if n := delivered.Load(); n != 2 {
 		t.Fatalf("the receiver got %d deliveries; want 2 (the history was delivered again)", n)
 	}
+}
+
+// Every durable deleted while the platform was stopped (a maintenance
+// slip, streams moved to another cluster without their consumers) is
+// made at the next start after the floor its consumers last kept, not
+// from its stream's first message: the webhook fan-out does not queue the
+// history again, and the work goes on.
+func TestDurablesDeletedWhileStoppedStartWhereTheyWere(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := start(t, dir, func(c *Config) { administered(c, []func(*Config){localHooks}) })
+	var delivered atomic.Int32
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
+	t.Cleanup(rcv.Close)
+	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
+		t.Fatalf("webhook: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the first event delivered", func() bool { return delivered.Load() == 1 })
+
+	// The fan-out's floor kept (its consumers read it every 5 s).
+	ctx := context.Background()
+	js := testenv.JetStreamAt(t, s.NATSURL)
+	fanout := consume.FloorKey(events.PlatformStream, dispatcher.FanoutPlatformDurable)
+	var kept struct {
+		Floor uint64 `json:"floor"`
+	}
+	eventually(t, 30*time.Second, "the fan-out's floor kept", func() bool {
+		cons, err := js.Consumer(ctx, events.PlatformStream, dispatcher.FanoutPlatformDurable)
+		if err != nil {
+			return false
+		}
+		kv, err := js.KeyValue(ctx, consume.FloorsBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(ctx, fanout)
+		return err == nil && json.Unmarshal(e.Value(), &kept) == nil && kept.Floor > 0 && kept.Floor >= cons.CachedInfo().AckFloor.Stream
+	})
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(dir, "nats"), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := deleteDurables(t, testenv.JetStreamAt(t, ns.ClientURL()))
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	if deleted < 10 {
+		t.Fatalf("deleted %d durables; the platform has more", deleted)
+	}
+
+	s = start(t, dir, func(c *Config) { administered(c, []func(*Config){localHooks}) })
+	js = testenv.JetStreamAt(t, s.NATSURL)
+	cons, err := js.Consumer(ctx, events.PlatformStream, dispatcher.FanoutPlatformDurable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := cons.CachedInfo().Config; cfg.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || cfg.OptStartSeq != kept.Floor+1 {
+		t.Fatalf("the fan-out made at start as %v from %d; want from sequence %d, after its kept floor", cfg.DeliverPolicy, cfg.OptStartSeq, kept.Floor+1)
+	}
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 30*time.Second, "the event after the restart delivered", func() bool { return delivered.Load() >= 2 })
+	if r := call(t, s, "POST", "/v1/convai/agents/"+agentWith(t, s)+"/triage-tickets", adminKey, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
+		t.Fatalf("ticket: %d %s", r.Code, r.Body)
+	}
+	if n := delivered.Load(); n != 2 {
+		t.Fatalf("the receiver got %d deliveries; want 2", n)
+	}
+}
+
+// deleteDurables deletes every durable consumer of every stream and says
+// how many.
+func deleteDurables(t *testing.T, js jetstream.JetStream) int {
+	t.Helper()
+	ctx := context.Background()
+	deleted := 0
+	for name := range js.StreamNames(ctx).Name() {
+		str, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for info := range str.ListConsumers(ctx).Info() {
+			if info.Config.Durable == "" {
+				continue // ordered consumers: the client library makes them again
+			}
+			if err := js.DeleteConsumer(ctx, name, info.Name); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	return deleted
 }

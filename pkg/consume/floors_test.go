@@ -1,0 +1,118 @@
+package consume_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+)
+
+// A durable deleted while none of its consumers ran is made at their
+// start after the floor they last kept: what they had handled is not
+// handled again, what came since is. Deleting its kept floor too starts
+// it from the stream's first message, as a first deployment.
+
+// floorKept waits until the durable's floor kept in the bucket reaches seq.
+func floorKept(t *testing.T, js jetstream.JetStream, durable string, seq uint64) {
+	t.Helper()
+	ctx := context.Background()
+	testkit.Eventually(t, 10*time.Second, "the floor kept reaches "+strconv.FormatUint(seq, 10), func() bool {
+		kv, err := js.KeyValue(ctx, consume.FloorsBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(ctx, consume.FloorKey(stream, durable))
+		if err != nil {
+			return false
+		}
+		var kept struct {
+			Floor uint64 `json:"floor"`
+		}
+		return json.Unmarshal(e.Value(), &kept) == nil && kept.Floor >= seq
+	})
+}
+
+func TestADurableDeletedWhileNoneRanStartsAfterItsKeptFloor(t *testing.T) {
+	defer consume.ReadFloorsEvery(50 * time.Millisecond)()
+	js := jobs(t, 100)
+	var got log
+	spec := consume.Spec{Stream: stream, Durable: "fanout", MaxBatch: 16}
+	handle := func(_ context.Context, batch []jetstream.Msg) error {
+		for _, m := range batch {
+			got.add(string(m.Data()))
+		}
+		return nil
+	}
+	stop := run(t, func(ctx context.Context) error { return consume.Batches(ctx, js, spec, handle) })
+	testkit.Eventually(t, 10*time.Second, "the history handled", func() bool { return got.len() == 100 })
+	floorKept(t, js, "fanout", 100)
+	stop()
+
+	if err := js.DeleteConsumer(context.Background(), stream, "fanout"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, js, 100, 150)
+	run(t, func(ctx context.Context) error { return consume.Batches(ctx, js, spec, handle) })
+	testkit.Eventually(t, 10*time.Second, "what came while it was stopped handled", func() bool {
+		for i := 100; i < 150; i++ {
+			if got.count(strconv.Itoa(i)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range 100 {
+		if n := got.count(strconv.Itoa(i)); n != 1 {
+			t.Fatalf("message %d, handled before the durable was deleted, handled %d times: the history was handled again", i, n)
+		}
+	}
+	info := settled(t, js, "fanout")
+	if info.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || info.Config.OptStartSeq != 101 {
+		t.Fatalf("made at start as %v from %d; want from sequence 101", info.Config.DeliverPolicy, info.Config.OptStartSeq)
+	}
+}
+
+func TestADurableDeletedWithItsKeptFloorStartsAtTheFirstMessage(t *testing.T) {
+	defer consume.ReadFloorsEvery(50 * time.Millisecond)()
+	js := jobs(t, 20)
+	var got log
+	spec := consume.Spec{Stream: stream, Durable: "projector", Workers: 2}
+	handle := func(_ context.Context, m consume.Msg) consume.Outcome {
+		got.add(string(m.Data))
+		return consume.Done()
+	}
+	stop := run(t, func(ctx context.Context) error { return consume.Messages(ctx, js, spec, handle) })
+	testkit.Eventually(t, 10*time.Second, "the history handled", func() bool { return got.len() == 20 })
+	floorKept(t, js, "projector", 20)
+	stop()
+
+	ctx := context.Background()
+	if err := js.DeleteConsumer(ctx, stream, "projector"); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, consume.FloorsBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, consume.FloorKey(stream, "projector")); err != nil {
+		t.Fatal(err)
+	}
+	run(t, func(ctx context.Context) error { return consume.Messages(ctx, js, spec, handle) })
+	testkit.Eventually(t, 10*time.Second, "the history handled again", func() bool {
+		for i := range 20 {
+			if got.count(strconv.Itoa(i)) != 2 {
+				return false
+			}
+		}
+		return true
+	})
+	if info := settled(t, js, "projector"); info.Config.DeliverPolicy != jetstream.DeliverAllPolicy {
+		t.Fatalf("made at start as %v; want from the first message", info.Config.DeliverPolicy)
+	}
+}
