@@ -45,12 +45,17 @@ type savedPosition struct {
 // book keeps nothing. One book serves a consumption across the durables
 // made again during it.
 type floorBook struct {
-	kv  jetstream.KeyValue
+	kv  *eventstore.KeptKeyValue
 	key string
 
-	mu    sync.Mutex
-	saved position
+	mu      sync.Mutex
+	saved   position
+	savedAt time.Time
 }
+
+// keptAgainEvery is how often a floor that has not moved is kept again:
+// the bucket, deleted and made again, has it back within this long.
+const keptAgainEvery = time.Minute
 
 // openFloors opens the bucket for s's durable (made, at its stream's
 // replication, when it is not there). The bucket is a safeguard, not a
@@ -61,13 +66,13 @@ func openFloors(ctx context.Context, js jetstream.JetStream, s Spec) *floorBook 
 	if err != nil {
 		return nil // the consumer's own making says why
 	}
-	kv, err := eventstore.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	kv, err := eventstore.KeepKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      FloorsBucket,
 		Description: "Each durable consumer's acknowledgement floor as last read by its consumers: where one deleted while none ran is made again.",
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(str.CachedInfo().Config.Replicas, 1),
 		History:     1,
-	})
+	}, s.Log)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.logger().Warn("the durables' floors cannot be kept; a durable deleted while none runs starts again from its stream's first message",
@@ -109,23 +114,26 @@ func (b *floorBook) startOf(ctx context.Context, js jetstream.JetStream, s Spec,
 	return after
 }
 
-// save keeps at when it moved since last kept. A failure is left for the
-// next read to mend.
+// save keeps at when it moved since last kept, or was last kept
+// keptAgainEvery ago. A failure is left for the next read to mend (the
+// bucket, deleted, made again).
 func (b *floorBook) save(ctx context.Context, at position) {
 	if b == nil || at.floor == 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if at.floor == b.saved.floor && at.made.Equal(b.saved.made) {
+	if at.floor == b.saved.floor && at.made.Equal(b.saved.made) && time.Since(b.savedAt) < keptAgainEvery {
 		return
 	}
 	v, err := json.Marshal(savedPosition{Floor: at.floor, Made: at.made})
 	if err != nil {
 		return
 	}
-	if _, err := b.kv.Put(ctx, b.key, v); err == nil {
-		b.saved = at
-		floorsSaved.Add(1)
+	if _, err := b.kv.Put(ctx, b.key, v); err != nil {
+		b.kv.Heal(ctx, err)
+		return
 	}
+	b.saved, b.savedAt = at, time.Now()
+	floorsSaved.Add(1)
 }

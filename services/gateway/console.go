@@ -85,14 +85,28 @@ type sessionValue struct {
 	// ID names the session in the list of signed-out ones: random, so
 	// one sign-out ends one session, not every one of the key.
 	ID string `json:"i"`
+	// Issued is when it was signed in (unix milliseconds): a session
+	// older than the list of signed-out ones may have been signed out in
+	// a list since lost (kvSignOuts).
+	Issued int64 `json:"n,omitempty"`
 }
 
-func (s *sessions) seal(key string, expires time.Time) (string, error) {
+// issued is when v was signed in; a cookie sealed before sessions said
+// so is taken as issued a whole sessionTTL before its expiry, the
+// earliest it can have been.
+func (v sessionValue) issued() time.Time {
+	if v.Issued == 0 {
+		return time.Unix(v.Expires, 0).Add(-sessionTTL)
+	}
+	return time.UnixMilli(v.Issued)
+}
+
+func (s *sessions) seal(key string, issued, expires time.Time) (string, error) {
 	id := make([]byte, 16)
 	if _, err := rand.Read(id); err != nil {
 		return "", err
 	}
-	b, _ := json.Marshal(sessionValue{Key: key, Expires: expires.Unix(), ID: base64.RawURLEncoding.EncodeToString(id)})
+	b, _ := json.Marshal(sessionValue{Key: key, Expires: expires.Unix(), ID: base64.RawURLEncoding.EncodeToString(id), Issued: issued.UnixMilli()})
 	sealed, err := s.sealer.Seal(sessionPurpose, string(b))
 	if err != nil {
 		return "", err
@@ -129,7 +143,7 @@ func (g *Gateway) session(r *http.Request, cookie string) (sessionValue, *apperr
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), signOutCheckTimeout)
 	defer cancel()
-	ended, err := g.sessions.ended.Ended(ctx, v.ID)
+	ended, err := g.sessions.ended.Ended(ctx, v.ID, v.issued())
 	switch {
 	case err != nil:
 		httpx.LoggerFrom(r.Context()).Warn("console sign-outs cannot be read", "err", err)
@@ -381,7 +395,7 @@ func (g *Gateway) signIn(w http.ResponseWriter, r *http.Request) {
 	if !key.ExpiresAt.IsZero() && key.ExpiresAt.Before(expires) {
 		expires = key.ExpiresAt
 	}
-	value, err := g.sessions.seal(secret, expires)
+	value, err := g.sessions.seal(secret, now, expires)
 	if err != nil {
 		httpx.WriteError(w, r, err)
 		return

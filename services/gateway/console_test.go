@@ -25,7 +25,7 @@ func TestSessionsSealAndOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	cookie, err := s.seal("vak_secret_key", now.Add(time.Hour))
+	cookie, err := s.seal("vak_secret_key", now, now.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestSessionsSealAndOpen(t *testing.T) {
 			t.Errorf("open(%q): %v", bad, refusal)
 		}
 	}
-	again, _ := s.seal("vak_secret_key", now.Add(time.Hour))
+	again, _ := s.seal("vak_secret_key", now, now.Add(time.Hour))
 	if again == cookie || s.csrf(again) == s.csrf(cookie) {
 		t.Error("each sign-in has its own cookie and token")
 	}
@@ -114,11 +114,11 @@ func TestSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 		return &Gateway{sessions: s, now: time.Now}
 	}
 	one, two := replica(), replica()
-	cookie, err := one.sessions.seal("vak_secret_key", time.Now().Add(time.Hour))
+	cookie, err := one.sessions.seal("vak_secret_key", time.Now(), time.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _ := one.sessions.seal("vak_secret_key", time.Now().Add(time.Hour))
+	other, _ := one.sessions.seal("vak_secret_key", time.Now(), time.Now().Add(time.Hour))
 	req := func(value string) *http.Request {
 		r := httptest.NewRequest("DELETE", "http://console.example/console/session", nil)
 		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
@@ -183,7 +183,7 @@ func (s *memorySignOuts) End(_ context.Context, id string, _ time.Time) error {
 	return nil
 }
 
-func (s *memorySignOuts) Ended(_ context.Context, id string) (bool, error) {
+func (s *memorySignOuts) Ended(_ context.Context, id string, _ time.Time) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ended[id], s.err

@@ -82,7 +82,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		return nil, err
 	}
 	if sess != nil {
-		if sess.ended, err = newKVSignOuts(ctx, d.JS, d.StreamReplicas); err != nil {
+		if sess.ended, err = newKVSignOuts(ctx, d.JS, d.StreamReplicas, d.Logger); err != nil {
 			return nil, err
 		}
 	}

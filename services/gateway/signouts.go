@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -23,39 +24,62 @@ const SignOutBucket = "gateway_console_signouts"
 // bucket's answer before it is refused as unavailable.
 const signOutCheckTimeout = 2 * time.Second
 
+// signOutsCheckEvery is how often each replica looks the bucket up: one
+// deleted is made again, and a session signed in before the bucket in use
+// was made is refused at every replica within this long.
+var signOutsCheckEvery = 5 * time.Second
+
+// clockSkew is how far a gateway's clock (a session's sign-in) and the
+// NATS server's (the bucket's making) may disagree: a session signed in
+// this long before the bucket was made, or less, is still honoured.
+const clockSkew = time.Minute
+
 // signOuts is the shared list of signed-out sessions.
 type signOuts interface {
 	// End records that session id is over, for good.
 	End(ctx context.Context, id string, expires time.Time) error
-	// Ended reports whether session id was signed out.
-	Ended(ctx context.Context, id string) (bool, error)
+	// Ended reports whether session id, signed in at issued, was signed
+	// out, or may have been.
+	Ended(ctx context.Context, id string, issued time.Time) (bool, error)
 }
 
 // kvSignOuts keeps the list in a JetStream key-value bucket every
-// replica reads.
-type kvSignOuts struct{ kv jetstream.KeyValue }
+// replica reads. Deleted, the bucket is made again, empty: the sign-outs
+// it held are lost, so every session signed in before it was made is
+// taken as signed out (its people sign in again), rather than honoured.
+type kvSignOuts struct {
+	kv   *eventstore.KeptKeyValue
+	skew time.Duration // clockSkew
+}
 
-func newKVSignOuts(ctx context.Context, js jetstream.JetStream, replicas int) (*kvSignOuts, error) {
-	kv, err := eventstore.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+func newKVSignOuts(ctx context.Context, js jetstream.JetStream, replicas int, log *slog.Logger) (*kvSignOuts, error) {
+	kv, err := eventstore.KeepKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket:      SignOutBucket,
 		Description: "Console sessions signed out before their expiry (the gateway's).",
 		TTL:         sessionTTL + time.Minute, // the longest a cookie lives, and clock skew
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
 		History:     1,
-	})
+	}, log)
 	if err != nil {
 		return nil, err
 	}
-	return &kvSignOuts{kv: kv}, nil
+	go kv.Keep(ctx, signOutsCheckEvery)
+	return &kvSignOuts{kv: kv, skew: clockSkew}, nil
 }
 
 func (s *kvSignOuts) End(ctx context.Context, id string, expires time.Time) error {
 	_, err := s.kv.Put(ctx, id, []byte(strconv.FormatInt(expires.Unix(), 10)))
+	if err != nil {
+		s.kv.Heal(ctx, err)
+	}
 	return err
 }
 
-func (s *kvSignOuts) Ended(ctx context.Context, id string) (bool, error) {
+func (s *kvSignOuts) Ended(ctx context.Context, id string, issued time.Time) (bool, error) {
+	if issued.Before(s.kv.Made().Add(-s.skew)) {
+		return true, nil // its sign-out, if any, was in a list since lost
+	}
 	_, err := s.kv.Get(ctx, id)
 	switch {
 	case err == nil:
@@ -63,5 +87,6 @@ func (s *kvSignOuts) Ended(ctx context.Context, id string) (bool, error) {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
 	}
+	s.kv.Heal(ctx, err)
 	return false, err
 }

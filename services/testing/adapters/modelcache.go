@@ -16,20 +16,21 @@ import (
 const ModelCacheBucket = "testing_model_cache"
 
 // KVCache is a model.ResponseCache (the model clients' answers) in a
-// JetStream key-value bucket: every runner
-// reaches it, and entries expire after the bucket's TTL.
+// JetStream key-value bucket: every runner reaches it, and entries expire
+// after the bucket's TTL. Deleted, the bucket is made again, empty, by
+// the first read or write that finds it gone.
 type KVCache struct {
-	KV  jetstream.KeyValue
+	KV  *eventstore.KeptKeyValue
 	Log *slog.Logger
 }
 
 // OpenKVCache creates or updates the bucket with ttl and returns the cache.
 // The last runner to start sets the TTL: give every runner the same one.
 func OpenKVCache(ctx context.Context, js jetstream.JetStream, ttl time.Duration, replicas int, log *slog.Logger) (*KVCache, error) {
-	kv, err := eventstore.EnsureKeyValue(ctx, js, jetstream.KeyValueConfig{
+	kv, err := eventstore.KeepKeyValue(ctx, js, jetstream.KeyValueConfig{
 		Bucket: ModelCacheBucket, Description: "model answers of test runs that asked for caching",
 		TTL: ttl, Replicas: max(replicas, 1), Storage: jetstream.FileStorage,
-	})
+	}, log)
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +41,7 @@ func OpenKVCache(ctx context.Context, js jetstream.JetStream, ttl time.Duration,
 func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 	e, err := c.KV.Get(ctx, key)
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !c.KV.Heal(ctx, err) {
 			c.Log.WarnContext(ctx, "runner: model cache read failed", "err", err)
 		}
 		return nil, false
@@ -50,7 +51,7 @@ func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 
 // Put writes an entry.
 func (c *KVCache) Put(ctx context.Context, key string, value []byte) {
-	if _, err := c.KV.Put(ctx, key, value); err != nil {
+	if _, err := c.KV.Put(ctx, key, value); err != nil && !c.KV.Heal(ctx, err) {
 		c.Log.WarnContext(ctx, "runner: model cache write failed", "err", err)
 	}
 }

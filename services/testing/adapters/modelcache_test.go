@@ -11,7 +11,7 @@ import (
 )
 
 // The model cache keeps an answer by key in the runners' shared bucket;
-// a key never put is a miss.
+// a key never put is a miss; the bucket deleted is made again.
 func TestModelCacheKeepsAnswersByKey(t *testing.T) {
 	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	ctx := context.Background()
@@ -30,5 +30,18 @@ func TestModelCacheKeepsAnswersByKey(t *testing.T) {
 	}
 	if v, ok := other.Get(ctx, "k1"); !ok || string(v) != "answer" {
 		t.Fatalf("got %q %v", v, ok)
+	}
+
+	// Deleted under the runners, the bucket is made again by the first
+	// that finds it gone: a miss, then the cache works again.
+	if err := js.DeleteKeyValue(ctx, adapters.ModelCacheBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get(ctx, "k1"); ok {
+		t.Fatal("an answer of the deleted bucket was found")
+	}
+	other.Put(ctx, "k2", []byte("again"))
+	if v, ok := c.Get(ctx, "k2"); !ok || string(v) != "again" {
+		t.Fatalf("after the bucket was deleted: got %q %v; want the cache working again", v, ok)
 	}
 }

@@ -1,0 +1,102 @@
+package eventstore
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// KeptKeyValue is a key-value bucket its users make again, empty, when
+// they find it deleted (an operator's slip, a restore that left it out),
+// as a deleted durable consumer is made again by its consumers: left
+// gone, every operation on it failed until the process restarted. The
+// client's handle names the bucket, not one stream, so it serves the
+// bucket made again as it is.
+type KeptKeyValue struct {
+	jetstream.KeyValue
+	js   jetstream.JetStream
+	cfg  jetstream.KeyValueConfig
+	log  *slog.Logger
+	made atomic.Int64 // when the bucket in use was made, unix nanoseconds
+	mu   sync.Mutex   // one check at a time
+}
+
+// KeepKeyValue creates or opens cfg's bucket (EnsureKeyValue) to be kept.
+func KeepKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (*KeptKeyValue, error) {
+	kv, err := EnsureKeyValue(ctx, js, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	k := &KeptKeyValue{KeyValue: kv, js: js, cfg: cfg, log: log.With("bucket", cfg.Bucket)}
+	k.noteMade(ctx)
+	return k, nil
+}
+
+// Made is when the bucket in use was made, as last looked up: a bucket
+// made again lost what the one before held.
+func (k *KeptKeyValue) Made() time.Time { return time.Unix(0, k.made.Load()) }
+
+// Heal is told of an operation's failure: when it came of the bucket
+// being gone, the bucket is made again. It reports whether it was.
+func (k *KeptKeyValue) Heal(ctx context.Context, err error) bool {
+	if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) &&
+		!errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return false
+	}
+	return k.Check(ctx)
+}
+
+// Check looks the bucket up, makes it again when it is gone, and notes
+// when the one in use was made; it reports whether it made it.
+func (k *KeptKeyValue) Check(ctx context.Context) (remade bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	_, err := k.js.KeyValue(ctx, k.cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := EnsureKeyValue(ctx, k.js, k.cfg); err != nil {
+			k.log.Error("the key-value bucket was deleted and cannot be made again yet", "err", err)
+			return false
+		}
+		k.log.Warn("the key-value bucket was deleted; made it again, empty")
+		remade = true
+	} else if err != nil {
+		return false // not to be told now: the next check will
+	}
+	k.noteMade(ctx)
+	return remade
+}
+
+// Keep checks the bucket every interval until ctx ends: a bucket made
+// again by another process is known here too (Made), and one deleted is
+// made again before an operation finds it gone.
+func (k *KeptKeyValue) Keep(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			k.Check(ctx)
+		}
+	}
+}
+
+func (k *KeptKeyValue) noteMade(ctx context.Context) {
+	st, err := k.Status(ctx)
+	if err != nil {
+		return
+	}
+	if s, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		k.made.Store(s.StreamInfo().Created.UnixNano())
+	}
+}
