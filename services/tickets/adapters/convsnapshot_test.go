@@ -299,6 +299,33 @@ func TestIndexSnapshotsKeepTheNewest(t *testing.T) {
 	}
 }
 
+// The snapshots' bucket deleted under the service is made again by the
+// snapshot that finds it gone: the next one is stored and read.
+func TestIndexSnapshotsBucketDeletedIsMadeAgain(t *testing.T) {
+	ctx := context.Background()
+	s, js := openSnapshots(t)
+	x := NewConversationIndex()
+	for i := range 3 {
+		recordConversation(t, x, uint64(i+1), "ws_1", fmt.Sprintf("conv_%d", i), "parcel")
+	}
+	if _, err := s.Save(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteObjectStore(ctx, SnapshotBucket); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Save(ctx, x); err == nil {
+		t.Fatal("a snapshot stored in a deleted bucket")
+	}
+	if _, err := s.Save(ctx, x); err != nil {
+		t.Fatalf("the snapshot after the bucket was found gone: %v", err)
+	}
+	y := NewConversationIndex()
+	if st, ok, err := s.Load(ctx, y); !ok || err != nil || st.Conversations != 3 {
+		t.Fatalf("load: %+v %v %v", st, ok, err)
+	}
+}
+
 // While a snapshot is written, reads go on: a change waits for the
 // snapshot without blocking them, and applies once it is stored.
 func TestSnapshotLetsReadsThroughWhileChangesWait(t *testing.T) {

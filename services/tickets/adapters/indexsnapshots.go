@@ -64,6 +64,9 @@ type IndexSnapshots struct {
 	Keys convseal.Keys
 	// Log tells why a stored snapshot was not read (nil: nobody is told).
 	Log *slog.Logger
+
+	js  jetstream.JetStream        // set by OpenIndexSnapshots: the bucket
+	cfg jetstream.ObjectStoreConfig // deleted is made again (remake)
 }
 
 // snapshotTimeout bounds storing or reading one snapshot (hundreds of
@@ -85,16 +88,37 @@ const (
 
 // OpenIndexSnapshots opens (making it if need be) the snapshots' bucket.
 func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas int, keys convseal.Keys) (*IndexSnapshots, error) {
-	obj, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+	cfg := jetstream.ObjectStoreConfig{
 		Bucket:      SnapshotBucket,
 		Description: "The tickets service's conversation index, as of one PLATFORM sequence, sealed; what a restart reads instead of the whole stream.",
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(replicas, 1),
-	})
+	}
+	obj, err := js.CreateOrUpdateObjectStore(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot bucket: %w", err)
 	}
-	return &IndexSnapshots{Obj: obj, Keys: keys, Log: slog.New(slog.DiscardHandler)}, nil
+	return &IndexSnapshots{Obj: obj, Keys: keys, Log: slog.New(slog.DiscardHandler), js: js, cfg: cfg}, nil
+}
+
+// remake makes the bucket again, empty, when it was deleted under the
+// service (a snapshot that failed to be stored says so): left gone, no
+// snapshot was stored until a restart, which then replayed the whole
+// stream. It reports whether it made it.
+func (s *IndexSnapshots) remake(ctx context.Context) bool {
+	if s.js == nil {
+		return false
+	}
+	if _, err := s.js.ObjectStore(ctx, s.cfg.Bucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return false
+	}
+	if _, err := s.js.CreateObjectStore(ctx, s.cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+		return false
+	}
+	if s.Log != nil {
+		s.Log.Warn("the snapshots' bucket was deleted; made it again, empty", "bucket", s.cfg.Bucket)
+	}
+	return true
 }
 
 func epochKeyID(epoch uint64) string { return "conversation_index_" + strconv.FormatUint(epoch, 10) }
@@ -203,6 +227,7 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 		return err
 	})
 	if err != nil {
+		s.remake(ctx) // the next snapshot is stored in the bucket made again
 		return st, err
 	}
 	all, err := s.stored(ctx)
