@@ -65,7 +65,7 @@ type IndexSnapshots struct {
 	// Log tells why a stored snapshot was not read (nil: nobody is told).
 	Log *slog.Logger
 
-	js  jetstream.JetStream        // set by OpenIndexSnapshots: the bucket
+	js  jetstream.JetStream         // set by OpenIndexSnapshots: the bucket
 	cfg jetstream.ObjectStoreConfig // deleted is made again (remake)
 }
 
