@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -48,8 +47,7 @@ func (k *KeptKeyValue) Made() time.Time { return time.Unix(0, k.made.Load()) }
 // Heal is told of an operation's failure: when it came of the bucket
 // being gone, the bucket is made again. It reports whether it was.
 func (k *KeptKeyValue) Heal(ctx context.Context, err error) bool {
-	if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, jetstream.ErrNoStreamResponse) &&
-		!errors.Is(err, jetstream.ErrStreamNotFound) && !errors.Is(err, jetstream.ErrBucketNotFound) {
+	if !maybeGone(err) {
 		return false
 	}
 	return k.Check(ctx)

@@ -157,7 +157,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	a := app.New(eventstore.New(d.JS, events.WebhooksStream), app.Ports{
 		Registry: reg, Attempts: adapters.StreamAttemptLog{AttemptLog: attempts, Publisher: publisher},
 		History: history, Backlog: adapters.StreamBacklog{JS: d.JS},
-		Queue: adapters.StreamQueue{JS: d.JS}, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
+		Queue: adapters.NewStreamQueue(d.JS, d.Logger), Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}),
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "webhooks/cursor"))

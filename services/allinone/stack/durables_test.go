@@ -190,3 +190,43 @@ func deleteDurables(t *testing.T, js jetstream.JetStream) int {
 	}
 	return deleted
 }
+
+// The work queues deleted under the platform (the runners' TESTJOBS, the
+// dispatchers' WEBHOOK_DELIVERIES) are made again by the first process
+// that finds them gone: a test run and a webhook delivery after the
+// deletion go through, where before each waited for a restart.
+func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, localHooks)
+	var delivered atomic.Int32
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
+	t.Cleanup(rcv.Close)
+	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
+		t.Fatalf("webhook: %d %s", r.Code, r.Body)
+	}
+	agent := agentWith(t, s)
+	test := createTest(t, s, hoursTest)
+
+	js := testenv.JetStreamAt(t, s.NATSURL)
+	ctx := context.Background()
+	for _, stream := range []string{events.TestJobsStream, events.WebhookDeliveriesStream} {
+		if err := js.DeleteStream(ctx, stream); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	inv := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`).JSON(t)["id"].(string)
+	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
+	eventually(t, 30*time.Second, "the event delivered", func() bool { return delivered.Load() == 1 })
+	for _, stream := range []string{events.TestJobsStream, events.WebhookDeliveriesStream} {
+		str, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatalf("%s: %v", stream, err)
+		}
+		if str.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
+			t.Fatalf("%s made again as %v; want a work queue", stream, str.CachedInfo().Config.Retention)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func JetStreamPorts(js jetstream.JetStream, log *slog.Logger) app.Ports {
 		Testing:     eventstore.New(js, events.TestingStream),
 		Agents:      eventstore.New(js, events.AgentsStream),
 		Runs:        NewRunsLog(js),
-		Jobs:        NewJobQueue(js),
+		Jobs:        NewJobQueue(js, log),
 		Counts:      NewCounters(js),
 		Invocations: NewInvocationFeed(js, log),
 	}
@@ -214,16 +214,30 @@ func lostTail(ctx context.Context, cons jetstream.Consumer, seen uint64) (bool, 
 }
 
 // JobQueue is app.JobQueue on the work-queue stream TESTJOBS.
-type JobQueue struct{ js jetstream.JetStream }
+type JobQueue struct {
+	js   jetstream.JetStream
+	kept *eventstore.KeptStream
+}
 
-// NewJobQueue queues on stream TESTJOBS.
-func NewJobQueue(js jetstream.JetStream) *JobQueue { return &JobQueue{js: js} }
+// NewJobQueue queues on stream TESTJOBS, making it again when it finds
+// it deleted.
+func NewJobQueue(js jetstream.JetStream, log *slog.Logger) *JobQueue {
+	return &JobQueue{js: js, kept: keptTestJobs(js, log)}
+}
 
 // Enqueue publishes asynchronously, 2,048 acks awaited at a time; the
 // stream's duplicate window (JobsDedupWindow) drops a re-queued id. Each
 // invocation's queue is created before its first job is published, and
 // idle runners are told (TestJobsQueuedNotify) once the jobs are stored.
 func (q *JobQueue) Enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
+	err := q.enqueue(ctx, n, job)
+	if err != nil {
+		q.kept.Heal(ctx, err) // the enqueuer tries again
+	}
+	return err
+}
+
+func (q *JobQueue) enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
 	var futures []jetstream.PubAckFuture
 	queues := map[string]bool{}
 	defer func() {

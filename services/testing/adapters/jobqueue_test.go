@@ -25,7 +25,7 @@ func TestJobQueueJetStreamWithQueues(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		return adapters.NewJobQueue(js), countJobs(t, js)
+		return adapters.NewJobQueue(js, nil), countJobs(t, js)
 	})
 }
 
@@ -38,7 +38,7 @@ func TestAnInvocationsJobsWaitUntilAcked(t *testing.T) {
 	if err := adapters.EnsureRunQueue(ctx, js, "ws", "tinv_a"); err != nil {
 		t.Fatal(err)
 	}
-	q := adapters.NewJobQueue(js)
+	q := adapters.NewJobQueue(js, nil)
 	filter, _ := events.TestJobsOfInvocation("ws", "tinv_a")
 	waiting := func(want bool, when string) {
 		t.Helper()

@@ -43,7 +43,7 @@ func TestRunsLogJetStream(t *testing.T) {
 func TestJobQueueJetStream(t *testing.T) {
 	jobqueuetest.Run(t, func(t *testing.T) (app.JobQueue, func(string) int) {
 		js := jetStream(t)
-		return adapters.NewJobQueue(js), countJobs(t, js)
+		return adapters.NewJobQueue(js, nil), countJobs(t, js)
 	})
 }
 
@@ -81,7 +81,7 @@ func TestRunnerPortsJetStream(t *testing.T) {
 	runnerportstest.Run(t, func(t *testing.T) runnerportstest.Ports {
 		js := jetStream(t)
 		return runnerportstest.Ports{Runner: adapters.NewRunnerPorts(js, time.Second, slog.New(slog.DiscardHandler)),
-			Jobs: adapters.NewJobQueue(js), Runs: adapters.NewRunsLog(js), Counts: adapters.NewCounters(js)}
+			Jobs: adapters.NewJobQueue(js, nil), Runs: adapters.NewRunsLog(js), Counts: adapters.NewCounters(js)}
 	})
 }
 

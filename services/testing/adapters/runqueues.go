@@ -90,6 +90,7 @@ type RunQueues struct {
 	js      jetstream.JetStream
 	ackWait time.Duration
 	log     *slog.Logger
+	jobs    *eventstore.KeptStream
 
 	mu       sync.Mutex
 	queues   []app.RunQueue
@@ -103,7 +104,7 @@ type RunQueues struct {
 // NewRunQueues lists the queues of TESTJOBS; the queues a runner with
 // AckWait ackWait takes jobs from get that AckWait.
 func NewRunQueues(js jetstream.JetStream, ackWait time.Duration, log *slog.Logger) *RunQueues {
-	return &RunQueues{js: js, ackWait: ackWait, log: log, handles: map[string]jetstream.Consumer{}, probe: map[string]time.Time{}}
+	return &RunQueues{js: js, ackWait: ackWait, log: log, jobs: keptTestJobs(js, log), handles: map[string]jetstream.Consumer{}, probe: map[string]time.Time{}}
 }
 
 // Queues are the queues with jobs waiting as last listed, less the jobs
@@ -122,7 +123,8 @@ func (r *RunQueues) Listed() time.Time {
 }
 
 // Refresh lists the queues again (one listing of TESTJOBS's consumers,
-// and one stream info). On the way it gives a queue this runner's
+// and one stream info), making TESTJOBS again if it was deleted. On the
+// way it gives a queue this runner's
 // AckWait, deletes a queue empty for RunQueueEmptyFor, and when jobs
 // stay on the stream that no queue accounts for (their queue was
 // deleted as they were queued), re-creates their queues.
@@ -132,6 +134,7 @@ func (r *RunQueues) Refresh(ctx context.Context, held func(ws, inv string) int) 
 	now := time.Now()
 	stream, err := eventstore.StreamOf(ctx, r.js, events.TestJobsStream)
 	if err != nil {
+		r.jobs.Heal(ctx, err) // deleted: made again, for the next listing
 		return err
 	}
 	sinfo, err := stream.Info(ctx)

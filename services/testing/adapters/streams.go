@@ -3,6 +3,7 @@ package adapters
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,11 +28,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	if err := eventstore.EnsureEventStreams(ctx, js, replicas, events.TestingStream, events.TestRunsStream); err != nil {
 		return err
 	}
-	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
-		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
-		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, AllowDirect: true,
-		Description: "Run jobs for testing-runner workers (work queue)",
-	}); err != nil {
+	if _, err := eventstore.EnsureConfig(ctx, js, testJobsConfig(replicas)); err != nil {
 		return fmt.Errorf("stream %s: %w", events.TestJobsStream, err)
 	}
 	if _, err := eventstore.EnsureConfig(ctx, js, jetstream.StreamConfig{
@@ -42,6 +39,22 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		return fmt.Errorf("stream %s: %w", events.TestCountsStream, err)
 	}
 	return nil
+}
+
+// testJobsConfig is TESTJOBS, the runners' work queue.
+func testJobsConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name: events.TestJobsStream, Subjects: []string{events.TestJobsAll}, Retention: jetstream.WorkQueuePolicy,
+		Storage: jetstream.FileStorage, Replicas: replicas, Duplicates: JobsDedupWindow, AllowDirect: true,
+		Description: "Run jobs for testing-runner workers (work queue)",
+	}
+}
+
+// keptTestJobs is TESTJOBS kept by its users: deleted, it is made again
+// by the enqueuer or a runner that finds it gone (the jobs it held are
+// lost with it), where before no invocation ran until a restart.
+func keptTestJobs(js jetstream.JetStream, log *slog.Logger) *eventstore.KeptStream {
+	return &eventstore.KeptStream{JS: js, Config: testJobsConfig(1), Sibling: events.TestingStream, Log: log}
 }
 
 // EnsureRunRetention makes TESTRUNS keep run results for retention (its

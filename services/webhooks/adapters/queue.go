@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -39,7 +40,18 @@ func protoMsg(subject string, m proto.Message, workspaceID, eventID string) (*na
 // StreamQueue is app.Queue on JetStream: events on the PLATFORM stream at
 // platform.evt.<workspace>.<event>, jobs on WEBHOOK_DELIVERIES, each
 // deduplicated by its Nats-Msg-Id.
-type StreamQueue struct{ JS jetstream.JetStream }
+type StreamQueue struct {
+	JS jetstream.JetStream
+	// Deliveries, when set, makes WEBHOOK_DELIVERIES again when a fan-out
+	// finds it deleted (the jobs it held are lost with it), where before
+	// no webhook was delivered until a restart.
+	Deliveries *eventstore.KeptStream
+}
+
+// NewStreamQueue is a StreamQueue that keeps WEBHOOK_DELIVERIES.
+func NewStreamQueue(js jetstream.JetStream, log *slog.Logger) StreamQueue {
+	return StreamQueue{JS: js, Deliveries: &eventstore.KeptStream{JS: js, Config: deliveriesConfig(1), Sibling: events.WebhooksStream, Log: log}}
+}
 
 // PublishEvent stores e with its id as the message id, and the request's
 // trace.
@@ -62,6 +74,14 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 // once and in order, and returns once the stream stored every one
 // (within jobStoreWait), each with its trace.
 func (q StreamQueue) QueueDelivery(ctx context.Context, queued ...app.Queued) error {
+	err := q.queueDelivery(ctx, queued)
+	if err != nil {
+		q.Deliveries.Heal(ctx, err) // the fan-out tries again
+	}
+	return err
+}
+
+func (q StreamQueue) queueDelivery(ctx context.Context, queued []app.Queued) error {
 	futures := make([]jetstream.PubAckFuture, 0, len(queued))
 	for _, qd := range queued {
 		job := qd.Job

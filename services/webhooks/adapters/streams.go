@@ -30,16 +30,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		return err
 	}
 	replicas = max(replicas, 1)
-	for _, c := range []jetstream.StreamConfig{{
-		Name:        events.WebhookDeliveriesStream,
-		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
-		Subjects:    []string{events.WebhookDeliveriesAll},
-		Retention:   jetstream.WorkQueuePolicy,
-		Storage:     jetstream.FileStorage,
-		Replicas:    replicas,
-		Discard:     jetstream.DiscardNew,
-		Duplicates:  10 * time.Minute,
-	}, {
+	for _, c := range []jetstream.StreamConfig{deliveriesConfig(replicas), {
 		Name:              events.WebhookAttemptsStream,
 		Description:       "Every webhook delivery attempt, newest per webhook",
 		Subjects:          []string{events.WebhookAttemptsAll},
@@ -68,6 +59,20 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		}
 	}
 	return nil
+}
+
+// deliveriesConfig is WEBHOOK_DELIVERIES, the dispatchers' work queue.
+func deliveriesConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.WebhookDeliveriesStream,
+		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
+		Subjects:    []string{events.WebhookDeliveriesAll},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    replicas,
+		Discard:     jetstream.DiscardNew,
+		Duplicates:  10 * time.Minute,
+	}
 }
 
 // followReplayed follows stream (eventstore.Follow) and returns once the

@@ -125,7 +125,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	work, stop := context.WithCancel(dctx)
 	ds := &Dispatcher{Deps: d, opts: o, attempts: attempts, ctx: dctx, cancel: cancel, stop: stop, metrics: newMetrics(d.Metrics),
 		use: &app.Dispatch{
-			Subscriptions: d.Registry, Queue: adapters.StreamQueue{JS: d.JS}, Attempts: attempts,
+			Subscriptions: d.Registry, Queue: adapters.NewStreamQueue(d.JS, d.Log), Attempts: attempts,
 			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
 		}}
 	// Deliveries: a pool of workers, each job settled as its attempt says
