@@ -191,25 +191,30 @@ func deleteDurables(t *testing.T, js jetstream.JetStream) int {
 	return deleted
 }
 
-// The work queues deleted under the platform (the runners' TESTJOBS, the
-// dispatchers' WEBHOOK_DELIVERIES) are made again by the first process
-// that finds them gone: a test run and a webhook delivery after the
-// deletion go through, where before each waited for a restart.
+// The streams of passing work deleted under the platform (the runners'
+// TESTJOBS, the dispatchers' WEBHOOK_DELIVERIES, the attempt streams the
+// delivery log is fed by) are made again by the first process that finds
+// them gone: a test run and a webhook delivery after the deletion go
+// through, and the delivery is in the delivery log, where before each
+// waited for a restart.
 func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
 	var delivered atomic.Int32
 	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
 	t.Cleanup(rcv.Close)
-	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
-		t.Fatalf("webhook: %d %s", r.Code, r.Body)
+	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
+	if hook.Code != 201 {
+		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
 	}
+	hookID := hook.JSON(t)["webhook_id"].(string)
 	agent := agentWith(t, s)
 	test := createTest(t, s, hoursTest)
 
 	js := testenv.JetStreamAt(t, s.NATSURL)
 	ctx := context.Background()
-	for _, stream := range []string{events.TestJobsStream, events.WebhookDeliveriesStream} {
+	work := []string{events.TestJobsStream, events.WebhookDeliveriesStream, events.WebhookAttemptsStream, events.WebhookAttemptsLogStream}
+	for _, stream := range work {
 		if err := js.DeleteStream(ctx, stream); err != nil {
 			t.Fatal(err)
 		}
@@ -220,13 +225,14 @@ func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	inv := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`).JSON(t)["id"].(string)
 	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
 	eventually(t, 30*time.Second, "the event delivered", func() bool { return delivered.Load() == 1 })
-	for _, stream := range []string{events.TestJobsStream, events.WebhookDeliveriesStream} {
-		str, err := js.Stream(ctx, stream)
-		if err != nil {
+	eventually(t, 30*time.Second, "the delivery in the delivery log", func() bool {
+		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hookID+"/logs", adminKey, "")
+		lines, _ := r.JSON(t)["recent_deliveries"].([]any)
+		return len(lines) == 1
+	})
+	for _, stream := range work {
+		if _, err := js.Stream(ctx, stream); err != nil {
 			t.Fatalf("%s: %v", stream, err)
-		}
-		if str.CachedInfo().Config.Retention != jetstream.WorkQueuePolicy {
-			t.Fatalf("%s made again as %v; want a work queue", stream, str.CachedInfo().Config.Retention)
 		}
 	}
 }

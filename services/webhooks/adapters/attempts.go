@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/fifo"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 )
@@ -76,10 +78,11 @@ const (
 // is, or attemptRetryFor has passed: a stream changing leaders loses no
 // line of the log.
 type AttemptPublisher struct {
-	async   jetstream.JetStream     // what it does not take comes back to failed
-	sync    jetstream.JetStream     // the retries
-	retries *fifo.Queue[heldRecord] // in the order they failed, at most attemptRetriesHeld
-	held    atomic.Int64            // records held, from failed until taken or given up
+	async   jetstream.JetStream       // what it does not take comes back to failed
+	sync    jetstream.JetStream       // the retries
+	kept    [2]*eventstore.KeptStream // WEBHOOK_ATTEMPTS, WEBHOOK_ATTEMPTS_LOG: made again when deleted
+	retries *fifo.Queue[heldRecord]   // in the order they failed, at most attemptRetriesHeld
+	held    atomic.Int64              // records held, from failed until taken or given up
 	log     *slog.Logger
 	ctx     context.Context
 }
@@ -94,6 +97,9 @@ type heldRecord struct {
 // ends.
 func NewAttemptPublisher(ctx context.Context, js jetstream.JetStream, log *slog.Logger) (*AttemptPublisher, error) {
 	p := &AttemptPublisher{sync: js, retries: fifo.New[heldRecord](attemptRetriesHeld), log: log, ctx: ctx}
+	for i, cfg := range []jetstream.StreamConfig{attemptsConfig(1), attemptsLogConfig(1)} {
+		p.kept[i] = &eventstore.KeptStream{JS: js, Config: cfg, Sibling: events.WebhooksStream, Log: log}
+	}
 	async, err := jetstream.New(js.Conn(), jetstream.WithPublishAsyncErrHandler(p.failed),
 		jetstream.WithPublishAsyncTimeout(attemptAckTimeout), jetstream.WithPublishAsyncMaxPending(attemptsInFlight))
 	if err != nil {
@@ -127,10 +133,21 @@ func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.Deli
 	}
 	for _, m := range msgs {
 		if _, err := p.sync.PublishMsg(ctx, m); err != nil {
+			p.heal(ctx, m.Subject, err)
 			return err
 		}
 	}
 	return nil
+}
+
+// heal makes the attempt stream of subject again when err came of its
+// being deleted: the records held for it are taken again.
+func (p *AttemptPublisher) heal(ctx context.Context, subject string, err error) {
+	kept := p.kept[0]
+	if strings.HasPrefix(subject, events.WebhookAttemptsLogSubjectPrefix+".") {
+		kept = p.kept[1]
+	}
+	kept.Heal(ctx, err)
 }
 
 // Flush returns once every record published so far has been taken by its
@@ -218,6 +235,7 @@ func (p *AttemptPublisher) retry() {
 				p.log.Warn("attempt records are not taken; publishing them again", "subject", r.msg.Subject, "waiting", p.retries.Len()+1, "err", err)
 				failing = true
 			}
+			p.heal(p.ctx, r.msg.Subject, err)
 			if time.Since(r.since) > attemptRetryFor {
 				p.log.Error("attempt record lost: no stream took it", "subject", r.msg.Subject, "for", attemptRetryFor, "err", err)
 				p.held.Add(-1)

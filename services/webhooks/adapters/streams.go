@@ -30,30 +30,7 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 		return err
 	}
 	replicas = max(replicas, 1)
-	for _, c := range []jetstream.StreamConfig{deliveriesConfig(replicas), {
-		Name:              events.WebhookAttemptsStream,
-		Description:       "Every webhook delivery attempt, newest per webhook",
-		Subjects:          []string{events.WebhookAttemptsAll},
-		Retention:         jetstream.LimitsPolicy,
-		Storage:           jetstream.FileStorage,
-		Replicas:          replicas,
-		Discard:           jetstream.DiscardOld,
-		MaxMsgsPerSubject: AttemptsPerWebhook,
-		MaxAge:            30 * 24 * time.Hour,
-		Duplicates:        10 * time.Minute,
-		AllowDirect:       true,
-	}, {
-		Name:        events.WebhookAttemptsLogStream,
-		Description: "Every webhook delivery attempt, until the durable delivery log holds it",
-		// Not sourced from WEBHOOK_ATTEMPTS any more: an update drops the
-		// source (covers sees the subjects differ).
-		Subjects:   []string{events.WebhookAttemptsLogAll},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   replicas,
-		MaxAge:     30 * 24 * time.Hour,
-		Duplicates: 10 * time.Minute,
-	}} {
+	for _, c := range []jetstream.StreamConfig{deliveriesConfig(replicas), attemptsConfig(replicas), attemptsLogConfig(replicas)} {
 		if _, err := eventstore.EnsureConfig(ctx, js, c); err != nil {
 			return fmt.Errorf("stream %s: %w", c.Name, err)
 		}
@@ -72,6 +49,41 @@ func deliveriesConfig(replicas int) jetstream.StreamConfig {
 		Replicas:    replicas,
 		Discard:     jetstream.DiscardNew,
 		Duplicates:  10 * time.Minute,
+	}
+}
+
+// attemptsConfig is WEBHOOK_ATTEMPTS, the recent attempts every process
+// follows.
+func attemptsConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              events.WebhookAttemptsStream,
+		Description:       "Every webhook delivery attempt, newest per webhook",
+		Subjects:          []string{events.WebhookAttemptsAll},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          replicas,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgsPerSubject: AttemptsPerWebhook,
+		MaxAge:            30 * 24 * time.Hour,
+		Duplicates:        10 * time.Minute,
+		AllowDirect:       true,
+	}
+}
+
+// attemptsLogConfig is WEBHOOK_ATTEMPTS_LOG, the queue the durable
+// delivery log is copied from.
+func attemptsLogConfig(replicas int) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:        events.WebhookAttemptsLogStream,
+		Description: "Every webhook delivery attempt, until the durable delivery log holds it",
+		// Not sourced from WEBHOOK_ATTEMPTS any more: an update drops the
+		// source (covers sees the subjects differ).
+		Subjects:   []string{events.WebhookAttemptsLogAll},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   replicas,
+		MaxAge:     30 * 24 * time.Hour,
+		Duplicates: 10 * time.Minute,
 	}
 }
 
