@@ -43,12 +43,7 @@ func TestADurableDeletedWhileNoneRanStartsAfterItsKeptFloor(t *testing.T) {
 	js := jobs(t, 100)
 	var got log
 	spec := consume.Spec{Stream: stream, Durable: "fanout", MaxBatch: 16}
-	handle := func(_ context.Context, batch []jetstream.Msg) error {
-		for _, m := range batch {
-			got.add(string(m.Data()))
-		}
-		return nil
-	}
+	handle := collect(&got)
 	stop := run(t, func(ctx context.Context) error { return consume.Batches(ctx, js, spec, handle) })
 	testkit.Eventually(t, 10*time.Second, "the history handled", func() bool { return got.len() == 100 })
 	floorKept(t, js, "fanout", 100)
@@ -59,23 +54,7 @@ func TestADurableDeletedWhileNoneRanStartsAfterItsKeptFloor(t *testing.T) {
 	}
 	publish(t, js, 100, 150)
 	run(t, func(ctx context.Context) error { return consume.Batches(ctx, js, spec, handle) })
-	testkit.Eventually(t, 10*time.Second, "what came while it was stopped handled", func() bool {
-		for i := 100; i < 150; i++ {
-			if got.count(strconv.Itoa(i)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for i := range 100 {
-		if n := got.count(strconv.Itoa(i)); n != 1 {
-			t.Fatalf("message %d, handled before the durable was deleted, handled %d times: the history was handled again", i, n)
-		}
-	}
-	info := settled(t, js, "fanout")
-	if info.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || info.Config.OptStartSeq != 101 {
-		t.Fatalf("made at start as %v from %d; want from sequence 101", info.Config.DeliverPolicy, info.Config.OptStartSeq)
-	}
+	handledAfter(t, js, &got, "fanout", 100, 150)
 }
 
 func TestADurableDeletedWithItsKeptFloorStartsAtTheFirstMessage(t *testing.T) {

@@ -39,17 +39,46 @@ func floorRead(t *testing.T, js jetstream.JetStream, durable string, seq uint64,
 	testkit.Eventually(t, 10*time.Second, "the floor read since", func() bool { return consume.FloorsRead() >= from+uint64(2*replicas) })
 }
 
-func TestBatchesMakeADeletedDurableAgainAfterItsFloor(t *testing.T) {
-	defer consume.ReadFloorsEvery(50 * time.Millisecond)()
-	js := jobs(t, 100)
-	var got log
-	spec := consume.Spec{Stream: stream, Durable: "projector", MaxBatch: 16}
-	handle := func(_ context.Context, batch []jetstream.Msg) error {
+// collect is a handler that logs each message's data in got.
+func collect(got *log) consume.Handler {
+	return func(_ context.Context, batch []jetstream.Msg) error {
 		for _, m := range batch {
 			got.add(string(m.Data()))
 		}
 		return nil
 	}
+}
+
+// handledAfter waits until messages from to to-1, published after the
+// durable was deleted, are handled, and checks that none before from was
+// handled twice and that the durable now starts after from.
+func handledAfter(t *testing.T, js jetstream.JetStream, got *log, durable string, from, to int) {
+	t.Helper()
+	testkit.Eventually(t, 20*time.Second, "what came after the deletion handled", func() bool {
+		for i := from; i < to; i++ {
+			if got.count(strconv.Itoa(i)) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for i := range from {
+		if n := got.count(strconv.Itoa(i)); n != 1 {
+			t.Fatalf("message %d, handled before the deletion, handled %d times: the history was handled again", i, n)
+		}
+	}
+	info := settled(t, js, durable)
+	if want := uint64(from + 1); info.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || info.Config.OptStartSeq != want {
+		t.Fatalf("made again as %v from %d; want from sequence %d", info.Config.DeliverPolicy, info.Config.OptStartSeq, want)
+	}
+}
+
+func TestBatchesMakeADeletedDurableAgainAfterItsFloor(t *testing.T) {
+	defer consume.ReadFloorsEvery(50 * time.Millisecond)()
+	js := jobs(t, 100)
+	var got log
+	spec := consume.Spec{Stream: stream, Durable: "projector", MaxBatch: 16}
+	handle := collect(&got)
 	// Two replicas share the durable: both see it go, one makes it again
 	// and the other takes it as it is.
 	stopA := run(t, func(ctx context.Context) error { return consume.Batches(ctx, js, spec, handle) })
@@ -61,23 +90,7 @@ func TestBatchesMakeADeletedDurableAgainAfterItsFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	publish(t, js, 100, 150)
-	testkit.Eventually(t, 20*time.Second, "what came after the deletion handled", func() bool {
-		for i := 100; i < 150; i++ {
-			if got.count(strconv.Itoa(i)) == 0 {
-				return false
-			}
-		}
-		return true
-	})
-	for i := range 100 {
-		if n := got.count(strconv.Itoa(i)); n != 1 {
-			t.Fatalf("message %d, acknowledged before the deletion, handled %d times: the history was handled again", i, n)
-		}
-	}
-	info := settled(t, js, "projector")
-	if info.Config.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || info.Config.OptStartSeq != 101 {
-		t.Fatalf("made again as %v from %d; want from sequence 101", info.Config.DeliverPolicy, info.Config.OptStartSeq)
-	}
+	handledAfter(t, js, &got, "projector", 100, 150)
 
 	// A restart takes the durable as it was made again.
 	stopA()

@@ -30,14 +30,7 @@ import (
 func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
-	var delivered atomic.Int32
-	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
-	t.Cleanup(rcv.Close)
-	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
-	if hook.Code != 201 {
-		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
-	}
-	hookID := hook.JSON(t)["webhook_id"].(string)
+	hookID, delivered := countingHook(t, s)
 	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
@@ -101,12 +94,7 @@ func TestDurablesDeletedWhileStoppedStartWhereTheyWere(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	s := start(t, dir, func(c *Config) { administered(c, []func(*Config){localHooks}) })
-	var delivered atomic.Int32
-	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
-	t.Cleanup(rcv.Close)
-	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
-		t.Fatalf("webhook: %d %s", r.Code, r.Body)
-	}
+	_, delivered := countingHook(t, s)
 	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
@@ -200,14 +188,7 @@ func deleteDurables(t *testing.T, js jetstream.JetStream) int {
 func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
-	var delivered atomic.Int32
-	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
-	t.Cleanup(rcv.Close)
-	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
-	if hook.Code != 201 {
-		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
-	}
-	hookID := hook.JSON(t)["webhook_id"].(string)
+	hookID, delivered := countingHook(t, s)
 	agent := agentWith(t, s)
 	test := createTest(t, s, hoursTest)
 
@@ -235,4 +216,18 @@ func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 			t.Fatalf("%s: %v", stream, err)
 		}
 	}
+}
+
+// countingHook subscribes a receiver that counts what it is sent to
+// call_started, and answers the webhook's id and the count.
+func countingHook(t *testing.T, s *Stack) (string, *atomic.Int32) {
+	t.Helper()
+	delivered := new(atomic.Int32)
+	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
+	t.Cleanup(rcv.Close)
+	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
+	if hook.Code != 201 {
+		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
+	}
+	return hook.JSON(t)["webhook_id"].(string), delivered
 }
