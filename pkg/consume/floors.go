@@ -131,7 +131,7 @@ func (b *floorBook) save(ctx context.Context, at position) {
 		return
 	}
 	if _, err := b.kv.Put(ctx, b.key, v); err != nil {
-		b.kv.Heal(ctx, err)
+		b.kv.Heal(err)
 		return
 	}
 	b.saved, b.savedAt = at, time.Now()

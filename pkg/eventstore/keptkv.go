@@ -24,6 +24,8 @@ type KeptKeyValue struct {
 	log  *slog.Logger
 	made atomic.Int64 // when the bucket in use was made, unix nanoseconds
 	mu   sync.Mutex   // one check at a time
+
+	healer healer
 }
 
 // KeepKeyValue creates or opens cfg's bucket (EnsureKeyValue) to be kept.
@@ -44,13 +46,11 @@ func KeepKeyValue(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 // made again lost what the one before held.
 func (k *KeptKeyValue) Made() time.Time { return time.Unix(0, k.made.Load()) }
 
-// Heal is told of an operation's failure: when it came of the bucket
-// being gone, the bucket is made again. It reports whether it was.
-func (k *KeptKeyValue) Heal(ctx context.Context, err error) bool {
-	if !maybeGone(err) {
-		return false
-	}
-	return k.Check(ctx)
+// Heal is told of an operation's failure: when it may come of the bucket
+// being gone, the bucket is looked up in the background and made again
+// if it is (the caller's next attempt finds it).
+func (k *KeptKeyValue) Heal(err error) {
+	k.healer.heal(err, func(ctx context.Context) { k.Check(ctx) })
 }
 
 // Check looks the bucket up, makes it again when it is gone, and notes

@@ -27,9 +27,6 @@ func TestAKeptBucketDeletedIsMadeAgainByItsUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep, stop := context.WithCancel(ctx)
-	defer stop()
-	go other.Keep(keep, 20*time.Millisecond)
 	if _, err := first.Put(ctx, "before", []byte("1")); err != nil {
 		t.Fatal(err)
 	}
@@ -44,35 +41,43 @@ func TestAKeptBucketDeletedIsMadeAgainByItsUsers(t *testing.T) {
 	}
 	_, err = first.Put(ctx, "after", []byte("2"))
 	if err == nil {
-		// The other's check came first: it made the bucket again.
-		testkit.Eventually(t, 5*time.Second, "the bucket made again", func() bool { return other.Made().After(madeBefore) })
-	} else if !first.Heal(ctx, err) && first.Made().Equal(madeBefore) {
-		t.Fatalf("an operation failed with %v on the deleted bucket, and Heal made nothing", err)
+		t.Fatal("a put in a deleted bucket")
 	}
-	if _, err := first.Put(ctx, "after", []byte("2")); err != nil {
-		t.Fatalf("put after healing: %v", err)
-	}
+	first.Heal(err)
+	testkit.Eventually(t, 5*time.Second, "a put after the bucket was made again", func() bool {
+		_, err := first.Put(ctx, "after", []byte("2"))
+		return err == nil
+	})
 	if _, err := first.Get(ctx, "before"); !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("a key of the deleted bucket: %v; want it gone with the bucket", err)
 	}
-	testkit.Eventually(t, 5*time.Second, "both know the bucket was made again", func() bool {
-		first.Check(ctx)
-		return first.Made().After(madeBefore) && other.Made().Equal(first.Made())
-	})
+	testkit.Eventually(t, 5*time.Second, "the healer knows the bucket was made again", func() bool { return first.Made().After(madeBefore) })
+	keep, stop := context.WithCancel(ctx)
+	defer stop()
+	go other.Keep(keep, 20*time.Millisecond)
+	testkit.Eventually(t, 5*time.Second, "the other knows the bucket was made again", func() bool { return other.Made().Equal(first.Made()) })
 }
 
-// Heal makes nothing of a failure that is not the bucket's being gone.
-func TestHealIgnoresOtherFailures(t *testing.T) {
+// Heal looks at nothing on a failure that is not the bucket's being
+// gone, and makes nothing of one while the bucket is there.
+func TestHealLeavesABucketThatIsThere(t *testing.T) {
 	ctx := context.Background()
 	kv, err := KeepKeyValue(ctx, testenv.JetStreamAt(t, testenv.StartNATS(t)), jetstream.KeyValueConfig{Bucket: "kept"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	made := kv.Made()
 	_, err = kv.Get(ctx, "missing")
 	if !errors.Is(err, jetstream.ErrKeyNotFound) {
 		t.Fatalf("get: %v", err)
 	}
-	if kv.Heal(ctx, err) {
-		t.Fatal("a missing key made the bucket again")
+	kv.Heal(err)
+	if kv.healer.running.Load() {
+		t.Fatal("a missing key started a look")
+	}
+	kv.Heal(jetstream.ErrNoStreamResponse)
+	testkit.Eventually(t, 5*time.Second, "the look done", func() bool { return !kv.healer.running.Load() })
+	if !kv.Made().Equal(made) {
+		t.Fatal("a bucket that is there was made again")
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -23,20 +21,23 @@ type KeptStream struct {
 	Sibling string
 	Log     *slog.Logger
 
-	mu sync.Mutex // one check at a time
+	healer healer
 }
 
-// Heal is told of an operation's failure: when it came of the stream
-// being gone, the stream is made again. It reports whether it was; a
-// nil KeptStream keeps nothing.
-func (k *KeptStream) Heal(ctx context.Context, err error) bool {
-	if k == nil || !maybeGone(err) {
-		return false
+// Heal is told of an operation's failure: when it may come of the stream
+// being gone, the stream is looked up in the background and made again
+// if it is (the caller's next attempt finds it). A nil KeptStream keeps
+// nothing.
+func (k *KeptStream) Heal(err error) {
+	if k != nil {
+		k.healer.heal(err, k.remake)
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
+}
+
+// remake makes the stream again if it is gone.
+func (k *KeptStream) remake(ctx context.Context) {
 	if _, err := k.JS.Stream(ctx, k.Config.Name); !errors.Is(err, jetstream.ErrStreamNotFound) {
-		return false // there (made again meanwhile), or not to be told now
+		return // there (made again meanwhile), or not to be told now
 	}
 	cfg := k.Config
 	if s, err := k.JS.Stream(ctx, k.Sibling); err == nil {
@@ -48,16 +49,7 @@ func (k *KeptStream) Heal(ctx context.Context, err error) bool {
 	}
 	if _, err := EnsureConfig(ctx, k.JS, cfg); err != nil {
 		log.Error("the stream was deleted and cannot be made again yet", "stream", cfg.Name, "err", err)
-		return false
+		return
 	}
 	log.Warn("the stream was deleted; made it again, empty", "stream", cfg.Name)
-	return true
-}
-
-// maybeGone reports whether err may come of the stream (or bucket) an
-// operation was on being gone: a publish nobody stores, a request nobody
-// answers, a lookup that finds nothing. Only a lookup tells.
-func maybeGone(err error) bool {
-	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound)
 }

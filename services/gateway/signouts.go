@@ -71,7 +71,7 @@ func newKVSignOuts(ctx context.Context, js jetstream.JetStream, replicas int, lo
 func (s *kvSignOuts) End(ctx context.Context, id string, expires time.Time) error {
 	_, err := s.kv.Put(ctx, id, []byte(strconv.FormatInt(expires.Unix(), 10)))
 	if err != nil {
-		s.kv.Heal(ctx, err)
+		s.kv.Heal(err)
 	}
 	return err
 }
@@ -87,6 +87,6 @@ func (s *kvSignOuts) Ended(ctx context.Context, id string, issued time.Time) (bo
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return false, nil
 	}
-	s.kv.Heal(ctx, err)
+	s.kv.Heal(err)
 	return false, err
 }

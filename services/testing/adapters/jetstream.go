@@ -232,7 +232,7 @@ func NewJobQueue(js jetstream.JetStream, log *slog.Logger) *JobQueue {
 func (q *JobQueue) Enqueue(ctx context.Context, n int, job func(int) (app.Message, error)) error {
 	err := q.enqueue(ctx, n, job)
 	if err != nil {
-		q.kept.Heal(ctx, err) // the enqueuer tries again
+		q.kept.Heal(err) // the enqueuer tries again
 	}
 	return err
 }

@@ -41,7 +41,8 @@ func OpenKVCache(ctx context.Context, js jetstream.JetStream, ttl time.Duration,
 func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 	e, err := c.KV.Get(ctx, key)
 	if err != nil {
-		if !errors.Is(err, jetstream.ErrKeyNotFound) && !c.KV.Heal(ctx, err) {
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			c.KV.Heal(err)
 			c.Log.WarnContext(ctx, "runner: model cache read failed", "err", err)
 		}
 		return nil, false
@@ -51,7 +52,8 @@ func (c *KVCache) Get(ctx context.Context, key string) ([]byte, bool) {
 
 // Put writes an entry.
 func (c *KVCache) Put(ctx context.Context, key string, value []byte) {
-	if _, err := c.KV.Put(ctx, key, value); err != nil && !c.KV.Heal(ctx, err) {
+	if _, err := c.KV.Put(ctx, key, value); err != nil {
+		c.KV.Heal(err)
 		c.Log.WarnContext(ctx, "runner: model cache write failed", "err", err)
 	}
 }

@@ -134,7 +134,7 @@ func (r *RunQueues) Refresh(ctx context.Context, held func(ws, inv string) int) 
 	now := time.Now()
 	stream, err := eventstore.StreamOf(ctx, r.js, events.TestJobsStream)
 	if err != nil {
-		r.jobs.Heal(ctx, err) // deleted: made again, for the next listing
+		r.jobs.Heal(err) // deleted: made again, for the next listing
 		return err
 	}
 	sinfo, err := stream.Info(ctx)

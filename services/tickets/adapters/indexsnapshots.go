@@ -101,6 +101,10 @@ func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas in
 	return &IndexSnapshots{Obj: obj, Keys: keys, Log: slog.New(slog.DiscardHandler), js: js, cfg: cfg}, nil
 }
 
+// remakeTimeout bounds looking the bucket up and making it again: a
+// cluster between leaders answers no one, and the snapshotter waits.
+const remakeTimeout = 5 * time.Second
+
 // remake makes the bucket again, empty, when it was deleted under the
 // service (a snapshot that failed to be stored says so): left gone, no
 // snapshot was stored until a restart, which then replayed the whole
@@ -109,6 +113,8 @@ func (s *IndexSnapshots) remake(ctx context.Context) bool {
 	if s.js == nil {
 		return false
 	}
+	ctx, cancel := context.WithTimeout(ctx, remakeTimeout)
+	defer cancel()
 	if _, err := s.js.ObjectStore(ctx, s.cfg.Bucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return false
 	}

@@ -133,7 +133,7 @@ func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.Deli
 	}
 	for _, m := range msgs {
 		if _, err := p.sync.PublishMsg(ctx, m); err != nil {
-			p.heal(ctx, m.Subject, err)
+			p.heal(m.Subject, err)
 			return err
 		}
 	}
@@ -142,12 +142,12 @@ func (p *AttemptPublisher) RecordDurable(ctx context.Context, a *webhooksv1.Deli
 
 // heal makes the attempt stream of subject again when err came of its
 // being deleted: the records held for it are taken again.
-func (p *AttemptPublisher) heal(ctx context.Context, subject string, err error) {
+func (p *AttemptPublisher) heal(subject string, err error) {
 	kept := p.kept[0]
 	if strings.HasPrefix(subject, events.WebhookAttemptsLogSubjectPrefix+".") {
 		kept = p.kept[1]
 	}
-	kept.Heal(ctx, err)
+	kept.Heal(err)
 }
 
 // Flush returns once every record published so far has been taken by its
@@ -235,7 +235,7 @@ func (p *AttemptPublisher) retry() {
 				p.log.Warn("attempt records are not taken; publishing them again", "subject", r.msg.Subject, "waiting", p.retries.Len()+1, "err", err)
 				failing = true
 			}
-			p.heal(p.ctx, r.msg.Subject, err)
+			p.heal(r.msg.Subject, err)
 			if time.Since(r.since) > attemptRetryFor {
 				p.log.Error("attempt record lost: no stream took it", "subject", r.msg.Subject, "for", attemptRetryFor, "err", err)
 				p.held.Add(-1)

@@ -76,7 +76,7 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 func (q StreamQueue) QueueDelivery(ctx context.Context, queued ...app.Queued) error {
 	err := q.queueDelivery(ctx, queued)
 	if err != nil {
-		q.Deliveries.Heal(ctx, err) // the fan-out tries again
+		q.Deliveries.Heal(err) // the fan-out tries again
 	}
 	return err
 }
