@@ -62,17 +62,7 @@ const keptAgainEvery = time.Minute
 // dependency: when it cannot be had, nil, and the durable is made as
 // before it.
 func openFloors(ctx context.Context, js jetstream.JetStream, s Spec) *floorBook {
-	str, err := js.Stream(ctx, s.Stream)
-	if err != nil {
-		return nil // the consumer's own making says why
-	}
-	kv, err := eventstore.KeepKeyValue(ctx, js, jetstream.KeyValueConfig{
-		Bucket:      FloorsBucket,
-		Description: "Each durable consumer's acknowledgement floor as last read by its consumers: where one deleted while none ran is made again.",
-		Storage:     jetstream.FileStorage,
-		Replicas:    max(str.CachedInfo().Config.Replicas, 1),
-		History:     1,
-	}, s.Log)
+	kv, err := keptFloors(ctx, js, s)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.logger().Warn("the durables' floors cannot be kept; a durable deleted while none runs starts again from its stream's first message",
@@ -81,6 +71,21 @@ func openFloors(ctx context.Context, js jetstream.JetStream, s Spec) *floorBook 
 		return nil
 	}
 	return &floorBook{kv: kv, key: FloorKey(s.Stream, s.Durable)}
+}
+
+// keptFloors opens the bucket, made at the replication of s's stream.
+func keptFloors(ctx context.Context, js jetstream.JetStream, s Spec) (*eventstore.KeptKeyValue, error) {
+	str, err := js.Stream(ctx, s.Stream)
+	if err != nil {
+		return nil, err
+	}
+	return eventstore.KeepKeyValue(ctx, js, jetstream.KeyValueConfig{
+		Bucket:      FloorsBucket,
+		Description: "Each durable consumer's acknowledgement floor as last read by its consumers: where one deleted while none ran is made again.",
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(str.CachedInfo().Config.Replicas, 1),
+		History:     1,
+	}, s.Log)
 }
 
 // startOf is cfg, the durable about to be created or updated, made to
