@@ -10,28 +10,28 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// healEvery bounds how often a healer looks again, and healTimeout how
+// healEvery bounds how often a Healer looks again, and healTimeout how
 // long one look may take.
 const (
 	healEvery   = time.Second
 	healTimeout = 10 * time.Second
 )
 
-// healer looks, in the background, whether what it keeps (a stream, a
-// bucket) is gone when told of a failure that may come of that, and makes
-// it again: at most one look at a time and one every healEvery. The
-// caller is never held: the same failures come of a cluster between
-// leaders, which answers no one for seconds, and a look then would only
-// delay the caller's own retry.
-type healer struct {
+// Healer looks, in the background, whether what it keeps (a stream, a
+// bucket, an object store) is gone when told of a failure that may come
+// of that, and makes it again: at most one look at a time and one every
+// healEvery. The caller is never held: the same failures come of a
+// cluster between leaders, which answers no one for seconds, and a look
+// then would only delay the caller's own retry. The zero Healer is ready.
+type Healer struct {
 	running atomic.Bool
 	last    atomic.Int64 // when the last look began, unix nanoseconds
 }
 
-// heal runs look in the background when err may come of what is kept
+// Heal runs look in the background when err may come of what is kept
 // being gone, unless a look is under way or began less than healEvery
-// ago.
-func (h *healer) heal(err error, look func(ctx context.Context)) {
+// ago. look finds out whether it is gone and, if so, makes it again.
+func (h *Healer) Heal(err error, look func(ctx context.Context)) {
 	if !maybeGone(err) || time.Since(time.Unix(0, h.last.Load())) < healEvery || !h.running.CompareAndSwap(false, true) {
 		return
 	}

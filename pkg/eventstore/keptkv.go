@@ -25,7 +25,7 @@ type KeptKeyValue struct {
 	made atomic.Int64 // when the bucket in use was made, unix nanoseconds
 	mu   sync.Mutex   // one check at a time
 
-	healer healer
+	healer Healer
 }
 
 // KeepKeyValue creates or opens cfg's bucket (EnsureKeyValue) to be kept.
@@ -50,27 +50,25 @@ func (k *KeptKeyValue) Made() time.Time { return time.Unix(0, k.made.Load()) }
 // being gone, the bucket is looked up in the background and made again
 // if it is (the caller's next attempt finds it).
 func (k *KeptKeyValue) Heal(err error) {
-	k.healer.heal(err, func(ctx context.Context) { k.Check(ctx) })
+	k.healer.Heal(err, k.Check)
 }
 
 // Check looks the bucket up, makes it again when it is gone, and notes
-// when the one in use was made; it reports whether it made it.
-func (k *KeptKeyValue) Check(ctx context.Context) (remade bool) {
+// when the one in use was made.
+func (k *KeptKeyValue) Check(ctx context.Context) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	_, err := k.js.KeyValue(ctx, k.cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		if _, err := EnsureKeyValue(ctx, k.js, k.cfg); err != nil {
 			k.log.Error("the key-value bucket was deleted and cannot be made again yet", "err", err)
-			return false
+			return
 		}
 		k.log.Warn("the key-value bucket was deleted; made it again, empty")
-		remade = true
 	} else if err != nil {
-		return false // not to be told now: the next check will
+		return // not to be told now: the next check will
 	}
 	k.noteMade(ctx)
-	return remade
 }
 
 // Keep checks the bucket every interval until ctx ends: a bucket made

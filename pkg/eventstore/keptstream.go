@@ -21,7 +21,7 @@ type KeptStream struct {
 	Sibling string
 	Log     *slog.Logger
 
-	healer healer
+	healer Healer
 }
 
 // Heal is told of an operation's failure: when it may come of the stream
@@ -30,7 +30,7 @@ type KeptStream struct {
 // nothing.
 func (k *KeptStream) Heal(err error) {
 	if k != nil {
-		k.healer.heal(err, k.remake)
+		k.healer.Heal(err, k.remake)
 	}
 }
 

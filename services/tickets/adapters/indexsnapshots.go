@@ -24,6 +24,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // SnapshotBucket is the object store bucket of the conversation index's
@@ -65,8 +66,9 @@ type IndexSnapshots struct {
 	// Log tells why a stored snapshot was not read (nil: nobody is told).
 	Log *slog.Logger
 
-	js  jetstream.JetStream         // set by OpenIndexSnapshots: the bucket
-	cfg jetstream.ObjectStoreConfig // deleted is made again (remake)
+	js     jetstream.JetStream         // set by OpenIndexSnapshots: the bucket
+	cfg    jetstream.ObjectStoreConfig // deleted is made again (remake)
+	healer eventstore.Healer
 }
 
 // snapshotTimeout bounds storing or reading one snapshot (hundreds of
@@ -101,30 +103,20 @@ func OpenIndexSnapshots(ctx context.Context, js jetstream.JetStream, replicas in
 	return &IndexSnapshots{Obj: obj, Keys: keys, Log: slog.New(slog.DiscardHandler), js: js, cfg: cfg}, nil
 }
 
-// remakeTimeout bounds looking the bucket up and making it again: a
-// cluster between leaders answers no one, and the snapshotter waits.
-const remakeTimeout = 5 * time.Second
-
 // remake makes the bucket again, empty, when it was deleted under the
-// service (a snapshot that failed to be stored says so): left gone, no
-// snapshot was stored until a restart, which then replayed the whole
-// stream. It reports whether it made it.
-func (s *IndexSnapshots) remake(ctx context.Context) bool {
-	if s.js == nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, remakeTimeout)
-	defer cancel()
+// service (a snapshot that failed to be stored says so, through healer):
+// left gone, no snapshot was stored until a restart, which then replayed
+// the whole stream.
+func (s *IndexSnapshots) remake(ctx context.Context) {
 	if _, err := s.js.ObjectStore(ctx, s.cfg.Bucket); !errors.Is(err, jetstream.ErrBucketNotFound) {
-		return false
+		return
 	}
 	if _, err := s.js.CreateObjectStore(ctx, s.cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
-		return false
+		return
 	}
 	if s.Log != nil {
 		s.Log.Warn("the snapshots' bucket was deleted; made it again, empty", "bucket", s.cfg.Bucket)
 	}
-	return true
 }
 
 func epochKeyID(epoch uint64) string { return "conversation_index_" + strconv.FormatUint(epoch, 10) }
@@ -233,7 +225,9 @@ func (s *IndexSnapshots) Save(ctx context.Context, x *ConversationIndex) (Snapsh
 		return err
 	})
 	if err != nil {
-		s.remake(ctx) // the next snapshot is stored in the bucket made again
+		if s.js != nil {
+			s.healer.Heal(err, s.remake) // the next snapshot is stored in the bucket made again
+		}
 		return st, err
 	}
 	all, err := s.stored(ctx)
