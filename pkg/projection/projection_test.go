@@ -94,18 +94,9 @@ func testUpsertKeepsNewest(t *testing.T) {
 
 func appendItems(t *testing.T, st *eventstore.Store, n, versions int) {
 	t.Helper()
-	ctx := context.Background()
 	for v := 1; v <= versions; v++ {
 		for i := range n {
-			id := fmt.Sprintf("item%02d", i)
-			prev, _, err := st.Last(ctx, "items."+id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			data, _ := json.Marshal(item{ID: id, Name: id, Count: v})
-			if _, err := st.Append(ctx, "items."+id, prev.Seq, "", eventstore.Event{Type: "item", Data: data}); err != nil {
-				t.Fatal(err)
-			}
+			appendItem(t, st, fmt.Sprintf("item%02d", i), v)
 		}
 	}
 }

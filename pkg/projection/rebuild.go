@@ -15,63 +15,84 @@ import (
 // collection) and returns once it has applied everything up to the
 // stream's last sequence as of the call. A service switches its reads to
 // the rebuilt collection afterwards; the old one can then be dropped.
+func Rebuild(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, coll *mongo.Collection, h Handler) (int, error) {
+	applied, _, err := replay(ctx, js, stream, filterSubjects, 1, coll, h)
+	return applied, err
+}
+
+// replayBatch bounds the records a replay reads and writes at once.
+const replayBatch = 500
+
+// replay applies the stream's records from sequence from on, up to the
+// stream's last as of the call, to coll, and returns how many it applied
+// and that last sequence. Every write is guarded by its sequence, so a
+// replay may run beside the live projector, over what coll already
+// holds.
 //
 // It reads the stream rather than consume it (pkg/consume): a bounded
 // replay up to a known sequence, on an ordered consumer the server keeps
 // no state for, with nothing to acknowledge or redeliver; a failure
-// fails the rebuild, which is started again from the first event.
-func Rebuild(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, coll *mongo.Collection, h Handler) (int, error) {
+// fails the replay, which is started again.
+func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, from uint64, coll *mongo.Collection, h Handler) (applied int, last uint64, err error) {
 	str, err := js.Stream(ctx, stream)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	info, err := str.Info(ctx)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	last := info.State.LastSeq
-	if info.State.Msgs == 0 {
-		return 0, nil
+	last = info.State.LastSeq
+	if info.State.Msgs == 0 || from > last {
+		return 0, last, nil
 	}
-	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filterSubjects})
+	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: filterSubjects, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1),
+	})
 	if err != nil {
-		return 0, err
+		return 0, last, err
 	}
-	applied := 0
 	for {
 		cinfo, err := cons.Info(ctx)
 		if err != nil {
-			return applied, err
+			return applied, last, err
 		}
 		if cinfo.NumPending == 0 {
-			return applied, nil
+			return applied, last, nil
 		}
-		batch, err := cons.Fetch(500, jetstream.FetchMaxWait(2*time.Second))
+		// As many as are there: a fetch of more waits out its time.
+		batch, err := cons.Fetch(int(min(cinfo.NumPending, replayBatch)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
-			return applied, err
+			return applied, last, err
 		}
+		writes := make([]Write, 0, replayBatch)
+		done := false
 		for m := range batch.Messages() {
 			rec, err := eventstore.RecordFromMsg(m)
 			if err != nil {
-				return applied, err
+				return applied, last, err
 			}
 			if rec.Seq > last {
-				return applied, nil
+				done = true
+				continue // drained, so that the fetch ends cleanly
 			}
 			id, doc, err := h(ctx, rec)
 			if err != nil {
-				return applied, fmt.Errorf("rebuild at seq %d: %w", rec.Seq, err)
+				return applied, last, fmt.Errorf("replay at seq %d: %w", rec.Seq, err)
 			}
-			if id == "" {
-				continue
+			if id != "" {
+				writes = append(writes, Write{ID: id, Seq: rec.Seq, Doc: doc})
 			}
-			if _, err := Upsert(ctx, coll, id, rec.Seq, doc); err != nil {
-				return applied, err
-			}
-			applied++
 		}
 		if err := batch.Error(); err != nil {
-			return applied, err
+			return applied, last, err
+		}
+		if err := UpsertBatch(ctx, coll, writes); err != nil {
+			return applied, last, err
+		}
+		applied += len(writes)
+		if done {
+			return applied, last, nil
 		}
 	}
 }

@@ -32,12 +32,17 @@ type Config struct {
 	// index): few large store writes cost far less than many small ones.
 	Linger   time.Duration
 	MaxBatch int // default 256
+	// CheckEvery is how often the collection is looked at for what it
+	// lost (checkpoint.go); default 10s.
+	CheckEvery time.Duration
 }
 
 // Run projects the stream into coll through a durable consumer until ctx
 // ends. Each record is written, then acked; a failed write is retried
 // with back-off, so nothing is skipped. Restarting resumes where the
-// durable consumer left off.
+// durable consumer left off. What the collection loses behind the
+// durable's back (dropped, restored from an older backup) is replayed
+// into it: before the durable is consumed, and while it is (keeper).
 func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler) error {
 	log := c.Logger
 	if log == nil {
@@ -46,6 +51,18 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = defaultMaxBatch
 	}
+	k := newKeeper(js, coll, c, h, log)
+	k.check(ctx)
+	kctx, stopKeeper := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		k.keep(kctx)
+	}()
+	defer func() {
+		stopKeeper()
+		<-kept
+	}()
 	// Whatever has arrived is one batch (without a linger, no waiting: an
 	// idle projector writes at once, a busy one in batches).
 	return consume.Batches(ctx, js, consume.Spec{

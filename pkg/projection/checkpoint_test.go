@@ -1,0 +1,284 @@
+package projection
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+)
+
+// kept is a projection of ITEMS into items_kept that looks at its
+// collection often, and the log it writes.
+type kept struct {
+	t    *testing.T
+	js   jetstream.JetStream
+	st   *eventstore.Store
+	db   *mongo.Database
+	coll *mongo.Collection
+	cfg  Config
+	log  *testkit.LogBuffer
+}
+
+func newKept(t *testing.T) *kept {
+	js, st, db := setup(t)
+	k := &kept{t: t, js: js, st: st, db: db, coll: db.Collection("items_kept"), log: &testkit.LogBuffer{}}
+	k.cfg = Config{Stream: "ITEMS", Durable: "items-kept", FilterSubjects: []string{"items.>"}, CheckEvery: 50 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(k.log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	k.index()
+	return k
+}
+
+// index makes the index a service makes at start.
+func (k *kept) index() {
+	k.t.Helper()
+	if _, err := k.coll.Indexes().CreateOne(context.Background(), mongo.IndexModel{
+		Keys: bson.D{{Key: "name", Value: 1}}, Options: options.Index().SetName("by_name"),
+	}); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// run runs the projection until the returned stop is called.
+func (k *kept) run() (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, k.js, k.coll, k.cfg, handler) }()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			k.t.Error(err)
+		}
+	}
+	k.t.Cleanup(stop)
+	return stop
+}
+
+// caughtUp waits for the durable to have everything.
+func (k *kept) caughtUp() {
+	k.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := WaitCaughtUp(ctx, k.js, "ITEMS", k.cfg.Durable); err != nil {
+		k.t.Fatal(err)
+	}
+}
+
+// whole waits for the collection to hold what a rebuild from the stream
+// holds.
+func (k *kept) whole(what string) {
+	k.t.Helper()
+	want := k.db.Collection(fmt.Sprintf("rebuilt_%d", time.Now().UnixNano()))
+	if _, err := Rebuild(context.Background(), k.js, "ITEMS", []string{"items.>"}, want, handler); err != nil {
+		k.t.Fatal(err)
+	}
+	testkit.Eventually(k.t, 30*time.Second, what, func() bool {
+		return fmt.Sprint(all(k.t, k.coll)) == fmt.Sprint(all(k.t, want))
+	})
+}
+
+func (k *kept) hasIndex() bool {
+	specs, err := k.coll.Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	for _, s := range specs {
+		if s.Name == "by_name" {
+			return true
+		}
+	}
+	return false
+}
+
+func (k *kept) replays() int { return strings.Count(k.log.String(), "msg=\"replayed the stream") }
+
+func TestACollectionDroppedUnderItsProjectorIsReplayed(t *testing.T) {
+	for _, lose := range []struct {
+		name string
+		how  func(k *kept) error
+	}{
+		{"the collection dropped", func(k *kept) error { return k.coll.Drop(context.Background()) }},
+		{"the database dropped, checkpoints and all", func(k *kept) error { return k.db.Drop(context.Background()) }},
+	} {
+		t.Run(lose.name, func(t *testing.T) {
+			k := newKept(t)
+			appendItems(t, k.st, 10, 3)
+			k.run()
+			k.caughtUp()
+			k.whole("the projection caught up")
+			testkit.Eventually(t, 10*time.Second, "a first checkpoint", func() bool {
+				return k.coll.Database().Collection(CheckpointsCollection).FindOne(context.Background(), bson.D{}).Err() == nil
+			})
+
+			if err := lose.how(k); err != nil {
+				t.Fatal(err)
+			}
+			// A live write makes the collection again, with one item.
+			appendItem(t, k.st, "item99", 1)
+			k.whole("every item back after the drop")
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(k.log)
+				}
+			})
+			testkit.Eventually(t, 10*time.Second, "its index made again", k.hasIndex)
+			if !strings.Contains(k.log.String(), "the collection was dropped") {
+				t.Fatalf("the replay not logged as after a drop:\n%s", k.log)
+			}
+		})
+	}
+}
+
+// appendItem appends a version of item id.
+func appendItem(t *testing.T, st *eventstore.Store, id string, count int) {
+	t.Helper()
+	ctx := context.Background()
+	prev, _, err := st.Last(ctx, "items."+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(item{ID: id, Name: id, Count: count})
+	if _, err := st.Append(ctx, "items."+id, prev.Seq, "", eventstore.Event{Type: "item", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProjectionsMendAtStartWhatTheirStoreLostWhileStopped(t *testing.T) {
+	for _, lose := range []struct {
+		name string
+		how  func(k *kept)
+	}{
+		{"the collection dropped", func(k *kept) { _ = k.coll.Drop(context.Background()) }},
+		// The service makes its indexes, and so its collections, before
+		// its projectors start.
+		{"the database dropped", func(k *kept) { _ = k.db.Drop(context.Background()); k.index() }},
+		{"restored from an older backup, its UUID kept", func(k *kept) {
+			// What a restore of the backup of the collection and its
+			// checkpoint at seq 10 leaves: the items written after it lack
+			// their later versions.
+			ctx := context.Background()
+			if _, err := k.coll.DeleteMany(ctx, bson.D{}); err != nil {
+				k.t.Fatal(err)
+			}
+			k.setCheckpoint(10)
+			if err := k.restoreUpTo(10); err != nil {
+				k.t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(lose.name, func(t *testing.T) {
+			k := newKept(t)
+			appendItems(t, k.st, 10, 3)
+			stop := k.run()
+			k.caughtUp()
+			k.whole("the projection caught up")
+			stop()
+			lose.how(k)
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Log(k.log)
+				}
+			})
+			k.run()
+			k.whole("every item back")
+			if k.replays() != 1 {
+				t.Fatalf("%d replays, want 1:\n%s", k.replays(), k.log)
+			}
+		})
+	}
+}
+
+// setCheckpoint sets the projection's checkpoint back to seq.
+func (k *kept) setCheckpoint(seq int64) {
+	k.t.Helper()
+	r, err := k.db.Collection(CheckpointsCollection).UpdateOne(context.Background(), bson.D{{Key: "_id", Value: "ITEMS." + k.cfg.Durable}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "seq", Value: seq}}}})
+	if err != nil || r.MatchedCount != 1 {
+		k.t.Fatalf("setting the checkpoint back: %+v, %v", r, err)
+	}
+}
+
+// restoreUpTo writes each item as the stream had it at sequence seq.
+func (k *kept) restoreUpTo(seq uint64) error {
+	_, _, err := replayUpTo(context.Background(), k.js, seq, k.coll)
+	return err
+}
+
+func replayUpTo(ctx context.Context, js jetstream.JetStream, seq uint64, coll *mongo.Collection) (int, uint64, error) {
+	upTo := func(ctx context.Context, rec eventstore.Record) (string, any, error) {
+		if rec.Seq > seq {
+			return "", nil, nil
+		}
+		return handler(ctx, rec)
+	}
+	return replay(ctx, js, "ITEMS", []string{"items.>"}, 1, coll, upTo)
+}
+
+func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {
+	k := newKept(t)
+	appendItems(t, k.st, 10, 3)
+	k.run()
+	k.caughtUp()
+	k.whole("the projection caught up")
+	marks := k.coll.Database().Collection(CheckpointsCollection)
+	testkit.Eventually(t, 10*time.Second, "the checkpoint at the durable's floor", func() bool {
+		var c checkpoint
+		return marks.FindOne(context.Background(), bson.D{}).Decode(&c) == nil && c.Seq == 30
+	})
+	// A restore that keeps the collection's UUID: documents and
+	// checkpoint as they were at sequence 10.
+	ctx := context.Background()
+	if _, err := k.coll.DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.restoreUpTo(10); err != nil {
+		t.Fatal(err)
+	}
+	k.setCheckpoint(10)
+	k.whole("every item back after the restore")
+	if !strings.Contains(k.log.String(), "from_seq=11") {
+		t.Fatalf("the replay did not start after the restored checkpoint:\n%s", k.log)
+	}
+}
+
+func TestAProjectionRestartedOrUpgradedReplaysNothing(t *testing.T) {
+	k := newKept(t)
+	appendItems(t, k.st, 10, 3)
+	stop := k.run()
+	k.caughtUp()
+	k.whole("the projection caught up")
+	stop()
+	stop = k.run() // a clean restart: the last checkpoint is the durable's floor
+	appendItems(t, k.st, 10, 1)
+	k.caughtUp()
+	k.whole("the new events projected")
+
+	// A projection of a version that kept no checkpoints: its collection
+	// whole, its durable ahead.
+	stop()
+	if _, err := k.coll.Database().Collection(CheckpointsCollection).DeleteMany(context.Background(), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	k.run()
+	testkit.Eventually(t, 10*time.Second, "a checkpoint noted again", func() bool {
+		return k.coll.Database().Collection(CheckpointsCollection).FindOne(context.Background(), bson.D{}).Err() == nil
+	})
+	if n := k.replays(); n != 0 {
+		t.Fatalf("%d replays, want none:\n%s", n, k.log)
+	}
+}
