@@ -85,7 +85,7 @@ func (k *keeper) keep(ctx context.Context) {
 		case <-ctx.Done():
 			stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			if floor, err := k.floor(stop); err == nil && k.seen != nil {
+			if floor, err := k.floor(stop); err == nil && k.seen != nil && floor > k.noted {
 				_ = k.note(stop, k.seen, floor)
 			}
 			return
@@ -112,6 +112,9 @@ func (k *keeper) check(ctx context.Context) {
 				"collection", k.coll.Name(), "err", err)
 			return
 		}
+		// What the collection held was found to end at from-1: the note
+		// raises the checkpoint from there.
+		k.noted = missing.from - 1
 	}
 	rctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
@@ -235,7 +238,8 @@ const namespaceExists = 48
 // remember notes that collection uuid holds every event up to the
 // durable's floor, or to covered if a replay took it further, and keeps
 // its UUID and indexes; unless it is no longer the collection there
-// (dropped since it was looked at), which the next look finds.
+// (dropped since it was looked at), which the next look finds. A
+// checkpoint with nothing new is not written again.
 func (k *keeper) remember(ctx context.Context, uuid []byte, covered uint64) error {
 	if uuid == nil {
 		return nil // nothing written yet: nothing to note
@@ -244,19 +248,29 @@ func (k *keeper) remember(ctx context.Context, uuid []byte, covered uint64) erro
 	if err != nil {
 		return err
 	}
-	indexes, err := k.indexSpecs(ctx)
-	if err != nil {
-		return err
+	seq, same := max(floor, covered), bytes.Equal(uuid, k.seen)
+	if same && seq <= k.noted {
+		return nil
+	}
+	indexes := k.indexes
+	if !same {
+		if indexes, err = k.indexSpecs(ctx); err != nil {
+			return err
+		}
 	}
 	if now, err := k.uuid(ctx); err != nil || !bytes.Equal(now, uuid) {
-		return err
+		return errors.Join(err, errNotTheOneLookedAt)
 	}
-	if err := k.note(ctx, uuid, max(floor, covered)); err != nil {
+	if err := k.note(ctx, uuid, seq); err != nil {
 		return err
 	}
 	k.seen, k.indexes = uuid, indexes
 	return nil
 }
+
+// errNotTheOneLookedAt is a note not written: the collection changed
+// since it was looked at.
+var errNotTheOneLookedAt = errors.New("the collection is not the one looked at; the next look decides")
 
 // note records that collection uuid holds every event up to seq. The
 // sequence only grows ($max): replicas of a service note the same
