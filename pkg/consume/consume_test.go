@@ -39,22 +39,7 @@ func jobs(t *testing.T, n int) jetstream.JetStream {
 // run runs a consumer until stop is called; stop waits for it to return.
 func run(t *testing.T, f func(ctx context.Context) error) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- f(ctx) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("consumer ended with %v; want nil", err)
-		}
-	}
-	t.Cleanup(stop)
-	return stop
+	return testkit.Background(t, f)
 }
 
 // settled is the durable's state (a zero one before it exists: every

@@ -56,21 +56,16 @@ func (k *kept) index() {
 
 // run runs the projection until the returned stop is called.
 func (k *kept) run() (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, k.js, k.coll, k.cfg, handler) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			k.t.Error(err)
-		}
-	}
-	k.t.Cleanup(stop)
+	return testkit.Background(k.t, func(ctx context.Context) error { return Run(ctx, k.js, k.coll, k.cfg, handler) })
+}
+
+// started appends versions of ten items and runs the projection until it
+// has them; stop stops it.
+func (k *kept) started() (stop func()) {
+	appendItems(k.t, k.st, 10, 3)
+	stop = k.run()
+	k.caughtUp()
+	k.whole("the projection caught up")
 	return stop
 }
 
@@ -122,10 +117,7 @@ func TestACollectionDroppedUnderItsProjectorIsReplayed(t *testing.T) {
 	} {
 		t.Run(lose.name, func(t *testing.T) {
 			k := newKept(t)
-			appendItems(t, k.st, 10, 3)
-			k.run()
-			k.caughtUp()
-			k.whole("the projection caught up")
+			k.started()
 			testkit.Eventually(t, 10*time.Second, "a first checkpoint", func() bool {
 				return k.coll.Database().Collection(CheckpointsCollection).FindOne(context.Background(), bson.D{}).Err() == nil
 			})
@@ -186,11 +178,7 @@ func TestProjectionsMendAtStartWhatTheirStoreLostWhileStopped(t *testing.T) {
 	} {
 		t.Run(lose.name, func(t *testing.T) {
 			k := newKept(t)
-			appendItems(t, k.st, 10, 3)
-			stop := k.run()
-			k.caughtUp()
-			k.whole("the projection caught up")
-			stop()
+			k.started()()
 			lose.how(k)
 			k.run()
 			k.whole("every item back")
@@ -229,10 +217,7 @@ func replayUpTo(ctx context.Context, js jetstream.JetStream, seq uint64, coll *m
 
 func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {
 	k := newKept(t)
-	appendItems(t, k.st, 10, 3)
-	k.run()
-	k.caughtUp()
-	k.whole("the projection caught up")
+	k.started()
 	marks := k.coll.Database().Collection(CheckpointsCollection)
 	testkit.Eventually(t, 10*time.Second, "the checkpoint at the durable's floor", func() bool {
 		var c checkpoint
@@ -265,10 +250,7 @@ func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {
 
 func TestAProjectionRestartedOrUpgradedReplaysNothing(t *testing.T) {
 	k := newKept(t)
-	appendItems(t, k.st, 10, 3)
-	stop := k.run()
-	k.caughtUp()
-	k.whole("the projection caught up")
+	stop := k.started()
 	stop()
 	stop = k.run() // a clean restart: the last checkpoint is the durable's floor
 	appendItems(t, k.st, 10, 1)
