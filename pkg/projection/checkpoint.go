@@ -55,7 +55,7 @@ type keeper struct {
 	c     Config
 	coll  *mongo.Collection
 	marks *mongo.Collection
-	h     Handler
+	apply Apply
 	log   *slog.Logger
 
 	seen    []byte     // the collection's UUID when it was last found whole
@@ -63,8 +63,28 @@ type keeper struct {
 	noted   uint64     // the sequence last noted
 }
 
-func newKeeper(js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler, log *slog.Logger) *keeper {
-	return &keeper{js: js, c: c, coll: coll, marks: coll.Database().Collection(CheckpointsCollection), h: h, log: log}
+// Guard looks after coll, which durable c.Durable of c.Stream writes
+// through apply: now, before the durable is consumed, then every
+// c.CheckEvery until stop is called or ctx ends. What coll is found to
+// lack is replayed into it through apply. Run guards its collection; a
+// consumer that writes a store's collection otherwise guards it itself.
+func Guard(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, apply Apply) (stop func()) {
+	log := c.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	k := &keeper{js: js, c: c, coll: coll, marks: coll.Database().Collection(CheckpointsCollection), apply: apply, log: log}
+	k.check(ctx)
+	kctx, cancel := context.WithCancel(ctx)
+	kept := make(chan struct{})
+	go func() {
+		defer close(kept)
+		k.keep(kctx)
+	}()
+	return func() {
+		cancel()
+		<-kept
+	}
 }
 
 // id names the projection's checkpoint: its durable's stream and name.
@@ -206,7 +226,7 @@ func (k *keeper) mend(ctx context.Context, l lack) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n, last, err := replay(ctx, k.js, k.c.Stream, k.c.FilterSubjects, l.from, k.coll, k.h)
+	n, last, err := replay(ctx, k.js, k.c.Stream, k.c.FilterSubjects, l.from, k.apply)
 	if err != nil {
 		return nil, 0, err
 	}

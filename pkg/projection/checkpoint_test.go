@@ -212,7 +212,7 @@ func replayUpTo(ctx context.Context, js jetstream.JetStream, seq uint64, coll *m
 		}
 		return handler(ctx, rec)
 	}
-	return replay(ctx, js, "ITEMS", []string{"items.>"}, 1, coll, upTo)
+	return replay(ctx, js, "ITEMS", []string{"items.>"}, 1, upserting(coll, upTo))
 }
 
 func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {

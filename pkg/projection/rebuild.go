@@ -16,24 +16,47 @@ import (
 // stream's last sequence as of the call. A service switches its reads to
 // the rebuilt collection afterwards; the old one can then be dropped.
 func Rebuild(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, coll *mongo.Collection, h Handler) (int, error) {
-	applied, _, err := replay(ctx, js, stream, filterSubjects, 1, coll, h)
+	applied, _, err := replay(ctx, js, stream, filterSubjects, 1, upserting(coll, h))
 	return applied, err
+}
+
+// Apply writes a batch of a stream's records into a store's collection
+// and says how many it wrote. Applied again to records it has written,
+// it must leave the collection as it was.
+type Apply func(ctx context.Context, recs []eventstore.Record) (applied int, err error)
+
+// upserting is the Apply of a projection: each record mapped by h,
+// written by UpsertBatch.
+func upserting(coll *mongo.Collection, h Handler) Apply {
+	return func(ctx context.Context, recs []eventstore.Record) (int, error) {
+		writes := make([]Write, 0, len(recs))
+		for _, rec := range recs {
+			id, doc, err := h(ctx, rec)
+			if err != nil {
+				return 0, fmt.Errorf("at seq %d: %w", rec.Seq, err)
+			}
+			if id != "" {
+				writes = append(writes, Write{ID: id, Seq: rec.Seq, Doc: doc})
+			}
+		}
+		return len(writes), UpsertBatch(ctx, coll, writes)
+	}
 }
 
 // replayBatch bounds the records a replay reads and writes at once.
 const replayBatch = 500
 
 // replay applies the stream's records from sequence from on, up to the
-// stream's last as of the call, to coll, and returns how many it applied
-// and that last sequence. Every write is guarded by its sequence, so a
-// replay may run beside the live projector, over what coll already
-// holds.
+// stream's last as of the call, and returns how many it applied and that
+// last sequence. A projection's writes are guarded by their sequence, so
+// a replay may run beside the live projector, over what its collection
+// already holds.
 //
 // It reads the stream rather than consume it (pkg/consume): a bounded
 // replay up to a known sequence, on an ordered consumer the server keeps
 // no state for, with nothing to acknowledge or redeliver; a failure
 // fails the replay, which is started again.
-func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, from uint64, coll *mongo.Collection, h Handler) (applied int, last uint64, err error) {
+func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSubjects []string, from uint64, apply Apply) (applied int, last uint64, err error) {
 	str, err := js.Stream(ctx, stream)
 	if err != nil {
 		return 0, 0, err
@@ -65,7 +88,7 @@ func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSu
 		if err != nil {
 			return applied, last, err
 		}
-		writes := make([]Write, 0, replayBatch)
+		recs := make([]eventstore.Record, 0, replayBatch)
 		done := false
 		for m := range batch.Messages() {
 			rec, err := eventstore.RecordFromMsg(m)
@@ -76,21 +99,16 @@ func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSu
 				done = true
 				continue // drained, so that the fetch ends cleanly
 			}
-			id, doc, err := h(ctx, rec)
-			if err != nil {
-				return applied, last, fmt.Errorf("replay at seq %d: %w", rec.Seq, err)
-			}
-			if id != "" {
-				writes = append(writes, Write{ID: id, Seq: rec.Seq, Doc: doc})
-			}
+			recs = append(recs, rec)
 		}
 		if err := batch.Error(); err != nil {
 			return applied, last, err
 		}
-		if err := UpsertBatch(ctx, coll, writes); err != nil {
-			return applied, last, err
+		n, err := apply(ctx, recs)
+		applied += n
+		if err != nil {
+			return applied, last, fmt.Errorf("replay: %w", err)
 		}
-		applied += len(writes)
 		if done {
 			return applied, last, nil
 		}

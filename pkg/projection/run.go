@@ -42,7 +42,7 @@ type Config struct {
 // with back-off, so nothing is skipped. Restarting resumes where the
 // durable consumer left off. What the collection loses behind the
 // durable's back (dropped, restored from an older backup) is replayed
-// into it: before the durable is consumed, and while it is (keeper).
+// into it: before the durable is consumed, and while it is (Guard).
 func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler) error {
 	log := c.Logger
 	if log == nil {
@@ -51,18 +51,9 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = defaultMaxBatch
 	}
-	k := newKeeper(js, coll, c, h, log)
-	k.check(ctx)
-	kctx, stopKeeper := context.WithCancel(ctx)
-	kept := make(chan struct{})
-	go func() {
-		defer close(kept)
-		k.keep(kctx)
-	}()
-	defer func() {
-		stopKeeper()
-		<-kept
-	}()
+	apply := upserting(coll, h)
+	stop := Guard(ctx, js, coll, c, apply)
+	defer stop()
 	// Whatever has arrived is one batch (without a linger, no waiting: an
 	// idle projector writes at once, a busy one in batches).
 	return consume.Batches(ctx, js, consume.Spec{
@@ -71,7 +62,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 		OnError: func(batch []jetstream.Msg, err error) {
 			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
 		},
-	}, func(ctx context.Context, batch []jetstream.Msg) error { return applyBatch(ctx, coll, h, batch) })
+	}, func(ctx context.Context, batch []jetstream.Msg) error { return applyBatch(ctx, apply, batch) })
 }
 
 // UnreadCopy tunes c for a durable copy no request reads at once (the
@@ -86,23 +77,18 @@ func (c Config) UnreadCopy() Config {
 // defaultMaxBatch bounds the messages written as one batch.
 const defaultMaxBatch = 256
 
-// applyBatch maps the batch's records to documents and writes them.
-func applyBatch(ctx context.Context, coll *mongo.Collection, h Handler, batch []jetstream.Msg) error {
-	writes := make([]Write, 0, len(batch))
+// applyBatch writes the batch's records through apply.
+func applyBatch(ctx context.Context, apply Apply, batch []jetstream.Msg) error {
+	recs := make([]eventstore.Record, 0, len(batch))
 	for _, m := range batch {
 		rec, err := eventstore.RecordFromMsg(m)
 		if err != nil {
 			return err
 		}
-		id, doc, err := h(ctx, rec)
-		if err != nil {
-			return err
-		}
-		if id != "" {
-			writes = append(writes, Write{ID: id, Seq: rec.Seq, Doc: doc})
-		}
+		recs = append(recs, rec)
 	}
-	return UpsertBatch(ctx, coll, writes)
+	_, err := apply(ctx, recs)
+	return err
 }
 
 // WaitCaughtUp returns once the durable consumer has processed and acked

@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -114,6 +115,24 @@ func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, l
 		}
 		return log.Record(ctx, calls)
 	})
+}
+
+// GuardCalls guards the store's call log, FollowCalls' copy, as a
+// projection's collection is (projection.Guard): dropped, or restored
+// from an older backup, it is replayed from the stream. Its first look is
+// done when it returns, before anything reads the copy.
+func GuardCalls(ctx context.Context, js jetstream.JetStream, store *CallLog, logger *slog.Logger) (stop func()) {
+	return projection.Guard(ctx, js, store.Calls,
+		projection.Config{Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Logger: logger},
+		func(ctx context.Context, recs []eventstore.Record) (int, error) {
+			calls := make([]app.Call, 0, len(recs))
+			for _, rec := range recs {
+				if c, ok := callIn(rec.Subject, rec.Data, rec.Time); ok {
+					calls = append(calls, c)
+				}
+			}
+			return len(calls), store.Record(ctx, calls) // latest calls ($max): the same again changes nothing
+		})
 }
 
 // callOf is the call a call_started or conversation_started event reports.

@@ -124,3 +124,38 @@ func platform(t *testing.T) (*testenv.Env, jetstream.JetStream, context.Context)
 	}
 	return env, js, ctx
 }
+
+// The store's call log dropped while nothing ran is replayed from the
+// stream by the guard's first look, before anything reads it.
+func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
+	env, js, ctx := platform(t)
+	for i, agent := range []string{"agent_1", "agent_2"} {
+		body := fmt.Sprintf(`{"event":"call_started","timestamp":%q,"data":{"agent_id":%q}}`, time.Unix(int64(100*(i+1)), 0).UTC().Format(time.RFC3339), agent)
+		if _, err := js.Publish(ctx, "platform.evt.ws_a.call_started", []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := NewCallLog(env.Mongo(t).Database("agents_calls_guarded"))
+	last := func() map[string]int64 {
+		got, err := store.LastCalls(ctx, "ws_a", []string{"agent_1", "agent_2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	log := slog.New(slog.DiscardHandler)
+	stop := testkit.Background(t, func(ctx context.Context) error {
+		defer GuardCalls(ctx, js, store, log)()
+		return FollowCalls(ctx, js, store, log)
+	})
+	testkit.Eventually(t, 10*time.Second, "both calls in the store", func() bool { return len(last()) == 2 })
+	stop()
+	if err := store.Calls.Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	GuardCalls(ctx, js, store, log)
+	if got, want := last(), map[string]int64{"agent_1": 100, "agent_2": 200}; !maps.Equal(got, want) {
+		t.Fatalf("once guarded again: %v; want %v", got, want)
+	}
+}
