@@ -33,7 +33,7 @@ type Config struct {
 	Linger   time.Duration
 	MaxBatch int // default 256
 	// CheckEvery is how often the collection is looked at for what it
-	// lost (checkpoint.go); default 10s.
+	// lost (Guard); default 10s.
 	CheckEvery time.Duration
 }
 
