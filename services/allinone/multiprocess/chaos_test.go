@@ -760,13 +760,15 @@ func (c *checker) unlogged(acks []ack, since time.Time) (delivered int, missing 
 }
 
 // deliveryLog is the event ids of the webhook's attempts since then, read
-// through the gateways a page at a time (what a page that failed left
-// out is read again by the caller's next pass).
+// through the gateways a page at a time. A page that failed (on a cluster
+// just healed, one may take seconds, past the client's time-out) is asked
+// for again a few times before the pass gives up: what it left out is
+// read again by the caller's next pass, which rereads every page.
 func (c *checker) deliveryLog(since time.Time) map[string]bool {
 	logged := map[string]bool{}
 	cursor := ""
 	for {
-		u := fmt.Sprintf("%s/v1/voiceai/webhooks/%s/logs?limit=100&start_time=%d", c.p.lb.next(), c.webhook, since.Unix())
+		u := fmt.Sprintf("/v1/voiceai/webhooks/%s/logs?limit=100&start_time=%d", c.webhook, since.Unix())
 		if cursor != "" {
 			u += "&cursor=" + url.QueryEscape(cursor)
 		}
@@ -777,7 +779,12 @@ func (c *checker) deliveryLog(since time.Time) map[string]bool {
 			NextCursor *string `json:"next_cursor"`
 			HasMore    bool    `json:"has_more"`
 		}
-		if r := quietRequest("GET", u, "", ""); r.code != http.StatusOK || json.Unmarshal(r.body, &page) != nil {
+		read := false
+		for try := 0; try < 3 && !read; try++ {
+			r := quietRequest("GET", c.p.lb.next()+u, "", "")
+			read = r.code == http.StatusOK && json.Unmarshal(r.body, &page) == nil
+		}
+		if !read {
 			return logged
 		}
 		for _, a := range page.Attempts {
