@@ -2,6 +2,8 @@ package stack
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -49,4 +51,46 @@ func TestReadModelsDroppedFromTheStoreAreReplayed(t *testing.T) {
 		t.Fatal("still listed once dropped: the listings do not read the store")
 	}
 	eventually(t, 60*time.Second, "the agent and its ticket listed again", func() bool { return agents() && tickets() })
+}
+
+// The embedded store's files deleted while the platform is stopped (a
+// reset of the store by hand): at the next start every read model is
+// replayed from the streams before its projector consumes, and the
+// listings read from the store hold everything again.
+func TestTheStoreDeletedWhileStoppedIsReplayedAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	inStore := func(c *Config) {
+		administered(c, []func(*Config){func(c *Config) { c.ReadIndex = config.ReadIndexStore }})
+	}
+	s := start(t, dir, inStore)
+	agent := agentWith(t, s)
+	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
+		t.Fatalf("ticket: %d %s", r.Code, r.Body)
+	}
+	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"name":"w","url":"https://example.invalid/hook","events":["call_started"]}`)
+	if hook.Code != 201 && hook.Code != 200 {
+		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
+	}
+	listed := func(s *Stack, path, text string) func() bool {
+		return func() bool {
+			r := call(t, s, "GET", path, adminKey, "")
+			return r.Code == 200 && strings.Contains(string(r.Body), text)
+		}
+	}
+	all := func(s *Stack) func() bool {
+		agents, tickets := listed(s, "/v1/convai/agents", agent), listed(s, "/v1/convai/triage-tickets?agent_id="+agent, "Quoted the wrong hours")
+		hooks := listed(s, "/v1/convai/webhooks", "example.invalid")
+		return func() bool { return agents() && tickets() && hooks() }
+	}
+	eventually(t, 30*time.Second, "the agent, its ticket and the webhook listed", all(s))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "mongo")); err != nil {
+		t.Fatal(err)
+	}
+
+	s = start(t, dir, inStore)
+	eventually(t, 30*time.Second, "the agent, its ticket and the webhook listed again", all(s))
 }
