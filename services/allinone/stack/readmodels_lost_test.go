@@ -47,9 +47,8 @@ func TestReadModelsDroppedFromTheStoreAreReplayed(t *testing.T) {
 	if err := mc.Database("voiceai_tickets").Collection(names[0]).Drop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if agents() || tickets() {
-		t.Fatal("still listed once dropped: the listings do not read the store")
-	}
+	// (Whether they are listed meanwhile depends on when the projectors
+	// look; with the replay disabled they never are again.)
 	eventually(t, 60*time.Second, "the agent and its ticket listed again", func() bool { return agents() && tickets() })
 }
 
