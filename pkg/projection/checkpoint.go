@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,8 +99,12 @@ func (k *keeper) keep(ctx context.Context) {
 	if every <= 0 {
 		every = defaultCheckEvery
 	}
-	t := time.NewTicker(every)
+	// The first look at a random point of the interval: a service's
+	// projectors start together, and their looks at once would be a burst
+	// of store reads every interval.
+	t := time.NewTicker(time.Duration(rand.Int64N(int64(every))) + 1)
 	defer t.Stop()
+	first := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -110,6 +115,10 @@ func (k *keeper) keep(ctx context.Context) {
 			}
 			return
 		case <-t.C:
+			if first {
+				t.Reset(every)
+				first = false
+			}
 			k.check(ctx)
 		}
 	}
