@@ -21,18 +21,9 @@ import (
 // good. They are replayed from the streams instead.
 func TestReadModelsDroppedFromTheStoreAreReplayed(t *testing.T) {
 	t.Parallel()
-	s := startAdmin(t, func(c *Config) { c.ReadIndex = config.ReadIndexStore })
-	agent := agentWith(t, s)
-	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
-		t.Fatalf("ticket: %d %s", r.Code, r.Body)
-	}
-	listed := func(path, id string) func() bool {
-		return func() bool {
-			r := call(t, s, "GET", path, adminKey, "")
-			return r.Code == 200 && strings.Contains(string(r.Body), id)
-		}
-	}
-	agents, tickets := listed("/v1/convai/agents", agent), listed("/v1/convai/triage-tickets?agent_id="+agent, "Quoted the wrong hours")
+	s := startAdmin(t, inStore)
+	agent := agentWithTicket(t, s)
+	agents, tickets := listed(t, s, "/v1/convai/agents", agent), listed(t, s, "/v1/convai/triage-tickets?agent_id="+agent, ticketTitle)
 	eventually(t, 30*time.Second, "the agent and its ticket listed", func() bool { return agents() && tickets() })
 
 	ctx := context.Background()
@@ -59,27 +50,16 @@ func TestReadModelsDroppedFromTheStoreAreReplayed(t *testing.T) {
 func TestTheStoreDeletedWhileStoppedIsReplayedAtStart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	inStore := func(c *Config) {
-		administered(c, []func(*Config){func(c *Config) { c.ReadIndex = config.ReadIndexStore }})
-	}
-	s := start(t, dir, inStore)
-	agent := agentWith(t, s)
-	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
-		t.Fatalf("ticket: %d %s", r.Code, r.Body)
-	}
+	administeredInStore := func(c *Config) { administered(c, []func(*Config){inStore}) }
+	s := start(t, dir, administeredInStore)
+	agent := agentWithTicket(t, s)
 	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"name":"w","url":"https://example.invalid/hook","events":["call_started"]}`)
 	if hook.Code != 201 && hook.Code != 200 {
 		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
 	}
-	listed := func(s *Stack, path, text string) func() bool {
-		return func() bool {
-			r := call(t, s, "GET", path, adminKey, "")
-			return r.Code == 200 && strings.Contains(string(r.Body), text)
-		}
-	}
 	all := func(s *Stack) func() bool {
-		agents, tickets := listed(s, "/v1/convai/agents", agent), listed(s, "/v1/convai/triage-tickets?agent_id="+agent, "Quoted the wrong hours")
-		hooks := listed(s, "/v1/convai/webhooks", "example.invalid")
+		agents, tickets := listed(t, s, "/v1/convai/agents", agent), listed(t, s, "/v1/convai/triage-tickets?agent_id="+agent, ticketTitle)
+		hooks := listed(t, s, "/v1/convai/webhooks", "example.invalid")
 		return func() bool { return agents() && tickets() && hooks() }
 	}
 	eventually(t, 30*time.Second, "the agent, its ticket and the webhook listed", all(s))
@@ -90,6 +70,29 @@ func TestTheStoreDeletedWhileStoppedIsReplayedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = start(t, dir, inStore)
+	s = start(t, dir, administeredInStore)
 	eventually(t, 30*time.Second, "the agent, its ticket and the webhook listed again", all(s))
+}
+
+// inStore has listings read the store.
+func inStore(c *Config) { c.ReadIndex = config.ReadIndexStore }
+
+const ticketTitle = "Quoted the wrong hours"
+
+// agentWithTicket makes an agent with a ticket titled ticketTitle.
+func agentWithTicket(t *testing.T, s *Stack) (agent string) {
+	t.Helper()
+	agent = agentWith(t, s)
+	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"`+ticketTitle+`","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
+		t.Fatalf("ticket: %d %s", r.Code, r.Body)
+	}
+	return agent
+}
+
+// listed is whether a listing of path through s holds text.
+func listed(t *testing.T, s *Stack, path, text string) func() bool {
+	return func() bool {
+		r := call(t, s, "GET", path, adminKey, "")
+		return r.Code == 200 && strings.Contains(string(r.Body), text)
+	}
 }
