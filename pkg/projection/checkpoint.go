@@ -102,9 +102,8 @@ func (k *keeper) keep(ctx context.Context) {
 	// The first look at a random point of the interval: a service's
 	// projectors start together, and their looks at once would be a burst
 	// of store reads every interval.
-	t := time.NewTicker(time.Duration(rand.Int64N(int64(every))) + 1)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(every))))
 	defer t.Stop()
-	first := true
 	for {
 		select {
 		case <-ctx.Done():
@@ -115,11 +114,8 @@ func (k *keeper) keep(ctx context.Context) {
 			}
 			return
 		case <-t.C:
-			if first {
-				t.Reset(every)
-				first = false
-			}
 			k.check(ctx)
+			t.Reset(every)
 		}
 	}
 }
