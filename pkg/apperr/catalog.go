@@ -142,6 +142,16 @@ var (
 		"This workspace has as many requests in progress as a service takes from one workspace; retry once some have finished.")
 )
 
+// The platform's storage (the all-in-one's disk guard, JetStream's
+// storage limit).
+var (
+	// StorageFull refuses a write while the storage under the platform
+	// is (nearly) full: nothing was written, reads still work, and writes
+	// resume by themselves once space is freed.
+	StorageFull = New(Unavailable, "storage_full",
+		"The platform's storage is full: writes are refused until space is freed; reads still work.")
+)
+
 // Every aggregate.
 var (
 	// ConcurrentUpdate answers a write that lost a race with another.
@@ -281,7 +291,7 @@ var Catalog = []*Error{
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),
 	ConsoleSignedOut, ConsoleSessionInvalid, ConsoleSessionExpired, ConsoleSessionEnded, ConsoleKeyMissing, CSRFTokenInvalid, CrossOriginRequest,
 	ConsoleUnavailable,
-	RateLimitExceeded(0, "<window>"), ServiceAtCapacity, WorkspaceAtCapacity,
+	RateLimitExceeded(0, "<window>"), ServiceAtCapacity, WorkspaceAtCapacity, StorageFull,
 	ConcurrentUpdate,
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,

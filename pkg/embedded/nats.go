@@ -7,6 +7,7 @@ package embedded
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,10 +22,18 @@ type NATSOptions struct {
 	Port int
 	// MaxPayload in bytes; 0 keeps the server default.
 	MaxPayload int32
+	// MaxStore bounds JetStream's file store in bytes; 0 keeps the
+	// server's default, 75% of the disk's free space at start.
+	MaxStore int64
 	// Logger receives the server's warnings and errors (a client it
 	// disconnects for a protocol violation, a store that fails), and its
 	// notices at debug level; nil logs nothing.
 	Logger *slog.Logger
+	// WriteFailed, when set, is told when JetStream failed to write a
+	// stream or a consumer to disk (no space left, an I/O error):
+	// nats-server keeps that error, and refuses the stream's writes,
+	// until it restarts.
+	WriteFailed func(msg string)
 }
 
 // StartNATS starts a JetStream-enabled NATS server and waits until it
@@ -42,13 +51,19 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: o.MaxPayload,
+
+		JetStreamMaxStore: o.MaxStore,
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	if o.Logger != nil {
-		ns.SetLoggerV2(serverLog{o.Logger.With("component", "nats-server")}, false, false, false)
+	if o.Logger != nil || o.WriteFailed != nil {
+		log := o.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		ns.SetLoggerV2(serverLog{log: log.With("component", "nats-server"), writeFailed: o.WriteFailed}, false, false, false)
 	}
 	ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
@@ -61,11 +76,25 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 // serverLog is the server's log on slog. Its notices (start-up, JetStream's
 // settings, each client's connection) are routine, so they go at debug
 // level; its warnings and errors keep theirs.
-type serverLog struct{ log *slog.Logger }
+type serverLog struct {
+	log         *slog.Logger
+	writeFailed func(msg string)
+}
 
 func (l serverLog) Noticef(format string, v ...any) { l.log.Debug(fmt.Sprintf(format, v...)) }
 func (l serverLog) Warnf(format string, v ...any)   { l.log.Warn(fmt.Sprintf(format, v...)) }
-func (l serverLog) Errorf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLog) Fatalf(format string, v ...any)  { l.log.Error(fmt.Sprintf(format, v...)) }
-func (l serverLog) Debugf(string, ...any)           {}
-func (l serverLog) Tracef(string, ...any)           {}
+
+// Errorf also tells writeFailed of a write error the server keeps: its log
+// line is the only sign nats-server gives of it ("JetStream stream '…'
+// critical write error", "Filestore […] Critical write error").
+func (l serverLog) Errorf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error(msg)
+	if l.writeFailed != nil && strings.Contains(strings.ToLower(msg), "critical write error") {
+		l.writeFailed(msg)
+	}
+}
+
+func (l serverLog) Fatalf(format string, v ...any) { l.log.Error(fmt.Sprintf(format, v...)) }
+func (l serverLog) Debugf(string, ...any)          {}
+func (l serverLog) Tracef(string, ...any)          {}

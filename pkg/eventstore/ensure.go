@@ -112,7 +112,7 @@ func untilAvailable[T any](ctx context.Context, what string, op func(context.Con
 		defer cancel()
 		attempt = min(2*attempt, 8*time.Second)
 		v, err := op(actx)
-		return v, classify(err)
+		return v, Classify(err)
 	}, func(err error, wait time.Duration) {
 		slog.Warn("not available yet; asking again", "what", what, "in", wait, "err", err)
 	})

@@ -156,7 +156,7 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 			}
 			return eventlog.Appended{}, fmt.Errorf("%w: %s at %d", eventlog.ErrConflict, subject, expectedSeq)
 		}
-		return eventlog.Appended{}, fmt.Errorf("append to %s: %w", subject, classify(err))
+		return eventlog.Appended{}, fmt.Errorf("append to %s: %w", subject, Classify(err))
 	}
 	return eventlog.Appended{Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

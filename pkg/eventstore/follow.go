@@ -130,7 +130,7 @@ func WaitForStream(ctx context.Context, js jetstream.JetStream, name string) (je
 		if err == nil {
 			return s, nil
 		}
-		if !errors.Is(err, jetstream.ErrStreamNotFound) && !eventlog.IsUnavailable(classify(err)) {
+		if !errors.Is(err, jetstream.ErrStreamNotFound) && !eventlog.IsUnavailable(Classify(err)) {
 			return nil, fmt.Errorf("stream %s: %w", name, err)
 		}
 		select {

@@ -45,7 +45,7 @@ func GetMsg(ctx context.Context, js jetstream.JetStream, name string, req MsgReq
 		lctx, cancel := context.WithTimeout(ctx, leaderWait)
 		m, err := leaderGet(lctx, js, name, req)
 		cancel()
-		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil || !eventlog.IsUnavailable(classify(err)) {
+		if err == nil || errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil || !eventlog.IsUnavailable(Classify(err)) {
 			return m, err
 		}
 		// No leader: a replica's copy is a moment stale at worst, but its

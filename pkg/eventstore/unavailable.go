@@ -3,10 +3,13 @@ package eventstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
 
 // unavailable wraps an error a retry may cure: the stream did not answer
@@ -57,12 +60,19 @@ func publishSettled(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, 
 	}
 }
 
-// classify marks err unavailable when a retry may cure it.
-func classify(err error) error {
+// insufficientResources is JetStream's JSInsufficientResourcesErr: the
+// server's or account's storage limit (max_file_store) is reached.
+const insufficientResources jetstream.ErrorCode = 10023
+
+// Classify marks err unavailable when a retry may cure it, and as
+// apperr.StorageFull when JetStream has no room left for it.
+func Classify(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == insufficientResources:
+		return fmt.Errorf("%w: %w", apperr.StorageFull, err)
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionReconnecting),
 		errors.Is(err, nats.ErrDisconnected), // in flight when the connection broke or moved
@@ -77,5 +87,5 @@ func classify(err error) error {
 // answer 503 with Retry-After rather than 500.
 func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
 	ack, err := publishSettled(ctx, js, msg, opts...)
-	return ack, classify(err)
+	return ack, Classify(err)
 }

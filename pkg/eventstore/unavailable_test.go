@@ -5,8 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -40,8 +45,50 @@ func TestClassify(t *testing.T) {
 		{&jetstream.APIError{ErrorCode: jetstream.JSErrCodeStreamNotFound}, false},
 		{errors.New("boom"), false},
 	} {
-		if got := eventlog.IsUnavailable(classify(c.err)); got != c.want {
-			t.Errorf("classify(%v) unavailable = %v; want %v", c.err, got, c.want)
+		if got := eventlog.IsUnavailable(Classify(c.err)); got != c.want {
+			t.Errorf("Classify(%v) unavailable = %v; want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// An append JetStream has no room left for under its storage limit
+// (max_file_store) is apperr.StorageFull, a 503 storage_full at the edge,
+// not an internal error, and not a "retry in a second" either.
+func TestAppendBeyondTheStorageLimitIsStorageFull(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		JetStreamMaxStore: 1 << 20, NoSigs: true, NoLog: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(ns.Shutdown)
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats not ready")
+	}
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := EnsureStream(ctx, js, StreamConfig{Name: "TEST", Subjects: []string{"test.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	s, data := New(js, "TEST"), make([]byte, 64<<10)
+	for i := 0; ; i++ {
+		_, err = s.Append(ctx, fmt.Sprintf("test.%d", i), AnySeq, "", Event{Type: "test.happened", Workspace: "ws", Data: data})
+		if err != nil {
+			break
+		}
+		if i == 64 {
+			t.Fatal("4 MiB appended under a 1 MiB limit")
+		}
+	}
+	if !errors.Is(err, apperr.StorageFull) || eventlog.IsUnavailable(err) {
+		t.Fatalf("append beyond the limit: %v (unavailable %v); want storage full", err, eventlog.IsUnavailable(err))
 	}
 }

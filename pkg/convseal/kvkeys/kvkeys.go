@@ -144,7 +144,7 @@ func (k *Keys) Key(ctx context.Context, workspaceID, conversationID string, crea
 		case err == nil:
 			return k.sealer.Open(id, e.Value())
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return nil, err
+			return nil, eventstore.Classify(err)
 		case !create:
 			return nil, convseal.ErrNoKey
 		}
@@ -159,7 +159,7 @@ func (k *Keys) Key(ctx context.Context, workspaceID, conversationID string, crea
 		if _, err := k.kv.Create(ctx, id, sealed); err == nil {
 			return key, nil
 		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, err
+			return nil, eventstore.Classify(err) // no answer in time, no room: a 503, not a 500
 		}
 		// Another process made it first: use theirs.
 	}
@@ -184,12 +184,12 @@ func (k *Keys) Shred(ctx context.Context, workspaceID, conversationID string) er
 				return err
 			}
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return err
+			return eventstore.Classify(err)
 		}
 		if _, err := k.kv.Create(ctx, id, destroyed); err == nil {
 			return nil
 		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return err
+			return eventstore.Classify(err)
 		}
 		// A key was made meanwhile: destroy it too.
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/convsealtest"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
@@ -211,4 +212,36 @@ func BenchmarkReplay(b *testing.B) {
 			release()
 		}
 	})
+}
+
+// A key the bucket has no room left for is apperr.StorageFull (a 503
+// storage_full at the edge), not an internal error.
+func TestAKeyWithNoRoomLeftIsStorageFull(t *testing.T) {
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1, MaxStore: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ns.Shutdown)
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ctx := t.Context()
+	keys, err := kvkeys.Open(ctx, js, 1, "deployment-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err = keys.Key(ctx, "ws_1", fmt.Sprintf("conv_%d", i), true); err != nil {
+			break
+		}
+		if i == 10_000 {
+			t.Fatal("10,000 keys under a 256 KiB limit")
+		}
+	}
+	if !errors.Is(err, apperr.StorageFull) {
+		t.Fatalf("a key with no room left: %v; want storage full", err)
+	}
 }
