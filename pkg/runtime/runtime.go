@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"sync"
 	"time"
@@ -42,7 +43,7 @@ type Deps struct {
 	Now func() time.Time
 
 	lag   *consumerLag // see WatchConsumer
-	ready *readyChecks // see AddReadyCheck
+	added *addedChecks // see AddReadyCheck, AddLiveCheck
 }
 
 // Clock is the clock the process's apps are built with: the one place a
@@ -54,23 +55,35 @@ func (d Deps) Clock() func() time.Time {
 	return time.Now
 }
 
-// readyChecks are the readiness checks a service adds to its process's,
+// addedChecks are the health checks a service adds to its process's,
 // shared by every copy of its Deps.
-type readyChecks struct {
-	mu     sync.Mutex
-	checks map[string]obs.Check
+type addedChecks struct {
+	mu    sync.Mutex
+	ready map[string]obs.Check
+	live  map[string]obs.Check
 }
 
 // AddReadyCheck makes check part of the process's readiness: /readyz on
 // its internal endpoint (what orchestrators probe) answers not ready while
 // it fails. A process built without NewDeps has nowhere to add it.
-func (d Deps) AddReadyCheck(name string, check obs.Check) {
-	if d.ready == nil {
+func (d Deps) AddReadyCheck(name string, check obs.Check) { d.add(false, name, check) }
+
+// AddLiveCheck makes check part of the process's liveness: /healthz
+// answers failing while it fails, for an orchestrator to restart the
+// process. Only for what the process cannot recover from by itself.
+func (d Deps) AddLiveCheck(name string, check obs.Check) { d.add(true, name, check) }
+
+func (d Deps) add(live bool, name string, check obs.Check) {
+	if d.added == nil {
 		return
 	}
-	d.ready.mu.Lock()
-	defer d.ready.mu.Unlock()
-	d.ready.checks[name] = check
+	d.added.mu.Lock()
+	defer d.added.mu.Unlock()
+	if live {
+		d.added.live[name] = check
+	} else {
+		d.added.ready[name] = check
+	}
 }
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
@@ -116,7 +129,7 @@ func NewDeps(nc *nats.Conn, mc *mongo.Client, logger *slog.Logger, reg prometheu
 		replicas = 1
 	}
 	d := Deps{NC: nc, JS: js, Mongo: mc, Logger: logger, Metrics: reg, StreamReplicas: replicas,
-		ready: &readyChecks{checks: map[string]obs.Check{}}}
+		added: &addedChecks{ready: map[string]obs.Check{}, live: map[string]obs.Check{}}}
 	if reg != nil {
 		d.lag = newConsumerLag(js)
 		if err := reg.Register(d.lag); err != nil {
@@ -140,12 +153,11 @@ func (d Deps) Probes() obs.Probes {
 	if d.Mongo != nil {
 		p.Ready["store"] = func(ctx context.Context) error { return d.Mongo.Ping(ctx, nil) }
 	}
-	if d.ready != nil {
-		d.ready.mu.Lock()
-		defer d.ready.mu.Unlock()
-		for name, check := range d.ready.checks {
-			p.Ready[name] = check
-		}
+	if d.added != nil {
+		d.added.mu.Lock()
+		defer d.added.mu.Unlock()
+		maps.Copy(p.Ready, d.added.ready)
+		maps.Copy(p.Live, d.added.live)
 	}
 	return p
 }

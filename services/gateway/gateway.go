@@ -43,6 +43,10 @@ type Settings struct {
 	// seals the console's sessions, so every replica needs the same one.
 	// Empty: the console's pages load but sign-in is refused.
 	ConsoleSecret string
+	// WritesHeld, when set, is asked before each write is forwarded: an
+	// error refuses it at once (the all-in-one's disk guard answers
+	// apperr.StorageFull while its disk is nearly full).
+	WritesHeld func() error
 }
 
 // Gateway serves the public HTTP API.
@@ -232,6 +236,12 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 			httpx.WriteError(w, r, err)
 			return
 		}
+		if g.settings.WritesHeld != nil && stores(op) {
+			if err := g.settings.WritesHeld(); err != nil {
+				g.holdWrite(w, r, err)
+				return
+			}
+		}
 		if keyWrites[op.Name] {
 			w = &beforeSuccess{ResponseWriter: w, hook: func() { _ = g.catchUp.Wait(r.Context()) }}
 		}
@@ -244,6 +254,19 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 		}
 		g.fwd.ForwardWithin(w, r, op.Service, op.Timeout)
 	})
+}
+
+// stores reports whether op may take room in the stores: any write but
+// a relay's poll, which takes deliveries off their queue.
+func stores(op api.Operation) bool { return !op.Reads() && !op.Safe && !op.Takes }
+
+// holdWrite refuses a write the stores have no room for: nothing was
+// sent, and a retry in half a minute may find space freed.
+func (g *Gateway) holdWrite(w http.ResponseWriter, r *http.Request, err error) {
+	e := apperr.StorageFull
+	errors.As(err, &e)
+	w.Header().Set("Retry-After", "30")
+	g.deny(w, r, e)
 }
 
 // keyWrites are the operations whose success this gateway's key cache must

@@ -201,6 +201,9 @@ type RunnerConfig struct {
 	// ModelCacheTTL is how long a cached model answer is kept (invocations
 	// with cache_model_responses).
 	ModelCacheTTL time.Duration `env:"VOICEAI_MODEL_CACHE_TTL" envDefault:"24h"`
+	// Hold, when set, holds the runner's taking of jobs while it answers
+	// an error (runner.Worker.Hold).
+	Hold func() error `env:"-"`
 }
 
 // judge is the judge model's settings, each defaulting to the platform
@@ -385,6 +388,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	w := &runner.Worker{
 		App: a, Ports: adapters.NewRunnerPorts(d.JS, c.AckWait, d.Logger), Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,
+		Hold: c.Hold,
 	}
 	// The runner also serves simulate-conversation: the same engine, now,
 	// within the time the gateway waits for it.

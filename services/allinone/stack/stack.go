@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/diskguard"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
@@ -70,6 +71,13 @@ type Config struct {
 	// WebhookAutoDisable is when a webhook whose deliveries keep failing
 	// is disabled (VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES, _AFTER).
 	WebhookAutoDisable webhooks.AutoDisableEnv
+	// DiskFreeMin is the free space of the data directory's file system
+	// under which the gateway refuses writes (503 storage_full) until
+	// space is freed; 0 never does.
+	DiskFreeMin uint64 `env:"VOICEAI_DISK_FREE_MIN_BYTES" envDefault:"268435456"`
+	// DiskFree reads that free space (nil: the file system's); tests set
+	// it.
+	DiskFree func() (uint64, error) `env:"-"`
 	// Store starts the document store in a directory: in-process in the
 	// binary (docstore.Run), a process of its own in the tests (so that no
 	// race-enabled test binary links FerretDB).
@@ -201,7 +209,21 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fail(err)
 	}
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20, Logger: log})
+	// Writes stop before the disk under the streams and the store fills:
+	// a stream that once failed a write for want of space fails every
+	// later one until the server restarts.
+	disk := diskguard.Start(ctx, diskguard.Options{Dir: c.DataDir, Floor: c.DiskFreeMin, Free: c.DiskFree, Log: log, Registry: reg})
+	// A write JetStream failed (the disk filled before the guard held
+	// writes, an I/O error) fails every later write of its stream until
+	// the server restarts: the process is then not live.
+	var writeFailed atomic.Pointer[string]
+	noteWriteFailed := func(msg string) {
+		if writeFailed.CompareAndSwap(nil, &msg) {
+			log.Error("JetStream refuses a stream's writes until the platform restarts: free space, then restart it", "cause", msg)
+		}
+	}
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20,
+		Logger: log, WriteFailed: noteWriteFailed})
 	if err != nil {
 		return fail(err)
 	}
@@ -246,6 +268,12 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	d.Link, d.ReadIndex = link, c.ReadIndex
+	d.AddLiveCheck("jetstream_writes", func(context.Context) error {
+		if msg := writeFailed.Load(); msg != nil {
+			return fmt.Errorf("%s (restart the platform once space is freed)", *msg)
+		}
+		return nil
+	})
 
 	id, err := identity.Start(ctx, d)
 	if err != nil {
@@ -282,6 +310,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	// The runners in this process share the stack's deployment secret (to
 	// open workspace secrets) and its outbound allow-list.
 	runnerCfg.SecretKey, runnerCfg.Env = secret, c.Outbound
+	runnerCfg.Hold = disk.Check // queued runs wait while the disk is nearly full
 	for range c.Runners {
 		done, err := testingsvc.StartRunner(ctx, d, runnerCfg)
 		if err != nil {
@@ -304,6 +333,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 
 	settings := c.Config.Settings()
 	settings.ConsoleSecret = secret // seals the console's sessions
+	settings.WritesHeld = disk.Check
 	gw, err := gateway.New(ctx, d, settings)
 	if err != nil {
 		return fail(err)

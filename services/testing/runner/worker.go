@@ -54,6 +54,10 @@ type Worker struct {
 	// step on this worker (VOICEAI_MAX_LOAD_CALLERS; 0: the step's
 	// callers as the testing service accepted them).
 	MaxLoadCallers int
+	// Hold, when set, is asked before jobs are taken: while it answers an
+	// error (the all-in-one's disk guard, its disk nearly full), no job
+	// is taken and the queued ones wait, stored, on their queues.
+	Hold func() error
 
 	mu       sync.Mutex
 	invs     map[string]cachedInvocation
@@ -110,6 +114,9 @@ const (
 	idleEvery = 2 * time.Second
 )
 
+// holdEvery is how often a held worker asks whether it may take jobs.
+const holdEvery = time.Second
+
 // Run works until ctx ends; jobs in progress finish first.
 //
 // Every invocation has a queue of its own (adapters.RunQueues); the
@@ -162,8 +169,25 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	var running sync.WaitGroup
 	defer running.Wait()
-	list := true
+	list, held := true, false
 	for ctx.Err() == nil {
+		if w.Hold != nil {
+			if err := w.Hold(); err != nil {
+				if !held {
+					w.Log.Warn("runner: taking no jobs while held; they wait on their queues", "reason", err)
+				}
+				held = true
+				select {
+				case <-ctx.Done():
+				case <-time.After(holdEvery):
+				}
+				continue
+			}
+			if held {
+				w.Log.Info("runner: taking jobs again")
+				held, list = false, true
+			}
+		}
 		if list || time.Since(queues.Listed()) >= listEvery {
 			if err := queues.Refresh(ctx, sched.Held); err != nil {
 				if ctx.Err() == nil {

@@ -364,3 +364,33 @@ func TestRunsStartedTogetherReadTheirInvocationOnce(t *testing.T) {
 		t.Fatalf("the invocation was read %d times for 16 runs started together", n)
 	}
 }
+
+// A held worker (its disk nearly full) takes no job: the invocation's
+// jobs wait on their queue, nothing runs; released, it runs them all.
+func TestAHeldWorkerTakesNoJobUntilReleased(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(3)
+	var held atomic.Bool
+	var asked atomic.Int32
+	held.Store(true)
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) {
+		wk.Hold = func() error {
+			asked.Add(1)
+			if held.Load() {
+				return errors.New("disk nearly full")
+			}
+			return nil
+		}
+	})
+	testkit.Eventually(t, 10*time.Second, "the hold asked twice", func() bool { return asked.Load() >= 2 })
+	if !w.waiting(inv) || w.p.Jobs.Out() != 0 || len(w.results(inv)) != 0 {
+		t.Fatalf("while held: waiting %v, held %d, %d results", w.waiting(inv), w.p.Jobs.Out(), len(w.results(inv)))
+	}
+	held.Store(false)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed once released", func() bool {
+		return w.get(inv).GetStatus() == domain.InvocationCompleted
+	})
+	if res := w.results(inv); len(res) != 3 {
+		t.Fatalf("%d results once released; want 3", len(res))
+	}
+}
