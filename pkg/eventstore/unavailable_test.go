@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -55,16 +54,11 @@ func TestClassify(t *testing.T) {
 // (max_file_store) is apperr.StorageFull, a 503 storage_full at the edge,
 // not an internal error, and not a "retry in a second" either.
 func TestAppendBeyondTheStorageLimitIsStorageFull(t *testing.T) {
-	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		JetStreamMaxStore: 1 << 20, NoSigs: true, NoLog: true})
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1, MaxStore: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns.Start()
 	t.Cleanup(ns.Shutdown)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		t.Fatal("nats not ready")
-	}
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)

@@ -19,9 +19,11 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 )
 
-func TestBucketKeys(t *testing.T) {
-	dir := t.TempDir()
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: -1})
+// openBucket opens the bucket on a NATS server of its own, its files in
+// dir, JetStream holding at most maxStore bytes (0: the server's default).
+func openBucket(t *testing.T, dir string, maxStore int64) (jetstream.JetStream, *kvkeys.Keys) {
+	t.Helper()
+	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: -1, MaxStore: maxStore})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,11 +34,17 @@ func TestBucketKeys(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	keys, err := kvkeys.Open(ctx, js, 1, "deployment-secret")
+	keys, err := kvkeys.Open(context.Background(), js, 1, "deployment-secret")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return js, keys
+}
+
+func TestBucketKeys(t *testing.T) {
+	dir := t.TempDir()
+	js, keys := openBucket(t, dir, 0)
+	ctx := context.Background()
 	convsealtest.Keys(t, keys)
 
 	// The key is sealed in the bucket; once shredded its bytes are gone
@@ -217,22 +225,9 @@ func BenchmarkReplay(b *testing.B) {
 // A key the bucket has no room left for is apperr.StorageFull (a 503
 // storage_full at the edge), not an internal error.
 func TestAKeyWithNoRoomLeftIsStorageFull(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1, MaxStore: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	_, keys := openBucket(t, t.TempDir(), 256<<10)
 	ctx := t.Context()
-	keys, err := kvkeys.Open(ctx, js, 1, "deployment-secret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	for i := 0; ; i++ {
 		if _, err = keys.Key(ctx, "ws_1", fmt.Sprintf("conv_%d", i), true); err != nil {
 			break
