@@ -271,7 +271,9 @@ func TestPlatformModelsStream(t *testing.T) {
 	s := startWithEndpoints(t, llmtest.AgentAndJudge(llmtest.Fixed(0, "We open nine to five."),
 		llmtest.Fixed(0, `{"result":"success","rationale":["it gives the hours"],"summary":"streamed verdict"}`)),
 		func(c *Config) { c.Runner.LLMStream = true })
-	s.judge.SetStream(&llmtest.Stream{First: 50 * time.Millisecond, Gap: 5 * time.Millisecond})
+	// Chunks 100 ms apart: the first token comes before the turn ends even
+	// on a loaded machine, where 5 ms gaps could all arrive in one read.
+	s.judge.SetStream(&llmtest.Stream{First: 50 * time.Millisecond, Gap: 100 * time.Millisecond})
 	agent := newAgent(t, s.Stack, adminKey, "Platform bot")
 	runs, _ := s.streamedRuns(t, agent, 1, createTest(t, s.Stack, hoursTest))
 	r := runs[0]

@@ -86,7 +86,7 @@ func TestARealDiskFillingUp(t *testing.T) {
 			t.Parallel()
 			dir := mountTmpfs(t)
 			s := start(t, dir, func(cfg *Config) { administered(cfg, []func(*Config){func(cfg *Config) { cfg.DiskFreeMin = c.floor }}) })
-			resize(t, dir, "32m")
+			resize(t, dir, "24m")
 			acked, refused := fillWithConversations(t, s)
 			switch {
 			case c.floor > 0:
@@ -131,14 +131,14 @@ func resize(t *testing.T, dir, size string) {
 }
 
 // fillWithConversations ingests conversations of 40 turns (about 20 KB)
-// from four clients until one is refused, and answers how many were
+// from two clients until one is refused, and answers how many were
 // acknowledged and the first refusal.
 func fillWithConversations(t *testing.T, s *Stack) (acked int, refused response) {
 	t.Helper()
 	var next, ok atomic.Int64
 	var first atomic.Pointer[response]
 	var wg sync.WaitGroup
-	for range 4 {
+	for range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -157,7 +157,7 @@ func fillWithConversations(t *testing.T, s *Stack) (acked int, refused response)
 	}
 	wg.Wait()
 	if first.Load() == nil {
-		t.Fatal("20,000 conversations (400 MB) acknowledged on a 32 MiB disk")
+		t.Fatal("20,000 conversations (400 MB) acknowledged on a 24 MiB disk")
 	}
 	return int(ok.Load()), *first.Load()
 }
