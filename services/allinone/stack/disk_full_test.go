@@ -72,8 +72,8 @@ func TestWritesAreRefusedWhileTheDiskIsNearlyFullAndResumeOnceFreed(t *testing.T
 
 // The disk really fills under a running platform (a tmpfs made smaller
 // than what it holds, after the embedded JetStream sized its limit on a
-// large one). With the guard, writes are refused before any store fails
-// and resume once the tmpfs is grown; without it, JetStream fails a write
+// large one). With the guard, writes are refused before JetStream fails
+// one, and resume once the tmpfs is grown; without it, JetStream fails a write
 // for want of space and the process says it is not live, for an
 // orchestrator to restart it. Needs root (mount); skipped otherwise.
 func TestARealDiskFillingUp(t *testing.T) {
