@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // An append no stream answers (here: no stream holds the subject; in a
@@ -54,25 +54,13 @@ func TestClassify(t *testing.T) {
 // (max_file_store) is apperr.StorageFull, a 503 storage_full at the edge,
 // not an internal error, and not a "retry in a second" either.
 func TestAppendBeyondTheStorageLimitIsStorageFull(t *testing.T) {
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: t.TempDir(), Port: -1, MaxStore: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStreamAt(t, testenv.StartNATSWith(t, embedded.NATSOptions{MaxStore: 1 << 20}).ClientURL())
 	ctx := t.Context()
 	if _, err := EnsureStream(ctx, js, StreamConfig{Name: "TEST", Subjects: []string{"test.>"}}); err != nil {
 		t.Fatal(err)
 	}
 	s, data := New(js, "TEST"), make([]byte, 64<<10)
+	var err error
 	for i := 0; ; i++ {
 		_, err = s.Append(ctx, fmt.Sprintf("test.%d", i), AnySeq, "", Event{Type: "test.happened", Workspace: "ws", Data: data})
 		if err != nil {

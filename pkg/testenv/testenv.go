@@ -58,7 +58,21 @@ func StartNATSServer(t testing.TB) *server.Server {
 
 func startNATSServer(t testing.TB, storeDir string, port int) *server.Server {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: storeDir, Port: port})
+	return StartNATSWith(t, embedded.NATSOptions{StoreDir: storeDir, Port: port})
+}
+
+// StartNATSWith is StartNATSServer with the server's options (a storage
+// limit, say); its store is in a temporary directory unless o names one,
+// and its port random unless o names one.
+func StartNATSWith(t testing.TB, o embedded.NATSOptions) *server.Server {
+	t.Helper()
+	if o.StoreDir == "" {
+		o.StoreDir = t.TempDir()
+	}
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	ns, err := embedded.StartNATS(o)
 	if err != nil {
 		t.Fatal(err)
 	}

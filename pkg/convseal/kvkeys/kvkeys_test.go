@@ -17,23 +17,14 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/convseal/convsealtest"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // openBucket opens the bucket on a NATS server of its own, its files in
 // dir, JetStream holding at most maxStore bytes (0: the server's default).
 func openBucket(t *testing.T, dir string, maxStore int64) (jetstream.JetStream, *kvkeys.Keys) {
 	t.Helper()
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: dir, Port: -1, MaxStore: maxStore})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ns.Shutdown)
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js := testenv.JetStreamAt(t, testenv.StartNATSWith(t, embedded.NATSOptions{StoreDir: dir, MaxStore: maxStore}).ClientURL())
 	keys, err := kvkeys.Open(context.Background(), js, 1, "deployment-secret")
 	if err != nil {
 		t.Fatal(err)

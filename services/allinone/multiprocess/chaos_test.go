@@ -740,16 +740,19 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 // out again after the copy's AckWait; then recoverWithin for the rest.
 const logComplete = adapters.AttemptsStoreAckWait + recoverWithin
 
-// logPasses counts the check's passes over the delivery log, and those
-// cut short by a page not read.
-type logPasses struct{ all, cut int }
+// logPasses counts the check's passes over the delivery log, those cut
+// short by a page not read, and whether the last one was.
+type logPasses struct {
+	all, cut  int
+	lastWhole bool
+}
 
 func (p logPasses) whole() bool { return p.all > p.cut }
 
 // note counts a pass, whole or cut short.
 func (p *logPasses) note(whole bool) {
 	p.all++
-	if !whole {
+	if p.lastWhole = whole; !whole {
 		p.cut++
 	}
 }
@@ -767,11 +770,9 @@ func (c *checker) unlogged(acks []ack, since time.Time) (delivered int, missing 
 		calls = append(calls, a.key)
 	}
 	got := c.receiver.eventIDs(calls)
-	lastWhole := false
 	pass := func() bool {
 		logged, whole := c.deliveryLog(since.Add(-time.Minute))
-		passes.note(whole)
-		if lastWhole = whole; !whole {
+		if passes.note(whole); !whole {
 			return false
 		}
 		missing = missing[:0]
@@ -784,7 +785,7 @@ func (c *checker) unlogged(acks []ack, since time.Time) (delivered int, missing 
 	}
 	// A pass cut short by a page not read says nothing of the pages
 	// after it: one more pass, then the verdict.
-	if !eventuallyQuiet(logComplete, pass) && !lastWhole {
+	if !eventuallyQuiet(logComplete, pass) && !passes.lastWhole {
 		pass()
 	}
 	sort.Strings(missing)
@@ -818,7 +819,8 @@ func (c *checker) deliveryLog(since time.Time) (logged map[string]bool, whole bo
 		}
 		read := false
 		for try := 0; try < 2 && !read; try++ {
-			read = readPage(c.p.lb.next()+u, &page)
+			r := requestWith(logClient, "GET", c.p.lb.next()+u, "", "")
+			read = r.code == http.StatusOK && json.Unmarshal(r.body, &page) == nil
 		}
 		if !read {
 			return logged, false
@@ -831,18 +833,6 @@ func (c *checker) deliveryLog(since time.Time) (logged map[string]bool, whole bo
 		}
 		cursor = *page.NextCursor
 	}
-}
-
-// readPage GETs url with logClient into page.
-func readPage(url string, page any) bool {
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Header.Set("x-api-key", adminKey)
-	resp, err := logClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(page) == nil
 }
 
 // verify returns how many acknowledged writes are found and how many

@@ -191,6 +191,11 @@ func errorWindow(fails []failure) time.Duration {
 // quietRequest is one client request with a 5 s patience and the admin
 // key: no answer is code 0, never a test failure.
 func quietRequest(method, url, idempotencyKey, body string) result {
+	return requestWith(patientClient, method, url, idempotencyKey, body)
+}
+
+// requestWith is quietRequest with client's patience.
+func requestWith(client *http.Client, method, url, idempotencyKey, body string) result {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
@@ -200,7 +205,7 @@ func quietRequest(method, url, idempotencyKey, body string) result {
 	if idempotencyKey != "" {
 		req.Header.Set("Idempotency-Key", idempotencyKey)
 	}
-	resp, err := patientClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return result{header: http.Header{}}
 	}
