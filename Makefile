@@ -78,7 +78,7 @@ test-docker:
 	cd deploy/check && VOICEAI_TEST_DOCKER=1 GOWORK=off $(GO) test -count=1 -v -run TestComposeStackServes ./...
 
 ## bench: every speed and memory goal, each as ratios against a baseline measured in the same run:
-##   gateway overhead vs in-process handler vs bare NATS round trip, and auth+rate-limit cost;
+##   gateway overhead vs in-process handler vs the HTTP and NATS round trips it makes, and auth+rate-limit cost;
 ##   webhook deliveries/s for 1 and 10 webhooks and publish-to-delivery latency at 200 events/s,
 ##   durable delivery log reads at 6,000 and 60,000 attempts;
 ##   agent testing: orchestration vs raw work queue, runner scaling, the 250,000-run invocation;

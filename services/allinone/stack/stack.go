@@ -151,6 +151,10 @@ func (s *Stack) Gateway() *gateway.Gateway { return s.gateway }
 // AgentsHandler is the agents service's HTTP handler, callable in-process.
 func (s *Stack) AgentsHandler() http.Handler { return s.agents }
 
+// Conn is the platform's own NATS connection, in process, which the
+// gateway forwards on and the services answer on (for benchmarks).
+func (s *Stack) Conn() *nats.Conn { return s.link.NC }
+
 // TestConfig is a stack on random ports under dir with store, for tests
 // and benchmarks.
 func TestConfig(dir string, store StoreFunc) Config {
