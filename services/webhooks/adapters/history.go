@@ -38,6 +38,7 @@ import (
 type AttemptPages struct {
 	Bodies *mongo.Collection // the pages, by id
 	index  *pageIndex
+	kept   *keptPages // pages read lately
 }
 
 // Bounds of a page: a stream batch (the copy's MaxBatch) and, whatever
@@ -56,7 +57,7 @@ type pageBody struct {
 // OpenAttemptPages opens the delivery log in db, moving into it what
 // earlier versions stored (see upgrade).
 func OpenAttemptPages(ctx context.Context, db *mongo.Database) (*AttemptPages, error) {
-	p := &AttemptPages{Bodies: db.Collection("attempt_page_bodies"), index: newPageIndex(db.Collection("attempt_page_index"))}
+	p := &AttemptPages{Bodies: db.Collection("attempt_page_bodies"), index: newPageIndex(db.Collection("attempt_page_index")), kept: newKeptPages(pageBytesKept)}
 	if err := p.upgrade(ctx, db); err != nil {
 		return nil, fmt.Errorf("delivery log: %w", err)
 	}
@@ -191,7 +192,11 @@ func (p *AttemptPages) FirstAttempt(ctx context.Context, webhookID, deliveryID s
 
 // body returns the attempts of page id (none if it is gone).
 func (p *AttemptPages) body(ctx context.Context, id string) ([]*webhooksv1.DeliveryAttempt, error) {
-	var b pageBody
+	b := pageBody{ID: id}
+	if kept, ok := p.kept.get(id); ok {
+		b.Attempts = kept
+		return b.attempts()
+	}
 	err := p.Bodies.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&b)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
@@ -199,6 +204,7 @@ func (p *AttemptPages) body(ctx context.Context, id string) ([]*webhooksv1.Deliv
 	if err != nil {
 		return nil, err
 	}
+	p.kept.add(id, b.Attempts)
 	return b.attempts()
 }
 

@@ -140,6 +140,63 @@ func TestAttemptPagesReadsCostThePage(t *testing.T) {
 	}
 }
 
+// A reader paging back through a long log, 50 attempts a read, reads each
+// stored page and each slot and node of the index from the store once,
+// however many of its reads fall in one stored page or walk past the same
+// newest slots: plus one lookup a read for where the log ends. It lists
+// every attempt once, newest first.
+func TestAPagingReaderReadsEachPageOnce(t *testing.T) {
+	var count lookups
+	env := testenv.New(t)
+	ctx := context.Background()
+	p, err := OpenAttemptPages(ctx, count.client(t, env.MongoURI).Database("attempt_pages_paging"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pages, perPage, limit = 40, 150, 50
+	for pg := range pages {
+		batch := make([]*webhooksv1.DeliveryAttempt, perPage)
+		for j := range batch {
+			i := pg*perPage + j
+			batch[j] = &webhooksv1.DeliveryAttempt{AttemptId: fmt.Sprintf("evt_%05d:whk_0:1", i), EventId: fmt.Sprintf("evt_%05d", i),
+				WebhookId: "whk_0", Event: "call_ended", AtUnixMs: int64(1_000_000 + i), Success: true, Final: true}
+		}
+		if err := p.Store(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before, reads, next := count.n.Load(), 0, int64(1_000_000+pages*perPage-1)
+	var position *app.LogPosition
+	for {
+		got, err := p.Older(ctx, "whk_0", domain.LogFilter{}, position, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reads++
+		if len(got) == 0 {
+			break
+		}
+		for _, a := range got {
+			if a.GetAtUnixMs() != next {
+				t.Fatalf("read %d: an attempt at %d, want %d (each once, newest first)", reads, a.GetAtUnixMs(), next)
+			}
+			next--
+		}
+		last := got[len(got)-1]
+		position = &app.LogPosition{AtMs: last.GetAtUnixMs(), AttemptID: last.GetAttemptId()}
+	}
+	if next != 1_000_000-1 {
+		t.Fatalf("the reads ended before the attempt at %d", next)
+	}
+	// 40 slots and two complete nodes of 16; each read also asks where
+	// the log ends.
+	asked, most := count.n.Load()-before, int64(pages+pages+2+reads)
+	t.Logf("%d reads: %d lookups", reads, asked)
+	if asked > most {
+		t.Errorf("%d reads of %d stored pages: %d lookups; want at most %d", reads, pages, asked, most)
+	}
+}
+
 // Writers of two replicas storing one webhook's pages at once each take
 // slots of their own, and every attempt is listed once.
 func TestAttemptPagesWritersShareTheIndex(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/bits-and-blooms/bloom/v3"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -48,9 +49,17 @@ import (
 // summary cannot hold what it looks for; a node that is missing (its
 // writer died between the slot and the node) is read through its
 // children.
+//
+// A slot, and a node once complete, never changes: its content follows
+// from its pages, which never change. So reads keep the summaries they
+// find (summaries: without the deliveries and filters only a resend's
+// search reads), and the newest end of a log, which every read of it
+// walks again (each page further back of a paging reader), is read from
+// the store once.
 type pageIndex struct {
-	coll   *mongo.Collection
-	fanout int64
+	coll    *mongo.Collection
+	fanout  int64
+	summary *lru.Cache[string, indexDoc] // by id
 
 	endsMu sync.Mutex
 	ends   map[string]int64 // per webhook, slots known taken: a lower bound of its n
@@ -98,8 +107,14 @@ type indexDoc struct {
 	Wide  []byte `bson:"wide,omitempty"`
 }
 
+// summariesKept bounds the summaries a process keeps: a few hundred
+// bytes each, and a log of a million pages is under 70,000 slots and
+// nodes.
+const summariesKept = 1 << 14
+
 func newPageIndex(coll *mongo.Collection) *pageIndex {
-	return &pageIndex{coll: coll, fanout: defaultFanout, ends: map[string]int64{}, slots: map[string]map[int64]indexDoc{}, last: map[string]taken{}}
+	summary, _ := lru.New[string, indexDoc](summariesKept) // errs only on a size below 1
+	return &pageIndex{coll: coll, fanout: defaultFanout, summary: summary, ends: map[string]int64{}, slots: map[string]map[int64]indexDoc{}, last: map[string]taken{}}
 }
 
 func indexID(webhookID string, level int, k int64) string {
@@ -342,8 +357,20 @@ func (x *pageIndex) forgetSlots(n node) {
 	}
 }
 
-// withoutFilters leaves a node's delivery filters out of a read.
-var withoutFilters = options.FindOne().SetProjection(bson.D{{Key: "bloom", Value: 0}, {Key: "wide", Value: 0}})
+// summaryOnly leaves the deliveries and their filters out of a read.
+var summaryOnly = options.FindOne().SetProjection(bson.D{{Key: "deliveries", Value: 0}, {Key: "bloom", Value: 0}, {Key: "wide", Value: 0}})
+
+// summaryOf is the summary of slot or node id: kept, or read and kept.
+func (x *pageIndex) summaryOf(ctx context.Context, id string) (indexDoc, bool, error) {
+	if d, ok := x.summary.Get(id); ok {
+		return d, true, nil
+	}
+	d, ok, err := x.get(ctx, id, summaryOnly)
+	if ok {
+		x.summary.Add(id, d)
+	}
+	return d, ok, err
+}
 
 func (x *pageIndex) get(ctx context.Context, id string, opts ...options.Lister[options.FindOneOptions]) (indexDoc, bool, error) {
 	var d indexDoc
@@ -408,7 +435,7 @@ func (x *pageIndex) known(webhookID string, n int64) {
 // and whether the read is done before one whose newest attempt of all up
 // to it is high.
 type walker struct {
-	filters bool // whether mayHold reads the nodes' delivery filters
+	filters bool // whether mayHold reads the deliveries and their filters
 	mayHold func(d *indexDoc, level int) bool
 	doneAt  func(high int64) bool
 	visit   func(slot indexDoc) (done bool, err error)
@@ -436,11 +463,14 @@ func (x *pageIndex) walkNode(ctx context.Context, webhookID string, n int64, lev
 		return false, nil
 	}
 	if level == 0 || first+span <= n { // a slot, or a node complete
-		var opts []options.Lister[options.FindOneOptions]
-		if !w.filters {
-			opts = append(opts, withoutFilters)
+		var d indexDoc
+		var ok bool
+		var err error
+		if w.filters {
+			d, ok, err = x.get(ctx, indexID(webhookID, level, k))
+		} else {
+			d, ok, err = x.summaryOf(ctx, indexID(webhookID, level, k))
 		}
-		d, ok, err := x.get(ctx, indexID(webhookID, level, k), opts...)
 		switch {
 		case err != nil:
 			return false, err
