@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,6 +32,9 @@ type Directory struct {
 	// Keys open sealed transcripts, to index their words and tools (nil:
 	// sealed transcripts are not indexed).
 	Keys convseal.Keys
+
+	js       jetstream.JetStream
+	platform *platformFeed // set by Follow
 }
 
 // NewDirectory returns an empty directory.
@@ -42,6 +46,7 @@ func NewDirectory(log *slog.Logger) *Directory {
 // returns once the directory holds everything stored so far.
 func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 	platform := newPlatformFeed(ctx, d, nil)
+	d.js, d.platform = js, platform
 	feeds := []struct {
 		stream string
 		follow func() (*eventstore.Follower, error)
@@ -57,6 +62,7 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 			if err != nil {
 				return nil, err
 			}
+			platform.appliedFrom(after) // what the snapshot holds
 			return eventstore.FollowAfter(ctx, js, events.PlatformStream, ConversationFeed, after, func(rec eventstore.Record) {
 				platform.add(ctx, rec)
 			})
@@ -129,6 +135,35 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 		d.PutMember(u.GetWorkspaceId(), app.Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
 	}
 }
+
+// AwaitConversations implements app.Directory: it reads where the
+// workspace's conversation events end on PLATFORM (a direct get of each
+// event's last, at most two), then waits until the directory has applied
+// up to there. Called on a miss only.
+func (d *Directory) AwaitConversations(ctx context.Context, workspaceID string) error {
+	if d.platform == nil {
+		return nil // not following: nothing to wait for
+	}
+	var last uint64
+	for _, event := range conversationEvents {
+		subject, err := events.PlatformSubject(workspaceID, event)
+		if err != nil {
+			return nil // not a workspace id: it holds no conversation
+		}
+		m, err := eventstore.GetMsg(ctx, d.js, events.PlatformStream, eventstore.MsgRequest{LastFor: subject})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return eventstore.Classify(err)
+		}
+		last = max(last, m.Sequence)
+	}
+	return d.platform.waitApplied(ctx, last)
+}
+
+// conversationEvents are the platform events that tell of a conversation.
+var conversationEvents = []string{"conversation_started", "conversation_ended"}
 
 // Conversation returns what is known of a conversation in a workspace.
 func (d *Directory) Conversation(workspaceID, conversationID string) (app.Conversation, bool) {

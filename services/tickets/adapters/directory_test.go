@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -104,5 +105,46 @@ func (s *streamSources) platform(ws, event string, at time.Time, data map[string
 	body, _ := json.Marshal(wire.Envelope{Event: event, Timestamp: wire.FormatTimestamp(at), Data: raw})
 	if _, err := s.js.Publish(context.Background(), subject, body); err != nil {
 		s.t.Fatal(err)
+	}
+}
+
+// A directory started from a snapshot of its conversations holds what the
+// snapshot holds: awaiting a workspace whose conversation events all lie
+// before the snapshot returns at once, though no record is applied after
+// the start.
+func TestAwaitingConversationsAfterAStartFromASnapshot(t *testing.T) {
+	js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
+		return eventstore.EnsureEventStreams(ctx, js, replicas, events.AgentsStream, events.IdentityStream, events.PlatformStream)
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	s := &streamSources{t: t, js: js, last: map[string]uint64{}}
+	first := NewDirectory(slog.New(slog.DiscardHandler))
+	if err := first.Follow(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	s.platform("ws_a", "conversation_started", time.Unix(1_800_000_000, 0), map[string]any{"conversation_id": "conv_1", "agent_id": "agent_1"})
+	if err := first.AwaitConversations(ctx, "ws_a"); err != nil {
+		t.Fatal(err)
+	}
+	var snapshot bytes.Buffer
+	if _, err := first.Conversations.WriteSnapshot(&snapshot); err != nil {
+		t.Fatal(err)
+	}
+
+	restarted := NewDirectory(slog.New(slog.DiscardHandler))
+	if _, err := restarted.Conversations.ReadSnapshot(&snapshot); err != nil {
+		t.Fatal(err)
+	}
+	if err := restarted.Follow(ctx, js); err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if err := restarted.AwaitConversations(wait, "ws_a"); err != nil {
+		t.Fatalf("awaiting what the snapshot holds: %v", err)
+	}
+	if _, ok := restarted.Conversation("ws_a", "conv_1"); !ok {
+		t.Fatal("the snapshot's conversation is not found")
 	}
 }

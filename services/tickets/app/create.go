@@ -2,7 +2,9 @@ package app
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -76,7 +78,10 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	}
 
 	ws := caller.WorkspaceID
-	info, known := a.Directory.Conversation(ws, conv)
+	info, known, err := a.conversation(ctx, ws, conv)
+	if err != nil {
+		return nil, false, err
+	}
 	agentID := info.AgentID
 	if in.AgentID != nil && *in.AgentID != "" {
 		if known && agentID != "" && agentID != *in.AgentID {
@@ -141,6 +146,32 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	comments(t)
 	fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
 	return a.create(ctx, t, commandID)
+}
+
+// awaitConversations bounds how long a create waits on a miss for the
+// directory to learn its workspace's conversations: past it, one not yet
+// learnt is not found, as one never ingested is.
+const awaitConversations = 5 * time.Second
+
+// conversation is what the directory knows of a conversation. On a miss
+// it waits for the directory to hold every conversation event of the
+// workspace stored so far, then looks again: a conversation ingested a
+// moment ago (answered 202, then learnt from PLATFORM) is found, as an
+// agent created a moment ago is (RequireAgent).
+func (a *App) conversation(ctx context.Context, ws, conv string) (Conversation, bool, error) {
+	if info, known := a.Directory.Conversation(ws, conv); known {
+		return info, true, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, awaitConversations)
+	defer cancel()
+	if err := a.Directory.AwaitConversations(wctx, ws); err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return Conversation{}, false, nil // still behind: not found, as before
+		}
+		return Conversation{}, false, err
+	}
+	info, known := a.Directory.Conversation(ws, conv)
+	return info, known, nil
 }
 
 // CreateManual raises a manual ticket on an agent.

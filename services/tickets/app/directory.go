@@ -1,5 +1,7 @@
 package app
 
+import "context"
+
 // Directory is what tickets know of other services, learnt from their
 // events: which agents exist, who can be assigned, which agent held a
 // conversation.
@@ -11,6 +13,11 @@ type Directory interface {
 	Member(workspaceID, userID string) (Member, bool)
 	Members(workspaceID string) []Member
 	Conversation(workspaceID, conversationID string) (Conversation, bool)
+	// AwaitConversations returns once the directory holds every
+	// conversation event of the workspace stored before the call (or ctx
+	// ends): a conversation ingested a moment ago, answered 202 but not
+	// yet learnt, is then found.
+	AwaitConversations(ctx context.Context, workspaceID string) error
 }
 
 // Member is a workspace member a ticket can be assigned to.

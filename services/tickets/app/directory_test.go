@@ -112,3 +112,52 @@ func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
 		wantKind(t, assign(user), apperr.Invalid, user)
 	}
 }
+
+// lateDirectory learns its conversations only when asked to await them,
+// as the service's directory learns one ingested a moment ago from
+// PLATFORM.
+type lateDirectory struct {
+	*memory.Directory
+	pending map[[2]string]app.Conversation
+	awaited int
+}
+
+func (d *lateDirectory) AwaitConversations(_ context.Context, workspaceID string) error {
+	d.awaited++
+	for k, c := range d.pending {
+		if k[0] == workspaceID {
+			d.PutConversation(k[0], k[1], c)
+			delete(d.pending, k)
+		}
+	}
+	return nil
+}
+
+// A conversation ingested a moment ago (answered 202), which the directory
+// has not learnt yet, takes a ticket at once: on a miss the directory
+// awaits the workspace's conversation events stored so far. One of another
+// workspace stays unknown, and a known one costs no wait.
+func TestATicketOnAConversationIngestedAMomentAgo(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	dir := &lateDirectory{Directory: f.app.Directory.(*memory.Directory), pending: map[[2]string]app.Conversation{
+		{"ws_a", "conv_new"}: {AgentID: "agent_2", StartedAt: 1_800_000_000},
+		{"ws_b", "conv_b"}:   {AgentID: "agent_9", StartedAt: 1_800_000_000},
+	}}
+	f.app.Directory = dir
+	tk, existing, err := f.app.Create(ctx, as(f.qa, ""), app.CreateInput{ConversationID: ptr("conv_new"), QAComment: ptr("Wrong hours.")})
+	if err != nil || existing || tk.GetAgentId() != "agent_2" || tk.GetFirstSeenUnixSecs() != 1_800_000_000 {
+		t.Fatalf("a ticket on a conversation learnt on awaiting: %v %v %v", tk, existing, err)
+	}
+	_, _, err = f.app.Create(ctx, as(f.qa, ""), app.CreateInput{ConversationID: ptr("conv_b"), QAComment: ptr("Not mine.")})
+	if !errors.Is(err, apperr.ConversationNotFound) {
+		t.Fatalf("a ticket on another workspace's conversation: %v, want conversation_not_found", err)
+	}
+	awaited := dir.awaited
+	if _, _, err := f.app.Create(ctx, as(f.qa, ""), app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr("Known.")}); err != nil {
+		t.Fatal(err)
+	}
+	if dir.awaited != awaited {
+		t.Fatal("a create on a known conversation awaited the directory")
+	}
+}

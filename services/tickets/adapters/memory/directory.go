@@ -2,6 +2,7 @@ package memory
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"sync"
 
@@ -93,6 +94,10 @@ func (d *Directory) Members(workspaceID string) []app.Member {
 	slices.SortFunc(out, func(a, b app.Member) int { return cmp.Compare(a.UserID, b.UserID) })
 	return out
 }
+
+// AwaitConversations implements app.Directory: what it was told, it
+// holds at once.
+func (d *Directory) AwaitConversations(context.Context, string) error { return nil }
 
 // Conversation implements app.Directory.
 func (d *Directory) Conversation(workspaceID, conversationID string) (app.Conversation, bool) {

@@ -6,6 +6,7 @@
 package directorytest
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
@@ -145,6 +146,21 @@ func Run(t *testing.T, open Opener) {
 		}
 		if c, ok := dir.Conversation("ws_a", "conv_never"); ok {
 			t.Fatalf("an unknown conversation: %+v", c)
+		}
+	})
+
+	t.Run("conversations: what was stored before AwaitConversations is found after it", func(t *testing.T) {
+		dir, tell := open(t)
+		ctx := context.Background()
+		if err := dir.AwaitConversations(ctx, "ws_a"); err != nil {
+			t.Fatalf("awaiting a workspace told nothing: %v", err)
+		}
+		tell(conversation("ws_a", "conv_1", "agent_1", t0, 0))
+		if err := dir.AwaitConversations(ctx, "ws_a"); err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := dir.Conversation("ws_a", "conv_1"); !ok || c.AgentID != "agent_1" {
+			t.Fatalf("a conversation told before awaiting, after it: %+v %v", c, ok)
 		}
 	})
 }
