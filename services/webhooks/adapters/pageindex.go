@@ -108,8 +108,8 @@ type indexDoc struct {
 }
 
 // summariesKept bounds the summaries a process keeps: a few hundred
-// bytes each, and a log of a million pages is under 70,000 slots and
-// nodes.
+// bytes each, a few MiB in all. A read walks at most fanout of them a
+// level, so it covers the newest ends of hundreds of logs.
 const summariesKept = 1 << 14
 
 func newPageIndex(coll *mongo.Collection) *pageIndex {
