@@ -2,8 +2,9 @@
 // costs: a GET of an agent through the gateway against the same handler
 // called in-process, against the two round trips the gateway makes (one
 // over HTTP, one over the platform's own in-process NATS connection, as
-// its forward does), and the per-request cost of auth plus rate limiting. Rounds interleave the
-// measurements so machine noise hits them alike; ratios are the result.
+// its forward does), and the per-request cost of auth plus rate limiting.
+// Rounds interleave the measurements so machine noise hits them alike;
+// ratios are the result.
 // The tail is shown as a latency histogram with p50 to p99.9, beside what
 // each request allocates and the garbage collections it caused; the
 // profile switches cover the measured rounds only.
@@ -264,8 +265,8 @@ func run(n, rounds int, prof profiles) error {
 	fmt.Printf("gateway overhead at p50 (vs in-process):     %.1f µs (goal <= 100 µs) %s\n", addedUS, benchkit.Verdict(addedUS <= 100))
 	// What is left of the overhead once the two round trips the gateway
 	// makes (HTTP from its client, NATS to the service, in process as its
-	// forward is) are taken out: the gateway's own work. Medians do not
-	// add up exactly; this is a rough share.
+	// forward is) are taken out: the gateway's and the service's own work
+	// around the handler. Medians do not add up exactly; a rough share.
 	httpRTT := lat["bare HTTP round trip"].at(.5)
 	fmt.Printf("of which a bare HTTP round trip (p50):       %.1f µs, a NATS round trip in process %.1f µs; the rest %.1f µs\n",
 		float64(httpRTT.Nanoseconds())/1000, float64(rtt.Nanoseconds())/1000, float64((added-httpRTT-rtt).Nanoseconds())/1000)
