@@ -26,18 +26,28 @@ import (
 // what they held when it started and what comes later.
 func TestDirectoryConforms(t *testing.T) {
 	directorytest.Run(t, func(t *testing.T) (app.Directory, func(...directorytest.Fact)) {
-		js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
-			return eventstore.EnsureEventStreams(ctx, js, replicas, events.AgentsStream, events.IdentityStream, events.PlatformStream)
-		})
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		s := &streamSources{t: t, js: js, last: map[string]uint64{}}
-		dir := NewDirectory(slog.New(slog.DiscardHandler))
-		if err := dir.Follow(ctx, js); err != nil {
-			t.Fatal(err)
-		}
-		return dir, s.tell
+		s := newStreamSources(t)
+		return s.following(NewDirectory(slog.New(slog.DiscardHandler))), s.tell
 	})
+}
+
+// newStreamSources makes the streams the directory follows, empty.
+func newStreamSources(t *testing.T) *streamSources {
+	js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
+		return eventstore.EnsureEventStreams(ctx, js, replicas, events.AgentsStream, events.IdentityStream, events.PlatformStream)
+	})
+	return &streamSources{t: t, js: js, last: map[string]uint64{}}
+}
+
+// following is dir following the sources until the test ends.
+func (s *streamSources) following(dir *Directory) *Directory {
+	s.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.t.Cleanup(cancel)
+	if err := dir.Follow(ctx, s.js); err != nil {
+		s.t.Fatal(err)
+	}
+	return dir
 }
 
 // streamSources tells facts as the other services do: events on their
@@ -113,16 +123,9 @@ func (s *streamSources) platform(ws, event string, at time.Time, data map[string
 // before the snapshot returns at once, though no record is applied after
 // the start.
 func TestAwaitingConversationsAfterAStartFromASnapshot(t *testing.T) {
-	js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
-		return eventstore.EnsureEventStreams(ctx, js, replicas, events.AgentsStream, events.IdentityStream, events.PlatformStream)
-	})
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	s := &streamSources{t: t, js: js, last: map[string]uint64{}}
-	first := NewDirectory(slog.New(slog.DiscardHandler))
-	if err := first.Follow(ctx, js); err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	s := newStreamSources(t)
+	first := s.following(NewDirectory(slog.New(slog.DiscardHandler)))
 	s.platform("ws_a", "conversation_started", time.Unix(1_800_000_000, 0), map[string]any{"conversation_id": "conv_1", "agent_id": "agent_1"})
 	if err := first.AwaitConversations(ctx, "ws_a"); err != nil {
 		t.Fatal(err)
@@ -136,9 +139,7 @@ func TestAwaitingConversationsAfterAStartFromASnapshot(t *testing.T) {
 	if _, err := restarted.Conversations.ReadSnapshot(&snapshot); err != nil {
 		t.Fatal(err)
 	}
-	if err := restarted.Follow(ctx, js); err != nil {
-		t.Fatal(err)
-	}
+	s.following(restarted)
 	wait, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
 	if err := restarted.AwaitConversations(wait, "ws_a"); err != nil {

@@ -59,6 +59,18 @@ func TestAttemptPagesConform(t *testing.T) {
 	}
 }
 
+// countedPages opens a delivery log in database db whose finds are
+// counted.
+func countedPages(t *testing.T, db string) (*AttemptPages, *lookups) {
+	t.Helper()
+	count := &lookups{}
+	p, err := OpenAttemptPages(context.Background(), count.client(t, testenv.New(t).MongoURI).Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, count
+}
+
 // lookups counts the documents a store client's finds ask for.
 type lookups struct{ n atomic.Int64 }
 
@@ -83,13 +95,8 @@ func (l *lookups) client(t *testing.T, uri string) *mongo.Client {
 // outcome and an old delivery's first attempt each take a few dozen
 // lookups by id.
 func TestAttemptPagesReadsCostThePage(t *testing.T) {
-	var count lookups
-	env := testenv.New(t)
 	ctx := context.Background()
-	p, err := OpenAttemptPages(ctx, count.client(t, env.MongoURI).Database("attempt_pages_cost"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, count := countedPages(t, "attempt_pages_cost")
 	const hooks, n = 20, 6000
 	var all []*webhooksv1.DeliveryAttempt
 	for i := range n {
@@ -146,13 +153,8 @@ func TestAttemptPagesReadsCostThePage(t *testing.T) {
 // newest slots: plus one lookup a read for where the log ends. It lists
 // every attempt once, newest first.
 func TestAPagingReaderReadsEachPageOnce(t *testing.T) {
-	var count lookups
-	env := testenv.New(t)
 	ctx := context.Background()
-	p, err := OpenAttemptPages(ctx, count.client(t, env.MongoURI).Database("attempt_pages_paging"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, count := countedPages(t, "attempt_pages_paging")
 	const pages, perPage, limit = 40, 150, 50
 	for pg := range pages {
 		batch := make([]*webhooksv1.DeliveryAttempt, perPage)
