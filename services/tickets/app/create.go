@@ -78,9 +78,13 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	}
 
 	ws := caller.WorkspaceID
-	info, known, err := a.conversation(ctx, ws, conv)
-	if err != nil {
-		return nil, false, err
+	info, known := a.Directory.Conversation(ws, conv)
+	if !known && (in.AgentID == nil || *in.AgentID == "") {
+		// Without an agent, a conversation not learnt yet is a 404: it
+		// may have been ingested a moment ago.
+		if info, known, err = a.awaitConversation(ctx, ws, conv); err != nil {
+			return nil, false, err
+		}
 	}
 	agentID := info.AgentID
 	if in.AgentID != nil && *in.AgentID != "" {
@@ -153,15 +157,11 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 // learnt is not found, as one never ingested is.
 const awaitConversations = 5 * time.Second
 
-// conversation is what the directory knows of a conversation. On a miss
-// it waits for the directory to hold every conversation event of the
-// workspace stored so far, then looks again: a conversation ingested a
-// moment ago (answered 202, then learnt from PLATFORM) is found, as an
-// agent created a moment ago is (RequireAgent).
-func (a *App) conversation(ctx context.Context, ws, conv string) (Conversation, bool, error) {
-	if info, known := a.Directory.Conversation(ws, conv); known {
-		return info, true, nil
-	}
+// awaitConversation waits for the directory to hold every conversation
+// event of the workspace stored so far, then looks the conversation up
+// again: one ingested a moment ago (answered 202, then learnt from
+// PLATFORM) is found, as an agent created a moment ago is (RequireAgent).
+func (a *App) awaitConversation(ctx context.Context, ws, conv string) (Conversation, bool, error) {
 	wctx, cancel := context.WithTimeout(ctx, awaitConversations)
 	defer cancel()
 	if err := a.Directory.AwaitConversations(wctx, ws); err != nil {

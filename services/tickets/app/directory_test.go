@@ -136,7 +136,9 @@ func (d *lateDirectory) AwaitConversations(_ context.Context, workspaceID string
 // A conversation ingested a moment ago (answered 202), which the directory
 // has not learnt yet, takes a ticket at once: on a miss the directory
 // awaits the workspace's conversation events stored so far. One of another
-// workspace stays unknown, and a known one costs no wait.
+// workspace stays unknown. A known one costs no wait, nor does a ticket
+// that names its agent (raised on an unknown conversation anyway, as the
+// QA worker's are).
 func TestATicketOnAConversationIngestedAMomentAgo(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -157,7 +159,10 @@ func TestATicketOnAConversationIngestedAMomentAgo(t *testing.T) {
 	if _, _, err := f.app.Create(ctx, as(f.qa, ""), app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr("Known.")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := f.app.Create(ctx, as(f.qa, ""), app.CreateInput{ConversationID: ptr("conv_unseen"), AgentID: ptr("agent_1"), QAComment: ptr("Anyway.")}); err != nil {
+		t.Fatal(err)
+	}
 	if dir.awaited != awaited {
-		t.Fatal("a create on a known conversation awaited the directory")
+		t.Fatal("a create on a known conversation, or naming its agent, awaited the directory")
 	}
 }
