@@ -155,8 +155,8 @@ func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
 		if len(last()) != 2 {
 			return false
 		}
-		info, err := js.Consumer(ctx, events.PlatformStream, CallsDurable)
-		return err == nil && info.CachedInfo().AckFloor.Stream >= 2
+		durable, err := js.Consumer(ctx, events.PlatformStream, CallsDurable) // its info as of now
+		return err == nil && durable.CachedInfo().AckFloor.Stream >= 2
 	})
 	stop()
 	if err := store.Calls.Drop(ctx); err != nil {

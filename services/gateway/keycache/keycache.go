@@ -13,6 +13,8 @@ import (
 	"time"
 
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/applied"
 )
 
 // Key is what the gateway knows of one API key.
@@ -49,44 +51,19 @@ type Cache struct {
 	byID   map[string]*Key
 	users  map[string]User // by user id
 
-	seqMu    sync.Mutex
-	applied  uint64        // the last stream sequence applied
-	advanced chan struct{} // closed and replaced when applied grows
+	applied applied.Mark // the last stream sequence applied
 }
 
 // New returns an empty cache.
 func New() *Cache {
-	return &Cache{byHash: map[[sha256.Size]byte]*Key{}, byID: map[string]*Key{}, users: map[string]User{},
-		advanced: make(chan struct{})}
+	return &Cache{byHash: map[[sha256.Size]byte]*Key{}, byID: map[string]*Key{}, users: map[string]User{}}
 }
 
 // Applied records that every event up to seq is applied.
-func (c *Cache) Applied(seq uint64) {
-	c.seqMu.Lock()
-	defer c.seqMu.Unlock()
-	if seq > c.applied {
-		c.applied = seq
-		close(c.advanced)
-		c.advanced = make(chan struct{})
-	}
-}
+func (c *Cache) Applied(seq uint64) { c.applied.Advance(seq) }
 
 // WaitApplied returns once every event up to seq is applied, or ctx's error.
-func (c *Cache) WaitApplied(ctx context.Context, seq uint64) error {
-	for {
-		c.seqMu.Lock()
-		applied, advanced := c.applied, c.advanced
-		c.seqMu.Unlock()
-		if applied >= seq {
-			return nil
-		}
-		select {
-		case <-advanced:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
+func (c *Cache) WaitApplied(ctx context.Context, seq uint64) error { return c.applied.Wait(ctx, seq) }
 
 // Authenticate resolves a presented secret. The map is keyed by the
 // SHA-256 of the secret, so its lookup timing reveals nothing an attacker

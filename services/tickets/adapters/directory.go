@@ -62,7 +62,7 @@ func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 			if err != nil {
 				return nil, err
 			}
-			platform.appliedFrom(after) // what the snapshot holds
+			platform.appliedSeq.Advance(after) // what the snapshot holds
 			return eventstore.FollowAfter(ctx, js, events.PlatformStream, ConversationFeed, after, func(rec eventstore.Record) {
 				platform.add(ctx, rec)
 			})
@@ -159,7 +159,7 @@ func (d *Directory) AwaitConversations(ctx context.Context, workspaceID string) 
 		}
 		last = max(last, m.Sequence)
 	}
-	return d.platform.waitApplied(ctx, last)
+	return d.platform.appliedSeq.Wait(ctx, last)
 }
 
 // conversationEvents are the platform events that tell of a conversation.

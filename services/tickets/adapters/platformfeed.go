@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/voiceai-platform/voiceai/pkg/applied"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
@@ -18,11 +19,14 @@ type platformFeed struct {
 	work  chan *pendingRecord                   // to the readers
 	order chan *pendingRecord                   // to the applier, in the records' order
 
-	mu         sync.Mutex
-	progress   *sync.Cond
-	delivered  uint64 // records handed to the feed
-	applied    uint64 // records applied, in order
-	appliedSeq uint64 // the stream sequence of the last applied
+	mu        sync.Mutex
+	progress  *sync.Cond
+	delivered uint64 // records handed to the feed
+	applied   uint64 // records applied, in order
+
+	// appliedSeq is the stream sequence of the last record applied, or
+	// of the snapshot the directory started from.
+	appliedSeq applied.Mark
 }
 
 // pendingRecord is one record on its way: read once done is closed.
@@ -113,9 +117,9 @@ func (f *platformFeed) applyInOrder(ctx context.Context) {
 		f.apply(ctx, r)
 		f.mu.Lock()
 		f.applied++
-		f.appliedSeq = max(f.appliedSeq, r.rec.Seq)
 		f.progress.Broadcast()
 		f.mu.Unlock()
+		f.appliedSeq.Advance(r.rec.Seq)
 	}
 }
 
@@ -128,31 +132,6 @@ func (f *platformFeed) record(ctx context.Context, r *pendingRecord) {
 		return
 	}
 	_ = f.d.Conversations.Record(ctx, r.rec.Seq, r.ev.summaryEvent())
-}
-
-// appliedFrom says that every record up to stream sequence seq is
-// applied already (the conversations' snapshot holds them).
-func (f *platformFeed) appliedFrom(seq uint64) {
-	f.mu.Lock()
-	f.appliedSeq = max(f.appliedSeq, seq)
-	f.mu.Unlock()
-}
-
-// waitApplied waits until the record at stream sequence seq (or a later
-// one) is applied, or ctx ends.
-func (f *platformFeed) waitApplied(ctx context.Context, seq uint64) error {
-	stop := context.AfterFunc(ctx, func() { // wake the wait below
-		f.mu.Lock()
-		f.progress.Broadcast()
-		f.mu.Unlock()
-	})
-	defer stop()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for f.appliedSeq < seq && ctx.Err() == nil {
-		f.progress.Wait()
-	}
-	return ctx.Err()
 }
 
 // drain waits until every record handed over so far is applied, or ctx
