@@ -65,9 +65,15 @@ func durableLogReads(ctx context.Context, uri string) error {
 		}
 		return nil
 	}
-	median := func(read func() error) (time.Duration, error) {
+	// timedMedian is the median of logReadsRun runs; next readies each
+	// (untimed) and returns the read to time.
+	timedMedian := func(next func() (func() error, error)) (time.Duration, error) {
 		var took []time.Duration
 		for range logReadsRun {
+			read, err := next()
+			if err != nil {
+				return 0, err
+			}
 			start := time.Now()
 			if err := read(); err != nil {
 				return 0, err
@@ -77,24 +83,17 @@ func durableLogReads(ctx context.Context, uri string) error {
 		slices.Sort(took)
 		return took[len(took)/2], nil
 	}
+	median := func(read func() error) (time.Duration, error) {
+		return timedMedian(func() (func() error, error) { return read, nil })
+	}
 	// Each read is measured cold: on a log opened afresh, which keeps
 	// nothing of the reads before (a process keeps the summaries and
 	// pages its reads found: see paging below).
 	coldMedian := func(read func(log *adapters.AttemptPages) error) (time.Duration, error) {
-		var took []time.Duration
-		for range logReadsRun {
+		return timedMedian(func() (func() error, error) {
 			fresh, err := adapters.OpenAttemptPages(ctx, db)
-			if err != nil {
-				return 0, err
-			}
-			start := time.Now()
-			if err := read(fresh); err != nil {
-				return 0, err
-			}
-			took = append(took, time.Since(start))
-		}
-		slices.Sort(took)
-		return took[len(took)/2], nil
+			return func() error { return read(fresh) }, err
+		})
 	}
 	type read struct {
 		name string
