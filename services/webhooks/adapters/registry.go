@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -41,9 +42,9 @@ type Registry struct {
 }
 
 // checkSpacing is the least time between two questions WaitCurrent asks
-// the stream. Each answer covers every event stored before it, so under
-// load the fan-out's events share one question per spacing instead of
-// asking about each (thousands of JetStream API requests a second, one
+// the stream. Each answer covers every event stored up to the one that
+// asked, so under load a batch of the fan-out's events shares one
+// question instead of asking about each (thousands of reads a second, one
 // per ticket created); an event that needs the next one waits for it.
 // 2 ms is below the gap between events at a few hundred a second, which
 // never wait, and saves most questions at thousands a second.
@@ -78,10 +79,16 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 
 // WaitCurrent returns once every webhook event stored before an event
 // stored at storedAt has been applied, so an event published right after
-// a webhook was created is matched against it. It asks the stream for its
-// last sequence (one request, shared by every event stored before the
-// answer, and at most one per checkSpacing) and waits for the follower
-// to get there.
+// a webhook was created is matched against it. It reads the stream's last
+// event (one direct get, at most one per checkSpacing) and waits for the
+// follower to get there. The event at storedAt was stored before the
+// read was asked, and so was every webhook event stored before it: the
+// answer covers storedAt, and every earlier time, for later callers.
+//
+// A read of the last event, not the stream's info: an info request is a
+// JetStream API call, answered in JSON with the stream's whole state and
+// announced to the account as an advisory, and under load the fan-out
+// asks hundreds of times a second.
 func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 	r.freshMu.Lock()
 	defer r.freshMu.Unlock()
@@ -101,15 +108,14 @@ func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 		}
 	}
 	r.lastCheck = time.Now()
-	str, err := r.js.Stream(ctx, events.WebhooksStream)
-	if err != nil {
+	var last uint64
+	m, err := eventstore.GetMsg(ctx, r.js, events.WebhooksStream, eventstore.MsgRequest{LastFor: events.WebhooksAll})
+	switch {
+	case err == nil:
+		last = m.Sequence
+	case !errors.Is(err, jetstream.ErrMsgNotFound): // none: nothing to wait for
 		return err
 	}
-	info := str.CachedInfo()
-	if info == nil {
-		return nil
-	}
-	last, ts := info.State.LastSeq, info.TimeStamp
 	for {
 		r.mu.RLock()
 		applied, ch := r.applied, r.changed
@@ -124,8 +130,8 @@ func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 		}
 	}
 	r.mu.Lock()
-	if ts.After(r.safeUntil) {
-		r.safeUntil = ts
+	if storedAt.After(r.safeUntil) {
+		r.safeUntil = storedAt
 	}
 	r.mu.Unlock()
 	return nil
