@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
 // floorArg makes this binary the floor process: see serveFloor.
@@ -27,36 +29,37 @@ const floorArg = "-serve-floor"
 // auth, no routing, no service hop, no projection). It is driven by the
 // same 16 clients as the creates of (a), so (a) can say what share of the
 // gap to raw appends is HTTP itself and what is the platform.
-func floorRate(n int) (float64, error) {
+func floorRate(n int) (float64, creatingCPU, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, err
+		return 0, creatingCPU{}, err
 	}
 	// The floor's data directory is made and removed here: the process
 	// is killed, so it never removes anything itself.
 	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-floor-")
 	if err != nil {
-		return 0, err
+		return 0, creatingCPU{}, err
 	}
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(self, floorArg, dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return 0, creatingCPU{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, creatingCPU{}, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line := make([]byte, 128)
 	k, err := out.Read(line)
 	if err != nil {
-		return 0, fmt.Errorf("floor process: %w", err)
+		return 0, creatingCPU{}, fmt.Errorf("floor process: %w", err)
 	}
 	addr := strings.TrimSpace(string(line[:k]))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	body := `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`
+	serverBefore, clientsBefore := benchproc.CPUTime(cmd.Process.Pid), benchproc.CPUTime(os.Getpid())
 	took, err := inParallel(n, func(i int64) error {
 		resp, err := client.Post("http://"+addr+"/t/"+strconv.FormatInt(i, 10), "application/json", strings.NewReader(body))
 		if err != nil {
@@ -69,7 +72,8 @@ func floorRate(n int) (float64, error) {
 		}
 		return nil
 	})
-	return float64(n) / took.Seconds(), err
+	used := creatingCPU{server: benchproc.CPUTime(cmd.Process.Pid) - serverBefore, clients: benchproc.CPUTime(os.Getpid()) - clientsBefore, n: n}
+	return float64(n) / took.Seconds(), used, err
 }
 
 // serveFloor runs the floor process on the data directory dir: it prints

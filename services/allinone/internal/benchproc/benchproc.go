@@ -55,6 +55,28 @@ func (p *Proc) PeakRSSKiB() int64 {
 	return 0
 }
 
+// CPUTime is the CPU time (user and system) process pid has used so far,
+// to the clock tick (10 ms); 0 where /proc cannot tell.
+func CPUTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses and
+	// may hold spaces: utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const tick = 10 * time.Millisecond // USER_HZ, 100 on Linux
+	return time.Duration(utime+stime) * tick
+}
+
+// CPUTime is the CPU time the process has used so far (see CPUTime).
+func (p *Proc) CPUTime() time.Duration { return CPUTime(p.Cmd.Process.Pid) }
+
 // ResetPeakRSS starts a new peak measurement (clear_refs 5).
 func (p *Proc) ResetPeakRSS() {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0)
