@@ -79,16 +79,12 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 
 // WaitCurrent returns once every webhook event stored before an event
 // stored at storedAt has been applied, so an event published right after
-// a webhook was created is matched against it. It reads the stream's last
-// event (one direct get, at most one per checkSpacing) and waits for the
-// follower to get there. The event at storedAt was stored before the
-// read was asked, and so was every webhook event stored before it: the
-// answer covers storedAt, and every earlier time, for later callers.
-//
-// A read of the last event, not the stream's info: an info request is a
-// JetStream API call, answered in JSON with the stream's whole state and
-// announced to the account as an advisory, and under load the fan-out
-// asks hundreds of times a second.
+// a webhook was created is matched against it. It catches up (catchUp)
+// unless an earlier answer covers storedAt. The event at storedAt was
+// stored before the read was asked, and so was every webhook event stored
+// before it: the answer covers storedAt, and every earlier time, for
+// later callers. storedAt is the stream's clock (an event's time), so
+// the times it vouches for are too.
 func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 	r.freshMu.Lock()
 	defer r.freshMu.Unlock()
@@ -98,6 +94,34 @@ func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 	if safe {
 		return nil
 	}
+	if err := r.catchUp(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if storedAt.After(r.safeUntil) {
+		r.safeUntil = storedAt
+	}
+	r.mu.Unlock()
+	return nil
+}
+
+// CatchUp returns once every webhook event stored before the call has
+// been applied. It vouches for no time to later callers: the caller's
+// clock need not be the stream's.
+func (r *Registry) CatchUp(ctx context.Context) error {
+	r.freshMu.Lock()
+	defer r.freshMu.Unlock()
+	return r.catchUp(ctx)
+}
+
+// catchUp reads the stream's last event (one direct get, at most one per
+// checkSpacing) and waits for the follower to get there. freshMu is held.
+//
+// A read of the last event, not the stream's info: an info request is a
+// JetStream API call, answered in JSON with the stream's whole state and
+// announced to the account as an advisory, and under load the fan-out
+// asks hundreds of times a second.
+func (r *Registry) catchUp(ctx context.Context) error {
 	if wait := time.Until(r.lastCheck.Add(checkSpacing)); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
@@ -121,7 +145,7 @@ func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 		applied, ch := r.applied, r.changed
 		r.mu.RUnlock()
 		if applied >= last {
-			break
+			return nil
 		}
 		select {
 		case <-ch:
@@ -129,10 +153,4 @@ func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 			return ctx.Err()
 		}
 	}
-	r.mu.Lock()
-	if storedAt.After(r.safeUntil) {
-		r.safeUntil = storedAt
-	}
-	r.mu.Unlock()
-	return nil
 }

@@ -99,6 +99,36 @@ func TestWaitCurrentWaitsForTheWebhooksStoredBefore(t *testing.T) {
 	}
 }
 
+// CatchUp waits for every webhook stored before it, as WaitCurrent does
+// for an event's, and vouches for no time to later events: its caller's
+// clock need not be the stream's (a dispatcher's catching up on a job's
+// unknown webhook, in a deployment whose clocks differ).
+func TestCatchUpWaitsForTheWebhooksStoredBeforeIt(t *testing.T) {
+	ctx, js := registryStream(t)
+	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	createWebhook(ctx, t, js, "ws_a", "whk_1")
+
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := r.CatchUp(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("catching up on a webhook the registry has not applied: %v, want it held back", err)
+	}
+	if err := r.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := r.Get("ws_a", "whk_1"); !ok {
+		t.Fatal("CatchUp returned before the webhook stored earlier was applied")
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.safeUntil.IsZero() {
+		t.Fatalf("CatchUp vouched for the events stored until %s", r.safeUntil)
+	}
+}
+
 // An answer covers only what was stored before it: an event stored after
 // the last answer is held back until the webhooks before it are applied.
 // (The conformance suite cannot see this: its follower keeps up.)

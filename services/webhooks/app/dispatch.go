@@ -196,7 +196,7 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 		// a deleted webhook skip this: it stays deleted.) Bounded: ctx
 		// outlives the replica's stopping.
 		wctx, cancel := context.WithTimeout(ctx, catchUpWait)
-		_ = d.Subscriptions.WaitCurrent(wctx, d.Now())
+		_ = d.Subscriptions.CatchUp(wctx)
 		cancel()
 		w, ok = d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
 	}

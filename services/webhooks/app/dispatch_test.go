@@ -446,6 +446,38 @@ func TestDeliveryOfADeletedWebhookIsDropped(t *testing.T) {
 	}
 }
 
+// behindReplica is the registry of a replica that has not yet applied a
+// webhook another replica created: it learns it when it catches up.
+type behindReplica struct {
+	*memory.Registry
+	missing *webhooksv1.Webhook
+	caught  int
+}
+
+func (r *behindReplica) CatchUp(context.Context) error {
+	r.caught++
+	r.Put(1, r.missing)
+	return nil
+}
+
+// A job for a webhook this replica has not learnt yet (created on another
+// a moment ago) is delivered once it has caught up, which it does with no
+// event's time to go by (the job's clock need not be the stream's).
+func TestDeliveryOfAWebhookNotYetLearntCatchesUpFirst(t *testing.T) {
+	d := newDispatch(t, answering(204))
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	behind := &behindReplica{Registry: memory.NewRegistry(), missing: w}
+	d.dispatch.Subscriptions = behind
+	h := d.dispatch.Deliver(context.Background(), job(w), 1)
+	if h.Next != app.Done || h.Result != app.ResultDelivered || len(d.recv.got) != 1 || behind.caught != 1 {
+		t.Fatalf("%+v, %d sent, caught up %d times", h, len(d.recv.got), behind.caught)
+	}
+	// Known now: the next job does not ask again.
+	if h := d.dispatch.Deliver(context.Background(), job(w), 1); h.Next != app.Done || behind.caught != 1 {
+		t.Fatalf("%+v, caught up %d times", h, behind.caught)
+	}
+}
+
 // recordAndObserve is the AttemptRecorder as the dispatchers together
 // are: each attempt recorded reaches the auto-disable rule.
 type recordAndObserve struct {

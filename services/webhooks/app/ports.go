@@ -36,8 +36,11 @@ type Subscriptions interface {
 	// deletion included: catching up cannot make such a webhook appear.
 	Known(id string) bool
 	// WaitCurrent returns once every webhook change stored before an
-	// event stored at storedAt has been applied.
+	// event stored at storedAt (the stream's clock) has been applied.
 	WaitCurrent(ctx context.Context, storedAt time.Time) error
+	// CatchUp returns once every webhook change stored before the call
+	// has been applied: for a caller with no event's time to go by.
+	CatchUp(ctx context.Context) error
 	// Match returns the active webhooks of the workspace subscribed to
 	// event that existed when it was stored.
 	Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook
