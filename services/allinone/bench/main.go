@@ -222,7 +222,7 @@ func run(n, rounds int, prof profiles) error {
 			float64(costs[prof.only].mallocs)/float64(len(l)), float64(costs[prof.only].bytes)/float64(len(l)))
 		return nil
 	}
-	onOne, err := remeasure(n, measures, oneCPU, "gateway GET agent", "NATS round trip")
+	onOne, err := remeasure(n, measures, oneCPU, "gateway GET agent", "in-process handler", "NATS round trip")
 	if err != nil {
 		return err
 	}
@@ -276,10 +276,17 @@ func run(n, rounds int, prof profiles) error {
 	// long, and on one CPU, where no hand-off between goroutines has to
 	// wake the other CPU, most of it goes.
 	rawTrip := lat["NATS round trip"]
-	gwOne, echoOne := sorted(onOne["gateway GET agent"]), sorted(onOne["NATS round trip"])
+	gwOne, inOne, echoOne := sorted(onOne["gateway GET agent"]), sorted(onOne["in-process handler"]), sorted(onOne["NATS round trip"])
 	fmt.Printf("NATS round trip p99 / p50:                   %.2fx  (the machine's own tail, same rounds)\n", ratio(rawTrip.at(.99), rawTrip.at(.5)))
 	fmt.Printf("on one CPU (GOMAXPROCS=1), %d requests each: gateway p50 %s p99 %s = %.2fx; NATS round trip %.2fx\n",
 		len(gwOne), us(gwOne.at(.5)), us(gwOne.at(.99)), ratio(gwOne.at(.99), gwOne.at(.5)), ratio(echoOne.at(.99), echoOne.at(.5)))
+	fmt.Printf("on one CPU, the gateway's overhead at p50:   %.1f µs (in-process handler %s): what is left without waking the other CPU\n",
+		float64((gwOne.at(.5)-inOne.at(.5)).Nanoseconds())/1000, us(inOne.at(.5)))
+	// How long a woken goroutine waited for a CPU: every hand-off on a
+	// request's path is such a wait.
+	gwWaits, echoWaits := costs["gateway GET agent"].waits, costs["NATS round trip"].waits
+	fmt.Printf("a woken goroutine's wait for a CPU:          p90 %s p99 %s in the gateway rounds; p90 %s p99 %s in the NATS round trips\n",
+		us(gwWaits.at(.9)), us(gwWaits.at(.99)), us(echoWaits.at(.9)), us(echoWaits.at(.99)))
 	// And the collector's share: the same requests with it off.
 	gwNoGC, gwNoGCOne := sorted(noGC["gateway GET agent"]), sorted(noGCOne["gateway GET agent"])
 	fmt.Printf("with the collector off (GOGC=off), %d requests each: gateway p99/p50 %.2fx; on one CPU %.2fx\n",

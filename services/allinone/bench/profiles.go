@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"math"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"runtime/trace"
+	"slices"
 	"time"
 )
 
@@ -89,21 +92,23 @@ func writeFile(path string, write func(*os.File) error) error {
 	return errors.Join(write(f), f.Close())
 }
 
-// cost is what the process spent on memory during a measurement.
+// cost is what the process spent on memory during a measurement, and how
+// long its goroutines waited for a CPU once woken.
 type cost struct {
 	mallocs, bytes uint64
 	gcs            uint32
 	pause          time.Duration
+	waits          waits
 }
 
 func readCost() cost {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs)}
+	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs), waits: readWaits()}
 }
 
 func (c cost) minus(o cost) cost {
-	return cost{mallocs: c.mallocs - o.mallocs, bytes: c.bytes - o.bytes, gcs: c.gcs - o.gcs, pause: c.pause - o.pause}
+	return cost{mallocs: c.mallocs - o.mallocs, bytes: c.bytes - o.bytes, gcs: c.gcs - o.gcs, pause: c.pause - o.pause, waits: c.waits.minus(o.waits)}
 }
 
 func (c *cost) add(o cost) {
@@ -111,4 +116,68 @@ func (c *cost) add(o cost) {
 	c.bytes += o.bytes
 	c.gcs += o.gcs
 	c.pause += o.pause
+	c.waits = c.waits.plus(o.waits)
+}
+
+// waits is the runtime's histogram of how long goroutines stayed
+// runnable before they ran (/sched/latencies, sampled): the time a woken
+// goroutine waits for a CPU, which on a small virtual machine includes
+// waking an idle one.
+type waits struct {
+	counts  []uint64
+	buckets []float64 // seconds; len(counts)+1 boundaries
+}
+
+func readWaits() waits {
+	m := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(m)
+	if m[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return waits{}
+	}
+	h := m[0].Value.Float64Histogram()
+	return waits{counts: slices.Clone(h.Counts), buckets: h.Buckets}
+}
+
+func (w waits) minus(o waits) waits { return w.combine(o, -1) }
+func (w waits) plus(o waits) waits  { return w.combine(o, +1) }
+
+func (w waits) combine(o waits, sign int) waits {
+	if len(o.counts) == 0 {
+		return w
+	}
+	if len(w.counts) == 0 {
+		w = waits{counts: make([]uint64, len(o.counts)), buckets: o.buckets}
+	}
+	out := waits{counts: make([]uint64, len(w.counts)), buckets: w.buckets}
+	for i := range w.counts {
+		if sign < 0 {
+			out.counts[i] = w.counts[i] - o.counts[i]
+		} else {
+			out.counts[i] = w.counts[i] + o.counts[i]
+		}
+	}
+	return out
+}
+
+// at is the q-quantile's bucket's upper bound (its lower bound for the
+// last, unbounded one; 0 with no samples).
+func (w waits) at(q float64) time.Duration {
+	var total uint64
+	for _, c := range w.counts {
+		total += c
+	}
+	if total == 0 {
+		return 0
+	}
+	want, seen := uint64(q*float64(total)), uint64(0)
+	for i, c := range w.counts {
+		if seen += c; seen > want {
+			bound := w.buckets[i+1]
+			if math.IsInf(bound, 1) {
+				bound = w.buckets[i]
+			}
+			return time.Duration(bound * float64(time.Second))
+		}
+	}
+	return 0
 }
