@@ -14,6 +14,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 
+	"github.com/voiceai-platform/voiceai/pkg/applied"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
@@ -29,16 +30,15 @@ var (
 // webhook) at start and follows it live, as the gateway's key cache does.
 type Registry struct {
 	*memory.Registry
-	mu      sync.RWMutex
-	applied uint64        // every stream event up to here was applied
-	changed chan struct{} // closed and replaced when applied advances
+	applied applied.Mark // every stream event up to here was applied
 	js      jetstream.JetStream
 	log     *slog.Logger
+
+	freshMu sync.Mutex // held by a wait for the stream, and guards:
 	// safeUntil: every webhook event stored before this server time has
 	// been applied (see WaitCurrent).
 	safeUntil time.Time
-	freshMu   sync.Mutex
-	lastCheck time.Time // when WaitCurrent last asked the stream
+	lastCheck time.Time // when catchUp last asked the stream
 }
 
 // checkSpacing is the least time between two questions WaitCurrent asks
@@ -52,7 +52,7 @@ const checkSpacing = 2 * time.Millisecond
 
 // NewRegistry returns an empty registry following js.
 func NewRegistry(js jetstream.JetStream, log *slog.Logger) *Registry {
-	return &Registry{Registry: memory.NewRegistry(), changed: make(chan struct{}), js: js, log: log}
+	return &Registry{Registry: memory.NewRegistry(), js: js, log: log}
 }
 
 // Follow replays WEBHOOKS and follows it; it returns once the replay is
@@ -68,13 +68,7 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 	} else if w, ok := events.StateOf[*webhooksv1.Webhook](msg); ok {
 		r.Put(rec.Seq, w)
 	}
-	r.mu.Lock()
-	if rec.Seq > r.applied {
-		r.applied = rec.Seq
-		close(r.changed)
-		r.changed = make(chan struct{})
-	}
-	r.mu.Unlock()
+	r.applied.Advance(rec.Seq)
 }
 
 // WaitCurrent returns once every webhook event stored before an event
@@ -88,20 +82,13 @@ func (r *Registry) applyRecord(rec eventstore.Record) {
 func (r *Registry) WaitCurrent(ctx context.Context, storedAt time.Time) error {
 	r.freshMu.Lock()
 	defer r.freshMu.Unlock()
-	r.mu.RLock()
-	safe := !storedAt.After(r.safeUntil)
-	r.mu.RUnlock()
-	if safe {
+	if !storedAt.After(r.safeUntil) {
 		return nil
 	}
 	if err := r.catchUp(ctx); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	if storedAt.After(r.safeUntil) {
-		r.safeUntil = storedAt
-	}
-	r.mu.Unlock()
+	r.safeUntil = storedAt // later than it, as just checked
 	return nil
 }
 
@@ -140,17 +127,5 @@ func (r *Registry) catchUp(ctx context.Context) error {
 	case !errors.Is(err, jetstream.ErrMsgNotFound): // none: nothing to wait for
 		return err
 	}
-	for {
-		r.mu.RLock()
-		applied, ch := r.applied, r.changed
-		r.mu.RUnlock()
-		if applied >= last {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return r.applied.Wait(ctx, last)
 }

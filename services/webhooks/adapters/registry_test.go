@@ -122,8 +122,8 @@ func TestCatchUpWaitsForTheWebhooksStoredBeforeIt(t *testing.T) {
 	if _, ok := r.Get("ws_a", "whk_1"); !ok {
 		t.Fatal("CatchUp returned before the webhook stored earlier was applied")
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.freshMu.Lock()
+	defer r.freshMu.Unlock()
 	if !r.safeUntil.IsZero() {
 		t.Fatalf("CatchUp vouched for the events stored until %s", r.safeUntil)
 	}
