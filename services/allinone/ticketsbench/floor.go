@@ -16,8 +16,6 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
 // floorArg makes this binary the floor process: see serveFloor.
@@ -59,7 +57,7 @@ func floorRate(n int) (float64, creatingCPU, error) {
 	addr := strings.TrimSpace(string(line[:k]))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
 	body := `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`
-	serverBefore, clientsBefore := benchproc.CPUTime(cmd.Process.Pid), benchproc.CPUTime(os.Getpid())
+	used := countCPU(cmd.Process.Pid)
 	took, err := inParallel(n, func(i int64) error {
 		resp, err := client.Post("http://"+addr+"/t/"+strconv.FormatInt(i, 10), "application/json", strings.NewReader(body))
 		if err != nil {
@@ -72,8 +70,7 @@ func floorRate(n int) (float64, creatingCPU, error) {
 		}
 		return nil
 	})
-	used := creatingCPU{server: benchproc.CPUTime(cmd.Process.Pid) - serverBefore, clients: benchproc.CPUTime(os.Getpid()) - clientsBefore, n: n}
-	return float64(n) / took.Seconds(), used, err
+	return float64(n) / took.Seconds(), used(n), err
 }
 
 // serveFloor runs the floor process on the data directory dir: it prints

@@ -252,12 +252,12 @@ func (p *platform) creates(n int) error {
 	if err != nil {
 		return err
 	}
-	serverBefore, clientsBefore := p.CPUTime(), benchproc.CPUTime(os.Getpid())
+	used := countCPU(p.Cmd.Process.Pid)
 	rate, err := p.createThroughGateway(n)
 	if err != nil {
 		return err
 	}
-	server := creatingCPU{server: p.CPUTime() - serverBefore, clients: benchproc.CPUTime(os.Getpid()) - clientsBefore, n: n}
+	server := used(n)
 	floor, floorCPU, err := floorRate(n)
 	if err != nil {
 		return err
@@ -279,6 +279,16 @@ func (p *platform) creates(n int) error {
 type creatingCPU struct {
 	server, clients time.Duration
 	n               int
+}
+
+// countCPU starts counting the CPU time of server process pid and of
+// this one (the clients); the returned func says what each used for n
+// creates since.
+func countCPU(pid int) func(n int) creatingCPU {
+	server, clients := benchproc.CPUTime(pid), benchproc.CPUTime(os.Getpid())
+	return func(n int) creatingCPU {
+		return creatingCPU{server: benchproc.CPUTime(pid) - server, clients: benchproc.CPUTime(os.Getpid()) - clients, n: n}
+	}
 }
 
 func (c creatingCPU) perServer() string { return perCreate(c.server, c.n) }

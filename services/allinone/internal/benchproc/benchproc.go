@@ -74,9 +74,6 @@ func CPUTime(pid int) time.Duration {
 	return time.Duration(utime+stime) * tick
 }
 
-// CPUTime is the CPU time the process has used so far (see CPUTime).
-func (p *Proc) CPUTime() time.Duration { return CPUTime(p.Cmd.Process.Pid) }
-
 // ResetPeakRSS starts a new peak measurement (clear_refs 5).
 func (p *Proc) ResetPeakRSS() {
 	_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", p.Cmd.Process.Pid), []byte("5"), 0)
