@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
+	"syscall"
 	"time"
 )
 
@@ -99,16 +100,19 @@ type cost struct {
 	gcs            uint32
 	pause          time.Duration
 	waits          waits
+	faults         int64
 }
 
 func readCost() cost {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs), waits: readWaits()}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs), waits: readWaits(), faults: ru.Minflt}
 }
 
 func (c cost) minus(o cost) cost {
-	return cost{mallocs: c.mallocs - o.mallocs, bytes: c.bytes - o.bytes, gcs: c.gcs - o.gcs, pause: c.pause - o.pause, waits: c.waits.minus(o.waits)}
+	return cost{mallocs: c.mallocs - o.mallocs, bytes: c.bytes - o.bytes, gcs: c.gcs - o.gcs, pause: c.pause - o.pause, waits: c.waits.minus(o.waits), faults: c.faults - o.faults}
 }
 
 func (c *cost) add(o cost) {
@@ -117,6 +121,7 @@ func (c *cost) add(o cost) {
 	c.gcs += o.gcs
 	c.pause += o.pause
 	c.waits = c.waits.plus(o.waits)
+	c.faults += o.faults
 }
 
 // waits is the runtime's histogram of how long goroutines stayed

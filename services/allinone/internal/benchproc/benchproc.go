@@ -55,23 +55,36 @@ func (p *Proc) PeakRSSKiB() int64 {
 	return 0
 }
 
-// CPUTime is the CPU time (user and system) process pid has used so far,
-// to the clock tick (10 ms); 0 where /proc cannot tell.
-func CPUTime(pid int) time.Duration {
+// Usage is what a process has used so far: CPU time (user and system,
+// to the clock tick, 10 ms) and the page faults that found no page
+// (minor: the first touch of memory the process had not used yet).
+type Usage struct {
+	CPU    time.Duration
+	Faults int64
+}
+
+// Minus is what was used between o and u.
+func (u Usage) Minus(o Usage) Usage { return Usage{CPU: u.CPU - o.CPU, Faults: u.Faults - o.Faults} }
+
+// UsageOf is what process pid has used so far; zero where /proc cannot
+// tell.
+func UsageOf(pid int) Usage {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0
+		return Usage{}
 	}
 	// The fields after the command's name, which is in parentheses and
-	// may hold spaces: utime and stime are the 12th and 13th of them.
+	// may hold spaces: minflt is the 8th of them, utime and stime the
+	// 12th and 13th.
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	if len(f) < 13 {
-		return 0
+		return Usage{}
 	}
+	minflt, _ := strconv.ParseInt(f[7], 10, 64)
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	const tick = 10 * time.Millisecond // USER_HZ, 100 on Linux
-	return time.Duration(utime+stime) * tick
+	return Usage{CPU: time.Duration(utime+stime) * tick, Faults: minflt}
 }
 
 // ResetPeakRSS starts a new peak measurement (clear_refs 5).
