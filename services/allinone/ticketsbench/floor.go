@@ -27,32 +27,32 @@ const floorArg = "-serve-floor"
 // auth, no routing, no service hop, no projection). It is driven by the
 // same 16 clients as the creates of (a), so (a) can say what share of the
 // gap to raw appends is HTTP itself and what is the platform.
-func floorRate(n int) (float64, creatingCPU, error) {
+func floorRate(n int) (float64, creatingUsage, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, creatingCPU{}, err
+		return 0, creatingUsage{}, err
 	}
 	// The floor's data directory is made and removed here: the process
 	// is killed, so it never removes anything itself.
 	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-floor-")
 	if err != nil {
-		return 0, creatingCPU{}, err
+		return 0, creatingUsage{}, err
 	}
 	defer os.RemoveAll(dir)
 	cmd := exec.Command(self, floorArg, dir)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, creatingCPU{}, err
+		return 0, creatingUsage{}, err
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, creatingCPU{}, err
+		return 0, creatingUsage{}, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line := make([]byte, 128)
 	k, err := out.Read(line)
 	if err != nil {
-		return 0, creatingCPU{}, fmt.Errorf("floor process: %w", err)
+		return 0, creatingUsage{}, fmt.Errorf("floor process: %w", err)
 	}
 	addr := strings.TrimSpace(string(line[:k]))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
@@ -71,9 +71,9 @@ func floorRate(n int) (float64, creatingCPU, error) {
 	}
 	// Warmed up as the platform is (see creates), on tickets of their own.
 	if _, err := inParallel(n, func(i int64) error { return post(int64(n) + i) }); err != nil {
-		return 0, creatingCPU{}, err
+		return 0, creatingUsage{}, err
 	}
-	used := countCPU(cmd.Process.Pid)
+	used := countUsage(cmd.Process.Pid)
 	took, err := inParallel(n, post)
 	return float64(n) / took.Seconds(), used(n), err
 }

@@ -129,9 +129,13 @@ func run(creates, largest, requests int) error {
 	// (c) at 1,000 first, before the creates of (a) grow the workspace.
 	sizes := []int{1000, 10_000, largest}
 	lat := map[int]map[string]time.Duration{}
+	// held is how many tickets the workspace held when each size was
+	// measured: at least the size, more where (a) and (b) created more.
+	held := map[int]int{}
 	if err := p.seedTo(sizes[0]); err != nil {
 		return err
 	}
+	held[sizes[0]] = p.seeded
 	if lat[sizes[0]], err = p.listings(requests); err != nil {
 		return err
 	}
@@ -153,6 +157,7 @@ func run(creates, largest, requests int) error {
 		if err := p.seedTo(n); err != nil {
 			return err
 		}
+		held[n] = p.seeded
 		if lat[n], err = p.listings(requests); err != nil {
 			return err
 		}
@@ -161,7 +166,7 @@ func run(creates, largest, requests int) error {
 	for _, kind := range listingKinds {
 		fmt.Printf("    %-9s", kind.name)
 		for _, n := range sizes {
-			fmt.Printf("  %7d tickets %8s", n, lat[n][kind.name].Round(10*time.Microsecond))
+			fmt.Printf("  %7d tickets %8s", held[n], lat[n][kind.name].Round(10*time.Microsecond))
 		}
 		small, ten, big := lat[sizes[0]][kind.name], lat[10_000][kind.name], lat[largest][kind.name]
 		r := float64(big) / float64(small)
@@ -253,8 +258,10 @@ func runCreates(creates int) error {
 // page fault (tens of microseconds on a small VM), until it has grown to
 // its size. Unwarmed, the floor paid that in its measured creates: about
 // 130 µs of CPU a create against 85 µs warmed. The platform's heap keeps
-// growing with the tickets it holds, so it faults 2 to 5 times a create
-// warmed or not, and its CPU per create is the same either way.
+// growing with the tickets it holds (and the embedded store's C allocator
+// maps and unmaps its pages as SQLite's transactions come and go), so it
+// faults 2 to 5 times a create warmed or not, and its CPU per create is
+// the same either way.
 func (p *platform) creates(n int) error {
 	raw, err := rawAppends(p.NATSURL, n)
 	if err != nil {
@@ -276,7 +283,7 @@ func (p *platform) creates(n int) error {
 			}
 		}()
 	}
-	used := countCPU(p.Cmd.Process.Pid)
+	used := countUsage(p.Cmd.Process.Pid)
 	rate, err := p.createThroughGateway("bench-", n)
 	if err != nil {
 		return err
@@ -298,27 +305,27 @@ func (p *platform) creates(n int) error {
 	return nil
 }
 
-// creatingCPU is what a server process and the bench's clients used
+// creatingUsage is what a server process and the bench's clients used
 // for n creates: on a machine the two share, CPU time says where a rate
 // went, and is less swayed than a rate by what else the machine runs.
-type creatingCPU struct {
+type creatingUsage struct {
 	server, clients benchproc.Usage
 	n               int
 }
 
-// countCPU starts counting what server process pid and this one (the
+// countUsage starts counting what server process pid and this one (the
 // clients) use; the returned func says what each used for n creates
 // since.
-func countCPU(pid int) func(n int) creatingCPU {
+func countUsage(pid int) func(n int) creatingUsage {
 	server, clients := benchproc.UsageOf(pid), benchproc.UsageOf(os.Getpid())
-	return func(n int) creatingCPU {
-		return creatingCPU{server: benchproc.UsageOf(pid).Minus(server), clients: benchproc.UsageOf(os.Getpid()).Minus(clients), n: n}
+	return func(n int) creatingUsage {
+		return creatingUsage{server: benchproc.UsageOf(pid).Minus(server), clients: benchproc.UsageOf(os.Getpid()).Minus(clients), n: n}
 	}
 }
 
-func (c creatingCPU) perServer() string { return perCreate(c.server.CPU, c.n) }
-func (c creatingCPU) perClient() string { return perCreate(c.clients.CPU, c.n) }
-func (c creatingCPU) faults() float64   { return float64(c.server.Faults) / float64(c.n) }
+func (c creatingUsage) perServer() string { return perCreate(c.server.CPU, c.n) }
+func (c creatingUsage) perClient() string { return perCreate(c.clients.CPU, c.n) }
+func (c creatingUsage) faults() float64   { return float64(c.server.Faults) / float64(c.n) }
 
 func perCreate(d time.Duration, n int) string {
 	return fmt.Sprintf("%.0f µs", float64(d.Microseconds())/float64(n))
