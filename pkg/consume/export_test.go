@@ -5,9 +5,8 @@ import "time"
 // ReadFloorsEvery has durables' acknowledgement floors read every d until
 // the returned function restores the default.
 func ReadFloorsEvery(d time.Duration) (restore func()) {
-	was := floorEvery
-	floorEvery = d
-	return func() { floorEvery = was }
+	was := floorEvery.Swap(int64(d))
+	return func() { floorEvery.Store(was) }
 }
 
 // FloorsRead is how many floors have been read so far.

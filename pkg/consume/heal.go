@@ -22,9 +22,15 @@ import (
 // least once, as after any crash).
 
 // floorEvery is how often a consumed durable's acknowledgement floor is
-// read: at most this much acknowledged work is handled again when the
-// durable has to be made anew.
-var floorEvery = 5 * time.Second
+// read (nanoseconds; default 5 s): at most this much acknowledged work is
+// handled again when the durable has to be made anew. Atomic: a test
+// sets it back while the consumers it ran, which its cleanup stops, may
+// still be reading it.
+var floorEvery = func() *atomic.Int64 {
+	var d atomic.Int64
+	d.Store(int64(5 * time.Second))
+	return &d
+}()
 
 // floorsRead and floorsSaved count the floors read and kept
 // (floors.go), for tests to wait on.
@@ -112,7 +118,7 @@ func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, floors 
 // error) for a durable gone: made again, or found again, it is consumed
 // anew.
 func (ss *session) follow(ctx context.Context, cons jetstream.Consumer) {
-	t := time.NewTicker(floorEvery)
+	t := time.NewTicker(time.Duration(floorEvery.Load()))
 	defer t.Stop()
 	for {
 		select {
