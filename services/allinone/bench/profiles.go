@@ -9,8 +9,9 @@ import (
 	"runtime/pprof"
 	"runtime/trace"
 	"slices"
-	"syscall"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
 
 // profiles are the files the profile switches asked for ("" for none).
@@ -93,8 +94,9 @@ func writeFile(path string, write func(*os.File) error) error {
 	return errors.Join(write(f), f.Close())
 }
 
-// cost is what the process spent on memory during a measurement, and how
-// long its goroutines waited for a CPU once woken.
+// cost is what the process spent on memory during a measurement (page
+// faults included), and how long its goroutines waited for a CPU once
+// woken.
 type cost struct {
 	mallocs, bytes uint64
 	gcs            uint32
@@ -106,9 +108,8 @@ type cost struct {
 func readCost() cost {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs), waits: readWaits(), faults: ru.Minflt}
+	return cost{mallocs: m.Mallocs, bytes: m.TotalAlloc, gcs: m.NumGC, pause: time.Duration(m.PauseTotalNs), waits: readWaits(),
+		faults: benchproc.UsageOf(os.Getpid()).Faults}
 }
 
 func (c cost) minus(o cost) cost {
