@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // held are the messages a consumer has been handed and has not yet
@@ -42,15 +44,8 @@ func (h *held) settled(msgs ...jetstream.Msg) {
 // keep says, every interval until ctx ends, that each message held for
 // interval or longer is still in hand.
 func (h *held) keep(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
 	var due []jetstream.Msg
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, interval, func() {
 		now := time.Now()
 		due = due[:0]
 		h.mu.Lock()
@@ -64,5 +59,5 @@ func (h *held) keep(ctx context.Context, interval time.Duration) {
 		for _, m := range due {
 			_ = m.InProgress()
 		}
-	}
+	})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // Options configure a Guard.
@@ -77,18 +78,7 @@ func Start(ctx context.Context, o Options) *Guard {
 		return g
 	}
 	g.look()
-	go func() {
-		t := time.NewTicker(o.Every)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				g.look()
-			}
-		}
-	}()
+	go tick.Every(ctx, o.Every, g.look)
 	return g
 }
 

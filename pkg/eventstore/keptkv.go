@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // KeptKeyValue is a key-value bucket its users make again, empty, when
@@ -75,16 +77,7 @@ func (k *KeptKeyValue) Check(ctx context.Context) {
 // again by another process is known here too (Made), and one deleted is
 // made again before an operation finds it gone.
 func (k *KeptKeyValue) Keep(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			k.Check(ctx)
-		}
-	}
+	tick.Every(ctx, every, func() { k.Check(ctx) })
 }
 
 func (k *KeptKeyValue) noteMade(ctx context.Context) {

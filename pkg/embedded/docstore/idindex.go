@@ -11,6 +11,8 @@ import (
 	"time"
 
 	_ "modernc.org/sqlite" // the SQLite driver FerretDB itself uses
+
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // FerretDB 1.24's SQLite backend finds a document by _id with
@@ -30,18 +32,13 @@ const idPathIndexSuffix = "__id_path"
 // keepIDPathsIndexed indexes the tables of every database in dir now and
 // then every interval, until ctx ends.
 func keepIDPathsIndexed(ctx context.Context, dir string, log *slog.Logger) {
-	t := time.NewTicker(idPathIndexInterval)
-	defer t.Stop()
-	for {
+	index := func() {
 		if err := indexIDPaths(ctx, dir); err != nil && ctx.Err() == nil {
 			log.Warn("embedded store: indexing _id lookups", "err", err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
 	}
+	index()
+	tick.Every(ctx, idPathIndexInterval, index)
 }
 
 // indexIDPaths adds the _id lookup index to every collection table of the

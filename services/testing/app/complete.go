@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -245,23 +246,16 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 // whose last runner died between its last ack and completing it still
 // completes. Runners check the invocations they work on far sooner.
 func (a *App) RunCompletionSweeper(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	tick.Every(ctx, interval, func() {
 		docs, err := a.ReadModel.Running(ctx)
 		if err != nil {
 			a.Log.Warn("completion sweeper", "err", err)
-			continue
+			return
 		}
 		for _, d := range docs {
 			if _, err := a.CheckCompletion(ctx, d.WorkspaceID, d.ID); err != nil && ctx.Err() == nil {
 				a.Log.Warn("completion check", "invocation", d.ID, "err", err)
 			}
 		}
-	}
+	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/minio/sio"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
@@ -396,16 +397,7 @@ func PlatformDeletions(js jetstream.JetStream) func(ctx context.Context, workspa
 
 // Run writes snapshots until ctx ends.
 func (s *IndexSnapshotter) Run(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		s.Step(ctx, time.Now())
-	}
+	tick.Every(ctx, time.Second, func() { s.Step(ctx, time.Now()) })
 }
 
 // Step does what is due at now: destroy the key of an epoch the index

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
@@ -138,22 +139,12 @@ func drainRetired(ctx context.Context, js jetstream.JetStream, s consume.Spec, h
 	}
 	dctx, done := context.WithCancel(ctx)
 	defer done()
-	go func() { // done once nothing is left to pull nor held
-		defer done()
-		t := time.NewTicker(retiredCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-dctx.Done():
-				return
-			case <-t.C:
-			}
-			info, err := cons.Info(dctx)
-			if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-				return
-			}
+	go tick.Every(dctx, retiredCheck, func() { // done once nothing is left to pull nor held
+		info, err := cons.Info(dctx)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) || err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+			done()
 		}
-	}()
+	})
 	if err := consume.Batches(dctx, js, s, h); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return err
 	}
