@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -21,6 +20,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/child"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/clustertier"
 )
@@ -231,16 +231,10 @@ type result struct {
 // answers code 0.
 func do(t *testing.T, method, url, key, body string, headers ...string) result {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
-	if key != "" {
-		req.Header.Set("x-api-key", key)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
+	req, err := testkit.APIRequest(context.Background(), method, url, key, body, headers...)
+	if err != nil {
+		t.Error(err)
+		return result{}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

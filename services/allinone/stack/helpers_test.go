@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -82,19 +81,9 @@ func (r response) JSON(t *testing.T) map[string]any {
 // call sends one request to the stack's gateway.
 func call(t *testing.T, s *Stack, method, path, key, body string, headers ...string) response {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, "http://"+s.Addr+path, rd)
+	req, err := testkit.APIRequest(context.Background(), method, "http://"+s.Addr+path, key, body, headers...)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if key != "" {
-		req.Header.Set("x-api-key", key)
-	}
-	for i := 0; i+1 < len(headers); i += 2 {
-		req.Header.Set(headers[i], headers[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
