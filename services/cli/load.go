@@ -7,40 +7,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
-
-// loadTest is what the CLI reads of a load test.
-type loadTest struct {
-	ID                   string     `json:"id"`
-	AgentID              string     `json:"agent_id"`
-	TestName             string     `json:"test_name"`
-	Status               string     `json:"status"` // running, completed, cancelled
-	BrokeBudgetAtStep    *int       `json:"broke_budget_at_step"`
-	BrokeBudgetAtCallers *int       `json:"broke_budget_at_callers"`
-	Steps                []loadStep `json:"steps"`
-}
-
-type loadStep struct {
-	Step        int     `json:"step"`
-	Callers     int     `json:"callers"`
-	Status      string  `json:"status"`
-	Turns       int64   `json:"turns"`
-	FailedTurns int64   `json:"failed_turns"`
-	FailedShare float64 `json:"failed_share"`
-	Failures    []struct {
-		Reason string `json:"reason"`
-		Count  int64  `json:"count"`
-	} `json:"failures"`
-	FirstTokenMs *struct{ P50, P95, Max int64 } `json:"first_token_ms"`
-	TurnMs       *struct{ P50, P95, Max int64 } `json:"turn_ms"`
-	OverheadUs   *struct{ P50, P95 int64 }      `json:"overhead_us"`
-	MetBudget    *bool                          `json:"met_budget"`
-	Breaches     []struct {
-		Metric     string `json:"metric"`
-		MeasuredMs int64  `json:"measured_ms"`
-		BudgetMs   int64  `json:"budget_ms"`
-	} `json:"budget_breaches"`
-}
 
 // parseSteps reads "1,10,50".
 func parseSteps(s string) ([]int, error) {
@@ -85,7 +54,7 @@ over the operator's maximum, network, time-out).`,
 				return err
 			}
 			defer cancel()
-			var lt loadTest
+			var lt wire.LoadTest
 			raw, err := c.call(ctx, startLoadTest, []string{agent}, nil, map[string]any{"test_id": test, "steps": ns, "turns_per_caller": turns}, &lt)
 			if err != nil {
 				return err
@@ -147,8 +116,8 @@ func (a *app) testsLoadResultCommand() *cobra.Command {
 
 // loadSummary prints a table of the steps, the failures by reason, and
 // the step that broke the budget.
-func (a *app) loadSummary(lt loadTest) {
-	ms := func(p *struct{ P50, P95, Max int64 }) string {
+func (a *app) loadSummary(lt wire.LoadTest) {
+	ms := func(p *wire.Percentiles) string {
 		if p == nil {
 			return "-"
 		}
@@ -185,7 +154,7 @@ func (a *app) loadSummary(lt loadTest) {
 	}
 	s := lt.Steps[*lt.BrokeBudgetAtStep]
 	var why []string
-	for _, b := range s.Breaches {
+	for _, b := range s.BudgetBreaches {
 		why = append(why, fmt.Sprintf("%s %d ms over %d ms", strings.ReplaceAll(b.Metric, "_", " "), b.MeasuredMs, b.BudgetMs))
 	}
 	if s.FailedTurns > 0 {

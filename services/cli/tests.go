@@ -137,17 +137,9 @@ type invocation struct {
 }
 
 // agentLatency is how long the agent took to begin its turns (time to
-// first token: what a caller waits before it speaks) and to finish them,
-// in milliseconds; nil where nothing was recorded.
-type agentLatency struct {
-	Turns           int    `json:"turns"`
-	P50Ms           *int64 `json:"p50_ms"`
-	P95Ms           *int64 `json:"p95_ms"`
-	MaxMs           *int64 `json:"max_ms"`
-	FirstTokenP50Ms *int64 `json:"first_token_p50_ms"`
-	FirstTokenP95Ms *int64 `json:"first_token_p95_ms"`
-	FirstTokenMaxMs *int64 `json:"first_token_max_ms"`
-}
+// first token: what a caller waits before it speaks) and to finish them;
+// its figures are nil where nothing was recorded.
+type agentLatency wire.AgentLatency
 
 // String is the latency as the summary's totals print it, or "" when no
 // turn was recorded.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // streamAgent is an agent played by an endpoint of the given api_type,
@@ -18,32 +19,19 @@ func (s *endpointStack) streamAgent(t *testing.T, url, apiType string) string {
 	return s.customAgent(t, map[string]any{}, map[string]any{"url": url, "api_type": apiType})
 }
 
-// streamedLatency is what the tests read of agent_latency.
-type streamedLatency struct {
-	TurnMs          []int64 `json:"turn_ms"`
-	FirstTokenMs    []int64 `json:"first_token_ms"`
-	Turns           int     `json:"turns"`
-	P50Ms           *int64  `json:"p50_ms"`
-	P95Ms           *int64  `json:"p95_ms"`
-	MaxMs           *int64  `json:"max_ms"`
-	FirstTokenP50Ms *int64  `json:"first_token_p50_ms"`
-	FirstTokenP95Ms *int64  `json:"first_token_p95_ms"`
-	FirstTokenMaxMs *int64  `json:"first_token_max_ms"`
-}
-
 type streamedRun struct {
-	Status         string           `json:"status"`
-	Error          string           `json:"error"`
-	AgentResponses []map[string]any `json:"agent_responses"`
-	AgentLatency   *streamedLatency `json:"agent_latency"`
+	Status         string             `json:"status"`
+	Error          string             `json:"error"`
+	AgentResponses []map[string]any   `json:"agent_responses"`
+	AgentLatency   *wire.AgentLatency `json:"agent_latency"`
 }
 
-func (s *endpointStack) streamedRuns(t *testing.T, agent string, repeat int, tests ...string) ([]streamedRun, streamedLatency) {
+func (s *endpointStack) streamedRuns(t *testing.T, agent string, repeat int, tests ...string) ([]streamedRun, wire.AgentLatency) {
 	t.Helper()
 	id := runAndWait(t, s.Stack, agent, repeat, tests...)
 	var inv struct {
-		TestRuns     []streamedRun   `json:"test_runs"`
-		AgentLatency streamedLatency `json:"agent_latency"`
+		TestRuns     []streamedRun     `json:"test_runs"`
+		AgentLatency wire.AgentLatency `json:"agent_latency"`
 	}
 	if err := json.Unmarshal(s.call(t, "GET", "/v1/convai/test-invocations/"+id, "", 200), &inv); err != nil {
 		t.Fatal(err)
@@ -129,7 +117,7 @@ func TestStreamingEndpointPlaysTheAgent(t *testing.T) {
 				Analysis     struct {
 					CallSuccessful string `json:"call_successful"`
 				} `json:"analysis"`
-				AgentLatency *streamedLatency `json:"agent_latency"`
+				AgentLatency *wire.AgentLatency `json:"agent_latency"`
 			}
 			body := s.simulateHours(t, agent, &simulated)
 			conv := simulated.Conversation

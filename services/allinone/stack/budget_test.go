@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // hoursWithBudget is hoursTest named name, carrying a latency budget.
@@ -75,12 +76,8 @@ func TestLatencyBudgetFailsASlowAgent(t *testing.T) {
 					Summary  string   `json:"summary"`
 				} `json:"rationale"`
 			} `json:"condition_result"`
-			AgentLatency *streamedLatency `json:"agent_latency"`
-			Breaches     []struct {
-				Metric     string `json:"metric"`
-				MeasuredMs int64  `json:"measured_ms"`
-				BudgetMs   int64  `json:"budget_ms"`
-			} `json:"latency_budget_breaches"`
+			AgentLatency *wire.AgentLatency  `json:"agent_latency"`
+			Breaches     []wire.BudgetBreach `json:"latency_budget_breaches"`
 		} `json:"test_runs"`
 	}
 	if err := json.Unmarshal(s.call(t, "GET", "/v1/convai/test-invocations/"+id, "", 200), &inv); err != nil || len(inv.TestRuns) != 2 {

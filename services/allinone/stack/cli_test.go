@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -129,7 +130,7 @@ func TestCLI(t *testing.T) {
 	}
 	// Both end with the agent's latency, as the invocation's JSON has it.
 	var lat struct {
-		AgentLatency streamedLatency `json:"agent_latency"`
+		AgentLatency wire.AgentLatency `json:"agent_latency"`
 	}
 	if r := call(t, s, "GET", "/v1/convai/test-invocations/"+inv[1], adminKey, ""); r.Code != 200 || json.Unmarshal(r.Body, &lat) != nil {
 		t.Fatalf("invocation: %d %s", r.Code, r.Body)

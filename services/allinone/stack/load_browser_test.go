@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // The load test page in a real browser (e2e/browser/loadtest.test.mjs):
@@ -24,10 +25,10 @@ func TestLoadTestConsoleInBrowser(t *testing.T) {
 	test := createTest(t, s.Stack, `{"type":"llm","name":"Opening hours under load",
 	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
 	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":400}}`)
-	var lt loadTestView
+	var lt wire.LoadTest
 	_ = json.Unmarshal(s.call(t, "POST", "/v1/convai/agents/"+agent+"/load-tests", `{"test_id":"`+test+`","steps":[1,10,50]}`, 201), &lt)
 	eventually(t, 60*time.Second, "the load test completes", func() bool {
-		var cur loadTestView
+		var cur wire.LoadTest
 		return json.Unmarshal(s.call(t, "GET", "/v1/convai/load-tests/"+lt.ID, "", 200), &cur) == nil && cur.Status == "completed" &&
 			cur.BrokeBudgetAtStep != nil && *cur.BrokeBudgetAtStep == 2
 	})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -102,31 +103,6 @@ func nearestRank(ds []time.Duration, p float64) int64 {
 	return s[max(int(math.Ceil(p*float64(len(s))))-1, 0)].Milliseconds()
 }
 
-type loadStepView struct {
-	Step        int     `json:"step"`
-	Callers     int     `json:"callers"`
-	Status      string  `json:"status"`
-	Turns       int     `json:"turns"`
-	FailedTurns int     `json:"failed_turns"`
-	FailedShare float64 `json:"failed_share"`
-	Failures    []struct {
-		Reason string `json:"reason"`
-		Count  int    `json:"count"`
-	} `json:"failures"`
-	FirstTokenMs *struct{ P50, P95, Max int64 } `json:"first_token_ms"`
-	TurnMs       *struct{ P50, P95, Max int64 } `json:"turn_ms"`
-	OverheadUs   *struct{ P50, P95 int64 }      `json:"overhead_us"`
-	MetBudget    *bool                          `json:"met_budget"`
-}
-
-type loadTestView struct {
-	ID                   string         `json:"id"`
-	Status               string         `json:"status"`
-	BrokeBudgetAtStep    *int           `json:"broke_budget_at_step"`
-	BrokeBudgetAtCallers *int           `json:"broke_budget_at_callers"`
-	Steps                []loadStepView `json:"steps"`
-}
-
 // A load test of three steps (1, 10, 50 callers) against an endpoint
 // whose first token slows with the requests in flight: each step's
 // figures are those the endpoint produced (within what the platform adds
@@ -146,13 +122,13 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":400}}`)
 
 	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/load-tests", `{"test_id":"`+test+`","steps":[1,10,50]}`, 201)
-	var lt loadTestView
+	var lt wire.LoadTest
 	if err := json.Unmarshal(body, &lt); err != nil || lt.Status != "running" || len(lt.Steps) != 3 || lt.Steps[0].Status != "running" {
 		t.Fatalf("created: %s", body)
 	}
 	eventually(t, 60*time.Second, "the load test completes", func() bool {
 		body = s.call(t, "GET", "/v1/convai/load-tests/"+lt.ID, "", 200)
-		lt = loadTestView{}
+		lt = wire.LoadTest{}
 		return json.Unmarshal(body, &lt) == nil && lt.Status == "completed"
 	})
 	t.Logf("load test: %s", body)
@@ -178,7 +154,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 			}
 			firsts, wholes = append(firsts, sv.first), append(wholes, sv.turn)
 		}
-		if st.Status != "completed" || st.Callers != len(served) || st.Turns != len(served) || st.FailedTurns != failed ||
+		if st.Status != "completed" || st.Callers != len(served) || st.Turns != int64(len(served)) || st.FailedTurns != int64(failed) ||
 			st.FirstTokenMs == nil || st.TurnMs == nil || st.OverheadUs == nil || st.MetBudget == nil {
 			t.Fatalf("step %d: %+v; the endpoint served %d turns, %d failed", i, st, len(served), failed)
 		}

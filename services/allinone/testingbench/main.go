@@ -43,6 +43,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
@@ -150,26 +151,20 @@ func run(tests, repeat, concurrency, scaleRuns, qaTests int) error {
 	}
 	fmt.Printf("(b) scaling: two processes reach %.3fx one (goal >= 1.8) %s\n", rates[1]/rates[0], benchkit.Verdict(rates[1]/rates[0] >= 1.8))
 	var inv struct {
-		Latency struct {
-			Turns    int    `json:"turns"`
-			P50      *int64 `json:"p50_ms"`
-			P95      *int64 `json:"p95_ms"`
-			FirstP50 *int64 `json:"first_token_p50_ms"`
-			FirstP95 *int64 `json:"first_token_p95_ms"`
-		} `json:"agent_latency"`
+		Latency wire.AgentLatency `json:"agent_latency"`
 	}
 	if err := p.api.Call("GET", "/v1/convai/test-invocations/"+p.invID, "", &inv); err != nil {
 		return err
 	}
-	if inv.Latency.P50 == nil || inv.Latency.FirstP50 == nil {
+	if inv.Latency.P50Ms == nil || inv.Latency.FirstTokenP50Ms == nil {
 		return errors.New("(b) the invocation recorded no agent latency")
 	}
-	off := *inv.Latency.FirstP50 - firstToken.Milliseconds()
+	off := *inv.Latency.FirstTokenP50Ms - firstToken.Milliseconds()
 	fmt.Printf("(b) recorded time to first token over %d turns: p50 %d ms, p95 %d ms, against the endpoint's %d ms: p50 off by %d ms (goal within 5) %s\n",
-		inv.Latency.Turns, *inv.Latency.FirstP50, *inv.Latency.FirstP95, firstToken.Milliseconds(), off, benchkit.Verdict(off >= -5 && off <= 5))
-	off = *inv.Latency.P50 - streamEnd.Milliseconds()
+		inv.Latency.Turns, *inv.Latency.FirstTokenP50Ms, *inv.Latency.FirstTokenP95Ms, firstToken.Milliseconds(), off, benchkit.Verdict(off >= -5 && off <= 5))
+	off = *inv.Latency.P50Ms - streamEnd.Milliseconds()
 	fmt.Printf("(b) recorded whole turn: p50 %d ms, p95 %d ms, against the stream's end at %d ms: p50 off by %d ms (goal within 5) %s\n",
-		*inv.Latency.P50, *inv.Latency.P95, streamEnd.Milliseconds(), off, benchkit.Verdict(off >= -5 && off <= 5))
+		*inv.Latency.P50Ms, *inv.Latency.P95Ms, streamEnd.Milliseconds(), off, benchkit.Verdict(off >= -5 && off <= 5))
 	p.Stop()
 	if err := large(bins, dir, tests, repeat, concurrency, raw); err != nil {
 		return err

@@ -1,6 +1,7 @@
 package ports
 
 import (
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
@@ -18,68 +19,56 @@ func (h *Handlers) GetLoadTest(c *api.Call) (any, error) {
 }
 
 // LoadTestView is a load test in its wire shape (schema LoadTest).
-func LoadTestView(inv *testingv1.Invocation) map[string]any {
+func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 	l := inv.GetLoad()
 	budget := app.LoadBudget(l)
-	var budgetView any
-	if budget != nil {
-		budgetView = map[string]any{"first_token_p95_ms": budget.FirstTokenP95Ms, "turn_p95_ms": budget.TurnP95Ms}
+	v := wire.LoadTest{
+		ID: inv.GetInvocationId(), AgentID: inv.GetAgentId(), TestID: l.GetTest().GetTestId(), TestName: l.GetTest().GetTestName(),
+		Status: inv.GetStatus(), CreatedAtUnixSecs: inv.GetCreatedAtUnix(), TurnsPerCaller: int(max(l.GetTurnsPerCaller(), 1)),
+		Steps: make([]wire.LoadStep, len(l.GetSteps())),
 	}
-	testID, testName := l.GetTest().GetTestId(), l.GetTest().GetTestName()
-	steps := make([]map[string]any, len(l.GetSteps()))
-	var broke, brokeCallers any
+	if budget != nil {
+		v.LatencyBudget = &wire.LatencyBudget{FirstTokenP95Ms: budget.FirstTokenP95Ms, TurnP95Ms: budget.TurnP95Ms}
+	}
+	if inv.GetStatus() == domain.InvocationRunning {
+		v.CurrentStep = new(int(l.GetCurrentStep()))
+	}
 	for i, callers := range l.GetSteps() {
-		st := map[string]any{"step": i, "callers": callers, "turns": 0, "failed_turns": 0, "failed_share": 0.0,
-			"failures": []any{}, "first_token_ms": nil, "turn_ms": nil, "overhead_us": nil, "met_budget": nil,
-			"started_at_unix_ms": nil, "finished_at_unix_ms": nil}
+		st := wire.LoadStep{Step: i, Callers: int(callers), Failures: []wire.LoadFailure{}, BudgetBreaches: []wire.BudgetBreach{}}
 		switch {
 		case i < len(l.GetResults()):
 			res := l.GetResults()[i]
-			st["status"] = "completed"
-			st["turns"], st["failed_turns"] = res.GetTurns(), res.GetFailedTurns()
+			st.Status = "completed"
+			st.Turns, st.FailedTurns = res.GetTurns(), res.GetFailedTurns()
 			if res.GetTurns() > 0 {
-				st["failed_share"] = float64(res.GetFailedTurns()) / float64(res.GetTurns())
+				st.FailedShare = float64(res.GetFailedTurns()) / float64(res.GetTurns())
 			}
-			failures := make([]any, len(res.GetFailures()))
-			for j, f := range res.GetFailures() {
-				failures[j] = map[string]any{"reason": f.GetReason(), "count": f.GetCount()}
+			for _, f := range res.GetFailures() {
+				st.Failures = append(st.Failures, wire.LoadFailure{Reason: f.GetReason(), Count: f.GetCount()})
 			}
-			st["failures"] = failures
 			if res.GetTurns() > res.GetFailedTurns() {
-				st["first_token_ms"] = map[string]any{"p50": res.GetFirstTokenP50Ms(), "p95": res.GetFirstTokenP95Ms(), "max": res.GetFirstTokenMaxMs()}
-				st["turn_ms"] = map[string]any{"p50": res.GetTurnP50Ms(), "p95": res.GetTurnP95Ms(), "max": res.GetTurnMaxMs()}
-				st["overhead_us"] = map[string]any{"p50": res.GetOverheadP50Us(), "p95": res.GetOverheadP95Us()}
-			}
-			st["met_budget"] = res.GetMetBudget()
-			step := domain.LoadStep{FirstTokenP95Ms: res.GetFirstTokenP95Ms(), TurnP95Ms: res.GetTurnP95Ms()}
-			breaches := []any{}
-			if res.GetTurns() > res.GetFailedTurns() {
+				st.FirstTokenMs = &wire.Percentiles{P50: res.GetFirstTokenP50Ms(), P95: res.GetFirstTokenP95Ms(), Max: res.GetFirstTokenMaxMs()}
+				st.TurnMs = &wire.Percentiles{P50: res.GetTurnP50Ms(), P95: res.GetTurnP95Ms(), Max: res.GetTurnMaxMs()}
+				st.OverheadUs = &wire.Overhead{P50: res.GetOverheadP50Us(), P95: res.GetOverheadP95Us()}
+				step := domain.LoadStep{FirstTokenP95Ms: res.GetFirstTokenP95Ms(), TurnP95Ms: res.GetTurnP95Ms()}
 				for _, b := range step.BudgetBreaches(budget) {
-					breaches = append(breaches, map[string]any{"metric": b.Metric, "measured_ms": b.MeasuredMs, "budget_ms": b.BudgetMs})
+					st.BudgetBreaches = append(st.BudgetBreaches, wire.BudgetBreach{Metric: b.Metric, MeasuredMs: b.MeasuredMs, BudgetMs: b.BudgetMs})
 				}
 			}
-			st["budget_breaches"] = breaches
-			st["started_at_unix_ms"], st["finished_at_unix_ms"] = res.GetStartedAtUnixMs(), res.GetFinishedAtUnixMs()
-			if broke == nil && !res.GetMetBudget() {
-				broke, brokeCallers = i, callers
+			st.MetBudget = new(res.GetMetBudget())
+			st.StartedAtUnixMs, st.FinishedAtUnixMs = new(res.GetStartedAtUnixMs()), new(res.GetFinishedAtUnixMs())
+			if v.BrokeBudgetAtStep == nil && !res.GetMetBudget() {
+				v.BrokeBudgetAtStep, v.BrokeBudgetAtCallers = new(i), new(int(callers))
 			}
 		case inv.GetStatus() == domain.InvocationCancelled:
-			st["status"] = "cancelled"
+			st.Status = "cancelled"
 		case i == int(l.GetCurrentStep()):
-			st["status"] = "running"
-			st["started_at_unix_ms"] = l.GetStepStartedAtUnixMs()
+			st.Status = "running"
+			st.StartedAtUnixMs = new(l.GetStepStartedAtUnixMs())
 		default:
-			st["status"] = "pending"
+			st.Status = "pending"
 		}
-		steps[i] = st
+		v.Steps[i] = st
 	}
-	var current any
-	if inv.GetStatus() == domain.InvocationRunning {
-		current = l.GetCurrentStep()
-	}
-	return map[string]any{
-		"id": inv.GetInvocationId(), "agent_id": inv.GetAgentId(), "test_id": testID, "test_name": testName,
-		"status": inv.GetStatus(), "created_at_unix_secs": inv.GetCreatedAtUnix(), "turns_per_caller": max(l.GetTurnsPerCaller(), 1),
-		"latency_budget": budgetView, "current_step": current, "broke_budget_at_step": broke, "broke_budget_at_callers": brokeCallers, "steps": steps,
-	}
+	return v
 }

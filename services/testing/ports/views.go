@@ -245,51 +245,27 @@ type runJSON struct {
 	JudgeAgreement *float64   `json:"judge_agreement,omitempty"`
 	// Beyond the spec: the model that played the agent (model_usage is the
 	// judge's), and how fast the agent answered.
-	AgentModelUsage *usageJSON   `json:"agent_model_usage,omitempty"`
-	AgentLatency    *latencyJSON `json:"agent_latency,omitempty"`
+	AgentModelUsage *usageJSON         `json:"agent_model_usage,omitempty"`
+	AgentLatency    *wire.AgentLatency `json:"agent_latency,omitempty"`
 	// Beyond the spec: the test's latency budgets the run went over
 	// (which failed it).
-	LatencyBudgetBreaches []breachJSON `json:"latency_budget_breaches,omitempty"`
+	LatencyBudgetBreaches []wire.BudgetBreach `json:"latency_budget_breaches,omitempty"`
 	// Review is the run's current label, when people labelled its verdict.
 	Review map[string]any `json:"review,omitempty"`
 }
 
-// breachJSON is a latency budget a run went over.
-type breachJSON struct {
-	Metric     string `json:"metric"`
-	MeasuredMs int64  `json:"measured_ms"`
-	BudgetMs   int64  `json:"budget_ms"`
-}
-
-// latencyJSON is how fast an agent answered its turns, and how fast it
-// began them (time to first token: what a caller waits before the agent
-// speaks).
-type latencyJSON struct {
-	TurnMs []int64 `json:"turn_ms,omitempty"` // a run's turns, in order
-	Turns  int     `json:"turns"`
-	P50Ms  *int64  `json:"p50_ms"`
-	P95Ms  *int64  `json:"p95_ms"`
-	MaxMs  *int64  `json:"max_ms"`
-	// FirstTokenMs are a run's turns' times to first token, in order
-	// (none for runs recorded before they were).
-	FirstTokenMs    []int64 `json:"first_token_ms,omitempty"`
-	FirstTokenP50Ms *int64  `json:"first_token_p50_ms"`
-	FirstTokenP95Ms *int64  `json:"first_token_p95_ms"`
-	FirstTokenMaxMs *int64  `json:"first_token_max_ms"`
-}
-
 // latencyOf summarises turn response times and times to first token
 // (nearest-rank percentiles); none give nulls.
-func latencyOf(ms, firstTokenMs []int64) latencyJSON {
-	l := latencyJSON{Turns: len(ms)}
+func latencyOf(ms, firstTokenMs []int64) wire.AgentLatency {
+	l := wire.AgentLatency{Turns: len(ms)}
 	l.P50Ms, l.P95Ms, l.MaxMs = percentiles(ms)
 	l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs = percentiles(firstTokenMs)
 	return l
 }
 
 // latencyOfTallies is latencyOf over tallied times.
-func latencyOfTallies(turns, firstTokens *latencyTally) latencyJSON {
-	l := latencyJSON{Turns: turns.n}
+func latencyOfTallies(turns, firstTokens *latencyTally) wire.AgentLatency {
+	l := wire.AgentLatency{Turns: turns.n}
 	l.P50Ms, l.P95Ms, l.MaxMs = turns.percentiles()
 	l.FirstTokenP50Ms, l.FirstTokenP95Ms, l.FirstTokenMaxMs = firstTokens.percentiles()
 	return l
@@ -419,7 +395,7 @@ func RunView(inv *testingv1.Invocation, pt *testingv1.PlannedTest, tv RunTestVie
 			v.AgentLatency = &l
 		}
 		for _, b := range res.GetLatencyBudgetBreaches() {
-			v.LatencyBudgetBreaches = append(v.LatencyBudgetBreaches, breachJSON{Metric: b.GetMetric(), MeasuredMs: b.GetMeasuredMs(), BudgetMs: b.GetBudgetMs()})
+			v.LatencyBudgetBreaches = append(v.LatencyBudgetBreaches, wire.BudgetBreach{Metric: b.GetMetric(), MeasuredMs: b.GetMeasuredMs(), BudgetMs: b.GetBudgetMs()})
 		}
 		v.Attempt, v.Error = res.GetAttempt(), res.GetError()
 		if votes := res.GetJudgeVotes(); len(votes) > 1 {
