@@ -741,10 +741,14 @@ func (c *checker) scenario(name string, from, to time.Time, elected time.Duratio
 const logComplete = adapters.AttemptsStoreAckWait + recoverWithin
 
 // logPasses counts the check's passes over the delivery log, those cut
-// short by a page not read, and whether the last one was.
+// short by a page not read, and whether the last one was; and the pages
+// they read, and the slowest page's answer (a pass is as slow as its
+// pages).
 type logPasses struct {
 	all, cut  int
 	lastWhole bool
+	pages     int
+	slowest   time.Duration
 }
 
 func (p logPasses) whole() bool { return p.all > p.cut }
@@ -758,7 +762,8 @@ func (p *logPasses) note(whole bool) {
 }
 
 func (p logPasses) String() string {
-	return fmt.Sprintf("%d passes, %d cut short by a page not read", p.all, p.cut)
+	return fmt.Sprintf("%d passes, %d cut short by a page not read; %d pages read, the slowest in %s",
+		p.all, p.cut, p.pages, p.slowest.Round(time.Millisecond))
 }
 
 // unlogged returns how many events of acks' calls the receiver got, and
@@ -771,7 +776,7 @@ func (c *checker) unlogged(acks []ack, since time.Time) (delivered int, missing 
 	}
 	got := c.receiver.eventIDs(calls)
 	pass := func() bool {
-		logged, whole := c.deliveryLog(since.Add(-time.Minute))
+		logged, whole := c.deliveryLog(since.Add(-time.Minute), &passes)
 		if passes.note(whole); !whole {
 			return false
 		}
@@ -801,8 +806,8 @@ var logClient = &http.Client{Timeout: 20 * time.Second}
 // through the gateways a page at a time. A page that failed is asked for
 // once more (from another gateway) before the pass gives up, not whole:
 // what it left out is read again by the caller's next pass, which rereads
-// every page.
-func (c *checker) deliveryLog(since time.Time) (logged map[string]bool, whole bool) {
+// every page. Each page read is counted in passes, with its time.
+func (c *checker) deliveryLog(since time.Time, passes *logPasses) (logged map[string]bool, whole bool) {
 	logged = map[string]bool{}
 	cursor := ""
 	for {
@@ -819,7 +824,10 @@ func (c *checker) deliveryLog(since time.Time) (logged map[string]bool, whole bo
 		}
 		read := false
 		for try := 0; try < 2 && !read; try++ {
+			asked := time.Now()
 			r := requestWith(logClient, "GET", c.p.lb.next()+u, "", "")
+			passes.pages++
+			passes.slowest = max(passes.slowest, time.Since(asked))
 			read = r.code == http.StatusOK && json.Unmarshal(r.body, &page) == nil
 		}
 		if !read {
