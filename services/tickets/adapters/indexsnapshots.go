@@ -21,11 +21,11 @@ import (
 	"github.com/minio/sio"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voiceai-platform/voiceai/pkg/tick"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // SnapshotBucket is the object store bucket of the conversation index's

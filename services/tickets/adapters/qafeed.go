@@ -8,11 +8,11 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/voiceai-platform/voiceai/pkg/tick"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
