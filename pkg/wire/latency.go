@@ -1,9 +1,11 @@
 package wire
 
 // AgentLatency is how long an agent took to answer its turns and to begin
-// them (schema AgentLatency), in milliseconds: a run's (each turn in
-// TurnMs and FirstTokenMs) or an invocation's (every turn of its runs,
-// percentiles only). A percentile is null where no turn was recorded.
+// them (time to first token: what a caller waits before the agent
+// speaks), in milliseconds (schema AgentLatency): a run's, with each turn
+// in TurnMs and FirstTokenMs in order (no FirstTokenMs for runs recorded
+// before they were), or an invocation's over every turn of its runs,
+// percentiles only. A percentile is null where no turn was recorded.
 type AgentLatency struct {
 	TurnMs          []int64 `json:"turn_ms,omitempty"`
 	Turns           int     `json:"turns"`
