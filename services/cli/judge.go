@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // errJudgeUncalibrated ends tests run --wait with ExitUngated: a test's
@@ -17,60 +19,14 @@ import (
 // (or has too few labels to say), so the run's verdicts do not gate CI.
 var errJudgeUncalibrated = errors.New("the judge of some test is below the agreement asked for")
 
-// rate is a share with its 95% interval, as the judge report gives it.
-type rate struct {
-	Value *float64  `json:"value"`
-	CI    []float64 `json:"ci95"`
-	Count int       `json:"count"`
-	N     int       `json:"n"`
-}
-
-func (r rate) String() string {
-	if r.Value == nil {
-		return "-"
-	}
-	if len(r.CI) == 2 {
-		return fmt.Sprintf("%.2f (%.2f–%.2f)", *r.Value, r.CI[0], r.CI[1])
-	}
-	return fmt.Sprintf("%.2f", *r.Value)
-}
-
-// agreementFigures are how far a judge agrees with people's labels, as
-// the report gives them on each of its rows and each judge it compares.
-type agreementFigures struct {
-	Labels        int      `json:"labels"`
-	Agreement     rate     `json:"agreement"`
-	Kappa         *float64 `json:"cohens_kappa"`
-	TruePassRate  rate     `json:"true_pass_rate"`
-	TrueFailRate  rate     `json:"true_fail_rate"`
-	FalsePassRate rate     `json:"false_pass_rate"`
-}
-
-// cells are the figures under the columns LABELS, AGREEMENT (95%),
-// KAPPA, TRUE PASS, TRUE FAIL and FALSE PASS.
-func (f agreementFigures) cells() []string {
+// agreementCells are the figures under the columns LABELS, AGREEMENT
+// (95%), KAPPA, TRUE PASS, TRUE FAIL and FALSE PASS.
+func agreementCells(f wire.AgreementFigures) []string {
 	kappa := "-"
-	if f.Kappa != nil {
-		kappa = fmt.Sprintf("%.2f", *f.Kappa)
+	if f.CohensKappa != nil {
+		kappa = fmt.Sprintf("%.2f", *f.CohensKappa)
 	}
-	return []string{strconv.Itoa(f.Labels), f.Agreement.String(), kappa, f.TruePassRate.String(), f.TrueFailRate.String(), f.FalsePassRate.String()}
-}
-
-// judgeRow is one row of the judge report.
-type judgeRow struct {
-	JudgeProvider string  `json:"judge_provider"`
-	JudgeModel    string  `json:"judge_model"`
-	TestID        *string `json:"test_id"`
-	TestName      *string `json:"test_name"`
-	AgentID       *string `json:"agent_id"`
-	agreementFigures
-	FlipRate rate `json:"flip_rate"`
-}
-
-type judgeReport struct {
-	Labels  int         `json:"labels"`
-	Judges  []judgeRow  `json:"judges"`
-	Compare *comparison `json:"compare"`
+	return []string{strconv.FormatInt(f.Labels, 10), f.Agreement.String(), kappa, f.TruePassRate.String(), f.TrueFailRate.String(), f.FalsePassRate.String()}
 }
 
 func (a *app) judgeReportCommand() *cobra.Command {
@@ -94,7 +50,7 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 				q.Set("test_id", test)
 			}
 			compareQuery(q, compare)
-			var rep judgeReport
+			var rep wire.JudgeReport
 			if show, err := a.fetch(cmd.Context(), judgeReportRoute, nil, q, nil, &rep); !show {
 				return err
 			}
@@ -114,7 +70,7 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 						scope += " " + clip(*j.TestName, 30)
 					}
 				}
-				row := append([]string{j.JudgeProvider + "/" + j.JudgeModel, scope}, j.cells()...)
+				row := append([]string{j.JudgeProvider + "/" + j.JudgeModel, scope}, agreementCells(j.AgreementFigures)...)
 				rows = append(rows, append(row, j.FlipRate.String()))
 			}
 			table(a.stdout, []string{"JUDGE", "TEST", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "FLIPS"}, rows)
@@ -284,11 +240,11 @@ func (g judgeGate) check(ctx context.Context, c *client, inv invocation) ([]stri
 	if len(order) == 0 {
 		return nil, nil
 	}
-	var rep judgeReport
+	var rep wire.JudgeReport
 	if _, err := c.call(ctx, judgeReportRoute, nil, nil, nil, &rep); err != nil {
 		return nil, fmt.Errorf("reading the judge report for --min-judge-agreement: %w", err)
 	}
-	rows := map[key]judgeRow{}
+	rows := map[key]wire.JudgeFigures{}
 	for _, j := range rep.Judges {
 		if j.TestID != nil {
 			rows[key{j.JudgeModel, *j.TestID}] = j
@@ -302,7 +258,7 @@ func (g judgeGate) check(ctx context.Context, c *client, inv invocation) ([]stri
 		switch {
 		case !ok || j.Agreement.N == 0:
 			below = append(below, name+": no labels")
-		case j.Agreement.N < g.minLabels:
+		case j.Agreement.N < int64(g.minLabels):
 			below = append(below, fmt.Sprintf("%s: %d label(s), fewer than the %d needed (agreement %s)", name, j.Agreement.N, g.minLabels, j.Agreement))
 		case *j.Agreement.Value < g.minAgreement:
 			below = append(below, fmt.Sprintf("%s: agreement %s over %d label(s), below %.2f", name, j.Agreement, j.Agreement.N, g.minAgreement))

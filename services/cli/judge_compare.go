@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // The judge commands about conversations and about comparing judges:
@@ -143,24 +145,13 @@ changes. Then compare: voiceai judge report --compare <the runs' judge>,MODEL.`,
 	return cmd
 }
 
-// comparison is the report's compare part.
-type comparison struct {
-	Models []string `json:"models"`
-	Runs   int      `json:"runs"`
-	Judges []struct {
-		JudgeModel string `json:"judge_model"`
-		Judged     int    `json:"judged"`
-		agreementFigures
-	} `json:"judges"`
-}
-
 // printComparison prints the judges compared on the same labels.
-func (a *app) printComparison(c *comparison) {
+func (a *app) printComparison(c *wire.Comparison) {
 	fmt.Fprintf(a.stdout, "Compared on the same %d labelled run(s) (%s):\n", c.Runs, strings.Join(c.Models, ", "))
 	var rows [][]string
 	for _, j := range c.Judges {
-		row := append([]string{j.JudgeModel}, j.cells()...)
-		rows = append(rows, append(row, strconv.Itoa(j.Judged)))
+		row := append([]string{j.JudgeModel}, agreementCells(j.AgreementFigures)...)
+		rows = append(rows, append(row, strconv.FormatInt(j.Judged, 10)))
 	}
 	table(a.stdout, []string{"JUDGE", "LABELS", "AGREEMENT (95%)", "KAPPA", "TRUE PASS", "TRUE FAIL", "FALSE PASS", "JUDGED"}, rows)
 }

@@ -214,53 +214,6 @@ func voiceaiCLI(t *testing.T, s *Stack, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-// judgeReport is GET /v1/voiceai/judge/report as the tests read it; each
-// test looks at the part its scenario fills.
-type judgeReport struct {
-	Labels  int              `json:"labels"`
-	Judges  []judgeReportRow `json:"judges"`
-	Compare struct {
-		Models []string         `json:"models"`
-		Runs   int              `json:"runs"`
-		Judges []judgeReportRow `json:"judges"`
-	} `json:"compare"`
-}
-
-// judgeReportRow is one judge's figures: a row of the report, or a judge
-// compared on the same labels.
-type judgeReportRow struct {
-	JudgeModel    string   `json:"judge_model"`
-	Scope         string   `json:"scope"`
-	AgentID       *string  `json:"agent_id"`
-	TestID        *string  `json:"test_id"`
-	Labels        int      `json:"labels"`
-	Agreement     rate     `json:"agreement"`
-	Kappa         *float64 `json:"cohens_kappa"`
-	TruePassRate  rate     `json:"true_pass_rate"`
-	TrueFailRate  rate     `json:"true_fail_rate"`
-	FalsePassRate rate     `json:"false_pass_rate"`
-	FlipRuns      int      `json:"flip_runs"`
-	FlipRate      rate     `json:"flip_rate"`
-	Criteria      []struct {
-		ID        string `json:"id"`
-		Text      string `json:"text"`
-		Labels    int    `json:"labels"`
-		Agreement rate   `json:"agreement"`
-	} `json:"criteria"`
-	Series []struct {
-		Labels    int      `json:"labels"`
-		Agreement *float64 `json:"agreement"`
-	} `json:"series"`
-}
-
-// rate is a share with its 95% interval, as the judge report gives it.
-type rate struct {
-	Value *float64  `json:"value"`
-	CI    []float64 `json:"ci95"`
-	Count int       `json:"count"`
-	N     int       `json:"n"`
-}
-
 // confusion counts a judge's verdicts against the truth, for its
 // agreement and Cohen's κ computed by hand.
 type confusion struct{ tp, fp, ff, tf float64 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -177,19 +178,19 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 		t.Fatalf("hand computation: n %v p_o %v κ %v", n, po, kappa)
 	}
 
-	var report judgeReport
+	var report wire.JudgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 8 || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
 	}
 	for _, j := range report.Judges {
 		if j.JudgeModel != "offline-v2" || j.Labels != 8 || j.Agreement.Value == nil || *j.Agreement.Value != po ||
-			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 {
+			j.CohensKappa == nil || math.Abs(*j.CohensKappa-kappa) > 1e-4 {
 			t.Fatalf("judge figures %+v: want agreement %v κ %v", j, po, kappa)
 		}
 		// TPR 3/(3+2), TNR 2/(2+1), false-pass 1/(3+1); agreement's Wilson 95% of 5/8 is 0.3057–0.8632.
 		if j.TruePassRate.Count != 3 || j.TruePassRate.N != 5 || j.TrueFailRate.Count != 2 || j.TrueFailRate.N != 3 ||
-			j.FalsePassRate.Count != 1 || j.FalsePassRate.N != 4 || j.Agreement.CI[0] != 0.3057 || j.Agreement.CI[1] != 0.8632 {
+			j.FalsePassRate.Count != 1 || j.FalsePassRate.N != 4 || j.Agreement.CI95[0] != 0.3057 || j.Agreement.CI95[1] != 0.8632 {
 			t.Fatalf("rates %+v", j)
 		}
 		if len(j.Series) != 1 || j.Series[0].Labels != 8 {
@@ -275,7 +276,7 @@ func TestReviewQueueAndFlipRateOfAModelJudge(t *testing.T) {
 		fmt.Sprint(q.Runs[0].JudgeVotes) != "[failure success success]" || q.Runs[0].JudgeModel != "test-model" {
 		t.Fatalf("queue: %d %s", r.Code, r.Body)
 	}
-	var report judgeReport
+	var report wire.JudgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/llm/llmtest"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/cli"
 )
 
@@ -193,14 +194,14 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 		t.Fatalf("the judge gave one answer only (%v): no κ to compare", judged)
 	}
 
-	var report judgeReport
+	var report wire.JudgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report", adminKey, "")
 	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Labels != 5 || len(report.Judges) != 2 {
 		t.Fatalf("report: %d %s", r.Code, r.Body)
 	}
 	for i, j := range report.Judges {
 		if j.JudgeModel != "offline-v2" || j.Labels != 5 || j.Agreement.Value == nil || math.Abs(*j.Agreement.Value-po) > 1e-4 ||
-			j.Kappa == nil || math.Abs(*j.Kappa-kappa) > 1e-4 || j.TestID != nil {
+			j.CohensKappa == nil || math.Abs(*j.CohensKappa-kappa) > 1e-4 || j.TestID != nil {
 			t.Fatalf("judge row %d %+v: want agreement %v κ %v", i, j, po, kappa)
 		}
 	}
@@ -460,9 +461,9 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	if wantModel != 0.5 || wantModelK != 0 || wantOffline != 1 || wantOfflineK != 1 {
 		t.Fatalf("hand figures: test-model %v κ %v, offline %v κ %v", wantModel, wantModelK, wantOffline, wantOfflineK)
 	}
-	var report judgeReport
+	var report wire.JudgeReport
 	r = call(t, s, "GET", "/v1/voiceai/judge/report?compare=test-model,offline-v2", adminKey, "")
-	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
+	if err := json.Unmarshal(r.Body, &report); r.Code != 200 || err != nil || report.Compare == nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
 		t.Fatalf("compare: %d %s", r.Code, r.Body)
 	}
 	for _, j := range report.Compare.Judges {
@@ -470,7 +471,7 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 		if j.JudgeModel == "offline-v2" {
 			want, wantK = wantOffline, wantOfflineK
 		}
-		if j.Labels != 4 || j.Agreement.Value == nil || *j.Agreement.Value != want || j.Kappa == nil || math.Abs(*j.Kappa-wantK) > 1e-4 {
+		if j.Labels != 4 || j.Agreement.Value == nil || *j.Agreement.Value != want || j.CohensKappa == nil || math.Abs(*j.CohensKappa-wantK) > 1e-4 {
 			t.Fatalf("compared %s: %s", j.JudgeModel, r.Body)
 		}
 	}
@@ -479,8 +480,9 @@ func TestRejudgeALabelledSetAndCompareJudges(t *testing.T) {
 	if r := rejudge("", fmt.Sprintf(`{"judge_model":"offline-v1","filter":{"invocation_id":%q}}`, inv)); r.Code != 200 || r.JSON(t)["judge_model"] != "offline-v1" {
 		t.Fatalf("rejudge with offline-v1: %d %s", r.Code, r.Body)
 	}
+	var both wire.JudgeReport
 	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v1,offline-v2", adminKey, ""); r.Code != 200 ||
-		json.Unmarshal(r.Body, &report) != nil || report.Compare.Runs != 4 || len(report.Compare.Judges) != 2 {
+		json.Unmarshal(r.Body, &both) != nil || both.Compare == nil || both.Compare.Runs != 4 || len(both.Compare.Judges) != 2 {
 		t.Fatalf("compare the offline judges: %d %s", r.Code, r.Body)
 	}
 	if r := call(t, s, "GET", "/v1/voiceai/judge/report?compare=offline-v2", adminKey, ""); r.Code != 422 ||

@@ -11,6 +11,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -145,27 +146,23 @@ func (h *Handlers) JudgeReport(c *api.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"labels": total, "judges": mapEach(rows, judgeView)}
+	out := wire.JudgeReport{Labels: total, Judges: mapEach(rows, judgeView)}
 	if models != nil {
 		cmp, err := h.App.CompareJudges(c.Context(), rq, models)
 		if err != nil {
 			return nil, err
 		}
-		out["compare"] = comparisonView(cmp)
+		out.Compare = comparisonView(cmp)
 	}
 	return out, nil
 }
 
-func comparisonView(c *app.Comparison) map[string]any {
-	judges := make([]map[string]any, len(c.Judges))
+func comparisonView(c *app.Comparison) *wire.Comparison {
+	judges := make([]wire.ComparedJudge, len(c.Judges))
 	for i, j := range c.Judges {
-		cf := j.Confusion
-		judges[i] = map[string]any{"judge_model": j.JudgeModel, "judged": j.Judged, "labels": cf.N(),
-			"confusion": map[string]any{"true_pass": cf.TruePass, "false_pass": cf.FalsePass, "false_fail": cf.FalseFail, "true_fail": cf.TrueFail},
-			"agreement": rateView(cf.AgreementRate()), "cohens_kappa": kappaView(cf),
-			"true_pass_rate": rateView(cf.TruePassRate()), "true_fail_rate": rateView(cf.TrueFailRate()), "false_pass_rate": rateView(cf.FalsePassRate())}
+		judges[i] = wire.ComparedJudge{JudgeModel: j.JudgeModel, Judged: j.Judged, AgreementFigures: agreementView(j.Confusion)}
 	}
-	return map[string]any{"models": c.Models, "runs": c.Runs, "judges": judges}
+	return &wire.Comparison{Models: c.Models, Runs: c.Runs, Judges: judges}
 }
 
 func voteResults(votes []*testingv1.JudgeVote) []string {
@@ -230,54 +227,54 @@ func reviewItemView(it app.ReviewItem) map[string]any {
 // round4 keeps four decimals: a figure, not a float's noise.
 func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
 
-func rateView(r domain.Rate) map[string]any {
-	v := map[string]any{"value": nil, "ci95": nil, "count": r.Count, "n": r.N}
+func rateView(r domain.Rate) wire.JudgeRate {
+	v := wire.JudgeRate{Count: r.Count, N: r.N}
 	if r.N > 0 {
-		v["value"], v["ci95"] = round4(r.Value), []float64{round4(r.Low), round4(r.High)}
+		v.Value, v.CI95 = new(round4(r.Value)), []float64{round4(r.Low), round4(r.High)}
 	}
 	return v
 }
 
-func kappaView(c domain.Confusion) any {
+func kappaView(c domain.Confusion) *float64 {
 	if k, ok := c.Kappa(); ok {
-		return round4(k)
+		return new(round4(k))
 	}
 	return nil
 }
 
-func judgeView(f *app.JudgeFigures) map[string]any {
-	var test, name any
+// agreementView is a judge's verdicts against people's labels.
+func agreementView(c domain.Confusion) wire.AgreementFigures {
+	return wire.AgreementFigures{
+		Labels:    c.N(),
+		Confusion: wire.Confusion{TruePass: c.TruePass, FalsePass: c.FalsePass, FalseFail: c.FalseFail, TrueFail: c.TrueFail},
+		Agreement: rateView(c.AgreementRate()), CohensKappa: kappaView(c),
+		TruePassRate: rateView(c.TruePassRate()), TrueFailRate: rateView(c.TrueFailRate()), FalsePassRate: rateView(c.FalsePassRate()),
+	}
+}
+
+func judgeView(f *app.JudgeFigures) wire.JudgeFigures {
+	v := wire.JudgeFigures{
+		JudgeProvider: f.JudgeProvider, JudgeModel: f.JudgeModel, Scope: f.Scope(), UnknownVerdicts: f.Unknown,
+		AgreementFigures: agreementView(f.Confusion),
+		FlipRate:         rateView(domain.NewRate(f.Flipped, f.Pairs)), FlipRuns: f.FlipRuns,
+		Criteria: make([]wire.CriterionFigures, len(f.Criteria)), Series: make([]wire.DayFigures, len(f.Series)),
+	}
+	v.Labels = f.Labels // the unknown verdicts too, which the confusion leaves out
 	if f.TestID != "" {
-		test, name = f.TestID, f.TestName
+		v.TestID, v.TestName = &f.TestID, &f.TestName
 	}
-	criteria := make([]map[string]any, len(f.Criteria))
-	for i, c := range f.Criteria {
-		criteria[i] = map[string]any{"id": c.ID, "text": c.Text, "labels": c.Labels, "agreement": rateView(domain.NewRate(c.Agreed, c.Labels))}
-		if c.Confusion.N() > 0 {
-			criteria[i]["cohens_kappa"] = kappaView(c.Confusion)
-		}
-	}
-	var agent any
 	if f.AgentID != "" {
-		agent = f.AgentID
+		v.AgentID = &f.AgentID
 	}
-	series := make([]map[string]any, len(f.Series))
+	for i, c := range f.Criteria {
+		v.Criteria[i] = wire.CriterionFigures{ID: c.ID, Text: c.Text, Labels: c.Labels,
+			Agreement: rateView(domain.NewRate(c.Agreed, c.Labels)), CohensKappa: kappaView(c.Confusion)}
+	}
 	for i, d := range f.Series {
-		var agreement any
+		v.Series[i] = wire.DayFigures{Date: d.Date, Labels: d.Confusion.N(), CohensKappa: kappaView(d.Confusion)}
 		if d.Confusion.N() > 0 {
-			agreement = round4(d.Confusion.Agreement())
+			v.Series[i].Agreement = new(round4(d.Confusion.Agreement()))
 		}
-		series[i] = map[string]any{"date": d.Date, "labels": d.Confusion.N(), "agreement": agreement, "cohens_kappa": kappaView(d.Confusion)}
 	}
-	c := f.Confusion
-	return map[string]any{
-		"judge_provider": f.JudgeProvider, "judge_model": f.JudgeModel, "test_id": test, "test_name": name,
-		"scope": f.Scope(), "agent_id": agent,
-		"labels": f.Labels, "unknown_verdicts": f.Unknown,
-		"confusion": map[string]any{"true_pass": c.TruePass, "false_pass": c.FalsePass, "false_fail": c.FalseFail, "true_fail": c.TrueFail},
-		"agreement": rateView(c.AgreementRate()), "cohens_kappa": kappaView(c),
-		"true_pass_rate": rateView(c.TruePassRate()), "true_fail_rate": rateView(c.TrueFailRate()), "false_pass_rate": rateView(c.FalsePassRate()),
-		"flip_rate": rateView(domain.NewRate(f.Flipped, f.Pairs)), "flip_runs": f.FlipRuns,
-		"criteria": criteria, "series": series,
-	}
+	return v
 }

@@ -8,6 +8,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -42,5 +43,46 @@ func TestPendingRunTemplateMatchesTheView(t *testing.T) {
 			!reflect.DeepEqual(run["agent_responses"], []any{}) {
 			t.Fatalf("pending run: %v", run)
 		}
+	}
+}
+
+// The judge report's rows answer every field the document requires, from
+// a judge with no label yet (its figures null, its lists []) to a row
+// with criteria, days and a comparison.
+func TestJudgeReportViewsAnswerTheDocumentsShape(t *testing.T) {
+	labelled := domain.Confusion{TruePass: 3, FalsePass: 1, FalseFail: 1, TrueFail: 2}
+	rows := []*app.JudgeFigures{
+		{JudgeProvider: "offline", JudgeModel: "offline-v2"},
+		{JudgeProvider: "openai", JudgeModel: "gpt-4o", TestID: "test_1", TestName: "Hours", Labels: 8, Unknown: 1, Confusion: labelled,
+			Flipped: 1, Pairs: 3, FlipRuns: 2,
+			Criteria: []app.CriterionFigures{{ID: "condition_0", Text: "Says the hours", Labels: 7, Agreed: 5}},
+			Series:   []app.DayFigures{{Date: "2026-11-30"}, {Date: "2026-12-01", Confusion: labelled}}},
+		{JudgeProvider: "offline", JudgeModel: "offline-v2", AgentID: "agent_1", Labels: 2, Confusion: domain.Confusion{TruePass: 2},
+			Criteria: []app.CriterionFigures{{ID: "hours", Text: "Gives the hours", Labels: 2, Agreed: 2, Confusion: domain.Confusion{TruePass: 1, TrueFail: 1}}}},
+	}
+	cmp := &app.Comparison{Models: []string{"gpt-4o", "offline-v2"}, Runs: 7,
+		Judges: []app.ComparedJudge{{JudgeModel: "gpt-4o", Confusion: labelled, Judged: 7}, {JudgeModel: "offline-v2", Judged: 7}}}
+	for name, report := range map[string]any{
+		"no labels": map[string]any{"labels": 0, "judges": mapEach([]*app.JudgeFigures(nil), judgeView)},
+		"rows":      map[string]any{"labels": 10, "judges": mapEach(rows, judgeView), "compare": comparisonView(cmp)},
+	} {
+		b, err := json.Marshal(report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := api.CheckJSON("JudgeReport", b); err != nil {
+			t.Errorf("%s: %v\n%s", name, err, b)
+		}
+	}
+	// The figures themselves: the test row's kappa, its unknown verdict
+	// counted in its labels only, and a day with no label left null.
+	v := judgeView(rows[1])
+	if v.Labels != 8 || v.Agreement.Count != 5 || v.Agreement.N != 7 || v.CohensKappa == nil || *v.CohensKappa != 0.4167 ||
+		v.Series[0].Agreement != nil || v.Series[0].CohensKappa != nil || *v.Series[1].Agreement != 0.7143 || v.Criteria[0].CohensKappa != nil ||
+		*v.TestID != "test_1" || v.AgentID != nil || v.Scope != "test" {
+		t.Fatalf("test row: %+v", v)
+	}
+	if c := judgeView(rows[2]).Criteria[0]; c.CohensKappa == nil || *c.CohensKappa != 1 {
+		t.Fatalf("a conversation criterion's own kappa: %+v", c)
 	}
 }
