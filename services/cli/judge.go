@@ -87,20 +87,6 @@ compares judge models on the same labelled runs (after voiceai judge rejudge).`,
 	return cmd
 }
 
-type queuedRun struct {
-	InvocationID string   `json:"invocation_id"`
-	RunID        string   `json:"run_id"`
-	TestName     string   `json:"test_name"`
-	Status       string   `json:"status"`
-	Reasons      []string `json:"reasons"`
-	JudgeModel   string   `json:"judge_model"`
-	Condition    struct {
-		Rationale struct {
-			Summary string `json:"summary"`
-		} `json:"rationale"`
-	} `json:"condition_result"`
-}
-
 func (a *app) judgeQueueCommand() *cobra.Command {
 	var agent string
 	var size, sample int
@@ -114,7 +100,7 @@ func (a *app) judgeQueueCommand() *cobra.Command {
 				q.Set("agent_id", agent)
 			}
 			var page struct {
-				Runs []queuedRun `json:"runs"`
+				Runs []wire.ReviewItem `json:"runs"`
 			}
 			if show, err := a.fetch(cmd.Context(), reviewQueueRoute, nil, q, nil, &page); !show {
 				return err
@@ -122,7 +108,7 @@ func (a *app) judgeQueueCommand() *cobra.Command {
 			var rows [][]string
 			for _, r := range page.Runs {
 				rows = append(rows, []string{r.InvocationID, r.RunID, strings.ToUpper(r.Status), strings.Join(r.Reasons, ","), clip(r.TestName, 30),
-					clip(r.Condition.Rationale.Summary, 60)})
+					clip(r.ConditionResult.Rationale.Summary, 60)})
 			}
 			table(a.stdout, []string{"INVOCATION", "RUN", "STATUS", "WHY", "TEST", "JUDGE SAID"}, rows)
 			return nil

@@ -127,7 +127,7 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 			ConditionResult struct {
 				Result string `json:"result"`
 			} `json:"condition_result"`
-			Review map[string]any `json:"review"`
+			Review *wire.RunLabel `json:"review"`
 		} `json:"test_runs"`
 	}
 	if err := json.Unmarshal(r.Body, &inv); err != nil {
@@ -137,18 +137,14 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 		if run.Status != "passed" || run.ConditionResult.Result != "success" || run.Review == nil {
 			t.Fatalf("run %s after labels: %s %s review %v", run.TestRunID, run.Status, run.ConditionResult.Result, run.Review)
 		}
-		if run.TestRunID == passed[3] && run.Review["label_id"] != overturn["label_id"] {
+		if run.TestRunID == passed[3] && run.Review.LabelID != overturn["label_id"] {
 			t.Fatalf("the run shows its current label: %v", run.Review)
 		}
 	}
 	// The invocation's current labels, in run order: what a ticket shows.
 	r = call(t, s, "GET", "/v1/convai/test-invocations/"+passing+"/labels", adminKey, "")
 	var current struct {
-		Labels []struct {
-			RunID      string `json:"run_id"`
-			LabelID    string `json:"label_id"`
-			Overturned bool   `json:"overturned"`
-		} `json:"labels"`
+		Labels []wire.RunLabel `json:"labels"`
 	}
 	if err := json.Unmarshal(r.Body, &current); r.Code != 200 || err != nil || len(current.Labels) != 4 {
 		t.Fatalf("the invocation's labels: %d %s", r.Code, r.Body)

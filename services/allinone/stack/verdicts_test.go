@@ -220,34 +220,11 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 	}
 }
 
-// ticketLabel is a label as a ticket shows it.
-type ticketLabel struct {
-	Kind            string  `json:"kind"`
-	InvocationID    string  `json:"invocation_id"`
-	RunID           string  `json:"run_id"`
-	ConversationID  string  `json:"conversation_id"`
-	LabelID         string  `json:"label_id"`
-	JudgeModel      string  `json:"judge_model"`
-	JudgedResult    string  `json:"judged_result"`
-	VerdictCorrect  bool    `json:"verdict_correct"`
-	Overturned      bool    `json:"overturned"`
-	CorrectedResult *string `json:"corrected_result"`
-	Criteria        []struct {
-		ID      string `json:"id"`
-		Correct bool   `json:"correct"`
-	} `json:"criteria"`
-	Note     string `json:"note"`
-	Reviewer struct {
-		UserID string `json:"user_id"`
-	} `json:"reviewer"`
-	LabelledAt int64 `json:"labelled_at_unix"`
-}
-
-func ticketLabels(t *testing.T, s *Stack, id string) []ticketLabel {
+func ticketLabels(t *testing.T, s *Stack, id string) []wire.VerdictLabel {
 	t.Helper()
 	r := call(t, s, "GET", "/v1/convai/triage-tickets/"+id, adminKey, "")
 	var tk struct {
-		Labels []ticketLabel `json:"verdict_labels"`
+		Labels []wire.VerdictLabel `json:"verdict_labels"`
 	}
 	if err := json.Unmarshal(r.Body, &tk); r.Code != 200 || err != nil {
 		t.Fatalf("get ticket: %d %s", r.Code, r.Body)
@@ -288,19 +265,19 @@ func TestLabelsShowOnTheTicket(t *testing.T) {
 	if r := call(t, s, "POST", "/v1/convai/test-invocations/"+inv+"/runs/"+runs[1]+"/labels", adminKey, `{"verdict_correct":true}`); r.Code != 201 {
 		t.Fatalf("label: %d %s", r.Code, r.Body)
 	}
-	var labels []ticketLabel
+	var labels []wire.VerdictLabel
 	eventually(t, 10*time.Second, "the ticket shows the runs' current labels", func() bool {
 		labels = ticketLabels(t, s, tk.AgentqaTicketID)
 		return len(labels) == 2 && labels[0].Note != ""
 	})
 	first, second := labels[0], labels[1]
-	if first.Kind != "run" || first.InvocationID != inv || first.RunID != runs[0] || !first.Overturned || first.VerdictCorrect ||
+	if first.Kind != "run" || first.InvocationID == nil || *first.InvocationID != inv || first.RunID == nil || *first.RunID != runs[0] || !first.Overturned || first.VerdictCorrect ||
 		first.JudgedResult != "failure" || first.CorrectedResult == nil || *first.CorrectedResult != "success" || first.JudgeModel != "offline-v2" ||
-		first.Note != "Vouchers are on the website" || first.Reviewer.UserID == "" || first.LabelledAt <= 0 ||
+		first.Note != "Vouchers are on the website" || first.Reviewer.UserID == "" || first.LabelledAtUnix <= 0 ||
 		len(first.Criteria) != 1 || first.Criteria[0].Correct {
 		t.Fatalf("the overturned run's label: %+v", first)
 	}
-	if second.RunID != runs[1] || second.Overturned || second.CorrectedResult != nil {
+	if second.RunID == nil || *second.RunID != runs[1] || second.Overturned || second.CorrectedResult != nil {
 		t.Fatalf("the standing run's label: %+v", second)
 	}
 
@@ -321,7 +298,7 @@ func TestLabelsShowOnTheTicket(t *testing.T) {
 		labels = ticketLabels(t, s, convTicket)
 		return len(labels) == 1
 	})
-	if l := labels[0]; l.Kind != "conversation" || l.ConversationID != "conv_ticketed" || l.Overturned || l.Note != "Right: no refund window" ||
+	if l := labels[0]; l.Kind != "conversation" || l.ConversationID == nil || *l.ConversationID != "conv_ticketed" || l.InvocationID != nil || l.Overturned || l.Note != "Right: no refund window" ||
 		l.JudgeModel != "offline-v2" || len(l.Criteria) != 1 || l.Criteria[0].ID != "refund" {
 		t.Fatalf("the conversation's label on its ticket: %+v (analysis %s)", l, analysisID)
 	}

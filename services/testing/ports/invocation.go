@@ -104,7 +104,7 @@ func writeInvocationWith(ctx context.Context, a *app.App, w io.Writer, inv *test
 		firstTokens.add(res.GetAgentFirstTokenMs()...)
 		view := RunView(inv, pt, ti, runID, res, "")
 		if l := labels[runID]; l != nil {
-			view.Review = LabelView(l)
+			view.Review = new(LabelView(l))
 		}
 		return writeRun(bw, view)
 	})

@@ -52,24 +52,38 @@ func (h *Handlers) ConversationLabels(c *api.Call) (any, error) {
 }
 
 // ConversationLabelView is a conversation label as the API shows it.
-func ConversationLabelView(l *testingv1.ConversationLabel) map[string]any {
-	criteria := make([]map[string]any, len(l.GetCriteria()))
+func ConversationLabelView(l *testingv1.ConversationLabel) wire.ConversationLabel {
+	criteria := make([]wire.CriterionLabel, len(l.GetCriteria()))
 	for i, c := range l.GetCriteria() {
-		criteria[i] = map[string]any{"id": c.GetId(), "correct": c.GetCorrect(), "text": c.GetText(), "judged_result": c.GetJudgedResult()}
+		criteria[i] = wire.CriterionLabel{ID: c.GetId(), Text: c.GetText(), Correct: c.GetCorrect(), JudgedResult: c.GetJudgedResult()}
 	}
-	var corrected any
+	return wire.ConversationLabel{
+		LabelID: l.GetLabelId(), ConversationID: l.GetConversationId(), AgentID: l.GetAgentId(),
+		Reviewed: wire.AnalysisReviewed{AnalysisID: l.GetAnalysisId(), CallSuccessful: l.GetJudgedResult(),
+			JudgeProvider: l.GetJudgeProvider(), JudgeModel: l.GetJudgeModel()},
+		LabelVerdict: labelVerdict(l, criteria),
+	}
+}
+
+// labelled is what run and conversation labels have in common.
+type labelled interface {
+	GetVerdictCorrect() bool
+	GetCorrectedResult() string
+	GetNote() string
+	GetReviewerUserId() string
+	GetReviewerEmail() string
+	GetReviewerName() string
+	GetLabelledAtUnixMs() int64
+}
+
+func labelVerdict(l labelled, criteria []wire.CriterionLabel) wire.LabelVerdict {
+	v := wire.LabelVerdict{VerdictCorrect: l.GetVerdictCorrect(), Overturned: !l.GetVerdictCorrect(), Criteria: criteria, Note: l.GetNote(),
+		Reviewer:       wire.Reviewer{UserID: l.GetReviewerUserId(), Email: l.GetReviewerEmail(), Name: l.GetReviewerName()},
+		LabelledAtUnix: l.GetLabelledAtUnixMs() / 1000}
 	if c := l.GetCorrectedResult(); c != "" {
-		corrected = c
+		v.CorrectedResult = &c
 	}
-	return map[string]any{
-		"label_id": l.GetLabelId(), "conversation_id": l.GetConversationId(), "agent_id": l.GetAgentId(),
-		"reviewed": map[string]any{"analysis_id": l.GetAnalysisId(), "call_successful": l.GetJudgedResult(),
-			"judge_provider": l.GetJudgeProvider(), "judge_model": l.GetJudgeModel()},
-		"verdict_correct": l.GetVerdictCorrect(), "overturned": !l.GetVerdictCorrect(), "corrected_result": corrected,
-		"criteria": criteria, "note": l.GetNote(),
-		"reviewer":         map[string]any{"user_id": l.GetReviewerUserId(), "email": l.GetReviewerEmail(), "name": l.GetReviewerName()},
-		"labelled_at_unix": l.GetLabelledAtUnixMs() / 1000,
-	}
+	return v
 }
 
 // InvocationLabels answers the current label of each labelled run of an
@@ -174,28 +188,21 @@ func voteResults(votes []*testingv1.JudgeVote) []string {
 }
 
 // LabelView is a run label as the API shows it.
-func LabelView(l *testingv1.RunLabel) map[string]any {
-	criteria := make([]map[string]any, len(l.GetCriteria()))
+func LabelView(l *testingv1.RunLabel) wire.RunLabel {
+	criteria := make([]wire.CriterionLabel, len(l.GetCriteria()))
 	for i, c := range l.GetCriteria() {
-		criteria[i] = map[string]any{"id": c.GetId(), "correct": c.GetCorrect(), "text": c.GetText()}
+		criteria[i] = wire.CriterionLabel{ID: c.GetId(), Text: c.GetText(), Correct: c.GetCorrect()}
 	}
-	var corrected any
-	if c := l.GetCorrectedResult(); c != "" {
-		corrected = c
-	}
-	return map[string]any{
-		"label_id": l.GetLabelId(), "invocation_id": l.GetInvocationId(), "run_id": l.GetRunId(),
-		"test_id": l.GetTestId(), "test_name": l.GetTestName(), "attempt": l.GetAttempt(),
-		"reviewed": map[string]any{"status": l.GetRunStatus(), "condition_result": l.GetJudgedResult(),
-			"judge_provider": l.GetJudgeProvider(), "judge_model": l.GetJudgeModel(), "judge_votes": voteResults(l.GetJudgeVotes())},
-		"verdict_correct": l.GetVerdictCorrect(), "overturned": !l.GetVerdictCorrect(), "corrected_result": corrected,
-		"criteria": criteria, "note": l.GetNote(),
-		"reviewer":         map[string]any{"user_id": l.GetReviewerUserId(), "email": l.GetReviewerEmail(), "name": l.GetReviewerName()},
-		"labelled_at_unix": l.GetLabelledAtUnixMs() / 1000,
+	return wire.RunLabel{
+		LabelID: l.GetLabelId(), InvocationID: l.GetInvocationId(), RunID: l.GetRunId(),
+		TestID: l.GetTestId(), TestName: l.GetTestName(), Attempt: l.GetAttempt(),
+		Reviewed: wire.RunReviewed{Status: l.GetRunStatus(), ConditionResult: l.GetJudgedResult(),
+			JudgeProvider: l.GetJudgeProvider(), JudgeModel: l.GetJudgeModel(), JudgeVotes: voteResults(l.GetJudgeVotes())},
+		LabelVerdict: labelVerdict(l, criteria),
 	}
 }
 
-func reviewItemView(it app.ReviewItem) map[string]any {
+func reviewItemView(it app.ReviewItem) wire.ReviewItem {
 	res := it.Result
 	messages := res.GetRationaleMessages()
 	if messages == nil {
@@ -205,21 +212,18 @@ func reviewItemView(it app.ReviewItem) map[string]any {
 	if conds == nil {
 		conds = []string{}
 	}
-	v := map[string]any{
-		"invocation_id": it.Invocation.GetInvocationId(), "run_id": res.GetRunId(), "agent_id": it.Invocation.GetAgentId(),
-		"test_id": it.Test.GetTestId(), "test_name": it.Test.GetTestName(), "test_type": it.Test.GetTestType(),
-		"status": res.GetStatus(),
-		"condition_result": map[string]any{"result": res.GetConditionResult(),
-			"rationale": map[string]any{"messages": messages, "summary": res.GetRationaleSummary()}},
-		"reasons": it.Reasons, "success_conditions": conds, "agent_responses": fullMessages(res.GetAgentResponsesJson()),
-		"judge_model": res.GetUsage().GetModel(), "judge_votes": voteResults(res.GetJudgeVotes()),
-		"created_at_unix_secs": it.Invocation.GetCreatedAtUnix(),
-	}
-	if e := res.GetError(); e != "" {
-		v["error"] = e
+	v := wire.ReviewItem{
+		InvocationID: it.Invocation.GetInvocationId(), RunID: res.GetRunId(), AgentID: it.Invocation.GetAgentId(),
+		TestID: it.Test.GetTestId(), TestName: it.Test.GetTestName(), TestType: it.Test.GetTestType(),
+		Status: res.GetStatus(),
+		ConditionResult: wire.ConditionResult{Result: res.GetConditionResult(),
+			Rationale: wire.Rationale{Messages: messages, Summary: res.GetRationaleSummary()}},
+		Reasons: it.Reasons, SuccessConditions: conds, AgentResponses: fullMessages(res.GetAgentResponsesJson()),
+		JudgeModel: res.GetUsage().GetModel(), JudgeVotes: voteResults(res.GetJudgeVotes()),
+		Error: res.GetError(), CreatedAtUnix: it.Invocation.GetCreatedAtUnix(),
 	}
 	if it.Label != nil {
-		v["label"] = LabelView(it.Label)
+		v.Label = new(LabelView(it.Label))
 	}
 	return v
 }

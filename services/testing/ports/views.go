@@ -251,7 +251,7 @@ type runJSON struct {
 	// (which failed it).
 	LatencyBudgetBreaches []wire.BudgetBreach `json:"latency_budget_breaches,omitempty"`
 	// Review is the run's current label, when people labelled its verdict.
-	Review map[string]any `json:"review,omitempty"`
+	Review *wire.RunLabel `json:"review,omitempty"`
 }
 
 // latencyOf summarises turn response times and times to first token

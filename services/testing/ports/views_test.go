@@ -86,3 +86,26 @@ func TestJudgeReportViewsAnswerTheDocumentsShape(t *testing.T) {
 		t.Fatalf("a conversation criterion's own kappa: %+v", c)
 	}
 }
+
+// Labels answer every field the document requires, bare or with
+// criteria, a corrected result and the judge's votes.
+func TestLabelViewsAnswerTheDocumentsShape(t *testing.T) {
+	for name, l := range map[string]*testingv1.RunLabel{
+		"bare": {LabelId: "lbl_1", InvocationId: "tinv_1", RunId: "trun_1_0", TestId: "test_1", RunStatus: "passed", JudgedResult: "success", VerdictCorrect: true},
+		"overturned": {LabelId: "lbl_2", InvocationId: "tinv_1", RunId: "trun_1_1", TestId: "test_1", TestName: "Hours", Attempt: 2,
+			RunStatus: "failed", JudgedResult: "failure", JudgeProvider: "offline", JudgeModel: "offline-v2", CorrectedResult: "success",
+			JudgeVotes: []*testingv1.JudgeVote{{Result: "failure"}, {Result: "success"}}, Criteria: []*testingv1.CriterionLabel{{Id: "condition_0", Text: "Says the hours"}},
+			Note: "It did", ReviewerUserId: "u_1", ReviewerEmail: "qa@example.com", ReviewerName: "QA", LabelledAtUnixMs: 1_700_000_000_000},
+	} {
+		b, _ := json.Marshal(LabelView(l))
+		if err := api.CheckJSON("RunLabel", b); err != nil {
+			t.Errorf("run label %s: %v\n%s", name, err, b)
+		}
+	}
+	c := &testingv1.ConversationLabel{LabelId: "lbl_3", ConversationId: "conv_1", AgentId: "agent_1", AnalysisId: "an_1", JudgedResult: "failure",
+		CorrectedResult: "success", Criteria: []*testingv1.CriterionLabel{{Id: "refund", Text: "Refund window", JudgedResult: "failure"}}}
+	b, _ := json.Marshal(ConversationLabelView(c))
+	if err := api.CheckJSON("ConversationLabel", b); err != nil {
+		t.Errorf("conversation label: %v\n%s", err, b)
+	}
+}

@@ -83,7 +83,7 @@ func (h *Handlers) Get(c *api.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]labelView, 0, len(labels)),
+	v := ticketDetailView{ticketView: answer(t), VerdictLabels: make([]wire.VerdictLabel, 0, len(labels)),
 		DeletedConversations: h.deletedConversations(t)}
 	for _, l := range labels {
 		v.VerdictLabels = append(v.VerdictLabels, labelViewOf(l))

@@ -60,7 +60,7 @@ type conversationView struct {
 	TriageTickets     []ticketView     `json:"triage_tickets"`
 	// EvaluationLabel is the current label of the analysis (our
 	// extension), null when it has none.
-	EvaluationLabel *labelView `json:"evaluation_label"`
+	EvaluationLabel *wire.VerdictLabel `json:"evaluation_label"`
 }
 
 type conversationMeta struct {
@@ -135,39 +135,6 @@ func analysisOf(c app.ConversationDetail) analysisView {
 	return v
 }
 
-// labelView is a reviewer's current label of a run's verdict or of a
-// conversation's analysis, as a ticket or a conversation shows it.
-type labelView struct {
-	Kind            string               `json:"kind"`
-	InvocationID    *string              `json:"invocation_id,omitempty"`
-	RunID           *string              `json:"run_id,omitempty"`
-	ConversationID  *string              `json:"conversation_id,omitempty"`
-	LabelID         string               `json:"label_id"`
-	TestName        *string              `json:"test_name,omitempty"`
-	JudgeModel      string               `json:"judge_model"`
-	JudgedResult    string               `json:"judged_result"`
-	VerdictCorrect  bool                 `json:"verdict_correct"`
-	Overturned      bool                 `json:"overturned"`
-	CorrectedResult *string              `json:"corrected_result"`
-	Criteria        []criterionLabelView `json:"criteria"`
-	Note            string               `json:"note"`
-	Reviewer        reviewerView         `json:"reviewer"`
-	LabelledAtUnix  int64                `json:"labelled_at_unix"`
-}
-
-type criterionLabelView struct {
-	ID           string  `json:"id"`
-	Text         string  `json:"text"`
-	Correct      bool    `json:"correct"`
-	JudgedResult *string `json:"judged_result,omitempty"`
-}
-
-type reviewerView struct {
-	UserID string `json:"user_id"`
-	Email  string `json:"email"`
-	Name   string `json:"name"`
-}
-
 func orNil(s string) *string {
 	if s == "" {
 		return nil
@@ -175,14 +142,14 @@ func orNil(s string) *string {
 	return &s
 }
 
-func labelViewOf(l app.VerdictLabel) labelView {
-	v := labelView{Kind: l.Kind, InvocationID: orNil(l.InvocationID), RunID: orNil(l.RunID), ConversationID: orNil(l.ConversationID),
+func labelViewOf(l app.VerdictLabel) wire.VerdictLabel {
+	v := wire.VerdictLabel{Kind: l.Kind, InvocationID: orNil(l.InvocationID), RunID: orNil(l.RunID), ConversationID: orNil(l.ConversationID),
 		LabelID: l.LabelID, TestName: orNil(l.TestName), JudgeModel: l.JudgeModel, JudgedResult: l.JudgedResult,
-		VerdictCorrect: l.VerdictCorrect, Overturned: !l.VerdictCorrect, CorrectedResult: orNil(l.CorrectedResult),
-		Criteria: make([]criterionLabelView, 0, len(l.Criteria)), Note: l.Note,
-		Reviewer: reviewerView{UserID: l.Reviewer.UserID, Email: l.Reviewer.Email, Name: l.Reviewer.Name}, LabelledAtUnix: l.LabelledAtMs / 1000}
+		LabelVerdict: wire.LabelVerdict{VerdictCorrect: l.VerdictCorrect, Overturned: !l.VerdictCorrect, CorrectedResult: orNil(l.CorrectedResult),
+			Criteria: make([]wire.CriterionLabel, 0, len(l.Criteria)), Note: l.Note,
+			Reviewer: wire.Reviewer{UserID: l.Reviewer.UserID, Email: l.Reviewer.Email, Name: l.Reviewer.Name}, LabelledAtUnix: l.LabelledAtMs / 1000}}
 	for _, c := range l.Criteria {
-		v.Criteria = append(v.Criteria, criterionLabelView{ID: c.ID, Text: c.Text, Correct: c.Correct, JudgedResult: orNil(c.JudgedResult)})
+		v.Criteria = append(v.Criteria, wire.CriterionLabel{ID: c.ID, Text: c.Text, Correct: c.Correct, JudgedResult: c.JudgedResult})
 	}
 	return v
 }
@@ -191,7 +158,7 @@ func labelViewOf(l app.VerdictLabel) labelView {
 // labels of its runs and conversations (our extension).
 type ticketDetailView struct {
 	ticketView
-	VerdictLabels []labelView `json:"verdict_labels"`
+	VerdictLabels []wire.VerdictLabel `json:"verdict_labels"`
 	// DeletedConversations are the ticket's deleted conversations.
 	DeletedConversations []string `json:"deleted_conversation_ids"`
 }
