@@ -55,29 +55,16 @@ func folderPath(t testEntry) string {
 }
 
 type testDetail struct {
-	ID               string   `json:"id"`
-	Name             string   `json:"name"`
-	Type             string   `json:"type"`
-	Parent           *string  `json:"parent_folder_id"`
-	SuccessCondition string   `json:"success_condition"`
-	Conditions       []string `json:"success_conditions"`
-	Scenario         string   `json:"simulation_scenario"`
-	Created          int64    `json:"created_at_unix_secs"`
-	Updated          int64    `json:"last_updated_at_unix_secs"`
-	Reliability      *struct {
-		Runs         int           `json:"runs"`
-		Passed       int           `json:"passed"`
-		PassRate     *float64      `json:"pass_rate"`
-		AgentLatency *agentLatency `json:"agent_latency"`
-		// Invocations are the recent ones that ran the test, newest first.
-		Invocations []struct {
-			InvocationID string        `json:"invocation_id"`
-			CreatedAt    int64         `json:"created_at_unix_secs"`
-			Runs         int           `json:"runs"`
-			Passed       int           `json:"passed"`
-			AgentLatency *agentLatency `json:"agent_latency"`
-		} `json:"invocations"`
-	} `json:"reliability"`
+	ID               string                `json:"id"`
+	Name             string                `json:"name"`
+	Type             string                `json:"type"`
+	Parent           *string               `json:"parent_folder_id"`
+	SuccessCondition string                `json:"success_condition"`
+	Conditions       []string              `json:"success_conditions"`
+	Scenario         string                `json:"simulation_scenario"`
+	Created          int64                 `json:"created_at_unix_secs"`
+	Updated          int64                 `json:"last_updated_at_unix_secs"`
+	Reliability      *wire.TestReliability `json:"reliability"`
 }
 
 func (a *app) testsShowCommand() *cobra.Command {
@@ -92,9 +79,9 @@ func (a *app) testsShowCommand() *cobra.Command {
 			kv = append(kv, "Scenario", clip(t.Scenario, 200))
 		}
 		r := t.Reliability
-		if r != nil && r.Runs > 0 && r.PassRate != nil {
-			kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, *r.PassRate*100))
-			if l := r.AgentLatency; l != nil && l.Turns > 0 {
+		if r != nil && r.Runs > 0 {
+			kv = append(kv, "Reliability", fmt.Sprintf("%d of %d recent runs passed (%.0f%%)", r.Passed, r.Runs, r.PassRate*100))
+			if l := agentLatency(r.AgentLatency); l.Turns > 0 {
 				kv = append(kv, "First token", l.firstToken(), "Whole turn", l.turn()+fmt.Sprintf(" (%d agent turns)", l.Turns))
 			}
 		}
@@ -105,11 +92,8 @@ func (a *app) testsShowCommand() *cobra.Command {
 		// Its history: each recent invocation's pass count and p95s.
 		rows := make([][]string, len(r.Invocations))
 		for i, inv := range r.Invocations {
-			first, turn := "-", "-"
-			if l := inv.AgentLatency; l != nil {
-				first, turn = millis(l.FirstTokenP95Ms), millis(l.P95Ms)
-			}
-			rows[i] = []string{inv.InvocationID, unixTime(inv.CreatedAt), fmt.Sprintf("%d/%d", inv.Passed, inv.Runs), first, turn}
+			l := inv.AgentLatency
+			rows[i] = []string{inv.InvocationID, unixTime(inv.CreatedAtUnix), fmt.Sprintf("%d/%d", inv.Passed, inv.Runs), millis(l.FirstTokenP95Ms), millis(l.P95Ms)}
 		}
 		fmt.Fprintln(a.stdout)
 		table(a.stdout, []string{"INVOCATION", "CREATED", "PASSED", "FIRST TOKEN P95", "TURN P95"}, rows)

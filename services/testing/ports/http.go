@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -61,17 +62,14 @@ func (h *Handlers) GetTest(c *api.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	rel := ReliabilityView(overall)
-	invocations := make([]map[string]any, len(per))
+	rel := wire.TestReliability{Reliability: ReliabilityView(overall), Invocations: make([]wire.InvocationReliability, len(per))}
 	var turnMs, firstTokenMs []int64
 	for i, p := range per {
-		invocations[i] = ReliabilityView(p.Reliability)
-		invocations[i]["invocation_id"], invocations[i]["created_at_unix_secs"] = p.InvocationID, p.CreatedAtUnix
-		invocations[i]["agent_latency"] = latencyOf(p.TurnMs, p.FirstTokenMs)
+		rel.Invocations[i] = wire.InvocationReliability{Reliability: ReliabilityView(p.Reliability),
+			InvocationID: p.InvocationID, CreatedAtUnix: p.CreatedAtUnix, AgentLatency: latencyOf(p.TurnMs, p.FirstTokenMs)}
 		turnMs, firstTokenMs = append(turnMs, p.TurnMs...), append(firstTokenMs, p.FirstTokenMs...)
 	}
-	rel["invocations"] = invocations
-	rel["agent_latency"] = latencyOf(turnMs, firstTokenMs)
+	rel.AgentLatency = latencyOf(turnMs, firstTokenMs)
 	view := TestView(t)
 	view["reliability"] = rel
 	markDeletedConversation(view, ws, h.App.ConversationDeleted)

@@ -5,6 +5,7 @@ import (
 
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -20,12 +21,9 @@ func TestView(t *testingv1.Test) map[string]any {
 }
 
 // ReliabilityView is the wire form of reliability figures.
-func ReliabilityView(r domain.Reliability) map[string]any {
-	return map[string]any{
-		"runs": r.Runs, "passed": r.Passed, "pass_rate": round3(r.PassRate),
-		"pass_rate_ci95": []float64{round3(r.Low), round3(r.High)},
-		"pass_hat_k":     map[string]any{"k": r.K, "value": round3(r.PassHatK)},
-	}
+func ReliabilityView(r domain.Reliability) wire.Reliability {
+	return wire.Reliability{Runs: r.Runs, Passed: r.Passed, PassRate: round3(r.PassRate),
+		PassRateCI95: []float64{round3(r.Low), round3(r.High)}, PassHatK: &wire.PassHatK{K: r.K, Value: round3(r.PassHatK)}}
 }
 
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
@@ -33,7 +31,7 @@ func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 // invocationView is an invocation in the listing (a summary).
 func invocationView(p app.InvocationProgress) map[string]any {
 	rel := ReliabilityView(p.Reliability)
-	delete(rel, "pass_hat_k") // pass^k belongs to one test's repeats, not to a mix of tests
+	rel.PassHatK = nil // pass^k belongs to one test's repeats, not to a mix of tests
 	return map[string]any{
 		"id": p.ID, "agent_id": p.AgentID, "branch_id": p.BranchID, "created_at_unix_secs": p.CreatedAtUnix,
 		"test_run_count": p.Runs, "passed_count": p.Passed, "failed_count": p.Failed, "pending_count": p.Pending,
