@@ -23,3 +23,53 @@ type ConversationPage struct {
 	NextCursor    *string           `json:"next_cursor"`
 	HasMore       bool              `json:"has_more"`
 }
+
+// ConversationAnalysis is a conversation's analysis as its GET and a
+// re-judging (POST …/analysis/run) answer it: the public shape, where
+// the latest re-judged analysis, when there is one, stands in for what
+// the call stack reported but for the data collected. Beyond the public
+// shape: the reported outcome, which the listing's call_successful and
+// its filter read, and the judge, null until a re-judging.
+type ConversationAnalysis struct {
+	CallSuccessful                string                      `json:"call_successful"`
+	ReportedCallSuccessful        string                      `json:"reported_call_successful"`
+	TranscriptSummary             string                      `json:"transcript_summary"`
+	EvaluationCriteriaResults     map[string]CriterionVerdict `json:"evaluation_criteria_results"`
+	EvaluationCriteriaResultsList []CriterionVerdict          `json:"evaluation_criteria_results_list"`
+	DataCollectionResults         map[string]DataCollected    `json:"data_collection_results"`
+	Judge                         *AnalysisJudge              `json:"judge"`
+}
+
+// Criteria sets the evaluation criteria's results, as a map and as a
+// list in the order given.
+func (a *ConversationAnalysis) Criteria(results ...CriterionVerdict) {
+	a.EvaluationCriteriaResults = make(map[string]CriterionVerdict, len(results))
+	a.EvaluationCriteriaResultsList = make([]CriterionVerdict, 0, len(results))
+	for _, r := range results {
+		a.EvaluationCriteriaResults[r.ID] = r
+		a.EvaluationCriteriaResultsList = append(a.EvaluationCriteriaResultsList, r)
+	}
+}
+
+// CriterionVerdict is one evaluation criterion's result.
+type CriterionVerdict struct {
+	ID        string `json:"criteria_id"`
+	Result    string `json:"result"` // success, failure, unknown
+	Rationale string `json:"rationale"`
+}
+
+// DataCollected is one data collection item's value; the rationale is
+// not kept: it is empty.
+type DataCollected struct {
+	DataCollectionID string `json:"data_collection_id"`
+	Value            string `json:"value"`
+	Rationale        string `json:"rationale"`
+}
+
+// AnalysisJudge is which judge made a re-judged analysis, and when.
+type AnalysisJudge struct {
+	AnalysisID     string `json:"analysis_id"`
+	Provider       string `json:"judge_provider"`
+	Model          string `json:"judge_model"`
+	AnalysedAtUnix int64  `json:"analysed_at_unix_secs"`
+}

@@ -36,18 +36,11 @@ func (a *app) judgeAnalyseCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var an struct {
-				AnalysisID string `json:"analysis_id"`
-				Stored     bool   `json:"stored"`
-				Error      string `json:"error"`
-				Analysis   struct {
-					CallSuccessful string `json:"call_successful"`
-					List           []struct {
-						ID        string `json:"criteria_id"`
-						Result    string `json:"result"`
-						Rationale string `json:"rationale"`
-					} `json:"evaluation_criteria_results_list"`
-				} `json:"analysis"`
-				Usage struct {
+				AnalysisID string                    `json:"analysis_id"`
+				Stored     bool                      `json:"stored"`
+				Error      string                    `json:"error"`
+				Analysis   wire.ConversationAnalysis `json:"analysis"`
+				Usage      struct {
 					Model string `json:"model"`
 				} `json:"model_usage"`
 			}
@@ -60,7 +53,7 @@ func (a *app) judgeAnalyseCommand() *cobra.Command {
 			}
 			fmt.Fprintf(a.stdout, "%s judged by %s: %s (analysis %s)\n", args[0], an.Usage.Model, strings.ToUpper(an.Analysis.CallSuccessful), an.AnalysisID)
 			var rows [][]string
-			for _, c := range an.Analysis.List {
+			for _, c := range an.Analysis.EvaluationCriteriaResultsList {
 				rows = append(rows, []string{c.ID, strings.ToUpper(c.Result), clip(c.Rationale, 70)})
 			}
 			table(a.stdout, []string{"CRITERION", "RESULT", "RATIONALE"}, rows)

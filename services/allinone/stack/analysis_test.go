@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
 // POST /v1/convai/conversations/{id}/analysis/run judges a recorded
@@ -19,7 +21,9 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	at := time.Now().Add(-time.Hour)
 	ingest(t, s, adminKey, "conversation_started", at, map[string]any{"conversation_id": "conv_analysis_1", "agent_id": agent})
 	ingest(t, s, adminKey, "conversation_ended", at.Add(time.Minute), map[string]any{"conversation_id": "conv_analysis_1", "agent_id": agent,
-		"call_successful": "success", "transcript": []map[string]any{
+		"call_successful": "success", "analysis": map[string]any{"data_collection_results": map[string]any{
+			"city": map[string]any{"data_collection_id": "city", "value": "Denver"}}},
+		"transcript": []map[string]any{
 			{"role": "agent", "message": "Hello, how can I help?", "time_in_call_secs": 0},
 			{"role": "user", "message": "When are you open?", "time_in_call_secs": 2},
 			{"role": "agent", "message": "Our opening hours are nine to five every weekday.", "time_in_call_secs": 4}}})
@@ -33,16 +37,10 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 
 	r := call(t, s, "POST", "/v1/convai/conversations/conv_analysis_1/analysis/run", adminKey, "")
 	var got struct {
-		ConversationID string `json:"conversation_id"`
-		AgentID        string `json:"agent_id"`
-		Analysis       struct {
-			Results map[string]struct {
-				Result string `json:"result"`
-			} `json:"evaluation_criteria_results"`
-			List           []map[string]any `json:"evaluation_criteria_results_list"`
-			CallSuccessful string           `json:"call_successful"`
-		} `json:"analysis"`
-		ModelUsage struct {
+		ConversationID string                    `json:"conversation_id"`
+		AgentID        string                    `json:"agent_id"`
+		Analysis       wire.ConversationAnalysis `json:"analysis"`
+		ModelUsage     struct {
 			Model string `json:"model"`
 		} `json:"model_usage"`
 		// The answer is the conversation, as the SDK parses it
@@ -53,9 +51,12 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil {
 		t.Fatalf("analysis: %d %s", r.Code, r.Body)
 	}
-	if got.ConversationID != "conv_analysis_1" || got.AgentID != agent || len(got.Analysis.List) != 2 || got.Status != "done" || len(got.Transcript) != 3 ||
-		got.Analysis.Results["hours"].Result != "success" || got.Analysis.Results["refund"].Result != "failure" ||
-		got.Analysis.CallSuccessful != "failure" || got.ModelUsage.Model != "offline-v2" {
+	// The judge's verdicts stand in for the call stack's; what it
+	// collected stays.
+	if a := got.Analysis; got.ConversationID != "conv_analysis_1" || got.AgentID != agent || got.Status != "done" || len(got.Transcript) != 3 ||
+		len(a.EvaluationCriteriaResultsList) != 2 || a.EvaluationCriteriaResults["hours"].Result != "success" ||
+		a.EvaluationCriteriaResults["refund"].Result != "failure" || a.CallSuccessful != "failure" || a.ReportedCallSuccessful != "success" ||
+		a.DataCollectionResults["city"].Value != "Denver" || a.Judge == nil || a.Judge.Model != "offline-v2" || got.ModelUsage.Model != "offline-v2" {
 		t.Fatalf("analysis: %s", r.Body)
 	}
 	// The analysis is stored: the conversation shows it with its judge
@@ -65,19 +66,7 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		t.Fatalf("not stored: %s", r.Body)
 	}
 	var conv struct {
-		Analysis struct {
-			CallSuccessful string `json:"call_successful"`
-			Reported       string `json:"reported_call_successful"`
-			Results        map[string]struct {
-				Result string `json:"result"`
-			} `json:"evaluation_criteria_results"`
-			List  []map[string]any `json:"evaluation_criteria_results_list"`
-			Judge *struct {
-				AnalysisID string `json:"analysis_id"`
-				Model      string `json:"judge_model"`
-				At         int64  `json:"analysed_at_unix_secs"`
-			} `json:"judge"`
-		} `json:"analysis"`
+		Analysis wire.ConversationAnalysis `json:"analysis"`
 	}
 	shown := func() bool {
 		r := call(t, s, "GET", "/v1/convai/conversations/conv_analysis_1", adminKey, "")
@@ -85,9 +74,9 @@ func TestConversationAnalysisRunThroughTheGateway(t *testing.T) {
 		return json.Unmarshal(r.Body, &conv) == nil && conv.Analysis.Judge != nil && conv.Analysis.Judge.AnalysisID == first["analysis_id"]
 	}
 	eventually(t, 10*time.Second, "the analysis shows on the conversation", shown)
-	if conv.Analysis.CallSuccessful != "failure" || conv.Analysis.Reported != "success" || conv.Analysis.Judge.Model != "offline-v2" ||
-		conv.Analysis.Judge.At < at.Unix() || len(conv.Analysis.List) != 2 ||
-		conv.Analysis.Results["hours"].Result != "success" || conv.Analysis.Results["refund"].Result != "failure" {
+	if a := conv.Analysis; a.CallSuccessful != "failure" || a.ReportedCallSuccessful != "success" || a.Judge.Model != "offline-v2" ||
+		a.Judge.AnalysedAtUnix < at.Unix() || len(a.EvaluationCriteriaResultsList) != 2 || a.DataCollectionResults["city"].Value != "Denver" ||
+		a.EvaluationCriteriaResults["hours"].Result != "success" || a.EvaluationCriteriaResults["refund"].Result != "failure" {
 		t.Fatalf("the conversation's analysis: %+v", conv.Analysis)
 	}
 

@@ -47,21 +47,15 @@ func analyse(t *testing.T, s *Stack, id string) (analysisID, callSuccessful stri
 	t.Helper()
 	r := call(t, s, "POST", "/v1/convai/conversations/"+id+"/analysis/run", adminKey, "")
 	var got struct {
-		AnalysisID string `json:"analysis_id"`
-		Stored     bool   `json:"stored"`
-		Analysis   struct {
-			CallSuccessful string `json:"call_successful"`
-			List           []struct {
-				ID     string `json:"criteria_id"`
-				Result string `json:"result"`
-			} `json:"evaluation_criteria_results_list"`
-		} `json:"analysis"`
+		AnalysisID string                    `json:"analysis_id"`
+		Stored     bool                      `json:"stored"`
+		Analysis   wire.ConversationAnalysis `json:"analysis"`
 	}
 	if err := json.Unmarshal(r.Body, &got); r.Code != 200 || err != nil || !got.Stored {
 		t.Fatalf("analysis of %s: %d %s", id, r.Code, r.Body)
 	}
 	criteria = map[string]string{}
-	for _, c := range got.Analysis.List {
+	for _, c := range got.Analysis.EvaluationCriteriaResultsList {
 		criteria[c.ID] = c.Result
 	}
 	return got.AnalysisID, got.Analysis.CallSuccessful, criteria
@@ -163,19 +157,11 @@ func TestConversationEvaluationLabelsThroughTheGateway(t *testing.T) {
 	eventually(t, 10*time.Second, "the conversation shows its label", func() bool {
 		r := call(t, s, "GET", "/v1/convai/conversations/conv_eval_4", adminKey, "")
 		var c struct {
-			Analysis struct {
-				CallSuccessful string `json:"call_successful"`
-				Judge          struct {
-					AnalysisID string `json:"analysis_id"`
-				} `json:"judge"`
-			} `json:"analysis"`
-			Label *struct {
-				Overturned bool   `json:"overturned"`
-				Note       string `json:"note"`
-			} `json:"evaluation_label"`
+			Analysis wire.ConversationAnalysis `json:"analysis"`
+			Label    *wire.VerdictLabel        `json:"evaluation_label"`
 		}
 		return json.Unmarshal(r.Body, &c) == nil && c.Label != nil && c.Label.Overturned && c.Label.Note == "It never names the window" &&
-			c.Analysis.Judge.AnalysisID == analyses["conv_eval_4"] && c.Analysis.CallSuccessful == judged["conv_eval_4"]
+			c.Analysis.Judge != nil && c.Analysis.Judge.AnalysisID == analyses["conv_eval_4"] && c.Analysis.CallSuccessful == judged["conv_eval_4"]
 	})
 
 	// By hand: the truth is the judge's verdict when the label says

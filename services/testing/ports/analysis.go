@@ -8,6 +8,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
@@ -139,18 +140,23 @@ func AnalysedConversation(doc map[string]json.RawMessage, reported string, an *t
 	for k, v := range doc {
 		out[k] = v
 	}
-	results := map[string]any{}
-	list := make([]map[string]any, 0, len(an.GetCriteria()))
-	for _, c := range an.GetCriteria() {
-		v := map[string]any{"criteria_id": c.GetId(), "result": c.GetResult(), "rationale": c.GetRationale()}
-		results[c.GetId()] = v
-		list = append(list, v)
+	// What was collected stays as the GET shows it: a judge does not
+	// collect data.
+	var before wire.ConversationAnalysis
+	_ = json.Unmarshal(doc["analysis"], &before)
+	analysis := wire.ConversationAnalysis{CallSuccessful: an.GetCallSuccessful(), ReportedCallSuccessful: reported,
+		TranscriptSummary: an.GetTranscriptSummary(), DataCollectionResults: before.DataCollectionResults,
+		Judge: &wire.AnalysisJudge{AnalysisID: an.GetAnalysisId(), Provider: an.GetJudge().GetProvider(),
+			Model: an.GetJudge().GetModel(), AnalysedAtUnix: an.GetAnalysedAtUnixMs() / 1000}}
+	if analysis.DataCollectionResults == nil {
+		analysis.DataCollectionResults = map[string]wire.DataCollected{}
 	}
-	out["analysis"] = map[string]any{"evaluation_criteria_results": results, "evaluation_criteria_results_list": list,
-		"data_collection_results": map[string]any{}, "call_successful": an.GetCallSuccessful(), "transcript_summary": an.GetTranscriptSummary(),
-		"reported_call_successful": reported,
-		"judge": map[string]any{"analysis_id": an.GetAnalysisId(), "judge_provider": an.GetJudge().GetProvider(),
-			"judge_model": an.GetJudge().GetModel(), "analysed_at_unix_secs": an.GetAnalysedAtUnixMs() / 1000}}
+	results := make([]wire.CriterionVerdict, len(an.GetCriteria()))
+	for i, c := range an.GetCriteria() {
+		results[i] = wire.CriterionVerdict{ID: c.GetId(), Result: c.GetResult(), Rationale: c.GetRationale()}
+	}
+	analysis.Criteria(results...)
+	out["analysis"] = analysis
 	out["model_usage"], out["analysis_id"] = UsageView(an.GetJudge()), an.GetAnalysisId()
 	out["analysed_at_unix_secs"], out["stored"] = an.GetAnalysedAtUnixMs()/1000, an.GetError() == ""
 	if e := an.GetError(); e != "" {

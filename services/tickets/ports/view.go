@@ -46,18 +46,18 @@ func rowOf(c app.ConversationSummary, withSummary bool) wire.ConversationRow {
 // conversationView is one conversation in the public shape, with the
 // tickets raised on it (our extension: triage_tickets).
 type conversationView struct {
-	AgentID           string           `json:"agent_id"`
-	ConversationID    string           `json:"conversation_id"`
-	Status            string           `json:"status"`
-	Metadata          conversationMeta `json:"metadata"`
-	Analysis          analysisView     `json:"analysis"`
-	HasAudio          bool             `json:"has_audio"`
-	HasUserAudio      bool             `json:"has_user_audio"`
-	HasResponseAudio  bool             `json:"has_response_audio"`
-	HasAuxiliaryAudio bool             `json:"has_auxiliary_audio"`
-	Transcript        json.RawMessage  `json:"transcript"`
-	TagIDs            []string         `json:"tag_ids"`
-	TriageTickets     []ticketView     `json:"triage_tickets"`
+	AgentID           string                    `json:"agent_id"`
+	ConversationID    string                    `json:"conversation_id"`
+	Status            string                    `json:"status"`
+	Metadata          conversationMeta          `json:"metadata"`
+	Analysis          wire.ConversationAnalysis `json:"analysis"`
+	HasAudio          bool                      `json:"has_audio"`
+	HasUserAudio      bool                      `json:"has_user_audio"`
+	HasResponseAudio  bool                      `json:"has_response_audio"`
+	HasAuxiliaryAudio bool                      `json:"has_auxiliary_audio"`
+	Transcript        json.RawMessage           `json:"transcript"`
+	TagIDs            []string                  `json:"tag_ids"`
+	TriageTickets     []ticketView              `json:"triage_tickets"`
 	// EvaluationLabel is the current label of the analysis (our
 	// extension), null when it has none.
 	EvaluationLabel *wire.VerdictLabel `json:"evaluation_label"`
@@ -78,60 +78,31 @@ type feedbackView struct {
 	Rating       *int    `json:"rating"`
 }
 
-// analysisView is the public analysis: the latest re-judged analysis'
-// (POST …/analysis/run) when there is one, with its judge and when (our
-// extension, judge), else the outcome the call stack reported. That
-// report stays in reported_call_successful (our extension), which the
-// listing's call_successful and its filter read.
-type analysisView struct {
-	CallSuccessful    string                      `json:"call_successful"`
-	Reported          string                      `json:"reported_call_successful"`
-	TranscriptSummary string                      `json:"transcript_summary"`
-	Results           map[string]criterionVerdict `json:"evaluation_criteria_results"`
-	ResultsList       []criterionVerdict          `json:"evaluation_criteria_results_list"`
-	DataCollection    map[string]dataView         `json:"data_collection_results"`
-	Judge             *judgeView                  `json:"judge"`
-}
-
-type criterionVerdict struct {
-	ID        string `json:"criteria_id"`
-	Result    string `json:"result"`
-	Rationale string `json:"rationale"`
-}
-
-type judgeView struct {
-	AnalysisID     string `json:"analysis_id"`
-	Provider       string `json:"judge_provider"`
-	Model          string `json:"judge_model"`
-	AnalysedAtUnix int64  `json:"analysed_at_unix_secs"`
-}
-
 // analysisOf is what the call stack reported at the call's end (its
 // outcome, summary, criteria results and data), replaced, except the
 // data, by the latest re-judged analysis when there is one.
-func analysisOf(c app.ConversationDetail) analysisView {
-	v := analysisView{CallSuccessful: c.CallSuccessful, Reported: c.CallSuccessful, TranscriptSummary: c.Summary,
-		Results: map[string]criterionVerdict{}, ResultsList: []criterionVerdict{}, DataCollection: map[string]dataView{}}
-	for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
-		r := criterionVerdict{ID: id, Result: c.Evaluations[id]}
-		v.Results[id] = r
-		v.ResultsList = append(v.ResultsList, r)
-	}
+func analysisOf(c app.ConversationDetail) wire.ConversationAnalysis {
+	v := wire.ConversationAnalysis{CallSuccessful: c.CallSuccessful, ReportedCallSuccessful: c.CallSuccessful, TranscriptSummary: c.Summary,
+		DataCollectionResults: map[string]wire.DataCollected{}}
 	for id, value := range c.DataCollection {
-		v.DataCollection[id] = dataView{DataCollectionID: id, Value: value}
+		v.DataCollectionResults[id] = wire.DataCollected{DataCollectionID: id, Value: value}
 	}
 	an := c.Analysis
 	if an == nil {
+		reported := make([]wire.CriterionVerdict, 0, len(c.Evaluations))
+		for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
+			reported = append(reported, wire.CriterionVerdict{ID: id, Result: c.Evaluations[id]})
+		}
+		v.Criteria(reported...)
 		return v
 	}
 	v.CallSuccessful, v.TranscriptSummary = an.CallSuccessful, an.TranscriptSummary
-	v.Results, v.ResultsList = map[string]criterionVerdict{}, []criterionVerdict{}
-	for _, cr := range an.Criteria {
-		r := criterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
-		v.Results[cr.ID] = r
-		v.ResultsList = append(v.ResultsList, r)
+	judged := make([]wire.CriterionVerdict, len(an.Criteria))
+	for i, cr := range an.Criteria {
+		judged[i] = wire.CriterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
 	}
-	v.Judge = &judgeView{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
+	v.Criteria(judged...)
+	v.Judge = &wire.AnalysisJudge{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
 	return v
 }
 
@@ -161,14 +132,6 @@ type ticketDetailView struct {
 	VerdictLabels []wire.VerdictLabel `json:"verdict_labels"`
 	// DeletedConversations are the ticket's deleted conversations.
 	DeletedConversations []string `json:"deleted_conversation_ids"`
-}
-
-// dataView is a data collection result; the rationale is not kept: it is
-// empty.
-type dataView struct {
-	DataCollectionID string `json:"data_collection_id"`
-	Value            string `json:"value"`
-	Rationale        string `json:"rationale"`
 }
 
 func detailOf(c app.ConversationDetail) conversationView {
