@@ -40,9 +40,9 @@ type ConversationAnalysis struct {
 	Judge                         *AnalysisJudge              `json:"judge"`
 }
 
-// Criteria sets the evaluation criteria's results, as a map and as a
+// SetCriteria sets the evaluation criteria's results, as a map and as a
 // list in the order given.
-func (a *ConversationAnalysis) Criteria(results ...CriterionVerdict) {
+func (a *ConversationAnalysis) SetCriteria(results ...CriterionVerdict) {
 	a.EvaluationCriteriaResults = make(map[string]CriterionVerdict, len(results))
 	a.EvaluationCriteriaResultsList = make([]CriterionVerdict, 0, len(results))
 	for _, r := range results {

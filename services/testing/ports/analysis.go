@@ -155,7 +155,7 @@ func AnalysedConversation(doc map[string]json.RawMessage, reported string, an *t
 	for i, c := range an.GetCriteria() {
 		results[i] = wire.CriterionVerdict{ID: c.GetId(), Result: c.GetResult(), Rationale: c.GetRationale()}
 	}
-	analysis.Criteria(results...)
+	analysis.SetCriteria(results...)
 	out["analysis"] = analysis
 	out["model_usage"], out["analysis_id"] = UsageView(an.GetJudge()), an.GetAnalysisId()
 	out["analysed_at_unix_secs"], out["stored"] = an.GetAnalysedAtUnixMs()/1000, an.GetError() == ""

@@ -76,6 +76,8 @@ type labelled interface {
 	GetLabelledAtUnixMs() int64
 }
 
+// labelVerdict is what a label says of the verdict it reviewed, and who
+// said it.
 func labelVerdict(l labelled, criteria []wire.CriterionLabel) wire.LabelVerdict {
 	v := wire.LabelVerdict{VerdictCorrect: l.GetVerdictCorrect(), Overturned: !l.GetVerdictCorrect(), Criteria: criteria, Note: l.GetNote(),
 		Reviewer:       wire.Reviewer{UserID: l.GetReviewerUserId(), Email: l.GetReviewerEmail(), Name: l.GetReviewerName()},

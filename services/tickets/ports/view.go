@@ -93,7 +93,7 @@ func analysisOf(c app.ConversationDetail) wire.ConversationAnalysis {
 		for _, id := range slices.Sorted(maps.Keys(c.Evaluations)) {
 			reported = append(reported, wire.CriterionVerdict{ID: id, Result: c.Evaluations[id]})
 		}
-		v.Criteria(reported...)
+		v.SetCriteria(reported...)
 		return v
 	}
 	v.CallSuccessful, v.TranscriptSummary = an.CallSuccessful, an.TranscriptSummary
@@ -101,7 +101,7 @@ func analysisOf(c app.ConversationDetail) wire.ConversationAnalysis {
 	for i, cr := range an.Criteria {
 		judged[i] = wire.CriterionVerdict{ID: cr.ID, Result: cr.Result, Rationale: cr.Rationale}
 	}
-	v.Criteria(judged...)
+	v.SetCriteria(judged...)
 	v.Judge = &wire.AnalysisJudge{AnalysisID: an.AnalysisID, Provider: an.JudgeProvider, Model: an.JudgeModel, AnalysedAtUnix: an.AnalysedAtMs / 1000}
 	return v
 }
