@@ -67,6 +67,42 @@ type Spec struct {
 	// Log is told when the durable is deleted and made again (default
 	// slog.Default()).
 	Log *slog.Logger
+	// Hold, when set, is asked before each batch is handled: while it
+	// says why not, nothing more is handled and what is in hand waits,
+	// said to be in hand so that it is not delivered again. A process
+	// holds its consumers' writes while the disk under its data is nearly
+	// full. Batches only: Messages cannot keep what its workers have not
+	// taken yet.
+	Hold func() error
+}
+
+// holdEvery is how often a held consumer asks whether it may go on.
+var holdEvery = time.Second
+
+// held waits while s.Hold says to; false once ctx ended first.
+func (s Spec) held(ctx context.Context) bool {
+	if s.Hold == nil {
+		return true
+	}
+	since := time.Time{}
+	for {
+		err := s.Hold()
+		if err == nil {
+			if !since.IsZero() {
+				s.logger().Info("consumer going on", "durable", s.Durable, "held", time.Since(since).Round(time.Millisecond))
+			}
+			return true
+		}
+		if since.IsZero() {
+			since = time.Now()
+			s.logger().Info("consumer holding its work", "durable", s.Durable, "reason", err)
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(holdEvery):
+		}
+	}
 }
 
 func (s Spec) logger() *slog.Logger {
@@ -213,6 +249,9 @@ func handleBatches(ctx context.Context, s Spec, in *fifo.Queue[jetstream.Msg], i
 			}
 		}
 		batch = fill(ctx, batch, in, s.MaxBatch, s.Linger)
+		if !s.held(ctx) { // (the keeper keeps the batch in hand meanwhile)
+			return slices.Clone(batch) // stopping: given back
+		}
 		if err := h(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return slices.Clone(batch) // stopping: given back

@@ -319,3 +319,51 @@ func TestBatchesKeepsWhatItHoldsPastAckWait(t *testing.T) {
 		t.Errorf("%d messages delivered again while held", info.NumRedelivered)
 	}
 }
+
+// While Hold says no (the disk is nearly full), nothing is handled; what
+// is in hand meanwhile, held three times AckWait and past a pull
+// request's expiry, is not delivered again, and once Hold says yes every
+// job is handled once.
+func TestBatchesHoldHandlesNothingUntilItLetsGo(t *testing.T) {
+	defer consume.HoldEvery(100 * time.Millisecond)()
+	const ackWait = time.Second
+	js := jobs(t, 12)
+	var got log
+	var mu sync.Mutex
+	asked, early := 0, 0
+	hold := func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if asked++; asked <= 70 { // 7 s: seven times AckWait, past the 5 s pull expiry
+			return errors.New("disk nearly full")
+		}
+		return nil
+	}
+	stop := run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "held", AckWait: ackWait, MaxBatch: 4, Hold: hold},
+			func(_ context.Context, batch []jetstream.Msg) error {
+				mu.Lock()
+				if asked <= 70 {
+					early += len(batch)
+				}
+				mu.Unlock()
+				for _, m := range batch {
+					got.add(string(m.Data()))
+				}
+				return nil
+			})
+	})
+	testkit.Eventually(t, 30*time.Second, "every job handled", func() bool { return got.len() >= 12 })
+	stop()
+	if early != 0 {
+		t.Errorf("%d jobs handled while held", early)
+	}
+	for i := range 12 {
+		if n := got.count(strconv.Itoa(i)); n != 1 {
+			t.Errorf("job %d handled %d times; want once", i, n)
+		}
+	}
+	if info := settled(t, js, "held"); info.NumRedelivered != 0 {
+		t.Errorf("%d messages delivered again while held", info.NumRedelivered)
+	}
+}

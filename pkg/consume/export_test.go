@@ -14,3 +14,11 @@ func FloorsRead() uint64 { return floorsRead.Load() }
 
 // FloorsSaved is how many floors have been kept in FloorsBucket so far.
 func FloorsSaved() uint64 { return floorsSaved.Load() }
+
+// HoldEvery has held consumers ask again every d until the returned
+// function restores the default.
+func HoldEvery(d time.Duration) (restore func()) {
+	was := holdEvery
+	holdEvery = d
+	return func() { holdEvery = was }
+}

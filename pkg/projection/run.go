@@ -35,6 +35,9 @@ type Config struct {
 	// CheckEvery is how often the collection is looked at for what it
 	// lost (Guard); default 10s.
 	CheckEvery time.Duration
+	// Hold, when set, holds the projection's writes while it says why
+	// not (consume.Spec.Hold).
+	Hold func() error
 }
 
 // Run projects the stream into coll through a durable consumer until ctx
@@ -58,7 +61,7 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	// idle projector writes at once, a busy one in batches).
 	return consume.Batches(ctx, js, consume.Spec{
 		Stream: c.Stream, Durable: c.Durable, FilterSubjects: c.FilterSubjects, AckWait: c.AckWait, MaxDeliver: c.MaxDeliver,
-		MaxBatch: c.MaxBatch, MaxAckPending: max(1000, 2*c.MaxBatch), Linger: c.Linger, Log: log,
+		MaxBatch: c.MaxBatch, MaxAckPending: max(1000, 2*c.MaxBatch), Linger: c.Linger, Log: log, Hold: c.Hold,
 		OnError: func(batch []jetstream.Msg, err error) {
 			log.Error("projection write failed; will retry", "projection", c.Durable, "messages", len(batch), "err", err)
 		},

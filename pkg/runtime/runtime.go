@@ -41,6 +41,10 @@ type Deps struct {
 	ReadIndex string
 	// Now is the process's clock (nil: the wall clock); see Clock.
 	Now func() time.Time
+	// WritesHeld, when set, says why writes must wait (the disk under
+	// the process's data is nearly full), or nil: the consumers that
+	// write take no more work while it says so.
+	WritesHeld func() error
 
 	lag   *consumerLag // see WatchConsumer
 	added *addedChecks // see AddReadyCheck, AddLiveCheck

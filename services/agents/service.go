@@ -74,8 +74,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	storeCalls := adapters.NewCallLog(db)
 	adapters.GuardCalls(ctx, d.JS, storeCalls, d.Logger) // until ctx ends
 	var calls app.CallLog = storeCalls
-	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger}
-	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger}
+	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger, Hold: d.WritesHeld}
+	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger, Hold: d.WritesHeld}
 	if d.ReadIndex == config.ReadIndexMemory {
 		if rm, secrets, err = followAgents(ctx, d); err != nil {
 			return nil, err
@@ -97,7 +97,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
-		if err := adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger); err != nil && ctx.Err() == nil {
+		if err := adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld); err != nil && ctx.Err() == nil {
 			d.Logger.Error("call log stopped", "err", err)
 		}
 	}()

@@ -46,7 +46,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	project := func(coll *mongo.Collection, durable, filter string) {
 		d.WatchConsumer(events.IdentityStream, durable)
 		projection.Start(ctx, d.JS, coll, projection.Config{
-			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger,
+			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger, Hold: d.WritesHeld,
 		}, store.Handler(coll))
 	}
 	project(store.Accounts, adapters.AccountsDurable, events.IdentityAccountsAll)

@@ -115,7 +115,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	} else if listings, err = adapters.NewReadModel(ctx, d.Database(Name)); err != nil {
 		return nil, err
 	}
-	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), listings, d.Logger, d.Clock())
+	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger, d.WritesHeld), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
 	deleted := adapters.NewDeletedConversations()
 	deleted.Follow(ctx, d.JS, d.Logger)
@@ -132,9 +132,9 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	// The store is the durable copy (and what listings read in store mode),
 	// written off the request path by its projectors; behind the in-memory
 	// index nothing reads it at once, so it is written in large batches.
-	entries := projection.Config{Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger,
+	entries := projection.Config{Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger, Hold: d.WritesHeld,
 		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"}}
-	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger,
+	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger, Hold: d.WritesHeld,
 		FilterSubjects: []string{events.TestingInvocationsAll}}
 	if d.ReadIndex == config.ReadIndexMemory {
 		entries, invocations = entries.UnreadCopy(), invocations.UnreadCopy()
@@ -380,7 +380,7 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 			return nil, err
 		}
 	}
-	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger), nil, d.Logger, d.Clock())
+	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger, d.WritesHeld), nil, d.Logger, d.Clock())
 	// Conversation analysis reads recorded conversations from the tickets
 	// service, on the caller's behalf.
 	stored := adapters.NewStoredConversations(d.NC)

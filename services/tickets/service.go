@@ -86,7 +86,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	// projector; listings read it, or an index in memory. Behind the index
 	// nothing reads the store at once, so it is written in large batches.
 	pc := projection.Config{
-		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger,
+		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger, Hold: d.WritesHeld,
 	}
 	if d.ReadIndex == config.ReadIndexMemory {
 		pc = pc.UnreadCopy()
@@ -173,6 +173,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) a
 	t := adapters.OpenTranscripts(d.Database(Name))
 	pc := projection.Config{
 		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
+		Hold: d.WritesHeld,
 	}
 	d.WatchConsumer(pc.Stream, pc.Durable)
 	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptProjection(keys))
@@ -197,7 +198,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID
 		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler},
 		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler},
 	} {
-		pc := projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter, Logger: d.Logger}
+		pc := projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter, Logger: d.Logger, Hold: d.WritesHeld}
 		d.WatchConsumer(pc.Stream, pc.Durable)
 		go func() {
 			if _, err := eventstore.WaitForStream(ctx, d.JS, pc.Stream); err != nil {
@@ -234,7 +235,7 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 	}
 	for _, f := range feeds {
 		d.WatchConsumer(f.spec.Stream, f.spec.Durable)
-		f.spec.Log = d.Logger
+		f.spec.Log, f.spec.Hold = d.Logger, d.WritesHeld
 		f.spec.OnError = func(batch []jetstream.Msg, err error) {
 			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
 		}
@@ -354,7 +355,7 @@ func StartQAWorker(ctx context.Context, d runtime.Deps, a *app.App, c QAWorkerCo
 		a = &own
 	}
 	w := &qaworker.Worker{
-		App: a, Feed: adapters.QAFeed{JS: d.JS, AckWait: c.AckWait, Batch: c.Batch},
+		App: a, Feed: adapters.QAFeed{JS: d.JS, AckWait: c.AckWait, Batch: c.Batch, Hold: d.WritesHeld},
 		Testing: eventstore.New(d.JS, events.TestingStream), Log: d.Logger, Metrics: d.Metrics,
 	}
 	streams, durables := adapters.QAConsumers()

@@ -145,10 +145,10 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	adapters.StoreAttempts(ctx, d.JS, history, d.Logger)
+	adapters.StoreAttempts(ctx, d.JS, history, d.Logger, d.WritesHeld)
 	d.WatchConsumer(events.WebhooksStream, "webhooks-readmodel")
 	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
-		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger,
+		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger, Hold: d.WritesHeld,
 	}, adapters.ProjectWebhook)
 	publisher, err := adapters.NewAttemptPublisher(ctx, d.JS, d.Logger)
 	if err != nil {
@@ -203,5 +203,6 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 	return dispatcher.Start(ctx, dispatcher.Deps{
 		JS: d.JS, Registry: reg, Sender: adapters.NewSender(sender, adapters.Relay{NC: d.NC}), Sealer: sealer,
 		Repo: app.NewRepo(eventstore.New(d.JS, events.WebhooksStream), reg, d.Logger, d.Clock()), Log: d.Logger, Metrics: d.Metrics,
+		Hold: d.WritesHeld,
 	}, opts)
 }

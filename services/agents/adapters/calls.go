@@ -99,10 +99,11 @@ func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []
 
 // FollowCalls records the platform's calls in log through the durable
 // consumer CallsDurable until ctx ends; a batch that cannot be recorded
-// is retried. An event that names no well-formed agent is skipped.
-func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, logger *slog.Logger) error {
+// is retried. An event that names no well-formed agent is skipped. While
+// hold says why not (may be nil), it records nothing.
+func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, logger *slog.Logger, hold func() error) error {
 	return consume.Batches(ctx, js, consume.Spec{
-		Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Log: logger,
+		Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Log: logger, Hold: hold,
 		OnError: func(batch []jetstream.Msg, err error) {
 			logger.Error("call log write failed; will retry", "messages", len(batch), "err", err)
 		},

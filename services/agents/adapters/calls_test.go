@@ -45,7 +45,7 @@ func TestFollowCallsRecordsWhatThePlatformReports(t *testing.T) {
 
 	log := memory.NewCallLog()
 	done := make(chan error, 1)
-	go func() { done <- FollowCalls(ctx, js, log, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- FollowCalls(ctx, js, log, slog.New(slog.DiscardHandler), nil) }()
 	ids := []string{"agent_1", "agent_2", "agent 3", "agent_4"}
 	// ws_b's call is the last message: once it is recorded, so is
 	// everything before it (one consumer, in stream order).
@@ -92,7 +92,7 @@ func TestFollowCallsIntoHoldsTheStoreAndTheStream(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	copyCtx, stopCopy := context.WithCancel(ctx)
 	copied := make(chan error, 1)
-	go func() { copied <- FollowCalls(copyCtx, js, store, log) }()
+	go func() { copied <- FollowCalls(copyCtx, js, store, log, nil) }()
 	call("agent_1", 100)
 	call("agent_2", 200)
 	testkit.Eventually(t, 10*time.Second, "the first two calls in the store", func() bool { return len(last(store)) == 2 })
@@ -146,7 +146,7 @@ func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	stop := testkit.Background(t, func(ctx context.Context) error {
 		defer GuardCalls(ctx, js, store, log)()
-		return FollowCalls(ctx, js, store, log)
+		return FollowCalls(ctx, js, store, log, nil)
 	})
 	// Stored, and acknowledged: an event the copy stored but had not
 	// acknowledged when it stopped is delivered to it again at its next

@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +16,10 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
 )
 
 // The disk under the platform's data nearly full: every write is refused
@@ -56,8 +61,44 @@ func TestWritesAreRefusedWhileTheDiskIsNearlyFullAndResumeOnceFreed(t *testing.T
 		t.Fatalf("tickets while the disk is full: %d %s", r.Code, r.Body)
 	}
 
+	// The consumers that write hold too: an event stored meanwhile (a
+	// call stack's, which does not pass the gateway) is taken by the
+	// agents' call log but neither written nor acknowledged until space
+	// is freed.
+	logged := func(what, durable string) func() bool {
+		return func() bool {
+			for line := range strings.Lines(logs.String()) {
+				if strings.Contains(line, what) && strings.Contains(line, durable) {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	js := testenv.JetStreamAt(t, s.NATSURL)
+	unacknowledged := func() int {
+		c, err := js.Consumer(context.Background(), events.PlatformStream, agentsadapters.CallsDurable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.NumAckPending + int(info.NumPending)
+	}
+	publishConversation(t, s, "ws_default", "conversation_started", "conv_while_full", agent, time.Now())
+	eventually(t, 10*time.Second, "the call log's consumer holding", logged("consumer holding its work", agentsadapters.CallsDurable))
+	if n := unacknowledged(); n != 1 {
+		t.Fatalf("%d events unacknowledged by the call log while the disk is full; want the one held", n)
+	}
+
 	free.Store(1 << 40)
 	eventually(t, 10*time.Second, "the release logged", said("disk space freed"))
+	eventually(t, 10*time.Second, "the call logged once space is freed", func() bool { return unacknowledged() == 0 })
+	if !logged("consumer going on", agentsadapters.CallsDurable)() {
+		t.Error("the call log's consumer did not say it went on")
+	}
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"During"}`, "Idempotency-Key", "full-POST/v1/convai/agents/create")
 	if r.Code != 201 {
 		t.Fatalf("the write refused while full, sent again once space is freed: %d %s", r.Code, r.Body)

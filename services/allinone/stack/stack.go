@@ -272,6 +272,10 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		return fail(err)
 	}
 	d.Link, d.ReadIndex = link, c.ReadIndex
+	// The consumers that write take no more work while the disk is nearly
+	// full, as the gateway refuses writes: what they would write must not
+	// take the room left.
+	d.WritesHeld = disk.Check
 	d.AddLiveCheck("jetstream_writes", func(context.Context) error {
 		if msg := writeFailed.Load(); msg != nil {
 			return fmt.Errorf("%s (restart the platform once space is freed)", *msg)

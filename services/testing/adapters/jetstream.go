@@ -21,15 +21,18 @@ import (
 )
 
 // JetStreamPorts are the testing app's ports on JetStream: the streams
-// EnsureStreams creates.
-func JetStreamPorts(js jetstream.JetStream, log *slog.Logger) app.Ports {
+// EnsureStreams creates. While hold says why not (may be nil), the
+// invocation feed hands out nothing: its enqueuer writes jobs.
+func JetStreamPorts(js jetstream.JetStream, log *slog.Logger, hold func() error) app.Ports {
+	feed := NewInvocationFeed(js, log)
+	feed.Hold = hold
 	return app.Ports{
 		Testing:     eventstore.New(js, events.TestingStream),
 		Agents:      eventstore.New(js, events.AgentsStream),
 		Runs:        NewRunsLog(js),
 		Jobs:        NewJobQueue(js, log),
 		Counts:      NewCounters(js),
-		Invocations: NewInvocationFeed(js, log),
+		Invocations: feed,
 	}
 }
 
@@ -368,6 +371,9 @@ func (c *Counters) Count(ctx context.Context, subject string) (int64, error) {
 type InvocationFeed struct {
 	js  jetstream.JetStream
 	log *slog.Logger
+	// Hold, when set, holds the feed while it says why not: the
+	// enqueuer writes jobs (consume.Spec.Hold).
+	Hold func() error
 }
 
 // NewInvocationFeed follows stream TESTING's invocation events.
@@ -383,7 +389,7 @@ func NewInvocationFeed(js jetstream.JetStream, log *slog.Logger) *InvocationFeed
 func (f *InvocationFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
 	return consume.Batches(ctx, f.js, consume.Spec{
 		Stream: events.TestingStream, Durable: EnqueuerConsumer, FilterSubjects: []string{events.TestingInvocationsAll},
-		AckWait: 10 * time.Second, MaxBatch: 1, MaxAckPending: 16, Log: f.log, // the enqueuer logs its failures
+		AckWait: 10 * time.Second, MaxBatch: 1, MaxAckPending: 16, Log: f.log, Hold: f.Hold, // the enqueuer logs its failures
 	}, func(ctx context.Context, batch []jetstream.Msg) error {
 		m := batch[0]
 		rec, err := eventstore.RecordFromMsg(m)

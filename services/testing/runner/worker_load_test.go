@@ -124,7 +124,7 @@ func TestALoadStepIsPlayedOnceAndFinished(t *testing.T) {
 func TestALoadJobIsGivenUp(t *testing.T) {
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.DiscardHandler)
-	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
+	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 	const ws, inv = "ws_1", "tinv_missing"
 	queueLoadJob(t, js, ws, inv, 0, 0, 7) // its invocation does not exist: every delivery fails
 	waitQueueEmpty(ctx, t, js, 10*time.Second)

@@ -48,7 +48,7 @@ func TestJobLogLinesNameTheJobsTrace(t *testing.T) {
 	ctx, js := testingStreams(t)
 	logs := &logSink{}
 	log := obs.NewLogger(logs, slog.LevelInfo, "testing-runner")
-	_, stop := startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) {
+	_, stop := startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now), log, func(w *runner.Worker) {
 		w.Concurrency, w.MaxAttempts = 1, 2
 	})
 

@@ -33,7 +33,7 @@ import (
 func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.DiscardHandler)
-	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
+	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 
 	// A job of an invocation that does not exist fails on every delivery.
 	const ws, inv = "ws_1", "tinv_missing"
@@ -93,7 +93,7 @@ func invocationFixture(t *testing.T, invocation func(ws string, test *testingv1.
 	t.Helper()
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.DiscardHandler)
-	a := app.New(adapters.JetStreamPorts(js, log), nil, log, time.Now)
+	a := app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now)
 	const ws = "ws_1"
 	test, err := a.CreateTest(ctx, principal.In(ws), []byte(`{"type":"llm","name":"hours",
 	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))

@@ -43,6 +43,9 @@ type QAFeed struct {
 	// lost node delivered to no one; default 10 s). What a live replica
 	// holds is kept in hand meanwhile (package consume).
 	AckWait time.Duration
+	// Hold, when set, holds the feed while it says why not: the QA
+	// worker writes tickets (consume.Spec.Hold).
+	Hold func() error
 }
 
 var _ app.QAFeed = QAFeed{}
@@ -101,7 +104,7 @@ func (f QAFeed) Follow(ctx context.Context, source app.QASource, h func(context.
 	if ackWait <= 0 {
 		ackWait = 10 * time.Second
 	}
-	spec := consume.Spec{Stream: src.stream, Durable: src.durable, FilterSubjects: src.filters, AckWait: ackWait, MaxBatch: batch}
+	spec := consume.Spec{Stream: src.stream, Durable: src.durable, FilterSubjects: src.filters, AckWait: ackWait, MaxBatch: batch, Hold: f.Hold}
 	handle := func(ctx context.Context, msgs []jetstream.Msg) error {
 		out := make([]app.QAMessage, len(msgs))
 		for i, m := range msgs {

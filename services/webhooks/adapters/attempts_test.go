@@ -188,7 +188,7 @@ func TestTheSourcedQueueIsUpdatedInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	StoreAttempts(ctx, js, pages, slog.New(slog.DiscardHandler))
+	StoreAttempts(ctx, js, pages, slog.New(slog.DiscardHandler), nil)
 	testkit.Eventually(t, 15*time.Second, "all 30 attempts in the pages", func() bool {
 		page, err := pages.Older(ctx, "whk_1", domain.LogFilter{}, nil, 100)
 		return err == nil && len(page) == 30

@@ -266,8 +266,9 @@ var replacedStoreDurables = []string{"webhooks-attempts-store", "webhooks-attemp
 // WEBHOOK_ATTEMPTS before: events.WebhookAttemptsLogStream),
 // a batch at a time: its pages written, then the batch acknowledged,
 // which takes it off the queue (redelivered with back-off when the write
-// fails), until ctx ends.
-func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages, log *slog.Logger) {
+// fails), until ctx ends. While hold says why not (may be nil), nothing
+// is stored.
+func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages, log *slog.Logger, hold func() error) {
 	for _, name := range replacedStoreDurables {
 		if err := js.DeleteConsumer(ctx, events.WebhookAttemptsStream, name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 			log.Warn("a replaced attempts consumer is left behind", "consumer", name, "err", err)
@@ -275,7 +276,7 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 	}
 	spec := consume.Spec{
 		Stream: events.WebhookAttemptsLogStream, Durable: AttemptsStoreDurable, FilterSubjects: []string{events.WebhookAttemptsLogAll, events.WebhookAttemptsAll},
-		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond, Log: log,
+		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond, Log: log, Hold: hold,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}
 	go func() {

@@ -439,7 +439,7 @@ func TestStoreAttemptsCopiesEveryRecord(t *testing.T) {
 	if held := str.CachedInfo().State.Msgs; held != AttemptsPerWebhook {
 		t.Fatalf("WEBHOOK_ATTEMPTS holds %d records; want the newest %d", held, AttemptsPerWebhook)
 	}
-	StoreAttempts(ctx, js, p, slog.New(slog.DiscardHandler))
+	StoreAttempts(ctx, js, p, slog.New(slog.DiscardHandler), nil)
 	var held []string
 	testkit.Eventually(t, 15*time.Second, "every attempt in the pages", func() bool {
 		held = nil

@@ -82,6 +82,10 @@ type Deps struct {
 	Repo     *aggregate.Repo[*webhooksv1.Webhook]
 	Log      *slog.Logger
 	Metrics  prometheus.Registerer
+	// Hold, when set, holds the fan-out while it says why not: it writes
+	// delivery jobs (consume.Spec.Hold). Jobs already queued are
+	// delivered meanwhile; their attempts are bounded by their retries.
+	Hold func() error
 }
 
 // Dispatcher is a running dispatcher replica.
@@ -162,7 +166,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 // batch that fails is logged by the use case, which knows why.
 func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
 	return consume.Spec{Stream: stream, Durable: durable, FilterSubjects: []string{filter}, AckWait: d.opts.AckWait,
-		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending, Log: d.Log}
+		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending, Log: d.Log, Hold: d.Hold}
 }
 
 // consumeWhenThere consumes s once its stream exists.
