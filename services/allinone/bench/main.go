@@ -29,6 +29,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
+	"github.com/voiceai-platform/voiceai/pkg/warmup"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/stack"
 )
@@ -356,27 +357,16 @@ func remeasure(n int, measures map[string]func() error, s setting, names ...stri
 func us(d time.Duration) string        { return fmt.Sprintf("%.1fµs", float64(d.Nanoseconds())/1000) }
 func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 
-// warmUp sends GETs through the gateway until the process's memory is in
-// the state a running platform's is: its heap grown to its size and
-// collected a few times over. Until then each page the heap takes for
-// the first time is a page fault, charged to whichever request allocated
-// there (tens of microseconds each on a small VM): 200 requests left the
-// measured rounds faulting two pages a GET, a cost of a process's first
-// seconds that a long-running gateway does not pay.
+// warmUp sends GETs through the gateway, 500 at a time, until the process
+// has collected four times (package warmup): 200 GETs left the measured
+// rounds faulting two pages a GET.
 func warmUp(get func() error) error {
-	const cycles, most = 4, 50_000
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	until := m.NumGC + cycles
-	for i := 0; i < most; i++ {
-		if err := get(); err != nil {
-			return err
-		}
-		if i%500 == 499 {
-			if runtime.ReadMemStats(&m); m.NumGC >= until {
-				return nil
+	return warmup.UntilCollected(4, 100, func(int) error {
+		for range 500 {
+			if err := get(); err != nil {
+				return err
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -20,7 +20,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -41,6 +40,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/warmup"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -253,18 +253,13 @@ func run(cpuProfile string) error {
 		return float64(hooks*evts) / time.Since(t0).Seconds(), nil
 	}
 
-	// Warmed up until the process has collected four times: until then its
-	// heap is still growing, and each page it takes for the first time is
-	// a page fault charged to the deliveries of the moment (tens of
-	// microseconds each on a small VM), a cost of a process's first
-	// seconds that a running dispatcher does not pay.
-	var mem goruntime.MemStats
-	goruntime.ReadMemStats(&mem)
-	for round, until := 0, mem.NumGC+4; round < 20 && mem.NumGC < until; round++ {
-		if _, err := throughput("ws_warm_"+strconv.Itoa(round), 1, 1000); err != nil {
-			return err
-		}
-		goruntime.ReadMemStats(&mem)
+	// Warmed up, 1,000 events a round, until the process has collected
+	// four times (package warmup).
+	if err := warmup.UntilCollected(4, 20, func(round int) error {
+		_, err := throughput("ws_warm_"+strconv.Itoa(round), 1, 1000)
+		return err
+	}); err != nil {
+		return err
 	}
 	logBefore, err := lastSeq(ctx, d.JS, events.WebhookAttemptsLogStream)
 	if err != nil {
