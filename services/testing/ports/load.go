@@ -27,9 +27,7 @@ func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 		Status: inv.GetStatus(), CreatedAtUnixSecs: inv.GetCreatedAtUnix(), TurnsPerCaller: int(max(l.GetTurnsPerCaller(), 1)),
 		Steps: make([]wire.LoadStep, len(l.GetSteps())),
 	}
-	if budget != nil {
-		v.LatencyBudget = &wire.LatencyBudget{FirstTokenP95Ms: budget.FirstTokenP95Ms, TurnP95Ms: budget.TurnP95Ms}
-	}
+	v.LatencyBudget = (*wire.LatencyBudget)(budget) // the same fields: nil stays null
 	if inv.GetStatus() == domain.InvocationRunning {
 		v.CurrentStep = new(int(l.GetCurrentStep()))
 	}
@@ -52,7 +50,7 @@ func LoadTestView(inv *testingv1.Invocation) wire.LoadTest {
 				st.OverheadUs = &wire.Overhead{P50: res.GetOverheadP50Us(), P95: res.GetOverheadP95Us()}
 				step := domain.LoadStep{FirstTokenP95Ms: res.GetFirstTokenP95Ms(), TurnP95Ms: res.GetTurnP95Ms()}
 				for _, b := range step.BudgetBreaches(budget) {
-					st.BudgetBreaches = append(st.BudgetBreaches, wire.BudgetBreach{Metric: b.Metric, MeasuredMs: b.MeasuredMs, BudgetMs: b.BudgetMs})
+					st.BudgetBreaches = append(st.BudgetBreaches, wire.BudgetBreach(b))
 				}
 			}
 			st.MetBudget = new(res.GetMetBudget())
