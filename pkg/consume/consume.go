@@ -67,12 +67,14 @@ type Spec struct {
 	// Log is told when the durable is deleted and made again (default
 	// slog.Default()).
 	Log *slog.Logger
-	// Hold, when set, is asked before each batch is handled: while it
-	// says why not, nothing more is handled and what is in hand waits,
-	// said to be in hand so that it is not delivered again. A process
-	// holds its consumers' writes while the disk under its data is nearly
-	// full. Batches only: Messages cannot keep what its workers have not
-	// taken yet.
+	// Hold, when set, says why the consumer must not go on, or nil. A
+	// process holds its consumers' writes while the disk under its data
+	// is nearly full. Batches asks before each batch: while held, nothing
+	// more is handled and what is in hand waits, said to be in hand so
+	// that it is not delivered again. Messages asks every holdEvery: while
+	// held, it pulls nothing and gives back what it had pulled (its
+	// workers finish what they hold), so the server keeps every message
+	// until the hold ends.
 	Hold func() error
 }
 

@@ -47,8 +47,10 @@ const (
 // session is one consumption of a durable: the client library's pull
 // loop on it, and what tells that the durable is gone.
 type session struct {
+	cons     jetstream.Consumer
 	cc       jetstream.ConsumeContext
 	gone     chan struct{} // closed when the durable is found deleted
+	paused   atomic.Bool   // its pull loop is being ended on purpose (Messages' hold), not lost
 	once     sync.Once
 	floor    atomic.Uint64 // the durable's acknowledgement floor (a stream sequence) as last read
 	made     time.Time     // when the durable was made: its stream is older
@@ -87,7 +89,7 @@ func (ss *session) isGone() bool {
 // ends.
 func consumeSession(ctx context.Context, js jetstream.JetStream, s Spec, floors *floorBook, cons jetstream.Consumer, handler func(*session) jetstream.MessageHandler, opts ...jetstream.PullConsumeOpt) (*session, error) {
 	info := cons.CachedInfo()
-	ss := &session{gone: make(chan struct{}), made: info.Created, floors: floors}
+	ss := &session{cons: cons, gone: make(chan struct{}), made: info.Created, floors: floors}
 	ss.floor.Store(info.AckFloor.Stream)
 	onError := jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		switch {
@@ -127,7 +129,7 @@ func (ss *session) follow(ctx context.Context, cons jetstream.Consumer) {
 		case <-ss.gone:
 			return
 		case <-ss.cc.Closed():
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !ss.paused.Load() {
 				ss.lost()
 			}
 			return

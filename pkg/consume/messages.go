@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/fifo"
 )
 
 // Msg is one message of the per-message mode: the stored record
@@ -127,8 +128,19 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 		ss *session
 	}
 	msgs := make(chan delivered)
+	// What the client library hands over while a hold ends its pull loop
+	// is kept here, said to be in hand, rather than given back: a job
+	// given back would come again as a later delivery, and a webhook
+	// delivery's attempt number is its delivery count.
+	kept, inHand := fifo.New[jetstream.Msg](0), newHeld()
+	go inHand.keep(ctx, keepEvery(cons.CachedInfo().Config.AckWait))
 	take := func(ss *session) jetstream.MessageHandler {
 		return func(m jetstream.Msg) {
+			if ss.paused.Load() {
+				inHand.add(m)
+				kept.Push(m)
+				return
+			}
 			select {
 			case msgs <- delivered{m, ss}:
 			case <-ctx.Done():
@@ -166,8 +178,35 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
+		var holdCheck <-chan time.Time // nil: never held
+		if s.Hold != nil {
+			t := time.NewTicker(holdEvery)
+			defer t.Stop()
+			holdCheck = t.C
+		}
 		for {
 			select {
+			case <-holdCheck:
+				if s.Hold() == nil {
+					continue
+				}
+				paused := ss // what it kept is handled as its own
+				hand := func(m jetstream.Msg) bool {
+					select {
+					case msgs <- delivered{m, paused}:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				}
+				if ss = holdMessages(ctx, js, s, floors, ss, take, kept, inHand, hand); ss != nil {
+					continue
+				}
+				if ctx.Err() == nil {
+					close(quit) // a durable being retired, deleted meanwhile
+				}
+				wg.Wait()
+				return
 			case <-ss.gone:
 				// The durable is gone: what it handed out and was not
 				// handled comes again from the one made in its place.
@@ -190,6 +229,35 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 		}
 	}()
 	return func() { <-stopped }, nil
+}
+
+// holdMessages holds a Messages consumer while s.Hold says to: its pull
+// loop ends, what the client library had pulled is kept (said to be in
+// hand, so not delivered again however long the hold) and the workers
+// finish what they have. Once the hold ends, what was kept goes to the
+// workers (through hand, false once ctx ended) and a new pull loop
+// starts: it returns that session, or nil when ctx ended first (what was
+// kept is given back) or the durable was one being retired.
+func holdMessages(ctx context.Context, js jetstream.JetStream, s Spec, floors *floorBook, ss *session,
+	take func(*session) jetstream.MessageHandler, kept *fifo.Queue[jetstream.Msg], inHand *held, hand func(jetstream.Msg) bool) *session {
+	ss.paused.Store(true)
+	ss.cc.Drain() // what the client library holds reaches take, which keeps it
+	<-ss.cc.Closed()
+	going := s.held(ctx)
+	waiting := kept.TakeAll()
+	inHand.settled(waiting...)
+	for i, m := range waiting {
+		if !going || !hand(m) {
+			giveBack(waiting[i:])
+			return nil
+		}
+	}
+	next, err := consumeSession(ctx, js, s, floors, ss.cons, take, jetstream.PullMaxMessages(s.MaxBatch))
+	if err != nil {
+		// The durable went meanwhile: made again where it was.
+		next = remade(ctx, js, s, floors, ss.position(), take, jetstream.PullMaxMessages(s.MaxBatch))
+	}
+	return next
 }
 
 // handleOne runs h on m and settles m by its outcome.

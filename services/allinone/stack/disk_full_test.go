@@ -20,6 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
+	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
 // The disk under the platform's data nearly full: every write is refused
@@ -92,6 +93,8 @@ func TestWritesAreRefusedWhileTheDiskIsNearlyFullAndResumeOnceFreed(t *testing.T
 	if n := unacknowledged(); n != 1 {
 		t.Fatalf("%d events unacknowledged by the call log while the disk is full; want the one held", n)
 	}
+	// So do the webhooks' deliveries, which record each attempt.
+	eventually(t, 10*time.Second, "the deliveries holding", logged("consumer holding its work", dispatcher.DeliverDurable))
 
 	free.Store(1 << 40)
 	eventually(t, 10*time.Second, "the release logged", said("disk space freed"))
@@ -99,6 +102,7 @@ func TestWritesAreRefusedWhileTheDiskIsNearlyFullAndResumeOnceFreed(t *testing.T
 	if !logged("consumer going on", agentsadapters.CallsDurable)() {
 		t.Error("the call log's consumer did not say it went on")
 	}
+	eventually(t, 10*time.Second, "the deliveries going on", logged("consumer going on", dispatcher.DeliverDurable))
 	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"During"}`, "Idempotency-Key", "full-POST/v1/convai/agents/create")
 	if r.Code != 201 {
 		t.Fatalf("the write refused while full, sent again once space is freed: %d %s", r.Code, r.Body)

@@ -82,9 +82,10 @@ type Deps struct {
 	Repo     *aggregate.Repo[*webhooksv1.Webhook]
 	Log      *slog.Logger
 	Metrics  prometheus.Registerer
-	// Hold, when set, holds the fan-out while it says why not: it writes
-	// delivery jobs (consume.Spec.Hold). Jobs already queued are
-	// delivered meanwhile; their attempts are bounded by their retries.
+	// Hold, when set, holds the fan-out (it writes delivery jobs) and the
+	// deliveries (each records its attempt) while it says why not
+	// (consume.Spec.Hold): queued jobs wait, and are attempted once it
+	// lets go. Attempts under way finish.
 	Hold func() error
 }
 
@@ -136,7 +137,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	// (MaxDeliver unlimited: a job's attempts are bounded by its
 	// webhook's retry_config instead).
 	deliver := consume.Spec{Stream: events.WebhookDeliveriesStream, Durable: DeliverDurable, FilterSubjects: []string{events.WebhookDeliveriesAll},
-		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers, Log: d.Log}
+		AckWait: o.AckWait, MaxAckPending: o.MaxAckPending, Workers: o.Workers, Log: d.Log, Hold: d.Hold}
 	platform := ds.fanoutSpec(events.PlatformStream, FanoutPlatformDurable, events.PlatformAll)
 	for _, start := range []func() (func(), error){
 		func() (func(), error) { return consume.StartMessages(work, d.JS, deliver, ds.deliver) },
