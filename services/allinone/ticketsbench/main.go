@@ -85,9 +85,9 @@ func main() {
 	}
 	creates := flag.Int("creates", 5000, "tickets created through the gateway in (a)")
 	largest := flag.Int("tickets", 100_000, "the largest workspace of (c) and (d), or the tickets of (t)")
-	requests := flag.Int("requests", 60, "requests per listing measurement")
+	requests := flag.Int("requests", 200, "requests per listing measurement")
 	conversations := flag.Int("conversations", 100_000, "the conversations of (h), or of (m)")
-	section := flag.String("section", "", "run one section only: creates (a), conversations (h), or million (m) or million-tickets (t), which are not in the default run")
+	section := flag.String("section", "", "run one section only: creates (a), listings (c), conversations (h), or million (m) or million-tickets (t), which are not in the default run")
 	readIndex := flag.String("read-index", "memory", "the platform's VOICEAI_READ_INDEX in (m): memory or store")
 	flag.StringVar(&profileFile, "profile", "", "write a 5 s CPU profile of the platform during the creates of (a) to this file, and what it allocates meanwhile to this file.allocs")
 	tail := flag.Int("tail", 0, "(m) on a kept run's data (-data): ingest this many conversations more with no snapshot written, then crash and measure the restart")
@@ -102,6 +102,8 @@ func main() {
 		}
 	case "creates":
 		err = runCreates(*creates)
+	case "listings":
+		err = runListings(*largest, *requests)
 	case "conversations":
 		err = runConversationFilters(*conversations, *requests)
 	case "million":
@@ -109,7 +111,7 @@ func main() {
 	case "million-tickets":
 		err = runMillionTickets(*largest, *requests, *keep)
 	default:
-		err = fmt.Errorf("-section %q: want creates, conversations, million or million-tickets", *section)
+		err = fmt.Errorf("-section %q: want creates, listings, conversations, million or million-tickets", *section)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "ticketsbench:", err)
@@ -127,16 +129,8 @@ func run(creates, largest, requests int) error {
 	fmt.Println("tickets data path (platform as its own process, in-memory read index, 2 cores shared with this client)")
 
 	// (c) at 1,000 first, before the creates of (a) grow the workspace.
-	sizes := []int{1000, 10_000, largest}
-	lat := map[int]map[string]time.Duration{}
-	// held is how many tickets the workspace held when each size was
-	// measured: at least the size, more where (a) and (b) created more.
-	held := map[int]int{}
-	if err := p.seedTo(sizes[0]); err != nil {
-		return err
-	}
-	held[sizes[0]] = p.seeded
-	if lat[sizes[0]], err = p.listings(requests); err != nil {
+	c := newListingSizes(largest)
+	if err := c.measure(p, 0, requests); err != nil {
 		return err
 	}
 
@@ -153,25 +147,12 @@ func run(creates, largest, requests int) error {
 	fmt.Printf("(b) listing lag at 1,000 creates/s, ack -> in the listing, %d samples: p50 %s, p99 %s (goal p99 < 1s: %s)\n",
 		len(lags), lags[len(lags)/2].Round(10*time.Microsecond), p99.Round(10*time.Microsecond), benchkit.Verdict(p99 < time.Second))
 
-	for _, n := range sizes[1:] {
-		if err := p.seedTo(n); err != nil {
-			return err
-		}
-		held[n] = p.seeded
-		if lat[n], err = p.listings(requests); err != nil {
+	for i := 1; i < len(c.sizes); i++ {
+		if err := c.measure(p, i, requests); err != nil {
 			return err
 		}
 	}
-	fmt.Println("(c) listing p50 (page of 100):")
-	for _, kind := range listingKinds {
-		fmt.Printf("    %-9s", kind.name)
-		for _, n := range sizes {
-			fmt.Printf("  %7d tickets %8s", held[n], lat[n][kind.name].Round(10*time.Microsecond))
-		}
-		small, ten, big := lat[sizes[0]][kind.name], lat[10_000][kind.name], lat[largest][kind.name]
-		r := float64(big) / float64(small)
-		fmt.Printf("   %d/%d = %.2f (goal <= 2: %s), at 10,000 < 50ms: %s\n", largest, sizes[0], r, benchkit.Verdict(r <= 2), benchkit.Verdict(ten < 50*time.Millisecond))
-	}
+	c.print()
 
 	// (g) the console's queue page at the largest workspace, in Chromium.
 	if q, err := p.queueInBrowser(); err != nil {
@@ -233,6 +214,25 @@ func run(creates, largest, requests int) error {
 	fmt.Printf("(d) restart with %d tickets: ready in %s (goal < 10s: %s); peak memory %d MiB before, %d MiB after the restart (goal < 1 GiB: %s)\n",
 		largest, ready.Round(time.Millisecond), benchkit.Verdict(ready < 10*time.Second), peakBefore/1024, p.PeakRSSKiB()/1024,
 		benchkit.Verdict(max(peakBefore, p.PeakRSSKiB()) < 1<<20))
+	return nil
+}
+
+// runListings is (c) alone: the listings at each size, with no creates
+// between the first and the others.
+func runListings(largest, requests int) error {
+	p, _, _, cleanup, err := startFresh()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	defer p.Stop()
+	c := newListingSizes(largest)
+	for i := range c.sizes {
+		if err := c.measure(p, i, requests); err != nil {
+			return err
+		}
+	}
+	c.print()
 	return nil
 }
 
