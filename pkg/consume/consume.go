@@ -83,21 +83,28 @@ var holdEvery = time.Second
 
 // held waits while s.Hold says to; false once ctx ended first.
 func (s Spec) held(ctx context.Context) bool {
-	if s.Hold == nil {
+	return WaitWhileHeld(ctx, s.Hold, s.logger(), s.Durable)
+}
+
+// WaitWhileHeld waits while hold (nil: never) says why the work of
+// durable must not go on, asking again every holdEvery, and logs once
+// when it holds and once when it goes on; false once ctx ended first.
+func WaitWhileHeld(ctx context.Context, hold func() error, log *slog.Logger, durable string) bool {
+	if hold == nil {
 		return true
 	}
 	since := time.Time{}
 	for {
-		err := s.Hold()
+		err := hold()
 		if err == nil {
 			if !since.IsZero() {
-				s.logger().Info("consumer going on", "durable", s.Durable, "held", time.Since(since).Round(time.Millisecond))
+				log.Info("consumer going on", "durable", durable, "held", time.Since(since).Round(time.Millisecond))
 			}
 			return true
 		}
 		if since.IsZero() {
 			since = time.Now()
-			s.logger().Info("consumer holding its work", "durable", s.Durable, "reason", err)
+			log.Info("consumer holding its work", "durable", durable, "reason", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -13,6 +13,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/voiceai-platform/voiceai/pkg/consume"
+	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
 // A projection's collection can lose what its projector wrote while the
@@ -231,7 +234,15 @@ func (k *keeper) mend(ctx context.Context, l lack) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	n, last, err := replay(ctx, k.js, k.c.Stream, k.c.FilterSubjects, l.from, k.apply)
+	// The replay writes as the durable does, so it holds as the durable
+	// does (the disk nearly full): between batches.
+	apply := func(ctx context.Context, recs []eventstore.Record) (int, error) {
+		if !consume.WaitWhileHeld(ctx, k.c.Hold, k.log, k.c.Durable+" (replay)") {
+			return 0, ctx.Err()
+		}
+		return k.apply(ctx, recs)
+	}
+	n, last, err := replay(ctx, k.js, k.c.Stream, k.c.FilterSubjects, l.from, apply)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -3,9 +3,11 @@ package projection
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,6 +139,36 @@ func TestACollectionDroppedUnderItsProjectorIsReplayed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// While writes are held (the disk nearly full), a collection found lost
+// is not replayed into: the replay waits, as the durable does, and goes
+// on once they are not.
+func TestTheReplayOfALostCollectionHoldsWhileWritesAreHeld(t *testing.T) {
+	k := newKept(t)
+	var held atomic.Bool
+	k.cfg.Hold = func() error {
+		if held.Load() {
+			return errors.New("disk nearly full")
+		}
+		return nil
+	}
+	k.started()
+	testkit.Eventually(t, 10*time.Second, "a first checkpoint", func() bool {
+		return k.coll.Database().Collection(CheckpointsCollection).FindOne(context.Background(), bson.D{}).Err() == nil
+	})
+	held.Store(true)
+	if err := k.coll.Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the replay holding", func() bool {
+		return strings.Contains(k.log.String(), `msg="consumer holding its work" durable="items-kept (replay)"`)
+	})
+	if n, err := k.coll.CountDocuments(context.Background(), bson.D{}); err != nil || n != 0 {
+		t.Fatalf("%d documents written into the lost collection while held (%v); want none", n, err)
+	}
+	held.Store(false)
+	k.whole("every item back once writes are not held")
 }
 
 // appendItem appends a version of item id.

@@ -36,7 +36,7 @@ type Config struct {
 	// lost (Guard); default 10s.
 	CheckEvery time.Duration
 	// Hold, when set, holds the projection's writes while it says why
-	// not (consume.Spec.Hold).
+	// not (consume.Spec.Hold): the durable's and a replay's (Guard).
 	Hold func() error
 }
 

@@ -72,7 +72,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	var rm app.ReadModel = store
 	var secrets app.SecretReadModel = storeSecrets
 	storeCalls := adapters.NewCallLog(db)
-	adapters.GuardCalls(ctx, d.JS, storeCalls, d.Logger) // until ctx ends
+	adapters.GuardCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld) // until ctx ends
 	var calls app.CallLog = storeCalls
 	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger, Hold: d.WritesHeld}
 	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger, Hold: d.WritesHeld}

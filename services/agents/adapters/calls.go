@@ -120,11 +120,12 @@ func FollowCalls(ctx context.Context, js jetstream.JetStream, log app.CallLog, l
 
 // GuardCalls guards the store's call log, FollowCalls' copy, as a
 // projection's collection is (projection.Guard): dropped, or restored
-// from an older backup, it is replayed from the stream. Its first look is
-// done when it returns, before anything reads the copy.
-func GuardCalls(ctx context.Context, js jetstream.JetStream, store *CallLog, logger *slog.Logger) (stop func()) {
+// from an older backup, it is replayed from the stream, holding while
+// hold (nil: never) says to, as FollowCalls does. Its first look is done
+// when it returns, before anything reads the copy.
+func GuardCalls(ctx context.Context, js jetstream.JetStream, store *CallLog, logger *slog.Logger, hold func() error) (stop func()) {
 	return projection.Guard(ctx, js, store.Calls,
-		projection.Config{Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Logger: logger},
+		projection.Config{Stream: events.PlatformStream, Durable: CallsDurable, FilterSubjects: CallsFilter, Logger: logger, Hold: hold},
 		func(ctx context.Context, recs []eventstore.Record) (int, error) {
 			calls := make([]app.Call, 0, len(recs))
 			for _, rec := range recs {

@@ -145,7 +145,7 @@ func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	stop := testkit.Background(t, func(ctx context.Context) error {
-		defer GuardCalls(ctx, js, store, log)()
+		defer GuardCalls(ctx, js, store, log, nil)()
 		return FollowCalls(ctx, js, store, log, nil)
 	})
 	// Stored, and acknowledged: an event the copy stored but had not
@@ -163,7 +163,7 @@ func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	GuardCalls(ctx, js, store, log)
+	GuardCalls(ctx, js, store, log, nil)
 	if got, want := last(), map[string]int64{"agent_1": 100, "agent_2": 200}; !maps.Equal(got, want) {
 		t.Fatalf("once guarded again: %v; want %v", got, want)
 	}
