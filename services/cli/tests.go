@@ -16,20 +16,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
-// testEntry is one line of the tests listing.
-type testEntry struct {
-	ID         string `json:"id"`
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	EntityType string `json:"entity_type"`
-	Created    int64  `json:"created_at_unix_secs"`
-	FolderPath []struct {
-		Name string `json:"name"`
-	} `json:"folder_path"`
-}
-
 func (a *app) testsListCommand() *cobra.Command {
-	return listCommand(a, listing[testEntry]{
+	return listCommand(a, listing[wire.TestEntry]{
 		short: "List the workspace's tests, newest first", route: listTests, items: "tests", noun: "tests", pageSize: 30,
 		filters: []filter{
 			text("search", "search", "only tests whose name contains this"),
@@ -37,13 +25,13 @@ func (a *app) testsListCommand() *cobra.Command {
 			anyOf("type", "types", "only these types: llm, tool, simulation (repeatable)"),
 		},
 		header: []string{"ID", "TYPE", "NAME", "FOLDER", "CREATED"},
-		row: func(t testEntry) []string {
-			return []string{t.ID, t.Type, clip(t.Name, 50), folderPath(t), unixTime(t.Created)}
+		row: func(t wire.TestEntry) []string {
+			return []string{t.ID, t.Type, clip(t.Name, 50), folderPath(t), unixTime(t.CreatedAtUnix)}
 		},
 	})
 }
 
-func folderPath(t testEntry) string {
+func folderPath(t wire.TestEntry) string {
 	names := make([]string, len(t.FolderPath))
 	for i, f := range t.FolderPath {
 		names[i] = f.Name
@@ -308,7 +296,7 @@ func allTests(ctx context.Context, c *client) ([]string, error) {
 		if _, err := c.call(ctx, listTests, nil, q, nil, &page); err != nil {
 			return nil, err
 		}
-		tests, hasMore, next, err := decodePage[testEntry](page, "tests")
+		tests, hasMore, next, err := decodePage[wire.TestEntry](page, "tests")
 		if err != nil {
 			return nil, err
 		}

@@ -133,7 +133,7 @@ func (h *Handlers) ListTests(c *api.Call) (any, error) {
 
 // pageView is one page of a listing, its rows under key, each as view
 // shows it.
-func pageView[T any](key string, page app.Page[T], view func(T) map[string]any) map[string]any {
+func pageView[T, V any](key string, page app.Page[T], view func(T) V) map[string]any {
 	return map[string]any{key: mapEach(page.Rows, view), "has_more": page.HasMore, "next_cursor": page.NextCursor}
 }
 
@@ -156,7 +156,7 @@ func (h *Handlers) Summaries(c *api.Call) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]map[string]any, len(listed))
+	out := make(map[string]wire.TestEntry, len(listed))
 	for id, e := range listed {
 		out[id] = entryView(e)
 	}
@@ -182,11 +182,11 @@ func (h *Handlers) BulkMove(c *api.Call) (any, error) {
 	return map[string]any{"moved_count": n, "move_to": nullable(moveTo)}, nil
 }
 
-func nullable(s string) any {
+func nullable(s string) *string {
 	if s == "" || s == "root" {
 		return nil
 	}
-	return s
+	return &s
 }
 
 // folderInput is a folder create or rename body; the schema (FolderInput)

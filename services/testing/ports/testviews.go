@@ -29,35 +29,42 @@ func ReliabilityView(r domain.Reliability) wire.Reliability {
 func round3(f float64) float64 { return float64(int64(f*1000+0.5)) / 1000 }
 
 // invocationView is an invocation in the listing (a summary).
-func invocationView(p app.InvocationProgress) map[string]any {
+func invocationView(p app.InvocationProgress) wire.InvocationSummary {
 	rel := ReliabilityView(p.Reliability)
 	rel.PassHatK = nil // pass^k belongs to one test's repeats, not to a mix of tests
-	return map[string]any{
-		"id": p.ID, "agent_id": p.AgentID, "branch_id": p.BranchID, "created_at_unix_secs": p.CreatedAtUnix,
-		"test_run_count": p.Runs, "passed_count": p.Passed, "failed_count": p.Failed, "pending_count": p.Pending,
-		"cancelled_count": p.Cancelled, "title": p.Title, "repeat_count": p.RepeatCount,
-		"cancelled": p.Status == domain.InvocationCancelled, "status": p.Status, "folder_id": p.FolderID,
-		"reliability": rel,
+	return wire.InvocationSummary{
+		ID: p.ID, AgentID: p.AgentID, BranchID: p.BranchID, FolderID: p.FolderID, Title: p.Title, Status: p.Status,
+		Cancelled: p.Status == domain.InvocationCancelled, CreatedAtUnix: p.CreatedAtUnix,
+		Runs: p.Runs, Passed: p.Passed, Failed: p.Failed, Pending: p.Pending, CancelledRuns: p.Cancelled, RepeatCount: p.RepeatCount,
+		Reliability: rel,
 	}
 }
 
 // entryView is a test or folder in listings (UnitTestSummaryResponseModel).
-func entryView(e app.ListedEntry) map[string]any {
-	v := map[string]any{
-		"id": e.ID, "name": e.Name, "created_at_unix_secs": e.CreatedAtUnix, "last_updated_at_unix_secs": e.UpdatedAtUnix,
-		"type": e.Type, "entity_type": e.Kind, "folder_parent_id": nullable(e.ParentFolderID),
-		"folder_path": e.FolderPath,
+func entryView(e app.ListedEntry) wire.TestEntry {
+	v := wire.TestEntry{
+		ID: e.ID, Name: e.Name, Type: e.Type, EntityType: e.Kind, CreatedAtUnix: e.CreatedAtUnix, UpdatedAtUnix: e.UpdatedAtUnix,
+		FolderParentID: nullable(e.ParentFolderID), FolderPath: folderPathView(e.FolderPath),
 	}
 	if e.Kind == app.KindFolder {
-		v["children_count"] = e.ChildrenCount
-	} else if e.InitSource != "" {
-		v["conversation_initiation_source"] = e.InitSource
+		v.ChildrenCount = &e.ChildrenCount
+	} else {
+		v.InitSource = e.InitSource
 	}
 	return v
 }
 
 // folderView is a folder as GET shows it.
-func folderView(d app.FolderDetails) map[string]any {
-	return map[string]any{"id": d.Folder.GetFolderId(), "name": d.Folder.GetName(), "folder_path": d.FolderPath,
-		"children_count": d.ChildrenCount, "parent_folder_id": nullable(d.Folder.GetParentFolderId())}
+func folderView(d app.FolderDetails) wire.Folder {
+	return wire.Folder{ID: d.Folder.GetFolderId(), Name: d.Folder.GetName(), FolderPath: folderPathView(d.FolderPath),
+		ChildrenCount: d.ChildrenCount, ParentFolderID: nullable(d.Folder.GetParentFolderId())}
+}
+
+// folderPathView is a path of folders, root first.
+func folderPathView(path []app.FolderRef) []wire.FolderPathEntry {
+	out := make([]wire.FolderPathEntry, len(path))
+	for i, f := range path {
+		out[i] = wire.FolderPathEntry{ID: f.ID, Name: f.Name}
+	}
+	return out
 }

@@ -109,3 +109,40 @@ func TestLabelViewsAnswerTheDocumentsShape(t *testing.T) {
 		t.Errorf("conversation label: %v\n%s", err, b)
 	}
 }
+
+// The tests listing's rows (a test, a folder), a folder and an invocation
+// summary answer the document's shapes: a root's parent is null, a
+// folder counts its children, a test does not.
+func TestListingViewsAnswerTheDocumentsShape(t *testing.T) {
+	path := []app.FolderRef{{ID: "tfld_1", Name: "Billing"}}
+	test := entryView(app.ListedEntry{Entry: app.Entry{ID: "test_1", Kind: app.KindTest, Name: "Hours", Type: "llm", ParentFolderID: "tfld_1",
+		CreatedAtUnix: 1700000000, UpdatedAtUnix: 1700000100}, FolderPath: path})
+	folder := entryView(app.ListedEntry{Entry: app.Entry{ID: "tfld_1", Kind: app.KindFolder, Name: "Billing", CreatedAtUnix: 1700000000},
+		ChildrenCount: 3})
+	page := map[string]any{"tests": []any{test, folder}, "next_cursor": nil, "has_more": false}
+	invocations := map[string]any{"results": []any{invocationView(app.InvocationProgress{
+		InvocationSummary: app.InvocationSummary{ID: "tinv_1", AgentID: "agent_1", Status: domain.InvocationRunning, Runs: 4, RepeatCount: 1},
+		Passed:            1, Failed: 1, Pending: 2, Reliability: domain.Reliability{Runs: 2, Passed: 1, PassRate: 0.5}})},
+		"next_cursor": nil, "has_more": false}
+	for schema, v := range map[string]any{
+		"TestPage":       page,
+		"TestSummaries":  map[string]any{"tests": map[string]any{"test_1": test}},
+		"Folder":         folderView(app.FolderDetails{Folder: &testingv1.Folder{FolderId: "tfld_2", Name: "Refunds", ParentFolderId: "tfld_1"}, FolderPath: path, ChildrenCount: 0}),
+		"InvocationPage": invocations,
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := api.CheckJSON(schema, b); err != nil {
+			t.Errorf("%s: %v\n%s", schema, err, b)
+		}
+	}
+	if test.ChildrenCount != nil || folder.ChildrenCount == nil || *folder.ChildrenCount != 3 || folder.FolderParentID != nil ||
+		test.FolderParentID == nil || *test.FolderParentID != "tfld_1" || len(test.FolderPath) != 1 || test.FolderPath[0].Name != "Billing" {
+		t.Errorf("entries: test %+v, folder %+v", test, folder)
+	}
+	if b, _ := json.Marshal(test); bytes.Contains(b, []byte("children_count")) {
+		t.Errorf("a test with a children count: %s", b)
+	}
+}
