@@ -78,7 +78,7 @@ func Guard(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, 
 		log = slog.Default()
 	}
 	k := &keeper{js: js, c: c, coll: coll, marks: coll.Database().Collection(CheckpointsCollection), apply: apply, log: log}
-	k.check(ctx)
+	k.check(ctx, false)
 	kctx, cancel := context.WithCancel(ctx)
 	kept := make(chan struct{})
 	go func() {
@@ -117,15 +117,17 @@ func (k *keeper) keep(ctx context.Context) {
 			}
 			return
 		case <-t.C:
-			k.check(ctx)
+			k.check(ctx, true)
 			t.Reset(every)
 		}
 	}
 }
 
 // check looks at the collection, replays what it lacks, and notes what it
-// holds. A failure is tried again at the next look.
-func (k *keeper) check(ctx context.Context) {
+// holds. A failure is tried again at the next look. A replay waits while
+// writes are held, unless mayWait is false (Guard's first look, which its
+// caller's start waits for): it is then left to a later look.
+func (k *keeper) check(ctx context.Context, mayWait bool) {
 	lctx, cancel := context.WithTimeout(ctx, lookTimeout)
 	defer cancel()
 	uuid, missing, err := k.look(lctx)
@@ -135,6 +137,11 @@ func (k *keeper) check(ctx context.Context) {
 	}
 	covered := uint64(0)
 	if missing.from > 0 {
+		if held := k.held(); held != nil && !mayWait {
+			k.log.Info("the projection's collection lacks events of its stream; replaying them once writes are not held",
+				"projection", k.c.Durable, "collection", k.coll.Name(), "reason", held)
+			return
+		}
 		if uuid, covered, err = k.mend(ctx, missing); err != nil {
 			k.log.Error("replaying the stream into the projection's collection failed; will try again", "projection", k.c.Durable,
 				"collection", k.coll.Name(), "err", err)
@@ -149,6 +156,14 @@ func (k *keeper) check(ctx context.Context) {
 	if err := k.remember(rctx, uuid, covered); err != nil {
 		k.log.Debug("could not note the projection's checkpoint", "projection", k.c.Durable, "err", err)
 	}
+}
+
+// held is why writes are held now, or nil.
+func (k *keeper) held() error {
+	if k.c.Hold == nil {
+		return nil
+	}
+	return k.c.Hold()
 }
 
 // lack is what a look found the collection lacks: the events from

@@ -171,6 +171,42 @@ func TestTheReplayOfALostCollectionHoldsWhileWritesAreHeld(t *testing.T) {
 	k.whole("every item back once writes are not held")
 }
 
+// Guard's first look, which a service's start waits for, does not wait
+// for writes held: it leaves the replay to a later look, which makes it
+// once they are not.
+func TestTheFirstLookLeavesTheReplayToALaterOneWhileWritesAreHeld(t *testing.T) {
+	k := newKept(t)
+	k.started()() // run until caught up, then stopped
+	var held atomic.Bool
+	held.Store(true)
+	k.cfg.Hold = func() error {
+		if held.Load() {
+			return errors.New("disk nearly full")
+		}
+		return nil
+	}
+	if err := k.coll.Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stop atomic.Pointer[func()]
+	go func() {
+		s := Guard(ctx, k.js, k.coll, k.cfg, upserting(k.coll, handler))
+		stop.Store(&s)
+	}()
+	testkit.Eventually(t, 10*time.Second, "the first look returned", func() bool { return stop.Load() != nil })
+	defer func() { (*stop.Load())() }()
+	if !strings.Contains(k.log.String(), "replaying them once writes are not held") {
+		t.Fatal("the replay left for later not logged")
+	}
+	if n, err := k.coll.CountDocuments(context.Background(), bson.D{}); err != nil || n != 0 {
+		t.Fatalf("%d documents written while held (%v); want none", n, err)
+	}
+	held.Store(false)
+	k.whole("every item back once writes are not held")
+}
+
 // appendItem appends a version of item id.
 func appendItem(t *testing.T, st *eventstore.Store, id string, count int) {
 	t.Helper()
