@@ -72,8 +72,8 @@ type Spec struct {
 	// is nearly full. Batches asks before each batch: while held, nothing
 	// more is handled and what is in hand waits, said to be in hand so
 	// that it is not delivered again. Messages asks every holdEvery: while
-	// held, it pulls nothing and gives back what it had pulled (its
-	// workers finish what they hold), so the server keeps every message
+	// held, it pulls nothing and keeps what it had pulled in hand, neither
+	// handled nor delivered again (its workers finish what they hold),
 	// until the hold ends.
 	Hold func() error
 }

@@ -133,7 +133,9 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	// given back would come again as a later delivery, and a webhook
 	// delivery's attempt number is its delivery count.
 	kept, inHand := fifo.New[jetstream.Msg](0), newHeld()
-	go inHand.keep(ctx, keepEvery(cons.CachedInfo().Config.AckWait))
+	if s.Hold != nil { // nothing is kept otherwise
+		go inHand.keep(ctx, keepEvery(cons.CachedInfo().Config.AckWait))
+	}
 	take := func(ss *session) jetstream.MessageHandler {
 		return func(m jetstream.Msg) {
 			if ss.paused.Load() {
