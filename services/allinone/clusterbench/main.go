@@ -323,6 +323,11 @@ func (t *tier) createTickets(n int) (float64, error) {
 	return float64(n) / took.Seconds(), err
 }
 
+// stallWait lets a publish wait for room among the client's 4,000
+// outstanding asynchronous publishes instead of failing after 200 ms: on
+// the R3 cluster, with 2 busy cores, acks can lag that long.
+var stallWait = jetstream.WithStallWait(time.Minute)
+
 // deliveries subscribes one webhook to call_started, waits until the
 // dispatcher delivers to it, then publishes n events at once (async, as
 // the webhooks bench does) and returns the rate at which their signed
@@ -339,7 +344,7 @@ func (t *tier) deliveries(js jetstream.JetStream, rcv *receiver, n int) (float64
 	publish := func(id string) error {
 		msg := nats.NewMsg(subject)
 		msg.Data = []byte(`{"event":"call_started","timestamp":"` + wire.FormatTimestamp(time.Now()) + `","data":{"call_id":"` + id + `"}}`)
-		_, err := js.PublishMsgAsync(msg)
+		_, err := js.PublishMsgAsync(msg, stallWait)
 		return err
 	}
 	// The dispatcher knows the webhook once a probe event reaches it.

@@ -413,7 +413,7 @@ func rawWorkQueueRate(dir string, n int) (float64, error) {
 	payload := bytes.Repeat([]byte("x"), 100)
 	start := time.Now()
 	for i := range n {
-		if _, err := js.PublishAsync("raw.job."+strconv.Itoa(i%1000), payload); err != nil {
+		if _, err := js.PublishAsync("raw.job."+strconv.Itoa(i%1000), payload, jetstream.WithStallWait(time.Minute)); err != nil {
 			return 0, err
 		}
 	}

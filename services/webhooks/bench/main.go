@@ -228,7 +228,7 @@ func run(cpuProfile string) error {
 		subject, _ := events.PlatformSubject(ws, "call_started")
 		msg := nats.NewMsg(subject)
 		msg.Data = []byte(`{"event":"call_started","timestamp":"` + wire.FormatTimestamp(time.Now()) + `","data":{"call_id":"c` + strconv.Itoa(i) + `","sent_ns":` + strconv.FormatInt(sentNs, 10) + `}}`)
-		return d.JS.PublishMsgAsync(msg)
+		return d.JS.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute))
 	}
 	throughput := func(ws string, hooks, evts int) (float64, error) {
 		if err := mk(ws, hooks); err != nil {
