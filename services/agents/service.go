@@ -74,8 +74,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	storeCalls := adapters.NewCallLog(db)
 	adapters.GuardCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld) // until ctx ends
 	var calls app.CallLog = storeCalls
-	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}, Logger: d.Logger, Hold: d.WritesHeld}
-	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}, Logger: d.Logger, Hold: d.WritesHeld}
+	agents := projection.Config{Stream: events.AgentsStream, Durable: "agents-readmodel", FilterSubjects: []string{events.AgentsAll}}
+	secretsCopy := projection.Config{Stream: events.AgentsStream, Durable: "agents-secrets", FilterSubjects: []string{events.SecretsAll}}
 	if d.ReadIndex == config.ReadIndexMemory {
 		if rm, secrets, err = followAgents(ctx, d); err != nil {
 			return nil, err
@@ -91,10 +91,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	a.Calls = calls
 	// The store is the durable copy (and what listings read in store
 	// mode), written off the request path by its projectors.
-	d.WatchConsumer(agents.Stream, agents.Durable)
-	projection.Start(ctx, d.JS, store.Agents, agents, adapters.Handler)
-	d.WatchConsumer(secretsCopy.Stream, secretsCopy.Durable)
-	projection.Start(ctx, d.JS, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
+	d.StartProjection(ctx, store.Agents, agents, adapters.Handler)
+	d.StartProjection(ctx, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
 	go func() {
 		if err := adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld); err != nil && ctx.Err() == nil {

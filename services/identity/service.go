@@ -44,10 +44,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 	}
 	// The store is the durable copy: one projector per collection.
 	project := func(coll *mongo.Collection, durable, filter string) {
-		d.WatchConsumer(events.IdentityStream, durable)
-		projection.Start(ctx, d.JS, coll, projection.Config{
-			Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}, Logger: d.Logger, Hold: d.WritesHeld,
-		}, store.Handler(coll))
+		d.StartProjection(ctx, coll, projection.Config{Stream: events.IdentityStream, Durable: durable, FilterSubjects: []string{filter}}, store.Handler(coll))
 	}
 	project(store.Accounts, adapters.AccountsDurable, events.IdentityAccountsAll)
 	project(store.Keys, adapters.KeysDurable, events.IdentityKeysAll)

@@ -132,17 +132,15 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	// The store is the durable copy (and what listings read in store mode),
 	// written off the request path by its projectors; behind the in-memory
 	// index nothing reads it at once, so it is written in large batches.
-	entries := projection.Config{Stream: events.TestingStream, Durable: "testing-entries", Logger: d.Logger, Hold: d.WritesHeld,
+	entries := projection.Config{Stream: events.TestingStream, Durable: "testing-entries",
 		FilterSubjects: []string{"testing.evt.*.test.*", "testing.evt.*.folder.*"}}
-	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations", Logger: d.Logger, Hold: d.WritesHeld,
+	invocations := projection.Config{Stream: events.TestingStream, Durable: "testing-invocations",
 		FilterSubjects: []string{events.TestingInvocationsAll}}
 	if d.ReadIndex == config.ReadIndexMemory {
 		entries, invocations = entries.UnreadCopy(), invocations.UnreadCopy()
 	}
-	d.WatchConsumer(entries.Stream, entries.Durable)
-	d.WatchConsumer(invocations.Stream, invocations.Durable)
-	projection.Start(ctx, d.JS, store.EntryStore, entries, adapters.EntriesHandler)
-	projection.Start(ctx, d.JS, store.InvocationStore, invocations, adapters.InvocationsHandler)
+	d.StartProjection(ctx, store.EntryStore, entries, adapters.EntriesHandler)
+	d.StartProjection(ctx, store.InvocationStore, invocations, adapters.InvocationsHandler)
 	go func() {
 		if err := a.RunEnqueuer(ctx); err != nil && ctx.Err() == nil {
 			d.Logger.Error("enqueuer stopped", "err", err)

@@ -85,14 +85,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	// The store is the durable copy, written off the request path by its
 	// projector; listings read it, or an index in memory. Behind the index
 	// nothing reads the store at once, so it is written in large batches.
-	pc := projection.Config{
-		Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}, Logger: d.Logger, Hold: d.WritesHeld,
-	}
+	pc := projection.Config{Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}}
 	if d.ReadIndex == config.ReadIndexMemory {
 		pc = pc.UnreadCopy()
 	}
-	d.WatchConsumer(pc.Stream, pc.Durable)
-	projection.Start(ctx, d.JS, store.Tickets, pc, adapters.Handler)
+	d.StartProjection(ctx, store.Tickets, pc, adapters.Handler)
 	// The tags and the conversations' feedback and tags live on TICKETS
 	// beside the tickets: one replay feeds them all.
 	tags := memory.NewTagIndex()
@@ -171,12 +168,9 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 // conversation_ended into the service's store, and returns their reader.
 func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) adapters.Transcripts {
 	t := adapters.OpenTranscripts(d.Database(Name))
-	pc := projection.Config{
-		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter, Logger: d.Logger,
-		Hold: d.WritesHeld,
-	}
-	d.WatchConsumer(pc.Stream, pc.Durable)
-	projection.Start(ctx, d.JS, t.Coll, pc, adapters.TranscriptProjection(keys))
+	d.StartProjection(ctx, t.Coll, projection.Config{
+		Stream: events.PlatformStream, Durable: adapters.TranscriptsDurable, FilterSubjects: adapters.TranscriptsFilter,
+	}, adapters.TranscriptProjection(keys))
 	return t
 }
 
@@ -198,16 +192,9 @@ func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID
 		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler},
 		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler},
 	} {
-		pc := projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter, Logger: d.Logger, Hold: d.WritesHeld}
-		d.WatchConsumer(pc.Stream, pc.Durable)
-		go func() {
-			if _, err := eventstore.WaitForStream(ctx, d.JS, pc.Stream); err != nil {
-				return // ctx ended
-			}
-			if err := projection.Run(ctx, d.JS, p.coll, pc, adapters.SkippingDeleted(p.handler, deleted)); err != nil && ctx.Err() == nil {
-				d.Logger.Error("projector stopped", "projection", pc.Durable, "err", err)
-			}
-		}()
+		// TESTRUNS is the testing service's, which may start later.
+		d.StartProjection(ctx, p.coll, projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter},
+			adapters.SkippingDeleted(p.handler, deleted))
 	}
 	return v
 }
@@ -234,8 +221,7 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 			}},
 	}
 	for _, f := range feeds {
-		d.WatchConsumer(f.spec.Stream, f.spec.Durable)
-		f.spec.Log, f.spec.Hold = d.Logger, d.WritesHeld
+		f.spec = d.Consumer(f.spec)
 		f.spec.OnError = func(batch []jetstream.Msg, err error) {
 			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
 		}

@@ -146,9 +146,8 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	adapters.StoreAttempts(ctx, d.JS, history, d.Logger, d.WritesHeld)
-	d.WatchConsumer(events.WebhooksStream, "webhooks-readmodel")
-	projection.Start(ctx, d.JS, db.Collection("webhooks"), projection.Config{
-		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll}, Logger: d.Logger, Hold: d.WritesHeld,
+	d.StartProjection(ctx, db.Collection("webhooks"), projection.Config{
+		Stream: events.WebhooksStream, Durable: "webhooks-readmodel", FilterSubjects: []string{events.WebhooksAll},
 	}, adapters.ProjectWebhook)
 	publisher, err := adapters.NewAttemptPublisher(ctx, d.JS, d.Logger)
 	if err != nil {
