@@ -171,6 +171,48 @@ func TestTheReplayOfALostCollectionHoldsWhileWritesAreHeld(t *testing.T) {
 	k.whole("every item back once writes are not held")
 }
 
+// A replay held longer than the server keeps its idle consumer (the disk
+// full for minutes) goes on where it was once writes are not held: it
+// neither fails nor starts again.
+func TestAReplayHeldPastItsConsumersIdleLimitGoesOn(t *testing.T) {
+	defer func(idle time.Duration) { replayIdle = idle }(replayIdle)
+	replayIdle = time.Second
+	k := newKept(t)
+	stop := k.started()
+	appendItems(t, k.st, replayBatch, 1) // more than one batch to replay
+	k.caughtUp()
+	var held atomic.Bool
+	k.cfg.Hold = func() error {
+		if held.Load() {
+			return errors.New("disk nearly full")
+		}
+		return nil
+	}
+	stop()
+	k.run() // with the hold
+	held.Store(true)
+	if err := k.coll.Drop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the replay holding", func() bool {
+		return strings.Contains(k.log.String(), `msg="consumer holding its work" durable="items-kept (replay)"`)
+	})
+	// The durable stays; the replay's consumer goes once idle.
+	str, err := k.js.Stream(context.Background(), "ITEMS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "the replay's idle consumer gone", func() bool {
+		info, err := str.Info(context.Background())
+		return err == nil && info.State.Consumers == 1
+	})
+	held.Store(false)
+	k.whole("every item back once writes are not held")
+	if strings.Contains(k.log.String(), "level=ERROR") || k.replays() != 1 {
+		t.Fatalf("the replay failed or started again (%d replays); want one, going on", k.replays())
+	}
+}
+
 // Guard's first look, which a service's start waits for, does not wait
 // for writes held: it leaves the replay to a later look, which makes it
 // once they are not.

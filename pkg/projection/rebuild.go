@@ -2,6 +2,7 @@ package projection
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -46,6 +47,12 @@ func upserting(coll *mongo.Collection, h Handler) Apply {
 // replayBatch bounds the records a replay reads and writes at once.
 const replayBatch = 500
 
+// replayIdle is how long the server keeps a replay's consumer without a
+// fetch (the client library's default for an ordered consumer): a replay
+// held longer (its writes held while the disk is nearly full) finds it
+// gone, and makes it again where it was.
+var replayIdle = 5 * time.Minute
+
 // replay applies the stream's records from sequence from on, up to the
 // stream's last as of the call, and returns how many it applied and that
 // last sequence. A projection's writes are guarded by their sequence, so
@@ -71,32 +78,38 @@ func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSu
 	}
 	cons, err := str.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
 		FilterSubjects: filterSubjects, DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: max(from, 1),
+		InactiveThreshold: replayIdle,
 	})
 	if err != nil {
 		return 0, last, err
 	}
-	for {
-		cinfo, err := cons.Info(ctx)
-		if err != nil {
+	// seen is the newest record read: at last, the replay is done.
+	for seen := uint64(0); seen < last; {
+		pending := uint64(1) // unknown: a fetch of one makes the consumer again
+		switch cinfo, err := cons.Info(ctx); {
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			// Idle past replayIdle while held: an ordered consumer's
+			// fetch makes it again after the last record it handed over.
+		case err != nil:
 			return applied, last, err
-		}
-		if cinfo.NumPending == 0 {
+		case cinfo.NumPending == 0:
 			return applied, last, nil
+		default:
+			pending = cinfo.NumPending
 		}
 		// As many as are there: a fetch of more waits out its time.
-		batch, err := cons.Fetch(int(min(cinfo.NumPending, replayBatch)), jetstream.FetchMaxWait(5*time.Second))
+		batch, err := cons.Fetch(int(min(pending, replayBatch)), jetstream.FetchMaxWait(5*time.Second))
 		if err != nil {
 			return applied, last, err
 		}
 		recs := make([]eventstore.Record, 0, replayBatch)
-		done := false
 		for m := range batch.Messages() {
 			rec, err := eventstore.RecordFromMsg(m)
 			if err != nil {
 				return applied, last, err
 			}
+			seen = max(seen, rec.Seq)
 			if rec.Seq > last {
-				done = true
 				continue // drained, so that the fetch ends cleanly
 			}
 			recs = append(recs, rec)
@@ -109,8 +122,6 @@ func replay(ctx context.Context, js jetstream.JetStream, stream string, filterSu
 		if err != nil {
 			return applied, last, fmt.Errorf("replay: %w", err)
 		}
-		if done {
-			return applied, last, nil
-		}
 	}
+	return applied, last, nil
 }
