@@ -29,7 +29,10 @@ type Options struct {
 	// Floor is the free space, in bytes, under which writes are held; 0
 	// never holds them.
 	Floor uint64
-	// Every is how often the free space is read; 0 is once a second.
+	// Every is how often the free space is read; 0 is every 100 ms. The
+	// floor must outlast what writes fill between two readings (at 1 s,
+	// a test's 8 MiB floor was crossed by ingests on a busy machine): a
+	// reading is one statfs, microseconds.
 	Every time.Duration
 	// Free reads the free space (nil: the file system's, for an
 	// unprivileged user); tests replace it.
@@ -53,7 +56,7 @@ type Guard struct {
 // Start reads the free space once, then every o.Every until ctx ends.
 func Start(ctx context.Context, o Options) *Guard {
 	if o.Every <= 0 {
-		o.Every = time.Second
+		o.Every = 100 * time.Millisecond
 	}
 	if o.Free == nil {
 		dir := o.Dir
