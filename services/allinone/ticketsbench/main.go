@@ -125,7 +125,11 @@ func run(creates, largest, requests int) error {
 		return err
 	}
 	defer cleanup()
-	defer func() { p.Stop() }() // p is the restarted platform by then
+	defer func() { // p is the restarted platform by then, or nil if it failed to start
+		if p != nil {
+			p.Stop()
+		}
+	}()
 	fmt.Println("tickets data path (platform as its own process, in-memory read index, 2 cores shared with this client)")
 
 	// (c) at 1,000 first, before the creates of (a) grow the workspace.
