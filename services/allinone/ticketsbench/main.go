@@ -367,6 +367,7 @@ func startPlatform(bin, data string) (*platform, error) {
 	p := &platform{Platform: bp, api: benchkit.NewClient(bp.Base, adminKey, clients)}
 	// The bench's agent, made on the first start.
 	if p.agentID, err = p.api.CreateAgent(`{"name":"Bench"}`, "bench-agent"); err != nil {
+		p.Stop()
 		return nil, err
 	}
 	return p, nil
