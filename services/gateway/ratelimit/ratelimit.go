@@ -5,7 +5,9 @@
 // limit every request is one increment per window, and a refused request
 // is given back, so only admitted requests count; far from it a replica
 // claims a few requests at once (see leases), so a busy key costs a
-// replicated write per many requests, not two per request.
+// replicated write per many requests, not two per request, and claims the
+// next few before the last run out, so its requests do not wait for the
+// counters.
 package ratelimit
 
 import (
@@ -79,6 +81,7 @@ type Limiter struct {
 	Now      func() time.Time
 	keys     sync.Map     // key -> *leases
 	claims   atomic.Int64 // counter changes sent (the cost leases save)
+	claimed  atomic.Int64 // requests that sent a claim and waited for it (what refills save)
 	// downUntil (unix ns) is set when a claim failed: until then Allow
 	// answers ErrUnavailable at once instead of trying the counters again.
 	downUntil atomic.Int64
@@ -147,10 +150,18 @@ func (l *Limiter) Ready(ctx context.Context) error {
 // claim that would is given back beyond it. Slots a replica holds and
 // stops using go back to the counter after leaseIdle, so another replica
 // may refuse a request early by at most those, for at most that long.
+//
+// Far from the limit, a replica claims the next slots once it holds half
+// of maxLease or less (a refill), so that a busy key's requests spend
+// slots already there instead of waiting, one in every lease, for a round
+// trip to the counters (a replicated write, in a cluster). A refill takes
+// no more than brings what the replica holds to maxLease, so the bound
+// above stands; claims are about half of maxLease, as many as before.
 const (
 	leaseFloor = 1024
-	maxLease   = 64
+	maxLease   = 128
 	leaseIdle  = time.Second
+	minRefill  = 4
 )
 
 // lease is what one replica holds of one key's window.
@@ -160,6 +171,14 @@ type lease struct {
 	seen      int64     // the counter after this replica's last claim
 	size      int64     // the last claim's size
 	lastClaim time.Time
+	refill    chan refilled // a refill on its way, or landed and not yet counted in
+}
+
+// refilled is a refill's outcome.
+type refilled struct {
+	claim claim
+	at    time.Time
+	err   error
 }
 
 // leases are one key's, in this replica.
@@ -202,13 +221,19 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 	for i := range wins {
 		w := &k.windows[i]
 		if !w.reset.Equal(wins[i].Reset) {
-			*w = lease{reset: wins[i].Reset} // a new window; what was held of the last one lapses with it
+			*w = lease{reset: wins[i].Reset} // a new window; what was held of the last one (and its refill) lapses with it
+		}
+		if w.refill != nil {
+			if err := l.takeRefill(w, limits[i]); err != nil {
+				return Decision{}, err
+			}
 		}
 		if w.held == 0 {
 			claims = append(claims, claim{window: i, subject: subject(key, wins[i]), size: w.claimSize(limits[i], now)})
 		}
 	}
 	if len(claims) > 0 {
+		l.claimed.Add(1)
 		if err := l.claim(ctx, claims); err != nil {
 			return Decision{}, err
 		}
@@ -247,6 +272,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 		for i := range wins {
 			k.windows[i].held--
 		}
+		l.refillAhead(key, k, wins, limits, now)
 		k.lastUse = time.Now()
 		l.releaseWhenIdle(key, k)
 	}
@@ -255,6 +281,72 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 		w.Remaining = max(limits[i]-(k.windows[i].seen-k.windows[i].held), 0)
 	}
 	return d, nil
+}
+
+// refillAhead claims the next slots of each window in the background
+// once it holds half a lease or less, for a key busy enough that its
+// claims have grown to minRefill (a key with a request now and then would
+// only claim slots to give back), far from the limit (near it, each
+// request is counted as it comes). Both windows' refills go as one claim.
+// The caller holds the key's lock.
+func (l *Limiter) refillAhead(key string, k *leases, wins [2]Window, limits [2]int64, now time.Time) {
+	var cs []claim
+	for i := range k.windows {
+		w := &k.windows[i]
+		if w.refill != nil || w.size < minRefill || w.held > maxLease/2 {
+			continue
+		}
+		if size := min(w.claimSize(limits[i], now), maxLease-w.held); size > 1 {
+			cs = append(cs, claim{window: i, subject: subject(key, wins[i]), size: size})
+		}
+	}
+	if len(cs) == 0 {
+		return
+	}
+	done := make([]chan refilled, len(cs))
+	for j, c := range cs {
+		done[j] = make(chan refilled, 1) // never blocks: a refill of a lapsed window is dropped with it
+		k.windows[c.window].refill = done[j]
+	}
+	go func() {
+		err := l.claim(context.Background(), cs)
+		for j, c := range cs {
+			done[j] <- refilled{claim: c, at: now, err: err}
+		}
+	}()
+}
+
+// takeRefill counts in w's refill: at once if it has landed, else only
+// once w has nothing left to spend, after waiting for it (within
+// claimTimeout, as any claim). Slots a refill claimed past the limit
+// (other replicas took the rest meanwhile) go back. The caller holds the
+// key's lock.
+func (l *Limiter) takeRefill(w *lease, limit int64) error {
+	var r refilled
+	select {
+	case r = <-w.refill:
+	default:
+		if w.held > 0 {
+			return nil
+		}
+		r = <-w.refill
+	}
+	w.refill = nil
+	if r.err != nil {
+		if w.held == 0 && l.down(l.Now()) {
+			return r.err // claim marked the counters down: none to spend, none to claim
+		}
+		return nil // an older failure: a claim goes out again when needed
+	}
+	c := r.claim
+	grant := max(c.size-max(c.total-limit, 0), 0)
+	w.held += grant
+	w.seen = c.total - (c.size - grant)
+	w.size, w.lastClaim = c.size, r.at
+	if excess := c.size - grant; excess > 0 {
+		go func() { _ = l.claim(context.Background(), []claim{{subject: c.subject, size: -excess}}) }()
+	}
+	return nil
 }
 
 // claim is one change of a window's counter.
@@ -290,7 +382,7 @@ func (l *Limiter) down(now time.Time) bool { return now.UnixNano() < l.downUntil
 // has had no request for leaseIdle, so other replicas may use them. The
 // caller holds k.mu.
 func (l *Limiter) releaseWhenIdle(key string, k *leases) {
-	if k.windows[0].held == 0 && k.windows[1].held == 0 {
+	if k.windows[0].held == 0 && k.windows[1].held == 0 && k.windows[0].refill == nil && k.windows[1].refill == nil {
 		return
 	}
 	if k.releaser != nil {
@@ -303,6 +395,20 @@ func (l *Limiter) releaseWhenIdle(key string, k *leases) {
 		if idle := time.Since(k.lastUse); idle < leaseIdle {
 			k.releaser = time.AfterFunc(leaseIdle-idle, release)
 			return
+		}
+		for i := range k.windows {
+			if w := &k.windows[i]; w.refill != nil {
+				select {
+				case r := <-w.refill: // landed: its slots are held too
+					w.refill = nil
+					if r.err == nil {
+						w.held += r.claim.size
+					}
+				default: // on its way: look again once it has landed
+					k.releaser = time.AfterFunc(leaseIdle/10, release)
+					return
+				}
+			}
 		}
 		k.releaser = nil
 		var back []claim

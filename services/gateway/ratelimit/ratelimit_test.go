@@ -271,3 +271,23 @@ func TestUnansweredClaimDoesNotStallTheKey(t *testing.T) {
 		t.Fatalf("%d counter changes sent for 20 requests while the counters were down", sent)
 	}
 }
+
+// Far from its limit, a busy key's requests spend slots claimed ahead of
+// them (a refill, once half of a lease is spent) instead of sending a
+// claim, one in every lease, and waiting a round trip to the counters for
+// it: that wait was the gateway's p99. Only the first three claims, while
+// the claims grow to a lease worth refilling, are sent by a request.
+func TestABusyKeysRequestsDoNotClaimFromTheCounters(t *testing.T) {
+	l := newLimiter(t, testenv.StartNATS(t), time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC))
+	lim := Limits{PerMinute: 1_000_000, PerHour: 10_000_000}
+	const n = 4000
+	for range n {
+		if d, err := l.Allow(context.Background(), "busy", lim); err != nil || !d.Allowed {
+			t.Fatalf("%+v %v", d, err)
+		}
+	}
+	if claimed := l.claimed.Load(); claimed > 3 {
+		t.Fatalf("%d of %d requests sent a claim and waited for it (%d counter changes); want the first three only",
+			claimed, n, l.claims.Load())
+	}
+}
