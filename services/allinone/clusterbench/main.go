@@ -84,7 +84,11 @@ type skipped struct{ why string }
 func (s skipped) Error() string { return s.why }
 
 // figures are one replication's measurements, each per second.
-type figures struct{ raw, creates, deliveries float64 }
+type figures struct {
+	raw, creates, deliveries float64
+	pause                    time.Duration // the longest between two deliveries
+	pauseAfter               int           // deliveries before it
+}
 
 func run(creates, evts int, single bool) error {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -112,7 +116,8 @@ func run(creates, evts int, single bool) error {
 		fmt.Printf("  %d nats-server node(s), every stream %s (%s from start to stop):\n", replicas, r, time.Since(began).Round(time.Second))
 		fmt.Printf("    (a) raw appends           %7.0f/s  (%d ticket-create events, 16 publishers): the limit\n", f.raw, creates)
 		fmt.Printf("    (b) creates via gateway   %7.0f/s  (%d creates, 16 clients) = %.3f of raw %s (stated, no goal)\n", f.creates, creates, f.creates/f.raw, r)
-		fmt.Printf("    (c) webhook deliveries    %7.0f/s  (%d signed deliveries to 1 webhook) = %.3f of raw %s (stated, no goal)\n", f.deliveries, evts, f.deliveries/f.raw, r)
+		fmt.Printf("    (c) webhook deliveries    %7.0f/s  (%d signed deliveries to 1 webhook) = %.3f of raw %s (stated, no goal); the longest pause between two %s, after %d\n",
+			f.deliveries, evts, f.deliveries/f.raw, r, f.pause.Round(time.Millisecond), f.pauseAfter)
 	}
 	if single {
 		r3, r1 := measured[3], measured[1]
@@ -156,6 +161,7 @@ func measure(bins string, nodes, creates, evts int, rcv *receiver) (figures, err
 	if f.deliveries, err = t.deliveries(js, rcv, evts); err != nil {
 		return f, err
 	}
+	f.pause, f.pauseAfter = rcv.longestPause()
 	return f, nil
 }
 
@@ -357,6 +363,7 @@ func (t *tier) deliveries(js jetstream.JetStream, rcv *receiver, n int) (float64
 	}
 	measured := round + "m-"
 	start := time.Now()
+	rcv.watchPauses()
 	for i := range n {
 		if err := publish(measured + strconv.Itoa(i)); err != nil {
 			return 0, err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // receiver is the local webhook endpoint: it answers 200 and keeps each
@@ -19,6 +20,10 @@ type receiver struct {
 	mu       sync.Mutex
 	seen     map[string]bool
 	rounds   int
+	last     time.Time     // the last new delivery
+	pause    time.Duration // the longest time between two, since watchPauses
+	since    int           // deliveries since watchPauses
+	after    int           // of which before the longest pause
 	unsigned atomic.Int64
 }
 
@@ -35,8 +40,16 @@ func newReceiver() *receiver {
 			} `json:"data"`
 		}
 		if json.Unmarshal(body, &env) == nil && env.Data.CallID != "" {
+			now := time.Now()
 			r.mu.Lock()
-			r.seen[env.Data.CallID] = true
+			if !r.seen[env.Data.CallID] {
+				r.seen[env.Data.CallID] = true
+				if !r.last.IsZero() && now.Sub(r.last) > r.pause {
+					r.pause, r.after = now.Sub(r.last), r.since
+				}
+				r.last = now
+				r.since++
+			}
 			r.mu.Unlock()
 		}
 	}))
@@ -49,6 +62,22 @@ func (r *receiver) nextRound() string {
 	defer r.mu.Unlock()
 	r.rounds++
 	return "round" + strconv.Itoa(r.rounds) + "-"
+}
+
+// watchPauses starts measuring the longest time between two deliveries
+// from now.
+func (r *receiver) watchPauses() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last, r.pause, r.since, r.after = time.Now(), 0, 0, 0
+}
+
+// longestPause is the longest time between two deliveries since
+// watchPauses (or between it and the first), and how many came before it.
+func (r *receiver) longestPause() (time.Duration, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pause, r.after
 }
 
 // count is how many distinct call ids starting with prefix were delivered.
