@@ -302,8 +302,12 @@ func handleBatches(ctx context.Context, s Spec, in *fifo.Queue[jetstream.Msg], i
 // far apart) and asks again: a pull request the lost node held, or the
 // lost leader of the consumer, is dead, and the client library's default
 // (30 s) held a consumer that long without a message after a node was
-// lost.
-var pullExpiry = jetstream.PullExpiry(5 * time.Second)
+// lost. A pull request also goes missing without any fault, now and then
+// (nats-io/nats.go#1622: the server waits on no pull while the client
+// thinks one is open): the webhook deliveries of the cluster bench stopped
+// for the whole 5 s this was, in about one run of five. So it is 2 s, a
+// pull request and a heartbeat a second from each idle consumer.
+var pullExpiry = jetstream.PullExpiry(2 * time.Second)
 
 // keepEvery is how often the messages held are said to be in hand, for a
 // consumer whose AckWait is ackWait: three times within it.
