@@ -240,11 +240,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 	}
 	grants := make([]int64, len(claims))
 	for j, c := range claims {
-		w := &k.windows[c.window]
-		grants[j] = max(c.size-max(c.total-limits[c.window], 0), 0) // never past the limit
-		w.held += grants[j]
-		w.seen = c.total - (c.size - grants[j])
-		w.size, w.lastClaim = c.size, now
+		grants[j] = k.windows[c.window].credit(c, limits[c.window], now)
 	}
 	allowed := k.windows[0].held > 0 && k.windows[1].held > 0
 	var giveBack []claim
@@ -316,6 +312,16 @@ func (l *Limiter) refillAhead(key string, k *leases, wins [2]Window, limits [2]i
 	}()
 }
 
+// credit adds to w what claim c, answered, grants of it (never past the
+// limit), and returns that grant.
+func (w *lease) credit(c claim, limit int64, at time.Time) (grant int64) {
+	grant = max(c.size-max(c.total-limit, 0), 0)
+	w.held += grant
+	w.seen = c.total - (c.size - grant)
+	w.size, w.lastClaim = c.size, at
+	return grant
+}
+
 // takeRefill counts in w's refill: at once if it has landed, else only
 // once w has nothing left to spend, after waiting for it (within
 // claimTimeout, as any claim). Slots a refill claimed past the limit
@@ -339,11 +345,7 @@ func (l *Limiter) takeRefill(w *lease, limit int64) error {
 		return nil // an older failure: a claim goes out again when needed
 	}
 	c := r.claim
-	grant := max(c.size-max(c.total-limit, 0), 0)
-	w.held += grant
-	w.seen = c.total - (c.size - grant)
-	w.size, w.lastClaim = c.size, r.at
-	if excess := c.size - grant; excess > 0 {
+	if excess := c.size - w.credit(c, limit, r.at); excess > 0 {
 		go func() { _ = l.claim(context.Background(), []claim{{subject: c.subject, size: -excess}}) }()
 	}
 	return nil
