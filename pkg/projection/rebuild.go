@@ -26,6 +26,20 @@ func Rebuild(ctx context.Context, js jetstream.JetStream, stream string, filterS
 // it must leave the collection as it was.
 type Apply func(ctx context.Context, recs []eventstore.Record) (applied int, err error)
 
+// EachRecord is the Apply of a projection that writes one record at a
+// time through write, which must leave the collection as it was when
+// given a record it has written.
+func EachRecord(write func(ctx context.Context, rec eventstore.Record) error) Apply {
+	return func(ctx context.Context, recs []eventstore.Record) (int, error) {
+		for i, rec := range recs {
+			if err := write(ctx, rec); err != nil {
+				return i, fmt.Errorf("at seq %d: %w", rec.Seq, err)
+			}
+		}
+		return len(recs), nil
+	}
+}
+
 // upserting is the Apply of a projection: each record mapped by h,
 // written by UpsertBatch.
 func upserting(coll *mongo.Collection, h Handler) Apply {

@@ -47,6 +47,14 @@ type Config struct {
 // durable's back (dropped, restored from an older backup) is replayed
 // into it: before the durable is consumed, and while it is (Guard).
 func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, h Handler) error {
+	return RunApply(ctx, js, coll, c, upserting(coll, h))
+}
+
+// RunApply is Run for a projection whose records are written by apply
+// rather than upserted as the states a Handler maps them to (several
+// projections sharing one collection, each writing its own fields):
+// apply is guarded by the same checkpoints, and replays what coll lost.
+func RunApply(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c Config, apply Apply) error {
 	log := c.Logger
 	if log == nil {
 		log = slog.Default()
@@ -54,7 +62,6 @@ func Run(ctx context.Context, js jetstream.JetStream, coll *mongo.Collection, c 
 	if c.MaxBatch <= 0 {
 		c.MaxBatch = defaultMaxBatch
 	}
-	apply := upserting(coll, h)
 	stop := Guard(ctx, js, coll, c, apply)
 	defer stop()
 	// Whatever has arrived is one batch (without a linger, no waiting: an

@@ -17,6 +17,20 @@ import (
 // later). What c says of those is replaced, so no projection can forget
 // to hold.
 func (d Deps) StartProjection(ctx context.Context, coll *mongo.Collection, c projection.Config, h projection.Handler) {
+	d.startProjection(ctx, c, func(ctx context.Context, c projection.Config) error {
+		return projection.Run(ctx, d.JS, coll, c, h)
+	})
+}
+
+// StartApplying is StartProjection for a projection whose records apply
+// writes (projection.RunApply).
+func (d Deps) StartApplying(ctx context.Context, coll *mongo.Collection, c projection.Config, apply projection.Apply) {
+	d.startProjection(ctx, c, func(ctx context.Context, c projection.Config) error {
+		return projection.RunApply(ctx, d.JS, coll, c, apply)
+	})
+}
+
+func (d Deps) startProjection(ctx context.Context, c projection.Config, run func(context.Context, projection.Config) error) {
 	d.WatchConsumer(c.Stream, c.Durable)
 	c.Logger, c.Hold = d.Logger, d.WritesHeld
 	go func() {
@@ -26,7 +40,7 @@ func (d Deps) StartProjection(ctx context.Context, coll *mongo.Collection, c pro
 			}
 			return
 		}
-		if err := projection.Run(ctx, d.JS, coll, c, h); err != nil && ctx.Err() == nil {
+		if err := run(ctx, c); err != nil && ctx.Err() == nil {
 			d.Logger.Error("projector stopped", "projection", c.Durable, "err", err)
 		}
 	}()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
 
@@ -16,7 +15,6 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
-	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
@@ -207,42 +205,19 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 	if err != nil {
 		return nil, err
 	}
-	feeds := []struct {
-		spec  consume.Spec
-		apply func(context.Context, eventstore.Record) error
-	}{
-		{consume.Spec{Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: adapters.ConversationFeed},
-			func(ctx context.Context, rec eventstore.Record) error {
-				return adapters.RecordConversation(ctx, convs, keys, rec)
-			}},
-		{consume.Spec{Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll}},
-			func(ctx context.Context, rec eventstore.Record) error {
-				return adapters.AnnotateConversation(ctx, convs, rec)
-			}},
-	}
-	for _, f := range feeds {
-		f.spec = d.Consumer(f.spec)
-		f.spec.OnError = func(batch []jetstream.Msg, err error) {
-			d.Logger.Error("conversations projection failed; will retry", "durable", f.spec.Durable, "messages", len(batch), "err", err)
-		}
-		go func() {
-			err := consume.Batches(ctx, d.JS, f.spec, func(ctx context.Context, batch []jetstream.Msg) error {
-				for _, m := range batch {
-					rec, err := eventstore.RecordFromMsg(m)
-					if err != nil {
-						return err
-					}
-					if err := f.apply(ctx, rec); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil && ctx.Err() == nil {
-				d.Logger.Error("conversations projection stopped", "durable", f.spec.Durable, "err", err)
-			}
-		}()
-	}
+	// Each writes its own fields, guarded by its own sequence, so both are
+	// guarded projections of one collection: dropped, or restored from an
+	// older backup, it is replayed from both streams.
+	d.StartApplying(ctx, convs.Coll, projection.Config{
+		Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: adapters.ConversationFeed,
+	}, projection.EachRecord(func(ctx context.Context, rec eventstore.Record) error {
+		return adapters.RecordConversation(ctx, convs, keys, rec)
+	}))
+	d.StartApplying(ctx, convs.Coll, projection.Config{
+		Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll},
+	}, projection.EachRecord(func(ctx context.Context, rec eventstore.Record) error {
+		return adapters.AnnotateConversation(ctx, convs, rec)
+	}))
 	return convs, nil
 }
 
