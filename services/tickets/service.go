@@ -134,7 +134,7 @@ func startConversationIndex(ctx context.Context, d runtime.Deps, c SnapshotConfi
 	}
 	store.Log = d.Logger
 	snapshotter := &adapters.IndexSnapshotter{Index: dir.Conversations, Store: store, Every: c.Every,
-		Deletions: adapters.PlatformDeletions(d.JS), Log: d.Logger}
+		Deletions: adapters.PlatformDeletions(d.JS), Hold: d.WritesHeld, Log: d.Logger}
 	start := time.Now()
 	st, loaded, err := store.Load(ctx, dir.Conversations)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
@@ -264,6 +266,35 @@ func TestSnapshotterFollowsDeletions(t *testing.T) {
 	}
 	if _, ok, err := s.Load(ctx, NewConversationIndex()); !ok || err != nil {
 		t.Fatalf("the next epoch's snapshot was destroyed too (%v)", err)
+	}
+}
+
+// While the disk guard holds writes, no snapshot is written (one is as
+// large as the index, and would take the room kept for the streams); one
+// is once writes are let through again.
+func TestSnapshotterWaitsWhileWritesAreHeld(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openSnapshots(t)
+	x := NewConversationIndex()
+	var held atomic.Bool
+	held.Store(true)
+	sn := &IndexSnapshotter{Index: x, Store: s, Every: 1, Log: slog.New(slog.DiscardHandler),
+		Hold: func() error {
+			if held.Load() {
+				return apperr.StorageFull
+			}
+			return nil
+		}}
+	now := time.Unix(1_800_000_000, 0)
+	recordConversation(t, x, 1, "ws_1", "conv_a", "parcel")
+	sn.Step(ctx, now)
+	if _, ok, err := s.Load(ctx, NewConversationIndex()); ok || err != nil {
+		t.Fatalf("a snapshot stored while writes are held (%v)", err)
+	}
+	held.Store(false)
+	sn.Step(ctx, now.Add(time.Second))
+	if st, ok, err := s.Load(ctx, NewConversationIndex()); !ok || err != nil || st.PlatformSeq != 1 {
+		t.Fatalf("once writes are let through: %+v %v %v", st, ok, err)
 	}
 }
 

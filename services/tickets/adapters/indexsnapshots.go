@@ -326,7 +326,12 @@ type IndexSnapshotter struct {
 	// a workspace (PlatformDeletions); nil: a deletion destroys the key of
 	// every epoch there is.
 	Deletions func(ctx context.Context, workspaceID string) (uint64, error)
-	Log       *slog.Logger
+	// Hold, when set, says why no snapshot may be written now (the disk
+	// nearly full: a snapshot is as large as the index, and would take
+	// the room the disk guard keeps for the streams); nil: none is held.
+	// A restart meanwhile replays PLATFORM from the last one stored.
+	Hold func() error
+	Log  *slog.Logger
 
 	last    SnapshotState // the last snapshot stored or loaded
 	took    time.Duration // how long it took
@@ -411,7 +416,7 @@ func (s *IndexSnapshotter) Step(ctx context.Context, now time.Time) {
 		}
 		s.epoch = st.DeletionSeq
 	}
-	if !s.due(st, now) {
+	if !s.due(st, now) || s.Hold != nil && s.Hold() != nil {
 		return
 	}
 	start := time.Now()
