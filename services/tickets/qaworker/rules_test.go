@@ -58,6 +58,7 @@ type fixture struct {
 	testing *memlog.Store
 	index   *memory.Index
 	feed    *memory.QAFeed
+	follows *flakyFeed // feed, as the worker follows it
 }
 
 // flakyLog is a memory log whose next appends can be made to fail, as
@@ -74,8 +75,27 @@ func (l *flakyLog) Append(ctx context.Context, subject string, expected uint64, 
 	return l.Store.Append(ctx, subject, expected, commandID, ev)
 }
 
+// flakyFeed is a feed whose next Follows can be made to fail at once,
+// as one whose stream is out of reach as it starts does.
+type flakyFeed struct {
+	app.QAFeed
+	failures atomic.Int32 // Follows still to fail
+	follows  atomic.Int32
+}
+
+func (f *flakyFeed) Follow(ctx context.Context, source app.QASource, h func(context.Context, []app.QAMessage) error) error {
+	f.follows.Add(1)
+	if f.failures.Add(-1) >= 0 {
+		return errors.New("the stream is out of reach")
+	}
+	return f.QAFeed.Follow(ctx, source, h)
+}
+
 // newFixture runs a worker until the test ends, over agent_1 of ws_a.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureFailing(t, 0) }
+
+// newFixtureFailing is newFixture with the feed's first follows failing.
+func newFixtureFailing(t *testing.T, follows int32) *fixture {
 	t.Helper()
 	dir := memory.NewDirectory()
 	dir.PutAgent(ws, agent)
@@ -84,8 +104,10 @@ func newFixture(t *testing.T) *fixture {
 	f.app = app.New(f.tickets, f.index, dir, log, time.Now)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	f.follows = &flakyFeed{QAFeed: f.feed}
+	f.follows.failures.Store(follows)
 	go func() {
-		done <- (&Worker{App: f.app, Feed: f.feed, Testing: f.testing, Log: log, Parallel: 2}).Run(ctx)
+		done <- (&Worker{App: f.app, Feed: f.follows, Testing: f.testing, Log: log, Parallel: 2}).Run(ctx)
 	}()
 	t.Cleanup(func() {
 		stop()
@@ -232,6 +254,23 @@ func TestAFailedBatchIsRetried(t *testing.T) {
 	if list := f.list(t, app.Filter{}); len(list) != 1 || f.tickets.failures.Load() >= 0 {
 		t.Fatalf("%d tickets after the stream came back (failures left %d)", len(list), f.tickets.failures.Load())
 	}
+}
+
+// A source the feed stops following (its stream out of reach as it
+// starts) is followed again after a back-off, and the others go on
+// meanwhile: the worker never stops for good while its process says it
+// is ready.
+func TestASourceThatStopsIsFollowedAgain(t *testing.T) {
+	defer func(first time.Duration) { restartFirst = first }(restartFirst)
+	restartFirst = 10 * time.Millisecond
+	f := newFixtureFailing(t, 4) // each source's first follow, and one more
+	f.feed.Push(app.QAPlatform, platform("escalation_triggered", map[string]any{"conversation_id": "conv_1", "agent_id": agent}))
+	f.handled(t, app.QAPlatform)
+	if list := f.list(t, app.Filter{}); len(list) != 1 {
+		t.Fatalf("%d tickets once the source is followed again", len(list))
+	}
+	// Each source's failed follow, one more failed, then each followed.
+	testkit.Eventually(t, 10*time.Second, "every source followed again", func() bool { return f.follows.follows.Load() == 7 })
 }
 
 // A ticket that needs clustering, told on the tickets' own source, has

@@ -21,9 +21,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
@@ -50,7 +51,8 @@ type Worker struct {
 	invs    *invocationCache
 }
 
-// Run follows the three sources until ctx ends.
+// Run follows the three sources until ctx ends; it fails only to start
+// (its metrics refused).
 func (w *Worker) Run(ctx context.Context) error {
 	if w.Parallel <= 0 {
 		w.Parallel = 128
@@ -82,11 +84,43 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	w.invs = newInvocationCache(w.Testing)
-	g, ctx := errgroup.WithContext(ctx)
+	var sources sync.WaitGroup
 	for source, h := range map[app.QASource]handler{app.QARuns: w.handleRuns, app.QAPlatform: w.handlePlatform, app.QATickets: w.handleTickets} {
-		g.Go(func() error { return w.Feed.Follow(ctx, source, w.counted(source, h)) })
+		sources.Go(func() { w.follow(ctx, source, w.counted(source, h)) })
 	}
-	return g.Wait()
+	sources.Wait()
+	return nil
+}
+
+// Back-off of a source the feed stopped following: from restartFirst,
+// doubling, to restartMost; a source followed that long starts again
+// from restartFirst.
+var restartFirst, restartMost = 500 * time.Millisecond, 30 * time.Second
+
+// follow follows one source until ctx ends. A feed that stops on an error
+// (its stream out of reach as it starts, a leader being elected) is
+// started again after a back-off, as a connection heals: one source
+// failing neither stops the others nor itself for good, while the
+// process goes on saying it is ready.
+func (w *Worker) follow(ctx context.Context, source app.QASource, h handler) {
+	wait := restartFirst
+	for {
+		started := time.Now()
+		err := w.Feed.Follow(ctx, source, h)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > restartMost {
+			wait = restartFirst
+		}
+		w.Log.Error("qa worker: a source stopped; following it again", "source", source, "err", err, "after", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, restartMost)
+	}
 }
 
 // handler handles one batch of a source; an error has it delivered again.
