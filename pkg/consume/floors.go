@@ -119,6 +119,40 @@ func (b *floorBook) startOf(ctx context.Context, js jetstream.JetStream, s Spec,
 	return after
 }
 
+// KeptFloor is the floor after which a missing durable of stream would
+// be made again (its kept floor, under startOf's rules), or 0 when it
+// would start from the stream's first message: what a store's copy of
+// the durable's events must already hold once it is made (package
+// projection replays what the copy lacks of it).
+func KeptFloor(ctx context.Context, js jetstream.JetStream, stream, durable string) (uint64, error) {
+	kv, err := js.KeyValue(ctx, FloorsBucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	entry, err := kv.Get(ctx, FloorKey(stream, durable))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var at savedPosition
+	if json.Unmarshal(entry.Value(), &at) != nil || at.Floor == 0 {
+		return 0, nil
+	}
+	str, err := js.Stream(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	if configAfter(str.CachedInfo(), jetstream.ConsumerConfig{}, position{floor: at.Floor, made: at.Made}).DeliverPolicy != jetstream.DeliverByStartSequencePolicy {
+		return 0, nil
+	}
+	return at.Floor, nil
+}
+
 // save keeps at when it moved since last kept, or was last kept
 // keptAgainEvery ago. A failure is left for the next read to mend (the
 // bucket, deleted, made again).

@@ -391,18 +391,21 @@ func (k *keeper) indexSpecs(ctx context.Context) ([]bson.Raw, error) {
 }
 
 // floor is the last sequence the durable has acknowledged, and so written
-// to the collection (0 while the durable does not exist).
+// to the collection. While the durable does not exist, it is the floor it
+// will be made again after (consume.KeptFloor: the streams moved to
+// another cluster, where durables do not follow), 0 when it will start
+// from the stream's first message.
 func (k *keeper) floor(ctx context.Context) (uint64, error) {
 	cons, err := k.js.Consumer(ctx, k.c.Stream, k.c.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, nil
+		return consume.KeptFloor(ctx, k.js, k.c.Stream, k.c.Durable)
 	}
 	if err != nil {
 		return 0, err
 	}
 	info, err := cons.Info(ctx)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return 0, nil
+		return consume.KeptFloor(ctx, k.js, k.c.Stream, k.c.Durable)
 	}
 	if err != nil {
 		return 0, err

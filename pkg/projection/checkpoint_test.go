@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
@@ -299,6 +300,43 @@ func TestProjectionsMendAtStartWhatTheirStoreLostWhileStopped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The streams moved to another cluster beside a fresh store: durables do
+// not follow, their floors (kept in a bucket) do, so the durable is made
+// again after its kept floor, and what lies below it must be replayed
+// into the collection at start, or it never comes.
+func TestAFreshStoreUnderADurableMadeAgainAfterItsKeptFloorIsReplayed(t *testing.T) {
+	ctx := context.Background()
+	k := newKept(t)
+	stop := k.started()
+	k.floorKept(30)
+	stop()
+	_ = k.db.Drop(ctx)
+	k.index()
+	if err := k.js.DeleteConsumer(ctx, "ITEMS", k.cfg.Durable); err != nil {
+		t.Fatal(err)
+	}
+	k.run()
+	k.whole("every item back")
+}
+
+// floorKept waits for the durable's acknowledgement floor to be kept in
+// package consume's bucket at seq.
+func (k *kept) floorKept(seq uint64) {
+	k.t.Helper()
+	ctx := context.Background()
+	testkit.Eventually(k.t, 30*time.Second, "the durable's floor kept", func() bool {
+		kv, err := k.js.KeyValue(ctx, consume.FloorsBucket)
+		if err != nil {
+			return false
+		}
+		e, err := kv.Get(ctx, consume.FloorKey("ITEMS", k.cfg.Durable))
+		var at struct {
+			Floor uint64 `json:"floor"`
+		}
+		return err == nil && json.Unmarshal(e.Value(), &at) == nil && at.Floor == seq
+	})
 }
 
 // setCheckpoint sets the projection's checkpoint back to seq.
