@@ -2,20 +2,22 @@ package runtime
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // StartProjection runs a projection of stream c.Stream into coll for the
 // life of ctx, as every service's projections run: with the process's
 // logger, holding while the disk is nearly full (WritesHeld), its lag
-// exported, and once its stream exists (another service may make it
-// later). What c says of those is replaced, so no projection can forget
-// to hold.
+// exported, once its stream exists (another service may make it later),
+// and started again should it stop. What c says of those is replaced, so
+// no projection can forget to hold.
 func (d Deps) StartProjection(ctx context.Context, coll *mongo.Collection, c projection.Config, h projection.Handler) {
 	d.startProjection(ctx, c, func(ctx context.Context, c projection.Config) error {
 		return projection.Run(ctx, d.JS, coll, c, h)
@@ -40,9 +42,9 @@ func (d Deps) startProjection(ctx context.Context, c projection.Config, run func
 			}
 			return
 		}
-		if err := run(ctx, c); err != nil && ctx.Err() == nil {
-			d.Logger.Error("projector stopped", "projection", c.Durable, "err", err)
-		}
+		tick.Restarting.Restart(ctx, func(ctx context.Context) error { return run(ctx, c) }, func(err error, again time.Duration) {
+			d.Logger.Error("projector stopped; starting it again", "projection", c.Durable, "err", err, "after", again)
+		})
 	}()
 }
 

@@ -1,6 +1,7 @@
 // Package tick is the loop of every background task that wakes at a fixed
 // interval (sweepers, watchers, refreshers): one place that stops its
-// ticker and ends with its context.
+// ticker and ends with its context; and of every one run again when it
+// stops (Restart).
 package tick
 
 import (
@@ -25,5 +26,44 @@ func Every(ctx context.Context, interval time.Duration, f func()) {
 			}
 			f()
 		}
+	}
+}
+
+// Backoff is how long Restart waits before running a task again: First,
+// doubling to Most; a run that lasted longer than Most starts it over.
+type Backoff struct{ First, Most time.Duration }
+
+// Restarting is the back-off of the platform's long-running background
+// tasks: half a second, doubling to 30 s.
+var Restarting = Backoff{First: 500 * time.Millisecond, Most: 30 * time.Second}
+
+// Restart runs run until ctx ends: each time it returns before then (an
+// error, or none), stopped is told why and when it runs again, after the
+// back-off. It is the loop of a background task that must never stop for
+// good while its process goes on saying it is ready (a consumer that
+// could not be made as its stream was being restored, a follower whose
+// leader was being elected): it heals as a connection does.
+func (b Backoff) Restart(ctx context.Context, run func(context.Context) error, stopped func(err error, again time.Duration)) {
+	wait := b.First
+	for {
+		began := time.Now()
+		err := run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Since(began) > b.Most {
+			wait = b.First
+		}
+		if stopped != nil {
+			stopped(err, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, b.Most)
 	}
 }

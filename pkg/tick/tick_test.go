@@ -2,6 +2,8 @@ package tick
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -36,4 +38,38 @@ func TestEveryWithAnEndedContextCallsNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	Every(ctx, time.Nanosecond, func() { t.Fatal("f called after the context ended") })
+}
+
+// Restart runs a task that stops again, with the back-off doubling from
+// First to Most, tells each stop, and returns once its context ends,
+// without running it again.
+func TestRestartRunsATaskThatStopsAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	runs := 0
+	var waits []time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Backoff{First: time.Millisecond, Most: 4 * time.Millisecond}.Restart(ctx, func(context.Context) error {
+			runs++
+			if runs == 5 {
+				cancel()
+				return nil
+			}
+			return errors.New("stream out of reach")
+		}, func(err error, again time.Duration) {
+			if err == nil {
+				t.Error("a stop without its error")
+			}
+			waits = append(waits, again)
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Restart did not return once its context ended")
+	}
+	if runs != 5 || fmt.Sprint(waits) != "[1ms 2ms 4ms 4ms]" {
+		t.Fatalf("%d runs, waits %v; want 5 runs, waits [1ms 2ms 4ms 4ms]", runs, waits)
+	}
 }

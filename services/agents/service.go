@@ -7,6 +7,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
@@ -94,11 +96,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	d.StartProjection(ctx, store.Agents, agents, adapters.Handler)
 	d.StartProjection(ctx, storeSecrets.Secrets, secretsCopy, adapters.SecretsHandler)
 	d.WatchConsumer(events.PlatformStream, adapters.CallsDurable)
-	go func() {
-		if err := adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld); err != nil && ctx.Err() == nil {
-			d.Logger.Error("call log stopped", "err", err)
-		}
-	}()
+	go tick.Restarting.Restart(ctx, func(ctx context.Context) error {
+		return adapters.FollowCalls(ctx, d.JS, storeCalls, d.Logger, d.WritesHeld)
+	}, func(err error, again time.Duration) {
+		d.Logger.Error("call log stopped; starting it again", "err", err, "after", again)
+	})
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "agents/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -141,11 +142,9 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}
 	d.StartProjection(ctx, store.EntryStore, entries, adapters.EntriesHandler)
 	d.StartProjection(ctx, store.InvocationStore, invocations, adapters.InvocationsHandler)
-	go func() {
-		if err := a.RunEnqueuer(ctx); err != nil && ctx.Err() == nil {
-			d.Logger.Error("enqueuer stopped", "err", err)
-		}
-	}()
+	go tick.Restarting.Restart(ctx, a.RunEnqueuer, func(err error, again time.Duration) {
+		d.Logger.Error("enqueuer stopped; starting it again", "err", err, "after", again)
+	})
 	go a.RunCompletionSweeper(ctx, 5*time.Second)
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "testing/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})

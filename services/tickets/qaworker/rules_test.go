@@ -18,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -261,8 +262,8 @@ func TestAFailedBatchIsRetried(t *testing.T) {
 // meanwhile: the worker never stops for good while its process says it
 // is ready.
 func TestASourceThatStopsIsFollowedAgain(t *testing.T) {
-	defer func(first time.Duration) { restartFirst = first }(restartFirst)
-	restartFirst = 10 * time.Millisecond
+	defer func(was tick.Backoff) { restarting = was }(restarting)
+	restarting.First = 10 * time.Millisecond
 	f := newFixtureFailing(t, 4) // each source's first follow, and one more
 	f.feed.Push(app.QAPlatform, platform("escalation_triggered", map[string]any{"conversation_id": "conv_1", "agent_id": agent}))
 	f.handled(t, app.QAPlatform)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -92,10 +93,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// Back-off of a source the feed stopped following: from restartFirst,
-// doubling, to restartMost; a source followed that long starts again
-// from restartFirst.
-var restartFirst, restartMost = 500 * time.Millisecond, 30 * time.Second
+// restarting is the back-off of a source the feed stopped following.
+var restarting = tick.Restarting
 
 // follow follows one source until ctx ends. A feed that stops on an error
 // (its stream out of reach as it starts, a leader being elected) is
@@ -103,24 +102,9 @@ var restartFirst, restartMost = 500 * time.Millisecond, 30 * time.Second
 // failing neither stops the others nor itself for good, while the
 // process goes on saying it is ready.
 func (w *Worker) follow(ctx context.Context, source app.QASource, h handler) {
-	wait := restartFirst
-	for {
-		started := time.Now()
-		err := w.Feed.Follow(ctx, source, h)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(started) > restartMost {
-			wait = restartFirst
-		}
-		w.Log.Error("qa worker: a source stopped; following it again", "source", source, "err", err, "after", wait)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, restartMost)
-	}
+	restarting.Restart(ctx, func(ctx context.Context) error { return w.Feed.Follow(ctx, source, h) }, func(err error, again time.Duration) {
+		w.Log.Error("qa worker: a source stopped; following it again", "source", source, "err", err, "after", again)
+	})
 }
 
 // handler handles one batch of a source; an error has it delivered again.

@@ -20,6 +20,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/consume"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -279,8 +280,8 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 		AckWait: AttemptsStoreAckWait, MaxBatch: maxPageAttempts, MaxAckPending: 10000, Linger: 100 * time.Millisecond, Log: log, Hold: hold,
 		OnError: func(_ []jetstream.Msg, err error) { log.Warn("attempt log write failed; will retry", "err", err) },
 	}
-	go func() {
-		if err := consume.Batches(ctx, js, spec, func(ctx context.Context, batch []jetstream.Msg) error {
+	go tick.Restarting.Restart(ctx, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, spec, func(ctx context.Context, batch []jetstream.Msg) error {
 			attempts := make([]*webhooksv1.DeliveryAttempt, 0, len(batch))
 			for _, m := range batch {
 				a := new(webhooksv1.DeliveryAttempt)
@@ -289,8 +290,8 @@ func StoreAttempts(ctx context.Context, js jetstream.JetStream, p *AttemptPages,
 				}
 			}
 			return p.Store(ctx, attempts)
-		}); err != nil {
-			log.Error("attempts are not copied to the durable log", "err", err)
-		}
-	}()
+		})
+	}, func(err error, again time.Duration) {
+		log.Error("attempts are not copied to the durable log; starting the copy again", "err", err, "after", again)
+	})
 }

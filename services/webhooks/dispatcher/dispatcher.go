@@ -30,6 +30,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/seal"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters/memory"
@@ -170,15 +171,18 @@ func (d *Dispatcher) fanoutSpec(stream, durable, filter string) consume.Spec {
 		MaxBatch: fanoutBatch, MaxAckPending: fanoutMaxAckPending, Log: d.Log, Hold: d.Hold}
 }
 
-// consumeWhenThere consumes s once its stream exists.
+// consumeWhenThere consumes s once its stream exists, and again should it
+// stop.
 func (d *Dispatcher) consumeWhenThere(ctx context.Context, s consume.Spec, h consume.Handler) {
 	d.work.Go(func() {
-		if _, err := eventstore.WaitForStream(ctx, d.JS, s.Stream); err != nil {
-			return
-		}
-		if err := consume.Batches(ctx, d.JS, s, h); err != nil {
-			d.Log.Error("domain events will not reach webhooks", "stream", s.Stream, "err", err)
-		}
+		tick.Restarting.Restart(ctx, func(ctx context.Context) error {
+			if _, err := eventstore.WaitForStream(ctx, d.JS, s.Stream); err != nil {
+				return err
+			}
+			return consume.Batches(ctx, d.JS, s, h)
+		}, func(err error, again time.Duration) {
+			d.Log.Error("domain events do not reach webhooks; consuming them again", "stream", s.Stream, "err", err, "after", again)
+		})
 	})
 }
 
