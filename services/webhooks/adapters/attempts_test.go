@@ -55,14 +55,19 @@ func newPublisher(t *testing.T, js jetstream.JetStream) *AttemptPublisher {
 }
 
 // queueAway is the streams without the durable log's queue, and a
-// publisher on them.
+// publisher on them that does not make the queue again (as it does one
+// it finds deleted): the queue stays away until the test brings it back
+// (an election, or a partition, which making it again cannot mend). A
+// publisher that made it again raced the tests' looks at what waits.
 func queueAway(t *testing.T) (jetstream.JetStream, *AttemptPublisher) {
 	t.Helper()
 	js := testenv.StreamsAt(t, EnsureStreams)
 	if err := js.DeleteStream(context.Background(), events.WebhookAttemptsLogStream); err != nil {
 		t.Fatal(err)
 	}
-	return js, newPublisher(t, js)
+	p := newPublisher(t, js)
+	p.kept[1] = nil
+	return js, p
 }
 
 // RecordDurable waits for the streams' answers: with no stream to store
