@@ -100,19 +100,18 @@ func (b *floorBook) startOf(ctx context.Context, js jetstream.JetStream, s Spec,
 	if err != nil {
 		return cfg // never consumed (or not to be told): from the start
 	}
-	var at savedPosition
-	if json.Unmarshal(entry.Value(), &at) != nil || at.Floor == 0 {
+	at, ok := keptPosition(entry.Value())
+	if !ok {
 		return cfg
 	}
 	if _, err := js.Consumer(ctx, s.Stream, s.Durable); !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return cfg // there (kept as it is), or not to be told
 	}
-	str, err := js.Stream(ctx, s.Stream)
+	after, resumes, err := startAfter(ctx, js, s.Stream, cfg, at)
 	if err != nil {
 		return cfg
 	}
-	after := configAfter(str.CachedInfo(), cfg, position{floor: at.Floor, made: at.Made})
-	if after.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+	if resumes {
 		s.logger().Warn("the durable consumer was missing at start; making it again after its last kept acknowledgement floor",
 			"stream", s.Stream, "durable", s.Durable, "from_sequence", after.OptStartSeq)
 	}
@@ -139,18 +138,36 @@ func KeptFloor(ctx context.Context, js jetstream.JetStream, stream, durable stri
 	if err != nil {
 		return 0, err
 	}
-	var at savedPosition
-	if json.Unmarshal(entry.Value(), &at) != nil || at.Floor == 0 {
+	at, ok := keptPosition(entry.Value())
+	if !ok {
 		return 0, nil
 	}
-	str, err := js.Stream(ctx, stream)
-	if err != nil {
+	_, resumes, err := startAfter(ctx, js, stream, jetstream.ConsumerConfig{}, at)
+	if err != nil || !resumes {
 		return 0, err
 	}
-	if configAfter(str.CachedInfo(), jetstream.ConsumerConfig{}, position{floor: at.Floor, made: at.Made}).DeliverPolicy != jetstream.DeliverByStartSequencePolicy {
-		return 0, nil
+	return at.floor, nil
+}
+
+// keptPosition is the position a floor kept in the bucket says; false
+// when it says none (the durable then starts at the first message).
+func keptPosition(value []byte) (position, bool) {
+	var at savedPosition
+	if json.Unmarshal(value, &at) != nil || at.Floor == 0 {
+		return position{}, false
 	}
-	return at.Floor, nil
+	return position{floor: at.Floor, made: at.Made}, true
+}
+
+// startAfter is cfg made to start after at in stream (configAfter's
+// rules), and whether it does so rather than at the first message.
+func startAfter(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig, at position) (jetstream.ConsumerConfig, bool, error) {
+	str, err := js.Stream(ctx, stream)
+	if err != nil {
+		return cfg, false, err
+	}
+	after := configAfter(str.CachedInfo(), cfg, at)
+	return after, after.DeliverPolicy == jetstream.DeliverByStartSequencePolicy, nil
 }
 
 // save keeps at when it moved since last kept, or was last kept
