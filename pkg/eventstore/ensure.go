@@ -128,12 +128,25 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, want jetstream.Stre
 		s, err = js.Stream(ctx, want.Name) // created meanwhile by another process
 	}
 	if err != nil {
-		return nil, err
+		return nil, notKnownYet(err)
 	}
 	if covers(s.CachedInfo().Config, want) {
 		return s, nil
 	}
-	return js.UpdateStream(ctx, want)
+	s, err = js.UpdateStream(ctx, want)
+	return s, notKnownYet(err)
+}
+
+// notKnownYet is err, but asked again when it says the stream is not
+// found: ensureOnce meets a stream it or another process has just made
+// (its name in use, or found a moment before), which a server of a fresh
+// replicated cluster may not know yet (a runner exited at start on an
+// update of TESTRUNS answered 404 as the testing service made it).
+func notKnownYet(err error) error {
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return unavailable{err}
+	}
+	return err
 }
 
 // covers reports whether have already has every setting want sets (its
