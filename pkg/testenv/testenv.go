@@ -119,7 +119,7 @@ func KickClients(t testing.TB, ns *server.Server, name string) int {
 // connection URI; the process ends with t, or with this test process.
 func StartMongo(t testing.TB) string {
 	t.Helper()
-	uri, stop, err := StoreProcess(t.TempDir())
+	uri, stop, _, err := StoreProcess(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,15 +128,16 @@ func StartMongo(t testing.TB) string {
 }
 
 // StoreProcess starts the embedded store as a process of its own with its
-// files in dir, returning its URI and how to stop it; it stops with this
-// test process too. A process rather than in-process: built once without
-// the race detector (see Binaries), it keeps FerretDB and SQLite out of
-// every race-enabled test binary (a large share of a cold `make test`'s
+// files in dir, returning its URI, how to stop it, and why it stopped by
+// itself (nil while it runs, or once stopped); it stops with this test
+// process too. A process rather than in-process: built once without the
+// race detector (see Binaries), it keeps FerretDB and SQLite out of every
+// race-enabled test binary (a large share of a cold `make test`'s
 // compile) and runs at full speed beside them.
-func StoreProcess(dir string) (uri string, stop func(), err error) {
+func StoreProcess(dir string) (uri string, stop func(), stopped func() error, err error) {
 	bins, err := Binaries(storeBinary)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	cmd := exec.Command(filepath.Join(bins, "voiceai-store"), "-stdin-lifeline", dir)
 	cmd.Stderr = os.Stderr
@@ -144,22 +145,45 @@ func StoreProcess(dir string) (uri string, stop func(), err error) {
 	// process dies without calling it.
 	lifeline, err := cmd.StdinPipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	stop = func() { _ = lifeline.Close(); _ = cmd.Wait() }
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		stop()
-		return "", nil, fmt.Errorf("the store printed no URI: %w", err)
+		_ = lifeline.Close()
+		_ = cmd.Wait()
+		return "", nil, nil, fmt.Errorf("the store printed no URI: %w", err)
 	}
-	return strings.TrimSpace(line), stop, nil
+	// Waited for once the URI is read: Wait closes the output pipe.
+	var stopping atomic.Bool
+	exited := make(chan struct{})
+	var exit error
+	go func() {
+		exit = cmd.Wait()
+		close(exited)
+	}()
+	stop = func() {
+		stopping.Store(true)
+		_ = lifeline.Close()
+		<-exited
+	}
+	stopped = func() error {
+		select {
+		case <-exited:
+			if !stopping.Load() {
+				return fmt.Errorf("the store process (pid %d) exited: %v", cmd.Process.Pid, exit)
+			}
+		default:
+		}
+		return nil
+	}
+	return strings.TrimSpace(line), stop, stopped, nil
 }
 
 // storeBinary is the embedded store's command.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/FerretDB/FerretDB/ferretdb"
 )
@@ -27,6 +28,8 @@ type Store struct {
 	URI    string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// ended is why FerretDB stopped while it was not asked to.
+	ended atomic.Pointer[error]
 }
 
 // Start starts FerretDB on a random loopback port with its SQLite files
@@ -66,8 +69,14 @@ func Start(dir string) (*Store, error) {
 	}()
 	go func() {
 		defer close(m.done)
-		if err := f.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
-			slog.Error("embedded store stopped", "err", err)
+		err := f.Run(ctx)
+		if ctx.Err() == nil {
+			if err == nil {
+				err = errors.New("FerretDB stopped serving")
+			}
+			err = fmt.Errorf("embedded store stopped by itself: %w", err)
+			m.ended.Store(&err)
+			slog.Error("embedded store stopped; the platform cannot read or write its collections until it restarts", "err", err)
 		}
 		<-indexed
 	}()
@@ -82,28 +91,44 @@ func (m *Store) Close() {
 	<-m.done
 }
 
+// Stopped is why the store stopped by itself (nil while it serves, or
+// once it was closed): a process whose store is gone must say it is not
+// live, for it cannot heal without a restart.
+func (m *Store) Stopped() error {
+	if err := m.ended.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
 // Run is Start for what takes a store as a function of its directory: the
-// store's URI and how to stop it.
-func Run(dir string) (uri string, stop func(), err error) {
+// store's URI, how to stop it, and why it stopped by itself.
+func Run(dir string) (uri string, stop func(), stopped func() error, err error) {
 	m, err := Start(dir)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
-	return m.URI, m.Close, nil
+	return m.URI, m.Close, m.Stopped, nil
 }
 
 // Serve runs a store in dir until ctx ends, writing its URI and a newline
 // to uri once it listens: the store as a process of its own, for services
-// run separately on one machine without a MongoDB.
+// run separately on one machine without a MongoDB. Should the store stop
+// by itself, Serve returns why, so that the process exits and its
+// supervisor starts it again.
 func Serve(ctx context.Context, dir string, uri io.Writer) error {
-	addr, stop, err := Run(dir)
+	m, err := Start(dir)
 	if err != nil {
 		return err
 	}
-	defer stop()
-	if _, err := fmt.Fprintln(uri, addr); err != nil {
+	defer m.Close()
+	if _, err := fmt.Fprintln(uri, m.URI); err != nil {
 		return err
 	}
-	<-ctx.Done()
-	return nil
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-m.done:
+		return m.Stopped()
+	}
 }

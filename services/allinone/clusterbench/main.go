@@ -200,7 +200,7 @@ func startTier(bins, dir string, nodes int) (*tier, error) {
 		t.stop()
 		return nil, skipped{fmt.Sprintf("%d NATS nodes elect no JetStream meta leader within 60s", nodes)}
 	}
-	uri, stopStore, err := testenv.StoreProcess(filepath.Join(dir, "store"))
+	uri, stopStore, _, err := testenv.StoreProcess(filepath.Join(dir, "store"))
 	if err != nil {
 		t.stop()
 		return nil, err

@@ -84,9 +84,9 @@ type Config struct {
 	Store StoreFunc `env:"-"`
 }
 
-// StoreFunc starts the store with its files in dir and returns its URI and
-// how to stop it.
-type StoreFunc func(dir string) (uri string, stop func(), err error)
+// StoreFunc starts the store with its files in dir and returns its URI,
+// how to stop it, and why it stopped by itself (nil while it serves).
+type StoreFunc func(dir string) (uri string, stop func(), stopped func() error, err error)
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
@@ -237,7 +237,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if c.Store == nil {
 		return fail(errors.New("stack: no store (Config.Store)"))
 	}
-	storeURI, stopStore, err := c.Store(filepath.Join(c.DataDir, "mongo"))
+	storeURI, stopStore, storeStopped, err := c.Store(filepath.Join(c.DataDir, "mongo"))
 	if err != nil {
 		return fail(err)
 	}
@@ -282,6 +282,9 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 		return nil
 	})
+	// The store runs beside the platform and nothing starts it again:
+	// every read model and listing fails until the process restarts.
+	d.AddLiveCheck("embedded_store", func(context.Context) error { return storeStopped() })
 
 	id, err := identity.Start(ctx, d)
 	if err != nil {
