@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 )
 
@@ -29,13 +31,19 @@ func NewDeletedConversations() *DeletedConversations {
 }
 
 // Follow keeps the set from PLATFORM in the background (the stream may
-// be made later, by the service that first needs it).
+// be made later, by the service that first needs it). A follower that
+// could not start (an error the stream wait does not retry) is started
+// again, replaying the set from the start: adding is idempotent.
 func (d *DeletedConversations) Follow(ctx context.Context, js jetstream.JetStream, log *slog.Logger) {
-	go func() {
-		if _, err := eventstore.Follow(ctx, js, events.PlatformStream, []string{convseal.DeletedFilter}, false, d.apply); err != nil && ctx.Err() == nil {
-			log.Error("deleted conversations not followed: tests made from them will not say so", "err", err)
+	go tick.Restarting.Restart(ctx, func(ctx context.Context) error {
+		if _, err := eventstore.Follow(ctx, js, events.PlatformStream, []string{convseal.DeletedFilter}, false, d.apply); err != nil {
+			return err
 		}
-	}()
+		<-ctx.Done() // the follower heals by itself from here
+		return nil
+	}, func(err error, again time.Duration) {
+		log.Error("deleted conversations not followed, until started again: tests made from them meanwhile will not say so", "err", err, "after", again)
+	})
 }
 
 func (d *DeletedConversations) apply(rec eventstore.Record) {
