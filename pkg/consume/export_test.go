@@ -22,3 +22,10 @@ func HoldEvery(d time.Duration) (restore func()) {
 	holdEvery = d
 	return func() { holdEvery = was }
 }
+
+// KeepFloorsAgainEvery has floors that did not move kept again every d
+// until the returned function restores the default.
+func KeepFloorsAgainEvery(d time.Duration) (restore func()) {
+	was := keptAgainEvery.Swap(int64(d))
+	return func() { keptAgainEvery.Store(was) }
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -47,6 +48,9 @@ type savedPosition struct {
 type floorBook struct {
 	kv  *eventstore.KeptKeyValue
 	key string
+	// hold is the consumer's (Spec.Hold): a floor that has not moved is
+	// not kept again while it holds, for the disk is nearly full.
+	hold func() error
 
 	mu      sync.Mutex
 	saved   position
@@ -55,7 +59,11 @@ type floorBook struct {
 
 // keptAgainEvery is how often a floor that has not moved is kept again:
 // the bucket, deleted and made again, has it back within this long.
-const keptAgainEvery = time.Minute
+var keptAgainEvery = func() *atomic.Int64 {
+	var d atomic.Int64
+	d.Store(int64(time.Minute))
+	return &d
+}()
 
 // openFloors opens the bucket for s's durable (made, at its stream's
 // replication, when it is not there). The bucket is a safeguard, not a
@@ -70,7 +78,7 @@ func openFloors(ctx context.Context, js jetstream.JetStream, s Spec) *floorBook 
 		}
 		return nil
 	}
-	return &floorBook{kv: kv, key: FloorKey(s.Stream, s.Durable)}
+	return &floorBook{kv: kv, key: FloorKey(s.Stream, s.Durable), hold: s.Hold}
 }
 
 // keptFloors opens the bucket, made at the replication of s's stream.
@@ -171,15 +179,16 @@ func startAfter(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 }
 
 // save keeps at when it moved since last kept, or was last kept
-// keptAgainEvery ago. A failure is left for the next read to mend (the
-// bucket, deleted, made again).
+// keptAgainEvery ago and the consumer is not held. A failure is left for
+// the next read to mend (the bucket, deleted, made again).
 func (b *floorBook) save(ctx context.Context, at position) {
 	if b == nil || at.floor == 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if at.floor == b.saved.floor && at.made.Equal(b.saved.made) && time.Since(b.savedAt) < keptAgainEvery {
+	if at.floor == b.saved.floor && at.made.Equal(b.saved.made) &&
+		(time.Since(b.savedAt) < time.Duration(keptAgainEvery.Load()) || b.hold != nil && b.hold() != nil) {
 		return
 	}
 	v, err := json.Marshal(savedPosition{Floor: at.floor, Made: at.made})

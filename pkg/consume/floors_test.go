@@ -3,7 +3,9 @@ package consume_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,4 +96,37 @@ func TestADurableDeletedWithItsKeptFloorStartsAtTheFirstMessage(t *testing.T) {
 	if info := settled(t, js, "projector"); info.Config.DeliverPolicy != jetstream.DeliverAllPolicy {
 		t.Fatalf("made at start as %v; want from the first message", info.Config.DeliverPolicy)
 	}
+}
+
+// While the consumer is held (the disk nearly full), a floor that has not
+// moved is not kept again: each keeping is a write to the disk being
+// saved. Once the hold ends it is kept again as before.
+func TestAFloorThatDidNotMoveIsNotKeptAgainWhileHeld(t *testing.T) {
+	defer consume.ReadFloorsEvery(20 * time.Millisecond)()
+	defer consume.KeepFloorsAgainEvery(time.Nanosecond)()
+	js := jobs(t, 10)
+	var held atomic.Bool
+	hold := func() error {
+		if held.Load() {
+			return errors.New("disk nearly full")
+		}
+		return nil
+	}
+	var got log
+	run(t, func(ctx context.Context) error {
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "keeper", MaxBatch: 16, Hold: hold}, collect(&got))
+	})
+	testkit.Eventually(t, 10*time.Second, "the jobs handled", func() bool { return got.len() == 10 })
+	floorKept(t, js, "keeper", 10)
+
+	held.Store(true)
+	saved, read := consume.FloorsSaved(), consume.FloorsRead()
+	testkit.Eventually(t, 10*time.Second, "ten floors read while held", func() bool { return consume.FloorsRead() >= read+10 })
+	// A keeping begun before the hold was seen may end meanwhile.
+	if n := consume.FloorsSaved() - saved; n > 1 {
+		t.Fatalf("a floor that did not move was kept %d times in ten reads while held", n)
+	}
+	held.Store(false)
+	saved = consume.FloorsSaved()
+	testkit.Eventually(t, 10*time.Second, "the floor kept again once the hold ended", func() bool { return consume.FloorsSaved() > saved+1 })
 }
