@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,38 +86,143 @@ func follow(ctx context.Context, js jetstream.JetStream, stream string, cfg jets
 	if err != nil {
 		return nil, err
 	}
+	f := &Follower{ready: make(chan struct{})}
+	fl := &following{js: js, stream: stream, apply: apply, follower: f, suspect: make(chan struct{}, 1)}
+	cc, err := fl.consume(ctx, str, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	go fl.watch(ctx, str.CachedInfo().Created, cfg, cc)
+	return f, nil
+}
+
+// streamCheckEvery is how often a follower asks whether its stream is
+// the one it began on, when nothing it was told made it ask sooner.
+var streamCheckEvery = 30 * time.Second
+
+// following is a follower's consumption of its stream, across the
+// streams of that name: one deleted and made again (a stream of passing
+// work its users make again, empty; a restore) numbers its records from 1
+// again, where the client library's ordered consumer, reset, would wait
+// for records after the last one it had seen, for good.
+type following struct {
+	js       jetstream.JetStream
+	stream   string
+	apply    func(Record)
+	follower *Follower
+	// suspect is signalled when the consumer reports an error that may
+	// come of the stream being gone (its consumer deleted, no heartbeat).
+	suspect chan struct{}
+
+	mu  sync.Mutex
+	gen int // the consumption whose records are applied
+}
+
+// consume follows str from cfg's start. first: the follower's first
+// consumption, whose pending records make it ready once applied.
+func (fl *following) consume(ctx context.Context, str jetstream.Stream, cfg jetstream.OrderedConsumerConfig, first bool) (jetstream.ConsumeContext, error) {
 	// The stream may lose its leader between answering and these requests
 	// (a process started as a partition heals): ask again, not exit.
-	cons, err := untilAvailable(ctx, "follower of "+stream, func(ctx context.Context) (jetstream.Consumer, error) {
+	cons, err := untilAvailable(ctx, "follower of "+fl.stream, func(ctx context.Context) (jetstream.Consumer, error) {
 		return str.OrderedConsumer(ctx, cfg)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", stream, err)
+		return nil, fmt.Errorf("follow %s: %w", fl.stream, err)
 	}
-	f := &Follower{ready: make(chan struct{})}
-	info, err := untilAvailable(ctx, "follower of "+stream, cons.Info)
-	if err != nil {
-		return nil, fmt.Errorf("follow %s: %w", stream, err)
+	if first {
+		info, err := untilAvailable(ctx, "follower of "+fl.stream, cons.Info)
+		if err != nil {
+			return nil, fmt.Errorf("follow %s: %w", fl.stream, err)
+		}
+		if info.NumPending == 0 {
+			fl.follower.markReady()
+		}
 	}
-	if info.NumPending == 0 {
-		f.markReady()
-	}
-	cc, err := cons.Consume(func(m jetstream.Msg) {
+	fl.mu.Lock()
+	gen := fl.gen
+	fl.mu.Unlock()
+	f := fl.follower
+	return cons.Consume(func(m jetstream.Msg) {
+		fl.mu.Lock()
+		defer fl.mu.Unlock()
+		if gen != fl.gen {
+			return // of the stream before, stopped
+		}
 		if rec, err := RecordFromMsg(m); err == nil {
-			apply(rec)
+			fl.apply(rec)
 		}
 		if !f.IsReady() {
 			if meta, err := m.Metadata(); err == nil && meta.NumPending == 0 {
 				f.markReady()
 			}
 		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	go func() { <-ctx.Done(); cc.Stop() }()
-	return f, nil
+	}, jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) {
+		select {
+		case fl.suspect <- struct{}{}:
+		default:
+		}
+	}))
 }
+
+// watch follows the stream made anew from its first record (each
+// subject's last, for a follower of those), once it finds the stream it
+// follows was created after the one it began on. It asks when the
+// consumer reported an error, again every second while the stream does
+// not answer, and every streamCheckEvery besides.
+func (fl *following) watch(ctx context.Context, created time.Time, cfg jetstream.OrderedConsumerConfig, cc jetstream.ConsumeContext) {
+	check := time.NewTimer(streamCheckEvery)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			cc.Stop()
+			return
+		case <-fl.suspect:
+		case <-check.C:
+		}
+		str, err := fl.js.Stream(ctx, fl.stream)
+		if err != nil {
+			check.Reset(time.Second) // gone, or not answering: look again soon
+			continue
+		}
+		check.Reset(streamCheckEvery)
+		if str.CachedInfo().Created.Equal(created) {
+			continue
+		}
+		slog.Warn("the stream followed was made anew; following it from its start", "stream", fl.stream)
+		cc.Stop()
+		fl.mu.Lock()
+		fl.gen++
+		fl.mu.Unlock()
+		fresh := fromTheStart(cfg)
+		next, err := fl.consume(ctx, str, fresh, false)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			slog.Error("the stream made anew is not followed yet; asking again", "stream", fl.stream, "err", err)
+			check.Reset(time.Second)
+			created = time.Time{} // not followed: any stream found is followed anew
+			cc = stopped{}
+			continue
+		}
+		created, cc = str.CachedInfo().Created, next
+	}
+}
+
+// fromTheStart is cfg for a stream made anew: a start sequence was the
+// old stream's.
+func fromTheStart(cfg jetstream.OrderedConsumerConfig) jetstream.OrderedConsumerConfig {
+	if cfg.DeliverPolicy == jetstream.DeliverByStartSequencePolicy {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverAllPolicy, 0
+	}
+	return cfg
+}
+
+// stopped is a consumption already stopped.
+type stopped struct{ jetstream.ConsumeContext }
+
+func (stopped) Stop() {}
 
 // WaitForStream returns the stream once it exists and answers, polling
 // until ctx ends: a stream not created yet, or without a leader yet (a new
