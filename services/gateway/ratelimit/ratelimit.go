@@ -187,6 +187,9 @@ type leases struct {
 	windows  [2]lease // minute, hour
 	lastUse  time.Time
 	releaser *time.Timer
+	// forgotten: released and taken out of the map; a request that found
+	// these leases before then looks the key up again.
+	forgotten bool
 }
 
 // claimSize is how many slots to claim of a window with limit: 1 near the
@@ -209,10 +212,11 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 	now := l.Now()
 	wins := [2]Window{window("minute", now, time.Minute, lim.PerMinute), window("hour", now, time.Hour, lim.PerHour)}
 	limits := [2]int64{lim.PerMinute, lim.PerHour}
-	v, _ := l.keys.LoadOrStore(key, &leases{})
-	k := v.(*leases)
-	k.mu.Lock()
-	defer k.mu.Unlock()
+	k := l.leasesOf(key)
+	defer func() {
+		l.releaseWhenIdle(key, k) // and forgotten, even when refused or failed
+		k.mu.Unlock()
+	}()
 	if l.down(now) {
 		return Decision{}, ErrUnavailable // queued behind a claim that failed
 	}
@@ -270,7 +274,6 @@ func (l *Limiter) Allow(ctx context.Context, key string, lim Limits) (Decision, 
 		}
 		l.refillAhead(key, k, wins, limits, now)
 		k.lastUse = time.Now()
-		l.releaseWhenIdle(key, k)
 	}
 	d := Decision{Allowed: allowed, Minute: wins[0], Hour: wins[1]}
 	for i, w := range []*Window{&d.Minute, &d.Hour} {
@@ -380,13 +383,27 @@ func (l *Limiter) claim(ctx context.Context, claims []claim) error {
 // down reports whether a recent claim failed.
 func (l *Limiter) down(now time.Time) bool { return now.UnixNano() < l.downUntil.Load() }
 
-// releaseWhenIdle gives the slots key holds back to the counters once it
-// has had no request for leaseIdle, so other replicas may use them. The
-// caller holds k.mu.
-func (l *Limiter) releaseWhenIdle(key string, k *leases) {
-	if k.windows[0].held == 0 && k.windows[1].held == 0 && k.windows[0].refill == nil && k.windows[1].refill == nil {
-		return
+// leasesOf is key's leases, locked: those of the map, never ones
+// released and forgotten meanwhile.
+func (l *Limiter) leasesOf(key string) *leases {
+	for {
+		v, _ := l.keys.LoadOrStore(key, &leases{})
+		k := v.(*leases)
+		k.mu.Lock()
+		if !k.forgotten {
+			return k
+		}
+		k.mu.Unlock()
 	}
+}
+
+// releaseWhenIdle gives the slots key holds back to the counters once it
+// has had no request for leaseIdle, so other replicas may use them, and
+// forgets the key: a replica keeps nothing of a key it no longer sees
+// (keys made for one CI job each would otherwise pile up for the life of
+// the process). The counters remember what was spent; the key's next
+// request claims from them anew. The caller holds k.mu.
+func (l *Limiter) releaseWhenIdle(key string, k *leases) {
 	if k.releaser != nil {
 		return // armed; it looks at lastUse when it fires
 	}
@@ -422,6 +439,11 @@ func (l *Limiter) releaseWhenIdle(key string, k *leases) {
 				w.seen -= w.held
 				w.held = 0
 			}
+		}
+		k.forgotten = true
+		l.keys.CompareAndDelete(key, k)
+		if len(back) == 0 {
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

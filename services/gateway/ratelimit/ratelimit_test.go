@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 func newLimiter(t *testing.T, url string, now time.Time) *Limiter {
@@ -289,5 +290,35 @@ func TestABusyKeysRequestsDoNotClaimFromTheCounters(t *testing.T) {
 	if claimed := l.claimed.Load(); claimed > 3 {
 		t.Fatalf("%d of %d requests sent a claim and waited for it (%d counter changes); want the first three only",
 			claimed, n, l.claims.Load())
+	}
+}
+
+// A key no longer seen is forgotten once idle: a replica keeps nothing
+// of it (keys made for one CI job each piled up for the life of the
+// gateway), and the counters still hold what it spent.
+func TestAKeyIdleIsForgottenAndItsCountKept(t *testing.T) {
+	url := testenv.StartNATS(t)
+	now := time.Date(2026, 1, 1, 10, 0, 30, 0, time.UTC)
+	l := newLimiter(t, url, now)
+	lim := Limits{PerMinute: 5, PerHour: 1000}
+	ctx := context.Background()
+	for i := range 100 {
+		if _, err := l.Allow(ctx, "job-key-"+string(rune('a'+i%26))+string(rune('a'+i/26)), lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 7 { // two refused
+		if _, err := l.Allow(ctx, "spent", lim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "every idle key forgotten", func() bool {
+		n := 0
+		l.keys.Range(func(any, any) bool { n++; return true })
+		return n == 0
+	})
+	d, err := l.Allow(ctx, "spent", lim)
+	if err != nil || d.Allowed || d.Hour.Remaining != 995 {
+		t.Fatalf("a key forgotten and seen again: %+v %v; want refused, 995 of the hour left", d, err)
 	}
 }
