@@ -103,6 +103,25 @@ func (r *Repo[S]) decode(rec eventlog.Record) (msg proto.Message, state S, ok bo
 	return msg, state, ok, nil
 }
 
+// Made is the aggregate a keyed create made (its id stable under the
+// command id), for a retry to answer before checking anything its first
+// attempt checked (what it named may be gone since): as it is now, with
+// its sequence, or, deleted since, as that attempt left it (sequence 0).
+// False when no attempt made it, or without a command id.
+func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (S, uint64, bool) {
+	var zero S
+	if id == "" || commandID == "" {
+		return zero, 0, false
+	}
+	if state, seq, err := r.Get(ctx, workspaceID, id); err == nil {
+		return state, seq, true
+	}
+	if _, state, found, err := r.Recorded(ctx, workspaceID, id, commandID); err == nil && found {
+		return state, 0, true
+	}
+	return zero, 0, false
+}
+
 // Recorded finds the event a command (by its id) appended to aggregate
 // id, and the state it left: its last event first, then its history. A
 // command that touches several aggregates asks it to tell a replay from a

@@ -337,3 +337,50 @@ func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
 	}
 	sameAnswer(t, "a keyed folder deletion", gone, write(t, s, "DELETE", "/v1/convai/agent-testing/folders/"+billing+"?force=true", "folder-del", "folder-del-retry", ""))
 }
+
+// A keyed create retried after what its first attempt checked is gone
+// answers what that attempt made, as it would now fail: a manual ticket
+// whose agent was deleted since, an invocation whose test was, a test
+// and a folder whose parent folder was (deleted with it). Before, each replay answered the
+// check's error (404 agent_not_found, 422 test not found) though the
+// first attempt had succeeded.
+func TestKeyedCreatesReplayedAfterWhatTheyCheckedIsGone(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t)
+	replayed := func(what string, first, again response) {
+		t.Helper()
+		if first.Code/100 != 2 || again.Code != first.Code || again.JSON(t)["id"] != first.JSON(t)["id"] {
+			t.Fatalf("%s replayed: %d %s\nwant the first attempt's: %d %s", what, again.Code, again.Body, first.Code, first.Body)
+		}
+	}
+
+	agent := newAgent(t, s, adminKey, "Gone soon")
+	report := `{"title":"Wrong hours","qa_comment":"Seen in QA."}`
+	ticket := write(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", "ticket-1", "ticket", report)
+	if r := call(t, s, "DELETE", "/v1/convai/agents/"+agent, adminKey, ""); r.Code != 204 {
+		t.Fatalf("delete agent: %d %s", r.Code, r.Body)
+	}
+	replayed("a keyed manual ticket, its agent deleted", ticket, write(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", "ticket-1", "ticket-retry", report))
+
+	runner := agentWith(t, s)
+	test := createTest(t, s, hoursTest)
+	run := `{"tests":[{"test_id":"` + test + `"}]}`
+	inv := write(t, s, "POST", "/v1/convai/agents/"+runner+"/run-tests", "run-1", "run", run)
+	if r := call(t, s, "DELETE", "/v1/convai/agent-testing/"+test, adminKey, ""); r.Code/100 != 2 {
+		t.Fatalf("delete test: %d %s", r.Code, r.Body)
+	}
+	replayed("a keyed invocation, its test deleted", inv, write(t, s, "POST", "/v1/convai/agents/"+runner+"/run-tests", "run-1", "run-retry", run))
+
+	parent := call(t, s, "POST", "/v1/convai/agent-testing/folders", adminKey, `{"name":"Billing"}`).JSON(t)["id"].(string)
+	folder := `{"name":"Refunds","parent_folder_id":"` + parent + `"}`
+	child := write(t, s, "POST", "/v1/convai/agent-testing/folders", "folder-1", "folder", folder)
+	inFolder := strings.Replace(hoursTest, `"type":"llm",`, `"type":"llm","parent_folder_id":"`+parent+`",`, 1)
+	created := write(t, s, "POST", "/v1/convai/agent-testing/create", "test-1", "test", inFolder)
+	if r := call(t, s, "DELETE", "/v1/convai/agent-testing/folders/"+parent+"?force=true", adminKey, ""); r.Code/100 != 2 {
+		t.Fatalf("delete folder: %d %s", r.Code, r.Body)
+	}
+	// Both went with their parent (a forced deletion): their replays
+	// answer them as their first attempts left them.
+	replayed("a keyed folder, deleted with its parent", child, write(t, s, "POST", "/v1/convai/agent-testing/folders", "folder-1", "folder-retry", folder))
+	replayed("a keyed test, deleted with its folder", created, write(t, s, "POST", "/v1/convai/agent-testing/create", "test-1", "test-retry", inFolder))
+}

@@ -65,6 +65,9 @@ type ConversationDocuments interface {
 // (404 agent_not_found), then the folder; the test itself passes the
 // rules of any created test.
 func (a *App) CreateTestFromConversation(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
+	if t, ok := createdBefore(ctx, a.Tests, c, testKeyedID(c)); ok {
+		return t, nil
+	}
 	in, transcript, err := ParseFromConversation(body)
 	if err != nil {
 		return nil, err

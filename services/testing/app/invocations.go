@@ -85,9 +85,31 @@ func (a *App) Agent(ctx context.Context, ws, agentID string) (*agentsv1.Agent, e
 	return ag, err
 }
 
+// keyedID is the id of the aggregate of prefix a create keyed by c's
+// command id makes, stable so that a retry finds it; "" without one.
+func keyedID(prefix, namespace string, c principal.Caller) string {
+	if c.CommandID == "" {
+		return ""
+	}
+	return prefix + "_" + esproto.StableID(namespace, c.WorkspaceID+"/"+c.CommandID)
+}
+
+// createdBefore is the aggregate id a keyed create's first attempt made,
+// when it did (aggregate.Repo.Made): a retry answers it before checking
+// anything that attempt checked (its agent, test or folder deleted
+// since), as it would now fail.
+func createdBefore[S proto.Message](ctx context.Context, r *aggregate.Repo[S], c principal.Caller, id string) (S, bool) {
+	s, _, ok := r.Made(ctx, c.WorkspaceID, id, c.CommandID)
+	return s, ok
+}
+
 // RunTests creates an invocation with every run pending; the enqueuer
 // queues its runs.
 func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
+	keyed := keyedID("tinv", "tinv", c)
+	if inv, ok := createdBefore(ctx, a.Invocations, c, keyed); ok {
+		return inv, nil
+	}
 	var v apperr.Validator
 	// An invocation plans at least one test (the schema's minItems; said
 	// here too, as the title and folder below are the first test's).
@@ -159,10 +181,10 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 		inv.BucketingStatus = domain.BucketingPending
 	}
 	replay := false
-	if c.CommandID != "" {
-		inv.InvocationId = "tinv_" + esproto.StableID("tinv", c.WorkspaceID+"/"+c.CommandID)
+	if keyed != "" {
+		inv.InvocationId = keyed
 		_, _, err := a.Invocations.Get(ctx, c.WorkspaceID, inv.InvocationId)
-		replay = err == nil // answered as the first time, whatever the quotas say now
+		replay = err == nil // a first attempt made it meanwhile: answered as it, whatever the quotas say now
 	}
 	// Every copy of a test id is a run, times repeat_count.
 	if !replay {

@@ -40,6 +40,10 @@ func (a *App) MaxLoadCallers() int {
 // agent turn is played by every step's callers at once, steps one after
 // another. It counts as one active invocation of the workspace.
 func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID string, in LoadTestInput) (*testingv1.Invocation, error) {
+	keyed := keyedID("tinv", "tload", c)
+	if inv, ok := createdBefore(ctx, a.Invocations, c, keyed); ok {
+		return inv, nil
+	}
 	var v apperr.Validator
 	v.Check(len(in.Steps) > 0, "List should have at least 1 item", "too_short", "body", "steps")
 	v.Check(len(in.Steps) <= domain.LoadMaxSteps, fmt.Sprintf("List should have at most %d items", domain.LoadMaxSteps), "too_long", "body", "steps")
@@ -97,8 +101,8 @@ func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID str
 	}
 	load.Test = &testingv1.PlannedTest{TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq)}
 	replay := false
-	if c.CommandID != "" {
-		inv.InvocationId = "tinv_" + esproto.StableID("tload", c.WorkspaceID+"/"+c.CommandID)
+	if keyed != "" {
+		inv.InvocationId = keyed
 		_, _, err := a.Invocations.Get(ctx, c.WorkspaceID, inv.InvocationId)
 		replay = err == nil
 	}

@@ -36,6 +36,9 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 
 // CreateTest stores a new test.
 func (a *App) CreateTest(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
+	if t, ok := createdBefore(ctx, a.Tests, c, testKeyedID(c)); ok {
+		return t, nil
+	}
 	in, raw, err := ParseTest(body)
 	if err != nil {
 		return nil, err
@@ -46,6 +49,9 @@ func (a *App) CreateTest(ctx context.Context, c principal.Caller, body []byte) (
 	}
 	return a.createTest(ctx, c, in, raw)
 }
+
+// testKeyedID is the id of the test a create keyed by c's command id makes.
+func testKeyedID(c principal.Caller) string { return keyedID("test", "test", c) }
 
 // createTest stores a parsed test whose folder is checked; with an
 // Idempotency-Key its id is stable, so a retry stores nothing new.
@@ -60,8 +66,8 @@ func (a *App) createTest(ctx context.Context, c principal.Caller, in domain.Test
 		DefinitionJson: domain.Definition(raw), CreatedByUserId: c.UserID, CreatedByEmail: c.Email, CreatedByName: c.Name,
 		CreatedAtUnix: now, UpdatedAtUnix: now,
 	}
-	if c.CommandID != "" {
-		t.TestId = "test_" + esproto.StableID("test", c.WorkspaceID+"/"+c.CommandID)
+	if id := testKeyedID(c); id != "" {
+		t.TestId = id
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Tests.Create(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t)
@@ -230,6 +236,10 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 
 // CreateFolder creates a folder.
 func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent string) (*testingv1.Folder, error) {
+	keyed := keyedID("tfld", "tfld", c)
+	if f, ok := createdBefore(ctx, a.Folders, c, keyed); ok {
+		return f, nil
+	}
 	if parent == "root" {
 		parent = ""
 	}
@@ -239,8 +249,8 @@ func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent
 	now := a.Now().Unix()
 	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
 		CreatedByUserId: c.UserID, CreatedAtUnix: now, UpdatedAtUnix: now}
-	if c.CommandID != "" {
-		f.FolderId = "tfld_" + esproto.StableID("tfld", c.WorkspaceID+"/"+c.CommandID)
+	if keyed != "" {
+		f.FolderId = keyed
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	out, _, err := a.Folders.Create(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f)

@@ -61,6 +61,9 @@ type ManualInput struct {
 // caller which happened.
 func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInput) (t *ticketsv1.Ticket, existing bool, err error) {
 	commandID := caller.CommandID
+	if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
+		return t, false, nil
+	}
 	// The body's shape (ids, lengths, enums, ranges) is checked at the
 	// edge against the operation's schema; the QA worker's reports are
 	// made from events checked when they were ingested.
@@ -104,16 +107,6 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	comments := func(t *ticketsv1.Ticket) {
 		for _, tc := range turns {
 			t.TurnComments = append(t.TurnComments, &ticketsv1.TurnComment{TurnIndex: tc.TurnIndex, Comment: tc.Comment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
-		}
-	}
-
-	// A retried create answers the ticket its first attempt created, with
-	// the same status code, whatever was reported on the conversation since.
-	if commandID != "" {
-		if t, seq, err := a.Get(ctx, ws, stableTicketID(ws, commandID)); err == nil {
-			// The first attempt may have died before projecting it.
-			_ = a.ReadModel.Put(ctx, seq, t)
-			return t, false, nil
 		}
 	}
 
@@ -177,6 +170,9 @@ func (a *App) awaitConversation(ctx context.Context, ws, conv string) (Conversat
 // CreateManual raises a manual ticket on an agent.
 func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID string, in ManualInput) (*ticketsv1.Ticket, error) {
 	commandID := caller.CommandID
+	if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
+		return t, nil
+	}
 	if err := a.RequireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
 		return nil, err
 	}
@@ -200,6 +196,22 @@ func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string)
 	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
 	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.Now())
 	return a.Tickets.Create(ctx, t.WorkspaceId, t.TicketId, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
+}
+
+// createdBy is the ticket a create with commandID made, when one did: a
+// retried create answers it with the same status code, looked up before
+// anything the first attempt checked (its agent deleted since, the
+// conversation reported on again), as it would now fail or differ.
+func (a *App) createdBy(ctx context.Context, ws, commandID string) (*ticketsv1.Ticket, bool) {
+	if commandID == "" {
+		return nil, false
+	}
+	t, seq, ok := a.Tickets.Made(ctx, ws, stableTicketID(ws, commandID), commandID)
+	if ok && seq > 0 {
+		// The first attempt may have died before projecting it.
+		_ = a.ReadModel.Put(ctx, seq, t)
+	}
+	return t, ok
 }
 
 // stableTicketID is the id of the ticket a create with a command id makes,
