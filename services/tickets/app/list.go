@@ -70,7 +70,7 @@ func (a *App) List(ctx context.Context, workspaceID string, p ListParams) (Page,
 		Filter: Filter{AgentID: p.AgentID, Status: p.Status, Assignee: p.Assignee, ConversationID: p.ConversationID,
 			OwnerUserID: p.OwnerUserID, IssueType: p.IssueType, Label: p.Label, MergedInto: p.MergedInto,
 			Sources: p.Sources, Priorities: p.Priorities, Search: p.Search},
-		Keep: func(t *ticketsv1.Ticket) bool { return !a.Directory.AgentDeleted(t.AgentId) },
+		KeepAgent: func(agentID string) bool { return !a.Directory.AgentDeleted(agentID) },
 	})
 	if err != nil {
 		return Page{}, err

@@ -38,15 +38,21 @@ type Query struct {
 	ByPriority  bool      // most urgent first, then newest; else newest first
 	After       *Position // the last ticket of the previous page
 	Limit       int
-	// Keep is a residual test the read model applies after Filter (the
-	// caller's view of which agents exist); nil keeps all.
+	// KeepAgent is a residual test of a ticket's agent (the caller's view
+	// of which agents exist), which a read model that knows each ticket's
+	// agent applies before reading the ticket: a deleted agent's tickets
+	// may be most of a workspace's; nil keeps all.
+	KeepAgent func(agentID string) bool
+	// Keep is a residual test the read model applies after Filter; nil
+	// keeps all.
 	Keep func(*ticketsv1.Ticket) bool
 }
 
 // Residual is what of q a store that filters by fields tests on each
-// ticket it reads: the search and Keep.
+// ticket it reads: the search, KeepAgent and Keep.
 func (q Query) Residual(t *ticketsv1.Ticket) bool {
-	return (q.Filter.Search == "" || SearchIn(t, q.Filter.Search) != nil) && (q.Keep == nil || q.Keep(t))
+	return (q.Filter.Search == "" || SearchIn(t, q.Filter.Search) != nil) &&
+		(q.KeepAgent == nil || q.KeepAgent(t.AgentId)) && (q.Keep == nil || q.Keep(t))
 }
 
 // Filter is what a listing's query parameters select; empty fields select

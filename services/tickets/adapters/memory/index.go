@@ -445,6 +445,24 @@ func (sp *space) walk(l *ordlist.List, pos *app.Position, fn func(o uint32) bool
 	l.Backward(c, fn)
 }
 
+// agentTest is keep on an entry's agent (its name's number), asked once
+// per agent in a page: the walk passes a deleted agent's tickets by
+// without reading them. The caller holds m.mu.
+func (m *Index) agentTest(keep func(agentID string) bool) func(agent uint32) bool {
+	if keep == nil {
+		return func(uint32) bool { return true }
+	}
+	known := map[uint32]bool{}
+	return func(agent uint32) bool {
+		kept, ok := known[agent]
+		if !ok {
+			kept = keep(m.names[agent])
+			known[agent] = kept
+		}
+		return kept
+	}
+}
+
 // Page walks the query's shortest list from its cursor, testing each
 // ticket, until it has the page and one more.
 func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool, error) {
@@ -461,10 +479,11 @@ func (m *Index) Page(_ context.Context, q app.Query) ([]*ticketsv1.Ticket, bool,
 	var out []*ticketsv1.Ticket
 	more := false
 	var err error
+	keepAgent := m.agentTest(q.KeepAgent)
 	visit := func(source *ordlist.List) func(uint32) bool {
 		in := p.readers(source)
 		return func(o uint32) bool {
-			if !p.passes(sp, o, in) {
+			if !p.passes(sp, o, in) || !keepAgent(sp.entries[o].agent) {
 				return true
 			}
 			var t *ticketsv1.Ticket

@@ -101,3 +101,37 @@ func TestLabelsKeepTheListingsOrder(t *testing.T) {
 		})
 	}
 }
+
+// A deleted agent's tickets, which may be most of a workspace's, are
+// passed by on its agent alone: a page reads only the tickets it may
+// list. Before, every listing read (and decoded, under the index's lock)
+// each of them to find them hidden.
+func TestADeletedAgentsTicketsAreNotReadByAListing(t *testing.T) {
+	ctx := context.Background()
+	m := NewIndex()
+	seq := uint64(0)
+	put := func(agent string, n int) {
+		for i := range n {
+			seq++
+			tk := &ticketsv1.Ticket{TicketId: fmt.Sprintf("tkt_%s_%04d", agent, i), WorkspaceId: "ws_1", AgentId: agent,
+				Status: "open", CreatedAtUnixMs: int64(seq), Labels: []string{}}
+			if err := m.Put(ctx, seq, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put("agent_live", 30)
+	put("agent_gone", 2000) // the newest: walked first
+	askedOf, read := map[string]int{}, 0
+	for _, byPriority := range []bool{false, true} {
+		page, more, err := m.Page(ctx, app.Query{WorkspaceID: "ws_1", Limit: 10, ByPriority: byPriority,
+			KeepAgent: func(agent string) bool { askedOf[agent]++; return agent != "agent_gone" },
+			Keep:      func(*ticketsv1.Ticket) bool { read++; return true }})
+		if err != nil || len(page) != 10 || !more || page[0].AgentId != "agent_live" {
+			t.Fatalf("by priority %v: %d tickets, more %v, %v", byPriority, len(page), more, err)
+		}
+	}
+	if read > 2*11 || askedOf["agent_gone"] > 2 {
+		t.Fatalf("two pages of 10 read %d tickets and asked of the deleted agent %d times; want at most 22 and 2", read, askedOf["agent_gone"])
+	}
+}

@@ -37,7 +37,7 @@ func (r *reference) put(seq uint64, t *ticketsv1.Ticket) {
 func (r *reference) page(q app.Query) ([]string, bool) {
 	var rows []*ticketsv1.Ticket
 	for _, t := range r.tickets {
-		if t.WorkspaceId == q.WorkspaceID && t.DeletedAtUnixSecs == nil && q.Filter.Matches(t) && (q.Keep == nil || q.Keep(t)) {
+		if t.WorkspaceId == q.WorkspaceID && t.DeletedAtUnixSecs == nil && q.Filter.Matches(t) && q.Residual(t) {
 			rows = append(rows, t)
 		}
 	}
@@ -138,6 +138,9 @@ func queries() []app.Query {
 		}
 	}
 	out = append(out, app.Query{WorkspaceID: "ws_1", Keep: func(t *ticketsv1.Ticket) bool { return t.AgentId != "agent_c" }},
+		app.Query{WorkspaceID: "ws_1", KeepAgent: func(agentID string) bool { return agentID != "agent_b" }},
+		app.Query{WorkspaceID: "ws_1", ByPriority: true, KeepAgent: func(agentID string) bool { return agentID == "agent_a" },
+			Filter: app.Filter{Status: domain.StatusOpen}},
 		app.Query{WorkspaceID: "ws_1", ByPriority: true, Keep: func(t *ticketsv1.Ticket) bool { return strings.Contains(t.Title, "price") }},
 		app.Query{WorkspaceID: "ws_empty"})
 	return out
