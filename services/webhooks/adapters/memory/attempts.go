@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -111,13 +113,17 @@ func (l *AttemptLog) RecordDurable(ctx context.Context, a *webhooksv1.DeliveryAt
 }
 
 // keepBodies drops the request bodies of the oldest attempts beyond
-// BodyBudget (the attempts stay).
+// BodyBudget (the attempts stay). An attempt is replaced by a copy
+// without its body, never changed: Find and Recent have handed it out,
+// and a resend reads its body outside the log's lock.
 func (h *hookLog) keepBodies() {
 	total := 0
 	for i := len(h.recent) - 1; i >= 0; i-- {
 		a := h.recent[i]
 		if total += len(a.GetRequestBody()); total > BodyBudget && a.RequestBody != nil {
-			a.RequestBody = nil
+			bodiless := proto.Clone(a).(*webhooksv1.DeliveryAttempt)
+			bodiless.RequestBody = nil
+			h.recent[i] = bodiless
 		}
 	}
 }
