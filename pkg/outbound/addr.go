@@ -17,13 +17,20 @@ type blockedRange struct {
 
 var blocked = func() []blockedRange {
 	list := []struct{ cidr, reason string }{
+		// First: within wider ranges below, they are told apart as what
+		// no allow-list opens (IsMetadata).
+		{"169.254.169.254/32", "cloud metadata"},
+		{"169.254.170.2/32", "cloud metadata"},   // AWS ECS task credentials
+		{"169.254.170.23/32", "cloud metadata"},  // AWS EKS Pod Identity
+		{"100.100.100.200/32", "cloud metadata"}, // Alibaba Cloud
+		{"fd00:ec2::254/128", "cloud metadata"},
+		{"fd00:ec2::23/128", "cloud metadata"}, // AWS EKS Pod Identity
 		{"0.0.0.0/8", "unspecified"},
 		{"127.0.0.0/8", "loopback"},
 		{"10.0.0.0/8", "private"},
 		{"172.16.0.0/12", "private"},
 		{"192.168.0.0/16", "private"},
 		{"100.64.0.0/10", "carrier-grade NAT"},
-		{"169.254.169.254/32", "cloud metadata"},
 		{"169.254.0.0/16", "link-local"},
 		{"192.0.0.0/24", "IETF protocol assignments"},
 		{"198.18.0.0/15", "benchmarking"},
@@ -32,7 +39,11 @@ var blocked = func() []blockedRange {
 		{"::/128", "unspecified"},
 		{"::1/128", "loopback"},
 		{"::/96", "IPv4-compatible"},
-		{"fd00:ec2::254/128", "cloud metadata"},
+		// Translations that reach IPv4 by a gateway of the local network:
+		// whatever IPv4 address they carry, no public receiver uses them.
+		{"64:ff9b:1::/48", "local-use NAT64"},
+		{"::ffff:0:0:0/96", "IPv4-translated (SIIT)"},
+		{"2001::/32", "Teredo"},
 		{"fc00::/7", "private (unique local)"},
 		{"fe80::/10", "link-local"},
 		{"fec0::/10", "site-local"},
@@ -50,6 +61,10 @@ var blocked = func() []blockedRange {
 var (
 	nat64     = netip.MustParsePrefix("64:ff9b::/96")
 	sixToFour = netip.MustParsePrefix("2002::/16")
+	// Refused whatever they carry, but what they carry in their last 32
+	// bits is told too: cloud metadata is refused even to an allowed host.
+	localNAT64 = netip.MustParsePrefix("64:ff9b:1::/48")
+	siit       = netip.MustParsePrefix("::ffff:0:0:0/96")
 )
 
 // ForbiddenAddr reports whether an outbound call may not connect to ip,
@@ -72,6 +87,11 @@ func ForbiddenAddr(ip netip.Addr) (reason string, forbidden bool) {
 		}
 		if sixToFour.Contains(ip) {
 			return ForbiddenAddr(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+		}
+		if localNAT64.Contains(ip) || siit.Contains(ip) {
+			if IsMetadata(netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})) {
+				return "cloud metadata", true
+			}
 		}
 	}
 	if ip == netip.IPv4Unspecified() || ip.Is4() && ip.As4() == [4]byte{255, 255, 255, 255} {

@@ -13,7 +13,12 @@ import (
 func TestForbiddenAddr(t *testing.T) {
 	bad := []string{"127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "100.64.0.1", "169.254.169.254", "169.254.1.1",
 		"0.0.0.0", "224.0.0.1", "255.255.255.255", "::1", "::", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1",
-		"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1"}
+		"::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "64:ff9b::7f00:1", "2002:7f00:1::", "::127.0.0.1",
+		// A local NAT64, SIIT and Teredo reach IPv4 behind the network's
+		// gateway: the metadata address through a local NAT64 is one.
+		"64:ff9b:1::a9fe:a9fe", "::ffff:0:a9fe:a9fe", "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+		// Every cloud's credentials endpoints, not only the first one's.
+		"169.254.170.2", "169.254.170.23", "fd00:ec2::23", "100.100.100.200"}
 	for _, s := range bad {
 		if _, forbidden := ForbiddenAddr(netip.MustParseAddr(s)); !forbidden {
 			t.Errorf("%s allowed", s)
@@ -87,6 +92,12 @@ func TestGuardNeverAllowsMetadata(t *testing.T) {
 	// An allowed name is dialled with the metadata check still on.
 	if err := controlAllowed("tcp4", "169.254.169.254:80", nil); !IsRefused(err) {
 		t.Fatalf("metadata through an allowed name: %v", err)
+	}
+	for _, credentials := range []string{"169.254.170.2:80", "169.254.170.23:80", "[fd00:ec2::23]:80", "100.100.100.200:80",
+		"[64:ff9b:1::a9fe:a9fe]:80", "[::ffff:0:a9fe:a9fe]:80"} {
+		if err := controlAllowed("tcp", credentials, nil); !IsRefused(err) {
+			t.Fatalf("cloud credentials at %s through an allowed name: %v", credentials, err)
+		}
 	}
 	if err := controlAllowed("tcp4", "127.0.0.1:80", nil); err != nil {
 		t.Fatal(err)
