@@ -180,12 +180,13 @@ func (p *AttemptPages) FirstAttempt(ctx context.Context, webhookID, deliveryID s
 		visit: func(slot indexDoc) (bool, error) {
 			page, err := p.body(ctx, slot.Page)
 			for _, a := range page {
-				if a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
+				if app.FirstOf(a, deliveryID, found) {
 					found = a
-					return true, nil
 				}
 			}
-			return false, err
+			// A first attempt ends the walk; a later one with the body
+			// (the first was never recorded) leaves it looking further back.
+			return found != nil && found.GetRetryCount() == 0, err
 		},
 	})
 	return found, err

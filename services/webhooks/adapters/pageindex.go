@@ -98,7 +98,8 @@ type indexDoc struct {
 	Succeeded bool     `bson:"succeeded,omitempty"`
 	Failed    bool     `bson:"failed,omitempty"`
 	// Deliveries, of a slot, are app.DeliveryID of its page's first
-	// attempts (the ones that keep the request body a resend sends).
+	// attempts, and of its attempts that keep the request body a resend
+	// sends (app.FirstOf).
 	Deliveries []string `bson:"deliveries,omitempty"`
 	// Bloom, of a level-1 node, tests for its slots' deliveries. Wide,
 	// of every node, tests for the deliveries under it at one size for
@@ -128,8 +129,8 @@ func slotOf(pageID string, page []*webhooksv1.DeliveryAttempt) indexDoc {
 		d.FirstMs, d.LastMs = min(d.FirstMs, a.GetAtUnixMs()), max(d.LastMs, a.GetAtUnixMs())
 		d.Events = appendDistinct(d.Events, a.GetEvent())
 		d.Succeeded, d.Failed = d.Succeeded || a.GetSuccess(), d.Failed || !a.GetSuccess()
-		if a.GetRetryCount() == 0 {
-			d.Deliveries = append(d.Deliveries, app.DeliveryID(a))
+		if id := app.DeliveryID(a); app.FirstOf(a, id, nil) {
+			d.Deliveries = append(d.Deliveries, id)
 		}
 	}
 	return d

@@ -98,12 +98,16 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 	}
 }
 
-// NewAttempt is the record of attempt retryCount+1 of delivering eventID
-// to w, judged verdict; it is final unless a retry follows.
 // NotSentDisabled is the error of a delivery logged, not sent, for a
 // webhook the dispatcher had disabled: recover replays it.
 const NotSentDisabled = "not sent: the webhook was disabled after its deliveries kept failing; recover replays this event once it is enabled"
 
+// NewAttempt is the record of attempt retryCount+1 of delivering eventID
+// to w, judged verdict; it is final unless a retry follows. The first
+// attempt and the final one carry the request body, what a resend sends
+// again: a delivery's first attempt may never be recorded (the webhook's
+// secret not opened, the job given back as its replica stopped, which
+// counts as an attempt too).
 func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount int, at time.Time, res delivery.Result, verdict domain.Verdict) *webhooksv1.DeliveryAttempt {
 	id := job.GetEventId() + ":" + w.GetWebhookId() + ":"
 	if job.GetResendId() != "" {
@@ -116,7 +120,7 @@ func NewAttempt(job *webhooksv1.DeliveryJob, w *webhooksv1.Webhook, retryCount i
 		DurationMs: res.Duration.Milliseconds(), RetryCount: int32(retryCount), Error: res.Error, Final: verdict != domain.Retry,
 		ResponseBody: strings.ToValidUTF8(string(res.ResponseBody), "\uFFFD"), ResendId: job.GetResendId(),
 	}
-	if retryCount == 0 {
+	if retryCount == 0 || a.Final {
 		a.RequestBody = job.GetBody() // retries send the same bytes
 	}
 	return a

@@ -200,8 +200,19 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 		cancel()
 		w, ok = d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
 	}
+	if ok && !w.GetActive() && w.GetDisabledReason() != "" {
+		// Disabled by the dispatcher (its deliveries kept failing, its
+		// receiver gone): logged as not sent, as the fan-out logs what
+		// comes after, so that recover replays it once it is enabled.
+		att := NewAttempt(job, w, attempt-1, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
+		if err := d.Attempts.RecordDurable(ctx, att); err != nil {
+			d.Log.WarnContext(ctx, "a delivery to a disabled webhook could not be logged; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
+			return retryAfter(fanoutRetry)
+		}
+		return drop().counted(ResultDropped)
+	}
 	if !ok || !w.GetActive() {
-		return drop().counted(ResultDropped) // deleted or deactivated: its pending deliveries are dropped
+		return drop().counted(ResultDropped) // deleted or deactivated by a user: its pending deliveries are dropped
 	}
 	secret, err := d.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
 	if err != nil {

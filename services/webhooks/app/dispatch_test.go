@@ -582,3 +582,85 @@ func TestInvocationOutcomesFanOutWithTheirSummary(t *testing.T) {
 		t.Fatal("the event's invocation was changed in place")
 	}
 }
+
+// A job already queued when the dispatcher disables its webhook (its
+// receiver answered 410, or its deliveries kept failing) is logged as not
+// sent, as the events fanned out after it are, so that recover replays it
+// once the webhook is enabled. Before, it was dropped with its last line
+// saying "retrying", and recover replayed only the later events.
+func TestAJobQueuedWhenItsWebhookIsDisabledIsRecovered(t *testing.T) {
+	d := newDispatch(t, answering(500))
+	ctx := context.Background()
+	start := d.clock.UnixMilli()
+	w := d.hook(t, "ws_a", []string{"call_ended"}, retries(3, 1, false))
+	if h := d.dispatch.Deliver(ctx, job(w), 1); h.Next != app.RetryLater {
+		t.Fatalf("first attempt: %+v", h)
+	}
+	if err := app.DisableGone(ctx, d.app.Webhooks, w, 410, d.clock); err != nil { // another delivery's receiver was gone
+		t.Fatal(err)
+	}
+	d.clock = d.clock.Add(time.Second)
+	if h := d.dispatch.Deliver(ctx, job(w), 2); h.Result != app.ResultDropped {
+		t.Fatalf("the retry after the webhook was disabled: %+v", h)
+	}
+	n := 0
+	d.dispatch.Fanout(ctx, event("ws_a", "call_ended", "evt_2", d.clock, &n))
+	d.set(t, w, domain.Input{Active: ptr(true)})
+	out, _, err := d.app.Recover(ctx, principal.Caller{Principal: d.caller}, w.WebhookId, domain.LogFilter{FromMs: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for _, r := range out {
+		events = append(events, r.EventID)
+	}
+	slices.Sort(events)
+	if !slices.Equal(events, []string{"evt_1", "evt_2"}) {
+		t.Fatalf("recovered %v; want the queued evt_1 and the later evt_2", events)
+	}
+}
+
+// sealerFailingOnce cannot open a secret the first time (its key not
+// loaded yet).
+type sealerFailingOnce struct {
+	app.Sealer
+	failed bool
+}
+
+func (s *sealerFailingOnce) Open(id string, sealed []byte) ([]byte, error) {
+	if !s.failed {
+		s.failed = true
+		return nil, errors.New("key not loaded yet")
+	}
+	return s.Sealer.Open(id, sealed)
+}
+
+// A delivery whose first attempt was never recorded (its secret not
+// opened yet; a job given back as its replica stopped counts as an
+// attempt too) can still be resent and recovered: its final attempt
+// carries the body. Before, only an attempt numbered 1 carried it, and
+// the delivery that failed for good was "not found".
+func TestADeliveryWhoseFirstAttemptWasNotRecordedIsResent(t *testing.T) {
+	d := newDispatch(t, answering(400))
+	ctx := context.Background()
+	start := d.clock.UnixMilli()
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	d.dispatch.Sealer = &sealerFailingOnce{Sealer: d.dispatch.Sealer}
+	if h := d.dispatch.Deliver(ctx, job(w), 1); h.Next != app.RetryLater {
+		t.Fatalf("the attempt without its secret: %+v", h)
+	}
+	if h := d.dispatch.Deliver(ctx, job(w), 2); h.Result != app.ResultFailed {
+		t.Fatalf("the second attempt: %+v", h)
+	}
+	logged := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	if len(logged) != 1 || logged[0].GetRetryCount() != 1 || string(logged[0].GetRequestBody()) != `{"event":"call_ended"}` {
+		t.Fatalf("logged %v; want the final attempt, retry 1, with its body", logged)
+	}
+	caller := principal.Caller{Principal: d.caller}
+	if _, err := d.app.Resend(ctx, caller, w.WebhookId, app.DeliveryID(logged[0])); err != nil {
+		t.Fatalf("resend: %v", err)
+	}
+	if out, _, err := d.app.Recover(ctx, caller, w.WebhookId, domain.LogFilter{FromMs: start}); err != nil || len(out) != 1 {
+		t.Fatalf("recover: %v %v; want the delivery", out, err)
+	}
+}

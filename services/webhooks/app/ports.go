@@ -105,7 +105,8 @@ type DeliveryHistory interface {
 	// Older returns up to limit attempts of a webhook that f selects,
 	// below position before (nil: from the newest), newest first.
 	Older(ctx context.Context, webhookID string, f domain.LogFilter, before *LogPosition, limit int) ([]*webhooksv1.DeliveryAttempt, error)
-	// FirstAttempt returns the first attempt of a delivery, or nil.
+	// FirstAttempt returns the first attempt of a delivery, else its
+	// earliest recorded with the body (FirstOf), or nil.
 	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
 }
 

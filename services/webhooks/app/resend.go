@@ -48,9 +48,7 @@ func (a *App) Resend(ctx context.Context, p principal.Caller, webhookID, deliver
 // firstAttempt finds the attempt of a delivery that holds its body: in
 // memory, else in the durable log.
 func (a *App) firstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
-	att := a.Attempts.Find(webhookID, func(x *webhooksv1.DeliveryAttempt) bool {
-		return x.GetRetryCount() == 0 && x.GetRequestBody() != nil && DeliveryID(x) == deliveryID
-	})
+	att := a.Attempts.Find(webhookID, func(x *webhooksv1.DeliveryAttempt) bool { return HoldsBodyOf(x, deliveryID) })
 	if att == nil && a.History != nil {
 		var err error
 		if att, err = a.History.FirstAttempt(ctx, webhookID, deliveryID); err != nil {
@@ -104,8 +102,8 @@ func (a *App) Recover(ctx context.Context, p principal.Caller, webhookID string,
 	// among them, with no lookup of its own.
 	firsts := map[string]*webhooksv1.DeliveryAttempt{}
 	for _, att := range atts {
-		if att.GetRetryCount() == 0 && len(att.GetRequestBody()) > 0 && !att.GetTest() {
-			firsts[DeliveryID(att)] = att
+		if id := DeliveryID(att); HoldsBodyOf(att, id) && !att.GetTest() && FirstOf(att, id, firsts[id]) {
+			firsts[id] = att
 		}
 	}
 	seen := map[string]bool{}

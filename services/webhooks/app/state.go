@@ -15,6 +15,22 @@ func DeliveryID(a *webhooksv1.DeliveryAttempt) string {
 	return "dlv_" + esproto.StableID("delivery", a.GetEventId()+"\x00"+a.GetWebhookId()+"\x00"+a.GetResendId())
 }
 
+// HoldsBodyOf reports whether a is an attempt of the delivery deliveryID
+// that carries its request body (NewAttempt: its first or final one).
+func HoldsBodyOf(a *webhooksv1.DeliveryAttempt, deliveryID string) bool {
+	return len(a.GetRequestBody()) > 0 && DeliveryID(a) == deliveryID
+}
+
+// FirstOf reports whether a is what a log answers as the first attempt
+// of delivery deliveryID before found (nil: none found yet): its first
+// attempt, else its earliest recorded with the body (HoldsBodyOf).
+func FirstOf(a *webhooksv1.DeliveryAttempt, deliveryID string, found *webhooksv1.DeliveryAttempt) bool {
+	if DeliveryID(a) != deliveryID || a.GetRetryCount() > 0 && len(a.GetRequestBody()) == 0 {
+		return false
+	}
+	return found == nil || a.GetRetryCount() < found.GetRetryCount()
+}
+
 // JobID is a delivery job's id, by which a Queue keeps it once: event,
 // webhook and, for a resend, resend id.
 func JobID(job *webhooksv1.DeliveryJob) string {

@@ -53,10 +53,11 @@ func (h *History) Older(_ context.Context, webhookID string, f domain.LogFilter,
 func (h *History) FirstAttempt(_ context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	var found *webhooksv1.DeliveryAttempt
 	for _, a := range h.attempts {
-		if a.GetWebhookId() == webhookID && a.GetRetryCount() == 0 && app.DeliveryID(a) == deliveryID {
-			return a, nil
+		if a.GetWebhookId() == webhookID && app.FirstOf(a, deliveryID, found) {
+			found = a
 		}
 	}
-	return nil, nil
+	return found, nil
 }

@@ -235,8 +235,12 @@ func Run(t *testing.T, open Opener) {
 		resent := attempt("whk_1", 7, 0)
 		resent.AttemptId, resent.ResendId, resent.RequestBody = "evt_007:whk_1:rsd_1:1", "rsd_1", []byte(`{"resent":true}`)
 		other := attempt("whk_2", 7, 0)
-		store(append(attempts("whk_1", 0, 7), retry, other)...)
-		store(first, resent)
+		// A delivery whose first attempt was never recorded: its final
+		// one, which carries the body, is what is found.
+		unbodied, final := attempt("whk_1", 9, 1), attempt("whk_1", 9, 2)
+		final.RequestBody = []byte(`{"final":true}`)
+		store(append(attempts("whk_1", 0, 7), retry, other, unbodied)...)
+		store(first, resent, final)
 		for _, c := range []struct {
 			name, webhookID string
 			of              *webhooksv1.DeliveryAttempt
@@ -245,6 +249,7 @@ func Run(t *testing.T, open Opener) {
 			{"the first delivery", "whk_1", first, first},
 			{"a resend", "whk_1", resent, resent},
 			{"another webhook's", "whk_2", other, other},
+			{"a delivery whose first attempt was not recorded", "whk_1", unbodied, final},
 			{"asked of the wrong webhook", "whk_2", first, nil},
 		} {
 			got, err := h.FirstAttempt(context.Background(), c.webhookID, app.DeliveryID(c.of))
