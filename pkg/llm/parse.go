@@ -174,11 +174,13 @@ func rawText(raw json.RawMessage) string {
 			return s
 		}
 	}
+	// Compact does not check UTF-8: what an endpoint streamed may hold
+	// any bytes, and a text that is not UTF-8 cannot be stored.
 	var b bytes.Buffer
 	if json.Compact(&b, raw) == nil {
-		return b.String()
+		return strings.ToValidUTF8(b.String(), "\uFFFD")
 	}
-	return string(raw)
+	return strings.ToValidUTF8(string(raw), "\uFFFD")
 }
 
 func errorSummary(raw json.RawMessage) string {

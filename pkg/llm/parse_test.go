@@ -167,3 +167,17 @@ func TestTokenCount(t *testing.T) {
 		}
 	}
 }
+
+// Tool-call arguments sent as a JSON object are text of the call: valid
+// UTF-8 whatever bytes the endpoint put in them (Compact does not check),
+// so that a run's result holding them can be stored.
+func TestToolArgumentsAsAnObjectAreValidUTF8(t *testing.T) {
+	got, err := parseResponse([]byte("{\"choices\":[{\"message\":{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c1\",\"type\":\"function\"," +
+		"\"function\":{\"name\":\"book_table\",\"arguments\":{\"guests\":4,\"note\":\"\xff\"}}}]}}]}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls := got.Message.ToolCalls; len(calls) != 1 || !utf8.ValidString(calls[0].Arguments) || !strings.Contains(calls[0].Arguments, `"guests":4`) {
+		t.Fatalf("%+v", got.Message.ToolCalls)
+	}
+}

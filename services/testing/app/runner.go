@@ -101,6 +101,9 @@ func (a *App) RunResultMessages(ctx context.Context, job *testingv1.RunJob, res 
 	if err != nil {
 		return nil, err
 	}
+	if domain.FitRunResult(res) {
+		a.Log.InfoContext(ctx, "run result cut to fit", "run_id", run, "bytes", domain.MaxRunResultBytes)
+	}
 	id := resultID(run, job.GetAttempt())
 	meta := esproto.Meta(ctx, ws, id, a.Now())
 	e, err := esproto.Encode(ctx, meta, &testingv1.RunCompleted{Meta: meta, Run: res})

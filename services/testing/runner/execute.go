@@ -511,6 +511,5 @@ func agentResponses(r Run, reply *Turn, model string) []byte {
 	if reply == nil {
 		return []byte("[]")
 	}
-	b, _ := json.Marshal([]messageJSON{agentTurnMessage(r, *reply, int64(historyEnd(r))+1, model)})
-	return b
+	return domain.TranscriptJSON([]messageJSON{agentTurnMessage(r, *reply, int64(historyEnd(r))+1, model)})
 }

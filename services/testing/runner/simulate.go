@@ -273,6 +273,5 @@ func simulationTranscript(r Run, turns []Turn, model string) []byte {
 		}
 		out = append(out, agentTurnMessage(r, t, at, model))
 	}
-	b, _ := json.Marshal(out)
-	return b
+	return domain.TranscriptJSON(out)
 }
