@@ -496,7 +496,15 @@ func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.Canc
 		}
 		return ChatResponse{}, true, noHint, c.transportError(ctx, actx, fmt.Errorf("reading response body: %w", err))
 	}
-	sse := strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") || (first != '{' && first != '[')
+	contentType := strings.ToLower(resp.Header.Get("Content-Type"))
+	if strings.Contains(contentType, "text/html") {
+		// A proxy's or firewall's page answered for the endpoint: said so,
+		// not taken for an event stream that ended before its first event.
+		start, _ := br.Peek(min(br.Buffered(), 200))
+		return ChatResponse{}, false, noHint, fmt.Errorf("%w: an HTML page (Content-Type %s), not an answer: %q", ErrMalformedResponse,
+			resp.Header.Get("Content-Type"), strings.ToValidUTF8(string(c.hide(start)), "\uFFFD"))
+	}
+	sse := strings.Contains(contentType, "text/event-stream") || (first != '{' && first != '[')
 	if !sse {
 		data, err := io.ReadAll(io.LimitReader(br, c.maxBody+1))
 		if err != nil {
@@ -508,6 +516,10 @@ func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.Canc
 		res, err := c.parse(data)
 		if err != nil {
 			return res, false, noHint, err
+		}
+		// The answer's bound holds whether the endpoint streamed it or not.
+		if answered(res.Message) > c.maxAnswer {
+			return ChatResponse{}, false, noHint, streamFault(0, "exceeded %s", byteSize(c.maxAnswer))
 		}
 		res.FirstToken = time.Since(start)
 		return res, false, noHint, nil
@@ -533,6 +545,16 @@ func (c *Client) readStreamed(ctx, actx, sctx context.Context, stop context.Canc
 	}
 	res.FirstToken, res.Streamed = firstToken, true
 	return res, false, noHint, nil
+}
+
+// answered is the size of an answer as a stream's is bounded: its
+// content, tool names and arguments.
+func answered(m Message) int64 {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Name) + len(c.Arguments)
+	}
+	return int64(n)
 }
 
 // firstByte answers the first byte of the body that is not white space,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -215,3 +216,34 @@ func TestStreamErrorEventIsRedacted(t *testing.T) {
 }
 
 var _ = http.StatusOK
+
+// A streaming request's answer is bounded alike whether the endpoint
+// streamed it or sent one JSON body: the body was bound only by
+// MaxResponseBytes (8 MiB), past the answer's own bound.
+func TestAJSONAnswerToAStreamingRequestIsBoundedAsAStream(t *testing.T) {
+	srv := newServer(t, llmtest.Fixed(0, strings.Repeat("word ", 1000))) // 5,000 bytes, one JSON body
+	_, err := streamingClient(t, srv, func(c *Config) { c.MaxStreamBytes = 1 << 10 }).Chat(context.Background(), userReq("talk"))
+	var se *StreamError
+	if !errors.As(err, &se) || !strings.Contains(se.Reason, "exceeded 1 KiB") {
+		t.Fatalf("got %v, want the answer's bound exceeded", err)
+	}
+}
+
+// A 200 HTML page (a proxy's login page, a firewall's block page) is
+// said to be one: it was taken for an event stream that closed before
+// its first chunk, which sends a team to look at their stream.
+func TestAnHTMLPageIsNotTakenForAStream(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte("<!doctype html><title>Sign in to the proxy</title>"))
+	}))
+	defer srv.Close()
+	c, err := New(Config{BaseURL: srv.URL, Model: "m", Stream: true, MaxRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Chat(context.Background(), userReq("hi"))
+	if !errors.Is(err, ErrMalformedResponse) || !strings.Contains(err.Error(), "HTML page") || !strings.Contains(err.Error(), "Sign in to the proxy") {
+		t.Fatalf("got %v, want an HTML page named", err)
+	}
+}
