@@ -137,6 +137,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	attempts := memory.NewAttemptLog()
+	attempts.FollowDeletions(reg)
 	if err := adapters.FollowAttemptLog(ctx, d.JS, attempts, d.Logger); err != nil {
 		return nil, err
 	}

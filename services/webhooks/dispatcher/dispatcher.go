@@ -194,7 +194,9 @@ func (d *Dispatcher) startAutoDisable() error {
 	if d.opts.AutoDisable.Failures == 0 {
 		return nil
 	}
-	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: memory.NewRunLog(), Rule: *d.opts.AutoDisable}
+	runs := memory.NewRunLog()
+	runs.FollowDeletions(d.Registry)
+	ad := &app.AutoDisabler{Repo: d.Repo, Registry: d.Registry, Runs: runs, Rule: *d.opts.AutoDisable}
 	return adapters.FollowAttempts(d.ctx, d.JS, d.Log, func(att *webhooksv1.DeliveryAttempt) {
 		disabled, err := ad.Observe(d.ctx, att)
 		switch {

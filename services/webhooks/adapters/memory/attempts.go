@@ -48,6 +48,25 @@ type AttemptLog struct {
 	// runs are the deliveries that failed for good, in a row (what the
 	// auto-disable rule counts).
 	runs *RunLog
+	gone func(webhookID string) bool // FollowDeletions
+}
+
+// FollowDeletions has the log keep nothing of a webhook deleted (up to
+// RecentAttempts attempts and BodyBudget of bodies each): what it held
+// goes when the deletion is recorded, and attempts of one deleted already
+// (a replay of the attempts stream at a start) are not taken. Call it
+// before the log is fed.
+func (l *AttemptLog) FollowDeletions(d Deletions) {
+	l.gone = d.Gone
+	l.runs.FollowDeletions(d)
+	d.WhenDeleted(l.forget)
+}
+
+// forget drops what the log holds of a webhook.
+func (l *AttemptLog) forget(webhookID string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.hooks, webhookID)
 }
 
 // NewAttemptLog returns an empty log.
@@ -61,6 +80,9 @@ func (l *AttemptLog) Run(webhookID string, enabledAt time.Time) domain.Run {
 
 // Add records an attempt (a second copy of the same attempt is ignored).
 func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
+	if l.gone != nil && l.gone(a.GetWebhookId()) {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.hooks[a.GetWebhookId()]

@@ -28,6 +28,8 @@ type Registry struct {
 	mu   sync.RWMutex
 	byID map[string]entry
 	byWS map[string]map[string]struct{}
+	// deleted are told of each deletion Put records (WhenDeleted).
+	deleted []func(webhookID string)
 }
 
 // NewRegistry returns an empty registry.
@@ -39,23 +41,53 @@ func NewRegistry() *Registry {
 // newer one is known. The command handlers call it inline so a caller
 // reads its own writes.
 func (r *Registry) Put(seq uint64, w *webhooksv1.Webhook) {
+	if r.put(seq, w) {
+		r.mu.RLock()
+		told := r.deleted
+		r.mu.RUnlock()
+		for _, tell := range told {
+			tell(w.GetWebhookId())
+		}
+	}
+}
+
+// put is Put under the lock; it reports a deletion recorded.
+func (r *Registry) put(seq uint64, w *webhooksv1.Webhook) (deleted bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id := w.GetWebhookId()
 	if cur, ok := r.byID[id]; ok && cur.seq >= seq {
-		return
+		return false
 	}
 	ws := w.GetWorkspaceId()
 	if w.DeletedAtUnix != nil {
 		r.byID[id] = entry{seq: seq} // keep the sequence: an older event must not resurrect it
 		delete(r.byWS[ws], id)
-		return
+		return true
 	}
 	r.byID[id] = entry{seq: seq, w: w}
 	if r.byWS[ws] == nil {
 		r.byWS[ws] = map[string]struct{}{}
 	}
 	r.byWS[ws][id] = struct{}{}
+	return false
+}
+
+// WhenDeleted has tell told of each webhook deletion recorded from now
+// on, once the registry holds it, so that what is kept of a webhook
+// elsewhere (its delivery log, its failure runs) goes with it.
+func (r *Registry) WhenDeleted(tell func(webhookID string)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.deleted = append(r.deleted, tell)
+}
+
+// Gone reports a webhook known deleted.
+func (r *Registry) Gone(id string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.byID[id]
+	return ok && e.w == nil
 }
 
 // Get returns a live webhook of the workspace.

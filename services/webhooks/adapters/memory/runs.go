@@ -15,6 +15,30 @@ import (
 type RunLog struct {
 	mu   sync.Mutex
 	logs map[string]*domain.FailureLog
+	gone func(webhookID string) bool // FollowDeletions
+}
+
+// Deletions is where a log learns which webhooks are deleted: the
+// registry (Registry.Gone, Registry.WhenDeleted).
+type Deletions interface {
+	Gone(webhookID string) bool
+	WhenDeleted(tell func(webhookID string))
+}
+
+// FollowDeletions has the log keep nothing of a webhook deleted: what it
+// held goes when the deletion is recorded, and attempts of one deleted
+// already (a replay of the attempts stream at a start) are not taken.
+// Call it before the log is fed.
+func (r *RunLog) FollowDeletions(d Deletions) {
+	r.gone = d.Gone
+	d.WhenDeleted(r.Forget)
+}
+
+// Forget drops what the log holds of a webhook.
+func (r *RunLog) Forget(webhookID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.logs, webhookID)
 }
 
 // NewRunLog returns an empty log.
@@ -24,7 +48,7 @@ func NewRunLog() *RunLog { return &RunLog{logs: map[string]*domain.FailureLog{}}
 // an event logged as not sent to a disabled webhook is no failure of its
 // receiver.
 func (r *RunLog) Observe(a *webhooksv1.DeliveryAttempt) {
-	if !a.GetFinal() || a.GetTest() || a.GetError() == app.NotSentDisabled {
+	if !a.GetFinal() || a.GetTest() || a.GetError() == app.NotSentDisabled || r.gone != nil && r.gone(a.GetWebhookId()) {
 		return
 	}
 	r.mu.Lock()
