@@ -22,3 +22,26 @@ func TestAutoDisableFromTheEnvironment(t *testing.T) {
 		t.Fatal("negative accepted")
 	}
 }
+
+// Each workspace's share of the delivery queue comes from the
+// environment: 20,000 by default, 0 for no bound; a negative one is
+// refused at start.
+func TestWorkspaceShareFromTheEnvironment(t *testing.T) {
+	t.Setenv("VOICEAI_SECRET_KEY", "x")
+	for _, c := range []struct {
+		env  string
+		want int
+	}{{"", 20_000}, {"500", 500}, {"0", -1}} {
+		if c.env != "" {
+			t.Setenv("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE", c.env)
+		}
+		e, err := config.Load[Env]()
+		if err != nil || e.Config().MaxWaitingPerWorkspace != c.want {
+			t.Fatalf("%q: %+v %v; want %d", c.env, e.Config().MaxWaitingPerWorkspace, err, c.want)
+		}
+	}
+	t.Setenv("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE", "-1")
+	if _, err := config.Load[Env](); err == nil {
+		t.Fatal("negative accepted")
+	}
+}

@@ -57,6 +57,8 @@ type Config struct {
 	// deliveries keep failing for good (nil: 20 in a row over an hour),
 	// unless Dispatcher.AutoDisable says otherwise.
 	AutoDisable *domain.AutoDisable
+	// MaxWaitingPerWorkspace is dispatcher.Options' unless that sets it.
+	MaxWaitingPerWorkspace int
 }
 
 // AutoDisableEnv is the auto-disable rule as the environment gives it.
@@ -78,6 +80,9 @@ type Env struct {
 	outbound.Env
 	AttemptTimeout time.Duration `env:"VOICEAI_WEBHOOK_TIMEOUT" envDefault:"10s"`
 	AutoDisable    AutoDisableEnv
+	// MaxWaitingPerWorkspace bounds one workspace's deliveries waiting
+	// (0: no bound); see dispatcher.Options.
+	MaxWaitingPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE" envDefault:"20000"`
 }
 
 // Validate checks the attempt time-out.
@@ -88,6 +93,9 @@ func (e Env) Validate() error {
 	if e.AutoDisable.Failures < 0 || e.AutoDisable.Failures > domain.MaxAutoDisableFailures {
 		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES %d: want 0..%d", e.AutoDisable.Failures, domain.MaxAutoDisableFailures)
 	}
+	if e.MaxWaitingPerWorkspace < 0 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", e.MaxWaitingPerWorkspace)
+	}
 	if e.AutoDisable.Over < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER %s: want no negative time", e.AutoDisable.Over)
 	}
@@ -96,7 +104,17 @@ func (e Env) Validate() error {
 
 // Config is the configuration the environment gives.
 func (e Env) Config() Config {
-	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout, AutoDisable: e.AutoDisable.Rule()}
+	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout, AutoDisable: e.AutoDisable.Rule(),
+		MaxWaitingPerWorkspace: MaxWaitingOption(e.MaxWaitingPerWorkspace)}
+}
+
+// MaxWaitingOption is dispatcher.Options.MaxWaitingPerWorkspace for the
+// environment's value, whose 0 is no bound.
+func MaxWaitingOption(env int) int {
+	if env == 0 {
+		return -1
+	}
+	return env
 }
 
 func (c Config) sealerAndSender() (*seal.Sealer, *delivery.Sender, error) {
@@ -196,6 +214,9 @@ func StartDispatcher(ctx context.Context, d runtime.Deps, c Config, reg *adapter
 	opts := c.Dispatcher
 	if opts.AutoDisable == nil {
 		opts.AutoDisable = c.AutoDisable
+	}
+	if opts.MaxWaitingPerWorkspace == 0 {
+		opts.MaxWaitingPerWorkspace = c.MaxWaitingPerWorkspace
 	}
 	d.WatchConsumer(events.WebhookDeliveriesStream, dispatcher.DeliverDurable)
 	d.WatchConsumer(events.PlatformStream, dispatcher.FanoutPlatformDurable)

@@ -71,6 +71,10 @@ type Config struct {
 	// WebhookAutoDisable is when a webhook whose deliveries keep failing
 	// is disabled (VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES, _AFTER).
 	WebhookAutoDisable webhooks.AutoDisableEnv
+	// WebhookMaxWaitingPerWorkspace bounds one workspace's webhook
+	// deliveries waiting (0: no bound): past it, one that would be
+	// retried fails for good, recoverable.
+	WebhookMaxWaitingPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE" envDefault:"20000"`
 	// DiskFreeMin is the free space of the data directory's file system
 	// under which the gateway refuses writes (503 storage_full) until
 	// space is freed; 0 never does.
@@ -92,6 +96,9 @@ type StoreFunc func(dir string) (uri string, stop func(), stopped func() error, 
 func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("VOICEAI_DATA_DIR must not be empty")
+	}
+	if c.WebhookMaxWaitingPerWorkspace < 0 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", c.WebhookMaxWaitingPerWorkspace)
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
@@ -164,7 +171,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
-		Runners: 1, QAWorkers: 1,
+		Runners: 1, QAWorkers: 1, WebhookMaxWaitingPerWorkspace: 20_000,
 		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
 		QAWorker:  tickets.QAWorkerConfig{AckWait: 10 * time.Second, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Snapshots: tickets.SnapshotConfig{Every: 20_000},
@@ -330,7 +337,8 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		cleanup = append(cleanup, func() { <-done })
 	}
 	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(), AutoDisable: c.WebhookAutoDisable.Rule(),
-		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
+		MaxWaitingPerWorkspace: webhooks.MaxWaitingOption(c.WebhookMaxWaitingPerWorkspace),
+		Dispatcher:             webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
 	wh, err := webhooks.Start(ctx, d, whCfg)
 	if err != nil {
 		return fail(err)

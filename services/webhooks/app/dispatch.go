@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -35,6 +36,8 @@ type Dispatch struct {
 	// TimeUnit is the length of one retry_config second (default 1s;
 	// tests shorten it).
 	TimeUnit time.Duration
+	// Share bounds each workspace's deliveries waiting (nil: no bound).
+	Share *WorkspaceShare
 }
 
 // Next is what becomes of a handled message.
@@ -242,7 +245,14 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 	policy := PolicyOf(w)
 	verdict := policy.Decide(res.Outcome, retryCount)
 	now := d.Now()
+	crowded := verdict == domain.Retry && d.Share.Full(ctx, w.GetWorkspaceId(), now)
+	if crowded {
+		verdict = domain.GiveUp
+	}
 	att := NewAttempt(job, w, retryCount, now, res, verdict)
+	if crowded {
+		att.Error = strings.TrimPrefix(att.Error+"; "+NotRetriedCrowded, "; ")
+	}
 	var delay time.Duration
 	if verdict == domain.Retry {
 		delay = policy.Delay(retryCount, res.Outcome.RetryAfter, d.timeUnit(), nil)

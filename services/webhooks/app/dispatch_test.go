@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -662,5 +663,53 @@ func TestADeliveryWhoseFirstAttemptWasNotRecordedIsResent(t *testing.T) {
 	}
 	if out, _, err := d.app.Recover(ctx, caller, w.WebhookId, domain.LogFilter{FromMs: start}); err != nil || len(out) != 1 {
 		t.Fatalf("recover: %v %v; want the delivery", out, err)
+	}
+}
+
+// backlogOf is a Backlog that says each workspace has waiting deliveries
+// (of one webhook), and counts the questions.
+type backlogOf struct {
+	waiting map[string]uint64
+	asked   int
+}
+
+func (b *backlogOf) Waiting(_ context.Context, workspaceID string) (map[string]uint64, error) {
+	b.asked++
+	return map[string]uint64{"whk_any": b.waiting[workspaceID]}, nil
+}
+
+// A workspace with its share of the shared delivery queue waiting has a
+// failed delivery fail for good, logged as not retried and recoverable,
+// instead of adding a retry held in the room every workspace shares;
+// another workspace's deliveries are retried as before. Before, one
+// workspace whose receivers asked for day-long retries could fill that
+// room and stall every workspace's deliveries.
+func TestAWorkspaceWithItsShareWaitingIsNotRetried(t *testing.T) {
+	d := newDispatch(t, answering(500))
+	ctx := context.Background()
+	start := d.clock.UnixMilli()
+	backlog := &backlogOf{waiting: map[string]uint64{"ws_a": 3, "ws_b": 2}}
+	d.dispatch.Share = &app.WorkspaceShare{Backlog: backlog, Most: 3}
+	crowded := d.hook(t, "ws_a", []string{"call_ended"}, retries(3, 1, false))
+	other := d.hook(t, "ws_b", []string{"call_ended"}, retries(3, 1, false))
+	if h := d.dispatch.Deliver(ctx, job(other), 1); h.Next != app.RetryLater {
+		t.Fatalf("a workspace under its share: %+v; want a retry", h)
+	}
+	if h := d.dispatch.Deliver(ctx, job(crowded), 1); h.Next != app.Drop || h.Result != app.ResultFailed {
+		t.Fatalf("a workspace at its share: %+v; want failed for good", h)
+	}
+	logged := d.attempts.Recent(crowded.WebhookId, domain.LogFilter{}, 1)
+	if len(logged) != 1 || !logged[0].GetFinal() || !strings.Contains(logged[0].GetError(), app.NotRetriedCrowded) {
+		t.Fatalf("logged %v; want a final attempt saying it was not retried", logged)
+	}
+	out, _, err := d.app.Recover(ctx, principal.Caller{Principal: d.caller}, crowded.WebhookId, domain.LogFilter{FromMs: start})
+	if err != nil || len(out) != 1 {
+		t.Fatalf("recover: %v %v; want the delivery", out, err)
+	}
+	// The count is asked once a second per workspace, not per failure.
+	asked := backlog.asked
+	d.dispatch.Deliver(ctx, job(crowded), 1)
+	if backlog.asked != asked {
+		t.Fatalf("the count asked again within a second: %d questions", backlog.asked)
 	}
 }

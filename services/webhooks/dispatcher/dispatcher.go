@@ -67,6 +67,12 @@ type Options struct {
 	// MaxAckPending bounds jobs held or waiting for a retry (default
 	// 100000).
 	MaxAckPending int
+	// MaxWaitingPerWorkspace bounds one workspace's deliveries waiting,
+	// queued and scheduled retries together: past it a delivery that
+	// would be retried fails for good (app.WorkspaceShare), so that no
+	// workspace fills the room MaxAckPending keeps for all (0: a fifth of
+	// MaxAckPending; negative: no bound).
+	MaxWaitingPerWorkspace int
 	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
 	// AutoDisable is when a webhook whose deliveries keep failing for
@@ -115,6 +121,9 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
 	}
+	if o.MaxWaitingPerWorkspace == 0 {
+		o.MaxWaitingPerWorkspace = o.MaxAckPending / 5
+	}
 	if o.AutoDisable == nil {
 		rule := domain.DefaultAutoDisable()
 		o.AutoDisable = &rule
@@ -133,6 +142,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 		use: &app.Dispatch{
 			Subscriptions: d.Registry, Queue: adapters.NewStreamQueue(d.JS, d.Log), Attempts: attempts,
 			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
+			Share: &app.WorkspaceShare{Backlog: adapters.StreamBacklog{JS: d.JS}, Most: o.MaxWaitingPerWorkspace},
 		}}
 	// Deliveries: a pool of workers, each job settled as its attempt says
 	// (MaxDeliver unlimited: a job's attempts are bounded by its
