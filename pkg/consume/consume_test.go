@@ -438,3 +438,30 @@ func TestMessagesHoldHandlesNothingUntilItLetsGo(t *testing.T) {
 	}
 	checkHeldJobs(t, &got, early, first)
 }
+
+// A handler that takes longer than AckWait (a webhook attempt's catch-up,
+// send and disable write together) keeps its message: it is said to be
+// in progress meanwhile, not delivered to another worker mid-attempt.
+func TestMessagesKeepsAMessageWhoseHandlerOutlastsAckWait(t *testing.T) {
+	const ackWait = time.Second
+	js := jobs(t, 1)
+	var seen log
+	spec := consume.Spec{Stream: stream, Durable: "slow", Workers: 2, AckWait: ackWait}
+	run(t, func(ctx context.Context) error {
+		return consume.Messages(ctx, js, spec, func(ctx context.Context, m consume.Msg) consume.Outcome {
+			seen.add(string(m.Data) + "#" + strconv.FormatUint(m.Delivered, 10))
+			select { // the slow attempt: three times AckWait
+			case <-time.After(3 * ackWait):
+			case <-ctx.Done():
+			}
+			return consume.Done()
+		})
+	})
+	testkit.Eventually(t, 10*time.Second, "the job settled", func() bool {
+		info := settled(t, js, "slow")
+		return info.NumPending == 0 && info.NumAckPending == 0 && seen.len() >= 1
+	})
+	if seen.count("0#1") != 1 || seen.len() != 1 {
+		t.Fatalf("handled %v; want once, on its first delivery", seen.seen)
+	}
+}

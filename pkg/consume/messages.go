@@ -155,6 +155,10 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 	if err != nil {
 		return func() {}, fmt.Errorf("consumer %s: %w", s.Durable, err)
 	}
+	// A handler may take longer than AckWait (a webhook attempt's
+	// catch-up, send and disable write): its message is said to be in
+	// progress meanwhile, not delivered to another replica mid-attempt.
+	working := keepEvery(cons.CachedInfo().Config.AckWait)
 	quit := make(chan struct{}) // the durable, being retired, was deleted
 	var wg sync.WaitGroup
 	for range workers {
@@ -171,7 +175,7 @@ func StartMessages(ctx context.Context, js jetstream.JetStream, s Spec, h MsgHan
 						return
 					}
 					if !d.ss.isGone() {
-						handleOne(ctx, d.m, h)
+						handleOne(ctx, d.m, h, working)
 					}
 				}
 			}
@@ -262,15 +266,30 @@ func holdMessages(ctx context.Context, js jetstream.JetStream, s Spec, floors *f
 	return next
 }
 
-// handleOne runs h on m and settles m by its outcome.
-func handleOne(ctx context.Context, m jetstream.Msg, h MsgHandler) {
+// handleOne runs h on m, saying m is in progress every working while h
+// runs, and settles m by its outcome.
+func handleOne(ctx context.Context, m jetstream.Msg, h MsgHandler, working time.Duration) {
 	meta, err := m.Metadata()
 	if err != nil {
 		_ = m.Term() // not a stream message: nothing to retry
 		return
 	}
 	rec, _ := eventstore.RecordFromMsg(m)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(working)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = m.InProgress()
+			}
+		}
+	}()
 	o := h(ctx, Msg{Record: rec, Delivered: meta.NumDelivered, raw: m})
+	close(done)
 	switch o.settle {
 	case ack:
 		_ = m.Ack()
