@@ -17,13 +17,9 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
-	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
-	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
@@ -56,24 +52,13 @@ func TestARunWhoseAgentAnswersMegabytesIsStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	a := app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now)
-	const ws = "ws_1"
-	test, err := a.CreateTest(ctx, principal.In(ws), []byte(`{"type":"simulation","name":"sim","simulation_scenario":"Ask about the hours, then refunds, then parking.","success_condition":"answers","simulation_max_turns":2}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, _, err := eventstore.New(js, events.TestingStream).Last(ctx, must(events.TestingSubject(ws, events.TestingKindTest, test.GetTestId())))
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := `{"agent":{"first_message":"Hi","prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"` + srv.URL + `","model_id":"team"}}}}`
-	inv := &testingv1.Invocation{InvocationId: "tinv_big", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1, JobsTotal: 1,
-		Status: domain.InvocationRunning, AgentConfigJson: []byte(cfg),
-		Tests: []*testingv1.PlannedTest{{TestId: test.GetTestId(), TestName: "sim", TestType: "simulation", TestStreamSeq: rec.Seq}}}
-	meta := esproto.Meta(ctx, ws, "", time.Now())
-	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
-		t.Fatal(err)
-	}
+	a, inv := storedInvocation(ctx, t, js, log, `{"type":"simulation","name":"sim","simulation_scenario":"Ask about the hours, then refunds, then parking.",
+	  "success_condition":"answers","simulation_max_turns":2}`, func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation {
+		return &testingv1.Invocation{InvocationId: "tinv_big", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1, JobsTotal: 1,
+			Status: domain.InvocationRunning, AgentConfigJson: []byte(cfg), Tests: []*testingv1.PlannedTest{test}}
+	})
+	ws := inv.GetWorkspaceId()
 	if err := adapters.EnsureRunQueue(ctx, js, ws, inv.InvocationId); err != nil {
 		t.Fatal(err)
 	}

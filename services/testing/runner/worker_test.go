@@ -93,10 +93,19 @@ func invocationFixture(t *testing.T, invocation func(ws string, test *testingv1.
 	t.Helper()
 	ctx, js := testingStreams(t)
 	log := slog.New(slog.DiscardHandler)
+	a, inv := storedInvocation(ctx, t, js, log, `{"type":"llm","name":"hours",
+	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`, invocation)
+	return ctx, js, a, inv, log
+}
+
+// storedInvocation stores the test testJSON in workspace ws_1 and the
+// running invocation of it that invocation makes, on js.
+func storedInvocation(ctx context.Context, t *testing.T, js jetstream.JetStream, log *slog.Logger, testJSON string,
+	invocation func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation) (*app.App, *testingv1.Invocation) {
+	t.Helper()
 	a := app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now)
 	const ws = "ws_1"
-	test, err := a.CreateTest(ctx, principal.In(ws), []byte(`{"type":"llm","name":"hours",
-	  "chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],"success_condition":"open nine to five"}`))
+	test, err := a.CreateTest(ctx, principal.In(ws), []byte(testJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,12 +113,12 @@ func invocationFixture(t *testing.T, invocation func(ws string, test *testingv1.
 	if err != nil {
 		t.Fatal(err)
 	}
-	inv := invocation(ws, &testingv1.PlannedTest{TestId: test.GetTestId(), TestName: "hours", TestType: "llm", TestStreamSeq: rec.Seq})
+	inv := invocation(ws, &testingv1.PlannedTest{TestId: test.GetTestId(), TestName: test.GetName(), TestType: test.GetType(), TestStreamSeq: rec.Seq})
 	meta := esproto.Meta(ctx, ws, "", time.Now())
 	if _, _, err := a.Invocations.Create(ctx, ws, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, js, a, inv, log
+	return a, inv
 }
 
 // A job of a large invocation carries several runs: each gets its result,
