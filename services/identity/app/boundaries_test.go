@@ -292,3 +292,36 @@ func TestConfiguredKeyChangeWithALaggingReadModel(t *testing.T) {
 		}
 	}
 }
+
+// A key may change or revoke only a key that holds no more than it does.
+// Before, the grant was checked only when the permissions changed: a key
+// with service_account_write alone could enable a disabled admin key,
+// lift its IP restriction and rate limits, and use it (or revoke it).
+func TestAWeakerKeyCannotChangeOrRevokeAStrongerOne(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	admin := principal.Caller{Principal: f.admin}
+	_, strong, err := f.app.CreateKey(ctx, admin, f.acct, app.KeySpec{Name: "ops", Permissions: []string{"all"}, AllowedIPs: []string{"10.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.app.UpdateKey(ctx, admin, f.acct, strong.KeyId, app.KeyPatch{IsDisabled: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	_, weakKey, err := f.app.CreateKey(ctx, admin, f.acct, app.KeySpec{Name: "ci", Permissions: []string{"service_account_write"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a", UserID: f.acct, Permissions: []string{"service_account_write"}}}
+	_, err = f.app.UpdateKey(ctx, weak, f.acct, strong.KeyId, app.KeyPatch{IsDisabled: ptr(false), ClearAllowedIPs: true, RateLimitPerMinute: ptr(int64(1_000_000))})
+	if !errors.Is(err, apperr.PermissionEscalation) {
+		t.Fatalf("a weaker key enabling and unlocking an admin key: %v; want permission_escalation", err)
+	}
+	if err := f.app.RevokeKey(ctx, weak, f.acct, strong.KeyId); !errors.Is(err, apperr.PermissionEscalation) {
+		t.Fatalf("a weaker key revoking an admin key: %v; want permission_escalation", err)
+	}
+	// A key it may hold is its to change: itself, renamed.
+	if _, err := f.app.UpdateKey(ctx, weak, f.acct, weakKey.KeyId, app.KeyPatch{Name: ptr("ci-2")}); err != nil {
+		t.Fatalf("a key renaming a key of its own strength: %v", err)
+	}
+}

@@ -175,6 +175,12 @@ func ofAccount(k *identityv1.ApiKey, accountID string, err error) (*identityv1.A
 // the edge; here are the addresses' parsing and the grant against the
 // editor's permissions.
 func (a *App) applyPatch(k *identityv1.ApiKey, p KeyPatch, caller principal.Principal) ([]string, error) {
+	// A key may change only a key that holds no more than it does: else a
+	// key with service_account_write alone could enable a disabled admin
+	// key, lift its IP restriction and rate limits, and use it.
+	if !domain.CanGrant(caller.Permissions, k.Permissions) {
+		return nil, apperr.PermissionEscalation
+	}
 	var v apperr.Validator
 	var changed []string
 	if p.Name != nil {
@@ -219,6 +225,9 @@ func (a *App) RevokeKey(ctx context.Context, caller principal.Caller, accountID,
 	k, err := a.keys().Update(ctx, caller.WorkspaceID, keyID, commandID, func(next *identityv1.ApiKey, meta *commonv1.EventMeta) (proto.Message, error) {
 		if next.GetServiceAccountUserId() != accountID {
 			return nil, apperr.APIKeyNotFound
+		}
+		if !domain.CanGrant(caller.Permissions, next.Permissions) {
+			return nil, apperr.PermissionEscalation // a weaker key may not end a stronger one
 		}
 		now := a.Now().Unix()
 		next.RevokedAtUnix = &now
