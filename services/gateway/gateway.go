@@ -90,14 +90,16 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 			return nil, err
 		}
 	}
-	// Not ready until every key is loaded and the shared counters answer:
-	// on the public listener's /readyz and on the internal endpoint's,
-	// which orchestrators probe.
-	keysLoaded := func(context.Context) error {
+	// Not ready until every key is loaded and the shared counters answer,
+	// nor while the key cache lags the stream (a stalled feed would go on
+	// accepting keys revoked since): on the public listener's /readyz and
+	// on the internal endpoint's, which orchestrators probe.
+	catchUp := keycache.NewCatchUp(d.JS, keys)
+	keysLoaded := func(ctx context.Context) error {
 		if !feed.IsReady() {
 			return errors.New("loading")
 		}
-		return nil
+		return catchUp.Behind(ctx)
 	}
 	d.AddReadyCheck("rate_limits", limiter.Ready)
 	d.AddReadyCheck("api_keys", keysLoaded)
@@ -106,7 +108,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	// shared checks.
 	probes.Ready["rate_limits"], probes.Ready["api_keys"] = limiter.Ready, keysLoaded
 	return &Gateway{
-		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: keycache.NewCatchUp(d.JS, keys), limiter: limiter, log: d.Logger,
+		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: catchUp, limiter: limiter, log: d.Logger,
 		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
@@ -243,7 +245,13 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 			}
 		}
 		if keyWrites[op.Name] {
-			w = &beforeSuccess{ResponseWriter: w, hook: func() { _ = g.catchUp.Wait(r.Context()) }}
+			w = &beforeSuccess{ResponseWriter: w, hook: func() {
+				// This replica then answers as the key now is; if it could
+				// not catch up, its answer may lag the write a moment.
+				if err := g.catchUp.Wait(r.Context()); err != nil {
+					httpx.LoggerFrom(r.Context()).Warn("key cache not caught up with a key change before answering it", "err", err)
+				}
+			}}
 		}
 		// Only what the operation allows is sent twice (hedged, or sent
 		// again after a reconnect): a read, or a write with a key it

@@ -3,6 +3,7 @@ package keycache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -32,7 +33,16 @@ type CatchUp struct {
 	mu      sync.Mutex
 	running bool
 	next    *round // the round that starts when the running one ends
+
+	// behind is Behind's last answer, given again for a second: /readyz
+	// is public, and each look reads the stream.
+	behindMu sync.Mutex
+	behindAt time.Time
+	behind   error
 }
+
+// behindFor is how long Behind's answer is given again.
+const behindFor = time.Second
 
 type round struct {
 	done    chan struct{}
@@ -107,6 +117,35 @@ func (c *CatchUp) joined() int {
 		return 0
 	}
 	return c.next.waiters
+}
+
+// Behind says whether the cache is behind the stream: not holding, within
+// the round's time-out, the last key event stored. A stream that cannot
+// be read says nothing (nil): the cache is what serves meanwhile, and a
+// gateway not ready for it would refuse every key. A readiness check, so
+// that a replica whose feed stalled stops being sent requests with keys
+// revoked since.
+func (c *CatchUp) Behind(ctx context.Context) error {
+	c.behindMu.Lock()
+	defer c.behindMu.Unlock()
+	if !c.behindAt.IsZero() && time.Since(c.behindAt) < behindFor {
+		return c.behind
+	}
+	c.behind, c.behindAt = c.behindNow(ctx), time.Now()
+	return c.behind
+}
+
+func (c *CatchUp) behindNow(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	seq, err := c.Last(ctx)
+	if err != nil {
+		return nil
+	}
+	if err := c.Cache.WaitApplied(ctx, seq); err != nil {
+		return fmt.Errorf("the key cache has not applied the IDENTITY stream's key event %d within %s", seq, c.Timeout)
+	}
+	return nil
 }
 
 func (c *CatchUp) catchUp(ctx context.Context) error {

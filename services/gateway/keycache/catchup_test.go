@@ -75,3 +75,26 @@ func TestCatchUpGivesUp(t *testing.T) {
 		t.Fatal("a round waiting for an event never applied succeeded")
 	}
 }
+
+// A cache behind the stream's last key event says so (a readiness check:
+// a replica whose feed stalled would go on accepting keys revoked since);
+// one that holds it, or a stream that cannot be read, says nothing.
+func TestBehindSaysWhenTheFeedLags(t *testing.T) {
+	c := New()
+	last := func(seq uint64, err error) func(context.Context) (uint64, error) {
+		return func(context.Context) (uint64, error) { return seq, err }
+	}
+	cu := &CatchUp{Cache: c, Timeout: 50 * time.Millisecond, Last: last(7, nil)}
+	if err := cu.Behind(context.Background()); err == nil {
+		t.Fatal("a cache that applied nothing of 7 events is not behind")
+	}
+	c.Applied(7)
+	cu.behindAt = time.Time{} // its last answer given again for a second: asked anew
+	if err := cu.Behind(context.Background()); err != nil {
+		t.Fatalf("a cache holding the last event: %v", err)
+	}
+	cu.Last, cu.behindAt = last(0, context.DeadlineExceeded), time.Time{}
+	if err := cu.Behind(context.Background()); err != nil {
+		t.Fatalf("a stream that cannot be read: %v; the cache serves meanwhile", err)
+	}
+}
