@@ -50,3 +50,11 @@ func (m *Mark) Wait(ctx context.Context, seq uint64) error {
 		}
 	}
 }
+
+// Reset starts the mark over at nothing applied: what it marked was of a
+// stream that is gone (made anew, numbered from 1 again).
+func (m *Mark) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq = 0
+}

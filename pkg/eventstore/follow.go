@@ -17,9 +17,18 @@ import (
 // stream (all of it, or the last event of each subject when events are
 // state-carrying), then follows new events live.
 type Follower struct {
-	ready chan struct{}
-	done  atomic.Bool
+	ready    chan struct{}
+	done     atomic.Bool
+	madeAnew atomic.Pointer[func()]
 }
+
+// WhenMadeAnew has fn called when the stream followed is found made anew
+// (deleted and made again: a restore, a stream of passing work made
+// again empty), before the follower applies the new stream's records from
+// its start, and never while a record is being applied: state built from
+// the old stream that the new one may not hold (a key restored without
+// its last revocation, say) is dropped there.
+func (f *Follower) WhenMadeAnew(fn func()) { f.madeAnew.Store(&fn) }
 
 // Ready is closed once everything stored when Follow began was applied.
 func (f *Follower) Ready() <-chan struct{} { return f.ready }
@@ -193,6 +202,9 @@ func (fl *following) watch(ctx context.Context, created time.Time, cfg jetstream
 		cc.Stop()
 		fl.mu.Lock()
 		fl.gen++
+		if fn := fl.follower.madeAnew.Load(); fn != nil {
+			(*fn)()
+		}
 		fl.mu.Unlock()
 		fresh := fromTheStart(cfg)
 		next, err := fl.consume(ctx, str, fresh, false)

@@ -17,8 +17,12 @@ import (
 // state-carrying, so replaying the last event of each key and account
 // subject rebuilds the current state of all of them; new events follow
 // live. The follower is ready once every existing key is loaded.
+//
+// The IDENTITY stream made anew (a restore) empties the cache first, so
+// that a key the restored stream does not hold stops working, and the
+// replay of the new stream is what the catch-up waits for.
 func Start(ctx context.Context, js jetstream.JetStream, cache *Cache, log *slog.Logger) (*eventstore.Follower, error) {
-	return eventstore.Follow(ctx, js, events.IdentityStream, []string{events.IdentityKeysAll, events.IdentityAccountsAll}, true,
+	f, err := eventstore.Follow(ctx, js, events.IdentityStream, []string{events.IdentityKeysAll, events.IdentityAccountsAll}, true,
 		func(rec eventstore.Record) {
 			msg, err := esproto.Decode(rec)
 			if err != nil {
@@ -33,4 +37,12 @@ func Start(ctx context.Context, js jetstream.JetStream, cache *Cache, log *slog.
 			}
 			cache.Applied(rec.Seq)
 		})
+	if err != nil {
+		return nil, err
+	}
+	f.WhenMadeAnew(func() {
+		log.Warn("the IDENTITY stream was made anew: the key cache is emptied and loaded again from it")
+		cache.Reset()
+	})
+	return f, nil
 }

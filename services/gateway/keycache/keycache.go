@@ -59,6 +59,17 @@ func New() *Cache {
 	return &Cache{byHash: map[[sha256.Size]byte]*Key{}, byID: map[string]*Key{}, users: map[string]User{}}
 }
 
+// Reset empties the cache: the stream it was built from was made anew
+// (restored), and keys it no longer holds must not go on working.
+func (c *Cache) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.byHash)
+	clear(c.byID)
+	clear(c.users)
+	c.applied.Reset()
+}
+
 // Applied records that every event up to seq is applied.
 func (c *Cache) Applied(seq uint64) { c.applied.Advance(seq) }
 
