@@ -10,6 +10,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/fifo"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 )
 
 // Msg is one message of the per-message mode: the stored record
@@ -275,21 +276,9 @@ func handleOne(ctx context.Context, m jetstream.Msg, h MsgHandler, working time.
 		return
 	}
 	rec, _ := eventstore.RecordFromMsg(m)
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(working)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = m.InProgress()
-			}
-		}
-	}()
+	stopBeating := tick.Until(working, func() { _ = m.InProgress() })
 	o := h(ctx, Msg{Record: rec, Delivered: meta.NumDelivered, raw: m})
-	close(done)
+	stopBeating()
 	switch o.settle {
 	case ack:
 		_ = m.Ack()

@@ -184,7 +184,9 @@ func (fl *following) watch(ctx context.Context, created time.Time, cfg jetstream
 	for {
 		select {
 		case <-ctx.Done():
-			cc.Stop()
+			if cc != nil {
+				cc.Stop()
+			}
 			return
 		case <-fl.suspect:
 		case <-check.C:
@@ -199,7 +201,9 @@ func (fl *following) watch(ctx context.Context, created time.Time, cfg jetstream
 			continue
 		}
 		slog.Warn("the stream followed was made anew; following it from its start", "stream", fl.stream)
-		cc.Stop()
+		if cc != nil {
+			cc.Stop()
+		}
 		fl.mu.Lock()
 		fl.gen++
 		if fn := fl.follower.madeAnew.Load(); fn != nil {
@@ -214,8 +218,7 @@ func (fl *following) watch(ctx context.Context, created time.Time, cfg jetstream
 			}
 			slog.Error("the stream made anew is not followed yet; asking again", "stream", fl.stream, "err", err)
 			check.Reset(time.Second)
-			created = time.Time{} // not followed: any stream found is followed anew
-			cc = stopped{}
+			created, cc = time.Time{}, nil // not followed: any stream found is followed anew
 			continue
 		}
 		created, cc = str.CachedInfo().Created, next
@@ -230,11 +233,6 @@ func fromTheStart(cfg jetstream.OrderedConsumerConfig) jetstream.OrderedConsumer
 	}
 	return cfg
 }
-
-// stopped is a consumption already stopped.
-type stopped struct{ jetstream.ConsumeContext }
-
-func (stopped) Stop() {}
 
 // WaitForStream returns the stream once it exists and answers, polling
 // until ctx ends: a stream not created yet, or without a leader yet (a new

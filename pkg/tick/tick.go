@@ -29,6 +29,16 @@ func Every(ctx context.Context, interval time.Duration, f func()) {
 	}
 }
 
+// Until is Every in a goroutine of its own until stop is called: the
+// heartbeat of work that must say it is alive while it runs (a message
+// in progress past its AckWait), whatever becomes of the context it was
+// started under.
+func Until(interval time.Duration, f func()) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go Every(ctx, interval, f)
+	return cancel
+}
+
 // Backoff is how long Restart waits before running a task again: First,
 // doubling to Most; a run that lasted longer than Most starts it over.
 type Backoff struct{ First, Most time.Duration }

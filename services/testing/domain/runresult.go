@@ -27,31 +27,30 @@ const maxFreeText = 4 << 10
 // first and last kept, a message in their place saying how many were
 // cut. It reports whether it cut anything.
 func FitRunResult(res *testingv1.RunResult) (cut bool) {
-	res.Error = strings.ToValidUTF8(res.Error, "\uFFFD")
-	res.RationaleSummary = strings.ToValidUTF8(res.RationaleSummary, "\uFFFD")
-	for i, m := range res.RationaleMessages {
-		res.RationaleMessages[i] = strings.ToValidUTF8(m, "\uFFFD")
-	}
-	for _, v := range res.JudgeVotes {
-		v.Summary = strings.ToValidUTF8(v.Summary, "\uFFFD")
-	}
+	eachText(res, func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") })
 	if !utf8.Valid(res.AgentResponsesJson) {
 		res.AgentResponsesJson = bytes.ToValidUTF8(res.AgentResponsesJson, []byte("\uFFFD"))
 	}
 	if proto.Size(res) <= MaxRunResultBytes {
 		return false
 	}
-	res.Error, res.RationaleSummary = cutText(res.Error), cutText(res.RationaleSummary)
-	for i, m := range res.RationaleMessages {
-		res.RationaleMessages[i] = cutText(m)
-	}
-	for _, v := range res.JudgeVotes {
-		v.Summary = cutText(v.Summary)
-	}
+	eachText(res, cutText)
 	if over := proto.Size(res) - MaxRunResultBytes; over > 0 {
 		res.AgentResponsesJson = cutTranscript(res.AgentResponsesJson, len(res.AgentResponsesJson)-over)
 	}
 	return true
+}
+
+// eachText replaces each free text of res (its error and rationales) by
+// what f makes of it.
+func eachText(res *testingv1.RunResult, f func(string) string) {
+	res.Error, res.RationaleSummary = f(res.Error), f(res.RationaleSummary)
+	for i, m := range res.RationaleMessages {
+		res.RationaleMessages[i] = f(m)
+	}
+	for _, v := range res.JudgeVotes {
+		v.Summary = f(v.Summary)
+	}
 }
 
 // cutText is s cut to maxFreeText bytes (on a rune boundary), marked.

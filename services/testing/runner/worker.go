@@ -18,6 +18,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
+	"github.com/voiceai-platform/voiceai/pkg/tick"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -709,20 +710,7 @@ func (w *Worker) store(ctx context.Context, ja *jobAck, job *testingv1.RunJob, m
 
 // heartbeat keeps a long run's job from being redelivered.
 func (w *Worker) heartbeat(m app.TakenJob) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(w.AckWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = m.Working()
-			}
-		}
-	}()
-	return func() { close(done) }
+	return tick.Until(w.AckWait/3, func() { _ = m.Working() })
 }
 
 // incr adds n to a progress counter.
