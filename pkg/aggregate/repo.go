@@ -113,8 +113,19 @@ func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (
 	if id == "" || commandID == "" {
 		return zero, 0, false
 	}
-	if state, seq, err := r.Get(ctx, workspaceID, id); err == nil {
-		return state, seq, true
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil {
+		return zero, 0, false
+	}
+	// One read answers the usual cases: nothing on the subject (a first
+	// attempt, which every keyed create pays for) or the aggregate live.
+	// Only a deleted one needs its history searched.
+	rec, state, err := r.last(ctx, subject)
+	if err != nil {
+		return zero, 0, false
+	}
+	if !r.gone(state) {
+		return state, rec.Seq, true
 	}
 	if _, state, found, err := r.Recorded(ctx, workspaceID, id, commandID); err == nil && found {
 		return state, 0, true

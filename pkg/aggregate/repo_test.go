@@ -65,6 +65,7 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"ConcurrentCopiesOfAKeyedUpdateApplyOnce", testConcurrentCopiesOfAKeyedUpdateApplyOnce},
 		{"KeyedReplayOfADeletion", testKeyedReplayOfADeletion},
 		{"KeyedReplayBeyondTheDuplicateWindow", testKeyedReplayBeyondTheDuplicateWindow},
+		{"MadeReadsOnceUnlessDeleted", testMadeReadsOnceUnlessDeleted},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
@@ -177,6 +178,53 @@ func testKeyReusedOnAnotherIDAnswersTheFirstCreate(t *testing.T, open openStore)
 	}
 	if _, _, err := r.Get(context.Background(), "ws", "agent_2"); !errors.Is(err, errNotFound) {
 		t.Fatalf("agent_2 was made by a replayed key: %v", err)
+	}
+}
+
+// readCounter counts the reads a repository makes of its log.
+type readCounter struct {
+	eventlog.Store
+	reads atomic.Int64
+}
+
+func (c *readCounter) Last(ctx context.Context, subject string) (eventlog.Record, bool, error) {
+	c.reads.Add(1)
+	return c.Store.Last(ctx, subject)
+}
+
+func (c *readCounter) FindCommand(ctx context.Context, subject, commandID string) (eventlog.Record, bool, error) {
+	c.reads.Add(1)
+	return c.Store.FindCommand(ctx, subject, commandID)
+}
+
+// Made answers a first attempt (nothing made) and a live aggregate with
+// one read, as every keyed create asks it first; a deleted one as its
+// create left it, from the history.
+func testMadeReadsOnceUnlessDeleted(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	counted := &readCounter{Store: r.Store}
+	r.Store = counted
+	ctx := context.Background()
+	if _, _, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); ok || counted.reads.Load() != 1 {
+		t.Fatalf("nothing made yet: ok=%v after %d reads, want false after 1", ok, counted.reads.Load())
+	}
+	create(t, r, "agent_1", "cmd-1")
+	counted.reads.Store(0)
+	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq == 0 || a.GetName() != "first" || counted.reads.Load() != 1 {
+		t.Fatalf("made: %v seq %d ok=%v after %d reads, want it live after 1", a, seq, ok, counted.reads.Load())
+	}
+	if _, err := r.Update(ctx, "ws", "agent_1", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		now := int64(1)
+		next.DeletedAtUnix = &now
+		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq != 0 || a.GetName() != "first" || a.DeletedAtUnix != nil {
+		t.Fatalf("deleted since: %v seq %d ok=%v, want its create's state at sequence 0", a, seq, ok)
+	}
+	if _, _, ok := r.Made(ctx, "ws", "agent_1", "cmd-other"); ok {
+		t.Fatal("another command made nothing here")
 	}
 }
 
