@@ -30,7 +30,11 @@ const TestFailureLabel = "test-failure"
 const (
 	maxFailedInvocations = 10
 	maxRunIDs            = 100
-	maxGenerations       = 16 // deleted tickets of one test before giving up
+	// maxEvictedInvocations bounds the invocations a ticket remembers
+	// past the shown ones, to know their redelivered runs: a redelivery
+	// comes within minutes, not after 32 more invocations failed the test.
+	maxEvictedInvocations = 32
+	maxGenerations        = 16 // deleted tickets of one test before giving up
 )
 
 // RunFailure is one failed run of a test.
@@ -141,11 +145,23 @@ func (a *App) applyFailures(t *ticketsv1.Ticket, f FailingTest, own bool, meta *
 		if inv != nil && slices.Contains(inv.RunIds, r.RunID) {
 			continue // already recorded: a redelivery
 		}
+		if inv == nil && slices.Contains(tf.EvictedInvocationIds, r.InvocationID) {
+			// Its runs were counted before newer invocations pushed it
+			// out: a redelivered batch would count them again (and
+			// reopen a ticket resolved since).
+			continue
+		}
 		if inv == nil {
 			inv = &ticketsv1.FailedInvocation{InvocationId: r.InvocationID}
 			tf.Invocations = append(tf.Invocations, inv)
 			if n := len(tf.Invocations); n > maxFailedInvocations {
+				for _, old := range tf.Invocations[:n-maxFailedInvocations] {
+					tf.EvictedInvocationIds = append(tf.EvictedInvocationIds, old.InvocationId)
+				}
 				tf.Invocations = tf.Invocations[n-maxFailedInvocations:]
+				if n := len(tf.EvictedInvocationIds); n > maxEvictedInvocations {
+					tf.EvictedInvocationIds = tf.EvictedInvocationIds[n-maxEvictedInvocations:]
+				}
 			}
 			ev.InvocationIds = append(ev.InvocationIds, r.InvocationID)
 			t.TicketComments = append(t.TicketComments, &ticketsv1.Comment{

@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,33 @@ func TestFailureAfterResolveReopens(t *testing.T) {
 	}
 	if c := reopened.TicketComments[len(reopened.TicketComments)-1].Comment; !strings.HasPrefix(c, "Reopened") {
 		t.Fatalf("the last comment: %q", c)
+	}
+}
+
+// A redelivered batch whose failures span more invocations than a ticket
+// shows is counted once, and reopens nothing: the invocations pushed out
+// of the shown ones are remembered.
+func TestARedeliveryPastTheShownInvocationsIsNotCountedAgain(t *testing.T) {
+	f := newFixture(t)
+	var runs []app.RunFailure
+	for i := range 11 {
+		runs = append(runs, run(fmt.Sprintf("inv_%02d", i), fmt.Sprintf("run_%02d", i)))
+	}
+	first := f.record(t, failing("test_1", runs...))
+	if first.TestFailures.FailedRuns != 11 || len(first.TestFailures.Invocations) != 10 || len(first.TicketComments) != 11 {
+		t.Fatalf("the first delivery: %d failed runs, %d invocations shown, %d comments", first.TestFailures.FailedRuns, len(first.TestFailures.Invocations), len(first.TicketComments))
+	}
+	if _, err := f.setStatus(domain.StatusResolved)(t, first.TicketId); err != nil {
+		t.Fatal(err)
+	}
+	if tk, err := f.app.RecordTestFailures(context.Background(), failing("test_1", runs...)); err != nil || tk.TestFailures.FailedRuns != 11 || len(tk.TicketComments) != 11 || tk.Status != domain.StatusResolved {
+		t.Fatalf("the batch redelivered: %d failed runs, %d comments, status %s (%v); want 11, 11, resolved",
+			tk.GetTestFailures().GetFailedRuns(), len(tk.GetTicketComments()), tk.GetStatus(), err)
+	}
+	// A new invocation still counts, and reopens.
+	later := f.record(t, failing("test_1", run("inv_11", "run_11")))
+	if later.TestFailures.FailedRuns != 12 || later.Status != domain.StatusOpen {
+		t.Fatalf("a new invocation after: %d failed runs, status %s", later.TestFailures.FailedRuns, later.Status)
 	}
 }
 

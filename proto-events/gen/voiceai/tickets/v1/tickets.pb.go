@@ -284,9 +284,12 @@ type TestFailures struct {
 	// Every failed run recorded, across invocations.
 	FailedRuns int64 `protobuf:"varint,3,opt,name=failed_runs,json=failedRuns,proto3" json:"failed_runs,omitempty"`
 	// The most recent invocations with failures, oldest first (at most 10).
-	Invocations   []*FailedInvocation `protobuf:"bytes,4,rep,name=invocations,proto3" json:"invocations,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Invocations []*FailedInvocation `protobuf:"bytes,4,rep,name=invocations,proto3" json:"invocations,omitempty"`
+	// The invocations dropped from invocations since, oldest first (at most
+	// 32): their runs are counted, so a redelivery of one is not again.
+	EvictedInvocationIds []string `protobuf:"bytes,5,rep,name=evicted_invocation_ids,json=evictedInvocationIds,proto3" json:"evicted_invocation_ids,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *TestFailures) Reset() {
@@ -343,6 +346,13 @@ func (x *TestFailures) GetFailedRuns() int64 {
 func (x *TestFailures) GetInvocations() []*FailedInvocation {
 	if x != nil {
 		return x.Invocations
+	}
+	return nil
+}
+
+func (x *TestFailures) GetEvictedInvocationIds() []string {
+	if x != nil {
+		return x.EvictedInvocationIds
 	}
 	return nil
 }
@@ -906,13 +916,14 @@ const file_voiceai_tickets_v1_tickets_proto_rawDesc = "" +
 	"\v_qa_commentB\x13\n" +
 	"\x11_assignee_user_idB\x18\n" +
 	"\x16_merged_into_ticket_idB\x17\n" +
-	"\x15_deleted_at_unix_secs\"\xad\x01\n" +
+	"\x15_deleted_at_unix_secs\"\xe3\x01\n" +
 	"\fTestFailures\x12\x17\n" +
 	"\atest_id\x18\x01 \x01(\tR\x06testId\x12\x1b\n" +
 	"\ttest_name\x18\x02 \x01(\tR\btestName\x12\x1f\n" +
 	"\vfailed_runs\x18\x03 \x01(\x03R\n" +
 	"failedRuns\x12F\n" +
-	"\vinvocations\x18\x04 \x03(\v2$.voiceai.tickets.v1.FailedInvocationR\vinvocations\"\xa9\x01\n" +
+	"\vinvocations\x18\x04 \x03(\v2$.voiceai.tickets.v1.FailedInvocationR\vinvocations\x124\n" +
+	"\x16evicted_invocation_ids\x18\x05 \x03(\tR\x14evictedInvocationIds\"\xa9\x01\n" +
 	"\x10FailedInvocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12\x17\n" +
 	"\arun_ids\x18\x02 \x03(\tR\x06runIds\x12\x1f\n" +
