@@ -383,12 +383,16 @@ describe("agent testing", () => {
 
   it("agents.runTests returns an invocation with every run pending", { timeout: TEST_TIMEOUT_MS }, async () => {
     const agent = need(agentId, "agent");
+    // Optionals left undefined, as a caller passing its own options on
+    // does: the SDK sends them as null, which means absent.
     const inv = await client.conversationalAi.agents.runTests(agent, {
       tests: [
-        { testId: need(ids.greeting, "greeting test") },
+        { testId: need(ids.greeting, "greeting test"), workflowNodeId: undefined },
         { testId: need(ids.refund, "refund test") },
         { testId: need(ids.tool, "tool test"), workflowNodeId: "node_e2e" },
       ],
+      branchId: undefined,
+      repeatCount: undefined,
     });
     assertNonEmptyString(inv.id, "invocation id");
     firstInvocation = inv.id;

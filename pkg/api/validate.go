@@ -335,6 +335,12 @@ func plural(n int) string {
 // an unknown one; encoding/json, which the handlers decode with, takes
 // it for the property, the last of the two winning. Left in, it would
 // reach a handler without having been checked.
+//
+// It deletes as well an optional property sent as null where its schema
+// refuses null: the official SDK sends an optional left undefined as
+// null, and the public API takes null for absent on every optional
+// field. A property whose schema takes null (a PATCH's "null clears it")
+// keeps it.
 func dropCaseVariants(value any, s *jsonschema.Schema) bool {
 	dropped := false
 	switch v := value.(type) {
@@ -344,7 +350,19 @@ func dropCaseVariants(value any, s *jsonschema.Schema) bool {
 		if len(props) == 0 {
 			return false
 		}
+		var required map[string]bool
 		for name, member := range v {
+			if subs, ok := props[name]; ok && member == nil {
+				if required == nil {
+					required = map[string]bool{}
+					collectRequired(s, required, 0)
+				}
+				if !required[name] && !anyAcceptsNull(subs) {
+					delete(v, name)
+					dropped = true
+				}
+				continue
+			}
 			if subs, ok := props[name]; ok {
 				for _, sub := range subs {
 					dropped = dropCaseVariants(member, sub) || dropped
@@ -398,6 +416,30 @@ func collectProperties(s *jsonschema.Schema, into map[string][]*jsonschema.Schem
 	for _, sub := range applicators(s) {
 		collectProperties(sub, into, depth+1)
 	}
+}
+
+// collectRequired gathers the properties that s and the subschemas
+// applying with it require.
+func collectRequired(s *jsonschema.Schema, into map[string]bool, depth int) {
+	if s == nil || depth > maxSchemaDepth {
+		return
+	}
+	for _, name := range s.Required {
+		into[name] = true
+	}
+	for _, sub := range applicators(s) {
+		collectRequired(sub, into, depth+1)
+	}
+}
+
+// anyAcceptsNull reports whether one of a property's schemas takes null.
+func anyAcceptsNull(subs []*jsonschema.Schema) bool {
+	for _, sub := range subs {
+		if sub.Validate(nil) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // collectItems gathers the schemas of an array's items that s and the
