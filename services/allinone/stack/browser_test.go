@@ -34,8 +34,8 @@ func TestConsoleInBrowser(t *testing.T) {
 		"call_successful": "failure", "transcript": []map[string]any{
 			{"role": "user", "message": "Can I get a refund for last week?", "time_in_call_secs": 1},
 			{"role": "agent", "message": "Yes, everything is refunded at once.", "time_in_call_secs": 4,
-				"tool_calls":   []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"order":"A-17"}`, "request_id": "c1"}},
-				"tool_results": []map[string]any{{"tool_name": "lookup_order", "request_id": "c1", "result_value": `{"status":"shipped"}`, "is_error": false}}},
+				"tool_calls":   []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"order":"A-17"}`, "request_id": "c1", "tool_has_been_called": true}},
+				"tool_results": []map[string]any{{"tool_name": "lookup_order", "request_id": "c1", "result_value": `{"status":"shipped"}`, "is_error": false, "tool_has_been_called": true}}},
 		}})
 	eventually(t, 10*time.Second, "the agent's last call is listed", func() bool {
 		agents, _ := call(t, s, "GET", "/v1/convai/agents", adminKey, "").JSON(t)["agents"].([]any)

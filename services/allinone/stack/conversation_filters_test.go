@@ -23,8 +23,8 @@ func testConversationFilters(t *testing.T, s *Stack) {
 	end := func(id string, at time.Time, outcome string, dur int, words string, tool map[string]any, analysis map[string]any) {
 		turn := map[string]any{"role": "agent", "message": words, "time_in_call_secs": 1}
 		if tool != nil {
-			turn["tool_calls"] = []any{map[string]any{"tool_name": tool["name"], "request_id": "r1", "params_as_json": "{}"}}
-			turn["tool_results"] = []any{map[string]any{"tool_name": tool["name"], "request_id": "r1", "result_value": "x", "is_error": tool["error"]}}
+			turn["tool_calls"] = []any{map[string]any{"tool_name": tool["name"], "request_id": "r1", "params_as_json": "{}", "tool_has_been_called": true}}
+			turn["tool_results"] = []any{map[string]any{"tool_name": tool["name"], "request_id": "r1", "result_value": "x", "is_error": tool["error"], "tool_has_been_called": true}}
 		}
 		ingest(t, s, adminKey, "conversation_started", at, map[string]any{"conversation_id": id, "agent_id": agent})
 		ingest(t, s, adminKey, "conversation_ended", at.Add(time.Duration(dur)*time.Second), map[string]any{

@@ -55,7 +55,7 @@ func TestConversationsAPI(t *testing.T) {
 	transcript := []map[string]any{
 		{"role": "user", "message": "My order never arrived.", "time_in_call_secs": 0},
 		{"role": "agent", "message": "Let me check.", "time_in_call_secs": 2,
-			"tool_calls": []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"id":"A1"}`, "request_id": "t1"}}},
+			"tool_calls": []map[string]any{{"tool_name": "lookup_order", "params_as_json": `{"id":"A1"}`, "request_id": "t1", "tool_has_been_called": true}}},
 		{"role": "agent", "message": "It was delivered yesterday.", "time_in_call_secs": 5},
 	}
 	// conv_a: support, ended, failed, with a transcript; conv_b: sales,

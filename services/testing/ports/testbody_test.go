@@ -38,7 +38,7 @@ func validate(t *testing.T, body string) apperr.ValidationErrors {
 // validChat is a chat history every test below may reuse.
 const validChat = `[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3},
 	{"role":"agent","message":"Let me check.","time_in_call_secs":4,
-	 "tool_calls":[{"request_id":"r1","tool_name":"hours","params_as_json":"{}"}]}]`
+	 "tool_calls":[{"request_id":"r1","tool_name":"hours","params_as_json":"{}","tool_has_been_called":true}]}]`
 
 func repeatJSON(item string, n int) string {
 	return "[" + strings.TrimSuffix(strings.Repeat(item+",", n), ",") + "]"
@@ -143,8 +143,16 @@ func TestTestBodiesRefusedAtTheirFields(t *testing.T) {
 			{"role":"user","message":"hi","time_in_call_secs":0},{"role":"agent","message":"hi"}]}`,
 			[]fe{{loc: []any{"body", "chat_history", 1, "time_in_call_secs"}, msg: required, typ: missing}}},
 		{"chat tool call without name", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
-			{"role":"agent","time_in_call_secs":1,"tool_calls":[{"tool_name":"ok"},{"request_id":"r2","params_as_json":"{}"}]}]}`,
+			{"role":"agent","time_in_call_secs":1,"tool_calls":[{"request_id":"r1","tool_name":"ok","params_as_json":"{}","tool_has_been_called":true},{"request_id":"r2","params_as_json":"{}","tool_has_been_called":true}]}]}`,
 			[]fe{{loc: []any{"body", "chat_history", 0, "tool_calls", 1, "tool_name"}, msg: required, typ: missing}}},
+		{"chat tool call and result short of what the public API requires", `{"type":"llm","name":"x","success_condition":"c","chat_history":[
+			{"role":"agent","time_in_call_secs":1,"tool_calls":[{"tool_name":"ok","request_id":"r1","params_as_json":"{}"}],
+			 "tool_results":[{"request_id":"r1","tool_name":"ok","result_value":"","tool_has_been_called":true}],"feedback":{"score":"like"}}]}`,
+			[]fe{
+				{loc: []any{"body", "chat_history", 0, "feedback", "time_in_call_secs"}, msg: required, typ: missing},
+				{loc: []any{"body", "chat_history", 0, "tool_calls", 0, "tool_has_been_called"}, msg: required, typ: missing},
+				{loc: []any{"body", "chat_history", 0, "tool_results", 0, "is_error"}, msg: required, typ: missing},
+			}},
 		{"success example without response", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"success"},{"type":"success"}]}`,
 			[]fe{{loc: []any{"body", "success_examples", 1, "response"}, msg: required, typ: missing}}},
 		{"success example of type failure", `{"type":"llm","name":"x","success_examples":[{"response":"a","type":"failure"}]}`,
