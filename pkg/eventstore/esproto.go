@@ -37,7 +37,13 @@ func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
 // matching filters: each subject's last event, then new ones live, each
 // decoded and handed to apply with its sequence (an undecodable one is
 // logged and skipped). It returns once the replay is applied.
-func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message)) error {
+//
+// reset (nil: none) empties that state when the stream is found made
+// anew (a restore), before the new stream is applied from its start: the
+// state keeps each aggregate's sequence to refuse older events, and the
+// new stream numbers from 1 again, so without it the state would keep
+// what the new stream lacks and refuse what it changes.
+func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message), reset func()) error {
 	f, err := Follow(ctx, js, stream, filters, true, func(rec Record) {
 		msg, err := esproto.Decode(rec)
 		if err != nil {
@@ -48,6 +54,12 @@ func FollowState(ctx context.Context, js jetstream.JetStream, stream string, fil
 	})
 	if err != nil {
 		return err
+	}
+	if reset != nil {
+		f.WhenMadeAnew(func() {
+			log.Warn("stream made anew: what was read of it is dropped and read again from its start", "stream", stream)
+			reset()
+		})
 	}
 	return f.Wait(ctx)
 }

@@ -3,13 +3,19 @@ package eventstore
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
@@ -68,5 +74,65 @@ func TestAFollowerFollowsAStreamMadeAnewFromItsStart(t *testing.T) {
 	defer mu.Unlock()
 	if n := len(seen); n != 25 {
 		t.Errorf("%d records applied; want the 20 of the first stream and the 5 of the new one, once each: %v", n, seen)
+	}
+}
+
+// FollowState empties the state it keeps (its reset) when the stream is
+// made anew, before the new stream's records: each aggregate's state
+// keeps its sequence and refuses older ones, and the new stream numbers
+// from 1 again.
+func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
+	ctx := context.Background()
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	store := New(js, events.AgentsStream)
+	create := func(id string) {
+		t.Helper()
+		subject, err := events.AgentSubject("ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta := esproto.Meta(ctx, "ws", "", time.Now())
+		if _, err := esproto.Append(ctx, store, subject, AnySeq, meta, &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: id, WorkspaceId: "ws"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("agent_old")
+	var mu sync.Mutex
+	held := map[string]uint64{}
+	resets := 0
+	err := FollowState(t.Context(), js, events.AgentsStream, []string{events.AgentsAll}, slog.New(slog.DiscardHandler), func(seq uint64, msg proto.Message) {
+		if a, ok := events.StateOf[*agentsv1.Agent](msg); ok {
+			mu.Lock()
+			held[a.GetAgentId()] = seq
+			mu.Unlock()
+		}
+	}, func() {
+		mu.Lock()
+		clear(held)
+		resets++
+		mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteStream(ctx, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	create("agent_new")
+	testkit.Eventually(t, 60*time.Second, "the new stream's agent held", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return held["agent_new"] > 0
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if _, ok := held["agent_old"]; ok || resets != 1 {
+		t.Errorf("after the stream was made anew: %v held, %d resets; want agent_new alone, after one", held, resets)
 	}
 }

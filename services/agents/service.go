@@ -120,6 +120,6 @@ func followAgents(ctx context.Context, d runtime.Deps) (*memory.ReadModel, *memo
 		} else if s, ok := events.StateOf[*agentsv1.WorkspaceSecret](msg); ok {
 			_ = secrets.Apply(ctx, seq, s)
 		}
-	})
+	}, func() { agents.Reset(); secrets.Reset() })
 	return agents, secrets, err
 }

@@ -77,6 +77,6 @@ func followIdentity(ctx context.Context, d runtime.Deps) (*memory.ReadModel, err
 		if doc := app.DocOf(msg); doc != nil {
 			_ = rm.Put(ctx, seq, doc) // in memory: never fails
 		}
-	})
+	}, rm.Reset)
 	return rm, err
 }

@@ -419,7 +419,7 @@ func followTesting(ctx context.Context, d runtime.Deps) (*memory.Index, error) {
 		case *testingv1.Invocation:
 			_ = m.ApplyInvocation(ctx, seq, s)
 		}
-	})
+	}, m.Reset)
 	return m, err
 }
 

@@ -236,6 +236,10 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 		if an, ok := events.StateOf[*ticketsv1.ConversationAnnotations](msg); ok && conv != nil {
 			_ = conv.Annotate(ctx, seq, an)
 		}
+	}, func() {
+		if idx != nil {
+			idx.Reset()
+		}
 	})
 	if err == nil && idx != nil {
 		start := time.Now()

@@ -56,9 +56,21 @@ func NewRegistry(js jetstream.JetStream, log *slog.Logger) *Registry {
 }
 
 // Follow replays WEBHOOKS and follows it; it returns once the replay is
-// complete.
+// complete. A stream made anew (a restore) empties the registry before
+// its records are applied from the start: webhooks the new stream lacks
+// would go on being delivered to, with nobody able to delete them, and
+// its changes, numbered from 1 again, would be refused as older.
 func (r *Registry) Follow(ctx context.Context) error {
-	return followReplayed(ctx, r.js, events.WebhooksStream, []string{events.WebhooksAll}, true, r.applyRecord)
+	f, err := eventstore.Follow(ctx, r.js, events.WebhooksStream, []string{events.WebhooksAll}, true, r.applyRecord)
+	if err != nil {
+		return err
+	}
+	f.WhenMadeAnew(func() {
+		r.log.Warn("the WEBHOOKS stream was made anew: the registry is emptied and loaded again from it")
+		r.Registry.Reset()
+		r.applied.Reset()
+	})
+	return f.Wait(ctx)
 }
 
 func (r *Registry) applyRecord(rec eventstore.Record) {

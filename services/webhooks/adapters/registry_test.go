@@ -19,6 +19,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app/registrytest"
 )
@@ -126,6 +127,56 @@ func TestCatchUpWaitsForTheWebhooksStoredBeforeIt(t *testing.T) {
 	defer r.freshMu.Unlock()
 	if !r.safeUntil.IsZero() {
 		t.Fatalf("CatchUp vouched for the events stored until %s", r.safeUntil)
+	}
+}
+
+// A WEBHOOKS stream restored from an older backup (deleted, made again,
+// numbered from 1) is what the registry holds: a webhook the backup
+// lacks is no longer delivered to (nobody could delete it: the repository
+// reads the stream), and a change after the restore, at a sequence below
+// those the registry had, is applied (found by a read-only audit).
+func TestARegistryFollowsAWebhooksStreamMadeAnew(t *testing.T) {
+	ctx, js := registryStream(t)
+	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err := r.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := &webhooksv1.Webhook{WebhookId: "whk_a", WorkspaceId: "ws_a", Active: true, Url: "https://a.example/1"}
+	createWebhook(ctx, t, js, "ws_a", "whk_a")
+	for i := 2; i <= 5; i++ { // the registry's sequence of whk_a climbs past what the backup will hold
+		a.Url = fmt.Sprintf("https://a.example/%d", i)
+		if _, err := storeWebhookChange(ctx, js, registrytest.Updated, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createWebhook(ctx, t, js, "ws_a", "whk_b")
+	if err := r.CatchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The restore: an older stream holding whk_a's creation alone; then
+	// whk_a is disabled, and whk_c made to know when the registry is there.
+	if err := js.DeleteStream(ctx, events.WebhooksStream); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.WebhooksStream); err != nil {
+		t.Fatal(err)
+	}
+	createWebhook(ctx, t, js, "ws_a", "whk_a")
+	disabled := &webhooksv1.Webhook{WebhookId: "whk_a", WorkspaceId: "ws_a", Active: false}
+	if _, err := storeWebhookChange(ctx, js, registrytest.Disabled, disabled); err != nil {
+		t.Fatal(err)
+	}
+	createWebhook(ctx, t, js, "ws_a", "whk_c")
+	testkit.Eventually(t, 60*time.Second, "the new stream's webhook in the registry", func() bool {
+		_, ok := r.Get("ws_a", "whk_c")
+		return ok
+	})
+	if _, ok := r.Get("ws_a", "whk_b"); ok {
+		t.Error("a webhook the restored stream lacks is still in the registry")
+	}
+	if w, ok := r.Get("ws_a", "whk_a"); !ok || w.GetActive() {
+		t.Errorf("whk_a disabled after the restore: %v (found %v), want it inactive", w, ok)
 	}
 }
 

@@ -60,6 +60,13 @@ func NewReadModel() *ReadModel {
 
 var _ app.ReadModel = (*ReadModel)(nil)
 
+// Reset empties the listing: its stream was made anew (a restore).
+func (m *ReadModel) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.agents, m.spaces = map[string]*agent{}, map[string]*agentSpace{}
+}
+
 // Apply implements app.ReadModel.
 func (m *ReadModel) Apply(_ context.Context, seq uint64, a *agentsv1.Agent) error {
 	next := &agent{seq: seq, doc: app.DocOf(a)}
@@ -206,6 +213,13 @@ func NewSecrets(agents *ReadModel) *Secrets {
 }
 
 var _ app.SecretReadModel = (*Secrets)(nil)
+
+// Reset empties the listing: its stream was made anew (a restore).
+func (s *Secrets) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.secrets, s.spaces = map[string]*secret{}, map[string]*btree.BTreeG[*secret]{}
+}
 
 // Apply implements app.SecretReadModel.
 func (m *Secrets) Apply(_ context.Context, seq uint64, s *agentsv1.WorkspaceSecret) error {

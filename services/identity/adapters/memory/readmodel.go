@@ -46,6 +46,13 @@ func NewReadModel() *ReadModel {
 	return &ReadModel{latest: map[docKey]stored{}, spaces: map[string]*listings{}}
 }
 
+// Reset empties the model: its stream was made anew (a restore).
+func (m *ReadModel) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.latest, m.spaces = map[docKey]stored{}, map[string]*listings{}
+}
+
 // Put records doc as of seq; older or equal sequences are ignored.
 func (m *ReadModel) Put(_ context.Context, seq uint64, doc app.Doc) error {
 	key, doc := keyOf(doc), cloneDoc(doc) // callers keep theirs

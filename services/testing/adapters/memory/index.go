@@ -71,6 +71,13 @@ func NewIndex() *Index {
 	return &Index{spaces: map[string]*space{}, running: map[string]*invocation{}}
 }
 
+// Reset empties the index: its stream was made anew (a restore).
+func (m *Index) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.spaces, m.running = map[string]*space{}, map[string]*invocation{}
+}
+
 func (m *Index) space(ws string) *space {
 	s := m.spaces[ws]
 	if s == nil {

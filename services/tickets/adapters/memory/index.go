@@ -162,6 +162,15 @@ func (m *Index) Loaded() error {
 	return m.listStaged(staged)
 }
 
+// Reset empties the index: its stream was made anew (a restore). A
+// loading index stays loading, with nothing staged.
+func (m *Index) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.tickets, m.spaces, m.staged = map[string]*entry{}, map[string]*space{}, nil
+	m.decoded.Purge()
+}
+
 // prepared is a staged entry read for listing: its workspace, terms and
 // search pieces.
 type prepared struct {

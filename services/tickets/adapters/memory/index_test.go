@@ -135,3 +135,35 @@ func TestADeletedAgentsTicketsAreNotReadByAListing(t *testing.T) {
 		t.Fatalf("two pages of 10 read %d tickets and asked of the deleted agent %d times; want at most 22 and 2", read, askedOf["agent_gone"])
 	}
 }
+
+// Reset (the TICKETS stream made anew, numbered from 1 again) leaves the
+// index with nothing, taking the new stream's tickets at any sequence:
+// a ticket the new stream lacks is not listed, and one it changes at a
+// sequence below the old one's is.
+func TestAResetIndexTakesTheNewStreamsTickets(t *testing.T) {
+	ctx := context.Background()
+	for _, loading := range []bool{false, true} {
+		m := NewIndex()
+		if loading {
+			m = NewLoadingIndex()
+		}
+		put := func(seq uint64, id, title string) {
+			t.Helper()
+			tk := &ticketsv1.Ticket{TicketId: id, WorkspaceId: "ws_1", AgentId: "agent_1", Title: title, Status: "open", CreatedAtUnixMs: 1, Labels: []string{}}
+			if err := m.Put(ctx, seq, tk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(100, "tkt_kept", "before")
+		put(101, "tkt_lost", "before")
+		m.Reset()
+		put(1, "tkt_kept", "after")
+		if err := m.Loaded(); err != nil {
+			t.Fatal(err)
+		}
+		page, _, err := m.Page(ctx, app.Query{WorkspaceID: "ws_1", Limit: 10})
+		if err != nil || len(page) != 1 || page[0].TicketId != "tkt_kept" || page[0].Title != "after" {
+			t.Fatalf("loading=%v: after a reset the index lists %v (%v); want tkt_kept as the new stream has it", loading, page, err)
+		}
+	}
+}

@@ -73,6 +73,14 @@ func (r *Registry) put(seq uint64, w *webhooksv1.Webhook) (deleted bool) {
 	return false
 }
 
+// Reset empties the registry: its stream was made anew (a restore).
+// Those told of deletions stay told.
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byID, r.byWS = map[string]entry{}, map[string]map[string]struct{}{}
+}
+
 // WhenDeleted has tell told of each webhook deletion recorded from now
 // on, once the registry holds it, so that what is kept of a webhook
 // elsewhere (its delivery log, its failure runs) goes with it.
