@@ -53,7 +53,8 @@ type RunsLog interface {
 	// At is the record stored at seq.
 	At(ctx context.Context, seq uint64) (Record, error)
 	// EachLast calls fn with the newest record of every subject matching
-	// filter, in log order, holding none of them in memory.
+	// filter, in log order, holding none of them in memory. An error fn
+	// returns ends the read, and EachLast returns it (so does EachHeader).
 	EachLast(ctx context.Context, filter string, fn func(Record) error) error
 	// EachHeader calls fn with every record matching filter, in log order,
 	// with its subject, sequence and headers; its data may be left out

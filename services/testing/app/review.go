@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -101,23 +102,28 @@ func (a *App) recentResults(ctx context.Context, ws, agentID string, begin func(
 				return err
 			}
 		}
-		stop := false
 		err = a.EachRunResult(ctx, inv, func(res *testingv1.RunResult) error {
-			if stop || budget <= 0 {
-				stop = true
-				return nil
-			}
 			budget--
 			more, err := fn(inv, res)
-			stop = !more
+			if err == nil && (!more || budget <= 0) {
+				return errEnoughRead
+			}
 			return err
 		})
-		if err != nil || stop {
+		if errors.Is(err, errEnoughRead) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// errEnoughRead ends a read of the runs log that has what it needs: the
+// log goes on reading (and decoding) every record until its callback
+// fails, so returning nil would read a 250,000-run invocation whole.
+var errEnoughRead = errors.New("enough read")
 
 // ReviewQueue lists runs for people to label: failed runs, runs whose
 // judge votes disagreed and a deterministic sample of passes, newest

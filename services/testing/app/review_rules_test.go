@@ -258,3 +258,34 @@ func TestStateOfATestingEvent(t *testing.T) {
 		}
 	}
 }
+
+// countedRuns is a runs log that counts the records its EachLast hands out.
+type countedRuns struct {
+	app.RunsLog
+	read int
+}
+
+func (c *countedRuns) EachLast(ctx context.Context, filter string, fn func(app.Record) error) error {
+	return c.RunsLog.EachLast(ctx, filter, func(r app.Record) error { c.read++; return fn(r) })
+}
+
+// The review queue stops reading once it has its page: a page of one run
+// of an invocation of 40 failed runs reads one result, not all 40.
+func TestReviewQueueStopsReadingAtItsLimit(t *testing.T) {
+	w := newWorld(t)
+	inv := w.run(40).GetInvocationId()
+	for i := range 40 {
+		w.judged(inv, i, domain.RunFailed, domain.ConditionFailure)
+	}
+	runs := &countedRuns{RunsLog: w.a.Runs}
+	w.a.Runs = runs
+	items, err := w.a.ReviewQueue(context.Background(), app.ReviewQuery{WorkspaceID: "ws", Limit: 1})
+	if err != nil || len(items) != 1 {
+		t.Fatalf("review queue: %d items, %v; want 1", len(items), err)
+	}
+	// The labels' read (CurrentLabels) finds none; the results' read
+	// stops at its first.
+	if runs.read != 1 {
+		t.Fatalf("%d records read for a page of 1; want 1", runs.read)
+	}
+}

@@ -4,6 +4,7 @@ package runslogtest
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -25,6 +26,7 @@ func Run(t *testing.T, open Open) {
 		{"LastIsTheSubjectsNewest", lastPerSubject},
 		{"EachLastInLogOrder", eachLast},
 		{"EachHeaderReadsEveryRecordInOrder", eachHeader},
+		{"EachEndsWithItsCallbacksError", eachEnds},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -145,6 +147,21 @@ func eachHeader(t *testing.T, l app.RunsLog) {
 		full, err := l.At(context.Background(), r.Seq) // the data, by its sequence
 		if err != nil || string(full.Data) != want[i] || full.Subject != r.Subject {
 			t.Fatalf("at %d: %q %v; want %q", r.Seq, full.Data, err, want[i])
+		}
+	}
+}
+
+// eachEnds: an error the callback returns ends the read and is returned
+// (the review queue ends its reads so once it has its page).
+func eachEnds(t *testing.T, l app.RunsLog) {
+	history(t, l)
+	stop := errors.New("stop")
+	for name, each := range map[string]func(context.Context, string, func(app.Record) error) error{
+		"EachLast": l.EachLast, "EachHeader": l.EachHeader} {
+		n := 0
+		err := each(context.Background(), filter(t, "tinv_a"), func(app.Record) error { n++; return stop })
+		if !errors.Is(err, stop) || n != 1 {
+			t.Fatalf("%s: %d records read, %v; want 1 and the callback's error", name, n, err)
 		}
 	}
 }
