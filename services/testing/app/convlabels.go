@@ -22,7 +22,7 @@ import (
 // answers the first label.
 func (a *App) LabelConversation(ctx context.Context, c principal.Caller, conversationID string, in LabelInput) (*testingv1.ConversationLabel, error) {
 	subject, err := events.ConversationLabelSubject(c.WorkspaceID, conversationID)
-	if err != nil {
+	if err != nil || a.deletedConversation(c.WorkspaceID, conversationID) {
 		return nil, apperr.ConversationUnknown
 	}
 	if c.CommandID != "" {
@@ -94,7 +94,7 @@ func overturned(judged string) string {
 // last is current).
 func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conversationID string) ([]*testingv1.ConversationLabel, error) {
 	subject, err := events.ConversationLabelSubject(c.WorkspaceID, conversationID)
-	if err != nil {
+	if err != nil || a.deletedConversation(c.WorkspaceID, conversationID) {
 		return nil, apperr.ConversationUnknown
 	}
 	out := []*testingv1.ConversationLabel{}
@@ -115,6 +115,13 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 		}
 	}
 	return out, nil
+}
+
+// deletedConversation reports whether the conversation was deleted: its
+// analyses and labels stay in the runs log, but it is gone for its labels'
+// reads and writes and for the judge report.
+func (a *App) deletedConversation(ws, conversationID string) bool {
+	return a.ConversationDeleted != nil && a.ConversationDeleted(ws, conversationID)
 }
 
 // conversationLabelOf is the label a conversation_labelled record holds.

@@ -286,7 +286,8 @@ func (a *App) JudgeReport(ctx context.Context, q ReportQuery) ([]*JudgeFigures, 
 			if err != nil {
 				return err
 			}
-			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix {
+			if (q.JudgeModel != "" && l.GetJudgeModel() != q.JudgeModel) || l.GetLabelledAtUnixMs()/1000 < q.SinceUnix ||
+				a.deletedConversation(q.WorkspaceID, l.GetConversationId()) {
 				return nil
 			}
 			total++

@@ -111,3 +111,35 @@ func TestConversationLabelsInTheReport(t *testing.T) {
 		t.Fatalf("a test's report counted a conversation")
 	}
 }
+
+// A deleted conversation's labels are gone: its label list and a new
+// label answer conversation_not_found, and the report counts none of its
+// labels (another conversation's still count).
+func TestADeletedConversationsLabelsAreGone(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	for _, conv := range []string{"conv_1", "conv_2"} {
+		an := &testingv1.ConversationAnalysis{AnalysisId: "cana_" + conv, WorkspaceId: "ws", ConversationId: conv, AgentId: agentID,
+			CallSuccessful: domain.ConditionFailure, Judge: &testingv1.ModelUsage{Provider: "openai", Model: "judge-m"}}
+		if _, err := w.a.RecordAnalysis(ctx, w.c, an); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.a.LabelConversation(ctx, w.c, conv, app.LabelInput{VerdictCorrect: yes()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w.a.ConversationDeleted = func(ws, conv string) bool { return ws == "ws" && conv == "conv_1" }
+	if _, err := w.a.ConversationLabels(ctx, w.c, "conv_1"); !errors.Is(err, apperr.ConversationUnknown) {
+		t.Fatalf("labels of a deleted conversation: %v; want conversation_not_found", err)
+	}
+	if _, err := w.a.LabelConversation(ctx, w.c, "conv_1", app.LabelInput{VerdictCorrect: no()}); !errors.Is(err, apperr.ConversationUnknown) {
+		t.Fatalf("a label of a deleted conversation: %v; want conversation_not_found", err)
+	}
+	if got, err := w.a.ConversationLabels(ctx, w.c, "conv_2"); err != nil || len(got) != 1 {
+		t.Fatalf("another conversation's labels: %v, %v", got, err)
+	}
+	_, total, err := w.a.JudgeReport(ctx, app.ReportQuery{WorkspaceID: "ws"})
+	if err != nil || total != 1 {
+		t.Fatalf("report: %d labels, %v; want conv_2's one", total, err)
+	}
+}
