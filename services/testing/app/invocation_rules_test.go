@@ -349,3 +349,53 @@ func TestResubmitRunsAgainAsANewAttempt(t *testing.T) {
 		t.Fatalf("after the resubmission passed %d, failed %d; want 2 and 0", got.GetPassedCount(), got.GetFailedCount())
 	}
 }
+
+// deleteAgent deletes w's agent as the agents service does.
+func (w *world) deleteAgent() {
+	w.t.Helper()
+	ctx := context.Background()
+	subject, _ := events.AgentSubject(w.c.WorkspaceID, agentID)
+	last, found, err := w.p.Agents.Last(ctx, subject)
+	if err != nil || !found {
+		w.t.Fatalf("the agent's last event: found %v, %v", found, err)
+	}
+	now := w.clock.Now().Unix()
+	meta := esproto.Meta(ctx, w.c.WorkspaceID, "", w.clock.Now())
+	if _, err := esproto.Append(ctx, w.p.Agents, subject, last.Seq, meta, &agentsv1.AgentDeleted{Meta: meta,
+		Agent: &agentsv1.Agent{AgentId: agentID, WorkspaceId: w.c.WorkspaceID, Name: "Front desk", DeletedAtUnix: &now}}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// A deleted agent's invocation is not resubmitted: agent_not_found, as
+// run-tests answers, and nothing is queued; a replay of a resubmission
+// made before the deletion still answers it.
+func TestResubmitRefusesADeletedAgent(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	a, b := w.run(1).GetInvocationId(), w.run(1).GetInvocationId()
+	for _, id := range []string{a, b} {
+		w.work(id, passEven)
+		w.complete(id)
+	}
+	keyed := w.as("cmd_resubmit")
+	first, err := w.a.Resubmit(ctx, keyed, b, app.ResubmitInput{TestRunIDs: []string{domain.RunID(b, 0)}, AgentID: agentID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.deleteAgent()
+	if _, err := w.a.RunTests(ctx, w.c, agentID, app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}}); !errors.Is(err, apperr.AgentNotFound) {
+		t.Fatalf("run-tests on a deleted agent: %v; want agent_not_found", err)
+	}
+	_, err = w.a.Resubmit(ctx, w.c, a, app.ResubmitInput{TestRunIDs: []string{domain.RunID(a, 0)}, AgentID: agentID})
+	if !errors.Is(err, apperr.AgentNotFound) {
+		t.Fatalf("resubmit on a deleted agent: %v; want agent_not_found", err)
+	}
+	if got := w.get(a); got.GetStatus() != domain.InvocationCompleted || len(got.GetResubmissions()) != 0 {
+		t.Fatalf("after a refused resubmit: %s with %d resubmissions", got.GetStatus(), len(got.GetResubmissions()))
+	}
+	again, err := w.a.Resubmit(ctx, keyed, b, app.ResubmitInput{TestRunIDs: []string{domain.RunID(b, 0)}, AgentID: agentID})
+	if err != nil || len(again.GetResubmissions()) != len(first.GetResubmissions()) {
+		t.Fatalf("a replay of a resubmission made before the deletion: %v, %v", again.GetResubmissions(), err)
+	}
+}

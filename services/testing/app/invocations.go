@@ -283,6 +283,13 @@ func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID str
 		if inv.Status == domain.InvocationRunning {
 			return nil, apperr.InvocationRunning
 		}
+		// A deleted agent is not run again, as run-tests refuses it. Looked
+		// up in the update, not before it: a replay under the same key still
+		// answers what its first attempt did (Update answers the recorded
+		// state when the mutation fails).
+		if _, err := a.Agent(ctx, c.WorkspaceID, inv.GetAgentId()); err != nil {
+			return nil, err
+		}
 		inv.Resubmissions = append(inv.Resubmissions, &testingv1.Resubmission{
 			Attempt: int32(len(inv.Resubmissions) + 2), RunIds: in.TestRunIDs, AtUnix: a.Now().Unix(),
 			ByUserEmail: c.Email, AgentConfigJson: cfg, BranchId: deref(in.BranchID),
