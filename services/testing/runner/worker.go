@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/tick"
@@ -391,7 +393,19 @@ func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJ
 		_ = m.Drop()
 		return
 	}
-	inv, _ := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
+	// The runs' tests are the invocation's (a job names its first run's
+	// test index, not its test): without it a result would name no test,
+	// and its run's index for one.
+	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
+	if errors.Is(err, apperr.InvocationNotFound) {
+		w.Log.ErrorContext(ctx, "runner: a given-up job of no invocation dropped", "subject", m.Subject())
+		_ = m.Drop()
+		return
+	}
+	if err != nil {
+		_ = m.Retry(w.RetryDelay) // given up again, once the invocation reads
+		return
+	}
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
 		now := w.App.Now().UnixMilli()

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
@@ -267,6 +269,75 @@ func TestAJobDeliveredTooOftenIsGivenUp(t *testing.T) {
 		if !w.noticed(inv, runID) {
 			t.Fatalf("run %s failed with no failure notice stored", runID)
 		}
+	}
+}
+
+// unreadable is a store whose reads of invocations fail while down is
+// set; reads counts those it failed.
+type unreadable struct {
+	eventlog.Store
+	down  atomic.Bool
+	reads atomic.Int32
+}
+
+func (u *unreadable) Last(ctx context.Context, subject string) (eventlog.Record, bool, error) {
+	if u.down.Load() && strings.Contains(subject, "."+events.TestingKindInvocation+".") {
+		u.reads.Add(1)
+		return eventlog.Record{}, false, errors.New("the store is down")
+	}
+	return u.Store.Last(ctx, subject)
+}
+
+// A job given up while its invocation cannot be read records nothing
+// (a result would name no test, and its run's index for one): it is
+// given up again once the invocation reads, each run failed under its
+// own test.
+func TestAJobGivenUpWaitsForItsInvocation(t *testing.T) {
+	store := &unreadable{}
+	w := newMemWorldWith(t, func(p *app.Ports) { store.Store = p.Testing; p.Testing = store })
+	inv := w.invoke(2)
+	w.takeBack(inv)
+	w.takeBack(inv)
+	store.down.Store(true)
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 2 })
+	testkit.Eventually(t, 10*time.Second, "the give-up tried again", func() bool { return store.reads.Load() >= 2 })
+	stored := 0 // read with the invocation as invoked: the store is down
+	if err := w.a.EachRunResult(w.ctx, inv, func(*testingv1.RunResult) error { stored++; return nil }); err != nil || stored != 0 {
+		t.Fatalf("%d results stored without the invocation, %v", stored, err)
+	}
+	store.down.Store(false)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+	res := w.results(inv)
+	for i := range 2 {
+		r := res[domain.RunID(inv.GetInvocationId(), i)]
+		if r.GetStatus() != domain.RunFailed || r.GetTestId() != w.test || r.GetTestIndex() != 0 || r.GetRepeatIndex() != int32(i) {
+			t.Fatalf("run %d: %s, test %q index %d, repeat %d; want failed under test %s index 0", i, r.GetStatus(), r.GetTestId(),
+				r.GetTestIndex(), r.GetRepeatIndex(), w.test)
+		}
+	}
+}
+
+// A job given up whose invocation does not exist is dropped: it has no
+// test to record its runs under, and nothing would read them.
+func TestAJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
+	w := newMemWorld(t)
+	id := "tinv_none"
+	subject, _ := events.TestJobSubject("ws", id, "run-0")
+	data, err := proto.Marshal(&testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: "run", RunId: domain.RunID(id, 0), Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.p.Jobs.Enqueue(w.ctx, 1, func(int) (app.Message, error) {
+		return app.Message{Subject: subject, ID: "orphan", Data: data}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
+	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
+	stored := 0
+	inv := &testingv1.Invocation{WorkspaceId: "ws", InvocationId: id}
+	if err := w.a.EachRunResult(w.ctx, inv, func(*testingv1.RunResult) error { stored++; return nil }); err != nil || stored != 0 {
+		t.Fatalf("%d results stored for no invocation, %v", stored, err)
 	}
 }
 

@@ -28,24 +28,27 @@ import (
 )
 
 // A job that fails on every delivery is not left on the work queue for
-// ever: after MaxAttempts deliveries its run is recorded failed, with the
-// reason, and the job leaves the queue.
+// ever: after MaxAttempts deliveries its run is recorded failed under its
+// test, with the reason, and the job leaves the queue.
 func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
-	ctx, js := testingStreams(t)
-	log := slog.New(slog.DiscardHandler)
-	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
-
-	// A job of an invocation that does not exist fails on every delivery.
-	const ws, inv = "ws_1", "tinv_missing"
-	runID := domain.RunID(inv, 0)
-	if err := adapters.EnsureRunQueue(ctx, js, ws, inv); err != nil {
+	// A job whose test's definition cannot be read (no event at its
+	// sequence) fails on every delivery.
+	ctx, js, a, inv, log := invocationFixture(t, func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation {
+		unreadable := &testingv1.PlannedTest{TestId: test.TestId, TestName: test.TestName, TestType: test.TestType, TestStreamSeq: test.TestStreamSeq + 1000}
+		return &testingv1.Invocation{InvocationId: "tinv_failing", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1, JobsTotal: 1,
+			Status: domain.InvocationRunning, Tests: []*testingv1.PlannedTest{unreadable}}
+	})
+	startWorker(ctx, t, js, a, log, func(w *runner.Worker) { w.MaxAttempts = 3 })
+	ws := inv.WorkspaceId
+	runID := domain.RunID(inv.InvocationId, 0)
+	if err := adapters.EnsureRunQueue(ctx, js, ws, inv.InvocationId); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv, Kind: "run", RunId: runID, Attempt: 1})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv, runID)), data); err != nil {
+	data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run", RunId: runID, Attempt: 1})
+	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, runID)), data); err != nil {
 		t.Fatal(err)
 	}
-	subject, _ := events.RunSubject(ws, inv, runID)
+	subject, _ := events.RunSubject(ws, inv.InvocationId, runID)
 	results, err := js.OrderedConsumer(ctx, events.TestRunsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,8 +58,8 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 		t.Fatalf("no result recorded for a job failing on every delivery: %v", err)
 	}
 	run := eventOf(t, m).(*testingv1.RunCompleted).GetRun()
-	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") {
-		t.Fatalf("given-up run: status %q, error %q", run.GetStatus(), run.GetError())
+	if run.GetStatus() != domain.RunFailed || !strings.Contains(run.GetError(), "started 3 times") || run.GetTestId() != inv.GetTests()[0].GetTestId() {
+		t.Fatalf("given-up run: status %q, error %q, test %q; want failed under %s", run.GetStatus(), run.GetError(), run.GetTestId(), inv.GetTests()[0].GetTestId())
 	}
 	// The job leaves the queue once its result is stored.
 	waitQueueEmpty(ctx, t, js, 10*time.Second)
