@@ -30,8 +30,10 @@ type RunQueue struct {
 //   - A run waiting for something outside the runner (an agent endpoint's
 //     slot) is paused: it holds its job but no slot, which goes to other
 //     invocations. Held jobs are bounded too: Slots per invocation (more
-//     of its runs would wait for the same endpoint), 2*Slots+Headroom in
-//     all.
+//     of its runs would wait for the same endpoint), 2*Slots per workspace
+//     (however many of its runs wait on slow endpoints, Headroom held
+//     places remain for other workspaces; alone, it still runs Slots
+//     beside Slots paused), 2*Slots+Headroom in all.
 //
 // Its methods are safe for concurrent use.
 type Scheduler struct {
@@ -76,7 +78,8 @@ func (s *Scheduler) Next(queues []RunQueue) (q RunQueue, n int, ok bool) {
 	}
 	best, candidates, workspaces := -1, 0, map[string]bool{}
 	for i, c := range queues {
-		if c.Waiting <= 0 || s.running[c.Workspace] >= s.slots || s.heldInv[queueKey{c.Workspace, c.Invocation}] >= s.slots {
+		if c.Waiting <= 0 || s.running[c.Workspace] >= s.slots || s.held[c.Workspace] >= 2*s.slots ||
+			s.heldInv[queueKey{c.Workspace, c.Invocation}] >= s.slots {
 			continue
 		}
 		candidates++
@@ -90,7 +93,7 @@ func (s *Scheduler) Next(queues []RunQueue) (q RunQueue, n int, ok bool) {
 		return RunQueue{}, 0, false
 	}
 	q = queues[best]
-	n = min(free, q.Waiting, s.slots-s.running[q.Workspace], s.slots-s.heldInv[queueKey{q.Workspace, q.Invocation}])
+	n = min(free, q.Waiting, s.slots-s.running[q.Workspace], 2*s.slots-s.held[q.Workspace], s.slots-s.heldInv[queueKey{q.Workspace, q.Invocation}])
 	if candidates > 1 {
 		// Others wait too: take a share now, the rest after they had theirs.
 		n = min(n, max(1, free/candidates))

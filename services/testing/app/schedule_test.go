@@ -157,3 +157,46 @@ func TestSchedulerPausedRunsFreeTheirSlots(t *testing.T) {
 		t.Fatalf("after the slow runs: %d jobs of %+v, want 1 of ws_a", n, q)
 	}
 }
+
+// A workspace whose runs all wait on slow endpoints holds at most twice
+// the slots: another workspace's one job is still taken, with the slots
+// idle, where it used to wait for the first workspace's runs. Alone, a
+// workspace still runs every slot beside the runs it has waiting.
+func TestSchedulerPausedWorkspaceLeavesHeadroomToOthers(t *testing.T) {
+	s := app.NewScheduler(4, 1)
+	queues := []app.RunQueue{{Workspace: "ws_a", Invocation: "inv_1", Waiting: 100},
+		{Workspace: "ws_a", Invocation: "inv_2", Waiting: 100}, {Workspace: "ws_a", Invocation: "inv_3", Waiting: 100}}
+	for {
+		q, n := take(t, s, queues)
+		if n == 0 {
+			break
+		}
+		for range n {
+			s.Paused(q.Workspace) // every run waits for a slow endpoint
+		}
+	}
+	queues = append(queues, app.RunQueue{Workspace: "ws_b", Invocation: "inv_b", Waiting: 1})
+	if q, n := take(t, s, queues); q.Workspace != "ws_b" || n != 1 {
+		t.Fatalf("ws_b got %d jobs (%+v) beside ws_a's waiting runs; want its one", n, q)
+	}
+	if running, held := s.Load(); running != 1 || held != 9 {
+		t.Fatalf("%d running, %d held; want ws_b's 1 running, and ws_a's 8 (twice the slots) held beside it", running, held)
+	}
+
+	// Alone, with as many runs waiting as it has slots, a workspace still
+	// runs every slot.
+	s = app.NewScheduler(4, 1)
+	alone := []app.RunQueue{{Workspace: "ws_a", Invocation: "inv_1", Waiting: 100}, {Workspace: "ws_a", Invocation: "inv_2", Waiting: 100}}
+	if _, n := take(t, s, alone[:1]); n != 4 {
+		t.Fatalf("a workspace alone took %d jobs; want 4", n)
+	}
+	for range 4 {
+		s.Paused("ws_a")
+	}
+	if got := takeAll(t, s, alone); got != 4 {
+		t.Fatalf("a workspace alone with 4 runs waiting took %d more; want 4, every slot", got)
+	}
+	if running, held := s.Load(); running != 4 || held != 8 {
+		t.Fatalf("%d running, %d held; want 4 and 8", running, held)
+	}
+}
