@@ -119,12 +119,13 @@ func TestTurnComments(t *testing.T) {
 	wantKind(t, err, apperr.NotFound, "another workspace's turn comment")
 }
 
-// The members a ticket may be assigned to are the workspace's, for an
-// agent of the workspace only.
+// The members a ticket may be assigned to are the workspace's people (not
+// its service accounts, as the public API lists them), for an agent of
+// the workspace only.
 func TestAssignableUsers(t *testing.T) {
 	f := newFixture(t)
 	members, err := f.app.AssignableUsers(context.Background(), "ws_a", "agent_1")
-	if err != nil || len(members) != 2 {
+	if err != nil || len(members) != 2 || members[0].IsServiceAccount || members[1].IsServiceAccount {
 		t.Fatalf("assignable: %v, %v", members, err)
 	}
 	_, err = f.app.AssignableUsers(context.Background(), "ws_a", "agent_9")

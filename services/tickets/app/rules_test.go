@@ -40,6 +40,7 @@ func newFixture(t *testing.T) *fixture {
 	dir.PutAgent("ws_b", "agent_9")
 	dir.PutMember("ws_a", app.Member{UserID: "user_qa"})
 	dir.PutMember("ws_a", app.Member{UserID: "user_dev"})
+	dir.PutMember("ws_a", app.Member{UserID: "sa_ci", IsServiceAccount: true})
 	dir.PutConversation("ws_a", "conv_1", app.Conversation{AgentID: "agent_1", StartedAt: 1_700_000_000, EndedAt: 1_700_000_060})
 	f := &fixture{
 		clock: time.Unix(1_800_000_000, 0),

@@ -2,14 +2,16 @@ package app
 
 import (
 	"context"
+	"slices"
 )
 
-// AssignableUsers lists the workspace members a ticket of the agent can be
-// assigned to. Every member can see every agent of its workspace here, so
+// AssignableUsers lists the people a ticket of the agent can be assigned
+// to: the workspace's members but its service accounts, as the public API
+// lists them. Every member can see every agent of its workspace here, so
 // has_access is true for all.
 func (a *App) AssignableUsers(ctx context.Context, workspaceID, agentID string) ([]Member, error) {
 	if err := a.RequireAgent(ctx, workspaceID, agentID); err != nil {
 		return nil, err
 	}
-	return a.Directory.Members(workspaceID), nil
+	return slices.DeleteFunc(a.Directory.Members(workspaceID), func(m Member) bool { return m.IsServiceAccount }), nil
 }
