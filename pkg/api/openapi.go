@@ -216,7 +216,7 @@ func document() (map[string]any, error) {
 		"xiApiKey": map[string]any{"type": "apiKey", "in": "header", "name": "xi-api-key",
 			"description": "The same key in the header the official ElevenLabs SDKs send it in; with both headers, they must agree."},
 		"consoleSession": map[string]any{"type": "apiKey", "in": "cookie", "name": "voiceai_console",
-			"description": "The console's session (POST " + ConsoleSessionPath + "): the key sealed with its expiry; taken only without a key header, with X-CSRF-Token, from the gateway's own origin."},
+			"description": "The console's session (POST " + ConsoleSessionPath + "): the key sealed with its expiry; taken only without a key header, with X-CSRF-Token, from the gateway's own origin. Over TLS its name is __Host-voiceai_console, and only that name is read there."},
 		"csrfToken": map[string]any{"type": "apiKey", "in": "header", "name": "X-CSRF-Token",
 			"description": "The token the console's sign-in answered, which goes with its session cookie."},
 	}

@@ -58,7 +58,7 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 		case secret == "" && auth == "":
 			// No key header: a console session's cookie may stand for
 			// one, with its CSRF token, from the gateway's own origin.
-			c, err := r.Cookie(sessionCookie)
+			c, err := g.consoleCookie(r)
 			if err != nil {
 				g.deny(w, r, apperr.MissingAPIKey)
 				return

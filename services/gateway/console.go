@@ -43,10 +43,14 @@ import (
 // only with the CSRF token its sign-in answered (kept in the page's
 // memory) and from the gateway's own origin.
 const (
-	sessionCookie  = "voiceai_console"
-	sessionTTL     = 8 * time.Hour
-	sessionPurpose = "console-session" // the sealed value's owner and its key's purpose
-	headerCSRF     = "X-Csrf-Token"
+	sessionCookie = "voiceai_console"
+	// hostSessionCookie is its name over TLS: the browser keeps a
+	// __Host- cookie only if it is Secure, for Path=/ and no Domain, so a
+	// sibling subdomain cannot plant one that would be read as ours.
+	hostSessionCookie = "__Host-" + sessionCookie
+	sessionTTL        = 8 * time.Hour
+	sessionPurpose    = "console-session" // the sealed value's owner and its key's purpose
+	headerCSRF        = "X-Csrf-Token"
 	// maxSignInBody bounds a sign-in body: a key and some JSON.
 	maxSignInBody = 4 << 10
 )
@@ -195,6 +199,21 @@ func (g *Gateway) scheme(r *http.Request) string {
 		return "https"
 	}
 	return "http"
+}
+
+// cookieName is the session cookie's name for r: prefixed over TLS, and
+// only that one read there (an unprefixed cookie may have been planted).
+// Plain http can have no Secure cookie, so it keeps the bare name.
+func (g *Gateway) cookieName(r *http.Request) string {
+	if g.scheme(r) == "https" {
+		return hostSessionCookie
+	}
+	return sessionCookie
+}
+
+// consoleCookie is the request's session cookie, by cookieName.
+func (g *Gateway) consoleCookie(r *http.Request) (*http.Cookie, error) {
+	return r.Cookie(g.cookieName(r))
 }
 
 // sameOrigin reports whether the request's Origin, when it has one, is
@@ -401,7 +420,7 @@ func (g *Gateway) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: value, Path: "/", Expires: expires, MaxAge: int(expires.Sub(now).Seconds()),
+		Name: g.cookieName(r), Value: value, Path: "/", Expires: expires, MaxAge: int(expires.Sub(now).Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.scheme(r) == "https",
 	})
 	httpx.WriteJSON(w, http.StatusOK, g.info(key, value, expires.Unix()))
@@ -415,7 +434,7 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 		g.deny(w, r, apperr.CrossOriginRequest)
 		return
 	}
-	c, err := r.Cookie(sessionCookie)
+	c, err := g.consoleCookie(r)
 	if err != nil || g.sessions == nil {
 		g.deny(w, r, apperr.ConsoleSignedOut)
 		return
@@ -441,7 +460,7 @@ func (g *Gateway) signOut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A cookie that does not open, or has expired, is no session to end.
-	if c, err := r.Cookie(sessionCookie); err == nil && g.sessions != nil {
+	if c, err := g.consoleCookie(r); err == nil && g.sessions != nil {
 		if v, refusal := g.sessions.open(c.Value, g.now()); refusal == nil {
 			ctx, cancel := context.WithTimeout(r.Context(), signOutCheckTimeout)
 			defer cancel()
@@ -452,7 +471,7 @@ func (g *Gateway) signOut(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+	http.SetCookie(w, &http.Cookie{Name: g.cookieName(r), Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: g.scheme(r) == "https"})
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
@@ -14,7 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
+
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/services/gateway/keycache"
 )
 
 // A session opens under the secret that sealed it, until its expiry, and
@@ -160,6 +166,75 @@ func TestSignOutEndsTheSessionOnEveryReplica(t *testing.T) {
 	sealed, _ := one.sessions.sealer.Seal(sessionPurpose, string(b))
 	if _, refusal := one.sessions.open(base64.RawURLEncoding.EncodeToString(sealed), time.Now()); refusal != apperr.ConsoleSessionInvalid {
 		t.Errorf("a cookie without an id: %v", refusal)
+	}
+}
+
+// Over TLS the session cookie is __Host-voiceai_console (Secure, Path=/,
+// no Domain), which a sibling subdomain cannot plant, and only that name
+// is read there: a bare voiceai_console over TLS may be planted and is no
+// session. Plain http, which can set no Secure cookie, keeps the bare name.
+func TestTheSessionCookieIsHostPrefixedOverTLS(t *testing.T) {
+	s, err := newSessions("deployment-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ended = &memorySignOuts{}
+	keys := keycache.New()
+	sum := sha256.Sum256([]byte("vak_console_key"))
+	keys.PutKey(&identityv1.ApiKey{KeyId: "key_1", WorkspaceId: "ws", ServiceAccountUserId: "sa_1", SecretSha256: sum[:]})
+	g := &Gateway{sessions: s, keys: keys, now: time.Now,
+		denials: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "denials"}, []string{"code", "status"})}
+	req := func(method string, overTLS bool, body string, cookies ...*http.Cookie) *http.Request {
+		r := httptest.NewRequest(method, "http://console.example/console/session", strings.NewReader(body))
+		if overTLS {
+			r.TLS = &tls.ConnectionState{}
+		}
+		for _, c := range cookies {
+			r.AddCookie(c)
+		}
+		return r
+	}
+	signIn := func(overTLS bool) *http.Cookie {
+		w := httptest.NewRecorder()
+		g.signIn(w, req("POST", overTLS, `{"api_key":"vak_console_key"}`))
+		cs := w.Result().Cookies()
+		if w.Code != http.StatusOK || len(cs) != 1 {
+			t.Fatalf("sign in (TLS %v): %d %v %s", overTLS, w.Code, w.Header(), w.Body)
+		}
+		return cs[0]
+	}
+	session := func(overTLS bool, c *http.Cookie) int {
+		w := httptest.NewRecorder()
+		g.getSession(w, req("GET", overTLS, "", c))
+		return w.Code
+	}
+
+	secure := signIn(true)
+	if secure.Name != "__Host-voiceai_console" || !secure.Secure || secure.Path != "/" || secure.Domain != "" {
+		t.Errorf("over TLS: %+v, want __Host-voiceai_console, Secure, Path=/, no Domain", secure)
+	}
+	if code := session(true, secure); code != http.StatusOK {
+		t.Errorf("the prefixed cookie over TLS: %d", code)
+	}
+	if code := session(true, &http.Cookie{Name: sessionCookie, Value: secure.Value}); code != http.StatusUnauthorized {
+		t.Errorf("the bare name over TLS, holding a good session: %d, want 401", code)
+	}
+	plain := signIn(false)
+	if plain.Name != "voiceai_console" || plain.Secure {
+		t.Errorf("over plain http: %+v, want voiceai_console, not Secure", plain)
+	}
+	if code := session(false, plain); code != http.StatusOK {
+		t.Errorf("the bare cookie over plain http: %d", code)
+	}
+
+	// Signing out over TLS ends the prefixed cookie's session and clears it.
+	w := httptest.NewRecorder()
+	g.signOut(w, req("DELETE", true, "", secure))
+	if cs := w.Result().Cookies(); w.Code != http.StatusNoContent || len(cs) != 1 || cs[0].Name != hostSessionCookie || !cs[0].Secure || cs[0].MaxAge >= 0 {
+		t.Errorf("sign out over TLS: %d %v", w.Code, w.Header().Values("Set-Cookie"))
+	}
+	if code := session(true, secure); code != http.StatusUnauthorized {
+		t.Errorf("after sign-out: %d", code)
 	}
 }
 

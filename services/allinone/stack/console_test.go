@@ -138,9 +138,17 @@ func consoleSession(t *testing.T, s *Stack, key string, headers ...string) (cook
 		t.Fatalf("sign in: %d %s", r.Code, r.Body)
 	}
 	wantConsoleHeaders(t, "sign-in", r)
+	// Over TLS (here: a trusted proxy's X-Forwarded-Proto) the cookie
+	// has the __Host- prefix, so no sibling subdomain can plant it.
+	name := "voiceai_console"
+	for i := 0; i+1 < len(headers); i += 2 {
+		if strings.EqualFold(headers[i], "X-Forwarded-Proto") && headers[i+1] == "https" {
+			name = "__Host-voiceai_console"
+		}
+	}
 	cookies := (&http.Response{Header: r.Header}).Cookies()
-	if len(cookies) != 1 || cookies[0].Name != "voiceai_console" {
-		t.Fatalf("sign-in cookies: %v", r.Header.Values("Set-Cookie"))
+	if len(cookies) != 1 || cookies[0].Name != name {
+		t.Fatalf("sign-in cookies: %v, want %s", r.Header.Values("Set-Cookie"), name)
 	}
 	return cookies[0], r.JSON(t), r
 }
