@@ -36,9 +36,12 @@ export function svg(tag, attrs, ...children) {
   return el;
 }
 
-// Links are relative (console pages, API paths) or blob: (downloads).
+// Links are relative (console pages, API paths) or blob: (downloads). A
+// path may not start with // or /\ (browsers read both as another host),
+// nor hold a tab or newline anywhere: browsers drop those before parsing,
+// so "/\t/evil.example" is "//evil.example".
 function safeHref(href) {
-  return /^(?:[a-z0-9_.-]+\.html(?:[?#].*)?|#.*|\/[^/].*|blob:.*)$/i.test(href);
+  return !/[\t\n\r]/.test(href) && /^(?:[a-z0-9_.-]+\.html(?:[?#].*)?|#.*|\/(?![/\\]).*|blob:.*)$/i.test(href);
 }
 
 export function append(el, children) {
