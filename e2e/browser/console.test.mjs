@@ -296,11 +296,22 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   await page.goto('/console/review.html?sample_per_mille=1000');
   await page.getByRole('heading', {name: 'Review verdicts'}).waitFor();
   await page.getByText(`${runs.length} runs to review.`).waitFor();
+  const current = () => page.evaluate(() => document.activeElement?.closest('li[data-run]')?.dataset.run);
+  // The session ends (its next request is refused) and the reviewer signs
+  // in again: the page starts afresh, so a key press below labels one run,
+  // not also the run the page drawn before had reached (here the second).
+  await eventually('the first run has the focus', async () => (await current()) === runs[0].run_id);
+  await page.keyboard.press('j');
+  await context.clearCookies();
+  await page.getByRole('button', {name: 'Compare', exact: true}).click();
+  await page.getByText('Your session ended; sign in again.').waitFor();
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', {name: 'Sign in'}).click();
+  await page.getByText(`${runs.length} runs to review.`).waitFor();
   // Labels counted before: the ticket test above labelled a conversation.
   const counted = (await api('GET', '/v1/voiceai/judge/report')).labels;
   const countedText = (n) => `${n} label${n === 1 ? '' : 's'} counted.`;
   await page.getByText(countedText(counted)).waitFor();
-  const current = () => page.evaluate(() => document.activeElement?.closest('li[data-run]')?.dataset.run);
   // The first run has the focus; j and k move it.
   await eventually('the first run has the focus', async () => (await current()) === runs[0].run_id);
   await page.keyboard.press('j');
@@ -329,6 +340,9 @@ test('review: label a run from the keyboard alone, and the judge report changes'
   assert.equal(run.condition_result.result, runs[0].condition_result.result);
   assert.equal(run.status, runs[0].status);
   assert.equal(run.review.label_id, labels[0].label_id);
+  // One key press, one label: the other run has none.
+  const other = await api('GET', `/v1/convai/test-invocations/${runs[1].invocation_id}/runs/${runs[1].run_id}/labels`);
+  assert.deepEqual(other.labels, [], 'one key press labelled a second run');
   // The next run now has the focus; the labelled one left the queue.
   assert.equal(await current(), runs[1].run_id);
   assert.equal(await page.locator(`li[data-run="${runs[0].run_id}"]`).count(), 0);

@@ -4,6 +4,9 @@ import {api, get, setCSRF, ApiError} from './api.js';
 import {h, replace, field, say, onSubmit} from './dom.js';
 
 export let session = null;
+// drawn is whether this page has called its render: its listeners and
+// polls live as long as the page does.
+let drawn = false;
 
 // can reports whether the signed-in key may call an operation of the API
 // (by its name in the API's operation table, e.g. "tickets.update").
@@ -40,6 +43,7 @@ function begin(main, render) {
   setCSRF(session.csrf_token);
   frame();
   replace(main);
+  drawn = true;
   render(main);
 }
 
@@ -88,6 +92,11 @@ function signIn(main, render, why) {
     try {
       session = await api('POST', '/console/session', {api_key: key.value});
       key.value = '';
+      // After a session ended, the page drawn before still has its
+      // listeners and polls over what it showed then (a review key press
+      // would label a run of the old list too): load the page afresh, now
+      // that the cookie is set, instead of drawing it a second time.
+      if (drawn) return location.reload();
       begin(main, render);
     } catch (e) {
       say(msg, e.message, true);
