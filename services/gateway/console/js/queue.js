@@ -3,7 +3,7 @@
 // reload: the first page is polled every 1.5 seconds (2 s at worst).
 import {get, patch, query, enc} from './api.js';
 import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
-import {start, can, poll, failure} from './shell.js';
+import {start, can, poll, staleIn} from './shell.js';
 import {STATUSES, PRIORITIES, label, agentList, assignees, statusSelect, prioritySelect, assigneeSelect, badge} from './common.js';
 
 start(async (main) => {
@@ -24,12 +24,13 @@ start(async (main) => {
     field('Label', f.label), field('Agent', f.agent), field('Search', f.search), field('Sort', f.sort),
     h('button', {type: 'submit'}, 'Apply filters'));
   const msg = h('p', {class: 'msg'});
+  const stale = h('p', {class: 'msg'});
   const body = h('tbody', {});
   const more = button('Load more', () => load(false), {class: 'secondary', hidden: true});
   const table = h('table', {class: 'cards', 'aria-label': 'Tickets'},
     h('thead', {}, h('tr', {}, ['Title', 'Status', 'Priority', 'Assignee', 'Agent', 'Source', 'Created'].map((c) => h('th', {scope: 'col'}, c)))),
     body);
-  replace(main, h('h1', {}, 'Triage queue'), form, msg, table, more);
+  replace(main, h('h1', {}, 'Triage queue'), form, msg, stale, table, more);
 
   const rows = new Map(); // ticket id → row
   let cursor = '';
@@ -125,5 +126,5 @@ start(async (main) => {
   for (const el of [f.status, f.priority, f.assignee, f.source, f.agent, f.sort]) el.addEventListener('change', () => load(true));
   await load(true);
   performance.mark('queue-interactive'); // the first page is shown and usable: make bench times it
-  poll(refresh, 1500);
+  poll(refresh, 1500, staleIn(stale));
 });

@@ -108,31 +108,64 @@ function signIn(main, render, why) {
 }
 
 // poll calls fn every ms while the page is visible, one call at a time.
-export function poll(fn, ms) {
-  let busy = false;
+// A failed call is not hidden (the page would look live while it shows
+// old data): stale(error, since) hears of it, with when the page was last
+// up to date, and stale(null) of the next call that succeeds.
+export function poll(fn, ms, stale) {
+  let busy = false, failed = false, since = new Date();
   const tick = async () => {
     if (busy || document.visibilityState !== 'visible' || !session) return;
     busy = true;
-    try { await fn(); } catch { /* the next tick tries again */ } finally { busy = false; }
+    try {
+      await fn();
+      since = new Date();
+      if (failed) stale(null);
+      failed = false;
+    } catch (e) {
+      failed = true;
+      stale(e, since); // the next tick tries again
+    } finally { busy = false; }
   };
   const id = setInterval(tick, ms);
   return () => clearInterval(id);
 }
 
+// notUpdated is what a page says while its polls fail.
+export function notUpdated(e, since) {
+  const hms = [since.getHours(), since.getMinutes(), since.getSeconds()].map((n) => String(n).padStart(2, '0')).join(':');
+  return `Not updated since ${hms}: ${e.message || e}`;
+}
+
+// staleIn is a poll's stale for a page: el (hidden while all is well)
+// says since when and why the page is not updated, until it is again.
+export function staleIn(el) {
+  el.hidden = true;
+  return (e, since) => {
+    el.hidden = !e;
+    if (e) say(el, notUpdated(e, since), true);
+    else el.textContent = '';
+  };
+}
+
 // followLive keeps a page on something that runs (an invocation, a load
 // test) up to date: while status() is running, refresh fetches and shows
-// it again every 1.5 s; msg says it is followed, then how it finished.
+// it again every 1.5 s; msg says it is followed (or since when it is not,
+// while refreshing fails), then how it finished.
 export function followLive(msg, status, refresh) {
   const finished = () => say(msg, 'Finished: ' + status() + '.');
+  const running = () => say(msg, 'Running: this page follows it live.');
   if (status() !== 'running') return finished();
-  say(msg, 'Running: this page follows it live.');
+  running();
   const stop = poll(async () => {
     await refresh();
     if (status() !== 'running') {
       stop();
       finished();
     }
-  }, 1500);
+  }, 1500, (e, since) => {
+    if (e) say(msg, notUpdated(e, since), true);
+    else if (status() === 'running') running(); // a finish said so already
+  });
 }
 
 // failure renders an error where a page's content would be.

@@ -4,7 +4,7 @@
 // every delivery that failed for good since a time.
 import {get, post, put, del, query, enc} from './api.js';
 import {h, replace, field, select, say, when, pageParam, button, confirmButton, checked, onSubmit} from './dom.js';
-import {start, can, poll, shown} from './shell.js';
+import {start, can, poll, shown, failure, staleIn} from './shell.js';
 import {badge, label} from './common.js';
 
 const id = pageParam('id') || '';
@@ -113,12 +113,19 @@ async function detail(main) {
   const msg = h('p', {class: 'msg'});
   const status = select({name: 'status'}, [['', 'Any'], ['failed', 'Failed'], ['success', 'Delivered']]);
   const logBox = h('div', {}, h('p', {class: 'muted'}, 'Loading…'));
+  const stale = h('p', {class: 'msg'});
   const filter = h('form', {class: 'row', 'aria-label': 'Filter the log'}, field('Outcome', status));
   // The newest page follows the log (polled); once older pages are
   // shown, the log stays as it is until the filter changes.
   let rows = [];
   let older = false;
-  const fresh = () => { older = false; return load(); };
+  // fresh shows the newest page again (another outcome, an action done);
+  // when it cannot, the log says why in place of rows that may not match
+  // the outcome chosen.
+  const fresh = async () => {
+    older = false;
+    try { await load(); } catch (e) { failure(logBox, e); }
+  };
   status.addEventListener('change', fresh);
   onSubmit(filter, fresh);
 
@@ -143,13 +150,18 @@ async function detail(main) {
     h('div', {}, state(w)),
     h('p', {}, w.events.map(label).join(', ')),
     msg, recover,
-    h('section', {'aria-labelledby': 'log-h'}, h('h2', {id: 'log-h'}, 'Delivery log'), filter, logBox));
+    h('section', {'aria-labelledby': 'log-h'}, h('h2', {id: 'log-h'}, 'Delivery log'), filter, stale, logBox));
 
   const page = (cursor) => get('/v1/voiceai/webhooks/' + enc(id) + '/logs' + query({limit: 100, status: status.value, cursor}));
 
+  // Only the newest load draws, or says it failed: a poll sent before the
+  // outcome changed must not draw the old outcome's rows after the new.
+  let asks = 0;
   async function load() {
     if (older) return;
-    const log = await page();
+    const ask = ++asks;
+    const log = await page().catch((e) => { if (ask === asks) throw e; });
+    if (ask !== asks) return;
     if (older || logBox.contains(document.activeElement) && logBox.querySelector('details[open]')) return; // someone is reading
     rows = log.recent_deliveries;
     show(log);
@@ -199,6 +211,6 @@ async function detail(main) {
       h('td', {}, resend));
   }
 
-  try { await load(); } catch (e) { say(msg, e.message, true); }
-  poll(load, 2000);
+  await fresh();
+  poll(load, 2000, staleIn(stale));
 }
