@@ -34,32 +34,73 @@ start(async (main) => {
 
   const rows = new Map(); // ticket id → row
   let cursor = '';
+  // applied is the filters of the list shown, set when they are applied:
+  // a later page and the poll ask with them (not with a search typed but
+  // not applied), and an answer to older ones is dropped (a poll sent
+  // before a filter change must not add the old filter's tickets).
+  let applied = null;
   const params = () => ({
     status: f.status.value, priorities: f.priority.value, assignee_user_id: f.assignee.value, sources: f.source.value,
     label: f.label.value.trim(), agent_id: f.agent.value, search: f.search.value.trim(), sort_by: f.sort.value,
   });
+  const shownSay = (extra) => say(msg, rows.size ? `${rows.size} ticket${rows.size === 1 ? '' : 's'} shown${extra}` : 'No ticket matches.');
 
   async function load(first) {
+    if (first) applied = params();
+    const asked = applied;
+    if (first) { cursor = ''; more.hidden = true; } // the old filters' next page is not this one's
     try {
-      const page = await get('/v1/convai/triage-tickets' + query({...params(), page_size: 50, cursor: first ? '' : cursor}));
+      const page = await get('/v1/convai/triage-tickets' + query({...asked, page_size: 50, cursor: first ? '' : cursor}));
+      if (asked !== applied) return; // the filters changed meanwhile
       if (first) { body.replaceChildren(); rows.clear(); }
       for (const t of page.agent_conversation_tickets) upsert(t, false);
       cursor = page.has_more ? page.next_cursor : '';
       more.hidden = !cursor;
-      say(msg, rows.size ? `${rows.size} ticket${rows.size === 1 ? '' : 's'} shown` : 'No ticket matches.');
+      shownSay('');
     } catch (e) {
+      if (asked !== applied) return;
+      // New filters not shown: no rows of the old ones under them.
+      if (first) { body.replaceChildren(); rows.clear(); }
       say(msg, e.message, true);
     }
   }
 
   // refresh polls the first page: new tickets go on top, shown ones are
-  // updated unless someone is using their controls.
+  // updated unless someone is using their controls, and shown ones the
+  // page proves gone from the filters (a status changed, say) are marked.
   async function refresh() {
-    const page = await get('/v1/convai/triage-tickets' + query({...params(), page_size: 50}));
-    const fresh = page.agent_conversation_tickets.filter((t) => !rows.has(t.agentqa_ticket_id));
-    for (const t of page.agent_conversation_tickets) if (rows.has(t.agentqa_ticket_id)) upsert(t, false);
+    const asked = applied;
+    const page = await get('/v1/convai/triage-tickets' + query({...asked, page_size: 50}));
+    if (asked !== applied) return;
+    const listed = page.agent_conversation_tickets;
+    const ids = new Set(listed.map((t) => t.agentqa_ticket_id));
+    const fresh = listed.filter((t) => !rows.has(t.agentqa_ticket_id));
+    for (const t of listed) if (rows.has(t.agentqa_ticket_id)) upsert(t, false);
     for (const t of fresh.reverse()) upsert(t, true);
-    if (fresh.length) say(msg, `${rows.size} tickets shown (${fresh.length} new)`);
+    let gone = 0;
+    for (const [id, row] of rows) {
+      if (ids.has(id) || row.dataset.left || !left(row, page, asked.sort_by)) continue;
+      // Marked, not removed: it may be the row someone just changed in
+      // place, and a row vanishing under them loses their place.
+      row.dataset.left = 'yes';
+      row.cells[0].append(h('div', {class: 'msg'}, 'No longer matches the filters.'));
+      gone++;
+    }
+    if (fresh.length || gone) {
+      const news = [fresh.length ? `${fresh.length} new` : '', gone ? `${gone} no longer matching` : ''];
+      shownSay(` (${news.filter(Boolean).join(', ')})`);
+    }
+  }
+
+  // left says whether a shown row's ticket, missing from the polled first
+  // page, has left the filters rather than moved past that page: it has
+  // when the page is the whole list, or, newest first, when it is newer
+  // than the page's last ticket (its creation never changes). By
+  // priority, a priority changed since may have moved it: not marked.
+  function left(row, page, sort) {
+    if (!page.has_more) return true;
+    const last = page.agent_conversation_tickets.at(-1);
+    return sort === 'created_at' && !!last && Number(row.dataset.created) > last.created_at_unix_secs;
   }
 
   function upsert(t, onTop) {
@@ -111,7 +152,7 @@ start(async (main) => {
         if (u) cells.assignee.textContent = u.first_name || u.email;
       });
     }
-    return h('tr', {'data-id': id},
+    return h('tr', {'data-id': id, 'data-created': t.created_at_unix_secs},
       h('td', {'data-label': 'Title'}, h('a', {href: 'ticket.html?id=' + enc(id)}, t.title || '(untitled)'),
         t.search_match ? h('div', {class: 'muted'}, t.search_match.snippet) : null, note),
       h('td', {'data-label': 'Status'}, cells.status),
