@@ -8,17 +8,28 @@ import {latencyText, latencyChart} from './latency.js';
 
 const folder = pageParam('folder') || '';
 const focus = pageParam('test') || '';
+// MAX_ENTRIES bounds the folder's entries listed (page by page).
+const MAX_ENTRIES = 1000;
 
 start(async (main) => {
   const msg = h('p', {class: 'msg'});
-  let page, crumbs = [];
+  // Every page of the folder, not the first only: the run takes the ticked
+  // tests, and a test not listed could not be ticked (nor seen missing).
+  const entries = [];
+  let crumbs = [], cursor = '';
   try {
-    page = await get('/v1/convai/agent-testing' + query({include_folders: true, parent_folder_id: folder || 'root', page_size: 100}));
+    do {
+      const page = await get('/v1/convai/agent-testing' + query({include_folders: true, parent_folder_id: folder || 'root', page_size: 100, cursor}));
+      entries.push(...page.tests);
+      cursor = page.has_more ? page.next_cursor : '';
+    } while (cursor && entries.length < MAX_ENTRIES);
     if (folder) crumbs = (await get('/v1/convai/agent-testing/folders/' + enc(folder))).folder_path;
   } catch (e) {
     return failure(main, e);
   }
-  const entries = page.tests;
+  // Past MAX_ENTRIES the page says the list, and so the run, is partial.
+  const partial = cursor ? h('p', {class: 'msg error', role: 'status'},
+    `Only the first ${entries.length} entries of this folder are listed: "Run selected tests" runs the ticked tests among them.`) : null;
   const tests = entries.filter((e) => e.entity_type === 'test');
   const boxes = new Map(tests.map((t) => [t.id, h('input', {type: 'checkbox', value: t.id, id: 'run-' + t.id, checked: true})]));
   const runnable = can('testing.run_tests');
@@ -64,7 +75,7 @@ start(async (main) => {
     h('h1', {}, 'Tests'),
     h('nav', {'aria-label': 'Folder'}, h('a', {href: 'tests.html'}, 'All tests'),
       crumbs.map((c) => [' / ', h('a', {href: 'tests.html?folder=' + enc(c.id), 'aria-current': c.id === folder ? 'page' : null}, c.name)])),
-    msg,
+    msg, partial,
     focus ? testCard(focus) : null,
     runForm,
     entries.length ? list : h('p', {class: 'muted'}, 'No test here.'),
