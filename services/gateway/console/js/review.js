@@ -30,14 +30,26 @@ start(async (main) => {
 
   let items = []; // {run, el, note}
   let at = 0;
+  const PAGE = 50;
+  // full is whether the queue last read filled a page: more runs may wait
+  // behind it. labelled is the runs labelled here, left out should the
+  // queue not have caught up with a label yet.
+  let full = false;
+  const labelled = new Set();
 
-  async function load() {
+  // load reads the queue's first runs. Labelled runs leave the queue, so
+  // reading it again once a page's runs are labelled brings the next ones.
+  // said (what was just done) goes before what it finds.
+  async function load(said = '') {
     try {
-      const q = await get('/v1/voiceai/judge/review-queue' + query({sample_per_mille: sample.value, page_size: 50}));
-      items = q.runs.map(card);
+      const q = await get('/v1/voiceai/judge/review-queue' + query({sample_per_mille: sample.value, page_size: PAGE}));
+      full = q.runs.length === PAGE;
+      items = q.runs.filter((r) => !labelled.has(r.run_id)).map(card);
       replace(list, items.map((it) => it.el));
       at = 0;
-      say(msg, items.length ? `${items.length} run${items.length === 1 ? '' : 's'} to review.` : 'Nothing to review.');
+      const n = items.length;
+      say(msg, said + (n ? `${n} run${n === 1 ? '' : 's'} to review${full ? ', and more after them' : ''}.`
+        : said ? 'Nothing left to review.' : 'Nothing to review.'));
       focus(0);
     } catch (e) {
       failure(list, e);
@@ -85,12 +97,16 @@ start(async (main) => {
     try {
       const l = await post(`/v1/convai/test-invocations/${enc(it.run.invocation_id)}/runs/${enc(it.run.run_id)}/labels`,
         {verdict_correct: right, note: it.note.value});
-      say(msg, `Labelled ${it.run.run_id}: the judge was ${right ? 'right' : 'wrong'}` + (l.corrected_result ? ` (should be ${l.corrected_result}).` : '.'));
+      labelled.add(it.run.run_id);
+      const said = `Labelled ${it.run.run_id}: the judge was ${right ? 'right' : 'wrong'}` + (l.corrected_result ? ` (should be ${l.corrected_result}).` : '.');
+      say(msg, said);
       const i = items.indexOf(it);
+      if (i < 0) return drawReport(); // the list was read again meanwhile, without it
       items.splice(i, 1);
       it.el.remove();
       if (items.length) focus(i);
-      else say(msg, msg.textContent + ' Nothing left to review.');
+      else if (full) await load(said + ' '); // this page is done, not the queue: read on before saying none are left
+      else say(msg, said + ' Nothing left to review.');
       await drawReport();
     } catch (e) {
       say(out, e.message, true);
