@@ -139,7 +139,9 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 	}
 	x.change(ev.WorkspaceID, ev.ConversationID, ev.Turns > 0, seq, func(e *convEntry, c *app.ConversationSummary) bool {
 		if seq != 0 && seq <= e.platSeq {
-			return false
+			next, changed := c.AppliedLate(ev) // a start after its end
+			*c = next
+			return changed
 		}
 		e.platSeq, *c = seq, c.Applied(ev)
 		return true

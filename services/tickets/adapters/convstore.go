@@ -174,12 +174,19 @@ func (s *ConversationStore) Record(ctx context.Context, seq uint64, ev app.Conve
 		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 			return err
 		}
-		if found && uint64(d.PlatSeq) >= seq {
-			return nil // a redelivery, or an older event
-		}
 		c := d.summary()
 		c.WorkspaceID, c.ConversationID = ev.WorkspaceID, ev.ConversationID
-		set := platformFields(c.Applied(ev), seq)
+		next, at := c.Applied(ev), seq
+		if found && uint64(d.PlatSeq) >= seq {
+			// A redelivery, or an older event (a start after its end):
+			// applied as one, at the sequence the document holds.
+			var changed bool
+			if next, changed = c.AppliedLate(ev); !changed {
+				return nil
+			}
+			at = uint64(d.PlatSeq)
+		}
+		set := platformFields(next, at)
 		if found {
 			res, err := s.Coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "plat_seq", Value: d.PlatSeq}}, bson.D{{Key: "$set", Value: set}})
 			if err != nil {

@@ -135,6 +135,22 @@ func (c ConversationSummary) Applied(ev ConversationEvent) ConversationSummary {
 	return c
 }
 
+// AppliedLate is c after ev, an event older than the last one c applied
+// (a store's projector goes on past a batch that failed, so a start can
+// come after the end it preceded): a start still dates the call and names
+// its agent when c names none; anything else older is passed by. changed
+// is false when c stays as it was.
+func (c ConversationSummary) AppliedLate(ev ConversationEvent) (next ConversationSummary, changed bool) {
+	if ev.Name != "conversation_started" || !c.Seen {
+		return c, false // a forgotten (deleted) conversation included
+	}
+	next = c.Applied(ev)
+	if c.AgentID != "" {
+		next.AgentID = c.AgentID // the later events' word
+	}
+	return next, next.StartedAtMs != c.StartedAtMs || next.AgentID != c.AgentID
+}
+
 // WithDataNumbers is c with DataNumbers made from DataCollection (a
 // summary read back from a store).
 func (c ConversationSummary) WithDataNumbers() ConversationSummary {

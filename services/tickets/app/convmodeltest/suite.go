@@ -3,7 +3,8 @@
 // listing, under every filter alone and several together, paged with
 // cursors, must equal a brute-force filter (app.ConversationQuery.Matches)
 // of the same generated conversations, through redeliveries, late starts
-// and annotations replayed before their conversation.
+// (a start after its end, too) and annotations replayed before their
+// conversation.
 package convmodeltest
 
 import (
@@ -144,6 +145,20 @@ func Run(t *testing.T, n int, open func(t *testing.T) Model) {
 		key := ev.WorkspaceID + "/" + ev.ConversationID
 		ref[key] = ref[key].Applied(ev)
 	}
+	// A store's projector goes on past a batch that failed: a start can
+	// reach the model after the end it preceded, which it still dates.
+	startAfterItsEnd := func(start, end app.ConversationEvent) {
+		t.Helper()
+		platSeq += 2
+		if err := m.Record(ctx, platSeq, end); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Record(ctx, platSeq-1, start); err != nil {
+			t.Fatal(err)
+		}
+		key := start.WorkspaceID + "/" + start.ConversationID
+		ref[key] = ref[key].Applied(start).Applied(end)
+	}
 	annotate := func(a *ticketsv1.ConversationAnnotations) {
 		t.Helper()
 		annSeq++
@@ -161,11 +176,23 @@ func Run(t *testing.T, n int, open func(t *testing.T) Model) {
 		if i%7 == 0 {
 			annotate(ann) // replayed before the conversation is seen
 		}
+		var start, end *app.ConversationEvent
 		if f.rng.IntN(4) > 0 {
-			record(app.ConversationEvent{Name: "conversation_started", WorkspaceID: ws, ConversationID: id, AgentID: f.pick("agent_a", "agent_b"), AtMs: at})
+			start = &app.ConversationEvent{Name: "conversation_started", WorkspaceID: ws, ConversationID: id, AgentID: f.pick("agent_a", "agent_b"), AtMs: at}
 		}
 		if f.rng.IntN(5) > 0 {
-			record(f.ended(ws, id, at))
+			end = ptr(f.ended(ws, id, at))
+		}
+		switch {
+		case start != nil && end != nil && i%11 == 5:
+			startAfterItsEnd(*start, *end)
+		case start != nil && end != nil:
+			record(*start)
+			record(*end)
+		case start != nil:
+			record(*start)
+		case end != nil:
+			record(*end)
 		}
 		if i%7 != 0 && f.rng.IntN(2) == 0 {
 			annotate(ann)
