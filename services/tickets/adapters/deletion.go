@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -200,13 +201,18 @@ func (t Transcripts) ForgetConversation(ctx context.Context, workspaceID, conver
 	return err
 }
 
-// ForgetConversation drops a deleted conversation's analysis and the
-// label of it at once.
+// ForgetConversation replaces a deleted conversation's analysis and the
+// label of it at once with tombstones at a sequence no event passes: a
+// projector that judged the conversation not deleted a moment before
+// would otherwise write its analysis (summary, rationales) back after a
+// plain delete, for good.
 func (v Verdicts) ForgetConversation(ctx context.Context, workspaceID, conversationID string) error {
-	if _, err := v.AnalysesColl.DeleteOne(ctx, bson.D{{Key: "_id", Value: workspaceID + "/" + conversationID}}); err != nil {
+	if _, err := projection.Upsert(ctx, v.AnalysesColl, workspaceID+"/"+conversationID, math.MaxInt64,
+		AnalysisDoc{WorkspaceID: workspaceID, ConversationID: conversationID, Deleted: true}); err != nil {
 		return err
 	}
-	_, err := v.LabelsColl.DeleteOne(ctx, bson.D{{Key: "_id", Value: labelDocID(workspaceID, app.LabelKey{Kind: app.LabelOfConversation, ConversationID: conversationID})}})
+	_, err := projection.Upsert(ctx, v.LabelsColl, labelDocID(workspaceID, app.LabelKey{Kind: app.LabelOfConversation, ConversationID: conversationID}), math.MaxInt64,
+		LabelDoc{WorkspaceID: workspaceID, Kind: app.LabelOfConversation, ConversationID: conversationID, Deleted: true})
 	return err
 }
 

@@ -46,6 +46,8 @@ type AnalysisDoc struct {
 	JudgeProvider     string         `bson:"judge_provider"`
 	JudgeModel        string         `bson:"judge_model"`
 	AnalysedAtMs      int64          `bson:"analysed_at_ms"`
+	// Deleted marks the tombstone of a deleted conversation's analysis.
+	Deleted bool `bson:"deleted,omitempty"`
 }
 
 // CriterionDoc is one criterion of an analysis or of a label.
@@ -77,6 +79,8 @@ type LabelDoc struct {
 	ReviewerEmail   string         `bson:"reviewer_email"`
 	ReviewerName    string         `bson:"reviewer_name"`
 	LabelledAtMs    int64          `bson:"labelled_at_ms"`
+	// Deleted marks the tombstone of a deleted conversation's label.
+	Deleted bool `bson:"deleted,omitempty"`
 }
 
 func labelDocID(workspaceID string, k app.LabelKey) string {
@@ -165,7 +169,7 @@ func OpenVerdicts(db *mongo.Database) Verdicts {
 func (v Verdicts) Analysis(ctx context.Context, workspaceID, conversationID string) (*app.Analysis, error) {
 	var doc AnalysisDoc
 	err := v.AnalysesColl.FindOne(ctx, bson.D{{Key: "_id", Value: workspaceID + "/" + conversationID}}).Decode(&doc)
-	if errors.Is(err, mongo.ErrNoDocuments) {
+	if errors.Is(err, mongo.ErrNoDocuments) || err == nil && doc.Deleted {
 		return nil, nil
 	}
 	if err != nil {
@@ -199,7 +203,7 @@ func (v Verdicts) Labels(ctx context.Context, workspaceID string, keys []app.Lab
 	out := []app.VerdictLabel{}
 	for _, id := range idsOf {
 		d, ok := byID[id]
-		if !ok {
+		if !ok || d.Deleted {
 			continue
 		}
 		l := app.VerdictLabel{Kind: d.Kind, InvocationID: d.InvocationID, RunID: d.RunID, ConversationID: d.ConversationID,

@@ -94,3 +94,40 @@ func TestVerdictProjections(t *testing.T) {
 		t.Fatalf("a run result: %q %v", id, err)
 	}
 }
+
+// A deleted conversation's analysis and label stay gone when a projector
+// that judged the conversation not deleted a moment before writes them
+// after the deletion: the deletion leaves tombstones no event passes
+// (found by a read-only audit; a plain delete let the write land).
+func TestADeletedConversationsVerdictsAreNotWrittenBack(t *testing.T) {
+	ctx := context.Background()
+	v := OpenVerdicts(testenv.New(t).Mongo(t).Database("tickets_verdicts_deleted"))
+	analysis := &testingv1.ConversationAnalysed{Analysis: &testingv1.ConversationAnalysis{AnalysisId: "cana_1", WorkspaceId: "ws", ConversationId: "conv_1",
+		AgentId: "agent_1", CallSuccessful: "failure", TranscriptSummary: "the caller's card number was read out"}}
+	label := &testingv1.ConversationLabelled{Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1", Note: "private"}}
+	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 1, events.TypeConversationAnalysed, analysis))
+	if err := v.ForgetConversation(ctx, "ws", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	// The racing projector's writes, after the deletion.
+	id, doc, err := AnalysisHandler(ctx, verdictRecord(t, 7, events.TypeConversationAnalysed, analysis))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := projection.Upsert(ctx, v.AnalysesColl, id, 7, doc); err != nil || applied {
+		t.Fatalf("an analysis written over the deleted conversation's tombstone: applied %v, %v", applied, err)
+	}
+	id, doc, err = LabelHandler(ctx, verdictRecord(t, 8, events.TypeConversationLabelled, label))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied, err := projection.Upsert(ctx, v.LabelsColl, id, 8, doc); err != nil || applied {
+		t.Fatalf("a label written over the deleted conversation's tombstone: applied %v, %v", applied, err)
+	}
+	if an, err := v.Analysis(ctx, "ws", "conv_1"); an != nil || err != nil {
+		t.Fatalf("the deleted conversation's analysis is back: %+v %v", an, err)
+	}
+	if labels, err := v.Labels(ctx, "ws", []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}}); err != nil || len(labels) != 0 {
+		t.Fatalf("the deleted conversation's label is back: %+v %v", labels, err)
+	}
+}
