@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -10,14 +11,16 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
 // RunEnqueuer queues run jobs for every invocation_created and
-// invocation_resubmitted event, until ctx ends. The feed is durable, so
-// it survives crashes; job ids make re-queuing harmless.
+// invocation_resubmitted event whose round is still running, until ctx
+// ends. The feed is durable, so it survives crashes; job ids make
+// re-queuing harmless.
 func (a *App) RunEnqueuer(ctx context.Context) error {
 	return a.Feed.Follow(ctx, func(ctx context.Context, rec Record, working func()) error {
 		// What is logged about the invocation names the invoking request's trace.
@@ -42,6 +45,9 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		if inv.GetLoad() != nil {
 			return a.queueLoadStep(ctx, traceparent, inv)
 		}
+		if runs, err := a.stillRuns(ctx, inv, 1); err != nil || !runs {
+			return err
+		}
 		total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
 		per := domain.RunsPerJob(total)
 		jobs := (total + per - 1) / per
@@ -55,6 +61,9 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		inv := ev.GetInvocation()
 		rs := inv.GetResubmissions()
 		last := rs[len(rs)-1]
+		if runs, err := a.stillRuns(ctx, inv, last.GetAttempt()); err != nil || !runs {
+			return err
+		}
 		if err := a.publishJobs(ctx, traceparent, working, inv, len(last.GetRunIds()), func(i int) (string, int, int) {
 			id := last.GetRunIds()[i]
 			idx, _ := domain.RunIndex(inv.GetInvocationId(), id)
@@ -67,6 +76,20 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		return a.queueLoadStep(ctx, traceparent, ev.GetInvocation())
 	}
 	return nil
+}
+
+// stillRuns re-reads the invocation an event carries: the event may be
+// older than a cancel, whose purge would miss the jobs queued now, or
+// than a newer round. A round no longer running queues nothing.
+func (a *App) stillRuns(ctx context.Context, inv *testingv1.Invocation, attempt int32) (bool, error) {
+	cur, _, err := a.Invocations.Get(ctx, inv.GetWorkspaceId(), inv.GetInvocationId())
+	if errors.Is(err, apperr.InvocationNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return RunsRound(cur, attempt), nil
 }
 
 // publishJobs queues n jobs, telling the feed the event is still being

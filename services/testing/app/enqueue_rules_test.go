@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -265,6 +266,53 @@ func TestTheEnqueuerIgnoresOtherInvocationEvents(t *testing.T) {
 	w.awaitQueued(next.GetInvocationId(), "1")
 	if jobs, mark := w.jobsOf(cancelled.GetInvocationId()), w.queuedMark(cancelled.GetInvocationId()); len(jobs) != 0 || mark != "" {
 		t.Fatalf("a cancellation queued %d jobs and recorded %q queued", len(jobs), mark)
+	}
+}
+
+// An invocation cancelled before the enqueuer reached it has nothing
+// queued, neither then nor once a resubmission has it running again (the
+// feed delivers its creation late, or again): only the resubmitted run
+// runs, and the others stay cancelled, not counted.
+func TestTheEnqueuerQueuesNothingOfACancelledRound(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.invoke(3, 1)
+	id := inv.GetInvocationId()
+	created := w.lastEvent(id)
+	if _, err := w.a.Cancel(ctx, w.c, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Enqueue(w.a, ctx, created, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := w.jobsOf(id); len(jobs) != 0 {
+		t.Fatalf("%d jobs queued for a cancelled invocation", len(jobs))
+	}
+	if _, err := w.a.Resubmit(ctx, w.c, id, app.ResubmitInput{TestRunIDs: []string{domain.RunID(id, 0)}, AgentID: agentID}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Enqueue(w.a, ctx, created, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	w.enqueueLast(id)
+	jobs := w.work(id, func(int) string { return domain.RunFailed })
+	if len(jobs) != 1 || jobs[0].GetRunId() != domain.RunID(id, 0) || jobs[0].GetAttempt() != 2 {
+		t.Fatalf("queued %v; want run 0's attempt 2 alone", jobs)
+	}
+	if !w.complete(id) {
+		t.Fatal("the resubmission did not complete")
+	}
+	got := w.get(id)
+	statuses := []string{}
+	if _, err := w.a.EachRun(ctx, got, false, nil, func(_ int, _ string, res *testingv1.RunResult, unrun string) error {
+		statuses = append(statuses, app.RunStatus(res, unrun))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{domain.RunFailed, domain.RunCancelled, domain.RunCancelled}; got.GetPassedCount() != 0 || got.GetFailedCount() != 1 ||
+		!slices.Equal(statuses, want) {
+		t.Fatalf("passed %d failed %d, runs %v; want failed 1, runs %v", got.GetPassedCount(), got.GetFailedCount(), statuses, want)
 	}
 }
 

@@ -198,7 +198,8 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 }
 
 // Cancel stops the runs of an invocation that have not started: their
-// queued jobs are purged, and runners skip jobs of a cancelled invocation.
+// queued jobs are purged, and runners skip jobs of a cancelled invocation
+// (or of its cancelled round, once resubmitted: see RunsRound).
 func (a *App) Cancel(ctx context.Context, c principal.Caller, invocationID string) (*testingv1.Invocation, error) {
 	inv, err := a.Invocations.Update(ctx, c.WorkspaceID, invocationID, c.CommandID, func(inv *testingv1.Invocation, meta *commonv1.EventMeta) (proto.Message, error) {
 		switch inv.Status {
@@ -332,4 +333,35 @@ func ExpectedAttempts(inv *testingv1.Invocation) map[string]int32 {
 		}
 	}
 	return out
+}
+
+// A run job belongs to the round of runs it was queued for, its attempt:
+// 1 for the runs as invoked, then one per resubmission. A cancel purges
+// the round's queued jobs, but not one queued after the purge (the
+// enqueuer lagging behind) nor one a runner holds, and a resubmission has
+// the invocation running again: such a job, run then, would bring back
+// runs the user cancelled, counted, and could store its result after the
+// newer attempt's. The enqueuer and the runners therefore hold every job
+// to these two rules.
+
+// NewestAttempt is the attempt of the invocation's newest round.
+func NewestAttempt(inv *testingv1.Invocation) int32 {
+	if rs := inv.GetResubmissions(); len(rs) > 0 {
+		return rs[len(rs)-1].GetAttempt()
+	}
+	return 1
+}
+
+// RunsRound reports whether the invocation is running the round of
+// attempt: only then are its jobs queued and its runs started. A round's
+// jobs are queued for the runs it names alone (RunEnqueuer).
+func RunsRound(inv *testingv1.Invocation, attempt int32) bool {
+	return inv.GetStatus() == domain.InvocationRunning && NewestAttempt(inv) == attempt
+}
+
+// KeepsResult reports whether a run of a job of attempt, once played, has
+// its result stored: a run started before a cancel keeps it, unless a
+// resubmission has started a newer round since.
+func KeepsResult(inv *testingv1.Invocation, attempt int32) bool {
+	return NewestAttempt(inv) == attempt
 }

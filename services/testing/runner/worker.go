@@ -357,7 +357,8 @@ func (w *Worker) ackLoad(ctx context.Context, m app.TakenJob, job *testingv1.Run
 }
 
 // giveUp ends a job delivered more than maxAttempts times: a run is
-// recorded failed with the reason, bucketing is recorded failed.
+// recorded failed with the reason (unless a newer round has started),
+// bucketing is recorded failed.
 func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, delivered uint64) {
 	reason := fmt.Sprintf("The run was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
 	w.Log.ErrorContext(ctx, "runner: job given up", "subject", m.Subject(), "deliveries", delivered)
@@ -408,6 +409,9 @@ func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJ
 	}
 	repeat := int(max(inv.GetRepeatCount(), 1))
 	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
+		if !app.KeepsResult(inv, job.GetAttempt()) {
+			return nil, nil // of a round before the running one
+		}
 		now := w.App.Now().UnixMilli()
 		res := &testingv1.RunResult{
 			RunId: runID, InvocationId: job.GetInvocationId(), WorkspaceId: job.GetWorkspaceId(),
@@ -626,8 +630,8 @@ func (w *Worker) run(ctx context.Context, m app.TakenJob, job *testingv1.RunJob,
 				return nil, err
 			}
 		}
-		if inv.GetStatus() == domain.InvocationCancelled {
-			return nil, nil // cancel stops runs not started
+		if !app.RunsRound(inv, job.GetAttempt()) {
+			return nil, nil // cancelled, or of a round before the running one: done, recording nothing
 		}
 		pt := inv.GetTests()[idx/repeat]
 		def, err := w.definition(ctx, pt.GetTestStreamSeq())
@@ -648,6 +652,13 @@ func (w *Worker) run(ctx context.Context, m app.TakenJob, job *testingv1.RunJob,
 		}
 		res := w.Exec.Execute(ctx, r)
 		w.Metrics.observe(pt.GetTestType(), res)
+		// The invocation may have been cancelled and resubmitted meanwhile.
+		if inv, err = w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err != nil {
+			return nil, err
+		}
+		if !app.KeepsResult(inv, job.GetAttempt()) {
+			return nil, nil
+		}
 		return res, nil
 	})
 }

@@ -389,6 +389,109 @@ func TestACancelledInvocationsJobRunsNothing(t *testing.T) {
 	}
 }
 
+// resubmit runs the invocation's run idx again and has the enqueuer queue
+// it.
+func (w *memWorld) resubmit(inv *testingv1.Invocation, idx int) {
+	w.t.Helper()
+	in := app.ResubmitInput{TestRunIDs: []string{domain.RunID(inv.GetInvocationId(), idx)}, AgentID: "agent_1"}
+	if _, err := w.a.Resubmit(w.ctx, w.caller, inv.GetInvocationId(), in); err != nil {
+		w.t.Fatal(err)
+	}
+	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, inv.GetInvocationId())
+	rec, _, err := w.p.Testing.Last(w.ctx, subject)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.p.Feed.Append(rec)
+}
+
+// The jobs of a round the user cancelled (queued after the cancel's
+// purge, or held through it) run nothing once a resubmission has the
+// invocation running again, nor are they given up as failed: only the
+// resubmitted run runs, the others stay cancelled and are not counted.
+func TestACancelledRoundsJobsRunNothingOnceResubmitted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		givenUp bool // the round's jobs were delivered too often before
+	}{{"run", false}, {"given up", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newMemWorldWith(t, func(p *app.Ports) { p.Jobs = heldThroughPurge{p.Jobs} })
+			inv := w.invoke(3)
+			if _, err := w.a.Cancel(w.ctx, w.caller, inv.GetInvocationId()); err != nil {
+				t.Fatal(err)
+			}
+			if tc.givenUp {
+				w.takeBack(inv)
+				w.takeBack(inv)
+			}
+			w.resubmit(inv, 0)
+			var turns atomic.Int32
+			w.startWith(w.p.RunnerPorts(), countingModel{turns: &turns}, func(wk *runner.Worker) { wk.MaxAttempts = 2 })
+			testkit.Eventually(t, 10*time.Second, "the resubmission completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+			got, res := w.get(inv), w.results(inv)
+			run0 := res[domain.RunID(inv.GetInvocationId(), 0)]
+			if len(res) != 1 || run0.GetAttempt() != 2 || turns.Load() != 1 || got.GetPassedCount()+got.GetFailedCount() != 1 {
+				t.Fatalf("%d results (run 0 of attempt %d), %d runs played, passed %d failed %d; want run 0's attempt 2 alone",
+					len(res), run0.GetAttempt(), turns.Load(), got.GetPassedCount(), got.GetFailedCount())
+			}
+		})
+	}
+}
+
+// gatedModel is the offline model holding its first agent turn until
+// release is closed, entered closed once it holds it.
+type gatedModel struct {
+	offline.Model
+	entered, release chan struct{}
+	first            *atomic.Bool
+}
+
+func (m gatedModel) Respond(ctx context.Context, c runner.Conversation) (runner.Turn, runner.Usage, error) {
+	if m.first.CompareAndSwap(false, true) {
+		close(m.entered)
+		select {
+		case <-m.release:
+		case <-ctx.Done():
+		}
+	}
+	return m.Model.Respond(ctx, c)
+}
+
+// A run in flight when its invocation is cancelled, then resubmitted,
+// finishes after the newer attempt: its result is not stored over the
+// newer one's, which stays the run's result.
+func TestARunInFlightThroughAResubmissionLeavesTheNewerResult(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(1)
+	m := gatedModel{entered: make(chan struct{}), release: make(chan struct{}), first: &atomic.Bool{}}
+	w.startWith(w.p.RunnerPorts(), m, nil)
+	select {
+	case <-m.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run never started")
+	}
+	if _, err := w.a.Cancel(w.ctx, w.caller, inv.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+	w.resubmit(inv, 0)
+	runID := domain.RunID(inv.GetInvocationId(), 0)
+	testkit.Eventually(t, 10*time.Second, "the resubmitted run stored", func() bool { return w.results(inv)[runID].GetAttempt() == 2 })
+	close(m.release)
+	testkit.Eventually(t, 10*time.Second, "the invocation completed", func() bool {
+		return w.get(inv).GetStatus() == domain.InvocationCompleted && !w.waiting(inv) && w.p.Jobs.Out() == 0
+	})
+	var shown *testingv1.RunResult
+	if _, err := w.a.EachRun(w.ctx, w.get(inv), false, nil, func(_ int, _ string, res *testingv1.RunResult, _ string) error {
+		shown = res
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if last := w.results(inv)[runID]; last.GetAttempt() != 2 || shown.GetAttempt() != 2 {
+		t.Fatalf("run 0's last result is of attempt %d, shown of attempt %d; want attempt 2's", last.GetAttempt(), shown.GetAttempt())
+	}
+}
+
 // A job that is no run job (undecodable) is dropped, never retried.
 func TestAnUndecodableJobIsDropped(t *testing.T) {
 	w := newMemWorld(t)
