@@ -121,6 +121,19 @@ func (w *world) work(id string, status func(run int) string) []*testingv1.RunJob
 func (w *world) workWith(id string, status func(run int) string, edit func(run int, r *testingv1.RunResult)) []*testingv1.RunJob {
 	w.t.Helper()
 	filter, _ := events.TestJobsOfInvocation(w.c.WorkspaceID, id)
+	return w.workJobs(filter, id, status, edit)
+}
+
+// workRun is work for the job of one run alone.
+func (w *world) workRun(id string, run int, status func(run int) string) {
+	w.t.Helper()
+	filter, _ := events.TestJobSubject(w.c.WorkspaceID, id, domain.RunID(id, run))
+	w.workJobs(filter, id, status, nil)
+}
+
+// workJobs is work for the waiting jobs filter matches.
+func (w *world) workJobs(filter, id string, status func(run int) string, edit func(run int, r *testingv1.RunResult)) []*testingv1.RunJob {
+	w.t.Helper()
 	var jobs []*testingv1.RunJob
 	for _, m := range w.p.Jobs.Take(filter) {
 		job := &testingv1.RunJob{}

@@ -209,15 +209,19 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		case d.Status == domain.InvocationCompleted:
 			pending = 0 // a run without a result was cancelled before it started
 		case d.Attempt <= 1:
-			done, p, err := a.Counts(ctx, d.ID, 1)
-			if err != nil {
+			if passed, failed, err = a.firstRound(ctx, d); err != nil {
 				return nil, nil, false, err
 			}
-			done, passed = min(done, runs), min(p, runs)
-			failed = max(done-passed, 0)
 		default:
 			// A resubmission: its runs are pending until done; the others
-			// keep the outcome of the last completion.
+			// keep the outcome of the last completion, or, with none (the
+			// invocation was cancelled before it ever completed: no
+			// outcome counted), of its first round.
+			if passed+failed == 0 {
+				if passed, failed, err = a.firstRound(ctx, d); err != nil {
+					return nil, nil, false, err
+				}
+			}
 			done, _, err := a.Counts(ctx, d.ID, d.Attempt)
 			if err != nil {
 				return nil, nil, false, err
@@ -245,6 +249,17 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		last = &InvocationPosition{Created: page[len(page)-1].CreatedAtUnix, ID: page[len(page)-1].ID}
 	}
 	return out, last, more, nil
+}
+
+// firstRound is the outcome of an invocation's first round as its
+// counters have it so far.
+func (a *App) firstRound(ctx context.Context, d InvocationSummary) (passed, failed int64, err error) {
+	done, p, err := a.Counts(ctx, d.ID, 1)
+	if err != nil {
+		return 0, 0, err
+	}
+	done, passed = min(done, d.Runs), min(p, d.Runs)
+	return passed, max(done-passed, 0), nil
 }
 
 // UnrunStatus is the status of a run without a result for its newest

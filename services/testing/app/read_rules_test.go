@@ -165,6 +165,45 @@ func TestListInvocationsProgressAndPaging(t *testing.T) {
 	}
 }
 
+// An invocation cancelled before it ever completed and then resubmitted
+// is listed with the outcomes its runs had when cancelled (its first
+// round's counters: it has no completion to keep them from), not with
+// those runs as cancelled, while the resubmission runs and once it is
+// cancelled too.
+func TestListingAResubmissionOfANeverCompletedInvocation(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.run(4)
+	id := inv.GetInvocationId()
+	for run := range 3 {
+		w.workRun(id, run, passEven) // runs 0 and 2 pass, 1 fails; 3 waits
+	}
+	if _, err := w.a.Cancel(ctx, w.c, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.a.Resubmit(ctx, w.c, id, app.ResubmitInput{TestRunIDs: []string{domain.RunID(id, 3)}, AgentID: agentID}); err != nil {
+		t.Fatal(err)
+	}
+	type progress struct{ passed, failed, pending, cancelled int64 }
+	listed := func() progress {
+		t.Helper()
+		page, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
+		if err != nil || len(page) != 1 {
+			t.Fatalf("%d invocations listed, %v", len(page), err)
+		}
+		return progress{page[0].Passed, page[0].Failed, page[0].Pending, page[0].Cancelled}
+	}
+	if got, want := listed(), (progress{2, 1, 1, 0}); got != want {
+		t.Fatalf("resubmitted: listed %+v, want %+v", got, want)
+	}
+	if _, err := w.a.Cancel(ctx, w.c, id); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listed(), (progress{2, 1, 0, 1}); got != want {
+		t.Fatalf("cancelled again: listed %+v, want %+v", got, want)
+	}
+}
+
 // A test's history carries the agent's latency in each invocation: every
 // turn of its finished runs, whole and to the first token; a run that did
 // not finish says nothing of it.
