@@ -93,6 +93,12 @@ describe("agents", () => {
     assertRecentUnixSecs(found.createdAtUnixSecs, "createdAtUnixSecs");
   });
 
+  it("agents.list takes sortBy call_count_7d (listed in creation order)", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const id = createdAgent();
+    const page = await adminClient().conversationalAi.agents.list({ sortBy: "call_count_7d", search: name });
+    assert.ok(page.agents.some((a) => a.agentId === id), `sortBy call_count_7d returned ${JSON.stringify(page.agents)}`);
+  });
+
   it("agents.list with search finds the agent by name", { timeout: TEST_TIMEOUT_MS }, async () => {
     const id = createdAgent();
     const client = adminClient();

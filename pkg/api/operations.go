@@ -184,7 +184,7 @@ const (
 // them (".../agents/list" before ".../agents/{agent_id}").
 var (
 	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite).doc("Create an agent", created, "AgentCreate", "AgentCreated").bodyUpTo(largeBody)
-	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead).doc("List agents", ok, "", "AgentPage").query(agentFilter...)
+	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead).doc("List agents (sort_by=call_count_7d lists them in creation order: no 7-day call counts are kept)", ok, "", "AgentPage").query(agentFilter...)
 	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead).doc("List agents (the same as GET /v1/convai/agents)", ok, "", "AgentPage").query(agentFilter...)
 	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead).doc("Get an agent", ok, "", "Agent")
 	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent").bodyUpTo(largeBody)

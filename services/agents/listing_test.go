@@ -91,6 +91,10 @@ func testListings(t *testing.T, index string) {
 		if got, want := names(svc, "search=agent&page_size=2"), []string{"Agent 2", "Agent 1"}; !slices.Equal(got, want) {
 			t.Errorf("%s: a search, newest first %v; want %v", when, got, want)
 		}
+		// The SDK's sort_by=call_count_7d lists in creation order.
+		if got, want := names(svc, "sort_by=call_count_7d&page_size=3"), []string{"Aardvark", "Agent 2", "Agent 1"}; !slices.Equal(got, want) {
+			t.Errorf("%s: by 7-day calls %v; want %v (newest first)", when, got, want)
+		}
 		if got, want := using(svc), []string{ids[0], ids[2]}; !slices.Equal(got, want) {
 			t.Errorf("%s: agents using the secret %v; want %v", when, got, want)
 		}

@@ -21,7 +21,7 @@ type Page struct {
 type ListParams struct {
 	PageSize      int      `json:"page_size"` // 0: the default, 30
 	Search        string   `json:"search"`
-	SortBy        string   `json:"sort_by"`        // "created_at" (default) or "name"
+	SortBy        string   `json:"sort_by"`        // "created_at" (default), "name" or "call_count_7d" (as created_at)
 	SortDirection string   `json:"sort_direction"` // "asc" or "desc"; by default newest or A first
 	Cursor        string   `json:"cursor"`
 	Archived      *bool    `json:"archived"`
@@ -33,6 +33,10 @@ type ListParams struct {
 func (a *App) List(ctx context.Context, workspaceID, callerID string, p ListParams) (Page, error) {
 	q := Query{WorkspaceID: workspaceID, Search: strings.TrimSpace(p.Search), Tags: p.Tags, Limit: cmp.Or(p.PageSize, 30),
 		SortBy: "created_at", Descending: true, Archived: p.Archived}
+	// sort_by=call_count_7d (the SDK's) lists in creation order too: the
+	// call log keeps each agent's latest call, and counting its calls over
+	// a moving seven days would take every call kept, a recount as the
+	// window moves and counts that change between pages.
 	if p.SortBy == "name" {
 		q.SortBy, q.Descending = "name", false
 	}
