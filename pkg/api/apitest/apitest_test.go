@@ -1,6 +1,7 @@
 package apitest
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
@@ -48,5 +49,36 @@ func TestDecodeIsTheEdgeThenTheHandler(t *testing.T) {
 	}
 	if _, err := Decode[member](api.AddMember, []byte(`{"email":`)); err == nil {
 		t.Fatal("malformed JSON was decoded")
+	}
+}
+
+// Undeclared names the members an answer carries beyond its schema, at
+// any depth, through combined schemas and arrays, and none of a map's.
+func TestUndeclaredNamesWhatTheSchemaLacks(t *testing.T) {
+	for _, c := range []struct {
+		schema, body string
+		want         []string
+	}{
+		{"FolderPathEntry", `{"id":"tfld_1","name":"Billing"}`, nil},
+		{"FolderPathEntry", `{"id":"tfld_1","name":"Billing","colour":"red","size":{"n":1}}`, []string{"colour", "size"}},
+		{"TestPage", `{"tests":[{"id":"test_1","folder_path":[{"id":"tfld_1","shade":1}]}],"has_more":false}`, []string{"tests.0.folder_path.0.shade"}},
+		// TestReliability is an allOf; agent_latency is declared by its second part.
+		{"TestReliability", `{"runs":1,"agent_latency":{"turns":0,"p99_ms":1},"invocations":[]}`, []string{"agent_latency.p99_ms"}},
+		// A map's values are checked by additionalProperties; an object without properties holds anything.
+		{"TestSummaries", `{"tests":{"test_1":{"id":"test_1","colour":1}}}`, []string{"tests.test_1.colour"}},
+		{"ConfigOverride", `{"conversation_config":{"agent":{"anything":[1]}}}`, nil},
+		// additionalProperties true declares every other member.
+		{"MessageToolCall", `{"tool_details":{"type":"client","parameters":"{}","headers":{"a":"b"}}}`, nil},
+		{"LatencyBudget", `{"turn_p95_ms":1,"p50_ms":1}`, []string{"p50_ms"}}, // additionalProperties false
+		{"SecretCreate", `{"name":"n","value":"v","type":"new"}`, nil},
+		{"LatencyBudget", `null`, nil},
+	} {
+		got, err := Undeclared(c.schema, []byte(c.body))
+		if err != nil || !slices.Equal(got, c.want) {
+			t.Errorf("%s %s: %v %v, want %v", c.schema, c.body, got, err, c.want)
+		}
+	}
+	if _, err := Undeclared("Nope", []byte(`{}`)); err == nil {
+		t.Error("an unknown schema checked")
 	}
 }

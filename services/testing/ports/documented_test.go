@@ -14,11 +14,13 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/api/apitest"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
+	"github.com/voiceai-platform/voiceai/services/testing/app/conversationtest"
 )
 
 // memoryService is the service's router over the memory adapters, with
@@ -114,6 +116,77 @@ func TestInvocationTimeBoundsAreInclusiveAsDocumented(t *testing.T) {
 	for key, inclusive := range map[string]string{"start_time": "at or after it", "end_time": "at or before it"} {
 		if d := documentedParameter(t, key); !strings.Contains(d, inclusive) {
 			t.Errorf("the document's %s says %q: not %q", key, d, inclusive)
+		}
+	}
+}
+
+// checkDocumented fails t unless answer is valid against the schema
+// called name and carries nothing it does not declare.
+func checkDocumented(t *testing.T, what, name string, answer []byte) {
+	t.Helper()
+	if err := api.CheckJSON(name, answer); err != nil {
+		t.Errorf("%s: %v\n%s", what, err, answer)
+	}
+	extra, err := apitest.Undeclared(name, answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(extra) > 0 {
+		t.Errorf("%s carries what %s does not declare: %v", what, name, extra)
+	}
+}
+
+// What GET answers for a test of each type, an invocation (which asked
+// for cached model answers and failed its bucketing) and the messages of
+// every run are the document's shapes, and carry no field it lacks.
+func TestAnswersDeclareWhatTheyCarry(t *testing.T) {
+	s := newMemoryService(t)
+	history := `"chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":2,"source_medium":"audio"}]`
+	tests := map[string]string{
+		"llm": `{"type":"llm","name":"Hours",` + history + `,"success_condition":"states the hours",
+		  "success_examples":[{"response":"Nine to five.","type":"success"}],"failure_examples":[{"response":"No idea.","type":"failure"}],
+		  "dynamic_variables":{"city":"Leeds"},"conversation_initiation_source":"unknown","environment":"staging",
+		  "latency_budget":{"turn_p95_ms":3000}}`,
+		"tool": `{"type":"tool","name":"Looks up the order",` + history + `,"check_any_tool_matches":true,
+		  "tool_call_parameters":{"parameters":[{"path":"order_id","eval":{"type":"exact","expected_value":"4521"}}],
+		    "referenced_tool":{"id":"get_order_status","type":"webhook"},"verify_absence":false}}`,
+		"simulation": `{"type":"simulation","name":"Rebooks a flight","success_conditions":["rebooks","is polite"],
+		  "simulation_scenario":"A caller missed a connection.","simulation_max_turns":6,
+		  "tool_mock_config":{"mocking_strategy":"selected","fallback_strategy":"raise_error","mocked_tool_ids":["lookup"]},
+		  "tool_mock_overrides":{"lookup":[{"mock_result":"{\"ok\":true}","is_error":false,
+		    "parameter_conditions":[{"path":"id","eval":{"type":"anything"}}]}]}}`,
+		"from a conversation": conversationtest.FromConversation(4, ""),
+	}
+	var ids []string
+	for what, body := range tests {
+		path := "/v1/convai/agent-testing/create"
+		if what == "from a conversation" {
+			path = "/v1/convai/agent-testing/from-conversation"
+		}
+		test := idOf(t, s.do(t, "POST", path, body))
+		ids = append(ids, `{"test_id":"`+test+`"}`)
+		checkDocumented(t, "the "+what+" test", "Test", s.do(t, "GET", "/v1/convai/agent-testing/"+test, ""))
+	}
+	inv := idOf(t, s.do(t, "POST", "/v1/convai/agents/agent_1/run-tests",
+		`{"tests":[`+strings.Join(ids, ",")+`],"repeat_count":2,"cache_model_responses":true}`))
+	s.do(t, "POST", "/v1/convai/test-invocations/"+inv+"/cancel", "")
+	answer := s.do(t, "GET", "/v1/convai/test-invocations/"+inv, "")
+	for _, field := range []string{`"bucketing_error":`, `"cache_model_responses":true`} {
+		if !strings.Contains(string(answer), field) {
+			t.Fatalf("the invocation lacks %s: %s", field, answer)
+		}
+	}
+	checkDocumented(t, "the invocation", "Invocation", answer)
+
+	// A run's messages: every field of spec 2.4, and those the reference
+	// adds that a message carries through.
+	for _, m := range []string{agentReply, `[{"role":"user","message":"Hi","time_in_call_secs":1,"platform_event":"user_turn_timeout","id":"msg_1"}]`} {
+		var full []json.RawMessage
+		if err := json.Unmarshal(fullMessages([]byte(m)), &full); err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range full {
+			checkDocumented(t, "a run's message", "Message", msg)
 		}
 	}
 }
