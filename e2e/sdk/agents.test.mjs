@@ -1,6 +1,6 @@
-// Agents through the official SDK: create, get, list (paging, search) and
-// authentication failures. Tests in this file run in order and share the
-// agent created by the first one.
+// Agents through the official SDK: create, get, list (paging, search),
+// summaries and authentication failures. Tests in this file run in order
+// and share the agent created by the first one.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { describe, it } from "node:test";
@@ -110,6 +110,19 @@ describe("agents", () => {
     const none = await client.conversationalAi.agents.list({ search: uniqueName("e2e-no-such-agent") });
     assert.deepEqual(none.agents, [], "search for a name nobody has must return no agents");
     assert.equal(none.hasMore, false);
+  });
+
+  it("agents.summaries.get answers each id: the agent, or a 404 failure", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const id = createdAgent();
+    const missing = `agent_e2e_missing_${randomBytes(8).toString("hex")}`;
+    const got = await adminClient().conversationalAi.agents.summaries.get({ agentIds: [id, missing] });
+    assert.equal(got[id]?.status, "success", JSON.stringify(got));
+    assert.equal(got[id].data.agentId, id);
+    assert.equal(got[id].data.name, name);
+    assertRecentUnixSecs(got[id].data.createdAtUnixSecs, "data.createdAtUnixSecs");
+    assert.equal(got[missing]?.status, "failure", JSON.stringify(got));
+    assert.equal(got[missing].errorCode, 404);
+    assert.equal(got[missing].errorStatus, "agent_not_found");
   });
 
   it("agents.create takes a customLlm on the Responses API (apiType responses)", { timeout: TEST_TIMEOUT_MS }, async () => {

@@ -186,6 +186,7 @@ var (
 	CreateAgent     = op("agents.create", post, agentsPath+"/create", "agents", convaiWrite).doc("Create an agent", created, "AgentCreate", "AgentCreated").bodyUpTo(largeBody)
 	ListAgents      = op("agents.list", get, agentsPath, "agents", convaiRead).doc("List agents (sort_by=call_count_7d lists them in creation order: no 7-day call counts are kept)", ok, "", "AgentPage").query(agentFilter...)
 	ListAgentsAlias = op("agents.list_alias", get, agentsPath+"/list", "agents", convaiRead).doc("List agents (the same as GET /v1/convai/agents)", ok, "", "AgentPage").query(agentFilter...)
+	AgentSummaries  = op("agents.summaries", get, agentsPath+"/summaries", "agents", convaiRead).doc("Get agents by id as the listing shows them, each found or why not", ok, "", "AgentSummaries").query("agent_ids")
 	GetAgent        = op("agents.get", get, agentsPath+"/{agent_id}", "agents", convaiRead).doc("Get an agent", ok, "", "Agent")
 	UpdateAgent     = op("agents.update", patch, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Update an agent", ok, "AgentUpdate", "Agent").bodyUpTo(largeBody)
 	DeleteAgent     = op("agents.delete", del, agentsPath+"/{agent_id}", "agents", convaiWrite).doc("Delete an agent", none, "", "")
@@ -323,7 +324,7 @@ var (
 
 // Operations is every operation, in routing order.
 var Operations = []Operation{
-	CreateAgent, ListAgents, ListAgentsAlias, GetAgent, UpdateAgent, DeleteAgent,
+	CreateAgent, ListAgents, ListAgentsAlias, AgentSummaries, GetAgent, UpdateAgent, DeleteAgent,
 	ListSecrets, CreateSecret, GetSecret, UpdateSecret, DeleteSecret,
 	ListTickets, CreateTicket, ListAgentTickets, CreateAgentTicket, AssignableUsers,
 	GetTicket, UpdateTicket, DeleteTicket, CommentTicket, TurnCommentTicket, MergeTickets,

@@ -3,9 +3,11 @@ package app
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 )
 
@@ -75,4 +77,29 @@ func (a *App) List(ctx context.Context, workspaceID, callerID string, p ListPara
 		return Page{}, err
 	}
 	return page, nil
+}
+
+// Summaries are the workspace's agents agentIDs as the listing shows them
+// (the SDK's agents.summaries.get), each read by its id, with its last
+// call; missing are the ids of no live agent of the workspace (deleted,
+// another workspace's, malformed), each once. Any other failure fails
+// them all.
+func (a *App) Summaries(ctx context.Context, workspaceID string, agentIDs []string) (found []AgentDoc, missing []string, err error) {
+	seen := map[string]bool{}
+	for _, id := range agentIDs {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		ag, _, err := a.Agents.Get(ctx, workspaceID, id)
+		switch {
+		case errors.Is(err, apperr.AgentNotFound):
+			missing = append(missing, id)
+		case err != nil:
+			return nil, nil, err
+		default:
+			found = append(found, DocOf(ag))
+		}
+	}
+	return found, missing, a.withLastCalls(ctx, workspaceID, found)
 }

@@ -8,6 +8,8 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -61,6 +63,42 @@ func (h *Handlers) List(c *api.Call) (any, error) {
 		out = append(out, summaryOf(d, p))
 	}
 	return listPage{Agents: out, NextCursor: page.NextCursor, HasMore: page.HasMore}, nil
+}
+
+// Summaries is GET .../agents/summaries: by each agent id asked for, the
+// agent as the listing shows it, or the error a GET of it would answer.
+func (h *Handlers) Summaries(c *api.Call) (any, error) {
+	var q struct {
+		AgentIDs []string `json:"agent_ids"`
+	}
+	if err := c.Query(&q); err != nil {
+		return nil, err
+	}
+	p := c.Caller().Principal
+	found, missing, err := h.App.Summaries(c.Context(), p.WorkspaceID, q.AgentIDs)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]summaryResult, len(found)+len(missing))
+	for _, d := range found {
+		s := summaryOf(d, p)
+		out[d.ID] = summaryResult{Status: "success", Data: &s}
+	}
+	for _, id := range missing {
+		e := apperr.AgentNotFound
+		out[id] = summaryResult{Status: "failure", ErrorCode: httpx.StatusOf(e), ErrorStatus: e.Status, ErrorMessage: e.Message}
+	}
+	return out, nil
+}
+
+// summaryResult is one agent of a summaries answer: its summary
+// (success), or why there is none (failure).
+type summaryResult struct {
+	Status       string   `json:"status"`
+	Data         *summary `json:"data,omitempty"`
+	ErrorCode    int      `json:"error_code,omitempty"`
+	ErrorStatus  string   `json:"error_status,omitempty"`
+	ErrorMessage string   `json:"error_message,omitempty"`
 }
 
 type accessInfo struct {

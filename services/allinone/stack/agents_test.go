@@ -52,6 +52,18 @@ func TestAgentsThroughTheGateway(t *testing.T) {
 		t.Fatalf("get body: %s", r.Body)
 	}
 
+	// The SDK's agents.summaries.get: each id found, or why not.
+	r = call(t, s, "GET", "/v1/convai/agents/summaries?agent_ids="+id+"&agent_ids=agent_unknown", adminKey, "")
+	var summaries map[string]struct {
+		Status      string         `json:"status"`
+		Data        map[string]any `json:"data"`
+		ErrorStatus string         `json:"error_status"`
+	}
+	if err := json.Unmarshal(r.Body, &summaries); err != nil || r.Code != 200 || summaries[id].Status != "success" ||
+		summaries[id].Data["name"] != "Support" || summaries["agent_unknown"].ErrorStatus != "agent_not_found" {
+		t.Fatalf("summaries: %d %s", r.Code, r.Body)
+	}
+
 	// PATCH merges nested configuration and keeps system_prompt in step.
 	r = call(t, s, "PATCH", "/v1/convai/agents/"+id, adminKey, `{"name":"Support 2","conversation_config":{"agent":{"prompt":{"prompt":"Be brief."}}}}`)
 	if r.Code != 200 || !strings.Contains(string(r.Body), `"system_prompt":"Be brief."`) || !strings.Contains(string(r.Body), `"first_message":"Hi"`) || !strings.Contains(string(r.Body), `"voice_id":"v1"`) {
