@@ -5,8 +5,9 @@
 // body field it does not know, so agent_id cannot be sent through it).
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
 
-import { TEST_TIMEOUT_MS, adminClient, assertNonEmptyString, expectStatus, uniqueName } from "./helpers.mjs";
+import { TEST_TIMEOUT_MS, adminClient, assertNonEmptyString, expectStatus, settings, uniqueName } from "./helpers.mjs";
 
 const agentFromEnv = process.env.VOICEAI_E2E_AGENT_ID?.trim();
 const conversationId = process.env.VOICEAI_E2E_CONVERSATION_ID?.trim();
@@ -90,8 +91,21 @@ describe("triage tickets", () => {
     all.agentConversationTickets.forEach((t, i) => assertTicket(t, `listForWorkspace[${i}]`));
     const searched = await client.conversationalAi.triageTickets.listForWorkspace({ search: "REFUNDS" });
     assert.ok(searched.agentConversationTickets.some((t) => t.agentqaTicketId === manualId && t.searchMatch?.field === "title"));
-    const users = await client.conversationalAi.triageTickets.listAssignableUsers(agentId);
-    assert.ok(users.length >= 1);
+    // The workspace's people are assignable, not its service accounts:
+    // one is added (this platform's members endpoint), then listed.
+    const { baseUrl, apiKey } = settings();
+    const email = `${uniqueName("assignee").toLowerCase().replace(/[^a-z0-9]/g, "")}@example.com`;
+    const added = await fetch(`${baseUrl}/v1/workspace/members`, {
+      method: "POST", headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: JSON.stringify({ email }),
+    });
+    assert.equal(added.status, 201, await added.text());
+    let users = [];
+    for (const deadline = Date.now() + 10_000; ; await sleep(50)) {
+      users = await client.conversationalAi.triageTickets.listAssignableUsers(agentId);
+      if (users.some((u) => u.email === email)) break;
+      assert.ok(Date.now() < deadline, `the member never became assignable: ${JSON.stringify(users)}`);
+    }
+    assert.ok(users.every((u) => !u.isServiceAccount), `a service account is assignable: ${JSON.stringify(users)}`);
     assertNonEmptyString(users[0].userId, "userId");
     assert.equal(typeof users[0].hasAccess, "boolean");
   });

@@ -98,6 +98,13 @@ func newRepoWindow(t *testing.T, open openStore, window time.Duration) (*Repo[*a
 	}, projected
 }
 
+// deleteAgent is the mutation that deletes an agent (a tombstone).
+func deleteAgent(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+	now := int64(1)
+	next.DeletedAtUnix = &now
+	return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
+}
+
 func create(t *testing.T, r *Repo[*agentsv1.Agent], id, commandID string) (*agentsv1.Agent, bool) {
 	t.Helper()
 	ctx := context.Background()
@@ -134,11 +141,7 @@ func testCreateGetUpdateDelete(t *testing.T, open openStore) {
 	if err != nil || upd.GetName() != "second" || upd.GetUpdatedAtUnix() == 0 {
 		t.Fatalf("update: %v %v", upd, err)
 	}
-	if _, err := r.Update(ctx, "ws", "agent_1", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := int64(1)
-		next.DeletedAtUnix = &now
-		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
-	}); err != nil {
+	if _, err := r.Update(ctx, "ws", "agent_1", "", deleteAgent); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := r.Get(ctx, "ws", "agent_1"); !errors.Is(err, errNotFound) {
@@ -165,11 +168,7 @@ func testRetriedCreateAnswersTheFirst(t *testing.T, open openStore) {
 func testKeyReusedOnAnotherIDAnswersTheFirstCreate(t *testing.T, open openStore) {
 	r, _ := newRepo(t, open)
 	first, _ := create(t, r, "agent_1", "cmd-1")
-	if _, err := r.Update(context.Background(), "ws", "agent_1", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := int64(1)
-		next.DeletedAtUnix = &now
-		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
-	}); err != nil {
+	if _, err := r.Update(context.Background(), "ws", "agent_1", "", deleteAgent); err != nil {
 		t.Fatal(err)
 	}
 	again, dup := create(t, r, "agent_2", "cmd-1")
@@ -213,11 +212,7 @@ func testMadeReadsOnceUnlessDeleted(t *testing.T, open openStore) {
 	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq == 0 || a.GetName() != "first" || counted.reads.Load() != 1 {
 		t.Fatalf("made: %v seq %d ok=%v after %d reads, want it live after 1", a, seq, ok, counted.reads.Load())
 	}
-	if _, err := r.Update(ctx, "ws", "agent_1", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := int64(1)
-		next.DeletedAtUnix = &now
-		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
-	}); err != nil {
+	if _, err := r.Update(ctx, "ws", "agent_1", "", deleteAgent); err != nil {
 		t.Fatal(err)
 	}
 	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq != 0 || a.GetName() != "first" || a.DeletedAtUnix != nil {
@@ -351,13 +346,8 @@ func testKeyedReplayOfADeletion(t *testing.T, open openStore) {
 	create(t, r, "agent_1", "")
 	var calls atomic.Int64
 	first := update(t, r, "cmd-rename", rename("second", &calls))
-	del := func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		now := int64(1)
-		next.DeletedAtUnix = &now
-		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
-	}
-	gone := update(t, r, "cmd-delete", del)
-	if again := update(t, r, "cmd-delete", del); !proto.Equal(again, gone) {
+	gone := update(t, r, "cmd-delete", deleteAgent)
+	if again := update(t, r, "cmd-delete", deleteAgent); !proto.Equal(again, gone) {
 		t.Fatalf("replayed deletion: %v", again)
 	}
 	if again := update(t, r, "cmd-rename", rename("other", &calls)); !proto.Equal(again, first) {

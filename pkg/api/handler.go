@@ -77,6 +77,10 @@ func (c *Call) Header(name string) []string { return c.r.Header.Values(name) }
 // type, 413 beyond the limit.
 func (c *Call) Body(v any) error { return httpx.DecodeJSON(c.r, v) }
 
+// StatusOf is the HTTP status the edge answers err with, for an answer
+// that names an item's outcome in its body (a batch of several reads).
+func StatusOf(err error) int { return httpx.StatusOf(err) }
+
 // RawBody is the request's body as sent (at most the operation's body
 // limit: 413 beyond; 422 when empty), for a handler that reads it more
 // than one way.

@@ -256,7 +256,9 @@ func document() (map[string]any, error) {
 			"description": "Agents, conversation triage tickets, agent tests and their invocations, API keys and signed webhooks. " +
 				"Every request carries an API key in the x-api-key (or xi-api-key) header. Errors answer {detail: {status, message, request_id}}, " +
 				"validation errors {detail: [{loc, msg, type}]}. A write with an Idempotency-Key header may be retried safely: " +
-				"the same key answers the first result (x-idempotent says which operations honour it).",
+				"the same key answers the first result (x-idempotent says which operations honour it). " +
+				"An optional member of a request body sent as null is taken as absent (the official SDKs send an optional left undefined so), " +
+				"unless its schema takes null, where null means what the schema says (a PATCH's null clears).",
 		},
 		"servers": []any{map[string]any{"url": "/"}},
 		"security": []any{map[string]any{"apiKey": []any{}}, map[string]any{"xiApiKey": []any{}},

@@ -9,7 +9,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
-	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
@@ -86,7 +85,7 @@ func (h *Handlers) Summaries(c *api.Call) (any, error) {
 	}
 	for _, id := range missing {
 		e := apperr.AgentNotFound
-		out[id] = summaryResult{Status: "failure", ErrorCode: httpx.StatusOf(e), ErrorStatus: e.Status, ErrorMessage: e.Message}
+		out[id] = summaryResult{Status: "failure", ErrorCode: api.StatusOf(e), ErrorStatus: e.Status, ErrorMessage: e.Message}
 	}
 	return out, nil
 }

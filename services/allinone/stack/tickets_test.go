@@ -200,9 +200,16 @@ func TestTicketLifecycle(t *testing.T) {
 	if len(page.Tickets) != 1 {
 		t.Fatalf("per-agent conversation filter: %s", r.Body)
 	}
-	r = call(t, s, "GET", "/v1/convai/agents/"+agent+"/triage-tickets/assignable-users", adminKey, "")
-	if r.Code != 200 || !strings.Contains(string(r.Body), `"user_id":"sa_admin"`) {
-		t.Fatalf("assignable users: %d %s", r.Code, r.Body)
+	// The people of the workspace, not its service accounts.
+	if r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"grace@example.com","first_name":"Grace"}`); r.Code != 201 {
+		t.Fatalf("add member: %d %s", r.Code, r.Body)
+	}
+	eventually(t, 5*time.Second, "the member assignable", func() bool {
+		r = call(t, s, "GET", "/v1/convai/agents/"+agent+"/triage-tickets/assignable-users", adminKey, "")
+		return r.Code == 200 && strings.Contains(string(r.Body), `"email":"grace@example.com"`)
+	})
+	if strings.Contains(string(r.Body), `"user_id":"sa_admin"`) {
+		t.Fatalf("a service account is assignable: %s", r.Body)
 	}
 
 	// Delete: only the creator or an admin.

@@ -75,18 +75,25 @@ func newMemWorldWith(t *testing.T, edit func(*app.Ports)) *memWorld {
 }
 
 // invoke runs the test repeat times and waits for its jobs to be queued.
-func (w *memWorld) invoke(repeat int) *testingv1.Invocation {
+// feedInvocation hands the invocation's last event to the enqueuer's
+// feed, as the stream would.
+func (w *memWorld) feedInvocation(inv *testingv1.Invocation) {
 	w.t.Helper()
-	inv, err := w.a.RunTests(w.ctx, w.caller, "agent_1", app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}, RepeatCount: &repeat})
-	if err != nil {
-		w.t.Fatal(err)
-	}
 	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, inv.GetInvocationId())
 	rec, _, err := w.p.Testing.Last(w.ctx, subject)
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	w.p.Feed.Append(rec)
+}
+
+func (w *memWorld) invoke(repeat int) *testingv1.Invocation {
+	w.t.Helper()
+	inv, err := w.a.RunTests(w.ctx, w.caller, "agent_1", app.RunTestsInput{Tests: []app.TestRef{{TestID: w.test}}, RepeatCount: &repeat})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.feedInvocation(inv)
 	testkit.Eventually(w.t, 10*time.Second, "the invocation's jobs queued", func() bool { return w.waiting(inv) })
 	return inv
 }
@@ -397,12 +404,7 @@ func (w *memWorld) resubmit(inv *testingv1.Invocation, idx int) {
 	if _, err := w.a.Resubmit(w.ctx, w.caller, inv.GetInvocationId(), in); err != nil {
 		w.t.Fatal(err)
 	}
-	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, inv.GetInvocationId())
-	rec, _, err := w.p.Testing.Last(w.ctx, subject)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.p.Feed.Append(rec)
+	w.feedInvocation(inv)
 }
 
 // The jobs of a round the user cancelled (queued after the cancel's
