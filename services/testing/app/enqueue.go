@@ -34,9 +34,21 @@ func (a *App) RunEnqueuer(ctx context.Context) error {
 }
 
 func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
+	switch rec.Type {
+	case events.TypeInvocationCreated, events.TypeInvocationResubmitted, events.TypeLoadStepCompleted:
+	default:
+		// No runs to queue: a cancel, a completion, or a type this
+		// version does not know (a newer one's, mid-upgrade), which it
+		// could not read however often it were delivered again.
+		return nil
+	}
 	msg, err := esproto.Decode(rec)
 	if err != nil {
-		return err
+		// Bytes no retry can read: retried, each would hold one of the
+		// feed's few places in hand for good, and enough of them every
+		// workspace's invocations.
+		a.Log.ErrorContext(ctx, "enqueuer: an invocation event that cannot be read is passed by", "subject", rec.Subject, "type", rec.Type, "err", err)
+		return nil
 	}
 	traceparent := rec.Header.Get(events.HeaderTraceparent)
 	switch ev := msg.(type) {

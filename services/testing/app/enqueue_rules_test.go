@@ -387,3 +387,43 @@ func TestTheEnqueuerBeatsWhileQueuingALargeInvocation(t *testing.T) {
 		})
 	}
 }
+
+// answeringFeed hands each of its records to the enqueuer once, in order,
+// and keeps what the enqueuer answered for each.
+type answeringFeed struct {
+	recs    []app.Record
+	answers chan error
+}
+
+func (f *answeringFeed) Follow(ctx context.Context, handle func(context.Context, app.Record, func()) error) error {
+	for _, r := range f.recs {
+		f.answers <- handle(ctx, r, func() {})
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// An invocation event the enqueuer cannot read, of a type it does not
+// know (a newer version's, mid-upgrade) or of bytes no decoder takes, is
+// passed by (done), not failed: failed, it would be delivered again and
+// again, each holding one of the feed's few places in hand for good.
+func TestTheEnqueuerPassesByWhatItCannotRead(t *testing.T) {
+	w := newWorld(t)
+	inv := w.invoke(1, 1)
+	good := w.lastEvent(inv.GetInvocationId())
+	corrupt := good
+	corrupt.Data = []byte{0xff, 0xff, 0xff}
+	unknown := good
+	unknown.Type = "testing.invocation_archived"
+	feed := &answeringFeed{recs: []app.Record{unknown, corrupt, good}, answers: make(chan error, 3)}
+	w.a.Feed = feed
+	w.startEnqueuer()
+	for _, what := range []string{"an event of a type it does not know", "an event it cannot decode", "the invocation's creation"} {
+		if err := <-feed.answers; err != nil {
+			t.Errorf("%s: answered %v, want it done", what, err)
+		}
+	}
+	if jobs := w.jobsOf(inv.GetInvocationId()); len(jobs) != 1 {
+		t.Fatalf("%d jobs queued after the events it could not read, want the invocation's 1", len(jobs))
+	}
+}
