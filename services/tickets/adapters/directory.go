@@ -47,15 +47,29 @@ func NewDirectory(log *slog.Logger) *Directory {
 func (d *Directory) Follow(ctx context.Context, js jetstream.JetStream) error {
 	platform := newPlatformFeed(ctx, d, nil)
 	d.js, d.platform = js, platform
+	// A stream made anew (a restore) is read again from its start: what
+	// was learnt from the old one goes first (an agent deleted there may
+	// live in the new one, and its tickets would stay hidden).
+	madeAnew := func(fl *eventstore.Follower, err error, stream string, forget func()) (*eventstore.Follower, error) {
+		if err == nil {
+			fl.WhenMadeAnew(func() {
+				d.log.Warn("stream made anew: the directory forgets what it learnt of it and reads it again", "stream", stream)
+				forget()
+			})
+		}
+		return fl, err
+	}
 	feeds := []struct {
 		stream string
 		follow func() (*eventstore.Follower, error)
 	}{
 		{events.AgentsStream, func() (*eventstore.Follower, error) {
-			return eventstore.Follow(ctx, js, events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent)
+			fl, err := eventstore.Follow(ctx, js, events.AgentsStream, []string{events.AgentsAll}, true, d.applyAgent)
+			return madeAnew(fl, err, events.AgentsStream, d.Directory.ForgetAgents)
 		}},
 		{events.IdentityStream, func() (*eventstore.Follower, error) {
-			return eventstore.Follow(ctx, js, events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount)
+			fl, err := eventstore.Follow(ctx, js, events.IdentityStream, []string{events.IdentityAccountsAll, events.IdentityUsersAll}, true, d.applyAccount)
+			return madeAnew(fl, err, events.IdentityStream, d.Directory.ForgetMembers)
 		}},
 		{events.PlatformStream, func() (*eventstore.Follower, error) {
 			after, err := d.platformStart(ctx, js)

@@ -17,6 +17,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/app/directorytest"
@@ -147,5 +148,37 @@ func TestAwaitingConversationsAfterAStartFromASnapshot(t *testing.T) {
 	}
 	if _, ok := restarted.Conversation("ws_a", "conv_1"); !ok {
 		t.Fatal("the snapshot's conversation is not found")
+	}
+}
+
+// An AGENTS stream made anew (a restore from an older backup) is what the
+// directory knows of agents: an agent deleted in the old stream but live
+// in the restored one is live (its tickets listed again), and one the
+// restored stream lacks is not (found by a read-only audit).
+func TestTheDirectoryFollowsAnAgentsStreamMadeAnew(t *testing.T) {
+	s := newStreamSources(t)
+	dir := s.following(NewDirectory(slog.New(slog.DiscardHandler)))
+	agent := func(id string, deleted bool) directorytest.Fact {
+		return directorytest.Fact{Agent: &directorytest.Agent{WorkspaceID: "ws_1", AgentID: id, Deleted: deleted}}
+	}
+	s.tell(agent("agent_restored", false), agent("agent_restored", true), agent("agent_lost", false))
+	testkit.Eventually(t, 10*time.Second, "the old stream's agents learnt", func() bool {
+		return dir.AgentDeleted("agent_restored") && dir.AgentExists("ws_1", "agent_lost")
+	})
+	ctx := context.Background()
+	if err := s.js.DeleteStream(ctx, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	if err := eventstore.EnsureEventStreams(ctx, s.js, 1, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	s.last = map[string]uint64{}
+	s.tell(agent("agent_restored", false), agent("agent_new", false))
+	testkit.Eventually(t, 60*time.Second, "the new stream's agent learnt", func() bool { return dir.AgentExists("ws_1", "agent_new") })
+	if !dir.AgentExists("ws_1", "agent_restored") || dir.AgentDeleted("agent_restored") {
+		t.Error("an agent live in the restored stream is still taken for deleted")
+	}
+	if dir.AgentExists("ws_1", "agent_lost") {
+		t.Error("an agent the restored stream lacks still exists")
 	}
 }

@@ -43,6 +43,21 @@ func (d *Directory) DeleteAgent(agentID string) {
 	d.deleted[agentID] = true
 }
 
+// ForgetAgents drops every agent, live or deleted: the stream they came
+// from was made anew (a restore), and is read again from its start.
+func (d *Directory) ForgetAgents() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.agents, d.deleted = map[string]string{}, map[string]bool{}
+}
+
+// ForgetMembers drops every member, as ForgetAgents the agents.
+func (d *Directory) ForgetMembers() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.members = map[string]map[string]app.Member{}
+}
+
 // PutMember records a workspace member (again: its newest details).
 func (d *Directory) PutMember(workspaceID string, m app.Member) {
 	d.mu.Lock()
