@@ -65,5 +65,8 @@ func TestADroppedConversationStoreIsReplayed(t *testing.T) {
 	}
 	svc, stop = start()
 	defer stop()
-	testkit.Eventually(t, 10*time.Second, "the conversation and its feedback replayed", func() bool { return liked(svc) })
+	// The guard replays at its first look, before the projector starts,
+	// or, should that look fail (a store slow to answer), at the next one,
+	// within its interval (10 s): the wait covers both.
+	testkit.Eventually(t, 30*time.Second, "the conversation and its feedback replayed", func() bool { return liked(svc) })
 }
