@@ -28,6 +28,9 @@ type Forwarder struct {
 	// answer before it is sent again, the first attempt still waiting;
 	// default 2s, negative never.
 	HedgeAfter time.Duration
+	// InProcess serves a request for a service this process serves on NC
+	// (Serve) by calling its handler, not through NATS (see local.go).
+	InProcess bool
 
 	reconnects reconnectWatch
 	replies    replies
@@ -103,6 +106,12 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 	}
 	if timeout <= 0 {
 		timeout = 30 * time.Second
+	}
+	if f.InProcess {
+		if s := localService(f.NC, service); s != nil {
+			s.serveLocal(w, r, body, timeout)
+			return
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()

@@ -21,6 +21,10 @@ import (
 // answer of several chunks) is one access-log line, at info, with the
 // status and why it was cut short, and no ERROR line.
 func TestStreamedResponseClientHangUpIsOneAccessLine(t *testing.T) {
+	onBothPaths(t, testStreamedResponseClientHangUpIsOneAccessLine)
+}
+
+func testStreamedResponseClientHangUpIsOneAccessLine(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	release := make(chan struct{})
 	svc, err := Serve(nc, "big", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -33,7 +37,7 @@ func TestStreamedResponseClientHangUpIsOneAccessLine(t *testing.T) {
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
 	var logs testkit.LogBuffer
-	f := &Forwarder{NC: nc, Timeout: 30 * time.Second}
+	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 30 * time.Second}
 	srv := httptest.NewServer(httpx.WithRequestID(slog.New(slog.NewTextHandler(&logs, nil)),
 		httpx.Recover(httpx.AccessLog(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "big") })))))
 	t.Cleanup(srv.Close)

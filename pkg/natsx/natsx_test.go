@@ -20,7 +20,9 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
-func TestForwardRoundTrip(t *testing.T) {
+func TestForwardRoundTrip(t *testing.T) { onBothPaths(t, testForwardRoundTrip) }
+
+func testForwardRoundTrip(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	r := mux.NewRouter()
 	r.HandleFunc("/v1/echo/{id}", func(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +41,7 @@ func TestForwardRoundTrip(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 
-	f := &Forwarder{NC: nc, Timeout: 5 * time.Second}
+	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}
 	req := httptest.NewRequest(http.MethodPost, "/v1/echo/42?q=hello", strings.NewReader(`{"a":1}`))
 	req.Header.Set("X-Client", "sdk")
 	req.RemoteAddr = "192.0.2.1:5555"
@@ -78,7 +80,9 @@ func TestForwardNoRespondersIs503(t *testing.T) {
 	}
 }
 
-func TestForwardDeadlineIs504(t *testing.T) {
+func TestForwardDeadlineIs504(t *testing.T) { onBothPaths(t, testForwardDeadlineIs504) }
+
+func testForwardDeadlineIs504(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	release := make(chan struct{})
 	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
@@ -87,7 +91,7 @@ func TestForwardDeadlineIs504(t *testing.T) {
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
 	rec := httptest.NewRecorder()
-	(&Forwarder{NC: nc, Timeout: 50 * time.Millisecond}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "slow")
+	(&Forwarder{InProcess: inProcess, NC: nc, Timeout: 50 * time.Millisecond}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "slow")
 	if rec.Code != http.StatusGatewayTimeout || !strings.Contains(rec.Body.String(), `"status":"upstream_timeout"`) {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}
@@ -96,6 +100,10 @@ func TestForwardDeadlineIs504(t *testing.T) {
 // A client that hangs up while its request waits for an answer is
 // nobody's error: nothing is written and nothing logged above debug.
 func TestForwardClientGoneIsNotAnError(t *testing.T) {
+	onBothPaths(t, testForwardClientGoneIsNotAnError)
+}
+
+func testForwardClientGoneIsNotAnError(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	release, arrived := make(chan struct{}), make(chan struct{})
 	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { close(arrived); <-release }))
@@ -108,7 +116,7 @@ func TestForwardClientGoneIsNotAnError(t *testing.T) {
 	go func() { <-arrived; cancel() }()
 	rec := httptest.NewRecorder()
 	handler := httpx.WithRequestID(slog.New(slog.NewTextHandler(&logs, nil)), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		(&Forwarder{NC: nc}).Forward(w, r, "slow")
+		(&Forwarder{InProcess: inProcess, NC: nc}).Forward(w, r, "slow")
 	}))
 	handler.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/x", nil).WithContext(ctx))
 	if strings.Contains(logs.String(), "level=ERROR") || strings.Contains(logs.String(), "level=WARN") || rec.Body.Len() > 0 {
@@ -116,10 +124,12 @@ func TestForwardClientGoneIsNotAnError(t *testing.T) {
 	}
 }
 
-func TestForwardBodyLimitIs413(t *testing.T) {
+func TestForwardBodyLimitIs413(t *testing.T) { onBothPaths(t, testForwardBodyLimitIs413) }
+
+func testForwardBodyLimitIs413(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	rec := httptest.NewRecorder()
-	(&Forwarder{NC: nc, MaxBody: 10}).Forward(rec, httptest.NewRequest("POST", "/v1/x", strings.NewReader(strings.Repeat("x", 11))), "any")
+	(&Forwarder{InProcess: inProcess, NC: nc, MaxBody: 10}).Forward(rec, httptest.NewRequest("POST", "/v1/x", strings.NewReader(strings.Repeat("x", 11))), "any")
 	if rec.Code != http.StatusRequestEntityTooLarge {
 		t.Fatalf("got %d %s", rec.Code, rec.Body)
 	}
@@ -127,7 +137,9 @@ func TestForwardBodyLimitIs413(t *testing.T) {
 
 // A response far larger than one NATS message arrives whole, in order,
 // streamed chunk by chunk; small requests keep being served meanwhile.
-func TestForwardStreamsLargeResponses(t *testing.T) {
+func TestForwardStreamsLargeResponses(t *testing.T) { onBothPaths(t, testForwardStreamsLargeResponses) }
+
+func testForwardStreamsLargeResponses(t *testing.T, inProcess bool) {
 	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
 	const size = 5<<20 + 12345 // several chunks and more than the 1 MiB max payload
 	big := make([]byte, size)
@@ -147,7 +159,7 @@ func TestForwardStreamsLargeResponses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	f := &Forwarder{NC: nc, Timeout: 5 * time.Second}
+	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}
 
 	rec := httptest.NewRecorder()
 	f.Forward(rec, httptest.NewRequest(http.MethodGet, "/big", nil), "big")

@@ -25,9 +25,12 @@ const StreamIdle = 30 * time.Second
 // Service is a service's NATS endpoint.
 type Service struct {
 	micro.Service
+	name      string
+	handler   http.Handler
 	admission *admission
 	cancels   *nats.Subscription
 	workers   *workers
+	local     localKey // where in-process forwarders find it (locals)
 }
 
 // Ready fails while the process has had no free request slot for a
@@ -37,6 +40,7 @@ func (s *Service) Ready(ctx context.Context) error { return s.admission.Ready(ct
 // Stop drains the endpoint; its idle request workers end at once, and
 // busy ones when their request does.
 func (s *Service) Stop() error {
+	locals.CompareAndDelete(s.local, s)
 	_ = s.cancels.Unsubscribe()
 	err := s.Service.Stop()
 	s.workers.stop()
@@ -51,6 +55,8 @@ func (s *Service) Stop() error {
 // forwarder's deadline (unless its answer is streaming by then), when a
 // streamed answer's reader stops asking for it, and when the forwarder
 // gives up (CancelSubject). Close the returned service (Stop) to drain it.
+// A Forwarder of this process with InProcess set, on nc, calls handler
+// directly until Stop, under the same admission.
 func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service, error) {
 	adm, pool := newAdmission(MaxConcurrent, MaxPerWorkspace), newWorkers()
 	cancels, err := nc.Subscribe(CancelSubject(name), func(m *nats.Msg) { adm.cancel(string(m.Data)) })
@@ -92,7 +98,9 @@ func Serve(nc *nats.Conn, name, version string, handler http.Handler) (*Service,
 		_ = cancels.Unsubscribe()
 		return nil, err
 	}
-	return &Service{Service: svc, admission: adm, cancels: cancels, workers: pool}, nil
+	s := &Service{Service: svc, name: name, handler: handler, admission: adm, cancels: cancels, workers: pool, local: localKey{nc, name}}
+	locals.Store(s.local, s)
+	return s, nil
 }
 
 // refuse answers a request no slot was free for; it may be retried in a

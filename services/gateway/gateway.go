@@ -47,6 +47,9 @@ type Settings struct {
 	// error refuses it at once (the all-in-one's disk guard answers
 	// apperr.StorageFull while its disk is nearly full).
 	WritesHeld func() error
+	// InProcess calls a service this process serves itself directly, not
+	// through NATS (natsx.Forwarder.InProcess): the all-in-one platform.
+	InProcess bool
 }
 
 // Gateway serves the public HTTP API.
@@ -109,7 +112,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	probes.Ready["rate_limits"], probes.Ready["api_keys"] = limiter.Ready, keysLoaded
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: catchUp, limiter: limiter, log: d.Logger,
-		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter},
+		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter, InProcess: s.InProcess},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
 		fallback: ratelimit.NewLocal(),

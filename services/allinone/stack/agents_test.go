@@ -6,7 +6,37 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/voiceai-platform/voiceai/pkg/natsx"
 )
+
+// The all-in-one's gateway calls the services it runs beside in process
+// (natsx.Forwarder.InProcess): a write and a read through it send no
+// request over NATS.
+func TestTheGatewayCallsItsServicesInProcess(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t)
+	forwarded, err := s.Conn().SubscribeSync(natsx.Subject("*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	id := createAgent(t, s, adminKey, `{"name":"In process"}`)
+	if r := call(t, s, "GET", "/v1/convai/agents/"+id, adminKey, ""); r.Code != 200 {
+		t.Fatalf("get: %d %s", r.Code, r.Body)
+	}
+	// A request sent over NATS before this flush has reached the
+	// subscription by its end.
+	if err := s.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := forwarded.Pending(); n != 0 {
+		m, _ := forwarded.NextMsg(0)
+		t.Fatalf("%d requests went over NATS, the first to %s", n, m.Subject)
+	}
+}
 
 func TestAgentsThroughTheGateway(t *testing.T) {
 	t.Parallel()

@@ -353,6 +353,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	settings := c.Config.Settings()
 	settings.ConsoleSecret = secret // seals the console's sessions
 	settings.WritesHeld = disk.Check
+	settings.InProcess = true // every service is served here
 	gw, err := gateway.New(ctx, d, settings)
 	if err != nil {
 		return fail(err)

@@ -1,0 +1,107 @@
+package natsx
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
+)
+
+// onBothPaths runs a forwarding test through NATS and in process: what a
+// service promises its callers holds the same on both.
+func onBothPaths(t *testing.T, test func(t *testing.T, inProcess bool)) {
+	t.Run("nats", func(t *testing.T) { test(t, false) })
+	t.Run("in_process", func(t *testing.T) { test(t, true) })
+}
+
+// In process, a forward to a service this process serves sends nothing
+// through NATS; once the service stops, the forward goes through NATS
+// again (here: nobody serves it, a 503).
+func TestInProcessSendsNothingThroughNATSUntilTheServiceStops(t *testing.T) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	svc, err := Serve(nc, "here", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("served here"))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Forwarder{NC: nc, InProcess: true, Timeout: 5 * time.Second}
+	before := nc.Stats()
+	rec := httptest.NewRecorder()
+	f.Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "here")
+	if rec.Code != http.StatusOK || rec.Body.String() != "served here" {
+		t.Fatalf("got %d %q", rec.Code, rec.Body)
+	}
+	if sent := nc.Stats().OutMsgs - before.OutMsgs; sent != 0 {
+		t.Fatalf("%d messages went through NATS", sent)
+	}
+	if err := svc.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rec = httptest.NewRecorder()
+	f.Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "here")
+	if rec.Code != http.StatusServiceUnavailable || nc.Stats().OutMsgs == before.OutMsgs {
+		t.Fatalf("a stopped service: got %d %q, not through NATS", rec.Code, rec.Body)
+	}
+}
+
+// A handler that aborts before its answer began is answered with the
+// error a forward hears.
+func TestAHandlerAbortedBeforeItsAnswer(t *testing.T) {
+	onBothPaths(t, testAHandlerAbortedBeforeItsAnswer)
+}
+
+func testAHandlerAbortedBeforeItsAnswer(t *testing.T, inProcess bool) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	svc, err := Serve(nc, "aborts", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Half", "written")
+		panic(http.ErrAbortHandler)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	rec := httptest.NewRecorder()
+	(&Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}).Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "aborts")
+	if rec.Code != httpx.StatusOf(apperr.ResponseAborted) || rec.Header().Get("X-Half") != "" ||
+		!strings.Contains(rec.Body.String(), `"status":"`+apperr.ResponseAborted.Status+`"`) {
+		t.Fatalf("got %d %v %s", rec.Code, rec.Header(), rec.Body)
+	}
+}
+
+// A handler that aborts once its answer is streaming cuts the caller's
+// response short: the client sees a truncated body, not a whole one.
+func TestAStreamedAnswerAbortedIsCutShort(t *testing.T) {
+	onBothPaths(t, testAStreamedAnswerAbortedIsCutShort)
+}
+
+func testAStreamedAnswerAbortedIsCutShort(t *testing.T, inProcess bool) {
+	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	svc, err := Serve(nc, "cut", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "999999999") // as a handler that meant to send it all
+		_, _ = w.Write([]byte(strings.Repeat("a", 2*streamChunk)))
+		panic(http.ErrAbortHandler)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "cut") }))
+	t.Cleanup(gateway.Close)
+	resp, err := http.Get(gateway.URL + "/v1/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || err == nil {
+		t.Fatalf("status %d, read %d bytes and then %v: want a body cut short", resp.StatusCode, len(got), err)
+	}
+}
