@@ -170,10 +170,12 @@ func (a *App) awaitConversation(ctx context.Context, ws, conv string) (Conversat
 // CreateManual raises a manual ticket on an agent.
 func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID string, in ManualInput) (*ticketsv1.Ticket, error) {
 	commandID := caller.CommandID
-	if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
-		return t, nil
-	}
 	if err := a.RequireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
+		// A retry answers what its first attempt made, its agent deleted
+		// since or not.
+		if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
+			return t, nil
+		}
 		return nil, err
 	}
 	now := a.Now()
@@ -183,7 +185,15 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID
 		Labels: in.Labels, CreatedAtUnixSecs: now.Unix(), UpdatedAtUnixSecs: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
 	}
 	fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
-	t, _, err := a.create(ctx, t, commandID)
+	// A first attempt, which nearly every keyed create is, reads nothing
+	// before it appends; the append tells a retry (duplicate), answered
+	// as its ticket now is, as createdBy answers one whose agent went.
+	t, duplicate, err := a.create(ctx, t, commandID)
+	if duplicate {
+		if now, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
+			return now, nil
+		}
+	}
 	return t, err
 }
 

@@ -26,6 +26,7 @@ import (
 type fixture struct {
 	app   *app.App
 	log   *memlog.Store // the tickets' events
+	dir   *memory.Directory
 	clock time.Time
 	qa    principal.Principal // a member of ws_a
 	admin principal.Principal
@@ -48,7 +49,7 @@ func newFixture(t *testing.T) *fixture {
 		admin: principal.Principal{WorkspaceID: "ws_a", UserID: "user_admin", Permissions: []string{principal.PermissionAll}},
 		other: principal.Principal{WorkspaceID: "ws_b", UserID: "user_b", Permissions: []string{principal.PermissionAll}},
 	}
-	f.log = memlog.New()
+	f.log, f.dir = memlog.New(), dir
 	f.app = app.New(f.log, memory.NewIndex(), dir, slog.New(slog.DiscardHandler),
 		func() time.Time { return f.clock })
 	f.app.Cursors = cursor.NewCodec([]byte("k"))
@@ -274,5 +275,42 @@ func TestDeleteIsForTheOwnerOrAnAdmin(t *testing.T) {
 	page, _, err := f.app.ReadModel.Page(ctx, app.Query{WorkspaceID: "ws_a", Limit: 10})
 	if err != nil || len(page) != 0 {
 		t.Fatalf("a deleted ticket is still listed: %d %v", len(page), err)
+	}
+}
+
+// A keyed manual create sent again answers its first attempt's ticket as
+// it now is, and makes no second one: with its agent still there (the
+// append tells the retry) and with its agent deleted since (its check
+// would now fail).
+func TestAKeyedManualCreateRetriedAnswersItsTicketAsItIs(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	caller := principal.Caller{Principal: f.qa, CommandID: "key-manual"}
+	create := func(title string) *ticketsv1.Ticket {
+		t.Helper()
+		tk, err := f.app.CreateManual(ctx, caller, "agent_1", app.ManualInput{Title: ptr(title)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	first := create("Wrong price")
+	if _, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, first.TicketId, app.PatchInput{Title: ptr("Wrong price, twice")}); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() (n uint64) { // the events in the log
+		for ; ; n++ {
+			if _, err := f.log.At(ctx, n+1); err != nil {
+				return n
+			}
+		}
+	}
+	events := stored()
+	if again := create("Another title"); again.TicketId != first.TicketId || again.Title != "Wrong price, twice" || stored() != events {
+		t.Fatalf("the retry answered %s %q (%d events, want %d)", again.TicketId, again.Title, stored(), events)
+	}
+	f.dir.DeleteAgent("agent_1")
+	if again := create("Another title"); again.TicketId != first.TicketId || again.Title != "Wrong price, twice" {
+		t.Fatalf("the retry, its agent deleted, answered %s %q", again.TicketId, again.Title)
 	}
 }
