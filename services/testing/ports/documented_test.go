@@ -24,11 +24,13 @@ import (
 )
 
 // memoryService is the service's router over the memory adapters, with
-// agent_1 in workspace ws_1, at a clock that stands still.
+// agent_1 in workspace ws_1, at a clock that stands still until a test
+// moves now. Every request is the caller's, an admin of ws_1.
 type memoryService struct {
-	app  *app.App
-	now  time.Time
-	send func(method, path, body string) *httptest.ResponseRecorder
+	app    *app.App
+	now    time.Time
+	caller principal.Caller
+	send   func(method, path, body string) *httptest.ResponseRecorder
 }
 
 func newMemoryService(t *testing.T) *memoryService {
@@ -45,10 +47,10 @@ func newMemoryService(t *testing.T) *memoryService {
 		t.Fatal(err)
 	}
 	h := httpx.WithPrincipal(api.Serve("testing", &Handlers{App: s.app}))
-	caller := principal.Principal{WorkspaceID: "ws_1", UserID: "u_1", Permissions: []string{"all"}}
+	s.caller = principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_1", UserID: "u_1", Permissions: []string{"all"}}}
 	s.send = func(method, path, body string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		caller.SetHeaders(req.Header)
+		s.caller.Principal.SetHeaders(req.Header)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
