@@ -28,6 +28,21 @@ func take(t *testing.T, s *app.Scheduler, queues []app.RunQueue) (app.RunQueue, 
 	return q, n
 }
 
+// takeAllPaused takes jobs from queues until the scheduler gives no more,
+// every run taken pausing at once, as one waiting on a slow endpoint does.
+func takeAllPaused(t *testing.T, s *app.Scheduler, queues []app.RunQueue) {
+	t.Helper()
+	for {
+		q, n := take(t, s, queues)
+		if n == 0 {
+			return
+		}
+		for range n {
+			s.Paused(q.Workspace)
+		}
+	}
+}
+
 // One workspace alone gets every slot, as before queues were fair; a
 // second workspace arriving while it holds them finds the headroom free,
 // however long the first one's runs take.
@@ -112,15 +127,7 @@ func TestSchedulerInvocationsOfAWorkspaceTakeTurns(t *testing.T) {
 func TestSchedulerPausedRunsFreeTheirSlots(t *testing.T) {
 	s := app.NewScheduler(4, 1)
 	queues := []app.RunQueue{{Workspace: "ws_a", Invocation: "inv_slow", Waiting: 1000}}
-	for {
-		q, n := take(t, s, queues)
-		if n == 0 {
-			break
-		}
-		for range n {
-			s.Paused(q.Workspace) // every run waits for the slow endpoint
-		}
-	}
+	takeAllPaused(t, s, queues) // every run waits for the slow endpoint
 	running, held := s.Load()
 	if running != 0 || held != 4 {
 		t.Fatalf("%d running and %d held once every run waits; want 0 and 4 (the slots, for one invocation)", running, held)
@@ -166,15 +173,7 @@ func TestSchedulerPausedWorkspaceLeavesHeadroomToOthers(t *testing.T) {
 	s := app.NewScheduler(4, 1)
 	queues := []app.RunQueue{{Workspace: "ws_a", Invocation: "inv_1", Waiting: 100},
 		{Workspace: "ws_a", Invocation: "inv_2", Waiting: 100}, {Workspace: "ws_a", Invocation: "inv_3", Waiting: 100}}
-	for {
-		q, n := take(t, s, queues)
-		if n == 0 {
-			break
-		}
-		for range n {
-			s.Paused(q.Workspace) // every run waits for a slow endpoint
-		}
-	}
+	takeAllPaused(t, s, queues) // every run waits for a slow endpoint
 	queues = append(queues, app.RunQueue{Workspace: "ws_b", Invocation: "inv_b", Waiting: 1})
 	if q, n := take(t, s, queues); q.Workspace != "ws_b" || n != 1 {
 		t.Fatalf("ws_b got %d jobs (%+v) beside ws_a's waiting runs; want its one", n, q)
