@@ -374,53 +374,27 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 		for _, ff := range []bool{false, true} {
 			eq := app.EntryQuery{WorkspaceID: "ws_a", Folders: true, Tests: true, FoldersFirst: ff, Limit: 7}
 			want, _ := h.ref.pageEntries(app.EntryQuery{WorkspaceID: "ws_a", Folders: true, Tests: true, FoldersFirst: ff, Limit: 1 << 30})
-			var seen []string
-			for round := 0; ; round++ {
-				page, more, err := h.rm.PageEntries(context.Background(), eq)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, e := range page {
-					seen = append(seen, e.ID)
-				}
-				if !more {
-					break
-				}
-				// Between pages, a newer entry, listed before the cursor: a
-				// test, or with folders first a folder (a new test would
-				// rightly come after a cursor among the folders).
+			// Between pages, a newer entry, listed before the cursor: a
+			// test, or with folders first a folder (a new test would
+			// rightly come after a cursor among the folders).
+			seen := pageWhileWriting(t, eq, h.rm.PageEntries, entryID, afterEntry, func(round int) {
 				id, at := fmt.Sprintf("new_%d_%v", round, ff), 1_800_000_000+int64(round)
 				if ff {
 					h.folder(h.next(), &testingv1.Folder{FolderId: "tfld_" + id, WorkspaceId: "ws_a", Name: "new", CreatedAtUnix: at})
 				} else {
 					h.test(h.next(), &testingv1.Test{TestId: "test_" + id, WorkspaceId: "ws_a", Name: "new", Type: domain.TypeLLM, CreatedAtUnix: at})
 				}
-				after := page[len(page)-1].PositionOf()
-				eq.After = &after
-			}
+			})
 			if !slices.Equal(seen, want) {
 				t.Fatalf("folders first %v: pages gave %v; want %v", ff, seen, want)
 			}
 		}
 		iq := app.InvocationFilter{WorkspaceID: "ws_a", Limit: 4}
 		want, _ := h.ref.pageInvocations(app.InvocationFilter{WorkspaceID: "ws_a", Limit: 1 << 30})
-		var seen []string
-		for round := 0; ; round++ {
-			page, more, err := h.rm.PageInvocations(context.Background(), iq)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range page {
-				seen = append(seen, s.ID)
-			}
-			if !more {
-				break
-			}
+		seen := pageWhileWriting(t, iq, h.rm.PageInvocations, invocationID, afterInvocation, func(round int) {
 			h.invocation(h.next(), &testingv1.Invocation{InvocationId: fmt.Sprintf("tinv_new_%d", round), WorkspaceId: "ws_a",
 				Status: domain.InvocationRunning, CreatedAtUnix: 1_800_000_000})
-			last := page[len(page)-1]
-			iq.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
-		}
+		})
 		if !slices.Equal(seen, want) {
 			t.Fatalf("invocation pages gave %v; want %v", seen, want)
 		}
@@ -430,17 +404,48 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 // walkEntries pages through q and checks every page against the reference.
 func walkEntries(t *testing.T, rm app.ReadModel, ref *reference, q app.EntryQuery) {
 	t.Helper()
-	walk(t, "PageEntries", q, rm.PageEntries, ref.pageEntries, func(e app.Entry) string { return e.ID },
-		func(q *app.EntryQuery, last app.Entry) { after := last.PositionOf(); q.After = &after })
+	walk(t, "PageEntries", q, rm.PageEntries, ref.pageEntries, entryID, afterEntry)
 }
 
 // walkInvocations pages through q and checks every page.
 func walkInvocations(t *testing.T, rm app.ReadModel, ref *reference, q app.InvocationFilter) {
 	t.Helper()
-	walk(t, "PageInvocations", q, rm.PageInvocations, ref.pageInvocations, func(s app.InvocationSummary) string { return s.ID },
-		func(q *app.InvocationFilter, last app.InvocationSummary) {
-			q.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
-		})
+	walk(t, "PageInvocations", q, rm.PageInvocations, ref.pageInvocations, invocationID, afterInvocation)
+}
+
+func entryID(e app.Entry) string { return e.ID }
+
+// afterEntry moves q's cursor past last, the row a page ended with.
+func afterEntry(q *app.EntryQuery, last app.Entry) { after := last.PositionOf(); q.After = &after }
+
+func invocationID(s app.InvocationSummary) string { return s.ID }
+
+// afterInvocation moves q's cursor past last, the row a page ended with.
+func afterInvocation(q *app.InvocationFilter, last app.InvocationSummary) {
+	q.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
+}
+
+// pageWhileWriting pages through q to its end, calling write between
+// pages (round counts them from 0), and is the ids of every page's rows
+// in the order the pages gave them.
+func pageWhileWriting[Q, R any](t *testing.T, q Q, page func(context.Context, Q) ([]R, bool, error),
+	id func(R) string, after func(*Q, R), write func(round int)) []string {
+	t.Helper()
+	var seen []string
+	for round := 0; ; round++ {
+		rows, more, err := page(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			seen = append(seen, id(r))
+		}
+		if !more {
+			return seen
+		}
+		write(round)
+		after(&q, rows[len(rows)-1])
+	}
 }
 
 // walk pages through q with page, continuing after each page's last row,
