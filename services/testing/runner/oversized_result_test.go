@@ -17,12 +17,9 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
-	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
-	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
@@ -67,10 +64,9 @@ func TestARunWhoseAgentAnswersMegabytesIsStoredOnce(t *testing.T) {
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, runID)), job); err != nil {
 		t.Fatal(err)
 	}
-	agents := &modelclient.Endpoints{Platform: modelclient.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
 	startWorker(ctx, t, js, a, log, func(w *runner.Worker) {
 		w.MaxAttempts = 3
-		w.Exec = &runner.Executor{Now: time.Now, Model: offline.Model{}, Agents: agents}
+		playAgentsLocally(w)
 	})
 	results, err := js.OrderedConsumer(ctx, events.TestRunsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{must(events.RunSubject(ws, inv.InvocationId, runID))}})
 	if err != nil {

@@ -16,13 +16,10 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
-	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
-	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
 
@@ -158,10 +155,9 @@ func TestALoadStepIsSpreadAcrossWorkers(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	ctx, js, a, inv, log := loadFixture(t, 20, 1, `{"agent":{"prompt":{"prompt":"p","llm":"custom-llm","custom_llm":{"url":"`+srv.URL+`","model_id":"team"}}}}`)
-	agents := &modelclient.Endpoints{Platform: modelclient.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
 	one := func(w *runner.Worker) {
 		w.Concurrency, w.Headroom = 1, 1
-		w.Exec = &runner.Executor{Now: time.Now, Model: offline.Model{}, Agents: agents}
+		playAgentsLocally(w)
 	}
 	w1, _ := startWorker(ctx, t, js, a, log, one)
 	w2, _ := startWorker(ctx, t, js, a, log, one)

@@ -17,12 +17,14 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/modelclient"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
@@ -254,6 +256,14 @@ func startWorker(ctx context.Context, t *testing.T, js jetstream.JetStream, a *a
 	}
 	t.Cleanup(stop)
 	return w, stop
+}
+
+// playAgentsLocally makes w play custom-llm agents through their
+// endpoints on this machine, every other agent (and the judge) through the
+// offline model.
+func playAgentsLocally(w *runner.Worker) {
+	agents := &modelclient.Endpoints{Platform: modelclient.PlatformAgents{Default: offline.Model{}}, Guard: outbound.NewGuard([]string{"127.0.0.1"})}
+	w.Exec = &runner.Executor{Now: time.Now, Model: offline.Model{}, Agents: agents}
 }
 
 // waitQueueEmpty waits, up to within, until every job has left the work
