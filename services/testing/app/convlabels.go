@@ -25,10 +25,8 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 	if err != nil || a.deletedConversation(c.WorkspaceID, conversationID) {
 		return nil, apperr.ConversationUnknown
 	}
-	if c.CommandID != "" {
-		if first, found, err := storedByCommand[*testingv1.ConversationLabelled](ctx, a, c.WorkspaceID, subject, c.CommandID); err != nil || found {
-			return first.GetLabel(), err
-		}
+	if first, found, err := storedBefore[*testingv1.ConversationLabelled](ctx, a, c, subject); err != nil || found {
+		return first.GetLabel(), err
 	}
 	an, seq, found, err := a.CurrentAnalysis(ctx, c.WorkspaceID, conversationID)
 	if err != nil {

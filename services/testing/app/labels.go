@@ -109,10 +109,8 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	if lr.result == nil {
 		return nil, apperr.RunNotFinished
 	}
-	if c.CommandID != "" {
-		if first, found, err := storedByCommand[*testingv1.RunLabelled](ctx, a, c.WorkspaceID, lr.subject, c.CommandID); err != nil || found {
-			return first.GetLabel(), err
-		}
+	if first, found, err := storedBefore[*testingv1.RunLabelled](ctx, a, c, lr.subject); err != nil || found {
+		return first.GetLabel(), err
 	}
 	def, err := a.definition(ctx, lr.test)
 	if err != nil {

@@ -72,6 +72,17 @@ func storedByCommand[E proto.Message](ctx context.Context, a *App, ws, subject, 
 	return found, err == nil, err
 }
 
+// storedBefore is the event of type E an earlier try of c's command
+// stored on subject, if any; a request without an Idempotency-Key has no
+// earlier try.
+func storedBefore[E proto.Message](ctx context.Context, a *App, c principal.Caller, subject string) (E, bool, error) {
+	if c.CommandID == "" {
+		var none E
+		return none, false, nil
+	}
+	return storedByCommand[E](ctx, a, c.WorkspaceID, subject, c.CommandID)
+}
+
 // storeOnce stores ev (made with meta) on subject, its message id the
 // caller's command id, else ownID. A retry of the command within the runs
 // log's duplicate window that raced the caller's look-up stores nothing:
