@@ -60,13 +60,7 @@ func (r *reference) pageEntries(q app.EntryQuery) ([]string, bool) {
 		}
 	}
 	slices.SortFunc(rows, func(a, b app.Entry) int { return b.PositionOf().Compare(a.PositionOf(), q.FoldersFirst) })
-	more := len(rows) > q.Limit
-	rows = rows[:min(len(rows), q.Limit)]
-	out := make([]string, len(rows))
-	for i, e := range rows {
-		out[i] = e.ID
-	}
-	return out, more
+	return firstPage(rows, q.Limit, entryID)
 }
 
 func (r *reference) pageInvocations(q app.InvocationFilter) ([]string, bool) {
@@ -79,11 +73,17 @@ func (r *reference) pageInvocations(q app.InvocationFilter) ([]string, bool) {
 	slices.SortFunc(rows, func(a, b app.InvocationSummary) int {
 		return app.EntryPosition{Created: b.CreatedAtUnix, ID: b.ID}.Compare(app.EntryPosition{Created: a.CreatedAtUnix, ID: a.ID}, false)
 	})
-	more := len(rows) > q.Limit
-	rows = rows[:min(len(rows), q.Limit)]
+	return firstPage(rows, q.Limit, invocationID)
+}
+
+// firstPage is the ids of the first limit of the sorted rows, and whether
+// more follow them.
+func firstPage[R any](rows []R, limit int, id func(R) string) ([]string, bool) {
+	more := len(rows) > limit
+	rows = rows[:min(len(rows), limit)]
 	out := make([]string, len(rows))
-	for i, s := range rows {
-		out[i] = s.ID
+	for i, r := range rows {
+		out[i] = id(r)
 	}
 	return out, more
 }
