@@ -20,16 +20,22 @@ import (
 
 func allPass(int) string { return domain.RunPassed }
 
+// ranEarlier is an invocation of the test's runs (repeat of them), each
+// worked to its status, a minute older than whatever runs after it.
+func (w *world) ranEarlier(repeat int, status func(run int) string) *testingv1.Invocation {
+	w.t.Helper()
+	inv := w.run(repeat)
+	w.work(inv.GetInvocationId(), status)
+	w.clock.Add(time.Minute)
+	return inv
+}
+
 // A test's reliability counts its passed and failed runs in its recent
 // invocations, newest first; runs that have not finished say nothing.
 func TestReliabilityCountsFinishedRunsNewestFirst(t *testing.T) {
 	w := newWorld(t)
-	first := w.run(4)
-	w.work(first.GetInvocationId(), passEven) // 2 of 4 pass
-	w.clock.Add(time.Minute)
-	second := w.run(2)
-	w.work(second.GetInvocationId(), allPass)
-	w.clock.Add(time.Minute)
+	first := w.ranEarlier(4, passEven) // 2 of 4 pass
+	second := w.ranEarlier(2, allPass)
 	w.run(3) // queued, not run
 
 	total, per, err := w.a.TestReliability(context.Background(), "ws", w.test, 3)
@@ -76,9 +82,7 @@ func TestReliabilityReadsOnlyTheRecentInvocations(t *testing.T) {
 func TestCompareWithAStoredBaseline(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	baseline := w.run(2)
-	w.work(baseline.GetInvocationId(), allPass)
-	w.clock.Add(time.Minute)
+	baseline := w.ranEarlier(2, allPass)
 	cur := w.run(2)
 	now := app.NewTestStatuses(cur)
 	now.Add(0, domain.RunPassed)
@@ -100,9 +104,7 @@ func TestCompareWithAStoredBaseline(t *testing.T) {
 func TestListInvocationsProgressAndPaging(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	worked := w.run(4)
-	w.work(worked.GetInvocationId(), passEven)
-	w.clock.Add(time.Minute)
+	worked := w.ranEarlier(4, passEven)
 	waiting := w.run(3)
 	w.clock.Add(time.Minute)
 	cancelled := w.run(2)
