@@ -24,6 +24,14 @@ func (w *world) folder(name, parent string) string {
 	return f.GetFolderId()
 }
 
+// billingAndRefunds are two folders: Billing at the root, and Refunds
+// inside it.
+func (w *world) billingAndRefunds() (top, sub string) {
+	w.t.Helper()
+	top = w.folder("Billing", "")
+	return top, w.folder("Refunds", top)
+}
+
 func (w *world) testIn(name, folder string) string {
 	w.t.Helper()
 	t, err := w.a.CreateTest(context.Background(), w.c, fmt.Appendf(nil,
@@ -65,8 +73,7 @@ func fieldErrorAt(t *testing.T, err error, loc ...any) apperr.FieldError {
 func TestAFolderIsDeletedWithItsContentsOnlyByForce(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	top := w.folder("Billing", "")
-	sub := w.folder("Refunds", top)
+	top, sub := w.billingAndRefunds()
 	inTop, inSub := w.testIn("Invoice", top), w.testIn("Refund", sub)
 
 	err := w.a.DeleteFolder(ctx, w.c, top, false)
@@ -105,8 +112,7 @@ func TestAFolderIsDeletedWithItsContentsOnlyByForce(t *testing.T) {
 func TestBulkMoveRules(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	top := w.folder("Billing", "")
-	sub := w.folder("Refunds", top)
+	top, sub := w.billingAndRefunds()
 	other := w.folder("Hours", "")
 	test := w.testIn("Invoice", "")
 
@@ -219,8 +225,7 @@ func TestRenameAFolder(t *testing.T) {
 func TestListTestsWithTheirFolders(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
-	top := w.folder("Billing", "")
-	sub := w.folder("Refunds", top)
+	_, sub := w.billingAndRefunds()
 	w.testIn("Refund in 30 days", sub)
 	root := "root"
 
