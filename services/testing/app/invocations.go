@@ -180,15 +180,22 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 	if repeat > 1 {
 		inv.BucketingStatus = domain.BucketingPending
 	}
+	// Every copy of a test id is a run, times repeat_count.
+	return a.createInvocation(ctx, c, keyed, inv, inv.JobsTotal)
+}
+
+// createInvocation stores a new invocation that queues runs more runs,
+// under keyed (its Idempotency-Key's id) when there is one, once the
+// workspace's quotas allow them.
+func (a *App) createInvocation(ctx context.Context, c principal.Caller, keyed string, inv *testingv1.Invocation, runs int64) (*testingv1.Invocation, error) {
 	replay := false
 	if keyed != "" {
 		inv.InvocationId = keyed
 		_, _, err := a.Invocations.Get(ctx, c.WorkspaceID, inv.InvocationId)
 		replay = err == nil // a first attempt made it meanwhile: answered as it, whatever the quotas say now
 	}
-	// Every copy of a test id is a run, times repeat_count.
 	if !replay {
-		if err := a.checkQuotas(ctx, c.WorkspaceID, inv.JobsTotal); err != nil {
+		if err := a.checkQuotas(ctx, c.WorkspaceID, runs); err != nil {
 			return nil, err
 		}
 	}

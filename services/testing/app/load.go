@@ -100,22 +100,9 @@ func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID str
 		AgentName: ag.GetName(), Title: "Load test: " + d.Name, FolderId: d.ParentFolderID, Load: load,
 	}
 	load.Test = &testingv1.PlannedTest{TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq)}
-	replay := false
-	if keyed != "" {
-		inv.InvocationId = keyed
-		_, _, err := a.Invocations.Get(ctx, c.WorkspaceID, inv.InvocationId)
-		replay = err == nil
-	}
 	// A load test is one active invocation; its turns are not runs, so it
 	// adds nothing to the queued runs.
-	if !replay {
-		if err := a.checkQuotas(ctx, c.WorkspaceID, 0); err != nil {
-			return nil, err
-		}
-	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	out, _, err := a.Invocations.Create(ctx, c.WorkspaceID, inv.InvocationId, meta, &testingv1.InvocationCreated{Meta: meta, Invocation: inv}, inv)
-	return out, err
+	return a.createInvocation(ctx, c, keyed, inv, 0)
 }
 
 // LoadTest reads a load test; an invocation that is not one is not found.
