@@ -112,7 +112,7 @@ func (a *App) LabelRun(ctx context.Context, c principal.Caller, invocationID, ru
 	if first, found, err := storedBefore[*testingv1.RunLabelled](ctx, a, c, lr.subject); err != nil || found {
 		return first.GetLabel(), err
 	}
-	def, err := a.definition(ctx, lr.test)
+	def, err := a.DefinitionAt(ctx, lr.test.GetTestStreamSeq())
 	if err != nil {
 		return nil, err
 	}
@@ -168,15 +168,6 @@ func criterionLabels(in []CriterionLabelInput, judged func(id string) (*testingv
 		}
 	}
 	return criteria, v.Err()
-}
-
-// definition is the version of a planned test the invocation pinned.
-func (a *App) definition(ctx context.Context, pt *testingv1.PlannedTest) (domain.TestInput, error) {
-	t, err := a.TestAt(ctx, pt.GetTestStreamSeq())
-	if err != nil {
-		return domain.TestInput{}, err
-	}
-	return domain.ParseDefinition(t.GetDefinitionJson())
 }
 
 // labelOf is the label a run_labelled record holds.

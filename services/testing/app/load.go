@@ -73,11 +73,7 @@ func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID str
 		v.Add("Test "+in.TestID+" not found", "value_error", "body", "test_id")
 		return nil, v.Err()
 	}
-	t, err := a.TestAt(ctx, uint64(d.Seq))
-	if err != nil {
-		return nil, err
-	}
-	def, err := domain.ParseDefinition(t.GetDefinitionJson())
+	def, err := a.DefinitionAt(ctx, uint64(d.Seq))
 	if err != nil {
 		return nil, err
 	}

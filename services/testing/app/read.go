@@ -27,6 +27,16 @@ func (a *App) TestAt(ctx context.Context, seq uint64) (*testingv1.Test, error) {
 	return t, nil
 }
 
+// DefinitionAt is the definition of the version of a test stored at seq
+// of stream TESTING: the version an invocation pinned.
+func (a *App) DefinitionAt(ctx context.Context, seq uint64) (domain.TestInput, error) {
+	t, err := a.TestAt(ctx, seq)
+	if err != nil {
+		return domain.TestInput{}, err
+	}
+	return domain.ParseDefinition(t.GetDefinitionJson())
+}
+
 // runOf is the result a RunCompleted event carries.
 func runOf(msg proto.Message, err error) (*testingv1.RunResult, error) {
 	if err != nil {

@@ -112,7 +112,7 @@ func (a *App) RejudgeTargets(ctx context.Context, ws string, f RejudgeFilter, li
 		pt := inv.GetTests()[ti]
 		def, ok := defs[pt.GetTestStreamSeq()]
 		if !ok {
-			if def, err = a.definition(ctx, pt); err != nil {
+			if def, err = a.DefinitionAt(ctx, pt.GetTestStreamSeq()); err != nil {
 				return nil, err
 			}
 			defs[pt.GetTestStreamSeq()] = def

@@ -167,7 +167,7 @@ func (a *App) ReviewQueue(ctx context.Context, q ReviewQuery) ([]ReviewItem, err
 		pt := p.inv.GetTests()[p.res.GetTestIndex()]
 		conds, ok := defs[pt.GetTestStreamSeq()]
 		if !ok {
-			def, err := a.definition(ctx, pt)
+			def, err := a.DefinitionAt(ctx, pt.GetTestStreamSeq())
 			if err != nil {
 				return nil, err
 			}

@@ -594,11 +594,8 @@ func (w *Worker) definition(ctx context.Context, seq uint64) (domain.TestInput, 
 	if ok {
 		return d, nil
 	}
-	t, err := w.App.TestAt(ctx, seq)
+	d, err := w.App.DefinitionAt(ctx, seq)
 	if err != nil {
-		return d, err
-	}
-	if d, err = domain.ParseDefinition(t.GetDefinitionJson()); err != nil {
 		return d, err
 	}
 	w.mu.Lock()
