@@ -83,6 +83,14 @@ func (w *world) awaitQueued(id, want string) {
 	testkit.Eventually(w.t, 5*time.Second, "invocation "+id+" queued up to "+want, func() bool { return w.queuedMark(id) == want })
 }
 
+// deliverLast delivers the invocation's last event on the feed, and waits
+// until the enqueuer has queued it up to want.
+func (w *world) deliverLast(id, want string) {
+	w.t.Helper()
+	w.p.Feed.Append(w.lastEvent(id))
+	w.awaitQueued(id, want)
+}
+
 // queuedJob is a job on the queue and the run job it carries.
 type queuedJob struct {
 	msg app.Message
@@ -141,16 +149,14 @@ func TestTheEnqueuerQueuesEachRunOfANewInvocationOnce(t *testing.T) {
 	w.startEnqueuer()
 	inv := w.invoke(2, 3)
 	id := inv.GetInvocationId()
-	w.p.Feed.Append(w.lastEvent(id))
-	w.awaitQueued(id, "6")
+	w.deliverLast(id, "6")
 	wantRunJobs(t, inv, w.jobsOf(id), 1)
 
 	// Delivered again, then another invocation: once that one is queued,
 	// the copy was handled.
 	w.p.Feed.Append(w.lastEvent(id))
 	other := w.invoke(1, 1)
-	w.p.Feed.Append(w.lastEvent(other.GetInvocationId()))
-	w.awaitQueued(other.GetInvocationId(), "1")
+	w.deliverLast(other.GetInvocationId(), "1")
 	wantRunJobs(t, inv, w.jobsOf(id), 1)
 }
 
@@ -164,8 +170,7 @@ func TestTheEnqueuerGroupsTheRunsOfALargeInvocation(t *testing.T) {
 		t.Fatalf("RunsPerJob(10339) = %d; the case wants 2", per)
 	}
 	id := inv.GetInvocationId()
-	w.p.Feed.Append(w.lastEvent(id))
-	w.awaitQueued(id, "10339")
+	w.deliverLast(id, "10339")
 	wantRunJobs(t, inv, w.jobsOf(id), 2)
 }
 
@@ -177,8 +182,7 @@ func TestTheEnqueuerQueuesTheLatestResubmission(t *testing.T) {
 	w.startEnqueuer()
 	inv := w.invoke(2, 3)
 	id := inv.GetInvocationId()
-	w.p.Feed.Append(w.lastEvent(id))
-	w.awaitQueued(id, "6")
+	w.deliverLast(id, "6")
 	for _, round := range []struct {
 		runs  []int
 		total string
@@ -199,8 +203,7 @@ func TestTheEnqueuerQueuesTheLatestResubmission(t *testing.T) {
 			t.Fatal(err)
 		}
 		attempt := got.GetResubmissions()[len(got.GetResubmissions())-1].GetAttempt()
-		w.p.Feed.Append(w.lastEvent(id))
-		w.awaitQueued(id, round.total)
+		w.deliverLast(id, round.total)
 		jobs := w.jobsOf(id)
 		if len(jobs) != len(round.runs) {
 			t.Fatalf("resubmitting runs %v queued %d jobs", round.runs, len(jobs))
@@ -262,8 +265,7 @@ func TestTheEnqueuerIgnoresOtherInvocationEvents(t *testing.T) {
 	}
 	w.p.Feed.Append(w.lastEvent(cancelled.GetInvocationId())) // invocation_cancelled
 	next := w.invoke(1, 1)
-	w.p.Feed.Append(w.lastEvent(next.GetInvocationId()))
-	w.awaitQueued(next.GetInvocationId(), "1")
+	w.deliverLast(next.GetInvocationId(), "1")
 	if jobs, mark := w.jobsOf(cancelled.GetInvocationId()), w.queuedMark(cancelled.GetInvocationId()); len(jobs) != 0 || mark != "" {
 		t.Fatalf("a cancellation queued %d jobs and recorded %q queued", len(jobs), mark)
 	}
@@ -342,8 +344,7 @@ func TestAnEventTheEnqueuerFailedIsQueuedOnItsRedelivery(t *testing.T) {
 	w.a.Jobs = &flakyJobs{JobQueue: w.p.Jobs, fails: 2}
 	w.startEnqueuer()
 	inv := w.invoke(1, 3)
-	w.p.Feed.Append(w.lastEvent(inv.GetInvocationId()))
-	w.awaitQueued(inv.GetInvocationId(), "3")
+	w.deliverLast(inv.GetInvocationId(), "3")
 	wantRunJobs(t, inv, w.jobsOf(inv.GetInvocationId()), 1)
 }
 
