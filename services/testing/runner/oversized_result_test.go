@@ -56,14 +56,8 @@ func TestARunWhoseAgentAnswersMegabytesIsStoredOnce(t *testing.T) {
 			Status: domain.InvocationRunning, AgentConfigJson: []byte(cfg), Tests: []*testingv1.PlannedTest{test}}
 	})
 	ws := inv.GetWorkspaceId()
-	if err := adapters.EnsureRunQueue(ctx, js, ws, inv.InvocationId); err != nil {
-		t.Fatal(err)
-	}
+	queueFirstRunJob(ctx, t, js, inv, 0)
 	runID := domain.RunID(inv.InvocationId, 0)
-	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run", RunId: runID, Attempt: 1})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, runID)), job); err != nil {
-		t.Fatal(err)
-	}
 	startWorker(ctx, t, js, a, log, func(w *runner.Worker) {
 		w.MaxAttempts = 3
 		playAgentsLocally(w)

@@ -43,13 +43,7 @@ func TestJobGivenUpAfterMaxAttempts(t *testing.T) {
 	startWorker(ctx, t, js, a, log, func(w *runner.Worker) { w.MaxAttempts = 3 })
 	ws := inv.WorkspaceId
 	runID := domain.RunID(inv.InvocationId, 0)
-	if err := adapters.EnsureRunQueue(ctx, js, ws, inv.InvocationId); err != nil {
-		t.Fatal(err)
-	}
-	data, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: ws, InvocationId: inv.InvocationId, Kind: "run", RunId: runID, Attempt: 1})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(ws, inv.InvocationId, runID)), data); err != nil {
-		t.Fatal(err)
-	}
+	queueFirstRunJob(ctx, t, js, inv, 0)
 	subject, _ := events.RunSubject(ws, inv.InvocationId, runID)
 	results, err := js.OrderedConsumer(ctx, events.TestRunsStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
 	if err != nil {
@@ -138,7 +132,7 @@ func TestMultiRunJobSkipsStoredRunsOnRedelivery(t *testing.T) {
 		&testingv1.RunCompleted{Meta: m2, Run: stored}); err != nil {
 		t.Fatal(err)
 	}
-	queueFiveRunJob(ctx, t, js, inv)
+	queueFirstRunJob(ctx, t, js, inv, 5) // runs 0 to 4
 	cons, err := js.Consumer(ctx, events.TestJobsStream, adapters.RunQueueName(inv.WorkspaceId, inv.InvocationId))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +187,7 @@ func TestDuplicateResultIsNotCounted(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	queueFiveRunJob(ctx, t, js, inv)
+	queueFirstRunJob(ctx, t, js, inv, 5) // runs 0 to 4
 	_, stop := startWorker(ctx, t, js, a, log, nil)
 	waitQueueEmpty(ctx, t, js, 10*time.Second)
 	stop()
@@ -212,16 +206,24 @@ func earlierRun2(inv *testingv1.Invocation) (*testingv1.RunResult, string) {
 	return stored, subject
 }
 
-// queueFiveRunJob queues one job carrying runs 0 to 4 of inv, on the
-// invocation's queue, as the enqueuer does.
-func queueFiveRunJob(ctx context.Context, t *testing.T, js jetstream.JetStream, inv *testingv1.Invocation) {
+// queueFirstRunJob makes the invocation's queue and publishes
+// publishFirstRunJob's job on it, as the enqueuer does.
+func queueFirstRunJob(ctx context.Context, t *testing.T, js jetstream.JetStream, inv *testingv1.Invocation, runCount int32) {
 	t.Helper()
 	if err := adapters.EnsureRunQueue(ctx, js, inv.WorkspaceId, inv.InvocationId); err != nil {
 		t.Fatal(err)
 	}
+	publishFirstRunJob(ctx, t, js, inv, runCount)
+}
+
+// publishFirstRunJob publishes a first-attempt job of inv's run 0 that
+// carries runCount runs from it (0: that run alone), whether or not the
+// invocation has its queue.
+func publishFirstRunJob(ctx context.Context, t *testing.T, js jetstream.JetStream, inv *testingv1.Invocation, runCount int32) {
+	t.Helper()
 	first := domain.RunID(inv.InvocationId, 0)
 	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.WorkspaceId, InvocationId: inv.InvocationId, Kind: "run",
-		RunId: first, Attempt: 1, RunCount: 5})
+		RunId: first, Attempt: 1, RunCount: runCount})
 	if _, err := js.Publish(ctx, must(events.TestJobSubject(inv.WorkspaceId, inv.InvocationId, first)), job); err != nil {
 		t.Fatal(err)
 	}
@@ -303,12 +305,7 @@ func testingStreams(t *testing.T) (context.Context, jetstream.JetStream) {
 // back from a worker, and are run.
 func TestJobsWithoutAQueueAreRun(t *testing.T) {
 	ctx, js, a, inv, log := batchFixture(t)
-	first := domain.RunID(inv.InvocationId, 0)
-	job, _ := proto.Marshal(&testingv1.RunJob{WorkspaceId: inv.WorkspaceId, InvocationId: inv.InvocationId, Kind: "run",
-		RunId: first, Attempt: 1, RunCount: 5})
-	if _, err := js.Publish(ctx, must(events.TestJobSubject(inv.WorkspaceId, inv.InvocationId, first)), job); err != nil {
-		t.Fatal(err)
-	}
+	publishFirstRunJob(ctx, t, js, inv, 5)
 	startWorker(ctx, t, js, a, log, nil)
 	waitQueueEmpty(ctx, t, js, 30*time.Second)
 	if n := resultsStored(ctx, js, inv); n != 5 {
