@@ -90,12 +90,13 @@ func sameAnswer(t *testing.T, what string, first, again response) {
 	}
 }
 
-// startHedging runs a stack whose gateway sends a second and third copy of
-// every request it may repeat as soon as it has sent the first: each such
-// request's first attempt is held past the hedge delay, its copies racing
-// it in the services.
+// startHedging runs a stack whose gateway forwards over NATS (as a split
+// deployment's) and sends a second and third copy of every request it
+// may repeat as soon as it has sent the first: each such request's first
+// attempt is held past the hedge delay, its copies racing it in the
+// services.
 func startHedging(t *testing.T) (*Stack, *copyCounter) {
-	s := startAdmin(t, localHooks, func(c *Config) { c.HedgeAfter = time.Nanosecond })
+	s := startAdmin(t, localHooks, func(c *Config) { c.HedgeAfter, c.OverNATS = time.Nanosecond, true })
 	return s, countCopies(t, s)
 }
 

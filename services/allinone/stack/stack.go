@@ -68,6 +68,10 @@ type Config struct {
 	ReadIndex string `env:"VOICEAI_READ_INDEX" envDefault:"memory"`
 	// WebhookTimeUnit scales webhook retry delays (tests only; 0 = 1s).
 	WebhookTimeUnit time.Duration `env:"-"`
+	// OverNATS has the gateway forward to the services beside it over
+	// NATS, as a split deployment's does, not in process (tests of what
+	// only that path does: hedges).
+	OverNATS bool `env:"-"`
 	// WebhookAutoDisable is when a webhook whose deliveries keep failing
 	// is disabled (VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES, _AFTER).
 	WebhookAutoDisable webhooks.AutoDisableEnv
@@ -353,7 +357,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	settings := c.Config.Settings()
 	settings.ConsoleSecret = secret // seals the console's sessions
 	settings.WritesHeld = disk.Check
-	settings.InProcess = true // every service is served here
+	settings.InProcess = !c.OverNATS // every service is served here
 	gw, err := gateway.New(ctx, d, settings)
 	if err != nil {
 		return fail(err)
