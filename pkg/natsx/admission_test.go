@@ -16,7 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // blocking serves name with a handler that holds each request until its
@@ -55,7 +54,7 @@ func TestServedRequestsEndAtTheForwardersDeadline(t *testing.T) {
 }
 
 func testServedRequestsEndAtTheForwardersDeadline(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	started, ended := blocking(t, nc, "stuck")
 	rec := httptest.NewRecorder()
 	(&Forwarder{InProcess: inProcess, NC: nc, Timeout: 200 * time.Millisecond}).Forward(rec, httptest.NewRequest("GET", "/v1/x", nil), "stuck")
@@ -75,7 +74,7 @@ func TestAClientGoneEndsTheServicesWork(t *testing.T) {
 }
 
 func testAClientGoneEndsTheServicesWork(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	started, ended := blocking(t, nc, "stuck")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
@@ -88,7 +87,7 @@ func testAClientGoneEndsTheServicesWork(t *testing.T, inProcess bool) {
 // The hedges of a request this process is still serving are dropped: the
 // first attempt answers, and a slow read is not served three times.
 func TestHedgesOfARequestBeingServedAreDropped(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	var served atomic.Int64
 	release := make(chan struct{})
 	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +131,7 @@ func TestOneWorkspaceCannotTakeEverySlot(t *testing.T) {
 }
 
 func testOneWorkspaceCannotTakeEverySlot(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	started, _ := blocking(t, nc, "shared")
 	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: time.Minute}
 	in := func(ws string, ctx context.Context) *http.Request {
@@ -188,7 +187,7 @@ func TestAProcessWithNoFreeSlotRefusesAndIsNotReady(t *testing.T) {
 		t.Fatal("a freed slot is not taken, or the process stays not ready")
 	}
 
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	m := nats.NewMsg(Subject("full"))
 	m.Header.Set(hdrMethod, "GET")
 	m.Header.Set(hdrURI, "/v1/x")
@@ -218,7 +217,7 @@ func TestAStreamNobodyReadsEndsTheHandler(t *testing.T) {
 }
 
 func testAStreamNobodyReadsEndsTheHandler(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	ended := make(chan error, 1)
 	svc, err := Serve(nc, "endless", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		chunk := []byte(strings.Repeat("x", 64<<10))
@@ -255,7 +254,7 @@ func testAStreamNobodyReadsEndsTheHandler(t *testing.T, inProcess bool) {
 // subscriptions, and the request may wait behind others): the request
 // arriving after it is dropped, not served for nobody.
 func TestARequestCancelledBeforeItArrivesIsNotServed(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	served := make(chan string, 4)
 	svc, err := Serve(nc, "late", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served <- r.URL.Path

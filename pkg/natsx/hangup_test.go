@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
@@ -25,7 +24,7 @@ func TestStreamedResponseClientHangUpIsOneAccessLine(t *testing.T) {
 }
 
 func testStreamedResponseClientHangUpIsOneAccessLine(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	release := make(chan struct{})
 	svc, err := Serve(nc, "big", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(strings.Repeat("a", streamChunk+1))) // the first chunk goes out

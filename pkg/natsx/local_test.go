@@ -10,7 +10,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
-	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // onBothPaths runs a forwarding test through NATS and in process: what a
@@ -24,7 +23,7 @@ func onBothPaths(t *testing.T, test func(t *testing.T, inProcess bool)) {
 // through NATS; once the service stops, the forward goes through NATS
 // again (here: nobody serves it, a 503).
 func TestInProcessSendsNothingThroughNATSUntilTheServiceStops(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	svc, err := Serve(nc, "here", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte("served here"))
 	}))
@@ -58,7 +57,7 @@ func TestAHandlerAbortedBeforeItsAnswer(t *testing.T) {
 }
 
 func testAHandlerAbortedBeforeItsAnswer(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	svc, err := Serve(nc, "aborts", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("X-Half", "written")
 		panic(http.ErrAbortHandler)
@@ -82,7 +81,7 @@ func TestAStreamedAnswerAbortedIsCutShort(t *testing.T) {
 }
 
 func testAStreamedAnswerAbortedIsCutShort(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	svc, err := Serve(nc, "cut", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "999999999") // as a handler that meant to send it all
 		_, _ = w.Write([]byte(strings.Repeat("a", 2*streamChunk)))

@@ -23,7 +23,7 @@ import (
 func TestForwardRoundTrip(t *testing.T) { onBothPaths(t, testForwardRoundTrip) }
 
 func testForwardRoundTrip(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	r := mux.NewRouter()
 	r.HandleFunc("/v1/echo/{id}", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -64,7 +64,7 @@ func testForwardRoundTrip(t *testing.T, inProcess bool) {
 }
 
 func TestForwardNoRespondersIs503(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	f := &Forwarder{NC: nc, Timeout: 20 * time.Second}
 	// Repeatable or not, nobody serving it is an answer, not a wait.
 	for _, r := range []*http.Request{httptest.NewRequest("GET", "/v1/x", nil), Repeatable(httptest.NewRequest("GET", "/v1/x", nil))} {
@@ -83,7 +83,7 @@ func TestForwardNoRespondersIs503(t *testing.T) {
 func TestForwardDeadlineIs504(t *testing.T) { onBothPaths(t, testForwardDeadlineIs504) }
 
 func testForwardDeadlineIs504(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	release := make(chan struct{})
 	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
 	if err != nil {
@@ -104,7 +104,7 @@ func TestForwardClientGoneIsNotAnError(t *testing.T) {
 }
 
 func testForwardClientGoneIsNotAnError(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	release, arrived := make(chan struct{}), make(chan struct{})
 	svc, err := Serve(nc, "slow", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { close(arrived); <-release }))
 	if err != nil {
@@ -127,7 +127,7 @@ func testForwardClientGoneIsNotAnError(t *testing.T, inProcess bool) {
 func TestForwardBodyLimitIs413(t *testing.T) { onBothPaths(t, testForwardBodyLimitIs413) }
 
 func testForwardBodyLimitIs413(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	rec := httptest.NewRecorder()
 	(&Forwarder{InProcess: inProcess, NC: nc, MaxBody: 10}).Forward(rec, httptest.NewRequest("POST", "/v1/x", strings.NewReader(strings.Repeat("x", 11))), "any")
 	if rec.Code != http.StatusRequestEntityTooLarge {
@@ -140,7 +140,7 @@ func testForwardBodyLimitIs413(t *testing.T, inProcess bool) {
 func TestForwardStreamsLargeResponses(t *testing.T) { onBothPaths(t, testForwardStreamsLargeResponses) }
 
 func testForwardStreamsLargeResponses(t *testing.T, inProcess bool) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	const size = 5<<20 + 12345 // several chunks and more than the 1 MiB max payload
 	big := make([]byte, size)
 	for i := range big {
@@ -174,6 +174,13 @@ func testForwardStreamsLargeResponses(t *testing.T, inProcess bool) {
 	if small.Body.String() != "ok" || small.Header().Get(hdrStream) != "" {
 		t.Fatalf("small response: %q %v", small.Body.String(), small.Header())
 	}
+}
+
+// freshConn is a connection to an embedded NATS server of the test's
+// own, both closed when the test ends.
+func freshConn(t *testing.T) *nats.Conn {
+	t.Helper()
+	return testenv.ConnAt(t, testenv.StartNATS(t))
 }
 
 // lossyService answers every request on service's subject but the first,
@@ -211,7 +218,7 @@ func keyed(key string) *http.Request {
 // holding it died) is sent again after HedgeAfter and answered; any other
 // is sent once, whatever its method and headers.
 func TestForwardHedgesOnlyRepeatableRequests(t *testing.T) {
-	nc := (&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t)
+	nc := freshConn(t)
 	seen := lossyService(t, nc, "lossy")
 	f := &Forwarder{NC: nc, Timeout: time.Second, HedgeAfter: 50 * time.Millisecond}
 
