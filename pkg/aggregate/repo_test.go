@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -30,10 +29,7 @@ var errNotFound, errConflict = errors.New("not found"), errors.New("conflict")
 type openStore func(t *testing.T, window time.Duration) eventlog.Store
 
 func onJetStream(t *testing.T, window time.Duration) eventlog.Store {
-	js, err := jetstream.New((&testenv.Env{NATSURL: testenv.StartNATS(t)}).Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	if _, err := eventstore.EnsureStream(context.Background(), js, eventstore.StreamConfig{Name: events.AgentsStream, Subjects: []string{events.AgentsAll}, DedupWindow: window}); err != nil {
 		t.Fatal(err)
 	}
