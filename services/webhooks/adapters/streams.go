@@ -38,53 +38,51 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream, replicas int) er
 	return nil
 }
 
-// deliveriesConfig is WEBHOOK_DELIVERIES, the dispatchers' work queue.
-func deliveriesConfig(replicas int) jetstream.StreamConfig {
+// fileStream is what every stream of the service below shares: kept on
+// file at replicas, with a ten-minute window in which a message id is
+// stored once.
+func fileStream(name, description, subject string, replicas int) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
-		Name:        events.WebhookDeliveriesStream,
-		Description: "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
-		Subjects:    []string{events.WebhookDeliveriesAll},
-		Retention:   jetstream.WorkQueuePolicy,
+		Name:        name,
+		Description: description,
+		Subjects:    []string{subject},
 		Storage:     jetstream.FileStorage,
 		Replicas:    replicas,
-		Discard:     jetstream.DiscardNew,
 		Duplicates:  10 * time.Minute,
 	}
+}
+
+// deliveriesConfig is WEBHOOK_DELIVERIES, the dispatchers' work queue.
+func deliveriesConfig(replicas int) jetstream.StreamConfig {
+	c := fileStream(events.WebhookDeliveriesStream, "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
+		events.WebhookDeliveriesAll, replicas)
+	c.Retention = jetstream.WorkQueuePolicy
+	c.Discard = jetstream.DiscardNew
+	return c
 }
 
 // attemptsConfig is WEBHOOK_ATTEMPTS, the recent attempts every process
 // follows.
 func attemptsConfig(replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:              events.WebhookAttemptsStream,
-		Description:       "Every webhook delivery attempt, newest per webhook",
-		Subjects:          []string{events.WebhookAttemptsAll},
-		Retention:         jetstream.LimitsPolicy,
-		Storage:           jetstream.FileStorage,
-		Replicas:          replicas,
-		Discard:           jetstream.DiscardOld,
-		MaxMsgsPerSubject: AttemptsPerWebhook,
-		MaxAge:            30 * 24 * time.Hour,
-		Duplicates:        10 * time.Minute,
-		AllowDirect:       true,
-	}
+	c := fileStream(events.WebhookAttemptsStream, "Every webhook delivery attempt, newest per webhook", events.WebhookAttemptsAll, replicas)
+	c.Retention = jetstream.LimitsPolicy
+	c.Discard = jetstream.DiscardOld
+	c.MaxMsgsPerSubject = AttemptsPerWebhook
+	c.MaxAge = 30 * 24 * time.Hour
+	c.AllowDirect = true
+	return c
 }
 
 // attemptsLogConfig is WEBHOOK_ATTEMPTS_LOG, the queue the durable
 // delivery log is copied from.
 func attemptsLogConfig(replicas int) jetstream.StreamConfig {
-	return jetstream.StreamConfig{
-		Name:        events.WebhookAttemptsLogStream,
-		Description: "Every webhook delivery attempt, until the durable delivery log holds it",
-		// Not sourced from WEBHOOK_ATTEMPTS any more: an update drops the
-		// source (covers sees the subjects differ).
-		Subjects:   []string{events.WebhookAttemptsLogAll},
-		Retention:  jetstream.WorkQueuePolicy,
-		Storage:    jetstream.FileStorage,
-		Replicas:   replicas,
-		MaxAge:     30 * 24 * time.Hour,
-		Duplicates: 10 * time.Minute,
-	}
+	// Not sourced from WEBHOOK_ATTEMPTS any more: an update drops the
+	// source (covers sees the subjects differ).
+	c := fileStream(events.WebhookAttemptsLogStream, "Every webhook delivery attempt, until the durable delivery log holds it",
+		events.WebhookAttemptsLogAll, replicas)
+	c.Retention = jetstream.WorkQueuePolicy
+	c.MaxAge = 30 * 24 * time.Hour
+	return c
 }
 
 // followReplayed follows stream (eventstore.Follow) and returns once the
