@@ -91,15 +91,16 @@ func (a *App) isMember(ctx context.Context, workspaceID, userID string) (bool, e
 // the directory.
 func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, now func() time.Time) *App {
 	a := &App{ReadModel: rm, Directory: dir, Now: now}
+	env := aggregate.Env{Store: store, Log: log, Now: now} // the three repos share the TICKETS stream
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
-		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Env:     env,
 		Subject: events.TicketSubject,
 		Gone:    func(s *ticketsv1.Ticket) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:   func(s *ticketsv1.Ticket, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project: rm.Put, NotFound: apperr.TicketNotFound,
 	}
 	a.TagRepo = &aggregate.Repo[*ticketsv1.ConversationTag]{
-		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Env:     env,
 		Subject: events.TicketSubject,
 		Gone:    func(s *ticketsv1.ConversationTag) bool { return s.DeletedAtUnixSecs != nil },
 		Touch:   func(s *ticketsv1.ConversationTag, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
@@ -112,7 +113,7 @@ func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, no
 		NotFound: apperr.ConversationTagNotFound,
 	}
 	a.Annotations = &aggregate.Repo[*ticketsv1.ConversationAnnotations]{
-		Env:     aggregate.Env{Store: store, Log: log, Now: now},
+		Env:     env,
 		Subject: events.ConversationAnnotationsSubject,
 		Touch:   func(s *ticketsv1.ConversationAnnotations, t time.Time) { s.UpdatedAtUnixSecs = t.Unix() },
 		Project: func(ctx context.Context, seq uint64, an *ticketsv1.ConversationAnnotations) error {
