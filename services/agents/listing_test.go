@@ -25,14 +25,9 @@ func testListings(t *testing.T, index string) {
 	deps := runtimetest.Restarts(t, index)
 	var js jetstream.JetStream
 	start := func() (*Service, func()) {
-		ctx, cancel := context.WithCancel(context.Background())
 		d := deps()
 		js = d.JS
-		svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svc, func() { _ = svc.Stop(); cancel() }
+		return runtimetest.Start(t, func(ctx context.Context) (*Service, error) { return Start(ctx, d, testConfig) })
 	}
 	svc, stop := start()
 	defer func() { stop() }()

@@ -33,18 +33,16 @@ type fixture struct {
 	db  *mongo.Database
 }
 
+// testConfig lets the agents' model endpoints be a local test server.
+var testConfig = Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}}
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	env := testenv.New(t)
 	mc := env.Mongo(t)
 	d := runtimetest.Deps(t, env.Conn(t), mc)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	svc, err := Start(ctx, d, Config{Secret: "test-secret", AllowHosts: []string{"127.0.0.1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
+	svc, stop := runtimetest.Start(t, func(ctx context.Context) (*Service, error) { return Start(ctx, d, testConfig) })
+	t.Cleanup(stop)
 	return &fixture{svc: svc, js: d.JS, db: mc.Database(runtime.DatabaseName(Name))}
 }
 

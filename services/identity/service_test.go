@@ -33,14 +33,9 @@ func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
 func testListings(t *testing.T, index string) {
 	deps := runtimetest.Restarts(t, index)
 	var d runtime.Deps
-	start := func() (*Service, context.CancelFunc) {
+	start := func() (*Service, func()) {
 		d = deps()
-		ctx, cancel := context.WithCancel(context.Background())
-		svc, err := Start(ctx, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return svc, func() { _ = svc.Stop(); cancel() }
+		return runtimetest.Start(t, func(ctx context.Context) (*Service, error) { return Start(ctx, d) })
 	}
 	svc, stop := start()
 	defer func() { stop() }()

@@ -2,6 +2,7 @@
 package runtimetest
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -50,6 +51,20 @@ func Restarts(t *testing.T, index string) func() runtime.Deps {
 		d.ReadIndex = index
 		return d
 	}
+}
+
+// Start starts a service by start, on a context of its own, and returns
+// it with its stop: the service stops, then its context ends. A restart
+// test stops one and starts another on the same stores.
+func Start[A any](t testing.TB, start func(context.Context) (*runtime.Service[A], error)) (*runtime.Service[A], func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	svc, err := start(ctx)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	return svc, func() { _ = svc.Stop(); cancel() }
 }
 
 // Do serves a request to h in-process as p would send it through the
