@@ -13,6 +13,7 @@ import (
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
 
@@ -140,9 +141,5 @@ func Run(t *testing.T, open func(*testing.T) app.ReadModel) {
 }
 
 func ids(docs []app.AgentDoc) []string {
-	out := []string{}
-	for _, d := range docs {
-		out = append(out, d.ID)
-	}
-	return out
+	return testkit.IDs(docs, func(d app.AgentDoc) string { return d.ID })
 }

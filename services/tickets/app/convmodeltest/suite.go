@@ -16,6 +16,7 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -44,11 +45,7 @@ func (r reference) page(q app.ConversationQuery) ([]string, bool) {
 }
 
 func ids(rows []app.ConversationSummary) []string {
-	out := make([]string, len(rows))
-	for i, c := range rows {
-		out[i] = c.ConversationID
-	}
-	return out
+	return testkit.IDs(rows, func(c app.ConversationSummary) string { return c.ConversationID })
 }
 
 // fixture makes conversations whose fields collide often: few agents,

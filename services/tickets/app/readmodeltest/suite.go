@@ -16,6 +16,7 @@ import (
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
@@ -68,11 +69,7 @@ func (r *reference) active(ws, agent, conv string) string {
 }
 
 func ids(ts []*ticketsv1.Ticket) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = t.TicketId
-	}
-	return out
+	return testkit.IDs(ts, func(t *ticketsv1.Ticket) string { return t.TicketId })
 }
 
 // fixture makes tickets whose fields collide often: few workspaces,

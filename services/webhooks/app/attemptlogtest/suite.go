@@ -38,11 +38,7 @@ func attempt(webhookID string, n int, ok bool) *webhooksv1.DeliveryAttempt {
 }
 
 func ids(as []*webhooksv1.DeliveryAttempt) []string {
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.GetEventId()
-	}
-	return out
+	return testkit.IDs(as, (*webhooksv1.DeliveryAttempt).GetEventId)
 }
 
 func record(t *testing.T, l app.AttemptLog, as ...*webhooksv1.DeliveryAttempt) {

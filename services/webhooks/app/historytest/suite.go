@@ -13,6 +13,7 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -50,11 +51,7 @@ func attempts(webhookID string, from, to int) []*webhooksv1.DeliveryAttempt {
 }
 
 func ids(as []*webhooksv1.DeliveryAttempt) []string {
-	out := make([]string, len(as))
-	for i, a := range as {
-		out[i] = a.GetAttemptId()
-	}
-	return out
+	return testkit.IDs(as, (*webhooksv1.DeliveryAttempt).GetAttemptId)
 }
 
 // want is what a history of all must list for older(f, before, limit).

@@ -10,6 +10,7 @@ import (
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
@@ -42,10 +43,7 @@ func disabled(w *webhooksv1.Webhook, reason string) *webhooksv1.Webhook {
 }
 
 func ids(ws []*webhooksv1.Webhook) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.GetWebhookId()
-	}
+	out := testkit.IDs(ws, (*webhooksv1.Webhook).GetWebhookId)
 	slices.Sort(out) // Match promises no order
 	return out
 }
