@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -65,13 +64,7 @@ func (f *fixture) createAgent(t *testing.T, body string) string {
 
 func (f *fixture) doAs(t *testing.T, p principal.Principal, method, path, body string) (int, map[string]any) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	p.SetHeaders(req.Header)
-	rec := httptest.NewRecorder()
-	f.svc.Handler.ServeHTTP(rec, req)
-	var m map[string]any
-	_ = json.Unmarshal(rec.Body.Bytes(), &m)
-	return rec.Code, m
+	return runtimetest.Serve(f.svc.Handler, p, method, path, body)
 }
 
 // Concurrent changes of one agent are serialised by optimistic

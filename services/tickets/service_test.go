@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -51,16 +49,8 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
 	do := func(method, path, body string) map[string]any {
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		caller.SetHeaders(req.Header)
-		rec := httptest.NewRecorder()
-		svc.Handler.ServeHTTP(rec, req)
-		var m map[string]any
-		_ = json.Unmarshal(rec.Body.Bytes(), &m)
-		if rec.Code >= 300 && rec.Code != http.StatusNoContent {
-			t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
-		}
-		return m
+		t.Helper()
+		return runtimetest.Do(t, svc.Handler, caller, method, path, body)
 	}
 	testkit.Eventually(t, 5*time.Second, "the condition", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
 	var ids []string

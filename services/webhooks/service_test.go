@@ -96,13 +96,7 @@ func (h *harness) do(ws, method, path, body string, perms ...string) (int, map[s
 	if len(perms) == 0 {
 		perms = []string{"all"}
 	}
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	principal.Principal{WorkspaceID: ws, UserID: "sa_1", Permissions: perms}.SetHeaders(req.Header)
-	rec := httptest.NewRecorder()
-	h.svc.Handler.ServeHTTP(rec, req)
-	var m map[string]any
-	_ = json.Unmarshal(rec.Body.Bytes(), &m)
-	return rec.Code, m
+	return runtimetest.Serve(h.svc.Handler, principal.Principal{WorkspaceID: ws, UserID: "sa_1", Permissions: perms}, method, path, body)
 }
 
 func (h *harness) create(ws, body string) (id, secret string) {

@@ -72,10 +72,7 @@ func Start[A any](t testing.TB, start func(context.Context) (*runtime.Service[A]
 // 300 or more fails the test.
 func Do(t testing.TB, h http.Handler, p principal.Principal, method, path, body string) map[string]any {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	p.SetHeaders(req.Header)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := record(h, p, method, path, body)
 	if rec.Code >= 300 {
 		t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
 	}
@@ -86,4 +83,22 @@ func Do(t testing.TB, h http.Handler, p principal.Principal, method, path, body 
 		}
 	}
 	return m
+}
+
+// Serve serves a request to h in-process as p would send it through the
+// gateway, and returns the answer's status and JSON (nil when the body is
+// empty or no JSON object): for a test that checks the status itself.
+func Serve(h http.Handler, p principal.Principal, method, path, body string) (int, map[string]any) {
+	rec := record(h, p, method, path, body)
+	var m map[string]any
+	_ = json.Unmarshal(rec.Body.Bytes(), &m)
+	return rec.Code, m
+}
+
+func record(h http.Handler, p principal.Principal, method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	p.SetHeaders(req.Header)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
