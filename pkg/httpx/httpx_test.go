@@ -1,7 +1,6 @@
 package httpx
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,9 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -189,12 +186,7 @@ func TestAStartedTraceIsSampledOnlyWhenRecorded(t *testing.T) {
 		t.Fatalf("the caller's sampled trace became %q", seen)
 	}
 
-	provider := sdktrace.NewTracerProvider()
-	otel.SetTracerProvider(provider)
-	t.Cleanup(func() {
-		otel.SetTracerProvider(noop.NewTracerProvider())
-		_ = provider.Shutdown(context.Background())
-	})
+	useTracer(t, sdktrace.NewTracerProvider())
 	if tp := started(); !tracing.WellFormed(tp) || !strings.HasSuffix(tp, "-01") {
 		t.Fatalf("a recording tracer: started %q, want a sampled trace", tp)
 	}

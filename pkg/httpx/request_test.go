@@ -149,15 +149,20 @@ func TestTheMiddlewaresShareOneStatusWriter(t *testing.T) {
 	}
 }
 
-// A recorded server span carries the request's method, path and status.
-func TestARecordedSpanCarriesTheRequest(t *testing.T) {
-	exporter := tracetest.NewInMemoryExporter()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+// useTracer makes provider the global tracer provider until the test
+// ends, then the no-op one again.
+func useTracer(t *testing.T, provider *sdktrace.TracerProvider) {
 	otel.SetTracerProvider(provider)
 	t.Cleanup(func() {
 		otel.SetTracerProvider(noop.NewTracerProvider())
 		_ = provider.Shutdown(context.Background())
 	})
+}
+
+// A recorded server span carries the request's method, path and status.
+func TestARecordedSpanCarriesTheRequest(t *testing.T) {
+	exporter := tracetest.NewInMemoryExporter()
+	useTracer(t, sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter)))
 	h := WithTraceparent(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/v1/things/t_1", nil))
 	spans := exporter.GetSpans()
