@@ -82,6 +82,13 @@ func (l *log) add(s string) {
 	l.seen = append(l.seen, s)
 }
 
+// addBatch logs each message's data of batch, in order.
+func (l *log) addBatch(batch []jetstream.Msg) {
+	for _, m := range batch {
+		l.add(string(m.Data()))
+	}
+}
+
 func (l *log) count(s string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -281,12 +288,7 @@ func TestExistingNeverCreatesTheDurable(t *testing.T) {
 	}
 	var got log
 	stop := run(t, func(ctx context.Context) error {
-		return consume.Batches(ctx, js, spec, func(_ context.Context, batch []jetstream.Msg) error {
-			for _, m := range batch {
-				got.add(string(m.Data()))
-			}
-			return nil
-		})
+		return consume.Batches(ctx, js, spec, collect(&got))
 	})
 	testkit.Eventually(t, 10*time.Second, "the standing durable worked through", func() bool { return got.len() == 3 })
 	stop()
@@ -313,9 +315,7 @@ func TestBatchesKeepsWhatItHoldsPastAckWait(t *testing.T) {
 					}
 				}
 				first += firstDeliveries(batch)
-				for _, m := range batch {
-					got.add(string(m.Data()))
-				}
+				got.addBatch(batch)
 				return nil
 			})
 	})
@@ -352,9 +352,7 @@ func TestBatchesHoldHandlesNothingUntilItLetsGo(t *testing.T) {
 				}
 				first += firstDeliveries(batch)
 				mu.Unlock()
-				for _, m := range batch {
-					got.add(string(m.Data()))
-				}
+				got.addBatch(batch)
 				return nil
 			})
 	})

@@ -42,9 +42,7 @@ func floorRead(t *testing.T, js jetstream.JetStream, durable string, seq uint64,
 // collect is a handler that logs each message's data in got.
 func collect(got *log) consume.Handler {
 	return func(_ context.Context, batch []jetstream.Msg) error {
-		for _, m := range batch {
-			got.add(string(m.Data()))
-		}
+		got.addBatch(batch)
 		return nil
 	}
 }
@@ -144,12 +142,7 @@ func TestARetiredDurableDeletedIsNotMadeAgain(t *testing.T) {
 		done := make(chan error, 1)
 		go func() {
 			if mode == "batches" {
-				done <- consume.Batches(ctx, js, spec, func(_ context.Context, batch []jetstream.Msg) error {
-					for _, m := range batch {
-						got.add(string(m.Data()))
-					}
-					return nil
-				})
+				done <- consume.Batches(ctx, js, spec, collect(&got))
 				return
 			}
 			done <- consume.Messages(ctx, js, spec, func(_ context.Context, m consume.Msg) consume.Outcome {
@@ -183,12 +176,7 @@ func TestADurableOfAStreamMadeAnewStartsAtItsFirstMessage(t *testing.T) {
 	js := jobs(t, 30)
 	var got log
 	run(t, func(ctx context.Context) error {
-		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "projector"}, func(_ context.Context, batch []jetstream.Msg) error {
-			for _, m := range batch {
-				got.add(string(m.Data()))
-			}
-			return nil
-		})
+		return consume.Batches(ctx, js, consume.Spec{Stream: stream, Durable: "projector"}, collect(&got))
 	})
 	testkit.Eventually(t, 10*time.Second, "the old stream handled", func() bool { return got.len() == 30 })
 	floorRead(t, js, "projector", 30, 1)
