@@ -9,7 +9,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
-	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -32,10 +31,7 @@ func TestADroppedConversationStoreIsReplayed(t *testing.T) {
 		return svc, func() { stop(); _ = svc.Stop() }
 	}
 	d := deps()
-	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := sealingKeys(t, ctx, d.JS)
 	liked := func(svc *Service) bool {
 		code, body := serve(svc, "GET", "/v1/convai/conversations?rating_min=5", "")
 		return code == 200 && strings.Contains(body, `"conv_1"`)

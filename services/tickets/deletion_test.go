@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -28,10 +27,7 @@ func TestDeletionReachesEveryReplica(t *testing.T) {
 
 	// The conversation, its transcript sealed as the API's ingest seals it.
 	d := deps()
-	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := sealingKeys(t, ctx, d.JS)
 	at := time.Now().Add(-time.Hour)
 	for _, ev := range []struct {
 		name string

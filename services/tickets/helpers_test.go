@@ -14,6 +14,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
@@ -54,6 +55,17 @@ func replicaDeps(t *testing.T) (context.Context, func() runtime.Deps) {
 		ensureOtherStreams(t, ctx, d.JS)
 		return d
 	}
+}
+
+// sealingKeys opens on js the transcript keys a service started with the
+// secret "secret" seals with: what a test publishes sealed, it reads.
+func sealingKeys(t *testing.T, ctx context.Context, js jetstream.JetStream) *kvkeys.Keys {
+	t.Helper()
+	keys, err := kvkeys.Open(ctx, js, 1, "secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
 }
 
 // publishSealed seals data for workspace ws_a as the API's ingest seals it

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
@@ -33,10 +32,7 @@ func TestRestartReadsTheIndexSnapshot(t *testing.T) {
 	}
 	do := func(svc *Service, method, path string) (int, string) { return serve(svc, method, path, "") }
 	d := deps()
-	keys, err := kvkeys.Open(ctx, d.JS, 1, "secret")
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := sealingKeys(t, ctx, d.JS)
 	publish := func(id, said string, at time.Time) uint64 {
 		t.Helper()
 		return publishSealed(t, ctx, d.JS, keys, "conversation_ended", at, fmt.Sprintf(
