@@ -15,7 +15,6 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
@@ -61,13 +60,7 @@ func storeQAMessage(t *testing.T, js jetstream.JetStream, source app.QASource, m
 		}
 		return
 	}
-	e, err := esproto.Encode(ctx, esproto.Meta(ctx, "", "", time.Now()), m.Event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Body != nil {
-		e.Data = m.Body
-	}
+	e := qafeedtest.Encoded(t, m)
 	if m.RunStatus != "" {
 		if e.Header == nil {
 			e.Header = eventlog.Header{}

@@ -1,13 +1,10 @@
 package memory
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/app/qafeedtest"
 )
@@ -36,14 +33,7 @@ func received(t *testing.T, m qafeedtest.Message) app.QAMessage {
 	if m.Event == nil {
 		return out
 	}
-	ctx := tracing.WithRequestTrace(context.Background(), m.Traceparent)
-	e, err := esproto.Encode(ctx, esproto.Meta(ctx, "", "", time.Now()), m.Event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m.Body != nil {
-		e.Data = m.Body
-	}
+	e := qafeedtest.Encoded(t, m)
 	out.Data = e.Data
 	if !app.DecodesRun(m.RunStatus) {
 		return out

@@ -24,7 +24,10 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -44,6 +47,21 @@ type Message struct {
 	// RunStatus is, on QARuns, the status its producer states beside the
 	// body (events.HeaderRunStatus).
 	RunStatus string
+}
+
+// Encoded is m's Event as the event store encodes an append of it, in
+// m's trace; a Body m sets stands in for the encoding.
+func Encoded(t testing.TB, m Message) eventlog.Event {
+	t.Helper()
+	ctx := tracing.WithRequestTrace(context.Background(), m.Traceparent)
+	e, err := esproto.Encode(ctx, esproto.Meta(ctx, "", "", time.Now()), m.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Body != nil {
+		e.Data = m.Body
+	}
+	return e
 }
 
 // Put stores messages on a source, in order, as their producers do.
