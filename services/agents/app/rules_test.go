@@ -122,14 +122,11 @@ func TestKeyedAgentWritesApplyOnce(t *testing.T) {
 func TestSecretsUsedByAgents(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := f.secretOf(t, "llm key", "sk-1")
 	if strings.Contains(string(s.SealedValue), "sk-1") {
 		t.Fatal("the secret's value is stored sealed")
 	}
-	_, err = f.app.Create(ctx, f.cmd(""), app.CreateInput{ConversationConfig: customLLM("secret_unknown")})
+	_, err := f.app.Create(ctx, f.cmd(""), app.CreateInput{ConversationConfig: customLLM("secret_unknown")})
 	wantKind(t, err, apperr.Invalid, "an endpoint key naming no secret")
 	other := f.caller
 	other.WorkspaceID = "ws_b"

@@ -20,7 +20,14 @@ import (
 // caller.
 func (f *fixture) secret(t *testing.T, name string) *agentsv1.WorkspaceSecret {
 	t.Helper()
-	s, err := f.app.CreateSecret(t.Context(), f.cmd(""), app.SecretInput{Name: ptr(name), Value: ptr("v-" + name)})
+	return f.secretOf(t, name, "v-"+name)
+}
+
+// secretOf creates a secret named name holding value, as the fixture's
+// caller with no command id.
+func (f *fixture) secretOf(t *testing.T, name, value string) *agentsv1.WorkspaceSecret {
+	t.Helper()
+	s, err := f.app.CreateSecret(t.Context(), f.cmd(""), app.SecretInput{Name: ptr(name), Value: ptr(value)})
 	if err != nil {
 		t.Fatal(err)
 	}

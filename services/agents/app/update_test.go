@@ -122,13 +122,8 @@ func TestListingPagesAndFilters(t *testing.T) {
 func TestSecretRotationAndListing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	s, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("llm key"), Value: ptr("sk-1")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.app.CreateSecret(ctx, f.cmd(""), app.SecretInput{Name: ptr("another key"), Value: ptr("sk-2")}); err != nil {
-		t.Fatal(err)
-	}
+	s := f.secretOf(t, "llm key", "sk-1")
+	f.secretOf(t, "another key", "sk-2")
 	renamed, err := f.app.UpdateSecret(ctx, f.cmd(""), s.SecretId, app.SecretInput{Name: ptr("  model key ")})
 	if err != nil || renamed.Name != "model key" || string(renamed.SealedValue) != string(s.SealedValue) {
 		t.Fatalf("renamed: %+v %v", renamed, err)
