@@ -29,11 +29,8 @@ import (
 // the event the repository appends.
 func TestRegistryConformsAsSubscriptions(t *testing.T) {
 	registrytest.RunSubscriptions(t, func(t *testing.T) (app.Subscriptions, registrytest.Record) {
-		ctx, js := registryStream(t)
-		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err := r.Follow(ctx); err != nil {
-			t.Fatal(err)
-		}
+		ctx, js, r := registryOn(t)
+		follow(t, ctx, r)
 		return r, func(c registrytest.Change, w *webhooksv1.Webhook) (time.Time, error) {
 			return storeWebhookChange(ctx, js, c, w)
 		}
@@ -44,11 +41,8 @@ func TestRegistryConformsAsSubscriptions(t *testing.T) {
 // appended inline, and the follower applies it again.
 func TestRegistryConforms(t *testing.T) {
 	registrytest.Run(t, func(t *testing.T) (app.Registry, registrytest.Store, func(*testing.T)) {
-		ctx, js := registryStream(t)
-		r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
-		if err := r.Follow(ctx); err != nil {
-			t.Fatal(err)
-		}
+		ctx, js, r := registryOn(t)
+		follow(t, ctx, r)
 		var mu sync.Mutex
 		seen := map[string]bool{}
 		store := func(w *webhooksv1.Webhook) (uint64, error) {
@@ -79,8 +73,7 @@ func TestRegistryConforms(t *testing.T) {
 // are in the registry, and returns at once for one stored before what it
 // last learnt.
 func TestWaitCurrentWaitsForTheWebhooksStoredBefore(t *testing.T) {
-	ctx, js := registryStream(t)
-	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, js, r := registryOn(t)
 	storedAt := createWebhook(ctx, t, js, "ws_a", "whk_1")
 
 	// Not following the stream, the registry cannot catch up: it waits.
@@ -105,8 +98,7 @@ func TestWaitCurrentWaitsForTheWebhooksStoredBefore(t *testing.T) {
 // clock need not be the stream's (a dispatcher's catching up on a job's
 // unknown webhook, in a deployment whose clocks differ).
 func TestCatchUpWaitsForTheWebhooksStoredBeforeIt(t *testing.T) {
-	ctx, js := registryStream(t)
-	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, js, r := registryOn(t)
 	createWebhook(ctx, t, js, "ws_a", "whk_1")
 
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
@@ -136,11 +128,8 @@ func TestCatchUpWaitsForTheWebhooksStoredBeforeIt(t *testing.T) {
 // reads the stream), and a change after the restore, at a sequence below
 // those the registry had, is applied (found by a read-only audit).
 func TestARegistryFollowsAWebhooksStreamMadeAnew(t *testing.T) {
-	ctx, js := registryStream(t)
-	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := r.Follow(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, js, r := registryOn(t)
+	follow(t, ctx, r)
 	a := &webhooksv1.Webhook{WebhookId: "whk_a", WorkspaceId: "ws_a", Active: true, Url: "https://a.example/1"}
 	createWebhook(ctx, t, js, "ws_a", "whk_a")
 	for i := 2; i <= 5; i++ { // the registry's sequence of whk_a climbs past what the backup will hold
@@ -184,8 +173,7 @@ func TestARegistryFollowsAWebhooksStreamMadeAnew(t *testing.T) {
 // the last answer is held back until the webhooks before it are applied.
 // (The conformance suite cannot see this: its follower keeps up.)
 func TestWaitCurrentCoversOnlyWhatItsLastAnswerSaw(t *testing.T) {
-	ctx, js := registryStream(t)
-	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx, js, r := registryOn(t)
 	// Not following: the empty stream is all it has applied.
 	if err := r.WaitCurrent(ctx, time.Now()); err != nil {
 		t.Fatal(err)
@@ -201,11 +189,8 @@ func TestWaitCurrentCoversOnlyWhatItsLastAnswerSaw(t *testing.T) {
 // Events that each need the stream asked share the questions: at most one
 // per checkSpacing, however many events come.
 func TestWaitCurrentAsksTheStreamAtMostOncePerSpacing(t *testing.T) {
-	ctx, js := registryStream(t)
-	r := NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err := r.Follow(ctx); err != nil {
-		t.Fatal(err)
-	}
+	ctx, js, r := registryOn(t)
+	follow(t, ctx, r)
 	before := apiRequests(ctx, t, js)
 	began := time.Now()
 	calls := 0
@@ -222,17 +207,24 @@ func TestWaitCurrentAsksTheStreamAtMostOncePerSpacing(t *testing.T) {
 	}
 }
 
-func registryStream(t *testing.T) (context.Context, jetstream.JetStream) {
+// registryOn is a fresh WEBHOOKS stream, the test's context and a silent
+// registry over the stream, not following it yet.
+func registryOn(t *testing.T) (context.Context, jetstream.JetStream, *Registry) {
 	t.Helper()
 	ctx := t.Context()
-	js, err := jetstream.New(testenv.ConnAt(t, testenv.StartNATS(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
 	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.WebhooksStream); err != nil {
 		t.Fatal(err)
 	}
-	return ctx, js
+	return ctx, js, NewRegistry(js, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// follow has r replay its stream and follow it until ctx ends.
+func follow(t *testing.T, ctx context.Context, r *Registry) {
+	t.Helper()
+	if err := r.Follow(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // createWebhook appends a webhook's creation and returns when the stream
