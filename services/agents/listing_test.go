@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/pkg/runtime/runtimetest"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
@@ -22,13 +23,11 @@ func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
 }
 
 func testListings(t *testing.T, index string) {
-	deps := runtimetest.Restarts(t, index)
 	var js jetstream.JetStream
-	start := func() (*Service, func()) {
-		d := deps()
+	start := runtimetest.Restarts(t, index, func(ctx context.Context, d runtime.Deps) (*Service, error) {
 		js = d.JS
-		return runtimetest.Start(t, func(ctx context.Context) (*Service, error) { return Start(ctx, d, testConfig) })
-	}
+		return Start(ctx, d, testConfig)
+	})
 	svc, stop := start()
 	defer func() { stop() }()
 	admin := caller // binding a secret takes a workspace admin

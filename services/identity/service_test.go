@@ -31,12 +31,11 @@ func TestListingsReadTheirWritesAndSurviveARestart(t *testing.T) {
 }
 
 func testListings(t *testing.T, index string) {
-	deps := runtimetest.Restarts(t, index)
-	var d runtime.Deps
-	start := func() (*Service, func()) {
-		d = deps()
-		return runtimetest.Start(t, func(ctx context.Context) (*Service, error) { return Start(ctx, d) })
-	}
+	var d runtime.Deps // the running replica's
+	start := runtimetest.Restarts(t, index, func(ctx context.Context, deps runtime.Deps) (*Service, error) {
+		d = deps
+		return Start(ctx, d)
+	})
 	svc, stop := start()
 	defer func() { stop() }()
 	// A second per write: creation times order the listings.

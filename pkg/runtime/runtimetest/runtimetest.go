@@ -40,16 +40,17 @@ func OnEachReadIndex(t *testing.T, test func(t *testing.T, index string)) {
 	}
 }
 
-// Restarts returns one replica's dependencies on a fresh environment
-// (NATS and the store) with the read index given, anew at each call: a
-// service started on each is that replica restarted.
-func Restarts(t *testing.T, index string) func() runtime.Deps {
+// Restarts returns what starts a service (by start, as Start does) on one
+// replica's dependencies on a fresh environment (NATS and the store) with
+// the read index given, made anew at each call: a service started after
+// another stopped is that replica restarted.
+func Restarts[A any](t *testing.T, index string, start func(context.Context, runtime.Deps) (*runtime.Service[A], error)) func() (*runtime.Service[A], func()) {
 	env := testenv.New(t)
 	conn, mc := env.Conn(t), env.Mongo(t)
-	return func() runtime.Deps {
+	return func() (*runtime.Service[A], func()) {
 		d := Deps(t, conn, mc)
 		d.ReadIndex = index
-		return d
+		return Start(t, func(ctx context.Context) (*runtime.Service[A], error) { return start(ctx, d) })
 	}
 }
 
