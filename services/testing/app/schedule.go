@@ -76,14 +76,13 @@ func (s *Scheduler) Next(queues []RunQueue) (q RunQueue, n int, ok bool) {
 	if free <= 0 {
 		return RunQueue{}, 0, false
 	}
-	best, candidates, workspaces := -1, 0, map[string]bool{}
+	best, candidates := -1, 0
 	for i, c := range queues {
 		if c.Waiting <= 0 || s.running[c.Workspace] >= s.slots || s.held[c.Workspace] >= 2*s.slots ||
 			s.heldInv[queueKey{c.Workspace, c.Invocation}] >= s.slots {
 			continue
 		}
 		candidates++
-		workspaces[c.Workspace] = true
 		if best < 0 || s.before(c, queues[best]) {
 			best = i
 		}

@@ -356,6 +356,24 @@ func (w *Worker) ackLoad(ctx context.Context, m app.TakenJob, job *testingv1.Run
 	return nil
 }
 
+// givenUpInvocation reads the invocation of a job given up, whose
+// failures need its tests (a run's) or its turns per caller (a load
+// job's): a job of no invocation is dropped, nothing reading them; one
+// whose invocation does not read now is given up again later.
+func (w *Worker) givenUpInvocation(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, attempt int32) (*testingv1.Invocation, bool) {
+	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), attempt)
+	if errors.Is(err, apperr.InvocationNotFound) {
+		w.Log.ErrorContext(ctx, "runner: a given-up job of no invocation dropped", "subject", m.Subject())
+		_ = m.Drop()
+		return nil, false
+	}
+	if err != nil {
+		_ = m.Retry(w.RetryDelay)
+		return nil, false
+	}
+	return inv, true
+}
+
 // giveUp ends a job delivered more than maxAttempts times: a run is
 // recorded failed with the reason (unless a newer round has started),
 // bucketing is recorded failed.
@@ -366,10 +384,11 @@ func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJ
 		// Its callers' turns count as failed, with the reason.
 		s := &testingv1.LoadSamples{WorkspaceId: job.GetWorkspaceId(), InvocationId: job.GetInvocationId(), Step: job.GetLoadStep(),
 			Job: job.GetLoadJob(), Callers: job.GetLoadCallers(), WorkerId: w.ID}
-		turns := int64(1)
-		if inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), 1); err == nil {
-			turns = int64(max(inv.GetLoad().GetTurnsPerCaller(), 1))
+		inv, ok := w.givenUpInvocation(ctx, m, job, 1)
+		if !ok {
+			return
 		}
+		turns := int64(max(inv.GetLoad().GetTurnsPerCaller(), 1))
 		why := fmt.Sprintf("The load job holding these callers was started %d times without finishing (its workers stopped or the platform failed); it was given up.", delivered-1)
 		s.Failures = []*testingv1.LoadFailure{{Reason: why, Count: int64(job.GetLoadCallers()) * turns}}
 		if err := w.storeLoad(ctx, m, s); err != nil {
@@ -397,19 +416,13 @@ func (w *Worker) giveUp(ctx context.Context, m app.TakenJob, job *testingv1.RunJ
 	// The runs' tests are the invocation's (a job names its first run's
 	// test index, not its test): without it a result would name no test,
 	// and its run's index for one.
-	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt())
-	if errors.Is(err, apperr.InvocationNotFound) {
-		w.Log.ErrorContext(ctx, "runner: a given-up job of no invocation dropped", "subject", m.Subject())
-		_ = m.Drop()
+	inv, ok := w.givenUpInvocation(ctx, m, job, job.GetAttempt())
+	if !ok {
 		return
 	}
-	if err != nil {
-		_ = m.Retry(w.RetryDelay) // given up again, once the invocation reads
-		return
-	}
-	repeat := int(max(inv.GetRepeatCount(), 1))
+	repeat, keeps := int(max(inv.GetRepeatCount(), 1)), app.KeepsResult(inv, job.GetAttempt())
 	err = w.storeRuns(ctx, m, job, first, int(max(job.GetRunCount(), 1)), true, func(idx int, runID string) (*testingv1.RunResult, error) {
-		if !app.KeepsResult(inv, job.GetAttempt()) {
+		if !keeps {
 			return nil, nil // of a round before the running one
 		}
 		now := w.App.Now().UnixMilli()

@@ -348,6 +348,26 @@ func TestAJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
 	}
 }
 
+// A load job given up whose invocation does not exist is dropped too:
+// its callers' failed turns count for no invocation (before, it stored
+// them as one turn per caller).
+func TestALoadJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
+	w := newMemWorld(t)
+	id := "tinv_none"
+	subject, _ := events.LoadJobSubject("ws", id, 0, 0)
+	data, err := proto.Marshal(&testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: domain.JobLoad, Attempt: 1, LoadCallers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.p.Jobs.Enqueue(w.ctx, 1, func(int) (app.Message, error) {
+		return app.Message{Subject: subject, ID: "orphan-load", Data: data}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
+	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
+}
+
 // A job whose result the runs log refused is given back and run again;
 // its runs end with one result each.
 func TestAJobWhoseResultWasNotStoredIsRetried(t *testing.T) {
