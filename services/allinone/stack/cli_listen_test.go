@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,16 +30,13 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 		body    []byte
 		signed  bool
 	}
-	var mu sync.Mutex
-	var received []got
+	var received collected[got]
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		// Relayed, a delivery keeps every signature (and its time).
 		v := verifyAll(secret, r, body)
 		signed := v.service && v.sdk && v.standard
-		mu.Lock()
-		received = append(received, got{r.Header.Get("X-Service-Event-Id"), body, signed})
-		mu.Unlock()
+		received.add(got{r.Header.Get("X-Service-Event-Id"), body, signed})
 		w.WriteHeader(http.StatusAccepted)
 		_, _ = w.Write([]byte("thanks"))
 	}))
@@ -82,14 +78,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
 	eventID := r.JSON(t)["event_id"].(string)
-	eventually(t, 15*time.Second, "the delivery is relayed", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(received) > 0
-	})
-	mu.Lock()
-	first := received[0]
-	mu.Unlock()
+	first := received.await(t, 15*time.Second, "the delivery is relayed", 1)[0]
 	if first.eventID != eventID || !first.signed || !json.Valid(first.body) {
 		t.Fatalf("relayed %+v, want event %s signed", first, eventID)
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +135,33 @@ func wantError(t *testing.T, r response, code int, status string) {
 
 // eventually polls cond until it holds or within passes.
 var eventually = testkit.Eventually
+
+// collected is what a test's HTTP receiver has been sent: its handler
+// adds while the test reads.
+type collected[T any] struct {
+	mu  sync.Mutex
+	got []T
+}
+
+func (c *collected[T]) add(v T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, v)
+}
+
+// all is a copy of what has come so far.
+func (c *collected[T]) all() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.got)
+}
+
+// await waits until at least n have come, and answers them all.
+func (c *collected[T]) await(t *testing.T, within time.Duration, what string, n int) []T {
+	t.Helper()
+	eventually(t, within, what, func() bool { return len(c.all()) >= n })
+	return c.all()
+}
 
 // newKey creates a service account and a key with perms (and extra JSON
 // fields) using admin, returning the secret, account id and key id.

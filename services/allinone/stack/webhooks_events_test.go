@@ -69,9 +69,7 @@ func TestEventCatalogAndInvocationEvents(t *testing.T) {
 
 	var got receivedDelivery
 	eventually(t, 30*time.Second, "the completion is delivered", func() bool {
-		rcv.mu.Lock()
-		defer rcv.mu.Unlock()
-		for _, d := range rcv.got {
+		for _, d := range rcv.all() {
 			if d.event == "test_invocation_completed" {
 				got = d
 				return true

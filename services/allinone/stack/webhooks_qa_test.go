@@ -41,11 +41,8 @@ func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
 // checked: signed, and data as the document describes it.
 func (r *hookReceiver) ticketEvents(t *testing.T, match func(ticket) bool) []ticketEvent {
 	t.Helper()
-	r.mu.Lock()
-	got := slices.Clone(r.got)
-	r.mu.Unlock()
 	var out []ticketEvent
-	for _, d := range got {
+	for _, d := range r.all() {
 		var env struct {
 			Event string          `json:"event"`
 			Data  json.RawMessage `json:"data"`

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,8 +24,7 @@ type hookReceiver struct {
 	*httptest.Server
 	secret  string
 	failing atomic.Bool
-	mu      sync.Mutex
-	got     []receivedDelivery
+	collected[receivedDelivery]
 }
 
 type receivedDelivery struct {
@@ -45,9 +43,7 @@ func newFailableReceiver(t *testing.T) *hookReceiver {
 		if rcv.failing.Load() {
 			code = http.StatusServiceUnavailable
 		}
-		rcv.mu.Lock()
-		rcv.got = append(rcv.got, receivedDelivery{r.Header.Get("X-Service-Event-Id"), r.Header.Get("X-Service-Event"), body, signed, code})
-		rcv.mu.Unlock()
+		rcv.add(receivedDelivery{r.Header.Get("X-Service-Event-Id"), r.Header.Get("X-Service-Event"), body, signed, code})
 		w.WriteHeader(code)
 		if code != http.StatusOK {
 			_, _ = w.Write([]byte("down for maintenance"))
@@ -59,10 +55,8 @@ func newFailableReceiver(t *testing.T) *hookReceiver {
 
 // deliveries are what the receiver got of an event.
 func (r *hookReceiver) deliveries(eventID string) []receivedDelivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []receivedDelivery
-	for _, d := range r.got {
+	for _, d := range r.all() {
 		if d.eventID == eventID {
 			out = append(out, d)
 		}

@@ -21,20 +21,20 @@ import (
 func TestWebhooksEndToEnd(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
-	var mu sync.Mutex
+	var mu sync.Mutex // guards secret, known once the webhook is created
 	var secret string
 	type got struct {
 		event, id string
 		valid     bool
 		body      []byte
 	}
-	var deliveries []got
+	var deliveries collected[got]
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		defer mu.Unlock()
 		ok := testkit.SignedBy([]byte(secret), body, r.Header.Get("X-Service-Signature"))
-		deliveries = append(deliveries, got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok, body})
+		mu.Unlock()
+		deliveries.add(got{r.Header.Get("X-Service-Event"), r.Header.Get("X-Service-Event-Id"), ok, body})
 	}))
 	t.Cleanup(rcv.Close)
 
@@ -77,13 +77,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	}
 	var ticket map[string]any
 	_ = json.Unmarshal(r.Body, &ticket)
-	eventually(t, 10*time.Second, "both deliveries", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(deliveries) >= 2
-	})
-	mu.Lock()
-	for _, d := range deliveries {
+	for _, d := range deliveries.await(t, 10*time.Second, "both deliveries", 2) {
 		if !d.valid || (d.event == "call_started" && d.id != eventID) || (d.event != "call_started" && d.event != "ticket_created") {
 			t.Fatalf("delivery %+v", d)
 		}
@@ -107,7 +101,6 @@ func TestWebhooksEndToEnd(t *testing.T) {
 			}
 		}
 	}
-	mu.Unlock()
 	eventually(t, 5*time.Second, "log entries", func() bool {
 		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+id+"/logs?limit=10", reader, "")
 		return r.Code == 200 && strings.Count(string(r.Body), `"status":"success"`) == 2

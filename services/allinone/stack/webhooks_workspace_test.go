@@ -69,14 +69,15 @@ func verifyAll(secret string, r *http.Request, body []byte) signedDelivery {
 func TestWorkspaceWebhooks(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
-	var mu sync.Mutex
+	var mu sync.Mutex // guards secret, known once the webhook is created
 	var secret string
-	var got []signedDelivery
+	var got collected[signedDelivery]
 	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		defer mu.Unlock()
-		got = append(got, verifyAll(secret, r, body))
+		key := secret
+		mu.Unlock()
+		got.add(verifyAll(key, r, body))
 	}))
 	t.Cleanup(rcv.Close)
 	reader, _, _ := newKey(t, s, adminKey, `["convai_read"]`, "")
@@ -126,14 +127,7 @@ func TestWorkspaceWebhooks(t *testing.T) {
 	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`); r.Code != 201 {
 		t.Fatalf("ticket: %d %s", r.Code, r.Body)
 	}
-	eventually(t, 10*time.Second, "the ticket_created delivery", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) > 0
-	})
-	mu.Lock()
-	d := got[0]
-	mu.Unlock()
+	d := got.await(t, 10*time.Second, "the ticket_created delivery", 1)[0]
 	if d.event != "ticket_created" || !d.service || !d.sdk || !d.standard || d.team != "qa" || time.Since(time.Unix(d.timestamp, 0)).Abs() > time.Minute {
 		t.Fatalf("delivery: %+v", d)
 	}
