@@ -143,11 +143,7 @@ func TestAgentListingPagination(t *testing.T) {
 	s := startAdmin(t)
 	var ids []string
 	for i := range 23 {
-		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, fmt.Sprintf(`{"name":"Agent %02d"}`, i))
-		if r.Code != 201 {
-			t.Fatalf("create: %d %s", r.Code, r.Body)
-		}
-		ids = append(ids, r.JSON(t)["agent_id"].(string))
+		ids = append(ids, createAgent(t, s, adminKey, fmt.Sprintf(`{"name":"Agent %02d"}`, i)))
 	}
 	type page struct {
 		Agents []struct {

@@ -103,15 +103,12 @@ func TestAbandonedReadsOfALargeInvocationStarveNoOne(t *testing.T) {
 	})
 
 	// Workspace B's own agent, test and invocation.
-	ra := call(t, s, "POST", "/v1/convai/agents/create", other, `{"name":"B","conversation_config":{"agent":{"prompt":{"prompt":"Our opening hours are nine to five."}}}}`)
-	if ra.Code != 201 {
-		t.Fatalf("B's agent: %d %s", ra.Code, ra.Body)
-	}
+	agentB := createAgent(t, s, other, `{"name":"B","conversation_config":{"agent":{"prompt":{"prompt":"Our opening hours are nine to five."}}}}`)
 	rt := call(t, s, "POST", "/v1/convai/agent-testing/create", other, hoursTest)
 	if rt.Code != 200 {
 		t.Fatalf("B's test: %d %s", rt.Code, rt.Body)
 	}
-	ri := call(t, s, "POST", "/v1/convai/agents/"+ra.JSON(t)["agent_id"].(string)+"/run-tests", other,
+	ri := call(t, s, "POST", "/v1/convai/agents/"+agentB+"/run-tests", other,
 		`{"tests":[{"test_id":"`+rt.JSON(t)["id"].(string)+`"}]}`)
 	if ri.Code != 200 {
 		t.Fatalf("B's run-tests: %d %s", ri.Code, ri.Body)
@@ -119,7 +116,7 @@ func TestAbandonedReadsOfALargeInvocationStarveNoOne(t *testing.T) {
 	bInvocation := "/v1/convai/test-invocations/" + ri.JSON(t)["id"].(string)
 	bServed := func(when string) {
 		t.Helper()
-		for _, path := range []string{"/v1/convai/agent-testing", bInvocation, "/v1/convai/test-invocations?agent_id=" + ra.JSON(t)["agent_id"].(string)} {
+		for _, path := range []string{"/v1/convai/agent-testing", bInvocation, "/v1/convai/test-invocations?agent_id=" + agentB} {
 			began := time.Now()
 			if r := call(t, s, "GET", path, other, ""); r.Code != 200 || time.Since(began) > 10*time.Second {
 				t.Fatalf("%s, workspace B's GET %s answered %d after %s: %.200s", when, path, r.Code, time.Since(began), r.Body)

@@ -17,20 +17,16 @@ import (
 func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	s := startForTesting(t)
-	r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"Outfitters",
+	agent := createAgent(t, s, adminKey, `{"name":"Outfitters",
 	  "conversation_config":{"agent":{"first_message":"Hello, Outfitters here.",
 	    "prompt":{"prompt":"You are the support agent of Outfitters, a clothes shop. Our shop is open nine to five. Refunds are possible within 30 days. You do not need a receipt."}}}}`)
-	if r.Code != 201 {
-		t.Fatalf("agent: %d %s", r.Code, r.Body)
-	}
-	agent := r.JSON(t)["agent_id"].(string)
 	returns := createTest(t, s, `{"type":"llm","name":"Returns",
 	  "chat_history":[{"role":"user","message":"Can I return the jacket I bought last week?","time_in_call_secs":3}],
 	  "success_condition":"The agent says returns are possible within a month"}`)
 	receipt := createTest(t, s, `{"type":"llm","name":"Receipt",
 	  "chat_history":[{"role":"user","message":"Do I need my receipt to get a refund?","time_in_call_secs":3}],
 	  "success_condition":"The agent says a refund needs a receipt"}`)
-	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, returns, receipt))
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, returns, receipt))
 	if r.Code != 200 {
 		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
 	}

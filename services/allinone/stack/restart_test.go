@@ -32,11 +32,7 @@ func TestDataSurvivesRestart(t *testing.T) {
 	admin := s.AdminKey
 	var ids []string
 	for _, name := range []string{"one", "two", "three"} {
-		r := call(t, s, "POST", "/v1/convai/agents/create", admin, `{"name":"`+name+`","system_prompt":"p"}`)
-		if r.Code != 201 {
-			t.Fatalf("create: %d %s", r.Code, r.Body)
-		}
-		ids = append(ids, r.JSON(t)["agent_id"].(string))
+		ids = append(ids, createAgent(t, s, admin, `{"name":"`+name+`","system_prompt":"p"}`))
 	}
 	if r := call(t, s, "PATCH", "/v1/convai/agents/"+ids[0], admin, `{"name":"one renamed","tags":["x"]}`); r.Code != 200 {
 		t.Fatalf("patch: %d %s", r.Code, r.Body)
