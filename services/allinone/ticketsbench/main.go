@@ -560,11 +560,7 @@ func (p *platform) seedTo(n int) error {
 			return err
 		}
 		meta := esproto.Meta(ctx, workspace, "", time.UnixMilli(at))
-		msg, err := eventstore.NewEventMsg(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t})
-		if err != nil {
-			return err
-		}
-		if err := pub.publish(msg, i == n); err != nil {
+		if err := pub.publishEvent(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, i == n); err != nil {
 			return err
 		}
 	}
@@ -662,13 +658,6 @@ func (p *platform) seedTesting(n int) error {
 	ctx := context.Background()
 	base := time.Now().Add(-time.Hour)
 	pub := &pipeline{js: js}
-	publish := func(subject string, ev proto.Message, meta *commonv1.EventMeta, last bool) error {
-		msg, err := eventstore.NewEventMsg(ctx, subject, meta, ev)
-		if err != nil {
-			return err
-		}
-		return pub.publish(msg, last)
-	}
 	for i := 1; i <= n; i++ {
 		at := base.Add(time.Duration(i) * time.Millisecond)
 		testID, invID := fmt.Sprintf("test_seed%06d", i), fmt.Sprintf("tinv_seed%06d", i)
@@ -680,7 +669,7 @@ func (p *platform) seedTesting(n int) error {
 		t := &testingv1.Test{TestId: testID, WorkspaceId: workspace, Name: "Seeded test " + strconv.Itoa(i), Type: "llm",
 			DefinitionJson: []byte(`{"type":"llm","success_condition":"answers"}`), CreatedByUserId: "sa_admin",
 			CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix()}
-		if err := publish(subject, &testingv1.TestCreated{Meta: meta, Test: t}, meta, false); err != nil {
+		if err := pub.publishEvent(ctx, subject, meta, &testingv1.TestCreated{Meta: meta, Test: t}, false); err != nil {
 			return err
 		}
 		if subject, err = events.TestingSubject(workspace, events.TestingKindInvocation, invID); err != nil {
@@ -691,7 +680,7 @@ func (p *platform) seedTesting(n int) error {
 		inv := &testingv1.Invocation{InvocationId: invID, WorkspaceId: workspace, AgentId: p.agentID, RepeatCount: 1,
 			Tests: []*testingv1.PlannedTest{{TestId: testID, TestName: t.Name, TestType: "llm"}}, JobsTotal: 1,
 			Status: "completed", CreatedAtUnix: at.Unix(), CompletedAtUnix: &completed, PassedCount: 1}
-		if err := publish(subject, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 1}, meta, i == n); err != nil {
+		if err := pub.publishEvent(ctx, subject, meta, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 1}, i == n); err != nil {
 			return err
 		}
 	}
@@ -730,11 +719,7 @@ func (p *platform) seedAgents(n int) error {
 		meta := esproto.Meta(ctx, workspace, "", at)
 		a := &agentsv1.Agent{AgentId: id, WorkspaceId: workspace, Name: fmt.Sprintf("Seeded agent %06d", n-i), CreatedByUserId: "sa_admin",
 			CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix(), Tags: []string{"seeded"}}
-		msg, err := eventstore.NewEventMsg(ctx, subject, meta, &agentsv1.AgentCreated{Meta: meta, Agent: a})
-		if err != nil {
-			return err
-		}
-		if err := pub.publish(msg, false); err != nil {
+		if err := pub.publishEvent(ctx, subject, meta, &agentsv1.AgentCreated{Meta: meta, Agent: a}, false); err != nil {
 			return err
 		}
 		// A call of each: a page of the listing shows each agent's last.
@@ -820,6 +805,15 @@ func (p *platform) seedConversations(n int) error {
 type pipeline struct {
 	js      jetstream.JetStream
 	pending []jetstream.PubAckFuture
+}
+
+// publishEvent publishes ev as the services' event store writes it.
+func (p *pipeline) publishEvent(ctx context.Context, subject string, meta *commonv1.EventMeta, ev proto.Message, last bool) error {
+	msg, err := eventstore.NewEventMsg(ctx, subject, meta, ev)
+	if err != nil {
+		return err
+	}
+	return p.publish(msg, last)
 }
 
 func (p *pipeline) publish(msg *nats.Msg, last bool) error {
