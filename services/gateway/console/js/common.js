@@ -1,7 +1,8 @@
 // What several pages share: names of agents and of the people tickets may
 // be assigned to, fetched once per page.
 import {get, query, enc} from './api.js';
-import {h, select} from './dom.js';
+import {h, replace, select} from './dom.js';
+import {shown, followLive} from './shell.js';
 
 export const STATUSES = ['open', 'in_progress', 'resolved'];
 export const PRIORITIES = ['low', 'medium', 'high', 'urgent'];
@@ -30,6 +31,24 @@ export async function agentList() {
 export async function agentName(id) {
   const a = (await agentList().catch(() => [])).find((x) => x.agent_id === id);
   return a ? a.name : id;
+}
+
+// showRunning is the page of something that runs (an invocation, a load
+// test), read from path: back (a link), the heading, a message line, and
+// a body that render(item, agent, msg, body) fills, again each time the
+// item is read while it runs.
+export async function showRunning(main, path, back, heading, render) {
+  let item = await shown(main, path);
+  if (!item) return;
+  const agent = await agentName(item.agent_id);
+  const msg = h('p', {class: 'msg'});
+  const body = h('div', {});
+  replace(main, back, h('h1', {}, heading), msg, body);
+  render(item, agent, msg, body);
+  followLive(msg, () => item.status, async () => {
+    item = await get(path);
+    render(item, agent, msg, body);
+  });
 }
 
 const assignable = new Map();

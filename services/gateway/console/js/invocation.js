@@ -2,78 +2,66 @@
 // run's verdict, the judge's rationale, the transcript (agent responses,
 // tool calls and the mocked results), pass rates, the agent's latency
 // (first token and whole turn), and its JUnit XML.
-import {get, api, enc} from './api.js';
+import {api, enc} from './api.js';
 import {h, replace, say, when, pageParam, button} from './dom.js';
-import {start, followLive, shown} from './shell.js';
-import {agentName, badge, toolBlocks} from './common.js';
+import {start} from './shell.js';
+import {showRunning, badge, toolBlocks} from './common.js';
 import {latencyText} from './latency.js';
 
 const id = pageParam('id') || '';
 
-start(async (main) => {
-  let inv = await shown(main, '/v1/convai/test-invocations/' + enc(id));
-  if (!inv) return;
-  const agent = await agentName(inv.agent_id);
-  const msg = h('p', {class: 'msg'});
-  const body = h('div', {});
-  replace(main, h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), h('h1', {}, 'Test invocation'), msg, body);
+start((main) => showRunning(main, '/v1/convai/test-invocations/' + enc(id),
+  h('p', {}, h('a', {href: 'tests.html'}, '← Tests')), 'Test invocation', render));
 
-  function render() {
-    const runs = inv.test_runs;
-    const count = (s) => runs.filter((r) => r.status === s).length;
-    const done = inv.status !== 'running';
-    const finished = count('passed') + count('failed');
-    const byTest = new Map();
-    for (const r of runs) {
-      const g = byTest.get(r.test_id) || {name: r.test_name, runs: 0, passed: 0};
-      g.runs += r.status === 'passed' || r.status === 'failed' ? 1 : 0;
-      g.passed += r.status === 'passed' ? 1 : 0;
-      byTest.set(r.test_id, g);
-    }
-    replace(body,
-      h('section', {class: 'card', 'aria-labelledby': 'sum-h'}, h('h2', {id: 'sum-h'}, 'Summary'),
-        h('dl', {class: 'facts'},
-          h('dt', {}, 'Status'), h('dd', {}, badge(inv.status)),
-          h('dt', {}, 'Agent'), h('dd', {}, h('a', {href: 'agents.html?id=' + enc(inv.agent_id)}, agent)),
-          h('dt', {}, 'Started'), h('dd', {}, when(inv.created_at)),
-          h('dt', {}, 'Runs'), h('dd', {}, `${runs.length} (each test ${inv.repeat_count}×): ${count('passed')} passed, ${count('failed')} failed, ${count('pending')} pending` +
-            (count('cancelled') ? `, ${count('cancelled')} cancelled` : '')),
-          h('dt', {}, 'Pass rate'), h('dd', {}, finished ? `${Math.round(100 * count('passed') / finished)}%` : '—'),
-          // What a caller waits before the agent speaks, then its whole turn.
-          h('dt', {}, 'First token'), h('dd', {}, latencyText(inv.agent_latency, 'first_token_')),
-          h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(inv.agent_latency, '') +
-            (inv.agent_latency?.turns ? ` (${inv.agent_latency.turns} agent turn${inv.agent_latency.turns === 1 ? '' : 's'})` : ''))),
-        h('label', {for: 'progress'}, 'Progress'),
-        h('progress', {id: 'progress', max: runs.length || 1, value: runs.length - count('pending')}),
-        done ? button('Download JUnit XML', junit, {class: 'secondary'}) : null),
-      h('section', {'aria-labelledby': 'rates-h'}, h('h2', {id: 'rates-h'}, 'Pass rate per test'),
-        h('table', {class: 'cards'}, h('thead', {}, h('tr', {}, ['Test', 'Passed', 'Pass rate'].map((c) => h('th', {scope: 'col'}, c)))),
-          h('tbody', {}, [...byTest].map(([tid, g]) => h('tr', {},
-            h('td', {'data-label': 'Test'}, h('a', {href: 'tests.html?test=' + enc(tid)}, g.name)),
-            h('td', {'data-label': 'Passed'}, `${g.passed} of ${g.runs}`),
-            h('td', {'data-label': 'Pass rate'}, g.runs ? `${Math.round(100 * g.passed / g.runs)}%` : '—')))))),
-      h('section', {'aria-labelledby': 'runs-h'}, h('h2', {id: 'runs-h'}, 'Runs'), runs.map(runCard)));
+function render(inv, agent, msg, body) {
+  const runs = inv.test_runs;
+  const count = (s) => runs.filter((r) => r.status === s).length;
+  const done = inv.status !== 'running';
+  const finished = count('passed') + count('failed');
+  const byTest = new Map();
+  for (const r of runs) {
+    const g = byTest.get(r.test_id) || {name: r.test_name, runs: 0, passed: 0};
+    g.runs += r.status === 'passed' || r.status === 'failed' ? 1 : 0;
+    g.passed += r.status === 'passed' ? 1 : 0;
+    byTest.set(r.test_id, g);
   }
+  replace(body,
+    h('section', {class: 'card', 'aria-labelledby': 'sum-h'}, h('h2', {id: 'sum-h'}, 'Summary'),
+      h('dl', {class: 'facts'},
+        h('dt', {}, 'Status'), h('dd', {}, badge(inv.status)),
+        h('dt', {}, 'Agent'), h('dd', {}, h('a', {href: 'agents.html?id=' + enc(inv.agent_id)}, agent)),
+        h('dt', {}, 'Started'), h('dd', {}, when(inv.created_at)),
+        h('dt', {}, 'Runs'), h('dd', {}, `${runs.length} (each test ${inv.repeat_count}×): ${count('passed')} passed, ${count('failed')} failed, ${count('pending')} pending` +
+          (count('cancelled') ? `, ${count('cancelled')} cancelled` : '')),
+        h('dt', {}, 'Pass rate'), h('dd', {}, finished ? `${Math.round(100 * count('passed') / finished)}%` : '—'),
+        // What a caller waits before the agent speaks, then its whole turn.
+        h('dt', {}, 'First token'), h('dd', {}, latencyText(inv.agent_latency, 'first_token_')),
+        h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(inv.agent_latency, '') +
+          (inv.agent_latency?.turns ? ` (${inv.agent_latency.turns} agent turn${inv.agent_latency.turns === 1 ? '' : 's'})` : ''))),
+      h('label', {for: 'progress'}, 'Progress'),
+      h('progress', {id: 'progress', max: runs.length || 1, value: runs.length - count('pending')}),
+      done ? button('Download JUnit XML', () => junit(msg), {class: 'secondary'}) : null),
+    h('section', {'aria-labelledby': 'rates-h'}, h('h2', {id: 'rates-h'}, 'Pass rate per test'),
+      h('table', {class: 'cards'}, h('thead', {}, h('tr', {}, ['Test', 'Passed', 'Pass rate'].map((c) => h('th', {scope: 'col'}, c)))),
+        h('tbody', {}, [...byTest].map(([tid, g]) => h('tr', {},
+          h('td', {'data-label': 'Test'}, h('a', {href: 'tests.html?test=' + enc(tid)}, g.name)),
+          h('td', {'data-label': 'Passed'}, `${g.passed} of ${g.runs}`),
+          h('td', {'data-label': 'Pass rate'}, g.runs ? `${Math.round(100 * g.passed / g.runs)}%` : '—')))))),
+    h('section', {'aria-labelledby': 'runs-h'}, h('h2', {id: 'runs-h'}, 'Runs'), runs.map(runCard)));
+}
 
-  async function junit() {
-    try {
-      const res = await api('GET', '/v1/convai/test-invocations/' + enc(id) + '?format=junit', undefined, {raw: true});
-      const url = URL.createObjectURL(await res.blob());
-      const a = h('a', {href: url, download: `${id}.junit.xml`, hidden: true});
-      document.body.append(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(url), 60000);
-      say(msg, 'JUnit XML downloaded.');
-    } catch (e) { say(msg, e.message, true); }
-  }
-
-  render();
-  followLive(msg, () => inv.status, async () => {
-    inv = await get('/v1/convai/test-invocations/' + enc(id));
-    render();
-  });
-});
+async function junit(msg) {
+  try {
+    const res = await api('GET', '/v1/convai/test-invocations/' + enc(id) + '?format=junit', undefined, {raw: true});
+    const url = URL.createObjectURL(await res.blob());
+    const a = h('a', {href: url, download: `${id}.junit.xml`, hidden: true});
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    say(msg, 'JUnit XML downloaded.');
+  } catch (e) { say(msg, e.message, true); }
+}
 
 function runCard(r) {
   const cr = r.condition_result || {};

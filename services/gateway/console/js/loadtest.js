@@ -3,47 +3,37 @@
 // module builds (no third-party script: the CSP allows none), with the
 // same figures in a table, the failures by reason, and the step at which
 // the budget broke. Without an id, a form starts one.
-import {get, api, enc} from './api.js';
+import {api, enc} from './api.js';
 import {h, replace, say, when, pageParam, field, onSubmit} from './dom.js';
-import {start, followLive, shown, can} from './shell.js';
-import {agentList, agentName, badge} from './common.js';
+import {start, can} from './shell.js';
+import {agentList, badge, showRunning} from './common.js';
 
 const id = pageParam('id') || '';
 
-start(async (main) => {
+start((main) => {
   if (!id) return startForm(main);
-  let lt = await shown(main, '/v1/convai/load-tests/' + enc(id));
-  if (!lt) return;
-  const agent = await agentName(lt.agent_id);
-  const msg = h('p', {class: 'msg'});
-  const body = h('div', {});
-  replace(main, h('p', {}, h('a', {href: 'loadtest.html'}, '← Start a load test')), h('h1', {}, 'Load test'), msg, body);
-
-  function render() {
-    const b = lt.latency_budget || {};
-    const broke = lt.broke_budget_at_step;
-    replace(body,
-      h('section', {class: 'card', 'aria-labelledby': 'sum-h'}, h('h2', {id: 'sum-h'}, 'Summary'),
-        h('dl', {class: 'facts'},
-          h('dt', {}, 'Status'), h('dd', {}, badge(lt.status)),
-          h('dt', {}, 'Agent'), h('dd', {}, h('a', {href: 'agents.html?id=' + enc(lt.agent_id)}, agent)),
-          h('dt', {}, 'Test'), h('dd', {}, h('a', {href: 'tests.html?test=' + enc(lt.test_id)}, lt.test_name)),
-          h('dt', {}, 'Started'), h('dd', {}, when(lt.created_at_unix_secs)),
-          h('dt', {}, 'Steps'), h('dd', {}, lt.steps.map((s) => s.callers).join(' → ') + ' callers, ' + lt.turns_per_caller + ' turn(s) each'),
-          h('dt', {}, 'Budget (p95)'), h('dd', {}, budgetText(b)),
-          h('dt', {}, 'Result'), h('dd', {id: 'verdict'}, verdict(lt)))),
-      h('section', {'aria-labelledby': 'chart-h'}, h('h2', {id: 'chart-h'}, 'Latency against concurrent callers'),
-        chart(lt.steps, b, broke)),
-      h('section', {'aria-labelledby': 'steps-h'}, h('h2', {id: 'steps-h'}, 'Steps'), stepsTable(lt.steps)),
-      failures(lt.steps));
-  }
-
-  render();
-  followLive(msg, () => lt.status, async () => {
-    lt = await get('/v1/convai/load-tests/' + enc(id));
-    render();
-  });
+  return showRunning(main, '/v1/convai/load-tests/' + enc(id),
+    h('p', {}, h('a', {href: 'loadtest.html'}, '← Start a load test')), 'Load test', render);
 });
+
+function render(lt, agent, msg, body) {
+  const b = lt.latency_budget || {};
+  const broke = lt.broke_budget_at_step;
+  replace(body,
+    h('section', {class: 'card', 'aria-labelledby': 'sum-h'}, h('h2', {id: 'sum-h'}, 'Summary'),
+      h('dl', {class: 'facts'},
+        h('dt', {}, 'Status'), h('dd', {}, badge(lt.status)),
+        h('dt', {}, 'Agent'), h('dd', {}, h('a', {href: 'agents.html?id=' + enc(lt.agent_id)}, agent)),
+        h('dt', {}, 'Test'), h('dd', {}, h('a', {href: 'tests.html?test=' + enc(lt.test_id)}, lt.test_name)),
+        h('dt', {}, 'Started'), h('dd', {}, when(lt.created_at_unix_secs)),
+        h('dt', {}, 'Steps'), h('dd', {}, lt.steps.map((s) => s.callers).join(' → ') + ' callers, ' + lt.turns_per_caller + ' turn(s) each'),
+        h('dt', {}, 'Budget (p95)'), h('dd', {}, budgetText(b)),
+        h('dt', {}, 'Result'), h('dd', {id: 'verdict'}, verdict(lt)))),
+    h('section', {'aria-labelledby': 'chart-h'}, h('h2', {id: 'chart-h'}, 'Latency against concurrent callers'),
+      chart(lt.steps, b, broke)),
+    h('section', {'aria-labelledby': 'steps-h'}, h('h2', {id: 'steps-h'}, 'Steps'), stepsTable(lt.steps)),
+    failures(lt.steps));
+}
 
 function budgetText(b) {
   const parts = [];
