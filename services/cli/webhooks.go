@@ -89,7 +89,7 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 		Use:   "logs <webhook_id>",
 		Short: "Show a webhook's delivery attempts, newest first, a page at a time",
 		Args:  cobra.ExactArgs(1),
-		RunE: a.withClient(func(cmd *cobra.Command, c *client, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			var out struct {
 				Deliveries []struct {
 					Timestamp  string `json:"timestamp"`
@@ -114,13 +114,8 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 			if since > 0 {
 				q.Set("start_time", strconv.FormatInt(time.Now().Add(-since).Unix(), 10))
 			}
-			raw, err := c.call(cmd.Context(), webhookLogs, args, q, nil, &out)
-			if err != nil {
+			if show, err := a.fetch(cmd.Context(), webhookLogs, args, q, nil, &out); !show {
 				return err
-			}
-			if a.json {
-				a.printJSON(raw)
-				return nil
 			}
 			rows := make([][]string, len(out.Deliveries))
 			for i, d := range out.Deliveries {
@@ -133,7 +128,7 @@ func (a *app) webhooksLogsCommand() *cobra.Command {
 			table(a.stdout, []string{"TIME", "EVENT", "STATUS", "CODE", "RETRIES", "DELIVERY", "DETAIL"}, rows)
 			a.moreHint(out.HasMore, out.NextCursor)
 			return nil
-		}),
+		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&limit, "limit", 50, "attempts to show (1-100)")
