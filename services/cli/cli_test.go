@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,12 @@ func run(t *testing.T, args ...string) result {
 	var out, errOut bytes.Buffer
 	code := Run(context.Background(), args, &out, &errOut)
 	return result{code, out.String(), errOut.String()}
+}
+
+// runOn runs the CLI with args against the fake API at base, with its key.
+func runOn(t *testing.T, base string, args ...string) result {
+	t.Helper()
+	return run(t, slices.Concat(args, []string{"--api-key", "k", "--base-url", base})...)
 }
 
 func TestHelpNeedsNoServerNorKey(t *testing.T) {
@@ -175,7 +182,7 @@ func TestServerErrorsArePrinted(t *testing.T) {
 		{[]string{"webhooks", "list"}, "error: Invalid API key (HTTP 401)"},
 		{[]string{"tickets", "list"}, "<html>bad gateway</html> (HTTP 502)"},
 	} {
-		r := run(t, append(c.args, "--api-key", "k", "--base-url", base)...)
+		r := runOn(t, base, c.args...)
 		if r.code != ExitError || !strings.Contains(r.stderr, c.want) || r.stdout != "" {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q, want %q", c.args, r.code, r.stdout, r.stderr, c.want)
 		}
@@ -197,7 +204,7 @@ func TestRetriesA503WithTheSameIdempotencyKey(t *testing.T) {
 		}
 		reply(201, `{"webhook_id":"whk_1","url":"https://example.com/h","events":["call_ended"],"active":true,"secret":"whsec_s"}`)(w, r)
 	})
-	r := run(t, "webhooks", "create", "--url", "https://example.com/h", "--event", "call_ended", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "webhooks", "create", "--url", "https://example.com/h", "--event", "call_ended")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "whsec_s") {
 		t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -250,7 +257,7 @@ func TestTestsRunWait(t *testing.T) {
 	t.Run("all pass", func(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "passed", "passed")
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms")
 		if r.code != ExitOK || !strings.Contains(r.stdout, "2 passed, 0 failed of 2 run(s)") {
 			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
 		}
@@ -271,7 +278,7 @@ func TestTestsRunWait(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "passed", "failed")
 		junit := filepath.Join(t.TempDir(), "junit.xml")
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms", "--junit", junit, "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--test", "test_1", "--wait", "--poll", "1ms", "--junit", junit)
 		if r.code != ExitFailed || !strings.Contains(r.stdout, "1 passed, 1 failed of 2 run(s)") || !strings.Contains(r.stdout, "why 1") {
 			t.Fatalf("exit %d, stdout %q stderr %q", r.code, r.stdout, r.stderr)
 		}
@@ -282,7 +289,7 @@ func TestTestsRunWait(t *testing.T) {
 	t.Run("json", func(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "failed")
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--json", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--json")
 		var inv invocation
 		if err := json.Unmarshal([]byte(r.stdout), &inv); r.code != ExitFailed || err != nil || inv.Status != "completed" {
 			t.Fatalf("exit %d, stdout %q: %v", r.code, r.stdout, err)
@@ -292,7 +299,7 @@ func TestTestsRunWait(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "passed")
 		f.on("GET /v1/convai/test-invocations/tinv_1", reply(200, `{"id":"tinv_1","status":"running","test_runs":[{"status":"pending"}]}`))
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--timeout", "50ms", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--wait", "--poll", "1ms", "--timeout", "50ms")
 		if r.code != ExitError || !strings.Contains(r.stderr, "timed out after 50ms waiting for invocation tinv_1") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -300,7 +307,7 @@ func TestTestsRunWait(t *testing.T) {
 	t.Run("without --wait", func(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "passed")
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0")
 		if r.code != ExitOK || !strings.Contains(r.stdout, "Started invocation tinv_1") || len(f.requests) != 1 {
 			t.Fatalf("exit %d, stdout %q, %d requests", r.code, r.stdout, len(f.requests))
 		}
@@ -308,7 +315,7 @@ func TestTestsRunWait(t *testing.T) {
 	t.Run("unknown agent", func(t *testing.T) {
 		f, base := newFake(t)
 		f.on("POST /v1/convai/agents/nope/run-tests", reply(404, `{"detail":{"status":"agent_not_found","message":"No agent has this id.","request_id":"r"}}`))
-		r := run(t, "tests", "run", "--agent", "nope", "--test", "t", "--wait", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "nope", "--test", "t", "--wait")
 		if r.code != ExitError || !strings.Contains(r.stderr, "No agent has this id.") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -327,7 +334,7 @@ func TestTestsRunAllTests(t *testing.T) {
 		}
 		reply(200, `{"tests":[{"id":"test_old","entity_type":"test"}],"has_more":false,"next_cursor":null}`)(w, r)
 	})
-	r := run(t, "tests", "run", "--agent", "agent_1", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "tests", "run", "--agent", "agent_1")
 	if r.code != ExitOK {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -336,7 +343,7 @@ func TestTestsRunAllTests(t *testing.T) {
 	}
 
 	f.on("GET /v1/convai/agent-testing", reply(200, `{"tests":[],"has_more":false,"next_cursor":null}`))
-	if r := run(t, "tests", "run", "--agent", "agent_1", "--api-key", "k", "--base-url", base); r.code != ExitError || !strings.Contains(r.stderr, "no tests") {
+	if r := runOn(t, base, "tests", "run", "--agent", "agent_1"); r.code != ExitError || !strings.Contains(r.stderr, "no tests") {
 		t.Fatalf("empty workspace: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
@@ -349,10 +356,10 @@ func TestTicketsAssign(t *testing.T) {
 		a, _ := json.Marshal(body["assignee_user_id"])
 		reply(200, `{"agentqa_ticket_id":"tkt_1","status":"open","assignee_user_id":`+string(a)+`}`)(w, r)
 	})
-	if r := run(t, "tickets", "assign", "tkt_1", "usr_1", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Ticket tkt_1 is assigned to usr_1.\n" {
+	if r := runOn(t, base, "tickets", "assign", "tkt_1", "usr_1"); r.code != 0 || r.stdout != "Ticket tkt_1 is assigned to usr_1.\n" {
 		t.Fatalf("assign: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if r := run(t, "tickets", "assign", "tkt_1", "none", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Ticket tkt_1 is unassigned.\n" {
+	if r := runOn(t, base, "tickets", "assign", "tkt_1", "none"); r.code != 0 || r.stdout != "Ticket tkt_1 is unassigned.\n" {
 		t.Fatalf("unassign: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	if got := f.lastBody(); got != `{"assignee_user_id":null}` {
@@ -363,7 +370,7 @@ func TestTicketsAssign(t *testing.T) {
 func TestTicketsListFilters(t *testing.T) {
 	f, base := newFake(t)
 	f.on("GET /v1/convai/triage-tickets", reply(200, `{"agent_conversation_tickets":[{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"Wrong hours","assignee_user_id":null}],"has_more":false}`))
-	r := run(t, "tickets", "list", "--status", "open", "--assignee", "unassigned", "--priority", "high", "--priority", "urgent", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "tickets", "list", "--status", "open", "--assignee", "unassigned", "--priority", "high", "--priority", "urgent")
 	if r.code != 0 || !strings.Contains(r.stdout, "tkt_1") || !strings.Contains(r.stdout, "Wrong hours") {
 		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
@@ -380,21 +387,21 @@ func TestKeys(t *testing.T) {
 	f.on("DELETE /v1/service-accounts/sa_1/api-keys/key_1", reply(200, `{"key_id":"key_1","revoked":true}`))
 	f.on("POST /v1/service-accounts/sa_1/api-keys", reply(200, `{"xi-api-key":"vak_secret","key_id":"key_2"}`))
 
-	if r := run(t, "keys", "list", "--api-key", "k", "--base-url", base); r.code != 0 || !strings.Contains(r.stdout, "key_1") || !strings.Contains(r.stdout, "convai_read") {
+	if r := runOn(t, base, "keys", "list"); r.code != 0 || !strings.Contains(r.stdout, "key_1") || !strings.Contains(r.stdout, "convai_read") {
 		t.Fatalf("list: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	// The account is looked up from the key id.
-	if r := run(t, "keys", "revoke", "key_1", "--api-key", "k", "--base-url", base); r.code != 0 || r.stdout != "Revoked key key_1.\n" {
+	if r := runOn(t, base, "keys", "revoke", "key_1"); r.code != 0 || r.stdout != "Revoked key key_1.\n" {
 		t.Fatalf("revoke: %d %q %q", r.code, r.stdout, r.stderr)
 	}
-	if r := run(t, "keys", "revoke", "key_9", "--api-key", "k", "--base-url", base); r.code != ExitError || !strings.Contains(r.stderr, "no API key key_9") {
+	if r := runOn(t, base, "keys", "revoke", "key_9"); r.code != ExitError || !strings.Contains(r.stderr, "no API key key_9") {
 		t.Fatalf("revoke unknown: %d %q", r.code, r.stderr)
 	}
-	r := run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "all", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "all")
 	if body := f.lastBody(); r.code != 0 || !strings.Contains(r.stdout, "vak_secret") || body != `{"name":"n","permissions":"all"}` {
 		t.Fatalf("create: %d %q %q body %s", r.code, r.stdout, r.stderr, body)
 	}
-	r = run(t, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "convai_read,convai_write", "--api-key", "k", "--base-url", base)
+	r = runOn(t, base, "keys", "create", "--account", "sa_1", "--name", "n", "--permissions", "convai_read,convai_write")
 	if body := f.lastBody(); r.code != 0 || body != `{"name":"n","permissions":["convai_read","convai_write"]}` {
 		t.Fatalf("create: %d %q body %s", r.code, r.stderr, body)
 	}
@@ -410,7 +417,7 @@ func TestNetworkErrorExit2(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	base := srv.URL
 	srv.Close() // nothing listens there any more
-	r := run(t, "agents", "list", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "agents", "list")
 	if r.code != ExitError || !strings.Contains(r.stderr, "error: GET "+base+": ") {
 		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 	}
@@ -438,11 +445,11 @@ func TestTestsRunInterrupted(t *testing.T) {
 func TestWebhookLogsPages(t *testing.T) {
 	f, base := newFake(t)
 	f.on("GET /v1/voiceai/webhooks/whk_1/logs", reply(200, `{"webhook_id":"whk_1","recent_deliveries":[{"timestamp":"2026-11-30T03:00:00.000Z","event":"call_ended","status":"failed","response_code":500,"retry_count":0,"error":"HTTP 500","delivery_id":"dlv_1"}],"has_more":true,"next_cursor":"l2"}`))
-	r := run(t, "webhooks", "logs", "whk_1", "--status", "failed", "--limit", "1", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "webhooks", "logs", "whk_1", "--status", "failed", "--limit", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "dlv_1") || r.stderr != "more results: add --cursor l2\n" {
 		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
-	run(t, "webhooks", "logs", "whk_1", "--status", "failed", "--cursor", "l2", "--api-key", "k", "--base-url", base)
+	runOn(t, base, "webhooks", "logs", "whk_1", "--status", "failed", "--cursor", "l2")
 	if q := f.requests[1].URL.Query(); q.Get("cursor") != "l2" || q.Get("status") != "failed" {
 		t.Fatalf("second query %v", q)
 	}
@@ -453,11 +460,11 @@ func TestWebhookLogsPages(t *testing.T) {
 func TestListingPages(t *testing.T) {
 	f, base := newFake(t)
 	f.on("GET /v1/convai/agents", reply(200, `{"agents":[{"agent_id":"agent_1","name":"Support","tags":["a","b"],"created_at_unix_secs":1700000000,"last_call_time_unix_secs":1800000000}],"has_more":true,"next_cursor":"c2"}`))
-	r := run(t, "agents", "list", "--search", "sup", "--page-size", "1", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "agents", "list", "--search", "sup", "--page-size", "1")
 	if r.code != 0 || !strings.Contains(r.stdout, "agent_1") || !strings.Contains(r.stdout, "a,b") || !strings.Contains(r.stdout, "2027-01-15 08:00Z") || r.stderr != "more results: add --cursor c2\n" {
 		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
-	run(t, "agents", "list", "--cursor", "c2", "--page-size", "1", "--api-key", "k", "--base-url", base)
+	runOn(t, base, "agents", "list", "--cursor", "c2", "--page-size", "1")
 	first, second := f.requests[0].URL.Query(), f.requests[1].URL.Query()
 	if first.Get("search") != "sup" || first.Has("cursor") || second.Get("cursor") != "c2" || second.Get("page_size") != "1" || second.Has("search") {
 		t.Fatalf("queries %v then %v", first, second)

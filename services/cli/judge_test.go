@@ -69,7 +69,7 @@ func TestMinJudgeAgreement(t *testing.T) {
 	t.Run("usage", func(t *testing.T) {
 		f, base := newFake(t)
 		invocationServer(t, f, "passed")
-		r := run(t, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--min-judge-agreement", "0.8", "--api-key", "k", "--base-url", base)
+		r := runOn(t, base, "tests", "run", "--agent", "agent_1", "--test", "test_0", "--min-judge-agreement", "0.8")
 		if r.code != ExitError || !strings.Contains(r.stderr, "--min-judge-agreement needs --wait") {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
@@ -82,27 +82,27 @@ func TestMinJudgeAgreement(t *testing.T) {
 func TestJudgeCommands(t *testing.T) {
 	f, base := newFake(t)
 	f.on("GET /v1/voiceai/judge/report", reply(200, reportWith([3]any{"test_0", 8, 5})))
-	r := run(t, "judge", "report", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "judge", "report")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "openai/judge-m  (all tests)") || !strings.Contains(r.stdout, "test_0 T") ||
 		!strings.Contains(r.stdout, "0.62 (0.10–0.90)") || !strings.Contains(r.stdout, "KAPPA") {
 		t.Fatalf("report: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	f.on("POST /v1/convai/test-invocations/tinv_1/runs/trun_1_0/labels", reply(201,
 		`{"label_id":"rlbl_1","overturned":true,"corrected_result":"failure"}`))
-	r = run(t, "judge", "label", "tinv_1", "trun_1_0", "--wrong", "--note", "no hours", "--criterion", "condition_0=wrong", "--api-key", "k", "--base-url", base)
+	r = runOn(t, base, "judge", "label", "tinv_1", "trun_1_0", "--wrong", "--note", "no hours", "--criterion", "condition_0=wrong")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge was wrong, the right result is failure (label rlbl_1)") {
 		t.Fatalf("label: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	if body := f.lastJSON(); body["verdict_correct"] != false || body["note"] != "no hours" || len(body["criteria"].([]any)) != 1 {
 		t.Fatalf("label body %v", body)
 	}
-	if r := run(t, "judge", "label", "tinv_1", "trun_1_0", "--api-key", "k", "--base-url", base); r.code != ExitError ||
+	if r := runOn(t, base, "judge", "label", "tinv_1", "trun_1_0"); r.code != ExitError ||
 		!strings.Contains(r.stderr, "--right or --wrong") {
 		t.Fatalf("neither: %d %q", r.code, r.stderr)
 	}
 	f.on("GET /v1/voiceai/judge/review-queue", reply(200, `{"runs":[{"invocation_id":"tinv_1","run_id":"trun_1_0","test_name":"Hours","status":"failed",
 	  "reasons":["failed","votes_disagreed"],"condition_result":{"rationale":{"summary":"no hours given"}}}]}`))
-	r = run(t, "judge", "queue", "--api-key", "k", "--base-url", base)
+	r = runOn(t, base, "judge", "queue")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "failed,votes_disagreed") || !strings.Contains(r.stdout, "no hours given") {
 		t.Fatalf("queue: %d %q", r.code, r.stdout)
 	}
@@ -110,32 +110,31 @@ func TestJudgeCommands(t *testing.T) {
 
 func TestJudgeConversationAndCompareCommands(t *testing.T) {
 	f, base := newFake(t)
-	flags := []string{"--api-key", "k", "--base-url", base}
 	f.on("POST /v1/convai/conversations/conv_1/analysis/run", reply(200, `{"conversation_id":"conv_1","analysis_id":"cana_1","stored":true,
 	  "analysis":{"call_successful":"failure","evaluation_criteria_results_list":[{"criteria_id":"refund","result":"failure","rationale":"no window given"}]},
 	  "model_usage":{"model":"offline-v1"}}`))
-	r := run(t, append([]string{"judge", "analyse", "conv_1"}, flags...)...)
+	r := runOn(t, base, "judge", "analyse", "conv_1")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "conv_1 judged by offline-v1: FAILURE (analysis cana_1)") || !strings.Contains(r.stdout, "no window given") {
 		t.Fatalf("analyse: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 
 	f.on("POST /v1/voiceai/conversations/conv_1/evaluation/labels", reply(201,
 		`{"label_id":"clbl_1","overturned":true,"corrected_result":"success","reviewed":{"judge_model":"offline-v1"}}`))
-	r = run(t, append([]string{"judge", "label-conversation", "conv_1", "--wrong", "--note", "it did", "--criterion", "refund=wrong"}, flags...)...)
+	r = runOn(t, base, "judge", "label-conversation", "conv_1", "--wrong", "--note", "it did", "--criterion", "refund=wrong")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "the judge (offline-v1) was wrong, the right result is success (label clbl_1)") {
 		t.Fatalf("label-conversation: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	if body := f.lastJSON(); body["verdict_correct"] != false || body["note"] != "it did" || len(body["criteria"].([]any)) != 1 {
 		t.Fatalf("label body %v", body)
 	}
-	if r := run(t, append([]string{"judge", "label-conversation", "conv_1", "--right", "--criterion", "refund"}, flags...)...); r.code != ExitError ||
+	if r := runOn(t, base, "judge", "label-conversation", "conv_1", "--right", "--criterion", "refund"); r.code != ExitError ||
 		!strings.Contains(r.stderr, "<criterion_id>=right") {
 		t.Fatalf("a bad criterion: %d %q", r.code, r.stderr)
 	}
 
 	f.on("POST /v1/voiceai/judge/rejudge", reply(200, `{"rejudge_id":"rjdg_1","judge_model":"offline-v1","runs":1,
 	  "votes":[{"invocation_id":"tinv_1","run_id":"trun_1_0","test_name":"Hours","result":"success","rationale":"hours given"}]}`))
-	r = run(t, append([]string{"judge", "rejudge", "--judge-model", "offline-v1", "--invocation", "tinv_1", "--limit", "10"}, flags...)...)
+	r = runOn(t, base, "judge", "rejudge", "--judge-model", "offline-v1", "--invocation", "tinv_1", "--limit", "10")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "offline-v1 judged 1 labelled run(s) again (rjdg_1); no run's verdict changed.") ||
 		!strings.Contains(r.stdout, "SUCCESS") {
 		t.Fatalf("rejudge: %d %q %q", r.code, r.stdout, r.stderr)
@@ -143,7 +142,7 @@ func TestJudgeConversationAndCompareCommands(t *testing.T) {
 	if body := f.lastJSON(); body["judge_model"] != "offline-v1" || body["limit"] != float64(10) || body["filter"].(map[string]any)["invocation_id"] != "tinv_1" {
 		t.Fatalf("rejudge body %v", body)
 	}
-	if r := run(t, append([]string{"judge", "rejudge"}, flags...)...); r.code != ExitError || !strings.Contains(r.stderr, "--judge-model") {
+	if r := runOn(t, base, "judge", "rejudge"); r.code != ExitError || !strings.Contains(r.stderr, "--judge-model") {
 		t.Fatalf("no model: %d %q", r.code, r.stderr)
 	}
 
@@ -157,7 +156,7 @@ func TestJudgeConversationAndCompareCommands(t *testing.T) {
 		    {"judge_model":"judge-m","judged":4,"labels":4,"agreement":{"value":0.5,"ci95":[0.15,0.85],"count":2,"n":4},"cohens_kappa":0},
 		    {"judge_model":"offline-v1","judged":4,"labels":4,"agreement":{"value":1,"ci95":[0.51,1],"count":4,"n":4},"cohens_kappa":1}]}}`)(w, r)
 	})
-	r = run(t, append([]string{"judge", "report", "--compare", "judge-m,offline-v1"}, flags...)...)
+	r = runOn(t, base, "judge", "report", "--compare", "judge-m,offline-v1")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "conversations of agent_1") || !strings.Contains(r.stdout, "Compared on the same 4 labelled run(s) (judge-m, offline-v1)") ||
 		!strings.Contains(r.stdout, "1.00 (0.51–1.00)") {
 		t.Fatalf("report --compare: %d %q %q", r.code, r.stdout, r.stderr)

@@ -35,7 +35,7 @@ func TestTestsLoadWait(t *testing.T) {
 		}
 		reply(200, doneLoad)(w, r)
 	})
-	r := run(t, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", "1, 10,50", "--wait", "--poll", "1ms", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", "1, 10,50", "--wait", "--poll", "1ms")
 	if r.code != ExitFailed {
 		t.Fatalf("exit %d (want 1: a step broke the budget), stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
@@ -68,16 +68,16 @@ func TestTestsLoadWithoutWaitAndShow(t *testing.T) {
 	f.on("POST /v1/convai/agents/agent_1/load-tests", reply(201, runningLoad))
 	f.on("GET /v1/convai/load-tests/tinv_9", reply(200, strings.Replace(strings.Replace(doneLoad, `"met_budget":false`, `"met_budget":true`, 1),
 		`"broke_budget_at_step":2`, `"broke_budget_at_step":null`, 1)))
-	r := run(t, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", "1,10,50", "--api-key", "k", "--base-url", base)
+	r := runOn(t, base, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", "1,10,50")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "Started load test tinv_9: steps 1,10,50") || len(f.requests) != 1 {
 		t.Fatalf("exit %d, stdout %q, %d requests", r.code, r.stdout, len(f.requests))
 	}
-	r = run(t, "tests", "load-result", "tinv_9", "--api-key", "k", "--base-url", base)
+	r = runOn(t, base, "tests", "load-result", "tinv_9")
 	if r.code != ExitOK || !strings.Contains(r.stdout, "Every step met the budget.") {
 		t.Fatalf("exit %d, stdout %q", r.code, r.stdout)
 	}
 	for _, bad := range []string{"1,0", "ten", ""} {
-		r = run(t, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", bad, "--api-key", "k", "--base-url", base)
+		r = runOn(t, base, "tests", "load", "--agent", "agent_1", "--test", "test_0", "--steps", bad)
 		if r.code != ExitError {
 			t.Fatalf("--steps %q: exit %d", bad, r.code)
 		}
