@@ -19,6 +19,15 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 )
 
+// skipOutsideTheClusterTier skips a test of the cluster tier unless the
+// tier is being run.
+func skipOutsideTheClusterTier(t *testing.T) {
+	t.Helper()
+	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
+		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
+	}
+}
+
 // The cluster tier (make test-cluster, part of make test): the production
 // shape on one machine — three NATS nodes with every stream at R3 (the
 // third node in a network namespace of its own where the host allows it),
@@ -41,9 +50,7 @@ import (
 // VOICEAI_CHAOS_STRICT, see chaosMode) runs the whole tier several times
 // and gates on it.
 func TestClusterChaos(t *testing.T) {
-	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
-		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
-	}
+	skipOutsideTheClusterTier(t)
 	mode := chaosModeFromEnv(t)
 	repeatFailuresLast(t)
 	var results []measurement
@@ -949,9 +956,7 @@ func eventuallyQuiet(within time.Duration, cond func() bool) bool {
 // and says so with a 503 to retry or no answer, which a client retries with
 // the same Idempotency-Key.
 func TestClusterFreshStartTenOfTen(t *testing.T) {
-	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
-		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
-	}
+	skipOutsideTheClusterTier(t)
 	const within = 60 * time.Second
 	kinds := []string{"identity", "agents", "tickets", "testing", "testing-runner", "webhooks", "webhook-dispatcher", "gateway"}
 	for round := range 10 {

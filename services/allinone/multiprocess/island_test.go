@@ -22,9 +22,7 @@ import (
 // generously (islandBound after the cut); the time it took is printed
 // against the election's.
 func TestClusterIslandClientsMove(t *testing.T) {
-	if os.Getenv("VOICEAI_TEST_CLUSTER") == "" {
-		t.Skip("the cluster tier runs with make test-cluster (VOICEAI_TEST_CLUSTER=1), which make test calls")
-	}
+	skipOutsideTheClusterTier(t)
 	repeatFailuresLast(t)
 	ns, err := newIslandNetns(t)
 	if err != nil {
