@@ -2,7 +2,6 @@ package stack
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -57,23 +56,9 @@ func TestConsoleInBrowser(t *testing.T) {
 		return r.Code == 201 || r.Code == 200
 	})
 
-	// Screenshots are kept in $VOICEAI_ARTIFACTS; without it, in a
-	// temporary directory kept only when the test fails.
-	artifacts := os.Getenv("VOICEAI_ARTIFACTS")
-	if artifacts == "" {
-		dir, err := os.MkdirTemp("", "voiceai-console-browser-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		artifacts = dir
-		t.Cleanup(func() {
-			if !t.Failed() {
-				_ = os.RemoveAll(dir)
-			}
-		})
-	}
+	artifacts := screenshotsDir(t)
 	began := time.Now()
 	t.Cleanup(func() { t.Logf("browser tier: %s; screenshots in %s", time.Since(began).Round(time.Second), artifacts) })
-	runE2E(t, script, s, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATIONS="+strings.Join(convs[:5], ","),
+	runE2E(t, s, script, nil, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATIONS="+strings.Join(convs[:5], ","),
 		"VOICEAI_E2E_READONLY_KEY="+readOnly, "VOICEAI_E2E_MEMBER_ID="+member, "VOICEAI_ARTIFACTS="+artifacts)
 }

@@ -25,14 +25,15 @@ func e2eSuite(t *testing.T, name string) string {
 	return filepath.Join(filepath.Dir(here), "..", "..", "..", "e2e", name, "run.sh")
 }
 
-// runE2E runs script against s with the admin key and env, logs what it
-// printed, and fails the test when it fails.
-func runE2E(t *testing.T, script string, s *Stack, env ...string) {
+// runE2E runs script (with args, when a test names what the suite runs)
+// against s with the admin key and env, logs what it printed, and fails
+// the test when it fails.
+func runE2E(t *testing.T, s *Stack, script string, args []string, env ...string) {
 	t.Helper()
 	mu, _ := e2eRuns.LoadOrStore(script, &sync.Mutex{})
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
-	cmd := exec.Command("bash", script)
+	cmd := exec.Command("bash", append([]string{script}, args...)...)
 	cmd.Env = append(append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey), env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -41,4 +42,24 @@ func runE2E(t *testing.T, script string, s *Stack, env ...string) {
 	if err != nil {
 		t.Fatalf("%s failed: %v", filepath.Base(filepath.Dir(script)), err)
 	}
+}
+
+// screenshotsDir is where a browser suite keeps its screenshots:
+// $VOICEAI_ARTIFACTS, else a temporary directory kept only when the test
+// fails.
+func screenshotsDir(t *testing.T) string {
+	t.Helper()
+	if dir := os.Getenv("VOICEAI_ARTIFACTS"); dir != "" {
+		return dir
+	}
+	dir, err := os.MkdirTemp("", "voiceai-browser-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return dir
 }

@@ -1,11 +1,7 @@
 package stack
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -32,18 +28,12 @@ func TestLoadTestConsoleInBrowser(t *testing.T) {
 		return json.Unmarshal(s.call(t, "GET", "/v1/convai/load-tests/"+lt.ID, "", 200), &cur) == nil && cur.Status == "completed" &&
 			cur.BrokeBudgetAtStep != nil && *cur.BrokeBudgetAtStep == 2
 	})
-	artifacts := os.Getenv("VOICEAI_ARTIFACTS") // screenshots; else a directory that goes with the test
-	if artifacts == "" {
-		artifacts = t.TempDir()
-	}
-	cmd := exec.Command("bash", script, "--test", "--test-force-exit", "--test-reporter=spec", "loadtest.test.mjs")
-	cmd.Env = append(os.Environ(), "VOICEAI_BASE_URL=http://"+s.Addr, "VOICEAI_API_KEY="+adminKey, "VOICEAI_ARTIFACTS="+artifacts,
-		"VOICEAI_E2E_LOAD_TEST_ID="+lt.ID, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_TEST_ID="+test)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	t.Log(out.String())
-	if err != nil {
-		t.Fatalf("%s failed: %v (screenshots in %s)", filepath.Base(script), err, artifacts)
-	}
+	artifacts := screenshotsDir(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("screenshots in %s", artifacts)
+		}
+	})
+	runE2E(t, s.Stack, script, []string{"--test", "--test-force-exit", "--test-reporter=spec", "loadtest.test.mjs"},
+		"VOICEAI_ARTIFACTS="+artifacts, "VOICEAI_E2E_LOAD_TEST_ID="+lt.ID, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_TEST_ID="+test)
 }

@@ -16,5 +16,5 @@ func TestOfficialSDK(t *testing.T) {
 	// A conversation the platform has seen, for creating tickets on it.
 	agent := newAgent(t, s, adminKey, "SDK tickets")
 	publishConversation(t, s, "ws_default", "conversation_started", "conv_sdk", agent, time.Now())
-	runE2E(t, script, s, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATION_ID=conv_sdk")
+	runE2E(t, s, script, nil, "VOICEAI_E2E_AGENT_ID="+agent, "VOICEAI_E2E_CONVERSATION_ID=conv_sdk")
 }
