@@ -59,8 +59,7 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 		t.Fatalf("ticket: %d %s", ticket.Code, ticket.Body)
 	}
 	test := createTest(t, s, hoursTest)
-	inv := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`).JSON(t)["id"].(string)
-	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
+	awaitCompleted(t, s, startInvocation(t, s, adminKey, agent, `{"tests":[{"test_id":"`+test+`"}]}`), 60*time.Second)
 	eventually(t, 30*time.Second, "the durables back, each with nothing left to handle", func() bool {
 		back := 0
 		for name := range js.StreamNames(ctx).Name() {
@@ -203,8 +202,7 @@ func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
-	inv := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`).JSON(t)["id"].(string)
-	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
+	awaitCompleted(t, s, startInvocation(t, s, adminKey, agent, `{"tests":[{"test_id":"`+test+`"}]}`), 60*time.Second)
 	eventually(t, 30*time.Second, "the event delivered", func() bool { return delivered.Load() == 1 })
 	eventually(t, 30*time.Second, "the delivery in the delivery log", func() bool {
 		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hookID+"/logs", adminKey, "")

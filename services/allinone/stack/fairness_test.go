@@ -2,7 +2,6 @@ package stack
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -37,7 +36,7 @@ func TestFairRunsBesideASlowEndpoint(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release); slow.Close() }) // before the stack stops
 	hours := createTest(t, s.Stack, hoursTest)
-	backlog := startRuns(t, s, adminKey, s.teamAgent(t, slow.URL), 50, hours)
+	backlog := startRuns(t, s.Stack, adminKey, s.teamAgent(t, slow.URL), 50, hours)
 	// The backlog holds the runner: the endpoint's 4 slots are calling it.
 	eventually(t, 30*time.Second, "the slow endpoint called 4 times at once", func() bool { return calls.Load() >= 4 })
 	oneRunElsewhere(t, s)
@@ -52,8 +51,8 @@ func TestFairRunsBesideADeadEndpoint(t *testing.T) {
 	s := fairStack(t)
 	dead := deadEndpoint(t)
 	hours := createTest(t, s.Stack, hoursTest)
-	first := startRuns(t, s, adminKey, s.teamAgent(t, dead.url), 40, hours)
-	second := startRuns(t, s, adminKey, s.teamAgent(t, dead.url), 40, hours)
+	first := startRuns(t, s.Stack, adminKey, s.teamAgent(t, dead.url), 40, hours)
+	second := startRuns(t, s.Stack, adminKey, s.teamAgent(t, dead.url), 40, hours)
 	eventually(t, 30*time.Second, "the dead endpoint holds 4 connections", func() bool { return dead.accepted() >= 4 })
 	oneRunElsewhere(t, s)
 	cancelRuns(t, s, adminKey, first)
@@ -83,12 +82,12 @@ func TestRunsWaitingForAnEndpointHoldNoRunnerSlot(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release); slow.Close() })
 	hours := createTest(t, s.Stack, hoursTest)
-	backlog := startRuns(t, s, adminKey, s.teamAgent(t, slow.URL), 20, hours)
+	backlog := startRuns(t, s.Stack, adminKey, s.teamAgent(t, slow.URL), 20, hours)
 	// The worker took 2 jobs at once: one run calls the endpoint, the
 	// other waits for its slot.
 	eventually(t, 30*time.Second, "the slow endpoint called", func() bool { return calls.Load() >= 1 })
 	started := time.Now()
-	id := startRuns(t, s, adminKey, agentWith(t, s.Stack), 1, hours)
+	id := startRuns(t, s.Stack, adminKey, agentWith(t, s.Stack), 1, hours)
 	eventually(t, fairBound, "the same workspace's other invocation completes", func() bool {
 		return getInvocation(t, s.Stack, id).Status == "completed"
 	})
@@ -119,7 +118,7 @@ func oneRunElsewhere(t *testing.T, s *endpointStack) {
 	}
 	test := r.JSON(t)["id"].(string)
 	started := time.Now()
-	id := startRuns(t, s, other.APIKey, agent, 1, test)
+	id := startRuns(t, s.Stack, other.APIKey, agent, 1, test)
 	var inv invocation
 	eventually(t, fairBound, "the other workspace's one run completes", func() bool {
 		r := call(t, s.Stack, "GET", "/v1/convai/test-invocations/"+id, other.APIKey, "")
@@ -130,24 +129,6 @@ func oneRunElsewhere(t *testing.T, s *endpointStack) {
 		t.Fatalf("the other workspace's run: %+v", inv.TestRuns)
 	}
 	t.Logf("the other workspace's one-run invocation completed in %s", time.Since(started).Round(time.Millisecond))
-}
-
-// startRuns starts an invocation of the tests, each repeated repeat
-// times, with key, and returns its id.
-func startRuns(t *testing.T, s *endpointStack, key, agent string, repeat int, tests ...string) string {
-	t.Helper()
-	refs := ""
-	for i, id := range tests {
-		if i > 0 {
-			refs += ","
-		}
-		refs += fmt.Sprintf(`{"test_id":%q}`, id)
-	}
-	r := call(t, s.Stack, "POST", "/v1/convai/agents/"+agent+"/run-tests", key, fmt.Sprintf(`{"tests":[%s],"repeat_count":%d}`, refs, repeat))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["id"].(string)
 }
 
 // cancelRuns cancels an invocation, so that its runs not started end

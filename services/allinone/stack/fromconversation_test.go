@@ -115,14 +115,9 @@ func TestRegressionFromConversationThroughTheGateway(t *testing.T) {
 	// states it; and a test cut before the tool call (turn 2) has the
 	// agent call its tool again and get production's result from the mock.
 	defaults := def["id"].(string)
-	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, test, defaults))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	var inv invocation
-	_ = json.Unmarshal(r.Body, &inv)
-	eventually(t, 30*time.Second, "the regression tests run", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
-	for _, run := range getInvocation(t, s, inv.ID).TestRuns {
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, test, defaults))
+	awaitCompleted(t, s, inv, 30*time.Second)
+	for _, run := range getInvocation(t, s, inv).TestRuns {
 		mocked, said := false, false
 		for _, msg := range run.AgentResponses {
 			results, _ := msg["tool_results"].([]any)

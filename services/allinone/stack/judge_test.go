@@ -110,13 +110,8 @@ func TestModelResponseCacheThroughTheGateway(t *testing.T) {
 	hours := createTest(t, s, hoursTest)
 	run := func(cache string) string {
 		t.Helper()
-		r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey,
-			fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2%s}`, hours, cache))
-		if r.Code != 200 {
-			t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-		}
-		id := r.JSON(t)["id"].(string)
-		eventually(t, 30*time.Second, "invocation "+id+" completes", func() bool { return getInvocation(t, s, id).Status == "completed" })
+		id := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2%s}`, hours, cache))
+		awaitCompleted(t, s, id, 30*time.Second)
 		return id
 	}
 	responses := func(runs []judgedRun) string {
@@ -146,7 +141,7 @@ func TestModelResponseCacheThroughTheGateway(t *testing.T) {
 	if r.Code != 200 {
 		t.Fatalf("resubmit: %d %s", r.Code, r.Body)
 	}
-	eventually(t, 30*time.Second, "the resubmission completes", func() bool { return getInvocation(t, s, second).Status == "completed" })
+	awaitCompleted(t, s, second, 30*time.Second)
 	if srv.Len() != calls {
 		t.Fatalf("the cached resubmission made %d model calls", srv.Len()-calls)
 	}

@@ -12,21 +12,40 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/ports/junitxsd"
 )
 
-// runAndWait runs tests on agent repeat times each and waits until the
-// invocation completes.
-func runAndWait(t *testing.T, s *Stack, agent string, repeat int, tests ...string) string {
+// startInvocation posts body (a run-tests request) for agent with key,
+// wants 200 and answers the invocation's id.
+func startInvocation(t *testing.T, s *Stack, key, agent, body string) string {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", key, body)
+	if r.Code != 200 {
+		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
+	}
+	return r.JSON(t)["id"].(string)
+}
+
+// startRuns starts an invocation of the tests, each repeated repeat
+// times, with key, and returns its id.
+func startRuns(t *testing.T, s *Stack, key, agent string, repeat int, tests ...string) string {
 	t.Helper()
 	refs := make([]string, len(tests))
 	for i, id := range tests {
 		refs[i] = fmt.Sprintf(`{"test_id":%q}`, id)
 	}
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey,
-		fmt.Sprintf(`{"tests":[%s],"repeat_count":%d}`, strings.Join(refs, ","), repeat))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	id := r.JSON(t)["id"].(string)
-	eventually(t, 30*time.Second, "invocation "+id+" completes", func() bool { return getInvocation(t, s, id).Status == "completed" })
+	return startInvocation(t, s, key, agent, fmt.Sprintf(`{"tests":[%s],"repeat_count":%d}`, strings.Join(refs, ","), repeat))
+}
+
+// awaitCompleted waits until invocation id completes.
+func awaitCompleted(t *testing.T, s *Stack, id string, within time.Duration) {
+	t.Helper()
+	eventually(t, within, "invocation "+id+" completes", func() bool { return getInvocation(t, s, id).Status == "completed" })
+}
+
+// runAndWait runs tests on agent repeat times each and waits until the
+// invocation completes.
+func runAndWait(t *testing.T, s *Stack, agent string, repeat int, tests ...string) string {
+	t.Helper()
+	id := startRuns(t, s, adminKey, agent, repeat, tests...)
+	awaitCompleted(t, s, id, 30*time.Second)
 	return id
 }
 

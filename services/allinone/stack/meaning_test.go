@@ -26,16 +26,9 @@ func TestOfflineModelReadsMeaningThroughTheGateway(t *testing.T) {
 	receipt := createTest(t, s, `{"type":"llm","name":"Receipt",
 	  "chat_history":[{"role":"user","message":"Do I need my receipt to get a refund?","time_in_call_secs":3}],
 	  "success_condition":"The agent says a refund needs a receipt"}`)
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, returns, receipt))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	var inv invocation
-	if err := json.Unmarshal(r.Body, &inv); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "runs finish", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
-	got := getInvocation(t, s, inv.ID)
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q},{"test_id":%q}]}`, returns, receipt))
+	awaitCompleted(t, s, inv, 30*time.Second)
+	got := getInvocation(t, s, inv)
 	for _, run := range got.TestRuns {
 		reply := ""
 		if len(run.AgentResponses) > 0 {

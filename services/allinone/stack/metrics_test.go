@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,12 +38,7 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	agent := agentWith(t, s)
 	r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, hoursTest)
 	test, _ := r.JSON(t)["id"].(string)
-	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}],"repeat_count":3}`)
-	var inv invocation
-	if err := json.Unmarshal(r.Body, &inv); err != nil || r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	eventually(t, 30*time.Second, "the runs finish", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
+	awaitCompleted(t, s, startRuns(t, s, adminKey, agent, 3, test), 30*time.Second)
 	if r := call(t, s, "GET", "/v1/convai/agents", "vak_not_a_key_of_anyone_0123456789", ""); r.Code != 401 {
 		t.Fatalf("unknown key: %d", r.Code)
 	}

@@ -50,7 +50,7 @@ func TestACleanRunLogsNoWarning(t *testing.T) {
 
 	test := createTest(t, s, hoursTest)
 	inv := want(call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, `{"tests":[{"test_id":"`+test+`"}]}`), 200).JSON(t)["id"].(string)
-	eventually(t, 60*time.Second, "the invocation completes", func() bool { return getInvocation(t, s, inv).Status == "completed" })
+	awaitCompleted(t, s, inv, 60*time.Second)
 
 	// What callers get wrong is theirs to fix, not an operator's.
 	want(call(t, s, "GET", "/v1/convai/agents/agent_unknown", adminKey, ""), 404)

@@ -95,7 +95,7 @@ func TestWorkspaceQuotasOnRunTests(t *testing.T) {
 	// Completed invocations free theirs.
 	open()
 	for _, id := range []string{first, third} {
-		eventually(t, 60*time.Second, "invocation "+id+" completes", func() bool { return getInvocation(t, s, id).Status == "completed" })
+		awaitCompleted(t, s, id, 60*time.Second)
 	}
 	accepted(runTests(adminKey, agent, hours, 2, 6)) // the whole quota of runs again
 

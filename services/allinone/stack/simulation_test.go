@@ -1,7 +1,6 @@
 package stack
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -46,15 +45,10 @@ func TestSimulationThroughTheGateway(t *testing.T) {
 	}
 	test := createTest(t, s, body("4"))
 
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, test))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	var inv invocation
-	_ = json.Unmarshal(r.Body, &inv)
-	eventually(t, 30*time.Second, "the simulation finishes", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
+	inv := startInvocation(t, s, adminKey, agent, fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, test))
+	awaitCompleted(t, s, inv, 30*time.Second)
 
-	run := getInvocation(t, s, inv.ID).TestRuns[0]
+	run := getInvocation(t, s, inv).TestRuns[0]
 	if run.Status != "passed" || run.ConditionResult.Result != "success" || run.Metadata["test_type"] != "simulation" {
 		t.Fatalf("run %s: %s %q", run.Status, run.ConditionResult.Rationale.Summary, run.ConditionResult.Rationale.Messages)
 	}

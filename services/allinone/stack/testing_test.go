@@ -159,7 +159,7 @@ func TestAgentTestingThroughTheGateway(t *testing.T) {
 			t.Fatalf("a new run is %s", run.Status)
 		}
 	}
-	eventually(t, 30*time.Second, "runs finish", func() bool { return getInvocation(t, s, inv.ID).Status == "completed" })
+	awaitCompleted(t, s, inv.ID, 30*time.Second)
 	got := getInvocation(t, s, inv.ID)
 	byTest := map[string]int{}
 	for i, run := range got.TestRuns {

@@ -61,11 +61,7 @@ func TestEventCatalogAndInvocationEvents(t *testing.T) {
 	}
 	agent := agentWith(t, s)
 	test := createTest(t, s, hoursTest)
-	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", adminKey, fmt.Sprintf(`{"tests":[{"test_id":%q}],"repeat_count":2}`, test))
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	inv := r.JSON(t)["id"].(string)
+	inv := startRuns(t, s, adminKey, agent, 2, test)
 
 	var got receivedDelivery
 	eventually(t, 30*time.Second, "the completion is delivered", func() bool {
