@@ -87,12 +87,7 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 	// webhooks logs --status failed, then resend.
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_cli_resend_0123456789abcdef"
-	r = call(t, s, "POST", "/v1/convai/webhooks", adminKey,
-		`{"url":"`+rcv.URL+`/cli","secret":"`+rcv.secret+`","events":["call_started"],"retry_config":{"max_retries":0}}`)
-	if r.Code != 201 {
-		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-	}
-	hook := r.JSON(t)["webhook_id"].(string)
+	hook := createWebhook(t, s, `{"url":"`+rcv.URL+`/cli","secret":"`+rcv.secret+`","events":["call_started"],"retry_config":{"max_retries":0}}`)
 	rcv.failing.Store(true)
 	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_cli"}}`)
 	if r.Code != 202 {

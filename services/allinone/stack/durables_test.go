@@ -223,9 +223,5 @@ func countingHook(t *testing.T, s *Stack) (string, *atomic.Int32) {
 	delivered := new(atomic.Int32)
 	rcv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { delivered.Add(1) }))
 	t.Cleanup(rcv.Close)
-	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
-	if hook.Code != 201 {
-		t.Fatalf("webhook: %d %s", hook.Code, hook.Body)
-	}
-	return hook.JSON(t)["webhook_id"].(string), delivered
+	return createWebhook(t, s, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`), delivered
 }

@@ -108,6 +108,17 @@ func createAgent(t *testing.T, s *Stack, key, body string) string {
 	return r.JSON(t)["agent_id"].(string)
 }
 
+// createWebhook creates a webhook from body with the admin key, wants 201
+// and answers its id.
+func createWebhook(t *testing.T, s *Stack, body string) string {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, body)
+	if r.Code != 201 {
+		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
+	}
+	return r.JSON(t)["webhook_id"].(string)
+}
+
 // wantError asserts an application error: code, status and the spec's body.
 func wantError(t *testing.T, r response, code int, status string) {
 	t.Helper()

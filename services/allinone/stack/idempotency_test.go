@@ -253,11 +253,7 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	}
 	sameAnswer(t, "a keyed agent deletion", gone, write(t, s, "DELETE", "/v1/convai/agents/"+agent, "agent-del", "agent-del-retry", ""))
 
-	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"http://127.0.0.1:9/hook","events":["call_started"]}`)
-	if r.Code != 201 {
-		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-	}
-	hook := "/v1/convai/webhooks/" + r.JSON(t)["webhook_id"].(string)
+	hook := "/v1/convai/webhooks/" + createWebhook(t, s, `{"url":"http://127.0.0.1:9/hook","events":["call_started"]}`)
 	first = write(t, s, "PUT", hook, "hook-1", "hook", `{"url":"http://127.0.0.1:9/first","events":["call_started"]}`)
 	if first.Code != 200 {
 		t.Fatalf("webhook update: %d %s", first.Code, first.Body)

@@ -101,11 +101,7 @@ func TestReadmeExamplesRun(t *testing.T) {
 	tests := []string{createTest(t, s, hoursTest), createTest(t, s, strings.Replace(hoursTest, "Opening hours", "Opening hours again", 1))}
 	ticket := decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"README","qa_comment":"x"}`)).AgentqaTicketID
 	receiver := newFailableReceiver(t)
-	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+receiver.URL+`","events":["ticket_created"]}`)
-	if hook.Code != 201 {
-		t.Fatalf("create webhook: %d %s", hook.Code, hook.Body)
-	}
-	webhook := hook.JSON(t)["webhook_id"].(string)
+	webhook := createWebhook(t, s, `{"url":"`+receiver.URL+`","events":["ticket_created"]}`)
 	decodeTicket(t, call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"to deliver","qa_comment":"x"}`))
 	var delivery string
 	eventually(t, 10*time.Second, "a delivery in the webhook's log", func() bool {

@@ -96,9 +96,7 @@ func TestSpansFollowARequestAcrossNATS(t *testing.T) {
 		}
 	}))
 	t.Cleanup(rcv.Close)
-	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
-		t.Fatalf("webhook: %d %s", r.Code, r.Body)
-	}
+	createWebhook(t, s, `{"url":"`+rcv.URL+`/hook","events":["call_started"]}`)
 	const eventTrace = "11112222333344445555666677778888"
 	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"c1"}}`,
 		"traceparent", "00-"+eventTrace+"-1111222233334444-01"); r.Code != 202 {

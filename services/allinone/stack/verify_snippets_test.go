@@ -41,13 +41,8 @@ func TestVerificationSnippetsVerifyARealDelivery(t *testing.T) {
 			secret := "whsec_snippet_" + snippet.lang + "_0123456789abcdef"
 			addr := startSnippet(t, secret, snippet.tool, snippet.file)
 
-			r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,
-				`{"url":"http://`+addr+`/hook","secret":"`+secret+`","events":["call_ended"]}`)
-			if r.Code != 201 {
-				t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-			}
-			hook := r.JSON(t)["webhook_id"].(string)
-			r = call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/test", adminKey, `{"event_type":"call_ended"}`)
+			hook := createWebhook(t, s, `{"url":"http://`+addr+`/hook","secret":"`+secret+`","events":["call_ended"]}`)
+			r := call(t, s, "POST", "/v1/voiceai/webhooks/"+hook+"/test", adminKey, `{"event_type":"call_ended"}`)
 			if r.Code != 200 || r.JSON(t)["status"] != "success" || r.JSON(t)["response_code"] != float64(200) {
 				t.Fatalf("a real delivery to the %s snippet: %d %s", snippet.lang, r.Code, r.Body)
 			}

@@ -54,11 +54,7 @@ func TestEventCatalogAndInvocationEvents(t *testing.T) {
 
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_invocation_events_0123456789"
-	r = call(t, s, "POST", "/v1/convai/webhooks", adminKey,
-		`{"url":"`+rcv.URL+`/ci","secret":"`+rcv.secret+`","events":["test_invocation_completed"]}`)
-	if r.Code != 201 {
-		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-	}
+	createWebhook(t, s, `{"url":"`+rcv.URL+`/ci","secret":"`+rcv.secret+`","events":["test_invocation_completed"]}`)
 	agent := agentWith(t, s)
 	test := createTest(t, s, hoursTest)
 	inv := startRuns(t, s, adminKey, agent, 2, test)

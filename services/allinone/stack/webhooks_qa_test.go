@@ -29,11 +29,8 @@ func startWithTicketHook(t *testing.T) (*Stack, *hookReceiver) {
 	s := startAdmin(t, localHooks)
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_qa_ticket_events_0123456789"
-	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+rcv.URL+`/tickets","secret":"`+rcv.secret+`",
+	createWebhook(t, s, `{"url":"`+rcv.URL+`/tickets","secret":"`+rcv.secret+`",
 	  "events":["ticket_created","ticket_updated","ticket_status_changed","ticket_commented","ticket_merged"]}`)
-	if r.Code != 201 {
-		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-	}
 	return s, rcv
 }
 

@@ -70,12 +70,7 @@ func receivingHook(t *testing.T, s *Stack) (*hookReceiver, string) {
 	t.Helper()
 	rcv := newFailableReceiver(t)
 	rcv.secret = "whsec_resend_test_secret_0123456789"
-	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey,
-		`{"url":"`+rcv.URL+`/hook","secret":"`+rcv.secret+`","events":["call_started","call_ended"],"retry_config":{"max_retries":0}}`)
-	if r.Code != 201 {
-		t.Fatalf("create: %d %s", r.Code, r.Body)
-	}
-	return rcv, r.JSON(t)["webhook_id"].(string)
+	return rcv, createWebhook(t, s, `{"url":"`+rcv.URL+`/hook","secret":"`+rcv.secret+`","events":["call_started","call_ended"],"retry_config":{"max_retries":0}}`)
 }
 
 type logPage struct {
