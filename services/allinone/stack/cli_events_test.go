@@ -54,11 +54,7 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 		close(lines)
 	}()
 	agent := newAgent(t, s, adminKey, "Tail")
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"Tailed","qa_comment":"Seen in the tail."}`)
-	if r.Code != 201 {
-		t.Fatalf("create ticket: %d %s", r.Code, r.Body)
-	}
-	ticket := r.JSON(t)["agentqa_ticket_id"].(string)
+	ticket := createTicket(t, s, agent, `{"title":"Tailed","qa_comment":"Seen in the tail."}`).AgentqaTicketID
 	deadline := time.After(30 * time.Second)
 	for found := false; !found; {
 		select {
@@ -89,7 +85,7 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 	rcv.secret = "whsec_cli_resend_0123456789abcdef"
 	hook := createWebhook(t, s, `{"url":"`+rcv.URL+`/cli","secret":"`+rcv.secret+`","events":["call_started"],"retry_config":{"max_retries":0}}`)
 	rcv.failing.Store(true)
-	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_cli"}}`)
+	r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_cli"}}`)
 	if r.Code != 202 {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}

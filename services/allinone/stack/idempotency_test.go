@@ -102,11 +102,7 @@ func startHedging(t *testing.T) (*Stack, *copyCounter) {
 
 func manualTicket(t *testing.T, s *Stack, agent, title string) ticket {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"`+title+`","qa_comment":"Seen in QA."}`)
-	if r.Code != 201 {
-		t.Fatalf("create ticket: %d %s", r.Code, r.Body)
-	}
-	return decodeTicket(t, r)
+	return createTicket(t, s, agent, `{"title":"`+title+`","qa_comment":"Seen in QA."}`)
 }
 
 func ticketNow(t *testing.T, s *Stack, id string) ticket {

@@ -83,9 +83,7 @@ const ticketTitle = "Quoted the wrong hours"
 func agentWithTicket(t *testing.T, s *Stack) (agent string) {
 	t.Helper()
 	agent = agentWith(t, s)
-	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"title":"`+ticketTitle+`","qa_comment":"Said 8 to 4."}`); r.Code != 201 {
-		t.Fatalf("ticket: %d %s", r.Code, r.Body)
-	}
+	createTicket(t, s, agent, `{"title":"`+ticketTitle+`","qa_comment":"Said 8 to 4."}`)
 	return agent
 }
 

@@ -36,6 +36,17 @@ func decodeTicket(t *testing.T, r response) ticket {
 	return tk
 }
 
+// createTicket raises a ticket on agent from body, wants 201 and answers
+// the ticket.
+func createTicket(t *testing.T, s *Stack, agent, body string) ticket {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, body)
+	if r.Code != 201 {
+		t.Fatalf("create ticket: %d %s", r.Code, r.Body)
+	}
+	return decodeTicket(t, r)
+}
+
 // every field of spec 2.1 is present, null or not.
 var specTicketFields = []string{"agentqa_ticket_id", "workspace_id", "owner_user_id", "agent_id", "needs_clustering", "issue_type",
 	"labels", "conversation_ids", "first_seen_unix_secs", "last_seen_unix_secs", "qa_comment", "ticket_comments", "turn_comments",

@@ -124,9 +124,7 @@ func TestWorkspaceWebhooks(t *testing.T) {
 	// A ticket's creation (agent_qa) reaches it, signed three ways with
 	// the attempt's time, with its request header.
 	agent := newAgent(t, s, adminKey, "Support")
-	if r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`); r.Code != 201 {
-		t.Fatalf("ticket: %d %s", r.Code, r.Body)
-	}
+	createTicket(t, s, agent, `{"qa_comment":"wrong answer"}`)
 	d := got.await(t, 10*time.Second, "the ticket_created delivery", 1)[0]
 	if d.event != "ticket_created" || !d.service || !d.sdk || !d.standard || d.team != "qa" || time.Since(time.Unix(d.timestamp, 0)).Abs() > time.Minute {
 		t.Fatalf("delivery: %+v", d)
