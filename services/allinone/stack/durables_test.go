@@ -53,8 +53,7 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 30*time.Second, "the event after the deletion delivered and logged", func() bool { return delivered.Load() >= 2 && logLines() >= 2 })
-	agent := agentWith(t, s)
-	createTicket(t, s, agent, `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`)
+	agent := agentWithTicket(t, s)
 	test := createTest(t, s, hoursTest)
 	awaitCompleted(t, s, startInvocation(t, s, adminKey, agent, `{"tests":[{"test_id":"`+test+`"}]}`), 60*time.Second)
 	eventually(t, 30*time.Second, "the durables back, each with nothing left to handle", func() bool {
@@ -143,7 +142,7 @@ func TestDurablesDeletedWhileStoppedStartWhereTheyWere(t *testing.T) {
 		t.Fatalf("ingest: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 30*time.Second, "the event after the restart delivered", func() bool { return delivered.Load() >= 2 })
-	createTicket(t, s, agentWith(t, s), `{"title":"Quoted the wrong hours","qa_comment":"Said 8 to 4."}`)
+	agentWithTicket(t, s)
 	if n := delivered.Load(); n != 2 {
 		t.Fatalf("the receiver got %d deliveries; want 2", n)
 	}
