@@ -85,11 +85,7 @@ func TestCLIEventsTailAndWebhookResend(t *testing.T) {
 	rcv.secret = "whsec_cli_resend_0123456789abcdef"
 	hook := createWebhook(t, s, `{"url":"`+rcv.URL+`/cli","secret":"`+rcv.secret+`","events":["call_started"],"retry_config":{"max_retries":0}}`)
 	rcv.failing.Store(true)
-	r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_cli"}}`)
-	if r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
-	eventID := r.JSON(t)["event_id"].(string)
+	eventID := sendCallEvent(t, s, "call_started", "call_cli")
 	var delivery string
 	eventually(t, 10*time.Second, "the failure is in the log", func() bool {
 		code, out, _ := voiceaiCLI(t, s, "webhooks", "logs", hook, "--status", "failed", "--json")

@@ -73,11 +73,7 @@ func TestCLIWebhooksListenRelaysSignedDeliveries(t *testing.T) {
 		return hook != ""
 	})
 
-	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"call_listen"}}`)
-	if r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
-	eventID := r.JSON(t)["event_id"].(string)
+	eventID := sendCallEvent(t, s, "call_started", "call_listen")
 	first := received.await(t, 15*time.Second, "the delivery is relayed", 1)[0]
 	if first.eventID != eventID || !first.signed || !json.Valid(first.body) {
 		t.Fatalf("relayed %+v, want event %s signed", first, eventID)

@@ -31,9 +31,7 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
 	hookID, delivered := countingHook(t, s)
-	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
+	sendCallEvent(t, s, "call_started", "before")
 	eventually(t, 30*time.Second, "the first event delivered", func() bool { return delivered.Load() == 1 })
 	logLines := func() int {
 		r := call(t, s, "GET", "/v1/voiceai/webhooks/"+hookID+"/logs", adminKey, "")
@@ -49,9 +47,7 @@ func TestDeletedDurablesAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 		t.Fatalf("deleted %d durables; the platform has more", deleted)
 	}
 
-	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
+	sendCallEvent(t, s, "call_started", "after")
 	eventually(t, 30*time.Second, "the event after the deletion delivered and logged", func() bool { return delivered.Load() >= 2 && logLines() >= 2 })
 	agent := agentWithTicket(t, s)
 	test := createTest(t, s, hoursTest)
@@ -90,9 +86,7 @@ func TestDurablesDeletedWhileStoppedStartWhereTheyWere(t *testing.T) {
 	dir := t.TempDir()
 	s := start(t, dir, func(c *Config) { administered(c, []func(*Config){localHooks}) })
 	_, delivered := countingHook(t, s)
-	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"before"}}`); r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
+	sendCallEvent(t, s, "call_started", "before")
 	eventually(t, 30*time.Second, "the first event delivered", func() bool { return delivered.Load() == 1 })
 
 	// The fan-out's floor kept (its consumers read it every 5 s).
@@ -138,9 +132,7 @@ func TestDurablesDeletedWhileStoppedStartWhereTheyWere(t *testing.T) {
 	if cfg := cons.CachedInfo().Config; cfg.DeliverPolicy != jetstream.DeliverByStartSequencePolicy || cfg.OptStartSeq != kept.Floor+1 {
 		t.Fatalf("the fan-out made at start as %v from %d; want from sequence %d, after its kept floor", cfg.DeliverPolicy, cfg.OptStartSeq, kept.Floor+1)
 	}
-	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
+	sendCallEvent(t, s, "call_started", "after")
 	eventually(t, 30*time.Second, "the event after the restart delivered", func() bool { return delivered.Load() >= 2 })
 	agentWithTicket(t, s)
 	if n := delivered.Load(); n != 2 {
@@ -193,9 +185,7 @@ func TestWorkQueuesDeletedAreMadeAgainAndTheWorkGoesOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"after"}}`); r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
+	sendCallEvent(t, s, "call_started", "after")
 	awaitCompleted(t, s, startInvocation(t, s, adminKey, agent, `{"tests":[{"test_id":"`+test+`"}]}`), 60*time.Second)
 	eventually(t, 30*time.Second, "the event delivered", func() bool { return delivered.Load() == 1 })
 	eventually(t, 30*time.Second, "the delivery in the delivery log", func() bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -117,6 +118,17 @@ func createWebhook(t *testing.T, s *Stack, body string) string {
 		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
 	}
 	return r.JSON(t)["webhook_id"].(string)
+}
+
+// sendCallEvent posts event (call_started, call_ended) of the call callID
+// with the admin key, wants 202 and answers the event's id.
+func sendCallEvent(t *testing.T, s *Stack, event, callID string) string {
+	t.Helper()
+	r := call(t, s, "POST", "/v1/convai/events", adminKey, fmt.Sprintf(`{"event":%q,"data":{"call_id":%q}}`, event, callID))
+	if r.Code != 202 {
+		t.Fatalf("ingest: %d %s", r.Code, r.Body)
+	}
+	return r.JSON(t)["event_id"].(string)
 }
 
 // wantError asserts an application error: code, status and the spec's body.

@@ -105,13 +105,6 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks)
 	rcv, hook := receivingHook(t, s)
-	ingest := func(event, callID string) string {
-		r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"`+event+`","data":{"call_id":"`+callID+`"}}`)
-		if r.Code != 202 {
-			t.Fatalf("ingest: %d %s", r.Code, r.Body)
-		}
-		return r.JSON(t)["event_id"].(string)
-	}
 	failedFor := func(eventID string) string {
 		var delivery string
 		eventually(t, 10*time.Second, "the failed delivery is logged", func() bool {
@@ -128,7 +121,7 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 
 	start := time.Now().Unix()
 	rcv.failing.Store(true)
-	first := ingest("call_started", "call_1")
+	first := sendCallEvent(t, s, "call_started", "call_1")
 	delivery := failedFor(first)
 
 	// The log keeps the body posted and the start of the answer.
@@ -181,7 +174,7 @@ func TestWebhookResendRecoverAndLogFilters(t *testing.T) {
 	// Recover: the two events that failed since start, not the one
 	// delivered by the resend.
 	rcv.failing.Store(true)
-	second, third := ingest("call_ended", "call_2"), ingest("call_started", "call_3")
+	second, third := sendCallEvent(t, s, "call_ended", "call_2"), sendCallEvent(t, s, "call_started", "call_3")
 	failedFor(second)
 	failedFor(third)
 	rcv.failing.Store(false)
@@ -234,11 +227,7 @@ func TestWebhookLogAndResendReachTheDurableLog(t *testing.T) {
 	ingest := func(event string, n int) []string {
 		var ids []string
 		for i := range n {
-			r := call(t, s, "POST", "/v1/convai/events", adminKey, fmt.Sprintf(`{"event":%q,"data":{"call_id":"call_%d"}}`, event, i))
-			if r.Code != 202 {
-				t.Fatalf("ingest: %d %s", r.Code, r.Body)
-			}
-			ids = append(ids, r.JSON(t)["event_id"].(string))
+			ids = append(ids, sendCallEvent(t, s, event, fmt.Sprintf("call_%d", i)))
 		}
 		eventually(t, 30*time.Second, fmt.Sprintf("%d %s delivered", n, event), func() bool {
 			for _, id := range ids {

@@ -64,11 +64,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 
 	// Ingestion needs convai_write.
 	wantError(t, call(t, s, "POST", "/v1/convai/events", writer, `{"event":"call_started","data":{}}`), 403, "missing_permission")
-	r = call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"c1"}}`)
-	if r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
-	eventID := r.JSON(t)["event_id"].(string)
+	eventID := sendCallEvent(t, s, "call_started", "c1")
 	// A ticket created through the API reaches the webhook as ticket_created.
 	agent := newAgent(t, s, adminKey, "Support")
 	r = call(t, s, "POST", "/v1/convai/agents/"+agent+"/triage-tickets", adminKey, `{"qa_comment":"wrong answer"}`)

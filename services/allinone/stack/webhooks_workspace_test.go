@@ -240,14 +240,8 @@ func TestWebhookAutoDisabled(t *testing.T) {
 	}
 	id := r.JSON(t)["webhook_id"].(string)
 	secret.Store(r.JSON(t)["secret"].(string))
-	ingest := func(call_id string) {
-		t.Helper()
-		if r := call(t, s, "POST", "/v1/convai/events", adminKey, `{"event":"call_started","data":{"call_id":"`+call_id+`"}}`); r.Code != 202 {
-			t.Fatalf("ingest: %d %s", r.Code, r.Body)
-		}
-	}
 	for i := range 3 {
-		ingest(fmt.Sprint("c", i))
+		sendCallEvent(t, s, "call_started", fmt.Sprint("c", i))
 	}
 	eventually(t, 15*time.Second, "the webhook auto-disabled", func() bool {
 		return call(t, s, "GET", "/v1/convai/webhooks/"+id, adminKey, "").JSON(t)["is_auto_disabled"] == true
@@ -269,7 +263,7 @@ func TestWebhookAutoDisabled(t *testing.T) {
 	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"url":"`+alive.URL+`/hook","events":["call_started"]}`); r.Code != 201 {
 		t.Fatalf("create: %d %s", r.Code, r.Body)
 	}
-	ingest("c3")
+	sendCallEvent(t, s, "call_started", "c3")
 	eventually(t, 10*time.Second, "the live webhook's delivery", func() bool { return fine.Load() == 1 })
 	if n := hits.Load(); n != 3 {
 		t.Fatalf("a disabled webhook's receiver was reached: %d attempts", n)
@@ -292,7 +286,7 @@ func TestWebhookAutoDisabled(t *testing.T) {
 	if j := call(t, s, "GET", "/v1/convai/webhooks/"+id, adminKey, "").JSON(t); j["active"] != true || j["is_auto_disabled"] != false || j["consecutive_failures"] != float64(0) {
 		t.Fatalf("enabled: %v", j)
 	}
-	ingest("c4")
+	sendCallEvent(t, s, "call_started", "c4")
 	eventually(t, 10*time.Second, "a new event delivered", func() bool { return hits.Load() == 4 })
 	r = call(t, s, "POST", "/v1/voiceai/webhooks/"+id+"/recover", adminKey, fmt.Sprintf(`{"start_time":%d}`, start))
 	if r.Code != 202 || r.JSON(t)["recovered_count"] != float64(4) {
