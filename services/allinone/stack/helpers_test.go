@@ -98,37 +98,37 @@ func call(t *testing.T, s *Stack, method, path, key, body string, headers ...str
 	return response{Code: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
+// postForID posts body to path with key, wants code and answers the id the
+// answer names in idField: what the helpers that create or send one thing
+// share.
+func postForID(t *testing.T, s *Stack, key, path, body string, code int, idField string) string {
+	t.Helper()
+	r := call(t, s, "POST", path, key, body)
+	if r.Code != code {
+		t.Fatalf("POST %s: %d %s, want %d", path, r.Code, r.Body, code)
+	}
+	return r.JSON(t)[idField].(string)
+}
+
 // createAgent creates an agent from body with key, wants 201 and answers
 // its id: the helpers that make each test's agent differ only in the body.
 func createAgent(t *testing.T, s *Stack, key, body string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/create", key, body)
-	if r.Code != 201 {
-		t.Fatalf("create agent: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["agent_id"].(string)
+	return postForID(t, s, key, "/v1/convai/agents/create", body, 201, "agent_id")
 }
 
 // createWebhook creates a webhook from body with the admin key, wants 201
 // and answers its id.
 func createWebhook(t *testing.T, s *Stack, body string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, body)
-	if r.Code != 201 {
-		t.Fatalf("create webhook: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["webhook_id"].(string)
+	return postForID(t, s, adminKey, "/v1/convai/webhooks", body, 201, "webhook_id")
 }
 
 // sendCallEvent posts event (call_started, call_ended) of the call callID
 // with the admin key, wants 202 and answers the event's id.
 func sendCallEvent(t *testing.T, s *Stack, event, callID string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/events", adminKey, fmt.Sprintf(`{"event":%q,"data":{"call_id":%q}}`, event, callID))
-	if r.Code != 202 {
-		t.Fatalf("ingest: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["event_id"].(string)
+	return postForID(t, s, adminKey, "/v1/convai/events", fmt.Sprintf(`{"event":%q,"data":{"call_id":%q}}`, event, callID), 202, "event_id")
 }
 
 // wantError asserts an application error: code, status and the spec's body.

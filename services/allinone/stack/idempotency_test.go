@@ -294,11 +294,7 @@ func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
 	t.Parallel()
 	s, _ := startHedging(t)
 	folder := func(name string) string {
-		r := call(t, s, "POST", "/v1/convai/agent-testing/folders", adminKey, `{"name":"`+name+`"}`)
-		if r.Code != 200 {
-			t.Fatalf("folder: %d %s", r.Code, r.Body)
-		}
-		return r.JSON(t)["id"].(string)
+		return postForID(t, s, adminKey, "/v1/convai/agent-testing/folders", `{"name":"`+name+`"}`, 200, "id")
 	}
 	billing, payments := folder("Billing"), folder("Payments")
 	var tests []string

@@ -16,11 +16,7 @@ import (
 // wants 200 and answers the invocation's id.
 func startInvocation(t *testing.T, s *Stack, key, agent, body string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agents/"+agent+"/run-tests", key, body)
-	if r.Code != 200 {
-		t.Fatalf("run-tests: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["id"].(string)
+	return postForID(t, s, key, "/v1/convai/agents/"+agent+"/run-tests", body, 200, "id")
 }
 
 // startRuns starts an invocation of the tests, each repeated repeat

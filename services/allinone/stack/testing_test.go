@@ -48,11 +48,7 @@ const hoursTest = `{"type":"llm","name":"Opening hours",
 
 func createTest(t *testing.T, s *Stack, body string) string {
 	t.Helper()
-	r := call(t, s, "POST", "/v1/convai/agent-testing/create", adminKey, body)
-	if r.Code != 200 {
-		t.Fatalf("create test: %d %s", r.Code, r.Body)
-	}
-	return r.JSON(t)["id"].(string)
+	return postForID(t, s, adminKey, "/v1/convai/agent-testing/create", body, 200, "id")
 }
 
 type invocation struct {
@@ -264,16 +260,12 @@ func TestTestsAndFoldersThroughTheGateway(t *testing.T) {
 			t.Fatalf("%s: got %d %s, want 422 at %s", body, r.Code, r.Body, loc)
 		}
 	}
-	r := call(t, s, "POST", "/v1/convai/agent-testing/folders", adminKey, `{"name":"Billing"}`)
-	if r.Code != 200 {
-		t.Fatalf("folder: %d %s", r.Code, r.Body)
-	}
-	folder := r.JSON(t)["id"].(string)
+	folder := postForID(t, s, adminKey, "/v1/convai/agent-testing/folders", `{"name":"Billing"}`, 200, "id")
 	id := createTest(t, s, `{"type":"llm","name":"Greets","success_condition":"greets","parent_folder_id":"`+folder+`",
 	  "dynamic_variables":{"customer":"Ann"}}`)
 	other := createTest(t, s, `{"type":"llm","name":"Other","success_condition":"x"}`)
 
-	r = call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, "")
+	r := call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, "")
 	if g := r.JSON(t); r.Code != 200 || g["name"] != "Greets" || g["type"] != "llm" || g["success_condition"] != "greets" || g["parent_folder_id"] != folder {
 		t.Fatalf("get: %d %s", r.Code, r.Body)
 	}
