@@ -119,7 +119,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	agent := s.streamAgent(t, team.URL, "chat_completions")
 	test := createTest(t, s.Stack, `{"type":"llm","name":"Opening hours under load",
 	  "chat_history":[{"role":"user","message":"What are your opening hours?","time_in_call_secs":3}],
-	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":400}}`)
+	  "success_condition":"The agent states the opening hours","latency_budget":{"first_token_p95_ms":700}}`)
 
 	body := s.call(t, "POST", "/v1/convai/agents/"+agent+"/load-tests", `{"test_id":"`+test+`","steps":[1,10,50]}`, 201)
 	var lt wire.LoadTest
@@ -133,7 +133,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 	})
 	t.Logf("load test: %s", body)
 	if lt.BrokeBudgetAtStep == nil || *lt.BrokeBudgetAtStep != 2 || lt.BrokeBudgetAtCallers == nil || *lt.BrokeBudgetAtCallers != 50 {
-		t.Fatalf("the budget broke at step %v (%v callers), want step 2 (50 callers): %s", lt.BrokeBudgetAtStep, lt.BrokeBudgetAtCallers, body)
+		t.Fatalf("the budget broke where broke_budget_at_step and _callers say, want step 2 (50 callers): %s", body)
 	}
 	if n := int(team.arrivals.Load()); n != 61 {
 		t.Fatalf("the endpoint got %d requests, want 1 + 10 + 50", n)
@@ -175,7 +175,7 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 			t.Errorf("step 3's callers were at most %d in flight together: not past the endpoint's usual limit", most)
 		}
 		if want := i < 2; *st.MetBudget != want {
-			t.Errorf("step %d met its budget: %v (first token p95 %d ms against 400)", i, *st.MetBudget, st.FirstTokenMs.P95)
+			t.Errorf("step %d met its budget: %v (first token p95 %d ms against 700)", i, *st.MetBudget, st.FirstTokenMs.P95)
 		}
 	}
 	broken := lt.Steps[2]
