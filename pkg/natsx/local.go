@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -19,13 +20,14 @@ import (
 // In process. Where one process both forwards requests and serves their
 // service on the same connection (the all-in-one platform), carrying a
 // request through NATS and back copies it four times and passes it
-// through the server and two more goroutines for nothing. A Forwarder with InProcess set hands such a request to the service's
-// handler directly. What the service promises holds as over NATS: the
-// same admission (its slots, its workspace's share), the handler's
-// context ending at the deadline unless its answer has begun, when the
-// caller goes away or stops reading, and a large answer written as it
-// comes. Only the service's own replicas elsewhere are passed by: a
-// process answers its own requests.
+// through the server and two more goroutines for nothing. A Forwarder
+// with InProcess set hands such a request to the service's handler
+// directly. What the service promises holds as over NATS: the same
+// admission (its slots, its workspace's share), the handler's context
+// ending at the deadline unless its answer has begun, when the caller
+// goes away or stops reading, or when a streamed answer stalls, and a
+// large answer written as it comes. Only the service's replicas
+// elsewhere are passed by: a process answers its own requests.
 
 // localKey names a service served on a connection.
 type localKey struct {
@@ -111,10 +113,7 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, body []byte
 			httpx.WriteError(w, r, apperr.UpstreamTimedOut(s.name))
 			return
 		}
-		select { // begun: it lives as long as the caller reads
-		case <-done:
-		case <-r.Context().Done():
-			out.leave(r)
+		if !out.follow(r, done) {
 			return
 		}
 	case <-r.Context().Done():
@@ -125,6 +124,37 @@ func (s *Service) serveLocal(w http.ResponseWriter, r *http.Request, body []byte
 		httpx.NoteAborted(r.Context(), "upstream stream failed")
 		httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", s.name, "err", errors.New("the service aborted its response"))
 		panic(http.ErrAbortHandler) // on the caller's side, where the server expects it
+	}
+}
+
+// follow waits for an answer that has begun to end, as long as the caller
+// reads it and it goes on: a stream with nothing passed for a whole
+// time-out is cut short, as pullStream cuts one whose next chunk does not
+// come. It reports whether the answer ended of itself.
+func (o *localResponse) follow(r *http.Request, done <-chan struct{}) bool {
+	idle := time.NewTicker(o.timeout)
+	defer idle.Stop()
+	passed := o.passes.Load()
+	for {
+		select {
+		case <-done:
+			return true
+		case <-r.Context().Done():
+			o.leave(r)
+			return false
+		case <-idle.C:
+			if n := o.passes.Load(); n != passed {
+				passed = n
+				continue
+			}
+			o.mu.Lock()
+			o.gaveUp = true
+			o.cancel(errStreamAbandoned)
+			o.mu.Unlock()
+			httpx.NoteAborted(r.Context(), "upstream stream failed")
+			httpx.LoggerFrom(r.Context()).Error("streamed response cut short", "upstream", o.service, "err", errors.New("the service stopped sending its response"))
+			panic(http.ErrAbortHandler)
+		}
 	}
 }
 
@@ -162,6 +192,8 @@ type localResponse struct {
 	passing  bool // the answer has begun: status and headers sent
 	finished bool // the answer is whole
 	gaveUp   bool // the caller's side answered or left
+
+	passes atomic.Int64 // writes passed to the caller, for follow
 }
 
 func (o *localResponse) Header() http.Header { return o.header }
@@ -225,6 +257,7 @@ func (o *localResponse) pass(b []byte) error {
 		return errStreamAbandoned
 	}
 	_ = rc.Flush()
+	o.passes.Add(1)
 	return nil
 }
 

@@ -104,3 +104,36 @@ func testAStreamedAnswerAbortedIsCutShort(t *testing.T, inProcess bool) {
 		t.Fatalf("status %d, read %d bytes and then %v: want a body cut short", resp.StatusCode, len(got), err)
 	}
 }
+
+// A streamed answer that stops coming is cut short after the forwarder's
+// time-out: the client sees a truncated body, not a connection held open
+// for ever.
+func TestAStalledStreamIsCutShort(t *testing.T) { onBothPaths(t, testAStalledStreamIsCutShort) }
+
+func testAStalledStreamIsCutShort(t *testing.T, inProcess bool) {
+	nc := freshConn(t)
+	release := make(chan struct{})
+	svc, err := Serve(nc, "stalls", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(strings.Repeat("a", 2*streamChunk)))
+		select { // the rest never comes
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); _ = svc.Stop() })
+	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 300 * time.Millisecond}
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "stalls") }))
+	t.Cleanup(gateway.Close)
+	resp, err := http.Get(gateway.URL + "/v1/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || err == nil || len(got) < streamChunk {
+		t.Fatalf("status %d, read %d bytes and then %v: want the first chunk, then a body cut short", resp.StatusCode, len(got), err)
+	}
+}
