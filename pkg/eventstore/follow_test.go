@@ -121,9 +121,12 @@ func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
 	if err := js.DeleteStream(ctx, events.AgentsStream); err != nil {
 		t.Fatal(err)
 	}
-	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
+	// The server may still be removing the old stream's files: a create
+	// at once can fail ("error creating store for stream"), as a restore's
+	// would be tried again.
+	testkit.Eventually(t, 10*time.Second, "the stream made anew", func() bool {
+		return EnsureEventStreams(ctx, js, 1, events.AgentsStream) == nil
+	})
 	create("agent_new")
 	testkit.Eventually(t, 60*time.Second, "the new stream's agent held", func() bool {
 		mu.Lock()

@@ -49,6 +49,12 @@ type checkpoint struct {
 	UUID       bson.Binary `bson:"uuid"`
 	Seq        int64       `bson:"seq"`
 	At         time.Time   `bson:"at"`
+	// StreamMade is when the stream written from was made (Unix
+	// nanoseconds: a stored date keeps milliseconds): one made later is
+	// another stream (restored from an older backup, or deleted and made
+	// again), numbered from 1 again. Zero in a checkpoint noted before it
+	// was kept.
+	StreamMade int64 `bson:"stream_made,omitempty"`
 }
 
 // keeper looks after one projection's collection. The fields after the
@@ -65,6 +71,8 @@ type keeper struct {
 	seen    []byte     // the collection's UUID when it was last found whole
 	indexes []bson.Raw // its indexes then, made again if it is dropped
 	noted   uint64     // the sequence last noted
+	made    time.Time  // when the stream was made, as the last look found it
+	anew    bool       // the collection was cleared for a stream made anew: the next note sets its sequence
 }
 
 // Guard looks after coll, which durable c.Durable of c.Stream writes
@@ -173,12 +181,16 @@ type lack struct {
 	from  uint64
 	why   string
 	level slog.Level
+	anew  bool // the stream was made anew: what the collection holds is of another one
 }
 
 // look decides whether the collection (uuid, as found) lacks events its
 // projector wrote.
 func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 	if uuid, err = k.uuid(ctx); err != nil {
+		return nil, lack{}, err
+	}
+	if k.made, err = k.streamMade(ctx); err != nil {
 		return nil, lack{}, err
 	}
 	var mark checkpoint
@@ -188,8 +200,14 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 		return nil, lack{}, err
 	}
 	switch {
+	case found && mark.StreamMade != 0 && k.made.UnixNano() > mark.StreamMade:
+		// Its documents carry the old stream's sequences, above the new
+		// one's: the projector's writes of the new events would be
+		// refused as older, and what the new stream lacks would stay.
+		return uuid, lack{1, "the stream was made anew (restored from an older backup, or deleted and made again): what the collection holds of the stream before is cleared",
+			slog.LevelWarn, true}, nil
 	case k.seen != nil && !bytes.Equal(uuid, k.seen):
-		return uuid, lack{1, "the collection was dropped", slog.LevelWarn}, nil
+		return uuid, lack{1, "the collection was dropped", slog.LevelWarn, false}, nil
 	case found && uuid != nil && bytes.Equal(mark.UUID.Data, uuid):
 		// The collection written; does it hold all it was said to?
 		if k.seen == nil { // at start
@@ -198,16 +216,16 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 				return nil, lack{}, err
 			}
 			if uint64(mark.Seq) < floor {
-				return uuid, lack{uint64(mark.Seq) + 1, "the collection's checkpoint is behind what its durable acknowledged (a crash, or a restore)", slog.LevelInfo}, nil
+				return uuid, lack{uint64(mark.Seq) + 1, "the collection's checkpoint is behind what its durable acknowledged (a crash, or a restore)", slog.LevelInfo, false}, nil
 			}
 			return uuid, lack{}, nil
 		}
 		if uint64(mark.Seq) < k.noted {
-			return uuid, lack{uint64(mark.Seq) + 1, "the collection's checkpoint went back (restored from a backup?)", slog.LevelWarn}, nil
+			return uuid, lack{uint64(mark.Seq) + 1, "the collection's checkpoint went back (restored from a backup?)", slog.LevelWarn, false}, nil
 		}
 		return uuid, lack{}, nil
 	case found:
-		return uuid, lack{1, "the collection is not the one its projector wrote (dropped, or restored from a backup)", slog.LevelWarn}, nil
+		return uuid, lack{1, "the collection is not the one its projector wrote (dropped, or restored from a backup)", slog.LevelWarn, false}, nil
 	}
 	// No checkpoint: a projection that never noted one (a first start, or
 	// one of a version before checkpoints), or a database dropped whole.
@@ -230,7 +248,7 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 		empty = errors.Is(err, mongo.ErrNoDocuments)
 	}
 	if empty {
-		return uuid, lack{1, "no checkpoint, and the collection is empty while its durable has acknowledged events (its database dropped, or nothing was written to it yet)", slog.LevelInfo}, nil
+		return uuid, lack{1, "no checkpoint, and the collection is empty while its durable has acknowledged events (its database dropped, or nothing was written to it yet)", slog.LevelInfo, false}, nil
 	}
 	return uuid, lack{}, nil
 }
@@ -244,6 +262,14 @@ func (k *keeper) mend(ctx context.Context, l lack) ([]byte, uint64, error) {
 	start := time.Now()
 	if err := k.prepare(ctx); err != nil {
 		return nil, 0, err
+	}
+	if l.anew {
+		// The projector may write the new stream's events meanwhile:
+		// those cleared with the rest are written again by the replay.
+		if _, err := k.coll.DeleteMany(ctx, bson.D{}); err != nil {
+			return nil, 0, err
+		}
+		k.noted, k.anew = 0, true
 	}
 	uuid, err := k.uuid(ctx)
 	if err != nil {
@@ -328,24 +354,41 @@ var errNotTheOneLookedAt = errors.New("the collection is not the one looked at; 
 // projection, each what it last read of the durable. Nor does a note
 // raise a checkpoint that went back below what this process noted last
 // (a restore): the next look replays from it.
+//
+// A note after the collection was cleared for a stream made anew sets the
+// sequence, the old stream's being higher, and the stream's making time.
 func (k *keeper) note(ctx context.Context, uuid []byte, seq uint64) error {
-	_, err := k.marks.UpdateOne(ctx, bson.D{
-		{Key: "_id", Value: k.id()}, {Key: "seq", Value: bson.D{{Key: "$gte", Value: int64(k.noted)}}},
-	}, bson.D{
-		{Key: "$set", Value: bson.D{
-			{Key: "collection", Value: k.coll.Name()},
-			{Key: "uuid", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: uuid}},
-			{Key: "at", Value: time.Now().UTC()},
-		}},
-		{Key: "$max", Value: bson.D{{Key: "seq", Value: int64(seq)}}},
-	}, options.UpdateOne().SetUpsert(true))
+	filter := bson.D{{Key: "_id", Value: k.id()}, {Key: "seq", Value: bson.D{{Key: "$gte", Value: int64(k.noted)}}}}
+	set := bson.D{
+		{Key: "collection", Value: k.coll.Name()},
+		{Key: "uuid", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: uuid}},
+		{Key: "at", Value: time.Now().UTC()},
+	}
+	if !k.made.IsZero() {
+		set = append(set, bson.E{Key: "stream_made", Value: k.made.UnixNano()})
+	}
+	update := bson.D{{Key: "$set", Value: set}, {Key: "$max", Value: bson.D{{Key: "seq", Value: int64(seq)}}}}
+	if k.anew {
+		filter = filter[:1]
+		update = bson.D{{Key: "$set", Value: append(set, bson.E{Key: "seq", Value: int64(seq)})}}
+	}
+	_, err := k.marks.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
 	if mongo.IsDuplicateKeyError(err) {
 		return errors.New("the checkpoint went back; the next look replays from it")
 	}
 	if err == nil {
-		k.noted = max(k.noted, seq)
+		k.noted, k.anew = max(k.noted, seq), false
 	}
 	return err
+}
+
+// streamMade is when the stream was made.
+func (k *keeper) streamMade(ctx context.Context) (time.Time, error) {
+	str, err := k.js.Stream(ctx, k.c.Stream)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return str.CachedInfo().Created, nil
 }
 
 // uuid is the collection's UUID, nil when it does not exist.

@@ -365,6 +365,37 @@ func replayUpTo(ctx context.Context, js jetstream.JetStream, seq uint64, coll *m
 	return replay(ctx, js, "ITEMS", []string{"items.>"}, 1, upserting(coll, upTo))
 }
 
+// A stream made anew under a running projection (deleted and made again,
+// or restored from an older backup: its sequences begin again at 1) has
+// the collection cleared of the old stream's documents and hold the new
+// stream's, though the old ones' sequences are higher than the new
+// events' (the projector's writes of them were refused as older).
+func TestAStreamMadeAnewUnderItsProjectionIsProjectedAnew(t *testing.T) {
+	k := newKept(t)
+	k.started()
+	marks := k.coll.Database().Collection(CheckpointsCollection)
+	testkit.Eventually(t, 10*time.Second, "the checkpoint at the durable's floor", func() bool {
+		var c checkpoint
+		return marks.FindOne(context.Background(), bson.D{}).Decode(&c) == nil && c.Seq == 30 && c.StreamMade != 0
+	})
+	ctx := context.Background()
+	if err := k.js.DeleteStream(ctx, "ITEMS"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eventstore.EnsureStream(ctx, k.js, eventstore.StreamConfig{Name: "ITEMS", Subjects: []string{"items.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	appendItems(t, k.st, 4, 1) // item00..item03 again, at their first version; the rest gone
+	k.whole("the new stream's items, and only them")
+	if !strings.Contains(k.log.String(), "the stream was made anew") {
+		t.Fatal("the clearing not logged")
+	}
+	testkit.Eventually(t, 10*time.Second, "the checkpoint at the new stream's sequence", func() bool {
+		var c checkpoint
+		return marks.FindOne(ctx, bson.D{}).Decode(&c) == nil && c.Seq == 4
+	})
+}
+
 func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {
 	k := newKept(t)
 	k.started()

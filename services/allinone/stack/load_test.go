@@ -139,8 +139,10 @@ func TestALoadTestMeasuresEachStepAndNamesTheStepThatBrokeTheBudget(t *testing.T
 		t.Fatalf("the endpoint got %d requests, want 1 + 10 + 50", n)
 	}
 	// What this side adds to what the endpoint served: the loopback and
-	// the platform's own handling, on a shared, slow (-race) machine.
-	const slack = 200
+	// the platform's own handling, on a shared, slow (-race) machine,
+	// where 50 streams at once wait for a CPU (280 ms more at p95 was
+	// seen on a loaded CI machine).
+	const slack = 500
 	for i, bounds := range [][2]int{{0, 1}, {1, 11}, {11, 61}} {
 		st := lt.Steps[i]
 		served := team.turns(bounds[0], bounds[1])
