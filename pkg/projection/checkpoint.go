@@ -204,6 +204,16 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 		// Its documents carry the old stream's sequences, above the new
 		// one's: the projector's writes of the new events would be
 		// refused as older, and what the new stream lacks would stay.
+		if k.c.Shared {
+			// Said once: the checkpoint takes the new stream's time.
+			if _, err := k.marks.UpdateOne(ctx, bson.D{{Key: "_id", Value: k.id()}},
+				bson.D{{Key: "$set", Value: bson.D{{Key: "stream_made", Value: k.made.UnixNano()}}}}); err != nil {
+				return nil, lack{}, err
+			}
+			k.log.Error("the stream was made anew (restored from an older backup, or deleted and made again) under a collection other streams' projectors write too: what it holds of the stream before stays until the collection is rebuilt",
+				"projection", k.c.Durable, "collection", k.coll.Name(), "stream", k.c.Stream)
+			return uuid, lack{}, nil
+		}
 		return uuid, lack{1, "the stream was made anew (restored from an older backup, or deleted and made again): what the collection holds of the stream before is cleared",
 			slog.LevelWarn, true}, nil
 	case k.seen != nil && !bytes.Equal(uuid, k.seen):

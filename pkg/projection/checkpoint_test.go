@@ -369,31 +369,50 @@ func replayUpTo(ctx context.Context, js jetstream.JetStream, seq uint64, coll *m
 // or restored from an older backup: its sequences begin again at 1) has
 // the collection cleared of the old stream's documents and hold the new
 // stream's, though the old ones' sequences are higher than the new
-// events' (the projector's writes of them were refused as older).
+// events' (the projector's writes of them were refused as older). A
+// collection other streams' projectors write too is not cleared: that is
+// said, at ERROR, once.
 func TestAStreamMadeAnewUnderItsProjectionIsProjectedAnew(t *testing.T) {
-	k := newKept(t)
-	k.started()
-	marks := k.coll.Database().Collection(CheckpointsCollection)
-	testkit.Eventually(t, 10*time.Second, "the checkpoint at the durable's floor", func() bool {
-		var c checkpoint
-		return marks.FindOne(context.Background(), bson.D{}).Decode(&c) == nil && c.Seq == 30 && c.StreamMade != 0
-	})
-	ctx := context.Background()
-	if err := k.js.DeleteStream(ctx, "ITEMS"); err != nil {
-		t.Fatal(err)
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			k := newKept(t)
+			k.cfg.Shared = shared
+			k.started()
+			marks := k.coll.Database().Collection(CheckpointsCollection)
+			testkit.Eventually(t, 10*time.Second, "the checkpoint at the durable's floor", func() bool {
+				var c checkpoint
+				return marks.FindOne(context.Background(), bson.D{}).Decode(&c) == nil && c.Seq == 30 && c.StreamMade != 0
+			})
+			ctx := context.Background()
+			if err := k.js.DeleteStream(ctx, "ITEMS"); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 10*time.Second, "the stream made anew", func() bool {
+				_, err := eventstore.EnsureStream(ctx, k.js, eventstore.StreamConfig{Name: "ITEMS", Subjects: []string{"items.>"}})
+				return err == nil
+			})
+			appendItems(t, k.st, 4, 1) // item00..item03 again, at their first version; the rest gone
+			if shared {
+				testkit.Eventually(t, 10*time.Second, "the stream made anew said", func() bool {
+					return strings.Contains(k.log.String(), "level=ERROR msg=\"the stream was made anew")
+				})
+				k.caughtUp()
+				if n := len(all(t, k.coll)); n != 10 || strings.Count(k.log.String(), "the stream was made anew") != 1 {
+					t.Fatalf("a shared collection: %d documents (want the 10 it held), the stream made anew said %d times",
+						n, strings.Count(k.log.String(), "the stream was made anew"))
+				}
+				return
+			}
+			k.whole("the new stream's items, and only them")
+			if !strings.Contains(k.log.String(), "the stream was made anew") {
+				t.Fatal("the clearing not logged")
+			}
+			testkit.Eventually(t, 10*time.Second, "the checkpoint at the new stream's sequence", func() bool {
+				var c checkpoint
+				return marks.FindOne(ctx, bson.D{}).Decode(&c) == nil && c.Seq == 4
+			})
+		})
 	}
-	if _, err := eventstore.EnsureStream(ctx, k.js, eventstore.StreamConfig{Name: "ITEMS", Subjects: []string{"items.>"}}); err != nil {
-		t.Fatal(err)
-	}
-	appendItems(t, k.st, 4, 1) // item00..item03 again, at their first version; the rest gone
-	k.whole("the new stream's items, and only them")
-	if !strings.Contains(k.log.String(), "the stream was made anew") {
-		t.Fatal("the clearing not logged")
-	}
-	testkit.Eventually(t, 10*time.Second, "the checkpoint at the new stream's sequence", func() bool {
-		var c checkpoint
-		return marks.FindOne(ctx, bson.D{}).Decode(&c) == nil && c.Seq == 4
-	})
 }
 
 func TestACheckpointGoneBackWhileRunningIsReplayedFrom(t *testing.T) {

@@ -38,6 +38,11 @@ type Config struct {
 	// Hold, when set, holds the projection's writes while it says why
 	// not (consume.Spec.Hold): the durable's and a replay's (Guard).
 	Hold func() error
+	// Shared says the collection has projectors of other streams too,
+	// each writing fields of its own: its stream made anew, the
+	// collection cannot be cleared of what came from it alone, so Guard
+	// only says so, at ERROR, for a rebuild.
+	Shared bool
 }
 
 // Run projects the stream into coll through a durable consumer until ctx

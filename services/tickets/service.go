@@ -209,12 +209,12 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 	// guarded projections of one collection: dropped, or restored from an
 	// older backup, it is replayed from both streams.
 	d.StartApplying(ctx, convs.Coll, projection.Config{
-		Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: adapters.ConversationFeed,
+		Stream: events.PlatformStream, Durable: adapters.ConversationsDurable, FilterSubjects: adapters.ConversationFeed, Shared: true,
 	}, projection.EachRecord(func(ctx context.Context, rec eventstore.Record) error {
 		return adapters.RecordConversation(ctx, convs, keys, rec)
 	}))
 	d.StartApplying(ctx, convs.Coll, projection.Config{
-		Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll},
+		Stream: events.TicketsStream, Durable: adapters.AnnotationsDurable, FilterSubjects: []string{events.TicketsAll}, Shared: true,
 	}, projection.EachRecord(func(ctx context.Context, rec eventstore.Record) error {
 		return adapters.AnnotateConversation(ctx, convs, rec)
 	}))
