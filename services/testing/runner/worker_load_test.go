@@ -116,17 +116,23 @@ func TestALoadStepIsPlayedOnceAndFinished(t *testing.T) {
 	}
 }
 
-// A load job that fails on every delivery is given up: its callers' turns
-// are stored as failed, with the reason, and the job leaves the queue.
+// A load job that fails on every delivery (here: the test version its
+// invocation pinned cannot be read) is given up: its callers' turns, each
+// caller's turns per caller, are stored as failed, with the reason, and
+// the job leaves the queue. (One of no invocation is dropped:
+// TestALoadJobGivenUpOfNoInvocationIsDropped.)
 func TestALoadJobIsGivenUp(t *testing.T) {
-	ctx, js := testingStreams(t)
-	log := slog.New(slog.DiscardHandler)
-	startWorker(ctx, t, js, app.New(adapters.JetStreamPorts(js, log, nil), nil, log, time.Now), log, func(w *runner.Worker) { w.MaxAttempts = 3 })
-	const ws, inv = "ws_1", "tinv_missing"
-	queueLoadJob(t, js, ws, inv, 0, 0, 7) // its invocation does not exist: every delivery fails
+	ctx, js, a, inv, log := invocationFixture(t, func(ws string, test *testingv1.PlannedTest) *testingv1.Invocation {
+		unreadable := proto.Clone(test).(*testingv1.PlannedTest)
+		unreadable.TestStreamSeq = 1 << 40 // no such version
+		return &testingv1.Invocation{InvocationId: "tinv_load", WorkspaceId: ws, AgentId: "agent_1", RepeatCount: 1,
+			Status: domain.InvocationRunning, Load: &testingv1.LoadTest{Steps: []int32{7}, TurnsPerCaller: 2, Test: unreadable}}
+	})
+	startWorker(ctx, t, js, a, log, func(w *runner.Worker) { w.MaxAttempts = 3 })
+	queueLoadJob(t, js, inv.WorkspaceId, inv.InvocationId, 0, 0, 7)
 	waitQueueEmpty(ctx, t, js, 10*time.Second)
-	samples := loadSamples(t, js, ws, inv)
-	if len(samples) != 1 || len(samples[0].GetFailures()) != 1 || samples[0].GetFailures()[0].GetCount() != 7 ||
+	samples := loadSamples(t, js, inv.WorkspaceId, inv.InvocationId)
+	if len(samples) != 1 || len(samples[0].GetFailures()) != 1 || samples[0].GetFailures()[0].GetCount() != 14 ||
 		!strings.Contains(samples[0].GetFailures()[0].GetReason(), "started 3 times") {
 		t.Fatalf("given-up load job: %v", samples)
 	}
