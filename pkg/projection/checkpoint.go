@@ -68,11 +68,12 @@ type keeper struct {
 	apply Apply
 	log   *slog.Logger
 
-	seen    []byte     // the collection's UUID when it was last found whole
-	indexes []bson.Raw // its indexes then, made again if it is dropped
-	noted   uint64     // the sequence last noted
-	made    time.Time  // when the stream was made, as the last look found it
-	anew    bool       // the collection was cleared for a stream made anew: the next note sets its sequence
+	seen     []byte     // the collection's UUID when it was last found whole
+	indexes  []bson.Raw // its indexes then, made again if it is dropped
+	noted    uint64     // the sequence last noted
+	made     time.Time  // when the stream the collection holds was made, as notes say
+	madeAnew time.Time  // when the stream was made anew, while the collection is not cleared yet
+	anew     bool       // the collection was cleared for a stream made anew: the next note sets its sequence
 }
 
 // Guard looks after coll, which durable c.Durable of c.Stream writes
@@ -190,7 +191,8 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 	if uuid, err = k.uuid(ctx); err != nil {
 		return nil, lack{}, err
 	}
-	if k.made, err = k.streamMade(ctx); err != nil {
+	made, err := k.streamMade(ctx)
+	if err != nil {
 		return nil, lack{}, err
 	}
 	var mark checkpoint
@@ -200,22 +202,29 @@ func (k *keeper) look(ctx context.Context) (uuid []byte, _ lack, err error) {
 		return nil, lack{}, err
 	}
 	switch {
-	case found && mark.StreamMade != 0 && k.made.UnixNano() > mark.StreamMade:
+	case found && mark.StreamMade != 0 && made.UnixNano() > mark.StreamMade:
 		// Its documents carry the old stream's sequences, above the new
 		// one's: the projector's writes of the new events would be
 		// refused as older, and what the new stream lacks would stay.
 		if k.c.Shared {
 			// Said once: the checkpoint takes the new stream's time.
 			if _, err := k.marks.UpdateOne(ctx, bson.D{{Key: "_id", Value: k.id()}},
-				bson.D{{Key: "$set", Value: bson.D{{Key: "stream_made", Value: k.made.UnixNano()}}}}); err != nil {
+				bson.D{{Key: "$set", Value: bson.D{{Key: "stream_made", Value: made.UnixNano()}}}}); err != nil {
 				return nil, lack{}, err
 			}
+			k.made = made
 			k.log.Error("the stream was made anew (restored from an older backup, or deleted and made again) under a collection other streams' projectors write too: what it holds of the stream before stays until the collection is rebuilt",
 				"projection", k.c.Durable, "collection", k.coll.Name(), "stream", k.c.Stream)
 			return uuid, lack{}, nil
 		}
+		// Noted as the stream's time once cleared (mend), not before: a
+		// note meanwhile would have the next look find nothing amiss.
+		k.madeAnew = made
 		return uuid, lack{1, "the stream was made anew (restored from an older backup, or deleted and made again): what the collection holds of the stream before is cleared",
 			slog.LevelWarn, true}, nil
+	}
+	k.made = made
+	switch {
 	case k.seen != nil && !bytes.Equal(uuid, k.seen):
 		return uuid, lack{1, "the collection was dropped", slog.LevelWarn, false}, nil
 	case found && uuid != nil && bytes.Equal(mark.UUID.Data, uuid):
@@ -279,7 +288,7 @@ func (k *keeper) mend(ctx context.Context, l lack) ([]byte, uint64, error) {
 		if _, err := k.coll.DeleteMany(ctx, bson.D{}); err != nil {
 			return nil, 0, err
 		}
-		k.noted, k.anew = 0, true
+		k.noted, k.anew, k.made = 0, true, k.madeAnew
 	}
 	uuid, err := k.uuid(ctx)
 	if err != nil {
