@@ -2,6 +2,7 @@ package tickets
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,17 @@ import (
 // without the guard the listing stays empty for good.
 func TestADroppedConversationStoreIsReplayed(t *testing.T) {
 	ctx, deps := replicaDeps(t)
+	var logs testkit.LogBuffer // the guards' account, shown when the test fails
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the service's log:\n%s", logs.String())
+		}
+	})
 	start := func() (*Service, func()) {
 		svcCtx, stop := context.WithCancel(ctx)
 		d := deps()
 		d.ReadIndex = config.ReadIndexStore
+		d.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		svc, err := Start(svcCtx, d, Config{Secret: "secret"})
 		if err != nil {
 			t.Fatal(err)

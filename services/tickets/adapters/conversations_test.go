@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
@@ -169,6 +172,36 @@ func TestConversationStoreConformance(t *testing.T) {
 		func(ctx context.Context, db *mongo.Database) (convmodeltest.Model, error) {
 			return NewConversationStore(ctx, db)
 		}))
+}
+
+// A conversation's first event and its first annotation written at once
+// (the store's two replays after a drop run side by side) both land: the
+// annotation that found no document and then met the one Record inserted
+// was taken for a newer annotation and dropped.
+func TestConversationStoreFirstWritesAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store := testenv.OnFreshDatabases(t, "conversations_at_once", func(ctx context.Context, db *mongo.Database) (*ConversationStore, error) {
+		return NewConversationStore(ctx, db)
+	})(t)
+	for i := range 40 {
+		id := fmt.Sprintf("conv_%d", i)
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		wg.Go(func() {
+			errs[0] = store.Record(ctx, 1, app.ConversationEvent{Name: "conversation_started", WorkspaceID: "ws_1", ConversationID: id, AgentID: "agent_a", AtMs: 1_800_000_000_000})
+		})
+		wg.Go(func() {
+			errs[1] = store.Annotate(ctx, 1, &ticketsv1.ConversationAnnotations{WorkspaceId: "ws_1", ConversationId: id, Feedback: "like"})
+		})
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		c, found, err := store.ConversationSummary(ctx, "ws_1", id)
+		if err != nil || !found || c.Feedback != "like" {
+			t.Fatalf("%s written at once: found %v, feedback %q, %v; want it seen with its feedback", id, found, c.Feedback, err)
+		}
+	}
 }
 
 // On a real MongoDB (the container tier) every conversations listing query

@@ -229,14 +229,21 @@ func (s *ConversationStore) Annotate(ctx context.Context, seq uint64, a *tickets
 		{Key: "feedback", Value: c.Feedback}, {Key: "rating", Value: c.Rating()}, {Key: "tag_ids", Value: c.TagIDs},
 		{Key: "aterms", Value: app.AnnotationTerms(c)}, {Key: "ann_seq", Value: int64(seq)},
 	}
-	_, err := s.Coll.UpdateOne(ctx,
-		bson.D{{Key: "_id", Value: convKey(a.WorkspaceId, a.ConversationId)}, {Key: "ann_seq", Value: bson.D{{Key: "$lt", Value: int64(seq)}}}},
-		bson.D{{Key: "$set", Value: set}, {Key: "$setOnInsert", Value: bson.D{{Key: "seen", Value: false}, {Key: "plat_seq", Value: int64(0)}}}},
-		options.UpdateOne().SetUpsert(true))
-	if mongo.IsDuplicateKeyError(err) {
-		return nil // the document holds a newer (or the same) annotation
+	// A duplicate key is the document there already, its annotation not
+	// older (the filter did not match it), or made by Record between the
+	// filter's look and the insert (a conversation's first event and its
+	// first annotation written at once, as the two replays of a store
+	// dropped do): asked again, the filter then decides.
+	for range 2 {
+		_, err := s.Coll.UpdateOne(ctx,
+			bson.D{{Key: "_id", Value: convKey(a.WorkspaceId, a.ConversationId)}, {Key: "ann_seq", Value: bson.D{{Key: "$lt", Value: int64(seq)}}}},
+			bson.D{{Key: "$set", Value: set}, {Key: "$setOnInsert", Value: bson.D{{Key: "seen", Value: false}, {Key: "plat_seq", Value: int64(0)}}}},
+			options.UpdateOne().SetUpsert(true))
+		if !mongo.IsDuplicateKeyError(err) {
+			return err
+		}
 	}
-	return err
+	return nil // the document holds a newer (or the same) annotation
 }
 
 // ConversationSummary looks one seen conversation up.
