@@ -91,8 +91,18 @@ func testAStreamedAnswerAbortedIsCutShort(t *testing.T, inProcess bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = svc.Stop() })
-	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}
-	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "cut") }))
+	status, got, err := getThroughAGateway(t, &Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}, "cut")
+	if status != http.StatusOK || err == nil {
+		t.Fatalf("status %d, read %d bytes and then %v: want a body cut short", status, len(got), err)
+	}
+}
+
+// getThroughAGateway GETs a path of service through f behind an HTTP
+// server, as the gateway serves it: the status, the body read and why its
+// reading ended (nil: whole).
+func getThroughAGateway(t *testing.T, f *Forwarder, service string) (int, []byte, error) {
+	t.Helper()
+	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, service) }))
 	t.Cleanup(gateway.Close)
 	resp, err := http.Get(gateway.URL + "/v1/x")
 	if err != nil {
@@ -100,9 +110,7 @@ func testAStreamedAnswerAbortedIsCutShort(t *testing.T, inProcess bool) {
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || err == nil {
-		t.Fatalf("status %d, read %d bytes and then %v: want a body cut short", resp.StatusCode, len(got), err)
-	}
+	return resp.StatusCode, got, err
 }
 
 // A streamed answer that stops coming is cut short after the forwarder's
@@ -124,16 +132,8 @@ func testAStalledStreamIsCutShort(t *testing.T, inProcess bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(release); _ = svc.Stop() })
-	f := &Forwarder{InProcess: inProcess, NC: nc, Timeout: 300 * time.Millisecond}
-	gateway := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.Forward(w, r, "stalls") }))
-	t.Cleanup(gateway.Close)
-	resp, err := http.Get(gateway.URL + "/v1/x")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || err == nil || len(got) < streamChunk {
-		t.Fatalf("status %d, read %d bytes and then %v: want the first chunk, then a body cut short", resp.StatusCode, len(got), err)
+	status, got, err := getThroughAGateway(t, &Forwarder{InProcess: inProcess, NC: nc, Timeout: 300 * time.Millisecond}, "stalls")
+	if status != http.StatusOK || err == nil || len(got) < streamChunk {
+		t.Fatalf("status %d, read %d bytes and then %v: want the first chunk, then a body cut short", status, len(got), err)
 	}
 }

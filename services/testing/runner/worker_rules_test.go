@@ -330,17 +330,7 @@ func TestAJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
 	w := newMemWorld(t)
 	id := "tinv_none"
 	subject, _ := events.TestJobSubject("ws", id, "run-0")
-	data, err := proto.Marshal(&testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: "run", RunId: domain.RunID(id, 0), Attempt: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.p.Jobs.Enqueue(w.ctx, 1, func(int) (app.Message, error) {
-		return app.Message{Subject: subject, ID: "orphan", Data: data}, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
-	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
+	w.givenUpAndDropped(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: "run", RunId: domain.RunID(id, 0), Attempt: 1})
 	stored := 0
 	inv := &testingv1.Invocation{WorkspaceId: "ws", InvocationId: id}
 	if err := w.a.EachRunResult(w.ctx, inv, func(*testingv1.RunResult) error { stored++; return nil }); err != nil || stored != 0 {
@@ -355,17 +345,24 @@ func TestALoadJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
 	w := newMemWorld(t)
 	id := "tinv_none"
 	subject, _ := events.LoadJobSubject("ws", id, 0, 0)
-	data, err := proto.Marshal(&testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: domain.JobLoad, Attempt: 1, LoadCallers: 3})
+	w.givenUpAndDropped(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: domain.JobLoad, Attempt: 1, LoadCallers: 3})
+}
+
+// givenUpAndDropped queues job on subject, runs a worker that gives a job
+// up at its first delivery, and waits for the job to be dropped.
+func (w *memWorld) givenUpAndDropped(subject string, job *testingv1.RunJob) {
+	w.t.Helper()
+	data, err := proto.Marshal(job)
 	if err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
 	if err := w.p.Jobs.Enqueue(w.ctx, 1, func(int) (app.Message, error) {
-		return app.Message{Subject: subject, ID: "orphan-load", Data: data}, nil
+		return app.Message{Subject: subject, ID: "orphan-" + job.GetKind(), Data: data}, nil
 	}); err != nil {
-		t.Fatal(err)
+		w.t.Fatal(err)
 	}
 	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
-	testkit.Eventually(t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
+	testkit.Eventually(w.t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
 }
 
 // A job whose result the runs log refused is given back and run again;
