@@ -190,8 +190,8 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID
 	// as its ticket now is, as createdBy answers one whose agent went.
 	t, duplicate, err := a.create(ctx, t, commandID)
 	if duplicate {
-		if now, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
-			return now, nil
+		if current, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
+			return current, nil
 		}
 	}
 	return t, err
