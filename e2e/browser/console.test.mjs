@@ -542,6 +542,9 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByRole('button', {name: 'Open ' + conversations[0]}).click();
   await page.getByText('Yes, everything is refunded at once.').waitFor();
   await page.getByRole('button', {name: 'Dislike'}).click();
+  // The page draws the conversation again once the feedback is stored:
+  // a title typed before that would be wiped with the old drawing.
+  await page.getByRole('button', {name: 'Dislike', pressed: true}).waitFor();
   await eventually('the feedback reached the API', async () =>
     (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
   await page.getByLabel('New tag title').fill('Refund promise');
