@@ -541,15 +541,17 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
 
   await page.getByRole('button', {name: 'Open ' + conversations[0]}).click();
   await page.getByText('Yes, everything is refunded at once.').waitFor();
+  // A tag title typed before a change is kept when the page draws the
+  // conversation again (it did not, and a person's title was lost).
+  await page.getByLabel('New tag title').fill('Refund promise');
   await page.getByRole('button', {name: 'Dislike'}).click();
-  // The page draws the conversation again once the feedback is stored:
-  // a title typed before that would be wiped with the old drawing.
   await page.getByRole('button', {name: 'Dislike', pressed: true}).waitFor();
+  assert.equal(await page.getByLabel('New tag title').inputValue(), 'Refund promise');
   await eventually('the feedback reached the API', async () =>
     (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
-  await page.getByLabel('New tag title').fill('Refund promise');
   await page.getByRole('button', {name: 'Create and attach'}).click();
   await page.getByRole('button', {name: 'Detach Refund promise'}).waitFor();
+  assert.equal(await page.getByLabel('New tag title').inputValue(), '', 'the attached tag\'s title is still in its field');
   const tagged = await api('GET', '/v1/convai/conversations/' + conversations[0]);
   assert.equal(tagged.tag_ids.length, 1);
   // The filters the console offers see them.

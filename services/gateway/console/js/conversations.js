@@ -83,10 +83,16 @@ start(async (main) => {
   }
 
   async function open(id) {
+    // Drawn again after a change: a tag title typed meanwhile is kept.
+    const typed = detail.dataset.id === id ? detail.querySelector('input[aria-label="New tag title"]')?.value ?? '' : '';
     replace(detail, h('p', {class: 'muted'}, 'Loading…'));
     try {
       const c = await get('/v1/convai/conversations/' + enc(id));
-      replace(detail, conversation(c));
+      const drawn = conversation(c);
+      detail.dataset.id = id;
+      const title = drawn.querySelector('input[aria-label="New tag title"]');
+      if (title) title.value = typed;
+      replace(detail, drawn);
       detail.scrollIntoView({block: 'nearest'});
     } catch (e) {
       replace(detail, h('p', {class: 'msg error', role: 'alert'}, e.message));
@@ -119,6 +125,7 @@ start(async (main) => {
           tagNames.set(t.tag_id, t.title);
           f.tag.append(h('option', {value: t.tag_id}, t.title));
           await post('/v1/convai/conversations/' + enc(c.conversation_id) + '/tags', {tag_ids: [t.tag_id]});
+          newTag.value = ''; // attached: the title is not kept for the next drawing
         }))) : null,
       note,
       turns.length ? h('ol', {class: 'transcript'}, turns.map((turn, i) => h('li', {class: 'turn ' + (turn.role === 'agent' ? 'agent' : 'user')},
