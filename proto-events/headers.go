@@ -23,6 +23,11 @@ const (
 	// HeaderTraceparent is the W3C Trace Context header of the command that
 	// produced the event, when there is one.
 	HeaderTraceparent = "traceparent"
+	// HeaderAttemptsMade and HeaderDeferrals ride on a webhook delivery
+	// job put back in the queue to wait for its workspace's turn: the
+	// attempts made of it before, and the times it waited so.
+	HeaderAttemptsMade = "Voiceai-Attempts-Made"
+	HeaderDeferrals    = "Voiceai-Deferrals"
 )
 
 // SchemaVersion is the value of HeaderSchemaVersion for every message of

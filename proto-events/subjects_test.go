@@ -217,6 +217,7 @@ func builders(tok string) map[string]func() (string, error) {
 		"TestCountSubject":          func() (string, error) { return events.TestCountSubject(tok, 1, tok) },
 		"WebhookSubject":            func() (string, error) { return events.WebhookSubject(tok, tok) },
 		"WebhookDeliverySubject":    func() (string, error) { return events.WebhookDeliverySubject(tok, tok) },
+		"WebhookDeferredSubject":    func() (string, error) { return events.WebhookDeferredSubject(tok, tok, tok) },
 		"WebhookAttemptSubject":     func() (string, error) { return events.WebhookAttemptSubject(tok, tok) },
 		"WebhookAttemptLogSubject":  func() (string, error) { return events.WebhookAttemptLogSubject(tok, tok) },
 	}

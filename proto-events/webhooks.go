@@ -14,6 +14,12 @@ const (
 	WebhookDeliveriesStream        = "WEBHOOK_DELIVERIES"
 	WebhookDeliveriesSubjectPrefix = "webhooks.delivery"
 	WebhookDeliveriesAll           = "webhooks.delivery.>"
+	// A job waiting for its workspace's turn is a message schedule on the
+	// same stream, webhooks.deferred.<workspace_id>.<webhook_id>.<job>,
+	// that puts it back on its delivery subject when its time comes
+	// (headers HeaderAttemptsMade and HeaderDeferrals).
+	WebhookDeferredSubjectPrefix = "webhooks.deferred"
+	WebhookDeferredAll           = "webhooks.deferred.>"
 
 	// WebhookAttemptsStream records every delivery attempt (limits
 	// retention: the newest attempts of each webhook):
@@ -52,6 +58,15 @@ func WebhookSubject(workspaceID, webhookID string) (string, error) {
 // WebhookDeliverySubject is the subject of a delivery job for webhookID.
 func WebhookDeliverySubject(workspaceID, webhookID string) (string, error) {
 	return webhookScoped(WebhookDeliveriesSubjectPrefix, workspaceID, webhookID)
+}
+
+// WebhookDeferredSubject is the subject of the schedule that puts job
+// (a token naming one job of webhookID) back in the queue.
+func WebhookDeferredSubject(workspaceID, webhookID, job string) (string, error) {
+	if err := checkIDs("workspace id", workspaceID, "webhook id", webhookID, "job", job); err != nil {
+		return "", err
+	}
+	return WebhookDeferredSubjectPrefix + "." + workspaceID + "." + webhookID + "." + job, nil
 }
 
 // WebhookRelaySubjectPrefix starts the core NATS subjects (no stream) on

@@ -83,6 +83,10 @@ type Env struct {
 	// MaxWaitingPerWorkspace bounds one workspace's deliveries waiting
 	// (0: no bound); see dispatcher.Options.
 	MaxWaitingPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE" envDefault:"20000"`
+	// PerWorkspace is how many deliveries of one workspace a dispatcher
+	// makes at once while others wait (0: a quarter of its workers; -1:
+	// no bound); see dispatcher.Options.
+	PerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
 }
 
 // Validate checks the attempt time-out.
@@ -96,6 +100,9 @@ func (e Env) Validate() error {
 	if e.MaxWaitingPerWorkspace < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", e.MaxWaitingPerWorkspace)
 	}
+	if err := CheckPerWorkspace(e.PerWorkspace); err != nil {
+		return err
+	}
 	if e.AutoDisable.Over < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER %s: want no negative time", e.AutoDisable.Over)
 	}
@@ -105,7 +112,15 @@ func (e Env) Validate() error {
 // Config is the configuration the environment gives.
 func (e Env) Config() Config {
 	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout, AutoDisable: e.AutoDisable.Rule(),
-		MaxWaitingPerWorkspace: MaxWaitingOption(e.MaxWaitingPerWorkspace)}
+		MaxWaitingPerWorkspace: MaxWaitingOption(e.MaxWaitingPerWorkspace), Dispatcher: dispatcher.Options{PerWorkspace: e.PerWorkspace}}
+}
+
+// CheckPerWorkspace checks VOICEAI_WEBHOOK_PER_WORKSPACE.
+func CheckPerWorkspace(n int) error {
+	if n < -1 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_PER_WORKSPACE %d: want -1 (no bound), 0 (a quarter of the workers) or more", n)
+	}
+	return nil
 }
 
 // MaxWaitingOption is dispatcher.Options.MaxWaitingPerWorkspace for the

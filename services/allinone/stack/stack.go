@@ -79,6 +79,10 @@ type Config struct {
 	// deliveries waiting (0: no bound): past it, one that would be
 	// retried fails for good, recoverable.
 	WebhookMaxWaitingPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE" envDefault:"20000"`
+	// WebhookPerWorkspace is how many deliveries of one workspace the
+	// dispatcher makes at once while others wait (0: a quarter of its
+	// workers; -1: no bound).
+	WebhookPerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
 	// DiskFreeMin is the free space of the data directory's file system
 	// under which the gateway refuses writes (503 storage_full) until
 	// space is freed; 0 never does.
@@ -103,6 +107,9 @@ func (c Config) Validate() error {
 	}
 	if c.WebhookMaxWaitingPerWorkspace < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", c.WebhookMaxWaitingPerWorkspace)
+	}
+	if err := webhooks.CheckPerWorkspace(c.WebhookPerWorkspace); err != nil {
+		return err
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
 		return fmt.Errorf("VOICEAI_EMBEDDED_NATS_PORT %d: want a port, or -1 for a random one", c.NATSPort)
@@ -342,7 +349,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(), AutoDisable: c.WebhookAutoDisable.Rule(),
 		MaxWaitingPerWorkspace: webhooks.MaxWaitingOption(c.WebhookMaxWaitingPerWorkspace),
-		Dispatcher:             webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit}}
+		Dispatcher:             webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit, PerWorkspace: c.WebhookPerWorkspace}}
 	wh, err := webhooks.Start(ctx, d, whCfg)
 	if err != nil {
 		return fail(err)

@@ -2,9 +2,12 @@ package adapters
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -12,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
@@ -68,6 +72,50 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 		return fmt.Errorf("publish platform event: %w", err)
 	}
 	return nil
+}
+
+// Defer publishes a message schedule on the job's deferred subject
+// (webhooks.deferred.<workspace>.<webhook>.<job>), which WEBHOOK_DELIVERIES
+// turns at d.At into the job on its delivery subject, behind what is
+// queued by then, with the attempts made of it and its deferrals in its
+// headers. The schedule's message id is d.Key: deferred twice, the copy
+// comes back once.
+func (q StreamQueue) Defer(ctx context.Context, d app.Deferral) error {
+	job := d.Job
+	target, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId())
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(app.JobID(job)))
+	subject, err := events.WebhookDeferredSubject(job.GetWorkspaceId(), job.GetWebhookId(), hex.EncodeToString(sum[:12]))
+	if err != nil {
+		return err
+	}
+	msg, err := protoMsg(subject, job, job.GetWorkspaceId(), job.GetEventId())
+	if err != nil {
+		return err
+	}
+	if d.Traceparent != "" {
+		msg.Header.Set(events.HeaderTraceparent, d.Traceparent)
+	}
+	msg.Header.Set(events.HeaderAttemptsMade, strconv.Itoa(d.AttemptsMade))
+	msg.Header.Set(events.HeaderDeferrals, strconv.Itoa(d.Deferrals))
+	_, err = eventstore.Publish(ctx, q.JS, msg, jetstream.WithMsgID(d.Key), jetstream.WithExpectStream(events.WebhookDeliveriesStream),
+		jetstream.WithScheduleAt(d.At), jetstream.WithScheduleTarget(target))
+	if err != nil {
+		q.Deliveries.Heal(err)
+		return fmt.Errorf("defer delivery job: %w", err)
+	}
+	return nil
+}
+
+// QueuedOf reads what Defer wrote in a job's headers: the attempts made
+// of it before it was put back, and its deferrals (0 when it was not).
+func QueuedOf(job *webhooksv1.DeliveryJob, h map[string][]string) app.Queued {
+	header := nats.Header(h)
+	made, _ := strconv.Atoi(header.Get(events.HeaderAttemptsMade))
+	deferrals, _ := strconv.Atoi(header.Get(events.HeaderDeferrals))
+	return app.Queued{Job: job, Traceparent: header.Get(events.HeaderTraceparent), AttemptsMade: max(made, 0), Deferrals: max(deferrals, 0)}
 }
 
 // QueueDelivery publishes each job on its webhook's delivery subject, at

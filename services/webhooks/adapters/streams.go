@@ -52,12 +52,18 @@ func fileStream(name, description, subject string, replicas int) jetstream.Strea
 	}
 }
 
-// deliveriesConfig is WEBHOOK_DELIVERIES, the dispatchers' work queue.
+// deliveriesConfig is WEBHOOK_DELIVERIES, the dispatchers' work queue,
+// with the message schedules that put back the jobs waiting for their
+// workspace's turn (StreamQueue.Defer). Schedules need roll-ups and old
+// messages discarded at the stream's limits, of which it has none: what
+// the discard policy says never comes to pass.
 func deliveriesConfig(replicas int) jetstream.StreamConfig {
 	c := fileStream(events.WebhookDeliveriesStream, "Webhook delivery jobs: one per event x webhook, removed when delivered or given up",
 		events.WebhookDeliveriesAll, replicas)
+	c.Subjects = append(c.Subjects, events.WebhookDeferredAll)
 	c.Retention = jetstream.WorkQueuePolicy
-	c.Discard = jetstream.DiscardNew
+	c.Discard = jetstream.DiscardOld
+	c.AllowMsgSchedules, c.AllowRollup = true, true
 	return c
 }
 
@@ -110,13 +116,29 @@ func (b StreamBacklog) Waiting(ctx context.Context, workspaceID string) (map[str
 	if err != nil {
 		return nil, err
 	}
-	info, err := str.Info(ctx, jetstream.WithSubjectFilter(events.WebhookDeliveriesSubjectPrefix+"."+workspaceID+".*"))
+	// webhooks.delivery.<ws>.<webhook> and webhooks.deferred.<ws>.<webhook>.<job>
+	info, err := str.Info(ctx, jetstream.WithSubjectFilter("webhooks.*."+workspaceID+".>"))
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]uint64, len(info.State.Subjects))
 	for subject, n := range info.State.Subjects {
-		out[subject[strings.LastIndexByte(subject, '.')+1:]] = n
+		if tokens := strings.Split(subject, "."); len(tokens) >= 4 {
+			out[tokens[3]] += n
+		}
 	}
 	return out, nil
+}
+
+// Queued implements app.Backlog: every message of WEBHOOK_DELIVERIES.
+func (b StreamBacklog) Queued(ctx context.Context) (uint64, error) {
+	str, err := eventstore.StreamOf(ctx, b.JS, events.WebhookDeliveriesStream)
+	if err != nil {
+		return 0, err
+	}
+	info, err := str.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Msgs, nil
 }

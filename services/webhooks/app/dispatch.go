@@ -38,6 +38,9 @@ type Dispatch struct {
 	TimeUnit time.Duration
 	// Share bounds each workspace's deliveries waiting (nil: no bound).
 	Share *WorkspaceShare
+	// Turns shares the replica's workers out between workspaces (nil:
+	// first come, first served).
+	Turns *Turns
 }
 
 // Next is what becomes of a handled message.
@@ -58,7 +61,8 @@ const (
 	ResultRetry     = "retry"
 	ResultFailed    = "failed"
 	ResultGone      = "gone"
-	ResultDropped   = "dropped" // the webhook was deleted or deactivated
+	ResultDropped   = "dropped"  // the webhook was deleted or deactivated
+	ResultDeferred  = "deferred" // put back to wait for its workspace's turn (Turns)
 )
 
 // Handled is a use case's verdict on the message it was given.
@@ -186,13 +190,31 @@ const catchUpWait = 10 * time.Second
 // goneTimeout bounds writing that a webhook's receiver is gone.
 const goneTimeout = 10 * time.Second
 
+// Taken is a delivery job as the queue handed it over.
+type Taken struct {
+	Queued
+	// Delivered counts the times this copy of the job was handed over (1:
+	// the first): its attempt is AttemptsMade+Delivered.
+	Delivered int
+	// Copy names this copy of the job, for Deferral.Key.
+	Copy string
+}
+
 // Deliver makes attempt number attempt (1: the first) of job and says
-// what becomes of it: Done when delivered, RetryLater on the webhook's
-// retry schedule, Drop when given up, the receiver is gone (410: the
-// webhook is disabled) or the webhook was deleted or deactivated. Every
-// attempt is recorded. ctx should outlive the dispatcher's stopping: an
-// attempt under way finishes (the Sender bounds it).
+// what becomes of it, as DeliverTaken does.
 func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, attempt int) Handled {
+	return d.DeliverTaken(ctx, Taken{Queued: Queued{Job: job}, Delivered: attempt})
+}
+
+// DeliverTaken makes the next attempt of a job taken from the queue and
+// says what becomes of it: Done when delivered, or put back to wait for
+// its workspace's turn (Turns), RetryLater on the webhook's retry
+// schedule, Drop when given up, the receiver is gone (410: the webhook is
+// disabled) or the webhook was deleted or deactivated. Every attempt is
+// recorded. ctx should outlive the dispatcher's stopping: an attempt
+// under way finishes (the Sender bounds it).
+func (d *Dispatch) DeliverTaken(ctx context.Context, t Taken) Handled {
+	job, attempt := t.Job, t.AttemptsMade+t.Delivered
 	w, ok := d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
 	if !ok && !d.Subscriptions.Known(job.GetWebhookId()) {
 		// Created on another replica a moment ago? Catch up once. (Jobs of
@@ -216,6 +238,13 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 	}
 	if !ok || !w.GetActive() {
 		return drop().counted(ResultDropped) // deleted or deactivated by a user: its pending deliveries are dropped
+	}
+	release, turn := d.Turns.Take(ctx, w.GetWorkspaceId(), d.Now())
+	defer release()
+	if !turn {
+		if h, waits := d.waitTurn(ctx, t, attempt-1); waits {
+			return h
+		}
 	}
 	secret, err := d.Sealer.Open(w.GetWebhookId(), w.GetSecretSealed())
 	if err != nil {
@@ -275,6 +304,20 @@ func (d *Dispatch) Deliver(ctx context.Context, job *webhooksv1.DeliveryJob, att
 	}
 	out.Took = res.Duration
 	return out
+}
+
+// waitTurn puts t back in the queue to wait for its workspace's turn,
+// with the attempts made of it so far. When it cannot be, the job is
+// attempted now, beyond the share, rather than lost or an attempt spent.
+func (d *Dispatch) waitTurn(ctx context.Context, t Taken, made int) (Handled, bool) {
+	back := t.Queued
+	back.AttemptsMade, back.Deferrals = made, t.Deferrals+1
+	at := d.Now().Add(turnWait(back.Deferrals, d.timeUnit()))
+	if err := d.Queue.Defer(ctx, Deferral{Queued: back, At: at, Key: t.Copy}); err != nil {
+		d.Log.WarnContext(ctx, "a delivery could not wait for its workspace's turn; attempted now", "webhook_id", t.Job.GetWebhookId(), "err", err)
+		return Handled{}, false
+	}
+	return done().counted(ResultDeferred), true
 }
 
 func (d *Dispatch) timeUnit() time.Duration {

@@ -678,6 +678,14 @@ func (b *backlogOf) Waiting(_ context.Context, workspaceID string) (map[string]u
 	return map[string]uint64{"whk_any": b.waiting[workspaceID]}, nil
 }
 
+func (b *backlogOf) Queued(context.Context) (uint64, error) {
+	var n uint64
+	for _, w := range b.waiting {
+		n += w
+	}
+	return n, nil
+}
+
 // A workspace with its share of the shared delivery queue waiting has a
 // failed delivery fail for good, logged as not retried and recoverable,
 // instead of adding a retry held in the room every workspace shares;

@@ -110,10 +110,13 @@ type DeliveryHistory interface {
 	FirstAttempt(ctx context.Context, webhookID, deliveryID string) (*webhooksv1.DeliveryAttempt, error)
 }
 
-// Backlog counts the deliveries waiting (scheduled retries included).
+// Backlog counts the deliveries waiting (scheduled retries, and jobs
+// waiting for their workspace's turn, included).
 type Backlog interface {
 	// Waiting is, per webhook id of the workspace, its deliveries waiting.
 	Waiting(ctx context.Context, workspaceID string) (map[string]uint64, error)
+	// Queued is every delivery waiting, of every workspace.
+	Queued(ctx context.Context) (uint64, error)
 }
 
 // PlatformEvent is an ingested event, stored once per ID.
@@ -136,6 +139,10 @@ type Queue interface {
 	// one is stored (an error: some may be, and queueing them again
 	// stores them once).
 	QueueDelivery(ctx context.Context, jobs ...Queued) error
+	// Defer puts a job taken from the queue back in it, behind what is
+	// queued by then, once d.At has come; stored once per d.Key. The
+	// copy taken is settled by the caller once Defer returns.
+	Defer(ctx context.Context, d Deferral) error
 }
 
 // Queued is a delivery job to queue and the trace its delivery continues
@@ -143,6 +150,21 @@ type Queue interface {
 type Queued struct {
 	Job         *webhooksv1.DeliveryJob
 	Traceparent string
+	// AttemptsMade and Deferrals are what became of a job before Defer
+	// put it back: the attempts made of it, and the times it waited for
+	// its workspace's turn (0 for a job fanned out).
+	AttemptsMade, Deferrals int
+}
+
+// Deferral is a job put back in the queue to wait for its workspace's
+// turn (Turns) until At.
+type Deferral struct {
+	Queued
+	At time.Time
+	// Key names the copy of the job that was taken: a replica that
+	// deferred it and died before settling it defers it again under the
+	// same key, and one copy comes back.
+	Key string
 }
 
 // Sender makes one attempt of a delivery to a webhook: an HTTP POST, or

@@ -73,6 +73,12 @@ type Options struct {
 	// workspace fills the room MaxAckPending keeps for all (0: a fifth of
 	// MaxAckPending; negative: no bound).
 	MaxWaitingPerWorkspace int
+	// PerWorkspace is how many deliveries of one workspace may be under
+	// way at once on a replica while other workspaces have deliveries
+	// waiting, and Workers less that while none do (app.Turns): its other
+	// jobs wait for their turn, no attempt spent (0: a quarter of
+	// Workers, at least 1; negative: no bound).
+	PerWorkspace int
 	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
 	// AutoDisable is when a webhook whose deliveries keep failing for
@@ -121,6 +127,9 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 	if o.MaxAckPending <= 0 {
 		o.MaxAckPending = 100_000
 	}
+	if o.PerWorkspace == 0 {
+		o.PerWorkspace = max(o.Workers/4, 1)
+	}
 	if o.MaxWaitingPerWorkspace == 0 {
 		o.MaxWaitingPerWorkspace = o.MaxAckPending / 5
 	}
@@ -143,6 +152,7 @@ func Start(ctx context.Context, d Deps, o Options) (*Dispatcher, error) {
 			Subscriptions: d.Registry, Queue: adapters.NewStreamQueue(d.JS, d.Log), Attempts: attempts,
 			Sender: d.Sender, Sealer: d.Sealer, Webhooks: d.Repo, Log: d.Log, Now: d.Repo.Now, TimeUnit: o.TimeUnit,
 			Share: &app.WorkspaceShare{Backlog: adapters.StreamBacklog{JS: d.JS}, Most: o.MaxWaitingPerWorkspace},
+			Turns: &app.Turns{Backlog: adapters.StreamBacklog{JS: d.JS}, Share: max(o.PerWorkspace, 0), Most: o.Workers - o.PerWorkspace},
 		}}
 	// Deliveries: a pool of workers, each job settled as its attempt says
 	// (MaxDeliver unlimited: a job's attempts are bounded by its
@@ -250,11 +260,16 @@ func (d *Dispatcher) deliver(ctx context.Context, m consume.Msg) consume.Outcome
 		d.Log.ErrorContext(ctx, "delivery job undecodable; dropped", "seq", m.Seq, "err", err)
 		return consume.GiveUp()
 	}
-	h := d.use.Deliver(ctx, &job, int(m.Delivered))
+	// A job put back to wait for its workspace's turn says in its headers
+	// what became of it before; the copy is named by its place in the
+	// stream.
+	taken := app.Taken{Queued: adapters.QueuedOf(&job, m.Header), Delivered: int(m.Delivered),
+		Copy: app.JobID(&job) + "@" + strconv.FormatUint(m.Seq, 10)}
+	h := d.use.DeliverTaken(ctx, taken)
 	if h.Result != "" {
 		d.metrics.attempts.WithLabelValues(h.Result).Inc()
 	}
-	if h.Result != "" && h.Result != app.ResultDropped {
+	if h.Took > 0 {
 		d.metrics.duration.Observe(h.Took.Seconds())
 	}
 	return settle(h)

@@ -14,7 +14,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "voiceai_webhook_attempts_total", Help: "Webhook delivery attempts by result (delivered, retry, failed, gone, dropped).",
+			Name: "voiceai_webhook_attempts_total", Help: "Webhook delivery attempts by result (delivered, retry, failed, gone, dropped; deferred: put back to wait for its workspace's turn, no attempt made).",
 		}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "voiceai_webhook_attempt_duration_seconds", Help: "Duration of webhook delivery attempts.",

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"maps"
 	"sync"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
@@ -15,11 +16,11 @@ type Backlog struct {
 	Queue *Queue
 
 	mu        sync.Mutex
-	delivered map[string]bool // job ids
+	delivered map[string]int // copies delivered, per job id (a deferred job is queued again)
 }
 
 // NewBacklog counts what q queued.
-func NewBacklog(q *Queue) *Backlog { return &Backlog{Queue: q, delivered: map[string]bool{}} }
+func NewBacklog(q *Queue) *Backlog { return &Backlog{Queue: q, delivered: map[string]int{}} }
 
 var _ app.Backlog = (*Backlog)(nil)
 
@@ -28,7 +29,29 @@ var _ app.Backlog = (*Backlog)(nil)
 func (b *Backlog) Delivered(job *webhooksv1.DeliveryJob) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.delivered[app.JobID(job)] = true
+	b.delivered[app.JobID(job)]++
+}
+
+// waiting is the jobs queued and not delivered, oldest first: the first
+// copies of a job are those delivered.
+func (b *Backlog) waiting() []*webhooksv1.DeliveryJob {
+	skip := maps.Clone(b.delivered)
+	var out []*webhooksv1.DeliveryJob
+	for _, j := range b.Queue.Jobs() {
+		if id := app.JobID(j); skip[id] > 0 {
+			skip[id]--
+			continue
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+// Queued implements app.Backlog.
+func (b *Backlog) Queued(context.Context) (uint64, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return uint64(len(b.waiting())), nil
 }
 
 // Waiting implements app.Backlog.
@@ -36,8 +59,8 @@ func (b *Backlog) Waiting(_ context.Context, workspaceID string) (map[string]uin
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := map[string]uint64{}
-	for _, j := range b.Queue.Jobs() {
-		if j.GetWorkspaceId() == workspaceID && !b.delivered[app.JobID(j)] {
+	for _, j := range b.waiting() {
+		if j.GetWorkspaceId() == workspaceID {
 			out[j.GetWebhookId()]++
 		}
 	}

@@ -56,6 +56,22 @@ func (q *Queue) QueueDelivery(_ context.Context, queued ...app.Queued) error {
 	return nil
 }
 
+// Defer queues the job again at once (memory keeps no clock), once per
+// d.Key, with what became of it before.
+func (q *Queue) Defer(_ context.Context, d app.Deferral) error {
+	job := d.Job
+	if _, err := events.WebhookDeliverySubject(job.GetWorkspaceId(), job.GetWebhookId()); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if id := "deferral|" + d.Key; !q.seen[id] {
+		q.seen[id] = true
+		q.jobs = append(q.jobs, d.Queued)
+	}
+	return nil
+}
+
 // Events returns the events published, oldest first.
 func (q *Queue) Events() []app.PlatformEvent {
 	q.mu.Lock()

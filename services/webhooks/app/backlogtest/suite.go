@@ -1,13 +1,15 @@
 // Package backlogtest is the conformance suite of app.Backlog: every
 // implementation (the WEBHOOK_DELIVERIES stream, memory) counts, per
 // webhook of a workspace, the delivery jobs queued and not delivered
-// yet, each job once, and never another workspace's.
+// yet (those waiting for their workspace's turn too), each job once, and
+// never another workspace's; and every job queued, of every workspace.
 package backlogtest
 
 import (
 	"context"
 	"maps"
 	"testing"
+	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
@@ -77,6 +79,26 @@ func Run(t *testing.T, open Opener) {
 			if err == nil && len(got) != 0 {
 				t.Fatalf("waiting in %q: %v", ws, got)
 			}
+		}
+	})
+
+	t.Run("a job waiting for its workspace's turn counts; Queued counts every workspace", func(t *testing.T) {
+		b, q, deliver := open(t)
+		taken, other := job("ws_a", "whk_1", "evt_1"), job("ws_b", "whk_9", "evt_1")
+		queue(t, q, taken, job("ws_a", "whk_2", "evt_1"), other)
+		// Put back for an hour: the copy taken leaves, its deferral waits.
+		if err := q.Defer(ctx, app.Deferral{Queued: app.Queued{Job: taken, AttemptsMade: 1, Deferrals: 1}, At: time.Now().Add(time.Hour), Key: "evt_1:whk_1@1"}); err != nil {
+			t.Fatal(err)
+		}
+		deliver(taken)
+		want(t, b, "ws_a", map[string]uint64{"whk_1": 1, "whk_2": 1})
+		n, err := b.Queued(ctx)
+		if err != nil || n != 3 {
+			t.Fatalf("queued: %d %v, want 3", n, err)
+		}
+		deliver(other)
+		if n, err := b.Queued(ctx); err != nil || n != 2 {
+			t.Fatalf("queued after a delivery: %d %v, want 2", n, err)
 		}
 	})
 }

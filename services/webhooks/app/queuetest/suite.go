@@ -1,16 +1,19 @@
 // Package queuetest is the conformance suite of app.Queue: every
 // implementation (JetStream, memory) stores each event id and each
-// delivery job id once, keeps them in the order published, and refuses
-// what would not make a subject.
+// delivery job id once, keeps them in the order published, refuses what
+// would not make a subject, and brings a deferred job back once, with
+// what became of it.
 package queuetest
 
 import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
@@ -112,6 +115,40 @@ func Run(t *testing.T, open Opener) {
 		want := []string{"evt_1:whk_2 " + trace1, "evt_1:whk_1 " + trace1, "evt_2:whk_1 " + trace2, "evt_2:whk_3 "}
 		if !slices.Equal(got, want) {
 			t.Fatalf("queued %q, want %q", got, want)
+		}
+	})
+
+	t.Run("a deferred job comes back once, when its time has come, with what became of it", func(t *testing.T) {
+		q, stored := open(t)
+		first := job("evt_1", "whk_1", "")
+		if err := q.QueueDelivery(ctx, app.Queued{Job: first, Traceparent: trace1}); err != nil {
+			t.Fatal(err)
+		}
+		back := app.Deferral{Queued: app.Queued{Job: first, Traceparent: trace1, AttemptsMade: 2, Deferrals: 1}, At: time.Now(), Key: "evt_1:whk_1@1"}
+		// Deferred twice under one key (a replica that died before settling
+		// the copy it deferred): one copy comes back.
+		for range 2 {
+			if err := q.Defer(ctx, back); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := q.Defer(ctx, app.Deferral{Queued: app.Queued{Job: job("evt_1", "whk.x", "")}, At: time.Now(), Key: "k"}); err == nil {
+			t.Fatal("a job that makes no subject was deferred")
+		}
+		var jobs []app.Queued
+		testkit.Eventually(t, 10*time.Second, "the deferred job back in the queue", func() bool {
+			jobs = stored().Jobs
+			return len(jobs) >= 2
+		})
+		if len(jobs) != 2 {
+			t.Fatalf("queued %d jobs, want the first and its deferred copy", len(jobs))
+		}
+		got := jobs[1]
+		if app.JobID(got.Job) != app.JobID(first) || got.Traceparent != trace1 || got.AttemptsMade != 2 || got.Deferrals != 1 || string(got.Job.GetBody()) != "{}" {
+			t.Fatalf("came back as %+v", got)
+		}
+		if jobs[0].AttemptsMade != 0 || jobs[0].Deferrals != 0 {
+			t.Fatalf("a job fanned out says %+v", jobs[0])
 		}
 	})
 }
