@@ -123,7 +123,7 @@ func ensureOnce(ctx context.Context, js jetstream.JetStream, want jetstream.Stre
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		s, err = js.CreateStream(ctx, want)
 		if !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return s, err
+			return s, storeNotMadeYet(err)
 		}
 		s, err = js.Stream(ctx, want.Name) // created meanwhile by another process
 	}
@@ -148,6 +148,28 @@ func notKnownYet(err error) error {
 	}
 	return err
 }
+
+// storeNotMadeYet is err, but asked again when the server could not make
+// the new stream's directory: deleting an account's last stream has the
+// server remove the account's emptied directories in the background,
+// which can pull them from under a create made at once (a restore in a
+// test; CI saw "error creating store for stream"), and a second create
+// succeeds. A store that can never be made keeps being asked for, each
+// time logged, until the caller's context ends.
+func storeNotMadeYet(err error) error {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == streamCreateFailed && apiErr.Description == storeFailed {
+		return unavailable{err}
+	}
+	return err
+}
+
+// streamCreateFailed (JSStreamCreateErrF) and storeFailed are how
+// nats-server answers a stream create whose files it could not make.
+const (
+	streamCreateFailed jetstream.ErrorCode = 10049
+	storeFailed                            = "error creating store for stream"
+)
 
 // covers reports whether have already has every setting want sets (its
 // non-zero fields); the server fills in defaults for the rest.

@@ -130,6 +130,41 @@ func TestEnsureConfigWaitsForAStreamThatCannotAnswerYet(t *testing.T) {
 	}
 }
 
+// storeNotMade answers its first creates as nats-server does when the
+// account's directory was removed from under them.
+type storeNotMade struct {
+	jetstream.JetStream
+	failures int
+}
+
+func (s *storeNotMade) CreateStream(ctx context.Context, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	if s.failures > 0 {
+		s.failures--
+		return nil, &jetstream.APIError{Code: 500, ErrorCode: streamCreateFailed, Description: storeFailed}
+	}
+	return s.JetStream.CreateStream(ctx, cfg)
+}
+
+// A create whose files the server could not make is asked again, and
+// the stream made; another create error is returned at once.
+func TestEnsureConfigAsksAgainWhenTheStoreWasNotMade(t *testing.T) {
+	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
+	direct, _ := jetstream.New(env.Conn(t))
+	ctx := t.Context()
+	want := jetstream.StreamConfig{Name: "REMADE", Subjects: []string{"remade.>"}, Storage: jetstream.FileStorage}
+	js := &storeNotMade{JetStream: direct, failures: 2}
+	if _, err := EnsureConfig(ctx, js, want); err != nil || js.failures != 0 {
+		t.Fatalf("after 2 failed creates: %v (%d left)", err, js.failures)
+	}
+	if _, err := direct.Stream(ctx, "REMADE"); err != nil {
+		t.Fatalf("the stream asked again for was not made: %v", err)
+	}
+	other := &jetstream.APIError{Code: 500, ErrorCode: streamCreateFailed, Description: "subjects overlap"}
+	if err := storeNotMadeYet(other); eventlog.IsUnavailable(err) {
+		t.Fatal("a create error that is not the store's is asked again")
+	}
+}
+
 // The suite's streams are ensured by name, with the subjects of the
 // contract's table; a name outside it is refused before NATS is asked.
 func TestEnsureEventStreamsByName(t *testing.T) {
