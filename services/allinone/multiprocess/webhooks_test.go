@@ -141,7 +141,11 @@ func TestWebhookDispatcherKilledMidStream(t *testing.T) {
 	// busy machine), and the AckWait just above it how long the killed
 	// one's jobs wait to be delivered again.
 	hooksEnv := []string{"VOICEAI_WEBHOOK_ALLOW_HOSTS=127.0.0.1", "VOICEAI_WEBHOOK_TIMEOUT=20s"}
-	dispatcherEnv := slices.Concat(hooksEnv, []string{fmt.Sprintf("VOICEAI_WEBHOOK_WORKERS=%d", workers), "VOICEAI_WEBHOOK_ACK_WAIT=21s"})
+	// One workspace alone may have every worker (no turns kept for
+	// others): the first dispatcher's workers are all busy with deliveries
+	// it has not settled.
+	dispatcherEnv := slices.Concat(hooksEnv, []string{fmt.Sprintf("VOICEAI_WEBHOOK_WORKERS=%d", workers), "VOICEAI_WEBHOOK_ACK_WAIT=21s",
+		"VOICEAI_WEBHOOK_PER_WORKSPACE=-1"})
 	c.start("identity")
 	c.start("webhooks", hooksEnv...)
 	doomed := c.start("webhook-dispatcher", dispatcherEnv...)

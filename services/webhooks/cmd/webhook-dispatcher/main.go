@@ -11,7 +11,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	"github.com/voiceai-platform/voiceai/services/webhooks"
-	"github.com/voiceai-platform/voiceai/services/webhooks/dispatcher"
 )
 
 type cfg struct {
@@ -36,7 +35,7 @@ func (c cfg) Validate() error {
 func main() {
 	runtime.Main("webhook-dispatcher", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
 		wc := c.Config()
-		wc.Dispatcher = dispatcher.Options{Workers: c.Workers, AckWait: c.AckWait}
+		wc.Dispatcher.Workers, wc.Dispatcher.AckWait = c.Workers, c.AckWait // beside what the environment set
 		ds, err := webhooks.StartDispatcher(ctx, d, wc, nil)
 		if err != nil {
 			return nil, err
