@@ -62,12 +62,12 @@ func (h *hangingReceiver) counts() (holding, most int) {
 
 // One workspace whose receiver hangs, with more events than the
 // dispatcher has workers (64), holds no other workspace's deliveries
-// back: alone it holds at most 48 workers, and while another workspace's
-// job waits its own wait for their turn (put back, no attempt spent), so
-// the other's delivery comes at once. Before, its jobs took every worker
-// for an attempt time-out (10 s) while the other's waited behind them.
-// Released, every event of the hung receiver comes, each first as its
-// first attempt.
+// back: it holds at most 48 workers, its jobs past those wait on their
+// worker, and once another workspace's job waits they go back in the
+// queue (no attempt spent), so the other's delivery comes within a
+// second. Before, its jobs took every worker for an attempt time-out
+// (10 s) while the other's waited behind them. Released, every event of
+// the hung receiver comes, each first as its first attempt.
 func TestAHungReceiverHoldsNoOtherWorkspaceBack(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t, localHooks, func(c *Config) { c.WebhookTimeUnit = 50 * time.Millisecond })

@@ -74,10 +74,11 @@ type Options struct {
 	// MaxAckPending; negative: no bound).
 	MaxWaitingPerWorkspace int
 	// PerWorkspace is how many deliveries of one workspace may be under
-	// way at once on a replica while other workspaces have deliveries
-	// waiting, and Workers less that while none do (app.Turns): its other
-	// jobs wait for their turn, no attempt spent (0: a quarter of
-	// Workers, at least 1; negative: no bound).
+	// way at once on a replica whatever the others do, and Workers less
+	// that at most (app.Turns): past it, while its receiver is slow and
+	// other workspaces have deliveries waiting, its jobs wait for their
+	// turn, no attempt spent (0: a quarter of Workers, at least 1;
+	// negative: no bound).
 	PerWorkspace int
 	// NoTickets leaves the TICKETS and TESTING domain events out.
 	NoTickets bool
