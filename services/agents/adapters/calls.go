@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -61,11 +62,8 @@ func latest(calls []app.Call) map[string]app.Call {
 }
 
 // Record implements app.CallLog: one upsert per agent, which keeps the
-// later of the stored and the new time.
+// later of the stored and the new time, sent recordChunk at a time.
 func (l *CallLog) Record(ctx context.Context, calls []app.Call) error {
-	if len(calls) == 0 {
-		return nil
-	}
 	var models []mongo.WriteModel
 	for k, c := range latest(calls) {
 		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: k}}).SetUpsert(true).SetUpdate(bson.D{
@@ -73,9 +71,21 @@ func (l *CallLog) Record(ctx context.Context, calls []app.Call) error {
 			{Key: "$setOnInsert", Value: bson.D{{Key: "workspace_id", Value: c.WorkspaceID}, {Key: "agent_id", Value: c.AgentID}}},
 		}))
 	}
-	_, err := l.Calls.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	return err
+	for chunk := range slices.Chunk(models, recordChunk) {
+		if _, err := l.Calls.BulkWrite(ctx, chunk, options.BulkWrite().SetOrdered(false)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// recordChunk bounds the updates of one command. The embedded store
+// (FerretDB on SQLite) keeps a read of its own open for each update of a
+// command that finds its document, until the command ends: past about a
+// hundred, it waited for ever for a connection, so a batch of calls of
+// more than a hundred agents already called never ended (a restart that
+// replays the call log was never ready; the follower stuck on it).
+const recordChunk = 50
 
 // LastCalls implements app.CallLog.
 func (l *CallLog) LastCalls(ctx context.Context, workspaceID string, agentIDs []string) (map[string]int64, error) {

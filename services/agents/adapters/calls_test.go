@@ -168,3 +168,34 @@ func TestACallLogDroppedIsReplayedAtStart(t *testing.T) {
 		t.Fatalf("once guarded again: %v; want %v", got, want)
 	}
 }
+
+// A batch of calls of many agents already called is recorded, each
+// agent's later time kept. On the embedded store a command of more than
+// about a hundred such updates never ended (each held a read until the
+// command's end), so a replay of the call log at restart never did.
+func TestTheStoresCallLogRecordsABatchOfManyKnownAgents(t *testing.T) {
+	env := testenv.New(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	log := NewCallLog(env.Mongo(t).Database("agents_calls_many"))
+	const agents = 200
+	batch := func(at int64) []app.Call {
+		calls := make([]app.Call, agents)
+		for i := range calls {
+			calls[i] = app.Call{WorkspaceID: "ws_a", AgentID: fmt.Sprintf("agent_%03d", i), AtUnix: at + int64(i%2)*100}
+		}
+		return calls
+	}
+	for _, at := range []int64{1000, 500} { // made, then an older call of each
+		if err := log.Record(ctx, batch(at)); err != nil {
+			t.Fatalf("recording %d agents' calls at %d: %v", agents, at, err)
+		}
+	}
+	got, err := log.LastCalls(ctx, "ws_a", []string{"agent_000", "agent_001", "agent_199"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"agent_000": 1000, "agent_001": 1100, "agent_199": 1100}; !maps.Equal(got, want) {
+		t.Fatalf("last calls %v, want %v", got, want)
+	}
+}
