@@ -148,12 +148,9 @@ func (s *storeNotMade) CreateStream(ctx context.Context, cfg jetstream.StreamCon
 // A create whose files the server could not make is asked again, and
 // the stream made; another create error is returned at once.
 func TestEnsureConfigAsksAgainWhenTheStoreWasNotMade(t *testing.T) {
-	env := &testenv.Env{NATSURL: testenv.StartNATS(t)}
-	direct, _ := jetstream.New(env.Conn(t))
-	ctx := t.Context()
-	want := jetstream.StreamConfig{Name: "REMADE", Subjects: []string{"remade.>"}, Storage: jetstream.FileStorage}
+	direct, ctx := testenv.JetStreamAt(t, testenv.StartNATS(t)), t.Context()
 	js := &storeNotMade{JetStream: direct, failures: 2}
-	if _, err := EnsureConfig(ctx, js, want); err != nil || js.failures != 0 {
+	if _, err := EnsureConfig(ctx, js, jetstream.StreamConfig{Name: "REMADE", Subjects: []string{"remade.>"}, Storage: jetstream.FileStorage}); err != nil || js.failures != 0 {
 		t.Fatalf("after 2 failed creates: %v (%d left)", err, js.failures)
 	}
 	if _, err := direct.Stream(ctx, "REMADE"); err != nil {

@@ -91,12 +91,9 @@ func (q StreamQueue) Defer(ctx context.Context, d app.Deferral) error {
 	if err != nil {
 		return err
 	}
-	msg, err := protoMsg(subject, job, job.GetWorkspaceId(), job.GetEventId())
+	msg, err := jobMsg(subject, d.Queued)
 	if err != nil {
 		return err
-	}
-	if d.Traceparent != "" {
-		msg.Header.Set(events.HeaderTraceparent, d.Traceparent)
 	}
 	msg.Header.Set(events.HeaderAttemptsMade, strconv.Itoa(d.AttemptsMade))
 	msg.Header.Set(events.HeaderDeferrals, strconv.Itoa(d.Deferrals))
@@ -107,6 +104,20 @@ func (q StreamQueue) Defer(ctx context.Context, d app.Deferral) error {
 		return fmt.Errorf("defer delivery job: %w", err)
 	}
 	return nil
+}
+
+// jobMsg is the message of a queued job on subject, with the trace its
+// delivery continues (the event's).
+func jobMsg(subject string, qd app.Queued) (*nats.Msg, error) {
+	job := qd.Job
+	msg, err := protoMsg(subject, job, job.GetWorkspaceId(), job.GetEventId())
+	if err != nil {
+		return nil, err
+	}
+	if qd.Traceparent != "" {
+		msg.Header.Set(events.HeaderTraceparent, qd.Traceparent)
+	}
+	return msg, nil
 }
 
 // QueuedOf reads what Defer wrote in a job's headers: the attempts made
@@ -137,12 +148,9 @@ func (q StreamQueue) queueDelivery(ctx context.Context, queued []app.Queued) err
 		if err != nil {
 			return err
 		}
-		msg, err := protoMsg(subject, job, job.GetWorkspaceId(), job.GetEventId())
+		msg, err := jobMsg(subject, qd)
 		if err != nil {
 			return err
-		}
-		if qd.Traceparent != "" {
-			msg.Header.Set(events.HeaderTraceparent, qd.Traceparent) // the delivery continues the event's trace
 		}
 		f, err := q.JS.PublishMsgAsync(msg, jetstream.WithMsgID(app.JobID(job)))
 		if err != nil {
