@@ -898,9 +898,10 @@ func (c *checker) verify(lname string, acks []ack) (found, dups, stale, redelive
 					TestRunID string `json:"test_run_id"`
 				} `json:"test_runs"`
 			}
+			var last result
 			done := eventuallyQuiet(90*time.Second, func() bool {
-				r := quietRequest("GET", gw()+"/v1/convai/test-invocations/"+a.id, "", "")
-				return json.Unmarshal(r.body, &inv) == nil && inv.Status == "completed"
+				last = quietRequest("GET", gw()+"/v1/convai/test-invocations/"+a.id, "", "")
+				return json.Unmarshal(last.body, &inv) == nil && inv.Status == "completed"
 			})
 			ids := map[string]bool{}
 			for _, run := range inv.TestRuns {
@@ -908,6 +909,8 @@ func (c *checker) verify(lname string, acks []ack) (found, dups, stale, redelive
 			}
 			if done {
 				found++
+			} else { // what it was left as, for the cause
+				c.t.Logf("invocation %s (key %s, acknowledged at %s) not completed: %d %.600s", a.id, a.key, a.at.Format(time.RFC3339Nano), last.code, last.body)
 			}
 			dups += len(inv.TestRuns) - len(ids)
 			if done && len(ids) != 4 {
