@@ -23,8 +23,7 @@ type WorkspaceShare struct {
 	// and scheduled retries together (0: no bound).
 	Most int
 
-	mu     sync.Mutex
-	counts map[string]counted
+	counts recentCounts
 }
 
 type counted struct {
@@ -36,6 +35,40 @@ type counted struct {
 // again: under a storm of failures, one question a second per workspace.
 const countFor = time.Second
 
+// recentCounts keeps a count per workspace for countFor, for WorkspaceShare
+// and Turns, which ask the stream for it.
+type recentCounts struct {
+	mu     sync.Mutex
+	counts map[string]counted
+}
+
+// of is workspaceID's count as of at most countFor before now, asked of
+// count when older; false when it cannot be had.
+func (r *recentCounts) of(workspaceID string, now time.Time, count func() (uint64, error)) (uint64, bool) {
+	r.mu.Lock()
+	c, ok := r.counts[workspaceID]
+	r.mu.Unlock()
+	if ok && now.Sub(c.at) < countFor {
+		return c.n, true
+	}
+	n, err := count()
+	if err != nil {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counts == nil {
+		r.counts = map[string]counted{}
+	}
+	for ws, old := range r.counts { // what is kept stays as small as the workspaces counted now
+		if now.Sub(old.at) >= countFor {
+			delete(r.counts, ws)
+		}
+	}
+	r.counts[workspaceID] = counted{n: n, at: now}
+	return n, true
+}
+
 // Full reports whether workspaceID has Most deliveries waiting or more. A
 // count that cannot be had (the stream not answering) is taken as room:
 // retries are what heal such a moment.
@@ -43,29 +76,16 @@ func (s *WorkspaceShare) Full(ctx context.Context, workspaceID string, now time.
 	if s == nil || s.Most <= 0 || s.Backlog == nil {
 		return false
 	}
-	s.mu.Lock()
-	c, ok := s.counts[workspaceID]
-	s.mu.Unlock()
-	if !ok || now.Sub(c.at) >= countFor {
-		waiting, err := s.Backlog.Waiting(ctx, workspaceID)
-		if err != nil {
-			return false
-		}
-		c = counted{at: now}
-		for _, n := range waiting {
-			c.n += n
-		}
-		s.mu.Lock()
-		if s.counts == nil {
-			s.counts = map[string]counted{}
-		}
-		for ws, old := range s.counts { // what is kept stays as small as the workspaces failing now
-			if now.Sub(old.at) >= countFor {
-				delete(s.counts, ws)
-			}
-		}
-		s.counts[workspaceID] = c
-		s.mu.Unlock()
+	n, ok := s.counts.of(workspaceID, now, func() (uint64, error) { return waitingOf(ctx, s.Backlog, workspaceID) })
+	return ok && n >= uint64(s.Most)
+}
+
+// waitingOf is every delivery of workspaceID waiting.
+func waitingOf(ctx context.Context, b Backlog, workspaceID string) (uint64, error) {
+	waiting, err := b.Waiting(ctx, workspaceID)
+	var n uint64
+	for _, w := range waiting {
+		n += w
 	}
-	return c.n >= uint64(s.Most)
+	return n, err
 }

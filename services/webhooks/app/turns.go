@@ -37,7 +37,7 @@ type Turns struct {
 	mu     sync.Mutex
 	of     map[string]*underWay
 	ticket uint64
-	others map[string]counted // n > 0: others had deliveries waiting, as of at
+	others recentCounts // per workspace: the deliveries of the others waiting
 }
 
 // underWay is one workspace's deliveries on the replica.
@@ -57,12 +57,12 @@ func (t *Turns) Take(ctx context.Context, workspaceID string, now time.Time) (do
 	at := func() time.Time { return now.Add(time.Since(began)) }
 	t.mu.Lock()
 	w := t.underWay(workspaceID)
-	n, slow := len(w.began), w.slowSince(began, t.slow())
-	if n < t.Share {
+	if len(w.began) < t.Share {
 		done = t.start(workspaceID, w)
 		t.mu.Unlock()
 		return done, true
 	}
+	slow := w.slowSince(began, t.slow())
 	t.mu.Unlock()
 	if slow && t.othersWaiting(ctx, workspaceID, now) {
 		return func() {}, false
@@ -190,40 +190,15 @@ func (t *Turns) leave(workspaceID string, handed chan uint64) (ticket uint64, ok
 // deliveries queued, waiting or under way, as counted at most countFor
 // ago. A count that cannot be had is taken as no: the job is delivered.
 func (t *Turns) othersWaiting(ctx context.Context, workspaceID string, now time.Time) bool {
-	t.mu.Lock()
-	c, ok := t.others[workspaceID]
-	t.mu.Unlock()
-	if ok && now.Sub(c.at) < countFor {
-		return c.n > 0
-	}
-	all, err := t.Backlog.Queued(ctx)
-	if err != nil {
-		return false
-	}
-	mine, err := t.Backlog.Waiting(ctx, workspaceID)
-	if err != nil {
-		return false
-	}
-	var own uint64
-	for _, n := range mine {
-		own += n
-	}
-	c = counted{at: now}
-	if all > own {
-		c.n = 1
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.others == nil {
-		t.others = map[string]counted{}
-	}
-	for ws, old := range t.others { // kept as small as the workspaces over their share now
-		if now.Sub(old.at) >= countFor {
-			delete(t.others, ws)
+	others, ok := t.others.of(workspaceID, now, func() (uint64, error) {
+		all, err := t.Backlog.Queued(ctx)
+		if err != nil {
+			return 0, err
 		}
-	}
-	t.others[workspaceID] = c
-	return c.n > 0
+		own, err := waitingOf(ctx, t.Backlog, workspaceID)
+		return all - min(own, all), err
+	})
+	return ok && others > 0
 }
 
 // turnWait is how long a job waits for its workspace's turn, its nth
