@@ -2,6 +2,7 @@ package multiprocess
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -911,6 +915,7 @@ func (c *checker) verify(lname string, acks []ack) (found, dups, stale, redelive
 				found++
 			} else { // what it was left as, for the cause
 				c.t.Logf("invocation %s (key %s, acknowledged at %s) not completed: %d %.600s", a.id, a.key, a.at.Format(time.RFC3339Nano), last.code, last.body)
+				c.t.Logf("invocation %s on the job queue: %s", a.id, c.p.jobsOf(a.id))
 			}
 			dups += len(inv.TestRuns) - len(ids)
 			if done && len(ids) != 4 {
@@ -1036,4 +1041,48 @@ func firstWrite(t *testing.T, url, body string, within time.Duration) (first res
 		}
 		time.Sleep(200 * time.Millisecond) // a client's back-off
 	}
+}
+
+// jobsOf says what TESTJOBS holds of an invocation and what its queue
+// (consumer) counts, for the cause of an invocation never completed.
+func (p *platform) jobsOf(invocation string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := nats.Connect(p.c.natsURL)
+	if err != nil {
+		return "no connection: " + err.Error()
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err.Error()
+	}
+	stream, err := js.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		return "no stream: " + err.Error()
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("testjobs.*."+invocation+".>"))
+	if err != nil {
+		return "no stream info: " + err.Error()
+	}
+	out := fmt.Sprintf("stream msgs %d first %d last %d, the invocation's subjects %v", info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, info.State.Subjects)
+	lister := stream.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if strings.Contains(ci.Config.FilterSubject, "."+invocation+".") {
+			out += fmt.Sprintf("; queue %s: pending %d ack pending %d redelivered %d waiting %d delivered %d/%d ack floor %d/%d ack wait %s created %s leader %s",
+				ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered.Consumer, ci.Delivered.Stream,
+				ci.AckFloor.Consumer, ci.AckFloor.Stream, ci.Config.AckWait, ci.Created.Format(time.RFC3339Nano), clusterLeader(ci.Cluster))
+		}
+	}
+	if err := lister.Err(); err != nil {
+		out += "; listing consumers: " + err.Error()
+	}
+	return out
+}
+
+func clusterLeader(c *jetstream.ClusterInfo) string {
+	if c == nil {
+		return ""
+	}
+	return c.Leader
 }

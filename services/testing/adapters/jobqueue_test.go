@@ -2,6 +2,7 @@ package adapters_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/app/jobqueuetest"
@@ -99,4 +101,61 @@ func TestAnInvocationsJobsWaitUntilAcked(t *testing.T) {
 		t.Fatal(err)
 	}
 	waiting(false, "a taken job purged")
+}
+
+// A queue that has passed a job still stored (as one can across a fault
+// of the cluster: a consumer leader lost between a delivery and its
+// replication) never delivers it again: runners make the queue anew once
+// two listings in a row found jobs its count leaves out, and the job is
+// taken. Here the queue passes the job by its delivery limit.
+func TestARunQueueThatPassedAStoredJobIsMadeAnew(t *testing.T) {
+	js := jetStream(t)
+	ctx := context.Background()
+	q := adapters.NewJobQueue(js, nil)
+	err := q.Enqueue(ctx, 1, func(int) (app.Message, error) {
+		s, err := events.TestJobSubject("ws", "tinv_a", "run_1")
+		return app.Message{Subject: s, ID: "tinv_a/run_1", Data: []byte("run_1")}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := stream.CachedInfo().State.LastSeq
+	name := adapters.RunQueueName("ws", "tinv_a")
+	filter, _ := events.TestJobQueueFilter("ws", "tinv_a")
+	if err := js.DeleteConsumer(ctx, events.TestJobsStream, name); err != nil {
+		t.Fatal(err)
+	}
+	// Delivered once and never again: the queue passes the job, which
+	// stays stored, once its ack wait ends.
+	cons, err := js.CreateConsumer(ctx, events.TestJobsStream, jetstream.ConsumerConfig{Durable: name, FilterSubject: filter,
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 50 * time.Millisecond, MaxDeliver: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cons.FetchNoWait(1); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the queue passed the job", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumAckPending == 0 && info.NumPending == 0 && info.Delivered.Stream == job
+	})
+	queues := adapters.NewRunQueues(js, 30*time.Second, slog.New(slog.DiscardHandler))
+	none := func(string, string) int { return 0 }
+	for range 3 { // two listings find the job unaccounted for; the third lists the queue made anew
+		if err := queues.Refresh(ctx, none); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listed := queues.Queues()
+	if len(listed) != 1 || listed[0].Invocation != "tinv_a" {
+		t.Fatalf("queues listed %+v, want tinv_a's", listed)
+	}
+	jobs, err := queues.Take(ctx, listed[0], 10)
+	if err != nil || len(jobs) != 1 || string(jobs[0].Data()) != "run_1" {
+		t.Fatalf("took %d jobs, %v; want run_1", len(jobs), err)
+	}
 }

@@ -143,6 +143,7 @@ func (r *RunQueues) Refresh(ctx context.Context, held func(ws, inv string) int) 
 	}
 	var queues []app.RunQueue
 	have := map[string]bool{}
+	passed := map[string]uint64{} // an empty queue: the last job it delivered
 	var accounted uint64
 	lister := stream.ListConsumers(ctx)
 	for info := range lister.Info() {
@@ -163,6 +164,7 @@ func (r *RunQueues) Refresh(ctx context.Context, held func(ws, inv string) int) 
 			}
 		}
 		if info.NumPending == 0 && info.NumAckPending == 0 {
+			passed[info.Name] = info.Delivered.Stream
 			if idleFor(info) >= RunQueueEmptyFor {
 				if err := r.js.DeleteConsumer(ctx, events.TestJobsStream, info.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 					r.log.Warn("runner: deleting an empty run queue", "queue", info.Name, "err", err)
@@ -210,13 +212,24 @@ func (r *RunQueues) Refresh(ctx context.Context, held func(ws, inv string) int) 
 	r.queues, r.refresh = queues, time.Now()
 	r.mu.Unlock()
 	if repair {
-		return r.repair(ctx, stream, have)
+		return r.repair(ctx, stream, have, passed)
 	}
 	return nil
 }
 
-// repair re-creates the queue of every invocation with jobs and none.
-func (r *RunQueues) repair(ctx context.Context, stream jetstream.Stream, have map[string]bool) error {
+// repair re-creates the queue of every invocation with jobs and none,
+// and of every one whose queue, listed empty, had already delivered one
+// of its jobs still stored: passed is, for each queue listed with no job
+// waiting or taken, the stream sequence of the last job it delivered.
+//
+// A queue can lose count so across a fault of the cluster (a consumer
+// leader lost between a delivery and its replication, a job's ack
+// applied to the queue but not to the stream): the job stays stored
+// and the queue never delivers it again, so its invocation would wait
+// until the queue, idle, was deleted and made anew minutes later. A job
+// run twice this way is stored once (results are deduplicated by run
+// and attempt).
+func (r *RunQueues) repair(ctx context.Context, stream jetstream.Stream, have map[string]bool, passed map[string]uint64) error {
 	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(events.TestJobsAll))
 	if err != nil {
 		return err
@@ -225,16 +238,48 @@ func (r *RunQueues) repair(ctx context.Context, stream jetstream.Stream, have ma
 	for subject := range info.State.Subjects {
 		ws, inv, ok := queueOf(subject)
 		name := RunQueueName(ws, inv)
-		if !ok || have[name] || done[name] {
+		if !ok || done[name] {
 			continue
 		}
 		done[name] = true
-		r.log.Warn("runner: re-creating the queue of jobs left without one", "workspace", ws, "invocation", inv)
-		if err := EnsureRunQueue(ctx, r.js, ws, inv); err != nil {
-			return err
+		if !have[name] {
+			r.log.Warn("runner: re-creating the queue of jobs left without one", "workspace", ws, "invocation", inv)
+			if err := EnsureRunQueue(ctx, r.js, ws, inv); err != nil {
+				return err
+			}
+			continue
+		}
+		if last, empty := passed[name]; empty {
+			if err := r.remake(ctx, ws, inv, last); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// remake deletes and makes again the invocation's queue when it passed
+// (delivered up to stream sequence last) a job still stored.
+func (r *RunQueues) remake(ctx context.Context, ws, inv string, last uint64) error {
+	filter, err := events.TestJobQueueFilter(ws, inv)
+	if err != nil {
+		return err
+	}
+	first, err := eventstore.GetMsg(ctx, r.js, events.TestJobsStream, eventstore.MsgRequest{Seq: 1, NextFor: filter})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if first.Sequence > last {
+		return nil // queued after the listing: the queue will deliver it
+	}
+	r.log.Warn("runner: re-creating a queue that passed a job still stored", "workspace", ws, "invocation", inv, "job_seq", first.Sequence, "delivered_up_to", last)
+	if err := r.js.DeleteConsumer(ctx, events.TestJobsStream, RunQueueName(ws, inv)); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return err
+	}
+	return EnsureRunQueue(ctx, r.js, ws, inv)
 }
 
 // idleFor is how long the queue has had no delivery, ack or creation,
