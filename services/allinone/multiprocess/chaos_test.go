@@ -914,7 +914,7 @@ func (c *checker) verify(lname string, acks []ack) (found, dups, stale, redelive
 			if done {
 				found++
 			} else { // what it was left as, for the cause
-				c.t.Logf("invocation %s (key %s, acknowledged at %s) not completed: %d %.600s", a.id, a.key, a.at.Format(time.RFC3339Nano), last.code, last.body)
+				c.t.Logf("invocation %s (key %s, acknowledged at %s) not completed: %d %.3000s", a.id, a.key, a.at.Format(time.RFC3339Nano), last.code, last.body)
 				c.t.Logf("invocation %s on the job queue: %s", a.id, c.p.jobsOf(a.id))
 			}
 			dups += len(inv.TestRuns) - len(ids)
@@ -1076,6 +1076,25 @@ func (p *platform) jobsOf(invocation string) string {
 	}
 	if err := lister.Err(); err != nil {
 		out += "; listing consumers: " + err.Error()
+	}
+	// What the runs log holds of it: results, the queued total, a
+	// completion claim; and its progress counters.
+	for _, held := range []struct{ stream, filter string }{
+		{events.TestRunsStream, "testruns.*.*." + invocation + ".>"},
+		{events.TestRunsStream, "testruns.*.*." + invocation},
+		{events.TestCountsStream, "testcounts." + invocation + ".>"},
+	} {
+		str, err := js.Stream(ctx, held.stream)
+		if err != nil {
+			out += "; " + held.stream + ": " + err.Error()
+			continue
+		}
+		info, err := str.Info(ctx, jetstream.WithSubjectFilter(held.filter))
+		if err != nil {
+			out += "; " + held.stream + ": " + err.Error()
+			continue
+		}
+		out += fmt.Sprintf("; %s %s: %v", held.stream, held.filter, info.State.Subjects)
 	}
 	return out
 }
