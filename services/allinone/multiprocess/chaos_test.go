@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -915,7 +914,7 @@ func (c *checker) verify(lname string, acks []ack) (found, dups, stale, redelive
 				found++
 			} else { // what it was left as, for the cause
 				c.t.Logf("invocation %s (key %s, acknowledged at %s) not completed: %d %.3000s", a.id, a.key, a.at.Format(time.RFC3339Nano), last.code, last.body)
-				c.t.Logf("invocation %s on the job queue: %s", a.id, c.p.jobsOf(a.id))
+				c.t.Logf("invocation %s in the streams: %s", a.id, c.p.heldOf(a.id))
 			}
 			dups += len(inv.TestRuns) - len(ids)
 			if done && len(ids) != 4 {
@@ -1043,65 +1042,49 @@ func firstWrite(t *testing.T, url, body string, within time.Duration) (first res
 	}
 }
 
-// jobsOf says what TESTJOBS holds of an invocation and what its queue
-// (consumer) counts, for the cause of an invocation never completed.
-func (p *platform) jobsOf(invocation string) string {
+// heldOf says what the testing streams hold of an invocation (its jobs,
+// its results, queued total and completion claim, its progress counters)
+// and what its run queue counts, for the cause of one never completed.
+func (p *platform) heldOf(invocation string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, err := nats.Connect(p.c.natsURL)
-	if err != nil {
-		return "no connection: " + err.Error()
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err.Error()
-	}
-	stream, err := js.Stream(ctx, events.TestJobsStream)
-	if err != nil {
-		return "no stream: " + err.Error()
-	}
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("testjobs.*."+invocation+".>"))
-	if err != nil {
-		return "no stream info: " + err.Error()
-	}
-	out := fmt.Sprintf("stream msgs %d first %d last %d, the invocation's subjects %v", info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, info.State.Subjects)
-	lister := stream.ListConsumers(ctx)
-	for ci := range lister.Info() {
-		if strings.Contains(ci.Config.FilterSubject, "."+invocation+".") {
-			out += fmt.Sprintf("; queue %s: pending %d ack pending %d redelivered %d waiting %d delivered %d/%d ack floor %d/%d ack wait %s created %s leader %s",
-				ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered.Consumer, ci.Delivered.Stream,
-				ci.AckFloor.Consumer, ci.AckFloor.Stream, ci.Config.AckWait, ci.Created.Format(time.RFC3339Nano), clusterLeader(ci.Cluster))
-		}
-	}
-	if err := lister.Err(); err != nil {
-		out += "; listing consumers: " + err.Error()
-	}
-	// What the runs log holds of it: results, the queued total, a
-	// completion claim; and its progress counters.
+	js := testenv.JetStreamAt(p.t, p.c.natsURL)
+	var out []string
 	for _, held := range []struct{ stream, filter string }{
+		{events.TestJobsStream, "testjobs.*." + invocation + ".>"},
 		{events.TestRunsStream, "testruns.*.*." + invocation + ".>"},
 		{events.TestRunsStream, "testruns.*.*." + invocation},
 		{events.TestCountsStream, "testcounts." + invocation + ".>"},
 	} {
-		str, err := js.Stream(ctx, held.stream)
+		info, err := streamInfo(ctx, js, held.stream, held.filter)
 		if err != nil {
-			out += "; " + held.stream + ": " + err.Error()
+			out = append(out, held.stream+": "+err.Error())
 			continue
 		}
-		info, err := str.Info(ctx, jetstream.WithSubjectFilter(held.filter))
-		if err != nil {
-			out += "; " + held.stream + ": " + err.Error()
-			continue
-		}
-		out += fmt.Sprintf("; %s %s: %v", held.stream, held.filter, info.State.Subjects)
+		out = append(out, fmt.Sprintf("%s (%d msgs, seq %d to %d) %s: %v", held.stream, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, held.filter, info.State.Subjects))
 	}
-	return out
+	stream, err := js.Stream(ctx, events.TestJobsStream)
+	if err != nil {
+		return strings.Join(out, "; ")
+	}
+	lister := stream.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if strings.Contains(ci.Config.FilterSubject, "."+invocation+".") {
+			out = append(out, fmt.Sprintf("queue %s: pending %d ack pending %d redelivered %d waiting %d delivered %d/%d ack floor %d/%d ack wait %s created %s",
+				ci.Name, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting, ci.Delivered.Consumer, ci.Delivered.Stream,
+				ci.AckFloor.Consumer, ci.AckFloor.Stream, ci.Config.AckWait, ci.Created.Format(time.RFC3339Nano)))
+		}
+	}
+	if err := lister.Err(); err != nil {
+		out = append(out, "listing queues: "+err.Error())
+	}
+	return strings.Join(out, "; ")
 }
 
-func clusterLeader(c *jetstream.ClusterInfo) string {
-	if c == nil {
-		return ""
+func streamInfo(ctx context.Context, js jetstream.JetStream, name, filter string) (*jetstream.StreamInfo, error) {
+	stream, err := js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
 	}
-	return c.Leader
+	return stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 }
