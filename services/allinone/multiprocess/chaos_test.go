@@ -19,6 +19,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	testingadapters "github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
 )
 
@@ -1062,6 +1063,23 @@ func (p *platform) heldOf(invocation string) string {
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s (%d msgs, seq %d to %d) %s: %v", held.stream, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq, held.filter, info.State.Subjects))
+	}
+	// The invocation's events, and how far the enqueuer that queues its
+	// jobs has come.
+	if ev, err := js.Stream(ctx, events.TestingStream); err == nil {
+		if info, err := ev.Info(ctx, jetstream.WithSubjectFilter("testing.evt.*.invocation."+invocation)); err == nil {
+			for subject, n := range info.State.Subjects {
+				if m, err := ev.GetLastMsgForSubject(ctx, subject); err == nil {
+					out = append(out, fmt.Sprintf("TESTING %s: %d events, the last at seq %d, %s", subject, n, m.Sequence, m.Header.Get(events.HeaderEventType)))
+				}
+			}
+		}
+		if cons, err := ev.Consumer(ctx, testingadapters.EnqueuerConsumer); err == nil {
+			if ci, err := cons.Info(ctx); err == nil {
+				out = append(out, fmt.Sprintf("enqueuer: pending %d ack pending %d redelivered %d delivered %d ack floor %d",
+					ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.Delivered.Stream, ci.AckFloor.Stream))
+			}
+		}
 	}
 	stream, err := js.Stream(ctx, events.TestJobsStream)
 	if err != nil {
