@@ -180,13 +180,10 @@ func TestADurableOfAStreamMadeAnewStartsAtItsFirstMessage(t *testing.T) {
 	})
 	testkit.Eventually(t, 10*time.Second, "the old stream handled", func() bool { return got.len() == 30 })
 	floorRead(t, js, "projector", 30, 1)
-	ctx := context.Background()
-	if err := js.DeleteStream(ctx, stream); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"jobs.>"}}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, js, stream, func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"jobs.>"}})
+		return err
+	})
 	publish(t, js, 100, 110)
 	testkit.Eventually(t, 20*time.Second, "the new stream's messages handled", func() bool {
 		for i := 100; i < 110; i++ {

@@ -62,12 +62,10 @@ func TestAFollowerFollowsAStreamMadeAnewFromItsStart(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "the first stream's records applied", func() bool { return has("19") })
 
-	if err := js.DeleteStream(ctx, "ATTEMPTS"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, js, "ATTEMPTS", func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
 	publish(100, 105)
 	testkit.Eventually(t, 30*time.Second, "the new stream's records applied", func() bool { return has("104") })
 	mu.Lock()
@@ -118,14 +116,8 @@ func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteStream(ctx, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
-	// The server may still be removing the old stream's files: a create
-	// at once can fail ("error creating store for stream"), as a restore's
-	// would be tried again.
-	testkit.Eventually(t, 10*time.Second, "the stream made anew", func() bool {
-		return EnsureEventStreams(ctx, js, 1, events.AgentsStream) == nil
+	testenv.RemakeStream(t, js, events.AgentsStream, func(ctx context.Context) error {
+		return EnsureEventStreams(ctx, js, 1, events.AgentsStream)
 	})
 	create("agent_new")
 	testkit.Eventually(t, 60*time.Second, "the new stream's agent held", func() bool {

@@ -53,3 +53,27 @@ func EnsuringAgainUpdatesNothing(t *testing.T, ensure func(context.Context, jets
 		t.Fatalf("ensuring the streams sent an update: %s", m.Subject)
 	}
 }
+
+// RemakeStream deletes the stream and makes it again with make (a restore,
+// a stream of passing work made anew). The server removes a deleted file
+// stream's directory in the background, and a create at once can fail
+// ("error creating store for stream") while it does: the create is asked
+// again, as an operator's restore would be, for up to 10 seconds.
+func RemakeStream(t testing.TB, js jetstream.JetStream, name string, make func(context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := js.DeleteStream(ctx, name); err != nil {
+		t.Fatalf("delete stream %s: %v", name, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := make(ctx)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("make stream %s again: %v", name, err)
+		}
+		time.Sleep(50 * time.Millisecond) // the server's removal has no event to wait on
+	}
+}

@@ -55,12 +55,10 @@ func TestAKeyTheRestoredStreamLacksStopsWorking(t *testing.T) {
 		t.Fatalf("before the restore: %v", st)
 	}
 
-	if err := js.DeleteStream(ctx, events.IdentityStream); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, js, events.IdentityStream, func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, cfg)
+		return err
+	})
 	created("key_kept", "kept-secret") // the backup held this one only
 	testkit.Eventually(t, 30*time.Second, "the key the restored stream lacks refused", func() bool {
 		_, lost := cache.Authenticate("lost-secret", time.Now())

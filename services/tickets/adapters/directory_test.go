@@ -165,13 +165,9 @@ func TestTheDirectoryFollowsAnAgentsStreamMadeAnew(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the old stream's agents learnt", func() bool {
 		return dir.AgentDeleted("agent_restored") && dir.AgentExists("ws_1", "agent_lost")
 	})
-	ctx := context.Background()
-	if err := s.js.DeleteStream(ctx, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
-	if err := eventstore.EnsureEventStreams(ctx, s.js, 1, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, s.js, events.AgentsStream, func(ctx context.Context) error {
+		return eventstore.EnsureEventStreams(ctx, s.js, 1, events.AgentsStream)
+	})
 	s.last = map[string]uint64{}
 	s.tell(agent("agent_restored", false), agent("agent_new", false))
 	testkit.Eventually(t, 60*time.Second, "the new stream's agent learnt", func() bool { return dir.AgentExists("ws_1", "agent_new") })

@@ -77,13 +77,11 @@ func streamMessages(t *testing.T, js jetstream.JetStream, stream string) []*jets
 func TestTheQueueOfOldIsUpdatedForTurns(t *testing.T) {
 	js := testenv.StreamsAt(t, EnsureStreams)
 	ctx := context.Background()
-	if err := js.DeleteStream(ctx, events.WebhookDeliveriesStream); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.WebhookDeliveriesStream, Subjects: []string{events.WebhookDeliveriesAll},
-		Retention: jetstream.WorkQueuePolicy, Discard: jetstream.DiscardNew, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute}); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, js, events.WebhookDeliveriesStream, func(ctx context.Context) error {
+		_, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.WebhookDeliveriesStream, Subjects: []string{events.WebhookDeliveriesAll},
+			Retention: jetstream.WorkQueuePolicy, Discard: jetstream.DiscardNew, Storage: jetstream.FileStorage, Duplicates: 10 * time.Minute})
+		return err
+	})
 	q := StreamQueue{JS: js}
 	kept := &webhooksv1.DeliveryJob{EventId: "evt_1", WorkspaceId: "ws_a", WebhookId: "whk_1", Event: "call_ended", Body: []byte(`{}`)}
 	if err := q.QueueDelivery(ctx, app.Queued{Job: kept}); err != nil {

@@ -145,12 +145,9 @@ func TestARegistryFollowsAWebhooksStreamMadeAnew(t *testing.T) {
 
 	// The restore: an older stream holding whk_a's creation alone; then
 	// whk_a is disabled, and whk_c made to know when the registry is there.
-	if err := js.DeleteStream(ctx, events.WebhooksStream); err != nil {
-		t.Fatal(err)
-	}
-	if err := eventstore.EnsureEventStreams(ctx, js, 1, events.WebhooksStream); err != nil {
-		t.Fatal(err)
-	}
+	testenv.RemakeStream(t, js, events.WebhooksStream, func(ctx context.Context) error {
+		return eventstore.EnsureEventStreams(ctx, js, 1, events.WebhooksStream)
+	})
 	createWebhook(ctx, t, js, "ws_a", "whk_a")
 	disabled := &webhooksv1.Webhook{WebhookId: "whk_a", WorkspaceId: "ws_a", Active: false}
 	if _, err := storeWebhookChange(ctx, js, registrytest.Disabled, disabled); err != nil {
