@@ -107,6 +107,9 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 		return a.checkLoadStep(ctx, inv)
 	}
 	if q, err := a.queued(ctx, ws, invocationID); err != nil || q < inv.GetJobsTotal() {
+		if err == nil && !claim {
+			err = a.queueMissedRound(ctx, ws, invocationID)
+		}
 		return false, err
 	}
 	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
@@ -240,6 +243,34 @@ func (a *App) countOutcomes(ctx context.Context, inv *testingv1.Invocation) (pas
 		}
 	}
 	return passed, failed, err
+}
+
+// missedAfter is how long after a round's event the sweeper takes its
+// jobs for never queued: well past the enqueuer's redeliveries of an event
+// whose handling failed or whose process died (AckWait, back-off).
+const missedAfter = 30 * time.Second
+
+// queueMissedRound queues the running round of an invocation whose jobs
+// the enqueuer has not recorded queued missedAfter after the round's event
+// was stored, as the enqueuer would: a running invocation whose jobs are
+// never queued waits for good, whatever lost them (the cluster tier saw
+// its event acknowledged by the enqueuer, with no job queued, as a node of
+// the store was lost). The job ids make a round queued twice run once.
+func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) error {
+	subject, err := events.TestingSubject(ws, events.TestingKindInvocation, invocationID)
+	if err != nil {
+		return err
+	}
+	rec, found, err := a.Invocations.Store.Last(ctx, subject)
+	if err != nil || !found || a.Now().Sub(rec.Time) < missedAfter {
+		return err
+	}
+	if rec.Type != events.TypeInvocationCreated && rec.Type != events.TypeInvocationResubmitted {
+		return nil // a load step's, queued by its own checks
+	}
+	a.Log.WarnContext(ctx, "completion sweeper: a round's jobs were never queued; queuing them",
+		"invocation", invocationID, "event", rec.Type, "seq", rec.Seq, "stored", rec.Time)
+	return a.enqueue(ctx, rec, func() {})
 }
 
 // RunCompletionSweeper checks running invocations every interval, so one

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -57,7 +58,7 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		if inv.GetLoad() != nil {
 			return a.queueLoadStep(ctx, traceparent, inv)
 		}
-		if runs, err := a.stillRuns(ctx, inv, 1); err != nil || !runs {
+		if runs, err := a.stillRuns(ctx, rec, inv, 1); err != nil || !runs {
 			return err
 		}
 		total := len(inv.GetTests()) * int(max(inv.GetRepeatCount(), 1))
@@ -68,12 +69,12 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		}, 1); err != nil {
 			return err
 		}
-		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
+		return a.markQueued(ctx, rec, inv, jobs)
 	case *testingv1.InvocationResubmitted:
 		inv := ev.GetInvocation()
 		rs := inv.GetResubmissions()
 		last := rs[len(rs)-1]
-		if runs, err := a.stillRuns(ctx, inv, last.GetAttempt()); err != nil || !runs {
+		if runs, err := a.stillRuns(ctx, rec, inv, last.GetAttempt()); err != nil || !runs {
 			return err
 		}
 		if err := a.publishJobs(ctx, traceparent, working, inv, len(last.GetRunIds()), func(i int) (string, int, int) {
@@ -83,26 +84,62 @@ func (a *App) enqueue(ctx context.Context, rec Record, working func()) error {
 		}, last.GetAttempt()); err != nil {
 			return err
 		}
-		return a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal())
+		return a.markQueued(ctx, rec, inv, len(last.GetRunIds()))
 	case *testingv1.LoadStepCompleted:
 		return a.queueLoadStep(ctx, traceparent, ev.GetInvocation())
 	}
 	return nil
 }
 
+// markQueued records the round of the event rec queued, and says so:
+// one line per round, by which an invocation is followed from its request
+// to its jobs.
+func (a *App) markQueued(ctx context.Context, rec Record, inv *testingv1.Invocation, jobs int) error {
+	if err := a.MarkQueued(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), inv.GetJobsTotal()); err != nil {
+		return err
+	}
+	a.Log.InfoContext(ctx, "enqueuer: round queued", "invocation", inv.GetInvocationId(), "event", rec.Type, "seq", rec.Seq,
+		"jobs", jobs, "jobs_total", inv.GetJobsTotal())
+	return nil
+}
+
 // stillRuns re-reads the invocation an event carries: the event may be
 // older than a cancel, whose purge would miss the jobs queued now, or
 // than a newer round. A round no longer running queues nothing.
-func (a *App) stillRuns(ctx context.Context, inv *testingv1.Invocation, attempt int32) (bool, error) {
-	cur, _, err := a.Invocations.Get(ctx, inv.GetWorkspaceId(), inv.GetInvocationId())
-	if errors.Is(err, apperr.InvocationNotFound) {
-		return false, nil
-	}
-	if err != nil {
+//
+// The event in hand (rec) is stored, and invocations are never deleted:
+// a read that does not find it, or finds an older state, is a stale
+// answer (a store between leaders), not the invocation's, and is asked
+// again later rather than taken for "not running", which would settle the
+// event with no job queued and leave the invocation running for good.
+// Only an event older than staleReadsFor whose invocation still does not
+// read is passed by: its stream was made anew without it (a restore).
+func (a *App) stillRuns(ctx context.Context, rec Record, inv *testingv1.Invocation, attempt int32) (bool, error) {
+	cur, seq, err := a.Invocations.Get(ctx, inv.GetWorkspaceId(), inv.GetInvocationId())
+	if err != nil && !errors.Is(err, apperr.InvocationNotFound) {
 		return false, err
 	}
-	return RunsRound(cur, attempt), nil
+	if err != nil || seq < rec.Seq {
+		if a.Now().Sub(rec.Time) > staleReadsFor {
+			a.Log.ErrorContext(ctx, "enqueuer: an invocation event whose invocation does not read is passed by",
+				"subject", rec.Subject, "seq", rec.Seq, "read_seq", seq, "err", err)
+			return false, nil
+		}
+		return false, fmt.Errorf("a stale read, asked again: the invocation read at sequence %d (%v), older than its event at %d", seq, err, rec.Seq)
+	}
+	if !RunsRound(cur, attempt) {
+		// Rare (a cancel or a new round within moments of the event): said,
+		// so that an invocation left running without jobs can be traced.
+		a.Log.InfoContext(ctx, "enqueuer: the round is no longer running; no jobs queued",
+			"subject", rec.Subject, "seq", rec.Seq, "status", cur.GetStatus(), "attempt", attempt, "newest_attempt", NewestAttempt(cur))
+		return false, nil
+	}
+	return true, nil
 }
+
+// staleReadsFor is how long an event's invocation may read stale before
+// the event is taken for one of a stream made anew without it.
+const staleReadsFor = 10 * time.Minute
 
 // publishJobs queues n jobs, telling the feed the event is still being
 // worked on while a large invocation is queued. job(i) is the i-th job's

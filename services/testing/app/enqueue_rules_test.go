@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -426,5 +428,96 @@ func TestTheEnqueuerPassesByWhatItCannotRead(t *testing.T) {
 	}
 	if jobs := w.jobsOf(inv.GetInvocationId()); len(jobs) != 1 {
 		t.Fatalf("%d jobs queued after the events it could not read, want the invocation's 1", len(jobs))
+	}
+}
+
+// staleStore answers every read of an aggregate's last event "none", as a
+// store between leaders may for a moment, while stale is set.
+type staleStore struct {
+	eventlog.Store
+	stale bool
+}
+
+func (s *staleStore) Last(ctx context.Context, subject string) (eventlog.Record, bool, error) {
+	if s.stale {
+		return eventlog.Record{}, false, nil
+	}
+	return s.Store.Last(ctx, subject)
+}
+
+// The invocation an event carries exists: a read that does not find it is
+// stale, and the event is asked again, not settled with nothing queued
+// (the cluster tier's invocation left running for good, with no job, no
+// queued total, its event acknowledged by the enqueuer). Only an event
+// older than a stale read lasts (a stream made anew without it) is passed
+// by.
+func TestTheEnqueuerAsksAgainWhenItsInvocationReadsStale(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	inv := w.invoke(2, 1)
+	id := inv.GetInvocationId()
+	created := w.lastEvent(id)
+
+	ports := w.p.Ports()
+	stale := &staleStore{Store: ports.Testing, stale: true}
+	ports.Testing = stale
+	reader := app.New(ports, memory.NewIndex(), slog.New(slog.DiscardHandler), w.clock.Now)
+	if err := app.Enqueue(reader, ctx, created, func() {}); err == nil {
+		t.Fatal("an event whose invocation read stale was settled")
+	}
+	if jobs, mark := w.jobsOf(id), w.queuedMark(id); len(jobs) != 0 || mark != "" {
+		t.Fatalf("a stale read queued %d jobs and recorded %q queued", len(jobs), mark)
+	}
+
+	stale.stale = false // the store caught up: the event delivered again is queued
+	if err := app.Enqueue(reader, ctx, created, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	wantRunJobs(t, inv, w.jobsOf(id), domain.RunsPerJob(2))
+	if mark := w.queuedMark(id); mark != "2" {
+		t.Fatalf("queued total %q; want 2", mark)
+	}
+
+	stale.stale = true
+	old := w.invoke(1, 1)
+	ancient := w.lastEvent(old.GetInvocationId())
+	ancient.Time = w.clock.Now().Add(-11 * time.Minute)
+	if err := app.Enqueue(reader, ctx, ancient, func() {}); err != nil {
+		t.Fatalf("an event older than any stale read, whose invocation does not read: %v; want it passed by", err)
+	}
+	if jobs := w.jobsOf(old.GetInvocationId()); len(jobs) != 0 {
+		t.Fatalf("%d jobs queued for an invocation that does not read", len(jobs))
+	}
+}
+
+// A round whose jobs the enqueuer never queued (its event settled with
+// nothing queued, whatever the cause) is queued by the completion sweeper
+// once it is overdue, and the invocation completes; before, it stayed
+// running for good. A round the enqueuer may still be working on is left
+// to it.
+func TestTheSweeperQueuesARoundTheEnqueuerMissed(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.p.Testing.Now = w.clock.Now
+	inv := w.invoke(2, 1)
+	id := inv.GetInvocationId()
+	w.clock.Add(5 * time.Second)
+	if done, err := w.a.CheckCompletion(ctx, w.c.WorkspaceID, id); err != nil || done {
+		t.Fatalf("a fresh round: done %v, %v", done, err)
+	}
+	if jobs := w.jobsOf(id); len(jobs) != 0 {
+		t.Fatalf("the sweeper queued %d jobs of a round the enqueuer may be working on", len(jobs))
+	}
+	w.clock.Add(time.Minute)
+	if _, err := w.a.CheckCompletion(ctx, w.c.WorkspaceID, id); err != nil {
+		t.Fatal(err)
+	}
+	wantRunJobs(t, inv, w.jobsOf(id), domain.RunsPerJob(2))
+	if mark := w.queuedMark(id); mark != "2" {
+		t.Fatalf("queued total %q; want 2", mark)
+	}
+	w.work(id, func(int) string { return domain.RunPassed })
+	if done, err := w.a.CheckCompletion(ctx, w.c.WorkspaceID, id); err != nil || !done {
+		t.Fatalf("the round queued by the sweeper, run: done %v, %v", done, err)
 	}
 }
