@@ -1076,8 +1076,8 @@ func (p *platform) heldOf(invocation string) string {
 		}
 		if cons, err := ev.Consumer(ctx, testingadapters.EnqueuerConsumer); err == nil {
 			if ci, err := cons.Info(ctx); err == nil {
-				out = append(out, fmt.Sprintf("enqueuer: pending %d ack pending %d redelivered %d delivered %d ack floor %d",
-					ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.Delivered.Stream, ci.AckFloor.Stream))
+				out = append(out, fmt.Sprintf("enqueuer: pending %d ack pending %d redelivered %d delivered %d ack floor %d created %s",
+					ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.Delivered.Stream, ci.AckFloor.Stream, ci.Created.Format(time.RFC3339Nano)))
 			}
 		}
 	}
