@@ -121,6 +121,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	deleted := adapters.NewDeletedConversations()
 	deleted.Follow(ctx, d.JS, d.Logger)
 	a.ConversationDeleted = deleted.Deleted
+	a.WritesHeld = d.WritesHeld
 	a.Limits = app.Limits{MaxActiveInvocations: c.Limits.MaxActiveInvocations, MaxQueuedRuns: c.Limits.MaxQueuedRuns,
 		RunRetention: c.Limits.RunRetention, MaxLoadCallers: c.Limits.MaxLoadCallers}
 	if d.Metrics != nil {

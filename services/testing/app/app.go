@@ -47,8 +47,12 @@ type App struct {
 	Limits Limits
 	// QuotaRefused, when set, is told of each request a quota refused.
 	QuotaRefused func(quota string)
-	Log          *slog.Logger
-	Now          func() time.Time
+	// WritesHeld, when set, says why the process must not queue work now
+	// (its disk nearly full), or nil: the enqueuer's feed holds then, and
+	// the completion sweeper queues no round it missed.
+	WritesHeld func() error
+	Log        *slog.Logger
+	Now        func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read

@@ -268,6 +268,9 @@ func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) err
 	if rec.Type != events.TypeInvocationCreated && rec.Type != events.TypeInvocationResubmitted {
 		return nil // a load step's, queued by its own checks
 	}
+	if a.WritesHeld != nil && a.WritesHeld() != nil {
+		return nil // the enqueuer is held too
+	}
 	a.Log.WarnContext(ctx, "completion sweeper: a round's jobs were never queued; queuing them",
 		"invocation", invocationID, "event", rec.Type, "seq", rec.Seq, "stored", rec.Time)
 	return a.enqueue(ctx, rec, func() {})

@@ -521,3 +521,28 @@ func TestTheSweeperQueuesARoundTheEnqueuerMissed(t *testing.T) {
 		t.Fatalf("the round queued by the sweeper, run: done %v, %v", done, err)
 	}
 }
+
+// While the process holds its writes (its disk nearly full), the sweeper
+// queues no missed round: the enqueuer is held as well.
+func TestTheSweeperQueuesNoMissedRoundWhileWritesAreHeld(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.p.Testing.Now = w.clock.Now
+	held := errors.New("the disk is nearly full")
+	w.a.WritesHeld = func() error { return held }
+	id := w.invoke(1, 1).GetInvocationId()
+	w.clock.Add(time.Minute)
+	if _, err := w.a.CheckCompletion(ctx, w.c.WorkspaceID, id); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := w.jobsOf(id); len(jobs) != 0 {
+		t.Fatalf("%d jobs queued while writes are held", len(jobs))
+	}
+	held = nil
+	if _, err := w.a.CheckCompletion(ctx, w.c.WorkspaceID, id); err != nil {
+		t.Fatal(err)
+	}
+	if jobs := w.jobsOf(id); len(jobs) != 1 {
+		t.Fatalf("%d jobs queued once writes go on; want 1", len(jobs))
+	}
+}
