@@ -186,6 +186,24 @@ func runChaos(t *testing.T, record func(measurement)) {
 			errorf(t, "%s: refused: %s", l.name, r)
 		}
 	}
+	fmt.Println("  " + p.healed())
+}
+
+// healed says how often the testing service mended a round's queuing in
+// the run: an event whose invocation read stale asked again, a round the
+// enqueuer missed queued by the completion sweeper. Either is a fault it
+// survived; the count says how often the tier meets it.
+func (p *platform) healed() string {
+	stale, missed := 0, 0
+	for _, sp := range p.all {
+		if sp.name != "testing" {
+			continue
+		}
+		logs := sp.Logs()
+		stale += strings.Count(logs, "a stale read, asked again")
+		missed += strings.Count(logs, "a round's jobs were never queued")
+	}
+	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d missed rounds queued by the completion sweeper", stale, missed)
 }
 
 // platform is the running cluster: nodes, store and service processes.
