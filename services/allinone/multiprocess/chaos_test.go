@@ -201,7 +201,7 @@ func (p *platform) healed() string {
 		}
 		logs := sp.Logs()
 		stale += strings.Count(logs, "a stale read, asked again")
-		missed += strings.Count(logs, "a round's jobs were never queued")
+		missed += strings.Count(logs, "a round not queued in time")
 	}
 	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d missed rounds queued by the completion sweeper", stale, missed)
 }

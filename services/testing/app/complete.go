@@ -271,8 +271,9 @@ func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) err
 	if a.WritesHeld != nil && a.WritesHeld() != nil {
 		return nil // the enqueuer is held too
 	}
-	a.Log.WarnContext(ctx, "completion sweeper: a round's jobs were never queued; queuing them",
-		"invocation", invocationID, "event", rec.Type, "seq", rec.Seq, "stored", rec.Time)
+	// Said: a round the enqueuer missed, or one it is far behind on.
+	a.Log.WarnContext(ctx, "completion sweeper: a round not queued in time; queuing it",
+		"invocation", invocationID, "event", rec.Type, "seq", rec.Seq, "stored", rec.Time, "within", missedAfter)
 	return a.enqueue(ctx, rec, func() {})
 }
 
