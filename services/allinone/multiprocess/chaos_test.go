@@ -192,18 +192,34 @@ func runChaos(t *testing.T, record func(measurement)) {
 // healed says how often the testing service mended a round's queuing in
 // the run: an event whose invocation read stale asked again, a round the
 // enqueuer missed queued by the completion sweeper. Either is a fault it
-// survived; the count says how often the tier meets it.
+// survived; the count says how often the tier meets it, and the lines
+// (the first few) what the stale read answered.
 func (p *platform) healed() string {
 	stale, missed := 0, 0
+	var lines []string
 	for _, sp := range p.all {
 		if sp.name != "testing" {
 			continue
 		}
-		logs := sp.Logs()
-		stale += strings.Count(logs, "a stale read, asked again")
-		missed += strings.Count(logs, "a round not queued in time")
+		for line := range strings.Lines(sp.Logs()) {
+			switch {
+			case strings.Contains(line, "a stale read, asked again"):
+				stale++
+			case strings.Contains(line, "a round not queued in time"):
+				missed++
+			default:
+				continue
+			}
+			if len(lines) < 5 {
+				lines = append(lines, "    "+strings.TrimSpace(line))
+			}
+		}
 	}
-	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d missed rounds queued by the completion sweeper", stale, missed)
+	if len(lines) > 0 {
+		lines = append([]string{""}, lines...)
+	}
+	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d missed rounds queued by the completion sweeper", stale, missed) +
+		strings.Join(lines, "\n")
 }
 
 // platform is the running cluster: nodes, store and service processes.
