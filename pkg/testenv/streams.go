@@ -54,12 +54,12 @@ func EnsuringAgainUpdatesNothing(t *testing.T, ensure func(context.Context, jets
 	}
 }
 
-// RemakeStream deletes the stream and makes it again with make (a restore,
+// RemakeStream deletes the stream and makes it again with create (a restore,
 // a stream of passing work made anew). The server removes a deleted file
 // stream's directory in the background, and a create at once can fail
 // ("error creating store for stream") while it does: the create is asked
 // again, as an operator's restore would be, for up to 10 seconds.
-func RemakeStream(t testing.TB, js jetstream.JetStream, name string, make func(context.Context) error) {
+func RemakeStream(t testing.TB, js jetstream.JetStream, name string, create func(context.Context) error) {
 	t.Helper()
 	ctx := context.Background()
 	if err := js.DeleteStream(ctx, name); err != nil {
@@ -67,7 +67,7 @@ func RemakeStream(t testing.TB, js jetstream.JetStream, name string, make func(c
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := make(ctx)
+		err := create(ctx)
 		if err == nil {
 			return
 		}
