@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 )
 
 // EnsuringAgainUpdatesNothing runs ensure (a service's stream setup, which
@@ -65,15 +67,14 @@ func RemakeStream(t testing.TB, js jetstream.JetStream, name string, create func
 	if err := js.DeleteStream(ctx, name); err != nil {
 		t.Fatalf("delete stream %s: %v", name, err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := create(ctx)
-		if err == nil {
-			return
+	var last error
+	defer func() {
+		if t.Failed() && last != nil {
+			t.Logf("make stream %s again: %v", name, last)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("make stream %s again: %v", name, err)
-		}
-		time.Sleep(50 * time.Millisecond) // the server's removal has no event to wait on
-	}
+	}()
+	testkit.Eventually(t, 10*time.Second, "stream "+name+" made again", func() bool {
+		last = create(ctx)
+		return last == nil
+	})
 }
