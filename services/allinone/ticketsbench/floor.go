@@ -21,44 +21,65 @@ import (
 // floorArg makes this binary the floor process: see serveFloor.
 const floorArg = "-serve-floor"
 
-// floorRate is the floor any HTTP front to the event store sits on: a
+// floorProcess is the floor any HTTP front to the event store sits on: a
 // bare net/http server, in its own process with its own embedded NATS,
 // that answers each POST with one optimistic append and nothing else (no
 // auth, no routing, no service hop, no projection). It is driven by the
 // same 16 clients as the creates of (a), so (a) can say what share of the
 // gap to raw appends is HTTP itself and what is the platform.
-func floorRate(n int) (float64, creatingUsage, error) {
+type floorProcess struct {
+	cmd    *exec.Cmd
+	dir    string
+	addr   string
+	client *http.Client
+}
+
+// startFloor starts the floor process on a data directory of its own.
+func startFloor() (*floorProcess, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, creatingUsage{}, err
+		return nil, err
 	}
-	// The floor's data directory is made and removed here: the process
-	// is killed, so it never removes anything itself.
+	// The floor's data directory is made here and removed by stop: the
+	// process is killed, so it never removes anything itself.
 	dir, err := os.MkdirTemp("", "voiceai-ticketsbench-floor-")
 	if err != nil {
-		return 0, creatingUsage{}, err
+		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	cmd := exec.Command(self, floorArg, dir)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	f := &floorProcess{cmd: exec.Command(self, floorArg, dir), dir: dir,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}}
+	f.cmd.Stderr = os.Stderr
+	out, err := f.cmd.StdoutPipe()
+	if err == nil {
+		err = f.cmd.Start()
+	}
 	if err != nil {
-		return 0, creatingUsage{}, err
+		os.RemoveAll(dir)
+		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return 0, creatingUsage{}, err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line := make([]byte, 128)
 	k, err := out.Read(line)
 	if err != nil {
-		return 0, creatingUsage{}, fmt.Errorf("floor process: %w", err)
+		f.stop()
+		return nil, fmt.Errorf("floor process: %w", err)
 	}
-	addr := strings.TrimSpace(string(line[:k]))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	f.addr = strings.TrimSpace(string(line[:k]))
+	return f, nil
+}
+
+func (f *floorProcess) stop() {
+	_ = f.cmd.Process.Kill()
+	_ = f.cmd.Wait()
+	os.RemoveAll(f.dir)
+}
+
+// rate creates n tickets on the floor, numbered from first+1 (a number is
+// created once), and says how fast, and what the floor and the clients
+// used for them.
+func (f *floorProcess) rate(first int64, n int) (float64, creatingUsage, error) {
 	body := `{"title":"Slow answer","qa_comment":"It took long.","priority":"high"}`
 	post := func(i int64) error {
-		resp, err := client.Post("http://"+addr+"/t/"+strconv.FormatInt(i, 10), "application/json", strings.NewReader(body))
+		resp, err := f.client.Post("http://"+f.addr+"/t/"+strconv.FormatInt(first+i, 10), "application/json", strings.NewReader(body))
 		if err != nil {
 			return err
 		}
@@ -69,11 +90,7 @@ func floorRate(n int) (float64, creatingUsage, error) {
 		}
 		return nil
 	}
-	// Warmed up as the platform is (see creates), on tickets of their own.
-	if _, err := inParallel(n, func(i int64) error { return post(int64(n) + i) }); err != nil {
-		return 0, creatingUsage{}, err
-	}
-	used := countUsage(cmd.Process.Pid)
+	used := countUsage(f.cmd.Process.Pid)
 	took, err := inParallel(n, post)
 	return float64(n) / took.Seconds(), used(n), err
 }
