@@ -60,13 +60,6 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.TicketsStream, events.PlatformStream); err != nil {
 		return nil, err
 	}
-	var err error
-	store := adapters.OpenStore(d.Database(Name))
-	if d.ReadIndex != config.ReadIndexMemory {
-		if store, err = adapters.NewReadModel(ctx, d.Database(Name)); err != nil {
-			return nil, err
-		}
-	}
 	// Transcripts are sealed under a key per conversation: the directory
 	// opens them to index their words and tools, and a deletion destroys
 	// the key.
@@ -82,21 +75,29 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}
 	// The store is the durable copy, written off the request path by its
 	// projector; listings read it, or an index in memory. Behind the index
-	// nothing reads the store at once, so it is written in large batches.
-	pc := projection.Config{Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll}}
-	if d.ReadIndex == config.ReadIndexMemory {
-		pc = pc.UnreadCopy()
-	}
-	d.StartProjection(ctx, store.Tickets, pc, adapters.Handler)
-	// The tags and the conversations' feedback and tags live on TICKETS
-	// beside the tickets: one replay feeds them all.
-	tags := memory.NewTagIndex()
-	var rm app.ReadModel = store
+	// nothing reads the store at once, so its copy keeps the states alone,
+	// written in large batches.
+	var rm app.ReadModel
 	var idx *memory.Index
 	if d.ReadIndex == config.ReadIndexMemory {
 		idx = memory.NewLoadingIndex()
 		rm = idx
+		d.StartProjection(ctx, d.Database(Name).Collection(adapters.StateCollection), projection.Config{
+			Stream: events.TicketsStream, Durable: adapters.StateDurable, FilterSubjects: []string{events.TicketsAll},
+		}.UnreadCopy(), adapters.StateHandler)
+	} else {
+		store, err := adapters.NewReadModel(ctx, d.Database(Name))
+		if err != nil {
+			return nil, err
+		}
+		rm = store
+		d.StartProjection(ctx, store.Tickets, projection.Config{
+			Stream: events.TicketsStream, Durable: adapters.ProjectorDurable, FilterSubjects: []string{events.TicketsAll},
+		}, adapters.Handler)
 	}
+	// The tags and the conversations' feedback and tags live on TICKETS
+	// beside the tickets: one replay feeds them all.
+	tags := memory.NewTagIndex()
 	if err := followTickets(ctx, d, idx, tags, dir.Conversations); err != nil {
 		return nil, err
 	}

@@ -8,9 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"google.golang.org/protobuf/proto"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -29,30 +35,7 @@ var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permission
 // The read model rebuilt from the TICKETS stream alone gives the same
 // listing as the live one.
 func TestRebuildReproducesTheListing(t *testing.T) {
-	env := testenv.New(t)
-	mc := env.Mongo(t)
-	d := runtimetest.Deps(t, env.Conn(t), mc)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-
-	// The agent the tickets belong to, as the agents service would publish it.
-	ensureOtherStreams(t, ctx, d.JS)
-	subject, _ := events.AgentSubject("ws_a", "agent_1")
-	meta := esproto.Meta(ctx, "ws_a", "", time.Now())
-	if _, err := esproto.Append(ctx, eventstore.New(d.JS, events.AgentsStream), subject, 0, meta,
-		&agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws_a", Name: "a"}}); err != nil {
-		t.Fatal(err)
-	}
-	svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = svc.Stop() })
-	do := func(method, path, body string) map[string]any {
-		t.Helper()
-		return runtimetest.Do(t, svc.Handler, caller, method, path, body)
-	}
-	testkit.Eventually(t, 5*time.Second, "the condition", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
+	ctx, d, mc, svc, do := startWithAgent(t, config.ReadIndexStore)
 	var ids []string
 	for i := range 8 {
 		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d","priority":"%s"}`, i, []string{"low", "high"}[i%2]))
@@ -94,5 +77,95 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 		if live != again || live != memory || strings.Count(live, "\n") != 6 { // 7 tickets: one deleted
 			t.Fatalf("sort_by=%s: a rebuilt listing differs or is wrong:\n  live %s\n again %s\nmemory %s", sortBy, live, again, memory)
 		}
+	}
+}
+
+// startWithAgent starts the service on a fresh environment, its listings
+// reading index, with agent agent_1 of workspace ws_a known to it, and
+// returns what a test calls it with.
+func startWithAgent(t *testing.T, index string) (context.Context, runtime.Deps, *mongo.Client, *runtime.Service[*app.App], func(method, path, body string) map[string]any) {
+	t.Helper()
+	env := testenv.New(t)
+	mc := env.Mongo(t)
+	d := runtimetest.Deps(t, env.Conn(t), mc)
+	d.ReadIndex = index
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+
+	// The agent the tickets belong to, as the agents service would publish it.
+	ensureOtherStreams(t, ctx, d.JS)
+	subject, _ := events.AgentSubject("ws_a", "agent_1")
+	meta := esproto.Meta(ctx, "ws_a", "", time.Now())
+	if _, err := esproto.Append(ctx, eventstore.New(d.JS, events.AgentsStream), subject, 0, meta,
+		&agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: "agent_1", WorkspaceId: "ws_a", Name: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := Start(ctx, d, Config{Secret: "secret", Snapshots: SnapshotConfig{Every: 20_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	do := func(method, path, body string) map[string]any {
+		t.Helper()
+		return runtimetest.Do(t, svc.Handler, caller, method, path, body)
+	}
+	testkit.Eventually(t, 5*time.Second, "the agent known", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
+	return ctx, d, mc, svc, do
+}
+
+// Behind the in-memory index the store keeps a copy of each ticket's
+// latest state (deleted ones marked so), in a collection of its own that
+// the TICKETS stream alone rebuilds.
+func TestTheMemoryIndexsStoreCopyHoldsEachTicketsState(t *testing.T) {
+	ctx, d, mc, _, do := startWithAgent(t, config.ReadIndexMemory)
+	var ids []string
+	for i := range 3 {
+		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d"}`, i))
+		ids = append(ids, m["agentqa_ticket_id"].(string))
+	}
+	do("PATCH", "/v1/convai/triage-tickets/"+ids[0], `{"status":"in_progress"}`)
+	do("DELETE", "/v1/convai/triage-tickets/"+ids[1], "")
+	if err := projection.WaitCaughtUp(ctx, d.JS, events.TicketsStream, adapters.StateDurable); err != nil {
+		t.Fatal(err)
+	}
+	db := mc.Database(runtime.DatabaseName(Name))
+	states := func(coll string) map[string]*ticketsv1.Ticket {
+		t.Helper()
+		var docs []adapters.StateDoc
+		cur, err := db.Collection(coll).Find(ctx, bson.D{})
+		if err == nil {
+			err = cur.All(ctx, &docs)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]*ticketsv1.Ticket{}
+		for _, doc := range docs {
+			tk := &ticketsv1.Ticket{}
+			if err := proto.Unmarshal(doc.State, tk); err != nil || doc.WorkspaceID != "ws_a" || tk.GetTicketId() != doc.ID {
+				t.Fatalf("document %s: workspace %q, state %v (%v)", doc.ID, doc.WorkspaceID, tk, err)
+			}
+			out[doc.ID] = tk
+		}
+		return out
+	}
+	live := states(adapters.StateCollection)
+	if len(live) != 3 || live[ids[0]].GetStatus() != "in_progress" || live[ids[1]].DeletedAtUnixSecs == nil || live[ids[2]].GetQaComment() != "ticket 2" {
+		t.Fatalf("the store's copy holds %d tickets, not each one's latest state: %v", len(live), live)
+	}
+	if names, _ := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: adapters.TicketsCollection}}); len(names) != 0 {
+		t.Errorf("the store listings' collection %s is written behind the memory index too", adapters.TicketsCollection)
+	}
+	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, db.Collection("tickets_state_rebuilt"), adapters.StateHandler); err != nil {
+		t.Fatal(err)
+	}
+	again := states("tickets_state_rebuilt")
+	for id, tk := range live {
+		if !proto.Equal(tk, again[id]) {
+			t.Errorf("ticket %s rebuilt from the stream differs:\n  live  %v\n again %v", id, tk, again[id])
+		}
+	}
+	if len(again) != len(live) {
+		t.Errorf("rebuilt %d tickets, the live copy holds %d", len(again), len(live))
 	}
 }

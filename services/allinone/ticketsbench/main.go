@@ -65,6 +65,7 @@ import (
 	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
+	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // profileFile, when set, receives a CPU profile of the platform.
@@ -665,8 +666,9 @@ func (p *platform) seedTo(n int) error {
 	return nil
 }
 
-// storeProjector is the tickets store's durable consumer.
-const storeProjector = "tickets-readmodel-v2"
+// storeProjector is the durable consumer of the tickets store's copy
+// behind the in-memory index, which every section of this bench runs.
+const storeProjector = ticketsadapters.StateDurable
 
 func ptr(s string) *string { return &s }
 
