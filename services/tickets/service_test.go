@@ -35,7 +35,8 @@ var caller = principal.Principal{WorkspaceID: "ws_a", UserID: "sa_1", Permission
 // The read model rebuilt from the TICKETS stream alone gives the same
 // listing as the live one.
 func TestRebuildReproducesTheListing(t *testing.T) {
-	ctx, d, mc, svc, do := startWithAgent(t, config.ReadIndexStore)
+	w := startWithAgent(t, config.ReadIndexStore)
+	ctx, d, svc, do := w.ctx, w.deps, w.svc, w.do
 	var ids []string
 	for i := range 8 {
 		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d","priority":"%s"}`, i, []string{"low", "high"}[i%2]))
@@ -49,7 +50,7 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	if err := projection.WaitCaughtUp(ctx, d.JS, events.TicketsStream, adapters.ProjectorDurable); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt := mc.Database(runtime.DatabaseName(Name)).Collection("tickets_rebuilt")
+	rebuilt := w.db.Collection("tickets_rebuilt")
 	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, rebuilt, adapters.Handler); err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +81,18 @@ func TestRebuildReproducesTheListing(t *testing.T) {
 	}
 }
 
+// started is a tickets service a test calls, with what it runs on.
+type started struct {
+	ctx  context.Context
+	deps runtime.Deps
+	db   *mongo.Database // the service's own database
+	svc  *Service
+	do   func(method, path, body string) map[string]any // a call as caller, answered 2xx
+}
+
 // startWithAgent starts the service on a fresh environment, its listings
-// reading index, with agent agent_1 of workspace ws_a known to it, and
-// returns what a test calls it with.
-func startWithAgent(t *testing.T, index string) (context.Context, runtime.Deps, *mongo.Client, *runtime.Service[*app.App], func(method, path, body string) map[string]any) {
+// reading index, with agent agent_1 of workspace ws_a known to it.
+func startWithAgent(t *testing.T, index string) started {
 	t.Helper()
 	env := testenv.New(t)
 	mc := env.Mongo(t)
@@ -110,14 +119,15 @@ func startWithAgent(t *testing.T, index string) (context.Context, runtime.Deps, 
 		return runtimetest.Do(t, svc.Handler, caller, method, path, body)
 	}
 	testkit.Eventually(t, 5*time.Second, "the agent known", func() bool { return svc.App.Directory.AgentExists("ws_a", "agent_1") })
-	return ctx, d, mc, svc, do
+	return started{ctx: ctx, deps: d, db: mc.Database(runtime.DatabaseName(Name)), svc: svc, do: do}
 }
 
 // Behind the in-memory index the store keeps a copy of each ticket's
 // latest state (deleted ones marked so), in a collection of its own that
 // the TICKETS stream alone rebuilds.
 func TestTheMemoryIndexsStoreCopyHoldsEachTicketsState(t *testing.T) {
-	ctx, d, mc, _, do := startWithAgent(t, config.ReadIndexMemory)
+	w := startWithAgent(t, config.ReadIndexMemory)
+	ctx, do := w.ctx, w.do
 	var ids []string
 	for i := range 3 {
 		m := do("POST", "/v1/convai/agents/agent_1/triage-tickets", fmt.Sprintf(`{"qa_comment":"ticket %d"}`, i))
@@ -125,10 +135,10 @@ func TestTheMemoryIndexsStoreCopyHoldsEachTicketsState(t *testing.T) {
 	}
 	do("PATCH", "/v1/convai/triage-tickets/"+ids[0], `{"status":"in_progress"}`)
 	do("DELETE", "/v1/convai/triage-tickets/"+ids[1], "")
-	if err := projection.WaitCaughtUp(ctx, d.JS, events.TicketsStream, adapters.StateDurable); err != nil {
+	if err := projection.WaitCaughtUp(ctx, w.deps.JS, events.TicketsStream, adapters.StateDurable); err != nil {
 		t.Fatal(err)
 	}
-	db := mc.Database(runtime.DatabaseName(Name))
+	db := w.db
 	states := func(coll string) map[string]*ticketsv1.Ticket {
 		t.Helper()
 		var docs []adapters.StateDoc
@@ -156,7 +166,7 @@ func TestTheMemoryIndexsStoreCopyHoldsEachTicketsState(t *testing.T) {
 	if names, _ := db.ListCollectionNames(ctx, bson.D{{Key: "name", Value: adapters.TicketsCollection}}); len(names) != 0 {
 		t.Errorf("the store listings' collection %s is written behind the memory index too", adapters.TicketsCollection)
 	}
-	if _, err := projection.Rebuild(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, db.Collection("tickets_state_rebuilt"), adapters.StateHandler); err != nil {
+	if _, err := projection.Rebuild(ctx, w.deps.JS, events.TicketsStream, []string{events.TicketsAll}, db.Collection("tickets_state_rebuilt"), adapters.StateHandler); err != nil {
 		t.Fatal(err)
 	}
 	again := states("tickets_state_rebuilt")
