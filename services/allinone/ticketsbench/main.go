@@ -282,6 +282,11 @@ func (p *platform) creates(n int) error {
 		return err
 	}
 	defer floor.stop()
+	baseline, err := openRawStream(p.NATSURL)
+	if err != nil {
+		return err
+	}
+	defer baseline.close()
 	// Warmed up first (see above).
 	if _, err := p.createThroughGateway("warm-", n); err != nil {
 		return err
@@ -308,7 +313,7 @@ func (p *platform) creates(n int) error {
 	var toRaw, toFloor, floorToRaw []float64
 	var server, floorUsed creatingUsage
 	for r := range createRounds {
-		raw, err := rawAppends(p.NATSURL, per)
+		raw, err := baseline.appends(int64(r*per), per)
 		if err != nil {
 			return err
 		}
@@ -455,31 +460,71 @@ func (p *platform) get(path string) (page, error) {
 // messages the size of a ticket event, by 16 publishers, to a file stream
 // on the platform's server.
 func rawAppends(natsURL string, n int) (float64, error) {
+	s, err := openRawStream(natsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer s.close()
+	return s.appends(0, n)
+}
+
+// onRawStream runs work(1) … work(n) on the bench's clients against a
+// raw stream of its own, deleted after, and returns how long the work
+// took.
+func onRawStream(natsURL string, n int, work func(ctx context.Context, js jetstream.JetStream, i int64) error) (time.Duration, error) {
+	s, err := openRawStream(natsURL)
+	if err != nil {
+		return 0, err
+	}
+	defer s.close()
+	return s.run(n, work)
+}
+
+// rawStream is a file stream of the bench's own (benchraw.>) on the
+// platform's server, deleted by close. One serves every round of (a): a
+// stream deleted and made again at once can fail while the server removes
+// the old one's files in the background.
+type rawStream struct {
+	nc *nats.Conn
+	js jetstream.JetStream
+}
+
+func openRawStream(natsURL string) (*rawStream, error) {
+	nc, err := nats.Connect(natsURL)
+	if err != nil {
+		return nil, err
+	}
+	js, _ := jetstream.New(nc)
+	if _, err := js.CreateOrUpdateStream(context.Background(), jetstream.StreamConfig{Name: "BENCHRAW", Subjects: []string{"benchraw.>"}, Storage: jetstream.FileStorage}); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return &rawStream{nc: nc, js: js}, nil
+}
+
+func (s *rawStream) close() {
+	_ = s.js.DeleteStream(context.Background(), "BENCHRAW")
+	s.nc.Close()
+}
+
+// run runs work(1) … work(n) on the bench's clients and returns how long
+// it took.
+func (s *rawStream) run(n int, work func(ctx context.Context, js jetstream.JetStream, i int64) error) (time.Duration, error) {
+	ctx := context.Background()
+	return inParallel(n, func(i int64) error { return work(ctx, s.js, i) })
+}
+
+// appends makes n optimistic create-only appends of messages the size of
+// a ticket event, numbered from first+1 (a number is appended once), and
+// returns their rate.
+func (s *rawStream) appends(first int64, n int) (float64, error) {
 	payload := make([]byte, 600)
-	took, err := onRawStream(natsURL, n, func(ctx context.Context, js jetstream.JetStream, i int64) error {
-		id := "t" + strconv.FormatInt(i, 10)
+	took, err := s.run(n, func(ctx context.Context, js jetstream.JetStream, i int64) error {
+		id := "t" + strconv.FormatInt(first+i, 10)
 		_, err := js.Publish(ctx, "benchraw."+id, payload, jetstream.WithExpectLastSequencePerSubject(0), jetstream.WithMsgID(id))
 		return err
 	})
 	return float64(n) / took.Seconds(), err
-}
-
-// onRawStream runs work(1) … work(n) on the bench's clients against a
-// file stream of its own (benchraw.>) on the platform's server, deleted
-// after, and returns how long the work took.
-func onRawStream(natsURL string, n int, work func(ctx context.Context, js jetstream.JetStream, i int64) error) (time.Duration, error) {
-	nc, err := nats.Connect(natsURL)
-	if err != nil {
-		return 0, err
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
-	ctx := context.Background()
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "BENCHRAW", Subjects: []string{"benchraw.>"}, Storage: jetstream.FileStorage}); err != nil {
-		return 0, err
-	}
-	defer func() { _ = js.DeleteStream(ctx, "BENCHRAW") }()
-	return inParallel(n, func(i int64) error { return work(ctx, js, i) })
 }
 
 // inParallel runs work(1) … work(n) on the bench's clients, stopping at

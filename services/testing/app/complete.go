@@ -257,7 +257,7 @@ const missedAfter = 30 * time.Second
 // its event acknowledged by the enqueuer, with no job queued, as a node of
 // the store was lost). The job ids make a round queued twice run once.
 func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) error {
-	subject, err := events.TestingSubject(ws, events.TestingKindInvocation, invocationID)
+	subject, err := a.Invocations.Subject(ws, invocationID)
 	if err != nil {
 		return err
 	}
