@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -57,12 +58,48 @@ type Repo[S proto.Message] struct {
 // An aggregate of another workspace lives on another subject, so it is
 // simply not found.
 func (r *Repo[S]) Get(ctx context.Context, workspaceID, id string) (S, uint64, error) {
+	state, rec, err := r.Latest(ctx, workspaceID, id)
+	return state, rec.Seq, err
+}
+
+// Latest is Get with the record of the aggregate's last event: its
+// sequence, type and time, for a caller that decides by them too.
+func (r *Repo[S]) Latest(ctx context.Context, workspaceID, id string) (S, eventlog.Record, error) {
+	var zero S
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil {
+		return zero, eventlog.Record{}, r.NotFound
+	}
+	rec, state, err := r.last(ctx, subject)
+	if err != nil {
+		return zero, eventlog.Record{}, err
+	}
+	if r.gone(state) {
+		return zero, eventlog.Record{}, r.NotFound
+	}
+	return state, rec, nil
+}
+
+// ErrStaleRead is GetSince's answer when the store answers an older state
+// than one the caller knows is stored.
+var ErrStaleRead = errors.New("a stale read of the event log")
+
+// GetSince is Get for a caller that holds an event of the aggregate
+// stored at seq (a consumer of its stream): the aggregate is then stored
+// at seq or later, so an answer of none, or of an older state, is a stale
+// one (a store between leaders) and is ErrStaleRead, to be asked again
+// later, never taken for the aggregate's. A deletion stored since still
+// answers NotFound.
+func (r *Repo[S]) GetSince(ctx context.Context, workspaceID, id string, seq uint64) (S, uint64, error) {
 	var zero S
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil {
 		return zero, 0, r.NotFound
 	}
 	rec, state, err := r.last(ctx, subject)
+	if rec.Seq < seq && (err == nil || errors.Is(err, r.NotFound)) { // none read: sequence 0
+		return zero, rec.Seq, fmt.Errorf("%w: %s read at sequence %d, older than its event at %d", ErrStaleRead, subject, rec.Seq, seq)
+	}
 	if err != nil {
 		return zero, 0, err
 	}

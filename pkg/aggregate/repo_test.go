@@ -62,6 +62,7 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"KeyedReplayOfADeletion", testKeyedReplayOfADeletion},
 		{"KeyedReplayBeyondTheDuplicateWindow", testKeyedReplayBeyondTheDuplicateWindow},
 		{"MadeReadsOnceUnlessDeleted", testMadeReadsOnceUnlessDeleted},
+		{"LatestAndGetSince", testLatestAndGetSince},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })
@@ -216,6 +217,39 @@ func testMadeReadsOnceUnlessDeleted(t *testing.T, open openStore) {
 	}
 	if _, _, ok := r.Made(ctx, "ws", "agent_1", "cmd-other"); ok {
 		t.Fatal("another command made nothing here")
+	}
+}
+
+// Latest answers the last event's record beside the state; GetSince
+// takes a read older than the event its caller holds for a stale one,
+// and a deletion for what it is.
+func testLatestAndGetSince(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	ctx := context.Background()
+	create(t, r, "agent_1", "")
+	a, rec, err := r.Latest(ctx, "ws", "agent_1")
+	if err != nil || a.GetName() != "first" || rec.Seq == 0 || rec.Type != events.TypeAgentCreated || rec.Time.IsZero() {
+		t.Fatalf("latest: %v %+v %v, want the agent with its create's record", a, rec, err)
+	}
+	created := rec.Seq
+	if a, seq, err := r.GetSince(ctx, "ws", "agent_1", created); err != nil || seq != created || a.GetName() != "first" {
+		t.Fatalf("since its own event: %v %d %v", a, seq, err)
+	}
+	// The caller holds an event the store does not answer yet.
+	if _, seq, err := r.GetSince(ctx, "ws", "agent_1", created+1); !errors.Is(err, ErrStaleRead) || seq != created {
+		t.Fatalf("a read older than the event in hand: sequence %d, %v; want %d and a stale read", seq, err, created)
+	}
+	if _, _, err := r.GetSince(ctx, "ws", "agent_9", 1); !errors.Is(err, ErrStaleRead) {
+		t.Fatalf("none read of an aggregate whose event is in hand: %v, want a stale read", err)
+	}
+	if _, err := r.Update(ctx, "ws", "agent_1", "", deleteAgent); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.GetSince(ctx, "ws", "agent_1", created); !errors.Is(err, errNotFound) {
+		t.Fatalf("deleted since: %v, want not found", err)
+	}
+	if _, _, err := r.Latest(ctx, "ws", "agent_1"); !errors.Is(err, errNotFound) {
+		t.Fatalf("latest of a deleted aggregate: %v, want not found", err)
 	}
 }
 

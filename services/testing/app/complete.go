@@ -99,7 +99,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	if left, err := a.jobsLeft(ctx, ws, invocationID); err != nil || left {
 		return false, err
 	}
-	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
+	inv, last, err := a.Invocations.Latest(ctx, ws, invocationID)
 	if err != nil || inv.GetStatus() != domain.InvocationRunning {
 		return false, err
 	}
@@ -108,7 +108,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	}
 	if q, err := a.queued(ctx, ws, invocationID); err != nil || q < inv.GetJobsTotal() {
 		if err == nil && !claim {
-			err = a.queueMissedRound(ctx, ws, invocationID)
+			err = a.queueMissedRound(ctx, invocationID, last)
 		}
 		return false, err
 	}
@@ -252,20 +252,16 @@ const missedAfter = 30 * time.Second
 
 // queueMissedRound queues the running round of an invocation whose jobs
 // the enqueuer has not recorded queued missedAfter after the round's event
-// was stored, as the enqueuer would: a running invocation whose jobs are
-// never queued waits for good, whatever lost them (the cluster tier saw
-// its event acknowledged by the enqueuer, with no job queued, as a node of
-// the store was lost). The job ids make a round queued twice run once.
-func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) error {
-	subject, err := a.Invocations.Subject(ws, invocationID)
-	if err != nil {
-		return err
+// (last, the invocation's last) was stored, as the enqueuer would: a
+// running invocation whose jobs are never queued waits for good, whatever
+// lost them (the cluster tier saw its event acknowledged by the enqueuer,
+// with no job queued, as a node of the store was lost). The job ids make
+// a round queued twice run once.
+func (a *App) queueMissedRound(ctx context.Context, invocationID string, last Record) error {
+	if a.Now().Sub(last.Time) < missedAfter {
+		return nil
 	}
-	rec, found, err := a.Invocations.Store.Last(ctx, subject)
-	if err != nil || !found || a.Now().Sub(rec.Time) < missedAfter {
-		return err
-	}
-	if rec.Type != events.TypeInvocationCreated && rec.Type != events.TypeInvocationResubmitted {
+	if last.Type != events.TypeInvocationCreated && last.Type != events.TypeInvocationResubmitted {
 		return nil // a load step's, queued by its own checks
 	}
 	if a.WritesHeld != nil && a.WritesHeld() != nil {
@@ -273,8 +269,8 @@ func (a *App) queueMissedRound(ctx context.Context, ws, invocationID string) err
 	}
 	// Said: a round the enqueuer missed, or one it is far behind on.
 	a.Log.WarnContext(ctx, "completion sweeper: a round not queued in time; queuing it",
-		"invocation", invocationID, "event", rec.Type, "seq", rec.Seq, "stored", rec.Time, "within", missedAfter)
-	return a.enqueue(ctx, rec, func() {})
+		"invocation", invocationID, "event", last.Type, "seq", last.Seq, "stored", last.Time, "within", missedAfter)
+	return a.enqueue(ctx, last, func() {})
 }
 
 // RunCompletionSweeper checks running invocations every interval, so one

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
-	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -107,25 +106,21 @@ func (a *App) markQueued(ctx context.Context, rec Record, inv *testingv1.Invocat
 // older than a cancel, whose purge would miss the jobs queued now, or
 // than a newer round. A round no longer running queues nothing.
 //
-// The event in hand (rec) is stored, and invocations are never deleted:
-// a read that does not find it, or finds an older state, is a stale
-// answer (a store between leaders), not the invocation's, and is asked
+// The event in hand (rec) is stored, so a read older than it is a stale
+// answer (aggregate.ErrStaleRead), not the invocation's, and is asked
 // again later rather than taken for "not running", which would settle the
 // event with no job queued and leave the invocation running for good.
-// Only an event older than staleReadsFor whose invocation still does not
-// read is passed by: its stream was made anew without it (a restore).
+// Only an event older than staleReadsFor whose invocation still reads
+// stale is passed by: its stream was made anew without it (a restore).
 func (a *App) stillRuns(ctx context.Context, rec Record, inv *testingv1.Invocation, attempt int32) (bool, error) {
-	cur, seq, err := a.Invocations.Get(ctx, inv.GetWorkspaceId(), inv.GetInvocationId())
-	if err != nil && !errors.Is(err, apperr.InvocationNotFound) {
-		return false, err
+	cur, seq, err := a.Invocations.GetSince(ctx, inv.GetWorkspaceId(), inv.GetInvocationId(), rec.Seq)
+	if errors.Is(err, aggregate.ErrStaleRead) && a.Now().Sub(rec.Time) > staleReadsFor {
+		a.Log.ErrorContext(ctx, "enqueuer: an invocation event whose invocation does not read is passed by",
+			"subject", rec.Subject, "seq", rec.Seq, "read_seq", seq, "err", err)
+		return false, nil
 	}
-	if err != nil || seq < rec.Seq {
-		if a.Now().Sub(rec.Time) > staleReadsFor {
-			a.Log.ErrorContext(ctx, "enqueuer: an invocation event whose invocation does not read is passed by",
-				"subject", rec.Subject, "seq", rec.Seq, "read_seq", seq, "err", err)
-			return false, nil
-		}
-		return false, fmt.Errorf("a stale read, asked again: the invocation read at sequence %d (%v), older than its event at %d", seq, err, rec.Seq)
+	if err != nil {
+		return false, err
 	}
 	if !RunsRound(cur, attempt) {
 		// Rare (a cancel or a new round within moments of the event): said,

@@ -17,6 +17,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
@@ -579,6 +580,13 @@ func (w *Worker) invocation(ctx context.Context, ws, id string, attempt int32) (
 	}
 	// A read already under way when this job's resubmission was stored.
 	inv, _, err := w.App.Invocations.Get(ctx, ws, id)
+	if err == nil && !knowsAttempt(inv, attempt) {
+		// A round is stored before its jobs are queued: read without it,
+		// the invocation is a stale answer (a store between leaders), and
+		// the job is tried again later rather than taken for one of an
+		// older round, which would settle it with its runs never played.
+		return nil, fmt.Errorf("%w: invocation %s read without the job's attempt %d", aggregate.ErrStaleRead, id, attempt)
+	}
 	return inv, err
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -454,6 +455,75 @@ func TestACancelledRoundsJobsRunNothingOnceResubmitted(t *testing.T) {
 					len(res), run0.GetAttempt(), turns.Load(), got.GetPassedCount(), got.GetFailedCount())
 			}
 		})
+	}
+}
+
+// lagging is a testing log whose reads of invocations answer the record
+// pinned while one is: a store (a replica between leaders) that has not
+// caught up with the newest event. reads counts them.
+type lagging struct {
+	eventlog.Store
+	mu     sync.Mutex
+	pinned *eventlog.Record
+	reads  atomic.Int32
+}
+
+func (l *lagging) pin(rec *eventlog.Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pinned = rec
+}
+
+func (l *lagging) Last(ctx context.Context, subject string) (eventlog.Record, bool, error) {
+	l.mu.Lock()
+	pinned := l.pinned
+	l.mu.Unlock()
+	if pinned != nil && pinned.Subject == subject {
+		l.reads.Add(1)
+		return *pinned, true, nil
+	}
+	return l.Store.Last(ctx, subject)
+}
+
+// A job's round is stored before its jobs are queued, so an invocation
+// read without the job's round is a stale read: the job is tried again
+// until the store answers the round, then run. Before, it was taken for
+// a round before the running one and settled with its run never played,
+// the invocation left running for good.
+func TestAJobWhoseInvocationReadsWithoutItsRoundIsTriedAgain(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(1)
+	if _, err := w.a.Cancel(w.ctx, w.caller, inv.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := events.TestingSubject("ws", events.TestingKindInvocation, inv.GetInvocationId())
+	cancelled, _, err := w.p.Testing.Last(w.ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.resubmit(inv, 0) // the enqueuer, reading the store whole, queues round 2
+	testkit.Eventually(t, 10*time.Second, "round 2 queued", func() bool { return w.waiting(inv) })
+
+	// The worker reads a replica still at the cancel.
+	stale := &lagging{Store: w.p.Testing}
+	stale.pin(&cancelled)
+	ports := w.p.Ports()
+	ports.Testing = stale
+	behind := app.New(ports, memory.NewIndex(), slog.New(slog.DiscardHandler), time.Now)
+	var turns atomic.Int32
+	w.startWith(w.p.RunnerPorts(), countingModel{turns: &turns}, func(wk *runner.Worker) {
+		wk.App = behind
+		wk.MaxAttempts = 1 << 20 // tried again as often as it takes, never given up here
+	})
+	testkit.Eventually(t, 10*time.Second, "the job tried again", func() bool { return stale.reads.Load() >= 4 })
+	if turns.Load() != 0 || (!w.waiting(inv) && w.p.Jobs.Out() == 0) {
+		t.Fatalf("the job of round 2 was settled on a read of round 1 (%d runs played)", turns.Load())
+	}
+
+	stale.pin(nil) // caught up
+	testkit.Eventually(t, 10*time.Second, "round 2 completed", func() bool { return w.get(inv).GetStatus() == domain.InvocationCompleted })
+	if run0 := w.results(inv)[domain.RunID(inv.GetInvocationId(), 0)]; run0.GetAttempt() != 2 || turns.Load() != 1 {
+		t.Fatalf("run 0 of attempt %d, %d runs played; want attempt 2's, played once", run0.GetAttempt(), turns.Load())
 	}
 }
 
