@@ -159,7 +159,7 @@ func (a *App) checkCompletion(ctx context.Context, ws, invocationID string, clai
 	}
 	if completed.GetRepeatCount() > 1 {
 		round := strconv.FormatInt(completed.GetJobsTotal(), 10)
-		job := &testingv1.RunJob{WorkspaceId: ws, InvocationId: invocationID, Kind: "bucketing"}
+		job := &testingv1.RunJob{WorkspaceId: ws, InvocationId: invocationID, Kind: "bucketing", Round: completed.GetJobsTotal()}
 		data, _ := proto.Marshal(job)
 		subject, err := events.TestBucketingJobSubject(ws, invocationID, round)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -172,13 +173,23 @@ func (a *App) RecordedRun(ctx context.Context, ws, invocationID, runID string, a
 }
 
 // GroupResults groups a finished invocation's runs per test and records
-// the groups, then bucketing as completed; delivered is how many times
-// the bucketing job was delivered: from the third, a failure to group is
-// recorded as bucketing failed.
-func (a *App) GroupResults(ctx context.Context, ws, invocationID string, delivered uint64) error {
+// the groups, then bucketing as completed; round is the bucketing job's
+// (0 from a version before it), delivered how many times the job was
+// delivered: from the third, a failure to group is recorded as bucketing
+// failed.
+func (a *App) GroupResults(ctx context.Context, ws, invocationID string, round int64, delivered uint64) error {
 	inv, _, err := a.Invocations.Get(ctx, ws, invocationID)
 	if err != nil {
 		return err
+	}
+	// The round's completion is stored before its bucketing job is queued:
+	// read as running it, or an older round, the invocation is a stale
+	// answer (a store between leaders), asked again rather than taken for
+	// a round with nothing to group, which would leave bucketing pending
+	// for good. A newer round running has its own job.
+	if inv.GetJobsTotal() < round || (inv.GetJobsTotal() == round && inv.GetStatus() == domain.InvocationRunning) {
+		return fmt.Errorf("%w: invocation %s read at round %d (%s), before the completion of round %d", aggregate.ErrStaleRead,
+			invocationID, inv.GetJobsTotal(), inv.GetStatus(), round)
 	}
 	if inv.GetBucketingStatus() != domain.BucketingPending || inv.GetStatus() != domain.InvocationCompleted {
 		return nil

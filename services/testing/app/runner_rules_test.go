@@ -3,11 +3,13 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
@@ -22,8 +24,9 @@ func TestGroupingRecordsEachTestsGroups(t *testing.T) {
 		t.Fatal("not completed")
 	}
 	ctx := context.Background()
+	round := w.get(inv.GetInvocationId()).GetJobsTotal()
 	for range 2 {
-		if err := w.a.GroupResults(ctx, "ws", inv.GetInvocationId(), 1); err != nil {
+		if err := w.a.GroupResults(ctx, "ws", inv.GetInvocationId(), round, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,13 +47,19 @@ func TestGroupingRecordsEachTestsGroups(t *testing.T) {
 	}
 }
 
-// A grouping given up records bucketing failed with the reason; one not
-// yet due (the invocation still running) records nothing.
+// A grouping given up records bucketing failed with the reason. One that
+// reads its round still running is a stale read (the completion is
+// stored before the job is queued), asked again; one of a job of a
+// version before rounds records nothing then.
 func TestGroupingGivenUpRecordsTheReason(t *testing.T) {
 	w := newWorld(t)
 	inv := w.run(2) // repeated runs are grouped
 	ctx := context.Background()
-	if err := w.a.GroupResults(ctx, "ws", inv.GetInvocationId(), 1); err != nil {
+	round := w.get(inv.GetInvocationId()).GetJobsTotal()
+	if err := w.a.GroupResults(ctx, "ws", inv.GetInvocationId(), round, 1); !errors.Is(err, aggregate.ErrStaleRead) {
+		t.Fatalf("grouping a round read running: %v; want a stale read, asked again", err)
+	}
+	if err := w.a.GroupResults(ctx, "ws", inv.GetInvocationId(), 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := w.get(inv.GetInvocationId()); got.GetBucketingStatus() != domain.BucketingPending {

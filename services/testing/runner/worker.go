@@ -272,7 +272,7 @@ func (w *Worker) handle(ctx context.Context, m app.TakenJob) {
 		return
 	}
 	if job.GetKind() == "bucketing" {
-		if err := w.App.GroupResults(ctx, job.GetWorkspaceId(), job.GetInvocationId(), delivered); err != nil {
+		if err := w.App.GroupResults(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetRound(), delivered); err != nil {
 			w.Log.WarnContext(ctx, "runner: bucketing failed, will retry", "subject", m.Subject(), "err", err)
 			_ = m.Retry(w.RetryDelay)
 			return

@@ -1773,9 +1773,12 @@ type RunJob struct {
 	RunCount    int32  `protobuf:"varint,8,opt,name=run_count,json=runCount,proto3" json:"run_count,omitempty"`
 	// kind "load": job load_job of a load test's step load_step, holding
 	// load_callers simulated callers.
-	LoadStep      int32 `protobuf:"varint,9,opt,name=load_step,json=loadStep,proto3" json:"load_step,omitempty"`
-	LoadJob       int32 `protobuf:"varint,10,opt,name=load_job,json=loadJob,proto3" json:"load_job,omitempty"`
-	LoadCallers   int32 `protobuf:"varint,11,opt,name=load_callers,json=loadCallers,proto3" json:"load_callers,omitempty"`
+	LoadStep    int32 `protobuf:"varint,9,opt,name=load_step,json=loadStep,proto3" json:"load_step,omitempty"`
+	LoadJob     int32 `protobuf:"varint,10,opt,name=load_job,json=loadJob,proto3" json:"load_job,omitempty"`
+	LoadCallers int32 `protobuf:"varint,11,opt,name=load_callers,json=loadCallers,proto3" json:"load_callers,omitempty"`
+	// kind "bucketing": the round it groups (the invocation's jobs total
+	// when that round completed); 0 in jobs of versions before it.
+	Round         int64 `protobuf:"varint,12,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1883,6 +1886,13 @@ func (x *RunJob) GetLoadJob() int32 {
 func (x *RunJob) GetLoadCallers() int32 {
 	if x != nil {
 		return x.LoadCallers
+	}
+	return 0
+}
+
+func (x *RunJob) GetRound() int64 {
+	if x != nil {
+		return x.Round
 	}
 	return 0
 }
@@ -2941,7 +2951,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x10workflow_node_id\x18\x03 \x01(\tR\x0eworkflowNodeId\x124\n" +
 	"\abuckets\x18\x04 \x03(\v2\x1a.voiceai.testing.v1.BucketR\abuckets\x12\x1d\n" +
 	"\n" +
-	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xcf\x02\n" +
+	"test_index\x18\x05 \x01(\x05R\ttestIndex\"\xe5\x02\n" +
 	"\x06RunJob\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12#\n" +
 	"\rinvocation_id\x18\x02 \x01(\tR\finvocationId\x12\x12\n" +
@@ -2955,7 +2965,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\tload_step\x18\t \x01(\x05R\bloadStep\x12\x19\n" +
 	"\bload_job\x18\n" +
 	" \x01(\x05R\aloadJob\x12!\n" +
-	"\fload_callers\x18\v \x01(\x05R\vloadCallers\"\xd1\x06\n" +
+	"\fload_callers\x18\v \x01(\x05R\vloadCallers\x12\x14\n" +
+	"\x05round\x18\f \x01(\x03R\x05round\"\xd1\x06\n" +
 	"\bRunLabel\x12\x19\n" +
 	"\blabel_id\x18\x01 \x01(\tR\alabelId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12#\n" +
