@@ -18,6 +18,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	testingadapters "github.com/voiceai-platform/voiceai/services/testing/adapters"
 	"github.com/voiceai-platform/voiceai/services/webhooks/adapters"
@@ -189,22 +190,25 @@ func runChaos(t *testing.T, record func(measurement)) {
 	fmt.Println("  " + p.healed())
 }
 
-// healed says how often the testing service mended a round's queuing in
-// the run: an event whose invocation read stale asked again, a round the
-// enqueuer missed queued by the completion sweeper. Either is a fault it
-// survived; the count says how often the tier meets it, and the lines
-// (the first few) what the stale read answered.
+// healed says how often the testing service mended a round's queuing or
+// running in the run: an event whose invocation read stale asked again
+// (the enqueuer), a job whose invocation read stale tried again (a
+// runner), a round the enqueuer missed queued by the completion sweeper.
+// Each is a fault it survived; the count says how often the tier meets
+// it, and the lines (the first few) what the stale read answered.
 func (p *platform) healed() string {
-	stale, missed := 0, 0
+	staleEvents, staleJobs, missed := 0, 0, 0
 	var lines []string
 	for _, sp := range p.all {
-		if sp.name != "testing" {
+		if sp.name != "testing" && sp.name != "testing-runner" {
 			continue
 		}
 		for line := range strings.Lines(sp.Logs()) {
 			switch {
-			case strings.Contains(line, "a stale read, asked again"):
-				stale++
+			case strings.Contains(line, aggregate.ErrStaleRead.Error()) && sp.name == "testing":
+				staleEvents++
+			case strings.Contains(line, aggregate.ErrStaleRead.Error()):
+				staleJobs++
 			case strings.Contains(line, "a round not queued in time"):
 				missed++
 			default:
@@ -218,8 +222,8 @@ func (p *platform) healed() string {
 	if len(lines) > 0 {
 		lines = append([]string{""}, lines...)
 	}
-	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d missed rounds queued by the completion sweeper", stale, missed) +
-		strings.Join(lines, "\n")
+	return fmt.Sprintf("testing healed: %d invocation events asked again after a stale read, %d jobs tried again after one, %d missed rounds queued by the completion sweeper",
+		staleEvents, staleJobs, missed) + strings.Join(lines, "\n")
 }
 
 // platform is the running cluster: nodes, store and service processes.
