@@ -18,6 +18,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
@@ -349,9 +350,24 @@ func TestALoadJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
 	w.givenUpAndDropped(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: domain.JobLoad, Attempt: 1, LoadCallers: 3})
 }
 
-// givenUpAndDropped queues job on subject, runs a worker that gives a job
-// up at its first delivery, and waits for the job to be dropped.
-func (w *memWorld) givenUpAndDropped(subject string, job *testingv1.RunJob) {
+// A job given up whose invocation does not read, though it was made
+// moments ago, is not dropped: the read may be stale (a store between
+// leaders), and the job is given up again later, its runs then recorded
+// failed under their tests.
+func TestAJobGivenUpOfAnInvocationMadeMomentsAgoIsNotDropped(t *testing.T) {
+	w := newMemWorld(t)
+	id := ids.New("tinv")
+	subject, _ := events.TestJobSubject("ws", id, "run-0")
+	w.queueOrphan(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: "run", RunId: domain.RunID(id, 0), Attempt: 1})
+	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
+	testkit.Eventually(t, 10*time.Second, "the job given up again", func() bool { return w.p.Jobs.Deliveries("orphan-run") >= 3 })
+	if dropped := w.p.Jobs.Dropped(); len(dropped) != 0 {
+		t.Fatalf("a given-up job of an invocation made moments ago was dropped on a read that may be stale: %v", dropped)
+	}
+}
+
+// queueOrphan queues job on subject, of no invocation there is.
+func (w *memWorld) queueOrphan(subject string, job *testingv1.RunJob) {
 	w.t.Helper()
 	data, err := proto.Marshal(job)
 	if err != nil {
@@ -362,6 +378,13 @@ func (w *memWorld) givenUpAndDropped(subject string, job *testingv1.RunJob) {
 	}); err != nil {
 		w.t.Fatal(err)
 	}
+}
+
+// givenUpAndDropped queues job on subject, runs a worker that gives a job
+// up at its first delivery, and waits for the job to be dropped.
+func (w *memWorld) givenUpAndDropped(subject string, job *testingv1.RunJob) {
+	w.t.Helper()
+	w.queueOrphan(subject, job)
 	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
 	testkit.Eventually(w.t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })
 }
