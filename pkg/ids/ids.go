@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/oklog/ulid/v2"
 )
@@ -25,16 +24,6 @@ func New(prefix string) string {
 	id := ulid.MustNew(ulid.Now(), entropy)
 	mu.Unlock()
 	return prefix + "_" + strings.ToLower(id.String())
-}
-
-// Made is when an id New made was made, read from its ULID; false for an
-// id of another form (a stable id, a caller's).
-func Made(id string) (time.Time, bool) {
-	u, err := ulid.ParseStrict(id[strings.LastIndexByte(id, '_')+1:])
-	if err != nil {
-		return time.Time{}, false
-	}
-	return ulid.Time(u.Time()), true
 }
 
 // MaxLen bounds every identifier a caller may send. Ids travel inside NATS

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestNewIsPrefixedUniqueAndSortable(t *testing.T) {
@@ -19,22 +18,6 @@ func TestNewIsPrefixedUniqueAndSortable(t *testing.T) {
 			t.Fatalf("%q does not sort after %q", id, prev)
 		}
 		seen[id], prev = true, id
-	}
-}
-
-// Made reads back when New made an id, to the millisecond, and refuses
-// ids of other forms.
-func TestMadeReadsTheTimeOfAnIdNewMade(t *testing.T) {
-	before := time.Now().Truncate(time.Millisecond)
-	id := New("tinv")
-	made, ok := Made(id)
-	if !ok || made.Before(before) || made.After(time.Now()) {
-		t.Fatalf("%s made at %v (%v); want between %v and now", id, made, ok, before)
-	}
-	for _, other := range []string{"tinv_none", "ws_default", "", "_", strings.Repeat("z", 26), "tinv_" + strings.Repeat("u", 26)} {
-		if at, ok := Made(other); ok {
-			t.Errorf("%q read as made at %v", other, at)
-		}
 	}
 }
 

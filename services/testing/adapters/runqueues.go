@@ -359,6 +359,12 @@ func (j takenJob) Delivered() uint64 {
 	}
 	return 1
 }
+func (j takenJob) Queued() time.Time {
+	if md, _ := j.m.Metadata(); md != nil {
+		return md.Timestamp
+	}
+	return time.Time{}
+}
 func (j takenJob) Done() error                             { return j.m.Ack() }
 func (j takenJob) DoneConfirmed(ctx context.Context) error { return j.m.DoubleAck(ctx) }
 func (j takenJob) Retry(delay time.Duration) error         { return j.m.NakWithDelay(delay) }

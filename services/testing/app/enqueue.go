@@ -13,7 +13,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
@@ -137,14 +136,13 @@ func (a *App) stillRuns(ctx context.Context, rec Record, inv *testingv1.Invocati
 // the event is taken for one of a stream made anew without it.
 const staleReadsFor = 10 * time.Minute
 
-// MayReadStale reports whether a read that does not find invocation id,
-// made by this service, may be a stale one (a store between leaders)
-// rather than its absence: whether the id's clock says it was made less
-// than staleReadsFor ago. A caller holding one of its jobs asks again
-// then, and takes it for gone only after.
-func (a *App) MayReadStale(invocationID string) bool {
-	made, ok := ids.Made(invocationID)
-	return ok && a.Now().Sub(made) < staleReadsFor
+// MayReadStale reports whether a read that does not find the invocation
+// of a job queued at queued may be a stale one (a store between leaders)
+// rather than its absence: the invocation was stored before its job, so
+// it may while the job is younger than staleReadsFor. Its runner asks
+// again then, and takes the invocation for gone only after.
+func (a *App) MayReadStale(queued time.Time) bool {
+	return a.Now().Sub(queued) < staleReadsFor
 }
 
 // publishJobs queues n jobs, telling the feed the event is still being

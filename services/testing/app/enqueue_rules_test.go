@@ -15,7 +15,6 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
@@ -492,22 +491,21 @@ func TestTheEnqueuerAsksAgainWhenItsInvocationReadsStale(t *testing.T) {
 }
 
 // An invocation that does not read may read stale only in the minutes
-// after it was made (by its id's clock); one older, or of an id this
-// service did not make, is gone.
-func TestAnInvocationMayReadStaleOnlyMomentsAfterItWasMade(t *testing.T) {
+// after its job was queued; later it is gone.
+func TestAnInvocationMayReadStaleOnlyMomentsAfterItsJobWasQueued(t *testing.T) {
 	now := time.Now()
 	clock := func() time.Time { return now }
 	a := app.New(memory.NewPorts(clock).Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), clock)
-	id := ids.New("tinv")
-	if !a.MayReadStale(id) {
-		t.Fatal("an invocation made moments ago that does not read is taken for gone")
+	queued := now
+	if !a.MayReadStale(queued) {
+		t.Fatal("the invocation of a job queued moments ago that does not read is taken for gone")
 	}
 	now = now.Add(11 * time.Minute)
-	if a.MayReadStale(id) {
-		t.Fatal("an invocation made 11 minutes ago that does not read may still read stale")
+	if a.MayReadStale(queued) {
+		t.Fatal("the invocation of a job queued 11 minutes ago that does not read may still read stale")
 	}
-	if a.MayReadStale("tinv_none") {
-		t.Fatal("an id of no clock may read stale")
+	if a.MayReadStale(time.Time{}) {
+		t.Fatal("a job of no known queuing time may read stale")
 	}
 }
 

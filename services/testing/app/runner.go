@@ -37,6 +37,9 @@ type TakenJob interface {
 	Traceparent() string
 	// Delivered is how many times the job was delivered, this time included.
 	Delivered() uint64
+	// Queued is when the job was stored on its queue; a job given back
+	// keeps it.
+	Queued() time.Time
 	// Done takes the job off its queue.
 	Done() error
 	// DoneConfirmed is Done, returning once the queue confirmed it.

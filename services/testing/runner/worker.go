@@ -360,11 +360,11 @@ func (w *Worker) ackLoad(ctx context.Context, m app.TakenJob, job *testingv1.Run
 // givenUpInvocation reads the invocation of a job given up, whose
 // failures need its tests (a run's) or its turns per caller (a load
 // job's): a job of no invocation is dropped, nothing reading them; one
-// whose invocation does not read now, or may read stale (not found, yet
-// made moments ago), is given up again later.
+// whose invocation does not read now, or may read stale (not found, the
+// job queued moments ago), is given up again later.
 func (w *Worker) givenUpInvocation(ctx context.Context, m app.TakenJob, job *testingv1.RunJob, attempt int32) (*testingv1.Invocation, bool) {
 	inv, err := w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), attempt)
-	if errors.Is(err, apperr.InvocationNotFound) && !w.App.MayReadStale(job.GetInvocationId()) {
+	if errors.Is(err, apperr.InvocationNotFound) && !w.App.MayReadStale(m.Queued()) {
 		w.Log.ErrorContext(ctx, "runner: a given-up job of no invocation dropped", "subject", m.Subject())
 		_ = m.Drop()
 		return nil, false

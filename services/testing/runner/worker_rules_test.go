@@ -18,7 +18,6 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
-	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
@@ -350,13 +349,13 @@ func TestALoadJobGivenUpOfNoInvocationIsDropped(t *testing.T) {
 	w.givenUpAndDropped(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: domain.JobLoad, Attempt: 1, LoadCallers: 3})
 }
 
-// A job given up whose invocation does not read, though it was made
-// moments ago, is not dropped: the read may be stale (a store between
-// leaders), and the job is given up again later, its runs then recorded
-// failed under their tests.
-func TestAJobGivenUpOfAnInvocationMadeMomentsAgoIsNotDropped(t *testing.T) {
+// A job given up whose invocation does not read, though the job was
+// queued moments ago, is not dropped: the read may be stale (a store
+// between leaders), and the job is given up again later, its runs then
+// recorded failed under their tests.
+func TestAJobGivenUpQueuedMomentsAgoIsNotDroppedForAnInvocationNotRead(t *testing.T) {
 	w := newMemWorld(t)
-	id := ids.New("tinv")
+	id := "tinv_none"
 	subject, _ := events.TestJobSubject("ws", id, "run-0")
 	w.queueOrphan(subject, &testingv1.RunJob{WorkspaceId: "ws", InvocationId: id, Kind: "run", RunId: domain.RunID(id, 0), Attempt: 1})
 	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
@@ -380,10 +379,12 @@ func (w *memWorld) queueOrphan(subject string, job *testingv1.RunJob) {
 	}
 }
 
-// givenUpAndDropped queues job on subject, runs a worker that gives a job
-// up at its first delivery, and waits for the job to be dropped.
+// givenUpAndDropped queues job on subject as 11 minutes ago, runs a
+// worker that gives a job up at its first delivery, and waits for the
+// job to be dropped.
 func (w *memWorld) givenUpAndDropped(subject string, job *testingv1.RunJob) {
 	w.t.Helper()
+	w.p.Jobs.Now = func() time.Time { return time.Now().Add(-11 * time.Minute) } // before any job is queued or taken
 	w.queueOrphan(subject, job)
 	w.start(w.p.RunnerPorts(), func(wk *runner.Worker) { wk.MaxAttempts = 1 })
 	testkit.Eventually(w.t, 10*time.Second, "the job dropped", func() bool { return len(w.p.Jobs.Dropped()) == 1 })

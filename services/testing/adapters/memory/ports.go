@@ -29,8 +29,10 @@ type Ports struct {
 
 // NewPorts makes empty memory ports.
 func NewPorts(now func() time.Time) *Ports {
+	jobs := NewJobQueue()
+	jobs.Now = now
 	return &Ports{Testing: memlog.New(), Agents: memlog.New(), Runs: NewRunsLog(now),
-		Jobs: NewJobQueue(), Counts: NewCounters(), Feed: NewFeed()}
+		Jobs: jobs, Counts: NewCounters(), Feed: NewFeed()}
 }
 
 // Ports are m as app.New takes them.
@@ -138,14 +140,18 @@ type JobQueue struct {
 
 	out       map[string]app.Message // taken by a runner, not done, by id
 	delivered map[string]uint64      // deliveries so far, by id
+	stored    map[string]time.Time   // when each was queued, by id
 	notBefore map[string]time.Time   // a job given back waits until then
 	dropped   []app.Message          // taken off undone
 	queued    []func()               // runners told of new jobs
+	// Now is the queue's clock (time.Now unless set).
+	Now func() time.Time
 }
 
 // NewJobQueue is an empty queue.
 func NewJobQueue() *JobQueue {
-	return &JobQueue{ids: map[string]bool{}, out: map[string]app.Message{}, delivered: map[string]uint64{}, notBefore: map[string]time.Time{}}
+	return &JobQueue{ids: map[string]bool{}, out: map[string]app.Message{}, delivered: map[string]uint64{}, notBefore: map[string]time.Time{},
+		stored: map[string]time.Time{}, Now: time.Now}
 }
 
 func (q *JobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message, error)) error {
@@ -157,6 +163,7 @@ func (q *JobQueue) Enqueue(_ context.Context, n int, job func(int) (app.Message,
 		q.mu.Lock()
 		if !q.ids[m.ID] {
 			q.ids[m.ID] = true
+			q.stored[m.ID] = q.Now()
 			q.jobs = append(q.jobs, m)
 		}
 		q.mu.Unlock()

@@ -64,7 +64,7 @@ func (r *RunQueues) Take(_ context.Context, rq app.RunQueue, n int) ([]app.Taken
 		if len(taken) < n && ok && ws == rq.Workspace && inv == rq.Invocation && !now.Before(q.notBefore[j.ID]) {
 			q.delivered[j.ID]++
 			q.out[j.ID] = j
-			taken = append(taken, &takenJob{q: q, m: j, delivered: q.delivered[j.ID]})
+			taken = append(taken, &takenJob{q: q, m: j, delivered: q.delivered[j.ID], queued: q.stored[j.ID]})
 			continue
 		}
 		kept = append(kept, j)
@@ -133,12 +133,14 @@ type takenJob struct {
 	q         *JobQueue
 	m         app.Message
 	delivered uint64
+	queued    time.Time
 }
 
 func (j *takenJob) Subject() string     { return j.m.Subject }
 func (j *takenJob) Data() []byte        { return j.m.Data }
 func (j *takenJob) Traceparent() string { return j.m.Header.Get(events.HeaderTraceparent) }
 func (j *takenJob) Delivered() uint64   { return j.delivered }
+func (j *takenJob) Queued() time.Time   { return j.queued }
 func (j *takenJob) Working() error      { return nil }
 
 func (j *takenJob) Done() error { j.end(false, 0, false); return nil }

@@ -88,6 +88,7 @@ func waiting(t *testing.T, p Ports, inv string) bool {
 }
 
 func takes(t *testing.T, p Ports) {
+	before := time.Now()
 	enqueue(t, p, "tinv_a", 3)
 	enqueue(t, p, "tinv_b", 1)
 	if err := p.Runner.Queues.Refresh(context.Background(), func(string, string) int { return 0 }); err != nil {
@@ -107,6 +108,10 @@ func takes(t *testing.T, p Ports) {
 	if rest := take(t, p, "tinv_a", 5); len(rest) != 1 || string(rest[0].Data()) != "tinv_a/c" {
 		t.Fatalf("took %d more jobs; want the last one", len(rest))
 	}
+	// When it was queued, by the queue's clock (a second either side).
+	if q := jobs[0].Queued(); q.Before(before.Add(-time.Second)) || q.After(time.Now().Add(time.Second)) {
+		t.Fatalf("a job queued at %v reads as queued at %v", before, q)
+	}
 }
 
 func retried(t *testing.T, p Ports) {
@@ -121,6 +126,9 @@ func retried(t *testing.T, p Ports) {
 	again := take(t, p, "tinv_a", 1)
 	if len(again) != 1 || again[0].Delivered() != 2 || again[0].Subject() != jobs[0].Subject() {
 		t.Fatalf("after a retry: %d jobs", len(again))
+	}
+	if !again[0].Queued().Equal(jobs[0].Queued()) {
+		t.Fatalf("a job given back reads as queued at %v, first at %v", again[0].Queued(), jobs[0].Queued())
 	}
 }
 
