@@ -333,11 +333,11 @@ func (p *platform) creates(n int) error {
 		server = server.plus(count(per))
 		toRaw, toFloor, floorToRaw = append(toRaw, rate/raw), append(toFloor, rate/floorRate), append(floorToRaw, floorRate/raw)
 	}
-	ratio, floorRatio := medianOf(toRaw), medianOf(toFloor)
+	ratio, floorRatio := median(toRaw), median(toFloor)
 	fmt.Printf("(a) creates, %d rounds of %d interleaved, medians: the gateway does %.3f of raw optimistic appends (goal >= 0.333: %s)\n",
 		createRounds, per, ratio, benchkit.Verdict(ratio >= 1.0/3))
 	fmt.Printf("    the floor, a bare HTTP server answering each POST with one append, does %.3f of raw; the gateway does %.3f of the floor (goal >= 0.333: %s; rounds %s)\n",
-		medianOf(floorToRaw), floorRatio, benchkit.Verdict(floorRatio >= 1.0/3), spread(toFloor))
+		median(floorToRaw), floorRatio, benchkit.Verdict(floorRatio >= 1.0/3), spread(toFloor))
 	if server.server.CPU > 0 && floorUsed.server.CPU > 0 {
 		fmt.Printf("    CPU per create: the platform %s (its store copy's writes included), the floor %s (%.1fx); their 16 clients %s and %s\n",
 			server.perServer(), floorUsed.perServer(), float64(server.server.CPU)/float64(floorUsed.server.CPU), server.perClient(), floorUsed.perClient())
@@ -349,9 +349,9 @@ func (p *platform) creates(n int) error {
 // createRounds is how many rounds (a) interleaves: see creates.
 const createRounds = 5
 
-// medianOf is the median of xs (the mean of the middle two of an even
-// count).
-func medianOf(xs []float64) float64 {
+// median is the median of xs (the mean of the middle two of an even
+// count), xs left as they are.
+func median[T ~int64 | ~float64](xs []T) T {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
@@ -386,8 +386,8 @@ func countUsage(pid int) func(n int) creatingUsage {
 // plus is c and o counted together.
 func (c creatingUsage) plus(o creatingUsage) creatingUsage {
 	return creatingUsage{
-		server:  benchproc.Usage{CPU: c.server.CPU + o.server.CPU, Faults: c.server.Faults + o.server.Faults},
-		clients: benchproc.Usage{CPU: c.clients.CPU + o.clients.CPU, Faults: c.clients.Faults + o.clients.Faults},
+		server:  c.server.Plus(o.server),
+		clients: c.clients.Plus(o.clients),
 		n:       c.n + o.n,
 	}
 }

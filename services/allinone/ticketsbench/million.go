@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -410,11 +409,6 @@ func (p *platform) oneConversations(n, requests int) (time.Duration, error) {
 		ds = append(ds, time.Since(at))
 	}
 	return median(ds), nil
-}
-
-func median(ds []time.Duration) time.Duration {
-	slices.Sort(ds)
-	return ds[len(ds)/2]
 }
 
 // printDisk says the disk the data directory takes, per one of n units.

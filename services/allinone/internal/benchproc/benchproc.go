@@ -66,6 +66,9 @@ type Usage struct {
 // Minus is what was used between o and u.
 func (u Usage) Minus(o Usage) Usage { return Usage{CPU: u.CPU - o.CPU, Faults: u.Faults - o.Faults} }
 
+// Plus is u and o used together.
+func (u Usage) Plus(o Usage) Usage { return Usage{CPU: u.CPU + o.CPU, Faults: u.Faults + o.Faults} }
+
 // UsageOf is what process pid has used so far; zero where /proc cannot
 // tell.
 func UsageOf(pid int) Usage {
