@@ -75,7 +75,11 @@ func startFloor(ctx context.Context, js jetstream.JetStream, url string, workers
 // post delivers m's event as the dispatcher would, and acknowledges it
 // once the receiver answered 2xx.
 func post(ctx context.Context, client *http.Client, url string, secret []byte, m jetstream.Msg) {
-	meta, _ := m.Metadata()
+	meta, err := m.Metadata()
+	if err != nil {
+		_ = m.Nak()
+		return
+	}
 	id := "evt_floor_" + strconv.FormatUint(meta.Sequence.Stream, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(m.Data()))
 	if err != nil {
