@@ -23,9 +23,8 @@ import (
 // three signatures), posts it to the same receiver and acknowledges it.
 // No fan-out into jobs, no attempt log, no share between workspaces.
 type floor struct {
-	js      jetstream.JetStream
-	subject string
-	stop    func()
+	js   jetstream.JetStream
+	stop func()
 }
 
 const (
@@ -51,12 +50,16 @@ func startFloor(ctx context.Context, js jetstream.JetStream, url string, workers
 		return nil, err
 	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
-	msgs := make(chan jetstream.Msg)
-	cc, err := cons.Consume(func(m jetstream.Msg) { msgs <- m }, jetstream.PullMaxMessages(workers))
+	msgs, done := make(chan jetstream.Msg), make(chan struct{})
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		select { // after stop, give up rather than wait on workers that have ended
+		case msgs <- m:
+		case <-done:
+		}
+	}, jetstream.PullMaxMessages(workers))
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan struct{})
 	for range workers {
 		go func() {
 			for {
@@ -69,7 +72,7 @@ func startFloor(ctx context.Context, js jetstream.JetStream, url string, workers
 			}
 		}()
 	}
-	return &floor{js: js, subject: floorSubject, stop: func() { cc.Stop(); close(done) }}, nil
+	return &floor{js: js, stop: func() { cc.Stop(); close(done) }}, nil
 }
 
 // post delivers m's event as the dispatcher would, and acknowledges it
@@ -103,7 +106,7 @@ func post(ctx context.Context, client *http.Client, url string, secret []byte, m
 
 // publish queues one event for the floor.
 func (f *floor) publish(body []byte) (jetstream.PubAckFuture, error) {
-	msg := nats.NewMsg(f.subject)
+	msg := nats.NewMsg(floorSubject)
 	msg.Data = body
 	return f.js.PublishMsgAsync(msg, jetstream.WithStallWait(time.Minute))
 }
