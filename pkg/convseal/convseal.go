@@ -27,6 +27,8 @@ import (
 	"errors"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 )
 
@@ -63,8 +65,22 @@ type Keys interface {
 
 // owner binds a sealed transcript to its conversation.
 func owner(workspaceID, conversationID string) []byte {
-	return []byte("transcript\x00" + workspaceID + "\x00" + conversationID)
+	return ownerAs(KindTranscript, workspaceID, conversationID)
 }
+
+// ownerAs binds sealed bytes to their conversation and to what they are,
+// so that one kind cannot be passed off as another.
+func ownerAs(kind, workspaceID, conversationID string) []byte {
+	return []byte(kind + "\x00" + workspaceID + "\x00" + conversationID)
+}
+
+// What is sealed under a conversation's key: its transcript, and what is
+// written of its content elsewhere (an analysis of it holds a summary of
+// the transcript and the judge's reasons).
+const (
+	KindTranscript = "transcript"
+	KindAnalysis   = "analysis"
+)
 
 func aead(key []byte) (cipher.AEAD, error) {
 	block, err := aes.NewCipher(key)
@@ -187,6 +203,70 @@ func OpenTranscriptInPlace(ctx context.Context, keys Keys, workspaceID, conversa
 		return nil, err
 	}
 	return OpenInPlace(key, workspaceID, conversationID, sealed)
+}
+
+// SealAs seals plaintext, something of kind said of a conversation's
+// content, under the conversation's key, making the key if it has none:
+// deleting the conversation then makes it unreadable with the
+// transcript. A deleted conversation's answers ErrShredded: nothing more
+// is recorded of it.
+func SealAs(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, plaintext []byte) ([]byte, error) {
+	key, err := keys.Key(ctx, workspaceID, conversationID, true)
+	if err != nil {
+		return nil, err
+	}
+	a, err := aead(key)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(plaintext)+a.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return a.Seal(nonce, nonce, plaintext, ownerAs(kind, workspaceID, conversationID)), nil
+}
+
+// OpenAs is the plaintext SealAs sealed as kind for the same
+// conversation: ErrShredded once the conversation was deleted,
+// ErrTampered when the bytes were changed or are another's. sealed is
+// left as it was.
+func OpenAs(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, sealed []byte) ([]byte, error) {
+	key, err := keys.Key(ctx, workspaceID, conversationID, false)
+	if err != nil {
+		return nil, err
+	}
+	a, err := aead(key)
+	if err != nil {
+		return nil, err
+	}
+	n := a.NonceSize()
+	if len(sealed) < n+a.Overhead() {
+		return nil, ErrTampered
+	}
+	out, err := a.Open(nil, sealed[:n], sealed[n:], ownerAs(kind, workspaceID, conversationID))
+	if err != nil {
+		return nil, ErrTampered
+	}
+	return out, nil
+}
+
+// SealMessage is SealAs of msg, marshalled.
+func SealMessage(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, msg proto.Message) ([]byte, error) {
+	plain, err := proto.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	return SealAs(ctx, keys, kind, workspaceID, conversationID, plain)
+}
+
+// OpenMessage opens into msg what SealMessage sealed: the errors are
+// OpenAs's.
+func OpenMessage(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, sealed []byte, msg proto.Message) error {
+	plain, err := OpenAs(ctx, keys, kind, workspaceID, conversationID, sealed)
+	if err != nil {
+		return err
+	}
+	return proto.Unmarshal(plain, msg)
 }
 
 // MaxTurns bounds a transcript, as the API's conversation_ended schema

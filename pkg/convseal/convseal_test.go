@@ -137,3 +137,58 @@ func TestSealDataAndADestroyedKey(t *testing.T) {
 		t.Errorf("no transcript: %s, %v; want it unchanged", out, err)
 	}
 }
+
+// What is sealed of a conversation beyond its transcript opens only as
+// the kind it was sealed as, for its conversation, unchanged, and never
+// once the conversation is deleted; a deleted conversation gets nothing
+// sealed again.
+func TestSealAsOpensOnlyItsKindUntilShredded(t *testing.T) {
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	plain := []byte(secretLine)
+	sealed, err := convseal.SealAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(sealed), "card") {
+		t.Fatal("sealed bytes hold the plaintext")
+	}
+	got, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", sealed)
+	if err != nil || string(got) != secretLine {
+		t.Fatalf("OpenAs = %q, %v; want the plaintext", got, err)
+	}
+	kept := append([]byte(nil), sealed...)
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", sealed); err != nil || string(sealed) != string(kept) {
+		t.Fatalf("opening changed the sealed bytes (%v)", err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindTranscript, "ws_1", "conv_1", sealed); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("opened as another kind: err = %v, want ErrTampered", err)
+	}
+	if _, err := convseal.SealAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_2", plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_2", sealed); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("moved to another conversation: err = %v, want ErrTampered", err)
+	}
+	changed := append([]byte(nil), sealed...)
+	changed[len(changed)-1] ^= 1
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", changed); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("a changed byte: err = %v, want ErrTampered", err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", sealed[:5]); !errors.Is(err, convseal.ErrTampered) {
+		t.Errorf("too short: err = %v, want ErrTampered", err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_none", sealed); !errors.Is(err, convseal.ErrNoKey) {
+		t.Errorf("a conversation without a key: err = %v, want ErrNoKey", err)
+	}
+
+	if err := keys.Shred(ctx, "ws_1", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := convseal.OpenAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", sealed); !errors.Is(err, convseal.ErrShredded) {
+		t.Errorf("after the delete: err = %v, want ErrShredded", err)
+	}
+	if _, err := convseal.SealAs(ctx, keys, convseal.KindAnalysis, "ws_1", "conv_1", plain); !errors.Is(err, convseal.ErrShredded) {
+		t.Errorf("sealing for a deleted conversation: err = %v, want ErrShredded", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/agentconfig"
 	"github.com/voiceai-platform/voiceai/pkg/api"
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
@@ -118,6 +119,11 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger, d.WritesHeld), listings, d.Logger, d.Clock())
 	a.Conversations = adapters.NewStoredConversations(d.NC)
+	// Analyses are sealed under their conversation's key: labels read
+	// them.
+	if a.ConversationKeys, err = kvkeys.Open(ctx, d.JS, d.StreamReplicas, c.Secret); err != nil {
+		return nil, err
+	}
 	deleted := adapters.NewDeletedConversations()
 	deleted.Follow(ctx, d.JS, d.Logger)
 	a.ConversationDeleted = deleted.Deleted
@@ -383,6 +389,13 @@ func StartRunner(ctx context.Context, d runtime.Deps, c RunnerConfig) (done <-ch
 	// service, on the caller's behalf.
 	stored := adapters.NewStoredConversations(d.NC)
 	a.Conversations, a.ConversationDocuments = stored, stored
+	// An analysis is sealed under its conversation's key, which the
+	// deployment secret opens: a runner without it records none.
+	if c.SecretKey != "" {
+		if a.ConversationKeys, err = kvkeys.Open(ctx, d.JS, d.StreamReplicas, c.SecretKey); err != nil {
+			return nil, err
+		}
+	}
 	w := &runner.Worker{
 		App: a, Ports: adapters.NewRunnerPorts(d.JS, c.AckWait, d.Logger), Exec: exec,
 		Concurrency: c.Concurrency, AckWait: c.AckWait, Log: d.Logger, Metrics: metrics, MaxLoadCallers: c.MaxLoadCallers,

@@ -103,7 +103,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}
 	a := newApp(d, rm, dir)
 	transcripts := startTranscripts(ctx, d, keys)
-	verdicts := startVerdicts(ctx, d, dir.Conversations.ConversationDeleted)
+	verdicts := startVerdicts(ctx, d, keys, dir.Conversations.ConversationDeleted)
 	a.Conversations, a.Transcripts, a.Verdicts = dir.Conversations, transcripts, verdicts
 	a.ConvWriter, a.Tags = dir.Conversations, tags
 	forgetters := []app.ConversationForgetter{dir.Conversations, snapshots, transcripts, verdicts}
@@ -177,7 +177,7 @@ func startTranscripts(ctx context.Context, d runtime.Deps, keys convseal.Keys) a
 // and reviewers' labels of runs and conversations (stream TESTRUNS, once
 // the testing service has made it) into the service's store, and returns
 // their reader.
-func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
+func startVerdicts(ctx context.Context, d runtime.Deps, keys convseal.Keys, deleted func(workspaceID, conversationID string) bool) adapters.Verdicts {
 	v := adapters.OpenVerdicts(d.Database(Name))
 	if d.ReadIndex == config.ReadIndexMemory { // the embedded store
 		v.LabelsLookup = mongox.EachByID
@@ -188,7 +188,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps, deleted func(workspaceID
 		filter  []string
 		handler projection.Handler
 	}{
-		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler},
+		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler(keys)},
 		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler},
 	} {
 		// TESTRUNS is the testing service's, which may start later.

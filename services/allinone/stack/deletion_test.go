@@ -15,10 +15,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/wire"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
@@ -352,4 +355,94 @@ func TestDeletedConversationShowsOnItsTest(t *testing.T) {
 	eventually(t, 10*time.Second, "the test says its conversation was deleted", func() bool { return deleted() == true })
 	wantError(t, call(t, s, "POST", "/v1/convai/agent-testing/from-conversation", adminKey, `{"conversation_id":"conv_src","turn_index":1}`),
 		404, "conversation_not_found")
+}
+
+// replayAnalyses runs the tickets service's analysis projection over
+// every TESTRUNS message, as a rebuild does, and answers the documents it
+// would write, by conversation.
+func replayAnalyses(t *testing.T, js jetstream.JetStream, msgs []*jetstream.RawStreamMsg, secret string) map[string]adapters.AnalysisDoc {
+	t.Helper()
+	keys, err := kvkeys.Open(context.Background(), js, 1, secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := adapters.AnalysisHandler(keys)
+	docs := map[string]adapters.AnalysisDoc{}
+	for _, m := range msgs {
+		if !strings.HasPrefix(m.Subject, "testruns.cnv.") {
+			continue
+		}
+		id, doc, err := h(context.Background(), eventstore.Record{Subject: m.Subject, Type: m.Header.Get(events.HeaderEventType), Data: m.Data, Seq: m.Sequence})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != "" {
+			docs[id] = doc.(adapters.AnalysisDoc)
+		}
+	}
+	return docs
+}
+
+// A re-judged analysis holds what the conversation said (the judge's
+// summary of the transcript and its reasons), so it goes on TESTRUNS
+// sealed under the conversation's key: deleting the conversation makes
+// it unreadable there like the transcript, for a replay as for the API,
+// and no analysis of it is recorded afterwards.
+func TestDeleteConversationShredsItsAnalyses(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := start(t, dir, func(c *Config) { administered(c, nil) })
+	agent := evaluatedAgent(t, s)
+	recordConversation(t, s, agent, "conv_judged", "Our opening hours are nine to five every weekday.")
+	recordConversation(t, s, agent, "conv_other", "Refunds are given within 30 days.")
+	analyse(t, s, "conv_judged")
+	analyse(t, s, "conv_other")
+
+	var shown struct {
+		Analysis wire.ConversationAnalysis `json:"analysis"`
+	}
+	eventually(t, 10*time.Second, "the analysis shows on the conversation", func() bool {
+		r := call(t, s, "GET", "/v1/convai/conversations/conv_judged", adminKey, "")
+		return r.Code == 200 && json.Unmarshal(r.Body, &shown) == nil && len(shown.Analysis.EvaluationCriteriaResultsList) == 2
+	})
+	summary, rationale := shown.Analysis.TranscriptSummary, shown.Analysis.EvaluationCriteriaResultsList[0].Rationale
+	if summary == "" || rationale == "" {
+		t.Fatalf("the analysis has no summary or rationale to look for: %+v", shown.Analysis)
+	}
+
+	js := testenv.JetStreamAt(t, s.NATSURL)
+	secret, err := os.ReadFile(filepath.Join(dir, "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := streamMessages(t, js)
+	for _, text := range []string{summary, rationale} {
+		if got := holding(msgs, text); len(got) > 0 {
+			t.Fatalf("stream messages hold the analysis' %q in the clear: %v", text, got)
+		}
+	}
+	if doc := replayAnalyses(t, js, msgs, strings.TrimSpace(string(secret)))["ws_default/conv_judged"]; doc.TranscriptSummary != summary {
+		t.Fatalf("a replay before the delete does not open the analysis: %+v", doc)
+	}
+
+	if r := call(t, s, "DELETE", "/v1/convai/conversations/conv_judged", adminKey, ""); r.Code != 200 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	docs := replayAnalyses(t, js, streamMessages(t, js), strings.TrimSpace(string(secret)))
+	if doc, ok := docs["ws_default/conv_judged"]; ok {
+		t.Fatalf("a replay after the delete opens the analysis: %+v", doc)
+	}
+	if doc := docs["ws_default/conv_other"]; len(doc.Criteria) != 2 {
+		t.Fatalf("a replay after the delete lost the other conversation's analysis: %+v", doc)
+	}
+	wantError(t, call(t, s, "POST", "/v1/convai/conversations/conv_judged/analysis/run", adminKey, ""), 404, "conversation_not_found")
+	wantError(t, call(t, s, "GET", "/v1/voiceai/conversations/conv_judged/evaluation/labels", adminKey, ""), 404, "conversation_not_found")
+	// The offline judge's words are not the conversation's own (the other
+	// analysis may say the same): its projected document is what must go.
+	analyses := (&testenv.Env{MongoURI: s.MongoURI}).Mongo(t).Database("voiceai_tickets").Collection(adapters.AnalysesCollection)
+	eventually(t, 10*time.Second, "the projected analysis is gone", func() bool {
+		var doc adapters.AnalysisDoc
+		err := analyses.FindOne(context.Background(), bson.D{{Key: "_id", Value: "ws_default/conv_judged"}}).Decode(&doc)
+		return errors.Is(err, mongo.ErrNoDocuments) || (err == nil && doc.Deleted && doc.TranscriptSummary == "" && len(doc.Criteria) == 0)
+	})
 }

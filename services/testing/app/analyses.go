@@ -2,11 +2,15 @@ package app
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -16,18 +20,34 @@ import (
 func NewAnalysisID() string { return ids.New("cana") }
 
 // RecordAnalysis stores a conversation's re-judged analysis as a
-// testing.conversation_analysed event: every analysis is kept, the last is
-// the conversation's current one. Under an Idempotency-Key the first
-// analysis stored with it is answered instead (a retry that raced the
-// caller's look-up, AnalysisByCommand, lands here).
+// testing.conversation_analysed event, sealed under the conversation's
+// key (it holds what the conversation said): every analysis is kept, the
+// last is the conversation's current one. Under an Idempotency-Key the
+// first analysis stored with it is answered instead (a retry that raced
+// the caller's look-up, AnalysisByCommand, lands here). A conversation
+// deleted meanwhile is not found: nothing more is recorded of it.
 func (a *App) RecordAnalysis(ctx context.Context, c principal.Caller, an *testingv1.ConversationAnalysis) (*testingv1.ConversationAnalysis, error) {
 	subject, err := events.ConversationAnalysisSubject(c.WorkspaceID, an.GetConversationId())
 	if err != nil {
 		return nil, apperr.ConversationUnknown
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	stored, err := storeOnce(ctx, a, c, subject, an.GetAnalysisId(), meta, &testingv1.ConversationAnalysed{Meta: meta, Analysis: an})
-	return stored.GetAnalysis(), err
+	ev, err := a.sealAnalysis(ctx, meta, an)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := storeOnce(ctx, a, c, subject, an.GetAnalysisId(), meta, ev)
+	if err != nil {
+		return nil, err
+	}
+	if stored == ev {
+		return an, nil
+	}
+	first, found, err := a.openAnalysis(ctx, stored)
+	if err == nil && !found {
+		err = apperr.ConversationUnknown
+	}
+	return first, err
 }
 
 // AnalysisByCommand is the analysis commandID stored for a conversation,
@@ -38,11 +58,15 @@ func (a *App) AnalysisByCommand(ctx context.Context, ws, conversationID, command
 		return nil, false, nil
 	}
 	ev, found, err := storedByCommand[*testingv1.ConversationAnalysed](ctx, a, ws, subject, commandID)
-	return ev.GetAnalysis(), found, err
+	if err != nil || !found {
+		return nil, false, err
+	}
+	return a.openAnalysis(ctx, ev)
 }
 
 // CurrentAnalysis is a conversation's last stored analysis and its
-// sequence in the runs log; found is false when it has none.
+// sequence in the runs log; found is false when it has none, or when the
+// conversation was deleted (its analyses no longer open).
 func (a *App) CurrentAnalysis(ctx context.Context, ws, conversationID string) (an *testingv1.ConversationAnalysis, seq uint64, found bool, err error) {
 	subject, err := events.ConversationAnalysisSubject(ws, conversationID)
 	if err != nil {
@@ -52,11 +76,51 @@ func (a *App) CurrentAnalysis(ctx context.Context, ws, conversationID string) (a
 	if err != nil || !found {
 		return nil, 0, false, err
 	}
-	an, err = analysisOf(rec)
-	return an, rec.Seq, err == nil, err
+	ev, err := decodeAs[*testingv1.ConversationAnalysed](rec)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	an, found, err = a.openAnalysis(ctx, ev)
+	return an, rec.Seq, found, err
 }
 
-func analysisOf(rec Record) (*testingv1.ConversationAnalysis, error) {
-	ev, err := decodeAs[*testingv1.ConversationAnalysed](rec)
-	return ev.GetAnalysis(), err
+// sealAnalysis is the event that records an: the whole analysis sealed
+// under its conversation's key, only its ids and time in the clear, so
+// that deleting the conversation makes it unreadable in the runs log as
+// it does the transcript.
+func (a *App) sealAnalysis(ctx context.Context, meta *commonv1.EventMeta, an *testingv1.ConversationAnalysis) (*testingv1.ConversationAnalysed, error) {
+	if a.ConversationKeys == nil {
+		return nil, fmt.Errorf("no conversation keys to seal analysis %s: %w", an.GetAnalysisId(), apperr.ServiceUnavailable)
+	}
+	sealed, err := convseal.SealMessage(ctx, a.ConversationKeys, convseal.KindAnalysis, an.GetWorkspaceId(), an.GetConversationId(), an)
+	if errors.Is(err, convseal.ErrShredded) {
+		return nil, apperr.ConversationUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	clear := &testingv1.ConversationAnalysis{AnalysisId: an.GetAnalysisId(), WorkspaceId: an.GetWorkspaceId(),
+		ConversationId: an.GetConversationId(), AgentId: an.GetAgentId(), AnalysedAtUnixMs: an.GetAnalysedAtUnixMs()}
+	return &testingv1.ConversationAnalysed{Meta: meta, Analysis: clear, SealedAnalysis: sealed}, nil
+}
+
+// openAnalysis is the analysis ev records, opened where it is sealed;
+// found is false once its conversation was deleted (its key destroyed).
+func (a *App) openAnalysis(ctx context.Context, ev *testingv1.ConversationAnalysed) (*testingv1.ConversationAnalysis, bool, error) {
+	clear := ev.GetAnalysis()
+	if len(ev.GetSealedAnalysis()) == 0 {
+		return clear, true, nil // recorded before analyses were sealed
+	}
+	if a.ConversationKeys == nil {
+		return nil, false, fmt.Errorf("no conversation keys to open analysis %s: %w", clear.GetAnalysisId(), apperr.ServiceUnavailable)
+	}
+	an := &testingv1.ConversationAnalysis{}
+	err := convseal.OpenMessage(ctx, a.ConversationKeys, convseal.KindAnalysis, clear.GetWorkspaceId(), clear.GetConversationId(), ev.GetSealedAnalysis(), an)
+	switch {
+	case errors.Is(err, convseal.ErrShredded):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("analysis %s of conversation %s: %w", clear.GetAnalysisId(), clear.GetConversationId(), err)
+	}
+	return an, true, nil
 }

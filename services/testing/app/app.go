@@ -12,6 +12,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/slots"
@@ -35,6 +36,11 @@ type App struct {
 	// conversation whole, as its GET answers it: a re-judged analysis is
 	// answered in that shape.
 	ConversationDocuments ConversationDocuments
+	// ConversationKeys are the conversations' data keys (the tickets
+	// service's): an analysis of a conversation is sealed under its key,
+	// so deleting the conversation makes it unreadable. Without them no
+	// analysis is recorded or read.
+	ConversationKeys convseal.Keys
 	// ConversationDeleted, when set, tells a deleted conversation: a test
 	// made from one says so.
 	ConversationDeleted func(workspaceID, conversationID string) bool

@@ -13,6 +13,7 @@ import (
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -54,6 +55,7 @@ func newWorld(t *testing.T) *world {
 	p := memory.NewPorts(clk.Now)
 	a := app.New(p.Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), clk.Now)
 	a.Cursors = cursor.NewCodec([]byte("0123456789abcdef0123456789abcdef"))
+	a.ConversationKeys = convseal.NewMemoryKeys()
 	w := &world{t: t, a: a, p: p, clock: clk}
 	return w.inWorkspace("ws")
 }

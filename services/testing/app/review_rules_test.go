@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -8,9 +9,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -116,6 +119,66 @@ func TestAnalysisByCommand(t *testing.T) {
 		if err != nil || found != (tc.want != "") || an.GetAnalysisId() != tc.want {
 			t.Fatalf("%s under %s: %v, found %v, %v; want %q", tc.conv, tc.cmd, an.GetAnalysisId(), found, err, tc.want)
 		}
+	}
+}
+
+// An analysis holds what the conversation said, so the runs log keeps it
+// sealed under the conversation's key: no byte of the record holds its
+// summary or the judge's reasons, the app opens it, and once the
+// conversation is deleted (its key destroyed) it is gone for every read
+// and nothing more is recorded of it.
+func TestAnalysesAreSealedUnderTheirConversationsKey(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	w.a.ConversationKeys = keys
+	const summary, rationale = "The caller gave card number 4111 1111", "The agent repeated the card number back"
+	c := w.as("cmd_seal")
+	an := &testingv1.ConversationAnalysis{AnalysisId: "cana_sealed", WorkspaceId: "ws", ConversationId: "conv_1", AgentId: agentID,
+		CallSuccessful: domain.ConditionFailure, TranscriptSummary: summary,
+		Criteria: []*testingv1.CriterionVerdict{{Id: "privacy", Name: "Privacy", Result: domain.ConditionFailure, Rationale: rationale}}}
+	if stored, err := w.a.RecordAnalysis(ctx, c, an); err != nil || stored.GetTranscriptSummary() != summary {
+		t.Fatalf("record: %v %v", stored, err)
+	}
+	subject, _ := events.ConversationAnalysisSubject("ws", "conv_1")
+	rec, found, err := w.a.Runs.Last(ctx, subject)
+	if err != nil || !found {
+		t.Fatalf("the stored record: %v %v", found, err)
+	}
+	for _, text := range []string{"4111", "repeated the card"} {
+		if bytes.Contains(rec.Data, []byte(text)) {
+			t.Fatalf("the runs log holds %q in the clear", text)
+		}
+	}
+	current, _, found, err := w.a.CurrentAnalysis(ctx, "ws", "conv_1")
+	if err != nil || !found || current.GetTranscriptSummary() != summary || current.GetCriteria()[0].GetRationale() != rationale {
+		t.Fatalf("the current analysis: %v %v %v", current, found, err)
+	}
+	if again, err := w.a.RecordAnalysis(ctx, c, &testingv1.ConversationAnalysis{AnalysisId: "cana_retry", WorkspaceId: "ws",
+		ConversationId: "conv_1", AgentId: agentID}); err != nil || again.GetAnalysisId() != "cana_sealed" || again.GetTranscriptSummary() != summary {
+		t.Fatalf("a retry under the same key answers %v, %v; want the first, opened", again, err)
+	}
+
+	if err := keys.Shred(ctx, "ws", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if an, _, found, err := w.a.CurrentAnalysis(ctx, "ws", "conv_1"); err != nil || found || an != nil {
+		t.Fatalf("after the delete, the current analysis: %v %v %v", an, found, err)
+	}
+	if an, found, err := w.a.AnalysisByCommand(ctx, "ws", "conv_1", "cmd_seal"); err != nil || found || an != nil {
+		t.Fatalf("after the delete, the command's analysis: %v %v %v", an, found, err)
+	}
+	if _, err := w.a.RecordAnalysis(ctx, w.as("cmd_after"), &testingv1.ConversationAnalysis{AnalysisId: "cana_after", WorkspaceId: "ws",
+		ConversationId: "conv_1", AgentId: agentID, TranscriptSummary: summary}); !errors.Is(err, apperr.ConversationUnknown) {
+		t.Fatalf("an analysis recorded after the delete: %v, want conversation_not_found", err)
+	}
+
+	// A process without the keys records no analysis (rather than one in
+	// the clear).
+	w.a.ConversationKeys = nil
+	if _, err := w.a.RecordAnalysis(ctx, w.as("cmd_nokeys"), &testingv1.ConversationAnalysis{AnalysisId: "cana_nokeys", WorkspaceId: "ws",
+		ConversationId: "conv_2", AgentId: agentID}); !errors.Is(err, apperr.ServiceUnavailable) {
+		t.Fatalf("without keys: %v, want service_unavailable", err)
 	}
 }
 

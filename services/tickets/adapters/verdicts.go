@@ -10,9 +10,11 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
+	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
 
@@ -90,17 +92,37 @@ func labelDocID(workspaceID string, k app.LabelKey) string {
 	return workspaceID + "/run/" + k.InvocationID + "/" + k.RunID
 }
 
-// AnalysisHandler projects testing.conversation_analysed.
-func AnalysisHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, nil // not an event of ours to read: skipped
+// AnalysisHandler projects testing.conversation_analysed, opening each
+// analysis under its conversation's key (keys): a deleted conversation's
+// no longer opens, and is skipped, as is one that does not open at all.
+func AnalysisHandler(keys convseal.Keys) projection.Handler {
+	return func(ctx context.Context, rec eventstore.Record) (string, any, error) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			return "", nil, nil // not an event of ours to read: skipped
+		}
+		ev, ok := msg.(*testingv1.ConversationAnalysed)
+		an := ev.GetAnalysis()
+		if !ok || an.GetWorkspaceId() == "" || an.GetConversationId() == "" {
+			return "", nil, nil
+		}
+		if sealed := ev.GetSealedAnalysis(); len(sealed) > 0 {
+			full := &testingv1.ConversationAnalysis{}
+			err := convseal.OpenMessage(ctx, keys, convseal.KindAnalysis, an.GetWorkspaceId(), an.GetConversationId(), sealed, full)
+			switch {
+			case errors.Is(err, convseal.ErrShredded), errors.Is(err, convseal.ErrNoKey), errors.Is(err, convseal.ErrTampered):
+				return "", nil, nil
+			case err != nil:
+				return "", nil, err // the keys are out of reach: tried again
+			}
+			an = full
+		}
+		return analysisDoc(an)
 	}
-	ev, ok := msg.(*testingv1.ConversationAnalysed)
-	an := ev.GetAnalysis()
-	if !ok || an.GetWorkspaceId() == "" || an.GetConversationId() == "" {
-		return "", nil, nil
-	}
+}
+
+// analysisDoc is the document of a conversation's analysis, under its id.
+func analysisDoc(an *testingv1.ConversationAnalysis) (string, any, error) {
 	doc := AnalysisDoc{
 		WorkspaceID: an.GetWorkspaceId(), ConversationID: an.GetConversationId(), AnalysisID: an.GetAnalysisId(), AgentID: an.GetAgentId(),
 		CallSuccessful: an.GetCallSuccessful(), TranscriptSummary: an.GetTranscriptSummary(),

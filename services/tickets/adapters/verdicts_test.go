@@ -10,6 +10,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -49,11 +50,14 @@ func TestVerdictProjections(t *testing.T) {
 			AgentId: "agent_1", CallSuccessful: result, Judge: &testingv1.ModelUsage{Provider: "openai", Model: "gpt-4o"}, AnalysedAtUnixMs: 5000,
 			Criteria: []*testingv1.CriterionVerdict{{Id: "hours", Name: "Hours", Result: result, Rationale: "why"}}}}
 	}
-	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 1, events.TypeConversationAnalysed, analysis("cana_1", "success")))
-	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 3, events.TypeConversationAnalysed, analysis("cana_2", "failure")))
+	// An analysis recorded before sealing is read as it stands, a sealed
+	// one opened under its conversation's key.
+	convKeys := convseal.NewMemoryKeys()
+	project(t, v.AnalysesColl, AnalysisHandler(convKeys), verdictRecord(t, 1, events.TypeConversationAnalysed, analysis("cana_1", "success")))
+	project(t, v.AnalysesColl, AnalysisHandler(convKeys), verdictRecord(t, 3, events.TypeConversationAnalysed, sealedAnalysis(t, convKeys, analysis("cana_2", "failure"))))
 	an, err := v.Analysis(ctx, "ws", "conv_1")
 	if err != nil || an == nil || an.AnalysisID != "cana_2" || an.JudgeModel != "gpt-4o" || an.AnalysedAtMs != 5000 ||
-		len(an.Criteria) != 1 || an.Criteria[0].Result != "failure" {
+		len(an.Criteria) != 1 || an.Criteria[0].Result != "failure" || an.Criteria[0].Rationale != "why" {
 		t.Fatalf("analysis: %+v %v", an, err)
 	}
 	if an, err := v.Analysis(ctx, "other", "conv_1"); an != nil || err != nil {
@@ -105,12 +109,12 @@ func TestADeletedConversationsVerdictsAreNotWrittenBack(t *testing.T) {
 	analysis := &testingv1.ConversationAnalysed{Analysis: &testingv1.ConversationAnalysis{AnalysisId: "cana_1", WorkspaceId: "ws", ConversationId: "conv_1",
 		AgentId: "agent_1", CallSuccessful: "failure", TranscriptSummary: "the caller's card number was read out"}}
 	label := &testingv1.ConversationLabelled{Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1", Note: "private"}}
-	project(t, v.AnalysesColl, AnalysisHandler, verdictRecord(t, 1, events.TypeConversationAnalysed, analysis))
+	project(t, v.AnalysesColl, AnalysisHandler(convseal.NewMemoryKeys()), verdictRecord(t, 1, events.TypeConversationAnalysed, analysis))
 	if err := v.ForgetConversation(ctx, "ws", "conv_1"); err != nil {
 		t.Fatal(err)
 	}
 	// The racing projector's writes, after the deletion.
-	id, doc, err := AnalysisHandler(ctx, verdictRecord(t, 7, events.TypeConversationAnalysed, analysis))
+	id, doc, err := AnalysisHandler(convseal.NewMemoryKeys())(ctx, verdictRecord(t, 7, events.TypeConversationAnalysed, analysis))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,5 +133,44 @@ func TestADeletedConversationsVerdictsAreNotWrittenBack(t *testing.T) {
 	}
 	if labels, err := v.Labels(ctx, "ws", []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}}); err != nil || len(labels) != 0 {
 		t.Fatalf("the deleted conversation's label is back: %+v %v", labels, err)
+	}
+}
+
+// sealedAnalysis is ev as the testing service records it: the analysis
+// sealed under its conversation's key, its ids alone in the clear.
+func sealedAnalysis(t *testing.T, keys convseal.Keys, ev *testingv1.ConversationAnalysed) *testingv1.ConversationAnalysed {
+	t.Helper()
+	an := ev.GetAnalysis()
+	sealed, err := convseal.SealMessage(context.Background(), keys, convseal.KindAnalysis, an.GetWorkspaceId(), an.GetConversationId(), an)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testingv1.ConversationAnalysed{Meta: ev.GetMeta(), SealedAnalysis: sealed, Analysis: &testingv1.ConversationAnalysis{
+		AnalysisId: an.GetAnalysisId(), WorkspaceId: an.GetWorkspaceId(), ConversationId: an.GetConversationId(), AgentId: an.GetAgentId()}}
+}
+
+// A sealed analysis is projected while its conversation's key opens it;
+// once the conversation is deleted (the key destroyed), or where the
+// sealed bytes were changed, the projector skips it rather than stall.
+func TestSealedAnalysesAreSkippedOnceShredded(t *testing.T) {
+	ctx := context.Background()
+	keys := convseal.NewMemoryKeys()
+	h := AnalysisHandler(keys)
+	ev := sealedAnalysis(t, keys, &testingv1.ConversationAnalysed{Analysis: &testingv1.ConversationAnalysis{AnalysisId: "cana_1",
+		WorkspaceId: "ws", ConversationId: "conv_1", TranscriptSummary: "the caller read out a card number"}})
+	id, doc, err := h(ctx, verdictRecord(t, 1, events.TypeConversationAnalysed, ev))
+	if err != nil || id != "ws/conv_1" || doc.(AnalysisDoc).TranscriptSummary != "the caller read out a card number" {
+		t.Fatalf("a sealed analysis: %q %+v %v", id, doc, err)
+	}
+	changed := proto.Clone(ev).(*testingv1.ConversationAnalysed)
+	changed.SealedAnalysis[len(changed.SealedAnalysis)-1] ^= 1
+	if id, _, err := h(ctx, verdictRecord(t, 2, events.TypeConversationAnalysed, changed)); id != "" || err != nil {
+		t.Fatalf("a changed sealed analysis: %q %v", id, err)
+	}
+	if err := keys.Shred(ctx, "ws", "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if id, _, err := h(ctx, verdictRecord(t, 1, events.TypeConversationAnalysed, ev)); id != "" || err != nil {
+		t.Fatalf("after the conversation's deletion: %q %v", id, err)
 	}
 }

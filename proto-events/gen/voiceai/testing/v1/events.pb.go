@@ -910,12 +910,23 @@ func (x *RunLabelled) GetLabel() *RunLabel {
 // conversation's evaluation criteria were judged again. Every analysis is
 // kept; the last message on the subject is the conversation's current
 // analysis.
+//
+// An analysis holds what the conversation said (its transcript_summary,
+// the judge's rationales), so it is sealed like the transcript: under the
+// conversation's data key (kvkeys), which deleting the conversation
+// destroys. sealed_analysis is the nonce, then AES-256-GCM of the whole
+// ConversationAnalysis (marshalled), bound to "analysis", its workspace
+// and its conversation (convseal.SealAs); analysis keeps only the
+// analysis_id, workspace_id, conversation_id, agent_id and
+// analysed_at_unix_ms in the clear. An analysis without sealed_analysis
+// (recorded before sealing) is read as it stands.
 type ConversationAnalysed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
-	Analysis      *ConversationAnalysis  `protobuf:"bytes,2,opt,name=analysis,proto3" json:"analysis,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Meta           *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Analysis       *ConversationAnalysis  `protobuf:"bytes,2,opt,name=analysis,proto3" json:"analysis,omitempty"`
+	SealedAnalysis []byte                 `protobuf:"bytes,3,opt,name=sealed_analysis,json=sealedAnalysis,proto3" json:"sealed_analysis,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ConversationAnalysed) Reset() {
@@ -958,6 +969,13 @@ func (x *ConversationAnalysed) GetMeta() *v1.EventMeta {
 func (x *ConversationAnalysed) GetAnalysis() *ConversationAnalysis {
 	if x != nil {
 		return x.Analysis
+	}
+	return nil
+}
+
+func (x *ConversationAnalysed) GetSealedAnalysis() []byte {
+	if x != nil {
+		return x.SealedAnalysis
 	}
 	return nil
 }
@@ -1200,10 +1218,11 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x05group\x18\x03 \x01(\v2\x1f.voiceai.testing.v1.ResultGroupR\x05group\"s\n" +
 	"\vRunLabelled\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05label\"\x8e\x01\n" +
+	"\x05label\x18\x02 \x01(\v2\x1c.voiceai.testing.v1.RunLabelR\x05label\"\xb7\x01\n" +
 	"\x14ConversationAnalysed\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12D\n" +
-	"\banalysis\x18\x02 \x01(\v2(.voiceai.testing.v1.ConversationAnalysisR\banalysis\"\x85\x01\n" +
+	"\banalysis\x18\x02 \x01(\v2(.voiceai.testing.v1.ConversationAnalysisR\banalysis\x12'\n" +
+	"\x0fsealed_analysis\x18\x03 \x01(\fR\x0esealedAnalysis\"\x85\x01\n" +
 	"\x14ConversationLabelled\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12;\n" +
 	"\x05label\x18\x02 \x01(\v2%.voiceai.testing.v1.ConversationLabelR\x05label\"t\n" +
