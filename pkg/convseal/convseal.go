@@ -80,6 +80,7 @@ func ownerAs(kind, workspaceID, conversationID string) []byte {
 const (
 	KindTranscript = "transcript"
 	KindAnalysis   = "analysis"
+	KindLabelNote  = "label_note"
 )
 
 func aead(key []byte) (cipher.AEAD, error) {

@@ -189,7 +189,7 @@ func startVerdicts(ctx context.Context, d runtime.Deps, keys convseal.Keys, dele
 		handler projection.Handler
 	}{
 		{v.AnalysesColl, adapters.AnalysesDurable, adapters.AnalysesFilter, adapters.AnalysisHandler(keys)},
-		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler},
+		{v.LabelsColl, adapters.LabelsDurable, adapters.LabelsFilter, adapters.LabelHandler(keys)},
 	} {
 		// TESTRUNS is the testing service's, which may start later.
 		d.StartProjection(ctx, p.coll, projection.Config{Stream: events.TestRunsStream, Durable: p.durable, FilterSubjects: p.filter},

@@ -17,6 +17,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
@@ -361,15 +362,24 @@ func TestDeletedConversationShowsOnItsTest(t *testing.T) {
 // every TESTRUNS message, as a rebuild does, and answers the documents it
 // would write, by conversation.
 func replayAnalyses(t *testing.T, js jetstream.JetStream, msgs []*jetstream.RawStreamMsg, secret string) map[string]adapters.AnalysisDoc {
+	return replayVerdicts[adapters.AnalysisDoc](t, js, msgs, secret, "testruns.cnv.", adapters.AnalysisHandler)
+}
+
+// replayLabels is replayAnalyses of the conversations' labels.
+func replayLabels(t *testing.T, js jetstream.JetStream, msgs []*jetstream.RawStreamMsg, secret string) map[string]adapters.LabelDoc {
+	return replayVerdicts[adapters.LabelDoc](t, js, msgs, secret, "testruns.clbl.", adapters.LabelHandler)
+}
+
+func replayVerdicts[D any](t *testing.T, js jetstream.JetStream, msgs []*jetstream.RawStreamMsg, secret, prefix string, handler func(convseal.Keys) projection.Handler) map[string]D {
 	t.Helper()
 	keys, err := kvkeys.Open(context.Background(), js, 1, secret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := adapters.AnalysisHandler(keys)
-	docs := map[string]adapters.AnalysisDoc{}
+	h := handler(keys)
+	docs := map[string]D{}
 	for _, m := range msgs {
-		if !strings.HasPrefix(m.Subject, "testruns.cnv.") {
+		if !strings.HasPrefix(m.Subject, prefix) {
 			continue
 		}
 		id, doc, err := h(context.Background(), eventstore.Record{Subject: m.Subject, Type: m.Header.Get(events.HeaderEventType), Data: m.Data, Seq: m.Sequence})
@@ -377,17 +387,18 @@ func replayAnalyses(t *testing.T, js jetstream.JetStream, msgs []*jetstream.RawS
 			t.Fatal(err)
 		}
 		if id != "" {
-			docs[id] = doc.(adapters.AnalysisDoc)
+			docs[id] = doc.(D)
 		}
 	}
 	return docs
 }
 
 // A re-judged analysis holds what the conversation said (the judge's
-// summary of the transcript and its reasons), so it goes on TESTRUNS
-// sealed under the conversation's key: deleting the conversation makes
-// it unreadable there like the transcript, for a replay as for the API,
-// and no analysis of it is recorded afterwards.
+// summary of the transcript and its reasons), and a reviewer's note on it
+// may too, so both go on TESTRUNS sealed under the conversation's key:
+// deleting the conversation makes them unreadable there like the
+// transcript, for a replay as for the API, and no analysis of it is
+// recorded afterwards.
 func TestDeleteConversationShredsItsAnalyses(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -410,13 +421,18 @@ func TestDeleteConversationShredsItsAnalyses(t *testing.T) {
 		t.Fatalf("the analysis has no summary or rationale to look for: %+v", shown.Analysis)
 	}
 
+	const note = "the caller spelled out her address, 14 Quai Voltaire"
+	if r := call(t, s, "POST", "/v1/voiceai/conversations/conv_judged/evaluation/labels", adminKey, `{"verdict_correct":true,"note":"`+note+`"}`); r.Code != 201 {
+		t.Fatalf("label: %d %s", r.Code, r.Body)
+	}
+
 	js := testenv.JetStreamAt(t, s.NATSURL)
 	secret, err := os.ReadFile(filepath.Join(dir, "secret.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	msgs := streamMessages(t, js)
-	for _, text := range []string{summary, rationale} {
+	for _, text := range []string{summary, rationale, "Quai Voltaire"} {
 		if got := holding(msgs, text); len(got) > 0 {
 			t.Fatalf("stream messages hold the analysis' %q in the clear: %v", text, got)
 		}
@@ -424,11 +440,18 @@ func TestDeleteConversationShredsItsAnalyses(t *testing.T) {
 	if doc := replayAnalyses(t, js, msgs, strings.TrimSpace(string(secret)))["ws_default/conv_judged"]; doc.TranscriptSummary != summary {
 		t.Fatalf("a replay before the delete does not open the analysis: %+v", doc)
 	}
+	if doc := replayLabels(t, js, msgs, strings.TrimSpace(string(secret)))["ws_default/conversation/conv_judged"]; doc.Note != note {
+		t.Fatalf("a replay before the delete does not open the label's note: %+v", doc)
+	}
 
 	if r := call(t, s, "DELETE", "/v1/convai/conversations/conv_judged", adminKey, ""); r.Code != 200 {
 		t.Fatalf("delete: %d %s", r.Code, r.Body)
 	}
-	docs := replayAnalyses(t, js, streamMessages(t, js), strings.TrimSpace(string(secret)))
+	msgs = streamMessages(t, js)
+	if doc, ok := replayLabels(t, js, msgs, strings.TrimSpace(string(secret)))["ws_default/conversation/conv_judged"]; ok {
+		t.Fatalf("a replay after the delete opens the label: %+v", doc)
+	}
+	docs := replayAnalyses(t, js, msgs, strings.TrimSpace(string(secret)))
 	if doc, ok := docs["ws_default/conv_judged"]; ok {
 		t.Fatalf("a replay after the delete opens the analysis: %+v", doc)
 	}

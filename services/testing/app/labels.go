@@ -2,14 +2,19 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -223,7 +228,10 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 		return nil, apperr.ConversationUnknown
 	}
 	if first, found, err := storedBefore[*testingv1.ConversationLabelled](ctx, a, c, subject); err != nil || found {
-		return first.GetLabel(), err
+		if err != nil {
+			return nil, err
+		}
+		return a.openLabel(ctx, first)
 	}
 	an, seq, found, err := a.CurrentAnalysis(ctx, c.WorkspaceID, conversationID)
 	if err != nil {
@@ -269,8 +277,62 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 		label.CorrectedResult = overturned(label.JudgedResult)
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, now)
-	stored, err := storeOnce(ctx, a, c, subject, label.GetLabelId(), meta, &testingv1.ConversationLabelled{Meta: meta, Label: label})
-	return stored.GetLabel(), err
+	ev, err := a.sealLabel(ctx, meta, label)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := storeOnce(ctx, a, c, subject, label.GetLabelId(), meta, ev)
+	if err != nil {
+		return nil, err
+	}
+	if stored == ev {
+		return label, nil
+	}
+	return a.openLabel(ctx, stored)
+}
+
+// sealLabel is the event that records label, its note (a reviewer's
+// words about the conversation) sealed under the conversation's key like
+// its analyses; the verdicts stay in the clear for the judge report.
+func (a *App) sealLabel(ctx context.Context, meta *commonv1.EventMeta, label *testingv1.ConversationLabel) (*testingv1.ConversationLabelled, error) {
+	if label.GetNote() == "" {
+		return &testingv1.ConversationLabelled{Meta: meta, Label: label}, nil
+	}
+	if a.ConversationKeys == nil {
+		return nil, fmt.Errorf("no conversation keys to seal label %s: %w", label.GetLabelId(), apperr.ServiceUnavailable)
+	}
+	sealed, err := convseal.SealAs(ctx, a.ConversationKeys, convseal.KindLabelNote, label.GetWorkspaceId(), label.GetConversationId(), []byte(label.GetNote()))
+	if errors.Is(err, convseal.ErrShredded) {
+		return nil, apperr.ConversationUnknown
+	}
+	if err != nil {
+		return nil, err
+	}
+	clear := proto.CloneOf(label)
+	clear.Note = ""
+	return &testingv1.ConversationLabelled{Meta: meta, Label: clear, SealedNote: sealed}, nil
+}
+
+// openLabel is the label ev records, its note opened where it is sealed;
+// once the conversation was deleted it is not found.
+func (a *App) openLabel(ctx context.Context, ev *testingv1.ConversationLabelled) (*testingv1.ConversationLabel, error) {
+	label := ev.GetLabel()
+	if len(ev.GetSealedNote()) == 0 {
+		return label, nil
+	}
+	if a.ConversationKeys == nil {
+		return nil, fmt.Errorf("no conversation keys to open label %s: %w", label.GetLabelId(), apperr.ServiceUnavailable)
+	}
+	note, err := convseal.OpenAs(ctx, a.ConversationKeys, convseal.KindLabelNote, label.GetWorkspaceId(), label.GetConversationId(), ev.GetSealedNote())
+	switch {
+	case errors.Is(err, convseal.ErrShredded):
+		return nil, apperr.ConversationUnknown
+	case err != nil:
+		return nil, fmt.Errorf("label %s of conversation %s: %w", label.GetLabelId(), label.GetConversationId(), err)
+	}
+	opened := proto.CloneOf(label)
+	opened.Note = string(note)
+	return opened, nil
 }
 
 // overturned is the result a label that says judged was wrong makes right:
@@ -294,8 +356,9 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 	}
 	out := []*testingv1.ConversationLabel{}
 	err = eachStored(ctx, a, c.WorkspaceID, subject, func(_ Record, ev *testingv1.ConversationLabelled) error {
-		out = append(out, ev.GetLabel())
-		return nil
+		l, err := a.openLabel(ctx, ev)
+		out = append(out, l)
+		return err
 	})
 	if err != nil || len(out) > 0 {
 		return out, err
@@ -313,8 +376,8 @@ func (a *App) ConversationLabels(ctx context.Context, c principal.Caller, conver
 }
 
 // deletedConversation reports whether the conversation was deleted: its
-// analyses and labels stay in the runs log, but it is gone for its labels'
-// reads and writes and for the judge report.
+// analyses and labels' notes no longer open (their key is destroyed), and
+// it is gone for its labels' reads and writes and for the judge report.
 func (a *App) deletedConversation(ws, conversationID string) bool {
 	return a.ConversationDeleted != nil && a.ConversationDeleted(ws, conversationID)
 }

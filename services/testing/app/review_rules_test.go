@@ -123,10 +123,10 @@ func TestAnalysisByCommand(t *testing.T) {
 }
 
 // An analysis holds what the conversation said, so the runs log keeps it
-// sealed under the conversation's key: no byte of the record holds its
-// summary or the judge's reasons, the app opens it, and once the
-// conversation is deleted (its key destroyed) it is gone for every read
-// and nothing more is recorded of it.
+// sealed under the conversation's key (and a label's note with it): no
+// byte of the record holds its summary, the judge's reasons or the note,
+// the app opens them, and once the conversation is deleted (its key
+// destroyed) they are gone for every read and nothing more is recorded.
 func TestAnalysesAreSealedUnderTheirConversationsKey(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
@@ -159,8 +159,28 @@ func TestAnalysesAreSealedUnderTheirConversationsKey(t *testing.T) {
 		t.Fatalf("a retry under the same key answers %v, %v; want the first, opened", again, err)
 	}
 
+	// A reviewer's note is sealed the same way; the verdicts stay clear.
+	const note = "They read the card 4111 1111 back to the caller"
+	if l, err := w.a.LabelConversation(ctx, w.as("cmd_label"), "conv_1", app.LabelInput{VerdictCorrect: yes(), Note: note}); err != nil || l.GetNote() != note {
+		t.Fatalf("label: %v %v", l, err)
+	}
+	labelSubject, _ := events.ConversationLabelSubject("ws", "conv_1")
+	if rec, found, err := w.a.Runs.Last(ctx, labelSubject); err != nil || !found || bytes.Contains(rec.Data, []byte("4111")) ||
+		!bytes.Contains(rec.Data, []byte(domain.ConditionFailure)) {
+		t.Fatalf("the label's record (found %v, %v) holds the note in the clear, or not its verdict", found, err)
+	}
+	if l, err := w.a.LabelConversation(ctx, w.as("cmd_label"), "conv_1", app.LabelInput{VerdictCorrect: yes()}); err != nil || l.GetNote() != note {
+		t.Fatalf("a retried label answers %v, %v; want the first, its note opened", l, err)
+	}
+	if ls, err := w.a.ConversationLabels(ctx, w.c, "conv_1"); err != nil || len(ls) != 1 || ls[0].GetNote() != note {
+		t.Fatalf("the labels: %v %v", ls, err)
+	}
+
 	if err := keys.Shred(ctx, "ws", "conv_1"); err != nil {
 		t.Fatal(err)
+	}
+	if ls, err := w.a.ConversationLabels(ctx, w.c, "conv_1"); !errors.Is(err, apperr.ConversationUnknown) {
+		t.Fatalf("after the delete, the labels: %v %v; want conversation_not_found", ls, err)
 	}
 	if an, _, found, err := w.a.CurrentAnalysis(ctx, "ws", "conv_1"); err != nil || found || an != nil {
 		t.Fatalf("after the delete, the current analysis: %v %v %v", an, found, err)

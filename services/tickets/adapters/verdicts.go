@@ -136,41 +136,55 @@ func analysisDoc(an *testingv1.ConversationAnalysis) (string, any, error) {
 }
 
 // LabelHandler projects testing.run_labelled and
-// testing.conversation_labelled.
-func LabelHandler(_ context.Context, rec eventstore.Record) (string, any, error) {
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return "", nil, nil
+// testing.conversation_labelled, opening a conversation label's sealed
+// note under the conversation's key (keys): a label whose note no longer
+// opens (the conversation deleted) is skipped.
+func LabelHandler(keys convseal.Keys) projection.Handler {
+	return func(ctx context.Context, rec eventstore.Record) (string, any, error) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			return "", nil, nil
+		}
+		var doc LabelDoc
+		var criteria []*testingv1.CriterionLabel
+		switch ev := msg.(type) {
+		case *testingv1.RunLabelled:
+			l := ev.GetLabel()
+			doc = LabelDoc{WorkspaceID: l.GetWorkspaceId(), Kind: app.LabelOfRun, InvocationID: l.GetInvocationId(), RunID: l.GetRunId(),
+				LabelID: l.GetLabelId(), TestName: l.GetTestName(), JudgeModel: l.GetJudgeModel(), JudgedResult: l.GetJudgedResult(),
+				VerdictCorrect: l.GetVerdictCorrect(), CorrectedResult: l.GetCorrectedResult(), Note: l.GetNote(),
+				ReviewerUserID: l.GetReviewerUserId(), ReviewerEmail: l.GetReviewerEmail(), ReviewerName: l.GetReviewerName(), LabelledAtMs: l.GetLabelledAtUnixMs()}
+			criteria = l.GetCriteria()
+		case *testingv1.ConversationLabelled:
+			l := ev.GetLabel()
+			doc = LabelDoc{WorkspaceID: l.GetWorkspaceId(), Kind: app.LabelOfConversation, ConversationID: l.GetConversationId(),
+				LabelID: l.GetLabelId(), JudgeModel: l.GetJudgeModel(), JudgedResult: l.GetJudgedResult(),
+				VerdictCorrect: l.GetVerdictCorrect(), CorrectedResult: l.GetCorrectedResult(), Note: l.GetNote(),
+				ReviewerUserID: l.GetReviewerUserId(), ReviewerEmail: l.GetReviewerEmail(), ReviewerName: l.GetReviewerName(), LabelledAtMs: l.GetLabelledAtUnixMs()}
+			criteria = l.GetCriteria()
+			if sealed := ev.GetSealedNote(); len(sealed) > 0 {
+				note, err := convseal.OpenAs(ctx, keys, convseal.KindLabelNote, l.GetWorkspaceId(), l.GetConversationId(), sealed)
+				switch {
+				case errors.Is(err, convseal.ErrShredded), errors.Is(err, convseal.ErrNoKey), errors.Is(err, convseal.ErrTampered):
+					return "", nil, nil
+				case err != nil:
+					return "", nil, err // the keys are out of reach: tried again
+				}
+				doc.Note = string(note)
+			}
+		default:
+			return "", nil, nil
+		}
+		if doc.WorkspaceID == "" {
+			return "", nil, nil
+		}
+		doc.Criteria = []CriterionDoc{}
+		for _, c := range criteria {
+			doc.Criteria = append(doc.Criteria, CriterionDoc{ID: c.GetId(), Name: c.GetText(), Correct: c.GetCorrect(), JudgedResult: c.GetJudgedResult()})
+		}
+		key := app.LabelKey{Kind: doc.Kind, InvocationID: doc.InvocationID, RunID: doc.RunID, ConversationID: doc.ConversationID}
+		return labelDocID(doc.WorkspaceID, key), doc, nil
 	}
-	var doc LabelDoc
-	var criteria []*testingv1.CriterionLabel
-	switch ev := msg.(type) {
-	case *testingv1.RunLabelled:
-		l := ev.GetLabel()
-		doc = LabelDoc{WorkspaceID: l.GetWorkspaceId(), Kind: app.LabelOfRun, InvocationID: l.GetInvocationId(), RunID: l.GetRunId(),
-			LabelID: l.GetLabelId(), TestName: l.GetTestName(), JudgeModel: l.GetJudgeModel(), JudgedResult: l.GetJudgedResult(),
-			VerdictCorrect: l.GetVerdictCorrect(), CorrectedResult: l.GetCorrectedResult(), Note: l.GetNote(),
-			ReviewerUserID: l.GetReviewerUserId(), ReviewerEmail: l.GetReviewerEmail(), ReviewerName: l.GetReviewerName(), LabelledAtMs: l.GetLabelledAtUnixMs()}
-		criteria = l.GetCriteria()
-	case *testingv1.ConversationLabelled:
-		l := ev.GetLabel()
-		doc = LabelDoc{WorkspaceID: l.GetWorkspaceId(), Kind: app.LabelOfConversation, ConversationID: l.GetConversationId(),
-			LabelID: l.GetLabelId(), JudgeModel: l.GetJudgeModel(), JudgedResult: l.GetJudgedResult(),
-			VerdictCorrect: l.GetVerdictCorrect(), CorrectedResult: l.GetCorrectedResult(), Note: l.GetNote(),
-			ReviewerUserID: l.GetReviewerUserId(), ReviewerEmail: l.GetReviewerEmail(), ReviewerName: l.GetReviewerName(), LabelledAtMs: l.GetLabelledAtUnixMs()}
-		criteria = l.GetCriteria()
-	default:
-		return "", nil, nil
-	}
-	if doc.WorkspaceID == "" {
-		return "", nil, nil
-	}
-	doc.Criteria = []CriterionDoc{}
-	for _, c := range criteria {
-		doc.Criteria = append(doc.Criteria, CriterionDoc{ID: c.GetId(), Name: c.GetText(), Correct: c.GetCorrect(), JudgedResult: c.GetJudgedResult()})
-	}
-	key := app.LabelKey{Kind: doc.Kind, InvocationID: doc.InvocationID, RunID: doc.RunID, ConversationID: doc.ConversationID}
-	return labelDocID(doc.WorkspaceID, key), doc, nil
 }
 
 // Verdicts reads the two projections.

@@ -69,11 +69,16 @@ func TestVerdictProjections(t *testing.T) {
 			TestName: "Hours", JudgeModel: "gpt-4o", JudgedResult: "failure", VerdictCorrect: correct, ReviewerUserId: "u1", LabelledAtUnixMs: 7000,
 			Criteria: []*testingv1.CriterionLabel{{Id: "condition_0", Correct: correct, Text: "states the hours"}}}}
 	}
-	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 2, events.TypeRunLabelled, runLabel("rlbl_1", true)))
-	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 4, events.TypeRunLabelled, runLabel("rlbl_2", false)))
-	project(t, v.LabelsColl, LabelHandler, verdictRecord(t, 5, events.TypeConversationLabelled, &testingv1.ConversationLabelled{
-		Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1", JudgeModel: "gpt-4o",
-			JudgedResult: "failure", VerdictCorrect: true, Note: "right"}}))
+	project(t, v.LabelsColl, LabelHandler(convKeys), verdictRecord(t, 2, events.TypeRunLabelled, runLabel("rlbl_1", true)))
+	project(t, v.LabelsColl, LabelHandler(convKeys), verdictRecord(t, 4, events.TypeRunLabelled, runLabel("rlbl_2", false)))
+	// A conversation label's note is sealed under the conversation's key.
+	note, err := convseal.SealAs(ctx, convKeys, convseal.KindLabelNote, "ws", "conv_1", []byte("right"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	project(t, v.LabelsColl, LabelHandler(convKeys), verdictRecord(t, 5, events.TypeConversationLabelled, &testingv1.ConversationLabelled{
+		SealedNote: note, Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1", JudgeModel: "gpt-4o",
+			JudgedResult: "failure", VerdictCorrect: true}}))
 	keys := []app.LabelKey{{Kind: app.LabelOfConversation, ConversationID: "conv_1"}, {Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_1"},
 		{Kind: app.LabelOfRun, InvocationID: "tinv_1", RunID: "trun_1_0"}}
 	for _, how := range []mongox.Lookup{mongox.OneQuery, mongox.EachByID} {
@@ -94,7 +99,7 @@ func TestVerdictProjections(t *testing.T) {
 		}
 	}
 	// Other events of the stream are skipped.
-	if id, _, err := LabelHandler(ctx, verdictRecord(t, 6, events.TypeRunCompleted, &testingv1.RunCompleted{})); id != "" || err != nil {
+	if id, _, err := LabelHandler(convKeys)(ctx, verdictRecord(t, 6, events.TypeRunCompleted, &testingv1.RunCompleted{})); id != "" || err != nil {
 		t.Fatalf("a run result: %q %v", id, err)
 	}
 }
@@ -121,7 +126,7 @@ func TestADeletedConversationsVerdictsAreNotWrittenBack(t *testing.T) {
 	if applied, err := projection.Upsert(ctx, v.AnalysesColl, id, 7, doc); err != nil || applied {
 		t.Fatalf("an analysis written over the deleted conversation's tombstone: applied %v, %v", applied, err)
 	}
-	id, doc, err = LabelHandler(ctx, verdictRecord(t, 8, events.TypeConversationLabelled, label))
+	id, doc, err = LabelHandler(convseal.NewMemoryKeys())(ctx, verdictRecord(t, 8, events.TypeConversationLabelled, label))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,9 +154,10 @@ func sealedAnalysis(t *testing.T, keys convseal.Keys, ev *testingv1.Conversation
 		AnalysisId: an.GetAnalysisId(), WorkspaceId: an.GetWorkspaceId(), ConversationId: an.GetConversationId(), AgentId: an.GetAgentId()}}
 }
 
-// A sealed analysis is projected while its conversation's key opens it;
-// once the conversation is deleted (the key destroyed), or where the
-// sealed bytes were changed, the projector skips it rather than stall.
+// A sealed analysis, or a label's sealed note, is projected while its
+// conversation's key opens it; once the conversation is deleted (the key
+// destroyed), or where the sealed bytes were changed, the projector skips
+// it rather than stall.
 func TestSealedAnalysesAreSkippedOnceShredded(t *testing.T) {
 	ctx := context.Background()
 	keys := convseal.NewMemoryKeys()
@@ -167,10 +173,22 @@ func TestSealedAnalysesAreSkippedOnceShredded(t *testing.T) {
 	if id, _, err := h(ctx, verdictRecord(t, 2, events.TypeConversationAnalysed, changed)); id != "" || err != nil {
 		t.Fatalf("a changed sealed analysis: %q %v", id, err)
 	}
+	note, err := convseal.SealAs(ctx, keys, convseal.KindLabelNote, "ws", "conv_1", []byte("they read out the card"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := &testingv1.ConversationLabelled{SealedNote: note, Label: &testingv1.ConversationLabel{LabelId: "clbl_1", WorkspaceId: "ws", ConversationId: "conv_1"}}
+	if id, doc, err := LabelHandler(keys)(ctx, verdictRecord(t, 3, events.TypeConversationLabelled, label)); err != nil || id == "" ||
+		doc.(LabelDoc).Note != "they read out the card" {
+		t.Fatalf("a label with a sealed note: %q %+v %v", id, doc, err)
+	}
 	if err := keys.Shred(ctx, "ws", "conv_1"); err != nil {
 		t.Fatal(err)
 	}
 	if id, _, err := h(ctx, verdictRecord(t, 1, events.TypeConversationAnalysed, ev)); id != "" || err != nil {
 		t.Fatalf("after the conversation's deletion: %q %v", id, err)
+	}
+	if id, _, err := LabelHandler(keys)(ctx, verdictRecord(t, 3, events.TypeConversationLabelled, label)); id != "" || err != nil {
+		t.Fatalf("a label after the conversation's deletion: %q %v", id, err)
 	}
 }

@@ -984,10 +984,19 @@ func (x *ConversationAnalysed) GetSealedAnalysis() []byte {
 // testruns.clbl.<workspace_id>.<conversation_id>: a reviewer labelled a
 // conversation's analysis right or wrong. The last message on the subject
 // is the conversation's current label.
+//
+// A reviewer's note may say what the conversation said, so it is sealed
+// like an analysis: sealed_note is the nonce, then AES-256-GCM of the
+// note under the conversation's data key, bound to "label_note", its
+// workspace and its conversation (convseal.SealAs), and label.note is
+// then empty. The verdicts (judged_result, verdict_correct, the
+// criteria) stay in the clear for the judge report. A label without
+// sealed_note has its note, if any, in the clear.
 type ConversationLabelled struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Meta          *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
 	Label         *ConversationLabel     `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	SealedNote    []byte                 `protobuf:"bytes,3,opt,name=sealed_note,json=sealedNote,proto3" json:"sealed_note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1032,6 +1041,13 @@ func (x *ConversationLabelled) GetMeta() *v1.EventMeta {
 func (x *ConversationLabelled) GetLabel() *ConversationLabel {
 	if x != nil {
 		return x.Label
+	}
+	return nil
+}
+
+func (x *ConversationLabelled) GetSealedNote() []byte {
+	if x != nil {
+		return x.SealedNote
 	}
 	return nil
 }
@@ -1222,10 +1238,12 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x14ConversationAnalysed\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12D\n" +
 	"\banalysis\x18\x02 \x01(\v2(.voiceai.testing.v1.ConversationAnalysisR\banalysis\x12'\n" +
-	"\x0fsealed_analysis\x18\x03 \x01(\fR\x0esealedAnalysis\"\x85\x01\n" +
+	"\x0fsealed_analysis\x18\x03 \x01(\fR\x0esealedAnalysis\"\xa6\x01\n" +
 	"\x14ConversationLabelled\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12;\n" +
-	"\x05label\x18\x02 \x01(\v2%.voiceai.testing.v1.ConversationLabelR\x05label\"t\n" +
+	"\x05label\x18\x02 \x01(\v2%.voiceai.testing.v1.ConversationLabelR\x05label\x12\x1f\n" +
+	"\vsealed_note\x18\x03 \x01(\fR\n" +
+	"sealedNote\"t\n" +
 	"\vRunRejudged\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x123\n" +
 	"\x04vote\x18\x02 \x01(\v2\x1f.voiceai.testing.v1.RejudgeVoteR\x04vote\"\x82\x01\n" +
