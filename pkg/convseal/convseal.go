@@ -97,11 +97,35 @@ func Seal(key []byte, workspaceID, conversationID string, transcript []byte) (st
 	if err != nil {
 		return "", err
 	}
-	nonce := make([]byte, a.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
+	sealed, err := sealWith(a, transcript, owner(workspaceID, conversationID))
+	if err != nil {
 		return "", err
 	}
-	return base64.StdEncoding.EncodeToString(a.Seal(nonce, nonce, transcript, owner(workspaceID, conversationID))), nil
+	return base64.StdEncoding.EncodeToString(sealed), nil
+}
+
+// sealWith is the nonce, then plaintext sealed under a with it, bound to
+// aad.
+func sealWith(a cipher.AEAD, plaintext, aad []byte) ([]byte, error) {
+	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(plaintext)+a.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return a.Seal(nonce, nonce, plaintext, aad), nil
+}
+
+// openWith is what sealWith sealed, decrypted into dst (which may be
+// sealed[n:n], n the nonce's size, to decrypt in place).
+func openWith(a cipher.AEAD, dst, sealed, aad []byte) ([]byte, error) {
+	n := a.NonceSize()
+	if len(sealed) < n+a.Overhead() {
+		return nil, ErrTampered
+	}
+	out, err := a.Open(dst, sealed[:n], sealed[n:], aad)
+	if err != nil {
+		return nil, ErrTampered
+	}
+	return out, nil
 }
 
 // Open decrypts what Seal made for the same conversation.
@@ -122,15 +146,10 @@ func OpenInPlace(key []byte, workspaceID, conversationID string, sealed []byte) 
 	if err != nil {
 		return nil, err
 	}
-	n := a.NonceSize()
-	if len(sealed) < n+a.Overhead() {
+	if len(sealed) < a.NonceSize() {
 		return nil, ErrTampered
 	}
-	out, err := a.Open(sealed[n:n], sealed[:n], sealed[n:], owner(workspaceID, conversationID))
-	if err != nil {
-		return nil, ErrTampered
-	}
-	return out, nil
+	return openWith(a, sealed[a.NonceSize():a.NonceSize()], sealed, owner(workspaceID, conversationID))
 }
 
 // NewKey is a fresh random data key.
@@ -212,19 +231,11 @@ func OpenTranscriptInPlace(ctx context.Context, keys Keys, workspaceID, conversa
 // transcript. A deleted conversation's answers ErrShredded: nothing more
 // is recorded of it.
 func SealAs(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, plaintext []byte) ([]byte, error) {
-	key, err := keys.Key(ctx, workspaceID, conversationID, true)
+	a, err := aeadOf(ctx, keys, workspaceID, conversationID, true)
 	if err != nil {
 		return nil, err
 	}
-	a, err := aead(key)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, a.NonceSize(), a.NonceSize()+len(plaintext)+a.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return a.Seal(nonce, nonce, plaintext, ownerAs(kind, workspaceID, conversationID)), nil
+	return sealWith(a, plaintext, ownerAs(kind, workspaceID, conversationID))
 }
 
 // OpenAs is the plaintext SealAs sealed as kind for the same
@@ -232,23 +243,21 @@ func SealAs(ctx context.Context, keys Keys, kind, workspaceID, conversationID st
 // ErrTampered when the bytes were changed or are another's. sealed is
 // left as it was.
 func OpenAs(ctx context.Context, keys Keys, kind, workspaceID, conversationID string, sealed []byte) ([]byte, error) {
-	key, err := keys.Key(ctx, workspaceID, conversationID, false)
+	a, err := aeadOf(ctx, keys, workspaceID, conversationID, false)
 	if err != nil {
 		return nil, err
 	}
-	a, err := aead(key)
+	return openWith(a, nil, sealed, ownerAs(kind, workspaceID, conversationID))
+}
+
+// aeadOf is the cipher of the conversation's key, made first when create
+// is set and it has none.
+func aeadOf(ctx context.Context, keys Keys, workspaceID, conversationID string, create bool) (cipher.AEAD, error) {
+	key, err := keys.Key(ctx, workspaceID, conversationID, create)
 	if err != nil {
 		return nil, err
 	}
-	n := a.NonceSize()
-	if len(sealed) < n+a.Overhead() {
-		return nil, ErrTampered
-	}
-	out, err := a.Open(nil, sealed[:n], sealed[n:], ownerAs(kind, workspaceID, conversationID))
-	if err != nil {
-		return nil, ErrTampered
-	}
-	return out, nil
+	return aead(key)
 }
 
 // SealMessage is SealAs of msg, marshalled.
