@@ -99,28 +99,28 @@ func (a *App) sealAnalysis(ctx context.Context, meta *commonv1.EventMeta, an *te
 	if err != nil {
 		return nil, err
 	}
-	clear := &testingv1.ConversationAnalysis{AnalysisId: an.GetAnalysisId(), WorkspaceId: an.GetWorkspaceId(),
+	inClear := &testingv1.ConversationAnalysis{AnalysisId: an.GetAnalysisId(), WorkspaceId: an.GetWorkspaceId(),
 		ConversationId: an.GetConversationId(), AgentId: an.GetAgentId(), AnalysedAtUnixMs: an.GetAnalysedAtUnixMs()}
-	return &testingv1.ConversationAnalysed{Meta: meta, Analysis: clear, SealedAnalysis: sealed}, nil
+	return &testingv1.ConversationAnalysed{Meta: meta, Analysis: inClear, SealedAnalysis: sealed}, nil
 }
 
 // openAnalysis is the analysis ev records, opened where it is sealed;
 // found is false once its conversation was deleted (its key destroyed).
 func (a *App) openAnalysis(ctx context.Context, ev *testingv1.ConversationAnalysed) (*testingv1.ConversationAnalysis, bool, error) {
-	clear := ev.GetAnalysis()
+	inClear := ev.GetAnalysis()
 	if len(ev.GetSealedAnalysis()) == 0 {
-		return clear, true, nil // recorded before analyses were sealed
+		return inClear, true, nil // recorded before analyses were sealed
 	}
 	if a.ConversationKeys == nil {
-		return nil, false, fmt.Errorf("no conversation keys to open analysis %s: %w", clear.GetAnalysisId(), apperr.ServiceUnavailable)
+		return nil, false, fmt.Errorf("no conversation keys to open analysis %s: %w", inClear.GetAnalysisId(), apperr.ServiceUnavailable)
 	}
 	an := &testingv1.ConversationAnalysis{}
-	err := convseal.OpenMessage(ctx, a.ConversationKeys, convseal.KindAnalysis, clear.GetWorkspaceId(), clear.GetConversationId(), ev.GetSealedAnalysis(), an)
+	err := convseal.OpenMessage(ctx, a.ConversationKeys, convseal.KindAnalysis, inClear.GetWorkspaceId(), inClear.GetConversationId(), ev.GetSealedAnalysis(), an)
 	switch {
 	case errors.Is(err, convseal.ErrShredded):
 		return nil, false, nil
 	case err != nil:
-		return nil, false, fmt.Errorf("analysis %s of conversation %s: %w", clear.GetAnalysisId(), clear.GetConversationId(), err)
+		return nil, false, fmt.Errorf("analysis %s of conversation %s: %w", inClear.GetAnalysisId(), inClear.GetConversationId(), err)
 	}
 	return an, true, nil
 }

@@ -308,9 +308,9 @@ func (a *App) sealLabel(ctx context.Context, meta *commonv1.EventMeta, label *te
 	if err != nil {
 		return nil, err
 	}
-	clear := proto.CloneOf(label)
-	clear.Note = ""
-	return &testingv1.ConversationLabelled{Meta: meta, Label: clear, SealedNote: sealed}, nil
+	inClear := proto.CloneOf(label)
+	inClear.Note = ""
+	return &testingv1.ConversationLabelled{Meta: meta, Label: inClear, SealedNote: sealed}, nil
 }
 
 // openLabel is the label ev records, its note opened where it is sealed;
