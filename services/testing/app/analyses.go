@@ -31,6 +31,11 @@ func (a *App) RecordAnalysis(ctx context.Context, c principal.Caller, an *testin
 	if err != nil {
 		return nil, apperr.ConversationUnknown
 	}
+	if an.GetWorkspaceId() != c.WorkspaceID {
+		// The key it is sealed under is its workspace's conversation's: it
+		// must be the caller's, whose subject it goes on.
+		return nil, fmt.Errorf("analysis %s of workspace %q recorded for %q", an.GetAnalysisId(), an.GetWorkspaceId(), c.WorkspaceID)
+	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	ev, err := a.sealAnalysis(ctx, meta, an)
 	if err != nil {
