@@ -140,40 +140,64 @@ func (r *Repo[S]) decode(rec eventlog.Record) (msg proto.Message, state S, ok bo
 	return msg, state, ok, nil
 }
 
+// sameRequest is esproto.SameRequest for the command whose event rec is.
+func (r *Repo[S]) sameRequest(ctx context.Context, rec eventlog.Record) error {
+	if esproto.RequestDigest(ctx) == "" {
+		return nil
+	}
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		return err
+	}
+	return esproto.SameRequest(ctx, events.MetaOf(msg))
+}
+
 // Made is the aggregate a keyed create made (its id stable under the
 // command id), for a retry to answer before checking anything its first
 // attempt checked (what it named may be gone since): as it is now, with
 // its sequence, or, deleted since, as that attempt left it (sequence 0).
-// False when no attempt made it, or without a command id.
-func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (S, uint64, bool) {
+// False when no attempt made it, or without a command id; an error when
+// the key made it for another request (esproto.SameRequest).
+func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (S, uint64, bool, error) {
 	var zero S
 	if id == "" || commandID == "" {
-		return zero, 0, false
+		return zero, 0, false, nil
 	}
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil {
-		return zero, 0, false
+		return zero, 0, false, nil
 	}
 	// One read answers the usual cases: nothing on the subject (a first
-	// attempt, which every keyed create pays for) or the aggregate live.
-	// Only a deleted one needs its history searched.
+	// attempt, which every keyed create pays for) or the aggregate live
+	// and last changed by the create. Only a replay of a create changed
+	// or deleted since needs its history searched.
 	rec, state, err := r.last(ctx, subject)
 	if err != nil {
-		return zero, 0, false
+		return zero, 0, false, nil
 	}
-	if !r.gone(state) {
-		return state, rec.Seq, true
+	if !r.gone(state) && (rec.CommandID == commandID || esproto.RequestDigest(ctx) == "") {
+		if err := r.sameRequest(ctx, rec); err != nil {
+			return zero, 0, false, err
+		}
+		return state, rec.Seq, true, nil
 	}
-	if _, state, found, err := r.Recorded(ctx, workspaceID, id, commandID); err == nil && found {
-		return state, 0, true
+	_, first, found, err := r.Recorded(ctx, workspaceID, id, commandID)
+	switch {
+	case err != nil:
+		return zero, 0, false, err
+	case !r.gone(state):
+		return state, rec.Seq, true, nil
+	case found:
+		return first, 0, true, nil
 	}
-	return zero, 0, false
+	return zero, 0, false, nil
 }
 
 // Recorded finds the event a command (by its id) appended to aggregate
 // id, and the state it left: its last event first, then its history. A
 // command that touches several aggregates asks it to tell a replay from a
-// first attempt before checking what a replay would fail.
+// first attempt before checking what a replay would fail. The request in
+// ctx must be the one that issued it (esproto.SameRequest).
 func (r *Repo[S]) Recorded(ctx context.Context, workspaceID, id, commandID string) (proto.Message, S, bool, error) {
 	var zero S
 	subject, err := r.Subject(workspaceID, id)
@@ -186,6 +210,9 @@ func (r *Repo[S]) Recorded(ctx context.Context, workspaceID, id, commandID strin
 	}
 	msg, state, ok, err := r.decode(rec)
 	if err != nil || !ok {
+		return nil, zero, false, err
+	}
+	if err := esproto.SameRequest(ctx, events.MetaOf(msg)); err != nil {
 		return nil, zero, false, err
 	}
 	r.project(ctx, subject, rec.Seq, state) // its first attempt may have died before projecting
@@ -203,7 +230,11 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 	}
 	res, err := r.record(ctx, subject, 0, meta, ev, state)
 	if errors.Is(err, eventlog.ErrConflict) && meta.GetCommandId() != "" {
-		// A concurrent first attempt made the aggregate: answer with it.
+		// A concurrent first attempt made the aggregate: answer with it,
+		// if it was this request's.
+		if _, _, _, err := r.Recorded(ctx, workspaceID, id, meta.GetCommandId()); err != nil {
+			return zero, false, err
+		}
 		got, seq, err := r.Get(ctx, workspaceID, id)
 		if err == nil {
 			r.project(ctx, subject, seq, got)
@@ -215,8 +246,10 @@ func (r *Repo[S]) Create(ctx context.Context, workspaceID, id string, meta *comm
 	}
 	if res.Duplicate {
 		// The store knew the command: answer what its first attempt
-		// stored, which is another aggregate's creation when the key was
-		// reused on another id, as Update answers a replay.
+		// stored (a key the request in ctx did not first go with was
+		// refused by the append, esproto.SameRequest), which is another
+		// aggregate's creation when a command of no request reused it on
+		// another id, as Update answers a replay.
 		got, err := r.first(ctx, workspaceID, id, res.Seq)
 		return got, true, err
 	}
@@ -244,12 +277,14 @@ type Mutation[S proto.Message] func(next S, meta *commonv1.EventMeta) (proto.Mes
 //
 // A command id (a request's Idempotency-Key) makes it answer a replay with
 // the state the command's first attempt left, changing nothing again, even
-// if the replay's change differs or would now fail: found on the last
-// event (a read Update makes anyway), by the stream's duplicate window
-// when the event is older, and in the aggregate's history when m fails or
-// changes nothing (or the aggregate is gone). Beyond the window, a command
-// followed by other changes whose replay m would apply again is the one
-// case not caught.
+// if m would now fail or change something else (a change made since):
+// found on the last event (a read Update makes anyway), by the stream's
+// duplicate window when the event is older, and in the aggregate's
+// history when m fails or changes nothing (or the aggregate is gone).
+// Beyond the window, a command followed by other changes whose replay m
+// would apply again is the one case not caught. Wherever it is found, a
+// replay must be of the request the command first went with
+// (esproto.SameRequest), else it is refused.
 func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string, m Mutation[S]) (S, error) {
 	var out, zero S
 	subject, err := r.Subject(workspaceID, id)
@@ -262,6 +297,9 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			return err
 		}
 		if commandID != "" && rec.CommandID == commandID {
+			if err := r.sameRequest(ctx, rec); err != nil {
+				return err
+			}
 			out = cur // a replay of the last change, a deletion included
 			r.project(ctx, subject, rec.Seq, cur)
 			return nil
@@ -277,7 +315,11 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		if err != nil || ev == nil {
 			// Nothing to append: a replay of an older change answers what
 			// that change left, not what it would do now.
-			if _, first, found, ferr := r.Recorded(ctx, workspaceID, id, commandID); ferr == nil && found {
+			_, first, found, ferr := r.Recorded(ctx, workspaceID, id, commandID)
+			if ferr != nil {
+				return ferr // another request under the key, or no telling
+			}
+			if found {
 				out = first
 				return nil
 			}
@@ -306,9 +348,11 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 
 // first is the state a command's first attempt stored at seq, which the
 // store found its replay a duplicate of, projected again: that attempt
-// may have died before projecting it. A key reused on another aggregate
-// answers that one's state, as a create does: the same key answers the
-// first result; on an aggregate of another kind, this one's as it is.
+// may have died before projecting it. A command id of no request reused
+// on another aggregate answers that one's state, as a create does: the
+// same id answers the first result; on an aggregate of another kind, this
+// one's as it is. (A keyed request's reuse is refused before: the store's
+// duplicate answer is checked by esproto.Append.)
 func (r *Repo[S]) first(ctx context.Context, workspaceID, id string, seq uint64) (S, error) {
 	var zero S
 	rec, err := r.Store.At(ctx, seq)

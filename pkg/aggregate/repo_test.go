@@ -15,6 +15,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
@@ -62,6 +63,8 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"KeyedReplayOfADeletion", testKeyedReplayOfADeletion},
 		{"KeyedReplayBeyondTheDuplicateWindow", testKeyedReplayBeyondTheDuplicateWindow},
 		{"MadeReadsOnceUnlessDeleted", testMadeReadsOnceUnlessDeleted},
+		{"KeyOfAnotherRequestIsRefused", testKeyOfAnotherRequestIsRefused},
+		{"KeyOfAnotherRequestIsRefusedBeyondTheWindow", testKeyOfAnotherRequestIsRefusedBeyondTheWindow},
 		{"LatestAndGetSince", testLatestAndGetSince},
 	}
 	for _, c := range cases {
@@ -161,7 +164,9 @@ func testRetriedCreateAnswersTheFirst(t *testing.T, open openStore) {
 }
 
 // A command id sent again to create another aggregate answers the first
-// create, even after that aggregate is gone, and makes nothing.
+// create, even after that aggregate is gone, and makes nothing, where no
+// request's fingerprint tells the two apart (a command no keyed request
+// issued, or one recorded before fingerprints).
 func testKeyReusedOnAnotherIDAnswersTheFirstCreate(t *testing.T, open openStore) {
 	r, _ := newRepo(t, open)
 	first, _ := create(t, r, "agent_1", "cmd-1")
@@ -174,6 +179,105 @@ func testKeyReusedOnAnotherIDAnswersTheFirstCreate(t *testing.T, open openStore)
 	}
 	if _, _, err := r.Get(context.Background(), "ws", "agent_2"); !errors.Is(err, errNotFound) {
 		t.Fatalf("agent_2 was made by a replayed key: %v", err)
+	}
+}
+
+// keyed is ctx serving the keyed request whose fingerprint is digest.
+func keyed(digest string) context.Context {
+	return esproto.WithRequestDigest(context.Background(), digest)
+}
+
+// createIn is create for the request in ctx.
+func createIn(ctx context.Context, r *Repo[*agentsv1.Agent], id, commandID, name string) (*agentsv1.Agent, bool, error) {
+	meta := esproto.Meta(ctx, "ws", commandID, time.Now())
+	a := &agentsv1.Agent{AgentId: id, WorkspaceId: "ws", Name: name}
+	return r.Create(ctx, "ws", id, meta, &agentsv1.AgentCreated{Meta: meta, Agent: a}, a)
+}
+
+// wantReused fails unless err is the refusal of a key first used for
+// another request.
+func wantReused(t *testing.T, what string, err error) {
+	t.Helper()
+	var v apperr.ValidationErrors
+	if !errors.As(err, &v) || len(v) != 1 || v[0].Type != "idempotency_key_reused" {
+		t.Fatalf("%s: %v, want the key refused as another request's", what, err)
+	}
+}
+
+// A key sent again with the request it first went with is a replay,
+// answered with the first result; with another request (another body, or
+// another aggregate of the same operation) it is refused, never answered
+// with the first request's result, and changes nothing: on create, on a
+// keyed create's look-up (Made), on update whether the key's change is
+// the last or an older one, and on a change a replay would fail.
+func testKeyOfAnotherRequestIsRefused(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	a, b := keyed("digest-a"), keyed("digest-b")
+	first, _, err := createIn(a, r, "agent_1", "cmd-1", "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, dup, err := createIn(a, r, "agent_1", "cmd-1", "first"); err != nil || !dup || !proto.Equal(again, first) {
+		t.Fatalf("the same request again: %v dup=%v %v, want the first create", again, dup, err)
+	}
+	_, _, err = createIn(b, r, "agent_1", "cmd-1", "other")
+	wantReused(t, "another body", err)
+	_, _, err = createIn(b, r, "agent_2", "cmd-1", "other")
+	wantReused(t, "another aggregate", err)
+	if _, _, err := r.Get(context.Background(), "ws", "agent_2"); !errors.Is(err, errNotFound) {
+		t.Fatalf("agent_2 was made: %v", err)
+	}
+	_, _, _, err = r.Made(b, "ws", "agent_1", "cmd-1")
+	wantReused(t, "Made for another request", err)
+	if got, _, ok, err := r.Made(a, "ws", "agent_1", "cmd-1"); err != nil || !ok || !proto.Equal(got, first) {
+		t.Fatalf("Made for the same request: %v ok=%v %v", got, ok, err)
+	}
+
+	var calls atomic.Int64
+	renamed, err := r.Update(a, "ws", "agent_1", "cmd-2", rename("second", &calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Update(b, "ws", "agent_1", "cmd-2", rename("other", &calls))
+	wantReused(t, "update, the key's change the last", err)
+	if _, err := r.Update(context.Background(), "ws", "agent_1", "", rename("third", &calls)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Update(b, "ws", "agent_1", "cmd-2", rename("other", &calls))
+	wantReused(t, "update, the key's change an older one", err)
+	_, err = r.Update(b, "ws", "agent_1", "cmd-2", refuse)
+	wantReused(t, "update a replay would fail", err)
+	_, _, _, err = r.Made(b, "ws", "agent_1", "cmd-1")
+	wantReused(t, "Made of a create changed since", err)
+	if again, err := r.Update(a, "ws", "agent_1", "cmd-2", rename("other", &calls)); err != nil || !proto.Equal(again, renamed) {
+		t.Fatalf("the same update again: %v %v, want its first result %v", again, err, renamed)
+	}
+	if cur, _, _ := r.Get(context.Background(), "ws", "agent_1"); cur.GetName() != "third" {
+		t.Fatalf("the refused requests changed the agent: %v", cur)
+	}
+}
+
+// Beyond the stream's duplicate window, a key sent with another request
+// is still told apart, from the aggregate's last event or its history.
+func testKeyOfAnotherRequestIsRefusedBeyondTheWindow(t *testing.T, open openStore) {
+	const window = 200 * time.Millisecond
+	r, _ := newRepoWindow(t, open, window)
+	a, b := keyed("digest-a"), keyed("digest-b")
+	if _, _, err := createIn(a, r, "agent_1", "cmd-1", "first"); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	if _, err := r.Update(a, "ws", "agent_1", "cmd-2", rename("second", &calls)); err != nil {
+		t.Fatal(err)
+	}
+	forgotten := probeWindow(t, r)
+	forgotten()
+	_, err := r.Update(b, "ws", "agent_1", "cmd-2", rename("other", &calls))
+	wantReused(t, "update, the key's change the last", err)
+	_, _, err = createIn(b, r, "agent_1", "cmd-1", "other")
+	wantReused(t, "create", err)
+	if cur, _, _ := r.Get(context.Background(), "ws", "agent_1"); cur.GetName() != "second" {
+		t.Fatalf("the refused requests changed the agent: %v", cur)
 	}
 }
 
@@ -201,21 +305,21 @@ func testMadeReadsOnceUnlessDeleted(t *testing.T, open openStore) {
 	counted := &readCounter{Store: r.Store}
 	r.Store = counted
 	ctx := context.Background()
-	if _, _, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); ok || counted.reads.Load() != 1 {
+	if _, _, ok, _ := r.Made(ctx, "ws", "agent_1", "cmd-1"); ok || counted.reads.Load() != 1 {
 		t.Fatalf("nothing made yet: ok=%v after %d reads, want false after 1", ok, counted.reads.Load())
 	}
 	create(t, r, "agent_1", "cmd-1")
 	counted.reads.Store(0)
-	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq == 0 || a.GetName() != "first" || counted.reads.Load() != 1 {
+	if a, seq, ok, _ := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq == 0 || a.GetName() != "first" || counted.reads.Load() != 1 {
 		t.Fatalf("made: %v seq %d ok=%v after %d reads, want it live after 1", a, seq, ok, counted.reads.Load())
 	}
 	if _, err := r.Update(ctx, "ws", "agent_1", "", deleteAgent); err != nil {
 		t.Fatal(err)
 	}
-	if a, seq, ok := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq != 0 || a.GetName() != "first" || a.DeletedAtUnix != nil {
+	if a, seq, ok, _ := r.Made(ctx, "ws", "agent_1", "cmd-1"); !ok || seq != 0 || a.GetName() != "first" || a.DeletedAtUnix != nil {
 		t.Fatalf("deleted since: %v seq %d ok=%v, want its create's state at sequence 0", a, seq, ok)
 	}
-	if _, _, ok := r.Made(ctx, "ws", "agent_1", "cmd-other"); ok {
+	if _, _, ok, _ := r.Made(ctx, "ws", "agent_1", "cmd-other"); ok {
 		t.Fatal("another command made nothing here")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
 
@@ -155,4 +156,57 @@ func TestStreamAnswersAsItWritesAndAbortsWhenItFails(t *testing.T) {
 			return errors.New("store gone")
 		}), nil
 	}, invocationsPath+"/tinv_1", "")
+}
+
+// A keyed write reaches its use case with the fingerprint of the request
+// as sent (the events its command records carry it): the same for the
+// same request, another for another body, query or resource, none
+// without a key or for a read; and the handler still reads the body.
+func TestKeyedWritesCarryTheRequestsFingerprint(t *testing.T) {
+	digestOf := func(op Operation, path, body string, keyed bool) string {
+		t.Helper()
+		r := mux.NewRouter()
+		var digest, read string
+		Handle(r, op, func(c *Call) (any, error) {
+			digest = esproto.RequestDigest(c.Context())
+			b, err := c.RawBody()
+			read = string(b)
+			if op.Request == "" {
+				err = nil
+			}
+			return nil, err
+		})
+		req := httptest.NewRequest(op.Method, path, strings.NewReader(body))
+		if keyed {
+			req.Header.Set(HeaderIdempotencyKey, "key-1")
+		}
+		req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"all"}}))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, req)
+		if rec.Code/100 != 2 || (op.Request != "" && read != body) {
+			t.Fatalf("%s %s: %d %s; the handler read %q", op.Method, path, rec.Code, rec.Body, read)
+		}
+		return digest
+	}
+	first := digestOf(UpdateKey, "/v1/service-accounts/sa_1/api-keys/key_2", `{"name":"n"}`, true)
+	if first == "" || digestOf(UpdateKey, "/v1/service-accounts/sa_1/api-keys/key_2", `{"name":"n"}`, true) != first {
+		t.Fatalf("the same request's fingerprint %q must be stable", first)
+	}
+	for what, other := range map[string]string{
+		"another body":     digestOf(UpdateKey, "/v1/service-accounts/sa_1/api-keys/key_2", `{"name":"m"}`, true),
+		"another resource": digestOf(UpdateKey, "/v1/service-accounts/sa_1/api-keys/key_3", `{"name":"n"}`, true),
+	} {
+		if other == "" || other == first {
+			t.Errorf("%s: fingerprint %q, want one of its own", what, other)
+		}
+	}
+	if d := digestOf(DeleteFolder, "/v1/convai/agent-testing/folders/f_1", "", true); d == "" || d == digestOf(DeleteFolder, "/v1/convai/agent-testing/folders/f_1?force=true", "", true) {
+		t.Errorf("the query is part of the request: %q either way", d)
+	}
+	if d := digestOf(UpdateKey, "/v1/service-accounts/sa_1/api-keys/key_2", `{"name":"n"}`, false); d != "" {
+		t.Errorf("a write without a key has no fingerprint: %q", d)
+	}
+	if d := digestOf(GetAgent, "/v1/convai/agents/agent_1", "", true); d != "" {
+		t.Errorf("a read has no fingerprint: %q", d)
+	}
 }

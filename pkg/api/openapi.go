@@ -256,7 +256,8 @@ func document() (map[string]any, error) {
 			"description": "Agents, conversation triage tickets, agent tests and their invocations, API keys and signed webhooks. " +
 				"Every request carries an API key in the x-api-key (or xi-api-key) header. Errors answer {detail: {status, message, request_id}}, " +
 				"validation errors {detail: [{loc, msg, type}]}. A write with an Idempotency-Key header may be retried safely: " +
-				"the same key answers the first result (x-idempotent says which operations honour it). " +
+				"the same key with the same request answers the first result, with another request it is refused (422 idempotency_key_reused) " +
+				"(x-idempotent says which operations honour it). " +
 				"An optional member of a request body sent as null is taken as absent (the official SDKs send an optional left undefined so), " +
 				"unless its schema takes null, where null means what the schema says (a PATCH's null clears).",
 		},
@@ -346,8 +347,10 @@ func idempotencyNote(op Operation) string {
 	case op.Reads() || op.Safe:
 		return "Not needed: the operation only reads."
 	}
-	return "Makes the request safe to retry: the same key in the same workspace and operation answers the first request's result " +
-		"and changes nothing again; the gateway may then send a slow or lost request twice. Without a key every request is a new command."
+	return "Makes the request safe to retry: the same key in the same workspace and operation, sent with the same request " +
+		"(path, query and body), answers the first request's result and changes nothing again; the gateway may then send a slow " +
+		"or lost request twice. The key sent with another request is refused (422 idempotency_key_reused at [header, Idempotency-Key]) " +
+		"and changes nothing. Without a key every request is a new command."
 }
 
 func errorResponseName(code int) string { return "Error" + strconv.Itoa(code) }

@@ -1,15 +1,18 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/gorilla/mux"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -47,6 +50,9 @@ func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 		err := principal.Require(req, op.Perms...)
 		if err == nil {
 			err = CheckRequest(req)
+		}
+		if err == nil {
+			req = withRequestDigest(req, op)
 		}
 		if err == nil {
 			err = CheckQuery(req, op)
@@ -151,6 +157,27 @@ func CommandID(r *http.Request) string {
 	op, _ := r.Context().Value(opKey{}).(Operation)
 	p, _ := principal.From(r.Context())
 	return commandID(p.WorkspaceID, op.Name, k)
+}
+
+// withRequestDigest gives a keyed write's context the fingerprint of the
+// request as sent (esproto.WithRequestDigest): its method, path, query
+// and body. The events its command records carry it, so that the same
+// key sent with another request is told from a replay of this one.
+func withRequestDigest(r *http.Request, op Operation) *http.Request {
+	if op.Reads() || r.Header.Get(HeaderIdempotencyKey) == "" {
+		return r
+	}
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n"))
+	if r.Body != nil {
+		body, err := io.ReadAll(io.LimitReader(r.Body, op.BodyLimit()+1))
+		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+		if err != nil {
+			return r // the handler's reader answers it
+		}
+		h.Write(body)
+	}
+	return r.WithContext(esproto.WithRequestDigest(r.Context(), hex.EncodeToString(h.Sum(nil)[:16])))
 }
 
 // CallerOf is who sends r, and its command id (CommandID).

@@ -20,6 +20,16 @@ type FieldError struct {
 // ValidationErrors is a 422 response waiting to be written.
 type ValidationErrors []FieldError
 
+// IdempotencyKeyReused refuses a request sent under an Idempotency-Key
+// that first went with another request (another path, query or body):
+// answering it with the first request's result would say it was done.
+// 422, as the IETF's Idempotency-Key draft has it.
+var IdempotencyKeyReused = ValidationErrors{{
+	Loc:  []any{"header", "Idempotency-Key"},
+	Msg:  "This Idempotency-Key was first used for another request (another path, query or body): send a new key with a new request",
+	Type: "idempotency_key_reused",
+}}
+
 func (v ValidationErrors) Error() string {
 	parts := make([]string, 0, len(v))
 	for _, f := range v {

@@ -25,7 +25,7 @@ import (
 // Meta builds the metadata of an event caused by the request in ctx.
 func Meta(ctx context.Context, workspaceID, commandID string, now time.Time) *commonv1.EventMeta {
 	p, _ := principal.From(ctx)
-	return &commonv1.EventMeta{
+	meta := &commonv1.EventMeta{
 		EventId:          ids.New("evt"),
 		OccurredAtUnixMs: now.UnixMilli(),
 		WorkspaceId:      workspaceID,
@@ -33,6 +33,10 @@ func Meta(ctx context.Context, workspaceID, commandID string, now time.Time) *co
 		CommandId:        commandID,
 		RequestId:        requestid.From(ctx),
 	}
+	if commandID != "" {
+		meta.RequestDigest = RequestDigest(ctx) // what a replay must match (replay.go)
+	}
+	return meta
 }
 
 // Encode is the event to append for ev: its contract type and schema, the
@@ -58,13 +62,19 @@ func Encode(ctx context.Context, meta *commonv1.EventMeta, ev proto.Message) (ev
 }
 
 // Append appends ev on subject with optimistic concurrency (expected =
-// the subject's last sequence, 0 to create) and command-id dedup.
+// the subject's last sequence, 0 to create) and command-id dedup. A
+// duplicate of another request under the same key is
+// apperr.IdempotencyKeyReused (SameRequest).
 func Append(ctx context.Context, st eventlog.Store, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message) (eventlog.Appended, error) {
 	e, err := Encode(ctx, meta, ev)
 	if err != nil {
 		return eventlog.Appended{}, err
 	}
-	return st.Append(ctx, subject, expected, meta.GetCommandId(), e)
+	res, err := st.Append(ctx, subject, expected, meta.GetCommandId(), e)
+	if err == nil && res.Duplicate {
+		err = SameRequestAt(ctx, st, res.Seq)
+	}
+	return res, err
 }
 
 // Decode turns a record into its contract message.

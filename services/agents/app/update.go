@@ -31,7 +31,8 @@ type UpdateInput struct {
 }
 
 // Update applies in to the agent. With a command id (an Idempotency-Key)
-// a replay answers the first result, whatever its body.
+// a replay of the same request answers the first result; the key sent
+// with another body is refused (esproto.SameRequest).
 func (a *App) Update(ctx context.Context, caller principal.Caller, agentID string, in UpdateInput) (*agentsv1.Agent, error) {
 	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	// The body's shape is checked at the edge against the operation's

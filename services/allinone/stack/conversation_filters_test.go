@@ -127,12 +127,15 @@ func testConversationFilters(t *testing.T, s *Stack) {
 		t.Fatalf("tags shown as %v", tags)
 	}
 	// A key is the workspace's for one operation: sent again for another
-	// conversation, it answers the first result and changes nothing there.
-	for _, conv := range []string{"cf_2", "cf_4"} {
+	// conversation, it is refused (another request's key) and changes
+	// nothing there; sent again for the same one, it is a replay.
+	for _, conv := range []string{"cf_2", "cf_2"} {
 		if r := call(t, s, "POST", "/v1/convai/conversations/"+conv+"/feedback", adminKey, `{"feedback":"dislike"}`, "Idempotency-Key", "fb-once"); r.Code != 200 {
 			t.Fatalf("keyed feedback on %s: %d %s", conv, r.Code, r.Body)
 		}
 	}
+	wantInvalid(t, call(t, s, "POST", "/v1/convai/conversations/cf_4/feedback", adminKey, `{"feedback":"dislike"}`, "Idempotency-Key", "fb-once"),
+		`["header","Idempotency-Key"]`, "idempotency_key_reused")
 	if md := call(t, s, "GET", "/v1/convai/conversations/cf_4", adminKey, "").JSON(t)["metadata"].(map[string]any); md["feedback"] != nil {
 		t.Fatalf("cf_4 got feedback from a replayed key: %v", md["feedback"])
 	}

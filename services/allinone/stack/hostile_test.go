@@ -205,7 +205,8 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 
 // The same Idempotency-Key is per workspace and per operation: two
 // workspaces using it each get their own resource, and within one
-// workspace a retry answers the first result.
+// workspace a retry answers the first result, while the key sent with
+// another body is refused.
 func TestIdempotencyKeysArePerWorkspace(t *testing.T) {
 	t.Parallel()
 	s := startHostile(t)
@@ -220,10 +221,12 @@ func TestIdempotencyKeysArePerWorkspace(t *testing.T) {
 	if idA == idB || b.JSON(t)["name"] != "B" {
 		t.Fatalf("workspace B got workspace A's agent: %s / %s", a.Body, b.Body)
 	}
-	again := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"A changed"}`, "Idempotency-Key", key)
+	again := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"A"}`, "Idempotency-Key", key)
 	if again.Code != 201 || again.JSON(t)["agent_id"] != idA || again.JSON(t)["name"] != "A" {
 		t.Fatalf("a retry with the same key answers the first result: %d %s", again.Code, again.Body)
 	}
+	wantInvalid(t, call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"A changed"}`, "Idempotency-Key", key),
+		`["header","Idempotency-Key"]`, "idempotency_key_reused")
 	// The same key on another operation is another command.
 	for _, c := range []struct{ path, body string }{
 		{"/v1/convai/agents/" + idA + "/triage-tickets", `{"title":"t","qa_comment":"c"}`},

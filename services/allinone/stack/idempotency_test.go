@@ -82,6 +82,13 @@ func write(t *testing.T, s *Stack, method, path, idem, probe, body string) respo
 	return call(t, s, method, path, adminKey, body, headers...)
 }
 
+// wantKeyReused asserts that a request sent under a key another request
+// first went with was refused, not answered with that request's result.
+func wantKeyReused(t *testing.T, r response) {
+	t.Helper()
+	wantInvalid(t, r, `["header","Idempotency-Key"]`, "idempotency_key_reused")
+}
+
 // sameAnswer asserts that a replay was answered as its first attempt.
 func sameAnswer(t *testing.T, what string, first, again response) {
 	t.Helper()
@@ -111,8 +118,9 @@ func ticketNow(t *testing.T, s *Stack, id string) ticket {
 }
 
 // A keyed comment is hedged by the gateway and stored once; a client's
-// retry with the same key (its first answer lost), even with another
-// body, answers the first comment's ticket. Without a key the gateway
+// retry with the same key (its first answer lost) answers the first
+// comment's ticket, and the key sent with another body is refused (422
+// idempotency_key_reused), storing nothing. Without a key the gateway
 // sends a write once, and two requests are two comments.
 func TestIdempotentComments(t *testing.T) {
 	t.Parallel()
@@ -141,7 +149,7 @@ func TestIdempotentComments(t *testing.T) {
 		}
 	}
 	sameAnswer(t, "a keyed comment", first, write(t, s, "POST", path+"/comments", key, "retry", `{"comment":"first"}`))
-	sameAnswer(t, "a keyed comment with another body", first, write(t, s, "POST", path+"/comments", key, "retry-other", `{"comment":"second"}`))
+	wantKeyReused(t, write(t, s, "POST", path+"/comments", key, "retry-other", `{"comment":"second"}`))
 	if got := ticketNow(t, s, tk.AgentqaTicketID).TicketComments; len(got) != 1 || got[0].Comment != "first" {
 		t.Fatalf("comments %+v, want the first alone", got)
 	}
@@ -162,16 +170,18 @@ func TestIdempotentComments(t *testing.T) {
 	if turn.Code != 200 {
 		t.Fatalf("turn comment: %d %s", turn.Code, turn.Body)
 	}
-	sameAnswer(t, "a keyed turn comment", turn, write(t, s, "POST", path+"/turn-comments", "turn-1", "turn-retry", `{"turn_index":5,"comment":"there"}`))
+	sameAnswer(t, "a keyed turn comment", turn, write(t, s, "POST", path+"/turn-comments", "turn-1", "turn-retry", `{"turn_index":2,"comment":"here"}`))
+	wantKeyReused(t, write(t, s, "POST", path+"/turn-comments", "turn-1", "turn-other", `{"turn_index":5,"comment":"there"}`))
 	if got := ticketNow(t, s, tk.AgentqaTicketID).TurnComments; len(got) != 1 || got[0].TurnIndex != 2 {
 		t.Fatalf("turn comments %+v, want the first alone", got)
 	}
 }
 
-// A keyed ticket update replayed answers the first result, even with
-// another body, and even after other changes made the replay's status
-// change illegal; a keyed merge replayed answers the merged target, not a
-// 409 for sources merged by then, and merges nothing again.
+// A keyed ticket update replayed answers the first result, even after
+// other changes made the replay's status change illegal, and the key sent
+// with another body, or to another ticket, is refused and changes
+// nothing; a keyed merge replayed answers the merged target, not a 409
+// for sources merged by then, and merges nothing again.
 func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 	t.Parallel()
 	s, _ := startHedging(t)
@@ -183,9 +193,17 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 	if first.Code != 200 || decodeTicket(t, first).Title != "Quoted the wrong price" {
 		t.Fatalf("update: %d %s", first.Code, first.Body)
 	}
-	sameAnswer(t, "a keyed update with another body", first, write(t, s, "PATCH", path, "update-1", "update-retry", `{"title":"Something else"}`))
+	sameAnswer(t, "a keyed update", first, write(t, s, "PATCH", path, "update-1", "update-retry", `{"title":"Quoted the wrong price"}`))
+	wantKeyReused(t, write(t, s, "PATCH", path, "update-1", "update-other", `{"title":"Something else"}`))
 	if got := ticketNow(t, s, tk.AgentqaTicketID).Title; got != "Quoted the wrong price" {
-		t.Fatalf("title %q: the replay's body was applied", got)
+		t.Fatalf("title %q: the other body was applied", got)
+	}
+	// The key sent to another ticket: before, the first ticket was
+	// answered for it, and the second left as it was.
+	another := manualTicket(t, s, agent, "Another")
+	wantKeyReused(t, write(t, s, "PATCH", "/v1/convai/triage-tickets/"+another.AgentqaTicketID, "update-1", "update-another", `{"title":"Quoted the wrong price"}`))
+	if got := ticketNow(t, s, another.AgentqaTicketID).Title; got != "Another" {
+		t.Fatalf("title %q: the key's reuse on another ticket was applied", got)
 	}
 
 	resolved := write(t, s, "PATCH", path, "resolve-1", "resolve", `{"status":"resolved"}`)
@@ -210,7 +228,7 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 	}
 	sameAnswer(t, "a keyed merge", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-retry", body))
 	c := manualTicket(t, s, agent, "Not in the first merge")
-	sameAnswer(t, "a keyed merge with other sources", merged, write(t, s, "POST", path+"/merge", "merge-1", "merge-other", `{"source_ticket_ids":["`+c.AgentqaTicketID+`"]}`))
+	wantKeyReused(t, write(t, s, "POST", path+"/merge", "merge-1", "merge-other", `{"source_ticket_ids":["`+c.AgentqaTicketID+`"]}`))
 	for _, src := range []ticket{a, b} {
 		if got := ticketNow(t, s, src.AgentqaTicketID); got.Status != "merged" || got.MergedIntoTicketID == nil || *got.MergedIntoTicketID != tk.AgentqaTicketID || len(got.StatusChanges) != 2 {
 			t.Fatalf("source %s: %s into %v after %d changes", src.AgentqaTicketID, got.Status, got.MergedIntoTicketID, len(got.StatusChanges))
@@ -228,9 +246,9 @@ func TestIdempotentTicketUpdatesAndMerges(t *testing.T) {
 }
 
 // Agent, webhook and API key updates replayed with the same key answer
-// the first result whatever the replay's body; deletions and revocations
-// replayed answer as the first did, not 404; a member added with a key is
-// answered again, not 409.
+// the first result, and are refused under it with another body;
+// deletions and revocations replayed answer as the first did, not 404; a
+// member added with a key is answered again, not 409.
 func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	t.Parallel()
 	s, _ := startHedging(t)
@@ -239,7 +257,8 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	if first.Code != 200 || first.JSON(t)["name"] != "Billing" {
 		t.Fatalf("agent update: %d %s", first.Code, first.Body)
 	}
-	sameAnswer(t, "a keyed agent update", first, write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent-retry", `{"name":"Sales"}`))
+	sameAnswer(t, "a keyed agent update", first, write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent-retry", `{"name":"Billing"}`))
+	wantKeyReused(t, write(t, s, "PATCH", "/v1/convai/agents/"+agent, "agent-1", "agent-other", `{"name":"Sales"}`))
 	if r := call(t, s, "GET", "/v1/convai/agents/"+agent, adminKey, ""); r.JSON(t)["name"] != "Billing" {
 		t.Fatalf("agent: %s", r.Body)
 	}
@@ -254,7 +273,8 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	if first.Code != 200 {
 		t.Fatalf("webhook update: %d %s", first.Code, first.Body)
 	}
-	sameAnswer(t, "a keyed webhook update", first, write(t, s, "PUT", hook, "hook-1", "hook-retry", `{"url":"http://127.0.0.1:9/second","events":["call_started"]}`))
+	sameAnswer(t, "a keyed webhook update", first, write(t, s, "PUT", hook, "hook-1", "hook-retry", `{"url":"http://127.0.0.1:9/first","events":["call_started"]}`))
+	wantKeyReused(t, write(t, s, "PUT", hook, "hook-1", "hook-other", `{"url":"http://127.0.0.1:9/second","events":["call_started"]}`))
 	if r := call(t, s, "GET", hook, adminKey, ""); !strings.HasSuffix(r.JSON(t)["url"].(string), "/first") {
 		t.Fatalf("webhook: %s", r.Body)
 	}
@@ -270,7 +290,8 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	if first.Code != 200 || first.JSON(t)["name"] != "first" {
 		t.Fatalf("key update: %d %s", first.Code, first.Body)
 	}
-	sameAnswer(t, "a keyed API key update", first, write(t, s, "PATCH", key, "key-1", "key-retry", `{"name":"second","is_disabled":true}`))
+	sameAnswer(t, "a keyed API key update", first, write(t, s, "PATCH", key, "key-1", "key-retry", `{"name":"first"}`))
+	wantKeyReused(t, write(t, s, "PATCH", key, "key-1", "key-other", `{"name":"second","is_disabled":true}`))
 	revoked := write(t, s, "DELETE", key, "key-del", "key-del", "")
 	if revoked.Code != 200 {
 		t.Fatalf("revoke: %d %s", revoked.Code, revoked.Body)
@@ -288,8 +309,8 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 // A keyed forced folder deletion deletes every test under it (each
 // deletion carries its own command id: the stream would take the second
 // for a duplicate of the first), and answers 204 again when replayed; a
-// keyed bulk move replayed to another folder moves nothing again (its
-// answer echoes the replay's folder: no answer is stored).
+// keyed bulk move replayed moves nothing again, and its key sent to move
+// to another folder is refused and moves nothing.
 func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
 	t.Parallel()
 	s, _ := startHedging(t)
@@ -306,11 +327,8 @@ func TestIdempotentFolderDeletionAndMoves(t *testing.T) {
 	if moved.Code != 200 {
 		t.Fatalf("move: %d %s", moved.Code, moved.Body)
 	}
-	// The answer echoes the request's folder; what counts is that the
-	// replay moves nothing.
-	if r := write(t, s, "POST", "/v1/convai/agent-testing/bulk-move", "move-1", "move-retry", `{"entity_ids":`+string(ids)+`,"move_to":"`+payments+`"}`); r.Code != 200 {
-		t.Fatalf("a keyed bulk move replayed: %d %s", r.Code, r.Body)
-	}
+	sameAnswer(t, "a keyed bulk move", moved, write(t, s, "POST", "/v1/convai/agent-testing/bulk-move", "move-1", "move-retry", `{"entity_ids":`+string(ids)+`,"move_to":"`+billing+`"}`))
+	wantKeyReused(t, write(t, s, "POST", "/v1/convai/agent-testing/bulk-move", "move-1", "move-other", `{"entity_ids":`+string(ids)+`,"move_to":"`+payments+`"}`))
 	for _, id := range tests {
 		if r := call(t, s, "GET", "/v1/convai/agent-testing/"+id, adminKey, ""); r.JSON(t)["parent_folder_id"] != billing {
 			t.Fatalf("test %s: %s", id, r.Body)
@@ -372,4 +390,51 @@ func TestKeyedCreatesReplayedAfterWhatTheyCheckedIsGone(t *testing.T) {
 	// answer them as their first attempts left them.
 	replayed("a keyed folder, deleted with its parent", child, write(t, s, "POST", "/v1/convai/agent-testing/folders", "folder-1", "folder-retry", folder))
 	replayed("a keyed test, deleted with its folder", created, write(t, s, "POST", "/v1/convai/agent-testing/create", "test-1", "test-retry", inFolder))
+}
+
+// An Idempotency-Key goes with one request: its creates, sent again as
+// they were, answer the first result; sent with another body they are
+// refused (422 idempotency_key_reused at the header) rather than
+// answered with what the first request made, in every service: a ticket
+// (looked up by the key before anything is checked), a test, a folder, a
+// webhook (the store's duplicate answer), a service account (identity's
+// own log). An ingested event is the request's own: the key sent with
+// another event stores that one under an id of its own.
+func TestAKeyGoesWithOneRequest(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, localHooks)
+	agent := newAgent(t, s, adminKey, "Support")
+	for _, c := range []struct {
+		what, path, body, other string
+	}{
+		{"ticket", "/v1/convai/agents/" + agent + "/triage-tickets", `{"title":"Wrong price","qa_comment":"a"}`, `{"title":"Wrong hours","qa_comment":"b"}`},
+		{"test", "/v1/convai/agent-testing/create", `{"type":"llm","name":"One","success_condition":"x"}`, `{"type":"llm","name":"Two","success_condition":"x"}`},
+		{"folder", "/v1/convai/agent-testing/folders", `{"name":"Billing"}`, `{"name":"Payments"}`},
+		{"webhook", "/v1/convai/webhooks", `{"url":"http://127.0.0.1:9/a","events":["call_started"]}`, `{"url":"http://127.0.0.1:9/b","events":["call_started"]}`},
+		{"service account", "/v1/service-accounts", `{"name":"svc-a"}`, `{"name":"svc-b"}`},
+	} {
+		key := "create-" + strings.ReplaceAll(c.what, " ", "-")
+		first := call(t, s, "POST", c.path, adminKey, c.body, "Idempotency-Key", key)
+		if first.Code/100 != 2 {
+			t.Fatalf("%s: %d %s", c.what, first.Code, first.Body)
+		}
+		sameAnswer(t, "a keyed "+c.what+" create", first, call(t, s, "POST", c.path, adminKey, c.body, "Idempotency-Key", key))
+		wantKeyReused(t, call(t, s, "POST", c.path, adminKey, c.other, "Idempotency-Key", key))
+	}
+
+	event := func(callID string) string {
+		return `{"event":"call_started","timestamp":"2026-01-01T00:00:00Z","data":{"call_id":"` + callID + `"}}`
+	}
+	ingested := func(body string) string {
+		t.Helper()
+		r := call(t, s, "POST", "/v1/convai/events", adminKey, body, "Idempotency-Key", "ingest-1")
+		if r.Code != 202 {
+			t.Fatalf("ingest: %d %s", r.Code, r.Body)
+		}
+		return r.JSON(t)["event_id"].(string)
+	}
+	first, again, other := ingested(event("call_a")), ingested(event("call_a")), ingested(event("call_b"))
+	if again != first || other == first {
+		t.Fatalf("ingested ids: first %s, its retry %s, another event under the key %s: want the retry's the first's, the other's its own", first, again, other)
+	}
 }

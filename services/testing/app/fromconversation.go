@@ -65,8 +65,8 @@ type ConversationDocuments interface {
 // (404 agent_not_found), then the folder; the test itself passes the
 // rules of any created test.
 func (a *App) CreateTestFromConversation(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
-	if t, ok := createdBefore(ctx, a.Tests, c, testKeyedID(c)); ok {
-		return t, nil
+	if t, ok, err := createdBefore(ctx, a.Tests, c, testKeyedID(c)); err != nil || ok {
+		return t, err
 	}
 	in, transcript, err := ParseFromConversation(body)
 	if err != nil {

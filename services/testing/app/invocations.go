@@ -97,18 +97,19 @@ func keyedID(prefix, namespace string, c principal.Caller) string {
 // createdBefore is the aggregate id a keyed create's first attempt made,
 // when it did (aggregate.Repo.Made): a retry answers it before checking
 // anything that attempt checked (its agent, test or folder deleted
-// since), as it would now fail.
-func createdBefore[S proto.Message](ctx context.Context, r *aggregate.Repo[S], c principal.Caller, id string) (S, bool) {
-	s, _, ok := r.Made(ctx, c.WorkspaceID, id, c.CommandID)
-	return s, ok
+// since), as it would now fail. An error when the key made it for
+// another request.
+func createdBefore[S proto.Message](ctx context.Context, r *aggregate.Repo[S], c principal.Caller, id string) (S, bool, error) {
+	s, _, ok, err := r.Made(ctx, c.WorkspaceID, id, c.CommandID)
+	return s, ok, err
 }
 
 // RunTests creates an invocation with every run pending; the enqueuer
 // queues its runs.
 func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, in RunTestsInput) (*testingv1.Invocation, error) {
 	keyed := keyedID("tinv", "tinv", c)
-	if inv, ok := createdBefore(ctx, a.Invocations, c, keyed); ok {
-		return inv, nil
+	if inv, ok, err := createdBefore(ctx, a.Invocations, c, keyed); err != nil || ok {
+		return inv, err
 	}
 	var v apperr.Validator
 	// An invocation plans at least one test (the schema's minItems; said

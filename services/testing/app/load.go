@@ -41,8 +41,8 @@ func (a *App) MaxLoadCallers() int {
 // another. It counts as one active invocation of the workspace.
 func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID string, in LoadTestInput) (*testingv1.Invocation, error) {
 	keyed := keyedID("tinv", "tload", c)
-	if inv, ok := createdBefore(ctx, a.Invocations, c, keyed); ok {
-		return inv, nil
+	if inv, ok, err := createdBefore(ctx, a.Invocations, c, keyed); err != nil || ok {
+		return inv, err
 	}
 	var v apperr.Validator
 	v.Check(len(in.Steps) > 0, "List should have at least 1 item", "too_short", "body", "steps")

@@ -176,11 +176,14 @@ func (a *App) RejudgeVotesByCommand(ctx context.Context, ws, commandID string) (
 		if err != nil {
 			return nil, err
 		}
-		v, err := voteOf(rec)
+		ev, err := decodeAs[*testingv1.RunRejudged](rec)
+		if err == nil {
+			err = esproto.SameRequest(ctx, ev.GetMeta())
+		}
 		if err != nil {
 			return nil, err
 		}
-		out[v.GetRunId()] = v
+		out[ev.GetVote().GetRunId()] = ev.GetVote()
 	}
 	return out, nil
 }

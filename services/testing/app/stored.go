@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
@@ -50,7 +51,8 @@ func eachStored[E proto.Message](ctx context.Context, a *App, ws, filter string,
 
 // storedByCommand is the event of type E that commandID stored on
 // subject, if any (the last, should there be several): only its body is
-// read.
+// read. An error when the command was another request's
+// (esproto.SameRequest).
 func storedByCommand[E proto.Message](ctx context.Context, a *App, ws, subject, commandID string) (E, bool, error) {
 	var found E
 	var seq uint64
@@ -69,6 +71,9 @@ func storedByCommand[E proto.Message](ctx context.Context, a *App, ws, subject, 
 		return found, false, err
 	}
 	found, err = decodeAs[E](rec)
+	if err == nil {
+		err = esproto.SameRequest(ctx, events.MetaOf(found))
+	}
 	return found, err == nil, err
 }
 

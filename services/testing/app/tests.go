@@ -36,8 +36,8 @@ func ParseTest(body []byte) (domain.TestInput, map[string]json.RawMessage, error
 
 // CreateTest stores a new test.
 func (a *App) CreateTest(ctx context.Context, c principal.Caller, body []byte) (*testingv1.Test, error) {
-	if t, ok := createdBefore(ctx, a.Tests, c, testKeyedID(c)); ok {
-		return t, nil
+	if t, ok, err := createdBefore(ctx, a.Tests, c, testKeyedID(c)); err != nil || ok {
+		return t, err
 	}
 	in, raw, err := ParseTest(body)
 	if err != nil {
@@ -237,8 +237,8 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 // CreateFolder creates a folder.
 func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent string) (*testingv1.Folder, error) {
 	keyed := keyedID("tfld", "tfld", c)
-	if f, ok := createdBefore(ctx, a.Folders, c, keyed); ok {
-		return f, nil
+	if f, ok, err := createdBefore(ctx, a.Folders, c, keyed); err != nil || ok {
+		return f, err
 	}
 	if parent == "root" {
 		parent = ""

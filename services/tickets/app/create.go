@@ -61,8 +61,8 @@ type ManualInput struct {
 // caller which happened.
 func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInput) (t *ticketsv1.Ticket, existing bool, err error) {
 	commandID := caller.CommandID
-	if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
-		return t, false, nil
+	if t, ok, err := a.createdBy(ctx, caller.WorkspaceID, commandID); err != nil || ok {
+		return t, false, err
 	}
 	// The body's shape (ids, lengths, enums, ranges) is checked at the
 	// edge against the operation's schema; the QA worker's reports are
@@ -173,8 +173,8 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID
 	if err := a.RequireAgent(ctx, caller.WorkspaceID, agentID); err != nil {
 		// A retry answers what its first attempt made, its agent deleted
 		// since or not.
-		if t, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
-			return t, nil
+		if t, ok, rerr := a.createdBy(ctx, caller.WorkspaceID, commandID); rerr != nil || ok {
+			return t, rerr
 		}
 		return nil, err
 	}
@@ -190,8 +190,8 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID
 	// as its ticket now is, as createdBy answers one whose agent went.
 	t, duplicate, err := a.create(ctx, t, commandID)
 	if duplicate {
-		if current, ok := a.createdBy(ctx, caller.WorkspaceID, commandID); ok {
-			return current, nil
+		if current, ok, err := a.createdBy(ctx, caller.WorkspaceID, commandID); err != nil || ok {
+			return current, err
 		}
 	}
 	return t, err
@@ -211,17 +211,18 @@ func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string)
 // createdBy is the ticket a create with commandID made, when one did: a
 // retried create answers it with the same status code, looked up before
 // anything the first attempt checked (its agent deleted since, the
-// conversation reported on again), as it would now fail or differ.
-func (a *App) createdBy(ctx context.Context, ws, commandID string) (*ticketsv1.Ticket, bool) {
+// conversation reported on again), as it would now fail or differ. An
+// error when the key made it for another request.
+func (a *App) createdBy(ctx context.Context, ws, commandID string) (*ticketsv1.Ticket, bool, error) {
 	if commandID == "" {
-		return nil, false
+		return nil, false, nil
 	}
-	t, seq, ok := a.Tickets.Made(ctx, ws, stableTicketID(ws, commandID), commandID)
+	t, seq, ok, err := a.Tickets.Made(ctx, ws, stableTicketID(ws, commandID), commandID)
 	if ok && seq > 0 {
 		// The first attempt may have died before projecting it.
 		_ = a.ReadModel.Put(ctx, seq, t)
 	}
-	return t, ok
+	return t, ok, err
 }
 
 // stableTicketID is the id of the ticket a create with a command id makes,

@@ -17,8 +17,8 @@ import (
 // Ingest validates a platform event and publishes it on the PLATFORM
 // stream at platform.evt.<workspace>.<event>, where the dispatcher (and
 // the tickets service) consume it. The queue stores an event id once: a
-// retry with the same idempotency key is stored once and answers the
-// same id.
+// retry with the same idempotency key and event is stored once and
+// answers the same id.
 func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.IngestInput) (string, error) {
 	workspaceID, idempotencyKey := caller.WorkspaceID, caller.CommandID
 	env, err := domain.ParseIngest(in, a.Now())
@@ -27,7 +27,10 @@ func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.Ing
 	}
 	eventID := ids.New("evt")
 	if idempotencyKey != "" {
-		eventID = "evt_" + esproto.StableID("platform|"+workspaceID, idempotencyKey)
+		// The event id is the request's, not only its key's: the key
+		// sent again with another event stores that one too, rather than
+		// answering the first one's id for an event never stored.
+		eventID = "evt_" + esproto.StableID("platform|"+workspaceID, idempotencyKey+"\x00"+esproto.RequestDigest(ctx))
 	}
 	// The workspace and event must make a subject the stream accepts.
 	if _, err := events.PlatformSubject(workspaceID, env.Event); err != nil {

@@ -67,7 +67,8 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 
 // Update applies a PUT: the fields present replace the current ones.
 // Re-activating a webhook the dispatcher disabled clears the reason. With
-// an idempotency key a replay answers the first result, whatever its body.
+// an idempotency key a replay of the same request answers the first
+// result; the key sent with another body is refused (esproto.SameRequest).
 func (a *App) Update(ctx context.Context, p principal.Caller, id string, in domain.Input) (*webhooksv1.Webhook, error) {
 	idempotencyKey := p.CommandID
 	return a.Webhooks.Update(ctx, p.WorkspaceID, id, idempotencyKey, func(w *webhooksv1.Webhook, meta *commonv1.EventMeta) (proto.Message, error) {

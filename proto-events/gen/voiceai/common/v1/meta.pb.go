@@ -40,7 +40,12 @@ type EventMeta struct {
 	// JetStream drops a retried command's duplicate append.
 	CommandId string `protobuf:"bytes,5,opt,name=command_id,json=commandId,proto3" json:"command_id,omitempty"`
 	// X-Request-Id of the HTTP request that caused the command, if any.
-	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Fingerprint of the keyed request that issued the command (its method,
+	// path, query and body, hashed), set with command_id: a later request
+	// under the same Idempotency-Key is a replay only when it matches, and is
+	// refused (422 idempotency_key_reused) when it does not.
+	RequestDigest string `protobuf:"bytes,7,opt,name=request_digest,json=requestDigest,proto3" json:"request_digest,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -117,11 +122,18 @@ func (x *EventMeta) GetRequestId() string {
 	return ""
 }
 
+func (x *EventMeta) GetRequestDigest() string {
+	if x != nil {
+		return x.RequestDigest
+	}
+	return ""
+}
+
 var File_voiceai_common_v1_meta_proto protoreflect.FileDescriptor
 
 const file_voiceai_common_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x1cvoiceai/common/v1/meta.proto\x12\x11voiceai.common.v1\"\xda\x01\n" +
+	"\x1cvoiceai/common/v1/meta.proto\x12\x11voiceai.common.v1\"\x81\x02\n" +
 	"\tEventMeta\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12-\n" +
 	"\x13occurred_at_unix_ms\x18\x02 \x01(\x03R\x10occurredAtUnixMs\x12!\n" +
@@ -130,7 +142,8 @@ const file_voiceai_common_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"command_id\x18\x05 \x01(\tR\tcommandId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestIdBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1;commonv1b\x06proto3"
+	"request_id\x18\x06 \x01(\tR\trequestId\x12%\n" +
+	"\x0erequest_digest\x18\a \x01(\tR\rrequestDigestBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1;commonv1b\x06proto3"
 
 var (
 	file_voiceai_common_v1_meta_proto_rawDescOnce sync.Once
