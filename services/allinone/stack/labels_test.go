@@ -107,6 +107,15 @@ func TestLabelsAndJudgeReportThroughTheGateway(t *testing.T) {
 	if r := call(t, s, "GET", path, adminKey, ""); strings.Count(string(r.Body), `"label_id"`) != 1 {
 		t.Fatalf("a retried label stored twice: %s", r.Body)
 	}
+	// The key sent to label another run is refused, not answered as
+	// stored: the runs log keeps a message id once, so before, that label
+	// was answered 201 and never stored.
+	otherRun := "/v1/convai/test-invocations/" + passing + "/runs/" + passed[1] + "/labels"
+	before := call(t, s, "GET", otherRun, adminKey, "")
+	wantKeyReused(t, call(t, s, "POST", otherRun, adminKey, `{"verdict_correct":true}`, "Idempotency-Key", "label-once"))
+	if after := call(t, s, "GET", otherRun, adminKey, ""); string(after.Body) != string(before.Body) {
+		t.Fatalf("the refused label changed the run's labels: %s, was %s", after.Body, before.Body)
+	}
 	for _, run := range failed {
 		label(failing, run, verdicts[run], "")
 	}

@@ -89,7 +89,10 @@ func TestNewAnalysisID(t *testing.T) {
 }
 
 // AnalysisByCommand answers the analysis a command stored for that
-// conversation, and nothing for another command or conversation.
+// conversation, and nothing for another command or conversation; the
+// command's key sent for another conversation records nothing there (the
+// runs log keeps a message id once, so it would otherwise be answered as
+// stored when it was not) and is refused as another request's.
 func TestAnalysisByCommand(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
@@ -105,13 +108,19 @@ func TestAnalysisByCommand(t *testing.T) {
 	}
 	first := store(w.as("cmd_1"), "conv_1")
 	store(w.as("cmd_2"), "conv_1")
-	store(w.as("cmd_1"), "conv_2")
+	_, err := w.a.RecordAnalysis(ctx, w.as("cmd_1"), &testingv1.ConversationAnalysis{AnalysisId: app.NewAnalysisID(), WorkspaceId: "ws",
+		ConversationId: "conv_2", AgentId: agentID, CallSuccessful: domain.ConditionSuccess})
+	var v apperr.ValidationErrors
+	if !errors.As(err, &v) || v[0].Type != "idempotency_key_reused" {
+		t.Fatalf("cmd_1 sent for conv_2: %v, want the key refused as another request's", err)
+	}
 	for _, tc := range []struct {
 		conv, cmd string
 		want      string // analysis id, "" for none
 	}{
 		{"conv_1", "cmd_1", first.GetAnalysisId()},
 		{"conv_1", "cmd_3", ""},
+		{"conv_2", "cmd_1", ""},
 		{"conv_3", "cmd_1", ""},
 		{"conv.bad", "cmd_1", ""}, // no subject names it
 	} {

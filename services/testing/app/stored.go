@@ -9,6 +9,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
@@ -91,7 +92,10 @@ func storedBefore[E proto.Message](ctx context.Context, a *App, c principal.Call
 // storeOnce stores ev (made with meta) on subject, its message id the
 // caller's command id, else ownID. A retry of the command within the runs
 // log's duplicate window that raced the caller's look-up stores nothing:
-// the event the first try stored is answered instead.
+// the event the first try stored is answered instead. The log keeps a
+// message id once across all its subjects, so a command id it knows that
+// is not on subject went with another request (the key sent for another
+// run or conversation): refused, as nothing of this one was stored.
 func storeOnce[E proto.Message](ctx context.Context, a *App, c principal.Caller, subject, ownID string, meta *commonv1.EventMeta, ev E) (E, error) {
 	var zero E
 	e, err := esproto.Encode(ctx, meta, ev)
@@ -109,6 +113,9 @@ func storeOnce[E proto.Message](ctx context.Context, a *App, c principal.Caller,
 	if dup {
 		if first, found, err := storedByCommand[E](ctx, a, c.WorkspaceID, subject, id); err != nil || found {
 			return first, err
+		}
+		if c.CommandID != "" {
+			return zero, apperr.IdempotencyKeyReused
 		}
 	}
 	return ev, nil
