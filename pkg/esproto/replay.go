@@ -36,10 +36,10 @@ func RequestDigest(ctx context.Context) string {
 }
 
 // SameRequest says whether the request in ctx may be answered with what
-// the event whose metadata is first recorded under the same command id:
-// nil when it is the same request, or when either side has no fingerprint
-// (an event recorded before fingerprints, a command issued by no request);
-// apperr.IdempotencyKeyReused when the key was first used for another.
+// its command id first recorded, first being that event's metadata: nil
+// when it is the same request, or when either side has no fingerprint
+// (an event recorded before fingerprints, a command issued by no
+// request); apperr.IdempotencyKeyReused when the key went with another.
 func SameRequest(ctx context.Context, first *commonv1.EventMeta) error {
 	want, got := first.GetRequestDigest(), RequestDigest(ctx)
 	if want == "" || got == "" || want == got {
