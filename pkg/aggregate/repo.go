@@ -140,18 +140,6 @@ func (r *Repo[S]) decode(rec eventlog.Record) (msg proto.Message, state S, ok bo
 	return msg, state, ok, nil
 }
 
-// sameRequest is esproto.SameRequest for the command whose event rec is.
-func (r *Repo[S]) sameRequest(ctx context.Context, rec eventlog.Record) error {
-	if esproto.RequestDigest(ctx) == "" {
-		return nil
-	}
-	msg, err := esproto.Decode(rec)
-	if err != nil {
-		return err
-	}
-	return esproto.SameRequest(ctx, events.MetaOf(msg))
-}
-
 // Made is the aggregate a keyed create made (its id stable under the
 // command id), for a retry to answer before checking anything its first
 // attempt checked (what it named may be gone since): as it is now, with
@@ -176,7 +164,7 @@ func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (
 		return zero, 0, false, nil
 	}
 	if !r.gone(state) && (rec.CommandID == commandID || esproto.RequestDigest(ctx) == "") {
-		if err := r.sameRequest(ctx, rec); err != nil {
+		if err := esproto.SameRequestIn(ctx, rec); err != nil {
 			return zero, 0, false, err
 		}
 		return state, rec.Seq, true, nil
@@ -297,7 +285,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			return err
 		}
 		if commandID != "" && rec.CommandID == commandID {
-			if err := r.sameRequest(ctx, rec); err != nil {
+			if err := esproto.SameRequestIn(ctx, rec); err != nil {
 				return err
 			}
 			out = cur // a replay of the last change, a deletion included

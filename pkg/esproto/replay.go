@@ -54,7 +54,20 @@ func SameRequestAt(ctx context.Context, st eventlog.Store, seq uint64) error {
 	if RequestDigest(ctx) == "" {
 		return nil // nothing to compare: no read
 	}
-	msg, err := At(ctx, st, seq)
+	rec, err := st.At(ctx, seq)
+	if err != nil {
+		return err
+	}
+	return SameRequestIn(ctx, rec)
+}
+
+// SameRequestIn is SameRequest for the event rec holds, decoded only when
+// ctx has a fingerprint to compare.
+func SameRequestIn(ctx context.Context, rec eventlog.Record) error {
+	if RequestDigest(ctx) == "" {
+		return nil
+	}
+	msg, err := Decode(rec)
 	if err != nil {
 		return err
 	}
