@@ -28,6 +28,13 @@ const (
 	// attempts made of it before, and the times it waited so.
 	HeaderAttemptsMade = "Voiceai-Attempts-Made"
 	HeaderDeferrals    = "Voiceai-Deferrals"
+	// HeaderCommandID and HeaderRequestDigest ride on a record written
+	// outside the protobuf events whose Nats-Msg-Id is not its command's
+	// (a conversation's deletion, deduplicated per conversation): the
+	// command id of the keyed request that made it, and that request's
+	// fingerprint (EventMeta's command_id and request_digest).
+	HeaderCommandID     = "Voiceai-Command-Id"
+	HeaderRequestDigest = "Voiceai-Request-Digest"
 )
 
 // SchemaVersion is the value of HeaderSchemaVersion for every message of

@@ -62,8 +62,9 @@ const (
 var errorStatuses = []int{401, 403, 429, 500, 503, 504}
 
 // ErrorStatuses are the error statuses op may answer: those of every
-// operation, those of a path id (404), of a write (413), of a body (400,
-// 422) or a query (422), and its own.
+// operation, those of a path id (404), of a write (413), of a write that
+// honours an Idempotency-Key (422 idempotency_key_reused), of a body
+// (400, 422) or a query (422), and its own.
 func (op Operation) ErrorStatuses() []int {
 	out := slices.Clone(errorStatuses)
 	if len(op.Vars()) > 0 {
@@ -71,6 +72,9 @@ func (op Operation) ErrorStatuses() []int {
 	}
 	if !op.Reads() {
 		out = append(out, http.StatusRequestEntityTooLarge) // a body too large is refused unread
+	}
+	if idempotent(op) == "with Idempotency-Key" {
+		out = append(out, http.StatusUnprocessableEntity) // the key sent with another request
 	}
 	if op.Request != "" {
 		out = append(out, http.StatusBadRequest, http.StatusUnprocessableEntity)

@@ -41,8 +41,13 @@ func RequestDigest(ctx context.Context) string {
 // (an event recorded before fingerprints, a command issued by no
 // request); apperr.IdempotencyKeyReused when the key went with another.
 func SameRequest(ctx context.Context, first *commonv1.EventMeta) error {
-	want, got := first.GetRequestDigest(), RequestDigest(ctx)
-	if want == "" || got == "" || want == got {
+	return SameDigest(ctx, first.GetRequestDigest())
+}
+
+// SameDigest is SameRequest for first, the fingerprint a command's first
+// request left where no EventMeta holds it.
+func SameDigest(ctx context.Context, first string) error {
+	if got := RequestDigest(ctx); first == "" || got == "" || first == got {
 		return nil
 	}
 	return apperr.IdempotencyKeyReused

@@ -119,6 +119,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Removal:    adapters.StreamRemoval{JS: d.JS, Keys: keys},
 		ReadModels: forgetters,
 		Deleted:    dir.Conversations.ConversationDeleted,
+		Marks:      dir.Conversations,
 	}
 	a.Cursors = cursor.NewCodec(runtime.SubKey(secret, "tickets/cursor"))
 	return runtime.Serve(d, Name, a, &ports.Handlers{App: a})

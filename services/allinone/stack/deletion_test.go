@@ -163,7 +163,10 @@ func replayTranscripts(t *testing.T, js jetstream.JetStream, msgs []*jetstream.R
 // delete no answer, read model, replay, stream message or file of the
 // stack's NATS store holds it, and a restarted stack (its index replayed
 // from the stream) still knows it deleted. Another workspace's delete is
-// a 404, a read key's a 403, a second delete a 404.
+// a 404, a read key's a 403, a second delete a 404 but for the keyed
+// delete sent again, answered 200 as the first was, before and after a
+// restart; its key sent to the other conversation is a 422 that deletes
+// nothing.
 func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -222,11 +225,19 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 		t.Fatalf("refused deletes deleted it: %d", r.Code)
 	}
 
-	r = call(t, s, "DELETE", "/v1/convai/conversations/conv_gone", adminKey, "")
-	if r.Code != 200 || strings.TrimSpace(string(r.Body)) != "{}" {
-		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	const deleteKey = "delete-conv-gone-1"
+	keyedDeleteAnswered := func(s *Stack, when string) {
+		t.Helper()
+		r := call(t, s, "DELETE", "/v1/convai/conversations/conv_gone", adminKey, "", "Idempotency-Key", deleteKey)
+		if r.Code != 200 || strings.TrimSpace(string(r.Body)) != "{}" {
+			t.Fatalf("%s: the keyed delete: %d %s", when, r.Code, r.Body)
+		}
 	}
+	keyedDeleteAnswered(s, "the delete")
+	keyedDeleteAnswered(s, "the keyed delete sent again")
 	wantError(t, call(t, s, "DELETE", "/v1/convai/conversations/conv_gone", adminKey, ""), 404, "conversation_not_found")
+	wantInvalid(t, call(t, s, "DELETE", "/v1/convai/conversations/conv_kept", adminKey, "", "Idempotency-Key", deleteKey),
+		`["header","Idempotency-Key"]`, "idempotency_key_reused")
 
 	afterDelete := func(s *Stack, when string) {
 		t.Helper()
@@ -310,6 +321,7 @@ func TestDeleteConversationShredsItsTranscript(t *testing.T) {
 	_ = s.Close()
 	s = start(t, dir, func(c *Config) { administered(c, nil) })
 	afterDelete(s, "after a restart")
+	keyedDeleteAnswered(s, "the keyed delete after a restart")
 	_ = s.Close()
 	if got := filesHolding(t, filepath.Join(dir, "nats"), "ZX-4471"); len(got) > 0 {
 		t.Fatalf("files of the NATS store hold the transcript: %v", got)

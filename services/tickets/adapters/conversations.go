@@ -40,6 +40,7 @@ type conversationEvent struct {
 	Sealed      sealedBytes     `json:"transcript_sealed"`
 	SealedTurns *int            `json:"transcript_turns"`
 	analysis    analysis        // RawAnalysis, when in the public shape
+	deletedBy   app.Deleter     // a deletion's command, from its record's headers
 	turns       int             // how many turns the transcript holds; 0 when it is absent or refused
 	shape       transcriptShape // what the listing filters read of it
 }
@@ -129,6 +130,9 @@ func parseConversationEvent(rec eventstore.Record) (ev conversationEvent, ok boo
 		return ev, false
 	}
 	ev.Name, ev.WorkspaceID, ev.At = env.Event, ws, wire.Envelope{Timestamp: env.Timestamp}.At(rec.Time)
+	if ev.Name == ConversationDeletedEvent {
+		ev.deletedBy = app.Deleter{CommandID: rec.Header.Get(events.HeaderCommandID), RequestDigest: rec.Header.Get(events.HeaderRequestDigest)}
+	}
 	if !slices.Contains(app.CallOutcomes, ev.CallSuccessful) {
 		ev.CallSuccessful = ""
 	}
@@ -197,7 +201,7 @@ func (ev conversationEvent) summaryEvent() app.ConversationEvent {
 		Name: ev.Name, WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, AgentID: ev.AgentID,
 		AtMs: ev.At.UnixMilli(), TurnCount: ev.TurnCount, CallSuccessful: ev.CallSuccessful, DurationSecs: ev.DurationSecs,
 		Turns: ev.turns, Summary: ev.analysis.Summary,
-		ToolNames: ev.shape.tools, ToolsErrored: ev.shape.errored, Words: ev.shape.words,
+		ToolNames: ev.shape.tools, ToolsErrored: ev.shape.errored, Words: ev.shape.words, DeletedBy: ev.deletedBy,
 	}
 	for id, e := range ev.analysis.Evaluations {
 		if slices.Contains(app.CallOutcomes, e.Result) {

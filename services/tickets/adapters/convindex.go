@@ -39,6 +39,7 @@ type ConversationIndex struct {
 	snapshotDone chan struct{}
 	waiting      atomic.Int32                     // changes waiting for a snapshot (for tests)
 	erased       map[string]bool                  // workspace/conversation deleted: never listed again (deletion.go)
+	deletedBy    map[string]app.DeletionMark      // command id → what its keyed deletion deleted (deletion.go)
 	byID         map[string]*convEntry            // workspace/conversation → entry
 	postings     map[string]*btreePostings        // workspace, term (other than a search word) → newest first
 	ranges       map[string]*btree.BTreeG[ranged] // workspace, range key → by value
@@ -130,6 +131,9 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 	if ev.Name == ConversationDeletedEvent {
 		x.lockToChange()
 		x.forget(ev.WorkspaceID, ev.ConversationID)
+		x.markDeleted(ev.DeletedBy.CommandID, app.DeletionMark{
+			WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, RequestDigest: ev.DeletedBy.RequestDigest,
+		})
 		x.applied(seq)
 		if seq > x.deletionSeq {
 			x.deletionSeq = seq

@@ -38,6 +38,9 @@ type snapshotHeader struct {
 	Entries                  int
 	Erased                   []string // workspace/conversation deleted
 	Names                    []string // the index's name table (convpacked.go), which entries number into
+	// DeletedBy is what each keyed deletion deleted, by command id (absent
+	// from snapshots taken before deletions were keyed).
+	DeletedBy map[string]app.DeletionMark
 }
 
 // snapshotWords is one workspace's word lists, or a part of them (a
@@ -111,7 +114,7 @@ func (x *ConversationIndex) writeSnapshot(w io.Writer) error {
 	}
 	enc := gob.NewEncoder(w)
 	h := snapshotHeader{Version: snapshotVersion, PlatformSeq: x.platformSeq, DeletionSeq: x.deletionSeq, Entries: live,
-		Erased: slices.Sorted(maps.Keys(x.erased)), Names: x.names}
+		Erased: slices.Sorted(maps.Keys(x.erased)), DeletedBy: x.deletedBy, Names: x.names}
 	if err := enc.Encode(h); err != nil {
 		return err
 	}
@@ -216,6 +219,7 @@ func (x *ConversationIndex) readSnapshot(dec *gob.Decoder) (SnapshotState, error
 	for _, k := range h.Erased {
 		x.erased[k] = true
 	}
+	x.deletedBy = h.DeletedBy
 	x.entries, x.starts = make([]*convEntry, 0, h.Entries), make([]int64, 0, h.Entries)
 	ld := loading{postings: map[string]map[string][]posting{}, ranges: map[string]map[string][]ranged{}}
 	er := &entryReader{x: x}
@@ -425,5 +429,5 @@ func (x *ConversationIndex) reset() {
 	x.byID, x.postings, x.ranges = map[string]*convEntry{}, map[string]*btreePostings{}, map[string]*btree.BTreeG[ranged]{}
 	x.words, x.shared = map[string]map[string]*wordList{}, map[string]any{}
 	x.names, x.nameIDs = []string{""}, map[string]uint32{"": 0} // a new entry's zero names none
-	x.entries, x.starts, x.erased, x.platformSeq, x.deletionSeq = nil, nil, nil, 0, 0
+	x.entries, x.starts, x.erased, x.deletedBy, x.platformSeq, x.deletionSeq = nil, nil, nil, nil, 0, 0
 }

@@ -1,6 +1,7 @@
 package adapters_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -111,13 +114,13 @@ type removal struct {
 	log *platformLog
 }
 
-func (r removal) RecordDeleted(ctx context.Context, ws, conv string, at time.Time) error {
-	subject, body, err := adapters.DeletedRecord(ws, conv, at)
+func (r removal) RecordDeleted(ctx context.Context, ws, conv string, at time.Time, by app.Deleter) error {
+	msg, err := adapters.DeletedRecord(ws, conv, at, by)
 	if err != nil {
 		return err
 	}
-	r.log.records = append(r.log.records, eventstore.Record{Subject: subject, Data: body, Time: at, Seq: uint64(len(r.log.records) + 1)})
-	return r.MemoryRemoval.RecordDeleted(ctx, ws, conv, at)
+	r.log.records = append(r.log.records, eventstore.Record{Subject: msg.Subject, Header: eventlog.Header(msg.Header), Data: msg.Data, Time: at, Seq: uint64(len(r.log.records) + 1)})
+	return r.MemoryRemoval.RecordDeleted(ctx, ws, conv, at, by)
 }
 
 // newDeletionFixture is the ticket fixture whose conversations are kept
@@ -133,6 +136,7 @@ func newDeletionFixture(t *testing.T) (*fixture, *convseal.MemoryKeys, *platform
 		Removal:    removal{MemoryRemoval: adapters.MemoryRemoval{Keys: keys, Index: index}, log: log},
 		ReadModels: []app.ConversationForgetter{index, transcripts},
 		Deleted:    index.ConversationDeleted,
+		Marks:      index,
 	}
 	return f, keys, log, index, transcripts
 }
@@ -162,11 +166,11 @@ func TestDeleteConversationShredsAndForgets(t *testing.T) {
 	}
 	tk := f.raise(t, "conv_1", "wrong refund answer")
 
-	wantKind(t, f.app.DeleteConversation(ctx, "ws_b", "conv_1"), apperr.NotFound, "another workspace's delete")
-	if err := f.app.DeleteConversation(ctx, "ws_a", "conv_1"); err != nil {
+	wantKind(t, f.app.DeleteConversation(ctx, principal.In("ws_b"), "conv_1"), apperr.NotFound, "another workspace's delete")
+	if err := f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_1"); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, f.app.DeleteConversation(ctx, "ws_a", "conv_1"), apperr.NotFound, "a second delete")
+	wantKind(t, f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_1"), apperr.NotFound, "a second delete")
 	_, err = f.app.GetConversation(ctx, "ws_a", "conv_1")
 	wantKind(t, err, apperr.NotFound, "a deleted conversation's get")
 	page, err := f.app.ListConversations(ctx, "ws_a", app.ConversationParams{})
@@ -233,6 +237,50 @@ func TestDeleteConversationShredsAndForgets(t *testing.T) {
 	}
 }
 
+// A keyed deletion's record carries its command and fingerprint: the
+// index the deletion went through, one replayed from the log and one
+// restored from a snapshot each answer the request sent again as the
+// first was, and refuse its key with another.
+func TestKeyedDeletionIsKeptWhereverTheIndexComesFrom(t *testing.T) {
+	f, _, log, index, _ := newDeletionFixture(t)
+	at := time.Unix(1_700_000_000, 0)
+	index.Apply(log.ingest("ws_a", "conversation_started", at, `{"conversation_id":"conv_1","agent_id":"agent_1"}`))
+	ctx := esproto.WithRequestDigest(context.Background(), "digest-1")
+	caller := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "cmd_1"}
+	if err := f.app.DeleteConversation(ctx, caller, "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	replayed := adapters.NewConversationIndex()
+	for _, rec := range log.records {
+		replayed.Apply(rec)
+	}
+	var snap bytes.Buffer
+	if _, err := replayed.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	restored := adapters.NewConversationIndex()
+	if _, err := restored.ReadSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	want := app.DeletionMark{WorkspaceID: "ws_a", ConversationID: "conv_1", RequestDigest: "digest-1"}
+	for name, x := range map[string]*adapters.ConversationIndex{"the index": index, "replayed": replayed, "restored": restored} {
+		if got, ok := x.DeletedBy("cmd_1"); !ok || got != want {
+			t.Errorf("%s: the mark of cmd_1 is %+v, %v", name, got, ok)
+		}
+		if _, ok := x.DeletedBy("cmd_2"); ok {
+			t.Errorf("%s: a command that deleted nothing has a mark", name)
+		}
+		f.app.Conversations, f.app.Deletion.Marks = x, x
+		if err := f.app.DeleteConversation(ctx, caller, "conv_1"); err != nil {
+			t.Errorf("%s: the keyed delete sent again: %v", name, err)
+		}
+		other := esproto.WithRequestDigest(context.Background(), "digest-2")
+		if err := f.app.DeleteConversation(other, caller, "conv_1"); apperr.KindOf(err) != apperr.Invalid {
+			t.Errorf("%s: the key with another request: %v", name, err)
+		}
+	}
+}
+
 // A conversation recorded in the clear (before transcripts were sealed,
 // or published straight on the stream) leaves every read model and every
 // replay when deleted; its old message keeps the text, the documented
@@ -249,7 +297,7 @@ func TestDeleteConversationRecordedInTheClear(t *testing.T) {
 	if got, _ := transcripts.Transcript(ctx, "ws_a", "conv_old"); !strings.Contains(string(got), spoken) {
 		t.Fatalf("before delete: %s", got)
 	}
-	if err := f.app.DeleteConversation(ctx, "ws_a", "conv_old"); err != nil {
+	if err := f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_old"); err != nil {
 		t.Fatal(err)
 	}
 	_, err := f.app.GetConversation(ctx, "ws_a", "conv_old")

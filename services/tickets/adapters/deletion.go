@@ -14,6 +14,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -71,6 +72,32 @@ func (x *ConversationIndex) ForgetConversation(_ context.Context, workspaceID, c
 	return nil
 }
 
+// markDeleted keeps mark under commandID; x.mu is held.
+func (x *ConversationIndex) markDeleted(commandID string, mark app.DeletionMark) {
+	if commandID == "" {
+		return
+	}
+	if x.deletedBy == nil {
+		x.deletedBy = map[string]app.DeletionMark{}
+	}
+	x.deletedBy[commandID] = mark
+}
+
+// MarkDeleted implements app.DeletionMarks.
+func (x *ConversationIndex) MarkDeleted(commandID string, mark app.DeletionMark) {
+	x.lockToChange()
+	defer x.unlockChanged()
+	x.markDeleted(commandID, mark)
+}
+
+// DeletedBy implements app.DeletionMarks.
+func (x *ConversationIndex) DeletedBy(commandID string) (app.DeletionMark, bool) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	m, ok := x.deletedBy[commandID]
+	return m, ok
+}
+
 // ConversationDeleted reports whether the conversation was deleted.
 func (x *ConversationIndex) ConversationDeleted(workspaceID, conversationID string) bool {
 	x.mu.RLock()
@@ -86,18 +113,27 @@ func (x *ConversationIndex) Apply(rec eventstore.Record) {
 	}
 }
 
-// DeletedRecord is the PLATFORM record of a conversation's deletion.
-func DeletedRecord(workspaceID, conversationID string, at time.Time) (subject string, body []byte, err error) {
-	subject, err = events.PlatformSubject(workspaceID, ConversationDeletedEvent)
+// DeletedRecord is the PLATFORM record of a conversation's deletion made
+// by the command by (in its headers, with its workspace's).
+func DeletedRecord(workspaceID, conversationID string, at time.Time, by app.Deleter) (*nats.Msg, error) {
+	subject, err := events.PlatformSubject(workspaceID, ConversationDeletedEvent)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	data, err := json.Marshal(map[string]string{"conversation_id": conversationID})
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	body, err = json.Marshal(wire.Envelope{Event: ConversationDeletedEvent, Timestamp: wire.FormatTimestamp(at), Data: data})
-	return subject, body, err
+	msg := nats.NewMsg(subject)
+	if msg.Data, err = json.Marshal(wire.Envelope{Event: ConversationDeletedEvent, Timestamp: wire.FormatTimestamp(at), Data: data}); err != nil {
+		return nil, err
+	}
+	msg.Header.Set(events.HeaderWorkspaceID, workspaceID)
+	if by.CommandID != "" {
+		msg.Header.Set(events.HeaderCommandID, by.CommandID)
+		msg.Header.Set(events.HeaderRequestDigest, by.RequestDigest)
+	}
+	return msg, nil
 }
 
 // StreamRemoval destroys a conversation's transcript key and records its
@@ -115,14 +151,11 @@ func (s StreamRemoval) Shred(ctx context.Context, workspaceID, conversationID st
 // RecordDeleted implements app.ConversationRemoval. A retry within the
 // stream's duplicate window is stored once; a later one again, which
 // changes nothing.
-func (s StreamRemoval) RecordDeleted(ctx context.Context, workspaceID, conversationID string, at time.Time) error {
-	subject, body, err := DeletedRecord(workspaceID, conversationID, at)
+func (s StreamRemoval) RecordDeleted(ctx context.Context, workspaceID, conversationID string, at time.Time, by app.Deleter) error {
+	msg, err := DeletedRecord(workspaceID, conversationID, at, by)
 	if err != nil {
 		return err
 	}
-	msg := nats.NewMsg(subject)
-	msg.Data = body
-	msg.Header.Set(events.HeaderWorkspaceID, workspaceID)
 	_, err = eventstore.Publish(ctx, s.JS, msg, jetstream.WithMsgID("conversation_deleted:"+workspaceID+"/"+conversationID),
 		jetstream.WithExpectStream(events.PlatformStream))
 	return err
@@ -141,12 +174,12 @@ func (m MemoryRemoval) Shred(ctx context.Context, workspaceID, conversationID st
 }
 
 // RecordDeleted implements app.ConversationRemoval.
-func (m MemoryRemoval) RecordDeleted(_ context.Context, workspaceID, conversationID string, at time.Time) error {
-	subject, body, err := DeletedRecord(workspaceID, conversationID, at)
+func (m MemoryRemoval) RecordDeleted(_ context.Context, workspaceID, conversationID string, at time.Time, by app.Deleter) error {
+	msg, err := DeletedRecord(workspaceID, conversationID, at, by)
 	if err != nil {
 		return err
 	}
-	m.Index.Apply(eventstore.Record{Subject: subject, Data: body, Time: at})
+	m.Index.Apply(eventstore.Record{Subject: msg.Subject, Header: eventlog.Header(msg.Header), Data: msg.Data, Time: at})
 	return nil
 }
 

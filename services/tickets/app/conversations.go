@@ -92,6 +92,9 @@ type ConversationEvent struct {
 	ToolNames      []string
 	ToolsErrored   []string
 	Words          []string
+	// DeletedBy is the command of a conversation_deleted: what the keyed
+	// request that deleted the conversation left (app.DeleteConversation).
+	DeletedBy Deleter
 }
 
 // Applied is c after ev (c is the zero summary, or one holding only

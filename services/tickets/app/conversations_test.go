@@ -11,6 +11,8 @@ import (
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 )
@@ -172,17 +174,17 @@ func TestGetConversation(t *testing.T) {
 func TestDeleteConversation(t *testing.T) {
 	f := newConvFixture(t)
 	ctx := context.Background()
-	wantKind(t, f.app.DeleteConversation(ctx, "ws_b", "conv_1"), apperr.NotFound, "deleting another workspace's conversation")
+	wantKind(t, f.app.DeleteConversation(ctx, principal.In("ws_b"), "conv_1"), apperr.NotFound, "deleting another workspace's conversation")
 	if len(f.removal.shredded) != 0 || f.app.ConversationDeleted("ws_b", "conv_1") {
 		t.Fatalf("another workspace's delete shredded %v", f.removal.shredded)
 	}
 
 	f.removal.failRecord = errors.New("stream unavailable")
-	if err := f.app.DeleteConversation(ctx, "ws_a", "conv_1"); err == nil || f.app.ConversationDeleted("ws_a", "conv_1") {
+	if err := f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_1"); err == nil || f.app.ConversationDeleted("ws_a", "conv_1") {
 		t.Fatalf("a delete whose record failed: %v", err)
 	}
 	f.detail(t, "conv_1") // still listed: the retry finds it
-	if err := f.app.DeleteConversation(ctx, "ws_a", "conv_1"); err != nil {
+	if err := f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_1"); err != nil {
 		t.Fatal(err)
 	}
 	want := []convKey{{"ws_a", "conv_1"}}
@@ -199,11 +201,48 @@ func TestDeleteConversation(t *testing.T) {
 	if ids, _ := f.list(t, app.ConversationParams{}); len(ids) != 0 {
 		t.Fatalf("a deleted conversation is listed: %v", ids)
 	}
-	wantKind(t, f.app.DeleteConversation(ctx, "ws_a", "conv_1"), apperr.NotFound, "deleting a deleted conversation")
+	wantKind(t, f.app.DeleteConversation(ctx, principal.In("ws_a"), "conv_1"), apperr.NotFound, "deleting a deleted conversation")
 
 	f.app.Deletion = app.ConversationDeletion{}
-	if err := f.app.DeleteConversation(ctx, "ws_b", "conv_9"); err == nil || f.app.ConversationDeleted("ws_b", "conv_9") {
+	if err := f.app.DeleteConversation(ctx, principal.In("ws_b"), "conv_9"); err == nil || f.app.ConversationDeleted("ws_b", "conv_9") {
 		t.Fatalf("a delete with no removal configured: %v", err)
+	}
+}
+
+// A keyed delete sent again, after the first deleted the conversation,
+// is answered as the first was; the key sent with another request (to
+// another conversation, or another fingerprint) is refused and deletes
+// nothing; the same key in another workspace is another command.
+func TestKeyedDeleteIsAnsweredAgain(t *testing.T) {
+	f := newConvFixture(t)
+	f.hear(call{ws: "ws_a", id: "conv_2", agent: "agent_1", start: 1_700_000_000, secs: 60})
+	first := esproto.WithRequestDigest(context.Background(), "digest-of-delete-conv_1")
+	if err := f.app.DeleteConversation(first, as(f.qa, "cmd_1"), "conv_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.app.DeleteConversation(first, as(f.qa, "cmd_1"), "conv_1"); err != nil {
+		t.Fatalf("the keyed delete sent again: %v", err)
+	}
+	if len(f.removal.shredded) != 1 {
+		t.Fatalf("the delete sent again acted again: shredded %v", f.removal.shredded)
+	}
+	other := esproto.WithRequestDigest(context.Background(), "digest-of-delete-conv_2")
+	wantReused(t, f.app.DeleteConversation(other, as(f.qa, "cmd_1"), "conv_2"), "the key sent to another conversation")
+	wantReused(t, f.app.DeleteConversation(other, as(f.qa, "cmd_1"), "conv_1"), "the key sent with another fingerprint")
+	if f.app.ConversationDeleted("ws_a", "conv_2") || len(f.removal.shredded) != 1 {
+		t.Fatalf("a refused key deleted: shredded %v", f.removal.shredded)
+	}
+	wantKind(t, f.app.DeleteConversation(first, as(f.qa, ""), "conv_1"), apperr.NotFound, "an unkeyed delete of the deleted conversation")
+	wantKind(t, f.app.DeleteConversation(first, as(f.qa, "cmd_2"), "conv_1"), apperr.NotFound, "another key's delete of the deleted conversation")
+	stranger := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_b"}, CommandID: "cmd_1"}
+	wantReused(t, f.app.DeleteConversation(first, stranger, "conv_1"), "a command id of another workspace")
+}
+
+func wantReused(t *testing.T, err error, what string) {
+	t.Helper()
+	var v apperr.ValidationErrors
+	if !errors.As(err, &v) || len(v) != 1 || v[0].Type != "idempotency_key_reused" {
+		t.Fatalf("%s: got %v, want idempotency_key_reused", what, err)
 	}
 }
 

@@ -81,8 +81,8 @@ func (t transcripts) Transcript(_ context.Context, workspaceID, conversationID s
 	return t[convKey{workspaceID, conversationID}], nil
 }
 
-// removal records what a deletion destroyed and recorded; failRecord,
-// when set, is what the next RecordDeleted answers (once).
+// removal records what a deletion destroyed and recorded; failRecord, when set, is what the next
+// RecordDeleted answers (once).
 type removal struct {
 	shredded, recorded []convKey
 	recordedAt         time.Time
@@ -94,7 +94,7 @@ func (r *removal) Shred(_ context.Context, workspaceID, conversationID string) e
 	return nil
 }
 
-func (r *removal) RecordDeleted(_ context.Context, workspaceID, conversationID string, at time.Time) error {
+func (r *removal) RecordDeleted(_ context.Context, workspaceID, conversationID string, at time.Time, by app.Deleter) error {
 	if err := r.failRecord; err != nil {
 		r.failRecord = nil
 		return err
@@ -102,6 +102,16 @@ func (r *removal) RecordDeleted(_ context.Context, workspaceID, conversationID s
 	r.recorded, r.recordedAt = append(r.recorded, convKey{workspaceID, conversationID}), at
 	return nil
 }
+
+// marks is app.DeletionMarks in a map.
+type marks map[string]app.DeletionMark
+
+func (m marks) DeletedBy(commandID string) (app.DeletionMark, bool) {
+	mark, ok := m[commandID]
+	return mark, ok
+}
+
+func (m marks) MarkDeleted(commandID string, mark app.DeletionMark) { m[commandID] = mark }
 
 // verdicts is app.Verdicts in maps; asked is every Labels call's keys.
 type verdicts struct {
@@ -142,7 +152,7 @@ func newConvFixture(t *testing.T) *convFixture {
 	a := f.app
 	a.Conversations, a.ConvWriter, a.Tags, a.Transcripts = f.convs, f.convs, f.tags, f.transcripts
 	a.Deletion = app.ConversationDeletion{Removal: f.removal, ReadModels: []app.ConversationForgetter{f.convs},
-		Deleted: func(ws, id string) bool { return f.convs.erased[convKey{ws, id}] }}
+		Deleted: func(ws, id string) bool { return f.convs.erased[convKey{ws, id}] }, Marks: marks{}}
 	f.hear(call{ws: "ws_a", id: "conv_1", agent: "agent_1", start: 1_700_000_000, secs: 60})
 	f.hear(call{ws: "ws_b", id: "conv_9", agent: "agent_9", start: 1_700_000_000, secs: 60})
 	return f

@@ -7,9 +7,10 @@ import (
 )
 
 // DeleteConversation answers {} as the public API's delete does; a
-// second delete is a 404, the conversation being gone.
+// second delete is a 404, the conversation being gone, but for the keyed
+// request that deleted it, sent again.
 func (h *Handlers) DeleteConversation(c *api.Call) (any, error) {
-	if err := h.App.DeleteConversation(c.Context(), c.Caller().WorkspaceID, c.ID()); err != nil {
+	if err := h.App.DeleteConversation(c.Context(), c.Caller(), c.ID()); err != nil {
 		return nil, err
 	}
 	return map[string]any{}, nil
