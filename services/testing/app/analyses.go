@@ -41,18 +41,13 @@ func (a *App) RecordAnalysis(ctx context.Context, c principal.Caller, an *testin
 	if err != nil {
 		return nil, err
 	}
-	stored, err := storeOnce(ctx, a, c, subject, an.GetAnalysisId(), meta, ev)
-	if err != nil {
-		return nil, err
-	}
-	if stored == ev {
-		return an, nil
-	}
-	first, found, err := a.openAnalysis(ctx, stored)
-	if err == nil && !found {
-		err = apperr.ConversationUnknown
-	}
-	return first, err
+	return storeSealed(ctx, a, c, subject, an.GetAnalysisId(), meta, ev, an, func(ctx context.Context, stored *testingv1.ConversationAnalysed) (*testingv1.ConversationAnalysis, error) {
+		first, found, err := a.openAnalysis(ctx, stored)
+		if err == nil && !found {
+			err = apperr.ConversationUnknown
+		}
+		return first, err
+	})
 }
 
 // AnalysisByCommand is the analysis commandID stored for a conversation,

@@ -281,14 +281,7 @@ func (a *App) LabelConversation(ctx context.Context, c principal.Caller, convers
 	if err != nil {
 		return nil, err
 	}
-	stored, err := storeOnce(ctx, a, c, subject, label.GetLabelId(), meta, ev)
-	if err != nil {
-		return nil, err
-	}
-	if stored == ev {
-		return label, nil
-	}
-	return a.openLabel(ctx, stored)
+	return storeSealed(ctx, a, c, subject, label.GetLabelId(), meta, ev, label, a.openLabel)
 }
 
 // sealLabel is the event that records label, its note (a reviewer's

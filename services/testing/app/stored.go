@@ -89,6 +89,21 @@ func storedBefore[E proto.Message](ctx context.Context, a *App, c principal.Call
 	return storedByCommand[E](ctx, a, c.WorkspaceID, subject, c.CommandID)
 }
 
+// storeSealed stores ev (made with meta, sealing mine) as storeOnce does
+// and answers mine, or, when the command stored an event first, what open
+// reads of that one.
+func storeSealed[T any, E proto.Message](ctx context.Context, a *App, c principal.Caller, subject, ownID string, meta *commonv1.EventMeta, ev E, mine T, open func(context.Context, E) (T, error)) (T, error) {
+	stored, err := storeOnce(ctx, a, c, subject, ownID, meta, ev)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	if any(stored) == any(ev) {
+		return mine, nil
+	}
+	return open(ctx, stored)
+}
+
 // storeOnce stores ev (made with meta) on subject, its message id the
 // caller's command id, else ownID. A retry of the command within the runs
 // log's duplicate window that raced the caller's look-up stores nothing:
