@@ -229,7 +229,7 @@ describe("conversations", () => {
 describe("conversations.delete", () => {
   const client = adminClient({ maxRetries: 0 });
 
-  it("deletes a conversation for good: get and list no longer show it, a second delete is a 404", { timeout: TEST_TIMEOUT_MS }, async () => {
+  it("deletes a conversation for good: get and list no longer show it, a second delete is a 404 but for the keyed delete sent again", { timeout: TEST_TIMEOUT_MS }, async () => {
     const { agentId } = await client.conversationalAi.agents.create({ name: uniqueName("delete"), conversationConfig: {} });
     const conversationId = uniqueName("conv").replaceAll(/[^A-Za-z0-9_-]/g, "_");
     const start = new Date(Date.now() - 60_000);
@@ -250,8 +250,12 @@ describe("conversations.delete", () => {
     }
     assert.equal(conversation.transcript[0].message, "My date of birth is 1 April 1990.");
 
-    const answer = await client.conversationalAi.conversations.delete(conversationId);
+    // Under an Idempotency-Key the same delete sent again (a retry after a
+    // lost answer) is answered as the first was, not with a 404.
+    const keyed = { headers: { "Idempotency-Key": uniqueName("delete-key") } };
+    const answer = await client.conversationalAi.conversations.delete(conversationId, keyed);
     assert.deepEqual(answer, {});
+    assert.deepEqual(await client.conversationalAi.conversations.delete(conversationId, keyed), {});
     await expectStatus(client.conversationalAi.conversations.get(conversationId), 404);
     const page = await client.conversationalAi.conversations.list({ agentId });
     assert.equal(page.conversations.length, 0);
