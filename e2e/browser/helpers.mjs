@@ -48,7 +48,8 @@ export async function launch() {
 }
 
 // watch records what a page must never do: open a dialog (an injected
-// script), break its CSP, fail a script, or ask anything of another origin.
+// script), break its CSP, fail a script, ask anything of another origin,
+// or send a write to the API without an Idempotency-Key.
 export function watch(page) {
   const problems = [];
   page.on('dialog', async (d) => { problems.push('dialog: ' + d.message()); await d.dismiss(); });
@@ -59,6 +60,9 @@ export function watch(page) {
   page.on('request', (r) => {
     const u = r.url();
     if (!u.startsWith(base + '/') && !u.startsWith('data:') && !u.startsWith('blob:')) problems.push('third-party request: ' + u);
+    if (r.method() !== 'GET' && u.startsWith(base + '/v1/') && !r.headers()['idempotency-key']) {
+      problems.push('a write without an Idempotency-Key: ' + r.method() + ' ' + u);
+    }
   });
   return problems;
 }

@@ -17,12 +17,23 @@ export class ApiError extends Error {
   }
 }
 
+// newKey is an Idempotency-Key for one write: with it the gateway may send
+// the write again (after a lost connection to a service, or while its
+// answer is slow) and it is still done once. crypto.getRandomValues, as
+// randomUUID needs a secure context the console may be served without.
+function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return 'console-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 // api sends one request; a JSON body is encoded, a JSON answer decoded,
-// an error answer thrown as ApiError. A 401 tells the page to sign in again.
+// an error answer thrown as ApiError. A 401 tells the page to sign in
+// again. Every write to the API goes with a key of its own.
 export async function api(method, path, body, {raw = false} = {}) {
   const headers = {};
   if (csrf) headers['X-CSRF-Token'] = csrf;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && path.startsWith('/v1/')) headers['Idempotency-Key'] = newKey();
   const res = await fetch(path, {
     method, headers, credentials: 'same-origin', cache: 'no-store',
     body: body === undefined ? undefined : JSON.stringify(body),
