@@ -121,11 +121,19 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   assert.equal(evaluationLabels[0].note, 'Nothing in its criteria was missed.');
   assert.equal(evaluationLabels[0].reviewed.judge_model, 'offline-v2');
 
+  // A double click adds one comment: the second submit, while the first
+  // is sent, is ignored.
+  const commentPosts = [];
+  const countPosts = (r) => { if (r.method() === 'POST' && r.url().endsWith('/comments')) commentPosts.push(r.url()); };
+  page.on('request', countPosts);
   await page.getByLabel('Comment', {exact: true}).fill('Checked against the refund policy: a knowledge gap.');
-  await page.getByRole('button', {name: 'Add comment'}).click();
+  await page.getByRole('button', {name: 'Add comment'}).dblclick();
   await page.getByText('Checked against the refund policy: a knowledge gap.').waitFor();
+  page.off('request', countPosts);
+  assert.equal(commentPosts.length, 1, 'a double click sent the comment ' + commentPosts.length + ' times');
   await eventually('the comment reached the API', async () =>
     (await api('GET', '/v1/convai/triage-tickets/' + id)).ticket_comments.some((c) => c.comment.startsWith('Checked against')));
+  assert.equal((await api('GET', '/v1/convai/triage-tickets/' + id)).ticket_comments.filter((c) => c.comment.startsWith('Checked against')).length, 1);
 
   await page.getByLabel('Assignee', {exact: true}).selectOption(memberID);
   await eventually('the assignment reached the API', async () =>

@@ -2,12 +2,13 @@
 // (textContent, text nodes, attribute values): never markup.
 
 // h builds an element: h('a', {href: '...', class: 'x', on: {click: fn}}, 'text', child, [more]).
+// A click handler runs once at a time (see once).
 export function h(tag, props, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(props || {})) {
     if (v === null || v === undefined || v === false) continue;
     if (k === 'on') {
-      for (const [type, fn] of Object.entries(v)) el.addEventListener(type, fn);
+      for (const [type, fn] of Object.entries(v)) el.addEventListener(type, type === 'click' ? once(el, fn) : fn);
     } else if (/^(inner|outer)HTML$/i.test(k) || k.startsWith('on')) {
       throw new Error('dom.js sets text and listeners only, not ' + k);
     } else if (k === 'href' && !safeHref(String(v))) {
@@ -83,10 +84,30 @@ export function button(label, onClick, props = {}) {
 // onSubmit runs handle when form is submitted, instead of the browser's
 // navigation.
 export function onSubmit(form, handle) {
+  const run = once(form, handle);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    handle();
+    run(ev);
   });
+}
+
+// once wraps an event handler of el so that, while what it started is
+// still running, the event is ignored: a double click or a second Enter
+// sends one request, not two. el says it is busy meanwhile (aria-busy);
+// it is not disabled, which would drop its focus.
+export function once(el, handle) {
+  let running = false;
+  return async (ev) => {
+    if (running) return;
+    running = true;
+    el.setAttribute('aria-busy', 'true');
+    try {
+      await handle(ev);
+    } finally {
+      running = false;
+      el.removeAttribute('aria-busy');
+    }
+  };
 }
 
 // checked is the values of the ticked checkboxes among boxes.

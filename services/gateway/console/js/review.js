@@ -93,6 +93,8 @@ start(async (main) => {
   }
 
   async function label(it, right) {
+    if (it.labelling) return; // a second y, or a double click, while the first is sent
+    it.labelling = true;
     const out = it.el.querySelector('article > .msg');
     try {
       const l = await post(`/v1/convai/test-invocations/${enc(it.run.invocation_id)}/runs/${enc(it.run.run_id)}/labels`,
@@ -110,6 +112,8 @@ start(async (main) => {
       await drawReport();
     } catch (e) {
       say(out, e.message, true);
+    } finally {
+      it.labelling = false;
     }
   }
 
