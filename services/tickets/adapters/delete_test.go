@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
@@ -20,6 +23,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/projection"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
@@ -277,6 +281,51 @@ func TestKeyedDeletionIsKeptWhereverTheIndexComesFrom(t *testing.T) {
 		other := esproto.WithRequestDigest(context.Background(), "digest-2")
 		if err := f.app.DeleteConversation(other, caller, "conv_1"); apperr.KindOf(err) != apperr.Invalid {
 			t.Errorf("%s: the key with another request: %v", name, err)
+		}
+	}
+}
+
+// On the stream a keyed deletion's record is its command's: the same
+// keyed delete recorded again (a retry) is stored once, and two keys
+// deleting the conversation at once (on two replicas) each keep their
+// mark for a replay.
+func TestStreamRemovalKeepsEachKeysRecord(t *testing.T) {
+	js := testenv.StreamsAt(t, func(ctx context.Context, js jetstream.JetStream, replicas int) error {
+		return eventstore.EnsureEventStreams(ctx, js, replicas, events.PlatformStream)
+	})
+	ctx := t.Context()
+	removal := adapters.StreamRemoval{JS: js, Keys: convseal.NewMemoryKeys()}
+	at := time.Unix(1_700_000_000, 0)
+	first, second := app.Deleter{CommandID: "cmd_1", RequestDigest: "digest-1"}, app.Deleter{CommandID: "cmd_2", RequestDigest: "digest-2"}
+	for _, by := range []app.Deleter{first, first, second} {
+		if err := removal.RecordDeleted(ctx, "ws_a", "conv_1", at, by); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stream, err := js.Stream(ctx, events.PlatformStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Fatalf("the stream holds %d deletion records, want one per key", info.State.Msgs)
+	}
+	replayed := adapters.NewConversationIndex()
+	store := eventstore.New(js, events.PlatformStream)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		rec, err := store.At(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		replayed.Apply(rec)
+	}
+	for _, by := range []app.Deleter{first, second} {
+		want := app.DeletionMark{WorkspaceID: "ws_a", ConversationID: "conv_1", RequestDigest: by.RequestDigest}
+		if got, ok := replayed.DeletedBy(by.CommandID); !ok || got != want {
+			t.Errorf("the replayed mark of %s: %+v, %v", by.CommandID, got, ok)
 		}
 	}
 }

@@ -150,14 +150,19 @@ func (s StreamRemoval) Shred(ctx context.Context, workspaceID, conversationID st
 
 // RecordDeleted implements app.ConversationRemoval. A retry within the
 // stream's duplicate window is stored once; a later one again, which
-// changes nothing.
+// changes nothing. A keyed deletion's record is its command's: two
+// deletions of the conversation under two keys at once (on two replicas)
+// each keep their mark.
 func (s StreamRemoval) RecordDeleted(ctx context.Context, workspaceID, conversationID string, at time.Time, by app.Deleter) error {
 	msg, err := DeletedRecord(workspaceID, conversationID, at, by)
 	if err != nil {
 		return err
 	}
-	_, err = eventstore.Publish(ctx, s.JS, msg, jetstream.WithMsgID("conversation_deleted:"+workspaceID+"/"+conversationID),
-		jetstream.WithExpectStream(events.PlatformStream))
+	id := "conversation_deleted:" + workspaceID + "/" + conversationID
+	if by.CommandID != "" {
+		id += ":" + by.CommandID
+	}
+	_, err = eventstore.Publish(ctx, s.JS, msg, jetstream.WithMsgID(id), jetstream.WithExpectStream(events.PlatformStream))
 	return err
 }
 
