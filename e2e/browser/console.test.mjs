@@ -569,6 +569,7 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByRole('button', {name: 'Apply filters'}).click();
   await page.getByText('1 conversation shown').waitFor();
   await accessible(page, 'conversation');
+  await shoot(page, 'conversation');
 
   // A manual ticket names no conversation: the page says so, and nothing reads "null".
   const manual = await api('POST', '/v1/convai/agents/' + agentID + '/triage-tickets', {title: 'Tone in general', qa_comment: 'No one call.'});
@@ -576,10 +577,21 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByText('This ticket names no conversation.').waitFor();
   assert.ok(!(await page.locator('main').innerText()).includes('null'), 'the ticket page shows "null"');
 
-  // A ticket on a conversation deleted since says so, in place of its transcript.
+  // A conversation deleted from the console, in two steps, is gone; a
+  // ticket on it says so, in place of its transcript.
   const doomed = conversations[conversations.length - 1];
   const reported = await api('POST', '/v1/convai/triage-tickets', {conversation_id: doomed, qa_comment: 'Wrong refund answer.'});
-  await api('DELETE', '/v1/convai/conversations/' + encodeURIComponent(doomed));
+  await page.goto('/console/conversations.html');
+  await page.getByRole('heading', {name: 'Conversations'}).waitFor();
+  await page.getByLabel('Finished only').uncheck();
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByRole('button', {name: 'Open ' + doomed}).click();
+  await page.getByRole('button', {name: 'Delete conversation'}).click();
+  await page.getByRole('button', {name: 'Confirm: delete it for good'}).click();
+  await page.getByText(`Conversation ${doomed} deleted`).waitFor();
+  await page.getByRole('button', {name: 'Open ' + doomed}).waitFor({state: 'detached'});
+  const gone = await fetch(base + '/v1/convai/conversations/' + encodeURIComponent(doomed), {headers: {'xi-api-key': key}});
+  assert.equal(gone.status, 404);
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(reported.agentqa_ticket_id));
   await page.getByText('The conversation was deleted: its transcript is gone for good.').waitFor();
 });

@@ -1,9 +1,10 @@
 // Conversations: the workspace's calls through a filter bar over the
 // public listing (GET /v1/convai/conversations and its triage filters),
 // and one conversation opened below with its transcript, its feedback
-// (like / dislike) and its tags (attach, detach, create).
+// (like / dislike), its tags (attach, detach, create), and its deletion
+// for good (a caller's request to be forgotten).
 import {get, post, del, query, enc} from './api.js';
-import {h, replace, field, select, say, button, when, pageParam, onSubmit} from './dom.js';
+import {h, replace, field, select, say, button, confirmButton, when, pageParam, onSubmit} from './dom.js';
 import {start, can} from './shell.js';
 import {agentList, allPages, badge, toolBlocks} from './common.js';
 
@@ -128,6 +129,15 @@ start(async (main) => {
           newTag.value = ''; // attached: the title is not kept for the next drawing
         }))) : null,
       note,
+      can('tickets.delete_conversation') ? h('p', {}, confirmButton('Delete conversation', 'Confirm: delete it for good', async () => {
+        try {
+          await del('/v1/convai/conversations/' + enc(c.conversation_id));
+          delete detail.dataset.id;
+          replace(detail, h('p', {class: 'msg', role: 'status'},
+            `Conversation ${c.conversation_id} deleted: it is in no listing and its transcript can no longer be read.`));
+          load(true);
+        } catch (e) { say(note, e.message, true); }
+      }, {class: 'secondary'})) : null,
       turns.length ? h('ol', {class: 'transcript'}, turns.map((turn, i) => h('li', {class: 'turn ' + (turn.role === 'agent' ? 'agent' : 'user')},
         h('p', {class: 'who'}, `${turn.role === 'agent' ? 'Agent' : 'User'} · turn ${i}`),
         turn.message ? h('p', {}, turn.message) : null, toolBlocks(turn))))
