@@ -131,9 +131,7 @@ func (x *ConversationIndex) Record(_ context.Context, seq uint64, ev app.Convers
 	if ev.Name == ConversationDeletedEvent {
 		x.lockToChange()
 		x.forget(ev.WorkspaceID, ev.ConversationID)
-		x.markDeleted(ev.DeletedBy.CommandID, app.DeletionMark{
-			WorkspaceID: ev.WorkspaceID, ConversationID: ev.ConversationID, RequestDigest: ev.DeletedBy.RequestDigest,
-		})
+		x.markDeleted(ev.DeletedBy.CommandID, ev.DeletedBy.Mark(ev.WorkspaceID, ev.ConversationID))
 		x.applied(seq)
 		if seq > x.deletionSeq {
 			x.deletionSeq = seq

@@ -81,8 +81,8 @@ func (t transcripts) Transcript(_ context.Context, workspaceID, conversationID s
 	return t[convKey{workspaceID, conversationID}], nil
 }
 
-// removal records what a deletion destroyed and recorded; failRecord, when set, is what the next
-// RecordDeleted answers (once).
+// removal records what a deletion destroyed and recorded; failRecord,
+// when set, is what the next RecordDeleted answers (once).
 type removal struct {
 	shredded, recorded []convKey
 	recordedAt         time.Time

@@ -32,6 +32,11 @@ type Deleter struct{ CommandID, RequestDigest string }
 // another is refused.
 type DeletionMark struct{ WorkspaceID, ConversationID, RequestDigest string }
 
+// Mark is the mark d leaves on deleting the workspace's conversation.
+func (d Deleter) Mark(workspaceID, conversationID string) DeletionMark {
+	return DeletionMark{WorkspaceID: workspaceID, ConversationID: conversationID, RequestDigest: d.RequestDigest}
+}
+
 // DeletionMarks keeps the keyed deletions' marks, by command id.
 type DeletionMarks interface {
 	DeletedBy(commandID string) (DeletionMark, bool)
@@ -91,7 +96,7 @@ func (a *App) DeleteConversation(ctx context.Context, c principal.Caller, conver
 		return err
 	}
 	if by.CommandID != "" && d.Marks != nil {
-		d.Marks.MarkDeleted(by.CommandID, DeletionMark{WorkspaceID: c.WorkspaceID, ConversationID: conversationID, RequestDigest: by.RequestDigest})
+		d.Marks.MarkDeleted(by.CommandID, by.Mark(c.WorkspaceID, conversationID))
 	}
 	for _, rm := range d.ReadModels {
 		if err := rm.ForgetConversation(ctx, c.WorkspaceID, conversationID); err != nil {
