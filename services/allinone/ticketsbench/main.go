@@ -8,7 +8,8 @@
 //	    per POST: the floor of any HTTP front), each server warmed up by
 //	    as many creates first, the three measured in interleaved rounds,
 //	    with the CPU time and page faults each server and the clients
-//	    used per create (alone: -section creates);
+//	    used per create, then the request path alone, with the stream's
+//	    durable consumers paused (requestpath.go) (alone: -section creates);
 //	(b) listing lag at 1,000 creates/s: a create's acknowledgement to the
 //	    ticket in a listing;
 //	(c) listing p50 of a default page, a filtered page and a priority-sorted
@@ -330,6 +331,9 @@ func (p *platform) creates(n int) error {
 		fmt.Printf("    CPU per create: the platform %s (its store copy's writes included), the floor %s (%.1fx); their 16 clients %s and %s\n",
 			server.perServer(), floorUsed.perServer(), float64(server.server.CPU)/float64(floorUsed.server.CPU), server.perClient(), floorUsed.perClient())
 		fmt.Printf("    page faults per create (memory touched for the first time): the platform %.2f, the floor %.2f\n", server.faults(), floorUsed.faults())
+	}
+	if err := p.requestPathAlone(floor, per); err != nil {
+		return err
 	}
 	if profileFile != "" {
 		return p.profileCreates(per)
