@@ -153,6 +153,18 @@ describe("agents", () => {
     );
   });
 
+  it("agents.delete and agents.update of an id that only cleans to the agent's path leave the agent alone", { timeout: TEST_TIMEOUT_MS }, async () => {
+    // The SDK escapes the id ("x%2F..%2F" + id). A gateway that cleaned the
+    // path answered 301 to the agent's own, and fetch, which keeps DELETE
+    // and PATCH across a 301, deleted or renamed it.
+    const id = createdAgent();
+    const client = adminClient({ maxRetries: 0 });
+    await expectStatus(client.conversationalAi.agents.update(`x/../${id}`, { name: "renamed through a traversal" }), 404);
+    await expectStatus(client.conversationalAi.agents.delete(`x/../${id}`), 404);
+    const agent = await client.conversationalAi.agents.get(id);
+    assert.equal(agent.name, name);
+  });
+
   it("a wrong API key is rejected with 401", { timeout: TEST_TIMEOUT_MS }, async () => {
     const wrong = clientFor(`wrong-${randomBytes(16).toString("hex")}`, { maxRetries: 0 });
     const err = await expectStatus(wrong.conversationalAi.agents.list({ pageSize: 1 }), 401);

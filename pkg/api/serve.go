@@ -17,7 +17,9 @@ import (
 // operation, is a programming error: Serve panics, so it shows at the
 // service's start and in every test that starts it, not as a 404 later.
 func Serve(service string, h any) *mux.Router {
-	r := mux.NewRouter()
+	// Matched as sent, as the gateway does: a cleaned path would be
+	// answered with a redirect to another resource than the one named.
+	r := mux.NewRouter().SkipClean(true)
 	v := reflect.ValueOf(h)
 	bound := map[string]bool{}
 	for _, op := range Operations {

@@ -67,6 +67,15 @@ func TestServeBindsOperationsByName(t *testing.T) {
 		if rec.Code != http.StatusForbidden {
 			t.Errorf("without the permission: %d", rec.Code)
 		}
+		// Matched as sent: a path that only cleans to an operation's is
+		// none of them, not a redirect to it.
+		m.ran = ""
+		req = httptest.NewRequest("POST", "/v1/workspace/x/../members", strings.NewReader(`{"email":"a@example.com"}`))
+		rec = httptest.NewRecorder()
+		r.ServeHTTP(rec, req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"workspace_members_invite"}})))
+		if rec.Code != http.StatusNotFound || m.ran != "" {
+			t.Errorf("a path with dot segments: %d %q (ran %q), want 404", rec.Code, rec.Header().Get("Location"), m.ran)
+		}
 	})
 
 	mustPanic := func(what, service string, h any, want string) {

@@ -233,7 +233,7 @@ func (g *Gateway) sameOrigin(r *http.Request) bool {
 // console serves the console's pages and its session: every answer under
 // /console carries the security headers, refusals included.
 func (g *Gateway) console() http.Handler {
-	m := mux.NewRouter()
+	m := mux.NewRouter().SkipClean(true) // as the gateway's: see routes
 	m.NotFoundHandler = httpx.NotFoundHandler()
 	m.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
 	m.Handle(api.ConsolePath, http.RedirectHandler(api.ConsolePath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"path"
 	"strings"
 	"time"
 
@@ -156,14 +155,10 @@ func (g *Gateway) Handler() http.Handler {
 
 // isOperationPath reports whether the top router would hand path to its
 // catch-all, the operations: under /v1/ but not one of the API's
-// documents, and clean (the router redirects an unclean path, say
-// /v1/../healthz, before anything else).
+// documents. (The router matches paths as sent: an unclean one, say
+// /v1/../healthz, is an operation path that no operation matches.)
 func isOperationPath(p string) bool {
-	if !strings.HasPrefix(p, "/v1/") || p == api.OpenAPIPath || p == api.AsyncAPIPath {
-		return false
-	}
-	clean := path.Clean(p) // as the router cleans it: a trailing slash is kept
-	return clean == p || strings.HasSuffix(p, "/") && clean == p[:len(p)-1]
+	return strings.HasPrefix(p, "/v1/") && p != api.OpenAPIPath && p != api.AsyncAPIPath
 }
 
 // noteClient puts the client's address on the request's access log line:
@@ -181,7 +176,12 @@ func (g *Gateway) noteClient(next http.Handler) http.Handler {
 // console (its pages and session), and,
 // behind authentication, the router of every operation of the API.
 func (g *Gateway) routes() (top, operations *mux.Router) {
-	operations = mux.NewRouter()
+	// Paths are matched as sent, never cleaned: the router's default
+	// answers a path with dot segments or an encoded slash ("x%2F..%2F"
+	// + an id) with a 301 to the cleaned path, and a client that follows
+	// it (fetch keeps DELETE and PATCH) acts on another resource than the
+	// one it named. Such a path matches no route: a 404 in the error shape.
+	operations = mux.NewRouter().SkipClean(true)
 	operations.Use(g.metrics.Middleware, httpx.RouteNamer)
 	operations.NotFoundHandler = httpx.NotFoundHandler()
 	operations.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
@@ -189,7 +189,7 @@ func (g *Gateway) routes() (top, operations *mux.Router) {
 		api.Route(operations, op).Handler(g.forwardTo(op))
 	}
 
-	top = mux.NewRouter()
+	top = mux.NewRouter().SkipClean(true)
 	top.Handle("/healthz", httpx.Probe(g.probes.LiveHandler())).Methods(http.MethodGet, http.MethodHead)
 	top.Handle("/readyz", httpx.Probe(g.probes.ReadyHandler())).Methods(http.MethodGet, http.MethodHead)
 	top.Handle(api.OpenAPIPath, documentHandler(api.OpenAPI)).Methods(http.MethodGet, http.MethodHead)

@@ -148,6 +148,17 @@ func TestAuthMatrix(t *testing.T) {
 			t.Fatalf("readyz %d %s", r.Code, r.Body)
 		}
 		wantError(t, call(t, s, "GET", "/v1/nothing-here", adminKey, ""), 404, "route_not_found")
+		// A path is matched as sent. Cleaned, "x/../<id>" was answered with a
+		// 301 to the agent's own path, and fetch, which keeps DELETE and
+		// PATCH across it, deleted or changed an agent the caller never named.
+		agent := createAgent(t, s, adminKey, `{"name":"named by its own id only"}`)
+		for _, path := range []string{"/v1/convai/agents/x%2F..%2F" + agent, "/v1/convai/agents/x/../" + agent, "/v1/convai/agents/.%2F" + agent, "//v1/convai/agents/" + agent} {
+			wantError(t, call(t, s, "DELETE", path, adminKey, ""), 404, "route_not_found")
+			wantError(t, call(t, s, "PATCH", path, adminKey, `{"name":"renamed"}`), 404, "route_not_found")
+		}
+		if r := call(t, s, "GET", "/v1/convai/agents/"+agent, adminKey, ""); r.Code != 200 || r.JSON(t)["name"] != "named by its own id only" {
+			t.Fatalf("the agent after requests to paths that only clean to it: %d %s", r.Code, r.Body)
+		}
 		wantError(t, call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":`), 400, "malformed_json")
 		r := call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":42}`)
 		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","name"]`) {
