@@ -182,6 +182,11 @@ func TestOpenAPIServedAndComplete(t *testing.T) {
 		}
 	}
 
+	// What the reference page has not got is answered as any unknown
+	// path is, in the error shape.
+	wantError(t, call(t, s, "GET", api.DocsPath+"/no-such-asset.js", "", ""), 404, "route_not_found")
+	wantError(t, call(t, s, "GET", api.DocsPath+"/../"+strings.TrimPrefix(api.OpenAPIPath, "/"), "", ""), 404, "route_not_found")
+
 	r = call(t, s, "GET", api.AsyncAPIPath, "", "")
 	if r.Code != 200 || !strings.Contains(string(r.Body), `"asyncapi": "3.0.0"`) {
 		t.Fatalf("AsyncAPI document: %d %.200s", r.Code, r.Body)
