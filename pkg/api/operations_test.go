@@ -133,6 +133,22 @@ func TestQueryIDParamsAnswerMalformedAsNotFound(t *testing.T) {
 	}
 }
 
+// A query the parser cannot read whole is refused, not read without the
+// pairs it could not read (the listing answered at its default size).
+func TestMalformedQueryIsRefused(t *testing.T) {
+	for _, q := range []string{"page_size=1;x=2", "page_size=%zz", "search=a%"} {
+		req := httptest.NewRequest("GET", "/v1/convai/agents?"+q, nil)
+		rec := httptest.NewRecorder()
+		httpx.WriteError(rec, req, checkQueryBounds(req))
+		if rec.Code != 422 || !strings.Contains(rec.Body.String(), `"loc":["query"]`) {
+			t.Errorf("%s: %d %s", q, rec.Code, rec.Body)
+		}
+	}
+	if err := checkQueryBounds(httptest.NewRequest("GET", "/v1/convai/agents?page_size=1&search=a%25b", nil)); err != nil {
+		t.Errorf("a well-formed query: %v", err)
+	}
+}
+
 // A handler's returned error is answered in the spec's error shape.
 func TestHandleAnswersTheHandlersError(t *testing.T) {
 	r := mux.NewRouter()

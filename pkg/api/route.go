@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/gorilla/mux"
@@ -112,6 +113,12 @@ var QueryIDParams = map[string]string{
 // each parameter named *_id an id (or empty, or "@me" where a user id may
 // name the caller).
 func checkQueryBounds(r *http.Request) error {
+	// A pair the query parser cannot read (a ";" separator, a bad escape
+	// such as %zz) would be dropped without a word, and the request
+	// answered as if that parameter were not there.
+	if _, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		return httpx.ValidationErrors{{Loc: []any{"query"}, Msg: "Input should be a well-formed query string: " + err.Error(), Type: "value_error"}}
+	}
 	for name, values := range r.URL.Query() {
 		for _, v := range values {
 			switch {
