@@ -16,12 +16,13 @@ import (
 // is also handed to each durable consumer of TICKETS (with the memory
 // index: the store's copy, the QA worker's clustering, the webhook
 // fan-out), which on a machine of two cores run beside the requests on
-// the same CPUs. (The replica's own follower, an ordered consumer, is
-// not paused: a replica's index follows the stream.) So (a) runs createRounds rounds more, each beside one of
+// the same CPUs. So (a) runs createRounds rounds more, each beside one of
 // the floor, with those consumers paused (a JetStream consumer pause: the
 // stream keeps every create, nothing is skipped), then resumes them and
-// times their catch-up. The goal's verdict stays with (a): this says
-// what the request path does alone, and what the consumers cost it.
+// times their catch-up. The replica's own follower, an ordered consumer,
+// is not paused: a replica's index follows the stream. The goal's verdict
+// stays with (a): this says what the request path does alone, and what
+// the consumers cost it.
 func (p *platform) requestPathAlone(floor *floorProcess, per int) error {
 	js, closeJS, err := p.JetStream()
 	if err != nil {
