@@ -24,8 +24,10 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
-// conflictAttempts bounds how often a change retries against fresh state.
-const conflictAttempts = 5
+// conflictAttempts bounds how often a change retries against fresh state
+// (eventlog.Retry waits a random while between attempts, up to 64 ms by
+// the last): a crowd of writers to one aggregate each lands.
+const conflictAttempts = 8
 
 // Env is what every repository of a service shares: the event log, the
 // logger and the clock.

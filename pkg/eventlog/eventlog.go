@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/cenkalti/backoff/v4"
 )
 
 // ErrConflict means the aggregate changed since it was read (or, for a
@@ -100,15 +102,26 @@ type Store interface {
 }
 
 // Retry runs fn until it returns something other than a conflict, at most
-// attempts times; fn reloads fresh state each time.
+// attempts times; fn reloads fresh state each time. Between attempts it
+// waits a random while, up to 1 ms doubling to 32 ms: writers that lost
+// to the same append would otherwise all read and append again at once,
+// and of many writers to one aggregate (forty comments sent together to
+// one ticket) some ran out of attempts and were answered 409.
 func Retry(ctx context.Context, attempts int, fn func() error) error {
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = time.Millisecond, 32*time.Millisecond, 0
+	b.RandomizationFactor = 1 // from nothing to twice the interval: losers spread out
 	var err error
-	for range max(attempts, 1) {
+	for attempt := range max(attempts, 1) {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(b.NextBackOff()):
+			}
+		}
 		if err = fn(); !errors.Is(err, ErrConflict) {
 			return err
-		}
-		if ctx.Err() != nil {
-			return errors.Join(err, ctx.Err())
 		}
 	}
 	return err
