@@ -250,7 +250,7 @@ func TestTicketLifecycle(t *testing.T) {
 // Writers to one ticket at once each land: forty comments sent together
 // are forty comments. Every writer that lost an append to another read
 // and appended again at once, so under a crowd some ran out of attempts
-// and were answered 409 concurrent_update (2 to 5 of 40 here, before).
+// and were answered 409 concurrent_update (2 to 7 of 40 here, before).
 func TestConcurrentCommentsOnOneTicketAllLand(t *testing.T) {
 	t.Parallel()
 	s := startAdmin(t)
