@@ -39,6 +39,14 @@ func TestCheckBodyAnswersEveryWrongFieldInTheErrorShape(t *testing.T) {
 			`[{"loc":["body","comment"],"msg":"String should have a character other than white space","type":"string_too_short"}]`},
 		{"not an object", CommentTicket, `[1]`,
 			`[{"loc":["body"],"msg":"Input should be a valid dictionary or object","type":"model_type"}]`},
+		{"a label given twice", CreateTicket, `{"conversation_id":"conv_1","qa_comment":"x","labels":["a","b","a"]}`,
+			`[{"loc":["body","labels"],"msg":"List items should be unique","type":"value_error"}]`},
+		{"an agent tag given twice", CreateAgent, `{"name":"a","tags":["support","support"]}`,
+			`[{"loc":["body","tags"],"msg":"List items should be unique","type":"value_error"}]`},
+		{"a turn before the call began", CreateTest,
+			`{"name":"t","type":"llm","chat_history":[{"role":"user","message":"hi","time_in_call_secs":-1,"feedback":{"score":"like","time_in_call_secs":-0.5}}]}`,
+			`[{"loc":["body","chat_history",0,"feedback","time_in_call_secs"],"msg":"Input should be greater than or equal to 0","type":"greater_than_equal"},` +
+				`{"loc":["body","chat_history",0,"time_in_call_secs"],"msg":"Input should be greater than or equal to 0","type":"greater_than_equal"}]`},
 		{"malformed JSON is the decoder's to answer", CommentTicket, `{"comment":`, ``},
 		{"an empty body is the handler's to answer", CommentTicket, ``, ``},
 	} {
