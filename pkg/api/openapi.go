@@ -62,7 +62,7 @@ const (
 var errorStatuses = []int{401, 403, 429, 500, 503, 504}
 
 // ErrorStatuses are the error statuses op may answer: those of every
-// operation, those of a path id (404), of a write (413), of a write that
+// operation, those of a path id (404), of a write (413, 415), of a write that
 // honours an Idempotency-Key (422 idempotency_key_reused), of a body
 // (400, 422) or a query (422), and its own.
 func (op Operation) ErrorStatuses() []int {
@@ -71,7 +71,8 @@ func (op Operation) ErrorStatuses() []int {
 		out = append(out, http.StatusNotFound)
 	}
 	if !op.Reads() {
-		out = append(out, http.StatusRequestEntityTooLarge) // a body too large is refused unread
+		// A body too large, or compressed, is refused unread.
+		out = append(out, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	}
 	if idempotent(op) == "with Idempotency-Key" {
 		out = append(out, http.StatusUnprocessableEntity) // the key sent with another request

@@ -149,6 +149,34 @@ func TestMalformedQueryIsRefused(t *testing.T) {
 	}
 }
 
+// A write's body in a coding other than identity is refused with 415,
+// not read as JSON as it is; a read has no body to code.
+func TestCodedBodyIsRefused(t *testing.T) {
+	for _, c := range []struct {
+		method, coding string
+		code           int
+	}{
+		{"POST", "gzip", 415}, {"PATCH", "br", 415}, {"DELETE", "deflate, gzip", 415},
+		{"POST", strings.Repeat("x", 60000), 415}, {"POST", "identity", 0}, {"POST", " Identity ", 0}, {"POST", "", 0}, {"GET", "gzip", 0},
+	} {
+		req := httptest.NewRequest(c.method, "/v1/convai/agents/create", strings.NewReader(`{}`))
+		if c.coding != "" {
+			req.Header.Set("Content-Encoding", c.coding)
+		}
+		err := CheckRequest(req)
+		rec := httptest.NewRecorder()
+		if err != nil {
+			httpx.WriteError(rec, req, err)
+		}
+		if (err == nil) != (c.code == 0) || (err != nil && rec.Code != c.code) {
+			t.Errorf("%s with %q: %v (%d), want %d", c.method, c.coding, err, rec.Code, c.code)
+		}
+		if c.code == 415 && (!strings.Contains(rec.Body.String(), `"status":"unsupported_content_encoding"`) || rec.Body.Len() > 400) {
+			t.Errorf("%s with %q: %s", c.method, c.coding, rec.Body)
+		}
+	}
+}
+
 // A handler's returned error is answered in the spec's error shape.
 func TestHandleAnswersTheHandlersError(t *testing.T) {
 	r := mux.NewRouter()

@@ -76,7 +76,8 @@ func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 type opKey struct{}
 
 // CheckRequest checks what a caller put in the request line and headers
-// of a matched route: its path ids, its query and its Idempotency-Key.
+// of a matched route: its path ids, its query, its Idempotency-Key and
+// the coding of its body.
 func CheckRequest(r *http.Request) error {
 	for name, v := range mux.Vars(r) {
 		if ids.Valid(v) {
@@ -94,6 +95,13 @@ func CheckRequest(r *http.Request) error {
 		return httpx.ValidationErrors{{Loc: []any{"header", HeaderIdempotencyKey},
 			Msg:  "An idempotency key is 1 to 255 visible ASCII characters.",
 			Type: "value_error"}}
+	}
+	// A write's body is read as sent: gzipped, it would be answered as
+	// malformed JSON; a coding only named would be passed over. (A read
+	// has no body to code.)
+	if c := r.Header.Get("Content-Encoding"); c != "" && r.Method != http.MethodGet && r.Method != http.MethodHead &&
+		!strings.EqualFold(strings.TrimSpace(c), "identity") {
+		return apperr.UnsupportedContentEncoding(c)
 	}
 	return nil
 }

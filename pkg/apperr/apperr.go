@@ -20,7 +20,8 @@ const (
 	NotFound        Kind = "not_found"        // nothing has this id here (404)
 	Conflict        Kind = "conflict"         // the state forbids it, or it changed meanwhile (409)
 	TooLarge        Kind = "too_large"        // the request is too big (413)
-	Unsupported     Kind = "unsupported"      // a representation not offered (406, 415)
+	Unsupported     Kind = "unsupported"      // a representation not offered (406)
+	UnsupportedBody Kind = "unsupported_body" // a body in an encoding not read (415)
 	WrongMethod     Kind = "wrong_method"     // the route exists, not for this method (405)
 	RateLimited     Kind = "rate_limited"     // too many requests (429)
 	Unavailable     Kind = "unavailable"      // a dependency is briefly unavailable; retry (503)
@@ -30,8 +31,8 @@ const (
 )
 
 // Kinds are every kind, for the edge's mapping and its test.
-var Kinds = []Kind{Invalid, Unauthenticated, Forbidden, NotFound, Conflict, TooLarge, Unsupported, WrongMethod, RateLimited, Unavailable,
-	Internal, Upstream, UpstreamTimeout}
+var Kinds = []Kind{Invalid, Unauthenticated, Forbidden, NotFound, Conflict, TooLarge, Unsupported, UnsupportedBody, WrongMethod,
+	RateLimited, Unavailable, Internal, Upstream, UpstreamTimeout}
 
 // Error is an application error: its kind, a stable status identifier
 // (e.g. "agent_not_found") and a customer-facing message.

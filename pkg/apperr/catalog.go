@@ -84,6 +84,17 @@ func BodyTooLarge(max int64) *Error {
 	return New(TooLarge, "body_too_large", fmt.Sprintf("The request body exceeds %d bytes.", max))
 }
 
+// UnsupportedContentEncoding refuses a body sent compressed (or in any
+// coding but identity): read as it is, a gzipped body would be answered
+// as malformed JSON, and one whose coding was only named would be
+// decoded as if none were.
+func UnsupportedContentEncoding(coding string) *Error {
+	if len(coding) > 40 {
+		coding = coding[:40] + "…" // the caller's header, echoed: bounded
+	}
+	return New(UnsupportedBody, "unsupported_content_encoding", fmt.Sprintf("Content-Encoding %q is not supported: send the request body uncompressed, without the header.", coding))
+}
+
 // MissingPermission refuses a caller that holds none of perms.
 func MissingPermission(perms ...string) *Error {
 	return ForbiddenError("missing_permission", "The API key lacks the permission this operation needs ("+strings.Join(perms, " or ")+").")
@@ -283,7 +294,7 @@ var (
 // placeholder arguments: for the catalog's test and the API document.
 var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
-	BodyTooLarge(0), ResourceNotFound, MissingPermission("<permission>"),
+	BodyTooLarge(0), UnsupportedContentEncoding("<coding>"), ResourceNotFound, MissingPermission("<permission>"),
 	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
 	UpstreamUnavailable("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
 	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,

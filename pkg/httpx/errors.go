@@ -34,6 +34,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Conflict:        http.StatusConflict,
 	apperr.TooLarge:        http.StatusRequestEntityTooLarge,
 	apperr.Unsupported:     http.StatusNotAcceptable,
+	apperr.UnsupportedBody: http.StatusUnsupportedMediaType,
 	apperr.WrongMethod:     http.StatusMethodNotAllowed,
 	apperr.RateLimited:     http.StatusTooManyRequests,
 	apperr.Unavailable:     http.StatusServiceUnavailable,
