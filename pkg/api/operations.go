@@ -241,7 +241,7 @@ var (
 	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict).bodyUpTo(largeBody)
 
 	ListWebhooks      = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
-	CreateWebhook     = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook")
+	CreateWebhook     = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook").errs(conflict)
 	GetWebhook        = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
 	UpdateWebhook     = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")
 	DeleteWebhook     = op("webhooks.delete", del, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook", none, "", "")
@@ -256,7 +256,7 @@ var (
 	IngestEvent       = op("webhooks.ingest", post, "/v1/convai/events", "webhooks", convaiWrite).doc("Publish a platform event to the webhooks subscribed to it", accepted, "EventIngest", "EventAccepted").bodyUpTo(eventBody)
 	// The same webhooks in the official SDK's client.webhooks shapes.
 	ListWorkspaceWebhooks  = op("webhooks.workspace_list", get, workspaceWebhooksPath, "webhooks", webhooksRead).doc("List the workspace's webhooks as the official SDK's webhooks.list reads them", ok, "", "WorkspaceWebhookList").query("include_usages")
-	CreateWorkspaceWebhook = op("webhooks.workspace_create", post, workspaceWebhooksPath, "webhooks", webhooksWrite).doc("Create a webhook (the SDK's webhooks.create), subscribed to agent_qa; its generated secret is in this answer only", ok, "WorkspaceWebhookCreate", "WorkspaceWebhookCreated")
+	CreateWorkspaceWebhook = op("webhooks.workspace_create", post, workspaceWebhooksPath, "webhooks", webhooksWrite).doc("Create a webhook (the SDK's webhooks.create), subscribed to agent_qa; its generated secret is in this answer only", ok, "WorkspaceWebhookCreate", "WorkspaceWebhookCreated").errs(conflict)
 	UpdateWorkspaceWebhook = op("webhooks.workspace_update", patch, workspaceWebhooksPath+"/{webhook_id}", "webhooks", webhooksWrite).doc("Enable, disable, rename a webhook or set its retries, request headers and workspace-level events (the SDK's webhooks.update)", ok, "WorkspaceWebhookUpdate", "WorkspaceWebhookStatus")
 	DeleteWorkspaceWebhook = op("webhooks.workspace_delete", del, workspaceWebhooksPath+"/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook (the SDK's webhooks.delete); its pending deliveries are dropped", ok, "", "WorkspaceWebhookStatus")
 

@@ -290,6 +290,14 @@ var (
 	NotARelayWebhook  = ConflictError("not_a_relay_webhook", "This webhook has a url; only a relay webhook's deliveries are polled.")
 )
 
+// WorkspaceLimitReached refuses a create that would give the workspace
+// more than limit of what (e.g. "webhooks"): a bound each workspace has so
+// that none makes the work shared by all (a fan-out to every webhook of
+// every event) as large as it likes.
+func WorkspaceLimitReached(what string, limit int) *Error {
+	return ConflictError("workspace_limit_reached", fmt.Sprintf("A workspace may have at most %d %s; delete one before creating another.", limit, what))
+}
+
 // Catalog is every entry above, those built by a function shown with
 // placeholder arguments: for the catalog's test and the API document.
 var Catalog = []*Error{
@@ -308,7 +316,7 @@ var Catalog = []*Error{
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
-	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), InvocationExpired("<retention>"),
+	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), WorkspaceLimitReached("<what>", 0), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	ConversationTagNotFound,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),

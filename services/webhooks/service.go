@@ -59,6 +59,8 @@ type Config struct {
 	AutoDisable *domain.AutoDisable
 	// MaxWaitingPerWorkspace is dispatcher.Options' unless that sets it.
 	MaxWaitingPerWorkspace int
+	// MaxPerWorkspace bounds a workspace's webhooks (0: no bound).
+	MaxPerWorkspace int
 }
 
 // AutoDisableEnv is the auto-disable rule as the environment gives it.
@@ -87,6 +89,8 @@ type Env struct {
 	// makes at once while others wait (0: a quarter of its workers; -1:
 	// no bound); see dispatcher.Options.
 	PerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
+	// MaxPerWorkspace bounds a workspace's webhooks (0: no bound).
+	MaxPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_PER_WORKSPACE" envDefault:"100"`
 }
 
 // Validate checks the attempt time-out.
@@ -103,6 +107,9 @@ func (e Env) Validate() error {
 	if err := CheckPerWorkspace(e.PerWorkspace); err != nil {
 		return err
 	}
+	if err := CheckMaxPerWorkspace(e.MaxPerWorkspace); err != nil {
+		return err
+	}
 	if e.AutoDisable.Over < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_AUTO_DISABLE_AFTER %s: want no negative time", e.AutoDisable.Over)
 	}
@@ -112,7 +119,16 @@ func (e Env) Validate() error {
 // Config is the configuration the environment gives.
 func (e Env) Config() Config {
 	return Config{Secret: e.SecretKey, AllowHosts: e.Hosts(), AttemptTimeout: e.AttemptTimeout, AutoDisable: e.AutoDisable.Rule(),
-		MaxWaitingPerWorkspace: MaxWaitingOption(e.MaxWaitingPerWorkspace), Dispatcher: dispatcher.Options{PerWorkspace: e.PerWorkspace}}
+		MaxWaitingPerWorkspace: MaxWaitingOption(e.MaxWaitingPerWorkspace), Dispatcher: dispatcher.Options{PerWorkspace: e.PerWorkspace},
+		MaxPerWorkspace: e.MaxPerWorkspace}
+}
+
+// CheckMaxPerWorkspace checks VOICEAI_WEBHOOK_MAX_PER_WORKSPACE.
+func CheckMaxPerWorkspace(n int) error {
+	if n < 0 {
+		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_PER_WORKSPACE %d: want 0 (no bound) or more", n)
+	}
+	return nil
 }
 
 // CheckPerWorkspace checks VOICEAI_WEBHOOK_PER_WORKSPACE.
@@ -194,6 +210,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		Sealer: sealer, Relay: adapters.Relay{NC: d.NC},
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "webhooks/cursor"))
+	a.MaxPerWorkspace = c.MaxPerWorkspace
 	if a.TranscriptKeys, err = kvkeys.Open(ctx, d.JS, d.StreamReplicas, c.Secret); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,8 @@ type Config struct {
 	// dispatcher makes at once while others wait (0: a quarter of its
 	// workers; -1: no bound).
 	WebhookPerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
+	// WebhookMaxPerWorkspace bounds a workspace's webhooks (0: no bound).
+	WebhookMaxPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_PER_WORKSPACE" envDefault:"100"`
 	// DiskFreeMin is the free space of the data directory's file system
 	// under which the gateway refuses writes (503 storage_full) until
 	// space is freed; 0 never does.
@@ -109,6 +111,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", c.WebhookMaxWaitingPerWorkspace)
 	}
 	if err := webhooks.CheckPerWorkspace(c.WebhookPerWorkspace); err != nil {
+		return err
+	}
+	if err := webhooks.CheckMaxPerWorkspace(c.WebhookMaxPerWorkspace); err != nil {
 		return err
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
@@ -182,7 +187,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 			MaxBodyBytes: 1 << 20, UpstreamTimeout: 30 * time.Second,
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
-		Runners: 1, QAWorkers: 1, WebhookMaxWaitingPerWorkspace: 20_000,
+		Runners: 1, QAWorkers: 1, WebhookMaxWaitingPerWorkspace: 20_000, WebhookMaxPerWorkspace: 100,
 		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
 		QAWorker:  tickets.QAWorkerConfig{AckWait: 10 * time.Second, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Snapshots: tickets.SnapshotConfig{Every: 20_000},
@@ -348,8 +353,8 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		cleanup = append(cleanup, func() { <-done })
 	}
 	whCfg := webhooks.Config{Secret: secret, AllowHosts: c.Outbound.Hosts(), AutoDisable: c.WebhookAutoDisable.Rule(),
-		MaxWaitingPerWorkspace: webhooks.MaxWaitingOption(c.WebhookMaxWaitingPerWorkspace),
-		Dispatcher:             webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit, PerWorkspace: c.WebhookPerWorkspace}}
+		MaxWaitingPerWorkspace: webhooks.MaxWaitingOption(c.WebhookMaxWaitingPerWorkspace), MaxPerWorkspace: c.WebhookMaxPerWorkspace,
+		Dispatcher: webhookdispatcher.Options{TimeUnit: c.WebhookTimeUnit, PerWorkspace: c.WebhookPerWorkspace}}
 	wh, err := webhooks.Start(ctx, d, whCfg)
 	if err != nil {
 		return fail(err)

@@ -199,6 +199,35 @@ func TestWorkspaceWebhooks(t *testing.T) {
 	wantError(t, call(t, s, "DELETE", "/v1/workspace/webhooks/"+id, writer, ""), 404, "webhook_not_found")
 }
 
+// A workspace's webhooks are bounded (VOICEAI_WEBHOOK_MAX_PER_WORKSPACE,
+// 2 here), both ways of creating one counted: one more is a 409 in the
+// error shape and is not listed; a delete makes room again.
+func TestWebhooksPerWorkspaceAreBounded(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, localHooks, func(c *Config) { c.WebhookMaxPerWorkspace = 2 })
+	convai := `{"url":"https://hooks.example.com/qa","events":["call_started"]}`
+	workspace := `{"settings":{"auth_type":"hmac","name":"QA","webhook_url":"https://hooks.example.com/qa"}}`
+	r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, convai)
+	if r.Code != 201 {
+		t.Fatalf("first: %d %s", r.Code, r.Body)
+	}
+	first, _ := r.JSON(t)["webhook_id"].(string)
+	if r := call(t, s, "POST", "/v1/workspace/webhooks", adminKey, workspace); r.Code != 200 {
+		t.Fatalf("second: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "POST", "/v1/convai/webhooks", adminKey, convai), 409, "workspace_limit_reached")
+	wantError(t, call(t, s, "POST", "/v1/workspace/webhooks", adminKey, workspace), 409, "workspace_limit_reached")
+	if r := call(t, s, "GET", "/v1/convai/webhooks", adminKey, ""); r.Code != 200 || len(r.JSON(t)["webhooks"].([]any)) != 2 {
+		t.Fatalf("listed after the refusals: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "DELETE", "/v1/convai/webhooks/"+first, adminKey, ""); r.Code != 204 {
+		t.Fatalf("delete: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", "/v1/convai/webhooks", adminKey, convai); r.Code != 201 {
+		t.Fatalf("after a delete: %d %s", r.Code, r.Body)
+	}
+}
+
 func manyHeadersJSON(n int) string {
 	parts := make([]string, n)
 	for i := range parts {

@@ -35,8 +35,12 @@ type App struct {
 	TranscriptKeys convseal.Keys
 	// Cursors signs the delivery log's cursors.
 	Cursors *cursor.Codec
-	Log     *slog.Logger
-	Now     func() time.Time
+	// MaxPerWorkspace bounds a workspace's webhooks (0: no bound). Every
+	// event is fanned out to each of them, on the dispatcher all
+	// workspaces share.
+	MaxPerWorkspace int
+	Log             *slog.Logger
+	Now             func() time.Time
 }
 
 // Ports are what the use cases run on.

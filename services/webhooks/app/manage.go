@@ -12,6 +12,7 @@ import (
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
@@ -38,6 +39,9 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 			return nil, "", err
 		}
 	}
+	if err := a.checkRoom(p.WorkspaceID, id); err != nil {
+		return nil, "", err
+	}
 	sealed, err := a.Sealer.Seal(id, secret)
 	if err != nil {
 		return nil, "", err
@@ -63,6 +67,23 @@ func (a *App) Create(ctx context.Context, p principal.Caller, in domain.Input) (
 		return got, string(plain), nil
 	}
 	return got, secret, nil
+}
+
+// checkRoom refuses a new webhook in a workspace that has
+// MaxPerWorkspace. The count is the registry's, not taken under a lock:
+// creates racing each other may take a workspace over by what they add.
+// A keyed retry of a create that made its webhook is answered as it was.
+func (a *App) checkRoom(workspaceID, id string) error {
+	if a.MaxPerWorkspace <= 0 {
+		return nil
+	}
+	if _, made := a.Registry.Get(workspaceID, id); made {
+		return nil
+	}
+	if len(a.Registry.List(workspaceID)) >= a.MaxPerWorkspace {
+		return apperr.WorkspaceLimitReached("webhooks", a.MaxPerWorkspace)
+	}
+	return nil
 }
 
 // Update applies a PUT: the fields present replace the current ones.

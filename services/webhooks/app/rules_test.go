@@ -131,6 +131,34 @@ func TestRetriedCreateAnswersTheFirstSecret(t *testing.T) {
 	}
 }
 
+// A workspace holds at most MaxPerWorkspace webhooks: the next create is
+// a 409 and stores nothing, a keyed retry of one that was made is still
+// answered, another workspace is not counted, and a delete makes room.
+func TestWebhooksPerWorkspaceAreBounded(t *testing.T) {
+	f := newFixture(t)
+	f.app.MaxPerWorkspace = 3
+	first, firstSecret := f.create(t, "key-1")
+	f.create(t, "")
+	f.create(t, "")
+	_, _, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller}, domain.Input{URL: ptr(hookURL), Events: []string{"ticket_created"}})
+	wantKind(t, err, apperr.Conflict, "a fourth webhook")
+	if got := len(f.app.List("ws_a")); got != 3 {
+		t.Fatalf("%d webhooks after a refused create, want 3", got)
+	}
+	if again, secret := f.create(t, "key-1"); again.WebhookId != first.WebhookId || secret != firstSecret {
+		t.Fatalf("the keyed retry of a create that was made: %s, want %s", again.WebhookId, first.WebhookId)
+	}
+	other := f.caller
+	other.WorkspaceID = "ws_b"
+	if _, _, err := f.app.Create(context.Background(), principal.Caller{Principal: other}, domain.Input{URL: ptr(hookURL), Events: []string{"ticket_created"}}); err != nil {
+		t.Fatalf("another workspace's first webhook: %v", err)
+	}
+	if err := f.app.Delete(context.Background(), principal.Caller{Principal: f.caller}, first.WebhookId); err != nil {
+		t.Fatal(err)
+	}
+	f.create(t, "")
+}
+
 // A receiver that answers 410 Gone disables its webhook, with the reason;
 // re-activating it clears the reason.
 func TestGoneDisablesAndReactivationClears(t *testing.T) {
