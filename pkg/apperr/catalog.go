@@ -292,10 +292,11 @@ var (
 
 // WorkspaceLimitReached refuses a create that would give the workspace
 // more than limit of what (e.g. "webhooks"): a bound each workspace has so
-// that none makes the work shared by all (a fan-out to every webhook of
-// every event) as large as it likes.
-func WorkspaceLimitReached(what string, limit int) *Error {
-	return ConflictError("workspace_limit_reached", fmt.Sprintf("A workspace may have at most %d %s; delete one before creating another.", limit, what))
+// that none makes the work or memory shared by all (a fan-out to every
+// webhook of every event, every key in every gateway) as large as it
+// likes. remedy says how to make room (e.g. "delete one").
+func WorkspaceLimitReached(what string, limit int, remedy string) *Error {
+	return ConflictError("workspace_limit_reached", fmt.Sprintf("A workspace may have at most %d %s; %s before creating another.", limit, what, remedy))
 }
 
 // Catalog is every entry above, those built by a function shown with
@@ -316,7 +317,7 @@ var Catalog = []*Error{
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
 	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
-	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), WorkspaceLimitReached("<what>", 0), InvocationExpired("<retention>"),
+	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), WorkspaceLimitReached("<what>", 0, "<remedy>"), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,
 	ConversationTagNotFound,
 	TicketTransition("<from>", "<to>"), TicketCannotAbsorb("<status>"), TicketNotMergeable("<id>", "<status>"),

@@ -4,6 +4,7 @@ package identity
 
 import (
 	"context"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"google.golang.org/protobuf/proto"
@@ -27,10 +28,25 @@ const Name = "identity"
 // Service is a running identity service.
 type Service = runtime.Service[*app.App]
 
+// Config is what the environment tells identity.
+type Config struct {
+	// MaxKeysPerWorkspace bounds a workspace's live API keys (0: no
+	// bound).
+	MaxKeysPerWorkspace int `env:"VOICEAI_MAX_API_KEYS_PER_WORKSPACE" envDefault:"1000"`
+}
+
+// Validate checks the bounds.
+func (c Config) Validate() error {
+	if c.MaxKeysPerWorkspace < 0 {
+		return fmt.Errorf("VOICEAI_MAX_API_KEYS_PER_WORKSPACE %d: want 0 (no bound) or more", c.MaxKeysPerWorkspace)
+	}
+	return nil
+}
+
 // Start runs the service until ctx ends. Listings read the store, or in
 // memory mode a read model built from the stream before the service
 // answers.
-func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
+func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	if err := eventstore.EnsureEventStreams(ctx, d.JS, d.StreamReplicas, events.IdentityStream); err != nil {
 		return nil, err
 	}
@@ -58,6 +74,7 @@ func Start(ctx context.Context, d runtime.Deps) (*Service, error) {
 		rm = mem
 	}
 	a := app.New(eventstore.New(d.JS, events.IdentityStream), rm, d.Logger, d.Clock())
+	a.MaxKeysPerWorkspace = c.MaxKeysPerWorkspace
 	s, err := runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 	if err != nil {
 		return nil, err

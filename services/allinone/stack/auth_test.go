@@ -225,3 +225,38 @@ func TestWorkspaceMembers(t *testing.T) {
 		t.Fatalf("assignable users: %s", r.Body)
 	}
 }
+
+// A workspace's live API keys are bounded (VOICEAI_MAX_API_KEYS_PER_WORKSPACE,
+// 3 here, the bootstrap admin key counted): one more is a 409 in the error
+// shape, and a revocation makes room.
+func TestLiveKeysPerWorkspaceAreBounded(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t, func(c *Config) { c.Identity.MaxKeysPerWorkspace = 3 })
+	r := call(t, s, "POST", "/v1/service-accounts", adminKey, `{"name":"ci"}`)
+	if r.Code != 200 {
+		t.Fatalf("account: %d %s", r.Code, r.Body)
+	}
+	keys := "/v1/service-accounts/" + r.JSON(t)["service-account-user-id"].(string) + "/api-keys"
+	var made []string
+	for range 3 {
+		r := call(t, s, "POST", keys, adminKey, `{"name":"k","permissions":["convai_read"]}`)
+		if r.Code == 409 {
+			wantError(t, r, 409, "workspace_limit_reached")
+			break
+		}
+		if r.Code != 200 {
+			t.Fatalf("key: %d %s", r.Code, r.Body)
+		}
+		made = append(made, r.JSON(t)["key_id"].(string))
+	}
+	if len(made) == 0 || len(made) == 3 {
+		t.Fatalf("%d keys made under a bound of 3 with the admin key live", len(made))
+	}
+	if r := call(t, s, "DELETE", keys+"/"+made[0], adminKey, ""); r.Code != 200 {
+		t.Fatalf("revoke: %d %s", r.Code, r.Body)
+	}
+	if r := call(t, s, "POST", keys, adminKey, `{"name":"k","permissions":["convai_read"]}`); r.Code != 200 {
+		t.Fatalf("after a revocation: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "POST", keys, adminKey, `{"name":"k","permissions":["convai_read"]}`), 409, "workspace_limit_reached")
+}

@@ -83,6 +83,9 @@ type Config struct {
 	// dispatcher makes at once while others wait (0: a quarter of its
 	// workers; -1: no bound).
 	WebhookPerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
+	// Identity bounds a workspace's live API keys
+	// (VOICEAI_MAX_API_KEYS_PER_WORKSPACE).
+	Identity identity.Config
 	// WebhookMaxPerWorkspace bounds a workspace's webhooks (0: no bound).
 	WebhookMaxPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_PER_WORKSPACE" envDefault:"100"`
 	// DiskFreeMin is the free space of the data directory's file system
@@ -114,6 +117,9 @@ func (c Config) Validate() error {
 		return err
 	}
 	if err := webhooks.CheckMaxPerWorkspace(c.WebhookMaxPerWorkspace); err != nil {
+		return err
+	}
+	if err := c.Identity.Validate(); err != nil {
 		return err
 	}
 	if c.NATSPort < -1 || c.NATSPort > 65535 {
@@ -188,6 +194,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1, WebhookMaxWaitingPerWorkspace: 20_000, WebhookMaxPerWorkspace: 100,
+		Identity:  identity.Config{MaxKeysPerWorkspace: 1000},
 		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
 		QAWorker:  tickets.QAWorkerConfig{AckWait: 10 * time.Second, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Snapshots: tickets.SnapshotConfig{Every: 20_000},
@@ -309,7 +316,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	// every read model and listing fails until the process restarts.
 	d.AddLiveCheck("embedded_store", func(context.Context) error { return storeStopped() })
 
-	id, err := identity.Start(ctx, d)
+	id, err := identity.Start(ctx, d, c.Identity)
 	if err != nil {
 		return fail(err)
 	}

@@ -28,6 +28,10 @@ type App struct {
 	ReadModel ReadModel
 	Log       *slog.Logger
 	Now       func() time.Time // the clock (required)
+	// MaxKeysPerWorkspace bounds a workspace's live (unrevoked) API keys
+	// (0: no bound). Every gateway holds every live key in memory, and a
+	// workspace's key listing is one answer.
+	MaxKeysPerWorkspace int
 }
 
 // New wires the application over the IDENTITY log and the read model.

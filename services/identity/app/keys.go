@@ -49,6 +49,9 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID 
 		// shown twice, so the retry gets a 409 telling so.
 		keyID = "key_" + esproto.StableID(caller.WorkspaceID, commandID)
 	}
+	if err := a.checkKeyRoom(ctx, caller.WorkspaceID, keyID, commandID); err != nil {
+		return "", nil, err
+	}
 	key, dup, err := a.mintKey(ctx, caller.WorkspaceID, accountID, keyID, secret, spec, commandID)
 	if errors.Is(err, eventlog.ErrConflict) {
 		return "", nil, apperr.APIKeyExists
@@ -60,6 +63,27 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID 
 		return "", nil, apperr.APIKeyAlreadyCreated(keyID)
 	}
 	return secret, key, nil
+}
+
+// checkKeyRoom refuses a new key in a workspace that has
+// MaxKeysPerWorkspace live ones; revoking one makes room. The count is the
+// read model's, not taken under a lock: creates racing each other may go
+// over it by what they add. A keyed retry of a create that made its key
+// goes on, to be told so (api_key_already_created).
+func (a *App) checkKeyRoom(ctx context.Context, workspaceID, keyID, commandID string) error {
+	if a.MaxKeysPerWorkspace <= 0 {
+		return nil
+	}
+	live, err := a.ReadModel.ListKeys(ctx, workspaceID, "")
+	if err != nil || len(live) < a.MaxKeysPerWorkspace {
+		return err
+	}
+	if commandID != "" {
+		if _, _, err := a.keys().Get(ctx, workspaceID, keyID); err == nil {
+			return nil
+		}
+	}
+	return apperr.WorkspaceLimitReached("live API keys", a.MaxKeysPerWorkspace, "revoke one")
 }
 
 func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret string, spec KeySpec, commandID string) (*identityv1.ApiKey, bool, error) {

@@ -153,3 +153,51 @@ func TestKeyRevocation(t *testing.T) {
 		t.Fatalf("a revoked key is still listed: %d", len(keys))
 	}
 }
+
+// A workspace holds at most MaxKeysPerWorkspace live keys, whatever
+// account holds them: the next create is a 409 and mints nothing, the
+// keyed retry of a create that minted is still told so, another workspace
+// is not counted, and a revocation makes room.
+func TestLiveKeysPerWorkspaceAreBounded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	live := func(ws string) int {
+		t.Helper()
+		keys, err := f.app.ReadModel.ListKeys(ctx, ws, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(keys)
+	}
+	f.app.MaxKeysPerWorkspace = live("ws_a") + 2
+	spec := app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}
+	_, first, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.admin.UserID, spec); err != nil {
+		t.Fatalf("the last key there is room for, on another account: %v", err)
+	}
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, spec)
+	wantKind(t, err, apperr.Conflict, "a key past the bound")
+	if !strings.Contains(err.Error(), "workspace_limit_reached") || live("ws_a") != f.app.MaxKeysPerWorkspace {
+		t.Fatalf("%v, %d live keys", err, live("ws_a"))
+	}
+	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
+	if err == nil || !strings.Contains(err.Error(), "api_key_already_created") {
+		t.Fatalf("the keyed retry of a create that minted: %v", err)
+	}
+	if _, err := f.app.CreateWorkspace(ctx, "ws_b", "B"); err != nil {
+		t.Fatal(err)
+	}
+	other := principal.Principal{WorkspaceID: "ws_b", UserID: f.admin.UserID, Permissions: []string{principal.PermissionAll}}
+	if _, _, err := f.app.CreateKey(ctx, principal.Caller{Principal: other}, other.UserID, spec); err != nil {
+		t.Fatalf("another workspace's key: %v", err)
+	}
+	if err := f.app.RevokeKey(ctx, principal.Caller{Principal: f.admin}, f.acct, first.KeyId); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, spec); err != nil {
+		t.Fatalf("after a revocation: %v", err)
+	}
+}

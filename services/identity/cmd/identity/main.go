@@ -19,6 +19,7 @@ import (
 
 type cfg struct {
 	config.Infra
+	identity.Config
 	DataDir           string `env:"VOICEAI_DATA_DIR" envDefault:"./data"`
 	BootstrapAdminKey string `env:"VOICEAI_BOOTSTRAP_ADMIN_KEY"`
 }
@@ -40,7 +41,7 @@ func main() {
 
 func serve() error {
 	return runtime.LoadAndRun(identity.Name, func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
-		s, err := identity.Start(ctx, d)
+		s, err := identity.Start(ctx, d, c.Config)
 		if err != nil {
 			return nil, err
 		}
