@@ -261,7 +261,7 @@ var (
 	DeleteWorkspaceWebhook = op("webhooks.workspace_delete", del, workspaceWebhooksPath+"/{webhook_id}", "webhooks", webhooksWrite).doc("Delete a webhook (the SDK's webhooks.delete); its pending deliveries are dropped", ok, "", "WorkspaceWebhookStatus")
 
 	ListAccounts  = op("identity.list_accounts", get, accountsPath, "identity", accountsRead).doc("List service accounts and their keys", ok, "", "ServiceAccounts")
-	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated")
+	CreateAccount = op("identity.create_account", post, accountsPath, "identity", accountsWrite).doc("Create a service account", ok, "AccountCreate", "AccountCreated").errs(conflict)
 	ListKeys      = op("identity.list_keys", get, accountsPath+"/{user_id}/api-keys", "identity", accountsRead).doc("List a service account's API keys", ok, "", "ApiKeys")
 	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite).doc("Create an API key; its secret is in this answer only", ok, "ApiKeyCreate", "ApiKeyCreated").errs(conflict).once("a retry with the key creates no second key but cannot show the secret again (409 api_key_already_created), so a second copy answering first would lose it")
 	UpdateKey     = op("identity.update_key", patch, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Change an API key's name, permissions, state, IP allow-list or rate limits", ok, "ApiKeyUpdate", "ApiKey")

@@ -30,15 +30,28 @@ type Service = runtime.Service[*app.App]
 
 // Config is what the environment tells identity.
 type Config struct {
-	// MaxKeysPerWorkspace bounds a workspace's live API keys (0: no
-	// bound).
-	MaxKeysPerWorkspace int `env:"VOICEAI_MAX_API_KEYS_PER_WORKSPACE" envDefault:"1000"`
+	// The bounds of a workspace (app.Limits; 0: no bound).
+	MaxKeysPerWorkspace     int `env:"VOICEAI_MAX_API_KEYS_PER_WORKSPACE" envDefault:"1000"`
+	MaxAccountsPerWorkspace int `env:"VOICEAI_MAX_SERVICE_ACCOUNTS_PER_WORKSPACE" envDefault:"1000"`
+	MaxMembersPerWorkspace  int `env:"VOICEAI_MAX_MEMBERS_PER_WORKSPACE" envDefault:"10000"`
 }
+
+// DefaultConfig is the environment's defaults.
+var DefaultConfig = Config{MaxKeysPerWorkspace: 1000, MaxAccountsPerWorkspace: 1000, MaxMembersPerWorkspace: 10_000}
 
 // Validate checks the bounds.
 func (c Config) Validate() error {
-	if c.MaxKeysPerWorkspace < 0 {
-		return fmt.Errorf("VOICEAI_MAX_API_KEYS_PER_WORKSPACE %d: want 0 (no bound) or more", c.MaxKeysPerWorkspace)
+	for _, b := range []struct {
+		name string
+		n    int
+	}{
+		{"VOICEAI_MAX_API_KEYS_PER_WORKSPACE", c.MaxKeysPerWorkspace},
+		{"VOICEAI_MAX_SERVICE_ACCOUNTS_PER_WORKSPACE", c.MaxAccountsPerWorkspace},
+		{"VOICEAI_MAX_MEMBERS_PER_WORKSPACE", c.MaxMembersPerWorkspace},
+	} {
+		if b.n < 0 {
+			return fmt.Errorf("%s %d: want 0 (no bound) or more", b.name, b.n)
+		}
 	}
 	return nil
 }
@@ -74,7 +87,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		rm = mem
 	}
 	a := app.New(eventstore.New(d.JS, events.IdentityStream), rm, d.Logger, d.Clock())
-	a.MaxKeysPerWorkspace = c.MaxKeysPerWorkspace
+	a.Limits = app.Limits{Keys: c.MaxKeysPerWorkspace, Accounts: c.MaxAccountsPerWorkspace, Members: c.MaxMembersPerWorkspace}
 	s, err := runtime.Serve(d, Name, a, &ports.Handlers{App: a})
 	if err != nil {
 		return nil, err

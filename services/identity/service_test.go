@@ -34,7 +34,7 @@ func testListings(t *testing.T, index string) {
 	var d runtime.Deps // the running replica's
 	start := runtimetest.Restarts(t, index, func(ctx context.Context, deps runtime.Deps) (*Service, error) {
 		d = deps
-		return Start(ctx, d, Config{MaxKeysPerWorkspace: 1000})
+		return Start(ctx, d, DefaultConfig)
 	})
 	svc, stop := start()
 	defer func() { stop() }()

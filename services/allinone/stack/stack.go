@@ -83,8 +83,8 @@ type Config struct {
 	// dispatcher makes at once while others wait (0: a quarter of its
 	// workers; -1: no bound).
 	WebhookPerWorkspace int `env:"VOICEAI_WEBHOOK_PER_WORKSPACE" envDefault:"0"`
-	// Identity bounds a workspace's live API keys
-	// (VOICEAI_MAX_API_KEYS_PER_WORKSPACE).
+	// Identity bounds a workspace's live API keys, service accounts and
+	// members (VOICEAI_MAX_API_KEYS_PER_WORKSPACE, …).
 	Identity identity.Config
 	// WebhookMaxPerWorkspace bounds a workspace's webhooks (0: no bound).
 	WebhookMaxPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_PER_WORKSPACE" envDefault:"100"`
@@ -194,7 +194,7 @@ func TestConfig(dir string, store StoreFunc) Config {
 		},
 		DataDir: dir, NATSPort: -1, LogLevel: "info", ReadIndex: config.ReadIndexMemory,
 		Runners: 1, QAWorkers: 1, WebhookMaxWaitingPerWorkspace: 20_000, WebhookMaxPerWorkspace: 100,
-		Identity:  identity.Config{MaxKeysPerWorkspace: 1000},
+		Identity:  identity.DefaultConfig,
 		Testing:   testingsvc.Limits{MaxActiveInvocations: 20, MaxQueuedRuns: 250_000, RunRetention: 2160 * time.Hour, MaxLoadCallers: 500},
 		QAWorker:  tickets.QAWorkerConfig{AckWait: 10 * time.Second, Batch: 256, Clustering: "rules", LLMTimeout: time.Minute},
 		Snapshots: tickets.SnapshotConfig{Every: 20_000},

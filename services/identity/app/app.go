@@ -28,11 +28,29 @@ type App struct {
 	ReadModel ReadModel
 	Log       *slog.Logger
 	Now       func() time.Time // the clock (required)
-	// MaxKeysPerWorkspace bounds a workspace's live (unrevoked) API keys
-	// (0: no bound). Every gateway holds every live key in memory, and a
-	// workspace's key listing is one answer.
-	MaxKeysPerWorkspace int
+	// Limits bound what one workspace may have.
+	Limits Limits
 }
+
+// Limits bound a workspace's identities (0: no bound). Every gateway
+// holds every live key in memory, and a workspace's listings of accounts,
+// keys and members are each one answer: without bounds, one workspace
+// could grow them as it liked. The counts are the read model's, not taken
+// under a lock: creates racing each other may go over a bound by what
+// they add.
+type Limits struct {
+	Keys     int // live (unrevoked) API keys, whatever account holds them
+	Accounts int // service accounts (none can be deleted)
+	Members  int // members (none can be removed)
+}
+
+// noRoom is the refusal of one more of what past limit.
+func noRoom(what string, limit int, remedy string) error {
+	return apperr.WorkspaceLimitReached(what, limit, remedy)
+}
+
+// raiseIt is the remedy for a bound on what cannot be deleted.
+const raiseIt = "the platform's operator can raise the bound"
 
 // New wires the application over the IDENTITY log and the read model.
 func New(store eventlog.Store, rm ReadModel, log *slog.Logger, now func() time.Time) *App {

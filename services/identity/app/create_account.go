@@ -33,11 +33,33 @@ func (a *App) CreateServiceAccount(ctx context.Context, caller principal.Caller,
 		// A retried command must land on the same subject to be deduplicated.
 		userID = "sa_" + esproto.StableID(workspaceID, commandID)
 	}
+	if err := a.checkAccountRoom(ctx, workspaceID, userID, commandID); err != nil {
+		return nil, err
+	}
 	acct, err := a.createAccount(ctx, workspaceID, userID, name, commandID)
 	if errors.Is(err, eventlog.ErrConflict) {
 		return nil, apperr.ServiceAccountExists
 	}
 	return acct, err
+}
+
+// checkAccountRoom refuses a new service account in a workspace that has
+// Limits.Accounts; a keyed retry of a create that made its account is
+// answered as it was.
+func (a *App) checkAccountRoom(ctx context.Context, workspaceID, userID, commandID string) error {
+	if a.Limits.Accounts <= 0 {
+		return nil
+	}
+	accounts, err := a.ReadModel.ListAccounts(ctx, workspaceID)
+	if err != nil || len(accounts) < a.Limits.Accounts {
+		return err
+	}
+	if commandID != "" {
+		if _, err := a.loadAccount(ctx, workspaceID, userID); err == nil {
+			return nil
+		}
+	}
+	return noRoom("service accounts", a.Limits.Accounts, raiseIt)
 }
 
 func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, commandID string) (*identityv1.ServiceAccount, error) {

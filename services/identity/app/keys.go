@@ -65,17 +65,15 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID 
 	return secret, key, nil
 }
 
-// checkKeyRoom refuses a new key in a workspace that has
-// MaxKeysPerWorkspace live ones; revoking one makes room. The count is the
-// read model's, not taken under a lock: creates racing each other may go
-// over it by what they add. A keyed retry of a create that made its key
-// goes on, to be told so (api_key_already_created).
+// checkKeyRoom refuses a new key in a workspace that has Limits.Keys
+// live ones; revoking one makes room. A keyed retry of a create that made
+// its key goes on, to be told so (api_key_already_created).
 func (a *App) checkKeyRoom(ctx context.Context, workspaceID, keyID, commandID string) error {
-	if a.MaxKeysPerWorkspace <= 0 {
+	if a.Limits.Keys <= 0 {
 		return nil
 	}
 	live, err := a.ReadModel.ListKeys(ctx, workspaceID, "")
-	if err != nil || len(live) < a.MaxKeysPerWorkspace {
+	if err != nil || len(live) < a.Limits.Keys {
 		return err
 	}
 	if commandID != "" {
@@ -83,7 +81,7 @@ func (a *App) checkKeyRoom(ctx context.Context, workspaceID, keyID, commandID st
 			return nil
 		}
 	}
-	return apperr.WorkspaceLimitReached("live API keys", a.MaxKeysPerWorkspace, "revoke one")
+	return noRoom("live API keys", a.Limits.Keys, "revoke one")
 }
 
 func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret string, spec KeySpec, commandID string) (*identityv1.ApiKey, bool, error) {

@@ -169,7 +169,7 @@ func TestLiveKeysPerWorkspaceAreBounded(t *testing.T) {
 		}
 		return len(keys)
 	}
-	f.app.MaxKeysPerWorkspace = live("ws_a") + 2
+	f.app.Limits.Keys = live("ws_a") + 2
 	spec := app.KeySpec{Name: "k", Permissions: []string{"convai_read"}}
 	_, first, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
 	if err != nil {
@@ -180,7 +180,7 @@ func TestLiveKeysPerWorkspaceAreBounded(t *testing.T) {
 	}
 	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, spec)
 	wantKind(t, err, apperr.Conflict, "a key past the bound")
-	if !strings.Contains(err.Error(), "workspace_limit_reached") || live("ws_a") != f.app.MaxKeysPerWorkspace {
+	if !strings.Contains(err.Error(), "workspace_limit_reached") || live("ws_a") != f.app.Limits.Keys {
 		t.Fatalf("%v, %d live keys", err, live("ws_a"))
 	}
 	_, _, err = f.app.CreateKey(ctx, principal.Caller{Principal: f.admin, CommandID: "key-1"}, f.acct, spec)
@@ -199,5 +199,46 @@ func TestLiveKeysPerWorkspaceAreBounded(t *testing.T) {
 	}
 	if _, _, err := f.app.CreateKey(ctx, principal.Caller{Principal: f.admin}, f.acct, spec); err != nil {
 		t.Fatalf("after a revocation: %v", err)
+	}
+}
+
+// Service accounts and members are bounded per workspace too (neither can
+// be deleted): one more is a 409 and adds nothing; a keyed retry of an
+// account create that made it, and an address already a member, are
+// answered as before; another workspace is not counted.
+func TestAccountsAndMembersPerWorkspaceAreBounded(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	accounts, _ := f.app.ReadModel.ListAccounts(ctx, "ws_a")
+	f.app.Limits.Accounts = len(accounts) + 1
+	first, err := f.app.CreateServiceAccount(ctx, principal.Caller{Principal: f.admin, CommandID: "acct-1"}, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.app.CreateServiceAccount(ctx, principal.Caller{Principal: f.admin}, "one more")
+	wantKind(t, err, apperr.Conflict, "an account past the bound")
+	if again, err := f.app.CreateServiceAccount(ctx, principal.Caller{Principal: f.admin, CommandID: "acct-1"}, "ops"); err != nil || again.UserId != first.UserId {
+		t.Fatalf("the keyed retry of a create that was made: %v %v", again, err)
+	}
+	if now, _ := f.app.ReadModel.ListAccounts(ctx, "ws_a"); len(now) != f.app.Limits.Accounts {
+		t.Fatalf("%d accounts, want %d", len(now), f.app.Limits.Accounts)
+	}
+
+	members, _ := f.app.ReadModel.ListUsers(ctx, "ws_a")
+	f.app.Limits.Members = len(members) + 1
+	if _, err := f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "ann@example.com", "Ann", ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "bob@example.com", "Bob", "")
+	wantKind(t, err, apperr.Conflict, "a member past the bound")
+	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "ANN@example.com", "Ann", "")
+	if err == nil || !strings.Contains(err.Error(), "member_exists") {
+		t.Fatalf("an address already a member, at the bound: %v", err)
+	}
+	if _, err := f.app.CreateWorkspace(ctx, "ws_b", "B"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.app.AddUser(ctx, principal.In("ws_b"), "bob@example.com", "Bob", ""); err != nil {
+		t.Fatalf("another workspace's member: %v", err)
 	}
 }

@@ -51,6 +51,9 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 	if err != nil {
 		return nil, err
 	}
+	if err := a.checkMemberRoom(ctx, workspaceID, u.UserId); err != nil {
+		return nil, err
+	}
 	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.UserAdded{Meta: meta, User: u})
 	if errors.Is(err, eventlog.ErrConflict) {
@@ -63,6 +66,26 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 		return a.addedUser(ctx, res.Seq)
 	}
 	return u, nil
+}
+
+// checkMemberRoom refuses a new member in a workspace that has
+// Limits.Members. A member already there goes on, to be answered as
+// before (409 member_exists, or the replay of the keyed add that added
+// it).
+func (a *App) checkMemberRoom(ctx context.Context, workspaceID, userID string) error {
+	if a.Limits.Members <= 0 {
+		return nil
+	}
+	members, err := a.ReadModel.ListUsers(ctx, workspaceID)
+	if err != nil || len(members) < a.Limits.Members {
+		return err
+	}
+	for _, m := range members {
+		if m.ID == userID {
+			return nil
+		}
+	}
+	return noRoom("members", a.Limits.Members, raiseIt)
 }
 
 // addedUser is the member a command's first attempt added at seq, put in
