@@ -294,9 +294,10 @@ var (
 // more than limit of what (e.g. "webhooks"): a bound each workspace has so
 // that none makes the work or memory shared by all (a fan-out to every
 // webhook of every event, every key in every gateway) as large as it
-// likes. remedy says how to make room (e.g. "delete one").
+// likes. remedy says how to make room (e.g. "delete one before creating
+// another").
 func WorkspaceLimitReached(what string, limit int, remedy string) *Error {
-	return ConflictError("workspace_limit_reached", fmt.Sprintf("A workspace may have at most %d %s; %s before creating another.", limit, what, remedy))
+	return ConflictError("workspace_limit_reached", fmt.Sprintf("A workspace may have at most %d %s; %s.", limit, what, remedy))
 }
 
 // Catalog is every entry above, those built by a function shown with

@@ -44,11 +44,6 @@ type Limits struct {
 	Members  int // members (none can be removed)
 }
 
-// noRoom is the refusal of one more of what past limit.
-func noRoom(what string, limit int, remedy string) error {
-	return apperr.WorkspaceLimitReached(what, limit, remedy)
-}
-
 // raiseIt is the remedy for a bound on what cannot be deleted.
 const raiseIt = "the platform's operator can raise the bound"
 

@@ -59,7 +59,7 @@ func (a *App) checkAccountRoom(ctx context.Context, workspaceID, userID, command
 			return nil
 		}
 	}
-	return noRoom("service accounts", a.Limits.Accounts, raiseIt)
+	return apperr.WorkspaceLimitReached("service accounts", a.Limits.Accounts, raiseIt)
 }
 
 func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, commandID string) (*identityv1.ServiceAccount, error) {

@@ -81,7 +81,7 @@ func (a *App) checkKeyRoom(ctx context.Context, workspaceID, keyID, commandID st
 			return nil
 		}
 	}
-	return noRoom("live API keys", a.Limits.Keys, "revoke one")
+	return apperr.WorkspaceLimitReached("live API keys", a.Limits.Keys, "revoke one before creating another")
 }
 
 func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret string, spec KeySpec, commandID string) (*identityv1.ApiKey, bool, error) {

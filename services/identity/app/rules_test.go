@@ -154,7 +154,7 @@ func TestKeyRevocation(t *testing.T) {
 	}
 }
 
-// A workspace holds at most MaxKeysPerWorkspace live keys, whatever
+// A workspace holds at most Limits.Keys live keys, whatever
 // account holds them: the next create is a 409 and mints nothing, the
 // keyed retry of a create that minted is still told so, another workspace
 // is not counted, and a revocation makes room.

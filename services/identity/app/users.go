@@ -85,7 +85,7 @@ func (a *App) checkMemberRoom(ctx context.Context, workspaceID, userID string) e
 			return nil
 		}
 	}
-	return noRoom("members", a.Limits.Members, raiseIt)
+	return apperr.WorkspaceLimitReached("members", a.Limits.Members, raiseIt)
 }
 
 // addedUser is the member a command's first attempt added at seq, put in

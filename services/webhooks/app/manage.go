@@ -81,7 +81,7 @@ func (a *App) checkRoom(workspaceID, id string) error {
 		return nil
 	}
 	if len(a.Registry.List(workspaceID)) >= a.MaxPerWorkspace {
-		return apperr.WorkspaceLimitReached("webhooks", a.MaxPerWorkspace, "delete one")
+		return apperr.WorkspaceLimitReached("webhooks", a.MaxPerWorkspace, "delete one before creating another")
 	}
 	return nil
 }
