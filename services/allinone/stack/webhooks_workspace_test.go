@@ -103,7 +103,7 @@ func TestWorkspaceWebhooks(t *testing.T) {
 		t.Fatalf("workspace list: %d %s", r.Code, r.Body)
 	}
 	r = call(t, s, "GET", "/v1/convai/webhooks/"+id, reader, "")
-	if r.Code != 200 || r.JSON(t)["name"] != "QA tooling" || !strings.Contains(string(r.Body), `"request_headers":{"X-Team":"qa"}`) ||
+	if r.Code != 200 || r.JSON(t)["name"] != "QA tooling" || !strings.Contains(string(r.Body), `"request_headers":{"X-Team":"********"}`) ||
 		!strings.Contains(string(r.Body), `"ticket_created"`) || strings.Contains(string(r.Body), secret) {
 		t.Fatalf("convai get: %d %s", r.Code, r.Body)
 	}
@@ -129,6 +129,26 @@ func TestWorkspaceWebhooks(t *testing.T) {
 	if d.event != "ticket_created" || !d.service || !d.sdk || !d.standard || d.team != "qa" || time.Since(time.Unix(d.timestamp, 0)).Abs() > time.Minute {
 		t.Fatalf("delivery: %+v", d)
 	}
+	// A header's value is shown hidden (it may be the receiver's
+	// credential); sent back as shown, it keeps the stored value.
+	if r := call(t, s, "PATCH", "/v1/workspace/webhooks/"+id, writer, `{"is_disabled":false,"name":"QA tooling","request_headers":{"X-Team":"********"}}`); r.Code != 200 {
+		t.Fatalf("patch with the hidden value: %d %s", r.Code, r.Body)
+	}
+	createTicket(t, s, agent, `{"qa_comment":"wrong again"}`)
+	created := func() (n int) {
+		for _, d := range got.all() {
+			if d.event == "ticket_created" {
+				n++
+			}
+		}
+		return n
+	}
+	eventually(t, 10*time.Second, "the second ticket_created delivery", func() bool { return created() >= 2 })
+	for _, d := range got.all() {
+		if d.team != "qa" {
+			t.Fatalf("the hidden value sent back was not kept: %+v", d)
+		}
+	}
 
 	// Update: rename, disable (seen as inactive the convai way), enable.
 	patch := func(body string) response { return call(t, s, "PATCH", "/v1/workspace/webhooks/"+id, writer, body) }
@@ -146,24 +166,25 @@ func TestWorkspaceWebhooks(t *testing.T) {
 		t.Fatalf("patch: %d %s", r.Code, r.Body)
 	}
 	r = call(t, s, "GET", "/v1/convai/webhooks/"+id, reader, "")
-	if j := r.JSON(t); j["active"] != true || strings.Contains(string(r.Body), "ticket_created") || !strings.Contains(string(r.Body), `"request_headers":{"X-Env":"staging"}`) {
+	if j := r.JSON(t); j["active"] != true || strings.Contains(string(r.Body), "ticket_created") || !strings.Contains(string(r.Body), `"request_headers":{"X-Env":"********"}`) {
 		t.Fatalf("after the second patch: %s", r.Body)
 	}
 
 	// Hostile request headers, and what the SDK's types do not allow: 422
 	// in the spec's shape, on create and on update.
 	for name, headers := range map[string]string{
-		"content type":       `{"Content-Type":"text/plain"}`,
-		"host":               `{"Host":"evil.example"}`,
-		"platform signature": `{"X-Service-Signature":"sha256=00"}`,
-		"sdk signature":      `{"ElevenLabs-Signature":"t=1,v0=00"}`,
-		"standard signature": `{"Webhook-Signature":"v1,AA=="}`,
-		"CR LF":              `{"X-A":"a\r\nX-Injected: 1"}`,
-		"LF":                 `{"X-A":"a\nb"}`,
-		"not a token":        `{"X A":"1"}`,
-		"oversize":           `{"X-A":"` + strings.Repeat("a", 1025) + `"}`,
-		"too many":           manyHeadersJSON(21),
-		"a number":           `{"X-A":1}`,
+		"content type":        `{"Content-Type":"text/plain"}`,
+		"host":                `{"Host":"evil.example"}`,
+		"platform signature":  `{"X-Service-Signature":"sha256=00"}`,
+		"sdk signature":       `{"ElevenLabs-Signature":"t=1,v0=00"}`,
+		"standard signature":  `{"Webhook-Signature":"v1,AA=="}`,
+		"CR LF":               `{"X-A":"a\r\nX-Injected: 1"}`,
+		"LF":                  `{"X-A":"a\nb"}`,
+		"not a token":         `{"X A":"1"}`,
+		"oversize":            `{"X-A":"` + strings.Repeat("a", 1025) + `"}`,
+		"too many":            manyHeadersJSON(21),
+		"a number":            `{"X-A":1}`,
+		"hidden, none stored": `{"X-New":"********"}`,
 	} {
 		r := call(t, s, "POST", "/v1/workspace/webhooks", writer, `{"settings":{"auth_type":"hmac","name":"x","webhook_url":"`+rcv.URL+`","request_headers":`+headers+`}}`)
 		if r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","settings","request_headers"`) {

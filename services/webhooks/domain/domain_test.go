@@ -242,9 +242,18 @@ func TestCatalogListsEveryEvent(t *testing.T) {
 func TestRequestHeaders(t *testing.T) {
 	s := func(v string) *string { return &v }
 	var ok apperr.Validator
-	got := CheckRequestHeaders(&ok, map[string]*string{"X-Team": s("qa"), "Authorization": s("Bearer t"), "X-Gone": nil}, "body", "request_headers")
+	got := CheckRequestHeaders(&ok, map[string]*string{"X-Team": s("qa"), "Authorization": s("Bearer t"), "X-Gone": nil}, nil, "body", "request_headers")
 	if ok.Err() != nil || len(got) != 2 || got["X-Team"] != "qa" || got["Authorization"] != "Bearer t" {
 		t.Fatalf("valid headers: %v %v", got, ok.Err())
+	}
+	// Sent back as shown, a hidden value keeps the stored one.
+	stored := map[string]string{"Authorization": "Bearer t", "X-Team": "qa"}
+	got = CheckRequestHeaders(&ok, map[string]*string{"Authorization": s(HiddenHeaderValue), "X-Team": s("ops")}, stored, "body", "request_headers")
+	if ok.Err() != nil || len(got) != 2 || got["Authorization"] != "Bearer t" || got["X-Team"] != "ops" {
+		t.Fatalf("a hidden value sent back: %v %v", got, ok.Err())
+	}
+	if shown := HideHeaderValues(stored); len(shown) != 2 || shown["Authorization"] != HiddenHeaderValue || shown["X-Team"] != HiddenHeaderValue {
+		t.Fatalf("shown: %v", shown)
 	}
 	for name, in := range map[string]map[string]*string{
 		"content type":        {"content-TYPE": s("text/plain")},
@@ -264,9 +273,10 @@ func TestRequestHeaders(t *testing.T) {
 		"same name two cases": {"X-A": s("1"), "x-a": s("2")},
 		"too many":            headers(21, "1"),
 		"too large together":  headers(10, strings.Repeat("v", 1000)),
+		"hidden, none stored": {"X-New": s(HiddenHeaderValue)},
 	} {
 		var v apperr.Validator
-		CheckRequestHeaders(&v, in, "body", "request_headers")
+		CheckRequestHeaders(&v, in, map[string]string{"X-Team": "qa"}, "body", "request_headers")
 		if v.Err() == nil {
 			t.Errorf("%s: accepted", name)
 		}

@@ -18,6 +18,21 @@ const (
 	MaxRequestHeadersSize = 8 << 10 // names and values together
 )
 
+// HiddenHeaderValue is how a stored request header's value is shown: the
+// values often carry the receiver's credentials (Authorization, an API
+// key), and every key that may read webhooks would read them. Sent back
+// in an update, it keeps the stored value.
+const HiddenHeaderValue = "********"
+
+// HideHeaderValues is headers with every value shown as HiddenHeaderValue.
+func HideHeaderValues(headers map[string]string) map[string]string {
+	out := make(map[string]string, len(headers))
+	for name := range headers {
+		out[name] = HiddenHeaderValue
+	}
+	return out
+}
+
 // reservedHeaders are the headers a webhook's own can never set: the
 // platform's signatures and delivery headers, the body's description, the
 // destination, and what the HTTP client manages itself.
@@ -37,9 +52,11 @@ func ReservedHeader(name string) bool {
 // CheckRequestHeaders validates request_headers (a null value drops the
 // header): at most MaxRequestHeaders, each name an HTTP token that is not
 // reserved and not repeated in another case, each value without control
-// characters (no CR, LF or NUL), within the sizes above. loc is where the
+// characters (no CR, LF or NUL), within the sizes above. A value of
+// HiddenHeaderValue keeps the stored one of current (a webhook read,
+// changed and sent back); without one it is refused. loc is where the
 // object is in the body. It returns the headers to send.
-func CheckRequestHeaders(v *apperr.Validator, in map[string]*string, loc ...any) map[string]string {
+func CheckRequestHeaders(v *apperr.Validator, in map[string]*string, current map[string]string, loc ...any) map[string]string {
 	at := func(name string) []any { return append(append([]any{}, loc...), name) }
 	out := make(map[string]string, len(in))
 	if len(in) > MaxRequestHeaders {
@@ -62,6 +79,14 @@ func CheckRequestHeaders(v *apperr.Validator, in map[string]*string, loc ...any)
 		seen[strings.ToLower(name)] = true
 		if value == nil {
 			continue
+		}
+		if *value == HiddenHeaderValue {
+			stored, ok := current[name]
+			if !ok {
+				v.Add(HiddenHeaderValue+" is how a stored value is shown, and this header has none: send its value", "value_error", at(name)...)
+				continue
+			}
+			value = &stored
 		}
 		if len(*value) > MaxRequestHeaderValue || !httpguts.ValidHeaderFieldValue(*value) {
 			v.Add("A header value has at most 1024 characters and no control characters (CR, LF, NUL…)", "value_error", at(name)...)

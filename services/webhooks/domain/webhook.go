@@ -117,7 +117,7 @@ func validate(in Input, s Spec, allowed HostAllowed, create bool) (Spec, error) 
 		s.Name = *in.Name
 	}
 	if in.RequestHeaders != nil {
-		s.Headers = CheckRequestHeaders(&v, in.RequestHeaders, in.loc("request_headers")...)
+		s.Headers = CheckRequestHeaders(&v, in.RequestHeaders, s.Headers, in.loc("request_headers")...)
 	}
 	if in.Secret != nil {
 		s.Secret = *in.Secret

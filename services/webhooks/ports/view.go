@@ -81,13 +81,10 @@ func viewOf(w *webhooksv1.Webhook, secret *string, run domain.Run) webhookView {
 		},
 		Secret: secret, SecretHint: w.GetSecretHint(), DisabledAtUnix: w.DisabledAtUnix,
 		CreatedAtUnix: w.GetCreatedAtUnix(), UpdatedAtUnix: w.GetUpdatedAtUnix(), Relay: w.GetRelay(),
-		Name: w.GetName(), RequestHeaders: w.GetRequestHeaders(), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: int32(run.Failures),
+		Name: w.GetName(), RequestHeaders: domain.HideHeaderValues(w.GetRequestHeaders()), IsAutoDisabled: autoDisabled(w), ConsecutiveFailures: int32(run.Failures),
 	}
 	if v.Events == nil {
 		v.Events = []string{}
-	}
-	if v.RequestHeaders == nil {
-		v.RequestHeaders = map[string]string{}
 	}
 	v.MostRecentFailureErrorCode, v.MostRecentFailureTimestamp = lastFailure(w, run)
 	if r := w.GetDisabledReason(); r != "" {
