@@ -39,6 +39,9 @@ func TestCheckURL(t *testing.T) {
 		typ     string // "" for accepted
 	}{
 		{"https://example.com/v1/chat#frag", nil, ""},
+		{"https://user:secret@example.com/v1", nil, "url_credentials"},
+		{"https://token@example.com/v1", nil, "url_credentials"},
+		{"https://@example.com/v1", nil, "url_credentials"},
 		{"http://127.0.0.1:8080/v1", loopback, ""},
 		{"http://127.0.0.1:8080/v1", nil, "url_scheme"},
 		{"https://127.0.0.1/v1", nil, "url_forbidden_address"},

@@ -29,8 +29,8 @@ type URLProblem struct {
 }
 
 // CheckURL checks a destination URL before it is stored: absolute, no
-// whitespace or control characters, https (http only to an allowed host),
-// and not an IP literal of a forbidden range unless its host is allowed
+// whitespace or control characters, no credentials (user:password@),
+// https (http only to an allowed host), and not an IP literal of a forbidden range unless its host is allowed
 // (cloud metadata never). It answers the URL without its fragment. what
 // names the caller in the message ("webhooks", "agent endpoints").
 func CheckURL(raw string, allowed func(host string) bool, what string) (string, *URLProblem) {
@@ -40,6 +40,10 @@ func CheckURL(raw string, allowed func(host string) bool, what string) (string, 
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Hostname() == "" || u.Opaque != "" {
 		return "", &URLProblem{"Input should be an absolute https URL", "url_parsing"}
+	}
+	if u.User != nil {
+		// Whoever may read the webhook or the agent would read them.
+		return "", &URLProblem{"URL must not carry credentials (user:password@): send them in a request header instead", "url_credentials"}
 	}
 	host := strings.ToLower(u.Hostname())
 	isAllowed := allowed != nil && allowed(host)

@@ -198,6 +198,7 @@ func TestWorkspaceWebhooks(t *testing.T) {
 		"oauth2":        `{"settings":{"auth_type":"oauth2","name":"x","webhook_url":"` + rcv.URL + `"}}`,
 		"no url":        `{"settings":{"auth_type":"hmac","name":"x"}}`,
 		"a private url": `{"settings":{"auth_type":"hmac","name":"x","webhook_url":"https://10.0.0.1/h"}}`,
+		"credentials":   `{"settings":{"auth_type":"hmac","name":"x","webhook_url":"https://user:secret@hooks.example.com/h"}}`,
 		"no settings":   `{}`,
 		"malformed":     `{"settings":`,
 	} {
