@@ -30,9 +30,10 @@ type URLProblem struct {
 
 // CheckURL checks a destination URL before it is stored: absolute, no
 // whitespace or control characters, no credentials (user:password@),
-// https (http only to an allowed host), and not an IP literal of a forbidden range unless its host is allowed
-// (cloud metadata never). It answers the URL without its fragment. what
-// names the caller in the message ("webhooks", "agent endpoints").
+// https (http only to an allowed host), and not an IP literal of a
+// forbidden range unless its host is allowed (cloud metadata never). It
+// answers the URL without its fragment. what names the caller in the
+// message ("webhooks", "agent endpoints").
 func CheckURL(raw string, allowed func(host string) bool, what string) (string, *URLProblem) {
 	if raw != strings.TrimSpace(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
 		return "", &URLProblem{"URL must not contain whitespace or control characters", "url_parsing"}
