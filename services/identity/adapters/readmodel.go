@@ -4,6 +4,7 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -157,4 +158,21 @@ func (rm *ReadModel) ListKeys(ctx context.Context, workspaceID, accountID string
 // ListUsers returns a workspace's members (people), oldest first.
 func (rm *ReadModel) ListUsers(ctx context.Context, workspaceID string) ([]app.UserDoc, error) {
 	return find[app.UserDoc](ctx, rm.Users, bson.D{{Key: "workspace_id", Value: workspaceID}})
+}
+
+// Count counts one of a workspace's listings on its index, reading no
+// document.
+func (rm *ReadModel) Count(ctx context.Context, workspaceID string, l app.Listing) (int, error) {
+	coll, filter := rm.Users, bson.D{{Key: "workspace_id", Value: workspaceID}}
+	switch l {
+	case app.Accounts:
+		coll = rm.Accounts
+	case app.LiveKeys:
+		coll, filter = rm.Keys, KeysFilter(workspaceID, "")
+	case app.Members:
+	default:
+		return 0, fmt.Errorf("identity read model: no listing %d", l)
+	}
+	n, err := coll.CountDocuments(ctx, filter)
+	return int(n), err
 }

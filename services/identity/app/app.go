@@ -47,6 +47,32 @@ type Limits struct {
 // raiseIt is the remedy for a bound on what cannot be deleted.
 const raiseIt = "the platform's operator can raise the bound"
 
+// bound is a Limits bound as checkRoom applies it: the listing it counts,
+// its value, and how the error names it and says to make room.
+type bound struct {
+	listing      Listing
+	limit        int
+	what, remedy string
+}
+
+// checkRoom refuses one more of what b bounds in a workspace that has
+// b.limit of them, unless made says the one asked for already exists (a
+// keyed retry of a create that made it, or a member added before), which
+// goes on to be answered as before.
+func (a *App) checkRoom(ctx context.Context, workspaceID string, b bound, made func() (bool, error)) error {
+	if b.limit <= 0 {
+		return nil
+	}
+	n, err := a.ReadModel.Count(ctx, workspaceID, b.listing)
+	if err != nil || n < b.limit {
+		return err
+	}
+	if ok, err := made(); ok || err != nil {
+		return err
+	}
+	return apperr.WorkspaceLimitReached(b.what, b.limit, b.remedy)
+}
+
 // New wires the application over the IDENTITY log and the read model.
 func New(store eventlog.Store, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 	return &App{Store: store, ReadModel: rm, Log: log, Now: now}

@@ -47,19 +47,13 @@ func (a *App) CreateServiceAccount(ctx context.Context, caller principal.Caller,
 // Limits.Accounts; a keyed retry of a create that made its account is
 // answered as it was.
 func (a *App) checkAccountRoom(ctx context.Context, workspaceID, userID, commandID string) error {
-	if a.Limits.Accounts <= 0 {
-		return nil
-	}
-	accounts, err := a.ReadModel.ListAccounts(ctx, workspaceID)
-	if err != nil || len(accounts) < a.Limits.Accounts {
-		return err
-	}
-	if commandID != "" {
-		if _, err := a.loadAccount(ctx, workspaceID, userID); err == nil {
-			return nil
+	return a.checkRoom(ctx, workspaceID, bound{Accounts, a.Limits.Accounts, "service accounts", raiseIt}, func() (bool, error) {
+		if commandID == "" {
+			return false, nil
 		}
-	}
-	return apperr.WorkspaceLimitReached("service accounts", a.Limits.Accounts, raiseIt)
+		_, err := a.loadAccount(ctx, workspaceID, userID)
+		return err == nil, nil
+	})
 }
 
 func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, commandID string) (*identityv1.ServiceAccount, error) {

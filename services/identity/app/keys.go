@@ -69,19 +69,13 @@ func (a *App) CreateKey(ctx context.Context, caller principal.Caller, accountID 
 // live ones; revoking one makes room. A keyed retry of a create that made
 // its key goes on, to be told so (api_key_already_created).
 func (a *App) checkKeyRoom(ctx context.Context, workspaceID, keyID, commandID string) error {
-	if a.Limits.Keys <= 0 {
-		return nil
-	}
-	live, err := a.ReadModel.ListKeys(ctx, workspaceID, "")
-	if err != nil || len(live) < a.Limits.Keys {
-		return err
-	}
-	if commandID != "" {
-		if _, _, err := a.keys().Get(ctx, workspaceID, keyID); err == nil {
-			return nil
+	return a.checkRoom(ctx, workspaceID, bound{LiveKeys, a.Limits.Keys, "live API keys", "revoke one before creating another"}, func() (bool, error) {
+		if commandID == "" {
+			return false, nil
 		}
-	}
-	return apperr.WorkspaceLimitReached("live API keys", a.Limits.Keys, "revoke one before creating another")
+		_, _, err := a.keys().Get(ctx, workspaceID, keyID)
+		return err == nil, nil
+	})
 }
 
 func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret string, spec KeySpec, commandID string) (*identityv1.ApiKey, bool, error) {

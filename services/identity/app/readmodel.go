@@ -28,7 +28,19 @@ type ReadModel interface {
 	ListKeys(ctx context.Context, workspaceID, accountID string) ([]KeyDoc, error)
 	// ListUsers returns a workspace's members (people).
 	ListUsers(ctx context.Context, workspaceID string) ([]UserDoc, error)
+	// Count returns how many documents one of a workspace's listings
+	// holds, without reading them: what a workspace's bounds compare.
+	Count(ctx context.Context, workspaceID string, l Listing) (int, error)
 }
+
+// Listing names one of a workspace's listings, for Count.
+type Listing int
+
+const (
+	Accounts Listing = iota + 1 // service accounts
+	LiveKeys                    // keys not revoked, whatever account holds them
+	Members                     // members (people)
+)
 
 // Doc is a listed document: an AccountDoc, KeyDoc or UserDoc.
 type Doc interface {

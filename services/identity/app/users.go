@@ -51,7 +51,7 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 	if err != nil {
 		return nil, err
 	}
-	if err := a.checkMemberRoom(ctx, workspaceID, u.UserId); err != nil {
+	if err := a.checkMemberRoom(ctx, workspaceID, subject); err != nil {
 		return nil, err
 	}
 	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
@@ -69,23 +69,14 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 }
 
 // checkMemberRoom refuses a new member in a workspace that has
-// Limits.Members. A member already there goes on, to be answered as
-// before (409 member_exists, or the replay of the keyed add that added
-// it).
-func (a *App) checkMemberRoom(ctx context.Context, workspaceID, userID string) error {
-	if a.Limits.Members <= 0 {
-		return nil
-	}
-	members, err := a.ReadModel.ListUsers(ctx, workspaceID)
-	if err != nil || len(members) < a.Limits.Members {
-		return err
-	}
-	for _, m := range members {
-		if m.ID == userID {
-			return nil
-		}
-	}
-	return apperr.WorkspaceLimitReached("members", a.Limits.Members, raiseIt)
+// Limits.Members. A member already there (its subject has an event) goes
+// on, to be answered as before (409 member_exists, or the replay of the
+// keyed add that added it).
+func (a *App) checkMemberRoom(ctx context.Context, workspaceID, subject string) error {
+	return a.checkRoom(ctx, workspaceID, bound{Members, a.Limits.Members, "members", raiseIt}, func() (bool, error) {
+		_, found, err := a.Store.Last(ctx, subject)
+		return found, err
+	})
 }
 
 // addedUser is the member a command's first attempt added at seq, put in

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -200,4 +201,23 @@ func (m *ReadModel) ListKeys(_ context.Context, workspaceID, accountID string) (
 // ListUsers returns a workspace's members (people), oldest first.
 func (m *ReadModel) ListUsers(_ context.Context, workspaceID string) ([]app.UserDoc, error) {
 	return list(m, func(ws *listings) *sorted[app.UserDoc] { return &ws.users }, workspaceID), nil
+}
+
+// Count returns the length of one of a workspace's listings.
+func (m *ReadModel) Count(_ context.Context, workspaceID string, l app.Listing) (int, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ws := m.spaces[workspaceID]
+	if ws == nil {
+		return 0, nil
+	}
+	switch l {
+	case app.Accounts:
+		return len(ws.accounts.docs), nil
+	case app.LiveKeys:
+		return len(ws.keys.docs), nil
+	case app.Members:
+		return len(ws.users.docs), nil
+	}
+	return 0, fmt.Errorf("identity read model: no listing %d", l)
 }

@@ -1,5 +1,5 @@
 // Package readmodeltest is the conformance suite of app.ReadModel: every
-// implementation must answer every listing exactly as the reference does
+// implementation must answer every listing (and its count) exactly as the reference does
 // (all documents' newest states, filtered, then sorted by position),
 // through creates, updates, revocations and stale redeliveries.
 package readmodeltest
@@ -258,12 +258,23 @@ func check(t *testing.T, rm app.ReadModel, ref *reference, h *history) {
 		same(t, "ListAccounts("+ws+")", accts, err, listing(ref, func(d app.AccountDoc) bool { return inWS(d) }))
 		users, err := rm.ListUsers(ctx, ws)
 		same(t, "ListUsers("+ws+")", users, err, listing(ref, func(d app.UserDoc) bool { return inWS(d) }))
+		counted(t, rm, ws, app.Accounts, len(listing(ref, func(d app.AccountDoc) bool { return inWS(d) })))
+		counted(t, rm, ws, app.Members, len(listing(ref, func(d app.UserDoc) bool { return inWS(d) })))
+		counted(t, rm, ws, app.LiveKeys, len(listing(ref, func(d app.KeyDoc) bool { return inWS(d) && !d.Revoked })))
 		for _, acct := range append(slices.Clone(h.accounts[ws]), "", "sa_nobody") {
 			keys, err := rm.ListKeys(ctx, ws, acct)
 			same(t, fmt.Sprintf("ListKeys(%s, %q)", ws, acct), keys, err, listing(ref, func(d app.KeyDoc) bool {
 				return inWS(d) && !d.Revoked && (acct == "" || d.ServiceAccountUserID == acct)
 			}))
 		}
+	}
+}
+
+// counted checks that Count says a workspace's listing l holds want.
+func counted(t *testing.T, rm app.ReadModel, ws string, l app.Listing, want int) {
+	t.Helper()
+	if n, err := rm.Count(context.Background(), ws, l); err != nil || n != want {
+		t.Fatalf("Count(%s, %d) = %d, %v; want %d", ws, l, n, err, want)
 	}
 }
 
