@@ -106,7 +106,7 @@ var (
 	// gateway.
 	NotAuthenticated     = New(Unauthenticated, "unauthenticated", "The request carries no authenticated caller.")
 	CredentialsInURL     = New(Unauthenticated, "credentials_in_url", "API keys are accepted only in the x-api-key header, never in the URL.")
-	AmbiguousCredentials = New(Unauthenticated, "ambiguous_credentials", "Send one API key: in x-api-key (or xi-api-key, the same key) or in Authorization, not both.")
+	AmbiguousCredentials = New(Unauthenticated, "ambiguous_credentials", "Send one API key, once: in x-api-key (or xi-api-key, the same key) or in Authorization, not both.")
 	MissingAPIKey        = New(Unauthenticated, "missing_api_key", "Send your API key in the x-api-key header.")
 	InvalidAPIKey        = New(Unauthenticated, "invalid_api_key", "The API key is not valid.")
 	APIKeyRevoked        = New(Unauthenticated, "api_key_revoked", "The API key has been revoked.")

@@ -43,9 +43,12 @@ func (g *Gateway) Authenticate(next http.Handler) http.Handler {
 			g.deny(w, r, apperr.CredentialsInURL)
 			return
 		}
-		secret, sdkSecret, auth := r.Header.Get(headerAPIKey), r.Header.Get(headerSDKAPIKey), r.Header.Get(headerAuthorization)
+		secret, ambiguousKey := oneValue(r.Header, headerAPIKey)
+		sdkSecret, ambiguousSDKKey := oneValue(r.Header, headerSDKAPIKey)
+		auth, ambiguousAuth := oneValue(r.Header, headerAuthorization)
 		switch {
-		case secret != "" && sdkSecret != "" && secret != sdkSecret:
+		case ambiguousKey || ambiguousSDKKey || ambiguousAuth,
+			secret != "" && sdkSecret != "" && secret != sdkSecret:
 			g.deny(w, r, apperr.AmbiguousCredentials)
 			return
 		case secret == "":
@@ -194,4 +197,21 @@ func callerFrom(r *http.Request) principal.Principal {
 func (g *Gateway) deny(w http.ResponseWriter, r *http.Request, e *apperr.Error) {
 	g.denials.WithLabelValues(strconv.Itoa(httpx.StatusOf(e)), e.Status).Inc()
 	httpx.WriteError(w, r, e)
+}
+
+// oneValue is a header's value, and whether the request sent the header
+// more than once with different values: a key beside another key (say, a
+// proxy's added to the caller's) is as ambiguous as a key beside an
+// Authorization, and neither is picked.
+func oneValue(h http.Header, name string) (v string, ambiguous bool) {
+	vs := h.Values(name)
+	if len(vs) == 0 {
+		return "", false
+	}
+	for _, other := range vs[1:] {
+		if other != vs[0] {
+			return vs[0], true
+		}
+	}
+	return vs[0], false
 }

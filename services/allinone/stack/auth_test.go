@@ -3,12 +3,14 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/identity/operator"
 )
 
@@ -46,6 +48,38 @@ func TestAuthMatrix(t *testing.T) {
 		wantError(t, call(t, s, "GET", list, adminKey, "", "xi-api-key", "vak_another"), 401, "ambiguous_credentials")
 		wantError(t, call(t, s, "GET", list, "", "", "xi-api-key", "vak_nope"), 401, "invalid_api_key")
 		wantError(t, call(t, s, "GET", list, "", "", "xi-api-key", adminKey, "Authorization", "Bearer "+adminKey), 401, "ambiguous_credentials")
+	})
+	t.Run("one key header sent twice", func(t *testing.T) {
+		twice := func(name, first, second string) int {
+			req, err := testkit.APIRequest(t.Context(), "GET", "http://"+s.Addr+list, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Add(name, first)
+			req.Header.Add(name, second)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body struct{ Detail struct{ Status string } }
+			_ = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if resp.StatusCode == 401 && body.Detail.Status != "ambiguous_credentials" {
+				t.Fatalf("%s twice: 401 %s", name, body.Detail.Status)
+			}
+			return resp.StatusCode
+		}
+		for _, name := range []string{"x-api-key", "xi-api-key"} {
+			if code := twice(name, adminKey, "vak_another"); code != 401 {
+				t.Fatalf("%s with two keys, the first valid: %d, want 401 ambiguous_credentials", name, code)
+			}
+			if code := twice(name, adminKey, adminKey); code != 200 {
+				t.Fatalf("%s with the same key twice: %d", name, code)
+			}
+		}
+		if code := twice("Authorization", "Bearer a", "Bearer b"); code != 401 {
+			t.Fatalf("Authorization twice: %d", code)
+		}
 	})
 	t.Run("Authorization alone", func(t *testing.T) {
 		wantError(t, call(t, s, "GET", list, "", "", "Authorization", "Bearer "+adminKey), 401, "missing_api_key")
