@@ -89,6 +89,10 @@ type Config struct {
 	// Secret is the deployment secret: cursors are signed with a sub-key.
 	Secret string
 	Limits Limits
+	// AllowHosts may be private and reached over plain http by the own
+	// endpoint of a run's agent_config_override, as by agents' (the
+	// operator's outbound allow-list).
+	AllowHosts []string
 }
 
 // Start runs the service until ctx ends.
@@ -118,6 +122,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 		return nil, err
 	}
 	a := app.New(adapters.JetStreamPorts(d.JS, d.Logger, d.WritesHeld), listings, d.Logger, d.Clock())
+	a.HostAllowed = outbound.NewGuard(c.AllowHosts).HostAllowed
 	a.Conversations = adapters.NewStoredConversations(d.NC)
 	// Analyses are sealed under their conversation's key: labels read
 	// them.

@@ -342,7 +342,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 		}
 		cleanup = append(cleanup, func() { <-done })
 	}
-	ts, err := testingsvc.Start(ctx, d, testingsvc.Config{Secret: secret, Limits: c.Testing})
+	ts, err := testingsvc.Start(ctx, d, testingsvc.Config{Secret: secret, Limits: c.Testing, AllowHosts: c.Outbound.Hosts()})
 	if err != nil {
 		return fail(err)
 	}

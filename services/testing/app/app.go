@@ -57,8 +57,11 @@ type App struct {
 	// (its disk nearly full), or nil: the enqueuer's feed holds then, and
 	// the completion sweeper queues no round it missed.
 	WritesHeld func() error
-	Log        *slog.Logger
-	Now        func() time.Time
+	// HostAllowed is the operator's outbound allow-list: an override's
+	// own endpoint (custom_llm) is checked under the rules an agent's is.
+	HostAllowed func(host string) bool
+	Log         *slog.Logger
+	Now         func() time.Time
 }
 
 // New wires the application. rm may be nil for processes without a read

@@ -53,11 +53,20 @@ type RunTestsInput struct {
 	CacheModelResponses *bool `json:"cache_model_responses,omitempty"`
 }
 
-// checkOverride refuses a workflow: runners play the conversation
-// configuration, so a workflow would be accepted and not run.
-func checkOverride(v *apperr.Validator, o *ConfigOverride) {
+// checkOverride checks an override's conversation_config as the agents
+// service checks an agent's (the model settings' types and ranges, its
+// own endpoint's URL under the outbound rules), so that what no agent
+// could be saved with is refused here too rather than failing its runs
+// later; and refuses a workflow: runners play the conversation
+// configuration, so a workflow would be accepted and not run. Whether
+// the workspace secrets it names exist is the runner's to find.
+func (a *App) checkOverride(v *apperr.Validator, o *ConfigOverride) {
 	if o == nil {
 		return
+	}
+	_, problems := agentconfig.Check(o.ConversationConfig, a.HostAllowed)
+	for _, pr := range problems {
+		v.Add(pr.Msg, pr.Type, append([]any{"body", "agent_config_override", "conversation_config"}, pr.Loc...)...)
 	}
 	if w := strings.TrimSpace(string(o.Workflow)); w != "" && w != "null" && w != "{}" {
 		v.Add("Workflows are not run by this platform's runners: omit workflow", "value_error", "body", "agent_config_override", "workflow")
@@ -125,7 +134,7 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 		v.Check(*in.BranchID == MainBranch, "Agent has no branch "+strconv.Quote(*in.BranchID)+": agents have one configuration, branch \"main\"",
 			"value_error", "body", "branch_id")
 	}
-	checkOverride(&v, in.AgentConfigOverride)
+	a.checkOverride(&v, in.AgentConfigOverride)
 	tests := in.Tests
 	if err := v.Err(); err != nil {
 		return nil, err
@@ -245,7 +254,7 @@ type ResubmitInput struct {
 // Resubmit runs some runs again, as a new attempt.
 func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
-	checkOverride(&v, in.AgentConfigOverride)
+	a.checkOverride(&v, in.AgentConfigOverride)
 	if err := v.Err(); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	"github.com/voiceai-platform/voiceai/pkg/runtime"
 	testingsvc "github.com/voiceai-platform/voiceai/services/testing"
 )
@@ -14,10 +15,11 @@ import (
 type cfg struct {
 	config.Service
 	testingsvc.Limits
+	outbound.Env
 }
 
 func main() {
 	runtime.MainService(testingsvc.Name, func(ctx context.Context, d runtime.Deps, c cfg) (*testingsvc.Service, error) {
-		return testingsvc.Start(ctx, d, testingsvc.Config{Secret: c.SecretKey, Limits: c.Limits})
+		return testingsvc.Start(ctx, d, testingsvc.Config{Secret: c.SecretKey, Limits: c.Limits, AllowHosts: c.Hosts()})
 	})
 }
