@@ -189,24 +189,30 @@ func (r *Repo[S]) Made(ctx context.Context, workspaceID, id, commandID string) (
 // first attempt before checking what a replay would fail. The request in
 // ctx must be the one that issued it (esproto.SameRequest).
 func (r *Repo[S]) Recorded(ctx context.Context, workspaceID, id, commandID string) (proto.Message, S, bool, error) {
+	msg, state, _, found, err := r.RecordedAt(ctx, workspaceID, id, commandID)
+	return msg, state, found, err
+}
+
+// RecordedAt is Recorded, answering also the event's stream sequence.
+func (r *Repo[S]) RecordedAt(ctx context.Context, workspaceID, id, commandID string) (proto.Message, S, uint64, bool, error) {
 	var zero S
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil || commandID == "" {
-		return nil, zero, false, nil
+		return nil, zero, 0, false, nil
 	}
 	rec, found, err := r.Store.FindCommand(ctx, subject, commandID)
 	if err != nil || !found {
-		return nil, zero, false, err
+		return nil, zero, 0, false, err
 	}
 	msg, state, ok, err := r.decode(rec)
 	if err != nil || !ok {
-		return nil, zero, false, err
+		return nil, zero, 0, false, err
 	}
 	if err := esproto.SameRequest(ctx, events.MetaOf(msg)); err != nil {
-		return nil, zero, false, err
+		return nil, zero, 0, false, err
 	}
 	r.project(ctx, subject, rec.Seq, state) // its first attempt may have died before projecting
-	return msg, state, true, nil
+	return msg, state, rec.Seq, true, nil
 }
 
 // Create appends the event that creates aggregate id (state is what it
@@ -262,6 +268,11 @@ func CommandFor(commandID, id string) string {
 // place; a nil event means nothing changed.
 type Mutation[S proto.Message] func(next S, meta *commonv1.EventMeta) (proto.Message, error)
 
+// SeqMutation is a Mutation that also sees the stream sequence of the
+// state it changes: a command over several aggregates may decide on
+// whether one changed since it looked.
+type SeqMutation[S proto.Message] func(next S, seq uint64, meta *commonv1.EventMeta) (proto.Message, error)
+
 // Update loads the aggregate, applies m to a copy and appends the event,
 // retrying against fresh state when another writer got there first.
 //
@@ -276,10 +287,22 @@ type Mutation[S proto.Message] func(next S, meta *commonv1.EventMeta) (proto.Mes
 // replay must be of the request the command first went with
 // (esproto.SameRequest), else it is refused.
 func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string, m Mutation[S]) (S, error) {
+	out, _, err := r.Change(ctx, workspaceID, id, commandID, func(next S, _ uint64, meta *commonv1.EventMeta) (proto.Message, error) {
+		return m(next, meta)
+	})
+	return out, err
+}
+
+// Change is Update with a SeqMutation, answering also the stream sequence
+// of the event behind the state it answers (the one it appended, or the
+// command's first; where nothing was appended and no command found, the
+// aggregate's last).
+func (r *Repo[S]) Change(ctx context.Context, workspaceID, id, commandID string, m SeqMutation[S]) (S, uint64, error) {
 	var out, zero S
+	var outSeq uint64
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil {
-		return zero, r.NotFound
+		return zero, 0, r.NotFound
 	}
 	err = eventlog.Retry(ctx, conflictAttempts, func() error {
 		rec, cur, err := r.last(ctx, subject)
@@ -290,7 +313,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 			if err := esproto.SameRequestIn(ctx, rec); err != nil {
 				return err
 			}
-			out = cur // a replay of the last change, a deletion included
+			out, outSeq = cur, rec.Seq // a replay of the last change, a deletion included
 			r.project(ctx, subject, rec.Seq, cur)
 			return nil
 		}
@@ -300,20 +323,20 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		if r.gone(cur) {
 			err = r.NotFound
 		} else {
-			ev, err = m(next, meta)
+			ev, err = m(next, rec.Seq, meta)
 		}
 		if err != nil || ev == nil {
 			// Nothing to append: a replay of an older change answers what
 			// that change left, not what it would do now.
-			_, first, found, ferr := r.Recorded(ctx, workspaceID, id, commandID)
+			_, first, seq, found, ferr := r.RecordedAt(ctx, workspaceID, id, commandID)
 			if ferr != nil {
 				return ferr // another request under the key, or no telling
 			}
 			if found {
-				out = first
+				out, outSeq = first, seq
 				return nil
 			}
-			out = cur
+			out, outSeq = cur, rec.Seq
 			return err
 		}
 		if r.Touch != nil {
@@ -323,6 +346,7 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		if err != nil {
 			return err
 		}
+		outSeq = res.Seq
 		if res.Duplicate {
 			out, err = r.first(ctx, workspaceID, id, res.Seq)
 			return err
@@ -331,9 +355,9 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 		return nil
 	})
 	if errors.Is(err, eventlog.ErrConflict) {
-		return zero, apperr.ConcurrentUpdate
+		return zero, 0, apperr.ConcurrentUpdate
 	}
-	return out, err
+	return out, outSeq, err
 }
 
 // first is the state a command's first attempt stored at seq, which the

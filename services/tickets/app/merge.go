@@ -24,6 +24,14 @@ import (
 // priority only rises, a merged source is skipped), so retrying an
 // interrupted merge completes it without merging anything twice.
 //
+// Merges running at once must not fold tickets into each other (A into B
+// while B goes into A: both merged, neither left). So the target absorbs
+// only while it is not merged, and a source is folded only if it has not
+// changed since: since this merge read it, or on a replay since the
+// target absorbed it. A source that changed (it absorbed a ticket, got a
+// conversation) is not folded, and the merge answers 409
+// concurrent_update: sent again, it takes the source as it now is.
+//
 // With a command id (an Idempotency-Key) the target's event carries it
 // and each source's its own derived from it: a replay answers the
 // target as the first attempt left it and completes that attempt's
@@ -45,7 +53,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 	if first, done, err := a.mergeReplayed(ctx, caller, targetID, now); done || err != nil {
 		return first, err
 	}
-	sources, err := a.mergeable(ctx, ws, targetID, sourceIDs)
+	sources, seqs, err := a.mergeable(ctx, ws, targetID, sourceIDs)
 	if err != nil {
 		// Another copy of this keyed merge may have won the race since the
 		// check above (its sources are merged now): answer as it did.
@@ -54,7 +62,10 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 		}
 		return nil, err
 	}
-	merged, err := a.change(ctx, ws, targetID, commandID, func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	merged, _, err := a.Tickets.Change(ctx, ws, targetID, commandID, func(t *ticketsv1.Ticket, _ uint64, meta *commonv1.EventMeta) (proto.Message, error) {
+		if !domain.CanAbsorb(t.Status) { // merged since mergeable read it
+			return nil, apperr.TicketCannotAbsorb(t.Status)
+		}
 		top := t.Priority
 		for _, s := range sources {
 			for _, c := range s.ConversationIds {
@@ -73,7 +84,8 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 	if err != nil {
 		return nil, err
 	}
-	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, now)
+	unchanged := func(id string, seq uint64) bool { return seq == seqs[id] }
+	return merged, a.foldSources(ctx, caller, targetID, sourceIDs, now, unchanged)
 }
 
 // mergeReplayed answers a keyed merge whose command the target already
@@ -84,7 +96,7 @@ func (a *App) mergeReplayed(ctx context.Context, caller principal.Caller, target
 	if commandID == "" {
 		return nil, false, nil
 	}
-	ev, first, replay, err := a.Tickets.Recorded(ctx, caller.WorkspaceID, targetID, commandID)
+	ev, first, absorbedAt, replay, err := a.Tickets.RecordedAt(ctx, caller.WorkspaceID, targetID, commandID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -92,45 +104,55 @@ func (a *App) mergeReplayed(ctx context.Context, caller principal.Caller, target
 	if !replay || !ok {
 		return nil, false, nil
 	}
-	return first, true, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), now)
+	unchanged := func(_ string, seq uint64) bool { return seq < absorbedAt }
+	return first, true, a.foldSources(ctx, caller, targetID, merged.GetSourceTicketIds(), now, unchanged)
 }
 
 // mergeable reads the target and the sources and checks they may be
 // merged (a target that can absorb, active sources of the same agent);
-// it returns the sources.
-func (a *App) mergeable(ctx context.Context, ws, targetID string, sourceIDs []string) ([]*ticketsv1.Ticket, error) {
+// it returns the sources and the sequence each was read at.
+func (a *App) mergeable(ctx context.Context, ws, targetID string, sourceIDs []string) ([]*ticketsv1.Ticket, map[string]uint64, error) {
 	target, _, err := a.Get(ctx, ws, targetID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !domain.CanAbsorb(target.Status) {
-		return nil, apperr.TicketCannotAbsorb(target.Status)
+		return nil, nil, apperr.TicketCannotAbsorb(target.Status)
 	}
 	var sources []*ticketsv1.Ticket
+	seqs := map[string]uint64{}
 	for i, id := range sourceIDs {
-		s, _, err := a.Get(ctx, ws, id)
+		s, seq, err := a.Get(ctx, ws, id)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if s.AgentId != target.AgentId {
-			return nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
+			return nil, nil, apperr.ValidationErrors{{Loc: []any{"body", "source_ticket_ids", i}, Msg: "The ticket belongs to another agent", Type: "value_error"}}
 		}
 		if !domain.IsActive(s.Status) {
-			return nil, apperr.TicketNotMergeable(id, s.Status)
+			return nil, nil, apperr.TicketNotMergeable(id, s.Status)
 		}
-		sources = append(sources, s)
+		sources, seqs[id] = append(sources, s), seq
 	}
-	return sources, nil
+	return sources, seqs, nil
 }
 
-// foldSources marks each source as merged into the target; one already
-// merged is left as it is.
-func (a *App) foldSources(ctx context.Context, caller principal.Caller, targetID string, sourceIDs []string, now int64) error {
+// foldSources marks each source as merged into the target. One already
+// merged into it is left as it is, one merged into another is refused,
+// and one that changed since the target took it in (unchanged says, from
+// the sequence of its state) is not folded: 409 concurrent_update.
+func (a *App) foldSources(ctx context.Context, caller principal.Caller, targetID string, sourceIDs []string, now int64, unchanged func(id string, seq uint64) bool) error {
 	commandID := caller.CommandID
 	for _, id := range sourceIDs {
-		_, err := a.change(ctx, caller.WorkspaceID, id, aggregate.CommandFor(commandID, id), func(t *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+		_, _, err := a.Tickets.Change(ctx, caller.WorkspaceID, id, aggregate.CommandFor(commandID, id), func(t *ticketsv1.Ticket, seq uint64, meta *commonv1.EventMeta) (proto.Message, error) {
 			if t.Status == domain.StatusMerged {
-				return nil, nil // already folded in by an earlier attempt
+				if t.GetMergedIntoTicketId() == targetID {
+					return nil, nil // already folded in by an earlier attempt
+				}
+				return nil, apperr.TicketNotMergeable(id, t.Status) // by another merge
+			}
+			if !unchanged(id, seq) {
+				return nil, apperr.ConcurrentUpdate
 			}
 			t.Status, t.MergedIntoTicketId = domain.StatusMerged, &targetID
 			t.StatusChanges = append(t.StatusChanges, &ticketsv1.StatusChange{Status: domain.StatusMerged, ChangedByUserId: &caller.UserID, ChangedAtUnixSecs: now})
