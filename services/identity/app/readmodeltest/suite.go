@@ -1,7 +1,7 @@
 // Package readmodeltest is the conformance suite of app.ReadModel: every
-// implementation must answer every listing (and its count) exactly as the reference does
-// (all documents' newest states, filtered, then sorted by position),
-// through creates, updates, revocations and stale redeliveries.
+// implementation must answer every listing (and its count) exactly as the
+// reference does (all documents' newest states, filtered, then sorted by
+// position), through creates, updates, revocations and stale redeliveries.
 package readmodeltest
 
 import (
