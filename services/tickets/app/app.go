@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -52,6 +53,30 @@ type App struct {
 	// Cursors signs the listings' cursors.
 	Cursors *cursor.Codec
 	Now     func() time.Time
+
+	// lastOpenedMs is the creation time openedAt last handed out, shared
+	// by the copies of the App that New made.
+	lastOpenedMs *atomic.Int64
+}
+
+// openedAt is the creation time of a ticket opened now: the clock's,
+// moved on a millisecond where this process handed its millisecond out
+// already. Listings order tickets by creation time, then id, and ids are
+// not in creation order (a conversation's tickets have ids fixed by it, a
+// keyed create's by its key): tickets opened one after the other within a
+// millisecond would otherwise list out of order.
+func (a *App) openedAt() time.Time {
+	now := a.Now()
+	if a.lastOpenedMs == nil {
+		return now
+	}
+	for {
+		last := a.lastOpenedMs.Load()
+		ms := max(now.UnixMilli(), last+1)
+		if a.lastOpenedMs.CompareAndSwap(last, ms) {
+			return time.UnixMilli(ms)
+		}
+	}
 }
 
 // RequireAgent answers apperr.AgentNotFound unless a live agent belongs
@@ -90,7 +115,7 @@ func (a *App) isMember(ctx context.Context, workspaceID, userID string) (bool, e
 // New wires the application over the TICKETS stream, the read model and
 // the directory.
 func New(store eventlog.Store, rm ReadModel, dir Directory, log *slog.Logger, now func() time.Time) *App {
-	a := &App{ReadModel: rm, Directory: dir, Now: now}
+	a := &App{ReadModel: rm, Directory: dir, Now: now, lastOpenedMs: new(atomic.Int64)}
 	env := aggregate.Env{Store: store, Log: log, Now: now} // the three repos share the TICKETS stream
 	a.Tickets = &aggregate.Repo[*ticketsv1.Ticket]{
 		Env:     env,

@@ -102,7 +102,7 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	if err := a.RequireAgent(ctx, ws, agentID); err != nil {
 		return nil, false, err
 	}
-	now := a.Now()
+	now := a.openedAt()
 	author := &caller.UserID
 	comments := func(t *ticketsv1.Ticket) {
 		for _, tc := range turns {
@@ -110,9 +110,11 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 		}
 	}
 
-	// A report on a conversation with an active ticket joins it.
-	if open := a.activeTicketOf(ctx, ws, agentID, conv); open != "" {
-		t, err := a.change(ctx, ws, open, commandID, func(next *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+	join := func(id string) (*ticketsv1.Ticket, error) {
+		return a.change(ctx, ws, id, commandID, func(next *ticketsv1.Ticket, meta *commonv1.EventMeta) (proto.Message, error) {
+			if !domain.IsActive(next.Status) { // resolved, closed or merged since it was looked up
+				return nil, errNoLongerActive
+			}
 			if in.QAComment != nil && *in.QAComment != "" {
 				next.TicketComments = append(next.TicketComments, &ticketsv1.Comment{Comment: *in.QAComment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
 			}
@@ -123,26 +125,27 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 			widenSeen(next, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
 			return &ticketsv1.TicketCommented{Meta: meta, Ticket: next}, nil
 		})
-		return t, true, err
 	}
-
-	t = &ticketsv1.Ticket{
-		TicketId: ids.New("tkt"), WorkspaceId: ws, AgentId: agentID, OwnerUserId: caller.UserID,
-		Status: domain.StatusOpen, Source: source, ConversationIds: []string{conv}, NeedsClustering: source != domain.SourceManual,
-		QaComment: in.QAComment, Labels: in.Labels, CreatedAtUnixSecs: now.Unix(), UpdatedAtUnixSecs: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
-	}
-	if known {
-		if info.StartedAt > 0 {
-			t.FirstSeenUnixSecs = &info.StartedAt
+	open := func(id string) *ticketsv1.Ticket {
+		t := &ticketsv1.Ticket{
+			TicketId: id, WorkspaceId: ws, AgentId: agentID, OwnerUserId: caller.UserID,
+			Status: domain.StatusOpen, Source: source, ConversationIds: []string{conv}, NeedsClustering: source != domain.SourceManual,
+			QaComment: in.QAComment, Labels: in.Labels, CreatedAtUnixSecs: now.Unix(), UpdatedAtUnixSecs: now.Unix(), CreatedAtUnixMs: now.UnixMilli(),
 		}
-		if last := max(info.EndedAt, info.StartedAt); last > 0 {
-			t.LastSeenUnixSecs = &last
+		if known {
+			if info.StartedAt > 0 {
+				t.FirstSeenUnixSecs = &info.StartedAt
+			}
+			if last := max(info.EndedAt, info.StartedAt); last > 0 {
+				t.LastSeenUnixSecs = &last
+			}
 		}
+		widenSeen(t, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
+		comments(t)
+		fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
+		return t
 	}
-	widenSeen(t, in.FirstSeenUnixSecs, in.LastSeenUnixSecs)
-	comments(t)
-	fill(t, in.Title, in.QAComment, in.IssueType, in.Priority, caller.UserID, now.Unix())
-	return a.create(ctx, t, commandID)
+	return a.report(ctx, conversationOf{ws, agentID, conv}, commandID, join, open)
 }
 
 // awaitConversations bounds how long a create waits on a miss for the
@@ -178,7 +181,7 @@ func (a *App) CreateManual(ctx context.Context, caller principal.Caller, agentID
 		}
 		return nil, err
 	}
-	now := a.Now()
+	now := a.openedAt()
 	t := &ticketsv1.Ticket{
 		TicketId: ids.New("tkt"), WorkspaceId: caller.WorkspaceID, AgentId: agentID, OwnerUserId: caller.UserID,
 		Status: domain.StatusOpen, Source: domain.SourceManual, ConversationIds: []string{}, QaComment: in.QAComment,
@@ -203,6 +206,12 @@ func (a *App) create(ctx context.Context, t *ticketsv1.Ticket, commandID string)
 	if commandID != "" {
 		t.TicketId = stableTicketID(t.WorkspaceId, commandID)
 	}
+	return a.createAt(ctx, t, commandID)
+}
+
+// createAt appends TicketCreated at t's own id: a conflict when the id is
+// taken by another command's ticket.
+func (a *App) createAt(ctx context.Context, t *ticketsv1.Ticket, commandID string) (*ticketsv1.Ticket, bool, error) {
 	t.StatusChanges = []*ticketsv1.StatusChange{{Status: domain.StatusOpen, ChangedByUserId: &t.OwnerUserId, ChangedAtUnixSecs: t.CreatedAtUnixSecs}}
 	meta := esproto.Meta(ctx, t.WorkspaceId, commandID, a.Now())
 	return a.Tickets.Create(ctx, t.WorkspaceId, t.TicketId, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, t)
@@ -228,15 +237,6 @@ func (a *App) createdBy(ctx context.Context, ws, commandID string) (*ticketsv1.T
 // stableTicketID is the id of the ticket a create with a command id makes,
 // so a retry finds it.
 func stableTicketID(ws, commandID string) string { return "tkt_" + esproto.StableID(ws, commandID) }
-
-// activeTicketOf finds the active ticket already raised on a conversation.
-func (a *App) activeTicketOf(ctx context.Context, ws, agentID, conv string) string {
-	id, err := a.ReadModel.ActiveTicket(ctx, ws, agentID, conv)
-	if err != nil {
-		return ""
-	}
-	return id
-}
 
 func fill(t *ticketsv1.Ticket, title, qa, issueType, priority *string, by string, at int64) {
 	switch {

@@ -111,7 +111,7 @@ func (a *App) recordOnExisting(ctx context.Context, f FailingTest, id string) (*
 }
 
 func (a *App) createForTest(ctx context.Context, f FailingTest, id string) (*ticketsv1.Ticket, error) {
-	now := a.Now()
+	now := a.openedAt()
 	first := f.Failures[0]
 	comment := fmt.Sprintf("Test %q fails: %s", f.TestName, orDefault(first.Rationale, "the judge gave no rationale"))
 	t := &ticketsv1.Ticket{
