@@ -50,6 +50,16 @@ func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, c
 	return res, err
 }
 
+// newHeldFixture is newFixture with its application writing through a
+// heldLog, to arm.
+func newHeldFixture(t *testing.T) (*fixture, *heldLog) {
+	f := newFixture(t)
+	held := &heldLog{Store: f.log}
+	f.app = app.New(held, memory.NewIndex(), f.dir, slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
+	f.app.Cursors = cursor.NewCodec([]byte("k"))
+	return f, held
+}
+
 // Two merges at once, A into B and B into A, never leave both tickets
 // merged (each pointing at the other, neither in any queue), however
 // their writes interleave: here both targets are written before either
@@ -58,10 +68,7 @@ func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, c
 // merged into the other.
 func TestCrossMergesAtOnceNeverFoldTicketsIntoEachOther(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
-		f := newFixture(t)
-		held := &heldLog{Store: f.log}
-		f.app = app.New(held, memory.NewIndex(), f.dir, slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
-		f.app.Cursors = cursor.NewCodec([]byte("k"))
+		f, held := newHeldFixture(t)
 		ctx := context.Background()
 		a, b := f.manual(t, "agent_1", "a"), f.manual(t, "agent_1", "b")
 		merge := func(key, target, source string) error {

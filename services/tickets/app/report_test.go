@@ -2,16 +2,11 @@ package app_test
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
-	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
-	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
@@ -22,10 +17,7 @@ import (
 // read model (the first not projected yet) and opened its own.
 func TestReportsAtOnceOnAConversationOpenOneTicket(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
-		f := newFixture(t)
-		held := &heldLog{Store: f.log}
-		f.app = app.New(held, memory.NewIndex(), f.dir, slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
-		f.app.Cursors = cursor.NewCodec([]byte("k"))
+		f, held := newHeldFixture(t)
 		held.arm(2)
 		var got [2]*ticketsv1.Ticket
 		var existing [2]bool
