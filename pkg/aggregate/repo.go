@@ -360,6 +360,105 @@ func (r *Repo[S]) Change(ctx context.Context, workspaceID, id, commandID string,
 	return out, outSeq, err
 }
 
+// MultiMutation decides the events of a command over several aggregates:
+// next holds a copy of each one's current state, to change in place, and
+// seqs the sequence it was read at; it answers an event per aggregate
+// (nil: that one unchanged), each built with its own metas entry.
+type MultiMutation[S proto.Message] func(next []S, seqs []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error)
+
+// ChangeAll changes several aggregates of a workspace as one command,
+// stored whole or not at all (eventlog.Store.AppendAll), so no reader
+// ever sees a part of it: m decides on the current state of each, and a
+// conflict on any of them runs it again on fresh states. The first id
+// leads: its event carries commandID, the others' CommandFor(commandID,
+// id), and a replay of the command answers the lead as its first attempt
+// left it, changing nothing, as Change does. It answers the lead's state.
+func (r *Repo[S]) ChangeAll(ctx context.Context, workspaceID, commandID string, ids []string, m MultiMutation[S]) (S, error) {
+	var out, zero S
+	subjects := make([]string, len(ids))
+	for i, id := range ids {
+		subject, err := r.Subject(workspaceID, id)
+		if err != nil {
+			return zero, r.NotFound
+		}
+		subjects[i] = subject
+	}
+	err := eventlog.Retry(ctx, conflictAttempts, func() error {
+		next, seqs := make([]S, len(ids)), make([]uint64, len(ids))
+		for i, subject := range subjects {
+			rec, cur, err := r.last(ctx, subject)
+			if err != nil {
+				return err
+			}
+			if i == 0 && commandID != "" && rec.CommandID == commandID {
+				if err := esproto.SameRequestIn(ctx, rec); err != nil {
+					return err
+				}
+				out = cur // a replay, the lead unchanged since
+				r.project(ctx, subject, rec.Seq, cur)
+				return nil
+			}
+			if r.gone(cur) {
+				return r.NotFound
+			}
+			next[i], seqs[i] = proto.Clone(cur).(S), rec.Seq
+		}
+		now := r.Now()
+		metas := make([]*commonv1.EventMeta, len(ids))
+		for i, id := range ids {
+			cmd := CommandFor(commandID, id)
+			if i == 0 {
+				cmd = commandID
+			}
+			metas[i] = esproto.Meta(ctx, workspaceID, cmd, now)
+		}
+		evs, err := m(next, seqs, metas)
+		var batch []eventlog.Write
+		var changed []int
+		for i, ev := range evs {
+			if err != nil || ev == nil {
+				continue
+			}
+			if r.Touch != nil {
+				r.Touch(next[i], now)
+			}
+			e, eerr := esproto.Encode(ctx, metas[i], ev)
+			if eerr != nil {
+				return eerr
+			}
+			batch = append(batch, eventlog.Write{Subject: subjects[i], ExpectedSeq: seqs[i], CommandID: metas[i].GetCommandId(), Event: e})
+			changed = append(changed, i)
+		}
+		if err != nil || len(batch) == 0 {
+			// Nothing to append: a replay of a command the lead has moved
+			// on from answers what that command left.
+			_, first, found, ferr := r.Recorded(ctx, workspaceID, ids[0], commandID)
+			switch {
+			case ferr != nil:
+				return ferr
+			case found:
+				out = first
+				return nil
+			}
+			out = next[0]
+			return err
+		}
+		res, err := r.Store.AppendAll(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for j, i := range changed {
+			r.project(ctx, subjects[i], res[j].Seq, next[i])
+		}
+		out = next[0]
+		return nil
+	})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return zero, apperr.ConcurrentUpdate
+	}
+	return out, err
+}
+
 // first is the state a command's first attempt stored at seq, which the
 // store found its replay a duplicate of, projected again: that attempt
 // may have died before projecting it. A command id of no request reused

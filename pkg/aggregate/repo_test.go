@@ -66,6 +66,9 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"KeyOfAnotherRequestIsRefused", testKeyOfAnotherRequestIsRefused},
 		{"KeyOfAnotherRequestIsRefusedBeyondTheWindow", testKeyOfAnotherRequestIsRefusedBeyondTheWindow},
 		{"LatestAndGetSince", testLatestAndGetSince},
+		{"ChangeAllStoresEveryChangeOrNone", testChangeAllStoresEveryChangeOrNone},
+		{"ChangeAllRetriesAgainstFreshStates", testChangeAllRetriesAgainstFreshStates},
+		{"KeyedChangeAllReplayAnswersTheFirstResult", testKeyedChangeAllReplay},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })

@@ -9,6 +9,7 @@ package eventlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -99,6 +100,43 @@ type Store interface {
 	// FindCommand finds the event commandID appended to subject, however
 	// long ago.
 	FindCommand(ctx context.Context, subject, commandID string) (Record, bool, error)
+	// AppendAll writes every append of the batch or none of them, each
+	// guarded as Append guards it (on distinct subjects), at consecutive
+	// sequences in the batch's order: a command over several aggregates
+	// is stored whole or not at all. ErrConflict, nothing written, when a
+	// subject's last sequence is not its expected one, or when a command
+	// id of the batch was stored before: a retried batch finds its first
+	// attempt by its command ids (FindCommand).
+	AppendAll(ctx context.Context, batch []Write) ([]Appended, error)
+}
+
+// Write is one append of a batch (Store.AppendAll): the arguments Append
+// takes.
+type Write struct {
+	Subject     string
+	ExpectedSeq uint64
+	CommandID   string
+	Event       Event
+}
+
+// ErrBadBatch is AppendAll's answer to a batch of nothing, or of two
+// appends to one subject (the second's expectation cannot be known).
+var ErrBadBatch = errors.New("event store: a batch of no appends, or of two to one subject")
+
+// CheckBatch refuses what no store can append as one batch
+// (ErrBadBatch).
+func CheckBatch(batch []Write) error {
+	if len(batch) == 0 {
+		return ErrBadBatch
+	}
+	seen := make(map[string]bool, len(batch))
+	for _, w := range batch {
+		if seen[w.Subject] {
+			return fmt.Errorf("%w: %s twice", ErrBadBatch, w.Subject)
+		}
+		seen[w.Subject] = true
+	}
+	return nil
 }
 
 // Retry runs fn until it returns something other than a conflict, at most

@@ -92,6 +92,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, c StreamConfig) (
 		DenyPurge:   true,
 		Duplicates:  c.DedupWindow,
 		AllowDirect: true,
+		// A command over several aggregates is stored whole or not at
+		// all (Store.AppendAll).
+		AllowAtomicPublish: true,
 	})
 }
 

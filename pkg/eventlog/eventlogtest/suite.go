@@ -33,6 +33,11 @@ func Run(t *testing.T, open Open) {
 		{"FindCommandInHistory", findCommand},
 		{"AtReadsBySequence", at},
 		{"RetryReloadsOnConflict", retryReloads},
+		{"BatchIsStoredWhole", batchStoredWhole},
+		{"BatchWithAStaleSubjectStoresNothing", batchStaleStoresNothing},
+		{"RetriedBatchStoresNothingAgain", batchRetried},
+		{"OneWinnerAmongOverlappingBatches", batchOneWinner},
+		{"BatchOfNothingOrOneSubjectTwiceIsRefused", batchRefused},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })

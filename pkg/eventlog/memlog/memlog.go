@@ -62,28 +62,72 @@ func (s *Store) Append(ctx context.Context, subject string, expectedSeq uint64, 
 	if d, ok := s.seen[msgID]; ok && now.Sub(d.at) < s.Window {
 		return eventlog.Appended{Seq: d.seq, Duplicate: true}, nil
 	}
-	hist := s.bySubject[subject]
-	var last uint64
-	if len(hist) > 0 {
-		last = hist[len(hist)-1]
-	}
-	if expectedSeq != eventlog.AnySeq && expectedSeq != last {
+	if s.lastOf(subject) != expectedSeq && expectedSeq != eventlog.AnySeq {
 		// A retried command beyond the window: found on its subject.
-		for _, seq := range slices.Backward(hist) {
+		for _, seq := range slices.Backward(s.bySubject[subject]) {
 			if commandID != "" && s.recs[seq-1].CommandID == commandID {
 				return eventlog.Appended{Seq: seq, Duplicate: true}, nil
 			}
 		}
 		return eventlog.Appended{}, fmt.Errorf("%w: %s at %d", eventlog.ErrConflict, subject, expectedSeq)
 	}
+	return eventlog.Appended{Seq: s.store(subject, msgID, ev, now)}, nil
+}
+
+// AppendAll implements eventlog.Store: every check before any write, as
+// JetStream checks an atomic batch before it commits it.
+func (s *Store) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := eventlog.CheckBatch(batch); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.Now()
+	evs, msgIDs := make([]eventlog.Event, len(batch)), make([]string, len(batch))
+	for i, w := range batch {
+		evs[i], msgIDs[i] = w.Event, w.CommandID
+		if evs[i].ID == "" {
+			evs[i].ID = ids.New("evt")
+		}
+		if msgIDs[i] == "" {
+			msgIDs[i] = evs[i].ID
+		}
+		if d, ok := s.seen[msgIDs[i]]; ok && now.Sub(d.at) < s.Window {
+			return nil, fmt.Errorf("%w: command %s stored before", eventlog.ErrConflict, w.CommandID)
+		}
+		if w.ExpectedSeq != eventlog.AnySeq && s.lastOf(w.Subject) != w.ExpectedSeq {
+			return nil, fmt.Errorf("%w: %s at %d", eventlog.ErrConflict, w.Subject, w.ExpectedSeq)
+		}
+	}
+	out := make([]eventlog.Appended, len(batch))
+	for i, w := range batch {
+		out[i].Seq = s.store(w.Subject, msgIDs[i], evs[i], now)
+	}
+	return out, nil
+}
+
+// lastOf is subject's last sequence (0: none). Called with mu held.
+func (s *Store) lastOf(subject string) uint64 {
+	if hist := s.bySubject[subject]; len(hist) > 0 {
+		return hist[len(hist)-1]
+	}
+	return 0
+}
+
+// store appends ev to subject and answers its sequence. Called with mu
+// held.
+func (s *Store) store(subject, msgID string, ev eventlog.Event, now time.Time) uint64 {
 	seq := uint64(len(s.recs)) + 1
 	s.recs = append(s.recs, eventlog.Record{
 		Seq: seq, Subject: subject, Type: ev.Type, EventID: ev.ID, Workspace: ev.Workspace,
 		CommandID: msgID, Header: maps.Clone(ev.Header), Data: slices.Clone(ev.Data), Time: now,
 	})
-	s.bySubject[subject] = append(hist, seq)
+	s.bySubject[subject] = append(s.bySubject[subject], seq)
 	s.seen[msgID] = seen{seq: seq, at: now}
-	return eventlog.Appended{Seq: seq}, nil
+	return seq
 }
 
 // Last implements eventlog.Store.

@@ -2,10 +2,14 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
@@ -16,10 +20,10 @@ import (
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// heldLog holds the callers of the appends it is armed for, once stored,
-// until that many are: two merges' first writes (their targets') are both
-// stored before either goes on, the interleaving that folded two tickets
-// into each other.
+// heldLog holds the callers of the writes it is armed for until that
+// many have come: appends once stored (two reports' creates both stored
+// before either goes on), batches before they are stored (two merges
+// both read what they change before either writes).
 type heldLog struct {
 	eventlog.Store
 	mu      sync.Mutex
@@ -33,8 +37,8 @@ func (h *heldLog) arm(n int) {
 	h.mu.Unlock()
 }
 
-func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
-	res, err := h.Store.Append(ctx, subject, expected, commandID, ev)
+// hold counts one armed write and waits until all have come.
+func (h *heldLog) hold() {
 	h.mu.Lock()
 	release := h.release
 	if h.waiting > 0 {
@@ -47,7 +51,17 @@ func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, c
 	if release != nil {
 		<-release
 	}
+}
+
+func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
+	res, err := h.Store.Append(ctx, subject, expected, commandID, ev)
+	h.hold()
 	return res, err
+}
+
+func (h *heldLog) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
+	h.hold()
+	return h.Store.AppendAll(ctx, batch)
 }
 
 // newHeldFixture is newFixture with its application writing through a
@@ -61,37 +75,80 @@ func newHeldFixture(t *testing.T) (*fixture, *heldLog) {
 }
 
 // Two merges at once, A into B and B into A, never leave both tickets
-// merged (each pointing at the other, neither in any queue), however
-// their writes interleave: here both targets are written before either
-// merge goes on. A merge that cannot complete answers 409; sent again one
-// after the other (keyed: replayed), the two leave exactly one ticket
-// merged into the other.
+// merged (each pointing at the other, neither in any queue), nor both
+// open holding each other's conversations: here both have read the two
+// tickets before either writes. One lands; the other finds its target
+// merged and answers 409, sent again or not (keyed: it is no replay, as
+// it stored nothing).
 func TestCrossMergesAtOnceNeverFoldTicketsIntoEachOther(t *testing.T) {
-	for _, keyed := range []bool{false, true} {
+	for i, keyed := range []bool{false, true} {
 		f, held := newHeldFixture(t)
 		ctx := context.Background()
-		a, b := f.manual(t, "agent_1", "a"), f.manual(t, "agent_1", "b")
+		a, b := f.reported(t, fmt.Sprintf("conv_a%d", i)), f.reported(t, fmt.Sprintf("conv_b%d", i))
 		merge := func(key, target, source string) error {
 			if !keyed {
 				key = ""
 			}
 			_, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa, CommandID: key}, target, []string{source})
-			if err != nil {
-				wantKind(t, err, apperr.Conflict, "a merge that cannot complete")
-			}
 			return err
 		}
 		held.arm(2)
+		errs := make([]error, 2)
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = merge("k1", a.TicketId, b.TicketId) })
-		wg.Go(func() { _ = merge("k2", b.TicketId, a.TicketId) })
+		wg.Go(func() { errs[0] = merge("k1", a.TicketId, b.TicketId) })
+		wg.Go(func() { errs[1] = merge("k2", b.TicketId, a.TicketId) })
 		wg.Wait()
-		if n := f.mergedOf(t, a.TicketId, b.TicketId); n > 1 {
-			t.Fatalf("keyed %v: both tickets merged into each other", keyed)
+		if (errs[0] == nil) == (errs[1] == nil) {
+			t.Fatalf("keyed %v: the merges answered %v and %v; want one merged and one refused", keyed, errs[0], errs[1])
 		}
-		_, _ = merge("k1", a.TicketId, b.TicketId), merge("k2", b.TicketId, a.TicketId)
-		if n := f.mergedOf(t, a.TicketId, b.TicketId); n != 1 {
-			t.Fatalf("keyed %v: %d of the two tickets merged after both merges were sent again; want 1", keyed, n)
+		for _, err := range errs {
+			if err != nil {
+				wantKind(t, err, apperr.Conflict, "the merge whose target the other merged")
+			}
+		}
+		survivor, gone := a, b
+		if errs[0] != nil {
+			survivor, gone = b, a
+		}
+		f.wantMergedInto(t, gone.TicketId, survivor.TicketId)
+		again := merge("k2", b.TicketId, a.TicketId)
+		if errs[0] != nil {
+			again = merge("k1", a.TicketId, b.TicketId)
+		}
+		wantKind(t, again, apperr.Conflict, "the refused merge sent again")
+		f.wantMergedInto(t, gone.TicketId, survivor.TicketId)
+	}
+}
+
+// reported is a ticket raised on a conversation of agent_1.
+func (f *fixture) reported(t *testing.T, conv string) *ticketsv1.Ticket {
+	t.Helper()
+	tk, _, err := f.app.Create(context.Background(), principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: &conv, AgentID: ptr("agent_1"), QAComment: ptr("seen")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// wantMergedInto fails unless source is merged into target, which is
+// active and holds every conversation of both.
+func (f *fixture) wantMergedInto(t *testing.T, source, target string) {
+	t.Helper()
+	ctx := context.Background()
+	s, _, err := f.app.Get(ctx, "ws_a", source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, _, err := f.app.Get(ctx, "ws_a", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != domain.StatusMerged || s.GetMergedIntoTicketId() != target || !domain.IsActive(tg.Status) {
+		t.Fatalf("source %s (%s, into %q), target %s (%s)", source, s.Status, s.GetMergedIntoTicketId(), target, tg.Status)
+	}
+	for _, c := range s.ConversationIds {
+		if !slices.Contains(tg.ConversationIds, c) {
+			t.Fatalf("the target %s lacks %s of its source: %v", target, c, tg.ConversationIds)
 		}
 	}
 }

@@ -1,0 +1,150 @@
+package aggregate
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+)
+
+// renameAll is a command renaming every aggregate it is given, the first
+// (the lead) to lead, the others to rest; one named "refuse" refuses it.
+func renameAll(lead, rest string) MultiMutation[*agentsv1.Agent] {
+	return func(next []*agentsv1.Agent, _ []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error) {
+		evs := make([]proto.Message, len(next))
+		for i, a := range next {
+			if a.Name == "refuse" {
+				return nil, errConflict
+			}
+			a.Name = rest
+			if i == 0 {
+				a.Name = lead
+			}
+			evs[i] = &agentsv1.AgentUpdated{Meta: metas[i], Agent: a}
+		}
+		return evs, nil
+	}
+}
+
+func names(t *testing.T, r *Repo[*agentsv1.Agent], ids ...string) []string {
+	t.Helper()
+	var out []string
+	for _, id := range ids {
+		a, _, err := r.Get(context.Background(), "ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, a.GetName())
+	}
+	return out
+}
+
+func testChangeAllStoresEveryChangeOrNone(t *testing.T, open openStore) {
+	r, projected := newRepo(t, open)
+	ctx := context.Background()
+	for _, id := range []string{"agent_1", "agent_2", "agent_3"} {
+		create(t, r, id, "")
+	}
+	projected.Clear()
+	lead, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_2", "agent_3"}, renameAll("lead", "rest"))
+	if err != nil || lead.GetName() != "lead" || lead.GetUpdatedAtUnix() == 0 {
+		t.Fatalf("change all: %v %v", lead, err)
+	}
+	if got := names(t, r, "agent_1", "agent_2", "agent_3"); got[0] != "lead" || got[1] != "rest" || got[2] != "rest" {
+		t.Fatalf("names after the command: %v", got)
+	}
+	for _, id := range []string{"agent_1", "agent_2", "agent_3"} {
+		if _, ok := projected.Load(id); !ok {
+			t.Fatalf("%s was not projected inline", id)
+		}
+	}
+	// One refusing or missing: nothing changes.
+	if _, err := r.Update(ctx, "ws", "agent_3", "", func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		next.Name = "refuse"
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: next}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_2", "agent_3"}, renameAll("x", "y")); !errors.Is(err, errConflict) {
+		t.Fatalf("a command its mutation refuses: %v", err)
+	}
+	if _, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_missing"}, renameAll("x", "y")); !errors.Is(err, errNotFound) {
+		t.Fatalf("a command over a missing aggregate: %v", err)
+	}
+	if got := names(t, r, "agent_1", "agent_2", "agent_3"); got[0] != "lead" || got[1] != "rest" || got[2] != "refuse" {
+		t.Fatalf("a refused command changed something: %v", got)
+	}
+}
+
+// A writer that changes one of the aggregates between the command's read
+// and its append makes it run again on what that writer left; the
+// aggregates the command would have changed first are not changed twice
+// or half.
+func testChangeAllRetriesAgainstFreshStates(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	ctx := context.Background()
+	create(t, r, "agent_1", "")
+	create(t, r, "agent_2", "")
+	runs := 0
+	_, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_2"}, func(next []*agentsv1.Agent, seqs []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error) {
+		runs++
+		if runs == 1 { // someone renames agent_2 meanwhile
+			if _, err := r.Update(ctx, "ws", "agent_2", "", func(n *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+				n.Name = "interloper"
+				return &agentsv1.AgentUpdated{Meta: meta, Agent: n}, nil
+			}); err != nil {
+				return nil, err
+			}
+		}
+		evs := make([]proto.Message, len(next))
+		for i, a := range next {
+			a.Name += "+mine"
+			evs[i] = &agentsv1.AgentUpdated{Meta: metas[i], Agent: a}
+		}
+		return evs, nil
+	})
+	if err != nil || runs != 2 {
+		t.Fatalf("runs=%d err=%v", runs, err)
+	}
+	if got := names(t, r, "agent_1", "agent_2"); got[0] != "first+mine" || got[1] != "interloper+mine" {
+		t.Fatalf("names: %v", got)
+	}
+}
+
+func testKeyedChangeAllReplay(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	ctx := keyed("digest-1")
+	create(t, r, "agent_1", "")
+	create(t, r, "agent_2", "")
+	ids := []string{"agent_1", "agent_2"}
+	first, err := r.ChangeAll(ctx, "ws", "cmd-1", ids, renameAll("lead", "rest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Sent again as it is, and after the lead changed since: the first
+	// result, nothing changed again.
+	again, err := r.ChangeAll(ctx, "ws", "cmd-1", ids, renameAll("lead 2", "rest 2"))
+	if err != nil || !proto.Equal(first, again) {
+		t.Fatalf("replay: %v %v, want %v", again, err, first)
+	}
+	if _, err := r.Update(ctx, "ws", "agent_1", "", func(n *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		n.Name = "refuse"
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: n}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	later, err := r.ChangeAll(ctx, "ws", "cmd-1", ids, renameAll("lead 3", "rest 3"))
+	if err != nil || later.GetName() != "lead" {
+		t.Fatalf("replay after the lead changed: %v %v", later, err)
+	}
+	if got := names(t, r, "agent_1", "agent_2"); got[0] != "refuse" || got[1] != "rest" {
+		t.Fatalf("a replay changed something: %v", got)
+	}
+	// The key with another request is refused.
+	_, err = r.ChangeAll(keyed("digest-2"), "ws", "cmd-1", ids, renameAll("x", "y"))
+	wantReused(t, "the key of another request", err)
+}
