@@ -148,3 +148,55 @@ func testKeyedChangeAllReplay(t *testing.T, open openStore) {
 	_, err = r.ChangeAll(keyed("digest-2"), "ws", "cmd-1", ids, renameAll("x", "y"))
 	wantReused(t, "the key of another request", err)
 }
+
+// renameStep is a step renaming agent id to name under commandID.
+func renameStep(t *testing.T, r *Repo[*agentsv1.Agent], id, commandID, name string) *Step {
+	t.Helper()
+	s, err := r.Step("ws", id, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		if next.Name == name {
+			return nil, nil
+		}
+		next.Name = name
+		return &agentsv1.AgentUpdated{Meta: meta, Agent: next}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A keyed command over several aggregates sent again changes nothing
+// again: at once, and after every aggregate it changed has changed since
+// (its events found by their command ids); with another request, the key
+// is refused.
+func testKeyedChangeManyReplay(t *testing.T, open openStore) {
+	r, projected := newRepo(t, open)
+	ctx := keyed("digest-1")
+	create(t, r, "agent_1", "")
+	create(t, r, "agent_2", "")
+	projected.Clear()
+	steps := func(name string) []*Step {
+		return []*Step{renameStep(t, r, "agent_1", CommandFor("cmd-1", "agent_1"), name), renameStep(t, r, "agent_2", CommandFor("cmd-1", "agent_2"), name)}
+	}
+	if err := ChangeMany(ctx, r.Env, "ws", steps("moved")); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := projected.Load("agent_2"); !ok {
+		t.Fatal("a step's change was not projected inline")
+	}
+	if err := ChangeMany(ctx, r.Env, "ws", steps("again")); err != nil {
+		t.Fatalf("sent again at once: %v", err)
+	}
+	for _, id := range []string{"agent_1", "agent_2"} {
+		if err := ChangeMany(context.Background(), r.Env, "ws", []*Step{renameStep(t, r, id, "", "changed since")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ChangeMany(ctx, r.Env, "ws", steps("again")); err != nil {
+		t.Fatalf("sent again after its aggregates changed: %v", err)
+	}
+	if got := names(t, r, "agent_1", "agent_2"); got[0] != "changed since" || got[1] != "changed since" {
+		t.Fatalf("a replay changed something: %v", got)
+	}
+	wantReused(t, "the key of another request", ChangeMany(keyed("digest-2"), r.Env, "ws", steps("other")))
+}

@@ -69,6 +69,7 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"ChangeAllStoresEveryChangeOrNone", testChangeAllStoresEveryChangeOrNone},
 		{"ChangeAllRetriesAgainstFreshStates", testChangeAllRetriesAgainstFreshStates},
 		{"KeyedChangeAllReplayAnswersTheFirstResult", testKeyedChangeAllReplay},
+		{"KeyedChangeManyReplayChangesNothingAgain", testKeyedChangeManyReplay},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	events "github.com/voiceai-platform/voiceai/proto-events"
+
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -290,5 +294,61 @@ func TestPageTestsByCursor(t *testing.T) {
 	}
 	if want := []string{"Billing", "C", "B", "A", "Opening hours"}; !slices.Equal(names, want) {
 		t.Fatalf("pages gave %v, want %v", names, want)
+	}
+}
+
+// failingWrites refuses every write that touches subject, as a store that
+// stops answering midway would.
+type failingWrites struct {
+	eventlog.Store
+	subject string
+}
+
+var errWriteFailed = errors.New("the store did not answer")
+
+func (s *failingWrites) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
+	if subject == s.subject {
+		return eventlog.Appended{}, errWriteFailed
+	}
+	return s.Store.Append(ctx, subject, expected, commandID, ev)
+}
+
+func (s *failingWrites) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
+	for _, w := range batch {
+		if w.Subject == s.subject {
+			return nil, errWriteFailed
+		}
+	}
+	return s.Store.AppendAll(ctx, batch)
+}
+
+// A move is stored whole or not at all: one entry that cannot be written
+// leaves every other where it was, and the move sent again moves them all.
+func TestBulkMoveIsStoredWholeOrNotAtAll(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	into := w.folder("Billing", "")
+	first, second, third := w.testIn("Invoice", ""), w.testIn("Refund", ""), w.testIn("Receipt", "")
+	subject, _ := events.TestingSubject("ws", events.TestingKindTest, second)
+	ports := w.p.Ports()
+	ports.Testing = &failingWrites{Store: ports.Testing, subject: subject}
+	failing := app.New(ports, w.a.ReadModel, slog.New(slog.DiscardHandler), w.clock.Now)
+	keyed := w.c
+	keyed.CommandID = "move-all"
+	if _, err := failing.BulkMove(ctx, keyed, []string{first, second, third}, into); !errors.Is(err, errWriteFailed) {
+		t.Fatalf("a move that could not be written: %v", err)
+	}
+	for _, id := range []string{first, second, third} {
+		if p := w.parentOf(id); p != "" {
+			t.Fatalf("%s moved to %q by a move that failed", id, p)
+		}
+	}
+	if n, err := w.a.BulkMove(ctx, keyed, []string{first, second, third}, into); err != nil || n != 3 {
+		t.Fatalf("the move sent again: %d %v", n, err)
+	}
+	for _, id := range []string{first, second, third} {
+		if p := w.parentOf(id); p != into {
+			t.Fatalf("%s is in %q after the move sent again, want %q", id, p, into)
+		}
 	}
 }

@@ -200,18 +200,21 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 	if err := v.Err(); err != nil {
 		return 0, err
 	}
+	// The moves are stored together or not at all. Each entry's move
+	// carries its own command id derived from the request's: a replay
+	// moves nothing again, even to another folder. An entry in place
+	// already has no move to replay: sent without one, it is not looked
+	// for in its history.
+	steps := make([]*aggregate.Step, 0, len(entityIDs))
 	for _, id := range entityIDs {
-		// Each entry's move carries its own command id derived from the
-		// request's: a replay moves nothing again, even to another folder.
-		// An entry in place already has no move to replay: sent without
-		// one, it is not looked for in its history.
 		cmd := aggregate.CommandFor(c.CommandID, id)
 		if f.known[id].ParentFolderID == moveTo {
 			cmd = ""
 		}
+		var step *aggregate.Step
 		var err error
 		if f.known[id].Kind == KindFolder {
-			_, err = a.Folders.Update(ctx, c.WorkspaceID, id, cmd, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+			step, err = a.Folders.Step(c.WorkspaceID, id, cmd, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
 				if f.ParentFolderId == moveTo {
 					return nil, nil
 				}
@@ -219,7 +222,7 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 				return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
 			})
 		} else {
-			_, err = a.Tests.Update(ctx, c.WorkspaceID, id, cmd, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+			step, err = a.Tests.Step(c.WorkspaceID, id, cmd, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
 				if t.ParentFolderId == moveTo {
 					return nil, nil
 				}
@@ -230,6 +233,10 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 		if err != nil {
 			return 0, err
 		}
+		steps = append(steps, step)
+	}
+	if err := aggregate.ChangeMany(ctx, a.Tests.Env, c.WorkspaceID, steps); err != nil {
+		return 0, err
 	}
 	return len(entityIDs), nil
 }

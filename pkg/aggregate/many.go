@@ -1,0 +1,128 @@
+package aggregate
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+)
+
+// Step is one aggregate's change in a command over aggregates of several
+// kinds (ChangeMany), made by its repository (Repo.Step).
+type Step struct {
+	subject   string
+	commandID string
+	// read loads the aggregate's current state and answers its last
+	// record (r.NotFound when it is missing or deleted).
+	read func(ctx context.Context) (eventlog.Record, error)
+	// decide runs the mutation on a copy of what read loaded: its event,
+	// or nil when it changes nothing.
+	decide func(meta *commonv1.EventMeta, now time.Time) (proto.Message, error)
+	// project writes the changed state to the read model.
+	project func(ctx context.Context, seq uint64)
+}
+
+// Step is the change m makes to aggregate id, as one step of a command
+// over several (ChangeMany). Its event carries commandID (one of its own,
+// CommandFor: a stream deduplicates message ids across its subjects).
+func (r *Repo[S]) Step(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil {
+		return nil, r.NotFound
+	}
+	var cur, next S
+	return &Step{
+		subject:   subject,
+		commandID: commandID,
+		read: func(ctx context.Context) (eventlog.Record, error) {
+			rec, state, err := r.last(ctx, subject)
+			if err == nil && r.gone(state) {
+				err = r.NotFound
+			}
+			cur = state
+			return rec, err
+		},
+		decide: func(meta *commonv1.EventMeta, now time.Time) (proto.Message, error) {
+			next = proto.Clone(cur).(S)
+			ev, err := m(next, meta)
+			if ev != nil && err == nil && r.Touch != nil {
+				r.Touch(next, now)
+			}
+			return ev, err
+		},
+		project: func(ctx context.Context, seq uint64) { r.project(ctx, subject, seq, next) },
+	}, nil
+}
+
+// ChangeMany runs a command over several aggregates, of one kind or
+// several, stored whole or not at all (eventlog.Store.AppendAll): every
+// step decides on fresh state, and a conflict on any aggregate runs them
+// all again. A keyed command (the steps' command ids derived from one)
+// whose first attempt was stored changes nothing again: found on the last
+// event of a step, or, after a conflict, in the first step's history.
+func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step) error {
+	err := eventlog.Retry(ctx, conflictAttempts, func() error {
+		recs := make([]eventlog.Record, len(steps))
+		for i, s := range steps {
+			rec, err := s.read(ctx)
+			if err != nil {
+				return err
+			}
+			if s.commandID != "" && rec.CommandID == s.commandID {
+				return esproto.SameRequestIn(ctx, rec) // stored before: a replay
+			}
+			recs[i] = rec
+		}
+		now := env.Now()
+		var batch []eventlog.Write
+		var changed []*Step
+		for i, s := range steps {
+			meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
+			ev, err := s.decide(meta, now)
+			if err != nil {
+				return err
+			}
+			if ev == nil {
+				continue
+			}
+			e, err := esproto.Encode(ctx, meta, ev)
+			if err != nil {
+				return err
+			}
+			batch = append(batch, eventlog.Write{Subject: s.subject, ExpectedSeq: recs[i].Seq, CommandID: s.commandID, Event: e})
+			changed = append(changed, s)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		res, err := env.Store.AppendAll(ctx, batch)
+		if errors.Is(err, eventlog.ErrConflict) && changed[0].commandID != "" {
+			// Perhaps a first attempt of this command, stored since.
+			rec, found, ferr := env.Store.FindCommand(ctx, changed[0].subject, changed[0].commandID)
+			if ferr != nil {
+				return ferr
+			}
+			if found {
+				return esproto.SameRequestIn(ctx, rec)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		for j, s := range changed {
+			s.project(ctx, res[j].Seq)
+		}
+		return nil
+	})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return apperr.ConcurrentUpdate
+	}
+	return err
+}
