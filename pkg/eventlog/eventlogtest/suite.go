@@ -140,12 +140,21 @@ func oneWinner(t *testing.T, s eventlog.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	oneOfTwentyWins(t, func(i int) error {
+		_, err := s.Append(ctx, "test.a", base.Seq, "", ev(fmt.Sprint(i)))
+		return err
+	})
+}
+
+// oneOfTwentyWins runs twenty writers at once, and fails unless exactly
+// one lands and the others meet a conflict.
+func oneOfTwentyWins(t *testing.T, write func(i int) error) {
+	t.Helper()
 	var wins, lost atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Go(func() {
-			_, err := s.Append(ctx, "test.a", base.Seq, "", ev(fmt.Sprint(i)))
-			switch {
+			switch err := write(i); {
 			case err == nil:
 				wins.Add(1)
 			case errors.Is(err, eventlog.ErrConflict):
