@@ -146,9 +146,7 @@ func CheckBatch(batch []Write) error {
 // and of many writers to one aggregate (forty comments sent together to
 // one ticket) some ran out of attempts and were answered 409.
 func Retry(ctx context.Context, attempts int, fn func() error) error {
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval, b.MaxInterval, b.MaxElapsedTime = time.Millisecond, 32*time.Millisecond, 0
-	b.RandomizationFactor = 1 // from nothing to twice the interval: losers spread out
+	b := conflictBackOff()
 	var err error
 	for attempt := range max(attempts, 1) {
 		if attempt > 0 {
@@ -163,6 +161,16 @@ func Retry(ctx context.Context, attempts int, fn func() error) error {
 		}
 	}
 	return err
+}
+
+// conflictBackOff is Retry's wait between attempts: from nothing to twice
+// an interval (losers spread out) of 1 ms doubling to 32 ms. Set by
+// options, which the constructor applies before it starts the first
+// interval: fields set after it leave the first wait drawn from its
+// default 500 ms (up to a second).
+func conflictBackOff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Millisecond), backoff.WithMaxInterval(32*time.Millisecond),
+		backoff.WithMaxElapsedTime(0), backoff.WithRandomizationFactor(1))
 }
 
 // FindCommand is FindCommand for stores without an index of command ids:
