@@ -36,7 +36,16 @@ type MsgRequest struct {
 // its leader, which holds every acknowledged write, through the stream
 // API; only while no leader answers do they fall back to a direct get.
 // A single-replica stream has no followers: its direct gets are exact.
+//
+// Its failures a retry may cure (no stream leader, no responder for a
+// moment) are marked so (Classify): a caller passing one on answers 503,
+// not 500.
 func GetMsg(ctx context.Context, js jetstream.JetStream, name string, req MsgRequest) (*jetstream.RawStreamMsg, error) {
+	m, err := getMsg(ctx, js, name, req)
+	return m, Classify(err)
+}
+
+func getMsg(ctx context.Context, js jetstream.JetStream, name string, req MsgRequest) (*jetstream.RawStreamMsg, error) {
 	str, err := StreamOf(ctx, js, name)
 	if err != nil {
 		return nil, err

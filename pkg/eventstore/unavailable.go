@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
 // unavailable wraps an error a retry may cure: the stream did not answer
@@ -69,8 +70,8 @@ const insufficientResources jetstream.ErrorCode = 10023
 func Classify(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
-	case err == nil:
-		return nil
+	case err == nil, eventlog.IsUnavailable(err):
+		return err
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == insufficientResources:
 		return fmt.Errorf("%w: %w", apperr.StorageFull, err)
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrTimeout), errors.Is(err, nats.ErrNoResponders),

@@ -74,3 +74,23 @@ func TestAppendBeyondTheStorageLimitIsStorageFull(t *testing.T) {
 		t.Fatalf("append beyond the limit: %v (unavailable %v); want storage full", err, eventlog.IsUnavailable(err))
 	}
 }
+
+// A read nobody answers (a stream between leaders: here, its direct gets
+// no longer served) is marked unavailable wherever it is read from, the
+// counters of the testing service's quotas included: 503, not 500.
+func TestGetMsgNobodyAnswersIsUnavailable(t *testing.T) {
+	s, ctx := newStore(t), context.Background()
+	if _, err := s.Append(ctx, "test.a", 0, "", ev("1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GetMsg(ctx, s.js, "TEST", MsgRequest{LastFor: "test.a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.js.DeleteStream(ctx, "TEST"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := GetMsg(ctx, s.js, "TEST", MsgRequest{LastFor: "test.a"})
+	if err == nil || !eventlog.IsUnavailable(err) {
+		t.Fatalf("a read nobody answers: %v (unavailable %v)", err, eventlog.IsUnavailable(err))
+	}
+}
