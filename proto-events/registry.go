@@ -100,6 +100,7 @@ var registrations = []registration{
 	{TypeFolderCreated, TestingStream, func() Event { return &testingv1.FolderCreated{} }},
 	{TypeFolderUpdated, TestingStream, func() Event { return &testingv1.FolderUpdated{} }},
 	{TypeFolderDeleted, TestingStream, func() Event { return &testingv1.FolderDeleted{} }},
+	{TypeFoldersMoved, TestingStream, func() Event { return &testingv1.FoldersMoved{} }},
 	{TypeInvocationCreated, TestingStream, func() Event { return &testingv1.InvocationCreated{} }},
 	{TypeInvocationResubmitted, TestingStream, func() Event { return &testingv1.InvocationResubmitted{} }},
 	{TypeInvocationCancelled, TestingStream, func() Event { return &testingv1.InvocationCancelled{} }},

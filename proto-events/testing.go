@@ -57,6 +57,10 @@ const (
 	TestingKindTest       = "test"
 	TestingKindFolder     = "folder"
 	TestingKindInvocation = "invocation"
+	// TestingKindTree is a workspace's folder tree, one per workspace
+	// (id FolderTreeID): its versions order the moves of folders.
+	TestingKindTree = "tree"
+	FolderTreeID    = "folders"
 )
 
 // Event types of the testing service.
@@ -67,6 +71,7 @@ const (
 	TypeFolderCreated         = "testing.folder_created"
 	TypeFolderUpdated         = "testing.folder_updated"
 	TypeFolderDeleted         = "testing.folder_deleted"
+	TypeFoldersMoved          = "testing.folders_moved"
 	TypeInvocationCreated     = "testing.invocation_created"
 	TypeInvocationResubmitted = "testing.invocation_resubmitted"
 	TypeInvocationCancelled   = "testing.invocation_cancelled"

@@ -33,6 +33,16 @@ type Step struct {
 // over several (ChangeMany). Its event carries commandID (one of its own,
 // CommandFor: a stream deduplicates message ids across its subjects).
 func (r *Repo[S]) Step(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
+	return r.step(workspaceID, id, commandID, m, false)
+}
+
+// StepOrMake is Step for an aggregate made by its first change: while it
+// has no event, m changes an empty state, appended to its empty subject.
+func (r *Repo[S]) StepOrMake(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
+	return r.step(workspaceID, id, commandID, m, true)
+}
+
+func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], orMake bool) (*Step, error) {
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil {
 		return nil, r.NotFound
@@ -43,7 +53,10 @@ func (r *Repo[S]) Step(workspaceID, id, commandID string, m Mutation[S]) (*Step,
 		commandID: commandID,
 		read: func(ctx context.Context) (eventlog.Record, error) {
 			rec, state, err := r.last(ctx, subject)
-			if err == nil && r.gone(state) {
+			switch {
+			case orMake && rec.Seq == 0 && errors.Is(err, r.NotFound):
+				state, err = state.ProtoReflect().Type().New().Interface().(S), nil
+			case err == nil && r.gone(state):
 				err = r.NotFound
 			}
 			cur = state

@@ -20,8 +20,10 @@ import (
 
 // App is the testing application.
 type App struct {
-	Tests       *aggregate.Repo[*testingv1.Test]
-	Folders     *aggregate.Repo[*testingv1.Folder]
+	Tests   *aggregate.Repo[*testingv1.Test]
+	Folders *aggregate.Repo[*testingv1.Folder]
+	// Trees are the workspaces' folder trees, whose versions order moves.
+	Trees       *aggregate.Repo[*testingv1.FolderTree]
 	Invocations *aggregate.Repo[*testingv1.Invocation]
 	ReadModel   ReadModel
 	Agents      eventlog.Store // agents, read for an agent's configuration
@@ -84,6 +86,11 @@ func New(p Ports, rm ReadModel, log *slog.Logger, now func() time.Time) *App {
 		Gone:     func(s *testingv1.Folder) bool { return s.DeletedAtUnix != nil },
 		Touch:    func(s *testingv1.Folder, t time.Time) { s.UpdatedAtUnix = t.Unix() },
 		NotFound: apperr.FolderNotFound,
+	}
+	a.Trees = &aggregate.Repo[*testingv1.FolderTree]{
+		Env: env, Subject: subject(events.TestingKindTree),
+		Touch:    func(s *testingv1.FolderTree, t time.Time) { s.UpdatedAtUnix = t.Unix() },
+		NotFound: errNoMoves,
 	}
 	a.Invocations = &aggregate.Repo[*testingv1.Invocation]{
 		Env: env, Subject: subject(events.TestingKindInvocation),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -350,5 +351,80 @@ func TestBulkMoveIsStoredWholeOrNotAtAll(t *testing.T) {
 		if p := w.parentOf(id); p != into {
 			t.Fatalf("%s is in %q after the move sent again, want %q", id, p, into)
 		}
+	}
+}
+
+// heldBatches holds the callers of the first n batches, before they are
+// stored, until all n have come: moves that have all decided before any
+// is stored.
+type heldBatches struct {
+	eventlog.Store
+	mu      sync.Mutex
+	waiting int
+	release chan struct{}
+}
+
+func (h *heldBatches) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
+	h.mu.Lock()
+	release := h.release
+	if h.waiting > 0 {
+		if h.waiting--; h.waiting == 0 {
+			close(h.release)
+		}
+	}
+	h.mu.Unlock()
+	if release != nil {
+		<-release
+	}
+	return h.Store.AppendAll(ctx, batch)
+}
+
+// Two moves at once that would put folders inside each other, both
+// decided before either is stored: A (holding A1) into B1 while B
+// (holding B1) goes into A1, where neither touches a folder the other
+// writes. One is stored; the other decides again on what it left, and is
+// refused: the tree keeps a root above every folder.
+func TestMovesAtOnceNeverPutFoldersInsideEachOther(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	a := w.folder("A", "")
+	a1 := w.folder("A1", a)
+	b := w.folder("B", "")
+	b1 := w.folder("B1", b)
+	ports := w.p.Ports()
+	held := &heldBatches{Store: ports.Testing, waiting: 2, release: make(chan struct{})}
+	ports.Testing = held
+	mover := app.New(ports, w.a.ReadModel, slog.New(slog.DiscardHandler), w.clock.Now)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	start := time.Now()
+	wg.Go(func() { _, errs[0] = mover.BulkMove(ctx, w.c, []string{a}, b1); t.Log("0", time.Since(start)) })
+	wg.Go(func() { _, errs[1] = mover.BulkMove(ctx, w.c, []string{b}, a1); t.Log("1", time.Since(start)) })
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("the moves answered %v and %v; want one stored and one refused", errs[0], errs[1])
+	}
+	refused := errs[0]
+	if refused == nil {
+		refused = errs[1]
+	}
+	fieldErrorAt(t, refused, "body", "entity_ids", 0)
+	for _, id := range []string{a, a1, b, b1} {
+		seen := map[string]bool{}
+		for cur := id; cur != ""; {
+			if seen[cur] {
+				t.Fatalf("folder %s sits below itself", cur)
+			}
+			seen[cur] = true
+			f, _, err := w.a.Folders.Get(ctx, "ws", cur)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur = f.GetParentFolderId()
+		}
+	}
+	tree, _, err := w.a.Trees.Get(ctx, "ws", events.FolderTreeID)
+	if err != nil || tree.GetVersion() != 1 {
+		t.Fatalf("the folder tree after one move: %v %v", tree, err)
 	}
 }

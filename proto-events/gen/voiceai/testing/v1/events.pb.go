@@ -340,6 +340,78 @@ func (x *FolderDeleted) GetFolder() *Folder {
 	return nil
 }
 
+// Type "testing.folders_moved": folders moved to another parent (each
+// one's testing.folder_updated carries its new state), and the tree's
+// version after the move.
+type FoldersMoved struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Meta      *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	Tree      *FolderTree            `protobuf:"bytes,2,opt,name=tree,proto3" json:"tree,omitempty"`
+	FolderIds []string               `protobuf:"bytes,3,rep,name=folder_ids,json=folderIds,proto3" json:"folder_ids,omitempty"`
+	// The parent they moved into; empty for the root.
+	ParentFolderId string `protobuf:"bytes,4,opt,name=parent_folder_id,json=parentFolderId,proto3" json:"parent_folder_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *FoldersMoved) Reset() {
+	*x = FoldersMoved{}
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FoldersMoved) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FoldersMoved) ProtoMessage() {}
+
+func (x *FoldersMoved) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FoldersMoved.ProtoReflect.Descriptor instead.
+func (*FoldersMoved) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *FoldersMoved) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *FoldersMoved) GetTree() *FolderTree {
+	if x != nil {
+		return x.Tree
+	}
+	return nil
+}
+
+func (x *FoldersMoved) GetFolderIds() []string {
+	if x != nil {
+		return x.FolderIds
+	}
+	return nil
+}
+
+func (x *FoldersMoved) GetParentFolderId() string {
+	if x != nil {
+		return x.ParentFolderId
+	}
+	return ""
+}
+
 // Type "testing.invocation_created": runs were queued, all pending.
 type InvocationCreated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -351,7 +423,7 @@ type InvocationCreated struct {
 
 func (x *InvocationCreated) Reset() {
 	*x = InvocationCreated{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -363,7 +435,7 @@ func (x *InvocationCreated) String() string {
 func (*InvocationCreated) ProtoMessage() {}
 
 func (x *InvocationCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -376,7 +448,7 @@ func (x *InvocationCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvocationCreated.ProtoReflect.Descriptor instead.
 func (*InvocationCreated) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{6}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InvocationCreated) GetMeta() *v1.EventMeta {
@@ -405,7 +477,7 @@ type InvocationResubmitted struct {
 
 func (x *InvocationResubmitted) Reset() {
 	*x = InvocationResubmitted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -417,7 +489,7 @@ func (x *InvocationResubmitted) String() string {
 func (*InvocationResubmitted) ProtoMessage() {}
 
 func (x *InvocationResubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -430,7 +502,7 @@ func (x *InvocationResubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvocationResubmitted.ProtoReflect.Descriptor instead.
 func (*InvocationResubmitted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{7}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InvocationResubmitted) GetMeta() *v1.EventMeta {
@@ -458,7 +530,7 @@ type InvocationCancelled struct {
 
 func (x *InvocationCancelled) Reset() {
 	*x = InvocationCancelled{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -470,7 +542,7 @@ func (x *InvocationCancelled) String() string {
 func (*InvocationCancelled) ProtoMessage() {}
 
 func (x *InvocationCancelled) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -483,7 +555,7 @@ func (x *InvocationCancelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvocationCancelled.ProtoReflect.Descriptor instead.
 func (*InvocationCancelled) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InvocationCancelled) GetMeta() *v1.EventMeta {
@@ -513,7 +585,7 @@ type InvocationCompleted struct {
 
 func (x *InvocationCompleted) Reset() {
 	*x = InvocationCompleted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +597,7 @@ func (x *InvocationCompleted) String() string {
 func (*InvocationCompleted) ProtoMessage() {}
 
 func (x *InvocationCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +610,7 @@ func (x *InvocationCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvocationCompleted.ProtoReflect.Descriptor instead.
 func (*InvocationCompleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InvocationCompleted) GetMeta() *v1.EventMeta {
@@ -581,7 +653,7 @@ type BucketingCompleted struct {
 
 func (x *BucketingCompleted) Reset() {
 	*x = BucketingCompleted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -593,7 +665,7 @@ func (x *BucketingCompleted) String() string {
 func (*BucketingCompleted) ProtoMessage() {}
 
 func (x *BucketingCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -606,7 +678,7 @@ func (x *BucketingCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketingCompleted.ProtoReflect.Descriptor instead.
 func (*BucketingCompleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{10}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *BucketingCompleted) GetMeta() *v1.EventMeta {
@@ -634,7 +706,7 @@ type BucketingFailed struct {
 
 func (x *BucketingFailed) Reset() {
 	*x = BucketingFailed{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +718,7 @@ func (x *BucketingFailed) String() string {
 func (*BucketingFailed) ProtoMessage() {}
 
 func (x *BucketingFailed) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +731,7 @@ func (x *BucketingFailed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BucketingFailed.ProtoReflect.Descriptor instead.
 func (*BucketingFailed) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{11}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *BucketingFailed) GetMeta() *v1.EventMeta {
@@ -689,7 +761,7 @@ type LoadStepCompleted struct {
 
 func (x *LoadStepCompleted) Reset() {
 	*x = LoadStepCompleted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +773,7 @@ func (x *LoadStepCompleted) String() string {
 func (*LoadStepCompleted) ProtoMessage() {}
 
 func (x *LoadStepCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +786,7 @@ func (x *LoadStepCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadStepCompleted.ProtoReflect.Descriptor instead.
 func (*LoadStepCompleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{12}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LoadStepCompleted) GetMeta() *v1.EventMeta {
@@ -744,7 +816,7 @@ type RunCompleted struct {
 
 func (x *RunCompleted) Reset() {
 	*x = RunCompleted{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -756,7 +828,7 @@ func (x *RunCompleted) String() string {
 func (*RunCompleted) ProtoMessage() {}
 
 func (x *RunCompleted) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -769,7 +841,7 @@ func (x *RunCompleted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunCompleted.ProtoReflect.Descriptor instead.
 func (*RunCompleted) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{13}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RunCompleted) GetMeta() *v1.EventMeta {
@@ -799,7 +871,7 @@ type ResultGroupComputed struct {
 
 func (x *ResultGroupComputed) Reset() {
 	*x = ResultGroupComputed{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -811,7 +883,7 @@ func (x *ResultGroupComputed) String() string {
 func (*ResultGroupComputed) ProtoMessage() {}
 
 func (x *ResultGroupComputed) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -824,7 +896,7 @@ func (x *ResultGroupComputed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroupComputed.ProtoReflect.Descriptor instead.
 func (*ResultGroupComputed) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{14}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResultGroupComputed) GetMeta() *v1.EventMeta {
@@ -863,7 +935,7 @@ type RunLabelled struct {
 
 func (x *RunLabelled) Reset() {
 	*x = RunLabelled{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -875,7 +947,7 @@ func (x *RunLabelled) String() string {
 func (*RunLabelled) ProtoMessage() {}
 
 func (x *RunLabelled) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[15]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -888,7 +960,7 @@ func (x *RunLabelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLabelled.ProtoReflect.Descriptor instead.
 func (*RunLabelled) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{15}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunLabelled) GetMeta() *v1.EventMeta {
@@ -931,7 +1003,7 @@ type ConversationAnalysed struct {
 
 func (x *ConversationAnalysed) Reset() {
 	*x = ConversationAnalysed{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +1015,7 @@ func (x *ConversationAnalysed) String() string {
 func (*ConversationAnalysed) ProtoMessage() {}
 
 func (x *ConversationAnalysed) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1028,7 @@ func (x *ConversationAnalysed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationAnalysed.ProtoReflect.Descriptor instead.
 func (*ConversationAnalysed) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{16}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ConversationAnalysed) GetMeta() *v1.EventMeta {
@@ -1003,7 +1075,7 @@ type ConversationLabelled struct {
 
 func (x *ConversationLabelled) Reset() {
 	*x = ConversationLabelled{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1015,7 +1087,7 @@ func (x *ConversationLabelled) String() string {
 func (*ConversationLabelled) ProtoMessage() {}
 
 func (x *ConversationLabelled) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[17]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1028,7 +1100,7 @@ func (x *ConversationLabelled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationLabelled.ProtoReflect.Descriptor instead.
 func (*ConversationLabelled) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{17}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ConversationLabelled) GetMeta() *v1.EventMeta {
@@ -1068,7 +1140,7 @@ type RunRejudged struct {
 
 func (x *RunRejudged) Reset() {
 	*x = RunRejudged{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1152,7 @@ func (x *RunRejudged) String() string {
 func (*RunRejudged) ProtoMessage() {}
 
 func (x *RunRejudged) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[18]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1165,7 @@ func (x *RunRejudged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunRejudged.ProtoReflect.Descriptor instead.
 func (*RunRejudged) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{18}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunRejudged) GetMeta() *v1.EventMeta {
@@ -1123,7 +1195,7 @@ type LoadSamplesRecorded struct {
 
 func (x *LoadSamplesRecorded) Reset() {
 	*x = LoadSamplesRecorded{}
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1135,7 +1207,7 @@ func (x *LoadSamplesRecorded) String() string {
 func (*LoadSamplesRecorded) ProtoMessage() {}
 
 func (x *LoadSamplesRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_events_proto_msgTypes[19]
+	mi := &file_voiceai_testing_v1_events_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1148,7 +1220,7 @@ func (x *LoadSamplesRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSamplesRecorded.ProtoReflect.Descriptor instead.
 func (*LoadSamplesRecorded) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{19}
+	return file_voiceai_testing_v1_events_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LoadSamplesRecorded) GetMeta() *v1.EventMeta {
@@ -1187,7 +1259,13 @@ const file_voiceai_testing_v1_events_proto_rawDesc = "" +
 	"\x06folder\x18\x02 \x01(\v2\x1a.voiceai.testing.v1.FolderR\x06folder\"u\n" +
 	"\rFolderDeleted\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
-	"\x06folder\x18\x02 \x01(\v2\x1a.voiceai.testing.v1.FolderR\x06folder\"\x85\x01\n" +
+	"\x06folder\x18\x02 \x01(\v2\x1a.voiceai.testing.v1.FolderR\x06folder\"\xbd\x01\n" +
+	"\fFoldersMoved\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x122\n" +
+	"\x04tree\x18\x02 \x01(\v2\x1e.voiceai.testing.v1.FolderTreeR\x04tree\x12\x1d\n" +
+	"\n" +
+	"folder_ids\x18\x03 \x03(\tR\tfolderIds\x12(\n" +
+	"\x10parent_folder_id\x18\x04 \x01(\tR\x0eparentFolderId\"\x85\x01\n" +
 	"\x11InvocationCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12>\n" +
 	"\n" +
@@ -1263,7 +1341,7 @@ func file_voiceai_testing_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_events_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_voiceai_testing_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*TestCreated)(nil),           // 0: voiceai.testing.v1.TestCreated
 	(*TestUpdated)(nil),           // 1: voiceai.testing.v1.TestUpdated
@@ -1271,78 +1349,82 @@ var file_voiceai_testing_v1_events_proto_goTypes = []any{
 	(*FolderCreated)(nil),         // 3: voiceai.testing.v1.FolderCreated
 	(*FolderUpdated)(nil),         // 4: voiceai.testing.v1.FolderUpdated
 	(*FolderDeleted)(nil),         // 5: voiceai.testing.v1.FolderDeleted
-	(*InvocationCreated)(nil),     // 6: voiceai.testing.v1.InvocationCreated
-	(*InvocationResubmitted)(nil), // 7: voiceai.testing.v1.InvocationResubmitted
-	(*InvocationCancelled)(nil),   // 8: voiceai.testing.v1.InvocationCancelled
-	(*InvocationCompleted)(nil),   // 9: voiceai.testing.v1.InvocationCompleted
-	(*BucketingCompleted)(nil),    // 10: voiceai.testing.v1.BucketingCompleted
-	(*BucketingFailed)(nil),       // 11: voiceai.testing.v1.BucketingFailed
-	(*LoadStepCompleted)(nil),     // 12: voiceai.testing.v1.LoadStepCompleted
-	(*RunCompleted)(nil),          // 13: voiceai.testing.v1.RunCompleted
-	(*ResultGroupComputed)(nil),   // 14: voiceai.testing.v1.ResultGroupComputed
-	(*RunLabelled)(nil),           // 15: voiceai.testing.v1.RunLabelled
-	(*ConversationAnalysed)(nil),  // 16: voiceai.testing.v1.ConversationAnalysed
-	(*ConversationLabelled)(nil),  // 17: voiceai.testing.v1.ConversationLabelled
-	(*RunRejudged)(nil),           // 18: voiceai.testing.v1.RunRejudged
-	(*LoadSamplesRecorded)(nil),   // 19: voiceai.testing.v1.LoadSamplesRecorded
-	(*v1.EventMeta)(nil),          // 20: voiceai.common.v1.EventMeta
-	(*Test)(nil),                  // 21: voiceai.testing.v1.Test
-	(*Folder)(nil),                // 22: voiceai.testing.v1.Folder
-	(*Invocation)(nil),            // 23: voiceai.testing.v1.Invocation
-	(*RunResult)(nil),             // 24: voiceai.testing.v1.RunResult
-	(*ResultGroup)(nil),           // 25: voiceai.testing.v1.ResultGroup
-	(*RunLabel)(nil),              // 26: voiceai.testing.v1.RunLabel
-	(*ConversationAnalysis)(nil),  // 27: voiceai.testing.v1.ConversationAnalysis
-	(*ConversationLabel)(nil),     // 28: voiceai.testing.v1.ConversationLabel
-	(*RejudgeVote)(nil),           // 29: voiceai.testing.v1.RejudgeVote
-	(*LoadSamples)(nil),           // 30: voiceai.testing.v1.LoadSamples
+	(*FoldersMoved)(nil),          // 6: voiceai.testing.v1.FoldersMoved
+	(*InvocationCreated)(nil),     // 7: voiceai.testing.v1.InvocationCreated
+	(*InvocationResubmitted)(nil), // 8: voiceai.testing.v1.InvocationResubmitted
+	(*InvocationCancelled)(nil),   // 9: voiceai.testing.v1.InvocationCancelled
+	(*InvocationCompleted)(nil),   // 10: voiceai.testing.v1.InvocationCompleted
+	(*BucketingCompleted)(nil),    // 11: voiceai.testing.v1.BucketingCompleted
+	(*BucketingFailed)(nil),       // 12: voiceai.testing.v1.BucketingFailed
+	(*LoadStepCompleted)(nil),     // 13: voiceai.testing.v1.LoadStepCompleted
+	(*RunCompleted)(nil),          // 14: voiceai.testing.v1.RunCompleted
+	(*ResultGroupComputed)(nil),   // 15: voiceai.testing.v1.ResultGroupComputed
+	(*RunLabelled)(nil),           // 16: voiceai.testing.v1.RunLabelled
+	(*ConversationAnalysed)(nil),  // 17: voiceai.testing.v1.ConversationAnalysed
+	(*ConversationLabelled)(nil),  // 18: voiceai.testing.v1.ConversationLabelled
+	(*RunRejudged)(nil),           // 19: voiceai.testing.v1.RunRejudged
+	(*LoadSamplesRecorded)(nil),   // 20: voiceai.testing.v1.LoadSamplesRecorded
+	(*v1.EventMeta)(nil),          // 21: voiceai.common.v1.EventMeta
+	(*Test)(nil),                  // 22: voiceai.testing.v1.Test
+	(*Folder)(nil),                // 23: voiceai.testing.v1.Folder
+	(*FolderTree)(nil),            // 24: voiceai.testing.v1.FolderTree
+	(*Invocation)(nil),            // 25: voiceai.testing.v1.Invocation
+	(*RunResult)(nil),             // 26: voiceai.testing.v1.RunResult
+	(*ResultGroup)(nil),           // 27: voiceai.testing.v1.ResultGroup
+	(*RunLabel)(nil),              // 28: voiceai.testing.v1.RunLabel
+	(*ConversationAnalysis)(nil),  // 29: voiceai.testing.v1.ConversationAnalysis
+	(*ConversationLabel)(nil),     // 30: voiceai.testing.v1.ConversationLabel
+	(*RejudgeVote)(nil),           // 31: voiceai.testing.v1.RejudgeVote
+	(*LoadSamples)(nil),           // 32: voiceai.testing.v1.LoadSamples
 }
 var file_voiceai_testing_v1_events_proto_depIdxs = []int32{
-	20, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	21, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
-	20, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	21, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
-	20, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	21, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
-	20, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	22, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
-	20, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	22, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
-	20, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
-	22, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
-	20, // 12: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 13: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 14: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 15: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 16: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 17: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 18: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 19: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 20: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 21: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 22: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 23: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 24: voiceai.testing.v1.LoadStepCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	23, // 25: voiceai.testing.v1.LoadStepCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
-	20, // 26: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
-	24, // 27: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
-	20, // 28: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
-	25, // 29: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
-	20, // 30: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
-	26, // 31: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
-	20, // 32: voiceai.testing.v1.ConversationAnalysed.meta:type_name -> voiceai.common.v1.EventMeta
-	27, // 33: voiceai.testing.v1.ConversationAnalysed.analysis:type_name -> voiceai.testing.v1.ConversationAnalysis
-	20, // 34: voiceai.testing.v1.ConversationLabelled.meta:type_name -> voiceai.common.v1.EventMeta
-	28, // 35: voiceai.testing.v1.ConversationLabelled.label:type_name -> voiceai.testing.v1.ConversationLabel
-	20, // 36: voiceai.testing.v1.RunRejudged.meta:type_name -> voiceai.common.v1.EventMeta
-	29, // 37: voiceai.testing.v1.RunRejudged.vote:type_name -> voiceai.testing.v1.RejudgeVote
-	20, // 38: voiceai.testing.v1.LoadSamplesRecorded.meta:type_name -> voiceai.common.v1.EventMeta
-	30, // 39: voiceai.testing.v1.LoadSamplesRecorded.samples:type_name -> voiceai.testing.v1.LoadSamples
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	21, // 0: voiceai.testing.v1.TestCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 1: voiceai.testing.v1.TestCreated.test:type_name -> voiceai.testing.v1.Test
+	21, // 2: voiceai.testing.v1.TestUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 3: voiceai.testing.v1.TestUpdated.test:type_name -> voiceai.testing.v1.Test
+	21, // 4: voiceai.testing.v1.TestDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	22, // 5: voiceai.testing.v1.TestDeleted.test:type_name -> voiceai.testing.v1.Test
+	21, // 6: voiceai.testing.v1.FolderCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 7: voiceai.testing.v1.FolderCreated.folder:type_name -> voiceai.testing.v1.Folder
+	21, // 8: voiceai.testing.v1.FolderUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 9: voiceai.testing.v1.FolderUpdated.folder:type_name -> voiceai.testing.v1.Folder
+	21, // 10: voiceai.testing.v1.FolderDeleted.meta:type_name -> voiceai.common.v1.EventMeta
+	23, // 11: voiceai.testing.v1.FolderDeleted.folder:type_name -> voiceai.testing.v1.Folder
+	21, // 12: voiceai.testing.v1.FoldersMoved.meta:type_name -> voiceai.common.v1.EventMeta
+	24, // 13: voiceai.testing.v1.FoldersMoved.tree:type_name -> voiceai.testing.v1.FolderTree
+	21, // 14: voiceai.testing.v1.InvocationCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 15: voiceai.testing.v1.InvocationCreated.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 16: voiceai.testing.v1.InvocationResubmitted.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 17: voiceai.testing.v1.InvocationResubmitted.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 18: voiceai.testing.v1.InvocationCancelled.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 19: voiceai.testing.v1.InvocationCancelled.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 20: voiceai.testing.v1.InvocationCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 21: voiceai.testing.v1.InvocationCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 22: voiceai.testing.v1.BucketingCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 23: voiceai.testing.v1.BucketingCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 24: voiceai.testing.v1.BucketingFailed.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 25: voiceai.testing.v1.BucketingFailed.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 26: voiceai.testing.v1.LoadStepCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	25, // 27: voiceai.testing.v1.LoadStepCompleted.invocation:type_name -> voiceai.testing.v1.Invocation
+	21, // 28: voiceai.testing.v1.RunCompleted.meta:type_name -> voiceai.common.v1.EventMeta
+	26, // 29: voiceai.testing.v1.RunCompleted.run:type_name -> voiceai.testing.v1.RunResult
+	21, // 30: voiceai.testing.v1.ResultGroupComputed.meta:type_name -> voiceai.common.v1.EventMeta
+	27, // 31: voiceai.testing.v1.ResultGroupComputed.group:type_name -> voiceai.testing.v1.ResultGroup
+	21, // 32: voiceai.testing.v1.RunLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	28, // 33: voiceai.testing.v1.RunLabelled.label:type_name -> voiceai.testing.v1.RunLabel
+	21, // 34: voiceai.testing.v1.ConversationAnalysed.meta:type_name -> voiceai.common.v1.EventMeta
+	29, // 35: voiceai.testing.v1.ConversationAnalysed.analysis:type_name -> voiceai.testing.v1.ConversationAnalysis
+	21, // 36: voiceai.testing.v1.ConversationLabelled.meta:type_name -> voiceai.common.v1.EventMeta
+	30, // 37: voiceai.testing.v1.ConversationLabelled.label:type_name -> voiceai.testing.v1.ConversationLabel
+	21, // 38: voiceai.testing.v1.RunRejudged.meta:type_name -> voiceai.common.v1.EventMeta
+	31, // 39: voiceai.testing.v1.RunRejudged.vote:type_name -> voiceai.testing.v1.RejudgeVote
+	21, // 40: voiceai.testing.v1.LoadSamplesRecorded.meta:type_name -> voiceai.common.v1.EventMeta
+	32, // 41: voiceai.testing.v1.LoadSamplesRecorded.samples:type_name -> voiceai.testing.v1.LoadSamples
+	42, // [42:42] is the sub-list for method output_type
+	42, // [42:42] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_testing_v1_events_proto_init() }
@@ -1357,7 +1439,7 @@ func file_voiceai_testing_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_events_proto_rawDesc), len(file_voiceai_testing_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

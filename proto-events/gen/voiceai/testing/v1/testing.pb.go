@@ -265,6 +265,72 @@ func (x *Folder) GetDeletedAtUnix() int64 {
 	return 0
 }
 
+// FolderTree is a workspace's folder tree as one aggregate, for the moves
+// that change its shape: each move of folders to another parent is a
+// version of it, stored with the moves, so two moves deciding on one
+// version (A into B while B goes into A) are stored one after the other,
+// the second deciding again on what the first left.
+type FolderTree struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	WorkspaceId string                 `protobuf:"bytes,1,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// Moves of folders so far.
+	Version       uint64 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	UpdatedAtUnix int64  `protobuf:"varint,3,opt,name=updated_at_unix,json=updatedAtUnix,proto3" json:"updated_at_unix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FolderTree) Reset() {
+	*x = FolderTree{}
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FolderTree) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FolderTree) ProtoMessage() {}
+
+func (x *FolderTree) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FolderTree.ProtoReflect.Descriptor instead.
+func (*FolderTree) Descriptor() ([]byte, []int) {
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *FolderTree) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *FolderTree) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *FolderTree) GetUpdatedAtUnix() int64 {
+	if x != nil {
+		return x.UpdatedAtUnix
+	}
+	return 0
+}
+
 // PlannedTest is one test of an invocation, pinned to the version that
 // was current when the invocation was created.
 type PlannedTest struct {
@@ -284,7 +350,7 @@ type PlannedTest struct {
 
 func (x *PlannedTest) Reset() {
 	*x = PlannedTest{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[2]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -296,7 +362,7 @@ func (x *PlannedTest) String() string {
 func (*PlannedTest) ProtoMessage() {}
 
 func (x *PlannedTest) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[2]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -309,7 +375,7 @@ func (x *PlannedTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlannedTest.ProtoReflect.Descriptor instead.
 func (*PlannedTest) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{2}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PlannedTest) GetTestId() string {
@@ -379,7 +445,7 @@ type Resubmission struct {
 
 func (x *Resubmission) Reset() {
 	*x = Resubmission{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[3]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +457,7 @@ func (x *Resubmission) String() string {
 func (*Resubmission) ProtoMessage() {}
 
 func (x *Resubmission) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[3]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +470,7 @@ func (x *Resubmission) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resubmission.ProtoReflect.Descriptor instead.
 func (*Resubmission) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{3}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Resubmission) GetAttempt() int32 {
@@ -499,7 +565,7 @@ type Invocation struct {
 
 func (x *Invocation) Reset() {
 	*x = Invocation{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[4]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +577,7 @@ func (x *Invocation) String() string {
 func (*Invocation) ProtoMessage() {}
 
 func (x *Invocation) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[4]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +590,7 @@ func (x *Invocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invocation.ProtoReflect.Descriptor instead.
 func (*Invocation) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{4}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Invocation) GetInvocationId() string {
@@ -728,7 +794,7 @@ type LoadTest struct {
 
 func (x *LoadTest) Reset() {
 	*x = LoadTest{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +806,7 @@ func (x *LoadTest) String() string {
 func (*LoadTest) ProtoMessage() {}
 
 func (x *LoadTest) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[5]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +819,7 @@ func (x *LoadTest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadTest.ProtoReflect.Descriptor instead.
 func (*LoadTest) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{5}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *LoadTest) GetSteps() []int32 {
@@ -824,7 +890,7 @@ type LoadFailure struct {
 
 func (x *LoadFailure) Reset() {
 	*x = LoadFailure{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +902,7 @@ func (x *LoadFailure) String() string {
 func (*LoadFailure) ProtoMessage() {}
 
 func (x *LoadFailure) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[6]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +915,7 @@ func (x *LoadFailure) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadFailure.ProtoReflect.Descriptor instead.
 func (*LoadFailure) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{6}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *LoadFailure) GetReason() string {
@@ -896,7 +962,7 @@ type LoadStepResult struct {
 
 func (x *LoadStepResult) Reset() {
 	*x = LoadStepResult{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -908,7 +974,7 @@ func (x *LoadStepResult) String() string {
 func (*LoadStepResult) ProtoMessage() {}
 
 func (x *LoadStepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[7]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -921,7 +987,7 @@ func (x *LoadStepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadStepResult.ProtoReflect.Descriptor instead.
 func (*LoadStepResult) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{7}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *LoadStepResult) GetCallers() int32 {
@@ -1064,7 +1130,7 @@ type LoadSamples struct {
 
 func (x *LoadSamples) Reset() {
 	*x = LoadSamples{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1076,7 +1142,7 @@ func (x *LoadSamples) String() string {
 func (*LoadSamples) ProtoMessage() {}
 
 func (x *LoadSamples) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[8]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1155,7 @@ func (x *LoadSamples) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadSamples.ProtoReflect.Descriptor instead.
 func (*LoadSamples) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{8}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LoadSamples) GetWorkspaceId() string {
@@ -1180,7 +1246,7 @@ type ModelUsage struct {
 
 func (x *ModelUsage) Reset() {
 	*x = ModelUsage{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1192,7 +1258,7 @@ func (x *ModelUsage) String() string {
 func (*ModelUsage) ProtoMessage() {}
 
 func (x *ModelUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[9]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1205,7 +1271,7 @@ func (x *ModelUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelUsage.ProtoReflect.Descriptor instead.
 func (*ModelUsage) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{9}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ModelUsage) GetProvider() string {
@@ -1269,7 +1335,7 @@ type JudgeVote struct {
 
 func (x *JudgeVote) Reset() {
 	*x = JudgeVote{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1347,7 @@ func (x *JudgeVote) String() string {
 func (*JudgeVote) ProtoMessage() {}
 
 func (x *JudgeVote) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[10]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1360,7 @@ func (x *JudgeVote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JudgeVote.ProtoReflect.Descriptor instead.
 func (*JudgeVote) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{10}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *JudgeVote) GetResult() string {
@@ -1364,7 +1430,7 @@ type RunResult struct {
 
 func (x *RunResult) Reset() {
 	*x = RunResult{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1442,7 @@ func (x *RunResult) String() string {
 func (*RunResult) ProtoMessage() {}
 
 func (x *RunResult) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[11]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1455,7 @@ func (x *RunResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunResult.ProtoReflect.Descriptor instead.
 func (*RunResult) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{11}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RunResult) GetRunId() string {
@@ -1561,7 +1627,7 @@ type LatencyBudgetBreach struct {
 
 func (x *LatencyBudgetBreach) Reset() {
 	*x = LatencyBudgetBreach{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1573,7 +1639,7 @@ func (x *LatencyBudgetBreach) String() string {
 func (*LatencyBudgetBreach) ProtoMessage() {}
 
 func (x *LatencyBudgetBreach) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[12]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1586,7 +1652,7 @@ func (x *LatencyBudgetBreach) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LatencyBudgetBreach.ProtoReflect.Descriptor instead.
 func (*LatencyBudgetBreach) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{12}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LatencyBudgetBreach) GetMetric() string {
@@ -1624,7 +1690,7 @@ type Bucket struct {
 
 func (x *Bucket) Reset() {
 	*x = Bucket{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1636,7 +1702,7 @@ func (x *Bucket) String() string {
 func (*Bucket) ProtoMessage() {}
 
 func (x *Bucket) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[13]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1649,7 +1715,7 @@ func (x *Bucket) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bucket.ProtoReflect.Descriptor instead.
 func (*Bucket) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{13}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Bucket) GetTestRunIds() []string {
@@ -1694,7 +1760,7 @@ type ResultGroup struct {
 
 func (x *ResultGroup) Reset() {
 	*x = ResultGroup{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1772,7 @@ func (x *ResultGroup) String() string {
 func (*ResultGroup) ProtoMessage() {}
 
 func (x *ResultGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[14]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1785,7 @@ func (x *ResultGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResultGroup.ProtoReflect.Descriptor instead.
 func (*ResultGroup) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{14}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResultGroup) GetTestId() string {
@@ -1785,7 +1851,7 @@ type RunJob struct {
 
 func (x *RunJob) Reset() {
 	*x = RunJob{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1797,7 +1863,7 @@ func (x *RunJob) String() string {
 func (*RunJob) ProtoMessage() {}
 
 func (x *RunJob) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[15]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1810,7 +1876,7 @@ func (x *RunJob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunJob.ProtoReflect.Descriptor instead.
 func (*RunJob) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{15}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunJob) GetWorkspaceId() string {
@@ -1946,7 +2012,7 @@ type RunLabel struct {
 
 func (x *RunLabel) Reset() {
 	*x = RunLabel{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1958,7 +2024,7 @@ func (x *RunLabel) String() string {
 func (*RunLabel) ProtoMessage() {}
 
 func (x *RunLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[16]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1971,7 +2037,7 @@ func (x *RunLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunLabel.ProtoReflect.Descriptor instead.
 func (*RunLabel) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{16}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunLabel) GetLabelId() string {
@@ -2153,7 +2219,7 @@ type CriterionLabel struct {
 
 func (x *CriterionLabel) Reset() {
 	*x = CriterionLabel{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2165,7 +2231,7 @@ func (x *CriterionLabel) String() string {
 func (*CriterionLabel) ProtoMessage() {}
 
 func (x *CriterionLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[17]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2178,7 +2244,7 @@ func (x *CriterionLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CriterionLabel.ProtoReflect.Descriptor instead.
 func (*CriterionLabel) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{17}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CriterionLabel) GetId() string {
@@ -2236,7 +2302,7 @@ type ConversationAnalysis struct {
 
 func (x *ConversationAnalysis) Reset() {
 	*x = ConversationAnalysis{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2248,7 +2314,7 @@ func (x *ConversationAnalysis) String() string {
 func (*ConversationAnalysis) ProtoMessage() {}
 
 func (x *ConversationAnalysis) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[18]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2261,7 +2327,7 @@ func (x *ConversationAnalysis) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationAnalysis.ProtoReflect.Descriptor instead.
 func (*ConversationAnalysis) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{18}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ConversationAnalysis) GetAnalysisId() string {
@@ -2358,7 +2424,7 @@ type CriterionVerdict struct {
 
 func (x *CriterionVerdict) Reset() {
 	*x = CriterionVerdict{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2370,7 +2436,7 @@ func (x *CriterionVerdict) String() string {
 func (*CriterionVerdict) ProtoMessage() {}
 
 func (x *CriterionVerdict) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[19]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2383,7 +2449,7 @@ func (x *CriterionVerdict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CriterionVerdict.ProtoReflect.Descriptor instead.
 func (*CriterionVerdict) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{19}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CriterionVerdict) GetId() string {
@@ -2456,7 +2522,7 @@ type ConversationLabel struct {
 
 func (x *ConversationLabel) Reset() {
 	*x = ConversationLabel{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2468,7 +2534,7 @@ func (x *ConversationLabel) String() string {
 func (*ConversationLabel) ProtoMessage() {}
 
 func (x *ConversationLabel) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[20]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2481,7 +2547,7 @@ func (x *ConversationLabel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConversationLabel.ProtoReflect.Descriptor instead.
 func (*ConversationLabel) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{20}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ConversationLabel) GetLabelId() string {
@@ -2639,7 +2705,7 @@ type RejudgeVote struct {
 
 func (x *RejudgeVote) Reset() {
 	*x = RejudgeVote{}
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +2717,7 @@ func (x *RejudgeVote) String() string {
 func (*RejudgeVote) ProtoMessage() {}
 
 func (x *RejudgeVote) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[21]
+	mi := &file_voiceai_testing_v1_testing_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +2730,7 @@ func (x *RejudgeVote) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RejudgeVote.ProtoReflect.Descriptor instead.
 func (*RejudgeVote) Descriptor() ([]byte, []int) {
-	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{21}
+	return file_voiceai_testing_v1_testing_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RejudgeVote) GetRejudgeId() string {
@@ -2801,7 +2867,12 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\a \x01(\x03R\rupdatedAtUnix\x12+\n" +
 	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01B\x12\n" +
-	"\x10_deleted_at_unix\"\x82\x02\n" +
+	"\x10_deleted_at_unix\"q\n" +
+	"\n" +
+	"FolderTree\x12!\n" +
+	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12&\n" +
+	"\x0fupdated_at_unix\x18\x03 \x01(\x03R\rupdatedAtUnix\"\x82\x02\n" +
 	"\vPlannedTest\x12\x17\n" +
 	"\atest_id\x18\x01 \x01(\tR\x06testId\x12\x1b\n" +
 	"\ttest_name\x18\x02 \x01(\tR\btestName\x12\x1b\n" +
@@ -3076,49 +3147,50 @@ func file_voiceai_testing_v1_testing_proto_rawDescGZIP() []byte {
 	return file_voiceai_testing_v1_testing_proto_rawDescData
 }
 
-var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_voiceai_testing_v1_testing_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_voiceai_testing_v1_testing_proto_goTypes = []any{
 	(*Test)(nil),                 // 0: voiceai.testing.v1.Test
 	(*Folder)(nil),               // 1: voiceai.testing.v1.Folder
-	(*PlannedTest)(nil),          // 2: voiceai.testing.v1.PlannedTest
-	(*Resubmission)(nil),         // 3: voiceai.testing.v1.Resubmission
-	(*Invocation)(nil),           // 4: voiceai.testing.v1.Invocation
-	(*LoadTest)(nil),             // 5: voiceai.testing.v1.LoadTest
-	(*LoadFailure)(nil),          // 6: voiceai.testing.v1.LoadFailure
-	(*LoadStepResult)(nil),       // 7: voiceai.testing.v1.LoadStepResult
-	(*LoadSamples)(nil),          // 8: voiceai.testing.v1.LoadSamples
-	(*ModelUsage)(nil),           // 9: voiceai.testing.v1.ModelUsage
-	(*JudgeVote)(nil),            // 10: voiceai.testing.v1.JudgeVote
-	(*RunResult)(nil),            // 11: voiceai.testing.v1.RunResult
-	(*LatencyBudgetBreach)(nil),  // 12: voiceai.testing.v1.LatencyBudgetBreach
-	(*Bucket)(nil),               // 13: voiceai.testing.v1.Bucket
-	(*ResultGroup)(nil),          // 14: voiceai.testing.v1.ResultGroup
-	(*RunJob)(nil),               // 15: voiceai.testing.v1.RunJob
-	(*RunLabel)(nil),             // 16: voiceai.testing.v1.RunLabel
-	(*CriterionLabel)(nil),       // 17: voiceai.testing.v1.CriterionLabel
-	(*ConversationAnalysis)(nil), // 18: voiceai.testing.v1.ConversationAnalysis
-	(*CriterionVerdict)(nil),     // 19: voiceai.testing.v1.CriterionVerdict
-	(*ConversationLabel)(nil),    // 20: voiceai.testing.v1.ConversationLabel
-	(*RejudgeVote)(nil),          // 21: voiceai.testing.v1.RejudgeVote
+	(*FolderTree)(nil),           // 2: voiceai.testing.v1.FolderTree
+	(*PlannedTest)(nil),          // 3: voiceai.testing.v1.PlannedTest
+	(*Resubmission)(nil),         // 4: voiceai.testing.v1.Resubmission
+	(*Invocation)(nil),           // 5: voiceai.testing.v1.Invocation
+	(*LoadTest)(nil),             // 6: voiceai.testing.v1.LoadTest
+	(*LoadFailure)(nil),          // 7: voiceai.testing.v1.LoadFailure
+	(*LoadStepResult)(nil),       // 8: voiceai.testing.v1.LoadStepResult
+	(*LoadSamples)(nil),          // 9: voiceai.testing.v1.LoadSamples
+	(*ModelUsage)(nil),           // 10: voiceai.testing.v1.ModelUsage
+	(*JudgeVote)(nil),            // 11: voiceai.testing.v1.JudgeVote
+	(*RunResult)(nil),            // 12: voiceai.testing.v1.RunResult
+	(*LatencyBudgetBreach)(nil),  // 13: voiceai.testing.v1.LatencyBudgetBreach
+	(*Bucket)(nil),               // 14: voiceai.testing.v1.Bucket
+	(*ResultGroup)(nil),          // 15: voiceai.testing.v1.ResultGroup
+	(*RunJob)(nil),               // 16: voiceai.testing.v1.RunJob
+	(*RunLabel)(nil),             // 17: voiceai.testing.v1.RunLabel
+	(*CriterionLabel)(nil),       // 18: voiceai.testing.v1.CriterionLabel
+	(*ConversationAnalysis)(nil), // 19: voiceai.testing.v1.ConversationAnalysis
+	(*CriterionVerdict)(nil),     // 20: voiceai.testing.v1.CriterionVerdict
+	(*ConversationLabel)(nil),    // 21: voiceai.testing.v1.ConversationLabel
+	(*RejudgeVote)(nil),          // 22: voiceai.testing.v1.RejudgeVote
 }
 var file_voiceai_testing_v1_testing_proto_depIdxs = []int32{
-	2,  // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
-	3,  // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
-	5,  // 2: voiceai.testing.v1.Invocation.load:type_name -> voiceai.testing.v1.LoadTest
-	7,  // 3: voiceai.testing.v1.LoadTest.results:type_name -> voiceai.testing.v1.LoadStepResult
-	2,  // 4: voiceai.testing.v1.LoadTest.test:type_name -> voiceai.testing.v1.PlannedTest
-	6,  // 5: voiceai.testing.v1.LoadStepResult.failures:type_name -> voiceai.testing.v1.LoadFailure
-	6,  // 6: voiceai.testing.v1.LoadSamples.failures:type_name -> voiceai.testing.v1.LoadFailure
-	9,  // 7: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
-	10, // 8: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	9,  // 9: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
-	12, // 10: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
-	13, // 11: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
-	10, // 12: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
-	17, // 13: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
-	19, // 14: voiceai.testing.v1.ConversationAnalysis.criteria:type_name -> voiceai.testing.v1.CriterionVerdict
-	9,  // 15: voiceai.testing.v1.ConversationAnalysis.judge:type_name -> voiceai.testing.v1.ModelUsage
-	17, // 16: voiceai.testing.v1.ConversationLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
+	3,  // 0: voiceai.testing.v1.Invocation.tests:type_name -> voiceai.testing.v1.PlannedTest
+	4,  // 1: voiceai.testing.v1.Invocation.resubmissions:type_name -> voiceai.testing.v1.Resubmission
+	6,  // 2: voiceai.testing.v1.Invocation.load:type_name -> voiceai.testing.v1.LoadTest
+	8,  // 3: voiceai.testing.v1.LoadTest.results:type_name -> voiceai.testing.v1.LoadStepResult
+	3,  // 4: voiceai.testing.v1.LoadTest.test:type_name -> voiceai.testing.v1.PlannedTest
+	7,  // 5: voiceai.testing.v1.LoadStepResult.failures:type_name -> voiceai.testing.v1.LoadFailure
+	7,  // 6: voiceai.testing.v1.LoadSamples.failures:type_name -> voiceai.testing.v1.LoadFailure
+	10, // 7: voiceai.testing.v1.RunResult.usage:type_name -> voiceai.testing.v1.ModelUsage
+	11, // 8: voiceai.testing.v1.RunResult.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	10, // 9: voiceai.testing.v1.RunResult.agent_usage:type_name -> voiceai.testing.v1.ModelUsage
+	13, // 10: voiceai.testing.v1.RunResult.latency_budget_breaches:type_name -> voiceai.testing.v1.LatencyBudgetBreach
+	14, // 11: voiceai.testing.v1.ResultGroup.buckets:type_name -> voiceai.testing.v1.Bucket
+	11, // 12: voiceai.testing.v1.RunLabel.judge_votes:type_name -> voiceai.testing.v1.JudgeVote
+	18, // 13: voiceai.testing.v1.RunLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
+	20, // 14: voiceai.testing.v1.ConversationAnalysis.criteria:type_name -> voiceai.testing.v1.CriterionVerdict
+	10, // 15: voiceai.testing.v1.ConversationAnalysis.judge:type_name -> voiceai.testing.v1.ModelUsage
+	18, // 16: voiceai.testing.v1.ConversationLabel.criteria:type_name -> voiceai.testing.v1.CriterionLabel
 	17, // [17:17] is the sub-list for method output_type
 	17, // [17:17] is the sub-list for method input_type
 	17, // [17:17] is the sub-list for extension type_name
@@ -3133,14 +3205,14 @@ func file_voiceai_testing_v1_testing_proto_init() {
 	}
 	file_voiceai_testing_v1_testing_proto_msgTypes[0].OneofWrappers = []any{}
 	file_voiceai_testing_v1_testing_proto_msgTypes[1].OneofWrappers = []any{}
-	file_voiceai_testing_v1_testing_proto_msgTypes[4].OneofWrappers = []any{}
+	file_voiceai_testing_v1_testing_proto_msgTypes[5].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_testing_v1_testing_proto_rawDesc), len(file_voiceai_testing_v1_testing_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

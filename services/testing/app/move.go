@@ -1,0 +1,173 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/principal"
+)
+
+// errNoMoves is the folder tree of a workspace no folder has moved in.
+var errNoMoves = errors.New("no folder has moved in this workspace")
+
+// errTreeMoved is a move's answer when folders moved since it decided.
+var errTreeMoved = errors.New("the folder tree moved since the move decided")
+
+// moveAttempts bounds how often a move decides again on a tree that
+// other moves keep changing.
+const moveAttempts = 8
+
+// BulkMove moves tests and folders (1 to 1000 ids, as the schema,
+// BulkMove, says) into a folder ("" and "root" are the root).
+//
+// The moves are stored together or not at all. Where folders change
+// parent, the workspace's folder tree moves on a version with them: the
+// move decides that no folder goes inside itself on the folders above
+// the target as the event log holds them at that version, and is stored
+// only while the tree is still at it; else it decides again. So two moves
+// at once (A into B while B goes into A) never put folders inside each
+// other: the second finds the first's and is refused.
+func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []string, moveTo string) (int, error) {
+	if moveTo == "root" {
+		moveTo = ""
+	}
+	err := eventlog.Retry(ctx, moveAttempts, func() error {
+		if err := a.bulkMove(ctx, c, entityIDs, moveTo); !errors.Is(err, errTreeMoved) {
+			return err
+		}
+		return eventlog.ErrConflict
+	})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return 0, apperr.ConcurrentUpdate
+	}
+	if err != nil {
+		return 0, err
+	}
+	return len(entityIDs), nil
+}
+
+// bulkMove is one attempt of BulkMove: errTreeMoved when folders moved
+// since it read the tree.
+func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []string, moveTo string) error {
+	ws := c.WorkspaceID
+	tree, _, err := a.Trees.Get(ctx, ws, events.FolderTreeID)
+	if err != nil && !errors.Is(err, errNoMoves) {
+		return err
+	}
+	version := tree.GetVersion()
+	f := a.folders(ws)
+	if err := f.load(ctx, append([]string{moveTo}, entityIDs...)...); err != nil {
+		return err
+	}
+	var v apperr.Validator
+	target, known := f.known[moveTo]
+	if moveTo != "" && (!known || target.Kind != KindFolder) {
+		v.Add("Folder "+moveTo+" not found", "value_error", "body", "move_to")
+	}
+	folders := slices.ContainsFunc(entityIDs, func(id string) bool { return f.known[id].Kind == KindFolder })
+	var above map[string]bool
+	if folders && moveTo != "" && v.Err() == nil {
+		if above, err = a.foldersAbove(ctx, ws, moveTo); err != nil {
+			return err
+		}
+	}
+	for i, id := range entityIDs {
+		e, ok := f.known[id]
+		switch {
+		case !ok:
+			v.Add("Test or folder "+id+" not found", "value_error", "body", "entity_ids", i)
+		case e.Kind == KindFolder && above[id]:
+			v.Add("A folder cannot move into itself or a subfolder", "value_error", "body", "entity_ids", i)
+		}
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	// Each entry's move carries its own command id derived from the
+	// request's: a replay moves nothing again, even to another folder. An
+	// entry in place already has no move to replay: sent without one, it
+	// is not looked for in its history.
+	var moved []string // the folders this attempt's steps move
+	steps := make([]*aggregate.Step, 0, len(entityIDs)+1)
+	for _, id := range entityIDs {
+		cmd := aggregate.CommandFor(c.CommandID, id)
+		if f.known[id].ParentFolderID == moveTo {
+			cmd = ""
+		}
+		var step *aggregate.Step
+		var err error
+		if f.known[id].Kind == KindFolder {
+			step, err = a.Folders.Step(ws, id, cmd, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+				if f.ParentFolderId == moveTo {
+					return nil, nil
+				}
+				f.ParentFolderId = moveTo
+				moved = append(moved, f.FolderId)
+				return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
+			})
+		} else {
+			step, err = a.Tests.Step(ws, id, cmd, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+				if t.ParentFolderId == moveTo {
+					return nil, nil
+				}
+				t.ParentFolderId = moveTo
+				return &testingv1.TestUpdated{Meta: meta, Test: t}, nil
+			})
+		}
+		if err != nil {
+			return err
+		}
+		steps = append(steps, step)
+	}
+	if folders {
+		// Last, so it sees what the folders' steps decided; it starts the
+		// next attempt's list afresh.
+		step, err := a.Trees.StepOrMake(ws, events.FolderTreeID, aggregate.CommandFor(c.CommandID, events.FolderTreeID), func(t *testingv1.FolderTree, meta *commonv1.EventMeta) (proto.Message, error) {
+			ids := moved
+			moved = nil
+			switch {
+			case t.Version != version:
+				return nil, errTreeMoved
+			case len(ids) == 0:
+				return nil, nil
+			}
+			t.WorkspaceId, t.Version = ws, version+1
+			return &testingv1.FoldersMoved{Meta: meta, Tree: t, FolderIds: ids, ParentFolderId: moveTo}, nil
+		})
+		if err != nil {
+			return err
+		}
+		steps = append(steps, step)
+	}
+	return aggregate.ChangeMany(ctx, a.Tests.Env, ws, steps)
+}
+
+// foldersAbove is folder id and every folder above it, as the event log
+// holds them: the read model may not have another replica's moves yet.
+func (a *App) foldersAbove(ctx context.Context, ws, id string) (map[string]bool, error) {
+	above := map[string]bool{}
+	for cur := id; cur != "" && !above[cur] && len(above) < maxFolderDepth; {
+		f, _, err := a.Folders.Get(ctx, ws, cur)
+		switch {
+		case isNotFound(err) && cur == id:
+			return nil, apperr.ValidationErrors{{Loc: []any{"body", "move_to"}, Msg: "Folder " + id + " not found", Type: "value_error"}}
+		case isNotFound(err):
+			return above, nil // above a deleted folder: nothing more
+		case err != nil:
+			return nil, err
+		}
+		above[cur] = true
+		cur = f.ParentFolderId
+	}
+	return above, nil
+}
