@@ -25,9 +25,10 @@ import (
 )
 
 // conflictAttempts bounds how often a change retries against fresh state
-// (eventlog.Retry waits a random while between attempts, up to 64 ms by
-// the last): a crowd of writers to one aggregate each lands.
-const conflictAttempts = 8
+// (eventlog.Retry waits a random while between attempts, from 2 ms at
+// most after the first loss to 512 ms by the last, about a second and a
+// half in all): a crowd of writers to one aggregate each lands.
+const conflictAttempts = 12
 
 // Env is what every repository of a service shares: the event log, the
 // logger and the clock.

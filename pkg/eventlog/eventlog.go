@@ -141,10 +141,11 @@ func CheckBatch(batch []Write) error {
 
 // Retry runs fn until it returns something other than a conflict, at most
 // attempts times; fn reloads fresh state each time. Between attempts it
-// waits a random while, up to 1 ms doubling to 32 ms: writers that lost
-// to the same append would otherwise all read and append again at once,
-// and of many writers to one aggregate (forty comments sent together to
-// one ticket) some ran out of attempts and were answered 409.
+// waits a random while, up to 1 ms doubling to 256 ms (conflictBackOff):
+// writers that lost to the same append would otherwise all read and
+// append again at once, and of many writers to one aggregate (forty
+// comments sent together to one ticket) some ran out of attempts and
+// were answered 409.
 func Retry(ctx context.Context, attempts int, fn func() error) error {
 	b := conflictBackOff()
 	var err error
@@ -164,12 +165,13 @@ func Retry(ctx context.Context, attempts int, fn func() error) error {
 }
 
 // conflictBackOff is Retry's wait between attempts: from nothing to twice
-// an interval (losers spread out) of 1 ms doubling to 32 ms. Set by
-// options, which the constructor applies before it starts the first
-// interval: fields set after it leave the first wait drawn from its
-// default 500 ms (up to a second).
+// an interval (losers spread out) of 1 ms doubling to 256 ms. A writer
+// that lost once tries again within 2 ms; a crowd spreads over the
+// growing intervals until each has landed. Set by options, which the
+// constructor applies before it starts the first interval: fields set
+// after it leave the first wait drawn from its default 500 ms.
 func conflictBackOff() *backoff.ExponentialBackOff {
-	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Millisecond), backoff.WithMaxInterval(32*time.Millisecond),
+	return backoff.NewExponentialBackOff(backoff.WithInitialInterval(time.Millisecond), backoff.WithMaxInterval(256*time.Millisecond),
 		backoff.WithMaxElapsedTime(0), backoff.WithRandomizationFactor(1))
 }
 
