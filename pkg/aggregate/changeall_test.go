@@ -14,7 +14,7 @@ import (
 // renameAll is a command renaming every aggregate it is given, the first
 // (the lead) to lead, the others to rest; one named "refuse" refuses it.
 func renameAll(lead, rest string) MultiMutation[*agentsv1.Agent] {
-	return func(next []*agentsv1.Agent, _ []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error) {
+	return func(next []*agentsv1.Agent, metas []*commonv1.EventMeta) ([]proto.Message, error) {
 		evs := make([]proto.Message, len(next))
 		for i, a := range next {
 			if a.Name == "refuse" {
@@ -90,7 +90,7 @@ func testChangeAllRetriesAgainstFreshStates(t *testing.T, open openStore) {
 	create(t, r, "agent_1", "")
 	create(t, r, "agent_2", "")
 	runs := 0
-	_, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_2"}, func(next []*agentsv1.Agent, seqs []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error) {
+	_, err := r.ChangeAll(ctx, "ws", "", []string{"agent_1", "agent_2"}, func(next []*agentsv1.Agent, metas []*commonv1.EventMeta) ([]proto.Message, error) {
 		runs++
 		if runs == 1 { // someone renames agent_2 meanwhile
 			if _, err := r.Update(ctx, "ws", "agent_2", "", func(n *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {

@@ -94,8 +94,7 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 			recs[i] = rec
 		}
 		now := env.Now()
-		var batch []eventlog.Write
-		var changed []*Step
+		var b batch
 		for i, s := range steps {
 			meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
 			ev, err := s.decide(meta, now)
@@ -105,20 +104,17 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 			if ev == nil {
 				continue
 			}
-			e, err := esproto.Encode(ctx, meta, ev)
-			if err != nil {
+			if err := b.add(ctx, s.subject, recs[i].Seq, meta, ev, s.project); err != nil {
 				return err
 			}
-			batch = append(batch, eventlog.Write{Subject: s.subject, ExpectedSeq: recs[i].Seq, CommandID: s.commandID, Event: e})
-			changed = append(changed, s)
 		}
-		if len(batch) == 0 {
+		if b.empty() {
 			return nil
 		}
-		res, err := env.Store.AppendAll(ctx, batch)
-		if errors.Is(err, eventlog.ErrConflict) && changed[0].commandID != "" {
+		err := b.store(ctx, env.Store)
+		if first := b.writes[0]; errors.Is(err, eventlog.ErrConflict) && first.CommandID != "" {
 			// Perhaps a first attempt of this command, stored since.
-			rec, found, ferr := env.Store.FindCommand(ctx, changed[0].subject, changed[0].commandID)
+			rec, found, ferr := env.Store.FindCommand(ctx, first.Subject, first.CommandID)
 			if ferr != nil {
 				return ferr
 			}
@@ -126,16 +122,44 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 				return esproto.SameRequestIn(ctx, rec)
 			}
 		}
-		if err != nil {
-			return err
-		}
-		for j, s := range changed {
-			s.project(ctx, res[j].Seq)
-		}
-		return nil
+		return err
 	})
 	if errors.Is(err, eventlog.ErrConflict) {
 		return apperr.ConcurrentUpdate
 	}
 	return err
+}
+
+// batch is the events of one command over several aggregates, appended
+// together (eventlog.Store.AppendAll), each projected once stored.
+type batch struct {
+	writes  []eventlog.Write
+	project []func(ctx context.Context, seq uint64)
+}
+
+// add encodes ev, to append to subject if its last sequence is still
+// expected.
+func (b *batch) add(ctx context.Context, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message, project func(ctx context.Context, seq uint64)) error {
+	e, err := esproto.Encode(ctx, meta, ev)
+	if err != nil {
+		return err
+	}
+	b.writes = append(b.writes, eventlog.Write{Subject: subject, ExpectedSeq: expected, CommandID: meta.GetCommandId(), Event: e})
+	b.project = append(b.project, project)
+	return nil
+}
+
+func (b *batch) empty() bool { return len(b.writes) == 0 }
+
+// store appends the batch, whole or not at all, and projects what it
+// stored.
+func (b *batch) store(ctx context.Context, st eventlog.Store) error {
+	res, err := st.AppendAll(ctx, b.writes)
+	if err != nil {
+		return err
+	}
+	for i, project := range b.project {
+		project(ctx, res[i].Seq)
+	}
+	return nil
 }

@@ -362,10 +362,10 @@ func (r *Repo[S]) Change(ctx context.Context, workspaceID, id, commandID string,
 }
 
 // MultiMutation decides the events of a command over several aggregates:
-// next holds a copy of each one's current state, to change in place, and
-// seqs the sequence it was read at; it answers an event per aggregate
-// (nil: that one unchanged), each built with its own metas entry.
-type MultiMutation[S proto.Message] func(next []S, seqs []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error)
+// next holds a copy of each one's current state, to change in place; it
+// answers an event per aggregate (nil: that one unchanged), each built
+// with its own metas entry.
+type MultiMutation[S proto.Message] func(next []S, metas []*commonv1.EventMeta) ([]proto.Message, error)
 
 // ChangeAll changes several aggregates of a workspace as one command,
 // stored whole or not at all (eventlog.Store.AppendAll), so no reader
@@ -413,9 +413,8 @@ func (r *Repo[S]) ChangeAll(ctx context.Context, workspaceID, commandID string, 
 			}
 			metas[i] = esproto.Meta(ctx, workspaceID, cmd, now)
 		}
-		evs, err := m(next, seqs, metas)
-		var batch []eventlog.Write
-		var changed []int
+		evs, err := m(next, metas)
+		var b batch
 		for i, ev := range evs {
 			if err != nil || ev == nil {
 				continue
@@ -423,14 +422,12 @@ func (r *Repo[S]) ChangeAll(ctx context.Context, workspaceID, commandID string, 
 			if r.Touch != nil {
 				r.Touch(next[i], now)
 			}
-			e, eerr := esproto.Encode(ctx, metas[i], ev)
-			if eerr != nil {
-				return eerr
+			state := next[i]
+			if err := b.add(ctx, subjects[i], seqs[i], metas[i], ev, func(ctx context.Context, seq uint64) { r.project(ctx, subjects[i], seq, state) }); err != nil {
+				return err
 			}
-			batch = append(batch, eventlog.Write{Subject: subjects[i], ExpectedSeq: seqs[i], CommandID: metas[i].GetCommandId(), Event: e})
-			changed = append(changed, i)
 		}
-		if err != nil || len(batch) == 0 {
+		if err != nil || b.empty() {
 			// Nothing to append: a replay of a command the lead has moved
 			// on from answers what that command left.
 			_, first, found, ferr := r.Recorded(ctx, workspaceID, ids[0], commandID)
@@ -444,12 +441,8 @@ func (r *Repo[S]) ChangeAll(ctx context.Context, workspaceID, commandID string, 
 			out = next[0]
 			return err
 		}
-		res, err := r.Store.AppendAll(ctx, batch)
-		if err != nil {
+		if err := b.store(ctx, r.Store); err != nil {
 			return err
-		}
-		for j, i := range changed {
-			r.project(ctx, subjects[i], res[j].Seq, next[i])
 		}
 		out = next[0]
 		return nil

@@ -20,8 +20,6 @@ const (
 	headerBatchID       = "Nats-Batch-Id"
 	headerBatchSequence = "Nats-Batch-Sequence"
 	headerBatchCommit   = "Nats-Batch-Commit"
-	headerExpectStream  = "Nats-Expected-Stream"
-	headerExpectLastSeq = "Nats-Expected-Last-Subject-Sequence"
 )
 
 // JetStream's answers to a batch that are not failures of the store
@@ -52,9 +50,9 @@ func (s *Store) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventl
 	var ack *jetstream.PubAck
 	for i, w := range batch {
 		msg := NewMsg(w.Subject, w.CommandID, w.Event)
-		msg.Header.Set(headerExpectStream, s.stream)
+		msg.Header.Set(jetstream.ExpectedStreamHeader, s.stream)
 		if w.ExpectedSeq != AnySeq {
-			msg.Header.Set(headerExpectLastSeq, strconv.FormatUint(w.ExpectedSeq, 10))
+			msg.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(w.ExpectedSeq, 10))
 		}
 		msg.Header.Set(headerBatchID, id)
 		msg.Header.Set(headerBatchSequence, strconv.Itoa(i+1))

@@ -65,7 +65,7 @@ func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) 
 		return Record{}, false, nil
 	}
 	if err != nil {
-		return Record{}, false, fmt.Errorf("last of %s: %w", subject, Classify(err))
+		return Record{}, false, fmt.Errorf("last of %s: %w", subject, err)
 	}
 	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), true, nil
 }
@@ -74,7 +74,7 @@ func (s *Store) Last(ctx context.Context, subject string) (Record, bool, error) 
 func (s *Store) At(ctx context.Context, seq uint64) (Record, error) {
 	m, err := GetMsg(ctx, s.js, s.stream, MsgRequest{Seq: seq})
 	if err != nil {
-		return Record{}, fmt.Errorf("%s at %d: %w", s.stream, seq, Classify(err))
+		return Record{}, fmt.Errorf("%s at %d: %w", s.stream, seq, err)
 	}
 	return recordOf(m.Sequence, m.Subject, m.Header, m.Data, m.Time), nil
 }

@@ -7,8 +7,8 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
 )
 
-// maxFolderDepth bounds walks up the folder tree (a cycle written by a
-// race of two moves must not loop).
+// maxFolderDepth bounds walks up the folder tree (a cycle two moves at
+// once wrote before the folder tree ordered them must not loop).
 const maxFolderDepth = 100
 
 // folders resolves folder ancestry for one request: each folder is read
@@ -72,18 +72,6 @@ func (f *folders) path(id string) []FolderRef {
 	}
 	slices.Reverse(out)
 	return out
-}
-
-// isWithin reports whether folder id is folder ancestor or below it (load
-// id first).
-func (f *folders) isWithin(id, ancestor string) bool {
-	for cur, n := id, 0; cur != "" && n < maxFolderDepth; n++ {
-		if cur == ancestor {
-			return true
-		}
-		cur = f.known[cur].ParentFolderID
-	}
-	return false
 }
 
 // ListedEntry is a test or folder as listings show it: the entry, the

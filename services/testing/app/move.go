@@ -60,11 +60,6 @@ func (a *App) BulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 // since it read the tree.
 func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []string, moveTo string) error {
 	ws := c.WorkspaceID
-	tree, _, err := a.Trees.Get(ctx, ws, events.FolderTreeID)
-	if err != nil && !errors.Is(err, errNoMoves) {
-		return err
-	}
-	version := tree.GetVersion()
 	f := a.folders(ws)
 	if err := f.load(ctx, append([]string{moveTo}, entityIDs...)...); err != nil {
 		return err
@@ -74,11 +69,20 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 	if moveTo != "" && (!known || target.Kind != KindFolder) {
 		v.Add("Folder "+moveTo+" not found", "value_error", "body", "move_to")
 	}
+	// Folders are checked against the tree as of its version, read first.
 	folders := slices.ContainsFunc(entityIDs, func(id string) bool { return f.known[id].Kind == KindFolder })
+	var version uint64
 	var above map[string]bool
-	if folders && moveTo != "" && v.Err() == nil {
-		if above, err = a.foldersAbove(ctx, ws, moveTo); err != nil {
+	if folders {
+		tree, _, err := a.Trees.Get(ctx, ws, events.FolderTreeID)
+		if err != nil && !errors.Is(err, errNoMoves) {
 			return err
+		}
+		version = tree.GetVersion()
+		if moveTo != "" && v.Err() == nil {
+			if above, err = a.foldersAbove(ctx, ws, moveTo); err != nil {
+				return err
+			}
 		}
 	}
 	for i, id := range entityIDs {

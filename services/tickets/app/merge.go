@@ -42,7 +42,7 @@ func (a *App) Merge(ctx context.Context, caller principal.Caller, targetID strin
 	}
 	now := a.Now().Unix()
 	ids := append([]string{targetID}, sourceIDs...)
-	return a.Tickets.ChangeAll(ctx, caller.WorkspaceID, caller.CommandID, ids, func(next []*ticketsv1.Ticket, _ []uint64, metas []*commonv1.EventMeta) ([]proto.Message, error) {
+	return a.Tickets.ChangeAll(ctx, caller.WorkspaceID, caller.CommandID, ids, func(next []*ticketsv1.Ticket, metas []*commonv1.EventMeta) ([]proto.Message, error) {
 		t, sources := next[0], next[1:]
 		if !domain.CanAbsorb(t.Status) {
 			return nil, apperr.TicketCannotAbsorb(t.Status)
