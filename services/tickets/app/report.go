@@ -94,26 +94,46 @@ func (a *App) reportOn(ctx context.Context, c conversationOf, id, commandID stri
 	return nil, false, false, apperr.ConcurrentUpdate
 }
 
-// reported is what a keyed report's first attempt did on ticket id, if it
-// did anything there: the ticket it opened (joined false), or the one it
-// joined as that attempt left it.
+// reported is what a keyed report's first attempt did on ticket id, or on
+// the tickets id was merged into (a report reaching id joins those), if
+// it did anything there: the ticket it opened (joined false), or the one
+// it joined as that attempt left it.
 func (a *App) reported(ctx context.Context, ws, id, commandID string) (t *ticketsv1.Ticket, joined, ok bool, err error) {
 	if commandID == "" {
 		return nil, false, false, nil
 	}
-	ev, first, found, err := a.Tickets.Recorded(ctx, ws, id, commandID)
-	if err != nil || !found {
-		return nil, false, false, err
+	for hops := 0; hops < maxMergeHops; hops++ {
+		ev, first, found, err := a.Tickets.Recorded(ctx, ws, id, commandID)
+		if err != nil || found {
+			_, opened := ev.(*ticketsv1.TicketCreated)
+			return first, !opened, found, err
+		}
+		t, _, err := a.Get(ctx, ws, id)
+		if err != nil || t.Status != domain.StatusMerged || t.GetMergedIntoTicketId() == "" {
+			return nil, false, false, ignoreNotFound(err, a.Tickets.NotFound)
+		}
+		id = t.GetMergedIntoTicketId()
 	}
-	_, opened := ev.(*ticketsv1.TicketCreated)
-	return first, !opened, true, nil
+	return nil, false, false, nil
 }
+
+// ignoreNotFound is err, or nil when it is notFound.
+func ignoreNotFound(err, notFound error) error {
+	if errors.Is(err, notFound) {
+		return nil
+	}
+	return err
+}
+
+// maxMergeHops bounds the merges a report follows from a conversation's
+// ticket to the one it joins.
+const maxMergeHops = 5
 
 // activeFrom is the active ticket a report reaching ticket id joins: id
 // itself, or the ticket it was merged into; "" when that one collects no
 // reports. NotFound when id is no ticket (or a deleted one).
 func (a *App) activeFrom(ctx context.Context, ws, id string) (string, error) {
-	for hops := 0; hops < 5; hops++ {
+	for hops := 0; hops < maxMergeHops; hops++ {
 		t, _, err := a.Get(ctx, ws, id)
 		if err != nil {
 			if hops > 0 && errors.Is(err, a.Tickets.NotFound) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
+	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
@@ -97,5 +98,38 @@ func TestReportsFollowTheConversationsActiveTicket(t *testing.T) {
 	}
 	if again, existing := f.raise(t, "conv_1", "and more", "", ""); !existing || again.TicketId != third.TicketId {
 		t.Fatalf("a report went to %s (existing %v); want it joined to %s", again.TicketId, existing, third.TicketId)
+	}
+}
+
+// A keyed report that reached its conversation's ticket through a merge
+// joined the merge's target: sent again once that target is resolved, it
+// answers the target as the first attempt left it, and opens nothing.
+// Before, the replay looked for its first attempt on the conversation's
+// own ticket alone, found none there, and opened a new ticket.
+func TestAKeyedReportJoinedThroughAMergeAnswersAsItDid(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	first, _ := f.raise(t, "conv_1", "slow", "", "")
+	target := f.manual(t, "agent_1", "slowness")
+	if _, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa}, target.TicketId, []string{first.TicketId}); err != nil {
+		t.Fatal(err)
+	}
+	joined, existing := f.raise(t, "conv_1", "slow again", "", "k-merged")
+	if !existing || joined.TicketId != target.TicketId {
+		t.Fatalf("a report went to %s (existing %v); want it joined to the merge's target %s", joined.TicketId, existing, target.TicketId)
+	}
+	if _, err := f.setStatus(domain.StatusResolved)(t, target.TicketId); err != nil {
+		t.Fatal(err)
+	}
+	again, existing := f.raise(t, "conv_1", "slow again", "", "k-merged")
+	if !existing || again.TicketId != target.TicketId || len(again.TicketComments) != len(joined.TicketComments) || again.Status != joined.Status {
+		t.Fatalf("the report sent again answered %s (existing %v, status %s); want %s (status %s) as first answered", again.TicketId, existing, again.Status, target.TicketId, joined.Status)
+	}
+	page, err := f.app.List(ctx, f.qa.WorkspaceID, app.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Tickets) != 2 {
+		t.Fatalf("%d tickets after the replay; want the two there were", len(page.Tickets))
 	}
 }
