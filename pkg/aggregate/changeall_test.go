@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
+
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 )
 
 // renameAll is a command renaming every aggregate it is given, the first
@@ -199,4 +202,87 @@ func testKeyedChangeManyReplay(t *testing.T, open openStore) {
 		t.Fatalf("a replay changed something: %v", got)
 	}
 	wantReused(t, "the key of another request", ChangeMany(keyed("digest-2"), r.Env, "ws", steps("other")))
+}
+
+// A command that changes other aggregates with its own (ChangeWith,
+// CreateWith) stores them in one batch: the others' steps each land, a
+// StepIfExists on a missing or deleted aggregate is left out, a Step on
+// one refuses the whole command; sent again under its key, it answers the
+// first result and changes the others nothing again.
+func testChangeWithStoresTheOthersWithIt(t *testing.T, open openStore) {
+	r, _ := newRepo(t, open)
+	ctx := keyed("digest-1")
+	create(t, r, "agent_1", "")
+	create(t, r, "agent_2", "")
+	create(t, r, "agent_3", "")
+	if _, err := r.Update(context.Background(), "ws", "agent_3", "", deleteAgent); err != nil {
+		t.Fatal(err)
+	}
+	rename := func(name string) Mutation[*agentsv1.Agent] {
+		return func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+			next.Name = name
+			return &agentsv1.AgentUpdated{Meta: meta, Agent: next}, nil
+		}
+	}
+	others := func(commandID, name string, ifExists ...string) Also[*agentsv1.Agent] {
+		return func(*agentsv1.Agent) ([]*Step, error) {
+			steps := []*Step{renameStep(t, r, "agent_2", CommandFor(commandID, "agent_2"), name)}
+			for _, id := range ifExists {
+				s, err := r.StepIfExists("ws", id, CommandFor(commandID, id), rename(name))
+				if err != nil {
+					return nil, err
+				}
+				steps = append(steps, s)
+			}
+			return steps, nil
+		}
+	}
+
+	got, err := r.UpdateWith(ctx, "ws", "agent_1", "cmd-1", rename("lead"), others("cmd-1", "follow", "agent_3", "agent_9"))
+	if err != nil || got.Name != "lead" {
+		t.Fatalf("the update: %v %v", got.GetName(), err)
+	}
+	if n := names(t, r, "agent_1", "agent_2"); n[0] != "lead" || n[1] != "follow" {
+		t.Fatalf("after the update: %v", n)
+	}
+	if a, _, err := r.Get(context.Background(), "ws", "agent_3"); !errors.Is(err, errNotFound) {
+		t.Fatalf("a StepIfExists revived a deleted aggregate: %v %v", a, err)
+	}
+	if _, err := r.Update(context.Background(), "ws", "agent_2", "", rename("changed since")); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := r.UpdateWith(ctx, "ws", "agent_1", "cmd-1", rename("lead"), others("cmd-1", "follow")); err != nil || again.Name != "lead" {
+		t.Fatalf("sent again: %v %v", again.GetName(), err)
+	}
+	if n := names(t, r, "agent_2"); n[0] != "changed since" {
+		t.Fatalf("a replay changed another aggregate again: %v", n)
+	}
+
+	mustDeleted := func(*agentsv1.Agent) ([]*Step, error) {
+		return []*Step{renameStep(t, r, "agent_3", "", "revived")}, nil
+	}
+	if _, err := r.UpdateWith(context.Background(), "ws", "agent_1", "", rename("refused"), mustDeleted); !errors.Is(err, errNotFound) {
+		t.Fatalf("a Step on a deleted aggregate: %v, want its NotFound", err)
+	}
+	if n := names(t, r, "agent_1"); n[0] != "lead" {
+		t.Fatalf("a refused command stored its own change: %v", n)
+	}
+
+	meta := esproto.Meta(ctx, "ws", "cmd-2", time.Now())
+	made := &agentsv1.Agent{AgentId: "agent_5", WorkspaceId: "ws", Name: "made"}
+	steps, _ := others("cmd-2", "by the create")(nil)
+	if got, replayed, err := r.CreateWith(ctx, "ws", "agent_5", meta, &agentsv1.AgentCreated{Meta: meta, Agent: made}, made, steps); err != nil || replayed || got.Name != "made" {
+		t.Fatalf("the create: %v %v %v", got.GetName(), replayed, err)
+	}
+	if n := names(t, r, "agent_2"); n[0] != "by the create" {
+		t.Fatalf("the create's other change: %v", n)
+	}
+	steps, _ = others("cmd-2", "by the retry")(nil)
+	other := &agentsv1.Agent{AgentId: "agent_5", WorkspaceId: "ws", Name: "retry"}
+	if got, replayed, err := r.CreateWith(ctx, "ws", "agent_5", meta, &agentsv1.AgentCreated{Meta: meta, Agent: other}, other, steps); err != nil || !replayed || got.Name != "made" {
+		t.Fatalf("the create sent again: %v %v %v", got.GetName(), replayed, err)
+	}
+	if n := names(t, r, "agent_2"); n[0] != "by the create" {
+		t.Fatalf("the create sent again changed another aggregate: %v", n)
+	}
 }

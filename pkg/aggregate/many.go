@@ -30,19 +30,39 @@ type Step struct {
 }
 
 // Step is the change m makes to aggregate id, as one step of a command
-// over several (ChangeMany). Its event carries commandID (one of its own,
-// CommandFor: a stream deduplicates message ids across its subjects).
+// over several (ChangeMany, Repo.ChangeWith). Its event carries commandID
+// (one of its own, CommandFor: a stream deduplicates message ids across
+// its subjects).
 func (r *Repo[S]) Step(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
-	return r.step(workspaceID, id, commandID, m, false)
+	return r.step(workspaceID, id, commandID, m, stepMust)
 }
 
 // StepOrMake is Step for an aggregate made by its first change: while it
 // has no event, m changes an empty state, appended to its empty subject.
 func (r *Repo[S]) StepOrMake(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
-	return r.step(workspaceID, id, commandID, m, true)
+	return r.step(workspaceID, id, commandID, m, stepOrMake)
 }
 
-func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], orMake bool) (*Step, error) {
+// StepIfExists is Step for an aggregate the command changes only while it
+// exists: missing or deleted, it is left out of the command.
+func (r *Repo[S]) StepIfExists(workspaceID, id, commandID string, m Mutation[S]) (*Step, error) {
+	return r.step(workspaceID, id, commandID, m, stepIfExists)
+}
+
+// What a step does about a missing (or deleted) aggregate.
+type stepMode int
+
+const (
+	stepMust     stepMode = iota // fail with the repository's NotFound
+	stepOrMake                   // make it (missing only)
+	stepIfExists                 // leave it out (errStepAbsent)
+)
+
+// errStepAbsent is a StepIfExists step's read of a missing or deleted
+// aggregate: the command goes on without it.
+var errStepAbsent = errors.New("aggregate absent: step left out")
+
+func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], mode stepMode) (*Step, error) {
 	subject, err := r.Subject(workspaceID, id)
 	if err != nil {
 		return nil, r.NotFound
@@ -54,10 +74,13 @@ func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], orMake 
 		read: func(ctx context.Context) (eventlog.Record, error) {
 			rec, state, err := r.last(ctx, subject)
 			switch {
-			case orMake && rec.Seq == 0 && errors.Is(err, r.NotFound):
+			case mode == stepOrMake && rec.Seq == 0 && errors.Is(err, r.NotFound):
 				state, err = state.ProtoReflect().Type().New().Interface().(S), nil
 			case err == nil && r.gone(state):
 				err = r.NotFound
+			}
+			if mode == stepIfExists && errors.Is(err, r.NotFound) {
+				err = errStepAbsent
 			}
 			cur = state
 			return rec, err
@@ -83,8 +106,13 @@ func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], orMake 
 func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step) error {
 	err := eventlog.Retry(ctx, conflictAttempts, func() error {
 		recs := make([]eventlog.Record, len(steps))
+		absent := make([]bool, len(steps))
 		for i, s := range steps {
 			rec, err := s.read(ctx)
+			if errors.Is(err, errStepAbsent) {
+				absent[i] = true
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -96,6 +124,9 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 		now := env.Now()
 		var b batch
 		for i, s := range steps {
+			if absent[i] {
+				continue
+			}
 			meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
 			ev, err := s.decide(meta, now)
 			if err != nil {
@@ -111,7 +142,7 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 		if b.empty() {
 			return nil
 		}
-		err := b.store(ctx, env.Store)
+		_, err := b.store(ctx, env.Store)
 		if first := b.writes[0]; errors.Is(err, eventlog.ErrConflict) && first.CommandID != "" {
 			// Perhaps a first attempt of this command, stored since.
 			rec, found, ferr := env.Store.FindCommand(ctx, first.Subject, first.CommandID)
@@ -152,14 +183,41 @@ func (b *batch) add(ctx context.Context, subject string, expected uint64, meta *
 func (b *batch) empty() bool { return len(b.writes) == 0 }
 
 // store appends the batch, whole or not at all, and projects what it
-// stored.
-func (b *batch) store(ctx context.Context, st eventlog.Store) error {
+// stored: it answers where each write went.
+func (b *batch) store(ctx context.Context, st eventlog.Store) ([]eventlog.Appended, error) {
 	res, err := st.AppendAll(ctx, b.writes)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for i, project := range b.project {
 		project(ctx, res[i].Seq)
+	}
+	return res, nil
+}
+
+// addSteps reads and decides each step, adding the events of those that
+// change something to the batch; a StepIfExists step whose aggregate is
+// gone is left out.
+func (b *batch) addSteps(ctx context.Context, workspaceID string, now time.Time, steps []*Step) error {
+	for _, s := range steps {
+		rec, err := s.read(ctx)
+		if errors.Is(err, errStepAbsent) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
+		ev, err := s.decide(meta, now)
+		if err != nil {
+			return err
+		}
+		if ev == nil {
+			continue
+		}
+		if err := b.add(ctx, s.subject, rec.Seq, meta, ev, s.project); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -288,9 +288,15 @@ type SeqMutation[S proto.Message] func(next S, seq uint64, meta *commonv1.EventM
 // replay must be of the request the command first went with
 // (esproto.SameRequest), else it is refused.
 func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string, m Mutation[S]) (S, error) {
-	out, _, err := r.Change(ctx, workspaceID, id, commandID, func(next S, _ uint64, meta *commonv1.EventMeta) (proto.Message, error) {
+	return r.UpdateWith(ctx, workspaceID, id, commandID, m, nil)
+}
+
+// UpdateWith is Update for a command that changes other aggregates too,
+// stored with this one's event in one atomic batch (ChangeWith).
+func (r *Repo[S]) UpdateWith(ctx context.Context, workspaceID, id, commandID string, m Mutation[S], also Also[S]) (S, error) {
+	out, _, err := r.ChangeWith(ctx, workspaceID, id, commandID, func(next S, _ uint64, meta *commonv1.EventMeta) (proto.Message, error) {
 		return m(next, meta)
-	})
+	}, also)
 	return out, err
 }
 
@@ -299,6 +305,19 @@ func (r *Repo[S]) Update(ctx context.Context, workspaceID, id, commandID string,
 // command's first; where nothing was appended and no command found, the
 // aggregate's last).
 func (r *Repo[S]) Change(ctx context.Context, workspaceID, id, commandID string, m SeqMutation[S]) (S, uint64, error) {
+	return r.ChangeWith(ctx, workspaceID, id, commandID, m, nil)
+}
+
+// Also answers, for the next state a command's mutation decided on, the
+// changes the command makes to other aggregates with it (Repo.Step and
+// its kin; none: nil). It runs again on each attempt.
+type Also[S proto.Message] func(next S) ([]*Step, error)
+
+// ChangeWith is Change for a command that changes other aggregates too:
+// their steps (also) are stored in one atomic batch with this one's event
+// (eventlog.Store.AppendAll), each on the state it was decided on, so a
+// conflict on any of them runs the whole command again.
+func (r *Repo[S]) ChangeWith(ctx context.Context, workspaceID, id, commandID string, m SeqMutation[S], also Also[S]) (S, uint64, error) {
 	var out, zero S
 	var outSeq uint64
 	subject, err := r.Subject(workspaceID, id)
@@ -342,6 +361,16 @@ func (r *Repo[S]) Change(ctx context.Context, workspaceID, id, commandID string,
 		}
 		if r.Touch != nil {
 			r.Touch(next, r.Now())
+		}
+		var others []*Step
+		if also != nil {
+			if others, err = also(next); err != nil {
+				return err
+			}
+		}
+		if len(others) > 0 {
+			out, outSeq, _, err = r.recordWith(ctx, workspaceID, id, subject, rec.Seq, meta, ev, next, others)
+			return err
 		}
 		res, err := r.record(ctx, subject, rec.Seq, meta, ev, next)
 		if err != nil {
@@ -441,7 +470,7 @@ func (r *Repo[S]) ChangeAll(ctx context.Context, workspaceID, commandID string, 
 			out = next[0]
 			return err
 		}
-		if err := b.store(ctx, r.Store); err != nil {
+		if _, err := b.store(ctx, r.Store); err != nil {
 			return err
 		}
 		out = next[0]
@@ -476,6 +505,63 @@ func (r *Repo[S]) first(ctx context.Context, workspaceID, id string, seq uint64)
 	}
 	r.project(ctx, rec.Subject, seq, state)
 	return state, nil
+}
+
+// recordWith appends ev with the events of the other steps, whole or not
+// at all, and projects each state stored inline. A command stored before
+// (its id refused in the batch) answers the state its first attempt left.
+func (r *Repo[S]) recordWith(ctx context.Context, workspaceID, id, subject string, expected uint64, meta *commonv1.EventMeta, ev proto.Message, state S, others []*Step) (out S, seq uint64, replayed bool, err error) {
+	var zero S
+	var b batch
+	if err := b.add(ctx, subject, expected, meta, ev, func(ctx context.Context, seq uint64) { r.project(ctx, subject, seq, state) }); err != nil {
+		return zero, 0, false, err
+	}
+	if err := b.addSteps(ctx, workspaceID, r.Now(), others); err != nil {
+		return zero, 0, false, err
+	}
+	res, err := b.store(ctx, r.Store)
+	if errors.Is(err, eventlog.ErrConflict) && meta.GetCommandId() != "" {
+		// Perhaps a first attempt of this command, stored since.
+		rec, found, ferr := r.Store.FindCommand(ctx, subject, meta.GetCommandId())
+		if ferr != nil {
+			return zero, 0, false, ferr
+		}
+		if found {
+			if err := esproto.SameRequestIn(ctx, rec); err != nil {
+				return zero, 0, false, err
+			}
+			first, err := r.first(ctx, workspaceID, id, rec.Seq)
+			return first, rec.Seq, true, err
+		}
+	}
+	if err != nil {
+		return zero, 0, false, err
+	}
+	return state, res[0].Seq, false, nil
+}
+
+// CreateWith is Create for a command that changes other aggregates too,
+// stored with the creating event in one atomic batch; a conflict on any
+// of them runs it again.
+func (r *Repo[S]) CreateWith(ctx context.Context, workspaceID, id string, meta *commonv1.EventMeta, ev proto.Message, state S, others []*Step) (S, bool, error) {
+	if len(others) == 0 {
+		return r.Create(ctx, workspaceID, id, meta, ev, state)
+	}
+	var out, zero S
+	var replayed bool
+	subject, err := r.Subject(workspaceID, id)
+	if err != nil {
+		return zero, false, err
+	}
+	err = eventlog.Retry(ctx, conflictAttempts, func() error {
+		var err error
+		out, _, replayed, err = r.recordWith(ctx, workspaceID, id, subject, 0, meta, ev, state, others)
+		return err
+	})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return zero, false, apperr.ConcurrentUpdate
+	}
+	return out, replayed, err
 }
 
 // record appends ev and projects state inline.

@@ -70,6 +70,7 @@ func runRepoCases(t *testing.T, open openStore) {
 		{"ChangeAllRetriesAgainstFreshStates", testChangeAllRetriesAgainstFreshStates},
 		{"KeyedChangeAllReplayAnswersTheFirstResult", testKeyedChangeAllReplay},
 		{"KeyedChangeManyReplayChangesNothingAgain", testKeyedChangeManyReplay},
+		{"ChangeWithStoresTheOthersWithIt", testChangeWithStoresTheOthersWithIt},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open) })

@@ -49,8 +49,12 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	agent.CreatedByUserId, agent.CreatedByEmail, agent.CreatedByName = caller.UserID, caller.Email, caller.Name
 
 	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.Now())
-	created, _, err := a.Agents.Create(ctx, caller.WorkspaceID, agent.AgentId, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent)
-	return created, err
+	binds, err := a.bindingSteps(caller.WorkspaceID, agent.AgentId, commandID, nil, agent.ConversationConfigJson)
+	if err != nil {
+		return nil, err
+	}
+	created, _, err := a.Agents.CreateWith(ctx, caller.WorkspaceID, agent.AgentId, meta, &agentsv1.AgentCreated{Meta: meta, Agent: agent}, agent, binds)
+	return created, secretGone(err)
 }
 
 func buildAgent(in CreateInput) (*agentsv1.Agent, error) {

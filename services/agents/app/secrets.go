@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -90,10 +91,18 @@ func (a *App) UpdateSecret(ctx context.Context, caller principal.Caller, secretI
 	})
 }
 
-// DeleteSecret deletes a secret no live agent uses.
+// DeleteSecret deletes a secret no live agent uses. The secret's own
+// list of the agents bound to it decides, on the version the deletion is
+// stored over, so no agent can start using it meanwhile
+// (bindingSteps); the read model answers for agents bound before the
+// list was kept.
 func (a *App) DeleteSecret(ctx context.Context, caller principal.Caller, secretID string) error {
 	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	_, err := a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
+		if bound := next.BoundAgentIds; len(bound) > 0 {
+			n := min(len(bound), 5)
+			return nil, apperr.SecretInUse(slices.Clone(bound[:n]), len(bound) > n)
+		}
 		users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, secretID, 6)
 		if err != nil {
 			return nil, err

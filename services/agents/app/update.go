@@ -11,6 +11,7 @@ import (
 	agentsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1"
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/agents/domain"
@@ -40,8 +41,9 @@ func (a *App) Update(ctx context.Context, caller principal.Caller, agentID strin
 	if err := boundConfigs(in.ConversationConfig, in.PlatformSettings, in.Workflow); err != nil {
 		return nil, err
 	}
-	return a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
-		before := slices.Clone(next.ConversationConfigJson)
+	var before []byte // the configuration the attempt changed
+	updated, err := a.Agents.UpdateWith(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+		before = slices.Clone(next.ConversationConfigJson)
 		changed, err := applyUpdate(next, in)
 		if err != nil || len(changed) == 0 {
 			return nil, err
@@ -52,7 +54,10 @@ func (a *App) Update(ctx context.Context, caller principal.Caller, agentID strin
 			}
 		}
 		return &agentsv1.AgentUpdated{Meta: meta, Agent: next, ChangedFields: changed}, nil
+	}, func(next *agentsv1.Agent) ([]*aggregate.Step, error) {
+		return a.bindingSteps(workspaceID, agentID, commandID, before, next.ConversationConfigJson)
 	})
+	return updated, secretGone(err)
 }
 
 // applyUpdate mutates ag and names the fields that changed.
@@ -124,10 +129,13 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 // command id a replay answers as the first did.
 func (a *App) Delete(ctx context.Context, caller principal.Caller, agentID string) error {
 	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
-	_, err := a.Agents.Update(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
+	_, err := a.Agents.UpdateWith(ctx, workspaceID, agentID, commandID, func(next *agentsv1.Agent, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.Now().Unix()
 		next.DeletedAtUnix = &now
 		return &agentsv1.AgentDeleted{Meta: meta, Agent: next}, nil
+	}, func(next *agentsv1.Agent) ([]*aggregate.Step, error) {
+		// It leaves the lists of the secrets it used.
+		return a.bindingSteps(workspaceID, agentID, commandID, next.ConversationConfigJson, nil)
 	})
 	return err
 }

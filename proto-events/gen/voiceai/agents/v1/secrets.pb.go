@@ -39,6 +39,14 @@ type WorkspaceSecret struct {
 	UpdatedAtUnix int64 `protobuf:"varint,7,opt,name=updated_at_unix,json=updatedAtUnix,proto3" json:"updated_at_unix,omitempty"`
 	// Set once the secret is deleted (a tombstone; the subject stays).
 	DeletedAtUnix *int64 `protobuf:"varint,8,opt,name=deleted_at_unix,json=deletedAtUnix,proto3,oneof" json:"deleted_at_unix,omitempty"`
+	// The agents whose configuration uses the secret, sorted. An agent's
+	// create, update or delete that starts or stops using it stores the
+	// secret's next state (SecretUpdated, changed field "bound_agent_ids")
+	// in one atomic batch with the agent's event, so a binding and the
+	// secret's deletion, refused while any agent uses it, cannot both be
+	// stored. Agents bound before the field existed are not in it; the
+	// agents read model still answers for those.
+	BoundAgentIds []string `protobuf:"bytes,9,rep,name=bound_agent_ids,json=boundAgentIds,proto3" json:"bound_agent_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -129,11 +137,18 @@ func (x *WorkspaceSecret) GetDeletedAtUnix() int64 {
 	return 0
 }
 
+func (x *WorkspaceSecret) GetBoundAgentIds() []string {
+	if x != nil {
+		return x.BoundAgentIds
+	}
+	return nil
+}
+
 var File_voiceai_agents_v1_secrets_proto protoreflect.FileDescriptor
 
 const file_voiceai_agents_v1_secrets_proto_rawDesc = "" +
 	"\n" +
-	"\x1fvoiceai/agents/v1/secrets.proto\x12\x11voiceai.agents.v1\"\xc6\x02\n" +
+	"\x1fvoiceai/agents/v1/secrets.proto\x12\x11voiceai.agents.v1\"\xee\x02\n" +
 	"\x0fWorkspaceSecret\x12\x1b\n" +
 	"\tsecret_id\x18\x01 \x01(\tR\bsecretId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
@@ -142,7 +157,8 @@ const file_voiceai_agents_v1_secrets_proto_rawDesc = "" +
 	"\x12created_by_user_id\x18\x05 \x01(\tR\x0fcreatedByUserId\x12&\n" +
 	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\a \x01(\x03R\rupdatedAtUnix\x12+\n" +
-	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01B\x12\n" +
+	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x12&\n" +
+	"\x0fbound_agent_ids\x18\t \x03(\tR\rboundAgentIdsB\x12\n" +
 	"\x10_deleted_at_unixBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1;agentsv1b\x06proto3"
 
 var (
