@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -137,7 +138,12 @@ func TestASecretIsNeverDeletedUnderAnAgentStartingToUseIt(t *testing.T) {
 			}
 			continue
 		}
-		wantAt(t, writeErr, write+": an agent using a secret deleted meanwhile", "body", "conversation_config")
+		// At conversation_config, or at the reference itself where the
+		// retry's check of the configuration found the secret gone.
+		wantKind(t, writeErr, apperr.Invalid, write+": an agent using a secret deleted meanwhile")
+		if ve, ok := writeErr.(apperr.ValidationErrors); !ok || len(ve) == 0 || fmt.Sprint(ve[0].Loc[:2]...) != fmt.Sprint("body", "conversation_config") {
+			t.Fatalf("%s: refused at %v, want under body.conversation_config", write, writeErr)
+		}
 		if _, _, err := f.app.Secrets.Get(ctx, "ws_a", s.SecretId); err == nil {
 			t.Fatalf("%s: the deletion answered success and the secret is still there", write)
 		}
