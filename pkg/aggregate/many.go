@@ -142,17 +142,7 @@ func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step)
 		if b.empty() {
 			return nil
 		}
-		_, err := b.store(ctx, env.Store)
-		if first := b.writes[0]; errors.Is(err, eventlog.ErrConflict) && first.CommandID != "" {
-			// Perhaps a first attempt of this command, stored since.
-			rec, found, ferr := env.Store.FindCommand(ctx, first.Subject, first.CommandID)
-			if ferr != nil {
-				return ferr
-			}
-			if found {
-				return esproto.SameRequestIn(ctx, rec)
-			}
-		}
+		_, _, err := b.storeOrFind(ctx, env.Store)
 		return err
 	})
 	if errors.Is(err, eventlog.ErrConflict) {
@@ -193,6 +183,23 @@ func (b *batch) store(ctx context.Context, st eventlog.Store) ([]eventlog.Append
 		project(ctx, res[i].Seq)
 	}
 	return res, nil
+}
+
+// storeOrFind is store for a keyed command: where the batch conflicts
+// and its lead's command id is found stored since (a first attempt of
+// the same request), it answers that record and no error.
+func (b *batch) storeOrFind(ctx context.Context, st eventlog.Store) ([]eventlog.Appended, *eventlog.Record, error) {
+	res, err := b.store(ctx, st)
+	if lead := b.writes[0]; errors.Is(err, eventlog.ErrConflict) && lead.CommandID != "" {
+		rec, found, ferr := st.FindCommand(ctx, lead.Subject, lead.CommandID)
+		if ferr != nil {
+			return nil, nil, ferr
+		}
+		if found {
+			return nil, &rec, esproto.SameRequestIn(ctx, rec)
+		}
+	}
+	return res, nil, err
 }
 
 // addSteps reads and decides each step, adding the events of those that

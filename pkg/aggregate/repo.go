@@ -519,23 +519,13 @@ func (r *Repo[S]) recordWith(ctx context.Context, workspaceID, id, subject strin
 	if err := b.addSteps(ctx, workspaceID, r.Now(), others); err != nil {
 		return zero, 0, false, err
 	}
-	res, err := b.store(ctx, r.Store)
-	if errors.Is(err, eventlog.ErrConflict) && meta.GetCommandId() != "" {
-		// Perhaps a first attempt of this command, stored since.
-		rec, found, ferr := r.Store.FindCommand(ctx, subject, meta.GetCommandId())
-		if ferr != nil {
-			return zero, 0, false, ferr
-		}
-		if found {
-			if err := esproto.SameRequestIn(ctx, rec); err != nil {
-				return zero, 0, false, err
-			}
-			first, err := r.first(ctx, workspaceID, id, rec.Seq)
-			return first, rec.Seq, true, err
-		}
-	}
-	if err != nil {
+	res, stored, err := b.storeOrFind(ctx, r.Store)
+	switch {
+	case err != nil:
 		return zero, 0, false, err
+	case stored != nil: // a first attempt of this command
+		first, err := r.first(ctx, workspaceID, id, stored.Seq)
+		return first, stored.Seq, true, err
 	}
 	return state, res[0].Seq, false, nil
 }
