@@ -105,44 +105,23 @@ func (r *Repo[S]) step(workspaceID, id, commandID string, m Mutation[S], mode st
 // event of a step, or, after a conflict, in the first step's history.
 func ChangeMany(ctx context.Context, env Env, workspaceID string, steps []*Step) error {
 	err := eventlog.Retry(ctx, conflictAttempts, func() error {
-		recs := make([]eventlog.Record, len(steps))
-		absent := make([]bool, len(steps))
-		for i, s := range steps {
-			rec, err := s.read(ctx)
-			if errors.Is(err, errStepAbsent) {
-				absent[i] = true
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if s.commandID != "" && rec.CommandID == s.commandID {
-				return esproto.SameRequestIn(ctx, rec) // stored before: a replay
-			}
-			recs[i] = rec
+		recs, err := readSteps(ctx, steps)
+		if err != nil {
+			return err
 		}
-		now := env.Now()
-		var b batch
 		for i, s := range steps {
-			if absent[i] {
-				continue
+			if rec := recs[i]; rec != nil && s.commandID != "" && rec.CommandID == s.commandID {
+				return esproto.SameRequestIn(ctx, *rec) // stored before: a replay
 			}
-			meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
-			ev, err := s.decide(meta, now)
-			if err != nil {
-				return err
-			}
-			if ev == nil {
-				continue
-			}
-			if err := b.add(ctx, s.subject, recs[i].Seq, meta, ev, s.project); err != nil {
-				return err
-			}
+		}
+		var b batch
+		if err := b.addSteps(ctx, workspaceID, env.Now(), steps, recs); err != nil {
+			return err
 		}
 		if b.empty() {
 			return nil
 		}
-		_, _, err := b.storeOrFind(ctx, env.Store)
+		_, _, err = b.storeOrFind(ctx, env.Store)
 		return err
 	})
 	if errors.Is(err, eventlog.ErrConflict) {
@@ -202,17 +181,31 @@ func (b *batch) storeOrFind(ctx context.Context, st eventlog.Store) ([]eventlog.
 	return res, nil, err
 }
 
-// addSteps reads and decides each step, adding the events of those that
-// change something to the batch; a StepIfExists step whose aggregate is
-// gone is left out.
-func (b *batch) addSteps(ctx context.Context, workspaceID string, now time.Time, steps []*Step) error {
-	for _, s := range steps {
+// readSteps reads every step's aggregate, all before any decides (a step
+// may decide on what another read); a StepIfExists step whose aggregate
+// is gone reads nil.
+func readSteps(ctx context.Context, steps []*Step) ([]*eventlog.Record, error) {
+	recs := make([]*eventlog.Record, len(steps))
+	for i, s := range steps {
 		rec, err := s.read(ctx)
 		if errors.Is(err, errStepAbsent) {
 			continue
 		}
 		if err != nil {
-			return err
+			return nil, err
+		}
+		recs[i] = &rec
+	}
+	return recs, nil
+}
+
+// addSteps decides each step as readSteps read it (recs), adding the
+// events of those that change something to the batch; a step read nil is
+// left out.
+func (b *batch) addSteps(ctx context.Context, workspaceID string, now time.Time, steps []*Step, recs []*eventlog.Record) error {
+	for i, s := range steps {
+		if recs[i] == nil {
+			continue
 		}
 		meta := esproto.Meta(ctx, workspaceID, s.commandID, now)
 		ev, err := s.decide(meta, now)
@@ -222,7 +215,7 @@ func (b *batch) addSteps(ctx context.Context, workspaceID string, now time.Time,
 		if ev == nil {
 			continue
 		}
-		if err := b.add(ctx, s.subject, rec.Seq, meta, ev, s.project); err != nil {
+		if err := b.add(ctx, s.subject, recs[i].Seq, meta, ev, s.project); err != nil {
 			return err
 		}
 	}

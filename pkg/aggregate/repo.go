@@ -516,7 +516,11 @@ func (r *Repo[S]) recordWith(ctx context.Context, workspaceID, id, subject strin
 	if err := b.add(ctx, subject, expected, meta, ev, func(ctx context.Context, seq uint64) { r.project(ctx, subject, seq, state) }); err != nil {
 		return zero, 0, false, err
 	}
-	if err := b.addSteps(ctx, workspaceID, r.Now(), others); err != nil {
+	recs, err := readSteps(ctx, others)
+	if err != nil {
+		return zero, 0, false, err
+	}
+	if err := b.addSteps(ctx, workspaceID, r.Now(), others, recs); err != nil {
 		return zero, 0, false, err
 	}
 	res, stored, err := b.storeOrFind(ctx, r.Store)

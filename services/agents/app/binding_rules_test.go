@@ -12,52 +12,12 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/eventlogtest"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/agents/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/agents/app"
 )
-
-// heldWrites holds the callers of the next n writes, before they are
-// stored, until all n have come: commands that have all decided before
-// any is stored.
-type heldWrites struct {
-	eventlog.Store
-	mu      sync.Mutex
-	waiting int
-	release chan struct{}
-}
-
-func (h *heldWrites) arm(n int) {
-	h.mu.Lock()
-	h.waiting, h.release = n, make(chan struct{})
-	h.mu.Unlock()
-}
-
-func (h *heldWrites) hold() {
-	h.mu.Lock()
-	release := h.release
-	if h.waiting > 0 {
-		if h.waiting--; h.waiting == 0 {
-			close(h.release)
-			h.release = nil
-		}
-	}
-	h.mu.Unlock()
-	if release != nil {
-		<-release
-	}
-}
-
-func (h *heldWrites) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
-	h.hold()
-	return h.Store.Append(ctx, subject, expected, commandID, ev)
-}
-
-func (h *heldWrites) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
-	h.hold()
-	return h.Store.AppendAll(ctx, batch)
-}
 
 // blindSecrets is a secrets read model that has not yet seen any agent
 // use a secret, as one lagging behind the event log.
@@ -102,8 +62,8 @@ func (f *fixture) bound(t *testing.T, secretID string) []string {
 // left calling its model with a secret that no longer exists.
 func TestASecretIsNeverDeletedUnderAnAgentStartingToUseIt(t *testing.T) {
 	for _, write := range []string{"create", "update"} {
-		var held *heldWrites
-		f := newFixtureOver(t, func(s eventlog.Store) eventlog.Store { held = &heldWrites{Store: s}; return held }, false)
+		var held *eventlogtest.Held
+		f := newFixtureOver(t, func(s eventlog.Store) eventlog.Store { held = &eventlogtest.Held{Store: s}; return held }, false)
 		ctx := t.Context()
 		s := f.secret(t, "llm key")
 		var agentID string
@@ -111,7 +71,7 @@ func TestASecretIsNeverDeletedUnderAnAgentStartingToUseIt(t *testing.T) {
 			agentID = f.create(t, app.CreateInput{Name: ptr("plain")}).AgentId
 		}
 
-		held.arm(2)
+		held.Arm(2)
 		var writeErr, deleteErr error
 		var wg sync.WaitGroup
 		wg.Go(func() {

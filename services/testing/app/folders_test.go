@@ -14,6 +14,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/eventlogtest"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -354,31 +355,6 @@ func TestBulkMoveIsStoredWholeOrNotAtAll(t *testing.T) {
 	}
 }
 
-// heldBatches holds the callers of the first n batches, before they are
-// stored, until all n have come: moves that have all decided before any
-// is stored.
-type heldBatches struct {
-	eventlog.Store
-	mu      sync.Mutex
-	waiting int
-	release chan struct{}
-}
-
-func (h *heldBatches) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
-	h.mu.Lock()
-	release := h.release
-	if h.waiting > 0 {
-		if h.waiting--; h.waiting == 0 {
-			close(h.release)
-		}
-	}
-	h.mu.Unlock()
-	if release != nil {
-		<-release
-	}
-	return h.Store.AppendAll(ctx, batch)
-}
-
 // Two moves at once that would put folders inside each other, both
 // decided before either is stored: A (holding A1) into B1 while B
 // (holding B1) goes into A1, where neither touches a folder the other
@@ -392,7 +368,8 @@ func TestMovesAtOnceNeverPutFoldersInsideEachOther(t *testing.T) {
 	b := w.folder("B", "")
 	b1 := w.folder("B1", b)
 	ports := w.p.Ports()
-	held := &heldBatches{Store: ports.Testing, waiting: 2, release: make(chan struct{})}
+	held := &eventlogtest.Held{Store: ports.Testing}
+	held.Arm(2)
 	ports.Testing = held
 	mover := app.New(ports, w.a.ReadModel, slog.New(slog.DiscardHandler), w.clock.Now)
 	errs := make([]error, 2)

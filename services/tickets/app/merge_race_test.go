@@ -13,62 +13,20 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/eventlog"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog/eventlogtest"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/tickets/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
 	"github.com/voiceai-platform/voiceai/services/tickets/domain"
 )
 
-// heldLog holds the callers of the writes it is armed for until that
-// many have come: appends once stored (two reports' creates both stored
-// before either goes on), batches before they are stored (two merges
-// both read what they change before either writes).
-type heldLog struct {
-	eventlog.Store
-	mu      sync.Mutex
-	waiting int
-	release chan struct{}
-}
-
-func (h *heldLog) arm(n int) {
-	h.mu.Lock()
-	h.waiting, h.release = n, make(chan struct{})
-	h.mu.Unlock()
-}
-
-// hold counts one armed write and waits until all have come.
-func (h *heldLog) hold() {
-	h.mu.Lock()
-	release := h.release
-	if h.waiting > 0 {
-		if h.waiting--; h.waiting == 0 {
-			close(h.release)
-			h.release = nil
-		}
-	}
-	h.mu.Unlock()
-	if release != nil {
-		<-release
-	}
-}
-
-func (h *heldLog) Append(ctx context.Context, subject string, expected uint64, commandID string, ev eventlog.Event) (eventlog.Appended, error) {
-	res, err := h.Store.Append(ctx, subject, expected, commandID, ev)
-	h.hold()
-	return res, err
-}
-
-func (h *heldLog) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
-	h.hold()
-	return h.Store.AppendAll(ctx, batch)
-}
-
 // newHeldFixture is newFixture with its application writing through a
-// heldLog, to arm.
-func newHeldFixture(t *testing.T) (*fixture, *heldLog) {
+// held log, to arm: appends held once stored (two reports' creates both
+// stored before either goes on), batches before they are stored (two
+// merges both read what they change before either writes).
+func newHeldFixture(t *testing.T) (*fixture, *eventlogtest.Held) {
 	f := newFixture(t)
-	held := &heldLog{Store: f.log}
+	held := &eventlogtest.Held{Store: f.log, AppendsOnceStored: true}
 	f.app = app.New(held, memory.NewIndex(), f.dir, slog.New(slog.DiscardHandler), func() time.Time { return f.clock })
 	f.app.Cursors = cursor.NewCodec([]byte("k"))
 	return f, held
@@ -92,7 +50,7 @@ func TestCrossMergesAtOnceNeverFoldTicketsIntoEachOther(t *testing.T) {
 			_, err := f.app.Merge(ctx, principal.Caller{Principal: f.qa, CommandID: key}, target, []string{source})
 			return err
 		}
-		held.arm(2)
+		held.Arm(2)
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		wg.Go(func() { errs[0] = merge("k1", a.TicketId, b.TicketId) })

@@ -19,7 +19,7 @@ import (
 func TestReportsAtOnceOnAConversationOpenOneTicket(t *testing.T) {
 	for _, keyed := range []bool{false, true} {
 		f, held := newHeldFixture(t)
-		held.arm(2)
+		held.Arm(2)
 		var got [2]*ticketsv1.Ticket
 		var existing [2]bool
 		var wg sync.WaitGroup
