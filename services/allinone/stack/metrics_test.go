@@ -77,7 +77,7 @@ func TestAlertsAndDashboardUseExportedMetrics(t *testing.T) {
 	if n := value(families, "voiceai_stream_messages", map[string]string{"stream": "TESTJOBS"}); n != 0 {
 		t.Errorf("TESTJOBS holds %v jobs once every run is done, want 0", n)
 	}
-	if value(families, "voiceai_consumer_info_up", map[string]string{"consumer": adapters.StateDurable}) != 1 {
+	if value(families, "voiceai_consumer_info_up", map[string]string{"consumer": adapters.TranscriptsDurable}) != 1 {
 		t.Errorf("consumer lag: %v", families["voiceai_consumer_pending_messages"])
 	}
 

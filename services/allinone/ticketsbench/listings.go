@@ -69,7 +69,7 @@ func (c *listingSizes) print() {
 // of a CPU for half a second: what a seed left it to do (its collector
 // after the heap grew, the webhooks' fan-out and the QA feed reading the
 // new tickets) is done, so a listing's p50 is the listing's and not that
-// work's. The store's copy, the largest of it, seedTo has waited for.
+// work's. The consumers of TICKETS seedTo has waited for.
 func (p *platform) waitQuiet() error {
 	const window, share = 500 * time.Millisecond, 0.1
 	start := time.Now()

@@ -66,7 +66,6 @@ import (
 	agentsadapters "github.com/voiceai-platform/voiceai/services/agents/adapters"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
-	ticketsadapters "github.com/voiceai-platform/voiceai/services/tickets/adapters"
 )
 
 // profileFile, when set, receives a CPU profile of the platform.
@@ -274,9 +273,10 @@ func runCreates(creates int) error {
 // creates each, and each ratio is the median of its rounds': a shared
 // VM's speed drifts by half within a minute, which measured one after the
 // other made the ratio to the floor swing from 0.21 to 0.37 between runs
-// of the same code. After each of its rounds the platform's store copy is
-// let catch up before anything else is measured, so its lingering writes
-// neither slow the next measurement nor go uncounted in its CPU.
+// of the same code. After each of its rounds the platform's consumers of
+// TICKETS (the QA worker's, the webhook fan-out's) are let catch up before
+// anything else is measured, so their lingering work neither slows the
+// next measurement nor goes uncounted in its CPU.
 func (p *platform) creates(n int) error {
 	floor, err := startFloor()
 	if err != nil {
@@ -295,7 +295,7 @@ func (p *platform) creates(n int) error {
 	if _, _, err := floor.rate(-int64(n), n); err != nil {
 		return err
 	}
-	if err := p.waitProjected(time.Minute, events.TicketsStream, storeProjector); err != nil {
+	if err := p.waitTicketsConsumers(time.Minute); err != nil {
 		return err
 	}
 	per := max(n/createRounds, 1)
@@ -316,7 +316,7 @@ func (p *platform) creates(n int) error {
 		if err != nil {
 			return err
 		}
-		if err := p.waitProjected(time.Minute, events.TicketsStream, storeProjector); err != nil {
+		if err := p.waitTicketsConsumers(time.Minute); err != nil {
 			return err
 		}
 		server = server.plus(count(per))
@@ -328,7 +328,7 @@ func (p *platform) creates(n int) error {
 	fmt.Printf("    the floor, a bare HTTP server answering each POST with one append, does %.3f of raw; the gateway does %.3f of the floor (goal >= 0.333: %s; rounds %s)\n",
 		median(floorToRaw), floorRatio, benchkit.Verdict(floorRatio >= 1.0/3), spread(toFloor))
 	if server.server.CPU > 0 && floorUsed.server.CPU > 0 {
-		fmt.Printf("    CPU per create: the platform %s (its store copy's writes included), the floor %s (%.1fx); their 16 clients %s and %s\n",
+		fmt.Printf("    CPU per create: the platform %s (its consumers' work included), the floor %s (%.1fx); their 16 clients %s and %s\n",
 			server.perServer(), floorUsed.perServer(), float64(server.server.CPU)/float64(floorUsed.server.CPU), server.perClient(), floorUsed.perClient())
 		fmt.Printf("    page faults per create (memory touched for the first time): the platform %.2f, the floor %.2f\n", server.faults(), floorUsed.faults())
 	}
@@ -713,34 +713,16 @@ func (p *platform) seedTo(n int) error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// Listings are measured on a quiet platform: the store's durable copy
-	// (written off the request path) has caught up.
+	// Listings are measured on a quiet platform: the consumers of TICKETS
+	// (the QA worker's, the webhook fan-out's) have caught up.
 	listed := time.Now()
-	cons, err := js.Consumer(ctx, events.TicketsStream, storeProjector)
-	if err != nil {
+	if err := p.waitTicketsConsumers(time.Until(deadline)); err != nil {
 		return err
 	}
-	for {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.NumPending == 0 && info.NumAckPending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the store copy has %d tickets to write after 5 minutes", info.NumPending+uint64(info.NumAckPending))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	fmt.Printf("    seeded %d tickets (%d in the workspace): the store's copy caught up %s after the listing showed them\n",
+	fmt.Printf("    seeded %d tickets (%d in the workspace): the consumers of TICKETS caught up %s after the listing showed them\n",
 		added, n, time.Since(listed).Round(time.Millisecond))
 	return nil
 }
-
-// storeProjector is the durable consumer of the tickets store's copy
-// behind the in-memory index, which every section of this bench runs.
-const storeProjector = ticketsadapters.StateDurable
 
 func ptr(s string) *string { return &s }
 

@@ -291,6 +291,21 @@ func (p *platform) waitProjected(within time.Duration, stream string, durables .
 	return nil
 }
 
+// waitTicketsConsumers waits until every durable consumer of TICKETS
+// (the QA worker's, the webhook fan-out's) has handled what it holds.
+func (p *platform) waitTicketsConsumers(within time.Duration) error {
+	js, closeJS, err := p.JetStream()
+	if err != nil {
+		return err
+	}
+	durables, err := durablesOf(context.Background(), js, events.TicketsStream)
+	closeJS()
+	if err != nil {
+		return err
+	}
+	return p.waitProjected(within, events.TicketsStream, durables...)
+}
+
 // listingsUnder measures the p50 of a listing (prefix, ending in ? or &)
 // under each filter, and says it against the goal; an answer shorter than
 // minBytes is an error.

@@ -14,8 +14,7 @@ import (
 
 // requestPathAlone splits the creates figure of (a) in two. Every create
 // is also handed to each durable consumer of TICKETS (with the memory
-// index: the store's copy, the QA worker's clustering, the webhook
-// fan-out), which on a machine of two cores run beside the requests on
+// index: the QA worker's clustering, the webhook fan-out), which on a machine of two cores run beside the requests on
 // the same CPUs. So (a) runs createRounds rounds more, each beside one of
 // the floor, with those consumers paused (a JetStream consumer pause: the
 // stream keeps every create, nothing is skipped), then resumes them and

@@ -66,33 +66,6 @@ func DocOf(t *ticketsv1.Ticket) TicketDoc {
 // Handler is the projection handler of the TICKETS stream.
 var Handler = projection.States(func(t *ticketsv1.Ticket) (string, any) { return t.GetTicketId(), DocOf(t) })
 
-// StateCollection is the store's durable copy of the tickets behind the
-// in-memory index (VOICEAI_READ_INDEX=memory), written by its own
-// projector, StateDurable. No listing reads it, so a document is the
-// ticket's state and workspace, without the fields only store listings
-// filter on: on the embedded store each field costs every write a JSON
-// conversion in SQLite, and the fifteen of TicketDoc made a create cost
-// about 15% more CPU than this copy does. Its own collection and durable
-// keep a switch to VOICEAI_READ_INDEX=store sound: TicketsCollection is
-// then built whole from the stream, never read half-filled.
-const StateCollection = "tickets_state"
-
-// StateDurable is the durable consumer that writes StateCollection.
-const StateDurable = "tickets-state"
-
-// StateDoc is a ticket as StateCollection keeps it.
-type StateDoc struct {
-	ID          string `bson:"_id"`
-	WorkspaceID string `bson:"workspace_id"`
-	State       []byte `bson:"state"`
-}
-
-// StateHandler is the projection handler of StateCollection.
-var StateHandler = projection.States(func(t *ticketsv1.Ticket) (string, any) {
-	state, _ := proto.MarshalOptions{Deterministic: true}.Marshal(t)
-	return t.GetTicketId(), StateDoc{ID: t.GetTicketId(), WorkspaceID: t.GetWorkspaceId(), State: state}
-})
-
 // ReadModel is the MongoDB read model: filters, order and keyset cursor
 // go into the query, each order has its compound index, and a page reads
 // the page (plus what the residual Keep test drops).
