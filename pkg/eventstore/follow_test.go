@@ -131,3 +131,64 @@ func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
 		t.Errorf("after the stream was made anew: %v held, %d resets; want agent_new alone, after one", held, resets)
 	}
 }
+
+// FollowStateExcept hands apply only what the state does not hold yet:
+// an event its known test says is held (the stream's copy of a write the
+// replica applied inline) is neither decoded nor applied, and the rest
+// are, in order.
+func TestFollowStateExceptSkipsWhatTheStateHolds(t *testing.T) {
+	ctx := context.Background()
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	store := New(js, events.AgentsStream)
+	var mu sync.Mutex
+	held := map[string]uint64{} // agent subject → sequence, as a replica's state
+	create := func(id string, inline bool) {
+		t.Helper()
+		subject, err := events.AgentSubject("ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inline { // held before the stream has it: the follower may see it first
+			mu.Lock()
+			held[subject] = AnySeq
+			mu.Unlock()
+		}
+		meta := esproto.Meta(ctx, "ws", "", time.Now())
+		if _, err := esproto.Append(ctx, store, subject, AnySeq, meta, &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: id, WorkspaceId: "ws"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("agent_1", true)
+	create("agent_2", false)
+	var applied []string
+	known := func(subject string, seq uint64) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return held[subject] >= seq
+	}
+	err := FollowStateExcept(t.Context(), js, events.AgentsStream, []string{events.AgentsAll}, slog.New(slog.DiscardHandler), known, func(seq uint64, msg proto.Message) {
+		if a, ok := events.StateOf[*agentsv1.Agent](msg); ok {
+			mu.Lock()
+			applied = append(applied, a.GetAgentId())
+			mu.Unlock()
+		}
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	create("agent_3", true)
+	create("agent_4", false)
+	testkit.Eventually(t, 10*time.Second, "agent_4 applied", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Contains(applied, "agent_4")
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(applied, []string{"agent_2", "agent_4"}) {
+		t.Errorf("applied %v; want agent_2 and agent_4 alone, the state held the others", applied)
+	}
+}

@@ -6,6 +6,7 @@ package tickets
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -226,7 +227,12 @@ func startConversationStore(ctx context.Context, d runtime.Deps, keys convseal.K
 // replay is applied), the tags and the conversations' annotations (when
 // set), and keeps them current; it returns once the replay is applied.
 func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags app.Tags, conv app.ConversationWriter) error {
-	err := eventstore.FollowState(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, func(seq uint64, msg proto.Message) {
+	// A ticket's subject ends in its id; the stream's copy of a ticket
+	// this replica wrote is already in its index.
+	known := func(subject string, seq uint64) bool {
+		return idx != nil && idx.Holds(subject[strings.LastIndexByte(subject, '.')+1:], seq)
+	}
+	err := eventstore.FollowStateExcept(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, known, func(seq uint64, msg proto.Message) {
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
 			_ = idx.Put(ctx, seq, t)
 		}

@@ -240,6 +240,16 @@ func (m *Index) prepare(e *entry, set *gramSet) prepared {
 	return p
 }
 
+// Holds reports whether the index holds ticket id as of stream sequence
+// seq or later: the stream's copy of a write this replica made, already
+// put, needs no decoding.
+func (m *Index) Holds(id string, seq uint64) bool {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	e := m.tickets[id]
+	return e != nil && e.seq >= seq
+}
+
 // Put records t as of seq; older or equal sequences are ignored.
 func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 	m.mu.Lock()

@@ -167,3 +167,27 @@ func TestAResetIndexTakesTheNewStreamsTickets(t *testing.T) {
 		}
 	}
 }
+
+// Holds says the index has a ticket as of a sequence or later, so the
+// stream's copy of a replica's own write need not be decoded; an older
+// sequence is held, a newer one, another ticket or one after a Reset not.
+func TestHoldsIsTheTicketsSequence(t *testing.T) {
+	m := NewIndex()
+	tk := &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_1", AgentId: "agent_1", Status: "open", CreatedAtUnixMs: 1}
+	if err := m.Put(context.Background(), 7, tk); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id   string
+		seq  uint64
+		want bool
+	}{{"tkt_1", 6, true}, {"tkt_1", 7, true}, {"tkt_1", 8, false}, {"tkt_2", 1, false}} {
+		if got := m.Holds(c.id, c.seq); got != c.want {
+			t.Errorf("Holds(%s, %d) = %v, want %v", c.id, c.seq, got, c.want)
+		}
+	}
+	m.Reset()
+	if m.Holds("tkt_1", 1) {
+		t.Error("after a Reset the index holds tkt_1")
+	}
+}
