@@ -80,23 +80,7 @@ func TestAFollowerFollowsAStreamMadeAnewFromItsStart(t *testing.T) {
 // keeps its sequence and refuses older ones, and the new stream numbers
 // from 1 again.
 func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
-	ctx := context.Background()
-	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
-	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
-	store := New(js, events.AgentsStream)
-	create := func(id string) {
-		t.Helper()
-		subject, err := events.AgentSubject("ws", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		meta := esproto.Meta(ctx, "ws", "", time.Now())
-		if _, err := esproto.Append(ctx, store, subject, AnySeq, meta, &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: id, WorkspaceId: "ws"}}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	js, create := agentEvents(t)
 	create("agent_old")
 	var mu sync.Mutex
 	held := map[string]uint64{}
@@ -137,29 +121,18 @@ func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
 // replica applied inline) is neither decoded nor applied, and the rest
 // are, in order.
 func TestFollowStateExceptSkipsWhatTheStateHolds(t *testing.T) {
-	ctx := context.Background()
-	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
-	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
-		t.Fatal(err)
-	}
-	store := New(js, events.AgentsStream)
+	js, appendCreated := agentEvents(t)
 	var mu sync.Mutex
 	held := map[string]uint64{} // agent subject → sequence, as a replica's state
 	create := func(id string, inline bool) {
 		t.Helper()
-		subject, err := events.AgentSubject("ws", id)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if inline { // held before the stream has it: the follower may see it first
+			subject, _ := events.AgentSubject("ws", id)
 			mu.Lock()
 			held[subject] = AnySeq
 			mu.Unlock()
 		}
-		meta := esproto.Meta(ctx, "ws", "", time.Now())
-		if _, err := esproto.Append(ctx, store, subject, AnySeq, meta, &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: id, WorkspaceId: "ws"}}); err != nil {
-			t.Fatal(err)
-		}
+		appendCreated(id)
 	}
 	create("agent_1", true)
 	create("agent_2", false)
@@ -190,5 +163,27 @@ func TestFollowStateExceptSkipsWhatTheStateHolds(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(applied, []string{"agent_2", "agent_4"}) {
 		t.Errorf("applied %v; want agent_2 and agent_4 alone, the state held the others", applied)
+	}
+}
+
+// agentEvents starts a NATS server with the AGENTS stream and answers it
+// with a function that appends an agent's creation to it.
+func agentEvents(t *testing.T) (jetstream.JetStream, func(id string)) {
+	ctx := context.Background()
+	js := testenv.JetStreamAt(t, testenv.StartNATS(t))
+	if err := EnsureEventStreams(ctx, js, 1, events.AgentsStream); err != nil {
+		t.Fatal(err)
+	}
+	store := New(js, events.AgentsStream)
+	return js, func(id string) {
+		t.Helper()
+		subject, err := events.AgentSubject("ws", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		meta := esproto.Meta(ctx, "ws", "", time.Now())
+		if _, err := esproto.Append(ctx, store, subject, AnySeq, meta, &agentsv1.AgentCreated{Meta: meta, Agent: &agentsv1.Agent{AgentId: id, WorkspaceId: "ws"}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
