@@ -42,7 +42,7 @@ func CheckJSONValues(body []byte, where string) ([]byte, error) {
 	if !json.Valid(body) {
 		return body, nil
 	}
-	w := walker{body: body, loc: []any{where}}
+	w := walker{body: body, where: where}
 	w.value()
 	if len(w.errs) > 0 {
 		return body, w.errs
@@ -60,16 +60,20 @@ func LocAt(body []byte, end int64, where string) []any {
 	if !json.Valid(body) {
 		return nil
 	}
-	w := walker{body: body, loc: []any{where}, at: end, find: true}
+	w := walker{body: body, where: where, at: end, find: true}
 	w.value()
 	return w.found
 }
 
 // walker reads valid JSON once, keeping the path of the value at hand.
+// The path holds where each step is in the body; it becomes a loc only
+// for a value refused or found, so a body that passes allocates nothing
+// for it.
 type walker struct {
 	body   []byte
 	i      int
-	loc    []any
+	where  string // the loc's first element
+	path   []step
 	errs   ValidationErrors
 	out    []byte // the respelled body so far, once a number is respelled
 	copied int    // body[:copied] is in out
@@ -77,6 +81,34 @@ type walker struct {
 	find  bool
 	at    int64
 	found []any
+}
+
+// step is one step of a walker's path: an object member's name as
+// written, quotes included, or (name nil) an array element's index.
+type step struct {
+	name  []byte
+	index int
+}
+
+// loc is the path at hand as a loc: where, then each member's name
+// (unescaped) or element's index.
+func (w *walker) loc() []any {
+	loc := make([]any, 0, len(w.path)+1)
+	loc = append(loc, w.where)
+	for _, s := range w.path {
+		if s.name == nil {
+			loc = append(loc, s.index)
+			continue
+		}
+		var name string
+		if slices.Contains(s.name, '\\') {
+			_ = json.Unmarshal(s.name, &name)
+		} else {
+			name = string(s.name[1 : len(s.name)-1])
+		}
+		loc = append(loc, name)
+	}
+	return loc
 }
 
 func (w *walker) space() {
@@ -90,16 +122,16 @@ func (w *walker) space() {
 	}
 }
 
-func (w *walker) fail(loc []any, msg, typ string) {
-	w.errs = append(w.errs, FieldError{Loc: slices.Clone(loc), Msg: msg, Type: typ})
+func (w *walker) fail(msg, typ string) {
+	w.errs = append(w.errs, FieldError{Loc: w.loc(), Msg: msg, Type: typ})
 }
 
-// member reads the value at key (an object member's name or an array
-// element's index) and the comma after it.
-func (w *walker) member(key any) {
-	w.loc = append(w.loc, key)
+// member reads the value at s (an object member or an array element) and
+// the comma after it.
+func (w *walker) member(s step) {
+	w.path = append(w.path, s)
 	w.value()
-	w.loc = w.loc[:len(w.loc)-1]
+	w.path = w.path[:len(w.path)-1]
 	w.space()
 	if w.body[w.i] == ',' {
 		w.i++
@@ -122,18 +154,12 @@ func (w *walker) value() {
 				w.i++
 				break
 			}
-			keyStart := w.i
-			w.str(w.loc)
-			raw := w.body[keyStart:w.i]
-			var key string
-			if slices.Contains(raw, '\\') {
-				_ = json.Unmarshal(raw, &key)
-			} else {
-				key = string(raw[1 : len(raw)-1])
-			}
+			nameStart := w.i
+			w.str() // a name that is not Unicode is refused at its object
+			name := w.body[nameStart:w.i]
 			w.space()
 			w.i++ // ':'
-			w.member(key)
+			w.member(step{name: name})
 		}
 	case c == '[':
 		w.i++
@@ -143,10 +169,10 @@ func (w *walker) value() {
 				w.i++
 				break
 			}
-			w.member(n)
+			w.member(step{index: n})
 		}
 	case c == '"':
-		w.str(w.loc)
+		w.str()
 	case c == '-' || c >= '0' && c <= '9':
 		w.number()
 	default: // true, false, null
@@ -158,12 +184,12 @@ func (w *walker) value() {
 	// given where it does not fit just past its opening bracket.
 	composite := w.body[start] == '{' || w.body[start] == '['
 	if w.find && w.found == nil && (int64(w.i) == w.at || composite && int64(start+1) == w.at) {
-		w.found = slices.Clone(w.loc)
+		w.found = w.loc()
 	}
 }
 
 // str reads a string (w.i at its opening quote) and checks it is Unicode.
-func (w *walker) str(loc []any) {
+func (w *walker) str() {
 	start := w.i
 	w.i++
 	bad := false
@@ -196,7 +222,7 @@ func (w *walker) str(loc []any) {
 		return
 	}
 	if bad || !utf8.Valid(w.body[start:w.i]) {
-		w.fail(loc, "Input should be a valid string: a lone surrogate or bytes that are not UTF-8", "string_unicode")
+		w.fail("Input should be a valid string: a lone surrogate or bytes that are not UTF-8", "string_unicode")
 	}
 }
 
@@ -223,10 +249,13 @@ func (w *walker) number() {
 	if w.find {
 		return
 	}
+	if integer && w.i-start <= 15 {
+		return // a float64 holds it exactly, spelt as it is to stay
+	}
 	text := string(w.body[start:w.i])
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-		w.fail(w.loc, "Input should be a finite number that fits a 64-bit float", "finite_number")
+		w.fail("Input should be a finite number that fits a 64-bit float", "finite_number")
 		return
 	}
 	if integer || f != math.Trunc(f) || math.Abs(f) > maxExactInteger || f == 0 && !mantissaZero(text) {
