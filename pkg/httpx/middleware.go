@@ -268,7 +268,9 @@ func RouteNamer(next http.Handler) http.Handler {
 		if cr := mux.CurrentRoute(r); cr != nil {
 			if tpl, err := cr.GetPathTemplate(); err == nil {
 				NoteRoute(r.Context(), tpl)
-				trace.SpanFromContext(r.Context()).SetName(r.Method + " " + tpl)
+				if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+					span.SetName(r.Method + " " + tpl) // the name built only for a span that keeps it
+				}
 			}
 		}
 		next.ServeHTTP(w, r)
