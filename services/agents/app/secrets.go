@@ -99,27 +99,36 @@ func (a *App) UpdateSecret(ctx context.Context, caller principal.Caller, secretI
 func (a *App) DeleteSecret(ctx context.Context, caller principal.Caller, secretID string) error {
 	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
 	_, err := a.Secrets.Update(ctx, workspaceID, secretID, commandID, func(next *agentsv1.WorkspaceSecret, meta *commonv1.EventMeta) (proto.Message, error) {
-		if bound := next.BoundAgentIds; len(bound) > 0 {
-			n := min(len(bound), 5)
-			return nil, apperr.SecretInUse(slices.Clone(bound[:n]), len(bound) > n)
+		if len(next.BoundAgentIds) > 0 {
+			return nil, secretInUse(next.BoundAgentIds)
 		}
-		users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, secretID, 6)
+		users, err := a.SecretsRM.AgentsUsing(ctx, workspaceID, secretID, inUseNamed+1)
 		if err != nil {
 			return nil, err
 		}
 		if len(users) > 0 {
-			n := min(len(users), 5)
-			agentIDs := make([]string, n)
-			for i := range n {
-				agentIDs[i] = users[i].ID
+			agentIDs := make([]string, len(users))
+			for i, u := range users {
+				agentIDs[i] = u.ID
 			}
-			return nil, apperr.SecretInUse(agentIDs, len(users) > n)
+			return nil, secretInUse(agentIDs)
 		}
 		now := a.Now().Unix()
 		next.DeletedAtUnix = &now
 		return &agentsv1.SecretDeleted{Meta: meta, Secret: next}, nil
 	})
 	return err
+}
+
+// inUseNamed is how many of the agents using a secret its deletion's 409
+// names.
+const inUseNamed = 5
+
+// secretInUse is the 409 of a secret the agents agentIDs use: the first
+// inUseNamed of them, and whether more do.
+func secretInUse(agentIDs []string) error {
+	n := min(len(agentIDs), inUseNamed)
+	return apperr.SecretInUse(slices.Clone(agentIDs[:n]), len(agentIDs) > n)
 }
 
 // GetSecret returns a live secret with up to dependencyLimit agents that

@@ -298,12 +298,19 @@ func (p *platform) waitTicketsConsumers(within time.Duration) error {
 	if err != nil {
 		return err
 	}
-	durables, err := durablesOf(context.Background(), js, events.TicketsStream)
-	closeJS()
+	defer closeJS()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	durables, err := durablesOf(ctx, js, events.TicketsStream)
 	if err != nil {
 		return err
 	}
-	return p.waitProjected(within, events.TicketsStream, durables...)
+	for _, d := range durables {
+		if err := projection.WaitCaughtUp(ctx, js, events.TicketsStream, d); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // listingsUnder measures the p50 of a listing (prefix, ending in ? or &)
