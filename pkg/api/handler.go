@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 )
@@ -31,8 +32,9 @@ type HandlerFunc func(c *Call) (any, error)
 // the caller's permission, the path's ids, the query and the body's
 // schema.
 type Call struct {
-	r  *http.Request
-	op Operation
+	r    *http.Request
+	op   Operation
+	body *sentBody // nil where the edge had no need to read it
 }
 
 // Context is the request's: it ends when the caller leaves.
@@ -75,7 +77,16 @@ func (c *Call) Header(name string) []string { return c.r.Header.Values(name) }
 // Body decodes the request's JSON body (at most the operation's body
 // limit) into v: 400 when it is not JSON, 422 at a field of the wrong
 // type, 413 beyond the limit.
-func (c *Call) Body(v any) error { return httpx.DecodeJSON(c.r, v) }
+func (c *Call) Body(v any) error {
+	body, err := c.RawBody()
+	if err != nil {
+		return err
+	}
+	if c.body != nil && c.body.checked {
+		return apperr.DecodeCheckedJSON(body, v)
+	}
+	return apperr.DecodeJSON(body, v)
+}
 
 // StatusOf is the HTTP status the edge answers err with, for an answer
 // that names an item's outcome in its body (a batch of several reads).
@@ -84,7 +95,15 @@ func StatusOf(err error) int { return httpx.StatusOf(err) }
 // RawBody is the request's body as sent (at most the operation's body
 // limit: 413 beyond; 422 when empty), for a handler that reads it more
 // than one way.
-func (c *Call) RawBody() ([]byte, error) { return httpx.ReadBody(c.r) }
+func (c *Call) RawBody() ([]byte, error) {
+	if c.body == nil {
+		return httpx.ReadBody(c.r)
+	}
+	if c.body.err != nil {
+		return nil, c.body.err
+	}
+	return c.body.data, nil
+}
 
 // Status answers body with code, one of the operation's success statuses
 // other than its usual one (a create that found what it would have

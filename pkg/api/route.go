@@ -1,11 +1,9 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -47,30 +45,60 @@ func hasPrefix(template string) mux.MatcherFunc {
 // here, the one place a handler's answer or error becomes HTTP.
 func Handle(r *mux.Router, op Operation, h HandlerFunc) {
 	Route(r, op).HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		req = req.WithContext(httpx.ContextWithBodyLimit(context.WithValue(req.Context(), opKey{}, op), op.BodyLimit()))
-		err := principal.Require(req, op.Perms...)
-		if err == nil {
-			err = CheckRequest(req)
-		}
-		if err == nil {
-			req = withRequestDigest(req, op)
-		}
-		if err == nil {
-			err = CheckQuery(req, op)
-		}
-		if err == nil {
-			err = CheckBody(req, op)
-		}
+		c := &Call{r: req.WithContext(httpx.ContextWithBodyLimit(context.WithValue(req.Context(), opKey{}, op), op.BodyLimit())), op: op}
+		err := c.check()
 		var out any
 		if err == nil {
-			out, err = h(&Call{r: req, op: op})
+			out, err = h(c)
 		}
 		if err != nil {
-			httpx.WriteError(w, req, err)
+			httpx.WriteError(w, c.r, err)
 			return
 		}
-		answer(w, req, op, out)
+		answer(w, c.r, op, out)
 	})
+}
+
+// check is the edge's half of a call, before its handler runs. The body
+// is read here once, for each of its readers (a keyed write's digest,
+// the schema check, the handler), where one of the first two needs it;
+// a body the handler's read refuses (unreadable, too large, empty) is
+// refused when the handler reads it, as the handler may take none.
+func (c *Call) check() error {
+	if err := principal.Require(c.r, c.op.Perms...); err != nil {
+		return err
+	}
+	if err := CheckRequest(c.r); err != nil {
+		return err
+	}
+	if err := CheckQuery(c.r, c.op); err != nil {
+		return err
+	}
+	keyed := !c.op.Reads() && c.r.Header.Get(HeaderIdempotencyKey) != ""
+	if c.r.Body == nil || (!keyed && c.op.Request == "") {
+		if keyed {
+			c.r = withRequestDigest(c.r, nil)
+		}
+		return nil
+	}
+	raw, err := httpx.ReadBodyAsSent(c.r.Body, c.op.BodyLimit())
+	c.body = &sentBody{data: raw, err: err}
+	if keyed {
+		c.r = withRequestDigest(c.r, raw)
+	}
+	if err != nil || c.op.Request == "" {
+		return nil
+	}
+	c.body.data, err = checkBody(raw, c.op)
+	c.body.checked = err == nil
+	return err
+}
+
+// sentBody is a request's body as the edge read it.
+type sentBody struct {
+	data    []byte // as the handler reads it: checked, with what the schema drops dropped
+	err     error  // what the handler's read of it answers
+	checked bool   // its values are checked (apperr.CheckJSONValues)
 }
 
 type opKey struct{}
@@ -178,20 +206,10 @@ func CommandID(r *http.Request) string {
 // request as sent (esproto.WithRequestDigest): its method, path, query
 // and body. The events its command records carry it, so that the same
 // key sent with another request is told from a replay of this one.
-func withRequestDigest(r *http.Request, op Operation) *http.Request {
-	if op.Reads() || r.Header.Get(HeaderIdempotencyKey) == "" {
-		return r
-	}
+func withRequestDigest(r *http.Request, body []byte) *http.Request {
 	h := sha256.New()
 	h.Write([]byte(r.Method + " " + r.URL.EscapedPath() + "?" + r.URL.RawQuery + "\n"))
-	if r.Body != nil {
-		body, err := io.ReadAll(io.LimitReader(r.Body, op.BodyLimit()+1))
-		r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-		if err != nil {
-			return r // the handler's reader answers it
-		}
-		h.Write(body)
-	}
+	h.Write(body)
 	return r.WithContext(esproto.WithRequestDigest(r.Context(), hex.EncodeToString(h.Sum(nil)[:16])))
 }
 

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
+	"github.com/voiceai-platform/voiceai/pkg/httpx"
 )
 
 // The request body of every operation is checked against the schema the
@@ -79,32 +80,38 @@ func CheckBody(r *http.Request, op Operation) error {
 	if op.Request == "" || r.Body == nil {
 		return nil
 	}
-	limit := op.BodyLimit()
-	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	body, err := httpx.ReadBodyAsSent(r.Body, op.BodyLimit())
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || int64(len(body)) > limit || len(bytes.TrimSpace(body)) == 0 {
+	if err != nil {
 		return nil // the handler's reader answers: unreadable, too large (413), empty
 	}
+	checked, err := checkBody(body, op)
+	if err != nil {
+		return err
+	}
+	r.Body = io.NopCloser(bytes.NewReader(checked))
+	r.ContentLength = int64(len(checked))
+	return nil
+}
+
+// checkBody is CheckBody on a body read whole, and the body the handler
+// is to read.
+func checkBody(body []byte, op Operation) ([]byte, error) {
 	// The rules every body follows whatever its schema (numbers that fit
 	// a float64, integers whatever their spelling, strings that are
 	// Unicode): checked first, so the schema and the handler see the
 	// body as it will be stored.
-	checked, err := apperr.CheckJSONValues(body, "body")
+	body, err := apperr.CheckJSONValues(body, "body")
 	if err != nil {
-		return err
-	}
-	if !bytes.Equal(checked, body) {
-		body = checked
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
+		return nil, err
 	}
 	value, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
 	if err != nil {
-		return nil
+		return body, nil
 	}
 	s, err := requestSchema(op.Request)
 	if err != nil {
-		return fmt.Errorf("operation %s: %w", op.Name, err)
+		return nil, fmt.Errorf("operation %s: %w", op.Name, err)
 	}
 	if dropCaseVariants(value, s) {
 		// The handler reads what the schema checks, nothing else.
@@ -112,17 +119,16 @@ func CheckBody(r *http.Request, op Operation) error {
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false) // an ingested event's data is delivered as it came
 		if err := enc.Encode(value); err != nil {
-			return err
+			return nil, err
 		}
-		r.Body = io.NopCloser(&buf)
-		r.ContentLength = int64(buf.Len())
+		body = buf.Bytes()
 	}
 	err = s.Validate(value)
 	var verr *jsonschema.ValidationError
 	if errors.As(err, &verr) {
-		return fieldErrors(verr, "body")
+		return nil, fieldErrors(verr, "body")
 	}
-	return err
+	return body, err
 }
 
 // CheckJSON checks a JSON document against the schema called name: what

@@ -16,17 +16,39 @@ import (
 // error at its field (422), a non-object where an object is wanted too.
 // Unknown fields are ignored.
 func DecodeJSON(body []byte, dst any) error {
-	// A body meant for an object must be one: `null`, `[]` or `"x"` would
-	// otherwise decode into a zero-valued request (an "Untitled" create).
-	if wantsObject(dst) {
-		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
-			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
-		}
+	if err := checkObject(body, dst); err != nil {
+		return err
 	}
 	body, err := CheckJSONValues(body, "body")
 	if err != nil {
 		return err
 	}
+	return decode(body, dst)
+}
+
+// DecodeCheckedJSON is DecodeJSON for a body whose values were checked
+// already (CheckJSONValues gave it).
+func DecodeCheckedJSON(body []byte, dst any) error {
+	if err := checkObject(body, dst); err != nil {
+		return err
+	}
+	return decode(body, dst)
+}
+
+// checkObject refuses a body meant for an object that is another value:
+// `null`, `[]` or `"x"` would otherwise decode into a zero-valued
+// request (an "Untitled" create).
+func checkObject(body []byte, dst any) error {
+	if wantsObject(dst) {
+		if t := bytes.TrimSpace(body); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+			return ValidationErrors{{Loc: []any{"body"}, Msg: "Input should be a valid dictionary or object", Type: "model_type"}}
+		}
+	}
+	return nil
+}
+
+// decode decodes body into dst, with DecodeJSON's errors.
+func decode(body []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(dst); err != nil {

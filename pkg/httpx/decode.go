@@ -58,18 +58,28 @@ func DecodeJSON(r *http.Request, dst any) error {
 // ReadBody reads r's body (at most BodyLimit(r); 413 beyond, 422 when
 // empty) for handlers that decode it more than once.
 func ReadBody(r *http.Request) ([]byte, error) {
-	maxBytes := BodyLimit(r)
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+	body, err := ReadBodyAsSent(r.Body, BodyLimit(r))
 	if err != nil {
-		return nil, apperr.UnreadableBody
-	}
-	if int64(len(body)) > maxBytes {
-		return nil, apperr.BodyTooLarge(maxBytes)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}
+		return nil, err
 	}
 	return body, nil
+}
+
+// ReadBodyAsSent reads body up to one byte beyond limit, and says what
+// ReadBody would of it: unreadable, too large (413), empty (422). What
+// it read is returned whatever it says, for a fingerprint of the
+// request as it was sent.
+func ReadBodyAsSent(body io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	switch {
+	case err != nil:
+		return b, apperr.UnreadableBody
+	case int64(len(b)) > limit:
+		return b, apperr.BodyTooLarge(limit)
+	case len(bytes.TrimSpace(b)) == 0:
+		return b, ValidationErrors{{Loc: []any{"body"}, Msg: "Field required", Type: "missing"}}
+	}
+	return b, nil
 }
 
 // DecodeBytes decodes a body read by ReadBody, with DecodeJSON's errors.
