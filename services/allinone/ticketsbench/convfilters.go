@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchkit"
 	"github.com/voiceai-platform/voiceai/services/allinone/internal/benchproc"
 )
@@ -86,45 +88,42 @@ func (p *platform) conversationFilters(n, requests int) error {
 // (an evaluation and two collected values) and the transcript's words
 // (one conversation in a thousand says "chargeback").
 func (p *platform) seedTriageConversations(n int) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	pub := &pipeline{js: js}
-	base := time.Now().Add(-2 * time.Hour)
-	for i := 1; i <= n; i++ {
-		conv, at := fmt.Sprintf("conv_tri%06d", i), base.Add(time.Duration(i)*time.Millisecond)
-		words := []string{"my refund is denied", "where is my bag", "please move my booking", "thanks for the help"}[i%4]
-		if i%1000 == 0 {
-			words += " chargeback"
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		pub := &pipeline{js: js}
+		base := time.Now().Add(-2 * time.Hour)
+		for i := 1; i <= n; i++ {
+			conv, at := fmt.Sprintf("conv_tri%06d", i), base.Add(time.Duration(i)*time.Millisecond)
+			words := []string{"my refund is denied", "where is my bag", "please move my booking", "thanks for the help"}[i%4]
+			if i%1000 == 0 {
+				words += " chargeback"
+			}
+			agentTurn := map[string]any{"role": "agent", "message": "Let me check " + words, "time_in_call_secs": 3}
+			if i%4 == 0 {
+				agentTurn["tool_calls"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "params_as_json": "{}"}}
+				agentTurn["tool_results"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "result_value": "x", "is_error": i%8 == 0}}
+			}
+			accuracy := "success"
+			if i%5 == 0 {
+				accuracy = "failure"
+			}
+			ended := map[string]any{
+				"conversation_id": conv, "agent_id": p.agentID, "call_successful": []string{"success", "success", "failure"}[i%3],
+				"call_duration_secs": i % 600,
+				"transcript":         []any{map[string]any{"role": "user", "message": words, "time_in_call_secs": 0}, agentTurn},
+				"analysis": map[string]any{
+					"transcript_summary":          "The caller asked: " + words,
+					"evaluation_criteria_results": map[string]any{"accuracy": map[string]any{"criteria_id": "accuracy", "result": accuracy}},
+					"data_collection_results": map[string]any{
+						"city":   map[string]any{"data_collection_id": "city", "value": []string{"Denver", "Paris", "Lima"}[i%3]},
+						"amount": map[string]any{"data_collection_id": "amount", "value": i % 500}},
+				},
+			}
+			if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
+				return err
+			}
 		}
-		agentTurn := map[string]any{"role": "agent", "message": "Let me check " + words, "time_in_call_secs": 3}
-		if i%4 == 0 {
-			agentTurn["tool_calls"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "params_as_json": "{}"}}
-			agentTurn["tool_results"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "result_value": "x", "is_error": i%8 == 0}}
-		}
-		accuracy := "success"
-		if i%5 == 0 {
-			accuracy = "failure"
-		}
-		ended := map[string]any{
-			"conversation_id": conv, "agent_id": p.agentID, "call_successful": []string{"success", "success", "failure"}[i%3],
-			"call_duration_secs": i % 600,
-			"transcript":         []any{map[string]any{"role": "user", "message": words, "time_in_call_secs": 0}, agentTurn},
-			"analysis": map[string]any{
-				"transcript_summary":          "The caller asked: " + words,
-				"evaluation_criteria_results": map[string]any{"accuracy": map[string]any{"criteria_id": "accuracy", "result": accuracy}},
-				"data_collection_results": map[string]any{
-					"city":   map[string]any{"data_collection_id": "city", "value": []string{"Denver", "Paris", "Lima"}[i%3]},
-					"amount": map[string]any{"data_collection_id": "amount", "value": i % 500}},
-			},
-		}
-		if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
-			return err
-		}
-	}
-	return p.waitListed(fmt.Sprintf("conv_tri%06d", n), 10*time.Minute)
+		return p.waitListed(fmt.Sprintf("conv_tri%06d", n), 10*time.Minute)
+	})
 }
 
 // annotateConversations gives feedback (a like or a dislike) to one

@@ -664,64 +664,61 @@ func (p *platform) seedTo(n int) error {
 	if p.seeded >= n {
 		return nil
 	}
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx := context.Background()
-	priorities := []string{"low", "medium", "high", "urgent"}
-	statuses := []string{"open", "in_progress", "resolved"}
-	base := time.Now().Add(-time.Hour).UnixMilli()
-	pub := &pipeline{js: js}
-	for i := p.seeded + 1; i <= n; i++ {
-		id := fmt.Sprintf("tkt_seed%07d", i)
-		labels := []string{"seed"}
-		if i == n {
-			labels = append(labels, "marker-"+strconv.Itoa(n))
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		ctx := context.Background()
+		priorities := []string{"low", "medium", "high", "urgent"}
+		statuses := []string{"open", "in_progress", "resolved"}
+		base := time.Now().Add(-time.Hour).UnixMilli()
+		pub := &pipeline{js: js}
+		for i := p.seeded + 1; i <= n; i++ {
+			id := fmt.Sprintf("tkt_seed%07d", i)
+			labels := []string{"seed"}
+			if i == n {
+				labels = append(labels, "marker-"+strconv.Itoa(n))
+			}
+			at := base + int64(i)
+			t := &ticketsv1.Ticket{
+				TicketId: id, WorkspaceId: workspace, AgentId: p.agentID, Title: "Seeded ticket " + strconv.Itoa(i),
+				Status: statuses[i%len(statuses)], Priority: priorities[i%len(priorities)], Source: "qa", OwnerUserId: "sa_admin",
+				Labels: labels, CreatedAtUnixMs: at, CreatedAtUnixSecs: at / 1000, UpdatedAtUnixSecs: at / 1000,
+				QaComment: ptr("The agent answered slowly."), ConversationIds: []string{},
+			}
+			subject, err := events.TicketSubject(workspace, id)
+			if err != nil {
+				return err
+			}
+			meta := esproto.Meta(ctx, workspace, "", time.UnixMilli(at))
+			if err := pub.publishEvent(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, i == n); err != nil {
+				return err
+			}
 		}
-		at := base + int64(i)
-		t := &ticketsv1.Ticket{
-			TicketId: id, WorkspaceId: workspace, AgentId: p.agentID, Title: "Seeded ticket " + strconv.Itoa(i),
-			Status: statuses[i%len(statuses)], Priority: priorities[i%len(priorities)], Source: "qa", OwnerUserId: "sa_admin",
-			Labels: labels, CreatedAtUnixMs: at, CreatedAtUnixSecs: at / 1000, UpdatedAtUnixSecs: at / 1000,
-			QaComment: ptr("The agent answered slowly."), ConversationIds: []string{},
+		added := n - p.seeded
+		p.seeded = n
+		deadline := time.Now().Add(5 * time.Minute)
+		for {
+			pg, err := p.get("/v1/convai/triage-tickets?label=marker-" + strconv.Itoa(n))
+			if err != nil {
+				return err
+			}
+			if len(pg.Tickets) == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				logs := p.Logs()
+				return fmt.Errorf("the seeded tickets are not listed after 2 minutes; the platform logs end with:\n%s", logs[max(0, len(logs)-3000):])
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		subject, err := events.TicketSubject(workspace, id)
-		if err != nil {
+		// Listings are measured on a quiet platform: the consumers of TICKETS
+		// (the QA worker's, the webhook fan-out's) have caught up.
+		listed := time.Now()
+		if err := p.waitTicketsConsumers(time.Until(deadline)); err != nil {
 			return err
 		}
-		meta := esproto.Meta(ctx, workspace, "", time.UnixMilli(at))
-		if err := pub.publishEvent(ctx, subject, meta, &ticketsv1.TicketCreated{Meta: meta, Ticket: t}, i == n); err != nil {
-			return err
-		}
-	}
-	added := n - p.seeded
-	p.seeded = n
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
-		pg, err := p.get("/v1/convai/triage-tickets?label=marker-" + strconv.Itoa(n))
-		if err != nil {
-			return err
-		}
-		if len(pg.Tickets) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			logs := p.Logs()
-			return fmt.Errorf("the seeded tickets are not listed after 2 minutes; the platform logs end with:\n%s", logs[max(0, len(logs)-3000):])
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	// Listings are measured on a quiet platform: the consumers of TICKETS
-	// (the QA worker's, the webhook fan-out's) have caught up.
-	listed := time.Now()
-	if err := p.waitTicketsConsumers(time.Until(deadline)); err != nil {
-		return err
-	}
-	fmt.Printf("    seeded %d tickets (%d in the workspace): the consumers of TICKETS caught up %s after the listing showed them\n",
-		added, n, time.Since(listed).Round(time.Millisecond))
-	return nil
+		fmt.Printf("    seeded %d tickets (%d in the workspace): the consumers of TICKETS caught up %s after the listing showed them\n",
+			added, n, time.Since(listed).Round(time.Millisecond))
+		return nil
+	})
 }
 
 func ptr(s string) *string { return &s }
@@ -765,96 +762,90 @@ func (p *platform) measureAtLeast(requests int, kinds []struct{ name, path strin
 // seedTesting appends n tests and n completed invocations of them to the
 // TESTING stream, and waits until both listings show the last ones.
 func (p *platform) seedTesting(n int) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx := context.Background()
-	base := time.Now().Add(-time.Hour)
-	pub := &pipeline{js: js}
-	for i := 1; i <= n; i++ {
-		at := base.Add(time.Duration(i) * time.Millisecond)
-		testID, invID := fmt.Sprintf("test_seed%06d", i), fmt.Sprintf("tinv_seed%06d", i)
-		meta := esproto.Meta(ctx, workspace, "", at)
-		subject, err := events.TestingSubject(workspace, events.TestingKindTest, testID)
-		if err != nil {
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		ctx := context.Background()
+		base := time.Now().Add(-time.Hour)
+		pub := &pipeline{js: js}
+		for i := 1; i <= n; i++ {
+			at := base.Add(time.Duration(i) * time.Millisecond)
+			testID, invID := fmt.Sprintf("test_seed%06d", i), fmt.Sprintf("tinv_seed%06d", i)
+			meta := esproto.Meta(ctx, workspace, "", at)
+			subject, err := events.TestingSubject(workspace, events.TestingKindTest, testID)
+			if err != nil {
+				return err
+			}
+			t := &testingv1.Test{TestId: testID, WorkspaceId: workspace, Name: "Seeded test " + strconv.Itoa(i), Type: "llm",
+				DefinitionJson: []byte(`{"type":"llm","success_condition":"answers"}`), CreatedByUserId: "sa_admin",
+				CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix()}
+			if err := pub.publishEvent(ctx, subject, meta, &testingv1.TestCreated{Meta: meta, Test: t}, false); err != nil {
+				return err
+			}
+			if subject, err = events.TestingSubject(workspace, events.TestingKindInvocation, invID); err != nil {
+				return err
+			}
+			meta = esproto.Meta(ctx, workspace, "", at) // an event id of its own: it is the message id
+			completed := at.Unix()
+			inv := &testingv1.Invocation{InvocationId: invID, WorkspaceId: workspace, AgentId: p.agentID, RepeatCount: 1,
+				Tests: []*testingv1.PlannedTest{{TestId: testID, TestName: t.Name, TestType: "llm"}}, JobsTotal: 1,
+				Status: "completed", CreatedAtUnix: at.Unix(), CompletedAtUnix: &completed, PassedCount: 1}
+			if err := pub.publishEvent(ctx, subject, meta, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 1}, i == n); err != nil {
+				return err
+			}
+		}
+		last := fmt.Sprintf("seed%06d", n)
+		listsLast := func(b []byte) bool { return strings.Contains(string(b), last) }
+		if err := p.waitFor("/v1/convai/agent-testing?page_size=1", 5*time.Minute, listsLast); err != nil {
 			return err
 		}
-		t := &testingv1.Test{TestId: testID, WorkspaceId: workspace, Name: "Seeded test " + strconv.Itoa(i), Type: "llm",
-			DefinitionJson: []byte(`{"type":"llm","success_condition":"answers"}`), CreatedByUserId: "sa_admin",
-			CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix()}
-		if err := pub.publishEvent(ctx, subject, meta, &testingv1.TestCreated{Meta: meta, Test: t}, false); err != nil {
+		if err := p.waitFor("/v1/convai/test-invocations?page_size=1", 5*time.Minute, listsLast); err != nil {
 			return err
 		}
-		if subject, err = events.TestingSubject(workspace, events.TestingKindInvocation, invID); err != nil {
-			return err
-		}
-		meta = esproto.Meta(ctx, workspace, "", at) // an event id of its own: it is the message id
-		completed := at.Unix()
-		inv := &testingv1.Invocation{InvocationId: invID, WorkspaceId: workspace, AgentId: p.agentID, RepeatCount: 1,
-			Tests: []*testingv1.PlannedTest{{TestId: testID, TestName: t.Name, TestType: "llm"}}, JobsTotal: 1,
-			Status: "completed", CreatedAtUnix: at.Unix(), CompletedAtUnix: &completed, PassedCount: 1}
-		if err := pub.publishEvent(ctx, subject, meta, &testingv1.InvocationCompleted{Meta: meta, Invocation: inv, PassedCount: 1}, i == n); err != nil {
-			return err
-		}
-	}
-	last := fmt.Sprintf("seed%06d", n)
-	listsLast := func(b []byte) bool { return strings.Contains(string(b), last) }
-	if err := p.waitFor("/v1/convai/agent-testing?page_size=1", 5*time.Minute, listsLast); err != nil {
-		return err
-	}
-	if err := p.waitFor("/v1/convai/test-invocations?page_size=1", 5*time.Minute, listsLast); err != nil {
-		return err
-	}
-	// Measured on a quiet platform, as the tickets are. WaitCaughtUp waits
-	// for a projector that has not made its consumer yet, so a bounded wait.
-	return p.waitProjected(5*time.Minute, events.TestingStream, "testing-entries", "testing-invocations")
+		// Measured on a quiet platform, as the tickets are. WaitCaughtUp waits
+		// for a projector that has not made its consumer yet, so a bounded wait.
+		return p.waitProjected(5*time.Minute, events.TestingStream, "testing-entries", "testing-invocations")
+	})
 }
 
 // seedAgents appends n agents to the AGENTS stream and a call of each to
 // PLATFORM, and waits until the listing shows the last agent and the
 // store has them all and their calls.
 func (p *platform) seedAgents(n int) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx := context.Background()
-	base := time.Now().Add(-time.Duration(n+1) * time.Second)
-	pub := &pipeline{js: js}
-	for i := 1; i <= n; i++ {
-		at := base.Add(time.Duration(i) * time.Second)
-		id := fmt.Sprintf("agent_seed%06d", i)
-		subject, err := events.AgentSubject(workspace, id)
-		if err != nil {
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		ctx := context.Background()
+		base := time.Now().Add(-time.Duration(n+1) * time.Second)
+		pub := &pipeline{js: js}
+		for i := 1; i <= n; i++ {
+			at := base.Add(time.Duration(i) * time.Second)
+			id := fmt.Sprintf("agent_seed%06d", i)
+			subject, err := events.AgentSubject(workspace, id)
+			if err != nil {
+				return err
+			}
+			meta := esproto.Meta(ctx, workspace, "", at)
+			a := &agentsv1.Agent{AgentId: id, WorkspaceId: workspace, Name: fmt.Sprintf("Seeded agent %06d", n-i), CreatedByUserId: "sa_admin",
+				CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix(), Tags: []string{"seeded"}}
+			if err := pub.publishEvent(ctx, subject, meta, &agentsv1.AgentCreated{Meta: meta, Agent: a}, false); err != nil {
+				return err
+			}
+			// A call of each: a page of the listing shows each agent's last.
+			if subject, err = events.PlatformSubject(workspace, "call_started"); err != nil {
+				return err
+			}
+			call := nats.NewMsg(subject)
+			call.Data = fmt.Appendf(nil, `{"event":"call_started","timestamp":%q,"data":{"agent_id":%q,"call_id":"call_%06d"}}`, at.UTC().Format(time.RFC3339), id, i)
+			if err := pub.publish(call, i == n); err != nil {
+				return err
+			}
+		}
+		last := fmt.Sprintf("agent_seed%06d", n)
+		if err := p.waitFor("/v1/convai/agents?page_size=1", 5*time.Minute, func(b []byte) bool { return strings.Contains(string(b), last) }); err != nil {
 			return err
 		}
-		meta := esproto.Meta(ctx, workspace, "", at)
-		a := &agentsv1.Agent{AgentId: id, WorkspaceId: workspace, Name: fmt.Sprintf("Seeded agent %06d", n-i), CreatedByUserId: "sa_admin",
-			CreatedAtUnix: at.Unix(), UpdatedAtUnix: at.Unix(), Tags: []string{"seeded"}}
-		if err := pub.publishEvent(ctx, subject, meta, &agentsv1.AgentCreated{Meta: meta, Agent: a}, false); err != nil {
+		if err := p.waitProjected(5*time.Minute, events.AgentsStream, "agents-readmodel"); err != nil {
 			return err
 		}
-		// A call of each: a page of the listing shows each agent's last.
-		if subject, err = events.PlatformSubject(workspace, "call_started"); err != nil {
-			return err
-		}
-		call := nats.NewMsg(subject)
-		call.Data = fmt.Appendf(nil, `{"event":"call_started","timestamp":%q,"data":{"agent_id":%q,"call_id":"call_%06d"}}`, at.UTC().Format(time.RFC3339), id, i)
-		if err := pub.publish(call, i == n); err != nil {
-			return err
-		}
-	}
-	last := fmt.Sprintf("agent_seed%06d", n)
-	if err := p.waitFor("/v1/convai/agents?page_size=1", 5*time.Minute, func(b []byte) bool { return strings.Contains(string(b), last) }); err != nil {
-		return err
-	}
-	if err := p.waitProjected(5*time.Minute, events.AgentsStream, "agents-readmodel"); err != nil {
-		return err
-	}
-	return p.waitProjected(5*time.Minute, events.PlatformStream, agentsadapters.CallsDurable)
+		return p.waitProjected(5*time.Minute, events.PlatformStream, agentsadapters.CallsDurable)
+	})
 }
 
 // queueTiming is what e2e/browser/queuebench.mjs prints.
@@ -889,29 +880,26 @@ func (p *platform) queueInBrowser() (queueTiming, error) {
 // a six-turn transcript; one in three failed) as a call stack would, and
 // waits until the listing and the transcripts' projector have them all.
 func (p *platform) seedConversations(n int) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	pub := &pipeline{js: js}
-	base := time.Now().Add(-time.Hour)
-	turns := make([]map[string]any, 6)
-	for i := range turns {
-		turns[i] = map[string]any{"role": []string{"user", "agent"}[i%2], "message": "A sentence of an ordinary call, turn " + strconv.Itoa(i), "time_in_call_secs": i * 4}
-	}
-	for i := 1; i <= n; i++ {
-		conv, at := fmt.Sprintf("conv_seed%06d", i), base.Add(time.Duration(i)*time.Millisecond)
-		outcome := []string{"success", "success", "failure"}[i%3]
-		ended := map[string]any{"conversation_id": conv, "agent_id": p.agentID, "call_successful": outcome, "transcript": turns}
-		if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		pub := &pipeline{js: js}
+		base := time.Now().Add(-time.Hour)
+		turns := make([]map[string]any, 6)
+		for i := range turns {
+			turns[i] = map[string]any{"role": []string{"user", "agent"}[i%2], "message": "A sentence of an ordinary call, turn " + strconv.Itoa(i), "time_in_call_secs": i * 4}
+		}
+		for i := 1; i <= n; i++ {
+			conv, at := fmt.Sprintf("conv_seed%06d", i), base.Add(time.Duration(i)*time.Millisecond)
+			outcome := []string{"success", "success", "failure"}[i%3]
+			ended := map[string]any{"conversation_id": conv, "agent_id": p.agentID, "call_successful": outcome, "transcript": turns}
+			if err := p.publishConversation(pub, conv, at, ended, i == n); err != nil {
+				return err
+			}
+		}
+		if err := p.waitListed(fmt.Sprintf("conv_seed%06d", n), 5*time.Minute); err != nil {
 			return err
 		}
-	}
-	if err := p.waitListed(fmt.Sprintf("conv_seed%06d", n), 5*time.Minute); err != nil {
-		return err
-	}
-	return p.waitProjected(5*time.Minute, events.PlatformStream, "tickets-transcripts")
+		return p.waitProjected(5*time.Minute, events.PlatformStream, "tickets-transcripts")
+	})
 }
 
 // pipeline publishes asynchronously, waiting for the acks every 1,024

@@ -276,41 +276,34 @@ func printRestart(what string, ready time.Duration, peak, after int64) {
 // they seeded or ingested has reached the stores they read, and measure
 // on a quiet platform.
 func (p *platform) waitProjected(within time.Duration, stream string, durables ...string) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	for _, d := range durables {
-		if err := projection.WaitCaughtUp(ctx, js, stream, d); err != nil {
-			return err
-		}
-	}
-	return nil
+	return p.waitCaughtUp(within, stream, func(context.Context, jetstream.JetStream) ([]string, error) { return durables, nil })
 }
 
 // waitTicketsConsumers waits until every durable consumer of TICKETS
 // (the QA worker's, the webhook fan-out's) has handled what it holds.
 func (p *platform) waitTicketsConsumers(within time.Duration) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx, cancel := context.WithTimeout(context.Background(), within)
-	defer cancel()
-	durables, err := durablesOf(ctx, js, events.TicketsStream)
-	if err != nil {
-		return err
-	}
-	for _, d := range durables {
-		if err := projection.WaitCaughtUp(ctx, js, events.TicketsStream, d); err != nil {
+	return p.waitCaughtUp(within, events.TicketsStream, func(ctx context.Context, js jetstream.JetStream) ([]string, error) {
+		return durablesOf(ctx, js, events.TicketsStream)
+	})
+}
+
+// waitCaughtUp waits, for within at the most, until each of the durable
+// consumers of stream that durables names has caught up with it.
+func (p *platform) waitCaughtUp(within time.Duration, stream string, durables func(context.Context, jetstream.JetStream) ([]string, error)) error {
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		ctx, cancel := context.WithTimeout(context.Background(), within)
+		defer cancel()
+		names, err := durables(ctx, js)
+		if err != nil {
 			return err
 		}
-	}
-	return nil
+		for _, d := range names {
+			if err := projection.WaitCaughtUp(ctx, js, stream, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // listingsUnder measures the p50 of a listing (prefix, ending in ? or &)

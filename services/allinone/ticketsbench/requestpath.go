@@ -23,60 +23,57 @@ import (
 // stays with (a): this says what the request path does alone, and what
 // the consumers cost it.
 func (p *platform) requestPathAlone(floor *floorProcess, per int) error {
-	js, closeJS, err := p.JetStream()
-	if err != nil {
-		return err
-	}
-	defer closeJS()
-	ctx := context.Background()
-	durables, err := durablesOf(ctx, js, events.TicketsStream)
-	if err != nil {
-		return err
-	}
-	for _, d := range durables {
-		if _, err := js.PauseConsumer(ctx, events.TicketsStream, d, time.Now().Add(10*time.Minute)); err != nil {
-			return fmt.Errorf("pause %s: %w", d, err)
+	return p.WithJetStream(func(js jetstream.JetStream) error {
+		ctx := context.Background()
+		durables, err := durablesOf(ctx, js, events.TicketsStream)
+		if err != nil {
+			return err
 		}
-	}
-	resumed := false
-	resume := func() error {
-		resumed = true
 		for _, d := range durables {
-			if _, err := js.ResumeConsumer(ctx, events.TicketsStream, d); err != nil {
-				return fmt.Errorf("resume %s: %w", d, err)
+			if _, err := js.PauseConsumer(ctx, events.TicketsStream, d, time.Now().Add(10*time.Minute)); err != nil {
+				return fmt.Errorf("pause %s: %w", d, err)
 			}
 		}
+		resumed := false
+		resume := func() error {
+			resumed = true
+			for _, d := range durables {
+				if _, err := js.ResumeConsumer(ctx, events.TicketsStream, d); err != nil {
+					return fmt.Errorf("resume %s: %w", d, err)
+				}
+			}
+			return nil
+		}
+		defer func() {
+			if !resumed {
+				_ = resume()
+			}
+		}()
+		var toFloor []float64
+		for r := range createRounds {
+			floorRate, _, err := floor.rate(int64((createRounds+r)*per), per)
+			if err != nil {
+				return err
+			}
+			rate, err := p.createThroughGateway("alone-"+strconv.Itoa(r)+"-", per)
+			if err != nil {
+				return err
+			}
+			toFloor = append(toFloor, rate/floorRate)
+		}
+		start := time.Now()
+		if err := resume(); err != nil {
+			return err
+		}
+		if err := p.waitProjected(5*time.Minute, events.TicketsStream, durables...); err != nil {
+			return err
+		}
+		caughtUp := time.Since(start)
+		n := createRounds * per
+		fmt.Printf("    the request path alone: with the %d durable consumers of TICKETS (%s) paused for %d rounds more, the gateway does %.3f of the floor (rounds %s; 1/3 reached: %s); resumed, they caught up on those %d creates in %s (%.0f/s)\n",
+			len(durables), strings.Join(durables, ", "), createRounds, median(toFloor), spread(toFloor), yesNo(median(toFloor) >= 1.0/3), n, caughtUp.Round(time.Millisecond), float64(n)/caughtUp.Seconds())
 		return nil
-	}
-	defer func() {
-		if !resumed {
-			_ = resume()
-		}
-	}()
-	var toFloor []float64
-	for r := range createRounds {
-		floorRate, _, err := floor.rate(int64((createRounds+r)*per), per)
-		if err != nil {
-			return err
-		}
-		rate, err := p.createThroughGateway("alone-"+strconv.Itoa(r)+"-", per)
-		if err != nil {
-			return err
-		}
-		toFloor = append(toFloor, rate/floorRate)
-	}
-	start := time.Now()
-	if err := resume(); err != nil {
-		return err
-	}
-	if err := p.waitProjected(5*time.Minute, events.TicketsStream, durables...); err != nil {
-		return err
-	}
-	caughtUp := time.Since(start)
-	n := createRounds * per
-	fmt.Printf("    the request path alone: with the %d durable consumers of TICKETS (%s) paused for %d rounds more, the gateway does %.3f of the floor (rounds %s; 1/3 reached: %s); resumed, they caught up on those %d creates in %s (%.0f/s)\n",
-		len(durables), strings.Join(durables, ", "), createRounds, median(toFloor), spread(toFloor), yesNo(median(toFloor) >= 1.0/3), n, caughtUp.Round(time.Millisecond), float64(n)/caughtUp.Seconds())
-	return nil
+	})
 }
 
 // durablesOf names the durable consumers of stream, ordered consumers

@@ -256,3 +256,14 @@ func (p *Platform) JetStream() (jetstream.JetStream, func(), error) {
 	}
 	return js, nc.Close, nil
 }
+
+// WithJetStream calls fn on a connection of JetStream's, and closes it
+// once fn returns.
+func (p *Platform) WithJetStream(fn func(jetstream.JetStream) error) error {
+	js, closeJS, err := p.JetStream()
+	if err != nil {
+		return err
+	}
+	defer closeJS()
+	return fn(js)
+}
