@@ -231,13 +231,19 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   await eventually('the second invocation completed', async () =>
     (await api('GET', '/v1/convai/test-invocations/' + again.id)).status === 'completed', 60000);
   const rel = (await api('GET', '/v1/convai/agent-testing/' + created.id)).reliability;
-  assert.deepEqual(rel.invocations.map((i) => i.invocation_id), [again.id, invID]);
+  // Newest first, as every listing of invocations: by the second each
+  // was created in, two of one second by id (a keyed run's id, as the
+  // console's, is not in time order). The second run often starts within
+  // the first's second.
+  const stamps = await Promise.all([invID, again.id].map(async (id) => ({id, at: (await api('GET', '/v1/convai/test-invocations/' + id)).created_at})));
+  const [newer, older] = stamps.sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1)).map((x) => x.id);
+  assert.deepEqual(rel.invocations.map((i) => i.invocation_id), [newer, older]);
   await page.goto('/console/tests.html?test=' + encodeURIComponent(created.id));
   const chart = page.getByRole('img', {name: 'Agent latency p95 per invocation'});
   await chart.waitFor();
   for (const [series, prefix] of [['first_token_p95_ms', 'first_token_'], ['p95_ms', '']]) {
     const points = await chart.locator(`[data-series="${series}"]`).evaluateAll((els) => els.map((e) => [e.dataset.invocation, Number(e.dataset.value)]));
-    assert.deepEqual(points, [[invID, rel.invocations[1].agent_latency[series]], [again.id, rel.invocations[0].agent_latency[series]]], series);
+    assert.deepEqual(points, [[older, rel.invocations[1].agent_latency[series]], [newer, rel.invocations[0].agent_latency[series]]], series);
     assert.equal(await fact(prefix ? 'First token' : 'Whole turn').textContent(), figures(rel.agent_latency, prefix));
   }
   assert.match(await chart.getAttribute('aria-describedby').then((id) => page.locator('#' + id).textContent()), /^Over 2 invocations, oldest first: first token p95 from/);
@@ -246,7 +252,7 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   await page.keyboard.press('Enter');
   const rows = page.getByRole('table', {name: 'Agent latency per invocation, newest first'}).locator('tbody tr');
   await rows.first().waitFor();
-  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent)), [again.id, invID]);
+  assert.deepEqual(await rows.evaluateAll((trs) => trs.map((tr) => tr.querySelector('td').textContent)), [newer, older]);
   assert.equal(await rows.first().locator('td[data-label="First token"]').textContent(), figures(rel.invocations[0].agent_latency, 'first_token_'));
   await accessible(page, 'test');
   await shoot(page, 'test');
