@@ -190,4 +190,22 @@ func TestHoldsIsTheTicketsSequence(t *testing.T) {
 	if m.Holds("tkt_1", 1) {
 		t.Error("after a Reset the index holds tkt_1")
 	}
+	// While it loads, a replay's record is always applied: Put keeps the
+	// newest.
+	loading := NewLoadingIndex()
+	if err := loading.Put(context.Background(), 7, tk); err != nil {
+		t.Fatal(err)
+	}
+	if loading.Holds("tkt_1", 6) {
+		t.Error("a loading index said it holds a staged ticket")
+	}
+	if err := loading.Put(context.Background(), 6, &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_1", AgentId: "agent_1", Status: "resolved", CreatedAtUnixMs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := loading.Loaded(); err != nil {
+		t.Fatal(err)
+	}
+	if !loading.Holds("tkt_1", 7) || loading.Holds("tkt_1", 8) {
+		t.Error("once loaded, the index holds tkt_1 as of 7, its newest")
+	}
 }
