@@ -125,11 +125,13 @@ var registrations = []registration{
 var (
 	byType   = map[string]registration{}
 	bySchema = map[protoreflect.FullName]string{}
+	descOf   = map[string]protoreflect.MessageDescriptor{} // by event type
 )
 
 func init() {
 	for _, r := range registrations {
-		name := r.empty().ProtoReflect().Descriptor().FullName()
+		desc := r.empty().ProtoReflect().Descriptor()
+		name := desc.FullName()
 		if _, dup := byType[r.eventType]; dup {
 			panic("events: duplicate event type " + r.eventType)
 		}
@@ -138,6 +140,7 @@ func init() {
 		}
 		byType[r.eventType] = r
 		bySchema[name] = r.eventType
+		descOf[r.eventType] = desc
 	}
 }
 

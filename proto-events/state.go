@@ -1,8 +1,10 @@
 package events
 
 import (
+	"errors"
 	"sync"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 )
@@ -28,6 +30,47 @@ func StateOf[S proto.Message](msg proto.Message) (state S, ok bool) {
 	state, ok = m.Get(f).Message().Interface().(S)
 	return state, ok
 }
+
+// StateBytes is StateOf on an event still encoded: the encoding of the
+// aggregate state of type S that an event of eventType carries in data,
+// read without decoding the event (a sub-slice of data). ok is false
+// when events of that type carry no S, or this one has none. An error
+// says data cannot be read so; StateOf on the decoded event is then the
+// way (it also merges a state the encoding gives in parts, which no
+// producer of ours writes).
+func StateBytes[S proto.Message](eventType string, data []byte) (state []byte, ok bool, err error) {
+	desc, known := descOf[eventType]
+	if !known {
+		return nil, false, nil
+	}
+	var zero S
+	f := stateField(desc, zero.ProtoReflect().Descriptor().FullName())
+	if f == nil {
+		return nil, false, nil
+	}
+	for len(data) > 0 {
+		num, typ, n := protowire.ConsumeTag(data)
+		if n < 0 {
+			return nil, false, protowire.ParseError(n)
+		}
+		data = data[n:]
+		if num == f.Number() && typ == protowire.BytesType {
+			if ok {
+				return nil, false, errStateInParts
+			}
+			if state, n = protowire.ConsumeBytes(data); n < 0 {
+				return nil, false, protowire.ParseError(n)
+			}
+			ok = true
+		} else if n = protowire.ConsumeFieldValue(num, typ, data); n < 0 {
+			return nil, false, protowire.ParseError(n)
+		}
+		data = data[n:]
+	}
+	return state, ok, nil
+}
+
+var errStateInParts = errors.New("events: the state is encoded in parts")
 
 type stateKey struct{ event, state protoreflect.FullName }
 

@@ -52,16 +52,25 @@ func FollowState(ctx context.Context, js jetstream.JetStream, stream string, fil
 // seq or later), such as the stream's copy of the replica's own write,
 // applied inline after its append. known nil decodes every event.
 func FollowStateExcept(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, known func(subject string, seq uint64) bool, apply func(seq uint64, msg proto.Message), reset func()) error {
-	f, err := Follow(ctx, js, stream, filters, true, func(rec Record) {
-		if known != nil && known(rec.Subject, rec.Seq) {
-			return
-		}
+	return FollowRecordsExcept(ctx, js, stream, filters, log, known, func(rec Record) {
 		msg, err := esproto.Decode(rec)
 		if err != nil {
 			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
 			return
 		}
 		apply(rec.Seq, msg)
+	}, reset)
+}
+
+// FollowRecordsExcept is FollowStateExcept handing apply each record
+// still encoded, for state that reads some events without decoding
+// them whole (events.StateBytes).
+func FollowRecordsExcept(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, known func(subject string, seq uint64) bool, apply func(Record), reset func()) error {
+	f, err := Follow(ctx, js, stream, filters, true, func(rec Record) {
+		if known != nil && known(rec.Subject, rec.Seq) {
+			return
+		}
+		apply(rec)
 	})
 	if err != nil {
 		return err

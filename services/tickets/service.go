@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
@@ -19,6 +18,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
@@ -232,15 +232,30 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 	known := func(subject string, seq uint64) bool {
 		return idx != nil && idx.Holds(subject[strings.LastIndexByte(subject, '.')+1:], seq)
 	}
-	err := eventstore.FollowStateExcept(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, known, func(seq uint64, msg proto.Message) {
+	err := eventstore.FollowRecordsExcept(ctx, d.JS, events.TicketsStream, []string{events.TicketsAll}, d.Logger, known, func(rec eventstore.Record) {
+		// A ticket's event carries the ticket alone: its encoding goes to
+		// the index as the record has it, the event around it not decoded
+		// (at a million tickets, a restart's replay decoded each event and
+		// encoded its ticket again).
+		if ticket, ok, err := events.StateBytes[*ticketsv1.Ticket](rec.Type, rec.Data); ok && err == nil {
+			if idx != nil {
+				_ = idx.PutEncoded(ctx, rec.Seq, ticket)
+			}
+			return
+		}
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			d.Logger.Warn("event not decoded", "stream", events.TicketsStream, "subject", rec.Subject, "err", err)
+			return
+		}
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
-			_ = idx.Put(ctx, seq, t)
+			_ = idx.Put(ctx, rec.Seq, t)
 		}
 		if t, ok := events.StateOf[*ticketsv1.ConversationTag](msg); ok && tags != nil {
-			_ = tags.Put(ctx, seq, t)
+			_ = tags.Put(ctx, rec.Seq, t)
 		}
 		if an, ok := events.StateOf[*ticketsv1.ConversationAnnotations](msg); ok && conv != nil {
-			_ = conv.Annotate(ctx, seq, an)
+			_ = conv.Annotate(ctx, rec.Seq, an)
 		}
 	}, func() {
 		if idx != nil {

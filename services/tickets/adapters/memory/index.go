@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"runtime"
@@ -258,15 +259,34 @@ func (m *Index) Holds(id string, seq uint64) bool {
 
 // Put records t as of seq; older or equal sequences are ignored.
 func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
+	return m.put(seq, t, nil)
+}
+
+// PutEncoded is Put of a ticket given encoded, as a record carries it
+// (events.StateBytes): the index keeps a copy of that encoding rather
+// than encode the decoded ticket again (a restart at a million tickets
+// did, for 4% of its CPU).
+func (m *Index) PutEncoded(_ context.Context, seq uint64, encoded []byte) error {
+	t := &ticketsv1.Ticket{}
+	if err := proto.Unmarshal(encoded, t); err != nil {
+		return err
+	}
+	return m.put(seq, t, bytes.Clone(encoded))
+}
+
+// put is Put of t, whose encoding is state (nil: t is encoded here).
+func (m *Index) put(seq uint64, t *ticketsv1.Ticket, state []byte) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e := m.tickets[t.TicketId]
 	if e != nil && e.seq >= seq {
 		return nil // the service's own write, then the stream's copy of it
 	}
-	state, err := proto.MarshalOptions{Deterministic: true}.Marshal(t)
-	if err != nil {
-		return err
+	if state == nil {
+		var err error
+		if state, err = (proto.MarshalOptions{Deterministic: true}).Marshal(t); err != nil {
+			return err
+		}
 	}
 	if m.loading {
 		if e == nil {

@@ -8,6 +8,10 @@ import (
 	"runtime"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/services/tickets/app"
@@ -165,6 +169,57 @@ func BenchmarkIndexLoad(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/ticket")
+}
+
+// A restart's replay of ticket records into a loading index, each record
+// decoded whole and its ticket put (and encoded again), against the
+// ticket's encoding read out of the record and put as it is (go test
+// -bench ReplayRecords -benchmem; allocations are per 100,000 records).
+func BenchmarkReplayRecords(b *testing.B) {
+	const n = 100_000
+	records := make([][]byte, n)
+	eventType := events.TypeOf(&ticketsv1.TicketUpdated{})
+	for i := range records {
+		meta := &commonv1.EventMeta{EventId: fmt.Sprintf("evt_%016x", i), WorkspaceId: "ws_1", CommandId: fmt.Sprintf("cmd_%032x", i),
+			OccurredAtUnixMs: int64(i), ActorUserId: "user_1", RequestId: fmt.Sprintf("req_%016x", i), RequestDigest: fmt.Sprintf("%032x", i)}
+		data, err := proto.Marshal(&ticketsv1.TicketUpdated{Meta: meta, Ticket: benchTicket(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		records[i] = data
+	}
+	ctx := context.Background()
+	b.Run("decoded", func(b *testing.B) {
+		for b.Loop() {
+			m := NewLoadingIndex()
+			for seq, data := range records {
+				ev, err := events.Decode(eventType, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t, _ := events.StateOf[*ticketsv1.Ticket](ev)
+				if err := m.Put(ctx, uint64(seq+1), t); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/record")
+	})
+	b.Run("encoded", func(b *testing.B) {
+		for b.Loop() {
+			m := NewLoadingIndex()
+			for seq, data := range records {
+				ticket, ok, err := events.StateBytes[*ticketsv1.Ticket](eventType, data)
+				if !ok || err != nil {
+					b.Fatal(ok, err)
+				}
+				if err := m.PutEncoded(ctx, uint64(seq+1), ticket); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n*b.N), "ns/record")
+	})
 }
 
 // Writes as a live platform makes them (benchLiveIndex), and as a QA

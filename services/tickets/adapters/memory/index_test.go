@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -207,5 +210,43 @@ func TestHoldsIsTheTicketsSequence(t *testing.T) {
 	}
 	if !loading.Holds("tkt_1", 7) || loading.Holds("tkt_1", 8) {
 		t.Error("once loaded, the index holds tkt_1 as of 7, its newest")
+	}
+}
+
+// A ticket put as its record carries it (PutEncoded) is the ticket Put
+// would keep: listed and read back the same, replay's rules alike (an
+// older record changes nothing); an encoding that is no ticket is
+// refused and keeps nothing.
+func TestPutEncodedIsPutOfTheDecodedTicket(t *testing.T) {
+	ctx := context.Background()
+	tk := &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_1", AgentId: "agent_1", Status: "open", Title: "Refund promised", CreatedAtUnixMs: 1}
+	encoded, err := proto.Marshal(tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, loading := range []bool{false, true} {
+		m := NewIndex()
+		if loading {
+			m = NewLoadingIndex()
+		}
+		record := slices.Clone(encoded)
+		if err := m.PutEncoded(ctx, 5, record); err != nil {
+			t.Fatal(err)
+		}
+		clear(record) // the index keeps a copy, not the record's bytes
+		older, _ := proto.Marshal(&ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_1", AgentId: "agent_1", Status: "resolved", CreatedAtUnixMs: 1})
+		if err := m.PutEncoded(ctx, 4, older); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.PutEncoded(ctx, 6, []byte{0xff, 0xff}); err == nil {
+			t.Error("an encoding that is no ticket was taken")
+		}
+		if err := m.Loaded(); err != nil {
+			t.Fatal(err)
+		}
+		page, _, err := m.Page(ctx, app.Query{WorkspaceID: "ws_1", Limit: 10, Filter: app.Filter{Search: "refund"}})
+		if err != nil || len(page) != 1 || !proto.Equal(page[0], tk) {
+			t.Errorf("loading %v: %v %v, want the ticket as put", loading, page, err)
+		}
 	}
 }
