@@ -237,15 +237,20 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 		// the index as the record has it, the event around it not decoded
 		// (at a million tickets, a restart's replay decoded each event and
 		// encoded its ticket again).
+		notDecoded := func(err error) {
+			d.Logger.Warn("event not decoded", "stream", events.TicketsStream, "subject", rec.Subject, "err", err)
+		}
 		if ticket, ok, err := events.StateBytes[*ticketsv1.Ticket](rec.Type, rec.Data); ok && err == nil {
 			if idx != nil {
-				_ = idx.PutEncoded(ctx, rec.Seq, ticket)
+				if err := idx.PutEncoded(ctx, rec.Seq, ticket); err != nil {
+					notDecoded(err)
+				}
 			}
 			return
 		}
 		msg, err := esproto.Decode(rec)
 		if err != nil {
-			d.Logger.Warn("event not decoded", "stream", events.TicketsStream, "subject", rec.Subject, "err", err)
+			notDecoded(err)
 			return
 		}
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {
