@@ -44,15 +44,7 @@ func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
 // new stream numbers from 1 again, so without it the state would keep
 // what the new stream lacks and refuse what it changes.
 func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message), reset func()) error {
-	return FollowStateExcept(ctx, js, stream, filters, log, nil, apply, reset)
-}
-
-// FollowStateExcept is FollowState that neither decodes nor applies an
-// event the state already holds (known: its subject's state is as of
-// seq or later), such as the stream's copy of the replica's own write,
-// applied inline after its append. known nil decodes every event.
-func FollowStateExcept(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, known func(subject string, seq uint64) bool, apply func(seq uint64, msg proto.Message), reset func()) error {
-	return FollowRecordsExcept(ctx, js, stream, filters, log, known, func(rec Record) {
+	return FollowRecordsExcept(ctx, js, stream, filters, log, nil, func(rec Record) {
 		msg, err := esproto.Decode(rec)
 		if err != nil {
 			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
@@ -62,9 +54,12 @@ func FollowStateExcept(ctx context.Context, js jetstream.JetStream, stream strin
 	}, reset)
 }
 
-// FollowRecordsExcept is FollowStateExcept handing apply each record
-// still encoded, for state that reads some events without decoding
-// them whole (events.StateBytes).
+// FollowRecordsExcept is FollowState handing apply each record still
+// encoded, for state that reads some events without decoding them whole
+// (events.StateBytes), and passing over a record the state already holds
+// (known: its subject's state is as of seq or later), such as the
+// stream's copy of the replica's own write, applied inline after its
+// append. known nil passes over none.
 func FollowRecordsExcept(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, known func(subject string, seq uint64) bool, apply func(Record), reset func()) error {
 	f, err := Follow(ctx, js, stream, filters, true, func(rec Record) {
 		if known != nil && known(rec.Subject, rec.Seq) {

@@ -116,11 +116,11 @@ func TestFollowStateResetsWhenTheStreamIsMadeAnew(t *testing.T) {
 	}
 }
 
-// FollowStateExcept hands apply only what the state does not hold yet:
+// FollowRecordsExcept hands apply only what the state does not hold yet:
 // an event its known test says is held (the stream's copy of a write the
 // replica applied inline) is neither decoded nor applied, and the rest
 // are, in order.
-func TestFollowStateExceptSkipsWhatTheStateHolds(t *testing.T) {
+func TestFollowRecordsExceptSkipsWhatTheStateHolds(t *testing.T) {
 	js, appendCreated := agentEvents(t)
 	var mu sync.Mutex
 	held := map[string]uint64{} // agent subject → sequence, as a replica's state
@@ -142,7 +142,12 @@ func TestFollowStateExceptSkipsWhatTheStateHolds(t *testing.T) {
 		defer mu.Unlock()
 		return held[subject] >= seq
 	}
-	err := FollowStateExcept(t.Context(), js, events.AgentsStream, []string{events.AgentsAll}, slog.New(slog.DiscardHandler), known, func(seq uint64, msg proto.Message) {
+	err := FollowRecordsExcept(t.Context(), js, events.AgentsStream, []string{events.AgentsAll}, slog.New(slog.DiscardHandler), known, func(rec Record) {
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			t.Error(err)
+			return
+		}
 		if a, ok := events.StateOf[*agentsv1.Agent](msg); ok {
 			mu.Lock()
 			applied = append(applied, a.GetAgentId())
