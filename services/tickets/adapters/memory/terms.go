@@ -334,19 +334,47 @@ func (p *plan) shortest(base *ordlist.List) *ordlist.List {
 	return best
 }
 
+// members are the tests of a walk's candidates' membership in the lists
+// other than its source, the test that has turned most candidates away
+// tried first: a search's pieces of one word hold mostly the same tickets,
+// so most of its candidates pass all but a few of its lists, and asking
+// those few first saves most of the others' reads.
+type members struct {
+	in      []*ordlist.Reverse
+	refused []int // by test, how many candidates it turned away
+}
+
 // readers read the lists a walk of source tests its candidates' membership
 // in: the conversation's and the search's, but source.
-func (p *plan) readers(source *ordlist.List) []*ordlist.Reverse {
-	var in []*ordlist.Reverse
+func (p *plan) readers(source *ordlist.List) *members {
+	m := &members{}
 	if p.conv != nil && p.conv != source {
-		in = append(in, p.conv.Reverse())
+		m.in = append(m.in, p.conv.Reverse())
 	}
 	for _, l := range p.grams {
 		if l != source {
-			in = append(in, l.Reverse())
+			m.in = append(m.in, l.Reverse())
 		}
 	}
-	return in
+	m.refused = make([]int, len(m.in))
+	return m
+}
+
+// hold reports whether every list holds o, moving a test that turns o
+// away ahead of the one before it when it has now turned away more.
+func (m *members) hold(sp *space, o uint32) bool {
+	for i, r := range m.in {
+		if found, ok := r.Find(func(x uint32) bool { return x != o && !sp.less(x, o) }); ok && found == o {
+			continue
+		}
+		m.refused[i]++
+		if i > 0 && m.refused[i] > m.refused[i-1] {
+			m.in[i], m.in[i-1] = m.in[i-1], m.in[i]
+			m.refused[i], m.refused[i-1] = m.refused[i-1], m.refused[i]
+		}
+		return false
+	}
+	return true
 }
 
 // passes tests the ticket of ordinal o on its fields, then on its
@@ -354,16 +382,11 @@ func (p *plan) readers(source *ordlist.List) []*ordlist.Reverse {
 // is decoded and tested whole (app.Filter.Matches). Candidates come newest
 // first, as in reads. A search alone reads no entry: the walk's lists and
 // the dense creation times tell.
-func (p *plan) passes(sp *space, o uint32, in []*ordlist.Reverse) bool {
+func (p *plan) passes(sp *space, o uint32, in *members) bool {
 	if p.byFields && !p.fieldsAllow(sp.entries[o]) {
 		return false
 	}
-	for _, r := range in {
-		if found, ok := r.Find(func(x uint32) bool { return x != o && !sp.less(x, o) }); !ok || found != o {
-			return false
-		}
-	}
-	return true
+	return in.hold(sp, o)
 }
 
 // fieldsAllow tests e's fields.
