@@ -157,13 +157,13 @@ func (fl *following) consume(ctx context.Context, str jetstream.Stream, cfg jets
 		if gen != fl.gen {
 			return // of the stream before, stopped
 		}
-		if rec, err := RecordFromMsg(m); err == nil {
-			fl.apply(rec)
+		meta, err := m.Metadata() // parsed once: a replay's every record asks what is pending
+		if err != nil {
+			return
 		}
-		if !f.IsReady() {
-			if meta, err := m.Metadata(); err == nil && meta.NumPending == 0 {
-				f.markReady()
-			}
+		fl.apply(recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp))
+		if meta.NumPending == 0 && !f.IsReady() {
+			f.markReady()
 		}
 	}, jetstream.ConsumeErrHandler(func(jetstream.ConsumeContext, error) {
 		select {
