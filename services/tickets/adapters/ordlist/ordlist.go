@@ -97,14 +97,31 @@ func encodeBlock(out []byte, ords []uint32) []byte {
 }
 
 // Append adds o after the last ordinal.
-func (l *List) Append(o uint32) {
+func (l *List) Append(o uint32) { l.append(o, 8) }
+
+// AppendBuilding is Append for a list being built whole from its first
+// ordinal to its last (a replay's): its bytes grow by doubling where
+// Append's grow by an eighth, which copies a large list eight times
+// over while it is built. Trim then gives back the room left over.
+func (l *List) AppendBuilding(o uint32) { l.append(o, 1) }
+
+// Trim gives back what room l's bytes have past an eighth of what they
+// hold, as Append leaves them.
+func (l *List) Trim() {
+	if cap(l.data) > len(l.data)+len(l.data)/8+8 {
+		l.data = slices.Clone(l.data)
+	}
+}
+
+// append is Append, growing the bytes by 1/growth of what they hold.
+func (l *List) append(o uint32, growth int) {
 	switch {
 	case l.n == 0:
 		l.data = binary.AppendUvarint(l.data[:0], uint64(o))
 		l.blocks = nil
 	case l.block(l.numBlocks()-1).n < fullBlock:
 		var b [binary.MaxVarintLen64]byte
-		l.data = appendGrowing(l.data, binary.AppendVarint(b[:0], int64(o)-int64(l.last)))
+		l.data = appendGrowing(l.data, binary.AppendVarint(b[:0], int64(o)-int64(l.last)), growth)
 		if l.blocks != nil {
 			bs := *l.blocks
 			bs[len(bs)-1].n++
@@ -113,7 +130,7 @@ func (l *List) Append(o uint32) {
 		l.materialize()
 		*l.blocks = append(*l.blocks, span{off: uint32(len(l.data)), n: 1})
 		var b [binary.MaxVarintLen64]byte
-		l.data = appendGrowing(l.data, binary.AppendUvarint(b[:0], uint64(o)))
+		l.data = appendGrowing(l.data, binary.AppendUvarint(b[:0], uint64(o)), growth)
 	}
 	l.n++
 	l.last = o
@@ -145,11 +162,12 @@ func Of(ords []uint32, scratch []byte) (List, []byte) {
 	return l, scratch
 }
 
-// appendGrowing appends b to data, growing a full data by an eighth rather
-// than by append's half to double: a common word's list holds a million.
-func appendGrowing(data, b []byte) []byte {
+// appendGrowing appends b to data, growing a full data by 1/growth of
+// what it holds (Append's eighth, rather than append's half to double: a
+// common word's list holds a million).
+func appendGrowing(data, b []byte, growth int) []byte {
 	if len(data)+len(b) > cap(data) {
-		grown := make([]byte, len(data), len(data)+max(len(b), len(data)/8, 8))
+		grown := make([]byte, len(data), len(data)+max(len(b), len(data)/growth, 8))
 		copy(grown, data)
 		data = grown
 	}

@@ -50,8 +50,15 @@ func (m *listModel) step(rng *rand.Rand) {
 	switch op := rng.IntN(10); {
 	case op < 6 || len(m.want) == 0:
 		o := m.fresh(rng)
-		m.l.Append(o)
+		if rng.IntN(2) == 0 {
+			m.l.AppendBuilding(o)
+		} else {
+			m.l.Append(o)
+		}
 		m.want, m.places = append(m.want, o), nil
+		if rng.IntN(64) == 0 {
+			m.l.Trim()
+		}
 	case op < 8:
 		i := rng.IntN(len(m.want) + 1)
 		if rng.IntN(2) == 0 {
@@ -166,6 +173,30 @@ func TestOrdListIsCompact(t *testing.T) {
 	}
 	if per := float64(cap(l.data)+8*cap(*l.blocks)) / 100_000; per > 2 {
 		t.Fatalf("%.2f bytes per ordinal", per)
+	}
+}
+
+// A list built whole (AppendBuilding), then trimmed, holds what one
+// appended to holds, with no more room than Append leaves, and its bytes
+// were copied about once, not eight times.
+func TestABuiltListIsTrimmed(t *testing.T) {
+	var built, appended List
+	grown := 0
+	for o := range uint32(100_000) {
+		before := cap(built.data)
+		built.AppendBuilding(o * 3)
+		appended.Append(o * 3)
+		if cap(built.data) != before {
+			grown += before
+		}
+	}
+	if grown > 2*len(built.data) {
+		t.Errorf("building copied %d bytes for a list of %d", grown, len(built.data))
+	}
+	built.Trim()
+	if n := len(built.data); cap(built.data) > n+n/8+8 || !slices.Equal(built.AppendTo(nil), appended.AppendTo(nil)) {
+		t.Errorf("built and trimmed: %d bytes of room for %d, %d ordinals; appended: %d ordinals",
+			cap(built.data), n, built.Len(), appended.Len())
 	}
 }
 
