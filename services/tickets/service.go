@@ -82,7 +82,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	var rm app.ReadModel
 	var idx *memory.Index
 	if d.ReadIndex == config.ReadIndexMemory {
-		idx = memory.NewLoadingIndex()
+		idx = memory.NewLoadingIndex(memory.WithLogger(d.Logger))
 		rm = idx
 	} else {
 		store, err := adapters.NewReadModel(ctx, d.Database(Name))
@@ -377,7 +377,7 @@ func NewWorkerApp(ctx context.Context, d runtime.Deps) (*app.App, error) {
 	if err := dir.Follow(ctx, d.JS); err != nil {
 		return nil, err
 	}
-	idx := memory.NewLoadingIndex(memory.WithoutSearch())
+	idx := memory.NewLoadingIndex(memory.WithoutSearch(), memory.WithLogger(d.Logger))
 	if err := followTickets(ctx, d, idx, nil, nil); err != nil {
 		return nil, err
 	}

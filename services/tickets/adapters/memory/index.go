@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strings"
@@ -53,6 +54,8 @@ type Index struct {
 	decoded *lru.Cache[*entry, decodedTicket]
 	// noSearch: no search lists (WithoutSearch).
 	noSearch bool
+	// log hears of a staged ticket Loaded could not read (WithLogger).
+	log *slog.Logger
 }
 
 // decodedTicket is an entry's ticket as of seq.
@@ -88,13 +91,16 @@ type space struct {
 	all    ordlist.List             // every live ticket
 	terms  map[string]*ordlist.List // filter term (terms.go) → its tickets
 	grams  map[uint32]*ordlist.List // three bytes of search text → its tickets
+	// building: a replay's listing is building the lists whole
+	// (listStaged), which grow by doubling until it trims them.
+	building bool
 }
 
 // NewIndex returns an empty index.
 func NewIndex(opts ...Option) *Index {
 	decoded, _ := lru.New[*entry, decodedTicket](decodedTickets) // errs only on a size < 1
 	m := &Index{tickets: map[string]*entry{}, spaces: map[string]*space{}, names: []string{""}, nameIDs: map[string]uint32{"": 0},
-		decoded: decoded}
+		decoded: decoded, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(m)
 	}
@@ -109,6 +115,10 @@ type Option func(*Index)
 // tickets out of the listing's order (each at its run's time), where the
 // lists would cost most of each write.
 func WithoutSearch() Option { return func(m *Index) { m.noSearch = true } }
+
+// WithLogger is where a loading index says which staged ticket it could
+// not read at Loaded (it leaves it out).
+func WithLogger(log *slog.Logger) Option { return func(m *Index) { m.log = log } }
 
 // gramsOf are t's search pieces, none without search.
 func (m *Index) gramsOf(t *ticketsv1.Ticket) []uint32 {
@@ -172,14 +182,14 @@ func (m *Index) Reset() {
 	m.decoded.Purge()
 }
 
-// prepared is a staged entry read for listing: its workspace, terms and
+// prepared is a staged entry read for listing: its ticket, terms and
 // search pieces.
 type prepared struct {
-	e         *entry
-	workspace string
-	terms     []string
-	grams     []uint32
-	err       error
+	e     *entry
+	t     *ticketsv1.Ticket
+	terms []string
+	grams []uint32
+	err   error
 }
 
 // loadWindow is how many staged entries are read at once.
@@ -187,7 +197,8 @@ const loadWindow = 4096
 
 // listStaged lists staged entries, in their order: each window of them
 // is read (decoded, its terms and pieces found) on every core while the
-// window before is listed, which only appends.
+// window before is listed, which only appends. A ticket that cannot be
+// read is left out, and said so.
 func (m *Index) listStaged(staged []*entry) error {
 	windows := make(chan []prepared, 1)
 	go func() {
@@ -200,6 +211,7 @@ func (m *Index) listStaged(staged []*entry) error {
 			var wg sync.WaitGroup
 			for w := range workers {
 				wg.Go(func() {
+					sets[w].newArena() // the window before is being listed from its own
 					for i := w; i < len(part); i += workers {
 						out[i] = m.prepare(part[i], &sets[w])
 					}
@@ -209,20 +221,36 @@ func (m *Index) listStaged(staged []*entry) error {
 			windows <- out
 		}
 	}()
-	var err error
+	var built []*space
 	for out := range windows {
 		for _, p := range out {
 			p.e.staged = false
 			switch {
-			case err != nil || p.e.state == nil:
+			case p.e.state == nil:
 			case p.err != nil:
-				err = p.err
+				m.log.Warn("ticket not decoded; left out of the index", "ticket_id", p.e.id, "seq", p.e.seq, "err", p.err)
+				delete(m.tickets, p.e.id)
 			default:
-				m.listNew(m.space(p.workspace), p.e, p.terms, p.grams)
+				p.e.fields = m.fieldsOf(p.t)
+				sp := m.space(p.t.WorkspaceId)
+				if !sp.building && sp.all.Len() == 0 {
+					sp.building, built = true, append(built, sp)
+				}
+				m.listNew(sp, p.e, p.terms, p.grams)
 			}
 		}
 	}
-	return err
+	for _, sp := range built {
+		sp.building = false
+		sp.all.Trim()
+		for _, l := range sp.terms {
+			l.Trim()
+		}
+		for _, l := range sp.grams {
+			l.Trim()
+		}
+	}
+	return nil
 }
 
 // prepare reads a staged entry (on any goroutine: it changes nothing).
@@ -234,7 +262,7 @@ func (m *Index) prepare(e *entry, set *gramSet) prepared {
 	if err := proto.Unmarshal(e.state, t); err != nil {
 		return prepared{e: e, err: err}
 	}
-	p := prepared{e: e, workspace: t.WorkspaceId, terms: m.termsOf(t)}
+	p := prepared{e: e, t: t, terms: m.termsOf(t)}
 	if !m.noSearch {
 		p.grams = set.distinct(searchTexts(t))
 	}
@@ -265,8 +293,22 @@ func (m *Index) Put(_ context.Context, seq uint64, t *ticketsv1.Ticket) error {
 // PutEncoded is Put of a ticket given encoded, as a record carries it
 // (events.StateBytes): the index keeps a copy of that encoding rather
 // than encode the decoded ticket again (a restart at a million tickets
-// did, for 4% of its CPU).
+// did, for 4% of its CPU). A loading index decodes nothing yet: it reads
+// the ticket's id, creation time and deletion off the encoding (readHead)
+// and decodes the rest at Loaded on every core (a replay decoded each
+// ticket twice, once on its one goroutine).
 func (m *Index) PutEncoded(_ context.Context, seq uint64, encoded []byte) error {
+	m.mu.Lock()
+	if m.loading {
+		defer m.mu.Unlock()
+		h, err := readHead(encoded)
+		if err != nil {
+			return err
+		}
+		m.stage(seq, h, bytes.Clone(encoded))
+		return nil
+	}
+	m.mu.Unlock()
 	t := &ticketsv1.Ticket{}
 	if err := proto.Unmarshal(encoded, t); err != nil {
 		return err
@@ -289,18 +331,7 @@ func (m *Index) put(seq uint64, t *ticketsv1.Ticket, state []byte) error {
 		}
 	}
 	if m.loading {
-		if e == nil {
-			e = &entry{id: t.TicketId}
-			m.tickets[t.TicketId] = e
-		}
-		e.seq, e.state, e.created, e.fields = seq, state, t.CreatedAtUnixMs, m.fieldsOf(t)
-		if t.DeletedAtUnixSecs != nil {
-			e.state = nil
-		}
-		if !e.staged {
-			e.staged = true
-			m.staged = append(m.staged, e)
-		}
+		m.stage(seq, head{id: t.TicketId, created: t.CreatedAtUnixMs, deleted: t.DeletedAtUnixSecs != nil}, state)
 		return nil
 	}
 	if e != nil && e.state != nil {
@@ -330,6 +361,28 @@ func (m *Index) put(seq uint64, t *ticketsv1.Ticket, state []byte) error {
 	e.state = state
 	m.add(e, t)
 	return nil
+}
+
+// stage keeps a loading index's ticket, encoded as state, for Loaded to
+// list (its fields too are read there); older or equal sequences are
+// ignored. The caller holds m.mu.
+func (m *Index) stage(seq uint64, h head, state []byte) {
+	e := m.tickets[h.id]
+	if e != nil && e.seq >= seq {
+		return
+	}
+	if e == nil {
+		e = &entry{id: h.id}
+		m.tickets[h.id] = e
+	}
+	e.seq, e.state, e.created = seq, state, h.created
+	if h.deleted {
+		e.state = nil
+	}
+	if !e.staged {
+		e.staged = true
+		m.staged = append(m.staged, e)
+	}
 }
 
 // add lists e, a ticket new to its workspace's lists, as t.
@@ -452,11 +505,20 @@ func (sp *space) less(a, b uint32) bool {
 func (sp *space) insert(l *ordlist.List, e *entry) {
 	// The usual case (a replay, a new ticket): the newest of the list.
 	if l.Len() == 0 || sp.before(l.Last(), e.created, e.id) {
-		l.Append(e.ord)
+		sp.append(l, e.ord)
 		return
 	}
 	c := l.Search(func(o uint32) bool { return !sp.before(o, e.created, e.id) })
 	l.Insert(c, e.ord)
+}
+
+// append puts o at l's end.
+func (sp *space) append(l *ordlist.List, o uint32) {
+	if sp.building {
+		l.AppendBuilding(o)
+	} else {
+		l.Append(o)
+	}
 }
 
 // remove takes e out of l, and reports whether it was there.

@@ -1,13 +1,17 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
@@ -32,6 +36,23 @@ func TestIndexWithoutSearchConforms(t *testing.T) {
 // listed each at once, and goes on live after.
 func TestLoadingIndexConforms(t *testing.T) {
 	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return &loadedOnFirstRead{Index: NewLoadingIndex()} })
+}
+
+// The same, each ticket given encoded as a replay's record carries it:
+// staged off its head, decoded at Loaded.
+func TestLoadingIndexFromRecordsConforms(t *testing.T) {
+	readmodeltest.Run(t, 600, func(*testing.T) app.ReadModel { return &putEncoded{&loadedOnFirstRead{Index: NewLoadingIndex()}} })
+}
+
+// putEncoded puts each ticket through PutEncoded.
+type putEncoded struct{ *loadedOnFirstRead }
+
+func (p *putEncoded) Put(ctx context.Context, seq uint64, t *ticketsv1.Ticket) error {
+	b, err := proto.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return p.PutEncoded(ctx, seq, b)
 }
 
 // loadedOnFirstRead is a loading index whose replay ends at its first read.
@@ -248,5 +269,41 @@ func TestPutEncodedIsPutOfTheDecodedTicket(t *testing.T) {
 		if err != nil || len(page) != 1 || !proto.Equal(page[0], tk) {
 			t.Errorf("loading %v: %v %v, want the ticket as put", loading, page, err)
 		}
+	}
+}
+
+// A staged record whose head reads but whose ticket does not decode (a
+// title that is not UTF-8) is left out at Loaded, and said so: the other
+// tickets are listed, and a later record of the same ticket is taken.
+func TestAStagedTicketThatDoesNotDecodeIsLeftOut(t *testing.T) {
+	ctx := context.Background()
+	var logged bytes.Buffer
+	m := NewLoadingIndex(WithLogger(slog.New(slog.NewTextHandler(&logged, nil))))
+	good, _ := proto.Marshal(&ticketsv1.Ticket{TicketId: "tkt_good", WorkspaceId: "ws_1", Title: "ok", CreatedAtUnixMs: 1})
+	bad := protowire.AppendTag(nil, ticketIDField, protowire.BytesType)
+	bad = protowire.AppendString(bad, "tkt_bad")
+	bad = protowire.AppendTag(bad, ticketFields.ByName("title").Number(), protowire.BytesType)
+	bad = protowire.AppendBytes(bad, []byte{0xff, 0xfe})
+	for seq, b := range [][]byte{good, bad} {
+		if err := m.PutEncoded(ctx, uint64(seq+1), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Loaded(); err != nil {
+		t.Fatal(err)
+	}
+	page, _, err := m.Page(ctx, app.Query{WorkspaceID: "ws_1", Limit: 10})
+	if err != nil || len(page) != 1 || page[0].TicketId != "tkt_good" {
+		t.Fatalf("listed %v %v, want tkt_good alone", page, err)
+	}
+	if !strings.Contains(logged.String(), "tkt_bad") {
+		t.Errorf("the ticket left out was not said: %q", logged.String())
+	}
+	later, _ := proto.Marshal(&ticketsv1.Ticket{TicketId: "tkt_bad", WorkspaceId: "ws_1", Title: "fixed", CreatedAtUnixMs: 2})
+	if err := m.PutEncoded(ctx, 3, later); err != nil {
+		t.Fatal(err)
+	}
+	if page, _, _ = m.Page(ctx, app.Query{WorkspaceID: "ws_1", Limit: 10}); len(page) != 2 {
+		t.Errorf("after a later record of it, listed %d tickets, want 2", len(page))
 	}
 }

@@ -34,7 +34,7 @@ func (sp *space) place(e *entry) {
 			}
 			label = sp.labels[l.Last()] + labelGap
 		}
-		l.Append(e.ord)
+		sp.append(l, e.ord)
 		sp.labels[e.ord] = label
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
@@ -126,21 +127,35 @@ func searchTexts(t *ticketsv1.Ticket) []string {
 // gramSet finds the distinct pieces of texts without sorting them: a
 // bit per possible piece (2 MiB, made at first use), cleared after each
 // call. For a replay's listing, which needs them each once, in no order.
-type gramSet struct{ bits []uint64 }
+type gramSet struct {
+	bits    []uint64
+	scratch []byte // a text as a search compares it
+	// arena holds the pieces found since the last newArena, each call's
+	// a slice of it: a window of a replay's tickets takes a few blocks,
+	// not a slice a ticket.
+	arena []uint32
+}
+
+// newArena starts an arena for the pieces of the calls to come (those
+// found before stay where they are), sized as the last one came to be.
+func (s *gramSet) newArena() { s.arena = make([]uint32, 0, max(1<<12, len(s.arena)+len(s.arena)/8)) }
 
 func (s *gramSet) distinct(texts []string) []uint32 {
 	if s.bits == nil {
 		s.bits = make([]uint64, 1<<24/64)
 	}
-	var grams []uint32
+	start := len(s.arena)
 	for _, text := range texts {
-		for _, g := range appendGrams(nil, text) {
+		s.scratch = appendSearchText(s.scratch[:0], text)
+		for i := 0; i+3 <= len(s.scratch); i++ {
+			g := gram(s.scratch[i:])
 			if w, bit := g/64, uint64(1)<<(g%64); s.bits[w]&bit == 0 {
 				s.bits[w] |= bit
-				grams = append(grams, g)
+				s.arena = append(s.arena, g)
 			}
 		}
 	}
+	grams := s.arena[start:len(s.arena):len(s.arena)]
 	for _, g := range grams {
 		s.bits[g/64] = 0
 	}
@@ -189,11 +204,39 @@ func appendedComments[C interface{ GetComment() string }](added []string, prev, 
 }
 
 func appendGrams(grams []uint32, text string) []uint32 {
-	s := app.SearchText(text)
+	s := appendSearchText(nil, text)
 	for i := 0; i+3 <= len(s); i++ {
-		grams = append(grams, uint32(s[i])<<16|uint32(s[i+1])<<8|uint32(s[i+2]))
+		grams = append(grams, gram(s[i:]))
 	}
 	return grams
+}
+
+// gram is the piece b begins with.
+func gram(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }
+
+// appendSearchText appends app.SearchText(text) to dst. An ASCII text,
+// the usual one, is folded here with nothing allocated (a replay's
+// listing folds every text of a million tickets).
+func appendSearchText(dst []byte, text string) []byte {
+	start, space := len(dst), false
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case c >= utf8.RuneSelf:
+			return append(dst[:start], app.SearchText(text)...)
+		case c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r':
+			space = len(dst) > start
+		default:
+			if space {
+				dst, space = append(dst, ' '), false
+			}
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // plan is a query made ready for one workspace: its filter's values as
