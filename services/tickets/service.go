@@ -269,7 +269,7 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 	})
 	if err == nil && idx != nil {
 		start := time.Now()
-		err = idx.Loaded()
+		idx.Loaded()
 		d.Logger.Info("ticket index listed", "took", time.Since(start))
 	}
 	return err

@@ -155,12 +155,13 @@ func NewLoadingIndex(opts ...Option) *Index {
 
 // Loaded lists what was put since NewLoadingIndex, in the listing's order
 // (so every list is appended to, never inserted in), and from then on
-// lists each Put at once.
-func (m *Index) Loaded() error {
+// lists each Put at once. A staged ticket that cannot be decoded is left
+// out (and logged, WithLogger).
+func (m *Index) Loaded() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.loading {
-		return nil
+		return
 	}
 	staged := m.staged
 	m.loading, m.staged = false, nil
@@ -170,7 +171,7 @@ func (m *Index) Loaded() error {
 		}
 		return strings.Compare(a.id, b.id)
 	})
-	return m.listStaged(staged)
+	m.listStaged(staged)
 }
 
 // Reset empties the index: its stream was made anew (a restore). A
@@ -199,7 +200,7 @@ const loadWindow = 4096
 // is read (decoded, its terms and pieces found) on every core while the
 // window before is listed, which only appends. A ticket that cannot be
 // read is left out, and said so.
-func (m *Index) listStaged(staged []*entry) error {
+func (m *Index) listStaged(staged []*entry) {
 	windows := make(chan []prepared, 1)
 	go func() {
 		defer close(windows)
@@ -250,7 +251,6 @@ func (m *Index) listStaged(staged []*entry) error {
 			l.Trim()
 		}
 	}
-	return nil
 }
 
 // prepare reads a staged entry (on any goroutine: it changes nothing).
