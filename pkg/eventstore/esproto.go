@@ -45,13 +45,26 @@ func DecodeMsg(m jetstream.Msg) (proto.Message, error) {
 // what the new stream lacks and refuse what it changes.
 func FollowState(ctx context.Context, js jetstream.JetStream, stream string, filters []string, log *slog.Logger, apply func(seq uint64, msg proto.Message), reset func()) error {
 	return FollowRecordsExcept(ctx, js, stream, filters, log, nil, func(rec Record) {
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
-			return
+		if msg, ok := DecodeOrWarn(log, stream, rec); ok {
+			apply(rec.Seq, msg)
 		}
-		apply(rec.Seq, msg)
 	}, reset)
+}
+
+// DecodeOrWarn decodes rec, or warns that a record of stream was not
+// decoded (a follower passes it over).
+func DecodeOrWarn(log *slog.Logger, stream string, rec Record) (proto.Message, bool) {
+	msg, err := esproto.Decode(rec)
+	if err != nil {
+		WarnNotDecoded(log, stream, rec, err)
+		return nil, false
+	}
+	return msg, true
+}
+
+// WarnNotDecoded warns that a record of stream was not decoded, for err.
+func WarnNotDecoded(log *slog.Logger, stream string, rec Record, err error) {
+	log.Warn("event not decoded", "stream", stream, "subject", rec.Subject, "err", err)
 }
 
 // FollowRecordsExcept is FollowState handing apply each record still

@@ -18,7 +18,6 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
 	"github.com/voiceai-platform/voiceai/pkg/convseal/kvkeys"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
-	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/llm"
 	"github.com/voiceai-platform/voiceai/pkg/mongox"
@@ -237,20 +236,16 @@ func followTickets(ctx context.Context, d runtime.Deps, idx *memory.Index, tags 
 		// the index as the record has it, the event around it not decoded
 		// (at a million tickets, a restart's replay decoded each event and
 		// encoded its ticket again).
-		notDecoded := func(err error) {
-			d.Logger.Warn("event not decoded", "stream", events.TicketsStream, "subject", rec.Subject, "err", err)
-		}
 		if ticket, ok, err := events.StateBytes[*ticketsv1.Ticket](rec.Type, rec.Data); ok && err == nil {
 			if idx != nil {
 				if err := idx.PutEncoded(ctx, rec.Seq, ticket); err != nil {
-					notDecoded(err)
+					eventstore.WarnNotDecoded(d.Logger, events.TicketsStream, rec, err)
 				}
 			}
 			return
 		}
-		msg, err := esproto.Decode(rec)
-		if err != nil {
-			notDecoded(err)
+		msg, ok := eventstore.DecodeOrWarn(d.Logger, events.TicketsStream, rec)
+		if !ok {
 			return
 		}
 		if t, ok := events.StateOf[*ticketsv1.Ticket](msg); ok && idx != nil {

@@ -390,17 +390,17 @@ type members struct {
 // readers read the lists a walk of source tests its candidates' membership
 // in: the conversation's and the search's, but source.
 func (p *plan) readers(source *ordlist.List) *members {
-	m := &members{}
+	ms := &members{}
 	if p.conv != nil && p.conv != source {
-		m.in = append(m.in, p.conv.Reverse())
+		ms.in = append(ms.in, p.conv.Reverse())
 	}
 	for _, l := range p.grams {
 		if l != source {
-			m.in = append(m.in, l.Reverse())
+			ms.in = append(ms.in, l.Reverse())
 		}
 	}
-	m.refused = make([]int, len(m.in))
-	return m
+	ms.refused = make([]int, len(ms.in))
+	return ms
 }
 
 // hold reports whether every list holds o, moving a test that turns o
