@@ -110,19 +110,3 @@ func (f *fixture) wantMergedInto(t *testing.T, source, target string) {
 		}
 	}
 }
-
-// mergedOf counts the merged among tickets ids.
-func (f *fixture) mergedOf(t *testing.T, ids ...string) int {
-	t.Helper()
-	n := 0
-	for _, id := range ids {
-		tk, _, err := f.app.Get(context.Background(), "ws_a", id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tk.Status == domain.StatusMerged {
-			n++
-		}
-	}
-	return n
-}
