@@ -99,8 +99,8 @@ func (p *platform) seedTriageConversations(n int) error {
 			}
 			agentTurn := map[string]any{"role": "agent", "message": "Let me check " + words, "time_in_call_secs": 3}
 			if i%4 == 0 {
-				agentTurn["tool_calls"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "params_as_json": "{}"}}
-				agentTurn["tool_results"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "result_value": "x", "is_error": i%8 == 0}}
+				agentTurn["tool_calls"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "params_as_json": "{}", "tool_has_been_called": true}}
+				agentTurn["tool_results"] = []any{map[string]any{"request_id": "r", "tool_name": "refund", "result_value": "x", "is_error": i%8 == 0, "tool_has_been_called": true}}
 			}
 			accuracy := "success"
 			if i%5 == 0 {

@@ -129,8 +129,8 @@ func transcriptOf(i int) (turns []map[string]any, tools []string) {
 		if role == "agent" && t > 0 && r.IntN(6) == 0 {
 			tool := toolNames[r.IntN(len(toolNames))]
 			req := fmt.Sprintf("req_%d_%d", i, t)
-			turn["tool_calls"] = []any{map[string]any{"request_id": req, "tool_name": tool, "params_as_json": `{"order":"` + fmt.Sprint(100000+r.IntN(900000)) + `"}`}}
-			turn["tool_results"] = []any{map[string]any{"request_id": req, "tool_name": tool, "result_value": `{"status":"ok"}`, "is_error": r.IntN(8) == 0}}
+			turn["tool_calls"] = []any{map[string]any{"request_id": req, "tool_name": tool, "params_as_json": `{"order":"` + fmt.Sprint(100000+r.IntN(900000)) + `"}`, "tool_has_been_called": true}}
+			turn["tool_results"] = []any{map[string]any{"request_id": req, "tool_name": tool, "result_value": `{"status":"ok"}`, "is_error": r.IntN(8) == 0, "tool_has_been_called": true}}
 			tools = append(tools, tool)
 		}
 		turns[t] = turn
