@@ -161,7 +161,7 @@ func (fl *following) consume(ctx context.Context, str jetstream.Stream, cfg jets
 		if err != nil {
 			return
 		}
-		fl.apply(recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp))
+		fl.apply(recordWith(m, meta))
 		if meta.NumPending == 0 && !f.IsReady() {
 			f.markReady()
 		}

@@ -30,7 +30,12 @@ func RecordFromMsg(m jetstream.Msg) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp), nil
+	return recordWith(m, meta), nil
+}
+
+// recordWith is m's record, given its metadata already parsed.
+func recordWith(m jetstream.Msg, meta *jetstream.MsgMetadata) Record {
+	return recordOf(meta.Sequence.Stream, m.Subject(), m.Headers(), m.Data(), meta.Timestamp)
 }
 
 // streams caches stream handles per connection and name: looking a
