@@ -6,7 +6,9 @@ package adapters
 
 import (
 	"context"
+	"fmt"
 	"regexp"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -51,27 +53,101 @@ func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 		d := bson.D{}
 		for _, k := range keys {
 			dir := 1
-			if k == "created_at_unix" || k == "_id" {
+			if k == "created_at_unix" || k == "created_at_unix_nanos" || k == "_id" {
 				dir = -1
 			}
 			d = append(d, bson.E{Key: k, Value: dir})
 		}
 		return mongo.IndexModel{Keys: d}
 	}
+	// Each listing's index, in its order (newestFirst) after the filters.
+	byAge := func(keys ...string) mongo.IndexModel {
+		return idx(append(keys, "created_at_unix", "created_at_unix_nanos", "_id")...)
+	}
 	if err := mongox.EnsureIndexes(ctx, rm.EntryStore,
-		idx("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
-		idx("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
+		byAge("workspace_id", "deleted", "kind"),
+		byAge("workspace_id", "deleted", "parent_folder_id", "kind")); err != nil {
 		return nil, err
 	}
 	if err := mongox.EnsureIndexes(ctx, rm.InvocationStore,
-		idx("workspace_id", "created_at_unix", "_id"),
-		idx("workspace_id", "agent_id", "created_at_unix", "_id"),
-		idx("workspace_id", "test_ids", "created_at_unix", "_id"),
+		byAge("workspace_id"),
+		byAge("workspace_id", "agent_id"),
+		byAge("workspace_id", "test_ids"),
 		idx("status"),
 		idx("workspace_id", "status")); err != nil {
 		return nil, err
 	}
+	// The indexes of the order by second and id, before the nanosecond.
+	if err := keepNanosecondOrder(ctx, rm.EntryStore,
+		idx("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
+		idx("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
+		return nil, err
+	}
+	if err := keepNanosecondOrder(ctx, rm.InvocationStore, idx("workspace_id", "created_at_unix", "_id"),
+		idx("workspace_id", "agent_id", "created_at_unix", "_id"), idx("workspace_id", "test_ids", "created_at_unix", "_id")); err != nil {
+		return nil, err
+	}
 	return rm, nil
+}
+
+// keepNanosecondOrder brings a collection made before its documents were
+// listed by their nanosecond to that order: its documents get
+// created_at_unix_nanos 0 (a keyset condition on the field passes over a
+// document without it), then the indexes of the old order, given, go.
+// Those indexes mark a store not yet brought over, so a store that was
+// costs one listing of indexes; one stopped half-way is taken up again.
+func keepNanosecondOrder(ctx context.Context, coll *mongo.Collection, old ...mongo.IndexModel) error {
+	names, err := indexNames(ctx, coll)
+	if err != nil {
+		return err
+	}
+	var retired []string
+	for _, m := range old {
+		if name := indexName(m.Keys.(bson.D)); names[name] {
+			retired = append(retired, name)
+		}
+	}
+	if len(retired) == 0 {
+		return nil
+	}
+	if _, err := coll.UpdateMany(ctx, bson.D{{Key: "created_at_unix_nanos", Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "created_at_unix_nanos", Value: int64(0)}}}}); err != nil {
+		return fmt.Errorf("%s' created_at_unix_nanos: %w", coll.Name(), err)
+	}
+	for _, name := range retired {
+		if err := coll.Indexes().DropOne(ctx, name); err != nil {
+			return fmt.Errorf("retire index %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// indexNames are the names of coll's indexes.
+func indexNames(ctx context.Context, coll *mongo.Collection) (map[string]bool, error) {
+	cur, err := coll.Indexes().List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var specs []struct {
+		Name string `bson:"name"`
+	}
+	if err := cur.All(ctx, &specs); err != nil {
+		return nil, err
+	}
+	names := make(map[string]bool, len(specs))
+	for _, s := range specs {
+		names[s.Name] = true
+	}
+	return names, nil
+}
+
+// indexName is the name Mongo gives an index of keys by default.
+func indexName(keys bson.D) string {
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		parts = append(parts, k.Key, fmt.Sprint(k.Value))
+	}
+	return strings.Join(parts, "_")
 }
 
 // ApplyTest, ApplyFolder and ApplyInvocation write state as of seq.
@@ -136,12 +212,14 @@ func (rm *ReadModel) ChildCount(ctx context.Context, ws, folderID string) (int, 
 	return int(n), err
 }
 
-// newestFirst is every listing's sort.
-var newestFirst = mongox.Order(true, "created_at_unix", "_id")
+// newestFirst is every listing's sort: by second, nanosecond and id
+// (app.EntryPosition, app.InvocationPosition).
+var newestFirst = mongox.Order(true, "created_at_unix", "created_at_unix_nanos", "_id")
 
-// after is the keyset condition: listed after (created, id).
-func after(created int64, id string) bson.D {
-	return mongox.After(true, mongox.Key{Field: "created_at_unix", Value: created}, mongox.Key{Field: "_id", Value: id})
+// after is the keyset condition: listed after (created, nanos, id).
+func after(created, nanos int64, id string) bson.D {
+	return mongox.After(true, mongox.Key{Field: "created_at_unix", Value: created},
+		mongox.Key{Field: "created_at_unix_nanos", Value: nanos}, mongox.Key{Field: "_id", Value: id})
 }
 
 // containsAnyCase matches a substring in any (simple) case.
@@ -190,7 +268,7 @@ func (rm *ReadModel) PageEntries(ctx context.Context, q app.EntryQuery) ([]app.E
 			and = append(and, bson.D{{Key: "name", Value: containsAnyCase(q.Search)}})
 		}
 		if q.After != nil && !(q.FoldersFirst && q.After.Folder && !folders) {
-			and = append(and, after(q.After.Created, q.After.ID))
+			and = append(and, after(q.After.Created, q.After.CreatedNanos, q.After.ID))
 		}
 		page, err := find[app.Entry](ctx, rm.EntryStore, bson.D{{Key: "$and", Value: and}}, q.Limit+1-len(out))
 		if err != nil {
@@ -225,7 +303,7 @@ func (rm *ReadModel) PageInvocations(ctx context.Context, q app.InvocationFilter
 		and = append(and, bson.D{{Key: "created_at_unix", Value: bson.D{{Key: "$lte", Value: *q.EndTime}}}})
 	}
 	if q.After != nil {
-		and = append(and, after(q.After.Created, q.After.ID))
+		and = append(and, after(q.After.Created, q.After.CreatedNanos, q.After.ID))
 	}
 	page, err := find[app.InvocationSummary](ctx, rm.InvocationStore, bson.D{{Key: "$and", Value: and}}, q.Limit+1)
 	if err != nil {

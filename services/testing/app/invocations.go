@@ -154,10 +154,11 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 	if err != nil {
 		return nil, err
 	}
+	now := a.Now()
 	inv := &testingv1.Invocation{
 		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID, BranchId: deref(in.BranchID),
 		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: int32(repeat),
-		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.Now().Unix(), Status: domain.InvocationRunning,
+		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), Status: domain.InvocationRunning,
 		AgentName: ag.GetName(), CacheModelResponses: in.CacheModelResponses != nil && *in.CacheModelResponses,
 	}
 	if in.AgentConfigOverride != nil {

@@ -89,10 +89,11 @@ func (a *App) StartLoadTest(ctx context.Context, c principal.Caller, agentID str
 			load.TurnP95BudgetMs = *b.TurnP95Ms
 		}
 	}
+	now := a.Now()
 	inv := &testingv1.Invocation{
 		InvocationId: ids.New("tinv"), WorkspaceId: c.WorkspaceID, AgentId: agentID,
 		AgentConfigJson: ag.GetConversationConfigJson(), RepeatCount: 1,
-		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: a.Now().Unix(), Status: domain.InvocationRunning,
+		RanByUserId: c.UserID, RanByUserEmail: c.Email, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), Status: domain.InvocationRunning,
 		AgentName: ag.GetName(), Title: "Load test: " + d.Name, FolderId: d.ParentFolderID, Load: load,
 	}
 	load.Test = &testingv1.PlannedTest{TestId: d.ID, TestName: d.Name, TestType: d.Type, TestStreamSeq: uint64(d.Seq)}

@@ -18,9 +18,10 @@ type Page[T any] struct {
 
 // pagePosition is a cursor's content: where the last page ended.
 type pagePosition struct {
-	Created int64  `json:"c"`
-	ID      string `json:"i"`
-	Folder  bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
+	Created      int64  `json:"c"`
+	CreatedNanos int64  `json:"n,omitempty"` // the nanosecond (none in a token made before it was kept)
+	ID           string `json:"i"`
+	Folder       bool   `json:"f,omitempty"` // the entry was a folder (folders_first orders by it)
 }
 
 // PageTests is the page of the tests listing q that token names ("": the
@@ -40,7 +41,7 @@ func (a *App) PageTests(ctx context.Context, q TestQuery, token string) (Page[Li
 		return Page[ListedEntry]{}, err
 	}
 	if pos != nil {
-		q.After = &EntryPosition{Folder: pos.Folder, Created: pos.Created, ID: pos.ID}
+		q.After = &EntryPosition{Folder: pos.Folder, Created: pos.Created, CreatedNanos: pos.CreatedNanos, ID: pos.ID}
 	}
 	listed, entries, more, err := a.ListTests(ctx, q)
 	if err != nil {
@@ -49,7 +50,7 @@ func (a *App) PageTests(ctx context.Context, q TestQuery, token string) (Page[Li
 	page := Page[ListedEntry]{Rows: listed, HasMore: more}
 	if more && len(entries) > 0 {
 		at := entries[len(entries)-1].PositionOf()
-		page.NextCursor, err = cursor.Next(a.Cursors, scope, pagePosition{Created: at.Created, ID: at.ID, Folder: at.Folder})
+		page.NextCursor, err = cursor.Next(a.Cursors, scope, pagePosition{Created: at.Created, CreatedNanos: at.CreatedNanos, ID: at.ID, Folder: at.Folder})
 	}
 	return page, err
 }
@@ -63,7 +64,7 @@ func (a *App) PageInvocations(ctx context.Context, q InvocationFilter, token str
 		return Page[InvocationProgress]{}, err
 	}
 	if pos != nil {
-		q.After = &InvocationPosition{Created: pos.Created, ID: pos.ID}
+		q.After = &InvocationPosition{Created: pos.Created, CreatedNanos: pos.CreatedNanos, ID: pos.ID}
 	}
 	rows, at, more, err := a.ListInvocations(ctx, q)
 	if err != nil {
@@ -71,7 +72,7 @@ func (a *App) PageInvocations(ctx context.Context, q InvocationFilter, token str
 	}
 	page := Page[InvocationProgress]{Rows: rows, HasMore: more}
 	if more && at != nil {
-		page.NextCursor, err = cursor.Next(a.Cursors, scope, pagePosition{Created: at.Created, ID: at.ID})
+		page.NextCursor, err = cursor.Next(a.Cursors, scope, pagePosition{Created: at.Created, CreatedNanos: at.CreatedNanos, ID: at.ID})
 	}
 	return page, err
 }

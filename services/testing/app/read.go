@@ -256,7 +256,8 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 	}
 	var last *InvocationPosition
 	if len(page) > 0 {
-		last = &InvocationPosition{Created: page[len(page)-1].CreatedAtUnix, ID: page[len(page)-1].ID}
+		at := page[len(page)-1].PositionOf()
+		last = &at
 	}
 	return out, last, more, nil
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -57,38 +58,48 @@ type Entry struct {
 	ParentFolderID string `bson:"parent_folder_id"`
 	CreatedBy      string `bson:"created_by_user_id"`
 	CreatedAtUnix  int64  `bson:"created_at_unix"`
-	UpdatedAtUnix  int64  `bson:"updated_at_unix"`
-	InitSource     string `bson:"conversation_initiation_source"`
-	Deleted        bool   `bson:"deleted"`
-	Seq            int64  `bson:"last_seq"` // run-tests reads a test's definition at this sequence
+	// CreatedAtUnixNanos orders the entries of one second (0: created before
+	// it was kept; those follow the second's others, by id).
+	CreatedAtUnixNanos int64  `bson:"created_at_unix_nanos"`
+	UpdatedAtUnix      int64  `bson:"updated_at_unix"`
+	InitSource         string `bson:"conversation_initiation_source"`
+	Deleted            bool   `bson:"deleted"`
+	Seq                int64  `bson:"last_seq"` // run-tests reads a test's definition at this sequence
 }
 
 // InvocationSummary is an invocation as listed.
 type InvocationSummary struct {
-	ID            string   `bson:"_id"`
-	WorkspaceID   string   `bson:"workspace_id"`
-	AgentID       string   `bson:"agent_id"`
-	BranchID      string   `bson:"branch_id"`
-	Title         string   `bson:"title"`
-	CreatedAtUnix int64    `bson:"created_at_unix"`
-	RepeatCount   int32    `bson:"repeat_count"`
-	JobsTotal     int64    `bson:"jobs_total"`
-	Runs          int64    `bson:"runs"`
-	Status        string   `bson:"status"`
-	FolderID      string   `bson:"folder_id"`
-	PassedCount   int64    `bson:"passed_count"`
-	FailedCount   int64    `bson:"failed_count"`
-	TestIDs       []string `bson:"test_ids"` // distinct, for the test_id filter
+	ID            string `bson:"_id"`
+	WorkspaceID   string `bson:"workspace_id"`
+	AgentID       string `bson:"agent_id"`
+	BranchID      string `bson:"branch_id"`
+	Title         string `bson:"title"`
+	CreatedAtUnix int64  `bson:"created_at_unix"`
+	// CreatedAtUnixNanos orders the invocations of one second (0: created
+	// before it was kept; those follow the second's others, by id).
+	CreatedAtUnixNanos int64    `bson:"created_at_unix_nanos"`
+	RepeatCount        int32    `bson:"repeat_count"`
+	JobsTotal          int64    `bson:"jobs_total"`
+	Runs               int64    `bson:"runs"`
+	Status             string   `bson:"status"`
+	FolderID           string   `bson:"folder_id"`
+	PassedCount        int64    `bson:"passed_count"`
+	FailedCount        int64    `bson:"failed_count"`
+	TestIDs            []string `bson:"test_ids"` // distinct, for the test_id filter
 	// The newest attempt (1, then one per resubmission) and its runs.
 	Attempt     int32 `bson:"attempt"`
 	AttemptRuns int64 `bson:"attempt_runs"`
 }
 
-// EntryPosition is where a page of entries ends: listings continue after it.
+// EntryPosition is where a page of entries ends: listings continue after
+// it. Listings are newest first: by the second of creation, then the
+// nanosecond, then the id (a keyed entry's id is a digest), with every
+// folder first when asked.
 type EntryPosition struct {
-	Folder  bool // only ordered by with FoldersFirst
-	Created int64
-	ID      string
+	Folder       bool // only ordered by with FoldersFirst
+	Created      int64
+	CreatedNanos int64
+	ID           string
 }
 
 // Compare orders positions as listings do, descending: it is negative when
@@ -100,18 +111,12 @@ func (p EntryPosition) Compare(o EntryPosition, foldersFirst bool) int {
 		}
 		return -1
 	}
-	if p.Created != o.Created {
-		if p.Created > o.Created {
-			return 1
-		}
-		return -1
-	}
-	return strings.Compare(p.ID, o.ID)
+	return cmp.Or(cmp.Compare(p.Created, o.Created), cmp.Compare(p.CreatedNanos, o.CreatedNanos), strings.Compare(p.ID, o.ID))
 }
 
 // PositionOf is e's place in listings.
 func (e Entry) PositionOf() EntryPosition {
-	return EntryPosition{Folder: e.Kind == KindFolder, Created: e.CreatedAtUnix, ID: e.ID}
+	return EntryPosition{Folder: e.Kind == KindFolder, Created: e.CreatedAtUnix, CreatedNanos: e.CreatedAtUnixNanos, ID: e.ID}
 }
 
 // EntryQuery selects entries of one workspace. Parent, kinds and the
@@ -146,15 +151,31 @@ func (q EntryQuery) Matches(e Entry) bool {
 	return q.After == nil || e.PositionOf().Compare(*q.After, q.FoldersFirst) < 0
 }
 
-// InvocationPosition is where a page of invocations ends.
+// InvocationPosition is where a page of invocations ends. Listings are
+// newest first: by the second of creation, then the nanosecond, then the
+// id (a keyed invocation's id is a digest, and one millisecond holds
+// several creates in a row: only the nanosecond orders the invocations of
+// one second as they were made).
 type InvocationPosition struct {
-	Created int64
-	ID      string
+	Created      int64
+	CreatedNanos int64
+	ID           string
+}
+
+// PositionOf is s's place in listings.
+func (s InvocationSummary) PositionOf() InvocationPosition {
+	return InvocationPosition{Created: s.CreatedAtUnix, CreatedNanos: s.CreatedAtUnixNanos, ID: s.ID}
+}
+
+// Compare orders positions as listings do, descending: it is negative when
+// p comes after o in a listing.
+func (p InvocationPosition) Compare(o InvocationPosition) int {
+	return cmp.Or(cmp.Compare(p.Created, o.Created), cmp.Compare(p.CreatedNanos, o.CreatedNanos), strings.Compare(p.ID, o.ID))
 }
 
 // Before reports whether s is listed after p (listings are newest first).
 func (p InvocationPosition) Before(s InvocationSummary) bool {
-	return s.CreatedAtUnix < p.Created || (s.CreatedAtUnix == p.Created && s.ID < p.ID)
+	return s.PositionOf().Compare(p) < 0
 }
 
 // InvocationFilter selects invocations of one workspace. Agent and test
@@ -191,14 +212,14 @@ func TestEntry(t *testingv1.Test) Entry {
 	}
 	return Entry{ID: t.GetTestId(), WorkspaceID: t.GetWorkspaceId(), Kind: KindTest, Name: t.GetName(), Type: t.GetType(),
 		ParentFolderID: t.GetParentFolderId(), CreatedBy: t.GetCreatedByUserId(), CreatedAtUnix: t.GetCreatedAtUnix(),
-		UpdatedAtUnix: t.GetUpdatedAtUnix(), InitSource: src, Deleted: t.DeletedAtUnix != nil}
+		CreatedAtUnixNanos: t.GetCreatedAtUnixNanos(), UpdatedAtUnix: t.GetUpdatedAtUnix(), InitSource: src, Deleted: t.DeletedAtUnix != nil}
 }
 
 // FolderEntry maps folder state to its entry.
 func FolderEntry(f *testingv1.Folder) Entry {
 	return Entry{ID: f.GetFolderId(), WorkspaceID: f.GetWorkspaceId(), Kind: KindFolder, Name: f.GetName(), Type: domain.TypeFolder,
 		ParentFolderID: f.GetParentFolderId(), CreatedBy: f.GetCreatedByUserId(), CreatedAtUnix: f.GetCreatedAtUnix(),
-		UpdatedAtUnix: f.GetUpdatedAtUnix(), Deleted: f.DeletedAtUnix != nil}
+		CreatedAtUnixNanos: f.GetCreatedAtUnixNanos(), UpdatedAtUnix: f.GetUpdatedAtUnix(), Deleted: f.DeletedAtUnix != nil}
 }
 
 // SummaryOf maps invocation state to its listed form.
@@ -217,7 +238,7 @@ func SummaryOf(inv *testingv1.Invocation) InvocationSummary {
 		}
 	}
 	return InvocationSummary{Attempt: attempt, AttemptRuns: attemptRuns, ID: inv.GetInvocationId(), WorkspaceID: inv.GetWorkspaceId(),
-		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(),
+		AgentID: inv.GetAgentId(), BranchID: inv.GetBranchId(), Title: inv.GetTitle(), CreatedAtUnix: inv.GetCreatedAtUnix(), CreatedAtUnixNanos: inv.GetCreatedAtUnixNanos(),
 		RepeatCount: inv.GetRepeatCount(), JobsTotal: inv.GetJobsTotal(), Runs: runs, Status: inv.GetStatus(),
 		FolderID: inv.GetFolderId(), PassedCount: inv.GetPassedCount(), FailedCount: inv.GetFailedCount(), TestIDs: testIDs}
 }

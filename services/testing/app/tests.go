@@ -60,11 +60,11 @@ func (a *App) createTest(ctx context.Context, c principal.Caller, in domain.Test
 	if parent == "root" {
 		parent = "" // the root, as listings and bulk-move spell it
 	}
-	now := a.Now().Unix()
+	now := a.Now()
 	t := &testingv1.Test{
 		TestId: ids.New("test"), WorkspaceId: c.WorkspaceID, Name: *in.Name, Type: *in.Type, ParentFolderId: parent,
 		DefinitionJson: domain.Definition(raw), CreatedByUserId: c.UserID, CreatedByEmail: c.Email, CreatedByName: c.Name,
-		CreatedAtUnix: now, UpdatedAtUnix: now,
+		CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), UpdatedAtUnix: now.Unix(),
 	}
 	if id := testKeyedID(c); id != "" {
 		t.TestId = id
@@ -184,9 +184,9 @@ func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent
 	if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
 		return nil, err
 	}
-	now := a.Now().Unix()
+	now := a.Now()
 	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
-		CreatedByUserId: c.UserID, CreatedAtUnix: now, UpdatedAtUnix: now}
+		CreatedByUserId: c.UserID, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), UpdatedAtUnix: now.Unix()}
 	if keyed != "" {
 		f.FolderId = keyed
 	}

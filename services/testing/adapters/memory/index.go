@@ -2,7 +2,7 @@ package memory
 
 import (
 	"context"
-	"strings"
+	"math"
 	"sync"
 
 	"github.com/google/btree"
@@ -60,10 +60,7 @@ func entryLess(a, b *entry) bool {
 }
 
 func invocationLess(a, b *invocation) bool {
-	if a.doc.CreatedAtUnix != b.doc.CreatedAtUnix {
-		return a.doc.CreatedAtUnix > b.doc.CreatedAtUnix
-	}
-	return a.doc.ID > b.doc.ID
+	return a.doc.PositionOf().Compare(b.doc.PositionOf()) > 0
 }
 
 // NewIndex returns an empty index.
@@ -244,7 +241,7 @@ func (m *Index) PageEntries(_ context.Context, q app.EntryQuery) ([]app.Entry, b
 			t.Ascend(visit)
 		} else if !(q.FoldersFirst && !q.After.Folder && kind == app.KindFolder) {
 			// Entries at or after the position; Matches drops the position itself.
-			t.AscendGreaterOrEqual(&entry{doc: app.Entry{ID: q.After.ID, CreatedAtUnix: q.After.Created}}, visit)
+			t.AscendGreaterOrEqual(&entry{doc: app.Entry{ID: q.After.ID, CreatedAtUnix: q.After.Created, CreatedAtUnixNanos: q.After.CreatedNanos}}, visit)
 		}
 		if len(out) > q.Limit {
 			break
@@ -276,13 +273,13 @@ func (m *Index) PageInvocations(_ context.Context, q app.InvocationFilter) ([]ap
 	if t == nil {
 		return nil, false, nil
 	}
-	from := &invocation{doc: app.InvocationSummary{CreatedAtUnix: 1<<63 - 1}}
+	from := &invocation{doc: app.InvocationSummary{CreatedAtUnix: math.MaxInt64}}
 	if q.EndTime != nil {
-		from.doc.CreatedAtUnix = *q.EndTime
-		from.doc.ID = strings.Repeat("\xff", 4) // after every id created then
+		// Before every invocation created in that second.
+		from.doc.CreatedAtUnix, from.doc.CreatedAtUnixNanos = *q.EndTime, math.MaxInt64
 	}
 	if q.After != nil && (q.EndTime == nil || q.After.Created <= *q.EndTime) {
-		from.doc.CreatedAtUnix, from.doc.ID = q.After.Created, q.After.ID
+		from.doc.CreatedAtUnix, from.doc.CreatedAtUnixNanos, from.doc.ID = q.After.Created, q.After.CreatedNanos, q.After.ID
 	}
 	var out []app.InvocationSummary
 	t.AscendGreaterOrEqual(from, func(inv *invocation) bool {

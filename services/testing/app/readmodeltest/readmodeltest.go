@@ -70,9 +70,7 @@ func (r *reference) pageInvocations(q app.InvocationFilter) ([]string, bool) {
 			rows = append(rows, s)
 		}
 	}
-	slices.SortFunc(rows, func(a, b app.InvocationSummary) int {
-		return app.EntryPosition{Created: b.CreatedAtUnix, ID: b.ID}.Compare(app.EntryPosition{Created: a.CreatedAtUnix, ID: a.ID}, false)
-	})
+	slices.SortFunc(rows, func(a, b app.InvocationSummary) int { return b.PositionOf().Compare(a.PositionOf()) })
 	return firstPage(rows, q.Limit, invocationID)
 }
 
@@ -183,6 +181,16 @@ func (h *history) invocation(seq uint64, inv *testingv1.Invocation) {
 
 func (h *history) next() uint64 { h.seq++; return h.seq }
 
+// nanosecond is a creation's nanosecond within its second: many share a
+// second, some a nanosecond (then the id orders), and some were made
+// before the nanosecond was kept (0).
+func (h *history) nanosecond(second int64) int64 {
+	if h.rng.IntN(4) == 0 {
+		return 0
+	}
+	return second*1e9 + int64(h.rng.IntN(3))*400
+}
+
 func (h *history) pick(xs ...string) string { return xs[h.rng.IntN(len(xs))] }
 
 // Names, times and owners collide often, so ties in every order and every
@@ -201,6 +209,7 @@ func (h *history) build(ws string, folders, tests, invocations int) {
 		}
 		f := &testingv1.Folder{FolderId: fmt.Sprintf("tfld_%s_%02d", ws, i), WorkspaceId: ws, Name: h.pick(words...),
 			ParentFolderId: parent, CreatedByUserId: h.pick("user_1", "user_2"), CreatedAtUnix: 1_700_000_000 + int64(h.rng.IntN(8))}
+		f.CreatedAtUnixNanos = h.nanosecond(f.CreatedAtUnix)
 		folderIDs = append(folderIDs, f.FolderId)
 		fs = append(fs, f)
 		h.folder(h.next(), f)
@@ -210,6 +219,7 @@ func (h *history) build(ws string, folders, tests, invocations int) {
 		t := &testingv1.Test{TestId: fmt.Sprintf("test_%s_%03d", ws, h.rng.IntN(1000)*1000+i), WorkspaceId: ws, Name: h.pick(words...),
 			Type: h.pick(domain.TypeLLM, domain.TypeTool, domain.TypeSimulation), CreatedByUserId: h.pick("user_1", "user_2"),
 			CreatedAtUnix: 1_700_000_000 + int64(h.rng.IntN(8))}
+		t.CreatedAtUnixNanos = h.nanosecond(t.CreatedAtUnix)
 		if len(folderIDs) > 0 && h.rng.IntN(2) == 0 {
 			t.ParentFolderId = folderIDs[h.rng.IntN(len(folderIDs))]
 		}
@@ -251,6 +261,7 @@ func (h *history) build(ws string, folders, tests, invocations int) {
 		inv := &testingv1.Invocation{InvocationId: fmt.Sprintf("tinv_%s_%03d", ws, h.rng.IntN(1000)*1000+i), WorkspaceId: ws,
 			AgentId: h.pick("agent_1", "agent_2", "agent_3"), BranchId: h.pick("", "", "branch_1"), Title: h.pick(words...),
 			CreatedAtUnix: 1_700_000_000 + int64(h.rng.IntN(12)), Status: domain.InvocationRunning, RepeatCount: 1}
+		inv.CreatedAtUnixNanos = h.nanosecond(inv.CreatedAtUnix)
 		for range 1 + h.rng.IntN(4) {
 			if len(ts) > 0 {
 				inv.Tests = append(inv.Tests, &testingv1.PlannedTest{TestId: ts[h.rng.IntN(len(ts))].TestId})
@@ -368,6 +379,61 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 		checkActive(t, h.rm, h.ref, "ws_a", "ws_b", "ws_none")
 	})
 
+	t.Run("the invocations of one second are listed as they were made", func(t *testing.T) {
+		// Keyed invocations' ids are digests, in no order of time: made
+		// 100, 200 and 300 ns into a second, newest first, then one from
+		// before the nanosecond was kept, then the second before, in every
+		// page size.
+		h := &history{t: t, rm: open(t), ref: newReference(), rng: rand.New(rand.NewPCG(5, 6))}
+		const second = 1_700_000_000
+		for _, inv := range []struct {
+			id      string
+			created int64
+			nanos   int64
+		}{{"tinv_c", second, second*1e9 + 100}, {"tinv_b", second, second*1e9 + 200}, {"tinv_a", second, second*1e9 + 300},
+			{"tinv_z", second, 0}, {"tinv_y", second - 1, second*1e9 - 1}} {
+			h.invocation(h.next(), &testingv1.Invocation{InvocationId: inv.id, WorkspaceId: "ws_a", Status: domain.InvocationRunning,
+				CreatedAtUnix: inv.created, CreatedAtUnixNanos: inv.nanos})
+		}
+		want := []string{"tinv_a", "tinv_b", "tinv_c", "tinv_z", "tinv_y"}
+		for _, limit := range []int{1, 2, 10} {
+			q := app.InvocationFilter{WorkspaceID: "ws_a", Limit: limit}
+			if got := pageWhileWriting(t, q, h.rm.PageInvocations, invocationID, afterInvocation, func(int) {}); !slices.Equal(got, want) {
+				t.Fatalf("pages of %d gave %v; want %v", limit, got, want)
+			}
+			walkInvocations(t, h.rm, h.ref, q)
+		}
+		end := int64(second)
+		q := app.InvocationFilter{WorkspaceID: "ws_a", EndTime: &end, Limit: 10}
+		if got := pageWhileWriting(t, q, h.rm.PageInvocations, invocationID, afterInvocation, func(int) {}); !slices.Equal(got, want) {
+			t.Fatalf("up to the second: %v; want %v", got, want)
+		}
+	})
+
+	t.Run("the tests and folders of one second are listed as they were made", func(t *testing.T) {
+		h := &history{t: t, rm: open(t), ref: newReference(), rng: rand.New(rand.NewPCG(7, 8))}
+		const second = 1_700_000_000
+		for _, e := range []struct {
+			id    string
+			nanos int64
+		}{{"test_c", second*1e9 + 100}, {"tfld_b", second*1e9 + 200}, {"test_a", second*1e9 + 300}, {"test_z", 0}, {"tfld_y", 0}} {
+			if strings.HasPrefix(e.id, "tfld_") {
+				h.folder(h.next(), &testingv1.Folder{FolderId: e.id, WorkspaceId: "ws_a", Name: "f", CreatedAtUnix: second, CreatedAtUnixNanos: e.nanos})
+			} else {
+				h.test(h.next(), &testingv1.Test{TestId: e.id, WorkspaceId: "ws_a", Name: "t", Type: domain.TypeLLM, CreatedAtUnix: second, CreatedAtUnixNanos: e.nanos})
+			}
+		}
+		for ff, want := range map[bool][]string{false: {"test_a", "tfld_b", "test_c", "tfld_y", "test_z"}, true: {"tfld_b", "tfld_y", "test_a", "test_c", "test_z"}} {
+			for _, limit := range []int{1, 2, 10} {
+				q := app.EntryQuery{WorkspaceID: "ws_a", Folders: true, Tests: true, FoldersFirst: ff, Limit: limit}
+				if got := pageWhileWriting(t, q, h.rm.PageEntries, entryID, afterEntry, func(int) {}); !slices.Equal(got, want) {
+					t.Fatalf("folders first %v, pages of %d gave %v; want %v", ff, limit, got, want)
+				}
+				walkEntries(t, h.rm, h.ref, q)
+			}
+		}
+	})
+
 	t.Run("paging under concurrent writes never repeats or skips", func(t *testing.T) {
 		h := &history{t: t, rm: open(t), ref: newReference(), rng: rand.New(rand.NewPCG(3, 4))}
 		h.build("ws_a", 4, n(40), n(30))
@@ -422,7 +488,8 @@ func invocationID(s app.InvocationSummary) string { return s.ID }
 
 // afterInvocation moves q's cursor past last, the row a page ended with.
 func afterInvocation(q *app.InvocationFilter, last app.InvocationSummary) {
-	q.After = &app.InvocationPosition{Created: last.CreatedAtUnix, ID: last.ID}
+	after := last.PositionOf()
+	q.After = &after
 }
 
 // pageWhileWriting pages through q to its end, calling write between

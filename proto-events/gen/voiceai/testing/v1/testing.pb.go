@@ -45,8 +45,13 @@ type Test struct {
 	CreatedAtUnix   int64  `protobuf:"varint,10,opt,name=created_at_unix,json=createdAtUnix,proto3" json:"created_at_unix,omitempty"`
 	UpdatedAtUnix   int64  `protobuf:"varint,11,opt,name=updated_at_unix,json=updatedAtUnix,proto3" json:"updated_at_unix,omitempty"`
 	DeletedAtUnix   *int64 `protobuf:"varint,12,opt,name=deleted_at_unix,json=deletedAtUnix,proto3,oneof" json:"deleted_at_unix,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order the tests of one second by it (a keyed test's id is a digest,
+	// not a time; a millisecond holds several creates in a row). 0 on tests
+	// created before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,13,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Test) Reset() {
@@ -163,6 +168,13 @@ func (x *Test) GetDeletedAtUnix() int64 {
 	return 0
 }
 
+func (x *Test) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
 // Folder groups tests; folders nest.
 type Folder struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -175,8 +187,10 @@ type Folder struct {
 	CreatedAtUnix   int64  `protobuf:"varint,6,opt,name=created_at_unix,json=createdAtUnix,proto3" json:"created_at_unix,omitempty"`
 	UpdatedAtUnix   int64  `protobuf:"varint,7,opt,name=updated_at_unix,json=updatedAtUnix,proto3" json:"updated_at_unix,omitempty"`
 	DeletedAtUnix   *int64 `protobuf:"varint,8,opt,name=deleted_at_unix,json=deletedAtUnix,proto3,oneof" json:"deleted_at_unix,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// When it was created, in nanoseconds (as Test.created_at_unix_nanos).
+	CreatedAtUnixNanos int64 `protobuf:"varint,9,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Folder) Reset() {
@@ -261,6 +275,13 @@ func (x *Folder) GetUpdatedAtUnix() int64 {
 func (x *Folder) GetDeletedAtUnix() int64 {
 	if x != nil && x.DeletedAtUnix != nil {
 		return *x.DeletedAtUnix
+	}
+	return 0
+}
+
+func (x *Folder) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
 	}
 	return 0
 }
@@ -558,9 +579,15 @@ type Invocation struct {
 	CacheModelResponses bool `protobuf:"varint,24,opt,name=cache_model_responses,json=cacheModelResponses,proto3" json:"cache_model_responses,omitempty"`
 	// Set on a load test: the invocation plays its one test's agent turn
 	// for many simulated callers at once, a ramp of steps.
-	Load          *LoadTest `protobuf:"bytes,25,opt,name=load,proto3" json:"load,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Load *LoadTest `protobuf:"bytes,25,opt,name=load,proto3" json:"load,omitempty"`
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order the invocations of one second by it (created_at_unix is what
+	// the API shows, a keyed invocation's id is a digest, not a time, and a
+	// millisecond holds several creates in a row). 0 on invocations created
+	// before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,26,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Invocation) Reset() {
@@ -766,6 +793,13 @@ func (x *Invocation) GetLoad() *LoadTest {
 		return x.Load
 	}
 	return nil
+}
+
+func (x *Invocation) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
 }
 
 // LoadTest is the plan and the results of a load test: steps run one
@@ -2842,7 +2876,7 @@ var File_voiceai_testing_v1_testing_proto protoreflect.FileDescriptor
 
 const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\n" +
-	" voiceai/testing/v1/testing.proto\x12\x12voiceai.testing.v1\"\xcd\x03\n" +
+	" voiceai/testing/v1/testing.proto\x12\x12voiceai.testing.v1\"\x80\x04\n" +
 	"\x04Test\x12\x17\n" +
 	"\atest_id\x18\x01 \x01(\tR\x06testId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
@@ -2856,8 +2890,9 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0fcreated_at_unix\x18\n" +
 	" \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\v \x01(\x03R\rupdatedAtUnix\x12+\n" +
-	"\x0fdeleted_at_unix\x18\f \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01B\x12\n" +
-	"\x10_deleted_at_unix\"\xc4\x02\n" +
+	"\x0fdeleted_at_unix\x18\f \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x121\n" +
+	"\x15created_at_unix_nanos\x18\r \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
+	"\x10_deleted_at_unix\"\xf7\x02\n" +
 	"\x06Folder\x12\x1b\n" +
 	"\tfolder_id\x18\x01 \x01(\tR\bfolderId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
@@ -2866,7 +2901,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x12created_by_user_id\x18\x05 \x01(\tR\x0fcreatedByUserId\x12&\n" +
 	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\a \x01(\x03R\rupdatedAtUnix\x12+\n" +
-	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01B\x12\n" +
+	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x121\n" +
+	"\x15created_at_unix_nanos\x18\t \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
 	"\x10_deleted_at_unix\"q\n" +
 	"\n" +
 	"FolderTree\x12!\n" +
@@ -2887,7 +2923,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\aat_unix\x18\x03 \x01(\x03R\x06atUnix\x12\"\n" +
 	"\rby_user_email\x18\x04 \x01(\tR\vbyUserEmail\x12*\n" +
 	"\x11agent_config_json\x18\x05 \x01(\fR\x0fagentConfigJson\x12\x1b\n" +
-	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\x96\b\n" +
+	"\tbranch_id\x18\x06 \x01(\tR\bbranchId\"\xc9\b\n" +
 	"\n" +
 	"Invocation\x12#\n" +
 	"\rinvocation_id\x18\x01 \x01(\tR\finvocationId\x12!\n" +
@@ -2917,7 +2953,8 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\fpassed_count\x18\x16 \x01(\x03R\vpassedCount\x12!\n" +
 	"\ffailed_count\x18\x17 \x01(\x03R\vfailedCount\x122\n" +
 	"\x15cache_model_responses\x18\x18 \x01(\bR\x13cacheModelResponses\x120\n" +
-	"\x04load\x18\x19 \x01(\v2\x1c.voiceai.testing.v1.LoadTestR\x04loadB\x14\n" +
+	"\x04load\x18\x19 \x01(\v2\x1c.voiceai.testing.v1.LoadTestR\x04load\x121\n" +
+	"\x15created_at_unix_nanos\x18\x1a \x01(\x03R\x12createdAtUnixNanosB\x14\n" +
 	"\x12_completed_at_unixB\x14\n" +
 	"\x12_cancelled_at_unix\"\xfd\x02\n" +
 	"\bLoadTest\x12\x14\n" +

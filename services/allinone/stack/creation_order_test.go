@@ -1,0 +1,78 @@
+package stack
+
+import (
+	"fmt"
+	"net/url"
+	"slices"
+	"testing"
+)
+
+// Tests and invocations made one after another, each under its own
+// Idempotency-Key (a keyed create's id is a digest of its key, in no order
+// of time), are listed newest first as they were made, page after page, on
+// either read model: within one second, by the nanosecond each was made (a millisecond
+// holds several of these creates).
+func TestKeyedCreatesAreListedAsTheyWereMade(t *testing.T) {
+	t.Parallel()
+	onEachReadIndex(t, func(t *testing.T, s *Stack) {
+		agent := agentWith(t, s)
+		tests := make([]string, 6)
+		for i := range tests {
+			tests[i] = keyedCreate(t, s, "/v1/convai/agent-testing/create", fmt.Sprintf("order-test-%d", i),
+				fmt.Sprintf(`{"type":"llm","name":"Hours %d","chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],
+				  "success_condition":"The agent states the opening hours"}`, i))
+		}
+		invocations := make([]string, 6)
+		for i := range invocations {
+			invocations[i] = keyedCreate(t, s, "/v1/convai/agents/"+agent+"/run-tests", fmt.Sprintf("order-run-%d", i),
+				fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, tests[i]))
+		}
+		slices.Reverse(tests)
+		slices.Reverse(invocations)
+		if listed := everyID(t, s, "/v1/convai/agent-testing?page_size=4", "tests"); !slices.Equal(listed, tests) {
+			t.Errorf("tests listed %v; want them newest first, %v", listed, tests)
+		}
+		if listed := everyID(t, s, "/v1/convai/test-invocations?page_size=4&agent_id="+agent, "results"); !slices.Equal(listed, invocations) {
+			t.Errorf("invocations listed %v; want them newest first, %v", listed, invocations)
+		}
+	})
+}
+
+// keyedCreate posts body to path under an Idempotency-Key and answers the
+// id made.
+func keyedCreate(t *testing.T, s *Stack, path, key, body string) string {
+	t.Helper()
+	r := call(t, s, "POST", path, adminKey, body, "Idempotency-Key", key)
+	if r.Code != 200 {
+		t.Fatalf("POST %s: %d %s", path, r.Code, r.Body)
+	}
+	return r.JSON(t)["id"].(string)
+}
+
+// everyID pages through the listing at path, its rows under field, and is
+// the ids of every page's rows in the order the pages gave them.
+func everyID(t *testing.T, s *Stack, path, field string) []string {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for pages := 0; pages < 100; pages++ {
+		at := path
+		if cursor != "" {
+			at += "&cursor=" + url.QueryEscape(cursor)
+		}
+		r := call(t, s, "GET", at, adminKey, "")
+		if r.Code != 200 {
+			t.Fatalf("GET %s: %d %s", at, r.Code, r.Body)
+		}
+		page := r.JSON(t)
+		for _, row := range page[field].([]any) {
+			ids = append(ids, row.(map[string]any)["id"].(string))
+		}
+		if page["has_more"] != true {
+			return ids
+		}
+		cursor = page["next_cursor"].(string)
+	}
+	t.Fatalf("GET %s: more than 100 pages", path)
+	return nil
+}
