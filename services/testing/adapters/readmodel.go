@@ -6,9 +6,7 @@ package adapters
 
 import (
 	"context"
-	"fmt"
 	"regexp"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -49,20 +47,22 @@ func OpenStore(db *mongo.Database) *ReadModel {
 // in every workspace (the completion sweeper) and in one (the quotas).
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := OpenStore(db)
-	idx := func(keys ...string) mongo.IndexModel {
+	// Listings are newest first; the other fields ascend.
+	keys := func(fields ...string) bson.D {
 		d := bson.D{}
-		for _, k := range keys {
+		for _, f := range fields {
 			dir := 1
-			if k == "created_at_unix" || k == "created_at_unix_nanos" || k == "_id" {
+			if f == "created_at_unix" || f == "created_at_unix_nanos" || f == "_id" {
 				dir = -1
 			}
-			d = append(d, bson.E{Key: k, Value: dir})
+			d = append(d, bson.E{Key: f, Value: dir})
 		}
-		return mongo.IndexModel{Keys: d}
+		return d
 	}
+	idx := func(fields ...string) mongo.IndexModel { return mongo.IndexModel{Keys: keys(fields...)} }
 	// Each listing's index, in its order (newestFirst) after the filters.
-	byAge := func(keys ...string) mongo.IndexModel {
-		return idx(append(keys, "created_at_unix", "created_at_unix_nanos", "_id")...)
+	byAge := func(fields ...string) mongo.IndexModel {
+		return idx(append(fields, "created_at_unix", "created_at_unix_nanos", "_id")...)
 	}
 	if err := mongox.EnsureIndexes(ctx, rm.EntryStore,
 		byAge("workspace_id", "deleted", "kind"),
@@ -77,77 +77,19 @@ func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 		idx("workspace_id", "status")); err != nil {
 		return nil, err
 	}
-	// The indexes of the order by second and id, before the nanosecond.
-	if err := keepNanosecondOrder(ctx, rm.EntryStore,
-		idx("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
-		idx("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
+	// A store from before the nanosecond: the indexes of the order by
+	// second and id mark it.
+	if err := mongox.AddField(ctx, rm.EntryStore, "created_at_unix_nanos", int64(0),
+		keys("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
+		keys("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
 		return nil, err
 	}
-	if err := keepNanosecondOrder(ctx, rm.InvocationStore, idx("workspace_id", "created_at_unix", "_id"),
-		idx("workspace_id", "agent_id", "created_at_unix", "_id"), idx("workspace_id", "test_ids", "created_at_unix", "_id")); err != nil {
+	if err := mongox.AddField(ctx, rm.InvocationStore, "created_at_unix_nanos", int64(0),
+		keys("workspace_id", "created_at_unix", "_id"), keys("workspace_id", "agent_id", "created_at_unix", "_id"),
+		keys("workspace_id", "test_ids", "created_at_unix", "_id")); err != nil {
 		return nil, err
 	}
 	return rm, nil
-}
-
-// keepNanosecondOrder brings a collection made before its documents were
-// listed by their nanosecond to that order: its documents get
-// created_at_unix_nanos 0 (a keyset condition on the field passes over a
-// document without it), then the indexes of the old order, given, go.
-// Those indexes mark a store not yet brought over, so a store that was
-// costs one listing of indexes; one stopped half-way is taken up again.
-func keepNanosecondOrder(ctx context.Context, coll *mongo.Collection, old ...mongo.IndexModel) error {
-	names, err := indexNames(ctx, coll)
-	if err != nil {
-		return err
-	}
-	var retired []string
-	for _, m := range old {
-		if name := indexName(m.Keys.(bson.D)); names[name] {
-			retired = append(retired, name)
-		}
-	}
-	if len(retired) == 0 {
-		return nil
-	}
-	if _, err := coll.UpdateMany(ctx, bson.D{{Key: "created_at_unix_nanos", Value: bson.D{{Key: "$exists", Value: false}}}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "created_at_unix_nanos", Value: int64(0)}}}}); err != nil {
-		return fmt.Errorf("%s' created_at_unix_nanos: %w", coll.Name(), err)
-	}
-	for _, name := range retired {
-		if err := coll.Indexes().DropOne(ctx, name); err != nil {
-			return fmt.Errorf("retire index %s: %w", name, err)
-		}
-	}
-	return nil
-}
-
-// indexNames are the names of coll's indexes.
-func indexNames(ctx context.Context, coll *mongo.Collection) (map[string]bool, error) {
-	cur, err := coll.Indexes().List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var specs []struct {
-		Name string `bson:"name"`
-	}
-	if err := cur.All(ctx, &specs); err != nil {
-		return nil, err
-	}
-	names := make(map[string]bool, len(specs))
-	for _, s := range specs {
-		names[s.Name] = true
-	}
-	return names, nil
-}
-
-// indexName is the name Mongo gives an index of keys by default.
-func indexName(keys bson.D) string {
-	parts := make([]string, 0, 2*len(keys))
-	for _, k := range keys {
-		parts = append(parts, k.Key, fmt.Sprint(k.Value))
-	}
-	return strings.Join(parts, "_")
 }
 
 // ApplyTest, ApplyFolder and ApplyInvocation write state as of seq.

@@ -101,13 +101,13 @@ func TestAStoreOfTheSecondsOrderIsBroughtOver(t *testing.T) {
 		}
 	}
 	for coll, retired := range oldIndexes {
-		names, err := indexNames(ctx, coll)
+		specs, err := coll.Indexes().ListSpecifications(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range retired {
-			if names[name] {
-				t.Errorf("index %s of the old order is still on %s: %v", name, coll.Name(), names)
+		for _, s := range specs {
+			if slices.Contains(retired, s.Name) {
+				t.Errorf("index %s of the old order is still on %s", s.Name, coll.Name())
 			}
 		}
 	}

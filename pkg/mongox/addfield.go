@@ -1,0 +1,56 @@
+package mongox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// AddField brings a collection from before its documents kept field up to
+// date: every document without it gets value (a keyset condition on the
+// field passes over a document that lacks it), then the indexes of the
+// order before the field, retired (by their keys), are dropped. Those
+// indexes mark a collection not yet brought over, so one that was costs a
+// listing of its indexes, and one stopped half-way is taken up again at
+// the next start. The indexes of the new order are made first
+// (EnsureIndexes).
+func AddField(ctx context.Context, coll *mongo.Collection, field string, value any, retired ...bson.D) error {
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return fmt.Errorf("indexes of %s: %w", coll.Name(), err)
+	}
+	var drop []string
+	for _, keys := range retired {
+		name := IndexName(keys)
+		for _, s := range specs {
+			if s.Name == name {
+				drop = append(drop, name)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	if _, err := coll.UpdateMany(ctx, bson.D{{Key: field, Value: bson.D{{Key: "$exists", Value: false}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: field, Value: value}}}}); err != nil {
+		return fmt.Errorf("%s of %s: %w", field, coll.Name(), err)
+	}
+	for _, name := range drop {
+		if err := coll.Indexes().DropOne(ctx, name); err != nil {
+			return fmt.Errorf("retire index %s of %s: %w", name, coll.Name(), err)
+		}
+	}
+	return nil
+}
+
+// IndexName is the name MongoDB gives an index of keys by default.
+func IndexName(keys bson.D) string {
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		parts = append(parts, k.Key, fmt.Sprint(k.Value))
+	}
+	return strings.Join(parts, "_")
+}
