@@ -28,10 +28,16 @@ type ReadModel struct{ Agents *mongo.Collection }
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	c := db.Collection(AgentsCollection)
 	err := mongox.EnsureIndexes(ctx, c,
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}},
+		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "created_at_unix_nanos", Value: -1}, {Key: "_id", Value: -1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "name_lower", Value: 1}, {Key: "_id", Value: 1}}},
 	)
 	if err != nil {
+		return nil, err
+	}
+	// A store from before the nanosecond: the index of the order by second
+	// and id marks it.
+	if err := mongox.AddField(ctx, c, "created_at_unix_nanos", int64(0),
+		bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}); err != nil {
 		return nil, err
 	}
 	return &ReadModel{Agents: c}, nil
@@ -61,18 +67,25 @@ func (rm *ReadModel) List(ctx context.Context, q app.Query) ([]app.AgentDoc, err
 	if q.CreatedBy != "" {
 		filter = append(filter, bson.E{Key: "created_by_user_id", Value: q.CreatedBy})
 	}
-	field := "created_at_unix"
+	// The order's fields, each with the cursor's value of it.
+	order := []mongox.Key{{Field: "created_at_unix"}, {Field: "created_at_unix_nanos"}, {Field: "_id"}}
 	if q.SortBy == "name" {
-		field = "name_lower"
+		order = []mongox.Key{{Field: "name_lower"}, {Field: "_id"}}
 	}
-	if q.After != nil {
-		var v any = q.After.Created
+	fields := make([]string, len(order))
+	for i, k := range order {
+		fields[i] = k.Field
+	}
+	if p := q.After; p != nil {
+		order[len(order)-1].Value = p.ID
 		if q.SortBy == "name" {
-			v = q.After.Name
+			order[0].Value = p.Name
+		} else {
+			order[0].Value, order[1].Value = p.Created, p.CreatedNanos
 		}
-		filter = append(filter, mongox.After(q.Descending, mongox.Key{Field: field, Value: v}, mongox.Key{Field: "_id", Value: q.After.ID})...)
+		filter = append(filter, mongox.After(q.Descending, order...)...)
 	}
-	opts := options.Find().SetSort(mongox.Order(q.Descending, field, "_id")).SetLimit(int64(q.Limit))
+	opts := options.Find().SetSort(mongox.Order(q.Descending, fields...)).SetLimit(int64(q.Limit))
 	cur, err := rm.Agents.Find(ctx, filter, opts)
 	if err != nil {
 		return nil, err

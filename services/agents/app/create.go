@@ -44,8 +44,9 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 	if commandID != "" {
 		agent.AgentId = "agent_" + esproto.StableID(caller.WorkspaceID, commandID)
 	}
-	now := a.Now().Unix()
-	agent.WorkspaceId, agent.CreatedAtUnix, agent.UpdatedAtUnix = caller.WorkspaceID, now, now
+	now := a.Now()
+	agent.WorkspaceId, agent.CreatedAtUnix, agent.UpdatedAtUnix = caller.WorkspaceID, now.Unix(), now.Unix()
+	agent.CreatedAtUnixNanos = now.UnixNano()
 	agent.CreatedByUserId, agent.CreatedByEmail, agent.CreatedByName = caller.UserID, caller.Email, caller.Name
 
 	meta := esproto.Meta(ctx, caller.WorkspaceID, commandID, a.Now())

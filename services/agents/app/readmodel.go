@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -36,16 +37,24 @@ type AgentDoc struct {
 	Tags          []string `bson:"tags"`
 	VoiceID       string   `bson:"voice_id"`
 	CreatedAtUnix int64    `bson:"created_at_unix"`
-	CreatedBy     string   `bson:"created_by_user_id"`
-	CreatorEmail  string   `bson:"creator_email"`
-	CreatorName   string   `bson:"creator_name"`
-	Archived      bool     `bson:"archived"`
-	Deleted       bool     `bson:"deleted"`
-	UpdatedAtUnix int64    `bson:"updated_at_unix"`
+	// CreatedAtUnixNanos orders the agents of one second (0: created
+	// before it was kept; those are the second's earliest, by id).
+	CreatedAtUnixNanos int64  `bson:"created_at_unix_nanos"`
+	CreatedBy          string `bson:"created_by_user_id"`
+	CreatorEmail       string `bson:"creator_email"`
+	CreatorName        string `bson:"creator_name"`
+	Archived           bool   `bson:"archived"`
+	Deleted            bool   `bson:"deleted"`
+	UpdatedAtUnix      int64  `bson:"updated_at_unix"`
 	// LastCallUnix is not stored here: a listing sets it from the call log.
 	LastCallUnix *int64 `bson:"-"`
 	// SecretIDs are the workspace secrets its configuration uses.
 	SecretIDs []string `bson:"secret_ids"`
+}
+
+// CompareCreated orders agents by creation: second, nanosecond, id.
+func CompareCreated(a, b AgentDoc) int {
+	return cmp.Or(cmp.Compare(a.CreatedAtUnix, b.CreatedAtUnix), cmp.Compare(a.CreatedAtUnixNanos, b.CreatedAtUnixNanos), strings.Compare(a.ID, b.ID))
 }
 
 // DocOf maps agent state to its listed form.
@@ -53,7 +62,7 @@ func DocOf(a *agentsv1.Agent) AgentDoc {
 	return AgentDoc{
 		ID: a.GetAgentId(), WorkspaceID: a.GetWorkspaceId(), Name: a.GetName(), NameLower: strings.ToLower(a.GetName()),
 		Tags: nonNil(a.GetTags()), VoiceID: domain.VoiceIDOf(a.GetConversationConfigJson()),
-		CreatedAtUnix: a.GetCreatedAtUnix(), CreatedBy: a.GetCreatedByUserId(),
+		CreatedAtUnix: a.GetCreatedAtUnix(), CreatedAtUnixNanos: a.GetCreatedAtUnixNanos(), CreatedBy: a.GetCreatedByUserId(),
 		CreatorEmail: a.GetCreatedByEmail(), CreatorName: a.GetCreatedByName(),
 		Archived: domain.ArchivedOf(a.GetPlatformSettingsJson()), Deleted: a.DeletedAtUnix != nil,
 		UpdatedAtUnix: a.GetUpdatedAtUnix(), SecretIDs: nonNil(agentconfig.Parse(a.GetConversationConfigJson()).SecretIDs()),
@@ -80,11 +89,14 @@ type Query struct {
 	Limit       int
 }
 
-// Position is where a page ends: the sort value and the id.
+// Position is where a page ends: the sort value and the id. Creation
+// order is by second, then nanosecond (none in a cursor made before it was
+// kept), then id.
 type Position struct {
-	Created int64  `json:"c,omitempty"`
-	Name    string `json:"n,omitempty"`
-	ID      string `json:"i"`
+	Created      int64  `json:"c,omitempty"`
+	CreatedNanos int64  `json:"t,omitempty"`
+	Name         string `json:"n,omitempty"`
+	ID           string `json:"i"`
 }
 
 // PositionOf is the position of d in q's order.
@@ -92,7 +104,7 @@ func PositionOf(q Query, d AgentDoc) Position {
 	if q.SortBy == "name" {
 		return Position{Name: d.NameLower, ID: d.ID}
 	}
-	return Position{Created: d.CreatedAtUnix, ID: d.ID}
+	return Position{Created: d.CreatedAtUnix, CreatedNanos: d.CreatedAtUnixNanos, ID: d.ID}
 }
 
 // SecretDoc is a workspace secret as listed.

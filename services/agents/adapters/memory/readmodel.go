@@ -42,7 +42,7 @@ type agentSpace struct {
 
 // Both orders end on the id, so no two agents are equal.
 func createdOrder(a, b *agent) int {
-	return cmp.Or(cmp.Compare(a.doc.CreatedAtUnix, b.doc.CreatedAtUnix), strings.Compare(a.doc.ID, b.doc.ID))
+	return app.CompareCreated(a.doc, b.doc)
 }
 
 func nameOrder(a, b *agent) int {
@@ -156,7 +156,7 @@ func (m *ReadModel) List(_ context.Context, q app.Query) ([]app.AgentDoc, error)
 
 // after is a cursor's position as an agent to compare with.
 func after(p *app.Position) *agent {
-	return &agent{doc: app.AgentDoc{ID: p.ID, CreatedAtUnix: p.Created, NameLower: p.Name}}
+	return &agent{doc: app.AgentDoc{ID: p.ID, CreatedAtUnix: p.Created, CreatedAtUnixNanos: p.CreatedNanos, NameLower: p.Name}}
 }
 
 func matches(d app.AgentDoc, q app.Query, search string) bool {

@@ -18,7 +18,9 @@ import (
 )
 
 // fixture is two workspaces of agents with repeated creation times and
-// names differing in case only, so ties are broken by id.
+// names differing in case only, so ties are broken by id. Within a second,
+// the nanosecond orders agents against their ids (some were made before
+// it was kept: 0).
 func fixture() []*agentsv1.Agent {
 	var out []*agentsv1.Agent
 	names := []string{"Refunds", "refunds", "Billing", "Alpha", "zeta", "Refunds desk"}
@@ -26,7 +28,8 @@ func fixture() []*agentsv1.Agent {
 		a := &agentsv1.Agent{
 			AgentId: fmt.Sprintf("agent_%02d", i), WorkspaceId: "ws_a", Name: names[i%len(names)],
 			CreatedAtUnix: 1_700_000_000 + int64(i/3), CreatedByUserId: []string{"user_1", "user_2"}[i%2],
-			Tags: [][]string{{"prod"}, {"staging"}, {"prod", "eu"}, nil}[i%4],
+			CreatedAtUnixNanos: []int64{0, (1_700_000_000+int64(i/3))*1e9 + int64(900-i*10)}[min(i%4, 1)],
+			Tags:               [][]string{{"prod"}, {"staging"}, {"prod", "eu"}, nil}[i%4],
 		}
 		if i%5 == 0 {
 			a.PlatformSettingsJson = []byte(`{"archived":true}`)
@@ -70,7 +73,7 @@ func reference(live []*agentsv1.Agent, q app.Query) []string {
 	}
 	sort.Slice(docs, func(i, j int) bool {
 		a, b := docs[i], docs[j]
-		less := a.CreatedAtUnix < b.CreatedAtUnix || a.CreatedAtUnix == b.CreatedAtUnix && a.ID < b.ID
+		less := app.CompareCreated(a, b) < 0
 		if q.SortBy == "name" {
 			less = a.NameLower < b.NameLower || a.NameLower == b.NameLower && a.ID < b.ID
 		}

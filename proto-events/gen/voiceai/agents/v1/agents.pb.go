@@ -46,8 +46,13 @@ type Agent struct {
 	// Who created the agent, as shown in access_info.
 	CreatedByEmail string `protobuf:"bytes,14,opt,name=created_by_email,json=createdByEmail,proto3" json:"created_by_email,omitempty"`
 	CreatedByName  string `protobuf:"bytes,15,opt,name=created_by_name,json=createdByName,proto3" json:"created_by_name,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order the agents of one second by it (a keyed agent's id is a digest,
+	// not a time, and a millisecond holds several creates in a row). 0 on
+	// agents created before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,16,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *Agent) Reset() {
@@ -185,11 +190,18 @@ func (x *Agent) GetCreatedByName() string {
 	return ""
 }
 
+func (x *Agent) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
 var File_voiceai_agents_v1_agents_proto protoreflect.FileDescriptor
 
 const file_voiceai_agents_v1_agents_proto_rawDesc = "" +
 	"\n" +
-	"\x1evoiceai/agents/v1/agents.proto\x12\x11voiceai.agents.v1\"\xd6\x04\n" +
+	"\x1evoiceai/agents/v1/agents.proto\x12\x11voiceai.agents.v1\"\x89\x05\n" +
 	"\x05Agent\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
@@ -207,7 +219,8 @@ const file_voiceai_agents_v1_agents_proto_rawDesc = "" +
 	"\x0fupdated_at_unix\x18\f \x01(\x03R\rupdatedAtUnix\x12+\n" +
 	"\x0fdeleted_at_unix\x18\r \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x12(\n" +
 	"\x10created_by_email\x18\x0e \x01(\tR\x0ecreatedByEmail\x12&\n" +
-	"\x0fcreated_by_name\x18\x0f \x01(\tR\rcreatedByNameB\x12\n" +
+	"\x0fcreated_by_name\x18\x0f \x01(\tR\rcreatedByName\x121\n" +
+	"\x15created_at_unix_nanos\x18\x10 \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
 	"\x10_deleted_at_unixBQZOgithub.com/voiceai-platform/voiceai/proto-events/gen/voiceai/agents/v1;agentsv1b\x06proto3"
 
 var (
