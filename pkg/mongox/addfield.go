@@ -2,6 +2,7 @@ package mongox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,11 +40,19 @@ func AddField(ctx context.Context, coll *mongo.Collection, field string, value a
 		return fmt.Errorf("%s of %s: %w", field, coll.Name(), err)
 	}
 	for _, name := range drop {
-		if err := coll.Indexes().DropOne(ctx, name); err != nil {
+		// Replicas starting at once each bring the collection over: the
+		// index one of them dropped is gone for the other.
+		if err := coll.Indexes().DropOne(ctx, name); err != nil && !isIndexNotFound(err) {
 			return fmt.Errorf("retire index %s of %s: %w", name, coll.Name(), err)
 		}
 	}
 	return nil
+}
+
+// isIndexNotFound reports MongoDB's IndexNotFound (code 27).
+func isIndexNotFound(err error) bool {
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && (ce.Code == 27 || ce.Name == "IndexNotFound")
 }
 
 // IndexName is the name MongoDB gives an index of keys by default.

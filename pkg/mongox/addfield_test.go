@@ -61,4 +61,10 @@ func TestAddFieldBringsACollectionOverOnce(t *testing.T) {
 	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "nanos", Value: bson.D{{Key: "$exists", Value: false}}}}); err != nil || n != 1 {
 		t.Fatalf("documents without the field after a second start: %d, %v; want the later one alone", n, err)
 	}
+	// A replica starting at the same moment finds the index it listed
+	// dropped by the other: that is not a failure to start.
+	err = coll.Indexes().DropOne(ctx, IndexName(retired))
+	if !isIndexNotFound(err) {
+		t.Fatalf("dropping an index no longer there: %v; want IndexNotFound", err)
+	}
 }
