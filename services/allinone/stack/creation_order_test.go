@@ -10,8 +10,9 @@ import (
 // Agents, tests and invocations made one after another, each under its own
 // Idempotency-Key (a keyed create's id is a digest of its key, in no order
 // of time), are listed newest first as they were made, page after page, on
-// either read model: within one second, by the nanosecond each was made (a millisecond
-// holds several of these creates).
+// either read model; API keys oldest first. Within one second, by the
+// nanosecond each was made: a millisecond holds several of these creates,
+// and an unkeyed id is random within its millisecond.
 func TestKeyedCreatesAreListedAsTheyWereMade(t *testing.T) {
 	t.Parallel()
 	onEachReadIndex(t, func(t *testing.T, s *Stack) {
@@ -43,6 +44,20 @@ func TestKeyedCreatesAreListedAsTheyWereMade(t *testing.T) {
 		}
 		if listed := everyID(t, s, "/v1/convai/test-invocations?page_size=4&agent_id="+agent, "results", "id"); !slices.Equal(listed, invocations) {
 			t.Errorf("invocations listed %v; want them newest first, %v", listed, invocations)
+		}
+
+		account := keyedCreate(t, s, "/v1/service-accounts", "order-account", `{"name":"ci"}`, "service-account-user-id")
+		keysPath := "/v1/service-accounts/" + account + "/api-keys"
+		keys := make([]string, 6)
+		for i := range keys {
+			keys[i] = keyedCreate(t, s, keysPath, fmt.Sprintf("order-key-%d", i), fmt.Sprintf(`{"name":"k%d","permissions":["convai_read"]}`, i), "key_id")
+		}
+		var listed []string
+		for _, k := range call(t, s, "GET", keysPath, adminKey, "").JSON(t)["api-keys"].([]any) {
+			listed = append(listed, k.(map[string]any)["key_id"].(string))
+		}
+		if !slices.Equal(listed, keys) {
+			t.Errorf("keys listed %v; want them oldest first, %v", listed, keys)
 		}
 	})
 }

@@ -55,23 +55,37 @@ func OpenStore(db *mongo.Database) *ReadModel {
 // the listing's order.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := OpenStore(db)
-	idx := func(keys ...string) mongo.IndexModel {
+	keys := func(fields ...string) bson.D {
 		d := bson.D{}
-		for _, k := range keys {
-			d = append(d, bson.E{Key: k, Value: 1})
+		for _, f := range fields {
+			d = append(d, bson.E{Key: f, Value: 1})
 		}
-		return mongo.IndexModel{Keys: d}
+		return d
 	}
+	idx := func(fields ...string) mongo.IndexModel { return mongo.IndexModel{Keys: keys(fields...)} }
 	for _, c := range []*mongo.Collection{rm.Accounts, rm.Users} {
-		if err := mongox.EnsureIndexes(ctx, c, idx("workspace_id", "created_at_unix", "_id")); err != nil {
+		if err := mongox.EnsureIndexes(ctx, c, idx("workspace_id", "created_at_unix", "created_at_unix_nanos", "_id")); err != nil {
 			return nil, err
 		}
 	}
 	err := mongox.EnsureIndexes(ctx, rm.Keys,
-		idx("workspace_id", "revoked", "created_at_unix", "_id"),
-		idx("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "_id"))
+		idx("workspace_id", "revoked", "created_at_unix", "created_at_unix_nanos", "_id"),
+		idx("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "created_at_unix_nanos", "_id"))
 	if err != nil {
 		return nil, err
+	}
+	// A store from before the nanosecond: the indexes of the order by
+	// second and id mark it.
+	retired := map[*mongo.Collection][]bson.D{
+		rm.Accounts: {keys("workspace_id", "created_at_unix", "_id")},
+		rm.Users:    {keys("workspace_id", "created_at_unix", "_id")},
+		rm.Keys: {keys("workspace_id", "revoked", "created_at_unix", "_id"),
+			keys("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "_id")},
+	}
+	for c, old := range retired {
+		if err := mongox.AddField(ctx, c, "created_at_unix_nanos", int64(0), old...); err != nil {
+			return nil, err
+		}
 	}
 	return rm, nil
 }
@@ -122,7 +136,7 @@ func (rm *ReadModel) Handler(coll *mongo.Collection) projection.Handler {
 }
 
 // byCreation is every listing's order.
-var byCreation = bson.D{{Key: "created_at_unix", Value: 1}, {Key: "_id", Value: 1}}
+var byCreation = bson.D{{Key: "created_at_unix", Value: 1}, {Key: "created_at_unix_nanos", Value: 1}, {Key: "_id", Value: 1}}
 
 // find runs one listing query.
 func find[T any](ctx context.Context, coll *mongo.Collection, filter bson.D) ([]T, error) {

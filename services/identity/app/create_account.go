@@ -61,9 +61,10 @@ func (a *App) createAccount(ctx context.Context, workspaceID, userID, name, comm
 	if err != nil {
 		return nil, err
 	}
+	now := a.Now()
 	acct := &identityv1.ServiceAccount{
 		UserId: userID, WorkspaceId: workspaceID, Name: name,
-		Email: AccountEmail(userID), CreatedAtUnix: a.Now().Unix(),
+		Email: AccountEmail(userID), CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(),
 	}
 	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())
 	res, err := a.record(ctx, subject, 0, meta, &identityv1.ServiceAccountCreated{Meta: meta, Account: acct})

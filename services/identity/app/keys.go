@@ -83,12 +83,12 @@ func (a *App) mintKey(ctx context.Context, workspaceID, accountID, keyID, secret
 	if err != nil {
 		return nil, false, err
 	}
-	now := a.Now().Unix()
+	now := a.Now()
 	key := &identityv1.ApiKey{
 		KeyId: keyID, WorkspaceId: workspaceID, ServiceAccountUserId: accountID,
 		Name: spec.Name, Hint: domain.Hint(secret), SecretSha256: domain.HashSecret(secret),
 		Permissions: spec.Permissions, AllowedIps: spec.AllowedIPs, ExpiresAtUnix: spec.ExpiresAtUnix,
-		CreatedAtUnix: now, UpdatedAtUnix: now,
+		CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), UpdatedAtUnix: now.Unix(),
 		RateLimitPerMinute: spec.RateLimitPerMinute, RateLimitPerHour: spec.RateLimitPerHour,
 	}
 	meta := esproto.Meta(ctx, workspaceID, commandID, a.Now())

@@ -48,17 +48,19 @@ type Doc interface {
 	Position() Position
 }
 
-// Position orders a workspace's listings: ascending creation time, then
-// id. Both are fixed at creation.
+// Position orders a workspace's listings: ascending creation time (the
+// second, then the nanosecond: 0 for what was made before it was kept),
+// then id. All are fixed at creation.
 type Position struct {
-	WorkspaceID string
-	Created     int64
-	ID          string
+	WorkspaceID  string
+	Created      int64
+	CreatedNanos int64
+	ID           string
 }
 
 // Compare orders positions of one workspace.
 func (p Position) Compare(o Position) int {
-	return cmp.Or(cmp.Compare(p.Created, o.Created), strings.Compare(p.ID, o.ID))
+	return cmp.Or(cmp.Compare(p.Created, o.Created), cmp.Compare(p.CreatedNanos, o.CreatedNanos), strings.Compare(p.ID, o.ID))
 }
 
 // The documents are also the stored form of the MongoDB read model,
@@ -72,6 +74,7 @@ type AccountDoc struct {
 	Name          string `bson:"name"`
 	Email         string `bson:"email"`
 	CreatedAtUnix int64  `bson:"created_at_unix"`
+	CreatedNanos  int64  `bson:"created_at_unix_nanos"`
 }
 
 // UserDoc is a workspace member (a person) as listed.
@@ -82,6 +85,7 @@ type UserDoc struct {
 	FirstName     string `bson:"first_name"`
 	Role          string `bson:"role"`
 	CreatedAtUnix int64  `bson:"created_at_unix"`
+	CreatedNanos  int64  `bson:"created_at_unix_nanos"`
 }
 
 // KeyDoc is an API key as listed: never the secret, only its hash.
@@ -98,18 +102,25 @@ type KeyDoc struct {
 	IsDisabled           bool     `bson:"is_disabled"`
 	Revoked              bool     `bson:"revoked"`
 	CreatedAtUnix        int64    `bson:"created_at_unix"`
+	CreatedNanos         int64    `bson:"created_at_unix_nanos"`
 	RateLimitPerMinute   *int64   `bson:"rate_limit_per_minute"`
 	RateLimitPerHour     *int64   `bson:"rate_limit_per_hour"`
 }
 
 // Position of an account.
-func (d AccountDoc) Position() Position { return Position{d.WorkspaceID, d.CreatedAtUnix, d.ID} }
+func (d AccountDoc) Position() Position {
+	return Position{d.WorkspaceID, d.CreatedAtUnix, d.CreatedNanos, d.ID}
+}
 
 // Position of a member.
-func (d UserDoc) Position() Position { return Position{d.WorkspaceID, d.CreatedAtUnix, d.ID} }
+func (d UserDoc) Position() Position {
+	return Position{d.WorkspaceID, d.CreatedAtUnix, d.CreatedNanos, d.ID}
+}
 
 // Position of a key.
-func (d KeyDoc) Position() Position { return Position{d.WorkspaceID, d.CreatedAtUnix, d.ID} }
+func (d KeyDoc) Position() Position {
+	return Position{d.WorkspaceID, d.CreatedAtUnix, d.CreatedNanos, d.ID}
+}
 
 // KeyDocOf maps key state to its listed form.
 func KeyDocOf(k *identityv1.ApiKey) KeyDoc {
@@ -117,19 +128,21 @@ func KeyDocOf(k *identityv1.ApiKey) KeyDoc {
 		ID: k.GetKeyId(), WorkspaceID: k.GetWorkspaceId(), ServiceAccountUserID: k.GetServiceAccountUserId(),
 		Name: k.GetName(), Hint: k.GetHint(), HashedKey: hex.EncodeToString(k.GetSecretSha256()),
 		Permissions: k.GetPermissions(), AllowedIPs: k.GetAllowedIps(), ExpiresAtUnix: k.ExpiresAtUnix,
-		IsDisabled: k.GetIsDisabled(), Revoked: k.RevokedAtUnix != nil, CreatedAtUnix: k.GetCreatedAtUnix(),
+		IsDisabled: k.GetIsDisabled(), Revoked: k.RevokedAtUnix != nil, CreatedAtUnix: k.GetCreatedAtUnix(), CreatedNanos: k.GetCreatedAtUnixNanos(),
 		RateLimitPerMinute: k.RateLimitPerMinute, RateLimitPerHour: k.RateLimitPerHour,
 	}
 }
 
 // AccountDocOf maps account state to its listed form.
 func AccountDocOf(a *identityv1.ServiceAccount) AccountDoc {
-	return AccountDoc{ID: a.GetUserId(), WorkspaceID: a.GetWorkspaceId(), Name: a.GetName(), Email: a.GetEmail(), CreatedAtUnix: a.GetCreatedAtUnix()}
+	return AccountDoc{ID: a.GetUserId(), WorkspaceID: a.GetWorkspaceId(), Name: a.GetName(), Email: a.GetEmail(),
+		CreatedAtUnix: a.GetCreatedAtUnix(), CreatedNanos: a.GetCreatedAtUnixNanos()}
 }
 
 // UserDocOf maps member state to its listed form.
 func UserDocOf(u *identityv1.User) UserDoc {
-	return UserDoc{ID: u.GetUserId(), WorkspaceID: u.GetWorkspaceId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
+	return UserDoc{ID: u.GetUserId(), WorkspaceID: u.GetWorkspaceId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(),
+		CreatedAtUnix: u.GetCreatedAtUnix(), CreatedNanos: u.GetCreatedAtUnixNanos()}
 }
 
 // DocOf is the listed state an identity event carries, or nil for events

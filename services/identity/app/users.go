@@ -43,9 +43,10 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 		role = RoleMember
 	}
 	normalized := strings.ToLower(addr.Address)
+	now := a.Now()
 	u := &identityv1.User{
 		UserId: "user_" + esproto.StableID(workspaceID, normalized), WorkspaceId: workspaceID,
-		Email: normalized, FirstName: strings.TrimSpace(firstName), Role: role, CreatedAtUnix: a.Now().Unix(),
+		Email: normalized, FirstName: strings.TrimSpace(firstName), Role: role, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(),
 	}
 	subject, err := events.UserSubject(workspaceID, u.UserId)
 	if err != nil {

@@ -53,7 +53,8 @@ func listing[T app.Doc](r *reference, keep func(T) bool) []T {
 
 // history makes identity documents whose fields collide often: a few
 // workspaces, each with the same admin account id (as every workspace
-// has), creation times shared by several documents so ties break on id,
+// has), creation times shared by several documents (the nanosecond orders
+// them against their ids, or ties too and the id breaks it),
 // and keys that are updated and revoked. Key and user ids are unique
 // across workspaces, as the app derives them from the workspace.
 type history struct {
@@ -77,6 +78,15 @@ func newHistory(seed uint64) *history {
 func (h *history) pick(xs ...string) string { return xs[h.rng.IntN(len(xs))] }
 
 func (h *history) created() int64 { return 1_700_000_000 + int64(h.rng.IntN(20)) }
+
+// nanos is a creation's nanosecond within second: several share one (then
+// the id orders), and some were made before it was kept (0).
+func (h *history) nanos(second int64) int64 {
+	if h.rng.IntN(4) == 0 {
+		return 0
+	}
+	return second*1e9 + int64(h.rng.IntN(3))*400
+}
 
 func (h *history) ptr() *int64 {
 	if h.rng.IntN(2) == 0 {
@@ -105,17 +115,21 @@ func (h *history) next() event {
 	case r == 0:
 		id := fmt.Sprintf("sa_%02d_%d", h.rng.IntN(100), h.n)
 		h.accounts[ws] = append(h.accounts[ws], id)
-		return event{h.seq, app.AccountDoc{ID: id, WorkspaceID: ws, Name: h.pick("bot", "ci", "ops"), Email: id + "@x", CreatedAtUnix: h.created()}}
+		created := h.created()
+		return event{h.seq, app.AccountDoc{ID: id, WorkspaceID: ws, Name: h.pick("bot", "ci", "ops"), Email: id + "@x", CreatedAtUnix: created,
+			CreatedNanos: h.nanos(created)}}
 	case r == 1:
 		id := fmt.Sprintf("user_%02d_%d", h.rng.IntN(100), h.n)
+		created := h.created()
 		return event{h.seq, app.UserDoc{ID: id, WorkspaceID: ws, Email: id + "@example.com", FirstName: h.pick("Ada", "Bo"),
-			Role: h.pick(app.RoleAdmin, app.RoleMember), CreatedAtUnix: h.created()}}
+			Role: h.pick(app.RoleAdmin, app.RoleMember), CreatedAtUnix: created, CreatedNanos: h.nanos(created)}}
 	case r < 5 || len(live) == 0:
 		k := app.KeyDoc{
 			ID: fmt.Sprintf("key_%02d_%d", h.rng.IntN(100), h.n), WorkspaceID: ws, ServiceAccountUserID: h.pick(h.accounts[ws]...),
 			Name: "key", Hint: "abcd", HashedKey: fmt.Sprintf("%064x", h.n), Permissions: []string{h.pick("all", "tickets_read")},
 			ExpiresAtUnix: h.ptr(), CreatedAtUnix: h.created(), RateLimitPerMinute: h.ptr(),
 		}
+		k.CreatedNanos = h.nanos(k.CreatedAtUnix)
 		h.keys = append(h.keys, k)
 		return event{h.seq, k}
 	}

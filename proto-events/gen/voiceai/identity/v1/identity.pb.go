@@ -92,8 +92,12 @@ type ServiceAccount struct {
 	Email       string                 `protobuf:"bytes,4,opt,name=email,proto3" json:"email,omitempty"`
 	// Seconds since the Unix epoch.
 	CreatedAtUnix int64 `protobuf:"varint,5,opt,name=created_at_unix,json=createdAtUnix,proto3" json:"created_at_unix,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order those of one second by it (a millisecond holds several creates
+	// in a row). 0 on those created before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,6,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ServiceAccount) Reset() {
@@ -161,6 +165,13 @@ func (x *ServiceAccount) GetCreatedAtUnix() int64 {
 	return 0
 }
 
+func (x *ServiceAccount) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
 // User is a person who is a member of a workspace (not a service account):
 // tickets are assigned to users and service accounts alike.
 type User struct {
@@ -173,8 +184,12 @@ type User struct {
 	Role string `protobuf:"bytes,5,opt,name=role,proto3" json:"role,omitempty"`
 	// Seconds since the Unix epoch.
 	CreatedAtUnix int64 `protobuf:"varint,6,opt,name=created_at_unix,json=createdAtUnix,proto3" json:"created_at_unix,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order those of one second by it (a millisecond holds several creates
+	// in a row). 0 on those created before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,7,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *User) Reset() {
@@ -249,6 +264,13 @@ func (x *User) GetCreatedAtUnix() int64 {
 	return 0
 }
 
+func (x *User) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
 // ApiKey is the whole state of an API key. It never holds the secret
 // itself: only its SHA-256 digest, which is all the gateway needs to
 // authenticate a presented key.
@@ -279,6 +301,10 @@ type ApiKey struct {
 	// Per-key request limits; unset means the workspace default.
 	RateLimitPerMinute *int64 `protobuf:"varint,14,opt,name=rate_limit_per_minute,json=rateLimitPerMinute,proto3,oneof" json:"rate_limit_per_minute,omitempty"`
 	RateLimitPerHour   *int64 `protobuf:"varint,15,opt,name=rate_limit_per_hour,json=rateLimitPerHour,proto3,oneof" json:"rate_limit_per_hour,omitempty"`
+	// When it was created, in nanoseconds since the Unix epoch: listings
+	// order those of one second by it (a millisecond holds several creates
+	// in a row). 0 on those created before it was kept.
+	CreatedAtUnixNanos int64 `protobuf:"varint,16,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
 	unknownFields      protoimpl.UnknownFields
 	sizeCache          protoimpl.SizeCache
 }
@@ -418,6 +444,13 @@ func (x *ApiKey) GetRateLimitPerHour() int64 {
 	return 0
 }
 
+func (x *ApiKey) GetCreatedAtUnixNanos() int64 {
+	if x != nil {
+		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
 var File_voiceai_identity_v1_identity_proto protoreflect.FileDescriptor
 
 const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
@@ -426,13 +459,14 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"\tWorkspace\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12&\n" +
-	"\x0fcreated_at_unix\x18\x03 \x01(\x03R\rcreatedAtUnix\"\x9e\x01\n" +
+	"\x0fcreated_at_unix\x18\x03 \x01(\x03R\rcreatedAtUnix\"\xd1\x01\n" +
 	"\x0eServiceAccount\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05email\x18\x04 \x01(\tR\x05email\x12&\n" +
-	"\x0fcreated_at_unix\x18\x05 \x01(\x03R\rcreatedAtUnix\"\xb3\x01\n" +
+	"\x0fcreated_at_unix\x18\x05 \x01(\x03R\rcreatedAtUnix\x121\n" +
+	"\x15created_at_unix_nanos\x18\x06 \x01(\x03R\x12createdAtUnixNanos\"\xe6\x01\n" +
 	"\x04User\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x14\n" +
@@ -440,7 +474,8 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"\n" +
 	"first_name\x18\x04 \x01(\tR\tfirstName\x12\x12\n" +
 	"\x04role\x18\x05 \x01(\tR\x04role\x12&\n" +
-	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\"\x9a\x05\n" +
+	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x121\n" +
+	"\x15created_at_unix_nanos\x18\a \x01(\x03R\x12createdAtUnixNanos\"\xcd\x05\n" +
 	"\x06ApiKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x125\n" +
@@ -459,7 +494,8 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"\x0fcreated_at_unix\x18\f \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\r \x01(\x03R\rupdatedAtUnix\x126\n" +
 	"\x15rate_limit_per_minute\x18\x0e \x01(\x03H\x02R\x12rateLimitPerMinute\x88\x01\x01\x122\n" +
-	"\x13rate_limit_per_hour\x18\x0f \x01(\x03H\x03R\x10rateLimitPerHour\x88\x01\x01B\x12\n" +
+	"\x13rate_limit_per_hour\x18\x0f \x01(\x03H\x03R\x10rateLimitPerHour\x88\x01\x01\x121\n" +
+	"\x15created_at_unix_nanos\x18\x10 \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
 	"\x10_expires_at_unixB\x12\n" +
 	"\x10_revoked_at_unixB\x18\n" +
 	"\x16_rate_limit_per_minuteB\x16\n" +
