@@ -82,22 +82,24 @@ func TestAStoreOfTheSecondsOrderIsBroughtOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	afterInvocation := func(q *app.InvocationFilter, s app.InvocationSummary) string {
+		at := s.PositionOf()
+		q.After = &at
+		return s.ID
+	}
+	afterEntry := func(q *app.EntryQuery, e app.Entry) string {
+		at := e.PositionOf()
+		q.After = &at
+		return e.ID
+	}
 	for _, limit := range []int{1, 3, 10} {
-		iq := app.InvocationFilter{WorkspaceID: "ws", AgentID: "agent_1", Limit: limit}
-		if got, want := everyPage(t, iq, rm.PageInvocations, func(q *app.InvocationFilter, s app.InvocationSummary) string {
-			at := s.PositionOf()
-			q.After = &at
-			return s.ID
-		}), []string{"tinv_new_1", "tinv_new_0", "tinv_old_b", "tinv_old_a"}; !slices.Equal(got, want) {
-			t.Fatalf("invocations in pages of %d: %v; want %v", limit, got, want)
+		invocations := everyPage(t, app.InvocationFilter{WorkspaceID: "ws", AgentID: "agent_1", Limit: limit}, rm.PageInvocations, afterInvocation)
+		tests := everyPage(t, app.EntryQuery{WorkspaceID: "ws", Tests: true, Limit: limit}, rm.PageEntries, afterEntry)
+		if want := []string{"tinv_new_1", "tinv_new_0", "tinv_old_b", "tinv_old_a"}; !slices.Equal(invocations, want) {
+			t.Fatalf("invocations in pages of %d: %v; want %v", limit, invocations, want)
 		}
-		eq := app.EntryQuery{WorkspaceID: "ws", Tests: true, Limit: limit}
-		if got, want := everyPage(t, eq, rm.PageEntries, func(q *app.EntryQuery, e app.Entry) string {
-			at := e.PositionOf()
-			q.After = &at
-			return e.ID
-		}), []string{"test_new_1", "test_new_0", "test_old_b", "test_old_a"}; !slices.Equal(got, want) {
-			t.Fatalf("tests in pages of %d: %v; want %v", limit, got, want)
+		if want := []string{"test_new_1", "test_new_0", "test_old_b", "test_old_a"}; !slices.Equal(tests, want) {
+			t.Fatalf("tests in pages of %d: %v; want %v", limit, tests, want)
 		}
 	}
 	for coll, retired := range oldIndexes {

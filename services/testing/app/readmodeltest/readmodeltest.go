@@ -379,51 +379,41 @@ func Run(t *testing.T, scale float64, open func(t *testing.T) app.ReadModel) {
 		checkActive(t, h.rm, h.ref, "ws_a", "ws_b", "ws_none")
 	})
 
-	t.Run("the invocations of one second are listed as they were made", func(t *testing.T) {
-		// Keyed invocations' ids are digests, in no order of time: made
-		// 100, 200 and 300 ns into a second, newest first, then one from
-		// before the nanosecond was kept, then the second before, in every
-		// page size.
+	t.Run("what is made in one second is listed as it was made", func(t *testing.T) {
+		// Keyed ids are digests, in no order of time: made 100, 200 and
+		// 300 ns into a second, newest first, then what was made before
+		// the nanosecond was kept, then the second before, in every page
+		// size.
 		h := &history{t: t, rm: open(t), ref: newReference(), rng: rand.New(rand.NewPCG(5, 6))}
 		const second = 1_700_000_000
-		for _, inv := range []struct {
+		for _, made := range []struct {
 			id      string
 			created int64
 			nanos   int64
-		}{{"tinv_c", second, second*1e9 + 100}, {"tinv_b", second, second*1e9 + 200}, {"tinv_a", second, second*1e9 + 300},
-			{"tinv_z", second, 0}, {"tinv_y", second - 1, second*1e9 - 1}} {
-			h.invocation(h.next(), &testingv1.Invocation{InvocationId: inv.id, WorkspaceId: "ws_a", Status: domain.InvocationRunning,
-				CreatedAtUnix: inv.created, CreatedAtUnixNanos: inv.nanos})
+		}{{"c", second, second*1e9 + 100}, {"b", second, second*1e9 + 200}, {"a", second, second*1e9 + 300},
+			{"z", second, 0}, {"y", second - 1, second*1e9 - 1}} {
+			h.invocation(h.next(), &testingv1.Invocation{InvocationId: "tinv_" + made.id, WorkspaceId: "ws_a", Status: domain.InvocationRunning,
+				CreatedAtUnix: made.created, CreatedAtUnixNanos: made.nanos})
+			// Tests, and a folder among them.
+			kind := map[bool]string{true: "tfld_", false: "test_"}[made.id == "b"]
+			if kind == "tfld_" {
+				h.folder(h.next(), &testingv1.Folder{FolderId: kind + made.id, WorkspaceId: "ws_a", Name: "f", CreatedAtUnix: made.created, CreatedAtUnixNanos: made.nanos})
+			} else {
+				h.test(h.next(), &testingv1.Test{TestId: kind + made.id, WorkspaceId: "ws_a", Name: "t", Type: domain.TypeLLM,
+					CreatedAtUnix: made.created, CreatedAtUnixNanos: made.nanos})
+			}
 		}
 		want := []string{"tinv_a", "tinv_b", "tinv_c", "tinv_z", "tinv_y"}
-		for _, limit := range []int{1, 2, 10} {
-			q := app.InvocationFilter{WorkspaceID: "ws_a", Limit: limit}
-			if got := pageWhileWriting(t, q, h.rm.PageInvocations, invocationID, afterInvocation, func(int) {}); !slices.Equal(got, want) {
-				t.Fatalf("pages of %d gave %v; want %v", limit, got, want)
-			}
-			walkInvocations(t, h.rm, h.ref, q)
-		}
 		end := int64(second)
-		q := app.InvocationFilter{WorkspaceID: "ws_a", EndTime: &end, Limit: 10}
-		if got := pageWhileWriting(t, q, h.rm.PageInvocations, invocationID, afterInvocation, func(int) {}); !slices.Equal(got, want) {
-			t.Fatalf("up to the second: %v; want %v", got, want)
-		}
-	})
-
-	t.Run("the tests and folders of one second are listed as they were made", func(t *testing.T) {
-		h := &history{t: t, rm: open(t), ref: newReference(), rng: rand.New(rand.NewPCG(7, 8))}
-		const second = 1_700_000_000
-		for _, e := range []struct {
-			id    string
-			nanos int64
-		}{{"test_c", second*1e9 + 100}, {"tfld_b", second*1e9 + 200}, {"test_a", second*1e9 + 300}, {"test_z", 0}, {"tfld_y", 0}} {
-			if strings.HasPrefix(e.id, "tfld_") {
-				h.folder(h.next(), &testingv1.Folder{FolderId: e.id, WorkspaceId: "ws_a", Name: "f", CreatedAtUnix: second, CreatedAtUnixNanos: e.nanos})
-			} else {
-				h.test(h.next(), &testingv1.Test{TestId: e.id, WorkspaceId: "ws_a", Name: "t", Type: domain.TypeLLM, CreatedAtUnix: second, CreatedAtUnixNanos: e.nanos})
+		for _, limit := range []int{1, 2, 10} {
+			for _, q := range []app.InvocationFilter{{WorkspaceID: "ws_a", Limit: limit}, {WorkspaceID: "ws_a", EndTime: &end, Limit: limit}} {
+				if got := pageWhileWriting(t, q, h.rm.PageInvocations, invocationID, afterInvocation, func(int) {}); !slices.Equal(got, want) {
+					t.Fatalf("invocations %+v gave %v; want %v", q, got, want)
+				}
+				walkInvocations(t, h.rm, h.ref, q)
 			}
 		}
-		for ff, want := range map[bool][]string{false: {"test_a", "tfld_b", "test_c", "tfld_y", "test_z"}, true: {"tfld_b", "tfld_y", "test_a", "test_c", "test_z"}} {
+		for ff, want := range map[bool][]string{false: {"test_a", "tfld_b", "test_c", "test_z", "test_y"}, true: {"tfld_b", "test_a", "test_c", "test_z", "test_y"}} {
 			for _, limit := range []int{1, 2, 10} {
 				q := app.EntryQuery{WorkspaceID: "ws_a", Folders: true, Tests: true, FoldersFirst: ff, Limit: limit}
 				if got := pageWhileWriting(t, q, h.rm.PageEntries, entryID, afterEntry, func(int) {}); !slices.Equal(got, want) {
