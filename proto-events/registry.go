@@ -30,6 +30,7 @@ const (
 	TypeWorkspaceCreated      = "identity.workspace_created"
 	TypeServiceAccountCreated = "identity.service_account_created"
 	TypeUserAdded             = "identity.user_added"
+	TypeUserUpdated           = "identity.user_updated"
 	TypeAPIKeyCreated         = "identity.api_key_created"
 	TypeAPIKeyUpdated         = "identity.api_key_updated"
 	TypeAPIKeyRevoked         = "identity.api_key_revoked"
@@ -76,6 +77,7 @@ var registrations = []registration{
 	{TypeWorkspaceCreated, IdentityStream, func() Event { return &identityv1.WorkspaceCreated{} }},
 	{TypeServiceAccountCreated, IdentityStream, func() Event { return &identityv1.ServiceAccountCreated{} }},
 	{TypeUserAdded, IdentityStream, func() Event { return &identityv1.UserAdded{} }},
+	{TypeUserUpdated, IdentityStream, func() Event { return &identityv1.UserUpdated{} }},
 	{TypeAPIKeyCreated, IdentityStream, func() Event { return &identityv1.ApiKeyCreated{} }},
 	{TypeAPIKeyUpdated, IdentityStream, func() Event { return &identityv1.ApiKeyUpdated{} }},
 	{TypeAPIKeyRevoked, IdentityStream, func() Event { return &identityv1.ApiKeyRevoked{} }},

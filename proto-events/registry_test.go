@@ -33,6 +33,7 @@ var wantTypes = map[string]struct {
 	"identity.service_account_created": {"voiceai.identity.v1.ServiceAccountCreated", "IDENTITY"},
 	"identity.api_key_created":         {"voiceai.identity.v1.ApiKeyCreated", "IDENTITY"},
 	"identity.user_added":              {"voiceai.identity.v1.UserAdded", "IDENTITY"},
+	"identity.user_updated":            {"voiceai.identity.v1.UserUpdated", "IDENTITY"},
 	"identity.api_key_updated":         {"voiceai.identity.v1.ApiKeyUpdated", "IDENTITY"},
 	"identity.api_key_revoked":         {"voiceai.identity.v1.ApiKeyRevoked", "IDENTITY"},
 	"tickets.ticket_created":           {"voiceai.tickets.v1.TicketCreated", "TICKETS"},
@@ -89,7 +90,7 @@ func TestTypesAreExactlyTheContract(t *testing.T) {
 	consts := []string{
 		events.TypeAgentCreated, events.TypeAgentUpdated, events.TypeAgentDeleted,
 		events.TypeSecretCreated, events.TypeSecretUpdated, events.TypeSecretDeleted,
-		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated, events.TypeUserAdded,
+		events.TypeWorkspaceCreated, events.TypeServiceAccountCreated, events.TypeUserAdded, events.TypeUserUpdated,
 		events.TypeAPIKeyCreated, events.TypeAPIKeyUpdated, events.TypeAPIKeyRevoked,
 		events.TypeTicketCreated, events.TypeTicketUpdated, events.TypeTicketStatusChanged,
 		events.TypeTicketCommented, events.TypeTicketMerged, events.TypeTicketDeleted,

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { TEST_TIMEOUT_MS, adminClient, assertNonEmptyString, expectStatus, settings, uniqueName } from "./helpers.mjs";
+import { TEST_TIMEOUT_MS, adminClient, assertNonEmptyString, expectStatus, uniqueName } from "./helpers.mjs";
 
 const agentFromEnv = process.env.VOICEAI_E2E_AGENT_ID?.trim();
 const conversationId = process.env.VOICEAI_E2E_CONVERSATION_ID?.trim();
@@ -92,13 +92,9 @@ describe("triage tickets", () => {
     const searched = await client.conversationalAi.triageTickets.listForWorkspace({ search: "REFUNDS" });
     assert.ok(searched.agentConversationTickets.some((t) => t.agentqaTicketId === manualId && t.searchMatch?.field === "title"));
     // The workspace's people are assignable, not its service accounts:
-    // one is added (this platform's members endpoint), then listed.
-    const { baseUrl, apiKey } = settings();
+    // one is invited (a member at once here), then listed.
     const email = `${uniqueName("assignee").toLowerCase().replace(/[^a-z0-9]/g, "")}@example.com`;
-    const added = await fetch(`${baseUrl}/v1/workspace/members`, {
-      method: "POST", headers: { "x-api-key": apiKey, "content-type": "application/json" }, body: JSON.stringify({ email }),
-    });
-    assert.equal(added.status, 201, await added.text());
+    assert.equal((await client.workspace.invites.create({ email })).status, "ok");
     let users = [];
     for (const deadline = Date.now() + 10_000; ; await sleep(50)) {
       users = await client.conversationalAi.triageTickets.listAssignableUsers(agentId);

@@ -221,7 +221,7 @@ func requestRules(name string, body map[string]any) []error {
 		if at, ok := body["expires_at_unix"].(int); ok && (at <= examplesNow || at > examplesNow+10*366*24*3600) {
 			fail("expires_at_unix %d is not in the future and at most 10 years away", at)
 		}
-	case "MemberAdd":
+	case "MemberInvite":
 		if _, err := mail.ParseAddress(body["email"].(string)); err != nil {
 			fail("email: %v", err)
 		}

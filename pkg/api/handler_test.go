@@ -106,10 +106,10 @@ func TestTheEdgeAnswersWhatTheHandlerReturns(t *testing.T) {
 		code int
 		body string
 	}{
-		{"usual status", AddMember, "/v1/workspace/members", func(c *Call) (any, error) { return body(c) }, http.StatusCreated, "{\"n\":1}\n"},
+		{"usual status", CreateAgent, agentsPath + "/create", func(c *Call) (any, error) { return body(c) }, http.StatusCreated, "{\"n\":1}\n"},
 		{"another success status", CreateTicket, ticketsPath, func(*Call) (any, error) { return Status(http.StatusOK, map[string]int{"n": 2}), nil }, http.StatusOK, "{\"n\":2}\n"},
 		{"a status not the operation's", CreateTicket, ticketsPath, func(*Call) (any, error) { return Status(http.StatusAccepted, 1), nil }, http.StatusInternalServerError, ""},
-		{"a stream where 200 is not a success", AddMember, "/v1/workspace/members", func(*Call) (any, error) {
+		{"a stream where 200 is not a success", CreateAgent, agentsPath + "/create", func(*Call) (any, error) {
 			return Stream("text/plain", func(io.Writer) error { return nil }), nil
 		}, http.StatusInternalServerError, ""},
 		{"204", DeleteTag, tagsPath + "/tag_1", func(*Call) (any, error) { return nil, nil }, http.StatusNoContent, ""},

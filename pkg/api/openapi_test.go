@@ -63,8 +63,8 @@ func TestSchemaStandsAlone(t *testing.T) {
 		t.Fatalf("resolved schema: %s", b)
 	}
 	// Keywords beside a reference are kept, and the reference still holds.
-	role := mustSchema(t, "MemberAdd")["properties"].(map[string]any)["role"].(map[string]any)
-	if role["default"] != "member" || !strings.Contains(fmt.Sprint(role["allOf"]), "admin") {
+	role := mustSchema(t, "MemberInvite")["properties"].(map[string]any)["seat_type"].(map[string]any)
+	if role["default"] != "workspace_member" || !strings.Contains(fmt.Sprint(role["allOf"]), "workspace_admin") {
 		t.Fatalf("a reference with a default beside it resolved to %v", role)
 	}
 	if _, err := Schema("Nope"); err == nil {

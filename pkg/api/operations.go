@@ -78,6 +78,7 @@ var (
 	accountsWrite = []string{"service_account_write"}
 	membersRead   = []string{"workspace_members_read", "workspace_read"}
 	membersWrite  = []string{"workspace_members_invite"}
+	membersUpdate = []string{"workspace_write"}
 )
 
 func op(name, method, path, service string, perms []string) Operation {
@@ -172,6 +173,7 @@ const (
 	testsPath                   = "/v1/convai/agent-testing"
 	invocationsPath             = "/v1/convai/test-invocations"
 	accountsPath                = "/v1/service-accounts"
+	membersPath                 = "/v1/workspace/members"
 	workspaceWebhooksPath       = "/v1/workspace/webhooks"
 
 	// Body limits beyond the default: an agent's configuration, a test or
@@ -266,8 +268,12 @@ var (
 	CreateKey     = op("identity.create_key", post, accountsPath+"/{user_id}/api-keys", "identity", accountsWrite).doc("Create an API key; its secret is in this answer only", ok, "ApiKeyCreate", "ApiKeyCreated").errs(conflict).once("a retry with the key creates no second key but cannot show the secret again (409 api_key_already_created), so a second copy answering first would lose it")
 	UpdateKey     = op("identity.update_key", patch, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Change an API key's name, permissions, state, IP allow-list or rate limits", ok, "ApiKeyUpdate", "ApiKey")
 	RevokeKey     = op("identity.revoke_key", del, accountsPath+"/{user_id}/api-keys/{key_id}", "identity", accountsWrite).doc("Revoke an API key", ok, "", "ApiKeyRevoked")
-	ListMembers   = op("identity.list_members", get, "/v1/workspace/members", "identity", membersRead).doc("List the workspace's members", ok, "", "Members")
-	AddMember     = op("identity.add_member", post, "/v1/workspace/members", "identity", membersWrite).doc("Add a member to the workspace", created, "MemberAdd", "Member").errs(conflict)
+	// The members in the official SDK's client.workspace shapes: members.list
+	// and members.update, and invites.create, which here makes the member at
+	// once (a self-hosted platform sends no invitation to accept).
+	ListMembers  = op("identity.list_members", get, membersPath, "identity", membersRead).doc("List the workspace's members (the SDK's workspace.members.list)", ok, "", "Members")
+	UpdateMember = op("identity.update_member", post, membersPath, "identity", membersUpdate).doc("Change a member's seat or lock it (the SDK's workspace.members.update)", ok, "MemberUpdate", "MemberStatus").errs(http.StatusNotFound)
+	AddMember    = op("identity.add_member", post, "/v1/workspace/invites/add", "identity", membersWrite).doc("Add a person to the workspace (the SDK's workspace.invites.create): a member at once", ok, "MemberInvite", "MemberInvited").errs(conflict)
 )
 
 // DeleteConversation deletes a recorded conversation for good: it leaves
@@ -335,7 +341,7 @@ var Operations = []Operation{
 	ListWebhooks, CreateWebhook, GetWebhook, UpdateWebhook, DeleteWebhook, WebhooksHealth, EventCatalog, TestWebhook, WebhookLogs,
 	ResendDelivery, RecoverDeliveries, RelayNext, RelayResult, IngestEvent,
 	ListWorkspaceWebhooks, CreateWorkspaceWebhook, UpdateWorkspaceWebhook, DeleteWorkspaceWebhook,
-	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, AddMember,
+	ListAccounts, CreateAccount, ListKeys, CreateKey, UpdateKey, RevokeKey, ListMembers, UpdateMember, AddMember,
 }
 
 // IDParam is what a path variable names, and how an unknown one is

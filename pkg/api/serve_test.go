@@ -20,8 +20,8 @@ func (m *members) ListMembers(*Call) (any, error) {
 	return nil, nil
 }
 
-func (m *members) AddMember(*Call) (any, error) {
-	m.ran = "add"
+func (m *members) UpdateMember(*Call) (any, error) {
+	m.ran = "update"
 	return nil, nil
 }
 
@@ -45,16 +45,16 @@ func TestServeBindsOperationsByName(t *testing.T) {
 	withMembersOnly := func(fn func()) {
 		saved := Operations
 		t.Cleanup(func() { Operations = saved })
-		Operations = []Operation{ListMembers, AddMember, ListAgents}
+		Operations = []Operation{ListMembers, UpdateMember, ListAgents}
 		fn()
 	}
 	withMembersOnly(func() {
 		m := &members{}
 		r := Serve("identity", m)
-		for method, want := range map[string]string{"GET": "list", "POST": "add"} {
+		for method, want := range map[string]string{"GET": "list", "POST": "update"} {
 			m.ran = ""
 			req := httptest.NewRequest(method, "/v1/workspace/members", strings.NewReader(`{"email":"a@example.com"}`))
-			req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"workspace_members_invite", "workspace_members_read"}}))
+			req = req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"workspace_write", "workspace_members_read"}}))
 			rec := httptest.NewRecorder()
 			r.ServeHTTP(rec, req)
 			if m.ran != want {
@@ -72,7 +72,7 @@ func TestServeBindsOperationsByName(t *testing.T) {
 		m.ran = ""
 		req = httptest.NewRequest("POST", "/v1/workspace/x/../members", strings.NewReader(`{"email":"a@example.com"}`))
 		rec = httptest.NewRecorder()
-		r.ServeHTTP(rec, req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"workspace_members_invite"}})))
+		r.ServeHTTP(rec, req.WithContext(principal.With(req.Context(), principal.Principal{WorkspaceID: "ws_a", Permissions: []string{"workspace_write"}})))
 		if rec.Code != http.StatusNotFound || m.ran != "" {
 			t.Errorf("a path with dot segments: %d %q (ran %q), want 404", rec.Code, rec.Header().Get("Location"), m.ran)
 		}
@@ -88,7 +88,7 @@ func TestServeBindsOperationsByName(t *testing.T) {
 		withMembersOnly(func() { Serve(service, h) })
 	}
 	mustPanic("an operation without its method", "agents", &members{}, "no method List to serve GET /v1/convai/agents")
-	mustPanic("a method without its operation", "nobody", &members{}, "AddMember serves no operation of nobody")
+	mustPanic("a method without its operation", "nobody", &members{}, "ListMembers serves no operation of nobody")
 	mustPanic("a method of another shape", "identity", &wrongShape{}, "ListMembers is func(http.ResponseWriter, *http.Request) error, not a HandlerFunc")
 }
 

@@ -201,6 +201,7 @@ var (
 	// PermissionEscalation refuses a key given more than its caller holds.
 	PermissionEscalation = ForbiddenError("permission_escalation", "A key cannot grant permissions the caller does not hold.")
 	MemberExists         = ConflictError("member_exists", "A member with that e-mail address already belongs to this workspace.")
+	MemberNotFound       = NotFoundError("member_not_found", "No member with that e-mail address belongs to this workspace.")
 )
 
 // APIKeyAlreadyCreated answers a retried create: its secret was shown once.
@@ -316,7 +317,7 @@ var Catalog = []*Error{
 	ConcurrentUpdate,
 	AgentNotFound, SecretNotFound, SecretInUse([]string{"<agent_id>"}, false), SecretBindingForbidden,
 	ServiceAccountNotFound, ServiceAccountExists, APIKeyNotFound, APIKeyExists,
-	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists,
+	APIKeyAlreadyCreated("<key_id>"), PermissionEscalation, MemberExists, MemberNotFound,
 	TestNotFound, FolderNotFound, InvocationNotFound, InvocationFinished, InvocationRunning, TestRunNotFound, RunNotFinished, ConversationNotAnalysed, LoadTestNotFound,
 	FolderNotEmpty(0), QuotaExceeded("<quota>", 0, 0), WorkspaceLimitReached("<what>", 0, "<remedy>"), InvocationExpired("<retention>"),
 	TicketNotFound, ConversationNotFound, ConversationUnknown, NotTicketOwner, TicketMergedOnlyByMerge,

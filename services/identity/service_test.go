@@ -76,16 +76,19 @@ func testListings(t *testing.T, index string) {
 	if got := keyNames(svc, bot); got != "two" {
 		t.Fatalf("keys right after the revocation: %q", got)
 	}
-	do(svc, "POST", "/v1/workspace/members", `{"email":"ada@example.com","first_name":"Ada"}`)
+	do(svc, "POST", "/v1/workspace/invites/add", `{"email":"ada@example.com","first_name":"Ada"}`)
+	do(svc, "POST", "/v1/workspace/invites/add", `{"email":"bo@example.com","seat_type":"workspace_admin"}`)
+	do(svc, "POST", "/v1/workspace/members", `{"email":"BO@example.com","is_locked":true,"workspace_seat_type":"workspace_member"}`)
 
 	listings := func(svc *Service) string {
 		a, _ := json.Marshal(do(svc, "GET", "/v1/service-accounts", ""))
-		m, _ := json.Marshal(do(svc, "GET", "/v1/workspace/members", ""))
+		m, _ := json.Marshal(runtimetest.DoList(t, svc.Handler, caller, "GET", "/v1/workspace/members"))
 		return string(a) + "\n" + string(m)
 	}
 	before := listings(svc)
 	accounts := do(svc, "GET", "/v1/service-accounts", "")["service-accounts"].([]any)
-	if len(accounts) != 2 || accounts[0].(map[string]any)["service_account_user_id"] != "sa_admin" || accounts[1].(map[string]any)["name"] != "bot" || !strings.Contains(before, `"first_name":"Ada"`) {
+	if len(accounts) != 2 || accounts[0].(map[string]any)["service_account_user_id"] != "sa_admin" || accounts[1].(map[string]any)["name"] != "bot" || !strings.Contains(before, `"first_name":"Ada"`) ||
+		!strings.Contains(before, `"email":"bo@example.com","first_name":"","is_locked":true,"is_owner":false,"is_service_account":false,"role":"member","seat_type":"workspace_member"`) {
 		t.Fatalf("listings of ws_a: %s", before)
 	}
 
@@ -124,7 +127,7 @@ func TestCommandsPutTheirStateBeforeAnswering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.AddUser(ctx, principal.In("ws_a"), "ada@example.com", "Ada", ""); err != nil {
+	if _, err := a.AddUser(ctx, principal.In("ws_a"), app.NewMember{Email: "ada@example.com", FirstName: "Ada"}); err != nil {
 		t.Fatal(err)
 	}
 	accts, _ := rm.ListAccounts(ctx, "ws_a")

@@ -86,6 +86,17 @@ func Do(t testing.TB, h http.Handler, p principal.Principal, method, path, body 
 	return m
 }
 
+// DoList is Do of a request whose answer is a JSON array.
+func DoList(t testing.TB, h http.Handler, p principal.Principal, method, path string) []any {
+	t.Helper()
+	rec := record(h, p, method, path, "")
+	var l []any
+	if rec.Code >= 300 || json.Unmarshal(rec.Body.Bytes(), &l) != nil {
+		t.Fatalf("%s %s: %d %s, want a JSON array", method, path, rec.Code, rec.Body)
+	}
+	return l
+}
+
 // Serve serves a request to h in-process as p would send it through the
 // gateway, and returns the answer's status and JSON (nil when the body is
 // empty or no JSON object): for a test that checks the status itself.

@@ -208,8 +208,14 @@ func TestAuthMatrix(t *testing.T) {
 
 func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspaceResponse {
 	t.Helper()
+	return createWorkspaceFor(t, s, name, "")
+}
+
+// createWorkspaceFor is createWorkspace with an owner, by e-mail ("": none).
+func createWorkspaceFor(t *testing.T, s *Stack, name, owner string) operator.CreateWorkspaceResponse {
+	t.Helper()
 	nc := testenv.ConnAt(t, s.NATSURL)
-	body, _ := json.Marshal(operator.CreateWorkspaceRequest{Name: name})
+	body, _ := json.Marshal(operator.CreateWorkspaceRequest{Name: name, OwnerEmail: owner})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	msg, err := nc.RequestWithContext(ctx, operator.CreateWorkspaceSubject, body)
@@ -223,29 +229,51 @@ func createWorkspace(t *testing.T, s *Stack, name string) operator.CreateWorkspa
 	return out
 }
 
-// People are workspace members beside service accounts; tickets can be
-// assigned to either, and other workspaces see neither.
+// People are workspace members beside service accounts, added by an
+// invitation (the SDK's workspace.invites.create) and changed as the SDK's
+// workspace.members.update does; tickets can be assigned to either, and
+// other workspaces see neither.
 func TestWorkspaceMembers(t *testing.T) {
 	t.Parallel()
 	s := start(t, t.TempDir(), func(c *Config) { c.BootstrapAdminKey = adminKey })
-	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"Ada@Example.com","first_name":"Ada"}`)
-	if r.Code != 201 || r.JSON(t)["email"] != "ada@example.com" || r.JSON(t)["is_service_account"] != false {
+	r := call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"Ada@Example.com","first_name":"Ada"}`)
+	if r.Code != 200 || r.JSON(t)["status"] != "ok" {
 		t.Fatalf("add member: %d %s", r.Code, r.Body)
 	}
 	userID := r.JSON(t)["user_id"].(string)
-	wantError(t, call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
-	if r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"not an address"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","email"]`) {
+	wantError(t, call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
+	if r := call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"not an address"}`); r.Code != 422 || !strings.Contains(string(r.Body), `"loc":["body","email"]`) {
 		t.Fatalf("bad e-mail: %d %s", r.Code, r.Body)
 	}
 	reader, _, _ := newKey(t, s, adminKey, `["workspace_members_read"]`, "")
-	wantError(t, call(t, s, "POST", "/v1/workspace/members", reader, `{"email":"b@example.com"}`), 403, "missing_permission")
+	wantError(t, call(t, s, "POST", "/v1/workspace/invites/add", reader, `{"email":"b@example.com"}`), 403, "missing_permission")
+	wantError(t, call(t, s, "POST", "/v1/workspace/members", reader, `{"email":"ada@example.com","is_locked":true}`), 403, "missing_permission")
+	if r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ada@example.com","workspace_seat_type":"workspace_admin"}`); r.Code != 200 || r.JSON(t)["status"] != "ok" {
+		t.Fatalf("update member: %d %s", r.Code, r.Body)
+	}
+	wantError(t, call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"nobody@example.com","is_locked":true}`), 404, "member_not_found")
 	r = call(t, s, "GET", "/v1/workspace/members", reader, "")
-	if r.Code != 200 || !strings.Contains(string(r.Body), `"user_id":"`+userID+`"`) || !strings.Contains(string(r.Body), `"user_id":"sa_admin"`) {
+	var members []map[string]any
+	if err := json.Unmarshal(r.Body, &members); r.Code != 200 || err != nil {
 		t.Fatalf("list members: %d %s", r.Code, r.Body)
+	}
+	byID := map[string]map[string]any{}
+	for _, m := range members {
+		byID[m["user_id"].(string)] = m
+	}
+	if ada := byID[userID]; ada["email"] != "ada@example.com" || ada["seat_type"] != "workspace_admin" || ada["is_locked"] != false || ada["is_service_account"] != false ||
+		byID["sa_admin"]["is_service_account"] != true {
+		t.Fatalf("list members: %s", r.Body)
 	}
 	other := createWorkspace(t, s, "Other")
 	if r := call(t, s, "GET", "/v1/workspace/members", other.APIKey, ""); strings.Contains(string(r.Body), userID) {
 		t.Fatalf("another workspace sees the member: %s", r.Body)
+	}
+	// The owner a workspace is created for is its owner, an admin.
+	owned := createWorkspaceFor(t, s, "Owned", "Owner@Example.com")
+	r = call(t, s, "GET", "/v1/workspace/members", owned.APIKey, "")
+	if !strings.Contains(string(r.Body), `"email":"owner@example.com","first_name":"","seat_type":"workspace_admin","is_owner":true,"is_locked":false`) {
+		t.Fatalf("the owner's workspace members: %s", r.Body)
 	}
 
 	// A person can be assigned a ticket; the assignable users list them.

@@ -43,8 +43,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	eventually(t, 10*time.Second, "the transcript is kept", func() bool {
 		return strings.Contains(string(call(t, s, "GET", "/v1/convai/conversations/"+convs[0], adminKey, "").Body), "refunded at once")
 	})
-	r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ana@example.com","first_name":"Ana"}`)
-	if r.Code != 201 {
+	r := call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"ana@example.com","first_name":"Ana"}`)
+	if r.Code != 200 {
 		t.Fatalf("add member: %d %s", r.Code, r.Body)
 	}
 	member := r.JSON(t)["user_id"].(string)

@@ -180,6 +180,7 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 	keys := "/v1/service-accounts/" + account + "/api-keys"
 	wantValidation(call(t, s, "POST", keys, adminKey, `{"name":"k","permissions":["convai_read"],"expires_at_unix":9223372036854775807}`), `"expires_at_unix"`)
 	wantValidation(call(t, s, "POST", keys, adminKey, `{"name":"`+strings.Repeat("k", 300_000)+`","permissions":["convai_read"]}`), `"name"`)
+	wantValidation(call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"`+strings.Repeat("m", 300_000)+`@example.com"}`), `"email"`)
 	wantValidation(call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"`+strings.Repeat("m", 300_000)+`@example.com"}`), `"email"`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `null`), `["body"]`)
 	long := strings.Repeat("s", 300_000)

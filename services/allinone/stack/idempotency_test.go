@@ -298,12 +298,14 @@ func TestIdempotentUpdatesAcrossServices(t *testing.T) {
 	}
 	sameAnswer(t, "a keyed revocation", revoked, write(t, s, "DELETE", key, "key-del", "key-del-retry", ""))
 
-	member := write(t, s, "POST", "/v1/workspace/members", "member-1", "member", `{"email":"ada@example.com","first_name":"Ada"}`)
-	if member.Code != 201 {
+	member := write(t, s, "POST", "/v1/workspace/invites/add", "member-1", "member", `{"email":"ada@example.com","first_name":"Ada"}`)
+	if member.Code != 200 {
 		t.Fatalf("add member: %d %s", member.Code, member.Body)
 	}
-	sameAnswer(t, "a keyed member addition", member, write(t, s, "POST", "/v1/workspace/members", "member-1", "member-retry", `{"email":"ada@example.com","first_name":"Ada"}`))
-	wantError(t, call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
+	sameAnswer(t, "a keyed member addition", member, write(t, s, "POST", "/v1/workspace/invites/add", "member-1", "member-retry", `{"email":"ada@example.com","first_name":"Ada"}`))
+	wantError(t, call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"ada@example.com"}`), 409, "member_exists")
+	locked := write(t, s, "POST", "/v1/workspace/members", "member-lock", "member-lock", `{"email":"ada@example.com","is_locked":true}`)
+	sameAnswer(t, "a keyed member update", locked, write(t, s, "POST", "/v1/workspace/members", "member-lock", "member-lock-retry", `{"email":"ada@example.com","is_locked":true}`))
 }
 
 // A keyed forced folder deletion deletes every test under it (each

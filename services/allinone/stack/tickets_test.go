@@ -212,7 +212,7 @@ func TestTicketLifecycle(t *testing.T) {
 		t.Fatalf("per-agent conversation filter: %s", r.Body)
 	}
 	// The people of the workspace, not its service accounts.
-	if r := call(t, s, "POST", "/v1/workspace/members", adminKey, `{"email":"grace@example.com","first_name":"Grace"}`); r.Code != 201 {
+	if r := call(t, s, "POST", "/v1/workspace/invites/add", adminKey, `{"email":"grace@example.com","first_name":"Grace"}`); r.Code != 200 {
 		t.Fatalf("add member: %d %s", r.Code, r.Body)
 	}
 	eventually(t, 5*time.Second, "the member assignable", func() bool {

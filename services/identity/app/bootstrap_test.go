@@ -120,22 +120,22 @@ func TestBootstrapConfiguredKey(t *testing.T) {
 func TestAddMember(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	u, err := f.app.AddUser(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "add-ada"}, "  Ada@Example.COM ", " Ada ", "")
+	u, err := f.app.AddUser(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "add-ada"}, app.NewMember{Email: "  Ada@Example.COM ", FirstName: " Ada "})
 	if err != nil || u.Email != "ada@example.com" || u.FirstName != "Ada" || u.Role != app.RoleMember || !strings.HasPrefix(u.UserId, "user_") {
 		t.Fatalf("added: %+v %v", u, err)
 	}
-	replay, err := f.app.AddUser(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "add-ada"}, "ada@example.com", "Ada", "")
+	replay, err := f.app.AddUser(ctx, principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "add-ada"}, app.NewMember{Email: "ada@example.com", FirstName: "Ada"})
 	if err != nil || replay.UserId != u.UserId {
 		t.Fatalf("a replayed add answers the member it added: %+v %v", replay, err)
 	}
-	_, err = f.app.AddUser(ctx, principal.In("ws_a"), "ADA@example.com", "", app.RoleAdmin)
+	_, err = f.app.AddUser(ctx, principal.In("ws_a"), app.NewMember{Email: "ADA@example.com", Role: app.RoleAdmin})
 	wantKind(t, err, apperr.Conflict, "the same address again, in other case")
-	other, err := f.app.AddUser(ctx, principal.In("ws_b"), "ada@example.com", "", "")
+	other, err := f.app.AddUser(ctx, principal.In("ws_b"), app.NewMember{Email: "ada@example.com"})
 	if err != nil || other.UserId == u.UserId {
 		t.Fatalf("the same address in another workspace is another member: %+v %v", other, err)
 	}
 	for _, bad := range []string{"not an address", "Ada <ada@example.com>", strings.Repeat("a", 250) + "@example.com"} {
-		_, err := f.app.AddUser(ctx, principal.In("ws_a"), bad, "", "")
+		_, err := f.app.AddUser(ctx, principal.In("ws_a"), app.NewMember{Email: bad})
 		wantKind(t, err, apperr.Invalid, "e-mail "+bad[:min(len(bad), 20)])
 	}
 }

@@ -116,7 +116,7 @@ func TestMemberAddWithAKeyFirstUsedElsewhere(t *testing.T) {
 	if _, err := f.app.CreateServiceAccount(ctx, caller, "bot"); err != nil {
 		t.Fatal(err)
 	}
-	u, err := f.app.AddUser(ctx, caller, "ada@example.com", "Ada", "")
+	u, err := f.app.AddUser(ctx, caller, app.NewMember{Email: "ada@example.com", FirstName: "Ada"})
 	wantKind(t, err, apperr.Conflict, "an add under a key another command used")
 	if u != nil {
 		t.Fatalf("answered a member: %v", u)

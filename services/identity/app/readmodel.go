@@ -86,6 +86,8 @@ type UserDoc struct {
 	Role          string `bson:"role"`
 	CreatedAtUnix int64  `bson:"created_at_unix"`
 	CreatedNanos  int64  `bson:"created_at_unix_nanos"`
+	Locked        bool   `bson:"locked"`
+	Owner         bool   `bson:"owner"`
 }
 
 // KeyDoc is an API key as listed: never the secret, only its hash.
@@ -142,7 +144,7 @@ func AccountDocOf(a *identityv1.ServiceAccount) AccountDoc {
 // UserDocOf maps member state to its listed form.
 func UserDocOf(u *identityv1.User) UserDoc {
 	return UserDoc{ID: u.GetUserId(), WorkspaceID: u.GetWorkspaceId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(),
-		CreatedAtUnix: u.GetCreatedAtUnix(), CreatedNanos: u.GetCreatedAtUnixNanos()}
+		CreatedAtUnix: u.GetCreatedAtUnix(), CreatedNanos: u.GetCreatedAtUnixNanos(), Locked: u.GetLocked(), Owner: u.GetOwner()}
 }
 
 // DocOf is the listed state an identity event carries, or nil for events

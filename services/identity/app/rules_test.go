@@ -3,11 +3,14 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	events "github.com/voiceai-platform/voiceai/proto-events"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/memlog"
@@ -226,19 +229,70 @@ func TestAccountsAndMembersPerWorkspaceAreBounded(t *testing.T) {
 
 	members, _ := f.app.ReadModel.ListUsers(ctx, "ws_a")
 	f.app.Limits.Members = len(members) + 1
-	if _, err := f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "ann@example.com", "Ann", ""); err != nil {
+	if _, err := f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, app.NewMember{Email: "ann@example.com", FirstName: "Ann"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "bob@example.com", "Bob", "")
+	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, app.NewMember{Email: "bob@example.com", FirstName: "Bob"})
 	wantKind(t, err, apperr.Conflict, "a member past the bound")
-	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, "ANN@example.com", "Ann", "")
+	_, err = f.app.AddUser(ctx, principal.Caller{Principal: f.admin}, app.NewMember{Email: "ANN@example.com", FirstName: "Ann"})
 	if err == nil || !strings.Contains(err.Error(), "member_exists") {
 		t.Fatalf("an address already a member, at the bound: %v", err)
 	}
 	if _, err := f.app.CreateWorkspace(ctx, "ws_b", "B"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.app.AddUser(ctx, principal.In("ws_b"), "bob@example.com", "Bob", ""); err != nil {
+	if _, err := f.app.AddUser(ctx, principal.In("ws_b"), app.NewMember{Email: "bob@example.com", FirstName: "Bob"}); err != nil {
 		t.Fatalf("another workspace's member: %v", err)
+	}
+}
+
+// A member's seat and lock change through UpdateUser, found by its
+// address in any case; a change that changes nothing stores nothing, an
+// address that is no member is a 404, and the listing shows each change
+// at once.
+func TestAMembersSeatAndLockChange(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	caller := principal.Caller{Principal: f.admin}
+	added, err := f.app.AddUser(ctx, caller, app.NewMember{Email: "ann@example.com", FirstName: "Ann"})
+	if err != nil || added.Role != app.RoleMember || added.Locked {
+		t.Fatalf("added: %v %v", added, err)
+	}
+	listed := func() app.UserDoc {
+		users, err := f.app.ReadModel.ListUsers(ctx, "ws_a")
+		if err != nil || len(users) != 1 {
+			t.Fatalf("members: %v %v", users, err)
+		}
+		return users[0]
+	}
+	u, err := f.app.UpdateUser(ctx, caller, "ANN@example.com", app.MemberChange{Role: ptr(app.RoleAdmin), Locked: ptr(true)})
+	if err != nil || u.Role != app.RoleAdmin || !u.Locked {
+		t.Fatalf("update: %v %v", u, err)
+	}
+	if d := listed(); d.Role != app.RoleAdmin || !d.Locked || d.FirstName != "Ann" {
+		t.Fatalf("listed after the update: %+v", d)
+	}
+	subject, err := events.UserSubject("ws_a", added.UserId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _, err := f.app.Store.Last(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.app.UpdateUser(ctx, caller, "ann@example.com", app.MemberChange{Role: ptr(app.RoleAdmin), Locked: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _, _ := f.app.Store.Last(ctx, subject); after.Seq != before.Seq {
+		t.Fatalf("a change that changes nothing stored an event: %d after %d", after.Seq, before.Seq)
+	}
+	if _, err := f.app.UpdateUser(ctx, caller, "nobody@example.com", app.MemberChange{Locked: ptr(true)}); !errors.Is(err, apperr.MemberNotFound) {
+		t.Fatalf("an address that is no member: %v", err)
+	}
+	if _, err := f.app.UpdateUser(ctx, principal.In("ws_b"), "ann@example.com", app.MemberChange{Locked: ptr(false)}); !errors.Is(err, apperr.MemberNotFound) {
+		t.Fatalf("another workspace's member: %v", err)
+	}
+	if _, err := f.app.UpdateUser(ctx, caller, "ann@example.com", app.MemberChange{Locked: ptr(false)}); err != nil || listed().Locked {
+		t.Fatalf("unlocked: %+v %v", listed(), err)
 	}
 }

@@ -6,10 +6,14 @@ import (
 	"net/mail"
 	"strings"
 
+	"google.golang.org/protobuf/proto"
+
+	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
 	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
@@ -27,26 +31,33 @@ const (
 // create-workspace command adds its owner here without passing the edge.
 const MaxEmailLen = 254
 
+// NewMember is a person to make a member of a workspace.
+type NewMember struct {
+	Email, FirstName string
+	Role             string // RoleAdmin or RoleMember ("": RoleMember)
+	Owner            bool   // the workspace's owner, whom its operator created it for
+}
+
 // AddUser makes a person a member of the workspace. The user id derives
 // from the e-mail address, so one address is one member: adding it again
 // is a 409, unless it is a replay of the command that added it (the same
 // command id, an Idempotency-Key), answered with the member it added. The
 // role and the first name are checked at the edge, against the schema
-// (MemberAdd); the address is parsed here, which no schema can say.
-func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, firstName, role string) (*identityv1.User, error) {
+// (MemberInvite); the address is parsed here, which no schema can say.
+func (a *App) AddUser(ctx context.Context, caller principal.Caller, m NewMember) (*identityv1.User, error) {
 	workspaceID, commandID := caller.WorkspaceID, caller.CommandID
-	addr, err := mail.ParseAddress(strings.TrimSpace(email))
-	if len(email) > MaxEmailLen || err != nil || addr.Name != "" {
-		return nil, apperr.ValidationErrors{{Loc: []any{"body", "email"}, Msg: "Input should be a valid e-mail address of at most 254 characters", Type: "value_error"}}
+	userID, normalized, err := memberOf(workspaceID, m.Email)
+	if err != nil {
+		return nil, err
 	}
+	role := m.Role
 	if role == "" {
 		role = RoleMember
 	}
-	normalized := strings.ToLower(addr.Address)
 	now := a.Now()
 	u := &identityv1.User{
-		UserId: "user_" + esproto.StableID(workspaceID, normalized), WorkspaceId: workspaceID,
-		Email: normalized, FirstName: strings.TrimSpace(firstName), Role: role, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(),
+		UserId: userID, WorkspaceId: workspaceID, Email: normalized, FirstName: strings.TrimSpace(m.FirstName), Role: role,
+		CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), Owner: m.Owner,
 	}
 	subject, err := events.UserSubject(workspaceID, u.UserId)
 	if err != nil {
@@ -67,6 +78,60 @@ func (a *App) AddUser(ctx context.Context, caller principal.Caller, email, first
 		return a.addedUser(ctx, res.Seq)
 	}
 	return u, nil
+}
+
+// memberOf is the user id of the member with e-mail address email, and
+// the address as kept (lower case): 422 at body.email for what is not an
+// address.
+func memberOf(workspaceID, email string) (userID, normalized string, err error) {
+	addr, err := mail.ParseAddress(strings.TrimSpace(email))
+	if len(email) > MaxEmailLen || err != nil || addr.Name != "" {
+		return "", "", apperr.ValidationErrors{{Loc: []any{"body", "email"}, Msg: "Input should be a valid e-mail address of at most 254 characters", Type: "value_error"}}
+	}
+	normalized = strings.ToLower(addr.Address)
+	return "user_" + esproto.StableID(workspaceID, normalized), normalized, nil
+}
+
+// MemberChange is what UpdateUser changes of a member; nil leaves a field
+// as it is.
+type MemberChange struct {
+	Role   *string // RoleAdmin or RoleMember
+	Locked *bool
+}
+
+// UpdateUser changes the seat (role) and the lock of the member with
+// e-mail address email: 404 member_not_found for an address that is no
+// member. A change that changes nothing stores nothing.
+func (a *App) UpdateUser(ctx context.Context, caller principal.Caller, email string, change MemberChange) (*identityv1.User, error) {
+	userID, _, err := memberOf(caller.WorkspaceID, email)
+	if err != nil {
+		return nil, err
+	}
+	return a.users().Update(ctx, caller.WorkspaceID, userID, caller.CommandID, func(next *identityv1.User, meta *commonv1.EventMeta) (proto.Message, error) {
+		var changed []string
+		if change.Role != nil && *change.Role != next.Role {
+			next.Role, changed = *change.Role, append(changed, "role")
+		}
+		if change.Locked != nil && *change.Locked != next.Locked {
+			next.Locked, changed = *change.Locked, append(changed, "locked")
+		}
+		if len(changed) == 0 {
+			return nil, nil
+		}
+		return &identityv1.UserUpdated{Meta: meta, User: next, ChangedFields: changed}, nil
+	})
+}
+
+// users is the repository of members, one subject each.
+func (a *App) users() *aggregate.Repo[*identityv1.User] {
+	return &aggregate.Repo[*identityv1.User]{
+		Env:     a.env(),
+		Subject: events.UserSubject,
+		Project: func(ctx context.Context, seq uint64, u *identityv1.User) error {
+			return a.ReadModel.Put(ctx, seq, UserDocOf(u))
+		},
+		NotFound: apperr.MemberNotFound,
+	}
 }
 
 // checkMemberRoom refuses a new member in a workspace that has

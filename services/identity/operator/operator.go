@@ -54,7 +54,7 @@ func Register(svc micro.Service, a *app.App) error {
 		} else {
 			out = CreateWorkspaceResponse{WorkspaceID: ws.WorkspaceID, ServiceAccountUserID: ws.AdminAccountID, KeyID: ws.KeyID, APIKey: ws.Secret}
 			if in.OwnerEmail != "" {
-				if u, err := a.AddUser(ctx, principal.In(ws.WorkspaceID), in.OwnerEmail, "", app.RoleAdmin); err != nil {
+				if u, err := a.AddUser(ctx, principal.In(ws.WorkspaceID), app.NewMember{Email: in.OwnerEmail, Role: app.RoleAdmin, Owner: true}); err != nil {
 					out.Error = "workspace created, owner not added: " + err.Error()
 				} else {
 					out.OwnerUserID = u.GetUserId()

@@ -3,6 +3,7 @@
 package ports
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"reflect"
@@ -244,16 +245,33 @@ func (h *Handlers) RevokeKey(c *api.Call) (any, error) {
 
 var typeOfStrings = reflect.TypeOf([]string{})
 
+// memberView is a member as the official SDK's workspace.members.list
+// reads it, and beyond it (schema Member).
 type memberView struct {
 	UserID           string `json:"user_id"`
 	Email            string `json:"email"`
 	FirstName        string `json:"first_name"`
+	SeatType         string `json:"seat_type"`
+	IsOwner          bool   `json:"is_owner"`
+	IsLocked         bool   `json:"is_locked"`
 	Role             string `json:"role"`
 	IsServiceAccount bool   `json:"is_service_account"`
 	CreatedAtUnix    int64  `json:"created_at_unix"`
 }
 
-// listMembers lists the workspace's people and, flagged, its service
+// The seats of the SDK, and the roles they are here.
+var seatOfRole = map[string]string{app.RoleAdmin: "workspace_admin", app.RoleMember: "workspace_member"}
+
+func roleOfSeat(seat string) string {
+	for role, s := range seatOfRole {
+		if s == seat {
+			return role
+		}
+	}
+	return ""
+}
+
+// ListMembers lists the workspace's people and, flagged, its service
 // accounts: everyone a ticket can be assigned to. (api.Handle checks the
 // caller's permission, of the operation, before any handler here runs.)
 func (h *Handlers) ListMembers(c *api.Call) (any, error) {
@@ -268,24 +286,50 @@ func (h *Handlers) ListMembers(c *api.Call) (any, error) {
 	}
 	out := make([]memberView, 0, len(users)+len(accts))
 	for _, u := range users {
-		out = append(out, memberView{UserID: u.ID, Email: u.Email, FirstName: u.FirstName, Role: u.Role, CreatedAtUnix: u.CreatedAtUnix})
+		out = append(out, memberView{UserID: u.ID, Email: u.Email, FirstName: u.FirstName, SeatType: seatOfRole[u.Role], IsOwner: u.Owner,
+			IsLocked: u.Locked, Role: u.Role, CreatedAtUnix: u.CreatedAtUnix})
 	}
 	for _, a := range accts {
-		out = append(out, memberView{UserID: a.ID, Email: a.Email, FirstName: a.Name, Role: app.RoleMember, IsServiceAccount: true, CreatedAtUnix: a.CreatedAtUnix})
+		out = append(out, memberView{UserID: a.ID, Email: a.Email, FirstName: a.Name, SeatType: seatOfRole[app.RoleMember], Role: app.RoleMember,
+			IsServiceAccount: true, CreatedAtUnix: a.CreatedAtUnix})
 	}
-	return map[string]any{"members": out}, nil
+	return out, nil
 }
 
-type memberInput struct {
+// memberInvite is the SDK's workspace.invites.create body (schema
+// MemberInvite: the fields this platform has no use for must be absent).
+type memberInvite struct {
 	Email     string `json:"email"`
+	SeatType  string `json:"seat_type"`
 	FirstName string `json:"first_name"`
-	Role      string `json:"role"`
 }
 
+// AddMember makes the invited person a member at once: a self-hosted
+// platform sends no invitation to accept.
 func (h *Handlers) AddMember(c *api.Call) (any, error) {
-	return api.Command(c, func(ctx context.Context, caller principal.Caller, in memberInput) (*identityv1.User, error) {
-		return h.App.AddUser(ctx, caller, in.Email, in.FirstName, in.Role)
-	}, func(u *identityv1.User) memberView {
-		return memberView{UserID: u.GetUserId(), Email: u.GetEmail(), FirstName: u.GetFirstName(), Role: u.GetRole(), CreatedAtUnix: u.GetCreatedAtUnix()}
+	return api.Command(c, func(ctx context.Context, caller principal.Caller, in memberInvite) (*identityv1.User, error) {
+		return h.App.AddUser(ctx, caller, app.NewMember{Email: in.Email, FirstName: in.FirstName, Role: roleOfSeat(in.SeatType)})
+	}, func(u *identityv1.User) map[string]string {
+		return map[string]string{"status": "ok", "user_id": u.GetUserId()}
 	})
+}
+
+// memberUpdate is the SDK's workspace.members.update body.
+type memberUpdate struct {
+	Email    string  `json:"email"`
+	IsLocked *bool   `json:"is_locked"`
+	SeatType *string `json:"workspace_seat_type"`
+	Role     *string `json:"workspace_role"` // the SDK's older name of the seat
+}
+
+// UpdateMember changes a member's seat or lock.
+func (h *Handlers) UpdateMember(c *api.Call) (any, error) {
+	return api.Command(c, func(ctx context.Context, caller principal.Caller, in memberUpdate) (*identityv1.User, error) {
+		change := app.MemberChange{Locked: in.IsLocked}
+		if seat := cmp.Or(in.SeatType, in.Role); seat != nil {
+			role := roleOfSeat(*seat)
+			change.Role = &role
+		}
+		return h.App.UpdateUser(ctx, caller, in.Email, change)
+	}, func(*identityv1.User) map[string]string { return map[string]string{"status": "ok"} })
 }

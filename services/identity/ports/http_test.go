@@ -48,6 +48,7 @@ func TestWrongBodiesAreRefusedWithTheirFields(t *testing.T) {
 	account := ok(do("POST", "/v1/service-accounts", `{"name":"bot"}`))["service-account-user-id"].(string)
 	keys := "/v1/service-accounts/" + account + "/api-keys"
 	key := keys + "/" + ok(do("POST", keys, `{"name":"one","permissions":["convai_read"]}`))["key_id"].(string)
+	invite := "/v1/workspace/invites/add"
 
 	name201 := `"` + strings.Repeat("n", 201) + `"`
 	ips101 := `["10.0.0.1"` + strings.Repeat(`,"10.0.0.1"`, 100) + `]`
@@ -98,13 +99,20 @@ func TestWrongBodiesAreRefusedWithTheirFields(t *testing.T) {
 		{"update at the bounds", "PATCH", key, `{"name":"` + strings.Repeat("é", 200) + `","permissions":"all","allowed_ips":[],"rate_limit_per_minute":1000000,"rate_limit_per_hour":1}`, nil},
 
 		// members
-		{"member without an address", "POST", "/v1/workspace/members", `{"first_name":"Ada"}`, []string{`["body","email"] missing`}},
-		{"member with a long address", "POST", "/v1/workspace/members", `{"email":"` + strings.Repeat("a", 243) + `@example.com"}`, []string{`["body","email"] string_too_long`}},
-		{"member with no address", "POST", "/v1/workspace/members", `{"email":"not an address"}`, []string{`["body","email"] value_error`}},
-		{"member with a long first name", "POST", "/v1/workspace/members", `{"email":"b@example.com","first_name":` + name201 + `}`, []string{`["body","first_name"] string_too_long`}},
-		{"member with an unknown role", "POST", "/v1/workspace/members", `{"email":"b@example.com","role":"owner"}`, []string{`["body","role"] enum`}},
-		{"member with an empty role", "POST", "/v1/workspace/members", `{"email":"b@example.com","role":""}`, []string{`["body","role"] enum`}},
-		{"member at the bounds", "POST", "/v1/workspace/members", `{"email":"` + strings.Repeat("a", 242) + `@example.com","first_name":"` + strings.Repeat("é", 200) + `","role":"admin"}`, nil},
+		{"member without an address", "POST", invite, `{"first_name":"Ada"}`, []string{`["body","email"] missing`}},
+		{"member with a long address", "POST", invite, `{"email":"` + strings.Repeat("a", 243) + `@example.com"}`, []string{`["body","email"] string_too_long`}},
+		{"member with no address", "POST", invite, `{"email":"not an address"}`, []string{`["body","email"] value_error`}},
+		{"member with a long first name", "POST", invite, `{"email":"b@example.com","first_name":` + name201 + `}`, []string{`["body","first_name"] string_too_long`}},
+		{"member with an unknown seat", "POST", invite, `{"email":"b@example.com","seat_type":"owner"}`, []string{`["body","seat_type"] enum`}},
+		{"member with a lite seat", "POST", invite, `{"email":"b@example.com","seat_type":"workspace_lite_member"}`, []string{`["body","seat_type"] enum`}},
+		{"member in groups", "POST", invite, `{"email":"b@example.com","group_ids":["grp_1"]}`, []string{`["body","group_ids"] too_long`}},
+		{"member with a usage limit", "POST", invite, `{"email":"b@example.com","usage_limit":10}`, []string{`["body","usage_limit"] type_error`}},
+		{"member at the bounds", "POST", invite, `{"email":"` + strings.Repeat("a", 242) + `@example.com","first_name":"` + strings.Repeat("é", 200) + `","seat_type":"workspace_admin","group_ids":[]}`, nil},
+
+		// member updates
+		{"member update without an address", "POST", "/v1/workspace/members", `{"is_locked":true}`, []string{`["body","email"] missing`}},
+		{"member update to a lite seat", "POST", "/v1/workspace/members", `{"email":"a@example.com","workspace_seat_type":"workspace_lite_member"}`, []string{`["body","workspace_seat_type"] enum`}},
+		{"member update with a lock of another type", "POST", "/v1/workspace/members", `{"email":"a@example.com","is_locked":"yes"}`, []string{`["body","is_locked"] bool_type`}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := do(c.method, c.path, c.body)

@@ -13,8 +13,10 @@ import (
 // e-mail bound it keeps for the operator's command, and the permission
 // names the platform knows (no code checks them after the schema).
 func TestSchemasSayTheDomainsLimits(t *testing.T) {
-	apitest.WantInt(t, app.MaxEmailLen, "MemberAdd", "properties", "email", "maxLength")
+	apitest.WantInt(t, app.MaxEmailLen, "MemberInvite", "properties", "email", "maxLength")
+	apitest.WantInt(t, app.MaxEmailLen, "MemberUpdate", "properties", "email", "maxLength")
 	apitest.WantStrings(t, []string{app.RoleAdmin, app.RoleMember}, "MemberRole", "enum")
+	apitest.WantStrings(t, []string{seatOfRole[app.RoleAdmin], seatOfRole[app.RoleMember]}, "SeatType", "enum")
 	apitest.WantStrings(t, principal.Known, "PermissionName", "enum")
 	apitest.WantStrings(t, []string{principal.PermissionAll}, "Permissions", "oneOf", "1", "enum")
 }

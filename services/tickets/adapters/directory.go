@@ -144,9 +144,9 @@ func (d *Directory) applyAccount(rec eventstore.Record) {
 	case *identityv1.ServiceAccountCreated:
 		a := ev.GetAccount()
 		d.PutMember(a.GetWorkspaceId(), app.Member{UserID: a.GetUserId(), Name: a.GetName(), Email: a.GetEmail(), IsServiceAccount: true})
-	case *identityv1.UserAdded:
-		u := ev.GetUser()
-		d.PutMember(u.GetWorkspaceId(), app.Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail()})
+	case *identityv1.UserAdded, *identityv1.UserUpdated:
+		u, _ := events.StateOf[*identityv1.User](ev)
+		d.PutMember(u.GetWorkspaceId(), app.Member{UserID: u.GetUserId(), Name: u.GetFirstName(), Email: u.GetEmail(), Locked: u.GetLocked()})
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	identityv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/identity/v1"
 	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/cursor"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 )
 
@@ -94,22 +96,32 @@ func (a *App) RequireAgent(ctx context.Context, workspaceID, agentID string) err
 }
 
 // isMember reports whether userID is a person or a service account of
-// the workspace: the directory knows it or, on a miss only, the IDENTITY
-// stream has it.
-func (a *App) isMember(ctx context.Context, workspaceID, userID string) (bool, error) {
-	if _, ok := a.Directory.Member(workspaceID, userID); ok || a.Identity == nil {
-		return ok, nil
+// the workspace, and whether its account is locked there: the directory
+// knows it or, on a miss only, the IDENTITY stream has it.
+func (a *App) isMember(ctx context.Context, workspaceID, userID string) (member, locked bool, err error) {
+	if m, ok := a.Directory.Member(workspaceID, userID); ok || a.Identity == nil {
+		return ok, m.Locked, nil
 	}
 	for _, subjectOf := range []func(string, string) (string, error){events.UserSubject, events.ServiceAccountSubject} {
 		subject, err := subjectOf(workspaceID, userID)
 		if err != nil {
-			return false, nil // not an id: no such member
+			return false, false, nil // not an id: no such member
 		}
-		if _, found, err := a.Identity.Last(ctx, subject); err != nil || found {
-			return found, err
+		rec, found, err := a.Identity.Last(ctx, subject)
+		if err != nil || !found {
+			if err != nil {
+				return false, false, err
+			}
+			continue
 		}
+		msg, err := esproto.Decode(rec)
+		if err != nil {
+			return false, false, err
+		}
+		u, _ := events.StateOf[*identityv1.User](msg)
+		return true, u.GetLocked(), nil
 	}
-	return false, nil
+	return false, false, nil
 }
 
 // New wires the application over the TICKETS stream, the read model and

@@ -26,6 +26,7 @@ type Member struct {
 	Name             string
 	Email            string
 	IsServiceAccount bool
+	Locked           bool // its account is locked in the workspace: no ticket is assigned to it
 }
 
 // Conversation is what tickets know of a conversation: its agent and when

@@ -3,6 +3,8 @@ package app_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
@@ -110,6 +112,48 @@ func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
 	}
 	for _, user := range []string{"user_b", "user_never"} {
 		wantKind(t, assign(user), apperr.Invalid, user)
+	}
+}
+
+// A member whose account is locked is listed as assignable without access,
+// and no ticket is assigned to it: known to the directory, or only to the
+// IDENTITY stream; unlocked, it is assignable again.
+func TestALockedMemberIsNotAssigned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked", Locked: true})
+	identity := memlog.New()
+	subject, _ := events.UserSubject("ws_a", "user_far")
+	locked := &identityv1.User{UserId: "user_far", WorkspaceId: "ws_a", Locked: true}
+	if _, err := esproto.Append(ctx, identity, subject, 0, esproto.Meta(ctx, "ws_a", "", f.clock), &identityv1.UserAdded{User: locked}); err != nil {
+		t.Fatal(err)
+	}
+	f.app.Identity = identity
+	tk, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, "agent_1", app.ManualInput{Title: ptr("Wrong price")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	assign := func(user string) error {
+		_, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}})
+		return err
+	}
+	for _, user := range []string{"user_locked", "user_far"} {
+		err := assign(user)
+		wantKind(t, err, apperr.Invalid, user)
+		if !strings.Contains(err.Error(), "locked") {
+			t.Fatalf("%s: %v, want it to say the account is locked", user, err)
+		}
+	}
+	users, err := f.app.AssignableUsers(ctx, "ws_a", "agent_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(users, func(m app.Member) bool { return m.UserID == "user_locked" }); i < 0 || !users[i].Locked {
+		t.Fatalf("assignable users: %+v, want user_locked listed as locked", users)
+	}
+	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked"})
+	if err := assign("user_locked"); err != nil {
+		t.Fatalf("unlocked: %v", err)
 	}
 }
 

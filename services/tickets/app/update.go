@@ -50,11 +50,12 @@ func (a *App) Update(ctx context.Context, caller principal.Caller, ticketID stri
 	commandID := caller.CommandID
 	var v apperr.Validator
 	if in.AssigneeUserID.Value != nil {
-		member, err := a.isMember(ctx, caller.WorkspaceID, *in.AssigneeUserID.Value)
+		member, locked, err := a.isMember(ctx, caller.WorkspaceID, *in.AssigneeUserID.Value)
 		if err != nil {
 			return nil, err
 		}
 		v.Check(member, "The assignee is not a member of this workspace", "value_error", "body", "assignee_user_id")
+		v.Check(!locked, "The assignee's account is locked in this workspace", "value_error", "body", "assignee_user_id")
 	}
 	if err := v.Err(); err != nil {
 		return nil, err

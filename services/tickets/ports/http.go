@@ -125,7 +125,7 @@ func (h *Handlers) AssignableUsers(c *api.Call) (any, error) {
 	out := make([]assignableUser, 0, len(members))
 	for _, m := range members {
 		name := m.Name
-		out = append(out, assignableUser{UserID: m.UserID, Email: m.Email, FirstName: &name, IsServiceAccount: m.IsServiceAccount, HasAccess: true})
+		out = append(out, assignableUser{UserID: m.UserID, Email: m.Email, FirstName: &name, IsServiceAccount: m.IsServiceAccount, HasAccess: !m.Locked})
 	}
 	return out, nil
 }

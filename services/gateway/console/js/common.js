@@ -76,10 +76,14 @@ export function prioritySelect(ticket, props) {
   return select(props, [['', 'none'], ...PRIORITIES.map((p) => [p, p])], ticket.priority ?? '');
 }
 
+// A locked member (has_access false) is offered to no ticket; one that
+// holds the ticket already is shown so.
 export function assigneeSelect(ticket, users, props) {
-  const opts = [['', 'Unassigned'], ...users.map((u) => [u.user_id, u.first_name || u.email])];
-  if (ticket.assignee_user_id && !users.some((u) => u.user_id === ticket.assignee_user_id)) {
-    opts.push([ticket.assignee_user_id, ticket.assignee_user_id]);
+  const open = users.filter((u) => u.has_access !== false);
+  const opts = [['', 'Unassigned'], ...open.map((u) => [u.user_id, u.first_name || u.email])];
+  if (ticket.assignee_user_id && !open.some((u) => u.user_id === ticket.assignee_user_id)) {
+    const u = users.find((x) => x.user_id === ticket.assignee_user_id);
+    opts.push([ticket.assignee_user_id, u ? (u.first_name || u.email) + ' (locked)' : ticket.assignee_user_id]);
   }
   return select(props, opts, ticket.assignee_user_id ?? '');
 }

@@ -184,6 +184,70 @@ func (x *UserAdded) GetUser() *User {
 	return nil
 }
 
+// Type "identity.user_updated", subject
+// identity.evt.<workspace_id>.user.<user_id>: the member's next state
+// (its seat, its lock).
+type UserUpdated struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Meta  *v1.EventMeta          `protobuf:"bytes,1,opt,name=meta,proto3" json:"meta,omitempty"`
+	User  *User                  `protobuf:"bytes,2,opt,name=user,proto3" json:"user,omitempty"`
+	// The fields the update changed: "role", "locked".
+	ChangedFields []string `protobuf:"bytes,3,rep,name=changed_fields,json=changedFields,proto3" json:"changed_fields,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserUpdated) Reset() {
+	*x = UserUpdated{}
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserUpdated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserUpdated) ProtoMessage() {}
+
+func (x *UserUpdated) ProtoReflect() protoreflect.Message {
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserUpdated.ProtoReflect.Descriptor instead.
+func (*UserUpdated) Descriptor() ([]byte, []int) {
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *UserUpdated) GetMeta() *v1.EventMeta {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *UserUpdated) GetUser() *User {
+	if x != nil {
+		return x.User
+	}
+	return nil
+}
+
+func (x *UserUpdated) GetChangedFields() []string {
+	if x != nil {
+		return x.ChangedFields
+	}
+	return nil
+}
+
 // Type "identity.api_key_created", subject
 // identity.evt.<workspace_id>.key.<key_id>.
 type ApiKeyCreated struct {
@@ -196,7 +260,7 @@ type ApiKeyCreated struct {
 
 func (x *ApiKeyCreated) Reset() {
 	*x = ApiKeyCreated{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +272,7 @@ func (x *ApiKeyCreated) String() string {
 func (*ApiKeyCreated) ProtoMessage() {}
 
 func (x *ApiKeyCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[3]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +285,7 @@ func (x *ApiKeyCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyCreated.ProtoReflect.Descriptor instead.
 func (*ApiKeyCreated) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{3}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ApiKeyCreated) GetMeta() *v1.EventMeta {
@@ -253,7 +317,7 @@ type ApiKeyUpdated struct {
 
 func (x *ApiKeyUpdated) Reset() {
 	*x = ApiKeyUpdated{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +329,7 @@ func (x *ApiKeyUpdated) String() string {
 func (*ApiKeyUpdated) ProtoMessage() {}
 
 func (x *ApiKeyUpdated) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[4]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +342,7 @@ func (x *ApiKeyUpdated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyUpdated.ProtoReflect.Descriptor instead.
 func (*ApiKeyUpdated) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{4}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ApiKeyUpdated) GetMeta() *v1.EventMeta {
@@ -314,7 +378,7 @@ type ApiKeyRevoked struct {
 
 func (x *ApiKeyRevoked) Reset() {
 	*x = ApiKeyRevoked{}
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +390,7 @@ func (x *ApiKeyRevoked) String() string {
 func (*ApiKeyRevoked) ProtoMessage() {}
 
 func (x *ApiKeyRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_voiceai_identity_v1_events_proto_msgTypes[5]
+	mi := &file_voiceai_identity_v1_events_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +403,7 @@ func (x *ApiKeyRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApiKeyRevoked.ProtoReflect.Descriptor instead.
 func (*ApiKeyRevoked) Descriptor() ([]byte, []int) {
-	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{5}
+	return file_voiceai_identity_v1_events_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ApiKeyRevoked) GetMeta() *v1.EventMeta {
@@ -369,7 +433,11 @@ const file_voiceai_identity_v1_events_proto_rawDesc = "" +
 	"\aaccount\x18\x02 \x01(\v2#.voiceai.identity.v1.ServiceAccountR\aaccount\"l\n" +
 	"\tUserAdded\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12-\n" +
-	"\x04user\x18\x02 \x01(\v2\x19.voiceai.identity.v1.UserR\x04user\"p\n" +
+	"\x04user\x18\x02 \x01(\v2\x19.voiceai.identity.v1.UserR\x04user\"\x95\x01\n" +
+	"\vUserUpdated\x120\n" +
+	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12-\n" +
+	"\x04user\x18\x02 \x01(\v2\x19.voiceai.identity.v1.UserR\x04user\x12%\n" +
+	"\x0echanged_fields\x18\x03 \x03(\tR\rchangedFields\"p\n" +
 	"\rApiKeyCreated\x120\n" +
 	"\x04meta\x18\x01 \x01(\v2\x1c.voiceai.common.v1.EventMetaR\x04meta\x12-\n" +
 	"\x03key\x18\x02 \x01(\v2\x1b.voiceai.identity.v1.ApiKeyR\x03key\"\x97\x01\n" +
@@ -393,38 +461,41 @@ func file_voiceai_identity_v1_events_proto_rawDescGZIP() []byte {
 	return file_voiceai_identity_v1_events_proto_rawDescData
 }
 
-var file_voiceai_identity_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_voiceai_identity_v1_events_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_voiceai_identity_v1_events_proto_goTypes = []any{
 	(*WorkspaceCreated)(nil),      // 0: voiceai.identity.v1.WorkspaceCreated
 	(*ServiceAccountCreated)(nil), // 1: voiceai.identity.v1.ServiceAccountCreated
 	(*UserAdded)(nil),             // 2: voiceai.identity.v1.UserAdded
-	(*ApiKeyCreated)(nil),         // 3: voiceai.identity.v1.ApiKeyCreated
-	(*ApiKeyUpdated)(nil),         // 4: voiceai.identity.v1.ApiKeyUpdated
-	(*ApiKeyRevoked)(nil),         // 5: voiceai.identity.v1.ApiKeyRevoked
-	(*v1.EventMeta)(nil),          // 6: voiceai.common.v1.EventMeta
-	(*Workspace)(nil),             // 7: voiceai.identity.v1.Workspace
-	(*ServiceAccount)(nil),        // 8: voiceai.identity.v1.ServiceAccount
-	(*User)(nil),                  // 9: voiceai.identity.v1.User
-	(*ApiKey)(nil),                // 10: voiceai.identity.v1.ApiKey
+	(*UserUpdated)(nil),           // 3: voiceai.identity.v1.UserUpdated
+	(*ApiKeyCreated)(nil),         // 4: voiceai.identity.v1.ApiKeyCreated
+	(*ApiKeyUpdated)(nil),         // 5: voiceai.identity.v1.ApiKeyUpdated
+	(*ApiKeyRevoked)(nil),         // 6: voiceai.identity.v1.ApiKeyRevoked
+	(*v1.EventMeta)(nil),          // 7: voiceai.common.v1.EventMeta
+	(*Workspace)(nil),             // 8: voiceai.identity.v1.Workspace
+	(*ServiceAccount)(nil),        // 9: voiceai.identity.v1.ServiceAccount
+	(*User)(nil),                  // 10: voiceai.identity.v1.User
+	(*ApiKey)(nil),                // 11: voiceai.identity.v1.ApiKey
 }
 var file_voiceai_identity_v1_events_proto_depIdxs = []int32{
-	6,  // 0: voiceai.identity.v1.WorkspaceCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	7,  // 1: voiceai.identity.v1.WorkspaceCreated.workspace:type_name -> voiceai.identity.v1.Workspace
-	6,  // 2: voiceai.identity.v1.ServiceAccountCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	8,  // 3: voiceai.identity.v1.ServiceAccountCreated.account:type_name -> voiceai.identity.v1.ServiceAccount
-	6,  // 4: voiceai.identity.v1.UserAdded.meta:type_name -> voiceai.common.v1.EventMeta
-	9,  // 5: voiceai.identity.v1.UserAdded.user:type_name -> voiceai.identity.v1.User
-	6,  // 6: voiceai.identity.v1.ApiKeyCreated.meta:type_name -> voiceai.common.v1.EventMeta
-	10, // 7: voiceai.identity.v1.ApiKeyCreated.key:type_name -> voiceai.identity.v1.ApiKey
-	6,  // 8: voiceai.identity.v1.ApiKeyUpdated.meta:type_name -> voiceai.common.v1.EventMeta
-	10, // 9: voiceai.identity.v1.ApiKeyUpdated.key:type_name -> voiceai.identity.v1.ApiKey
-	6,  // 10: voiceai.identity.v1.ApiKeyRevoked.meta:type_name -> voiceai.common.v1.EventMeta
-	10, // 11: voiceai.identity.v1.ApiKeyRevoked.key:type_name -> voiceai.identity.v1.ApiKey
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	7,  // 0: voiceai.identity.v1.WorkspaceCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	8,  // 1: voiceai.identity.v1.WorkspaceCreated.workspace:type_name -> voiceai.identity.v1.Workspace
+	7,  // 2: voiceai.identity.v1.ServiceAccountCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	9,  // 3: voiceai.identity.v1.ServiceAccountCreated.account:type_name -> voiceai.identity.v1.ServiceAccount
+	7,  // 4: voiceai.identity.v1.UserAdded.meta:type_name -> voiceai.common.v1.EventMeta
+	10, // 5: voiceai.identity.v1.UserAdded.user:type_name -> voiceai.identity.v1.User
+	7,  // 6: voiceai.identity.v1.UserUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	10, // 7: voiceai.identity.v1.UserUpdated.user:type_name -> voiceai.identity.v1.User
+	7,  // 8: voiceai.identity.v1.ApiKeyCreated.meta:type_name -> voiceai.common.v1.EventMeta
+	11, // 9: voiceai.identity.v1.ApiKeyCreated.key:type_name -> voiceai.identity.v1.ApiKey
+	7,  // 10: voiceai.identity.v1.ApiKeyUpdated.meta:type_name -> voiceai.common.v1.EventMeta
+	11, // 11: voiceai.identity.v1.ApiKeyUpdated.key:type_name -> voiceai.identity.v1.ApiKey
+	7,  // 12: voiceai.identity.v1.ApiKeyRevoked.meta:type_name -> voiceai.common.v1.EventMeta
+	11, // 13: voiceai.identity.v1.ApiKeyRevoked.key:type_name -> voiceai.identity.v1.ApiKey
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_voiceai_identity_v1_events_proto_init() }
@@ -439,7 +510,7 @@ func file_voiceai_identity_v1_events_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_voiceai_identity_v1_events_proto_rawDesc), len(file_voiceai_identity_v1_events_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -188,8 +188,14 @@ type User struct {
 	// order those of one second by it (a millisecond holds several creates
 	// in a row). 0 on those created before it was kept.
 	CreatedAtUnixNanos int64 `protobuf:"varint,7,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Set while the member's account is locked in the workspace
+	// (POST /v1/workspace/members, is_locked): listed so, and no ticket is
+	// assigned to it.
+	Locked bool `protobuf:"varint,8,opt,name=locked,proto3" json:"locked,omitempty"`
+	// The workspace's owner: the member its operator created it for.
+	Owner         bool `protobuf:"varint,9,opt,name=owner,proto3" json:"owner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *User) Reset() {
@@ -269,6 +275,20 @@ func (x *User) GetCreatedAtUnixNanos() int64 {
 		return x.CreatedAtUnixNanos
 	}
 	return 0
+}
+
+func (x *User) GetLocked() bool {
+	if x != nil {
+		return x.Locked
+	}
+	return false
+}
+
+func (x *User) GetOwner() bool {
+	if x != nil {
+		return x.Owner
+	}
+	return false
 }
 
 // ApiKey is the whole state of an API key. It never holds the secret
@@ -466,7 +486,7 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
 	"\x05email\x18\x04 \x01(\tR\x05email\x12&\n" +
 	"\x0fcreated_at_unix\x18\x05 \x01(\x03R\rcreatedAtUnix\x121\n" +
-	"\x15created_at_unix_nanos\x18\x06 \x01(\x03R\x12createdAtUnixNanos\"\xe6\x01\n" +
+	"\x15created_at_unix_nanos\x18\x06 \x01(\x03R\x12createdAtUnixNanos\"\x94\x02\n" +
 	"\x04User\x12\x17\n" +
 	"\auser_id\x18\x01 \x01(\tR\x06userId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x14\n" +
@@ -475,7 +495,9 @@ const file_voiceai_identity_v1_identity_proto_rawDesc = "" +
 	"first_name\x18\x04 \x01(\tR\tfirstName\x12\x12\n" +
 	"\x04role\x18\x05 \x01(\tR\x04role\x12&\n" +
 	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x121\n" +
-	"\x15created_at_unix_nanos\x18\a \x01(\x03R\x12createdAtUnixNanos\"\xcd\x05\n" +
+	"\x15created_at_unix_nanos\x18\a \x01(\x03R\x12createdAtUnixNanos\x12\x16\n" +
+	"\x06locked\x18\b \x01(\bR\x06locked\x12\x14\n" +
+	"\x05owner\x18\t \x01(\bR\x05owner\"\xcd\x05\n" +
 	"\x06ApiKey\x12\x15\n" +
 	"\x06key_id\x18\x01 \x01(\tR\x05keyId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x125\n" +
