@@ -16,18 +16,18 @@ import (
 func TestKeyedCreatesAreListedAsTheyWereMade(t *testing.T) {
 	t.Parallel()
 	onEachReadIndex(t, func(t *testing.T, s *Stack) {
-		agents := make([]string, 6)
+		agents := make([]string, 4)
 		for i := range agents {
 			agents[i] = keyedCreate(t, s, "/v1/convai/agents/create", fmt.Sprintf("order-agent-%d", i), fmt.Sprintf(`{"name":"Desk %d"}`, i), "agent_id")
 		}
 		agent := agentWith(t, s)
-		tests := make([]string, 6)
+		tests := make([]string, 4)
 		for i := range tests {
 			tests[i] = keyedCreate(t, s, "/v1/convai/agent-testing/create", fmt.Sprintf("order-test-%d", i),
 				fmt.Sprintf(`{"type":"llm","name":"Hours %d","chat_history":[{"role":"user","message":"When are you open?","time_in_call_secs":1}],
 				  "success_condition":"The agent states the opening hours"}`, i), "id")
 		}
-		invocations := make([]string, 6)
+		invocations := make([]string, 4)
 		for i := range invocations {
 			invocations[i] = keyedCreate(t, s, "/v1/convai/agents/"+agent+"/run-tests", fmt.Sprintf("order-run-%d", i),
 				fmt.Sprintf(`{"tests":[{"test_id":%q}]}`, tests[i]), "id")
@@ -48,7 +48,7 @@ func TestKeyedCreatesAreListedAsTheyWereMade(t *testing.T) {
 
 		account := keyedCreate(t, s, "/v1/service-accounts", "order-account", `{"name":"ci"}`, "service-account-user-id")
 		keysPath := "/v1/service-accounts/" + account + "/api-keys"
-		keys := make([]string, 6)
+		keys := make([]string, 4)
 		for i := range keys {
 			keys[i] = keyedCreate(t, s, keysPath, fmt.Sprintf("order-key-%d", i), fmt.Sprintf(`{"name":"k%d","permissions":["convai_read"]}`, i), "key_id")
 		}

@@ -108,10 +108,10 @@ func (a *App) isMember(ctx context.Context, workspaceID, userID string) (member,
 			return false, false, nil // not an id: no such member
 		}
 		rec, found, err := a.Identity.Last(ctx, subject)
-		if err != nil || !found {
-			if err != nil {
-				return false, false, err
-			}
+		if err != nil {
+			return false, false, err
+		}
+		if !found {
 			continue
 		}
 		msg, err := esproto.Decode(rec)
