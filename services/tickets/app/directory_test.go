@@ -95,14 +95,7 @@ func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
 	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_new", WorkspaceId: "ws_a"}}, events.UserSubject, "ws_a", "user_new")
 	put(&identityv1.ServiceAccountCreated{Account: &identityv1.ServiceAccount{UserId: "sa_new", WorkspaceId: "ws_a"}}, events.ServiceAccountSubject, "ws_a", "sa_new")
 	put(&identityv1.UserAdded{User: &identityv1.User{UserId: "user_b", WorkspaceId: "ws_b"}}, events.UserSubject, "ws_b", "user_b")
-	tk, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, "agent_1", app.ManualInput{Title: ptr("Wrong price")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assign := func(user string) error {
-		_, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}})
-		return err
-	}
+	assign := f.assigner(t)
 	wantKind(t, assign("user_new"), apperr.Invalid, "without the stream to ask, a member the directory lacks")
 	f.app.Identity = identity
 	for _, user := range []string{"user_new", "sa_new"} {
@@ -112,6 +105,20 @@ func TestAMemberIsAssignableAsSoonAsAdded(t *testing.T) {
 	}
 	for _, user := range []string{"user_b", "user_never"} {
 		wantKind(t, assign(user), apperr.Invalid, user)
+	}
+}
+
+// assigner opens a ticket and answers what assigning it to a user does.
+func (f *fixture) assigner(t *testing.T) func(user string) error {
+	t.Helper()
+	ctx := context.Background()
+	tk, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, "agent_1", app.ManualInput{Title: ptr("Wrong price")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(user string) error {
+		_, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}})
+		return err
 	}
 }
 
@@ -129,14 +136,7 @@ func TestALockedMemberIsNotAssigned(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.app.Identity = identity
-	tk, err := f.app.CreateManual(ctx, principal.Caller{Principal: f.qa}, "agent_1", app.ManualInput{Title: ptr("Wrong price")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	assign := func(user string) error {
-		_, err := f.app.Update(ctx, principal.Caller{Principal: f.qa}, tk.TicketId, app.PatchInput{AssigneeUserID: app.Nullable{Set: true, Value: ptr(user)}})
-		return err
-	}
+	assign := f.assigner(t)
 	for _, user := range []string{"user_locked", "user_far"} {
 		err := assign(user)
 		wantKind(t, err, apperr.Invalid, user)
