@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -17,7 +18,7 @@ import (
 // indexes mark a collection not yet brought over, so one that was costs a
 // listing of its indexes, and one stopped half-way is taken up again at
 // the next start. The indexes of the new order are made first
-// (EnsureIndexes).
+// (EnsureListings does both).
 func AddField(ctx context.Context, coll *mongo.Collection, field string, value any, retired ...bson.D) error {
 	specs, err := coll.Indexes().ListSpecifications(ctx)
 	if err != nil {
@@ -47,6 +48,28 @@ func AddField(ctx context.Context, coll *mongo.Collection, field string, value a
 		}
 	}
 	return nil
+}
+
+// EnsureListings makes the index of each listing of coll, its filter
+// fields (ascending) then order, and brings over a collection from before
+// field joined the order (AddField with value): its indexes are those
+// same ones with the order less field.
+func EnsureListings(ctx context.Context, coll *mongo.Collection, order bson.D, field string, value any, filters ...[]string) error {
+	before := slices.DeleteFunc(slices.Clone(order), func(e bson.E) bool { return e.Key == field })
+	indexes := make([]mongo.IndexModel, 0, len(filters))
+	retired := make([]bson.D, 0, len(filters))
+	for _, f := range filters {
+		keys := make(bson.D, len(f))
+		for i, name := range f {
+			keys[i] = bson.E{Key: name, Value: 1}
+		}
+		indexes = append(indexes, mongo.IndexModel{Keys: slices.Concat(keys, order)})
+		retired = append(retired, slices.Concat(keys, before))
+	}
+	if err := EnsureIndexes(ctx, coll, indexes...); err != nil {
+		return err
+	}
+	return AddField(ctx, coll, field, value, retired...)
 }
 
 // isIndexNotFound reports MongoDB's IndexNotFound (code 27).

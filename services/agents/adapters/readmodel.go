@@ -28,16 +28,13 @@ type ReadModel struct{ Agents *mongo.Collection }
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	c := db.Collection(AgentsCollection)
 	err := mongox.EnsureIndexes(ctx, c,
-		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "created_at_unix_nanos", Value: -1}, {Key: "_id", Value: -1}}},
 		mongo.IndexModel{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "name_lower", Value: 1}, {Key: "_id", Value: 1}}},
 	)
 	if err != nil {
 		return nil, err
 	}
-	// A store from before the nanosecond: the index of the order by second
-	// and id marks it.
-	if err := mongox.AddField(ctx, c, "created_at_unix_nanos", int64(0),
-		bson.D{{Key: "workspace_id", Value: 1}, {Key: "created_at_unix", Value: -1}, {Key: "_id", Value: -1}}); err != nil {
+	if err := mongox.EnsureListings(ctx, c, mongox.Order(true, "created_at_unix", "created_at_unix_nanos", "_id"), "created_at_unix_nanos", int64(0),
+		[]string{"workspace_id"}); err != nil {
 		return nil, err
 	}
 	return &ReadModel{Agents: c}, nil
@@ -67,23 +64,21 @@ func (rm *ReadModel) List(ctx context.Context, q app.Query) ([]app.AgentDoc, err
 	if q.CreatedBy != "" {
 		filter = append(filter, bson.E{Key: "created_by_user_id", Value: q.CreatedBy})
 	}
-	// The order's fields, each with the cursor's value of it.
-	order := []mongox.Key{{Field: "created_at_unix"}, {Field: "created_at_unix_nanos"}, {Field: "_id"}}
+	fields := []string{"created_at_unix", "created_at_unix_nanos", "_id"}
 	if q.SortBy == "name" {
-		order = []mongox.Key{{Field: "name_lower"}, {Field: "_id"}}
-	}
-	fields := make([]string, len(order))
-	for i, k := range order {
-		fields[i] = k.Field
+		fields = []string{"name_lower", "_id"}
 	}
 	if p := q.After; p != nil {
-		order[len(order)-1].Value = p.ID
+		// The cursor's value of each field of the order.
+		values := []any{p.Created, p.CreatedNanos, p.ID}
 		if q.SortBy == "name" {
-			order[0].Value = p.Name
-		} else {
-			order[0].Value, order[1].Value = p.Created, p.CreatedNanos
+			values = []any{p.Name, p.ID}
 		}
-		filter = append(filter, mongox.After(q.Descending, order...)...)
+		keys := make([]mongox.Key, len(fields))
+		for i, f := range fields {
+			keys[i] = mongox.Key{Field: f, Value: values[i]}
+		}
+		filter = append(filter, mongox.After(q.Descending, keys...)...)
 	}
 	opts := options.Find().SetSort(mongox.Order(q.Descending, fields...)).SetLimit(int64(q.Limit))
 	cur, err := rm.Agents.Find(ctx, filter, opts)

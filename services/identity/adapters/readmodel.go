@@ -55,35 +55,14 @@ func OpenStore(db *mongo.Database) *ReadModel {
 // the listing's order.
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := OpenStore(db)
-	keys := func(fields ...string) bson.D {
-		d := bson.D{}
-		for _, f := range fields {
-			d = append(d, bson.E{Key: f, Value: 1})
-		}
-		return d
+	// Each listing's index: its filters, then its order (byCreation).
+	listings := map[*mongo.Collection][][]string{
+		rm.Accounts: {{"workspace_id"}},
+		rm.Users:    {{"workspace_id"}},
+		rm.Keys:     {{"workspace_id", "revoked"}, {"workspace_id", "service_account_user_id", "revoked"}},
 	}
-	idx := func(fields ...string) mongo.IndexModel { return mongo.IndexModel{Keys: keys(fields...)} }
-	for _, c := range []*mongo.Collection{rm.Accounts, rm.Users} {
-		if err := mongox.EnsureIndexes(ctx, c, idx("workspace_id", "created_at_unix", "created_at_unix_nanos", "_id")); err != nil {
-			return nil, err
-		}
-	}
-	err := mongox.EnsureIndexes(ctx, rm.Keys,
-		idx("workspace_id", "revoked", "created_at_unix", "created_at_unix_nanos", "_id"),
-		idx("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "created_at_unix_nanos", "_id"))
-	if err != nil {
-		return nil, err
-	}
-	// A store from before the nanosecond: the indexes of the order by
-	// second and id mark it.
-	retired := map[*mongo.Collection][]bson.D{
-		rm.Accounts: {keys("workspace_id", "created_at_unix", "_id")},
-		rm.Users:    {keys("workspace_id", "created_at_unix", "_id")},
-		rm.Keys: {keys("workspace_id", "revoked", "created_at_unix", "_id"),
-			keys("workspace_id", "service_account_user_id", "revoked", "created_at_unix", "_id")},
-	}
-	for c, old := range retired {
-		if err := mongox.AddField(ctx, c, "created_at_unix_nanos", int64(0), old...); err != nil {
+	for c, filters := range listings {
+		if err := mongox.EnsureListings(ctx, c, byCreation, "created_at_unix_nanos", int64(0), filters...); err != nil {
 			return nil, err
 		}
 	}

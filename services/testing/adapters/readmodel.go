@@ -47,46 +47,24 @@ func OpenStore(db *mongo.Database) *ReadModel {
 // in every workspace (the completion sweeper) and in one (the quotas).
 func NewReadModel(ctx context.Context, db *mongo.Database) (*ReadModel, error) {
 	rm := OpenStore(db)
-	// Listings are newest first; the other fields ascend.
-	keys := func(fields ...string) bson.D {
-		d := bson.D{}
-		for _, f := range fields {
-			dir := 1
-			if f == "created_at_unix" || f == "created_at_unix_nanos" || f == "_id" {
-				dir = -1
-			}
-			d = append(d, bson.E{Key: f, Value: dir})
+	// Each listing's index: its filters, then its order (newestFirst).
+	listings := map[*mongo.Collection][][]string{
+		rm.EntryStore:      {{"workspace_id", "deleted", "kind"}, {"workspace_id", "deleted", "parent_folder_id", "kind"}},
+		rm.InvocationStore: {{"workspace_id"}, {"workspace_id", "agent_id"}, {"workspace_id", "test_ids"}},
+	}
+	for coll, filters := range listings {
+		if err := mongox.EnsureListings(ctx, coll, newestFirst, "created_at_unix_nanos", int64(0), filters...); err != nil {
+			return nil, err
 		}
-		return d
 	}
-	idx := func(fields ...string) mongo.IndexModel { return mongo.IndexModel{Keys: keys(fields...)} }
-	// Each listing's index, in its order (newestFirst) after the filters.
-	byAge := func(fields ...string) mongo.IndexModel {
-		return idx(append(fields, "created_at_unix", "created_at_unix_nanos", "_id")...)
+	status := func(keys ...string) mongo.IndexModel {
+		d := bson.D{}
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: 1})
+		}
+		return mongo.IndexModel{Keys: d}
 	}
-	if err := mongox.EnsureIndexes(ctx, rm.EntryStore,
-		byAge("workspace_id", "deleted", "kind"),
-		byAge("workspace_id", "deleted", "parent_folder_id", "kind")); err != nil {
-		return nil, err
-	}
-	if err := mongox.EnsureIndexes(ctx, rm.InvocationStore,
-		byAge("workspace_id"),
-		byAge("workspace_id", "agent_id"),
-		byAge("workspace_id", "test_ids"),
-		idx("status"),
-		idx("workspace_id", "status")); err != nil {
-		return nil, err
-	}
-	// A store from before the nanosecond: the indexes of the order by
-	// second and id mark it.
-	if err := mongox.AddField(ctx, rm.EntryStore, "created_at_unix_nanos", int64(0),
-		keys("workspace_id", "deleted", "kind", "created_at_unix", "_id"),
-		keys("workspace_id", "deleted", "parent_folder_id", "kind", "created_at_unix", "_id")); err != nil {
-		return nil, err
-	}
-	if err := mongox.AddField(ctx, rm.InvocationStore, "created_at_unix_nanos", int64(0),
-		keys("workspace_id", "created_at_unix", "_id"), keys("workspace_id", "agent_id", "created_at_unix", "_id"),
-		keys("workspace_id", "test_ids", "created_at_unix", "_id")); err != nil {
+	if err := mongox.EnsureIndexes(ctx, rm.InvocationStore, status("status"), status("workspace_id", "status")); err != nil {
 		return nil, err
 	}
 	return rm, nil
