@@ -130,6 +130,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzCheckJSONValues -fuzztime 30s ./pkg/apperr/
 	$(GO) test -run XXX -fuzz FuzzCheckBody -fuzztime 30s ./pkg/api/
 	$(GO) test -run XXX -fuzz FuzzCheckQuery -fuzztime 30s ./pkg/api/
+	$(GO) test -run XXX -fuzz FuzzPathMatchesAsTheTemplateDoes -fuzztime 30s ./pkg/api/
 	$(GO) test -run XXX -fuzz FuzzCheckURL -fuzztime 30s ./pkg/outbound/
 	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/offline/
 	$(GO) test -run XXX -fuzz FuzzDecide -fuzztime 30s ./services/testing/meaning/

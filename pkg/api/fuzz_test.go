@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+
+	"github.com/gorilla/mux"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 )
@@ -120,4 +124,35 @@ func callersFault(t *testing.T, op Operation, err error, where string) {
 	default:
 		t.Fatalf("%s: %v of kind %s, not the caller's fault", op.Name, err, e.Kind)
 	}
+}
+
+// FuzzPathMatchesAsTheTemplateDoes: for every operation's template, the
+// segment matcher in front of a route (Path) accepts a path exactly when
+// the route's own expression does, so it turns down no request the
+// router would have served and lets through only the one it names.
+func FuzzPathMatchesAsTheTemplateDoes(f *testing.F) {
+	for _, op := range Operations {
+		path := exampleURL(op.Path)
+		for _, p := range []string{path, path + "/", path + "/x", path[:len(path)-1], strings.Replace(path, "id_1", "", 1), "//" + path[1:]} {
+			f.Add(p)
+		}
+	}
+	type pair struct {
+		segments segments
+		route    *mux.Route
+	}
+	var pairs []pair
+	for _, op := range Operations {
+		pairs = append(pairs, pair{segmentsOf(op.Path), mux.NewRouter().SkipClean(true).Path(op.Path)})
+	}
+	f.Fuzz(func(t *testing.T, path string) {
+		req := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: path}}
+		for _, p := range pairs {
+			want := p.route.Match(req, &mux.RouteMatch{})
+			if got := p.segments.match(req, nil); got != want {
+				tmpl, _ := p.route.GetPathTemplate()
+				t.Fatalf("%q against %s: the segments say %v, the expression %v", path, tmpl, got, want)
+			}
+		}
+	})
 }

@@ -24,17 +24,88 @@ func Route(r *mux.Router, op Operation) *mux.Route {
 	if op.Reads() {
 		methods = append(methods, http.MethodHead)
 	}
-	return r.MatcherFunc(hasPrefix(op.Path)).Path(op.Path).Methods(methods...)
+	return Path(r, op.Path).Methods(methods...)
 }
 
-// hasPrefix matches a request whose path starts as template's does up to
-// its first variable. The router tries its routes in turn, each with a
-// regular expression (88 of them at the gateway); a plain prefix turns
-// most of them down first for a fraction of the cost, and a path the
-// prefix refuses is one the expression would have refused too.
-func hasPrefix(template string) mux.MatcherFunc {
-	prefix, _, _ := strings.Cut(template, "{")
-	return func(r *http.Request, _ *mux.RouteMatch) bool { return strings.HasPrefix(r.URL.Path, prefix) }
+// Path adds a route of template to r, as r.Path does, behind a matcher
+// that compares the request's path with template segment by segment. The
+// router tries its routes in turn, each with a regular expression (88 at
+// the gateway, all sharing a few prefixes): this turns down every route
+// but the one the path names for a fraction of the cost, so the
+// expression runs once a request, only to read the variables.
+func Path(r *mux.Router, template string) *mux.Route {
+	return r.MatcherFunc(segmentsOf(template).match).Path(template)
+}
+
+// PathPrefix adds a route of the paths under prefix to r, as
+// r.PathPrefix does, behind a plain comparison for the same reason.
+func PathPrefix(r *mux.Router, prefix string) *mux.Route {
+	return r.MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
+		return strings.HasPrefix(r.URL.Path, prefix)
+	}).PathPrefix(prefix)
+}
+
+// segments is a path template: the literal prefix up to its first
+// variable, then the rest cut at its slashes, each variable written "{}".
+// A variable is a whole segment and matches any non-empty one (mux's
+// default pattern, [^/]+).
+type segments struct {
+	prefix string
+	rest   []string // nil: the template is its prefix
+}
+
+const variable = "{}"
+
+func segmentsOf(template string) segments {
+	prefix, _, hasVar := strings.Cut(template, "{")
+	if !hasVar {
+		return segments{prefix: template}
+	}
+	rest := strings.Split(template[len(prefix):], "/")
+	for i, seg := range rest {
+		if strings.ContainsAny(seg, "{}") {
+			if seg[0] != '{' || seg[len(seg)-1] != '}' || strings.ContainsAny(seg[1:len(seg)-1], "{}:") {
+				// A pattern or a variable within a segment: not one this
+				// matcher reads, and not one the table uses.
+				panic("api: path template " + template + " has a variable that is not a whole segment of the default pattern")
+			}
+			rest[i] = variable
+		} else if seg == "" {
+			panic("api: path template " + template + " has an empty segment")
+		}
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		panic("api: path template " + template + " has a variable that is not a whole segment")
+	}
+	return segments{prefix: prefix, rest: rest}
+}
+
+// match accepts exactly the paths the route's expression does. Most
+// routes turn a path down at the prefix.
+func (s segments) match(r *http.Request, _ *mux.RouteMatch) bool {
+	path := r.URL.Path
+	if s.rest == nil {
+		return path == s.prefix
+	}
+	if !strings.HasPrefix(path, s.prefix) {
+		return false
+	}
+	path = path[len(s.prefix):]
+	for i, seg := range s.rest {
+		part, rest, cut := strings.Cut(path, "/")
+		if cut == (i == len(s.rest)-1) { // a slash after the last segment, or none before the next
+			return false
+		}
+		if seg == variable {
+			if part == "" {
+				return false
+			}
+		} else if part != seg {
+			return false
+		}
+		path = rest
+	}
+	return true
 }
 
 // Handle serves op on a service's router: the caller must hold one of
