@@ -135,6 +135,7 @@ fuzz:
 	$(GO) test -run XXX -fuzz FuzzOffline -fuzztime 30s ./services/testing/offline/
 	$(GO) test -run XXX -fuzz FuzzDecide -fuzztime 30s ./services/testing/meaning/
 	$(GO) test -run XXX -fuzz FuzzSearchWords -fuzztime 30s ./services/tickets/app/
+	$(GO) test -run XXX -fuzz FuzzDecodesTicket -fuzztime 30s ./services/tickets/app/
 
 ## lint: formatting, vet and proto lint
 lint: fmt-check

@@ -56,6 +56,7 @@ type qaSource struct {
 	filters         []string
 	protobuf        bool // its bodies are protobuf events
 	runs            bool // its messages state their run's status (events.HeaderRunStatus)
+	tickets         bool // its messages carry tickets, decoded as app.DecodesTicket says
 }
 
 func qaSourceOf(s app.QASource) (qaSource, bool) {
@@ -69,7 +70,7 @@ func qaSourceOf(s app.QASource) (qaSource, bool) {
 		}
 		return qaSource{stream: events.PlatformStream, durable: QAPlatformDurable, filters: filters}, true
 	case app.QATickets:
-		return qaSource{stream: events.TicketsStream, durable: QAClusteringDurable, filters: []string{events.TicketsAll}, protobuf: true}, true
+		return qaSource{stream: events.TicketsStream, durable: QAClusteringDurable, filters: []string{events.TicketsAll}, protobuf: true, tickets: true}, true
 	}
 	return qaSource{}, false
 }
@@ -178,7 +179,14 @@ func qaMessage(m jetstream.Msg, src qaSource) app.QAMessage {
 	if src.runs {
 		out.RunStatus = m.Headers().Get(events.HeaderRunStatus)
 	}
-	if src.protobuf && (!src.runs || app.DecodesRun(out.RunStatus)) {
+	decode := src.protobuf
+	if src.runs {
+		decode = decode && app.DecodesRun(out.RunStatus)
+	}
+	if src.tickets {
+		decode = decode && app.DecodesTicket(m.Headers().Get(events.HeaderEventType), out.Data)
+	}
+	if decode {
 		out.Event, out.Err = eventstore.DecodeMsg(m)
 	}
 	return out

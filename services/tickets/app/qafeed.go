@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	ticketsv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/tickets/v1"
 )
 
 // QASource is a stream the QA worker follows.
@@ -40,7 +42,7 @@ type QAMessage struct {
 	Data []byte
 	// Event is the body decoded, on the sources of protobuf events
 	// (QARuns, QATickets); nil when Err says why it could not be, and on
-	// a run that DecodesRun leaves undecoded.
+	// a run or a ticket that DecodesRun or DecodesTicket leaves undecoded.
 	Event proto.Message
 	Err   error
 	// RunStatus is, on QARuns, the run's status as its producer stated it
@@ -54,6 +56,44 @@ type QAMessage struct {
 func DecodesRun(status string) bool {
 	return status == "" || status == events.RunStatusFailed
 }
+
+// DecodesTicket tells whether a feed decodes a TICKETS event, given its
+// type and body as stored: the worker clusters only a ticket that needs
+// it, and most events carry one that does not (every report, every
+// triage change), so those are passed by on one field of the ticket's
+// encoding. A body that cannot be read that far is decoded, for the
+// decoding to say what is wrong with it.
+func DecodesTicket(eventType string, data []byte) bool {
+	ticket, ok, err := events.StateBytes[*ticketsv1.Ticket](eventType, data)
+	if err != nil {
+		return true
+	}
+	needs := false
+	for ok && len(ticket) > 0 {
+		num, typ, n := protowire.ConsumeTag(ticket)
+		if n < 0 {
+			return true
+		}
+		ticket = ticket[n:]
+		if num == needsClustering && typ == protowire.VarintType {
+			v, n := protowire.ConsumeVarint(ticket)
+			if n < 0 {
+				return true
+			}
+			needs = v != 0 // the last one stands, as in decoding
+			ticket = ticket[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, ticket); n < 0 {
+			return true
+		}
+		ticket = ticket[n:]
+	}
+	return needs
+}
+
+// needsClustering is the number of Ticket's needs_clustering field.
+var needsClustering = (&ticketsv1.Ticket{}).ProtoReflect().Descriptor().Fields().ByName("needs_clustering").Number()
 
 // QAFeed is the sources the QA worker follows. Every replica shares each
 // source's position, so replicas split the work and a killed one loses

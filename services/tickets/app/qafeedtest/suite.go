@@ -101,7 +101,7 @@ func message(source app.QASource, n int) Message {
 	case app.QATickets:
 		id := fmt.Sprintf("tkt_%03d", n)
 		subject, err = events.TicketSubject(ws, id)
-		m.Event = &ticketsv1.TicketCreated{Ticket: &ticketsv1.Ticket{TicketId: id, WorkspaceId: ws, AgentId: "agent_1", Title: "Escalated to billing"}}
+		m.Event = &ticketsv1.TicketCreated{Ticket: &ticketsv1.Ticket{TicketId: id, WorkspaceId: ws, AgentId: "agent_1", Title: "Escalated to billing", NeedsClustering: true}}
 	case app.QAPlatform:
 		name := app.QAPlatformEvents[n%len(app.QAPlatformEvents)]
 		subject, err = events.PlatformSubject(ws, name)
@@ -122,6 +122,13 @@ func message(source app.QASource, n int) Message {
 func garbled(source app.QASource, n int) Message {
 	m := message(source, n)
 	m.Body = []byte("\x0a\x40too short")
+	return m
+}
+
+// clustered is the n-th ticket, which needs no clustering.
+func clustered(n int) Message {
+	m := message(app.QATickets, n)
+	m.Event.(*ticketsv1.TicketCreated).Ticket.NeedsClustering = false
 	return m
 }
 
@@ -385,6 +392,24 @@ func Run(t *testing.T, open Opener) {
 		if m := handled[1]; m.RunStatus != events.RunStatusPassed || m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
 			t.Errorf("the passed run: status %q event %v err %v seq %d; want passed, undecoded, after seq %d",
 				m.RunStatus, m.Event, m.Err, m.Seq, handled[0].Seq)
+		}
+	})
+
+	t.Run("a ticket that needs no clustering is fed in its place, undecoded", func(t *testing.T) {
+		feed, put := open(t, bound)
+		sent := []Message{message(app.QATickets, 1), clustered(2), message(app.QATickets, 3)}
+		put(app.QATickets, sent...)
+		var f fed
+		follow(t, feed, app.QATickets, f.handler(nil))
+		eventually(t, "3 messages handled", func() bool { return len(f.handled()) >= 3 })
+		handled := f.handled()
+		if got, want := idsOf(handled), sentIDs(app.QATickets, 1, 3); !slices.Equal(got, want) {
+			t.Fatalf("handled %v; want %v", got, want)
+		}
+		checkMessage(t, app.QATickets, handled[0], sent[0], true)
+		checkMessage(t, app.QATickets, handled[2], sent[2], true)
+		if m := handled[1]; m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
+			t.Errorf("the clustered ticket: event %v err %v seq %d; want undecoded, after seq %d", m.Event, m.Err, m.Seq, handled[0].Seq)
 		}
 	})
 
