@@ -202,7 +202,14 @@ func (l *List) Seek(after func(uint32) bool, fn func(uint32) bool) Cursor {
 // the end).
 func (l *List) find(after func(uint32) bool, buf *[maxBlock + 1]uint32) (Cursor, []uint32) {
 	nb := l.numBlocks()
-	k := sort.Search(nb, func(k int) bool { return after(l.first(k)) })
+	// The usual search (an insertion near the newest end, a page's start
+	// there) ends in the last block: one test of its first ordinal saves
+	// the binary search its own tests, each a read of an entry elsewhere
+	// in memory.
+	k := nb
+	if nb > 0 && after(l.first(nb-1)) {
+		k = sort.Search(nb-1, func(k int) bool { return after(l.first(k)) })
+	}
 	if k > 0 {
 		ords := l.decode(k-1, buf)
 		// A binary search here too: each test reads an entry elsewhere in memory.
