@@ -376,40 +376,31 @@ func Run(t *testing.T, open Opener) {
 		}
 	})
 
-	t.Run("a run stated passed is fed in its place with its status, undecoded", func(t *testing.T) {
-		feed, put := open(t, bound)
-		sent := []Message{message(app.QARuns, 1), passed(2), message(app.QARuns, 3)}
-		put(app.QARuns, sent...)
-		var f fed
-		follow(t, feed, app.QARuns, f.handler(nil))
-		eventually(t, "3 messages handled", func() bool { return len(f.handled()) >= 3 })
-		handled := f.handled()
-		if got, want := idsOf(handled), sentIDs(app.QARuns, 1, 3); !slices.Equal(got, want) {
-			t.Fatalf("handled %v; want %v", got, want)
-		}
-		checkMessage(t, app.QARuns, handled[0], sent[0], true)
-		checkMessage(t, app.QARuns, handled[2], sent[2], true)
-		if m := handled[1]; m.RunStatus != events.RunStatusPassed || m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
-			t.Errorf("the passed run: status %q event %v err %v seq %d; want passed, undecoded, after seq %d",
-				m.RunStatus, m.Event, m.Err, m.Seq, handled[0].Seq)
-		}
-	})
-
-	t.Run("a ticket that needs no clustering is fed in its place, undecoded", func(t *testing.T) {
-		feed, put := open(t, bound)
-		sent := []Message{message(app.QATickets, 1), clustered(2), message(app.QATickets, 3)}
-		put(app.QATickets, sent...)
-		var f fed
-		follow(t, feed, app.QATickets, f.handler(nil))
-		eventually(t, "3 messages handled", func() bool { return len(f.handled()) >= 3 })
-		handled := f.handled()
-		if got, want := idsOf(handled), sentIDs(app.QATickets, 1, 3); !slices.Equal(got, want) {
-			t.Fatalf("handled %v; want %v", got, want)
-		}
-		checkMessage(t, app.QATickets, handled[0], sent[0], true)
-		checkMessage(t, app.QATickets, handled[2], sent[2], true)
-		if m := handled[1]; m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
-			t.Errorf("the clustered ticket: event %v err %v seq %d; want undecoded, after seq %d", m.Event, m.Err, m.Seq, handled[0].Seq)
+	// A run stated passed, a ticket that needs no clustering: nothing the
+	// worker acts on, so the feed does not decode it.
+	t.Run("a message the worker passes by is fed in its place, undecoded", func(t *testing.T) {
+		for _, c := range []struct {
+			source  app.QASource
+			skipped Message
+		}{{app.QARuns, passed(2)}, {app.QATickets, clustered(2)}} {
+			t.Run(string(c.source), func(t *testing.T) {
+				feed, put := open(t, bound)
+				sent := []Message{message(c.source, 1), c.skipped, message(c.source, 3)}
+				put(c.source, sent...)
+				var f fed
+				follow(t, feed, c.source, f.handler(nil))
+				eventually(t, "3 messages handled", func() bool { return len(f.handled()) >= 3 })
+				handled := f.handled()
+				if got, want := idsOf(handled), sentIDs(c.source, 1, 3); !slices.Equal(got, want) {
+					t.Fatalf("handled %v; want %v", got, want)
+				}
+				checkMessage(t, c.source, handled[0], sent[0], true)
+				checkMessage(t, c.source, handled[2], sent[2], true)
+				if m := handled[1]; m.RunStatus != c.skipped.RunStatus || m.Event != nil || m.Err != nil || m.Seq <= handled[0].Seq {
+					t.Errorf("%s: status %q event %v err %v seq %d; want %q, undecoded, after seq %d",
+						idOf(m), m.RunStatus, m.Event, m.Err, m.Seq, c.skipped.RunStatus, handled[0].Seq)
+				}
+			})
 		}
 	})
 
