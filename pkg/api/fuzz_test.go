@@ -127,7 +127,7 @@ func callersFault(t *testing.T, op Operation, err error, where string) {
 }
 
 // FuzzPathMatchesAsTheTemplateDoes: for every operation's template, the
-// segment matcher in front of a route (Path) accepts a path exactly when
+// segment matcher in front of a route (Route) accepts a path exactly when
 // the route's own expression does, so it turns down no request the
 // router would have served and lets through only the one it names.
 func FuzzPathMatchesAsTheTemplateDoes(f *testing.F) {

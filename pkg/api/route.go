@@ -18,31 +18,18 @@ import (
 )
 
 // Route adds op's path and method to r (HEAD too where the method is GET:
-// net/http drops the body of a HEAD answer).
+// net/http drops the body of a HEAD answer), behind a matcher that
+// compares the request's path with op's template segment by segment. The
+// router tries its routes in turn, each with a regular expression (88 at
+// the gateway, many sharing a prefix): the matcher turns down every route
+// but the one the path names for a fraction of the cost, so the
+// expression runs once a request, only to read the variables.
 func Route(r *mux.Router, op Operation) *mux.Route {
 	methods := []string{op.Method}
 	if op.Reads() {
 		methods = append(methods, http.MethodHead)
 	}
-	return Path(r, op.Path).Methods(methods...)
-}
-
-// Path adds a route of template to r, as r.Path does, behind a matcher
-// that compares the request's path with template segment by segment. The
-// router tries its routes in turn, each with a regular expression (88 at
-// the gateway, all sharing a few prefixes): this turns down every route
-// but the one the path names for a fraction of the cost, so the
-// expression runs once a request, only to read the variables.
-func Path(r *mux.Router, template string) *mux.Route {
-	return r.MatcherFunc(segmentsOf(template).match).Path(template)
-}
-
-// PathPrefix adds a route of the paths under prefix to r, as
-// r.PathPrefix does, behind a plain comparison for the same reason.
-func PathPrefix(r *mux.Router, prefix string) *mux.Route {
-	return r.MatcherFunc(func(r *http.Request, _ *mux.RouteMatch) bool {
-		return strings.HasPrefix(r.URL.Path, prefix)
-	}).PathPrefix(prefix)
+	return r.MatcherFunc(segmentsOf(op.Path).match).Path(op.Path).Methods(methods...)
 }
 
 // segments is a path template: the literal prefix up to its first

@@ -190,20 +190,18 @@ func (g *Gateway) routes() (top, operations *mux.Router) {
 	}
 
 	top = mux.NewRouter().SkipClean(true)
-	// Every request passes these on its way to the operations: api.Path
-	// turns each down with a string comparison, not its expression.
-	api.Path(top, "/healthz").Handler(httpx.Probe(g.probes.LiveHandler())).Methods(http.MethodGet, http.MethodHead)
-	api.Path(top, "/readyz").Handler(httpx.Probe(g.probes.ReadyHandler())).Methods(http.MethodGet, http.MethodHead)
-	api.Path(top, api.OpenAPIPath).Handler(documentHandler(api.OpenAPI)).Methods(http.MethodGet, http.MethodHead)
-	api.Path(top, api.AsyncAPIPath).Handler(documentHandler(api.AsyncAPI)).Methods(http.MethodGet, http.MethodHead)
-	api.Path(top, api.DocsPath).Handler(http.RedirectHandler(api.DocsPath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
-	api.PathPrefix(top, api.DocsPath+"/").Handler(docsHandler()).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/healthz", httpx.Probe(g.probes.LiveHandler())).Methods(http.MethodGet, http.MethodHead)
+	top.Handle("/readyz", httpx.Probe(g.probes.ReadyHandler())).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.OpenAPIPath, documentHandler(api.OpenAPI)).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.AsyncAPIPath, documentHandler(api.AsyncAPI)).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.DocsPath, http.RedirectHandler(api.DocsPath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
+	top.PathPrefix(api.DocsPath+"/").Handler(docsHandler()).Methods(http.MethodGet, http.MethodHead)
 	console := g.console()
-	api.Path(top, api.ConsolePath).Handler(console).Methods(http.MethodGet, http.MethodHead)
-	api.Path(top, api.ConsoleSessionPath).Handler(console).Methods(http.MethodGet, http.MethodPost, http.MethodDelete)
-	api.PathPrefix(top, api.ConsolePath+"/").Handler(console).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.ConsolePath, console).Methods(http.MethodGet, http.MethodHead)
+	top.Handle(api.ConsoleSessionPath, console).Methods(http.MethodGet, http.MethodPost, http.MethodDelete)
+	top.PathPrefix(api.ConsolePath+"/").Handler(console).Methods(http.MethodGet, http.MethodHead)
 	top.MatcherFunc(isConsole).Handler(console) // any other method: the console's 405, with its headers
-	api.PathPrefix(top, "/").Handler(g.Authenticate(operations))
+	top.PathPrefix("/").Handler(g.Authenticate(operations))
 	return top, operations
 }
 
