@@ -247,6 +247,15 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
     assert.equal(await fact(prefix ? 'First token' : 'Whole turn').textContent(), figures(rel.agent_latency, prefix));
   }
   assert.match(await chart.getAttribute('aria-describedby').then((id) => page.locator('#' + id).textContent()), /^Over 2 invocations, oldest first: first token p95 from/);
+  // Its pass rate is drawn beside: each invocation a point at its rate,
+  // with its 95% interval, as the API reports them, oldest first.
+  const rates = page.getByRole('img', {name: 'Pass rate per invocation'});
+  await rates.waitFor();
+  const ratePoints = await rates.locator('.point').evaluateAll((els) => els.map((e) => [e.dataset.invocation, Number(e.dataset.value), Number(e.dataset.low), Number(e.dataset.high)]));
+  assert.deepEqual(ratePoints, [older, newer].map((inv, i) => {
+    const r = rel.invocations[1 - i];
+    return [inv, r.pass_rate, ...r.pass_rate_ci95];
+  }));
   // The table behind the chart opens from the keyboard.
   await page.getByText('The figures as a table').focus();
   await page.keyboard.press('Enter');
@@ -260,10 +269,11 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   // The offline model answers in about a millisecond, which says little
   // of the chart's scale: drawn from known figures, a slower point sits
   // higher, every point inside the plot, a missing first token left out.
-  const sample = (id, t, first, turn) => ({invocation_id: id, created_at_unix_secs: t, runs: 1, passed: 1, pass_rate: 1,
-    pass_rate_ci95: [0.207, 1], pass_hat_k: {k: 1, value: 1},
+  const sample = (id, t, first, turn, passed, ci95) => ({invocation_id: id, created_at_unix_secs: t, runs: 3, passed, pass_rate: passed / 3,
+    pass_rate_ci95: ci95, pass_hat_k: {k: 1, value: passed / 3},
     agent_latency: {turns: 4, p50_ms: turn - 200, p95_ms: turn, max_ms: turn + 40, first_token_p50_ms: first && first - 60, first_token_p95_ms: first, first_token_max_ms: first && first + 10}});
-  const known = [sample('tinv_c', 1767400000, 420, 1310), sample('tinv_b', 1767300000, null, 900), sample('tinv_a', 1767200000, 180, 640)];
+  const known = [sample('tinv_c', 1767400000, 420, 1310, 2, [0.208, 0.939]), sample('tinv_b', 1767300000, null, 900, 3, [0.439, 1]),
+    sample('tinv_a', 1767200000, 180, 640, 1, [0.061, 0.792])];
   await page.route('**/v1/convai/agent-testing/' + created.id, async (route) => {
     const res = await route.fetch();
     const body = await res.json();
@@ -286,6 +296,25 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   assert.ok(drawn.every((p) => p.inside), 'every point inside the plot: ' + JSON.stringify(drawn));
   assert.ok(turn[0].x < turn[1].x && turn[1].x < turn[2].x, 'left to right in time');
   assert.ok(turn[0].y > turn[1].y && turn[1].y > turn[2].y && first[0].y > first[1].y && first[1].y > turn[2].y, 'slower is higher: ' + JSON.stringify(drawn));
+  // A higher rate sits higher, each interval's bar runs through its
+  // point, everything inside the plot.
+  const rated = await rates.evaluate((svg) => {
+    const box = svg.viewBox.baseVal;
+    return [...svg.querySelectorAll('.point')].map((g) => {
+      const dot = g.querySelector('circle'), bar = g.querySelector('line.interval');
+      const [x, y, top, bottom] = [dot.cx.baseVal.value, dot.cy.baseVal.value, bar.y2.baseVal.value, bar.y1.baseVal.value];
+      return {inv: g.dataset.invocation, x, y, top, bottom, inside: [x, y, top, bottom].every((v, i) => v > 0 && v < (i ? box.height : box.width))};
+    });
+  });
+  assert.deepEqual(rated.map((p) => p.inv), ['tinv_a', 'tinv_b', 'tinv_c'], 'oldest first');
+  assert.ok(rated.every((p) => p.inside && p.top <= p.y && p.y <= p.bottom), 'each bar through its point, inside the plot: ' + JSON.stringify(rated));
+  const [a, b, c] = rated;
+  assert.ok(a.x < b.x && b.x < c.x && b.y < c.y && c.y < a.y, '3 of 3 above 2 of 3 above 1 of 3: ' + JSON.stringify(rated));
+  await page.getByText('The pass rates as a table').focus();
+  await page.keyboard.press('Enter');
+  const rateRows = page.getByRole('table', {name: 'Pass rate per invocation, newest first'}).locator('tbody tr');
+  assert.deepEqual(await rateRows.evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].slice(2).map((td) => td.textContent))),
+    [['3', '2', '67%', '21% to 94%'], ['3', '3', '100%', '44% to 100%'], ['3', '1', '33%', '6% to 79%']]);
   await accessible(page, 'test-latency');
   await shoot(page, 'test-latency');
   await page.unroute('**/v1/convai/agent-testing/' + created.id);

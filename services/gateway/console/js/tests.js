@@ -5,6 +5,7 @@ import {h, replace, field, select, say, when, pageParam, checked, onSubmit} from
 import {start, can, failure} from './shell.js';
 import {agentList, badge} from './common.js';
 import {latencyText, latencyChart} from './latency.js';
+import {passRateChart} from './passrate.js';
 
 const folder = pageParam('folder') || '';
 const focus = pageParam('test') || '';
@@ -82,8 +83,9 @@ start(async (main) => {
     h('section', {'aria-labelledby': 'inv-h'}, h('h2', {id: 'inv-h'}, 'Recent invocations'), invocations));
 });
 
-// testCard shows one test: what it asks, what passes, how reliable it is,
-// and how fast its agent answered (first token and whole turn) recently.
+// testCard shows one test: what it asks, what passes, how reliable it is
+// (its pass rate over its recent invocations, drawn), and how fast its
+// agent answered (first token and whole turn) recently.
 function testCard(id) {
   const card = h('section', {class: 'card', 'aria-labelledby': 'test-h'}, h('h2', {id: 'test-h'}, 'Test'), h('p', {class: 'muted'}, 'Loading…'));
   get('/v1/convai/agent-testing/' + enc(id)).then((t) => {
@@ -96,7 +98,8 @@ function testCard(id) {
         h('dt', {}, 'First token'), h('dd', {}, latencyText(r.agent_latency, 'first_token_')),
         h('dt', {}, 'Whole turn'), h('dd', {}, latencyText(r.agent_latency, '')),
         h('dt', {}, 'Test id'), h('dd', {}, t.id)),
-      r.runs ? [h('h3', {}, 'Agent latency over its recent invocations'), latencyChart(r.invocations, 'test-latency')] : null,
+      r.runs ? [h('h3', {}, 'Pass rate over its recent invocations'), passRateChart(r.invocations, 'test-pass-rate'),
+        h('h3', {}, 'Agent latency over its recent invocations'), latencyChart(r.invocations, 'test-latency')] : null,
       (t.chat_history || []).length ? [h('h3', {}, 'Conversation'), h('ol', {class: 'transcript'}, t.chat_history.map((m) =>
         h('li', {class: 'turn ' + (m.role === 'agent' ? 'agent' : 'user')}, h('p', {class: 'who'}, m.role), h('p', {}, m.message ?? ''))))] : null);
   }, (e) => replace(card, h('p', {class: 'msg error'}, e.message)));
