@@ -519,6 +519,15 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   await page.getByRole('link', {name: 'Support bot'}).click();
   await page.getByRole('heading', {name: 'Support bot'}).waitFor();
   await page.getByRole('link', {name: 'Refund policy answer was wrong'}).waitFor();
+  // Its test invocations' pass rates, drawn as the API reports them,
+  // oldest first.
+  const invs = (await api('GET', '/v1/convai/test-invocations?page_size=10&agent_id=' + encodeURIComponent(agentID))).results;
+  assert.ok(invs.length >= 2 && invs.every((i) => i.reliability?.runs > 0), 'the tests test ran it twice');
+  const rates = page.getByRole('img', {name: 'Pass rate per invocation'});
+  await rates.waitFor();
+  const drawn = await rates.locator('.point')
+    .evaluateAll((els) => els.map((e) => [e.dataset.invocation, Number(e.dataset.value), Number(e.dataset.low), Number(e.dataset.high)]));
+  assert.deepEqual(drawn, invs.map((i) => [i.id, i.reliability.pass_rate, ...i.reliability.pass_rate_ci95]).reverse());
   await accessible(page, 'agent');
   await shoot(page, 'agent');
 

@@ -1,8 +1,10 @@
-// Agents: the list, and one agent with its tickets and test invocations.
+// Agents: the list, and one agent with its tickets and test invocations
+// (their pass rates drawn).
 import {get, query, enc} from './api.js';
 import {h, replace, field, say, when, pageParam, onSubmit} from './dom.js';
 import {start, can, shown} from './shell.js';
 import {badge} from './common.js';
+import {passRateChart} from './passrate.js';
 
 const id = pageParam('id') || '';
 
@@ -58,8 +60,11 @@ async function detail(main) {
       t.priority ? badge(t.priority) : null)))
       : h('p', {class: 'muted'}, 'No ticket.')), (e) => replace(tickets, h('p', {class: 'msg error'}, e.message)));
   get('/v1/convai/test-invocations' + query({agent_id: id, page_size: 10})).then((p) => replace(invocations,
-    p.results.length ? h('ul', {}, p.results.map((i) => h('li', {},
-      h('a', {href: 'invocation.html?id=' + enc(i.id)}, i.title || i.id), ' ', badge(i.status),
-      h('span', {class: 'muted'}, ` · ${i.passed_count} passed, ${i.failed_count} failed · ${when(i.created_at_unix_secs)}`))))
+    p.results.length ? [
+      h('h3', {}, 'Pass rate over its recent invocations'),
+      passRateChart(p.results.filter((i) => i.reliability).map((i) => ({...i.reliability, invocation_id: i.id, created_at_unix_secs: i.created_at_unix_secs})), 'agent-pass-rate'),
+      h('ul', {}, p.results.map((i) => h('li', {},
+        h('a', {href: 'invocation.html?id=' + enc(i.id)}, i.title || i.id), ' ', badge(i.status),
+        h('span', {class: 'muted'}, ` · ${i.passed_count} passed, ${i.failed_count} failed · ${when(i.created_at_unix_secs)}`))))]
       : h('p', {class: 'muted'}, 'No invocation.')), (e) => replace(invocations, h('p', {class: 'msg error'}, e.message)));
 }

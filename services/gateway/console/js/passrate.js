@@ -1,4 +1,4 @@
-// A test's pass rate over its recent invocations, drawn: each invocation a
+// A pass rate over recent invocations (a test's, an agent's), drawn: each invocation a
 // point at its pass rate with a bar over its 95% interval (few runs, a wide
 // bar: a rate people can weigh, not one they take at its word). An inline
 // SVG drawn here, described for screen readers, the figures in a table.
@@ -9,11 +9,12 @@ const pct = (v) => `${Math.round(v * 100)}%`;
 
 const short = (t) => new Date(t * 1000).toLocaleString([], {month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit'});
 
-// passRateChart charts invocations (a test's reliability.invocations,
-// newest first, as the API answers them) oldest to newest, left to right.
+// passRateChart charts invocations (reliability figures with the
+// invocation's id and time, newest first, as the API answers them) oldest
+// to newest, left to right.
 export function passRateChart(invocations, idBase) {
   const points = [...(invocations || [])].reverse().filter((i) => i.runs > 0);
-  if (!points.length) return h('p', {class: 'muted'}, 'No run of it has finished in its recent invocations.');
+  if (!points.length) return h('p', {class: 'muted'}, 'No run has finished in these invocations.');
   const W = 480, H = 200, L = 48, R = 14, T = 12, B = 34;
   const x = (i) => points.length === 1 ? L + (W - L - R) / 2 : L + i * (W - L - R) / (points.length - 1);
   const y = (v) => T + (H - T - B) * (1 - v);
