@@ -62,7 +62,8 @@ async function detail(main) {
   get('/v1/convai/test-invocations' + query({agent_id: id, page_size: 10})).then((p) => replace(invocations,
     p.results.length ? [
       h('h3', {}, 'Pass rate over its recent invocations'),
-      passRateChart(p.results.filter((i) => i.reliability).map((i) => ({...i.reliability, invocation_id: i.id, created_at_unix_secs: i.created_at_unix_secs})), 'agent-pass-rate'),
+      passRateChart(p.results.filter((i) => i.reliability)
+        .map((i) => ({...i.reliability, invocation_id: i.id, created_at_unix_secs: i.created_at_unix_secs})), 'agent-pass-rate'),
       h('ul', {}, p.results.map((i) => h('li', {},
         h('a', {href: 'invocation.html?id=' + enc(i.id)}, i.title || i.id), ' ', badge(i.status),
         h('span', {class: 'muted'}, ` · ${i.passed_count} passed, ${i.failed_count} failed · ${when(i.created_at_unix_secs)}`))))]

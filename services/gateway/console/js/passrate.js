@@ -1,7 +1,8 @@
-// A pass rate over recent invocations (a test's, an agent's), drawn: each invocation a
-// point at its pass rate with a bar over its 95% interval (few runs, a wide
-// bar: a rate people can weigh, not one they take at its word). An inline
-// SVG drawn here, described for screen readers, the figures in a table.
+// A pass rate over recent invocations (a test's, an agent's), drawn:
+// each invocation a point at its pass rate with a bar over its 95%
+// interval (few runs, a wide bar: a rate people can weigh, not one they
+// take at its word). An inline SVG drawn here, described for screen
+// readers, the figures in a table.
 import {h, svg, when} from './dom.js';
 import {enc} from './api.js';
 
