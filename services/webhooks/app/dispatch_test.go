@@ -356,6 +356,59 @@ func TestFanoutTicketUsesTheEventsTimeAndWorkspace(t *testing.T) {
 	}
 }
 
+// A ticket event named by its type alone is decoded only when a webhook
+// wants it, and then fanned out as the decoded event would be; one whose
+// type carries its public change, or whose workspace the stream did not
+// say, is decoded at once.
+func TestATicketEventIsDecodedOnlyForAWebhookThatWantsIt(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	w := d.hook(t, "ws_a", []string{"ticket_created"}, nil)
+	meta := &commonv1.EventMeta{WorkspaceId: "ws_a", OccurredAtUnixMs: d.clock.Add(-time.Minute).UnixMilli()}
+	tk := &ticketsv1.Ticket{TicketId: "tkt_1", WorkspaceId: "ws_a", Title: "Quoted the wrong refund window"}
+	decodes := 0
+	decoding := func(msg proto.Message) func() (proto.Message, error) {
+		return func() (proto.Message, error) { decodes++; return msg, nil }
+	}
+	stored := func(ws, id string) app.Stored { return app.Stored{WorkspaceID: ws, EventID: id, At: d.clock.Add(time.Second)} }
+
+	created := &ticketsv1.TicketCreated{Meta: meta, Ticket: tk}
+	updated := &ticketsv1.TicketUpdated{Meta: meta, Ticket: tk, ChangedFields: []string{"title"}}
+	for _, c := range []struct {
+		typ string
+		msg proto.Message
+		id  string
+	}{{events.TypeTicketCreated, created, "evt_1"}, {events.TypeTicketUpdated, updated, "evt_2"}} {
+		before := decodes
+		e, ok := app.TicketFanoutOf(c.typ, stored("ws_a", c.id), decoding(c.msg))
+		if !ok || e.Name != strings.TrimPrefix(c.typ, "tickets.") || decodes != before {
+			t.Fatalf("%s: ok %v name %q, decoded before any webhook matched", c.typ, ok, e.Name)
+		}
+		if h := d.dispatch.Fanout(context.Background(), e); h.Next != app.Done {
+			t.Fatalf("%s: %+v", c.typ, h)
+		}
+	}
+	if decodes != 1 || len(d.queue.Jobs()) != 1 || d.queue.Jobs()[0].WebhookId != w.WebhookId {
+		t.Fatalf("decoded %d times (want 1: the created ticket the webhook wants), jobs %v", decodes, jobIDs(d.queue))
+	}
+	want, _ := app.TicketFanout(events.TypeTicketCreated, created, stored("ws_a", "evt_1"))
+	wantBody, err := want.Body()
+	if err != nil || string(d.queue.Jobs()[0].Body) != string(wantBody) {
+		t.Fatalf("body %s, want the decoded event's %s (%v)", d.queue.Jobs()[0].Body, wantBody, err)
+	}
+
+	reopened := &ticketsv1.TestFailureRecorded{Meta: meta, Ticket: tk, Public: &ticketsv1.PublicChange{Event: "ticket_status_changed", PreviousStatus: "resolved"}}
+	if e, ok := app.TicketFanoutOf(events.TypeTestFailureRecorded, stored("ws_a", "evt_3"), decoding(reopened)); !ok || e.Name != "ticket_status_changed" || decodes != 2 {
+		t.Fatalf("an event carrying its public change: ok %v name %q, decoded %d times", ok, e.Name, decodes)
+	}
+	if e, ok := app.TicketFanoutOf(events.TypeTicketCreated, stored("", "evt_4"), decoding(created)); !ok || e.WorkspaceID != "ws_a" || decodes != 3 {
+		t.Fatalf("an event of no stated workspace: ok %v workspace %q, decoded %d times", ok, e.WorkspaceID, decodes)
+	}
+	failing := func() (proto.Message, error) { return nil, errors.New("truncated") }
+	if _, ok := app.TicketFanoutOf(events.TypeTestFailureRecorded, stored("ws_a", "evt_5"), failing); ok {
+		t.Fatal("an event that does not decode is fanned out")
+	}
+}
+
 // job is a delivery job of event evt_1 for w.
 func job(w *webhooksv1.Webhook) *webhooksv1.DeliveryJob {
 	return &webhooksv1.DeliveryJob{EventId: "evt_1", WorkspaceId: w.WorkspaceId, WebhookId: w.WebhookId, Event: "call_ended", Body: []byte(`{"event":"call_ended"}`)}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -86,6 +88,52 @@ func TicketFanout(typ string, msg proto.Message, s Stored) (e FanoutEvent, ok bo
 		return json.Marshal(wire.Envelope{Event: name, Timestamp: wire.FormatTimestamp(at), Data: data})
 	}}, true
 }
+
+// TicketFanoutOf is TicketFanout of an event still encoded, which decode
+// decodes. Most ticket events are named by their type alone, and most
+// match no webhook (every ticket write of a workspace without one), so
+// such an event is decoded only when a webhook wants its body. One whose
+// type carries the public change it amounts to (the QA worker's, the
+// clustering step's), or whose workspace the stream did not say, is
+// decoded at once; one that does not decode is fanned out to nobody.
+func TicketFanoutOf(typ string, s Stored, decode func() (proto.Message, error)) (FanoutEvent, bool) {
+	if s.WorkspaceID == "" || publicChangeTypes()[typ] {
+		msg, err := decode()
+		if err != nil {
+			return FanoutEvent{}, false
+		}
+		return TicketFanout(typ, msg, s)
+	}
+	name := strings.TrimPrefix(typ, "tickets.") // PublicTicketEvent's, for an event that carries no public change
+	if !domain.IsTicketEvent(name) {
+		return FanoutEvent{}, false
+	}
+	return FanoutEvent{WorkspaceID: s.WorkspaceID, Name: name, ID: s.EventID, StoredAt: s.At, Traceparent: s.Traceparent, Body: func() ([]byte, error) {
+		msg, err := decode()
+		if err != nil {
+			return nil, err
+		}
+		e, ok := TicketFanout(typ, msg, s)
+		if !ok {
+			return nil, fmt.Errorf("a %s event that is no public ticket event", typ)
+		}
+		return e.Body()
+	}}, true
+}
+
+// publicChangeTypes are the TICKETS event types that carry the public
+// change they amount to (publicChanger).
+var publicChangeTypes = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	for _, typ := range events.Types() {
+		if msg, ok := events.New(typ); ok {
+			if _, ok := msg.(publicChanger); ok {
+				out[typ] = true
+			}
+		}
+	}
+	return out
+})
 
 // PublicTicketEvent is the public name of a TICKETS event of type typ and
 // the message holding what that event adds beside the ticket. The tickets

@@ -318,14 +318,11 @@ func (d *Dispatcher) platformEvent(ctx context.Context, r eventstore.Record) (ap
 	return d.use.PlatformFanout(ctx, name, r.Data, stored(r, ws, events.PlatformStream))
 }
 
-// ticketEvent reads a TICKETS event. A message of a type this build
-// cannot decode (a newer one) is passed over, as one of no public event.
+// ticketEvent reads a TICKETS event, decoded when a webhook wants it
+// (app.TicketFanoutOf). A message of a type this build cannot decode (a
+// newer one) is passed over, as one of no public event.
 func ticketEvent(_ context.Context, r eventstore.Record) (app.FanoutEvent, bool) {
-	msg, err := esproto.Decode(r)
-	if err != nil {
-		return app.FanoutEvent{}, false
-	}
-	return app.TicketFanout(r.Type, msg, stored(r, r.Workspace, events.TicketsStream))
+	return app.TicketFanoutOf(r.Type, stored(r, r.Workspace, events.TicketsStream), func() (proto.Message, error) { return esproto.Decode(r) })
 }
 
 // invocationEvent reads a TESTING invocation's outcome.
