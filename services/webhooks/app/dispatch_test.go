@@ -369,7 +369,9 @@ func TestATicketEventIsDecodedOnlyForAWebhookThatWantsIt(t *testing.T) {
 	decoding := func(msg proto.Message) func() (proto.Message, error) {
 		return func() (proto.Message, error) { decodes++; return msg, nil }
 	}
-	stored := func(ws, id string) app.Stored { return app.Stored{WorkspaceID: ws, EventID: id, At: d.clock.Add(time.Second)} }
+	stored := func(ws, id string) app.Stored {
+		return app.Stored{WorkspaceID: ws, EventID: id, At: d.clock.Add(time.Second)}
+	}
 
 	created := &ticketsv1.TicketCreated{Meta: meta, Ticket: tk}
 	updated := &ticketsv1.TicketUpdated{Meta: meta, Ticket: tk, ChangedFields: []string{"title"}}
