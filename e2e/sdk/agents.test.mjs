@@ -165,6 +165,28 @@ describe("agents", () => {
     assert.equal(agent.name, name);
   });
 
+  it("agents.update changes the name, tags and prompt, and agents.get answers the change", { timeout: TEST_TIMEOUT_MS }, async () => {
+    const id = createdAgent();
+    const client = adminClient();
+    const renamed = `${name}-renamed`;
+    const prompt = "You are a careful agent";
+    const updated = await client.conversationalAi.agents.update(id, {
+      name: renamed,
+      tags: ["e2e", "updated"],
+      conversationConfig: { agent: { prompt: { prompt } } },
+    });
+    assert.equal(updated.agentId, id);
+    assert.equal(updated.name, renamed);
+    assert.equal(updated.conversationConfig.agent?.prompt?.prompt, prompt);
+    const agent = await client.conversationalAi.agents.get(id);
+    assert.equal(agent.name, renamed);
+    assert.equal(agent.conversationConfig.agent?.prompt?.prompt, prompt);
+    if (agent.tags !== undefined) {
+      assert.deepEqual(agent.tags, ["e2e", "updated"]);
+    }
+    assert.ok(agent.metadata.updatedAtUnixSecs >= agent.metadata.createdAtUnixSecs, "updated before created");
+  });
+
   it("a wrong API key is rejected with 401", { timeout: TEST_TIMEOUT_MS }, async () => {
     const wrong = clientFor(`wrong-${randomBytes(16).toString("hex")}`, { maxRetries: 0 });
     const err = await expectStatus(wrong.conversationalAi.agents.list({ pageSize: 1 }), 401);

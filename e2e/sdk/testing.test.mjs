@@ -13,6 +13,7 @@
 // exactly: the referenced tool called once with matching parameters.
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
+import http from "node:http";
 import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -373,6 +374,18 @@ describe("agent testing", () => {
     assert.equal(inTop.tests[0].entityType, "folder");
     assert.equal(inTop.tests[0].childrenCount, 1);
 
+    // tests.move moves a test into another folder, and without moveTo to
+    // the root, as the listings then show.
+    const moved = await tests.move({ entityIds: [inside], moveTo: folder.id });
+    assert.equal(moved.moved_count, 1, "the SDK leaves this response untyped");
+    const listed = async (parentFolderId) => (await tests.list({ parentFolderId, search: prefix })).tests.map((t) => t.id);
+    assert.ok((await listed(folder.id)).includes(inside), "the moved test is in its new folder");
+    assert.ok(!(await listed(sub.id)).includes(inside), "the moved test left its folder");
+    await tests.move({ entityIds: [inside] });
+    assert.ok((await listed(undefined)).includes(inside), "moved without moveTo, the test is at the root");
+    await tests.move({ entityIds: [inside], moveTo: sub.id });
+    assert.deepEqual(await listed(sub.id), [inside]);
+
     // A non-empty folder needs force; force deletes what it holds.
     await expectStatus(strict.conversationalAi.tests.folders.delete(folder.id), 409);
     await folders.delete(folder.id, { force: true });
@@ -603,6 +616,45 @@ describe("agent testing", () => {
     assert.equal(again.conditionResult.result, "failure");
     assert.equal(again.agentResponses[0].message, REFUND_REPLY);
     assert.equal(after.testRuns.length, 3, "resubmitting adds no run");
+  });
+
+  it("tests.invocations.cancel stops an invocation whose runs wait on the agent's endpoint", { timeout: TEST_TIMEOUT_MS }, async () => {
+    // The agent's own endpoint (a custom LLM, as a team runs it) holds
+    // every request it gets: the runs stay in flight until the cancel. The
+    // stack must let agent endpoints reach 127.0.0.1, as webhooks do.
+    const held = [];
+    const endpoint = http.createServer((req, res) => {
+      req.resume();
+      held.push(res);
+    });
+    await new Promise((resolve) => endpoint.listen(0, "127.0.0.1", resolve));
+    try {
+      const { agentId: slow } = await client.conversationalAi.agents.create({
+        name: `${prefix} held agent`,
+        conversationConfig: {
+          agent: { prompt: { prompt: PROMPT, llm: "custom-llm", customLlm: { url: `http://127.0.0.1:${endpoint.address().port}/v1`, modelId: "held-1" } } },
+        },
+      });
+      const inv = await client.conversationalAi.agents.runTests(slow, {
+        tests: [{ testId: need(ids.greeting, "greeting test") }],
+        repeatCount: 3,
+      });
+      await poll("a run reached the agent's endpoint", async () => held.length, (n) => n > 0);
+      await client.conversationalAi.tests.invocations.cancel(inv.id);
+      const cancelled = await client.conversationalAi.tests.invocations.get(inv.id);
+      assert.equal(cancelled.cancelled, true);
+      assert.equal(cancelled.status, "cancelled");
+      // Cancelling again changes nothing; a completed invocation is a 409
+      // (status: this platform's addition, kept by the SDK). Completion
+      // follows the last run shortly, and a resubmit reopens it.
+      await client.conversationalAi.tests.invocations.cancel(inv.id);
+      const done = need(firstInvocation, "invocation");
+      await poll(`${done} completes`, () => client.conversationalAi.tests.invocations.get(done), (i) => i.status === "completed");
+      await expectStatus(strict.conversationalAi.tests.invocations.cancel(done), 409);
+    } finally {
+      for (const res of held) res.destroy();
+      endpoint.close();
+    }
   });
 
   it("run-tests validation: repeatCount 51, no tests and an unknown test are 422; an unknown invocation is 404", { timeout: TEST_TIMEOUT_MS }, async () => {
