@@ -76,6 +76,9 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 		source = *in.Source
 	}
 	turns := turnsOf(in.TurnComments)
+	if in.QAComment != nil && domain.Blank(*in.QAComment) {
+		in.QAComment = nil // no comment, as a joining report already took it
+	}
 	if in.QAComment == nil && len(in.TurnComments) == 0 {
 		return nil, false, apperr.ValidationErrors{{Loc: []any{"body", "qa_comment"}, Msg: "Give qa_comment or turn_comments", Type: "missing"}}
 	}
@@ -115,7 +118,7 @@ func (a *App) Create(ctx context.Context, caller principal.Caller, in CreateInpu
 			if !domain.IsActive(next.Status) { // resolved, closed or merged since it was looked up
 				return nil, errNoLongerActive
 			}
-			if in.QAComment != nil && *in.QAComment != "" {
+			if in.QAComment != nil {
 				next.TicketComments = append(next.TicketComments, &ticketsv1.Comment{Comment: *in.QAComment, CreatedAtUnixSecs: now.Unix(), OwnerUserId: author})
 			}
 			comments(next)

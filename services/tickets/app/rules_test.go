@@ -177,6 +177,15 @@ func TestCreateRefusals(t *testing.T) {
 	wantKind(t, err, apperr.Invalid, "agent_id contradicting the conversation's agent")
 	_, _, err = f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_1")})
 	wantKind(t, err, apperr.Invalid, "neither qa_comment nor turn_comments")
+	for _, blank := range []string{"", "  \n\t", "\u00a0\u3000"} {
+		_, _, err = f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr(blank)})
+		wantKind(t, err, apperr.Invalid, "a blank qa_comment and no turn_comments")
+	}
+	withTurn, _, err := f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_1"), QAComment: ptr(" "),
+		TurnComments: []app.TurnCommentInput{{TurnIndex: ptr(1), Comment: "Quoted the old price"}}})
+	if err != nil || withTurn.QaComment != nil || withTurn.Title != "Quoted the old price" {
+		t.Fatalf("a blank qa_comment beside a turn comment is none, and the title comes from the turn: %+v %v", withTurn, err)
+	}
 	_, err = f.app.CreateManual(ctx, principal.Caller{Principal: f.other}, "agent_1", app.ManualInput{Title: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's agent")
 	tk, existing, err := f.app.Create(ctx, principal.Caller{Principal: f.qa}, app.CreateInput{ConversationID: ptr("conv_new"), AgentID: ptr("agent_2"), QAComment: ptr("x")})

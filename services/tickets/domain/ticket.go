@@ -6,6 +6,7 @@ package domain
 import (
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -87,6 +88,13 @@ const (
 	MaxTurn     = 100_000
 	MaxMerge    = 100
 )
+
+// Blank tells whether text has nothing but separators and control
+// characters: the text the API's schemas refuse where a comment is needed
+// (api.NotBlankPattern).
+func Blank(text string) bool {
+	return !strings.ContainsFunc(text, func(r rune) bool { return !unicode.In(r, unicode.Z, unicode.Cc) })
+}
 
 // DeriveTitle makes a one-line headline from a comment, as the public API
 // does when no title is given.
