@@ -75,11 +75,10 @@ func buildAgent(in CreateInput) (*agentsv1.Agent, error) {
 	}
 	config := objectOrEmpty(in.ConversationConfig)
 	prompt := domain.PromptOf(config)
+	if err := checkPrompts(in.SystemPrompt, config); err != nil {
+		return nil, err
+	}
 	if in.SystemPrompt != nil {
-		if prompt != "" && prompt != *in.SystemPrompt {
-			return nil, apperr.ValidationErrors{{Loc: []any{"body", "system_prompt"},
-				Msg: "system_prompt contradicts conversation_config.agent.prompt.prompt; send one of them", Type: "value_error"}}
-		}
 		prompt = *in.SystemPrompt
 		var err error
 		if config, err = domain.WithPrompt(config, prompt); err != nil {
@@ -112,4 +111,18 @@ func objectOrEmpty(raw json.RawMessage) []byte {
 		return []byte("{}")
 	}
 	return raw
+}
+
+// checkPrompts refuses a body whose system_prompt and
+// conversation_config.agent.prompt.prompt (config: the body's own, whole
+// or a patch) are two different prompts.
+func checkPrompts(systemPrompt *string, config []byte) error {
+	if systemPrompt == nil {
+		return nil
+	}
+	if prompt := domain.PromptOf(config); prompt != "" && prompt != *systemPrompt {
+		return apperr.ValidationErrors{{Loc: []any{"body", "system_prompt"},
+			Msg: "system_prompt contradicts conversation_config.agent.prompt.prompt; send one of them", Type: "value_error"}}
+	}
+	return nil
 }

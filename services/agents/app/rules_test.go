@@ -81,6 +81,12 @@ func TestAgentLifecycle(t *testing.T) {
 	if err != nil || !strings.Contains(string(upd.ConversationConfigJson), `"first_message":"Hi"`) || upd.SystemPrompt != "Be precise." || upd.UpdatedAtUnix != f.clock.Unix() {
 		t.Fatalf("a merge patch keeps what it does not name: %s %v", upd.GetConversationConfigJson(), err)
 	}
+	_, err = f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{Name: ptr("Renamed"), SystemPrompt: ptr("q"), ConversationConfig: []byte(`{"agent":{"prompt":{"prompt":"r"}}}`)})
+	wantKind(t, err, apperr.Invalid, "an update whose system_prompt contradicts its own patch's prompt")
+	same, err := f.app.Update(ctx, f.cmd(""), a.AgentId, app.UpdateInput{SystemPrompt: ptr("q"), ConversationConfig: []byte(`{"agent":{"prompt":{"prompt":"q"}}}`)})
+	if err != nil || same.SystemPrompt != "q" || same.Name != "Refunds" {
+		t.Fatalf("the same prompt twice is one prompt, and the refused update changed nothing: %+v %v", same, err)
+	}
 	_, err = f.app.Update(ctx, principal.In("ws_b"), a.AgentId, app.UpdateInput{Name: ptr("x")})
 	wantKind(t, err, apperr.NotFound, "another workspace's agent")
 

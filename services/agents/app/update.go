@@ -81,6 +81,9 @@ func applyUpdate(ag *agentsv1.Agent, in UpdateInput) ([]string, error) {
 		set("tags", !slices.Equal(*in.Tags, ag.Tags))
 		ag.Tags = *in.Tags
 	}
+	if err := checkPrompts(in.SystemPrompt, in.ConversationConfig); err != nil {
+		return nil, err
+	}
 	// patch merges a JSON merge patch into one of the configurations,
 	// reporting whether there was one.
 	patch := func(field string, config *[]byte, p json.RawMessage) (bool, error) {
