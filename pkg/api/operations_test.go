@@ -177,6 +177,32 @@ func TestCodedBodyIsRefused(t *testing.T) {
 	}
 }
 
+// An Idempotency-Key header is one key of 1 to 255 visible ASCII
+// characters: one sent empty or twice is a 422, not a write without a key.
+func TestIdempotencyKeyHeader(t *testing.T) {
+	for _, c := range []struct {
+		keys []string // nil: no header
+		ok   bool
+	}{
+		{nil, true}, {[]string{"k-1"}, true}, {[]string{strings.Repeat("k", 255)}, true},
+		{[]string{""}, false}, {[]string{"   "}, false}, {[]string{"a b"}, false}, {[]string{"ключ"}, false},
+		{[]string{strings.Repeat("k", 256)}, false}, {[]string{"k-1", "k-1"}, false}, {[]string{"k-1", "k-2"}, false},
+	} {
+		req := httptest.NewRequest("POST", "/v1/convai/agents/create", strings.NewReader(`{}`))
+		for _, k := range c.keys {
+			req.Header.Add(HeaderIdempotencyKey, k)
+		}
+		err := CheckRequest(req)
+		rec := httptest.NewRecorder()
+		if err != nil {
+			httpx.WriteError(rec, req, err)
+		}
+		if (err == nil) != c.ok || (err != nil && (rec.Code != 422 || !strings.Contains(rec.Body.String(), `"loc":["header","Idempotency-Key"]`))) {
+			t.Errorf("%q: %v (%d %s)", c.keys, err, rec.Code, rec.Body)
+		}
+	}
+}
+
 // A handler's returned error is answered in the spec's error shape.
 func TestHandleAnswersTheHandlersError(t *testing.T) {
 	r := mux.NewRouter()

@@ -177,9 +177,12 @@ func CheckRequest(r *http.Request) error {
 	if err := checkQueryBounds(r); err != nil {
 		return err
 	}
-	if k := r.Header.Get(HeaderIdempotencyKey); k != "" && !validIdempotencyKey(k) {
+	// A key sent empty (a client's unset variable) or twice is refused,
+	// not taken for none: the write would lose its safety to be retried
+	// without the client knowing.
+	if keys := r.Header.Values(HeaderIdempotencyKey); len(keys) > 1 || len(keys) == 1 && !validIdempotencyKey(keys[0]) {
 		return httpx.ValidationErrors{{Loc: []any{"header", HeaderIdempotencyKey},
-			Msg:  "An idempotency key is 1 to 255 visible ASCII characters.",
+			Msg:  "An idempotency key is one header of 1 to 255 visible ASCII characters.",
 			Type: "value_error"}}
 	}
 	// A write's body is read as sent: gzipped, it would be answered as
@@ -235,7 +238,7 @@ const HeaderIdempotencyKey = "Idempotency-Key"
 const MaxIdempotencyKeyLen = 255
 
 func validIdempotencyKey(k string) bool {
-	if len(k) > MaxIdempotencyKeyLen {
+	if k == "" || len(k) > MaxIdempotencyKeyLen {
 		return false
 	}
 	for i := 0; i < len(k); i++ {

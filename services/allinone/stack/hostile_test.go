@@ -190,6 +190,7 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 	wantValidation(call(t, s, "PATCH", "/v1/convai/agents/"+agentID, adminKey, `{"conversation_config":{"agent":{"first_message":"`+strings.Repeat("f", 200_001)+`"}}}`),
 		`["body","conversation_config","agent","first_message"]`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"a"}`, "Idempotency-Key", strings.Repeat("k", 5000)), `["header","Idempotency-Key"]`)
+	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"a"}`, "Idempotency-Key", ""), `["header","Idempotency-Key"]`)
 
 	for _, op := range api.Operations {
 		if !op.Reads() {
