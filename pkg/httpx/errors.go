@@ -10,6 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
+
+	"github.com/gorilla/mux"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -129,11 +132,29 @@ func NotFoundHandler() http.Handler {
 	})
 }
 
-// MethodNotAllowedHandler answers a known path with an unsupported method.
-func MethodNotAllowedHandler() http.Handler {
+// MethodNotAllowedHandler answers a known path of router with an
+// unsupported method, naming in Allow the methods it takes (RFC 9110).
+func MethodNotAllowedHandler(router *mux.Router) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allow := allowedMethods(router, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
 		WriteError(w, r, apperr.MethodNotAllowed(clip(r.Method), clip(r.URL.Path)))
 	})
+}
+
+// allowedMethods are the methods router takes on r's path.
+func allowedMethods(router *mux.Router, r *http.Request) []string {
+	var out []string
+	for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions} {
+		try := r.Clone(r.Context())
+		try.Method = method
+		var m mux.RouteMatch
+		if router.Match(try, &m) && m.MatchErr == nil {
+			out = append(out, method)
+		}
+	}
+	return out
 }
 
 // maxEcho bounds a caller's value repeated in a log line or a message.

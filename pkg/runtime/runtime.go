@@ -197,7 +197,7 @@ func Handler(d Deps, name string, router *mux.Router) http.Handler {
 	// template rather than the raw path.
 	router.Use(obs.NewHTTPMetrics(d.Metrics, name).Middleware, httpx.RouteNamer)
 	router.NotFoundHandler = httpx.NotFoundHandler()
-	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	router.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler(router)
 	// The gateway logs each request at info; behind it, a service's line is
 	// debug, so a request is logged once.
 	return httpx.WithRequestID(d.Logger, httpx.WithTraceparent(httpx.Recover(httpx.AccessLogAt(slog.LevelDebug, httpx.WithPrincipal(router)))))

@@ -235,7 +235,7 @@ func (g *Gateway) sameOrigin(r *http.Request) bool {
 func (g *Gateway) console() http.Handler {
 	m := mux.NewRouter().SkipClean(true) // as the gateway's: see routes
 	m.NotFoundHandler = httpx.NotFoundHandler()
-	m.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	m.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler(m)
 	m.Handle(api.ConsolePath, http.RedirectHandler(api.ConsolePath+"/", http.StatusMovedPermanently)).Methods(http.MethodGet, http.MethodHead)
 	m.HandleFunc(api.ConsoleSessionPath, g.getSession).Methods(http.MethodGet)
 	m.HandleFunc(api.ConsoleSessionPath, g.signIn).Methods(http.MethodPost)

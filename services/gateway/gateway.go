@@ -184,7 +184,7 @@ func (g *Gateway) routes() (top, operations *mux.Router) {
 	operations = mux.NewRouter().SkipClean(true)
 	operations.Use(g.metrics.Middleware, httpx.RouteNamer)
 	operations.NotFoundHandler = httpx.NotFoundHandler()
-	operations.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler()
+	operations.MethodNotAllowedHandler = httpx.MethodNotAllowedHandler(operations)
 	for _, op := range api.Operations {
 		api.Route(operations, op).Handler(g.forwardTo(op))
 	}

@@ -191,6 +191,16 @@ func TestHostileValuesAndHEAD(t *testing.T) {
 		`["body","conversation_config","agent","first_message"]`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"a"}`, "Idempotency-Key", strings.Repeat("k", 5000)), `["header","Idempotency-Key"]`)
 	wantValidation(call(t, s, "POST", "/v1/convai/agents/create", adminKey, `{"name":"a"}`, "Idempotency-Key", ""), `["header","Idempotency-Key"]`)
+	// A known path with a method it does not take: 405, naming the ones it
+	// does (RFC 9110), at the gateway and at the console's routes.
+	wrong := call(t, s, "DELETE", "/v1/convai/agents", adminKey, "")
+	wantError(t, wrong, 405, "method_not_allowed")
+	if got := wrong.Header.Get("Allow"); got != "GET, HEAD" {
+		t.Errorf("405 on /v1/convai/agents: Allow %q, want GET, HEAD", got)
+	}
+	if got := call(t, s, "PUT", "/v1/convai/agents/"+agentID, adminKey, "{}").Header.Get("Allow"); got != "GET, HEAD, PATCH, DELETE" {
+		t.Errorf("405 on an agent: Allow %q", got)
+	}
 
 	for _, op := range api.Operations {
 		if !op.Reads() {
