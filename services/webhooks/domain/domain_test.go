@@ -83,6 +83,15 @@ func TestValidateUpdateKeepsRelayAndRetryDelays(t *testing.T) {
 	if err != nil || s.Retry.RetryDelay != 600 || s.Retry.MaxDelay != 600 {
 		t.Fatalf("retry %+v err %v", s.Retry, err)
 	}
+	cur.Retry.RetryDelay, cur.Retry.MaxDelay = 1, 5
+	s, err = ValidateUpdate(decodeInput(t, `{"retry_config":{"retry_delay":10}}`), cur, nil)
+	if err != nil || s.Retry.RetryDelay != 10 || s.Retry.MaxDelay != 10 {
+		t.Fatalf("a stored max_delay below the new retry_delay is raised to it, no further: %+v err %v", s.Retry, err)
+	}
+	s, err = ValidateUpdate(decodeInput(t, `{"retry_config":{"retry_delay":3}}`), cur, nil)
+	if err != nil || s.Retry.MaxDelay != 5 {
+		t.Fatalf("a stored max_delay that still holds is kept: %+v err %v", s.Retry, err)
+	}
 	s, err = ValidateUpdate(decodeInput(t, `{"retry_config":{"retry_on_status":[503,500,503]},"events":["call_ended","call_ended"]}`), cur, nil)
 	if err != nil || !slices.Equal(s.Retry.RetryOnStatus, []int{500, 503}) || !slices.Equal(s.Events, []string{"call_ended"}) {
 		t.Fatalf("spec %+v err %v", s, err)

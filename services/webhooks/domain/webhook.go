@@ -173,10 +173,12 @@ func checkRetry(v *apperr.Validator, in RetryConfigInput, base RetryPolicy) Retr
 	if in.ExponentialBackoff != nil {
 		p.ExponentialBackoff = *in.ExponentialBackoff
 	}
-	// Without max_delay, one below retry_delay is raised (a create starts
-	// from DefaultMaxDelay, so it gets max(DefaultMaxDelay, retry_delay)).
+	// Without max_delay, one below retry_delay is raised to it, the least
+	// change that keeps the two in order: a create starts from
+	// DefaultMaxDelay, so it gets max(DefaultMaxDelay, retry_delay); an
+	// update keeps the stored cap wherever it still holds.
 	if in.MaxDelay == nil && p.MaxDelay < p.RetryDelay {
-		p.MaxDelay = max(DefaultMaxDelay, p.RetryDelay)
+		p.MaxDelay = p.RetryDelay
 	}
 	if p.MaxDelay < p.RetryDelay {
 		v.Add("max_delay should be at least retry_delay", "value_error", "body", "retry_config", "max_delay")
