@@ -242,7 +242,7 @@ var (
 	CancelInvocation   = op("testing.cancel_invocation", post, invocationsPath+"/{invocation_id}/cancel", "testing", convaiWrite).doc("Cancel the runs of an invocation that have not started", ok, "", "InvocationCancelled").errs(conflict)
 	ResubmitInvocation = op("testing.resubmit_invocation", post, invocationsPath+"/{invocation_id}/resubmit", "testing", convaiWrite).doc("Run some of an invocation's runs again", ok, "Resubmit", "Resubmitted").errs(conflict).bodyUpTo(largeBody)
 
-	ListWebhooks      = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks", ok, "", "WebhookList")
+	ListWebhooks      = op("webhooks.list", get, "/v1/convai/webhooks", "webhooks", webhooksRead).doc("List webhooks, oldest first, a page at a time (100 unless limit asks for fewer)", ok, "", "WebhookList").query("limit", "cursor")
 	CreateWebhook     = op("webhooks.create", post, "/v1/convai/webhooks", "webhooks", webhooksWrite).doc("Create a webhook; its signing secret is in this answer only", created, "WebhookCreate", "Webhook").errs(conflict)
 	GetWebhook        = op("webhooks.get", get, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksRead).doc("Get a webhook", ok, "", "Webhook")
 	UpdateWebhook     = op("webhooks.update", put, "/v1/convai/webhooks/{webhook_id}", "webhooks", webhooksWrite).doc("Update a webhook", ok, "WebhookUpdate", "Webhook")

@@ -4,10 +4,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"maps"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -88,6 +90,52 @@ func (a *App) Get(workspaceID, id string) (*webhooksv1.Webhook, error) {
 
 // List returns the workspace's webhooks, oldest first.
 func (a *App) List(workspaceID string) []*webhooksv1.Webhook { return a.Registry.List(workspaceID) }
+
+// MaxWebhookPage is the most webhooks a page lists, and how many it lists
+// unless asked for fewer.
+const MaxWebhookPage = 100
+
+// WebhookPage is a page of a workspace's webhooks, oldest first.
+type WebhookPage struct {
+	Webhooks   []*webhooksv1.Webhook
+	NextCursor *string
+	HasMore    bool
+	Total      int // the workspace's webhooks, every page's
+}
+
+// webhookPosition is where a webhook stands in its workspace's listing.
+type webhookPosition struct {
+	AtMs int64  `json:"at"`
+	ID   string `json:"id"`
+}
+
+func (p webhookPosition) before(w *webhooksv1.Webhook) bool {
+	return cmp.Or(cmp.Compare(p.AtMs, w.GetCreatedAtUnixMs()), strings.Compare(p.ID, w.GetWebhookId())) < 0
+}
+
+// ListPage returns up to limit of the workspace's webhooks after the
+// place the cursor (from the page before; "" for the first) holds.
+func (a *App) ListPage(workspaceID string, limit int, cursorToken string) (WebhookPage, error) {
+	scope := cursor.Scope("webhooks", workspaceID)
+	after, err := cursor.After[webhookPosition](a.Cursors, scope, cursorToken)
+	if err != nil {
+		return WebhookPage{}, err
+	}
+	all := a.Registry.List(workspaceID)
+	rest := all
+	if after != nil {
+		rest = all[sort.Search(len(all), func(i int) bool { return after.before(all[i]) }):]
+	}
+	page := WebhookPage{Webhooks: rest[:min(len(rest), limit)], Total: len(all)}
+	if len(rest) > limit {
+		last := page.Webhooks[limit-1]
+		page.HasMore = true
+		if page.NextCursor, err = cursor.Next(a.Cursors, scope, webhookPosition{AtMs: last.GetCreatedAtUnixMs(), ID: last.GetWebhookId()}); err != nil {
+			return WebhookPage{}, err
+		}
+	}
+	return page, nil
+}
 
 // PolicyOf reads a webhook's retry policy.
 func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {

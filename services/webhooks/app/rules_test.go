@@ -159,6 +159,47 @@ func TestWebhooksPerWorkspaceAreBounded(t *testing.T) {
 	f.create(t, "")
 }
 
+// The listing pages its workspace's webhooks oldest first: every page
+// after the cursor of the one before, each webhook once, the total on
+// each; a cursor of another workspace, or forged, is the one refusal.
+func TestWebhooksArePagedOldestFirst(t *testing.T) {
+	f := newFixture(t)
+	for i := range 5 {
+		f.create(t, "")
+		f.clock = f.clock.Add(time.Duration(i%2) * time.Millisecond) // some made in one millisecond: their ids order them
+	}
+	var listed []string
+	for _, w := range f.app.List("ws_a") {
+		listed = append(listed, w.WebhookId)
+	}
+	var got []string
+	token := ""
+	for pages := 1; ; pages++ {
+		page, err := f.app.ListPage("ws_a", 2, token)
+		if err != nil || page.Total != 5 || len(page.Webhooks) > 2 || page.HasMore != (page.NextCursor != nil) {
+			t.Fatalf("page %d: %+v %v", pages, page, err)
+		}
+		for _, w := range page.Webhooks {
+			got = append(got, w.WebhookId)
+		}
+		if !page.HasMore {
+			if pages != 3 {
+				t.Fatalf("%d pages of 2 for 5 webhooks", pages)
+			}
+			break
+		}
+		token = *page.NextCursor
+	}
+	if !slices.Equal(got, listed) || len(got) != 5 {
+		t.Fatalf("paged %v, listed %v", got, listed)
+	}
+	first, _ := f.app.ListPage("ws_a", 2, "")
+	_, err := f.app.ListPage("ws_b", 2, *first.NextCursor)
+	wantKind(t, err, apperr.Invalid, "another workspace's cursor")
+	_, err = f.app.ListPage("ws_a", 2, "forged")
+	wantKind(t, err, apperr.Invalid, "a forged cursor")
+}
+
 // A receiver that answers 410 Gone disables its webhook, with the reason;
 // re-activating it clears the reason.
 func TestGoneDisablesAndReactivationClears(t *testing.T) {

@@ -26,13 +26,29 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
+// List answers a page of the workspace's webhooks, oldest first, under
+// the spec's general convention (limit, cursor; data and pagination).
 func (h *Handlers) List(c *api.Call) (any, error) {
-	hooks := h.App.List(c.Caller().WorkspaceID)
-	out := make([]webhookView, 0, len(hooks))
-	for _, wh := range hooks {
+	var q struct {
+		Limit  int    `json:"limit"` // its range checked at the edge
+		Cursor string `json:"cursor"`
+	}
+	if err := c.Query(&q); err != nil {
+		return nil, err
+	}
+	limit := app.MaxWebhookPage
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	page, err := h.App.ListPage(c.Caller().WorkspaceID, limit, q.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]webhookView, 0, len(page.Webhooks))
+	for _, wh := range page.Webhooks {
 		out = append(out, viewOf(wh, nil, h.App.RunOf(wh)))
 	}
-	return listView{Webhooks: out, Pagination: pagination{HasMore: false, NextCursor: nil, TotalCount: len(out)}}, nil
+	return listView{Webhooks: out, Pagination: pagination{HasMore: page.HasMore, NextCursor: page.NextCursor, TotalCount: page.Total}}, nil
 }
 
 // reply writes a webhook (with its secret, when shown), or returns the
