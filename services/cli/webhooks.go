@@ -21,15 +21,24 @@ type webhook struct {
 }
 
 func (a *app) webhooksListCommand() *cobra.Command {
-	return &cobra.Command{
+	var cursor string
+	cmd := &cobra.Command{
 		Use:   "list",
-		Short: "List the workspace's webhooks, oldest first",
+		Short: "List the workspace's webhooks, oldest first, 100 a page",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var out struct {
-				Webhooks []webhook `json:"webhooks"`
+				Webhooks   []webhook `json:"webhooks"`
+				Pagination struct {
+					HasMore    bool    `json:"has_more"`
+					NextCursor *string `json:"next_cursor"`
+				} `json:"pagination"`
 			}
-			if show, err := a.fetch(cmd.Context(), listWebhooks, nil, nil, nil, &out); !show {
+			var q url.Values
+			if cursor != "" {
+				q = url.Values{"cursor": {cursor}}
+			}
+			if show, err := a.fetch(cmd.Context(), listWebhooks, nil, q, nil, &out); !show {
 				return err
 			}
 			rows := make([][]string, len(out.Webhooks))
@@ -44,9 +53,12 @@ func (a *app) webhooksListCommand() *cobra.Command {
 				rows[i] = []string{w.ID, clip(w.URL, 60), clip(strings.Join(w.Events, ","), 60), clip(state, 40), unixTime(w.Created)}
 			}
 			table(a.stdout, []string{"ID", "URL", "EVENTS", "STATE", "CREATED"}, rows)
+			a.moreHint(out.Pagination.HasMore, out.Pagination.NextCursor)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&cursor, "cursor", "", "the page after the one that named this cursor")
+	return cmd
 }
 
 func (a *app) webhooksCreateCommand() *cobra.Command {
