@@ -26,21 +26,29 @@ import (
 // each to the method named after it (api.Serve).
 type Handlers struct{ App *app.App }
 
+// pageQuery is a listing's page in the spec's general convention: limit
+// (its range checked at the edge) and cursor.
+type pageQuery struct {
+	Limit  int    `json:"limit"`
+	Cursor string `json:"cursor"`
+}
+
+// limitOr is the limit asked for, else def.
+func (p pageQuery) limitOr(def int) int {
+	if p.Limit > 0 {
+		return p.Limit
+	}
+	return def
+}
+
 // List answers a page of the workspace's webhooks, oldest first, under
 // the spec's general convention (limit, cursor; data and pagination).
 func (h *Handlers) List(c *api.Call) (any, error) {
-	var q struct {
-		Limit  int    `json:"limit"` // its range checked at the edge
-		Cursor string `json:"cursor"`
-	}
+	var q pageQuery
 	if err := c.Query(&q); err != nil {
 		return nil, err
 	}
-	limit := app.MaxWebhookPage
-	if q.Limit > 0 {
-		limit = q.Limit
-	}
-	page, err := h.App.ListPage(c.Caller().WorkspaceID, limit, q.Cursor)
+	page, err := h.App.ListPage(c.Caller().WorkspaceID, q.limitOr(app.MaxWebhookPage), q.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -101,23 +109,18 @@ func (h *Handlers) Logs(c *api.Call) (any, error) {
 	// The edge has checked the query against the parameters' schemas
 	// (limit's range, the event and status enums, the times' range).
 	var q struct {
-		Limit     int    `json:"limit"`
+		pageQuery
 		Event     string `json:"event"`
 		Status    string `json:"status"`
 		StartTime int64  `json:"start_time"` // unix seconds
 		EndTime   int64  `json:"end_time"`
-		Cursor    string `json:"cursor"`
 	}
 	if err := c.Query(&q); err != nil {
 		return nil, err
 	}
-	limit := app.DefaultLogLimit
-	if q.Limit > 0 {
-		limit = q.Limit
-	}
 	f := domain.LogFilter{Event: q.Event, Status: q.Status, FromMs: q.StartTime * 1000, ToMs: q.EndTime * 1000}
 	id := c.ID()
-	page, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, limit, q.Cursor)
+	page, err := h.App.Logs(c.Context(), c.Caller().WorkspaceID, id, f, q.limitOr(app.DefaultLogLimit), q.Cursor)
 	if err != nil {
 		return nil, err
 	}
