@@ -130,6 +130,13 @@ func TestBulkMoveRules(t *testing.T) {
 	}
 	_, err = w.a.BulkMove(ctx, w.c, []string{test}, "tfld_missing")
 	fieldErrorAt(t, err, "body", "move_to")
+	for _, to := range []string{sub, ""} { // moving, and already in place
+		_, err = w.a.BulkMove(ctx, w.c, []string{test, other, test}, to)
+		fieldErrorAt(t, err, "body", "entity_ids", 2) // named twice
+	}
+	if w.parentOf(test) != "" {
+		t.Fatal("a refused move moved a test")
+	}
 
 	keyed := w.c
 	keyed.CommandID = "move-1"

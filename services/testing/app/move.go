@@ -85,14 +85,18 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 			}
 		}
 	}
+	seen := make(map[string]bool, len(entityIDs))
 	for i, id := range entityIDs {
 		e, ok := f.known[id]
 		switch {
+		case seen[id]:
+			v.Add("Duplicate id "+id, "value_error", "body", "entity_ids", i)
 		case !ok:
 			v.Add("Test or folder "+id+" not found", "value_error", "body", "entity_ids", i)
 		case e.Kind == KindFolder && above[id]:
 			v.Add("A folder cannot move into itself or a subfolder", "value_error", "body", "entity_ids", i)
 		}
+		seen[id] = true
 	}
 	if err := v.Err(); err != nil {
 		return err
