@@ -208,10 +208,13 @@ func (rm *ReadModel) PageInvocations(ctx context.Context, q app.InvocationFilter
 		return nil, false, nil
 	}
 	and := bson.A{bson.D{{Key: "workspace_id", Value: q.WorkspaceID}}}
-	for _, eq := range []bson.E{{Key: "agent_id", Value: q.AgentID}, {Key: "branch_id", Value: q.BranchID}, {Key: "test_ids", Value: q.TestID}} {
+	for _, eq := range []bson.E{{Key: "agent_id", Value: q.AgentID}, {Key: "test_ids", Value: q.TestID}} {
 		if eq.Value != "" {
 			and = append(and, bson.D{eq})
 		}
+	}
+	if branches := q.Branches(); len(branches) > 0 {
+		and = append(and, bson.D{{Key: "branch_id", Value: bson.D{{Key: "$in", Value: branches}}}})
 	}
 	if q.Search != "" {
 		and = append(and, bson.D{{Key: "title", Value: containsAnyCase(q.Search)}})

@@ -338,9 +338,10 @@ func TestResubmitRunsAgainAsANewAttempt(t *testing.T) {
 		"another agent":  {TestRunIDs: []string{run1}, AgentID: "agent_other"},
 		"an unknown run": {TestRunIDs: []string{domain.RunID(id, 7)}, AgentID: agentID},
 		"a duplicate":    {TestRunIDs: []string{run1, run1}, AgentID: agentID},
+		"another branch": {TestRunIDs: []string{run1}, AgentID: agentID, BranchID: new("dev")},
 	} {
-		if _, err := w.a.Resubmit(ctx, w.c, id, bad); err == nil {
-			t.Fatalf("resubmit of %s accepted", what)
+		if _, err := w.a.Resubmit(ctx, w.c, id, bad); apperr.KindOf(err) != apperr.Invalid {
+			t.Fatalf("resubmit of %s: %v, want a 422", what, err)
 		}
 	}
 	got, err := w.a.Resubmit(ctx, w.c, id, in)

@@ -128,12 +128,7 @@ func (a *App) RunTests(ctx context.Context, c principal.Caller, agentID string, 
 	if in.RepeatCount != nil {
 		repeat = *in.RepeatCount
 	}
-	if in.BranchID != nil && *in.BranchID != "" {
-		// An agent here has one configuration: its main branch. Another
-		// branch would silently run that configuration under its name.
-		v.Check(*in.BranchID == MainBranch, "Agent has no branch "+strconv.Quote(*in.BranchID)+": agents have one configuration, branch \"main\"",
-			"value_error", "body", "branch_id")
-	}
+	checkBranch(&v, in.BranchID)
 	a.checkOverride(&v, in.AgentConfigOverride)
 	tests := in.Tests
 	if err := v.Err(); err != nil {
@@ -243,6 +238,16 @@ func (a *App) Cancel(ctx context.Context, c principal.Caller, invocationID strin
 	return inv, a.Jobs.Purge(ctx, jobs)
 }
 
+// checkBranch refuses a branch other than main: an agent here has one
+// configuration, its main branch, and another branch would silently run
+// that configuration under its name. (Omitted or empty is main.)
+func checkBranch(v *apperr.Validator, branchID *string) {
+	if branchID != nil && *branchID != "" {
+		v.Check(*branchID == MainBranch, "Agent has no branch "+strconv.Quote(*branchID)+": agents have one configuration, branch \"main\"",
+			"value_error", "body", "branch_id")
+	}
+}
+
 // ResubmitInput is the body of POST …/{id}/resubmit. Its shape (1 or
 // more run ids, the agent's id) is the API schema's (Resubmit).
 type ResubmitInput struct {
@@ -255,6 +260,7 @@ type ResubmitInput struct {
 // Resubmit runs some runs again, as a new attempt.
 func (a *App) Resubmit(ctx context.Context, c principal.Caller, invocationID string, in ResubmitInput) (*testingv1.Invocation, error) {
 	var v apperr.Validator
+	checkBranch(&v, in.BranchID)
 	a.checkOverride(&v, in.AgentConfigOverride)
 	if err := v.Err(); err != nil {
 		return nil, err

@@ -240,3 +240,20 @@ func TestReliabilityCarriesEachInvocationsLatency(t *testing.T) {
 		t.Fatalf("oldest: every turn of both runs, in run order: %v %v", per[1].TurnMs, per[1].FirstTokenMs)
 	}
 }
+
+// The branch filter: main selects what ran on main, named or not (an
+// invocation that named no branch stores ""); another branch only itself.
+func TestTheMainBranchFilterSelectsInvocationsThatNamedNone(t *testing.T) {
+	for _, c := range []struct {
+		filter, stored string
+		want           bool
+	}{
+		{"main", "", true}, {"main", "main", true}, {"main", "dev", false},
+		{"dev", "dev", true}, {"dev", "", false}, {"", "", true}, {"", "dev", true},
+	} {
+		f := app.InvocationFilter{WorkspaceID: "ws", BranchID: c.filter}
+		if got := f.Matches(app.InvocationSummary{WorkspaceID: "ws", BranchID: c.stored}); got != c.want {
+			t.Errorf("branch_id=%q on an invocation stored with %q: %v, want %v", c.filter, c.stored, got, c.want)
+		}
+	}
+}

@@ -188,12 +188,25 @@ type InvocationFilter struct {
 	Limit                                          int
 }
 
+// Branches are the branch ids stored on the invocations BranchID
+// selects: main is also what an invocation that named no branch ran
+// (stored ""). Nil: no branch filter.
+func (f InvocationFilter) Branches() []string {
+	switch f.BranchID {
+	case "":
+		return nil
+	case MainBranch:
+		return []string{"", MainBranch}
+	}
+	return []string{f.BranchID}
+}
+
 // Matches is the meaning of the filter.
 func (f InvocationFilter) Matches(s InvocationSummary) bool {
 	switch {
 	case s.WorkspaceID != f.WorkspaceID,
 		f.AgentID != "" && s.AgentID != f.AgentID,
-		f.BranchID != "" && s.BranchID != f.BranchID,
+		f.BranchID != "" && !slices.Contains(f.Branches(), s.BranchID),
 		f.TestID != "" && !slices.Contains(s.TestIDs, f.TestID),
 		f.Search != "" && !strings.Contains(strings.ToLower(s.Title), strings.ToLower(f.Search)),
 		f.StartTime != nil && s.CreatedAtUnix < *f.StartTime,

@@ -259,7 +259,7 @@ func (h *history) build(ws string, folders, tests, invocations int) {
 	}
 	for i := range invocations {
 		inv := &testingv1.Invocation{InvocationId: fmt.Sprintf("tinv_%s_%03d", ws, h.rng.IntN(1000)*1000+i), WorkspaceId: ws,
-			AgentId: h.pick("agent_1", "agent_2", "agent_3"), BranchId: h.pick("", "", "branch_1"), Title: h.pick(words...),
+			AgentId: h.pick("agent_1", "agent_2", "agent_3"), BranchId: h.pick("", "", "branch_1", "main"), Title: h.pick(words...),
 			CreatedAtUnix: 1_700_000_000 + int64(h.rng.IntN(12)), Status: domain.InvocationRunning, RepeatCount: 1}
 		inv.CreatedAtUnixNanos = h.nanosecond(inv.CreatedAtUnix)
 		for range 1 + h.rng.IntN(4) {
@@ -303,7 +303,7 @@ func entryQueries(ws string, folders []string) []app.EntryQuery {
 func invocationQueries(ws string, aTest string) []app.InvocationFilter {
 	start, end := int64(1_700_000_003), int64(1_700_000_008)
 	return []app.InvocationFilter{
-		{}, {AgentID: "agent_2"}, {BranchID: "branch_1"}, {TestID: aTest}, {Search: "REFUND"},
+		{}, {AgentID: "agent_2"}, {BranchID: "branch_1"}, {BranchID: "main"}, {TestID: aTest}, {Search: "REFUND"},
 		{StartTime: &start}, {EndTime: &end}, {StartTime: &start, EndTime: &end},
 		{AgentID: "agent_1", TestID: aTest, EndTime: &end}, {AgentID: "agent_none"}, {TestID: "test_none"},
 	}
