@@ -91,8 +91,8 @@ func (a *App) CreateTestFromConversation(ctx context.Context, c principal.Caller
 }
 
 // storedConversation completes a request that names a recorded
-// conversation: its transcript, and its agent unless the request names
-// one; the completed request is validated as a posted one is.
+// conversation: its transcript and its agent (one the request names must
+// be it); the completed request is validated as a posted one is.
 func (a *App) storedConversation(ctx context.Context, c principal.Caller, in domain.FromConversation) (domain.FromConversation, []json.RawMessage, error) {
 	if a.Conversations == nil {
 		return in, nil, apperr.ConversationUnknown
@@ -108,6 +108,11 @@ func (a *App) storedConversation(ctx context.Context, c principal.Caller, in dom
 	}
 	if in.AgentID == nil {
 		in.AgentID = &agentID
+	} else if agentID != "" && *in.AgentID != agentID {
+		// The test's from_conversation_metadata names the conversation's
+		// agent: another would misstate where the conversation came from.
+		v.Add("The conversation belongs to agent "+agentID, "value_error", "body", "agent_id")
+		return in, nil, v.Err()
 	}
 	body, _ := json.Marshal(transcript)
 	if err := json.Unmarshal(body, &in.Transcript); err != nil {

@@ -209,4 +209,11 @@ func TestCreateTestFromConversation(t *testing.T) {
 	if f := fieldErrorAt(t, err, "body", "conversation_id"); !strings.Contains(f.Msg, "no transcript") {
 		t.Fatalf("a recorded conversation without a transcript: %+v", f)
 	}
+	_, err = w.a.CreateTestFromConversation(ctx, w.c, []byte(`{"conversation_id":"conv_9","turn_index":4,"agent_id":"agent_2"}`))
+	if f := fieldErrorAt(t, err, "body", "agent_id"); !strings.Contains(f.Msg, "agent_1") {
+		t.Fatalf("a recorded conversation named with another agent: %+v", f)
+	}
+	if _, err := w.a.CreateTestFromConversation(ctx, w.c, []byte(`{"conversation_id":"conv_9","turn_index":4,"agent_id":"agent_1","name":"Named"}`)); err != nil {
+		t.Fatalf("a recorded conversation named with its own agent: %v", err)
+	}
 }
