@@ -6,10 +6,11 @@ import (
 )
 
 // Wilson is the Wilson score interval of successes out of n at 95%
-// confidence: sound at small counts and at 0% or 100%. 0, 0 when n is 0.
+// confidence: sound at small counts and at 0% or 100%. 0, 1 when n is 0:
+// nothing is known of a rate not yet seen once.
 func Wilson(successes, n int64) (low, high float64) {
 	if n <= 0 {
-		return 0, 0
+		return 0, 1
 	}
 	nf, p := float64(n), float64(successes)/float64(n)
 	z2 := z95 * z95

@@ -21,7 +21,7 @@ func TestWilsonMatchesNewcombe(t *testing.T) {
 			t.Errorf("Wilson(%d, %d) = %.4f–%.4f, want %.4f–%.4f", c.x, c.n, lo, hi, c.low, c.high)
 		}
 	}
-	if lo, hi := Wilson(0, 0); lo != 0 || hi != 0 {
+	if lo, hi := Wilson(0, 0); lo != 0 || hi != 1 {
 		t.Errorf("no trials: %v %v", lo, hi)
 	}
 }
