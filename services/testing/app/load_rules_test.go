@@ -117,6 +117,15 @@ func TestALoadTestRunsItsStepsInTurnAndNamesTheStepThatBrokeTheBudget(t *testing
 	if _, err := w.a.LoadTest(ctx, "ws", id); err != nil {
 		t.Fatal(err)
 	}
+	// Listed, its passed and failed counts are its steps', as its
+	// completion says; its reliability is of runs, and it has none.
+	listed, _, _, err := w.a.ListInvocations(ctx, app.InvocationFilter{WorkspaceID: "ws", Limit: 10})
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("listed %v %v", listed, err)
+	}
+	if l := listed[0]; l.Passed != 2 || l.Failed != 1 || l.Reliability.Runs != 0 || l.Reliability.Passed != 0 {
+		t.Fatalf("the load test listed as %d met, %d broke, reliability %+v", l.Passed, l.Failed, l.Reliability)
+	}
 	plain := w.run(1)
 	if _, err := w.a.LoadTest(ctx, "ws", plain.GetInvocationId()); err != apperr.LoadTestNotFound {
 		t.Fatalf("an invocation read as a load test: %v", err)

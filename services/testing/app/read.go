@@ -251,8 +251,14 @@ func (a *App) ListInvocations(ctx context.Context, q InvocationFilter) ([]Invoca
 		if d.Status == domain.InvocationCancelled {
 			cancelled, pending = unrun, 0
 		}
+		// A load test's passed and failed are its steps (met and broke its
+		// budget): its reliability, of runs, has none.
+		relPassed, relRuns := passed, passed+failed
+		if runs == 0 {
+			relPassed, relRuns = 0, 0
+		}
 		out = append(out, InvocationProgress{InvocationSummary: d, Passed: passed, Failed: failed, Pending: pending,
-			Cancelled: cancelled, Reliability: domain.NewReliability(passed, passed+failed, 1)})
+			Cancelled: cancelled, Reliability: domain.NewReliability(relPassed, relRuns, 1)})
 	}
 	var last *InvocationPosition
 	if len(page) > 0 {
