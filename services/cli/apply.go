@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
@@ -139,7 +140,7 @@ func (a *app) applyCommand(k applied) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "apply -f <file>",
-		Short: "Create a " + k.noun + " from a YAML or JSON file, or update the one its " + k.idField + " names",
+		Short: "Create " + article(k.noun) + " " + k.noun + " from a YAML or JSON file, or update the one its " + k.idField + " names",
 		Long:  k.long,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -196,4 +197,12 @@ func (a *app) testsApplyCommand() *cobra.Command {
 		long: `tests apply reads a test definition (what tests export prints: the whole test, as
 the API takes it). With id it replaces that test; without, it creates one and prints
 its id: add it to the file to replace it next time.`})
+}
+
+// article is the indefinite article before noun.
+func article(noun string) string {
+	if noun != "" && strings.ContainsRune("aeiou", rune(noun[0])) {
+		return "an"
+	}
+	return "a"
 }

@@ -126,9 +126,28 @@ func (a *app) client() (*client, error) {
 	return &client{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{Timeout: 2 * time.Minute}}, nil
 }
 
-// group is a command that only groups its subcommands.
+// group is a command that only groups its subcommands. Called alone, or
+// with a word that names none of them, it is a usage error (exit 2), as an
+// unknown command is at the top: a mistyped step in a script must not pass.
 func group(use, short string, subcommands ...*cobra.Command) *cobra.Command {
-	cmd := &cobra.Command{Use: use, Short: short}
+	cmd := &cobra.Command{Use: use, Short: short, Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var names []string
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() {
+					names = append(names, sub.Name())
+				}
+			}
+			if len(args) == 0 {
+				return fmt.Errorf("%s needs a command: %s (see --help)", cmd.CommandPath(), strings.Join(names, ", "))
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if near := cmd.SuggestionsFor(args[0]); len(near) > 0 {
+				msg += "; did you mean " + strings.Join(near, " or ") + "?"
+			}
+			return errors.New(msg)
+		}}
+	cmd.SuggestionsMinimumDistance = 2 // as cobra's root has by default
 	cmd.AddCommand(subcommands...)
 	return cmd
 }

@@ -113,10 +113,14 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{"agents", "show"}, // missing id
 		{"tests", "run"},   // --agent is required
 		{"tests", "run", "--agent", "a", "--junit", "x.xml"}, // --junit without --wait
+		{"tests", "rnu"}, {"members", "lisst"}, {"webhooks"}, // no command of the group's
 	} {
 		if r := run(t, args...); r.code != ExitError || !strings.Contains(r.stderr, "error:") {
 			t.Fatalf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
+	}
+	if r := run(t, "tests", "rnu"); !strings.Contains(r.stderr, `did you mean run?`) {
+		t.Fatalf("a mistyped command: %q", r.stderr)
 	}
 }
 
@@ -364,6 +368,18 @@ func TestTicketsAssign(t *testing.T) {
 	}
 	if got := f.lastBody(); got != `{"assignee_user_id":null}` {
 		t.Fatalf("unassign body %s", got)
+	}
+}
+
+// tickets show prints the ticket's comments, on the whole and on turns.
+func TestTicketsShowPrintsEveryComment(t *testing.T) {
+	f, base := newFake(t)
+	f.on("GET /v1/convai/triage-tickets/tkt_1", reply(200, `{"agentqa_ticket_id":"tkt_1","status":"open","agent_id":"agent_1","title":"Wrong hours",
+	  "ticket_comments":[{"comment":"looking into it","created_at_unix_secs":1767322000,"owner_user_id":"usr_1"}],
+	  "turn_comments":[{"turn_index":3,"comment":"quoted last year's hours","created_at_unix_secs":1767322100,"owner_user_id":"usr_2"}]}`))
+	r := runOn(t, base, "tickets", "show", "tkt_1")
+	if r.code != 0 || !strings.Contains(r.stdout, "usr_1: looking into it") || !strings.Contains(r.stdout, "usr_2 on turn 3: quoted last year's hours") {
+		t.Fatalf("%d %q %q", r.code, r.stdout, r.stderr)
 	}
 }
 

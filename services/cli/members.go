@@ -7,8 +7,7 @@ import (
 )
 
 func (a *app) membersCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "members", Short: "The workspace's members (people and service accounts)"}
-	cmd.AddCommand(&cobra.Command{
+	return group("members", "The workspace's members (people and service accounts)", &cobra.Command{
 		Use:   "list",
 		Short: "List the workspace's members",
 		Args:  cobra.NoArgs,
@@ -33,5 +32,4 @@ func (a *app) membersCommand() *cobra.Command {
 			return nil
 		},
 	})
-	return cmd
 }

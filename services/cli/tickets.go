@@ -47,6 +47,9 @@ func (a *app) printTicket(t ticket) {
 	for _, cm := range t.TicketComments {
 		fmt.Fprintf(a.stdout, "  %s %s: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), oneLine(cm.Comment))
 	}
+	for _, cm := range t.TurnComments {
+		fmt.Fprintf(a.stdout, "  %s %s on turn %d: %s\n", unixTime(cm.CreatedAtUnixSecs), orDash(cm.OwnerUserID), cm.TurnIndex, oneLine(cm.Comment))
+	}
 }
 
 func (a *app) ticketsAssignCommand() *cobra.Command {
