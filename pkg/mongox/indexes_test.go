@@ -2,6 +2,7 @@ package mongox
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,5 +27,27 @@ func TestEnsureIndexesIsIdempotent(t *testing.T) {
 	}
 	if len(specs) != 3 { // _id plus ours
 		t.Fatalf("%d indexes, want 3", len(specs))
+	}
+}
+
+// Replicas starting at once each make a fresh collection's indexes: every
+// one of them succeeds, though the store may refuse all but the first
+// maker of an index (the embedded one does).
+func TestEnsureIndexesAtOnce(t *testing.T) {
+	for round := range 5 {
+		coll := collection(t, fmt.Sprintf("at_once_%d", round))
+		models := []mongo.IndexModel{
+			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "seen", Value: 1}, {Key: "_id", Value: -1}}},
+			{Keys: bson.D{{Key: "workspace_id", Value: 1}, {Key: "terms", Value: 1}, {Key: "_id", Value: -1}}},
+		}
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() { errs <- EnsureIndexes(context.Background(), coll, models...) }()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
 	}
 }

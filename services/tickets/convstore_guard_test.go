@@ -36,7 +36,20 @@ func TestADroppedConversationStoreIsReplayed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return svc, func() { stop(); _ = svc.Stop() }
+		// Stopped, the replica's goroutines still end their work (a
+		// projector's write, a guard's look): its connections closed, none
+		// of it reaches the store the next replica starts on. (Disconnect
+		// waits for the operations in flight.)
+		return svc, func() {
+			stop()
+			_ = svc.Stop()
+			d.NC.Close()
+			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.Mongo.Disconnect(dctx); err != nil {
+				t.Errorf("a replica's store client: %v", err)
+			}
+		}
 	}
 	d := deps()
 	keys := sealingKeys(t, ctx, d.JS)

@@ -47,11 +47,12 @@ func serve(svc *Service, method, path, body string) (int, string) {
 // after another, on the same stores all set up this way.
 func replicaDeps(t *testing.T) (context.Context, func() runtime.Deps) {
 	env := testenv.New(t)
-	mc := env.Mongo(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	return ctx, func() runtime.Deps {
-		d := runtimetest.Deps(t, env.Conn(t), mc)
+		// Each replica its own connections, as real ones have: a test can
+		// close one replica's, so that nothing it still runs writes on.
+		d := runtimetest.Deps(t, env.Conn(t), env.Mongo(t))
 		ensureOtherStreams(t, ctx, d.JS)
 		return d
 	}
