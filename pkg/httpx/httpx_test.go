@@ -3,6 +3,7 @@ package httpx
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -262,5 +263,31 @@ func TestASecondStatusIsDropped(t *testing.T) {
 	srv.Close()
 	if resp.StatusCode != http.StatusOK || string(b) != "partial" || serverLog.Len() > 0 || !strings.Contains(accessLog.String(), "status=200") {
 		t.Fatalf("got %d %q; server logged %q; access log %s", resp.StatusCode, b, serverLog.String(), accessLog.String())
+	}
+}
+
+// A 422 lists at most MaxListedErrors entries, then says how many more
+// there are: many wrong items in a small body are not answered at fifty
+// times its size.
+func TestAValidationAnswerIsBounded(t *testing.T) {
+	var v Validator
+	for i := range 5000 {
+		v.Add("Field required", "missing", "body", "transcript", i, "time_in_call_secs")
+	}
+	rec := httptest.NewRecorder()
+	WriteError(rec, httptest.NewRequest("POST", "/", nil), v.Err())
+	var body struct {
+		Detail []FieldError `json:"detail"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || rec.Code != 422 {
+		t.Fatalf("%d %v", rec.Code, err)
+	}
+	last := body.Detail[len(body.Detail)-1]
+	if len(body.Detail) != MaxListedErrors+1 || last.Type != "too_many_errors" || !strings.Contains(last.Msg, "4900 more") ||
+		fmt.Sprint(last.Loc) != fmt.Sprint([]any{"body", "transcript", float64(MaxListedErrors), "time_in_call_secs"}) {
+		t.Fatalf("%d entries, the last %+v", len(body.Detail), last)
+	}
+	if body.Detail[MaxListedErrors-1].Type != "missing" {
+		t.Fatalf("the listed ones: %+v", body.Detail[MaxListedErrors-1])
 	}
 }
