@@ -2,7 +2,9 @@ package model
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +21,9 @@ import (
 //     test's measure of the platform's own time in a turn).
 //   - Endpoint limit: a load test's calls share a concurrency of their
 //     own on the agent's endpoint, never its usual slots.
+//   - Gate: a run queued on a busy endpoint has not started; once it has
+//     a slot, it asks its gate whether it is still wanted (its invocation
+//     may have been cancelled meanwhile) before its first call.
 
 type slotKey struct{}
 
@@ -129,3 +134,45 @@ func EndpointLimitOf(ctx context.Context) (EndpointLimit, bool) {
 	l, ok := ctx.Value(endpointLimitKey{}).(EndpointLimit)
 	return l, ok && l.N > 0
 }
+
+// Gate is a run's word on whether it is still wanted, asked by a client
+// that waited for an agent endpoint's slot before the run's first call:
+// a run queued there has not started, so a cancel meanwhile stops it, as
+// it stops the runs not yet taken from the queue. A run that has called
+// its endpoint once is in progress, and finishes.
+type Gate struct {
+	// Wanted reports whether the run is still wanted.
+	Wanted func() bool
+
+	started, dropped atomic.Bool
+}
+
+type gateKey struct{}
+
+// WithGate is ctx for a run asked through g.
+func WithGate(ctx context.Context, g *Gate) context.Context {
+	return context.WithValue(ctx, gateKey{}, g)
+}
+
+// ErrNotWanted ends a run dropped at its gate.
+var ErrNotWanted = errors.New("the run's invocation was cancelled while the run waited for the agent's endpoint")
+
+// Proceed is asked by a client holding an endpoint slot before it calls
+// the endpoint (waited: it had to wait for the slot). False: the run was
+// not yet started and is no longer wanted (Dropped from now on); the
+// client calls nothing and answers ErrNotWanted.
+func Proceed(ctx context.Context, waited bool) bool {
+	g, _ := ctx.Value(gateKey{}).(*Gate)
+	if g == nil || g.started.Load() {
+		return true
+	}
+	if waited && g.Wanted != nil && !g.Wanted() {
+		g.dropped.Store(true)
+		return false
+	}
+	g.started.Store(true)
+	return true
+}
+
+// Dropped reports whether the run was stopped at its gate.
+func (g *Gate) Dropped() bool { return g.dropped.Load() }

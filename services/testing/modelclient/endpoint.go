@@ -311,10 +311,11 @@ func (c *customAgent) ModelName() string { return c.model.ModelName() }
 // breaker. Its failures are EndpointErrors. What the endpoint answers,
 // turn or error, is redacted here: nothing after this sees a credential.
 func (c *customAgent) Respond(ctx context.Context, conv model.Conversation) (model.Turn, model.Usage, error) {
-	queued := time.Now()
+	queued, waited := time.Now(), false
 	select {
 	case c.ep.slots <- struct{}{}:
 	default: // the run gives its worker slot back while it waits
+		waited = true
 		resume := model.ReleaseSlot(ctx)
 		select {
 		case c.ep.slots <- struct{}{}:
@@ -325,6 +326,9 @@ func (c *customAgent) Respond(ctx context.Context, conv model.Conversation) (mod
 		}
 	}
 	defer func() { <-c.ep.slots }()
+	if !model.Proceed(ctx, waited) {
+		return model.Turn{}, model.Usage{}, model.ErrNotWanted
+	}
 	model.AddWaited(ctx, time.Since(queued))
 	var turn model.Turn
 	var usage model.Usage

@@ -2,6 +2,7 @@ package modelclient
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -87,5 +88,44 @@ func TestAnEndpointLimitIsALoadTestsOwn(t *testing.T) {
 	}
 	if got := slots(context.Background()); got != 2 {
 		t.Fatalf("a run's endpoint slots: %d, want the usual 2", got)
+	}
+}
+
+// A run that waited for a slot of a busy endpoint asks its gate, before
+// its first call, whether it is still wanted: dropped, it calls nothing.
+// One that got a slot at once, or has called before, is not asked.
+func TestARunQueuedOnABusyEndpointAsksItsGate(t *testing.T) {
+	srv := llmtest.NewServer(llmtest.Fixed(0, "hi"))
+	defer srv.Close()
+	e := endpoints()
+	e.Concurrency = 1
+	m, err := e.For(context.Background(), "ws_1", model.ParseAgentConfig([]byte(`{"agent":{"prompt":{"llm":"custom-llm","custom_llm":{"url":"`+srv.URL+`","model_id":"team"}}}}`)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := m.(*customAgent).ep
+	conv := model.Conversation{SystemPrompt: "be brief"}
+	respond := func(wanted bool, busy bool) (*model.Gate, error) {
+		asked := false
+		g := &model.Gate{Wanted: func() bool { asked = true; return wanted }}
+		ctx := model.WithGate(context.Background(), g)
+		if busy {
+			ep.slots <- struct{}{} // another run holds the only slot, and lets it go once this one waits
+			ctx = model.WithSlot(ctx, func() func() { <-ep.slots; return func() {} })
+		}
+		_, _, err := m.Respond(ctx, conv)
+		if asked != busy {
+			t.Errorf("asked %v with the endpoint busy %v", asked, busy)
+		}
+		return g, err
+	}
+	if g, err := respond(false, true); !errors.Is(err, model.ErrNotWanted) || !g.Dropped() || len(srv.Requests()) != 0 {
+		t.Fatalf("a run no longer wanted: %v, dropped %v, %d calls", err, g.Dropped(), len(srv.Requests()))
+	}
+	if g, err := respond(true, true); err != nil || g.Dropped() || len(srv.Requests()) != 1 {
+		t.Fatalf("a run still wanted: %v, %d calls", err, len(srv.Requests()))
+	}
+	if g, err := respond(false, false); err != nil || g.Dropped() || len(srv.Requests()) != 2 {
+		t.Fatalf("a run that got a slot at once: %v, %d calls", err, len(srv.Requests()))
 	}
 }

@@ -669,7 +669,18 @@ func (w *Worker) run(ctx context.Context, m app.TakenJob, job *testingv1.RunJob,
 				}
 			}
 		}
-		res := w.Exec.Execute(ctx, r)
+		// A run queued on its agent's busy endpoint asks, once it has a
+		// slot, whether the invocation still runs this round (read anew:
+		// the wait may have been long): cancelled meanwhile, it has not
+		// started, and stops unrecorded.
+		gate := &model.Gate{Wanted: func() bool {
+			cur, _, err := w.App.Invocations.Get(ctx, job.GetWorkspaceId(), job.GetInvocationId())
+			return err != nil || app.RunsRound(cur, job.GetAttempt())
+		}}
+		res := w.Exec.Execute(model.WithGate(ctx, gate), r)
+		if gate.Dropped() {
+			return nil, nil
+		}
 		w.Metrics.observe(pt.GetTestType(), res)
 		// The invocation may have been cancelled and resubmitted meanwhile.
 		if inv, err = w.invocation(ctx, job.GetWorkspaceId(), job.GetInvocationId(), job.GetAttempt()); err != nil {

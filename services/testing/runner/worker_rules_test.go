@@ -23,6 +23,7 @@ import (
 	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
+	"github.com/voiceai-platform/voiceai/services/testing/model"
 	"github.com/voiceai-platform/voiceai/services/testing/offline"
 	"github.com/voiceai-platform/voiceai/services/testing/runner"
 )
@@ -435,6 +436,58 @@ func TestACancelledInvocationsJobRunsNothing(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "the jobs done", func() bool { return !w.waiting(inv) && w.p.Jobs.Out() == 0 })
 	if res := w.results(inv); len(res) != 0 {
 		t.Fatalf("%d runs of a cancelled invocation ran", len(res))
+	}
+}
+
+// busyEndpoint plays an agent whose endpoint is busy: each run's agent
+// turn waits in its queue until open closes, then asks whether the run is
+// still wanted, as the endpoint clients do, before answering as the
+// offline model does.
+type busyEndpoint struct {
+	offline.Model
+	queued  chan struct{} // a run is waiting
+	open    chan struct{}
+	decided chan bool // a run let in (true) or dropped
+}
+
+func (b busyEndpoint) Respond(ctx context.Context, c model.Conversation) (model.Turn, model.Usage, error) {
+	b.queued <- struct{}{}
+	<-b.open
+	proceed := model.Proceed(ctx, true)
+	b.decided <- proceed
+	if !proceed {
+		return model.Turn{}, model.Usage{}, model.ErrNotWanted
+	}
+	return b.Model.Respond(ctx, c)
+}
+
+// Runs queued on their agent's busy endpoint when the invocation is
+// cancelled have not started: none is recorded, and the invocation's
+// runs stay cancelled, where they turned passed once the endpoint let
+// them in.
+func TestRunsQueuedOnABusyEndpointStopWithACancel(t *testing.T) {
+	w := newMemWorld(t)
+	inv := w.invoke(2)
+	busy := busyEndpoint{queued: make(chan struct{}, 2), open: make(chan struct{}), decided: make(chan bool, 2)}
+	w.startWith(w.p.RunnerPorts(), busy, nil)
+	for range 2 { // the worker's two slots: both runs wait on the endpoint
+		<-busy.queued
+	}
+	if _, err := w.a.Cancel(w.ctx, w.caller, inv.GetInvocationId()); err != nil {
+		t.Fatal(err)
+	}
+	close(busy.open)
+	for range 2 {
+		if <-busy.decided {
+			t.Fatal("a run queued on the endpoint at the cancel was let in")
+		}
+	}
+	testkit.Eventually(t, 10*time.Second, "the jobs done", func() bool { return !w.waiting(inv) && w.p.Jobs.Out() == 0 })
+	if res := w.results(inv); len(res) != 0 {
+		t.Fatalf("%d runs queued on the endpoint at the cancel were recorded", len(res))
+	}
+	if got := w.get(inv); got.GetStatus() != domain.InvocationCancelled || got.GetPassedCount()+got.GetFailedCount() != 0 {
+		t.Fatalf("the invocation %s with %d passed, %d failed", got.GetStatus(), got.GetPassedCount(), got.GetFailedCount())
 	}
 }
 
