@@ -148,3 +148,44 @@ func testAStalledStreamIsCutShort(t *testing.T, inProcess bool) {
 		t.Fatalf("status %d, read %d bytes and then %v: want the first chunk, then a body cut short", status, len(got), err)
 	}
 }
+
+// Stop returns once the requests in flight are answered: the process
+// closes its connections next, and a handler still reading would fail.
+func TestStopAnswersTheRequestsInFlightFirst(t *testing.T) { onBothPaths(t, testStopAnswersInFlight) }
+
+func testStopAnswersInFlight(t *testing.T, inProcess bool) {
+	nc := freshConn(t)
+	started, finish := make(chan struct{}), make(chan struct{})
+	svc, err := Serve(nc, "draining", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-finish
+		_, _ = w.Write([]byte("answered"))
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		(&Forwarder{InProcess: inProcess, NC: nc, Timeout: 5 * time.Second}).Forward(rec, httptest.NewRequest(http.MethodGet, "/v1/x", nil), "draining")
+	}()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- svc.Stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Stop returned (%v) while a request was in flight", err)
+	case <-forwarded:
+		t.Fatal("the request was answered before its handler finished")
+	case <-time.After(100 * time.Millisecond): // no return within a moment; asserting a non-event needs one
+	}
+	close(finish)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	<-forwarded
+	if rec.Code != http.StatusOK || rec.Body.String() != "answered" {
+		t.Fatalf("the request in flight: %d %q", rec.Code, rec.Body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -43,9 +44,18 @@ func (s *Service) Stop() error {
 	locals.CompareAndDelete(s.local, s)
 	_ = s.cancels.Unsubscribe()
 	err := s.Service.Stop()
+	// The requests in flight are answered before Stop returns: the
+	// process closes its connections next, and a handler reading a store
+	// already gone would answer 500 where the request was served fine.
+	if !s.workers.drain(DrainLimit) {
+		err = errors.Join(err, fmt.Errorf("%s: requests still in flight after %s", s.name, DrainLimit))
+	}
 	s.workers.stop()
 	return err
 }
+
+// DrainLimit bounds how long Stop waits for the requests in flight.
+const DrainLimit = 10 * time.Second
 
 // Serve registers handler as NATS micro service name, answering HTTP
 // requests forwarded to Subject(name). Requests are handled concurrently,

@@ -20,8 +20,9 @@ const workerIdle = 10 * time.Second
 type workers struct {
 	work    chan func()
 	idle    time.Duration
-	live    atomic.Int32  // workers running
-	stopped chan struct{} // closed by stop
+	live    atomic.Int32   // workers running
+	busy    sync.WaitGroup // requests being served
+	stopped chan struct{}  // closed by stop
 	once    sync.Once
 }
 
@@ -32,8 +33,23 @@ func newWorkers() *workers {
 // stop ends the idle workers, and each busy one after its request.
 func (w *workers) stop() { w.once.Do(func() { close(w.stopped) }) }
 
+// drain waits for the requests being served to be answered, at most for
+// limit: true when they all were.
+func (w *workers) drain(limit time.Duration) bool {
+	done := make(chan struct{})
+	go func() { w.busy.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(limit):
+		return false
+	}
+}
+
 // do runs f on an idle worker, or on a new one when none is idle.
 func (w *workers) do(f func()) {
+	w.busy.Add(1)
+	f = func(f func()) func() { return func() { defer w.busy.Done(); f() } }(f)
 	select {
 	case w.work <- f:
 	default:
