@@ -34,7 +34,8 @@ func newWorkers() *workers {
 func (w *workers) stop() { w.once.Do(func() { close(w.stopped) }) }
 
 // drain waits for the requests being served to be answered, at most for
-// limit: true when they all were.
+// limit: true when they all were. (Past the limit its waiter is left to
+// the process's end.)
 func (w *workers) drain(limit time.Duration) bool {
 	done := make(chan struct{})
 	go func() { w.busy.Wait(); close(done) }()
@@ -49,11 +50,14 @@ func (w *workers) drain(limit time.Duration) bool {
 // do runs f on an idle worker, or on a new one when none is idle.
 func (w *workers) do(f func()) {
 	w.busy.Add(1)
-	f = func(f func()) func() { return func() { defer w.busy.Done(); f() } }(f)
+	job := func() {
+		defer w.busy.Done()
+		f()
+	}
 	select {
-	case w.work <- f:
+	case w.work <- job:
 	default:
-		go w.loop(f)
+		go w.loop(job)
 	}
 }
 
