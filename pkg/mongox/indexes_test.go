@@ -31,8 +31,7 @@ func TestEnsureIndexesIsIdempotent(t *testing.T) {
 }
 
 // Replicas starting at once each make a fresh collection's indexes: every
-// one of them succeeds, though the store may refuse all but the first
-// maker of an index (the embedded one does).
+// one of them succeeds.
 func TestEnsureIndexesAtOnce(t *testing.T) {
 	for round := range 5 {
 		coll := collection(t, fmt.Sprintf("at_once_%d", round))

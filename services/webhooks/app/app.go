@@ -103,14 +103,21 @@ type WebhookPage struct {
 	Total      int // the workspace's webhooks, every page's
 }
 
+// CompareListed is the workspace listing's one order, oldest first:
+// creation millisecond, then id (Registry.List sorts by it).
+func CompareListed(a, b *webhooksv1.Webhook) int {
+	return cmp.Or(cmp.Compare(a.GetCreatedAtUnixMs(), b.GetCreatedAtUnixMs()), strings.Compare(a.GetWebhookId(), b.GetWebhookId()))
+}
+
 // webhookPosition is where a webhook stands in its workspace's listing.
 type webhookPosition struct {
 	AtMs int64  `json:"at"`
 	ID   string `json:"id"`
 }
 
-func (p webhookPosition) before(w *webhooksv1.Webhook) bool {
-	return cmp.Or(cmp.Compare(p.AtMs, w.GetCreatedAtUnixMs()), strings.Compare(p.ID, w.GetWebhookId())) < 0
+// placeholder is a webhook standing at p, to compare others with.
+func (p webhookPosition) placeholder() *webhooksv1.Webhook {
+	return &webhooksv1.Webhook{CreatedAtUnixMs: p.AtMs, WebhookId: p.ID}
 }
 
 // ListPage returns up to limit of the workspace's webhooks after the
@@ -124,7 +131,8 @@ func (a *App) ListPage(workspaceID string, limit int, cursorToken string) (Webho
 	all := a.Registry.List(workspaceID)
 	rest := all
 	if after != nil {
-		rest = all[sort.Search(len(all), func(i int) bool { return after.before(all[i]) }):]
+		at := after.placeholder()
+		rest = all[sort.Search(len(all), func(i int) bool { return CompareListed(all[i], at) > 0 }):]
 	}
 	page := WebhookPage{Webhooks: rest[:min(len(rest), limit)], Total: len(all)}
 	if len(rest) > limit {

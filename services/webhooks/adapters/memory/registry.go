@@ -1,10 +1,8 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -135,9 +133,7 @@ func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 		out = append(out, r.byID[id].w)
 	}
 	r.mu.RUnlock()
-	slices.SortFunc(out, func(a, b *webhooksv1.Webhook) int {
-		return cmp.Or(cmp.Compare(a.GetCreatedAtUnixMs(), b.GetCreatedAtUnixMs()), strings.Compare(a.GetWebhookId(), b.GetWebhookId()))
-	})
+	slices.SortFunc(out, app.CompareListed)
 	return out
 }
 
