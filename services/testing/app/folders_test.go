@@ -11,10 +11,12 @@ import (
 	"time"
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
+	testingv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/testing/v1"
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/eventlog/eventlogtest"
+	"github.com/voiceai-platform/voiceai/services/testing/adapters/memory"
 	"github.com/voiceai-platform/voiceai/services/testing/app"
 )
 
@@ -410,5 +412,131 @@ func TestMovesAtOnceNeverPutFoldersInsideEachOther(t *testing.T) {
 	tree, _, err := w.a.Trees.Get(ctx, "ws", events.FolderTreeID)
 	if err != nil || tree.GetVersion() != 1 {
 		t.Fatalf("the folder tree after one move: %v %v", tree, err)
+	}
+}
+
+// countsAgree fails the test where a folder's own count of what it holds
+// differs from the read model's.
+func (w *world) countsAgree(folders ...string) {
+	w.t.Helper()
+	ctx := context.Background()
+	for _, id := range folders {
+		f, _, err := w.a.Folders.Get(ctx, "ws", id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		listed, err := w.a.ReadModel.ChildCount(ctx, "ws", id)
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		if f.ChildCount == nil || f.GetChildCount() != int64(listed) {
+			w.t.Errorf("folder %s (%s) counts %v children; the read model lists %d", f.GetName(), id, f.ChildCount, listed)
+		}
+	}
+}
+
+// A folder's count follows every create, move, update and deletion that
+// puts something in it or takes it out, a move of a folder that children
+// leave at the same time included.
+func TestAFolderCountsWhatItHolds(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	a, b := w.folder("A", ""), w.folder("B", "")
+	c := w.folder("C", a)
+	inA, inA2, inC := w.testIn("a1", a), w.testIn("a2", a), w.testIn("c1", c)
+	w.countsAgree(a, b, c)
+
+	if _, err := w.a.BulkMove(ctx, w.c, []string{inA, c, inC}, b); err != nil {
+		t.Fatal(err)
+	}
+	w.countsAgree(a, b, c)
+	if _, err := w.a.BulkMove(ctx, w.c, []string{inC}, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.countsAgree(a, b, c)
+	if _, err := w.a.UpdateTest(ctx, w.c, inA2, []byte(`{"type":"llm","name":"a2","success_condition":"answers","parent_folder_id":"root"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.parentOf(inA2); p != "" {
+		t.Fatalf("a test put in \"root\" by an update is in %q; the listings' root is \"\"", p)
+	}
+	if _, err := w.a.UpdateTest(ctx, w.c, inC, []byte(fmt.Sprintf(`{"type":"llm","name":"c1","success_condition":"answers","parent_folder_id":%q}`, c))); err != nil {
+		t.Fatal(err)
+	}
+	w.countsAgree(a, b, c)
+	if err := w.a.DeleteTest(ctx, w.c, inC); err != nil {
+		t.Fatal(err)
+	}
+	w.countsAgree(a, b, c)
+	if err := w.a.DeleteFolder(ctx, w.c, a, false); err != nil {
+		t.Fatalf("deleting A, emptied: %v", err)
+	}
+	w.countsAgree(b, c)
+}
+
+// A create into a folder and the folder's deletion, both decided before
+// either is stored: one of them is refused, and no test is left in a
+// deleted folder.
+func TestACreateRacingItsFoldersDeletionLeavesNoTestOutside(t *testing.T) {
+	for _, force := range []bool{false, true} {
+		t.Run(fmt.Sprintf("force=%v", force), func(t *testing.T) {
+			w := newWorld(t)
+			ctx := context.Background()
+			folder := w.folder("Billing", "")
+			ports := w.p.Ports()
+			held := &eventlogtest.Held{Store: ports.Testing}
+			held.Arm(2)
+			ports.Testing = held
+			racing := app.New(ports, w.a.ReadModel, slog.New(slog.DiscardHandler), w.clock.Now)
+			var made *testingv1.Test
+			var created, deleted error
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				made, created = racing.CreateTest(ctx, w.c, fmt.Appendf(nil, `{"type":"llm","name":"Invoice","success_condition":"answers","parent_folder_id":%q}`, folder))
+			})
+			wg.Go(func() { deleted = racing.DeleteFolder(ctx, w.c, folder, force) })
+			wg.Wait()
+			if created == nil {
+				_, _, live := w.a.Tests.Get(ctx, "ws", made.GetTestId())
+				_, _, gone := w.a.Folders.Get(ctx, "ws", folder)
+				if live == nil && gone != nil {
+					t.Fatalf("test %s is in folder %s, deleted (deletion: %v)", made.GetTestId(), folder, deleted)
+				}
+			}
+			switch {
+			case created != nil && deleted != nil:
+				t.Fatalf("both refused: create %v, deletion %v", created, deleted)
+			case created != nil:
+				fieldErrorAt(t, created, "body", "parent_folder_id")
+			case deleted != nil && !force:
+				if apperr.KindOf(deleted) != apperr.Conflict {
+					t.Fatalf("the deletion of a folder a test went into: %v", deleted)
+				}
+			case deleted != nil:
+				t.Fatalf("a forced deletion refused: %v", deleted)
+			}
+		})
+	}
+}
+
+// A replica whose read model has not yet seen a test created on another
+// in a folder refuses to delete the folder without force (its count says
+// one), and with force deletes nothing it cannot list: it answers 409.
+func TestAFolderIsNotDeletedUnderATestAReplicaHasNotSeen(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	folder := w.folder("Billing", "")
+	inside := w.testIn("Invoice", folder)
+	behind := app.New(w.p.Ports(), memory.NewIndex(), slog.New(slog.DiscardHandler), w.clock.Now)
+	for _, force := range []bool{false, true} {
+		if err := behind.DeleteFolder(ctx, w.c, folder, force); apperr.KindOf(err) != apperr.Conflict {
+			t.Fatalf("force=%v: deleting a folder holding a test the read model has not seen: %v", force, err)
+		}
+	}
+	if p := w.parentOf(inside); p != folder {
+		t.Fatalf("the test is in %q, want %q", p, folder)
+	}
+	if _, _, err := w.a.Folders.Get(ctx, "ws", folder); err != nil {
+		t.Fatalf("the folder after refused deletions: %v", err)
 	}
 }

@@ -101,30 +101,52 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 	if err := v.Err(); err != nil {
 		return err
 	}
+	// The folders' counts (childcount.go) change with the moves, as the
+	// read model has each entry's folder; an entry the event log has
+	// elsewhere makes the move decide again.
+	counts := map[string]int64{}
+	for _, id := range entityIDs {
+		if from := f.known[id].ParentFolderID; from != moveTo {
+			counts[from]--
+			counts[moveTo]++
+		}
+	}
 	// Each entry's move carries its own command id derived from the
 	// request's: a replay moves nothing again, even to another folder. An
 	// entry in place already has no move to replay: sent without one, it
 	// is not looked for in its history.
 	var moved []string // the folders this attempt's steps move
-	steps := make([]*aggregate.Step, 0, len(entityIDs)+1)
+	steps := make([]*aggregate.Step, 0, len(entityIDs)+len(counts)+1)
 	for _, id := range entityIDs {
 		cmd := aggregate.CommandFor(c.CommandID, id)
-		if f.known[id].ParentFolderID == moveTo {
+		from := f.known[id].ParentFolderID
+		if from == moveTo {
 			cmd = ""
 		}
 		var step *aggregate.Step
 		var err error
 		if f.known[id].Kind == KindFolder {
+			delta := counts[id] // children moving out of a folder that moves too
+			delete(counts, id)
 			step, err = a.Folders.Step(ws, id, cmd, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
-				if f.ParentFolderId == moveTo {
+				if f.ParentFolderId != from {
+					return nil, errTreeMoved
+				}
+				counted := countChild(f, delta)
+				if f.ParentFolderId == moveTo && !counted {
 					return nil, nil
 				}
-				f.ParentFolderId = moveTo
-				moved = append(moved, f.FolderId)
+				if f.ParentFolderId != moveTo {
+					f.ParentFolderId = moveTo
+					moved = append(moved, f.FolderId)
+				}
 				return &testingv1.FolderUpdated{Meta: meta, Folder: f}, nil
 			})
 		} else {
 			step, err = a.Tests.Step(ws, id, cmd, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+				if t.ParentFolderId != from {
+					return nil, errTreeMoved
+				}
 				if t.ParentFolderId == moveTo {
 					return nil, nil
 				}
@@ -137,6 +159,11 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 		}
 		steps = append(steps, step)
 	}
+	countSteps, err := a.countSteps(ws, c.CommandID, counts)
+	if err != nil {
+		return err
+	}
+	steps = append(steps, countSteps...)
 	if folders {
 		// Last, so it sees what the folders' steps decided; it starts the
 		// next attempt's list afresh.
@@ -157,7 +184,14 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 		}
 		steps = append(steps, step)
 	}
-	return aggregate.ChangeMany(ctx, a.Tests.Env, ws, steps)
+	err = aggregate.ChangeMany(ctx, a.Tests.Env, ws, steps)
+	if errors.Is(err, apperr.FolderNotFound) && moveTo != "" {
+		// The target, deleted since it was checked, or an entry.
+		if _, _, gerr := a.Folders.Get(ctx, ws, moveTo); isNotFound(gerr) {
+			return folderGone(err, moveTo, "move_to")
+		}
+	}
+	return err
 }
 
 // foldersAbove is folder id and every folder above it, as the event log

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	commonv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/common/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/voiceai-platform/voiceai/pkg/aggregate"
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/esproto"
+	"github.com/voiceai-platform/voiceai/pkg/eventlog"
 	"github.com/voiceai-platform/voiceai/pkg/ids"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/services/testing/domain"
@@ -70,8 +72,23 @@ func (a *App) createTest(ctx context.Context, c principal.Caller, in domain.Test
 		t.TestId = id
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	out, _, err := a.Tests.Create(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t)
-	return out, err
+	count, err := a.countStep(c.WorkspaceID, parent, c.CommandID, +1)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := a.Tests.CreateWith(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t, steps(count))
+	return out, folderGone(err, parent, "parent_folder_id")
+}
+
+// steps is the non-nil ones of steps.
+func steps(steps ...*aggregate.Step) []*aggregate.Step {
+	var out []*aggregate.Step
+	for _, s := range steps {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // UpdateTest replaces a test's definition (PUT: the full object).
@@ -80,27 +97,42 @@ func (a *App) UpdateTest(ctx context.Context, c principal.Caller, testID string,
 	if err != nil {
 		return nil, err
 	}
+	parent := deref(in.ParentFolderID)
+	if parent == "root" {
+		parent = "" // the root, as a create stores it
+	}
 	if in.ParentFolderID != nil {
-		if err := a.checkFolder(ctx, c.WorkspaceID, *in.ParentFolderID, "parent_folder_id"); err != nil {
+		if err := a.checkFolder(ctx, c.WorkspaceID, parent, "parent_folder_id"); err != nil {
 			return nil, err
 		}
 	}
-	return a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+	var from string // the folder the test leaves, on this attempt
+	t, err := a.Tests.UpdateWith(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
 		t.Name, t.Type, t.DefinitionJson = *in.Name, *in.Type, domain.Definition(raw)
+		from = t.ParentFolderId
 		if in.ParentFolderID != nil {
-			t.ParentFolderId = *in.ParentFolderID
+			t.ParentFolderId = parent
 		}
 		return &testingv1.TestUpdated{Meta: meta, Test: t}, nil
+	}, func(t *testingv1.Test) ([]*aggregate.Step, error) {
+		if t.ParentFolderId == from {
+			return nil, nil
+		}
+		return a.countSteps(c.WorkspaceID, c.CommandID, map[string]int64{from: -1, t.ParentFolderId: +1})
 	})
+	return t, folderGone(err, parent, "parent_folder_id")
 }
 
 // DeleteTest deletes a test; invocations that ran it keep their pinned
 // version.
 func (a *App) DeleteTest(ctx context.Context, c principal.Caller, testID string) error {
-	_, err := a.Tests.Update(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
+	_, err := a.Tests.UpdateWith(ctx, c.WorkspaceID, testID, c.CommandID, func(t *testingv1.Test, meta *commonv1.EventMeta) (proto.Message, error) {
 		now := a.Now().Unix()
 		t.DeletedAtUnix = &now
 		return &testingv1.TestDeleted{Meta: meta, Test: t}, nil
+	}, func(t *testingv1.Test) ([]*aggregate.Step, error) {
+		step, err := a.countStep(c.WorkspaceID, t.ParentFolderId, c.CommandID, -1)
+		return steps(step), err
 	})
 	return err
 }
@@ -186,13 +218,18 @@ func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent
 	}
 	now := a.Now()
 	f := &testingv1.Folder{FolderId: ids.New("tfld"), WorkspaceId: c.WorkspaceID, Name: name, ParentFolderId: parent,
-		CreatedByUserId: c.UserID, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), UpdatedAtUnix: now.Unix()}
+		CreatedByUserId: c.UserID, CreatedAtUnix: now.Unix(), CreatedAtUnixNanos: now.UnixNano(), UpdatedAtUnix: now.Unix(),
+		ChildCount: proto.Int64(0)}
 	if keyed != "" {
 		f.FolderId = keyed
 	}
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	out, _, err := a.Folders.Create(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f)
-	return out, err
+	count, err := a.countStep(c.WorkspaceID, parent, c.CommandID, +1)
+	if err != nil {
+		return nil, err
+	}
+	out, _, err := a.Folders.CreateWith(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f, steps(count))
+	return out, folderGone(err, parent, "parent_folder_id")
 }
 
 // RenameFolder renames a folder.
@@ -210,13 +247,58 @@ func (a *App) RenameFolder(ctx context.Context, c principal.Caller, id, name str
 // deletes everything under it. With a command id each deletion carries
 // its own derived from it, and a replay of a deletion done answers as it
 // did.
+//
+// A folder that counts its children (childcount.go) is deleted only on a
+// version that holds none: without force, one holding any is refused;
+// with force, the children listed are deleted first, and those the
+// listing did not have yet (a create on another replica, not yet
+// projected here; one racing this deletion) are looked for again.
 func (a *App) DeleteFolder(ctx context.Context, c principal.Caller, id string, force bool) error {
-	if _, _, err := a.Folders.Get(ctx, c.WorkspaceID, id); err != nil {
+	f, _, err := a.Folders.Get(ctx, c.WorkspaceID, id)
+	if err != nil {
 		if _, _, replay, rerr := a.Folders.Recorded(ctx, c.WorkspaceID, id, c.CommandID); isNotFound(err) && rerr == nil && replay {
 			return nil
 		}
 		return err
 	}
+	if f.ChildCount != nil && !force {
+		err := a.deleteEmptyFolder(ctx, c, id)
+		var left childrenLeft
+		if errors.As(err, &left) {
+			err = apperr.FolderNotEmpty(int(left))
+		}
+		return err
+	}
+	err = eventlog.Retry(ctx, childrenAttempts, func() error {
+		if err := a.deleteChildren(ctx, c, id, force); err != nil {
+			return err
+		}
+		var left childrenLeft
+		if err := a.deleteEmptyFolder(ctx, c, id); !errors.As(err, &left) {
+			return err
+		}
+		return eventlog.ErrConflict // the listing missed some: list again
+	})
+	if errors.Is(err, eventlog.ErrConflict) {
+		return apperr.ConcurrentUpdate
+	}
+	return err
+}
+
+// childrenAttempts bounds how often a forced deletion lists a folder's
+// children again when its count says the listing missed some.
+const childrenAttempts = 8
+
+// childrenLeft is deleteEmptyFolder's finding that the folder still
+// counts children: so many.
+type childrenLeft int64
+
+func (n childrenLeft) Error() string { return fmt.Sprintf("the folder still holds %d children", int64(n)) }
+
+// deleteChildren deletes what the read model lists in folder id: a
+// deletion without force of a folder that does not count its children
+// refuses any (409).
+func (a *App) deleteChildren(ctx context.Context, c principal.Caller, id string, force bool) error {
 	children, err := a.children(ctx, c.WorkspaceID, id)
 	if err != nil {
 		return err
@@ -236,10 +318,22 @@ func (a *App) DeleteFolder(ctx context.Context, c principal.Caller, id string, f
 			return err
 		}
 	}
-	_, err = a.Folders.Update(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+	return nil
+}
+
+// deleteEmptyFolder deletes folder id, with its parent's count, while it
+// counts no children (else childrenLeft).
+func (a *App) deleteEmptyFolder(ctx context.Context, c principal.Caller, id string) error {
+	_, err := a.Folders.UpdateWith(ctx, c.WorkspaceID, id, c.CommandID, func(f *testingv1.Folder, meta *commonv1.EventMeta) (proto.Message, error) {
+		if n := f.GetChildCount(); n > 0 {
+			return nil, childrenLeft(n)
+		}
 		now := a.Now().Unix()
 		f.DeletedAtUnix = &now
 		return &testingv1.FolderDeleted{Meta: meta, Folder: f}, nil
+	}, func(f *testingv1.Folder) ([]*aggregate.Step, error) {
+		step, err := a.countStep(c.WorkspaceID, f.ParentFolderId, c.CommandID, -1)
+		return steps(step), err
 	})
 	return err
 }

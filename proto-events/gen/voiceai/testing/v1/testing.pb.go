@@ -189,8 +189,14 @@ type Folder struct {
 	DeletedAtUnix   *int64 `protobuf:"varint,8,opt,name=deleted_at_unix,json=deletedAtUnix,proto3,oneof" json:"deleted_at_unix,omitempty"`
 	// When it was created, in nanoseconds (as Test.created_at_unix_nanos).
 	CreatedAtUnixNanos int64 `protobuf:"varint,9,opt,name=created_at_unix_nanos,json=createdAtUnixNanos,proto3" json:"created_at_unix_nanos,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The live tests and folders directly in it, counted by the events that
+	// put them in and take them out, each stored with one of its own, so a
+	// deletion that finds none cannot race a create or move into it. Absent
+	// on a folder made before it was counted: its children are counted on
+	// the read model.
+	ChildCount    *int64 `protobuf:"varint,10,opt,name=child_count,json=childCount,proto3,oneof" json:"child_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Folder) Reset() {
@@ -282,6 +288,13 @@ func (x *Folder) GetDeletedAtUnix() int64 {
 func (x *Folder) GetCreatedAtUnixNanos() int64 {
 	if x != nil {
 		return x.CreatedAtUnixNanos
+	}
+	return 0
+}
+
+func (x *Folder) GetChildCount() int64 {
+	if x != nil && x.ChildCount != nil {
+		return *x.ChildCount
 	}
 	return 0
 }
@@ -2892,7 +2905,7 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0fupdated_at_unix\x18\v \x01(\x03R\rupdatedAtUnix\x12+\n" +
 	"\x0fdeleted_at_unix\x18\f \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x121\n" +
 	"\x15created_at_unix_nanos\x18\r \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
-	"\x10_deleted_at_unix\"\xf7\x02\n" +
+	"\x10_deleted_at_unix\"\xad\x03\n" +
 	"\x06Folder\x12\x1b\n" +
 	"\tfolder_id\x18\x01 \x01(\tR\bfolderId\x12!\n" +
 	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\x12\x12\n" +
@@ -2902,8 +2915,12 @@ const file_voiceai_testing_v1_testing_proto_rawDesc = "" +
 	"\x0fcreated_at_unix\x18\x06 \x01(\x03R\rcreatedAtUnix\x12&\n" +
 	"\x0fupdated_at_unix\x18\a \x01(\x03R\rupdatedAtUnix\x12+\n" +
 	"\x0fdeleted_at_unix\x18\b \x01(\x03H\x00R\rdeletedAtUnix\x88\x01\x01\x121\n" +
-	"\x15created_at_unix_nanos\x18\t \x01(\x03R\x12createdAtUnixNanosB\x12\n" +
-	"\x10_deleted_at_unix\"q\n" +
+	"\x15created_at_unix_nanos\x18\t \x01(\x03R\x12createdAtUnixNanos\x12$\n" +
+	"\vchild_count\x18\n" +
+	" \x01(\x03H\x01R\n" +
+	"childCount\x88\x01\x01B\x12\n" +
+	"\x10_deleted_at_unixB\x0e\n" +
+	"\f_child_count\"q\n" +
 	"\n" +
 	"FolderTree\x12!\n" +
 	"\fworkspace_id\x18\x01 \x01(\tR\vworkspaceId\x12\x18\n" +
