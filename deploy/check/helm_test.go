@@ -39,7 +39,7 @@ llm: {provider: openai, baseURL: "https://llm.internal/v1", model: gpt-4o-mini, 
 runnerAutoscaling: {keda: {enabled: true, maxReplicas: 50}}
 `,
 	"no autoscaler": `
-secret: {secretKey: k, bootstrapAdminKey: admin}
+secret: {secretKey: 0123456789abcdef0123456789abcdef, bootstrapAdminKey: admin}
 mongo: {existingSecret: mongo-uri}
 runnerAutoscaling: {keda: {enabled: false}, hpa: {enabled: false}}
 components: {testing-runner: {replicas: 5}}
@@ -117,7 +117,7 @@ func TestHelmChartRendersValidObjects(t *testing.T) {
 }
 
 func TestHelmChartRefusesMissingSecrets(t *testing.T) {
-	for _, set := range []string{`mongo: {uri: "mongodb://m"}`, `secret: {secretKey: k}`} {
+	for _, set := range []string{`mongo: {uri: "mongodb://m"}`, `secret: {secretKey: 0123456789abcdef0123456789abcdef}`} {
 		ch, err := loader.Load(chartDir)
 		if err != nil {
 			t.Fatal(err)
@@ -138,9 +138,10 @@ func TestHelmChartRefusesUnknownValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, set := range []string{
-		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\ncomponents: {gatway: {replicas: 3, resources: {}}}",
-		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\nstreamReplicas: 2",
-		"secret: {secretKey: k}\nmongo: {uri: \"mongodb://m\"}\nrunnerAutoscaling: {keda: {enable: true}}",
+		"secret: {secretKey: changeme}\nmongo: {uri: \"mongodb://m\"}",
+		"secret: {secretKey: 0123456789abcdef0123456789abcdef}\nmongo: {uri: \"mongodb://m\"}\ncomponents: {gatway: {replicas: 3, resources: {}}}",
+		"secret: {secretKey: 0123456789abcdef0123456789abcdef}\nmongo: {uri: \"mongodb://m\"}\nstreamReplicas: 2",
+		"secret: {secretKey: 0123456789abcdef0123456789abcdef}\nmongo: {uri: \"mongodb://m\"}\nrunnerAutoscaling: {keda: {enable: true}}",
 	} {
 		_, err := chartutil.ToRenderValues(ch, parseValues(t, set), chartutil.ReleaseOptions{Name: "voiceai", Namespace: "qa"}, chartutil.DefaultCapabilities)
 		if err == nil {

@@ -78,6 +78,23 @@ type Service struct {
 	SecretKey string `env:"VOICEAI_SECRET_KEY,required,notEmpty"`
 }
 
+// Validate checks the deployment secret.
+func (c Service) Validate() error { return CheckSecret(c.SecretKey) }
+
+// MinSecretLen is the shortest deployment secret taken: sub-keys are
+// hashes of it (runtime.SubKey), so a short one is guessed offline from
+// one signed cursor.
+const MinSecretLen = 32
+
+// CheckSecret refuses a VOICEAI_SECRET_KEY set shorter than MinSecretLen
+// (unset, it is nil: who needs one says so).
+func CheckSecret(secret string) error {
+	if n := len(secret); n > 0 && n < MinSecretLen {
+		return fmt.Errorf("VOICEAI_SECRET_KEY has %d characters: want at least %d (openssl rand -hex 32 makes one)", n, MinSecretLen)
+	}
+	return nil
+}
+
 // Read indexes (VOICEAI_READ_INDEX).
 const (
 	ReadIndexStore  = "store"

@@ -76,7 +76,7 @@ func TestEmbeddedPartsAreValidated(t *testing.T) {
 		Service
 		WorkerPart
 	}
-	t.Setenv("VOICEAI_SECRET_KEY", "s")
+	t.Setenv("VOICEAI_SECRET_KEY", strings.Repeat("s", MinSecretLen))
 	t.Setenv("VOICEAI_STREAM_REPLICAS", "0")
 	if _, err := Load[shadowing](); err == nil || !strings.Contains(err.Error(), "VOICEAI_STREAM_REPLICAS") {
 		t.Fatalf("the infrastructure's rule under a shadowing part: %v", err)
@@ -143,5 +143,21 @@ func TestCheckListenAddr(t *testing.T) {
 	}
 	if CheckListenAddr("VOICEAI_X_ADDR", "off", true) != nil || CheckListenAddr("VOICEAI_X_ADDR", "off", false) == nil {
 		t.Error("off is allowed only where the listener is optional")
+	}
+}
+
+// A deployment secret set shorter than MinSecretLen is refused by name:
+// every key derived from it could be guessed from one signed cursor.
+func TestAShortSecretIsRefused(t *testing.T) {
+	t.Setenv("VOICEAI_SECRET_KEY", "changeme")
+	if _, err := Load[Service](); err == nil || !strings.Contains(err.Error(), "VOICEAI_SECRET_KEY has 8 characters: want at least 32") {
+		t.Fatalf("a secret of 8 characters: %v", err)
+	}
+	t.Setenv("VOICEAI_SECRET_KEY", strings.Repeat("k", MinSecretLen))
+	if _, err := Load[Service](); err != nil {
+		t.Fatalf("a secret of %d characters: %v", MinSecretLen, err)
+	}
+	if err := CheckSecret(""); err != nil {
+		t.Fatalf("no secret is for the binary to refuse or not: %v", err)
 	}
 }

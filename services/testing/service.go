@@ -252,6 +252,9 @@ func checkProvider(prefix, provider, baseURL, model string) error {
 
 // Validate checks the configuration.
 func (c RunnerConfig) Validate() error {
+	if err := config.CheckSecret(c.SecretKey); err != nil {
+		return err
+	}
 	if err := checkProvider("VOICEAI_LLM", c.Provider, c.BaseURL, c.LLMModel); err != nil {
 		return err
 	}

@@ -8,10 +8,13 @@ import (
 	"github.com/voiceai-platform/voiceai/services/webhooks/domain"
 )
 
+// testSecret is a deployment secret long enough to be taken.
+const testSecret = "0123456789abcdef0123456789abcdef"
+
 // The auto-disable rule comes from the environment, with its defaults (20
 // failures over an hour); a negative setting is refused at start.
 func TestAutoDisableFromTheEnvironment(t *testing.T) {
-	t.Setenv("VOICEAI_SECRET_KEY", "x")
+	t.Setenv("VOICEAI_SECRET_KEY", testSecret)
 	t.Setenv("VOICEAI_WEBHOOK_AUTO_DISABLE_FAILURES", "7")
 	e, err := config.Load[Env]()
 	if err != nil || e.AutoDisable.Failures != 7 || e.AutoDisable.Over != time.Hour || *e.Config().AutoDisable != (domain.AutoDisable{Failures: 7, Over: time.Hour}) {
@@ -27,7 +30,7 @@ func TestAutoDisableFromTheEnvironment(t *testing.T) {
 // environment: 20,000 by default, 0 for no bound; a negative one is
 // refused at start.
 func TestWorkspaceShareFromTheEnvironment(t *testing.T) {
-	t.Setenv("VOICEAI_SECRET_KEY", "x")
+	t.Setenv("VOICEAI_SECRET_KEY", testSecret)
 	for _, c := range []struct {
 		env  string
 		want int

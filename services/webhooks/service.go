@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/outbound"
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
@@ -93,8 +94,11 @@ type Env struct {
 	MaxPerWorkspace int `env:"VOICEAI_WEBHOOK_MAX_PER_WORKSPACE" envDefault:"100"`
 }
 
-// Validate checks the attempt time-out.
+// Validate checks the secret, the attempt time-out and the bounds.
 func (e Env) Validate() error {
+	if err := config.CheckSecret(e.SecretKey); err != nil {
+		return err
+	}
 	if e.AttemptTimeout < time.Second || e.AttemptTimeout > time.Minute {
 		return fmt.Errorf("VOICEAI_WEBHOOK_TIMEOUT %s: want 1s..1m", e.AttemptTimeout)
 	}

@@ -79,7 +79,7 @@ func startAllInOne(t *testing.T, data string) (*proc, string) {
 	p := &proc{name: "allinone", addr: make(chan string, 1), metrics: make(chan string, 1)}
 	cmd := exec.Command(filepath.Join(binDir, "allinone"))
 	cmd.Env = append(os.Environ(), "VOICEAI_DATA_DIR="+data, "VOICEAI_HTTP_ADDR=127.0.0.1:0", "VOICEAI_EMBEDDED_NATS_PORT=-1",
-		"VOICEAI_METRICS_ADDR=off", "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey,
+		"VOICEAI_METRICS_ADDR=off", "VOICEAI_SECRET_KEY=multiprocess-secret-0123456789abcdef", "VOICEAI_BOOTSTRAP_ADMIN_KEY="+adminKey,
 		// the burst is one key's: the rate limit is not what is tested
 		"VOICEAI_RATE_LIMIT_PER_MINUTE=1000000", "VOICEAI_RATE_LIMIT_PER_HOUR=1000000")
 	// The all-in-one platform says "ready" with its gateway's address.

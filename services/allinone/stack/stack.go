@@ -110,6 +110,9 @@ func (c Config) Validate() error {
 	if c.DataDir == "" {
 		return errors.New("VOICEAI_DATA_DIR must not be empty")
 	}
+	if err := config.CheckSecret(c.SecretKey); err != nil {
+		return err
+	}
 	if c.WebhookMaxWaitingPerWorkspace < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", c.WebhookMaxWaitingPerWorkspace)
 	}

@@ -293,7 +293,9 @@ const childrenAttempts = 8
 // counts children: so many.
 type childrenLeft int64
 
-func (n childrenLeft) Error() string { return fmt.Sprintf("the folder still holds %d children", int64(n)) }
+func (n childrenLeft) Error() string {
+	return fmt.Sprintf("the folder still holds %d children", int64(n))
+}
 
 // deleteChildren deletes what the read model lists in folder id: a
 // deletion without force of a folder that does not count its children

@@ -19,7 +19,7 @@ var Binaries = []string{
 func ServiceEnv(natsURLs, mongoURI, dataDir, adminKey string) []string {
 	return []string{
 		"VOICEAI_NATS_URL=" + natsURLs, "VOICEAI_MONGO_URI=" + mongoURI, "VOICEAI_METRICS_ADDR=off",
-		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
+		"VOICEAI_DATA_DIR=" + dataDir, "VOICEAI_SECRET_KEY=multiprocess-secret-0123456789abcdef", "VOICEAI_HTTP_ADDR=127.0.0.1:0",
 		"VOICEAI_BOOTSTRAP_ADMIN_KEY=" + adminKey,
 	}
 }

@@ -21,6 +21,9 @@ type cfg struct {
 	SecretKey string `env:"VOICEAI_SECRET_KEY"`
 }
 
+// Validate checks the secret, where one is set.
+func (c cfg) Validate() error { return config.CheckSecret(c.SecretKey) }
+
 func main() {
 	runtime.Main("gateway", func(ctx context.Context, d runtime.Deps, c cfg) (func() error, error) {
 		settings := c.Settings()
