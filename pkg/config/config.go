@@ -124,10 +124,10 @@ func (c NoStore) Infrastructure() Infra { return c.Infra.WithoutStore() }
 func (c Infra) Validate() error {
 	var errs []error
 	if !strings.HasPrefix(c.NATSURL, "nats://") && !strings.HasPrefix(c.NATSURL, "tls://") && !strings.HasPrefix(c.NATSURL, "ws") {
-		errs = append(errs, fmt.Errorf("VOICEAI_NATS_URL %q: want nats://host:port", c.NATSURL))
+		errs = append(errs, fmt.Errorf("VOICEAI_NATS_URL %q: want nats://host:port", Redacted(c.NATSURL)))
 	}
 	if !strings.HasPrefix(c.MongoURI, "mongodb://") && !strings.HasPrefix(c.MongoURI, "mongodb+srv://") {
-		errs = append(errs, fmt.Errorf("VOICEAI_MONGO_URI %q: want mongodb://…", c.MongoURI))
+		errs = append(errs, fmt.Errorf("VOICEAI_MONGO_URI %q: want mongodb://…", Redacted(c.MongoURI)))
 	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)

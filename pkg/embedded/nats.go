@@ -7,6 +7,7 @@ package embedded
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -20,6 +21,10 @@ type NATSOptions struct {
 	// Host and Port to listen on; Port -1 picks a random free port.
 	Host string
 	Port int
+	// User and Password, when set, are what every client must present
+	// (in its URL: nats://user:password@host:port); unset, the server
+	// takes any client, as a test's may.
+	User, Password string
 	// MaxPayload in bytes; 0 keeps the server default.
 	MaxPayload int32
 	// MaxStore bounds JetStream's file store in bytes; 0 keeps the
@@ -51,6 +56,8 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 		NoSigs:     true,
 		NoLog:      true,
 		MaxPayload: o.MaxPayload,
+		Username:   o.User,
+		Password:   o.Password,
 
 		JetStreamMaxStore: o.MaxStore,
 	}
@@ -71,6 +78,16 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 		return nil, fmt.Errorf("embedded nats: not ready after 10s")
 	}
 	return ns, nil
+}
+
+// ClientURL is ns's client URL carrying o's credentials, if any.
+func (o NATSOptions) ClientURL(ns *server.Server) string {
+	u, err := url.Parse(ns.ClientURL())
+	if err != nil || o.User == "" {
+		return ns.ClientURL()
+	}
+	u.User = url.UserPassword(o.User, o.Password)
+	return u.String()
 }
 
 // serverLog is the server's log on slog. Its notices (start-up, JetStream's

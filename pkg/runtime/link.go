@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
 
@@ -127,7 +128,7 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			events.WithLabelValues("reconnected").Inc()
-			logger.Info("nats reconnected", "url", c.ConnectedUrl())
+			logger.Info("nats reconnected", "url", config.Redacted(c.ConnectedUrl()))
 		}),
 		nats.ClosedHandler(func(c *nats.Conn) {
 			if l.closing.Load() {
@@ -150,10 +151,10 @@ func DialNATS(ctx context.Context, name, url string, logger *slog.Logger, reg pr
 			go l.island.run(watch, nc)
 			return l, nil
 		}
-		logger.Warn("nats not reachable yet", "url", url, "attempt", attempt+1, "err", err)
+		logger.Warn("nats not reachable yet", "url", config.Redacted(url), "attempt", attempt+1, "err", err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("connect nats %s: %w", url, err)
+			return nil, fmt.Errorf("connect nats %s: %w", config.Redacted(url), err)
 		case <-time.After(reconnectDelay(attempt)):
 		}
 	}

@@ -155,7 +155,7 @@ func runOnce(parent context.Context, name string, infra config.Infra, start Star
 	running := d.Probes()
 	running.Ready["started"] = func(context.Context) error { return nil }
 	probes.Set(running)
-	log.Info("started", "nats", infra.NATSURL)
+	log.Info("started", "nats", config.Redacted(infra.NATSURL))
 	lost := false
 	select {
 	case <-ctx.Done():

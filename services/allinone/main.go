@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -104,7 +105,8 @@ func serveOnce(parent context.Context, c stack.Config, log *slog.Logger, first b
 		fmt.Printf("\nAdmin API key (shown once, also written to %s):\n\n    %s\n\n", s.KeyFile, s.AdminKey)
 	}
 	if first {
-		fmt.Printf("voiceai platform listening on http://%s  (data in %s, NATS at %s)\n", s.Addr, c.DataDir, s.NATSURL)
+		fmt.Printf("voiceai platform listening on http://%s  (data in %s, NATS at %s, its credentials in %s)\n", s.Addr, c.DataDir,
+			config.Redacted(s.NATSURL), filepath.Join(c.DataDir, stack.NATSURLFile))
 	}
 	log.Info("ready", "addr", s.Addr, "data_dir", c.DataDir)
 	return s.Wait()

@@ -19,6 +19,7 @@ import (
 
 	events "github.com/voiceai-platform/voiceai/proto-events"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 )
 
@@ -73,7 +74,7 @@ Ctrl-C stops it.`,
 			nc, err := nats.Connect(url, nats.Name("voiceai events tail"))
 			if err != nil {
 				return fmt.Errorf("connect to NATS at %s (%s): %w; is the platform running? make run writes its NATS address to "+
-					"data/nats.url; elsewhere pass --nats-url or set VOICEAI_NATS_URL", url, from, err)
+					"data/nats.url; elsewhere pass --nats-url or set VOICEAI_NATS_URL", config.Redacted(url), from, err)
 			}
 			defer nc.Close()
 			return a.tail(cmd.Context(), nc, streams, workspace, since)

@@ -2,12 +2,18 @@ package stack
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
 
 // The all-in-one's gateway calls the services it runs beside in process
@@ -36,6 +42,42 @@ func TestTheGatewayCallsItsServicesInProcess(t *testing.T) {
 		m, _ := forwarded.NextMsg(0)
 		t.Fatalf("%d requests went over NATS, the first to %s", n, m.Subject)
 	}
+}
+
+// The embedded NATS is no way around the gateway: a service trusts the
+// workspace and permissions a request on its subject carries, so a client
+// without the password in data/nats.url is refused, and the URL written
+// there (what the CLI and workspace create use) is let in.
+func TestTheEmbeddedNATSTakesOnlyTheStacksClients(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s := start(t, dir, nil)
+	u, err := url.Parse(s.NATSURL)
+	if err != nil || u.User == nil {
+		t.Fatalf("the stack's NATS URL carries no credentials: %v", err)
+	}
+	written, err := os.ReadFile(filepath.Join(dir, NATSURLFile))
+	if err != nil || strings.TrimSpace(string(written)) != s.NATSURL {
+		t.Fatalf("%s holds %q (%v), want the stack's URL", NATSURLFile, written, err)
+	}
+	if info, err := os.Stat(filepath.Join(dir, NATSURLFile)); err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("%s: %v %v, want mode 0600", NATSURLFile, info, err)
+	}
+	u.User = nil
+	if nc, err := nats.Connect(u.String(), nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Fatalf("a client without the password: %v, want refused", err)
+	}
+	u.User = url.UserPassword("voiceai", "guessed")
+	if nc, err := nats.Connect(u.String(), nats.MaxReconnects(0)); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Fatalf("a client with a wrong password: %v, want refused", err)
+	}
+	testenv.ConnAt(t, s.NATSURL).Close()
 }
 
 func TestAgentsThroughTheGateway(t *testing.T) {

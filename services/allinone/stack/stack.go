@@ -6,6 +6,7 @@ package stack
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -259,13 +260,27 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 			log.Error("JetStream refuses a stream's writes until the platform restarts: free space, then restart it", "cause", msg)
 		}
 	}
-	ns, err := embedded.StartNATS(embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20,
-		Logger: log, WriteFailed: noteWriteFailed})
+	secret := c.SecretKey
+	if secret == "" {
+		var err error
+		if secret, err = runtime.LoadOrCreateSecret(filepath.Join(c.DataDir, "secret.key")); err != nil {
+			return fail(err)
+		}
+	}
+	// The embedded NATS takes only clients that know a password derived
+	// from the secret: a request on its subjects is trusted as the gateway
+	// made it (workspace and permissions in its headers), so another
+	// local user must not be able to send one.
+	natsOpts := embedded.NATSOptions{StoreDir: filepath.Join(c.DataDir, "nats"), Port: c.NATSPort, MaxPayload: 8 << 20,
+		Logger: log, WriteFailed: noteWriteFailed,
+		User: "voiceai", Password: hex.EncodeToString(runtime.SubKey(secret, "embedded-nats"))[:32]}
+	ns, err := embedded.StartNATS(natsOpts)
 	if err != nil {
 		return fail(err)
 	}
 	cleanup = append(cleanup, func() { ns.Shutdown(); ns.WaitForShutdown() })
-	_ = os.WriteFile(filepath.Join(c.DataDir, NATSURLFile), []byte(ns.ClientURL()+"\n"), 0o600)
+	natsURL := natsOpts.ClientURL(ns)
+	_ = os.WriteFile(filepath.Join(c.DataDir, NATSURLFile), []byte(natsURL+"\n"), 0o600)
 
 	if c.Store == nil {
 		return fail(errors.New("stack: no store (Config.Store)"))
@@ -279,18 +294,11 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	projection.AssumeSingleWriter()
 	cleanup = append(cleanup, stopStore)
 
-	secret := c.SecretKey
-	if secret == "" {
-		if secret, err = runtime.LoadOrCreateSecret(filepath.Join(c.DataDir, "secret.key")); err != nil {
-			return fail(err)
-		}
-	}
-
 	// In process: no socket between the platform and its server. And no
 	// write deadline on that pipe (a deadline guards against a peer that
 	// stops reading over a network; here every write would only pay a
 	// timer for it, about 2% of a request's CPU).
-	link, mc, err := runtime.Connect(ctx, "allinone", ns.ClientURL(), storeURI, log, reg, nats.InProcessServer(ns), nats.FlusherTimeout(0))
+	link, mc, err := runtime.Connect(ctx, "allinone", natsURL, storeURI, log, reg, nats.InProcessServer(ns), nats.FlusherTimeout(0))
 	if err != nil {
 		return fail(err)
 	}
@@ -395,7 +403,7 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	}
 
 	s := &Stack{
-		Addr: ln.Addr().String(), NATSURL: ns.ClientURL(), MongoURI: storeURI,
+		Addr: ln.Addr().String(), NATSURL: natsURL, MongoURI: storeURI,
 		AdminKey: boot.GeneratedSecret, KeyFile: boot.KeyFile,
 		gateway: gw, agents: ag.Handler, probes: d.Probes(), link: link,
 		cancel: cancel, done: make(chan struct{}),
