@@ -11,7 +11,13 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 )
 
-const testSecretKey = "VOICEAI_SECRET_KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+const (
+	testSecretKey    = "VOICEAI_SECRET_KEY=00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+	testNATSPassword = "0011223344556677"
+)
+
+// composeEnv is what an operator exports before docker compose up.
+var composeEnv = []string{testSecretKey, "NATS_PASSWORD=" + testNATSPassword}
 
 func loadCompose(t *testing.T, env ...string) (*types.Project, error) {
 	t.Helper()
@@ -33,7 +39,7 @@ func loadCompose(t *testing.T, env ...string) (*types.Project, error) {
 // set initiated by a one-shot service, and services that wait for both,
 // report health and restart.
 func TestComposeFileIsTheProductionShape(t *testing.T) {
-	p, err := loadCompose(t, testSecretKey)
+	p, err := loadCompose(t, composeEnv...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +89,8 @@ func TestComposeFileIsTheProductionShape(t *testing.T) {
 			t.Errorf("%s: VOICEAI_STREAM_REPLICAS %q, want 3", name, deref(env["VOICEAI_STREAM_REPLICAS"]))
 		}
 		for _, node := range []string{"nats-1", "nats-2", "nats-3"} {
-			if !strings.Contains(deref(env["VOICEAI_NATS_URL"]), "nats://"+node+":4222") {
-				t.Errorf("%s: VOICEAI_NATS_URL %q does not list %s", name, deref(env["VOICEAI_NATS_URL"]), node)
+			if !strings.Contains(deref(env["VOICEAI_NATS_URL"]), "nats://voiceai:"+testNATSPassword+"@"+node+":4222") {
+				t.Errorf("%s: VOICEAI_NATS_URL %q does not list %s with the voiceai login", name, deref(env["VOICEAI_NATS_URL"]), node)
 			}
 		}
 		if !strings.Contains(deref(env["VOICEAI_MONGO_URI"]), "replicaSet=rs0") {
@@ -107,9 +113,34 @@ func TestComposeFileIsTheProductionShape(t *testing.T) {
 }
 
 func TestComposeFileRefusesAMissingSecretKey(t *testing.T) {
-	_, err := loadCompose(t)
+	_, err := loadCompose(t, "NATS_PASSWORD="+testNATSPassword)
 	if err == nil || !strings.Contains(err.Error(), "VOICEAI_SECRET_KEY") {
 		t.Fatalf("loaded without VOICEAI_SECRET_KEY (%v); want an error naming it", err)
+	}
+	_, err = loadCompose(t, testSecretKey)
+	if err == nil || !strings.Contains(err.Error(), "NATS_PASSWORD") {
+		t.Fatalf("loaded without NATS_PASSWORD (%v); want an error naming it", err)
+	}
+}
+
+// NATS trusts what its logins send (a request's workspace and
+// permissions): each node has the password its configuration reads, and
+// what Compose publishes of NATS is reachable from this host only.
+func TestComposeKeepsNATSOffTheNetwork(t *testing.T) {
+	p, err := loadCompose(t, composeEnv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"nats-1", "nats-2", "nats-3"} {
+		s := p.Services[name]
+		if deref(s.Environment["NATS_PASSWORD"]) != testNATSPassword {
+			t.Errorf("%s: NATS_PASSWORD %q, want the operator's", name, deref(s.Environment["NATS_PASSWORD"]))
+		}
+		for _, port := range s.Ports {
+			if port.HostIP != "127.0.0.1" {
+				t.Errorf("%s publishes %s on %q, want 127.0.0.1 only", name, port.Published, port.HostIP)
+			}
+		}
 	}
 }
 
@@ -120,7 +151,7 @@ func TestDockerComposeConfig(t *testing.T) {
 		t.Skipf("docker compose is not installed here (%v); the file was checked against the Compose schema above", err)
 	}
 	cmd := exec.Command("docker", "compose", "-f", repoPath("docker-compose.yml"), "config", "--quiet")
-	cmd.Env = append(cmd.Environ(), testSecretKey)
+	cmd.Env = append(cmd.Environ(), composeEnv...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("docker compose config: %v\n%s", err, out)
 	}

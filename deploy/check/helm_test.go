@@ -116,6 +116,32 @@ func TestHelmChartRendersValidObjects(t *testing.T) {
 	}
 }
 
+// With nats.existingSecret, every Deployment reads its NATS URL, login
+// included, from that Secret, and none carries it in plain sight.
+func TestHelmChartTakesTheNATSLoginFromASecret(t *testing.T) {
+	objects := renderChart(t, parseValues(t, valueSets["required values"]+"nats: {existingSecret: voiceai-nats}\n"))
+	seen := 0
+	for _, o := range objects {
+		if o.kind != "Deployment" {
+			continue
+		}
+		d := decodeStrict(t, o).(*appsv1.Deployment)
+		for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+			if e.Name != "VOICEAI_NATS_URL" {
+				continue
+			}
+			seen++
+			if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil ||
+				e.ValueFrom.SecretKeyRef.Name != "voiceai-nats" || e.ValueFrom.SecretKeyRef.Key != "url" {
+				t.Errorf("%s: VOICEAI_NATS_URL %+v, want it from the Secret voiceai-nats, key url", d.Name, e)
+			}
+		}
+	}
+	if seen != len(components) {
+		t.Errorf("%d Deployments read VOICEAI_NATS_URL, want %d", seen, len(components))
+	}
+}
+
 func TestHelmChartRefusesMissingSecrets(t *testing.T) {
 	for _, set := range []string{`mongo: {uri: "mongodb://m"}`, `secret: {secretKey: 0123456789abcdef0123456789abcdef}`} {
 		ch, err := loader.Load(chartDir)

@@ -13,9 +13,14 @@ import (
 // nats-server does and checks the settings the platform relies on.
 func TestNATSClusterConfig(t *testing.T) {
 	t.Setenv("NATS_SERVER_NAME", "nats-1")
+	t.Setenv("NATS_PASSWORD", "from-the-environment")
 	o, err := server.ProcessConfigFile(repoPath("deploy", "nats", "nats-cluster.conf"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Clients log in: a request on a service's subject is trusted.
+	if len(o.Users) != 1 || o.Users[0].Username != "voiceai" || o.Users[0].Password != "from-the-environment" || o.NoAuthUser != "" {
+		t.Errorf("clients log in as %v (no-auth user %q), want only voiceai with NATS_PASSWORD", o.Users, o.NoAuthUser)
 	}
 	if o.ServerName != "nats-1" {
 		t.Errorf("server_name %q: NATS_SERVER_NAME is not used", o.ServerName)

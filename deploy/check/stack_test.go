@@ -27,7 +27,7 @@ func TestComposeStackServes(t *testing.T) {
 	const admin = "sk_compose_check_0123456789abcdef"
 	compose := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, "docker", append([]string{"compose", "-p", "voiceai-check", "-f", repoPath("docker-compose.yml")}, args...)...)
-		cmd.Env = append(cmd.Environ(), testSecretKey, "VOICEAI_BOOTSTRAP_ADMIN_KEY="+admin)
+		cmd.Env = append(cmd.Environ(), append(composeEnv, "VOICEAI_BOOTSTRAP_ADMIN_KEY="+admin)...)
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		return cmd
 	}
