@@ -66,6 +66,12 @@ func UpstreamUnavailable(service string) *Error {
 	return New(Unavailable, "service_unavailable", "The "+service+" service is not available; retry later.")
 }
 
+// BusDisconnected answers a request for service while the gateway has
+// no connection to NATS, and found none again within a few seconds.
+func BusDisconnected(service string) *Error {
+	return New(Unavailable, "service_unavailable", "The gateway has lost its connection to the platform's message bus, so the "+service+" service cannot be reached; retry shortly.")
+}
+
 // UpstreamLost answers a request that is not safe to send twice and was
 // lost with its NATS connection (its server died, or the connection left
 // a server cut off from its cluster): whether service acted on it is
@@ -307,7 +313,7 @@ var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
 	BodyTooLarge(0), UnsupportedContentEncoding("<coding>"), ResourceNotFound, MissingPermission("<permission>"),
 	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
-	UpstreamUnavailable("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
+	UpstreamUnavailable("<service>"), BusDisconnected("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
 	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),

@@ -28,6 +28,12 @@ type Forwarder struct {
 	// answer before it is sent again, the first attempt still waiting;
 	// default 2s, negative never.
 	HedgeAfter time.Duration
+	// BusWait is how long a request waits for the connection to NATS
+	// being made again (a node failing over takes about a second) before
+	// it is answered 503; default 5s. While NATS is down it would
+	// otherwise wait out its whole deadline and be answered 504, as if a
+	// service were slow.
+	BusWait time.Duration
 	// InProcess serves a request for a service this process serves on NC
 	// (Serve) by calling its handler, not through NATS (see local.go).
 	InProcess bool
@@ -66,6 +72,36 @@ func (f *Forwarder) reconnected() <-chan struct{} {
 		}()
 	})
 	return *w.next.Load()
+}
+
+func (f *Forwarder) busWait() time.Duration {
+	if f.BusWait > 0 {
+		return f.BusWait
+	}
+	return 5 * time.Second
+}
+
+// awaitConnection waits, at most for wait, until the connection is up
+// again; false when it is not (or ctx ended).
+func (f *Forwarder) awaitConnection(ctx context.Context, wait time.Duration) bool {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		next := f.reconnected() // before the check: a reconnection after it closes next
+		switch {
+		case f.NC.IsConnected():
+			return true
+		case f.NC.IsClosed():
+			return false
+		}
+		select {
+		case <-next:
+		case <-timer.C:
+			return f.NC.IsConnected()
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // maxHedges bounds the extra attempts of one request.
@@ -112,6 +148,12 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 			s.serveLocal(w, r, body, timeout)
 			return
 		}
+	}
+	if !f.NC.IsConnected() && !f.awaitConnection(r.Context(), min(timeout, f.busWait())) {
+		if r.Context().Err() == nil {
+			httpx.WriteError(w, r, apperr.BusDisconnected(service)) // 503, Retry-After
+		}
+		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()

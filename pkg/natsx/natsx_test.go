@@ -343,3 +343,30 @@ func TestForwardLostWriteIs503(t *testing.T) {
 		t.Fatal("the lost write waited for its time-out")
 	}
 }
+
+// While the gateway's connection to NATS is down, a request waits a
+// moment for it (BusWait), then is answered 503 with Retry-After naming
+// the bus: not 504 at its deadline, as if a service were slow.
+func TestForwardWithTheBusDownIs503(t *testing.T) {
+	ns := testenv.StartNATSServer(t)
+	gateway, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gateway.Close)
+	svc, err := Serve(gateway, "agents", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	ns.Shutdown()
+	testkit.Eventually(t, 10*time.Second, "the connection to notice the server is gone", func() bool { return !gateway.IsConnected() })
+	f := &Forwarder{NC: gateway, Timeout: 10 * time.Second, BusWait: 20 * time.Millisecond}
+	for _, r := range []*http.Request{httptest.NewRequest("GET", "/v1/x", nil), Repeatable(httptest.NewRequest("GET", "/v1/x", nil))} {
+		rec := httptest.NewRecorder()
+		f.Forward(rec, r, "agents")
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "message bus") {
+			t.Fatalf("repeatable %v: %d (Retry-After %q) %s; want 503 naming the bus", repeatable(r), rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+		}
+	}
+}
