@@ -41,8 +41,13 @@ type App struct {
 	// event is fanned out to each of them, on the dispatcher all
 	// workspaces share.
 	MaxPerWorkspace int
-	Log             *slog.Logger
-	Now             func() time.Time
+	// Stopping, when set, is closed as the process begins to stop: a poll
+	// waiting for a relay delivery then answers none at once (its client
+	// polls again, another replica or this one restarted), so a stop does
+	// not wait it out.
+	Stopping <-chan struct{}
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // Ports are what the use cases run on.

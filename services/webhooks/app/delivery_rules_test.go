@@ -416,3 +416,37 @@ func TestRelayTokens(t *testing.T) {
 		t.Fatalf("the relayed attempt's result: %+v", res)
 	}
 }
+
+// A poll waiting for a relay delivery answers none as soon as the
+// process begins to stop, not at the end of its wait: a stop (SIGTERM of
+// a replica in a rolling update) must not wait out every open poll.
+func TestARelayPollEndsWhenTheProcessStops(t *testing.T) {
+	f := newFixture(t)
+	rl := memory.NewRelay()
+	f.app.Relay = rl
+	stopping := make(chan struct{})
+	f.app.Stopping = stopping
+	w, _, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller}, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type poll struct {
+		d   *app.RelayDelivery
+		err error
+	}
+	polled := make(chan poll, 1)
+	go func() {
+		d, err := f.app.RelayNext(context.Background(), principal.Caller{Principal: f.caller}, w.WebhookId, app.MaxRelayWait)
+		polled <- poll{d, err}
+	}()
+	testkit.Eventually(t, 5*time.Second, "the client polls", func() bool { return rl.Polling("ws_a", w.WebhookId) == 1 })
+	close(stopping)
+	select {
+	case got := <-polled:
+		if got.d != nil || got.err != nil {
+			t.Fatalf("the poll ended with %+v %v, want no delivery and no error", got.d, got.err)
+		}
+	case <-time.After(app.MaxRelayWait / 2):
+		t.Fatal("the poll waited on after the process began to stop")
+	}
+}
