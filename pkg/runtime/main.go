@@ -75,7 +75,7 @@ func Run(name string, infra config.Infra, start StartFunc) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log := obs.NewLogger(os.Stderr, level, name)
-	stopTracing, err := otlp.Setup(ctx, name)
+	stopTracing, err := otlp.Setup(ctx, name, log)
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
 	}

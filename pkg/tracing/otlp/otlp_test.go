@@ -3,11 +3,15 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
@@ -35,7 +39,7 @@ func TestSpansAreExportedOnlyWhenAnEndpointIsSet(t *testing.T) {
 
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	shutdown, err := Setup(context.Background(), "off")
+	shutdown, err := Setup(context.Background(), "off", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +51,7 @@ func TestSpansAreExportedOnlyWhenAnEndpointIsSet(t *testing.T) {
 	_ = shutdown(context.Background())
 
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
-	shutdown, err = Setup(context.Background(), "exported")
+	shutdown, err = Setup(context.Background(), "exported", slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,5 +68,23 @@ func TestSpansAreExportedOnlyWhenAnEndpointIsSet(t *testing.T) {
 	all := bytes.Join(bodies, nil)
 	if !bytes.Contains(all, []byte("the exported span")) || !bytes.Contains(all, []byte("voiceai-exported")) || bytes.Contains(all, []byte("unrecorded")) {
 		t.Fatalf("the collector got %d requests: %q", len(bodies), all)
+	}
+}
+
+// An endpoint that is no http(s) URL stops the process at start, named;
+// the SDK's errors reach the process's log, not the standard logger.
+func TestAnEndpointIsCheckedAndExportErrorsAreLogged(t *testing.T) {
+	for _, bad := range []string{"notaurl", "collector:4318", "grpc://collector:4317"} {
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", bad)
+		if _, err := Setup(context.Background(), "bad", slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "OTEL_EXPORTER_OTLP_ENDPOINT") {
+			t.Errorf("%q: %v, want refused by name", bad, err)
+		}
+	}
+	var logs bytes.Buffer
+	handle := exportErrors(slog.New(slog.NewJSONHandler(&logs, nil)), time.Hour)
+	handle(errors.New("traces export: failed to send: 404"))
+	handle(errors.New("traces export: failed to send: 404"))
+	if n := strings.Count(logs.String(), "\n"); n != 1 || !strings.Contains(logs.String(), `"err":"traces export: failed to send: 404"`) {
+		t.Fatalf("two errors within the interval logged as %q, want one JSON line", logs.String())
 	}
 }
