@@ -223,7 +223,11 @@ func logAccess(r *http.Request, rw *obs.Recorder, q *request, level slog.Level, 
 	} else {
 		attrs = append(attrs, slog.String("path", clip(r.URL.Path)))
 	}
-	attrs = append(attrs, slog.Int("status", rw.Status()), slog.Int("bytes", rw.Bytes()),
+	status := rw.StatusFor(r)
+	if status == obs.StatusClientClosed && facts.aborted == "" {
+		facts.aborted = "client went away"
+	}
+	attrs = append(attrs, slog.Int("status", status), slog.Int("bytes", rw.Bytes()),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000))
 	if facts.client != "" {
 		attrs = append(attrs, slog.String("client_ip", facts.client))

@@ -57,9 +57,10 @@ func WithTraceparent(next http.Handler) http.Handler {
 		sw := obs.RecorderOf(w)
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		if span.IsRecording() {
-			span.SetAttributes(attribute.Int("http.response.status_code", sw.Status()))
-			if sw.Status() >= 500 {
-				span.SetStatus(codes.Error, http.StatusText(sw.Status()))
+			status := sw.StatusFor(r)
+			span.SetAttributes(attribute.Int("http.response.status_code", status))
+			if status >= 500 {
+				span.SetStatus(codes.Error, http.StatusText(status))
 			}
 		}
 	})

@@ -46,7 +46,7 @@ func (m *HTTPMetrics) Middleware(next http.Handler) http.Handler {
 				route = tpl
 			}
 		}
-		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.Status())).Inc()
+		m.requests.WithLabelValues(r.Method, route, strconv.Itoa(sw.StatusFor(r))).Inc()
 		m.duration.WithLabelValues(r.Method, route).Observe(time.Since(start).Seconds())
 	})
 }
@@ -99,6 +99,21 @@ func (r *Recorder) Status() int {
 		return http.StatusOK
 	}
 	return r.status
+}
+
+// StatusClientClosed is what a request whose client hung up before any
+// answer went out is logged and counted as (nginx's 499): not the 200 a
+// handler that wrote nothing would be taken for, which made an outage
+// whose clients all timed out look like a run of successes.
+const StatusClientClosed = 499
+
+// StatusFor is Status for r, the request served: StatusClientClosed when
+// nothing went out and r's client is gone.
+func (r *Recorder) StatusFor(req *http.Request) int {
+	if !r.started && req.Context().Err() != nil {
+		return StatusClientClosed
+	}
+	return r.Status()
 }
 
 // Bytes is the size of the body written.
