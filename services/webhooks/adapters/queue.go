@@ -17,6 +17,7 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/eventstore"
 	"github.com/voiceai-platform/voiceai/pkg/tracing"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
@@ -68,8 +69,28 @@ func (q StreamQueue) PublishEvent(ctx context.Context, e app.PlatformEvent) erro
 	if tp := tracing.RequestTrace(ctx); tp != "" {
 		msg.Header.Set(events.HeaderTraceparent, tp)
 	}
-	if _, err := eventstore.Publish(ctx, q.JS, msg, jetstream.WithMsgID(e.ID), jetstream.WithExpectStream(events.PlatformStream)); err != nil {
+	if e.Digest != "" {
+		msg.Header.Set(events.HeaderRequestDigest, e.Digest)
+	}
+	ack, err := eventstore.Publish(ctx, q.JS, msg, jetstream.WithMsgID(e.ID), jetstream.WithExpectStream(events.PlatformStream))
+	if err != nil {
 		return fmt.Errorf("publish platform event: %w", err)
+	}
+	if !ack.Duplicate {
+		return nil
+	}
+	// A duplicate's acknowledgement names the message stored first: the
+	// same request again, or its key with another event.
+	stream, err := q.JS.Stream(ctx, events.PlatformStream)
+	if err != nil {
+		return fmt.Errorf("read the platform event stored under %s: %w", e.ID, err)
+	}
+	first, err := stream.GetMsg(ctx, ack.Sequence)
+	if err != nil {
+		return fmt.Errorf("read the platform event stored under %s: %w", e.ID, err)
+	}
+	if first.Header.Get(events.HeaderRequestDigest) != e.Digest {
+		return apperr.IdempotencyKeyReused
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/convseal"
+	"github.com/voiceai-platform/voiceai/pkg/esproto"
 	"github.com/voiceai-platform/voiceai/pkg/principal"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/pkg/wire"
@@ -319,6 +320,18 @@ func TestIngest(t *testing.T) {
 	}
 	_, err = f.app.Ingest(ctx, principal.In("ws.a"), in)
 	wantKind(t, err, apperr.NotFound, "a workspace id that makes no subject")
+
+	// The key sent with another event is refused, as every keyed write's
+	// is: its answer would name an event never stored.
+	keyed := principal.Caller{Principal: principal.Principal{WorkspaceID: "ws_a"}, CommandID: "key-2"}
+	if _, err := f.app.Ingest(esproto.WithRequestDigest(ctx, "first"), keyed, in); err != nil {
+		t.Fatal(err)
+	}
+	other := domain.IngestInput{Event: "call_ended", Data: json.RawMessage(`{ "call_id": "c2" }`)}
+	_, err = f.app.Ingest(esproto.WithRequestDigest(ctx, "second"), keyed, other)
+	if v, ok := err.(apperr.ValidationErrors); !ok || v[0].Type != "idempotency_key_reused" {
+		t.Fatalf("the key with another event: %v, want 422 idempotency_key_reused", err)
+	}
 }
 
 // A conversation_ended's transcript is published sealed under its

@@ -18,19 +18,17 @@ import (
 // stream at platform.evt.<workspace>.<event>, where the dispatcher (and
 // the tickets service) consume it. The queue stores an event id once: a
 // retry with the same idempotency key and event is stored once and
-// answers the same id.
+// answers the same id; the key sent with another event is refused (422
+// idempotency_key_reused), as every keyed write's is.
 func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.IngestInput) (string, error) {
 	workspaceID, idempotencyKey := caller.WorkspaceID, caller.CommandID
 	env, err := domain.ParseIngest(in, a.Now())
 	if err != nil {
 		return "", err
 	}
-	eventID := ids.New("evt")
+	eventID, digest := ids.New("evt"), ""
 	if idempotencyKey != "" {
-		// The event id is the request's, not only its key's: the key
-		// sent again with another event stores that one too, rather than
-		// answering the first one's id for an event never stored.
-		eventID = "evt_" + esproto.StableID("platform|"+workspaceID, idempotencyKey+"\x00"+esproto.RequestDigest(ctx))
+		eventID, digest = "evt_"+esproto.StableID("platform|"+workspaceID, idempotencyKey), esproto.RequestDigest(ctx)
 	}
 	// The workspace and event must make a subject the stream accepts.
 	if _, err := events.PlatformSubject(workspaceID, env.Event); err != nil {
@@ -48,7 +46,7 @@ func (a *App) Ingest(ctx context.Context, caller principal.Caller, in domain.Ing
 	if err != nil {
 		return "", err
 	}
-	if err := a.Queue.PublishEvent(ctx, PlatformEvent{ID: eventID, WorkspaceID: workspaceID, Event: env.Event, Body: body}); err != nil {
+	if err := a.Queue.PublishEvent(ctx, PlatformEvent{ID: eventID, WorkspaceID: workspaceID, Event: env.Event, Body: body, Digest: digest}); err != nil {
 		return "", err
 	}
 	return eventID, nil

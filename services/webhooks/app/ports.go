@@ -125,6 +125,10 @@ type PlatformEvent struct {
 	WorkspaceID string
 	Event       string // its name, a valid subject token
 	Body        []byte // the JSON envelope
+	// Digest is the request's (esproto.RequestDigest) when its id comes
+	// from an Idempotency-Key: the id stored again with another digest is
+	// the key sent with another event.
+	Digest string
 }
 
 // Queue is where ingested events and delivery jobs go. Both are
@@ -132,7 +136,8 @@ type PlatformEvent struct {
 // deduplication window) stores nothing new and is not an error.
 type Queue interface {
 	// PublishEvent stores a platform event for the fan-out, once per
-	// e.ID.
+	// e.ID; an id stored before with another Digest (within the
+	// deduplication window) is refused with apperr.IdempotencyKeyReused.
 	PublishEvent(ctx context.Context, e PlatformEvent) error
 	// QueueDelivery queues delivery jobs, each once per job id (event,
 	// webhook and resend ids), in the order given, and returns once every

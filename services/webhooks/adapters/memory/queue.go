@@ -8,16 +8,18 @@ import (
 	events "github.com/voiceai-platform/voiceai/proto-events"
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
 
 // Queue is app.Queue in memory, for the use-case tests: what was
 // published, in order, each id once.
 type Queue struct {
-	mu     sync.Mutex
-	seen   map[string]bool
-	events []app.PlatformEvent
-	jobs   []app.Queued
+	mu      sync.Mutex
+	seen    map[string]bool
+	digests map[string]string // each event id's digest
+	events  []app.PlatformEvent
+	jobs    []app.Queued
 }
 
 // NewQueue returns an empty queue.
@@ -31,10 +33,17 @@ func (q *Queue) PublishEvent(_ context.Context, e app.PlatformEvent) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !q.seen["evt|"+e.ID] {
-		q.seen["evt|"+e.ID] = true
-		q.events = append(q.events, e)
+	if q.digests == nil {
+		q.digests = map[string]string{}
 	}
+	if digest, seen := q.digests[e.ID]; seen {
+		if digest != e.Digest {
+			return apperr.IdempotencyKeyReused
+		}
+		return nil
+	}
+	q.digests[e.ID] = e.Digest
+	q.events = append(q.events, e)
 	return nil
 }
 

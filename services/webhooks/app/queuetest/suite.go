@@ -7,12 +7,14 @@ package queuetest
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	webhooksv1 "github.com/voiceai-platform/voiceai/proto-events/gen/voiceai/webhooks/v1"
 
+	"github.com/voiceai-platform/voiceai/pkg/apperr"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
 	"github.com/voiceai-platform/voiceai/services/webhooks/app"
 )
@@ -61,6 +63,27 @@ func Run(t *testing.T, open Opener) {
 		}
 		if string(got[2].Body) != string(event("evt_3", "ws_a", "ticket_created").Body) {
 			t.Fatalf("body: %s", got[2].Body)
+		}
+	})
+
+	t.Run("events: an id stored again with another request's digest is refused", func(t *testing.T) {
+		q, stored := open(t)
+		first := event("evt_k", "ws_a", "call_ended")
+		first.Digest = "digest-of-the-first-request"
+		if err := q.PublishEvent(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.PublishEvent(ctx, first); err != nil {
+			t.Fatalf("the same request again: %v", err)
+		}
+		other := event("evt_k", "ws_a", "call_started")
+		other.Digest = "digest-of-another-request"
+		var v apperr.ValidationErrors
+		if err := q.PublishEvent(ctx, other); !errors.As(err, &v) || v[0].Type != apperr.IdempotencyKeyReused[0].Type {
+			t.Fatalf("the key with another event: %v, want IdempotencyKeyReused", err)
+		}
+		if got := stored().Events; len(got) != 1 || got[0].Event != "call_ended" {
+			t.Fatalf("stored %+v, want the first event only", got)
 		}
 	})
 
