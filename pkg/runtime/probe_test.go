@@ -126,6 +126,46 @@ func TestProbesAnswerWhileTheFirstConnectionIsRetried(t *testing.T) {
 	}
 }
 
+// A store that does not answer yet is waited for, as NATS is: the
+// process stays alive and not ready, saying so, rather than exiting after
+// one attempt (a service started before its MongoDB would have been
+// restarted in a loop, never showing why on /readyz).
+func TestProbesAnswerWhileTheStoreIsRetried(t *testing.T) {
+	addr := testkit.FreeAddr(t)
+	var logs testkit.LogBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		infra := config.Infra{NATSURL: testenv.StartNATS(t), MetricsAddr: addr, MongoURI: "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=100", StreamReplicas: 1}
+		done <- RunContext(ctx, "runtest", infra, func(context.Context, Deps) (func() error, error) {
+			t.Error("the service was started without its store")
+			return func() error { return nil }, nil
+		}, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+	// A third attempt: the first failures did not end the process.
+	testkit.Eventually(t, 20*time.Second, "a third attempt to reach the store", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("Run ended (%v) while the store was only unreachable", err)
+		default:
+		}
+		return strings.Contains(logs.String(), `msg="mongo not reachable yet"`) && strings.Contains(logs.String(), "attempt=3")
+	})
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), `"store":"connecting"`) {
+		t.Fatalf("/readyz while the store is retried: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "reach mongo") {
+		t.Fatalf("Run ended with %v, want the store it never reached", err)
+	}
+}
+
 // A check a service adds is part of the process's readiness, whichever
 // copy of its Deps it was added through.
 func TestAddedReadyChecksAreTheProcessReadiness(t *testing.T) {

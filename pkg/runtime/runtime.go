@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/voiceai-platform/voiceai/pkg/api"
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/httpx"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
@@ -91,7 +92,8 @@ func (d Deps) add(live bool, name string, check obs.Check) {
 }
 
 // Connect dials NATS (see DialNATS) and, unless mongoURI is empty, Mongo,
-// whose driver reconnects by itself.
+// whose driver reconnects by itself. Both are retried with back-off
+// until ctx ends: a service may start before its stores, in any order.
 func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.Logger, reg prometheus.Registerer, extra ...nats.Option) (*Link, *mongo.Client, error) {
 	link, err := DialNATS(ctx, name, natsURL, logger, reg, extra...)
 	if err != nil {
@@ -105,14 +107,22 @@ func Connect(ctx context.Context, name, natsURL, mongoURI string, logger *slog.L
 		link.Close()
 		return nil, nil, fmt.Errorf("connect mongo: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := mc.Ping(pctx, nil); err != nil {
-		link.Close()
-		_ = mc.Disconnect(context.Background())
-		return nil, nil, fmt.Errorf("reach mongo: %w", err)
+	for attempt := 0; ; attempt++ {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := mc.Ping(pctx, nil)
+		cancel()
+		if err == nil {
+			return link, mc, nil
+		}
+		logger.Warn("mongo not reachable yet", "uri", config.Redacted(mongoURI), "attempt", attempt+1, "err", err)
+		select {
+		case <-ctx.Done():
+			link.Close()
+			_ = mc.Disconnect(context.Background())
+			return nil, nil, fmt.Errorf("reach mongo %s: %w", config.Redacted(mongoURI), err)
+		case <-time.After(reconnectDelay(attempt)):
+		}
 	}
-	return link, mc, nil
 }
 
 // AsyncPublishTimeout bounds the wait for an async publish's
