@@ -75,7 +75,7 @@ func NewRepo(store eventlog.Store, reg Registry, log *slog.Logger, now func() ti
 		Env:     aggregate.Env{Store: store, Log: log, Now: now},
 		Subject: events.WebhookSubject,
 		Gone:    func(w *webhooksv1.Webhook) bool { return w.DeletedAtUnix != nil },
-		Touch:   func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix = t.Unix() },
+		Touch:   func(w *webhooksv1.Webhook, t time.Time) { w.UpdatedAtUnix, w.UpdatedAtUnixMs = t.Unix(), t.UnixMilli() },
 		Project: func(_ context.Context, seq uint64, w *webhooksv1.Webhook) error {
 			reg.Put(seq, w)
 			return nil
@@ -162,6 +162,11 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 		MaxDelay: int(rc.GetMaxDelay()), RetryOnStatus: codes,
 	}
 }
+
+// NotSentInactive is the error of a delivery logged, not sent, for a
+// webhook a user deactivated after its event was stored: recover replays
+// it.
+const NotSentInactive = "not sent: the webhook was deactivated after this event, before its delivery; recover replays it once the webhook is active again"
 
 // NotSentDisabled is the error of a delivery logged, not sent, for a
 // webhook the dispatcher had disabled: recover replays it.

@@ -225,19 +225,24 @@ func (d *Dispatch) DeliverTaken(ctx context.Context, t Taken) Handled {
 		cancel()
 		w, ok = d.Subscriptions.Get(job.GetWorkspaceId(), job.GetWebhookId())
 	}
-	if ok && !w.GetActive() && w.GetDisabledReason() != "" {
+	if ok && !w.GetActive() {
 		// Disabled by the dispatcher (its deliveries kept failing, its
-		// receiver gone): logged as not sent, as the fan-out logs what
-		// comes after, so that recover replays it once it is enabled.
-		att := NewAttempt(job, w, attempt-1, d.Now(), delivery.Result{Error: NotSentDisabled}, domain.GiveUp)
+		// receiver gone), or deactivated by a user after the event was
+		// stored: logged as not sent, as the fan-out logs what comes
+		// after a disabling, so that recover replays it once it is active.
+		why := NotSentInactive
+		if w.GetDisabledReason() != "" {
+			why = NotSentDisabled
+		}
+		att := NewAttempt(job, w, attempt-1, d.Now(), delivery.Result{Error: why}, domain.GiveUp)
 		if err := d.Attempts.RecordDurable(ctx, att); err != nil {
-			d.Log.WarnContext(ctx, "a delivery to a disabled webhook could not be logged; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
+			d.Log.WarnContext(ctx, "a delivery to an inactive webhook could not be logged; retrying later", "webhook_id", w.GetWebhookId(), "err", err)
 			return retryAfter(fanoutRetry)
 		}
 		return drop().counted(ResultDropped)
 	}
-	if !ok || !w.GetActive() {
-		return drop().counted(ResultDropped) // deleted or deactivated by a user: its pending deliveries are dropped
+	if !ok {
+		return drop().counted(ResultDropped) // deleted: its pending deliveries go with it
 	}
 	release, turn := d.Turns.Take(ctx, w.GetWorkspaceId(), d.Now())
 	defer release()

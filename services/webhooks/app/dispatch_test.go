@@ -776,3 +776,48 @@ func TestAWorkspaceWithItsShareWaitingIsNotRetried(t *testing.T) {
 		t.Fatalf("the count asked again within a second: %d questions", backlog.asked)
 	}
 }
+
+// An event goes to a webhook as the webhook was when the event was
+// stored, whatever changed before the fan-out got to it: one stored while
+// it was paused is not sent once it is active again, and one stored while
+// it was active is queued though it was paused since. Its delivery is
+// then logged as not sent, and recover replays it once the webhook is
+// active: nothing is dropped unseen.
+func TestAnEventGoesToTheWebhookAsItWasWhenStored(t *testing.T) {
+	d := newDispatch(t, answering(200))
+	ctx := context.Background()
+	w := d.hook(t, "ws_a", []string{"call_ended"}, nil)
+	tick := func() time.Time { d.clock = d.clock.Add(time.Second); return d.clock }
+
+	whileActive := tick()
+	tick()
+	d.set(t, w, domain.Input{Active: ptr(false)})
+	whilePaused := tick()
+	tick()
+	d.set(t, w, domain.Input{Active: ptr(true)})
+	tick()
+	d.set(t, w, domain.Input{Active: ptr(false)})
+
+	n := 0
+	if h := d.dispatch.Fanout(ctx, event("ws_a", "call_ended", "evt_paused", whilePaused, &n), event("ws_a", "call_ended", "evt_active", whileActive, &n)); h.Next != app.Done {
+		t.Fatalf("fan-out: %+v", h)
+	}
+	if got, want := jobIDs(d.queue), []string{"evt_active→" + w.WebhookId}; !slices.Equal(got, want) {
+		t.Fatalf("jobs %v, want %v: the webhook as it was at each event", got, want)
+	}
+	if h := d.dispatch.Deliver(ctx, d.queue.Jobs()[0], 1); h.Next != app.Drop || len(d.recv.got) != 0 {
+		t.Fatalf("the delivery to the webhook paused since: %+v, sent %d", h, len(d.recv.got))
+	}
+	logged := d.attempts.Recent(w.WebhookId, domain.LogFilter{}, 10)
+	if len(logged) != 1 || logged[0].EventId != "evt_active" || logged[0].Error != app.NotSentInactive || !logged[0].Final {
+		t.Fatalf("logged %v, want evt_active as not sent", logged)
+	}
+	tick()
+	d.set(t, w, domain.Input{Active: ptr(true)})
+	p := d.caller
+	p.WorkspaceID = "ws_a"
+	resent, _, err := d.app.Recover(ctx, principal.Caller{Principal: p}, w.WebhookId, domain.LogFilter{})
+	if err != nil || len(resent) != 1 {
+		t.Fatalf("recover: %v %v, want evt_active queued again", resent, err)
+	}
+}

@@ -41,8 +41,9 @@ type Subscriptions interface {
 	// CatchUp returns once every webhook change stored before the call
 	// has been applied: for a caller with no event's time to go by.
 	CatchUp(ctx context.Context) error
-	// Match returns the active webhooks of the workspace subscribed to
-	// event that existed when it was stored.
+	// Match returns the webhooks of the workspace that, when event was
+	// stored (storedAt), existed, were active and subscribed to it: as
+	// they were then, not as they are now.
 	Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook
 	// MatchMissed returns the webhooks of the workspace subscribed to
 	// event that the dispatcher had disabled (failing, gone) when it was

@@ -16,6 +16,32 @@ var _ app.Subscriptions = (*Registry)(nil)
 type entry struct {
 	seq uint64
 	w   *webhooksv1.Webhook // never mutated once stored
+	// before are its states before w, oldest first (at most keptStates):
+	// what an event stored a moment ago, not yet fanned out, is matched
+	// against.
+	before []*webhooksv1.Webhook
+}
+
+// keptStates bounds the states kept of a webhook before its current one:
+// a fan-out behind by more changes of one webhook than this matches the
+// oldest kept.
+const keptStates = 16
+
+// asOf is the state of e that was current at ms (its newest made at or
+// before it), or its oldest kept when all came later.
+func (e entry) asOf(ms int64) *webhooksv1.Webhook {
+	if e.w.GetUpdatedAtUnixMs() <= ms {
+		return e.w
+	}
+	for i := len(e.before) - 1; i >= 0; i-- {
+		if e.before[i].GetUpdatedAtUnixMs() <= ms {
+			return e.before[i]
+		}
+	}
+	if len(e.before) > 0 {
+		return e.before[0]
+	}
+	return e.w
 }
 
 // Registry is the set of webhooks, kept in memory: app.Registry on its
@@ -63,7 +89,11 @@ func (r *Registry) put(seq uint64, w *webhooksv1.Webhook) (deleted bool) {
 		delete(r.byWS[ws], id)
 		return true
 	}
-	r.byID[id] = entry{seq: seq, w: w}
+	next := entry{seq: seq, w: w}
+	if cur, ok := r.byID[id]; ok && cur.w != nil {
+		next.before = append(cur.before[max(0, len(cur.before)+1-keptStates):len(cur.before):len(cur.before)], cur.w)
+	}
+	r.byID[id] = next
 	if r.byWS[ws] == nil {
 		r.byWS[ws] = map[string]struct{}{}
 	}
@@ -137,8 +167,8 @@ func (r *Registry) List(workspaceID string) []*webhooksv1.Webhook {
 	return out
 }
 
-// Match returns the active webhooks of the workspace subscribed to event
-// that existed when the event was stored (at storedAt).
+// Match returns the webhooks of the workspace active and subscribed to
+// event when it was stored (at storedAt), as they were then.
 func (r *Registry) Match(workspaceID, event string, storedAt time.Time) []*webhooksv1.Webhook {
 	return r.subscribed(workspaceID, event, storedAt, func(w *webhooksv1.Webhook) bool { return w.GetActive() })
 }
@@ -154,15 +184,19 @@ func (r *Registry) MatchMissed(workspaceID, event string, storedAt time.Time) []
 	})
 }
 
-// subscribed is the webhooks of the workspace subscribed to event that
-// existed when it was stored (at storedAt) and are as state wants.
+// subscribed is the webhooks of the workspace that existed when event
+// was stored (at storedAt), subscribed to it and as state wants then: a
+// webhook deactivated, or unsubscribed, since is still sent what came
+// before; one activated, or subscribed, since is not sent what came
+// before.
 func (r *Registry) subscribed(workspaceID, event string, storedAt time.Time, state func(*webhooksv1.Webhook) bool) []*webhooksv1.Webhook {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	var out []*webhooksv1.Webhook
+	at := storedAt.UnixMilli()
 	for id := range r.byWS[workspaceID] {
-		w := r.byID[id].w
-		if state(w) && slices.Contains(w.GetEvents(), event) && storedAt.UnixMilli() >= w.GetCreatedAtUnixMs() {
+		w := r.byID[id].asOf(at)
+		if state(w) && slices.Contains(w.GetEvents(), event) && at >= w.GetCreatedAtUnixMs() {
 			out = append(out, w)
 		}
 	}

@@ -187,6 +187,38 @@ func RunSubscriptions(t *testing.T, open SubscriptionsOpener) {
 		wantMatch(t, s, "ws_c", ticketCreated, at, nil, nil)
 	})
 
+	t.Run("an event is matched against each webhook as it was when the event was stored", func(t *testing.T) {
+		s, record := opened(t)
+		at := func(ms int64) time.Time { return time.UnixMilli(t0 + ms) }
+		w := hook("ws_a", "whk_toggled", t0, ticketCreated)
+		w.UpdatedAtUnixMs = t0
+		record(Created, w)
+		stateAt := func(ms int64, change func(*webhooksv1.Webhook)) {
+			w = changed(w, func(n *webhooksv1.Webhook) { change(n); n.UpdatedAtUnixMs = t0 + ms })
+			record(Updated, w)
+		}
+		stateAt(200, func(n *webhooksv1.Webhook) { n.Active = false })
+		stateAt(400, func(n *webhooksv1.Webhook) { n.Active = true })
+		stateAt(600, func(n *webhooksv1.Webhook) { n.Events = []string{callEnded} })
+		current(t, s, record(Updated, changed(w, func(n *webhooksv1.Webhook) {})))
+		for _, c := range []struct {
+			ms    int64
+			event string
+			match []string
+		}{
+			{100, ticketCreated, []string{"whk_toggled"}}, // active then, paused since
+			{300, ticketCreated, nil},                     // paused then, active since
+			{500, ticketCreated, []string{"whk_toggled"}}, // subscribed then, not since
+			{700, ticketCreated, nil},
+			{500, callEnded, nil}, // not subscribed then, since
+			{700, callEnded, []string{"whk_toggled"}},
+		} {
+			if got := ids(s.Match("ws_a", c.event, at(c.ms))); !slices.Equal(got, c.match) {
+				t.Errorf("Match(%s at t0+%d ms): %v, want %v", c.event, c.ms, got, c.match)
+			}
+		}
+	})
+
 	t.Run("each change replaces the one before", func(t *testing.T) {
 		s, record := opened(t)
 		at := time.UnixMilli(t0)

@@ -151,8 +151,13 @@ type Webhook struct {
 	// since the epoch (kept when it is enabled again).
 	LastFailureCode     int32 `protobuf:"varint,20,opt,name=last_failure_code,json=lastFailureCode,proto3" json:"last_failure_code,omitempty"`
 	LastFailureAtUnixMs int64 `protobuf:"varint,21,opt,name=last_failure_at_unix_ms,json=lastFailureAtUnixMs,proto3" json:"last_failure_at_unix_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// When this state was made, ms since the epoch: an event goes to the
+	// webhook as it was when the event was stored (active, subscribed), not
+	// as it is when the dispatcher gets to it. 0 on a state made before it
+	// was kept.
+	UpdatedAtUnixMs int64 `protobuf:"varint,22,opt,name=updated_at_unix_ms,json=updatedAtUnixMs,proto3" json:"updated_at_unix_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Webhook) Reset() {
@@ -332,6 +337,13 @@ func (x *Webhook) GetLastFailureAtUnixMs() int64 {
 	return 0
 }
 
+func (x *Webhook) GetUpdatedAtUnixMs() int64 {
+	if x != nil {
+		return x.UpdatedAtUnixMs
+	}
+	return 0
+}
+
 var File_voiceai_webhooks_v1_webhooks_proto protoreflect.FileDescriptor
 
 const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
@@ -344,7 +356,7 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"retryDelay\x12/\n" +
 	"\x13exponential_backoff\x18\x03 \x01(\bR\x12exponentialBackoff\x12\x1b\n" +
 	"\tmax_delay\x18\x04 \x01(\x05R\bmaxDelay\x12&\n" +
-	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\xc7\a\n" +
+	"\x0fretry_on_status\x18\x05 \x03(\x05R\rretryOnStatus\"\xf4\a\n" +
 	"\aWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12!\n" +
@@ -369,7 +381,8 @@ const file_voiceai_webhooks_v1_webhooks_proto_rawDesc = "" +
 	"\x0frequest_headers\x18\x12 \x03(\v20.voiceai.webhooks.v1.Webhook.RequestHeadersEntryR\x0erequestHeaders\x12+\n" +
 	"\x12enabled_at_unix_ms\x18\x13 \x01(\x03R\x0fenabledAtUnixMs\x12*\n" +
 	"\x11last_failure_code\x18\x14 \x01(\x05R\x0flastFailureCode\x124\n" +
-	"\x17last_failure_at_unix_ms\x18\x15 \x01(\x03R\x13lastFailureAtUnixMs\x1aA\n" +
+	"\x17last_failure_at_unix_ms\x18\x15 \x01(\x03R\x13lastFailureAtUnixMs\x12+\n" +
+	"\x12updated_at_unix_ms\x18\x16 \x01(\x03R\x0fupdatedAtUnixMs\x1aA\n" +
 	"\x13RequestHeadersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x12\n" +
