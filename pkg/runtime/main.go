@@ -75,6 +75,7 @@ func Run(name string, infra config.Infra, start StartFunc) error {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	log := obs.NewLogger(os.Stderr, level, name)
+	WarnUnknownVariables(log, os.Environ())
 	stopTracing, err := otlp.Setup(ctx, name, log)
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
@@ -185,5 +186,18 @@ func flushTraces(stop func(context.Context) error, log *slog.Logger) {
 	defer cancel()
 	if err := stop(ctx); err != nil {
 		log.Warn("traces not all exported", "err", err)
+	}
+}
+
+// WarnUnknownVariables logs a warning for each VOICEAI_* variable of
+// environ that no binary reads (config.Unknown): a misspelt setting
+// otherwise does nothing, silently.
+func WarnUnknownVariables(log *slog.Logger, environ []string) {
+	for _, u := range config.Unknown(environ) {
+		if u.Suggestion != "" {
+			log.Warn("a VOICEAI_ variable no binary reads is set: it does nothing; did you mean "+u.Suggestion+"?", "variable", u.Name)
+		} else {
+			log.Warn("a VOICEAI_ variable no binary reads is set: it does nothing", "variable", u.Name)
+		}
 	}
 }

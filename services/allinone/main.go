@@ -54,6 +54,7 @@ func serve(ctx context.Context) error {
 		return err
 	}
 	log := obs.NewLogger(os.Stderr, level, "allinone")
+	runtime.WarnUnknownVariables(log, os.Environ())
 	stopTracing, err := otlp.Setup(ctx, "allinone", log)
 	if err != nil {
 		return fmt.Errorf("tracing (OTEL_* variables): %w", err)
