@@ -1,8 +1,10 @@
 package outbound
 
 import (
+	"fmt"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strings"
 	"unicode"
 )
@@ -16,6 +18,23 @@ type Env struct {
 	AllowHosts       string `env:"VOICEAI_OUTBOUND_ALLOW_HOSTS"`
 	LegacyAllowHosts string `env:"VOICEAI_WEBHOOK_ALLOW_HOSTS"`
 }
+
+// Validate refuses an allow-list entry that is not a host name or an IP
+// address (a URL, a port, a space inside): it could never match, and the
+// host meant would stay refused with nothing said.
+func (e Env) Validate() error {
+	for name, list := range map[string]string{"VOICEAI_OUTBOUND_ALLOW_HOSTS": e.AllowHosts, "VOICEAI_WEBHOOK_ALLOW_HOSTS": e.LegacyAllowHosts} {
+		for _, h := range ParseAllowHosts(list) {
+			if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil && !hostName.MatchString(h) {
+				return fmt.Errorf("%s entry %q: want a host name or an IP address, comma-separated (no scheme, port or path)", name, h)
+			}
+		}
+	}
+	return nil
+}
+
+// hostName is a DNS name as an allow-list holds one.
+var hostName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\.?$`)
 
 // Hosts is the joined allow-list.
 func (e Env) Hosts() []string {

@@ -114,6 +114,9 @@ func (c Config) Validate() error {
 	if err := config.CheckSecret(c.SecretKey); err != nil {
 		return err
 	}
+	if err := c.Outbound.Validate(); err != nil {
+		return err
+	}
 	if c.WebhookMaxWaitingPerWorkspace < 0 {
 		return fmt.Errorf("VOICEAI_WEBHOOK_MAX_WAITING_PER_WORKSPACE %d: want 0 (no bound) or more", c.WebhookMaxWaitingPerWorkspace)
 	}
