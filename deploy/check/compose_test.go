@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
@@ -78,6 +79,10 @@ func TestComposeFileIsTheProductionShape(t *testing.T) {
 		}
 		if s.Restart != types.RestartPolicyUnlessStopped {
 			t.Errorf("%s: restart %q", name, s.Restart)
+		}
+		// The gateway drains for 15 s, a service's requests for 10 s.
+		if s.StopGracePeriod == nil || time.Duration(*s.StopGracePeriod) < 20*time.Second {
+			t.Errorf("%s: stop_grace_period %v, want at least 20 s (Docker kills at 10 s by default, mid-drain)", name, s.StopGracePeriod)
 		}
 		for dep, cond := range infra {
 			if d, ok := s.DependsOn[dep]; !ok || d.Condition != cond {
