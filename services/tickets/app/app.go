@@ -96,10 +96,13 @@ func (a *App) RequireAgent(ctx context.Context, workspaceID, agentID string) err
 }
 
 // isMember reports whether userID is a person or a service account of
-// the workspace, and whether its account is locked there: the directory
-// knows it or, on a miss only, the IDENTITY stream has it.
+// the workspace, and whether its account is locked there, as the IDENTITY
+// stream has it (the directory without it): the directory follows the
+// stream a moment behind, so a member locked or unlocked just before an
+// assignment would be judged on its state before.
 func (a *App) isMember(ctx context.Context, workspaceID, userID string) (member, locked bool, err error) {
-	if m, ok := a.Directory.Member(workspaceID, userID); ok || a.Identity == nil {
+	if a.Identity == nil {
+		m, ok := a.Directory.Member(workspaceID, userID)
 		return ok, m.Locked, nil
 	}
 	for _, subjectOf := range []func(string, string) (string, error){events.UserSubject, events.ServiceAccountSubject} {

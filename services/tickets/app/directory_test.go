@@ -123,19 +123,36 @@ func (f *fixture) assigner(t *testing.T) func(user string) error {
 }
 
 // A member whose account is locked is listed as assignable without access,
-// and no ticket is assigned to it: known to the directory, or only to the
-// IDENTITY stream; unlocked, it is assignable again.
+// and no ticket is assigned to it; unlocked, it is assignable again. The
+// IDENTITY stream decides, not the directory, which follows it a moment
+// behind: a member locked (or unlocked) just before the assignment is
+// judged as it is now.
 func TestALockedMemberIsNotAssigned(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked", Locked: true})
 	identity := memlog.New()
-	subject, _ := events.UserSubject("ws_a", "user_far")
-	locked := &identityv1.User{UserId: "user_far", WorkspaceId: "ws_a", Locked: true}
-	if _, err := esproto.Append(ctx, identity, subject, 0, esproto.Meta(ctx, "ws_a", "", f.clock), &identityv1.UserAdded{User: locked}); err != nil {
-		t.Fatal(err)
-	}
 	f.app.Identity = identity
+	state := func(id string, locked bool) {
+		t.Helper()
+		subject, _ := events.UserSubject("ws_a", id)
+		rec, found, err := identity.Last(ctx, subject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var expected uint64
+		if found {
+			expected = rec.Seq
+		}
+		u := &identityv1.User{UserId: id, WorkspaceId: "ws_a", Locked: locked}
+		if _, err := esproto.Append(ctx, identity, subject, expected, esproto.Meta(ctx, "ws_a", "", f.clock), &identityv1.UserAdded{User: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// user_locked: locked a moment ago, the directory not told yet.
+	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked"})
+	state("user_locked", true)
+	// user_far: only the stream knows it.
+	state("user_far", true)
 	assign := f.assigner(t)
 	for _, user := range []string{"user_locked", "user_far"} {
 		err := assign(user)
@@ -144,6 +161,7 @@ func TestALockedMemberIsNotAssigned(t *testing.T) {
 			t.Fatalf("%s: %v, want it to say the account is locked", user, err)
 		}
 	}
+	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked", Locked: true})
 	users, err := f.app.AssignableUsers(ctx, "ws_a", "agent_1")
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +169,8 @@ func TestALockedMemberIsNotAssigned(t *testing.T) {
 	if i := slices.IndexFunc(users, func(m app.Member) bool { return m.UserID == "user_locked" }); i < 0 || !users[i].Locked {
 		t.Fatalf("assignable users: %+v, want user_locked listed as locked", users)
 	}
-	f.dir.PutMember("ws_a", app.Member{UserID: "user_locked"})
+	// Unlocked a moment ago, the directory still saying locked.
+	state("user_locked", false)
 	if err := assign("user_locked"); err != nil {
 		t.Fatalf("unlocked: %v", err)
 	}
