@@ -72,6 +72,10 @@ func BusDisconnected(service string) *Error {
 	return New(Unavailable, "service_unavailable", "The gateway has lost its connection to the platform's message bus, so the "+service+" service cannot be reached; retry shortly.")
 }
 
+// GatewayStopping answers a poll the gateway will not wait for: it is
+// stopping (a rolling update); another replica answers it sent again.
+var GatewayStopping = New(Unavailable, "service_unavailable", "This gateway is stopping; send the request again.")
+
 // UpstreamLost answers a request that is not safe to send twice and was
 // lost with its NATS connection (its server died, or the connection left
 // a server cut off from its cluster): whether service acted on it is
@@ -313,7 +317,7 @@ var Catalog = []*Error{
 	MalformedJSON("<why>"), MalformedJSONAfterValue, NotJSONObject, UnreadableBody,
 	BodyTooLarge(0), UnsupportedContentEncoding("<coding>"), ResourceNotFound, MissingPermission("<permission>"),
 	ServiceUnavailable, InternalError, RouteNotFound("<method>", "<path>"), MethodNotAllowed("<method>", "<path>"),
-	UpstreamUnavailable("<service>"), BusDisconnected("<service>"), UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
+	UpstreamUnavailable("<service>"), BusDisconnected("<service>"), GatewayStopping, UpstreamLost("<service>"), UpstreamTimedOut("<service>"), UpstreamUnreachable("<service>"),
 	UpstreamMalformed("<service>"), ResponseAborted, MalformedForward,
 	NotAuthenticated, CredentialsInURL, AmbiguousCredentials, MissingAPIKey, InvalidAPIKey,
 	APIKeyRevoked, APIKeyDisabled, APIKeyExpired, IPNotAllowed, WorkspaceForbidden("<workspace_id>"),

@@ -104,6 +104,12 @@ func (f *Forwarder) awaitConnection(ctx context.Context, wait time.Duration) boo
 	}
 }
 
+// ErrStopping is the cause a request's context is cancelled with when the
+// process forwarding it begins to stop and will not wait for its answer
+// (a long poll): it is answered 503, to be sent again, not taken for a
+// client gone.
+var ErrStopping = errors.New("the gateway is stopping")
+
 // maxHedges bounds the extra attempts of one request.
 const maxHedges = 2
 
@@ -195,6 +201,9 @@ func (f *Forwarder) ForwardWithin(w http.ResponseWriter, r *http.Request, servic
 		return
 	case lostWithConnection(err):
 		httpx.WriteError(w, r, apperr.UpstreamLost(service)) // 503, Retry-After
+		return
+	case errors.Is(context.Cause(r.Context()), ErrStopping):
+		httpx.WriteError(w, r, apperr.GatewayStopping) // 503, Retry-After
 		return
 	case r.Context().Err() != nil:
 		// The client hung up: nothing to answer, nothing for an operator

@@ -311,6 +311,8 @@ func (o *localResponse) leave(r *http.Request) {
 	began, finished := o.passing, o.finished
 	o.mu.Unlock()
 	switch {
+	case !began && errors.Is(context.Cause(r.Context()), ErrStopping):
+		httpx.WriteError(o.to, r, apperr.GatewayStopping) // 503: send it again
 	case !began:
 		httpx.LoggerFrom(r.Context()).Debug("client went away before the answer", "upstream", o.service)
 	case !finished:

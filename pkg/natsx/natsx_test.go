@@ -370,3 +370,37 @@ func TestForwardWithTheBusDownIs503(t *testing.T) {
 		}
 	}
 }
+
+// A request its gateway stops waiting for as it begins to stop (a long
+// poll: its context cancelled with ErrStopping) is answered 503 with
+// Retry-After, to be sent again to another replica, not cut off as if its
+// client had gone; the service hears it was given up.
+func TestForwardGivenUpByAStoppingGatewayIs503(t *testing.T) {
+	onBothPaths(t, testForwardGivenUpByAStoppingGatewayIs503)
+}
+
+func testForwardGivenUpByAStoppingGatewayIs503(t *testing.T, inProcess bool) {
+	nc := freshConn(t)
+	arrived, ended := make(chan struct{}), make(chan struct{})
+	svc, err := Serve(nc, "polls", "1.0.0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done() // a poll waits until given up
+		close(ended)
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop() })
+	ctx, cancel := context.WithCancelCause(context.Background())
+	go func() { <-arrived; cancel(ErrStopping) }()
+	rec := httptest.NewRecorder()
+	(&Forwarder{InProcess: inProcess, NC: nc, Timeout: time.Minute}).Forward(rec, httptest.NewRequest("POST", "/v1/poll", nil).WithContext(ctx), "polls")
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "stopping") {
+		t.Fatalf("got %d (Retry-After %q) %s, want 503 saying the gateway is stopping", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the service was not told the poll was given up")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -69,6 +70,11 @@ type Gateway struct {
 	now         func() time.Time
 	probes      obs.Probes
 	sessions    *sessions // the console's; nil without a secret
+	// stopping is closed as Serve begins to drain: a poll that would wait
+	// out the drain (Takes) is answered at once, to be sent again to
+	// another replica.
+	stopping     chan struct{}
+	stoppingOnce sync.Once
 }
 
 // New starts following key events and returns a gateway. It does not wait
@@ -111,6 +117,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	probes.Ready["rate_limits"], probes.Ready["api_keys"] = limiter.Ready, keysLoaded
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: catchUp, limiter: limiter, log: d.Logger,
+		stopping: make(chan struct{}),
 		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter, InProcess: s.InProcess},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
@@ -263,6 +270,20 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 		if op.Repeatable(r) {
 			r = natsx.Repeatable(r)
 		}
+		if op.Takes {
+			// A poll may wait longer than the drain: it ends as the
+			// gateway begins to stop, answered 503 (poll again).
+			ctx, cancel := context.WithCancelCause(r.Context())
+			defer cancel(nil)
+			go func() {
+				select {
+				case <-g.stopping:
+					cancel(natsx.ErrStopping)
+				case <-ctx.Done():
+				}
+			}()
+			r = r.WithContext(ctx)
+		}
 		g.fwd.ForwardWithin(w, r, op.Service, op.Timeout)
 	})
 }
@@ -326,6 +347,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	g.stoppingOnce.Do(func() { close(g.stopping) })
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -1,0 +1,108 @@
+package stack
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/voiceai-platform/voiceai/pkg/natsx"
+	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/testkit"
+	"github.com/voiceai-platform/voiceai/services/gateway"
+)
+
+// A gateway replica stopping (a rolling update) while a client's relay
+// poll waits through it answers the poll at once, 503 with Retry-After
+// (poll again: another replica answers), and its drain ends with it,
+// where it waited out the poll's 20 s past its own 15 s drain and the
+// client got no answer at all.
+func TestAStoppingGatewayAnswersItsPollsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t)
+	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"relay":true,"events":["call_ended"]}`).JSON(t)["webhook_id"].(string)
+
+	nc, err := nats.Connect(s.NATSURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	d, err := runtime.NewDeps(nc, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	gw, err := gateway.New(ctx, d, TestConfig(t.TempDir(), nil).Config.Settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-gw.KeysReady():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the second gateway's keys were not loaded within 30 s")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- gw.Serve(ctx, ln) }()
+
+	// Every request the gateway sends the webhooks service passes here
+	// too (a plain subscriber beside the service's queue group).
+	forwarded, err := nc.SubscribeSync(natsx.Subject("webhooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		code  int
+		retry string
+		body  string
+		err   error
+	}
+	polled := make(chan answer, 1)
+	go func() {
+		req, err := testkit.APIRequest(context.Background(), "POST", "http://"+ln.Addr().String()+"/v1/voiceai/webhooks/"+hook+"/relay/next", adminKey, `{"wait_ms":20000}`)
+		if err != nil {
+			polled <- answer{err: err}
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			polled <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		polled <- answer{code: resp.StatusCode, retry: resp.Header.Get("Retry-After"), body: string(b)}
+	}()
+	for {
+		msg, err := forwarded.NextMsg(30 * time.Second)
+		if err != nil {
+			t.Fatalf("the poll never reached the webhooks service: %v", err)
+		}
+		if strings.Contains(msg.Header.Get("Voiceai-Http-Uri"), "/relay/next") {
+			break
+		}
+	}
+	stop()
+	select {
+	case r := <-polled:
+		if r.err != nil || r.code != http.StatusServiceUnavailable || r.retry == "" || !strings.Contains(r.body, "stopping") {
+			t.Fatalf("the poll through the stopping gateway: %d (Retry-After %q) %s %v", r.code, r.retry, r.body, r.err)
+		}
+	case <-time.After(12 * time.Second):
+		t.Fatal("the poll waited on after its gateway began to stop")
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("the gateway's drain: %v", err)
+	}
+}
