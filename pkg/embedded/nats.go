@@ -7,7 +7,10 @@ package embedded
 import (
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,6 +49,18 @@ type NATSOptions struct {
 func StartNATS(o NATSOptions) (*server.Server, error) {
 	if o.Host == "" {
 		o.Host = "127.0.0.1"
+	}
+	// What the server would only log, and then never be ready: said here,
+	// with its cause, rather than as "not ready after 10s".
+	if o.Port > 0 {
+		ln, err := net.Listen("tcp", net.JoinHostPort(o.Host, strconv.Itoa(o.Port)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: cannot listen on port %d (VOICEAI_EMBEDDED_NATS_PORT; -1 picks a free one): %w", o.Port, err)
+		}
+		_ = ln.Close()
+	}
+	if err := writable(o.StoreDir); err != nil {
+		return nil, fmt.Errorf("embedded nats: its store directory %s cannot be written: %w", o.StoreDir, err)
 	}
 	opts := &server.Options{
 		ServerName: "voiceai-embedded",
@@ -88,6 +103,19 @@ func (o NATSOptions) ClientURL(ns *server.Server) string {
 	}
 	u.User = url.UserPassword(o.User, o.Password)
 	return u.String()
+}
+
+// writable makes dir if need be and checks a file can be written there.
+func writable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".writable-*")
+	if err != nil {
+		return err
+	}
+	_ = f.Close()
+	return os.Remove(f.Name())
 }
 
 // serverLog is the server's log on slog. Its notices (start-up, JetStream's

@@ -3,6 +3,10 @@ package embedded
 import (
 	"errors"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -22,5 +26,27 @@ func TestAWriteErrorTheServerKeepsIsTold(t *testing.T) {
 	}
 	if told[1] != "JetStream stream '$G > PLATFORM' critical write error: "+enospc.Error() {
 		t.Errorf("told %q", told[1])
+	}
+}
+
+// A port already taken, or a store directory that cannot be written, is
+// said at once with its cause, not as a server never ready.
+func TestStartNATSSaysWhyItCannotStart(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	if _, err := StartNATS(NATSOptions{StoreDir: t.TempDir(), Port: port}); err == nil || !strings.Contains(err.Error(), "VOICEAI_EMBEDDED_NATS_PORT") {
+		t.Fatalf("a taken port: %v", err)
+	}
+	// A store directory under a file: nothing can be written there.
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartNATS(NATSOptions{StoreDir: filepath.Join(file, "nats"), Port: -1}); err == nil || !strings.Contains(err.Error(), "cannot be written") {
+		t.Fatalf("a store directory that cannot be made: %v", err)
 	}
 }
