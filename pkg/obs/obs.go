@@ -38,6 +38,8 @@ func truncateAttr(_ []string, a slog.Attr) slog.Attr {
 		return a
 	}
 	switch a.Value.Kind() {
+	case slog.KindDuration: // as "10.922ms", where JSON would write nanoseconds with no unit
+		return slog.String(a.Key, a.Value.Duration().String())
 	case slog.KindString:
 		if s := a.Value.String(); len(s) > MaxLogValue {
 			return slog.String(a.Key, Truncate(s, MaxLogValue))

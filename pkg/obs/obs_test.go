@@ -164,6 +164,15 @@ func TestLoggerTruncatesLongValues(t *testing.T) {
 	}
 }
 
+// A duration is logged with its unit, not as bare nanoseconds.
+func TestLoggerWritesDurationsWithTheirUnit(t *testing.T) {
+	var buf bytes.Buffer
+	NewLogger(&buf, slog.LevelInfo, "svc").Info("replayed", "took", 10922333*time.Nanosecond)
+	if !strings.Contains(buf.String(), `"took":"10.922333ms"`) {
+		t.Fatalf("logged %s", buf.String())
+	}
+}
+
 // Probes served before a process has its checks answer alive and not
 // ready, then what the checks say.
 func TestLaterProbesAnswerWhileStarting(t *testing.T) {
