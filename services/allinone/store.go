@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/voiceai-platform/voiceai/pkg/config"
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
@@ -18,19 +19,26 @@ import (
 func storeCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "store",
-		Short: "Run only the embedded MongoDB-compatible store (FerretDB) in VOICEAI_DATA_DIR/mongo; prints its URI",
+		Short: "Run only the embedded MongoDB-compatible store (FerretDB) in VOICEAI_DATA_DIR/mongo, on VOICEAI_STORE_ADDR (default 127.0.0.1 on a free port); prints its URI",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir := os.Getenv("VOICEAI_DATA_DIR")
 			if dir == "" {
 				dir = "./data"
 			}
-			return serveStore(cmd.Context(), filepath.Join(dir, "mongo"))
+			addr := os.Getenv("VOICEAI_STORE_ADDR")
+			if addr == "" {
+				addr = "127.0.0.1:0"
+			}
+			if err := config.CheckListenAddr("VOICEAI_STORE_ADDR", addr, false); err != nil {
+				return err
+			}
+			return serveStore(cmd.Context(), filepath.Join(dir, "mongo"), addr)
 		},
 	}
 }
 
-func serveStore(ctx context.Context, dir string) error {
-	obs.NewLogger(os.Stderr, 0, "store").Info("store starting", "dir", dir)
-	return docstore.Serve(ctx, dir, os.Stdout)
+func serveStore(ctx context.Context, dir, addr string) error {
+	obs.NewLogger(os.Stderr, 0, "store").Info("store starting", "dir", dir, "addr", addr)
+	return docstore.ServeAt(ctx, dir, addr, os.Stdout)
 }

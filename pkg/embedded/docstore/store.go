@@ -34,7 +34,10 @@ type Store struct {
 
 // Start starts FerretDB on a random loopback port with its SQLite files
 // in dir, and returns once it listens.
-func Start(dir string) (*Store, error) {
+func Start(dir string) (*Store, error) { return StartAt(dir, "127.0.0.1:0") }
+
+// StartAt is Start listening on addr (host:port; port 0 picks a free one).
+func StartAt(dir, addr string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded store: %w", err)
 	}
@@ -51,7 +54,7 @@ func Start(dir string) (*Store, error) {
 	// through the gateway ~9% faster on two cores).
 	newMu.Lock()
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + abs + "/?_pragma=temp_store(memory)",
 		Logger:    slog.New(lazyAttrs{inner: slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})}),
@@ -117,7 +120,14 @@ func Run(dir string) (uri string, stop func(), stopped func() error, err error) 
 // by itself, Serve returns why, so that the process exits and its
 // supervisor starts it again.
 func Serve(ctx context.Context, dir string, uri io.Writer) error {
-	m, err := Start(dir)
+	return ServeAt(ctx, dir, "127.0.0.1:0", uri)
+}
+
+// ServeAt is Serve listening on addr (host:port; port 0 picks a free
+// one): a fixed address keeps the URI the services were given across the
+// store's restarts.
+func ServeAt(ctx context.Context, dir, addr string, uri io.Writer) error {
+	m, err := StartAt(dir, addr)
 	if err != nil {
 		return err
 	}
