@@ -3,20 +3,14 @@ package stack
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
-	"github.com/voiceai-platform/voiceai/pkg/runtime"
+	"github.com/voiceai-platform/voiceai/pkg/testenv"
 	"github.com/voiceai-platform/voiceai/pkg/testkit"
-	"github.com/voiceai-platform/voiceai/services/gateway"
 )
 
 // A gateway replica stopping (a rolling update) while a client's relay
@@ -29,37 +23,17 @@ func TestAStoppingGatewayAnswersItsPollsAtOnce(t *testing.T) {
 	s := startAdmin(t)
 	hook := call(t, s, "POST", "/v1/convai/webhooks", adminKey, `{"relay":true,"events":["call_ended"]}`).JSON(t)["webhook_id"].(string)
 
-	nc, err := nats.Connect(s.NATSURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	d, err := runtime.NewDeps(nc, nil, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	gw, err := gateway.New(ctx, d, TestConfig(t.TempDir(), nil).Config.Settings())
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-gw.KeysReady():
-	case <-time.After(30 * time.Second):
-		t.Fatal("the second gateway's keys were not loaded within 30 s")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- gw.Serve(ctx, ln) }()
-
+	addr, served := runGateway(ctx, t, s, TestConfig(t.TempDir(), nil))
+	nc := testenv.ConnAt(t, s.NATSURL)
 	// Every request the gateway sends the webhooks service passes here
 	// too (a plain subscriber beside the service's queue group).
 	forwarded, err := nc.SubscribeSync(natsx.Subject("webhooks"))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil { // the server has the subscription
 		t.Fatal(err)
 	}
 	type answer struct {
@@ -70,7 +44,7 @@ func TestAStoppingGatewayAnswersItsPollsAtOnce(t *testing.T) {
 	}
 	polled := make(chan answer, 1)
 	go func() {
-		req, err := testkit.APIRequest(context.Background(), "POST", "http://"+ln.Addr().String()+"/v1/voiceai/webhooks/"+hook+"/relay/next", adminKey, `{"wait_ms":20000}`)
+		req, err := testkit.APIRequest(context.Background(), "POST", "http://"+addr+"/v1/voiceai/webhooks/"+hook+"/relay/next", adminKey, `{"wait_ms":20000}`)
 		if err != nil {
 			polled <- answer{err: err}
 			return

@@ -22,6 +22,17 @@ import (
 // calls it (for call and friends) until t ends.
 func secondGateway(t *testing.T, s *Stack, cfg Config) *Stack {
 	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // also when runGateway fails
+	addr, served := runGateway(ctx, t, s, cfg)
+	t.Cleanup(func() { cancel(); <-served })
+	return &Stack{Addr: addr, NATSURL: s.NATSURL}
+}
+
+// runGateway runs a gateway replica on s's NATS until ctx ends: its
+// address, and what its Serve returned once it has drained.
+func runGateway(ctx context.Context, t *testing.T, s *Stack, cfg Config) (addr string, served <-chan error) {
+	t.Helper()
 	nc, err := nats.Connect(s.NATSURL)
 	if err != nil {
 		t.Fatal(err)
@@ -31,29 +42,24 @@ func secondGateway(t *testing.T, s *Stack, cfg Config) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	settings := cfg.Config.Settings()
 	settings.ConsoleSecret = cfg.SecretKey
 	gw, err := gateway.New(ctx, d, settings)
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
 	select {
 	case <-gw.KeysReady():
 	case <-time.After(30 * time.Second):
-		cancel()
 		t.Fatal("second gateway: keys not loaded within 30 s")
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		cancel()
 		t.Fatal(err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- gw.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-served })
-	return &Stack{Addr: ln.Addr().String(), NATSURL: s.NATSURL}
+	done := make(chan error, 1)
+	go func() { done <- gw.Serve(ctx, ln) }()
+	return ln.Addr().String(), done
 }
 
 // Finding 5 of issue 47: a console sign-out ends the session on every

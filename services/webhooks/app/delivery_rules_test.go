@@ -376,6 +376,25 @@ func TestIngestSealsTranscripts(t *testing.T) {
 	}
 }
 
+// relayPoll is a relay poll's outcome.
+type relayPoll struct {
+	d   *app.RelayDelivery
+	err error
+}
+
+// pollRelay starts a client's poll of relay webhook id, waiting up to
+// wait, and returns once the poll waits on rl.
+func (f *fixture) pollRelay(t *testing.T, rl *memory.Relay, id string, wait time.Duration) <-chan relayPoll {
+	t.Helper()
+	polled := make(chan relayPoll, 1)
+	go func() {
+		d, err := f.app.RelayNext(context.Background(), principal.Caller{Principal: f.caller}, id, wait)
+		polled <- relayPoll{d, err}
+	}()
+	testkit.Eventually(t, 5*time.Second, "the client polls", func() bool { return rl.Polling("ws_a", id) == 1 })
+	return polled
+}
+
 // A relay poll hands out a token only that webhook's result can use, and
 // the result reaches the reply it was handed out for.
 func TestRelayTokens(t *testing.T) {
@@ -398,16 +417,7 @@ func TestRelayTokens(t *testing.T) {
 	}
 	// The client polls; a delivery to its webhook goes to the poll and
 	// waits for the client's answer.
-	type poll struct {
-		d   *app.RelayDelivery
-		err error
-	}
-	polled := make(chan poll, 1)
-	go func() {
-		d, err := f.app.RelayNext(ctx, principal.Caller{Principal: f.caller}, w.WebhookId, 5*time.Second)
-		polled <- poll{d, err}
-	}()
-	testkit.Eventually(t, 5*time.Second, "the client polls", func() bool { return rl.Polling("ws_a", w.WebhookId) == 1 })
+	polled := f.pollRelay(t, rl, w.WebhookId, 5*time.Second)
 	sent := make(chan delivery.Result, 1)
 	go func() {
 		sent <- rl.Send(ctx, "ws_a", delivery.Request{WebhookID: w.WebhookId, EventID: "evt_1", Event: "call_ended", Body: []byte("{}"), Secret: []byte("whsec_x")})
@@ -443,16 +453,7 @@ func TestARelayPollEndsWhenTheProcessStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type poll struct {
-		d   *app.RelayDelivery
-		err error
-	}
-	polled := make(chan poll, 1)
-	go func() {
-		d, err := f.app.RelayNext(context.Background(), principal.Caller{Principal: f.caller}, w.WebhookId, app.MaxRelayWait)
-		polled <- poll{d, err}
-	}()
-	testkit.Eventually(t, 5*time.Second, "the client polls", func() bool { return rl.Polling("ws_a", w.WebhookId) == 1 })
+	polled := f.pollRelay(t, rl, w.WebhookId, app.MaxRelayWait)
 	close(stopping)
 	select {
 	case got := <-polled:
