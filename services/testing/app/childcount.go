@@ -40,9 +40,10 @@ func (a *App) countStep(ws, folder, commandID string, delta int64) (*aggregate.S
 	})
 }
 
-// countChild adds delta to f's count, where f counts (false where not).
+// countChild adds delta to f's count, where f counts (false where not,
+// or delta is 0: nothing changed).
 func countChild(f *testingv1.Folder, delta int64) bool {
-	if f.ChildCount == nil {
+	if f.ChildCount == nil || delta == 0 {
 		return false
 	}
 	f.ChildCount = proto.Int64(max(0, f.GetChildCount()+delta))

@@ -472,6 +472,14 @@ func TestAFolderCountsWhatItHolds(t *testing.T) {
 		t.Fatalf("deleting A, emptied: %v", err)
 	}
 	w.countsAgree(b, c)
+	// A folder moved where it already is stores nothing.
+	_, before, _ := w.a.Folders.Get(ctx, "ws", b)
+	if _, err := w.a.BulkMove(ctx, w.c, []string{b}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, after, _ := w.a.Folders.Get(ctx, "ws", b); after != before {
+		t.Fatalf("moving B where it is stored an event (sequence %d, was %d)", after, before)
+	}
 }
 
 // A create into a folder and the folder's deletion, both decided before
