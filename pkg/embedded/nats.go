@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // NATSOptions configures an embedded NATS server.
@@ -62,6 +63,17 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 	if err := writable(o.StoreDir); err != nil {
 		return nil, fmt.Errorf("embedded nats: its store directory %s cannot be written: %w", o.StoreDir, err)
 	}
+	// The server keeps only a hash of the password (nats-server warns of
+	// a plaintext one, and then compares bcrypt hashes as it does hers):
+	// the lowest cost, since the password is random and 128 bits long.
+	password := o.Password
+	if o.User != "" {
+		hash, err := bcrypt.GenerateFromPassword([]byte(o.Password), bcrypt.MinCost)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		password = string(hash)
+	}
 	opts := &server.Options{
 		ServerName: "voiceai-embedded",
 		Host:       o.Host,
@@ -72,7 +84,7 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 		NoLog:      true,
 		MaxPayload: o.MaxPayload,
 		Username:   o.User,
-		Password:   o.Password,
+		Password:   password,
 
 		JetStreamMaxStore: o.MaxStore,
 	}
