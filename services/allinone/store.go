@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/dirlock"
 	"github.com/voiceai-platform/voiceai/pkg/embedded/docstore"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
 )
@@ -33,6 +34,15 @@ func storeCommand() *cobra.Command {
 			if err := config.CheckListenAddr("VOICEAI_STORE_ADDR", addr, false); err != nil {
 				return err
 			}
+			// The platform on this data directory runs this store itself.
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return err
+			}
+			release, err := dirlock.Acquire(dir)
+			if err != nil {
+				return err
+			}
+			defer release()
 			return serveStore(cmd.Context(), filepath.Join(dir, "mongo"), addr)
 		},
 	}

@@ -1,9 +1,11 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/voiceai-platform/voiceai/pkg/dirlock"
 	"github.com/voiceai-platform/voiceai/pkg/natsx"
 	"github.com/voiceai-platform/voiceai/pkg/testenv"
 )
@@ -272,5 +275,22 @@ func TestEventsCarryTheRequestTrace(t *testing.T) {
 	}
 	if msg.Header.Get("Voiceai-Event-Type") != "agents.agent_created" || msg.Header.Get("Voiceai-Workspace-Id") != "ws_default" {
 		t.Fatalf("event headers: %v", msg.Header)
+	}
+}
+
+// A second platform on a data directory in use is refused at start,
+// naming the directory, rather than opening the same streams and store
+// and losing acknowledged writes.
+func TestASecondPlatformOnADataDirectoryIsRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	start(t, dir, nil)
+	second, err := Start(context.Background(), TestConfig(dir, testenv.StoreProcess), slog.New(slog.DiscardHandler), nil)
+	if err == nil {
+		_ = second.Close()
+		t.Fatal("a second platform started on a data directory in use")
+	}
+	if !errors.Is(err, dirlock.ErrInUse) || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("the second platform: %v, want ErrInUse naming %s", err, dir)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/voiceai-platform/voiceai/pkg/config"
+	"github.com/voiceai-platform/voiceai/pkg/dirlock"
 	"github.com/voiceai-platform/voiceai/pkg/diskguard"
 	"github.com/voiceai-platform/voiceai/pkg/embedded"
 	"github.com/voiceai-platform/voiceai/pkg/obs"
@@ -250,6 +251,14 @@ func Start(parent context.Context, c Config, log *slog.Logger, reg *prometheus.R
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fail(err)
 	}
+	// One platform a data directory: a second one would open the same
+	// streams and store with a NATS and a store of its own, and lose
+	// acknowledged writes.
+	release, err := dirlock.Acquire(c.DataDir)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup = append(cleanup, release) // last: after everything that writes there stopped
 	// Writes stop before the disk under the streams and the store fills:
 	// a stream that once failed a write for want of space fails every
 	// later one until the server restarts.
