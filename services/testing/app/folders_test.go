@@ -548,3 +548,49 @@ func TestAFolderIsNotDeletedUnderATestAReplicaHasNotSeen(t *testing.T) {
 		t.Fatalf("the folder after refused deletions: %v", err)
 	}
 }
+
+// batchesHeld holds every batch (AppendAll) until release is closed;
+// single appends go through.
+type batchesHeld struct {
+	eventlog.Store
+	arrived chan struct{} // closed at the first batch held
+	once    sync.Once
+	release chan struct{}
+}
+
+func (s *batchesHeld) AppendAll(ctx context.Context, batch []eventlog.Write) ([]eventlog.Appended, error) {
+	s.once.Do(func() { close(s.arrived) })
+	<-s.release
+	return s.Store.AppendAll(ctx, batch)
+}
+
+// A move decided on what its deletion then removes, stored after it: it
+// is refused as a move of what is not there is (422 at the entry), not
+// answered 404 (for a folder: naming one that is there).
+func TestAMoveOfWhatWasDeletedMeanwhileIsRefusedAt422(t *testing.T) {
+	for _, kind := range []string{"test", "folder"} {
+		t.Run(kind, func(t *testing.T) {
+			w := newWorld(t)
+			ctx := context.Background()
+			into := w.folder("Billing", "")
+			moving := w.testIn("Invoice", "")
+			del := func() error { return w.a.DeleteTest(ctx, w.c, moving) }
+			if kind == "folder" {
+				moving = w.folder("Refunds", "")
+				del = func() error { return w.a.DeleteFolder(ctx, w.c, moving, true) }
+			}
+			ports := w.p.Ports()
+			held := &batchesHeld{Store: ports.Testing, arrived: make(chan struct{}), release: make(chan struct{})}
+			ports.Testing = held
+			mover := app.New(ports, w.a.ReadModel, slog.New(slog.DiscardHandler), w.clock.Now)
+			moved := make(chan error, 1)
+			go func() { _, err := mover.BulkMove(ctx, w.c, []string{moving}, into); moved <- err }()
+			<-held.arrived // the move has decided
+			if err := del(); err != nil {
+				t.Fatalf("the deletion: %v", err)
+			}
+			close(held.release)
+			fieldErrorAt(t, <-moved, "body", "entity_ids", 0)
+		})
+	}
+}

@@ -185,11 +185,32 @@ func (a *App) bulkMove(ctx context.Context, c principal.Caller, entityIDs []stri
 		steps = append(steps, step)
 	}
 	err = aggregate.ChangeMany(ctx, a.Tests.Env, ws, steps)
-	if errors.Is(err, apperr.FolderNotFound) && moveTo != "" {
-		// The target, deleted since it was checked, or an entry.
+	if isNotFound(err) {
+		return a.goneSince(ctx, ws, entityIDs, moveTo, err)
+	}
+	return err
+}
+
+// goneSince is the 422 a move answers when what it checked was deleted
+// before it was stored: the target at move_to, or the entries at their
+// index in entity_ids, as the move refuses what is not there when it
+// checks; err when none is gone.
+func (a *App) goneSince(ctx context.Context, ws string, entityIDs []string, moveTo string, err error) error {
+	if moveTo != "" {
 		if _, _, gerr := a.Folders.Get(ctx, ws, moveTo); isNotFound(gerr) {
 			return folderGone(err, moveTo, "move_to")
 		}
+	}
+	var v apperr.Validator
+	for i, id := range entityIDs {
+		_, _, terr := a.Tests.Get(ctx, ws, id)
+		_, _, ferr := a.Folders.Get(ctx, ws, id)
+		if isNotFound(terr) && isNotFound(ferr) {
+			v.Add("Test or folder "+id+" not found", "value_error", "body", "entity_ids", i)
+		}
+	}
+	if v.Err() != nil {
+		return v.Err()
 	}
 	return err
 }
