@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -49,6 +51,20 @@ func storeCommand() *cobra.Command {
 }
 
 func serveStore(ctx context.Context, dir, addr string) error {
-	obs.NewLogger(os.Stderr, 0, "store").Info("store starting", "dir", dir, "addr", addr)
+	log := obs.NewLogger(os.Stderr, 0, "store")
+	log.Info("store starting", "dir", dir, "addr", addr)
+	if host, _, _ := net.SplitHostPort(addr); !loopback(host) {
+		log.Warn("the store takes any client, without credentials, and holds every workspace's data: listen on a loopback address, or run MongoDB with authentication where other machines need it", "addr", addr)
+	}
 	return docstore.ServeAt(ctx, dir, addr, os.Stdout)
+}
+
+// loopback reports whether host (of VOICEAI_STORE_ADDR) is reachable from
+// this machine only.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
