@@ -71,12 +71,23 @@ func (a *App) createTest(ctx context.Context, c principal.Caller, in domain.Test
 	if id := testKeyedID(c); id != "" {
 		t.TestId = id
 	}
+	return createIn(ctx, a, a.Tests, c, t.TestId, parent, t, func(meta *commonv1.EventMeta) proto.Message {
+		return &testingv1.TestCreated{Meta: meta, Test: t}
+	})
+}
+
+// createIn stores the creation of state (its id; event, its event) in
+// folder parent, with the folder's count (childcount.go): a folder
+// deleted since it was checked is the 422 at parent_folder_id.
+func createIn[S proto.Message](ctx context.Context, a *App, repo *aggregate.Repo[S], c principal.Caller, id, parent string, state S,
+	event func(meta *commonv1.EventMeta) proto.Message) (S, error) {
 	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
 	count, err := a.countStep(c.WorkspaceID, parent, c.CommandID, +1)
 	if err != nil {
-		return nil, err
+		var none S
+		return none, err
 	}
-	out, _, err := a.Tests.CreateWith(ctx, c.WorkspaceID, t.TestId, meta, &testingv1.TestCreated{Meta: meta, Test: t}, t, steps(count))
+	out, _, err := repo.CreateWith(ctx, c.WorkspaceID, id, meta, event(meta), state, steps(count))
 	return out, folderGone(err, parent, "parent_folder_id")
 }
 
@@ -223,13 +234,9 @@ func (a *App) CreateFolder(ctx context.Context, c principal.Caller, name, parent
 	if keyed != "" {
 		f.FolderId = keyed
 	}
-	meta := esproto.Meta(ctx, c.WorkspaceID, c.CommandID, a.Now())
-	count, err := a.countStep(c.WorkspaceID, parent, c.CommandID, +1)
-	if err != nil {
-		return nil, err
-	}
-	out, _, err := a.Folders.CreateWith(ctx, c.WorkspaceID, f.FolderId, meta, &testingv1.FolderCreated{Meta: meta, Folder: f}, f, steps(count))
-	return out, folderGone(err, parent, "parent_folder_id")
+	return createIn(ctx, a, a.Folders, c, f.FolderId, parent, f, func(meta *commonv1.EventMeta) proto.Message {
+		return &testingv1.FolderCreated{Meta: meta, Folder: f}
+	})
 }
 
 // RenameFolder renames a folder.
