@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -234,6 +235,15 @@ func checkDeployment(t *testing.T, name string, d *appsv1.Deployment) {
 	}
 	if unknown := unknownVariables(configuredVariables(t), names); len(unknown) > 0 {
 		t.Errorf("%s: sets %v, which no binary reads", name, unknown)
+	}
+	if name == "gateway" {
+		// Not ready, still serving, before its listener closes; all of it
+		// (with the 15 s drain) within the grace period.
+		delay, err := time.ParseDuration(env["VOICEAI_SHUTDOWN_DELAY"].Value)
+		grace := d.Spec.Template.Spec.TerminationGracePeriodSeconds
+		if err != nil || delay <= 0 || grace == nil || time.Duration(*grace)*time.Second < delay+20*time.Second {
+			t.Errorf("gateway: VOICEAI_SHUTDOWN_DELAY %q, grace %v s: want a delay, and room for it and the drain", env["VOICEAI_SHUTDOWN_DELAY"].Value, grace)
+		}
 	}
 	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Errorf("%s: the root filesystem is writable", name)

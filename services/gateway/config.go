@@ -20,6 +20,12 @@ type Config struct {
 	MaxBodyBytes       int64         `env:"VOICEAI_MAX_BODY_BYTES" envDefault:"1048576"`
 	UpstreamTimeout    time.Duration `env:"VOICEAI_UPSTREAM_TIMEOUT" envDefault:"30s"`
 	TrustedProxies     []string      `env:"VOICEAI_TRUSTED_PROXIES" envSeparator:","`
+	// ShutdownDelay is how long a stopping gateway goes on serving, not
+	// ready, before it closes its listener: time for a load balancer to
+	// see /readyz fail and send no more, so no connection is still
+	// waiting to be accepted when the listener closes (the kernel resets
+	// those).
+	ShutdownDelay time.Duration `env:"VOICEAI_SHUTDOWN_DELAY" envDefault:"0s"`
 	// HedgeAfter is how long a repeatable request waits before the
 	// gateway sends a second copy (tests only; 0 = the forwarder's 2 s).
 	HedgeAfter time.Duration `env:"-"`
@@ -36,6 +42,9 @@ func (c Config) Validate() error {
 	}
 	if err := config.CheckListenAddr("VOICEAI_HTTP_ADDR", c.HTTPAddr, false); err != nil {
 		errs = append(errs, err)
+	}
+	if c.ShutdownDelay < 0 || c.ShutdownDelay > time.Minute {
+		errs = append(errs, fmt.Errorf("VOICEAI_SHUTDOWN_DELAY %s: want 0s..1m", c.ShutdownDelay))
 	}
 	if c.UpstreamTimeout <= 0 {
 		errs = append(errs, errors.New("VOICEAI_UPSTREAM_TIMEOUT must be positive"))
@@ -71,5 +80,6 @@ func (c Config) Settings() Settings {
 		UpstreamTimeout: c.UpstreamTimeout,
 		TrustedProxies:  proxies,
 		HedgeAfter:      c.HedgeAfter,
+		ShutdownDelay:   c.ShutdownDelay,
 	}
 }

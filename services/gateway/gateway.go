@@ -50,6 +50,9 @@ type Settings struct {
 	// InProcess calls a service this process serves itself directly, not
 	// through NATS (natsx.Forwarder.InProcess): the all-in-one platform.
 	InProcess bool
+	// ShutdownDelay: a stopping gateway serves this long, not ready,
+	// before it closes its listener (Config.ShutdownDelay).
+	ShutdownDelay time.Duration
 }
 
 // Gateway serves the public HTTP API.
@@ -109,15 +112,26 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		}
 		return catchUp.Behind(ctx)
 	}
+	// Not ready once stopping (Serve): a load balancer sends no more.
+	stopping := make(chan struct{})
+	serving := func(context.Context) error {
+		select {
+		case <-stopping:
+			return errors.New("stopping")
+		default:
+			return nil
+		}
+	}
 	d.AddReadyCheck("rate_limits", limiter.Ready)
 	d.AddReadyCheck("api_keys", keysLoaded)
+	d.AddReadyCheck("serving", serving)
 	probes := d.Probes()
 	// Also where d was built without NewDeps (tests), which has no
 	// shared checks.
-	probes.Ready["rate_limits"], probes.Ready["api_keys"] = limiter.Ready, keysLoaded
+	probes.Ready["rate_limits"], probes.Ready["api_keys"], probes.Ready["serving"] = limiter.Ready, keysLoaded, serving
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: catchUp, limiter: limiter, log: d.Logger,
-		stopping: make(chan struct{}),
+		stopping: stopping,
 		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter, InProcess: s.InProcess},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
@@ -348,6 +362,16 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	g.stoppingOnce.Do(func() { close(g.stopping) })
+	if d := g.settings.ShutdownDelay; d > 0 {
+		g.log.Info("stopping: not ready, serving on before the listener closes", "for", d)
+		timer := time.NewTimer(d)
+		select {
+		case err := <-errc:
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -80,3 +80,31 @@ func TestAStoppingGatewayAnswersItsPollsAtOnce(t *testing.T) {
 		t.Fatalf("the gateway's drain: %v", err)
 	}
 }
+
+// With VOICEAI_SHUTDOWN_DELAY, a stopping gateway says it is not ready at
+// once (a load balancer sends no more) and serves on through the delay:
+// no request is refused, and no connection is left in the listener's
+// queue for the kernel to reset when it closes.
+func TestAStoppingGatewayServesThroughItsDelayNotReady(t *testing.T) {
+	t.Parallel()
+	s := startAdmin(t)
+	cfg := TestConfig(t.TempDir(), nil)
+	cfg.Config.ShutdownDelay = 5 * time.Second
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	addr, served := runGateway(ctx, t, s, cfg)
+	replica := &Stack{Addr: addr, NATSURL: s.NATSURL}
+	if r := call(t, replica, "GET", "/readyz", "", ""); r.Code != http.StatusOK {
+		t.Fatalf("/readyz before stopping: %d %s", r.Code, r.Body)
+	}
+	stop()
+	testkit.Eventually(t, 5*time.Second, "/readyz failing", func() bool {
+		return call(t, replica, "GET", "/readyz", "", "").Code == http.StatusServiceUnavailable
+	})
+	if r := call(t, replica, "GET", "/v1/convai/agents", adminKey, ""); r.Code != http.StatusOK {
+		t.Fatalf("a request during the delay: %d %s", r.Code, r.Body)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("the gateway's stop: %v", err)
+	}
+}
