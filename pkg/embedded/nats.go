@@ -63,9 +63,9 @@ func StartNATS(o NATSOptions) (*server.Server, error) {
 	if err := writable(o.StoreDir); err != nil {
 		return nil, fmt.Errorf("embedded nats: its store directory %s cannot be written: %w", o.StoreDir, err)
 	}
-	// The server keeps only a hash of the password (nats-server warns of
-	// a plaintext one, and then compares bcrypt hashes as it does hers):
-	// the lowest cost, since the password is random and 128 bits long.
+	// The server keeps only a bcrypt hash of the password (it warns of a
+	// plaintext one, and checks a client's password against the hash), at
+	// the lowest cost: the password is random, 128 bits long.
 	password := o.Password
 	if o.User != "" {
 		hash, err := bcrypt.GenerateFromPassword([]byte(o.Password), bcrypt.MinCost)
