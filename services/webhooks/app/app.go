@@ -168,6 +168,13 @@ func PolicyOf(w *webhooksv1.Webhook) domain.RetryPolicy {
 // it.
 const NotSentInactive = "not sent: the webhook was deactivated after this event, before its delivery; recover replays it once the webhook is active again"
 
+// NotSent reports whether a is a delivery logged as not sent (NotSentInactive,
+// NotSentDisabled): no outcome of the webhook's receiver, so neither its
+// health nor its failure run counts it.
+func NotSent(a *webhooksv1.DeliveryAttempt) bool {
+	return a.GetError() == NotSentInactive || a.GetError() == NotSentDisabled
+}
+
 // NotSentDisabled is the error of a delivery logged, not sent, for a
 // webhook the dispatcher had disabled: recover replays it.
 const NotSentDisabled = "not sent: the webhook was disabled after its deliveries kept failing; recover replays this event once it is enabled"

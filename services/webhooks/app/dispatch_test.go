@@ -812,6 +812,16 @@ func TestAnEventGoesToTheWebhookAsItWasWhenStored(t *testing.T) {
 	if len(logged) != 1 || logged[0].EventId != "evt_active" || logged[0].Error != app.NotSentInactive || !logged[0].Final {
 		t.Fatalf("logged %v, want evt_active as not sent", logged)
 	}
+	// Not sent is no outcome of the receiver: its health and its run of
+	// failures (what auto-disables a webhook) count nothing.
+	if h := d.attempts.Health(w.WebhookId); h.Attempts != 0 || h.ConsecutiveFailures != 0 || h.LastFailureUnixMs != 0 {
+		t.Fatalf("health after a not-sent entry: %+v", h)
+	}
+	runs := memory.NewRunLog()
+	runs.Observe(logged[0])
+	if r := runs.Run(w.WebhookId, time.Time{}); r.Failures != 0 {
+		t.Fatalf("the failure run after a not-sent entry: %+v", r)
+	}
 	tick()
 	d.set(t, w, domain.Input{Active: ptr(true)})
 	p := d.caller

@@ -104,7 +104,7 @@ func (l *AttemptLog) Add(a *webhooksv1.DeliveryAttempt) {
 		h.recent = h.recent[len(h.recent)-RecentAttempts:]
 	}
 	h.keepBodies()
-	if a.GetTest() {
+	if a.GetTest() || app.NotSent(a) { // no outcome of the receiver
 		return
 	}
 	h.outcomes = append(h.outcomes, a.GetSuccess())

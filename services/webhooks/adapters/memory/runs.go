@@ -45,10 +45,10 @@ func (r *RunLog) Forget(webhookID string) {
 func NewRunLog() *RunLog { return &RunLog{logs: map[string]*domain.FailureLog{}} }
 
 // Observe takes an attempt: a final one, not a test delivery, counts;
-// an event logged as not sent to a disabled webhook is no failure of its
-// receiver.
+// an event logged as not sent (the webhook disabled or paused) is no
+// failure of its receiver.
 func (r *RunLog) Observe(a *webhooksv1.DeliveryAttempt) {
-	if !a.GetFinal() || a.GetTest() || a.GetError() == app.NotSentDisabled || r.gone != nil && r.gone(a.GetWebhookId()) {
+	if !a.GetFinal() || a.GetTest() || app.NotSent(a) || r.gone != nil && r.gone(a.GetWebhookId()) {
 		return
 	}
 	r.mu.Lock()
