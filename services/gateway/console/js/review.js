@@ -39,8 +39,9 @@ start(async (main) => {
 
   // load reads the queue's first runs. Labelled runs leave the queue, so
   // reading it again once a page's runs are labelled brings the next ones.
-  // said (what was just done) goes before what it finds.
-  async function load(said = '') {
+  // said (what was just done) goes before what it finds; the first run
+  // takes the focus unless the reader is choosing the sample (keep).
+  async function load(said = '', keep = false) {
     try {
       const q = await get('/v1/voiceai/judge/review-queue' + query({sample_per_mille: sample.value, page_size: PAGE}));
       full = q.runs.length === PAGE;
@@ -50,7 +51,8 @@ start(async (main) => {
       const n = items.length;
       say(msg, said + (n ? `${n} run${n === 1 ? '' : 's'} to review${full ? ', and more after them' : ''}.`
         : said ? 'Nothing left to review.' : 'Nothing to review.'));
-      focus(0);
+      if (!keep) focus(0);
+      else if (items.length) showCurrent();
     } catch (e) {
       failure(list, e);
     }
@@ -198,6 +200,9 @@ start(async (main) => {
       if (e.key === 'Escape' && items[at]) { e.preventDefault(); items[at].el.focus(); }
       return;
     }
+    // The keys act on the run in hand only while the reader is in the
+    // list (or nowhere): on a button or a link they are that control's.
+    if (t !== document.body && !list.contains(t)) return;
     const it = items[at];
     switch (e.key) {
       case 'j': case 'ArrowDown': focus(at + 1); break;
@@ -209,6 +214,6 @@ start(async (main) => {
     }
     e.preventDefault();
   });
-  sample.addEventListener('change', load);
+  sample.addEventListener('change', () => load('', true));
   await Promise.all([load(), drawReport()]);
 });

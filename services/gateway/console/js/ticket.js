@@ -16,7 +16,9 @@ start(async (main) => {
   const writable = can('tickets.update');
 
   const show = (ticket) => {
-    t = ticket;
+    // A write answers the ticket without what only a read adds (its
+    // reviewed verdicts, its deleted conversations): kept from the read.
+    t = {verdict_labels: t.verdict_labels, deleted_conversation_ids: t.deleted_conversation_ids, ...ticket};
     document.title = (t.title || 'Ticket') + ' · voiceai console';
     replace(main,
       h('p', {}, h('a', {href: 'index.html'}, '← Triage queue')),
