@@ -410,6 +410,12 @@ test('review: label a run from the keyboard alone, and the judge report changes'
     await page.goto('/console/ticket.html?id=' + encodeURIComponent(ticket.agentqa_ticket_id));
     await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
     await page.getByText('Checked from the keyboard').waitFor();
+    // An edit answers the ticket without its reviewed verdicts: the page
+    // keeps them.
+    await page.getByLabel('Comment', {exact: true}).fill('The verdict was reviewed.');
+    await page.getByRole('button', {name: 'Add comment'}).click();
+    await page.getByText('The verdict was reviewed.').waitFor();
+    await page.getByRole('list', {name: 'Reviewed verdicts'}).getByText(`${runs[0].run_id}: the judge was wrong`).waitFor();
   }
 });
 
