@@ -66,11 +66,17 @@ func (a *App) countSteps(ws, commandID string, deltas map[string]int64) ([]*aggr
 	return steps, nil
 }
 
-// folderGone turns a folder's NotFound from a step into the 422 at
-// body.<field> a request naming a folder that is not there gets.
+// folderGone turns a folder's NotFound from a step into the 422 a
+// request naming a folder that is not there gets (folderMissing).
 func folderGone(err error, folder, field string) error {
 	if errors.Is(err, apperr.FolderNotFound) {
-		return apperr.ValidationErrors{{Loc: []any{"body", field}, Msg: "Folder " + folder + " not found", Type: "value_error"}}
+		return folderMissing(folder, field)
 	}
 	return err
+}
+
+// folderMissing is the 422 at body.<field> naming a folder that is not
+// there.
+func folderMissing(folder, field string) error {
+	return apperr.ValidationErrors{{Loc: []any{"body", field}, Msg: "Folder " + folder + " not found", Type: "value_error"}}
 }

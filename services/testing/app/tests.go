@@ -157,7 +157,7 @@ func (a *App) checkFolder(ctx context.Context, ws, folderID, field string) error
 	}
 	if _, _, err := a.Folders.Get(ctx, ws, folderID); err != nil {
 		if isNotFound(err) {
-			return apperr.ValidationErrors{{Loc: []any{"body", field}, Msg: fmt.Sprintf("Folder %s not found", folderID), Type: "value_error"}}
+			return folderMissing(folderID, field)
 		}
 		return err
 	}
