@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -73,11 +72,11 @@ type Gateway struct {
 	now         func() time.Time
 	probes      obs.Probes
 	sessions    *sessions // the console's; nil without a secret
-	// stopping is closed as Serve begins to drain: a poll that would wait
-	// out the drain (Takes) is answered at once, to be sent again to
+	// stopping ends as Serve begins to drain (stop): a poll that would
+	// wait out the drain (Takes) is answered at once, to be sent again to
 	// another replica.
-	stopping     chan struct{}
-	stoppingOnce sync.Once
+	stopping context.Context
+	stop     context.CancelFunc
 }
 
 // New starts following key events and returns a gateway. It does not wait
@@ -113,14 +112,12 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 		return catchUp.Behind(ctx)
 	}
 	// Not ready once stopping (Serve): a load balancer sends no more.
-	stopping := make(chan struct{})
+	stopping, stop := context.WithCancel(context.Background())
 	serving := func(context.Context) error {
-		select {
-		case <-stopping:
+		if stopping.Err() != nil {
 			return errors.New("stopping")
-		default:
-			return nil
 		}
+		return nil
 	}
 	d.AddReadyCheck("rate_limits", limiter.Ready)
 	d.AddReadyCheck("api_keys", keysLoaded)
@@ -131,7 +128,7 @@ func New(ctx context.Context, d runtime.Deps, s Settings) (*Gateway, error) {
 	probes.Ready["rate_limits"], probes.Ready["api_keys"], probes.Ready["serving"] = limiter.Ready, keysLoaded, serving
 	return &Gateway{
 		probes: probes, settings: s, nc: d.NC, keys: keys, feed: feed, catchUp: catchUp, limiter: limiter, log: d.Logger,
-		stopping: stopping,
+		stopping: stopping, stop: stop,
 		fwd:      &natsx.Forwarder{NC: d.NC, Timeout: s.UpstreamTimeout, MaxBody: s.MaxBodyBytes, HedgeAfter: s.HedgeAfter, InProcess: s.InProcess},
 		metrics:  obs.NewHTTPMetrics(d.Metrics, "gateway"),
 		denials:  newDenials(d.Metrics),
@@ -289,13 +286,7 @@ func (g *Gateway) forwardTo(op api.Operation) http.Handler {
 			// gateway begins to stop, answered 503 (poll again).
 			ctx, cancel := context.WithCancelCause(r.Context())
 			defer cancel(nil)
-			go func() {
-				select {
-				case <-g.stopping:
-					cancel(natsx.ErrStopping)
-				case <-ctx.Done():
-				}
-			}()
+			defer context.AfterFunc(g.stopping, func() { cancel(natsx.ErrStopping) })()
 			r = r.WithContext(ctx)
 		}
 		g.fwd.ForwardWithin(w, r, op.Service, op.Timeout)
@@ -361,7 +352,7 @@ func (g *Gateway) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	g.stoppingOnce.Do(func() { close(g.stopping) })
+	g.stop()
 	if d := g.settings.ShutdownDelay; d > 0 {
 		g.log.Info("stopping: not ready, serving on before the listener closes", "for", d)
 		timer := time.NewTimer(d)

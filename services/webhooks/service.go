@@ -215,7 +215,7 @@ func Start(ctx context.Context, d runtime.Deps, c Config) (*Service, error) {
 	}, runtime.SubKey(c.Secret, RelayTokenPurpose), d.Logger, d.Clock())
 	a.Cursors = cursor.NewCodec(runtime.SubKey(c.Secret, "webhooks/cursor"))
 	a.MaxPerWorkspace = c.MaxPerWorkspace
-	a.Stopping = ctx.Done()
+	a.Stopping = ctx
 	if a.TranscriptKeys, err = kvkeys.Open(ctx, d.JS, d.StreamReplicas, c.Secret); err != nil {
 		return nil, err
 	}

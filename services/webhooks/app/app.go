@@ -41,11 +41,11 @@ type App struct {
 	// event is fanned out to each of them, on the dispatcher all
 	// workspaces share.
 	MaxPerWorkspace int
-	// Stopping, when set, is closed as the process begins to stop: a poll
+	// Stopping, when set, ends as the process begins to stop: a poll
 	// waiting for a relay delivery then answers none at once (its client
 	// polls again, another replica or this one restarted), so a stop does
 	// not wait it out.
-	Stopping <-chan struct{}
+	Stopping context.Context
 	Log      *slog.Logger
 	Now      func() time.Time
 }

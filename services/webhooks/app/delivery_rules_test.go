@@ -447,14 +447,15 @@ func TestARelayPollEndsWhenTheProcessStops(t *testing.T) {
 	f := newFixture(t)
 	rl := memory.NewRelay()
 	f.app.Relay = rl
-	stopping := make(chan struct{})
+	stopping, stop := context.WithCancel(context.Background())
+	defer stop()
 	f.app.Stopping = stopping
 	w, _, err := f.app.Create(context.Background(), principal.Caller{Principal: f.caller}, domain.Input{Relay: ptr(true), Events: []string{"call_ended"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	polled := f.pollRelay(t, rl, w.WebhookId, app.MaxRelayWait)
-	close(stopping)
+	stop()
 	select {
 	case got := <-polled:
 		if got.d != nil || got.err != nil {

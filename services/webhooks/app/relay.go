@@ -38,13 +38,7 @@ func (a *App) RelayNext(ctx context.Context, p principal.Caller, webhookID strin
 	ctx, cancel := context.WithTimeout(ctx, min(wait, MaxRelayWait))
 	defer cancel()
 	if a.Stopping != nil {
-		go func() { // ends with the poll: the deferred cancel closes ctx
-			select {
-			case <-a.Stopping:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
+		defer context.AfterFunc(a.Stopping, cancel)()
 	}
 	req, err := a.Relay.Take(ctx, w.GetWorkspaceId(), w.GetWebhookId())
 	if err != nil || req == nil {
