@@ -102,6 +102,27 @@ test('the triage queue filters, shows new tickets live and edits in place', asyn
   await page.getByLabel('Priority of Greeting skipped the recording disclosure').selectOption('medium');
   await eventually('the priority change reached the API', async () =>
     (await api('GET', '/v1/convai/triage-tickets/' + tickets.greeting.agentqa_ticket_id)).priority === 'medium');
+
+  // By keyboard, a choice is saved once, when it is made (Enter), not at
+  // each arrow-key step: up and down again, then Enter, sends nothing;
+  // up, down, up, up (high, urgent, high, medium), then Enter, one PATCH.
+  const hold = '/v1/convai/triage-tickets/' + tickets.live.agentqa_ticket_id;
+  const changesBefore = (await api('GET', hold)).priority_changes.length;
+  const patches = [];
+  const countPatches = (r) => { if (r.method() === 'PATCH') patches.push(r.postDataJSON()); };
+  page.on('request', countPatches);
+  const saved = page.waitForResponse((r) => r.request().method() === 'PATCH' && r.request().postDataJSON().priority === 'medium');
+  await page.getByLabel('Priority of Hold music played for two minutes').focus();
+  for (const k of ['ArrowUp', 'ArrowDown', 'Enter', 'ArrowUp', 'ArrowDown', 'ArrowUp', 'ArrowUp', 'Enter']) await page.keyboard.press(k);
+  await saved;
+  page.off('request', countPatches);
+  assert.deepEqual(patches, [{priority: 'medium'}], 'the arrow-key steps were saved one by one');
+  const afterKeys = await api('GET', hold);
+  assert.equal(afterKeys.priority, 'medium');
+  assert.equal(afterKeys.priority_changes.length, changesBefore + 1, 'one change in the history');
+  // The redrawn row's select keeps the focus.
+  await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'Priority of Hold music played for two minutes' &&
+    document.activeElement.value === 'medium');
 });
 
 test('a ticket: comment, assign, change status, merge a duplicate, transcript', async () => {

@@ -77,6 +77,33 @@ export function select(props, options, chosen) {
     h('option', {value: v, selected: String(v) === String(chosen ?? '')}, label)));
 }
 
+// onChoose runs choose(value) when a choice is made in sel, not at each
+// step towards it: the keyboard's arrows (and typed letters) step a
+// closed select through its options, and Chromium fires change at every
+// step. Such a step waits for Enter, or for the select to be left; a pick
+// from the opened list (mouse or keyboard) is a choice at once. A choice
+// equal to the last one (down, then up again) sends nothing, and Escape
+// puts the last choice back.
+export function onChoose(sel, choose) {
+  let chosen = sel.value;
+  let stepping = false; // a key's own change, fired while it is handled
+  const commit = () => {
+    if (sel.value === chosen) return;
+    chosen = sel.value;
+    choose(sel.value);
+  };
+  sel.addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') return commit();
+    if (ev.key === 'Escape') { sel.value = chosen; return; }
+    stepping = true;
+    setTimeout(() => { stepping = false; }); // after the key's change, if any
+  });
+  sel.addEventListener('change', () => { if (!stepping) commit(); });
+  // Left: a choice. Removed (a redraw: blur fires as it goes, and the
+  // redrawing script runs on) is not.
+  sel.addEventListener('blur', () => queueMicrotask(() => { if (sel.isConnected) commit(); }));
+}
+
 export function button(label, onClick, props = {}) {
   return h('button', {type: 'button', ...props, on: {click: onClick}}, label);
 }

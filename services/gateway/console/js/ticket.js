@@ -1,7 +1,7 @@
 // One ticket: its fields and history, the conversation's transcript with
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
-import {h, append, replace, field, say, when, pageParam, checked, onSubmit} from './dom.js';
+import {h, append, replace, field, say, when, pageParam, checked, onSubmit, onChoose} from './dom.js';
 import {start, can, shown} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
@@ -43,11 +43,11 @@ start(async (main) => {
     const fact = (k, v) => rows.push(h('dt', {}, k), h('dd', {}, v));
     if (writable && t.status !== 'merged') {
       const st = statusSelect(t, {});
-      st.addEventListener('change', () => change({status: st.value}, 'Status changed to ' + label(st.value) + '.'));
+      onChoose(st, (v) => change({status: v}, 'Status changed to ' + label(v) + '.'));
       const pr = prioritySelect(t, {});
-      pr.addEventListener('change', () => change({priority: pr.value || null}, 'Priority changed.'));
+      onChoose(pr, (v) => change({priority: v || null}, 'Priority changed.'));
       const as = assigneeSelect(t, users, {});
-      as.addEventListener('change', () => change({assignee_user_id: as.value || null}, 'Assignee changed.'));
+      onChoose(as, (v) => change({assignee_user_id: v || null}, 'Assignee changed.'));
       rows.push(h('div', {class: 'row', style: null}, field('Status', st), field('Priority', pr), field('Assignee', as)));
     } else {
       fact('Status', badge(t.status));
