@@ -163,10 +163,25 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await eventually('the status reached the API', async () =>
     (await api('GET', '/v1/convai/triage-tickets/' + id)).status === 'in_progress');
   await page.getByText('Status → in progress').waitFor(); // the history
+  // By keyboard: a step down and Enter saves once, and the focus stays on
+  // the select, drawn again.
+  const ticketPatches = [];
+  const countTicketPatches = (r) => { if (r.method() === 'PATCH') ticketPatches.push(r.postDataJSON()); };
+  page.on('request', countTicketPatches);
+  await page.getByLabel('Priority', {exact: true}).focus();
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await page.getByText('Priority → urgent').waitFor();
+  page.off('request', countTicketPatches);
+  assert.deepEqual(ticketPatches, [{priority: 'urgent'}]);
+  assert.equal(await page.evaluate(() => document.activeElement?.labels?.[0]?.textContent), 'Priority', 'the focus left the priority select');
 
   await page.getByLabel('Caller asked twice about delivery times').check();
   await page.getByRole('button', {name: 'Merge selected'}).click();
   await page.getByText('Merged 1 ticket into this one.').waitFor();
+  // The merge form is drawn again once the other tickets are listed: the
+  // focus goes back to its button then.
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Merge selected');
   const merged = await api('GET', '/v1/convai/triage-tickets/' + tickets.delivery.agentqa_ticket_id);
   assert.equal(merged.status, 'merged');
   assert.equal(merged.merged_into_ticket_id, id);
@@ -182,6 +197,9 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   await page.getByLabel('Comment on turn 1').fill('This promise is not in the policy.');
   await page.locator('.turn').nth(1).getByRole('button', {name: 'Add turn comment'}).click();
   await page.locator('.turn.agent .turn-comment', {hasText: 'This promise is not in the policy.'}).waitFor();
+  // The transcript is fetched again: its turn's button has the focus back.
+  await page.waitForFunction(() => document.activeElement?.textContent === 'Add turn comment' &&
+    document.activeElement.closest('.turn') === document.querySelectorAll('.turn')[1]);
   const withTurn = await api('GET', '/v1/convai/triage-tickets/' + id);
   assert.deepEqual(withTurn.turn_comments.map((c) => [c.turn_index, c.comment]), [[1, 'This promise is not in the policy.']]);
   await accessible(page, 'ticket-transcript');
@@ -626,10 +644,13 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByRole('button', {name: 'Dislike'}).click();
   await page.getByRole('button', {name: 'Dislike', pressed: true}).waitFor();
   assert.equal(await page.getByLabel('New tag title').inputValue(), 'Refund promise');
+  // The conversation is drawn again: the button pressed keeps the focus.
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Dislike', 'the focus left the button pressed');
   await eventually('the feedback reached the API', async () =>
     (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
   await page.getByRole('button', {name: 'Create and attach'}).click();
   await page.getByRole('button', {name: 'Detach Refund promise'}).waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Create and attach', 'the focus left the button pressed');
   assert.equal(await page.getByLabel('New tag title').inputValue(), '', 'the attached tag\'s title is still in its field');
   const tagged = await api('GET', '/v1/convai/conversations/' + conversations[0]);
   assert.equal(tagged.tag_ids.length, 1);
@@ -647,6 +668,12 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.goto('/console/ticket.html?id=' + encodeURIComponent(manual.agentqa_ticket_id));
   await page.getByText('This ticket names no conversation.').waitFor();
   assert.ok(!(await page.locator('main').innerText()).includes('null'), 'the ticket page shows "null"');
+  // The page draws the ticket again from a write's answer: the focus
+  // stays on the button pressed (not <body>).
+  await page.getByLabel('Comment', {exact: true}).fill('Tone checked on five calls.');
+  await page.getByRole('button', {name: 'Add comment'}).click();
+  await page.getByText('Tone checked on five calls.').waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Add comment', 'the focus left the button pressed');
 
   // A conversation deleted from the console, in two steps, is gone; a
   // ticket on it says so, in place of its transcript.

@@ -156,6 +156,43 @@ export function confirmButton(label, confirmLabel, onConfirm, props = {}) {
   return b;
 }
 
+// A page that draws a part of itself again (after a change) replaces the
+// control that had the focus, and the focus falls to <body>: a keyboard
+// user loses their place. A control that names itself (data-focus, one
+// name per page) gets it back: focusKey reads the name of the control
+// focused in root before root is drawn again, refocus gives the focus to
+// the redrawn control of that name.
+export function focusKey(root) {
+  const el = document.activeElement;
+  return el && root.contains(el) ? el.dataset.focus || '' : '';
+}
+
+// refocus focuses root's control named key, if the focus was lost. One
+// drawn later (its part of the page is fetched) gets the focus when it
+// appears, and fallback (focusable: tabindex -1) has it meanwhile, or
+// for good when the control is gone (a tag detached); a person who moved
+// the focus elsewhere keeps it.
+export function refocus(root, key, fallback) {
+  if (!key) return;
+  const lost = () => [document.body, root, fallback].includes(document.activeElement);
+  const find = () => root.querySelector(`[data-focus="${CSS.escape(key)}"]`);
+  if (!lost() || put(find())) return;
+  fallback?.focus();
+  const watcher = new MutationObserver(() => {
+    if (!lost() || put(find())) watcher.disconnect();
+  });
+  watcher.observe(root, {childList: true, subtree: true});
+}
+
+// put focuses el, opening the <details> it is folded in.
+function put(el) {
+  if (!el) return false;
+  const folded = el.closest('details:not([open])');
+  if (folded) folded.open = true;
+  el.focus();
+  return true;
+}
+
 // when formats unix seconds (or an ISO string) for people, in their zone.
 export function when(t) {
   if (t === null || t === undefined || t === '') return '—';
