@@ -358,6 +358,25 @@ test('tests: folders, run with repeat, follow the invocation live, its verdicts 
   await shoot(page, 'test-latency');
   await page.unroute('**/v1/convai/agent-testing/' + created.id);
 
+  // A test's own page (the link from its ticket names no folder) lists
+  // its folder, and its run form runs that test, not the ticked tests of
+  // a folder. The request is looked at, not let through.
+  await page.reload();
+  await page.getByRole('navigation', {name: 'Folder'}).getByRole('link', {name: 'Regression'}).waitFor();
+  await page.getByRole('heading', {name: 'Run this test'}).waitFor();
+  assert.equal(await page.getByRole('checkbox').count(), 0, 'a test\'s page offers tests to tick');
+  let asked = null;
+  await page.route('**/run-tests', async (route) => {
+    asked = {path: new URL(route.request().url()).pathname, body: route.request().postDataJSON()};
+    await route.fulfill({status: 409, json: {detail: {status: 'not_run', message: 'Not run: the browser test only reads the request.'}}});
+  });
+  await page.getByLabel('Agent', {exact: true}).selectOption(agentID);
+  await page.getByRole('button', {name: 'Run this test'}).click();
+  await page.getByText('Not run: the browser test only reads the request.').waitFor();
+  await page.unroute('**/run-tests');
+  assert.equal(asked.path, '/v1/convai/agents/' + agentID + '/run-tests');
+  assert.deepEqual(asked.body.tests, [{test_id: created.id}]);
+
   // A failed run gets its ticket from the QA worker; the ticket links to
   // the failing test and to the invocation.
   if (passed < 2) {
@@ -575,6 +594,16 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   assert.deepEqual(drawn, invs.map((i) => [i.id, i.reliability.pass_rate, ...i.reliability.pass_rate_ci95]).reverse());
   await accessible(page, 'agent');
   await shoot(page, 'agent');
+  // "Run tests on it" runs them on this agent, not on the one listed
+  // first (a newer one), in the folder opened from there too.
+  const other = await api('POST', '/v1/convai/agents/create', {name: 'Another bot'});
+  await page.getByRole('link', {name: 'Run tests on it'}).click();
+  await page.getByRole('heading', {name: 'Tests', exact: true}).waitFor();
+  await page.getByRole('link', {name: /^Regression/}).click();
+  await page.getByRole('button', {name: 'Run selected tests'}).waitFor();
+  const agentSelect = page.getByLabel('Agent', {exact: true});
+  assert.equal(await agentSelect.locator('option').first().getAttribute('value'), other.agent_id, 'the other agent is listed first');
+  assert.equal(await agentSelect.inputValue(), agentID, 'the run form chose another agent than the one it came from');
 
   await page.getByRole('link', {name: 'API keys', exact: true}).click();
   await page.getByRole('heading', {name: 'API keys', exact: true}).waitFor();
