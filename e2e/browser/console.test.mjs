@@ -662,6 +662,16 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByText('1 conversation shown').waitFor();
   const listed = await api('GET', '/v1/convai/conversations?call_successful=failure&tool_names=lookup_order&exclude_statuses=in-progress');
   assert.deepEqual(listed.conversations.map((c) => c.conversation_id), [conversations[0]]);
+  // Filters the API refuses (a 422) list nothing: the rows of the
+  // filters before are gone, and the page says why.
+  const rows = page.getByRole('table', {name: 'Conversations'}).locator('tbody tr');
+  await page.getByLabel('Evaluation', {exact: true}).fill('accuracy:maybe');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByRole('alert').filter({hasText: 'criterion_id:result'}).waitFor();
+  assert.equal(await rows.count(), 0, 'the rows of the filters before are shown under the error');
+  await page.getByLabel('Evaluation', {exact: true}).fill('');
+  await page.getByRole('button', {name: 'Apply filters'}).click();
+  await page.getByText('1 conversation shown').waitFor();
   await accessible(page, 'conversations');
   await shoot(page, 'conversations');
 

@@ -65,6 +65,9 @@ start(async (main) => {
       more.hidden = !cursor;
       say(msg, shown ? `${shown} conversation${shown === 1 ? '' : 's'} shown` : 'No conversation matches.');
     } catch (e) {
+      // Refused filters (a 422) list nothing: no rows of the filters
+      // before them under the error, as if they were the answer.
+      if (first) { body.replaceChildren(); shown = 0; cursor = ''; more.hidden = true; }
       say(msg, e.message, true);
     }
   }
