@@ -744,6 +744,14 @@ test('a page for an id that does not exist says so, in place of the page', async
     await page.getByText(said).waitFor();
     assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page over the failure');
   }
+  // An address that names no item at all (a link cut short) says so, and
+  // leads back to the list, rather than showing the API's route error.
+  for (const [path, list] of [['ticket.html', 'Triage queue'], ['invocation.html', 'Tests']]) {
+    await page.goto('/console/' + path);
+    await page.getByRole('alert').filter({hasText: 'its address names none'}).waitFor();
+    await page.locator('main').getByRole('link', {name: '← ' + list}).waitFor();
+    assert.equal(await page.locator('main h1').count(), 0, path + ' drew its page');
+  }
 });
 
 test('no dialog, CSP violation, script error or third-party request', () => {

@@ -2,12 +2,13 @@
 // the turn comments at their turns, comments, and merging others into it.
 import {get, post, patch, query, enc, ApiError} from './api.js';
 import {h, append, replace, field, say, when, pageParam, checked, onSubmit, onChoose, focusKey, refocus} from './dom.js';
-import {start, can, shown} from './shell.js';
+import {start, can, shown, noneNamed} from './shell.js';
 import {label, agentName, assignees, personName, statusSelect, prioritySelect, assigneeSelect, badge, toolBlocks} from './common.js';
 
 const id = pageParam('id') || '';
 
 start(async (main) => {
+  if (!id) return noneNamed(main, 'ticket', 'index.html', 'Triage queue');
   let t = await shown(main, '/v1/convai/triage-tickets/' + enc(id));
   if (!t) return;
   const users = await assignees(t.agent_id);
