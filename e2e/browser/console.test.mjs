@@ -566,8 +566,17 @@ test('webhooks: create (secret once), log, resend, recover, auto-disable, enable
     await page.getByRole('button', {name: 'Disable ' + url}).click();
     await page.getByRole('button', {name: 'Enable ' + url}).waitFor();
     assert.equal((await api('GET', '/v1/convai/webhooks/' + hook.webhook_id)).active, false);
-    await page.getByRole('button', {name: 'Delete ' + url}).click();
-    await page.getByRole('button', {name: 'Delete ' + url}).click(); // confirm
+    // Delete asks first: the armed button's name says it is the confirm
+    // step, and Escape takes the question back.
+    const remove = page.getByRole('button', {name: 'Delete ' + url, exact: true});
+    const confirmRemove = page.getByRole('button', {name: 'Confirm delete ' + url, exact: true});
+    await remove.click();
+    await confirmRemove.waitFor();
+    assert.equal(await remove.count(), 0, 'the armed button still has its first name');
+    await page.keyboard.press('Escape');
+    await remove.waitFor();
+    await remove.click();
+    await confirmRemove.click();
     await page.getByText('Deleted ' + url + '.').waitFor();
     assert.ok(!(await api('GET', '/v1/convai/webhooks')).webhooks.some((w) => w.webhook_id === hook.webhook_id));
   } finally {
@@ -622,8 +631,9 @@ test('agents and API keys: list, detail, create a key (secret once), revoke it',
   assert.ok(!JSON.stringify(accounts).includes(secret));
   await accessible(page, 'keys');
   await shoot(page, 'keys');
-  await page.getByRole('button', {name: 'Revoke key reader'}).click();
-  await page.getByRole('button', {name: 'Revoke key reader'}).click(); // confirm
+  // The armed button's name says it is the confirm step.
+  await page.getByRole('button', {name: 'Revoke key reader', exact: true}).click();
+  await page.getByRole('button', {name: 'Confirm revoke key reader', exact: true}).click();
   await page.getByText('Revoked reader.').waitFor();
   await eventually('the revoked key is refused', async () =>
     (await fetch(base + '/v1/convai/agents', {headers: {'x-api-key': secret}})).status === 401);

@@ -144,15 +144,24 @@ export function checked(boxes) {
 
 // confirmButton acts in two steps instead of a dialog: the first press
 // asks (its label becomes confirmLabel), the second runs onConfirm.
+// Leaving the button, or Escape on it, takes the question back.
 export function confirmButton(label, confirmLabel, onConfirm, props = {}) {
+  // An aria-label ("Delete <url>") is the name assistive technology
+  // reads instead of the label: it must say the confirm step too
+  // ("Confirm delete <url>").
+  const name = props['aria-label'];
+  const armedName = name && (name.startsWith(label) ? confirmLabel + name.slice(label.length) : `${confirmLabel}: ${name}`);
+  const arm = (armed) => {
+    b.dataset.armed = armed ? 'yes' : '';
+    b.textContent = armed ? confirmLabel : label;
+    if (name) b.setAttribute('aria-label', armed ? armedName : name);
+  };
   const b = button(label, async () => {
-    if (b.dataset.armed !== 'yes') {
-      b.dataset.armed = 'yes';
-      b.textContent = confirmLabel;
-      return;
-    }
+    if (b.dataset.armed !== 'yes') return arm(true);
     await onConfirm();
   }, props);
+  b.addEventListener('blur', () => arm(false));
+  b.addEventListener('keydown', (ev) => { if (ev.key === 'Escape') arm(false); });
   return b;
 }
 
