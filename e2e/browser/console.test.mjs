@@ -212,6 +212,17 @@ test('a ticket: comment, assign, change status, merge a duplicate, transcript', 
   assert.equal(await page.locator('main img').count(), 0);
 });
 
+test('a merged ticket is read-only in the queue, as on its own page', async () => {
+  await page.goto('/console/index.html');
+  await page.getByLabel('Status', {exact: true}).selectOption('merged');
+  const merged = await api('GET', '/v1/convai/triage-tickets?status=merged');
+  assert.deepEqual(merged.agent_conversation_tickets.map((t) => t.title), ['Caller asked twice about delivery times']);
+  await waitForRows(merged.agent_conversation_tickets.map((t) => t.title));
+  const row = page.getByRole('row').filter({has: page.getByRole('link', {name: 'Caller asked twice about delivery times'})});
+  assert.equal(await row.locator('select').count(), 0, 'a merged ticket\'s fields are editable in the queue');
+  await row.locator('td[data-label="Status"] .badge').getByText('merged').waitFor();
+});
+
 test('tests: folders, run with repeat, follow the invocation live, its verdicts and JUnit XML', async () => {
   const folder = await api('POST', '/v1/convai/agent-testing/folders', {name: 'Regression'});
   const created = await api('POST', '/v1/convai/agent-testing/create', {

@@ -123,7 +123,8 @@ start(async (main) => {
 
   function render(t) {
     const id = t.agentqa_ticket_id;
-    const writable = can('tickets.update');
+    // A merged ticket is final: read-only here, as on its own page.
+    const writable = can('tickets.update') && t.status !== 'merged';
     const note = h('span', {class: 'msg', role: 'status'});
     const change = (fieldName) => async (value) => {
       try {
