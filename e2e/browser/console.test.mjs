@@ -683,6 +683,15 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByText('1 conversation shown').waitFor();
   const listed = await api('GET', '/v1/convai/conversations?call_successful=failure&tool_names=lookup_order&exclude_statuses=in-progress');
   assert.deepEqual(listed.conversations.map((c) => c.conversation_id), [conversations[0]]);
+  // A failed call's outcome has the failure colour, as a failed run's.
+  const [failureColour, failedColour] = await page.evaluate(() => {
+    const probe = document.body.appendChild(document.createElement('span'));
+    probe.className = 'badge failed';
+    const colours = [getComputedStyle(document.querySelector('tbody .badge.failure')).color, getComputedStyle(probe).color];
+    probe.remove();
+    return colours;
+  });
+  assert.equal(failureColour, failedColour, 'the failure badge is not in the failure colour');
   // Filters the API refuses (a 422) list nothing: the rows of the
   // filters before are gone, and the page says why.
   const rows = page.getByRole('table', {name: 'Conversations'}).locator('tbody tr');
@@ -704,8 +713,11 @@ test('conversations: the filter bar, feedback and a tag; a ticket with no conver
   await page.getByRole('button', {name: 'Dislike'}).click();
   await page.getByRole('button', {name: 'Dislike', pressed: true}).waitFor();
   assert.equal(await page.getByLabel('New tag title').inputValue(), 'Refund promise');
-  // The conversation is drawn again: the button pressed keeps the focus.
+  // The conversation is drawn again: the button pressed keeps the focus,
+  // and looks pressed, unlike the other.
   assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Dislike', 'the focus left the button pressed');
+  const look = (name) => page.getByRole('button', {name, exact: true}).evaluate((b) => getComputedStyle(b).backgroundColor);
+  assert.notEqual(await look('Like'), await look('Dislike'), 'Like and Dislike look the same, one pressed and one not');
   await eventually('the feedback reached the API', async () =>
     (await api('GET', '/v1/convai/conversations/' + conversations[0])).metadata.feedback?.overall_score === 'dislike');
   await page.getByRole('button', {name: 'Create and attach'}).click();
